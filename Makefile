@@ -1,0 +1,38 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Both set up .venv first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+ROOMS := actors tools models telemetry hierarchy
+TYPED := $(addprefix .typecheck/regiment/,$(wildcard *.py)) $(addprefix .typecheck/regiment/,$(ROOMS)) tests examples bench
+
+.PHONY: demo test check bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev,cli]'
+	touch $(STAMP)
+
+# mypy cannot follow the editable-install import hook; a git-ignored symlink
+# .typecheck/regiment -> .. lets it see the repository root as the package.
+.typecheck/regiment:
+	mkdir -p .typecheck
+	ln -sfn .. .typecheck/regiment
+
+demo: $(STAMP)
+	$(PY) examples/refund/main.py
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+check: $(STAMP) .typecheck/regiment
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy $(TYPED)
+
+bench: $(STAMP)
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) .typecheck .mypy_cache .ruff_cache .pytest_cache

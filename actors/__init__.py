@@ -1,0 +1,3 @@
+"""actors room."""
+
+__all__ = ()

@@ -1,0 +1,173 @@
+"""The exceptions regiment raises, branched by who has to react.
+
+The tree::
+
+    RegimentError                      root of everything regiment raises
+    ├── ConfigError                    the programmer or the config file is wrong; fix the code
+    ├── ActorError                     the actor runtime
+    │   ├── MailboxFull                send_nowait on a full mailbox
+    │   ├── ActorStopped               sending to, or asking, an actor that has stopped
+    │   ├── AskTimeout                 ask() got no reply in time (also a TimeoutError)
+    │   └── ActorFailed                an actor exceeded its restart limit (escalation)
+    ├── ToolError                      a tool could not be built or called
+    │   └── ToolArgumentsInvalid       arguments did not validate against the schema
+    ├── ModelError                     a model call failed after the provider's own retries
+    │   ├── ModelAPIError              the provider answered with an error status
+    │   ├── ModelConnectionError       the provider could not be reached
+    │   └── ScriptExhausted            a ScriptedModel was called more times than scripted
+    └── RunError                       a run could not finish
+        ├── PlanError                  no valid plan within the allowed attempts
+        ├── StepFailed                 a step failed and no replan could recover it
+        ├── BudgetExceeded             a budget limit was reached (when configured to raise)
+        └── RunCancelled               the run was cancelled by its caller
+
+Errors about something a *model* produced (bad tool arguments, an invented tool
+name, an unparseable plan) are first handed back to the model as data; they only
+surface as exceptions once the bounded number of attempts is used up.
+"""
+
+from __future__ import annotations
+
+__all__ = (
+    "ActorError",
+    "ActorFailed",
+    "ActorStopped",
+    "AskTimeout",
+    "BudgetExceeded",
+    "ConfigError",
+    "MailboxFull",
+    "ModelAPIError",
+    "ModelConnectionError",
+    "ModelError",
+    "PlanError",
+    "RegimentError",
+    "RunCancelled",
+    "RunError",
+    "ScriptExhausted",
+    "StepFailed",
+    "ToolArgumentsInvalid",
+    "ToolError",
+)
+
+
+class RegimentError(Exception):
+    """Root of every exception regiment raises."""
+
+
+class ConfigError(RegimentError):
+    """The programmer (or a config file) asked for something that cannot work."""
+
+
+class ActorError(RegimentError):
+    """A problem in the actor runtime."""
+
+
+class MailboxFull(ActorError):
+    """``send_nowait`` found the mailbox at capacity; use ``await send`` to wait."""
+
+
+class ActorStopped(ActorError):
+    """The target actor has stopped; the message went to the dead letters."""
+
+
+class AskTimeout(ActorError, TimeoutError):
+    """``ask`` did not get a reply in time."""
+
+
+class ActorFailed(ActorError):
+    """An actor failed more often than its restart policy allows."""
+
+
+class ToolError(RegimentError):
+    """A tool could not be defined or called."""
+
+
+class ToolArgumentsInvalid(ToolError):
+    """Arguments given to a tool did not validate."""
+
+
+class ModelError(RegimentError):
+    """A model call failed after the provider's own retries."""
+
+
+class ModelAPIError(ModelError):
+    """The model provider answered with an error.
+
+    Attributes:
+        status_code: HTTP status, if there was a response.
+        error_type: the provider's error type (for Anthropic e.g. ``invalid_request_error``).
+        request_id: the provider's request id, for support tickets.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        error_type: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.error_type = error_type
+        self.request_id = request_id
+
+
+class ModelConnectionError(ModelError):
+    """The model provider could not be reached (refused, reset, timed out)."""
+
+
+class ScriptExhausted(ModelError):
+    """A ScriptedModel was called more times than it has scripted responses."""
+
+
+class RunError(RegimentError):
+    """A run could not finish."""
+
+
+class PlanError(RunError):
+    """The planner did not produce a valid plan within the allowed attempts.
+
+    Attributes:
+        last_reply: the planner model's last reply text.
+        problems: what was wrong with it.
+    """
+
+    def __init__(
+        self, message: str, *, last_reply: str = "", problems: tuple[str, ...] = ()
+    ) -> None:
+        super().__init__(message)
+        self.last_reply = last_reply
+        self.problems = problems
+
+
+class StepFailed(RunError):
+    """A step failed and could not be recovered by a replan.
+
+    Attributes:
+        step_id: the failing step.
+        worker: the worker it was assigned to.
+        cause: a short description of why.
+    """
+
+    def __init__(self, message: str, *, step_id: str, worker: str, cause: str) -> None:
+        super().__init__(message)
+        self.step_id = step_id
+        self.worker = worker
+        self.cause = cause
+
+
+class BudgetExceeded(RunError):
+    """A budget limit was reached and the run was configured to raise.
+
+    Attributes:
+        limit: which limit (``model_calls``, ``tool_calls``, ``tokens``, ...).
+    """
+
+    def __init__(self, message: str, *, limit: str) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class RunCancelled(RunError):
+    """The run was cancelled by its caller."""

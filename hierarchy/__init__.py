@@ -1,0 +1,3 @@
+"""hierarchy room."""
+
+__all__ = ()

@@ -1,0 +1,3 @@
+"""models room."""
+
+__all__ = ()

@@ -1,0 +1,3 @@
+"""telemetry room."""
+
+__all__ = ()
