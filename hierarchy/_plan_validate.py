@@ -1,0 +1,164 @@
+"""Plan validation: what is wrong with a plan, in words the planner model can act on.
+
+A plan a model wrote that names an unknown worker or dependency, or whose
+dependencies form a cycle, is not a crash: the problems go back to the planner
+model as a re-prompt. So each problem is one self-contained sentence that says
+what is wrong and what would be right.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Collection, Iterator, Sequence
+
+from regiment.errors import ConfigError
+from regiment.hierarchy._plan import PlanStep
+
+__all__ = ("validate_plan",)
+
+
+def validate_plan(
+    steps: Sequence[PlanStep],
+    *,
+    workers: Collection[str],
+    known_ids: Collection[str] = (),
+    checks: Collection[str] = (),
+) -> tuple[str, ...]:
+    """The problems with a plan; an empty tuple means it is valid.
+
+    Args:
+        steps: the steps to check (a first plan, or a replan's new tail).
+        workers: the team's worker names. With exactly one worker a step may
+            leave ``worker`` out (``None``); with several it must name one.
+        known_ids: ids of steps kept from earlier versions (the committed
+            ones): valid dependency targets, and ids new steps must not reuse.
+        checks: names of the registered checks a step may ask for.
+
+    Returns:
+        One sentence per problem, in a stable order: ids first, then each
+        step in plan order, then dependency cycles.
+
+    Raises:
+        ConfigError: ``workers`` is empty (a team needs at least one worker).
+    """
+    if not workers:
+        raise ConfigError("validate_plan needs the team's workers; a team has at least one")
+    problems = list(_id_problems(steps, known_ids))
+    plan_ids = [step.id for step in steps]
+    targets = _listing([*dict.fromkeys(plan_ids), *_sorted(set(known_ids) - set(plan_ids))])
+    for step in steps:
+        problems.extend(_worker_problems(step, workers))
+        problems.extend(_dependency_problems(step, set(plan_ids) | set(known_ids), targets))
+        problems.extend(_check_problems(step, checks))
+    for cycle in _cycles(steps):
+        problems.append(
+            f"steps {' -> '.join(cycle)} depend on each other in a cycle, so none of them "
+            "could ever start; remove one of these dependencies"
+        )
+    return tuple(problems)
+
+
+def _id_problems(steps: Sequence[PlanStep], known_ids: Collection[str]) -> Iterator[str]:
+    counts = Counter(step.id for step in steps)
+    reported: set[str] = set()
+    for number, step in enumerate(steps, start=1):
+        if not step.id.strip():
+            yield f"step #{number} has an empty id; give every step a short unique id"
+        elif step.id in known_ids and step.id not in reported:
+            reported.add(step.id)
+            yield (
+                f"step id {step.id!r} is already used by a completed step of the earlier plan; "
+                f"give new steps ids that are not taken (taken: {_listing(_sorted(known_ids))})"
+            )
+        elif counts[step.id] > 1 and step.id not in reported:
+            reported.add(step.id)
+            yield (
+                f"step id {step.id!r} is used by {counts[step.id]} steps; give each step its own id"
+            )
+        if not step.description.strip():
+            yield f"step {step.id} has no description; say what the step must do"
+
+
+def _worker_problems(step: PlanStep, workers: Collection[str]) -> Iterator[str]:
+    names = _listing(sorted(workers))
+    if step.worker is None:
+        if len(workers) > 1:
+            yield (
+                f"step {step.id} names no worker; this team has several, so assign one of: {names}"
+            )
+    elif step.worker not in workers:
+        yield (
+            f"step {step.id} is assigned to worker {step.worker!r}, which does not exist; "
+            f"the workers are: {names}"
+        )
+
+
+def _dependency_problems(step: PlanStep, valid: set[str], targets: str) -> Iterator[str]:
+    for dep in step.depends_on:
+        if dep == step.id:
+            yield f"step {step.id} depends on itself; remove {dep!r} from its depends_on"
+        elif dep not in valid:
+            yield (
+                f"step {step.id} depends on step {dep!r}, which does not exist; "
+                f"a step may depend on: {targets}"
+            )
+
+
+def _check_problems(step: PlanStep, checks: Collection[str]) -> Iterator[str]:
+    if step.check is None or step.check in checks:
+        return
+    if checks:
+        yield (
+            f"step {step.id} asks for check {step.check!r}, which is not registered; "
+            f"the checks are: {_listing(sorted(checks))}"
+        )
+    else:
+        yield (
+            f"step {step.id} asks for check {step.check!r}, but no checks are registered; "
+            "leave 'check' out"
+        )
+
+
+def _cycles(steps: Sequence[PlanStep]) -> list[list[str]]:
+    """Dependency cycles as id paths (``[s1, s3, s1]``: s1 waits for s3, s3 for s1).
+
+    Iterative depth-first search in plan order, so the result is deterministic
+    and a long chain cannot hit the recursion limit. Self-dependencies and
+    unknown targets are reported elsewhere and left out here.
+    """
+    graph: dict[str, list[str]] = {}
+    for step in steps:
+        graph.setdefault(step.id, [dep for dep in step.depends_on if dep != step.id])
+    graph = {node: [dep for dep in deps if dep in graph] for node, deps in graph.items()}
+    on_path: set[str] = set()
+    finished: set[str] = set()
+    cycles: list[list[str]] = []
+    for root in graph:
+        if root in finished:
+            continue
+        path, pending = [root], [iter(graph[root])]
+        on_path.add(root)
+        while pending:
+            following = next(pending[-1], None)
+            if following is None:
+                done = path.pop()
+                on_path.discard(done)
+                finished.add(done)
+                pending.pop()
+            elif following in on_path:
+                cycles.append([*path[path.index(following) :], following])
+            elif following not in finished:
+                on_path.add(following)
+                path.append(following)
+                pending.append(iter(graph[following]))
+    return cycles
+
+
+def _listing(names: Sequence[str]) -> str:
+    return ", ".join(names) if names else "none"
+
+
+def _sorted(ids: Collection[str]) -> list[str]:
+    """Ids in natural order (s2 before s10)."""
+    return sorted(ids, key=lambda i: [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", i)])
