@@ -10,7 +10,8 @@ The tree::
     │   ├── AskTimeout                 ask() got no reply in time (also a TimeoutError)
     │   └── ActorFailed                an actor exceeded its restart limit (escalation)
     ├── ToolError                      a tool could not be built or called
-    │   └── ToolArgumentsInvalid       arguments did not validate against the schema
+    │   ├── ToolArgumentsInvalid       arguments did not validate against the schema
+    │   └── RetryableToolError         raised by a tool body: this attempt failed, try again
     ├── ModelError                     a model call failed after the provider's own retries
     │   ├── ModelAPIError              the provider answered with an error status
     │   ├── ModelConnectionError       the provider could not be reached
@@ -41,6 +42,7 @@ __all__ = (
     "ModelError",
     "PlanError",
     "RegimentError",
+    "RetryableToolError",
     "RunCancelled",
     "RunError",
     "ScriptExhausted",
@@ -84,6 +86,14 @@ class ToolError(RegimentError):
 
 class ToolArgumentsInvalid(ToolError):
     """Arguments given to a tool did not validate."""
+
+
+class RetryableToolError(ToolError):
+    """Raised inside a tool to say "this attempt failed, it is worth trying again".
+
+    The tool's retry policy (``retries=``, ``backoff=``) decides how often; when the
+    attempts are used up, the message of the last one goes back to the model.
+    """
 
 
 class ModelError(RegimentError):
