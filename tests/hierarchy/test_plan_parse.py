@@ -1,0 +1,333 @@
+"""Lenient parsing of planner replies."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from regiment.errors import ConfigError
+from regiment.hierarchy._plan import PlanStep
+from regiment.hierarchy._plan_parse import ParsedPlan, parse_plan
+
+
+def _parse(reply: str, max_steps: int = 10, start_index: int = 1) -> ParsedPlan:
+    return parse_plan(reply, max_steps=max_steps, start_index=start_index)
+
+
+def _descriptions(reply: str) -> list[str]:
+    return [step.description for step in _parse(reply).steps]
+
+
+# --- JSON -------------------------------------------------------------------
+
+
+def test_fenced_json_list_of_strings() -> None:
+    parsed = _parse('Sure!\n```json\n["check eligibility", "issue refund"]\n```\nDone.')
+    assert parsed == ParsedPlan(
+        steps=(
+            PlanStep(id="s1", description="check eligibility"),
+            PlanStep(id="s2", description="issue refund"),
+        ),
+        source="json",
+    )
+
+
+def test_fence_without_language_tag() -> None:
+    assert _descriptions('```\n["a", "b"]\n```') == ["a", "b"]
+
+
+def test_json_inside_prose() -> None:
+    reply = 'Here is the plan: [{"description": "a"}, {"description": "b"}] Hope it helps.'
+    assert _descriptions(reply) == ["a", "b"]
+
+
+def test_prose_brackets_before_the_plan_are_skipped() -> None:
+    reply = 'As noted in [1] and {see below}, "quoted" text:\n{"steps": ["a", "b"]}'
+    assert _descriptions(reply) == ["a", "b"]
+
+
+def test_unbalanced_prose_bracket_does_not_hide_the_plan() -> None:
+    reply = 'The [draft said "maybe\n["a", "b"]'
+    parsed = _parse(reply)
+    assert (parsed.source, [s.description for s in parsed.steps]) == ("json", ["a", "b"])
+
+
+def test_plan_nested_under_another_key() -> None:
+    assert _descriptions('{"result": {"steps": ["a"]}}') == ["a"]
+
+
+def test_trailing_commas_are_forgiven() -> None:
+    assert _descriptions('[\n  {"task": "a"},\n  {"task": "b"},\n]') == ["a", "b"]
+
+
+@pytest.mark.parametrize("key", ["description", "action", "task", "step"])
+def test_each_text_key(key: str) -> None:
+    assert _descriptions(f'[{{"{key}": "do it"}}]') == ["do it"]
+
+
+def test_description_wins_over_a_numeric_step_key() -> None:
+    parsed = _parse('[{"step": 1, "action": "a"}, {"step": 2, "action": "b", "depends_on": [1]}]')
+    assert parsed.steps == (
+        PlanStep(id="s1", description="a"),
+        PlanStep(id="s2", description="b", depends_on=("s1",)),
+    )
+
+
+def test_object_fields_worker_aliases_and_check() -> None:
+    reply = """{"steps": [
+        {"id": "check", "description": "check eligibility", "worker": " billing ",
+         "check": "eligible"},
+        {"id": "refund", "description": "issue refund", "assignee": "billing",
+         "dependencies": ["check"]},
+        {"id": "email", "description": "email customer", "agent": "comms", "deps": "refund"}
+    ]}"""
+    assert _parse(reply).steps == (
+        PlanStep(id="check", description="check eligibility", worker="billing", check="eligible"),
+        PlanStep(id="refund", description="issue refund", worker="billing", depends_on=("check",)),
+        PlanStep(id="email", description="email customer", worker="comms", depends_on=("refund",)),
+    )
+
+
+def test_depends_on_as_ints_means_the_nth_step() -> None:
+    reply = '["a", {"task": "b", "depends_on": 1}, {"task": "c", "depends_on": [1, 2]}]'
+    assert [s.depends_on for s in _parse(reply).steps] == [(), ("s1",), ("s1", "s2")]
+
+
+def test_depends_on_as_strings_single_and_comma_separated() -> None:
+    reply = (
+        '[{"task": "a"}, {"task": "b", "depends_on": "s1"},'
+        ' {"task": "c", "depends_on": "s1, s2"}, {"task": "d", "depends_on": ["step 3", "2"]}]'
+    )
+    assert [s.depends_on for s in _parse(reply).steps] == [(), ("s1",), ("s1", "s2"), ("s3", "s2")]
+
+
+def test_numeric_ids_are_labels_and_steps_get_generated_ids() -> None:
+    reply = (
+        '[{"id": 10, "task": "a"}, {"id": "20", "task": "b", "depends_on": [10]},'
+        ' {"id": 30, "task": "c", "depends_on": ["20", 99]}]'
+    )
+    steps = _parse(reply).steps
+    assert [(s.id, s.depends_on) for s in steps] == [
+        ("s1", ()),
+        ("s2", ("s1",)),
+        ("s3", ("s2", "s99")),
+    ]
+
+
+def test_explicit_ids_are_kept_trimmed_and_duplicates_made_unique() -> None:
+    reply = (
+        '[{"id": " a ", "task": "1"}, {"id": "a", "task": "2", "depends_on": "a"},'
+        ' {"task": "3"}, {"id": "s2", "task": "4"}]'
+    )
+    steps = _parse(reply).steps
+    assert [(s.id, s.depends_on) for s in steps] == [
+        ("a", ()),
+        ("a-2", ("a",)),
+        ("s3", ()),  # s3 by position; s2 is taken by the model's own id
+        ("s2", ()),
+    ]
+
+
+def test_generated_id_skips_a_name_the_model_took() -> None:
+    steps = _parse('[{"id": "s2", "task": "x"}, {"task": "y"}]').steps
+    assert [s.id for s in steps] == ["s2", "s3"]
+
+
+def test_blank_steps_dropped_and_dependencies_on_them_too() -> None:
+    reply = '["a", "   ", {"task": ""}, {"task": "d", "depends_on": [1, 2, 3]}]'
+    steps = _parse(reply).steps
+    assert [(s.id, s.description, s.depends_on) for s in steps] == [
+        ("s1", "a", ()),
+        ("s2", "d", ("s1",)),
+    ]
+
+
+def test_unknown_dependency_is_kept_for_validation_to_report() -> None:
+    assert _parse('[{"task": "a", "depends_on": ["fetch"]}]').steps[0].depends_on == ("fetch",)
+
+
+def test_ids_continue_from_start_index_for_a_replan_tail() -> None:
+    reply = '[{"task": "flag exception", "depends_on": ["s1"]}, {"task": "email", "depends_on": 1}]'
+    steps = _parse(reply, start_index=4).steps
+    assert [(s.id, s.depends_on) for s in steps] == [("s4", ("s1",)), ("s5", ("s4",))]
+
+
+def test_custom_id_prefix() -> None:
+    parsed = parse_plan('["a", "b"]', max_steps=5, id_prefix="step-", start_index=7)
+    assert [s.id for s in parsed.steps] == ["step-7", "step-8"]
+
+
+def test_listed_steps_win_over_a_contradicting_flag() -> None:
+    assert _descriptions('{"nothing_to_do": true, "steps": ["a"]}') == ["a"]
+
+
+def test_json_inside_a_numbered_line_is_step_text_not_the_plan() -> None:
+    reply = '1. call lookup with ["88213"]\n2. email the customer'
+    assert _descriptions(reply) == ['call lookup with ["88213"]', "email the customer"]
+
+
+# --- lines ------------------------------------------------------------------
+
+
+def test_numbered_lines_with_a_lead_in_and_a_closing_line() -> None:
+    reply = "Here is the plan:\n\n1. Check eligibility\n2) Issue refund\n3: Email\n\nLet me know!"
+    parsed = _parse(reply)
+    assert parsed.source == "lines"
+    assert [s.description for s in parsed.steps] == ["Check eligibility", "Issue refund", "Email"]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Plan:\nStep 1: a\nStep 2: b",
+        "## Plan\n### Step 1. a\n### Step 2 - b",
+        "**Step 1:** a\n**Step 2:** b",
+        "1. **a**\n2. **b**",
+        "(1) a\n(2) b",
+        "Steps:\n- a\n- b",
+        "Steps:\n* a\n* b",
+        "Steps:\n• a\n• b",
+        "Todo:\n- [ ] a\n- [x] b",
+    ],
+)
+def test_marked_line_styles(reply: str) -> None:
+    assert _descriptions(reply) == ["a", "b"]
+
+
+def test_unmarked_lines_each_become_a_step() -> None:
+    assert _descriptions("check eligibility\n\n  issue refund  \nemail customer\n") == [
+        "check eligibility",
+        "issue refund",
+        "email customer",
+    ]
+
+
+def test_decimal_numbers_do_not_count_as_markers() -> None:
+    assert _descriptions("1.5 kg of flour\n2.5 kg of sugar") == [
+        "1.5 kg of flour",
+        "2.5 kg of sugar",
+    ]
+
+
+def test_sub_bullets_stay_with_their_numbered_step() -> None:
+    reply = "1. Check eligibility\n   - call check_eligibility\n2. Email\nThanks."
+    assert _descriptions(reply) == ["Check eligibility\n- call check_eligibility", "Email"]
+
+
+def test_line_notes_give_worker_dependencies_and_check() -> None:
+    reply = (
+        "1. Check eligibility (worker: billing; check: eligible)\n"
+        "2. Issue refund [assignee: billing, depends on: 1]\n"
+        "3. Email the customer (worker: comms) (after: 1 and 2)\n"
+        "4. Note (in passing) that it is done"
+    )
+    assert _parse(reply).steps == (
+        PlanStep(id="s1", description="Check eligibility", worker="billing", check="eligible"),
+        PlanStep(id="s2", description="Issue refund", worker="billing", depends_on=("s1",)),
+        PlanStep(
+            id="s3", description="Email the customer", worker="comms", depends_on=("s1", "s2")
+        ),
+        PlanStep(id="s4", description="Note (in passing) that it is done"),
+    )
+
+
+def test_code_fence_lines_are_not_steps() -> None:
+    assert _descriptions("```\ncheck\nrefund\n```") == ["check", "refund"]
+
+
+# --- nothing to do, empty, truncation --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "[]",
+        "```json\n[]\n```",
+        '{"steps": []}',
+        '{"nothing_to_do": true}',
+        '{"done": true}',
+        "Nothing to do",
+        "Nothing to do: the refund was already issued.",
+        "No steps needed.",
+        "NO_STEPS",
+        "nothing needs to be done",
+        '["No steps needed"]',
+        "- none",
+    ],
+)
+def test_nothing_to_do_forms(reply: str) -> None:
+    parsed = _parse(reply)
+    assert (parsed.nothing_to_do, parsed.steps) == (True, ())
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ["No step can be skipped.\nrefund", "Nothing in the order is missing, so:\n1. refund"],
+)
+def test_phrases_that_only_look_like_nothing_to_do(reply: str) -> None:
+    parsed = _parse(reply)
+    assert not parsed.nothing_to_do
+    assert parsed.steps
+
+
+@pytest.mark.parametrize("reply", ["", "   \n\t\n"])
+def test_blank_reply_is_empty_not_nothing_to_do(reply: str) -> None:
+    assert _parse(reply) == ParsedPlan(steps=(), source="empty")
+
+
+def test_json_with_only_blank_steps_has_no_steps_and_is_not_nothing_to_do() -> None:
+    parsed = _parse('["", "  "]')
+    assert (parsed.steps, parsed.nothing_to_do, parsed.source) == ((), False, "json")
+
+
+def test_truncation_is_recorded() -> None:
+    parsed = _parse('["a", "", "b", "c", "d"]', max_steps=2)
+    assert [s.id for s in parsed.steps] == ["s1", "s2"]
+    assert parsed.truncated_from == 4  # blank steps do not count
+
+
+def test_no_truncation_at_exactly_max_steps() -> None:
+    assert _parse("1. a\n2. b", max_steps=2).truncated_from is None
+
+
+@pytest.mark.parametrize(("max_steps", "start_index"), [(0, 1), (3, -1)])
+def test_bad_arguments_are_a_config_error(max_steps: int, start_index: int) -> None:
+    with pytest.raises(ConfigError, match="max_steps"):
+        parse_plan("a", max_steps=max_steps, start_index=start_index)
+
+
+def test_pathological_brackets_are_handled() -> None:
+    parsed = _parse("[" * 5000 + '"a"' + "]" * 5000 + "\n" + "{" * 3000)
+    assert len(parsed.steps) <= 10
+
+
+# --- properties -------------------------------------------------------------
+
+_FRAGMENTS = st.sampled_from(
+    [
+        "\n", " ", "1. ", "2) ", "Step 3: ", "- ", "* ", "• ", "[", "]", "{", "}", '"', ",", ":",
+        "\\", "```", "```json\n", '"steps"', '"task"', '"id"', '"depends_on"', "1", "s1", "a",
+        "Nothing to do", "(worker: x)", "(depends on: 1, 2)", "null", "true", "[]", '{"task": "x"}',
+    ]
+)  # fmt: skip
+_REPLIES = st.one_of(st.text(), st.lists(_FRAGMENTS, max_size=40).map("".join))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    reply=_REPLIES,
+    max_steps=st.integers(min_value=1, max_value=6),
+    start_index=st.integers(min_value=0, max_value=20),
+)
+def test_never_raises_and_keeps_its_promises(reply: str, max_steps: int, start_index: int) -> None:
+    parsed = parse_plan(reply, max_steps=max_steps, start_index=start_index)
+    assert len(parsed.steps) <= max_steps
+    assert all(step.description.strip() for step in parsed.steps)
+    ids = [step.id for step in parsed.steps]
+    assert len(set(ids)) == len(ids)
+    assert all(step.id.strip() for step in parsed.steps)
+    if parsed.nothing_to_do:
+        assert parsed.steps == ()
+    if parsed.truncated_from is not None:
+        assert parsed.truncated_from > max_steps == len(parsed.steps)
