@@ -1,5 +1,45 @@
-"""Typed Python callables as worker tools."""
+"""Typed Python callables as worker tools: schemas, validation, limits, retries, approval.
 
+::
+
+    @tool(idempotency_key=("order_id",), requires_approval=True)
+    async def issue_refund(order_id: str, amount: float) -> dict[str, object]:
+        \"\"\"Refund an order.\"\"\"
+
+    billing = Toolset("billing", [check_eligibility, issue_refund], approver=ask_a_human)
+    result = await billing.call("issue_refund", {"order_id": "88213", "amount": 10}, call_id="c1")
+"""
+
+from regiment.errors import RetryableToolError
+from regiment.tools._approval import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Approve,
+    Approver,
+    Deny,
+    EditArguments,
+)
 from regiment.tools._definition import ToolDefinition
+from regiment.tools._policy import IdempotencyKey, ToolOptions, ToolPolicy
+from regiment.tools._result import ToolResult
+from regiment.tools._tool import Tool, tool
+from regiment.tools._toolset import Toolset, ToolsetItem
 
-__all__ = ("ToolDefinition",)
+__all__ = (
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "Approve",
+    "Approver",
+    "Deny",
+    "EditArguments",
+    "IdempotencyKey",
+    "RetryableToolError",
+    "Tool",
+    "ToolDefinition",
+    "ToolOptions",
+    "ToolPolicy",
+    "ToolResult",
+    "Toolset",
+    "ToolsetItem",
+    "tool",
+)

@@ -1,0 +1,68 @@
+"""Approval gates: the application decides whether a side-effecting call may run."""
+
+from __future__ import annotations
+
+from typing import Protocol, TypeAlias
+
+import msgspec
+
+from regiment._json import JsonObject
+
+__all__ = ("ApprovalDecision", "ApprovalRequest", "Approve", "Approver", "Deny", "EditArguments")
+
+
+class ApprovalRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """A call waiting for approval.
+
+    Attributes:
+        tool_name: the tool the model called.
+        call_id: the model's id for this call.
+        arguments: the validated arguments, defaults filled in, as JSON.
+        description: the tool's description, for showing to a human.
+        idempotency_key: the call's idempotency key, if the tool declares one.
+    """
+
+    tool_name: str
+    call_id: str
+    arguments: JsonObject
+    description: str = ""
+    idempotency_key: str | None = None
+
+
+class Approve(msgspec.Struct, frozen=True, kw_only=True, tag="approve"):
+    """Run the call as the model asked."""
+
+
+class Deny(msgspec.Struct, frozen=True, kw_only=True, tag="deny"):
+    """Do not run the call; the model is told ``reason``."""
+
+    reason: str
+
+
+class EditArguments(msgspec.Struct, frozen=True, kw_only=True, tag="edit"):
+    """Run the call with these arguments instead (they are validated again).
+
+    Attributes:
+        arguments: the complete replacement arguments.
+        reason: why they were changed, for the record.
+    """
+
+    arguments: JsonObject
+    reason: str = ""
+
+
+ApprovalDecision: TypeAlias = Approve | Deny | EditArguments
+
+
+class Approver(Protocol):
+    """Decides on calls to tools marked ``requires_approval=True``.
+
+    Any ``async def approver(request: ApprovalRequest) -> ApprovalDecision`` fits.
+    It may wait as long as it needs (a human clicking a button); the wait does not
+    hold a concurrency slot. An exception it raises propagates out of the call,
+    because the approver is the application's code, not the model's mistake.
+    """
+
+    async def __call__(self, request: ApprovalRequest, /) -> ApprovalDecision:
+        """Return the decision for ``request``."""
+        ...

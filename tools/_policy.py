@@ -1,0 +1,85 @@
+"""How a tool may be called: timeout, retries, concurrency, approval, idempotency."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeAlias, TypedDict
+
+import anyio
+
+from regiment._json import JsonObject
+from regiment.errors import ConfigError, RetryableToolError
+
+__all__ = ("IdempotencyKey", "ToolOptions", "ToolPolicy")
+
+IdempotencyKey: TypeAlias = tuple[str, ...] | Callable[[JsonObject], str]
+"""Argument names to derive the key from, or a function of the validated arguments."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolPolicy:
+    """The rules one tool is called under.
+
+    Attributes:
+        timeout: seconds one attempt may take; ``None`` for no limit. A timed-out
+            attempt counts as a ``TimeoutError`` for ``retry_on``.
+        retries: how many more attempts after the first, for retryable failures.
+        retry_on: exception types worth another attempt (``RetryableToolError`` always is).
+        backoff: seconds before the first retry; each further retry waits twice as long.
+        max_backoff: the longest wait between attempts.
+        max_concurrency: how many calls of this tool may run at once; ``None`` for no limit.
+        requires_approval: route every call through an approver before it runs.
+        idempotency_key: argument names (``("order_id",)`` gives
+            ``"issue_refund:order_id=88213"``) or a function of the validated
+            arguments returning the whole key.
+        sleep: how to wait between attempts; tests pass a recorder here.
+    """
+
+    timeout: float | None = None
+    retries: int = 0
+    retry_on: tuple[type[Exception], ...] = ()
+    backoff: float = 0.5
+    max_backoff: float = 30.0
+    max_concurrency: int | None = None
+    requires_approval: bool = False
+    idempotency_key: IdempotencyKey | None = None
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep
+
+    def __post_init__(self) -> None:
+        if self.timeout is not None and self.timeout <= 0:
+            raise ConfigError(f"timeout must be positive seconds or None, not {self.timeout!r}")
+        if self.retries < 0:
+            raise ConfigError(f"retries must be 0 or more, not {self.retries!r}")
+        if self.backoff < 0 or self.max_backoff < 0:
+            raise ConfigError("backoff and max_backoff must be 0 or more seconds")
+        if self.max_concurrency is not None and self.max_concurrency < 1:
+            raise ConfigError(f"max_concurrency must be 1 or more, not {self.max_concurrency!r}")
+        for kind in self.retry_on:
+            if not (isinstance(kind, type) and issubclass(kind, Exception)):
+                raise ConfigError(
+                    f"retry_on takes Exception subclasses, not {kind!r} "
+                    "(cancellation and other BaseExceptions are never retried)"
+                )
+
+    def is_retryable(self, exc: Exception) -> bool:
+        """Whether a failed attempt that raised ``exc`` is worth another try."""
+        return isinstance(exc, RetryableToolError | self.retry_on)
+
+    def backoff_delay(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
+        return min(self.max_backoff, self.backoff * 2.0 ** (attempt - 1))
+
+
+class ToolOptions(TypedDict, total=False):
+    """The policy options ``@tool(...)`` and ``Tool(...)`` accept; see ``ToolPolicy``."""
+
+    timeout: float | None
+    retries: int
+    retry_on: tuple[type[Exception], ...]
+    backoff: float
+    max_backoff: float
+    max_concurrency: int | None
+    requires_approval: bool
+    idempotency_key: IdempotencyKey | None
+    sleep: Callable[[float], Awaitable[None]]

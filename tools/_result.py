@@ -1,0 +1,48 @@
+"""What one tool call produced, for the model and for the record."""
+
+from __future__ import annotations
+
+import json
+
+import msgspec
+
+from regiment._json import JsonObject, JsonValue
+
+__all__ = ("ToolResult",)
+
+
+class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
+    """The outcome of one tool call.
+
+    Attributes:
+        call_id: the model's id for the call.
+        tool_name: the name the model called.
+        content: what the tool returned (``str`` or JSON-able data), or the error
+            message when ``is_error``.
+        is_error: whether the call failed; the model is told so.
+        error_type: why it failed: ``"invalid_arguments"``, ``"unknown_tool"``,
+            ``"timeout"``, ``"approval_denied"``, ``"approval_unavailable"``, or the
+            class name of the exception the tool raised (``"ValueError"``).
+        duration_s: seconds from the call to its result, approval wait included.
+        attempts: how many times the function body was started (0: it never ran).
+        idempotency_key: the key the tool derived from the arguments, if it declares one.
+        arguments: the arguments the call ran with (validated, defaults filled in,
+            edited if an approver edited them); the raw ones if they did not validate.
+    """
+
+    call_id: str
+    tool_name: str
+    content: JsonValue
+    is_error: bool = False
+    error_type: str | None = None
+    duration_s: float = 0.0
+    attempts: int = 0
+    idempotency_key: str | None = None
+    arguments: JsonObject = msgspec.field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        """The content as the model receives it: strings as they are, other JSON compact."""
+        if isinstance(self.content, str):
+            return self.content
+        return json.dumps(self.content, separators=(",", ":"), ensure_ascii=False)

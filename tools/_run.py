@@ -1,0 +1,124 @@
+"""Running a tool body under its policy: limits, timeout, retries; and asking approval."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import assert_never
+
+import anyio
+from opentelemetry import trace
+
+from regiment.tools._approval import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Approve,
+    Approver,
+    Deny,
+    EditArguments,
+)
+from regiment.tools._policy import ToolPolicy
+
+__all__ = ("Attempted", "TimedOut", "describe_failure", "request_approval", "run_attempts")
+
+
+class TimedOut(TimeoutError):
+    """An attempt ran past the tool's timeout (never escapes the tools room)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"timed out after {float(seconds)}s")
+
+
+@dataclass(frozen=True)
+class Attempted:
+    """How the attempts ended: a value, or the last attempt's exception."""
+
+    value: object
+    error: Exception | None
+    attempts: int
+
+
+async def run_attempts(
+    invoke: Callable[[], Awaitable[object]],
+    policy: ToolPolicy,
+    limiters: Sequence[anyio.CapacityLimiter],
+) -> Attempted:
+    """Call ``invoke`` until it succeeds, fails for good, or the retries run out.
+
+    Each attempt holds a token of every limiter while it runs; the backoff wait
+    between attempts holds none, so a retrying call does not starve the others.
+    """
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            async with _holding(limiters):
+                value = await _within(policy.timeout, invoke)
+        except Exception as exc:
+            if attempt > policy.retries or not policy.is_retryable(exc):
+                return Attempted(None, exc, attempt)
+        else:
+            return Attempted(value, None, attempt)
+        await policy.sleep(policy.backoff_delay(attempt))
+
+
+async def _within(seconds: float | None, invoke: Callable[[], Awaitable[object]]) -> object:
+    if seconds is None:
+        return await invoke()
+    with anyio.move_on_after(seconds):
+        return await invoke()
+    # Only our own deadline gets here; an outer cancellation propagates through the scope.
+    raise TimedOut(seconds)
+
+
+@asynccontextmanager
+async def _holding(limiters: Sequence[anyio.CapacityLimiter]) -> AsyncIterator[None]:
+    # A fresh borrower per attempt: a tool body that calls another tool of the same
+    # set from the same task must not look like a task taking a second token.
+    borrower = object()
+    held: list[anyio.CapacityLimiter] = []
+    try:
+        for limiter in limiters:
+            await limiter.acquire_on_behalf_of(borrower)
+            held.append(limiter)
+        yield
+    finally:
+        for limiter in reversed(held):
+            limiter.release_on_behalf_of(borrower)
+
+
+def describe_failure(exc: Exception, attempts: int) -> tuple[str, str]:
+    """The message the model reads for a failed call, and its ``error_type``."""
+    if isinstance(exc, TimedOut):
+        message, error_type = str(exc), "timeout"
+    else:
+        error_type = type(exc).__name__
+        message = f"{error_type}: {exc}" if str(exc) else error_type
+    if attempts > 1:
+        message += f" (after {attempts} attempts)"
+    return message, error_type
+
+
+async def request_approval(approver: Approver, request: ApprovalRequest) -> ApprovalDecision:
+    """Ask ``approver``, recording the wait as events on the current span."""
+    span = trace.get_current_span()
+    about = {"gen_ai.tool.name": request.tool_name, "gen_ai.tool.call.id": request.call_id}
+    span.add_event("regiment.approval.requested", about)
+    decision = await approver(request)
+    span.add_event(
+        "regiment.approval.decided", {**about, "regiment.approval.decision": _word(decision)}
+    )
+    return decision
+
+
+def _word(decision: ApprovalDecision) -> str:
+    match decision:
+        case Approve():
+            return "approve"
+        case Deny():
+            return "deny"
+        case EditArguments():
+            return "edit"
+        case _:
+            assert_never(decision)

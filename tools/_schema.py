@@ -1,0 +1,169 @@
+"""From a function signature to a JSON Schema and a validator for its arguments.
+
+pydantic does the work: each parameter becomes a field of a generated model. The
+fields get internal names (``p0``, ``p1``, ...) and the parameter name as alias, so
+a parameter may be called ``json``, ``schema`` or ``_private`` without clashing with
+``BaseModel``'s own attributes; errors and the schema use the alias.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, get_args, get_origin
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.fields import FieldInfo
+
+from regiment._json import JsonObject, JsonValue
+from regiment.errors import ConfigError
+
+__all__ = ("ArgumentSpec", "BoundArguments", "clean_schema")
+
+_CONFIG = ConfigDict(extra="forbid")
+# JSON Schema keywords whose value is a map of names to schemas, or one schema,
+# or a list of schemas; everything else (enum, default, const, ...) is data.
+_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
+_SCHEMA_ONE = frozenset(
+    {"items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames"}
+)
+_SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
+_MAX_SHOWN = 80
+
+
+@dataclass(frozen=True)
+class BoundArguments:
+    """Validated arguments, ready to call the function with and to record."""
+
+    args: tuple[object, ...]
+    kwargs: dict[str, object]
+    as_json: JsonObject
+
+
+@dataclass(frozen=True)
+class ArgumentSpec:
+    """The parameters of one function: their schema and their validator."""
+
+    model: type[BaseModel]
+    names: tuple[str, ...]
+    positional: int  # how many leading parameters are positional-only
+    schema: JsonObject
+
+    @classmethod
+    def of(cls, fn: Callable[..., object], tool_name: str, docs: Mapping[str, str]) -> ArgumentSpec:
+        """Build the spec for ``fn``.
+
+        Raises:
+            ConfigError: a parameter cannot be described (``*args``, no annotation,
+                a type pydantic cannot turn into a schema).
+        """
+        try:
+            signature = inspect.signature(fn, eval_str=True)
+        except (NameError, TypeError, ValueError) as exc:
+            raise ConfigError(
+                f"cannot read the signature of tool {tool_name!r}: {exc}; "
+                "define the types its annotations name at module level"
+            ) from exc
+        params = tuple(signature.parameters.values())
+        fields = {f"p{i}": _field(p, tool_name, docs.get(p.name)) for i, p in enumerate(params)}
+        try:
+            model = pydantic.create_model(f"{tool_name}_arguments", __config__=_CONFIG, **fields)  # type: ignore[call-overload]
+            schema = clean_schema(model.model_json_schema())
+        except pydantic.PydanticUserError as exc:  # includes PydanticSchemaGenerationError
+            raise ConfigError(f"cannot build a JSON schema for tool {tool_name!r}: {exc}") from exc
+        positional = sum(1 for p in params if p.kind is inspect.Parameter.POSITIONAL_ONLY)
+        return cls(model, tuple(p.name for p in params), positional, schema)
+
+    def validate(self, arguments: object) -> BoundArguments | str:
+        """Validate raw arguments; return them bound, or what is wrong with them."""
+        if not isinstance(arguments, Mapping):
+            return f"arguments must be a JSON object (got {_shown(arguments)})"
+        try:
+            instance = self.model.model_validate(arguments)
+        except pydantic.ValidationError as exc:
+            return "; ".join(_describe(error) for error in exc.errors(include_url=False))
+        values = [getattr(instance, f"p{i}") for i in range(len(self.names))]
+        return BoundArguments(
+            args=tuple(values[: self.positional]),
+            kwargs=dict(zip(self.names[self.positional :], values[self.positional :], strict=True)),
+            as_json=instance.model_dump(mode="json", by_alias=True),
+        )
+
+
+def _field(param: inspect.Parameter, tool_name: str, doc: str | None) -> tuple[object, FieldInfo]:
+    if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+        raise ConfigError(
+            f"tool {tool_name!r} takes *{param.name} or **{param.name}; a tool needs named, "
+            "typed parameters so the model can be told what to send"
+        )
+    if param.annotation is inspect.Parameter.empty:
+        raise ConfigError(
+            f"parameter {param.name!r} of tool {tool_name!r} has no type annotation; "
+            "annotate it so the schema can say what the model must send"
+        )
+    annotation = param.annotation
+    default = param.default
+    if isinstance(default, FieldInfo):
+        # ``x: int = Field(3, description=...)``: let pydantic merge it as metadata.
+        annotation, default = Annotated[annotation, default], inspect.Parameter.empty
+    if doc and not _has_description(annotation):
+        # Only when set: an explicit ``description=None`` would override the Annotated one.
+        annotation = Annotated[annotation, Field(description=doc)]
+    if default is inspect.Parameter.empty:
+        return annotation, Field(alias=param.name)
+    return annotation, Field(default, alias=param.name)
+
+
+def _has_description(annotation: object) -> bool:
+    if get_origin(annotation) is not Annotated:
+        return False
+    return any(isinstance(m, FieldInfo) and m.description for m in get_args(annotation)[1:])
+
+
+def clean_schema(schema: JsonValue) -> JsonObject:
+    """Drop pydantic's generated ``title`` keywords; they only repeat the names."""
+    cleaned = _clean(schema)
+    assert isinstance(cleaned, dict)
+    return cleaned
+
+
+def _clean(schema: JsonValue) -> JsonValue:
+    if not isinstance(schema, dict):
+        return schema
+    out: JsonObject = {}
+    for key, value in schema.items():
+        if key == "title":
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: _clean(sub) for name, sub in value.items()}
+        elif key in _SCHEMA_ONE:
+            out[key] = _clean(value)
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [_clean(sub) for sub in value]
+        else:
+            out[key] = value
+    return out
+
+
+def _describe(error: Mapping[str, object]) -> str:
+    loc = error.get("loc", ())
+    assert isinstance(loc, tuple)
+    where = _location(loc)
+    text = f"{where}: {error['msg']}"
+    if error["type"] != "missing":
+        text += f" (got {_shown(error.get('input'))})"
+    return text
+
+
+def _location(loc: tuple[object, ...]) -> str:
+    where = ""
+    for part in loc:
+        where += f"[{part}]" if isinstance(part, int) else f".{part}" if where else str(part)
+    return where or "arguments"
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."

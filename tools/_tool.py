@@ -1,0 +1,345 @@
+"""A typed Python callable, made safe to hand to a model."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+import json
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Generic, ParamSpec, TypeVar, Unpack, assert_never, cast, final, overload
+
+import anyio
+import msgspec
+import pydantic_core
+
+from regiment._json import JsonObject, JsonValue
+from regiment.errors import ConfigError
+from regiment.tools._approval import ApprovalRequest, Approve, Approver, Deny, EditArguments
+from regiment.tools._definition import ToolDefinition
+from regiment.tools._docstring import parse_docstring
+from regiment.tools._policy import ToolOptions, ToolPolicy
+from regiment.tools._result import ToolResult
+from regiment.tools._run import describe_failure, request_approval, run_attempts
+from regiment.tools._schema import ArgumentSpec, BoundArguments
+
+__all__ = ("Tool", "tool")
+
+P = ParamSpec("P")
+R_co = TypeVar("R_co", covariant=True)
+_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+@final
+class Tool(Generic[P, R_co]):
+    """A function a model may call: its definition, its validator and its policy.
+
+    ``Tool(fn, ...)`` takes the same options as ``@tool(...)``.
+
+    Args:
+        fn: the function, sync or async, with annotated parameters. Sync functions
+            run in a worker thread. Its docstring is the description (text before
+            the first section); its ``Args:`` entries describe parameters that
+            ``Annotated[..., Field(description=...)]`` does not.
+        name: the name the model uses; defaults to the function's name.
+        description: overrides the docstring.
+        **options: the ``ToolPolicy`` fields (``timeout``, ``retries``, ``retry_on``,
+            ``backoff``, ``max_backoff``, ``max_concurrency``, ``requires_approval``,
+            ``idempotency_key``, ``sleep``).
+
+    Raises:
+        ConfigError: the name is not valid for a model API, a parameter cannot be
+            described, or an option is out of range.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[P, R_co],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        **options: Unpack[ToolOptions],
+    ) -> None:
+        target = fn.func if isinstance(fn, functools.partial) else fn
+        name = name if name is not None else getattr(target, "__name__", None)
+        if name is None or not _NAME.match(name):
+            raise ConfigError(
+                f"tool name {name!r} is not usable: a model API needs 1-64 letters, digits, "
+                "'_' or '-'; pass name=... to Tool() or @tool()"
+            )
+        docs = parse_docstring(getattr(target, "__doc__", None))
+        self._fn = fn
+        self._is_async = _is_async(fn)
+        self._name = name
+        self._key_name = name  # stays when the tool is renamed, so keys name the side effect
+        self._policy = ToolPolicy(**options)
+        self._spec = ArgumentSpec.of(fn, name, docs.params)
+        self._description = description if description is not None else docs.description
+        self._definition = ToolDefinition(
+            name=name, description=self._description, input_schema=self._spec.schema
+        )
+        self._limiters = _own_limiters(self._policy)
+        _check_key(self._policy, self._spec.names, name)
+
+    @property
+    def name(self) -> str:
+        """The name the model calls this tool by."""
+        return self._name
+
+    @property
+    def description(self) -> str:
+        """What the model is told the tool does."""
+        return self._description
+
+    @property
+    def definition(self) -> ToolDefinition:
+        """Name, description and input schema, as a model is told them."""
+        return self._definition
+
+    @property
+    def policy(self) -> ToolPolicy:
+        """Timeout, retries, limits and approval rules."""
+        return self._policy
+
+    @property
+    def requires_approval(self) -> bool:
+        """Whether every call goes through an approver first."""
+        return self._policy.requires_approval
+
+    @property
+    def function(self) -> Callable[P, R_co]:
+        """The wrapped function, for calling it directly (in tests, say)."""
+        return self._fn
+
+    def renamed(self, name: str) -> Tool[P, R_co]:
+        """The same tool under another name; it shares this one's concurrency limit.
+
+        Idempotency keys keep the original name: they identify the side effect.
+        """
+        if not _NAME.match(name):
+            raise ConfigError(f"tool name {name!r} is not usable: 1-64 letters, digits, '_' or '-'")
+        clone = copy.copy(self)
+        clone._name = name
+        clone._definition = msgspec.structs.replace(self._definition, name=name)
+        return clone
+
+    async def call(
+        self, arguments: Mapping[str, JsonValue], *, call_id: str, approver: Approver | None = None
+    ) -> ToolResult:
+        """Validate ``arguments``, ask for approval if needed, and run the tool.
+
+        Never raises for a problem the model caused or the tool body hit: invalid
+        arguments, a denial, a timeout or an exception come back as an error result.
+        Cancellation propagates; so does an exception from ``approver``.
+        """
+        return await self._call_limited(arguments, call_id=call_id, approver=approver, limiters=())
+
+    async def _call_limited(
+        self,
+        arguments: Mapping[str, JsonValue],
+        *,
+        call_id: str,
+        approver: Approver | None,
+        limiters: Sequence[anyio.CapacityLimiter],
+    ) -> ToolResult:
+        """``call``, also holding a token of each of ``limiters`` while the body runs.
+
+        ``Toolset`` uses this for its shared limit; the tool's own limit comes last.
+        """
+        started = time.perf_counter()
+        result = await self._outcome(arguments, call_id, approver, limiters)
+        return msgspec.structs.replace(result, duration_s=time.perf_counter() - started)
+
+    async def _outcome(
+        self,
+        arguments: Mapping[str, JsonValue],
+        call_id: str,
+        approver: Approver | None,
+        limiters: Sequence[anyio.CapacityLimiter],
+    ) -> ToolResult:
+        bound = self._spec.validate(arguments)
+        if isinstance(bound, str):
+            message = f"invalid arguments for tool {self._name!r}: {bound}"
+            return self._error(call_id, message, "invalid_arguments", _raw(arguments))
+        if self._policy.requires_approval:
+            gated = await self._gate(bound, call_id, approver)
+            if isinstance(gated, ToolResult):
+                return gated
+            bound = gated
+        return await self._execute(bound, call_id, limiters)
+
+    async def _gate(
+        self, bound: BoundArguments, call_id: str, approver: Approver | None
+    ) -> BoundArguments | ToolResult:
+        key = self._key(bound.as_json)
+        if approver is None:
+            message = (
+                f"tool {self._name!r} needs approval before it runs, but no approver is "
+                "configured, so it was not run"
+            )
+            return self._error(call_id, message, "approval_unavailable", bound.as_json, key)
+        request = ApprovalRequest(
+            tool_name=self._name,
+            call_id=call_id,
+            arguments=bound.as_json,
+            description=self._description,
+            idempotency_key=key,
+        )
+        decision = await request_approval(approver, request)
+        match decision:
+            case Approve():
+                return bound
+            case Deny(reason=reason):
+                message = f"the call to tool {self._name!r} was denied: {reason}"
+                return self._error(call_id, message, "approval_denied", bound.as_json, key)
+            case EditArguments(arguments=edited):
+                rebound = self._spec.validate(edited)
+                if isinstance(rebound, str):
+                    message = (
+                        f"invalid arguments for tool {self._name!r} "
+                        f"as edited by the approver: {rebound}"
+                    )
+                    return self._error(call_id, message, "invalid_arguments", _raw(edited))
+                return rebound
+            case _:
+                assert_never(decision)
+
+    async def _execute(
+        self, bound: BoundArguments, call_id: str, limiters: Sequence[anyio.CapacityLimiter]
+    ) -> ToolResult:
+        key = self._key(bound.as_json)
+        invoke = functools.partial(self._invoke, bound)
+        attempted = await run_attempts(invoke, self._policy, (*limiters, *self._limiters))
+        if attempted.error is not None:
+            message, error_type = describe_failure(attempted.error, attempted.attempts)
+            return self._error(call_id, message, error_type, bound.as_json, key, attempted.attempts)
+        try:
+            content = _jsonable(attempted.value)
+        except pydantic_core.PydanticSerializationError:
+            kind = type(attempted.value).__name__
+            message = f"TypeError: tool {self._name!r} returned a {kind}, not JSON data"
+            n = attempted.attempts
+            return self._error(call_id, message, "TypeError", bound.as_json, key, n)
+        return ToolResult(
+            call_id=call_id,
+            tool_name=self._name,
+            content=content,
+            attempts=attempted.attempts,
+            idempotency_key=key,
+            arguments=bound.as_json,
+        )
+
+    async def _invoke(self, bound: BoundArguments) -> object:
+        target = cast(Callable[..., object], self._fn)
+        if self._is_async:
+            return await cast(Awaitable[object], target(*bound.args, **bound.kwargs))
+        # abandon_on_cancel: a timeout or a cancelled caller gets control back at once;
+        # the thread itself cannot be stopped and finishes in the background.
+        call = functools.partial(target, *bound.args, **bound.kwargs)
+        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+
+    def _key(self, arguments: JsonObject) -> str | None:
+        spec = self._policy.idempotency_key
+        if spec is None:
+            return None
+        if callable(spec):
+            return spec(arguments)
+        parts = ",".join(f"{name}={_key_part(arguments[name])}" for name in spec)
+        return f"{self._key_name}:{parts}"
+
+    def _error(
+        self,
+        call_id: str,
+        message: str,
+        error_type: str,
+        arguments: JsonObject,
+        key: str | None = None,
+        attempts: int = 0,
+    ) -> ToolResult:
+        return ToolResult(
+            call_id=call_id,
+            tool_name=self._name,
+            content=message,
+            is_error=True,
+            error_type=error_type,
+            attempts=attempts,
+            idempotency_key=key,
+            arguments=arguments,
+        )
+
+    def __repr__(self) -> str:
+        return f"Tool({self._name!r})"
+
+
+@overload
+def tool(fn: Callable[P, R_co], /) -> Tool[P, R_co]: ...
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None, **options: Unpack[ToolOptions]
+) -> Callable[[Callable[P, R_co]], Tool[P, R_co]]: ...
+def tool(
+    fn: Callable[P, R_co] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    **options: Unpack[ToolOptions],
+) -> Tool[P, R_co] | Callable[[Callable[P, R_co]], Tool[P, R_co]]:
+    """Turn a typed function into a ``Tool``; use bare or with options.
+
+    ``@tool`` or ``@tool(name=..., description=..., timeout=..., retries=...,
+    retry_on=(...), backoff=..., max_concurrency=..., requires_approval=...,
+    idempotency_key=("order_id",))``. See ``Tool`` for what each does.
+    """
+    if fn is not None:
+        return Tool(fn, name=name, description=description, **options)
+
+    def decorate(inner: Callable[P, R_co]) -> Tool[P, R_co]:
+        return Tool(inner, name=name, description=description, **options)
+
+    return decorate
+
+
+def _is_async(fn: Callable[..., object]) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
+    )
+
+
+def _own_limiters(policy: ToolPolicy) -> tuple[anyio.CapacityLimiter, ...]:
+    if policy.max_concurrency is None:
+        return ()
+    return (anyio.CapacityLimiter(policy.max_concurrency),)
+
+
+def _check_key(policy: ToolPolicy, names: tuple[str, ...], tool_name: str) -> None:
+    spec = policy.idempotency_key
+    if spec is None or callable(spec):
+        return
+    unknown = [name for name in spec if name not in names]
+    if unknown or not spec:
+        raise ConfigError(
+            f"idempotency_key of tool {tool_name!r} names {unknown or 'no'} parameters; "
+            f"choose among: {', '.join(names) or '(none)'}"
+        )
+
+
+def _key_part(value: JsonValue) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+def _jsonable(value: object) -> JsonValue:
+    if isinstance(value, str):
+        return value
+    return cast(JsonValue, pydantic_core.to_jsonable_python(value))
+
+
+def _raw(arguments: object) -> JsonObject:
+    """Arguments that did not validate, kept for the record as far as they are an object."""
+    if isinstance(arguments, Mapping):
+        return {str(k): cast(JsonValue, v) for k, v in arguments.items()}
+    return {}

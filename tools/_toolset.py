@@ -1,0 +1,202 @@
+"""A named, immutable set of tools given to one worker."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TypeAlias, final
+
+import anyio
+
+from regiment._json import JsonValue
+from regiment.errors import ConfigError
+from regiment.tools._approval import Approver
+from regiment.tools._definition import ToolDefinition
+from regiment.tools._result import ToolResult
+from regiment.tools._tool import Tool
+
+__all__ = ("Toolset", "ToolsetItem")
+
+ToolsetItem: TypeAlias = Tool[..., object] | Callable[..., object]
+"""A ``Tool``, or a plain typed function that becomes one with default options."""
+
+
+@final
+class Toolset:
+    """The tools one worker may call, and nothing else.
+
+    Compose without flags: ``filtered``, ``prefixed``, ``merged`` (or ``a | b``)
+    each return a new tool set; this one never changes.
+
+    Args:
+        name: the set's name, used in messages to the model (usually the worker's).
+        tools: ``Tool`` objects or plain typed functions.
+        max_concurrency: how many calls across all these tools may run at once;
+            ``None`` for no shared limit (each tool's own limit still applies).
+        approver: decides on calls to tools that require approval.
+
+    Raises:
+        ConfigError: two tools share a name.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        tools: Iterable[ToolsetItem] = (),
+        *,
+        max_concurrency: int | None = None,
+        approver: Approver | None = None,
+    ) -> None:
+        if max_concurrency is not None and max_concurrency < 1:
+            raise ConfigError(f"max_concurrency must be 1 or more, not {max_concurrency!r}")
+        self._name = name
+        self._tools: dict[str, Tool[..., object]] = {}
+        for item in tools:
+            made = item if isinstance(item, Tool) else Tool(item)
+            if made.name in self._tools:
+                raise ConfigError(
+                    f"tool set {name!r} has two tools named {made.name!r}; give one another "
+                    "name (Tool(fn, name=...)) or combine the sets with .prefixed(...) first"
+                )
+            self._tools[made.name] = made
+        self._max_concurrency = max_concurrency
+        self._approver = approver
+        self._limiters = (
+            () if max_concurrency is None else (anyio.CapacityLimiter(max_concurrency),)
+        )
+
+    @property
+    def name(self) -> str:
+        """The set's name."""
+        return self._name
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The tools' names, in the order they were given."""
+        return tuple(self._tools)
+
+    @property
+    def tools(self) -> tuple[Tool[..., object], ...]:
+        """The tools, in the order they were given."""
+        return tuple(self._tools.values())
+
+    @property
+    def definitions(self) -> tuple[ToolDefinition, ...]:
+        """What a model is told about each tool."""
+        return tuple(t.definition for t in self._tools.values())
+
+    @property
+    def max_concurrency(self) -> int | None:
+        """The limit on calls running at once across the set, if any."""
+        return self._max_concurrency
+
+    @property
+    def approver(self) -> Approver | None:
+        """Who decides on calls to tools that require approval."""
+        return self._approver
+
+    def get(self, name: str) -> Tool[..., object] | None:
+        """The tool called ``name``, or ``None``."""
+        return self._tools.get(name)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool[..., object]]:
+        return iter(self.tools)
+
+    def __repr__(self) -> str:
+        return f"Toolset({self._name!r}, {list(self._tools)!r})"
+
+    async def call(
+        self, name: str, arguments: Mapping[str, JsonValue], *, call_id: str
+    ) -> ToolResult:
+        """Call the tool ``name`` the way ``Tool.call`` does, under the set's limit and approver.
+
+        A name the set does not have comes back as an error result that lists the
+        names it does have, so the model can pick one.
+        """
+        found = self._tools.get(name)
+        if found is None:
+            return ToolResult(
+                call_id=call_id,
+                tool_name=name,
+                content=self._unknown(name),
+                is_error=True,
+                error_type="unknown_tool",
+                arguments=dict(arguments) if isinstance(arguments, Mapping) else {},
+            )
+        return await found._call_limited(
+            arguments, call_id=call_id, approver=self._approver, limiters=self._limiters
+        )
+
+    def _unknown(self, name: str) -> str:
+        have = ", ".join(sorted(self._tools)) or "(none)"
+        return f"worker tool set {self._name!r} has no tool {name!r}; its tools are: {have}"
+
+    def filtered(self, keep: Callable[[Tool[..., object]], bool] | Iterable[str]) -> Toolset:
+        """A set with only some of these tools: those ``keep`` accepts, or those named.
+
+        Raises:
+            ConfigError: a name is given that this set does not have.
+        """
+        if callable(keep):
+            return self._with(t for t in self._tools.values() if keep(t))
+        wanted = (keep,) if isinstance(keep, str) else tuple(keep)
+        unknown = [n for n in wanted if n not in self._tools]
+        if unknown:
+            raise ConfigError(f"{self._unknown(unknown[0])}; cannot filter on it")
+        return self._with(t for t in self._tools.values() if t.name in wanted)
+
+    def prefixed(self, prefix: str) -> Toolset:
+        """A set with every tool renamed ``prefix + name`` (limits are shared with these)."""
+        return self._with(t.renamed(prefix + t.name) for t in self._tools.values())
+
+    def merged(
+        self,
+        other: Toolset,
+        *,
+        name: str | None = None,
+        max_concurrency: int | None = None,
+        approver: Approver | None = None,
+    ) -> Toolset:
+        """A set with the tools of both.
+
+        Args:
+            other: the set to add.
+            name: the new set's name; defaults to ``"<this>+<other>"``.
+            max_concurrency: a limit for the new set as a whole (each tool keeps its own).
+            approver: defaults to whichever of the two sets has one.
+
+        Raises:
+            ConfigError: both sets have a tool of the same name (use ``prefixed``),
+                or both have different approvers and none is given.
+        """
+        if approver is None:
+            approver = _one_approver(self, other)
+        return Toolset(
+            name if name is not None else f"{self._name}+{other._name}",
+            (*self._tools.values(), *other._tools.values()),
+            max_concurrency=max_concurrency,
+            approver=approver,
+        )
+
+    def __or__(self, other: Toolset) -> Toolset:
+        return self.merged(other)
+
+    def _with(self, tools: Iterable[Tool[..., object]]) -> Toolset:
+        # A derived set copies the settings; it gets its own shared limiter.
+        return Toolset(
+            self._name, tools, max_concurrency=self._max_concurrency, approver=self._approver
+        )
+
+
+def _one_approver(a: Toolset, b: Toolset) -> Approver | None:
+    if a.approver is None or b.approver is None or a.approver is b.approver:
+        return a.approver if a.approver is not None else b.approver
+    raise ConfigError(
+        f"tool sets {a.name!r} and {b.name!r} have different approvers; "
+        "pass approver=... to merged() to choose one"
+    )
