@@ -1,3 +1,43 @@
-"""models room."""
+"""Models: the ``Model`` protocol, Claude via the Anthropic SDK, and a scripted model.
 
-__all__ = ()
+Every role in a team (planner, workers, critic, synthesizer) talks to its model
+through ``Model.complete(ModelRequest) -> ModelResponse``, using the
+provider-neutral message types defined here, so each role can use a different
+model and tests can use ``ScriptedModel``.
+"""
+
+from regiment.models._anthropic import AnthropicModel
+from regiment.models._estimate import estimate_tokens
+from regiment.models._messages import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Part,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+    text_response,
+    tool_call_response,
+)
+from regiment.models._protocol import Model
+from regiment.models._scripted import Reply, ScriptedModel, ScriptFunction
+
+__all__ = (
+    "AnthropicModel",
+    "Message",
+    "Model",
+    "ModelRequest",
+    "ModelResponse",
+    "Part",
+    "Reply",
+    "ScriptFunction",
+    "ScriptedModel",
+    "TextPart",
+    "ToolCallPart",
+    "ToolResultPart",
+    "Usage",
+    "estimate_tokens",
+    "text_response",
+    "tool_call_response",
+)

@@ -1,0 +1,243 @@
+"""Provider-neutral request and response values for one model call.
+
+These are our own types, not any SDK's, so a provider adapter maps them to its
+wire format and back, and the rest of regiment never sees a provider type.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Literal, TypeAlias
+
+import msgspec
+
+from regiment._json import JsonObject
+from regiment.tools import ToolDefinition
+
+__all__ = (
+    "Message",
+    "ModelRequest",
+    "ModelResponse",
+    "Part",
+    "TextPart",
+    "ToolCallPart",
+    "ToolResultPart",
+    "Usage",
+    "text_response",
+    "tool_call_response",
+)
+
+
+class TextPart(msgspec.Struct, frozen=True, kw_only=True, tag="text"):
+    """Plain text in a message.
+
+    Attributes:
+        text: the text.
+    """
+
+    text: str
+
+
+class ToolCallPart(msgspec.Struct, frozen=True, kw_only=True, tag="tool_call"):
+    """The model asks for a tool to be called (an assistant part).
+
+    Attributes:
+        id: the provider's id for this call; the matching result quotes it.
+        name: the tool's name.
+        arguments: the arguments the model chose, a JSON object (not yet validated).
+    """
+
+    id: str
+    name: str
+    arguments: JsonObject
+
+
+class ToolResultPart(msgspec.Struct, frozen=True, kw_only=True, tag="tool_result"):
+    """The result of a tool call, sent back to the model (a user part).
+
+    Attributes:
+        call_id: the ``id`` of the ``ToolCallPart`` this answers.
+        content: the result as text.
+        is_error: ``True`` when the tool failed and ``content`` says why, so the
+            model can correct itself.
+    """
+
+    call_id: str
+    content: str
+    is_error: bool = False
+
+
+Part: TypeAlias = TextPart | ToolCallPart | ToolResultPart
+"""Any part of a message."""
+
+
+class Message(msgspec.Struct, frozen=True, kw_only=True):
+    """One turn of a conversation.
+
+    Attributes:
+        role: ``"user"`` (our side: prompts and tool results) or ``"assistant"``
+            (the model: text and tool calls).
+        parts: the contents, in order.
+    """
+
+    role: Literal["user", "assistant"]
+    parts: tuple[Part, ...]
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        """A user message holding one text part."""
+        return cls(role="user", parts=(TextPart(text=text),))
+
+    @classmethod
+    def assistant(cls, text: str) -> Message:
+        """An assistant message holding one text part."""
+        return cls(role="assistant", parts=(TextPart(text=text),))
+
+    @classmethod
+    def tool_results(cls, results: tuple[ToolResultPart, ...]) -> Message:
+        """A user message that answers the tool calls of the previous reply."""
+        return cls(role="user", parts=results)
+
+    @property
+    def text(self) -> str:
+        """The text parts joined together (tool calls and results left out)."""
+        return "".join(part.text for part in self.parts if isinstance(part, TextPart))
+
+
+class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything one model call needs.
+
+    Attributes:
+        system: the system prompt (empty for none).
+        messages: the conversation so far; it should end with a user message.
+        tools: the tools the model may call.
+        max_tokens: the most tokens the reply may have.
+        temperature: sampling temperature; ``None`` leaves the provider default.
+        stop_sequences: strings that end the reply when the model writes them.
+        tool_choice: ``"auto"`` (model decides), ``"any"`` (must call some tool),
+            ``"none"`` (must not call tools); ``None`` leaves the provider default.
+    """
+
+    system: str = ""
+    messages: tuple[Message, ...]
+    tools: tuple[ToolDefinition, ...] = ()
+    max_tokens: int = 4096
+    temperature: float | None = None
+    stop_sequences: tuple[str, ...] = ()
+    tool_choice: Literal["auto", "any", "none"] | None = None
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True):
+    """Tokens spent by one or more model calls.
+
+    ``input_tokens`` counts the uncached input only, as the Anthropic API
+    reports it; cached input is in ``cache_read_tokens`` (read from the prompt
+    cache) and ``cache_write_tokens`` (written to it). Usages add up with ``+``.
+
+    Attributes:
+        input_tokens: uncached input tokens.
+        output_tokens: generated tokens.
+        cache_read_tokens: input tokens served from the prompt cache.
+        cache_write_tokens: input tokens written to the prompt cache.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        """Every token processed: input of all kinds plus output."""
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_tokens
+            + self.cache_write_tokens
+        )
+
+
+class ModelResponse(msgspec.Struct, frozen=True, kw_only=True):
+    """What one model call returned.
+
+    Attributes:
+        parts: text and tool calls, in the order the model wrote them.
+        stop_reason: why the model stopped, in the provider's words (for
+            Anthropic: ``end_turn``, ``tool_use``, ``max_tokens``,
+            ``stop_sequence``, ``refusal``, ...).
+        usage: the tokens this call spent.
+        model: the model that answered (as the provider names it).
+        response_id: the provider's id for the response, if it gives one.
+    """
+
+    parts: tuple[TextPart | ToolCallPart, ...]
+    stop_reason: str
+    usage: Usage = msgspec.field(default_factory=Usage)
+    model: str
+    response_id: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The text parts joined together."""
+        return "".join(part.text for part in self.parts if isinstance(part, TextPart))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallPart, ...]:
+        """The tool calls, in order."""
+        return tuple(part for part in self.parts if isinstance(part, ToolCallPart))
+
+    def to_message(self) -> Message:
+        """This reply as the assistant turn to append to the conversation."""
+        return Message(role="assistant", parts=self.parts)
+
+
+def text_response(text: str, *, usage: Usage | None = None, model: str = "") -> ModelResponse:
+    """A reply holding only ``text``, for scripts and tests.
+
+    Args:
+        text: the reply text.
+        usage: the usage to report; ``None`` leaves it empty, and a
+            ``ScriptedModel`` then fills in an estimate.
+        model: the model name to report; empty lets a ``ScriptedModel`` fill in its own.
+    """
+    return ModelResponse(
+        parts=(TextPart(text=text),),
+        stop_reason="end_turn",
+        usage=usage or Usage(),
+        model=model,
+    )
+
+
+def tool_call_response(
+    name: str,
+    arguments: JsonObject,
+    *,
+    call_id: str | None = None,
+    text: str = "",
+    usage: Usage | None = None,
+    model: str = "",
+) -> ModelResponse:
+    """A reply that calls one tool, for scripts and tests.
+
+    Args:
+        name: the tool to call.
+        arguments: the arguments to call it with.
+        call_id: the call's id; ``None`` makes a fresh unique one.
+        text: text the model "says" before the call (left out when empty).
+        usage: as for ``text_response``.
+        model: as for ``text_response``.
+    """
+    call_id = call_id or f"call_{uuid.uuid4().hex[:16]}"
+    call = ToolCallPart(id=call_id, name=name, arguments=arguments)
+    parts: tuple[TextPart | ToolCallPart, ...] = (TextPart(text=text), call) if text else (call,)
+    return ModelResponse(parts=parts, stop_reason="tool_use", usage=usage or Usage(), model=model)

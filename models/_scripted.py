@@ -1,0 +1,130 @@
+"""A deterministic model for tests and offline runs."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeAlias, final
+
+import msgspec
+
+from regiment.errors import ConfigError, ScriptExhausted
+from regiment.models._estimate import estimate_tokens
+from regiment.models._messages import ModelRequest, ModelResponse, TextPart, Usage
+
+__all__ = ("Reply", "ScriptFunction", "ScriptedModel")
+
+Reply: TypeAlias = ModelResponse | str
+"""What a script gives for one call: a full response, or just the reply text."""
+
+ScriptFunction: TypeAlias = Callable[[ModelRequest], Reply | Awaitable[Reply]]
+"""A script that decides each reply from the request (sync or async)."""
+
+
+@final
+class ScriptedModel:
+    """A model whose replies are scripted, for tests and offline examples.
+
+    Give it a list of replies, handed out one per call in order, or a
+    function of the request (sync or async) that decides each reply, e.g. a
+    small rule-based "brain" that reads the prompt and picks a tool. A reply
+    is a ``ModelResponse`` or a plain string (a text reply that ends the turn).
+
+    So budgets see tokens, a reply with empty usage gets an estimated one
+    (``estimate_tokens`` of the request and of the reply), and a reply with
+    an empty ``model`` gets this model's name.
+
+    It records every request it is given, so tests can assert on prompts::
+
+        model = ScriptedModel([tool_call_response("lookup", {"key": "a"}), "done"])
+        ...
+        assert "refund" in model.requests[0].messages[0].text
+
+    Args:
+        script: the replies in order, or a function of the request.
+        name: the model name it reports.
+
+    Raises:
+        regiment.errors.ConfigError: ``script`` is a bare string.
+    """
+
+    def __init__(self, script: Sequence[Reply] | ScriptFunction, *, name: str = "scripted") -> None:
+        if isinstance(script, str):
+            raise ConfigError(
+                f"ScriptedModel got the string {script[:40]!r} as its script; "
+                "pass a list of replies, e.g. ScriptedModel([...])"
+            )
+        self._script = script if callable(script) else tuple(script)
+        self._name = name
+        self._requests: list[ModelRequest] = []
+
+    @property
+    def name(self) -> str:
+        """The model name it reports (``"scripted"`` unless given)."""
+        return self._name
+
+    @property
+    def provider(self) -> str:
+        """Always ``"scripted"``."""
+        return "scripted"
+
+    @property
+    def requests(self) -> list[ModelRequest]:
+        """Every request seen so far, in order (a copy)."""
+        return list(self._requests)
+
+    @property
+    def calls(self) -> int:
+        """How many times ``complete`` has been called."""
+        return len(self._requests)
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Record ``request`` and return the next scripted reply.
+
+        Raises:
+            regiment.errors.ScriptExhausted: a list script has no reply left.
+        """
+        self._requests.append(request)
+        number = len(self._requests)
+        script = self._script
+        if isinstance(script, tuple):
+            if number > len(script):
+                raise ScriptExhausted(self._exhausted_message(number, len(script), request))
+            reply: Reply = script[number - 1]
+        else:
+            produced = script(request)
+            reply = await produced if inspect.isawaitable(produced) else produced
+        return self._finish(reply, request)
+
+    def _finish(self, reply: Reply, request: ModelRequest) -> ModelResponse:
+        response = (
+            ModelResponse(parts=(TextPart(text=reply),), stop_reason="end_turn", model=self._name)
+            if isinstance(reply, str)
+            else reply
+        )
+        if not response.model:
+            response = msgspec.structs.replace(response, model=self._name)
+        if response.usage == Usage():
+            estimated = Usage(
+                input_tokens=estimate_tokens(request), output_tokens=estimate_tokens(response)
+            )
+            response = msgspec.structs.replace(response, usage=estimated)
+        return response
+
+    def _exhausted_message(self, number: int, scripted: int, request: ModelRequest) -> str:
+        last = request.messages[-1].text if request.messages else ""
+        return (
+            f"ScriptedModel {self._name!r} has {scripted} scripted "
+            f"{'response' if scripted == 1 else 'responses'} and was called a "
+            f"{_ordinal(number)} time; add a reply for this call to its script, or "
+            f"find out why the caller made another model call (its last message "
+            f"began: {last[:80]!r})"
+        )
+
+
+def _ordinal(number: int) -> str:
+    if 10 <= number % 100 <= 20:
+        suffix = "th"
+    else:
+        suffix = {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{suffix}"

@@ -1,0 +1,398 @@
+"""AnthropicModel against a loopback stand-in that speaks the Messages API wire format.
+
+The stand-in is a tiny HTTP/1.1 server on 127.0.0.1 run by the test's own task
+group: it records every request and answers with the replies the test queued.
+It ignores ``Authorization`` / ``x-api-key`` and ``anthropic-version``.
+
+The SDK runs on trio as well as asyncio (it sleeps with ``anyio.sleep`` and
+its transport picks the trio backend), so these tests run on both backends.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import anyio
+import pytest
+from anyio.abc import SocketAttribute, SocketStream
+from anyio.streams.buffered import BufferedByteReceiveStream
+from opentelemetry.sdk.trace import TracerProvider
+
+from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
+from regiment.models import (
+    AnthropicModel,
+    Message,
+    Model,
+    ModelRequest,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+from regiment.tools import ToolDefinition
+
+pytestmark = pytest.mark.anyio
+
+WEATHER = ToolDefinition(
+    name="get_weather",
+    description="Current weather for a city.",
+    input_schema={
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+)
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]  # decoded JSON, indexed freely by the assertions
+
+
+@dataclass
+class Reply:
+    status: int
+    body: dict[str, object]
+    headers: dict[str, str] = field(default_factory=dict)
+    hold: bool = False  # never answer: for cancellation tests
+
+
+@dataclass
+class MessagesAPI:
+    """The stand-in: answers each request with the next queued reply."""
+
+    base_url: str
+    replies: deque[Reply] = field(default_factory=deque)
+    requests: list[Recorded] = field(default_factory=list)
+    received: anyio.Event = field(default_factory=anyio.Event)
+
+    def queue(self, *replies: Reply) -> None:
+        self.replies.extend(replies)
+
+    async def handle(self, stream: SocketStream) -> None:
+        async with stream:
+            buffered = BufferedByteReceiveStream(stream)
+            while True:  # one connection carries several requests (keep-alive)
+                try:
+                    head = await buffered.receive_until(b"\r\n\r\n", 65536)
+                except (anyio.EndOfStream, anyio.IncompleteRead):
+                    return
+                request_line, *lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = request_line.split(" ", 2)
+                headers = {
+                    name.strip().lower(): value.strip()
+                    for name, value in (line.split(":", 1) for line in lines)
+                }
+                raw = await buffered.receive_exactly(int(headers.get("content-length", "0")))
+                self.requests.append(Recorded(method, path, headers, json.loads(raw or b"{}")))
+                self.received.set()
+                await stream.send(self._answer())
+
+    def _answer(self) -> bytes:
+        reply = self.replies.popleft() if self.replies else _no_reply_queued()
+        if reply.hold:
+            return b""  # the handler goes on waiting for a request that never comes
+        payload = json.dumps(reply.body).encode()
+        phrase = "Overloaded" if reply.status == 529 else HTTPStatus(reply.status).phrase
+        head = [f"HTTP/1.1 {reply.status} {phrase}", "content-type: application/json"]
+        head += [f"content-length: {len(payload)}"]
+        head += [f"{name}: {value}" for name, value in reply.headers.items()]
+        return ("\r\n".join(head) + "\r\n\r\n").encode() + payload
+
+
+def _no_reply_queued() -> Reply:
+    error = {"type": "api_error", "message": "the stand-in had no reply queued"}
+    return Reply(500, {"type": "error", "error": error}, {"x-should-retry": "false"})
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[MessagesAPI]:
+    async with (
+        await anyio.create_tcp_listener(local_host="127.0.0.1") as listener,
+        anyio.create_task_group() as tg,
+    ):
+        port = listener.extra(SocketAttribute.local_port)
+        server = MessagesAPI(base_url=f"http://127.0.0.1:{port}")
+        tg.start_soon(listener.serve, server.handle)
+        yield server
+        tg.cancel_scope.cancel()
+
+
+Block = dict[str, object]
+
+
+def message(content: list[Block], *, stop_reason: str = "end_turn", **usage: int) -> Reply:
+    return Reply(
+        200,
+        {
+            "id": "msg_0123",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test-1",
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 11, "output_tokens": 7, **usage},
+        },
+        {"request-id": "req_ok"},
+    )
+
+
+def error(status: int, error_type: str, text: str, **headers: str) -> Reply:
+    body: dict[str, object] = {"type": "error", "error": {"type": error_type, "message": text}}
+    return Reply(status, body, {"request-id": f"req_{status}", **headers})
+
+
+def model_for(
+    api: MessagesAPI, *, max_retries: int = 2, sdk_tracing: bool = False
+) -> AnthropicModel:
+    return AnthropicModel(
+        "claude-test-1",
+        api_key="test-key",
+        base_url=api.base_url,
+        max_retries=max_retries,
+        sdk_tracing=sdk_tracing,
+    )
+
+
+def ask(text: str) -> ModelRequest:
+    return ModelRequest(messages=(Message.user(text),))
+
+
+async def test_request_shape(api: MessagesAPI) -> None:
+    api.queue(message([{"type": "text", "text": "Sunny."}]))
+    request = ModelRequest(
+        messages=(Message.user("Weather in Oslo?"),),
+        system="You are terse.",
+        tools=(WEATHER,),
+        tool_choice="any",
+        max_tokens=300,
+        temperature=0.25,
+        stop_sequences=("END",),
+    )
+    async with model_for(api) as model:
+        response = await model.complete(request)
+
+    (sent,) = api.requests
+    assert (sent.method, sent.path) == ("POST", "/v1/messages")
+    assert sent.body == {
+        "model": "claude-test-1",
+        "max_tokens": 300,
+        "system": "You are terse.",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Weather in Oslo?"}]}],
+        "tools": [
+            {
+                "name": "get_weather",
+                "description": "Current weather for a city.",
+                "input_schema": WEATHER.input_schema,
+            }
+        ],
+        "tool_choice": {"type": "any"},
+        "temperature": 0.25,
+        "stop_sequences": ["END"],
+    }
+    assert response.text == "Sunny."
+    assert (response.stop_reason, response.model, response.response_id) == (
+        "end_turn",
+        "claude-test-1",
+        "msg_0123",
+    )
+
+
+async def test_unset_options_are_left_out(api: MessagesAPI) -> None:
+    api.queue(message([{"type": "text", "text": "hi"}]))
+    async with model_for(api) as model:
+        await model.complete(ask("hello"))
+    assert set(api.requests[0].body) == {"model", "max_tokens", "messages"}
+
+
+async def test_tool_use_round_trip(api: MessagesAPI) -> None:
+    tool_use: Block = {
+        "type": "tool_use",
+        "id": "toolu_1",
+        "name": "get_weather",
+        "input": {"city": "Oslo"},
+    }
+    api.queue(
+        message([{"type": "text", "text": "Checking."}, tool_use], stop_reason="tool_use"),
+        message([{"type": "text", "text": "It is 4 degrees."}]),
+    )
+    first = ModelRequest(messages=(Message.user("Weather in Oslo?"),), tools=(WEATHER,))
+    async with model_for(api) as model:
+        response = await model.complete(first)
+        assert response.stop_reason == "tool_use"
+        assert response.text == "Checking."
+        assert response.tool_calls == (
+            ToolCallPart(id="toolu_1", name="get_weather", arguments={"city": "Oslo"}),
+        )
+        results = (
+            ToolResultPart(call_id="toolu_1", content="4 C, rain"),
+            ToolResultPart(call_id="toolu_2", content="no such city", is_error=True),
+        )
+        messages = (*first.messages, response.to_message(), Message.tool_results(results))
+        final = await model.complete(ModelRequest(messages=messages, tools=(WEATHER,)))
+
+    assert final.text == "It is 4 degrees."
+    sent = api.requests[1].body["messages"]
+    assert sent[1] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Checking."}, tool_use],
+    }
+    assert sent[2] == {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "4 C, rain"},
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_2",
+                "content": "no such city",
+                "is_error": True,
+            },
+        ],
+    }
+
+
+async def test_usage_is_mapped(api: MessagesAPI) -> None:
+    api.queue(
+        message(
+            [{"type": "text", "text": "ok"}],
+            cache_read_input_tokens=100,
+            cache_creation_input_tokens=40,
+        )
+    )
+    async with model_for(api) as model:
+        response = await model.complete(ask("hi"))
+    assert response.usage == Usage(
+        input_tokens=11, output_tokens=7, cache_read_tokens=100, cache_write_tokens=40
+    )
+    assert response.usage.total_tokens == 158
+
+
+async def test_overloaded_then_ok_is_retried_by_the_sdk(api: MessagesAPI) -> None:
+    # retry-after-ms makes the SDK wait 1 ms instead of its 0.5 s backoff; it must
+    # be above zero, since the SDK ignores a wait of 0 and backs off as usual.
+    api.queue(
+        error(529, "overloaded_error", "Overloaded", **{"retry-after-ms": "1"}),
+        message([{"type": "text", "text": "made it"}]),
+    )
+    async with model_for(api) as model:
+        response = await model.complete(ask("hi"))
+    assert response.text == "made it"
+    assert len(api.requests) == 2
+    assert api.requests[0].body == api.requests[1].body
+
+
+async def test_overloaded_after_all_retries_keeps_status_and_type(api: MessagesAPI) -> None:
+    overloaded = error(529, "overloaded_error", "Overloaded", **{"retry-after-ms": "1"})
+    api.queue(overloaded, overloaded)
+    async with model_for(api, max_retries=1) as model:
+        with pytest.raises(ModelAPIError) as caught:
+            await model.complete(ask("hi"))
+    assert (caught.value.status_code, caught.value.error_type) == (529, "overloaded_error")
+    assert caught.value.request_id == "req_529"
+    assert len(api.requests) == 2
+
+
+async def test_bad_request_is_translated_with_request_id_and_type(api: MessagesAPI) -> None:
+    api.queue(error(400, "invalid_request_error", "max_tokens: 999999 > 64000"))
+    async with model_for(api) as model:
+        with pytest.raises(ModelAPIError) as caught:
+            await model.complete(ask("hi"))
+    err = caught.value
+    assert (err.status_code, err.error_type, err.request_id) == (
+        400,
+        "invalid_request_error",
+        "req_400",
+    )
+    assert isinstance(err.__cause__, anthropic.BadRequestError)
+    assert "max_tokens: 999999 > 64000" in str(err)
+    assert "req_400" in str(err)
+    assert len(api.requests) == 1  # a 400 is not retried
+
+
+async def test_connection_refused_is_translated() -> None:
+    with socket.socket() as sock:  # a port that was free a moment ago and now refuses
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    # No retries: the SDK backs off 0.5 s, 1 s, ... between connection attempts,
+    # and there is no response header to shorten that.
+    model = AnthropicModel(
+        "claude-test-1", api_key="k", base_url=f"http://127.0.0.1:{port}", max_retries=0
+    )
+    async with model:
+        with pytest.raises(ModelConnectionError) as caught:
+            await model.complete(ask("hi"))
+    assert isinstance(caught.value.__cause__, anthropic.APIConnectionError)
+    assert f"127.0.0.1:{port}" in str(caught.value)
+
+
+async def test_cancellation_is_not_translated(api: MessagesAPI) -> None:
+    api.queue(Reply(200, {}, hold=True))
+    finished = False
+    async with model_for(api) as model:
+
+        async def call() -> None:
+            nonlocal finished
+            await model.complete(ask("hi"))
+            finished = True
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            await api.received.wait()
+            tg.cancel_scope.cancel()
+    assert not finished
+
+
+async def test_no_sdk_span_or_traceparent_by_default(api: MessagesAPI) -> None:
+    api.queue(*(message([{"type": "text", "text": "ok"}]) for _ in range(2)))
+    tracer = TracerProvider().get_tracer("test")
+    with tracer.start_as_current_span("chat claude-test-1") as span:
+        async with model_for(api) as quiet:
+            await quiet.complete(ask("hi"))
+        async with model_for(api, sdk_tracing=True) as traced:
+            await traced.complete(ask("hi"))
+    assert "traceparent" not in api.requests[0].headers
+    trace_id = f"{span.get_span_context().trace_id:032x}"
+    assert api.requests[1].headers["traceparent"].split("-")[1] == trace_id
+
+
+async def test_a_given_client_is_used_and_left_open(api: MessagesAPI) -> None:
+    api.queue(message([{"type": "text", "text": "ok"}]))
+    client = anthropic.AsyncAnthropic(api_key="k", base_url=api.base_url, open_telemetry=False)
+    async with AnthropicModel("claude-test-1", client=client) as model:
+        assert (await model.complete(ask("hi"))).text == "ok"
+    assert not client.is_closed()
+    await client.close()
+
+
+def test_is_a_model_named_after_its_id() -> None:
+    model = AnthropicModel("claude-sonnet-4-5", api_key="k")
+    assert isinstance(model, Model)
+    assert (model.name, model.provider) == ("claude-sonnet-4-5", "anthropic")
+
+
+def test_client_and_client_options_conflict() -> None:
+    client = anthropic.AsyncAnthropic(api_key="k")
+    with pytest.raises(ConfigError, match="ready client and client options"):
+        AnthropicModel("claude-test-1", client=client, max_retries=5)
+
+
+def test_missing_credentials_is_a_config_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("ANTHROPIC_CONFIG_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no profile on disk either
+    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
+        AnthropicModel("claude-test-1")
