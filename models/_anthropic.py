@@ -129,10 +129,7 @@ class AnthropicModel:
                 system=request.system or omit,
                 tools=tool_params(request.tools) if request.tools else omit,
                 tool_choice=tool_choice_param(request.tool_choice) if request.tool_choice else omit,
-                # SDK 2.x dropped its `temperature` argument; the body still carries it.
-                extra_body=None
-                if request.temperature is None
-                else {"temperature": request.temperature},
+                extra_body=_extra_body(request),
                 stop_sequences=list(request.stop_sequences) if request.stop_sequences else omit,
             )
         except anthropic.APIStatusError as exc:
@@ -179,6 +176,11 @@ class AnthropicModel:
             f"after {self._client.max_retries} retries{cause}; check the network and "
             "base_url, or raise timeout / max_retries"
         )
+
+
+def _extra_body(request: ModelRequest) -> dict[str, object] | None:
+    # SDK 2.x has no `temperature` argument any more; the request body still carries it.
+    return None if request.temperature is None else {"temperature": request.temperature}
 
 
 def _build_client(

@@ -112,7 +112,8 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
         messages: the conversation so far; it should end with a user message.
         tools: the tools the model may call.
         max_tokens: the most tokens the reply may have.
-        temperature: sampling temperature; ``None`` leaves the provider default.
+        temperature: sampling temperature; ``None`` sends none, leaving the
+            provider default (some newer models accept no temperature at all).
         stop_sequences: strings that end the reply when the model writes them.
         tool_choice: ``"auto"`` (model decides), ``"any"`` (must call some tool),
             ``"none"`` (must not call tools); ``None`` leaves the provider default.
