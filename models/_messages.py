@@ -113,7 +113,8 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
         tools: the tools the model may call.
         max_tokens: the most tokens the reply may have.
         temperature: sampling temperature; ``None`` sends none, leaving the
-            provider default (some newer models accept no temperature at all).
+            provider default. AnthropicModel sends it in the body, as SDK 2.x has
+            no argument for it.
         stop_sequences: strings that end the reply when the model writes them.
         tool_choice: ``"auto"`` (model decides), ``"any"`` (must call some tool),
             ``"none"`` (must not call tools); ``None`` leaves the provider default.
