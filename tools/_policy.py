@@ -64,7 +64,7 @@ class ToolPolicy:
 
     def is_retryable(self, exc: Exception) -> bool:
         """Whether a failed attempt that raised ``exc`` is worth another try."""
-        return isinstance(exc, RetryableToolError | self.retry_on)
+        return isinstance(exc, (RetryableToolError, *self.retry_on))
 
     def backoff_delay(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""

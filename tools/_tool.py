@@ -146,7 +146,7 @@ class Tool(Generic[P, R_co]):
     ) -> ToolResult:
         """``call``, also holding a token of each of ``limiters`` while the body runs.
 
-        ``Toolset`` uses this for its shared limit; the tool's own limit comes last.
+        ``Toolset`` uses this for its shared limit.
         """
         started = time.perf_counter()
         result = await self._outcome(arguments, call_id, approver, limiters)
@@ -211,7 +211,9 @@ class Tool(Generic[P, R_co]):
     ) -> ToolResult:
         key = self._key(bound.as_json)
         invoke = functools.partial(self._invoke, bound)
-        attempted = await run_attempts(invoke, self._policy, (*limiters, *self._limiters))
+        # The tool's own limit first: a call waiting for it must not sit on a slot of
+        # the set's shared limit that another tool's call could be using.
+        attempted = await run_attempts(invoke, self._policy, (*self._limiters, *limiters))
         if attempted.error is not None:
             message, error_type = describe_failure(attempted.error, attempted.attempts)
             return self._error(call_id, message, error_type, bound.as_json, key, attempted.attempts)
