@@ -1,0 +1,61 @@
+"""The refund story, offline: the eligibility check fails, the planner replans.
+
+Run it with ``make demo`` (or ``.venv/bin/python examples/refund/main.py``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+
+if __package__ in (None, ""):  # run as a script: make the repository's parent importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    __package__ = "examples.refund"
+
+from regiment.hierarchy import Plan, PlanCreated, Replanned, RunCompleted, StaleReportDropped, StepCompleted, StepDispatched
+from regiment.models import ScriptedModel
+
+from .brain import refund_brain
+from .team import GOAL, build_team
+from .tools import Ledger
+
+
+def _show_plan(plan: Plan) -> None:
+    print(f"plan v{plan.version} ({plan.reason}):")
+    for step in plan.steps:
+        after = f" after {', '.join(step.depends_on)}" if step.depends_on else ""
+        check = f" [check: {step.check}]" if step.check else ""
+        print(f"  {step.id} [{step.worker}] {step.description}{after}{check}")
+
+
+async def main() -> None:
+    ledger = Ledger()
+    team = build_team(ScriptedModel(refund_brain), ledger)
+    print("model: scripted (offline brain)")
+    print(f"goal: {GOAL}\n")
+    async with team.start() as running, running.stream(GOAL) as events:
+        async for event in events:
+            match event:
+                case PlanCreated(plan=plan):
+                    _show_plan(plan)
+                case StepDispatched(step_id=step_id, worker=worker, plan_version=v):
+                    print(f"  -> v{v} {step_id} dispatched to {worker}")
+                case StepCompleted(step_id=step_id, output=output):
+                    print(f"  <- {step_id} done: {output}")
+                case Replanned(old_version=old, new_version=new, reason=reason):
+                    print(f"\nreplan v{old} -> v{new}: {reason}")
+                case StaleReportDropped(step_id=step_id, report_version=v):
+                    print(f"  x  dropped a stale report of {step_id} (v{v})")
+                case RunCompleted(result=result):
+                    print(f"\nanswer ({result.status}):\n{result.answer}")
+                case _:
+                    pass
+    print(f"\nrefunds issued: {ledger.refunds or 'none'}; exceptions flagged: {ledger.exceptions}")
+    for mail in ledger.emails:
+        print(f"email to {mail['to']}: {mail['subject']} - {mail['body']}")
+
+
+if __name__ == "__main__":
+    anyio.run(main)

@@ -1,0 +1,57 @@
+"""Checks: plain predicates over a step's report, run by the planner before it commits.
+
+A check is not a model call. It passes when its predicate returns ``True``; it
+fails when the predicate returns ``False`` or raises (for instance because the
+step never called the tool the check reads), and the failure reason is what the
+planner model is told when it replans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import final
+
+from regiment.hierarchy._messages import StepReport
+
+__all__ = ("Check", "CheckOutcome")
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class CheckOutcome:
+    """The verdict of one check on one report."""
+
+    passed: bool
+    reason: str
+
+
+@final
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Check:
+    """A named predicate a plan step can carry (``"check": "<name>"`` in the plan).
+
+    Attributes:
+        description: what it verifies; the planner reads this.
+        predicate: ``True`` when the step's report is acceptable.
+        explain: the failure reason from the report (default: the description).
+    """
+
+    description: str
+    predicate: Callable[[StepReport], bool]
+    explain: Callable[[StepReport], str] | None = None
+
+    def run(self, report: StepReport) -> CheckOutcome:
+        """Apply the check; never raises for a bad report."""
+        try:
+            if self.predicate(report):
+                return CheckOutcome(passed=True, reason="")
+        except Exception as exc:  # a predicate that cannot read the report is a failed check
+            return CheckOutcome(passed=False, reason=f"check could not read step {report.step_id}: {type(exc).__name__}: {exc}")
+        reason = self.description
+        if self.explain is not None:
+            try:
+                reason = self.explain(report)
+            except Exception as exc:
+                reason = f"{self.description} (explain failed: {type(exc).__name__}: {exc})"
+        return CheckOutcome(passed=False, reason=reason)

@@ -1,0 +1,149 @@
+"""The typed events a run emits, as a closed union.
+
+``RunningTeam.stream(goal)`` yields them as they happen, and ``RunResult.events``
+holds the same sequence, so the stream and the result tell the same story.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypeAlias
+
+import msgspec
+
+from regiment.hierarchy._messages import StepStatus
+from regiment.hierarchy._plan import Plan, PlanStep
+
+if TYPE_CHECKING:
+    from regiment.hierarchy._result import RunResult
+
+__all__ = (
+    "BudgetExhausted",
+    "CheckFailed",
+    "Event",
+    "PlanCreated",
+    "Replanned",
+    "RunCompleted",
+    "RunFailed",
+    "RunStarted",
+    "StaleReportDropped",
+    "StepCompleted",
+    "StepDispatched",
+    "StepErrored",
+    "SynthesisStarted",
+)
+
+
+class _Base(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    run_id: str
+
+
+class RunStarted(_Base, frozen=True, kw_only=True):
+    """The run was accepted."""
+
+    goal: str
+    team: str
+
+
+class PlanCreated(_Base, frozen=True, kw_only=True):
+    """A plan version became current (version 1, or after a replan)."""
+
+    plan: Plan
+
+
+class StepDispatched(_Base, frozen=True, kw_only=True):
+    """A step went to its worker."""
+
+    plan_version: int
+    step_id: str
+    worker: str
+    attempt: int
+
+
+class StepCompleted(_Base, frozen=True, kw_only=True):
+    """A current-version step reported ``done`` and was committed."""
+
+    plan_version: int
+    step_id: str
+    worker: str
+    output: str
+
+
+class StepErrored(_Base, frozen=True, kw_only=True):
+    """A current-version step reported something other than ``done``."""
+
+    plan_version: int
+    step_id: str
+    worker: str
+    status: StepStatus
+    error: str
+
+
+class CheckFailed(_Base, frozen=True, kw_only=True):
+    """A step's check rejected its output; the step is kept as evidence."""
+
+    plan_version: int
+    step_id: str
+    check: str
+    reason: str
+
+
+class Replanned(_Base, frozen=True, kw_only=True):
+    """The unfinished tail was replaced by a new version."""
+
+    old_version: int
+    new_version: int
+    reason: str
+    kept: tuple[str, ...]
+    removed: tuple[PlanStep, ...]
+    added: tuple[PlanStep, ...]
+
+
+class StaleReportDropped(_Base, frozen=True, kw_only=True):
+    """A report for an older plan version arrived and was not applied."""
+
+    report_version: int
+    current_version: int
+    step_id: str
+    status: StepStatus
+
+
+class SynthesisStarted(_Base, frozen=True, kw_only=True):
+    """The final answer is being written."""
+
+    committed_steps: tuple[str, ...]
+
+
+class BudgetExhausted(_Base, frozen=True, kw_only=True):
+    """A budget limit was reached."""
+
+    limit: str
+    detail: str
+
+
+class RunCompleted(_Base, frozen=True, kw_only=True):
+    """The run ended with a result (possibly partial). Always the last event of a finished run."""
+
+    result: RunResult
+
+
+class RunFailed(_Base, frozen=True, kw_only=True):
+    """The run ended without a result. Always the last event of a failed run."""
+
+    error_type: str
+    message: str
+
+
+Event: TypeAlias = (
+    RunStarted
+    | PlanCreated
+    | StepDispatched
+    | StepCompleted
+    | StepErrored
+    | CheckFailed
+    | Replanned
+    | StaleReportDropped
+    | SynthesisStarted
+    | BudgetExhausted
+    | RunCompleted
+    | RunFailed
+)

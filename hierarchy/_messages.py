@@ -1,0 +1,117 @@
+"""The message protocol between a run's planner and the workers.
+
+Every message is a frozen msgspec struct with a tag, so it is cheap to build and
+already serialisable for a transport between processes. Reply channels and
+trace context travel in the actor envelope, never in these payloads.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypeAlias
+
+import msgspec
+
+from regiment._json import JsonValue
+from regiment.hierarchy._plan import PlanStep
+from regiment.models import Usage
+
+__all__ = (
+    "AssignStep",
+    "CancelStep",
+    "StepAllowance",
+    "StepContext",
+    "StepReport",
+    "StepStatus",
+    "ToolOutcome",
+    "WorkerMessage",
+)
+
+StepStatus: TypeAlias = Literal[
+    "done", "failed", "timed_out", "cancelled", "iteration_limit", "budget_exhausted"
+]
+
+
+class StepAllowance(msgspec.Struct, frozen=True, kw_only=True):
+    """What a step may spend; reserved by the planner before dispatch.
+
+    ``None`` means unlimited. The worker stops the step (status
+    ``budget_exhausted``) rather than go over.
+    """
+
+    model_calls: int | None = None
+    tool_calls: int | None = None
+    tokens: int | None = None
+
+
+class StepContext(msgspec.Struct, frozen=True, kw_only=True):
+    """What a worker knows when it starts a step: the goal, the plan, and the
+    committed outputs of the steps this one depends on (not the whole history)."""
+
+    goal: str
+    plan_outline: str
+    dependency_outputs: tuple[tuple[str, str], ...] = ()
+    notes: str = ""
+
+
+class AssignStep(msgspec.Struct, frozen=True, kw_only=True, tag="assign_step"):
+    """Planner -> worker: do this step of this plan version."""
+
+    run_id: str
+    plan_version: int
+    step: PlanStep
+    context: StepContext
+    attempt: int = 1
+    allowance: StepAllowance = StepAllowance()
+
+
+class CancelStep(msgspec.Struct, frozen=True, kw_only=True, tag="cancel_step"):
+    """Planner -> worker: stop this step (of this version) now.
+
+    ``step_id=None`` cancels every step of the run.
+    """
+
+    run_id: str
+    plan_version: int | None = None
+    step_id: str | None = None
+    reason: str = ""
+
+
+class ToolOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """One tool call a step made, at fact level."""
+
+    tool: str
+    call_id: str
+    arguments: dict[str, JsonValue]
+    content: JsonValue
+    is_error: bool = False
+    idempotency_key: str | None = None
+
+
+class StepReport(msgspec.Struct, frozen=True, kw_only=True, tag="step_report"):
+    """Worker -> planner: how a step ended. Committed only if ``plan_version`` is current."""
+
+    run_id: str
+    plan_version: int
+    step_id: str
+    attempt: int
+    worker: str
+    status: StepStatus
+    output: str = ""
+    tool_outcomes: tuple[ToolOutcome, ...] = ()
+    usage: Usage = Usage()
+    model_calls: int = 0
+    error: str | None = None
+
+    def tool_result(self, tool: str) -> JsonValue:
+        """The content of the last successful call of ``tool`` in this step.
+
+        Raises:
+            KeyError: the step made no successful call of that tool.
+        """
+        for outcome in reversed(self.tool_outcomes):
+            if outcome.tool == tool and not outcome.is_error:
+                return outcome.content
+        raise KeyError(f"step {self.step_id} made no successful call of tool {tool!r}")
+
+
+WorkerMessage: TypeAlias = AssignStep | CancelStep

@@ -1,0 +1,109 @@
+"""The planner: its configuration, and turning its replies into valid plans."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import final
+
+from regiment.errors import ConfigError
+from regiment.hierarchy._checks import Check
+from regiment.hierarchy._plan import PlanStep
+from regiment.hierarchy._plan_parse import ParsedPlan, parse_plan
+from regiment.hierarchy._plan_validate import validate_plan
+from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy._worker import Worker
+from regiment.models import Message, Model, ModelRequest
+
+__all__ = ("PlanAttempt", "Planner", "PlanningSession")
+
+
+@final
+@dataclass(frozen=True, kw_only=True)
+class Planner:
+    """How a team plans and writes its answer.
+
+    Attributes:
+        model: the planner's model (also the synthesizer's unless ``synthesizer_model``).
+        max_steps: the longest plan accepted; longer plans are truncated (and the truncation recorded).
+        max_plan_attempts: replies per planning phase before the run fails with ``PlanError``.
+        prompts: instructions for planner, workers and synthesizer.
+        synthesizer_model: a different model for the final answer.
+        name: the planner's name in traces.
+    """
+
+    model: Model
+    max_steps: int = 10
+    max_plan_attempts: int = 3
+    prompts: Prompts = field(default_factory=Prompts)
+    synthesizer_model: Model | None = None
+    name: str = "planner"
+
+    def __post_init__(self) -> None:
+        if self.max_steps < 1 or self.max_plan_attempts < 1:
+            raise ConfigError("Planner: max_steps and max_plan_attempts must be at least 1")
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class PlanAttempt:
+    """One planner reply, parsed and validated."""
+
+    parsed: ParsedPlan
+    problems: tuple[str, ...]
+    reply: str
+
+
+@dataclass(slots=True)
+class PlanningSession:
+    """One planning phase (the first plan or a replan): the conversation with the
+    planner model, re-prompted with the exact problems until a plan is valid."""
+
+    system: str
+    messages: list[Message]
+    max_steps: int
+    start_index: int
+    workers: Mapping[str, Worker]
+    checks: Mapping[str, Check]
+    known_ids: Sequence[str] = ()
+    attempts: int = 0
+
+    def request(self) -> ModelRequest:
+        return ModelRequest(system=self.system, messages=tuple(self.messages))
+
+    def evaluate(self, reply: str) -> PlanAttempt:
+        """Parse and validate a reply; remember it for a re-prompt."""
+        self.attempts += 1
+        parsed = parse_plan(reply, max_steps=self.max_steps, start_index=self.start_index)
+        steps = self._assign_sole_worker(parsed.steps)
+        parsed = ParsedPlan(
+            steps=steps,
+            truncated_from=parsed.truncated_from,
+            nothing_to_do=parsed.nothing_to_do,
+            source=parsed.source,
+        )
+        problems = validate_plan(
+            steps, workers=tuple(self.workers), known_ids=self.known_ids, checks=tuple(self.checks)
+        )
+        self.messages.append(Message.assistant(reply))
+        return PlanAttempt(parsed=parsed, problems=problems, reply=reply)
+
+    def reprompt(self, problems: Sequence[str], prompts: Prompts) -> None:
+        self.messages.append(Message.user(prompts.plan_problems(problems)))
+
+    def _assign_sole_worker(self, steps: tuple[PlanStep, ...]) -> tuple[PlanStep, ...]:
+        if len(self.workers) != 1:
+            return steps
+        (only,) = self.workers
+        return tuple(
+            s
+            if s.worker
+            else PlanStep(
+                id=s.id,
+                description=s.description,
+                worker=only,
+                depends_on=s.depends_on,
+                check=s.check,
+            )
+            for s in steps
+        )

@@ -1,0 +1,143 @@
+"""The prompts of each role, overridable as plain strings.
+
+Every system prompt starts with a fixed role line ("You are the planner of
+team 'x'", "You are worker 'y'", "You are the synthesizer"), so a rule-based
+scripted model can tell the roles apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from regiment.hierarchy._messages import StepContext, StepReport
+from regiment.hierarchy._plan import Plan, PlanStep
+
+__all__ = ("Prompts",)
+
+_PLANNER = """\
+Break the goal into steps for the workers below. Steps that do not depend on each
+other run at the same time; a step only sees the results of the steps it depends on.
+Reply with JSON only, in this form:
+{"steps": [{"id": "s1", "description": "...", "worker": "<worker>", "depends_on": [], "check": null}]}
+Use at most {max_steps} steps. If nothing needs doing, reply {"steps": []}."""
+
+_WORKER = """\
+Do the one step you are given, using your tools where they help, then reply with
+the result of the step in plain words (facts, numbers, ids). Do not do other steps."""
+
+_SYNTHESIZER = """\
+Write the final answer to the goal from the results of the committed steps.
+Be faithful to the results; do not invent facts they do not contain."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Prompts:
+    """Instructions for each role; override any of them.
+
+    Attributes:
+        planner: instructions for the planner (``{max_steps}`` is filled in).
+        worker: default instructions for a worker that has no system prompt.
+        synthesizer: instructions for the final answer.
+    """
+
+    planner: str = _PLANNER
+    worker: str = _WORKER
+    synthesizer: str = _SYNTHESIZER
+
+    def planner_system(
+        self,
+        *,
+        team: str,
+        workers: Mapping[str, tuple[str, Sequence[str]]],
+        checks: Mapping[str, str],
+        max_steps: int,
+    ) -> str:
+        """The planner's system prompt: role line, instructions, workers, checks."""
+        lines = [
+            f"You are the planner of team '{team}'.",
+            self.planner.replace("{max_steps}", str(max_steps)),
+            "",
+            "Workers:",
+        ]
+        for name, (description, tools) in workers.items():
+            lines.append(f"- {name}: {description} Tools: {', '.join(tools) or 'none'}.")
+        if checks:
+            lines += [
+                "",
+                "Checks you may attach to a step (if its output fails the check, you replan):",
+            ]
+            lines += [f"- {name}: {doc}" for name, doc in checks.items()]
+        return "\n".join(lines)
+
+    def plan_request(self, goal: str, *, memory: str = "") -> str:
+        """The first user message to the planner."""
+        return f"Goal: {goal}" + (f"\n\n{memory}" if memory else "")
+
+    def plan_problems(self, problems: Iterable[str]) -> str:
+        """Re-prompt after an invalid plan, with the exact problems."""
+        listed = "\n".join(f"- {p}" for p in problems)
+        return f"That plan cannot be run:\n{listed}\nReply with the corrected plan as JSON only."
+
+    def replan_request(
+        self,
+        *,
+        goal: str,
+        plan: Plan,
+        committed: Sequence[StepReport],
+        unfinished: Sequence[PlanStep],
+        reason: str,
+        next_id: int,
+    ) -> str:
+        """Ask for a new tail: committed steps stay as evidence, the unfinished ones are replaced."""
+        done = "\n".join(
+            f"- {r.step_id} [{r.worker}]: {plan.step(r.step_id).description} -> {r.output}"
+            for r in committed
+        )
+        todo = "\n".join(f"- {s.id} [{s.worker or '-'}]: {s.description}" for s in unfinished)
+        return (
+            f"REPLAN. Goal: {goal}\n\n"
+            f"Committed steps of plan version {plan.version} (kept; new steps may depend on them by id):\n{done or '- none'}\n\n"
+            f"Why the plan must change: {reason}\n\n"
+            f"Unfinished steps of version {plan.version}, which your reply replaces:\n{todo or '- none'}\n\n"
+            f"Reply with the new steps only, as JSON. Number new ids from s{next_id}."
+        )
+
+    def worker_system(self, *, worker: str, description: str, system_prompt: str) -> str:
+        """A worker's system prompt."""
+        return f"You are worker '{worker}': {description}\n\n{system_prompt or self.worker}"
+
+    def step_request(self, *, step: PlanStep, context: StepContext) -> str:
+        """The user message that hands one step to a worker."""
+        parts = [
+            f"Goal of the run: {context.goal}",
+            f"Plan:\n{context.plan_outline}",
+            f"Your step ({step.id}): {step.description}",
+        ]
+        if context.dependency_outputs:
+            parts.append(
+                "Results of the steps it depends on:\n"
+                + "\n".join(f"- {sid}: {out}" for sid, out in context.dependency_outputs)
+            )
+        if context.notes:
+            parts.append(context.notes)
+        return "\n\n".join(parts)
+
+    def synthesizer_system(self, *, team: str) -> str:
+        """The synthesizer's system prompt."""
+        return f"You are the synthesizer of team '{team}'.\n{self.synthesizer}"
+
+    def synthesis_request(
+        self, *, goal: str, plan: Plan, committed: Sequence[StepReport], artifacts: Sequence[str]
+    ) -> str:
+        """The results to turn into one answer."""
+        results = "\n".join(
+            f"- {r.step_id} ({plan.step(r.step_id).description}): {r.output}" for r in committed
+        )
+        text = (
+            f"Goal: {goal}\n\nCommitted step results:\n{results or '- none (nothing needed doing)'}"
+        )
+        if artifacts:
+            text += f"\n\n{len(artifacts)} finished artefact(s) will be appended verbatim after your text; do not repeat them, introduce them."
+        return text
+

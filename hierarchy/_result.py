@@ -1,0 +1,76 @@
+"""What a run returns."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+import msgspec
+
+from regiment.hierarchy._messages import StepReport
+from regiment.hierarchy._plan import Plan
+from regiment.models import Usage
+
+if TYPE_CHECKING:
+    from regiment.hierarchy._events import Event
+
+__all__ = ("RunResult", "RunStatus")
+
+RunStatus: TypeAlias = Literal["completed", "partial", "cancelled"]
+
+
+class RunResult(msgspec.Struct, frozen=True, kw_only=True):
+    """The outcome of one run.
+
+    Attributes:
+        run_id: the run's id.
+        goal: the goal, verbatim.
+        answer: the synthesised answer (artefacts kept verbatim at its end).
+        status: ``completed``; ``partial`` when a budget ran out first (see
+            ``budget_exhausted``); ``cancelled``.
+        plans: every plan version, oldest first.
+        steps: every report that reached the planner for a current version,
+            in arrival order (committed ones have status ``done``).
+        committed: ids of the committed steps, in commit order.
+        artifacts: finished artefacts produced by steps, verbatim.
+        usage_by_role: usage per role (``planner``, ``synthesizer``, each worker name).
+        usage: total usage.
+        model_calls: total model calls.
+        tool_calls: total tool calls.
+        stale_reports_dropped: reports for older plan versions that were dropped.
+        budget_exhausted: which limit ran out, if any.
+        trace_id: the OpenTelemetry trace id (hex), if tracing recorded the run.
+        events: every event of the run, in order (the same ones ``stream`` yields).
+    """
+
+    run_id: str
+    goal: str
+    answer: str
+    status: RunStatus
+    plans: tuple[Plan, ...]
+    steps: tuple[StepReport, ...]
+    committed: tuple[str, ...]
+    artifacts: tuple[str, ...] = ()
+    usage_by_role: dict[str, Usage] = {}
+    usage: Usage = Usage()
+    model_calls: int = 0
+    tool_calls: int = 0
+    stale_reports_dropped: int = 0
+    budget_exhausted: str | None = None
+    trace_id: str | None = None
+    events: tuple[Event, ...] = ()
+
+    @property
+    def plan(self) -> Plan:
+        """The last plan version."""
+        return self.plans[-1]
+
+    def output_of(self, step_id: str) -> str:
+        """The committed output of a step.
+
+        Raises:
+            KeyError: the step was not committed.
+        """
+        for report in self.steps:
+            if report.step_id == step_id and report.status == "done":
+                return report.output
+        raise KeyError(f"step {step_id!r} was not committed; committed: {', '.join(self.committed)}")

@@ -1,0 +1,46 @@
+"""Messages a run's planner actor receives: the worker reports, plus its own."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from regiment.hierarchy._messages import StepReport
+from regiment.models import ModelResponse
+
+__all__ = ("CancelRun", "DeadlineReached", "ModelReplied", "PlannerMessage", "StartRun")
+
+Purpose: TypeAlias = Literal["plan", "replan", "synthesis"]
+
+
+@dataclass(frozen=True, slots=True)
+class StartRun:
+    """Begin the run (sent once, by the team)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReplied:
+    """A planner-side model call finished (sent by the run actor's own task).
+
+    These never leave the process, so they may carry the exception object.
+    """
+
+    purpose: Purpose
+    token: int
+    response: ModelResponse | None
+    error: Exception | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CancelRun:
+    """The caller went away: stop the run's work now."""
+
+    reason: str = "cancelled by the caller"
+
+
+@dataclass(frozen=True, slots=True)
+class DeadlineReached:
+    """The run's wall-clock budget ran out."""
+
+
+PlannerMessage: TypeAlias = StartRun | ModelReplied | StepReport | CancelRun | DeadlineReached

@@ -1,0 +1,127 @@
+"""The bookkeeping of one run, kept apart from the actor that drives it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
+
+from regiment.errors import RunError
+from regiment.hierarchy._budget import BudgetLedger
+from regiment.hierarchy._events import Event, RunCompleted, RunFailed
+from regiment.hierarchy._messages import StepReport
+from regiment.hierarchy._plan import Plan
+from regiment.hierarchy._result import RunResult, RunStatus
+from regiment.models import Usage
+
+__all__ = ("RunChannel", "RunState")
+
+
+@dataclass(slots=True)
+class RunChannel:
+    """Carries a run's events to its caller, and the error that ended it, if any."""
+
+    send: MemoryObjectSendStream[Event]
+    error: RunError | None = None
+    done: bool = False
+
+    @classmethod
+    def open(cls) -> tuple[RunChannel, anyio.abc.ObjectReceiveStream[Event]]:
+        # Unbounded: the planner must never block on a slow reader of events.
+        send, receive = anyio.create_memory_object_stream[Event](math.inf)
+        return cls(send), receive
+
+    def close(self, event: Event) -> None:
+        """Deliver the run's last event and close the stream."""
+        self.emit(event)
+        self.done = True
+        self.send.close()
+
+    def emit(self, event: Event) -> None:
+        """Deliver an event; a reader that has gone away is not an error."""
+        try:
+            self.send.send_nowait(event)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+
+
+@dataclass(slots=True)
+class RunState:
+    """Everything a run has planned, committed and spent."""
+
+    run_id: str
+    goal: str
+    ledger: BudgetLedger
+    plans: list[Plan] = field(default_factory=list)
+    reports: list[StepReport] = field(default_factory=list)
+    committed: dict[str, StepReport] = field(default_factory=dict)
+    inflight: dict[tuple[int, str, int], str] = field(default_factory=dict)  # (version, step, attempt) -> worker
+    artifacts: list[str] = field(default_factory=list)
+    usage_by_role: dict[str, Usage] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    stale_dropped: int = 0
+    exhausted: str | None = None
+    trace_id: str | None = None
+
+    @property
+    def plan(self) -> Plan:
+        return self.plans[-1]
+
+    @property
+    def version(self) -> int:
+        return self.plans[-1].version if self.plans else 0
+
+    def charge(self, role: str, usage: Usage, *, model_calls: int, tool_calls: int = 0) -> None:
+        """Record spending by a role (planner, synthesizer, or a worker)."""
+        self.ledger.charge(usage=usage, model_calls=model_calls, tool_calls=tool_calls)
+        self.usage_by_role[role] = self.usage_by_role.get(role, Usage()) + usage
+
+    def running_ids(self, version: int) -> set[str]:
+        return {step for (v, step, _), _w in self.inflight.items() if v == version}
+
+    def next_step_number(self) -> int:
+        """One more than the highest ``sN`` id used by any version, so new ids never collide."""
+        highest = 0
+        for plan in self.plans:
+            for step in plan.steps:
+                if step.id[:1] == "s" and step.id[1:].isdigit():
+                    highest = max(highest, int(step.id[1:]))
+        return highest + 1
+
+    def result(self, answer: str, status: RunStatus) -> RunResult:
+        spent = self.ledger.spent
+        return RunResult(
+            run_id=self.run_id,
+            goal=self.goal,
+            answer=answer,
+            status=status,
+            plans=tuple(self.plans),
+            steps=tuple(self.reports),
+            committed=tuple(self.committed),
+            artifacts=tuple(self.artifacts),
+            usage_by_role=dict(self.usage_by_role),
+            usage=sum(self.usage_by_role.values(), Usage()),
+            model_calls=spent.model_calls,
+            tool_calls=spent.tool_calls,
+            stale_reports_dropped=self.stale_dropped,
+            budget_exhausted=self.exhausted,
+            trace_id=self.trace_id,
+            events=tuple(self.events),
+        )
+
+    def finish(self, channel: RunChannel, answer: str, status: RunStatus) -> RunResult:
+        """Emit the closing event and close the channel."""
+        result = self.result(answer, status)
+        event = RunCompleted(run_id=self.run_id, result=result)
+        self.events.append(event)
+        channel.close(event)
+        return result
+
+    def fail(self, channel: RunChannel, error: RunError) -> None:
+        """End the run with an error."""
+        channel.error = error
+        event = RunFailed(run_id=self.run_id, error_type=type(error).__name__, message=str(error))
+        self.events.append(event)
+        channel.close(event)

@@ -1,0 +1,148 @@
+"""Workers: what a worker is (config), and the actor that runs its steps.
+
+A worker actor serves many runs at once. Each assigned step runs as a task the
+actor owns, inside its own cancel scope, under the worker's concurrency limit
+and step timeout, so a ``CancelStep`` stops exactly that step. However a step
+ends (answer, iteration cap, allowance used up, timeout, exception, cancel) it
+sends exactly one ``StepReport`` to whoever assigned it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import assert_never, final
+
+import anyio
+
+from regiment.actors import Actor, ActorRef
+from regiment.errors import ActorStopped, ConfigError
+from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
+from regiment.hierarchy._model_call import ModelCaller
+from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy._worker_loop import StepProgress, run_tool_loop
+from regiment.models import Model
+from regiment.tools import Tool, Toolset
+
+__all__ = ("Worker", "WorkerActor")
+
+_StepKey = tuple[str, int, str, int]  # run id, plan version, step id, attempt
+
+
+@final
+@dataclass(frozen=True, kw_only=True)
+class Worker:
+    """A specialist the planner can hand steps to.
+
+    Attributes:
+        name: how plans refer to it (letters, digits, ``_`` and ``-``).
+        description: what it is good at; the planner reads this.
+        model: the model for its tool loop.
+        tools: its tool set; it can call nothing else.
+        max_iterations: model calls per step before the step ends as ``iteration_limit``.
+        system_prompt: replaces the default worker instructions.
+        step_timeout: seconds a step may take before it ends as ``timed_out``.
+        max_concurrent_steps: steps it runs at once (across all runs).
+        artifact: its answers are finished artefacts, kept verbatim by synthesis.
+    """
+
+    name: str
+    description: str
+    model: Model
+    tools: Toolset | Iterable[Tool[..., object]] = ()
+    max_iterations: int = 8
+    system_prompt: str = ""
+    step_timeout: float | None = 300.0
+    max_concurrent_steps: int = 8
+    artifact: bool = False
+    toolset: Toolset = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.name or not all(c.isalnum() or c in "_-" for c in self.name):
+            raise ConfigError(f"worker name {self.name!r} must be non-empty letters, digits, '_' or '-'")
+        if self.max_iterations < 1 or self.max_concurrent_steps < 1:
+            raise ConfigError(f"worker '{self.name}': max_iterations and max_concurrent_steps must be at least 1")
+        toolset = self.tools if isinstance(self.tools, Toolset) else Toolset(self.name, self.tools)
+        object.__setattr__(self, "toolset", toolset)
+
+
+class WorkerActor(Actor[WorkerMessage, None]):
+    """Runs a :class:`Worker`'s steps; one actor per worker per started team."""
+
+    def __init__(self, worker: Worker, prompts: Prompts, caller: Callable[[Model, str], ModelCaller] = ModelCaller) -> None:
+        self._worker = worker
+        self._prompts = prompts
+        self._caller = caller(worker.model, worker.name)
+        self._limiter = anyio.CapacityLimiter(worker.max_concurrent_steps)
+        self._scopes: dict[_StepKey, anyio.CancelScope] = {}
+
+    async def receive(self, message: WorkerMessage) -> None:
+        match message:
+            case AssignStep():
+                self._start(message)
+            case CancelStep():
+                self._cancel(message)
+            case _:
+                assert_never(message)
+
+    def _start(self, assign: AssignStep) -> None:
+        sender = self.ctx.envelope.sender
+        if sender is None:
+            raise ConfigError(f"worker '{self._worker.name}' got a step with no sender to report to")
+        key = (assign.run_id, assign.plan_version, assign.step.id, assign.attempt)
+        scope = anyio.CancelScope()
+        self._scopes[key] = scope
+        self.ctx.start_soon(self._run_step, assign, scope, sender)
+
+    def _cancel(self, cancel: CancelStep) -> None:
+        for (run_id, version, step_id, _), scope in self._scopes.items():
+            if run_id != cancel.run_id:
+                continue
+            if cancel.plan_version is not None and version != cancel.plan_version:
+                continue
+            if cancel.step_id is None or cancel.step_id == step_id:
+                scope.cancel()
+
+    async def _run_step(self, assign: AssignStep, scope: anyio.CancelScope, reply_to: ActorRef[StepReport, None]) -> None:
+        progress = StepProgress()
+        report: StepReport | None = None
+        try:
+            with scope:
+                report = await self._work(assign, progress)
+        except Exception as exc:  # a crash of this step, not of the worker: report it
+            report = progress.report(assign, self._worker.name, "failed", error=f"{type(exc).__name__}: {exc}")
+        except anyio.get_cancelled_exc_class():
+            # The worker itself is stopping: still tell the planner, then stop.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(1.0):
+                await self._send(reply_to, progress.report(assign, self._worker.name, "cancelled", error="worker stopped"))
+            raise
+        finally:
+            self._scopes.pop((assign.run_id, assign.plan_version, assign.step.id, assign.attempt), None)
+        if report is None:  # our scope was cancelled by a CancelStep
+            report = progress.report(assign, self._worker.name, "cancelled", error="cancelled by the planner")
+        await self._send(reply_to, report)
+
+    async def _work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
+        worker = self._worker
+        async with self._limiter:
+            with anyio.move_on_after(worker.step_timeout) as timeout_scope:
+                return await run_tool_loop(
+                    worker=worker.name,
+                    description=worker.description,
+                    system_prompt=worker.system_prompt,
+                    max_iterations=worker.max_iterations,
+                    toolset=worker.toolset,
+                    caller=self._caller,
+                    prompts=self._prompts,
+                    assign=assign,
+                    progress=progress,
+                )
+        assert timeout_scope.cancelled_caught
+        return progress.report(assign, worker.name, "timed_out", error=f"step took longer than the worker's step_timeout of {worker.step_timeout}s")
+
+    @staticmethod
+    async def _send(reply_to: ActorRef[StepReport, None], report: StepReport) -> None:
+        try:
+            await reply_to.send(report)
+        except ActorStopped:
+            pass  # the run has ended; nobody is waiting for this report

@@ -1,0 +1,59 @@
+"""Rule-based model scripts for hierarchy tests: a planner that replies from a
+list, workers that answer from their step text, and a synthesizer."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from regiment.models import ModelRequest, ModelResponse, TextPart, ToolResultPart, text_response
+
+WorkFn = Callable[[str, list[ToolResultPart], ModelRequest], Awaitable[ModelResponse | str]]
+
+
+def step_of(request: ModelRequest) -> tuple[str, str]:
+    """The (id, description) of the step a worker request hands over."""
+    first = "\n".join(p.text for p in request.messages[0].parts if isinstance(p, TextPart))
+    match = re.search(r"Your step \((\w+)\): (.*)", first)
+    assert match is not None, first
+    return match.group(1), match.group(2)
+
+
+def tool_results(request: ModelRequest) -> list[ToolResultPart]:
+    last = request.messages[-1]
+    return [p for p in last.parts if isinstance(p, ToolResultPart)] if last.role == "user" else []
+
+
+def plan_json(*steps: dict[str, object]) -> str:
+    return json.dumps({"steps": list(steps)})
+
+
+async def _echo(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:
+    return f"did: {description}"
+
+
+@dataclass
+class Brain:
+    """One model for every role of a test team."""
+
+    plans: Sequence[str]
+    work: WorkFn = _echo
+    synthesis: str = "final answer"
+    plan_requests: list[ModelRequest] = field(default_factory=list)
+    worker_requests: list[ModelRequest] = field(default_factory=list)
+
+    async def __call__(self, request: ModelRequest) -> ModelResponse | str:
+        if request.system.startswith("You are the planner"):
+            self.plan_requests.append(request)
+            index = len(self.plan_requests) - 1
+            assert index < len(self.plans), f"planner called {index + 1} times, only {len(self.plans)} replies scripted"
+            return self.plans[index]
+        if request.system.startswith("You are worker"):
+            self.worker_requests.append(request)
+            _, description = step_of(request)
+            return await self.work(description, tool_results(request), request)
+        if request.system.startswith("You are the synthesizer"):
+            return text_response(self.synthesis)
+        raise AssertionError(f"unknown role: {request.system[:40]}")

@@ -1,0 +1,86 @@
+"""Cancelling the caller's scope stops that run's work and nothing else."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from regiment.hierarchy import Planner, Team, Worker
+from regiment.models import ModelRequest, ModelResponse, ScriptedModel, ToolResultPart
+
+from .brains import Brain, plan_json
+
+pytestmark = pytest.mark.anyio
+
+
+async def _task_count() -> int:
+    return len(anyio.get_running_tasks())
+
+
+async def test_cancelling_one_run_stops_its_steps_and_spares_the_other() -> None:
+    started = anyio.Event()
+    cancelled: list[str] = []
+    release_b = anyio.Event()
+
+    async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> ModelResponse | str:
+        if description == "A: forever":
+            started.set()
+            try:
+                await anyio.Event().wait()
+            except anyio.get_cancelled_exc_class():
+                cancelled.append(description)
+                raise
+        await release_b.wait()
+        return "b done"
+
+    plans = {"goal A": plan_json({"description": "A: forever"}), "goal B": plan_json({"description": "B: slow"})}
+
+    class PerGoal(Brain):
+        async def __call__(self, request: ModelRequest) -> ModelResponse | str:
+            if request.system.startswith("You are the planner"):
+                first = request.messages[0].parts[0]
+                return plans["goal A" if "goal A" in getattr(first, "text", "") else "goal B"]
+            return await super().__call__(request)
+
+    brain = PerGoal([], work=work)
+    model = ScriptedModel(brain)
+    team = Team(name="t", planner=Planner(model=model), workers=[Worker(name="w", description="w", model=model)])
+    async with team.start() as running:
+        baseline = await _task_count()
+        results = []
+        async with anyio.create_task_group() as tg:
+
+            async def run_b() -> None:
+                results.append(await running.run("goal B"))
+
+            tg.start_soon(run_b)
+            with anyio.CancelScope() as scope:
+                tg.start_soon(lambda: _cancel_when(started, scope))
+                await running.run("goal A")
+            assert scope.cancelled_caught
+            assert cancelled == ["A: forever"]
+            release_b.set()
+        assert results[0].committed == ("s1",)
+        assert results[0].answer == "final answer"
+        await anyio.wait_all_tasks_blocked()
+        assert await _task_count() == baseline
+
+
+async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
+
+
+async def test_leaving_the_team_block_leaves_no_tasks() -> None:
+    async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> ModelResponse | str:
+        await anyio.Event().wait()
+        return "never"
+
+    brain = Brain([plan_json({"description": "forever"})], work=work)
+    model = ScriptedModel(brain)
+    team = Team(name="t", planner=Planner(model=model), workers=[Worker(name="w", description="w", model=model)])
+    before = await _task_count()
+    with anyio.move_on_after(0.05):
+        async with team.start() as running:
+            await running.run("goal")
+    assert await _task_count() == before

@@ -1,0 +1,91 @@
+"""A worker that raises, hangs, or runs out of iterations produces a report, not a hang."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from regiment.errors import ModelAPIError, StepFailed
+from regiment.hierarchy import Budget, Planner, StepErrored, Team, Worker
+from regiment.models import ModelRequest, ScriptedModel, ToolResultPart, tool_call_response
+from regiment.tools import tool
+
+from .brains import Brain, plan_json
+
+pytestmark = pytest.mark.anyio
+
+
+def _team(brain: Brain, *, replans: int = 0, step_timeout: float | None = 300.0, max_iterations: int = 8) -> Team:
+    model = ScriptedModel(brain)
+
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return f"value of {key}"
+
+    worker = Worker(name="w", description="does things", model=model, tools=[lookup], step_timeout=step_timeout, max_iterations=max_iterations)
+    return Team(name="t", planner=Planner(model=model), workers=[worker], budget=Budget(replans=replans))
+
+
+async def test_worker_model_error_fails_the_step_and_the_run_names_it() -> None:
+    async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:
+        raise ModelAPIError("overloaded", status_code=529, error_type="overloaded_error", request_id="req_1")
+
+    brain = Brain([plan_json({"description": "fragile"})], work=work)
+    with pytest.raises(StepFailed) as info:
+        await _team(brain).run("goal")
+    assert info.value.step_id == "s1"
+    assert info.value.worker == "w"
+    assert "ModelAPIError" in info.value.cause and "overloaded" in info.value.cause
+
+
+async def test_failed_step_is_replanned_when_replans_remain() -> None:
+    calls = 0
+
+    async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:
+        nonlocal calls
+        calls += 1
+        if description == "fragile":
+            raise RuntimeError("disk on fire")
+        return "fine"
+
+    brain = Brain([plan_json({"description": "fragile"}), plan_json({"description": "sturdy"})], work=work)
+    result = await _team(brain, replans=1).run("goal")
+    assert result.committed == ("s2",)
+    errored = [e for e in result.events if isinstance(e, StepErrored)]
+    assert [(e.step_id, e.status) for e in errored] == [("s1", "failed")]
+    assert "disk on fire" in errored[0].error
+
+
+async def test_hung_step_times_out() -> None:
+    async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:
+        await anyio.Event().wait()  # never answers
+        return "unreachable"
+
+    brain = Brain([plan_json({"description": "hang"})], work=work)
+    with pytest.raises(StepFailed) as info:
+        await _team(brain, step_timeout=0.05).run("goal")
+    assert "timed_out" in info.value.cause
+
+
+async def test_iteration_cap_is_a_reported_outcome() -> None:
+    async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> object:
+        return tool_call_response("lookup", {"key": "again"})  # never gives a final answer
+
+    brain = Brain([plan_json({"description": "loop"})], work=work)  # type: ignore[arg-type]
+    with pytest.raises(StepFailed) as info:
+        await _team(brain, max_iterations=3).run("goal")
+    assert "iteration_limit" in info.value.cause
+    assert len(brain.worker_requests) == 3
+
+
+async def test_invented_tool_name_goes_back_to_the_model() -> None:
+    async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> object:
+        if not results:
+            return tool_call_response("send_email", {"to": "x"})
+        return f"saw: {results[0].content}"
+
+    brain = Brain([plan_json({"description": "mail"})], work=work)  # type: ignore[arg-type]
+    result = await _team(brain).run("goal")
+    output = result.output_of("s1")
+    assert "send_email" in output and "lookup" in output

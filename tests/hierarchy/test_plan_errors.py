@@ -1,0 +1,55 @@
+"""Invalid plans go back to the planner with the exact problem, a bounded number of times."""
+
+from __future__ import annotations
+
+import pytest
+
+from regiment.errors import PlanError
+from regiment.hierarchy import Planner, Team, Worker
+from regiment.models import ScriptedModel, TextPart
+
+from .brains import Brain, plan_json
+
+pytestmark = pytest.mark.anyio
+
+
+def _team(brain: Brain, attempts: int = 3) -> Team:
+    model = ScriptedModel(brain)
+    return Team(
+        name="t",
+        planner=Planner(model=model, max_plan_attempts=attempts),
+        workers=[Worker(name=n, description=n, model=model) for n in ("billing", "comms")],
+    )
+
+
+async def test_unknown_worker_is_sent_back_then_fixed() -> None:
+    bad = plan_json({"description": "ship it", "worker": "shipping"})
+    good = plan_json({"description": "ship it", "worker": "billing"})
+    brain = Brain([bad, good])
+    result = await _team(brain).run("goal")
+    assert result.committed == ("s1",)
+    reprompt = brain.plan_requests[1].messages[-1]
+    text = "".join(p.text for p in reprompt.parts if isinstance(p, TextPart))
+    assert "'shipping'" in text and "billing, comms" in text
+
+
+async def test_cycle_three_times_fails_with_plan_error_carrying_the_reply() -> None:
+    cyclic = plan_json(
+        {"id": "a", "description": "x", "worker": "billing", "depends_on": ["b"]},
+        {"id": "b", "description": "y", "worker": "billing", "depends_on": ["a"]},
+    )
+    brain = Brain([cyclic] * 3)
+    with pytest.raises(PlanError) as info:
+        await _team(brain).run("goal")
+    assert info.value.last_reply == cyclic
+    assert any("cycle" in p for p in info.value.problems)
+    assert len(brain.plan_requests) == 3
+    assert brain.worker_requests == []
+
+
+async def test_blank_reply_is_sent_back_not_taken_as_nothing_to_do() -> None:
+    brain = Brain(["   ", plan_json({"description": "x", "worker": "comms"})])
+    result = await _team(brain).run("goal")
+    assert result.committed == ("s1",)
+    reprompt = brain.plan_requests[1].messages[-1]
+    assert "held no steps" in "".join(p.text for p in reprompt.parts if isinstance(p, TextPart))

@@ -1,0 +1,84 @@
+"""A report from an old plan version is dropped under any interleaving."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from regiment.hierarchy import Check, Planner, Replanned, StaleReportDropped, StepReport, Team, Worker
+from regiment.models import ModelRequest, ScriptedModel, TextPart, ToolResultPart
+
+from .brains import Brain, plan_json
+
+pytestmark = pytest.mark.anyio
+
+
+def _never_ok(report: StepReport) -> bool:
+    return False
+
+
+async def test_late_report_of_old_version_is_never_committed_or_built_on() -> None:
+    replanned = anyio.Event()
+
+    async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:
+        if description == "slow draft":
+            # A model call already on the wire: it finishes even though the step was cancelled.
+            with anyio.CancelScope(shield=True):
+                await replanned.wait()
+            return "SLOW-DRAFT-OUTPUT"
+        return f"did: {description}"
+
+    v1 = plan_json(
+        {"id": "s1", "description": "probe", "check": "fails"},
+        {"id": "s2", "description": "slow draft"},
+        {"id": "s3", "description": "use draft", "depends_on": ["s2"]},
+    )
+    v2 = plan_json({"description": "recover", "depends_on": ["s1"]})
+    brain = Brain([v1, v2], work=work)
+    model = ScriptedModel(brain)
+    team = Team(
+        name="t",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="does things", model=model)],
+        checks={"fails": Check(description="never passes", predicate=_never_ok)},
+    )
+    events = []
+    async with team.start() as running, running.stream("goal") as stream:
+        async for event in stream:
+            events.append(event)
+            if isinstance(event, Replanned):
+                replanned.set()
+    result = events[-1].result
+    dropped = [e for e in result.events if isinstance(e, StaleReportDropped)]
+    assert [(e.step_id, e.report_version, e.current_version) for e in dropped] == [("s2", 1, 2)]
+    assert dropped[0].status == "done"  # it really finished, and still was not applied
+    assert result.stale_reports_dropped == 1
+    assert "s2" not in result.committed
+    assert result.committed == ("s1", "s4")
+    assert all("SLOW-DRAFT-OUTPUT" not in _text(r) for r in brain.worker_requests)
+    assert "SLOW-DRAFT-OUTPUT" not in result.answer
+    assert all(r.step_id != "s2" for r in result.steps)
+
+
+async def test_replans_are_bounded_then_step_failed() -> None:
+    from regiment.errors import StepFailed
+    from regiment.hierarchy import Budget
+
+    brain = Brain([plan_json({"description": "probe", "check": "fails"})] * 3)
+    model = ScriptedModel(brain)
+    team = Team(
+        name="t",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="does things", model=model)],
+        checks={"fails": Check(description="never passes", predicate=_never_ok, explain=lambda r: "still wrong")},
+        budget=Budget(replans=2),
+    )
+    with pytest.raises(StepFailed) as info:
+        await team.run("goal")
+    assert info.value.worker == "w"
+    assert "still wrong" in info.value.cause
+    assert len(brain.plan_requests) == 3  # the first plan and two replans
+
+
+def _text(request: ModelRequest) -> str:
+    return "\n".join(p.text for m in request.messages for p in m.parts if isinstance(p, TextPart))
