@@ -1,3 +1,56 @@
-"""telemetry room."""
+"""telemetry room: regiment's OpenTelemetry spans, trace context for envelopes, export setup.
 
-__all__ = ()
+The hierarchy opens every span through one ``Telemetry`` handle it is given;
+``configure_tracing()`` is for applications and the CLI; ``render_trace`` and
+``SpanCollector`` draw a finished run's tree without Jaeger. Attribute keys and
+span names are in ``regiment.telemetry.semconv``.
+"""
+
+from regiment.telemetry import _semconv as semconv
+from regiment.telemetry._configure import TracingHandle, configure_tracing
+from regiment.telemetry._console import ConsoleTraceProcessor, SpanCollector, render_trace
+from regiment.telemetry._content import redact
+from regiment.telemetry._file_export import OtlpJsonFileExporter, spans_to_otlp_json
+from regiment.telemetry._propagation import OTelPropagator, headers_for, inject, trace_id_hex
+from regiment.telemetry._record import (
+    UsageLike,
+    record_approval,
+    record_chat_response,
+    record_check,
+    record_replan,
+    record_run_end,
+    record_stale_report,
+    record_step_outcome,
+    record_tool_outcome,
+)
+from regiment.telemetry._scope import mark_error
+from regiment.telemetry._telemetry import PhaseName, SpanScope, Telemetry
+
+__all__ = (
+    "ConsoleTraceProcessor",
+    "OTelPropagator",
+    "OtlpJsonFileExporter",
+    "PhaseName",
+    "SpanCollector",
+    "SpanScope",
+    "Telemetry",
+    "TracingHandle",
+    "UsageLike",
+    "configure_tracing",
+    "headers_for",
+    "inject",
+    "mark_error",
+    "record_approval",
+    "record_chat_response",
+    "record_check",
+    "record_replan",
+    "record_run_end",
+    "record_stale_report",
+    "record_step_outcome",
+    "record_tool_outcome",
+    "redact",
+    "render_trace",
+    "semconv",
+    "spans_to_otlp_json",
+    "trace_id_hex",
+)

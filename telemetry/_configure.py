@@ -1,0 +1,192 @@
+"""``configure_tracing()``: one call that sets up export for an application or the CLI."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import final
+
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, TracerProvider
+
+from regiment.errors import ConfigError
+from regiment.telemetry._console import ConsoleTraceProcessor
+from regiment.telemetry._file_export import OtlpJsonFileExporter
+
+__all__ = ("TracingHandle", "configure_tracing", "resolve_traces_endpoint")
+
+DEFAULT_ENDPOINT = "http://localhost:4318"
+_TRACES_PATH = "/v1/traces"
+_DEFAULT_SERVICE = "regiment"
+
+
+@final
+class TracingHandle:
+    """What ``configure_tracing`` set up; use it to flush and shut down.
+
+    Shutting down flushes every pending span. The provider also flushes at
+    interpreter exit by itself, so calling :meth:`shutdown` is only needed to
+    flush earlier (``with configure_tracing(): ...`` does it on leaving).
+
+    Attributes:
+        provider: the tracer provider (a no-op one when the SDK is disabled);
+            pass it to ``Telemetry`` when it was not made global.
+        enabled: ``False`` when ``OTEL_SDK_DISABLED`` turned tracing off.
+        service_name: the ``service.name`` spans are exported with.
+        endpoint: the OTLP/HTTP traces URL, or ``None`` when not exporting over OTLP.
+    """
+
+    def __init__(
+        self,
+        provider: TracerProvider,
+        *,
+        enabled: bool,
+        service_name: str,
+        endpoint: str | None,
+    ) -> None:
+        self.provider = provider
+        self.enabled = enabled
+        self.service_name = service_name
+        self.endpoint = endpoint
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Export every finished span now; ``False`` if that did not finish in time."""
+        if isinstance(self.provider, SdkTracerProvider):
+            return self.provider.force_flush(timeout_millis)
+        return True
+
+    def shutdown(self) -> None:
+        """Flush and stop exporting. Spans started afterwards are dropped."""
+        if isinstance(self.provider, SdkTracerProvider):
+            self.provider.shutdown()
+
+    def __enter__(self) -> TracingHandle:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.shutdown()
+
+
+def configure_tracing(
+    service_name: str | None = None,
+    *,
+    endpoint: str | None = None,
+    otlp: bool = True,
+    console: bool = False,
+    file: str | Path | None = None,
+    exporters: Sequence[SpanExporter] = (),
+    set_global: bool = True,
+) -> TracingHandle:
+    """Set up a tracer provider that exports regiment's spans.
+
+    Standard variables are honoured: ``OTEL_SDK_DISABLED=true`` turns it all
+    off (a no-op provider, nothing installed); ``OTEL_SERVICE_NAME``,
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` and ``OTEL_EXPORTER_OTLP_ENDPOINT``
+    fill in what the arguments leave out; the exporter reads its own
+    ``OTEL_EXPORTER_OTLP_*`` headers, timeout and compression variables.
+
+    Args:
+        service_name: ``service.name``; ``None`` means ``OTEL_SERVICE_NAME``, else ``"regiment"``.
+        endpoint: the OTLP/HTTP collector, as a base URL (``http://host:4318``,
+            ``/v1/traces`` is added) or the full traces URL. ``None`` reads the
+            variables above, else ``http://localhost:4318`` (Jaeger's default).
+        otlp: export over OTLP/HTTP (turn off for console or file output only).
+        console: print each run's span tree to stderr when the run ends.
+        file: also append spans to this file as OTLP JSON lines.
+        exporters: more exporters, each behind its own batch processor.
+        set_global: install the provider as OpenTelemetry's global one, so
+            ``Telemetry()`` and other libraries find it.
+
+    Returns:
+        A handle with the provider; it flushes on ``shutdown()``, on leaving a
+        ``with`` block, and at interpreter exit.
+
+    Raises:
+        ConfigError: ``set_global`` is on and another global tracer provider is
+            already installed (OpenTelemetry allows only one per process).
+    """
+    environ = os.environ
+    name = service_name or environ.get("OTEL_SERVICE_NAME") or _DEFAULT_SERVICE
+    url = resolve_traces_endpoint(endpoint, environ) if otlp else None
+    if _sdk_disabled(environ):
+        return TracingHandle(NoOpTracerProvider(), enabled=False, service_name=name, endpoint=None)
+    if set_global:
+        refuse_if_installed(trace.get_tracer_provider())
+    chosen = _exporters(url, file, exporters)  # may raise: before anything is started
+    provider = SdkTracerProvider(resource=Resource.create({SERVICE_NAME: name}))
+    for exporter in chosen:
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+    if console:
+        provider.add_span_processor(ConsoleTraceProcessor())
+    if set_global:
+        trace.set_tracer_provider(provider)
+        if trace.get_tracer_provider() is not provider:  # lost a race with another thread
+            provider.shutdown()
+            refuse_if_installed(trace.get_tracer_provider())
+    return TracingHandle(provider, enabled=True, service_name=name, endpoint=url)
+
+
+def _exporters(
+    url: str | None, file: str | Path | None, extra: Sequence[SpanExporter]
+) -> list[SpanExporter]:
+    found: list[SpanExporter] = []
+    if url is not None:
+        found.append(OTLPSpanExporter(endpoint=url))
+    if file is not None:
+        found.append(OtlpJsonFileExporter(file))
+    found.extend(extra)
+    return found
+
+
+def resolve_traces_endpoint(endpoint: str | None, environ: Mapping[str, str]) -> str:
+    """The OTLP/HTTP traces URL ``configure_tracing`` exports to.
+
+    Precedence: ``endpoint`` (``/v1/traces`` added to a base URL), then
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (used as is), then
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` (``/v1/traces`` added), then
+    ``http://localhost:4318/v1/traces``.
+    """
+    if endpoint:
+        return endpoint if endpoint.rstrip("/").endswith(_TRACES_PATH) else _join(endpoint)
+    traces = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+    if traces:
+        return traces
+    return _join(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip() or DEFAULT_ENDPOINT)
+
+
+def _join(base: str) -> str:
+    return base.rstrip("/") + _TRACES_PATH
+
+
+def _sdk_disabled(environ: Mapping[str, str]) -> bool:
+    return environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
+
+
+def refuse_if_installed(current: TracerProvider) -> None:
+    """Raise unless ``current`` (the global provider) is still OpenTelemetry's placeholder.
+
+    Raises:
+        ConfigError: someone (the application, an auto-instrumentation agent,
+            or an earlier ``configure_tracing``) already installed a provider.
+    """
+    if isinstance(current, ProxyTracerProvider):
+        return
+    kind = f"{type(current).__module__}.{type(current).__qualname__}"
+    raise ConfigError(
+        f"a global OpenTelemetry tracer provider is already installed ({kind}) and "
+        "configure_tracing() will not replace it (OpenTelemetry allows one per process). "
+        "Either pass that provider to Telemetry(tracer_provider=...) and configure its "
+        "exporters yourself, or call configure_tracing(set_global=False) and pass the "
+        "returned handle's .provider to Telemetry"
+    )

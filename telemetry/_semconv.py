@@ -1,0 +1,170 @@
+"""Span names and attribute keys: the GenAI semantic conventions we follow, and our own.
+
+The GenAI conventions live in their own repository
+(``open-telemetry/semantic-conventions-genai``) and are still marked
+*Development*, so we keep our own string constants instead of importing the
+incubating (and partly deprecated) names from ``opentelemetry-semantic-conventions``.
+Names here match the current registry; our own attributes use the
+``regiment.`` prefix.
+
+Span names:
+
+=====================  ==========================  ======================
+span                   name                        gen_ai.operation.name
+=====================  ==========================  ======================
+a run (root)           ``invoke_agent {team}``     ``invoke_agent``
+a worker's step        ``invoke_agent {worker}``   ``invoke_agent``
+planning               ``plan {planner}``          ``plan``
+one model call         ``chat {model}``            ``chat``
+one tool call          ``execute_tool {tool}``     ``execute_tool``
+replan, verify, ...    ``replan``, ``verify``, ... (none)
+=====================  ==========================  ======================
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = (
+    "CANCELLED_EVENT",
+    "ERROR_TYPE",
+    "GEN_AI_AGENT_ID",
+    "GEN_AI_AGENT_NAME",
+    "GEN_AI_CONVERSATION_ID",
+    "GEN_AI_INPUT_MESSAGES",
+    "GEN_AI_OPERATION_NAME",
+    "GEN_AI_OUTPUT_MESSAGES",
+    "GEN_AI_PROVIDER_NAME",
+    "GEN_AI_REQUEST_MAX_TOKENS",
+    "GEN_AI_REQUEST_MODEL",
+    "GEN_AI_REQUEST_TEMPERATURE",
+    "GEN_AI_RESPONSE_FINISH_REASONS",
+    "GEN_AI_RESPONSE_ID",
+    "GEN_AI_RESPONSE_MODEL",
+    "GEN_AI_SYSTEM_INSTRUCTIONS",
+    "GEN_AI_TOOL_CALL_ARGUMENTS",
+    "GEN_AI_TOOL_CALL_ID",
+    "GEN_AI_TOOL_CALL_RESULT",
+    "GEN_AI_TOOL_NAME",
+    "GEN_AI_TOOL_TYPE",
+    "GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS",
+    "GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS",
+    "GEN_AI_USAGE_INPUT_TOKENS",
+    "GEN_AI_USAGE_OUTPUT_TOKENS",
+    "OPERATION_CHAT",
+    "OPERATION_EXECUTE_TOOL",
+    "OPERATION_INVOKE_AGENT",
+    "OPERATION_PLAN",
+    "PROVIDER_ANTHROPIC",
+    "REGIMENT_APPROVAL_OUTCOME",
+    "REGIMENT_CANCELLED",
+    "REGIMENT_CHECK_DETAIL",
+    "REGIMENT_CHECK_NAME",
+    "REGIMENT_CHECK_PASSED",
+    "REGIMENT_GOAL_LENGTH",
+    "REGIMENT_PLAN_NEW_VERSION",
+    "REGIMENT_PLAN_OLD_VERSION",
+    "REGIMENT_PLAN_STEPS",
+    "REGIMENT_PLAN_VERSION",
+    "REGIMENT_PLAN_VERSIONS",
+    "REGIMENT_REPLAN_REASON",
+    "REGIMENT_REPORTS_STALE_DROPPED",
+    "REGIMENT_REPORT_VERSION",
+    "REGIMENT_ROUND",
+    "REGIMENT_RUN_ID",
+    "REGIMENT_RUN_STATUS",
+    "REGIMENT_STEP_ATTEMPT",
+    "REGIMENT_STEP_ID",
+    "REGIMENT_STEP_OUTCOME",
+    "REGIMENT_TOOL_OUTCOME",
+    "REGIMENT_USAGE_CACHE_READ_TOKENS",
+    "REGIMENT_USAGE_CACHE_WRITE_TOKENS",
+    "REGIMENT_USAGE_INPUT_TOKENS",
+    "REGIMENT_USAGE_MODEL_CALLS",
+    "REGIMENT_USAGE_OUTPUT_TOKENS",
+    "REGIMENT_USAGE_TOOL_CALLS",
+    "SPAN_COMPRESS",
+    "SPAN_CRITIQUE",
+    "SPAN_REPLAN",
+    "SPAN_SYNTHESIZE",
+    "SPAN_VERIFY",
+    "STALE_REPORT_EVENT",
+    "TOOL_TYPE_FUNCTION",
+)
+
+# --- gen_ai.operation.name values -------------------------------------------
+OPERATION_INVOKE_AGENT: Final = "invoke_agent"
+OPERATION_CHAT: Final = "chat"
+OPERATION_EXECUTE_TOOL: Final = "execute_tool"
+OPERATION_PLAN: Final = "plan"
+
+# --- GenAI attributes (always recorded) -------------------------------------
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
+GEN_AI_REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+# The spec says input_tokens SHOULD include cached input; the cache counts are
+# reported separately as well.
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+GEN_AI_AGENT_ID: Final = "gen_ai.agent.id"
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
+ERROR_TYPE: Final = "error.type"
+
+PROVIDER_ANTHROPIC: Final = "anthropic"
+TOOL_TYPE_FUNCTION: Final = "function"
+
+# --- GenAI content attributes (opt-in only) ---------------------------------
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+
+# --- regiment attributes ----------------------------------------------------
+REGIMENT_RUN_ID: Final = "regiment.run.id"
+REGIMENT_RUN_STATUS: Final = "regiment.run.status"
+REGIMENT_GOAL_LENGTH: Final = "regiment.goal.length"
+REGIMENT_ROUND: Final = "regiment.round"
+REGIMENT_PLAN_VERSION: Final = "regiment.plan.version"
+REGIMENT_PLAN_VERSIONS: Final = "regiment.plan.versions"
+REGIMENT_PLAN_STEPS: Final = "regiment.plan.steps"
+REGIMENT_PLAN_OLD_VERSION: Final = "regiment.plan.old_version"
+REGIMENT_PLAN_NEW_VERSION: Final = "regiment.plan.new_version"
+REGIMENT_REPLAN_REASON: Final = "regiment.replan.reason"
+REGIMENT_STEP_ID: Final = "regiment.step.id"
+REGIMENT_STEP_ATTEMPT: Final = "regiment.step.attempt"
+REGIMENT_STEP_OUTCOME: Final = "regiment.step.outcome"
+REGIMENT_REPORT_VERSION: Final = "regiment.report.plan_version"
+REGIMENT_REPORTS_STALE_DROPPED: Final = "regiment.reports.stale_dropped"
+REGIMENT_CHECK_NAME: Final = "regiment.check.name"
+REGIMENT_CHECK_PASSED: Final = "regiment.check.passed"
+REGIMENT_CHECK_DETAIL: Final = "regiment.check.detail"
+REGIMENT_TOOL_OUTCOME: Final = "regiment.tool.outcome"
+REGIMENT_APPROVAL_OUTCOME: Final = "regiment.approval.outcome"
+REGIMENT_CANCELLED: Final = "regiment.cancelled"
+REGIMENT_USAGE_INPUT_TOKENS: Final = "regiment.usage.input_tokens"
+REGIMENT_USAGE_OUTPUT_TOKENS: Final = "regiment.usage.output_tokens"
+REGIMENT_USAGE_CACHE_READ_TOKENS: Final = "regiment.usage.cache_read_tokens"
+REGIMENT_USAGE_CACHE_WRITE_TOKENS: Final = "regiment.usage.cache_write_tokens"
+REGIMENT_USAGE_MODEL_CALLS: Final = "regiment.usage.model_calls"
+REGIMENT_USAGE_TOOL_CALLS: Final = "regiment.usage.tool_calls"
+
+# --- span names without a subject, and event names --------------------------
+SPAN_REPLAN: Final = "replan"
+SPAN_VERIFY: Final = "verify"
+SPAN_CRITIQUE: Final = "critique"
+SPAN_COMPRESS: Final = "compress"
+SPAN_SYNTHESIZE: Final = "synthesize"
+STALE_REPORT_EVENT: Final = "regiment.report.stale_dropped"
+CANCELLED_EVENT: Final = "regiment.cancelled"

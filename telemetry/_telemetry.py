@@ -1,0 +1,334 @@
+"""``Telemetry``: the one handle the hierarchy uses to open its spans."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from importlib.metadata import PackageNotFoundError, version
+from typing import Literal, TypeAlias, final
+
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, TracerProvider
+from opentelemetry.util.types import AttributeValue
+
+from regiment.errors import ConfigError
+from regiment.telemetry import _semconv as sc
+from regiment.telemetry._content import capture_from_env, redact, to_attribute_text, truncate
+from regiment.telemetry._propagation import OTelPropagator, extract_context, headers_for, inject
+from regiment.telemetry._scope import open_span
+
+__all__ = ("PhaseName", "SpanScope", "Telemetry")
+
+PhaseName: TypeAlias = Literal["plan", "replan", "verify", "critique", "compress", "synthesize"]
+"""The planner's phases that get a span of their own."""
+
+SpanScope: TypeAlias = AbstractContextManager[Span]
+"""What every span method returns: ``with telemetry.x_span(...) as span:``."""
+
+_REASON_LIMIT = 512
+_INSTRUMENTATION = "regiment"
+
+
+def _library_version() -> str | None:
+    try:
+        return version("regiment")
+    except PackageNotFoundError:  # running from a checkout that is not installed
+        return None
+
+
+def _drop_none(attributes: Mapping[str, AttributeValue | None]) -> dict[str, AttributeValue]:
+    return {key: value for key, value in attributes.items() if value is not None}
+
+
+@final
+class Telemetry:
+    """Opens regiment's spans and records what happened on them.
+
+    One instance serves a whole team (and any number of concurrent runs): it
+    holds no per-run state. Every ``*_span`` method returns a context manager
+    that starts the span, makes it current, yields it and ends it; an
+    ``Exception`` escaping the block marks it ERROR with ``error.type``, while
+    cancellation only sets ``regiment.cancelled`` (see ``open_span``).
+
+    Message content (prompts, replies, tool arguments and results) is recorded
+    only when capture is on, redacted and truncated to ``content_limit``.
+
+    Args:
+        tracer_provider: the provider to use; ``None`` uses the global one
+            (resolved lazily, so ``configure_tracing`` may run later). This
+            class never installs a global provider.
+        capture_content: record message content; ``None`` reads
+            ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (default off).
+        content_limit: the most characters of one content attribute.
+
+    Raises:
+        ConfigError: ``content_limit`` is not positive, or the capture variable
+            holds neither true nor false.
+    """
+
+    def __init__(
+        self,
+        tracer_provider: TracerProvider | None = None,
+        *,
+        capture_content: bool | None = None,
+        content_limit: int = 4096,
+    ) -> None:
+        if content_limit <= 0:
+            raise ConfigError(
+                f"content_limit must be a positive number of characters, got {content_limit}"
+            )
+        self._tracer = trace.get_tracer(
+            _INSTRUMENTATION, _library_version(), tracer_provider=tracer_provider
+        )
+        self._capture = capture_from_env() if capture_content is None else capture_content
+        self._limit = content_limit
+        self._propagator = OTelPropagator()
+
+    @property
+    def capture_content(self) -> bool:
+        """Whether message content is recorded."""
+        return self._capture
+
+    @property
+    def content_limit(self) -> int:
+        """The most characters kept of one content attribute."""
+        return self._limit
+
+    @property
+    def tracer(self) -> trace.Tracer:
+        """The tracer the spans are started with."""
+        return self._tracer
+
+    @property
+    def propagator(self) -> OTelPropagator:
+        """A propagator for the actor runtime (``ContextPropagator`` protocol)."""
+        return self._propagator
+
+    # --- spans ----------------------------------------------------------------
+
+    def run_span(self, team: str, run_id: str, goal: str) -> SpanScope:
+        """The root span of one run: ``invoke_agent {team}``.
+
+        It is parented by the current context (a caller's request span, say).
+        Finish it with ``record_run_end``.
+        """
+        attributes: dict[str, AttributeValue] = {
+            sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
+            sc.GEN_AI_AGENT_NAME: team,
+            sc.GEN_AI_CONVERSATION_ID: run_id,
+            sc.REGIMENT_RUN_ID: run_id,
+            sc.REGIMENT_GOAL_LENGTH: len(goal),
+        }
+        return open_span(self._tracer, f"invoke_agent {team}", attributes=attributes)
+
+    def plan_span(
+        self,
+        planner: str,
+        *,
+        plan_version: int | None = None,
+        attributes: Mapping[str, AttributeValue] | None = None,
+    ) -> SpanScope:
+        """Planning: ``plan {planner}``; the planner's ``chat`` span goes inside.
+
+        Args:
+            planner: the planner's name.
+            plan_version: the version this planning produces, if known up front.
+            attributes: extra attributes (e.g. ``semconv.REGIMENT_ROUND``).
+        """
+        base = _drop_none(
+            {
+                sc.GEN_AI_OPERATION_NAME: sc.OPERATION_PLAN,
+                sc.GEN_AI_AGENT_NAME: planner,
+                sc.REGIMENT_PLAN_VERSION: plan_version,
+            }
+        )
+        base.update(attributes or {})
+        return open_span(self._tracer, f"plan {planner}", attributes=base)
+
+    def replan_span(self, *, old_version: int, reason: str) -> SpanScope:
+        """Replacing the plan's tail: ``replan``; add the result with ``record_replan``.
+
+        The reason is always recorded (it says why the plan changed), redacted
+        and cut to a few hundred characters.
+        """
+        attributes: dict[str, AttributeValue] = {
+            sc.REGIMENT_PLAN_OLD_VERSION: old_version,
+            sc.REGIMENT_REPLAN_REASON: truncate(redact(reason), _REASON_LIMIT),
+        }
+        return open_span(self._tracer, sc.SPAN_REPLAN, attributes=attributes)
+
+    def verify_span(
+        self, step_id: str, *, check: str | None = None, plan_version: int | None = None
+    ) -> SpanScope:
+        """Checking one step's output: ``verify``; add the verdict with ``record_check``."""
+        attributes = _drop_none(
+            {
+                sc.REGIMENT_STEP_ID: step_id,
+                sc.REGIMENT_CHECK_NAME: check,
+                sc.REGIMENT_PLAN_VERSION: plan_version,
+            }
+        )
+        return open_span(self._tracer, sc.SPAN_VERIFY, attributes=attributes)
+
+    def phase_span(
+        self, name: PhaseName, *, attributes: Mapping[str, AttributeValue] | None = None
+    ) -> SpanScope:
+        """Any planner phase by name (``critique``, ``compress``, ``synthesize``, ...).
+
+        Args:
+            name: the phase; it is the span name.
+            attributes: extra attributes, keyed by the constants in ``semconv``.
+        """
+        return open_span(self._tracer, name, attributes=dict(attributes or {}))
+
+    def agent_span(
+        self,
+        agent_name: str,
+        *,
+        parent_headers: Mapping[str, str] | None = None,
+        run_id: str | None = None,
+        step_id: str | None = None,
+        plan_version: int | None = None,
+        attempt: int | None = None,
+        agent_id: str | None = None,
+        attributes: Mapping[str, AttributeValue] | None = None,
+    ) -> SpanScope:
+        """A worker doing one step: ``invoke_agent {agent_name}``.
+
+        Args:
+            agent_name: the worker's name.
+            parent_headers: W3C headers from the step's envelope. When given,
+                they alone decide the parent, whatever context is current, so
+                a worker serving several runs links each step to its own run.
+                ``None`` uses the current context.
+            run_id: the run the step belongs to.
+            step_id: the step.
+            plan_version: the plan version the step was assigned under.
+            attempt: which attempt at the step this is (1 for the first).
+            agent_id: a unique id of the worker instance, if it has one.
+            attributes: extra attributes.
+        """
+        base = _drop_none(
+            {
+                sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
+                sc.GEN_AI_AGENT_NAME: agent_name,
+                sc.GEN_AI_AGENT_ID: agent_id,
+                sc.GEN_AI_CONVERSATION_ID: run_id,
+                sc.REGIMENT_RUN_ID: run_id,
+                sc.REGIMENT_STEP_ID: step_id,
+                sc.REGIMENT_PLAN_VERSION: plan_version,
+                sc.REGIMENT_STEP_ATTEMPT: attempt,
+            }
+        )
+        base.update(attributes or {})
+        parent = None if parent_headers is None else extract_context(parent_headers)
+        return open_span(
+            self._tracer, f"invoke_agent {agent_name}", attributes=base, context=parent
+        )
+
+    def chat_span(
+        self,
+        model: str,
+        provider: str,
+        *,
+        agent_name: str | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> SpanScope:
+        """One model call: ``chat {model}`` (kind CLIENT); finish with ``record_chat_response``.
+
+        Args:
+            model: the model asked for (``gen_ai.request.model``).
+            provider: ``gen_ai.provider.name``, e.g. ``semconv.PROVIDER_ANTHROPIC``.
+            agent_name: the planner or worker making the call.
+            max_tokens: the request's token limit.
+            temperature: the request's temperature.
+        """
+        attributes = _drop_none(
+            {
+                sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT,
+                sc.GEN_AI_PROVIDER_NAME: provider,
+                sc.GEN_AI_REQUEST_MODEL: model,
+                sc.GEN_AI_AGENT_NAME: agent_name,
+                sc.GEN_AI_REQUEST_MAX_TOKENS: max_tokens,
+                sc.GEN_AI_REQUEST_TEMPERATURE: temperature,
+            }
+        )
+        return open_span(self._tracer, f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes)
+
+    def tool_span(
+        self,
+        tool_name: str,
+        call_id: str,
+        *,
+        tool_type: str = sc.TOOL_TYPE_FUNCTION,
+        agent_name: str | None = None,
+    ) -> SpanScope:
+        """One tool call: ``execute_tool {tool_name}``; finish with ``record_tool_outcome``."""
+        attributes = _drop_none(
+            {
+                sc.GEN_AI_OPERATION_NAME: sc.OPERATION_EXECUTE_TOOL,
+                sc.GEN_AI_TOOL_NAME: tool_name,
+                sc.GEN_AI_TOOL_CALL_ID: call_id,
+                sc.GEN_AI_TOOL_TYPE: tool_type,
+                sc.GEN_AI_AGENT_NAME: agent_name,
+            }
+        )
+        return open_span(self._tracer, f"execute_tool {tool_name}", attributes=attributes)
+
+    def approval_span(self, tool_name: str, call_id: str) -> SpanScope:
+        """Waiting for a human to approve a tool call: ``await_approval {tool_name}``.
+
+        Open it inside the tool's span so the wait shows as its own bar;
+        finish it with ``record_approval``.
+        """
+        attributes = {sc.GEN_AI_TOOL_NAME: tool_name, sc.GEN_AI_TOOL_CALL_ID: call_id}
+        return open_span(self._tracer, f"await_approval {tool_name}", attributes=attributes)
+
+    # --- content (opt-in) -----------------------------------------------------
+
+    def record_chat_input(self, span: Span, *, system: object = None, messages: object) -> None:
+        """Record a model call's system prompt and messages, if capture is on.
+
+        Args:
+            span: the ``chat`` span.
+            system: the system instructions (``None`` or empty: not recorded).
+            messages: the conversation sent, as text or anything msgspec encodes.
+        """
+        if not self._recording(span):
+            return
+        if system:
+            self._set_text(span, sc.GEN_AI_SYSTEM_INSTRUCTIONS, system)
+        self._set_text(span, sc.GEN_AI_INPUT_MESSAGES, messages)
+
+    def record_chat_output(self, span: Span, messages: object) -> None:
+        """Record what the model answered, if capture is on."""
+        if self._recording(span):
+            self._set_text(span, sc.GEN_AI_OUTPUT_MESSAGES, messages)
+
+    def record_tool_arguments(self, span: Span, arguments: object) -> None:
+        """Record the arguments a tool was called with, if capture is on."""
+        if self._recording(span):
+            self._set_text(span, sc.GEN_AI_TOOL_CALL_ARGUMENTS, arguments)
+
+    def record_tool_result(self, span: Span, result: object) -> None:
+        """Record what a tool returned, if capture is on."""
+        if self._recording(span):
+            self._set_text(span, sc.GEN_AI_TOOL_CALL_RESULT, result)
+
+    def _set_text(self, span: Span, key: str, value: object) -> None:
+        span.set_attribute(key, to_attribute_text(value, self._limit))
+
+    def _recording(self, span: Span) -> bool:
+        # The flag first: with capture off nothing is formatted at all.
+        return self._capture and span.is_recording()
+
+    # --- propagation ------------------------------------------------------------
+
+    def inject(self) -> dict[str, str]:
+        """The current context as W3C ``traceparent`` / ``tracestate`` headers."""
+        return inject()
+
+    def headers_for(self, span: Span) -> dict[str, str]:
+        """Headers that make ``span`` the parent of whatever receives them."""
+        return headers_for(span)

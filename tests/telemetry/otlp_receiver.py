@@ -1,0 +1,178 @@
+"""A loopback OTLP/HTTP trace receiver for tests: the real exporter posts to it.
+
+Usage::
+
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing(endpoint=receiver.endpoint, set_global=False)
+        ...
+        handle.force_flush()  # returns once the POST has been answered
+        spans = receiver.spans()
+
+The handler stores the decoded spans *before* it answers, so once the
+exporter's ``force_flush`` returns, every exported span is visible here; no
+waiting or polling is needed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import threading
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import ClassVar, final
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+__all__ = ("AttrValue", "OtlpReceiver", "ReceivedSpan")
+
+AttrValue = str | bool | int | float | tuple["AttrValue", ...] | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReceivedSpan:
+    """One span as it arrived over the wire."""
+
+    name: str
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    kind: int
+    attributes: Mapping[str, AttrValue]
+    status_code: int  # 0 unset, 1 ok, 2 error
+    status_message: str
+    events: tuple[tuple[str, Mapping[str, AttrValue]], ...]
+    resource: Mapping[str, AttrValue]
+    scope: str
+
+
+def _value(value: AnyValue) -> AttrValue:
+    match value.WhichOneof("value"):
+        case "string_value":
+            return value.string_value
+        case "bool_value":
+            return value.bool_value
+        case "int_value":
+            return value.int_value
+        case "double_value":
+            return value.double_value
+        case "array_value":
+            return tuple(_value(item) for item in value.array_value.values)
+        case _:
+            return None
+
+
+def _attributes(pairs: list[KeyValue]) -> dict[str, AttrValue]:
+    return {pair.key: _value(pair.value) for pair in pairs}
+
+
+def decode(request: ExportTraceServiceRequest) -> list[ReceivedSpan]:
+    """Flatten an export request into spans."""
+    found: list[ReceivedSpan] = []
+    for resource_spans in request.resource_spans:
+        resource = _attributes(list(resource_spans.resource.attributes))
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                found.append(
+                    ReceivedSpan(
+                        name=span.name,
+                        trace_id=span.trace_id.hex(),
+                        span_id=span.span_id.hex(),
+                        parent_span_id=span.parent_span_id.hex() or None,
+                        kind=span.kind,
+                        attributes=_attributes(list(span.attributes)),
+                        status_code=span.status.code,
+                        status_message=span.status.message,
+                        events=tuple(
+                            (event.name, _attributes(list(event.attributes)))
+                            for event in span.events
+                        ),
+                        resource=resource,
+                        scope=scope_spans.scope.name,
+                    )
+                )
+    return found
+
+
+class _Handler(BaseHTTPRequestHandler):
+    receiver: ClassVar[OtlpReceiver]
+
+    def do_POST(self) -> None:
+        if self.path != "/v1/traces":
+            self.send_error(404)
+            return
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        encoding = self.headers.get("Content-Encoding", "")
+        if encoding == "gzip":
+            body = gzip.decompress(body)
+        elif encoding == "deflate":
+            body = zlib.decompress(body)
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(body)
+        self.receiver._store(decode(request), encoding)
+        reply = ExportTraceServiceResponse().SerializeToString()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Keep test output quiet."""
+
+
+@final
+class OtlpReceiver:
+    """An OTLP/HTTP (protobuf) trace endpoint on ``127.0.0.1``, on a free port.
+
+    Serves from a thread it owns; leaving the ``with`` block stops and joins it.
+    """
+
+    def __init__(self) -> None:
+        handler = type("Handler", (_Handler,), {"receiver": self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._lock = threading.Lock()
+        self._spans: list[ReceivedSpan] = []
+        self._encodings: list[str] = []
+
+    @property
+    def endpoint(self) -> str:
+        """The traces URL to export to."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/v1/traces"
+
+    def spans(self) -> tuple[ReceivedSpan, ...]:
+        """Every span received so far, in arrival order."""
+        with self._lock:
+            return tuple(self._spans)
+
+    def encodings(self) -> tuple[str, ...]:
+        """The ``Content-Encoding`` of each request received ("" for none)."""
+        with self._lock:
+            return tuple(self._encodings)
+
+    def _store(self, spans: list[ReceivedSpan], encoding: str) -> None:
+        with self._lock:
+            self._spans.extend(spans)
+            self._encodings.append(encoding)
+
+    def __enter__(self) -> OtlpReceiver:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()

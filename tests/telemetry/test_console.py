@@ -1,0 +1,104 @@
+"""The console view: a finished run's span tree as text."""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+
+from regiment.telemetry import (
+    ConsoleTraceProcessor,
+    SpanCollector,
+    Telemetry,
+    record_chat_response,
+    record_replan,
+    record_run_end,
+    record_stale_report,
+    record_step_outcome,
+    record_tool_outcome,
+    render_trace,
+)
+
+DURATION = re.compile(r"  \d+\.\d ms")
+
+
+@dataclass(frozen=True)
+class FakeUsage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+def small_run(telemetry: Telemetry) -> None:
+    with telemetry.run_span("refunds", "run-1", "goal") as run:
+        with (
+            telemetry.plan_span("planner", plan_version=1),
+            telemetry.chat_span("m1", "anthropic") as chat,
+        ):
+            record_chat_response(chat, finish_reasons=("end_turn",), usage=FakeUsage(10, 2, 5))
+        with telemetry.agent_span("billing", step_id="s1", plan_version=1, attempt=1) as worker:
+            with telemetry.tool_span("refund", "call-1") as tool:
+                record_tool_outcome(tool, "ok")
+            record_step_outcome(worker, "succeeded")
+        with telemetry.replan_span(old_version=1, reason="amount too high") as replan:
+            record_replan(replan, new_version=2)
+        record_stale_report(run, step_id="s2", report_version=1, current_version=2)
+        with pytest.raises(TimeoutError), telemetry.tool_span("mail", "call-2"):
+            raise TimeoutError
+        with telemetry.phase_span("synthesize"):
+            pass
+        record_run_end(run, status="succeeded", plan_versions=2, stale_dropped=1)
+
+
+def test_render_trace_draws_the_tree_with_key_attributes(
+    telemetry: Telemetry, collector: SpanCollector
+) -> None:
+    small_run(telemetry)
+    text = collector.render()
+    assert DURATION.sub("", text).splitlines() == [
+        "invoke_agent refunds  run=run-1  status=succeeded  versions=2  stale_dropped=1",
+        "├─ plan planner  plan=1",
+        "│  └─ chat m1  finish=end_turn  cache_read=5  tokens=15/2",
+        "├─ invoke_agent billing  plan=1  step=s1  attempt=1  outcome=succeeded",
+        "│  └─ execute_tool refund  call=call-1  outcome=ok",
+        "├─ replan  plan v1->v2  reason='amount too high'",
+        "├─ * report.stale_dropped  plan=2  report_plan=1  step=s2",
+        "├─ execute_tool mail  call=call-2  ERROR TimeoutError",
+        "└─ synthesize",
+    ]
+    # Every span line carries a duration in milliseconds.
+    assert len(DURATION.findall(text)) == 8
+
+
+def test_spans_whose_parent_is_missing_are_drawn_as_roots(
+    telemetry: Telemetry, collector: SpanCollector
+) -> None:
+    small_run(telemetry)
+    without_root = [span for span in collector.spans() if span.parent is not None]
+    lines = DURATION.sub("", render_trace(without_root)).splitlines()
+    roots = [line for line in lines if not line.startswith(("├", "└", "│", " "))]
+    assert roots[:2] == [
+        "plan planner  plan=1",
+        "invoke_agent billing  plan=1  step=s1  attempt=1  outcome=succeeded",
+    ]
+    assert render_trace([]) == ""
+
+
+def test_console_processor_prints_each_trace_when_its_root_ends(provider: TracerProvider) -> None:
+    stream = io.StringIO()
+    provider.add_span_processor(ConsoleTraceProcessor(stream))
+    telemetry = Telemetry(provider, capture_content=False)
+    with telemetry.run_span("t", "r1", "g"):
+        with telemetry.phase_span("compress"):
+            pass
+        assert stream.getvalue() == ""  # nothing until the root ends
+    first = stream.getvalue()
+    with telemetry.run_span("t", "r2", "g"):
+        pass
+    lines = DURATION.sub("", stream.getvalue()).splitlines()
+    assert DURATION.sub("", first).splitlines() == ["invoke_agent t  run=r1", "└─ compress"]
+    assert lines[2:] == ["invoke_agent t  run=r2"]
