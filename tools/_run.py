@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import assert_never
 
 import anyio
+from anyio.lowlevel import RunVar
 from opentelemetry import trace
 
 from regiment.tools._approval import (
@@ -20,7 +21,14 @@ from regiment.tools._approval import (
 )
 from regiment.tools._policy import ToolPolicy
 
-__all__ = ("Attempted", "TimedOut", "describe_failure", "request_approval", "run_attempts")
+__all__ = (
+    "Attempted",
+    "LoopLimiter",
+    "TimedOut",
+    "describe_failure",
+    "request_approval",
+    "run_attempts",
+)
 
 
 class TimedOut(TimeoutError):
@@ -28,6 +36,30 @@ class TimedOut(TimeoutError):
 
     def __init__(self, seconds: float) -> None:
         super().__init__(f"timed out after {float(seconds)}s")
+
+
+class LoopLimiter:
+    """A concurrency limit that works under whichever event loop calls it.
+
+    An anyio ``CapacityLimiter`` belongs to the backend it was first used on, but a
+    tool is a value that may be defined at import time and called from asyncio in
+    one test and trio in the next; so the limiter lives in a ``RunVar``, one per
+    running event loop.
+    """
+
+    __slots__ = ("_total", "_var")
+
+    def __init__(self, total: int) -> None:
+        self._total = total
+        self._var: RunVar[anyio.CapacityLimiter] = RunVar("regiment.tools.limiter")
+
+    def current(self) -> anyio.CapacityLimiter:
+        """The limiter for the running event loop."""
+        limiter = self._var.get(None)
+        if limiter is None:
+            limiter = anyio.CapacityLimiter(self._total)
+            self._var.set(limiter)
+        return limiter
 
 
 @dataclass(frozen=True)
@@ -42,7 +74,7 @@ class Attempted:
 async def run_attempts(
     invoke: Callable[[], Awaitable[object]],
     policy: ToolPolicy,
-    limiters: Sequence[anyio.CapacityLimiter],
+    limiters: Sequence[LoopLimiter],
 ) -> Attempted:
     """Call ``invoke`` until it succeeds, fails for good, or the retries run out.
 
@@ -73,13 +105,14 @@ async def _within(seconds: float | None, invoke: Callable[[], Awaitable[object]]
 
 
 @asynccontextmanager
-async def _holding(limiters: Sequence[anyio.CapacityLimiter]) -> AsyncIterator[None]:
+async def _holding(limiters: Sequence[LoopLimiter]) -> AsyncIterator[None]:
     # A fresh borrower per attempt: a tool body that calls another tool of the same
     # set from the same task must not look like a task taking a second token.
     borrower = object()
     held: list[anyio.CapacityLimiter] = []
     try:
-        for limiter in limiters:
+        for limit in limiters:
+            limiter = limit.current()
             await limiter.acquire_on_behalf_of(borrower)
             held.append(limiter)
         yield

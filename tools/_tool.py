@@ -22,7 +22,7 @@ from regiment.tools._definition import ToolDefinition
 from regiment.tools._docstring import parse_docstring
 from regiment.tools._policy import ToolOptions, ToolPolicy
 from regiment.tools._result import ToolResult
-from regiment.tools._run import describe_failure, request_approval, run_attempts
+from regiment.tools._run import LoopLimiter, describe_failure, request_approval, run_attempts
 from regiment.tools._schema import ArgumentSpec, BoundArguments
 
 __all__ = ("Tool", "tool")
@@ -142,7 +142,7 @@ class Tool(Generic[P, R_co]):
         *,
         call_id: str,
         approver: Approver | None,
-        limiters: Sequence[anyio.CapacityLimiter],
+        limiters: Sequence[LoopLimiter],
     ) -> ToolResult:
         """``call``, also holding a token of each of ``limiters`` while the body runs.
 
@@ -157,7 +157,7 @@ class Tool(Generic[P, R_co]):
         arguments: Mapping[str, JsonValue],
         call_id: str,
         approver: Approver | None,
-        limiters: Sequence[anyio.CapacityLimiter],
+        limiters: Sequence[LoopLimiter],
     ) -> ToolResult:
         bound = self._spec.validate(arguments)
         if isinstance(bound, str):
@@ -207,7 +207,7 @@ class Tool(Generic[P, R_co]):
                 assert_never(decision)
 
     async def _execute(
-        self, bound: BoundArguments, call_id: str, limiters: Sequence[anyio.CapacityLimiter]
+        self, bound: BoundArguments, call_id: str, limiters: Sequence[LoopLimiter]
     ) -> ToolResult:
         key = self._key(bound.as_json)
         invoke = functools.partial(self._invoke, bound)
@@ -310,10 +310,10 @@ def _is_async(fn: Callable[..., object]) -> bool:
     )
 
 
-def _own_limiters(policy: ToolPolicy) -> tuple[anyio.CapacityLimiter, ...]:
+def _own_limiters(policy: ToolPolicy) -> tuple[LoopLimiter, ...]:
     if policy.max_concurrency is None:
         return ()
-    return (anyio.CapacityLimiter(policy.max_concurrency),)
+    return (LoopLimiter(policy.max_concurrency),)
 
 
 def _check_key(policy: ToolPolicy, names: tuple[str, ...], tool_name: str) -> None:

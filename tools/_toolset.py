@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TypeAlias, final
 
-import anyio
-
 from regiment._json import JsonValue
 from regiment.errors import ConfigError
 from regiment.tools._approval import Approver
 from regiment.tools._definition import ToolDefinition
 from regiment.tools._result import ToolResult
+from regiment.tools._run import LoopLimiter
 from regiment.tools._tool import Tool
 
 __all__ = ("Toolset", "ToolsetItem")
@@ -60,9 +59,7 @@ class Toolset:
             self._tools[made.name] = made
         self._max_concurrency = max_concurrency
         self._approver = approver
-        self._limiters = (
-            () if max_concurrency is None else (anyio.CapacityLimiter(max_concurrency),)
-        )
+        self._limiters = () if max_concurrency is None else (LoopLimiter(max_concurrency),)
 
     @property
     def name(self) -> str:

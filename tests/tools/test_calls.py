@@ -379,3 +379,18 @@ def test_tool_keeps_its_function_and_policy() -> None:
     assert made.policy.timeout == 5
     assert made.requires_approval
     assert repr(made) == "Tool('lookup')"
+
+
+@tool(max_concurrency=1)
+async def limited_at_import(n: int) -> int:
+    """Defined at import time, so its limit is first used under whichever backend runs first."""
+    return n
+
+
+def test_a_limited_tool_works_under_both_backends_and_successive_event_loops() -> None:
+    tools = Toolset("shared", [limited_at_import], max_concurrency=1)
+    for backend in ("asyncio", "trio", "asyncio"):
+        result = anyio.run(
+            partial(tools.call, "limited_at_import", {"n": 3}, call_id="c"), backend=backend
+        )
+        assert (result.content, result.is_error) == (3, False)
