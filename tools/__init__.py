@@ -19,10 +19,11 @@ from regiment.tools._approval import (
     Deny,
     EditArguments,
 )
+from regiment.tools._decorator import tool
 from regiment.tools._definition import ToolDefinition
 from regiment.tools._policy import IdempotencyKey, ToolOptions, ToolPolicy
 from regiment.tools._result import ToolResult
-from regiment.tools._tool import Tool, tool
+from regiment.tools._tool import Tool
 from regiment.tools._toolset import Toolset, ToolsetItem
 
 __all__ = (

@@ -5,11 +5,10 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Generic, ParamSpec, TypeVar, Unpack, assert_never, cast, final, overload
+from typing import Generic, ParamSpec, TypeVar, Unpack, assert_never, cast, final
 
 import anyio
 import msgspec
@@ -20,12 +19,13 @@ from regiment.errors import ConfigError
 from regiment.tools._approval import ApprovalRequest, Approve, Approver, Deny, EditArguments
 from regiment.tools._definition import ToolDefinition
 from regiment.tools._docstring import parse_docstring
+from regiment.tools._idempotency import check_key_names, derive_key
 from regiment.tools._policy import ToolOptions, ToolPolicy
 from regiment.tools._result import ToolResult
 from regiment.tools._run import LoopLimiter, describe_failure, request_approval, run_attempts
 from regiment.tools._schema import ArgumentSpec, BoundArguments
 
-__all__ = ("Tool", "tool")
+__all__ = ("Tool",)
 
 P = ParamSpec("P")
 R_co = TypeVar("R_co", covariant=True)
@@ -81,7 +81,7 @@ class Tool(Generic[P, R_co]):
             name=name, description=self._description, input_schema=self._spec.schema
         )
         self._limiters = _own_limiters(self._policy)
-        _check_key(self._policy, self._spec.names, name)
+        check_key_names(self._policy.idempotency_key, self._spec.names, name)
 
     @property
     def name(self) -> str:
@@ -243,13 +243,7 @@ class Tool(Generic[P, R_co]):
         return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
 
     def _key(self, arguments: JsonObject) -> str | None:
-        spec = self._policy.idempotency_key
-        if spec is None:
-            return None
-        if callable(spec):
-            return spec(arguments)
-        parts = ",".join(f"{name}={_key_part(arguments[name])}" for name in spec)
-        return f"{self._key_name}:{parts}"
+        return derive_key(self._policy.idempotency_key, self._key_name, arguments)
 
     def _error(
         self,
@@ -275,35 +269,6 @@ class Tool(Generic[P, R_co]):
         return f"Tool({self._name!r})"
 
 
-@overload
-def tool(fn: Callable[P, R_co], /) -> Tool[P, R_co]: ...
-@overload
-def tool(
-    *, name: str | None = None, description: str | None = None, **options: Unpack[ToolOptions]
-) -> Callable[[Callable[P, R_co]], Tool[P, R_co]]: ...
-def tool(
-    fn: Callable[P, R_co] | None = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    **options: Unpack[ToolOptions],
-) -> Tool[P, R_co] | Callable[[Callable[P, R_co]], Tool[P, R_co]]:
-    """Turn a typed function into a ``Tool``; use bare or with options.
-
-    ``@tool`` or ``@tool(name=..., description=..., timeout=..., retries=...,
-    retry_on=(...), backoff=..., max_concurrency=..., requires_approval=...,
-    idempotency_key=("order_id",))``. See ``Tool`` for what each does.
-    """
-    if fn is not None:
-        return Tool(fn, name=name, description=description, **options)
-
-    def decorate(inner: Callable[P, R_co]) -> Tool[P, R_co]:
-        return Tool(inner, name=name, description=description, **options)
-
-    return decorate
-
-
 def _is_async(fn: Callable[..., object]) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
@@ -314,24 +279,6 @@ def _own_limiters(policy: ToolPolicy) -> tuple[LoopLimiter, ...]:
     if policy.max_concurrency is None:
         return ()
     return (LoopLimiter(policy.max_concurrency),)
-
-
-def _check_key(policy: ToolPolicy, names: tuple[str, ...], tool_name: str) -> None:
-    spec = policy.idempotency_key
-    if spec is None or callable(spec):
-        return
-    unknown = [name for name in spec if name not in names]
-    if unknown or not spec:
-        raise ConfigError(
-            f"idempotency_key of tool {tool_name!r} names {unknown or 'no'} parameters; "
-            f"choose among: {', '.join(names) or '(none)'}"
-        )
-
-
-def _key_part(value: JsonValue) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
 def _jsonable(value: object) -> JsonValue:

@@ -1,0 +1,46 @@
+"""Idempotency keys: which side effect a call performs, derived from its arguments."""
+
+from __future__ import annotations
+
+import json
+
+from regiment._json import JsonObject, JsonValue
+from regiment.errors import ConfigError
+from regiment.tools._policy import IdempotencyKey
+
+__all__ = ("check_key_names", "derive_key")
+
+
+def check_key_names(spec: IdempotencyKey | None, names: tuple[str, ...], tool_name: str) -> None:
+    """Refuse a key spec that names no parameters, or names one the tool does not have.
+
+    Raises:
+        ConfigError: with the parameters to choose from.
+    """
+    if spec is None or callable(spec):
+        return
+    unknown = [name for name in spec if name not in names]
+    if unknown or not spec:
+        raise ConfigError(
+            f"idempotency_key of tool {tool_name!r} names {unknown or 'no'} parameters; "
+            f"choose among: {', '.join(names) or '(none)'}"
+        )
+
+
+def derive_key(spec: IdempotencyKey | None, tool_name: str, arguments: JsonObject) -> str | None:
+    """The key for one call: ``"issue_refund:order_id=88213"``, or what ``spec`` returns.
+
+    ``arguments`` are the validated ones (defaults filled in), so two calls that
+    mean the same side effect get the same key however the model spelled them.
+    """
+    if spec is None:
+        return None
+    if callable(spec):
+        return spec(arguments)
+    return f"{tool_name}:" + ",".join(f"{name}={_part(arguments[name])}" for name in spec)
+
+
+def _part(value: JsonValue) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
