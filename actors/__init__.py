@@ -1,3 +1,74 @@
-"""actors room."""
+"""The actor runtime: typed actors on anyio, supervised, with bounded mailboxes.
 
-__all__ = ()
+An actor is a subclass of :class:`Actor` whose ``receive`` handles a closed
+union of message types, one message at a time. Actors live inside an actor
+system opened with ``async with open_actor_system() as system:``; every actor
+task belongs to that block's task group.
+
+Messages and replies:
+
+* ``await ref.send(msg)`` waits while the mailbox is full (backpressure);
+  ``ref.send_nowait(msg)`` raises :class:`~regiment.errors.MailboxFull`.
+  Mailboxes are bounded anyio memory object streams of :class:`Envelope`.
+* ``await ref.ask(msg, timeout=...)`` returns what ``receive`` returned, raises
+  :class:`~regiment.errors.AskTimeout` naming the actor and the message type,
+  or raises what the handler raised. A reply to an asker that has gone away
+  (timed out, cancelled) is dropped; it is not an error for the replier.
+* Each envelope carries the sender, the reply slot, a message id and
+  ``headers: dict[str, str]``. A :class:`ContextPropagator` given to the system
+  fills the headers on send/ask (unless explicit headers are given) and is
+  entered around each ``receive`` call, so trace context crosses actors without
+  handlers touching it.
+
+Stopping and dead letters:
+
+* ``await ref.stop()`` is graceful: the mailbox refuses new messages, queued
+  ones are handled, children are stopped (newest first), then ``on_stop`` runs.
+* Leaving the ``async with`` block stops every actor: in-flight handlers are
+  cancelled, queued messages become dead letters (reason ``"cancelled"``),
+  pending asks fail with :class:`~regiment.errors.ActorStopped`, children stop
+  before their parents, and ``on_stop`` runs shielded from cancellation. No
+  task is left behind.
+* A message sent to an actor that no longer accepts messages raises
+  ActorStopped and becomes a dead letter (reason ``"stopped"``); messages
+  queued when an actor fails for good become dead letters too (``"failed"``).
+  Dead letters are counted (``system.dead_letter_count``), the newest are kept
+  (``system.dead_letters``), and ``on_dead_letter`` sees each one: never lost
+  silently.
+
+Supervision:
+
+* When ``receive``, ``on_start``, ``on_child_failed`` or a task started with
+  ``ctx.start_soon`` raises, the instance is retired (its tasks and children
+  cancelled, ``on_stop`` run) and a fresh one is made by the factory; the
+  mailbox and its queued messages are kept. A :class:`RestartPolicy` allows
+  ``max_restarts`` restarts within ``within`` seconds; the next failure
+  escalates: to the parent's ``on_child_failed`` as a :class:`ChildFailed`
+  (by default the parent re-raises, so it fails too), or, for a top-level
+  actor, out of the ``async with`` block as :class:`~regiment.errors.ActorFailed`
+  chained from the handler's exception.
+* If the first ``on_start`` raises, ``spawn`` raises ActorFailed instead.
+* Cancellation is never a failure. An exception from ``on_stop`` is a bug in
+  the actor: it leaves the ``async with`` block as ActorFailed.
+"""
+
+from regiment.actors._actor import Actor, ActorContext
+from regiment.actors._messages import ChildFailed, DeadLetter, DeadLetterReason, Envelope
+from regiment.actors._policy import RestartPolicy
+from regiment.actors._propagation import ContextPropagator
+from regiment.actors._ref import ActorRef
+from regiment.actors._system import ActorSystem, open_actor_system
+
+__all__ = (
+    "Actor",
+    "ActorContext",
+    "ActorRef",
+    "ActorSystem",
+    "ChildFailed",
+    "ContextPropagator",
+    "DeadLetter",
+    "DeadLetterReason",
+    "Envelope",
+    "RestartPolicy",
+    "open_actor_system",
+)

@@ -1,0 +1,115 @@
+"""The actor base class and the context the runtime gives each instance."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Generic, TypeVar, TypeVarTuple, final
+
+from regiment.actors._policy import RestartPolicy
+from regiment.errors import ConfigError
+
+if TYPE_CHECKING:
+    from regiment.actors._cell import Incarnation
+    from regiment.actors._messages import ChildFailed, Envelope
+    from regiment.actors._ref import ActorRef
+    from regiment.actors._system import ActorSystem
+
+__all__ = ("Actor", "ActorContext")
+
+M = TypeVar("M")
+R = TypeVar("R")
+CM = TypeVar("CM")
+CR = TypeVar("CR")
+Ts = TypeVarTuple("Ts")
+
+
+class Actor(ABC, Generic[M, R]):
+    """Base class of actors: one handler over a closed union of message types.
+
+    ``M`` is the union of messages the actor accepts, ``R`` what ``receive``
+    returns (the reply to an ask; ``None`` if it never replies). The runtime
+    calls ``receive`` for one message at a time, so an actor's own state needs
+    no locks. A restart replaces the instance with a fresh one from the factory.
+
+    Attributes:
+        ctx: set by the runtime before ``on_start``.
+    """
+
+    ctx: ActorContext[M, R]
+
+    async def on_start(self) -> None:
+        """Called before the first message (spawn returns only after it completes)."""
+
+    async def on_stop(self) -> None:
+        """Called when this instance retires (stop, restart, shutdown), shielded from cancellation.
+
+        It must not raise: an exception here leaves the actor system as ActorFailed.
+        """
+
+    @abstractmethod
+    async def receive(self, message: M) -> R:
+        """Handle one message; the return value answers an ask (ignored for send)."""
+
+    async def on_child_failed(self, failure: ChildFailed) -> None:
+        """A child failed beyond its restart policy. By default this actor fails too."""
+        raise failure.error
+
+
+@final
+class ActorContext(Generic[M, R]):
+    """What an actor instance knows about its place in the system.
+
+    Attributes:
+        self_ref: this actor's ref.
+        system: the actor system it runs in.
+        name: this actor's name.
+    """
+
+    __slots__ = ("_incarnation", "envelope_or_none", "name", "self_ref", "system")
+
+    def __init__(
+        self, incarnation: Incarnation[M, R], self_ref: ActorRef[M, R], system: ActorSystem
+    ) -> None:
+        self._incarnation = incarnation
+        self.self_ref = self_ref
+        self.system = system
+        self.name = self_ref.name
+        self.envelope_or_none: Envelope[M, R] | None = None
+
+    @property
+    def envelope(self) -> Envelope[M, R]:
+        """The envelope of the message being handled (sender, id, headers)."""
+        if self.envelope_or_none is None:
+            raise ConfigError(
+                f"actor {self.name!r}: ctx.envelope is only available inside receive()"
+            )
+        return self.envelope_or_none
+
+    def start_soon(
+        self,
+        fn: Callable[[*Ts], Awaitable[object]],
+        *args: *Ts,
+        name: str | None = None,
+    ) -> None:
+        """Start a task owned by this actor instance.
+
+        It is cancelled when the actor stops or restarts; an exception in it is a
+        failure of the actor (supervised like a failing handler).
+        """
+        self._incarnation.start_soon(fn, *args, name=name)
+
+    async def spawn(
+        self,
+        factory: Callable[[], Actor[CM, CR]],
+        *,
+        name: str,
+        capacity: int = 64,
+        restart: RestartPolicy = RestartPolicy(),  # noqa: B008 - frozen, safe to share
+    ) -> ActorRef[CM, CR]:
+        """Start a child actor supervised by this one; returns after its ``on_start``.
+
+        Children stop when this instance stops or restarts. A child failing beyond
+        its policy reaches this actor's ``on_child_failed``.
+        """
+        return await self._incarnation.spawn(factory, name=name, capacity=capacity, restart=restart)

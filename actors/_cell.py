@@ -1,0 +1,320 @@
+"""One actor's life: mailbox loop, dispatch, restarts, supervision, retirement."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Generic, TypeVar, TypeVarTuple, cast
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from regiment.actors._actor import Actor, ActorContext
+from regiment.actors._messages import ChildFailed, DeadLetterReason, Envelope
+from regiment.actors._policy import RestartPolicy, RestartWindow
+from regiment.actors._ref import ActorRef, current_actor
+from regiment.errors import ActorFailed, ActorStopped, ConfigError, MailboxFull
+
+if TYPE_CHECKING:
+    from regiment.actors._system import ActorSystem
+
+__all__ = ("Cell", "Incarnation")
+
+M = TypeVar("M")
+R = TypeVar("R")
+CM = TypeVar("CM")
+CR = TypeVar("CR")
+Ts = TypeVarTuple("Ts")
+
+_GONE = (anyio.ClosedResourceError, anyio.BrokenResourceError)
+
+
+class Incarnation(Generic[M, R]):
+    """One instance's lifetime: owns its helper tasks and child actors."""
+
+    def __init__(self, cell: Cell[M, R], tg: TaskGroup) -> None:
+        self.cell = cell
+        self.tg = tg
+        self.children: list[Cell[object, object]] = []
+        self.signals: deque[ChildFailed] = deque()
+        self.failure: Exception | None = None
+
+    def start_soon(
+        self, fn: Callable[[*Ts], Awaitable[object]], *args: *Ts, name: str | None
+    ) -> None:
+        self.tg.start_soon(self._guarded, fn, args, name=name or f"{self.cell.name} task")
+
+    async def _guarded(self, fn: Callable[[*Ts], Awaitable[object]], args: tuple[*Ts]) -> None:
+        try:
+            await fn(*args)
+        except Exception as exc:
+            self.fail(exc)
+
+    def fail(self, error: Exception) -> None:
+        """A helper task failed: the instance fails (first error wins)."""
+        if self.failure is None:
+            self.failure = error
+        self.tg.cancel_scope.cancel()
+
+    async def spawn(
+        self,
+        factory: Callable[[], Actor[CM, CR]],
+        *,
+        name: str,
+        capacity: int,
+        restart: RestartPolicy,
+    ) -> ActorRef[CM, CR]:
+        child = Cell(self.cell.system, factory, name, capacity, restart, parent=self.child_failed)
+        self.children = [c for c in self.children if not c.stopped.is_set()]
+        self.children.append(cast("Cell[object, object]", child))
+        return cast("ActorRef[CM, CR]", await self.tg.start(child.run, name=f"actor {name}"))
+
+    def child_failed(self, failure: ChildFailed) -> None:
+        """Queue a child's escalation; the loop handles it between messages."""
+        self.signals.append(failure)
+        self.cell.wake()
+
+    async def stop_children(self) -> None:
+        """Stop live children gracefully, newest first."""
+        for child in reversed(self.children):
+            await child.ref.stop()
+
+
+class Cell(Generic[M, R]):
+    """The runtime side of one actor: mailbox, restart window, current instance."""
+
+    def __init__(
+        self,
+        system: ActorSystem,
+        factory: Callable[[], Actor[M, R]],
+        name: str,
+        capacity: int,
+        restart: RestartPolicy,
+        parent: Callable[[ChildFailed], None] | None,
+    ) -> None:
+        if capacity < 1:
+            raise ConfigError(f"actor {name!r}: mailbox capacity must be >= 1, got {capacity}")
+        self.system = system
+        self.factory = factory
+        self.name = name
+        self.parent = parent
+        self.send_stream, self.receive_stream = anyio.create_memory_object_stream[
+            Envelope[M, R] | None
+        ](capacity)
+        self.ref: ActorRef[M, R] = ActorRef(self, name)
+        self.window = RestartWindow(restart, system.clock)
+        self.accepting = True
+        self.idle = False
+        self.started = False
+        self.stopped = anyio.Event()
+
+    # -- the sending side -------------------------------------------------
+
+    async def deliver(self, envelope: Envelope[M, R]) -> None:
+        try:
+            await self.send_stream.send(envelope)
+        except _GONE:
+            self.refuse(envelope)
+
+    def deliver_nowait(self, envelope: Envelope[M, R]) -> None:
+        try:
+            self.send_stream.send_nowait(envelope)
+        except anyio.WouldBlock:
+            capacity = self.send_stream.statistics().max_buffer_size
+            raise MailboxFull(
+                f"mailbox of actor {self.name!r} is full ({capacity:g} messages);"
+                " use `await send(...)` to wait for room"
+            ) from None
+        except _GONE:
+            self.refuse(envelope)
+
+    def refuse(self, envelope: Envelope[M, R]) -> None:
+        self.system.dead_letter(self.name, envelope, "stopped")
+        raise ActorStopped(
+            f"actor {self.name!r} has stopped; the {type(envelope.message).__name__} message"
+            " went to the dead letters"
+        )
+
+    def close_mailbox(self) -> None:
+        self.accepting = False
+        self.send_stream.close()
+
+    def wake(self) -> None:
+        """Unblock a loop waiting for mail so it notices a child's escalation."""
+        if self.idle:
+            try:
+                self.send_stream.send_nowait(None)
+            except (anyio.WouldBlock, *_GONE):
+                pass  # not waiting after all: the loop checks signals before its next receive
+
+    # -- the actor's task -------------------------------------------------
+
+    async def run(
+        self, *, task_status: TaskStatus[ActorRef[M, R]] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """The actor's task: incarnations until a graceful end, escalation or cancellation."""
+        current_actor.set(cast("ActorRef[object, object]", self.ref))
+        reason: DeadLetterReason = "cancelled"
+        status: TaskStatus[ActorRef[M, R]] | None = task_status
+        try:
+            while True:
+                failure = await self._incarnate(status)
+                if failure is None:
+                    return
+                if not self.started:
+                    raise ActorFailed(
+                        f"actor {self.name!r} failed to start: {failure!r}"
+                    ) from failure
+                status = None
+                if not self.accepting or not self.window.record_failure():
+                    reason = "failed"
+                    self._escalate(failure)
+                    return
+        finally:
+            self._retire(reason)
+
+    async def _incarnate(self, status: TaskStatus[ActorRef[M, R]] | None) -> Exception | None:
+        try:
+            instance = self.factory()
+        except Exception as exc:
+            return exc
+        failure: Exception | None = None
+        started = False
+        try:
+            async with anyio.create_task_group() as tg:
+                incarnation = Incarnation(self, tg)
+                ctx = ActorContext(incarnation, self.ref, self.system)
+                instance.ctx = ctx
+                try:
+                    await instance.on_start()
+                except Exception as exc:
+                    failure = exc
+                else:
+                    started = True
+                    if status is not None:
+                        self.started = True
+                        status.started(self.ref)
+                    failure = await self._live(instance, incarnation)
+                tg.cancel_scope.cancel()
+        finally:
+            if started:
+                with anyio.CancelScope(shield=True):
+                    await self._stop_instance(instance)
+        return failure or incarnation.failure
+
+    async def _live(
+        self, instance: Actor[M, R], incarnation: Incarnation[M, R]
+    ) -> Exception | None:
+        failure = await self._loop(instance, incarnation)
+        if failure is None:
+            # graceful end: escalations that raced the last message still count
+            failure = await self._handle_signals(instance, incarnation)
+        if failure is None:
+            await incarnation.stop_children()
+        return failure
+
+    async def _loop(
+        self, instance: Actor[M, R], incarnation: Incarnation[M, R]
+    ) -> Exception | None:
+        ctx = instance.ctx
+        receive = self.receive_stream.receive
+        while True:
+            if incarnation.signals:
+                failure = await self._handle_signals(instance, incarnation)
+                if failure is not None:
+                    return failure
+            self.idle = True
+            try:
+                envelope = await receive()
+            except anyio.EndOfStream:
+                return None
+            finally:
+                self.idle = False
+            if envelope is not None:
+                failure = await self._dispatch(instance, ctx, envelope)
+                if failure is not None:
+                    return failure
+
+    async def _dispatch(
+        self, instance: Actor[M, R], ctx: ActorContext[M, R], envelope: Envelope[M, R]
+    ) -> Exception | None:
+        ctx.envelope_or_none = envelope
+        slot = envelope.reply_to
+        propagator = self.system.propagator
+        try:
+            if propagator is None:
+                result = await instance.receive(envelope.message)
+            else:
+                with propagator.activate(envelope.headers):
+                    result = await instance.receive(envelope.message)
+        except Exception as exc:
+            if slot is not None:
+                slot.fail(exc)
+            return exc
+        except BaseException:
+            # cancelled mid-handler: the asker must not wait forever
+            if slot is not None:
+                slot.fail(self._stopped_error(envelope))
+            raise
+        finally:
+            ctx.envelope_or_none = None
+        if slot is not None:
+            slot.resolve(result)
+        return None
+
+    async def _handle_signals(
+        self, instance: Actor[M, R], incarnation: Incarnation[M, R]
+    ) -> Exception | None:
+        while incarnation.signals:
+            try:
+                await instance.on_child_failed(incarnation.signals.popleft())
+            except Exception as exc:
+                return exc
+        return None
+
+    async def _stop_instance(self, instance: Actor[M, R]) -> None:
+        try:
+            await instance.on_stop()
+        except Exception as exc:
+            error = ActorFailed(f"actor {self.name!r} raised in on_stop (on_stop must not raise)")
+            error.__cause__ = exc
+            self.system.fail(error)
+
+    def _escalate(self, failure: Exception) -> None:
+        if self.parent is not None:
+            self.parent(
+                ChildFailed(child=cast("ActorRef[object, object]", self.ref), error=failure)
+            )
+            return
+        policy = self.window.policy
+        if self.accepting:
+            why = (
+                f"failed {self.window.failures_in_window} times within {policy.within:g} s"
+                f" (its restart policy allows {policy.max_restarts} restarts)"
+            )
+        else:
+            why = "failed while stopping"
+        error = ActorFailed(f"actor {self.name!r} {why}; last error: {failure!r}")
+        error.__cause__ = failure
+        self.system.fail(error)
+
+    def _retire(self, reason: DeadLetterReason) -> None:
+        """Refuse new mail, turn what is queued into dead letters, signal stopped."""
+        self.accepting = False
+        self.send_stream.close()
+        while True:
+            try:
+                envelope = self.receive_stream.receive_nowait()
+            except (anyio.WouldBlock, anyio.EndOfStream):
+                break
+            if envelope is not None:
+                self.system.dead_letter(self.name, envelope, reason)
+                if envelope.reply_to is not None:
+                    envelope.reply_to.fail(self._stopped_error(envelope))
+        self.receive_stream.close()
+        self.stopped.set()
+
+    def _stopped_error(self, envelope: Envelope[M, R]) -> ActorStopped:
+        return ActorStopped(
+            f"actor {self.name!r} stopped before answering {type(envelope.message).__name__}"
+        )

@@ -1,0 +1,97 @@
+"""Typed handles to actors: send, ask, stop."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Generic, Never, TypeVar, final
+
+from regiment.actors._reply import ReplySlot
+
+if TYPE_CHECKING:
+    from regiment.actors._cell import Cell
+
+__all__ = ("ActorRef",)
+
+M_contra = TypeVar("M_contra", contravariant=True)
+R_co = TypeVar("R_co", covariant=True)
+
+# The actor whose task is running (inherited by tasks it starts): the sender of
+# what those tasks send, and how stop() notices an actor stopping itself.
+current_actor: ContextVar[ActorRef[Never, object] | None] = ContextVar(
+    "regiment_current_actor", default=None
+)
+
+
+@final
+class ActorRef(Generic[M_contra, R_co]):
+    """A handle to one actor, typed by the messages it accepts and its ask reply.
+
+    Refs are cheap to pass around (also inside messages); each actor has exactly
+    one, so ``is`` and ``==`` compare actors.
+    """
+
+    __slots__ = ("_cell", "name")
+
+    def __init__(self, cell: Cell[M_contra, R_co], name: str) -> None:
+        self._cell = cell
+        self.name = name
+
+    def __repr__(self) -> str:
+        state = "alive" if self.is_alive else "stopped"
+        return f"<ActorRef {self.name!r} {state}>"
+
+    @property
+    def is_alive(self) -> bool:
+        """True while the actor accepts messages (False once stopping or stopped)."""
+        return self._cell.accepting
+
+    async def send(self, message: M_contra, *, headers: Mapping[str, str] | None = None) -> None:
+        """Put ``message`` in the mailbox, waiting while it is full (backpressure).
+
+        Args:
+            message: one of the actor's message types.
+            headers: context to carry; by default the system's propagator injects it.
+
+        Raises:
+            ActorStopped: the actor has stopped; the message became a dead letter.
+        """
+        await self._cell.deliver(self._cell.system.envelope(message, headers, None))
+
+    def send_nowait(self, message: M_contra, *, headers: Mapping[str, str] | None = None) -> None:
+        """Put ``message`` in the mailbox without waiting.
+
+        Raises:
+            MailboxFull: the mailbox is at capacity (nothing was queued).
+            ActorStopped: the actor has stopped; the message became a dead letter.
+        """
+        self._cell.deliver_nowait(self._cell.system.envelope(message, headers, None))
+
+    async def ask(self, message: M_contra, *, timeout: float | None = None) -> R_co:  # noqa: ASYNC109
+        """Send ``message`` and wait for the handler's return value.
+
+        A reply arriving after the asker gave up is dropped quietly.
+
+        Raises:
+            AskTimeout: no reply within ``timeout`` seconds (names actor and message type).
+            ActorStopped: the actor stopped before answering.
+            Exception: whatever the handler raised (the actor is supervised as usual).
+        """
+        slot: ReplySlot[R_co] = ReplySlot()
+        try:
+            await self._cell.deliver(self._cell.system.envelope(message, None, slot))
+        except BaseException:
+            slot.abandon()
+            raise
+        return await slot.wait(self.name, message, timeout)
+
+    async def stop(self) -> None:
+        """Stop gracefully: refuse new messages, handle the queued ones, run ``on_stop``.
+
+        Returns once the actor has stopped. Called by the actor on itself, it
+        only closes the mailbox and returns; the actor stops after the current
+        handler and the queued messages.
+        """
+        self._cell.close_mailbox()
+        if current_actor.get() is not self:
+            await self._cell.stopped.wait()
