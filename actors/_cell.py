@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Generic, TypeVar, TypeVarTuple, cast
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup, TaskStatus
 
 from regiment.actors._actor import Actor, ActorContext
@@ -27,6 +28,7 @@ CR = TypeVar("CR")
 Ts = TypeVarTuple("Ts")
 
 _GONE = (anyio.ClosedResourceError, anyio.BrokenResourceError)
+_FAIRNESS = 64  # messages handled back to back before the loop yields once
 
 
 class Incarnation(Generic[M, R]):
@@ -111,8 +113,15 @@ class Cell(Generic[M, R]):
     # -- the sending side -------------------------------------------------
 
     async def deliver(self, envelope: Envelope[M, R]) -> None:
+        # Fast path: room in the mailbox (or the actor waiting for mail) needs no
+        # checkpoint; only a full mailbox makes the sender wait.
         try:
-            await self.send_stream.send(envelope)
+            self.send_stream.send_nowait(envelope)
+        except anyio.WouldBlock:
+            try:
+                await self.send_stream.send(envelope)
+            except _GONE:
+                self.refuse(envelope)
         except _GONE:
             self.refuse(envelope)
 
@@ -217,19 +226,32 @@ class Cell(Generic[M, R]):
         self, instance: Actor[M, R], incarnation: Incarnation[M, R]
     ) -> Exception | None:
         ctx = instance.ctx
+        receive_nowait = self.receive_stream.receive_nowait
         receive = self.receive_stream.receive
+        streak = 0
         while True:
             if incarnation.signals:
                 failure = await self._handle_signals(instance, incarnation)
                 if failure is not None:
                     return failure
-            self.idle = True
+            if streak == _FAIRNESS:
+                # mail kept coming without a wait: let other tasks run now and then
+                streak = 0
+                await anyio.lowlevel.checkpoint()
             try:
-                envelope = await receive()
+                envelope = receive_nowait()  # fast path: no checkpoint while mail is queued
+                streak += 1
+            except anyio.WouldBlock:
+                streak = 0
+                self.idle = True
+                try:
+                    envelope = await receive()
+                except anyio.EndOfStream:
+                    return None
+                finally:
+                    self.idle = False
             except anyio.EndOfStream:
                 return None
-            finally:
-                self.idle = False
             if envelope is not None:
                 failure = await self._dispatch(instance, ctx, envelope)
                 if failure is not None:

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Generic, Never, TypeVar, final
 
+import anyio.lowlevel
+
 from regiment.actors._reply import ReplySlot
 
 if TYPE_CHECKING:
@@ -56,6 +58,7 @@ class ActorRef(Generic[M_contra, R_co]):
         Raises:
             ActorStopped: the actor has stopped; the message became a dead letter.
         """
+        await anyio.lowlevel.checkpoint_if_cancelled()
         await self._cell.deliver(self._cell.system.envelope(message, headers, None))
 
     def send_nowait(self, message: M_contra, *, headers: Mapping[str, str] | None = None) -> None:
@@ -77,12 +80,10 @@ class ActorRef(Generic[M_contra, R_co]):
             ActorStopped: the actor stopped before answering.
             Exception: whatever the handler raised (the actor is supervised as usual).
         """
-        slot: ReplySlot[R_co] = ReplySlot()
-        try:
-            await self._cell.deliver(self._cell.system.envelope(message, None, slot))
-        except BaseException:
-            slot.abandon()
-            raise
+        cell = self._cell
+        slot: ReplySlot[R_co] = ReplySlot(cell.system.new_event())
+        # No checkpoint before delivering: waiting for the reply is the checkpoint.
+        await cell.deliver(cell.system.envelope(message, None, slot))
         return await slot.wait(self.name, message, timeout)
 
     async def stop(self) -> None:

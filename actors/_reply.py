@@ -1,8 +1,7 @@
-"""Where the reply to one ask lands."""
+"""Where the reply to one ask lands: a one-shot slot, not a stream per ask."""
 
 from __future__ import annotations
 
-import contextlib
 from typing import Generic, TypeVar
 
 import anyio
@@ -13,49 +12,60 @@ __all__ = ("ReplySlot",)
 
 R = TypeVar("R")
 
-
-class _Failure:
-    __slots__ = ("error",)
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
+_PENDING, _RESOLVED, _FAILED, _ABANDONED = range(4)
 
 
 class ReplySlot(Generic[R]):
-    """A one-shot reply channel: written at most once, awaited by one asker."""
+    """A one-shot reply channel: written at most once, awaited by one asker.
 
-    __slots__ = ("_receive", "_send")
+    An event plus a field is all an ask needs; a memory object stream per ask
+    cost a stream pair, two close calls and extra checkpoints. Writes after the
+    asker has gone (timeout, cancellation) are dropped: that is not an error
+    for the replier.
+    """
 
-    def __init__(self) -> None:
-        self._send, self._receive = anyio.create_memory_object_stream[R | _Failure](1)
+    __slots__ = ("_event", "_outcome", "_state")
+
+    def __init__(self, event: anyio.Event) -> None:
+        self._event = event
+        self._state = _PENDING
+        self._outcome: object = None
 
     def resolve(self, value: R) -> None:
-        """Deliver the reply; a no-op if the asker has gone away."""
-        # the asker may have left (timeout, cancellation): not the replier's problem
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            self._send.send_nowait(value)
-        self._send.close()
+        """Deliver the reply (dropped if the asker has gone away)."""
+        if self._state == _PENDING:
+            self._state = _RESOLVED
+            self._outcome = value
+            self._event.set()
 
     def fail(self, error: BaseException) -> None:
-        """Deliver an error to the asker; a no-op if the asker has gone away."""
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            self._send.send_nowait(_Failure(error))
-        self._send.close()
+        """Deliver an error to the asker (dropped if the asker has gone away)."""
+        if self._state == _PENDING:
+            self._state = _FAILED
+            self._outcome = error
+            self._event.set()
 
     def abandon(self) -> None:
-        """The ask was never delivered: release the slot."""
-        self._send.close()
-        self._receive.close()
+        """The asker gives up; later replies are dropped."""
+        if self._state == _PENDING:
+            self._state = _ABANDONED
 
     async def wait(self, recipient: str, message: object, timeout: float | None) -> R:  # noqa: ASYNC109
         """Wait for the reply; raise AskTimeout, or the error the handler raised."""
-        with self._receive:
-            with anyio.move_on_after(timeout if timeout is not None else float("inf")):
-                outcome = await self._receive.receive()
-                if isinstance(outcome, _Failure):
-                    raise outcome.error
-                return outcome
+        try:
+            if timeout is None:
+                await self._event.wait()
+            else:
+                with anyio.move_on_after(timeout):
+                    await self._event.wait()
+        finally:
+            self.abandon()
+        if self._state == _RESOLVED:
+            return self._outcome  # type: ignore[return-value]  # set by resolve(value: R)
+        if self._state == _FAILED:
+            assert isinstance(self._outcome, BaseException)
+            raise self._outcome
         raise AskTimeout(
-            f"actor {recipient!r} did not answer {type(message).__name__} within {timeout} s;"
-            " raise the timeout or check that the actor is not blocked"
+            f"actor {recipient!r} did not answer {type(message).__name__} within {timeout:g} s;"
+            " give ask() a longer timeout or check what the actor is waiting for"
         )

@@ -57,6 +57,9 @@ class ActorSystem:
         self._ids = itertools.count(1)
         self._id_prefix = secrets.token_hex(4)
         self.failure: ActorFailed | None = None
+        # the running backend's Event class, found once: anyio.Event() looks the
+        # backend up on every call, which showed up in the ask profile
+        self.new_event: Callable[[], anyio.Event] = type(anyio.Event())
         self.closing = False
 
     @property
