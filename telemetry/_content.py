@@ -31,7 +31,7 @@ _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
         ),
         r"\g<1>" + _REDACTED,
     ),
-    (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/\-]+=*"), "Bearer " + _REDACTED),
+    (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/\-]{8,}=*"), "Bearer " + _REDACTED),
     (re.compile(r"\bsk-(?:ant-)?[A-Za-z0-9_\-]{8,}"), _REDACTED),
 )
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import traceback
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
+from types import TracebackType
+from typing import final
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
@@ -22,7 +24,6 @@ _ERROR_TEXT_LIMIT = 1024
 _STACK_LIMIT = 8192
 
 
-@contextmanager
 def open_span(
     tracer: trace.Tracer,
     name: str,
@@ -30,8 +31,8 @@ def open_span(
     kind: SpanKind = SpanKind.INTERNAL,
     attributes: Attributes = None,
     context: Context | None = None,
-) -> Iterator[Span]:
-    """Start a span, make it current, and end it when the block exits.
+) -> AbstractContextManager[Span]:
+    """Start a span on entry, make it current, and end it when the block exits.
 
     An ``Exception`` escaping the block marks the span ERROR with ``error.type``
     and an ``exception`` event. Any other ``BaseException`` (cancellation on
@@ -46,25 +47,56 @@ def open_span(
         attributes: attributes known at start (sampling may look at them).
         context: the parent context; ``None`` means the current one.
     """
-    span = tracer.start_span(
-        name,
-        context=context,
-        kind=kind,
-        attributes=attributes,
-        record_exception=False,
-        set_status_on_exception=False,
-    )
-    with trace.use_span(
-        span, end_on_exit=True, record_exception=False, set_status_on_exception=False
-    ):
+    return _SpanScope(tracer, name, kind, attributes, context)
+
+
+@final
+class _SpanScope(AbstractContextManager[Span]):
+    # A plain class rather than @contextmanager around use_span: this is on
+    # every step's path, and one object is much cheaper than two generators.
+    __slots__ = ("_attributes", "_context", "_kind", "_name", "_span", "_token", "_tracer")
+
+    def __init__(
+        self,
+        tracer: trace.Tracer,
+        name: str,
+        kind: SpanKind,
+        attributes: Attributes,
+        context: Context | None,
+    ) -> None:
+        self._tracer = tracer
+        self._name = name
+        self._kind = kind
+        self._attributes = attributes
+        self._context = context
+
+    def __enter__(self) -> Span:
+        span = self._tracer.start_span(
+            self._name,
+            context=self._context,
+            kind=self._kind,
+            attributes=self._attributes,
+            record_exception=False,
+            set_status_on_exception=False,
+        )
+        self._span = span
+        self._token = otel_context.attach(trace.set_span_in_context(span))
+        return span
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         try:
-            yield span
-        except Exception as exc:
-            _record_exception(span, exc)
-            raise
-        except BaseException as exc:
-            _record_cancellation(span, exc)
-            raise
+            if isinstance(exc, Exception):
+                _record_exception(self._span, exc)
+            elif exc is not None:
+                _record_cancellation(self._span, exc)
+        finally:
+            otel_context.detach(self._token)
+            self._span.end()
 
 
 def mark_error(span: Span, error_type: str, description: str = "") -> None:

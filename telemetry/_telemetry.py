@@ -48,7 +48,8 @@ class Telemetry:
     holds no per-run state. Every ``*_span`` method returns a context manager
     that starts the span, makes it current, yields it and ends it; an
     ``Exception`` escaping the block marks it ERROR with ``error.type``, while
-    cancellation only sets ``regiment.cancelled`` (see ``open_span``).
+    cancellation (asyncio or trio) only sets ``regiment.cancelled`` and leaves
+    the status unset.
 
     Message content (prompts, replies, tool arguments and results) is recorded
     only when capture is on, redacted and truncated to ``content_limit``.
@@ -77,6 +78,7 @@ class Telemetry:
             raise ConfigError(
                 f"content_limit must be a positive number of characters, got {content_limit}"
             )
+        self._provider = tracer_provider
         self._tracer = trace.get_tracer(
             _INSTRUMENTATION, _library_version(), tracer_provider=tracer_provider
         )
@@ -93,6 +95,15 @@ class Telemetry:
     def content_limit(self) -> int:
         """The most characters kept of one content attribute."""
         return self._limit
+
+    @property
+    def tracer_provider(self) -> TracerProvider:
+        """The provider spans go to (the global one when none was given).
+
+        Hand it to other instrumented clients (e.g. the Anthropic SDK's
+        ``open_telemetry={"tracer_provider": ...}``) so their spans land in the same trace.
+        """
+        return self._provider if self._provider is not None else trace.get_tracer_provider()
 
     @property
     def tracer(self) -> trace.Tracer:
