@@ -97,6 +97,7 @@ class Cell(Generic[M, R]):
         if capacity < 1:
             raise ConfigError(f"actor {name!r}: mailbox capacity must be >= 1, got {capacity}")
         self.system = system
+        self.capacity = capacity
         self.factory = factory
         self.name = name
         self.parent = parent
@@ -129,9 +130,8 @@ class Cell(Generic[M, R]):
         try:
             self.send_stream.send_nowait(envelope)
         except anyio.WouldBlock:
-            capacity = self.send_stream.statistics().max_buffer_size
             raise MailboxFull(
-                f"mailbox of actor {self.name!r} is full ({capacity:g} messages);"
+                f"mailbox of actor {self.name!r} is full ({self.capacity} messages);"
                 " use `await send(...)` to wait for room"
             ) from None
         except _GONE:

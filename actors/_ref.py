@@ -48,6 +48,16 @@ class ActorRef(Generic[M_contra, R_co]):
         """True while the actor accepts messages (False once stopping or stopped)."""
         return self._cell.accepting
 
+    @property
+    def mailbox_size(self) -> int:
+        """How many messages are queued in the mailbox right now."""
+        return self._cell.receive_stream.statistics().current_buffer_used
+
+    @property
+    def capacity(self) -> int:
+        """The most messages the mailbox holds."""
+        return self._cell.capacity
+
     async def send(self, message: M_contra, *, headers: Mapping[str, str] | None = None) -> None:
         """Put ``message`` in the mailbox, waiting while it is full (backpressure).
 

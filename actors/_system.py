@@ -187,7 +187,8 @@ class _SystemScope(AbstractAsyncContextManager[ActorSystem]):
             await self._tg.__aexit__(None, None, None)
         if system.failure is None:
             return None if exc is None else False
-        if exc is not None and exc is not system.failure.__cause__:
+        cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
+        if exc is not None and not cancelled and exc is not system.failure.__cause__:
             system.failure.add_note(f"the `async with` body raised meanwhile: {exc!r}")
         raise system.failure
 
