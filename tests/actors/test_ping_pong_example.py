@@ -1,0 +1,30 @@
+"""The ping-pong example is a real program: run it on both backends."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ping_pong.py"
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_ping_pong_prints_what_happened(backend: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-W", "error", str(EXAMPLE), backend],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "rally of 10 hits: ping 5, pong 5",
+        "pong stopped gracefully (alive: False)",
+        "serving to pong now fails: actor 'pong' has stopped;"
+        " the Serve message went to the dead letters",
+        "system closed: ping alive False, dead letters 1 (stopped message to 'pong')",
+    ]
