@@ -20,6 +20,16 @@ Messages and replies:
   entered around each ``receive`` call, so trace context crosses actors without
   handlers touching it.
 
+* ``ctx.envelope`` is the envelope of the message being handled; it is only
+  available while ``receive`` runs (read it there, not in a helper task).
+* An actor that asks itself from ``receive`` waits for itself forever; use a
+  helper task (``ctx.start_soon``) or ``send``.
+* Cost: a send into a mailbox with room, and the actor picking up queued mail,
+  use anyio's ``send_nowait``/``receive_nowait`` fast paths and do not yield to
+  the event loop (``send`` still raises if the caller is already cancelled;
+  ``ask`` yields while it waits for the reply). The loop yields once every 64
+  messages handled back to back, so a busy actor cannot starve the others.
+
 Stopping and dead letters:
 
 * ``await ref.stop()`` is graceful: the mailbox refuses new messages, queued

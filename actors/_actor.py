@@ -10,7 +10,7 @@ from regiment.actors._policy import RestartPolicy
 from regiment.errors import ConfigError
 
 if TYPE_CHECKING:
-    from regiment.actors._cell import Incarnation
+    from regiment.actors._incarnation import Incarnation
     from regiment.actors._messages import ChildFailed, Envelope
     from regiment.actors._ref import ActorRef
     from regiment.actors._system import ActorSystem

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Generic, TypeVar, TypeVarTuple, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Generic, TypeVar, cast
 
 import anyio
 import anyio.lowlevel
-from anyio.abc import TaskGroup, TaskStatus
+from anyio.abc import TaskStatus
 
 from regiment.actors._actor import Actor, ActorContext
+from regiment.actors._incarnation import Incarnation
 from regiment.actors._messages import ChildFailed, DeadLetterReason, Envelope
 from regiment.actors._policy import RestartPolicy, RestartWindow
 from regiment.actors._ref import ActorRef, current_actor
@@ -19,67 +19,15 @@ from regiment.errors import ActorFailed, ActorStopped, ConfigError, MailboxFull
 if TYPE_CHECKING:
     from regiment.actors._system import ActorSystem
 
-__all__ = ("Cell", "Incarnation")
+__all__ = ("Cell",)
 
 M = TypeVar("M")
 R = TypeVar("R")
 CM = TypeVar("CM")
 CR = TypeVar("CR")
-Ts = TypeVarTuple("Ts")
 
 _GONE = (anyio.ClosedResourceError, anyio.BrokenResourceError)
 _FAIRNESS = 64  # messages handled back to back before the loop yields once
-
-
-class Incarnation(Generic[M, R]):
-    """One instance's lifetime: owns its helper tasks and child actors."""
-
-    def __init__(self, cell: Cell[M, R], tg: TaskGroup) -> None:
-        self.cell = cell
-        self.tg = tg
-        self.children: list[Cell[object, object]] = []
-        self.signals: deque[ChildFailed] = deque()
-        self.failure: Exception | None = None
-
-    def start_soon(
-        self, fn: Callable[[*Ts], Awaitable[object]], *args: *Ts, name: str | None
-    ) -> None:
-        self.tg.start_soon(self._guarded, fn, args, name=name or f"{self.cell.name} task")
-
-    async def _guarded(self, fn: Callable[[*Ts], Awaitable[object]], args: tuple[*Ts]) -> None:
-        try:
-            await fn(*args)
-        except Exception as exc:
-            self.fail(exc)
-
-    def fail(self, error: Exception) -> None:
-        """A helper task failed: the instance fails (first error wins)."""
-        if self.failure is None:
-            self.failure = error
-        self.tg.cancel_scope.cancel()
-
-    async def spawn(
-        self,
-        factory: Callable[[], Actor[CM, CR]],
-        *,
-        name: str,
-        capacity: int,
-        restart: RestartPolicy,
-    ) -> ActorRef[CM, CR]:
-        child = Cell(self.cell.system, factory, name, capacity, restart, parent=self.child_failed)
-        self.children = [c for c in self.children if not c.stopped.is_set()]
-        self.children.append(cast("Cell[object, object]", child))
-        return cast("ActorRef[CM, CR]", await self.tg.start(child.run, name=f"actor {name}"))
-
-    def child_failed(self, failure: ChildFailed) -> None:
-        """Queue a child's escalation; the loop handles it between messages."""
-        self.signals.append(failure)
-        self.cell.wake()
-
-    async def stop_children(self) -> None:
-        """Stop live children gracefully, newest first."""
-        for child in reversed(self.children):
-            await child.ref.stop()
 
 
 class Cell(Generic[M, R]):
@@ -110,6 +58,17 @@ class Cell(Generic[M, R]):
         self.idle = False
         self.started = False
         self.stopped = anyio.Event()
+
+    def child(
+        self,
+        factory: Callable[[], Actor[CM, CR]],
+        name: str,
+        capacity: int,
+        restart: RestartPolicy,
+        parent: Callable[[ChildFailed], None],
+    ) -> Cell[CM, CR]:
+        """A cell for a child actor in the same system, escalating to ``parent``."""
+        return Cell(self.system, factory, name, capacity, restart, parent=parent)
 
     # -- the sending side -------------------------------------------------
 
@@ -220,6 +179,8 @@ class Cell(Generic[M, R]):
             failure = await self._handle_signals(instance, incarnation)
         if failure is None:
             await incarnation.stop_children()
+            # a child that failed while draining escalated to us meanwhile
+            failure = await self._handle_signals(instance, incarnation)
         return failure
 
     async def _loop(

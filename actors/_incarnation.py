@@ -1,0 +1,76 @@
+"""One instance's lifetime: the helper tasks and child actors it owns."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Generic, TypeVar, TypeVarTuple, cast
+
+from anyio.abc import TaskGroup
+
+from regiment.actors._messages import ChildFailed
+from regiment.actors._policy import RestartPolicy
+
+if TYPE_CHECKING:
+    from regiment.actors._actor import Actor
+    from regiment.actors._cell import Cell
+    from regiment.actors._ref import ActorRef
+
+__all__ = ("Incarnation",)
+
+M = TypeVar("M")
+R = TypeVar("R")
+CM = TypeVar("CM")
+CR = TypeVar("CR")
+Ts = TypeVarTuple("Ts")
+
+
+class Incarnation(Generic[M, R]):
+    """One instance's lifetime: owns its helper tasks and child actors."""
+
+    def __init__(self, cell: Cell[M, R], tg: TaskGroup) -> None:
+        self.cell = cell
+        self.tg = tg
+        self.children: list[Cell[object, object]] = []
+        self.signals: deque[ChildFailed] = deque()
+        self.failure: Exception | None = None
+
+    def start_soon(
+        self, fn: Callable[[*Ts], Awaitable[object]], *args: *Ts, name: str | None
+    ) -> None:
+        self.tg.start_soon(self._guarded, fn, args, name=name or f"{self.cell.name} task")
+
+    async def _guarded(self, fn: Callable[[*Ts], Awaitable[object]], args: tuple[*Ts]) -> None:
+        try:
+            await fn(*args)
+        except Exception as exc:
+            self.fail(exc)
+
+    def fail(self, error: Exception) -> None:
+        """A helper task failed: the instance fails (first error wins)."""
+        if self.failure is None:
+            self.failure = error
+        self.tg.cancel_scope.cancel()
+
+    async def spawn(
+        self,
+        factory: Callable[[], Actor[CM, CR]],
+        *,
+        name: str,
+        capacity: int,
+        restart: RestartPolicy,
+    ) -> ActorRef[CM, CR]:
+        child = self.cell.child(factory, name, capacity, restart, parent=self.child_failed)
+        self.children = [c for c in self.children if not c.stopped.is_set()]
+        self.children.append(cast("Cell[object, object]", child))
+        return cast("ActorRef[CM, CR]", await self.tg.start(child.run, name=f"actor {name}"))
+
+    def child_failed(self, failure: ChildFailed) -> None:
+        """Queue a child's escalation; the loop handles it between messages."""
+        self.signals.append(failure)
+        self.cell.wake()
+
+    async def stop_children(self) -> None:
+        """Stop live children gracefully, newest first."""
+        for child in reversed(self.children):
+            await child.ref.stop()
