@@ -1,4 +1,12 @@
-"""regiment: hierarchical multi-agent work on anyio actors."""
+"""regiment: hierarchical multi-agent work on anyio actors.
+
+A planner actor turns a goal into a versioned plan, hands each step to a bounded
+worker actor with its own tools, commits a step only from a report of the current
+plan version, replans the tail when a check fails, and synthesises one answer.
+The names most programs need are here; each room (``regiment.actors``,
+``regiment.tools``, ``regiment.models``, ``regiment.telemetry``,
+``regiment.hierarchy``) exports the rest.
+"""
 
 from regiment.errors import (
     ActorError,
@@ -13,12 +21,52 @@ from regiment.errors import (
     ModelError,
     PlanError,
     RegimentError,
+    RetryableToolError,
     RunCancelled,
     RunError,
     ScriptExhausted,
     StepFailed,
     ToolArgumentsInvalid,
     ToolError,
+)
+from regiment.hierarchy import (
+    Budget,
+    Check,
+    Event,
+    Plan,
+    Planner,
+    PlanStep,
+    Prompts,
+    RunningTeam,
+    RunResult,
+    StepReport,
+    Team,
+    Worker,
+)
+from regiment.models import (
+    AnthropicModel,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    Usage,
+    text_response,
+    tool_call_response,
+)
+from regiment.telemetry import (
+    Telemetry,
+    configure_tracing,
+)
+from regiment.tools import (
+    ApprovalRequest,
+    Approve,
+    Approver,
+    Deny,
+    EditArguments,
+    Tool,
+    ToolResult,
+    Toolset,
+    tool,
 )
 
 __version__ = "0.1.0"
@@ -27,20 +75,52 @@ __all__ = (
     "ActorError",
     "ActorFailed",
     "ActorStopped",
+    "AnthropicModel",
+    "ApprovalRequest",
+    "Approve",
+    "Approver",
     "AskTimeout",
+    "Budget",
     "BudgetExceeded",
+    "Check",
     "ConfigError",
+    "Deny",
+    "EditArguments",
+    "Event",
     "MailboxFull",
+    "Model",
     "ModelAPIError",
     "ModelConnectionError",
     "ModelError",
+    "ModelRequest",
+    "ModelResponse",
+    "Plan",
     "PlanError",
+    "PlanStep",
+    "Planner",
+    "Prompts",
     "RegimentError",
+    "RetryableToolError",
     "RunCancelled",
     "RunError",
+    "RunResult",
+    "RunningTeam",
     "ScriptExhausted",
+    "ScriptedModel",
     "StepFailed",
+    "StepReport",
+    "Team",
+    "Telemetry",
+    "Tool",
     "ToolArgumentsInvalid",
     "ToolError",
+    "ToolResult",
+    "Toolset",
+    "Usage",
+    "Worker",
+    "configure_tracing",
+    "text_response",
+    "tool",
+    "tool_call_response",
     "__version__",
 )

@@ -1,3 +1,79 @@
-"""hierarchy room."""
+"""Plans, the planner and worker actors, budgets, events and teams."""
 
-__all__ = ()
+from regiment.hierarchy._budget import Budget, BudgetLimit, OnExhausted
+from regiment.hierarchy._checks import Check, CheckOutcome
+from regiment.hierarchy._events import (
+    BudgetExhausted,
+    CheckFailed,
+    Event,
+    PlanCreated,
+    Replanned,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    StaleReportDropped,
+    StepCompleted,
+    StepDispatched,
+    StepErrored,
+    SynthesisStarted,
+)
+from regiment.hierarchy._messages import (
+    AssignStep,
+    CancelStep,
+    StepAllowance,
+    StepContext,
+    StepReport,
+    StepStatus,
+    ToolOutcome,
+    WorkerMessage,
+)
+from regiment.hierarchy._plan import Plan, PlanStep
+from regiment.hierarchy._plan_parse import ParsedPlan, parse_plan
+from regiment.hierarchy._plan_validate import validate_plan
+from regiment.hierarchy._planner import Planner
+from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy._result import RunResult, RunStatus
+from regiment.hierarchy._team import RunningTeam, Team
+from regiment.hierarchy._worker import Worker, WorkerActor
+
+__all__ = (
+    "AssignStep",
+    "Budget",
+    "BudgetExhausted",
+    "BudgetLimit",
+    "CancelStep",
+    "Check",
+    "CheckFailed",
+    "CheckOutcome",
+    "Event",
+    "OnExhausted",
+    "ParsedPlan",
+    "Plan",
+    "PlanCreated",
+    "PlanStep",
+    "Planner",
+    "Prompts",
+    "Replanned",
+    "RunCompleted",
+    "RunFailed",
+    "RunResult",
+    "RunStarted",
+    "RunStatus",
+    "RunningTeam",
+    "StaleReportDropped",
+    "StepAllowance",
+    "StepCompleted",
+    "StepContext",
+    "StepDispatched",
+    "StepErrored",
+    "StepReport",
+    "StepStatus",
+    "SynthesisStarted",
+    "Team",
+    "ToolOutcome",
+    "Worker",
+    "WorkerActor",
+    "WorkerMessage",
+    "parse_plan",
+    "validate_plan",
+)

@@ -89,7 +89,9 @@ class BudgetLedger:
     def exhausted(self, *, model_calls_needed: int = 1) -> BudgetLimit | None:
         """The first limit that leaves less than what one more model call needs."""
         b = self.budget
-        calls_left = _left(b.model_calls, self.spent.model_calls + self._reserved_sum("model_calls"))
+        calls_left = _left(
+            b.model_calls, self.spent.model_calls + self._reserved_sum("model_calls")
+        )
         if calls_left is not None and calls_left < model_calls_needed:
             return "model_calls"
         reserved_tokens = self._reserved_sum("tokens")
@@ -108,8 +110,10 @@ class BudgetLedger:
 
         Args:
             key: identifies the reservation (run-unique step key).
-            ways: how many steps are being dispatched together.
-            model_calls_cap: the most model calls the step can use (its iteration cap).
+            ways: how many steps are being dispatched together; tool calls and
+                tokens are split evenly between them.
+            model_calls_cap: the most model calls the step can use (its iteration cap);
+                model calls are reserved first come, first served up to this cap.
             keep_model_calls: model calls to keep back for later phases (synthesis).
 
         Returns:
@@ -121,10 +125,10 @@ class BudgetLedger:
             b.model_calls,
             self.spent.model_calls + self._reserved_sum("model_calls") + keep_model_calls,
         )
-        calls = _share(calls_left, model_calls_cap, ways)
-        if calls is not None and calls < 1:
-            calls = 1 if calls_left else 0
-        if calls == 0:
+        # Model calls go first come, first served up to the step's cap: an even
+        # split could leave every parallel step too few calls to finish.
+        calls = model_calls_cap if calls_left is None else min(model_calls_cap, calls_left)
+        if calls < 1:
             return None
         tools_left = _left(b.tool_calls, self.spent.tool_calls + self._reserved_sum("tool_calls"))
         tokens_left = _left(b.tokens, self._tokens_spent() + self._reserved_sum("tokens"))

@@ -47,7 +47,10 @@ class Check:
             if self.predicate(report):
                 return CheckOutcome(passed=True, reason="")
         except Exception as exc:  # a predicate that cannot read the report is a failed check
-            return CheckOutcome(passed=False, reason=f"check could not read step {report.step_id}: {type(exc).__name__}: {exc}")
+            return CheckOutcome(
+                passed=False,
+                reason=f"check could not read step {report.step_id}: {type(exc).__name__}: {exc}",
+            )
         reason = self.description
         if self.explain is not None:
             try:

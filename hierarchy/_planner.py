@@ -85,6 +85,11 @@ class PlanningSession:
         problems = validate_plan(
             steps, workers=tuple(self.workers), known_ids=self.known_ids, checks=tuple(self.checks)
         )
+        if not steps and not parsed.nothing_to_do:
+            problems = (
+                "the reply held no steps; reply with the steps as JSON, "
+                'or {"steps": []} if nothing needs doing',
+            )
         self.messages.append(Message.assistant(reply))
         return PlanAttempt(parsed=parsed, problems=problems, reply=reply)
 

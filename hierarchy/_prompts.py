@@ -140,4 +140,3 @@ class Prompts:
         if artifacts:
             text += f"\n\n{len(artifacts)} finished artefact(s) will be appended verbatim after your text; do not repeat them, introduce them."
         return text
-

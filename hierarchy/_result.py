@@ -39,7 +39,8 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
         stale_reports_dropped: reports for older plan versions that were dropped.
         budget_exhausted: which limit ran out, if any.
         trace_id: the OpenTelemetry trace id (hex), if tracing recorded the run.
-        events: every event of the run, in order (the same ones ``stream`` yields).
+        events: every event of the run, in order: the ones ``stream`` yields,
+            up to the closing ``RunCompleted`` (which carries this result).
     """
 
     run_id: str
@@ -73,4 +74,6 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
         for report in self.steps:
             if report.step_id == step_id and report.status == "done":
                 return report.output
-        raise KeyError(f"step {step_id!r} was not committed; committed: {', '.join(self.committed)}")
+        raise KeyError(
+            f"step {step_id!r} was not committed; committed: {', '.join(self.committed)}"
+        )

@@ -20,7 +20,14 @@ from typing import Literal, assert_never
 import anyio
 
 from regiment.actors import Actor, ActorRef
-from regiment.errors import BudgetExceeded, ModelError, PlanError, RunError, StepFailed
+from regiment.errors import (
+    BudgetExceeded,
+    ModelError,
+    PlanError,
+    RunCancelled,
+    RunError,
+    StepFailed,
+)
 from regiment.hierarchy._budget import Budget, BudgetLedger
 from regiment.hierarchy._checks import Check
 from regiment.hierarchy._events import (
@@ -36,11 +43,24 @@ from regiment.hierarchy._events import (
     StepErrored,
     SynthesisStarted,
 )
-from regiment.hierarchy._messages import AssignStep, CancelStep, StepContext, StepReport, WorkerMessage
+from regiment.hierarchy._messages import (
+    AssignStep,
+    CancelStep,
+    StepContext,
+    StepReport,
+    WorkerMessage,
+)
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._plan import Plan
 from regiment.hierarchy._planner import Planner, PlanningSession
-from regiment.hierarchy._run_messages import CancelRun, DeadlineReached, ModelReplied, PlannerMessage, Purpose, StartRun
+from regiment.hierarchy._run_messages import (
+    CancelRun,
+    DeadlineReached,
+    ModelReplied,
+    PlannerMessage,
+    Purpose,
+    StartRun,
+)
 from regiment.hierarchy._run_state import RunChannel, RunState
 from regiment.hierarchy._worker import Worker
 from regiment.models import Message, Model, ModelRequest, ModelResponse
@@ -83,6 +103,12 @@ class RunActor(Actor[PlannerMessage, None]):
         self._synth_caller = team.caller(synth_model, "synthesizer")
 
     # -- the handler ---------------------------------------------------------
+
+    async def on_stop(self) -> None:
+        if not self._channel.done:  # the team is stopping under a live run
+            self._state.fail(
+                self._channel, RunCancelled("the team stopped before the run finished")
+            )
 
     async def receive(self, message: PlannerMessage) -> None:
         match message:
@@ -136,7 +162,14 @@ class RunActor(Actor[PlannerMessage, None]):
         self._model_scope = scope
         self.ctx.start_soon(self._model_task, purpose, caller, request, self._token, scope)
 
-    async def _model_task(self, purpose: Purpose, caller: ModelCaller, request: ModelRequest, token: int, scope: anyio.CancelScope) -> None:
+    async def _model_task(
+        self,
+        purpose: Purpose,
+        caller: ModelCaller,
+        request: ModelRequest,
+        token: int,
+        scope: anyio.CancelScope,
+    ) -> None:
         with scope:
             try:
                 reply = ModelReplied(purpose, token, await caller.call(request))
@@ -171,7 +204,8 @@ class RunActor(Actor[PlannerMessage, None]):
             if session.attempts >= self._team.planner.max_plan_attempts:
                 self._fail(
                     PlanError(
-                        f"the planner gave no valid plan in {session.attempts} attempts: " + "; ".join(attempt.problems),
+                        f"the planner gave no valid plan in {session.attempts} attempts: "
+                        + "; ".join(attempt.problems),
                         last_reply=attempt.reply,
                         problems=attempt.problems,
                     )
@@ -182,12 +216,19 @@ class RunActor(Actor[PlannerMessage, None]):
             return
         parsed = attempt.parsed
         if purpose == "plan":
-            plan = Plan(version=1, steps=parsed.steps, reason="initial", truncated_from=parsed.truncated_from)
+            plan = Plan(
+                version=1,
+                steps=parsed.steps,
+                reason="initial",
+                truncated_from=parsed.truncated_from,
+            )
             state.plans.append(plan)
             self._emit(PlanCreated(run_id=state.run_id, plan=plan))
         else:
             old = state.plan
-            plan = old.with_tail(keep=tuple(state.committed), new_steps=parsed.steps, reason=self._replan_reason)
+            plan = old.with_tail(
+                keep=tuple(state.committed), new_steps=parsed.steps, reason=self._replan_reason
+            )
             state.plans.append(plan)
             kept = set(state.committed)
             self._emit(
@@ -211,14 +252,21 @@ class RunActor(Actor[PlannerMessage, None]):
             return
         plan = state.plan
         running = state.running_ids(plan.version)
-        ready = plan.ready(tuple(state.committed), running)[: max(0, team.concurrency - len(running))]
+        ready = plan.ready(tuple(state.committed), running)[
+            : max(0, team.concurrency - len(running))
+        ]
         for step in ready:
             worker = team.workers[step.worker or next(iter(team.workers))]
             key = f"{plan.version}/{step.id}/1"
-            allowance = state.ledger.reserve(key, ways=len(ready), model_calls_cap=worker.max_iterations, keep_model_calls=1)
+            allowance = state.ledger.reserve(
+                key, ways=len(ready), model_calls_cap=worker.max_iterations, keep_model_calls=1
+            )
             if allowance is None:
                 if not state.inflight:
-                    self._on_exhausted(state.ledger.exhausted(model_calls_needed=2) or "model_calls", f"no budget left to dispatch step {step.id}")
+                    self._on_exhausted(
+                        state.ledger.exhausted(model_calls_needed=2) or "model_calls",
+                        f"no budget left to dispatch step {step.id}",
+                    )
                 return
             context = StepContext(
                 goal=state.goal,
@@ -226,10 +274,25 @@ class RunActor(Actor[PlannerMessage, None]):
                 dependency_outputs=tuple((d, state.committed[d].output) for d in step.depends_on),
             )
             state.inflight[(plan.version, step.id, 1)] = worker.name
-            assign = AssignStep(run_id=state.run_id, plan_version=plan.version, step=step, context=context, attempt=1, allowance=allowance)
-            self._emit(StepDispatched(run_id=state.run_id, plan_version=plan.version, step_id=step.id, worker=worker.name, attempt=1))
+            assign = AssignStep(
+                run_id=state.run_id,
+                plan_version=plan.version,
+                step=step,
+                context=context,
+                attempt=1,
+                allowance=allowance,
+            )
+            self._emit(
+                StepDispatched(
+                    run_id=state.run_id,
+                    plan_version=plan.version,
+                    step_id=step.id,
+                    worker=worker.name,
+                    attempt=1,
+                )
+            )
             await team.worker_refs[worker.name].send(assign)
-        if not state.inflight and len(state.committed) >= len([s for s in plan.steps]):
+        if not state.inflight and len(state.committed) >= len(list(plan.steps)):
             self._synthesize()
 
     async def _on_report(self, report: StepReport) -> None:
@@ -237,12 +300,25 @@ class RunActor(Actor[PlannerMessage, None]):
         key = (report.plan_version, report.step_id, report.attempt)
         state.inflight.pop(key, None)
         state.ledger.release(f"{report.plan_version}/{report.step_id}/{report.attempt}")
-        state.charge(report.worker, report.usage, model_calls=report.model_calls, tool_calls=len(report.tool_outcomes))
-        if report.plan_version != state.version or self._phase in ("replanning", "winding_down", "done"):
+        state.charge(
+            report.worker,
+            report.usage,
+            model_calls=report.model_calls,
+            tool_calls=len(report.tool_outcomes),
+        )
+        if report.plan_version != state.version or self._phase in (
+            "replanning",
+            "winding_down",
+            "done",
+        ):
             self._drop_stale(report)
         else:
             await self._apply(report)
-        if self._phase == "winding_down" and not state.inflight and self._after_wind_down is not None:
+        if (
+            self._phase == "winding_down"
+            and not state.inflight
+            and self._after_wind_down is not None
+        ):
             then, self._after_wind_down = self._after_wind_down, None
             then()
 
@@ -254,7 +330,11 @@ class RunActor(Actor[PlannerMessage, None]):
         current = state.version + (1 if self._phase == "replanning" else 0)
         self._emit(
             StaleReportDropped(
-                run_id=state.run_id, report_version=report.plan_version, current_version=current, step_id=report.step_id, status=report.status
+                run_id=state.run_id,
+                report_version=report.plan_version,
+                current_version=current,
+                step_id=report.step_id,
+                status=report.status,
             )
         )
 
@@ -262,25 +342,56 @@ class RunActor(Actor[PlannerMessage, None]):
         state = self._state
         state.reports.append(report)
         step = state.plan.step(report.step_id)
+        if report.status == "budget_exhausted":
+            self._on_exhausted(
+                "step_allowance", f"step {step.id} used up its share of the budget: {report.error}"
+            )
+            return
         if report.status != "done":
             self._emit(
                 StepErrored(
-                    run_id=state.run_id, plan_version=report.plan_version, step_id=step.id, worker=report.worker, status=report.status, error=report.error or ""
+                    run_id=state.run_id,
+                    plan_version=report.plan_version,
+                    step_id=step.id,
+                    worker=report.worker,
+                    status=report.status,
+                    error=report.error or "",
                 )
             )
-            self._replan_or_fail(report, f"step {step.id} ({step.description}) ended {report.status}: {report.error or 'no detail'}")
+            self._replan_or_fail(
+                report,
+                f"step {step.id} ({step.description}) ended {report.status}: {report.error or 'no detail'}",
+            )
             return
         if step.check is not None:
             outcome = self._team.checks[step.check].run(report)
             if not outcome.passed:
-                self._emit(CheckFailed(run_id=state.run_id, plan_version=report.plan_version, step_id=step.id, check=step.check, reason=outcome.reason))
+                self._emit(
+                    CheckFailed(
+                        run_id=state.run_id,
+                        plan_version=report.plan_version,
+                        step_id=step.id,
+                        check=step.check,
+                        reason=outcome.reason,
+                    )
+                )
                 state.committed[step.id] = report  # kept as evidence for the replan
-                self._replan_or_fail(report, f"step {step.id} failed its check '{step.check}': {outcome.reason}")
+                self._replan_or_fail(
+                    report, f"step {step.id} failed its check '{step.check}': {outcome.reason}"
+                )
                 return
         state.committed[step.id] = report
         if self._team.workers[report.worker].artifact:
             state.artifacts.append(report.output)
-        self._emit(StepCompleted(run_id=state.run_id, plan_version=report.plan_version, step_id=step.id, worker=report.worker, output=report.output))
+        self._emit(
+            StepCompleted(
+                run_id=state.run_id,
+                plan_version=report.plan_version,
+                step_id=step.id,
+                worker=report.worker,
+                output=report.output,
+            )
+        )
         await self._dispatch_ready()
 
     def _replan_or_fail(self, report: StepReport, reason: str) -> None:
@@ -304,7 +415,12 @@ class RunActor(Actor[PlannerMessage, None]):
         unfinished = [s for s in plan.steps if s.id not in state.committed]
         prompts = team.planner.prompts
         request_text = prompts.replan_request(
-            goal=state.goal, plan=plan, committed=committed, unfinished=unfinished, reason=reason, next_id=state.next_step_number()
+            goal=state.goal,
+            plan=plan,
+            committed=committed,
+            unfinished=unfinished,
+            reason=reason,
+            next_id=state.next_step_number(),
         )
         assert self._session is not None
         self._session = PlanningSession(
@@ -321,7 +437,9 @@ class RunActor(Actor[PlannerMessage, None]):
     def _cancel_inflight(self, reason: str) -> None:
         state = self._state
         for worker in set(state.inflight.values()):
-            self._team.worker_refs[worker].send_nowait(CancelStep(run_id=state.run_id, reason=reason))
+            self._team.worker_refs[worker].send_nowait(
+                CancelStep(run_id=state.run_id, reason=reason)
+            )
 
     def _synthesize(self) -> None:
         state, prompts = self._state, self._team.planner.prompts
@@ -331,7 +449,13 @@ class RunActor(Actor[PlannerMessage, None]):
         plan = state.plan if state.plans else Plan(version=1, steps=())
         request = ModelRequest(
             system=prompts.synthesizer_system(team=self._team.name),
-            messages=(Message.user(prompts.synthesis_request(goal=state.goal, plan=plan, committed=committed, artifacts=state.artifacts)),),
+            messages=(
+                Message.user(
+                    prompts.synthesis_request(
+                        goal=state.goal, plan=plan, committed=committed, artifacts=state.artifacts
+                    )
+                ),
+            ),
         )
         self._call_model("synthesis", self._synth_caller, request)
 
@@ -339,7 +463,9 @@ class RunActor(Actor[PlannerMessage, None]):
 
     def _finish_with_answer(self, text: str) -> None:
         answer = "\n\n".join([text.strip(), *self._state.artifacts]).strip()
-        status: Literal["completed", "partial"] = "partial" if self._state.exhausted else "completed"
+        status: Literal["completed", "partial"] = (
+            "partial" if self._state.exhausted else "completed"
+        )
         self._end()
         self._state.finish(self._channel, answer, status)
 
@@ -383,19 +509,30 @@ class RunActor(Actor[PlannerMessage, None]):
         state.exhausted = limit
         self._emit(BudgetExhausted(run_id=state.run_id, limit=limit, detail=detail))
         if self._team.budget.on_exhausted == "raise":
-            self._wind_down(lambda: self._fail(BudgetExceeded(f"budget exhausted: {detail}", limit=limit)))
+            self._wind_down(
+                lambda: self._fail(BudgetExceeded(f"budget exhausted: {detail}", limit=limit))
+            )
         else:
             self._wind_down(self._finish_partial)
 
     def _finish_partial(self) -> None:
         state = self._state
-        committed = [f"{sid}: {r.output}" for sid, r in state.committed.items() if r.status == "done"]
-        answer = "Partial result (budget exhausted: " + (state.exhausted or "") + ").\n" + "\n".join(committed)
+        committed = [
+            f"{sid}: {r.output}" for sid, r in state.committed.items() if r.status == "done"
+        ]
+        answer = (
+            "Partial result (budget exhausted: "
+            + (state.exhausted or "")
+            + ").\n"
+            + "\n".join(committed)
+        )
         self._end()
         state.finish(self._channel, "\n\n".join([answer, *state.artifacts]), "partial")
 
 
 def _model_failure(reply: ModelReplied) -> RunError:
-    error = RunError(f"the {reply.purpose} model call failed: {type(reply.error).__name__}: {reply.error}")
+    error = RunError(
+        f"the {reply.purpose} model call failed: {type(reply.error).__name__}: {reply.error}"
+    )
     error.__cause__ = reply.error
     return error

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 
 import anyio
-from anyio.streams.memory import MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from regiment.errors import RunError
 from regiment.hierarchy._budget import BudgetLedger
@@ -28,7 +29,7 @@ class RunChannel:
     done: bool = False
 
     @classmethod
-    def open(cls) -> tuple[RunChannel, anyio.abc.ObjectReceiveStream[Event]]:
+    def open(cls) -> tuple[RunChannel, MemoryObjectReceiveStream[Event]]:
         # Unbounded: the planner must never block on a slow reader of events.
         send, receive = anyio.create_memory_object_stream[Event](math.inf)
         return cls(send), receive
@@ -41,10 +42,8 @@ class RunChannel:
 
     def emit(self, event: Event) -> None:
         """Deliver an event; a reader that has gone away is not an error."""
-        try:
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             self.send.send_nowait(event)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass
 
 
 @dataclass(slots=True)
@@ -57,7 +56,9 @@ class RunState:
     plans: list[Plan] = field(default_factory=list)
     reports: list[StepReport] = field(default_factory=list)
     committed: dict[str, StepReport] = field(default_factory=dict)
-    inflight: dict[tuple[int, str, int], str] = field(default_factory=dict)  # (version, step, attempt) -> worker
+    inflight: dict[tuple[int, str, int], str] = field(
+        default_factory=dict
+    )  # (version, step, attempt) -> worker
     artifacts: list[str] = field(default_factory=list)
     usage_by_role: dict[str, Usage] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)

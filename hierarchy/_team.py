@@ -9,6 +9,7 @@ cancellation never touches another's.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -17,8 +18,16 @@ from dataclasses import dataclass, field
 from typing import assert_never, final
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
 
-from regiment.actors import Actor, ActorRef, ActorSystem, ChildFailed, RestartPolicy, open_actor_system
+from regiment.actors import (
+    Actor,
+    ActorRef,
+    ActorSystem,
+    ChildFailed,
+    RestartPolicy,
+    open_actor_system,
+)
 from regiment.errors import ConfigError, RunCancelled, RunError
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._checks import Check
@@ -66,7 +75,9 @@ class Team:
             raise ConfigError(f"team '{self.name}' has no workers; give it at least one Worker")
         if len(set(names)) != len(names):
             dupes = sorted({n for n in names if names.count(n) > 1})
-            raise ConfigError(f"team '{self.name}' has two workers named {', '.join(dupes)}; worker names must be unique")
+            raise ConfigError(
+                f"team '{self.name}' has two workers named {', '.join(dupes)}; worker names must be unique"
+            )
         if self.concurrency < 1:
             raise ConfigError(f"team '{self.name}': concurrency must be at least 1")
 
@@ -116,12 +127,16 @@ class _Supervisor(Actor[_SpawnRun, _RunRef]):
                 assert_never(message)
 
     async def on_child_failed(self, failure: ChildFailed) -> None:
-        channel = self._channels.pop(failure.child, None)
+        channel = self._channels.pop(failure.child.name, None)
         if channel is not None and not channel.done:
-            error = RunError(f"the run's planner crashed: {type(failure.error).__name__}: {failure.error}")
+            error = RunError(
+                f"the run's planner crashed: {type(failure.error).__name__}: {failure.error}"
+            )
             error.__cause__ = failure.error
             channel.error = error
-            channel.close(RunFailed(run_id=failure.child, error_type="RunError", message=str(error)))
+            channel.close(
+                RunFailed(run_id=failure.child.name, error_type="RunError", message=str(error))
+            )
 
 
 @final
@@ -134,12 +149,16 @@ class RunningTeam:
         self._ids = itertools.count(1)
 
     @classmethod
-    async def spawn(cls, team: Team, system: ActorSystem, caller: Callable[[Model, str], ModelCaller]) -> RunningTeam:
+    async def spawn(
+        cls, team: Team, system: ActorSystem, caller: Callable[[Model, str], ModelCaller]
+    ) -> RunningTeam:
         refs: dict[str, ActorRef[WorkerMessage, None]] = {}
         prompts = team.planner.prompts
         for worker in team.workers:
             refs[worker.name] = await system.spawn(
-                lambda w=worker: WorkerActor(w, prompts, caller), name=f"{team.name}/{worker.name}", capacity=256
+                functools.partial(WorkerActor, worker, prompts, caller),
+                name=f"{team.name}/{worker.name}",
+                capacity=256,
             )
         runtime = TeamRuntime(
             name=team.name,
@@ -180,7 +199,9 @@ class RunningTeam:
             yield events
 
     @asynccontextmanager
-    async def _open(self, goal: str) -> AsyncIterator[tuple[RunChannel, anyio.abc.ObjectReceiveStream[Event]]]:
+    async def _open(
+        self, goal: str
+    ) -> AsyncIterator[tuple[RunChannel, MemoryObjectReceiveStream[Event]]]:
         if not goal.strip():
             raise ConfigError("the goal is empty; say what the team should do")
         run_id = f"run-{next(self._ids)}-{uuid.uuid4().hex[:8]}"
@@ -197,7 +218,11 @@ class RunningTeam:
                 events.close()
 
 
-async def _close_run(ref: ActorRef[PlannerMessage, None], channel: RunChannel, events: anyio.abc.ObjectReceiveStream[Event]) -> None:
+async def _close_run(
+    ref: ActorRef[PlannerMessage, None],
+    channel: RunChannel,
+    events: MemoryObjectReceiveStream[Event],
+) -> None:
     """Cancel the run if it is still going, wait (bounded) for it to wind down, stop its actor."""
     if ref.is_alive and not channel.done:
         ref.send_nowait(CancelRun())

@@ -9,9 +9,10 @@ sends exactly one ``StepReport`` to whoever assigned it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import assert_never, final
+from typing import assert_never, cast, final
 
 import anyio
 
@@ -59,9 +60,13 @@ class Worker:
 
     def __post_init__(self) -> None:
         if not self.name or not all(c.isalnum() or c in "_-" for c in self.name):
-            raise ConfigError(f"worker name {self.name!r} must be non-empty letters, digits, '_' or '-'")
+            raise ConfigError(
+                f"worker name {self.name!r} must be non-empty letters, digits, '_' or '-'"
+            )
         if self.max_iterations < 1 or self.max_concurrent_steps < 1:
-            raise ConfigError(f"worker '{self.name}': max_iterations and max_concurrent_steps must be at least 1")
+            raise ConfigError(
+                f"worker '{self.name}': max_iterations and max_concurrent_steps must be at least 1"
+            )
         toolset = self.tools if isinstance(self.tools, Toolset) else Toolset(self.name, self.tools)
         object.__setattr__(self, "toolset", toolset)
 
@@ -69,7 +74,12 @@ class Worker:
 class WorkerActor(Actor[WorkerMessage, None]):
     """Runs a :class:`Worker`'s steps; one actor per worker per started team."""
 
-    def __init__(self, worker: Worker, prompts: Prompts, caller: Callable[[Model, str], ModelCaller] = ModelCaller) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        prompts: Prompts,
+        caller: Callable[[Model, str], ModelCaller] = ModelCaller,
+    ) -> None:
         self._worker = worker
         self._prompts = prompts
         self._caller = caller(worker.model, worker.name)
@@ -88,11 +98,15 @@ class WorkerActor(Actor[WorkerMessage, None]):
     def _start(self, assign: AssignStep) -> None:
         sender = self.ctx.envelope.sender
         if sender is None:
-            raise ConfigError(f"worker '{self._worker.name}' got a step with no sender to report to")
+            raise ConfigError(
+                f"worker '{self._worker.name}' got a step with no sender to report to"
+            )
         key = (assign.run_id, assign.plan_version, assign.step.id, assign.attempt)
         scope = anyio.CancelScope()
         self._scopes[key] = scope
-        self.ctx.start_soon(self._run_step, assign, scope, sender)
+        # Whoever assigns a step accepts its report; the envelope cannot say so in types.
+        reply_to = cast("ActorRef[StepReport, object]", sender)
+        self.ctx.start_soon(self._run_step, assign, scope, reply_to)
 
     def _cancel(self, cancel: CancelStep) -> None:
         for (run_id, version, step_id, _), scope in self._scopes.items():
@@ -103,23 +117,34 @@ class WorkerActor(Actor[WorkerMessage, None]):
             if cancel.step_id is None or cancel.step_id == step_id:
                 scope.cancel()
 
-    async def _run_step(self, assign: AssignStep, scope: anyio.CancelScope, reply_to: ActorRef[StepReport, None]) -> None:
+    async def _run_step(
+        self, assign: AssignStep, scope: anyio.CancelScope, reply_to: ActorRef[StepReport, object]
+    ) -> None:
         progress = StepProgress()
         report: StepReport | None = None
         try:
             with scope:
                 report = await self._work(assign, progress)
         except Exception as exc:  # a crash of this step, not of the worker: report it
-            report = progress.report(assign, self._worker.name, "failed", error=f"{type(exc).__name__}: {exc}")
+            report = progress.report(
+                assign, self._worker.name, "failed", error=f"{type(exc).__name__}: {exc}"
+            )
         except anyio.get_cancelled_exc_class():
             # The worker itself is stopping: still tell the planner, then stop.
             with anyio.CancelScope(shield=True), anyio.move_on_after(1.0):
-                await self._send(reply_to, progress.report(assign, self._worker.name, "cancelled", error="worker stopped"))
+                await self._send(
+                    reply_to,
+                    progress.report(assign, self._worker.name, "cancelled", error="worker stopped"),
+                )
             raise
         finally:
-            self._scopes.pop((assign.run_id, assign.plan_version, assign.step.id, assign.attempt), None)
+            self._scopes.pop(
+                (assign.run_id, assign.plan_version, assign.step.id, assign.attempt), None
+            )
         if report is None:  # our scope was cancelled by a CancelStep
-            report = progress.report(assign, self._worker.name, "cancelled", error="cancelled by the planner")
+            report = progress.report(
+                assign, self._worker.name, "cancelled", error="cancelled by the planner"
+            )
         await self._send(reply_to, report)
 
     async def _work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
@@ -138,11 +163,14 @@ class WorkerActor(Actor[WorkerMessage, None]):
                     progress=progress,
                 )
         assert timeout_scope.cancelled_caught
-        return progress.report(assign, worker.name, "timed_out", error=f"step took longer than the worker's step_timeout of {worker.step_timeout}s")
+        return progress.report(
+            assign,
+            worker.name,
+            "timed_out",
+            error=f"step took longer than the worker's step_timeout of {worker.step_timeout}s",
+        )
 
     @staticmethod
-    async def _send(reply_to: ActorRef[StepReport, None], report: StepReport) -> None:
-        try:
+    async def _send(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:
+        with contextlib.suppress(ActorStopped):  # the run has ended; nobody waits for this report
             await reply_to.send(report)
-        except ActorStopped:
-            pass  # the run has ended; nobody is waiting for this report

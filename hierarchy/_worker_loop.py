@@ -9,8 +9,15 @@ import anyio
 from regiment.hierarchy._messages import AssignStep, StepReport, StepStatus, ToolOutcome
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
-from regiment.models import Message, ModelRequest, ModelResponse, ToolCallPart, ToolResultPart, Usage
-from regiment.tools import Toolset, ToolResult
+from regiment.models import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+from regiment.tools import ToolResult, Toolset
 
 __all__ = ("StepProgress", "run_tool_loop")
 
@@ -26,7 +33,15 @@ class StepProgress:
     outcomes: list[ToolOutcome] = field(default_factory=list)
     last_text: str = ""
 
-    def report(self, assign: AssignStep, worker: str, status: StepStatus, *, output: str | None = None, error: str | None = None) -> StepReport:
+    def report(
+        self,
+        assign: AssignStep,
+        worker: str,
+        status: StepStatus,
+        *,
+        output: str | None = None,
+        error: str | None = None,
+    ) -> StepReport:
         """A report carrying this progress."""
         return StepReport(
             run_id=assign.run_id,
@@ -71,7 +86,13 @@ async def _call_tools(
     parts: list[ToolResultPart] = []
     for call, result in zip(calls, results, strict=True):
         if result is None:
-            parts.append(ToolResultPart(call_id=call.id, content=f"not run: tool call allowance of {limit} used up", is_error=True))
+            parts.append(
+                ToolResultPart(
+                    call_id=call.id,
+                    content=f"not run: tool call allowance of {limit} used up",
+                    is_error=True,
+                )
+            )
             continue
         progress.outcomes.append(
             ToolOutcome(
@@ -104,8 +125,12 @@ async def run_tool_loop(
     progress: StepProgress,
 ) -> StepReport:
     """Run one step to an answer, or to the iteration cap, or to the allowance's end."""
-    system = prompts.worker_system(worker=worker, description=description, system_prompt=system_prompt)
-    messages: list[Message] = [Message.user(prompts.step_request(step=assign.step, context=assign.context))]
+    system = prompts.worker_system(
+        worker=worker, description=description, system_prompt=system_prompt
+    )
+    messages: list[Message] = [
+        Message.user(prompts.step_request(step=assign.step, context=assign.context))
+    ]
     for _ in range(max_iterations):
         if (reason := _out_of_allowance(assign, progress)) is not None:
             return progress.report(assign, worker, "budget_exhausted", error=reason)

@@ -10,13 +10,30 @@ from __future__ import annotations
 import json
 import re
 
-from regiment.models import ModelRequest, ModelResponse, TextPart, ToolResultPart, text_response, tool_call_response
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolResultPart,
+    text_response,
+    tool_call_response,
+)
 
 __all__ = ("refund_brain",)
 
 PLAN_V1 = [
-    {"id": "s1", "description": "Check refund eligibility of order {order}", "worker": "billing", "check": "eligible"},
-    {"id": "s2", "description": "Issue the refund for order {order}", "worker": "billing", "depends_on": ["s1"]},
+    {
+        "id": "s1",
+        "description": "Check refund eligibility of order {order}",
+        "worker": "billing",
+        "check": "eligible",
+    },
+    {
+        "id": "s2",
+        "description": "Issue the refund for order {order}",
+        "worker": "billing",
+        "depends_on": ["s1"],
+    },
     {
         "id": "s3",
         "description": "Email the customer of order {order} that the refund is on the way",
@@ -67,7 +84,11 @@ def _plan(request: ModelRequest) -> ModelResponse:
         tail = [dict(step, id=f"s{first + i}") for i, step in enumerate(PLAN_V2_TAIL)]
         raw = json.dumps({"steps": tail}).replace("{order}", order).replace("{flag}", f"s{first}")
         return text_response(raw)
-    return text_response("Here is the plan:\n```json\n" + json.dumps({"steps": PLAN_V1}).replace("{order}", order) + "\n```")
+    return text_response(
+        "Here is the plan:\n```json\n"
+        + json.dumps({"steps": PLAN_V1}).replace("{order}", order)
+        + "\n```"
+    )
 
 
 def _work(request: ModelRequest) -> ModelResponse:
@@ -83,12 +104,18 @@ def _work(request: ModelRequest) -> ModelResponse:
     if "Issue the refund" in description:
         return tool_call_response("issue_refund", {"order_id": order})
     if "Flag" in description:
-        return tool_call_response("flag_exception", {"order_id": order, "reason": "outside the refund window"})
+        return tool_call_response(
+            "flag_exception", {"order_id": order, "reason": "outside the refund window"}
+        )
     if "could not be made" in description:
         body = f"We are sorry: the refund for order {order} could not be made (outside the 30-day window). Our billing team will review it."
-        return tool_call_response("email_customer", {"order_id": order, "subject": "About your refund", "body": body})
+        return tool_call_response(
+            "email_customer", {"order_id": order, "subject": "About your refund", "body": body}
+        )
     body = f"Your refund for order {order} is on the way."
-    return tool_call_response("email_customer", {"order_id": order, "subject": "Refund on the way", "body": body})
+    return tool_call_response(
+        "email_customer", {"order_id": order, "subject": "Refund on the way", "body": body}
+    )
 
 
 def _synthesize(request: ModelRequest) -> ModelResponse:

@@ -14,7 +14,15 @@ if __package__ in (None, ""):  # run as a script: make the repository's parent i
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     __package__ = "examples.refund"
 
-from regiment.hierarchy import Plan, PlanCreated, Replanned, RunCompleted, StaleReportDropped, StepCompleted, StepDispatched
+from regiment.hierarchy import (
+    Plan,
+    PlanCreated,
+    Replanned,
+    RunCompleted,
+    StaleReportDropped,
+    StepCompleted,
+    StepDispatched,
+)
 from regiment.models import ScriptedModel
 
 from .brain import refund_brain

@@ -30,8 +30,24 @@ def build_team(model: Model, ledger: Ledger) -> Team:
         name="refunds",
         planner=Planner(model=model, max_steps=6),
         workers=[
-            Worker(name="billing", description="Checks refund eligibility, issues refunds, flags exceptions.", model=model, tools=tools["billing"]),
-            Worker(name="comms", description="Writes and sends e-mails to customers.", model=model, tools=tools["comms"]),
+            Worker(
+                name="billing",
+                description="Checks refund eligibility, issues refunds, flags exceptions.",
+                model=model,
+                tools=tools["billing"],
+            ),
+            Worker(
+                name="comms",
+                description="Writes and sends e-mails to customers.",
+                model=model,
+                tools=tools["comms"],
+            ),
         ],
-        checks={"eligible": Check(description="the order is eligible for a refund", predicate=_eligible, explain=_why_not)},
+        checks={
+            "eligible": Check(
+                description="the order is eligible for a refund",
+                predicate=_eligible,
+                explain=_why_not,
+            )
+        },
     )

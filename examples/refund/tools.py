@@ -36,11 +36,17 @@ def make_tools(ledger: Ledger) -> dict[str, list[Tool[..., object]]]:
     """The billing and comms tool lists, writing their side effects to ``ledger``."""
 
     @tool
-    def check_eligibility(order_id: Annotated[str, Field(description="The order number")]) -> dict[str, object]:
+    def check_eligibility(
+        order_id: Annotated[str, Field(description="The order number")],
+    ) -> dict[str, object]:
         """Check whether an order can still be refunded (30-day window after shipping)."""
         order = ORDERS.get(order_id)
         if order is None:
-            return {"order_id": order_id, "eligible": False, "reason": f"order {order_id} does not exist"}
+            return {
+                "order_id": order_id,
+                "eligible": False,
+                "reason": f"order {order_id} does not exist",
+            }
         days = order["days_since_shipping"]
         assert isinstance(days, int)
         eligible = days <= REFUND_WINDOW_DAYS
@@ -49,7 +55,12 @@ def make_tools(ledger: Ledger) -> dict[str, list[Tool[..., object]]]:
             if eligible
             else f"shipped {days} days ago, outside the {REFUND_WINDOW_DAYS}-day window"
         )
-        return {"order_id": order_id, "eligible": eligible, "reason": reason, "amount": order["amount"]}
+        return {
+            "order_id": order_id,
+            "eligible": eligible,
+            "reason": reason,
+            "amount": order["amount"],
+        }
 
     @tool(idempotency_key=("order_id",))
     def issue_refund(order_id: str) -> dict[str, object]:
@@ -67,7 +78,9 @@ def make_tools(ledger: Ledger) -> dict[str, list[Tool[..., object]]]:
     def email_customer(order_id: str, subject: str, body: str) -> dict[str, object]:
         """Email the customer of an order."""
         order = ORDERS.get(order_id, {})
-        ledger.emails.append({"to": str(order.get("customer", "unknown")), "subject": subject, "body": body})
+        ledger.emails.append(
+            {"to": str(order.get("customer", "unknown")), "subject": subject, "body": body}
+        )
         return {"sent": True, "to": order.get("customer", "unknown")}
 
     return {"billing": [check_eligibility, issue_refund, flag_exception], "comms": [email_customer]}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from regiment.models import ModelRequest, ModelResponse, TextPart, ToolResultPart, text_response
@@ -26,7 +26,7 @@ def tool_results(request: ModelRequest) -> list[ToolResultPart]:
     return [p for p in last.parts if isinstance(p, ToolResultPart)] if last.role == "user" else []
 
 
-def plan_json(*steps: dict[str, object]) -> str:
+def plan_json(*steps: Mapping[str, object]) -> str:
     return json.dumps({"steps": list(steps)})
 
 
@@ -48,7 +48,9 @@ class Brain:
         if request.system.startswith("You are the planner"):
             self.plan_requests.append(request)
             index = len(self.plan_requests) - 1
-            assert index < len(self.plans), f"planner called {index + 1} times, only {len(self.plans)} replies scripted"
+            assert index < len(self.plans), (
+                f"planner called {index + 1} times, only {len(self.plans)} replies scripted"
+            )
             return self.plans[index]
         if request.system.startswith("You are worker"):
             self.worker_requests.append(request)

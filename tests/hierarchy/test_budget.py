@@ -6,7 +6,13 @@ import pytest
 
 from regiment.errors import BudgetExceeded
 from regiment.hierarchy import Budget, BudgetExhausted, Planner, Team, Worker
-from regiment.models import ModelRequest, ModelResponse, ScriptedModel, ToolResultPart, tool_call_response
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    ToolResultPart,
+    tool_call_response,
+)
 from regiment.tools import tool
 
 from .brains import Brain, plan_json
@@ -14,7 +20,9 @@ from .brains import Brain, plan_json
 pytestmark = pytest.mark.anyio
 
 
-def _team(brain: Brain, budget: Budget, *, concurrency: int = 8, max_iterations: int = 4) -> tuple[Team, ScriptedModel]:
+def _team(
+    brain: Brain, budget: Budget, *, concurrency: int = 8, max_iterations: int = 4
+) -> tuple[Team, ScriptedModel]:
     model = ScriptedModel(brain)
 
     @tool
@@ -22,11 +30,25 @@ def _team(brain: Brain, budget: Budget, *, concurrency: int = 8, max_iterations:
         """Probe."""
         return n
 
-    worker = Worker(name="w", description="does things", model=model, tools=[probe], max_iterations=max_iterations)
-    return Team(name="t", planner=Planner(model=model), workers=[worker], budget=budget, concurrency=concurrency), model
+    worker = Worker(
+        name="w",
+        description="does things",
+        model=model,
+        tools=[probe],
+        max_iterations=max_iterations,
+    )
+    return Team(
+        name="t",
+        planner=Planner(model=model),
+        workers=[worker],
+        budget=budget,
+        concurrency=concurrency,
+    ), model
 
 
-async def _two_calls(description: str, results: list[ToolResultPart], request: ModelRequest) -> ModelResponse | str:
+async def _two_calls(
+    description: str, results: list[ToolResultPart], request: ModelRequest
+) -> ModelResponse | str:
     if not results:
         return tool_call_response("probe", {"n": 1})
     return "done"
@@ -44,7 +66,10 @@ async def test_fan_out_never_overshoots_the_model_call_limit() -> None:
 
 
 async def test_partial_result_keeps_what_was_committed() -> None:
-    brain = Brain([plan_json({"description": "first"}, {"description": "second", "depends_on": ["s1"]})], work=_two_calls)
+    brain = Brain(
+        [plan_json({"description": "first"}, {"description": "second", "depends_on": ["s1"]})],
+        work=_two_calls,
+    )
     team, model = _team(brain, Budget(model_calls=4))  # plan + 2 for s1 + 1 kept for synthesis
     result = await team.run("two steps")
     assert result.committed == ("s1",)
@@ -53,8 +78,11 @@ async def test_partial_result_keeps_what_was_committed() -> None:
 
 
 async def test_raise_mode_raises_budget_exceeded() -> None:
-    brain = Brain([plan_json({"description": "first"}, {"description": "second", "depends_on": ["s1"]})], work=_two_calls)
-    team, model = _team(brain, Budget(model_calls=4, on_exhausted="raise"))
+    brain = Brain(
+        [plan_json({"description": "first"}, {"description": "second", "depends_on": ["s1"]})],
+        work=_two_calls,
+    )
+    team, _model = _team(brain, Budget(model_calls=4, on_exhausted="raise"))
     with pytest.raises(BudgetExceeded) as info:
         await team.run("two steps")
     assert info.value.limit == "model_calls"
@@ -70,7 +98,9 @@ async def test_tool_call_allowance_is_split_across_parallel_steps() -> None:
 async def test_wall_clock_budget_ends_a_hung_run_with_a_partial_result() -> None:
     import anyio
 
-    async def hang(description: str, results: list[ToolResultPart], request: ModelRequest) -> ModelResponse | str:
+    async def hang(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
         await anyio.Event().wait()
         return "unreachable"
 

@@ -22,7 +22,9 @@ async def test_cancelling_one_run_stops_its_steps_and_spares_the_other() -> None
     cancelled: list[str] = []
     release_b = anyio.Event()
 
-    async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> ModelResponse | str:
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
         if description == "A: forever":
             started.set()
             try:
@@ -33,7 +35,10 @@ async def test_cancelling_one_run_stops_its_steps_and_spares_the_other() -> None
         await release_b.wait()
         return "b done"
 
-    plans = {"goal A": plan_json({"description": "A: forever"}), "goal B": plan_json({"description": "B: slow"})}
+    plans = {
+        "goal A": plan_json({"description": "A: forever"}),
+        "goal B": plan_json({"description": "B: slow"}),
+    }
 
     class PerGoal(Brain):
         async def __call__(self, request: ModelRequest) -> ModelResponse | str:
@@ -44,7 +49,11 @@ async def test_cancelling_one_run_stops_its_steps_and_spares_the_other() -> None
 
     brain = PerGoal([], work=work)
     model = ScriptedModel(brain)
-    team = Team(name="t", planner=Planner(model=model), workers=[Worker(name="w", description="w", model=model)])
+    team = Team(
+        name="t",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="w", model=model)],
+    )
     async with team.start() as running:
         baseline = await _task_count()
         results = []
@@ -72,13 +81,19 @@ async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
 
 
 async def test_leaving_the_team_block_leaves_no_tasks() -> None:
-    async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> ModelResponse | str:
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
         await anyio.Event().wait()
         return "never"
 
     brain = Brain([plan_json({"description": "forever"})], work=work)
     model = ScriptedModel(brain)
-    team = Team(name="t", planner=Planner(model=model), workers=[Worker(name="w", description="w", model=model)])
+    team = Team(
+        name="t",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="w", model=model)],
+    )
     before = await _task_count()
     with anyio.move_on_after(0.05):
         async with team.start() as running:

@@ -38,7 +38,9 @@ async def test_independent_steps_are_in_flight_together() -> None:
         in_flight -= 1
         return f"did: {description}"
 
-    brain = Brain([plan_json({"description": "research A"}, {"description": "research B"})], work=work)
+    brain = Brain(
+        [plan_json({"description": "research A"}, {"description": "research B"})], work=work
+    )
     result = await _team(brain).run("compare A and B")
     assert peak == 2
     assert set(result.committed) == {"s1", "s2"}
@@ -89,7 +91,14 @@ async def test_team_concurrency_limit_holds() -> None:
 
 
 async def test_steps_go_to_their_assigned_worker() -> None:
-    brain = Brain([plan_json({"description": "pay", "worker": "billing"}, {"description": "mail", "worker": "comms"})])
+    brain = Brain(
+        [
+            plan_json(
+                {"description": "pay", "worker": "billing"},
+                {"description": "mail", "worker": "comms"},
+            )
+        ]
+    )
     result = await _team(brain, workers=("billing", "comms")).run("pay and mail")
     by_step = {r.step_id: r.worker for r in result.steps}
     assert by_step == {"s1": "billing", "s2": "comms"}

@@ -15,7 +15,9 @@ from .brains import Brain, plan_json
 pytestmark = pytest.mark.anyio
 
 
-def _team(brain: Brain, *, replans: int = 0, step_timeout: float | None = 300.0, max_iterations: int = 8) -> Team:
+def _team(
+    brain: Brain, *, replans: int = 0, step_timeout: float | None = 300.0, max_iterations: int = 8
+) -> Team:
     model = ScriptedModel(brain)
 
     @tool
@@ -23,20 +25,32 @@ def _team(brain: Brain, *, replans: int = 0, step_timeout: float | None = 300.0,
         """Look a key up."""
         return f"value of {key}"
 
-    worker = Worker(name="w", description="does things", model=model, tools=[lookup], step_timeout=step_timeout, max_iterations=max_iterations)
-    return Team(name="t", planner=Planner(model=model), workers=[worker], budget=Budget(replans=replans))
+    worker = Worker(
+        name="w",
+        description="does things",
+        model=model,
+        tools=[lookup],
+        step_timeout=step_timeout,
+        max_iterations=max_iterations,
+    )
+    return Team(
+        name="t", planner=Planner(model=model), workers=[worker], budget=Budget(replans=replans)
+    )
 
 
 async def test_worker_model_error_fails_the_step_and_the_run_names_it() -> None:
     async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:
-        raise ModelAPIError("overloaded", status_code=529, error_type="overloaded_error", request_id="req_1")
+        raise ModelAPIError(
+            "overloaded", status_code=529, error_type="overloaded_error", request_id="req_1"
+        )
 
     brain = Brain([plan_json({"description": "fragile"})], work=work)
     with pytest.raises(StepFailed) as info:
         await _team(brain).run("goal")
     assert info.value.step_id == "s1"
     assert info.value.worker == "w"
-    assert "ModelAPIError" in info.value.cause and "overloaded" in info.value.cause
+    assert "ModelAPIError" in info.value.cause
+    assert "overloaded" in info.value.cause
 
 
 async def test_failed_step_is_replanned_when_replans_remain() -> None:
@@ -49,7 +63,9 @@ async def test_failed_step_is_replanned_when_replans_remain() -> None:
             raise RuntimeError("disk on fire")
         return "fine"
 
-    brain = Brain([plan_json({"description": "fragile"}), plan_json({"description": "sturdy"})], work=work)
+    brain = Brain(
+        [plan_json({"description": "fragile"}), plan_json({"description": "sturdy"})], work=work
+    )
     result = await _team(brain, replans=1).run("goal")
     assert result.committed == ("s2",)
     errored = [e for e in result.events if isinstance(e, StepErrored)]
@@ -69,7 +85,9 @@ async def test_hung_step_times_out() -> None:
 
 
 async def test_iteration_cap_is_a_reported_outcome() -> None:
-    async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> object:
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> object:
         return tool_call_response("lookup", {"key": "again"})  # never gives a final answer
 
     brain = Brain([plan_json({"description": "loop"})], work=work)  # type: ignore[arg-type]
@@ -80,7 +98,9 @@ async def test_iteration_cap_is_a_reported_outcome() -> None:
 
 
 async def test_invented_tool_name_goes_back_to_the_model() -> None:
-    async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> object:
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> object:
         if not results:
             return tool_call_response("send_email", {"to": "x"})
         return f"saw: {results[0].content}"
@@ -88,4 +108,5 @@ async def test_invented_tool_name_goes_back_to_the_model() -> None:
     brain = Brain([plan_json({"description": "mail"})], work=work)  # type: ignore[arg-type]
     result = await _team(brain).run("goal")
     output = result.output_of("s1")
-    assert "send_email" in output and "lookup" in output
+    assert "send_email" in output
+    assert "lookup" in output

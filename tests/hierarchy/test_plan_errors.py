@@ -30,7 +30,8 @@ async def test_unknown_worker_is_sent_back_then_fixed() -> None:
     assert result.committed == ("s1",)
     reprompt = brain.plan_requests[1].messages[-1]
     text = "".join(p.text for p in reprompt.parts if isinstance(p, TextPart))
-    assert "'shipping'" in text and "billing, comms" in text
+    assert "'shipping'" in text
+    assert "billing, comms" in text
 
 
 async def test_cycle_three_times_fails_with_plan_error_carrying_the_reply() -> None:

@@ -5,7 +5,16 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from regiment.hierarchy import Check, Planner, Replanned, StaleReportDropped, StepReport, Team, Worker
+from regiment.hierarchy import (
+    Check,
+    Planner,
+    Replanned,
+    RunCompleted,
+    StaleReportDropped,
+    StepReport,
+    Team,
+    Worker,
+)
 from regiment.models import ModelRequest, ScriptedModel, TextPart, ToolResultPart
 
 from .brains import Brain, plan_json
@@ -48,7 +57,9 @@ async def test_late_report_of_old_version_is_never_committed_or_built_on() -> No
             events.append(event)
             if isinstance(event, Replanned):
                 replanned.set()
-    result = events[-1].result
+    closing = events[-1]
+    assert isinstance(closing, RunCompleted)
+    result = closing.result
     dropped = [e for e in result.events if isinstance(e, StaleReportDropped)]
     assert [(e.step_id, e.report_version, e.current_version) for e in dropped] == [("s2", 1, 2)]
     assert dropped[0].status == "done"  # it really finished, and still was not applied
@@ -70,7 +81,11 @@ async def test_replans_are_bounded_then_step_failed() -> None:
         name="t",
         planner=Planner(model=model),
         workers=[Worker(name="w", description="does things", model=model)],
-        checks={"fails": Check(description="never passes", predicate=_never_ok, explain=lambda r: "still wrong")},
+        checks={
+            "fails": Check(
+                description="never passes", predicate=_never_ok, explain=lambda r: "still wrong"
+            )
+        },
         budget=Budget(replans=2),
     )
     with pytest.raises(StepFailed) as info:
