@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import final
 
 from regiment.models import Model, ModelRequest, ModelResponse
+from regiment.telemetry import Telemetry, record_chat_response
 
 __all__ = ("ModelCaller",)
 
@@ -13,11 +14,33 @@ __all__ = ("ModelCaller",)
 @final
 @dataclass(frozen=True, slots=True)
 class ModelCaller:
-    """Calls ``model`` on behalf of ``agent`` (a role or worker name)."""
+    """Calls ``model`` on behalf of ``agent`` (a role or worker name), inside a
+    ``chat {model}`` span that is a child of whatever span is current."""
 
     model: Model
     agent: str
+    telemetry: Telemetry
 
     async def call(self, request: ModelRequest) -> ModelResponse:
         """One model call."""
-        return await self.model.complete(request)
+        telemetry = self.telemetry
+        with telemetry.chat_span(
+            self.model.name,
+            self.model.provider,
+            agent_name=self.agent,
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+        ) as span:
+            if span.is_recording():
+                telemetry.record_chat_input(span, system=request.system, messages=request.messages)
+            response = await self.model.complete(request)
+            if span.is_recording():
+                record_chat_response(
+                    span,
+                    finish_reasons=(response.stop_reason,),
+                    usage=response.usage,
+                    response_model=response.model,
+                    response_id=response.response_id,
+                )
+                telemetry.record_chat_output(span, response.parts)
+            return response

@@ -14,10 +14,12 @@ is dropped, counted and recorded, never committed.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Literal, assert_never
 
 import anyio
+from opentelemetry.trace import Span
 
 from regiment.actors import Actor, ActorRef
 from regiment.errors import (
@@ -63,7 +65,14 @@ from regiment.hierarchy._run_messages import (
 )
 from regiment.hierarchy._run_state import RunChannel, RunState
 from regiment.hierarchy._worker import Worker
-from regiment.models import Message, Model, ModelRequest, ModelResponse
+from regiment.models import Message, ModelRequest, ModelResponse
+from regiment.telemetry import (
+    Telemetry,
+    headers_for,
+    record_check,
+    record_stale_report,
+    trace_id_hex,
+)
 
 __all__ = ("RunActor", "TeamRuntime")
 
@@ -81,16 +90,23 @@ class TeamRuntime:
     checks: Mapping[str, Check]
     budget: Budget
     concurrency: int
-    caller: Callable[[Model, str], ModelCaller]
+    telemetry: Telemetry
 
 
 class RunActor(Actor[PlannerMessage, None]):
     """Drives one run from goal to answer."""
 
-    def __init__(self, team: TeamRuntime, run_id: str, goal: str, channel: RunChannel) -> None:
+    def __init__(
+        self, team: TeamRuntime, run_id: str, goal: str, channel: RunChannel, run_span: Span
+    ) -> None:
         self._team = team
         self._channel = channel
         self._state = RunState(run_id=run_id, goal=goal, ledger=BudgetLedger(team.budget))
+        self._state.trace_id = trace_id_hex(run_span)
+        # Every span of the run's planner hangs off the run span explicitly: the
+        # ambient context of a handler is whichever message came in last.
+        self._run_span = run_span
+        self._run_headers = headers_for(run_span)
         self._phase: Phase = "planning"
         self._session: PlanningSession | None = None
         self._replan_reason = ""
@@ -98,9 +114,9 @@ class RunActor(Actor[PlannerMessage, None]):
         self._deadline_scope = anyio.CancelScope()
         self._token = 0
         self._after_wind_down: Callable[[], None] | None = None
-        self._planner_caller = team.caller(team.planner.model, team.planner.name)
+        self._planner_caller = ModelCaller(team.planner.model, team.planner.name, team.telemetry)
         synth_model = team.planner.synthesizer_model or team.planner.model
-        self._synth_caller = team.caller(synth_model, "synthesizer")
+        self._synth_caller = ModelCaller(synth_model, "synthesizer", team.telemetry)
 
     # -- the handler ---------------------------------------------------------
 
@@ -171,11 +187,27 @@ class RunActor(Actor[PlannerMessage, None]):
         scope: anyio.CancelScope,
     ) -> None:
         with scope:
-            try:
-                reply = ModelReplied(purpose, token, await caller.call(request))
-            except ModelError as exc:
-                reply = ModelReplied(purpose, token, None, exc)
+            with self._in_run(), self._phase_span(purpose):
+                try:
+                    reply = ModelReplied(purpose, token, await caller.call(request))
+                except ModelError as exc:
+                    reply = ModelReplied(purpose, token, None, exc)
             await self.ctx.self_ref.send(reply)
+
+    def _in_run(self) -> AbstractContextManager[None]:
+        return self._team.telemetry.propagator.activate(self._run_headers)
+
+    def _phase_span(self, purpose: Purpose) -> AbstractContextManager[Span]:
+        telemetry, state = self._team.telemetry, self._state
+        match purpose:
+            case "plan":
+                return telemetry.plan_span(self._team.planner.name, plan_version=1)
+            case "replan":
+                return telemetry.replan_span(old_version=state.version, reason=self._replan_reason)
+            case "synthesis":
+                return telemetry.phase_span("synthesize")
+            case _:
+                assert_never(purpose)
 
     async def _deadline(self, seconds: float) -> None:
         with self._deadline_scope:
@@ -291,7 +323,7 @@ class RunActor(Actor[PlannerMessage, None]):
                     attempt=1,
                 )
             )
-            await team.worker_refs[worker.name].send(assign)
+            await team.worker_refs[worker.name].send(assign, headers=self._run_headers)
         if not state.inflight and len(state.committed) >= len(list(plan.steps)):
             self._synthesize()
 
@@ -328,6 +360,12 @@ class RunActor(Actor[PlannerMessage, None]):
             return  # a step of the current version cancelled while the run winds down
         state.stale_dropped += 1
         current = state.version + (1 if self._phase == "replanning" else 0)
+        record_stale_report(
+            self._run_span,
+            step_id=report.step_id,
+            report_version=report.plan_version,
+            current_version=current,
+        )
         self._emit(
             StaleReportDropped(
                 run_id=state.run_id,
@@ -364,7 +402,14 @@ class RunActor(Actor[PlannerMessage, None]):
             )
             return
         if step.check is not None:
-            outcome = self._team.checks[step.check].run(report)
+            with (
+                self._in_run(),
+                self._team.telemetry.verify_span(
+                    step.id, check=step.check, plan_version=report.plan_version
+                ) as span,
+            ):
+                outcome = self._team.checks[step.check].run(report)
+                record_check(span, passed=outcome.passed, detail=outcome.reason)
             if not outcome.passed:
                 self._emit(
                     CheckFailed(

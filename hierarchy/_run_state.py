@@ -26,6 +26,7 @@ class RunChannel:
 
     send: MemoryObjectSendStream[Event]
     error: RunError | None = None
+    result: RunResult | None = None
     done: bool = False
 
     @classmethod
@@ -116,6 +117,7 @@ class RunState:
         """Emit the closing event and close the channel."""
         result = self.result(answer, status)
         event = RunCompleted(run_id=self.run_id, result=result)
+        channel.result = result
         self.events.append(event)
         channel.close(event)
         return result

@@ -12,13 +12,14 @@ from __future__ import annotations
 import functools
 import itertools
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import assert_never, final
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
+from opentelemetry.trace import Span
 
 from regiment.actors import (
     Actor,
@@ -33,14 +34,13 @@ from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._checks import Check
 from regiment.hierarchy._events import Event, RunCompleted, RunFailed
 from regiment.hierarchy._messages import WorkerMessage
-from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy._run import RunActor, TeamRuntime
 from regiment.hierarchy._run_messages import CancelRun, PlannerMessage, StartRun
 from regiment.hierarchy._run_state import RunChannel
 from regiment.hierarchy._worker import Worker, WorkerActor
-from regiment.models import Model
+from regiment.telemetry import Telemetry, record_run_end
 
 __all__ = ("RunningTeam", "Team")
 
@@ -60,6 +60,8 @@ class Team:
         checks: named predicates a plan step may carry.
         budget: limits per run.
         concurrency: steps of one run in flight at once.
+        telemetry: where spans go; ``None`` uses the global tracer provider
+            (which records nothing until the application installs one).
     """
 
     name: str
@@ -68,6 +70,7 @@ class Team:
     checks: Mapping[str, Check] = field(default_factory=dict)
     budget: Budget = field(default_factory=Budget)
     concurrency: int = 8
+    telemetry: Telemetry | None = None
 
     def __post_init__(self) -> None:
         names = [w.name for w in self.workers]
@@ -85,7 +88,7 @@ class Team:
     async def start(self) -> AsyncIterator[RunningTeam]:
         """Spawn the team's actors in the current event loop; stop them on exit."""
         async with open_actor_system() as system:
-            yield await RunningTeam.spawn(self, system, ModelCaller)
+            yield await RunningTeam.spawn(self, system)
 
     async def run(self, goal: str) -> RunResult:
         """Start the team, run one goal, stop the team (the one-call form for scripts)."""
@@ -98,6 +101,7 @@ class _SpawnRun:
     run_id: str
     goal: str
     channel: RunChannel
+    run_span: Span
 
 
 _RunRef = ActorRef[PlannerMessage, None]
@@ -113,12 +117,12 @@ class _Supervisor(Actor[_SpawnRun, _RunRef]):
 
     async def receive(self, message: _SpawnRun) -> _RunRef:
         match message:
-            case _SpawnRun(run_id=run_id, goal=goal, channel=channel):
+            case _SpawnRun(run_id=run_id, goal=goal, channel=channel, run_span=span):
                 # Forget finished runs here, so the table stays the size of the live runs.
                 self._channels = {k: c for k, c in self._channels.items() if not c.done}
                 self._channels[run_id] = channel
                 return await self.ctx.spawn(
-                    lambda: RunActor(self._runtime, run_id, goal, channel),
+                    lambda: RunActor(self._runtime, run_id, goal, channel, span),
                     name=run_id,
                     capacity=1024,
                     restart=RestartPolicy(max_restarts=0),
@@ -143,20 +147,22 @@ class _Supervisor(Actor[_SpawnRun, _RunRef]):
 class RunningTeam:
     """A started team; runs goals. Get one from ``Team.start()``."""
 
-    def __init__(self, team: Team, supervisor: ActorRef[_SpawnRun, _RunRef]) -> None:
+    def __init__(
+        self, team: Team, supervisor: ActorRef[_SpawnRun, _RunRef], telemetry: Telemetry
+    ) -> None:
         self.team = team
         self._supervisor = supervisor
+        self._telemetry = telemetry
         self._ids = itertools.count(1)
 
     @classmethod
-    async def spawn(
-        cls, team: Team, system: ActorSystem, caller: Callable[[Model, str], ModelCaller]
-    ) -> RunningTeam:
+    async def spawn(cls, team: Team, system: ActorSystem) -> RunningTeam:
+        telemetry = team.telemetry or Telemetry()
         refs: dict[str, ActorRef[WorkerMessage, None]] = {}
         prompts = team.planner.prompts
         for worker in team.workers:
             refs[worker.name] = await system.spawn(
-                functools.partial(WorkerActor, worker, prompts, caller),
+                functools.partial(WorkerActor, worker, prompts, telemetry),
                 name=f"{team.name}/{worker.name}",
                 capacity=256,
             )
@@ -168,10 +174,10 @@ class RunningTeam:
             checks=team.checks,
             budget=team.budget,
             concurrency=team.concurrency,
-            caller=caller,
+            telemetry=telemetry,
         )
         supervisor = await system.spawn(lambda: _Supervisor(runtime), name=f"{team.name}/planner")
-        return cls(team, supervisor)
+        return cls(team, supervisor, telemetry)
 
     async def run(self, goal: str) -> RunResult:
         """Run one goal to its result.
@@ -207,15 +213,36 @@ class RunningTeam:
         run_id = f"run-{next(self._ids)}-{uuid.uuid4().hex[:8]}"
         channel, events = RunChannel.open()
         ref: _RunRef | None = None
-        try:
-            ref = await self._supervisor.ask(_SpawnRun(run_id, goal, channel))
-            await ref.send(StartRun())
-            yield channel, events
-        finally:
-            with anyio.CancelScope(shield=True):
-                if ref is not None:
-                    await _close_run(ref, channel, events)
-                events.close()
+        with self._telemetry.run_span(self.team.name, run_id, goal) as span:
+            try:
+                ref = await self._supervisor.ask(_SpawnRun(run_id, goal, channel, span))
+                await ref.send(StartRun())
+                yield channel, events
+            finally:
+                with anyio.CancelScope(shield=True):
+                    if ref is not None:
+                        await _close_run(ref, channel, events)
+                    events.close()
+                _record_end(span, channel)
+
+
+def _record_end(span: Span, channel: RunChannel) -> None:
+    result = channel.result
+    if result is None:
+        error = channel.error or RunCancelled("the run ended without a result")
+        record_run_end(
+            span, status="failed", plan_versions=0, stale_dropped=0, error_type=type(error).__name__
+        )
+        return
+    record_run_end(
+        span,
+        status=result.status,
+        plan_versions=len(result.plans),
+        stale_dropped=result.stale_reports_dropped,
+        usage=result.usage,
+        model_calls=result.model_calls,
+        tool_calls=result.tool_calls,
+    )
 
 
 async def _close_run(

@@ -10,7 +10,7 @@ sends exactly one ``StepReport`` to whoever assigned it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import assert_never, cast, final
 
@@ -23,6 +23,7 @@ from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._worker_loop import StepProgress, run_tool_loop
 from regiment.models import Model
+from regiment.telemetry import Telemetry, record_step_outcome
 from regiment.tools import Tool, Toolset
 
 __all__ = ("Worker", "WorkerActor")
@@ -78,11 +79,12 @@ class WorkerActor(Actor[WorkerMessage, None]):
         self,
         worker: Worker,
         prompts: Prompts,
-        caller: Callable[[Model, str], ModelCaller] = ModelCaller,
+        telemetry: Telemetry,
     ) -> None:
         self._worker = worker
         self._prompts = prompts
-        self._caller = caller(worker.model, worker.name)
+        self._telemetry = telemetry
+        self._caller = ModelCaller(worker.model, worker.name, telemetry)
         self._limiter = anyio.CapacityLimiter(worker.max_concurrent_steps)
         self._scopes: dict[_StepKey, anyio.CancelScope] = {}
 
@@ -106,7 +108,8 @@ class WorkerActor(Actor[WorkerMessage, None]):
         self._scopes[key] = scope
         # Whoever assigns a step accepts its report; the envelope cannot say so in types.
         reply_to = cast("ActorRef[StepReport, object]", sender)
-        self.ctx.start_soon(self._run_step, assign, scope, reply_to)
+        headers = self.ctx.envelope.headers
+        self.ctx.start_soon(self._run_step, assign, scope, reply_to, headers)
 
     def _cancel(self, cancel: CancelStep) -> None:
         for (run_id, version, step_id, _), scope in self._scopes.items():
@@ -118,8 +121,35 @@ class WorkerActor(Actor[WorkerMessage, None]):
                 scope.cancel()
 
     async def _run_step(
-        self, assign: AssignStep, scope: anyio.CancelScope, reply_to: ActorRef[StepReport, object]
+        self,
+        assign: AssignStep,
+        scope: anyio.CancelScope,
+        reply_to: ActorRef[StepReport, object],
+        headers: Mapping[str, str],
     ) -> None:
+        # The step's span is parented by the trace context its envelope carried,
+        # so a worker serving many runs links each step to its own run.
+        with self._telemetry.agent_span(
+            self._worker.name,
+            parent_headers=headers,
+            run_id=assign.run_id,
+            step_id=assign.step.id,
+            plan_version=assign.plan_version,
+            attempt=assign.attempt,
+        ) as span:
+            report = await self._outcome(assign, scope, reply_to)
+            failed = report.status not in ("done", "cancelled")
+            record_step_outcome(
+                span,
+                report.status,
+                error_type=report.status if failed else None,
+                description=report.error or "",
+            )
+        await self._send(reply_to, report)
+
+    async def _outcome(
+        self, assign: AssignStep, scope: anyio.CancelScope, reply_to: ActorRef[StepReport, object]
+    ) -> StepReport:
         progress = StepProgress()
         report: StepReport | None = None
         try:
@@ -145,7 +175,7 @@ class WorkerActor(Actor[WorkerMessage, None]):
             report = progress.report(
                 assign, self._worker.name, "cancelled", error="cancelled by the planner"
             )
-        await self._send(reply_to, report)
+        return report
 
     async def _work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
         worker = self._worker
@@ -158,6 +188,7 @@ class WorkerActor(Actor[WorkerMessage, None]):
                     max_iterations=worker.max_iterations,
                     toolset=worker.toolset,
                     caller=self._caller,
+                    telemetry=self._telemetry,
                     prompts=self._prompts,
                     assign=assign,
                     progress=progress,

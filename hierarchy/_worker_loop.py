@@ -17,6 +17,7 @@ from regiment.models import (
     ToolResultPart,
     Usage,
 )
+from regiment.telemetry import Telemetry, record_tool_outcome
 from regiment.tools import ToolResult, Toolset
 
 __all__ = ("StepProgress", "run_tool_loop")
@@ -68,14 +69,24 @@ def _out_of_allowance(assign: AssignStep, progress: StepProgress) -> str | None:
 
 
 async def _call_tools(
-    toolset: Toolset, calls: tuple[ToolCallPart, ...], assign: AssignStep, progress: StepProgress
+    toolset: Toolset,
+    calls: tuple[ToolCallPart, ...],
+    assign: AssignStep,
+    progress: StepProgress,
+    telemetry: Telemetry,
 ) -> list[ToolResultPart]:
     """Run one response's tool calls at the same time; results keep the call order."""
     results: list[ToolResult | None] = [None] * len(calls)
     limit = assign.allowance.tool_calls
 
     async def one(index: int, call: ToolCallPart) -> None:
-        results[index] = await toolset.call(call.name, call.arguments, call_id=call.id)
+        with telemetry.tool_span(call.name, call.id, agent_name=toolset.name) as span:
+            telemetry.record_tool_arguments(span, call.arguments)
+            result = await toolset.call(call.name, call.arguments, call_id=call.id)
+            failure = (result.error_type or "error") if result.is_error else None
+            record_tool_outcome(span, failure or "ok", error_type=failure)
+            telemetry.record_tool_result(span, result.content)
+        results[index] = result
 
     async with anyio.create_task_group() as tg:
         for index, call in enumerate(calls):
@@ -120,6 +131,7 @@ async def run_tool_loop(
     max_iterations: int,
     toolset: Toolset,
     caller: ModelCaller,
+    telemetry: Telemetry,
     prompts: Prompts,
     assign: AssignStep,
     progress: StepProgress,
@@ -142,7 +154,7 @@ async def run_tool_loop(
         if not response.tool_calls:
             return progress.report(assign, worker, "done")
         messages.append(_assistant_message(response))
-        results = await _call_tools(toolset, response.tool_calls, assign, progress)
+        results = await _call_tools(toolset, response.tool_calls, assign, progress, telemetry)
         messages.append(Message(role="user", parts=tuple(results)))
     return progress.report(
         assign,

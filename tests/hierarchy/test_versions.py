@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
 
 from regiment.hierarchy import (
     Check,
@@ -16,6 +17,7 @@ from regiment.hierarchy import (
     Worker,
 )
 from regiment.models import ModelRequest, ScriptedModel, TextPart, ToolResultPart
+from regiment.telemetry import SpanCollector, Telemetry
 
 from .brains import Brain, plan_json
 
@@ -45,11 +47,15 @@ async def test_late_report_of_old_version_is_never_committed_or_built_on() -> No
     v2 = plan_json({"description": "recover", "depends_on": ["s1"]})
     brain = Brain([v1, v2], work=work)
     model = ScriptedModel(brain)
+    collector = SpanCollector()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(collector)
     team = Team(
         name="t",
         planner=Planner(model=model),
         workers=[Worker(name="w", description="does things", model=model)],
         checks={"fails": Check(description="never passes", predicate=_never_ok)},
+        telemetry=Telemetry(provider),
     )
     events = []
     async with team.start() as running, running.stream("goal") as stream:
@@ -69,6 +75,15 @@ async def test_late_report_of_old_version_is_never_committed_or_built_on() -> No
     assert all("SLOW-DRAFT-OUTPUT" not in _text(r) for r in brain.worker_requests)
     assert "SLOW-DRAFT-OUTPUT" not in result.answer
     assert all(r.step_id != "s2" for r in result.steps)
+    # The drop is on the trace too: an event on the run's root span.
+    provider.shutdown()
+    (root,) = [s for s in collector.spans() if s.name == "invoke_agent t"]
+    stale = [e for e in root.events if e.name == "regiment.report.stale_dropped"]
+    assert len(stale) == 1
+    assert stale[0].attributes is not None
+    assert stale[0].attributes["regiment.step.id"] == "s2"
+    assert root.attributes is not None
+    assert root.attributes["regiment.reports.stale_dropped"] == 1
 
 
 async def test_replans_are_bounded_then_step_failed() -> None:
