@@ -12,7 +12,7 @@ from regiment.hierarchy._plan import PlanStep
 from regiment.hierarchy._plan_parse import ParsedPlan, parse_plan
 from regiment.hierarchy._plan_validate import validate_plan
 from regiment.hierarchy._prompts import Prompts
-from regiment.hierarchy._worker import Worker
+from regiment.hierarchy._worker import WorkerSpec
 from regiment.models import Message, Model, ModelRequest
 
 __all__ = ("PlanAttempt", "Planner", "PlanningSession")
@@ -63,7 +63,7 @@ class PlanningSession:
     messages: list[Message]
     max_steps: int
     start_index: int
-    workers: Mapping[str, Worker]
+    workers: Mapping[str, WorkerSpec]
     checks: Mapping[str, Check]
     known_ids: Sequence[str] = ()
     attempts: int = 0

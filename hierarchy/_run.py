@@ -32,6 +32,7 @@ from regiment.errors import (
 )
 from regiment.hierarchy._budget import Budget, BudgetLedger
 from regiment.hierarchy._checks import Check
+from regiment.hierarchy._critic import Critic
 from regiment.hierarchy._events import (
     BudgetExhausted,
     CheckFailed,
@@ -45,6 +46,7 @@ from regiment.hierarchy._events import (
     StepErrored,
     SynthesisStarted,
 )
+from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._messages import (
     AssignStep,
     CancelStep,
@@ -64,7 +66,7 @@ from regiment.hierarchy._run_messages import (
     StartRun,
 )
 from regiment.hierarchy._run_state import RunChannel, RunState
-from regiment.hierarchy._worker import Worker
+from regiment.hierarchy._worker import WorkerSpec
 from regiment.models import Message, ModelRequest, ModelResponse
 from regiment.telemetry import (
     Telemetry,
@@ -85,11 +87,13 @@ class TeamRuntime:
 
     name: str
     planner: Planner
-    workers: Mapping[str, Worker]
+    workers: Mapping[str, WorkerSpec]
     worker_refs: Mapping[str, ActorRef[WorkerMessage, None]]
     checks: Mapping[str, Check]
     budget: Budget
     concurrency: int
+    critic: Critic | None
+    compression: Compression | None
     telemetry: Telemetry
 
 
@@ -155,7 +159,7 @@ class RunActor(Actor[PlannerMessage, None]):
         prompts = team.planner.prompts
         system = prompts.planner_system(
             team=team.name,
-            workers={n: (w.description, w.toolset.names) for n, w in team.workers.items()},
+            workers={n: (w.description, w.capabilities) for n, w in team.workers.items()},
             checks={n: c.description for n, c in team.checks.items()},
             max_steps=team.planner.max_steps,
         )
@@ -291,7 +295,7 @@ class RunActor(Actor[PlannerMessage, None]):
             worker = team.workers[step.worker or next(iter(team.workers))]
             key = f"{plan.version}/{step.id}/1"
             allowance = state.ledger.reserve(
-                key, ways=len(ready), model_calls_cap=worker.max_iterations, keep_model_calls=1
+                key, ways=len(ready), model_calls_cap=worker.step_model_calls, keep_model_calls=1
             )
             if allowance is None:
                 if not state.inflight:

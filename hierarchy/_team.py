@@ -32,7 +32,9 @@ from regiment.actors import (
 from regiment.errors import ConfigError, RunCancelled, RunError
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._checks import Check
+from regiment.hierarchy._critic import Critic
 from regiment.hierarchy._events import Event, RunCompleted, RunFailed
+from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._messages import WorkerMessage
 from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._result import RunResult
@@ -60,6 +62,8 @@ class Team:
         checks: named predicates a plan step may carry.
         budget: limits per run.
         concurrency: steps of one run in flight at once.
+        critic: judges each round's result; ``None`` means one round, no critique.
+        compression: compresses the carried context when it grows; ``None`` never does.
         telemetry: where spans go; ``None`` uses the global tracer provider
             (which records nothing until the application installs one).
     """
@@ -70,6 +74,8 @@ class Team:
     checks: Mapping[str, Check] = field(default_factory=dict)
     budget: Budget = field(default_factory=Budget)
     concurrency: int = 8
+    critic: Critic | None = None
+    compression: Compression | None = None
     telemetry: Telemetry | None = None
 
     def __post_init__(self) -> None:
@@ -174,6 +180,8 @@ class RunningTeam:
             checks=team.checks,
             budget=team.budget,
             concurrency=team.concurrency,
+            critic=team.critic,
+            compression=team.compression,
             telemetry=telemetry,
         )
         supervisor = await system.spawn(lambda: _Supervisor(runtime), name=f"{team.name}/planner")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import assert_never, cast, final
+from typing import Protocol, assert_never, cast, final
 
 import anyio
 
@@ -26,9 +26,29 @@ from regiment.models import Model
 from regiment.telemetry import Telemetry, record_step_outcome
 from regiment.tools import Tool, Toolset
 
-__all__ = ("Worker", "WorkerActor")
+__all__ = ("Worker", "WorkerActor", "WorkerSpec")
 
 _StepKey = tuple[str, int, str, int]  # run id, plan version, step id, attempt
+
+
+class WorkerSpec(Protocol):
+    """What the planner needs to know of anything it can assign steps to."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def artifact(self) -> bool: ...
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        """What the planner is told it can do (tool names, or a sub-team's workers)."""
+        ...
+
+    @property
+    def step_model_calls(self) -> int:
+        """The most model calls one step can use; the planner reserves this much."""
+        ...
 
 
 @final
@@ -70,6 +90,16 @@ class Worker:
             )
         toolset = self.tools if isinstance(self.tools, Toolset) else Toolset(self.name, self.tools)
         object.__setattr__(self, "toolset", toolset)
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        """Its tool names."""
+        return self.toolset.names
+
+    @property
+    def step_model_calls(self) -> int:
+        """Its iteration cap: one model call per iteration."""
+        return self.max_iterations
 
 
 class WorkerActor(Actor[WorkerMessage, None]):

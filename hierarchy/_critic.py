@@ -1,0 +1,90 @@
+"""The critic: after a plan's steps are committed, does the result meet the goal?
+
+Its verdict is structured (passed or not, and concrete feedback). A reply that
+does not parse is sent back once with the expected form; if the second reply
+does not parse either, the verdict is *passed with a warning*. Why that rule:
+the critic is an optional quality gate on work already paid for. Treating a
+broken critic as "failed" would spend more rounds (and money) on its noise,
+while the committed results are still valid; the warning is kept on the
+verdict, in the events and on the result, so nothing is hidden.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import final
+
+import msgspec
+
+from regiment.models import Model
+
+__all__ = ("Critic", "Verdict", "parse_verdict")
+
+_PROMPT = """\
+Judge whether the committed step results below fully meet the goal. Reply with
+JSON only: {"passed": true or false, "feedback": "what is missing or wrong, concretely",
+"open_questions": ["..."]}. Pass only if nothing important is missing."""
+
+
+@final
+@dataclass(frozen=True, kw_only=True)
+class Critic:
+    """An optional model call that judges a round's result.
+
+    Attributes:
+        model: the critic's model; ``None`` uses the planner's.
+        prompt: instructions for the critic.
+    """
+
+    model: Model | None = None
+    prompt: str = _PROMPT
+
+
+class Verdict(msgspec.Struct, frozen=True, kw_only=True):
+    """The critic's judgement of one round.
+
+    Attributes:
+        round: the round judged (1 for the first).
+        passed: whether the goal is met.
+        feedback: what is missing or wrong (empty when passed).
+        open_questions: questions the critic left open.
+        warning: set when the critic's reply could not be parsed and the
+            verdict was taken as passed by rule.
+    """
+
+    round: int
+    passed: bool
+    feedback: str = ""
+    open_questions: tuple[str, ...] = ()
+    warning: str | None = None
+
+
+class _Reply(msgspec.Struct):
+    passed: bool
+    feedback: str = ""
+    open_questions: list[str] = []
+
+
+def parse_verdict(text: str, *, round: int) -> Verdict | None:
+    """Read a critic reply (JSON, possibly fenced or inside prose); ``None`` if it does not parse."""
+    for candidate in _json_candidates(text):
+        try:
+            reply = msgspec.convert(json.loads(candidate), _Reply)
+        except (ValueError, msgspec.ValidationError):
+            continue
+        return Verdict(
+            round=round,
+            passed=reply.passed,
+            feedback=reply.feedback.strip(),
+            open_questions=tuple(q.strip() for q in reply.open_questions if q.strip()),
+        )
+    return None
+
+
+def _json_candidates(text: str) -> list[str]:
+    fenced = re.findall(r"```(?:json)?\s*(.*?)```", text, re.S)
+    start, end = text.find("{"), text.rfind("}")
+    whole = [text[start : end + 1]] if 0 <= start < end else []
+    return [*fenced, *whole]

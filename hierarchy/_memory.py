@@ -1,0 +1,107 @@
+"""Working memory: what a run carries between rounds and into step contexts,
+compressed by a model call when it grows past a threshold.
+
+What must survive compression is enforced by structure, not by trust: the goal
+is never given to the compressor (it is kept verbatim beside the memory), every
+committed step id keeps an entry (a step the compressor left out keeps its
+original output, cut to a bounded length), and the latest critique is kept as
+it was.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import final
+
+import msgspec
+
+from regiment.models import Model
+
+__all__ = ("Compression", "WorkingMemory", "parse_memory")
+
+_PROMPT = """\
+Compress the committed step results below into working memory for the rest of the
+run. Keep every fact a later step could need (ids, numbers, names, tool results,
+decisions); drop wording. Reply with JSON only:
+{"facts": {"<step id>": "<its key facts>", ...}, "open_questions": ["..."]}
+Every step id below must appear under "facts"."""
+
+# A step the compressor left out keeps at most this much of its own output.
+_FALLBACK_CHARS = 2000
+
+
+@final
+@dataclass(frozen=True, kw_only=True)
+class Compression:
+    """When and how to compress the carried context.
+
+    Attributes:
+        threshold_tokens: compress when the carried context's estimated size
+            passes this; ``None`` means ``window_fraction`` of ``context_window``.
+        context_window: the planner model's context window, in tokens.
+        window_fraction: the share of the window the carried context may take.
+        model: the compressor's model; ``None`` uses the planner's.
+        prompt: instructions for the compressor.
+    """
+
+    threshold_tokens: int | None = None
+    context_window: int = 200_000
+    window_fraction: float = 0.5
+    model: Model | None = None
+    prompt: str = _PROMPT
+
+    @property
+    def threshold(self) -> int:
+        """The size, in estimated tokens, past which the context is compressed."""
+        if self.threshold_tokens is not None:
+            return self.threshold_tokens
+        return int(self.context_window * self.window_fraction)
+
+
+class WorkingMemory(msgspec.Struct, frozen=True, kw_only=True):
+    """The compressed state of a run.
+
+    Attributes:
+        facts: per committed step id, its key facts.
+        open_questions: what is still unknown.
+    """
+
+    facts: dict[str, str]
+    open_questions: tuple[str, ...] = ()
+
+    def render(self) -> str:
+        """The memory as prompt text."""
+        lines = [f"- {sid}: {fact}" for sid, fact in self.facts.items()]
+        if self.open_questions:
+            lines += ["Open questions:", *(f"- {q}" for q in self.open_questions)]
+        return "\n".join(lines)
+
+
+class _Reply(msgspec.Struct):
+    facts: dict[str, str]
+    open_questions: list[str] = []
+
+
+def parse_memory(text: str, *, committed: Mapping[str, str]) -> WorkingMemory:
+    """Read a compressor reply; every committed step id gets an entry whatever the reply says.
+
+    Args:
+        text: the compressor's reply.
+        committed: committed step id -> its full output.
+    """
+    reply = _Reply(facts={})
+    start, end = text.find("{"), text.rfind("}")
+    for candidate in [*re.findall(r"```(?:json)?\s*(.*?)```", text, re.S), text[start : end + 1]]:
+        try:
+            reply = msgspec.convert(json.loads(candidate), _Reply)
+            break
+        except (ValueError, msgspec.ValidationError):
+            continue
+    facts = {
+        sid: (reply.facts.get(sid) or "").strip() or output[:_FALLBACK_CHARS]
+        for sid, output in committed.items()
+    }
+    return WorkingMemory(facts=facts, open_questions=tuple(q for q in reply.open_questions if q))
