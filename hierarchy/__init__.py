@@ -2,12 +2,16 @@
 
 from regiment.hierarchy._budget import Budget, BudgetLimit, OnExhausted
 from regiment.hierarchy._checks import Check, CheckOutcome
+from regiment.hierarchy._critic import Critic, Verdict, parse_verdict
 from regiment.hierarchy._events import (
     BudgetExhausted,
     CheckFailed,
+    ContextCompressed,
+    CritiqueCompleted,
     Event,
     PlanCreated,
     Replanned,
+    RoundStarted,
     RunCompleted,
     RunFailed,
     RunStarted,
@@ -17,6 +21,7 @@ from regiment.hierarchy._events import (
     StepErrored,
     SynthesisStarted,
 )
+from regiment.hierarchy._memory import Compression, WorkingMemory, parse_memory
 from regiment.hierarchy._messages import (
     AssignStep,
     CancelStep,
@@ -45,6 +50,10 @@ __all__ = (
     "Check",
     "CheckFailed",
     "CheckOutcome",
+    "Compression",
+    "ContextCompressed",
+    "Critic",
+    "CritiqueCompleted",
     "Event",
     "OnExhausted",
     "ParsedPlan",
@@ -54,6 +63,7 @@ __all__ = (
     "Planner",
     "Prompts",
     "Replanned",
+    "RoundStarted",
     "RunCompleted",
     "RunFailed",
     "RunResult",
@@ -71,9 +81,13 @@ __all__ = (
     "SynthesisStarted",
     "Team",
     "ToolOutcome",
+    "Verdict",
     "Worker",
     "WorkerActor",
     "WorkerMessage",
+    "WorkingMemory",
+    "parse_memory",
     "parse_plan",
+    "parse_verdict",
     "validate_plan",
 )

@@ -33,6 +33,7 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True):
         input_tokens: input tokens over all model calls.
         output_tokens: output tokens over all model calls.
         replans: how many times the plan may be replaced.
+        rounds: how many plan-execute-critique rounds a run may take (with a critic).
         wall_clock: seconds from the start of the run.
         on_exhausted: ``"partial"`` ends the run with a partial result marked
             as such; ``"raise"`` raises :class:`regiment.BudgetExceeded`.
@@ -44,6 +45,7 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True):
     input_tokens: int | None = None
     output_tokens: int | None = None
     replans: int = 3
+    rounds: int = 3
     wall_clock: float | None = None
     on_exhausted: OnExhausted = "partial"
 

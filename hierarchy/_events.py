@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import msgspec
 
+from regiment.hierarchy._critic import Verdict
 from regiment.hierarchy._messages import StepStatus
 from regiment.hierarchy._plan import Plan, PlanStep
 
@@ -19,11 +20,14 @@ if TYPE_CHECKING:
 __all__ = (
     "BudgetExhausted",
     "CheckFailed",
+    "ContextCompressed",
+    "CritiqueCompleted",
     "Event",
     "PlanCreated",
     "Replanned",
     "RunCompleted",
     "RunFailed",
+    "RoundStarted",
     "RunStarted",
     "StaleReportDropped",
     "StepCompleted",
@@ -107,6 +111,27 @@ class StaleReportDropped(_Base, frozen=True, kw_only=True):
     status: StepStatus
 
 
+class CritiqueCompleted(_Base, frozen=True, kw_only=True):
+    """The critic judged a round."""
+
+    verdict: Verdict
+
+
+class RoundStarted(_Base, frozen=True, kw_only=True):
+    """The critic found the goal unmet and rounds remain: another round is planned."""
+
+    round: int
+    feedback: str
+
+
+class ContextCompressed(_Base, frozen=True, kw_only=True):
+    """The carried context passed its threshold and was compressed into working memory."""
+
+    before_tokens: int
+    after_tokens: int
+    kept_step_ids: tuple[str, ...]
+
+
 class SynthesisStarted(_Base, frozen=True, kw_only=True):
     """The final answer is being written."""
 
@@ -142,6 +167,9 @@ Event: TypeAlias = (
     | CheckFailed
     | Replanned
     | StaleReportDropped
+    | CritiqueCompleted
+    | RoundStarted
+    | ContextCompressed
     | SynthesisStarted
     | BudgetExhausted
     | RunCompleted

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from regiment.hierarchy._messages import StepContext, StepReport
+from regiment.hierarchy._messages import StepContext
 from regiment.hierarchy._plan import Plan, PlanStep
 
 __all__ = ("Prompts",)
@@ -84,24 +84,57 @@ class Prompts:
         *,
         goal: str,
         plan: Plan,
-        committed: Sequence[StepReport],
+        committed: str,
         unfinished: Sequence[PlanStep],
         reason: str,
         next_id: int,
     ) -> str:
-        """Ask for a new tail: committed steps stay as evidence, the unfinished ones are replaced."""
-        done = "\n".join(
-            f"- {r.step_id} [{r.worker}]: {plan.step(r.step_id).description} -> {r.output}"
-            for r in committed
-        )
+        """Ask for a new tail: committed steps stay as evidence, the unfinished ones are replaced.
+
+        Args:
+            committed: the committed results as prompt lines (see ``RunActor``).
+        """
         todo = "\n".join(f"- {s.id} [{s.worker or '-'}]: {s.description}" for s in unfinished)
         return (
             f"REPLAN. Goal: {goal}\n\n"
-            f"Committed steps of plan version {plan.version} (kept; new steps may depend on them by id):\n{done or '- none'}\n\n"
+            f"Committed steps of plan version {plan.version} (kept; new steps may depend on them by id):\n{committed or '- none'}\n\n"
             f"Why the plan must change: {reason}\n\n"
             f"Unfinished steps of version {plan.version}, which your reply replaces:\n{todo or '- none'}\n\n"
             f"Reply with the new steps only, as JSON. Number new ids from s{next_id}."
         )
+
+    def round_request(
+        self, *, goal: str, round: int, committed: str, feedback: str, next_id: int
+    ) -> str:
+        """Plan another round after the critic found the result short of the goal."""
+        return (
+            f"ROUND {round}. Goal: {goal}\n\n"
+            f"Results so far (kept; new steps may depend on them by id):\n{committed or '- none'}\n\n"
+            f"The critic says the goal is not met yet: {feedback}\n\n"
+            "Reply with only the additional steps that close the gap, as JSON "
+            f'(or {{"steps": []}} if nothing more can be done). Number new ids from s{next_id}.'
+        )
+
+    def critic_system(self, *, team: str, instructions: str) -> str:
+        """The critic's system prompt."""
+        return f"You are the critic of team '{team}'.\n{instructions}"
+
+    def critique_request(self, *, goal: str, round: int, committed: str) -> str:
+        """What the critic judges."""
+        return f"Goal: {goal}\n\nRound {round} committed results:\n{committed or '- none'}"
+
+    def critique_retry(self) -> str:
+        """Re-prompt after a critic reply that did not parse."""
+        return 'That reply did not parse. Reply with JSON only: {"passed": true or false, "feedback": "..."}'
+
+    def compressor_system(self, *, team: str, instructions: str) -> str:
+        """The compressor's system prompt."""
+        return f"You are the compressor of team '{team}'.\n{instructions}"
+
+    def compress_request(self, *, committed: str, critique: str) -> str:
+        """What to compress (the goal is kept verbatim elsewhere, so it is not sent)."""
+        text = f"Committed step results:\n{committed}"
+        return text + (f"\n\nLatest critique (kept as is): {critique}" if critique else "")
 
     def worker_system(self, *, worker: str, description: str, system_prompt: str) -> str:
         """A worker's system prompt."""
@@ -127,13 +160,9 @@ class Prompts:
         """The synthesizer's system prompt."""
         return f"You are the synthesizer of team '{team}'.\n{self.synthesizer}"
 
-    def synthesis_request(
-        self, *, goal: str, plan: Plan, committed: Sequence[StepReport], artifacts: Sequence[str]
-    ) -> str:
+    def synthesis_request(self, *, goal: str, committed: str, artifacts: Sequence[str]) -> str:
         """The results to turn into one answer."""
-        results = "\n".join(
-            f"- {r.step_id} ({plan.step(r.step_id).description}): {r.output}" for r in committed
-        )
+        results = committed
         text = (
             f"Goal: {goal}\n\nCommitted step results:\n{results or '- none (nothing needed doing)'}"
         )

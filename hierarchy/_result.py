@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import msgspec
 
+from regiment.hierarchy._critic import Verdict
+from regiment.hierarchy._memory import WorkingMemory
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._plan import Plan
 from regiment.models import Usage
@@ -39,6 +41,9 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
         stale_reports_dropped: reports for older plan versions that were dropped.
         budget_exhausted: which limit ran out, if any.
         trace_id: the OpenTelemetry trace id (hex), if tracing recorded the run.
+        rounds: how many rounds ran (more than one only with a critic).
+        verdicts: the critic's verdict on each round, oldest first.
+        memory: the working memory, if the carried context was compressed.
         events: every event of the run, in order: the ones ``stream`` yields,
             up to the closing ``RunCompleted`` (which carries this result).
     """
@@ -58,6 +63,9 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     stale_reports_dropped: int = 0
     budget_exhausted: str | None = None
     trace_id: str | None = None
+    rounds: int = 1
+    verdicts: tuple[Verdict, ...] = ()
+    memory: WorkingMemory | None = None
     events: tuple[Event, ...] = ()
 
     @property

@@ -24,7 +24,6 @@ from opentelemetry.trace import Span
 from regiment.actors import Actor, ActorRef
 from regiment.errors import (
     BudgetExceeded,
-    ModelError,
     PlanError,
     RunCancelled,
     RunError,
@@ -36,9 +35,11 @@ from regiment.hierarchy._critic import Critic
 from regiment.hierarchy._events import (
     BudgetExhausted,
     CheckFailed,
+    CritiqueCompleted,
     Event,
     PlanCreated,
     Replanned,
+    RoundStarted,
     RunStarted,
     StaleReportDropped,
     StepCompleted,
@@ -57,6 +58,12 @@ from regiment.hierarchy._messages import (
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._plan import Plan
 from regiment.hierarchy._planner import Planner, PlanningSession
+from regiment.hierarchy._rounds import (
+    CritiqueSession,
+    apply_compression,
+    compress_request,
+    compression_due,
+)
 from regiment.hierarchy._run_messages import (
     CancelRun,
     DeadlineReached,
@@ -78,7 +85,9 @@ from regiment.telemetry import (
 
 __all__ = ("RunActor", "TeamRuntime")
 
-Phase = Literal["planning", "executing", "replanning", "synthesizing", "winding_down", "done"]
+Phase = Literal[
+    "planning", "executing", "replanning", "critiquing", "synthesizing", "winding_down", "done"
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,13 +130,25 @@ class RunActor(Actor[PlannerMessage, None]):
         self._planner_caller = ModelCaller(team.planner.model, team.planner.name, team.telemetry)
         synth_model = team.planner.synthesizer_model or team.planner.model
         self._synth_caller = ModelCaller(synth_model, "synthesizer", team.telemetry)
+        planner_model = team.planner.model
+        critic_model = (team.critic.model if team.critic else None) or planner_model
+        self._critic_caller = ModelCaller(critic_model, "critic", team.telemetry)
+        compressor = (team.compression.model if team.compression else None) or planner_model
+        self._compress_caller = ModelCaller(compressor, "compressor", team.telemetry)
+        self._critique: CritiqueSession | None = None
+        self._after_compress: Callable[[], None] | None = None
+        self._compress_before = 0
+        self._round_added = 0
 
     # -- the handler ---------------------------------------------------------
 
     async def on_stop(self) -> None:
         if not self._channel.done:  # the team is stopping under a live run
             self._state.fail(
-                self._channel, RunCancelled("the team stopped before the run finished")
+                self._channel,
+                RunCancelled(
+                    "the run's planner stopped before the run finished (the team stopped)"
+                ),
             )
 
     async def receive(self, message: PlannerMessage) -> None:
@@ -194,7 +215,7 @@ class RunActor(Actor[PlannerMessage, None]):
             with self._in_run(), self._phase_span(purpose):
                 try:
                     reply = ModelReplied(purpose, token, await caller.call(request))
-                except ModelError as exc:
+                except Exception as exc:  # any failure of the model ends the run with it
                     reply = ModelReplied(purpose, token, None, exc)
             await self.ctx.self_ref.send(reply)
 
@@ -208,6 +229,16 @@ class RunActor(Actor[PlannerMessage, None]):
                 return telemetry.plan_span(self._team.planner.name, plan_version=1)
             case "replan":
                 return telemetry.replan_span(old_version=state.version, reason=self._replan_reason)
+            case "round":
+                return telemetry.plan_span(
+                    self._team.planner.name,
+                    plan_version=state.version + 1,
+                    attributes={"regiment.round": state.round},
+                )
+            case "critique":
+                return telemetry.phase_span("critique", attributes={"regiment.round": state.round})
+            case "compress":
+                return telemetry.phase_span("compress")
             case "synthesis":
                 return telemetry.phase_span("synthesize")
             case _:
@@ -225,12 +256,19 @@ class RunActor(Actor[PlannerMessage, None]):
         if reply.error is not None or reply.response is None:
             self._fail(reply.error if isinstance(reply.error, RunError) else _model_failure(reply))
             return
-        role = "synthesizer" if reply.purpose == "synthesis" else "planner"
-        self._state.charge(role, reply.response.usage, model_calls=1)
-        if reply.purpose == "synthesis":
-            self._finish_with_answer(reply.response.text)
-        else:
-            await self._on_plan_reply(reply.purpose, reply.response)
+        response = reply.response
+        self._state.charge(_ROLES[reply.purpose], response.usage, model_calls=1)
+        match reply.purpose:
+            case "synthesis":
+                self._finish_with_answer(response.text)
+            case "critique":
+                self._on_critique(response.text)
+            case "compress":
+                self._on_compressed(response.text)
+            case "plan" | "replan" | "round":
+                await self._on_plan_reply(reply.purpose, response)
+            case _:
+                assert_never(reply.purpose)
 
     async def _on_plan_reply(self, purpose: Purpose, response: ModelResponse) -> None:
         session, state, prompts = self._session, self._state, self._team.planner.prompts
@@ -251,7 +289,15 @@ class RunActor(Actor[PlannerMessage, None]):
             self._call_model(purpose, self._planner_caller, session.request())
             return
         parsed = attempt.parsed
-        if purpose == "plan":
+        if purpose == "round":
+            self._round_added = len(parsed.steps)
+            old = state.plan
+            plan = old.with_tail(
+                keep=tuple(state.committed), new_steps=parsed.steps, reason=self._replan_reason
+            )
+            state.plans.append(plan)
+            self._emit(PlanCreated(run_id=state.run_id, plan=plan))
+        elif purpose == "plan":
             plan = Plan(
                 version=1,
                 steps=parsed.steps,
@@ -328,8 +374,8 @@ class RunActor(Actor[PlannerMessage, None]):
                 )
             )
             await team.worker_refs[worker.name].send(assign, headers=self._run_headers)
-        if not state.inflight and len(state.committed) >= len(list(plan.steps)):
-            self._synthesize()
+        if not state.inflight and all(s.id in state.committed for s in plan.steps):
+            self._plan_done()
 
     async def _on_report(self, report: StepReport) -> None:
         state = self._state
@@ -459,18 +505,25 @@ class RunActor(Actor[PlannerMessage, None]):
         self._phase = "replanning"
         self._replan_reason = reason
         self._cancel_inflight(f"plan version {state.version} is being replaced")
+        self._with_compression(self._ask_for_replan)
+
+    def _ask_for_replan(self) -> None:
+        state = self._state
         plan = state.plan
-        committed = [state.committed[s] for s in state.committed]
         unfinished = [s for s in plan.steps if s.id not in state.committed]
-        prompts = team.planner.prompts
-        request_text = prompts.replan_request(
+        request_text = self._team.planner.prompts.replan_request(
             goal=state.goal,
             plan=plan,
-            committed=committed,
+            committed=state.committed_text(),
             unfinished=unfinished,
-            reason=reason,
+            reason=self._replan_reason,
             next_id=state.next_step_number(),
         )
+        self._plan_tail("replan", request_text)
+
+    def _plan_tail(self, purpose: Purpose, request_text: str) -> None:
+        """Ask the planner for steps after the committed ones (a replan or a new round)."""
+        state, team = self._state, self._team
         assert self._session is not None
         self._session = PlanningSession(
             system=self._session.system,
@@ -481,7 +534,81 @@ class RunActor(Actor[PlannerMessage, None]):
             checks=team.checks,
             known_ids=tuple(state.committed),
         )
-        self._call_model("replan", self._planner_caller, self._session.request())
+        self._call_model(purpose, self._planner_caller, self._session.request())
+
+    # -- rounds, critique, compression ----------------------------------------
+
+    def _plan_done(self) -> None:
+        """Every step of the current plan is committed: critique the round, or answer."""
+        critic = self._team.critic
+        # A critique is only worth its call if a synthesis can still follow it, and
+        # if the round did something new to judge.
+        nothing_new = self._state.round > 1 and self._round_added == 0
+        if (
+            critic is None
+            or nothing_new
+            or self._state.ledger.exhausted(model_calls_needed=2) is not None
+        ):
+            self._with_compression(self._synthesize)
+            return
+        self._phase = "critiquing"
+        self._with_compression(self._ask_critic)
+
+    def _ask_critic(self) -> None:
+        assert self._team.critic is not None
+        self._critique = CritiqueSession.open(
+            team=self._team.name,
+            critic=self._team.critic,
+            prompts=self._team.planner.prompts,
+            state=self._state,
+        )
+        self._call_model("critique", self._critic_caller, self._critique.request())
+
+    def _on_critique(self, reply: str) -> None:
+        state, session = self._state, self._critique
+        assert session is not None
+        verdict = session.evaluate(reply, self._team.planner.prompts)
+        if verdict is None:
+            self._call_model("critique", self._critic_caller, session.request())
+            return
+        state.verdicts.append(verdict)
+        self._emit(CritiqueCompleted(run_id=state.run_id, verdict=verdict))
+        if verdict.passed or state.round >= self._team.budget.rounds:
+            self._synthesize()
+            return
+        state.round += 1
+        self._replan_reason = (
+            f"round {state.round}: the critic found the goal unmet: {verdict.feedback}"
+        )
+        self._emit(RoundStarted(run_id=state.run_id, round=state.round, feedback=verdict.feedback))
+        self._phase = "planning"
+        request_text = self._team.planner.prompts.round_request(
+            goal=state.goal,
+            round=state.round,
+            committed=state.committed_text(),
+            feedback=verdict.feedback,
+            next_id=state.next_step_number(),
+        )
+        self._plan_tail("round", request_text)
+
+    def _with_compression(self, then: Callable[[], None]) -> None:
+        """Run ``then`` now, or after compressing the carried context if it is too big."""
+        team, state = self._team, self._state
+        before = compression_due(team.compression, state)
+        if before is None or team.compression is None:
+            then()
+            return
+        self._after_compress, self._compress_before = then, before
+        request = compress_request(
+            team=team.name, compression=team.compression, prompts=team.planner.prompts, state=state
+        )
+        self._call_model("compress", self._compress_caller, request)
+
+    def _on_compressed(self, reply: str) -> None:
+        self._emit(apply_compression(self._state, reply, before_tokens=self._compress_before))
+        then, self._after_compress = self._after_compress, None
+        assert then is not None
+        then()
 
     def _cancel_inflight(self, reason: str) -> None:
         state = self._state
@@ -494,17 +621,12 @@ class RunActor(Actor[PlannerMessage, None]):
         state, prompts = self._state, self._team.planner.prompts
         self._phase = "synthesizing"
         self._emit(SynthesisStarted(run_id=state.run_id, committed_steps=tuple(state.committed)))
-        committed = [r for r in state.committed.values() if r.status == "done"]
-        plan = state.plan if state.plans else Plan(version=1, steps=())
+        text = prompts.synthesis_request(
+            goal=state.goal, committed=state.committed_text(), artifacts=state.artifacts
+        )
         request = ModelRequest(
             system=prompts.synthesizer_system(team=self._team.name),
-            messages=(
-                Message.user(
-                    prompts.synthesis_request(
-                        goal=state.goal, plan=plan, committed=committed, artifacts=state.artifacts
-                    )
-                ),
-            ),
+            messages=(Message.user(text),),
         )
         self._call_model("synthesis", self._synth_caller, request)
 
@@ -577,6 +699,16 @@ class RunActor(Actor[PlannerMessage, None]):
         )
         self._end()
         state.finish(self._channel, "\n\n".join([answer, *state.artifacts]), "partial")
+
+
+_ROLES: dict[Purpose, str] = {
+    "plan": "planner",
+    "replan": "planner",
+    "round": "planner",
+    "critique": "critic",
+    "compress": "compressor",
+    "synthesis": "synthesizer",
+}
 
 
 def _model_failure(reply: ModelReplied) -> RunError:

@@ -10,7 +10,7 @@ from regiment.models import ModelResponse
 
 __all__ = ("CancelRun", "DeadlineReached", "ModelReplied", "PlannerMessage", "StartRun")
 
-Purpose: TypeAlias = Literal["plan", "replan", "synthesis"]
+Purpose: TypeAlias = Literal["plan", "replan", "round", "critique", "compress", "synthesis"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,9 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from regiment.errors import RunError
 from regiment.hierarchy._budget import BudgetLedger
+from regiment.hierarchy._critic import Verdict
 from regiment.hierarchy._events import Event, RunCompleted, RunFailed
+from regiment.hierarchy._memory import WorkingMemory
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._plan import Plan
 from regiment.hierarchy._result import RunResult, RunStatus
@@ -66,6 +68,9 @@ class RunState:
     stale_dropped: int = 0
     exhausted: str | None = None
     trace_id: str | None = None
+    round: int = 1
+    verdicts: list[Verdict] = field(default_factory=list)
+    memory: WorkingMemory | None = None
 
     @property
     def plan(self) -> Plan:
@@ -82,6 +87,32 @@ class RunState:
 
     def running_ids(self, version: int) -> set[str]:
         return {step for (v, step, _), _w in self.inflight.items() if v == version}
+
+    def committed_text(self) -> str:
+        """The committed results as prompt lines, ``- <id> (<description>): <result>``.
+
+        Once the context has been compressed, a step's line carries its facts from
+        the working memory; steps committed since then carry their full output.
+        """
+        facts = self.memory.facts if self.memory is not None else {}
+        lines = []
+        for sid, report in self.committed.items():
+            description = self._description(sid)
+            lines.append(f"- {sid} ({description}): {facts.get(sid, report.output)}")
+        if self.memory is not None and self.memory.open_questions:
+            lines.append("Open questions: " + "; ".join(self.memory.open_questions))
+        return "\n".join(lines)
+
+    def _description(self, step_id: str) -> str:
+        for plan in reversed(self.plans):
+            for step in plan.steps:
+                if step.id == step_id:
+                    return step.description
+        return ""
+
+    @property
+    def last_feedback(self) -> str:
+        return self.verdicts[-1].feedback if self.verdicts else ""
 
     def next_step_number(self) -> int:
         """One more than the highest ``sN`` id used by any version, so new ids never collide."""
@@ -110,6 +141,9 @@ class RunState:
             stale_reports_dropped=self.stale_dropped,
             budget_exhausted=self.exhausted,
             trace_id=self.trace_id,
+            rounds=self.round,
+            verdicts=tuple(self.verdicts),
+            memory=self.memory,
             events=tuple(self.events),
         )
 

@@ -1,0 +1,140 @@
+"""Compression: only when the carried context passes its threshold, and what must
+survive (the goal, every committed step id, the latest critique) survives."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from regiment.hierarchy import (
+    Compression,
+    ContextCompressed,
+    Critic,
+    Planner,
+    Team,
+    Worker,
+)
+from regiment.models import ModelRequest, ModelResponse, ScriptedModel, TextPart, text_response
+
+from .brains import Brain, plan_json, step_of
+
+pytestmark = pytest.mark.anyio
+
+GOAL = "Add up the three readings exactly: report 'total N'."
+READINGS = {"alpha": 17, "beta": 20, "gamma": 5}
+
+
+def _text(request: ModelRequest) -> str:
+    return "\n".join(p.text for m in request.messages for p in m.parts if isinstance(p, TextPart))
+
+
+class SumBrain(Brain):
+    """Workers read a meter (with a lot of noise around the number), the
+    compressor keeps only the numbers, and the synthesizer adds up whatever
+    numbers the committed lines carry — so it gets the same total from raw
+    outputs and from working memory, but only if no step was dropped."""
+
+    def __init__(self, *, forget: str | None = None) -> None:
+        steps = [{"description": f"read meter {name}"} for name in READINGS]
+        super().__init__([plan_json(*steps)])
+        self.forget = forget  # a step id the compressor "forgets" to mention
+        self.compressor_requests: list[ModelRequest] = []
+        self.synthesis_requests: list[ModelRequest] = []
+
+    async def __call__(self, request: ModelRequest) -> ModelResponse | str:
+        if request.system.startswith("You are the compressor"):
+            self.compressor_requests.append(request)
+            facts = {}
+            for sid, value in re.findall(r"- (s\d+) \([^)]*\): .*?reading=(\d+)", _text(request)):
+                if sid != self.forget:
+                    facts[sid] = f"reading={value}"
+            return json.dumps({"facts": facts, "open_questions": ["is gamma calibrated?"]})
+        if request.system.startswith("You are the synthesizer"):
+            self.synthesis_requests.append(request)
+            numbers = re.findall(r"reading=(\d+)", _text(request))
+            return text_response(f"total {sum(int(n) for n in numbers)}")
+        if request.system.startswith("You are worker"):
+            _, description = step_of(request)
+            noise = "calibration log line; " * 80
+            return f"{noise} reading={READINGS[description.split()[-1]]} {noise}"
+        return await super().__call__(request)
+
+
+def _team(brain: Brain, compression: Compression | None) -> Team:
+    model = ScriptedModel(brain)
+    return Team(
+        name="t",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="reads meters", model=model)],
+        compression=compression,
+    )
+
+
+async def test_with_and_without_compression_reach_the_same_answer() -> None:
+    plain = SumBrain()
+    squeezed = SumBrain()
+    without = await _team(plain, None).run(GOAL)
+    with_it = await _team(squeezed, Compression(threshold_tokens=200)).run(GOAL)
+
+    assert without.answer == with_it.answer == "total 42"
+    assert plain.compressor_requests == []
+    assert len(squeezed.compressor_requests) == 1
+    (event,) = [e for e in with_it.events if isinstance(e, ContextCompressed)]
+    assert event.before_tokens > 200
+    assert event.after_tokens < event.before_tokens / 10
+    assert sorted(event.kept_step_ids) == ["s1", "s2", "s3"]
+    # The goal never went to the compressor, and reached the synthesizer verbatim.
+    assert GOAL not in _text(squeezed.compressor_requests[0])
+    assert GOAL in _text(squeezed.synthesis_requests[0])
+
+
+async def test_a_step_the_compressor_drops_keeps_its_own_output() -> None:
+    brain = SumBrain(forget="s2")
+    result = await _team(brain, Compression(threshold_tokens=200)).run(GOAL)
+    assert result.memory is not None
+    assert set(result.memory.facts) == {"s1", "s2", "s3"}
+    assert "reading=20" in result.memory.facts["s2"]
+    assert result.memory.open_questions == ("is gamma calibrated?",)
+    assert result.answer == "total 42"
+
+
+async def test_no_compression_below_the_threshold() -> None:
+    brain = SumBrain()
+    result = await _team(brain, Compression(threshold_tokens=100_000)).run(GOAL)
+    assert brain.compressor_requests == []
+    assert result.memory is None
+    assert not any(isinstance(e, ContextCompressed) for e in result.events)
+
+
+async def test_latest_critique_is_kept_through_compression() -> None:
+    class CriticSumBrain(SumBrain):
+        def __init__(self) -> None:
+            super().__init__()
+            self.plans = [*self.plans, plan_json({"description": "re-read meter gamma"})]
+            self.critic_calls = 0
+
+        async def __call__(self, request: ModelRequest) -> ModelResponse | str:
+            if request.system.startswith("You are the critic"):
+                self.critic_calls += 1
+                passed = self.critic_calls > 1
+                return json.dumps({"passed": passed, "feedback": "" if passed else "re-read gamma"})
+            return await super().__call__(request)
+
+    brain = CriticSumBrain()
+    model = ScriptedModel(brain)
+    team = Team(
+        name="t",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="reads meters", model=model)],
+        critic=Critic(),
+        compression=Compression(threshold_tokens=200),
+    )
+    result = await team.run(GOAL)
+    assert result.rounds == 2
+    # Compressed before the first critique, and again once round two added a noisy step.
+    assert len(brain.compressor_requests) == 2
+    assert "re-read gamma" in _text(brain.compressor_requests[1])
+    assert result.memory is not None
+    assert set(result.memory.facts) == {"s1", "s2", "s3", "s4"}

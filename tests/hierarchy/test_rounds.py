@@ -1,0 +1,134 @@
+"""Critique rounds: a critic that finds the goal unmet starts another round that
+builds on what was already paid for; rounds are bounded; a broken critic has a rule."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from regiment.hierarchy import (
+    Budget,
+    Critic,
+    CritiqueCompleted,
+    Planner,
+    RoundStarted,
+    Team,
+    Worker,
+)
+from regiment.models import ModelRequest, ModelResponse, ScriptedModel, TextPart, text_response
+
+from .brains import Brain, plan_json
+
+pytestmark = pytest.mark.anyio
+
+
+class CriticBrain(Brain):
+    """A Brain whose critic answers from a list."""
+
+    def __init__(self, plans: list[str], verdicts: list[str]) -> None:
+        super().__init__(plans)
+        self.verdicts = verdicts
+        self.critic_requests: list[ModelRequest] = []
+
+    async def __call__(self, request: ModelRequest) -> ModelResponse | str:
+        if request.system.startswith("You are the critic"):
+            self.critic_requests.append(request)
+            return self.verdicts[len(self.critic_requests) - 1]
+        return await super().__call__(request)
+
+
+def _team(brain: Brain, *, rounds: int = 3) -> Team:
+    model = ScriptedModel(brain)
+    return Team(
+        name="t",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="w", model=model)],
+        critic=Critic(),
+        budget=Budget(rounds=rounds),
+    )
+
+
+def _verdict(passed: bool, feedback: str = "") -> str:
+    return json.dumps({"passed": passed, "feedback": feedback})
+
+
+def _text(request: ModelRequest) -> str:
+    return "\n".join(p.text for m in request.messages for p in m.parts if isinstance(p, TextPart))
+
+
+async def test_failed_critique_starts_a_round_that_reuses_round_one() -> None:
+    plans = [
+        plan_json({"description": "find the price"}),
+        plan_json({"description": "find the tax", "depends_on": ["s1"]}),
+    ]
+    brain = CriticBrain(plans, [_verdict(False, "the tax is missing"), _verdict(True)])
+    result = await _team(brain).run("price with tax")
+
+    assert result.rounds == 2
+    assert [v.passed for v in result.verdicts] == [False, True]
+    assert result.verdicts[0].feedback == "the tax is missing"
+    assert result.committed == ("s1", "s2")
+    # round one's step ran once; round two only added the missing step
+    assert [r.step_id for r in result.steps] == ["s1", "s2"]
+    assert len(brain.worker_requests) == 2
+    round_two = _text(brain.plan_requests[1])
+    assert round_two.startswith("ROUND 2")
+    assert "did: find the price" in round_two
+    assert "the tax is missing" in round_two
+    assert [p.version for p in result.plans] == [1, 2]
+    assert [s.id for s in result.plans[1].steps] == ["s1", "s2"]
+    kinds = [type(e) for e in result.events]
+    assert kinds.count(CritiqueCompleted) == 2
+    assert kinds.count(RoundStarted) == 1
+    assert result.usage_by_role.keys() >= {"critic", "planner", "w", "synthesizer"}
+
+
+async def test_rounds_are_bounded_by_the_budget() -> None:
+    plans = [plan_json({"description": f"attempt {i}"}) for i in range(5)]
+    brain = CriticBrain(plans, [_verdict(False, "still not good")] * 5)
+    result = await _team(brain, rounds=2).run("something hard")
+    assert result.rounds == 2
+    assert [v.passed for v in result.verdicts] == [False, False]
+    assert len(brain.plan_requests) == 2
+    assert result.status == "completed"
+    assert result.answer == "final answer"
+
+
+async def test_unparseable_critic_is_asked_again_then_taken_as_passed_with_warning() -> None:
+    brain = CriticBrain([plan_json({"description": "x"})], ["looks fine to me", "yes, really fine"])
+    result = await _team(brain).run("goal")
+    assert len(brain.critic_requests) == 2
+    assert "did not parse" in _text(brain.critic_requests[1])
+    (verdict,) = result.verdicts
+    assert verdict.passed
+    assert verdict.warning is not None
+    assert "yes, really fine" in verdict.warning
+    assert result.rounds == 1
+
+
+async def test_planner_may_finish_a_round_with_nothing_more_to_do() -> None:
+    plans = [plan_json({"description": "x"}), '{"steps": []}']
+    brain = CriticBrain(plans, [_verdict(False, "could be better")])
+    result = await _team(brain).run("goal")
+    assert result.rounds == 2
+    assert result.committed == ("s1",)
+    assert len(brain.critic_requests) == 1  # nothing new was done, so nothing new to judge
+    assert result.answer == "final answer"
+
+
+async def test_without_a_critic_there_is_one_round() -> None:
+    brain = Brain([plan_json({"description": "x"})])
+    model = ScriptedModel(brain)
+    team = Team(
+        name="t",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="w", model=model)],
+    )
+    result = await team.run("goal")
+    assert result.rounds == 1
+    assert result.verdicts == ()
+
+
+def _unused(request: ModelRequest) -> ModelResponse:
+    return text_response("unused")
