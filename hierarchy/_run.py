@@ -79,6 +79,7 @@ from regiment.telemetry import (
     Telemetry,
     headers_for,
     record_check,
+    record_replan,
     record_stale_report,
     trace_id_hex,
 )
@@ -212,7 +213,9 @@ class RunActor(Actor[PlannerMessage, None]):
         scope: anyio.CancelScope,
     ) -> None:
         with scope:
-            with self._in_run(), self._phase_span(purpose):
+            with self._in_run(), self._phase_span(purpose) as span:
+                if purpose == "replan":
+                    record_replan(span, new_version=self._state.version + 1)
                 try:
                     reply = ModelReplied(purpose, token, await caller.call(request))
                 except Exception as exc:  # any failure of the model ends the run with it
