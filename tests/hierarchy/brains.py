@@ -8,6 +8,8 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import anyio
+
 from regiment.models import ModelRequest, ModelResponse, TextPart, ToolResultPart, text_response
 
 WorkFn = Callable[[str, list[ToolResultPart], ModelRequest], Awaitable[ModelResponse | str]]
@@ -28,6 +30,28 @@ def tool_results(request: ModelRequest) -> list[ToolResultPart]:
 
 def plan_json(*steps: Mapping[str, object]) -> str:
     return json.dumps({"steps": list(steps)})
+
+
+class Overlap:
+    """A worker script that holds each step until ``together`` steps are in
+    flight at once, and records the most that ever were."""
+
+    def __init__(self, together: int) -> None:
+        self.together = together
+        self.in_flight = 0
+        self.peak = 0
+        self._all_in = anyio.Event()
+
+    async def __call__(
+        self, description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        if self.in_flight == self.together:
+            self._all_in.set()
+        await self._all_in.wait()  # no step finishes before the others have started
+        self.in_flight -= 1
+        return f"did: {description}"
 
 
 async def _echo(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:

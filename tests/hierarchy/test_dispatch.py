@@ -8,7 +8,7 @@ import pytest
 from regiment.hierarchy import Planner, StepDispatched, Team, Worker
 from regiment.models import ModelRequest, ScriptedModel, TextPart, ToolResultPart
 
-from .brains import Brain, plan_json
+from .brains import Brain, Overlap, plan_json
 
 pytestmark = pytest.mark.anyio
 
@@ -24,25 +24,12 @@ def _team(brain: Brain, *, concurrency: int = 8, workers: tuple[str, ...] = ("w"
 
 
 async def test_independent_steps_are_in_flight_together() -> None:
-    both_started = anyio.Event()
-    in_flight = 0
-    peak = 0
-
-    async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:
-        nonlocal in_flight, peak
-        in_flight += 1
-        peak = max(peak, in_flight)
-        if in_flight == 2:
-            both_started.set()
-        await both_started.wait()  # neither step can finish until the other has started
-        in_flight -= 1
-        return f"did: {description}"
-
+    overlap = Overlap(2)
     brain = Brain(
-        [plan_json({"description": "research A"}, {"description": "research B"})], work=work
+        [plan_json({"description": "research A"}, {"description": "research B"})], work=overlap
     )
     result = await _team(brain).run("compare A and B")
-    assert peak == 2
+    assert overlap.peak == 2
     assert set(result.committed) == {"s1", "s2"}
 
 
@@ -68,23 +55,10 @@ async def test_dependent_step_waits_and_sees_only_its_dependencies() -> None:
 
 
 async def test_team_concurrency_limit_holds() -> None:
-    release = anyio.Event()
-    in_flight = 0
-    peak = 0
-
-    async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:
-        nonlocal in_flight, peak
-        in_flight += 1
-        peak = max(peak, in_flight)
-        if in_flight == 2:
-            release.set()
-        await release.wait()
-        in_flight -= 1
-        return "ok"
-
-    brain = Brain([plan_json(*({"description": f"task {i}"} for i in range(6)))], work=work)
+    overlap = Overlap(2)
+    brain = Brain([plan_json(*({"description": f"task {i}"} for i in range(6)))], work=overlap)
     result = await _team(brain, concurrency=2).run("six things")
-    assert peak == 2
+    assert overlap.peak == 2
     assert len(result.committed) == 6
     dispatched = [e for e in result.events if isinstance(e, StepDispatched)]
     assert len(dispatched) == 6
