@@ -13,6 +13,7 @@ is dropped, counted and recorded, never committed.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -23,7 +24,9 @@ from opentelemetry.trace import Span
 
 from regiment.actors import Actor, ActorRef
 from regiment.errors import (
+    ActorStopped,
     BudgetExceeded,
+    MailboxFull,
     PlanError,
     RunCancelled,
     RunError,
@@ -616,9 +619,14 @@ class RunActor(Actor[PlannerMessage, None]):
     def _cancel_inflight(self, reason: str) -> None:
         state = self._state
         for worker in set(state.inflight.values()):
-            self._team.worker_refs[worker].send_nowait(
-                CancelStep(run_id=state.run_id, reason=reason)
-            )
+            message = CancelStep(run_id=state.run_id, reason=reason)
+            ref = self._team.worker_refs[worker]
+            try:
+                ref.send_nowait(message)
+            except MailboxFull:  # never block the planner on a busy worker's mailbox
+                self.ctx.start_soon(_send_quietly, ref, message)
+            except ActorStopped:
+                pass  # the team is stopping; the worker's steps stop with it
 
     def _synthesize(self) -> None:
         state, prompts = self._state, self._team.planner.prompts
@@ -702,6 +710,11 @@ class RunActor(Actor[PlannerMessage, None]):
         )
         self._end()
         state.finish(self._channel, "\n\n".join([answer, *state.artifacts]), "partial")
+
+
+async def _send_quietly(ref: ActorRef[WorkerMessage, None], message: WorkerMessage) -> None:
+    with contextlib.suppress(ActorStopped):
+        await ref.send(message)
 
 
 _ROLES: dict[Purpose, str] = {
