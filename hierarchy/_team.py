@@ -5,19 +5,29 @@ system owned by that block; ``await running.run(goal)`` and
 ``running.stream(goal)`` can be used by many tasks at once. Each run gets its
 own planner actor (a child of the team's supervisor), so one run's failure or
 cancellation never touches another's.
+
+Nested teams: a :class:`~regiment.hierarchy.TeamWorker` in ``workers`` is
+another team serving as one worker. Its child team is started by
+``RunningTeam.spawn`` together with the parent, in the same actor system (so
+leaving the parent's block stops both), and each step assigned to it becomes
+one run of the child with ``allowance=`` the step's reserved share. A child
+team without its own ``telemetry`` uses the parent's, so a nested run is one
+trace.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import assert_never, final
 
 import anyio
+import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream
 from opentelemetry.trace import Span
 
@@ -35,13 +45,14 @@ from regiment.hierarchy._checks import Check
 from regiment.hierarchy._critic import Critic
 from regiment.hierarchy._events import Event, RunCompleted, RunFailed
 from regiment.hierarchy._memory import Compression
-from regiment.hierarchy._messages import WorkerMessage
+from regiment.hierarchy._messages import StepAllowance, WorkerMessage
 from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy._run import RunActor, TeamRuntime
 from regiment.hierarchy._run_messages import CancelRun, PlannerMessage, StartRun
 from regiment.hierarchy._run_state import RunChannel
-from regiment.hierarchy._worker import Worker, WorkerActor
+from regiment.hierarchy._team_worker import TeamWorker, TeamWorkerActor
+from regiment.hierarchy._worker import StepActor, Worker, WorkerActor
 from regiment.telemetry import Telemetry, record_run_end
 
 __all__ = ("RunningTeam", "Team")
@@ -58,7 +69,8 @@ class Team:
     Attributes:
         name: the team's name (the root span is ``invoke_agent {name}``).
         planner: how the team plans and synthesises.
-        workers: the specialists steps are assigned to.
+        workers: the specialists steps are assigned to: workers, or whole
+            teams wrapped in :class:`~regiment.hierarchy.TeamWorker`.
         checks: named predicates a plan step may carry.
         budget: limits per run.
         concurrency: steps of one run in flight at once.
@@ -70,7 +82,7 @@ class Team:
 
     name: str
     planner: Planner
-    workers: Sequence[Worker]
+    workers: Sequence[Worker | TeamWorker]
     checks: Mapping[str, Check] = field(default_factory=dict)
     budget: Budget = field(default_factory=Budget)
     concurrency: int = 8
@@ -108,6 +120,7 @@ class _SpawnRun:
     goal: str
     channel: RunChannel
     run_span: Span
+    budget: Budget
 
 
 _RunRef = ActorRef[PlannerMessage, None]
@@ -127,8 +140,11 @@ class _Supervisor(Actor[_SpawnRun, _RunRef]):
                 # Forget finished runs here, so the table stays the size of the live runs.
                 self._channels = {k: c for k, c in self._channels.items() if not c.done}
                 self._channels[run_id] = channel
+                runtime = self._runtime
+                if message.budget != runtime.budget:  # capped by a parent's step allowance
+                    runtime = dataclasses.replace(runtime, budget=message.budget)
                 return await self.ctx.spawn(
-                    lambda: RunActor(self._runtime, run_id, goal, channel, span),
+                    lambda: RunActor(runtime, run_id, goal, channel, span),
                     name=run_id,
                     capacity=1024,
                     restart=RestartPolicy(max_restarts=0),
@@ -162,33 +178,30 @@ class RunningTeam:
         self._ids = itertools.count(1)
 
     @classmethod
-    async def spawn(cls, team: Team, system: ActorSystem) -> RunningTeam:
-        telemetry = team.telemetry or Telemetry()
-        refs: dict[str, ActorRef[WorkerMessage, None]] = {}
-        prompts = team.planner.prompts
-        for worker in team.workers:
-            refs[worker.name] = await system.spawn(
-                functools.partial(WorkerActor, worker, prompts, telemetry),
-                name=f"{team.name}/{worker.name}",
-                capacity=256,
-            )
-        runtime = TeamRuntime(
-            name=team.name,
-            planner=team.planner,
-            workers={w.name: w for w in team.workers},
-            worker_refs=refs,
-            checks=team.checks,
-            budget=team.budget,
-            concurrency=team.concurrency,
-            critic=team.critic,
-            compression=team.compression,
-            telemetry=telemetry,
-        )
-        supervisor = await system.spawn(lambda: _Supervisor(runtime), name=f"{team.name}/planner")
-        return cls(team, supervisor, telemetry)
+    async def spawn(
+        cls, team: Team, system: ActorSystem, *, telemetry: Telemetry | None = None
+    ) -> RunningTeam:
+        """Spawn a team's actors, and those of every team nested in it, in ``system``.
 
-    async def run(self, goal: str) -> RunResult:
+        Args:
+            team: the team to start.
+            system: the actor system the actors live in (and stop with).
+            telemetry: used when ``team.telemetry`` is ``None``; nested teams
+                pass their parent's, so a nested run is one trace.
+
+        Raises:
+            ConfigError: the team contains itself through its team workers.
+        """
+        return await _spawn_team(team, system, telemetry, prefix="", outer=())
+
+    async def run(self, goal: str, *, allowance: StepAllowance | None = None) -> RunResult:
         """Run one goal to its result.
+
+        Args:
+            goal: what the team should do.
+            allowance: caps this run's budget: its model calls, tool calls and
+                tokens are each the smaller of the team's budget and the
+                allowance (a parent team passes the share it reserved).
 
         Raises:
             PlanError: no valid plan within the allowed attempts.
@@ -196,34 +209,43 @@ class RunningTeam:
             BudgetExceeded: a budget ran out and the budget says ``on_exhausted="raise"``.
             RunError: anything else that ended the run without a result.
         """
-        async with self._open(goal) as (channel, events):
+        async with self._open(goal, allowance) as (channel, events):
             async for event in events:
                 if isinstance(event, RunCompleted):
                     return event.result
         raise channel.error or RunCancelled("the run ended without a result")
 
     @asynccontextmanager
-    async def stream(self, goal: str) -> AsyncIterator[AsyncIterator[Event]]:
+    async def stream(
+        self, goal: str, *, allowance: StepAllowance | None = None
+    ) -> AsyncIterator[AsyncIterator[Event]]:
         """Run one goal, yielding its events as they happen.
 
         The last event is ``RunCompleted`` (with the result) or ``RunFailed``.
-        Leaving the block early cancels the run.
+        Leaving the block early cancels the run. ``allowance`` is as for :meth:`run`.
         """
-        async with self._open(goal) as (_channel, events):
+        async with self._open(goal, allowance) as (_channel, events):
             yield events
+
+    def _open_for_step(
+        self, goal: str, allowance: StepAllowance
+    ) -> AbstractAsyncContextManager[tuple[RunChannel, MemoryObjectReceiveStream[Event]]]:
+        """What a parent's team-worker actor uses to run a step on this team."""
+        return self._open(goal, allowance)
 
     @asynccontextmanager
     async def _open(
-        self, goal: str
+        self, goal: str, allowance: StepAllowance | None
     ) -> AsyncIterator[tuple[RunChannel, MemoryObjectReceiveStream[Event]]]:
         if not goal.strip():
             raise ConfigError("the goal is empty; say what the team should do")
         run_id = f"run-{next(self._ids)}-{uuid.uuid4().hex[:8]}"
         channel, events = RunChannel.open()
+        budget = _capped(self.team.budget, allowance)
         ref: _RunRef | None = None
         with self._telemetry.run_span(self.team.name, run_id, goal) as span:
             try:
-                ref = await self._supervisor.ask(_SpawnRun(run_id, goal, channel, span))
+                ref = await self._supervisor.ask(_SpawnRun(run_id, goal, channel, span, budget))
                 await ref.send(StartRun())
                 yield channel, events
             finally:
@@ -232,6 +254,72 @@ class RunningTeam:
                         await _close_run(ref, channel, events)
                     events.close()
                 _record_end(span, channel)
+
+
+async def _spawn_team(
+    team: Team,
+    system: ActorSystem,
+    inherited: Telemetry | None,
+    *,
+    prefix: str,
+    outer: tuple[Team, ...],
+) -> RunningTeam:
+    if any(t is team for t in outer):
+        path = " -> ".join(t.name for t in (*outer, team))
+        raise ConfigError(f"team '{team.name}' contains itself ({path}); nest distinct teams")
+    telemetry = team.telemetry or inherited or Telemetry()
+    refs: dict[str, ActorRef[WorkerMessage, None]] = {}
+    prompts = team.planner.prompts
+    base = f"{prefix}{team.name}"
+    for worker in team.workers:
+        name = f"{base}/{worker.name}"
+        factory: Callable[[], StepActor]
+        match worker:
+            case Worker():
+                factory = functools.partial(WorkerActor, worker, prompts, telemetry)
+            case TeamWorker():
+                # The child team lives in the parent's actor system: it stops with it.
+                child = await _spawn_team(
+                    worker.team, system, telemetry, prefix=f"{name}/", outer=(*outer, team)
+                )
+                factory = functools.partial(
+                    TeamWorkerActor, worker, team.name, child._open_for_step, telemetry
+                )
+            case _:
+                assert_never(worker)
+        refs[worker.name] = await system.spawn(factory, name=name, capacity=256)
+    runtime = TeamRuntime(
+        name=team.name,
+        planner=team.planner,
+        workers={w.name: w for w in team.workers},
+        worker_refs=refs,
+        checks=team.checks,
+        budget=team.budget,
+        concurrency=team.concurrency,
+        critic=team.critic,
+        compression=team.compression,
+        telemetry=telemetry,
+    )
+    supervisor = await system.spawn(lambda: _Supervisor(runtime), name=f"{base}/planner")
+    return RunningTeam(team, supervisor, telemetry)
+
+
+def _capped(budget: Budget, allowance: StepAllowance | None) -> Budget:
+    """The budget with model calls, tool calls and tokens capped by ``allowance``."""
+    if allowance is None:
+        return budget
+    return msgspec.structs.replace(
+        budget,
+        model_calls=_min(budget.model_calls, allowance.model_calls),
+        tool_calls=_min(budget.tool_calls, allowance.tool_calls),
+        tokens=_min(budget.tokens, allowance.tokens),
+    )
+
+
+def _min(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
 
 
 def _record_end(span: Span, channel: RunChannel) -> None:

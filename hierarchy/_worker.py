@@ -5,11 +5,15 @@ actor owns, inside its own cancel scope, under the worker's concurrency limit
 and step timeout, so a ``CancelStep`` stops exactly that step. However a step
 ends (answer, iteration cap, allowance used up, timeout, exception, cancel) it
 sends exactly one ``StepReport`` to whoever assigned it.
+
+That bookkeeping lives in :class:`StepActor`, which the sub-team actor
+(``_team_worker.TeamWorkerActor``) shares; only :meth:`StepActor.work` differs.
 """
 
 from __future__ import annotations
 
 import contextlib
+from abc import abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, assert_never, cast, final
@@ -26,7 +30,7 @@ from regiment.models import Model
 from regiment.telemetry import Telemetry, record_step_outcome
 from regiment.tools import Tool, Toolset
 
-__all__ = ("Worker", "WorkerActor", "WorkerSpec")
+__all__ = ("StepActor", "Worker", "WorkerActor", "WorkerSpec", "check_worker_name")
 
 _StepKey = tuple[str, int, str, int]  # run id, plan version, step id, attempt
 
@@ -49,6 +53,12 @@ class WorkerSpec(Protocol):
     def step_model_calls(self) -> int:
         """The most model calls one step can use; the planner reserves this much."""
         ...
+
+
+def check_worker_name(name: str) -> None:
+    """Raise ``ConfigError`` unless ``name`` can be used as an assignee in plans."""
+    if not name or not all(c.isalnum() or c in "_-" for c in name):
+        raise ConfigError(f"worker name {name!r} must be non-empty letters, digits, '_' or '-'")
 
 
 @final
@@ -80,10 +90,7 @@ class Worker:
     toolset: Toolset = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not self.name or not all(c.isalnum() or c in "_-" for c in self.name):
-            raise ConfigError(
-                f"worker name {self.name!r} must be non-empty letters, digits, '_' or '-'"
-            )
+        check_worker_name(self.name)
         if self.max_iterations < 1 or self.max_concurrent_steps < 1:
             raise ConfigError(
                 f"worker '{self.name}': max_iterations and max_concurrent_steps must be at least 1"
@@ -102,21 +109,29 @@ class Worker:
         return self.max_iterations
 
 
-class WorkerActor(Actor[WorkerMessage, None]):
-    """Runs a :class:`Worker`'s steps; one actor per worker per started team."""
+class StepActor(Actor[WorkerMessage, None]):
+    """The step bookkeeping every assignee shares (a worker, a sub-team).
 
-    def __init__(
-        self,
-        worker: Worker,
-        prompts: Prompts,
-        telemetry: Telemetry,
-    ) -> None:
-        self._worker = worker
-        self._prompts = prompts
+    Each ``AssignStep`` runs as a task the actor owns, in its own cancel scope
+    keyed by (run, plan version, step, attempt), so a ``CancelStep`` stops
+    exactly the steps it names. Whatever happens to a step, exactly one
+    ``StepReport`` goes back to the sender of the assignment; a sender that
+    has stopped meanwhile is not an error. Subclasses say how a step is done
+    by implementing :meth:`work`.
+    """
+
+    def __init__(self, name: str, telemetry: Telemetry) -> None:
+        self._name = name
         self._telemetry = telemetry
-        self._caller = ModelCaller(worker.model, worker.name, telemetry)
-        self._limiter = anyio.CapacityLimiter(worker.max_concurrent_steps)
         self._scopes: dict[_StepKey, anyio.CancelScope] = {}
+
+    @abstractmethod
+    async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
+        """Do one step; keep what was spent in ``progress`` as it is spent.
+
+        It runs inside the step's cancel scope and its ``invoke_agent`` span. If it
+        is cancelled or raises, the report is built from ``progress``.
+        """
 
     async def receive(self, message: WorkerMessage) -> None:
         match message:
@@ -130,9 +145,7 @@ class WorkerActor(Actor[WorkerMessage, None]):
     def _start(self, assign: AssignStep) -> None:
         sender = self.ctx.envelope.sender
         if sender is None:
-            raise ConfigError(
-                f"worker '{self._worker.name}' got a step with no sender to report to"
-            )
+            raise ConfigError(f"worker '{self._name}' got a step with no sender to report to")
         key = (assign.run_id, assign.plan_version, assign.step.id, assign.attempt)
         scope = anyio.CancelScope()
         self._scopes[key] = scope
@@ -160,7 +173,7 @@ class WorkerActor(Actor[WorkerMessage, None]):
         # The step's span is parented by the trace context its envelope carried,
         # so a worker serving many runs links each step to its own run.
         with self._telemetry.agent_span(
-            self._worker.name,
+            self._name,
             parent_headers=headers,
             run_id=assign.run_id,
             step_id=assign.step.id,
@@ -184,17 +197,17 @@ class WorkerActor(Actor[WorkerMessage, None]):
         report: StepReport | None = None
         try:
             with scope:
-                report = await self._work(assign, progress)
+                report = await self.work(assign, progress)
         except Exception as exc:  # a crash of this step, not of the worker: report it
             report = progress.report(
-                assign, self._worker.name, "failed", error=f"{type(exc).__name__}: {exc}"
+                assign, self._name, "failed", error=f"{type(exc).__name__}: {exc}"
             )
         except anyio.get_cancelled_exc_class():
             # The worker itself is stopping: still tell the planner, then stop.
             with anyio.CancelScope(shield=True), anyio.move_on_after(1.0):
                 await self._send(
                     reply_to,
-                    progress.report(assign, self._worker.name, "cancelled", error="worker stopped"),
+                    progress.report(assign, self._name, "cancelled", error="worker stopped"),
                 )
             raise
         finally:
@@ -203,11 +216,33 @@ class WorkerActor(Actor[WorkerMessage, None]):
             )
         if report is None:  # our scope was cancelled by a CancelStep
             report = progress.report(
-                assign, self._worker.name, "cancelled", error="cancelled by the planner"
+                assign, self._name, "cancelled", error="cancelled by the planner"
             )
         return report
 
-    async def _work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
+    @staticmethod
+    async def _send(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:
+        with contextlib.suppress(ActorStopped):  # the run has ended; nobody waits for this report
+            await reply_to.send(report)
+
+
+class WorkerActor(StepActor):
+    """Runs a :class:`Worker`'s steps; one actor per worker per started team."""
+
+    def __init__(
+        self,
+        worker: Worker,
+        prompts: Prompts,
+        telemetry: Telemetry,
+    ) -> None:
+        super().__init__(worker.name, telemetry)
+        self._worker = worker
+        self._prompts = prompts
+        self._caller = ModelCaller(worker.model, worker.name, telemetry)
+        self._limiter = anyio.CapacityLimiter(worker.max_concurrent_steps)
+
+    async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
+        """Run the worker's tool loop for the step, under its concurrency limit and timeout."""
         worker = self._worker
         async with self._limiter:
             with anyio.move_on_after(worker.step_timeout) as timeout_scope:
@@ -230,8 +265,3 @@ class WorkerActor(Actor[WorkerMessage, None]):
             "timed_out",
             error=f"step took longer than the worker's step_timeout of {worker.step_timeout}s",
         )
-
-    @staticmethod
-    async def _send(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:
-        with contextlib.suppress(ActorStopped):  # the run has ended; nobody waits for this report
-            await reply_to.send(report)

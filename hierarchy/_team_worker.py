@@ -1,0 +1,176 @@
+"""A whole team serving as one worker of a parent team (depth > 1).
+
+The parent's planner assigns a step to a :class:`TeamWorker` like to any
+worker. The team-worker actor turns the step into one run of the child team
+(started in the same actor system as the parent) and turns that run's outcome
+into the step's one ``StepReport``:
+
+* budget flows down: the child run's budget is the child team's budget capped
+  by the step's ``StepAllowance``;
+* cancellation flows down: a ``CancelStep`` cancels the step's scope, which
+  cancels the child run, which cancels the child's in-flight steps;
+* plan versions are per team: the child has its own versions, and a stale
+  report at either level is dropped by that level's planner;
+* tracing: the child run's root span is a child of this worker's
+  ``invoke_agent {name}`` span, so a nested run is one trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias, assert_never, final
+
+from anyio.streams.memory import MemoryObjectReceiveStream
+
+from regiment.errors import RunCancelled
+from regiment.hierarchy._events import Event
+from regiment.hierarchy._messages import AssignStep, StepAllowance, StepReport, StepStatus
+from regiment.hierarchy._result import RunResult
+from regiment.hierarchy._run_state import RunChannel
+from regiment.hierarchy._worker import StepActor, check_worker_name
+from regiment.hierarchy._worker_loop import StepProgress
+from regiment.telemetry import Telemetry
+
+if TYPE_CHECKING:
+    from regiment.hierarchy._team import Team
+
+__all__ = ("DEFAULT_TEAM_STEP_MODEL_CALLS", "OpenChildRun", "TeamWorker", "TeamWorkerActor")
+
+DEFAULT_TEAM_STEP_MODEL_CALLS = 64
+"""Model calls a parent reserves for one step of a sub-team whose budget sets no
+``model_calls`` limit: room for a plan, a replan, synthesis and several
+multi-call steps. Set ``Budget(model_calls=...)`` on the child team to change it."""
+
+OpenChildRun: TypeAlias = Callable[
+    [str, StepAllowance],
+    AbstractAsyncContextManager[tuple[RunChannel, MemoryObjectReceiveStream[Event]]],
+]
+"""Starts one run of the child team under an allowance; yields its channel and events.
+
+When the block exits (even by cancellation) the run has ended or been given up
+on, and the channel holds its result or error, if it got one."""
+
+
+@final
+@dataclass(frozen=True, kw_only=True)
+class TeamWorker:
+    """A team used as a worker of another team.
+
+    Attributes:
+        name: how the parent's plans refer to it (letters, digits, ``_`` and ``-``).
+        description: what the sub-team is good at; the parent's planner reads this.
+        team: the child team; it is started with the parent and plans its own steps.
+        artifact: its answers are finished artefacts, kept verbatim by the parent's synthesis.
+    """
+
+    name: str
+    description: str
+    team: Team
+    artifact: bool = False
+
+    def __post_init__(self) -> None:
+        check_worker_name(self.name)
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        """The child team's worker names: what the parent's planner is told it can do."""
+        return tuple(w.name for w in self.team.workers)
+
+    @property
+    def step_model_calls(self) -> int:
+        """The child's ``Budget.model_calls`` if set, else ``DEFAULT_TEAM_STEP_MODEL_CALLS``."""
+        limit = self.team.budget.model_calls
+        return DEFAULT_TEAM_STEP_MODEL_CALLS if limit is None else limit
+
+
+def child_goal(parent_team: str, assign: AssignStep) -> str:
+    """The child run's goal: the step, then the parent's goal and the results it builds on."""
+    context = assign.context
+    parts = [
+        assign.step.description,
+        f"This is step {assign.step.id} of a plan by team '{parent_team}' "
+        f"for the goal: {context.goal}",
+    ]
+    if context.dependency_outputs:
+        parts.append(
+            "Results it builds on:\n"
+            + "\n".join(f"- {sid}: {out}" for sid, out in context.dependency_outputs)
+        )
+    if context.notes:
+        parts.append(context.notes)
+    return "\n\n".join(parts)
+
+
+class TeamWorkerActor(StepActor):
+    """Runs each step assigned to a :class:`TeamWorker` as one run of its child team."""
+
+    def __init__(
+        self,
+        worker: TeamWorker,
+        parent_team: str,
+        open_run: OpenChildRun,
+        telemetry: Telemetry,
+    ) -> None:
+        super().__init__(worker.name, telemetry)
+        self._worker = worker
+        self._parent_team = parent_team
+        self._open_run = open_run
+
+    async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
+        """Run the child team on the step; its result (or error) becomes the report."""
+        goal = child_goal(self._parent_team, assign)
+        channel: RunChannel | None = None
+        try:
+            # Opened inside this step's span, so the child's root span is its child.
+            async with self._open_run(goal, assign.allowance) as (channel, events):
+                async for _ in events:
+                    pass
+        finally:
+            # Also when cancelled: the child has wound down by now, and what it
+            # spent must reach the parent's ledger with the cancelled report.
+            if channel is not None and channel.result is not None:
+                _absorb(progress, channel.result)
+        return self._report(assign, progress, channel)
+
+    def _report(
+        self, assign: AssignStep, progress: StepProgress, channel: RunChannel
+    ) -> StepReport:
+        name, team = self._worker.name, self._worker.team.name
+        result, error = channel.result, channel.error
+        if result is None:
+            error = error or RunCancelled(f"the run of team '{team}' ended without a result")
+            status: StepStatus = "cancelled" if isinstance(error, RunCancelled) else "failed"
+            return progress.report(
+                assign, name, status, error=f"team '{team}': {type(error).__name__}: {error}"
+            )
+        match result.status:
+            case "completed":
+                return progress.report(assign, name, "done")
+            case "partial":
+                return progress.report(
+                    assign,
+                    name,
+                    "budget_exhausted",
+                    error=f"team '{team}' ran out of budget ({result.budget_exhausted})",
+                )
+            case "cancelled":
+                return progress.report(assign, name, "cancelled", error=result.answer)
+            case _:
+                assert_never(result.status)
+
+
+def _absorb(progress: StepProgress, result: RunResult) -> None:
+    """Carry the child run's spend and facts into the step's progress."""
+    progress.usage = result.usage
+    progress.model_calls = result.model_calls
+    progress.tool_calls = result.tool_calls
+    progress.last_text = result.answer
+    committed = set(result.committed)
+    progress.outcomes = [
+        outcome
+        for report in result.steps
+        if report.step_id in committed and report.status == "done"
+        for outcome in report.tool_outcomes
+    ]
