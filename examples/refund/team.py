@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from regiment.hierarchy import Check, Planner, StepReport, Team, Worker
+from regiment.hierarchy import Check, Planner, Team, Worker
 from regiment.models import Model
+from regiment.telemetry import Telemetry
 
+from .checks import eligible, why_not
 from .tools import Ledger, make_tools
 
 __all__ = ("GOAL", "build_team")
@@ -12,19 +14,8 @@ __all__ = ("GOAL", "build_team")
 GOAL = "For order 88213 check refund eligibility, issue the refund if eligible, then email the customer."
 
 
-def _eligible(report: StepReport) -> bool:
-    result = report.tool_result("check_eligibility")
-    return isinstance(result, dict) and result.get("eligible") is True
-
-
-def _why_not(report: StepReport) -> str:
-    result = report.tool_result("check_eligibility")
-    reason = result.get("reason") if isinstance(result, dict) else None
-    return f"order is not eligible for a refund: {reason}"
-
-
-def build_team(model: Model, ledger: Ledger) -> Team:
-    """The team, with every role on ``model``."""
+def build_team(model: Model, ledger: Ledger, *, telemetry: Telemetry | None = None) -> Team:
+    """The team, with every role on ``model``; its spans go to ``telemetry`` if given."""
     tools = make_tools(ledger)
     return Team(
         name="refunds",
@@ -46,8 +37,9 @@ def build_team(model: Model, ledger: Ledger) -> Team:
         checks={
             "eligible": Check(
                 description="the order is eligible for a refund",
-                predicate=_eligible,
-                explain=_why_not,
+                predicate=eligible,
+                explain=why_not,
             )
         },
+        telemetry=telemetry,
     )

@@ -2,6 +2,10 @@
 
 ``issue_refund`` is the side effect that must never run for an ineligible order;
 the ``Ledger`` records every call so the example and its tests can show it.
+
+``make_tools(ledger)`` gives a fresh set per ledger (what ``team.py`` and the
+tests use); the module-level tools write to ``LEDGER`` and are what the team
+file names, e.g. ``"examples.refund.tools:check_eligibility"``.
 """
 
 from __future__ import annotations
@@ -13,7 +17,16 @@ from pydantic import Field
 
 from regiment.tools import Tool, tool
 
-__all__ = ("ORDERS", "Ledger", "make_tools")
+__all__ = (
+    "LEDGER",
+    "ORDERS",
+    "Ledger",
+    "check_eligibility",
+    "email_customer",
+    "flag_exception",
+    "issue_refund",
+    "make_tools",
+)
 
 
 ORDERS: dict[str, dict[str, object]] = {
@@ -84,3 +97,10 @@ def make_tools(ledger: Ledger) -> dict[str, list[Tool[..., object]]]:
         return {"sent": True, "to": order.get("customer", "unknown")}
 
     return {"billing": [check_eligibility, issue_refund, flag_exception], "comms": [email_customer]}
+
+
+# The importable tools for examples/refund/team.toml: one in-memory order system per process.
+LEDGER = Ledger()
+_TOOLS = make_tools(LEDGER)
+check_eligibility, issue_refund, flag_exception = _TOOLS["billing"]
+(email_customer,) = _TOOLS["comms"]

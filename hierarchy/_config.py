@@ -1,0 +1,251 @@
+"""Team configuration files: typed structs decoded from TOML or YAML.
+
+A file declares the same things the Python constructors take (``Team``,
+``Planner``, ``Worker``, ``Check``, ``Budget``, ``Critic``, ``Compression``);
+:func:`~regiment.hierarchy.build_team` turns it into those objects, so config
+and code are two doors to one model. Decoding is strict: an unknown key, a
+missing one or a value of the wrong type is a ``ConfigError`` that names the
+file, the key path and what was expected::
+
+    team.toml: workers[1].max_iterations: expected `int`, got `str`
+
+Models are written ``"anthropic:<model id>"`` or ``"scripted"`` (the team's
+``brain``, a ``module:function`` path, answers every request); tools, check
+predicates and brains are ``module:attribute`` import paths.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from pathlib import Path
+from typing import Literal, TypeAlias
+
+import msgspec
+
+from regiment.errors import ConfigError
+
+__all__ = (
+    "BudgetConfig",
+    "CheckConfig",
+    "CompressionConfig",
+    "ConfigFormat",
+    "CriticConfig",
+    "PlannerConfig",
+    "PromptsConfig",
+    "TeamConfig",
+    "WorkerConfig",
+    "load_config",
+    "parse_config",
+)
+
+ConfigFormat: TypeAlias = Literal["toml", "yaml"]
+
+
+class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Strict: a misspelt key is an error, not a silently ignored setting."""
+
+
+class PromptsConfig(_Section, frozen=True, kw_only=True):
+    """``[planner.prompts]``: replaces the default instructions of each role (see ``Prompts``)."""
+
+    planner: str | None = None
+    worker: str | None = None
+    synthesizer: str | None = None
+
+
+class PlannerConfig(_Section, frozen=True, kw_only=True):
+    """``[planner]``: see ``Planner``. ``model`` defaults to the team's ``model``."""
+
+    model: str | None = None
+    max_steps: int = 10
+    max_plan_attempts: int = 3
+    synthesizer_model: str | None = None
+    name: str = "planner"
+    prompts: PromptsConfig = PromptsConfig()
+
+
+class WorkerConfig(_Section, frozen=True, kw_only=True):
+    """One ``[[workers]]`` entry: see ``Worker``. ``tools`` are ``module:attribute`` paths."""
+
+    name: str
+    description: str
+    model: str | None = None
+    tools: tuple[str, ...] = ()
+    max_iterations: int = 8
+    system_prompt: str = ""
+    step_timeout: float | None = 300.0
+    max_concurrent_steps: int = 8
+    artifact: bool = False
+
+
+class CheckConfig(_Section, frozen=True, kw_only=True):
+    """One ``[checks.<name>]`` table: see ``Check``.
+
+    ``predicate`` (and ``explain``) are ``module:function`` paths to functions
+    of a ``StepReport``.
+    """
+
+    description: str
+    predicate: str
+    explain: str | None = None
+
+
+class BudgetConfig(_Section, frozen=True, kw_only=True):
+    """``[budget]``: see ``Budget``; an absent limit is unlimited."""
+
+    model_calls: int | None = None
+    tool_calls: int | None = None
+    tokens: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    replans: int = 3
+    rounds: int = 3
+    wall_clock: float | None = None
+    on_exhausted: Literal["partial", "raise"] = "partial"
+
+
+class CriticConfig(_Section, frozen=True, kw_only=True):
+    """``[critic]``: see ``Critic``; its presence turns critique rounds on."""
+
+    model: str | None = None
+    prompt: str | None = None
+
+
+class CompressionConfig(_Section, frozen=True, kw_only=True):
+    """``[compression]``: see ``Compression``; its presence turns compression on."""
+
+    threshold_tokens: int | None = None
+    context_window: int = 200_000
+    window_fraction: float = 0.5
+    model: str | None = None
+    prompt: str | None = None
+
+
+class TeamConfig(_Section, frozen=True, kw_only=True):
+    """A whole team file.
+
+    Attributes:
+        name: the team's name.
+        model: every role's model unless the role names its own:
+            ``"anthropic:<model id>"`` or ``"scripted"``.
+        brain: ``module:function`` of a scripted brain (a function of a
+            ``ModelRequest``), used by roles whose model is ``"scripted"``;
+            the command line falls back to it when there is no API key.
+        planner: the planner's settings.
+        workers: the workers (at least one).
+        checks: named checks a plan step may carry.
+        budget: limits per run.
+        concurrency: steps of one run in flight at once.
+        critic: critique rounds, if present.
+        compression: context compression, if present.
+    """
+
+    name: str
+    workers: tuple[WorkerConfig, ...]
+    model: str = "scripted"
+    brain: str | None = None
+    planner: PlannerConfig = PlannerConfig()
+    checks: dict[str, CheckConfig] = {}
+    budget: BudgetConfig = BudgetConfig()
+    concurrency: int = 8
+    critic: CriticConfig | None = None
+    compression: CompressionConfig | None = None
+
+
+_KNOWN_KEYS = sorted(
+    {
+        f.name
+        for section in (
+            PromptsConfig,
+            PlannerConfig,
+            WorkerConfig,
+            CheckConfig,
+            BudgetConfig,
+            CriticConfig,
+            CompressionConfig,
+            TeamConfig,
+        )
+        for f in msgspec.structs.fields(section)
+    }
+)
+_AT = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
+_UNKNOWN = re.compile(r"^Object contains unknown field `(?P<key>[^`]*)`$")
+
+
+def load_config(path: str | Path) -> TeamConfig:
+    """Read a team file; the format follows the suffix (``.toml``, ``.yaml``/``.yml``).
+
+    Raises:
+        ConfigError: the file cannot be read, has an unknown suffix, does not
+            parse, or does not match the schema.
+    """
+    file = Path(path)
+    suffix = file.suffix.lower()
+    if suffix == ".toml":
+        fmt: ConfigFormat = "toml"
+    elif suffix in (".yaml", ".yml"):
+        fmt = "yaml"
+    else:
+        raise ConfigError(f"{path}: expected a .toml, .yaml or .yml team file")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the team file: {exc.strerror or exc}") from exc
+    return parse_config(text, format=fmt, source=str(path))
+
+
+def parse_config(text: str, *, format: ConfigFormat, source: str = "<config>") -> TeamConfig:
+    """Decode a team file's text.
+
+    Args:
+        text: the file's contents.
+        format: ``"toml"`` or ``"yaml"``.
+        source: the file name errors start with.
+
+    Raises:
+        ConfigError: the text does not parse or does not match the schema.
+    """
+    raw = _parse_toml(text, source) if format == "toml" else _parse_yaml(text, source)
+    try:
+        return msgspec.convert(raw, TeamConfig)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{source}: {_explain(str(exc))}") from exc
+
+
+def _parse_toml(text: str, source: str) -> object:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from exc
+
+
+def _parse_yaml(text: str, source: str) -> object:
+    try:
+        import yaml
+    except ImportError as exc:  # pyyaml is the `cli` extra
+        raise ConfigError(
+            f"{source}: reading YAML needs pyyaml; install regiment[cli] or use a .toml file"
+        ) from exc
+    try:
+        raw: object = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
+    return {} if raw is None else raw
+
+
+def _explain(message: str) -> str:
+    """msgspec's ``What - at `$.a[0].b``` as ``a[0].b: what`` in our words."""
+    match = _AT.match(message)
+    assert match is not None  # the pattern matches any text
+    what, path = match.group("what"), (match.group("path") or "").lstrip(".")
+    unknown = _UNKNOWN.match(what)
+    if unknown:
+        key = unknown.group("key")
+        close = difflib.get_close_matches(key, _KNOWN_KEYS, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        return f"{path or '(top level)'}: unknown key '{key}'{hint}"
+    what = what.replace("Object missing required field", "missing required key")
+    what = what[:1].lower() + what[1:]
+    return f"{path}: {what}" if path else what

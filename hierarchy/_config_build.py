@@ -1,0 +1,265 @@
+"""From a :class:`TeamConfig` to a :class:`Team`: models, imports, and the objects."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar, cast
+
+from regiment.errors import ConfigError
+from regiment.hierarchy._budget import Budget
+from regiment.hierarchy._checks import Check
+from regiment.hierarchy._config import (
+    CheckConfig,
+    CompressionConfig,
+    CriticConfig,
+    PlannerConfig,
+    PromptsConfig,
+    TeamConfig,
+    WorkerConfig,
+    load_config,
+)
+from regiment.hierarchy._config_imports import import_callable, import_tool
+from regiment.hierarchy._critic import Critic
+from regiment.hierarchy._memory import Compression
+from regiment.hierarchy._messages import StepReport
+from regiment.hierarchy._planner import Planner
+from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy._team import Team
+from regiment.hierarchy._worker import Worker
+from regiment.models import AnthropicModel, Model, ScriptedModel, ScriptFunction
+from regiment.telemetry import Telemetry
+
+__all__ = ("build_team", "config_models", "load_team", "parse_model_spec")
+
+_ANTHROPIC = "anthropic:"
+_T = TypeVar("_T")
+
+
+def parse_model_spec(spec: str, *, where: str) -> tuple[str, str]:
+    """Split a model spec into ``("anthropic", model_id)`` or ``("scripted", "")``.
+
+    Raises:
+        ConfigError: the spec is neither form.
+    """
+    if spec == "scripted":
+        return ("scripted", "")
+    if spec.startswith(_ANTHROPIC) and spec[len(_ANTHROPIC) :].strip():
+        return ("anthropic", spec[len(_ANTHROPIC) :].strip())
+    raise ConfigError(
+        f"{where}: expected 'anthropic:<model id>' (e.g. 'anthropic:claude-sonnet-4-5') "
+        f"or 'scripted', got {spec!r}"
+    )
+
+
+def config_models(config: TeamConfig) -> dict[str, str]:
+    """Every role's model spec, keyed by key path (``planner.model``, ``workers[0].model``...)."""
+    specs = {"model": config.model, "planner.model": config.planner.model or config.model}
+    if config.planner.synthesizer_model:
+        specs["planner.synthesizer_model"] = config.planner.synthesizer_model
+    for index, worker in enumerate(config.workers):
+        specs[f"workers[{index}].model"] = worker.model or config.model
+    if config.critic is not None and config.critic.model:
+        specs["critic.model"] = config.critic.model
+    if config.compression is not None and config.compression.model:
+        specs["compression.model"] = config.compression.model
+    return specs
+
+
+class _Models:
+    """Makes each role's model; one instance per distinct spec, so roles share a client."""
+
+    def __init__(self, config: TeamConfig, source: str, override: str | None) -> None:
+        self._config = config
+        self._source = source
+        self._override = override
+        self._made: dict[str, Model] = {}
+
+    def get(self, spec: str | None, key: str) -> Model:
+        chosen = self._override or spec or self._config.model
+        where = f"{self._source}: {'--model' if self._override else key}"
+        if chosen not in self._made:
+            self._made[chosen] = self._make(chosen, where)
+        return self._made[chosen]
+
+    def _make(self, spec: str, where: str) -> Model:
+        kind, model_id = parse_model_spec(spec, where=where)
+        if kind == "anthropic":
+            try:
+                return AnthropicModel(model_id)
+            except ConfigError as exc:
+                raise ConfigError(f"{where}: {exc}") from exc
+        brain = self._config.brain
+        if brain is None:
+            raise ConfigError(
+                f"{where}: the model is 'scripted' but the file has no "
+                "brain = 'module:function' to answer its requests; add one"
+            )
+        fn = import_callable(
+            brain, where=f"{self._source}: brain", expected="a function of a ModelRequest"
+        )
+        return ScriptedModel(cast(ScriptFunction, fn))
+
+
+def load_team(
+    path: str | Path, *, model: str | None = None, telemetry: Telemetry | None = None
+) -> Team:
+    """Read a team file and build its team.
+
+    Args:
+        path: a ``.toml``, ``.yaml`` or ``.yml`` team file.
+        model: a model spec for every role, replacing the file's.
+        telemetry: where the team's spans go (``None``: the global provider).
+
+    Raises:
+        ConfigError: the file is wrong; the message names the file, the key
+            path and what was expected.
+    """
+    return build_team(load_config(path), model=model, telemetry=telemetry, source=str(path))
+
+
+def build_team(
+    config: TeamConfig,
+    *,
+    model: str | None = None,
+    telemetry: Telemetry | None = None,
+    source: str = "<config>",
+) -> Team:
+    """Build the team a config describes: import its tools and checks, make its models.
+
+    Args:
+        config: the decoded file (see ``load_config``), or one built in Python.
+        model: a model spec for every role, replacing the config's.
+        telemetry: where the team's spans go (``None``: the global provider).
+        source: the file name error messages start with.
+
+    Raises:
+        ConfigError: an import path, a model spec or a value is wrong.
+    """
+    models = _Models(config, source, model)
+    workers = [_worker(w, i, models, source) for i, w in enumerate(config.workers)]
+    checks = {name: _check(c, name, source) for name, c in config.checks.items()}
+    b = config.budget
+    budget = Budget(
+        model_calls=b.model_calls,
+        tool_calls=b.tool_calls,
+        tokens=b.tokens,
+        input_tokens=b.input_tokens,
+        output_tokens=b.output_tokens,
+        replans=b.replans,
+        rounds=b.rounds,
+        wall_clock=b.wall_clock,
+        on_exhausted=b.on_exhausted,
+    )
+    critic = _critic(config.critic, models) if config.critic is not None else None
+    compression = (
+        _compression(config.compression, models) if config.compression is not None else None
+    )
+    return _checked(
+        source,
+        "",
+        lambda: Team(
+            name=config.name,
+            planner=_planner(config.planner, models, source),
+            workers=workers,
+            checks=checks,
+            budget=budget,
+            concurrency=config.concurrency,
+            critic=critic,
+            compression=compression,
+            telemetry=telemetry,
+        ),
+    )
+
+
+def _critic(config: CriticConfig, models: _Models) -> Critic:
+    # No model of its own: the critic uses the planner's.
+    critic_model = models.get(config.model, "critic.model") if config.model else None
+    if config.prompt:
+        return Critic(model=critic_model, prompt=config.prompt)
+    return Critic(model=critic_model)
+
+
+def _compression(config: CompressionConfig, models: _Models) -> Compression:
+    compressor = models.get(config.model, "compression.model") if config.model else None
+    made = Compression(
+        threshold_tokens=config.threshold_tokens,
+        context_window=config.context_window,
+        window_fraction=config.window_fraction,
+        model=compressor,
+    )
+    return dataclasses.replace(made, prompt=config.prompt) if config.prompt else made
+
+
+def _planner(config: PlannerConfig, models: _Models, source: str) -> Planner:
+    synthesizer = (
+        models.get(config.synthesizer_model, "planner.synthesizer_model")
+        if config.synthesizer_model
+        else None
+    )
+    planner_model = models.get(config.model, "planner.model")
+    return _checked(
+        source,
+        "planner: ",
+        lambda: Planner(
+            model=planner_model,
+            max_steps=config.max_steps,
+            max_plan_attempts=config.max_plan_attempts,
+            prompts=_prompts(config.prompts),
+            synthesizer_model=synthesizer,
+            name=config.name,
+        ),
+    )
+
+
+def _prompts(config: PromptsConfig) -> Prompts:
+    given = {k: v for k in ("planner", "worker", "synthesizer") if (v := getattr(config, k))}
+    return Prompts(**given)
+
+
+def _worker(config: WorkerConfig, index: int, models: _Models, source: str) -> Worker:
+    key = f"workers[{index}]"
+    tools = [
+        import_tool(spec, where=f"{source}: {key}.tools[{t}]") for t, spec in enumerate(config.tools)
+    ]
+    worker_model = models.get(config.model, f"{key}.model")
+    return _checked(
+        source,
+        f"{key}: ",
+        lambda: Worker(
+            name=config.name,
+            description=config.description,
+            model=worker_model,
+            tools=tools,
+            max_iterations=config.max_iterations,
+            system_prompt=config.system_prompt,
+            step_timeout=config.step_timeout,
+            max_concurrent_steps=config.max_concurrent_steps,
+            artifact=config.artifact,
+        ),
+    )
+
+
+def _check(config: CheckConfig, name: str, source: str) -> Check:
+    key = f"{source}: checks.{name}"
+    expected = "a function of a StepReport"
+    predicate = import_callable(config.predicate, where=f"{key}.predicate", expected=expected)
+    explain = (
+        import_callable(config.explain, where=f"{key}.explain", expected=expected)
+        if config.explain
+        else None
+    )
+    return Check(
+        description=config.description,
+        predicate=cast(Callable[[StepReport], bool], predicate),
+        explain=cast(Callable[[StepReport], str] | None, explain),
+    )
+
+
+def _checked(source: str, key: str, make: Callable[[], _T]) -> _T:
+    """Run a constructor; its ``ConfigError`` gets the file and key path in front."""
+    try:
+        return make()
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {key}{exc}") from exc

@@ -1,0 +1,107 @@
+"""Resolving ``module:attribute`` paths from team files, with errors that help."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from types import ModuleType
+
+from regiment.errors import ConfigError
+from regiment.tools import Tool
+
+__all__ = ("import_callable", "import_object", "import_tool")
+
+
+def import_object(spec: str, *, where: str) -> object:
+    """The object ``spec`` (``"package.module:attribute"``) names.
+
+    Args:
+        spec: the import path.
+        where: ``"file: key.path"``, the start of any error message.
+
+    Raises:
+        ConfigError: the path is malformed, the module cannot be imported, or
+            it has no such attribute (the message lists what it does have).
+    """
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise ConfigError(
+            f"{where}: expected 'module:attribute' (e.g. 'myapp.tools:lookup'), got {spec!r}"
+        )
+    module = _import_module(module_name, spec, where)
+    target: object = module
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            have = ", ".join(_offered(target)) or "nothing public"
+            raise ConfigError(
+                f"{where}: cannot import {spec!r}: no attribute {part!r} (it has: {have})"
+            )
+        target = getattr(target, part)
+    return target
+
+
+def import_tool(spec: str, *, where: str) -> Tool[..., object]:
+    """A ``Tool`` from its path; a plain function is wrapped with ``Tool(fn)``."""
+    found = import_object(spec, where=where)
+    if isinstance(found, Tool):
+        return found
+    if inspect.isfunction(found) or inspect.ismethod(found):
+        try:
+            return Tool(found)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {spec!r} cannot be a tool: {exc}") from exc
+    raise ConfigError(
+        f"{where}: {spec!r} is {_kind(found)}; expected a Tool (made with @tool) or a function"
+    )
+
+
+def import_callable(spec: str, *, where: str, expected: str) -> Callable[..., object]:
+    """A function (or other callable) from its path.
+
+    Args:
+        spec: the import path.
+        where: the start of any error message.
+        expected: what it should be, for the message ("a function of a StepReport").
+    """
+    found = import_object(spec, where=where)
+    if not callable(found) or inspect.isclass(found):
+        raise ConfigError(f"{where}: {spec!r} is {_kind(found)}; expected {expected}")
+    return found
+
+
+def _import_module(name: str, spec: str, where: str) -> ModuleType:
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or name
+        raise ConfigError(
+            f"{where}: cannot import {spec!r}: no module named {missing!r} "
+            "(is its directory on the import path? `regiment` adds the current directory)"
+        ) from exc
+    except Exception as exc:  # the user's module raised while importing
+        raise ConfigError(
+            f"{where}: cannot import {spec!r}: importing {name!r} raised "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _offered(target: object) -> list[str]:
+    """Public tools and functions defined in ``target``, the likely meant names."""
+    home = getattr(target, "__name__", None)
+    names = []
+    for name, value in vars(target).items() if hasattr(target, "__dict__") else ():
+        if name.startswith("_"):
+            continue
+        own = getattr(value, "__module__", None) == home
+        if isinstance(value, Tool) or (own and callable(value)):
+            names.append(name)
+    return sorted(names)
+
+
+def _kind(value: object) -> str:
+    if inspect.isclass(value):
+        return f"the class {value.__name__}"
+    if isinstance(value, ModuleType):
+        return f"the module {value.__name__}"
+    return f"a {type(value).__name__}"
