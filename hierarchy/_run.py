@@ -380,7 +380,9 @@ class RunActor(Actor[PlannerMessage, None]):
                 )
             )
             await team.worker_refs[worker.name].send(assign, headers=self._run_headers)
-        if not state.inflight and all(s.id in state.committed for s in plan.steps):
+        # Steps of older versions still winding down (cancelled, but maybe stuck in
+        # a call that ignores cancellation) do not hold up the current plan.
+        if not state.running_ids(plan.version) and all(s.id in state.committed for s in plan.steps):
             self._plan_done()
 
     async def _on_report(self, report: StepReport) -> None:

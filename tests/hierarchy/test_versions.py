@@ -30,6 +30,7 @@ def _never_ok(report: StepReport) -> bool:
 
 async def test_late_report_of_old_version_is_never_committed_or_built_on() -> None:
     replanned = anyio.Event()
+    dropped = anyio.Event()
 
     async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:
         if description == "slow draft":
@@ -37,6 +38,8 @@ async def test_late_report_of_old_version_is_never_committed_or_built_on() -> No
             with anyio.CancelScope(shield=True):
                 await replanned.wait()
             return "SLOW-DRAFT-OUTPUT"
+        if description == "recover":
+            await dropped.wait()  # finish version 2 only after the late report came in
         return f"did: {description}"
 
     v1 = plan_json(
@@ -63,6 +66,8 @@ async def test_late_report_of_old_version_is_never_committed_or_built_on() -> No
             events.append(event)
             if isinstance(event, Replanned):
                 replanned.set()
+            if isinstance(event, StaleReportDropped):
+                dropped.set()
     closing = events[-1]
     assert isinstance(closing, RunCompleted)
     result = closing.result
