@@ -30,7 +30,7 @@ def _never_ok(report: StepReport) -> bool:
 
 async def test_late_report_of_old_version_is_never_committed_or_built_on() -> None:
     replanned = anyio.Event()
-    dropped = anyio.Event()
+    late_report_seen = anyio.Event()
 
     async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:
         if description == "slow draft":
@@ -39,7 +39,7 @@ async def test_late_report_of_old_version_is_never_committed_or_built_on() -> No
                 await replanned.wait()
             return "SLOW-DRAFT-OUTPUT"
         if description == "recover":
-            await dropped.wait()  # finish version 2 only after the late report came in
+            await late_report_seen.wait()  # finish version 2 only after the late report
         return f"did: {description}"
 
     v1 = plan_json(
@@ -67,7 +67,7 @@ async def test_late_report_of_old_version_is_never_committed_or_built_on() -> No
             if isinstance(event, Replanned):
                 replanned.set()
             if isinstance(event, StaleReportDropped):
-                dropped.set()
+                late_report_seen.set()
     closing = events[-1]
     assert isinstance(closing, RunCompleted)
     result = closing.result
