@@ -153,6 +153,19 @@ class TeamConfig(_Section, frozen=True, kw_only=True):
     critic: CriticConfig | None = None
     compression: CompressionConfig | None = None
 
+    def model_specs(self) -> dict[str, str]:
+        """Every role's model spec, keyed by key path (``planner.model``, ``workers[0].model``, ...)."""
+        specs = {"planner.model": self.planner.model or self.model}
+        if self.planner.synthesizer_model:
+            specs["planner.synthesizer_model"] = self.planner.synthesizer_model
+        for index, worker in enumerate(self.workers):
+            specs[f"workers[{index}].model"] = worker.model or self.model
+        if self.critic is not None and self.critic.model:
+            specs["critic.model"] = self.critic.model
+        if self.compression is not None and self.compression.model:
+            specs["compression.model"] = self.compression.model
+        return specs
+
 
 _KNOWN_KEYS = sorted(
     {

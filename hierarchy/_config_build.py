@@ -31,7 +31,7 @@ from regiment.hierarchy._worker import Worker
 from regiment.models import AnthropicModel, Model, ScriptedModel, ScriptFunction
 from regiment.telemetry import Telemetry
 
-__all__ = ("build_team", "config_models", "load_team", "parse_model_spec")
+__all__ = ("build_team", "check_config", "load_team", "parse_model_spec")
 
 _ANTHROPIC = "anthropic:"
 _T = TypeVar("_T")
@@ -53,30 +53,19 @@ def parse_model_spec(spec: str, *, where: str) -> tuple[str, str]:
     )
 
 
-def config_models(config: TeamConfig) -> dict[str, str]:
-    """Every role's model spec, keyed by key path (``planner.model``, ``workers[0].model``...)."""
-    specs = {"model": config.model, "planner.model": config.planner.model or config.model}
-    if config.planner.synthesizer_model:
-        specs["planner.synthesizer_model"] = config.planner.synthesizer_model
-    for index, worker in enumerate(config.workers):
-        specs[f"workers[{index}].model"] = worker.model or config.model
-    if config.critic is not None and config.critic.model:
-        specs["critic.model"] = config.critic.model
-    if config.compression is not None and config.compression.model:
-        specs["compression.model"] = config.compression.model
-    return specs
-
-
 class _Models:
     """Makes each role's model; one instance per distinct spec, so roles share a client."""
 
-    def __init__(self, config: TeamConfig, source: str, override: str | None) -> None:
+    def __init__(self, config: TeamConfig, source: str, override: str | Model | None) -> None:
         self._config = config
         self._source = source
-        self._override = override
+        self._instance = None if override is None or isinstance(override, str) else override
+        self._override = override if isinstance(override, str) else None
         self._made: dict[str, Model] = {}
 
     def get(self, spec: str | None, key: str) -> Model:
+        if self._instance is not None:
+            return self._instance
         chosen = self._override or spec or self._config.model
         where = f"{self._source}: {'--model' if self._override else key}"
         if chosen not in self._made:
@@ -103,13 +92,14 @@ class _Models:
 
 
 def load_team(
-    path: str | Path, *, model: str | None = None, telemetry: Telemetry | None = None
+    path: str | Path, *, model: str | Model | None = None, telemetry: Telemetry | None = None
 ) -> Team:
     """Read a team file and build its team.
 
     Args:
         path: a ``.toml``, ``.yaml`` or ``.yml`` team file.
-        model: a model spec for every role, replacing the file's.
+        model: a model for every role, replacing the file's: a spec
+            (``"anthropic:<id>"``, ``"scripted"``) or a ready ``Model``.
         telemetry: where the team's spans go (``None``: the global provider).
 
     Raises:
@@ -122,7 +112,7 @@ def load_team(
 def build_team(
     config: TeamConfig,
     *,
-    model: str | None = None,
+    model: str | Model | None = None,
     telemetry: Telemetry | None = None,
     source: str = "<config>",
 ) -> Team:
@@ -130,7 +120,8 @@ def build_team(
 
     Args:
         config: the decoded file (see ``load_config``), or one built in Python.
-        model: a model spec for every role, replacing the config's.
+        model: a model for every role, replacing the config's: a spec
+            (``"anthropic:<id>"``, ``"scripted"``) or a ready ``Model``.
         telemetry: where the team's spans go (``None``: the global provider).
         source: the file name error messages start with.
 
@@ -171,6 +162,33 @@ def build_team(
             telemetry=telemetry,
         ),
     )
+
+
+def check_config(config: TeamConfig, *, source: str = "<config>") -> Team:
+    """Check everything ``build_team`` would, without creating model clients.
+
+    Every model spec is parsed, the brain (if any) and every tool and check
+    are imported, and the team is built with a stand-in model, so a file can
+    be checked on a machine without API keys.
+
+    Returns:
+        The team as built with the stand-in (for a summary; do not run it).
+
+    Raises:
+        ConfigError: as ``build_team``.
+    """
+    for key, spec in config.model_specs().items():
+        kind, _ = parse_model_spec(spec, where=f"{source}: {key}")
+        if kind == "scripted" and config.brain is None:
+            raise ConfigError(
+                f"{source}: {key}: the model is 'scripted' but the file has no "
+                "brain = 'module:function' to answer its requests; add one"
+            )
+    if config.brain is not None:
+        import_callable(
+            config.brain, where=f"{source}: brain", expected="a function of a ModelRequest"
+        )
+    return build_team(config, model=ScriptedModel([], name="stand-in"), source=source)
 
 
 def _critic(config: CriticConfig, models: _Models) -> Critic:
@@ -221,7 +239,8 @@ def _prompts(config: PromptsConfig) -> Prompts:
 def _worker(config: WorkerConfig, index: int, models: _Models, source: str) -> Worker:
     key = f"workers[{index}]"
     tools = [
-        import_tool(spec, where=f"{source}: {key}.tools[{t}]") for t, spec in enumerate(config.tools)
+        import_tool(spec, where=f"{source}: {key}.tools[{t}]")
+        for t, spec in enumerate(config.tools)
     ]
     worker_model = models.get(config.model, f"{key}.model")
     return _checked(

@@ -1,0 +1,191 @@
+"""What the ``regiment`` command knows about a run while it goes: built from its events.
+
+Token counts come from the run's own ``chat`` spans (a span processor sees
+each model call's usage as it ends and files it under the step whose worker
+span it belongs to), so the live view can show them before the step reports.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias, assert_never
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from regiment.hierarchy import (
+    BudgetExhausted,
+    CheckFailed,
+    ContextCompressed,
+    CritiqueCompleted,
+    Event,
+    Plan,
+    PlanCreated,
+    Replanned,
+    RoundStarted,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    StaleReportDropped,
+    StepCompleted,
+    StepDispatched,
+    StepErrored,
+    SynthesisStarted,
+)
+from regiment.telemetry import semconv as sc
+
+__all__ = ("RunProgress", "StepRow", "StepState", "TokenMeter")
+
+StepState: TypeAlias = Literal["waiting", "running", "done", "failed", "check failed", "replaced"]
+_NOT_STEP = "(planner)"  # tokens spent outside any step: planning, synthesis, critique
+
+
+@dataclass(slots=True)
+class StepRow:
+    """One step as the view shows it."""
+
+    id: str
+    worker: str
+    description: str
+    state: StepState = "waiting"
+    started: float | None = None
+    finished: float | None = None
+    note: str = ""
+
+    def elapsed(self, now: float) -> float | None:
+        """Seconds since it was dispatched (until it finished)."""
+        if self.started is None:
+            return None
+        return (self.finished if self.finished is not None else now) - self.started
+
+
+@dataclass(slots=True)
+class RunProgress:
+    """The run so far: plan version, steps and their states, what happened last."""
+
+    clock: Callable[[], float] = time.monotonic
+    team: str = ""
+    version: int = 0
+    steps: dict[str, StepRow] = field(default_factory=dict)
+    replans: list[str] = field(default_factory=list)
+    phase: str = "starting"
+    started: float = 0.0
+    finished: bool = False
+
+    def __post_init__(self) -> None:
+        self.started = self.clock()
+
+    def elapsed(self) -> float:
+        """Seconds since the run started."""
+        return self.clock() - self.started
+
+    def apply(self, event: Event) -> None:
+        """Update from one event."""
+        now = self.clock()
+        match event:
+            case RunStarted(team=team):
+                self.team, self.phase = team, "planning"
+            case PlanCreated(plan=plan):
+                self._take_plan(plan)
+            case StepDispatched(step_id=sid, worker=worker):
+                row = self._row(sid, worker)
+                row.state, row.started, row.finished = "running", now, None
+                self.phase = "working"
+            case StepCompleted(step_id=sid, worker=worker):
+                self._finish(self._row(sid, worker), "done", now)
+            case StepErrored(step_id=sid, worker=worker, status=status, error=error):
+                self._finish(self._row(sid, worker), "failed", now, f"{status}: {error}")
+            case CheckFailed(step_id=sid, check=check, reason=reason):
+                self._finish(self._row(sid, ""), "check failed", now, f"{check}: {reason}")
+            case Replanned(old_version=old, new_version=new, reason=reason, removed=removed):
+                self.replans.append(f"v{old} -> v{new}: {reason}")
+                for step in removed:
+                    self._row(step.id, step.worker).state = "replaced"
+                self.phase = "replanning"
+            case SynthesisStarted():
+                self.phase = "synthesizing"
+            case CritiqueCompleted() | RoundStarted() | ContextCompressed() | StaleReportDropped():
+                pass
+            case BudgetExhausted(limit=limit):
+                self.phase = f"budget exhausted ({limit})"
+            case RunCompleted(result=result):
+                self.phase, self.finished = result.status, True
+            case RunFailed():
+                self.phase, self.finished = "failed", True
+            case _:
+                assert_never(event)
+
+    def summary(self) -> str:
+        """How far the run got, in one line (for an interrupted run)."""
+        current = [r for r in self.steps.values() if r.state != "replaced"]
+        done = [r.id for r in current if r.state == "done"]
+        running = [f"{r.id} ({r.worker})" for r in current if r.state == "running"]
+        text = (
+            f"after {self.elapsed():.1f} s, plan v{self.version}: "
+            f"{len(done)} of {len(current)} steps done"
+        )
+        text += f" ({', '.join(done)})" if done else ""
+        return text + (f"; was running {', '.join(running)}" if running else "")
+
+    def _take_plan(self, plan: Plan) -> None:
+        self.version = plan.version
+        for step in plan.steps:
+            row = self._row(step.id, step.worker or "")
+            row.description = step.description
+            if step.worker:
+                row.worker = step.worker
+        self.phase = "working"
+
+    def _row(self, step_id: str, worker: str) -> StepRow:
+        if step_id not in self.steps:
+            self.steps[step_id] = StepRow(id=step_id, worker=worker, description="")
+        return self.steps[step_id]
+
+    @staticmethod
+    def _finish(row: StepRow, state: StepState, now: float, note: str = "") -> None:
+        row.state, row.finished, row.note = state, now, note
+
+
+class TokenMeter(SpanProcessor):
+    """Adds up each model call's tokens under the step its worker span belongs to."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._step_of: dict[int, str] = {}
+        self._tokens: dict[str, int] = {}
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        """Remember which step a span (or its parent) belongs to."""
+        own = span.attributes.get(sc.REGIMENT_STEP_ID) if span.attributes else None
+        with self._lock:
+            step = own if isinstance(own, str) else None
+            if step is None and span.parent is not None:
+                step = self._step_of.get(span.parent.span_id)
+            if step is not None:
+                self._step_of[span.context.span_id] = step
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """File a finished model call's tokens."""
+        attributes = span.attributes or {}
+        used = attributes.get(sc.GEN_AI_USAGE_INPUT_TOKENS, 0), attributes.get(
+            sc.GEN_AI_USAGE_OUTPUT_TOKENS, 0
+        )
+        tokens = sum(n for n in used if isinstance(n, int))
+        if not tokens or span.context is None:
+            return
+        with self._lock:
+            key = self._step_of.get(span.context.span_id, _NOT_STEP)
+            self._tokens[key] = self._tokens.get(key, 0) + tokens
+
+    def step_tokens(self, step_id: str) -> int:
+        """Tokens the step's model calls used so far."""
+        with self._lock:
+            return self._tokens.get(step_id, 0)
+
+    def total(self) -> int:
+        """Tokens of every model call so far."""
+        with self._lock:
+            return sum(self._tokens.values())

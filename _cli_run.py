@@ -1,0 +1,230 @@
+"""``regiment run``: build the team, run the goal with a view, report, clean up."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Literal, TextIO, TypeAlias
+
+import anyio
+import msgspec
+from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
+from rich.console import Console
+
+from regiment._cli_progress import RunProgress, TokenMeter
+from regiment._cli_view import LiveView, PlainView, ProgressView
+from regiment.errors import ConfigError
+from regiment.hierarchy import Event, RunCompleted, RunFailed, RunResult, Team, Worker
+from regiment.hierarchy._config import TeamConfig
+from regiment.hierarchy._config_build import build_team
+from regiment.models import AnthropicModel, Model
+from regiment.telemetry import SpanCollector, Telemetry, TracingHandle, configure_tracing
+
+__all__ = ("Outcome", "RunOptions", "TraceMode", "drive")
+
+Outcome: TypeAlias = Literal["done", "failed", "interrupted"]
+TraceMode: TypeAlias = Literal["jaeger", "console", "none"]
+_TICK = 0.25  # seconds between redraws of the live view's clocks
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    """What ``regiment run`` was asked to do."""
+
+    team_file: str
+    goal: str
+    model: str | None
+    trace: TraceMode
+    events_jsonl: bool
+    events_file: str | None
+    live: bool
+
+
+@dataclass(kw_only=True)
+class _Tracing:
+    """The command's own tracer provider: a token meter always, plus the chosen output."""
+
+    provider: SdkTracerProvider
+    meter: TokenMeter = field(default_factory=TokenMeter)
+    collector: SpanCollector | None = None
+    handle: TracingHandle | None = None
+
+    @classmethod
+    def open(cls, mode: TraceMode) -> _Tracing:
+        handle = configure_tracing(set_global=False) if mode == "jaeger" else None
+        provider = handle.provider if handle is not None else None
+        sdk = provider if isinstance(provider, SdkTracerProvider) else SdkTracerProvider()
+        tracing = cls(provider=sdk, handle=handle)
+        sdk.add_span_processor(tracing.meter)
+        if mode == "console":
+            tracing.collector = SpanCollector()
+            sdk.add_span_processor(tracing.collector)
+        return tracing
+
+    def shutdown(self) -> None:
+        # Flushes the OTLP exporter, so every span has left when the command exits.
+        self.provider.shutdown()
+
+
+@dataclass(slots=True)
+class _Ending:
+    result: RunResult | None = None
+    failure: RunFailed | None = None
+    interrupted: bool = False
+
+
+async def drive(
+    config: TeamConfig, options: RunOptions, *, stdout: TextIO, stderr: TextIO, stop: anyio.Event
+) -> Outcome:
+    """Run ``options.goal`` on the team ``config`` describes; print what happened.
+
+    Raises:
+        ConfigError: the team cannot be built, or the events file cannot be opened.
+    """
+    tracing = _Tracing.open(options.trace)
+    try:
+        team = build_team(
+            config,
+            model=options.model,
+            telemetry=Telemetry(tracing.provider),
+            source=options.team_file,
+        )
+        try:
+            with _event_sink(options, stdout) as sink:
+                progress = RunProgress()
+                ending = await _watch(team, options, progress, sink, stderr, stop, tracing.meter)
+        finally:
+            await _close_models(team)
+    finally:
+        tracing.shutdown()
+    return _report(ending, progress, options, tracing, stdout, stderr)
+
+
+async def _watch(
+    team: Team,
+    options: RunOptions,
+    progress: RunProgress,
+    sink: Callable[[Event], None],
+    stderr: TextIO,
+    stop: anyio.Event,
+    meter: TokenMeter,
+) -> _Ending:
+    ending = _Ending()
+    view: ProgressView = (
+        LiveView(progress, Console(file=stderr), meter)
+        if options.live
+        else PlainView(progress, stderr, meter)
+    )
+    with view:
+        async with anyio.create_task_group() as tg:
+
+            async def cancel_on_stop() -> None:
+                await stop.wait()
+                ending.interrupted = True
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(cancel_on_stop)
+            if options.live:
+                tg.start_soon(_tick, view)
+            async with team.start() as running, running.stream(options.goal) as events:
+                async for event in events:
+                    progress.apply(event)
+                    view.show(event)
+                    sink(event)
+                    if isinstance(event, RunCompleted):
+                        ending.result = event.result
+                    elif isinstance(event, RunFailed):
+                        ending.failure = event
+            tg.cancel_scope.cancel()
+    return ending
+
+
+async def _tick(view: ProgressView) -> None:
+    while True:
+        await anyio.sleep(_TICK)
+        view.tick()
+
+
+def _report(
+    ending: _Ending,
+    progress: RunProgress,
+    options: RunOptions,
+    tracing: _Tracing,
+    stdout: TextIO,
+    stderr: TextIO,
+) -> Outcome:
+    outcome: Outcome = "failed"
+    result = ending.result
+    if result is not None:
+        if not (options.events_jsonl and options.events_file is None):
+            print(result.answer, file=stdout, flush=True)
+        if result.status == "partial":
+            print(
+                f"regiment: partial result: the {result.budget_exhausted} budget ran out",
+                file=stderr,
+            )
+        outcome = "done"
+    elif ending.interrupted:
+        print(f"regiment: interrupted; cancelled the run {progress.summary()}", file=stderr)
+        outcome = "interrupted"
+    else:
+        why = (
+            f"{ending.failure.error_type}: {ending.failure.message}"
+            if ending.failure
+            else "it ended without a result"
+        )
+        print(f"regiment: run failed: {why}", file=stderr)
+    _report_trace(result, tracing, stderr)
+    return outcome
+
+
+def _report_trace(result: RunResult | None, tracing: _Tracing, stderr: TextIO) -> None:
+    trace_id = result.trace_id if result is not None else None
+    if tracing.collector is not None:
+        tree = tracing.collector.render(int(trace_id, 16) if trace_id else None)
+        print(f"\ntrace {trace_id or ''}:\n{tree}", file=stderr)
+    if tracing.handle is not None and tracing.handle.endpoint:
+        print(f"regiment: trace {trace_id or ''} sent to {tracing.handle.endpoint}", file=stderr)
+
+
+@contextmanager
+def _event_sink(options: RunOptions, stdout: TextIO) -> Iterator[Callable[[Event], None]]:
+    """Where ``--events jsonl`` lines go (nowhere without it)."""
+    if not options.events_jsonl:
+        yield lambda event: None
+        return
+    encoder = msgspec.json.Encoder()
+    if options.events_file is None:
+        yield _jsonl_writer(stdout, encoder)
+        return
+    try:
+        file = open(options.events_file, "w", encoding="utf-8")  # noqa: SIM115 (closed below)
+    except OSError as exc:
+        raise ConfigError(f"--events-file: cannot write {options.events_file}: {exc}") from exc
+    with file:
+        yield _jsonl_writer(file, encoder)
+
+
+def _jsonl_writer(stream: TextIO, encoder: msgspec.json.Encoder) -> Callable[[Event], None]:
+    """A writer of one JSON line per event (the ``type`` key is the event's class name)."""
+
+    def write(event: Event) -> None:
+        stream.write(encoder.encode(event).decode() + "\n")
+        stream.flush()
+
+    return write
+
+
+async def _close_models(team: Team) -> None:
+    """Close the API clients the team's models hold."""
+    planner = team.planner
+    found: list[Model | None] = [planner.model, planner.synthesizer_model]
+    found += [w.model for w in team.workers if isinstance(w, Worker)]
+    found += [team.critic.model if team.critic else None]
+    found += [team.compression.model if team.compression else None]
+    closed: set[int] = set()
+    for model in found:
+        if isinstance(model, AnthropicModel) and id(model) not in closed:
+            closed.add(id(model))
+            await model.aclose()
