@@ -14,16 +14,20 @@ if __package__ in (None, ""):  # run as a script: make the repository's parent i
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     __package__ = "examples.refund"
 
+from opentelemetry.sdk.trace import TracerProvider
+
 from regiment.hierarchy import (
     Plan,
     PlanCreated,
     Replanned,
     RunCompleted,
+    RunResult,
     StaleReportDropped,
     StepCompleted,
     StepDispatched,
 )
 from regiment.models import ScriptedModel
+from regiment.telemetry import SpanCollector, Telemetry
 
 from .brain import refund_brain
 from .team import GOAL, build_team
@@ -40,7 +44,12 @@ def _show_plan(plan: Plan) -> None:
 
 async def main() -> None:
     ledger = Ledger()
-    team = build_team(ScriptedModel(refund_brain), ledger)
+    # Spans go to an in-memory collector, drawn as a tree at the end (Jaeger not needed).
+    collector = SpanCollector()
+    provider = TracerProvider()
+    provider.add_span_processor(collector)
+    team = build_team(ScriptedModel(refund_brain), ledger, telemetry=Telemetry(provider))
+    result: RunResult | None = None
     print("model: scripted (offline brain)")
     print(f"goal: {GOAL}\n")
     async with team.start() as running, running.stream(GOAL) as events:
@@ -56,13 +65,18 @@ async def main() -> None:
                     print(f"\nreplan v{old} -> v{new}: {reason}")
                 case StaleReportDropped(step_id=step_id, report_version=v):
                     print(f"  x  dropped a stale report of {step_id} (v{v})")
-                case RunCompleted(result=result):
-                    print(f"\nanswer ({result.status}):\n{result.answer}")
+                case RunCompleted(result=finished):
+                    result = finished
                 case _:
                     pass
     print(f"\nrefunds issued: {ledger.refunds or 'none'}; exceptions flagged: {ledger.exceptions}")
     for mail in ledger.emails:
         print(f"email to {mail['to']}: {mail['subject']} - {mail['body']}")
+    assert result is not None, "the run ended without a result"
+    print(f"\nanswer ({result.status}):\n{result.answer}")
+    provider.shutdown()
+    trace_id = int(result.trace_id, 16) if result.trace_id else None
+    print(f"\ntrace {result.trace_id}:\n{collector.render(trace_id)}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,1 @@
+"""Parallel research steps, then a dependent writing step whose draft is kept verbatim."""
