@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import anyio
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -16,7 +18,7 @@ from regiment.hierarchy import (
     Worker,
 )
 from regiment.hierarchy._team_worker import TeamWorker
-from regiment.models import ModelRequest, ModelResponse, ScriptedModel, ToolResultPart
+from regiment.models import ModelRequest, ModelResponse, ScriptedModel, TextPart, ToolResultPart
 from regiment.telemetry import SpanCollector, Telemetry
 
 from .brains import Brain, plan_json
@@ -38,10 +40,14 @@ def _tracing() -> tuple[Telemetry, TracerProvider, SpanCollector]:
     return Telemetry(provider), provider, collector
 
 
-def _one(spans: list[ReadableSpan], name: str) -> ReadableSpan:
+def _one(spans: Sequence[ReadableSpan], name: str) -> ReadableSpan:
     found = [s for s in spans if s.name == name]
     assert len(found) == 1, [s.name for s in spans]
     return found[0]
+
+
+def _first_text(request: ModelRequest) -> str:
+    return "".join(p.text for p in request.messages[0].parts if isinstance(p, TextPart))
 
 
 def _parent_id(span: ReadableSpan) -> int:
@@ -91,16 +97,16 @@ async def test_child_replans_while_the_parent_stays_on_its_plan_in_one_trace() -
 
     # The child replanned (two plan requests, the second after the failed check) ...
     assert len(child_brain.plan_requests) == 2
-    assert "failed its check 'fails'" in child_brain.plan_requests[1].messages[0].parts[0].text  # type: ignore[union-attr]
+    assert "failed its check 'fails'" in _first_text(child_brain.plan_requests[1])
     # ... while the parent stayed on version 1 and built on the child's answer.
     assert [p.version for p in result.plans] == [1]
     assert result.committed == ("s1", "s2")
     assert result.output_of("s1") == "the number is 42"
     assert result.stale_reports_dropped == 0
     (write_up,) = parent_brain.worker_requests
-    assert "s1: the number is 42" in write_up.messages[0].parts[0].text  # type: ignore[union-attr]
+    assert "s1: the number is 42" in _first_text(write_up)
     # The child's goal is the step plus the parent's goal; its planner was told so.
-    first_child_plan = child_brain.plan_requests[0].messages[0].parts[0].text  # type: ignore[union-attr]
+    first_child_plan = _first_text(child_brain.plan_requests[0])
     assert "find the number" in first_child_plan
     assert "report the number" in first_child_plan
     # The parent's planner sees what the sub-team can do.
@@ -123,7 +129,8 @@ async def test_child_replans_while_the_parent_stays_on_its_plan_in_one_trace() -
     diggers = [s for s in spans if s.name == "invoke_agent digger"]
     assert len(diggers) == 2
     assert all(_parent_id(s) == child_root.context.span_id for s in diggers)
-    assert child_root.attributes is not None and root.attributes is not None
+    assert child_root.attributes is not None
+    assert root.attributes is not None
     assert child_root.attributes["regiment.plan.versions"] == 2
     assert root.attributes["regiment.plan.versions"] == 1
 
@@ -240,3 +247,31 @@ async def test_cancelling_the_parent_run_cancels_the_child_and_leaves_no_tasks()
         assert child_cancelled == ["dig forever"]
         await anyio.wait_all_tasks_blocked()
         assert len(anyio.get_running_tasks()) == baseline
+
+
+async def test_leaving_the_parent_block_mid_child_run_leaves_no_tasks() -> None:
+    child_started = anyio.Event()
+
+    async def hang(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        child_started.set()
+        await anyio.Event().wait()
+        raise AssertionError("unreachable")
+
+    child_brain = Brain([plan_json({"description": "dig forever"})], work=hang)
+    parent_brain = Brain([plan_json({"description": "delegate", "worker": "research"})])
+    team = Team(
+        name="parent",
+        planner=Planner(model=ScriptedModel(parent_brain)),
+        workers=[
+            TeamWorker(name="research", description="finds things", team=_child_team(child_brain))
+        ],
+    )
+    before = len(anyio.get_running_tasks())
+    async with anyio.create_task_group() as tg, team.start() as running:
+        tg.start_soon(running.run, "goal")
+        await child_started.wait()
+        tg.cancel_scope.cancel()
+    assert child_started.is_set()
+    assert len(anyio.get_running_tasks()) == before
