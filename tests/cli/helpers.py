@@ -1,0 +1,44 @@
+"""Team files and brains written into a temporary directory, for the command to import."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+BRAINS = '''
+import anyio
+from regiment.models import ModelRequest, ModelResponse, text_response
+
+
+def garbage(request: ModelRequest) -> ModelResponse:
+    """A planner that only ever assigns steps to a worker the team does not have."""
+    return text_response('{"steps": [{"id": "s1", "description": "x", "worker": "nobody"}]}')
+
+
+async def stuck(request: ModelRequest) -> ModelResponse:
+    """Plans one step, then the worker's model never answers."""
+    if request.system.startswith("You are the planner"):
+        return text_response('{"steps": [{"id": "s1", "description": "wait for ever"}]}')
+    await anyio.sleep_forever()
+    raise AssertionError("unreachable")
+'''
+
+
+def write_team(directory: Path, brain: str) -> Path:
+    """A one-worker team file whose scripted brain is ``brain`` (``garbage`` or ``stuck``)."""
+    module = f"cli_brains_{uuid.uuid4().hex[:8]}"  # unique: imported modules are cached
+    (directory / f"{module}.py").write_text(BRAINS, encoding="utf-8")
+    team = directory / "team.toml"
+    team.write_text(
+        f"""
+name = "waiters"
+model = "scripted"
+brain = "{module}:{brain}"
+
+[[workers]]
+name = "waiter"
+description = "Waits."
+""",
+        encoding="utf-8",
+    )
+    return team

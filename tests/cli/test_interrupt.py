@@ -1,0 +1,72 @@
+"""Ctrl-C: the run is cancelled, nothing is left running, and the command says how far it got."""
+
+from __future__ import annotations
+
+import io
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from anyio import wait_all_tasks_blocked
+
+from regiment.cli import run_async
+
+from .helpers import write_team
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))
+
+
+async def test_interrupt_cancels_the_run_and_reports_progress(tmp_path: Path) -> None:
+    team = write_team(tmp_path, "stuck")
+    stop = anyio.Event()
+    out, err = io.StringIO(), io.StringIO()
+    codes: list[int] = []
+
+    async def command() -> None:
+        argv = ["run", str(team), "wait", "--app-dir", str(tmp_path)]
+        codes.append(await run_async(argv, stdout=out, stderr=err, environ={}, interrupt=stop))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(command)
+        await wait_all_tasks_blocked()  # the step is dispatched and its model never answers
+        assert "-> s1 to waiter" in err.getvalue()
+        stop.set()
+    # The task group only exits once the command returned: the run and the team have stopped.
+    assert codes == [130]
+    assert out.getvalue() == ""
+    last = err.getvalue().splitlines()[-1]
+    assert last.startswith("regiment: interrupted; cancelled the run after")
+    assert "plan v1: 0 of 1 steps done; was running s1 (waiter)" in last
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_sigint_exits_130_without_a_traceback(tmp_path: Path, backend: str) -> None:
+    team = write_team(tmp_path, "stuck")
+    argv = ["run", str(team), "wait", "--app-dir", str(tmp_path), "--backend", backend]
+    with subprocess.Popen(
+        [sys.executable, "-m", "regiment", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    ) as child:
+        assert child.stderr is not None
+        seen: list[str] = []
+        while not any("-> s1" in line for line in seen):  # the step is running
+            line = child.stderr.readline()
+            assert line, f"the command ended early: {''.join(seen)}"
+            seen.append(line)
+        child.send_signal(signal.SIGINT)
+        rest = child.stderr.read()
+        assert child.wait(timeout=30) == 130, rest
+    assert "Traceback" not in rest
+    assert "regiment: interrupted; cancelled the run after" in rest
