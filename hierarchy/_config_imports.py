@@ -94,7 +94,7 @@ def _offered(target: object) -> list[str]:
         if name.startswith("_"):
             continue
         own = getattr(value, "__module__", None) == home
-        if isinstance(value, Tool) or (own and callable(value)):
+        if isinstance(value, Tool) or (own and callable(value) and not inspect.isclass(value)):
             names.append(name)
     return sorted(names)
 

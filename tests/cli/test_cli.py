@@ -38,7 +38,8 @@ async def test_run_prints_the_answer_and_falls_back_to_the_brain_without_a_key()
     assert out.startswith("Summary of what was done:")
     assert "could not be made" in out or "flagged" in out
     notes = [line for line in err.splitlines() if "ANTHROPIC_API_KEY" in line]
-    assert len(notes) == 1 and "examples.refund.brain:refund_brain" in notes[0]
+    assert len(notes) == 1
+    assert "examples.refund.brain:refund_brain" in notes[0]
     # Not a terminal: plain event lines, showing both plan versions and the replan.
     assert "plan v1: s1 [billing]" in err
     assert "replan v1 -> v2" in err
@@ -81,7 +82,8 @@ async def test_trace_console_prints_the_span_tree() -> None:
     assert code == 0, err
     tree = err[err.index("\ntrace ") :]
     assert "invoke_agent refunds" in tree
-    assert "replan" in tree and "execute_tool check_eligibility" in tree
+    assert "replan" in tree
+    assert "execute_tool check_eligibility" in tree
 
 
 async def test_a_run_that_fails_exits_1_with_the_reason(tmp_path: Path) -> None:
@@ -103,7 +105,7 @@ async def test_a_run_that_fails_exits_1_with_the_reason(tmp_path: Path) -> None:
     ],
 )
 async def test_usage_and_config_errors_exit_2(argv: list[str], message: str) -> None:
-    code, out, err = await _run(*argv)
+    code, _out, err = await _run(*argv)
     assert code == 2
     assert message in err
     assert "Traceback" not in err
@@ -129,7 +131,10 @@ def test_validate_checks_a_file_without_running_it(capsys: pytest.CaptureFixture
     assert main(["validate", REFUND]) == 0
     out = capsys.readouterr().out
     assert f"{REFUND}: ok, team 'refunds'" in out
-    assert "worker billing: anthropic:claude-sonnet-4-5; check_eligibility, issue_refund, flag_exception" in out
+    assert (
+        "worker billing: anthropic:claude-sonnet-4-5; check_eligibility, issue_refund, flag_exception"
+        in out
+    )
     assert "check eligible: the order is eligible for a refund" in out
 
 
