@@ -41,6 +41,7 @@ from regiment.hierarchy import (
     RunResult,
     StepReport,
     Team,
+    TeamWorker,
     Worker,
 )
 from regiment.models import (
@@ -110,6 +111,7 @@ __all__ = (
     "StepFailed",
     "StepReport",
     "Team",
+    "TeamWorker",
     "Telemetry",
     "Tool",
     "ToolArgumentsInvalid",

@@ -39,6 +39,7 @@ from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._result import RunResult, RunStatus
 from regiment.hierarchy._team import RunningTeam, Team
+from regiment.hierarchy._team_worker import TeamWorker
 from regiment.hierarchy._worker import Worker, WorkerActor
 
 __all__ = (
@@ -80,6 +81,7 @@ __all__ = (
     "StepStatus",
     "SynthesisStarted",
     "Team",
+    "TeamWorker",
     "ToolOutcome",
     "Verdict",
     "Worker",

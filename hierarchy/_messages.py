@@ -100,6 +100,7 @@ class StepReport(msgspec.Struct, frozen=True, kw_only=True, tag="step_report"):
     tool_outcomes: tuple[ToolOutcome, ...] = ()
     usage: Usage = Usage()
     model_calls: int = 0
+    tool_calls: int = 0
     error: str | None = None
 
     def tool_result(self, tool: str) -> JsonValue:

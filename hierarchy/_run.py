@@ -394,7 +394,7 @@ class RunActor(Actor[PlannerMessage, None]):
             report.worker,
             report.usage,
             model_calls=report.model_calls,
-            tool_calls=len(report.tool_outcomes),
+            tool_calls=report.tool_calls,
         )
         if report.plan_version != state.version or self._phase in (
             "replanning",

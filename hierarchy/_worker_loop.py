@@ -55,6 +55,7 @@ class StepProgress:
             tool_outcomes=tuple(self.outcomes),
             usage=self.usage,
             model_calls=self.model_calls,
+            tool_calls=self.tool_calls,
             error=error,
         )
 
