@@ -35,6 +35,10 @@ class _Channel:
         self.sent: list[Message] = []
         self.sent_event = anyio.Event()
 
+    def close(self) -> None:
+        self.to_app.close()
+        self._from_us.close()
+
     async def receive(self) -> Message:
         return await self._from_us.receive()
 
@@ -59,6 +63,7 @@ async def lifespan(app: App) -> AsyncIterator[None]:
             yield
         finally:
             await channel.to_app.send({"type": "lifespan.shutdown"})
+    channel.close()
 
 
 async def request(
@@ -78,6 +83,7 @@ async def request(
             tg.start_soon(disconnect)
         await app(scope, channel.receive, channel.send)  # returns once it answered or saw us leave
         tg.cancel_scope.cancel()
+    channel.close()
     status = next((m["status"] for m in channel.sent if m["type"] == "http.response.start"), None)
     data = b"".join(
         m["body"]

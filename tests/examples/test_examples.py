@@ -1,0 +1,75 @@
+"""Every example is a real program: run each one as a user would and read what it prints."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _run(*args: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-W", "error", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_refund_demo_replans_and_ends_with_the_answer_and_the_trace_tree() -> None:
+    lines = _run(str(EXAMPLES / "refund" / "main.py"))
+    text = "\n".join(lines)
+    assert lines[0] == "model: scripted (offline brain)"
+    assert "plan v1 (initial):" in lines
+    assert any(line.startswith("replan v1 -> v2: step s1 failed its check") for line in lines)
+    assert "refunds issued: none; exceptions flagged: ['88213']" in lines
+    answer = lines.index("answer (completed):")
+    trace = next(i for i, line in enumerate(lines) if line.startswith("trace "))
+    assert answer < trace
+    assert "could not be made" in text[text.index("email to") :]
+    tree = lines[trace + 1 :]
+    assert tree[0].startswith("invoke_agent refunds")
+    assert "versions=2" in tree[0]
+    assert any("replan" in line and "plan v1->v2" in line for line in tree)
+    assert tree[-1].strip().startswith("└─ chat scripted")  # synthesis is the last phase
+
+
+def test_research_report_runs_research_in_parallel_and_keeps_the_draft() -> None:
+    lines = _run(str(EXAMPLES / "research_report" / "main.py"))
+    assert "  -> s3 to researcher; in flight: s1, s2, s3" in lines
+    assert "at most 3 steps ran at the same time" in lines
+    assert lines.index("  <- s3 done") < lines.index("  -> s4 to writer; in flight: s4")
+    answer = "\n".join(lines[lines.index("answer:") + 1 :])
+    assert answer.startswith("Here is the report the writer drafted")
+    # The writer's draft is in the answer verbatim, after the synthesizer's introduction.
+    assert "# Heat pumps in brief\n\n- Heat pumps date to Lord Kelvin's 1852 idea" in answer
+    assert answer.endswith("In short: efficient, old, and cheap to run.")
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_service_serves_concurrent_goals_and_cancels_when_a_client_leaves(backend: str) -> None:
+    lines = _run(str(EXAMPLES / "service" / "main.py"), backend)
+    assert lines == [
+        'ana: 200 {"answer":"order 88213: shipped 40 days ago","status":"completed","plan_versions":1,"trace_id":null}',
+        'li: 200 {"answer":"order 77120: shipped 12 days ago","status":"completed","plan_versions":1,"trace_id":null}',
+        "sam: left before the answer; the run was cancelled",
+        "runs cancelled because the client left: 1",
+    ]
+
+
+def test_trio_app_runs_the_library_under_trio() -> None:
+    lines = _run(str(EXAMPLES / "trio_app.py"))
+    assert lines[:4] == [
+        "order 88213: completed, plan v1 -> v2, steps s1, s4, s5",
+        "order 77120: completed, plan v1, steps s1, s2, s3",
+        "a run with no time left was cancelled: True",
+        "refunds issued: ['77120']; exceptions flagged: ['88213']",
+    ]
+    assert lines[4].startswith("running under: trio ")
