@@ -1,0 +1,120 @@
+"""One benchmark case per process: ``python bench/cases.py NAME`` prints its figures as JSON.
+
+Regiment's cases are here; a peer's are in ``bench/peers/<peer>.py`` (``CASES``),
+imported only when asked for, so this file runs in the main virtualenv too. A
+fresh process per case keeps one case's imports, garbage and peak RSS out of the
+next one's figures.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Mapping
+
+import anyio
+import regiment_cases as rc
+from actors_roundtrip import anyio_pair, asyncio_queue_pair, regiment_ask
+from bench_util import (
+    OVERLAP_DELAY,
+    OVERLAP_REPEATS,
+    REPEATS,
+    SCALE_REPEATS,
+    SCALE_RUNS,
+    SCALE_STEPS,
+    SEQ_RUNS,
+    SEQ_STEPS,
+    TOOL_RUNS,
+    emit,
+    lag_probe,
+    median,
+    median_async,
+    peak_rss_mb,
+)
+
+__all__ = ("REGIMENT_CASES", "main")
+
+Figures = Mapping[str, float | str]
+
+
+def roundtrip() -> Figures:
+    """Row 1: actor ask vs raw anyio streams vs asyncio.Queue (µs per round trip)."""
+    import asyncio
+
+    return {
+        "regiment_us": anyio.run(regiment_ask, backend="asyncio"),
+        "anyio_us": anyio.run(anyio_pair, backend="asyncio"),
+        "queue_us": asyncio.run(asyncio_queue_pair()),
+    }
+
+
+def per_step(traced: bool = False) -> Figures:
+    """Row 2 (and 6): a 10-step sequential plan, µs per run and per step."""
+    telemetry = rc.tracing()[0] if traced else None
+    team = rc.sequential_team(SEQ_STEPS, telemetry=telemetry)
+
+    async def measure() -> float:
+        return await rc.sequential_run_s(team, SEQ_RUNS)
+
+    run_s = anyio.run(median_async, measure, REPEATS)
+    return {"run_us": run_s * 1e6, "step_us": run_s * 1e6 / SEQ_STEPS}
+
+
+def one_tool() -> Figures:
+    """Row 3: a worker step with one tool call (model -> tool -> model), µs per run."""
+
+    async def measure() -> float:
+        return await rc.one_tool_worker_run_s(TOOL_RUNS)
+
+    return {"run_us": anyio.run(median_async, measure, REPEATS) * 1e6}
+
+
+def overlap(steps: int) -> Figures:
+    """Row 4: ``steps`` independent steps, each a 50 ms model call: wall ms of the run."""
+    samples = [anyio.run(rc.overlap_wall_s, steps, OVERLAP_DELAY) for _ in range(OVERLAP_REPEATS)]
+    return {"wall_ms": median(samples) * 1e3, "ideal_ms": OVERLAP_DELAY * 1e3}
+
+
+def scale(traced: bool = False) -> Figures:
+    """Row 5 (and 6): 1,000 concurrent runs of a 5-step plan in one process."""
+    telemetry = rc.tracing()[0] if traced else None
+
+    async def measure() -> tuple[list[float], float]:
+        async with lag_probe(0.010) as probe:
+            times = await rc.scale_runs(SCALE_RUNS, SCALE_STEPS, telemetry, repeats=SCALE_REPEATS)
+        return times, probe.p99_ms()
+
+    times, lag_ms = anyio.run(measure)
+    return {
+        "runs_per_s": SCALE_RUNS / median(times),
+        "peak_rss_mb": peak_rss_mb(),
+        "lag_p99_ms": lag_ms,
+    }
+
+
+REGIMENT_CASES: dict[str, Callable[[], Figures]] = {
+    "roundtrip": roundtrip,
+    "per_step": per_step,
+    "per_step.traced": lambda: per_step(traced=True),
+    "one_tool": one_tool,
+    "overlap.10": lambda: overlap(10),
+    "overlap.100": lambda: overlap(100),
+    "scale": scale,
+    "scale.traced": lambda: scale(traced=True),
+}
+
+
+def main(argv: list[str]) -> None:
+    """Run the case named ``framework.case`` and print its figures."""
+    if len(argv) != 1 or "." not in argv[0]:
+        raise SystemExit("usage: cases.py FRAMEWORK.CASE, e.g. regiment.per_step")
+    framework, case = argv[0].split(".", 1)
+    if framework == "regiment":
+        cases: Mapping[str, Callable[[], Figures]] = REGIMENT_CASES
+    else:
+        cases = importlib.import_module(f"peers.{framework}_cases").CASES
+    emit(cases[case]())
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

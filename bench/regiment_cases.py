@@ -1,0 +1,259 @@
+"""Regiment's side of the benchmark rows: teams of a fixed shape and timed runs.
+
+Every model here is a ``ScriptedModel`` whose replies carry a usage and a model
+name, so the scripted model adds nothing of its own (no token estimate); it
+answers instantly unless a ``delay`` is given. The worker's tool is a no-op.
+Each function returns seconds (or a dict of figures) for one measurement;
+``bench_util`` takes medians over repeats.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import assert_never
+
+import anyio
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from regiment import (
+    ModelRequest,
+    ModelResponse,
+    Planner,
+    RunningTeam,
+    ScriptedModel,
+    Team,
+    Telemetry,
+    Worker,
+    text_response,
+    tool,
+    tool_call_response,
+)
+from regiment.actors import Actor, ActorRef, open_actor_system
+from regiment.hierarchy import (
+    AssignStep,
+    PlanStep,
+    Prompts,
+    StepContext,
+    StepReport,
+    WorkerActor,
+    WorkerMessage,
+)
+from regiment.models import ToolResultPart, Usage
+
+__all__ = (
+    "noop",
+    "one_tool_worker_run_s",
+    "overlap_wall_s",
+    "plan_reply",
+    "scale_runs",
+    "sequential_run_s",
+    "sequential_team",
+    "tracing",
+)
+
+_USAGE = Usage(input_tokens=10, output_tokens=5)
+_MODEL = "bench"
+
+
+@tool
+async def noop() -> str:
+    """Do nothing and say so."""
+    return "ok"
+
+
+def plan_reply(steps: int, *, sequential: bool) -> str:
+    """The planner's JSON for ``steps`` steps, each depending on the one before (or none)."""
+    return json.dumps(
+        {
+            "steps": [
+                {
+                    "id": f"s{i}",
+                    "description": f"step {i}",
+                    "depends_on": [f"s{i - 1}"] if sequential and i > 1 else [],
+                }
+                for i in range(1, steps + 1)
+            ]
+        }
+    )
+
+
+def _brain(plan: str, delay: float) -> Callable[[ModelRequest], Awaitable[ModelResponse]]:
+    planned = text_response(plan, usage=_USAGE, model=_MODEL)
+    worked = text_response("done", usage=_USAGE, model=_MODEL)
+    answered = text_response("answer", usage=_USAGE, model=_MODEL)
+
+    async def reply(request: ModelRequest) -> ModelResponse:
+        system = request.system
+        if system.startswith("You are worker"):
+            if delay:
+                await anyio.sleep(delay)
+            return worked
+        if system.startswith("You are the planner"):
+            return planned
+        return answered
+
+    return reply
+
+
+def sequential_team(
+    steps: int,
+    *,
+    sequential: bool = True,
+    delay: float = 0.0,
+    concurrency: int = 100,
+    telemetry: Telemetry | None = None,
+) -> Team:
+    """One planner and one worker; the plan has ``steps`` steps; each worker step is one model call."""
+    model = ScriptedModel(_brain(plan_reply(steps, sequential=sequential), delay), name=_MODEL)
+    worker = Worker(
+        name="w",
+        description="does any step",
+        model=model,
+        tools=[noop],
+        max_iterations=4,
+        max_concurrent_steps=max(steps, concurrency),
+    )
+    return Team(
+        name="bench",
+        planner=Planner(model=model, max_steps=max(steps, 10)),
+        workers=[worker],
+        concurrency=concurrency,
+        telemetry=telemetry,
+    )
+
+
+async def sequential_run_s(team: Team, runs: int) -> float:
+    """Seconds per run, over ``runs`` back-to-back runs on one started team."""
+    async with team.start() as running:
+        await running.run("warm up")
+        start = time.perf_counter()
+        for _ in range(runs):
+            result = await running.run("do the steps")
+            assert result.status == "completed", result.status
+        return (time.perf_counter() - start) / runs
+
+
+async def overlap_wall_s(steps: int, delay: float) -> float:
+    """Wall seconds of one run whose plan has ``steps`` independent steps of ``delay`` s each.
+
+    The whole run is timed (plan call, dispatch, the steps, commits, synthesis), on a
+    team that has done one run already; planner and synthesizer answer instantly.
+    """
+    team = sequential_team(steps, sequential=False, delay=delay, concurrency=steps)
+    async with team.start() as running:
+        await running.run("warm up")
+        start = time.perf_counter()
+        result = await running.run("do the steps at once")
+        wall = time.perf_counter() - start
+    assert result.status == "completed", result.status
+    assert len(result.steps) == steps, len(result.steps)
+    return wall
+
+
+def tracing() -> tuple[Telemetry, InMemorySpanExporter, TracerProvider]:
+    """Tracing on: a batch span processor exporting to an in-memory sink."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    return Telemetry(provider), exporter, provider
+
+
+async def scale_runs(
+    concurrent: int, steps: int, telemetry: Telemetry | None = None, *, repeats: int = 1
+) -> list[float]:
+    """Seconds for ``concurrent`` runs of a ``steps``-step sequential plan, all at once,
+    ``repeats`` times on one started team (after a warm-up run)."""
+    team = sequential_team(steps, concurrency=8, telemetry=telemetry)
+    async with team.start() as running:
+        await running.run("warm up")
+        return [await _all_at_once(running, concurrent) for _ in range(repeats)]
+
+
+async def _all_at_once(running: RunningTeam, concurrent: int) -> float:
+
+    async def one() -> None:
+        result = await running.run("do the steps")
+        assert result.status == "completed", result.status
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(concurrent):
+            tg.start_soon(one)
+    return time.perf_counter() - start
+
+
+def _tool_brain() -> Callable[[ModelRequest], ModelResponse]:
+    call = tool_call_response("noop", {}, call_id="c1", usage=_USAGE, model=_MODEL)
+    answer = text_response("done", usage=_USAGE, model=_MODEL)
+
+    def reply(request: ModelRequest) -> ModelResponse:
+        last = request.messages[-1]
+        if any(isinstance(p, ToolResultPart) for p in last.parts):
+            return answer
+        return call
+
+    return reply
+
+
+class _Driver(Actor[StepReport | AssignStep, None]):
+    """Stands in for a run's planner: assigns a step to the worker, hears its report."""
+
+    def __init__(self, worker: ActorRef[WorkerMessage, None]) -> None:
+        self.worker = worker
+        self.reports: list[StepReport] = []
+        self.got = anyio.Event()
+
+    async def receive(self, message: StepReport | AssignStep) -> None:
+        match message:
+            case AssignStep():
+                await self.worker.send(message)
+            case StepReport():
+                self.reports.append(message)
+                self.got.set()
+            case _:
+                assert_never(message)
+
+
+async def one_tool_worker_run_s(runs: int, telemetry: Telemetry | None = None) -> float:
+    """Seconds per step of a lone worker actor: model -> no-op tool -> model, report back.
+
+    The step is assigned by a driver actor (as a run's planner would) and the time
+    runs until its ``StepReport`` has arrived, so it covers the mailbox hop both ways.
+    """
+    worker = Worker(
+        name="w",
+        description="calls its tool once",
+        model=ScriptedModel(_tool_brain(), name=_MODEL),
+        tools=[noop],
+        max_iterations=4,
+    )
+    tel = telemetry or Telemetry()
+    step = PlanStep(id="s1", description="call the tool once")
+    context = StepContext(goal="bench", plan_outline="s1: call the tool once")
+    async with open_actor_system() as system:
+        ref = await system.spawn(functools.partial(WorkerActor, worker, Prompts(), tel), name="w")
+        driver = _Driver(ref)
+        driver_ref = await system.spawn(lambda: driver, name="driver")
+
+        async def one(index: int) -> None:
+            driver.got = anyio.Event()
+            driver_ref.send_nowait(
+                AssignStep(run_id=f"r{index}", plan_version=1, step=step, context=context)
+            )
+            await driver.got.wait()
+
+        await one(0)
+        start = time.perf_counter()
+        for i in range(runs):
+            await one(i + 1)
+        elapsed = (time.perf_counter() - start) / runs
+    last = driver.reports[-1]
+    assert last.status == "done", last
+    assert len(last.tool_outcomes) == 1, last
+    assert len(driver.reports) == runs + 1
+    return elapsed

@@ -1,0 +1,281 @@
+"""Run every benchmark case (one process each) and print one Markdown table.
+
+Run it with the peers' interpreter, ``bench/.venv-peers/bin/python bench/table.py``
+(``bench/run_all.py`` makes that environment and does so). ``--only regiment``
+(a comma list of frameworks) runs a subset, e.g. in the main virtualenv.
+Every row is measured in this one run; ratios are the other figure divided by
+regiment's, so above 1 means regiment spends less.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from bench_util import median
+
+__all__ = ("main",)
+
+HERE = Path(__file__).resolve().parent
+FRAMEWORKS = ("regiment", "langgraph", "autogen", "pydantic_ai", "openai_agents")
+LABELS = {
+    "regiment": "regiment",
+    "langgraph": "LangGraph",
+    "autogen": "AutoGen core",
+    "pydantic_ai": "Pydantic AI",
+    "openai_agents": "OpenAI Agents",
+}
+IMPORTS = {
+    "regiment": "regiment",
+    "langgraph": "langgraph.graph",
+    "autogen": "autogen_core",
+    "pydantic_ai": "pydantic_ai",
+    "openai_agents": "agents",
+}
+IMPORT_REPEATS = 5
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of the table."""
+
+    row: str
+    measure: str
+    who: str
+    value: float | None
+    unit: str
+    ratio: str = ""
+    target: str = ""
+
+
+def run_case(name: str) -> Mapping[str, float]:
+    """Run ``cases.py name`` in a fresh process; its last stdout line is the figures."""
+    done = subprocess.run(
+        [sys.executable, str(HERE / "cases.py"), name],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        sys.stderr.write(f"case {name} failed:\n{done.stderr}\n")
+        return {}
+    figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def import_seconds(module: str) -> float | None:
+    """Median seconds to import ``module`` in a fresh interpreter (bytecode cached)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+    samples = []
+    for _ in range(IMPORT_REPEATS + 1):  # the first one writes the bytecode cache
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
+        )
+        if done.returncode != 0:
+            return None
+        samples.append(float(done.stdout.strip()))
+    return median(samples[1:])
+
+
+def ratio(value: float | None, base: float | None) -> str:
+    """``value / base`` as ``2.15x``, or blank when either is missing."""
+    if value is None or base is None or base == 0:
+        return ""
+    return f"{value / base:.2f}x"
+
+
+def verdict(ok: bool, text: str) -> str:
+    """A target with whether regiment met it."""
+    return f"{text}: {'met' if ok else 'MISSED'}"
+
+
+class Table:
+    """Collects the lines, running the cases of the frameworks asked for."""
+
+    def __init__(self, frameworks: Sequence[str]) -> None:
+        self.frameworks = frameworks
+        self.lines: list[Line] = []
+
+    def case(self, framework: str, name: str) -> Mapping[str, float]:
+        if framework not in self.frameworks:
+            return {}
+        started = time.perf_counter()
+        figures = run_case(f"{framework}.{name}")
+        sys.stderr.write(f"  {framework}.{name}: {time.perf_counter() - started:.1f}s\n")
+        return figures
+
+    def add(self, *lines: Line) -> None:
+        self.lines.extend(line for line in lines if line.value is not None)
+
+    def roundtrip(self) -> None:
+        ours = self.case("regiment", "roundtrip")
+        autogen = self.case("autogen", "roundtrip")
+        base = ours.get("regiment_us")
+        row, measure = "1", "message round trip (µs)"
+        self.add(
+            Line(row, measure, "regiment actor ask", base, "µs", "1.00x"),
+            Line(row, measure, "raw anyio stream pair", ours.get("anyio_us"), "µs"),
+            Line(row, measure, "raw asyncio.Queue pair", ours.get("queue_us"), "µs"),
+            Line(row, measure, "AutoGen core send_message", autogen.get("us"), "µs"),
+        )
+        self._ratios(base, start=-3)
+
+    def _ratios(self, base: float | None, *, start: int) -> None:
+        for index in range(len(self.lines) + start, len(self.lines)):
+            line = self.lines[index]
+            if not line.ratio:
+                self.lines[index] = Line(
+                    line.row, line.measure, line.who, line.value, line.unit, ratio(line.value, base)
+                )
+
+    def per_step(self) -> Mapping[str, float]:
+        ours = self.case("regiment", "per_step")
+        graph = self.case("langgraph", "per_step")
+        step = ours.get("step_us")
+        self.add(
+            Line(
+                "2",
+                "10-step sequential plan, per step (µs)",
+                "regiment",
+                step,
+                "µs",
+                "1.00x",
+                verdict((step or 1e9) <= 100, "≤ 100 µs"),
+            ),
+            Line("2", "10-step sequential plan, per step (µs)", "LangGraph StateGraph",
+                 graph.get("step_us"), "µs", ratio(graph.get("step_us"), step)),
+            Line("2", "10-step sequential plan, per run (µs)", "regiment", ours.get("run_us"),
+                 "µs", "1.00x"),
+            Line("2", "10-step sequential plan, per run (µs)", "LangGraph StateGraph",
+                 graph.get("run_us"), "µs", ratio(graph.get("run_us"), ours.get("run_us"))),
+        )  # fmt: skip
+        return ours
+
+    def one_tool(self) -> None:
+        ours = self.case("regiment", "one_tool").get("run_us")
+        measure = "one-tool worker run, model→tool→model (µs)"
+        self.add(
+            Line("3", measure, "regiment worker actor", ours, "µs", "1.00x",
+                 verdict((ours or 1e9) < 1000, "< 1 ms")),
+        )  # fmt: skip
+        for peer, who in (
+            ("pydantic_ai", "Pydantic AI Agent + FunctionModel"),
+            ("openai_agents", "OpenAI Agents Runner + fake model"),
+        ):
+            value = self.case(peer, "one_tool").get("run_us")
+            self.add(Line("3", measure, who, value, "µs", ratio(value, ours)))
+
+    def overlap(self) -> None:
+        for steps in (10, 100):
+            ours = self.case("regiment", f"overlap.{steps}").get("wall_ms")
+            measure = f"{steps} independent 50 ms steps, wall (ms; ideal 50)"
+            target = verdict((ours or 1e9) <= 55, "within 10% of ideal") if steps == 100 else ""
+            self.add(Line("4", measure, "regiment", ours, "ms", "1.00x", target))
+            for peer, who in (("langgraph", "LangGraph Send fan-out"),
+                              ("autogen", "AutoGen concurrent sends")):  # fmt: skip
+                value = self.case(peer, f"overlap.{steps}").get("wall_ms")
+                self.add(Line("4", measure, who, value, "ms", ratio(value, ours)))
+
+    def scale(self) -> Mapping[str, float]:
+        ours = self.case("regiment", "scale")
+        rss = ours.get("peak_rss_mb")
+        self.add(
+            Line("5", "1,000 concurrent 5-step runs: throughput", "regiment",
+                 ours.get("runs_per_s"), "runs/s"),
+            Line("5", "1,000 concurrent 5-step runs: peak RSS", "regiment", rss, "MiB", "",
+                 verdict((rss or 1e9) < 300, "< 300 MB")),
+            Line("5", "1,000 concurrent 5-step runs: loop lag p99 (10 ms ticker)", "regiment",
+                 ours.get("lag_p99_ms"), "ms"),
+        )  # fmt: skip
+        return ours
+
+    def tracing(self, step: Mapping[str, float], scale: Mapping[str, float]) -> None:
+        traced = self.case("regiment", "per_step.traced").get("step_us")
+        off = step.get("step_us")
+        on_ratio = ratio(traced, off)
+        ok = traced is not None and off is not None and traced <= 1.3 * off
+        self.add(Line("6", "tracing on, row 2 per step (µs)", "regiment", traced, "µs",
+                      on_ratio, verdict(ok, "< 1.3x")))  # fmt: skip
+        traced_scale = self.case("regiment", "scale.traced")
+        runs, runs_off = traced_scale.get("runs_per_s"), scale.get("runs_per_s")
+        slower = ratio(runs_off, runs)
+        ok = runs is not None and runs_off is not None and runs_off <= 1.3 * runs
+        self.add(
+            Line("6", "tracing on, row 5 throughput", "regiment", runs, "runs/s", slower,
+                 verdict(ok, "< 1.3x")),
+            Line("6", "tracing on, row 5 peak RSS", "regiment", traced_scale.get("peak_rss_mb"),
+                 "MiB"),
+        )  # fmt: skip
+
+    def imports(self) -> None:
+        base: float | None = None
+        for framework in self.frameworks:
+            seconds = import_seconds(IMPORTS[framework])
+            ms = None if seconds is None else seconds * 1e3
+            if framework == "regiment":
+                base = ms
+            self.add(
+                Line("7", "import time (ms)", f"{LABELS[framework]} (`import {IMPORTS[framework]}`)",
+                     ms, "ms", ratio(ms, base))
+            )  # fmt: skip
+
+    def render(self) -> str:
+        out = [
+            "| row | measure | who | figure | vs regiment | target |",
+            "|---|---|---|---:|---:|---|",
+        ]
+        for line in self.lines:
+            figure = f"{line.value:,.1f} {line.unit}" if line.value is not None else "n/a"
+            out.append(
+                f"| {line.row} | {line.measure} | {line.who} | {figure} | {line.ratio} | {line.target} |"
+            )
+        return "\n".join(out)
+
+
+def machine() -> str:
+    """nproc, the CPU model and the Python version, as one line."""
+    model = "unknown CPU"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for text in cpuinfo.read_text().splitlines():
+            if text.startswith("model name"):
+                model = text.split(":", 1)[1].strip()
+                break
+    return f"{os.cpu_count()} cores, {model}, Python {platform.python_version()}"
+
+
+def main(argv: Sequence[str]) -> None:
+    """Run the suite and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--only", default=",".join(FRAMEWORKS), help="comma list of frameworks")
+    frameworks = [f for f in parser.parse_args(argv).only.split(",") if f]
+    unknown = sorted(set(frameworks) - set(FRAMEWORKS))
+    if unknown:
+        raise SystemExit(f"unknown frameworks {unknown}; choose from {', '.join(FRAMEWORKS)}")
+    started = time.perf_counter()
+    table = Table(frameworks)
+    table.roundtrip()
+    step = table.per_step()
+    table.one_tool()
+    table.overlap()
+    scale = table.scale()
+    table.tracing(step, scale)
+    table.imports()
+    print(f"regiment benchmarks, {date.today().isoformat()}; {machine()}")
+    print(f"medians over repeats; ratio = figure / regiment's figure ({', '.join(frameworks)})\n")
+    print(table.render())
+    print(f"\n(suite took {time.perf_counter() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
