@@ -103,7 +103,7 @@ class RunProgress:
             case Replanned(old_version=old, new_version=new, reason=reason, removed=removed):
                 self.replans.append(f"v{old} -> v{new}: {reason}")
                 for step in removed:
-                    self._row(step.id, step.worker).state = "replaced"
+                    self._row(step.id, step.worker or "").state = "replaced"
                 self.phase = "replanning"
             case SynthesisStarted():
                 self.phase = "synthesizing"
@@ -170,8 +170,9 @@ class TokenMeter(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         """File a finished model call's tokens."""
         attributes = span.attributes or {}
-        used = attributes.get(sc.GEN_AI_USAGE_INPUT_TOKENS, 0), attributes.get(
-            sc.GEN_AI_USAGE_OUTPUT_TOKENS, 0
+        used = (
+            attributes.get(sc.GEN_AI_USAGE_INPUT_TOKENS, 0),
+            attributes.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS, 0),
         )
         tokens = sum(n for n in used if isinstance(n, int))
         if not tokens or span.context is None:

@@ -111,6 +111,7 @@ async def _watch(
     meter: TokenMeter,
 ) -> _Ending:
     ending = _Ending()
+    error: Exception | None = None
     view: ProgressView = (
         LiveView(progress, Console(file=stderr), meter)
         if options.live
@@ -127,17 +128,34 @@ async def _watch(
             tg.start_soon(cancel_on_stop)
             if options.live:
                 tg.start_soon(_tick, view)
-            async with team.start() as running, running.stream(options.goal) as events:
-                async for event in events:
-                    progress.apply(event)
-                    view.show(event)
-                    sink(event)
-                    if isinstance(event, RunCompleted):
-                        ending.result = event.result
-                    elif isinstance(event, RunFailed):
-                        ending.failure = event
-            tg.cancel_scope.cancel()
+            try:
+                await _consume(team, options.goal, progress, view, sink, ending)
+            except Exception as exc:  # re-raised below, so the task group does not wrap it
+                error = exc
+            finally:
+                tg.cancel_scope.cancel()  # the helpers; after the run has wound down
+    if error is not None:
+        raise error
     return ending
+
+
+async def _consume(
+    team: Team,
+    goal: str,
+    progress: RunProgress,
+    view: ProgressView,
+    sink: Callable[[Event], None],
+    ending: _Ending,
+) -> None:
+    async with team.start() as running, running.stream(goal) as events:
+        async for event in events:
+            progress.apply(event)
+            view.show(event)
+            sink(event)
+            if isinstance(event, RunCompleted):
+                ending.result = event.result
+            elif isinstance(event, RunFailed):
+                ending.failure = event
 
 
 async def _tick(view: ProgressView) -> None:

@@ -207,7 +207,9 @@ def _validate(config: TeamConfig, source: str, stdout: TextIO) -> int:
     team = check_config(config, source=source)
     print(f"{source}: ok, team '{team.name}'", file=stdout)
     specs = config.model_specs()
-    print(f"  planner: {specs['planner.model']}, at most {team.planner.max_steps} steps", file=stdout)
+    print(
+        f"  planner: {specs['planner.model']}, at most {team.planner.max_steps} steps", file=stdout
+    )
     for index, worker in enumerate(team.workers):
         tools = ", ".join(worker.capabilities) or "no tools"
         print(f"  worker {worker.name}: {specs[f'workers[{index}].model']}; {tools}", file=stdout)
