@@ -41,8 +41,10 @@ from regiment.hierarchy import (
     RunResult,
     StepReport,
     Team,
+    TeamConfig,
     TeamWorker,
     Worker,
+    load_team,
 )
 from regiment.models import (
     AnthropicModel,
@@ -111,6 +113,7 @@ __all__ = (
     "StepFailed",
     "StepReport",
     "Team",
+    "TeamConfig",
     "TeamWorker",
     "Telemetry",
     "Tool",
@@ -121,6 +124,7 @@ __all__ = (
     "Usage",
     "Worker",
     "configure_tracing",
+    "load_team",
     "text_response",
     "tool",
     "tool_call_response",

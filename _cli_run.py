@@ -15,9 +15,16 @@ from rich.console import Console
 from regiment._cli_progress import RunProgress, TokenMeter
 from regiment._cli_view import LiveView, PlainView, ProgressView
 from regiment.errors import ConfigError
-from regiment.hierarchy import Event, RunCompleted, RunFailed, RunResult, Team, Worker
-from regiment.hierarchy._config import TeamConfig
-from regiment.hierarchy._config_build import build_team
+from regiment.hierarchy import (
+    Event,
+    RunCompleted,
+    RunFailed,
+    RunResult,
+    Team,
+    TeamConfig,
+    Worker,
+    build_team,
+)
 from regiment.models import AnthropicModel, Model
 from regiment.telemetry import SpanCollector, Telemetry, TracingHandle, configure_tracing
 

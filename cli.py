@@ -26,8 +26,7 @@ import anyio
 
 from regiment._cli_run import Outcome, RunOptions, drive
 from regiment.errors import ConfigError, RegimentError
-from regiment.hierarchy._config import TeamConfig, load_config
-from regiment.hierarchy._config_build import check_config
+from regiment.hierarchy import TeamConfig, check_config, load_config
 
 __all__ = ("main", "run_async")
 

@@ -1,4 +1,5 @@
-"""The README's quick start is a real program: run it as written."""
+"""The README's programs are real: every complete one (a block that starts with
+``import anyio``) runs as written, and the quick start prints what it says."""
 
 from __future__ import annotations
 
@@ -7,17 +8,33 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[1] / "README.md"
+BLOCKS = re.findall(r"```python\n(import anyio\n.*?)```", README.read_text(encoding="utf-8"), re.S)
 
 
-def test_quick_start_runs_as_written(tmp_path: Path) -> None:
-    text = README.read_text(encoding="utf-8")
-    match = re.search(r"## Quick start\n\n```python\n(.*?)```", text, re.S)
-    assert match is not None, "README has no quick start code block"
-    script = tmp_path / "quick_start.py"
-    script.write_text(match.group(1), encoding="utf-8")
+def _run(code: str, tmp_path: Path) -> str:
+    script = tmp_path / "readme_program.py"
+    script.write_text(code, encoding="utf-8")
     done = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "It is snowing in Oslo (-3 C)."
+    return done.stdout.strip()
+
+
+def test_the_readme_has_programs_to_run() -> None:
+    assert len(BLOCKS) >= 2
+
+
+def test_quick_start_prints_its_answer(tmp_path: Path) -> None:
+    text = README.read_text(encoding="utf-8")
+    match = re.search(r"## Quick start\n\n```python\n(.*?)```", text, re.S)
+    assert match is not None, "README has no quick start code block"
+    assert _run(match.group(1), tmp_path) == "It is snowing in Oslo (-3 C)."
+
+
+@pytest.mark.parametrize("index", range(len(BLOCKS)))
+def test_every_complete_program_runs(index: int, tmp_path: Path) -> None:
+    assert _run(BLOCKS[index], tmp_path)
