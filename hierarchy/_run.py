@@ -1,72 +1,45 @@
-"""The planner actor of one run.
-
-It receives, decides and sends; it never waits on a model inside its handler.
-Planner-side model calls (plan, replan, synthesis) run as tasks the actor owns,
-in a cancel scope, and come back as ``ModelReplied`` messages, so a
-``CancelRun`` or a stale report is handled at once even while the planner
-model is thinking.
+"""The planner actor of one run: it receives, decides and sends.
 
 Plan versions: a replan bumps the current version *when it starts*, so every
 report of the old version that arrives afterwards (a slow step still in flight)
-is dropped, counted and recorded, never committed.
+is dropped, counted and recorded, never committed. Steps of older versions
+still winding down do not hold up the current plan.
+
+The actor is layered: :class:`RunBase` (state, model calls, endings),
+:class:`RunRounds` (tails, critique, compression), and this class (the handler,
+planning replies, dispatch, reports, checks and replans).
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from typing import Literal, assert_never
+from typing import assert_never
 
-import anyio
-from opentelemetry.trace import Span
-
-from regiment.actors import Actor, ActorRef
 from regiment.errors import (
-    ActorStopped,
-    BudgetExceeded,
-    MailboxFull,
     PlanError,
-    RunCancelled,
     RunError,
     StepFailed,
 )
-from regiment.hierarchy._budget import Budget, BudgetLedger
-from regiment.hierarchy._checks import Check
-from regiment.hierarchy._critic import Critic
 from regiment.hierarchy._events import (
-    BudgetExhausted,
     CheckFailed,
-    CritiqueCompleted,
-    Event,
     PlanCreated,
     Replanned,
-    RoundStarted,
     RunStarted,
     StaleReportDropped,
     StepCompleted,
     StepDispatched,
     StepErrored,
-    SynthesisStarted,
 )
-from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._messages import (
     AssignStep,
-    CancelStep,
     StepContext,
     StepReport,
-    WorkerMessage,
 )
-from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._plan import Plan
-from regiment.hierarchy._planner import Planner, PlanningSession
+from regiment.hierarchy._planner import PlanningSession
 from regiment.hierarchy._rounds import (
-    CritiqueSession,
-    apply_compression,
-    compress_request,
-    compression_due,
+    RunRounds,
 )
+from regiment.hierarchy._run_base import ROLES, TeamRuntime, model_failure
 from regiment.hierarchy._run_messages import (
     CancelRun,
     DeadlineReached,
@@ -75,85 +48,17 @@ from regiment.hierarchy._run_messages import (
     Purpose,
     StartRun,
 )
-from regiment.hierarchy._run_state import RunChannel, RunState
-from regiment.hierarchy._worker import WorkerSpec
-from regiment.models import Message, ModelRequest, ModelResponse
+from regiment.models import Message, ModelResponse
 from regiment.telemetry import (
-    Telemetry,
-    headers_for,
     record_check,
-    record_replan,
     record_stale_report,
-    trace_id_hex,
 )
 
 __all__ = ("RunActor", "TeamRuntime")
 
-Phase = Literal[
-    "planning", "executing", "replanning", "critiquing", "synthesizing", "winding_down", "done"
-]
 
-
-@dataclass(frozen=True, kw_only=True)
-class TeamRuntime:
-    """What every run of a started team shares."""
-
-    name: str
-    planner: Planner
-    workers: Mapping[str, WorkerSpec]
-    worker_refs: Mapping[str, ActorRef[WorkerMessage, None]]
-    checks: Mapping[str, Check]
-    budget: Budget
-    concurrency: int
-    critic: Critic | None
-    compression: Compression | None
-    telemetry: Telemetry
-
-
-class RunActor(Actor[PlannerMessage, None]):
+class RunActor(RunRounds):
     """Drives one run from goal to answer."""
-
-    def __init__(
-        self, team: TeamRuntime, run_id: str, goal: str, channel: RunChannel, run_span: Span
-    ) -> None:
-        self._team = team
-        self._channel = channel
-        self._state = RunState(run_id=run_id, goal=goal, ledger=BudgetLedger(team.budget))
-        self._state.trace_id = trace_id_hex(run_span)
-        # Every span of the run's planner hangs off the run span explicitly: the
-        # ambient context of a handler is whichever message came in last.
-        self._run_span = run_span
-        self._run_headers = headers_for(run_span)
-        self._phase: Phase = "planning"
-        self._session: PlanningSession | None = None
-        self._replan_reason = ""
-        self._model_scope: anyio.CancelScope | None = None
-        self._deadline_scope = anyio.CancelScope()
-        self._token = 0
-        self._after_wind_down: Callable[[], None] | None = None
-        self._planner_caller = ModelCaller(team.planner.model, team.planner.name, team.telemetry)
-        synth_model = team.planner.synthesizer_model or team.planner.model
-        self._synth_caller = ModelCaller(synth_model, "synthesizer", team.telemetry)
-        planner_model = team.planner.model
-        critic_model = (team.critic.model if team.critic else None) or planner_model
-        self._critic_caller = ModelCaller(critic_model, "critic", team.telemetry)
-        compressor = (team.compression.model if team.compression else None) or planner_model
-        self._compress_caller = ModelCaller(compressor, "compressor", team.telemetry)
-        self._critique: CritiqueSession | None = None
-        self._after_compress: Callable[[], None] | None = None
-        self._compress_before = 0
-        self._round_added = 0
-
-    # -- the handler ---------------------------------------------------------
-
-    async def on_stop(self) -> None:
-        if not self._channel.done:  # the team is stopping under a live run
-            self._state.fail(
-                self._channel,
-                RunCancelled(
-                    "the run's planner stopped before the run finished (the team stopped)"
-                ),
-            )
 
     async def receive(self, message: PlannerMessage) -> None:
         match message:
@@ -169,12 +74,6 @@ class RunActor(Actor[PlannerMessage, None]):
                 self._on_exhausted("wall_clock", "the run's wall-clock budget ran out")
             case _:
                 assert_never(message)
-
-    # -- phases -------------------------------------------------------------
-
-    def _emit(self, event: Event) -> None:
-        self._state.events.append(event)
-        self._channel.emit(event)
 
     def _start(self) -> None:
         state, team = self._state, self._team
@@ -198,72 +97,15 @@ class RunActor(Actor[PlannerMessage, None]):
         )
         self._call_model("plan", self._planner_caller, self._session.request())
 
-    def _call_model(self, purpose: Purpose, caller: ModelCaller, request: ModelRequest) -> None:
-        if (limit := self._state.ledger.exhausted()) is not None:
-            self._on_exhausted(limit, f"no budget left for the {purpose} model call")
-            return
-        self._token += 1
-        scope = anyio.CancelScope()
-        self._model_scope = scope
-        self.ctx.start_soon(self._model_task, purpose, caller, request, self._token, scope)
-
-    async def _model_task(
-        self,
-        purpose: Purpose,
-        caller: ModelCaller,
-        request: ModelRequest,
-        token: int,
-        scope: anyio.CancelScope,
-    ) -> None:
-        with scope:
-            with self._in_run(), self._phase_span(purpose) as span:
-                if purpose == "replan":
-                    record_replan(span, new_version=self._state.version + 1)
-                try:
-                    reply = ModelReplied(purpose, token, await caller.call(request))
-                except Exception as exc:  # any failure of the model ends the run with it
-                    reply = ModelReplied(purpose, token, None, exc)
-            await self.ctx.self_ref.send(reply)
-
-    def _in_run(self) -> AbstractContextManager[None]:
-        return self._team.telemetry.propagator.activate(self._run_headers)
-
-    def _phase_span(self, purpose: Purpose) -> AbstractContextManager[Span]:
-        telemetry, state = self._team.telemetry, self._state
-        match purpose:
-            case "plan":
-                return telemetry.plan_span(self._team.planner.name, plan_version=1)
-            case "replan":
-                return telemetry.replan_span(old_version=state.version, reason=self._replan_reason)
-            case "round":
-                return telemetry.plan_span(
-                    self._team.planner.name,
-                    plan_version=state.version + 1,
-                    attributes={"regiment.round": state.round},
-                )
-            case "critique":
-                return telemetry.phase_span("critique", attributes={"regiment.round": state.round})
-            case "compress":
-                return telemetry.phase_span("compress")
-            case "synthesis":
-                return telemetry.phase_span("synthesize")
-            case _:
-                assert_never(purpose)
-
-    async def _deadline(self, seconds: float) -> None:
-        with self._deadline_scope:
-            await anyio.sleep(seconds)
-            await self.ctx.self_ref.send(DeadlineReached())
-
     async def _on_model_reply(self, reply: ModelReplied) -> None:
         if reply.token != self._token or self._phase in ("winding_down", "done"):
             return  # superseded or cancelled
         self._model_scope = None
         if reply.error is not None or reply.response is None:
-            self._fail(reply.error if isinstance(reply.error, RunError) else _model_failure(reply))
+            self._fail(reply.error if isinstance(reply.error, RunError) else model_failure(reply))
             return
         response = reply.response
-        self._state.charge(_ROLES[reply.purpose], response.usage, model_calls=1)
+        self._state.charge(ROLES[reply.purpose], response.usage, model_calls=1)
         match reply.purpose:
             case "synthesis":
                 self._finish_with_answer(response.text)
@@ -528,210 +370,3 @@ class RunActor(Actor[PlannerMessage, None]):
             next_id=state.next_step_number(),
         )
         self._plan_tail("replan", request_text)
-
-    def _plan_tail(self, purpose: Purpose, request_text: str) -> None:
-        """Ask the planner for steps after the committed ones (a replan or a new round)."""
-        state, team = self._state, self._team
-        assert self._session is not None
-        self._session = PlanningSession(
-            system=self._session.system,
-            messages=[Message.user(request_text)],
-            max_steps=team.planner.max_steps,
-            start_index=state.next_step_number(),
-            workers=team.workers,
-            checks=team.checks,
-            known_ids=tuple(state.committed),
-        )
-        self._call_model(purpose, self._planner_caller, self._session.request())
-
-    # -- rounds, critique, compression ----------------------------------------
-
-    def _plan_done(self) -> None:
-        """Every step of the current plan is committed: critique the round, or answer."""
-        critic = self._team.critic
-        # A critique is only worth its call if a synthesis can still follow it, and
-        # if the round did something new to judge.
-        nothing_new = self._state.round > 1 and self._round_added == 0
-        if (
-            critic is None
-            or nothing_new
-            or self._state.ledger.exhausted(model_calls_needed=2) is not None
-        ):
-            self._with_compression(self._synthesize)
-            return
-        self._phase = "critiquing"
-        self._with_compression(self._ask_critic)
-
-    def _ask_critic(self) -> None:
-        assert self._team.critic is not None
-        self._critique = CritiqueSession.open(
-            team=self._team.name,
-            critic=self._team.critic,
-            prompts=self._team.planner.prompts,
-            state=self._state,
-        )
-        self._call_model("critique", self._critic_caller, self._critique.request())
-
-    def _on_critique(self, reply: str) -> None:
-        state, session = self._state, self._critique
-        assert session is not None
-        verdict = session.evaluate(reply, self._team.planner.prompts)
-        if verdict is None:
-            self._call_model("critique", self._critic_caller, session.request())
-            return
-        state.verdicts.append(verdict)
-        self._emit(CritiqueCompleted(run_id=state.run_id, verdict=verdict))
-        if verdict.passed or state.round >= self._team.budget.rounds:
-            self._synthesize()
-            return
-        state.round += 1
-        self._replan_reason = (
-            f"round {state.round}: the critic found the goal unmet: {verdict.feedback}"
-        )
-        self._emit(RoundStarted(run_id=state.run_id, round=state.round, feedback=verdict.feedback))
-        self._phase = "planning"
-        request_text = self._team.planner.prompts.round_request(
-            goal=state.goal,
-            round=state.round,
-            committed=state.committed_text(),
-            feedback=verdict.feedback,
-            next_id=state.next_step_number(),
-        )
-        self._plan_tail("round", request_text)
-
-    def _with_compression(self, then: Callable[[], None]) -> None:
-        """Run ``then`` now, or after compressing the carried context if it is too big."""
-        team, state = self._team, self._state
-        before = compression_due(team.compression, state)
-        if before is None or team.compression is None:
-            then()
-            return
-        self._after_compress, self._compress_before = then, before
-        request = compress_request(
-            team=team.name, compression=team.compression, prompts=team.planner.prompts, state=state
-        )
-        self._call_model("compress", self._compress_caller, request)
-
-    def _on_compressed(self, reply: str) -> None:
-        self._emit(apply_compression(self._state, reply, before_tokens=self._compress_before))
-        then, self._after_compress = self._after_compress, None
-        assert then is not None
-        then()
-
-    def _cancel_inflight(self, reason: str) -> None:
-        state = self._state
-        for worker in set(state.inflight.values()):
-            message = CancelStep(run_id=state.run_id, reason=reason)
-            ref = self._team.worker_refs[worker]
-            try:
-                ref.send_nowait(message)
-            except MailboxFull:  # never block the planner on a busy worker's mailbox
-                self.ctx.start_soon(_send_quietly, ref, message)
-            except ActorStopped:
-                pass  # the team is stopping; the worker's steps stop with it
-
-    def _synthesize(self) -> None:
-        state, prompts = self._state, self._team.planner.prompts
-        self._phase = "synthesizing"
-        self._emit(SynthesisStarted(run_id=state.run_id, committed_steps=tuple(state.committed)))
-        text = prompts.synthesis_request(
-            goal=state.goal, committed=state.committed_text(), artifacts=state.artifacts
-        )
-        request = ModelRequest(
-            system=prompts.synthesizer_system(team=self._team.name),
-            messages=(Message.user(text),),
-        )
-        self._call_model("synthesis", self._synth_caller, request)
-
-    # -- endings ------------------------------------------------------------
-
-    def _finish_with_answer(self, text: str) -> None:
-        answer = "\n\n".join([text.strip(), *self._state.artifacts]).strip()
-        status: Literal["completed", "partial"] = (
-            "partial" if self._state.exhausted else "completed"
-        )
-        self._end()
-        self._state.finish(self._channel, answer, status)
-
-    def _end(self) -> None:
-        self._phase = "done"
-        self._deadline_scope.cancel()
-        if self._model_scope is not None:
-            self._model_scope.cancel()
-
-    def _fail(self, error: RunError) -> None:
-        self._cancel_inflight("the run failed")
-        self._end()
-        self._state.fail(self._channel, error)
-
-    def _wind_down(self, then: Callable[[], None]) -> None:
-        """Cancel everything in flight; run ``then`` once every step has reported."""
-        if self._model_scope is not None:
-            self._model_scope.cancel()
-            self._model_scope = None
-        self._token += 1
-        self._phase = "winding_down"
-        self._cancel_inflight("the run is ending")
-        if self._state.inflight:
-            self._after_wind_down = then
-        else:
-            then()
-
-    def _on_cancel(self, cancel: CancelRun) -> None:
-        if self._phase == "done":
-            return
-        self._wind_down(lambda: self._finish_cancelled(cancel.reason))
-
-    def _finish_cancelled(self, reason: str) -> None:
-        self._end()
-        self._state.finish(self._channel, f"cancelled: {reason}", "cancelled")
-
-    def _on_exhausted(self, limit: str, detail: str) -> None:
-        state = self._state
-        if self._phase in ("done", "winding_down") or state.exhausted:
-            return
-        state.exhausted = limit
-        self._emit(BudgetExhausted(run_id=state.run_id, limit=limit, detail=detail))
-        if self._team.budget.on_exhausted == "raise":
-            self._wind_down(
-                lambda: self._fail(BudgetExceeded(f"budget exhausted: {detail}", limit=limit))
-            )
-        else:
-            self._wind_down(self._finish_partial)
-
-    def _finish_partial(self) -> None:
-        state = self._state
-        committed = [
-            f"{sid}: {r.output}" for sid, r in state.committed.items() if r.status == "done"
-        ]
-        answer = (
-            "Partial result (budget exhausted: "
-            + (state.exhausted or "")
-            + ").\n"
-            + "\n".join(committed)
-        )
-        self._end()
-        state.finish(self._channel, "\n\n".join([answer, *state.artifacts]), "partial")
-
-
-async def _send_quietly(ref: ActorRef[WorkerMessage, None], message: WorkerMessage) -> None:
-    with contextlib.suppress(ActorStopped):
-        await ref.send(message)
-
-
-_ROLES: dict[Purpose, str] = {
-    "plan": "planner",
-    "replan": "planner",
-    "round": "planner",
-    "critique": "critic",
-    "compress": "compressor",
-    "synthesis": "synthesizer",
-}
-
-
-def _model_failure(reply: ModelReplied) -> RunError:
-    error = RunError(
-        f"the {reply.purpose} model call failed: {type(reply.error).__name__}: {reply.error}"
-    )
-    error.__cause__ = reply.error
-    return error
