@@ -61,6 +61,21 @@ class RunActor(RunRounds):
     """Drives one run from goal to answer."""
 
     async def receive(self, message: PlannerMessage) -> None:
+        try:
+            await self._handle(message)
+        except Exception as exc:
+            # A bug while handling one message fails this run with the real cause
+            # (before the crash retires the actor), then the supervisor sees it too.
+            if not self._channel.done:
+                error = RunError(
+                    f"the run's planner failed while handling {type(message).__name__}: "
+                    f"{type(exc).__name__}: {exc}"
+                )
+                error.__cause__ = exc
+                self._fail(error)
+            raise
+
+    async def _handle(self, message: PlannerMessage) -> None:
         match message:
             case StartRun():
                 self._start()

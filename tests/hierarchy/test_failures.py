@@ -110,3 +110,26 @@ async def test_invented_tool_name_goes_back_to_the_model() -> None:
     output = result.output_of("s1")
     assert "send_email" in output
     assert "lookup" in output
+
+
+async def test_a_bug_in_the_planner_handler_fails_the_run_with_its_cause() -> None:
+    from collections.abc import Sequence
+
+    from regiment.errors import RunError
+    from regiment.hierarchy import Prompts
+
+    class BrokenPrompts(Prompts):
+        def synthesis_request(self, *, goal: str, committed: str, artifacts: Sequence[str]) -> str:
+            raise ValueError("synthesis template is broken")
+
+    brain = Brain([plan_json({"description": "x"})])
+    model = ScriptedModel(brain)
+    team = Team(
+        name="t",
+        planner=Planner(model=model, prompts=BrokenPrompts()),
+        workers=[Worker(name="w", description="w", model=model)],
+    )
+    with pytest.raises(RunError) as info:
+        await team.run("goal")
+    assert "ValueError: synthesis template is broken" in str(info.value)
+    assert isinstance(info.value.__cause__, ValueError)
