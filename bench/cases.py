@@ -48,16 +48,34 @@ def roundtrip() -> Figures:
     }
 
 
-def per_step(traced: bool = False) -> Figures:
-    """Row 2 (and 6): a 10-step sequential plan, µs per run and per step."""
-    telemetry = rc.tracing()[0] if traced else None
-    team = rc.sequential_team(SEQ_STEPS, telemetry=telemetry)
+def per_step() -> Figures:
+    """Row 2: a 10-step sequential plan, µs per run and per step."""
+    team = rc.sequential_team(SEQ_STEPS)
 
     async def measure() -> float:
         return await rc.sequential_run_s(team, SEQ_RUNS)
 
     run_s = anyio.run(median_async, measure, REPEATS)
     return {"run_us": run_s * 1e6, "step_us": run_s * 1e6 / SEQ_STEPS}
+
+
+def per_step_tracing() -> Figures:
+    """Row 6: row 2 with tracing off and on, measured alternately in one process so
+    both see the same machine load; µs per step."""
+    off = rc.sequential_team(SEQ_STEPS)
+    on = rc.sequential_team(SEQ_STEPS, telemetry=rc.tracing()[0])
+
+    async def measure() -> tuple[float, float]:
+        samples: dict[bool, list[float]] = {False: [], True: []}
+        for index in range(REPEATS + 1):
+            for traced, team in ((False, off), (True, on)):
+                seconds = await rc.sequential_run_s(team, SEQ_RUNS)
+                if index:  # the first round is the warm-up
+                    samples[traced].append(seconds)
+        return median(samples[False]), median(samples[True])
+
+    off_s, on_s = anyio.run(measure)
+    return {"off_step_us": off_s * 1e6 / SEQ_STEPS, "on_step_us": on_s * 1e6 / SEQ_STEPS}
 
 
 def one_tool() -> Figures:
@@ -95,7 +113,7 @@ def scale(traced: bool = False) -> Figures:
 REGIMENT_CASES: dict[str, Callable[[], Figures]] = {
     "roundtrip": roundtrip,
     "per_step": per_step,
-    "per_step.traced": lambda: per_step(traced=True),
+    "per_step.tracing": per_step_tracing,
     "one_tool": one_tool,
     "overlap.10": lambda: overlap(10),
     "overlap.100": lambda: overlap(100),

@@ -69,7 +69,7 @@ def profile(backend: str, top: int) -> None:
     rows = []
     for (path, line, name), entry in stats.stats.items():  # type: ignore[attr-defined]
         cumulative = entry[3]
-        if path.startswith(PACKAGE) and not path.startswith(BENCH):
+        if path.startswith(PACKAGE) and not path.startswith(BENCH) and "-packages/" not in path:
             rows.append((cumulative, entry[1], f"{_short(path)}:{line}({name})"))
     for cumulative, calls, where in sorted(rows, reverse=True)[:top]:
         print(f"  {cumulative / steps * 1e6:9.1f} µs  {calls / steps:6.2f} calls  {where}")
