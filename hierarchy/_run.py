@@ -197,7 +197,7 @@ class RunActor(RunRounds):
             return
         plan = state.plan
         running = state.running_ids(plan.version)
-        ready = plan.ready(tuple(state.committed), running)[
+        ready = plan.ready(state.committed.keys(), running)[
             : max(0, team.concurrency - len(running))
         ]
         for step in ready:
@@ -215,8 +215,8 @@ class RunActor(RunRounds):
                 return
             context = StepContext(
                 goal=state.goal,
-                plan_outline=plan.outline(),
-                dependency_outputs=tuple((d, state.committed[d].output) for d in step.depends_on),
+                plan_outline=state.outline(),
+                dependency_outputs=tuple((d, state.carried_output(d)) for d in step.depends_on),
             )
             state.inflight[(plan.version, step.id, 1)] = worker.name
             assign = AssignStep(

@@ -30,12 +30,19 @@ class RunChannel:
     error: RunError | None = None
     result: RunResult | None = None
     done: bool = False
+    streaming: bool = True
 
     @classmethod
-    def open(cls) -> tuple[RunChannel, MemoryObjectReceiveStream[Event]]:
+    def open(cls, *, streaming: bool) -> tuple[RunChannel, MemoryObjectReceiveStream[Event]]:
+        """A channel and the stream its events arrive on.
+
+        Args:
+            streaming: whether anyone reads the events as they happen; when not
+                (``run()``), nothing is sent and the stream only closes at the end.
+        """
         # Unbounded: the planner must never block on a slow reader of events.
         send, receive = anyio.create_memory_object_stream[Event](math.inf)
-        return cls(send), receive
+        return cls(send, streaming=streaming), receive
 
     def close(self, event: Event) -> None:
         """Deliver the run's last event and close the stream."""
@@ -45,6 +52,8 @@ class RunChannel:
 
     def emit(self, event: Event) -> None:
         """Deliver an event; a reader that has gone away is not an error."""
+        if not self.streaming:
+            return
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             self.send.send_nowait(event)
 
@@ -71,6 +80,7 @@ class RunState:
     round: int = 1
     verdicts: list[Verdict] = field(default_factory=list)
     memory: WorkingMemory | None = None
+    _outline: tuple[int, str] = (0, "")
 
     @property
     def plan(self) -> Plan:
@@ -88,17 +98,28 @@ class RunState:
     def running_ids(self, version: int) -> set[str]:
         return {step for (v, step, _), _w in self.inflight.items() if v == version}
 
+    def outline(self) -> str:
+        """The current plan as prompt lines (built once per version)."""
+        if self._outline[0] != self.version:
+            self._outline = (self.version, self.plan.outline())
+        return self._outline[1]
+
+    def carried_output(self, step_id: str) -> str:
+        """A committed step's result as later steps see it: its facts once the
+        context has been compressed, else its full output."""
+        if self.memory is not None and step_id in self.memory.facts:
+            return self.memory.facts[step_id]
+        return self.committed[step_id].output
+
     def committed_text(self) -> str:
         """The committed results as prompt lines, ``- <id> (<description>): <result>``.
 
         Once the context has been compressed, a step's line carries its facts from
         the working memory; steps committed since then carry their full output.
         """
-        facts = self.memory.facts if self.memory is not None else {}
         lines = []
-        for sid, report in self.committed.items():
-            description = self._description(sid)
-            lines.append(f"- {sid} ({description}): {facts.get(sid, report.output)}")
+        for sid in self.committed:
+            lines.append(f"- {sid} ({self._description(sid)}): {self.carried_output(sid)}")
         if self.memory is not None and self.memory.open_questions:
             lines.append("Open questions: " + "; ".join(self.memory.open_questions))
         return "\n".join(lines)

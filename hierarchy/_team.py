@@ -43,7 +43,7 @@ from regiment.errors import ConfigError, RunCancelled, RunError
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._checks import Check
 from regiment.hierarchy._critic import Critic
-from regiment.hierarchy._events import Event, RunCompleted, RunFailed
+from regiment.hierarchy._events import Event, RunFailed
 from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._messages import StepAllowance, WorkerMessage
 from regiment.hierarchy._planner import Planner
@@ -209,10 +209,11 @@ class RunningTeam:
             BudgetExceeded: a budget ran out and the budget says ``on_exhausted="raise"``.
             RunError: anything else that ended the run without a result.
         """
-        async with self._open(goal, allowance) as (channel, events):
-            async for event in events:
-                if isinstance(event, RunCompleted):
-                    return event.result
+        async with self._open(goal, allowance, streaming=False) as (channel, events):
+            async for _ in events:  # nothing is sent: this waits for the run's end
+                pass
+        if channel.result is not None:
+            return channel.result
         raise channel.error or RunCancelled("the run ended without a result")
 
     @asynccontextmanager
@@ -224,23 +225,23 @@ class RunningTeam:
         The last event is ``RunCompleted`` (with the result) or ``RunFailed``.
         Leaving the block early cancels the run. ``allowance`` is as for :meth:`run`.
         """
-        async with self._open(goal, allowance) as (_channel, events):
+        async with self._open(goal, allowance, streaming=True) as (_channel, events):
             yield events
 
     def _open_for_step(
         self, goal: str, allowance: StepAllowance
     ) -> AbstractAsyncContextManager[tuple[RunChannel, MemoryObjectReceiveStream[Event]]]:
         """What a parent's team-worker actor uses to run a step on this team."""
-        return self._open(goal, allowance)
+        return self._open(goal, allowance, streaming=False)
 
     @asynccontextmanager
     async def _open(
-        self, goal: str, allowance: StepAllowance | None
+        self, goal: str, allowance: StepAllowance | None, *, streaming: bool
     ) -> AsyncIterator[tuple[RunChannel, MemoryObjectReceiveStream[Event]]]:
         if not goal.strip():
             raise ConfigError("the goal is empty; say what the team should do")
         run_id = f"run-{next(self._ids)}-{uuid.uuid4().hex[:8]}"
-        channel, events = RunChannel.open()
+        channel, events = RunChannel.open(streaming=streaming)
         budget = _capped(self.team.budget, allowance)
         ref: _RunRef | None = None
         with self._telemetry.run_span(self.team.name, run_id, goal) as span:

@@ -89,12 +89,14 @@ async def _call_tools(
             telemetry.record_tool_result(span, result.content)
         results[index] = result
 
-    async with anyio.create_task_group() as tg:
-        for index, call in enumerate(calls):
-            if limit is not None and progress.tool_calls >= limit:
-                break
-            progress.tool_calls += 1
-            tg.start_soon(one, index, call)
+    allowed = len(calls) if limit is None else max(0, min(len(calls), limit - progress.tool_calls))
+    progress.tool_calls += allowed
+    if allowed == 1:  # the common case needs no task group
+        await one(0, calls[0])
+    elif allowed > 1:
+        async with anyio.create_task_group() as tg:
+            for index in range(allowed):
+                tg.start_soon(one, index, calls[index])
     parts: list[ToolResultPart] = []
     for call, result in zip(calls, results, strict=True):
         if result is None:
