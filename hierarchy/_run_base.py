@@ -147,6 +147,8 @@ class RunBase(Actor[PlannerMessage, None]):
             await self.ctx.self_ref.send(reply)
 
     def _in_run(self) -> AbstractContextManager[None]:
+        if not self._run_headers:  # not tracing: there is no run span to hang spans off
+            return contextlib.nullcontext()
         return self._team.telemetry.propagator.activate(self._run_headers)
 
     def _phase_span(self, purpose: Purpose) -> AbstractContextManager[Span]:

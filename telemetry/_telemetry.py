@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from contextlib import AbstractContextManager
+import functools
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from importlib.metadata import PackageNotFoundError, version
-from typing import Literal, TypeAlias, final
+from typing import Concatenate, Literal, ParamSpec, TypeAlias, final
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, TracerProvider
@@ -38,6 +39,29 @@ def _library_version() -> str | None:
 
 def _drop_none(attributes: Mapping[str, AttributeValue | None]) -> dict[str, AttributeValue]:
     return {key: value for key, value in attributes.items() if value is not None}
+
+
+_P = ParamSpec("_P")
+
+# What every span method returns while nothing records: no attributes are built,
+# no context is attached. Reusable: nullcontext holds no state.
+_NOT_TRACING: AbstractContextManager[Span] = nullcontext(trace.INVALID_SPAN)
+
+
+def _when_tracing(
+    method: Callable[Concatenate[Telemetry, _P], AbstractContextManager[Span]],
+) -> Callable[Concatenate[Telemetry, _P], AbstractContextManager[Span]]:
+    """Skip building a span at all while no real tracer provider is installed."""
+
+    @functools.wraps(method)
+    def wrapper(
+        self: Telemetry, /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> AbstractContextManager[Span]:
+        if not self.tracing:
+            return _NOT_TRACING
+        return method(self, *args, **kwargs)
+
+    return wrapper
 
 
 @final
@@ -87,6 +111,13 @@ class Telemetry:
         self._propagator = OTelPropagator()
 
     @property
+    def tracing(self) -> bool:
+        """Whether spans are recorded: ``False`` while the provider is a no-op one
+        (the global provider before an application installs one)."""
+        provider = self._provider if self._provider is not None else trace.get_tracer_provider()
+        return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+
+    @property
     def capture_content(self) -> bool:
         """Whether message content is recorded."""
         return self._capture
@@ -117,6 +148,7 @@ class Telemetry:
 
     # --- spans ----------------------------------------------------------------
 
+    @_when_tracing
     def run_span(self, team: str, run_id: str, goal: str) -> SpanScope:
         """The root span of one run: ``invoke_agent {team}``.
 
@@ -132,6 +164,7 @@ class Telemetry:
         }
         return open_span(self._tracer, f"invoke_agent {team}", attributes=attributes)
 
+    @_when_tracing
     def plan_span(
         self,
         planner: str,
@@ -156,6 +189,7 @@ class Telemetry:
         base.update(attributes or {})
         return open_span(self._tracer, f"plan {planner}", attributes=base)
 
+    @_when_tracing
     def replan_span(self, *, old_version: int, reason: str) -> SpanScope:
         """Replacing the plan's tail: ``replan``; add the result with ``record_replan``.
 
@@ -168,6 +202,7 @@ class Telemetry:
         }
         return open_span(self._tracer, sc.SPAN_REPLAN, attributes=attributes)
 
+    @_when_tracing
     def verify_span(
         self, step_id: str, *, check: str | None = None, plan_version: int | None = None
     ) -> SpanScope:
@@ -181,6 +216,7 @@ class Telemetry:
         )
         return open_span(self._tracer, sc.SPAN_VERIFY, attributes=attributes)
 
+    @_when_tracing
     def phase_span(
         self, name: PhaseName, *, attributes: Mapping[str, AttributeValue] | None = None
     ) -> SpanScope:
@@ -192,6 +228,7 @@ class Telemetry:
         """
         return open_span(self._tracer, name, attributes=dict(attributes or {}))
 
+    @_when_tracing
     def agent_span(
         self,
         agent_name: str,
@@ -237,6 +274,7 @@ class Telemetry:
             self._tracer, f"invoke_agent {agent_name}", attributes=base, context=parent
         )
 
+    @_when_tracing
     def chat_span(
         self,
         model: str,
@@ -267,6 +305,7 @@ class Telemetry:
         )
         return open_span(self._tracer, f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes)
 
+    @_when_tracing
     def tool_span(
         self,
         tool_name: str,
@@ -287,6 +326,7 @@ class Telemetry:
         )
         return open_span(self._tracer, f"execute_tool {tool_name}", attributes=attributes)
 
+    @_when_tracing
     def approval_span(self, tool_name: str, call_id: str) -> SpanScope:
         """Waiting for a human to approve a tool call: ``await_approval {tool_name}``.
 

@@ -278,3 +278,23 @@ def test_tracing_off_is_cheap_and_records_nothing() -> None:
         telemetry.record_chat_input(span, system=Exploding(), messages=Exploding())
         record_chat_response(span, finish_reasons=("end_turn",), usage=FakeUsage())
     assert telemetry.inject() == {}
+
+
+def test_without_a_real_provider_no_span_is_built() -> None:
+    from opentelemetry import trace as otel_trace
+
+    telemetry = Telemetry(NoOpTracerProvider())
+    assert telemetry.tracing is False
+    scopes = [
+        telemetry.run_span("t", "run-1", "goal"),
+        telemetry.plan_span("planner"),
+        telemetry.agent_span(
+            "w", parent_headers={"traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"}
+        ),
+        telemetry.chat_span("m", "scripted"),
+        telemetry.tool_span("lookup", "call_1"),
+    ]
+    for scope in scopes:
+        with scope as span:
+            assert span is otel_trace.INVALID_SPAN
+            assert not span.is_recording()
