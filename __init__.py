@@ -8,6 +8,8 @@ The names most programs need are here; each room (``regiment.actors``,
 ``regiment.hierarchy``) exports the rest.
 """
 
+from typing import TYPE_CHECKING
+
 from regiment.errors import (
     ActorError,
     ActorFailed,
@@ -47,7 +49,6 @@ from regiment.hierarchy import (
     load_team,
 )
 from regiment.models import (
-    AnthropicModel,
     Model,
     ModelRequest,
     ModelResponse,
@@ -130,3 +131,15 @@ __all__ = (
     "tool_call_response",
     "__version__",
 )
+
+if TYPE_CHECKING:
+    from regiment.models import AnthropicModel
+
+
+def __getattr__(name: str) -> object:
+    # The anthropic SDK takes seconds to import; load it only when asked for.
+    if name == "AnthropicModel":
+        from regiment.models import AnthropicModel
+
+        return AnthropicModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

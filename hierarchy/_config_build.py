@@ -28,7 +28,7 @@ from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._team import Team
 from regiment.hierarchy._worker import Worker
-from regiment.models import AnthropicModel, Model, ScriptedModel, ScriptFunction
+from regiment.models import Model, ScriptedModel, ScriptFunction
 from regiment.telemetry import Telemetry
 
 __all__ = ("build_team", "check_config", "load_team", "parse_model_spec")
@@ -76,6 +76,8 @@ class _Models:
         kind, model_id = parse_model_spec(spec, where=where)
         if kind == "anthropic":
             try:
+                from regiment.models import AnthropicModel  # the SDK loads only when used
+
                 return AnthropicModel(model_id)
             except ConfigError as exc:
                 raise ConfigError(f"{where}: {exc}") from exc

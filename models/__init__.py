@@ -6,7 +6,8 @@ provider-neutral message types defined here, so each role can use a different
 model and tests can use ``ScriptedModel``.
 """
 
-from regiment.models._anthropic import AnthropicModel
+from typing import TYPE_CHECKING
+
 from regiment.models._estimate import estimate_tokens
 from regiment.models._messages import (
     Message,
@@ -41,3 +42,15 @@ __all__ = (
     "text_response",
     "tool_call_response",
 )
+
+if TYPE_CHECKING:
+    from regiment.models._anthropic import AnthropicModel
+
+
+def __getattr__(name: str) -> object:
+    # The anthropic SDK takes seconds to import; load it only when asked for.
+    if name == "AnthropicModel":
+        from regiment.models._anthropic import AnthropicModel
+
+        return AnthropicModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
