@@ -17,6 +17,7 @@ trace.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import itertools
@@ -39,7 +40,7 @@ from regiment.actors import (
     RestartPolicy,
     open_actor_system,
 )
-from regiment.errors import ConfigError, RunCancelled, RunError
+from regiment.errors import ActorStopped, ConfigError, RunCancelled, RunError
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._checks import Check
 from regiment.hierarchy._critic import Critic
@@ -349,8 +350,8 @@ async def _close_run(
 ) -> None:
     """Cancel the run if it is still going, wait (bounded) for it to wind down, stop its actor."""
     if ref.is_alive and not channel.done:
-        ref.send_nowait(CancelRun())
-        with anyio.move_on_after(_CANCEL_GRACE):
+        with anyio.move_on_after(_CANCEL_GRACE), contextlib.suppress(ActorStopped):
+            await ref.send(CancelRun())  # waits if the mailbox is full of reports
             async for _ in events:
                 pass
     if ref.is_alive:
