@@ -244,7 +244,12 @@ class WorkerActor(StepActor):
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
         """Run the worker's tool loop for the step, under its concurrency limit and timeout."""
         worker = self._worker
-        async with self._limiter:
+        # A free slot is taken without a trip through the event loop.
+        try:
+            self._limiter.acquire_nowait()
+        except anyio.WouldBlock:
+            await self._limiter.acquire()
+        try:
             with anyio.move_on_after(worker.step_timeout) as timeout_scope:
                 return await run_tool_loop(
                     worker=worker.name,
@@ -258,6 +263,8 @@ class WorkerActor(StepActor):
                     assign=assign,
                     progress=progress,
                 )
+        finally:
+            self._limiter.release()
         assert timeout_scope.cancelled_caught
         return progress.report(
             assign,
