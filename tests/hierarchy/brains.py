@@ -54,6 +54,26 @@ class Overlap:
         return f"did: {description}"
 
 
+class Hang:
+    """A worker script that never answers: it records that a step started and,
+    when the step is cancelled, which step it was."""
+
+    def __init__(self) -> None:
+        self.started = anyio.Event()
+        self.cancelled: list[str] = []
+
+    async def __call__(
+        self, description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        self.started.set()
+        try:
+            await anyio.Event().wait()
+        except anyio.get_cancelled_exc_class():
+            self.cancelled.append(description)
+            raise
+        raise AssertionError("unreachable")
+
+
 async def _echo(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:
     return f"did: {description}"
 

@@ -21,7 +21,7 @@ from regiment.hierarchy._team_worker import TeamWorker
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, TextPart, ToolResultPart
 from regiment.telemetry import SpanCollector, Telemetry
 
-from .brains import Brain, plan_json
+from .brains import Brain, Hang, plan_json
 
 pytestmark = pytest.mark.anyio
 
@@ -136,26 +136,14 @@ async def test_child_replans_while_the_parent_stays_on_its_plan_in_one_trace() -
 
 
 async def test_parent_replan_cancels_the_child_run_and_drops_its_late_report() -> None:
-    child_started = anyio.Event()
+    dig = Hang()
     stale_seen = anyio.Event()
-    child_cancelled: list[str] = []
-
-    async def dig(
-        description: str, results: list[ToolResultPart], request: ModelRequest
-    ) -> ModelResponse | str:
-        child_started.set()
-        try:
-            await anyio.Event().wait()
-        except anyio.get_cancelled_exc_class():
-            child_cancelled.append(description)
-            raise
-        raise AssertionError("unreachable")
 
     async def work(
         description: str, results: list[ToolResultPart], request: ModelRequest
     ) -> ModelResponse | str:
         if description == "probe":
-            await child_started.wait()  # the parent replans only once the child is mid-run
+            await dig.started.wait()  # the parent replans only once the child is mid-run
         if description == "recover":
             await stale_seen.wait()  # the parent finishes only after the late report came back
         return f"did: {description}"
@@ -193,7 +181,7 @@ async def test_parent_replan_cancels_the_child_run_and_drops_its_late_report() -
     assert isinstance(closing, RunCompleted)
     result = closing.result
 
-    assert child_cancelled == ["dig forever"]  # the child's work for the old version stopped
+    assert dig.cancelled == ["dig forever"]  # the child's work for the old version stopped
     dropped = [e for e in result.events if isinstance(e, StaleReportDropped)]
     assert [(e.step_id, e.report_version, e.current_version, e.status) for e in dropped] == [
         ("s2", 1, 2, "cancelled")
@@ -214,19 +202,7 @@ async def test_parent_replan_cancels_the_child_run_and_drops_its_late_report() -
 
 
 async def test_cancelling_the_parent_run_cancels_the_child_and_leaves_no_tasks() -> None:
-    child_started = anyio.Event()
-    child_cancelled: list[str] = []
-
-    async def dig(
-        description: str, results: list[ToolResultPart], request: ModelRequest
-    ) -> ModelResponse | str:
-        child_started.set()
-        try:
-            await anyio.Event().wait()
-        except anyio.get_cancelled_exc_class():
-            child_cancelled.append(description)
-            raise
-        raise AssertionError("unreachable")
+    dig = Hang()
 
     child_brain = Brain([plan_json({"description": "dig forever"})], work=dig)
     parent_brain = Brain([plan_json({"description": "delegate", "worker": "research"})])
@@ -242,9 +218,9 @@ async def test_cancelling_the_parent_run_cancels_the_child_and_leaves_no_tasks()
         baseline = len(anyio.get_running_tasks())
         async with anyio.create_task_group() as tg:
             tg.start_soon(running.run, "goal")
-            await child_started.wait()
+            await dig.started.wait()
             tg.cancel_scope.cancel()
-        assert child_cancelled == ["dig forever"]
+        assert dig.cancelled == ["dig forever"]
         await anyio.wait_all_tasks_blocked()
         assert len(anyio.get_running_tasks()) == baseline
 

@@ -16,7 +16,7 @@ from regiment.hierarchy import (
     Team,
     Worker,
 )
-from regiment.models import ModelRequest, ModelResponse, ScriptedModel, TextPart, text_response
+from regiment.models import ModelRequest, ModelResponse, ScriptedModel, TextPart
 
 from .brains import Brain, plan_json
 
@@ -128,7 +128,3 @@ async def test_without_a_critic_there_is_one_round() -> None:
     result = await team.run("goal")
     assert result.rounds == 1
     assert result.verdicts == ()
-
-
-def _unused(request: ModelRequest) -> ModelResponse:
-    return text_response("unused")
