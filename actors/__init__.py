@@ -9,7 +9,8 @@ Messages and replies:
 
 * ``await ref.send(msg)`` waits while the mailbox is full (backpressure);
   ``ref.send_nowait(msg)`` raises :class:`~regiment.errors.MailboxFull`.
-  Mailboxes are bounded anyio memory object streams of :class:`Envelope`.
+  Mailboxes are bounded FIFOs of :class:`Envelope`; waiting senders get room in
+  the order they came.
 * ``await ref.ask(msg, timeout=...)`` returns what ``receive`` returned, raises
   :class:`~regiment.errors.AskTimeout` naming the actor and the message type,
   or raises what the handler raised. A reply to an asker that has gone away

@@ -11,6 +11,7 @@ from anyio.abc import TaskStatus
 
 from regiment.actors._actor import Actor, ActorContext
 from regiment.actors._incarnation import Incarnation
+from regiment.actors._mailbox import Mailbox
 from regiment.actors._messages import ChildFailed, DeadLetterReason, Envelope
 from regiment.actors._policy import RestartPolicy, RestartWindow
 from regiment.actors._ref import ActorRef, current_actor
@@ -26,7 +27,6 @@ R = TypeVar("R")
 CM = TypeVar("CM")
 CR = TypeVar("CR")
 
-_GONE = (anyio.ClosedResourceError, anyio.BrokenResourceError)
 _FAIRNESS = 64  # messages handled back to back before the loop yields once
 
 
@@ -49,13 +49,10 @@ class Cell(Generic[M, R]):
         self.factory = factory
         self.name = name
         self.parent = parent
-        self.send_stream, self.receive_stream = anyio.create_memory_object_stream[
-            Envelope[M, R] | None
-        ](capacity)
+        self.mailbox: Mailbox[Envelope[M, R]] = Mailbox(capacity, system.new_event)
         self.ref: ActorRef[M, R] = ActorRef(self, name)
         self.window = RestartWindow(restart, system.clock)
         self.accepting = True
-        self.idle = False
         self.started = False
         self.stopped = anyio.Event()
 
@@ -76,24 +73,24 @@ class Cell(Generic[M, R]):
         # Fast path: room in the mailbox (or the actor waiting for mail) needs no
         # checkpoint; only a full mailbox makes the sender wait.
         try:
-            self.send_stream.send_nowait(envelope)
+            self.mailbox.put_nowait(envelope)
         except anyio.WouldBlock:
             try:
-                await self.send_stream.send(envelope)
-            except _GONE:
+                await self.mailbox.put(envelope)
+            except anyio.ClosedResourceError:
                 self.refuse(envelope)
-        except _GONE:
+        except anyio.ClosedResourceError:
             self.refuse(envelope)
 
     def deliver_nowait(self, envelope: Envelope[M, R]) -> None:
         try:
-            self.send_stream.send_nowait(envelope)
+            self.mailbox.put_nowait(envelope)
         except anyio.WouldBlock:
             raise MailboxFull(
                 f"mailbox of actor {self.name!r} is full ({self.capacity} messages);"
                 " use `await send(...)` to wait for room"
             ) from None
-        except _GONE:
+        except anyio.ClosedResourceError:
             self.refuse(envelope)
 
     def refuse(self, envelope: Envelope[M, R]) -> None:
@@ -105,15 +102,11 @@ class Cell(Generic[M, R]):
 
     def close_mailbox(self) -> None:
         self.accepting = False
-        self.send_stream.close()
+        self.mailbox.close()
 
     def wake(self) -> None:
         """Unblock a loop waiting for mail so it notices a child's escalation."""
-        if self.idle:
-            try:
-                self.send_stream.send_nowait(None)
-            except (anyio.WouldBlock, *_GONE):
-                pass  # not waiting after all: the loop checks signals before its next receive
+        self.mailbox.wake()
 
     # -- the actor's task -------------------------------------------------
 
@@ -187,9 +180,10 @@ class Cell(Generic[M, R]):
         self, instance: Actor[M, R], incarnation: Incarnation[M, R]
     ) -> Exception | None:
         ctx = instance.ctx
-        receive_nowait = self.receive_stream.receive_nowait
-        receive = self.receive_stream.receive
+        receive_nowait = self.mailbox.get_nowait
+        receive = self.mailbox.get
         streak = 0
+        envelope: Envelope[M, R] | None
         while True:
             if incarnation.signals:
                 failure = await self._handle_signals(instance, incarnation)
@@ -204,13 +198,10 @@ class Cell(Generic[M, R]):
                 streak += 1
             except anyio.WouldBlock:
                 streak = 0
-                self.idle = True
                 try:
-                    envelope = await receive()
+                    envelope = await receive()  # None: woken to look at signals
                 except anyio.EndOfStream:
                     return None
-                finally:
-                    self.idle = False
             except anyio.EndOfStream:
                 return None
             if envelope is not None:
@@ -284,17 +275,15 @@ class Cell(Generic[M, R]):
     def _retire(self, reason: DeadLetterReason) -> None:
         """Refuse new mail, turn what is queued into dead letters, signal stopped."""
         self.accepting = False
-        self.send_stream.close()
+        self.mailbox.close()
         while True:
             try:
-                envelope = self.receive_stream.receive_nowait()
+                envelope = self.mailbox.get_nowait()
             except (anyio.WouldBlock, anyio.EndOfStream):
                 break
-            if envelope is not None:
-                self.system.dead_letter(self.name, envelope, reason)
-                if envelope.reply_to is not None:
-                    envelope.reply_to.fail(self._stopped_error(envelope))
-        self.receive_stream.close()
+            self.system.dead_letter(self.name, envelope, reason)
+            if envelope.reply_to is not None:
+                envelope.reply_to.fail(self._stopped_error(envelope))
         self.stopped.set()
 
     def _stopped_error(self, envelope: Envelope[M, R]) -> ActorStopped:

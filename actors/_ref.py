@@ -51,7 +51,7 @@ class ActorRef(Generic[M_contra, R_co]):
     @property
     def mailbox_size(self) -> int:
         """How many messages are queued in the mailbox right now."""
-        return self._cell.receive_stream.statistics().current_buffer_used
+        return len(self._cell.mailbox)
 
     @property
     def capacity(self) -> int:

@@ -13,10 +13,12 @@ That bookkeeping lives in :class:`StepActor`, which the sub-team actor
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from abc import abstractmethod
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, assert_never, cast, final
+from typing import NamedTuple, Protocol, assert_never, cast, final
 
 import anyio
 
@@ -33,6 +35,13 @@ from regiment.tools import Tool, Toolset
 __all__ = ("StepActor", "Worker", "WorkerActor", "WorkerSpec", "check_worker_name")
 
 _StepKey = tuple[str, int, str, int]  # run id, plan version, step id, attempt
+
+
+_IDLE_RUNNERS = 1  # runners kept waiting between steps, beyond that they end
+
+
+def _key(assign: AssignStep) -> _StepKey:
+    return (assign.run_id, assign.plan_version, assign.step.id, assign.attempt)
 
 
 class WorkerSpec(Protocol):
@@ -109,21 +118,39 @@ class Worker:
         return self.max_iterations
 
 
+class _Job(NamedTuple):
+    assign: AssignStep
+    scope: anyio.CancelScope
+    reply_to: ActorRef[StepReport, object]
+    headers: Mapping[str, str]
+
+
 class StepActor(Actor[WorkerMessage, None]):
     """The step bookkeeping every assignee shares (a worker, a sub-team).
 
-    Each ``AssignStep`` runs as a task the actor owns, in its own cancel scope
-    keyed by (run, plan version, step, attempt), so a ``CancelStep`` stops
-    exactly the steps it names. Whatever happens to a step, exactly one
-    ``StepReport`` goes back to the sender of the assignment; a sender that
-    has stopped meanwhile is not an error. Subclasses say how a step is done
-    by implementing :meth:`work`.
+    Each ``AssignStep`` runs in its own cancel scope keyed by (run, plan
+    version, step, attempt), so a ``CancelStep`` stops exactly the steps it
+    names. Whatever happens to a step, exactly one ``StepReport`` goes back to
+    the sender of the assignment; a sender that has stopped meanwhile is not
+    an error. Subclasses say how a step is done by implementing :meth:`work`.
+
+    Steps run on runner tasks the actor owns, at most ``max_concurrent`` of
+    them; a step assigned while all are busy waits its turn in order. A runner
+    that finishes a step takes the next one, or waits for one if no other
+    runner waits, instead of ending: starting a task per step was the largest
+    single cost of a step.
+    A runner whose step left a context variable changed retires, so every
+    step starts in the context the actor gives its tasks.
     """
 
-    def __init__(self, name: str, telemetry: Telemetry) -> None:
+    def __init__(self, name: str, telemetry: Telemetry, max_concurrent: int | None = None) -> None:
         self._name = name
         self._telemetry = telemetry
         self._scopes: dict[_StepKey, anyio.CancelScope] = {}
+        self._max_runners = max_concurrent
+        self._runners = 0
+        self._queued: deque[_Job] = deque()
+        self._idle: deque[anyio.Event] = deque()  # runners waiting for a step
 
     @abstractmethod
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
@@ -142,17 +169,34 @@ class StepActor(Actor[WorkerMessage, None]):
             case _:
                 assert_never(message)
 
+    async def on_stop(self) -> None:
+        """Steps still waiting for a runner are reported cancelled, like running ones."""
+        with anyio.move_on_after(1.0):
+            while self._queued:
+                job = self._queued.popleft()
+                self._scopes.pop(_key(job.assign), None)
+                await self._send(
+                    job.reply_to,
+                    StepProgress().report(
+                        job.assign, self._name, "cancelled", error="worker stopped"
+                    ),
+                )
+
     def _start(self, assign: AssignStep) -> None:
-        sender = self.ctx.envelope.sender
+        envelope = self.ctx.envelope
+        sender = envelope.sender
         if sender is None:
             raise ConfigError(f"worker '{self._name}' got a step with no sender to report to")
-        key = (assign.run_id, assign.plan_version, assign.step.id, assign.attempt)
         scope = anyio.CancelScope()
-        self._scopes[key] = scope
+        self._scopes[_key(assign)] = scope
         # Whoever assigns a step accepts its report; the envelope cannot say so in types.
         reply_to = cast("ActorRef[StepReport, object]", sender)
-        headers = self.ctx.envelope.headers
-        self.ctx.start_soon(self._run_step, assign, scope, reply_to, headers)
+        self._queued.append(_Job(assign, scope, reply_to, envelope.headers))
+        if self._idle:
+            self._idle.popleft().set()
+        elif self._max_runners is None or self._runners < self._max_runners:
+            self._runners += 1
+            self.ctx.start_soon(self._runner, name=f"{self._name} steps")
 
     def _cancel(self, cancel: CancelStep) -> None:
         for (run_id, version, step_id, _), scope in self._scopes.items():
@@ -162,6 +206,30 @@ class StepActor(Actor[WorkerMessage, None]):
                 continue
             if cancel.step_id is None or cancel.step_id == step_id:
                 scope.cancel()
+
+    async def _runner(self) -> None:
+        context = contextvars.copy_context()
+        new_event = self.ctx.system.new_event
+        while True:
+            if not self._queued:
+                if len(self._idle) >= _IDLE_RUNNERS:
+                    break  # enough runners wait already; a burst's extra ones end
+                ready = new_event()
+                self._idle.append(ready)
+                try:
+                    await ready.wait()
+                except BaseException:
+                    with contextlib.suppress(ValueError):  # not woken yet
+                        self._idle.remove(ready)
+                    raise
+                continue
+            await self._run_step(*self._queued.popleft())
+            if contextvars.copy_context() != context:
+                break  # the step changed a context variable: the next one gets a fresh task
+        self._runners -= 1
+        if self._queued:
+            self._runners += 1
+            self.ctx.start_soon(self._runner, name=f"{self._name} steps")
 
     async def _run_step(
         self,
@@ -211,9 +279,7 @@ class StepActor(Actor[WorkerMessage, None]):
                 )
             raise
         finally:
-            self._scopes.pop(
-                (assign.run_id, assign.plan_version, assign.step.id, assign.attempt), None
-            )
+            self._scopes.pop(_key(assign), None)
         if report is None:  # our scope was cancelled by a CancelStep
             report = progress.report(
                 assign, self._name, "cancelled", error="cancelled by the planner"
@@ -235,36 +301,27 @@ class WorkerActor(StepActor):
         prompts: Prompts,
         telemetry: Telemetry,
     ) -> None:
-        super().__init__(worker.name, telemetry)
+        super().__init__(worker.name, telemetry, worker.max_concurrent_steps)
         self._worker = worker
         self._prompts = prompts
         self._caller = ModelCaller(worker.model, worker.name, telemetry)
-        self._limiter = anyio.CapacityLimiter(worker.max_concurrent_steps)
 
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
-        """Run the worker's tool loop for the step, under its concurrency limit and timeout."""
+        """Run the worker's tool loop for the step, under its step timeout."""
         worker = self._worker
-        # A free slot is taken without a trip through the event loop.
-        try:
-            self._limiter.acquire_nowait()
-        except anyio.WouldBlock:
-            await self._limiter.acquire()
-        try:
-            with anyio.move_on_after(worker.step_timeout) as timeout_scope:
-                return await run_tool_loop(
-                    worker=worker.name,
-                    description=worker.description,
-                    system_prompt=worker.system_prompt,
-                    max_iterations=worker.max_iterations,
-                    toolset=worker.toolset,
-                    caller=self._caller,
-                    telemetry=self._telemetry,
-                    prompts=self._prompts,
-                    assign=assign,
-                    progress=progress,
-                )
-        finally:
-            self._limiter.release()
+        with anyio.move_on_after(worker.step_timeout) as timeout_scope:
+            return await run_tool_loop(
+                worker=worker.name,
+                description=worker.description,
+                system_prompt=worker.system_prompt,
+                max_iterations=worker.max_iterations,
+                toolset=worker.toolset,
+                caller=self._caller,
+                telemetry=self._telemetry,
+                prompts=self._prompts,
+                assign=assign,
+                progress=progress,
+            )
         assert timeout_scope.cancelled_caught
         return progress.report(
             assign,

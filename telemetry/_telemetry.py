@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from importlib.metadata import PackageNotFoundError, version
-from typing import Concatenate, Literal, ParamSpec, TypeAlias, final
+from typing import Concatenate, Literal, ParamSpec, TypeAlias, cast, final
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, TracerProvider
@@ -42,6 +43,16 @@ def _drop_none(attributes: Mapping[str, AttributeValue | None]) -> dict[str, Att
 
 
 _P = ParamSpec("_P")
+
+# The variable the API reads to load a global provider lazily, and a marker for
+# an API version whose module no longer has the global we peek at.
+_PROVIDER_VARIABLE = "OTEL_PYTHON_TRACER_PROVIDER"
+_UNKNOWN = object()
+
+
+def _records(provider: TracerProvider) -> bool:
+    return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+
 
 # What every span method returns while nothing records: no attributes are built,
 # no context is attached. Reusable: nullcontext holds no state.
@@ -103,6 +114,10 @@ class Telemetry:
                 f"content_limit must be a positive number of characters, got {content_limit}"
             )
         self._provider = tracer_provider
+        # A global provider, once installed, is final (OpenTelemetry sets it once),
+        # so "recording" is remembered; until then each check is two lookups.
+        self._provider_records = tracer_provider is not None and _records(tracer_provider)
+        self._provider_from_env = _PROVIDER_VARIABLE in os.environ
         self._tracer = trace.get_tracer(
             _INSTRUMENTATION, _library_version(), tracer_provider=tracer_provider
         )
@@ -114,8 +129,14 @@ class Telemetry:
     def tracing(self) -> bool:
         """Whether spans are recorded: ``False`` while the provider is a no-op one
         (the global provider before an application installs one)."""
-        provider = self._provider if self._provider is not None else trace.get_tracer_provider()
-        return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+        if self._provider_records or self._provider is not None:
+            return self._provider_records
+        installed = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
+        if installed is None and not self._provider_from_env:
+            return False  # nothing installed yet; asking the API would read os.environ
+        provider = trace.get_tracer_provider() if installed is _UNKNOWN else installed
+        self._provider_records = _records(cast("TracerProvider", provider))
+        return self._provider_records
 
     @property
     def capture_content(self) -> bool:

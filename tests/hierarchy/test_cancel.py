@@ -32,19 +32,22 @@ async def test_cancelling_one_run_stops_its_steps_and_spares_the_other() -> None
             except anyio.get_cancelled_exc_class():
                 cancelled.append(description)
                 raise
+        if description == "warm-up":
+            return "warm"
         await release_b.wait()
         return "b done"
 
     plans = {
         "goal A": plan_json({"description": "A: forever"}),
         "goal B": plan_json({"description": "B: slow"}),
+        "warm up": plan_json({"description": "warm-up"}),
     }
 
     class PerGoal(Brain):
         async def __call__(self, request: ModelRequest) -> ModelResponse | str:
             if request.system.startswith("You are the planner"):
-                first = request.messages[0].parts[0]
-                return plans["goal A" if "goal A" in getattr(first, "text", "") else "goal B"]
+                text = getattr(request.messages[0].parts[0], "text", "")
+                return next(plan for goal, plan in plans.items() if goal in text)
             return await super().__call__(request)
 
     brain = PerGoal([], work=work)
@@ -55,6 +58,9 @@ async def test_cancelling_one_run_stops_its_steps_and_spares_the_other() -> None
         workers=[Worker(name="w", description="w", model=model)],
     )
     async with team.start() as running:
+        # The baseline is a warm team: the worker keeps one idle runner task between steps.
+        await running.run("warm up")
+        await anyio.wait_all_tasks_blocked()
         baseline = await _task_count()
         results = []
         async with anyio.create_task_group() as tg:

@@ -204,8 +204,17 @@ async def test_parent_replan_cancels_the_child_run_and_drops_its_late_report() -
 async def test_cancelling_the_parent_run_cancels_the_child_and_leaves_no_tasks() -> None:
     dig = Hang()
 
-    child_brain = Brain([plan_json({"description": "dig forever"})], work=dig)
-    parent_brain = Brain([plan_json({"description": "delegate", "worker": "research"})])
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        return "warm" if description == "warm-up" else await dig(description, results, request)
+
+    child_brain = Brain(
+        [plan_json({"description": "warm-up"}), plan_json({"description": "dig forever"})],
+        work=work,
+    )
+    delegate = plan_json({"description": "delegate", "worker": "research"})
+    parent_brain = Brain([delegate, delegate])
     team = Team(
         name="parent",
         planner=Planner(model=ScriptedModel(parent_brain)),
@@ -214,6 +223,8 @@ async def test_cancelling_the_parent_run_cancels_the_child_and_leaves_no_tasks()
         ],
     )
     async with team.start() as running:
+        # The baseline is a warm team: each worker keeps one idle runner task between steps.
+        await running.run("warm up")
         await anyio.wait_all_tasks_blocked()
         baseline = len(anyio.get_running_tasks())
         async with anyio.create_task_group() as tg:
