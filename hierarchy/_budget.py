@@ -69,6 +69,13 @@ class _Spent:
     output_tokens: int = 0
 
 
+@dataclass(slots=True)
+class _Reserved:
+    model_calls: int = 0
+    tool_calls: int = 0
+    tokens: int = 0
+
+
 @final
 @dataclass(slots=True)
 class BudgetLedger:
@@ -81,9 +88,11 @@ class BudgetLedger:
     spent: _Spent = field(default_factory=_Spent)
     reserved: dict[str, StepAllowance] = field(default_factory=dict)
     replans: int = 0
+    # Running totals of ``reserved``: summing it per dispatch made a fan-out quadratic.
+    _totals: _Reserved = field(default_factory=lambda: _Reserved())
 
     def _reserved_sum(self, attr: Literal["model_calls", "tool_calls", "tokens"]) -> int:
-        return sum(getattr(a, attr) or 0 for a in self.reserved.values())
+        return getattr(self._totals, attr)  # type: ignore[no-any-return]
 
     def _tokens_spent(self) -> int:
         return self.spent.input_tokens + self.spent.output_tokens
@@ -141,12 +150,22 @@ class BudgetLedger:
             tool_calls=_share(tools_left, None, ways),
             tokens=_share(tokens_left, None, ways),
         )
+        self.release(key)  # a key reserved twice replaces its old reservation
         self.reserved[key] = allowance
+        self._count(allowance, 1)
         return allowance
 
     def release(self, key: str) -> None:
         """Drop a reservation (the step reported, was cancelled, or was never sent)."""
-        self.reserved.pop(key, None)
+        allowance = self.reserved.pop(key, None)
+        if allowance is not None:
+            self._count(allowance, -1)
+
+    def _count(self, allowance: StepAllowance, sign: int) -> None:
+        totals = self._totals
+        totals.model_calls += sign * (allowance.model_calls or 0)
+        totals.tool_calls += sign * (allowance.tool_calls or 0)
+        totals.tokens += sign * (allowance.tokens or 0)
 
     def charge(self, *, usage: Usage, model_calls: int = 0, tool_calls: int = 0) -> None:
         """Record what was really spent."""

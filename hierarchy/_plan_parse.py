@@ -206,6 +206,14 @@ class _DepResolver:
 
 def _from_json(reply: str) -> _Reading | None:
     """The first plan-shaped JSON value in the reply, or ``None`` if there is none."""
+    whole = reply.strip()
+    if whole[:1] in ("{", "[") and "```" not in reply:
+        # A reply that is one JSON value (the usual case) is the first value the
+        # scan below would find; decoding it directly skips a pass over every character.
+        value = _decode(whole)
+        reading = None if value is _FAILED else _interpret(value)
+        if reading is not None:
+            return reading
     for value in _json_values(reply):
         reading = _interpret(value)
         if reading is not None:

@@ -47,9 +47,10 @@ def validate_plan(
     problems = list(_id_problems(steps, known_ids))
     plan_ids = [step.id for step in steps]
     targets = _listing([*dict.fromkeys(plan_ids), *_sorted(set(known_ids) - set(plan_ids))])
+    known = set(plan_ids) | set(known_ids)
     for step in steps:
         problems.extend(_worker_problems(step, workers))
-        problems.extend(_dependency_problems(step, set(plan_ids) | set(known_ids), targets))
+        problems.extend(_dependency_problems(step, known, targets))
         problems.extend(_check_problems(step, checks))
     for cycle in _cycles(steps):
         problems.append(

@@ -196,10 +196,7 @@ class RunActor(RunRounds):
         if self._phase != "executing":
             return
         plan = state.plan
-        running = state.running_ids(plan.version)
-        ready = plan.ready(state.committed.keys(), running)[
-            : max(0, team.concurrency - len(running))
-        ]
+        ready = state.ready()[: max(0, team.concurrency - len(state.running_ids(plan.version)))]
         for step in ready:
             worker = team.workers[step.worker or next(iter(team.workers))]
             key = f"{plan.version}/{step.id}/1"
@@ -218,7 +215,7 @@ class RunActor(RunRounds):
                 plan_outline=state.outline(),
                 dependency_outputs=tuple((d, state.carried_output(d)) for d in step.depends_on),
             )
-            state.inflight[(plan.version, step.id, 1)] = worker.name
+            state.dispatched(plan.version, step.id, 1, worker.name)
             assign = AssignStep(
                 run_id=state.run_id,
                 plan_version=plan.version,
@@ -244,8 +241,7 @@ class RunActor(RunRounds):
 
     async def _on_report(self, report: StepReport) -> None:
         state = self._state
-        key = (report.plan_version, report.step_id, report.attempt)
-        state.inflight.pop(key, None)
+        state.reported(report.plan_version, report.step_id, report.attempt)
         state.ledger.release(f"{report.plan_version}/{report.step_id}/{report.attempt}")
         state.charge(
             report.worker,
@@ -294,7 +290,7 @@ class RunActor(RunRounds):
     async def _apply(self, report: StepReport) -> None:
         state = self._state
         state.reports.append(report)
-        step = state.plan.step(report.step_id)
+        step = state.step(report.step_id)
         if report.status == "budget_exhausted":
             self._on_exhausted(
                 "step_allowance", f"step {step.id} used up its share of the budget: {report.error}"

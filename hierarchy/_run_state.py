@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import anyio
@@ -15,11 +16,13 @@ from regiment.hierarchy._critic import Verdict
 from regiment.hierarchy._events import Event, RunCompleted, RunFailed
 from regiment.hierarchy._memory import WorkingMemory
 from regiment.hierarchy._messages import StepReport
-from regiment.hierarchy._plan import Plan
+from regiment.hierarchy._plan import Plan, PlanStep
 from regiment.hierarchy._result import RunResult, RunStatus
 from regiment.models import Usage
 
 __all__ = ("RunChannel", "RunState")
+
+_NONE_RUNNING: dict[str, int] = {}
 
 
 @dataclass(slots=True)
@@ -81,6 +84,12 @@ class RunState:
     verdicts: list[Verdict] = field(default_factory=list)
     memory: WorkingMemory | None = None
     _outline: tuple[int, str] = (0, "")
+    # inflight's step ids per plan version, with how many attempts of each are out
+    _running: dict[int, dict[str, int]] = field(default_factory=dict)
+    # The current version's steps by id, and those neither committed nor dispatched
+    # yet (in plan order): kept so a report costs no pass over the whole plan.
+    _index: tuple[int, dict[str, PlanStep]] = (0, {})
+    _waiting: tuple[int, dict[str, PlanStep]] = (0, {})
 
     @property
     def plan(self) -> Plan:
@@ -95,8 +104,51 @@ class RunState:
         self.ledger.charge(usage=usage, model_calls=model_calls, tool_calls=tool_calls)
         self.usage_by_role[role] = self.usage_by_role.get(role, Usage()) + usage
 
-    def running_ids(self, version: int) -> set[str]:
-        return {step for (v, step, _), _w in self.inflight.items() if v == version}
+    def running_ids(self, version: int) -> Collection[str]:
+        """Ids of the steps of ``version`` dispatched and not yet reported (read only)."""
+        return self._running.get(version, _NONE_RUNNING)
+
+    def step(self, step_id: str) -> PlanStep:
+        """The current plan's step with this id (``KeyError`` naming the steps if none)."""
+        version, index = self._index
+        if version != self.version:
+            index = {step.id: step for step in self.plan.steps}
+            self._index = (self.version, index)
+        found = index.get(step_id)
+        return found if found is not None else self.plan.step(step_id)
+
+    def ready(self) -> list[PlanStep]:
+        """The current plan's steps that can be dispatched now, in plan order: not
+        committed, not dispatched, and every dependency committed."""
+        committed = self.committed
+        version, waiting = self._waiting
+        if version != self.version:
+            running = self.running_ids(self.version)
+            waiting = {
+                s.id: s for s in self.plan.steps if s.id not in committed and s.id not in running
+            }
+            self._waiting = (self.version, waiting)
+        return [
+            step for step in waiting.values() if all(dep in committed for dep in step.depends_on)
+        ]
+
+    def dispatched(self, version: int, step_id: str, attempt: int, worker: str) -> None:
+        """Record a step sent to ``worker``."""
+        self.inflight[(version, step_id, attempt)] = worker
+        if self._waiting[0] == version:
+            self._waiting[1].pop(step_id, None)
+        running = self._running.setdefault(version, {})
+        running[step_id] = running.get(step_id, 0) + 1
+
+    def reported(self, version: int, step_id: str, attempt: int) -> None:
+        """Record that a dispatched step has reported (or will never report)."""
+        if self.inflight.pop((version, step_id, attempt), None) is None:
+            return
+        running = self._running[version]
+        if running[step_id] == 1:
+            del running[step_id]
+        else:
+            running[step_id] -= 1
 
     def outline(self) -> str:
         """The current plan as prompt lines (built once per version)."""
