@@ -180,8 +180,7 @@ class Cell(Generic[M, R]):
         self, instance: Actor[M, R], incarnation: Incarnation[M, R]
     ) -> Exception | None:
         ctx = instance.ctx
-        receive_nowait = self.mailbox.get_nowait
-        receive = self.mailbox.get
+        mailbox = self.mailbox
         streak = 0
         envelope: Envelope[M, R] | None
         while True:
@@ -189,19 +188,17 @@ class Cell(Generic[M, R]):
                 failure = await self._handle_signals(instance, incarnation)
                 if failure is not None:
                     return failure
-            if streak == _FAIRNESS:
-                # mail kept coming without a wait: let other tasks run now and then
-                streak = 0
-                await anyio.lowlevel.checkpoint()
-            try:
-                envelope = receive_nowait()  # fast path: no checkpoint while mail is queued
+            if mailbox:
+                if streak == _FAIRNESS:
+                    # mail kept coming without a wait: let other tasks run now and then
+                    streak = 0
+                    await anyio.lowlevel.checkpoint()
                 streak += 1
-            except anyio.WouldBlock:
+            else:
                 streak = 0
-                try:
-                    envelope = await receive()  # None: woken to look at signals
-                except anyio.EndOfStream:
-                    return None
+            try:
+                # no checkpoint while mail is queued; None: woken to look at signals
+                envelope = await mailbox.get()
             except anyio.EndOfStream:
                 return None
             if envelope is not None:

@@ -10,6 +10,7 @@ on a deque and the running backend's event class.
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from collections.abc import Callable
 from typing import Generic, TypeVar
@@ -21,14 +22,27 @@ __all__ = ("Mailbox",)
 T = TypeVar("T")
 
 
+class _Sender:
+    """A ``put`` waiting for room; ``granted`` once a slot is held for it."""
+
+    __slots__ = ("granted", "ready")
+
+    def __init__(self, ready: anyio.Event) -> None:
+        self.ready = ready
+        self.granted = False
+
+
 class Mailbox(Generic[T]):
     """Bounded FIFO; ``get`` is for the one owning task, ``put`` for anyone.
 
-    After :meth:`close`, ``put`` raises :class:`anyio.ClosedResourceError` and
-    ``get`` drains what is queued, then raises :class:`anyio.EndOfStream`.
+    Senders that wait for room get it in the order they came: a slot freed by
+    ``get`` is held for the longest-waiting sender, and ``put_nowait`` cannot
+    take a held slot. After :meth:`close`, ``put`` raises
+    :class:`anyio.ClosedResourceError` and ``get`` drains what is queued, then
+    raises :class:`anyio.EndOfStream`.
     """
 
-    __slots__ = ("_capacity", "_closed", "_items", "_new_event", "_receiver", "_senders")
+    __slots__ = ("_capacity", "_closed", "_held", "_items", "_new_event", "_receiver", "_senders")
 
     def __init__(self, capacity: int, new_event: Callable[[], anyio.Event]) -> None:
         self._capacity = capacity
@@ -36,7 +50,8 @@ class Mailbox(Generic[T]):
         self._items: deque[T] = deque()
         self._closed = False
         self._receiver: anyio.Event | None = None  # set while get() waits
-        self._senders: deque[anyio.Event] = deque()  # put() calls waiting for room
+        self._senders: deque[_Sender] = deque()  # put() calls waiting for room, oldest first
+        self._held = 0  # slots granted to woken senders that have not filled them yet
 
     def __len__(self) -> int:
         return len(self._items)
@@ -49,68 +64,69 @@ class Mailbox(Generic[T]):
         """Queue ``item``; raises WouldBlock when full, ClosedResourceError when closed."""
         if self._closed:
             raise anyio.ClosedResourceError
-        if len(self._items) >= self._capacity:
-            raise anyio.WouldBlock
+        if self._senders or len(self._items) + self._held >= self._capacity:
+            raise anyio.WouldBlock  # full, or the free room belongs to waiting senders
         self._items.append(item)
         self.wake()
 
     async def put(self, item: T) -> None:
         """Queue ``item``, waiting (first come, first served) while the mailbox is full."""
-        while True:
-            if not self._senders:  # waiting senders go first
-                try:
-                    self.put_nowait(item)
-                except anyio.WouldBlock:
-                    pass
-                else:
-                    return
-            elif self._closed:
-                raise anyio.ClosedResourceError
-            room = self._new_event()
-            self._senders.append(room)
-            try:
-                await room.wait()
-            except BaseException:
-                self._leave(room)
-                raise
-            # woken with room (or by close): our event is no longer queued
-            if self._closed:
-                raise anyio.ClosedResourceError
-            if len(self._items) < self._capacity:
-                self._items.append(item)
-                self.wake()
-                self._pass_room()
-                return
+        try:
+            self.put_nowait(item)
+        except anyio.WouldBlock:
+            pass
+        else:
+            return
+        sender = _Sender(self._new_event())
+        self._senders.append(sender)
+        try:
+            await sender.ready.wait()
+        except BaseException:
+            self._leave(sender)
+            raise
+        if sender.granted:
+            self._held -= 1
+        if self._closed:  # woken by close(), or closed before it could fill its slot
+            raise anyio.ClosedResourceError
+        self._items.append(item)
+        self.wake()
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
 
     def get_nowait(self) -> T:
         """The oldest item; raises WouldBlock when empty, EndOfStream when closed and empty."""
-        try:
-            item = self._items.popleft()
-        except IndexError:
-            raise anyio.EndOfStream if self._closed else anyio.WouldBlock from None
+        if not self._items:
+            raise anyio.EndOfStream if self._closed else anyio.WouldBlock
+        item = self._items.popleft()
         self._pass_room()
         return item
 
     async def get(self) -> T | None:
         """The oldest item, waiting while empty; ``None`` if :meth:`wake` woke it first.
 
+        It does not checkpoint when an item is queued. No exception is raised
+        and caught on the way (this is every actor's hot path).
+
         Raises:
             anyio.EndOfStream: closed and empty.
         """
-        try:
-            return self.get_nowait()
-        except anyio.WouldBlock:
-            pass
-        ready = self._new_event()
-        self._receiver = ready
-        try:
-            await ready.wait()
-        finally:
-            self._receiver = None
-        try:
-            return self.get_nowait()
-        except anyio.WouldBlock:
-            return None
+        if not self._items:
+            if self._closed:
+                raise anyio.EndOfStream
+            ready = self._new_event()
+            self._receiver = ready
+            try:
+                await ready.wait()
+            finally:
+                self._receiver = None
+            if not self._items:
+                if self._closed:
+                    raise anyio.EndOfStream
+                return None
+        item = self._items.popleft()
+        self._pass_room()
+        return item
 
     def wake(self) -> None:
         """Wake a waiting ``get`` (it returns ``None`` if nothing was queued)."""
@@ -124,17 +140,21 @@ class Mailbox(Generic[T]):
         self._closed = True
         self.wake()
         while self._senders:
-            self._senders.popleft().set()
+            self._senders.popleft().ready.set()
 
     def _pass_room(self) -> None:
-        """Room was made: wake the longest-waiting sender."""
-        if self._senders:
-            self._senders.popleft().set()
+        """Room was made: hold it for the longest-waiting sender and wake it."""
+        if self._senders and len(self._items) + self._held < self._capacity:
+            sender = self._senders.popleft()
+            sender.granted = True
+            self._held += 1
+            sender.ready.set()
 
-    def _leave(self, room: anyio.Event) -> None:
-        """A waiting sender gave up; if it had been woken, pass the room on."""
-        try:
-            self._senders.remove(room)
-        except ValueError:  # already woken: the room it was promised goes to the next
-            if len(self._items) < self._capacity:
-                self._pass_room()
+    def _leave(self, sender: _Sender) -> None:
+        """A waiting sender gave up; a slot held for it goes to the next one."""
+        if sender.granted:
+            self._held -= 1
+            self._pass_room()
+        else:
+            with contextlib.suppress(ValueError):  # already woken by close()
+                self._senders.remove(sender)

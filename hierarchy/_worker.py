@@ -143,10 +143,19 @@ class StepActor(Actor[WorkerMessage, None]):
     step starts in the context the actor gives its tasks.
     """
 
-    def __init__(self, name: str, telemetry: Telemetry, max_concurrent: int | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        telemetry: Telemetry,
+        *,
+        max_concurrent: int | None = None,
+        step_timeout: float | None = None,
+    ) -> None:
         self._name = name
         self._telemetry = telemetry
+        self._step_timeout = step_timeout
         self._scopes: dict[_StepKey, anyio.CancelScope] = {}
+        self._stopped_by_planner: set[_StepKey] = set()
         self._max_runners = max_concurrent
         self._runners = 0
         self._queued: deque[_Job] = deque()
@@ -175,6 +184,7 @@ class StepActor(Actor[WorkerMessage, None]):
             while self._queued:
                 job = self._queued.popleft()
                 self._scopes.pop(_key(job.assign), None)
+                self._stopped_by_planner.discard(_key(job.assign))
                 await self._send(
                     job.reply_to,
                     StepProgress().report(
@@ -199,12 +209,13 @@ class StepActor(Actor[WorkerMessage, None]):
             self.ctx.start_soon(self._runner, name=f"{self._name} steps")
 
     def _cancel(self, cancel: CancelStep) -> None:
-        for (run_id, version, step_id, _), scope in self._scopes.items():
+        for (run_id, version, step_id, attempt), scope in self._scopes.items():
             if run_id != cancel.run_id:
                 continue
             if cancel.plan_version is not None and version != cancel.plan_version:
                 continue
             if cancel.step_id is None or cancel.step_id == step_id:
+                self._stopped_by_planner.add((run_id, version, step_id, attempt))
                 scope.cancel()
 
     async def _runner(self) -> None:
@@ -263,9 +274,16 @@ class StepActor(Actor[WorkerMessage, None]):
     ) -> StepReport:
         progress = StepProgress()
         report: StepReport | None = None
+        key = _key(assign)
+        if self._step_timeout is not None:
+            # The timeout is the step scope's deadline: one scope per step, not two.
+            scope.deadline = anyio.current_time() + self._step_timeout
         try:
             with scope:
-                report = await self.work(assign, progress)
+                # Cancelled while it waited for a runner: it must not start at all
+                # (work() may reach a model or a tool before its first checkpoint).
+                if not scope.cancel_called:
+                    report = await self.work(assign, progress)
         except Exception as exc:  # a crash of this step, not of the worker: report it
             report = progress.report(
                 assign, self._name, "failed", error=f"{type(exc).__name__}: {exc}"
@@ -279,12 +297,21 @@ class StepActor(Actor[WorkerMessage, None]):
                 )
             raise
         finally:
-            self._scopes.pop(_key(assign), None)
-        if report is None:  # our scope was cancelled by a CancelStep
-            report = progress.report(
+            self._scopes.pop(key, None)
+            by_planner = key in self._stopped_by_planner
+            self._stopped_by_planner.discard(key)
+        if report is not None:
+            return report
+        if by_planner:  # our scope was cancelled by a CancelStep
+            return progress.report(
                 assign, self._name, "cancelled", error="cancelled by the planner"
             )
-        return report
+        return progress.report(
+            assign,
+            self._name,
+            "timed_out",
+            error=f"step took longer than the worker's step_timeout of {self._step_timeout}s",
+        )
 
     @staticmethod
     async def _send(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:
@@ -301,31 +328,28 @@ class WorkerActor(StepActor):
         prompts: Prompts,
         telemetry: Telemetry,
     ) -> None:
-        super().__init__(worker.name, telemetry, worker.max_concurrent_steps)
+        super().__init__(
+            worker.name,
+            telemetry,
+            max_concurrent=worker.max_concurrent_steps,
+            step_timeout=worker.step_timeout,
+        )
         self._worker = worker
         self._prompts = prompts
         self._caller = ModelCaller(worker.model, worker.name, telemetry)
 
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
-        """Run the worker's tool loop for the step, under its step timeout."""
+        """Run the worker's tool loop for the step (the step scope holds its timeout)."""
         worker = self._worker
-        with anyio.move_on_after(worker.step_timeout) as timeout_scope:
-            return await run_tool_loop(
-                worker=worker.name,
-                description=worker.description,
-                system_prompt=worker.system_prompt,
-                max_iterations=worker.max_iterations,
-                toolset=worker.toolset,
-                caller=self._caller,
-                telemetry=self._telemetry,
-                prompts=self._prompts,
-                assign=assign,
-                progress=progress,
-            )
-        assert timeout_scope.cancelled_caught
-        return progress.report(
-            assign,
-            worker.name,
-            "timed_out",
-            error=f"step took longer than the worker's step_timeout of {worker.step_timeout}s",
+        return await run_tool_loop(
+            worker=worker.name,
+            description=worker.description,
+            system_prompt=worker.system_prompt,
+            max_iterations=worker.max_iterations,
+            toolset=worker.toolset,
+            caller=self._caller,
+            telemetry=self._telemetry,
+            prompts=self._prompts,
+            assign=assign,
+            progress=progress,
         )

@@ -186,6 +186,7 @@ async def test_steps_queued_behind_the_limit_are_cancelled_with_the_run() -> Non
                 await running.run("four things")
             assert scope.cancelled_caught
         assert {"task 1", "task 2"} <= set(script.cancelled)  # the running two were stopped
+        assert script.hanging == 2  # the queued two never reached the model
         await anyio.wait_all_tasks_blocked()
         assert len(anyio.get_running_tasks()) == baseline
 
