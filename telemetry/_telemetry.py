@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from importlib.metadata import PackageNotFoundError, version
@@ -44,9 +43,7 @@ def _drop_none(attributes: Mapping[str, AttributeValue | None]) -> dict[str, Att
 
 _P = ParamSpec("_P")
 
-# The variable the API reads to load a global provider lazily, and a marker for
-# an API version whose module no longer has the global we peek at.
-_PROVIDER_VARIABLE = "OTEL_PYTHON_TRACER_PROVIDER"
+# A marker for an API version whose module no longer has the global we peek at.
 _UNKNOWN = object()
 
 
@@ -117,7 +114,6 @@ class Telemetry:
         # A global provider, once installed, is final (OpenTelemetry sets it once),
         # so "recording" is remembered; until then each check is two lookups.
         self._provider_records = tracer_provider is not None and _records(tracer_provider)
-        self._provider_from_env = _PROVIDER_VARIABLE in os.environ
         self._tracer = trace.get_tracer(
             _INSTRUMENTATION, _library_version(), tracer_provider=tracer_provider
         )
@@ -132,8 +128,11 @@ class Telemetry:
         if self._provider_records or self._provider is not None:
             return self._provider_records
         installed = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
-        if installed is None and not self._provider_from_env:
-            return False  # nothing installed yet; asking the API would read os.environ
+        if installed is None:
+            # Nothing installed yet; asking the API would read os.environ each time.
+            # (A provider named by OTEL_PYTHON_TRACER_PROVIDER was installed when
+            # __init__ got its tracer.)
+            return False
         provider = trace.get_tracer_provider() if installed is _UNKNOWN else installed
         self._provider_records = _records(cast("TracerProvider", provider))
         return self._provider_records
