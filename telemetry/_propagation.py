@@ -42,8 +42,24 @@ def extract_context(headers: Mapping[str, str]) -> Context:
     It starts from an empty context, not the current one, so nothing ambient
     leaks in: headers without a valid ``traceparent`` give a context with no
     span, and spans started in it begin a new trace.
+
+    Every step of a run carries the same headers, so the last few parsed
+    contexts are kept (a ``Context`` is immutable, so sharing one is safe).
     """
-    return _W3C.extract(headers, context=Context())
+    key = (headers.get(_TRACEPARENT), headers.get(_TRACESTATE))
+    found = _extracted.get(key)
+    if found is None:
+        found = _W3C.extract(headers, context=Context())
+        if len(_extracted) >= _EXTRACTED_LIMIT:
+            _extracted.clear()  # a whole clear is one atomic step for other threads
+        _extracted[key] = found
+    return found
+
+
+_TRACEPARENT = "traceparent"
+_TRACESTATE = "tracestate"
+_EXTRACTED_LIMIT = 256
+_extracted: dict[tuple[str | None, str | None], Context] = {}
 
 
 def trace_id_hex(span: Span) -> str | None:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from opentelemetry.trace import Span
+from opentelemetry.util.types import AttributeValue
 
 from regiment.telemetry import _semconv as sc
 from regiment.telemetry._content import redact, truncate
@@ -64,17 +65,21 @@ def record_chat_response(
     """
     if not span.is_recording():
         return
-    span.set_attribute(sc.GEN_AI_RESPONSE_FINISH_REASONS, tuple(finish_reasons))
+    # One set_attributes call: the SDK takes its lock and builds a dict per call.
+    attributes: dict[str, AttributeValue] = {
+        sc.GEN_AI_RESPONSE_FINISH_REASONS: tuple(finish_reasons)
+    }
     if response_model:
-        span.set_attribute(sc.GEN_AI_RESPONSE_MODEL, response_model)
+        attributes[sc.GEN_AI_RESPONSE_MODEL] = response_model
     if response_id:
-        span.set_attribute(sc.GEN_AI_RESPONSE_ID, response_id)
+        attributes[sc.GEN_AI_RESPONSE_ID] = response_id
     if usage is not None:
         total_input = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
-        span.set_attribute(sc.GEN_AI_USAGE_INPUT_TOKENS, total_input)
-        span.set_attribute(sc.GEN_AI_USAGE_OUTPUT_TOKENS, usage.output_tokens)
-        span.set_attribute(sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, usage.cache_read_tokens)
-        span.set_attribute(sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, usage.cache_write_tokens)
+        attributes[sc.GEN_AI_USAGE_INPUT_TOKENS] = total_input
+        attributes[sc.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output_tokens
+        attributes[sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read_tokens
+        attributes[sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_write_tokens
+    span.set_attributes(attributes)
 
 
 def record_tool_outcome(
