@@ -156,7 +156,10 @@ class Cell(Generic[M, R]):
                         self.started = True
                         status.started(self.ref)
                     failure = await self._live(instance, incarnation)
-                tg.cancel_scope.cancel()
+                if failure is not None or not incarnation.idle:
+                    # Skipped when there is nothing to cancel: anyio's cancel() is
+                    # not cheap (it formats the current task's repr).
+                    tg.cancel_scope.cancel()
         finally:
             if started:
                 with anyio.CancelScope(shield=True):

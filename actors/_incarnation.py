@@ -34,17 +34,26 @@ class Incarnation(Generic[M, R]):
         self.children: list[Cell[object, object]] = []
         self.signals: deque[ChildFailed] = deque()
         self.failure: Exception | None = None
+        self.helpers = 0  # helper tasks started and not yet finished
 
     def start_soon(
         self, fn: Callable[[*Ts], Awaitable[object]], *args: *Ts, name: str | None
     ) -> None:
         self.tg.start_soon(self._guarded, fn, args, name=name or f"{self.cell.name} task")
+        self.helpers += 1
 
     async def _guarded(self, fn: Callable[[*Ts], Awaitable[object]], args: tuple[*Ts]) -> None:
         try:
             await fn(*args)
         except Exception as exc:
             self.fail(exc)
+        finally:
+            self.helpers -= 1
+
+    @property
+    def idle(self) -> bool:
+        """No helper task is running and every child has stopped: nothing to cancel."""
+        return not self.helpers and all(child.stopped.is_set() for child in self.children)
 
     def fail(self, error: Exception) -> None:
         """A helper task failed: the instance fails (first error wins)."""

@@ -94,7 +94,7 @@ class RunActor(RunRounds):
         state, team = self._state, self._team
         self._emit(RunStarted(run_id=state.run_id, goal=state.goal, team=team.name))
         if team.budget.wall_clock is not None:
-            self.ctx.start_soon(self._deadline, team.budget.wall_clock)
+            self._start_deadline(team.budget.wall_clock)
         prompts = team.planner.prompts
         system = prompts.planner_system(
             team=team.name,

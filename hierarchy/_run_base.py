@@ -99,7 +99,7 @@ class RunBase(Actor[PlannerMessage, None]):
         self._session: PlanningSession | None = None
         self._replan_reason = ""
         self._model_scope: anyio.CancelScope | None = None
-        self._deadline_scope = anyio.CancelScope()
+        self._deadline_scope: anyio.CancelScope | None = None  # while a wall-clock deadline runs
         self._token = 0
         self._after_wind_down: Callable[[], None] | None = None
         self._planner_caller = ModelCaller(team.planner.model, team.planner.name, team.telemetry)
@@ -173,8 +173,12 @@ class RunBase(Actor[PlannerMessage, None]):
             case _:
                 assert_never(purpose)
 
-    async def _deadline(self, seconds: float) -> None:
-        with self._deadline_scope:
+    def _start_deadline(self, seconds: float) -> None:
+        self._deadline_scope = anyio.CancelScope()
+        self.ctx.start_soon(self._deadline, seconds, self._deadline_scope)
+
+    async def _deadline(self, seconds: float, scope: anyio.CancelScope) -> None:
+        with scope:
             await anyio.sleep(seconds)
             await self.ctx.self_ref.send(DeadlineReached())
 
@@ -215,7 +219,9 @@ class RunBase(Actor[PlannerMessage, None]):
 
     def _end(self) -> None:
         self._phase = "done"
-        self._deadline_scope.cancel()
+        # Only scopes in use are cancelled: anyio's cancel() formats a task repr.
+        if self._deadline_scope is not None:
+            self._deadline_scope.cancel()
         if self._model_scope is not None:
             self._model_scope.cancel()
 

@@ -21,7 +21,7 @@ import contextlib
 import dataclasses
 import functools
 import itertools
-import uuid
+import random
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
@@ -241,7 +241,9 @@ class RunningTeam:
     ) -> AsyncIterator[tuple[RunChannel, MemoryObjectReceiveStream[Event]]]:
         if not goal.strip():
             raise ConfigError("the goal is empty; say what the team should do")
-        run_id = f"run-{next(self._ids)}-{uuid.uuid4().hex[:8]}"
+        # Unique within the team by the counter, and across teams and processes with
+        # high probability; no system call (uuid4 reads the OS's random source).
+        run_id = f"run-{next(self._ids)}-{random.getrandbits(32):08x}"
         channel, events = RunChannel.open(streaming=streaming)
         budget = _capped(self.team.budget, allowance)
         ref: _RunRef | None = None
