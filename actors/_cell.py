@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Generic, Never, TypeVar, cast
 
 import anyio
 import anyio.lowlevel
@@ -28,6 +28,10 @@ CM = TypeVar("CM")
 CR = TypeVar("CR")
 
 _FAIRNESS = 64  # messages handled back to back before the loop yields once
+
+
+def _retired() -> Never:
+    raise ActorStopped("a retired actor cannot make a new instance")
 
 
 class Cell(Generic[M, R]):
@@ -284,6 +288,11 @@ class Cell(Generic[M, R]):
             self.system.dead_letter(self.name, envelope, reason)
             if envelope.reply_to is not None:
                 envelope.reply_to.fail(self._stopped_error(envelope))
+        # The cell and its ref point at each other, so they outlive the actor until
+        # a full garbage collection; what the factory and the parent link hold
+        # (for a run: its whole state) is let go now instead.
+        self.factory = _retired
+        self.parent = None
         self.stopped.set()
 
     def _stopped_error(self, envelope: Envelope[M, R]) -> ActorStopped:

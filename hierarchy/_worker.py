@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, assert_never, cast, final
 
 import anyio
+import anyio.lowlevel
 
 from regiment.actors import Actor, ActorRef
 from regiment.errors import ActorStopped, ConfigError
@@ -237,6 +238,10 @@ class StepActor(Actor[WorkerMessage, None]):
             await self._run_step(*self._queued.popleft())
             if contextvars.copy_context() != context:
                 break  # the step changed a context variable: the next one gets a fresh task
+            if self._queued:
+                # Let other tasks run between steps taken back to back: a step that
+                # never waits (an instant model) must not hold the event loop.
+                await anyio.lowlevel.checkpoint()
         self._runners -= 1
         if self._queued:
             self._runners += 1

@@ -171,3 +171,38 @@ async def test_spawning_after_the_system_closed_is_refused() -> None:
         pass
     with pytest.raises(ConfigError, match="the actor system is closed"):
         await system.spawn(lambda: Recorder("r", [], anyio.Event()), name="late")
+
+
+class _Payload:
+    """Stands for what an actor's factory captures (a run's whole state, say)."""
+
+
+class _Holder(Actor[str, None]):
+    def __init__(self, payload: _Payload) -> None:
+        self.payload = payload
+
+    async def receive(self, message: str) -> None:
+        pass
+
+
+async def test_a_stopped_actor_lets_go_of_what_its_factory_held_without_a_collection() -> None:
+    import gc
+    import weakref
+
+    payload = _Payload()
+    alive = weakref.ref(payload)
+    gc.disable()  # only reference counting frees things in this test
+    try:
+        async with open_actor_system() as system:
+            ref: ActorRef[str, None] = await system.spawn(
+                lambda held=payload: _Holder(held), name="holder"
+            )
+            del payload
+            await ref.send("hello")
+            await ref.stop()
+            await anyio.wait_all_tasks_blocked()
+            # The ref is still held here, and it points at the actor's cell.
+            assert not ref.is_alive
+            assert alive() is None
+    finally:
+        gc.enable()

@@ -1,0 +1,116 @@
+"""Row 2 counted in CPU instructions instead of seconds, so it repeats exactly.
+
+Wall-clock figures on a shared 2-core machine move by up to 2x between runs;
+an instruction count does not (valgrind's callgrind counts what the CPU was
+asked to execute, whatever else the machine is doing). For each framework it
+runs the row 2 shape (a 10-step sequential plan, instant model) under
+callgrind twice, once with no timed runs and once with ``RUNS`` of them, and
+prints the difference per step. Both processes do the same imports, setup
+and warm-up, so only the runs themselves are left.
+
+    bench/.venv-peers/bin/python bench/instructions.py   # regiment and LangGraph
+    .venv/bin/python bench/instructions.py               # regiment only
+
+It needs ``valgrind`` on the PATH and takes about two minutes per framework.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+
+import anyio
+import regiment_cases as rc
+from bench_util import SEQ_STEPS
+
+__all__ = ("main",)
+
+RUNS = 30
+WARM_UP = 3
+_COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
+
+
+def _run_regiment(runs: int) -> None:
+    team = rc.sequential_team(SEQ_STEPS)
+
+    async def go() -> None:
+        async with team.start() as running:
+            for _ in range(WARM_UP + runs):
+                result = await running.run("do the steps")
+                assert result.status == "completed", result.status
+
+    anyio.run(go)
+
+
+def _run_langgraph(runs: int) -> None:
+    from peers.langgraph_cases import sequential_graph
+
+    graph = sequential_graph(SEQ_STEPS)
+
+    async def go() -> None:
+        for _ in range(WARM_UP + runs):
+            state = await graph.ainvoke({"goal": "do the steps"})
+            assert len(state["outputs"]) == SEQ_STEPS
+
+    asyncio.run(go())
+
+
+_CASES = {"regiment": _run_regiment, "langgraph": _run_langgraph}
+
+
+def _instructions(case: str, runs: int) -> int:
+    """Instructions the whole process executed, as callgrind counts them."""
+    done = subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            __file__,
+            "--child",
+            case,
+            str(runs),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = _COLLECTED.search(done.stderr)
+    if found is None:
+        raise RuntimeError(f"callgrind printed no total for {case}:\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def per_step(case: str) -> float:
+    """Instructions per step of the row 2 run, in thousands."""
+    extra = _instructions(case, RUNS) - _instructions(case, 0)
+    return extra / (RUNS * SEQ_STEPS) / 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--child", nargs=2, metavar=("CASE", "RUNS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        case, runs = args.child
+        _CASES[case](int(runs))
+        return
+    if shutil.which("valgrind") is None:
+        sys.exit("valgrind is not on the PATH; install it (Debian: apt install valgrind)")
+    cases = ["regiment"]
+    if importlib.util.find_spec("langgraph") is not None:
+        cases.append("langgraph")
+    print(f"row 2 shape ({SEQ_STEPS}-step sequential plan), callgrind, {RUNS} runs:")
+    figures = {case: per_step(case) for case in cases}
+    for case, figure in figures.items():
+        ratio = figure / figures["regiment"]
+        print(f"  {case:10s} {figure:9.1f} k instructions per step   {ratio:5.2f}x")
+
+
+if __name__ == "__main__":
+    main()
