@@ -186,6 +186,7 @@ class _Holder(Actor[str, None]):
 
 
 async def test_a_stopped_actor_lets_go_of_what_its_factory_held_without_a_collection() -> None:
+    import functools
     import gc
     import weakref
 
@@ -195,7 +196,7 @@ async def test_a_stopped_actor_lets_go_of_what_its_factory_held_without_a_collec
     try:
         async with open_actor_system() as system:
             ref: ActorRef[str, None] = await system.spawn(
-                lambda held=payload: _Holder(held), name="holder"
+                functools.partial(_Holder, payload), name="holder"
             )
             del payload
             await ref.send("hello")
