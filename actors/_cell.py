@@ -189,7 +189,7 @@ class Cell(Generic[M, R]):
         ctx = instance.ctx
         mailbox = self.mailbox
         streak = 0
-        envelope: Envelope[M, R] | None
+        envelope: Envelope[M, R] | None = None
         while True:
             if incarnation.signals:
                 failure = await self._handle_signals(instance, incarnation)
@@ -204,8 +204,11 @@ class Cell(Generic[M, R]):
             else:
                 streak = 0
             try:
-                # no checkpoint while mail is queued; None: woken to look at signals
-                envelope = await mailbox.get()
+                # No checkpoint while mail is queued; None: woken to look at signals.
+                # After answering an ask, linger: the asker often asks again at once.
+                envelope = await mailbox.get(
+                    linger=envelope is not None and envelope.reply_to is not None
+                )
             except anyio.EndOfStream:
                 return None
             if envelope is not None:

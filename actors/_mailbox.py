@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 import anyio
+import anyio.lowlevel
 
 __all__ = ("Mailbox",)
 
@@ -102,11 +103,16 @@ class Mailbox(Generic[T]):
         self._pass_room()
         return item
 
-    async def get(self) -> T | None:
+    async def get(self, *, linger: bool = False) -> T | None:
         """The oldest item, waiting while empty; ``None`` if :meth:`wake` woke it first.
 
         It does not checkpoint when an item is queued. No exception is raised
         and caught on the way (this is every actor's hot path).
+
+        Args:
+            linger: when empty, pass once through the event loop before waiting:
+                an actor that has just answered an ask often gets the asker's next
+                message within that pass, and then needs no event and no extra turn.
 
         Raises:
             anyio.EndOfStream: closed and empty.
@@ -114,6 +120,12 @@ class Mailbox(Generic[T]):
         if not self._items:
             if self._closed:
                 raise anyio.EndOfStream
+            if linger:
+                await anyio.lowlevel.checkpoint()
+                if self._items:
+                    return self._take()
+                if self._closed:
+                    raise anyio.EndOfStream
             ready = self._new_event()
             self._receiver = ready
             try:
@@ -124,6 +136,9 @@ class Mailbox(Generic[T]):
                 if self._closed:
                     raise anyio.EndOfStream
                 return None
+        return self._take()
+
+    def _take(self) -> T:
         item = self._items.popleft()
         self._pass_room()
         return item

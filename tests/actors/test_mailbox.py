@@ -493,3 +493,31 @@ async def test_a_sender_granted_room_then_closed_out_gets_closed_resource_error(
     assert outcome == ["refused"]  # refused, so the sender can dead-letter it: nothing lost
     with pytest.raises(anyio.EndOfStream):
         mailbox.get_nowait()
+
+
+async def test_a_lingering_get_takes_mail_sent_during_its_pass_through_the_loop() -> None:
+    mailbox = _mailbox(4)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(mailbox.put, "soon")  # runs while get() passes through the loop
+        assert await mailbox.get(linger=True) == "soon"
+
+
+async def test_a_lingering_get_still_waits_for_later_mail_and_sees_close() -> None:
+    mailbox = _mailbox(4)
+    got: list[str | None] = []
+
+    async def receive_all() -> None:
+        while True:
+            try:
+                got.append(await mailbox.get(linger=True))
+            except anyio.EndOfStream:
+                got.append("end")
+                return
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(receive_all)
+        await anyio.wait_all_tasks_blocked()  # past its pass: waiting for mail now
+        mailbox.put_nowait("later")
+        await anyio.wait_all_tasks_blocked()
+        mailbox.close()
+    assert got == ["later", "end"]
