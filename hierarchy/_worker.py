@@ -1,10 +1,11 @@
 """Workers: what a worker is (config), and the actor that runs its steps.
 
-A worker actor serves many runs at once. Each assigned step runs as a task the
-actor owns, inside its own cancel scope, under the worker's concurrency limit
-and step timeout, so a ``CancelStep`` stops exactly that step. However a step
-ends (answer, iteration cap, allowance used up, timeout, exception, cancel) it
-sends exactly one ``StepReport`` to whoever assigned it.
+A worker actor serves many runs at once. Each assigned step runs on one of
+the actor's runner tasks (at most the worker's concurrency limit of them),
+inside its own cancel scope whose deadline is the step timeout, so a
+``CancelStep`` stops exactly that step. However a step ends (answer, iteration
+cap, allowance used up, timeout, exception, cancel) it sends exactly one
+``StepReport`` to whoever assigned it.
 
 That bookkeeping lives in :class:`StepActor`, which the sub-team actor
 (``_team_worker.TeamWorkerActor``) shares; only :meth:`StepActor.work` differs.
@@ -139,9 +140,10 @@ class StepActor(Actor[WorkerMessage, None]):
     them; a step assigned while all are busy waits its turn in order. A runner
     that finishes a step takes the next one, or waits for one if no other
     runner waits, instead of ending: starting a task per step was the largest
-    single cost of a step.
-    A runner whose step left a context variable changed retires, so every
-    step starts in the context the actor gives its tasks.
+    single cost of a step. A runner whose step left a context variable changed
+    retires, so every step starts in the context the actor gives its tasks. A
+    step cancelled while it waits for a runner never starts; ``step_timeout``
+    counts from the moment a runner starts the step.
     """
 
     def __init__(
