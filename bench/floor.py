@@ -1,0 +1,86 @@
+"""The floor under a regiment step: the same hops with none of regiment's logic.
+
+``.venv/bin/python bench/floor.py`` passes a number back and forth the way a
+step travels (planner actor -> worker actor -> runner -> planner actor), using
+the actors' own mailbox and nothing else, and prints µs per step on asyncio
+and trio: once with a reused runner task (what workers do), once with a task
+spawned per step (what they did before). Whatever a real step costs above
+these figures is regiment's own work.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import anyio
+from anyio.abc import TaskGroup
+
+from regiment.actors._mailbox import Mailbox
+
+__all__ = ("main", "per_step_us")
+
+STEPS = 20_000
+REPEATS = 7
+
+
+async def per_step_us(spawn_per_step: bool) -> float:
+    """µs per step of a planner -> worker -> runner -> planner round."""
+    new_event = type(anyio.Event())
+    to_worker: Mailbox[int] = Mailbox(64, new_event)
+    to_planner: Mailbox[int] = Mailbox(64, new_event)
+    to_runner: Mailbox[int] = Mailbox(STEPS + 1, new_event)
+    done = anyio.Event()
+
+    async def step(n: int) -> None:
+        with anyio.CancelScope():  # noqa: ASYNC100 - every step has its own scope, as in regiment
+            to_planner.put_nowait(n)
+
+    async def runner() -> None:
+        while True:
+            n = await to_runner.get()
+            if n is not None:
+                await step(n)
+
+    async def worker(tg: TaskGroup) -> None:
+        while True:
+            n = await to_worker.get()
+            if n is None:
+                continue
+            if spawn_per_step:
+                tg.start_soon(step, n)
+            else:
+                to_runner.put_nowait(n)
+
+    async def planner() -> None:
+        to_worker.put_nowait(0)
+        while True:
+            n = await to_planner.get()
+            if n is None:
+                continue
+            if n == STEPS:
+                done.set()
+                return
+            to_worker.put_nowait(n + 1)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(worker, tg)
+        tg.start_soon(runner)
+        started = time.perf_counter()
+        tg.start_soon(planner)
+        await done.wait()
+        elapsed = time.perf_counter() - started
+        tg.cancel_scope.cancel()
+    return elapsed / STEPS * 1e6
+
+
+def main() -> None:
+    print(f"floor of a step, median of {REPEATS} x {STEPS} steps (µs per step)")
+    for backend in ("asyncio", "trio"):
+        for spawn, label in ((False, "reused runner"), (True, "task per step")):
+            samples = [anyio.run(per_step_us, spawn, backend=backend) for _ in range(REPEATS)]
+            print(f"  {backend:8s} {label:14s} {statistics.median(samples):7.1f}")
+
+
+if __name__ == "__main__":
+    main()
