@@ -242,14 +242,19 @@ def _jsonl_writer(stream: TextIO, encoder: msgspec.json.Encoder) -> Callable[[Ev
 
 
 async def _close_models(team: Team) -> None:
-    """Close the API clients the team's models hold."""
-    planner = team.planner
-    found: list[Model | None] = [planner.model, planner.synthesizer_model]
-    found += [w.model for w in team.workers if isinstance(w, Worker)]
-    found += [team.critic.model if team.critic else None]
-    found += [team.compression.model if team.compression else None]
+    """Close the API clients the team's models hold, and those of the teams nested in it."""
     closed: set[int] = set()
-    for model in found:
+    for model in _models_of(team):
         if isinstance(model, AnthropicModel) and id(model) not in closed:
             closed.add(id(model))
             await model.aclose()
+
+
+def _models_of(team: Team) -> list[Model | None]:
+    planner = team.planner
+    found: list[Model | None] = [planner.model, planner.synthesizer_model]
+    for worker in team.workers:
+        found += [worker.model] if isinstance(worker, Worker) else _models_of(worker.team)
+    found += [team.critic.model if team.critic else None]
+    found += [team.compression.model if team.compression else None]
+    return found

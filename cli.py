@@ -209,9 +209,11 @@ def _validate(config: TeamConfig, source: str, stdout: TextIO) -> int:
     print(
         f"  planner: {specs['planner.model']}, at most {team.planner.max_steps} steps", file=stdout
     )
-    for index, worker in enumerate(team.workers):
+    for index, (entry, worker) in enumerate(zip(config.workers, team.workers, strict=True)):
         tools = ", ".join(worker.capabilities) or "no tools"
-        print(f"  worker {worker.name}: {specs[f'workers[{index}].model']}; {tools}", file=stdout)
+        # A team worker's models are in its own file (checked above, with this one).
+        uses = f"team file {entry.team}" if entry.team else specs[f"workers[{index}].model"]
+        print(f"  worker {worker.name}: {uses}; {tools}", file=stdout)
     for name, check in team.checks.items():
         print(f"  check {name}: {check.description}", file=stdout)
     return EXIT_OK

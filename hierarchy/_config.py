@@ -12,6 +12,15 @@ file, the key path and what was expected::
 Models are written ``"anthropic:<model id>"`` or ``"scripted"`` (the team's
 ``brain``, a ``module:function`` path, answers every request); tools, check
 predicates and brains are ``module:attribute`` import paths.
+
+A worker may be a whole team declared in another file (a ``TeamWorker``)::
+
+    [[workers]]
+    name = "research"
+    description = "Finds and checks facts."
+    team = "research.toml"   # relative to this file
+
+The nested file is a complete team file with its own ``brain`` and models.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal, TypeAlias
 
@@ -38,6 +48,9 @@ __all__ = (
     "WorkerConfig",
     "load_config",
     "parse_config",
+    "MODEL_ONLY_KEYS",
+    "team_worker_conflict",
+    "team_worker_error",
 )
 
 ConfigFormat: TypeAlias = Literal["toml", "yaml"]
@@ -67,10 +80,16 @@ class PlannerConfig(_Section, frozen=True, kw_only=True):
 
 
 class WorkerConfig(_Section, frozen=True, kw_only=True):
-    """One ``[[workers]]`` entry: see ``Worker``. ``tools`` are ``module:attribute`` paths."""
+    """One ``[[workers]]`` entry: see ``Worker``. ``tools`` are ``module:attribute`` paths.
+
+    With ``team`` (a team file's path, relative to the file declaring it) the
+    entry is a ``TeamWorker``: it takes ``name``, ``description`` and
+    ``artifact`` only, since the nested file has its own models and workers.
+    """
 
     name: str
     description: str
+    team: str | None = None
     model: str | None = None
     tools: tuple[str, ...] = ()
     max_iterations: int = 8
@@ -154,12 +173,16 @@ class TeamConfig(_Section, frozen=True, kw_only=True):
     compression: CompressionConfig | None = None
 
     def model_specs(self) -> dict[str, str]:
-        """Every role's model spec, keyed by key path (``planner.model``, ``workers[0].model``, ...)."""
+        """Every role's model spec, keyed by key path (``planner.model``, ``workers[0].model``, ...).
+
+        Team workers have no entry: their models are declared in their own files.
+        """
         specs = {"planner.model": self.planner.model or self.model}
         if self.planner.synthesizer_model:
             specs["planner.synthesizer_model"] = self.planner.synthesizer_model
         for index, worker in enumerate(self.workers):
-            specs[f"workers[{index}].model"] = worker.model or self.model
+            if worker.team is None:  # a team worker's models are in its own file
+                specs[f"workers[{index}].model"] = worker.model or self.model
         if self.critic is not None and self.critic.model:
             specs["critic.model"] = self.critic.model
         if self.compression is not None and self.compression.model:
@@ -222,9 +245,50 @@ def parse_config(text: str, *, format: ConfigFormat, source: str = "<config>") -
     """
     raw = _parse_toml(text, source) if format == "toml" else _parse_yaml(text, source)
     try:
-        return msgspec.convert(raw, TeamConfig)
+        config = msgspec.convert(raw, TeamConfig)
     except msgspec.ValidationError as exc:
         raise ConfigError(f"{source}: {_explain(str(exc))}") from exc
+    assert isinstance(raw, dict)  # it decoded into a TeamConfig
+    for index, entry in enumerate(raw["workers"]):
+        # The keys as written: a model-only key set to its default is still a mistake.
+        _refuse_model_keys(entry.get("team"), entry.keys(), source, index)
+    return config
+
+
+MODEL_ONLY_KEYS = (
+    "model",
+    "tools",
+    "max_iterations",
+    "system_prompt",
+    "step_timeout",
+    "max_concurrent_steps",
+)
+"""``[[workers]]`` keys that describe a model-backed worker, so cannot go with ``team``."""
+
+
+def team_worker_conflict(worker: WorkerConfig) -> str | None:
+    """The first model-only key a team worker sets to other than its default, if any."""
+    if worker.team is None:
+        return None
+    defaults = WorkerConfig(name=worker.name, description=worker.description)
+    changed = [k for k in MODEL_ONLY_KEYS if getattr(worker, k) != getattr(defaults, k)]
+    return changed[0] if changed else None
+
+
+def team_worker_error(source: str, index: int, key: str, team: str) -> ConfigError:
+    """The error for ``key`` next to ``team`` in ``workers[index]``."""
+    return ConfigError(
+        f"{source}: workers[{index}].{key}: a worker with team = {team!r} is run by that "
+        f"team's own planner and workers, so it takes no {key!r}; set it in {team} "
+        "or remove 'team' to make this a model-backed worker"
+    )
+
+
+def _refuse_model_keys(team: object, keys: Iterable[object], source: str, index: int) -> None:
+    if isinstance(team, str):
+        for key in keys:
+            if key in MODEL_ONLY_KEYS:
+                raise team_worker_error(source, index, str(key), team)
 
 
 def _parse_toml(text: str, source: str) -> object:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar, cast
 
@@ -19,14 +20,22 @@ from regiment.hierarchy._config import (
     TeamConfig,
     WorkerConfig,
     load_config,
+    team_worker_conflict,
+    team_worker_error,
 )
-from regiment.hierarchy._config_imports import import_callable, import_tool
+from regiment.hierarchy._config_imports import (
+    IncludeChain,
+    import_callable,
+    import_tool,
+    nested_team_file,
+)
 from regiment.hierarchy._critic import Critic
 from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._team import Team
+from regiment.hierarchy._team_worker import TeamWorker
 from regiment.hierarchy._worker import Worker
 from regiment.models import Model, ScriptedModel, ScriptFunction
 from regiment.telemetry import Telemetry
@@ -96,17 +105,16 @@ class _Models:
 def load_team(
     path: str | Path, *, model: str | Model | None = None, telemetry: Telemetry | None = None
 ) -> Team:
-    """Read a team file and build its team.
+    """Read a team file and build its team, and the teams of the files it nests.
 
     Args:
         path: a ``.toml``, ``.yaml`` or ``.yml`` team file.
-        model: a model for every role, replacing the file's: a spec
-            (``"anthropic:<id>"``, ``"scripted"``) or a ready ``Model``.
+        model: a model for every role, replacing the files' own (see ``build_team``).
         telemetry: where the team's spans go (``None``: the global provider).
 
     Raises:
-        ConfigError: the file is wrong; the message names the file, the key
-            path and what was expected.
+        ConfigError: the file (or a nested one) is wrong; the message names the
+            file, the key path and what was expected.
     """
     return build_team(load_config(path), model=model, telemetry=telemetry, source=str(path))
 
@@ -120,18 +128,72 @@ def build_team(
 ) -> Team:
     """Build the team a config describes: import its tools and checks, make its models.
 
+    A worker entry with ``team = "<file>"`` becomes a ``TeamWorker``; the file
+    is read relative to the directory of ``source`` and built by the same
+    rules, with its own ``brain`` and models.
+
     Args:
         config: the decoded file (see ``load_config``), or one built in Python.
-        model: a model for every role, replacing the config's: a spec
-            (``"anthropic:<id>"``, ``"scripted"``) or a ready ``Model``.
-        telemetry: where the team's spans go (``None``: the global provider).
-        source: the file name error messages start with.
+        model: a model for every role of this team *and of every nested team*,
+            replacing the files' own, so one switch takes the whole tree
+            offline: a spec (``"anthropic:<id>"``; ``"scripted"``, where each
+            file's own ``brain`` answers its roles) or a ready ``Model``
+            (shared by every role at every level).
+        telemetry: where the team's spans go (``None``: the global provider);
+            nested teams report to their parent's.
+        source: the file name error messages start with, and the file whose
+            directory nested team paths are relative to (``"<config>"``: the
+            current directory).
 
     Raises:
-        ConfigError: an import path, a model spec or a value is wrong.
+        ConfigError: an import path, a model spec or a value is wrong, a
+            nested file is missing or wrong, or a file includes itself.
     """
-    models = _Models(config, source, model)
-    workers = [_worker(w, i, models, source) for i, w in enumerate(config.workers)]
+    return _build(config, _Tree(model, telemetry, checking=False), source, _root_chain(source))
+
+
+def check_config(config: TeamConfig, *, source: str = "<config>") -> Team:
+    """Check everything ``build_team`` would, without creating model clients.
+
+    Every model spec is parsed, the brain (if any) and every tool and check
+    are imported, and the team is built with a stand-in model, so a file can
+    be checked on a machine without API keys. Nested team files are checked
+    the same way.
+
+    Returns:
+        The team as built with the stand-in (for a summary; do not run it).
+
+    Raises:
+        ConfigError: as ``build_team``.
+    """
+    tree = _Tree(ScriptedModel([], name="stand-in"), None, checking=True)
+    return _build(config, tree, source, _root_chain(source))
+
+
+@dataclass(frozen=True)
+class _Tree:
+    """What every file of one team tree is built with."""
+
+    model: str | Model | None
+    telemetry: Telemetry | None
+    checking: bool  # check_config: check each file's specs and brain; model is the stand-in
+
+
+def _root_chain(source: str) -> IncludeChain:
+    path = Path(source)
+    return ((path.resolve(), source),) if path.is_file() else ()
+
+
+def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) -> Team:
+    if tree.checking:
+        _check_models(config, source)
+    models = _Models(config, source, tree.model)
+    workers = [
+        _team_worker(w, i, tree, source, chain)
+        if w.team is not None
+        else _worker(w, i, models, source)
+        for i, w in enumerate(config.workers)
+    ]
     checks = {name: _check(c, name, source) for name, c in config.checks.items()}
     b = config.budget
     budget = Budget(
@@ -161,24 +223,12 @@ def build_team(
             concurrency=config.concurrency,
             critic=critic,
             compression=compression,
-            telemetry=telemetry,
+            telemetry=tree.telemetry,
         ),
     )
 
 
-def check_config(config: TeamConfig, *, source: str = "<config>") -> Team:
-    """Check everything ``build_team`` would, without creating model clients.
-
-    Every model spec is parsed, the brain (if any) and every tool and check
-    are imported, and the team is built with a stand-in model, so a file can
-    be checked on a machine without API keys.
-
-    Returns:
-        The team as built with the stand-in (for a summary; do not run it).
-
-    Raises:
-        ConfigError: as ``build_team``.
-    """
+def _check_models(config: TeamConfig, source: str) -> None:
     for key, spec in config.model_specs().items():
         kind, _ = parse_model_spec(spec, where=f"{source}: {key}")
         if kind == "scripted" and config.brain is None:
@@ -190,7 +240,26 @@ def check_config(config: TeamConfig, *, source: str = "<config>") -> Team:
         import_callable(
             config.brain, where=f"{source}: brain", expected="a function of a ModelRequest"
         )
-    return build_team(config, model=ScriptedModel([], name="stand-in"), source=source)
+
+
+def _team_worker(
+    config: WorkerConfig, index: int, tree: _Tree, source: str, chain: IncludeChain
+) -> TeamWorker:
+    key = f"workers[{index}]"
+    assert config.team is not None
+    conflict = team_worker_conflict(config)  # a config made in Python skipped parse_config's check
+    if conflict is not None:
+        raise team_worker_error(source, index, conflict, config.team)
+    path = nested_team_file(config.team, source=source, where=f"{source}: {key}.team", chain=chain)
+    nested_source = str(path)
+    team = _build(load_config(path), tree, nested_source, (*chain, (path.resolve(), nested_source)))
+    return _checked(
+        source,
+        f"{key}: ",
+        lambda: TeamWorker(
+            name=config.name, description=config.description, team=team, artifact=config.artifact
+        ),
+    )
 
 
 def _critic(config: CriticConfig, models: _Models) -> Critic:

@@ -1,16 +1,21 @@
-"""Resolving ``module:attribute`` paths from team files, with errors that help."""
+"""Resolving ``module:attribute`` paths and nested team file paths from team files,
+with errors that help."""
 
 from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import ModuleType
 
 from regiment.errors import ConfigError
 from regiment.tools import Tool
 
-__all__ = ("import_callable", "import_object", "import_tool")
+__all__ = ("IncludeChain", "import_callable", "import_object", "import_tool", "nested_team_file")
+
+IncludeChain = Sequence[tuple[Path, str]]
+"""The team files being loaded, outermost first: each one's resolved path and its name in messages."""
 
 
 def import_object(spec: str, *, where: str) -> object:
@@ -105,3 +110,33 @@ def _kind(value: object) -> str:
     if isinstance(value, ModuleType):
         return f"the module {value.__name__}"
     return f"a {type(value).__name__}"
+
+
+def nested_team_file(spec: str, *, source: str, where: str, chain: IncludeChain) -> Path:
+    """The team file a ``team = "..."`` entry of ``source`` names, as ``source``'s directory sees it.
+
+    Args:
+        spec: the entry's value, a path relative to the directory of ``source``
+            (the current directory when ``source`` is not a file, e.g. ``"<config>"``).
+        source: the declaring file's name, as its messages start.
+        where: ``"file: key.path"``, the start of any error message.
+        chain: the files being loaded, ``source`` last (empty when it is not a file).
+
+    Raises:
+        ConfigError: the file does not exist, or it is one of ``chain``: a team
+            that contains itself (the message prints the chain, ``a -> b -> a``).
+    """
+    path = Path(source).parent / spec
+    if not path.is_file():
+        raise ConfigError(
+            f"{where}: the team file {str(path)!r} does not exist ({spec!r} is read relative "
+            f"to the directory of {source}); fix the path or create the file"
+        )
+    resolved = path.resolve()
+    if any(seen == resolved for seen, _ in chain):
+        names = " -> ".join([name for _, name in chain] + [str(path)])
+        raise ConfigError(
+            f"{where}: {spec!r} makes a team contain itself: {names}; "
+            "a team file cannot include itself, directly or through other files; remove one of these entries"
+        )
+    return path
