@@ -26,7 +26,7 @@ import anyio
 
 from regiment._cli_run import Outcome, RunOptions, drive
 from regiment.errors import ConfigError, RegimentError
-from regiment.hierarchy import TeamConfig, check_config, load_config
+from regiment.hierarchy import TeamConfig, check_config, load_config, team_files
 
 __all__ = ("main", "run_async")
 
@@ -139,7 +139,7 @@ async def _dispatch(
         options = RunOptions(
             team_file=args.team_file,
             goal=args.goal,
-            model=_choose_model(config, args.model, environ, stderr),
+            model=_choose_model(config, args.team_file, args.model, environ, stderr),
             trace=args.trace,
             events_jsonl=args.events == "jsonl",
             events_file=args.events_file,
@@ -186,16 +186,28 @@ def _exit_code(outcome: Outcome) -> int:
 
 
 def _choose_model(
-    config: TeamConfig, option: str | None, environ: Mapping[str, str], stderr: TextIO
+    config: TeamConfig,
+    source: str,
+    option: str | None,
+    environ: Mapping[str, str],
+    stderr: TextIO,
 ) -> str | None:
-    """``--model`` if given; the file's brain when it wants Claude and there is no key."""
+    """``--model`` if given; the files' brains when the tree wants Claude and there is no key.
+
+    The fallback needs a brain in every file of the tree (nested team files
+    included), since ``scripted`` makes each file answer with its own.
+    """
     if option:
         return option
-    wants_claude = any(s.startswith("anthropic:") for s in config.model_specs().values())
-    if wants_claude and not environ.get("ANTHROPIC_API_KEY") and config.brain:
+    files = team_files(config, source=source)
+    wants_claude = any(
+        spec.startswith("anthropic:") for _, c in files for spec in c.model_specs().values()
+    )
+    if wants_claude and not environ.get("ANTHROPIC_API_KEY") and all(c.brain for _, c in files):
+        brains = ", ".join(f"{name}: {c.brain}" for name, c in files)
         print(
-            f"regiment: no ANTHROPIC_API_KEY and no --model, so running offline on the "
-            f"team's scripted brain ({config.brain})",
+            "regiment: no ANTHROPIC_API_KEY and no --model, so running offline on the "
+            f"team's scripted brain ({brains})",
             file=stderr,
         )
         return "scripted"

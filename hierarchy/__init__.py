@@ -15,7 +15,7 @@ from regiment.hierarchy._config import (
     load_config,
     parse_config,
 )
-from regiment.hierarchy._config_build import build_team, check_config, load_team
+from regiment.hierarchy._config_build import build_team, check_config, load_team, team_files
 from regiment.hierarchy._critic import Critic, Verdict, parse_verdict
 from regiment.hierarchy._events import (
     BudgetExhausted,
@@ -119,5 +119,6 @@ __all__ = (
     "parse_memory",
     "parse_plan",
     "parse_verdict",
+    "team_files",
     "validate_plan",
 )

@@ -40,7 +40,7 @@ from regiment.hierarchy._worker import Worker
 from regiment.models import Model, ScriptedModel, ScriptFunction
 from regiment.telemetry import Telemetry
 
-__all__ = ("build_team", "check_config", "load_team", "parse_model_spec")
+__all__ = ("build_team", "check_config", "load_team", "parse_model_spec", "team_files")
 
 _ANTHROPIC = "anthropic:"
 _T = TypeVar("_T")
@@ -168,6 +168,30 @@ def check_config(config: TeamConfig, *, source: str = "<config>") -> Team:
     """
     tree = _Tree(ScriptedModel([], name="stand-in"), None, checking=True)
     return _build(config, tree, source, _root_chain(source))
+
+
+def team_files(config: TeamConfig, *, source: str = "<config>") -> list[tuple[str, TeamConfig]]:
+    """This file and every team file it nests, outermost first, as ``(name, config)``.
+
+    A file nested twice appears twice. Nothing is imported and no model is
+    made: this is for looking at a tree (which models it wants, which files
+    have a ``brain``) before building it.
+
+    Raises:
+        ConfigError: a nested file is missing or wrong, or a file includes itself.
+    """
+    found: list[tuple[str, TeamConfig]] = []
+
+    def visit(config: TeamConfig, source: str, chain: IncludeChain) -> None:
+        found.append((source, config))
+        for index, worker in enumerate(config.workers):
+            if worker.team is not None:
+                where = f"{source}: workers[{index}].team"
+                path = nested_team_file(worker.team, source=source, where=where, chain=chain)
+                visit(load_config(path), str(path), (*chain, (path.resolve(), str(path))))
+
+    visit(config, source, _root_chain(source))
+    return found
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from regiment.cli import run_async
 from regiment.errors import ConfigError
 from regiment.hierarchy import TeamConfig, TeamWorker, Worker, WorkerConfig, load_config
-from regiment.hierarchy._config_build import build_team, check_config, load_team
+from regiment.hierarchy._config_build import build_team, check_config, load_team, team_files
 from regiment.models import ScriptedModel
 from regiment.telemetry import SpanCollector, Telemetry
 
@@ -294,3 +294,59 @@ async def test_validate_reports_the_nested_files_problems(
     out, err = io.StringIO(), io.StringIO()
     assert await run_async(["validate", str(parent)], stdout=out, stderr=err) == 2
     assert f"regiment: error: {child}: brain: cannot import" in err.getvalue()
+
+
+CHILD_ON_CLAUDE_TOML = """
+name = "research-team"
+model = "anthropic:claude-sonnet-4-5"
+brain = "{brains}:child"
+
+[[workers]]
+name = "digger"
+description = "Digs up facts."
+"""
+
+
+def test_team_files_lists_the_tree_outermost_first(tmp_path: Path, brains: str) -> None:
+    child = _write(tmp_path / "teams" / "research.toml", CHILD_TOML, brains=brains)
+    parent = _write(
+        tmp_path / "parent.toml", PARENT_TOML, brains=brains, child="teams/research.toml"
+    )
+    files = team_files(load_config(parent), source=str(parent))
+    assert [name for name, _ in files] == [str(parent), str(child)]
+    assert [config.name for _, config in files] == ["parent", "research-team"]
+
+
+@pytest.mark.anyio
+async def test_without_a_key_a_nested_file_that_wants_claude_runs_on_its_brain(
+    tmp_path: Path, brains: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds --app-dir to it
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)  # the SDK reads the real environment
+    child = _write(tmp_path / "research.toml", CHILD_ON_CLAUDE_TOML, brains=brains)
+    parent = _write(tmp_path / "parent.toml", PARENT_TOML, brains=brains, child="research.toml")
+
+    out, err = io.StringIO(), io.StringIO()
+    code = await run_async(["run", str(parent), "the number"], stdout=out, stderr=err, environ={})
+    assert code == 0, err.getvalue()
+    assert out.getvalue().startswith("parent answer")
+    (note,) = [line for line in err.getvalue().splitlines() if "ANTHROPIC_API_KEY" in line]
+    assert f"{parent}: {brains}:parent" in note
+    assert f"{child}: {brains}:child" in note
+
+
+@pytest.mark.anyio
+async def test_without_a_key_the_fallback_needs_a_brain_in_every_file(
+    tmp_path: Path, brains: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    no_brain = CHILD_ON_CLAUDE_TOML.replace('brain = "{brains}:child"\n', "")
+    _write(tmp_path / "research.toml", no_brain, brains=brains)
+    parent = _write(tmp_path / "parent.toml", PARENT_TOML, brains=brains, child="research.toml")
+
+    out, err = io.StringIO(), io.StringIO()
+    code = await run_async(["run", str(parent), "the number"], stdout=out, stderr=err, environ={})
+    assert code != 0
+    assert "ANTHROPIC_API_KEY" in err.getvalue()  # the error says what is missing
+    assert "running offline" not in err.getvalue()
