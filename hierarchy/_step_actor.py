@@ -1,0 +1,241 @@
+"""The step bookkeeping every assignee of a plan step shares: :class:`StepActor`.
+
+A worker (``_worker.WorkerActor``) and a sub-team (``_team_worker.TeamWorkerActor``)
+differ only in how a step is done (:meth:`StepActor.work`); how steps are
+queued, run on reused runner tasks, cancelled, timed out and reported is here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from abc import abstractmethod
+from collections import deque
+from collections.abc import Mapping
+from typing import NamedTuple, assert_never, cast
+
+import anyio
+import anyio.lowlevel
+
+from regiment.actors import Actor, ActorRef
+from regiment.errors import ActorStopped, ConfigError
+from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
+from regiment.hierarchy._worker_loop import StepProgress
+from regiment.telemetry import Telemetry, record_step_outcome
+
+__all__ = ("StepActor",)
+
+_StepKey = tuple[str, int, str, int]  # run id, plan version, step id, attempt
+
+
+_IDLE_RUNNERS = 1  # runners kept waiting between steps, beyond that they end
+
+
+def _key(assign: AssignStep) -> _StepKey:
+    return (assign.run_id, assign.plan_version, assign.step.id, assign.attempt)
+
+
+class _Job(NamedTuple):
+    assign: AssignStep
+    scope: anyio.CancelScope
+    reply_to: ActorRef[StepReport, object]
+    headers: Mapping[str, str]
+
+
+class StepActor(Actor[WorkerMessage, None]):
+    """The step bookkeeping every assignee shares (a worker, a sub-team).
+
+    Each ``AssignStep`` runs in its own cancel scope keyed by (run, plan
+    version, step, attempt), so a ``CancelStep`` stops exactly the steps it
+    names. Whatever happens to a step, exactly one ``StepReport`` goes back to
+    the sender of the assignment; a sender that has stopped meanwhile is not
+    an error. Subclasses say how a step is done by implementing :meth:`work`.
+
+    Steps run on runner tasks the actor owns, at most ``max_concurrent`` of
+    them; a step assigned while all are busy waits its turn in order. A runner
+    that finishes a step takes the next one, or waits for one if no other
+    runner waits, instead of ending: starting a task per step was the largest
+    single cost of a step. A runner whose step left a context variable changed
+    retires, so every step starts in the context the actor gives its tasks. A
+    step cancelled while it waits for a runner never starts; ``step_timeout``
+    counts from the moment a runner starts the step.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        telemetry: Telemetry,
+        *,
+        max_concurrent: int | None = None,
+        step_timeout: float | None = None,
+    ) -> None:
+        self._name = name
+        self._telemetry = telemetry
+        self._step_timeout = step_timeout
+        self._scopes: dict[_StepKey, anyio.CancelScope] = {}
+        self._stopped_by_planner: set[_StepKey] = set()
+        self._max_runners = max_concurrent
+        self._runners = 0
+        self._queued: deque[_Job] = deque()
+        self._idle: deque[anyio.Event] = deque()  # runners waiting for a step
+
+    @abstractmethod
+    async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
+        """Do one step; keep what was spent in ``progress`` as it is spent.
+
+        It runs inside the step's cancel scope and its ``invoke_agent`` span. If it
+        is cancelled or raises, the report is built from ``progress``.
+        """
+
+    async def receive(self, message: WorkerMessage) -> None:
+        match message:
+            case AssignStep():
+                self._start(message)
+            case CancelStep():
+                self._cancel(message)
+            case _:
+                assert_never(message)
+
+    async def on_stop(self) -> None:
+        """Steps still waiting for a runner are reported cancelled, like running ones."""
+        with anyio.move_on_after(1.0):
+            while self._queued:
+                job = self._queued.popleft()
+                self._scopes.pop(_key(job.assign), None)
+                self._stopped_by_planner.discard(_key(job.assign))
+                await self._send(
+                    job.reply_to,
+                    StepProgress().report(
+                        job.assign, self._name, "cancelled", error="worker stopped"
+                    ),
+                )
+
+    def _start(self, assign: AssignStep) -> None:
+        envelope = self.ctx.envelope
+        sender = envelope.sender
+        if sender is None:
+            raise ConfigError(f"worker '{self._name}' got a step with no sender to report to")
+        scope = anyio.CancelScope()
+        self._scopes[_key(assign)] = scope
+        # Whoever assigns a step accepts its report; the envelope cannot say so in types.
+        reply_to = cast("ActorRef[StepReport, object]", sender)
+        self._queued.append(_Job(assign, scope, reply_to, envelope.headers))
+        if self._idle:
+            self._idle.popleft().set()
+        elif self._max_runners is None or self._runners < self._max_runners:
+            self._runners += 1
+            self.ctx.start_soon(self._runner, name=f"{self._name} steps")
+
+    def _cancel(self, cancel: CancelStep) -> None:
+        for (run_id, version, step_id, attempt), scope in self._scopes.items():
+            if run_id != cancel.run_id:
+                continue
+            if cancel.plan_version is not None and version != cancel.plan_version:
+                continue
+            if cancel.step_id is None or cancel.step_id == step_id:
+                self._stopped_by_planner.add((run_id, version, step_id, attempt))
+                scope.cancel()
+
+    async def _runner(self) -> None:
+        context = contextvars.copy_context()
+        new_event = self.ctx.system.new_event
+        while True:
+            if not self._queued:
+                if len(self._idle) >= _IDLE_RUNNERS:
+                    break  # enough runners wait already; a burst's extra ones end
+                ready = new_event()
+                self._idle.append(ready)
+                try:
+                    await ready.wait()
+                except BaseException:
+                    with contextlib.suppress(ValueError):  # not woken yet
+                        self._idle.remove(ready)
+                    raise
+                continue
+            await self._run_step(*self._queued.popleft())
+            if contextvars.copy_context() != context:
+                break  # the step changed a context variable: the next one gets a fresh task
+            if self._queued:
+                # Let other tasks run between steps taken back to back: a step that
+                # never waits (an instant model) must not hold the event loop.
+                await anyio.lowlevel.checkpoint()
+        self._runners -= 1
+        if self._queued:
+            self._runners += 1
+            self.ctx.start_soon(self._runner, name=f"{self._name} steps")
+
+    async def _run_step(
+        self,
+        assign: AssignStep,
+        scope: anyio.CancelScope,
+        reply_to: ActorRef[StepReport, object],
+        headers: Mapping[str, str],
+    ) -> None:
+        # The step's span is parented by the trace context its envelope carried,
+        # so a worker serving many runs links each step to its own run.
+        with self._telemetry.agent_span(
+            self._name,
+            parent_headers=headers,
+            run_id=assign.run_id,
+            step_id=assign.step.id,
+            plan_version=assign.plan_version,
+            attempt=assign.attempt,
+        ) as span:
+            report = await self._outcome(assign, scope, reply_to)
+            failed = report.status not in ("done", "cancelled")
+            record_step_outcome(
+                span,
+                report.status,
+                error_type=report.status if failed else None,
+                description=report.error or "",
+            )
+        await self._send(reply_to, report)
+
+    async def _outcome(
+        self, assign: AssignStep, scope: anyio.CancelScope, reply_to: ActorRef[StepReport, object]
+    ) -> StepReport:
+        progress = StepProgress()
+        report: StepReport | None = None
+        key = _key(assign)
+        if self._step_timeout is not None:
+            # The timeout is the step scope's deadline: one scope per step, not two.
+            scope.deadline = anyio.current_time() + self._step_timeout
+        try:
+            with scope:
+                # Cancelled while it waited for a runner: it must not start at all
+                # (work() may reach a model or a tool before its first checkpoint).
+                if not scope.cancel_called:
+                    report = await self.work(assign, progress)
+        except Exception as exc:  # a crash of this step, not of the worker: report it
+            report = progress.report(
+                assign, self._name, "failed", error=f"{type(exc).__name__}: {exc}"
+            )
+        except anyio.get_cancelled_exc_class():
+            # The worker itself is stopping: still tell the planner, then stop.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(1.0):
+                await self._send(
+                    reply_to,
+                    progress.report(assign, self._name, "cancelled", error="worker stopped"),
+                )
+            raise
+        finally:
+            self._scopes.pop(key, None)
+            by_planner = key in self._stopped_by_planner
+            self._stopped_by_planner.discard(key)
+        if report is not None:
+            return report
+        if by_planner:  # our scope was cancelled by a CancelStep
+            return progress.report(
+                assign, self._name, "cancelled", error="cancelled by the planner"
+            )
+        return progress.report(
+            assign,
+            self._name,
+            "timed_out",
+            error=f"step took longer than the worker's step_timeout of {self._step_timeout}s",
+        )
+
+    @staticmethod
+    async def _send(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:
+        with contextlib.suppress(ActorStopped):  # the run has ended; nobody waits for this report
+            await reply_to.send(report)
