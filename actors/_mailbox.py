@@ -99,9 +99,7 @@ class Mailbox(Generic[T]):
         """The oldest item; raises WouldBlock when empty, EndOfStream when closed and empty."""
         if not self._items:
             raise anyio.EndOfStream if self._closed else anyio.WouldBlock
-        item = self._items.popleft()
-        self._pass_room()
-        return item
+        return self._take()
 
     async def get(self, *, linger: bool = False) -> T | None:
         """The oldest item, waiting while empty; ``None`` if :meth:`wake` woke it first.

@@ -91,21 +91,16 @@ class BudgetLedger:
     # Running totals of ``reserved``: summing it per dispatch made a fan-out quadratic.
     _totals: _Reserved = field(default_factory=lambda: _Reserved())
 
-    def _reserved_sum(self, attr: Literal["model_calls", "tool_calls", "tokens"]) -> int:
-        return getattr(self._totals, attr)  # type: ignore[no-any-return]
-
     def _tokens_spent(self) -> int:
         return self.spent.input_tokens + self.spent.output_tokens
 
     def exhausted(self, *, model_calls_needed: int = 1) -> BudgetLimit | None:
         """The first limit that leaves less than what one more model call needs."""
         b = self.budget
-        calls_left = _left(
-            b.model_calls, self.spent.model_calls + self._reserved_sum("model_calls")
-        )
+        calls_left = _left(b.model_calls, self.spent.model_calls + self._totals.model_calls)
         if calls_left is not None and calls_left < model_calls_needed:
             return "model_calls"
-        reserved_tokens = self._reserved_sum("tokens")
+        reserved_tokens = self._totals.tokens
         if b.tokens is not None and self._tokens_spent() + reserved_tokens >= b.tokens:
             return "tokens"
         if b.input_tokens is not None and self.spent.input_tokens >= b.input_tokens:
@@ -134,15 +129,15 @@ class BudgetLedger:
         b = self.budget
         calls_left = _left(
             b.model_calls,
-            self.spent.model_calls + self._reserved_sum("model_calls") + keep_model_calls,
+            self.spent.model_calls + self._totals.model_calls + keep_model_calls,
         )
         # Model calls go first come, first served up to the step's cap: an even
         # split could leave every parallel step too few calls to finish.
         calls = model_calls_cap if calls_left is None else min(model_calls_cap, calls_left)
         if calls < 1:
             return None
-        tools_left = _left(b.tool_calls, self.spent.tool_calls + self._reserved_sum("tool_calls"))
-        tokens_left = _left(b.tokens, self._tokens_spent() + self._reserved_sum("tokens"))
+        tools_left = _left(b.tool_calls, self.spent.tool_calls + self._totals.tool_calls)
+        tokens_left = _left(b.tokens, self._tokens_spent() + self._totals.tokens)
         if tokens_left == 0:
             return None
         allowance = StepAllowance(

@@ -186,12 +186,21 @@ def team_files(config: TeamConfig, *, source: str = "<config>") -> list[tuple[st
         found.append((source, config))
         for index, worker in enumerate(config.workers):
             if worker.team is not None:
-                where = f"{source}: workers[{index}].team"
-                path = nested_team_file(worker.team, source=source, where=where, chain=chain)
-                visit(load_config(path), str(path), (*chain, (path.resolve(), str(path))))
+                visit(*_load_nested(worker.team, index, source, chain))
 
     visit(config, source, _root_chain(source))
     return found
+
+
+def _load_nested(
+    spec: str, index: int, source: str, chain: IncludeChain
+) -> tuple[TeamConfig, str, IncludeChain]:
+    """The team file ``workers[index].team = spec`` of ``source`` names: its config,
+    its name for messages, and the include chain that leads to it."""
+    where = f"{source}: workers[{index}].team"
+    path = nested_team_file(spec, source=source, where=where, chain=chain)
+    nested_source = str(path)
+    return load_config(path), nested_source, (*chain, (path.resolve(), nested_source))
 
 
 @dataclass(frozen=True)
@@ -274,9 +283,8 @@ def _team_worker(
     conflict = team_worker_conflict(config)  # a config made in Python skipped parse_config's check
     if conflict is not None:
         raise team_worker_error(source, index, conflict, config.team)
-    path = nested_team_file(config.team, source=source, where=f"{source}: {key}.team", chain=chain)
-    nested_source = str(path)
-    team = _build(load_config(path), tree, nested_source, (*chain, (path.resolve(), nested_source)))
+    nested, nested_source, nested_chain = _load_nested(config.team, index, source, chain)
+    team = _build(nested, tree, nested_source, nested_chain)
     return _checked(
         source,
         f"{key}: ",

@@ -26,8 +26,6 @@ from regiment.telemetry import Telemetry, record_step_outcome
 __all__ = ("StepActor",)
 
 _StepKey = tuple[str, int, str, int]  # run id, plan version, step id, attempt
-
-
 _IDLE_RUNNERS = 1  # runners kept waiting between steps, beyond that they end
 
 
@@ -123,8 +121,7 @@ class StepActor(Actor[WorkerMessage, None]):
         if self._idle:
             self._idle.popleft().set()
         elif self._max_runners is None or self._runners < self._max_runners:
-            self._runners += 1
-            self.ctx.start_soon(self._runner, name=f"{self._name} steps")
+            self._add_runner()
 
     def _cancel(self, cancel: CancelStep) -> None:
         for (run_id, version, step_id, attempt), scope in self._scopes.items():
@@ -160,9 +157,12 @@ class StepActor(Actor[WorkerMessage, None]):
                 # never waits (an instant model) must not hold the event loop.
                 await anyio.lowlevel.checkpoint()
         self._runners -= 1
-        if self._queued:
-            self._runners += 1
-            self.ctx.start_soon(self._runner, name=f"{self._name} steps")
+        if self._queued:  # it retired with steps still waiting: one takes its place
+            self._add_runner()
+
+    def _add_runner(self) -> None:
+        self._runners += 1
+        self.ctx.start_soon(self._runner, name=f"{self._name} steps")
 
     async def _run_step(
         self,

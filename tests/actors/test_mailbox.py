@@ -399,18 +399,12 @@ async def test_concurrent_sends_to_a_busy_actor_are_delivered_in_call_order() ->
         await ref.stop()
 
 
-async def _start_waiting_puts(tg: anyio.abc.TaskGroup, mailbox: Mailbox[str], items: str) -> None:
-    for item in items:
-        tg.start_soon(mailbox.put, item)
-        await anyio.wait_all_tasks_blocked()  # each is waiting before the next starts
-
-
 async def test_three_waiting_senders_are_served_in_the_order_they_came() -> None:
     mailbox = _mailbox(1)
     mailbox.put_nowait("first")
     got = []
     async with anyio.create_task_group() as tg:
-        await _start_waiting_puts(tg, mailbox, "abc")
+        await _senders_in_order(tg, mailbox, "abc")
         for _ in range(4):
             got.append(mailbox.get_nowait())
             await anyio.wait_all_tasks_blocked()
@@ -423,7 +417,7 @@ async def test_a_receiver_draining_at_full_speed_gets_waiting_senders_in_order()
         mailbox.put_nowait("first")
         got: list[str | None] = []
         async with anyio.create_task_group() as tg:
-            await _start_waiting_puts(tg, mailbox, "abc")
+            await _senders_in_order(tg, mailbox, "abc")
             while len(got) < 4:
                 item = await mailbox.get()
                 if item is not None:
@@ -435,7 +429,7 @@ async def test_room_promised_to_a_woken_sender_is_not_taken_by_a_newcomer() -> N
     mailbox = _mailbox(1)
     mailbox.put_nowait("first")
     async with anyio.create_task_group() as tg:
-        await _start_waiting_puts(tg, mailbox, "w")
+        await _senders_in_order(tg, mailbox, "w")
         assert mailbox.get_nowait() == "first"  # wakes "w": the room is its
         with pytest.raises(anyio.WouldBlock):
             mailbox.put_nowait("late")
@@ -443,30 +437,16 @@ async def test_room_promised_to_a_woken_sender_is_not_taken_by_a_newcomer() -> N
     assert mailbox.get_nowait() == "w"
 
 
-class _Stepper(Actor[str, None]):
-    def __init__(self, permits: anyio.Semaphore, handled: list[str]) -> None:
-        self.permits = permits
-        self.handled = handled
-
-    async def receive(self, message: str) -> None:
-        await self.permits.acquire()
-        self.handled.append(message)
-
-
 async def test_three_senders_waiting_on_a_full_actor_mailbox_keep_their_order() -> None:
     handled: list[str] = []
     permits = anyio.Semaphore(0)
     async with open_actor_system() as system:
-        ref: ActorRef[str, None] = await system.spawn(
-            lambda: _Stepper(permits, handled), name="one", capacity=1
-        )
+        ref = await system.spawn(lambda: Stepper(permits, handled), name="one", capacity=1)
         ref.send_nowait("busy")
         await anyio.wait_all_tasks_blocked()
         ref.send_nowait("queued")
         async with anyio.create_task_group() as tg:
-            for item in "abc":
-                tg.start_soon(ref.send, item)
-                await anyio.wait_all_tasks_blocked()
+            await _send_each_blocked(ref, tg, "abc")
             for _ in range(5):
                 permits.release()
                 await anyio.wait_all_tasks_blocked()
@@ -477,20 +457,11 @@ async def test_three_senders_waiting_on_a_full_actor_mailbox_keep_their_order() 
 async def test_a_sender_granted_room_then_closed_out_gets_closed_resource_error() -> None:
     mailbox = _mailbox(1)
     mailbox.put_nowait("first")
-    outcome: list[str] = []
-
-    async def put_late() -> None:
-        try:
-            await mailbox.put("late")
-        except anyio.ClosedResourceError:
-            outcome.append("refused")
-
     async with anyio.create_task_group() as tg:
-        tg.start_soon(put_late)
-        await anyio.wait_all_tasks_blocked()
-        assert mailbox.get_nowait() == "first"  # the freed slot is held for "late"...
+        (late,) = await _senders_in_order(tg, mailbox, "l")
+        assert mailbox.get_nowait() == "first"  # the freed slot is held for "l"...
         mailbox.close()  # ...but the mailbox closes before it can fill it
-    assert outcome == ["refused"]  # refused, so the sender can dead-letter it: nothing lost
+    assert late.outcome == "closed"  # refused, so the sender can dead-letter it: nothing lost
     with pytest.raises(anyio.EndOfStream):
         mailbox.get_nowait()
 
