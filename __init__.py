@@ -10,6 +10,7 @@ The names most programs need are here; each room (``regiment.actors``,
 
 from typing import TYPE_CHECKING
 
+from regiment.config import TeamConfig, load_team
 from regiment.errors import (
     ActorError,
     ActorFailed,
@@ -43,10 +44,8 @@ from regiment.hierarchy import (
     RunResult,
     StepReport,
     Team,
-    TeamConfig,
     TeamWorker,
     Worker,
-    load_team,
 )
 from regiment.models import (
     Model,

@@ -1,21 +1,14 @@
-"""Plans, the planner and worker actors, budgets, events and teams."""
+"""Plans, the planner and worker actors, budgets, events and teams.
+
+The team-file names (``TeamConfig``, ``load_team``, ...) live in
+``regiment.config``, which builds hierarchy objects; they are still offered
+here, loaded on first use, so this room never imports ``config`` itself.
+"""
+
+from typing import TYPE_CHECKING
 
 from regiment.hierarchy._budget import Budget, BudgetLimit, OnExhausted
 from regiment.hierarchy._checks import Check, CheckOutcome
-from regiment.hierarchy._config import (
-    BudgetConfig,
-    CheckConfig,
-    CompressionConfig,
-    ConfigFormat,
-    CriticConfig,
-    PlannerConfig,
-    PromptsConfig,
-    TeamConfig,
-    WorkerConfig,
-    load_config,
-    parse_config,
-)
-from regiment.hierarchy._config_build import build_team, check_config, load_team, team_files
 from regiment.hierarchy._critic import Critic, Verdict, parse_verdict
 from regiment.hierarchy._events import (
     BudgetExhausted,
@@ -46,15 +39,12 @@ from regiment.hierarchy._messages import (
     ToolOutcome,
     WorkerMessage,
 )
-from regiment.hierarchy._plan import Plan, PlanStep
-from regiment.hierarchy._plan_parse import ParsedPlan, parse_plan
-from regiment.hierarchy._plan_validate import validate_plan
 from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._result import RunResult, RunStatus
 from regiment.hierarchy._team import RunningTeam, Team
-from regiment.hierarchy._team_worker import TeamWorker
-from regiment.hierarchy._worker import Worker, WorkerActor
+from regiment.hierarchy.plan import ParsedPlan, Plan, PlanStep, parse_plan, validate_plan
+from regiment.hierarchy.workers import TeamWorker, Worker, WorkerActor
 
 __all__ = (
     "AssignStep",
@@ -122,3 +112,53 @@ __all__ = (
     "team_files",
     "validate_plan",
 )
+
+# Offered for compatibility: `from regiment.hierarchy import load_team` keeps working.
+_FROM_CONFIG = frozenset(
+    {
+        "BudgetConfig",
+        "CheckConfig",
+        "CompressionConfig",
+        "ConfigFormat",
+        "CriticConfig",
+        "PlannerConfig",
+        "PromptsConfig",
+        "TeamConfig",
+        "WorkerConfig",
+        "build_team",
+        "check_config",
+        "load_config",
+        "load_team",
+        "parse_config",
+        "team_files",
+    }
+)
+
+if TYPE_CHECKING:
+    from regiment.config import (
+        BudgetConfig,
+        CheckConfig,
+        CompressionConfig,
+        ConfigFormat,
+        CriticConfig,
+        PlannerConfig,
+        PromptsConfig,
+        TeamConfig,
+        WorkerConfig,
+        build_team,
+        check_config,
+        load_config,
+        load_team,
+        parse_config,
+        team_files,
+    )
+
+
+def __getattr__(name: str) -> object:
+    # Loaded on first use: config builds hierarchy objects, so importing it here
+    # eagerly would point the arrow the wrong way (config -> hierarchy only).
+    if name in _FROM_CONFIG:
+        import regiment.config
+
+        return getattr(regiment.config, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

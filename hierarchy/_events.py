@@ -12,7 +12,7 @@ import msgspec
 
 from regiment.hierarchy._critic import Verdict
 from regiment.hierarchy._messages import StepStatus
-from regiment.hierarchy._plan import Plan, PlanStep
+from regiment.hierarchy.plan._plan import Plan, PlanStep
 
 if TYPE_CHECKING:
     from regiment.hierarchy._result import RunResult

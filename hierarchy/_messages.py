@@ -12,7 +12,7 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from regiment._json import JsonValue
-from regiment.hierarchy._plan import PlanStep
+from regiment.hierarchy.plan._plan import PlanStep
 from regiment.models import Usage
 
 __all__ = (

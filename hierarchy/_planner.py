@@ -8,11 +8,11 @@ from typing import final
 
 from regiment.errors import ConfigError
 from regiment.hierarchy._checks import Check
-from regiment.hierarchy._plan import PlanStep
-from regiment.hierarchy._plan_parse import ParsedPlan, parse_plan
-from regiment.hierarchy._plan_validate import validate_plan
 from regiment.hierarchy._prompts import Prompts
-from regiment.hierarchy._worker import WorkerSpec
+from regiment.hierarchy.plan._parse import ParsedPlan, parse_plan
+from regiment.hierarchy.plan._plan import PlanStep
+from regiment.hierarchy.plan._validate import validate_plan
+from regiment.hierarchy.workers._worker import WorkerSpec
 from regiment.models import Message, Model, ModelRequest
 
 __all__ = ("PlanAttempt", "Planner", "PlanningSession")

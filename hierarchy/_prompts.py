@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from regiment.hierarchy._messages import StepContext
-from regiment.hierarchy._plan import Plan, PlanStep
+from regiment.hierarchy.plan._plan import Plan, PlanStep
 
 __all__ = ("Prompts",)
 

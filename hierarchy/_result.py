@@ -9,7 +9,7 @@ import msgspec
 from regiment.hierarchy._critic import Verdict
 from regiment.hierarchy._memory import WorkingMemory
 from regiment.hierarchy._messages import StepReport
-from regiment.hierarchy._plan import Plan
+from regiment.hierarchy.plan._plan import Plan
 from regiment.models import Usage
 
 if TYPE_CHECKING:

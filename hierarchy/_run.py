@@ -34,7 +34,6 @@ from regiment.hierarchy._messages import (
     StepContext,
     StepReport,
 )
-from regiment.hierarchy._plan import Plan
 from regiment.hierarchy._planner import PlanningSession
 from regiment.hierarchy._rounds import (
     RunRounds,
@@ -48,6 +47,7 @@ from regiment.hierarchy._run_messages import (
     Purpose,
     StartRun,
 )
+from regiment.hierarchy.plan._plan import Plan
 from regiment.models import Message, ModelResponse
 from regiment.telemetry import (
     record_check,

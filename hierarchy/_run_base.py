@@ -49,7 +49,7 @@ from regiment.hierarchy._run_messages import (
     Purpose,
 )
 from regiment.hierarchy._run_state import RunChannel, RunState
-from regiment.hierarchy._worker import WorkerSpec
+from regiment.hierarchy.workers._worker import WorkerSpec
 from regiment.models import Message, ModelRequest
 from regiment.telemetry import (
     Telemetry,

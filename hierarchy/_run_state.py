@@ -16,8 +16,8 @@ from regiment.hierarchy._critic import Verdict
 from regiment.hierarchy._events import Event, RunCompleted, RunFailed
 from regiment.hierarchy._memory import WorkingMemory
 from regiment.hierarchy._messages import StepReport
-from regiment.hierarchy._plan import Plan, PlanStep
 from regiment.hierarchy._result import RunResult, RunStatus
+from regiment.hierarchy.plan._plan import Plan, PlanStep
 from regiment.models import Usage
 
 __all__ = ("RunChannel", "RunState")

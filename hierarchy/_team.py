@@ -52,9 +52,9 @@ from regiment.hierarchy._result import RunResult
 from regiment.hierarchy._run import RunActor, TeamRuntime
 from regiment.hierarchy._run_messages import CancelRun, PlannerMessage, StartRun
 from regiment.hierarchy._run_state import RunChannel
-from regiment.hierarchy._step_actor import StepActor
-from regiment.hierarchy._team_worker import TeamWorker, TeamWorkerActor
-from regiment.hierarchy._worker import Worker, WorkerActor
+from regiment.hierarchy.workers._step_actor import StepActor
+from regiment.hierarchy.workers._team_worker import TeamWorker, TeamWorkerActor
+from regiment.hierarchy.workers._worker import Worker, WorkerActor
 from regiment.telemetry import Telemetry, record_run_end
 
 __all__ = ("RunningTeam", "Team")

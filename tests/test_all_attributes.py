@@ -14,6 +14,10 @@ PUBLIC_MODULES = (
     "regiment.models",
     "regiment.telemetry",
     "regiment.hierarchy",
+    "regiment.hierarchy.plan",
+    "regiment.hierarchy.workers",
+    "regiment.config",
+    "regiment.cli",
 )
 
 

@@ -15,9 +15,9 @@ from regiment.hierarchy import (
     StaleReportDropped,
     StepReport,
     Team,
+    TeamWorker,
     Worker,
 )
-from regiment.hierarchy._team_worker import TeamWorker
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, TextPart, ToolResultPart
 from regiment.telemetry import SpanCollector, Telemetry
 

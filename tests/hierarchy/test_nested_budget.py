@@ -6,7 +6,7 @@ import pytest
 
 from regiment.errors import ConfigError, StepFailed
 from regiment.hierarchy import Budget, Planner, StepAllowance, Team, Worker
-from regiment.hierarchy._team_worker import DEFAULT_TEAM_STEP_MODEL_CALLS, TeamWorker
+from regiment.hierarchy.workers._team_worker import DEFAULT_TEAM_STEP_MODEL_CALLS, TeamWorker
 from regiment.models import (
     ModelRequest,
     ModelResponse,

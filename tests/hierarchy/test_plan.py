@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from regiment.hierarchy._plan import Plan, PlanStep
+from regiment.hierarchy import Plan, PlanStep
 
 
 def _refund_plan() -> Plan:

@@ -7,8 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from regiment.errors import ConfigError
-from regiment.hierarchy._plan import PlanStep
-from regiment.hierarchy._plan_parse import ParsedPlan, parse_plan
+from regiment.hierarchy import ParsedPlan, PlanStep, parse_plan
 
 
 def _parse(reply: str, max_steps: int = 10, start_index: int = 1) -> ParsedPlan:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from regiment.errors import ConfigError
-from regiment.hierarchy._plan import PlanStep
-from regiment.hierarchy._plan_validate import validate_plan
+from regiment.hierarchy import PlanStep, validate_plan
 
 TEAM = ("comms", "billing")
 

@@ -29,9 +29,9 @@ from regiment.hierarchy._events import Event
 from regiment.hierarchy._messages import AssignStep, StepAllowance, StepReport, StepStatus
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy._run_state import RunChannel
-from regiment.hierarchy._step_actor import StepActor
-from regiment.hierarchy._worker import check_worker_name
-from regiment.hierarchy._worker_loop import StepProgress
+from regiment.hierarchy.workers._loop import StepProgress
+from regiment.hierarchy.workers._step_actor import StepActor
+from regiment.hierarchy.workers._worker import check_worker_name
 from regiment.telemetry import Telemetry
 
 if TYPE_CHECKING:

@@ -8,10 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar, cast
 
-from regiment.errors import ConfigError
-from regiment.hierarchy._budget import Budget
-from regiment.hierarchy._checks import Check
-from regiment.hierarchy._config import (
+from regiment.config._imports import (
+    IncludeChain,
+    import_callable,
+    import_tool,
+    nested_team_file,
+)
+from regiment.config._schema import (
     CheckConfig,
     CompressionConfig,
     CriticConfig,
@@ -23,20 +26,17 @@ from regiment.hierarchy._config import (
     team_worker_conflict,
     team_worker_error,
 )
-from regiment.hierarchy._config_imports import (
-    IncludeChain,
-    import_callable,
-    import_tool,
-    nested_team_file,
-)
+from regiment.errors import ConfigError
+from regiment.hierarchy._budget import Budget
+from regiment.hierarchy._checks import Check
 from regiment.hierarchy._critic import Critic
 from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._team import Team
-from regiment.hierarchy._team_worker import TeamWorker
-from regiment.hierarchy._worker import Worker
+from regiment.hierarchy.workers._team_worker import TeamWorker
+from regiment.hierarchy.workers._worker import Worker
 from regiment.models import Model, ScriptedModel, ScriptFunction
 from regiment.telemetry import Telemetry
 

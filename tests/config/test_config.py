@@ -9,10 +9,17 @@ import pytest
 
 from examples.refund.brain import refund_brain
 from examples.refund.team import GOAL
+from regiment.config import (
+    TeamConfig,
+    WorkerConfig,
+    build_team,
+    check_config,
+    load_config,
+    load_team,
+    parse_config,
+)
 from regiment.errors import ConfigError
 from regiment.hierarchy import Worker
-from regiment.hierarchy._config import TeamConfig, WorkerConfig, load_config, parse_config
-from regiment.hierarchy._config_build import build_team, check_config, load_team
 from regiment.models import ScriptedModel
 
 REFUND = Path(__file__).resolve().parents[2] / "examples" / "refund" / "team.toml"

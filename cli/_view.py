@@ -10,7 +10,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from regiment._cli_progress import RunProgress, StepRow, TokenMeter
+from regiment.cli._progress import RunProgress, StepRow, TokenMeter
 from regiment.hierarchy import (
     BudgetExhausted,
     CheckFailed,

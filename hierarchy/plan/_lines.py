@@ -5,7 +5,7 @@ are the steps, so lead-in and closing prose is not; otherwise every non-blank
 line is a step. Notes such as ``(worker: billing; depends on: 1)`` fill in a
 step's worker, dependencies and check, and code-fence lines are skipped. Also
 home of the raw step shapes and "nothing to do" phrases that
-:mod:`regiment.hierarchy._plan_parse` shares.
+:mod:`regiment.hierarchy.plan._parse` shares.
 """
 
 from __future__ import annotations

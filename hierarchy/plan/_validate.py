@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Collection, Iterator, Sequence
 
 from regiment.errors import ConfigError
-from regiment.hierarchy._plan import PlanStep
+from regiment.hierarchy.plan._plan import PlanStep
 
 __all__ = ("validate_plan",)
 

@@ -7,7 +7,7 @@ inside its own cancel scope whose deadline is the step timeout, so a
 cap, allowance used up, timeout, exception, cancel) it sends exactly one
 ``StepReport`` to whoever assigned it.
 
-That bookkeeping lives in :class:`~regiment.hierarchy._step_actor.StepActor`,
+That bookkeeping lives in :class:`~regiment.hierarchy.workers._step_actor.StepActor`,
 which the sub-team actor (``_team_worker.TeamWorkerActor``) shares; only
 :meth:`StepActor.work` differs.
 """
@@ -22,8 +22,8 @@ from regiment.errors import ConfigError
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
-from regiment.hierarchy._step_actor import StepActor
-from regiment.hierarchy._worker_loop import StepProgress, run_tool_loop
+from regiment.hierarchy.workers._loop import StepProgress, run_tool_loop
+from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.models import Model
 from regiment.telemetry import Telemetry
 from regiment.tools import Tool, Toolset

@@ -20,7 +20,7 @@ import anyio.lowlevel
 from regiment.actors import Actor, ActorRef
 from regiment.errors import ActorStopped, ConfigError
 from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
-from regiment.hierarchy._worker_loop import StepProgress
+from regiment.hierarchy.workers._loop import StepProgress
 from regiment.telemetry import Telemetry, record_step_outcome
 
 __all__ = ("StepActor",)

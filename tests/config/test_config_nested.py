@@ -13,9 +13,9 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 
 from regiment.cli import run_async
+from regiment.config import build_team, check_config, load_team, team_files
 from regiment.errors import ConfigError
 from regiment.hierarchy import TeamConfig, TeamWorker, Worker, WorkerConfig, load_config
-from regiment.hierarchy._config_build import build_team, check_config, load_team, team_files
 from regiment.models import ScriptedModel
 from regiment.telemetry import SpanCollector, Telemetry
 

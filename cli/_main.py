@@ -24,9 +24,9 @@ from typing import TextIO
 
 import anyio
 
-from regiment._cli_run import Outcome, RunOptions, drive
+from regiment.cli._run import Outcome, RunOptions, drive
+from regiment.config import TeamConfig, check_config, load_config, team_files
 from regiment.errors import ConfigError, RegimentError
-from regiment.hierarchy import TeamConfig, check_config, load_config, team_files
 
 __all__ = ("main", "run_async")
 

@@ -10,8 +10,8 @@ Models wrap plans in many ways, so the parser looks, in order, for:
    ``*``, ``•``) lines are the steps, so lead-in and closing prose is not.
 3. Otherwise every non-blank line is a step.
 
-JSON reading (1) lives in :mod:`regiment.hierarchy._plan_json`, line-based
-reading (2 and 3) in :mod:`regiment.hierarchy._plan_lines`; this module turns
+JSON reading (1) lives in :mod:`regiment.hierarchy.plan._json`, line-based
+reading (2 and 3) in :mod:`regiment.hierarchy.plan._lines`; this module turns
 either reading into steps with ids and dependencies.
 
 It never raises on what a model wrote: the worst outcome is a
@@ -25,14 +25,14 @@ from typing import Literal
 import msgspec
 
 from regiment.errors import ConfigError
-from regiment.hierarchy._plan import PlanStep
-from regiment.hierarchy._plan_json import _from_json, _numeric
-from regiment.hierarchy._plan_lines import (
+from regiment.hierarchy.plan._json import _from_json, _numeric
+from regiment.hierarchy.plan._lines import (
     _NOTHING_FULL,
     _from_lines,
     _RawStep,
     _Reading,
 )
+from regiment.hierarchy.plan._plan import PlanStep
 
 __all__ = ("ParsedPlan", "parse_plan")
 

@@ -12,8 +12,8 @@ import msgspec
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 from rich.console import Console
 
-from regiment._cli_progress import RunProgress, TokenMeter
-from regiment._cli_view import LiveView, PlainView, ProgressView
+from regiment.cli._progress import RunProgress, TokenMeter
+from regiment.cli._view import LiveView, PlainView, ProgressView
 from regiment.errors import ConfigError
 from regiment.hierarchy import (
     Event,

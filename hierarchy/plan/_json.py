@@ -3,8 +3,8 @@
 The first balanced array or object that decodes *and* looks like a plan wins:
 a code fence first, then anywhere in the prose. JSON inside a numbered or
 bulleted line is that step's text, not a plan. What comes out is a
-:class:`~regiment.hierarchy._plan_lines._Reading`, as from the line reader;
-:mod:`regiment.hierarchy._plan_parse` turns it into steps.
+:class:`~regiment.hierarchy.plan._lines._Reading`, as from the line reader;
+:mod:`regiment.hierarchy.plan._parse` turns it into steps.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import msgspec
 
-from regiment.hierarchy._plan_lines import _RawStep, _Reading, _split_deps
+from regiment.hierarchy.plan._lines import _RawStep, _Reading, _split_deps
 
 __all__ = ("_from_json", "_numeric")
 

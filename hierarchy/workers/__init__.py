@@ -1,0 +1,7 @@
+"""Workers: a ``Worker``'s actor and its bounded tool loop, the step actor that
+queues, runs, times out and cancels steps, and a whole team serving as a worker."""
+
+from regiment.hierarchy.workers._team_worker import TeamWorker
+from regiment.hierarchy.workers._worker import Worker, WorkerActor
+
+__all__ = ("TeamWorker", "Worker", "WorkerActor")
