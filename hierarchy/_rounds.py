@@ -20,8 +20,9 @@ from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._planner import PlanningSession
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._run_base import RunBase, TeamRuntime
-from regiment.hierarchy._run_messages import Purpose
-from regiment.hierarchy._run_state import RunChannel, RunState
+from regiment.hierarchy._run_state import RunState
+from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.run._messages import Purpose
 from regiment.models import Message, ModelRequest, estimate_tokens
 
 __all__ = (

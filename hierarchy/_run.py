@@ -39,7 +39,8 @@ from regiment.hierarchy._rounds import (
     RunRounds,
 )
 from regiment.hierarchy._run_base import ROLES, TeamRuntime, model_failure
-from regiment.hierarchy._run_messages import (
+from regiment.hierarchy.plan._plan import Plan
+from regiment.hierarchy.run._messages import (
     CancelRun,
     DeadlineReached,
     ModelReplied,
@@ -47,7 +48,6 @@ from regiment.hierarchy._run_messages import (
     Purpose,
     StartRun,
 )
-from regiment.hierarchy.plan._plan import Plan
 from regiment.models import Message, ModelResponse
 from regiment.telemetry import (
     record_check,

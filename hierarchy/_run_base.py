@@ -10,9 +10,8 @@ which in a handler is whichever message came in last).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import Literal, assert_never
 
 import anyio
@@ -26,33 +25,30 @@ from regiment.errors import (
     RunCancelled,
     RunError,
 )
-from regiment.hierarchy._budget import Budget, BudgetLedger
-from regiment.hierarchy._checks import Check
-from regiment.hierarchy._critic import Critic
+from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._events import (
     BudgetExhausted,
     Event,
     SynthesisStarted,
 )
-from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._messages import (
     CancelStep,
     WorkerMessage,
 )
 from regiment.hierarchy._model_call import ModelCaller
-from regiment.hierarchy._planner import Planner, PlanningSession
-from regiment.hierarchy._run_messages import (
+from regiment.hierarchy._planner import PlanningSession
+from regiment.hierarchy._run_state import RunState
+from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.run._messages import (
     CancelRun,
     DeadlineReached,
     ModelReplied,
     PlannerMessage,
     Purpose,
 )
-from regiment.hierarchy._run_state import RunChannel, RunState
-from regiment.hierarchy.workers._worker import WorkerSpec
+from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.models import Message, ModelRequest
 from regiment.telemetry import (
-    Telemetry,
     headers_for,
     record_replan,
     trace_id_hex,
@@ -63,22 +59,6 @@ __all__ = ("Phase", "RunBase", "TeamRuntime")
 Phase = Literal[
     "planning", "executing", "replanning", "critiquing", "synthesizing", "winding_down", "done"
 ]
-
-
-@dataclass(frozen=True, kw_only=True)
-class TeamRuntime:
-    """What every run of a started team shares."""
-
-    name: str
-    planner: Planner
-    workers: Mapping[str, WorkerSpec]
-    worker_refs: Mapping[str, ActorRef[WorkerMessage, None]]
-    checks: Mapping[str, Check]
-    budget: Budget
-    concurrency: int
-    critic: Critic | None
-    compression: Compression | None
-    telemetry: Telemetry
 
 
 class RunBase(Actor[PlannerMessage, None]):

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import math
 from collections.abc import Collection
 from dataclasses import dataclass, field
-
-import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from regiment.errors import RunError
 from regiment.hierarchy._budget import BudgetLedger
@@ -18,47 +13,12 @@ from regiment.hierarchy._memory import WorkingMemory
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._result import RunResult, RunStatus
 from regiment.hierarchy.plan._plan import Plan, PlanStep
+from regiment.hierarchy.run._channel import RunChannel
 from regiment.models import Usage
 
 __all__ = ("RunChannel", "RunState")
 
 _NONE_RUNNING: dict[str, int] = {}
-
-
-@dataclass(slots=True)
-class RunChannel:
-    """Carries a run's events to its caller, and the error that ended it, if any."""
-
-    send: MemoryObjectSendStream[Event]
-    error: RunError | None = None
-    result: RunResult | None = None
-    done: bool = False
-    streaming: bool = True
-
-    @classmethod
-    def open(cls, *, streaming: bool) -> tuple[RunChannel, MemoryObjectReceiveStream[Event]]:
-        """A channel and the stream its events arrive on.
-
-        Args:
-            streaming: whether anyone reads the events as they happen; when not
-                (``run()``), nothing is sent and the stream only closes at the end.
-        """
-        # Unbounded: the planner must never block on a slow reader of events.
-        send, receive = anyio.create_memory_object_stream[Event](math.inf)
-        return cls(send, streaming=streaming), receive
-
-    def close(self, event: Event) -> None:
-        """Deliver the run's last event and close the stream."""
-        self.emit(event)
-        self.done = True
-        self.send.close()
-
-    def emit(self, event: Event) -> None:
-        """Deliver an event; a reader that has gone away is not an error."""
-        if not self.streaming:
-            return
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            self.send.send_nowait(event)
 
 
 @dataclass(slots=True)

@@ -49,9 +49,10 @@ from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._messages import StepAllowance, WorkerMessage
 from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._result import RunResult
-from regiment.hierarchy._run import RunActor, TeamRuntime
-from regiment.hierarchy._run_messages import CancelRun, PlannerMessage, StartRun
-from regiment.hierarchy._run_state import RunChannel
+from regiment.hierarchy.run._actor import PlannerActor
+from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.run._messages import CancelRun, PlannerMessage, StartRun
+from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._team_worker import TeamWorker, TeamWorkerActor
 from regiment.hierarchy.workers._worker import Worker, WorkerActor
@@ -146,7 +147,7 @@ class _Supervisor(Actor[_SpawnRun, _RunRef]):
                 if message.budget != runtime.budget:  # capped by a parent's step allowance
                     runtime = dataclasses.replace(runtime, budget=message.budget)
                 return await self.ctx.spawn(
-                    lambda: RunActor(runtime, run_id, goal, channel, span),
+                    lambda: PlannerActor(runtime, run_id, goal, channel, span),
                     name=run_id,
                     capacity=1024,
                     restart=RestartPolicy(max_restarts=0),

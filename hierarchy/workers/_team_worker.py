@@ -28,7 +28,7 @@ from regiment.errors import RunCancelled
 from regiment.hierarchy._events import Event
 from regiment.hierarchy._messages import AssignStep, StepAllowance, StepReport, StepStatus
 from regiment.hierarchy._result import RunResult
-from regiment.hierarchy._run_state import RunChannel
+from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._worker import check_worker_name

@@ -1,0 +1,350 @@
+"""The planner actor of one run: it receives, decides, and records.
+
+It is made of parts with one job each: ``RunBook`` (the state: ``PlanVersions``,
+``Dispatcher``, ``Rounds``, ``Spending``), ``PhaseCalls`` (the planner-side
+model calls), ``Verifier`` (step checks) and ``RunTrace`` (the run span). The
+actor holds one ``Phase`` and routes each message to the part that handles it.
+
+Every state change goes through :meth:`PlannerActor._record`: the decisions
+here build a ``RunChange`` and record it; nothing else writes the book.
+
+Plan versions: a replan marks the current version as being replaced *when it
+starts*, so every report of that version arriving afterwards (a slow step still
+in flight) is dropped, counted and recorded, never committed. Steps of older
+versions still winding down do not hold up the current plan.
+"""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+from opentelemetry.trace import Span
+
+from regiment.actors import Actor
+from regiment.errors import BudgetExceeded, PlanError, RunCancelled, RunError, StepFailed
+from regiment.hierarchy._messages import StepReport
+from regiment.hierarchy._result import RunStatus
+from regiment.hierarchy.run._book import RunBook
+from regiment.hierarchy.run._calls import PhaseCalls, SpanFacts, model_failure
+from regiment.hierarchy.run._changes import (
+    BudgetRanOut,
+    CheckRejected,
+    CritiqueJudged,
+    MemoryAdopted,
+    ModelCharged,
+    PlanAdopted,
+    ReplanBegun,
+    ReportArrived,
+    ReportDropped,
+    RoundBegun,
+    RunAborted,
+    RunBegan,
+    RunChange,
+    RunFinished,
+    StepCommitted,
+    StepEnded,
+    SynthesisBegun,
+)
+from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.run._dispatch import Dispatcher
+from regiment.hierarchy.run._messages import (
+    CancelRun,
+    DeadlineReached,
+    ModelReplied,
+    PlannerMessage,
+    Purpose,
+    StartRun,
+)
+from regiment.hierarchy.run._phase import (
+    AfterCompress,
+    AskCritic,
+    AskReplan,
+    Compressing,
+    Critiquing,
+    Done,
+    EndCancelled,
+    EndFailed,
+    Ending,
+    EndPartial,
+    Executing,
+    Phase,
+    Planning,
+    Synthesize,
+    Synthesizing,
+    WindingDown,
+    replacing_version,
+)
+from regiment.hierarchy.run._prompting import Call, Prompting
+from regiment.hierarchy.run._rounds import CritiqueSession, read_memory
+from regiment.hierarchy.run._runtime import TeamRuntime
+from regiment.hierarchy.run._trace import RunTrace
+from regiment.hierarchy.run._verify import Verifier
+from regiment.models import ModelRequest
+
+__all__ = ("PlannerActor",)
+
+
+class PlannerActor(Actor[PlannerMessage, None]):
+    """Drives one run from goal to answer."""
+
+    def __init__(
+        self, team: TeamRuntime, run_id: str, goal: str, channel: RunChannel, run_span: Span
+    ) -> None:
+        self._team = team
+        trace = RunTrace(team.telemetry, run_span)
+        dispatcher = Dispatcher(team, run_id, trace.headers)
+        self._book = RunBook(run_id, goal, team, channel, trace, dispatcher)
+        self._calls = PhaseCalls(team, trace)
+        self._verifier = Verifier(team.checks, trace)
+        self._prompting = Prompting(team, goal)
+        self._phase: Phase = Planning("plan", self._prompting.first_session(), "initial")
+
+    def _record(self, change: RunChange) -> None:
+        """The one door for state changes: apply ``change`` and emit its events.
+
+        A run journal hooks in here: appending ``change`` before applying it is
+        enough to rebuild the run's state by replaying the changes.
+        """
+        self._book.apply(change)
+
+    # -- routing -------------------------------------------------------------
+
+    async def receive(self, message: PlannerMessage) -> None:
+        try:
+            match message:
+                case StartRun():
+                    self._start()
+                case ModelReplied():
+                    await self._on_model_reply(message)
+                case StepReport():
+                    await self._on_report(message)
+                case CancelRun(reason=reason):
+                    if not isinstance(self._phase, Done):
+                        self._wind_down(EndCancelled(reason))
+                case DeadlineReached():
+                    self._exhausted("wall_clock", "the run's wall-clock budget ran out")
+                case _:
+                    assert_never(message)
+        except Exception as exc:
+            # A bug while handling one message fails this run with the real cause
+            # (before the crash retires the actor), then the supervisor sees it too.
+            if not self._book.channel.done:
+                self._fail(_handler_failed(message, exc))
+            raise
+
+    async def on_stop(self) -> None:
+        if not self._book.channel.done:  # the team is stopping under a live run
+            error = "the run's planner stopped before the run finished (the team stopped)"
+            self._record(RunAborted(RunCancelled(error)))
+
+    def _start(self) -> None:
+        self._record(RunBegan())
+        if self._team.budget.wall_clock is not None:
+            self._calls.start_deadline(self.ctx, self._team.budget.wall_clock)
+        assert isinstance(self._phase, Planning)
+        self._ask("plan", self._phase.session.request())
+
+    async def _on_model_reply(self, reply: ModelReplied) -> None:
+        phase = self._phase
+        if not isinstance(phase, Planning | Compressing | Critiquing | Synthesizing):
+            return  # the run is winding down or over
+        if not self._calls.accept(reply):
+            return  # superseded
+        if reply.error is not None or reply.response is None:
+            self._fail(reply.error if isinstance(reply.error, RunError) else model_failure(reply))
+            return
+        self._record(ModelCharged(reply.purpose, reply.response.usage))
+        text = reply.response.text
+        match phase:
+            case Planning():
+                await self._on_plan_reply(phase, text)
+            case Compressing(before_tokens=before, then=then):
+                self._record(MemoryAdopted(read_memory(text, self._book.versions), before))
+                self._enter(self._prompting.call(then, self._book))
+            case Critiquing(session=session):
+                self._on_critique(session, text)
+            case Synthesizing():
+                partial = self._book.spending.exhausted is not None
+                self._finish(self._book.answer(text), "partial" if partial else "completed")
+            case _:
+                assert_never(phase)
+
+    async def _on_report(self, report: StepReport) -> None:
+        self._record(ReportArrived(report))
+        phase, versions = self._phase, self._book.versions
+        replacing = replacing_version(phase)
+        if versions.is_current(report) and not (replacing or isinstance(phase, WindingDown | Done)):
+            await self._apply(report)
+        elif not versions.is_current(report) or replacing:
+            current = versions.version + (1 if replacing else 0)
+            self._record(ReportDropped(report, current))
+        # else: a step of the current version, cancelled while the run winds down
+        phase = self._phase
+        if isinstance(phase, WindingDown) and not self._book.dispatcher.inflight:
+            self._end_as(phase.ending)
+
+    # -- planning and dispatch -------------------------------------------------
+
+    def _enter(self, call: Call) -> None:
+        """Enter the phase that waits on ``call``, and make the call."""
+        self._phase = call.phase
+        if isinstance(call.phase, Synthesizing):
+            self._record(SynthesisBegun())
+        self._ask(call.purpose, call.request)
+
+    def _ask(self, purpose: Purpose, request: ModelRequest) -> None:
+        """Start a planner-side model call, if the budget allows one."""
+        book, phase = self._book, self._phase
+        if (limit := book.spending.ledger.exhausted()) is not None:
+            self._exhausted(limit, f"no budget left for the {purpose} model call")
+            return
+        reason = phase.reason if isinstance(phase, Planning) else ""
+        facts = SpanFacts(version=book.versions.version, round=book.rounds.round, reason=reason)
+        self._calls.start(self.ctx, purpose, request, facts)
+
+    async def _on_plan_reply(self, planning: Planning, text: str) -> None:
+        reading = self._prompting.read_plan(planning, text, self._book.versions)
+        match reading:
+            case PlanAdopted():
+                self._record(reading)
+                self._phase = Executing()
+                await self._dispatch_ready()
+            case ModelRequest():
+                self._ask(planning.kind, reading)  # the problems go back to the planner
+            case PlanError():
+                self._fail(reading)
+            case _:
+                assert_never(reading)
+
+    async def _dispatch_ready(self) -> None:
+        """Send every ready step (within the concurrency and the budget); when the
+        whole plan is committed, move on to critique or synthesis."""
+        if not isinstance(self._phase, Executing):
+            return
+        book = self._book
+        versions, dispatcher, ledger = book.versions, book.dispatcher, book.spending.ledger
+        sends, blocked = dispatcher.next_sends(versions, ledger, book.goal)
+        for sent in sends:
+            self._record(sent)
+            await dispatcher.send(sent.assign, sent.worker)
+        if blocked is not None:
+            if not dispatcher.inflight:
+                limit = ledger.exhausted(model_calls_needed=2) or "model_calls"
+                self._exhausted(limit, f"no budget left to dispatch step {blocked.id}")
+        elif not dispatcher.running_ids(versions.version) and versions.all_committed():
+            self._plan_done()
+
+    async def _apply(self, report: StepReport) -> None:
+        step = self._book.versions.step(report.step_id)
+        artifact = self._team.workers[report.worker].artifact
+        change = self._verifier.judge(report, step, artifact=artifact)
+        self._record(change)
+        match change:
+            case StepCommitted():
+                await self._dispatch_ready()
+            case StepEnded(report=StepReport(status="budget_exhausted")):
+                self._exhausted("step_allowance", change.detail)
+            case StepEnded() | CheckRejected():
+                self._replan_or_fail(report, change.detail)
+            case _:
+                assert_never(change)
+
+    def _replan_or_fail(self, report: StepReport, reason: str) -> None:
+        book = self._book
+        if not book.spending.ledger.can_replan():
+            self._fail(_no_replans_left(report, reason, self._team.budget.replans))
+            return
+        self._record(ReplanBegun(reason))
+        version = book.versions.version
+        book.dispatcher.cancel_all(self.ctx, f"plan version {version} is being replaced")
+        self._next(AskReplan(reason))
+
+    # -- after a plan: compression, critique, rounds -----------------------------
+
+    def _plan_done(self) -> None:
+        """Every step of the current plan is committed: critique the round, or answer."""
+        book = self._book
+        # A critique is only worth its call if a synthesis can still follow it, and
+        # if the round did something new to judge.
+        nothing_new = book.rounds.round > 1 and book.rounds.added == 0
+        exhausted = book.spending.ledger.exhausted(model_calls_needed=2) is not None
+        if self._team.critic is None or nothing_new or exhausted:
+            self._next(Synthesize())
+        else:
+            self._next(AskCritic())
+
+    def _next(self, then: AfterCompress) -> None:
+        """Make the call ``then`` asks for, compressing the carried context first if due."""
+        prompting = self._prompting
+        self._enter(prompting.compression(self._book, then) or prompting.call(then, self._book))
+
+    def _on_critique(self, session: CritiqueSession, text: str) -> None:
+        book = self._book
+        verdict = session.evaluate(text, self._team.planner.prompts)
+        if verdict is None:
+            self._ask("critique", session.request())
+            return
+        self._record(CritiqueJudged(verdict))
+        if verdict.passed or book.rounds.round >= self._team.budget.rounds:
+            self._enter(self._prompting.call(Synthesize(), book))
+            return
+        round = book.rounds.round + 1
+        reason = f"round {round}: the critic found the goal unmet: {verdict.feedback}"
+        self._record(RoundBegun(round, verdict.feedback))
+        self._enter(self._prompting.round(book, verdict.feedback, reason))
+
+    # -- endings -----------------------------------------------------------------
+
+    def _finish(self, answer: str, status: RunStatus) -> None:
+        self._end()
+        self._record(RunFinished(answer, status))
+
+    def _end(self) -> None:
+        self._phase = Done()
+        self._calls.stop()
+
+    def _fail(self, error: RunError) -> None:
+        self._book.dispatcher.cancel_all(self.ctx, "the run failed")
+        self._end()
+        self._record(RunAborted(error))
+
+    def _exhausted(self, limit: str, detail: str) -> None:
+        if isinstance(self._phase, Done | WindingDown) or self._book.spending.exhausted:
+            return
+        self._record(BudgetRanOut(limit, detail))
+        raising = self._team.budget.on_exhausted == "raise"
+        error = BudgetExceeded(f"budget exhausted: {detail}", limit=limit)
+        self._wind_down(EndFailed(error) if raising else EndPartial())
+
+    def _wind_down(self, ending: Ending) -> None:
+        """Cancel everything in flight; end as ``ending`` once every step has reported."""
+        self._calls.supersede()
+        self._phase = WindingDown(ending)
+        self._book.dispatcher.cancel_all(self.ctx, "the run is ending")
+        if not self._book.dispatcher.inflight:
+            self._end_as(ending)
+
+    def _end_as(self, ending: Ending) -> None:
+        match ending:
+            case EndCancelled(reason=reason):
+                self._finish(f"cancelled: {reason}", "cancelled")
+            case EndFailed(error=error):
+                self._fail(error)
+            case EndPartial():
+                self._finish(self._book.partial_answer(), "partial")
+            case _:
+                assert_never(ending)
+
+
+def _handler_failed(message: PlannerMessage, exc: Exception) -> RunError:
+    error = RunError(
+        f"the run's planner failed while handling {type(message).__name__}: "
+        f"{type(exc).__name__}: {exc}"
+    )
+    error.__cause__ = exc
+    return error
+
+
+def _no_replans_left(report: StepReport, reason: str, allowed: int) -> StepFailed:
+    message = f"{reason}; no replans left (budget allows {allowed})"
+    return StepFailed(message, step_id=report.step_id, worker=report.worker, cause=reason)

@@ -1,0 +1,311 @@
+"""The book of one run: its parts' state, changed only by applying a ``RunChange``.
+
+``RunBook.apply`` is a ``match`` over the change union: each arm updates the
+parts it concerns and emits the events the change implies, so the event stream
+and the state can never disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import assert_never, final
+
+from regiment.hierarchy._budget import BudgetLedger
+from regiment.hierarchy._events import (
+    BudgetExhausted,
+    CheckFailed,
+    ContextCompressed,
+    CritiqueCompleted,
+    Event,
+    PlanCreated,
+    Replanned,
+    RoundStarted,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    StaleReportDropped,
+    StepCompleted,
+    StepDispatched,
+    StepErrored,
+    SynthesisStarted,
+)
+from regiment.hierarchy._result import RunResult, RunStatus
+from regiment.hierarchy.run._calls import ROLES
+from regiment.hierarchy.run._changes import (
+    BudgetRanOut,
+    CheckRejected,
+    CritiqueJudged,
+    MemoryAdopted,
+    ModelCharged,
+    PlanAdopted,
+    ReplanBegun,
+    ReportArrived,
+    ReportDropped,
+    RoundBegun,
+    RunAborted,
+    RunBegan,
+    RunChange,
+    RunFinished,
+    StepCommitted,
+    StepEnded,
+    StepSent,
+    SynthesisBegun,
+)
+from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.run._dispatch import Dispatcher, step_key
+from regiment.hierarchy.run._rounds import Rounds, carried_tokens
+from regiment.hierarchy.run._runtime import TeamRuntime
+from regiment.hierarchy.run._trace import RunTrace
+from regiment.hierarchy.run._versions import PlanVersions
+from regiment.models import Usage
+from regiment.telemetry import trace_id_hex
+
+__all__ = ("RunBook", "Spending")
+
+
+@final
+@dataclass(slots=True)
+class Spending:
+    """What the run has spent, by role, against its budget."""
+
+    ledger: BudgetLedger
+    usage_by_role: dict[str, Usage] = field(default_factory=dict)
+    exhausted: str | None = None  # the limit that ran out, if one did
+
+    def charge(self, role: str, usage: Usage, *, model_calls: int, tool_calls: int = 0) -> None:
+        self.ledger.charge(usage=usage, model_calls=model_calls, tool_calls=tool_calls)
+        self.usage_by_role[role] = self.usage_by_role.get(role, Usage()) + usage
+
+
+@final
+class RunBook:
+    """The state of one run, held by its parts, and the events it has emitted."""
+
+    def __init__(
+        self,
+        run_id: str,
+        goal: str,
+        team: TeamRuntime,
+        channel: RunChannel,
+        trace: RunTrace,
+        dispatcher: Dispatcher,
+    ) -> None:
+        self.run_id = run_id
+        self.goal = goal
+        self.team = team.name
+        self.channel = channel
+        self.trace = trace
+        self.versions = PlanVersions()
+        self.dispatcher = dispatcher
+        self.spending = Spending(BudgetLedger(team.budget))
+        self.rounds = Rounds()
+        self.events: list[Event] = []
+
+    def apply(self, change: RunChange) -> None:
+        """Apply one change to the parts and emit what it implies."""
+        match change:
+            case (
+                StepSent()
+                | ReportArrived()
+                | ReportDropped()
+                | StepEnded()
+                | CheckRejected()
+                | StepCommitted()
+                | ModelCharged()
+            ):
+                self._apply_step(change)  # the per-step changes, first: they are the hot path
+            case RunBegan():
+                self._emit(RunStarted(run_id=self.run_id, goal=self.goal, team=self.team))
+            case PlanAdopted():
+                self._adopt(change)
+            case ReplanBegun():
+                self.spending.ledger.replans += 1
+            case CritiqueJudged(verdict=verdict):
+                self.rounds.verdicts.append(verdict)
+                self._emit(CritiqueCompleted(run_id=self.run_id, verdict=verdict))
+            case RoundBegun(round=round, feedback=feedback):
+                self.rounds.round = round
+                self._emit(RoundStarted(run_id=self.run_id, round=round, feedback=feedback))
+            case MemoryAdopted():
+                self._compressed(change)
+            case SynthesisBegun():
+                committed = tuple(self.versions.committed)
+                self._emit(SynthesisStarted(run_id=self.run_id, committed_steps=committed))
+            case BudgetRanOut(limit=limit, detail=detail):
+                self.spending.exhausted = limit
+                self._emit(BudgetExhausted(run_id=self.run_id, limit=limit, detail=detail))
+            case RunFinished(answer=answer, status=status):
+                self._finish(answer, status)
+            case RunAborted(error=error):
+                self.channel.error = error
+                name = type(error).__name__
+                self._close(RunFailed(run_id=self.run_id, error_type=name, message=str(error)))
+            case _:
+                assert_never(change)
+
+    def _apply_step(
+        self,
+        change: StepSent
+        | ReportArrived
+        | ReportDropped
+        | StepEnded
+        | CheckRejected
+        | StepCommitted
+        | ModelCharged,
+    ) -> None:
+        versions, run_id = self.versions, self.run_id
+        match change:
+            case StepSent(assign=assign, worker=worker):
+                self.dispatcher.sent(assign, worker)
+                self._emit(
+                    StepDispatched(
+                        run_id=run_id,
+                        plan_version=assign.plan_version,
+                        step_id=assign.step.id,
+                        worker=worker,
+                        attempt=assign.attempt,
+                    )
+                )
+            case ReportArrived(report=r):
+                self.dispatcher.reported(r)
+                self.spending.ledger.release(step_key(r.plan_version, r.step_id, r.attempt))
+                self.spending.charge(
+                    r.worker, r.usage, model_calls=r.model_calls, tool_calls=r.tool_calls
+                )
+            case ReportDropped(report=r, current_version=current):
+                versions.stale_dropped += 1
+                self.trace.stale_report(r, current_version=current)
+                self._emit(
+                    StaleReportDropped(
+                        run_id=run_id,
+                        report_version=r.plan_version,
+                        current_version=current,
+                        step_id=r.step_id,
+                        status=r.status,
+                    )
+                )
+            case StepEnded(report=r):
+                versions.reports.append(r)
+                if r.status != "budget_exhausted":
+                    self._emit(
+                        StepErrored(
+                            run_id=run_id,
+                            plan_version=r.plan_version,
+                            step_id=r.step_id,
+                            worker=r.worker,
+                            status=r.status,
+                            error=r.error or "",
+                        )
+                    )
+            case CheckRejected(report=r, check=check, reason=reason, detail=_):
+                versions.reports.append(r)
+                self._emit(
+                    CheckFailed(
+                        run_id=run_id,
+                        plan_version=r.plan_version,
+                        step_id=r.step_id,
+                        check=check,
+                        reason=reason,
+                    )
+                )
+                versions.committed[r.step_id] = r  # kept as evidence for the replan
+            case StepCommitted(report=r, artifact=artifact):
+                versions.reports.append(r)
+                versions.committed[r.step_id] = r
+                if artifact:
+                    versions.artifacts.append(r.output)
+                self._emit(
+                    StepCompleted(
+                        run_id=run_id,
+                        plan_version=r.plan_version,
+                        step_id=r.step_id,
+                        worker=r.worker,
+                        output=r.output,
+                    )
+                )
+            case ModelCharged(purpose=purpose, usage=usage):
+                self.spending.charge(ROLES[purpose], usage, model_calls=1)
+            case _:
+                assert_never(change)
+
+    def _adopt(self, change: PlanAdopted) -> None:
+        versions, plan, old = self.versions, change.plan, change.replaced
+        kept = tuple(versions.committed)
+        versions.adopt(plan)
+        if change.kind == "round":
+            self.rounds.added = len(change.added)
+        if change.kind == "replan" and old is not None:
+            removed = tuple(s for s in old.steps if s.id not in versions.committed)
+            self._emit(
+                Replanned(
+                    run_id=self.run_id,
+                    old_version=old.version,
+                    new_version=plan.version,
+                    reason=plan.reason,
+                    kept=kept,
+                    removed=removed,
+                    added=change.added,
+                )
+            )
+        self._emit(PlanCreated(run_id=self.run_id, plan=plan))
+
+    def _compressed(self, change: MemoryAdopted) -> None:
+        self.versions.memory = change.memory
+        self._emit(
+            ContextCompressed(
+                run_id=self.run_id,
+                before_tokens=change.before_tokens,
+                after_tokens=carried_tokens(self.versions, self.rounds),
+                kept_step_ids=tuple(change.memory.facts),
+            )
+        )
+
+    def _emit(self, event: Event) -> None:
+        self.events.append(event)
+        self.channel.emit(event)
+
+    def _close(self, event: Event) -> None:
+        self.events.append(event)
+        self.channel.close(event)
+
+    def _finish(self, answer: str, status: RunStatus) -> None:
+        result = self.result(answer, status)
+        self.channel.result = result
+        self._close(RunCompleted(run_id=self.run_id, result=result))
+
+    def answer(self, text: str) -> str:
+        """The synthesiser's answer, with the finished artefacts verbatim after it."""
+        return "\n\n".join([text.strip(), *self.versions.artifacts]).strip()
+
+    def partial_answer(self) -> str:
+        """The answer of a run whose budget ran out: what it committed, verbatim."""
+        versions = self.versions
+        done = [f"{sid}: {r.output}" for sid, r in versions.committed.items() if r.status == "done"]
+        exhausted = self.spending.exhausted or ""
+        answer = f"Partial result (budget exhausted: {exhausted}).\n" + "\n".join(done)
+        return "\n\n".join([answer, *versions.artifacts])
+
+    def result(self, answer: str, status: RunStatus) -> RunResult:
+        versions, spending = self.versions, self.spending
+        spent = spending.ledger.spent
+        return RunResult(
+            run_id=self.run_id,
+            goal=self.goal,
+            answer=answer,
+            status=status,
+            plans=tuple(versions.plans),
+            steps=tuple(versions.reports),
+            committed=tuple(versions.committed),
+            artifacts=tuple(versions.artifacts),
+            usage_by_role=dict(spending.usage_by_role),
+            usage=sum(spending.usage_by_role.values(), Usage()),
+            model_calls=spent.model_calls,
+            tool_calls=spent.tool_calls,
+            stale_reports_dropped=versions.stale_dropped,
+            budget_exhausted=spending.exhausted,
+            trace_id=trace_id_hex(self.trace.span),
+            rounds=self.rounds.round,
+            verdicts=tuple(self.rounds.verdicts),
+            memory=versions.memory,
+            events=tuple(self.events),
+        )

@@ -1,0 +1,179 @@
+"""The planner-side model calls of one run: plan, replan, round, critique,
+compress and synthesis, and the run's wall-clock deadline.
+
+Each call runs as a task the planner actor owns, in a cancel scope and inside
+its phase's span, and comes back as a ``ModelReplied`` message, so the actor's
+handler never waits on a model. Every span hangs off the run span explicitly:
+the ambient context of a handler is whichever message came in last.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import assert_never, final
+
+import anyio
+from opentelemetry.trace import Span
+
+from regiment.actors import ActorContext
+from regiment.errors import RunError
+from regiment.hierarchy._model_call import ModelCaller
+from regiment.hierarchy.run._messages import (
+    DeadlineReached,
+    ModelReplied,
+    PlannerMessage,
+    Purpose,
+)
+from regiment.hierarchy.run._runtime import TeamRuntime
+from regiment.hierarchy.run._trace import RunTrace
+from regiment.models import ModelRequest
+from regiment.telemetry import record_replan
+
+__all__ = ("ROLES", "PhaseCalls", "SpanFacts", "model_failure")
+
+Context = ActorContext[PlannerMessage, None]
+
+# Whose usage a planner-side call is charged to.
+ROLES: dict[Purpose, str] = {
+    "plan": "planner",
+    "replan": "planner",
+    "round": "planner",
+    "critique": "critic",
+    "compress": "compressor",
+    "synthesis": "synthesizer",
+}
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpanFacts:
+    """What a phase span says about the run when the call starts."""
+
+    version: int
+    round: int
+    reason: str
+
+
+@final
+class PhaseCalls:
+    """Starts, supersedes and cancels the run's planner-side model calls."""
+
+    def __init__(self, team: TeamRuntime, trace: RunTrace) -> None:
+        self._team = team
+        self._trace = trace
+        telemetry, planner = team.telemetry, team.planner
+        self._planner = ModelCaller(planner.model, planner.name, telemetry)
+        synth_model = planner.synthesizer_model or planner.model
+        self._synth = ModelCaller(synth_model, "synthesizer", telemetry)
+        critic_model = (team.critic.model if team.critic else None) or planner.model
+        self._critic = ModelCaller(critic_model, "critic", telemetry)
+        compressor = (team.compression.model if team.compression else None) or planner.model
+        self._compressor = ModelCaller(compressor, "compressor", telemetry)
+        self._token = 0
+        self._scope: anyio.CancelScope | None = None  # the call in flight, if any
+        self._deadline: anyio.CancelScope | None = None  # while a wall-clock deadline runs
+
+    def start(
+        self, ctx: Context, purpose: Purpose, request: ModelRequest, facts: SpanFacts
+    ) -> None:
+        """Start one call; its reply comes back as ``ModelReplied`` with a fresh token."""
+        self._token += 1
+        self._scope = anyio.CancelScope()
+        ctx.start_soon(self._call, ctx, purpose, request, facts, self._token, self._scope)
+
+    def accept(self, reply: ModelReplied) -> bool:
+        """Whether ``reply`` answers the latest call (an older one was superseded)."""
+        if reply.token != self._token:
+            return False
+        self._scope = None
+        return True
+
+    def supersede(self) -> None:
+        """Cancel the call in flight; a reply already on its way will not be accepted."""
+        if self._scope is not None:
+            self._scope.cancel()
+            self._scope = None
+        self._token += 1
+
+    def stop(self) -> None:
+        """The run has ended: cancel the deadline and the call in flight."""
+        # Only scopes in use are cancelled: anyio's cancel() formats a task repr.
+        if self._deadline is not None:
+            self._deadline.cancel()
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def start_deadline(self, ctx: Context, seconds: float) -> None:
+        self._deadline = anyio.CancelScope()
+        ctx.start_soon(_deadline, ctx, seconds, self._deadline)
+
+    def _caller(self, purpose: Purpose) -> ModelCaller:
+        match purpose:
+            case "plan" | "replan" | "round":
+                return self._planner
+            case "critique":
+                return self._critic
+            case "compress":
+                return self._compressor
+            case "synthesis":
+                return self._synth
+            case _:
+                assert_never(purpose)
+
+    async def _call(
+        self,
+        ctx: Context,
+        purpose: Purpose,
+        request: ModelRequest,
+        facts: SpanFacts,
+        token: int,
+        scope: anyio.CancelScope,
+    ) -> None:
+        with scope:
+            with self._trace.in_run(), self._span(purpose, facts) as span:
+                if purpose == "replan":
+                    record_replan(span, new_version=facts.version + 1)
+                try:
+                    response = await self._caller(purpose).call(request)
+                    reply = ModelReplied(purpose, token, response)
+                except Exception as exc:  # any failure of the model ends the run with it
+                    reply = ModelReplied(purpose, token, None, exc)
+            await ctx.self_ref.send(reply)
+
+    def _span(self, purpose: Purpose, facts: SpanFacts) -> AbstractContextManager[Span]:
+        telemetry = self._team.telemetry
+        match purpose:
+            case "plan":
+                return telemetry.plan_span(self._team.planner.name, plan_version=1)
+            case "replan":
+                return telemetry.replan_span(old_version=facts.version, reason=facts.reason)
+            case "round":
+                return telemetry.plan_span(
+                    self._team.planner.name,
+                    plan_version=facts.version + 1,
+                    attributes={"regiment.round": facts.round},
+                )
+            case "critique":
+                return telemetry.phase_span("critique", attributes={"regiment.round": facts.round})
+            case "compress":
+                return telemetry.phase_span("compress")
+            case "synthesis":
+                return telemetry.phase_span("synthesize")
+            case _:
+                assert_never(purpose)
+
+
+async def _deadline(ctx: Context, seconds: float, scope: anyio.CancelScope) -> None:
+    with scope:
+        await anyio.sleep(seconds)
+        await ctx.self_ref.send(DeadlineReached())
+
+
+def model_failure(reply: ModelReplied) -> RunError:
+    """The run's error for a failed planner-side call."""
+    error = RunError(
+        f"the {reply.purpose} model call failed: {type(reply.error).__name__}: {reply.error}"
+    )
+    error.__cause__ = reply.error
+    return error

@@ -1,0 +1,211 @@
+"""Every state change of a run, as a closed union of small frozen types.
+
+The planner actor decides; a decision that changes the run's state becomes one
+of these values and goes through ``PlannerActor._record``, which applies it to
+the run's book and emits the events it implies. That is the one place a run
+journal records: replaying the same changes rebuilds the same book.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeAlias, final
+
+from regiment.errors import RunError
+from regiment.hierarchy._critic import Verdict
+from regiment.hierarchy._memory import WorkingMemory
+from regiment.hierarchy._messages import AssignStep, StepReport
+from regiment.hierarchy._result import RunStatus
+from regiment.hierarchy.plan._plan import Plan, PlanStep
+from regiment.hierarchy.run._messages import Purpose
+from regiment.hierarchy.run._phase import PlanKind
+from regiment.models import Usage
+
+__all__ = (
+    "BudgetRanOut",
+    "CheckRejected",
+    "CritiqueJudged",
+    "MemoryAdopted",
+    "ModelCharged",
+    "PlanAdopted",
+    "ReplanBegun",
+    "ReportArrived",
+    "ReportDropped",
+    "RoundBegun",
+    "RunAborted",
+    "RunBegan",
+    "RunChange",
+    "RunFinished",
+    "StepCommitted",
+    "StepEnded",
+    "StepSent",
+    "SynthesisBegun",
+)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RunBegan:
+    """The run was accepted."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class PlanAdopted:
+    """A plan version became current: the first plan, a replan's, or a new round's."""
+
+    plan: Plan
+    kind: PlanKind
+    replaced: Plan | None  # the version it replaces (None for the first plan)
+    added: tuple[PlanStep, ...]  # the steps the planner gave for it
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class StepSent:
+    """A step went to ``worker`` with its reserved share of the budget."""
+
+    assign: AssignStep
+    worker: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ReportArrived:
+    """A dispatched step reported: it is no longer in flight, and what it spent is charged."""
+
+    report: StepReport
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ReportDropped:
+    """A report of an older plan version was dropped, never applied."""
+
+    report: StepReport
+    current_version: int
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class StepEnded:
+    """A current-version step reported something other than ``done``."""
+
+    report: StepReport
+    detail: str  # what went wrong, for the replan or the budget's message
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class CheckRejected:
+    """A step's check rejected its output; the report is kept as evidence."""
+
+    report: StepReport
+    check: str
+    reason: str  # the check's own reason
+    detail: str  # why the version is replaced, for the replan
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class StepCommitted:
+    """A current-version step reported ``done`` and passed its check."""
+
+    report: StepReport
+    artifact: bool  # its output is kept verbatim in the answer
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ReplanBegun:
+    """The current version will be replaced (one replan of the budget is used)."""
+
+    reason: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ModelCharged:
+    """A planner-side model call answered; its usage is charged to its role."""
+
+    purpose: Purpose
+    usage: Usage
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class CritiqueJudged:
+    """The critic judged a round."""
+
+    verdict: Verdict
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RoundBegun:
+    """The critic found the goal unmet and rounds remain: round ``round`` is planned."""
+
+    round: int
+    feedback: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class MemoryAdopted:
+    """The carried context was compressed into ``memory``."""
+
+    memory: WorkingMemory
+    before_tokens: int
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class SynthesisBegun:
+    """The final answer is being written."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class BudgetRanOut:
+    """A budget limit was reached."""
+
+    limit: str
+    detail: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    """The run ended with a result (completed, partial or cancelled)."""
+
+    answer: str
+    status: RunStatus
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RunAborted:
+    """The run ended without a result."""
+
+    error: RunError
+
+
+RunChange: TypeAlias = (
+    RunBegan
+    | PlanAdopted
+    | StepSent
+    | ReportArrived
+    | ReportDropped
+    | StepEnded
+    | CheckRejected
+    | StepCommitted
+    | ReplanBegun
+    | ModelCharged
+    | CritiqueJudged
+    | RoundBegun
+    | MemoryAdopted
+    | SynthesisBegun
+    | BudgetRanOut
+    | RunFinished
+    | RunAborted
+)

@@ -1,0 +1,52 @@
+"""The channel that carries one run's events to its caller, and how the run ended."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from regiment.errors import RunError
+from regiment.hierarchy._events import Event
+from regiment.hierarchy._result import RunResult
+
+__all__ = ("RunChannel",)
+
+
+@dataclass(slots=True)
+class RunChannel:
+    """Carries a run's events to its caller, and the error that ended it, if any."""
+
+    send: MemoryObjectSendStream[Event]
+    error: RunError | None = None
+    result: RunResult | None = None
+    done: bool = False
+    streaming: bool = True
+
+    @classmethod
+    def open(cls, *, streaming: bool) -> tuple[RunChannel, MemoryObjectReceiveStream[Event]]:
+        """A channel and the stream its events arrive on.
+
+        Args:
+            streaming: whether anyone reads the events as they happen; when not
+                (``run()``), nothing is sent and the stream only closes at the end.
+        """
+        # Unbounded: the planner must never block on a slow reader of events.
+        send, receive = anyio.create_memory_object_stream[Event](math.inf)
+        return cls(send, streaming=streaming), receive
+
+    def close(self, event: Event) -> None:
+        """Deliver the run's last event and close the stream."""
+        self.emit(event)
+        self.done = True
+        self.send.close()
+
+    def emit(self, event: Event) -> None:
+        """Deliver an event; a reader that has gone away is not an error."""
+        if not self.streaming:
+            return
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self.send.send_nowait(event)

@@ -1,0 +1,166 @@
+"""Where a run is: a closed union of phases, each carrying exactly what it needs.
+
+The planner actor holds one ``Phase`` and matches on it (``match`` +
+``assert_never``). What comes after a compression, or after the steps still in
+flight have wound down, is data here (``AfterCompress``, ``Ending``), never a
+callback: the actor reads it and decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, TypeAlias, final
+
+from regiment.errors import RunError
+from regiment.hierarchy._planner import PlanningSession
+from regiment.hierarchy.run._rounds import CritiqueSession
+
+__all__ = (
+    "AfterCompress",
+    "AskCritic",
+    "AskReplan",
+    "Compressing",
+    "Critiquing",
+    "Done",
+    "Ending",
+    "EndCancelled",
+    "EndFailed",
+    "EndPartial",
+    "Executing",
+    "Phase",
+    "Planning",
+    "PlanKind",
+    "Synthesize",
+    "Synthesizing",
+    "WindingDown",
+)
+
+PlanKind: TypeAlias = Literal["plan", "replan", "round"]
+
+
+# -- what a compression is for -------------------------------------------------
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class AskReplan:
+    """Replace the unfinished tail: ``reason`` says why the current version failed."""
+
+    reason: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class AskCritic:
+    """Judge the round whose steps are all committed."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Synthesize:
+    """Write the final answer."""
+
+
+AfterCompress: TypeAlias = AskReplan | AskCritic | Synthesize
+
+
+# -- how a run that is winding down ends ---------------------------------------
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class EndCancelled:
+    """The caller cancelled the run."""
+
+    reason: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class EndFailed:
+    """The run fails with ``error`` (a budget that says ``on_exhausted="raise"``)."""
+
+    error: RunError
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class EndPartial:
+    """A budget ran out: the run answers with what it committed."""
+
+
+Ending: TypeAlias = EndCancelled | EndFailed | EndPartial
+
+
+# -- the phases ------------------------------------------------------------------
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Planning:
+    """Waiting for the planner: the first plan, a replan, or the plan of a new round.
+
+    ``reason`` is the new version's reason (``initial`` for the first plan).
+    """
+
+    kind: PlanKind
+    session: PlanningSession
+    reason: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Executing:
+    """Dispatching the current version's ready steps and applying their reports."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Compressing:
+    """Waiting for the compressor; ``then`` is the call the smaller context is for."""
+
+    before_tokens: int
+    then: AfterCompress
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Critiquing:
+    """Waiting for the critic's verdict on the round."""
+
+    session: CritiqueSession
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Synthesizing:
+    """Waiting for the final answer."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class WindingDown:
+    """Everything in flight was cancelled; the run ends as ``ending`` once the
+    last dispatched step has reported."""
+
+    ending: Ending
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The run has ended; late messages are ignored."""
+
+
+Phase: TypeAlias = (
+    Planning | Executing | Compressing | Critiquing | Synthesizing | WindingDown | Done
+)
+
+
+def replacing_version(phase: Phase) -> bool:
+    """Whether the current plan version is being replaced (its reports are stale)."""
+    match phase:
+        case Planning(kind="replan") | Compressing(then=AskReplan()):
+            return True
+        case _:
+            return False

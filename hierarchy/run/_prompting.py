@@ -1,0 +1,191 @@
+"""What the planner actor asks its models: every planner-side call of a run, as data.
+
+A ``Call`` is the phase the run enters and the request that phase waits on;
+the actor enters it. Reading the planner's reply into a plan version is here
+too, so the actor only records the outcome.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeAlias, assert_never, final
+
+from regiment.errors import PlanError
+from regiment.hierarchy._planner import PlanningSession
+from regiment.hierarchy.plan._plan import Plan
+from regiment.hierarchy.run._book import RunBook
+from regiment.hierarchy.run._changes import PlanAdopted
+from regiment.hierarchy.run._messages import Purpose
+from regiment.hierarchy.run._phase import (
+    AfterCompress,
+    AskCritic,
+    AskReplan,
+    Compressing,
+    Critiquing,
+    PlanKind,
+    Planning,
+    Synthesize,
+    Synthesizing,
+)
+from regiment.hierarchy.run._rounds import CritiqueSession, compress_request, compression_due
+from regiment.hierarchy.run._runtime import TeamRuntime
+from regiment.hierarchy.run._versions import PlanVersions
+from regiment.models import Message, ModelRequest
+
+__all__ = ("Call", "PlanReading", "Prompting")
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A planner-side model call: the phase that waits on it, and its request."""
+
+    phase: Planning | Compressing | Critiquing | Synthesizing
+    purpose: Purpose
+    request: ModelRequest
+
+
+PlanReading: TypeAlias = PlanAdopted | ModelRequest | PlanError
+"""A planner reply read: a new version, the request that asks again, or the failure."""
+
+
+@final
+class Prompting:
+    """Builds the plan, replan, round, critique, compress and synthesis requests."""
+
+    def __init__(self, team: TeamRuntime, goal: str) -> None:
+        self._team = team
+        self._goal = goal
+        self._prompts = prompts = team.planner.prompts
+        self._system = prompts.planner_system(
+            team=team.name,
+            workers={n: (w.description, w.capabilities) for n, w in team.workers.items()},
+            checks={n: c.description for n, c in team.checks.items()},
+            max_steps=team.planner.max_steps,
+        )
+
+    def first_session(self) -> PlanningSession:
+        """The conversation that asks for plan version 1."""
+        team = self._team
+        return PlanningSession(
+            system=self._system,
+            messages=[Message.user(self._prompts.plan_request(self._goal))],
+            max_steps=team.planner.max_steps,
+            start_index=1,
+            workers=team.workers,
+            checks=team.checks,
+        )
+
+    def tail_session(self, versions: PlanVersions, request_text: str) -> PlanningSession:
+        """The conversation that asks for steps after the committed ones."""
+        team = self._team
+        return PlanningSession(
+            system=self._system,
+            messages=[Message.user(request_text)],
+            max_steps=team.planner.max_steps,
+            start_index=versions.next_step_number(),
+            workers=team.workers,
+            checks=team.checks,
+            known_ids=tuple(versions.committed),
+        )
+
+    def call(self, then: AfterCompress, book: RunBook) -> Call:
+        """The call ``then`` asks for."""
+        match then:
+            case AskReplan(reason=reason):
+                return self.tail("replan", book, self._replan_text(book, reason), reason)
+            case AskCritic():
+                assert self._team.critic is not None
+                session = CritiqueSession.open(
+                    team=self._team.name,
+                    goal=self._goal,
+                    critic=self._team.critic,
+                    prompts=self._prompts,
+                    versions=book.versions,
+                    round=book.rounds.round,
+                )
+                return Call(Critiquing(session), "critique", session.request())
+            case Synthesize():
+                return Call(Synthesizing(), "synthesis", self._synthesis(book))
+            case _:
+                assert_never(then)
+
+    def compression(self, book: RunBook, then: AfterCompress) -> Call | None:
+        """The compressor's call when the carried context is past its threshold, else ``None``."""
+        compression = self._team.compression
+        before = compression_due(compression, book.versions, book.rounds)
+        if before is None or compression is None:
+            return None
+        request = compress_request(
+            team=self._team.name,
+            compression=compression,
+            prompts=self._prompts,
+            versions=book.versions,
+            rounds=book.rounds,
+        )
+        return Call(Compressing(before, then), "compress", request)
+
+    def round(self, book: RunBook, feedback: str, reason: str) -> Call:
+        """The planner's call for the next round's steps (``book.rounds.round`` is that round)."""
+        versions = book.versions
+        text = self._prompts.round_request(
+            goal=self._goal,
+            round=book.rounds.round,
+            committed=versions.committed_text(),
+            feedback=feedback,
+            next_id=versions.next_step_number(),
+        )
+        return self.tail("round", book, text, reason)
+
+    def tail(self, kind: PlanKind, book: RunBook, text: str, reason: str) -> Call:
+        session = self.tail_session(book.versions, text)
+        return Call(Planning(kind, session, reason), kind, session.request())
+
+    def read_plan(self, planning: Planning, text: str, versions: PlanVersions) -> PlanReading:
+        """Read a planner reply: the plan version it gives, or what to do instead."""
+        session, planner = planning.session, self._team.planner
+        attempt = session.evaluate(text)
+        if attempt.problems:
+            if session.attempts >= planner.max_plan_attempts:
+                problems = "; ".join(attempt.problems)
+                message = (
+                    f"the planner gave no valid plan in {session.attempts} attempts: {problems}"
+                )
+                return PlanError(message, last_reply=attempt.reply, problems=attempt.problems)
+            session.reprompt(attempt.problems, self._prompts)
+            return session.request()
+        parsed = attempt.parsed
+        if planning.kind == "plan":
+            plan = Plan(
+                version=1,
+                steps=parsed.steps,
+                reason="initial",
+                truncated_from=parsed.truncated_from,
+            )
+            return PlanAdopted(plan, "plan", None, parsed.steps)
+        old = versions.plan
+        keep = tuple(versions.committed)
+        plan = old.with_tail(keep=keep, new_steps=parsed.steps, reason=planning.reason)
+        return PlanAdopted(plan, planning.kind, old, parsed.steps)
+
+    def _replan_text(self, book: RunBook, reason: str) -> str:
+        versions = book.versions
+        plan = versions.plan
+        return self._prompts.replan_request(
+            goal=self._goal,
+            plan=plan,
+            committed=versions.committed_text(),
+            unfinished=[s for s in plan.steps if s.id not in versions.committed],
+            reason=reason,
+            next_id=versions.next_step_number(),
+        )
+
+    def _synthesis(self, book: RunBook) -> ModelRequest:
+        prompts, versions = self._prompts, book.versions
+        text = prompts.synthesis_request(
+            goal=self._goal, committed=versions.committed_text(), artifacts=versions.artifacts
+        )
+        return ModelRequest(
+            system=prompts.synthesizer_system(team=self._team.name),
+            messages=(Message.user(text),),
+        )

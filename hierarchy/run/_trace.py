@@ -1,0 +1,41 @@
+"""The run's trace: its root span, and what the planner records on its spans."""
+
+from __future__ import annotations
+
+import contextlib
+from contextlib import AbstractContextManager
+from typing import final
+
+from opentelemetry.trace import Span
+
+from regiment.hierarchy._messages import StepReport
+from regiment.telemetry import Telemetry, headers_for, record_stale_report
+
+__all__ = ("RunTrace",)
+
+
+@final
+class RunTrace:
+    """One run's root span and the telemetry handle its planner opens spans with."""
+
+    def __init__(self, telemetry: Telemetry, run_span: Span) -> None:
+        self.telemetry = telemetry
+        self.span = run_span
+        # Every span of the run's planner hangs off the run span explicitly: the
+        # ambient context of a handler is whichever message came in last.
+        self.headers = headers_for(run_span)
+
+    def in_run(self) -> AbstractContextManager[None]:
+        """Make the run span current (for spans the planner opens itself)."""
+        if not self.headers:  # not tracing: there is no run span to hang spans off
+            return contextlib.nullcontext()
+        return self.telemetry.propagator.activate(self.headers)
+
+    def stale_report(self, report: StepReport, *, current_version: int) -> None:
+        """Note on the run span that a report of an older plan version was dropped."""
+        record_stale_report(
+            self.span,
+            step_id=report.step_id,
+            report_version=report.plan_version,
+            current_version=current_version,
+        )

@@ -1,0 +1,57 @@
+"""Judging a step's report before it is committed: its status, then its check
+(a plain predicate, not a model call)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import final
+
+from regiment.hierarchy._checks import Check, CheckOutcome
+from regiment.hierarchy._messages import StepReport
+from regiment.hierarchy.plan._plan import PlanStep
+from regiment.hierarchy.run._changes import CheckRejected, StepCommitted, StepEnded
+from regiment.hierarchy.run._trace import RunTrace
+from regiment.telemetry import record_check
+
+__all__ = ("Verifier",)
+
+
+@final
+class Verifier:
+    """Runs a step's check inside a ``verify`` span under the run span."""
+
+    def __init__(self, checks: Mapping[str, Check], trace: RunTrace) -> None:
+        self._checks = checks
+        self._trace = trace
+
+    def judge(
+        self, report: StepReport, step: PlanStep, *, artifact: bool
+    ) -> StepEnded | CheckRejected | StepCommitted:
+        """What a current-version report means for its step: it ended without an
+        answer, its check rejected it, or it is committed (``artifact``: kept verbatim)."""
+        if report.status == "budget_exhausted":
+            detail = f"step {step.id} used up its share of the budget: {report.error}"
+            return StepEnded(report, detail)
+        if report.status != "done":
+            detail = report.error or "no detail"
+            return StepEnded(
+                report, f"step {step.id} ({step.description}) ended {report.status}: {detail}"
+            )
+        if step.check is not None:
+            outcome = self.verify(report, step.check)
+            if not outcome.passed:
+                detail = f"step {step.id} failed its check '{step.check}': {outcome.reason}"
+                return CheckRejected(report, step.check, outcome.reason, detail)
+        return StepCommitted(report, artifact)
+
+    def verify(self, report: StepReport, check: str) -> CheckOutcome:
+        """The outcome of the check named ``check`` on ``report`` (never raises for a bad report)."""
+        with (
+            self._trace.in_run(),
+            self._trace.telemetry.verify_span(
+                report.step_id, check=check, plan_version=report.plan_version
+            ) as span,
+        ):
+            outcome = self._checks[check].run(report)
+            record_check(span, passed=outcome.passed, detail=outcome.reason)
+        return outcome

@@ -1,0 +1,103 @@
+"""The plan versions of one run: the current version, the committed steps, and
+whether a report still belongs to the plan.
+
+A replan makes a new version that keeps the committed steps and replaces the
+unfinished tail; the committed reports stay here as evidence for every later
+version. Only the planner actor touches this object, through its ``_record``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import final
+
+from regiment.hierarchy._memory import WorkingMemory
+from regiment.hierarchy._messages import StepReport
+from regiment.hierarchy.plan._plan import Plan, PlanStep
+
+__all__ = ("PlanVersions",)
+
+
+@final
+@dataclass(slots=True)
+class PlanVersions:
+    """Every plan version of a run, and what has been committed against them."""
+
+    plans: list[Plan] = field(default_factory=list)
+    committed: dict[str, StepReport] = field(default_factory=dict)
+    reports: list[StepReport] = field(default_factory=list)  # applied, in arrival order
+    artifacts: list[str] = field(default_factory=list)
+    memory: WorkingMemory | None = None
+    stale_dropped: int = 0
+    # The current version's steps by id and its outline, built once per version.
+    _index: dict[str, PlanStep] = field(default_factory=dict)
+    _outline: str = ""
+
+    @property
+    def plan(self) -> Plan:
+        return self.plans[-1]
+
+    @property
+    def version(self) -> int:
+        return self.plans[-1].version if self.plans else 0
+
+    def adopt(self, plan: Plan) -> None:
+        """Make ``plan`` the current version."""
+        self.plans.append(plan)
+        self._index = {step.id: step for step in plan.steps}
+        self._outline = ""
+
+    def step(self, step_id: str) -> PlanStep:
+        """The current plan's step with this id (``KeyError`` naming the steps if none)."""
+        found = self._index.get(step_id)
+        return found if found is not None else self.plan.step(step_id)
+
+    def is_current(self, report: StepReport) -> bool:
+        """Whether ``report`` belongs to the current version (else it is stale)."""
+        return report.plan_version == self.version
+
+    def all_committed(self) -> bool:
+        committed = self.committed
+        return all(step.id in committed for step in self.plan.steps)
+
+    def outline(self) -> str:
+        """The current plan as prompt lines."""
+        if not self._outline:
+            self._outline = self.plan.outline()
+        return self._outline
+
+    def carried_output(self, step_id: str) -> str:
+        """A committed step's result as later steps see it: its facts once the
+        context has been compressed, else its full output."""
+        if self.memory is not None and step_id in self.memory.facts:
+            return self.memory.facts[step_id]
+        return self.committed[step_id].output
+
+    def committed_text(self) -> str:
+        """The committed results as prompt lines, ``- <id> (<description>): <result>``.
+
+        Once the context has been compressed, a step's line carries its facts from
+        the working memory; steps committed since then carry their full output.
+        """
+        lines = []
+        for sid in self.committed:
+            lines.append(f"- {sid} ({self._description(sid)}): {self.carried_output(sid)}")
+        if self.memory is not None and self.memory.open_questions:
+            lines.append("Open questions: " + "; ".join(self.memory.open_questions))
+        return "\n".join(lines)
+
+    def _description(self, step_id: str) -> str:
+        for plan in reversed(self.plans):
+            for step in plan.steps:
+                if step.id == step_id:
+                    return step.description
+        return ""
+
+    def next_step_number(self) -> int:
+        """One more than the highest ``sN`` id used by any version, so new ids never collide."""
+        highest = 0
+        for plan in self.plans:
+            for step in plan.steps:
+                if step.id[:1] == "s" and step.id[1:].isdigit():
+                    highest = max(highest, int(step.id[1:]))
+        return highest + 1
