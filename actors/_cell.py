@@ -176,11 +176,11 @@ class Cell(Generic[M, R]):
         failure = await self._loop(instance, incarnation)
         if failure is None:
             # graceful end: escalations that raced the last message still count
-            failure = await self._handle_signals(instance, incarnation)
+            failure = await _handle_signals(instance, incarnation)
         if failure is None:
             await incarnation.stop_children()
             # a child that failed while draining escalated to us meanwhile
-            failure = await self._handle_signals(instance, incarnation)
+            failure = await _handle_signals(instance, incarnation)
         return failure
 
     async def _loop(
@@ -192,7 +192,7 @@ class Cell(Generic[M, R]):
         envelope: Envelope[M, R] | None = None
         while True:
             if incarnation.signals:
-                failure = await self._handle_signals(instance, incarnation)
+                failure = await _handle_signals(instance, incarnation)
                 if failure is not None:
                     return failure
             if mailbox:
@@ -235,22 +235,12 @@ class Cell(Generic[M, R]):
         except BaseException:
             # cancelled mid-handler: the asker must not wait forever
             if slot is not None:
-                slot.fail(self._stopped_error(envelope))
+                slot.fail(_stopped_error(self.name, envelope))
             raise
         finally:
             ctx.envelope_or_none = None
         if slot is not None:
             slot.resolve(result)
-        return None
-
-    async def _handle_signals(
-        self, instance: Actor[M, R], incarnation: Incarnation[M, R]
-    ) -> Exception | None:
-        while incarnation.signals:
-            try:
-                await instance.on_child_failed(incarnation.signals.popleft())
-            except Exception as exc:
-                return exc
         return None
 
     async def _stop_instance(self, instance: Actor[M, R]) -> None:
@@ -266,18 +256,8 @@ class Cell(Generic[M, R]):
             self.parent(
                 ChildFailed(child=cast("ActorRef[object, object]", self.ref), error=failure)
             )
-            return
-        policy = self.window.policy
-        if self.accepting:
-            why = (
-                f"failed {self.window.failures_in_window} times within {policy.within:g} s"
-                f" (its restart policy allows {policy.max_restarts} restarts)"
-            )
         else:
-            why = "failed while stopping"
-        error = ActorFailed(f"actor {self.name!r} {why}; last error: {failure!r}")
-        error.__cause__ = failure
-        self.system.fail(error)
+            self.system.fail(_gave_up(self.name, self.window, self.accepting, failure))
 
     def _retire(self, reason: DeadLetterReason) -> None:
         """Refuse new mail, turn what is queued into dead letters, signal stopped."""
@@ -290,7 +270,7 @@ class Cell(Generic[M, R]):
                 break
             self.system.dead_letter(self.name, envelope, reason)
             if envelope.reply_to is not None:
-                envelope.reply_to.fail(self._stopped_error(envelope))
+                envelope.reply_to.fail(_stopped_error(self.name, envelope))
         # The cell and its ref point at each other, so they outlive the actor until
         # a full garbage collection; what the factory and the parent link hold
         # (for a run: its whole state) is let go now instead.
@@ -298,7 +278,35 @@ class Cell(Generic[M, R]):
         self.parent = None
         self.stopped.set()
 
-    def _stopped_error(self, envelope: Envelope[M, R]) -> ActorStopped:
-        return ActorStopped(
-            f"actor {self.name!r} stopped before answering {type(envelope.message).__name__}"
+
+async def _handle_signals(
+    instance: Actor[M, R], incarnation: Incarnation[M, R]
+) -> Exception | None:
+    """Let the instance react to its children's escalations; its own failure, if it fails."""
+    while incarnation.signals:
+        try:
+            await instance.on_child_failed(incarnation.signals.popleft())
+        except Exception as exc:
+            return exc
+    return None
+
+
+def _stopped_error(name: str, envelope: Envelope[M, R]) -> ActorStopped:
+    return ActorStopped(
+        f"actor {name!r} stopped before answering {type(envelope.message).__name__}"
+    )
+
+
+def _gave_up(name: str, window: RestartWindow, accepting: bool, failure: Exception) -> ActorFailed:
+    """The system's error for a top-level actor that failed beyond its restart policy."""
+    policy = window.policy
+    if accepting:
+        why = (
+            f"failed {window.failures_in_window} times within {policy.within:g} s"
+            f" (its restart policy allows {policy.max_restarts} restarts)"
         )
+    else:
+        why = "failed while stopping"
+    error = ActorFailed(f"actor {name!r} {why}; last error: {failure!r}")
+    error.__cause__ = failure
+    return error

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import final
 
 from regiment.models import Model, ModelRequest, ModelResponse
-from regiment.telemetry import Telemetry, record_chat_response
+from regiment.telemetry import Telemetry
 
 __all__ = ("ModelCaller",)
 
@@ -32,15 +32,17 @@ class ModelCaller:
             temperature=request.temperature,
         ) as span:
             if span.is_recording():
-                telemetry.record_chat_input(span, system=request.system, messages=request.messages)
+                telemetry.recorder.chat_input(
+                    span, system=request.system, messages=request.messages
+                )
             response = await self.model.complete(request)
             if span.is_recording():
-                record_chat_response(
+                telemetry.recorder.chat_response(
                     span,
                     finish_reasons=(response.stop_reason,),
                     usage=response.usage,
                     response_model=response.model,
                     response_id=response.response_id,
                 )
-                telemetry.record_chat_output(span, response.parts)
+                telemetry.recorder.chat_output(span, response.parts)
             return response

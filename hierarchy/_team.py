@@ -56,7 +56,7 @@ from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._team_worker import TeamWorker, TeamWorkerActor
 from regiment.hierarchy.workers._worker import Worker, WorkerActor
-from regiment.telemetry import Telemetry, record_run_end
+from regiment.telemetry import Telemetry
 
 __all__ = ("RunningTeam", "Team")
 
@@ -259,7 +259,7 @@ class RunningTeam:
                     if ref is not None:
                         await _close_run(ref, channel, events)
                     events.close()
-                _record_end(span, channel)
+                _record_end(self._telemetry, span, channel)
 
 
 async def _spawn_team(
@@ -328,15 +328,15 @@ def _min(a: int | None, b: int | None) -> int | None:
     return a if b is None else min(a, b)
 
 
-def _record_end(span: Span, channel: RunChannel) -> None:
+def _record_end(telemetry: Telemetry, span: Span, channel: RunChannel) -> None:
     result = channel.result
     if result is None:
         error = channel.error or RunCancelled("the run ended without a result")
-        record_run_end(
+        telemetry.recorder.run_end(
             span, status="failed", plan_versions=0, stale_dropped=0, error_type=type(error).__name__
         )
         return
-    record_run_end(
+    telemetry.recorder.run_end(
         span,
         status=result.status,
         plan_versions=len(result.plans),

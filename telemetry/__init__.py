@@ -1,6 +1,7 @@
 """telemetry room: regiment's OpenTelemetry spans, trace context for envelopes, export setup.
 
-The hierarchy opens every span through one ``Telemetry`` handle it is given;
+The hierarchy opens every span through one ``Telemetry`` handle it is given
+(and records outcomes on them through its ``recorder``);
 ``configure_tracing()`` is for applications and the CLI; ``render_trace`` and
 ``SpanCollector`` draw a finished run's tree without Jaeger. Attribute keys and
 span names are in ``regiment.telemetry.semconv``.
@@ -12,17 +13,6 @@ from regiment.telemetry._console import ConsoleTraceProcessor, SpanCollector, re
 from regiment.telemetry._content import redact
 from regiment.telemetry._file_export import OtlpJsonFileExporter, spans_to_otlp_json
 from regiment.telemetry._propagation import OTelPropagator, headers_for, inject, trace_id_hex
-from regiment.telemetry._record import (
-    UsageLike,
-    record_approval,
-    record_chat_response,
-    record_check,
-    record_replan,
-    record_run_end,
-    record_stale_report,
-    record_step_outcome,
-    record_tool_outcome,
-)
 from regiment.telemetry._scope import mark_error
 from regiment.telemetry._telemetry import PhaseName, SpanScope, Telemetry
 
@@ -35,19 +25,10 @@ __all__ = (
     "SpanScope",
     "Telemetry",
     "TracingHandle",
-    "UsageLike",
     "configure_tracing",
     "headers_for",
     "inject",
     "mark_error",
-    "record_approval",
-    "record_chat_response",
-    "record_check",
-    "record_replan",
-    "record_run_end",
-    "record_stale_report",
-    "record_step_outcome",
-    "record_tool_outcome",
     "redact",
     "render_trace",
     "semconv",

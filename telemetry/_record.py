@@ -1,28 +1,23 @@
-"""Recording outcomes on spans the ``Telemetry`` handle opened (never content)."""
+"""Recording outcomes on spans the ``Telemetry`` handle opened (never content).
+
+``SpanRecorder`` is reached as ``telemetry.recorder``: the hierarchy's engine
+records plan, step, tool and run outcomes through it; applications do not need it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, final
 
 from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
+from regiment.errors import ConfigError
 from regiment.telemetry import _semconv as sc
-from regiment.telemetry._content import redact, truncate
+from regiment.telemetry._content import redact, to_attribute_text, truncate
 from regiment.telemetry._scope import mark_error
 
-__all__ = (
-    "UsageLike",
-    "record_approval",
-    "record_chat_response",
-    "record_check",
-    "record_replan",
-    "record_run_end",
-    "record_stale_report",
-    "record_step_outcome",
-    "record_tool_outcome",
-)
+__all__ = ("SpanRecorder", "UsageLike")
 
 _DETAIL_LIMIT = 512
 
@@ -43,166 +38,209 @@ class UsageLike(Protocol):
     def cache_write_tokens(self) -> int: ...
 
 
-def record_chat_response(
-    span: Span,
-    *,
-    finish_reasons: Sequence[str],
-    usage: UsageLike | None = None,
-    response_model: str | None = None,
-    response_id: str | None = None,
-) -> None:
-    """Record a model reply on its ``chat`` span.
+@final
+class SpanRecorder:
+    """Records what happened on regiment's spans: outcomes always, message content
+    (prompts, replies, tool arguments and results) only when capture is on,
+    redacted and cut to ``limit`` characters. Each call is a no-op when the span
+    is not recording."""
 
-    ``gen_ai.usage.input_tokens`` is the *whole* input (uncached + cache read +
-    cache write), as the conventions ask; the cache parts are recorded as well.
+    def __init__(self, *, capture: bool, limit: int) -> None:
+        if limit <= 0:
+            raise ConfigError(f"content_limit must be a positive number of characters, got {limit}")
+        self.capture = capture
+        self.limit = limit
 
-    Args:
-        span: the ``chat`` span.
-        finish_reasons: why the model stopped (Anthropic: one ``stop_reason``).
-        usage: the tokens the call spent.
-        response_model: the model that answered.
-        response_id: the provider's id for the reply.
-    """
-    if not span.is_recording():
-        return
-    # One set_attributes call: the SDK takes its lock and builds a dict per call.
-    attributes: dict[str, AttributeValue] = {
-        sc.GEN_AI_RESPONSE_FINISH_REASONS: tuple(finish_reasons)
-    }
-    if response_model:
-        attributes[sc.GEN_AI_RESPONSE_MODEL] = response_model
-    if response_id:
-        attributes[sc.GEN_AI_RESPONSE_ID] = response_id
-    if usage is not None:
-        total_input = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
-        attributes[sc.GEN_AI_USAGE_INPUT_TOKENS] = total_input
-        attributes[sc.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output_tokens
-        attributes[sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read_tokens
-        attributes[sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_write_tokens
-    span.set_attributes(attributes)
+    # --- content (opt-in) -----------------------------------------------------
 
+    def chat_input(self, span: Span, *, system: object = None, messages: object) -> None:
+        """Record a model call's system prompt and messages, if capture is on.
 
-def record_tool_outcome(
-    span: Span, outcome: str, *, error_type: str | None = None, description: str = ""
-) -> None:
-    """Record how a tool call ended on its ``execute_tool`` span.
+        Args:
+            span: the ``chat`` span.
+            system: the system instructions (``None`` or empty: not recorded).
+            messages: the conversation sent, as text or anything msgspec encodes.
+        """
+        if not self._recording(span):
+            return
+        if system:
+            self._set_text(span, sc.GEN_AI_SYSTEM_INSTRUCTIONS, system)
+        self._set_text(span, sc.GEN_AI_INPUT_MESSAGES, messages)
 
-    Args:
-        span: the tool span.
-        outcome: ``ok``, ``error``, ``timeout``, ``denied``, ``invalid_arguments``, ...
-        error_type: when the call failed, a low-cardinality class of the failure;
-            the span is then marked ERROR. (The run is not: the model sees the
-            error as a tool result and may retry.)
-        description: a short reason for a failure (redacted, truncated).
-    """
-    if not span.is_recording():
-        return
-    span.set_attribute(sc.REGIMENT_TOOL_OUTCOME, outcome)
-    if error_type is not None:
-        mark_error(span, error_type, description)
+    def chat_output(self, span: Span, messages: object) -> None:
+        """Record what the model answered, if capture is on."""
+        if self._recording(span):
+            self._set_text(span, sc.GEN_AI_OUTPUT_MESSAGES, messages)
 
+    def tool_arguments(self, span: Span, arguments: object) -> None:
+        """Record the arguments a tool was called with, if capture is on."""
+        if self._recording(span):
+            self._set_text(span, sc.GEN_AI_TOOL_CALL_ARGUMENTS, arguments)
 
-def record_approval(span: Span, outcome: str) -> None:
-    """Record the answer to an approval request (``approved``, ``denied``, ``timeout``)."""
-    if span.is_recording():
-        span.set_attribute(sc.REGIMENT_APPROVAL_OUTCOME, outcome)
+    def tool_result(self, span: Span, result: object) -> None:
+        """Record what a tool returned, if capture is on."""
+        if self._recording(span):
+            self._set_text(span, sc.GEN_AI_TOOL_CALL_RESULT, result)
 
+    def _set_text(self, span: Span, key: str, value: object) -> None:
+        span.set_attribute(key, to_attribute_text(value, self.limit))
 
-def record_step_outcome(
-    span: Span, outcome: str, *, error_type: str | None = None, description: str = ""
-) -> None:
-    """Record how a worker's step ended on its ``invoke_agent`` span.
+    def _recording(self, span: Span) -> bool:
+        # The flag first: with capture off nothing is formatted at all.
+        return self.capture and span.is_recording()
 
-    Args:
-        span: the worker's span.
-        outcome: ``succeeded``, ``failed``, ``cancelled``, ...
-        error_type: when the step failed, its class; the span is then marked ERROR.
-        description: a short reason for a failure (redacted, truncated).
-    """
-    if not span.is_recording():
-        return
-    span.set_attribute(sc.REGIMENT_STEP_OUTCOME, outcome)
-    if error_type is not None:
-        mark_error(span, error_type, description)
+    # --- outcomes ---------------------------------------------------------------
 
+    def chat_response(
+        self,
+        span: Span,
+        *,
+        finish_reasons: Sequence[str],
+        usage: UsageLike | None = None,
+        response_model: str | None = None,
+        response_id: str | None = None,
+    ) -> None:
+        """Record a model reply on its ``chat`` span.
 
-def record_replan(span: Span, *, new_version: int, steps: int | None = None) -> None:
-    """Record the plan version a ``replan`` produced (and how many steps it has)."""
-    if not span.is_recording():
-        return
-    span.set_attribute(sc.REGIMENT_PLAN_NEW_VERSION, new_version)
-    if steps is not None:
-        span.set_attribute(sc.REGIMENT_PLAN_STEPS, steps)
+        ``gen_ai.usage.input_tokens`` is the *whole* input (uncached + cache read +
+        cache write), as the conventions ask; the cache parts are recorded as well.
 
+        Args:
+            span: the ``chat`` span.
+            finish_reasons: why the model stopped (Anthropic: one ``stop_reason``).
+            usage: the tokens the call spent.
+            response_model: the model that answered.
+            response_id: the provider's id for the reply.
+        """
+        if not span.is_recording():
+            return
+        # One set_attributes call: the SDK takes its lock and builds a dict per call.
+        attributes: dict[str, AttributeValue] = {
+            sc.GEN_AI_RESPONSE_FINISH_REASONS: tuple(finish_reasons)
+        }
+        if response_model:
+            attributes[sc.GEN_AI_RESPONSE_MODEL] = response_model
+        if response_id:
+            attributes[sc.GEN_AI_RESPONSE_ID] = response_id
+        if usage is not None:
+            total_input = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+            attributes[sc.GEN_AI_USAGE_INPUT_TOKENS] = total_input
+            attributes[sc.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output_tokens
+            attributes[sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read_tokens
+            attributes[sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_write_tokens
+        span.set_attributes(attributes)
 
-def record_check(span: Span, *, passed: bool, detail: str = "") -> None:
-    """Record a check's verdict on its ``verify`` span.
+    def tool_outcome(
+        self, span: Span, outcome: str, *, error_type: str | None = None, description: str = ""
+    ) -> None:
+        """Record how a tool call ended on its ``execute_tool`` span.
 
-    A failed check is an outcome, not an error: the span status stays unset.
-    """
-    if not span.is_recording():
-        return
-    span.set_attribute(sc.REGIMENT_CHECK_PASSED, passed)
-    if detail:
-        span.set_attribute(sc.REGIMENT_CHECK_DETAIL, truncate(redact(detail), _DETAIL_LIMIT))
+        Args:
+            span: the tool span.
+            outcome: ``ok``, ``error``, ``timeout``, ``denied``, ``invalid_arguments``, ...
+            error_type: when the call failed, a low-cardinality class of the failure;
+                the span is then marked ERROR. (The run is not: the model sees the
+                error as a tool result and may retry.)
+            description: a short reason for a failure (redacted, truncated).
+        """
+        if not span.is_recording():
+            return
+        span.set_attribute(sc.REGIMENT_TOOL_OUTCOME, outcome)
+        if error_type is not None:
+            mark_error(span, error_type, description)
 
+    def step_outcome(
+        self, span: Span, outcome: str, *, error_type: str | None = None, description: str = ""
+    ) -> None:
+        """Record how a worker's step ended on its ``invoke_agent`` span.
 
-def record_stale_report(
-    span: Span, *, step_id: str, report_version: int, current_version: int
-) -> None:
-    """Add a ``regiment.report.stale_dropped`` event: a report of an old plan version was dropped.
+        Args:
+            span: the worker's span.
+            outcome: ``succeeded``, ``failed``, ``cancelled``, ...
+            error_type: when the step failed, its class; the span is then marked ERROR.
+            description: a short reason for a failure (redacted, truncated).
+        """
+        if not span.is_recording():
+            return
+        span.set_attribute(sc.REGIMENT_STEP_OUTCOME, outcome)
+        if error_type is not None:
+            mark_error(span, error_type, description)
 
-    Put it on the run span (or whichever span was current when the report arrived).
-    """
-    if not span.is_recording():
-        return
-    span.add_event(
-        sc.STALE_REPORT_EVENT,
-        {
-            sc.REGIMENT_STEP_ID: step_id,
-            sc.REGIMENT_REPORT_VERSION: report_version,
-            sc.REGIMENT_PLAN_VERSION: current_version,
-        },
-    )
+    def replan(self, span: Span, *, new_version: int, steps: int | None = None) -> None:
+        """Record the plan version a ``replan`` produced (and how many steps it has)."""
+        if not span.is_recording():
+            return
+        span.set_attribute(sc.REGIMENT_PLAN_NEW_VERSION, new_version)
+        if steps is not None:
+            span.set_attribute(sc.REGIMENT_PLAN_STEPS, steps)
 
+    def check(self, span: Span, *, passed: bool, detail: str = "") -> None:
+        """Record a check's verdict on its ``verify`` span.
 
-def record_run_end(
-    span: Span,
-    *,
-    status: str,
-    plan_versions: int,
-    stale_dropped: int,
-    usage: UsageLike | None = None,
-    model_calls: int | None = None,
-    tool_calls: int | None = None,
-    error_type: str | None = None,
-) -> None:
-    """Record a run's totals on its root span.
+        A failed check is an outcome, not an error: the span status stays unset.
+        """
+        if not span.is_recording():
+            return
+        span.set_attribute(sc.REGIMENT_CHECK_PASSED, passed)
+        if detail:
+            span.set_attribute(sc.REGIMENT_CHECK_DETAIL, truncate(redact(detail), _DETAIL_LIMIT))
 
-    Args:
-        span: the run span.
-        status: the final status (``succeeded``, ``failed``, ``cancelled``, ...).
-        plan_versions: how many plan versions the run went through.
-        stale_dropped: how many stale reports were dropped.
-        usage: total tokens over every model call of the run.
-        model_calls: how many model calls the run made.
-        tool_calls: how many tool calls the run made.
-        error_type: when the run failed without raising, the failure's class;
-            the span is then marked ERROR.
-    """
-    if not span.is_recording():
-        return
-    span.set_attribute(sc.REGIMENT_RUN_STATUS, status)
-    span.set_attribute(sc.REGIMENT_PLAN_VERSIONS, plan_versions)
-    span.set_attribute(sc.REGIMENT_REPORTS_STALE_DROPPED, stale_dropped)
-    if usage is not None:
-        span.set_attribute(sc.REGIMENT_USAGE_INPUT_TOKENS, usage.input_tokens)
-        span.set_attribute(sc.REGIMENT_USAGE_OUTPUT_TOKENS, usage.output_tokens)
-        span.set_attribute(sc.REGIMENT_USAGE_CACHE_READ_TOKENS, usage.cache_read_tokens)
-        span.set_attribute(sc.REGIMENT_USAGE_CACHE_WRITE_TOKENS, usage.cache_write_tokens)
-    if model_calls is not None:
-        span.set_attribute(sc.REGIMENT_USAGE_MODEL_CALLS, model_calls)
-    if tool_calls is not None:
-        span.set_attribute(sc.REGIMENT_USAGE_TOOL_CALLS, tool_calls)
-    if error_type is not None:
-        mark_error(span, error_type, f"run ended with status {status}")
+    def stale_report(
+        self, span: Span, *, step_id: str, report_version: int, current_version: int
+    ) -> None:
+        """Add a ``regiment.report.stale_dropped`` event: a report of an old plan version was dropped.
+
+        Put it on the run span (or whichever span was current when the report arrived).
+        """
+        if not span.is_recording():
+            return
+        span.add_event(
+            sc.STALE_REPORT_EVENT,
+            {
+                sc.REGIMENT_STEP_ID: step_id,
+                sc.REGIMENT_REPORT_VERSION: report_version,
+                sc.REGIMENT_PLAN_VERSION: current_version,
+            },
+        )
+
+    def run_end(
+        self,
+        span: Span,
+        *,
+        status: str,
+        plan_versions: int,
+        stale_dropped: int,
+        usage: UsageLike | None = None,
+        model_calls: int | None = None,
+        tool_calls: int | None = None,
+        error_type: str | None = None,
+    ) -> None:
+        """Record a run's totals on its root span.
+
+        Args:
+            span: the run span.
+            status: the final status (``succeeded``, ``failed``, ``cancelled``, ...).
+            plan_versions: how many plan versions the run went through.
+            stale_dropped: how many stale reports were dropped.
+            usage: total tokens over every model call of the run.
+            model_calls: how many model calls the run made.
+            tool_calls: how many tool calls the run made.
+            error_type: when the run failed without raising, the failure's class;
+                the span is then marked ERROR.
+        """
+        if not span.is_recording():
+            return
+        span.set_attribute(sc.REGIMENT_RUN_STATUS, status)
+        span.set_attribute(sc.REGIMENT_PLAN_VERSIONS, plan_versions)
+        span.set_attribute(sc.REGIMENT_REPORTS_STALE_DROPPED, stale_dropped)
+        if usage is not None:
+            span.set_attribute(sc.REGIMENT_USAGE_INPUT_TOKENS, usage.input_tokens)
+            span.set_attribute(sc.REGIMENT_USAGE_OUTPUT_TOKENS, usage.output_tokens)
+            span.set_attribute(sc.REGIMENT_USAGE_CACHE_READ_TOKENS, usage.cache_read_tokens)
+            span.set_attribute(sc.REGIMENT_USAGE_CACHE_WRITE_TOKENS, usage.cache_write_tokens)
+        if model_calls is not None:
+            span.set_attribute(sc.REGIMENT_USAGE_MODEL_CALLS, model_calls)
+        if tool_calls is not None:
+            span.set_attribute(sc.REGIMENT_USAGE_TOOL_CALLS, tool_calls)
+        if error_type is not None:
+            mark_error(span, error_type, f"run ended with status {status}")

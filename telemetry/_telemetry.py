@@ -12,10 +12,10 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
-from regiment.errors import ConfigError
 from regiment.telemetry import _semconv as sc
-from regiment.telemetry._content import capture_from_env, redact, to_attribute_text, truncate
+from regiment.telemetry._content import capture_from_env, redact, truncate
 from regiment.telemetry._propagation import OTelPropagator, extract_context, headers_for, inject
+from regiment.telemetry._record import SpanRecorder
 from regiment.telemetry._scope import open_span
 
 __all__ = ("PhaseName", "SpanScope", "Telemetry")
@@ -106,10 +106,11 @@ class Telemetry:
         capture_content: bool | None = None,
         content_limit: int = 4096,
     ) -> None:
-        if content_limit <= 0:
-            raise ConfigError(
-                f"content_limit must be a positive number of characters, got {content_limit}"
-            )
+        # Records outcomes and content on this handle's spans; checks content_limit.
+        self.recorder = SpanRecorder(
+            capture=capture_from_env() if capture_content is None else capture_content,
+            limit=content_limit,
+        )
         self._provider = tracer_provider
         # A global provider, once installed, is final (OpenTelemetry sets it once),
         # so "recording" is remembered; until then each check is two lookups.
@@ -117,8 +118,6 @@ class Telemetry:
         self._tracer = trace.get_tracer(
             _INSTRUMENTATION, _library_version(), tracer_provider=tracer_provider
         )
-        self._capture = capture_from_env() if capture_content is None else capture_content
-        self._limit = content_limit
         self._propagator = OTelPropagator()
 
     @property
@@ -127,25 +126,18 @@ class Telemetry:
         (the global provider before an application installs one)."""
         if self._provider_records or self._provider is not None:
             return self._provider_records
-        installed = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
-        if installed is None:
-            # Nothing installed yet; asking the API would read os.environ each time.
-            # (A provider named by OTEL_PYTHON_TRACER_PROVIDER was installed when
-            # __init__ got its tracer.)
-            return False
-        provider = trace.get_tracer_provider() if installed is _UNKNOWN else installed
-        self._provider_records = _records(cast("TracerProvider", provider))
+        self._provider_records = _global_provider_records()
         return self._provider_records
 
     @property
     def capture_content(self) -> bool:
         """Whether message content is recorded."""
-        return self._capture
+        return self.recorder.capture
 
     @property
     def content_limit(self) -> int:
         """The most characters kept of one content attribute."""
-        return self._limit
+        return self.recorder.limit
 
     @property
     def tracer_provider(self) -> TracerProvider:
@@ -166,14 +158,12 @@ class Telemetry:
         """A propagator for the actor runtime (``ContextPropagator`` protocol)."""
         return self._propagator
 
-    # --- spans ----------------------------------------------------------------
-
     @_when_tracing
     def run_span(self, team: str, run_id: str, goal: str) -> SpanScope:
         """The root span of one run: ``invoke_agent {team}``.
 
         It is parented by the current context (a caller's request span, say).
-        Finish it with ``record_run_end``.
+        Finish it with ``recorder.run_end``.
         """
         attributes: dict[str, AttributeValue] = {
             sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
@@ -211,7 +201,7 @@ class Telemetry:
 
     @_when_tracing
     def replan_span(self, *, old_version: int, reason: str) -> SpanScope:
-        """Replacing the plan's tail: ``replan``; add the result with ``record_replan``.
+        """Replacing the plan's tail: ``replan``; add the result with ``recorder.replan``.
 
         The reason is always recorded (it says why the plan changed), redacted
         and cut to a few hundred characters.
@@ -226,7 +216,7 @@ class Telemetry:
     def verify_span(
         self, step_id: str, *, check: str | None = None, plan_version: int | None = None
     ) -> SpanScope:
-        """Checking one step's output: ``verify``; add the verdict with ``record_check``."""
+        """Checking one step's output: ``verify``; add the verdict with ``recorder.check``."""
         attributes = _drop_none(
             {
                 sc.REGIMENT_STEP_ID: step_id,
@@ -276,18 +266,7 @@ class Telemetry:
             agent_id: a unique id of the worker instance, if it has one.
             attributes: extra attributes.
         """
-        base = _drop_none(
-            {
-                sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
-                sc.GEN_AI_AGENT_NAME: agent_name,
-                sc.GEN_AI_AGENT_ID: agent_id,
-                sc.GEN_AI_CONVERSATION_ID: run_id,
-                sc.REGIMENT_RUN_ID: run_id,
-                sc.REGIMENT_STEP_ID: step_id,
-                sc.REGIMENT_PLAN_VERSION: plan_version,
-                sc.REGIMENT_STEP_ATTEMPT: attempt,
-            }
-        )
+        base = _agent_attributes(agent_name, agent_id, run_id, step_id, plan_version, attempt)
         base.update(attributes or {})
         parent = None if parent_headers is None else extract_context(parent_headers)
         return open_span(
@@ -304,7 +283,7 @@ class Telemetry:
         max_tokens: int | None = None,
         temperature: float | None = None,
     ) -> SpanScope:
-        """One model call: ``chat {model}`` (kind CLIENT); finish with ``record_chat_response``.
+        """One model call: ``chat {model}`` (kind CLIENT); finish with ``recorder.chat_response``.
 
         Args:
             model: the model asked for (``gen_ai.request.model``).
@@ -313,16 +292,7 @@ class Telemetry:
             max_tokens: the request's token limit.
             temperature: the request's temperature.
         """
-        attributes = _drop_none(
-            {
-                sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT,
-                sc.GEN_AI_PROVIDER_NAME: provider,
-                sc.GEN_AI_REQUEST_MODEL: model,
-                sc.GEN_AI_AGENT_NAME: agent_name,
-                sc.GEN_AI_REQUEST_MAX_TOKENS: max_tokens,
-                sc.GEN_AI_REQUEST_TEMPERATURE: temperature,
-            }
-        )
+        attributes = _chat_attributes(model, provider, agent_name, max_tokens, temperature)
         return open_span(self._tracer, f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes)
 
     @_when_tracing
@@ -334,7 +304,7 @@ class Telemetry:
         tool_type: str = sc.TOOL_TYPE_FUNCTION,
         agent_name: str | None = None,
     ) -> SpanScope:
-        """One tool call: ``execute_tool {tool_name}``; finish with ``record_tool_outcome``."""
+        """One tool call: ``execute_tool {tool_name}``; finish with ``recorder.tool_outcome``."""
         attributes = _drop_none(
             {
                 sc.GEN_AI_OPERATION_NAME: sc.OPERATION_EXECUTE_TOOL,
@@ -346,56 +316,6 @@ class Telemetry:
         )
         return open_span(self._tracer, f"execute_tool {tool_name}", attributes=attributes)
 
-    @_when_tracing
-    def approval_span(self, tool_name: str, call_id: str) -> SpanScope:
-        """Waiting for a human to approve a tool call: ``await_approval {tool_name}``.
-
-        Open it inside the tool's span so the wait shows as its own bar;
-        finish it with ``record_approval``.
-        """
-        attributes = {sc.GEN_AI_TOOL_NAME: tool_name, sc.GEN_AI_TOOL_CALL_ID: call_id}
-        return open_span(self._tracer, f"await_approval {tool_name}", attributes=attributes)
-
-    # --- content (opt-in) -----------------------------------------------------
-
-    def record_chat_input(self, span: Span, *, system: object = None, messages: object) -> None:
-        """Record a model call's system prompt and messages, if capture is on.
-
-        Args:
-            span: the ``chat`` span.
-            system: the system instructions (``None`` or empty: not recorded).
-            messages: the conversation sent, as text or anything msgspec encodes.
-        """
-        if not self._recording(span):
-            return
-        if system:
-            self._set_text(span, sc.GEN_AI_SYSTEM_INSTRUCTIONS, system)
-        self._set_text(span, sc.GEN_AI_INPUT_MESSAGES, messages)
-
-    def record_chat_output(self, span: Span, messages: object) -> None:
-        """Record what the model answered, if capture is on."""
-        if self._recording(span):
-            self._set_text(span, sc.GEN_AI_OUTPUT_MESSAGES, messages)
-
-    def record_tool_arguments(self, span: Span, arguments: object) -> None:
-        """Record the arguments a tool was called with, if capture is on."""
-        if self._recording(span):
-            self._set_text(span, sc.GEN_AI_TOOL_CALL_ARGUMENTS, arguments)
-
-    def record_tool_result(self, span: Span, result: object) -> None:
-        """Record what a tool returned, if capture is on."""
-        if self._recording(span):
-            self._set_text(span, sc.GEN_AI_TOOL_CALL_RESULT, result)
-
-    def _set_text(self, span: Span, key: str, value: object) -> None:
-        span.set_attribute(key, to_attribute_text(value, self._limit))
-
-    def _recording(self, span: Span) -> bool:
-        # The flag first: with capture off nothing is formatted at all.
-        return self._capture and span.is_recording()
-
-    # --- propagation ------------------------------------------------------------
-
     def inject(self) -> dict[str, str]:
         """The current context as W3C ``traceparent`` / ``tracestate`` headers."""
         return inject()
@@ -403,3 +323,55 @@ class Telemetry:
     def headers_for(self, span: Span) -> dict[str, str]:
         """Headers that make ``span`` the parent of whatever receives them."""
         return headers_for(span)
+
+
+def _global_provider_records() -> bool:
+    installed = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
+    if installed is None:
+        # Nothing installed yet; asking the API would read os.environ each time.
+        # (A provider named by OTEL_PYTHON_TRACER_PROVIDER was installed when
+        # __init__ got its tracer.)
+        return False
+    provider = trace.get_tracer_provider() if installed is _UNKNOWN else installed
+    return _records(cast("TracerProvider", provider))
+
+
+def _agent_attributes(
+    agent_name: str,
+    agent_id: str | None,
+    run_id: str | None,
+    step_id: str | None,
+    plan_version: int | None,
+    attempt: int | None,
+) -> dict[str, AttributeValue]:
+    return _drop_none(
+        {
+            sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
+            sc.GEN_AI_AGENT_NAME: agent_name,
+            sc.GEN_AI_AGENT_ID: agent_id,
+            sc.GEN_AI_CONVERSATION_ID: run_id,
+            sc.REGIMENT_RUN_ID: run_id,
+            sc.REGIMENT_STEP_ID: step_id,
+            sc.REGIMENT_PLAN_VERSION: plan_version,
+            sc.REGIMENT_STEP_ATTEMPT: attempt,
+        }
+    )
+
+
+def _chat_attributes(
+    model: str,
+    provider: str,
+    agent_name: str | None,
+    max_tokens: int | None,
+    temperature: float | None,
+) -> dict[str, AttributeValue]:
+    return _drop_none(
+        {
+            sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT,
+            sc.GEN_AI_PROVIDER_NAME: provider,
+            sc.GEN_AI_REQUEST_MODEL: model,
+            sc.GEN_AI_AGENT_NAME: agent_name,
+            sc.GEN_AI_REQUEST_MAX_TOKENS: max_tokens,
+            sc.GEN_AI_REQUEST_TEMPERATURE: temperature,
+        }
+    )

@@ -29,6 +29,7 @@ from regiment.hierarchy._events import (
     StepErrored,
     SynthesisStarted,
 )
+from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._result import RunResult, RunStatus
 from regiment.hierarchy.run._calls import ROLES
 from regiment.hierarchy.run._changes import (
@@ -103,76 +104,72 @@ class RunBook:
 
     def apply(self, change: RunChange) -> None:
         """Apply one change to the parts and emit what it implies."""
-        match change:
-            case (
-                StepSent()
-                | ReportArrived()
-                | ReportDropped()
-                | StepEnded()
-                | CheckRejected()
-                | StepCommitted()
-                | ModelCharged()
-            ):
-                self._apply_step(change)  # the per-step changes, first: they are the hot path
-            case RunBegan():
-                self._emit(RunStarted(run_id=self.run_id, goal=self.goal, team=self.team))
-            case PlanAdopted():
-                self._adopt(change)
-            case ReplanBegun():
-                self.spending.ledger.replans += 1
-            case CritiqueJudged(verdict=verdict):
-                self.rounds.verdicts.append(verdict)
-                self._emit(CritiqueCompleted(run_id=self.run_id, verdict=verdict))
-            case RoundBegun(round=round, feedback=feedback):
-                self.rounds.round = round
-                self._emit(RoundStarted(run_id=self.run_id, round=round, feedback=feedback))
-            case MemoryAdopted():
-                self._compressed(change)
-            case SynthesisBegun():
-                committed = tuple(self.versions.committed)
-                self._emit(SynthesisStarted(run_id=self.run_id, committed_steps=committed))
-            case BudgetRanOut(limit=limit, detail=detail):
-                self.spending.exhausted = limit
-                self._emit(BudgetExhausted(run_id=self.run_id, limit=limit, detail=detail))
-            case RunFinished(answer=answer, status=status):
-                self._finish(answer, status)
-            case RunAborted(error=error):
-                self.channel.error = error
-                name = type(error).__name__
-                self._close(RunFailed(run_id=self.run_id, error_type=name, message=str(error)))
-            case _:
-                assert_never(change)
-
-    def _apply_step(
-        self,
-        change: StepSent
-        | ReportArrived
-        | ReportDropped
-        | StepEnded
-        | CheckRejected
-        | StepCommitted
-        | ModelCharged,
-    ) -> None:
-        versions, run_id = self.versions, self.run_id
-        match change:
+        run_id = self.run_id
+        match change:  # the per-step changes first: they are the hot path
             case StepSent(assign=assign, worker=worker):
                 self.dispatcher.sent(assign, worker)
-                self._emit(
-                    StepDispatched(
-                        run_id=run_id,
-                        plan_version=assign.plan_version,
-                        step_id=assign.step.id,
-                        worker=worker,
-                        attempt=assign.attempt,
-                    )
-                )
+                self._emit(_dispatched(run_id, assign, worker))
             case ReportArrived(report=r):
                 self.dispatcher.reported(r)
                 self.spending.ledger.release(step_key(r.plan_version, r.step_id, r.attempt))
                 self.spending.charge(
                     r.worker, r.usage, model_calls=r.model_calls, tool_calls=r.tool_calls
                 )
-            case ReportDropped(report=r, current_version=current):
+            case StepCommitted():
+                self._commit(change)
+            case ModelCharged(purpose=purpose, usage=usage):
+                self.spending.charge(ROLES[purpose], usage, model_calls=1)
+            case ReportDropped() | StepEnded() | CheckRejected():
+                self._not_committed(change)
+            case RunBegan():
+                self._emit(RunStarted(run_id=run_id, goal=self.goal, team=self.team))
+            case PlanAdopted():
+                self._adopt(change)
+            case ReplanBegun():
+                self.spending.ledger.replans += 1
+            case CritiqueJudged(verdict=verdict):
+                self.rounds.verdicts.append(verdict)
+                self._emit(CritiqueCompleted(run_id=run_id, verdict=verdict))
+            case RoundBegun(round=round, feedback=feedback):
+                self.rounds.round = round
+                self._emit(RoundStarted(run_id=run_id, round=round, feedback=feedback))
+            case MemoryAdopted():
+                self._compressed(change)
+            case SynthesisBegun():
+                committed = tuple(self.versions.committed)
+                self._emit(SynthesisStarted(run_id=run_id, committed_steps=committed))
+            case BudgetRanOut(limit=limit, detail=detail):
+                self.spending.exhausted = limit
+                self._emit(BudgetExhausted(run_id=run_id, limit=limit, detail=detail))
+            case RunFinished(answer=answer, status=status):
+                self._finish(answer, status)
+            case RunAborted(error=error):
+                self.channel.error = error
+                name = type(error).__name__
+                self._close(RunFailed(run_id=run_id, error_type=name, message=str(error)))
+            case _:
+                assert_never(change)
+
+    def _commit(self, change: StepCommitted) -> None:
+        r, versions = change.report, self.versions
+        versions.reports.append(r)
+        versions.committed[r.step_id] = r
+        if change.artifact:
+            versions.artifacts.append(r.output)
+        self._emit(
+            StepCompleted(
+                run_id=self.run_id,
+                plan_version=r.plan_version,
+                step_id=r.step_id,
+                worker=r.worker,
+                output=r.output,
+            )
+        )
+
+    def _not_committed(self, change: ReportDropped | StepEnded | CheckRejected) -> None:
+        versions, run_id, r = self.versions, self.run_id, change.report
+        match change:
+            case ReportDropped(current_version=current):
                 versions.stale_dropped += 1
                 self.trace.stale_report(r, current_version=current)
                 self._emit(
@@ -184,47 +181,23 @@ class RunBook:
                         status=r.status,
                     )
                 )
-            case StepEnded(report=r):
+            case StepEnded():
                 versions.reports.append(r)
                 if r.status != "budget_exhausted":
-                    self._emit(
-                        StepErrored(
-                            run_id=run_id,
-                            plan_version=r.plan_version,
-                            step_id=r.step_id,
-                            worker=r.worker,
-                            status=r.status,
-                            error=r.error or "",
-                        )
-                    )
-            case CheckRejected(report=r, check=check, reason=reason, detail=_):
+                    self._emit(_errored(run_id, r))
+            case CheckRejected(check=check, reason=reason):
                 versions.reports.append(r)
+                version, step_id = r.plan_version, r.step_id
                 self._emit(
                     CheckFailed(
                         run_id=run_id,
-                        plan_version=r.plan_version,
-                        step_id=r.step_id,
+                        plan_version=version,
+                        step_id=step_id,
                         check=check,
                         reason=reason,
                     )
                 )
-                versions.committed[r.step_id] = r  # kept as evidence for the replan
-            case StepCommitted(report=r, artifact=artifact):
-                versions.reports.append(r)
-                versions.committed[r.step_id] = r
-                if artifact:
-                    versions.artifacts.append(r.output)
-                self._emit(
-                    StepCompleted(
-                        run_id=run_id,
-                        plan_version=r.plan_version,
-                        step_id=r.step_id,
-                        worker=r.worker,
-                        output=r.output,
-                    )
-                )
-            case ModelCharged(purpose=purpose, usage=usage):
-                self.spending.charge(ROLES[purpose], usage, model_calls=1)
+                versions.committed[step_id] = r  # kept as evidence for the replan
             case _:
                 assert_never(change)
 
@@ -309,3 +282,24 @@ class RunBook:
             memory=versions.memory,
             events=tuple(self.events),
         )
+
+
+def _dispatched(run_id: str, assign: AssignStep, worker: str) -> StepDispatched:
+    return StepDispatched(
+        run_id=run_id,
+        plan_version=assign.plan_version,
+        step_id=assign.step.id,
+        worker=worker,
+        attempt=assign.attempt,
+    )
+
+
+def _errored(run_id: str, report: StepReport) -> StepErrored:
+    return StepErrored(
+        run_id=run_id,
+        plan_version=report.plan_version,
+        step_id=report.step_id,
+        worker=report.worker,
+        status=report.status,
+        error=report.error or "",
+    )

@@ -28,7 +28,6 @@ from regiment.hierarchy.run._messages import (
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._trace import RunTrace
 from regiment.models import ModelRequest
-from regiment.telemetry import record_replan
 
 __all__ = ("ROLES", "PhaseCalls", "SpanFacts", "model_failure")
 
@@ -133,7 +132,7 @@ class PhaseCalls:
         with scope:
             with self._trace.in_run(), self._span(purpose, facts) as span:
                 if purpose == "replan":
-                    record_replan(span, new_version=facts.version + 1)
+                    self._trace.telemetry.recorder.replan(span, new_version=facts.version + 1)
                 try:
                     response = await self._caller(purpose).call(request)
                     reply = ModelReplied(purpose, token, response)

@@ -9,7 +9,7 @@ from typing import final
 from opentelemetry.trace import Span
 
 from regiment.hierarchy._messages import StepReport
-from regiment.telemetry import Telemetry, headers_for, record_stale_report
+from regiment.telemetry import Telemetry, headers_for
 
 __all__ = ("RunTrace",)
 
@@ -33,7 +33,7 @@ class RunTrace:
 
     def stale_report(self, report: StepReport, *, current_version: int) -> None:
         """Note on the run span that a report of an older plan version was dropped."""
-        record_stale_report(
+        self.telemetry.recorder.stale_report(
             self.span,
             step_id=report.step_id,
             report_version=report.plan_version,

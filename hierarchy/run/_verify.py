@@ -11,7 +11,6 @@ from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.run._changes import CheckRejected, StepCommitted, StepEnded
 from regiment.hierarchy.run._trace import RunTrace
-from regiment.telemetry import record_check
 
 __all__ = ("Verifier",)
 
@@ -53,5 +52,5 @@ class Verifier:
             ) as span,
         ):
             outcome = self._checks[check].run(report)
-            record_check(span, passed=outcome.passed, detail=outcome.reason)
+            self._trace.telemetry.recorder.check(span, passed=outcome.passed, detail=outcome.reason)
         return outcome

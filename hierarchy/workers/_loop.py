@@ -17,7 +17,7 @@ from regiment.models import (
     ToolResultPart,
     Usage,
 )
-from regiment.telemetry import Telemetry, record_tool_outcome
+from regiment.telemetry import Telemetry
 from regiment.tools import ToolResult, Toolset
 
 __all__ = ("StepProgress", "run_tool_loop")
@@ -82,11 +82,11 @@ async def _call_tools(
 
     async def one(index: int, call: ToolCallPart) -> None:
         with telemetry.tool_span(call.name, call.id, agent_name=toolset.name) as span:
-            telemetry.record_tool_arguments(span, call.arguments)
+            telemetry.recorder.tool_arguments(span, call.arguments)
             result = await toolset.call(call.name, call.arguments, call_id=call.id)
             failure = (result.error_type or "error") if result.is_error else None
-            record_tool_outcome(span, failure or "ok", error_type=failure)
-            telemetry.record_tool_result(span, result.content)
+            telemetry.recorder.tool_outcome(span, failure or "ok", error_type=failure)
+            telemetry.recorder.tool_result(span, result.content)
         results[index] = result
 
     allowed = len(calls) if limit is None else max(0, min(len(calls), limit - progress.tool_calls))

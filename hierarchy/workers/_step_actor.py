@@ -21,7 +21,7 @@ from regiment.actors import Actor, ActorRef
 from regiment.errors import ActorStopped, ConfigError
 from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
 from regiment.hierarchy.workers._loop import StepProgress
-from regiment.telemetry import Telemetry, record_step_outcome
+from regiment.telemetry import Telemetry
 
 __all__ = ("StepActor",)
 
@@ -183,7 +183,7 @@ class StepActor(Actor[WorkerMessage, None]):
         ) as span:
             report = await self._outcome(assign, scope, reply_to)
             failed = report.status not in ("done", "cancelled")
-            record_step_outcome(
+            self._telemetry.recorder.step_outcome(
                 span,
                 report.status,
                 error_type=report.status if failed else None,

@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider
 
 from regiment.errors import ConfigError
-from regiment.telemetry import Telemetry, configure_tracing, record_chat_response, trace_id_hex
+from regiment.telemetry import Telemetry, configure_tracing, trace_id_hex
 from regiment.telemetry._configure import refuse_if_installed, resolve_traces_endpoint
 
 from .otlp_receiver import OtlpReceiver, ReceivedSpan
@@ -44,7 +44,7 @@ def one_run(telemetry: Telemetry) -> None:
             telemetry.plan_span("planner", plan_version=1),
             telemetry.chat_span("claude-x", "anthropic", agent_name="planner") as chat,
         ):
-            record_chat_response(chat, finish_reasons=("end_turn",))
+            telemetry.recorder.chat_response(chat, finish_reasons=("end_turn",))
         headers = telemetry.headers_for(run)
     with (
         telemetry.agent_span("billing", parent_headers=headers, step_id="s1"),

@@ -13,12 +13,6 @@ from regiment.telemetry import (
     ConsoleTraceProcessor,
     SpanCollector,
     Telemetry,
-    record_chat_response,
-    record_replan,
-    record_run_end,
-    record_stale_report,
-    record_step_outcome,
-    record_tool_outcome,
     render_trace,
 )
 
@@ -39,19 +33,21 @@ def small_run(telemetry: Telemetry) -> None:
             telemetry.plan_span("planner", plan_version=1),
             telemetry.chat_span("m1", "anthropic") as chat,
         ):
-            record_chat_response(chat, finish_reasons=("end_turn",), usage=FakeUsage(10, 2, 5))
+            telemetry.recorder.chat_response(
+                chat, finish_reasons=("end_turn",), usage=FakeUsage(10, 2, 5)
+            )
         with telemetry.agent_span("billing", step_id="s1", plan_version=1, attempt=1) as worker:
             with telemetry.tool_span("refund", "call-1") as tool:
-                record_tool_outcome(tool, "ok")
-            record_step_outcome(worker, "succeeded")
+                telemetry.recorder.tool_outcome(tool, "ok")
+            telemetry.recorder.step_outcome(worker, "succeeded")
         with telemetry.replan_span(old_version=1, reason="amount too high") as replan:
-            record_replan(replan, new_version=2)
-        record_stale_report(run, step_id="s2", report_version=1, current_version=2)
+            telemetry.recorder.replan(replan, new_version=2)
+        telemetry.recorder.stale_report(run, step_id="s2", report_version=1, current_version=2)
         with pytest.raises(TimeoutError), telemetry.tool_span("mail", "call-2"):
             raise TimeoutError
         with telemetry.phase_span("synthesize"):
             pass
-        record_run_end(run, status="succeeded", plan_versions=2, stale_dropped=1)
+        telemetry.recorder.run_end(run, status="succeeded", plan_versions=2, stale_dropped=1)
 
 
 def test_render_trace_draws_the_tree_with_key_attributes(

@@ -13,13 +13,6 @@ from regiment.errors import ConfigError, ToolError
 from regiment.telemetry import (
     SpanCollector,
     Telemetry,
-    record_chat_response,
-    record_check,
-    record_replan,
-    record_run_end,
-    record_stale_report,
-    record_step_outcome,
-    record_tool_outcome,
     semconv,
 )
 
@@ -53,19 +46,19 @@ def attrs(span: ReadableSpan) -> dict[str, object]:
 def chat_and_tool(telemetry: Telemetry) -> None:
     """One model call and one tool call, recording content wherever it may go."""
     with telemetry.chat_span("claude-x", semconv.PROVIDER_ANTHROPIC, agent_name="billing") as chat:
-        telemetry.record_chat_input(chat, system="be brief", messages=[{"role": "user"}])
-        record_chat_response(
+        telemetry.recorder.chat_input(chat, system="be brief", messages=[{"role": "user"}])
+        telemetry.recorder.chat_response(
             chat,
             finish_reasons=("tool_use",),
             usage=FakeUsage(input_tokens=10, output_tokens=5, cache_read_tokens=100),
             response_model="claude-x-2025",
             response_id="msg_1",
         )
-        telemetry.record_chat_output(chat, "call the tool")
+        telemetry.recorder.chat_output(chat, "call the tool")
     with telemetry.tool_span("issue_refund", "call_1", agent_name="billing") as tool:
-        telemetry.record_tool_arguments(tool, {"order": "A-1", "amount": 20})
-        telemetry.record_tool_result(tool, "refunded")
-        record_tool_outcome(tool, "ok")
+        telemetry.recorder.tool_arguments(tool, {"order": "A-1", "amount": 20})
+        telemetry.recorder.tool_result(tool, "refunded")
+        telemetry.recorder.tool_outcome(tool, "ok")
 
 
 def test_chat_span_follows_the_genai_conventions(
@@ -136,8 +129,8 @@ def test_content_is_truncated_to_the_limit_and_secrets_are_redacted(
     telemetry = Telemetry(provider, capture_content=True, content_limit=100)
     key = "sk-ant-api03-" + "A" * 40
     with telemetry.tool_span("fetch", "c1") as span:
-        telemetry.record_tool_arguments(span, {"headers": f"x-api-key: {key}"})
-        telemetry.record_tool_result(span, f"token Bearer abc.def-ghi then {key} " + "x" * 500)
+        telemetry.recorder.tool_arguments(span, {"headers": f"x-api-key: {key}"})
+        telemetry.recorder.tool_result(span, f"token Bearer abc.def-ghi then {key} " + "x" * 500)
     recorded = attrs(only(collector, "execute_tool fetch"))
     arguments = str(recorded["gen_ai.tool.call.arguments"])
     result = str(recorded["gen_ai.tool.call.result"])
@@ -200,13 +193,13 @@ def test_run_plan_replan_verify_and_phases(telemetry: Telemetry, collector: Span
         with telemetry.plan_span("planner", plan_version=1):
             pass
         with telemetry.verify_span("s1", check="amount_ok", plan_version=1) as verify:
-            record_check(verify, passed=False, detail="amount 30 > 20")
+            telemetry.recorder.check(verify, passed=False, detail="amount 30 > 20")
         with telemetry.replan_span(old_version=1, reason="check amount_ok failed") as replan:
-            record_replan(replan, new_version=2, steps=3)
-        record_stale_report(run, step_id="s2", report_version=1, current_version=2)
+            telemetry.recorder.replan(replan, new_version=2, steps=3)
+        telemetry.recorder.stale_report(run, step_id="s2", report_version=1, current_version=2)
         with telemetry.phase_span("synthesize"):
             pass
-        record_run_end(
+        telemetry.recorder.run_end(
             run,
             status="succeeded",
             plan_versions=2,
@@ -254,9 +247,11 @@ def test_a_failed_step_outcome_marks_only_the_step(
 ) -> None:
     with telemetry.run_span("t", "r", "g"):
         with telemetry.agent_span("billing", step_id="s1", attempt=1) as first:
-            record_step_outcome(first, "failed", error_type="timeout", description="too slow")
+            telemetry.recorder.step_outcome(
+                first, "failed", error_type="timeout", description="too slow"
+            )
         with telemetry.agent_span("billing", step_id="s1", attempt=2) as second:
-            record_step_outcome(second, "succeeded")
+            telemetry.recorder.step_outcome(second, "succeeded")
     failed, succeeded = (span for span in collector.spans() if span.name == "invoke_agent billing")
     assert failed.status.status_code is StatusCode.ERROR
     assert attrs(failed)["error.type"] == "timeout"
@@ -275,8 +270,8 @@ def test_tracing_off_is_cheap_and_records_nothing() -> None:
 
     with telemetry.chat_span("m", "anthropic") as span:
         assert not span.is_recording()
-        telemetry.record_chat_input(span, system=Exploding(), messages=Exploding())
-        record_chat_response(span, finish_reasons=("end_turn",), usage=FakeUsage())
+        telemetry.recorder.chat_input(span, system=Exploding(), messages=Exploding())
+        telemetry.recorder.chat_response(span, finish_reasons=("end_turn",), usage=FakeUsage())
     assert telemetry.inject() == {}
 
 
