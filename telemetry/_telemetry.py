@@ -126,7 +126,11 @@ class Telemetry:
         (the global provider before an application installs one)."""
         if self._provider_records or self._provider is not None:
             return self._provider_records
-        self._provider_records = _global_provider_records()
+        installed = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
+        if installed is None:
+            # Nothing installed yet; asking the API would read os.environ each time.
+            return False
+        self._provider_records = _records_once_installed(installed)
         return self._provider_records
 
     @property
@@ -325,13 +329,9 @@ class Telemetry:
         return headers_for(span)
 
 
-def _global_provider_records() -> bool:
-    installed = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
-    if installed is None:
-        # Nothing installed yet; asking the API would read os.environ each time.
-        # (A provider named by OTEL_PYTHON_TRACER_PROVIDER was installed when
-        # __init__ got its tracer.)
-        return False
+def _records_once_installed(installed: object) -> bool:
+    # (A provider named by OTEL_PYTHON_TRACER_PROVIDER was installed when
+    # Telemetry.__init__ got its tracer.)
     provider = trace.get_tracer_provider() if installed is _UNKNOWN else installed
     return _records(cast("TracerProvider", provider))
 

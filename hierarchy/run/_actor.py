@@ -172,15 +172,16 @@ class PlannerActor(Actor[PlannerMessage, None]):
     async def _on_report(self, report: StepReport) -> None:
         self._record(ReportArrived(report))
         phase, versions = self._phase, self._book.versions
-        replacing = replacing_version(phase)
-        if versions.is_current(report) and not (replacing or isinstance(phase, WindingDown | Done)):
+        current = report.plan_version == versions.version
+        if type(phase) is Executing and current:  # the common case, kept cheap
             await self._apply(report)
-        elif not versions.is_current(report) or replacing:
-            current = versions.version + (1 if replacing else 0)
-            self._record(ReportDropped(report, current))
+        elif (replacing := replacing_version(phase)) or not current:
+            self._record(ReportDropped(report, versions.version + (1 if replacing else 0)))
+        elif not isinstance(phase, WindingDown | Done):
+            await self._apply(report)
         # else: a step of the current version, cancelled while the run winds down
         phase = self._phase
-        if isinstance(phase, WindingDown) and not self._book.dispatcher.inflight:
+        if type(phase) is WindingDown and not self._book.dispatcher.inflight:
             self._end_as(phase.ending)
 
     # -- planning and dispatch -------------------------------------------------
@@ -226,7 +227,7 @@ class PlannerActor(Actor[PlannerMessage, None]):
         sends, blocked = dispatcher.next_sends(versions, ledger, book.goal)
         for sent in sends:
             self._record(sent)
-            await dispatcher.send(sent.assign, sent.worker)
+            await dispatcher.send(sent)
         if blocked is not None:
             if not dispatcher.inflight:
                 limit = ledger.exhausted(model_calls_needed=2) or "model_calls"

@@ -53,7 +53,7 @@ from regiment.hierarchy.run._changes import (
     SynthesisBegun,
 )
 from regiment.hierarchy.run._channel import RunChannel
-from regiment.hierarchy.run._dispatch import Dispatcher, step_key
+from regiment.hierarchy.run._dispatch import Dispatcher
 from regiment.hierarchy.run._rounds import Rounds, carried_tokens
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._trace import RunTrace
@@ -111,7 +111,8 @@ class RunBook:
                 self._emit(_dispatched(run_id, assign, worker))
             case ReportArrived(report=r):
                 self.dispatcher.reported(r)
-                self.spending.ledger.release(step_key(r.plan_version, r.step_id, r.attempt))
+                # the key the Dispatcher reserved under: version/step/attempt
+                self.spending.ledger.release(f"{r.plan_version}/{r.step_id}/{r.attempt}")
                 self.spending.charge(
                     r.worker, r.usage, model_calls=r.model_calls, tool_calls=r.tool_calls
                 )

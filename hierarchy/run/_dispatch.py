@@ -8,7 +8,7 @@ steps still waiting are kept in plan order, per version).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection, Mapping
+from collections.abc import Awaitable, Collection, Mapping
 from typing import final
 
 from regiment.actors import ActorContext, ActorRef
@@ -27,14 +27,9 @@ from regiment.hierarchy.run._messages import PlannerMessage
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._versions import PlanVersions
 
-__all__ = ("Dispatcher", "step_key")
+__all__ = ("Dispatcher",)
 
 _NONE_RUNNING: dict[str, int] = {}
-
-
-def step_key(version: int, step_id: str, attempt: int) -> str:
-    """The run-unique key of one dispatch (its budget reservation's key)."""
-    return f"{version}/{step_id}/{attempt}"
 
 
 @final
@@ -45,6 +40,7 @@ class Dispatcher:
         self._team = team
         self._run_id = run_id
         self._headers = headers
+        self._first_worker = next(iter(team.workers))  # for a step that names no worker
         self.inflight: dict[tuple[int, str, int], str] = {}  # (version, step, attempt) -> worker
         # inflight's step ids per plan version, with how many attempts of each are out
         self._running: dict[int, dict[str, int]] = {}
@@ -71,7 +67,8 @@ class Dispatcher:
         room = max(0, self._team.concurrency - len(self.running_ids(version)))
         if room == 0:
             return []
-        ready = [s for s in waiting.values() if all(dep in committed for dep in s.depends_on)]
+        is_committed = committed.__contains__  # map() over it: no generator frame per step
+        ready = [s for s in waiting.values() if all(map(is_committed, s.depends_on))]
         return ready[:room]
 
     def next_sends(
@@ -87,7 +84,7 @@ class Dispatcher:
             )
             if assign is None:
                 return sends, step
-            sends.append(StepSent(assign, self.worker_of(step)))
+            sends.append(StepSent(assign, step.worker or self._first_worker))
         return sends, None
 
     def _assign(
@@ -95,10 +92,10 @@ class Dispatcher:
     ) -> AssignStep | None:
         """The assignment of ``step`` with its reserved share of the budget, or
         ``None`` when not even one model call is left for it."""
-        worker = self._team.workers[self.worker_of(step)]
+        worker = self._team.workers[step.worker or self._first_worker]
         version = versions.version
         allowance = ledger.reserve(
-            step_key(version, step.id, 1),
+            f"{version}/{step.id}/1",  # version/step/attempt: a ReportArrived releases it
             ways=ways,
             model_calls_cap=worker.step_model_calls,
             keep_model_calls=1,
@@ -118,9 +115,6 @@ class Dispatcher:
             attempt=1,
             allowance=allowance,
         )
-
-    def worker_of(self, step: PlanStep) -> str:
-        return step.worker or next(iter(self._team.workers))
 
     def sent(self, assign: AssignStep, worker: str) -> None:
         """Record a step sent to ``worker``."""
@@ -142,9 +136,9 @@ class Dispatcher:
         else:
             running[step_id] -= 1
 
-    async def send(self, assign: AssignStep, worker: str) -> None:
-        """Hand the step to its worker (waits while the worker's mailbox is full)."""
-        await self._team.worker_refs[worker].send(assign, headers=self._headers)
+    def send(self, sent: StepSent) -> Awaitable[None]:
+        """Hand the step to its worker (awaiting it waits while the worker's mailbox is full)."""
+        return self._team.worker_refs[sent.worker].send(sent.assign, headers=self._headers)
 
     def cancel_all(self, ctx: ActorContext[PlannerMessage, None], reason: str) -> None:
         """Ask every worker with a step of this run in flight to cancel it."""

@@ -52,10 +52,6 @@ class PlanVersions:
         found = self._index.get(step_id)
         return found if found is not None else self.plan.step(step_id)
 
-    def is_current(self, report: StepReport) -> bool:
-        """Whether ``report`` belongs to the current version (else it is stale)."""
-        return report.plan_version == self.version
-
     def all_committed(self) -> bool:
         committed = self.committed
         return all(step.id in committed for step in self.plan.steps)
