@@ -118,7 +118,7 @@ class Telemetry:
         self._tracer = trace.get_tracer(
             _INSTRUMENTATION, _library_version(), tracer_provider=tracer_provider
         )
-        self._propagator = OTelPropagator()
+        self.propagator = OTelPropagator()  # for the actor runtime (``ContextPropagator``)
 
     @property
     def tracing(self) -> bool:
@@ -126,11 +126,9 @@ class Telemetry:
         (the global provider before an application installs one)."""
         if self._provider_records or self._provider is not None:
             return self._provider_records
+        # None: nothing installed yet (asking the API would read os.environ each time).
         installed = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
-        if installed is None:
-            # Nothing installed yet; asking the API would read os.environ each time.
-            return False
-        self._provider_records = _records_once_installed(installed)
+        self._provider_records = installed is not None and _records_once_installed(installed)
         return self._provider_records
 
     @property
@@ -156,11 +154,6 @@ class Telemetry:
     def tracer(self) -> trace.Tracer:
         """The tracer the spans are started with."""
         return self._tracer
-
-    @property
-    def propagator(self) -> OTelPropagator:
-        """A propagator for the actor runtime (``ContextPropagator`` protocol)."""
-        return self._propagator
 
     @_when_tracing
     def run_span(self, team: str, run_id: str, goal: str) -> SpanScope:

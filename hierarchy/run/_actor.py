@@ -57,7 +57,6 @@ from regiment.hierarchy.run._messages import (
 )
 from regiment.hierarchy.run._phase import (
     AfterCompress,
-    AskCritic,
     AskReplan,
     Compressing,
     Critiquing,
@@ -233,7 +232,7 @@ class PlannerActor(Actor[PlannerMessage, None]):
                 limit = ledger.exhausted(model_calls_needed=2) or "model_calls"
                 self._exhausted(limit, f"no budget left to dispatch step {blocked.id}")
         elif not dispatcher.running_ids(versions.version) and versions.all_committed():
-            self._plan_done()
+            self._next(self._prompting.after_plan(book))  # critique the round, or answer
 
     async def _apply(self, report: StepReport) -> None:
         step = self._book.versions.step(report.step_id)
@@ -261,18 +260,6 @@ class PlannerActor(Actor[PlannerMessage, None]):
         self._next(AskReplan(reason))
 
     # -- after a plan: compression, critique, rounds -----------------------------
-
-    def _plan_done(self) -> None:
-        """Every step of the current plan is committed: critique the round, or answer."""
-        book = self._book
-        # A critique is only worth its call if a synthesis can still follow it, and
-        # if the round did something new to judge.
-        nothing_new = book.rounds.round > 1 and book.rounds.added == 0
-        exhausted = book.spending.ledger.exhausted(model_calls_needed=2) is not None
-        if self._team.critic is None or nothing_new or exhausted:
-            self._next(Synthesize())
-        else:
-            self._next(AskCritic())
 
     def _next(self, then: AfterCompress) -> None:
         """Make the call ``then`` asks for, compressing the carried context first if due."""

@@ -89,6 +89,17 @@ class Prompting:
             known_ids=tuple(versions.committed),
         )
 
+    def after_plan(self, book: RunBook) -> AfterCompress:
+        """What follows a plan whose steps are all committed: a critique, or the answer."""
+        rounds = book.rounds
+        # A critique is only worth its call if a synthesis can still follow it, and
+        # if the round did something new to judge.
+        nothing_new = rounds.round > 1 and rounds.added == 0
+        exhausted = book.spending.ledger.exhausted(model_calls_needed=2) is not None
+        if self._team.critic is None or nothing_new or exhausted:
+            return Synthesize()
+        return AskCritic()
+
     def call(self, then: AfterCompress, book: RunBook) -> Call:
         """The call ``then`` asks for."""
         match then:
