@@ -16,25 +16,8 @@ from typing import Literal, TypeAlias, assert_never
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from regiment.hierarchy import (
-    BudgetExhausted,
-    CheckFailed,
-    ContextCompressed,
-    CritiqueCompleted,
-    Event,
-    Plan,
-    PlanCreated,
-    Replanned,
-    RoundStarted,
-    RunCompleted,
-    RunFailed,
-    RunStarted,
-    StaleReportDropped,
-    StepCompleted,
-    StepDispatched,
-    StepErrored,
-    SynthesisStarted,
-)
+from regiment.hierarchy import Plan
+from regiment.hierarchy import events as ev
 from regiment.telemetry import semconv as sc
 
 __all__ = ("RunProgress", "StepRow", "StepState", "TokenMeter")
@@ -82,38 +65,43 @@ class RunProgress:
         """Seconds since the run started."""
         return self.clock() - self.started
 
-    def apply(self, event: Event) -> None:
+    def apply(self, event: ev.Event) -> None:
         """Update from one event."""
         now = self.clock()
         match event:
-            case RunStarted(team=team):
+            case ev.RunStarted(team=team):
                 self.team, self.phase = team, "planning"
-            case PlanCreated(plan=plan):
+            case ev.PlanCreated(plan=plan):
                 self._take_plan(plan)
-            case StepDispatched(step_id=sid, worker=worker):
+            case ev.StepDispatched(step_id=sid, worker=worker):
                 row = self._row(sid, worker)
                 row.state, row.started, row.finished = "running", now, None
                 self.phase = "working"
-            case StepCompleted(step_id=sid, worker=worker):
+            case ev.StepCompleted(step_id=sid, worker=worker):
                 self._finish(self._row(sid, worker), "done", now)
-            case StepErrored(step_id=sid, worker=worker, status=status, error=error):
+            case ev.StepErrored(step_id=sid, worker=worker, status=status, error=error):
                 self._finish(self._row(sid, worker), "failed", now, f"{status}: {error}")
-            case CheckFailed(step_id=sid, check=check, reason=reason):
+            case ev.CheckFailed(step_id=sid, check=check, reason=reason):
                 self._finish(self._row(sid, ""), "check failed", now, f"{check}: {reason}")
-            case Replanned(old_version=old, new_version=new, reason=reason, removed=removed):
+            case ev.Replanned(old_version=old, new_version=new, reason=reason, removed=removed):
                 self.replans.append(f"v{old} -> v{new}: {reason}")
                 for step in removed:
                     self._row(step.id, step.worker or "").state = "replaced"
                 self.phase = "replanning"
-            case SynthesisStarted():
+            case ev.SynthesisStarted():
                 self.phase = "synthesizing"
-            case CritiqueCompleted() | RoundStarted() | ContextCompressed() | StaleReportDropped():
+            case (
+                ev.CritiqueCompleted()
+                | ev.RoundStarted()
+                | ev.ContextCompressed()
+                | ev.StaleReportDropped()
+            ):
                 pass
-            case BudgetExhausted(limit=limit):
+            case ev.BudgetExhausted(limit=limit):
                 self.phase = f"budget exhausted ({limit})"
-            case RunCompleted(result=result):
+            case ev.RunCompleted(result=result):
                 self.phase, self.finished = result.status, True
-            case RunFailed():
+            case ev.RunFailed():
                 self.phase, self.finished = "failed", True
             case _:
                 assert_never(event)

@@ -14,17 +14,10 @@ from rich.console import Console
 
 from regiment.cli._progress import RunProgress, TokenMeter
 from regiment.cli._view import LiveView, PlainView, ProgressView
+from regiment.config import TeamConfig, build_team
 from regiment.errors import ConfigError
-from regiment.hierarchy import (
-    Event,
-    RunCompleted,
-    RunFailed,
-    RunResult,
-    Team,
-    TeamConfig,
-    Worker,
-    build_team,
-)
+from regiment.hierarchy import RunResult, Team, Worker
+from regiment.hierarchy import events as ev
 from regiment.models import AnthropicModel, Model
 from regiment.telemetry import SpanCollector, Telemetry, TracingHandle, configure_tracing
 
@@ -77,7 +70,7 @@ class _Tracing:
 @dataclass(slots=True)
 class _Ending:
     result: RunResult | None = None
-    failure: RunFailed | None = None
+    failure: ev.RunFailed | None = None
     interrupted: bool = False
 
 
@@ -112,7 +105,7 @@ async def _watch(
     team: Team,
     options: RunOptions,
     progress: RunProgress,
-    sink: Callable[[Event], None],
+    sink: Callable[[ev.Event], None],
     stderr: TextIO,
     stop: anyio.Event,
     meter: TokenMeter,
@@ -151,7 +144,7 @@ async def _consume(
     goal: str,
     progress: RunProgress,
     view: ProgressView,
-    sink: Callable[[Event], None],
+    sink: Callable[[ev.Event], None],
     ending: _Ending,
 ) -> None:
     async with team.start() as running, running.stream(goal) as events:
@@ -159,9 +152,9 @@ async def _consume(
             progress.apply(event)
             view.show(event)
             sink(event)
-            if isinstance(event, RunCompleted):
+            if isinstance(event, ev.RunCompleted):
                 ending.result = event.result
-            elif isinstance(event, RunFailed):
+            elif isinstance(event, ev.RunFailed):
                 ending.failure = event
 
 
@@ -214,7 +207,7 @@ def _report_trace(result: RunResult | None, tracing: _Tracing, stderr: TextIO) -
 
 
 @contextmanager
-def _event_sink(options: RunOptions, stdout: TextIO) -> Iterator[Callable[[Event], None]]:
+def _event_sink(options: RunOptions, stdout: TextIO) -> Iterator[Callable[[ev.Event], None]]:
     """Where ``--events jsonl`` lines go (nowhere without it)."""
     if not options.events_jsonl:
         yield lambda event: None
@@ -231,10 +224,10 @@ def _event_sink(options: RunOptions, stdout: TextIO) -> Iterator[Callable[[Event
         yield _jsonl_writer(file, encoder)
 
 
-def _jsonl_writer(stream: TextIO, encoder: msgspec.json.Encoder) -> Callable[[Event], None]:
+def _jsonl_writer(stream: TextIO, encoder: msgspec.json.Encoder) -> Callable[[ev.Event], None]:
     """A writer of one JSON line per event (the ``type`` key is the event's class name)."""
 
-    def write(event: Event) -> None:
+    def write(event: ev.Event) -> None:
         stream.write(encoder.encode(event).decode() + "\n")
         stream.flush()
 

@@ -11,24 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from regiment.cli._progress import RunProgress, StepRow, TokenMeter
-from regiment.hierarchy import (
-    BudgetExhausted,
-    CheckFailed,
-    ContextCompressed,
-    CritiqueCompleted,
-    Event,
-    PlanCreated,
-    Replanned,
-    RoundStarted,
-    RunCompleted,
-    RunFailed,
-    RunStarted,
-    StaleReportDropped,
-    StepCompleted,
-    StepDispatched,
-    StepErrored,
-    SynthesisStarted,
-)
+from regiment.hierarchy import events as ev
 
 __all__ = ("LiveView", "PlainView", "ProgressView", "describe")
 
@@ -46,7 +29,7 @@ _STYLES = {
 class ProgressView(Protocol):
     """Shows a run as it goes."""
 
-    def show(self, event: Event) -> None:
+    def show(self, event: ev.Event) -> None:
         """The run moved on."""
         ...
 
@@ -66,48 +49,48 @@ def _cut(text: str, limit: int = _OUTPUT_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def describe(event: Event, meter: TokenMeter | None = None) -> str | None:
+def describe(event: ev.Event, meter: TokenMeter | None = None) -> str | None:
     """One plain line for an event (``None`` for events not worth a line)."""
     match event:
-        case RunStarted(team=team, goal=goal):
+        case ev.RunStarted(team=team, goal=goal):
             return f"run started: team {team}, goal: {_cut(goal)}"
-        case PlanCreated(plan=plan):
+        case ev.PlanCreated(plan=plan):
             steps = "; ".join(
                 f"{s.id} [{s.worker}] {_cut(s.description, 60)}"
                 + (f" after {','.join(s.depends_on)}" if s.depends_on else "")
                 for s in plan.steps
             )
             return f"plan v{plan.version}: {steps or 'nothing to do'}"
-        case StepDispatched(step_id=sid, worker=worker, plan_version=v, attempt=attempt):
+        case ev.StepDispatched(step_id=sid, worker=worker, plan_version=v, attempt=attempt):
             again = f" (attempt {attempt})" if attempt > 1 else ""
             return f"  -> {sid} to {worker} (plan v{v}){again}"
-        case StepCompleted(step_id=sid, worker=worker, output=output):
+        case ev.StepCompleted(step_id=sid, worker=worker, output=output):
             tokens = f", {meter.step_tokens(sid)} tokens" if meter is not None else ""
             return f"  <- {sid} done by {worker}{tokens}: {_cut(output)}"
-        case StepErrored(step_id=sid, worker=worker, status=status, error=error):
+        case ev.StepErrored(step_id=sid, worker=worker, status=status, error=error):
             return f"  !! {sid} {status} ({worker}): {_cut(error)}"
-        case CheckFailed(step_id=sid, check=check, reason=reason):
+        case ev.CheckFailed(step_id=sid, check=check, reason=reason):
             return f"  !! {sid} failed check {check}: {_cut(reason)}"
-        case Replanned(old_version=old, new_version=new, reason=reason, removed=rm, added=add):
+        case ev.Replanned(old_version=old, new_version=new, reason=reason, removed=rm, added=add):
             removed = ", ".join(s.id for s in rm) or "nothing"
             added = ", ".join(s.id for s in add) or "nothing"
             return f"replan v{old} -> v{new}: {_cut(reason)} (removed {removed}; added {added})"
-        case StaleReportDropped(step_id=sid, report_version=v, current_version=cur):
+        case ev.StaleReportDropped(step_id=sid, report_version=v, current_version=cur):
             return f"  x  dropped a stale report of {sid} (v{v}, current v{cur})"
-        case CritiqueCompleted(verdict=verdict):
+        case ev.CritiqueCompleted(verdict=verdict):
             passed = "passed" if verdict.passed else f"not met: {_cut(verdict.feedback)}"
             return f"critique of round {verdict.round}: {passed}"
-        case RoundStarted(round=number):
+        case ev.RoundStarted(round=number):
             return f"round {number} started"
-        case ContextCompressed(before_tokens=before, after_tokens=after):
+        case ev.ContextCompressed(before_tokens=before, after_tokens=after):
             return f"context compressed: {before} -> {after} tokens"
-        case SynthesisStarted(committed_steps=steps):
+        case ev.SynthesisStarted(committed_steps=steps):
             return f"synthesizing the answer from {', '.join(steps) or 'no steps'}"
-        case BudgetExhausted(limit=limit, detail=detail):
+        case ev.BudgetExhausted(limit=limit, detail=detail):
             return f"budget exhausted ({limit}): {detail}"
-        case RunCompleted(result=result):
+        case ev.RunCompleted(result=result):
             return f"run {result.status}: {result.model_calls} model calls, {result.tool_calls} tool calls, {result.usage.input_tokens + result.usage.output_tokens} tokens"
-        case RunFailed(error_type=kind, message=message):
+        case ev.RunFailed(error_type=kind, message=message):
             return f"run failed: {kind}: {message}"
         case _:
             assert_never(event)
@@ -121,7 +104,7 @@ class PlainView:
         self._stream = stream
         self._meter = meter
 
-    def show(self, event: Event) -> None:
+    def show(self, event: ev.Event) -> None:
         """Print the event's line."""
         line = describe(event, self._meter)
         if line is not None:
@@ -149,7 +132,7 @@ class LiveView:
         # Refreshed by the command's own ticker task, not by a rich thread.
         self._live = Live(console=console, auto_refresh=False, transient=False)
 
-    def show(self, event: Event) -> None:
+    def show(self, event: ev.Event) -> None:
         """Redraw after the event."""
         self.tick()
 

@@ -7,27 +7,10 @@ here, loaded on first use, so this room never imports ``config`` itself.
 
 from typing import TYPE_CHECKING
 
+from regiment.hierarchy import events
 from regiment.hierarchy._budget import Budget, BudgetLimit, OnExhausted
 from regiment.hierarchy._checks import Check, CheckOutcome
 from regiment.hierarchy._critic import Critic, Verdict, parse_verdict
-from regiment.hierarchy._events import (
-    BudgetExhausted,
-    CheckFailed,
-    ContextCompressed,
-    CritiqueCompleted,
-    Event,
-    PlanCreated,
-    Replanned,
-    RoundStarted,
-    RunCompleted,
-    RunFailed,
-    RunStarted,
-    StaleReportDropped,
-    StepCompleted,
-    StepDispatched,
-    StepErrored,
-    SynthesisStarted,
-)
 from regiment.hierarchy._memory import Compression, WorkingMemory, parse_memory
 from regiment.hierarchy._messages import (
     AssignStep,
@@ -43,54 +26,41 @@ from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._result import RunResult, RunStatus
 from regiment.hierarchy._team import RunningTeam, Team
+from regiment.hierarchy.events import *  # noqa: F403 (the event types, listed once in events.__all__)
 from regiment.hierarchy.plan import ParsedPlan, Plan, PlanStep, parse_plan, validate_plan
 from regiment.hierarchy.workers import TeamWorker, Worker, WorkerActor
 
 __all__ = (
+    *events.__all__,
+    "events",
     "AssignStep",
     "Budget",
     "BudgetConfig",
-    "BudgetExhausted",
     "BudgetLimit",
     "CancelStep",
     "Check",
     "CheckConfig",
-    "CheckFailed",
     "CheckOutcome",
     "Compression",
     "CompressionConfig",
     "ConfigFormat",
-    "ContextCompressed",
     "Critic",
     "CriticConfig",
-    "CritiqueCompleted",
-    "Event",
     "OnExhausted",
     "ParsedPlan",
     "Plan",
-    "PlanCreated",
     "PlanStep",
     "Planner",
     "PlannerConfig",
     "Prompts",
     "PromptsConfig",
-    "Replanned",
-    "RoundStarted",
-    "RunCompleted",
-    "RunFailed",
     "RunResult",
-    "RunStarted",
     "RunStatus",
     "RunningTeam",
-    "StaleReportDropped",
     "StepAllowance",
-    "StepCompleted",
     "StepContext",
-    "StepDispatched",
-    "StepErrored",
     "StepReport",
     "StepStatus",
-    "SynthesisStarted",
     "Team",
     "TeamConfig",
     "TeamWorker",

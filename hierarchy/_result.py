@@ -13,7 +13,7 @@ from regiment.hierarchy.plan._plan import Plan
 from regiment.models import Usage
 
 if TYPE_CHECKING:
-    from regiment.hierarchy._events import Event
+    from regiment.hierarchy.events import Event
 
 __all__ = ("RunResult", "RunStatus")
 

@@ -44,11 +44,11 @@ from regiment.errors import ActorStopped, ConfigError, RunCancelled, RunError
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._checks import Check
 from regiment.hierarchy._critic import Critic
-from regiment.hierarchy._events import Event, RunFailed
 from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._messages import StepAllowance, WorkerMessage
 from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._result import RunResult
+from regiment.hierarchy.events import Event, RunFailed
 from regiment.hierarchy.run._actor import PlannerActor
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._messages import CancelRun, PlannerMessage, StartRun

@@ -14,6 +14,7 @@ PUBLIC_MODULES = (
     "regiment.models",
     "regiment.telemetry",
     "regiment.hierarchy",
+    "regiment.hierarchy.events",
     "regiment.hierarchy.plan",
     "regiment.hierarchy.workers",
     "regiment.config",

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from typing import assert_never, final
 
 from regiment.hierarchy._budget import BudgetLedger
-from regiment.hierarchy._events import (
+from regiment.hierarchy._messages import AssignStep, StepReport
+from regiment.hierarchy._result import RunResult, RunStatus
+from regiment.hierarchy.events import (
     BudgetExhausted,
     CheckFailed,
     ContextCompressed,
@@ -29,8 +31,6 @@ from regiment.hierarchy._events import (
     StepErrored,
     SynthesisStarted,
 )
-from regiment.hierarchy._messages import AssignStep, StepReport
-from regiment.hierarchy._result import RunResult, RunStatus
 from regiment.hierarchy.run._calls import ROLES
 from regiment.hierarchy.run._changes import (
     BudgetRanOut,

@@ -10,8 +10,8 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from regiment.errors import RunError
-from regiment.hierarchy._events import Event
 from regiment.hierarchy._result import RunResult
+from regiment.hierarchy.events import Event
 
 __all__ = ("RunChannel",)
 

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, TypeAlias, assert_never, final
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from regiment.errors import RunCancelled
-from regiment.hierarchy._events import Event
 from regiment.hierarchy._messages import AssignStep, StepAllowance, StepReport, StepStatus
 from regiment.hierarchy._result import RunResult
+from regiment.hierarchy.events import Event
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._step_actor import StepActor

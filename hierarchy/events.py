@@ -2,6 +2,10 @@
 
 ``RunningTeam.stream(goal)`` yields them as they happen, and ``RunResult.events``
 holds the same sequence, so the stream and the result tell the same story.
+
+The event types are listed once, in ``__all__`` here: ``regiment.hierarchy``
+re-exports them from it, and code that handles every event matches on
+``events.<Type>`` (``from regiment.hierarchy import events``).
 """
 
 from __future__ import annotations
