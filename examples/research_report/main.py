@@ -10,9 +10,22 @@ from pathlib import Path
 
 import anyio
 
-if __package__ in (None, ""):  # run as a script: make the repository's parent importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    __package__ = "examples.research_report"
+if __package__ in (None, ""):  # run as a script: load this folder as its package
+    # (sys.path is left alone: regiment comes from the installed package, and the
+    # repository's own tools/ or telemetry/ never shadow a module of yours).
+    import importlib.util
+
+    _folder = Path(__file__).resolve().parent
+    _spec = importlib.util.spec_from_file_location(
+        "examples.research_report",
+        _folder / "__init__.py",
+        submodule_search_locations=[str(_folder)],
+    )
+    assert _spec is not None
+    assert _spec.loader is not None
+    sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(sys.modules[_spec.name])
+    __package__ = _spec.name
 
 from regiment.hierarchy import (
     PlanCreated,

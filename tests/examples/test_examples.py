@@ -73,3 +73,18 @@ def test_trio_app_runs_the_library_under_trio() -> None:
         "refunds issued: ['77120']; exceptions flagged: ['88213']",
     ]
     assert lines[4].startswith("running under: trio ")
+
+
+@pytest.mark.parametrize(
+    "script", ["refund/main.py", "research_report/main.py", "trio_app.py"], ids=str
+)
+def test_examples_leave_sys_path_alone(script: str) -> None:
+    # Run as a script would be, then look: the repository root must not have been
+    # put on sys.path (its tools/ and telemetry/ would shadow a user's own modules).
+    code = (
+        "import runpy, sys; before = list(sys.path);"
+        f" runpy.run_path({str(EXAMPLES / script)!r}, run_name='__main__');"
+        " print('added:', [p for p in sys.path if p not in before])"
+    )
+    lines = _run("-c", code)
+    assert lines[-1] == "added: []"
