@@ -72,9 +72,11 @@ def _read_json_reply(whole: str, fences: list[str]) -> _Reading:
         if end is not None:  # one JSON value, then prose ("Hope this helps")
             value = _decode(whole[:end])
     if isinstance(value, _Undecodable):
-        return _Reading([], error=_not_json("The reply", whole, value.reason))
-    reading = _interpret(value, strict=True)
-    assert reading is not None  # strict reading never declines
+        reading = _Reading([], error=_not_json("The reply", whole, value.reason))
+    else:
+        found = _interpret(value, strict=True)
+        assert found is not None  # strict reading never declines
+        reading = found
     if reading.error is not None and fences:
         fenced = _read_fences(fences)
         return fenced if fenced.error is None else reading
