@@ -20,8 +20,16 @@ from regiment.hierarchy import (
     Team,
     Worker,
 )
-from regiment.models import ModelRequest, ModelResponse, ScriptedModel, TextPart, ToolResultPart
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    TextPart,
+    ToolResultPart,
+    tool_call_response,
+)
 from regiment.telemetry import SpanCollector, Telemetry
+from regiment.tools import tool
 
 from .brains import Brain, Hang, plan_json
 from .versions import announced_violations
@@ -105,6 +113,39 @@ async def test_lone_surrogates_from_every_role_crash_nothing() -> None:
         for value in (span.attributes or {}).values():
             if isinstance(value, str):
                 value.encode("utf-8")
+
+
+async def test_a_lone_surrogate_in_tool_arguments_reaches_the_tool_as_valid_text() -> None:
+    seen: list[str] = []
+
+    @tool
+    def note(text: str) -> str:
+        """Write a note."""
+        seen.append(text)
+        return "noted"
+
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        if not results:
+            return tool_call_response("note", {"text": "a\ud800b"})
+        return f"{results[0].content} \ud83d"
+
+    brain = Brain([plan_json({"description": "note it"})], work=work)
+    model = ScriptedModel(brain)
+    collector = SpanCollector()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(collector)
+    team = Team(
+        name="t",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="notes", model=model, tools=[note])],
+        telemetry=Telemetry(provider, capture_content=True),
+    )
+    result = await team.run("goal")
+    assert result.status == "completed"
+    assert seen == ["a\ufffdb"]
+    msgspec.json.encode(result)
 
 
 async def test_stale_report_mid_replan_names_only_announced_versions() -> None:
