@@ -35,6 +35,7 @@ _MARKED_PREFIX = re.compile(r"^\s*(?:[-*•+]\s|(?:step\s*)?#?\d+\s*[.):])", re.
 _BRACKET_TAG = re.compile(r"^\[[^\[\]{}\"',:]*\]\s*[^\s\[\]{},:]")
 # Bounds that keep a pathological reply (thousands of brackets) cheap.
 _MAX_RESCANS = 32
+_SCAN_PASSES = 6
 _MAX_DECODES = 64
 
 
@@ -161,9 +162,11 @@ def _bracket_spans(text: str) -> list[tuple[int, int]]:
     """Start/end of every balanced ``[...]``/``{...}``, outer before inner."""
     spans: set[tuple[int, int]] = set()
     position: int | None = 0
+    budget = _SCAN_PASSES * len(text)  # characters all rescans together may visit
     for _ in range(_MAX_RESCANS):
-        if position is None:
+        if position is None or budget <= 0:
             break
+        budget -= len(text) - position
         position = _scan(text, position, spans)
     return sorted(spans)
 

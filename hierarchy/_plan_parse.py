@@ -71,7 +71,7 @@ _NO_STEPS = (
 )
 # Longer replies are not read: a plan is a few short steps, and the bracket scan
 # and the line reader stay cheap on what a hostile model can send.
-_MAX_REPLY_CHARS = 200_000
+_MAX_REPLY_CHARS = 64_000
 
 
 def parse_plan(
