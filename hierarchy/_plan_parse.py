@@ -49,7 +49,8 @@ class ParsedPlan(msgspec.Struct, frozen=True, kw_only=True):
     """What :func:`parse_plan` understood from a reply.
 
     Attributes:
-        steps: the steps, blank ones dropped, at most ``max_steps``.
+        steps: the steps, at most ``max_steps``; blank lines of a prose plan
+            (a marker alone, dashes) are not steps.
         truncated_from: the step count before truncation, if the reply had too many.
         nothing_to_do: the reply said no steps are needed (``steps`` is empty).
         source: where the steps came from: ``json``, ``lines``, or ``empty``
@@ -78,6 +79,10 @@ def parse_plan(
     reply: str, *, max_steps: int, id_prefix: str = "s", start_index: int = 1
 ) -> ParsedPlan:
     """Parse a planner model's reply into steps, leniently.
+
+    A reply that starts with ``{``/``[`` or carries a ``json`` code fence is
+    read only as JSON: if that JSON is not a plan, the result has no steps and
+    an ``error``, never a step made of the raw text. Prose is read by lines.
 
     Ids: explicit string ids from the model are kept (trimmed; duplicates get
     ``-2``, ``-3`` suffixes). Steps without one, or with a numeric id such as

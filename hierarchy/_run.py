@@ -159,13 +159,8 @@ class RunActor(RunRounds):
         await self._dispatch_ready()
 
     def _adopt(self, purpose: Purpose, parsed: ParsedPlan) -> None:
-        """Make the parsed plan the current version and announce it.
-
-        The only place a plan version comes to exist: it is appended and its
-        ``PlanCreated`` (after ``Replanned`` for a replan) emitted together, so
-        ``state.version``, which every event takes its version from, always
-        names an announced version.
-        """
+        """The only place a version comes to exist: appended and announced together, so
+        ``state.version`` (what events name) is always an announced version."""
         state = self._state
         if purpose == "plan":
             plan = Plan(
