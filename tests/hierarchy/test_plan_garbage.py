@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from regiment.hierarchy import parse_plan
 from regiment.hierarchy._plan_parse import ParsedPlan
+from regiment.hierarchy._plan_validate import validate_plan
 
 _SURROGATES = st.sampled_from(["\ud800", "\udbff", "\udc00", "\udfff", "\ud83d"])
 _KEYS = st.sampled_from(
@@ -98,14 +99,25 @@ def assert_keeps_its_promises(reply: str, parsed: ParsedPlan, max_steps: int) ->
         assert step.id.strip()
         assert any(char.isalnum() for char in step.description), step
         assert not _is_raw_json(step.description), step
-        assert step.id not in step.depends_on
         for text in (step.description, step.id, *step.depends_on, step.worker or ""):
             text.encode("utf-8")  # no lone surrogate survives
+    _assert_dependencies_valid_or_reported(parsed)
     if reply.strip()[:1] in ("{", "[") and len(reply) <= 64_000:
         assert parsed.source == "json"  # a JSON-looking reply is never read as lines
     if parsed.error is not None:
         parsed.error.encode("utf-8")
         assert len(parsed.error) < 2_000  # an excerpt, never the whole reply
+
+
+def _assert_dependencies_valid_or_reported(parsed: ParsedPlan) -> None:
+    """Each dependency names another step, or validation sends it back to the model."""
+    problems = validate_plan(parsed.steps, workers=("w",))
+    ids = {step.id for step in parsed.steps}
+    for step in parsed.steps:
+        for dep in step.depends_on:
+            assert dep.strip()
+            if dep == step.id or dep not in ids:
+                assert any(repr(dep) in problem for problem in problems), (step, problems)
 
 
 @settings(max_examples=600, deadline=None)
