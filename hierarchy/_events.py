@@ -103,7 +103,13 @@ class Replanned(_Base, frozen=True, kw_only=True):
 
 
 class StaleReportDropped(_Base, frozen=True, kw_only=True):
-    """A report for an older plan version arrived and was not applied."""
+    """A report for a replaced plan version arrived and was not applied.
+
+    ``current_version`` is the newest announced plan version when the report
+    arrived. While a replan is still being planned that is the version being
+    replaced, so it may equal ``report_version``: the next version does not
+    exist until its ``Replanned``/``PlanCreated``, and may never exist.
+    """
 
     report_version: int
     current_version: int

@@ -1,8 +1,10 @@
 """The planner actor of one run: it receives, decides and sends.
 
-Plan versions: a replan bumps the current version *when it starts*, so every
-report of the old version that arrives afterwards (a slow step still in flight)
-is dropped, counted and recorded, never committed. Steps of older versions
+Plan versions: once a replan starts, every report of the old version that
+arrives (a slow step still in flight) is dropped, counted and recorded, never
+committed. A version exists only once its plan is announced (``_adopt``), and
+events name only announced versions: a report dropped mid-replan names the
+version being replaced as current, since the next one may never come. Steps of older versions
 still winding down do not hold up the current plan.
 
 The actor is layered: :class:`RunBase` (state, model calls, endings),
@@ -35,6 +37,7 @@ from regiment.hierarchy._messages import (
     StepReport,
 )
 from regiment.hierarchy._plan import Plan
+from regiment.hierarchy._plan_parse import ParsedPlan
 from regiment.hierarchy._planner import PlanningSession
 from regiment.hierarchy._rounds import (
     RunRounds,
@@ -134,7 +137,7 @@ class RunActor(RunRounds):
                 assert_never(reply.purpose)
 
     async def _on_plan_reply(self, purpose: Purpose, response: ModelResponse) -> None:
-        session, state, prompts = self._session, self._state, self._team.planner.prompts
+        session, prompts = self._session, self._team.planner.prompts
         assert session is not None
         attempt = session.evaluate(response.text)
         if attempt.problems:
@@ -151,30 +154,30 @@ class RunActor(RunRounds):
             session.reprompt(attempt.problems, prompts)
             self._call_model(purpose, self._planner_caller, session.request())
             return
-        parsed = attempt.parsed
-        if purpose == "round":
-            self._round_added = len(parsed.steps)
-            old = state.plan
-            plan = old.with_tail(
-                keep=tuple(state.committed), new_steps=parsed.steps, reason=self._replan_reason
-            )
-            state.plans.append(plan)
-            self._emit(PlanCreated(run_id=state.run_id, plan=plan))
-        elif purpose == "plan":
+        self._adopt(purpose, attempt.parsed)
+        self._phase = "executing"
+        await self._dispatch_ready()
+
+    def _adopt(self, purpose: Purpose, parsed: ParsedPlan) -> None:
+        """The only place a version comes to exist: appended and announced together, so
+        ``state.version`` (what events name) is always an announced version."""
+        state = self._state
+        if purpose == "plan":
             plan = Plan(
                 version=1,
                 steps=parsed.steps,
                 reason="initial",
                 truncated_from=parsed.truncated_from,
             )
-            state.plans.append(plan)
-            self._emit(PlanCreated(run_id=state.run_id, plan=plan))
         else:
-            old = state.plan
-            plan = old.with_tail(
+            plan = state.plan.with_tail(
                 keep=tuple(state.committed), new_steps=parsed.steps, reason=self._replan_reason
             )
-            state.plans.append(plan)
+        old = state.plan if state.plans else None
+        state.plans.append(plan)
+        if purpose == "round":
+            self._round_added = len(parsed.steps)
+        elif purpose == "replan" and old is not None:
             kept = set(state.committed)
             self._emit(
                 Replanned(
@@ -187,9 +190,7 @@ class RunActor(RunRounds):
                     added=parsed.steps,
                 )
             )
-            self._emit(PlanCreated(run_id=state.run_id, plan=plan))
-        self._phase = "executing"
-        await self._dispatch_ready()
+        self._emit(PlanCreated(run_id=state.run_id, plan=plan))
 
     async def _dispatch_ready(self) -> None:
         state, team = self._state, self._team
@@ -270,7 +271,9 @@ class RunActor(RunRounds):
         if report.plan_version == state.version and self._phase != "replanning":
             return  # a step of the current version cancelled while the run winds down
         state.stale_dropped += 1
-        current = state.version + (1 if self._phase == "replanning" else 0)
+        # The newest announced version: while a replan is in progress that is still
+        # the version being replaced (the next one may never come to exist).
+        current = state.version
         record_stale_report(
             self._run_span,
             step_id=report.step_id,
