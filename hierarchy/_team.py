@@ -132,16 +132,15 @@ class _Supervisor(Actor[_SpawnRun, _RunRef]):
     """The team's planner: parent of every run's planner actor, so a crashed
     run fails alone and its caller is told why."""
 
-    def __init__(self, runtime: TeamRuntime) -> None:
+    def __init__(self, runtime: TeamRuntime, channels: Mapping[str, RunChannel]) -> None:
         self._runtime = runtime
-        self._channels: dict[str, RunChannel] = {}
+        # The live runs' channels; ``RunningTeam._open`` adds and removes them, so
+        # the table is the size of the runs in progress wherever a caller cancels.
+        self._channels = channels
 
     async def receive(self, message: _SpawnRun) -> _RunRef:
         match message:
             case _SpawnRun(run_id=run_id, goal=goal, channel=channel, run_span=span):
-                # Forget finished runs here, so the table stays the size of the live runs.
-                self._channels = {k: c for k, c in self._channels.items() if not c.done}
-                self._channels[run_id] = channel
                 runtime = self._runtime
                 if message.budget != runtime.budget:  # capped by a parent's step allowance
                     runtime = dataclasses.replace(runtime, budget=message.budget)
@@ -155,7 +154,7 @@ class _Supervisor(Actor[_SpawnRun, _RunRef]):
                 assert_never(message)
 
     async def on_child_failed(self, failure: ChildFailed) -> None:
-        channel = self._channels.pop(failure.child.name, None)
+        channel = self._channels.get(failure.child.name)
         if channel is not None and not channel.done:
             error = RunError(
                 f"the run's planner crashed: {type(failure.error).__name__}: {failure.error}"
@@ -172,12 +171,22 @@ class RunningTeam:
     """A started team; runs goals. Get one from ``Team.start()``."""
 
     def __init__(
-        self, team: Team, supervisor: ActorRef[_SpawnRun, _RunRef], telemetry: Telemetry
+        self,
+        team: Team,
+        supervisor: ActorRef[_SpawnRun, _RunRef],
+        telemetry: Telemetry,
+        channels: dict[str, RunChannel],
     ) -> None:
         self.team = team
         self._supervisor = supervisor
         self._telemetry = telemetry
         self._ids = itertools.count(1)
+        self._channels = channels
+
+    @property
+    def active_runs(self) -> int:
+        """How many runs of this team are in progress (started and not yet returned)."""
+        return len(self._channels)
 
     @classmethod
     async def spawn(
@@ -249,15 +258,22 @@ class RunningTeam:
         budget = _capped(self.team.budget, allowance)
         ref: _RunRef | None = None
         with self._telemetry.run_span(self.team.name, run_id, goal) as span:
+            self._channels[run_id] = channel
             try:
-                ref = await self._supervisor.ask(_SpawnRun(run_id, goal, channel, span, budget))
+                # Shielded: once the ask is delivered the run actor gets spawned, and a
+                # cancel landing before the reply would leave it with no one to close it.
+                with anyio.CancelScope(shield=True):
+                    ref = await self._supervisor.ask(_SpawnRun(run_id, goal, channel, span, budget))
                 await ref.send(StartRun())
                 yield channel, events
             finally:
-                with anyio.CancelScope(shield=True):
-                    if ref is not None:
-                        await _close_run(ref, channel, events)
-                    events.close()
+                try:
+                    with anyio.CancelScope(shield=True):
+                        if ref is not None:
+                            await _close_run(ref, channel, events)
+                        events.close()
+                finally:
+                    del self._channels[run_id]
                 _record_end(span, channel)
 
 
@@ -305,8 +321,9 @@ async def _spawn_team(
         compression=team.compression,
         telemetry=telemetry,
     )
-    supervisor = await system.spawn(lambda: _Supervisor(runtime), name=f"{base}/planner")
-    return RunningTeam(team, supervisor, telemetry)
+    channels: dict[str, RunChannel] = {}
+    supervisor = await system.spawn(lambda: _Supervisor(runtime, channels), name=f"{base}/planner")
+    return RunningTeam(team, supervisor, telemetry, channels)
 
 
 def _capped(budget: Budget, allowance: StepAllowance | None) -> Budget:
