@@ -264,6 +264,7 @@ class RunningTeam:
                 # cancel landing before the reply would leave it with no one to close it.
                 with anyio.CancelScope(shield=True):
                     ref = await self._supervisor.ask(_SpawnRun(run_id, goal, channel, span, budget))
+                assert ref is not None  # a shielded scope never skips its body
                 await ref.send(StartRun())
                 yield channel, events
             finally:
