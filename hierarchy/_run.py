@@ -20,6 +20,7 @@ from regiment.errors import (
     StepFailed,
 )
 from regiment.hierarchy._events import (
+    BudgetExhausted,
     CheckFailed,
     PlanCreated,
     Replanned,
@@ -197,11 +198,13 @@ class RunActor(RunRounds):
             return
         plan = state.plan
         ready = state.ready()[: max(0, team.concurrency - len(state.running_ids(plan.version)))]
-        for step in ready:
+        # Shares of what is left as the fan-out begins, so none starves the next.
+        shares = state.ledger.split(len(ready))
+        for step, share in zip(ready, shares, strict=True):
             worker = team.workers[step.worker or next(iter(team.workers))]
             key = f"{plan.version}/{step.id}/1"
             allowance = state.ledger.reserve(
-                key, ways=len(ready), model_calls_cap=worker.step_model_calls, keep_model_calls=1
+                key, model_calls_cap=worker.step_model_calls, keep_model_calls=1, share=share
             )
             if allowance is None:
                 if not state.inflight:
@@ -293,8 +296,11 @@ class RunActor(RunRounds):
         step = state.step(report.step_id)
         if report.status == "budget_exhausted":
             self._on_exhausted(
-                "step_allowance", f"step {step.id} used up its share of the budget: {report.error}"
+                report.exhausted or "model_calls",
+                f"step {step.id} used up its share of the budget: {report.error}",
             )
+            return
+        if report.refused_tool_calls and self._refusals_end_run(report):
             return
         if report.status != "done":
             self._emit(
@@ -349,6 +355,25 @@ class RunActor(RunRounds):
             )
         )
         await self._dispatch_ready()
+
+    def _refusals_end_run(self, report: StepReport) -> bool:
+        """Tool calls of this step were refused: the run ends ``partial`` (reason
+        ``tool_calls``) when its tool-call budget is truly spent; otherwise only
+        the step's share was, and the run goes on with a ``BudgetExhausted`` note."""
+        state, limit = self._state, self._team.budget.tool_calls
+        detail = (
+            f"step {report.step_id}: {report.refused_tool_calls} tool call(s) refused, "
+            "its share of the tool-call budget was used up"
+        )
+        if limit is not None and state.ledger.spent.tool_calls >= limit:
+            self._on_exhausted("tool_calls", f"{detail}; the run's {limit} are all spent")
+            return True
+        self._emit(
+            BudgetExhausted(
+                run_id=state.run_id, limit="tool_calls", detail=detail, step_id=report.step_id
+            )
+        )
+        return False
 
     def _replan_or_fail(self, report: StepReport, reason: str) -> None:
         state, team = self._state, self._team

@@ -26,7 +26,7 @@ from regiment.errors import (
     RunCancelled,
     RunError,
 )
-from regiment.hierarchy._budget import Budget, BudgetLedger
+from regiment.hierarchy._budget import Budget, BudgetLedger, BudgetLimit
 from regiment.hierarchy._checks import Check
 from regiment.hierarchy._critic import Critic
 from regiment.hierarchy._events import (
@@ -252,7 +252,7 @@ class RunBase(Actor[PlannerMessage, None]):
         self._end()
         self._state.finish(self._channel, f"cancelled: {reason}", "cancelled")
 
-    def _on_exhausted(self, limit: str, detail: str) -> None:
+    def _on_exhausted(self, limit: BudgetLimit, detail: str) -> None:
         state = self._state
         if self._phase in ("done", "winding_down") or state.exhausted:
             return
