@@ -99,16 +99,26 @@ class BudgetLedger:
     def _tokens_spent(self) -> int:
         return self.spent.input_tokens + self.spent.output_tokens
 
-    def exhausted(self, *, model_calls_needed: int = 1) -> BudgetLimit | None:
-        """The first limit that leaves less than what one more model call needs."""
+    def exhausted(
+        self, *, model_calls_needed: int = 1, tokens_needed: int = 0
+    ) -> BudgetLimit | None:
+        """The first limit that leaves less than what one more model call needs.
+
+        Args:
+            model_calls_needed: model calls that must be left.
+            tokens_needed: the next call's estimated input tokens; at least one
+                token must be left either way.
+        """
         b = self.budget
         calls_left = _left(b.model_calls, self.spent.model_calls + self._totals.model_calls)
         if calls_left is not None and calls_left < model_calls_needed:
             return "model_calls"
-        reserved_tokens = self._totals.tokens
-        if b.tokens is not None and self._tokens_spent() + reserved_tokens >= b.tokens:
+        needed = max(1, tokens_needed)
+        tokens_left = self._left_tokens()
+        if tokens_left is not None and tokens_left < needed:
             return "tokens"
-        if b.input_tokens is not None and self.spent.input_tokens >= b.input_tokens:
+        inputs_left = _left(b.input_tokens, self.spent.input_tokens)
+        if inputs_left is not None and inputs_left < needed:
             return "input_tokens"
         if b.output_tokens is not None and self.spent.output_tokens >= b.output_tokens:
             return "output_tokens"

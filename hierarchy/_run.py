@@ -20,7 +20,6 @@ from regiment.errors import (
     StepFailed,
 )
 from regiment.hierarchy._events import (
-    BudgetExhausted,
     CheckFailed,
     PlanCreated,
     Replanned,
@@ -30,9 +29,9 @@ from regiment.hierarchy._events import (
     StepDispatched,
     StepErrored,
 )
+from regiment.hierarchy._fan_out import reserve_fan_out
 from regiment.hierarchy._messages import (
     AssignStep,
-    StepContext,
     StepReport,
 )
 from regiment.hierarchy._plan import Plan
@@ -198,45 +197,31 @@ class RunActor(RunRounds):
             return
         plan = state.plan
         ready = state.ready()[: max(0, team.concurrency - len(state.running_ids(plan.version)))]
-        # Shares of what is left as the fan-out begins, so none starves the next.
-        shares = state.ledger.split(len(ready))
-        for step, share in zip(ready, shares, strict=True):
-            worker = team.workers[step.worker or next(iter(team.workers))]
-            key = f"{plan.version}/{step.id}/1"
-            allowance = state.ledger.reserve(
-                key, model_calls_cap=worker.step_model_calls, keep_model_calls=1, share=share
-            )
-            if allowance is None:
-                if not state.inflight:
-                    self._on_exhausted(
-                        state.ledger.exhausted(model_calls_needed=2) or "model_calls",
-                        f"no budget left to dispatch step {step.id}",
-                    )
-                return
-            context = StepContext(
-                goal=state.goal,
-                plan_outline=state.outline(),
-                dependency_outputs=tuple((d, state.carried_output(d)) for d in step.depends_on),
-            )
-            state.dispatched(plan.version, step.id, 1, worker.name)
+        dispatches, short_of = reserve_fan_out(state, team, ready)
+        if short_of is not None and not dispatches and not state.inflight:
+            step_id = ready[0].id
+            self._on_exhausted(short_of, f"no budget left to dispatch step {step_id}")
+            return
+        for d in dispatches:
+            state.dispatched(plan.version, d.step.id, 1, d.worker.name)
             assign = AssignStep(
                 run_id=state.run_id,
                 plan_version=plan.version,
-                step=step,
-                context=context,
+                step=d.step,
+                context=d.context,
                 attempt=1,
-                allowance=allowance,
+                allowance=d.allowance,
             )
             self._emit(
                 StepDispatched(
                     run_id=state.run_id,
                     plan_version=plan.version,
-                    step_id=step.id,
-                    worker=worker.name,
+                    step_id=d.step.id,
+                    worker=d.worker.name,
                     attempt=1,
                 )
             )
-            await team.worker_refs[worker.name].send(assign, headers=self._run_headers)
+            await team.worker_refs[d.worker.name].send(assign, headers=self._run_headers)
         # Steps of older versions still winding down (cancelled, but maybe stuck in
         # a call that ignores cancellation) do not hold up the current plan.
         if not state.running_ids(plan.version) and all(s.id in state.committed for s in plan.steps):
@@ -355,25 +340,6 @@ class RunActor(RunRounds):
             )
         )
         await self._dispatch_ready()
-
-    def _refusals_end_run(self, report: StepReport) -> bool:
-        """Tool calls of this step were refused: the run ends ``partial`` (reason
-        ``tool_calls``) when its tool-call budget is truly spent; otherwise only
-        the step's share was, and the run goes on with a ``BudgetExhausted`` note."""
-        state, limit = self._state, self._team.budget.tool_calls
-        detail = (
-            f"step {report.step_id}: {report.refused_tool_calls} tool call(s) refused, "
-            "its share of the tool-call budget was used up"
-        )
-        if limit is not None and state.ledger.spent.tool_calls >= limit:
-            self._on_exhausted("tool_calls", f"{detail}; the run's {limit} are all spent")
-            return True
-        self._emit(
-            BudgetExhausted(
-                run_id=state.run_id, limit="tool_calls", detail=detail, step_id=report.step_id
-            )
-        )
-        return False
 
     def _replan_or_fail(self, report: StepReport, reason: str) -> None:
         state, team = self._state, self._team
