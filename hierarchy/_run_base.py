@@ -272,20 +272,34 @@ class RunBase(Actor[PlannerMessage, None]):
         """Tool calls of this step were refused: the run ends ``partial`` (reason
         ``tool_calls``) when its tool-call budget is truly spent; otherwise only
         the step's share was, and the run goes on with a ``BudgetExhausted`` note."""
-        state, limit = self._state, self._team.budget.tool_calls
+        state = self._state
+        state.refused_tool_calls += report.refused_tool_calls
+        if self._refused_and_spent():
+            return True
         detail = (
             f"step {report.step_id}: {report.refused_tool_calls} tool call(s) refused, "
             "its share of the tool-call budget was used up"
         )
-        if limit is not None and state.ledger.spent.tool_calls >= limit:
-            self._on_exhausted("tool_calls", f"{detail}; the run's {limit} are all spent")
-            return True
         self._emit(
             BudgetExhausted(
                 run_id=state.run_id, limit="tool_calls", detail=detail, step_id=report.step_id
             )
         )
         return False
+
+    def _refused_and_spent(self) -> bool:
+        """End the run ``partial`` if tool calls were refused and the run's are all
+        spent (checked on each report and when the plan is done, so the outcome does
+        not depend on the order the reports came in)."""
+        state, limit = self._state, self._team.budget.tool_calls
+        if not state.refused_tool_calls or limit is None or state.ledger.spent.tool_calls < limit:
+            return False
+        self._on_exhausted(
+            "tool_calls",
+            f"{state.refused_tool_calls} tool call(s) were refused "
+            f"and the run's {limit} tool calls are all spent",
+        )
+        return True
 
     def _finish_partial(self) -> None:
         state = self._state

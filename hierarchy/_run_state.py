@@ -78,6 +78,7 @@ class RunState:
     usage_by_role: dict[str, Usage] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
     stale_dropped: int = 0
+    refused_tool_calls: int = 0  # refused for want of a step's tool-call share
     exhausted: BudgetLimit | None = None
     trace_id: str | None = None
     round: int = 1

@@ -27,7 +27,11 @@ class Probe:
     """A team whose steps each call ``probe`` as often as their text says
     (``"part 3 wants 2"``), one call per model reply, then answer."""
 
-    def __init__(self, steps: list[tuple[int, list[int]]]) -> None:
+    def __init__(
+        self, steps: list[tuple[int, list[int]]], *, hold: anyio.Event | None = None
+    ) -> None:
+        self.hold = hold  # tool bodies wait for it, when given
+        self.answered: list[str] = []
         self.bodies = 0
         self.replies: list[ModelResponse | str] = []
         plan = plan_json(
@@ -48,6 +52,10 @@ class Probe:
             tool_call_response("probe", {"n": seen}) if seen < want else f"did {description}"
         )
         self.replies.append(reply)
+        if isinstance(reply, str):
+            self.answered.append(description)
+            if self.hold is not None:
+                self.hold.set()  # the first answer lets the tool bodies go on
         return reply
 
     def largest_reply(self) -> int:
@@ -63,6 +71,8 @@ class Probe:
         async def probe(n: int) -> int:
             """Probe."""
             self.bodies += 1
+            if self.hold is not None:
+                await self.hold.wait()
             return n
 
         model = ScriptedModel(self.brain)
@@ -102,6 +112,21 @@ async def test_refused_tool_calls_are_errors_and_end_the_run_when_it_is_spent() 
     assert _refused(result) >= 1
     (ended,) = [e for e in result.events if isinstance(e, BudgetExhausted) and not e.step_id]
     assert ended.limit == "tool_calls"
+
+
+@pytest.mark.anyio
+async def test_the_run_ends_partial_whatever_order_the_reports_come_in() -> None:
+    # One tool call for two steps: s2's call is refused and s2 reports first, while
+    # s1's tool body is still running (nothing is spent yet); when s1 has spent the
+    # last one, the run is out of tool calls with a refusal on record.
+    probe = Probe([(1, []), (1, [])], hold=anyio.Event())
+    result = await probe.team(Budget(tool_calls=1)).run("two parts")
+    assert probe.answered[0] == "part 2 wants 1"
+    assert probe.bodies == 1
+    assert result.status == "partial"
+    assert result.budget_exhausted == "tool_calls"
+    notes = [(e.limit, e.step_id) for e in result.events if isinstance(e, BudgetExhausted)]
+    assert notes == [("tool_calls", "s2"), ("tool_calls", None)]
 
 
 @pytest.mark.anyio
