@@ -46,10 +46,15 @@ def reserve_fan_out(
     """
     picked = [(step, team.workers[step.worker or next(iter(team.workers))]) for step in ready]
     contexts = [_context(state, step) for step, _ in picked]
-    needs = [
-        first_call_tokens(worker, team.planner.prompts, step, context)
-        for (step, worker), context in zip(picked, contexts, strict=True)
-    ]
+    # Estimating costs a pass over the prompts and tool schemas: only a token budget needs it.
+    needs = (
+        [
+            first_call_tokens(worker, team.planner.prompts, step, context)
+            for (step, worker), context in zip(picked, contexts, strict=True)
+        ]
+        if state.ledger.budget.tokens is not None
+        else []
+    )
     ledger = state.ledger
     ways = _ways_that_fit(ledger, needs, _pending(state, len(ready)))
     out: list[Dispatch] = []
