@@ -109,8 +109,11 @@ class RunProgress:
                 self.phase = "synthesizing"
             case CritiqueCompleted() | RoundStarted() | ContextCompressed() | StaleReportDropped():
                 pass
-            case BudgetExhausted(limit=limit):
-                self.phase = f"budget exhausted ({limit})"
+            case BudgetExhausted(limit=limit, step_id=sid, detail=detail):
+                if sid is None:
+                    self.phase = f"budget exhausted ({limit})"
+                else:  # only the step's share ran out; the run goes on
+                    self._row(sid, "").note = detail
             case RunCompleted(result=result):
                 self.phase, self.finished = result.status, True
             case RunFailed():

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, TypeAlias
 import msgspec
 
 from regiment.hierarchy._critic import Verdict
-from regiment.hierarchy._messages import StepStatus
+from regiment.hierarchy._messages import BudgetLimit, StepStatus
 from regiment.hierarchy._plan import Plan, PlanStep
 
 if TYPE_CHECKING:
@@ -145,10 +145,15 @@ class SynthesisStarted(_Base, frozen=True, kw_only=True):
 
 
 class BudgetExhausted(_Base, frozen=True, kw_only=True):
-    """A budget limit was reached."""
+    """A budget limit was reached.
 
-    limit: str
+    With ``step_id`` set, only that step's share ran out (a tool call was refused
+    and the model was told); the run goes on. Without it, the run ends.
+    """
+
+    limit: BudgetLimit
     detail: str
+    step_id: str | None = None
 
 
 class RunCompleted(_Base, frozen=True, kw_only=True):

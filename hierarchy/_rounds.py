@@ -150,6 +150,8 @@ class RunRounds(RunBase):
 
     def _plan_done(self) -> None:
         """Every step of the current plan is committed: critique the round, or answer."""
+        if self._refused_and_spent():
+            return
         critic = self._team.critic
         # A critique is only worth its call if a synthesis can still follow it, and
         # if the round did something new to judge.

@@ -31,9 +31,9 @@ from regiment.hierarchy._events import (
     StepDispatched,
     StepErrored,
 )
+from regiment.hierarchy._fan_out import reserve_fan_out
 from regiment.hierarchy._messages import (
     AssignStep,
-    StepContext,
     StepReport,
 )
 from regiment.hierarchy._plan import Plan
@@ -198,43 +198,31 @@ class RunActor(RunRounds):
             return
         plan = state.plan
         ready = state.ready()[: max(0, team.concurrency - len(state.running_ids(plan.version)))]
-        for step in ready:
-            worker = team.workers[step.worker or next(iter(team.workers))]
-            key = f"{plan.version}/{step.id}/1"
-            allowance = state.ledger.reserve(
-                key, ways=len(ready), model_calls_cap=worker.step_model_calls, keep_model_calls=1
-            )
-            if allowance is None:
-                if not state.inflight:
-                    self._on_exhausted(
-                        state.ledger.exhausted(model_calls_needed=2) or "model_calls",
-                        f"no budget left to dispatch step {step.id}",
-                    )
-                return
-            context = StepContext(
-                goal=state.goal,
-                plan_outline=state.outline(),
-                dependency_outputs=tuple((d, state.carried_output(d)) for d in step.depends_on),
-            )
-            state.dispatched(plan.version, step.id, 1, worker.name)
+        dispatches, short_of = reserve_fan_out(state, team, ready)
+        if short_of is not None and not dispatches and not state.inflight:
+            step_id = ready[0].id
+            self._on_exhausted(short_of, f"no budget left to dispatch step {step_id}")
+            return
+        for d in dispatches:
+            state.dispatched(plan.version, d.step.id, 1, d.worker.name)
             assign = AssignStep(
                 run_id=state.run_id,
                 plan_version=plan.version,
-                step=step,
-                context=context,
+                step=d.step,
+                context=d.context,
                 attempt=1,
-                allowance=allowance,
+                allowance=d.allowance,
             )
             self._emit(
                 StepDispatched(
                     run_id=state.run_id,
                     plan_version=plan.version,
-                    step_id=step.id,
-                    worker=worker.name,
+                    step_id=d.step.id,
+                    worker=d.worker.name,
                     attempt=1,
                 )
             )
-            await team.worker_refs[worker.name].send(assign, headers=self._run_headers)
+            await team.worker_refs[d.worker.name].send(assign, headers=self._run_headers)
         # Steps of older versions still winding down (cancelled, but maybe stuck in
         # a call that ignores cancellation) do not hold up the current plan.
         if not state.running_ids(plan.version) and all(s.id in state.committed for s in plan.steps):
@@ -296,8 +284,11 @@ class RunActor(RunRounds):
         step = state.step(report.step_id)
         if report.status == "budget_exhausted":
             self._on_exhausted(
-                "step_allowance", f"step {step.id} used up its share of the budget: {report.error}"
+                report.exhausted or "model_calls",
+                f"step {step.id} used up its share of the budget: {report.error}",
             )
+            return
+        if report.refused_tool_calls and self._refusals_end_run(report):
             return
         if report.status != "done":
             self._emit(

@@ -26,7 +26,7 @@ from regiment.errors import (
     RunCancelled,
     RunError,
 )
-from regiment.hierarchy._budget import Budget, BudgetLedger
+from regiment.hierarchy._budget import Budget, BudgetLedger, BudgetLimit
 from regiment.hierarchy._checks import Check
 from regiment.hierarchy._critic import Critic
 from regiment.hierarchy._events import (
@@ -37,6 +37,7 @@ from regiment.hierarchy._events import (
 from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._messages import (
     CancelStep,
+    StepReport,
     WorkerMessage,
 )
 from regiment.hierarchy._model_call import ModelCaller
@@ -50,7 +51,7 @@ from regiment.hierarchy._run_messages import (
 )
 from regiment.hierarchy._run_state import RunChannel, RunState
 from regiment.hierarchy._worker import WorkerSpec
-from regiment.models import Message, ModelRequest
+from regiment.models import Message, ModelRequest, estimate_tokens
 from regiment.telemetry import (
     Telemetry,
     headers_for,
@@ -120,7 +121,9 @@ class RunBase(Actor[PlannerMessage, None]):
         self._channel.emit(event)
 
     def _call_model(self, purpose: Purpose, caller: ModelCaller, request: ModelRequest) -> None:
-        if (limit := self._state.ledger.exhausted()) is not None:
+        # A call whose estimated input does not fit in the tokens left never starts.
+        needed = estimate_tokens(request)
+        if (limit := self._state.ledger.exhausted(tokens_needed=needed)) is not None:
             self._on_exhausted(limit, f"no budget left for the {purpose} model call")
             return
         self._token += 1
@@ -252,7 +255,7 @@ class RunBase(Actor[PlannerMessage, None]):
         self._end()
         self._state.finish(self._channel, f"cancelled: {reason}", "cancelled")
 
-    def _on_exhausted(self, limit: str, detail: str) -> None:
+    def _on_exhausted(self, limit: BudgetLimit, detail: str) -> None:
         state = self._state
         if self._phase in ("done", "winding_down") or state.exhausted:
             return
@@ -264,6 +267,39 @@ class RunBase(Actor[PlannerMessage, None]):
             )
         else:
             self._wind_down(self._finish_partial)
+
+    def _refusals_end_run(self, report: StepReport) -> bool:
+        """Tool calls of this step were refused: the run ends ``partial`` (reason
+        ``tool_calls``) when its tool-call budget is truly spent; otherwise only
+        the step's share was, and the run goes on with a ``BudgetExhausted`` note."""
+        state = self._state
+        state.refused_tool_calls += report.refused_tool_calls
+        if self._refused_and_spent():
+            return True
+        detail = (
+            f"step {report.step_id}: {report.refused_tool_calls} tool call(s) refused, "
+            "its share of the tool-call budget was used up"
+        )
+        self._emit(
+            BudgetExhausted(
+                run_id=state.run_id, limit="tool_calls", detail=detail, step_id=report.step_id
+            )
+        )
+        return False
+
+    def _refused_and_spent(self) -> bool:
+        """End the run ``partial`` if tool calls were refused and the run's are all
+        spent (checked on each report and when the plan is done, so the outcome does
+        not depend on the order the reports came in)."""
+        state, limit = self._state, self._team.budget.tool_calls
+        if not state.refused_tool_calls or limit is None or state.ledger.spent.tool_calls < limit:
+            return False
+        self._on_exhausted(
+            "tool_calls",
+            f"{state.refused_tool_calls} tool call(s) were refused "
+            f"and the run's {limit} tool calls are all spent",
+        )
+        return True
 
     def _finish_partial(self) -> None:
         state = self._state

@@ -11,7 +11,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from regiment.errors import RunError
-from regiment.hierarchy._budget import BudgetLedger
+from regiment.hierarchy._budget import BudgetLedger, BudgetLimit
 from regiment.hierarchy._critic import Verdict
 from regiment.hierarchy._events import Event, RunCompleted, RunFailed
 from regiment.hierarchy._memory import WorkingMemory
@@ -78,7 +78,8 @@ class RunState:
     usage_by_role: dict[str, Usage] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
     stale_dropped: int = 0
-    exhausted: str | None = None
+    refused_tool_calls: int = 0  # refused for want of a step's tool-call share
+    exhausted: BudgetLimit | None = None
     trace_id: str | None = None
     round: int = 1
     verdicts: list[Verdict] = field(default_factory=list)
