@@ -97,8 +97,11 @@ class RunProgress:
                 | ev.StaleReportDropped()
             ):
                 pass
-            case ev.BudgetExhausted(limit=limit):
-                self.phase = f"budget exhausted ({limit})"
+            case ev.BudgetExhausted(limit=limit, step_id=sid, detail=detail):
+                if sid is None:
+                    self.phase = f"budget exhausted ({limit})"
+                else:  # only the step's share ran out; the run goes on
+                    self._row(sid, "").note = detail
             case ev.RunCompleted(result=result):
                 self.phase, self.finished = result.status, True
             case ev.RunFailed():

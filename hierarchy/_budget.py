@@ -8,18 +8,15 @@ report then settles the reservation with what was really spent.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias, final
+from typing import Literal, NamedTuple, TypeAlias, final
 
 import msgspec
 
-from regiment.hierarchy._messages import StepAllowance
+from regiment.hierarchy._messages import BudgetLimit, StepAllowance
 from regiment.models import Usage
 
-__all__ = ("Budget", "BudgetLedger", "BudgetLimit", "OnExhausted")
+__all__ = ("Budget", "BudgetLedger", "BudgetLimit", "OnExhausted", "Share")
 
-BudgetLimit: TypeAlias = Literal[
-    "model_calls", "tool_calls", "tokens", "input_tokens", "output_tokens", "replans", "wall_clock"
-]
 OnExhausted: TypeAlias = Literal["partial", "raise"]
 
 
@@ -54,11 +51,19 @@ def _left(limit: int | None, used: int) -> int | None:
     return None if limit is None else max(0, limit - used)
 
 
-def _share(left: int | None, cap: int | None, ways: int) -> int | None:
+class Share(NamedTuple):
+    """One step's part of a fan-out: tool calls and tokens (``None``: unlimited)."""
+
+    tool_calls: int | None
+    tokens: int | None
+
+
+def _split(left: int | None, ways: int) -> list[int | None]:
+    """``left`` in ``ways`` parts differing by at most one, larger parts first."""
     if left is None:
-        return cap
-    share = left // max(1, ways)
-    return share if cap is None else min(share, cap)
+        return [None] * ways
+    base, extra = divmod(left, ways)
+    return [base + (1 if i < extra else 0) for i in range(ways)]
 
 
 @dataclass(slots=True)
@@ -94,33 +99,67 @@ class BudgetLedger:
     def _tokens_spent(self) -> int:
         return self.spent.input_tokens + self.spent.output_tokens
 
-    def exhausted(self, *, model_calls_needed: int = 1) -> BudgetLimit | None:
-        """The first limit that leaves less than what one more model call needs."""
+    def exhausted(
+        self, *, model_calls_needed: int = 1, tokens_needed: int = 0
+    ) -> BudgetLimit | None:
+        """The first limit that leaves less than what one more model call needs.
+
+        Args:
+            model_calls_needed: model calls that must be left.
+            tokens_needed: the next call's estimated input tokens; at least one
+                token must be left either way.
+        """
         b = self.budget
         calls_left = _left(b.model_calls, self.spent.model_calls + self._totals.model_calls)
         if calls_left is not None and calls_left < model_calls_needed:
             return "model_calls"
-        reserved_tokens = self._totals.tokens
-        if b.tokens is not None and self._tokens_spent() + reserved_tokens >= b.tokens:
+        needed = max(1, tokens_needed)
+        tokens_left = self._left_tokens()
+        if tokens_left is not None and tokens_left < needed:
             return "tokens"
-        if b.input_tokens is not None and self.spent.input_tokens >= b.input_tokens:
+        inputs_left = _left(b.input_tokens, self.spent.input_tokens)
+        if inputs_left is not None and inputs_left < needed:
             return "input_tokens"
         if b.output_tokens is not None and self.spent.output_tokens >= b.output_tokens:
             return "output_tokens"
         return None
 
+    def split(self, ways: int) -> list[Share]:
+        """Split what is left now between ``ways`` steps dispatched together.
+
+        The shares are fixed when the fan-out begins (reserving one step's share
+        does not shrink the next one's), differ by at most one, and add up to
+        what was left: a budget that covers every step starves none of them.
+        """
+        if ways < 1:
+            return []
+        tools = _split(self._left_tool_calls(), ways)
+        tokens = _split(self._left_tokens(), ways)
+        return [Share(t, k) for t, k in zip(tools, tokens, strict=True)]
+
+    def _left_tool_calls(self) -> int | None:
+        return _left(self.budget.tool_calls, self.spent.tool_calls + self._totals.tool_calls)
+
+    def _left_tokens(self) -> int | None:
+        return _left(self.budget.tokens, self._tokens_spent() + self._totals.tokens)
+
     def reserve(
-        self, key: str, *, ways: int, model_calls_cap: int, keep_model_calls: int = 0
+        self,
+        key: str,
+        *,
+        model_calls_cap: int,
+        keep_model_calls: int = 0,
+        share: Share | None = None,
     ) -> StepAllowance | None:
-        """Reserve one step's share of what is left, split ``ways`` ways.
+        """Reserve one step's allowance.
 
         Args:
             key: identifies the reservation (run-unique step key).
-            ways: how many steps are being dispatched together; tool calls and
-                tokens are split evenly between them.
             model_calls_cap: the most model calls the step can use (its iteration cap);
                 model calls are reserved first come, first served up to this cap.
             keep_model_calls: model calls to keep back for later phases (synthesis).
+            share: the step's tool calls and tokens, from :meth:`split`; ``None``
+                reserves everything that is left.
 
         Returns:
             The allowance, or ``None`` when there is not enough left for even one
@@ -136,14 +175,12 @@ class BudgetLedger:
         calls = model_calls_cap if calls_left is None else min(model_calls_cap, calls_left)
         if calls < 1:
             return None
-        tools_left = _left(b.tool_calls, self.spent.tool_calls + self._totals.tool_calls)
-        tokens_left = _left(b.tokens, self._tokens_spent() + self._totals.tokens)
-        if tokens_left == 0:
+        if share is None:
+            share = self.split(1)[0]
+        if share.tokens == 0:
             return None
         allowance = StepAllowance(
-            model_calls=calls,
-            tool_calls=_share(tools_left, None, ways),
-            tokens=_share(tokens_left, None, ways),
+            model_calls=calls, tool_calls=share.tool_calls, tokens=share.tokens
         )
         self.release(key)  # a key reserved twice replaces its old reservation
         self.reserved[key] = allowance

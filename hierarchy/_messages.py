@@ -17,6 +17,7 @@ from regiment.models import Usage
 
 __all__ = (
     "AssignStep",
+    "BudgetLimit",
     "CancelStep",
     "StepAllowance",
     "StepContext",
@@ -25,6 +26,11 @@ __all__ = (
     "ToolOutcome",
     "WorkerMessage",
 )
+
+BudgetLimit: TypeAlias = Literal[
+    "model_calls", "tool_calls", "tokens", "input_tokens", "output_tokens", "replans", "wall_clock"
+]
+"""A :class:`~regiment.hierarchy.Budget` field that can run out."""
 
 StepStatus: TypeAlias = Literal[
     "done", "failed", "timed_out", "cancelled", "iteration_limit", "budget_exhausted"
@@ -88,7 +94,13 @@ class ToolOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class StepReport(msgspec.Struct, frozen=True, kw_only=True, tag="step_report"):
-    """Worker -> planner: how a step ended. Committed only if ``plan_version`` is current."""
+    """Worker -> planner: how a step ended. Committed only if ``plan_version`` is current.
+
+    ``exhausted`` names the budget field whose share ran out (status
+    ``budget_exhausted``); ``refused_tool_calls`` counts tool calls the model
+    asked for that the step's share could not pay for (each came back to the
+    model as an error result).
+    """
 
     run_id: str
     plan_version: int
@@ -102,6 +114,8 @@ class StepReport(msgspec.Struct, frozen=True, kw_only=True, tag="step_report"):
     model_calls: int = 0
     tool_calls: int = 0
     error: str | None = None
+    exhausted: BudgetLimit | None = None
+    refused_tool_calls: int = 0
 
     def tool_result(self, tool: str) -> JsonValue:
         """The content of the last successful call of ``tool`` in this step.

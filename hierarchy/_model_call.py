@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import final
 
+from regiment.hierarchy._text import valid_response
 from regiment.models import Model, ModelRequest, ModelResponse
 from regiment.telemetry import Telemetry
 
@@ -22,7 +23,7 @@ class ModelCaller:
     telemetry: Telemetry
 
     async def call(self, request: ModelRequest) -> ModelResponse:
-        """One model call."""
+        """One model call; the reply's text is made encodable (see :mod:`regiment.hierarchy._text`)."""
         telemetry = self.telemetry
         with telemetry.chat_span(
             self.model.name,
@@ -35,7 +36,7 @@ class ModelCaller:
                 telemetry.recorder.chat_input(
                     span, system=request.system, messages=request.messages
                 )
-            response = await self.model.complete(request)
+            response = valid_response(await self.model.complete(request))
             if span.is_recording():
                 telemetry.recorder.chat_response(
                     span,

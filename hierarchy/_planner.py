@@ -81,14 +81,16 @@ class PlanningSession:
             truncated_from=parsed.truncated_from,
             nothing_to_do=parsed.nothing_to_do,
             source=parsed.source,
+            error=parsed.error,
         )
-        problems = validate_plan(
-            steps, workers=tuple(self.workers), known_ids=self.known_ids, checks=tuple(self.checks)
-        )
-        if not steps and not parsed.nothing_to_do:
-            problems = (
-                "the reply held no steps; reply with the steps as JSON, "
-                'or {"steps": []} if nothing needs doing',
+        if parsed.error is not None:
+            problems: tuple[str, ...] = (parsed.error,)
+        else:
+            problems = validate_plan(
+                steps,
+                workers=tuple(self.workers),
+                known_ids=self.known_ids,
+                checks=tuple(self.checks),
             )
         self.messages.append(Message.assistant(reply))
         return PlanAttempt(parsed=parsed, problems=problems, reply=reply)

@@ -8,7 +8,7 @@ import msgspec
 
 from regiment.hierarchy._critic import Verdict
 from regiment.hierarchy._memory import WorkingMemory
-from regiment.hierarchy._messages import StepReport
+from regiment.hierarchy._messages import BudgetLimit, StepReport
 from regiment.hierarchy.plan._plan import Plan
 from regiment.models import Usage
 
@@ -61,7 +61,7 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     model_calls: int = 0
     tool_calls: int = 0
     stale_reports_dropped: int = 0
-    budget_exhausted: str | None = None
+    budget_exhausted: BudgetLimit | None = None
     trace_id: str | None = None
     rounds: int = 1
     verdicts: tuple[Verdict, ...] = ()

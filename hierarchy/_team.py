@@ -17,8 +17,6 @@ trace.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import functools
 import itertools
 import random
@@ -28,19 +26,15 @@ from dataclasses import dataclass, field
 from typing import assert_never, final
 
 import anyio
-import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream
 from opentelemetry.trace import Span
 
 from regiment.actors import (
-    Actor,
     ActorRef,
     ActorSystem,
-    ChildFailed,
-    RestartPolicy,
     open_actor_system,
 )
-from regiment.errors import ActorStopped, ConfigError, RunCancelled, RunError
+from regiment.errors import ConfigError, RunCancelled
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._checks import Check
 from regiment.hierarchy._critic import Critic
@@ -48,10 +42,10 @@ from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._messages import StepAllowance, WorkerMessage
 from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._result import RunResult
-from regiment.hierarchy.events import Event, RunFailed
-from regiment.hierarchy.run._actor import PlannerActor
+from regiment.hierarchy._supervisor import RunRef, SpawnRun, Supervisor, capped, close_run
+from regiment.hierarchy.events import Event
 from regiment.hierarchy.run._channel import RunChannel
-from regiment.hierarchy.run._messages import CancelRun, PlannerMessage, StartRun
+from regiment.hierarchy.run._messages import StartRun
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._team_worker import TeamWorker, TeamWorkerActor
@@ -59,9 +53,6 @@ from regiment.hierarchy.workers._worker import Worker, WorkerActor
 from regiment.telemetry import Telemetry
 
 __all__ = ("RunningTeam", "Team")
-
-# How long a cancelled run may take to collect its steps' cancelled reports.
-_CANCEL_GRACE = 5.0
 
 
 @final
@@ -117,68 +108,27 @@ class Team:
             return await running.run(goal)
 
 
-@dataclass(frozen=True, slots=True)
-class _SpawnRun:
-    run_id: str
-    goal: str
-    channel: RunChannel
-    run_span: Span
-    budget: Budget
-
-
-_RunRef = ActorRef[PlannerMessage, None]
-
-
-class _Supervisor(Actor[_SpawnRun, _RunRef]):
-    """The team's planner: parent of every run's planner actor, so a crashed
-    run fails alone and its caller is told why."""
-
-    def __init__(self, runtime: TeamRuntime) -> None:
-        self._runtime = runtime
-        self._channels: dict[str, RunChannel] = {}
-
-    async def receive(self, message: _SpawnRun) -> _RunRef:
-        match message:
-            case _SpawnRun(run_id=run_id, goal=goal, channel=channel, run_span=span):
-                # Forget finished runs here, so the table stays the size of the live runs.
-                self._channels = {k: c for k, c in self._channels.items() if not c.done}
-                self._channels[run_id] = channel
-                runtime = self._runtime
-                if message.budget != runtime.budget:  # capped by a parent's step allowance
-                    runtime = dataclasses.replace(runtime, budget=message.budget)
-                return await self.ctx.spawn(
-                    lambda: PlannerActor(runtime, run_id, goal, channel, span),
-                    name=run_id,
-                    capacity=1024,
-                    restart=RestartPolicy(max_restarts=0),
-                )
-            case _:
-                assert_never(message)
-
-    async def on_child_failed(self, failure: ChildFailed) -> None:
-        channel = self._channels.pop(failure.child.name, None)
-        if channel is not None and not channel.done:
-            error = RunError(
-                f"the run's planner crashed: {type(failure.error).__name__}: {failure.error}"
-            )
-            error.__cause__ = failure.error
-            channel.error = error
-            channel.close(
-                RunFailed(run_id=failure.child.name, error_type="RunError", message=str(error))
-            )
-
-
 @final
 class RunningTeam:
     """A started team; runs goals. Get one from ``Team.start()``."""
 
     def __init__(
-        self, team: Team, supervisor: ActorRef[_SpawnRun, _RunRef], telemetry: Telemetry
+        self,
+        team: Team,
+        supervisor: ActorRef[SpawnRun, RunRef],
+        telemetry: Telemetry,
+        channels: dict[str, RunChannel],
     ) -> None:
         self.team = team
         self._supervisor = supervisor
         self._telemetry = telemetry
         self._ids = itertools.count(1)
+        self._channels = channels
+
+    @property
+    def active_runs(self) -> int:
+        """How many runs of this team are in progress (started and not yet returned)."""
+        return len(self._channels)
 
     @classmethod
     async def spawn(
@@ -197,7 +147,13 @@ class RunningTeam:
         """
         return await _spawn_team(team, system, telemetry, prefix="", outer=())
 
-    async def run(self, goal: str, *, allowance: StepAllowance | None = None) -> RunResult:
+    async def run(
+        self,
+        goal: str,
+        *,
+        allowance: StepAllowance | None = None,
+        concurrency: int | None = None,
+    ) -> RunResult:
         """Run one goal to its result.
 
         Args:
@@ -205,6 +161,10 @@ class RunningTeam:
             allowance: caps this run's budget: its model calls, tool calls and
                 tokens are each the smaller of the team's budget and the
                 allowance (a parent team passes the share it reserved).
+            concurrency: how many of this run's steps may be in flight at once;
+                ``None`` uses the team's ``concurrency``. A worker's
+                ``max_concurrent_steps`` is shared by every run of the started
+                team, so concurrent runs also wait for each other there.
 
         Raises:
             PlanError: no valid plan within the allowed attempts.
@@ -212,7 +172,8 @@ class RunningTeam:
             BudgetExceeded: a budget ran out and the budget says ``on_exhausted="raise"``.
             RunError: anything else that ended the run without a result.
         """
-        async with self._open(goal, allowance, streaming=False) as (channel, events):
+        opened = self._open(goal, allowance, streaming=False, concurrency=concurrency)
+        async with opened as (channel, events):
             async for _ in events:  # nothing is sent: this waits for the run's end
                 pass
         if channel.result is not None:
@@ -221,14 +182,20 @@ class RunningTeam:
 
     @asynccontextmanager
     async def stream(
-        self, goal: str, *, allowance: StepAllowance | None = None
+        self,
+        goal: str,
+        *,
+        allowance: StepAllowance | None = None,
+        concurrency: int | None = None,
     ) -> AsyncIterator[AsyncIterator[Event]]:
         """Run one goal, yielding its events as they happen.
 
         The last event is ``RunCompleted`` (with the result) or ``RunFailed``.
-        Leaving the block early cancels the run. ``allowance`` is as for :meth:`run`.
+        Leaving the block early cancels the run. ``allowance`` and
+        ``concurrency`` are as for :meth:`run`.
         """
-        async with self._open(goal, allowance, streaming=True) as (_channel, events):
+        opened = self._open(goal, allowance, streaming=True, concurrency=concurrency)
+        async with opened as (_channel, events):
             yield events
 
     def _open_for_step(
@@ -239,26 +206,48 @@ class RunningTeam:
 
     @asynccontextmanager
     async def _open(
-        self, goal: str, allowance: StepAllowance | None, *, streaming: bool
+        self,
+        goal: str,
+        allowance: StepAllowance | None,
+        *,
+        streaming: bool,
+        concurrency: int | None = None,
     ) -> AsyncIterator[tuple[RunChannel, MemoryObjectReceiveStream[Event]]]:
         if not goal.strip():
             raise ConfigError("the goal is empty; say what the team should do")
+        if concurrency is None:
+            concurrency = self.team.concurrency
+        elif isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise ConfigError(
+                f"concurrency={concurrency!r}: a run's concurrency must be a whole number "
+                "of at least 1 (or None for the team's)"
+            )
         # Unique within the team by the counter, and across teams and processes with
         # high probability; no system call (uuid4 reads the OS's random source).
         run_id = f"run-{next(self._ids)}-{random.getrandbits(32):08x}"
         channel, events = RunChannel.open(streaming=streaming)
-        budget = _capped(self.team.budget, allowance)
-        ref: _RunRef | None = None
+        budget = capped(self.team.budget, allowance)
+        ref: RunRef | None = None
         with self._telemetry.run_span(self.team.name, run_id, goal) as span:
+            self._channels[run_id] = channel
             try:
-                ref = await self._supervisor.ask(_SpawnRun(run_id, goal, channel, span, budget))
+                # Shielded: once the ask is delivered the run actor gets spawned, and a
+                # cancel landing before the reply would leave it with no one to close it.
+                with anyio.CancelScope(shield=True):
+                    ref = await self._supervisor.ask(
+                        SpawnRun(run_id, goal, channel, span, budget, concurrency)
+                    )
+                assert ref is not None  # a shielded scope never skips its body
                 await ref.send(StartRun())
                 yield channel, events
             finally:
-                with anyio.CancelScope(shield=True):
-                    if ref is not None:
-                        await _close_run(ref, channel, events)
-                    events.close()
+                try:
+                    with anyio.CancelScope(shield=True):
+                        if ref is not None:
+                            await close_run(ref, channel, events)
+                        events.close()
+                finally:
+                    del self._channels[run_id]
                 _record_end(self._telemetry, span, channel)
 
 
@@ -306,26 +295,9 @@ async def _spawn_team(
         compression=team.compression,
         telemetry=telemetry,
     )
-    supervisor = await system.spawn(lambda: _Supervisor(runtime), name=f"{base}/planner")
-    return RunningTeam(team, supervisor, telemetry)
-
-
-def _capped(budget: Budget, allowance: StepAllowance | None) -> Budget:
-    """The budget with model calls, tool calls and tokens capped by ``allowance``."""
-    if allowance is None:
-        return budget
-    return msgspec.structs.replace(
-        budget,
-        model_calls=_min(budget.model_calls, allowance.model_calls),
-        tool_calls=_min(budget.tool_calls, allowance.tool_calls),
-        tokens=_min(budget.tokens, allowance.tokens),
-    )
-
-
-def _min(a: int | None, b: int | None) -> int | None:
-    if a is None:
-        return b
-    return a if b is None else min(a, b)
+    channels: dict[str, RunChannel] = {}
+    supervisor = await system.spawn(lambda: Supervisor(runtime, channels), name=f"{base}/planner")
+    return RunningTeam(team, supervisor, telemetry, channels)
 
 
 def _record_end(telemetry: Telemetry, span: Span, channel: RunChannel) -> None:
@@ -345,18 +317,3 @@ def _record_end(telemetry: Telemetry, span: Span, channel: RunChannel) -> None:
         model_calls=result.model_calls,
         tool_calls=result.tool_calls,
     )
-
-
-async def _close_run(
-    ref: ActorRef[PlannerMessage, None],
-    channel: RunChannel,
-    events: MemoryObjectReceiveStream[Event],
-) -> None:
-    """Cancel the run if it is still going, wait (bounded) for it to wind down, stop its actor."""
-    if ref.is_alive and not channel.done:
-        with anyio.move_on_after(_CANCEL_GRACE), contextlib.suppress(ActorStopped):
-            await ref.send(CancelRun())  # waits if the mailbox is full of reports
-            async for _ in events:
-                pass
-    if ref.is_alive:
-        await ref.stop()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TypeAlias
 import msgspec
 
 from regiment.hierarchy._critic import Verdict
-from regiment.hierarchy._messages import StepStatus
+from regiment.hierarchy._messages import BudgetLimit, StepStatus
 from regiment.hierarchy.plan._plan import Plan, PlanStep
 
 if TYPE_CHECKING:
@@ -107,7 +107,13 @@ class Replanned(_Base, frozen=True, kw_only=True):
 
 
 class StaleReportDropped(_Base, frozen=True, kw_only=True):
-    """A report for an older plan version arrived and was not applied."""
+    """A report for a replaced plan version arrived and was not applied.
+
+    ``current_version`` is the newest announced plan version when the report
+    arrived. While a replan is still being planned that is the version being
+    replaced, so it may equal ``report_version``: the next version does not
+    exist until its ``Replanned``/``PlanCreated``, and may never exist.
+    """
 
     report_version: int
     current_version: int
@@ -143,10 +149,15 @@ class SynthesisStarted(_Base, frozen=True, kw_only=True):
 
 
 class BudgetExhausted(_Base, frozen=True, kw_only=True):
-    """A budget limit was reached."""
+    """A budget limit was reached.
 
-    limit: str
+    With ``step_id`` set, only that step's share ran out (a tool call was refused
+    and the model was told); the run goes on. Without it, the run ends.
+    """
+
+    limit: BudgetLimit
     detail: str
+    step_id: str | None = None
 
 
 class RunCompleted(_Base, frozen=True, kw_only=True):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import assert_never
 
 import msgspec
@@ -73,12 +74,19 @@ def _part_tokens(part: Part) -> int:
         case TextPart(text=text):
             return _PER_PART + _text_tokens(text)
         case ToolCallPart(id=call_id, name=name, arguments=arguments):
-            encoded = msgspec.json.encode(arguments).decode()
-            return _PER_PART + _text_tokens(call_id + name + encoded)
+            return _PER_PART + _text_tokens(call_id + name + _json_text(arguments))
         case ToolResultPart(call_id=call_id, content=content):
             return _PER_PART + _text_tokens(call_id + content)
         case _:
             assert_never(part)
+
+
+def _json_text(value: object) -> str:
+    try:
+        return msgspec.json.encode(value).decode()
+    except UnicodeEncodeError:
+        # A lone surrogate a model wrote: still counted (escaped), never a crash.
+        return json.dumps(value)
 
 
 def _text_tokens(text: str) -> int:

@@ -10,7 +10,6 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Generic, ParamSpec, TypeVar, Unpack, assert_never, cast, final
 
-import anyio
 import msgspec
 import pydantic_core
 
@@ -24,6 +23,7 @@ from regiment.tools._policy import ToolOptions, ToolPolicy
 from regiment.tools._result import ToolResult
 from regiment.tools._run import LoopLimiter, describe_failure, request_approval, run_attempts
 from regiment.tools._schema import ArgumentSpec, BoundArguments
+from regiment.tools._thread import run_sync_abandonable
 
 __all__ = ("Tool",)
 
@@ -237,10 +237,9 @@ class Tool(Generic[P, R_co]):
         target = cast(Callable[..., object], self._fn)
         if self._is_async:
             return await cast(Awaitable[object], target(*bound.args, **bound.kwargs))
-        # abandon_on_cancel: a timeout or a cancelled caller gets control back at once;
-        # the thread itself cannot be stopped and finishes in the background.
-        call = functools.partial(target, *bound.args, **bound.kwargs)
-        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        # A timeout or a cancelled caller gets control back at once; a body that had
+        # not started by then never starts (one already running finishes unseen).
+        return await run_sync_abandonable(functools.partial(target, *bound.args, **bound.kwargs))
 
     def _key(self, arguments: JsonObject) -> str | None:
         return derive_key(self._policy.idempotency_key, self._key_name, arguments)

@@ -1,10 +1,19 @@
 """Reading a plan out of the JSON in a planner's reply (the first thing the parser tries).
 
-The first balanced array or object that decodes *and* looks like a plan wins:
-a code fence first, then anywhere in the prose. JSON inside a numbered or
-bulleted line is that step's text, not a plan. What comes out is a
-:class:`~regiment.hierarchy.plan._lines._Reading`, as from the line reader;
-:mod:`regiment.hierarchy.plan._parse` turns it into steps.
+Two kinds of reply:
+
+- One that *is* JSON: it starts with ``{`` or ``[``, or carries a ``json``
+  code fence (or a fence whose body starts with a bracket). It is read as
+  JSON only: the value at its start (or the fence's body) must be a plan, else
+  the reading is an error that says what was wrong, never a line-read step.
+- Prose that may hold a plan: the first balanced array or object that decodes
+  *and* looks like a plan wins. JSON inside a numbered or bulleted line is that
+  step's text, not a plan. When nothing plan-shaped is found the parser falls
+  back to reading lines.
+
+The value is read strictly by :mod:`regiment.hierarchy.plan._shape`. What
+comes out is a :class:`~regiment.hierarchy.plan._lines._Reading`, as from the
+line reader; :mod:`regiment.hierarchy.plan._parse` turns it into steps.
 """
 
 from __future__ import annotations
@@ -14,52 +23,106 @@ from collections.abc import Iterator
 
 import msgspec
 
-from regiment.hierarchy.plan._lines import _RawStep, _Reading, _split_deps
+from regiment.hierarchy.plan._lines import _Reading
+from regiment.hierarchy.plan._shape import _excerpt, _interpret
 
-__all__ = ("_from_json", "_numeric")
+__all__ = ("_from_json", "_looks_like_json")
 
-_TEXT_KEYS = ("description", "action", "task", "step", "title", "text", "instruction")
-_WORKER_KEYS = ("worker", "assignee", "agent", "assigned_to")
-_DEPS_KEYS = ("depends_on", "dependencies", "deps", "depends", "after")
-_STEPS_KEYS = ("steps", "plan")
-_NOTHING_FLAGS = ("nothing_to_do", "done", "no_steps")
-_NUMERIC = re.compile(r"^(?:step[\s_-]*)?#?(\d+)$", re.I)
-
-_FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.S)
+_FENCE = re.compile(r"```([^\n`]*)\n(.*?)(?:```|\Z)", re.S)
 _TRAILING_COMMA = re.compile(r",(\s*[\]}])")
 _MARKED_PREFIX = re.compile(r"^\s*(?:[-*•+]\s|(?:step\s*)?#?\d+\s*[.):])", re.I)
+# "[1] Check eligibility", "[urgent] call back": a bracketed tag followed by prose.
+_BRACKET_TAG = re.compile(r"^\[[^\[\]{}\"',:]*\]\s*[^\s\[\]{},:]")
 # Bounds that keep a pathological reply (thousands of brackets) cheap.
 _MAX_RESCANS = 32
+_SCAN_PASSES = 6
 _MAX_DECODES = 64
 
 
-def _numeric(label: str) -> int | None:
-    match = _NUMERIC.match(label.strip())
-    return int(match.group(1)) if match else None
+class _Undecodable(msgspec.Struct, frozen=True):
+    """A candidate that is not valid JSON, and why."""
+
+    reason: str
+
+
+def _looks_like_json(text: str) -> bool:
+    """Whether ``text`` (a reply, a fence's body or a step's text) reads as JSON, not prose."""
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        return True
+    return stripped.startswith("[") and not _BRACKET_TAG.match(stripped)
 
 
 def _from_json(reply: str) -> _Reading | None:
-    """The first plan-shaped JSON value in the reply, or ``None`` if there is none."""
+    """The plan in the reply's JSON, an error reading, or ``None`` to read lines instead."""
+    fences = [(m.group(1).strip().lower(), m.group(2)) for m in _FENCE.finditer(reply)]
+    json_fences = [body for tag, body in fences if tag.startswith("json") or _looks_like_json(body)]
     whole = reply.strip()
-    if whole[:1] in ("{", "[") and "```" not in reply:
-        # A reply that is one JSON value (the usual case) is the first value the
-        # scan below would find; decoding it directly skips a pass over every character.
-        value = _decode(whole)
-        reading = None if value is _FAILED else _interpret(value)
-        if reading is not None:
-            return reading
-    for value in _json_values(reply):
-        reading = _interpret(value)
-        if reading is not None:
-            return reading
-    return None
+    if whole[:1] in ("{", "["):
+        return _read_json_reply(whole, json_fences)
+    if json_fences:
+        return _read_fences(json_fences)
+    return _read_prose(reply)
 
 
-def _json_values(reply: str) -> Iterator[object]:
-    for fence in _FENCE.finditer(reply):
-        value = _decode(fence.group(1))
-        if value is not _FAILED:
-            yield value
+def _read_json_reply(whole: str, fences: list[str]) -> _Reading:
+    """A reply that starts with a bracket: the value at its start is the plan, or the error."""
+    value = _decode(whole)
+    if isinstance(value, _Undecodable):
+        end = _span_from(whole, 0)
+        if end is not None:  # one JSON value, then prose ("Hope this helps")
+            value = _decode(whole[:end])
+    if isinstance(value, _Undecodable):
+        reading = _Reading([], error=_not_json("The reply", whole, value.reason))
+    else:
+        found = _interpret(value, strict=True)
+        assert found is not None  # strict reading never declines
+        reading = found
+    if reading.error is not None and fences:
+        fenced = _read_fences(fences)
+        return fenced if fenced.error is None else reading
+    return reading
+
+
+def _read_fences(bodies: list[str]) -> _Reading:
+    """The first fenced JSON plan; else the first fence's error."""
+    first: _Reading | None = None
+    for body in bodies:
+        value = _decode(body)
+        if isinstance(value, _Undecodable):
+            reading = _Reading([], error=_not_json("The ```json block", body, value.reason))
+        else:
+            found = _interpret(value, strict=True)
+            assert found is not None
+            reading = found
+        if reading.error is None:
+            return reading
+        first = first or reading
+    assert first is not None
+    return first
+
+
+def _read_prose(reply: str) -> _Reading | None:
+    """The first plan-shaped value in prose; its error if it has one; ``None`` if there is none."""
+    first_error: _Reading | None = None
+    for value in _prose_values(reply):
+        reading = _interpret(value, strict=False)
+        if reading is None:
+            continue
+        if reading.error is None:
+            return reading
+        first_error = first_error or reading
+    return first_error
+
+
+def _not_json(what: str, text: str, reason: str) -> str:
+    return (
+        f"{what} starts like JSON but is not valid JSON ({reason}): {_excerpt(text)}; "
+        'reply with one complete JSON object such as {"steps": [{"description": "..."}]}'
+    )
+
+
+def _prose_values(reply: str) -> Iterator[object]:
     decodes = 0
     for start, end in _bracket_spans(reply):
         line_start = reply.rfind("\n", 0, start) + 1
@@ -69,35 +132,48 @@ def _json_values(reply: str) -> Iterator[object]:
         if decodes > _MAX_DECODES:
             return
         value = _decode(reply[start:end])
-        if value is not _FAILED:
+        if not isinstance(value, _Undecodable):
             yield value
 
 
-_FAILED = object()
-
-
 def _decode(text: str) -> object:
+    """The JSON value of ``text`` (a trailing comma forgiven), or why it is not JSON."""
+    reason = ""
     for candidate in (text, _TRAILING_COMMA.sub(r"\1", text)):
         try:
             value: object = msgspec.json.decode(candidate.strip())
-        except (msgspec.DecodeError, RecursionError):
+        except msgspec.DecodeError as exc:
+            reason = reason or str(exc)
             continue
+        except RecursionError:
+            return _Undecodable("it is nested too deeply")
         return value
-    return _FAILED
+    return _Undecodable(reason or "it is empty")
+
+
+def _span_from(text: str, start: int) -> int | None:
+    """The end of the balanced value that starts at ``start``, if it closes."""
+    spans: set[tuple[int, int]] = set()
+    _scan(text, start, spans, stop_at_depth_zero=True)
+    return next((end for begin, end in spans if begin == start), None)
 
 
 def _bracket_spans(text: str) -> list[tuple[int, int]]:
     """Start/end of every balanced ``[...]``/``{...}``, outer before inner."""
     spans: set[tuple[int, int]] = set()
     position: int | None = 0
+    budget = _SCAN_PASSES * len(text)  # characters all rescans together may visit
     for _ in range(_MAX_RESCANS):
-        if position is None:
+        if position is None or budget <= 0:
             break
+        budget -= len(text) - position
         position = _scan(text, position, spans)
     return sorted(spans)
 
 
-def _scan(text: str, position: int, spans: set[tuple[int, int]]) -> int | None:
+def _scan(
+    text: str, position: int, spans: set[tuple[int, int]], *, stop_at_depth_zero: bool = False
+) -> int | None:
     """One pass from ``position``; returns where to rescan from, or ``None`` when done.
 
     Quotes only open strings inside brackets: at depth 0 they are prose.
@@ -122,77 +198,6 @@ def _scan(text: str, position: int, spans: set[tuple[int, int]]) -> int | None:
             if (text[opener], char) not in (("[", "]"), ("{", "}")):
                 return (stack[0] if stack else opener) + 1
             spans.add((opener, i + 1))
+            if stop_at_depth_zero and not stack:
+                return None
     return stack[0] + 1 if stack else None
-
-
-def _interpret(value: object) -> _Reading | None:
-    """The steps if ``value`` is plan-shaped, else ``None``."""
-    if isinstance(value, list):
-        return _interpret_list(value)
-    if isinstance(value, dict):
-        steps = next((value[key] for key in _STEPS_KEYS if key in value), None)
-        if isinstance(steps, list):
-            return _interpret_list(steps)  # listed steps win over a contradicting flag
-        if steps is None and any(value.get(flag) is True for flag in _NOTHING_FLAGS):
-            return _Reading([], nothing_to_do=True)
-    return None
-
-
-def _interpret_list(items: list[object]) -> _Reading | None:
-    if not items:
-        return _Reading([], nothing_to_do=True)
-    raws: list[_RawStep] = []
-    for item in items:
-        if isinstance(item, str):
-            raws.append(_RawStep(description=item.strip()))
-        elif isinstance(item, dict) and any(key in item for key in _TEXT_KEYS):
-            raws.append(_raw_from_object(item))
-        else:
-            return None  # e.g. "[1]" as a citation in prose: not a plan
-    return _Reading(raws)
-
-
-def _raw_from_object(item: dict[str, object]) -> _RawStep:
-    texts = (item.get(key) for key in _TEXT_KEYS)
-    description = next((t.strip() for t in texts if isinstance(t, str) and t.strip()), "")
-    return _RawStep(
-        description=description,
-        label=_label(item),
-        worker=_first_string(item, _WORKER_KEYS),
-        deps=_deps(next((item[key] for key in _DEPS_KEYS if key in item), None)),
-        check=_first_string(item, ("check",)),
-    )
-
-
-def _label(item: dict[str, object]) -> str | None:
-    """The model's own id for a step: ``id``, or a step number under ``step``/``number``."""
-    for key in ("id", "step_id", "step", "number"):
-        value = item.get(key)
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, int):
-            return str(value)
-        if isinstance(value, str) and value.strip():
-            text = value.strip()
-            if key in ("id", "step_id") or _numeric(text) is not None:
-                return text
-    return None
-
-
-def _first_string(item: dict[str, object], keys: tuple[str, ...]) -> str | None:
-    for key in keys:
-        value = item.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
-
-
-def _deps(value: object) -> tuple[str, ...]:
-    values = value if isinstance(value, list) else [value]
-    deps: list[str] = []
-    for item in values:
-        if isinstance(item, str):
-            deps.extend(_split_deps(item))
-        elif isinstance(item, int) and not isinstance(item, bool):
-            deps.append(str(item))
-    return tuple(deps)

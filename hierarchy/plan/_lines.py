@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-__all__ = ("_NOTHING_FULL", "_RawStep", "_Reading", "_from_lines", "_split_deps")
+__all__ = ("_NOTHING_FULL", "_RawStep", "_Reading", "_from_lines", "_meaningful", "_split_deps")
 
 _DEP_SEPARATOR = re.compile(r"\s*(?:,|;|&|\band\b)\s*", re.I)
 
@@ -23,7 +23,8 @@ _LEADING_MARKUP = re.compile(r"^(?:#{1,6}\s+)?(?:\*\*|__)?")
 _NUMBERED = re.compile(
     r"^(?:step\s*#?\s*(\d+)\s*[.):\-\u2013\u2014]?|#?(\d+)\s*[.):](?!\d)|\((\d+)\))\s*(.*)$", re.I
 )
-_BULLET = re.compile(r"^[-*•+‣◦▪]\s+(?:\[[ xX]?\]\s*)?(.*)$")
+# A marker alone ("- ", "* ", "1. ") is still a marked line: a blank step, not text.
+_BULLET = re.compile(r"^[-*•+‣◦▪](?:\s+(?:\[[ xX]?\]\s*)?(.*))?$")
 _KEYS = r"worker|assignee|agent|assigned[ _]to|depends[ _]on|dependencies|deps|after|check"
 _ANNOTATION = re.compile(r"\s*[(\[]([^()\[\]]*)[)\]]")
 _NOTE_SEPARATOR = re.compile(rf";|,\s*(?=(?:{_KEYS})\s*[:=])", re.I)
@@ -58,6 +59,12 @@ class _RawStep:
 class _Reading(NamedTuple):
     raws: list[_RawStep]
     nothing_to_do: bool = False
+    error: str | None = None  # why the reply could not be read as a plan (``raws`` is empty)
+
+
+def _meaningful(text: str) -> bool:
+    """Whether ``text`` says something: a marker, dashes or blanks alone are not a step."""
+    return any(char.isalnum() for char in text)
 
 
 def _split_deps(text: str) -> list[str]:
@@ -75,7 +82,8 @@ class _Line(NamedTuple):
 
 def _from_lines(reply: str) -> _Reading:
     lines = [line for line in map(_classify, reply.splitlines()) if line is not None]
-    kinds = {line.kind for line in lines}
+    # A blank marker ("- ") does not make a reply a list; it is skipped as a step.
+    kinds = {line.kind for line in lines if _meaningful(line.text)}
     kind = "numbered" if "numbered" in kinds else "bullet" if "bullet" in kinds else None
     if kind is None:
         if lines and _NOTHING_START.match(lines[0].whole):
@@ -106,7 +114,7 @@ def _classify(line: str) -> _Line | None:
         label = next(group for group in numbered.groups()[:3] if group is not None)
         return _Line(indent, "numbered", label, _clean(numbered.group(4)), body)
     if bullet := _BULLET.match(body):
-        return _Line(indent, "bullet", None, _clean(bullet.group(1)), body)
+        return _Line(indent, "bullet", None, _clean(bullet.group(1) or ""), body)
     return _Line(indent, "plain", None, _clean(body), body)
 
 

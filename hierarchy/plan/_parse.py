@@ -2,20 +2,25 @@
 
 Models wrap plans in many ways, so the parser looks, in order, for:
 
-1. JSON: in a code fence or anywhere in the prose (the first balanced array or
-   object that decodes *and* looks like a plan): a list of strings, a list of
+1. JSON: a reply that starts with ``{``/``[`` or carries a ``json`` code fence
+   is JSON and is read only as JSON; in prose, the first balanced array or
+   object that decodes *and* looks like a plan: a list of strings, a list of
    step objects, or an object with ``steps`` (optionally a ``nothing_to_do`` /
    ``done`` flag).
 2. Marked lines: numbered (``1.``, ``1)``, ``Step 1:``) or bulleted (``-``,
    ``*``, ``•``) lines are the steps, so lead-in and closing prose is not.
-3. Otherwise every non-blank line is a step.
+3. Otherwise every line that says something (has a letter or a digit) is a step.
 
-JSON reading (1) lives in :mod:`regiment.hierarchy.plan._json`, line-based
-reading (2 and 3) in :mod:`regiment.hierarchy.plan._lines`; this module turns
-either reading into steps with ids and dependencies.
+JSON reading (1) lives in :mod:`regiment.hierarchy.plan._json` and
+:mod:`regiment.hierarchy.plan._shape`, line-based reading (2 and 3) in
+:mod:`regiment.hierarchy.plan._lines`; this module turns either reading into
+steps with ids and dependencies.
 
-It never raises on what a model wrote: the worst outcome is a
-:class:`ParsedPlan` with no steps, which the planner answers with a re-prompt.
+It never raises on what a model wrote. JSON that is not a plan, a step
+without a text description, a dependency on a blank line or a reply with no
+steps gives a :class:`ParsedPlan` with no steps and an ``error`` saying what
+was wrong, which the planner sends back to the model as a re-prompt. A step
+is never dropped, guessed at, or made of raw JSON.
 """
 
 from __future__ import annotations
@@ -25,14 +30,17 @@ from typing import Literal
 import msgspec
 
 from regiment.errors import ConfigError
-from regiment.hierarchy.plan._json import _from_json, _numeric
+from regiment.hierarchy._text import valid_text
+from regiment.hierarchy.plan._json import _from_json, _looks_like_json
 from regiment.hierarchy.plan._lines import (
     _NOTHING_FULL,
     _from_lines,
+    _meaningful,
     _RawStep,
     _Reading,
 )
 from regiment.hierarchy.plan._plan import PlanStep
+from regiment.hierarchy.plan._shape import _excerpt, _numeric
 
 __all__ = ("ParsedPlan", "parse_plan")
 
@@ -41,23 +49,40 @@ class ParsedPlan(msgspec.Struct, frozen=True, kw_only=True):
     """What :func:`parse_plan` understood from a reply.
 
     Attributes:
-        steps: the steps, blank ones dropped, at most ``max_steps``.
+        steps: the steps, at most ``max_steps``; blank lines of a prose plan
+            (a marker alone, dashes) are not steps.
         truncated_from: the step count before truncation, if the reply had too many.
         nothing_to_do: the reply said no steps are needed (``steps`` is empty).
         source: where the steps came from: ``json``, ``lines``, or ``empty``
-            (the reply was blank).
+            (the reply was blank, or too long to be a plan).
+        error: why the reply gave no plan (``steps`` is then empty): JSON
+            that is not a plan, a malformed step, no steps at all. It is
+            written for the planner model, which gets it back as a re-prompt.
     """
 
     steps: tuple[PlanStep, ...]
     truncated_from: int | None = None
     nothing_to_do: bool = False
     source: Literal["json", "lines", "empty"] = "lines"
+    error: str | None = None
+
+
+_NO_STEPS = (
+    'the reply held no steps; reply with the steps as JSON, or {"steps": []} if nothing needs doing'
+)
+# Longer replies are not read: a plan is a few short steps, and the bracket scan
+# and the line reader stay cheap on what a hostile model can send.
+_MAX_REPLY_CHARS = 64_000
 
 
 def parse_plan(
     reply: str, *, max_steps: int, id_prefix: str = "s", start_index: int = 1
 ) -> ParsedPlan:
     """Parse a planner model's reply into steps, leniently.
+
+    A reply that starts with ``{``/``[`` or carries a ``json`` code fence is
+    read only as JSON: if that JSON is not a plan, the result has no steps and
+    an ``error``, never a step made of the raw text. Prose is read by lines.
 
     Ids: explicit string ids from the model are kept (trimmed; duplicates get
     ``-2``, ``-3`` suffixes). Steps without one, or with a numeric id such as
@@ -70,17 +95,19 @@ def parse_plan(
     ``N`` (or ``"N"``, ``"step N"``) means the step the model labelled ``N``,
     or, when it labelled none, the Nth step of the reply; other numbers become
     ``{id_prefix}N`` and other strings are kept as given (a kept step's id, or
-    a mistake that validation reports). Dependencies on blank steps are dropped.
+    a mistake that validation reports). A dependency on a blank line is an error.
 
     Args:
-        reply: the model's text.
+        reply: the model's text. Lone surrogates (text no encoder accepts) are
+            read as U+FFFD, so no step carries them.
         max_steps: keep at most this many steps; more are cut and the original
             count is recorded in ``truncated_from``.
         id_prefix: prefix of generated ids.
         start_index: number of the first generated id.
 
     Raises:
-        ConfigError: ``max_steps`` < 1 or ``start_index`` < 0.
+        ConfigError: ``max_steps`` < 1 or ``start_index`` < 0. Nothing the
+            model wrote raises: that is ``ParsedPlan.error``.
     """
     if max_steps < 1 or start_index < 0:
         raise ConfigError(
@@ -88,7 +115,15 @@ def parse_plan(
             f"max_steps={max_steps}, start_index={start_index}"
         )
     if not reply.strip():
-        return ParsedPlan(steps=(), source="empty")
+        return ParsedPlan(steps=(), source="empty", error=_NO_STEPS)
+    if len(reply) > _MAX_REPLY_CHARS:
+        return ParsedPlan(
+            steps=(),
+            source="empty",
+            error=f"the reply is {len(reply)} characters long, more than a plan needs "
+            f"(at most {_MAX_REPLY_CHARS}); reply with short steps as JSON",
+        )
+    reply = valid_text(reply)
     reading = _from_json(reply)
     if reading is not None:
         return _finish(reading, "json", max_steps, id_prefix, start_index)
@@ -99,10 +134,16 @@ def _finish(
     reading: _Reading, source: Literal["json", "lines"], max_steps: int, prefix: str, start: int
 ) -> ParsedPlan:
     raws = reading.raws
-    kept = [i for i, raw in enumerate(raws) if raw.description]
+    if reading.error is not None:
+        return ParsedPlan(steps=(), source=source, error=reading.error)
+    kept = [i for i, raw in enumerate(raws) if _meaningful(raw.description)]
     lone = len(kept) == 1 and _NOTHING_FULL.match(raws[kept[0]].description)
     if reading.nothing_to_do or lone:
         return ParsedPlan(steps=(), nothing_to_do=True, source=source)
+    if not kept:
+        return ParsedPlan(steps=(), source=source, error=_NO_STEPS)
+    if source == "lines" and (error := _json_line(raws, kept)) is not None:
+        return ParsedPlan(steps=(), source=source, error=error)
     ids = _assign_ids(raws, kept, prefix, start)
     resolve = _DepResolver(raws, ids, prefix)
     steps = [
@@ -110,13 +151,26 @@ def _finish(
             id=ids[i],
             description=raws[i].description,
             worker=raws[i].worker,
-            depends_on=resolve(raws[i].deps),
+            depends_on=resolve(raws[i].deps, ids[i]),
             check=raws[i].check,
         )
         for i in kept
     ]
+    if resolve.problems:
+        return ParsedPlan(steps=(), source=source, error="; ".join(resolve.problems))
     truncated_from = len(steps) if len(steps) > max_steps else None
     return ParsedPlan(steps=tuple(steps[:max_steps]), truncated_from=truncated_from, source=source)
+
+
+def _json_line(raws: list[_RawStep], kept: list[int]) -> str | None:
+    """An error if a line-read step is JSON: JSON that was no plan is never a step."""
+    for i in kept:
+        if _looks_like_json(raws[i].description):
+            return (
+                f"a line of the reply is JSON but not a plan: {_excerpt(raws[i].description)}; "
+                'reply with the whole plan as one JSON object {"steps": [...]}'
+            )
+    return None
 
 
 def _assign_ids(raws: list[_RawStep], kept: list[int], prefix: str, start: int) -> dict[int, str]:
@@ -151,6 +205,7 @@ class _DepResolver:
 
     def __init__(self, raws: list[_RawStep], ids: dict[int, str], prefix: str) -> None:
         self._ids, self._prefix, self._count = ids, prefix, len(raws)
+        self.problems: list[str] = []
         self._explicit: dict[str, int] = {}
         self._numbered: dict[int, int] = {}
         for i, raw in enumerate(raws):
@@ -160,16 +215,21 @@ class _DepResolver:
             elif number is not None:
                 self._numbered.setdefault(number, i)
 
-    def __call__(self, deps: tuple[str, ...]) -> tuple[str, ...]:
+    def __call__(self, deps: tuple[str, ...], step_id: str) -> tuple[str, ...]:
         resolved: list[str] = []
         for dep in deps:
             name = self._name(dep)
-            if name is not None and name not in resolved:
+            if name is None:
+                self.problems.append(
+                    f"step {step_id} depends on {dep!r}, which is a blank line of the plan, "
+                    "not a step; say what that step must do, or drop the dependency"
+                )
+            elif name not in resolved:
                 resolved.append(name)
         return tuple(resolved)
 
     def _name(self, dep: str) -> str | None:
-        """The id ``dep`` means, or ``None`` when it points at a dropped blank step."""
+        """The id ``dep`` means, or ``None`` when it points at a blank (dropped) line."""
         target: int | None = self._explicit.get(dep)
         number = _numeric(dep)
         if target is None and number is not None:

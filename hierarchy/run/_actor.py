@@ -22,7 +22,7 @@ from opentelemetry.trace import Span
 
 from regiment.actors import Actor
 from regiment.errors import BudgetExceeded, PlanError, RunCancelled, RunError, StepFailed
-from regiment.hierarchy._messages import StepReport
+from regiment.hierarchy._messages import BudgetLimit, StepReport
 from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._calls import PhaseCalls, SpanFacts, model_failure
@@ -44,6 +44,7 @@ from regiment.hierarchy.run._changes import (
     StepCommitted,
     StepEnded,
     SynthesisBegun,
+    ToolCallsRefused,
 )
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._dispatch import Dispatcher
@@ -174,8 +175,10 @@ class PlannerActor(Actor[PlannerMessage, None]):
         current = report.plan_version == versions.version
         if type(phase) is Executing and current:  # the common case, kept cheap
             await self._apply(report)
-        elif (replacing := replacing_version(phase)) or not current:
-            self._record(ReportDropped(report, versions.version + (1 if replacing else 0)))
+        elif replacing_version(phase) or not current:
+            # Events name only announced versions: while a replan is being planned,
+            # the newest one is still the version being replaced.
+            self._record(ReportDropped(report, versions.version))
         elif not isinstance(phase, WindingDown | Done):
             await self._apply(report)
         # else: a step of the current version, cancelled while the run winds down
@@ -195,12 +198,11 @@ class PlannerActor(Actor[PlannerMessage, None]):
     def _ask(self, purpose: Purpose, request: ModelRequest) -> None:
         """Start a planner-side model call, if the budget allows one."""
         book, phase = self._book, self._phase
-        if (limit := book.spending.ledger.exhausted()) is not None:
-            self._exhausted(limit, f"no budget left for the {purpose} model call")
-            return
         reason = phase.reason if isinstance(phase, Planning) else ""
         facts = SpanFacts(version=book.versions.version, round=book.rounds.round, reason=reason)
-        self._calls.start(self.ctx, purpose, request, facts)
+        limit = self._calls.start(self.ctx, purpose, request, facts, book.spending.ledger)
+        if limit is not None:
+            self._exhausted(limit, f"no budget left for the {purpose} model call")
 
     async def _on_plan_reply(self, planning: Planning, text: str) -> None:
         reading = self._prompting.read_plan(planning, text, self._book.versions)
@@ -223,27 +225,37 @@ class PlannerActor(Actor[PlannerMessage, None]):
             return
         book = self._book
         versions, dispatcher, ledger = book.versions, book.dispatcher, book.spending.ledger
-        sends, blocked = dispatcher.next_sends(versions, ledger, book.goal)
+        sends, held_back = dispatcher.next_sends(versions, ledger, book.goal)
+        if held_back is not None and not sends and not dispatcher.inflight:
+            limit, step_id = held_back
+            self._exhausted(limit, f"no budget left to dispatch step {step_id}")
+            return
         for sent in sends:
             self._record(sent)
             await dispatcher.send(sent)
-        if blocked is not None:
-            if not dispatcher.inflight:
-                limit = ledger.exhausted(model_calls_needed=2) or "model_calls"
-                self._exhausted(limit, f"no budget left to dispatch step {blocked.id}")
-        elif not dispatcher.running_ids(versions.version) and versions.all_committed():
-            self._next(self._prompting.after_plan(book))  # critique the round, or answer
+        # Steps of older versions still winding down do not hold up the current plan.
+        if not dispatcher.running_ids(versions.version) and versions.all_committed():
+            if book.spending.refused_and_spent():
+                self._exhausted("tool_calls", book.spending.refusals())
+            else:
+                self._next(self._prompting.after_plan(book))  # critique the round, or answer
 
     async def _apply(self, report: StepReport) -> None:
         step = self._book.versions.step(report.step_id)
+        if report.refused_tool_calls and report.status != "budget_exhausted":
+            ends = self._book.spending.refused_and_spent(more=report.refused_tool_calls)
+            self._record(ToolCallsRefused(report, ends))
+            if ends:
+                self._exhausted("tool_calls", self._book.spending.refusals())
+                return
         artifact = self._team.workers[report.worker].artifact
         change = self._verifier.judge(report, step, artifact=artifact)
         self._record(change)
         match change:
             case StepCommitted():
                 await self._dispatch_ready()
-            case StepEnded(report=StepReport(status="budget_exhausted")):
-                self._exhausted("step_allowance", change.detail)
+            case StepEnded(report=StepReport(status="budget_exhausted", exhausted=limit)):
+                self._exhausted(limit or "model_calls", change.detail)
             case StepEnded() | CheckRejected():
                 self._replan_or_fail(report, change.detail)
             case _:
@@ -276,10 +288,8 @@ class PlannerActor(Actor[PlannerMessage, None]):
         if verdict.passed or book.rounds.round >= self._team.budget.rounds:
             self._enter(self._prompting.call(Synthesize(), book))
             return
-        round = book.rounds.round + 1
-        reason = f"round {round}: the critic found the goal unmet: {verdict.feedback}"
-        self._record(RoundBegun(round, verdict.feedback))
-        self._enter(self._prompting.round(book, verdict.feedback, reason))
+        self._record(RoundBegun(book.rounds.round + 1, verdict.feedback))
+        self._enter(self._prompting.round(book, verdict.feedback))
 
     # -- endings -----------------------------------------------------------------
 
@@ -296,7 +306,7 @@ class PlannerActor(Actor[PlannerMessage, None]):
         self._end()
         self._record(RunAborted(error))
 
-    def _exhausted(self, limit: str, detail: str) -> None:
+    def _exhausted(self, limit: BudgetLimit, detail: str) -> None:
         if isinstance(self._phase, Done | WindingDown) or self._book.spending.exhausted:
             return
         self._record(BudgetRanOut(limit, detail))

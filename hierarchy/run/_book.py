@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import assert_never, final
 
 from regiment.hierarchy._budget import BudgetLedger
-from regiment.hierarchy._messages import AssignStep, StepReport
+from regiment.hierarchy._messages import AssignStep, BudgetLimit, StepReport
 from regiment.hierarchy._result import RunResult, RunStatus
 from regiment.hierarchy.events import (
     BudgetExhausted,
@@ -51,6 +51,7 @@ from regiment.hierarchy.run._changes import (
     StepEnded,
     StepSent,
     SynthesisBegun,
+    ToolCallsRefused,
 )
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._dispatch import Dispatcher
@@ -71,7 +72,24 @@ class Spending:
 
     ledger: BudgetLedger
     usage_by_role: dict[str, Usage] = field(default_factory=dict)
-    exhausted: str | None = None  # the limit that ran out, if one did
+    exhausted: BudgetLimit | None = None  # the limit that ran out, if one did
+    refused_tool_calls: int = 0  # refused for want of a step's tool-call share
+
+    def refused_and_spent(self, *, more: int = 0) -> bool:
+        """Whether tool calls were refused (``more`` about to be counted) and the
+        run's own tool calls are all spent: then the run ends ``partial``. Checked
+        on each report and when the plan is done, so the outcome does not depend
+        on the order the reports came in."""
+        limit = self.ledger.budget.tool_calls
+        refused = self.refused_tool_calls + more
+        return bool(refused) and limit is not None and self.ledger.spent.tool_calls >= limit
+
+    def refusals(self) -> str:
+        limit = self.ledger.budget.tool_calls
+        return (
+            f"{self.refused_tool_calls} tool call(s) were refused "
+            f"and the run's {limit} tool calls are all spent"
+        )
 
     def charge(self, role: str, usage: Usage, *, model_calls: int, tool_calls: int = 0) -> None:
         self.ledger.charge(usage=usage, model_calls=model_calls, tool_calls=tool_calls)
@@ -122,6 +140,12 @@ class RunBook:
                 self.spending.charge(ROLES[purpose], usage, model_calls=1)
             case ReportDropped() | StepEnded() | CheckRejected():
                 self._not_committed(change)
+            case ToolCallsRefused(report=r, ends_run=ends):
+                self.spending.refused_tool_calls += r.refused_tool_calls
+                if ends:
+                    self.versions.reports.append(r)  # kept, never applied: the run ends
+                else:
+                    self._emit(_share_refused(run_id, r))
             case RunBegan():
                 self._emit(RunStarted(run_id=run_id, goal=self.goal, team=self.team))
             case PlanAdopted():
@@ -293,6 +317,14 @@ def _dispatched(run_id: str, assign: AssignStep, worker: str) -> StepDispatched:
         worker=worker,
         attempt=assign.attempt,
     )
+
+
+def _share_refused(run_id: str, report: StepReport) -> BudgetExhausted:
+    detail = (
+        f"step {report.step_id}: {report.refused_tool_calls} tool call(s) refused, "
+        "its share of the tool-call budget was used up"
+    )
+    return BudgetExhausted(run_id=run_id, limit="tool_calls", detail=detail, step_id=report.step_id)
 
 
 def _errored(run_id: str, report: StepReport) -> StepErrored:

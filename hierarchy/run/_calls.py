@@ -18,6 +18,8 @@ from opentelemetry.trace import Span
 
 from regiment.actors import ActorContext
 from regiment.errors import RunError
+from regiment.hierarchy._budget import BudgetLedger
+from regiment.hierarchy._messages import BudgetLimit
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy.run._messages import (
     DeadlineReached,
@@ -27,7 +29,7 @@ from regiment.hierarchy.run._messages import (
 )
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._trace import RunTrace
-from regiment.models import ModelRequest
+from regiment.models import ModelRequest, estimate_tokens
 
 __all__ = ("ROLES", "PhaseCalls", "SpanFacts", "model_failure")
 
@@ -74,12 +76,25 @@ class PhaseCalls:
         self._deadline: anyio.CancelScope | None = None  # while a wall-clock deadline runs
 
     def start(
-        self, ctx: Context, purpose: Purpose, request: ModelRequest, facts: SpanFacts
-    ) -> None:
-        """Start one call; its reply comes back as ``ModelReplied`` with a fresh token."""
+        self,
+        ctx: Context,
+        purpose: Purpose,
+        request: ModelRequest,
+        facts: SpanFacts,
+        ledger: BudgetLedger,
+    ) -> BudgetLimit | None:
+        """Start one call; its reply comes back as ``ModelReplied`` with a fresh token.
+
+        A call whose estimated input does not fit in what the budget has left never
+        starts: the limit in the way is returned instead.
+        """
+        limit = ledger.exhausted(tokens_needed=estimate_tokens(request))
+        if limit is not None:
+            return limit
         self._token += 1
         self._scope = anyio.CancelScope()
         ctx.start_soon(self._call, ctx, purpose, request, facts, self._token, self._scope)
+        return None
 
     def accept(self, reply: ModelReplied) -> bool:
         """Whether ``reply`` answers the latest call (an older one was superseded)."""

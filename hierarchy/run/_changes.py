@@ -14,7 +14,7 @@ from typing import TypeAlias, final
 from regiment.errors import RunError
 from regiment.hierarchy._critic import Verdict
 from regiment.hierarchy._memory import WorkingMemory
-from regiment.hierarchy._messages import AssignStep, StepReport
+from regiment.hierarchy._messages import AssignStep, BudgetLimit, StepReport
 from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.plan._plan import Plan, PlanStep
 from regiment.hierarchy.run._messages import Purpose
@@ -40,6 +40,7 @@ __all__ = (
     "StepEnded",
     "StepSent",
     "SynthesisBegun",
+    "ToolCallsRefused",
 )
 
 
@@ -93,6 +94,19 @@ class StepEnded:
 
     report: StepReport
     detail: str  # what went wrong, for the replan or the budget's message
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ToolCallsRefused:
+    """A step's tool calls were refused for want of its tool-call share.
+
+    ``ends_run``: the run's own tool calls are all spent too, so the run ends
+    (the report is kept, not applied); otherwise the run goes on with a note.
+    """
+
+    report: StepReport
+    ends_run: bool
 
 
 @final
@@ -169,7 +183,7 @@ class SynthesisBegun:
 class BudgetRanOut:
     """A budget limit was reached."""
 
-    limit: str
+    limit: BudgetLimit
     detail: str
 
 
@@ -197,6 +211,7 @@ RunChange: TypeAlias = (
     | ReportArrived
     | ReportDropped
     | StepEnded
+    | ToolCallsRefused
     | CheckRejected
     | StepCommitted
     | ReplanBegun

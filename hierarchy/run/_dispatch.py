@@ -13,16 +13,16 @@ from typing import final
 
 from regiment.actors import ActorContext, ActorRef
 from regiment.errors import ActorStopped, MailboxFull
-from regiment.hierarchy._budget import BudgetLedger
+from regiment.hierarchy._budget import BudgetLedger, BudgetLimit
 from regiment.hierarchy._messages import (
     AssignStep,
     CancelStep,
-    StepContext,
     StepReport,
     WorkerMessage,
 )
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.run._changes import StepSent
+from regiment.hierarchy.run._fan_out import reserve_fan_out
 from regiment.hierarchy.run._messages import PlannerMessage
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._versions import PlanVersions
@@ -40,7 +40,6 @@ class Dispatcher:
         self._team = team
         self._run_id = run_id
         self._headers = headers
-        self._first_worker = next(iter(team.workers))  # for a step that names no worker
         self.inflight: dict[tuple[int, str, int], str] = {}  # (version, step, attempt) -> worker
         # inflight's step ids per plan version, with how many attempts of each are out
         self._running: dict[int, dict[str, int]] = {}
@@ -73,48 +72,39 @@ class Dispatcher:
 
     def next_sends(
         self, versions: PlanVersions, ledger: BudgetLedger, goal: str
-    ) -> tuple[list[StepSent], PlanStep | None]:
-        """The ready steps to send now, each with its share of the budget reserved,
-        and the first ready step the budget had no share left for, if any."""
+    ) -> tuple[list[StepSent], tuple[BudgetLimit, str] | None]:
+        """The ready steps to send now, each with its share of the budget reserved
+        (see :mod:`._fan_out`); and, if the budget held some back, the budget field
+        that did and the first step held back."""
         ready = self.ready(versions)
-        sends: list[StepSent] = []
-        for step in ready:
-            assign = self._assign(
-                step, ways=len(ready), versions=versions, ledger=ledger, goal=goal
-            )
-            if assign is None:
-                return sends, step
-            sends.append(StepSent(assign, step.worker or self._first_worker))
-        return sends, None
-
-    def _assign(
-        self, step: PlanStep, *, ways: int, versions: PlanVersions, ledger: BudgetLedger, goal: str
-    ) -> AssignStep | None:
-        """The assignment of ``step`` with its reserved share of the budget, or
-        ``None`` when not even one model call is left for it."""
-        worker = self._team.workers[step.worker or self._first_worker]
-        version = versions.version
-        allowance = ledger.reserve(
-            f"{version}/{step.id}/1",  # version/step/attempt: a ReportArrived releases it
-            ways=ways,
-            model_calls_cap=worker.step_model_calls,
-            keep_model_calls=1,
-        )
-        if allowance is None:
-            return None
-        context = StepContext(
+        if not ready:
+            return [], None
+        # The steps still to send: the waiting ones (not committed, not dispatched).
+        pending = len(self._waiting[1])
+        dispatches, short_of = reserve_fan_out(
+            team=self._team,
+            versions=versions,
+            ledger=ledger,
             goal=goal,
-            plan_outline=versions.outline(),
-            dependency_outputs=tuple((d, versions.carried_output(d)) for d in step.depends_on),
+            ready=ready,
+            pending=pending,
         )
-        return AssignStep(
-            run_id=self._run_id,
-            plan_version=version,
-            step=step,
-            context=context,
-            attempt=1,
-            allowance=allowance,
-        )
+        version = versions.version
+        sends = [
+            StepSent(
+                AssignStep(
+                    run_id=self._run_id,
+                    plan_version=version,
+                    step=d.step,
+                    context=d.context,
+                    attempt=1,
+                    allowance=d.allowance,
+                ),
+                d.worker.name,
+            )
+            for d in dispatches
+        ]
+        return sends, None if short_of is None else (short_of, ready[len(sends)].id)
 
     def sent(self, assign: AssignStep, worker: str) -> None:
         """Record a step sent to ``worker``."""

@@ -136,9 +136,10 @@ class Prompting:
         )
         return Call(Compressing(before, then), "compress", request)
 
-    def round(self, book: RunBook, feedback: str, reason: str) -> Call:
+    def round(self, book: RunBook, feedback: str) -> Call:
         """The planner's call for the next round's steps (``book.rounds.round`` is that round)."""
         versions = book.versions
+        reason = f"round {book.rounds.round}: the critic found the goal unmet: {feedback}"
         text = self._prompts.round_request(
             goal=self._goal,
             round=book.rounds.round,

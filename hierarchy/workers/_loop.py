@@ -6,7 +6,13 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from regiment.hierarchy._messages import AssignStep, StepReport, StepStatus, ToolOutcome
+from regiment.hierarchy._messages import (
+    AssignStep,
+    BudgetLimit,
+    StepReport,
+    StepStatus,
+    ToolOutcome,
+)
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
 from regiment.models import (
@@ -16,6 +22,7 @@ from regiment.models import (
     ToolCallPart,
     ToolResultPart,
     Usage,
+    estimate_tokens,
 )
 from regiment.telemetry import Telemetry
 from regiment.tools import ToolResult, Toolset
@@ -33,6 +40,7 @@ class StepProgress:
     tool_calls: int = 0
     outcomes: list[ToolOutcome] = field(default_factory=list)
     last_text: str = ""
+    refused_tool_calls: int = 0
 
     def report(
         self,
@@ -42,6 +50,7 @@ class StepProgress:
         *,
         output: str | None = None,
         error: str | None = None,
+        exhausted: BudgetLimit | None = None,
     ) -> StepReport:
         """A report carrying this progress."""
         return StepReport(
@@ -57,15 +66,28 @@ class StepProgress:
             model_calls=self.model_calls,
             tool_calls=self.tool_calls,
             error=error,
+            exhausted=exhausted,
+            refused_tool_calls=self.refused_tool_calls,
         )
 
 
-def _out_of_allowance(assign: AssignStep, progress: StepProgress) -> str | None:
+def _out_of_allowance(
+    assign: AssignStep, progress: StepProgress, request: ModelRequest
+) -> tuple[BudgetLimit, str] | None:
+    """Why the next call must not start: no model call left, or its estimated
+    input does not fit in the tokens left (so a step goes over its token share
+    by at most one reply, which ``max_tokens`` bounds)."""
     allowance = assign.allowance
     if allowance.model_calls is not None and progress.model_calls >= allowance.model_calls:
-        return f"model call allowance of {allowance.model_calls} used up"
-    if allowance.tokens is not None and progress.usage.total_tokens >= allowance.tokens:
-        return f"token allowance of {allowance.tokens} used up"
+        return "model_calls", f"model call allowance of {allowance.model_calls} used up"
+    if allowance.tokens is not None:
+        left = allowance.tokens - progress.usage.total_tokens
+        needed = estimate_tokens(request)
+        if needed > left:
+            return "tokens", (
+                f"token allowance of {allowance.tokens}: {max(0, left)} left, "
+                f"the next call needs about {needed}"
+            )
     return None
 
 
@@ -100,13 +122,7 @@ async def _call_tools(
     parts: list[ToolResultPart] = []
     for call, result in zip(calls, results, strict=True):
         if result is None:
-            parts.append(
-                ToolResultPart(
-                    call_id=call.id,
-                    content=f"not run: tool call allowance of {limit} used up",
-                    is_error=True,
-                )
-            )
+            parts.append(_refused(call, limit, progress))
             continue
         progress.outcomes.append(
             ToolOutcome(
@@ -120,6 +136,23 @@ async def _call_tools(
         )
         parts.append(ToolResultPart(call_id=call.id, content=result.text, is_error=result.is_error))
     return parts
+
+
+def _refused(call: ToolCallPart, limit: int | None, progress: StepProgress) -> ToolResultPart:
+    """A call the step's tool-call share cannot pay for: an error the model sees,
+    recorded like any outcome (the planner turns the count into an event)."""
+    text = f"not run: this step's tool call allowance of {limit} is used up"
+    progress.refused_tool_calls += 1
+    progress.outcomes.append(
+        ToolOutcome(
+            tool=call.name,
+            call_id=call.id,
+            arguments=dict(call.arguments),
+            content=text,
+            is_error=True,
+        )
+    )
+    return ToolResultPart(call_id=call.id, content=text, is_error=True)
 
 
 def _assistant_message(response: ModelResponse) -> Message:
@@ -147,9 +180,11 @@ async def run_tool_loop(
         Message.user(prompts.step_request(step=assign.step, context=assign.context))
     ]
     for _ in range(max_iterations):
-        if (reason := _out_of_allowance(assign, progress)) is not None:
-            return progress.report(assign, worker, "budget_exhausted", error=reason)
         request = ModelRequest(system=system, messages=tuple(messages), tools=toolset.definitions)
+        if (out := _out_of_allowance(assign, progress, request)) is not None:
+            return progress.report(
+                assign, worker, "budget_exhausted", error=out[1], exhausted=out[0]
+            )
         response = await caller.call(request)
         progress.model_calls += 1
         progress.usage = progress.usage + response.usage

@@ -155,6 +155,7 @@ class TeamWorkerActor(StepActor):
                     name,
                     "budget_exhausted",
                     error=f"team '{team}' ran out of budget ({result.budget_exhausted})",
+                    exhausted=result.budget_exhausted,
                 )
             case "cancelled":
                 return progress.report(assign, name, "cancelled", error=result.answer)

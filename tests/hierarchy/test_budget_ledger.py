@@ -1,4 +1,4 @@
-"""The ledger's reservations: what it keeps as running totals matches the reservations."""
+"""The ledger's reservations and fan-out shares."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from regiment.hierarchy import Budget
-from regiment.hierarchy._budget import BudgetLedger
+from regiment.hierarchy._budget import BudgetLedger, Share
 
 # (reserve or release, key, ways, model-call cap)
 _Op = tuple[bool, int, int, int]
@@ -22,7 +22,8 @@ def test_what_is_left_always_matches_the_reservations_held(ops: list[_Op]) -> No
     ledger = BudgetLedger(budget)
     for reserve, key, ways, cap in ops:
         if reserve:
-            ledger.reserve(f"k{key}", ways=ways, model_calls_cap=cap, keep_model_calls=1)
+            share = ledger.split(ways)[0]
+            ledger.reserve(f"k{key}", model_calls_cap=cap, keep_model_calls=1, share=share)
         else:
             ledger.release(f"k{key}")
         held = list(ledger.reserved.values())
@@ -33,7 +34,7 @@ def test_what_is_left_always_matches_the_reservations_held(ops: list[_Op]) -> No
         assert tools <= 20
         assert tokens <= 10_000
         # the next reservation sees exactly what the held ones leave
-        probe = ledger.reserve("probe", ways=1, model_calls_cap=100, keep_model_calls=1)
+        probe = ledger.reserve("probe", model_calls_cap=100, keep_model_calls=1)
         if calls >= 29 or tokens >= 10_000:  # no call left, or every token spoken for
             assert probe is None
         else:
@@ -44,10 +45,43 @@ def test_what_is_left_always_matches_the_reservations_held(ops: list[_Op]) -> No
         ledger.release("probe")
 
 
+@given(
+    tool_calls=st.none() | st.integers(0, 50),
+    tokens=st.none() | st.integers(0, 5_000),
+    spent=st.integers(0, 10),
+    ways=st.integers(1, 12),
+)
+def test_a_fan_out_splits_what_was_left_when_it_began(
+    tool_calls: int | None, tokens: int | None, spent: int, ways: int
+) -> None:
+    ledger = BudgetLedger(Budget(tool_calls=tool_calls, tokens=tokens))
+    ledger.reserve("earlier", model_calls_cap=1, share=Share(min(spent, tool_calls or 0), None))
+    left = None if tool_calls is None else tool_calls - min(spent, tool_calls)
+    shares = ledger.split(ways)
+    held = []
+    for i, share in enumerate(shares):
+        allowance = ledger.reserve(f"s{i}", model_calls_cap=2, share=share)
+        if share.tokens == 0:
+            assert allowance is None
+            continue
+        assert allowance is not None
+        held.append(allowance)
+    if left is None:
+        assert all(s.tool_calls is None for s in shares)
+    else:
+        parts = [s.tool_calls or 0 for s in shares]
+        assert sum(parts) == left  # nothing is lost to rounding
+        assert max(parts) - min(parts) <= 1  # and nobody gets less than an even share
+        if left >= ways:  # a budget that covers every step starves none of them
+            assert min(parts) >= 1
+    if tokens is not None:
+        assert sum(s.tokens or 0 for s in shares) == tokens
+
+
 def test_reserving_a_key_again_replaces_its_reservation() -> None:
     ledger = BudgetLedger(Budget(model_calls=10))
-    ledger.reserve("a", ways=1, model_calls_cap=4)
-    ledger.reserve("a", ways=1, model_calls_cap=4)
-    left = ledger.reserve("b", ways=1, model_calls_cap=100)
+    ledger.reserve("a", model_calls_cap=4)
+    ledger.reserve("a", model_calls_cap=4)
+    left = ledger.reserve("b", model_calls_cap=100)
     assert left is not None
     assert left.model_calls == 6

@@ -80,7 +80,7 @@ async def test_parent_allowance_caps_the_child_run() -> None:
     assert report.tool_result("probe") == 1
     assert report.output.startswith("Partial result")
     assert result.status == "partial"
-    assert result.budget_exhausted == "step_allowance"
+    assert result.budget_exhausted == "model_calls"
     assert result.model_calls == parent_model.calls + child_model.calls <= 6
 
 

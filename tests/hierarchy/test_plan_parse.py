@@ -133,13 +133,13 @@ def test_generated_id_skips_a_name_the_model_took() -> None:
     assert [s.id for s in steps] == ["s2", "s3"]
 
 
-def test_blank_steps_dropped_and_dependencies_on_them_too() -> None:
+def test_blank_json_steps_are_an_error_naming_them_not_dropped() -> None:
     reply = '["a", "   ", {"task": ""}, {"task": "d", "depends_on": [1, 2, 3]}]'
-    steps = _parse(reply).steps
-    assert [(s.id, s.description, s.depends_on) for s in steps] == [
-        ("s1", "a", ()),
-        ("s2", "d", ("s1",)),
-    ]
+    parsed = _parse(reply)
+    assert (parsed.steps, parsed.source) == ((), "json")
+    assert parsed.error is not None
+    assert "step 2 is blank" in parsed.error
+    assert 'step 3\'s "task" is a blank string' in parsed.error
 
 
 def test_unknown_dependency_is_kept_for_validation_to_report() -> None:
@@ -272,18 +272,23 @@ def test_phrases_that_only_look_like_nothing_to_do(reply: str) -> None:
 
 @pytest.mark.parametrize("reply", ["", "   \n\t\n"])
 def test_blank_reply_is_empty_not_nothing_to_do(reply: str) -> None:
-    assert _parse(reply) == ParsedPlan(steps=(), source="empty")
+    parsed = _parse(reply)
+    assert (parsed.steps, parsed.nothing_to_do, parsed.source) == ((), False, "empty")
+    assert parsed.error is not None
+    assert "held no steps" in parsed.error
 
 
-def test_json_with_only_blank_steps_has_no_steps_and_is_not_nothing_to_do() -> None:
+def test_json_with_only_blank_steps_is_an_error_not_nothing_to_do() -> None:
     parsed = _parse('["", "  "]')
     assert (parsed.steps, parsed.nothing_to_do, parsed.source) == ((), False, "json")
+    assert parsed.error is not None
+    assert "step 1 is blank" in parsed.error
 
 
 def test_truncation_is_recorded() -> None:
-    parsed = _parse('["a", "", "b", "c", "d"]', max_steps=2)
+    parsed = _parse('["a", "b", "c", "d"]', max_steps=2)
     assert [s.id for s in parsed.steps] == ["s1", "s2"]
-    assert parsed.truncated_from == 4  # blank steps do not count
+    assert parsed.truncated_from == 4
 
 
 def test_no_truncation_at_exactly_max_steps() -> None:

@@ -23,6 +23,7 @@ from regiment.hierarchy import (
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, TextPart, ToolResultPart
 
 from .brains import Brain, plan_json, step_of
+from .versions import announced_violations
 
 STEPS = ("probe", "left", "right")
 
@@ -78,6 +79,7 @@ def _text(request: ModelRequest) -> str:
 def test_old_version_reports_are_never_applied(backend: str, order: list[str]) -> None:
     result, brain = anyio.run(_run, tuple(order), backend=backend)
     events = result.events
+    assert announced_violations(events) == []
     replan_at = next(i for i, e in enumerate(events) if isinstance(e, Replanned))
     # after the replan, nothing of version 1 is committed
     late = [e for e in events[replan_at:] if isinstance(e, StepCompleted) and e.plan_version == 1]

@@ -12,6 +12,7 @@ from regiment.models import (
     ToolResultPart,
     estimate_tokens,
     text_response,
+    tool_call_response,
 )
 from regiment.tools import ToolDefinition
 
@@ -68,3 +69,9 @@ def test_counts_tool_calls_and_results() -> None:
 
 def test_estimates_a_reply() -> None:
     assert estimate_tokens(text_response("word " * 40)) >= 50
+
+
+def test_tool_arguments_with_a_lone_surrogate_are_counted_not_a_crash() -> None:
+    # A model's JSON may carry "\ud800" as an escape; no UTF-8 encoder accepts it.
+    reply = tool_call_response("note", {"text": "a\ud800" * 40})
+    assert estimate_tokens(reply) >= estimate_tokens(tool_call_response("note", {"text": ""})) + 20

@@ -1,0 +1,117 @@
+"""The team's supervisor: the parent of every run's planner actor, and how a
+run's actor is spawned and closed."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import assert_never
+
+import anyio
+import msgspec
+from anyio.streams.memory import MemoryObjectReceiveStream
+from opentelemetry.trace import Span
+
+from regiment.actors import Actor, ActorRef, ChildFailed, RestartPolicy
+from regiment.errors import ActorStopped, RunError
+from regiment.hierarchy._budget import Budget
+from regiment.hierarchy._messages import StepAllowance
+from regiment.hierarchy.events import Event, RunFailed
+from regiment.hierarchy.run._actor import PlannerActor
+from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.run._messages import CancelRun, PlannerMessage
+from regiment.hierarchy.run._runtime import TeamRuntime
+
+__all__ = ("RunRef", "SpawnRun", "Supervisor", "capped", "close_run")
+
+# How long a cancelled run may take to collect its steps' cancelled reports.
+_CANCEL_GRACE = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class SpawnRun:
+    run_id: str
+    goal: str
+    channel: RunChannel
+    run_span: Span
+    budget: Budget
+    concurrency: int
+
+
+RunRef = ActorRef[PlannerMessage, None]
+
+
+class Supervisor(Actor[SpawnRun, RunRef]):
+    """The team's planner: parent of every run's planner actor, so a crashed
+    run fails alone and its caller is told why."""
+
+    def __init__(self, runtime: TeamRuntime, channels: Mapping[str, RunChannel]) -> None:
+        self._runtime = runtime
+        # The live runs' channels; ``RunningTeam._open`` adds and removes them, so
+        # the table is the size of the runs in progress wherever a caller cancels.
+        self._channels = channels
+
+    async def receive(self, message: SpawnRun) -> RunRef:
+        match message:
+            case SpawnRun(run_id=run_id, goal=goal, channel=channel, run_span=span):
+                runtime = self._runtime
+                if message.budget != runtime.budget or message.concurrency != runtime.concurrency:
+                    # capped by a parent's step allowance, or the caller's concurrency
+                    runtime = dataclasses.replace(
+                        runtime, budget=message.budget, concurrency=message.concurrency
+                    )
+                return await self.ctx.spawn(
+                    lambda: PlannerActor(runtime, run_id, goal, channel, span),
+                    name=run_id,
+                    capacity=1024,
+                    restart=RestartPolicy(max_restarts=0),
+                )
+            case _:
+                assert_never(message)
+
+    async def on_child_failed(self, failure: ChildFailed) -> None:
+        channel = self._channels.get(failure.child.name)
+        if channel is not None and not channel.done:
+            error = RunError(
+                f"the run's planner crashed: {type(failure.error).__name__}: {failure.error}"
+            )
+            error.__cause__ = failure.error
+            channel.error = error
+            channel.close(
+                RunFailed(run_id=failure.child.name, error_type="RunError", message=str(error))
+            )
+
+
+def capped(budget: Budget, allowance: StepAllowance | None) -> Budget:
+    """The budget with model calls, tool calls and tokens capped by ``allowance``."""
+    if allowance is None:
+        return budget
+    return msgspec.structs.replace(
+        budget,
+        model_calls=_min(budget.model_calls, allowance.model_calls),
+        tool_calls=_min(budget.tool_calls, allowance.tool_calls),
+        tokens=_min(budget.tokens, allowance.tokens),
+    )
+
+
+def _min(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
+
+
+async def close_run(
+    ref: ActorRef[PlannerMessage, None],
+    channel: RunChannel,
+    events: MemoryObjectReceiveStream[Event],
+) -> None:
+    """Cancel the run if it is still going, wait (bounded) for it to wind down, stop its actor."""
+    if ref.is_alive and not channel.done:
+        with anyio.move_on_after(_CANCEL_GRACE), contextlib.suppress(ActorStopped):
+            await ref.send(CancelRun())  # waits if the mailbox is full of reports
+            async for _ in events:
+                pass
+    if ref.is_alive:
+        await ref.stop()

@@ -1,0 +1,68 @@
+"""Text from a model, made safe to encode.
+
+A Python ``str`` may hold lone surrogates (``"\\ud800"``): a provider's JSON
+can carry them as escapes, and a scripted or custom model can return them.
+No UTF-8 encoder accepts them, so one would crash whatever encodes the text
+next (a JSON decoder, a span exporter, an events file, the next request).
+Model replies are cleaned once, where they enter the hierarchy.
+"""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+import msgspec
+
+from regiment._json import JsonObject, JsonValue
+from regiment.models import ModelResponse, TextPart, ToolCallPart
+
+__all__ = ("valid_response", "valid_text")
+
+
+def valid_text(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD (a surrogate pair is joined)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def valid_response(response: ModelResponse) -> ModelResponse:
+    """``response`` with every text the model wrote passed through :func:`valid_text`."""
+    parts = tuple(_valid_part(part) for part in response.parts)
+    if all(new is old for new, old in zip(parts, response.parts, strict=True)):
+        return response
+    return msgspec.structs.replace(response, parts=parts)
+
+
+def _valid_part(part: TextPart | ToolCallPart) -> TextPart | ToolCallPart:
+    match part:
+        case TextPart(text=text):
+            clean = valid_text(text)
+            return part if clean is text else TextPart(text=clean)
+        case ToolCallPart(id=call_id, name=name, arguments=arguments):
+            try:
+                msgspec.json.encode(arguments)
+            except UnicodeEncodeError:
+                arguments = _valid_object(arguments)
+            else:
+                if valid_text(call_id) is call_id and valid_text(name) is name:
+                    return part
+            return ToolCallPart(id=valid_text(call_id), name=valid_text(name), arguments=arguments)
+        case _:
+            assert_never(part)
+
+
+def _valid_object(value: JsonObject) -> JsonObject:
+    return {valid_text(key): _valid_value(item) for key, item in value.items()}
+
+
+def _valid_value(value: JsonValue) -> JsonValue:
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, list):
+        return [_valid_value(item) for item in value]
+    if isinstance(value, dict):
+        return _valid_object(value)
+    return value

@@ -1,0 +1,233 @@
+"""Reading a decoded JSON value as a plan, strictly: the value is a plan, or an error.
+
+A plan is a list of steps, or an object whose ``steps`` (or ``plan``) is
+such a list, possibly nested one or two objects deep; ``[]``, ``{"steps": []}``
+or a ``nothing_to_do`` / ``done`` flag says nothing needs doing. A step is a
+non-blank string, or an object with a non-blank string description (under
+``description``, ``action``, ``task``, ...), a string worker, a string check,
+and dependencies given as step ids or numbers.
+
+A step that breaks these rules is never dropped or guessed at: the reading is
+an error that names the step and says what to write instead, so the planner
+model gets it back as a re-prompt.
+"""
+
+from __future__ import annotations
+
+import re
+
+from regiment.hierarchy.plan._lines import _meaningful, _RawStep, _Reading, _split_deps
+
+__all__ = ("_excerpt", "_interpret", "_kind", "_numeric")
+
+_TEXT_KEYS = ("description", "action", "task", "step", "title", "text", "instruction")
+_WORKER_KEYS = ("worker", "assignee", "agent", "assigned_to")
+_DEPS_KEYS = ("depends_on", "dependencies", "deps", "depends", "after")
+_STEPS_KEYS = ("steps", "plan")
+_NOTHING_FLAGS = ("nothing_to_do", "done", "no_steps")
+_NUMERIC = re.compile(r"^(?:step[\s_-]*)?#?(\d{1,9})$", re.I)
+# How deep under other objects a ``steps`` list is still looked for.
+_NESTING = 3
+# Problems listed in one error; a reply with more gets the first ones.
+_MAX_PROBLEMS = 5
+
+
+def _numeric(label: str) -> int | None:
+    match = _NUMERIC.match(label.strip())
+    return int(match.group(1)) if match else None
+
+
+def _kind(value: object) -> str:
+    """The JSON name of ``value``'s type, for messages."""
+    match value:
+        case None:
+            return "null"
+        case bool():
+            return "boolean"
+        case int() | float():
+            return "number"
+        case str():
+            return "string"
+        case list():
+            return "array"
+        case dict():
+            return "object"
+    return type(value).__name__
+
+
+def _a(value: object) -> str:
+    """``value``'s JSON type with its article: "a string", "an array"."""
+    kind = _kind(value)
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+
+
+def _excerpt(text: str, limit: int = 80) -> str:
+    """A short, quoted piece of ``text`` for an error message."""
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[: limit - 3] + "...")
+
+
+def _interpret(value: object, *, strict: bool) -> _Reading | None:
+    """The plan in ``value``, or an error reading.
+
+    With ``strict=False`` (JSON found in prose) a value that is not plan-shaped
+    at all (a citation like ``[1]``, a config snippet) gives ``None``, so the
+    caller can look further; a plan-shaped value with bad steps is still an error.
+    """
+    if isinstance(value, dict):
+        holder = _steps_holder(value)
+        if holder is not None:
+            steps = next(holder[key] for key in _STEPS_KEYS if key in holder)
+            if not isinstance(steps, list):
+                return _error(
+                    f'"steps" must be an array of steps, but it is {_a(steps)}: '
+                    f"{_excerpt(str(steps))}"
+                )
+            return _interpret_list(steps)  # listed steps win over a contradicting flag
+        if any(value.get(flag) is True for flag in _NOTHING_FLAGS):
+            return _Reading([], nothing_to_do=True)
+        if not strict:
+            return None
+        keys = ", ".join(sorted(value)[:8]) or "none"
+        return _error(f'the JSON object has no "steps" array (its keys: {keys})')
+    if isinstance(value, list):
+        if not strict and value and not all(_step_shaped(item) for item in value):
+            return None
+        return _interpret_list(value)
+    if not strict:
+        return None
+    return _error(f"the JSON is {_a(value)}, not a plan")
+
+
+def _steps_holder(value: dict[str, object]) -> dict[str, object] | None:
+    """``value`` or the object nested in it that holds the steps (breadth first, bounded)."""
+    level = [value]
+    for _ in range(_NESTING):
+        for candidate in level:
+            if any(key in candidate for key in _STEPS_KEYS):
+                return candidate
+        level = [v for c in level for v in c.values() if isinstance(v, dict)]
+    return None
+
+
+def _step_shaped(item: object) -> bool:
+    return isinstance(item, str) or (
+        isinstance(item, dict) and any(key in item for key in _TEXT_KEYS)
+    )
+
+
+def _error(problem: str) -> _Reading:
+    return _Reading(
+        [],
+        error=f"{problem}; reply with the plan as JSON: "
+        '{"steps": [{"description": "...", "worker": "...", "depends_on": []}]}',
+    )
+
+
+def _interpret_list(items: list[object]) -> _Reading:
+    if not items:
+        return _Reading([], nothing_to_do=True)
+    raws: list[_RawStep] = []
+    problems: list[str] = []
+    for number, item in enumerate(items, start=1):
+        raw = _step(item, number, problems)
+        if raw is not None:
+            raws.append(raw)
+    if problems:
+        more = len(problems) - _MAX_PROBLEMS
+        listed = "; ".join(problems[:_MAX_PROBLEMS]) + (f"; and {more} more" if more > 0 else "")
+        return _error(f"the plan's steps are malformed: {listed}")
+    return _Reading(raws)
+
+
+def _step(item: object, number: int, problems: list[str]) -> _RawStep | None:
+    if isinstance(item, str):
+        if _meaningful(item):
+            return _RawStep(description=item.strip())
+        problems.append(f"step {number} is blank ({_excerpt(item)}); say what the step must do")
+        return None
+    if not isinstance(item, dict):
+        problems.append(
+            f"step {number} is {_a(item)}; write each step as a string or as an "
+            'object with a "description"'
+        )
+        return None
+    before = len(problems)
+    description = _description(item, number, problems)
+    label = _label(item, number, problems)
+    worker = _optional_text(item, _WORKER_KEYS, number, problems)
+    deps = _deps(item, number, problems)
+    check = _optional_text(item, ("check",), number, problems)
+    if description is None or len(problems) > before:
+        return None
+    return _RawStep(description=description, label=label, worker=worker, deps=deps, check=check)
+
+
+def _description(item: dict[str, object], number: int, problems: list[str]) -> str | None:
+    present = [(key, item[key]) for key in _TEXT_KEYS if key in item]
+    for _, text in present:
+        if isinstance(text, str) and _meaningful(text):
+            return text.strip()
+    # "step": 3 is the step's number, not its text
+    wrong = [(k, v) for k, v in present if not (k == "step" and _is_small_int(v))]
+    if not wrong:
+        problems.append(f'step {number} has no "description"; say what the step must do')
+    else:
+        key, text = wrong[0]
+        shown = "a blank string" if isinstance(text, str) else _a(text)
+        problems.append(
+            f'step {number}\'s "{key}" is {shown}; it must be text saying what the step must do'
+        )
+    return None
+
+
+def _is_small_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**9
+
+
+def _label(item: dict[str, object], number: int, problems: list[str]) -> str | None:
+    """The model's own id for a step: ``id``, or a step number under ``step``/``number``."""
+    for key in ("id", "step_id", "step", "number"):
+        value = item.get(key)
+        if _is_small_int(value):
+            return str(value)
+        if isinstance(value, str) and value.strip():
+            text = value.strip()
+            if key in ("id", "step_id") or _numeric(text) is not None:
+                return text
+        elif key in ("id", "step_id") and value is not None:
+            problems.append(f'step {number}\'s "{key}" is {_a(value)}; use a short string')
+    return None
+
+
+def _optional_text(
+    item: dict[str, object], keys: tuple[str, ...], number: int, problems: list[str]
+) -> str | None:
+    for key in keys:
+        value = item.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+        if value is not None and not isinstance(value, str):
+            problems.append(
+                f'step {number}\'s "{key}" is {_a(value)}; it must be a name (a string)'
+            )
+            return None
+    return None
+
+
+def _deps(item: dict[str, object], number: int, problems: list[str]) -> tuple[str, ...]:
+    value = next((item[key] for key in _DEPS_KEYS if key in item), None)
+    values = value if isinstance(value, list) else [] if value is None else [value]
+    deps: list[str] = []
+    for dep in values:
+        if isinstance(dep, str):
+            deps.extend(_split_deps(dep))
+        elif _is_small_int(dep):
+            deps.append(str(dep))
+        else:
+            problems.append(
+                f"step {number} depends on {_a(dep)}; list the ids (or numbers) "
+                "of the steps it needs"
+            )
+            break
+    return tuple(deps)

@@ -1,0 +1,221 @@
+"""Budgets under fan-out: shares of what was left when the fan-out began, refused
+tool calls the model and the caller both see, and token limits checked before a
+call starts."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from regiment.hierarchy import Budget, BudgetExhausted, Planner, RunResult, Team, Worker
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    ToolResultPart,
+    estimate_tokens,
+    tool_call_response,
+)
+from regiment.tools import tool
+
+from .brains import Brain, plan_json
+
+
+class Probe:
+    """A team whose steps each call ``probe`` as often as their text says
+    (``"part 3 wants 2"``), one call per model reply, then answer."""
+
+    def __init__(
+        self, steps: list[tuple[int, list[int]]], *, hold: anyio.Event | None = None
+    ) -> None:
+        self.hold = hold  # tool bodies wait for it, when given
+        self.answered: list[str] = []
+        self.bodies = 0
+        self.replies: list[ModelResponse | str] = []
+        plan = plan_json(
+            *(
+                {"id": f"s{i}", "description": f"part {i} wants {want}"}
+                | ({"depends_on": [f"s{d}" for d in deps]} if deps else {})
+                for i, (want, deps) in enumerate(steps, 1)
+            )
+        )
+        self.brain = Brain([plan], work=self._work)
+
+    async def _work(
+        self, description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        want = int(description.rsplit(" ", 1)[1])
+        seen = sum(isinstance(p, ToolResultPart) for m in request.messages for p in m.parts)
+        reply: ModelResponse | str = (
+            tool_call_response("probe", {"n": seen}) if seen < want else f"did {description}"
+        )
+        self.replies.append(reply)
+        if isinstance(reply, str):
+            self.answered.append(description)
+            if self.hold is not None:
+                self.hold.set()  # the first answer lets the tool bodies go on
+        return reply
+
+    def largest_reply(self) -> int:
+        """The output tokens of the largest reply any role gave."""
+        texts = [*self.brain.plans, self.brain.synthesis]
+        return max(
+            [estimate_tokens(r) for r in self.replies if not isinstance(r, str)]
+            + [estimate_tokens(t) + 3 for t in texts]
+        )
+
+    def team(self, budget: Budget, *, concurrency: int = 8) -> Team:
+        @tool
+        async def probe(n: int) -> int:
+            """Probe."""
+            self.bodies += 1
+            if self.hold is not None:
+                await self.hold.wait()
+            return n
+
+        model = ScriptedModel(self.brain)
+        worker = Worker(name="w", description="w", model=model, tools=[probe], max_iterations=6)
+        return Team(
+            name="t",
+            planner=Planner(model=model),
+            workers=[worker],
+            budget=budget,
+            concurrency=concurrency,
+        )
+
+
+def _refused(result: RunResult) -> int:
+    return sum(
+        o.is_error and "allowance" in str(o.content) for r in result.steps for o in r.tool_outcomes
+    )
+
+
+@pytest.mark.anyio
+async def test_a_tool_budget_that_suffices_runs_every_parallel_step() -> None:
+    probe = Probe([(1, [])] * 5)
+    result = await probe.team(Budget(tool_calls=5)).run("five parts")
+    assert probe.bodies == 5
+    assert result.status == "completed"
+    assert _refused(result) == 0
+
+
+@pytest.mark.anyio
+async def test_refused_tool_calls_are_errors_and_end_the_run_when_it_is_spent() -> None:
+    probe = Probe([(1, [])] * 5)
+    result = await probe.team(Budget(tool_calls=2)).run("five parts")
+    assert probe.bodies == 2
+    assert result.tool_calls == 2
+    assert result.status == "partial"
+    assert result.budget_exhausted == "tool_calls"
+    assert _refused(result) >= 1
+    (ended,) = [e for e in result.events if isinstance(e, BudgetExhausted) and not e.step_id]
+    assert ended.limit == "tool_calls"
+
+
+@pytest.mark.anyio
+async def test_the_run_ends_partial_whatever_order_the_reports_come_in() -> None:
+    # One tool call for two steps: s2's call is refused and s2 reports first, while
+    # s1's tool body is still running (nothing is spent yet); when s1 has spent the
+    # last one, the run is out of tool calls with a refusal on record.
+    probe = Probe([(1, []), (1, [])], hold=anyio.Event())
+    result = await probe.team(Budget(tool_calls=1)).run("two parts")
+    assert probe.answered[0] == "part 2 wants 1"
+    assert probe.bodies == 1
+    assert result.status == "partial"
+    assert result.budget_exhausted == "tool_calls"
+    notes = [(e.limit, e.step_id) for e in result.events if isinstance(e, BudgetExhausted)]
+    assert notes == [("tool_calls", "s2"), ("tool_calls", None)]
+
+
+@pytest.mark.anyio
+async def test_a_step_that_outgrows_its_share_is_told_and_the_run_goes_on() -> None:
+    # 4 tool calls for 2 steps: 2 each; s1 asks for 3, s2 for none.
+    probe = Probe([(3, []), (0, [])])
+    result = await probe.team(Budget(tool_calls=4)).run("two parts")
+    assert probe.bodies == 2
+    assert result.status == "completed"
+    report = next(r for r in result.steps if r.step_id == "s1")
+    assert report.refused_tool_calls == 1
+    assert [o.is_error for o in report.tool_outcomes] == [False, False, True]
+    notes = [e for e in result.events if isinstance(e, BudgetExhausted)]
+    assert [(e.limit, e.step_id) for e in notes] == [("tool_calls", "s1")]
+
+
+@pytest.mark.anyio
+async def test_a_token_budget_is_checked_before_each_call() -> None:
+    # Each worker call costs more than a fifth of 1,500 tokens: not all five can run
+    # at once, and no call starts that its estimated input cannot pay for.
+    probe = Probe([(1, [])] * 5)
+    result = await probe.team(Budget(tokens=1_500)).run("five parts")
+    assert result.usage.total_tokens <= 1_500 + probe.largest_reply()
+    assert result.status == "partial"
+    assert result.budget_exhausted == "tokens"
+
+
+@pytest.mark.anyio
+async def test_a_step_out_of_model_calls_names_the_budget_field() -> None:
+    probe = Probe([(4, [])])
+    result = await probe.team(Budget(model_calls=4)).run("one part")
+    assert result.status == "partial"
+    assert result.budget_exhausted == "model_calls"
+
+
+_steps = st.lists(
+    st.tuples(st.integers(0, 3), st.lists(st.integers(1, 6), max_size=2)),
+    min_size=1,
+    max_size=6,
+).map(lambda steps: [(w, sorted({d for d in deps if d <= i})) for i, (w, deps) in enumerate(steps)])
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@settings(max_examples=25, deadline=None)
+@given(steps=_steps, tool_calls=st.integers(0, 16), concurrency=st.integers(1, 6))
+def test_tool_budgets_under_random_fan_outs(
+    backend: str, steps: list[tuple[int, list[int]]], tool_calls: int, concurrency: int
+) -> None:
+    probe = Probe(steps)
+    team = probe.team(Budget(tool_calls=tool_calls), concurrency=concurrency)
+    result = anyio.run(team.run, "goal", backend=backend)
+    wants = [w for w, _ in steps]
+    assert probe.bodies <= tool_calls  # never overshoots
+    assert result.tool_calls == probe.bodies
+    if tool_calls >= len(steps) * max(wants):  # enough for every step's even share
+        assert probe.bodies == sum(wants)  # so none starves
+        assert result.status == "completed"
+        assert _refused(result) == 0
+    refused = _refused(result)
+    if refused:
+        assert any(isinstance(e, BudgetExhausted) for e in result.events)
+    if result.status == "partial":
+        assert result.budget_exhausted in ("tool_calls", "model_calls")
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@settings(max_examples=25, deadline=None)
+@given(steps=_steps, tokens=st.integers(100, 12_000), concurrency=st.integers(1, 6))
+def test_token_budgets_under_random_fan_outs(
+    backend: str, steps: list[tuple[int, list[int]]], tokens: int, concurrency: int
+) -> None:
+    free = Probe(steps)
+    unlimited = anyio.run(free.team(Budget(), concurrency=concurrency).run, "goal", backend=backend)
+    probe = Probe(steps)
+    team = probe.team(Budget(tokens=tokens), concurrency=concurrency)
+    result = anyio.run(team.run, "goal", backend=backend)
+    spent = result.usage.total_tokens
+    reply = free.largest_reply()
+    # The documented bound: what was left, plus one reply per step in flight and
+    # the planner's (the model's max_tokens caps each reply).
+    assert spent <= tokens + (min(concurrency, len(steps)) + 1) * reply
+    roles = unlimited.usage_by_role
+    need = (
+        roles["planner"].total_tokens
+        + len(steps) * max(r.usage.total_tokens for r in unlimited.steps)
+        + roles["synthesizer"].total_tokens
+    )
+    if tokens >= need:  # every step's even share pays for the whole step
+        assert result.status == "completed"
+        assert result.committed == unlimited.committed
+    elif result.status == "partial":
+        assert result.budget_exhausted == "tokens"

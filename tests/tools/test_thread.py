@@ -1,0 +1,69 @@
+"""A sync tool body whose caller was cancelled before a thread took it never starts."""
+
+from __future__ import annotations
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from regiment.tools import tool
+
+
+async def _late_starts(delays: list[int]) -> tuple[int, int]:
+    """Call a sync tool ``len(delays)`` times, cancelling each call after that many
+    checkpoints; count bodies that started after their cancel had returned."""
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    limiter.total_tokens = 1  # so one more thread job waits for the abandoned ones
+    cancel_returned = False
+    late = 0
+    started = 0
+
+    @tool
+    def body(n: int) -> int:
+        """Record when the body starts."""
+        nonlocal late, started
+        started += 1
+        late += cancel_returned
+        return n
+
+    for checkpoints in delays:
+        cancel_returned = False
+        async with anyio.create_task_group() as tg:
+            with anyio.CancelScope() as scope:
+                tg.start_soon(_cancel_after, checkpoints, scope)
+                await body.call({"n": 1}, call_id="c")
+            cancel_returned = True
+            tg.cancel_scope.cancel()
+        # Holds the only thread token: waits until the abandoned job ran or was skipped.
+        await anyio.to_thread.run_sync(lambda: None)
+    return late, started
+
+
+async def _cancel_after(checkpoints: int, scope: anyio.CancelScope) -> None:
+    for _ in range(checkpoints):
+        await anyio.lowlevel.checkpoint()
+    scope.cancel()
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@settings(max_examples=20, deadline=None)
+@given(delays=st.lists(st.integers(0, 3), min_size=20, max_size=60))
+def test_an_abandoned_call_never_starts_its_body(backend: str, delays: list[int]) -> None:
+    late, _ = anyio.run(_late_starts, delays, backend=backend)
+    assert late == 0
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_call_that_is_not_cancelled_runs_its_body(backend: str) -> None:
+    async def main() -> object:
+        @tool
+        def double(n: int) -> int:
+            """Double."""
+            return 2 * n
+
+        return (await double.call({"n": 4}, call_id="c")).content
+
+    assert anyio.run(main, backend=backend) == 8

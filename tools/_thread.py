@@ -1,0 +1,58 @@
+"""Sync tool bodies in a worker thread, never started once their caller gave up."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+import anyio
+import anyio.to_thread
+
+__all__ = ("run_sync_abandonable",)
+
+T = TypeVar("T")
+
+
+class _Abandoned(Exception):
+    """The caller gave up before the thread got to the body; nobody sees this."""
+
+
+class _Gate(Generic[T]):
+    """Decides, under a lock, whether the body starts or the caller has gone.
+
+    Once :meth:`abandon` has returned, :meth:`run` can no longer start the body,
+    so a cancel that has returned never has a body start behind it.
+    """
+
+    def __init__(self, body: Callable[[], T]) -> None:
+        self._body = body
+        self._lock = threading.Lock()
+        self._open = True
+
+    def run(self) -> T:
+        with self._lock:
+            if not self._open:
+                raise _Abandoned
+            self._open = False  # started: abandoning now no longer stops it
+        return self._body()
+
+    def abandon(self) -> None:
+        with self._lock:
+            self._open = False
+
+
+async def run_sync_abandonable(body: Callable[[], T]) -> T:
+    """Run ``body`` in a worker thread; a cancel gives control back at once.
+
+    A body already running cannot be stopped and finishes in the background
+    (its result is dropped). A body whose thread had not started it when the
+    caller was cancelled never starts: with ``abandon_on_cancel=True`` a job
+    queued for a thread would otherwise still run after the cancel returned.
+    """
+    gate = _Gate(body)
+    try:
+        return await anyio.to_thread.run_sync(gate.run, abandon_on_cancel=True)
+    except anyio.get_cancelled_exc_class():
+        gate.abandon()
+        raise
