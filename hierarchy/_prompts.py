@@ -92,7 +92,7 @@ class Prompts:
         """Ask for a new tail: committed steps stay as evidence, the unfinished ones are replaced.
 
         Args:
-            committed: the committed results as prompt lines (see ``RunActor``).
+            committed: the committed results as prompt lines (see ``PlanVersions.committed_text``).
         """
         todo = "\n".join(f"- {s.id} [{s.worker or '-'}]: {s.description}" for s in unfinished)
         return (

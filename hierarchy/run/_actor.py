@@ -146,7 +146,7 @@ class PlannerActor(Actor[PlannerMessage, None]):
 
     async def _on_model_reply(self, reply: ModelReplied) -> None:
         phase = self._phase
-        if not isinstance(phase, Planning | Compressing | Critiquing | Synthesizing):
+        if not isinstance(phase, (Planning, Compressing, Critiquing, Synthesizing)):
             return  # the run is winding down or over
         if not self._calls.accept(reply):
             return  # superseded
@@ -179,7 +179,7 @@ class PlannerActor(Actor[PlannerMessage, None]):
             # Events name only announced versions: while a replan is being planned,
             # the newest one is still the version being replaced.
             self._record(ReportDropped(report, versions.version))
-        elif not isinstance(phase, WindingDown | Done):
+        elif not isinstance(phase, (WindingDown, Done)):
             await self._apply(report)
         # else: a step of the current version, cancelled while the run winds down
         phase = self._phase
@@ -221,18 +221,18 @@ class PlannerActor(Actor[PlannerMessage, None]):
     async def _dispatch_ready(self) -> None:
         """Send every ready step (within the concurrency and the budget); when the
         whole plan is committed, move on to critique or synthesis."""
-        if not isinstance(self._phase, Executing):
+        if type(self._phase) is not Executing:
             return
         book = self._book
         versions, dispatcher, ledger = book.versions, book.dispatcher, book.spending.ledger
         sends, held_back = dispatcher.next_sends(versions, ledger, book.goal)
         if held_back is not None and not sends and not dispatcher.inflight:
-            limit, step_id = held_back
-            self._exhausted(limit, f"no budget left to dispatch step {step_id}")
+            self._exhausted(held_back[0], f"no budget left to dispatch step {held_back[1]}")
             return
+        refs, headers = self._team.worker_refs, book.trace.headers
         for sent in sends:
             self._record(sent)
-            await dispatcher.send(sent)
+            await refs[sent.worker].send(sent.assign, headers=headers)  # waits while full
         # Steps of older versions still winding down do not hold up the current plan.
         if not dispatcher.running_ids(versions.version) and versions.all_committed():
             if book.spending.refused_and_spent():
@@ -307,7 +307,7 @@ class PlannerActor(Actor[PlannerMessage, None]):
         self._record(RunAborted(error))
 
     def _exhausted(self, limit: BudgetLimit, detail: str) -> None:
-        if isinstance(self._phase, Done | WindingDown) or self._book.spending.exhausted:
+        if isinstance(self._phase, (Done, WindingDown)) or self._book.spending.exhausted:
             return
         self._record(BudgetRanOut(limit, detail))
         raising = self._team.budget.on_exhausted == "raise"

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import assert_never, final
 
 from regiment.hierarchy._budget import BudgetLedger
-from regiment.hierarchy._messages import AssignStep, BudgetLimit, StepReport
+from regiment.hierarchy._messages import BudgetLimit, StepReport
 from regiment.hierarchy._result import RunResult, RunStatus
 from regiment.hierarchy.events import (
     BudgetExhausted,
@@ -124,9 +124,18 @@ class RunBook:
         """Apply one change to the parts and emit what it implies."""
         run_id = self.run_id
         match change:  # the per-step changes first: they are the hot path
-            case StepSent(assign=assign, worker=worker):
-                self.dispatcher.sent(assign, worker)
-                self._emit(_dispatched(run_id, assign, worker))
+            case StepSent(assign=a, worker=worker):
+                self.dispatcher.sent(a, worker)
+                version, step_id = a.plan_version, a.step.id
+                self._emit(
+                    StepDispatched(
+                        run_id=run_id,
+                        plan_version=version,
+                        step_id=step_id,
+                        worker=worker,
+                        attempt=a.attempt,
+                    )
+                )
             case ReportArrived(report=r):
                 self.dispatcher.reported(r)
                 # the key the Dispatcher reserved under: version/step/attempt
@@ -166,12 +175,8 @@ class RunBook:
             case BudgetRanOut(limit=limit, detail=detail):
                 self.spending.exhausted = limit
                 self._emit(BudgetExhausted(run_id=run_id, limit=limit, detail=detail))
-            case RunFinished(answer=answer, status=status):
-                self._finish(answer, status)
-            case RunAborted(error=error):
-                self.channel.error = error
-                name = type(error).__name__
-                self._close(RunFailed(run_id=run_id, error_type=name, message=str(error)))
+            case RunFinished() | RunAborted():
+                self._end(change)
             case _:
                 assert_never(change)
 
@@ -266,10 +271,19 @@ class RunBook:
         self.events.append(event)
         self.channel.close(event)
 
-    def _finish(self, answer: str, status: RunStatus) -> None:
-        result = self.result(answer, status)
-        self.channel.result = result
-        self._close(RunCompleted(run_id=self.run_id, result=result))
+    def _end(self, change: RunFinished | RunAborted) -> None:
+        """Close the channel with the run's last event."""
+        match change:
+            case RunFinished(answer=answer, status=status):
+                result = self.result(answer, status)
+                self.channel.result = result
+                self._close(RunCompleted(run_id=self.run_id, result=result))
+            case RunAborted(error=error):
+                self.channel.error = error
+                name = type(error).__name__
+                self._close(RunFailed(run_id=self.run_id, error_type=name, message=str(error)))
+            case _:
+                assert_never(change)
 
     def answer(self, text: str) -> str:
         """The synthesiser's answer, with the finished artefacts verbatim after it."""
@@ -307,16 +321,6 @@ class RunBook:
             memory=versions.memory,
             events=tuple(self.events),
         )
-
-
-def _dispatched(run_id: str, assign: AssignStep, worker: str) -> StepDispatched:
-    return StepDispatched(
-        run_id=run_id,
-        plan_version=assign.plan_version,
-        step_id=assign.step.id,
-        worker=worker,
-        attempt=assign.attempt,
-    )
 
 
 def _share_refused(run_id: str, report: StepReport) -> BudgetExhausted:

@@ -3,13 +3,17 @@
 The planner actor decides; a decision that changes the run's state becomes one
 of these values and goes through ``PlannerActor._record``, which applies it to
 the run's book and emits the events it implies. That is the one place a run
-journal records: replaying the same changes rebuilds the same book.
+journal records: replaying the same changes rebuilds the same book. They are
+frozen msgspec structs: cheap to make on the per-step path, and already in the
+shape a journal encodes (``RunAborted`` carries the exception object itself,
+which a journal records by type and message).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TypeAlias, final
+
+import msgspec
 
 from regiment.errors import RunError
 from regiment.hierarchy._critic import Verdict
@@ -45,14 +49,12 @@ __all__ = (
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class RunBegan:
+class RunBegan(msgspec.Struct, frozen=True):
     """The run was accepted."""
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class PlanAdopted:
+class PlanAdopted(msgspec.Struct, frozen=True):
     """A plan version became current: the first plan, a replan's, or a new round's."""
 
     plan: Plan
@@ -62,8 +64,7 @@ class PlanAdopted:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class StepSent:
+class StepSent(msgspec.Struct, frozen=True):
     """A step went to ``worker`` with its reserved share of the budget."""
 
     assign: AssignStep
@@ -71,16 +72,14 @@ class StepSent:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class ReportArrived:
+class ReportArrived(msgspec.Struct, frozen=True):
     """A dispatched step reported: it is no longer in flight, and what it spent is charged."""
 
     report: StepReport
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class ReportDropped:
+class ReportDropped(msgspec.Struct, frozen=True):
     """A report of an older plan version was dropped, never applied."""
 
     report: StepReport
@@ -88,8 +87,7 @@ class ReportDropped:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class StepEnded:
+class StepEnded(msgspec.Struct, frozen=True):
     """A current-version step reported something other than ``done``."""
 
     report: StepReport
@@ -97,8 +95,7 @@ class StepEnded:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class ToolCallsRefused:
+class ToolCallsRefused(msgspec.Struct, frozen=True):
     """A step's tool calls were refused for want of its tool-call share.
 
     ``ends_run``: the run's own tool calls are all spent too, so the run ends
@@ -110,8 +107,7 @@ class ToolCallsRefused:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class CheckRejected:
+class CheckRejected(msgspec.Struct, frozen=True):
     """A step's check rejected its output; the report is kept as evidence."""
 
     report: StepReport
@@ -121,8 +117,7 @@ class CheckRejected:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class StepCommitted:
+class StepCommitted(msgspec.Struct, frozen=True):
     """A current-version step reported ``done`` and passed its check."""
 
     report: StepReport
@@ -130,16 +125,14 @@ class StepCommitted:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class ReplanBegun:
+class ReplanBegun(msgspec.Struct, frozen=True):
     """The current version will be replaced (one replan of the budget is used)."""
 
     reason: str
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class ModelCharged:
+class ModelCharged(msgspec.Struct, frozen=True):
     """A planner-side model call answered; its usage is charged to its role."""
 
     purpose: Purpose
@@ -147,16 +140,14 @@ class ModelCharged:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class CritiqueJudged:
+class CritiqueJudged(msgspec.Struct, frozen=True):
     """The critic judged a round."""
 
     verdict: Verdict
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class RoundBegun:
+class RoundBegun(msgspec.Struct, frozen=True):
     """The critic found the goal unmet and rounds remain: round ``round`` is planned."""
 
     round: int
@@ -164,8 +155,7 @@ class RoundBegun:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class MemoryAdopted:
+class MemoryAdopted(msgspec.Struct, frozen=True):
     """The carried context was compressed into ``memory``."""
 
     memory: WorkingMemory
@@ -173,14 +163,12 @@ class MemoryAdopted:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class SynthesisBegun:
+class SynthesisBegun(msgspec.Struct, frozen=True):
     """The final answer is being written."""
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class BudgetRanOut:
+class BudgetRanOut(msgspec.Struct, frozen=True):
     """A budget limit was reached."""
 
     limit: BudgetLimit
@@ -188,8 +176,7 @@ class BudgetRanOut:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class RunFinished:
+class RunFinished(msgspec.Struct, frozen=True):
     """The run ended with a result (completed, partial or cancelled)."""
 
     answer: str
@@ -197,8 +184,7 @@ class RunFinished:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class RunAborted:
+class RunAborted(msgspec.Struct, frozen=True):
     """The run ended without a result."""
 
     error: RunError

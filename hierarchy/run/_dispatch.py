@@ -8,7 +8,7 @@ steps still waiting are kept in plan order, per version).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from typing import final
 
 from regiment.actors import ActorContext, ActorRef
@@ -63,7 +63,7 @@ class Dispatcher:
                 if s.id not in committed and s.id not in running
             }
             self._waiting = (version, waiting)
-        room = max(0, self._team.concurrency - len(self.running_ids(version)))
+        room = max(0, self._team.concurrency - len(self._running.get(version, _NONE_RUNNING)))
         if room == 0:
             return []
         is_committed = committed.__contains__  # map() over it: no generator frame per step
@@ -125,10 +125,6 @@ class Dispatcher:
             del running[step_id]
         else:
             running[step_id] -= 1
-
-    def send(self, sent: StepSent) -> Awaitable[None]:
-        """Hand the step to its worker (awaiting it waits while the worker's mailbox is full)."""
-        return self._team.worker_refs[sent.worker].send(sent.assign, headers=self._headers)
 
     def cancel_all(self, ctx: ActorContext[PlannerMessage, None], reason: str) -> None:
         """Ask every worker with a step of this run in flight to cancel it."""

@@ -54,8 +54,8 @@ def reserve_fan_out(
         The steps to send, and, when some of ``ready`` could not be sent, the
         budget field that stopped them.
     """
-    first = next(iter(team.workers))
-    picked = [(step, team.workers[step.worker or first]) for step in ready]
+    workers = team.workers
+    picked = [(step, workers[step.worker or next(iter(workers))]) for step in ready]
     contexts = [_context(versions, goal, step) for step, _ in picked]
     # Estimating costs a pass over the prompts and tool schemas: only a token budget needs it.
     needs = (

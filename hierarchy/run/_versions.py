@@ -29,6 +29,7 @@ class PlanVersions:
     artifacts: list[str] = field(default_factory=list)
     memory: WorkingMemory | None = None
     stale_dropped: int = 0
+    version: int = 0  # the current version's number (0 before the first plan)
     # The current version's steps by id and its outline, built once per version.
     _index: dict[str, PlanStep] = field(default_factory=dict)
     _outline: str = ""
@@ -37,13 +38,10 @@ class PlanVersions:
     def plan(self) -> Plan:
         return self.plans[-1]
 
-    @property
-    def version(self) -> int:
-        return self.plans[-1].version if self.plans else 0
-
     def adopt(self, plan: Plan) -> None:
         """Make ``plan`` the current version."""
         self.plans.append(plan)
+        self.version = plan.version
         self._index = {step.id: step for step in plan.steps}
         self._outline = ""
 
