@@ -27,7 +27,6 @@ from regiment.config._schema import (
     team_worker_error,
 )
 from regiment.errors import ConfigError
-from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._checks import Check
 from regiment.hierarchy._critic import Critic
 from regiment.hierarchy._memory import Compression
@@ -228,18 +227,7 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
         for i, w in enumerate(config.workers)
     ]
     checks = {name: _check(c, name, source) for name, c in config.checks.items()}
-    b = config.budget
-    budget = Budget(
-        model_calls=b.model_calls,
-        tool_calls=b.tool_calls,
-        tokens=b.tokens,
-        input_tokens=b.input_tokens,
-        output_tokens=b.output_tokens,
-        replans=b.replans,
-        rounds=b.rounds,
-        wall_clock=b.wall_clock,
-        on_exhausted=b.on_exhausted,
-    )
+    budget = config.budget  # decoded straight into Budget
     critic = _critic(config.critic, models) if config.critic is not None else None
     compression = (
         _compression(config.compression, models) if config.compression is not None else None

@@ -35,6 +35,7 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from regiment.errors import ConfigError
+from regiment.hierarchy._budget import Budget
 
 __all__ = (
     "BudgetConfig",
@@ -111,18 +112,9 @@ class CheckConfig(_Section, frozen=True, kw_only=True):
     explain: str | None = None
 
 
-class BudgetConfig(_Section, frozen=True, kw_only=True):
-    """``[budget]``: see ``Budget``; an absent limit is unlimited."""
-
-    model_calls: int | None = None
-    tool_calls: int | None = None
-    tokens: int | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    replans: int = 3
-    rounds: int = 3
-    wall_clock: float | None = None
-    on_exhausted: Literal["partial", "raise"] = "partial"
+BudgetConfig: TypeAlias = Budget
+"""``[budget]`` decodes straight into :class:`~regiment.hierarchy.Budget` (the name
+stays for compatibility; there is one definition)."""
 
 
 class CriticConfig(_Section, frozen=True, kw_only=True):
@@ -167,7 +159,7 @@ class TeamConfig(_Section, frozen=True, kw_only=True):
     brain: str | None = None
     planner: PlannerConfig = PlannerConfig()
     checks: dict[str, CheckConfig] = {}
-    budget: BudgetConfig = BudgetConfig()
+    budget: Budget = Budget()
     concurrency: int = 8
     critic: CriticConfig | None = None
     compression: CompressionConfig | None = None
@@ -198,7 +190,7 @@ _KNOWN_KEYS = sorted(
             PlannerConfig,
             WorkerConfig,
             CheckConfig,
-            BudgetConfig,
+            Budget,
             CriticConfig,
             CompressionConfig,
             TeamConfig,

@@ -20,8 +20,11 @@ __all__ = ("Budget", "BudgetLedger", "BudgetLimit", "OnExhausted", "Share")
 OnExhausted: TypeAlias = Literal["partial", "raise"]
 
 
-class Budget(msgspec.Struct, frozen=True, kw_only=True):
+class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Limits for one run. ``None`` means unlimited.
+
+    A team file's ``[budget]`` table decodes straight into it (an unknown key
+    is an error there).
 
     Attributes:
         model_calls: model calls by every role (planner, workers, synthesis).
