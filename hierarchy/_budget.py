@@ -61,6 +61,9 @@ class Share(NamedTuple):
     tokens: int | None
 
 
+_UNLIMITED = Share(None, None)
+
+
 def _split(left: int | None, ways: int) -> list[int | None]:
     """``left`` in ``ways`` parts differing by at most one, larger parts first."""
     if left is None:
@@ -136,8 +139,11 @@ class BudgetLedger:
         """
         if ways < 1:
             return []
-        tools = _split(self._left_tool_calls(), ways)
-        tokens = _split(self._left_tokens(), ways)
+        tools_left, tokens_left = self._left_tool_calls(), self._left_tokens()
+        if tools_left is None and tokens_left is None:
+            return [_UNLIMITED] * ways  # nothing to split: the per-step path stays cheap
+        tools = _split(tools_left, ways)
+        tokens = _split(tokens_left, ways)
         return [Share(t, k) for t, k in zip(tools, tokens, strict=True)]
 
     def _left_tool_calls(self) -> int | None:
