@@ -1,0 +1,134 @@
+"""Every state change of a run goes through ``PlannerActor._record``: replaying the
+changes it saw into a fresh book rebuilds the same events and the same result.
+
+This is the promise the durable-runs journal builds on, so it is checked on a run
+that replans, drops a stale report, and has a check fail.
+"""
+
+from __future__ import annotations
+
+import anyio
+import msgspec
+import pytest
+from opentelemetry.trace import INVALID_SPAN
+
+from regiment.hierarchy import (
+    Check,
+    Planner,
+    Replanned,
+    RunCompleted,
+    StaleReportDropped,
+    StepReport,
+    Team,
+    Worker,
+)
+from regiment.hierarchy.run._actor import PlannerActor
+from regiment.hierarchy.run._book import RunBook
+from regiment.hierarchy.run._changes import (
+    PlanAdopted,
+    ReportDropped,
+    RunChange,
+    RunFinished,
+    StepCommitted,
+    StepSent,
+)
+from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.run._dispatch import Dispatcher
+from regiment.hierarchy.run._runtime import TeamRuntime
+from regiment.hierarchy.run._trace import RunTrace
+from regiment.models import ModelRequest, ScriptedModel, ToolResultPart
+from regiment.telemetry import Telemetry
+
+from .brains import Brain, plan_json
+
+pytestmark = pytest.mark.anyio
+
+GOAL = "goal"
+
+
+def _never_ok(report: StepReport) -> bool:
+    return False
+
+
+def _team(replanned: anyio.Event) -> Team:
+    async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:
+        if description == "slow draft":
+            # A model call already on the wire: it finishes after the replan, and its
+            # report is stale by then.
+            with anyio.CancelScope(shield=True):
+                await replanned.wait()
+            return "SLOW-DRAFT-OUTPUT"
+        return f"did: {description}"
+
+    v1 = plan_json(
+        {"id": "s1", "description": "probe", "check": "fails"},
+        {"id": "s2", "description": "slow draft"},
+        {"id": "s3", "description": "use draft", "depends_on": ["s2"]},
+    )
+    v2 = plan_json({"description": "recover", "depends_on": ["s1"]})
+    model = ScriptedModel(Brain([v1, v2], work=work))
+    return Team(
+        name="t",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="does things", model=model)],
+        checks={"fails": Check(description="never passes", predicate=_never_ok)},
+    )
+
+
+def _fresh_book(team: Team, run_id: str) -> RunBook:
+    telemetry = Telemetry()
+    runtime = TeamRuntime(
+        name=team.name,
+        planner=team.planner,
+        workers={w.name: w for w in team.workers},
+        worker_refs={},  # a replay sends nothing
+        checks=team.checks,
+        budget=team.budget,
+        concurrency=team.concurrency,
+        critic=team.critic,
+        compression=team.compression,
+        telemetry=telemetry,
+    )
+    channel, events = RunChannel.open(streaming=False)
+    events.close()  # a replay has no reader
+    trace = RunTrace(telemetry, INVALID_SPAN)
+    return RunBook(run_id, GOAL, runtime, channel, trace, Dispatcher(runtime, run_id, {}))
+
+
+async def test_replaying_the_recorded_changes_rebuilds_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    recorded: list[RunChange] = []
+    record = PlannerActor._record
+
+    def journal(actor: PlannerActor, change: RunChange) -> None:
+        recorded.append(change)  # what a journal would append, before applying
+        record(actor, change)
+
+    monkeypatch.setattr(PlannerActor, "_record", journal)
+    replanned = anyio.Event()
+    team = _team(replanned)
+    async with team.start() as running, running.stream(GOAL) as stream:
+        async for event in stream:
+            if isinstance(event, Replanned):
+                replanned.set()
+    assert isinstance(event, RunCompleted)
+    result = event.result
+
+    kinds = [type(c) for c in recorded]
+    assert kinds.count(PlanAdopted) == 2
+    assert ReportDropped in kinds
+    assert kinds.count(StepSent) == 3  # s1 and s2 of v1 (s3 waits for s2), s4 of v2
+    assert StepCommitted in kinds
+    assert kinds[-1] is RunFinished
+    assert any(isinstance(e, Replanned) for e in result.events)
+    assert any(isinstance(e, StaleReportDropped) for e in result.events)
+
+    book = _fresh_book(team, result.run_id)
+    for change in recorded:
+        book.apply(change)
+    replayed = book.channel.result
+    assert replayed is not None
+    assert msgspec.to_builtins(replayed) == msgspec.to_builtins(result)
+    assert isinstance(book.events[-1], RunCompleted)
+    assert book.events[:-1] == list(result.events)
