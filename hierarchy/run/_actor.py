@@ -2,11 +2,15 @@
 
 It is made of parts with one job each: ``RunBook`` (the state: ``PlanVersions``,
 ``Dispatcher``, ``Rounds``, ``Spending``), ``PhaseCalls`` (the planner-side
-model calls), ``Verifier`` (step checks) and ``RunTrace`` (the run span). The
-actor holds one ``Phase`` and routes each message to the part that handles it.
+model calls), ``Prompting`` (what those calls ask, and reading the planner's
+reply), ``Verifier`` (judging a report, running its check) and ``RunTrace``
+(the run span). The actor holds one ``Phase`` and routes each message to the
+part that handles it.
 
 Every state change goes through :meth:`PlannerActor._record`: the decisions
-here build a ``RunChange`` and record it; nothing else writes the book.
+here build a ``RunChange`` and record it; nothing else writes the book. The
+phase is the actor's control state (what it is waiting for), set only here;
+a resumed run can rebuild it from the recorded changes.
 
 Plan versions: a replan marks the current version as being replaced *when it
 starts*, so every report of that version arriving afterwards (a slow step still
