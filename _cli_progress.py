@@ -68,6 +68,7 @@ class RunProgress:
 
     clock: Callable[[], float] = time.monotonic
     team: str = ""
+    run_id: str = ""
     version: int = 0
     steps: dict[str, StepRow] = field(default_factory=dict)
     replans: list[str] = field(default_factory=list)
@@ -86,8 +87,8 @@ class RunProgress:
         """Update from one event."""
         now = self.clock()
         match event:
-            case RunStarted(team=team):
-                self.team, self.phase = team, "planning"
+            case RunStarted(team=team, run_id=run_id):
+                self.team, self.run_id, self.phase = team, run_id, "planning"
             case PlanCreated(plan=plan):
                 self._take_plan(plan)
             case StepDispatched(step_id=sid, worker=worker):

@@ -54,6 +54,11 @@ class Tool(Generic[P, R_co]):
             described, or an option is out of range.
     """
 
+    # Set by ``update_wrapper``: a tool looks like the function it wraps.
+    __name__: str
+    __qualname__: str
+    __wrapped__: Callable[..., object]
+
     def __init__(
         self,
         fn: Callable[P, R_co],
@@ -82,6 +87,16 @@ class Tool(Generic[P, R_co]):
         )
         self._limiters = _own_limiters(self._policy)
         check_key_names(self._policy.idempotency_key, self._spec.names, name)
+        # Look like the function (name, docstring, ``__wrapped__`` for inspect.signature).
+        functools.update_wrapper(self, target, updated=())
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co:
+        """Call the function itself, as if it were not a tool (to unit test it, say).
+
+        No validation, policy or approval: ``await tool.call(...)`` is the model's way
+        in. An async function returns its coroutine, so ``await my_tool(...)`` works.
+        """
+        return self._fn(*args, **kwargs)
 
     @property
     def name(self) -> str:
