@@ -26,8 +26,9 @@ class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
         duration_s: seconds from the call to its result, approval wait included.
         attempts: how many times the function body was started (0: it never ran).
         idempotency_key: the key the tool derived from the arguments, if it declares one.
-        arguments: the arguments the call ran with (validated, defaults filled in,
-            edited if an approver edited them); the raw ones if they did not validate.
+        arguments: the arguments as the model sent them (as the approver edited
+            them, if it did), whether or not they validated; the function got
+            their typed form.
     """
 
     call_id: str

@@ -194,7 +194,7 @@ class Tool(Generic[P, R_co]):
                 f"tool {self._name!r} needs approval before it runs, but no approver is "
                 "configured, so it was not run"
             )
-            return self._error(call_id, message, "approval_unavailable", bound.as_json, key)
+            return self._error(call_id, message, "approval_unavailable", bound.sent, key)
         request = ApprovalRequest(
             tool_name=self._name,
             call_id=call_id,
@@ -208,7 +208,7 @@ class Tool(Generic[P, R_co]):
                 return bound
             case Deny(reason=reason):
                 message = f"the call to tool {self._name!r} was denied: {reason}"
-                return self._error(call_id, message, "approval_denied", bound.as_json, key)
+                return self._error(call_id, message, "approval_denied", bound.sent, key)
             case EditArguments(arguments=edited):
                 rebound = self._spec.validate(edited)
                 if isinstance(rebound, str):
@@ -231,21 +231,21 @@ class Tool(Generic[P, R_co]):
         attempted = await run_attempts(invoke, self._policy, (*self._limiters, *limiters))
         if attempted.error is not None:
             message, error_type = describe_failure(attempted.error, attempted.attempts)
-            return self._error(call_id, message, error_type, bound.as_json, key, attempted.attempts)
+            return self._error(call_id, message, error_type, bound.sent, key, attempted.attempts)
         try:
             content = _jsonable(attempted.value)
         except pydantic_core.PydanticSerializationError:
             kind = type(attempted.value).__name__
             message = f"TypeError: tool {self._name!r} returned a {kind}, not JSON data"
             n = attempted.attempts
-            return self._error(call_id, message, "TypeError", bound.as_json, key, n)
+            return self._error(call_id, message, "TypeError", bound.sent, key, n)
         return ToolResult(
             call_id=call_id,
             tool_name=self._name,
             content=content,
             attempts=attempted.attempts,
             idempotency_key=key,
-            arguments=bound.as_json,
+            arguments=bound.sent,
         )
 
     async def _invoke(self, bound: BoundArguments) -> object:
