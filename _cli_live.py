@@ -68,7 +68,8 @@ class LiveView:
         for row in p.steps.values():
             table.add_row(*self._cells(row, now))
         replans = [Text(f"replan {line}", style="magenta") for line in p.replans]
-        return Group(head, table, *replans)
+        failures = [Text(cut(line, 160), style="red") for line in p.tool_failures]
+        return Group(head, table, *replans, *failures)
 
     def _cells(self, row: StepRow, now: float) -> tuple[str | Text, ...]:
         elapsed = row.elapsed(now)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Protocol, Self, TextIO, assert_never
 
-from regiment._cli_progress import RunProgress, TokenMeter
+from regiment._cli_progress import RunProgress, TokenMeter, tool_failure_line
 from regiment.hierarchy import (
     BudgetExhausted,
     CheckFailed,
@@ -27,6 +27,7 @@ from regiment.hierarchy import (
     StepDispatched,
     StepErrored,
     SynthesisStarted,
+    ToolFailed,
 )
 
 __all__ = ("PlainView", "ProgressView", "cut", "describe")
@@ -77,6 +78,8 @@ def describe(event: Event, meter: TokenMeter | None = None) -> str | None:
             return f"  <- {sid} done by {worker}{tokens}: {cut(output)}"
         case StepErrored(step_id=sid, worker=worker, status=status, error=error):
             return f"  !! {sid} {status} ({worker}): {cut(error)}"
+        case ToolFailed():
+            return f"  !! {cut(tool_failure_line(event), 2 * _OUTPUT_CHARS)}"
         case CheckFailed(step_id=sid, check=check, reason=reason):
             return f"  !! {sid} failed check {check}: {cut(reason)}"
         case Replanned(old_version=old, new_version=new, reason=reason, removed=rm, added=add):

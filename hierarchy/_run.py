@@ -28,6 +28,7 @@ from regiment.hierarchy._events import (
     StepCompleted,
     StepDispatched,
     StepErrored,
+    tool_failures,
 )
 from regiment.hierarchy._messages import (
     AssignStep,
@@ -249,6 +250,8 @@ class RunActor(RunRounds):
             model_calls=report.model_calls,
             tool_calls=report.tool_calls,
         )
+        for failed in tool_failures(report):
+            self._emit(failed)
         if report.plan_version != state.version or self._phase in (
             "replanning",
             "winding_down",

@@ -42,6 +42,12 @@ class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
     arguments: JsonObject = msgspec.field(default_factory=dict)
 
     @property
+    def raised(self) -> bool:
+        """Whether the tool body raised (its last attempt): not a timeout, not a call
+        refused before the body ran (invalid arguments, unknown tool, no approval)."""
+        return self.is_error and self.attempts > 0 and self.error_type != "timeout"
+
+    @property
     def text(self) -> str:
         """The content as the model receives it: strings as they are, other JSON compact."""
         if isinstance(self.content, str):

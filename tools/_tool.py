@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -22,7 +23,13 @@ from regiment.tools._docstring import parse_docstring
 from regiment.tools._idempotency import check_key_names, derive_key
 from regiment.tools._policy import ToolOptions, ToolPolicy
 from regiment.tools._result import ToolResult
-from regiment.tools._run import LoopLimiter, describe_failure, request_approval, run_attempts
+from regiment.tools._run import (
+    LoopLimiter,
+    TimedOut,
+    describe_failure,
+    request_approval,
+    run_attempts,
+)
 from regiment.tools._schema import ArgumentSpec, BoundArguments
 
 __all__ = ("Tool",)
@@ -30,6 +37,7 @@ __all__ = ("Tool",)
 P = ParamSpec("P")
 R_co = TypeVar("R_co", covariant=True)
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_log = logging.getLogger("regiment.tools")
 
 
 @final
@@ -47,7 +55,7 @@ class Tool(Generic[P, R_co]):
         description: overrides the docstring.
         **options: the ``ToolPolicy`` fields (``timeout``, ``retries``, ``retry_on``,
             ``backoff``, ``max_backoff``, ``max_concurrency``, ``requires_approval``,
-            ``idempotency_key``, ``sleep``).
+            ``idempotency_key``, ``sleep``, ``on_tool_error``).
 
     Raises:
         ConfigError: the name is not valid for a model API, a parameter cannot be
@@ -230,6 +238,9 @@ class Tool(Generic[P, R_co]):
         # the set's shared limit that another tool's call could be using.
         attempted = await run_attempts(invoke, self._policy, (*self._limiters, *limiters))
         if attempted.error is not None:
+            if not isinstance(attempted.error, TimedOut):
+                # The traceback is only here; the worker logs the failure with its step.
+                _log.debug("tool %r raised", self._name, exc_info=attempted.error)
             message, error_type = describe_failure(attempted.error, attempted.attempts)
             return self._error(call_id, message, error_type, bound.sent, key, attempted.attempts)
         try:
