@@ -27,7 +27,7 @@ from regiment.models import (
 )
 from regiment.tools import OnToolError, Tool, tool
 
-from .brains import Brain, plan_json
+from .brains import Brain, plan_json, tool_results
 
 pytestmark = pytest.mark.anyio
 
@@ -159,6 +159,14 @@ async def test_a_refused_call_is_not_a_raise(caplog: pytest.LogCaptureFixture) -
         seen = await events_of(team(brain, divide_tool("raise"), "raise"))
     failed = [e for e in seen if isinstance(e, ToolFailed)]
     assert [f.error_type for f in failed] == ["invalid_arguments"]
+    # Strict: "one" is not coerced, and the model reads why in its next request.
+    told = tool_results(brain.worker_requests[1])
+    assert [(p.is_error, p.content) for p in told] == [
+        (
+            True,
+            "invalid arguments for tool 'divide': a: Input should be a valid integer (got 'one')",
+        )
+    ]
     assert any(isinstance(e, StepCompleted) for e in seen)
     levels = [r.levelno for r in caplog.records if r.name == "regiment.worker"]
     assert levels == [logging.INFO]
