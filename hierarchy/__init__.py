@@ -34,6 +34,7 @@ from regiment.hierarchy._events import (
     StepDispatched,
     StepErrored,
     SynthesisStarted,
+    ToolFailed,
 )
 from regiment.hierarchy._memory import Compression, WorkingMemory, parse_memory
 from regiment.hierarchy._messages import (
@@ -104,6 +105,7 @@ __all__ = (
     "Team",
     "TeamConfig",
     "TeamWorker",
+    "ToolFailed",
     "ToolOutcome",
     "Verdict",
     "Worker",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, TypeAlias
 import msgspec
 
 from regiment.hierarchy._critic import Verdict
-from regiment.hierarchy._messages import BudgetLimit, StepStatus
+from regiment.hierarchy._messages import BudgetLimit, StepReport, StepStatus
 from regiment.hierarchy._plan import Plan, PlanStep
 
 if TYPE_CHECKING:
@@ -34,6 +34,8 @@ __all__ = (
     "StepDispatched",
     "StepErrored",
     "SynthesisStarted",
+    "ToolFailed",
+    "tool_failures",
 )
 
 
@@ -80,6 +82,43 @@ class StepErrored(_Base, frozen=True, kw_only=True):
     worker: str
     status: StepStatus
     error: str
+
+
+class ToolFailed(_Base, frozen=True, kw_only=True):
+    """A tool call of a step failed (the tool raised, timed out, or was refused).
+
+    Emitted when the step's report arrives, before the step's own outcome
+    (``StepCompleted``, ``StepErrored``, ...). ``message`` is what the model was told,
+    e.g. ``"ZeroDivisionError: division by zero"``; ``error_type`` is
+    ``ToolResult.error_type`` (the exception's class name, ``"timeout"``,
+    ``"invalid_arguments"``, ...).
+    """
+
+    plan_version: int
+    step_id: str
+    worker: str
+    tool: str
+    call_id: str
+    error_type: str
+    message: str
+
+
+def tool_failures(report: StepReport) -> list[ToolFailed]:
+    """One ``ToolFailed`` per failed tool call in ``report``, in call order."""
+    return [
+        ToolFailed(
+            run_id=report.run_id,
+            plan_version=report.plan_version,
+            step_id=report.step_id,
+            worker=report.worker,
+            tool=outcome.tool,
+            call_id=outcome.call_id,
+            error_type=outcome.error_type or "error",
+            message=outcome.content if isinstance(outcome.content, str) else str(outcome.content),
+        )
+        for outcome in report.tool_outcomes
+        if outcome.is_error
+    ]
 
 
 class CheckFailed(_Base, frozen=True, kw_only=True):
@@ -175,6 +214,7 @@ Event: TypeAlias = (
     | StepDispatched
     | StepCompleted
     | StepErrored
+    | ToolFailed
     | CheckFailed
     | Replanned
     | StaleReportDropped

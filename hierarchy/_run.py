@@ -30,6 +30,7 @@ from regiment.hierarchy._events import (
     StepCompleted,
     StepDispatched,
     StepErrored,
+    tool_failures,
 )
 from regiment.hierarchy._fan_out import reserve_fan_out
 from regiment.hierarchy._messages import (
@@ -238,6 +239,8 @@ class RunActor(RunRounds):
             model_calls=report.model_calls,
             tool_calls=report.tool_calls,
         )
+        for failed in tool_failures(report):
+            self._emit(failed)
         if report.plan_version != state.version or self._phase in (
             "replanning",
             "winding_down",
