@@ -20,10 +20,16 @@ from regiment.hierarchy import Plan
 from regiment.hierarchy import events as ev
 from regiment.telemetry import semconv as sc
 
-__all__ = ("RunProgress", "StepRow", "StepState", "TokenMeter")
+__all__ = ("RunProgress", "StepRow", "StepState", "TokenMeter", "tool_failure_line")
 
 StepState: TypeAlias = Literal["waiting", "running", "done", "failed", "check failed", "replaced"]
 _NOT_STEP = "(planner)"  # tokens spent outside any step: planning, synthesis, critique
+
+
+def tool_failure_line(event: ev.ToolFailed) -> str:
+    """``billing s1: divide failed: ZeroDivisionError: division by zero``."""
+    message = " ".join(event.message.split())
+    return f"{event.worker} {event.step_id}: {event.tool} failed: {message}"
 
 
 @dataclass(slots=True)
@@ -51,9 +57,11 @@ class RunProgress:
 
     clock: Callable[[], float] = time.monotonic
     team: str = ""
+    run_id: str = ""
     version: int = 0
     steps: dict[str, StepRow] = field(default_factory=dict)
     replans: list[str] = field(default_factory=list)
+    tool_failures: list[str] = field(default_factory=list)
     phase: str = "starting"
     started: float = 0.0
     finished: bool = False
@@ -69,8 +77,8 @@ class RunProgress:
         """Update from one event."""
         now = self.clock()
         match event:
-            case ev.RunStarted(team=team):
-                self.team, self.phase = team, "planning"
+            case ev.RunStarted(team=team, run_id=run_id):
+                self.team, self.run_id, self.phase = team, run_id, "planning"
             case ev.PlanCreated(plan=plan):
                 self._take_plan(plan)
             case ev.StepDispatched(step_id=sid, worker=worker):
@@ -81,6 +89,8 @@ class RunProgress:
                 self._finish(self._row(sid, worker), "done", now)
             case ev.StepErrored(step_id=sid, worker=worker, status=status, error=error):
                 self._finish(self._row(sid, worker), "failed", now, f"{status}: {error}")
+            case ev.ToolFailed():
+                self.tool_failures.append(tool_failure_line(event))
             case ev.CheckFailed(step_id=sid, check=check, reason=reason):
                 self._finish(self._row(sid, ""), "check failed", now, f"{check}: {reason}")
             case ev.Replanned(old_version=old, new_version=new, reason=reason, removed=removed):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -10,15 +11,14 @@ from typing import Literal, TextIO, TypeAlias
 import anyio
 import msgspec
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
-from rich.console import Console
 
 from regiment.cli._progress import RunProgress, TokenMeter
-from regiment.cli._view import LiveView, PlainView, ProgressView
+from regiment.cli._view import PlainView, ProgressView
 from regiment.config import TeamConfig, build_team
 from regiment.errors import ConfigError
 from regiment.hierarchy import RunResult, Team, Worker
 from regiment.hierarchy import events as ev
-from regiment.models import AnthropicModel, Model
+from regiment.models import Model
 from regiment.telemetry import SpanCollector, Telemetry, TracingHandle, configure_tracing
 
 __all__ = ("Outcome", "RunOptions", "TraceMode", "drive")
@@ -112,11 +112,7 @@ async def _watch(
 ) -> _Ending:
     ending = _Ending()
     error: Exception | None = None
-    view: ProgressView = (
-        LiveView(progress, Console(file=stderr), meter)
-        if options.live
-        else PlainView(progress, stderr, meter)
-    )
+    view = _view(options, progress, stderr, meter)
     with view:
         async with anyio.create_task_group() as tg:
 
@@ -126,7 +122,7 @@ async def _watch(
                 tg.cancel_scope.cancel()
 
             tg.start_soon(cancel_on_stop)
-            if options.live:
+            if not isinstance(view, PlainView):
                 tg.start_soon(_tick, view)
             try:
                 await _consume(team, options.goal, progress, view, sink, ending)
@@ -136,7 +132,37 @@ async def _watch(
                 tg.cancel_scope.cancel()  # the helpers; after the run has wound down
     if error is not None:
         raise error
+    if ending.interrupted and ending.result is None and ending.failure is None:
+        sink(_cancelled(progress))
     return ending
+
+
+def _cancelled(progress: RunProgress) -> ev.RunFailed:
+    """The closing event of an interrupted run, so an events file always has an ending.
+
+    The run itself never gets to emit one: the stream it writes to is what was cancelled.
+    """
+    return ev.RunFailed(
+        run_id=progress.run_id,
+        error_type="RunCancelled",
+        message=f"interrupted; cancelled the run {progress.summary()}",
+    )
+
+
+def _view(
+    options: RunOptions, progress: RunProgress, stderr: TextIO, meter: TokenMeter
+) -> ProgressView:
+    """The live table when asked for and rich is installed (the ``cli`` extra), else lines."""
+    if options.live:
+        try:
+            from rich.console import Console
+
+            from regiment.cli._live import LiveView
+        except ImportError:
+            pass
+        else:
+            return LiveView(progress, Console(file=stderr), meter)
+    return PlainView(progress, stderr, meter)
 
 
 async def _consume(
@@ -236,6 +262,10 @@ def _jsonl_writer(stream: TextIO, encoder: msgspec.json.Encoder) -> Callable[[ev
 
 async def _close_models(team: Team) -> None:
     """Close the API clients the team's models hold, and those of the teams nested in it."""
+    claude = sys.modules.get("regiment.models._anthropic")
+    if claude is None:
+        return  # no Claude model was built, so none to close (and no SDK to import)
+    AnthropicModel = claude.AnthropicModel
     closed: set[int] = set()
     for model in _models_of(team):
         if isinstance(model, AnthropicModel) and id(model) not in closed:

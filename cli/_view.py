@@ -1,29 +1,20 @@
-"""How the ``regiment`` command shows a run: a live table on a terminal, plain lines elsewhere."""
+"""How the ``regiment`` command shows a run as plain lines (the live table is ``_cli_live``).
+
+Nothing here needs rich: a plain ``pip install regiment`` runs every command
+with these lines; the live view needs the ``cli`` extra.
+"""
 
 from __future__ import annotations
 
 from types import TracebackType
 from typing import Protocol, Self, TextIO, assert_never
 
-from rich.console import Console, Group
-from rich.live import Live
-from rich.table import Table
-from rich.text import Text
-
-from regiment.cli._progress import RunProgress, StepRow, TokenMeter
+from regiment.cli._progress import RunProgress, TokenMeter, tool_failure_line
 from regiment.hierarchy import events as ev
 
-__all__ = ("LiveView", "PlainView", "ProgressView", "describe")
+__all__ = ("PlainView", "ProgressView", "cut", "describe")
 
 _OUTPUT_CHARS = 120
-_STYLES = {
-    "waiting": "dim",
-    "running": "yellow",
-    "done": "green",
-    "failed": "red",
-    "check failed": "magenta",
-    "replaced": "dim strike",
-}
 
 
 class ProgressView(Protocol):
@@ -44,7 +35,7 @@ class ProgressView(Protocol):
     ) -> None: ...
 
 
-def _cut(text: str, limit: int = _OUTPUT_CHARS) -> str:
+def cut(text: str, limit: int = _OUTPUT_CHARS) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
@@ -53,10 +44,10 @@ def describe(event: ev.Event, meter: TokenMeter | None = None) -> str | None:
     """One plain line for an event (``None`` for events not worth a line)."""
     match event:
         case ev.RunStarted(team=team, goal=goal):
-            return f"run started: team {team}, goal: {_cut(goal)}"
+            return f"run started: team {team}, goal: {cut(goal)}"
         case ev.PlanCreated(plan=plan):
             steps = "; ".join(
-                f"{s.id} [{s.worker}] {_cut(s.description, 60)}"
+                f"{s.id} [{s.worker}] {cut(s.description, 60)}"
                 + (f" after {','.join(s.depends_on)}" if s.depends_on else "")
                 for s in plan.steps
             )
@@ -66,19 +57,21 @@ def describe(event: ev.Event, meter: TokenMeter | None = None) -> str | None:
             return f"  -> {sid} to {worker} (plan v{v}){again}"
         case ev.StepCompleted(step_id=sid, worker=worker, output=output):
             tokens = f", {meter.step_tokens(sid)} tokens" if meter is not None else ""
-            return f"  <- {sid} done by {worker}{tokens}: {_cut(output)}"
+            return f"  <- {sid} done by {worker}{tokens}: {cut(output)}"
         case ev.StepErrored(step_id=sid, worker=worker, status=status, error=error):
-            return f"  !! {sid} {status} ({worker}): {_cut(error)}"
+            return f"  !! {sid} {status} ({worker}): {cut(error)}"
+        case ev.ToolFailed():
+            return f"  !! {cut(tool_failure_line(event), 2 * _OUTPUT_CHARS)}"
         case ev.CheckFailed(step_id=sid, check=check, reason=reason):
-            return f"  !! {sid} failed check {check}: {_cut(reason)}"
+            return f"  !! {sid} failed check {check}: {cut(reason)}"
         case ev.Replanned(old_version=old, new_version=new, reason=reason, removed=rm, added=add):
             removed = ", ".join(s.id for s in rm) or "nothing"
             added = ", ".join(s.id for s in add) or "nothing"
-            return f"replan v{old} -> v{new}: {_cut(reason)} (removed {removed}; added {added})"
+            return f"replan v{old} -> v{new}: {cut(reason)} (removed {removed}; added {added})"
         case ev.StaleReportDropped(step_id=sid, report_version=v, current_version=cur):
             return f"  x  dropped a stale report of {sid} (v{v}, current v{cur})"
         case ev.CritiqueCompleted(verdict=verdict):
-            passed = "passed" if verdict.passed else f"not met: {_cut(verdict.feedback)}"
+            passed = "passed" if verdict.passed else f"not met: {cut(verdict.feedback)}"
             return f"critique of round {verdict.round}: {passed}"
         case ev.RoundStarted(round=number):
             return f"round {number} started"
@@ -121,60 +114,3 @@ class PlainView:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         return None
-
-
-class LiveView:
-    """A table of the current plan's steps, redrawn in place (rich ``Live``)."""
-
-    def __init__(self, progress: RunProgress, console: Console, meter: TokenMeter) -> None:
-        self._progress = progress
-        self._meter = meter
-        # Refreshed by the command's own ticker task, not by a rich thread.
-        self._live = Live(console=console, auto_refresh=False, transient=False)
-
-    def show(self, event: ev.Event) -> None:
-        """Redraw after the event."""
-        self.tick()
-
-    def tick(self) -> None:
-        """Redraw (clocks and token counts move between events too)."""
-        self._live.update(self._render(), refresh=True)
-
-    def __enter__(self) -> Self:
-        self._live.start(refresh=True)
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._live.update(self._render(), refresh=True)
-        self._live.stop()
-
-    def _render(self) -> Group:
-        p = self._progress
-        head = Text.assemble(
-            (f"team {p.team or '?'}", "bold"),
-            f"  plan v{p.version}  ",
-            (p.phase, "cyan"),
-            f"  {p.elapsed():.1f} s  {self._meter.total():,} tokens",
-        )
-        table = Table(show_edge=False, pad_edge=False, expand=False)
-        for column in ("step", "worker", "status", "elapsed", "tokens", "description"):
-            table.add_column(column, no_wrap=column != "description")
-        now = p.clock()
-        for row in p.steps.values():
-            table.add_row(*self._cells(row, now))
-        replans = [Text(f"replan {line}", style="magenta") for line in p.replans]
-        return Group(head, table, *replans)
-
-    def _cells(self, row: StepRow, now: float) -> tuple[str | Text, ...]:
-        elapsed = row.elapsed(now)
-        tokens = self._meter.step_tokens(row.id)
-        return (
-            row.id,
-            row.worker,
-            Text(row.state, style=_STYLES[row.state]),
-            "" if elapsed is None else f"{elapsed:.1f} s",
-            f"{tokens:,}" if tokens else "",
-            _cut(row.note or row.description, 70),
-        )

@@ -91,6 +91,8 @@ class ToolOutcome(msgspec.Struct, frozen=True, kw_only=True):
     content: JsonValue
     is_error: bool = False
     idempotency_key: str | None = None
+    error_type: str | None = None  # as ToolResult.error_type: why the call failed
+    raised: bool = False  # the tool body raised (ToolResult.raised)
 
 
 class StepReport(msgspec.Struct, frozen=True, kw_only=True, tag="step_report"):

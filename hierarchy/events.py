@@ -38,6 +38,7 @@ __all__ = (
     "StepDispatched",
     "StepErrored",
     "SynthesisStarted",
+    "ToolFailed",
 )
 
 
@@ -84,6 +85,25 @@ class StepErrored(_Base, frozen=True, kw_only=True):
     worker: str
     status: StepStatus
     error: str
+
+
+class ToolFailed(_Base, frozen=True, kw_only=True):
+    """A tool call of a step failed (the tool raised, timed out, or was refused).
+
+    Emitted when the step's report arrives, before the step's own outcome
+    (``StepCompleted``, ``StepErrored``, ...). ``message`` is what the model was told,
+    e.g. ``"ZeroDivisionError: division by zero"``; ``error_type`` is
+    ``ToolResult.error_type`` (the exception's class name, ``"timeout"``,
+    ``"invalid_arguments"``, ...).
+    """
+
+    plan_version: int
+    step_id: str
+    worker: str
+    tool: str
+    call_id: str
+    error_type: str
+    message: str
 
 
 class CheckFailed(_Base, frozen=True, kw_only=True):
@@ -179,6 +199,7 @@ Event: TypeAlias = (
     | StepDispatched
     | StepCompleted
     | StepErrored
+    | ToolFailed
     | CheckFailed
     | Replanned
     | StaleReportDropped

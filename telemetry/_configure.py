@@ -9,7 +9,6 @@ from types import TracebackType
 from typing import final
 
 from opentelemetry import trace
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
@@ -142,6 +141,9 @@ def _exporters(
 ) -> list[SpanExporter]:
     found: list[SpanExporter] = []
     if url is not None:
+        # Imported only when exporting: it loads protobuf and requests (most of a second).
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
         found.append(OTLPSpanExporter(endpoint=url))
     if file is not None:
         found.append(OtlpJsonFileExporter(file))

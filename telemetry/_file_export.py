@@ -9,8 +9,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, final
 
-from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
@@ -25,6 +23,11 @@ _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 
 def spans_to_otlp_json(spans: Sequence[ReadableSpan]) -> JsonObject:
     """``spans`` as one OTLP/JSON ``ExportTraceServiceRequest``, ready for ``json.dumps``."""
+    # Imported here: protobuf and the encoder take a noticeable part of a second to
+    # load, and most programs (``regiment validate``, say) never write a trace file.
+    from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
     # protobuf ships no type information; the walk below knows the shape.
     request: dict[str, Any] = MessageToDict(encode_spans(spans), use_integers_for_enums=True)
     for resource_spans in request.get("resourceSpans", []):

@@ -21,7 +21,7 @@ from regiment.tools._approval import (
 )
 from regiment.tools._decorator import tool
 from regiment.tools._definition import ToolDefinition
-from regiment.tools._policy import IdempotencyKey, ToolOptions, ToolPolicy
+from regiment.tools._policy import IdempotencyKey, OnToolError, ToolOptions, ToolPolicy
 from regiment.tools._result import ToolResult
 from regiment.tools._tool import Tool
 from regiment.tools._toolset import Toolset, ToolsetItem
@@ -34,6 +34,7 @@ __all__ = (
     "Deny",
     "EditArguments",
     "IdempotencyKey",
+    "OnToolError",
     "RetryableToolError",
     "Tool",
     "ToolDefinition",

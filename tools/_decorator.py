@@ -32,7 +32,8 @@ def tool(
 
     ``@tool`` or ``@tool(name=..., description=..., timeout=..., retries=...,
     retry_on=(...), backoff=..., max_concurrency=..., requires_approval=...,
-    idempotency_key=("order_id",))``. See ``Tool`` for what each does.
+    idempotency_key=("order_id",), on_tool_error="raise")``. See ``Tool`` for what each does.
+    The result is still callable as the function itself.
     """
     if fn is not None:
         return Tool(fn, name=name, description=description, **options)

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeAlias, TypedDict
+from typing import Literal, TypeAlias, TypedDict, get_args
 
 import anyio
 
 from regiment._json import JsonObject
 from regiment.errors import ConfigError, RetryableToolError
 
-__all__ = ("IdempotencyKey", "ToolOptions", "ToolPolicy")
+__all__ = ("IdempotencyKey", "OnToolError", "ToolOptions", "ToolPolicy")
 
 IdempotencyKey: TypeAlias = tuple[str, ...] | Callable[[JsonObject], str]
 """Argument names to derive the key from, or a function of the validated arguments."""
+
+OnToolError: TypeAlias = Literal["tell_model", "raise"]
+"""What an exception raised by a tool body does: the model is told (``"tell_model"``,
+and may try something else), or the step fails (``"raise"``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +38,9 @@ class ToolPolicy:
             ``"issue_refund:order_id=88213"``) or a function of the validated
             arguments returning the whole key.
         sleep: how to wait between attempts; tests pass a recorder here.
+        on_tool_error: ``"raise"`` makes an exception from the body (after the
+            retries) fail the step that called it; ``"tell_model"`` hands it to the
+            model as an error result; ``None`` leaves it to the worker's setting.
     """
 
     timeout: float | None = None
@@ -45,8 +52,13 @@ class ToolPolicy:
     requires_approval: bool = False
     idempotency_key: IdempotencyKey | None = None
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep
+    on_tool_error: OnToolError | None = None
 
     def __post_init__(self) -> None:
+        if self.on_tool_error not in (None, *get_args(OnToolError)):
+            raise ConfigError(
+                f"on_tool_error must be 'tell_model', 'raise' or None, not {self.on_tool_error!r}"
+            )
         if self.timeout is not None and self.timeout <= 0:
             raise ConfigError(f"timeout must be positive seconds or None, not {self.timeout!r}")
         if self.retries < 0:
@@ -83,3 +95,4 @@ class ToolOptions(TypedDict, total=False):
     requires_approval: bool
     idempotency_key: IdempotencyKey | None
     sleep: Callable[[float], Awaitable[None]]
+    on_tool_error: OnToolError | None

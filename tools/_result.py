@@ -26,8 +26,9 @@ class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
         duration_s: seconds from the call to its result, approval wait included.
         attempts: how many times the function body was started (0: it never ran).
         idempotency_key: the key the tool derived from the arguments, if it declares one.
-        arguments: the arguments the call ran with (validated, defaults filled in,
-            edited if an approver edited them); the raw ones if they did not validate.
+        arguments: the arguments as the model sent them (as the approver edited
+            them, if it did), whether or not they validated; the function got
+            their typed form.
     """
 
     call_id: str
@@ -39,6 +40,12 @@ class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
     attempts: int = 0
     idempotency_key: str | None = None
     arguments: JsonObject = msgspec.field(default_factory=dict)
+
+    @property
+    def raised(self) -> bool:
+        """Whether the tool body raised (its last attempt): not a timeout, not a call
+        refused before the body ran (invalid arguments, unknown tool, no approval)."""
+        return self.is_error and self.attempts > 0 and self.error_type != "timeout"
 
     @property
     def text(self) -> str:

@@ -4,14 +4,22 @@ pydantic does the work: each parameter becomes a field of a generated model. The
 fields get internal names (``p0``, ``p1``, ...) and the parameter name as alias, so
 a parameter may be called ``json``, ``schema`` or ``_private`` without clashing with
 ``BaseModel``'s own attributes; errors and the schema use the alias.
+
+Validation is pydantic's strict JSON mode, so a call runs only with what the
+advertised schema allows: ``"5"`` is not an integer, ``1`` is not ``true``,
+``"yes"`` is not a boolean. What JSON can only spell as a string or an object
+still arrives typed (an ISO date as a ``date``, an object as a nested model),
+an integer is a number, and ``5.0`` is an integer (JSON Schema's view: JSON
+has one kind of number).
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, get_args, get_origin
+from typing import Annotated, cast, get_args, get_origin
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
@@ -35,11 +43,20 @@ _MAX_SHOWN = 80
 
 @dataclass(frozen=True)
 class BoundArguments:
-    """Validated arguments, ready to call the function with and to record."""
+    """Validated arguments, ready to call the function with and to record.
+
+    Attributes:
+        args: the positional-only values, typed.
+        kwargs: the other values, typed, defaults filled in.
+        as_json: the typed values as JSON (defaults filled in, numbers and dates
+            normalised): what approvers see and idempotency keys are made from.
+        sent: the arguments exactly as they were given, for the record.
+    """
 
     args: tuple[object, ...]
     kwargs: dict[str, object]
     as_json: JsonObject
+    sent: JsonObject
 
 
 @dataclass(frozen=True)
@@ -81,7 +98,13 @@ class ArgumentSpec:
         if not isinstance(arguments, Mapping):
             return f"arguments must be a JSON object (got {_shown(arguments)})"
         try:
-            instance = self.model.model_validate(arguments)
+            # Through JSON text: strict mode's JSON rules are the ones that match the
+            # schema (a date is a string there, a nested model an object).
+            text = json.dumps(_whole_numbers(arguments))
+        except (TypeError, ValueError) as exc:
+            return f"arguments must be JSON data: {exc}"
+        try:
+            instance = self.model.model_validate_json(text, strict=True)
         except pydantic.ValidationError as exc:
             return "; ".join(_describe(error) for error in exc.errors(include_url=False))
         values = [getattr(instance, f"p{i}") for i in range(len(self.names))]
@@ -89,7 +112,19 @@ class ArgumentSpec:
             args=tuple(values[: self.positional]),
             kwargs=dict(zip(self.names[self.positional :], values[self.positional :], strict=True)),
             as_json=instance.model_dump(mode="json", by_alias=True),
+            sent=cast(JsonObject, dict(arguments)),
         )
+
+
+def _whole_numbers(value: object) -> object:
+    """``5.0`` as ``5``: to JSON (and JSON Schema) they are the same number."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {key: _whole_numbers(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_whole_numbers(item) for item in value]
+    return value
 
 
 def _field(param: inspect.Parameter, tool_name: str, doc: str | None) -> tuple[object, FieldInfo]:

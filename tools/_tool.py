@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -21,7 +22,13 @@ from regiment.tools._docstring import parse_docstring
 from regiment.tools._idempotency import check_key_names, derive_key
 from regiment.tools._policy import ToolOptions, ToolPolicy
 from regiment.tools._result import ToolResult
-from regiment.tools._run import LoopLimiter, describe_failure, request_approval, run_attempts
+from regiment.tools._run import (
+    LoopLimiter,
+    TimedOut,
+    describe_failure,
+    request_approval,
+    run_attempts,
+)
 from regiment.tools._schema import ArgumentSpec, BoundArguments
 from regiment.tools._thread import run_sync_abandonable
 
@@ -30,6 +37,7 @@ __all__ = ("Tool",)
 P = ParamSpec("P")
 R_co = TypeVar("R_co", covariant=True)
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_log = logging.getLogger("regiment.tools")
 
 
 @final
@@ -47,12 +55,17 @@ class Tool(Generic[P, R_co]):
         description: overrides the docstring.
         **options: the ``ToolPolicy`` fields (``timeout``, ``retries``, ``retry_on``,
             ``backoff``, ``max_backoff``, ``max_concurrency``, ``requires_approval``,
-            ``idempotency_key``, ``sleep``).
+            ``idempotency_key``, ``sleep``, ``on_tool_error``).
 
     Raises:
         ConfigError: the name is not valid for a model API, a parameter cannot be
             described, or an option is out of range.
     """
+
+    # Set by ``update_wrapper``: a tool looks like the function it wraps.
+    __name__: str
+    __qualname__: str
+    __wrapped__: Callable[..., object]
 
     def __init__(
         self,
@@ -82,6 +95,16 @@ class Tool(Generic[P, R_co]):
         )
         self._limiters = _own_limiters(self._policy)
         check_key_names(self._policy.idempotency_key, self._spec.names, name)
+        # Look like the function (name, docstring, ``__wrapped__`` for inspect.signature).
+        functools.update_wrapper(self, target, updated=())
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co:
+        """Call the function itself, as if it were not a tool (to unit test it, say).
+
+        No validation, policy or approval: ``await tool.call(...)`` is the model's way
+        in. An async function returns its coroutine, so ``await my_tool(...)`` works.
+        """
+        return self._fn(*args, **kwargs)
 
     @property
     def name(self) -> str:
@@ -173,13 +196,13 @@ class Tool(Generic[P, R_co]):
     async def _gate(
         self, bound: BoundArguments, call_id: str, approver: Approver | None
     ) -> BoundArguments | ToolResult:
-        key = self._key(bound.as_json)
+        key = derive_key(self._policy.idempotency_key, self._key_name, bound.as_json)
         if approver is None:
             message = (
                 f"tool {self._name!r} needs approval before it runs, but no approver is "
                 "configured, so it was not run"
             )
-            return self._error(call_id, message, "approval_unavailable", bound.as_json, key)
+            return self._error(call_id, message, "approval_unavailable", bound.sent, key)
         request = ApprovalRequest(
             tool_name=self._name,
             call_id=call_id,
@@ -193,7 +216,7 @@ class Tool(Generic[P, R_co]):
                 return bound
             case Deny(reason=reason):
                 message = f"the call to tool {self._name!r} was denied: {reason}"
-                return self._error(call_id, message, "approval_denied", bound.as_json, key)
+                return self._error(call_id, message, "approval_denied", bound.sent, key)
             case EditArguments(arguments=edited):
                 rebound = self._spec.validate(edited)
                 if isinstance(rebound, str):
@@ -209,28 +232,31 @@ class Tool(Generic[P, R_co]):
     async def _execute(
         self, bound: BoundArguments, call_id: str, limiters: Sequence[LoopLimiter]
     ) -> ToolResult:
-        key = self._key(bound.as_json)
+        key = derive_key(self._policy.idempotency_key, self._key_name, bound.as_json)
         invoke = functools.partial(self._invoke, bound)
         # The tool's own limit first: a call waiting for it must not sit on a slot of
         # the set's shared limit that another tool's call could be using.
         attempted = await run_attempts(invoke, self._policy, (*self._limiters, *limiters))
         if attempted.error is not None:
+            if not isinstance(attempted.error, TimedOut):
+                # The traceback is only here; the worker logs the failure with its step.
+                _log.debug("tool %r raised", self._name, exc_info=attempted.error)
             message, error_type = describe_failure(attempted.error, attempted.attempts)
-            return self._error(call_id, message, error_type, bound.as_json, key, attempted.attempts)
+            return self._error(call_id, message, error_type, bound.sent, key, attempted.attempts)
         try:
             content = _jsonable(attempted.value)
         except pydantic_core.PydanticSerializationError:
             kind = type(attempted.value).__name__
             message = f"TypeError: tool {self._name!r} returned a {kind}, not JSON data"
             n = attempted.attempts
-            return self._error(call_id, message, "TypeError", bound.as_json, key, n)
+            return self._error(call_id, message, "TypeError", bound.sent, key, n)
         return ToolResult(
             call_id=call_id,
             tool_name=self._name,
             content=content,
             attempts=attempted.attempts,
             idempotency_key=key,
-            arguments=bound.as_json,
+            arguments=bound.sent,
         )
 
     async def _invoke(self, bound: BoundArguments) -> object:
@@ -240,9 +266,6 @@ class Tool(Generic[P, R_co]):
         # A timeout or a cancelled caller gets control back at once; a body that had
         # not started by then never starts (one already running finishes unseen).
         return await run_sync_abandonable(functools.partial(target, *bound.args, **bound.kwargs))
-
-    def _key(self, arguments: JsonObject) -> str | None:
-        return derive_key(self._policy.idempotency_key, self._key_name, arguments)
 
     def _error(
         self,

@@ -30,6 +30,7 @@ from regiment.hierarchy.events import (
     StepDispatched,
     StepErrored,
     SynthesisStarted,
+    ToolFailed,
 )
 from regiment.hierarchy.run._calls import ROLES
 from regiment.hierarchy.run._changes import (
@@ -143,6 +144,8 @@ class RunBook:
                 self.spending.charge(
                     r.worker, r.usage, model_calls=r.model_calls, tool_calls=r.tool_calls
                 )
+                for failed in _tool_failures(r):  # whatever the report's version
+                    self._emit(failed)
             case StepCommitted():
                 self._commit(change)
             case ModelCharged(purpose=purpose, usage=usage):
@@ -161,12 +164,8 @@ class RunBook:
                 self._adopt(change)
             case ReplanBegun():
                 self.spending.ledger.replans += 1
-            case CritiqueJudged(verdict=verdict):
-                self.rounds.verdicts.append(verdict)
-                self._emit(CritiqueCompleted(run_id=run_id, verdict=verdict))
-            case RoundBegun(round=round, feedback=feedback):
-                self.rounds.round = round
-                self._emit(RoundStarted(run_id=run_id, round=round, feedback=feedback))
+            case CritiqueJudged() | RoundBegun():
+                self._judged(change)
             case MemoryAdopted():
                 self._compressed(change)
             case SynthesisBegun():
@@ -177,6 +176,18 @@ class RunBook:
                 self._emit(BudgetExhausted(run_id=run_id, limit=limit, detail=detail))
             case RunFinished() | RunAborted():
                 self._end(change)
+            case _:
+                assert_never(change)
+
+    def _judged(self, change: CritiqueJudged | RoundBegun) -> None:
+        run_id = self.run_id
+        match change:
+            case CritiqueJudged(verdict=verdict):
+                self.rounds.verdicts.append(verdict)
+                self._emit(CritiqueCompleted(run_id=run_id, verdict=verdict))
+            case RoundBegun(round=round, feedback=feedback):
+                self.rounds.round = round
+                self._emit(RoundStarted(run_id=run_id, round=round, feedback=feedback))
             case _:
                 assert_never(change)
 
@@ -340,3 +351,21 @@ def _errored(run_id: str, report: StepReport) -> StepErrored:
         status=report.status,
         error=report.error or "",
     )
+
+
+def _tool_failures(report: StepReport) -> list[ToolFailed]:
+    """One ``ToolFailed`` per failed tool call in ``report``, in call order."""
+    return [
+        ToolFailed(
+            run_id=report.run_id,
+            plan_version=report.plan_version,
+            step_id=report.step_id,
+            worker=report.worker,
+            tool=outcome.tool,
+            call_id=outcome.call_id,
+            error_type=outcome.error_type or "error",
+            message=outcome.content if isinstance(outcome.content, str) else str(outcome.content),
+        )
+        for outcome in report.tool_outcomes
+        if outcome.is_error
+    ]

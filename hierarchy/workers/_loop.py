@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 import anyio
 
+from regiment.errors import ToolError
 from regiment.hierarchy._messages import (
     AssignStep,
     BudgetLimit,
@@ -25,9 +27,11 @@ from regiment.models import (
     estimate_tokens,
 )
 from regiment.telemetry import Telemetry
-from regiment.tools import ToolResult, Toolset
+from regiment.tools import OnToolError, ToolResult, Toolset
 
 __all__ = ("StepProgress", "run_tool_loop")
+
+_log = logging.getLogger("regiment.worker")
 
 
 @dataclass(slots=True)
@@ -132,6 +136,8 @@ async def _call_tools(
                 content=result.content,
                 is_error=result.is_error,
                 idempotency_key=result.idempotency_key,
+                error_type=result.error_type,
+                raised=result.raised,
             )
         )
         parts.append(ToolResultPart(call_id=call.id, content=result.text, is_error=result.is_error))
@@ -150,9 +156,49 @@ def _refused(call: ToolCallPart, limit: int | None, progress: StepProgress) -> T
             arguments=dict(call.arguments),
             content=text,
             is_error=True,
+            error_type="budget_exhausted",
         )
     )
     return ToolResultPart(call_id=call.id, content=text, is_error=True)
+
+
+def _check_failures(
+    outcomes: list[ToolOutcome],
+    toolset: Toolset,
+    assign: AssignStep,
+    worker: str,
+    on_tool_error: OnToolError,
+) -> None:
+    """Log the failed calls of one response; raise if one must fail the step."""
+    fatal: list[str] = []
+    for outcome in outcomes:
+        if not outcome.is_error:
+            continue
+        where = {
+            "run_id": assign.run_id,
+            "step_id": assign.step.id,
+            "worker": worker,
+            "tool": outcome.tool,
+            "call_id": outcome.call_id,
+            "error_type": outcome.error_type,
+        }
+        # A tool that raised is a bug or an outage to look at; a refused call is the model's.
+        level = logging.WARNING if outcome.raised else logging.INFO
+        _log.log(
+            level,
+            "%s %s: %s failed: %s",
+            worker,
+            assign.step.id,
+            outcome.tool,
+            outcome.content,
+            extra=where,
+        )
+        tool = toolset.get(outcome.tool)
+        own = tool.policy.on_tool_error if tool is not None else None
+        if outcome.raised and (own or on_tool_error) == "raise":
+            fatal.append(f"tool '{outcome.tool}' failed: {outcome.content}")
+    if fatal:
+        raise ToolError("; ".join(fatal) + " (on_tool_error='raise' fails the step)")
 
 
 def _assistant_message(response: ModelResponse) -> Message:
@@ -171,8 +217,14 @@ async def run_tool_loop(
     prompts: Prompts,
     assign: AssignStep,
     progress: StepProgress,
+    on_tool_error: OnToolError = "tell_model",
 ) -> StepReport:
-    """Run one step to an answer, or to the iteration cap, or to the allowance's end."""
+    """Run one step to an answer, or to the iteration cap, or to the allowance's end.
+
+    Raises:
+        ToolError: a tool raised and ``on_tool_error`` (the tool's own, else this
+            one) is ``"raise"``; the step actor reports the step ``failed``.
+    """
     system = prompts.worker_system(
         worker=worker, description=description, system_prompt=system_prompt
     )
@@ -192,7 +244,10 @@ async def run_tool_loop(
         if not response.tool_calls:
             return progress.report(assign, worker, "done")
         messages.append(_assistant_message(response))
+        ran_before = len(progress.outcomes)
         results = await _call_tools(toolset, response.tool_calls, assign, progress, telemetry)
+        new = progress.outcomes[ran_before:]
+        _check_failures(new, toolset, assign, worker, on_tool_error)
         messages.append(Message(role="user", parts=tuple(results)))
     return progress.report(
         assign,

@@ -26,7 +26,7 @@ from regiment.hierarchy.workers._loop import StepProgress, run_tool_loop
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.models import Model
 from regiment.telemetry import Telemetry
-from regiment.tools import Tool, Toolset
+from regiment.tools import OnToolError, Tool, Toolset
 
 __all__ = ("Worker", "WorkerActor", "WorkerSpec", "check_worker_name")
 
@@ -72,6 +72,9 @@ class Worker:
         step_timeout: seconds a step may take before it ends as ``timed_out``.
         max_concurrent_steps: steps it runs at once (across all runs).
         artifact: its answers are finished artefacts, kept verbatim by synthesis.
+        on_tool_error: what an exception from one of its tools does (unless the
+            tool sets its own): ``"tell_model"`` (the default) hands it to the model
+            as an error result; ``"raise"`` fails the step.
     """
 
     name: str
@@ -83,10 +86,16 @@ class Worker:
     step_timeout: float | None = 300.0
     max_concurrent_steps: int = 8
     artifact: bool = False
+    on_tool_error: OnToolError = "tell_model"
     toolset: Toolset = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_worker_name(self.name)
+        if self.on_tool_error not in ("tell_model", "raise"):
+            raise ConfigError(
+                f"worker '{self.name}': on_tool_error must be 'tell_model' or 'raise', "
+                f"not {self.on_tool_error!r}"
+            )
         if self.max_iterations < 1 or self.max_concurrent_steps < 1:
             raise ConfigError(
                 f"worker '{self.name}': max_iterations and max_concurrent_steps must be at least 1"
@@ -138,4 +147,5 @@ class WorkerActor(StepActor):
             prompts=self._prompts,
             assign=assign,
             progress=progress,
+            on_tool_error=worker.on_tool_error,
         )

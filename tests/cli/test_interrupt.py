@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import signal
 import subprocess
 import sys
@@ -70,3 +71,66 @@ def test_sigint_exits_130_without_a_traceback(tmp_path: Path, backend: str) -> N
         assert child.wait(timeout=30) == 130, rest
     assert "Traceback" not in rest
     assert "regiment: interrupted; cancelled the run after" in rest
+
+
+async def test_interrupt_ends_the_events_file_with_a_cancelled_event(tmp_path: Path) -> None:
+    team = write_team(tmp_path, "stuck")
+    events_file = tmp_path / "events.jsonl"
+    stop = anyio.Event()
+    out, err = io.StringIO(), io.StringIO()
+    codes: list[int] = []
+    argv = ["run", str(team), "wait", "--app-dir", str(tmp_path)]
+    argv += ["--events", "jsonl", "--events-file", str(events_file)]
+
+    async def command() -> None:
+        codes.append(await run_async(argv, stdout=out, stderr=err, environ={}, interrupt=stop))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(command)
+        await wait_all_tasks_blocked()
+        # Written and flushed line by line: the dispatch is in the file while the run waits.
+        assert '"type":"StepDispatched"' in events_file.read_text(encoding="utf-8")
+        stop.set()
+    assert codes == [130]
+    lines = [json.loads(line) for line in events_file.read_text(encoding="utf-8").splitlines()]
+    assert [e["type"] for e in lines] == [
+        "RunStarted",
+        "PlanCreated",
+        "StepDispatched",
+        "RunFailed",
+    ]
+    last = lines[-1]
+    assert last["run_id"] == lines[0]["run_id"]
+    assert last["error_type"] == "RunCancelled"
+    assert "plan v1: 0 of 1 steps done; was running s1 (waiter)" in last["message"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_sigint_leaves_a_closing_event_in_the_events_file(tmp_path: Path, backend: str) -> None:
+    team = write_team(tmp_path, "stuck")
+    events_file = tmp_path / "events.jsonl"
+    argv = ["run", str(team), "wait", "--app-dir", str(tmp_path), "--backend", backend]
+    argv += ["--events", "jsonl", "--events-file", str(events_file), "--plain"]
+    with subprocess.Popen(
+        [sys.executable, "-m", "regiment", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    ) as child:
+        assert child.stderr is not None
+        seen: list[str] = []
+        while not any("-> s1" in line for line in seen):
+            line = child.stderr.readline()
+            assert line, f"the command ended early: {''.join(seen)}"
+            seen.append(line)
+        child.send_signal(signal.SIGINT)
+        rest = child.stderr.read()
+        assert child.wait(timeout=30) == 130, rest
+    assert "Traceback" not in rest
+    lines = events_file.read_text(encoding="utf-8").splitlines()
+    assert all(line.endswith("}") for line in lines)  # whole lines only
+    last = json.loads(lines[-1])
+    assert (last["type"], last["error_type"]) == ("RunFailed", "RunCancelled")
+    assert last["message"].startswith("interrupted; cancelled the run after")

@@ -89,7 +89,7 @@ async def test_edited_calls_run_with_the_edited_arguments() -> None:
     )
     assert result.content == "refunded 5.0 on 88213"
     assert ran == [{"order_id": "88213", "amount": 5.0}]
-    assert result.arguments == {"order_id": "88213", "amount": 5.0, "note": ""}
+    assert result.arguments == {"order_id": "88213", "amount": 5}  # as the approver sent them
 
 
 async def test_edited_arguments_are_validated_again() -> None:
@@ -102,7 +102,7 @@ async def test_edited_arguments_are_validated_again() -> None:
     assert result.error_type == "invalid_arguments"
     assert result.content == (
         "invalid arguments for tool 'issue_refund' as edited by the approver: amount: Input "
-        "should be a valid number, unable to parse string as a number (got 'five')"
+        "should be a valid number (got 'five')"
     )
 
 

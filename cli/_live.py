@@ -1,0 +1,84 @@
+"""The live table the ``regiment`` command shows on a terminal (needs rich, the ``cli`` extra)."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Self
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from regiment.cli._progress import RunProgress, StepRow, TokenMeter
+from regiment.cli._view import cut
+from regiment.hierarchy import events as ev
+
+__all__ = ("LiveView",)
+
+_STYLES = {
+    "waiting": "dim",
+    "running": "yellow",
+    "done": "green",
+    "failed": "red",
+    "check failed": "magenta",
+    "replaced": "dim strike",
+}
+
+
+class LiveView:
+    """A table of the current plan's steps, redrawn in place (rich ``Live``)."""
+
+    def __init__(self, progress: RunProgress, console: Console, meter: TokenMeter) -> None:
+        self._progress = progress
+        self._meter = meter
+        # Refreshed by the command's own ticker task, not by a rich thread.
+        self._live = Live(console=console, auto_refresh=False, transient=False)
+
+    def show(self, event: ev.Event) -> None:
+        """Redraw after the event."""
+        self.tick()
+
+    def tick(self) -> None:
+        """Redraw (clocks and token counts move between events too)."""
+        self._live.update(self._render(), refresh=True)
+
+    def __enter__(self) -> Self:
+        self._live.start(refresh=True)
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._live.update(self._render(), refresh=True)
+        self._live.stop()
+
+    def _render(self) -> Group:
+        p = self._progress
+        head = Text.assemble(
+            (f"team {p.team or '?'}", "bold"),
+            f"  plan v{p.version}  ",
+            (p.phase, "cyan"),
+            f"  {p.elapsed():.1f} s  {self._meter.total():,} tokens",
+        )
+        table = Table(show_edge=False, pad_edge=False, expand=False)
+        for column in ("step", "worker", "status", "elapsed", "tokens", "description"):
+            table.add_column(column, no_wrap=column != "description")
+        now = p.clock()
+        for row in p.steps.values():
+            table.add_row(*self._cells(row, now))
+        replans = [Text(f"replan {line}", style="magenta") for line in p.replans]
+        failures = [Text(cut(line, 160), style="red") for line in p.tool_failures]
+        return Group(head, table, *replans, *failures)
+
+    def _cells(self, row: StepRow, now: float) -> tuple[str | Text, ...]:
+        elapsed = row.elapsed(now)
+        tokens = self._meter.step_tokens(row.id)
+        return (
+            row.id,
+            row.worker,
+            Text(row.state, style=_STYLES[row.state]),
+            "" if elapsed is None else f"{elapsed:.1f} s",
+            f"{tokens:,}" if tokens else "",
+            cut(row.note or row.description, 70),
+        )
