@@ -178,6 +178,7 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
         for i, w in enumerate(config.workers)
     ]
     checks = {name: _check(c, name, source) for name, c in config.checks.items()}
+    planner = _planner(config.planner, models, source)
     budget = _checked(source, "budget", lambda: _budget(config.budget))
     critic = _critic(config.critic, models) if config.critic is not None else None
     wanted = config.compression
@@ -189,7 +190,7 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
         "",
         lambda: Team(
             name=config.name,
-            planner=_planner(config.planner, models, source),
+            planner=planner,
             workers=workers,
             checks=checks,
             budget=budget,

@@ -23,6 +23,10 @@ MAX_DEPTH = 32
 """How deeply tables and arrays may nest. A team file needs five levels; the
 limit only has to stop input that would exhaust the parsers' recursion."""
 
+_SCAN_LIMIT = 200
+"""Brackets nested this deep are refused before parsing; a rough count, so far
+above ``MAX_DEPTH`` (which the parsed data is held to exactly)."""
+
 MAX_VALUES = 1_000_000
 """How many values a file may hold once YAML aliases are expanded (an alias is
 a reference, so a few lines can stand for billions of values)."""
@@ -51,10 +55,15 @@ def decode_bytes(data: bytes, source: str) -> str:
 
 def parse_text(text: str, fmt: ConfigFormat, source: str) -> object:
     """Parse TOML or YAML text into plain data, and check its depth and size."""
+    # PyYAML slows down with the square of the bracket depth (2,000 brackets take
+    # seconds), so text far past the limit is refused before it is parsed.
+    spot = _deep_spot(text, brackets=_SCAN_LIMIT, indent=None)
+    if spot:
+        raise _too_deep(source, spot)
     try:
         raw = _toml(text, source) if fmt == "toml" else _yaml(text, source)
     except RecursionError as exc:  # the parsers recurse once per level
-        raise _too_deep(source, _deep_spot(text)) from exc
+        raise _too_deep(source, _deep_spot(text, brackets=MAX_DEPTH, indent=4 * MAX_DEPTH)) from exc
     _check_shape(raw, source)
     return raw
 
@@ -108,8 +117,8 @@ _TOP_KEY = re.compile(r"^\[*\s*(?P<key>[A-Za-z0-9_.\"'-]+)\s*[\]=:]")
 _STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'[^']*'|#.*$")
 
 
-def _deep_spot(text: str) -> str:
-    """``line N (under key)``: where brackets or indentation first go past the depth limit.
+def _deep_spot(text: str, *, brackets: int, indent: int | None) -> str:
+    """``line N (under key)``: where brackets or indentation first go past the given depths.
 
     A rough scan (strings and comments skipped), used only to say where a file
     the parser could not finish goes too deep.
@@ -122,8 +131,8 @@ def _deep_spot(text: str) -> str:
         for char in _STRING.sub("", line):
             depth += 1 if char in "[{" else -1 if char in "]}" else 0
             deepest = max(deepest, depth)
-        indent = len(line) - len(line.lstrip(" -"))
-        if deepest > MAX_DEPTH or indent > 4 * MAX_DEPTH:
+        indented = len(line) - len(line.lstrip(" -"))
+        if deepest > brackets or (indent is not None and indented > indent):
             return f"line {number}" + (f" (under {key_text(key)})" if key else "")
     return ""
 
