@@ -86,6 +86,15 @@ def _yaml(text: str, source: str) -> object:
         raw: object = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
         raise ConfigError(f"{source}: {_yaml_problem(exc)}") from exc
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        char = exc.character
+        shown = f"U+{char:04X}" if isinstance(char, int) else repr(char)
+        raise ConfigError(
+            f"{source}: line {line}, column {column}: not valid YAML: the character {shown} "
+            "is not allowed in YAML text; remove it, or write it as an escape in a quoted string"
+        ) from exc
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source}: not valid YAML: {_one_line(str(exc))}") from exc
     return {} if raw is None else raw

@@ -256,7 +256,9 @@ def broken_files() -> st.SearchStrategy[Broken]:
     )
     plain = st.builds(lambda m, fmt: Broken(m[0], fmt, m[1]), mistakes, fmts)
     deep = st.builds(lambda m, fmt: Broken(m[0], fmt, m[1], depth=m[2]), _deep(), fmts)
-    bad_bytes = st.sampled_from([b"\xff", b"\x80", b"\xc3\x28", b"\xed\xa0\x80", b"\xf8\x88\x80"])
+    bad_bytes = st.sampled_from(
+        [b"\xff", b"\x80", b"\xc3\x28", b"\xed\xa0\x80", b"\xf8\x88\x80", b"\x00", b"\x07", b"\x7f"]
+    )
     undecodable = st.builds(
         lambda b, fmt: Broken(base(), fmt, ("line",), splice=b), bad_bytes, fmts
     )

@@ -86,6 +86,14 @@ def test_yaml_syntax_errors_name_the_file_line_and_column(tmp_path: Path) -> Non
     assert "<unicode string>" not in message
 
 
+def test_a_control_character_in_yaml_names_the_line_and_column(tmp_path: Path) -> None:
+    team = _write(tmp_path / "team.yaml", "name: t\nx: a\x00b\n")
+    assert _error(team) == (
+        f"{team}: line 2, column 5: not valid YAML: the character U+0000 is not allowed in "
+        "YAML text; remove it, or write it as an escape in a quoted string"
+    )
+
+
 def test_a_missing_predicate_names_the_check(tmp_path: Path) -> None:
     team = _write(tmp_path / "team.toml", TEAM + '[checks.c]\ndescription = "x"\n')
     assert _error(team) == (
