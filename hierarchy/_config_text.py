@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from collections.abc import Iterable
 from typing import Literal, TypeAlias
 
 from regiment.errors import ConfigError
@@ -27,7 +28,7 @@ _SCAN_LIMIT = 200
 """Brackets nested this deep are refused before parsing; a rough count, so far
 above ``MAX_DEPTH`` (which the parsed data is held to exactly)."""
 
-MAX_VALUES = 1_000_000
+MAX_VALUES = 100_000
 """How many values a file may hold once YAML aliases are expanded (an alias is
 a reference, so a few lines can stand for billions of values)."""
 
@@ -150,12 +151,13 @@ def _check_shape(raw: object, source: str) -> None:
     """Refuse data nested past ``MAX_DEPTH`` or holding more than ``MAX_VALUES`` values.
 
     Iterative, and counting every visit, so a self-referencing YAML alias or an
-    alias bomb ends here instead of in a recursion or an endless walk.
+    alias bomb ends here instead of in a recursion or an endless walk. Paths
+    are kept as links to the parent's and spelt out only for the message.
     """
-    stack: list[tuple[object, int, str]] = [(raw, 0, "")]
+    stack: list[tuple[object, int, _Trail]] = [(raw, 0, None)]
     seen = 0
     while stack:
-        value, depth, path = stack.pop()
+        value, depth, trail = stack.pop()
         seen += 1
         if seen > MAX_VALUES:
             raise ConfigError(
@@ -163,16 +165,25 @@ def _check_shape(raw: object, source: str) -> None:
                 "a team file is small, so remove the repeated aliases"
             )
         if isinstance(value, dict):
-            children = [
-                (v, f"{path}.{key_text(k)}" if path else key_text(k)) for k, v in value.items()
-            ]
+            children: Iterable[tuple[object, object]] = value.items()
         elif isinstance(value, list | tuple | set | frozenset):
-            children = [(v, f"{path}[{i}]") for i, v in enumerate(value)]
+            children = enumerate(value)
         else:
             continue
         if depth >= MAX_DEPTH:
-            raise _too_deep(source, _short(path))
-        stack.extend((v, depth + 1, p) for v, p in children)
+            raise _too_deep(source, _short(_spell(trail)))
+        stack.extend((v, depth + 1, (trail, k, isinstance(value, dict))) for k, v in children)
+
+
+_Trail: TypeAlias = "tuple[_Trail, object, bool] | None"
+
+
+def _spell(trail: _Trail) -> str:
+    parts: list[str] = []
+    while trail is not None:
+        trail, key, named = trail
+        parts.append(f".{key_text(key)}" if named else f"[{key}]")
+    return "".join(reversed(parts)).lstrip(".")
 
 
 def _short(path: str) -> str:

@@ -78,6 +78,13 @@ def test_a_yaml_alias_that_contains_itself_is_refused(tmp_path: Path) -> None:
     assert "nested more than 32 deep" in message
 
 
+def test_a_yaml_alias_bomb_is_refused(tmp_path: Path) -> None:
+    lines = ["name: t", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 12)]
+    message = _error(_write(tmp_path / "team.yaml", "\n".join(lines)))
+    assert "more than 100000 values (YAML aliases expand)" in message
+
+
 def test_yaml_syntax_errors_name_the_file_line_and_column(tmp_path: Path) -> None:
     team = _write(tmp_path / "team.yaml", "name: t\nworkers:\n  - name: a\n   bad: [\n")
     message = _error(team)
