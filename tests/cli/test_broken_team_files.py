@@ -54,7 +54,7 @@ def _assert_one_line_naming(
 
 
 @settings(
-    max_examples=400,
+    max_examples=200,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
