@@ -171,7 +171,8 @@ async def _guarded(
 
 
 def _config_error(exc: ConfigError, stderr: TextIO) -> int:
-    print(f"regiment: error: {exc}", file=stderr)
+    # One line, whatever a user's module put in the message it raised while importing.
+    print("regiment: error: " + " ".join(str(exc).splitlines()), file=stderr)
     return EXIT_USAGE
 
 

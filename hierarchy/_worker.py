@@ -22,6 +22,7 @@ from regiment.errors import ConfigError
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy._ranges import at_least, seconds
 from regiment.hierarchy._step_actor import StepActor
 from regiment.hierarchy._worker_loop import StepProgress, run_tool_loop
 from regiment.models import Model
@@ -67,10 +68,11 @@ class Worker:
         description: what it is good at; the planner reads this.
         model: the model for its tool loop.
         tools: its tool set; it can call nothing else.
-        max_iterations: model calls per step before the step ends as ``iteration_limit``.
+        max_iterations: model calls per step before the step ends as ``iteration_limit`` (>= 1).
         system_prompt: replaces the default worker instructions.
-        step_timeout: seconds a step may take before it ends as ``timed_out``.
-        max_concurrent_steps: steps it runs at once (across all runs).
+        step_timeout: seconds a step may take before it ends as ``timed_out``
+            (finite, > 0); ``None``: no limit.
+        max_concurrent_steps: steps it runs at once (across all runs), >= 1.
         artifact: its answers are finished artefacts, kept verbatim by synthesis.
         on_tool_error: what an exception from one of its tools does (unless the
             tool sets its own): ``"tell_model"`` (the default) hands it to the model
@@ -96,10 +98,10 @@ class Worker:
                 f"worker '{self.name}': on_tool_error must be 'tell_model' or 'raise', "
                 f"not {self.on_tool_error!r}"
             )
-        if self.max_iterations < 1 or self.max_concurrent_steps < 1:
-            raise ConfigError(
-                f"worker '{self.name}': max_iterations and max_concurrent_steps must be at least 1"
-            )
+        owner = f"worker {self.name!r}"
+        at_least(owner, "max_iterations", self.max_iterations, 1)
+        at_least(owner, "max_concurrent_steps", self.max_concurrent_steps, 1)
+        seconds(owner, "step_timeout", self.step_timeout)
         toolset = self.tools if isinstance(self.tools, Toolset) else Toolset(self.name, self.tools)
         object.__setattr__(self, "toolset", toolset)
 
