@@ -1,0 +1,61 @@
+"""Property: however appends of several runs interleave, each run's numbers are dense and ordered."""
+
+from __future__ import annotations
+
+import anyio
+import anyio.lowlevel
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from regiment.journal import Journal
+
+from .records import created, event, new_id
+
+pytestmark = pytest.mark.anyio
+
+# One append call: (run, how many records, durable?, how many times to yield before it).
+Append = tuple[int, int, bool, int]
+
+appends = st.lists(
+    st.tuples(st.integers(0, 2), st.integers(1, 3), st.booleans(), st.integers(0, 2)),
+    min_size=1,
+    max_size=25,
+)
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(plan=appends, flush_every=st.integers(1, 10))
+async def test_interleaved_appends_keep_sequence_numbers_dense_and_ordered(
+    journal: Journal, plan: list[Append], flush_every: int
+) -> None:
+    run_ids = [new_id() for _ in range(3)]
+    leases = [await journal.create_run(created(run_id), owner="w", ttl=60) for run_id in run_ids]
+    returned: dict[int, list[int]] = {0: [], 1: [], 2: []}
+    written: dict[int, list[int]] = {0: [], 1: [], 2: []}
+
+    async def one_run(run: int) -> None:
+        for number, (target, count, durable, yields) in enumerate(plan):
+            if target != run:
+                continue
+            for _ in range(yields):
+                await anyio.lowlevel.checkpoint()
+            indexes = [number * 10 + i for i in range(count)]
+            written[run] += indexes
+            records = [event(run_ids[run], index) for index in indexes]
+            returned[run] += await journal.append_all(leases[run], records, durable=durable)
+            if number % flush_every == 0:
+                await journal.flush()
+
+    async with anyio.create_task_group() as tg:
+        for run in range(3):
+            tg.start_soon(one_run, run)
+    for run, run_id in enumerate(run_ids):
+        assert returned[run] == list(range(2, len(written[run]) + 2))
+        entries = await journal.read(run_id)
+        assert [entry.seq for entry in entries] == list(range(1, len(written[run]) + 2))
+        assert [entry.record for entry in entries[1:]] == [event(run_id, i) for i in written[run]]
