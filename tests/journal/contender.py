@@ -84,4 +84,5 @@ async def main(location: str, role: str, run_id: str) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, *sys.argv[1:4], backend=sys.argv[4])
+    location, role, run_id, backend = sys.argv[1:5]
+    anyio.run(main, location, role, run_id, backend=backend)
