@@ -22,37 +22,26 @@ from typing import Self, TypeVar
 import anyio
 
 from regiment.errors import JournalError
-from regiment.journal._codec import decode, encode_pending, model_key, tool_key
+from regiment.journal._codec import decode, encode_pending
+from regiment.journal._lookups import JournalLookups
 from regiment.journal._records import (
-    ApprovalDecided,
-    ApprovalRequested,
-    ModelCallFinished,
     Record,
     RunCreated,
-    RunFinished,
-    StepReported,
-    ToolCallFinished,
-    ToolCallStarted,
 )
-from regiment.journal._store import Pending, RunRow, Store
+from regiment.journal._store import LeaseKey, Pending, RunRow, Store
 from regiment.journal._views import (
-    CommittedStep,
     Entry,
-    JournaledCall,
     Lease,
     RunInfo,
     RunStatus,
-    SessionRun,
 )
-from regiment.models import ModelResponse
 
 __all__ = ("BufferedJournal",)
 
 _T = TypeVar("_T")
-_LeaseKey = tuple[str, int]
 
 
-class BufferedJournal:
+class BufferedJournal(JournalLookups):
     """The behaviour every backend shares; a backend only brings its ``Store``."""
 
     max_buffered = 512
@@ -66,9 +55,9 @@ class BufferedJournal:
         self._appended = 0
         self._committed = 0
         self._committing: anyio.Event | None = None
-        self._next_seq: dict[_LeaseKey, int] = {}
-        self._broken: dict[_LeaseKey, JournalError] = {}
-        self._unreported: set[_LeaseKey] = set()
+        self._next_seq: dict[LeaseKey, int] = {}
+        self._broken: dict[LeaseKey, JournalError] = {}
+        self._unreported: set[LeaseKey] = set()
 
     @property
     def where(self) -> str:
@@ -177,25 +166,51 @@ class BufferedJournal:
         while self._committed < position:
             if self._committing is not None:
                 await self._committing.wait()
+            elif not self._threaded:
+                self._commit(self._take_buffer(), self._store.commit)
             else:
-                await self._commit_buffer()
+                # Tasks the last commit woke append first, so they share the next one.
+                await anyio.lowlevel.checkpoint()
+                if self._committing is None and self._committed < position:
+                    await self._commit_in_thread()
 
-    async def _commit_buffer(self) -> None:
+    def _take_buffer(self) -> list[Pending]:
         batch, self._buffer = self._buffer, []
+        return batch
+
+    async def _commit_in_thread(self) -> None:
+        batch = self._take_buffer()
         done = self._committing = anyio.Event()
+        refused: dict[LeaseKey, JournalError] = {}
         try:
-            with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True):  # a started commit is seen through
                 refused = await self._call(self._store.commit, batch, self._clock())
         except JournalError as exc:
-            refused = {pending.run_id: exc for pending in batch}
+            refused = _refuse_all(batch, exc)
+        except Exception as exc:  # a bug below: the batch's runs must not go on as if written
+            refused = _refuse_all(batch, JournalError(f"journal {self.where}: {exc!r}"))
+            raise refused[(batch[0].run_id, batch[0].token)] from exc
         finally:
-            self._committed += len(batch)
+            self._settle(batch, refused)
             self._committing = None
             done.set()
-        for pending in batch:
-            error = refused.get(pending.run_id)
-            key = (pending.run_id, pending.token)
-            if error is not None and key not in self._broken:
+
+    def _commit(
+        self,
+        batch: list[Pending],
+        commit: Callable[[list[Pending], float], dict[LeaseKey, JournalError]],
+    ) -> None:
+        try:
+            refused = commit(batch, self._clock())
+        except JournalError as exc:
+            refused = _refuse_all(batch, exc)
+        self._settle(batch, refused)
+
+    def _settle(self, batch: list[Pending], refused: dict[LeaseKey, JournalError]) -> None:
+        """Count the batch as done; remember each refused lease's error for its next call."""
+        self._committed += len(batch)
+        for key, error in refused.items():
+            if key not in self._broken:
                 self._broken[key] = error
                 self._unreported.add(key)
 
@@ -230,65 +245,6 @@ class BufferedJournal:
         rows = await self._call(self._store.list_runs, status, limit, self._clock(), None)
         return tuple(row.info() for row in rows)
 
-    async def tool_call(
-        self, run_id: str, plan_version: int, step_id: str, call_index: int
-    ) -> JournaledCall | None:
-        """The journaled intent and result of one tool call, or ``None`` if it never started."""
-        records = await self._keyed(run_id, tool_key(plan_version, step_id, call_index))
-        intents = [r for r in records if isinstance(r, ToolCallStarted)]
-        results = [r for r in records if isinstance(r, ToolCallFinished)]
-        if not intents:
-            return None
-        return JournaledCall(intent=intents[-1], result=results[-1] if results else None)
-
-    async def model_response(self, run_id: str, call_key: str) -> ModelResponse | None:
-        """The journaled response of the model call with this key, to replay instead of re-sending."""
-        records = await self._keyed(run_id, model_key(call_key))
-        responses = [r.response for r in records if isinstance(r, ModelCallFinished)]
-        return responses[-1] if responses else None
-
-    async def pending_approvals(self, run_id: str | None = None) -> tuple[ApprovalRequested, ...]:
-        """Approval requests without a decision: of one run, or of every run awaiting one."""
-        await self.flush()
-        if run_id is not None:
-            run_ids = [run_id]
-        else:
-            rows = await self._call(
-                self._store.list_runs, "awaiting_approval", None, self._clock(), None
-            )
-            run_ids = [row.run_id for row in reversed(rows)]
-        pending: list[ApprovalRequested] = []
-        for one in run_ids:
-            kinds = ("approval_requested", "approval_decided")
-            records = [
-                self._decode(b) for b in await self._call(self._store.read_kinds, one, kinds)
-            ]
-            decided = {r.approval_id for r in records if isinstance(r, ApprovalDecided)}
-            pending += [
-                r
-                for r in records
-                if isinstance(r, ApprovalRequested) and r.approval_id not in decided
-            ]
-        return tuple(pending)
-
-    async def session_history(
-        self, session: str, *, exclude: str | None = None
-    ) -> tuple[SessionRun, ...]:
-        """The session's runs, oldest first (``exclude``: usually the current run's id)."""
-        await self.flush()
-        rows = await self._call(self._store.list_runs, None, None, self._clock(), session)
-        history: list[SessionRun] = []
-        for row in reversed(rows):
-            if row.run_id != exclude:
-                kinds = ("step_reported", "run_finished")
-                bodies = await self._call(self._store.read_kinds, row.run_id, kinds)
-                history.append(_session_run(row, [self._decode(body) for body in bodies]))
-        return tuple(history)
-
-    async def _keyed(self, run_id: str, key: str) -> list[Record]:
-        await self.flush()
-        return [self._decode(body) for body in await self._call(self._store.keyed, run_id, key)]
-
     def _decode(self, body: bytes) -> Record:
         return decode(body, self.where)
 
@@ -306,24 +262,9 @@ class BufferedJournal:
             raise self._broken[key]
 
 
+def _refuse_all(batch: list[Pending], error: JournalError) -> dict[LeaseKey, JournalError]:
+    return {(pending.run_id, pending.token): error for pending in batch}
+
+
 def _utc(timestamp: float) -> datetime:
     return datetime.fromtimestamp(timestamp, UTC)
-
-
-def _session_run(row: RunRow, records: list[Record]) -> SessionRun:
-    steps = tuple(
-        CommittedStep(
-            plan_version=r.plan_version, step_id=r.step_id, worker=r.worker, output=r.output
-        )
-        for r in records
-        if isinstance(r, StepReported) and r.committed
-    )
-    answers = [r.answer for r in records if isinstance(r, RunFinished)]
-    return SessionRun(
-        run_id=row.run_id,
-        goal=row.goal,
-        status=row.status,
-        started_at=_utc(row.started_at),
-        answer=answers[-1] if answers else None,
-        steps=steps,
-    )

@@ -9,14 +9,14 @@ from typing import final
 from regiment.errors import JournalError
 from regiment.journal._buffered import BufferedJournal
 from regiment.journal._store import (
+    LeaseKey,
     LeaseState,
     Pending,
     RunRow,
     check_acquire,
     check_owner,
-    check_write,
     derive_status,
-    group_by_run,
+    plan_commit,
 )
 from regiment.journal._views import Lease, RunStatus
 
@@ -85,20 +85,12 @@ class _MemoryStore:
         if run is not None and run.token == lease.token and run.owner == lease.owner:
             run.owner, run.expires_at = None, now
 
-    def commit(self, batch: Sequence[Pending], now: float) -> dict[str, JournalError]:
+    def commit(self, batch: Sequence[Pending], now: float) -> dict[LeaseKey, JournalError]:
         runs = self._open_runs()
-        refused: dict[str, JournalError] = {}
-        for run_id, records in group_by_run(batch).items():
-            run = runs.get(run_id)
-            first = records[0]
-            lease = Lease(run_id=run_id, owner=first.owner, token=first.token, expires_at=0.0)
-            try:
-                check_write(run.state() if run else None, lease, first.seq, self.where)
-            except JournalError as exc:
-                refused[run_id] = exc
-                continue
-            assert run is not None
-            _apply(run, records, now)
+        states = {p.run_id: runs[p.run_id].state() for p in batch if p.run_id in runs}
+        accepted, refused = plan_commit(batch, states, self.where)
+        for records in accepted:
+            _apply(runs[records[0].run_id], records, now)
         return refused
 
     def read(self, run_id: str, after: int) -> list[tuple[int, float, bytes]]:

@@ -15,13 +15,13 @@ from typing import Any
 
 from regiment.errors import JournalError
 from regiment.journal._store import (
+    LeaseKey,
     LeaseState,
     Pending,
     RunRow,
     check_acquire,
     check_owner,
-    check_write,
-    group_by_run,
+    plan_commit,
 )
 from regiment.journal._views import Lease, RunStatus
 
@@ -49,6 +49,15 @@ _LISTED = (
     " WHEN owner IS NOT NULL AND lease_expires_at > ? THEN 'running'"
     " ELSE 'stalled' END AS status FROM journal_runs) AS listed"
 )
+
+
+_CHUNK = 500  # run ids per IN (...) list, well below every driver's parameter limit
+
+
+def _advance(records: Sequence[Pending], now: float) -> tuple[object, ...]:
+    final = next((p.final_status for p in records if p.final_status), None)
+    delta = sum(p.approvals_delta for p in records)
+    return (records[-1].seq, now, final, delta, records[0].run_id)
 
 
 class SqlStore(ABC):
@@ -142,22 +151,30 @@ class SqlStore(ABC):
                 (now, lease.run_id, lease.token, lease.owner),
             )
 
-    def commit(self, batch: Sequence[Pending], now: float) -> dict[str, JournalError]:
-        refused: dict[str, JournalError] = {}
+    def commit(self, batch: Sequence[Pending], now: float) -> dict[LeaseKey, JournalError]:
         with self._guard(f"writing {len(batch)} records"), self._write_transaction():
-            for run_id, records in group_by_run(batch).items():
-                first = records[0]
-                lease = Lease(run_id=run_id, owner=first.owner, token=first.token, expires_at=0.0)
-                try:
-                    check_write(self._state(run_id), lease, first.seq, self.where)
-                except JournalError as exc:
-                    refused[run_id] = exc
-                    continue
-                self._insert(records)
-                final = next((p.final_status for p in records if p.final_status), None)
-                delta = sum(p.approvals_delta for p in records)
-                self._execute(_ADVANCE, (records[-1].seq, now, final, delta, run_id))
+            states = self._states(sorted({pending.run_id for pending in batch}))
+            accepted, refused = plan_commit(batch, states, self.where)
+            if accepted:
+                self._insert([pending for records in accepted for pending in records])
+                self._cursor().executemany(
+                    self._sql(_ADVANCE), [_advance(records, now) for records in accepted]
+                )
         return refused
+
+    def _states(self, run_ids: list[str]) -> dict[str, LeaseState]:
+        """The runs' rows, locked in run id order (so two writers cannot deadlock)."""
+        states: dict[str, LeaseState] = {}
+        for start in range(0, len(run_ids), _CHUNK):
+            chunk = run_ids[start : start + _CHUNK]
+            marks = ", ".join("?" for _ in chunk)
+            statement = (
+                "SELECT run_id, owner, token, lease_expires_at, final_status, last_seq"
+                f" FROM journal_runs WHERE run_id IN ({marks}) ORDER BY run_id"
+            )
+            for run_id, *state in self._execute(statement + self._for_update, chunk):
+                states[run_id] = LeaseState(*state)
+        return states
 
     def _insert(self, records: Sequence[Pending]) -> None:
         self._cursor().executemany(

@@ -16,6 +16,7 @@ from regiment.errors import JournalError, LeaseHeld, LeaseLost
 from regiment.journal._views import Lease, RunInfo, RunStatus
 
 __all__ = (
+    "LeaseKey",
     "LeaseState",
     "Pending",
     "RunRow",
@@ -23,9 +24,13 @@ __all__ = (
     "check_acquire",
     "check_owner",
     "check_write",
-    "group_by_run",
+    "plan_commit",
     "derive_status",
 )
+
+
+LeaseKey = tuple[str, int]
+"""``(run_id, token)``: one lease's records, refusals and sequence numbers."""
 
 
 class Pending(NamedTuple):
@@ -98,8 +103,8 @@ class Store(Protocol):
         """Give the lease up; the run lists as stalled until someone acquires it."""
         ...
 
-    def commit(self, batch: Sequence[Pending], now: float) -> dict[str, JournalError]:
-        """Write ``batch`` in one transaction; the runs whose writes were refused, and why."""
+    def commit(self, batch: Sequence[Pending], now: float) -> dict[LeaseKey, JournalError]:
+        """Write ``batch`` in one transaction; the leases whose writes were refused, and why."""
         ...
 
     def read(self, run_id: str, after: int) -> list[tuple[int, float, bytes]]:
@@ -203,9 +208,32 @@ def check_write(state: LeaseState | None, lease: Lease, first_seq: int, where: s
         )
 
 
-def group_by_run(batch: Sequence[Pending]) -> dict[str, list[Pending]]:
-    """The batch's records per run, each run's in sequence order, runs in first-seen order."""
-    groups: dict[str, list[Pending]] = {}
+def plan_commit(
+    batch: Sequence[Pending], states: dict[str, LeaseState], where: str
+) -> tuple[list[list[Pending]], dict[LeaseKey, JournalError]]:
+    """Split ``batch`` into the groups to write and the leases to refuse.
+
+    ``states`` holds the runs' rows as read (and locked) in the write transaction;
+    it is updated as groups are accepted, so a zombie's and its heir's records in
+    one batch are judged in order.
+    """
+    accepted: list[list[Pending]] = []
+    refused: dict[LeaseKey, JournalError] = {}
+    groups: dict[LeaseKey, list[Pending]] = {}
     for pending in batch:
-        groups.setdefault(pending.run_id, []).append(pending)
-    return groups
+        groups.setdefault((pending.run_id, pending.token), []).append(pending)
+    for (run_id, token), records in groups.items():
+        first = records[0]
+        lease = Lease(run_id=run_id, owner=first.owner, token=token, expires_at=0.0)
+        try:
+            check_write(states.get(run_id), lease, first.seq, where)
+        except JournalError as exc:
+            refused[(run_id, token)] = exc
+            continue
+        accepted.append(records)
+        final = next((p.final_status for p in records if p.final_status), None)
+        state = states[run_id]
+        states[run_id] = state._replace(
+            last_seq=records[-1].seq, final_status=final or state.final_status
+        )
+    return accepted, refused
