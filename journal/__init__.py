@@ -48,8 +48,8 @@ Writes and durability
 
 Ownership
     One owner writes a run at a time. ``create_run`` and ``acquire`` return a
-    :class:`Lease` (owner, fencing token, expiry); ``renew`` is the heartbeat,
-    ``release`` lets go. ``acquire`` raises :class:`LeaseHeld` while another
+    :class:`Lease` (owner, fencing token, expiry); ``renew`` is the heartbeat
+    (:func:`heartbeat` runs it in a task beside the work), ``release`` lets go. ``acquire`` raises :class:`LeaseHeld` while another
     owner's lease is alive and takes the run over once it has expired, with the
     token incremented. Every write carries the lease, and the store checks token,
     owner and the next sequence number inside the write transaction (SQLite:
@@ -76,6 +76,7 @@ Schema
 """
 
 from regiment.errors import JournalError, LeaseHeld, LeaseLost
+from regiment.journal._heartbeat import heartbeat
 from regiment.journal._memory import MemoryJournal
 from regiment.journal._open import JournalSpec, open_journal
 from regiment.journal._postgres import PostgresJournal
@@ -135,5 +136,6 @@ __all__ = (
     "StepReported",
     "ToolCallFinished",
     "ToolCallStarted",
+    "heartbeat",
     "open_journal",
 )

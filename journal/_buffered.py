@@ -108,11 +108,15 @@ class BufferedJournal(JournalLookups):
         return await self._call(self._store.renew, lease, self._clock(), ttl)
 
     async def release(self, lease: Lease) -> None:
-        """Commit what the lease wrote, then give the run up."""
+        """Commit what the lease wrote, then give the run up.
+
+        Raises:
+            JournalError: some of the lease's writes were refused (after letting go).
+        """
         await self.flush()
-        self._raise_if_broken(lease)
-        await self._call(self._store.release, lease, self._clock())
         self._next_seq.pop((lease.run_id, lease.token), None)
+        await self._call(self._store.release, lease, self._clock())  # a stale one is a no-op
+        self._raise_if_broken(lease)
 
     # -- writing ---------------------------------------------------------------
 
@@ -151,9 +155,17 @@ class BufferedJournal(JournalLookups):
             self._raise_if_broken(lease)
         return tuple(seqs)
 
-    async def flush(self) -> None:
-        """Commit everything appended so far (by any run of this journal object)."""
+    async def flush(self, lease: Lease | None = None) -> None:
+        """Commit everything appended so far (by any run of this journal object).
+
+        Args:
+            lease: raise the ``JournalError`` (or ``LeaseLost``) that refused any of
+                this lease's writes; without it, refusals wait for their lease's
+                next call (or ``close``).
+        """
         await self._wait_committed(self._appended)
+        if lease is not None:
+            self._raise_if_broken(lease)
 
     def _raise_if_broken(self, lease: Lease) -> None:
         key = (lease.run_id, lease.token)

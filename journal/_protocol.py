@@ -70,8 +70,8 @@ class Journal(Protocol):
         """Append several records of one run, in order; their sequence numbers."""
         ...
 
-    async def flush(self) -> None:
-        """Commit everything appended so far."""
+    async def flush(self, lease: Lease | None = None) -> None:
+        """Commit everything appended so far; with ``lease``, raise what refused its writes."""
         ...
 
     async def read(self, run_id: str, *, after: int = 0) -> tuple[Entry, ...]:

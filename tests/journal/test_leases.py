@@ -57,7 +57,9 @@ async def test_a_zombies_buffered_write_is_rejected_at_its_commit(
     clock.advance(TTL + 1)
     heir = await journal.acquire(run_id, owner="b", ttl=TTL)  # commits the buffer first
     await journal.append(zombie, event(run_id, 1))  # buffered: the refusal comes at the commit
-    await journal.flush()
+    await journal.flush()  # commits; the refusal waits for the zombie's own next call
+    with pytest.raises(LeaseLost):
+        await journal.flush(zombie)
     with pytest.raises(LeaseLost):
         await journal.append(zombie, event(run_id, 2))
     assert [e.seq for e in await journal.read(run_id)] == [1, 2]

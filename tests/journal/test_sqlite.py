@@ -154,4 +154,7 @@ async def test_a_write_that_cannot_commit_fails_the_run_instead_of_going_on(
     with pytest.raises(JournalError, match="database is locked"):
         await journal.append(lease, event(run_id, 2), durable=True)  # never continues with a gap
     assert [e.seq for e in await journal.read(run_id)] == [1]
+    with pytest.raises(JournalError, match="database is locked"):
+        await journal.release(lease)  # lets go of the run, then reports the lost writes
+    assert (await journal.get_run(run_id)).status == "stalled"
     await journal.close()
