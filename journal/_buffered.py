@@ -129,31 +129,36 @@ class BufferedJournal(JournalLookups):
         self, lease: Lease, records: Iterable[Record], *, durable: bool = False
     ) -> tuple[int, ...]:
         """Append records in order; their sequence numbers. ``durable=True`` waits for the commit."""
-        key = (lease.run_id, lease.token)
+        records = tuple(records)
+        first = self._next_for(lease, records)
+        now = self._clock()
+        seqs = tuple(range(first, first + len(records)))
+        self._buffer += [
+            encode_pending(lease, s, r, now) for s, r in zip(seqs, records, strict=True)
+        ]
+        self._next_seq[(lease.run_id, lease.token)] = first + len(records)
+        self._appended += len(records)
+        if durable or len(self._buffer) >= self.max_buffered:
+            await self._wait_committed(self._appended)
+            self._raise_if_broken(lease)
+        return seqs
+
+    def _next_for(self, lease: Lease, records: tuple[Record, ...]) -> int:
+        """The lease's next sequence number, once the lease and the records check out."""
         self._raise_if_broken(lease)
-        seq = self._next_seq.get(key)
+        seq = self._next_seq.get((lease.run_id, lease.token))
         if seq is None:
             raise JournalError(
                 f"run {lease.run_id!r}: this lease (token {lease.token}) was not acquired through "
                 "this journal object, or was released; use the Lease create_run/acquire returned"
             )
-        now = self._clock()
-        seqs: list[int] = []
         for record in records:
             if record.run_id != lease.run_id:
                 raise JournalError(
                     f"a record of run {record.run_id!r} cannot be written with the lease of "
                     f"run {lease.run_id!r}"
                 )
-            self._buffer.append(encode_pending(lease, seq, record, now))
-            seqs.append(seq)
-            seq += 1
-        self._next_seq[key] = seq
-        self._appended += len(seqs)
-        if durable or len(self._buffer) >= self.max_buffered:
-            await self._wait_committed(self._appended)
-            self._raise_if_broken(lease)
-        return tuple(seqs)
+        return seq
 
     async def flush(self, lease: Lease | None = None) -> None:
         """Commit everything appended so far (by any run of this journal object).

@@ -87,7 +87,7 @@ class _MemoryStore:
 
     def commit(self, batch: Sequence[Pending], now: float) -> dict[LeaseKey, JournalError]:
         runs = self._open_runs()
-        states = {p.run_id: runs[p.run_id].state() for p in batch if p.run_id in runs}
+        states = {r: runs[r].state() for r in {p.run_id for p in batch} if r in runs}
         accepted, refused = plan_commit(batch, states, self.where)
         for records in accepted:
             _apply(runs[records[0].run_id], records, now)

@@ -20,6 +20,13 @@ __all__ = ("SqliteJournal",)
 Synchronous = Literal["normal", "full"]
 
 
+def _not_a_journal(path: Path, exc: Exception) -> JournalError:
+    return JournalError(
+        f"{path} is not a regiment journal, or it is damaged ({exc}); it was left "
+        "untouched: point the journal at another file, or move this one away"
+    )
+
+
 class _SqliteStore(SqlStore):
     def __init__(self, path: Path, *, busy_timeout: float, synchronous: Synchronous) -> None:
         self.where = str(path)
@@ -30,12 +37,17 @@ class _SqliteStore(SqlStore):
                 path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
             self._open(synchronous)
+        except sqlite3.OperationalError as exc:
+            self._close_quietly()
+            if "locked" not in str(exc):
+                raise _not_a_journal(path, exc) from exc
+            raise JournalError(
+                f"journal {path} stayed locked by another process for the whole busy timeout "
+                f"({busy_timeout} s); try again when that process is done"
+            ) from exc
         except (sqlite3.Error, OSError) as exc:
             self._close_quietly()
-            raise JournalError(
-                f"{path} is not a regiment journal, or it is damaged ({exc}); it was left "
-                "untouched: point the journal at another file, or move this one away"
-            ) from exc
+            raise _not_a_journal(path, exc) from exc
         except JournalError:
             self._close_quietly()
             raise
@@ -79,11 +91,12 @@ class _SqliteStore(SqlStore):
         conn.execute("BEGIN IMMEDIATE")  # the file's write lock, waiting up to the busy timeout
         try:
             yield
+            conn.execute("COMMIT")
         except BaseException:
-            with suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                with suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
 
     def _sql(self, statement: str) -> str:
         return statement

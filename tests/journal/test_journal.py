@@ -143,6 +143,9 @@ async def test_a_lease_writes_only_its_own_run(journal: Journal) -> None:
     await journal.create_run(created(theirs), owner="w", ttl=TTL)
     with pytest.raises(JournalError, match=f"cannot be written with the lease of run '{mine}'"):
         await journal.append(lease, event(theirs, 0))
+    with pytest.raises(JournalError, match="cannot be written"):
+        await journal.append_all(lease, [event(mine, 0), event(theirs, 1)])  # all or nothing
+    assert await journal.append(lease, event(mine, 1), durable=True) == 2
     assert len(await journal.read(theirs)) == 1
 
 

@@ -158,3 +158,17 @@ async def test_a_write_that_cannot_commit_fails_the_run_instead_of_going_on(
         await journal.release(lease)  # lets go of the run, then reports the lost writes
     assert (await journal.get_run(run_id)).status == "stalled"
     await journal.close()
+
+
+async def test_a_journal_locked_past_the_busy_timeout_at_open_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "journal.db"
+    await (await open_journal(path)).close()
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(JournalError, match=r"stayed locked by another process .*\(0\.05 s\)"):
+            await SqliteJournal.open(path, busy_timeout=0.05)
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    await (await SqliteJournal.open(path, busy_timeout=0.05)).close()
