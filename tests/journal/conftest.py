@@ -2,7 +2,7 @@
 
 The PostgreSQL server is started once per session by ``postgres_server`` (initdb +
 pg_ctl in a temporary directory, see ``bench/pg_server.py``) and stopped at the
-end; each test gets a database of its own. Missing server binaries fail the
+end; each test gets a schema of its own. Missing server binaries fail the
 fixture with an install hint: the suite never skips PostgreSQL silently.
 """
 
@@ -53,11 +53,11 @@ def postgres_server() -> Iterator[PostgresServer]:
 
 @pytest.fixture
 def postgres_url(postgres_server: PostgresServer) -> str:
-    """A fresh, empty database on the session's server."""
-    name = f"journal_{uuid.uuid4().hex[:12]}"
+    """An empty schema of its own on the session's server (first on the search path)."""
+    schema = f"journal_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(postgres_server.url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    return postgres_server.url.rsplit("/", 1)[0] + f"/{name}"
+        admin.execute(f'CREATE SCHEMA "{schema}"'.encode())
+    return f"{postgres_server.url}?options=-csearch_path%3D{schema}"
 
 
 @pytest.fixture
