@@ -27,6 +27,9 @@ async def open_journal(spec: JournalSpec, *, clock: Callable[[], float] | None =
         clock: seconds since the epoch, for leases (default ``time.time``); ignored
             for a ``Journal`` object.
 
+    Whoever opens a journal closes it: a ``Journal`` object passed through stays
+    its owner's to close.
+
     Raises:
         JournalError: the file or database cannot be used (the message names it and
             says what to do), or psycopg is missing for a PostgreSQL URL.
