@@ -8,8 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from regiment.journal import Journal
+from regiment.journal import Journal, LeaseLost
 
+from .conftest import Clock
 from .records import created, event, new_id
 
 pytestmark = pytest.mark.anyio
@@ -59,3 +60,42 @@ async def test_interleaved_appends_keep_sequence_numbers_dense_and_ordered(
         entries = await journal.read(run_id)
         assert [entry.seq for entry in entries] == list(range(1, len(written[run]) + 2))
         assert [entry.record for entry in entries[1:]] == [event(run_id, i) for i in written[run]]
+
+
+# One step of a run's life: the owner appends (durably or not), an earlier owner
+# (a zombie) tries to append, or the owner stops beating and a new one takes over.
+Step = tuple[str, bool]
+
+lives = st.lists(
+    st.tuples(st.sampled_from(["append", "zombie", "takeover"]), st.booleans()),
+    min_size=1,
+    max_size=20,
+)
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(life=lives)
+async def test_takeovers_fence_every_zombie_write_and_keep_the_owners_in_order(
+    journal: Journal, clock: Clock, life: list[Step]
+) -> None:
+    run_id = new_id()
+    owners = [await journal.create_run(created(run_id), owner="o0", ttl=60)]
+    kept: list[int] = []
+    for index, (action, durable) in enumerate(life):
+        if action == "append":
+            await journal.append(owners[-1], event(run_id, index), durable=durable)
+            kept.append(index)
+        elif action == "zombie" and len(owners) > 1:
+            with pytest.raises(LeaseLost):
+                await journal.append(owners[-2], event(run_id, index), durable=True)
+        elif action == "takeover":
+            clock.advance(61)
+            owners.append(await journal.acquire(run_id, owner=f"o{len(owners)}", ttl=60))
+    entries = await journal.read(run_id)
+    assert [entry.seq for entry in entries] == list(range(1, len(kept) + 2))
+    assert [entry.record for entry in entries[1:]] == [event(run_id, i) for i in kept]
+    assert [lease.token for lease in owners] == list(range(1, len(owners) + 1))
