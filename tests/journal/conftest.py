@@ -18,23 +18,12 @@ import pytest
 
 from regiment.journal import Journal, open_journal
 
+from .records import Clock
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from pg_server import PostgresServer, alive
 
 BACKENDS = ("memory", "sqlite", "postgres")
-
-
-class Clock:
-    """A clock the test moves by hand, so lease expiry needs no waiting."""
-
-    def __init__(self, now: float = 1_800_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @pytest.fixture(scope="session")

@@ -119,3 +119,16 @@ def one_of_each(run_id: str) -> list[Record]:
         reported(run_id, "s1", "refunded"),
         RunFinished(run_id=run_id, status="completed", answer="done", result={"answer": "done"}),
     ]
+
+
+class Clock:
+    """A clock the test moves by hand, so lease expiry needs no waiting."""
+
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds

@@ -8,8 +8,7 @@ import pytest
 from regiment.errors import ConfigError
 from regiment.journal import Journal, LeaseHeld, LeaseLost, heartbeat
 
-from .conftest import Clock
-from .records import created, new_id
+from .records import Clock, created, new_id
 
 pytestmark = pytest.mark.anyio
 

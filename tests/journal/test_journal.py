@@ -12,8 +12,7 @@ from regiment.journal import (
     StepDispatched,
 )
 
-from .conftest import Clock
-from .records import created, event, new_id, one_of_each
+from .records import Clock, created, event, new_id, one_of_each
 
 pytestmark = pytest.mark.anyio
 

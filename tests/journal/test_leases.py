@@ -6,8 +6,7 @@ import pytest
 
 from regiment.journal import Journal, JournalError, LeaseHeld, LeaseLost
 
-from .conftest import Clock
-from .records import created, event, new_id
+from .records import Clock, created, event, new_id
 
 pytestmark = pytest.mark.anyio
 

@@ -9,8 +9,7 @@ import pytest
 
 from regiment.journal import JournalError, PostgresJournal, open_journal
 
-from .conftest import Clock
-from .records import created, event, new_id
+from .records import Clock, created, event, new_id
 from .v1_schema import RUN_ID, write_v1
 
 pytestmark = pytest.mark.anyio

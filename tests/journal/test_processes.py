@@ -14,8 +14,7 @@ import pytest
 
 from regiment.journal import EventRecorded, Journal, open_journal
 
-from .conftest import Clock
-from .records import created, new_id
+from .records import Clock, created, new_id
 
 CONTENDER = Path(__file__).with_name("contender.py")
 

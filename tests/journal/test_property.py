@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 
 from regiment.journal import Journal, LeaseLost
 
-from .conftest import Clock
-from .records import created, event, new_id
+from .records import Clock, created, event, new_id
 
 pytestmark = pytest.mark.anyio
 
