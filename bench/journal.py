@@ -13,6 +13,7 @@ record, median of 5 measurements after a warm-up. Modes:
   append, like a tool call intent, every 64th): group commit in one run.
 - ``group commit, 50 runs``: 50 concurrent runs each appending durably; the
   commits of whoever waits at the same moment share one transaction.
+- ``group commit, 1,000 runs``: the same with 1,000 runs of 5 records each.
 
 The ratio column divides a case's per-record cost by the in-memory journal's,
 measured in the same process. PostgreSQL runs with ``fsync`` on (a real server's
@@ -39,6 +40,7 @@ from regiment.journal import EventRecorded, Journal, RunCreated, open_journal
 RECORDS = 2_000
 BATCH = 64
 RUNS = 50
+MANY = 1_000
 REPEATS = 5
 
 
@@ -64,13 +66,13 @@ async def _one_run(journal: Journal, tag: str, records: int, durable_every: int)
     return time.perf_counter() - started
 
 
-async def _many_runs(journal: Journal, tag: str, records: int) -> float:
-    per_run = records // RUNS
+async def _many_runs(journal: Journal, tag: str, records: int, runs: int) -> float:
+    per_run = records // runs
     leases = [
         await journal.create_run(
             _created(f"{tag}-{i}-{time.perf_counter_ns()}"), owner="b", ttl=600
         )
-        for i in range(RUNS)
+        for i in range(runs)
     ]
 
     async def run(index: int) -> None:
@@ -80,7 +82,7 @@ async def _many_runs(journal: Journal, tag: str, records: int) -> float:
 
     started = time.perf_counter()
     async with anyio.create_task_group() as tg:
-        for index in range(RUNS):
+        for index in range(runs):
             tg.start_soon(run, index)
     return time.perf_counter() - started
 
@@ -95,10 +97,15 @@ async def _cases(name: str, spec: str | None, records: int) -> list[tuple[str, s
     modes: list[tuple[str, Callable[[], Awaitable[float]]]] = [
         ("per-record commit", lambda: _one_run(journal, "p", records, 1)),
         (f"batched (commit every {BATCH})", lambda: _one_run(journal, "b", records, BATCH)),
-        (f"group commit, {RUNS} runs", lambda: _many_runs(journal, "g", records)),
+        (f"group commit, {RUNS} runs", lambda: _many_runs(journal, "g", records, RUNS)),
+        (f"group commit, {MANY:,} runs", lambda: _many_runs(journal, "m", MANY * 5, MANY)),
     ]
+    counts = [records, records, records, MANY * 5]
     try:
-        return [(name, mode, records, await _median(measure)) for mode, measure in modes]
+        return [
+            (name, mode, count, await _median(measure))
+            for (mode, measure), count in zip(modes, counts, strict=True)
+        ]
     finally:
         await journal.close()
 
