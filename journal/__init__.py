@@ -61,6 +61,19 @@ Ownership
     ``clock`` (default ``time.time``), so processes sharing a database need
     clocks in step to well within a lease's ``ttl``.
 
+Hooking in (one call per state change)
+    Start: ``lease = await journal.create_run(RunCreated(...), owner=..., ttl=...)``
+    and run :func:`heartbeat` beside the work. Then ``append`` as things happen;
+    make durable what must survive a crash before the next side effect: the
+    :class:`ToolCallStarted` intent before the tool body runs, an
+    :class:`ApprovalRequested` before the run pauses, the :class:`RunFinished`
+    result; then ``release``. Everything else may stay buffered: a lost tail is
+    redone on resume (a model call re-sent, a step re-dispatched), and a tool
+    call whose result was lost runs again with the same idempotency key.
+    Resume: ``acquire`` the run, ``read`` it, and while re-running, ask
+    ``model_response`` and ``tool_call`` before each call; keep appending with
+    the new lease (sequence numbers continue).
+
 Schema
     Three tables, the same in both SQL backends: ``journal_meta`` (``format`` =
     ``regiment.journal`` and ``schema_version``, written in the transaction that
