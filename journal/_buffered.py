@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 from functools import partial
 from types import TracebackType
 from typing import Self, TypeVar
@@ -30,10 +29,7 @@ from regiment.journal._records import (
 )
 from regiment.journal._store import LeaseKey, Pending, RunRow, Store
 from regiment.journal._views import (
-    Entry,
     Lease,
-    RunInfo,
-    RunStatus,
 )
 
 __all__ = ("BufferedJournal",)
@@ -58,11 +54,6 @@ class BufferedJournal(JournalLookups):
         self._next_seq: dict[LeaseKey, int] = {}
         self._broken: dict[LeaseKey, JournalError] = {}
         self._unreported: set[LeaseKey] = set()
-
-    @property
-    def where(self) -> str:
-        """The file or database, as error messages name it."""
-        return self._store.where
 
     async def __aenter__(self) -> Self:
         return self
@@ -233,35 +224,6 @@ class BufferedJournal(JournalLookups):
 
     # -- reading ---------------------------------------------------------------
 
-    async def read(self, run_id: str, *, after: int = 0) -> tuple[Entry, ...]:
-        """The run's records after sequence number ``after``, in order."""
-        await self.flush()
-        rows = await self._call(self._store.read, run_id, after)
-        if not rows and after == 0:
-            await self.get_run(run_id)  # raises for an unknown run
-        return tuple(
-            Entry(seq=seq, recorded_at=_utc(at), record=self._decode(body))
-            for seq, at, body in rows
-        )
-
-    async def get_run(self, run_id: str) -> RunInfo:
-        """The run's listing; ``JournalError`` naming the journal if there is no such run."""
-        await self.flush()
-        row = await self._call(self._store.run_row, run_id, self._clock())
-        if row is None:
-            raise JournalError(
-                f"journal {self.where} has no run {run_id!r}; `regiment runs` lists them"
-            )
-        return row.info()
-
-    async def list_runs(
-        self, *, status: RunStatus | None = None, limit: int | None = None
-    ) -> tuple[RunInfo, ...]:
-        """Runs, newest first, optionally only those of one status."""
-        await self.flush()
-        rows = await self._call(self._store.list_runs, status, limit, self._clock(), None)
-        return tuple(row.info() for row in rows)
-
     def _decode(self, body: bytes) -> Record:
         return decode(body, self.where)
 
@@ -281,7 +243,3 @@ class BufferedJournal(JournalLookups):
 
 def _refuse_all(batch: list[Pending], error: JournalError) -> dict[LeaseKey, JournalError]:
     return {(pending.run_id, pending.token): error for pending in batch}
-
-
-def _utc(timestamp: float) -> datetime:
-    return datetime.fromtimestamp(timestamp, UTC)

@@ -1,4 +1,4 @@
-"""The keyed look-ups resume, approvals and sessions need, over any ``Store``."""
+"""The read side of a journal over any ``Store``: records, listings, keyed look-ups, sessions."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from regiment.errors import JournalError
 from regiment.journal._codec import model_key, tool_key
 from regiment.journal._records import (
     ApprovalDecided,
@@ -19,7 +20,14 @@ from regiment.journal._records import (
     ToolCallStarted,
 )
 from regiment.journal._store import RunRow, Store
-from regiment.journal._views import CommittedStep, JournaledCall, SessionRun
+from regiment.journal._views import (
+    CommittedStep,
+    Entry,
+    JournaledCall,
+    RunInfo,
+    RunStatus,
+    SessionRun,
+)
 from regiment.models import ModelResponse
 
 __all__ = ("JournalLookups",)
@@ -28,7 +36,7 @@ _T = TypeVar("_T")
 
 
 class JournalLookups(ABC):
-    """What a journal answers by key; ``BufferedJournal`` brings the store and the calls."""
+    """What a journal answers; ``BufferedJournal`` brings the store, the calls and the writes."""
 
     _store: Store
     _clock: Callable[[], float]
@@ -44,6 +52,40 @@ class JournalLookups(ABC):
     @abstractmethod
     def _decode(self, body: bytes) -> Record:
         """One stored record."""
+
+    @property
+    def where(self) -> str:
+        """The file or database, as error messages name it."""
+        return self._store.where
+
+    async def read(self, run_id: str, *, after: int = 0) -> tuple[Entry, ...]:
+        """The run's records after sequence number ``after``, in order."""
+        await self.flush()
+        rows = await self._call(self._store.read, run_id, after)
+        if not rows and after == 0:
+            await self.get_run(run_id)  # raises for an unknown run
+        return tuple(
+            Entry(seq=seq, recorded_at=_utc(at), record=self._decode(body))
+            for seq, at, body in rows
+        )
+
+    async def get_run(self, run_id: str) -> RunInfo:
+        """The run's listing; ``JournalError`` naming the journal if there is no such run."""
+        await self.flush()
+        row = await self._call(self._store.run_row, run_id, self._clock())
+        if row is None:
+            raise JournalError(
+                f"journal {self.where} has no run {run_id!r}; `regiment runs` lists them"
+            )
+        return row.info()
+
+    async def list_runs(
+        self, *, status: RunStatus | None = None, limit: int | None = None
+    ) -> tuple[RunInfo, ...]:
+        """Runs, newest first, optionally only those of one status."""
+        await self.flush()
+        rows = await self._call(self._store.list_runs, status, limit, self._clock(), None)
+        return tuple(row.info() for row in rows)
 
     async def tool_call(
         self, run_id: str, plan_version: int, step_id: str, call_index: int
@@ -118,7 +160,11 @@ def _session_run(row: RunRow, records: list[Record]) -> SessionRun:
         run_id=row.run_id,
         goal=row.goal,
         status=row.status,
-        started_at=datetime.fromtimestamp(row.started_at, UTC),
+        started_at=_utc(row.started_at),
         answer=answers[-1] if answers else None,
         steps=steps,
     )
+
+
+def _utc(timestamp: float) -> datetime:
+    return datetime.fromtimestamp(timestamp, UTC)
