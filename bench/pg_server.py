@@ -24,9 +24,9 @@ from pathlib import Path
 __all__ = ("INSTALL_HINT", "PostgresServer", "alive", "running_server")
 
 INSTALL_HINT = (
-    "the PostgreSQL tests need the server binaries initdb and pg_ctl on PATH: "
-    "apt-get install postgresql (then link /usr/lib/postgresql/*/bin/{initdb,pg_ctl} "
-    "into /usr/local/bin), or your platform's PostgreSQL server package"
+    "the PostgreSQL tests need the server binaries initdb and pg_ctl, on PATH or in "
+    "/usr/lib/postgresql/*/bin: apt-get install postgresql (Debian, Ubuntu), or your "
+    "platform's PostgreSQL server package"
 )
 
 
