@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import anyio
+import msgspec
 import pytest
 
 from regiment.journal import (
@@ -155,3 +156,13 @@ async def test_a_closed_journal_refuses_work(location: str | None, clock: Clock)
     await journal.close()
     with pytest.raises(JournalError, match="closed"):
         await journal.list_runs()
+
+
+async def test_a_listing_encodes_to_the_fields_runs_json_prints(journal: Journal) -> None:
+    run_id = new_id()
+    await journal.create_run(created(run_id, session="t-9"), owner="w", ttl=TTL)
+    (info,) = [i for i in await journal.list_runs() if i.run_id == run_id]
+    line = msgspec.json.decode(msgspec.json.encode(info))
+    assert list(line) == ["run_id", "team", "goal", "status", "started_at", "updated_at", "session"]
+    assert line["started_at"] == "2027-01-01T00:00:00Z"
+    assert (line["status"], line["session"]) == ("running", "t-9")
