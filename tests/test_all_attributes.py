@@ -14,6 +14,7 @@ PUBLIC_MODULES = (
     "regiment.models",
     "regiment.telemetry",
     "regiment.hierarchy",
+    "regiment.journal",
 )
 
 
