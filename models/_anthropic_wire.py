@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal, assert_never, cast
+from typing import Literal, TypedDict, assert_never, cast
 
+from anthropic import NotGiven, Omit, not_given, omit
 from anthropic.types import (
     ContentBlockParam,
     MessageParam,
+    TextBlockParam,
+    ThinkingConfigParam,
     ToolChoiceParam,
     ToolParam,
 )
@@ -25,9 +28,84 @@ from regiment.models._messages import (
     ToolResultPart,
     Usage,
 )
+from regiment.models._settings import ModelSettings
 from regiment.tools import ToolDefinition
 
-__all__ = ("message_params", "response_from_message", "tool_choice_param", "tool_params")
+__all__ = (
+    "CallParams",
+    "call_params",
+    "message_params",
+    "response_from_message",
+    "tool_choice_param",
+    "tool_params",
+)
+
+# The SDK's default reply length when neither the request nor any setting gives one.
+_DEFAULT_MAX_TOKENS = 4096
+
+
+class CallParams(TypedDict):
+    """The keyword arguments of one ``messages.create`` / ``messages.stream`` call."""
+
+    model: str
+    max_tokens: int
+    messages: list[MessageParam]
+    system: str | list[TextBlockParam] | Omit
+    tools: list[ToolParam] | Omit
+    tool_choice: ToolChoiceParam | Omit
+    stop_sequences: list[str] | Omit
+    thinking: ThinkingConfigParam | Omit
+    extra_body: dict[str, object] | None
+    timeout: float | NotGiven
+
+
+def call_params(
+    model: str, request: ModelRequest, settings: ModelSettings, *, prompt_caching: bool
+) -> CallParams:
+    """The SDK call for ``request`` with ``settings`` applied.
+
+    With ``prompt_caching``, the stable prefix gets cache breakpoints: the last
+    tool definition (so the tools are cached on their own, as workers that
+    share tools differ in their system prompts) and the system prompt (tools
+    and system together). The API ignores a breakpoint whose prefix is below
+    the model's minimum cacheable length, so short prompts cost nothing extra.
+    """
+    tools = tool_params(request.tools, cache=prompt_caching) if request.tools else omit
+    thinking: ThinkingConfigParam | Omit = omit
+    if settings.thinking_budget is not None:
+        thinking = {"type": "enabled", "budget_tokens": settings.thinking_budget}
+    stops = settings.stop_sequences
+    return {
+        "model": model,
+        "max_tokens": settings.max_tokens or _DEFAULT_MAX_TOKENS,
+        "messages": message_params(request),
+        "system": _system_param(request.system, cache=prompt_caching),
+        "tools": tools,
+        "tool_choice": tool_choice_param(request.tool_choice) if request.tool_choice else omit,
+        "stop_sequences": list(stops) if stops else omit,
+        "thinking": thinking,
+        "extra_body": _extra_body(settings),
+        "timeout": not_given if settings.timeout is None else settings.timeout,
+    }
+
+
+def _system_param(system: str, *, cache: bool) -> str | list[TextBlockParam] | Omit:
+    if not system:
+        return omit
+    if not cache:
+        return system
+    return [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
+
+
+def _extra_body(settings: ModelSettings) -> dict[str, object] | None:
+    # SDK 2.x has no `temperature` / `top_p` arguments; the request body still carries them.
+    body: dict[str, object] = {}
+    if settings.temperature is not None:
+        body["temperature"] = settings.temperature
+    if settings.top_p is not None:
+        body["top_p"] = settings.top_p
+    body.update(settings.extra)
+    return body or None
 
 
 def message_params(request: ModelRequest) -> list[MessageParam]:
@@ -66,12 +144,15 @@ def _block_param(part: Part) -> ContentBlockParam:
             assert_never(part)
 
 
-def tool_params(tools: tuple[ToolDefinition, ...]) -> list[ToolParam]:
-    """Tool definitions as Messages API ``tools``."""
-    return [
+def tool_params(tools: tuple[ToolDefinition, ...], *, cache: bool = False) -> list[ToolParam]:
+    """Tool definitions as Messages API ``tools``; ``cache`` marks the last as a cache breakpoint."""
+    params: list[ToolParam] = [
         {"name": t.name, "description": t.description, "input_schema": dict(t.input_schema)}
         for t in tools
     ]
+    if cache and params:
+        params[-1]["cache_control"] = {"type": "ephemeral"}
+    return params
 
 
 def tool_choice_param(choice: Literal["auto", "any", "none"]) -> ToolChoiceParam:

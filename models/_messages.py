@@ -12,6 +12,7 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from regiment._json import JsonObject
+from regiment.models._settings import ModelSettings
 from regiment.tools import ToolDefinition
 
 __all__ = (
@@ -19,6 +20,7 @@ __all__ = (
     "ModelRequest",
     "ModelResponse",
     "Part",
+    "Role",
     "TextPart",
     "ToolCallPart",
     "ToolResultPart",
@@ -104,8 +106,18 @@ class Message(msgspec.Struct, frozen=True, kw_only=True):
         return "".join(part.text for part in self.parts if isinstance(part, TextPart))
 
 
+Role: TypeAlias = Literal["planner", "replanner", "worker", "critic", "compressor", "synthesizer"]
+"""Who in a team makes a model call: the planner (first plan), the replanner (a
+replan or a new round's tail), a worker (a step's tool loop), the critic, the
+compressor (working memory) or the synthesizer (the answer)."""
+
+
 class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
     """Everything one model call needs.
+
+    The team sets ``role`` (and, for a worker, ``worker`` and ``step_id``) on
+    every request it makes, so a ``ScriptedModel`` function can tell the calls
+    apart by ``request.role`` rather than by the text of the prompts.
 
     Attributes:
         system: the system prompt (empty for none).
@@ -118,6 +130,12 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
         stop_sequences: strings that end the reply when the model writes them.
         tool_choice: ``"auto"`` (model decides), ``"any"`` (must call some tool),
             ``"none"`` (must not call tools); ``None`` leaves the provider default.
+        settings: the role's settings; they win over the model's own settings,
+            which win over ``max_tokens``, ``temperature`` and ``stop_sequences``
+            above (see ``effective_settings``).
+        role: who makes the call; ``None`` for a request made outside a team.
+        worker: the worker's name, for ``role="worker"``.
+        step_id: the plan step the worker is on, for ``role="worker"``.
     """
 
     system: str = ""
@@ -127,6 +145,10 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
     temperature: float | None = None
     stop_sequences: tuple[str, ...] = ()
     tool_choice: Literal["auto", "any", "none"] | None = None
+    settings: ModelSettings | None = None
+    role: Role | None = None
+    worker: str | None = None
+    step_id: str | None = None
 
 
 class Usage(msgspec.Struct, frozen=True, kw_only=True):

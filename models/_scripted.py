@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeAlias, final
 
@@ -10,7 +11,13 @@ import msgspec
 
 from regiment.errors import ConfigError, ScriptExhausted
 from regiment.models._estimate import estimate_tokens
-from regiment.models._messages import ModelRequest, ModelResponse, TextPart, Usage
+from regiment.models._messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, Usage
+from regiment.models._stream import (
+    DeltaHandler,
+    TextPartDelta,
+    ToolCallPartDelta,
+    ToolCallPartStart,
+)
 
 __all__ = ("Reply", "ScriptFunction", "ScriptedModel")
 
@@ -20,6 +27,9 @@ Reply: TypeAlias = ModelResponse | str
 ScriptFunction: TypeAlias = Callable[[ModelRequest], Reply | Awaitable[Reply]]
 """A script that decides each reply from the request (sync or async)."""
 
+# A word with the spaces after it, or the spaces a text starts with: joined, the text.
+_PIECE = re.compile(r"\S+\s*|\s+")
+
 
 @final
 class ScriptedModel:
@@ -27,8 +37,13 @@ class ScriptedModel:
 
     Give it a list of replies, handed out one per call in order, or a
     function of the request (sync or async) that decides each reply, e.g. a
-    small rule-based "brain" that reads the prompt and picks a tool. A reply
-    is a ``ModelResponse`` or a plain string (a text reply that ends the turn).
+    small rule-based "brain" that looks at ``request.role`` (planner, worker,
+    synthesizer, ...) and picks a reply. A reply is a ``ModelResponse`` or a
+    plain string (a text reply that ends the turn).
+
+    It streams too: ``stream(request, on_delta)`` hands the reply's text out a
+    word at a time (and each tool call as a start and its arguments), so
+    streaming consumers can be tested offline.
 
     So budgets see tokens, a reply with empty usage gets an estimated one
     (``estimate_tokens`` of the request and of the reply), and a reply with
@@ -95,6 +110,24 @@ class ScriptedModel:
             produced = script(request)
             reply = await produced if inspect.isawaitable(produced) else produced
         return self._finish(reply, request)
+
+    async def stream(self, request: ModelRequest, on_delta: DeltaHandler) -> ModelResponse:
+        """As ``complete``, handing the reply to ``on_delta`` piece by piece first:
+        text a word at a time, a tool call as its start and then its arguments.
+
+        Raises:
+            regiment.errors.ScriptExhausted: a list script has no reply left.
+        """
+        response = await self.complete(request)
+        for index, part in enumerate(response.parts):
+            if isinstance(part, TextPart):
+                for piece in _PIECE.findall(part.text):
+                    await on_delta(TextPartDelta(index=index, text=piece))
+            elif isinstance(part, ToolCallPart):
+                await on_delta(ToolCallPartStart(index=index, id=part.id, name=part.name))
+                encoded = msgspec.json.encode(part.arguments).decode()
+                await on_delta(ToolCallPartDelta(index=index, arguments=encoded))
+        return response
 
     def _finish(self, reply: Reply, request: ModelRequest) -> ModelResponse:
         response = (
