@@ -18,6 +18,7 @@ from anthropic.types import (
 )
 
 from regiment._json import JsonObject
+from regiment.errors import ConfigError
 from regiment.models._messages import (
     Message,
     ModelRequest,
@@ -69,15 +70,24 @@ def call_params(
     share tools differ in their system prompts) and the system prompt (tools
     and system together). The API ignores a breakpoint whose prefix is below
     the model's minimum cacheable length, so short prompts cost nothing extra.
+
+    Raises:
+        regiment.errors.ConfigError: ``thinking_budget`` is not below ``max_tokens``.
     """
     tools = tool_params(request.tools, cache=prompt_caching) if request.tools else omit
+    most = settings.max_tokens or _DEFAULT_MAX_TOKENS
     thinking: ThinkingConfigParam | Omit = omit
-    if settings.thinking_budget is not None:
-        thinking = {"type": "enabled", "budget_tokens": settings.thinking_budget}
+    if (budget := settings.thinking_budget) is not None:
+        if budget >= most:
+            raise ConfigError(
+                f"thinking_budget ({budget}) must be below max_tokens ({most}), as thinking "
+                "tokens count toward max_tokens; raise max_tokens or lower thinking_budget"
+            )
+        thinking = {"type": "enabled", "budget_tokens": budget}
     stops = settings.stop_sequences
     return {
         "model": model,
-        "max_tokens": settings.max_tokens or _DEFAULT_MAX_TOKENS,
+        "max_tokens": most,
         "messages": message_params(request),
         "system": _system_param(request.system, cache=prompt_caching),
         "tools": tools,

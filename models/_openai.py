@@ -10,6 +10,7 @@ from typing import Self, final
 
 import anyio
 import httpx2
+import msgspec
 
 from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
 
@@ -25,6 +26,7 @@ from regiment.models._messages import ModelRequest, ModelResponse
 from regiment.models._openai_wire import (
     CallParams,
     ChunkReader,
+    StreamErrorEvent,
     call_params,
     response_from_completion,
 )
@@ -37,7 +39,7 @@ _DEFAULT_RETRIES = 2
 # A key for servers that want none (Ollama, a local vLLM); the SDK insists on one.
 _NO_KEY = "unused"
 # What the SDK or our reader raises on a chunk that is not what the API sends.
-_UNREADABLE = (ValueError, TypeError, AttributeError, KeyError, IndexError)
+_UNREADABLE = (msgspec.DecodeError, ValueError, TypeError, AttributeError, KeyError, IndexError)
 
 _ADVICE = {
     400: "fix the request (messages, tools, settings for this model)",
@@ -157,24 +159,27 @@ class OpenAIModel:
             return response_from_completion(completion)
 
     async def _streamed(self, params: CallParams, on_delta: DeltaHandler | None) -> ModelResponse:
+        # The raw event stream, read by our own lenient reader to its very end (the
+        # SDK's chunk stream stops reading at [DONE], which trio warns about).
+        create = self._client.chat.completions.with_streaming_response.create
         with self._translated():
-            stream = await self._client.chat.completions.create(
-                **params, stream=True, stream_options={"include_usage": True}
-            )
+            manager = create(**params, stream=True, stream_options={"include_usage": True})
+            response = await manager.__aenter__()
         try:
             reader = ChunkReader()
+            lines = response.iter_lines()
             while True:
                 with self._translated():
-                    chunk = await anext(stream, None)
-                    deltas = reader.add(chunk) if chunk is not None else None
-                if deltas is None:
+                    line = await anext(lines, None)
+                    deltas = reader.line(line) if line is not None else []
+                if line is None:
                     break
                 for delta in deltas:
                     if on_delta is not None:
                         await on_delta(delta)
         finally:
             with anyio.CancelScope(shield=True):  # release the connection even when cancelled
-                await stream.close()
+                await manager.__aexit__(None, None, None)
         if reader.stop_reason is None:
             raise ModelConnectionError(
                 f"the stream from {self._where()} ended before its finish_reason; the reply "
@@ -204,12 +209,12 @@ class OpenAIModel:
                 f"{self._client.max_retries} retries ({exc.__cause__!r}); check the network "
                 "and base_url, or raise timeout / max_retries"
             ) from exc
-        except openai.APIError as exc:  # an error sent inside a stream that began with 200
+        except StreamErrorEvent as exc:
             raise ModelAPIError(
                 f"the Chat Completions API at {self._where()} sent an error mid-stream: "
-                f"{exc.message}; the call was not retried, as parts of the reply were "
-                "already handed out; try it again",
-                error_type=exc.type,
+                f"{exc.error_type or 'error'}: {exc}; the call was not retried, as parts of "
+                "the reply were already handed out; try it again",
+                error_type=exc.error_type,
             ) from exc
         except httpx2.TransportError as exc:  # only mid-stream: the SDK retries the rest
             raise ModelConnectionError(

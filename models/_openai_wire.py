@@ -6,12 +6,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Literal, TypedDict, assert_never, cast, final
 
+import msgspec
 from openai import NotGiven, Omit, not_given, omit
 from openai.types import CompletionUsage
 from openai.types.chat import (
     ChatCompletion,
     ChatCompletionAssistantMessageParam,
-    ChatCompletionChunk,
     ChatCompletionFunctionToolParam,
     ChatCompletionMessageParam,
     ChatCompletionToolChoiceOptionParam,
@@ -30,7 +30,13 @@ from regiment.models._messages import (
 from regiment.models._settings import ModelSettings
 from regiment.models._stream import PartDelta, TextPartDelta, ToolCallPartDelta, ToolCallPartStart
 
-__all__ = ("CallParams", "ChunkReader", "call_params", "response_from_completion")
+__all__ = (
+    "CallParams",
+    "ChunkReader",
+    "StreamErrorEvent",
+    "call_params",
+    "response_from_completion",
+)
 
 # The key a tool call's arguments go under when the model's JSON does not parse,
 # so the tool's validation hands the raw text back to the model to correct.
@@ -161,11 +167,11 @@ def usage_from(usage: CompletionUsage | None) -> Usage:
         return Usage()
     details = usage.prompt_tokens_details
     cached = (details.cached_tokens or 0) if details is not None else 0
-    return Usage(
-        input_tokens=usage.prompt_tokens - cached,
-        output_tokens=usage.completion_tokens,
-        cache_read_tokens=cached,
-    )
+    return _usage(usage.prompt_tokens, usage.completion_tokens, cached)
+
+
+def _usage(prompt: int, completion: int, cached: int) -> Usage:
+    return Usage(input_tokens=prompt - cached, output_tokens=completion, cache_read_tokens=cached)
 
 
 def response_from_completion(completion: ChatCompletion) -> ModelResponse:
@@ -187,6 +193,63 @@ def response_from_completion(completion: ChatCompletion) -> ModelResponse:
         model=completion.model,
         response_id=completion.id,
     )
+
+
+# The fields of a streamed chunk this reader uses. Decoded leniently (unknown
+# fields ignored, most fields optional), as compatible servers differ in the rest.
+class _FunctionDelta(msgspec.Struct, frozen=True):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class _ToolCallDelta(msgspec.Struct, frozen=True):
+    index: int
+    id: str | None = None
+    function: _FunctionDelta | None = None
+
+
+class _Delta(msgspec.Struct, frozen=True):
+    content: str | None = None
+    tool_calls: list[_ToolCallDelta] | None = None
+
+
+class _Choice(msgspec.Struct, frozen=True):
+    delta: _Delta = msgspec.field(default_factory=_Delta)
+    finish_reason: str | None = None
+
+
+class _PromptDetails(msgspec.Struct, frozen=True):
+    cached_tokens: int | None = None
+
+
+class _ChunkUsage(msgspec.Struct, frozen=True):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    prompt_tokens_details: _PromptDetails | None = None
+
+
+class _StreamError(msgspec.Struct, frozen=True):
+    message: str = "an error occurred during streaming"
+    type: str | None = None
+
+
+class _Chunk(msgspec.Struct, frozen=True):
+    id: str | None = None
+    model: str | None = None
+    choices: list[_Choice] = msgspec.field(default_factory=list)
+    usage: _ChunkUsage | None = None
+    error: _StreamError | None = None
+
+
+_decode_chunk = msgspec.json.Decoder(_Chunk).decode
+
+
+class StreamErrorEvent(Exception):
+    """The server sent an error inside a stream that had begun with 200."""
+
+    def __init__(self, message: str, error_type: str | None) -> None:
+        super().__init__(message)
+        self.error_type = error_type
 
 
 @final
@@ -215,17 +278,39 @@ class ChunkReader:
     model: str = ""
     response_id: str | None = None
 
-    def add(self, chunk: ChatCompletionChunk) -> list[PartDelta]:
+    done: bool = False  # the server said [DONE]
+
+    def line(self, line: str) -> list[PartDelta]:
+        """Take in one line of the event stream; the deltas it carries, in order.
+
+        Raises:
+            StreamErrorEvent: the line is an error the server sent mid-stream.
+            msgspec.DecodeError: the line is not a chunk this reader can read.
+        """
+        if not line.startswith("data:"):
+            return []  # blank lines between events, comments, event names
+        data = line[5:].strip()
+        if data == "[DONE]":
+            self.done = True
+            return []
+        return self.add(_decode_chunk(data))
+
+    def add(self, chunk: _Chunk) -> list[PartDelta]:
         """Take in one chunk; the deltas it carries, in order."""
-        self.model, self.response_id = chunk.model, chunk.id
-        if chunk.usage is not None:
-            self.usage = usage_from(chunk.usage)
+        if chunk.error is not None:
+            raise StreamErrorEvent(chunk.error.message, chunk.error.type)
+        self.model = chunk.model or self.model
+        self.response_id = chunk.id or self.response_id
+        if (usage := chunk.usage) is not None:
+            details = usage.prompt_tokens_details
+            cached = (details.cached_tokens or 0) if details is not None else 0
+            self.usage = _usage(usage.prompt_tokens, usage.completion_tokens, cached)
         deltas: list[PartDelta] = []
         for choice in chunk.choices[:1]:
             if choice.delta.content:
                 deltas.append(self._text(choice.delta.content))
             for piece in choice.delta.tool_calls or ():
-                deltas += self._call(piece.index, piece.id, piece.function)
+                deltas += self._call(piece)
             if choice.finish_reason is not None:
                 self.stop_reason = choice.finish_reason
         return deltas
@@ -239,13 +324,13 @@ class ChunkReader:
         self.parts[self.text_index] = TextPart(text=part.text + text)
         return TextPartDelta(index=self.text_index, text=text)
 
-    def _call(self, key: int, call_id: str | None, function: object) -> list[PartDelta]:
-        name = getattr(function, "name", None) or ""
-        fragment = getattr(function, "arguments", None) or ""
+    def _call(self, piece: _ToolCallDelta) -> list[PartDelta]:
+        key, function = piece.index, piece.function or _FunctionDelta()
+        name, fragment = function.name or "", function.arguments or ""
         deltas: list[PartDelta] = []
         call = self.calls.get(key)
         if call is None:
-            call = self.calls[key] = _Call(len(self.parts), call_id or f"call_{key}", name)
+            call = self.calls[key] = _Call(len(self.parts), piece.id or f"call_{key}", name)
             self.parts.append(call)
             deltas.append(ToolCallPartStart(index=call.index, id=call.id, name=call.name))
         if fragment:

@@ -88,7 +88,11 @@ class ModelSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from exc
         except msgspec.ValidationError as exc:
-            raise ConfigError(f"{where}: {exc}") from exc
+            detail, _, path = str(exc).partition(" - at `$.")
+            key = path.rstrip("`") or "?"
+            raise ConfigError(
+                f"{where}: setting {key!r}: {detail[:1].lower()}{detail[1:]}"
+            ) from exc
 
     def merge(self, over: ModelSettings | None) -> ModelSettings:
         """These settings with every field ``over`` sets put on top (``extra`` merges by key)."""
@@ -108,23 +112,13 @@ def effective_settings(
     """What a provider applies to ``request``: the request's own fields
     (``max_tokens``, ``temperature``, ``stop_sequences``), then the model's
     settings, then ``request.settings`` (the role's), each over the one before.
-
-    Raises:
-        regiment.errors.ConfigError: ``thinking_budget`` is not below ``max_tokens``.
     """
     base = ModelSettings(
         max_tokens=request.max_tokens,
         temperature=request.temperature,
         stop_sequences=request.stop_sequences or None,
     )
-    merged = base.merge(model_settings).merge(request.settings)
-    budget, most = merged.thinking_budget, merged.max_tokens
-    if budget is not None and most is not None and budget >= most:
-        raise ConfigError(
-            f"thinking_budget ({budget}) must be below max_tokens ({most}), as thinking "
-            "tokens count toward max_tokens; raise max_tokens or lower thinking_budget"
-        )
-    return merged
+    return base.merge(model_settings).merge(request.settings)
 
 
 def _check(settings: ModelSettings) -> None:

@@ -63,6 +63,7 @@ class StandIn:
     replies: deque[Reply] = field(default_factory=deque)
     requests: list[Recorded] = field(default_factory=list)
     received: anyio.Event = field(default_factory=anyio.Event)
+    streaming: bool = True  # whether the test's model asks for streams (fixtures set it)
 
     def queue(self, *replies: Reply) -> None:
         self.replies.extend(replies)

@@ -54,7 +54,7 @@ async def api(request: pytest.FixtureRequest) -> AsyncIterator[StandIn]:
     error = {"type": "api_error", "message": "the stand-in had no reply queued"}
     no_reply = Reply(500, {"type": "error", "error": error}, {"x-should-retry": "false"})
     async for server in serve(no_reply):
-        server.streaming = request.param == "stream"  # type: ignore[attr-defined]
+        server.streaming = request.param == "stream"
         yield server
 
 
@@ -67,7 +67,7 @@ def model_for(
         base_url=api.base_url,
         max_retries=max_retries,
         sdk_tracing=sdk_tracing,
-        stream=api.streaming,  # type: ignore[attr-defined]
+        stream=api.streaming,
         **options,
     )
 
@@ -109,7 +109,7 @@ async def test_request_shape(api: StandIn) -> None:
         "tool_choice": {"type": "any"},
         "temperature": 0.25,
         "stop_sequences": ["END"],
-        **({"stream": True} if api.streaming else {}),  # type: ignore[attr-defined]
+        **({"stream": True} if api.streaming else {}),
     }
     assert response.text == "Sunny."
     assert (response.stop_reason, response.model, response.response_id) == (
