@@ -149,7 +149,14 @@ async def run_tool_loop(
     for _ in range(max_iterations):
         if (reason := _out_of_allowance(assign, progress)) is not None:
             return progress.report(assign, worker, "budget_exhausted", error=reason)
-        request = ModelRequest(system=system, messages=tuple(messages), tools=toolset.definitions)
+        request = ModelRequest(
+            system=system,
+            messages=tuple(messages),
+            tools=toolset.definitions,
+            role="worker",
+            worker=worker,
+            step_id=assign.step.id,
+        )
         response = await caller.call(request)
         progress.model_calls += 1
         progress.usage = progress.usage + response.usage
