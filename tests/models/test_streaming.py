@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
+import anyio
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from regiment.errors import ConfigError
 from regiment.models import (
     Message,
     ModelRequest,
@@ -44,7 +46,7 @@ class Collected:
 
 
 async def test_scripted_text_streams_a_word_at_a_time() -> None:
-    model = ScriptedModel(["  It is snowing in Oslo (-3 C).\n"])
+    model = ScriptedModel(["  It is snowing in Oslo (-3 C).\n"], delta_size=1)
     sink = Collected()
     response = await model.stream(ask(), sink)
     assert [d.text for d in sink.deltas if isinstance(d, TextPartDelta)] == [
@@ -74,17 +76,40 @@ async def test_scripted_tool_calls_stream_as_a_start_and_the_arguments() -> None
     assert response.tool_calls == reply.tool_calls
 
 
-@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=200))
-def test_scripted_deltas_always_join_to_the_text(text: str) -> None:
-    import anyio
+async def test_scripted_text_pieces_are_at_least_delta_size_long() -> None:
+    text = "one two three four five six seven eight nine ten eleven twelve"
+    sink = Collected()
+    await ScriptedModel([text], delta_size=12).stream(ask(), sink)
+    pieces = [d.text for d in sink.deltas if isinstance(d, TextPartDelta)]
+    assert pieces == [
+        "one two three ",
+        "four five six ",
+        "seven eight ",
+        "nine ten eleven ",
+        "twelve",
+    ]
 
-    async def run() -> tuple[str, str]:
+
+@given(
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=200),
+    st.integers(min_value=1, max_value=50),
+)
+def test_scripted_deltas_always_join_to_the_text(text: str, delta_size: int) -> None:
+    async def run() -> tuple[str, list[str]]:
         sink = Collected()
-        response = await ScriptedModel([text_response(text)]).stream(ask(), sink)
-        return sink.text(), response.text
+        model = ScriptedModel([text_response(text)], delta_size=delta_size)
+        response = await model.stream(ask(), sink)
+        return response.text, [d.text for d in sink.deltas if isinstance(d, TextPartDelta)]
 
-    joined, final = anyio.run(run)
-    assert joined == final == text
+    final, pieces = anyio.run(run)
+    assert "".join(pieces) == final == text
+    assert all(len(piece) >= delta_size for piece in pieces[:-1])
+    assert all(piece for piece in pieces)
+
+
+def test_delta_size_must_be_positive() -> None:
+    with pytest.raises(ConfigError, match="delta_size must be at least 1"):
+        ScriptedModel(["x"], delta_size=0)
 
 
 class CompleteOnly:
@@ -110,7 +135,7 @@ async def test_stream_response_hands_a_complete_only_model_out_whole() -> None:
 
 
 async def test_stream_response_streams_a_streaming_model() -> None:
-    model = ScriptedModel(["one two three"])
+    model = ScriptedModel(["one two three"], delta_size=1)
     assert isinstance(model, StreamingModel)
     sink = Collected()
     await stream_response(model, ask(), sink)
