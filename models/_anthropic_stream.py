@@ -10,14 +10,17 @@ from regiment.models._stream import PartDelta, TextPartDelta, ToolCallPartDelta,
 
 __all__ = ("PartIndexer",)
 
+# The block kinds the response keeps as parts (server tool blocks are left out).
+_KEPT = ("text", "tool_use", "thinking", "redacted_thinking")
+
 
 @final
 class PartIndexer:
     """Turns stream events into part deltas numbered as the final response's parts.
 
-    The API numbers every content block; the response keeps only text and
-    ``tool_use`` blocks, so a thinking block before them must not shift the
-    indexes the deltas carry.
+    The API numbers every content block; the response keeps text, ``tool_use``
+    and thinking blocks only, so a block it leaves out must not shift the
+    indexes the deltas carry. Thinking is not handed out as deltas.
     """
 
     def __init__(self) -> None:
@@ -35,12 +38,13 @@ class PartIndexer:
             self.stopped = True
         elif event.type == "content_block_start":
             block = event.content_block
-            if block.type not in ("text", "tool_use"):
+            if block.type not in _KEPT:
                 return None
             index = self._parts[event.index] = len(self._parts)
             if block.type == "tool_use":
                 return ToolCallPartStart(index=index, id=block.id, name=block.name)
-            return TextPartDelta(index=index, text=block.text) if block.text else None
+            if block.type == "text" and block.text:
+                return TextPartDelta(index=index, text=block.text)
         elif event.type == "content_block_delta":
             index_or_none = self._parts.get(event.index)
             delta = event.delta

@@ -24,7 +24,9 @@ from regiment.models._messages import (
     ModelRequest,
     ModelResponse,
     Part,
+    ResponsePart,
     TextPart,
+    ThinkingPart,
     ToolCallPart,
     ToolResultPart,
     Usage,
@@ -141,6 +143,10 @@ def _block_param(part: Part) -> ContentBlockParam:
             return {"type": "text", "text": text}
         case ToolCallPart(id=call_id, name=name, arguments=arguments):
             return {"type": "tool_use", "id": call_id, "name": name, "input": dict(arguments)}
+        case ThinkingPart(thinking=thinking, signature=signature, redacted=redacted):
+            if redacted is not None:
+                return {"type": "redacted_thinking", "data": redacted}
+            return {"type": "thinking", "thinking": thinking, "signature": signature}
         case ToolResultPart(call_id=call_id, content=content, is_error=is_error):
             if is_error:
                 return {
@@ -181,16 +187,21 @@ def tool_choice_param(choice: Literal["auto", "any", "none"]) -> ToolChoiceParam
 def response_from_message(message: AnthropicMessage) -> ModelResponse:
     """A Messages API reply as our ``ModelResponse``.
 
-    Text and ``tool_use`` blocks are kept; other block kinds (thinking, server
-    tools) are not requested by this adapter, so they are left out.
+    Text, ``tool_use`` and thinking blocks are kept (thinking goes back to the
+    API with the conversation); other block kinds (server tools) are not
+    requested by this adapter, so they are left out.
     """
-    parts: list[TextPart | ToolCallPart] = []
+    parts: list[ResponsePart] = []
     for block in message.content:
         if block.type == "text":
             parts.append(TextPart(text=block.text))
         elif block.type == "tool_use":
             arguments = cast(JsonObject, dict(block.input))
             parts.append(ToolCallPart(id=block.id, name=block.name, arguments=arguments))
+        elif block.type == "thinking":
+            parts.append(ThinkingPart(thinking=block.thinking, signature=block.signature))
+        elif block.type == "redacted_thinking":
+            parts.append(ThinkingPart(redacted=block.data))
     usage = message.usage
     return ModelResponse(
         parts=tuple(parts),

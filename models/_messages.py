@@ -20,7 +20,9 @@ __all__ = (
     "ModelRequest",
     "ModelResponse",
     "Part",
+    "ResponsePart",
     "Role",
+    "ThinkingPart",
     "TextPart",
     "ToolCallPart",
     "ToolResultPart",
@@ -69,8 +71,28 @@ class ToolResultPart(msgspec.Struct, frozen=True, kw_only=True, tag="tool_result
     is_error: bool = False
 
 
-Part: TypeAlias = TextPart | ToolCallPart | ToolResultPart
+class ThinkingPart(msgspec.Struct, frozen=True, kw_only=True, tag="thinking"):
+    """The model's reasoning before it answered (Claude's extended thinking).
+
+    It is kept in the reply and sent back as it came in the next request,
+    as the API requires when thinking and tool use mix.
+
+    Attributes:
+        thinking: the reasoning text (empty when redacted).
+        signature: the provider's signature over it.
+        redacted: the encrypted reasoning, when the provider redacted it.
+    """
+
+    thinking: str = ""
+    signature: str = ""
+    redacted: str | None = None
+
+
+Part: TypeAlias = TextPart | ToolCallPart | ToolResultPart | ThinkingPart
 """Any part of a message."""
+
+ResponsePart: TypeAlias = TextPart | ToolCallPart | ThinkingPart
+"""A part a model can reply with."""
 
 
 class Message(msgspec.Struct, frozen=True, kw_only=True):
@@ -195,7 +217,8 @@ class ModelResponse(msgspec.Struct, frozen=True, kw_only=True):
     """What one model call returned.
 
     Attributes:
-        parts: text and tool calls, in the order the model wrote them.
+        parts: text, tool calls (and thinking, when asked for), in the order
+            the model wrote them.
         stop_reason: why the model stopped, in the provider's words (for
             Anthropic: ``end_turn``, ``tool_use``, ``max_tokens``,
             ``stop_sequence``, ``refusal``, ...).
@@ -204,7 +227,7 @@ class ModelResponse(msgspec.Struct, frozen=True, kw_only=True):
         response_id: the provider's id for the response, if it gives one.
     """
 
-    parts: tuple[TextPart | ToolCallPart, ...]
+    parts: tuple[ResponsePart, ...]
     stop_reason: str
     usage: Usage = msgspec.field(default_factory=Usage)
     model: str

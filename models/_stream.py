@@ -14,7 +14,13 @@ from typing import Protocol, TypeAlias, assert_never, runtime_checkable
 
 import msgspec
 
-from regiment.models._messages import ModelRequest, ModelResponse, TextPart, ToolCallPart
+from regiment.models._messages import (
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+)
 from regiment.models._protocol import Model
 
 __all__ = (
@@ -33,7 +39,8 @@ class TextPartDelta(msgspec.Struct, frozen=True, kw_only=True, tag="text_delta")
     """More text for the text part at ``index`` of the reply.
 
     Attributes:
-        index: the part's position in the final ``ModelResponse.parts``.
+        index: the part's position in the final ``ModelResponse.parts``
+            (thinking parts count, though they are not streamed).
         text: the new text; a part's deltas, joined, are its whole text.
     """
 
@@ -121,5 +128,7 @@ async def emit_response(response: ModelResponse, on_delta: DeltaHandler) -> None
                 await on_delta(ToolCallPartStart(index=index, id=call_id, name=name))
                 encoded = msgspec.json.encode(arguments).decode()
                 await on_delta(ToolCallPartDelta(index=index, arguments=encoded))
+            case ThinkingPart():
+                pass  # reasoning is not part of the answer
             case _:
                 assert_never(part)

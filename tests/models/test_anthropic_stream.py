@@ -15,18 +15,26 @@ from regiment.models import (
     ModelSettings,
     PartDelta,
     TextPartDelta,
+    ThinkingPart,
     ToolCallPart,
     ToolCallPartDelta,
     ToolCallPartStart,
+    ToolResultPart,
     Usage,
     stream_response,
 )
+from regiment.tools import ToolDefinition
 
 from .messages_api import Block, error, message, message_events
 from .standin import Reply, StandIn, serve
 
 pytestmark = pytest.mark.anyio
 
+WEATHER = ToolDefinition(
+    name="get_weather",
+    description="Current weather for a city.",
+    input_schema={"type": "object", "properties": {"city": {"type": "string"}}},
+)
 TOOL_USE: Block = {
     "type": "tool_use",
     "id": "toolu_1",
@@ -94,15 +102,33 @@ async def test_text_and_tool_call_deltas_add_up_to_the_final_response(api: Stand
     )
 
 
-async def test_a_thinking_block_does_not_shift_part_indexes(api: StandIn) -> None:
-    thinking: Block = {"type": "thinking", "thinking": "Hmm.", "signature": "sig"}
-    reply = message([thinking, {"type": "text", "text": "Snow."}])
-    api.queue(reply)
+async def test_thinking_is_kept_and_sent_back_with_the_conversation(api: StandIn) -> None:
+    thinking: Block = {"type": "thinking", "thinking": "Oslo, so snow.", "signature": "sig1"}
+    api.queue(
+        message(
+            [thinking, {"type": "text", "text": "Checking."}, TOOL_USE], stop_reason="tool_use"
+        ),
+        message([{"type": "text", "text": "Snow."}]),
+    )
     sink = Collected()
+    settings = ModelSettings(max_tokens=4000, thinking_budget=1024)
+    first = ask(tools=(WEATHER,), settings=settings)
     async with model_for(api) as model:
-        response = await model.stream(ask(), sink)
-    assert response.text == "Snow." == sink.text(0)
-    assert {d.index for d in sink.deltas} == {0}
+        response = await model.stream(first, sink)
+        assert response.parts[0] == ThinkingPart(thinking="Oslo, so snow.", signature="sig1")
+        assert response.text == "Checking." == sink.text(1)  # thinking is part 0, not streamed
+        assert {d.index for d in sink.deltas} == {1, 2}
+        results = Message.tool_results((ToolResultPart(call_id="toolu_1", content="snow"),))
+        follow_up = ModelRequest(
+            messages=(*first.messages, response.to_message(), results),
+            tools=(WEATHER,),
+            settings=settings,
+        )
+        await model.complete(follow_up)
+    assert api.requests[0].body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    sent_back = api.requests[1].body["messages"][1]["content"]
+    assert sent_back[0] == {"type": "thinking", "thinking": "Oslo, so snow.", "signature": "sig1"}
+    assert [block["type"] for block in sent_back] == ["thinking", "text", "tool_use"]
 
 
 async def test_cache_tokens_are_read_from_the_stream(api: StandIn) -> None:
