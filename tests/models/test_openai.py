@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import socket
 import sys
 from collections.abc import AsyncIterator
 
-import anyio
 import openai
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
@@ -182,26 +180,6 @@ async def test_tool_call_round_trip(api: StandIn) -> None:
     ]
 
 
-async def test_deltas_add_up_to_the_final_response(api: StandIn) -> None:
-    text = "Let me look that up for you right away."
-    api.queue(
-        completion(text, CALL, ("call_2", "get_weather", '{"city": "Bergen"}'), finish="tool_calls")
-    )
-    sink = Collected()
-    async with model_for(api) as model:
-        response = await model.stream(ask(tools=(WEATHER,)), sink)
-    assert sink.joined(0) == response.text == text
-    starts = [d for d in sink.deltas if isinstance(d, ToolCallPartStart)]
-    assert starts == [
-        ToolCallPartStart(index=1, id="call_1", name="get_weather"),
-        ToolCallPartStart(index=2, id="call_2", name="get_weather"),
-    ]
-    assert [json.loads(sink.joined(i)) for i in (1, 2)] == [{"city": "Oslo"}, {"city": "Bergen"}]
-    assert [c.arguments for c in response.tool_calls] == [{"city": "Oslo"}, {"city": "Bergen"}]
-    if api.streaming:
-        assert len([d for d in sink.deltas if isinstance(d, TextPartDelta)]) > 5
-
-
 async def test_usage_counts_cached_prompt_tokens_apart(api: StandIn) -> None:
     api.queue(completion("ok", prompt=1000, output=20, cached=800))
     async with model_for(api) as model:
@@ -214,20 +192,6 @@ async def test_unparseable_tool_arguments_go_back_to_the_model(api: StandIn) -> 
     async with model_for(api) as model:
         response = await model.complete(ask(tools=(WEATHER,)))
     assert response.tool_calls[0].arguments == {"_unparsed_arguments": "{city: Oslo"}
-
-
-@pytest.mark.parametrize(
-    ("status", "kind"), [(429, "rate_limit_exceeded"), (529, "overloaded"), (500, "server_error")]
-)
-async def test_transient_errors_are_retried_by_the_sdk(
-    api: StandIn, status: int, kind: str
-) -> None:
-    api.queue(error(status, kind, "try later", **{"retry-after-ms": "1"}), completion("made it"))
-    async with model_for(api) as model:
-        response = await model.complete(ask())
-    assert response.text == "made it"
-    assert len(api.requests) == 2
-    assert api.requests[0].body == api.requests[1].body
 
 
 async def test_an_error_status_after_retries_is_translated(api: StandIn) -> None:
@@ -269,23 +233,6 @@ async def test_the_timeout_setting_applies_per_request(api: StandIn) -> None:
     async with model_for(api, max_retries=0) as model:
         with pytest.raises(ModelConnectionError, match="did not answer in time"):
             await model.complete(ask(settings=ModelSettings(timeout=0.2)))
-
-
-async def test_cancellation_is_not_translated(api: StandIn) -> None:
-    api.queue(Reply(200, {}, hold=True))
-    finished = False
-    async with model_for(api) as model:
-
-        async def call() -> None:
-            nonlocal finished
-            await model.complete(ask())
-            finished = True
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(call)
-            await api.received.wait()
-            tg.cancel_scope.cancel()
-    assert not finished
 
 
 async def test_the_chat_span_names_openai_as_the_provider(api: StandIn) -> None:
