@@ -166,7 +166,7 @@ class AnthropicModel:
 
         With ``stream=False`` the reply comes in one piece and its parts are
         handed to ``on_delta`` whole. A stream that breaks off is not retried
-        (pieces were already handed out): it raises ``ModelConnectionError``.
+        (pieces may already be handed out): it raises ``ModelConnectionError``.
         """
         params = self._params(request)
         if self._stream:
@@ -190,7 +190,7 @@ class AnthropicModel:
         try:
             indexer = PartIndexer()
             while True:
-                with self._translated():
+                with self._translated(reading=True):
                     event = await anext(stream, None)
                     delta = indexer.delta(event) if event is not None else None
                 if event is None:
@@ -201,9 +201,9 @@ class AnthropicModel:
                 raise ModelConnectionError(
                     f"the Anthropic API's stream for model {self._model!r} ended before "
                     "its message_stop event; the reply is incomplete and was not retried, "
-                    "as parts of it were already handed out; try the call again"
+                    "as its pieces may already be handed out; try the call again"
                 )
-            with self._translated():
+            with self._translated(reading=True):
                 message = await stream.get_final_message()
         finally:
             with anyio.CancelScope(shield=True):  # release the connection even when cancelled
@@ -211,8 +211,9 @@ class AnthropicModel:
         return response_from_message(message)
 
     @contextlib.contextmanager
-    def _translated(self) -> Iterator[None]:
-        """Turn the SDK's and the transport's errors into ours (cancellation passes)."""
+    def _translated(self, *, reading: bool = False) -> Iterator[None]:
+        """Turn the SDK's and the transport's errors into ours (cancellation passes);
+        ``reading``: the block reads stream events, so bad data is the server's."""
         try:
             yield
         except anthropic.APIStatusError as exc:
@@ -229,10 +230,12 @@ class AnthropicModel:
         except httpx2.TransportError as exc:  # only mid-stream: the SDK retries the rest
             raise ModelConnectionError(
                 f"the Anthropic API's stream for model {self._model!r} broke off ({exc!r}); "
-                "it was not retried, as parts of the reply were already handed out; try "
-                "the call again, or check the network and any proxy in between"
+                "a broken stream is not retried, as its pieces may already be handed out; "
+                "try the call again, or check the network and any proxy in between"
             ) from exc
         except _UNREADABLE as exc:
+            if not reading:
+                raise
             raise ModelAPIError(
                 f"the Anthropic API sent a stream event for model {self._model!r} that could "
                 f"not be read ({exc}); check base_url points at the Messages API, or try again"
@@ -315,7 +318,7 @@ def _api_error(exc: anthropic.APIStatusError, model: str) -> ModelAPIError:
         return ModelAPIError(
             f"the Anthropic API sent an error mid-stream for model {model!r}: "
             f"{error_type or 'error'}: {text} (request id {request_id}); the call was not "
-            "retried, as parts of the reply were already handed out; try it again",
+            "retried, as parts of the reply may already be handed out; try it again",
             error_type=error_type,
             request_id=request_id,
         )

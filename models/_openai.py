@@ -156,6 +156,7 @@ class OpenAIModel:
     async def _plain(self, params: CallParams) -> ModelResponse:
         with self._translated():
             completion = await self._client.chat.completions.create(**params)
+        with self._translated(reading=True):
             return response_from_completion(completion)
 
     async def _streamed(self, params: CallParams, on_delta: DeltaHandler | None) -> ModelResponse:
@@ -169,7 +170,7 @@ class OpenAIModel:
             reader = ChunkReader()
             lines = response.iter_lines()
             while True:
-                with self._translated():
+                with self._translated(reading=True):
                     line = await anext(lines, None)
                     deltas = reader.line(line) if line is not None else []
                 if line is None:
@@ -183,7 +184,7 @@ class OpenAIModel:
         if reader.stop_reason is None:
             raise ModelConnectionError(
                 f"the stream from {self._where()} ended before its finish_reason; the reply "
-                "is incomplete and was not retried, as parts of it were already handed out; "
+                "is incomplete and was not retried, as its pieces may already be handed out; "
                 "try the call again"
             )
         return reader.response()
@@ -192,8 +193,9 @@ class OpenAIModel:
         return f"{self._client.base_url} for model {self._model!r}"
 
     @contextlib.contextmanager
-    def _translated(self) -> Iterator[None]:
-        """Turn the SDK's and the transport's errors into ours (cancellation passes)."""
+    def _translated(self, *, reading: bool = False) -> Iterator[None]:
+        """Turn the SDK's and the transport's errors into ours (cancellation passes);
+        ``reading``: the block reads stream events, so bad data is the server's."""
         try:
             yield
         except openai.APIStatusError as exc:
@@ -213,15 +215,17 @@ class OpenAIModel:
             raise ModelAPIError(
                 f"the Chat Completions API at {self._where()} sent an error mid-stream: "
                 f"{exc.error_type or 'error'}: {exc}; the call was not retried, as parts of "
-                "the reply were already handed out; try it again",
+                "the reply may already be handed out; try it again",
                 error_type=exc.error_type,
             ) from exc
         except httpx2.TransportError as exc:  # only mid-stream: the SDK retries the rest
             raise ModelConnectionError(
-                f"the stream from {self._where()} broke off ({exc!r}); it was not retried, "
-                "as parts of the reply were already handed out; try the call again"
+                f"the stream from {self._where()} broke off ({exc!r}); a broken stream is not "
+                "retried, as its pieces may already be handed out; try the call again"
             ) from exc
         except _UNREADABLE as exc:
+            if not reading:
+                raise
             raise ModelAPIError(
                 f"the Chat Completions API at {self._where()} sent a reply that could not be "
                 f"read ({exc}); check base_url points at a Chat Completions server"

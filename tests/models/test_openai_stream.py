@@ -83,3 +83,12 @@ async def test_malformed_chunks_are_a_clear_error(api: StandIn, data: str) -> No
         with pytest.raises(ModelAPIError, match="could not be read"):
             await model.complete(ask())
     assert len(api.requests) == 1
+
+
+async def test_a_plain_reply_without_choices_is_a_clear_error(api: StandIn) -> None:
+    api.queue(Reply(200, {"id": "x", "object": "chat.completion", "model": "m", "choices": []}))
+    async with OpenAIModel(
+        "gpt-test-1", api_key="k", base_url=f"{api.base_url}/v1", stream=False
+    ) as model:
+        with pytest.raises(ModelAPIError, match="could not be read"):
+            await model.complete(ask())
