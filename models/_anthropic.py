@@ -58,9 +58,10 @@ class AnthropicModel:
     Messages API, and ``stream(request, on_delta)`` hands out its text and
     tool-call pieces as they arrive; ``stream=False`` makes plain calls.
 
-    Prompt caching (on by default): the last tool definition and the system
-    prompt carry cache breakpoints, so the stable prefix a role repeats on
-    every call is read from the cache at a tenth of the input price; the
+    Prompt caching (on by default): the last tool definition, the system
+    prompt and the last block of a conversation under way carry cache
+    breakpoints, so the prefix a role repeats on every call (and a tool loop
+    on every turn) is read from the cache at a tenth of the input price; the
     ``Usage`` of a reply counts ``cache_read_tokens`` and ``cache_write_tokens``.
     ``prompt_caching=False`` sends no breakpoints.
 

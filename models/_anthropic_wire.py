@@ -69,9 +69,11 @@ def call_params(
 
     With ``prompt_caching``, the stable prefix gets cache breakpoints: the last
     tool definition (so the tools are cached on their own, as workers that
-    share tools differ in their system prompts) and the system prompt (tools
-    and system together). The API ignores a breakpoint whose prefix is below
-    the model's minimum cacheable length, so short prompts cost nothing extra.
+    share tools differ in their system prompts), the system prompt (tools and
+    system together) and, in a conversation under way, its last block (three
+    of the four breakpoints the API allows). The API ignores a breakpoint
+    whose prefix is below the model's minimum cacheable length, so short
+    prompts cost nothing extra.
 
     Raises:
         regiment.errors.ConfigError: ``thinking_budget`` is not below ``max_tokens``.
@@ -90,7 +92,7 @@ def call_params(
     return {
         "model": model,
         "max_tokens": most,
-        "messages": message_params(request),
+        "messages": message_params(request, cache=prompt_caching),
         "system": _system_param(request.system, cache=prompt_caching),
         "tools": tools,
         "tool_choice": tool_choice_param(request.tool_choice) if request.tool_choice else omit,
@@ -120,9 +122,21 @@ def _extra_body(settings: ModelSettings) -> dict[str, object] | None:
     return body or None
 
 
-def message_params(request: ModelRequest) -> list[MessageParam]:
-    """The request's conversation as Messages API ``messages``."""
-    return [_message_param(message) for message in request.messages]
+def message_params(request: ModelRequest, *, cache: bool = False) -> list[MessageParam]:
+    """The request's conversation as Messages API ``messages``.
+
+    With ``cache``, a conversation that is under way (more than one message:
+    a tool loop, a re-prompt) gets a breakpoint on its last block, so the next
+    call, which repeats all of it, reads it from the cache.
+    """
+    params = [_message_param(message) for message in request.messages]
+    if cache and len(params) > 1:
+        last = params[-1]["content"]
+        if isinstance(last, list) and last:
+            block = last[-1]
+            if block["type"] in ("text", "tool_result", "tool_use"):
+                block["cache_control"] = {"type": "ephemeral"}
+    return params
 
 
 def _message_param(message: Message) -> MessageParam:

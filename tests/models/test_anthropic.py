@@ -10,6 +10,7 @@ its transport picks the trio backend), so these tests run on both backends.
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -176,9 +177,12 @@ async def test_tool_use_round_trip(api: StandIn) -> None:
                 "tool_use_id": "toolu_2",
                 "content": "no such city",
                 "is_error": True,
+                # the conversation is under way: the next call reads it from the cache
+                "cache_control": {"type": "ephemeral"},
             },
         ],
     }
+    assert "cache_control" not in json.dumps(api.requests[0].body["messages"])  # one message
 
 
 async def test_usage_is_mapped(api: StandIn) -> None:
