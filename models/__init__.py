@@ -1,9 +1,13 @@
-"""Models: the ``Model`` protocol, Claude via the Anthropic SDK, and a scripted model.
+"""Models: the ``Model`` protocol, Claude via the Anthropic SDK, OpenAI and any
+Chat Completions server via the ``openai`` SDK (an optional extra), and a scripted model.
 
-Every role in a team (planner, workers, critic, synthesizer) talks to its model
-through ``Model.complete(ModelRequest) -> ModelResponse``, using the
+Every role in a team (planner, workers, critic, compressor, synthesizer) talks to
+its model through ``Model.complete(ModelRequest) -> ModelResponse``, using the
 provider-neutral message types defined here, so each role can use a different
-model and tests can use ``ScriptedModel``.
+model and tests can use ``ScriptedModel``. A request says who asks
+(``request.role``) and how the call is tuned (``ModelSettings``); a streaming
+model also has ``stream(request, on_delta)``, and ``stream_response`` streams
+any model.
 """
 
 from typing import TYPE_CHECKING

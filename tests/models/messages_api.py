@@ -58,6 +58,8 @@ def _block_events(index: int, block: Block) -> list[SseEvent]:
             event("content_block_delta", delta={"type": "input_json_delta", "partial_json": half})
             for half in halves
         ]
+    elif block["type"] == "redacted_thinking":
+        opened, deltas = event("content_block_start", content_block=block), []
     elif block["type"] == "thinking":
         opened = event(
             "content_block_start",

@@ -215,3 +215,19 @@ def test_message_events_round_trip() -> None:
         "message_delta",
         "message_stop",
     ]
+
+
+async def test_redacted_thinking_goes_back_as_it_came(api: StandIn) -> None:
+    redacted: Block = {"type": "redacted_thinking", "data": "EncryptedBlob=="}
+    api.queue(
+        message([redacted, {"type": "text", "text": "Hi."}]),
+        message([{"type": "text", "text": "Bye."}]),
+    )
+    async with model_for(api) as model:
+        response = await model.complete(ask())
+        assert response.parts[0] == ThinkingPart(redacted="EncryptedBlob==")
+        assert response.text == "Hi."
+        messages = (*ask().messages, response.to_message(), Message.user("again"))
+        await model.complete(ModelRequest(messages=messages))
+    sent_back = api.requests[1].body["messages"][1]["content"]
+    assert sent_back[0] == {"type": "redacted_thinking", "data": "EncryptedBlob=="}
