@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -168,7 +169,8 @@ class ScriptedModel:
         )
 
 
-def _pieces(text: str, size: int) -> list[str]:
+@functools.lru_cache(maxsize=256)  # scripts repeat their replies; cutting is pure
+def _pieces(text: str, size: int) -> tuple[str, ...]:
     """``text`` cut at word ends (after a word's trailing spaces) into pieces of at
     least ``size`` characters; the last piece may be shorter."""
     pieces: list[str] = []
@@ -178,7 +180,7 @@ def _pieces(text: str, size: int) -> list[str]:
         end = found.end() if found else length
         pieces.append(text[start:end])
         start = end
-    return pieces
+    return tuple(pieces)
 
 
 def _ordinal(number: int) -> str:
