@@ -8,13 +8,17 @@ streaming engine would. Every worker reply is a 136-character sentence,
 which the scripted model's default ``delta_size`` (32) hands out in 4 to 5
 text deltas; the planner's JSON comes in 17. It prints the median µs per
 step of each and the overhead of streaming (target ≤ 10%).
-``--backend trio`` runs on trio.
+``--backend trio`` runs on trio. Wall-clock figures on a busy shared machine
+move by ±20% between runs; ``--instructions`` counts CPU instructions per
+step under valgrind's callgrind instead, which repeat exactly (a few minutes).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
+import subprocess
 import sys
 from typing import final
 
@@ -114,11 +118,61 @@ def per_step_us(backend: str) -> tuple[float, float]:
     return plain_s * 1e6 / SEQ_STEPS, streamed_s * 1e6 / SEQ_STEPS
 
 
+def _run_child(mode: str, runs: int) -> None:
+    brain = _brain(SEQ_STEPS)
+    team = _team(Streamed(brain) if mode == "streamed" else brain, SEQ_STEPS)
+
+    async def go() -> None:
+        async with team.start() as running:
+            for _ in range(3 + runs):  # three warm-up runs, as bench/instructions.py does
+                result = await running.run("do the steps")
+                assert result.status == "completed", result.status
+
+    anyio.run(go)
+
+
+def _instructions(mode: str, runs: int) -> int:
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    done = subprocess.run(
+        [*command, sys.executable, __file__, "--child", mode, str(runs)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = re.search(r"Collected\s*:\s*(\d+)", done.stderr)
+    if found is None:
+        raise RuntimeError(f"callgrind printed no total for {mode}:\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def instructions_per_step(mode: str, runs: int = 20) -> float:
+    """Thousands of CPU instructions per step (callgrind), which repeat exactly."""
+    extra = _instructions(mode, runs) - _instructions(mode, 0)
+    return extra / (runs * SEQ_STEPS) / 1000
+
+
 def main(argv: list[str]) -> None:
     """Measure both ways and print the overhead."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--backend", default="asyncio", choices=("asyncio", "trio"))
+    parser.add_argument(
+        "--instructions", action="store_true", help="count CPU instructions (valgrind)"
+    )
+    parser.add_argument("--child", nargs=2, metavar=("MODE", "RUNS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child:
+        _run_child(args.child[0], int(args.child[1]))
+        return
+    if args.instructions:
+        plain_k = instructions_per_step("plain")
+        streamed_k = instructions_per_step("streamed")
+        overhead = streamed_k / plain_k - 1
+        verdict = "met" if overhead <= TARGET_OVERHEAD else "MISSED"
+        print(f"streaming overhead per step (asyncio, callgrind, {SEQ_STEPS}-step runs)")
+        print(f"  not streamed  {plain_k:9.1f} k instructions per step")
+        print(f"  streamed      {streamed_k:9.1f} k instructions per step")
+        print(f"  overhead      {overhead:9.1%}   target ≤ {TARGET_OVERHEAD:.0%}: {verdict}")
+        return
     plain, streamed = per_step_us(args.backend)
     overhead = streamed / plain - 1
     verdict = "met" if overhead <= TARGET_OVERHEAD else "MISSED"
