@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Literal, assert_never
 
 import anyio
+import msgspec
 from opentelemetry.trace import Span
 
 from regiment.actors import Actor, ActorRef
@@ -51,7 +52,7 @@ from regiment.hierarchy._run_messages import (
 )
 from regiment.hierarchy._run_state import RunChannel, RunState
 from regiment.hierarchy._worker import WorkerSpec
-from regiment.models import Message, ModelRequest, estimate_tokens
+from regiment.models import Message, ModelRequest, Role, estimate_tokens
 from regiment.telemetry import (
     Telemetry,
     headers_for,
@@ -129,6 +130,7 @@ class RunBase(Actor[PlannerMessage, None]):
         self._token += 1
         scope = anyio.CancelScope()
         self._model_scope = scope
+        request = msgspec.structs.replace(request, role=REQUEST_ROLES[purpose])
         self.ctx.start_soon(self._model_task, purpose, caller, request, self._token, scope)
 
     async def _model_task(
@@ -325,6 +327,17 @@ ROLES: dict[Purpose, str] = {
     "plan": "planner",
     "replan": "planner",
     "round": "planner",
+    "critique": "critic",
+    "compress": "compressor",
+    "synthesis": "synthesizer",
+}
+
+
+# The role a model call is made in, as ModelRequest.role tells the model (a brain).
+REQUEST_ROLES: dict[Purpose, Role] = {
+    "plan": "planner",
+    "replan": "replanner",
+    "round": "replanner",
     "critique": "critic",
     "compress": "compressor",
     "synthesis": "synthesizer",
