@@ -26,7 +26,7 @@ from regiment.hierarchy._step_actor import StepActor
 from regiment.hierarchy._worker_loop import StepProgress, run_tool_loop
 from regiment.models import Model
 from regiment.telemetry import Telemetry
-from regiment.tools import Tool, Toolset
+from regiment.tools import MCPServer, Tool, Toolset, WorkerTools
 
 __all__ = ("Worker", "WorkerActor", "WorkerSpec", "check_worker_name")
 
@@ -66,7 +66,8 @@ class Worker:
         name: how plans refer to it (letters, digits, ``_`` and ``-``).
         description: what it is good at; the planner reads this.
         model: the model for its tool loop.
-        tools: its tool set; it can call nothing else.
+        tools: its tool set, or tools and :class:`~regiment.tools.MCPServer` s (whose
+            tools it gets when the team starts); it can call nothing else.
         max_iterations: model calls per step before the step ends as ``iteration_limit``.
         system_prompt: replaces the default worker instructions.
         step_timeout: seconds a step may take before it ends as ``timed_out``.
@@ -77,13 +78,14 @@ class Worker:
     name: str
     description: str
     model: Model
-    tools: Toolset | Iterable[Tool[..., object]] = ()
+    tools: Toolset | Iterable[Tool[..., object] | MCPServer] = ()
     max_iterations: int = 8
     system_prompt: str = ""
     step_timeout: float | None = 300.0
     max_concurrent_steps: int = 8
     artifact: bool = False
     toolset: Toolset = field(init=False, repr=False, compare=False)
+    mcp_servers: tuple[MCPServer, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_worker_name(self.name)
@@ -91,8 +93,12 @@ class Worker:
             raise ConfigError(
                 f"worker '{self.name}': max_iterations and max_concurrent_steps must be at least 1"
             )
-        toolset = self.tools if isinstance(self.tools, Toolset) else Toolset(self.name, self.tools)
+        items = () if isinstance(self.tools, Toolset) else tuple(self.tools)
+        servers = tuple(i for i in items if isinstance(i, MCPServer))
+        plain = [i for i in items if not isinstance(i, MCPServer)]
+        toolset = self.tools if isinstance(self.tools, Toolset) else Toolset(self.name, plain)
         object.__setattr__(self, "toolset", toolset)
+        object.__setattr__(self, "mcp_servers", servers)
 
     @property
     def capabilities(self) -> tuple[str, ...]:
@@ -113,6 +119,7 @@ class WorkerActor(StepActor):
         worker: Worker,
         prompts: Prompts,
         telemetry: Telemetry,
+        tools: WorkerTools | None = None,
     ) -> None:
         super().__init__(
             worker.name,
@@ -121,6 +128,7 @@ class WorkerActor(StepActor):
             step_timeout=worker.step_timeout,
         )
         self._worker = worker
+        self._tools = tools if tools is not None else WorkerTools(worker.toolset)
         self._prompts = prompts
         self._caller = ModelCaller(worker.model, worker.name, telemetry)
 
@@ -132,7 +140,7 @@ class WorkerActor(StepActor):
             description=worker.description,
             system_prompt=worker.system_prompt,
             max_iterations=worker.max_iterations,
-            toolset=worker.toolset,
+            toolset=self._tools.current(),  # MCP tool lists may change between steps
             caller=self._caller,
             telemetry=self._telemetry,
             prompts=self._prompts,

@@ -21,6 +21,10 @@ from regiment.tools._approval import (
 )
 from regiment.tools._decorator import tool
 from regiment.tools._definition import ToolDefinition
+from regiment.tools._mcp_connection import MCPConnection, MCPServerLost
+from regiment.tools._mcp_hub import MCPHub, WorkerTools
+from regiment.tools._mcp_server import MCPServer
+from regiment.tools._mcp_tools import MCPToolError
 from regiment.tools._policy import IdempotencyKey, ToolOptions, ToolPolicy
 from regiment.tools._result import ToolResult
 from regiment.tools._tool import Tool
@@ -34,6 +38,11 @@ __all__ = (
     "Deny",
     "EditArguments",
     "IdempotencyKey",
+    "MCPConnection",
+    "MCPHub",
+    "MCPServer",
+    "MCPServerLost",
+    "MCPToolError",
     "RetryableToolError",
     "Tool",
     "ToolDefinition",
@@ -42,5 +51,6 @@ __all__ = (
     "ToolResult",
     "Toolset",
     "ToolsetItem",
+    "WorkerTools",
     "tool",
 )

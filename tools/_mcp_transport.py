@@ -1,0 +1,92 @@
+"""Opening an MCP client session over stdio or streamable HTTP (the ``mcp`` SDK's transports).
+
+Everything here is entered and exited by the connection's owner task.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from opentelemetry.util.types import AttributeValue
+
+from regiment.tools._mcp_server import HttpTransport, MCPServer, StdioTransport
+
+if TYPE_CHECKING:
+    from mcp.client.session import ClientSession, MessageHandlerFnT
+
+__all__ = ("open_session", "span_attributes")
+
+# Reads may wait long on a slow tool; the tool's own timeout is what bounds a call.
+_CONNECT_TIMEOUT = 30.0
+_READ_TIMEOUT = 300.0
+
+
+@asynccontextmanager
+async def open_session(
+    server: MCPServer, on_message: MessageHandlerFnT
+) -> AsyncIterator[ClientSession]:
+    """A client session to ``server``, not yet initialized; closing it stops the server
+    (stdio: close stdin, wait 2 s, SIGTERM the process group, SIGKILL 2 s later)."""
+    from mcp.client.session import ClientSession
+    from mcp.types import Implementation
+
+    async with AsyncExitStack() as stack:
+        transport = server.transport
+        if isinstance(transport, StdioTransport):
+            read, write = await stack.enter_async_context(_stdio(transport))
+        else:
+            read, write = await stack.enter_async_context(_http(transport))
+        info = Implementation(name="regiment", version="0.1.0")
+        session = ClientSession(read, write, message_handler=on_message, client_info=info)
+        yield await stack.enter_async_context(session)
+
+
+def _stdio(transport: StdioTransport):  # type: ignore[no-untyped-def]  # the SDK's context manager
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=transport.command,
+        args=list(transport.args),
+        env=None if transport.env is None else dict(transport.env),
+        cwd=transport.cwd,
+    )
+    return stdio_client(params, errlog=sys.stderr)
+
+
+@asynccontextmanager
+async def _http(transport: HttpTransport):  # type: ignore[no-untyped-def]
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    timeout = httpx2.Timeout(_CONNECT_TIMEOUT, read=_READ_TIMEOUT)
+    async with (
+        httpx2.AsyncClient(headers=dict(transport.headers), timeout=timeout) as client,
+        streamable_http_client(transport.url, http_client=client) as streams,
+    ):
+        yield streams
+
+
+def span_attributes(server: MCPServer, protocol_version: str | None) -> dict[str, AttributeValue]:
+    """The OpenTelemetry MCP semantic-convention attributes for calls to ``server``."""
+    attributes: dict[str, AttributeValue] = {
+        "mcp.method.name": "tools/call",
+        "regiment.mcp.server": server.name,
+    }
+    if protocol_version is not None:
+        attributes["mcp.protocol.version"] = protocol_version
+    transport = server.transport
+    if isinstance(transport, StdioTransport):
+        attributes["network.transport"] = "pipe"
+        return attributes
+    parts = urlsplit(transport.url)
+    attributes["network.transport"] = "tcp"
+    attributes["network.protocol.name"] = "http"
+    if parts.hostname:
+        attributes["server.address"] = parts.hostname
+    if parts.port:
+        attributes["server.port"] = parts.port
+    return attributes
