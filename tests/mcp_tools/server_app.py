@@ -58,6 +58,15 @@ def build(name: str) -> MCPServer:
         os._exit(3)
 
     @app.tool()
+    def flaky(marker: str) -> str:
+        """Crash the first time (leaving ``marker`` behind), answer the next time."""
+        if not os.path.exists(marker):
+            with open(marker, "w"):
+                pass
+            os._exit(4)
+        return "second time lucky"
+
+    @app.tool()
     async def learn(ctx: Context) -> str:
         """Add a tool named ``taught`` and tell the client the list changed."""
 

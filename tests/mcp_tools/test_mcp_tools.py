@@ -4,6 +4,7 @@ the live tool set, against real servers over stdio and streamable HTTP."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import cast
 
 import anyio
@@ -11,7 +12,18 @@ import pytest
 from anyio.abc import SocketAttribute, SocketListener
 
 from regiment.errors import ConfigError, ToolError
-from regiment.tools import MCPHub, MCPServer, Tool, Toolset, WorkerTools
+from regiment.tools import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Approve,
+    Deny,
+    MCPHub,
+    MCPServer,
+    MCPServerLost,
+    Tool,
+    Toolset,
+    WorkerTools,
+)
 
 from .conftest import SDK_HTTP_LEAKS, SERVER_COMMAND, alive, server_children
 
@@ -87,6 +99,30 @@ async def test_a_server_crash_mid_call_fails_that_call_and_the_next_call_restart
         assert second.content["result"] != first.content["result"]
         assert connection.restarts == 1
         assert alive([int(str(first.content["result"]))]) == []
+
+
+async def test_approval_and_retries_apply_as_to_any_tool(tmp_path: Path) -> None:
+    asked: list[ApprovalRequest] = []
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        if request.tool_name == "add":
+            return Deny(reason="no sums today")
+        return Approve()
+
+    server = stdio(
+        requires_approval=True, retries=1, retry_on=(MCPServerLost,), backoff=0, prefix=""
+    )
+    async with MCPHub.open() as hub:
+        live = await hub.worker_tools(Toolset("w", approver=approver), [server])
+        denied = await live.current().call("add", {"a": 1, "b": 2}, call_id="d")
+        assert denied.error_type == "approval_denied"
+        assert denied.attempts == 0
+        marker = str(tmp_path / "crashed-once")
+        lucky = await live.current().call("flaky", {"marker": marker}, call_id="f")
+        assert (lucky.content, lucky.attempts) == ({"result": "second time lucky"}, 2)
+        assert [r.tool_name for r in asked] == ["add", "flaky"]
+        assert hub.connections[0].restarts == 1
 
 
 async def test_restarts_are_bounded() -> None:
