@@ -257,18 +257,8 @@ class MCPConnection:
     async def _list(
         self, session: ClientSession, attributes: dict[str, AttributeValue], *, strict: bool
     ) -> None:
-        listed: list[ListedTool] = []
-        cursor: str | None = None
-        while True:
-            from mcp.types import PaginatedRequestParams
-
-            params = None if cursor is None else PaginatedRequestParams(cursor=cursor)
-            page = await session.list_tools(params=params)
-            listed.extend(page.tools)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-        self._check_include(listed, strict=strict)
+        listed = await _list_all(session)
+        _check_include(self.server, listed, strict=strict)
         tools: list[Tool[..., object]] = []
         for item in listed:
             if not self.server.keeps(item.name):
@@ -283,19 +273,6 @@ class MCPConnection:
         self._version += 1
         self._listed.set()
         self._listed = anyio.Event()
-
-    def _check_include(self, listed: list[ListedTool], *, strict: bool) -> None:
-        have = {t.name for t in listed}
-        missing = [n for n in self.server.include or () if n not in have]
-        if not missing:
-            return
-        message = (
-            f"MCP server {self.server.name!r} has no tool {missing[0]!r} (named in include=); "
-            f"its tools are: {', '.join(sorted(have)) or '(none)'}"
-        )
-        if strict:
-            raise ConfigError(message)
-        logger.warning("%s", message)
 
     async def _refuse(self) -> None:
         for request in self._held:
@@ -314,6 +291,36 @@ class MCPConnection:
     def _not_started(self, exc: BaseException) -> str:
         where = self.server.transport.describe()
         return f"MCP server {self.server.name!r} ({where}) could not be started: {_why(exc)}"
+
+
+async def _list_all(session: ClientSession) -> list[ListedTool]:
+    """Every page of ``tools/list``."""
+    from mcp.types import PaginatedRequestParams
+
+    listed: list[ListedTool] = []
+    cursor: str | None = None
+    while True:
+        params = None if cursor is None else PaginatedRequestParams(cursor=cursor)
+        page = await session.list_tools(params=params)
+        listed.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            return listed
+
+
+def _check_include(server: MCPServer, listed: list[ListedTool], *, strict: bool) -> None:
+    """``include`` must name tools the server has: an error at start, a warning later."""
+    have = {t.name for t in listed}
+    missing = [n for n in server.include or () if n not in have]
+    if not missing:
+        return
+    message = (
+        f"MCP server {server.name!r} has no tool {missing[0]!r} (named in include=); "
+        f"its tools are: {', '.join(sorted(have)) or '(none)'}"
+    )
+    if strict:
+        raise ConfigError(message)
+    logger.warning("%s", message)
 
 
 def _innermost(exc: BaseException) -> BaseException:

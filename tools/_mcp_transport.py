@@ -16,6 +16,8 @@ from opentelemetry.util.types import AttributeValue
 from regiment.tools._mcp_server import HttpTransport, MCPServer, StdioTransport
 
 if TYPE_CHECKING:
+    from mcp.client import Transport
+    from mcp.client._transport import TransportStreams
     from mcp.client.session import ClientSession, MessageHandlerFnT
 
 __all__ = ("open_session", "span_attributes")
@@ -45,7 +47,7 @@ async def open_session(
         yield await stack.enter_async_context(session)
 
 
-def _stdio(transport: StdioTransport):  # type: ignore[no-untyped-def]  # the SDK's context manager
+def _stdio(transport: StdioTransport) -> Transport:
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     params = StdioServerParameters(
@@ -57,8 +59,12 @@ def _stdio(transport: StdioTransport):  # type: ignore[no-untyped-def]  # the SD
     return stdio_client(params, errlog=sys.stderr)
 
 
+def _http(transport: HttpTransport) -> Transport:
+    return _http_streams(transport)
+
+
 @asynccontextmanager
-async def _http(transport: HttpTransport):  # type: ignore[no-untyped-def]
+async def _http_streams(transport: HttpTransport) -> AsyncIterator[TransportStreams]:
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
