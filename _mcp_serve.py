@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from typing import TextIO
 
 from mcp.server.mcpserver import Context
@@ -100,25 +101,34 @@ class _Progress:
 
 
 async def serve_team(team: Team, *, http_port: int | None = None, stderr: TextIO) -> None:
-    """Start ``team`` and serve it over stdio (or streamable HTTP on ``http_port``)
-    until the client goes away (stdin closes) or the process is stopped.
+    """Start ``team`` and serve it over stdio, or over streamable HTTP on
+    ``127.0.0.1:http_port`` (0: a free port), until the client goes away (stdin
+    closes) or the process is stopped (SIGINT/SIGTERM for HTTP).
 
     Raises:
         ConfigError: HTTP was asked for on a backend other than asyncio.
     """
+    if http_port is not None and not _on_asyncio():
+        raise ConfigError("regiment mcp --http needs --backend asyncio (uvicorn runs on asyncio)")
     async with team.start() as running:
         server = team_server(running)
         if http_port is None:
             await server.run_stdio_async()
-            return
-        if not _on_asyncio():
-            raise ConfigError(
-                "regiment mcp --http needs --backend asyncio (uvicorn runs on asyncio)"
-            )
-        print(
-            f"regiment: serving team '{team.name}' at http://127.0.0.1:{http_port}/mcp", file=stderr
-        )
-        await server.run_streamable_http_async(port=http_port)
+        else:
+            await _serve_http(server, http_port, team.name, stderr)
+
+
+async def _serve_http(server: SDKServer, port: int, name: str, stderr: TextIO) -> None:
+    import uvicorn
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+        sock.listen(128)  # clients can connect from here on, so the URL is printed now
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+        print(f"regiment: serving team '{name}' at {url}", file=stderr, flush=True)
+        config = uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on")
+        await uvicorn.Server(config).serve(sockets=[sock])
 
 
 def _on_asyncio() -> bool:

@@ -75,7 +75,12 @@ def _parser() -> argparse.ArgumentParser:
     mcp = commands.add_parser("mcp", help="serve the team as one MCP tool, run(goal), over stdio")
     mcp.add_argument("team_file", metavar="TEAM_FILE")
     mcp.add_argument("--model", metavar="SPEC", help="as for run")
-    mcp.add_argument("--http", metavar="PORT", type=int, help="streamable HTTP on 127.0.0.1:PORT")
+    mcp.add_argument(
+        "--http",
+        metavar="PORT",
+        type=int,
+        help="streamable HTTP on 127.0.0.1:PORT (0: a free port)",
+    )
     mcp.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
     mcp.add_argument("--app-dir", metavar="DIR", default=".")
     validate = commands.add_parser("validate", help="check a team file without running it")
