@@ -1,4 +1,5 @@
-"""Typed Python callables as worker tools: schemas, validation, limits, retries, approval.
+"""Typed Python callables as worker tools: schemas, validation, limits, retries, approval;
+and MCP servers as tool sources (``MCPServer``, owned by a running team's ``MCPHub``).
 
 ::
 

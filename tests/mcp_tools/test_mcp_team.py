@@ -155,3 +155,22 @@ async def test_workers_share_one_server_and_a_name_clash_fails_team_start() -> N
         async with team.start():
             pass
     assert server_children() == []
+
+
+async def test_leaving_team_start_reaps_five_servers_even_ones_that_ignore_sigterm() -> None:
+    polite = [MCPServer.stdio(SERVER_COMMAND, prefix=f"s{i}_") for i in range(3)]
+    stubborn = [MCPServer.stdio([*SERVER_COMMAND, "--stubborn"], prefix=f"s{i}_") for i in (3, 4)]
+
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        return "unused"
+
+    team, _ = team_of(work, [*polite], [*stubborn], plans=[])
+    async with team.start():
+        running = server_children()
+        pids = [p.pid for p in running]
+        assert len(pids) == 5
+        assert sum("--stubborn" in p.cmdline() for p in running) == 2
+    assert alive(pids) == []  # reaped: stdin closed, SIGTERM, then SIGKILL for the stubborn
+    assert server_children() == []

@@ -212,22 +212,6 @@ async def test_name_clashes_without_a_prefix_name_both_sources(http_url: str) ->
         assert {"add", "shout", "h_add", "h_shout"} <= set(live.current().names)
 
 
-async def test_stopping_the_hub_reaps_five_servers_even_stubborn_ones() -> None:
-    servers = [stdio(prefix=f"s{i}_") for i in range(3)] + [
-        MCPServer.stdio([*SERVER_COMMAND, "--stubborn"], prefix=f"s{i}_") for i in (3, 4)
-    ]
-    pids: list[int] = []
-    async with MCPHub.open() as hub:
-        tools = (await hub.worker_tools(Toolset("w"), servers)).current()
-        for i in range(5):
-            result = await tools.call(f"s{i}_pid", {}, call_id=f"p{i}")
-            assert isinstance(result.content, dict)
-            pids.append(int(str(result.content["result"])))
-        assert sorted(alive(pids)) == sorted(pids)
-    assert alive(pids) == []
-    assert server_children() == []
-
-
 async def test_a_server_that_cannot_start_is_a_clear_error() -> None:
     missing = MCPServer.stdio(["/nonexistent/mcp-server", "--x"], name="ghost")
     async with MCPHub.open() as hub:
