@@ -178,26 +178,31 @@ class MCPConnection:
             elif isinstance(message, Exception):
                 logger.debug("MCP server %r transport: %r", self.server.name, message)
 
+        ended = anyio.Event()
         with changed_send, changed:
-            async with open_session(self.server, on_message) as session:
+            async with open_session(self.server, on_message, ended) as session:
                 with anyio.fail_after(self.server.start_timeout):
                     initialized = await session.initialize()
                     attributes = span_attributes(self.server, initialized.protocol_version)
                     await self._list(session, attributes, strict=True)
                 on_ready()
-                await self._serve(session, changed, attributes)
+                await self._serve(session, changed, attributes, ended)
 
     async def _serve(
         self,
         session: ClientSession,
         changed: anyio.abc.ObjectReceiveStream[None],
         attributes: dict[str, AttributeValue],
+        ended: anyio.Event,
     ) -> None:
         broken = anyio.Event()
         async with anyio.create_task_group() as tg:
 
             async def watch() -> None:
-                await broken.wait()
+                async with anyio.create_task_group() as either:
+                    for event in (broken, ended):  # a failed call, or the server went away
+                        either.start_soon(_then_cancel, event, either.cancel_scope)
+                broken.set()
                 tg.cancel_scope.cancel()
 
             async def relist() -> None:
@@ -291,6 +296,11 @@ class MCPConnection:
     def _not_started(self, exc: BaseException) -> str:
         where = self.server.transport.describe()
         return f"MCP server {self.server.name!r} ({where}) could not be started: {_why(exc)}"
+
+
+async def _then_cancel(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 async def _list_all(session: ClientSession) -> list[ListedTool]:

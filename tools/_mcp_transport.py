@@ -11,6 +11,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from opentelemetry.util.types import AttributeValue
 
 from regiment.tools._mcp_server import HttpTransport, MCPServer, StdioTransport
@@ -19,6 +21,8 @@ if TYPE_CHECKING:
     from mcp.client import Transport
     from mcp.client._transport import TransportStreams
     from mcp.client.session import ClientSession, MessageHandlerFnT
+    from mcp.shared._stream_protocols import ReadStream
+    from mcp.shared.message import SessionMessage
 
 __all__ = ("open_session", "span_attributes")
 
@@ -29,10 +33,14 @@ _READ_TIMEOUT = 300.0
 
 @asynccontextmanager
 async def open_session(
-    server: MCPServer, on_message: MessageHandlerFnT
+    server: MCPServer, on_message: MessageHandlerFnT, ended: anyio.Event
 ) -> AsyncIterator[ClientSession]:
     """A client session to ``server``, not yet initialized; closing it stops the server
-    (stdio: close stdin, wait 2 s, SIGTERM the process group, SIGKILL 2 s later)."""
+    (stdio: close stdin, wait 2 s, SIGTERM the process group, SIGKILL 2 s later).
+
+    ``ended`` is set when the server's side of the connection ends (a stdio server
+    exited, say), so the owner can restart it before the next call, not during it.
+    """
     from mcp.client.session import ClientSession
     from mcp.types import Implementation
 
@@ -42,9 +50,27 @@ async def open_session(
             read, write = await stack.enter_async_context(_stdio(transport))
         else:
             read, write = await stack.enter_async_context(_http(transport))
+        pump = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(pump.cancel_scope.cancel)  # runs first on exit: the pump never ends alone
+        forward: MemoryObjectSendStream[SessionMessage | Exception]
+        received: MemoryObjectReceiveStream[SessionMessage | Exception]
+        forward, received = anyio.create_memory_object_stream(0)
+        pump.start_soon(_forward, read, forward, ended)
         info = Implementation(name="regiment", version="0.1.0")
-        session = ClientSession(read, write, message_handler=on_message, client_info=info)
+        session = ClientSession(received, write, message_handler=on_message, client_info=info)
         yield await stack.enter_async_context(session)
+
+
+async def _forward(
+    read: ReadStream[SessionMessage | Exception],
+    forward: MemoryObjectSendStream[SessionMessage | Exception],
+    ended: anyio.Event,
+) -> None:
+    """Pass the server's messages on to the session, and note when they end."""
+    with forward:
+        async for item in read:
+            await forward.send(item)
+    ended.set()
 
 
 def _stdio(transport: StdioTransport) -> Transport:

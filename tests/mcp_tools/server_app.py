@@ -13,6 +13,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 
 import anyio
@@ -56,6 +57,12 @@ def build(name: str) -> MCPServer:
     def crash() -> str:
         """Exit the process in the middle of the call."""
         os._exit(3)
+
+    @app.tool()
+    def quit_soon() -> str:
+        """Answer, then exit a moment later (a crash while idle)."""
+        threading.Timer(0.2, os._exit, args=(5,)).start()
+        return "bye"
 
     @app.tool()
     def flaky(marker: str) -> str:

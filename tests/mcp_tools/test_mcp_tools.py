@@ -101,6 +101,22 @@ async def test_a_server_crash_mid_call_fails_that_call_and_the_next_call_restart
         assert alive([int(str(first.content["result"]))]) == []
 
 
+async def test_a_server_that_dies_while_idle_is_restarted_before_the_next_call() -> None:
+    async with MCPHub.open() as hub:
+        tools = await hub.worker_tools(Toolset("w"), [stdio()])
+        (connection,) = tools.connections
+        first = await tools.current().call("pid", {}, call_id="p1")
+        version = connection.version
+        bye = await tools.current().call("quit_soon", {}, call_id="q")
+        assert bye.content == {"result": "bye"}
+        with anyio.fail_after(30):
+            await connection.wait_listed(version)  # the restarted server listed its tools
+        assert connection.restarts == 1
+        second = await tools.current().call("pid", {}, call_id="p2")
+        assert not second.is_error, second.content
+        assert second.content != first.content
+
+
 async def test_approval_and_retries_apply_as_to_any_tool(tmp_path: Path) -> None:
     asked: list[ApprovalRequest] = []
 
