@@ -290,6 +290,8 @@ async def _spawn_team(
     specs: dict[str, WorkerSpec] = {}
     prompts = team.planner.prompts
     base = f"{prefix}{team.name}"
+    if mcp is not None:  # all of this team's MCP servers start at once, not worker by worker
+        await mcp.start([s for w in team.workers if isinstance(w, Worker) for s in w.mcp_servers])
     for worker in team.workers:
         name = f"{base}/{worker.name}"
         factory: Callable[[], StepActor]
