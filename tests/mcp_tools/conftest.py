@@ -4,6 +4,8 @@ reaped by the ``http_url`` fixture)."""
 
 from __future__ import annotations
 
+import ctypes
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,6 +16,14 @@ import pytest
 
 APP = str(Path(__file__).with_name("server_app.py"))
 SERVER_COMMAND = (sys.executable, APP)
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """In the child, before exec: get SIGTERM when the test process dies, even when a
+    hard timeout ends it without running fixture teardown (Linux's PR_SET_PDEATHSIG)."""
+    if sys.platform == "linux":
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def alive(pids: list[int]) -> list[int]:
@@ -53,7 +63,10 @@ SDK_HTTP_LEAKS = (
 def http_url() -> Iterator[str]:
     """A streamable-HTTP MCP server on a free 127.0.0.1 port; stopped with escalation."""
     process = subprocess.Popen(
-        [*SERVER_COMMAND, "--http", "--name", "httpserver"], stdout=subprocess.PIPE, text=True
+        [*SERVER_COMMAND, "--http", "--name", "httpserver"],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=die_with_parent,
     )
     try:
         assert process.stdout is not None

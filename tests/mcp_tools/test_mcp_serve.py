@@ -14,7 +14,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
-from .conftest import SDK_HTTP_LEAKS
+from .conftest import SDK_HTTP_LEAKS, die_with_parent
 
 pytestmark = [pytest.mark.anyio, *SDK_HTTP_LEAKS]
 
@@ -65,6 +65,7 @@ def served_url() -> Iterator[str]:
         cwd=ROOT,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=die_with_parent,
     )
     try:
         assert process.stderr is not None
