@@ -33,6 +33,7 @@ import msgspec
 
 from regiment.errors import ConfigError
 from regiment.hierarchy._config_errors import explain
+from regiment.hierarchy._config_mcp import MCPConfig
 from regiment.hierarchy._config_text import ConfigFormat, decode_bytes, parse_text
 
 __all__ = (
@@ -77,7 +78,8 @@ class PlannerConfig(_Section, frozen=True, kw_only=True):
 
 
 class WorkerConfig(_Section, frozen=True, kw_only=True):
-    """One ``[[workers]]`` entry: see ``Worker``. ``tools`` are ``module:attribute`` paths.
+    """One ``[[workers]]`` entry: see ``Worker``. ``tools`` are ``module:attribute`` paths;
+    ``[[workers.mcp]]`` entries are MCP servers it gets tools from (see ``MCPConfig``).
 
     With ``team`` (a team file's path, relative to the file declaring it) the
     entry is a ``TeamWorker``: it takes ``name``, ``description`` and
@@ -89,6 +91,7 @@ class WorkerConfig(_Section, frozen=True, kw_only=True):
     team: str | None = None
     model: str | None = None
     tools: tuple[str, ...] = ()
+    mcp: tuple[MCPConfig, ...] = ()
     max_iterations: int = 8
     system_prompt: str = ""
     step_timeout: float | None = 300.0

@@ -30,6 +30,7 @@ from regiment.hierarchy._config_imports import (
     import_tool,
     nested_team_file,
 )
+from regiment.hierarchy._config_mcp import mcp_server
 from regiment.hierarchy._config_models import RoleModels, parse_model_spec
 from regiment.hierarchy._critic import Critic
 from regiment.hierarchy._memory import Compression
@@ -300,6 +301,7 @@ def _worker(config: WorkerConfig, index: int, models: RoleModels, source: str) -
         import_tool(spec, where=f"{source}: {key}.tools[{t}]")
         for t, spec in enumerate(config.tools)
     ]
+    servers = [mcp_server(m, f"{source}: {key}.mcp[{i}]") for i, m in enumerate(config.mcp)]
     worker_model = models.get(config.model, f"{key}.model")
     return _checked(
         source,
@@ -308,7 +310,7 @@ def _worker(config: WorkerConfig, index: int, models: RoleModels, source: str) -
             name=config.name,
             description=config.description,
             model=worker_model,
-            tools=tools,
+            tools=[*tools, *servers],
             max_iterations=config.max_iterations,
             system_prompt=config.system_prompt,
             step_timeout=config.step_timeout,

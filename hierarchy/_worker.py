@@ -27,7 +27,7 @@ from regiment.hierarchy._step_actor import StepActor
 from regiment.hierarchy._worker_loop import StepProgress, run_tool_loop
 from regiment.models import Model
 from regiment.telemetry import Telemetry
-from regiment.tools import OnToolError, Tool, Toolset
+from regiment.tools import MCPServer, OnToolError, Tool, Toolset, WorkerTools
 
 __all__ = ("Worker", "WorkerActor", "WorkerSpec", "check_worker_name")
 
@@ -67,7 +67,8 @@ class Worker:
         name: how plans refer to it (letters, digits, ``_`` and ``-``).
         description: what it is good at; the planner reads this.
         model: the model for its tool loop.
-        tools: its tool set; it can call nothing else.
+        tools: its tool set, or tools and :class:`~regiment.tools.MCPServer` s (whose
+            tools it gets when the team starts); it can call nothing else.
         max_iterations: model calls per step before the step ends as ``iteration_limit`` (>= 1).
         system_prompt: replaces the default worker instructions.
         step_timeout: seconds a step may take before it ends as ``timed_out``
@@ -82,7 +83,7 @@ class Worker:
     name: str
     description: str
     model: Model
-    tools: Toolset | Iterable[Tool[..., object]] = ()
+    tools: Toolset | Iterable[Tool[..., object] | MCPServer] = ()
     max_iterations: int = 8
     system_prompt: str = ""
     step_timeout: float | None = 300.0
@@ -90,6 +91,7 @@ class Worker:
     artifact: bool = False
     on_tool_error: OnToolError = "tell_model"
     toolset: Toolset = field(init=False, repr=False, compare=False)
+    mcp_servers: tuple[MCPServer, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_worker_name(self.name)
@@ -102,8 +104,12 @@ class Worker:
         at_least(owner, "max_iterations", self.max_iterations, 1)
         at_least(owner, "max_concurrent_steps", self.max_concurrent_steps, 1)
         seconds(owner, "step_timeout", self.step_timeout)
-        toolset = self.tools if isinstance(self.tools, Toolset) else Toolset(self.name, self.tools)
+        items = () if isinstance(self.tools, Toolset) else tuple(self.tools)
+        servers = tuple(i for i in items if isinstance(i, MCPServer))
+        plain = [i for i in items if not isinstance(i, MCPServer)]
+        toolset = self.tools if isinstance(self.tools, Toolset) else Toolset(self.name, plain)
         object.__setattr__(self, "toolset", toolset)
+        object.__setattr__(self, "mcp_servers", servers)
 
     @property
     def capabilities(self) -> tuple[str, ...]:
@@ -124,6 +130,7 @@ class WorkerActor(StepActor):
         worker: Worker,
         prompts: Prompts,
         telemetry: Telemetry,
+        tools: WorkerTools | None = None,
     ) -> None:
         super().__init__(
             worker.name,
@@ -132,6 +139,7 @@ class WorkerActor(StepActor):
             step_timeout=worker.step_timeout,
         )
         self._worker = worker
+        self._tools = tools if tools is not None else WorkerTools(worker.toolset)
         self._prompts = prompts
         self._caller = ModelCaller(worker.model, worker.name, telemetry)
 
@@ -143,7 +151,7 @@ class WorkerActor(StepActor):
             description=worker.description,
             system_prompt=worker.system_prompt,
             max_iterations=worker.max_iterations,
-            toolset=worker.toolset,
+            toolset=self._tools.current(),  # MCP tool lists may change between steps
             caller=self._caller,
             telemetry=self._telemetry,
             prompts=self._prompts,

@@ -31,6 +31,7 @@ from regiment.tools._run import (
 )
 from regiment.tools._schema import ArgumentSpec, BoundArguments
 from regiment.tools._thread import run_sync_abandonable
+from regiment.tools._validator import ArgumentValidator
 
 __all__ = ("Tool",)
 
@@ -53,6 +54,8 @@ class Tool(Generic[P, R_co]):
             ``Annotated[..., Field(description=...)]`` does not.
         name: the name the model uses; defaults to the function's name.
         description: overrides the docstring.
+        validator: checks the arguments instead of ``fn``'s signature (MCP tools pass
+            a JSON Schema validator); ``fn`` then gets the validated arguments as keywords.
         **options: the ``ToolPolicy`` fields (``timeout``, ``retries``, ``retry_on``,
             ``backoff``, ``max_backoff``, ``max_concurrency``, ``requires_approval``,
             ``idempotency_key``, ``sleep``, ``on_tool_error``).
@@ -73,6 +76,7 @@ class Tool(Generic[P, R_co]):
         *,
         name: str | None = None,
         description: str | None = None,
+        validator: ArgumentValidator | None = None,
         **options: Unpack[ToolOptions],
     ) -> None:
         target = fn.func if isinstance(fn, functools.partial) else fn
@@ -88,7 +92,9 @@ class Tool(Generic[P, R_co]):
         self._name = name
         self._key_name = name  # stays when the tool is renamed, so keys name the side effect
         self._policy = ToolPolicy(**options)
-        self._spec = ArgumentSpec.of(fn, name, docs.params)
+        self._spec: ArgumentValidator = (
+            validator if validator is not None else ArgumentSpec.of(fn, name, docs.params)
+        )
         self._description = description if description is not None else docs.description
         self._definition = ToolDefinition(
             name=name, description=self._description, input_schema=self._spec.schema
