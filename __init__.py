@@ -5,7 +5,7 @@ worker actor with its own tools, commits a step only from a report of the curren
 plan version, replans the tail when a check fails, and synthesises one answer.
 The names most programs need are here; each room (``regiment.actors``,
 ``regiment.tools``, ``regiment.models``, ``regiment.telemetry``,
-``regiment.hierarchy``) exports the rest.
+``regiment.hierarchy``, ``regiment.journal``) exports the rest.
 """
 
 from typing import TYPE_CHECKING
@@ -18,6 +18,7 @@ from regiment.errors import (
     AskTimeout,
     BudgetExceeded,
     ConfigError,
+    JournalError,
     MailboxFull,
     ModelAPIError,
     ModelConnectionError,
@@ -90,6 +91,7 @@ __all__ = (
     "Deny",
     "EditArguments",
     "Event",
+    "JournalError",
     "MailboxFull",
     "Model",
     "ModelAPIError",

@@ -16,15 +16,24 @@ The tree::
     │   ├── ModelAPIError              the provider answered with an error status
     │   ├── ModelConnectionError       the provider could not be reached
     │   └── ScriptExhausted            a ScriptedModel was called more times than scripted
-    └── RunError                       a run could not finish
-        ├── PlanError                  no valid plan within the allowed attempts
-        ├── StepFailed                 a step failed and no replan could recover it
-        ├── BudgetExceeded             a budget limit was reached (when configured to raise)
-        └── RunCancelled               the run was cancelled by its caller
+    ├── RunError                       a run could not finish
+    │   ├── PlanError                  no valid plan within the allowed attempts
+    │   ├── StepFailed                 a step failed and no replan could recover it
+    │   ├── BudgetExceeded             a budget limit was reached (when configured to raise)
+    │   └── RunCancelled               the run was cancelled by its caller
+    └── JournalError                   the run journal cannot be opened, read or written
+        ├── LeaseHeld                  another owner's lease on the run is alive
+        └── LeaseLost                  a write carried a stale fencing token (a zombie owner)
 
 Errors about something a *model* produced (bad tool arguments, an invented tool
 name, an unparseable plan) are first handed back to the model as data; they only
 surface as exceptions once the bounded number of attempts is used up.
+
+``JournalError`` is its own branch, not a ``RunError``: the storage is broken
+(a corrupt file, a database that is down, a disk that is full, a journal from a
+newer regiment), so an operator must act, and ``except RunError`` around a run
+must not hide it. A run whose journal write fails ends with the
+``JournalError`` itself; it never continues unjournaled.
 """
 
 from __future__ import annotations
@@ -36,6 +45,9 @@ __all__ = (
     "AskTimeout",
     "BudgetExceeded",
     "ConfigError",
+    "JournalError",
+    "LeaseHeld",
+    "LeaseLost",
     "MailboxFull",
     "ModelAPIError",
     "ModelConnectionError",
@@ -181,3 +193,19 @@ class BudgetExceeded(RunError):
 
 class RunCancelled(RunError):
     """The run was cancelled by its caller."""
+
+
+class JournalError(RegimentError):
+    """The run journal could not be opened, read or written; the message names the file or database."""
+
+
+class LeaseHeld(JournalError):
+    """Another owner holds a live lease on the run; wait for it to finish or stop, then retry."""
+
+
+class LeaseLost(JournalError):
+    """The write carried a stale fencing token: another owner took the run over.
+
+    The process holding the old lease is a zombie for that run and must stop
+    working on it; nothing it wrote after the takeover was kept.
+    """

@@ -25,8 +25,9 @@ from typing import TextIO
 import anyio
 
 from regiment.cli._run import Outcome, RunOptions, drive
-from regiment.config import TeamConfig, check_config, load_config, team_files
+from regiment.config import TeamConfig, build_team, check_config, load_config, team_files
 from regiment.errors import ConfigError, RegimentError
+from regiment.tools._mcp_server import require_mcp
 
 __all__ = ("main", "run_async")
 
@@ -71,6 +72,17 @@ def _parser() -> argparse.ArgumentParser:
         default=".",
         help="where the file's module:attribute paths are imported from (default: .)",
     )
+    mcp = commands.add_parser("mcp", help="serve the team as one MCP tool, run(goal), over stdio")
+    mcp.add_argument("team_file", metavar="TEAM_FILE")
+    mcp.add_argument("--model", metavar="SPEC", help="as for run")
+    mcp.add_argument(
+        "--http",
+        metavar="PORT",
+        type=int,
+        help="streamable HTTP on 127.0.0.1:PORT (0: a free port)",
+    )
+    mcp.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    mcp.add_argument("--app-dir", metavar="DIR", default=".")
     validate = commands.add_parser("validate", help="check a team file without running it")
     validate.add_argument("team_file", metavar="TEAM_FILE")
     validate.add_argument("--app-dir", metavar="DIR", default=".")
@@ -134,6 +146,8 @@ async def _dispatch(
         config = load_config(args.team_file)
         if args.command == "validate":
             return _validate(config, args.team_file, stdout)
+        if args.command == "mcp":
+            return await _serve_mcp(config, args, environ, stderr)
         if args.events_file and args.events != "jsonl":
             raise ConfigError("--events-file needs --events jsonl")
         options = RunOptions(
@@ -168,6 +182,25 @@ async def _guarded(
         print(f"regiment: run failed: {type(exc).__name__}: {exc}", file=stderr)
         return EXIT_FAILED
     return _exit_code(outcome)
+
+
+async def _serve_mcp(
+    config: TeamConfig, args: argparse.Namespace, environ: Mapping[str, str], stderr: TextIO
+) -> int:
+    """``regiment mcp``: serve the team until the client leaves (see ``regiment._mcp_serve``)."""
+    require_mcp()
+    from regiment._mcp_serve import serve_team  # the mcp extra, only for this command
+
+    model = _choose_model(config, args.team_file, args.model, environ, stderr)
+    team = build_team(config, model=model, source=args.team_file)
+    try:
+        await serve_team(team, http_port=args.http, stderr=stderr)
+    except RegimentError as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        print(f"regiment: mcp: {type(exc).__name__}: {exc}", file=stderr)
+        return EXIT_FAILED
+    return EXIT_OK
 
 
 def _config_error(exc: ConfigError, stderr: TextIO) -> int:

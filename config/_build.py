@@ -14,7 +14,10 @@ from regiment.config._imports import (
     import_tool,
     nested_team_file,
 )
+from regiment.config._mcp import mcp_server
+from regiment.config._models import RoleModels, parse_model_spec
 from regiment.config._schema import (
+    BudgetConfig,
     CheckConfig,
     CompressionConfig,
     CriticConfig,
@@ -27,78 +30,23 @@ from regiment.config._schema import (
     team_worker_error,
 )
 from regiment.errors import ConfigError
+from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._checks import Check
 from regiment.hierarchy._critic import Critic
 from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy._ranges import InvalidValue
 from regiment.hierarchy._team import Team
 from regiment.hierarchy.workers._team_worker import TeamWorker
 from regiment.hierarchy.workers._worker import Worker
-from regiment.models import Model, ScriptedModel, ScriptFunction
+from regiment.models import Model, ScriptedModel
 from regiment.telemetry import Telemetry
 
 __all__ = ("build_team", "check_config", "load_team", "parse_model_spec", "team_files")
 
-_ANTHROPIC = "anthropic:"
 _T = TypeVar("_T")
-
-
-def parse_model_spec(spec: str, *, where: str) -> tuple[str, str]:
-    """Split a model spec into ``("anthropic", model_id)`` or ``("scripted", "")``.
-
-    Raises:
-        ConfigError: the spec is neither form.
-    """
-    if spec == "scripted":
-        return ("scripted", "")
-    if spec.startswith(_ANTHROPIC) and spec[len(_ANTHROPIC) :].strip():
-        return ("anthropic", spec[len(_ANTHROPIC) :].strip())
-    raise ConfigError(
-        f"{where}: expected 'anthropic:<model id>' (e.g. 'anthropic:claude-sonnet-4-5') "
-        f"or 'scripted', got {spec!r}"
-    )
-
-
-class _Models:
-    """Makes each role's model; one instance per distinct spec, so roles share a client."""
-
-    def __init__(self, config: TeamConfig, source: str, override: str | Model | None) -> None:
-        self._config = config
-        self._source = source
-        self._instance = None if override is None or isinstance(override, str) else override
-        self._override = override if isinstance(override, str) else None
-        self._made: dict[str, Model] = {}
-
-    def get(self, spec: str | None, key: str) -> Model:
-        if self._instance is not None:
-            return self._instance
-        chosen = self._override or spec or self._config.model
-        where = f"{self._source}: {'--model' if self._override else key}"
-        if chosen not in self._made:
-            self._made[chosen] = self._make(chosen, where)
-        return self._made[chosen]
-
-    def _make(self, spec: str, where: str) -> Model:
-        kind, model_id = parse_model_spec(spec, where=where)
-        if kind == "anthropic":
-            try:
-                from regiment.models import AnthropicModel  # the SDK loads only when used
-
-                return AnthropicModel(model_id)
-            except ConfigError as exc:
-                raise ConfigError(f"{where}: {exc}") from exc
-        brain = self._config.brain
-        if brain is None:
-            raise ConfigError(
-                f"{where}: the model is 'scripted' but the file has no "
-                "brain = 'module:function' to answer its requests; add one"
-            )
-        fn = import_callable(
-            brain, where=f"{self._source}: brain", expected="a function of a ModelRequest"
-        )
-        return ScriptedModel(cast(ScriptFunction, fn))
 
 
 def load_team(
@@ -199,7 +147,11 @@ def _load_nested(
     where = f"{source}: workers[{index}].team"
     path = nested_team_file(spec, source=source, where=where, chain=chain)
     nested_source = str(path)
-    return load_config(path), nested_source, (*chain, (path.resolve(), nested_source))
+    try:
+        nested = load_config(path)
+    except ConfigError as exc:  # say which file and key led here, too
+        raise ConfigError(f"{exc} (the team file named by {where} = {spec!r})") from exc
+    return nested, nested_source, (*chain, (path.resolve(), nested_source))
 
 
 @dataclass(frozen=True)
@@ -219,7 +171,7 @@ def _root_chain(source: str) -> IncludeChain:
 def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) -> Team:
     if tree.checking:
         _check_models(config, source)
-    models = _Models(config, source, tree.model)
+    models = RoleModels(config, source, tree.model)
     workers = [
         _team_worker(w, i, tree, source, chain)
         if w.team is not None
@@ -227,17 +179,19 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
         for i, w in enumerate(config.workers)
     ]
     checks = {name: _check(c, name, source) for name, c in config.checks.items()}
-    budget = config.budget  # decoded straight into Budget
+    planner = _planner(config.planner, models, source)
+    budget = _checked(source, "budget", lambda: _budget(config.budget))
     critic = _critic(config.critic, models) if config.critic is not None else None
+    wanted = config.compression
     compression = (
-        _compression(config.compression, models) if config.compression is not None else None
+        _checked(source, "compression", lambda: _compression(wanted, models)) if wanted else None
     )
     return _checked(
         source,
         "",
         lambda: Team(
             name=config.name,
-            planner=_planner(config.planner, models, source),
+            planner=planner,
             workers=workers,
             checks=checks,
             budget=budget,
@@ -275,14 +229,28 @@ def _team_worker(
     team = _build(nested, tree, nested_source, nested_chain)
     return _checked(
         source,
-        f"{key}: ",
+        key,
         lambda: TeamWorker(
             name=config.name, description=config.description, team=team, artifact=config.artifact
         ),
     )
 
 
-def _critic(config: CriticConfig, models: _Models) -> Critic:
+def _budget(b: BudgetConfig) -> Budget:
+    return Budget(
+        model_calls=b.model_calls,
+        tool_calls=b.tool_calls,
+        tokens=b.tokens,
+        input_tokens=b.input_tokens,
+        output_tokens=b.output_tokens,
+        replans=b.replans,
+        rounds=b.rounds,
+        wall_clock=b.wall_clock,
+        on_exhausted=b.on_exhausted,
+    )
+
+
+def _critic(config: CriticConfig, models: RoleModels) -> Critic:
     # No model of its own: the critic uses the planner's.
     critic_model = models.get(config.model, "critic.model") if config.model else None
     if config.prompt:
@@ -290,7 +258,7 @@ def _critic(config: CriticConfig, models: _Models) -> Critic:
     return Critic(model=critic_model)
 
 
-def _compression(config: CompressionConfig, models: _Models) -> Compression:
+def _compression(config: CompressionConfig, models: RoleModels) -> Compression:
     compressor = models.get(config.model, "compression.model") if config.model else None
     made = Compression(
         threshold_tokens=config.threshold_tokens,
@@ -301,7 +269,7 @@ def _compression(config: CompressionConfig, models: _Models) -> Compression:
     return dataclasses.replace(made, prompt=config.prompt) if config.prompt else made
 
 
-def _planner(config: PlannerConfig, models: _Models, source: str) -> Planner:
+def _planner(config: PlannerConfig, models: RoleModels, source: str) -> Planner:
     synthesizer = (
         models.get(config.synthesizer_model, "planner.synthesizer_model")
         if config.synthesizer_model
@@ -310,7 +278,7 @@ def _planner(config: PlannerConfig, models: _Models, source: str) -> Planner:
     planner_model = models.get(config.model, "planner.model")
     return _checked(
         source,
-        "planner: ",
+        "planner",
         lambda: Planner(
             model=planner_model,
             max_steps=config.max_steps,
@@ -327,21 +295,22 @@ def _prompts(config: PromptsConfig) -> Prompts:
     return Prompts(**given)
 
 
-def _worker(config: WorkerConfig, index: int, models: _Models, source: str) -> Worker:
+def _worker(config: WorkerConfig, index: int, models: RoleModels, source: str) -> Worker:
     key = f"workers[{index}]"
     tools = [
         import_tool(spec, where=f"{source}: {key}.tools[{t}]")
         for t, spec in enumerate(config.tools)
     ]
+    servers = [mcp_server(m, f"{source}: {key}.mcp[{i}]") for i, m in enumerate(config.mcp)]
     worker_model = models.get(config.model, f"{key}.model")
     return _checked(
         source,
-        f"{key}: ",
+        key,
         lambda: Worker(
             name=config.name,
             description=config.description,
             model=worker_model,
-            tools=tools,
+            tools=[*tools, *servers],
             max_iterations=config.max_iterations,
             system_prompt=config.system_prompt,
             step_timeout=config.step_timeout,
@@ -368,8 +337,17 @@ def _check(config: CheckConfig, name: str, source: str) -> Check:
 
 
 def _checked(source: str, key: str, make: Callable[[], _T]) -> _T:
-    """Run a constructor; its ``ConfigError`` gets the file and key path in front."""
+    """Run a constructor; its ``ConfigError`` gets the file and key path in front.
+
+    A value out of range names its key: ``team.toml: workers[0].step_timeout: must be ...``.
+    """
     try:
         return make()
+    except InvalidValue as exc:
+        raise ConfigError(f"{source}: {_key(key, exc.field)}: {exc.problem}") from exc
     except ConfigError as exc:
-        raise ConfigError(f"{source}: {key}{exc}") from exc
+        raise ConfigError(f"{source}: {key + ': ' if key else ''}{exc}") from exc
+
+
+def _key(section: str, field: str) -> str:
+    return f"{section}.{field}" if section else field

@@ -123,16 +123,25 @@ def nested_team_file(spec: str, *, source: str, where: str, chain: IncludeChain)
         chain: the files being loaded, ``source`` last (empty when it is not a file).
 
     Raises:
-        ConfigError: the file does not exist, or it is one of ``chain``: a team
+        ConfigError: the path is not a ``.toml``/``.yaml``/``.yml`` file's, the
+            file does not exist, or it is one of ``chain``: a team
             that contains itself (the message prints the chain, ``a -> b -> a``).
     """
     path = Path(source).parent / spec
-    if not path.is_file():
+    if path.suffix.lower() not in (".toml", ".yaml", ".yml"):
+        raise ConfigError(
+            f"{where}: {spec!r} is not a team file: expected a path ending in .toml, .yaml or .yml"
+        )
+    try:
+        found = path.is_file()
+        resolved = path.resolve()
+    except (OSError, ValueError) as exc:  # a name too long, a loop of links, a NUL byte
+        raise ConfigError(f"{where}: cannot use the path {spec!r}: {exc}") from exc
+    if not found:
         raise ConfigError(
             f"{where}: the team file {str(path)!r} does not exist ({spec!r} is read relative "
             f"to the directory of {source}); fix the path or create the file"
         )
-    resolved = path.resolve()
     if any(seen == resolved for seen, _ in chain):
         names = " -> ".join([name for _, name in chain] + [str(path)])
         raise ConfigError(

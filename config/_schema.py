@@ -25,17 +25,16 @@ The nested file is a complete team file with its own ``brain`` and models.
 
 from __future__ import annotations
 
-import difflib
-import re
-import tomllib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import Literal
 
 import msgspec
 
+from regiment.config._errors import explain
+from regiment.config._mcp import MCPConfig
+from regiment.config._text import ConfigFormat, decode_bytes, parse_text
 from regiment.errors import ConfigError
-from regiment.hierarchy._budget import Budget
 
 __all__ = (
     "BudgetConfig",
@@ -53,8 +52,6 @@ __all__ = (
     "team_worker_conflict",
     "team_worker_error",
 )
-
-ConfigFormat: TypeAlias = Literal["toml", "yaml"]
 
 
 class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -81,7 +78,8 @@ class PlannerConfig(_Section, frozen=True, kw_only=True):
 
 
 class WorkerConfig(_Section, frozen=True, kw_only=True):
-    """One ``[[workers]]`` entry: see ``Worker``. ``tools`` are ``module:attribute`` paths.
+    """One ``[[workers]]`` entry: see ``Worker``. ``tools`` are ``module:attribute`` paths;
+    ``[[workers.mcp]]`` entries are MCP servers it gets tools from (see ``MCPConfig``).
 
     With ``team`` (a team file's path, relative to the file declaring it) the
     entry is a ``TeamWorker``: it takes ``name``, ``description`` and
@@ -93,6 +91,7 @@ class WorkerConfig(_Section, frozen=True, kw_only=True):
     team: str | None = None
     model: str | None = None
     tools: tuple[str, ...] = ()
+    mcp: tuple[MCPConfig, ...] = ()
     max_iterations: int = 8
     system_prompt: str = ""
     step_timeout: float | None = 300.0
@@ -112,9 +111,18 @@ class CheckConfig(_Section, frozen=True, kw_only=True):
     explain: str | None = None
 
 
-BudgetConfig: TypeAlias = Budget
-"""``[budget]`` decodes straight into :class:`~regiment.hierarchy.Budget` (the name
-stays for compatibility; there is one definition)."""
+class BudgetConfig(_Section, frozen=True, kw_only=True):
+    """``[budget]``: see ``Budget``; an absent limit is unlimited."""
+
+    model_calls: int | None = None
+    tool_calls: int | None = None
+    tokens: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    replans: int = 3
+    rounds: int = 3
+    wall_clock: float | None = None
+    on_exhausted: Literal["partial", "raise"] = "partial"
 
 
 class CriticConfig(_Section, frozen=True, kw_only=True):
@@ -159,7 +167,7 @@ class TeamConfig(_Section, frozen=True, kw_only=True):
     brain: str | None = None
     planner: PlannerConfig = PlannerConfig()
     checks: dict[str, CheckConfig] = {}
-    budget: Budget = Budget()
+    budget: BudgetConfig = BudgetConfig()
     concurrency: int = 8
     critic: CriticConfig | None = None
     compression: CompressionConfig | None = None
@@ -182,26 +190,6 @@ class TeamConfig(_Section, frozen=True, kw_only=True):
         return specs
 
 
-_KNOWN_KEYS = sorted(
-    {
-        f.name
-        for section in (
-            PromptsConfig,
-            PlannerConfig,
-            WorkerConfig,
-            CheckConfig,
-            Budget,
-            CriticConfig,
-            CompressionConfig,
-            TeamConfig,
-        )
-        for f in msgspec.structs.fields(section)
-    }
-)
-_AT = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
-_UNKNOWN = re.compile(r"^Object contains unknown field `(?P<key>[^`]*)`$")
-
-
 def load_config(path: str | Path) -> TeamConfig:
     """Read a team file; the format follows the suffix (``.toml``, ``.yaml``/``.yml``).
 
@@ -218,10 +206,10 @@ def load_config(path: str | Path) -> TeamConfig:
     else:
         raise ConfigError(f"{path}: expected a .toml, .yaml or .yml team file")
     try:
-        text = file.read_text(encoding="utf-8")
+        data = file.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the team file: {exc.strerror or exc}") from exc
-    return parse_config(text, format=fmt, source=str(path))
+    return parse_config(decode_bytes(data, str(path)), format=fmt, source=str(path))
 
 
 def parse_config(text: str, *, format: ConfigFormat, source: str = "<config>") -> TeamConfig:
@@ -235,11 +223,11 @@ def parse_config(text: str, *, format: ConfigFormat, source: str = "<config>") -
     Raises:
         ConfigError: the text does not parse or does not match the schema.
     """
-    raw = _parse_toml(text, source) if format == "toml" else _parse_yaml(text, source)
+    raw = parse_text(text, format, source)
     try:
         config = msgspec.convert(raw, TeamConfig)
     except msgspec.ValidationError as exc:
-        raise ConfigError(f"{source}: {_explain(str(exc))}") from exc
+        raise ConfigError(f"{source}: {explain(str(exc), raw, TeamConfig, format)}") from exc
     assert isinstance(raw, dict)  # it decoded into a TeamConfig
     for index, entry in enumerate(raw["workers"]):
         # The keys as written: a model-only key set to its default is still a mistake.
@@ -281,40 +269,3 @@ def _refuse_model_keys(team: object, keys: Iterable[object], source: str, index:
         for key in keys:
             if key in MODEL_ONLY_KEYS:
                 raise team_worker_error(source, index, str(key), team)
-
-
-def _parse_toml(text: str, source: str) -> object:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{source}: not valid TOML: {exc}") from exc
-
-
-def _parse_yaml(text: str, source: str) -> object:
-    try:
-        import yaml
-    except ImportError as exc:  # pyyaml is the `cli` extra
-        raise ConfigError(
-            f"{source}: reading YAML needs pyyaml; install regiment[cli] or use a .toml file"
-        ) from exc
-    try:
-        raw: object = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
-    return {} if raw is None else raw
-
-
-def _explain(message: str) -> str:
-    """msgspec's ``What - at `$.a[0].b``` as ``a[0].b: what`` in our words."""
-    match = _AT.match(message)
-    assert match is not None  # the pattern matches any text
-    what, path = match.group("what"), (match.group("path") or "").lstrip(".")
-    unknown = _UNKNOWN.match(what)
-    if unknown:
-        key = unknown.group("key")
-        close = difflib.get_close_matches(key, _KNOWN_KEYS, n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        return f"{path or '(top level)'}: unknown key '{key}'{hint}"
-    what = what.replace("Object missing required field", "missing required key")
-    what = what[:1].lower() + what[1:]
-    return f"{path}: {what}" if path else what

@@ -13,6 +13,7 @@ from typing import Literal, NamedTuple, TypeAlias, final
 import msgspec
 
 from regiment.hierarchy._messages import BudgetLimit, StepAllowance
+from regiment.hierarchy._ranges import NO_LIMIT, at_least, seconds
 from regiment.models import Usage
 
 __all__ = ("Budget", "BudgetLedger", "BudgetLimit", "OnExhausted", "Share")
@@ -20,11 +21,11 @@ __all__ = ("Budget", "BudgetLedger", "BudgetLimit", "OnExhausted", "Share")
 OnExhausted: TypeAlias = Literal["partial", "raise"]
 
 
-class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Limits for one run. ``None`` means unlimited.
+class Budget(msgspec.Struct, frozen=True, kw_only=True):
+    """Limits for one run. ``None`` means unlimited; a limit of 0 allows none.
 
-    A team file's ``[budget]`` table decodes straight into it (an unknown key
-    is an error there).
+    Counts are whole numbers >= 0 (``rounds`` >= 1); ``wall_clock`` is a finite
+    number of seconds > 0. Other values raise :class:`regiment.ConfigError`.
 
     Attributes:
         model_calls: model calls by every role (planner, workers, synthesis).
@@ -48,6 +49,13 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     rounds: int = 3
     wall_clock: float | None = None
     on_exhausted: OnExhausted = "partial"
+
+    def __post_init__(self) -> None:
+        for name in ("model_calls", "tool_calls", "tokens", "input_tokens", "output_tokens"):
+            at_least("Budget", name, getattr(self, name), 0, none_means=NO_LIMIT)
+        at_least("Budget", "replans", self.replans, 0)
+        at_least("Budget", "rounds", self.rounds, 1)
+        seconds("Budget", "wall_clock", self.wall_clock)
 
 
 def _left(limit: int | None, used: int) -> int | None:

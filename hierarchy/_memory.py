@@ -18,6 +18,7 @@ from typing import final
 
 import msgspec
 
+from regiment.hierarchy._ranges import InvalidValue, at_least, fraction
 from regiment.models import Model
 
 __all__ = ("Compression", "WorkingMemory", "parse_memory")
@@ -40,9 +41,9 @@ class Compression:
 
     Attributes:
         threshold_tokens: compress when the carried context's estimated size
-            passes this; ``None`` means ``window_fraction`` of ``context_window``.
-        context_window: the planner model's context window, in tokens.
-        window_fraction: the share of the window the carried context may take.
+            passes this (>= 1); ``None`` means ``window_fraction`` of ``context_window``.
+        context_window: the planner model's context window, in tokens (>= 1).
+        window_fraction: the share of the window the carried context may take, in (0, 1].
         model: the compressor's model; ``None`` uses the planner's.
         prompt: instructions for the compressor.
     """
@@ -52,6 +53,19 @@ class Compression:
     window_fraction: float = 0.5
     model: Model | None = None
     prompt: str = _PROMPT
+
+    def __post_init__(self) -> None:
+        derived = "window_fraction x context_window"
+        at_least("Compression", "threshold_tokens", self.threshold_tokens, 1, none_means=derived)
+        at_least("Compression", "context_window", self.context_window, 1)
+        fraction("Compression", "window_fraction", self.window_fraction)
+        if self.threshold < 1:
+            raise InvalidValue(
+                "Compression",
+                "window_fraction",
+                f"times context_window must be at least 1 token; got {self.window_fraction!r} "
+                f"x {self.context_window} (raise one, or set threshold_tokens)",
+            )
 
     @property
     def threshold(self) -> int:

@@ -6,9 +6,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import final
 
-from regiment.errors import ConfigError
 from regiment.hierarchy._checks import Check
 from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy._ranges import at_least
 from regiment.hierarchy.plan._parse import ParsedPlan, parse_plan
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.plan._validate import validate_plan
@@ -25,8 +25,10 @@ class Planner:
 
     Attributes:
         model: the planner's model (also the synthesizer's unless ``synthesizer_model``).
-        max_steps: the longest plan accepted; longer plans are truncated (and the truncation recorded).
-        max_plan_attempts: replies per planning phase before the run fails with ``PlanError``.
+        max_steps: the longest plan accepted (>= 1); longer plans are truncated
+            (and the truncation recorded).
+        max_plan_attempts: replies per planning phase before the run fails with
+            ``PlanError`` (>= 1).
         prompts: instructions for planner, workers and synthesizer.
         synthesizer_model: a different model for the final answer.
         name: the planner's name in traces.
@@ -40,8 +42,8 @@ class Planner:
     name: str = "planner"
 
     def __post_init__(self) -> None:
-        if self.max_steps < 1 or self.max_plan_attempts < 1:
-            raise ConfigError("Planner: max_steps and max_plan_attempts must be at least 1")
+        at_least("Planner", "max_steps", self.max_steps, 1)
+        at_least("Planner", "max_plan_attempts", self.max_plan_attempts, 1)
 
 
 @final

@@ -47,10 +47,12 @@ from regiment.hierarchy.events import Event
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._messages import StartRun
 from regiment.hierarchy.run._runtime import TeamRuntime
+from regiment.hierarchy.workers._live import LiveWorker
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._team_worker import TeamWorker, TeamWorkerActor
-from regiment.hierarchy.workers._worker import Worker, WorkerActor
+from regiment.hierarchy.workers._worker import Worker, WorkerActor, WorkerSpec
 from regiment.telemetry import Telemetry
+from regiment.tools import MCPHub, WorkerTools
 
 __all__ = ("RunningTeam", "Team")
 
@@ -99,8 +101,10 @@ class Team:
     @asynccontextmanager
     async def start(self) -> AsyncIterator[RunningTeam]:
         """Spawn the team's actors in the current event loop; stop them on exit."""
-        async with open_actor_system() as system:
-            yield await RunningTeam.spawn(self, system)
+        # The hub outlives the actors: a worker's last tool call ends before its MCP
+        # sessions close. Servers start here, eagerly (see regiment.tools.MCPHub).
+        async with MCPHub.open() as mcp, open_actor_system() as system:
+            yield await RunningTeam.spawn(self, system, mcp=mcp)
 
     async def run(self, goal: str) -> RunResult:
         """Start the team, run one goal, stop the team (the one-call form for scripts)."""
@@ -132,7 +136,12 @@ class RunningTeam:
 
     @classmethod
     async def spawn(
-        cls, team: Team, system: ActorSystem, *, telemetry: Telemetry | None = None
+        cls,
+        team: Team,
+        system: ActorSystem,
+        *,
+        telemetry: Telemetry | None = None,
+        mcp: MCPHub | None = None,
     ) -> RunningTeam:
         """Spawn a team's actors, and those of every team nested in it, in ``system``.
 
@@ -141,11 +150,14 @@ class RunningTeam:
             system: the actor system the actors live in (and stop with).
             telemetry: used when ``team.telemetry`` is ``None``; nested teams
                 pass their parent's, so a nested run is one trace.
+            mcp: starts and owns the workers' MCP servers (``Team.start()`` passes one).
 
         Raises:
-            ConfigError: the team contains itself through its team workers.
+            ConfigError: the team contains itself through its team workers, a
+                worker has MCP servers but no hub was given, or MCP tool names clash.
+            ToolError: an MCP server could not be started.
         """
-        return await _spawn_team(team, system, telemetry, prefix="", outer=())
+        return await _spawn_team(team, system, telemetry, prefix="", outer=(), mcp=mcp)
 
     async def run(
         self,
@@ -258,24 +270,31 @@ async def _spawn_team(
     *,
     prefix: str,
     outer: tuple[Team, ...],
+    mcp: MCPHub | None,
 ) -> RunningTeam:
     if any(t is team for t in outer):
         path = " -> ".join(t.name for t in (*outer, team))
         raise ConfigError(f"team '{team.name}' contains itself ({path}); nest distinct teams")
     telemetry = team.telemetry or inherited or Telemetry()
     refs: dict[str, ActorRef[WorkerMessage, None]] = {}
+    specs: dict[str, WorkerSpec] = {}
     prompts = team.planner.prompts
     base = f"{prefix}{team.name}"
+    if mcp is not None:  # all of this team's MCP servers start at once, not worker by worker
+        await mcp.start([s for w in team.workers if isinstance(w, Worker) for s in w.mcp_servers])
     for worker in team.workers:
         name = f"{base}/{worker.name}"
         factory: Callable[[], StepActor]
         match worker:
             case Worker():
-                factory = functools.partial(WorkerActor, worker, prompts, telemetry)
+                tools = await _worker_tools(worker, mcp)
+                specs[worker.name] = LiveWorker(worker, tools) if worker.mcp_servers else worker
+                factory = functools.partial(WorkerActor, worker, prompts, telemetry, tools)
             case TeamWorker():
                 # The child team lives in the parent's actor system: it stops with it.
+                specs[worker.name] = worker
                 child = await _spawn_team(
-                    worker.team, system, telemetry, prefix=f"{name}/", outer=(*outer, team)
+                    worker.team, system, telemetry, prefix=f"{name}/", outer=(*outer, team), mcp=mcp
                 )
                 factory = functools.partial(
                     TeamWorkerActor, worker, team.name, child._open_for_step, telemetry
@@ -286,7 +305,7 @@ async def _spawn_team(
     runtime = TeamRuntime(
         name=team.name,
         planner=team.planner,
-        workers={w.name: w for w in team.workers},
+        workers=specs,
         worker_refs=refs,
         checks=team.checks,
         budget=team.budget,
@@ -298,6 +317,18 @@ async def _spawn_team(
     channels: dict[str, RunChannel] = {}
     supervisor = await system.spawn(lambda: Supervisor(runtime, channels), name=f"{base}/planner")
     return RunningTeam(team, supervisor, telemetry, channels)
+
+
+async def _worker_tools(worker: Worker, mcp: MCPHub | None) -> WorkerTools:
+    """The worker's live tools, starting its MCP servers (once per hub) first."""
+    if not worker.mcp_servers:
+        return WorkerTools(worker.toolset)
+    if mcp is None:
+        raise ConfigError(
+            f"worker '{worker.name}' has MCP servers, which need an MCPHub: start the team "
+            "with Team.start(), or pass mcp= to RunningTeam.spawn"
+        )
+    return await mcp.worker_tools(worker.toolset, worker.mcp_servers)
 
 
 def _record_end(telemetry: Telemetry, span: Span, channel: RunChannel) -> None:

@@ -14,7 +14,7 @@ from typing import assert_never
 import msgspec
 
 from regiment._json import JsonObject, JsonValue
-from regiment.models import ModelResponse, TextPart, ToolCallPart
+from regiment.models import ModelResponse, TextPart, ThinkingPart, ToolCallPart
 
 __all__ = ("valid_response", "valid_text")
 
@@ -36,7 +36,9 @@ def valid_response(response: ModelResponse) -> ModelResponse:
     return msgspec.structs.replace(response, parts=parts)
 
 
-def _valid_part(part: TextPart | ToolCallPart) -> TextPart | ToolCallPart:
+def _valid_part(
+    part: TextPart | ToolCallPart | ThinkingPart,
+) -> TextPart | ToolCallPart | ThinkingPart:
     match part:
         case TextPart(text=text):
             clean = valid_text(text)
@@ -50,6 +52,8 @@ def _valid_part(part: TextPart | ToolCallPart) -> TextPart | ToolCallPart:
                 if valid_text(call_id) is call_id and valid_text(name) is name:
                     return part
             return ToolCallPart(id=valid_text(call_id), name=valid_text(name), arguments=arguments)
+        case ThinkingPart():
+            return part  # sent back verbatim: its signature covers the text
         case _:
             assert_never(part)
 

@@ -2,24 +2,30 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from types import TracebackType
 from typing import Self, final
 
 import anthropic
-from anthropic import AsyncAnthropic, not_given, omit
+import anyio
+import httpx2
+from anthropic import AsyncAnthropic, not_given
 
 from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
-from regiment.models._anthropic_wire import (
-    message_params,
-    response_from_message,
-    tool_choice_param,
-    tool_params,
-)
+from regiment.models._anthropic_stream import PartIndexer
+from regiment.models._anthropic_wire import CallParams, call_params, response_from_message
 from regiment.models._messages import ModelRequest, ModelResponse
+from regiment.models._settings import ModelSettings, effective_settings
+from regiment.models._stream import DeltaHandler, emit_response
 
 __all__ = ("AnthropicModel",)
 
 _DEFAULT_RETRIES = 2
+
+# What the SDK raises when a stream event is not what the Messages API sends
+# (bad JSON, events out of order, a block missing its fields).
+_UNREADABLE = (ValueError, RuntimeError, TypeError, AttributeError, KeyError, IndexError)
 
 # What to do about an error status that is still there after the SDK's retries.
 _ADVICE = {
@@ -48,6 +54,17 @@ class AnthropicModel:
     exponentially from 0.5 s. What is left is raised as ``ModelAPIError`` or
     ``ModelConnectionError``.
 
+    Streaming: by default the reply is read through the SDK's streaming
+    Messages API, and ``stream(request, on_delta)`` hands out its text and
+    tool-call pieces as they arrive; ``stream=False`` makes plain calls.
+
+    Prompt caching (on by default): the last tool definition, the system
+    prompt and the last block of a conversation under way carry cache
+    breakpoints, so the prefix a role repeats on every call (and a tool loop
+    on every turn) is read from the cache at a tenth of the input price; the
+    ``Usage`` of a reply counts ``cache_read_tokens`` and ``cache_write_tokens``.
+    ``prompt_caching=False`` sends no breakpoints.
+
     Tracing: regiment's own ``chat {model}`` span is the one span per model
     call, so a client built here has the SDK's OpenTelemetry spans (and its
     ``traceparent`` header) turned off. ``sdk_tracing=True`` turns them back on;
@@ -62,6 +79,10 @@ class AnthropicModel:
         timeout: seconds per HTTP request; ``None`` keeps the SDK default (10 minutes).
         max_retries: how often the SDK retries a transient failure.
         sdk_tracing: let the SDK emit its own span and ``traceparent`` header.
+        stream: read replies as streams (``True``) or in one piece (``False``).
+        settings: settings for every call of this model; a request's
+            ``settings`` (its role's) win over them.
+        prompt_caching: put cache breakpoints on the system prompt and tools.
 
     Raises:
         regiment.errors.ConfigError: both a client and client options were
@@ -78,8 +99,14 @@ class AnthropicModel:
         timeout: float | None = None,
         max_retries: int = _DEFAULT_RETRIES,
         sdk_tracing: bool = False,
+        stream: bool = True,
+        settings: ModelSettings | None = None,
+        prompt_caching: bool = True,
     ) -> None:
         self._model = model
+        self._stream = stream
+        self._settings = settings
+        self._prompt_caching = prompt_caching
         self._owns_client = client is None
         if client is None:
             client = _build_client(api_key, base_url, timeout, max_retries, sdk_tracing=sdk_tracing)
@@ -112,26 +139,84 @@ class AnthropicModel:
         """The SDK client in use."""
         return self._client
 
+    @property
+    def settings(self) -> ModelSettings | None:
+        """The settings this model applies to every call (a request's own win)."""
+        return self._settings
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request`` to the Messages API and return the reply.
 
+        With ``stream=True`` (the default) the reply is read as a stream, so
+        long replies never hit an HTTP read timeout; the result is the same.
+
         Raises:
             regiment.errors.ModelAPIError: the API answered with an error status
-                (after retries, for transient ones).
-            regiment.errors.ModelConnectionError: the API could not be reached
-                or did not answer in time, after retries.
+                (after retries, for transient ones), or a reply it could not read.
+            regiment.errors.ModelConnectionError: the API could not be reached,
+                did not answer in time, or the stream broke off.
+            regiment.errors.ConfigError: the settings contradict each other.
         """
+        params = self._params(request)
+        if self._stream:
+            return await self._streamed(params, None)
+        return await self._plain(params)
+
+    async def stream(self, request: ModelRequest, on_delta: DeltaHandler) -> ModelResponse:
+        """As ``complete``, awaiting ``on_delta`` with each piece of the reply as it arrives.
+
+        With ``stream=False`` the reply comes in one piece and its parts are
+        handed to ``on_delta`` whole. A stream that breaks off is not retried
+        (pieces may already be handed out): it raises ``ModelConnectionError``.
+        """
+        params = self._params(request)
+        if self._stream:
+            return await self._streamed(params, on_delta)
+        response = await self._plain(params)
+        await emit_response(response, on_delta)
+        return response
+
+    def _params(self, request: ModelRequest) -> CallParams:
+        settings = effective_settings(self._settings, request)
+        return call_params(self._model, request, settings, prompt_caching=self._prompt_caching)
+
+    async def _plain(self, params: CallParams) -> ModelResponse:
+        with self._translated():
+            message = await self._client.messages.create(**params)
+        return response_from_message(message)
+
+    async def _streamed(self, params: CallParams, on_delta: DeltaHandler | None) -> ModelResponse:
+        with self._translated():
+            stream = await self._client.messages.stream(**params).__aenter__()
         try:
-            message = await self._client.messages.create(
-                model=self._model,
-                max_tokens=request.max_tokens,
-                messages=message_params(request),
-                system=request.system or omit,
-                tools=tool_params(request.tools) if request.tools else omit,
-                tool_choice=tool_choice_param(request.tool_choice) if request.tool_choice else omit,
-                extra_body=_extra_body(request),
-                stop_sequences=list(request.stop_sequences) if request.stop_sequences else omit,
-            )
+            indexer = PartIndexer()
+            while True:
+                with self._translated(reading=True):
+                    event = await anext(stream, None)
+                    delta = indexer.delta(event) if event is not None else None
+                if event is None:
+                    break
+                if delta is not None and on_delta is not None:
+                    await on_delta(delta)
+            if not indexer.stopped:
+                raise ModelConnectionError(
+                    f"the Anthropic API's stream for model {self._model!r} ended before "
+                    "its message_stop event; the reply is incomplete and was not retried, "
+                    "as its pieces may already be handed out; try the call again"
+                )
+            with self._translated(reading=True):
+                message = await stream.get_final_message()
+        finally:
+            with anyio.CancelScope(shield=True):  # release the connection even when cancelled
+                await stream.close()
+        return response_from_message(message)
+
+    @contextlib.contextmanager
+    def _translated(self, *, reading: bool = False) -> Iterator[None]:
+        """Turn the SDK's and the transport's errors into ours (cancellation passes);
+        ``reading``: the block reads stream events, so bad data is the server's."""
+        try:
+            yield
         except anthropic.APIStatusError as exc:
             raise _api_error(exc, self._model) from exc
         except anthropic.APIConnectionError as exc:
@@ -143,7 +228,19 @@ class AnthropicModel:
                 status_code=exc.status_code,
                 request_id=exc.response.headers.get("request-id"),
             ) from exc
-        return response_from_message(message)
+        except httpx2.TransportError as exc:  # only mid-stream: the SDK retries the rest
+            raise ModelConnectionError(
+                f"the Anthropic API's stream for model {self._model!r} broke off ({exc!r}); "
+                "a broken stream is not retried, as its pieces may already be handed out; "
+                "try the call again, or check the network and any proxy in between"
+            ) from exc
+        except _UNREADABLE as exc:
+            if not reading:
+                raise
+            raise ModelAPIError(
+                f"the Anthropic API sent a stream event for model {self._model!r} that could "
+                f"not be read ({exc}); check base_url points at the Messages API, or try again"
+            ) from exc
 
     async def aclose(self) -> None:
         """Close the client, if this model built it."""
@@ -176,11 +273,6 @@ class AnthropicModel:
             f"after {self._client.max_retries} retries{cause}; check the network and "
             "base_url, or raise timeout / max_retries"
         )
-
-
-def _extra_body(request: ModelRequest) -> dict[str, object] | None:
-    # SDK 2.x has no `temperature` argument any more; the request body still carries it.
-    return None if request.temperature is None else {"temperature": request.temperature}
 
 
 def _build_client(
@@ -223,6 +315,14 @@ def _api_error(exc: anthropic.APIStatusError, model: str) -> ModelAPIError:
         body.get("request_id") if isinstance(body.get("request_id"), str) else None
     )
     status = exc.status_code
+    if status < 400:  # an `error` event inside a stream that had begun with 200
+        return ModelAPIError(
+            f"the Anthropic API sent an error mid-stream for model {model!r}: "
+            f"{error_type or 'error'}: {text} (request id {request_id}); the call was not "
+            "retried, as parts of the reply may already be handed out; try it again",
+            error_type=error_type,
+            request_id=request_id,
+        )
     advice = _ADVICE.get(status) or (
         "the API failed even after retries; try again later" if status >= 500 else "see the message"
     )

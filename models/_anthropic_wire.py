@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal, assert_never, cast
+from typing import Literal, TypedDict, assert_never, cast
 
+from anthropic import NotGiven, Omit, not_given, omit
 from anthropic.types import (
     ContentBlockParam,
     MessageParam,
+    TextBlockParam,
+    ThinkingConfigParam,
     ToolChoiceParam,
     ToolParam,
 )
@@ -15,24 +18,125 @@ from anthropic.types import (
 )
 
 from regiment._json import JsonObject
+from regiment.errors import ConfigError
 from regiment.models._messages import (
     Message,
     ModelRequest,
     ModelResponse,
     Part,
+    ResponsePart,
     TextPart,
+    ThinkingPart,
     ToolCallPart,
     ToolResultPart,
     Usage,
 )
+from regiment.models._settings import ModelSettings
 from regiment.tools import ToolDefinition
 
-__all__ = ("message_params", "response_from_message", "tool_choice_param", "tool_params")
+__all__ = (
+    "CallParams",
+    "call_params",
+    "message_params",
+    "response_from_message",
+    "tool_choice_param",
+    "tool_params",
+)
+
+# The SDK's default reply length when neither the request nor any setting gives one.
+_DEFAULT_MAX_TOKENS = 4096
 
 
-def message_params(request: ModelRequest) -> list[MessageParam]:
-    """The request's conversation as Messages API ``messages``."""
-    return [_message_param(message) for message in request.messages]
+class CallParams(TypedDict):
+    """The keyword arguments of one ``messages.create`` / ``messages.stream`` call."""
+
+    model: str
+    max_tokens: int
+    messages: list[MessageParam]
+    system: str | list[TextBlockParam] | Omit
+    tools: list[ToolParam] | Omit
+    tool_choice: ToolChoiceParam | Omit
+    stop_sequences: list[str] | Omit
+    thinking: ThinkingConfigParam | Omit
+    extra_body: dict[str, object] | None
+    timeout: float | NotGiven
+
+
+def call_params(
+    model: str, request: ModelRequest, settings: ModelSettings, *, prompt_caching: bool
+) -> CallParams:
+    """The SDK call for ``request`` with ``settings`` applied.
+
+    With ``prompt_caching``, the stable prefix gets cache breakpoints: the last
+    tool definition (so the tools are cached on their own, as workers that
+    share tools differ in their system prompts), the system prompt (tools and
+    system together) and, in a conversation under way, its last block (three
+    of the four breakpoints the API allows). The API ignores a breakpoint
+    whose prefix is below the model's minimum cacheable length, so short
+    prompts cost nothing extra.
+
+    Raises:
+        regiment.errors.ConfigError: ``thinking_budget`` is not below ``max_tokens``.
+    """
+    tools = tool_params(request.tools, cache=prompt_caching) if request.tools else omit
+    most = settings.max_tokens or _DEFAULT_MAX_TOKENS
+    thinking: ThinkingConfigParam | Omit = omit
+    if (budget := settings.thinking_budget) is not None:
+        if budget >= most:
+            raise ConfigError(
+                f"thinking_budget ({budget}) must be below max_tokens ({most}), as thinking "
+                "tokens count toward max_tokens; raise max_tokens or lower thinking_budget"
+            )
+        thinking = {"type": "enabled", "budget_tokens": budget}
+    stops = settings.stop_sequences
+    return {
+        "model": model,
+        "max_tokens": most,
+        "messages": message_params(request, cache=prompt_caching),
+        "system": _system_param(request.system, cache=prompt_caching),
+        "tools": tools,
+        "tool_choice": tool_choice_param(request.tool_choice) if request.tool_choice else omit,
+        "stop_sequences": list(stops) if stops else omit,
+        "thinking": thinking,
+        "extra_body": _extra_body(settings),
+        "timeout": not_given if settings.timeout is None else settings.timeout,
+    }
+
+
+def _system_param(system: str, *, cache: bool) -> str | list[TextBlockParam] | Omit:
+    if not system:
+        return omit
+    if not cache:
+        return system
+    return [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
+
+
+def _extra_body(settings: ModelSettings) -> dict[str, object] | None:
+    # SDK 2.x has no `temperature` / `top_p` arguments; the request body still carries them.
+    body: dict[str, object] = {}
+    if settings.temperature is not None:
+        body["temperature"] = settings.temperature
+    if settings.top_p is not None:
+        body["top_p"] = settings.top_p
+    body.update(settings.extra)
+    return body or None
+
+
+def message_params(request: ModelRequest, *, cache: bool = False) -> list[MessageParam]:
+    """The request's conversation as Messages API ``messages``.
+
+    With ``cache``, a conversation that is under way (more than one message:
+    a tool loop, a re-prompt) gets a breakpoint on its last block, so the next
+    call, which repeats all of it, reads it from the cache.
+    """
+    params = [_message_param(message) for message in request.messages]
+    if cache and len(params) > 1:
+        last = params[-1]["content"]
+        if isinstance(last, list) and last:
+            block = last[-1]
+            if block["type"] in ("text", "tool_result", "tool_use"):
+                block["cache_control"] = {"type": "ephemeral"}
+    return params
 
 
 def _message_param(message: Message) -> MessageParam:
@@ -53,6 +157,10 @@ def _block_param(part: Part) -> ContentBlockParam:
             return {"type": "text", "text": text}
         case ToolCallPart(id=call_id, name=name, arguments=arguments):
             return {"type": "tool_use", "id": call_id, "name": name, "input": dict(arguments)}
+        case ThinkingPart(thinking=thinking, signature=signature, redacted=redacted):
+            if redacted is not None:
+                return {"type": "redacted_thinking", "data": redacted}
+            return {"type": "thinking", "thinking": thinking, "signature": signature}
         case ToolResultPart(call_id=call_id, content=content, is_error=is_error):
             if is_error:
                 return {
@@ -66,12 +174,15 @@ def _block_param(part: Part) -> ContentBlockParam:
             assert_never(part)
 
 
-def tool_params(tools: tuple[ToolDefinition, ...]) -> list[ToolParam]:
-    """Tool definitions as Messages API ``tools``."""
-    return [
+def tool_params(tools: tuple[ToolDefinition, ...], *, cache: bool = False) -> list[ToolParam]:
+    """Tool definitions as Messages API ``tools``; ``cache`` marks the last as a cache breakpoint."""
+    params: list[ToolParam] = [
         {"name": t.name, "description": t.description, "input_schema": dict(t.input_schema)}
         for t in tools
     ]
+    if cache and params:
+        params[-1]["cache_control"] = {"type": "ephemeral"}
+    return params
 
 
 def tool_choice_param(choice: Literal["auto", "any", "none"]) -> ToolChoiceParam:
@@ -90,16 +201,21 @@ def tool_choice_param(choice: Literal["auto", "any", "none"]) -> ToolChoiceParam
 def response_from_message(message: AnthropicMessage) -> ModelResponse:
     """A Messages API reply as our ``ModelResponse``.
 
-    Text and ``tool_use`` blocks are kept; other block kinds (thinking, server
-    tools) are not requested by this adapter, so they are left out.
+    Text, ``tool_use`` and thinking blocks are kept (thinking goes back to the
+    API with the conversation); other block kinds (server tools) are not
+    requested by this adapter, so they are left out.
     """
-    parts: list[TextPart | ToolCallPart] = []
+    parts: list[ResponsePart] = []
     for block in message.content:
         if block.type == "text":
             parts.append(TextPart(text=block.text))
         elif block.type == "tool_use":
             arguments = cast(JsonObject, dict(block.input))
             parts.append(ToolCallPart(id=block.id, name=block.name, arguments=arguments))
+        elif block.type == "thinking":
+            parts.append(ThinkingPart(thinking=block.thinking, signature=block.signature))
+        elif block.type == "redacted_thinking":
+            parts.append(ThinkingPart(redacted=block.data))
     usage = message.usage
     return ModelResponse(
         parts=tuple(parts),

@@ -12,6 +12,7 @@ from regiment.models._messages import (
     ModelResponse,
     Part,
     TextPart,
+    ThinkingPart,
     ToolCallPart,
     ToolResultPart,
 )
@@ -77,6 +78,8 @@ def _part_tokens(part: Part) -> int:
             return _PER_PART + _text_tokens(call_id + name + _json_text(arguments))
         case ToolResultPart(call_id=call_id, content=content):
             return _PER_PART + _text_tokens(call_id + content)
+        case ThinkingPart(thinking=thinking, redacted=redacted):
+            return _PER_PART + _text_tokens(thinking + (redacted or ""))
         case _:
             assert_never(part)
 

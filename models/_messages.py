@@ -12,6 +12,7 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from regiment._json import JsonObject
+from regiment.models._settings import ModelSettings
 from regiment.tools import ToolDefinition
 
 __all__ = (
@@ -19,6 +20,9 @@ __all__ = (
     "ModelRequest",
     "ModelResponse",
     "Part",
+    "ResponsePart",
+    "Role",
+    "ThinkingPart",
     "TextPart",
     "ToolCallPart",
     "ToolResultPart",
@@ -67,8 +71,28 @@ class ToolResultPart(msgspec.Struct, frozen=True, kw_only=True, tag="tool_result
     is_error: bool = False
 
 
-Part: TypeAlias = TextPart | ToolCallPart | ToolResultPart
+class ThinkingPart(msgspec.Struct, frozen=True, kw_only=True, tag="thinking"):
+    """The model's reasoning before it answered (Claude's extended thinking).
+
+    It is kept in the reply and sent back as it came in the next request,
+    as the API requires when thinking and tool use mix.
+
+    Attributes:
+        thinking: the reasoning text (empty when redacted).
+        signature: the provider's signature over it.
+        redacted: the encrypted reasoning, when the provider redacted it.
+    """
+
+    thinking: str = ""
+    signature: str = ""
+    redacted: str | None = None
+
+
+Part: TypeAlias = TextPart | ToolCallPart | ToolResultPart | ThinkingPart
 """Any part of a message."""
+
+ResponsePart: TypeAlias = TextPart | ToolCallPart | ThinkingPart
+"""A part a model can reply with."""
 
 
 class Message(msgspec.Struct, frozen=True, kw_only=True):
@@ -104,8 +128,18 @@ class Message(msgspec.Struct, frozen=True, kw_only=True):
         return "".join(part.text for part in self.parts if isinstance(part, TextPart))
 
 
+Role: TypeAlias = Literal["planner", "replanner", "worker", "critic", "compressor", "synthesizer"]
+"""Who in a team makes a model call: the planner (first plan), the replanner (a
+replan or a new round's tail), a worker (a step's tool loop), the critic, the
+compressor (working memory) or the synthesizer (the answer)."""
+
+
 class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
     """Everything one model call needs.
+
+    The team sets ``role`` (and, for a worker, ``worker`` and ``step_id``) on
+    every request it makes, so a ``ScriptedModel`` function can tell the calls
+    apart by ``request.role`` rather than by the text of the prompts.
 
     Attributes:
         system: the system prompt (empty for none).
@@ -118,6 +152,12 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
         stop_sequences: strings that end the reply when the model writes them.
         tool_choice: ``"auto"`` (model decides), ``"any"`` (must call some tool),
             ``"none"`` (must not call tools); ``None`` leaves the provider default.
+        settings: the role's settings; they win over the model's own settings,
+            which win over ``max_tokens``, ``temperature`` and ``stop_sequences``
+            above (see ``effective_settings``).
+        role: who makes the call; ``None`` for a request made outside a team.
+        worker: the worker's name, for ``role="worker"``.
+        step_id: the plan step the worker is on, for ``role="worker"``.
     """
 
     system: str = ""
@@ -127,6 +167,10 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
     temperature: float | None = None
     stop_sequences: tuple[str, ...] = ()
     tool_choice: Literal["auto", "any", "none"] | None = None
+    settings: ModelSettings | None = None
+    role: Role | None = None
+    worker: str | None = None
+    step_id: str | None = None
 
 
 class Usage(msgspec.Struct, frozen=True, kw_only=True):
@@ -173,7 +217,8 @@ class ModelResponse(msgspec.Struct, frozen=True, kw_only=True):
     """What one model call returned.
 
     Attributes:
-        parts: text and tool calls, in the order the model wrote them.
+        parts: text, tool calls (and thinking, when asked for), in the order
+            the model wrote them.
         stop_reason: why the model stopped, in the provider's words (for
             Anthropic: ``end_turn``, ``tool_use``, ``max_tokens``,
             ``stop_sequence``, ``refusal``, ...).
@@ -182,7 +227,7 @@ class ModelResponse(msgspec.Struct, frozen=True, kw_only=True):
         response_id: the provider's id for the response, if it gives one.
     """
 
-    parts: tuple[TextPart | ToolCallPart, ...]
+    parts: tuple[ResponsePart, ...]
     stop_reason: str
     usage: Usage = msgspec.field(default_factory=Usage)
     model: str

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeAlias, final
 
@@ -10,7 +12,13 @@ import msgspec
 
 from regiment.errors import ConfigError, ScriptExhausted
 from regiment.models._estimate import estimate_tokens
-from regiment.models._messages import ModelRequest, ModelResponse, TextPart, Usage
+from regiment.models._messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, Usage
+from regiment.models._stream import (
+    DeltaHandler,
+    TextPartDelta,
+    ToolCallPartDelta,
+    ToolCallPartStart,
+)
 
 __all__ = ("Reply", "ScriptFunction", "ScriptedModel")
 
@@ -20,6 +28,9 @@ Reply: TypeAlias = ModelResponse | str
 ScriptFunction: TypeAlias = Callable[[ModelRequest], Reply | Awaitable[Reply]]
 """A script that decides each reply from the request (sync or async)."""
 
+# A space followed by a word: the next piece starts right after the space.
+_WORD_START = re.compile(r"\s(?=\S)")
+
 
 @final
 class ScriptedModel:
@@ -27,8 +38,14 @@ class ScriptedModel:
 
     Give it a list of replies, handed out one per call in order, or a
     function of the request (sync or async) that decides each reply, e.g. a
-    small rule-based "brain" that reads the prompt and picks a tool. A reply
-    is a ``ModelResponse`` or a plain string (a text reply that ends the turn).
+    small rule-based "brain" that looks at ``request.role`` (planner, worker,
+    synthesizer, ...) and picks a reply. A reply is a ``ModelResponse`` or a
+    plain string (a text reply that ends the turn).
+
+    It streams too: ``stream(request, on_delta)`` hands the reply's text out
+    in pieces that end at word ends, each at least ``delta_size`` characters
+    (``delta_size=1``: a word at a time), and each tool call as a start and its
+    arguments, so streaming consumers can be tested offline.
 
     So budgets see tokens, a reply with empty usage gets an estimated one
     (``estimate_tokens`` of the request and of the reply), and a reply with
@@ -43,19 +60,30 @@ class ScriptedModel:
     Args:
         script: the replies in order, or a function of the request.
         name: the model name it reports.
+        delta_size: the least number of characters in a streamed text piece.
 
     Raises:
-        regiment.errors.ConfigError: ``script`` is a bare string.
+        regiment.errors.ConfigError: ``script`` is a bare string, or
+            ``delta_size`` is below 1.
     """
 
-    def __init__(self, script: Sequence[Reply] | ScriptFunction, *, name: str = "scripted") -> None:
+    def __init__(
+        self,
+        script: Sequence[Reply] | ScriptFunction,
+        *,
+        name: str = "scripted",
+        delta_size: int = 32,
+    ) -> None:
         if isinstance(script, str):
             raise ConfigError(
                 f"ScriptedModel got the string {script[:40]!r} as its script; "
                 "pass a list of replies, e.g. ScriptedModel([...])"
             )
+        if delta_size < 1:
+            raise ConfigError(f"ScriptedModel: delta_size must be at least 1, got {delta_size}")
         self._script = script if callable(script) else tuple(script)
         self._name = name
+        self._delta_size = delta_size
         self._requests: list[ModelRequest] = []
 
     @property
@@ -96,6 +124,25 @@ class ScriptedModel:
             reply = await produced if inspect.isawaitable(produced) else produced
         return self._finish(reply, request)
 
+    async def stream(self, request: ModelRequest, on_delta: DeltaHandler) -> ModelResponse:
+        """As ``complete``, handing the reply to ``on_delta`` piece by piece first:
+        text in pieces of ``delta_size`` characters or more that end at word
+        ends, a tool call as its start and then its arguments.
+
+        Raises:
+            regiment.errors.ScriptExhausted: a list script has no reply left.
+        """
+        response = await self.complete(request)
+        for index, part in enumerate(response.parts):
+            if isinstance(part, TextPart):
+                for piece in _pieces(part.text, self._delta_size):
+                    await on_delta(TextPartDelta(index=index, text=piece))
+            elif isinstance(part, ToolCallPart):
+                await on_delta(ToolCallPartStart(index=index, id=part.id, name=part.name))
+                encoded = msgspec.json.encode(part.arguments).decode()
+                await on_delta(ToolCallPartDelta(index=index, arguments=encoded))
+        return response
+
     def _finish(self, reply: Reply, request: ModelRequest) -> ModelResponse:
         response = (
             ModelResponse(parts=(TextPart(text=reply),), stop_reason="end_turn", model=self._name)
@@ -120,6 +167,20 @@ class ScriptedModel:
             f"find out why the caller made another model call (its last message "
             f"began: {last[:80]!r})"
         )
+
+
+@functools.lru_cache(maxsize=256)  # scripts repeat their replies; cutting is pure
+def _pieces(text: str, size: int) -> tuple[str, ...]:
+    """``text`` cut at word ends (after a word's trailing spaces) into pieces of at
+    least ``size`` characters; the last piece may be shorter."""
+    pieces: list[str] = []
+    start, length = 0, len(text)
+    while start < length:
+        found = _WORD_START.search(text, start + size - 1)
+        end = found.end() if found else length
+        pieces.append(text[start:end])
+        start = end
+    return tuple(pieces)
 
 
 def _ordinal(number: int) -> str:

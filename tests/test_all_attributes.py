@@ -19,6 +19,7 @@ PUBLIC_MODULES = (
     "regiment.hierarchy.workers",
     "regiment.config",
     "regiment.cli",
+    "regiment.journal",
 )
 
 

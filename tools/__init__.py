@@ -1,4 +1,5 @@
-"""Typed Python callables as worker tools: schemas, validation, limits, retries, approval.
+"""Typed Python callables as worker tools: schemas, validation, limits, retries, approval;
+and MCP servers as tool sources (``MCPServer``, owned by a running team's ``MCPHub``).
 
 ::
 
@@ -21,6 +22,10 @@ from regiment.tools._approval import (
 )
 from regiment.tools._decorator import tool
 from regiment.tools._definition import ToolDefinition
+from regiment.tools._mcp_connection import MCPConnection, MCPServerLost
+from regiment.tools._mcp_hub import MCPHub, WorkerTools
+from regiment.tools._mcp_server import MCPServer
+from regiment.tools._mcp_tools import MCPToolError
 from regiment.tools._policy import IdempotencyKey, OnToolError, ToolOptions, ToolPolicy
 from regiment.tools._result import ToolResult
 from regiment.tools._tool import Tool
@@ -35,6 +40,11 @@ __all__ = (
     "EditArguments",
     "IdempotencyKey",
     "OnToolError",
+    "MCPConnection",
+    "MCPHub",
+    "MCPServer",
+    "MCPServerLost",
+    "MCPToolError",
     "RetryableToolError",
     "Tool",
     "ToolDefinition",
@@ -43,5 +53,6 @@ __all__ = (
     "ToolResult",
     "Toolset",
     "ToolsetItem",
+    "WorkerTools",
     "tool",
 )

@@ -31,6 +31,7 @@ from regiment.tools._run import (
 )
 from regiment.tools._schema import ArgumentSpec, BoundArguments
 from regiment.tools._thread import run_sync_abandonable
+from regiment.tools._validator import ArgumentValidator
 
 __all__ = ("Tool",)
 
@@ -53,6 +54,8 @@ class Tool(Generic[P, R_co]):
             ``Annotated[..., Field(description=...)]`` does not.
         name: the name the model uses; defaults to the function's name.
         description: overrides the docstring.
+        validator: checks the arguments instead of ``fn``'s signature (MCP tools pass
+            a JSON Schema validator); ``fn`` then gets the validated arguments as keywords.
         **options: the ``ToolPolicy`` fields (``timeout``, ``retries``, ``retry_on``,
             ``backoff``, ``max_backoff``, ``max_concurrency``, ``requires_approval``,
             ``idempotency_key``, ``sleep``, ``on_tool_error``).
@@ -73,6 +76,7 @@ class Tool(Generic[P, R_co]):
         *,
         name: str | None = None,
         description: str | None = None,
+        validator: ArgumentValidator | None = None,
         **options: Unpack[ToolOptions],
     ) -> None:
         target = fn.func if isinstance(fn, functools.partial) else fn
@@ -88,7 +92,9 @@ class Tool(Generic[P, R_co]):
         self._name = name
         self._key_name = name  # stays when the tool is renamed, so keys name the side effect
         self._policy = ToolPolicy(**options)
-        self._spec = ArgumentSpec.of(fn, name, docs.params)
+        self._spec: ArgumentValidator = (
+            validator if validator is not None else ArgumentSpec.of(fn, name, docs.params)
+        )
         self._description = description if description is not None else docs.description
         self._definition = ToolDefinition(
             name=name, description=self._description, input_schema=self._spec.schema
@@ -185,7 +191,7 @@ class Tool(Generic[P, R_co]):
         bound = self._spec.validate(arguments)
         if isinstance(bound, str):
             message = f"invalid arguments for tool {self._name!r}: {bound}"
-            return self._error(call_id, message, "invalid_arguments", _raw(arguments))
+            return _error(self._name, call_id, message, "invalid_arguments", _raw(arguments))
         if self._policy.requires_approval:
             gated = await self._gate(bound, call_id, approver)
             if isinstance(gated, ToolResult):
@@ -202,7 +208,7 @@ class Tool(Generic[P, R_co]):
                 f"tool {self._name!r} needs approval before it runs, but no approver is "
                 "configured, so it was not run"
             )
-            return self._error(call_id, message, "approval_unavailable", bound.sent, key)
+            return _error(self._name, call_id, message, "approval_unavailable", bound.sent, key)
         request = ApprovalRequest(
             tool_name=self._name,
             call_id=call_id,
@@ -216,7 +222,7 @@ class Tool(Generic[P, R_co]):
                 return bound
             case Deny(reason=reason):
                 message = f"the call to tool {self._name!r} was denied: {reason}"
-                return self._error(call_id, message, "approval_denied", bound.sent, key)
+                return _error(self._name, call_id, message, "approval_denied", bound.sent, key)
             case EditArguments(arguments=edited):
                 rebound = self._spec.validate(edited)
                 if isinstance(rebound, str):
@@ -224,7 +230,7 @@ class Tool(Generic[P, R_co]):
                         f"invalid arguments for tool {self._name!r} "
                         f"as edited by the approver: {rebound}"
                     )
-                    return self._error(call_id, message, "invalid_arguments", _raw(edited))
+                    return _error(self._name, call_id, message, "invalid_arguments", _raw(edited))
                 return rebound
             case _:
                 assert_never(decision)
@@ -242,14 +248,16 @@ class Tool(Generic[P, R_co]):
                 # The traceback is only here; the worker logs the failure with its step.
                 _log.debug("tool %r raised", self._name, exc_info=attempted.error)
             message, error_type = describe_failure(attempted.error, attempted.attempts)
-            return self._error(call_id, message, error_type, bound.sent, key, attempted.attempts)
+            return _error(
+                self._name, call_id, message, error_type, bound.sent, key, attempted.attempts
+            )
         try:
             content = _jsonable(attempted.value)
         except pydantic_core.PydanticSerializationError:
             kind = type(attempted.value).__name__
             message = f"TypeError: tool {self._name!r} returned a {kind}, not JSON data"
             n = attempted.attempts
-            return self._error(call_id, message, "TypeError", bound.sent, key, n)
+            return _error(self._name, call_id, message, "TypeError", bound.sent, key, n)
         return ToolResult(
             call_id=call_id,
             tool_name=self._name,
@@ -266,26 +274,6 @@ class Tool(Generic[P, R_co]):
         # A timeout or a cancelled caller gets control back at once; a body that had
         # not started by then never starts (one already running finishes unseen).
         return await run_sync_abandonable(functools.partial(target, *bound.args, **bound.kwargs))
-
-    def _error(
-        self,
-        call_id: str,
-        message: str,
-        error_type: str,
-        arguments: JsonObject,
-        key: str | None = None,
-        attempts: int = 0,
-    ) -> ToolResult:
-        return ToolResult(
-            call_id=call_id,
-            tool_name=self._name,
-            content=message,
-            is_error=True,
-            error_type=error_type,
-            attempts=attempts,
-            idempotency_key=key,
-            arguments=arguments,
-        )
 
     def __repr__(self) -> str:
         return f"Tool({self._name!r})"
@@ -314,3 +302,24 @@ def _raw(arguments: object) -> JsonObject:
     if isinstance(arguments, Mapping):
         return {str(k): cast(JsonValue, v) for k, v in arguments.items()}
     return {}
+
+
+def _error(
+    tool_name: str,
+    call_id: str,
+    message: str,
+    error_type: str,
+    arguments: JsonObject,
+    key: str | None = None,
+    attempts: int = 0,
+) -> ToolResult:
+    return ToolResult(
+        call_id=call_id,
+        tool_name=tool_name,
+        content=message,
+        is_error=True,
+        error_type=error_type,
+        attempts=attempts,
+        idempotency_key=key,
+        arguments=arguments,
+    )

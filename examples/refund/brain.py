@@ -126,10 +126,12 @@ def _synthesize(request: ModelRequest) -> ModelResponse:
 
 def refund_brain(request: ModelRequest) -> ModelResponse:
     """Answer one request of any role in the refund story."""
-    if request.system.startswith("You are the planner"):
-        return _plan(request)
-    if request.system.startswith("You are worker"):
-        return _work(request)
-    if request.system.startswith("You are the synthesizer"):
-        return _synthesize(request)
-    raise ValueError(f"the refund brain does not know this role: {request.system[:60]!r}")
+    match request.role:
+        case "planner" | "replanner":
+            return _plan(request)
+        case "worker":
+            return _work(request)
+        case "synthesizer":
+            return _synthesize(request)
+        case _:
+            raise ValueError(f"the refund brain does not play the role {request.role!r}")

@@ -63,13 +63,17 @@ def _write(request: ModelRequest) -> ModelResponse:
 
 def research_brain(request: ModelRequest) -> ModelResponse:
     """Answer one request of any role in the research report team."""
-    if request.system.startswith("You are the planner"):
-        return _plan()
-    if request.system.startswith("You are worker 'researcher'"):
-        step = re.search(r"Your step \(\w+\): (.*)", _first_user_text(request))
-        return _research(request, step.group(1) if step else "")
-    if request.system.startswith("You are worker 'writer'"):
-        return _write(request)
-    if request.system.startswith("You are the synthesizer"):
-        return text_response("Here is the report the writer drafted from three research steps:")
-    raise ValueError(f"the research brain does not know this role: {request.system[:60]!r}")
+    match (request.role, request.worker):
+        case ("planner" | "replanner", _):
+            return _plan()
+        case ("worker", "researcher"):
+            step = re.search(r"Your step \(\w+\): (.*)", _first_user_text(request))
+            return _research(request, step.group(1) if step else "")
+        case ("worker", "writer"):
+            return _write(request)
+        case ("synthesizer", _):
+            return text_response("Here is the report the writer drafted from three research steps:")
+        case _:
+            raise ValueError(
+                f"the research brain does not play the role {request.role!r} ({request.worker!r})"
+            )

@@ -48,12 +48,12 @@ def support_brain(request: ModelRequest) -> ModelResponse:
     """Plan one step per goal; the worker calls the tool the step names."""
     text = _text(request)
     order = (re.findall(r"order (\d+)", text) or ["unknown"])[0]
-    if request.system.startswith("You are the planner"):
+    if request.role == "planner":
         verb = "Scan the warehouse for" if "scan" in text else "Look up the status of"
         return text_response(
             f'{{"steps": [{{"id": "s1", "description": "{verb} order {order}"}}]}}'
         )
-    if request.system.startswith("You are worker"):
+    if request.role == "worker":
         last = request.messages[-1]
         results = [p for p in last.parts if isinstance(p, ToolResultPart)]
         if results:

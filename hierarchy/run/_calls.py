@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import assert_never, final
 
 import anyio
+import msgspec
 from opentelemetry.trace import Span
 
 from regiment.actors import ActorContext
@@ -29,7 +30,7 @@ from regiment.hierarchy.run._messages import (
 )
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._trace import RunTrace
-from regiment.models import ModelRequest, estimate_tokens
+from regiment.models import ModelRequest, Role, estimate_tokens
 
 __all__ = ("ROLES", "PhaseCalls", "SpanFacts", "model_failure")
 
@@ -40,6 +41,17 @@ ROLES: dict[Purpose, str] = {
     "plan": "planner",
     "replan": "planner",
     "round": "planner",
+    "critique": "critic",
+    "compress": "compressor",
+    "synthesis": "synthesizer",
+}
+
+
+# The role a model call is made in, as ModelRequest.role tells the model (a brain).
+REQUEST_ROLES: dict[Purpose, Role] = {
+    "plan": "planner",
+    "replan": "replanner",
+    "round": "replanner",
     "critique": "critic",
     "compress": "compressor",
     "synthesis": "synthesizer",
@@ -91,6 +103,7 @@ class PhaseCalls:
         limit = ledger.exhausted(tokens_needed=estimate_tokens(request))
         if limit is not None:
             return limit
+        request = msgspec.structs.replace(request, role=REQUEST_ROLES[purpose])
         self._token += 1
         self._scope = anyio.CancelScope()
         ctx.start_soon(self._call, ctx, purpose, request, facts, self._token, self._scope)

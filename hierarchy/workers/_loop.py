@@ -232,7 +232,14 @@ async def run_tool_loop(
         Message.user(prompts.step_request(step=assign.step, context=assign.context))
     ]
     for _ in range(max_iterations):
-        request = ModelRequest(system=system, messages=tuple(messages), tools=toolset.definitions)
+        request = ModelRequest(
+            system=system,
+            messages=tuple(messages),
+            tools=toolset.definitions,
+            role="worker",
+            worker=worker,
+            step_id=assign.step.id,
+        )
         if (out := _out_of_allowance(assign, progress, request)) is not None:
             return progress.report(
                 assign, worker, "budget_exhausted", error=out[1], exhausted=out[0]

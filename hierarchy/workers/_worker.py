@@ -22,11 +22,12 @@ from regiment.errors import ConfigError
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy._ranges import at_least, seconds
 from regiment.hierarchy.workers._loop import StepProgress, run_tool_loop
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.models import Model
 from regiment.telemetry import Telemetry
-from regiment.tools import OnToolError, Tool, Toolset
+from regiment.tools import MCPServer, OnToolError, Tool, Toolset, WorkerTools
 
 __all__ = ("Worker", "WorkerActor", "WorkerSpec", "check_worker_name")
 
@@ -66,11 +67,13 @@ class Worker:
         name: how plans refer to it (letters, digits, ``_`` and ``-``).
         description: what it is good at; the planner reads this.
         model: the model for its tool loop.
-        tools: its tool set; it can call nothing else.
-        max_iterations: model calls per step before the step ends as ``iteration_limit``.
+        tools: its tool set, or tools and :class:`~regiment.tools.MCPServer` s (whose
+            tools it gets when the team starts); it can call nothing else.
+        max_iterations: model calls per step before the step ends as ``iteration_limit`` (>= 1).
         system_prompt: replaces the default worker instructions.
-        step_timeout: seconds a step may take before it ends as ``timed_out``.
-        max_concurrent_steps: steps it runs at once (across all runs).
+        step_timeout: seconds a step may take before it ends as ``timed_out``
+            (finite, > 0); ``None``: no limit.
+        max_concurrent_steps: steps it runs at once (across all runs), >= 1.
         artifact: its answers are finished artefacts, kept verbatim by synthesis.
         on_tool_error: what an exception from one of its tools does (unless the
             tool sets its own): ``"tell_model"`` (the default) hands it to the model
@@ -80,7 +83,7 @@ class Worker:
     name: str
     description: str
     model: Model
-    tools: Toolset | Iterable[Tool[..., object]] = ()
+    tools: Toolset | Iterable[Tool[..., object] | MCPServer] = ()
     max_iterations: int = 8
     system_prompt: str = ""
     step_timeout: float | None = 300.0
@@ -88,6 +91,7 @@ class Worker:
     artifact: bool = False
     on_tool_error: OnToolError = "tell_model"
     toolset: Toolset = field(init=False, repr=False, compare=False)
+    mcp_servers: tuple[MCPServer, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_worker_name(self.name)
@@ -96,12 +100,16 @@ class Worker:
                 f"worker '{self.name}': on_tool_error must be 'tell_model' or 'raise', "
                 f"not {self.on_tool_error!r}"
             )
-        if self.max_iterations < 1 or self.max_concurrent_steps < 1:
-            raise ConfigError(
-                f"worker '{self.name}': max_iterations and max_concurrent_steps must be at least 1"
-            )
-        toolset = self.tools if isinstance(self.tools, Toolset) else Toolset(self.name, self.tools)
+        owner = f"worker {self.name!r}"
+        at_least(owner, "max_iterations", self.max_iterations, 1)
+        at_least(owner, "max_concurrent_steps", self.max_concurrent_steps, 1)
+        seconds(owner, "step_timeout", self.step_timeout)
+        items = () if isinstance(self.tools, Toolset) else tuple(self.tools)
+        servers = tuple(i for i in items if isinstance(i, MCPServer))
+        plain = [i for i in items if not isinstance(i, MCPServer)]
+        toolset = self.tools if isinstance(self.tools, Toolset) else Toolset(self.name, plain)
         object.__setattr__(self, "toolset", toolset)
+        object.__setattr__(self, "mcp_servers", servers)
 
     @property
     def capabilities(self) -> tuple[str, ...]:
@@ -122,6 +130,7 @@ class WorkerActor(StepActor):
         worker: Worker,
         prompts: Prompts,
         telemetry: Telemetry,
+        tools: WorkerTools | None = None,
     ) -> None:
         super().__init__(
             worker.name,
@@ -130,6 +139,7 @@ class WorkerActor(StepActor):
             step_timeout=worker.step_timeout,
         )
         self._worker = worker
+        self._tools = tools if tools is not None else WorkerTools(worker.toolset)
         self._prompts = prompts
         self._caller = ModelCaller(worker.model, worker.name, telemetry)
 
@@ -141,7 +151,7 @@ class WorkerActor(StepActor):
             description=worker.description,
             system_prompt=worker.system_prompt,
             max_iterations=worker.max_iterations,
-            toolset=worker.toolset,
+            toolset=self._tools.current(),  # MCP tool lists may change between steps
             caller=self._caller,
             telemetry=self._telemetry,
             prompts=self._prompts,

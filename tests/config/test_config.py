@@ -173,7 +173,7 @@ BAD = [
     ),
     (
         GOOD.replace("max_steps = 6", "max_step = 6"),
-        "team.toml: planner: unknown key 'max_step' (did you mean 'max_steps'?)",
+        "team.toml: planner: unknown key `max_step =` (did you mean `max_steps =`?)",
     ),
     (
         GOOD.replace("model_calls = 40", 'model_calls = "forty"'),
@@ -181,7 +181,7 @@ BAD = [
     ),
     (
         GOOD.replace('name = "comms"\n', ""),
-        "team.toml: workers[1]: missing required key `name`",
+        "team.toml: workers[1].name: this required key is missing (add `name =`)",
     ),
     (
         GOOD.replace('model = "scripted"', 'model = "gpt-4"'),
@@ -220,7 +220,9 @@ def test_mistakes_name_the_file_the_key_and_what_was_expected(
 
 
 def test_bad_yaml_and_unknown_suffix(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"team.yaml: not valid YAML"):
+    with pytest.raises(
+        ConfigError, match=r"team.yaml: line 1, column 16: not valid YAML: expected"
+    ):
         load_config(_write(tmp_path, "name: [unclosed", "team.yaml"))
     with pytest.raises(ConfigError, match=r"expected a .toml, .yaml or .yml team file"):
         load_config(_write(tmp_path, "{}", "team.json"))

@@ -273,7 +273,8 @@ def test_a_typo_in_the_nested_file_names_that_file_and_the_key(tmp_path: Path, b
     parent = _write(tmp_path / "parent.toml", PARENT_TOML, brains=brains, child="research.toml")
     message = _error(lambda: load_team(parent, model="scripted"))
     assert message == (
-        f"{child}: workers[0]: unknown key 'max_iteration' (did you mean 'max_iterations'?)"
+        f"{child}: workers[0]: unknown key `max_iteration =` (did you mean `max_iterations =`?) "
+        f"(the team file named by {parent}: workers[0].team = 'research.toml')"
     )
 
 

@@ -89,17 +89,17 @@ class Brain:
     worker_requests: list[ModelRequest] = field(default_factory=list)
 
     async def __call__(self, request: ModelRequest) -> ModelResponse | str:
-        if request.system.startswith("You are the planner"):
+        if request.role in ("planner", "replanner"):
             self.plan_requests.append(request)
             index = len(self.plan_requests) - 1
             assert index < len(self.plans), (
                 f"planner called {index + 1} times, only {len(self.plans)} replies scripted"
             )
             return self.plans[index]
-        if request.system.startswith("You are worker"):
+        if request.role == "worker":
             self.worker_requests.append(request)
             _, description = step_of(request)
             return await self.work(description, tool_results(request), request)
-        if request.system.startswith("You are the synthesizer"):
+        if request.role == "synthesizer":
             return text_response(self.synthesis)
-        raise AssertionError(f"unknown role: {request.system[:40]}")
+        raise AssertionError(f"unknown role: {request.role!r}")

@@ -12,18 +12,12 @@ from __future__ import annotations
 
 import json
 import socket
-from collections import deque
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
 import anthropic
-import anyio
 import pytest
-from anyio.abc import SocketAttribute, SocketStream
-from anyio.streams.buffered import BufferedByteReceiveStream
 from opentelemetry.sdk.trace import TracerProvider
 
 from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
@@ -38,6 +32,9 @@ from regiment.models import (
 )
 from regiment.tools import ToolDefinition
 
+from .messages_api import Block, error, message
+from .standin import Reply, StandIn, serve
+
 pytestmark = pytest.mark.anyio
 
 WEATHER = ToolDefinition(
@@ -51,110 +48,18 @@ WEATHER = ToolDefinition(
 )
 
 
-@dataclass
-class Recorded:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]  # decoded JSON, indexed freely by the assertions
-
-
-@dataclass
-class Reply:
-    status: int
-    body: dict[str, object]
-    headers: dict[str, str] = field(default_factory=dict)
-    hold: bool = False  # never answer: for cancellation tests
-
-
-@dataclass
-class MessagesAPI:
-    """The stand-in: answers each request with the next queued reply."""
-
-    base_url: str
-    replies: deque[Reply] = field(default_factory=deque)
-    requests: list[Recorded] = field(default_factory=list)
-    received: anyio.Event = field(default_factory=anyio.Event)
-
-    def queue(self, *replies: Reply) -> None:
-        self.replies.extend(replies)
-
-    async def handle(self, stream: SocketStream) -> None:
-        async with stream:
-            buffered = BufferedByteReceiveStream(stream)
-            while True:  # one connection carries several requests (keep-alive)
-                try:
-                    head = await buffered.receive_until(b"\r\n\r\n", 65536)
-                except (anyio.EndOfStream, anyio.IncompleteRead):
-                    return
-                request_line, *lines = head.decode("latin-1").split("\r\n")
-                method, path, _ = request_line.split(" ", 2)
-                headers = {
-                    name.strip().lower(): value.strip()
-                    for name, value in (line.split(":", 1) for line in lines)
-                }
-                raw = await buffered.receive_exactly(int(headers.get("content-length", "0")))
-                self.requests.append(Recorded(method, path, headers, json.loads(raw or b"{}")))
-                self.received.set()
-                await stream.send(self._answer())
-
-    def _answer(self) -> bytes:
-        reply = self.replies.popleft() if self.replies else _no_reply_queued()
-        if reply.hold:
-            return b""  # the handler goes on waiting for a request that never comes
-        payload = json.dumps(reply.body).encode()
-        phrase = "Overloaded" if reply.status == 529 else HTTPStatus(reply.status).phrase
-        head = [f"HTTP/1.1 {reply.status} {phrase}", "content-type: application/json"]
-        head += [f"content-length: {len(payload)}"]
-        head += [f"{name}: {value}" for name, value in reply.headers.items()]
-        return ("\r\n".join(head) + "\r\n\r\n").encode() + payload
-
-
-def _no_reply_queued() -> Reply:
+@pytest.fixture(params=["stream", "plain"])
+async def api(request: pytest.FixtureRequest) -> AsyncIterator[StandIn]:
+    """A Messages API stand-in; every test using it runs streamed and plain."""
     error = {"type": "api_error", "message": "the stand-in had no reply queued"}
-    return Reply(500, {"type": "error", "error": error}, {"x-should-retry": "false"})
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[MessagesAPI]:
-    async with (
-        await anyio.create_tcp_listener(local_host="127.0.0.1") as listener,
-        anyio.create_task_group() as tg,
-    ):
-        port = listener.extra(SocketAttribute.local_port)
-        server = MessagesAPI(base_url=f"http://127.0.0.1:{port}")
-        tg.start_soon(listener.serve, server.handle)
+    no_reply = Reply(500, {"type": "error", "error": error}, {"x-should-retry": "false"})
+    async for server in serve(no_reply):
+        server.streaming = request.param == "stream"
         yield server
-        tg.cancel_scope.cancel()
-
-
-Block = dict[str, object]
-
-
-def message(content: list[Block], *, stop_reason: str = "end_turn", **usage: int) -> Reply:
-    return Reply(
-        200,
-        {
-            "id": "msg_0123",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-test-1",
-            "content": content,
-            "stop_reason": stop_reason,
-            "stop_sequence": None,
-            "usage": {"input_tokens": 11, "output_tokens": 7, **usage},
-        },
-        {"request-id": "req_ok"},
-    )
-
-
-def error(status: int, error_type: str, text: str, **headers: str) -> Reply:
-    body: dict[str, object] = {"type": "error", "error": {"type": error_type, "message": text}}
-    return Reply(status, body, {"request-id": f"req_{status}", **headers})
 
 
 def model_for(
-    api: MessagesAPI, *, max_retries: int = 2, sdk_tracing: bool = False
+    api: StandIn, *, max_retries: int = 2, sdk_tracing: bool = False, **options: Any
 ) -> AnthropicModel:
     return AnthropicModel(
         "claude-test-1",
@@ -162,6 +67,8 @@ def model_for(
         base_url=api.base_url,
         max_retries=max_retries,
         sdk_tracing=sdk_tracing,
+        stream=api.streaming,
+        **options,
     )
 
 
@@ -169,7 +76,7 @@ def ask(text: str) -> ModelRequest:
     return ModelRequest(messages=(Message.user(text),))
 
 
-async def test_request_shape(api: MessagesAPI) -> None:
+async def test_request_shape(api: StandIn) -> None:
     api.queue(message([{"type": "text", "text": "Sunny."}]))
     request = ModelRequest(
         messages=(Message.user("Weather in Oslo?"),),
@@ -185,21 +92,24 @@ async def test_request_shape(api: MessagesAPI) -> None:
 
     (sent,) = api.requests
     assert (sent.method, sent.path) == ("POST", "/v1/messages")
+    ephemeral = {"type": "ephemeral"}  # prompt caching is on by default
     assert sent.body == {
         "model": "claude-test-1",
         "max_tokens": 300,
-        "system": "You are terse.",
+        "system": [{"type": "text", "text": "You are terse.", "cache_control": ephemeral}],
         "messages": [{"role": "user", "content": [{"type": "text", "text": "Weather in Oslo?"}]}],
         "tools": [
             {
                 "name": "get_weather",
                 "description": "Current weather for a city.",
                 "input_schema": WEATHER.input_schema,
+                "cache_control": ephemeral,
             }
         ],
         "tool_choice": {"type": "any"},
         "temperature": 0.25,
         "stop_sequences": ["END"],
+        **({"stream": True} if api.streaming else {}),
     }
     assert response.text == "Sunny."
     assert (response.stop_reason, response.model, response.response_id) == (
@@ -209,14 +119,24 @@ async def test_request_shape(api: MessagesAPI) -> None:
     )
 
 
-async def test_unset_options_are_left_out(api: MessagesAPI) -> None:
+async def test_prompt_caching_can_be_turned_off(api: StandIn) -> None:
+    api.queue(message([{"type": "text", "text": "ok"}]))
+    request = ModelRequest(messages=(Message.user("hi"),), system="Be brief.", tools=(WEATHER,))
+    async with model_for(api, prompt_caching=False) as model:
+        await model.complete(request)
+    body = api.requests[0].body
+    assert body["system"] == "Be brief."
+    assert "cache_control" not in body["tools"][0]
+
+
+async def test_unset_options_are_left_out(api: StandIn) -> None:
     api.queue(message([{"type": "text", "text": "hi"}]))
     async with model_for(api) as model:
         await model.complete(ask("hello"))
-    assert set(api.requests[0].body) == {"model", "max_tokens", "messages"}
+    assert set(api.requests[0].body) - {"stream"} == {"model", "max_tokens", "messages"}
 
 
-async def test_tool_use_round_trip(api: MessagesAPI) -> None:
+async def test_tool_use_round_trip(api: StandIn) -> None:
     tool_use: Block = {
         "type": "tool_use",
         "id": "toolu_1",
@@ -257,12 +177,15 @@ async def test_tool_use_round_trip(api: MessagesAPI) -> None:
                 "tool_use_id": "toolu_2",
                 "content": "no such city",
                 "is_error": True,
+                # the conversation is under way: the next call reads it from the cache
+                "cache_control": {"type": "ephemeral"},
             },
         ],
     }
+    assert "cache_control" not in json.dumps(api.requests[0].body["messages"])  # one message
 
 
-async def test_usage_is_mapped(api: MessagesAPI) -> None:
+async def test_usage_is_mapped(api: StandIn) -> None:
     api.queue(
         message(
             [{"type": "text", "text": "ok"}],
@@ -278,7 +201,7 @@ async def test_usage_is_mapped(api: MessagesAPI) -> None:
     assert response.usage.total_tokens == 158
 
 
-async def test_overloaded_then_ok_is_retried_by_the_sdk(api: MessagesAPI) -> None:
+async def test_overloaded_then_ok_is_retried_by_the_sdk(api: StandIn) -> None:
     # retry-after-ms makes the SDK wait 1 ms instead of its 0.5 s backoff; it must
     # be above zero, since the SDK ignores a wait of 0 and backs off as usual.
     api.queue(
@@ -292,7 +215,7 @@ async def test_overloaded_then_ok_is_retried_by_the_sdk(api: MessagesAPI) -> Non
     assert api.requests[0].body == api.requests[1].body
 
 
-async def test_overloaded_after_all_retries_keeps_status_and_type(api: MessagesAPI) -> None:
+async def test_overloaded_after_all_retries_keeps_status_and_type(api: StandIn) -> None:
     overloaded = error(529, "overloaded_error", "Overloaded", **{"retry-after-ms": "1"})
     api.queue(overloaded, overloaded)
     async with model_for(api, max_retries=1) as model:
@@ -303,7 +226,7 @@ async def test_overloaded_after_all_retries_keeps_status_and_type(api: MessagesA
     assert len(api.requests) == 2
 
 
-async def test_bad_request_is_translated_with_request_id_and_type(api: MessagesAPI) -> None:
+async def test_bad_request_is_translated_with_request_id_and_type(api: StandIn) -> None:
     api.queue(error(400, "invalid_request_error", "max_tokens: 999999 > 64000"))
     async with model_for(api) as model:
         with pytest.raises(ModelAPIError) as caught:
@@ -336,24 +259,7 @@ async def test_connection_refused_is_translated() -> None:
     assert f"127.0.0.1:{port}" in str(caught.value)
 
 
-async def test_cancellation_is_not_translated(api: MessagesAPI) -> None:
-    api.queue(Reply(200, {}, hold=True))
-    finished = False
-    async with model_for(api) as model:
-
-        async def call() -> None:
-            nonlocal finished
-            await model.complete(ask("hi"))
-            finished = True
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(call)
-            await api.received.wait()
-            tg.cancel_scope.cancel()
-    assert not finished
-
-
-async def test_no_sdk_span_or_traceparent_by_default(api: MessagesAPI) -> None:
+async def test_no_sdk_span_or_traceparent_by_default(api: StandIn) -> None:
     api.queue(*(message([{"type": "text", "text": "ok"}]) for _ in range(2)))
     tracer = TracerProvider().get_tracer("test")
     with tracer.start_as_current_span("chat claude-test-1") as span:
@@ -366,7 +272,7 @@ async def test_no_sdk_span_or_traceparent_by_default(api: MessagesAPI) -> None:
     assert api.requests[1].headers["traceparent"].split("-")[1] == trace_id
 
 
-async def test_a_given_client_is_used_and_left_open(api: MessagesAPI) -> None:
+async def test_a_given_client_is_used_and_left_open(api: StandIn) -> None:
     api.queue(message([{"type": "text", "text": "ok"}]))
     client = anthropic.AsyncAnthropic(api_key="k", base_url=api.base_url, open_telemetry=False)
     async with AnthropicModel("claude-test-1", client=client) as model:

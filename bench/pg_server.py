@@ -1,0 +1,150 @@
+"""A throw-away PostgreSQL server in a temporary directory, for tests and benchmarks.
+
+``initdb`` + ``pg_ctl`` into a fresh directory on a free port on 127.0.0.1.
+As root (sessions and CI run as root, and initdb refuses root) every server
+command runs as the ``postgres`` user through ``runuser``. ``stop`` asks
+``pg_ctl stop -m fast`` first, then SIGTERM, then SIGKILL, and checks that the
+postmaster is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ("INSTALL_HINT", "PostgresServer", "alive", "running_server")
+
+INSTALL_HINT = (
+    "the PostgreSQL tests need the server binaries initdb and pg_ctl, on PATH or in "
+    "/usr/lib/postgresql/*/bin: apt-get install postgresql (Debian, Ubuntu), or your "
+    "platform's PostgreSQL server package"
+)
+
+
+def _binary(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        candidates = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"))
+        if not candidates:
+            raise FileNotFoundError(f"{name} not found; {INSTALL_HINT}")
+        found = str(candidates[-1])
+    return found
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class PostgresServer:
+    """One server; ``url`` reaches its ``postgres`` database as the ``postgres`` user."""
+
+    def __init__(self, *, fsync: bool = True) -> None:
+        self._initdb = _binary("initdb")
+        self._pg_ctl = _binary("pg_ctl")
+        self._as_postgres = os.geteuid() == 0
+        self.directory = Path(tempfile.mkdtemp(prefix="regiment-pg-"))
+        self.data = self.directory / "data"
+        self.port = _free_port()
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        self._fsync = fsync
+        self._pid: int | None = None
+
+    def _command(self, *args: str) -> list[str]:
+        return ["runuser", "-u", "postgres", "--", *args] if self._as_postgres else list(args)
+
+    def _run(self, *args: str, timeout: float = 120) -> None:
+        done = subprocess.run(
+            self._command(*args), capture_output=True, text=True, timeout=timeout, check=False
+        )
+        if done.returncode != 0:
+            raise RuntimeError(
+                f"{' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}"
+            )
+
+    def start(self) -> None:
+        """initdb, then start and wait until it accepts connections."""
+        if self._as_postgres:
+            entry = pwd.getpwnam("postgres")
+            os.chown(self.directory, entry.pw_uid, entry.pw_gid)
+        self._run(self._initdb, "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8")
+        options = f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1"
+        if not self._fsync:
+            options += " -c fsync=off -c synchronous_commit=off"
+        log = str(self.directory / "server.log")
+        self._run(
+            self._pg_ctl, "-D", str(self.data), "-l", log, "-w", "-t", "60", "-o", options, "start"
+        )
+        self._pid = int((self.data / "postmaster.pid").read_text().split()[0])
+
+    def stop(self) -> None:
+        """Stop it (fast shutdown, then SIGTERM, then SIGKILL); remove the directory."""
+        try:
+            if self._pid is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired, RuntimeError):
+                    self._run(
+                        self._pg_ctl,
+                        "-D",
+                        str(self.data),
+                        "-m",
+                        "fast",
+                        "-w",
+                        "-t",
+                        "20",
+                        "stop",
+                        timeout=30,
+                    )
+                _escalate(self._pid)
+        finally:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    @property
+    def pid(self) -> int | None:
+        """The postmaster's process id, once started."""
+        return self._pid
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie waiting for its reaper does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with contextlib.suppress(OSError):
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+    return True
+
+
+def _escalate(pid: int) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if not alive(pid):
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+        deadline = time.monotonic() + 10
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    if alive(pid):
+        raise RuntimeError(f"the PostgreSQL postmaster {pid} survived SIGKILL")
+
+
+@contextlib.contextmanager
+def running_server(*, fsync: bool = True) -> Iterator[PostgresServer]:
+    """A started server, stopped (and checked gone) on exit."""
+    server = PostgresServer(fsync=fsync)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()

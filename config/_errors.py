@@ -1,0 +1,170 @@
+"""msgspec's decoding errors in a team file's own words.
+
+msgspec says ``Object missing required field `predicate` - at `$.checks[...]```;
+a user needs the key path as they wrote it (``checks.c.predicate``) and, for a
+misspelt key or table, the fix in the syntax of their file: ``[[workers]]`` for
+a TOML array of tables, ``[planner]`` for a table, ``max_steps =`` for a key,
+``max_steps:`` in YAML.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import types
+import typing
+from dataclasses import dataclass
+
+import msgspec
+
+from regiment.config._text import ConfigFormat, key_text
+
+__all__ = ("explain",)
+
+_AT = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
+_KEY_AT = re.compile(r"^(?P<what>.*?) - at `key` in `\$(?P<path>[^`]*)`$", re.S)
+_UNKNOWN = re.compile(r"^Object contains unknown field `(?P<key>.*)`$", re.S)
+_MISSING = re.compile(r"^Object missing required field `(?P<key>.*)`$", re.S)
+_SEGMENT = re.compile(r"\.(?P<field>[^.\[]+)|\[(?P<index>\d+|\.\.\.)\]")
+
+
+@dataclass(frozen=True)
+class _Spot:
+    """Where a path leads: its text, the header a TOML table there has, the data and its type."""
+
+    path: str
+    header: str
+    value: object
+    type: object
+
+
+def explain(message: str, raw: object, root: type, fmt: ConfigFormat) -> str:
+    """``key.path: what went wrong``, from msgspec's message about decoding ``raw`` as ``root``."""
+    keyed = _KEY_AT.match(message)
+    if keyed:
+        spot = _walk(raw, root, keyed.group("path"))
+        where = f"{spot.path}: " if spot.path else ""
+        return f"{where}every key must be text: {_lower(keyed.group('what'))}"
+    match = _AT.match(message)
+    assert match is not None  # the pattern matches any text
+    spot = _walk(raw, root, match.group("path") or "")
+    what = match.group("what")
+    if unknown := _UNKNOWN.match(what):
+        return _unknown(spot, unknown.group("key"), fmt)
+    if missing := _MISSING.match(what):
+        key = missing.group("key")
+        full = _join(spot.path, key)
+        return f"{full}: this required key is missing (add `{_syntax(spot, key, fmt)}`)"
+    return f"{spot.path}: {_lower(what)}" if spot.path else _lower(what)
+
+
+def _lower(text: str) -> str:
+    return " ".join((text[:1].lower() + text[1:]).split())
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key_text(key)}" if path else key_text(key)
+
+
+def _unknown(spot: _Spot, key: str, fmt: ConfigFormat) -> str:
+    fields = _fields(spot.type)
+    value = spot.value.get(key) if isinstance(spot.value, dict) else None
+    written = _written(spot, key, value, fmt)
+    close = difflib.get_close_matches(key, fields, n=1)
+    if close:
+        hint = f"did you mean `{_syntax(spot, close[0], fmt)}`?"
+    else:
+        hint = "expected one of: " + ", ".join(f"`{_syntax(spot, f, fmt)}`" for f in fields)
+    kind = "table" if written.startswith("[") else "key"
+    where = f"{spot.path}: " if spot.path else ""
+    return f"{where}unknown {kind} `{written}` ({hint})"
+
+
+def _written(spot: _Spot, key: str, value: object, fmt: ConfigFormat) -> str:
+    """The unknown key as the user wrote it: a table header or ``key =`` (``key:`` in YAML)."""
+    name = key_text(key)
+    if fmt == "yaml":
+        return f"{name}:"
+    header = f"{spot.header}.{name}" if spot.header else name
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return f"[[{header}]]"
+    if isinstance(value, dict):
+        return f"[{header}]"
+    return f"{name} ="
+
+
+def _syntax(spot: _Spot, field: str, fmt: ConfigFormat) -> str:
+    """How a file writes the known key ``field`` of the table at ``spot``."""
+    if fmt == "yaml":
+        return f"{field}:"
+    header = f"{spot.header}.{field}" if spot.header else field
+    kind = _unwrap(_field_types(spot.type).get(field))
+    if _is_struct(kind):
+        return f"[{header}]"
+    origin = typing.get_origin(kind)
+    if origin is dict:
+        return f"[{header}.<name>]"
+    if origin is tuple and _is_struct(_unwrap(typing.get_args(kind)[0])):
+        return f"[[{header}]]"
+    return f"{field} ="
+
+
+def _walk(raw: object, root: type, path: str) -> _Spot:
+    """Follow msgspec's ``.a[0].b`` path through the data and the types.
+
+    msgspec writes a dict value's key as ``[...]``; the key is found again by
+    decoding each entry of that dict, in order, as msgspec did: the first
+    that fails is the one it meant.
+    """
+    spot = _Spot("", "", raw, root)
+    for segment in _SEGMENT.finditer(path):
+        kind = _unwrap(spot.type)
+        node = spot.value
+        if segment.group("field") is not None:
+            name = segment.group("field")
+            value = node.get(name) if isinstance(node, dict) else None
+            header = _join(spot.header, name)
+            spot = _Spot(_join(spot.path, name), header, value, _field_types(kind).get(name))
+        elif segment.group("index") != "...":
+            index = int(segment.group("index"))
+            item = node[index] if isinstance(node, list) and index < len(node) else None
+            args = typing.get_args(kind)
+            spot = _Spot(f"{spot.path}[{index}]", spot.header, item, args[0] if args else None)
+        else:
+            value_type = typing.get_args(kind)[1] if typing.get_origin(kind) is dict else None
+            key, item = _failing_entry(node, value_type)
+            spot = _Spot(_join(spot.path, key), _join(spot.header, key), item, value_type)
+    return spot
+
+
+def _failing_entry(node: object, value_type: object) -> tuple[str, object]:
+    if isinstance(node, dict) and value_type is not None:
+        for key, item in node.items():
+            try:
+                msgspec.convert(item, value_type)
+            except msgspec.ValidationError:
+                return str(key), item
+    return "<name>", None
+
+
+def _unwrap(kind: object) -> object:
+    """``X | None`` as ``X``."""
+    if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:
+        members = [a for a in typing.get_args(kind) if a is not type(None)]
+        return members[0] if len(members) == 1 else kind
+    return kind
+
+
+def _is_struct(kind: object) -> bool:
+    return isinstance(kind, type) and issubclass(kind, msgspec.Struct)
+
+
+def _field_types(kind: object) -> dict[str, object]:
+    if not _is_struct(kind):
+        return {}
+    assert isinstance(kind, type)
+    return {f.name: f.type for f in msgspec.structs.fields(kind)}
+
+
+def _fields(kind: object) -> list[str]:
+    return list(_field_types(_unwrap(kind)))

@@ -1,0 +1,93 @@
+"""``[[workers.mcp]]`` in a team file: an MCP server a worker gets tools from.
+
+::
+
+    [[workers.mcp]]
+    command = ["python", "-m", "my_server"]   # or: url = "http://127.0.0.1:8000/mcp"
+    include = ["read_file"]
+    prefix = "fs_"
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from regiment.errors import ConfigError
+from regiment.tools import MCPServer, ToolOptions
+
+__all__ = ("MCPConfig", "mcp_server")
+
+
+class MCPConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One ``[[workers.mcp]]`` entry: see ``MCPServer.stdio`` and ``MCPServer.http``.
+
+    Exactly one of ``command`` (a subprocess over stdio; ``env`` and ``cwd`` go
+    with it) and ``url`` (streamable HTTP; ``headers`` go with it).
+    """
+
+    command: tuple[str, ...] | None = None
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] | None = None
+    name: str | None = None
+    include: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
+    prefix: str = ""
+    timeout: float | None = None
+    retries: int = 0
+    requires_approval: bool = False
+    max_restarts: int = 3
+    start_timeout: float = 30.0
+
+
+def mcp_server(config: MCPConfig, where: str) -> MCPServer:
+    """The server an entry describes; ``where`` (file and key path) starts every error.
+
+    Raises:
+        ConfigError: neither or both of ``command`` and ``url``, options that belong
+            to the other transport, a bad option, or the ``mcp`` extra is missing.
+    """
+    if (config.command is None) == (config.url is None):
+        raise ConfigError(
+            f"{where}: give either command = [...] (a server started over stdio) or "
+            "url = 'http://...' (streamable HTTP), not both or neither"
+        )
+    try:
+        if config.command is not None:
+            if config.headers is not None:
+                raise ConfigError("headers go with url, not with command")
+            return MCPServer.stdio(
+                config.command,
+                env=config.env,
+                cwd=config.cwd,
+                name=config.name,
+                include=config.include,
+                exclude=config.exclude,
+                prefix=config.prefix,
+                max_restarts=config.max_restarts,
+                start_timeout=config.start_timeout,
+                **_options(config),
+            )
+        if config.env is not None or config.cwd is not None:
+            raise ConfigError("env and cwd go with command, not with url")
+        assert config.url is not None
+        return MCPServer.http(
+            config.url,
+            config.headers,
+            name=config.name,
+            include=config.include,
+            exclude=config.exclude,
+            prefix=config.prefix,
+            max_restarts=config.max_restarts,
+            start_timeout=config.start_timeout,
+            **_options(config),
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+
+
+def _options(config: MCPConfig) -> ToolOptions:
+    return ToolOptions(
+        timeout=config.timeout, retries=config.retries, requires_approval=config.requires_approval
+    )

@@ -1,0 +1,70 @@
+"""Each role's model, from the specs a team file writes (``"anthropic:<id>"``, ``"scripted"``)."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from regiment.config._imports import import_callable
+from regiment.config._schema import TeamConfig
+from regiment.errors import ConfigError
+from regiment.models import Model, ScriptedModel, ScriptFunction
+
+__all__ = ("RoleModels", "parse_model_spec")
+
+_ANTHROPIC = "anthropic:"
+
+
+def parse_model_spec(spec: str, *, where: str) -> tuple[str, str]:
+    """Split a model spec into ``("anthropic", model_id)`` or ``("scripted", "")``.
+
+    Raises:
+        ConfigError: the spec is neither form.
+    """
+    if spec == "scripted":
+        return ("scripted", "")
+    if spec.startswith(_ANTHROPIC) and spec[len(_ANTHROPIC) :].strip():
+        return ("anthropic", spec[len(_ANTHROPIC) :].strip())
+    raise ConfigError(
+        f"{where}: expected 'anthropic:<model id>' (e.g. 'anthropic:claude-sonnet-4-5') "
+        f"or 'scripted', got {spec!r}"
+    )
+
+
+class RoleModels:
+    """Makes each role's model; one instance per distinct spec, so roles share a client."""
+
+    def __init__(self, config: TeamConfig, source: str, override: str | Model | None) -> None:
+        self._config = config
+        self._source = source
+        self._instance = None if override is None or isinstance(override, str) else override
+        self._override = override if isinstance(override, str) else None
+        self._made: dict[str, Model] = {}
+
+    def get(self, spec: str | None, key: str) -> Model:
+        if self._instance is not None:
+            return self._instance
+        chosen = self._override or spec or self._config.model
+        where = f"{self._source}: {'--model' if self._override else key}"
+        if chosen not in self._made:
+            self._made[chosen] = self._make(chosen, where)
+        return self._made[chosen]
+
+    def _make(self, spec: str, where: str) -> Model:
+        kind, model_id = parse_model_spec(spec, where=where)
+        if kind == "anthropic":
+            try:
+                from regiment.models import AnthropicModel  # the SDK loads only when used
+
+                return AnthropicModel(model_id)
+            except ConfigError as exc:
+                raise ConfigError(f"{where}: {exc}") from exc
+        brain = self._config.brain
+        if brain is None:
+            raise ConfigError(
+                f"{where}: the model is 'scripted' but the file has no "
+                "brain = 'module:function' to answer its requests; add one"
+            )
+        fn = import_callable(
+            brain, where=f"{self._source}: brain", expected="a function of a ModelRequest"
+        )
+        return ScriptedModel(cast(ScriptFunction, fn))

@@ -1,0 +1,89 @@
+"""Range checks for the numbers in the public config types.
+
+The types check their own values (in ``__post_init__``), so a team built in
+code and one read from a file are refused with the same words. The error
+carries the field's name apart from the sentence, so a team file's message
+can name the key path (``team.toml: workers[0].step_timeout: must be ...``).
+
+The ranges (also in the README's team-file reference):
+
+- counts of things that must happen at least once (``max_iterations``,
+  ``max_concurrent_steps``, ``max_steps``, ``max_plan_attempts``,
+  ``rounds``): integers >= 1;
+- budget limits (``model_calls``, ``tool_calls``, ``tokens``,
+  ``input_tokens``, ``output_tokens``, ``replans``): integers >= 0, where 0
+  allows none; ``None`` (a file leaves the key out) is unlimited;
+- token sizes (``threshold_tokens``, ``context_window``): integers >= 1;
+- durations (``step_timeout``, ``wall_clock``): finite numbers of seconds > 0,
+  or ``None`` for no limit;
+- ``window_fraction``: a finite number in (0, 1].
+"""
+
+from __future__ import annotations
+
+import math
+
+from regiment.errors import ConfigError
+
+__all__ = ("NO_LIMIT", "InvalidValue", "at_least", "fraction", "seconds")
+
+NO_LIMIT = "no limit"
+
+
+class InvalidValue(ConfigError):
+    """A field of a config type holds a value outside its range.
+
+    Attributes:
+        owner: what holds the field (``"worker 'billing'"``, ``"Budget"``).
+        field: the field's name.
+        problem: what is wrong, as a sentence about the field.
+    """
+
+    def __init__(self, owner: str, field: str, problem: str) -> None:
+        super().__init__(f"{owner}: {field} {problem}")
+        self.owner = owner
+        self.field = field
+        self.problem = problem
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _or_none(means: str) -> str:
+    return f", or None for {means} (in a team file: leave the key out)"
+
+
+def at_least(
+    owner: str, field: str, value: int | None, minimum: int, *, none_means: str | None = None
+) -> None:
+    """``value`` is an integer >= ``minimum``; ``None`` too when ``none_means`` says what it means."""
+    if value is None and none_means is not None:
+        return
+    if not _is_int(value) or value is None or value < minimum:
+        alternative = _or_none(none_means) if none_means is not None else ""
+        raise InvalidValue(
+            owner, field, f"must be a whole number >= {minimum}{alternative}; got {value!r}"
+        )
+
+
+def seconds(owner: str, field: str, value: float | None) -> None:
+    """``value`` is ``None`` or a finite number of seconds > 0."""
+    if value is None:
+        return
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value <= 0:
+        raise InvalidValue(
+            owner,
+            field,
+            f"must be a finite number of seconds > 0{_or_none(NO_LIMIT)}; got {value!r}",
+        )
+
+
+def fraction(owner: str, field: str, value: float) -> None:
+    """``value`` is a finite number in (0, 1]."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or not 0 < value <= 1:
+        raise InvalidValue(
+            owner, field, f"must be a number above 0 and at most 1 (a share); got {value!r}"
+        )

@@ -1,0 +1,50 @@
+"""A worker as a started team's planner sees it: with its MCP servers' tools.
+
+A :class:`~regiment.hierarchy.Worker` is configuration; the tools its MCP
+servers offer are only known once the team has started them. The planner is
+told a worker's capabilities through this view, which reads the live list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import final
+
+from regiment.hierarchy.workers._worker import Worker
+from regiment.tools import WorkerTools
+
+__all__ = ("LiveWorker",)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class LiveWorker:
+    """A :class:`~regiment.hierarchy.workers._worker.WorkerSpec` over a worker and its live tools."""
+
+    worker: Worker
+    tools: WorkerTools
+
+    @property
+    def name(self) -> str:
+        """The worker's name."""
+        return self.worker.name
+
+    @property
+    def description(self) -> str:
+        """What the worker is good at."""
+        return self.worker.description
+
+    @property
+    def artifact(self) -> bool:
+        """Whether its answers are kept verbatim."""
+        return self.worker.artifact
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        """Its tool names now: its own and its MCP servers'."""
+        return self.tools.current().names
+
+    @property
+    def step_model_calls(self) -> int:
+        """Its iteration cap."""
+        return self.worker.step_model_calls

@@ -1,0 +1,245 @@
+"""The async journal over a ``Store``: buffering, group commit, fencing state, decoding.
+
+Appends are encoded on the caller's task and put in a buffer; nothing touches the
+store until someone needs durability (``durable=True``, ``flush``, a read, a
+lease operation, ``close``) or ``max_buffered`` records wait. Then one caller
+becomes the leader and commits the whole buffer, every run's records in it, in
+one transaction; callers that arrive meanwhile wait for that commit and, if their
+records came after it started, lead the next one. So a sequence of records is
+always committed as a prefix: when record *n* is durable, so is every record
+before it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from functools import partial
+from types import TracebackType
+from typing import Self, TypeVar
+
+import anyio
+
+from regiment.errors import JournalError
+from regiment.journal._codec import decode, encode_pending
+from regiment.journal._lookups import JournalLookups
+from regiment.journal._records import (
+    Record,
+    RunCreated,
+)
+from regiment.journal._store import LeaseKey, Pending, RunRow, Store
+from regiment.journal._views import (
+    Lease,
+)
+
+__all__ = ("BufferedJournal",)
+
+_T = TypeVar("_T")
+
+
+class BufferedJournal(JournalLookups):
+    """The behaviour every backend shares; a backend only brings its ``Store``."""
+
+    max_buffered = 512
+
+    def __init__(self, store: Store, *, clock: Callable[[], float] | None, threaded: bool) -> None:
+        self._store = store
+        self._clock = clock or time.time
+        self._threaded = threaded
+        self._limiter: anyio.CapacityLimiter | None = None
+        self._buffer: list[Pending] = []
+        self._appended = 0
+        self._committed = 0
+        self._committing: anyio.Event | None = None
+        self._next_seq: dict[LeaseKey, int] = {}
+        self._broken: dict[LeaseKey, JournalError] = {}
+        self._unreported: set[LeaseKey] = set()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def _call(self, function: Callable[..., _T], *args: object) -> _T:
+        if not self._threaded:
+            return function(*args)
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(1)
+        return await anyio.to_thread.run_sync(partial(function, *args), limiter=self._limiter)
+
+    # -- ownership -------------------------------------------------------------
+
+    async def create_run(self, run: RunCreated, *, owner: str, ttl: float) -> Lease:
+        """Record a new run (its record gets sequence number 1) and lease it to ``owner``."""
+        now = self._clock()
+        lease = Lease(run_id=run.run_id, owner=owner, token=1, expires_at=now + ttl)
+        started = run.created_at.timestamp()
+        row = RunRow(run.run_id, run.team, run.goal, run.session, "running", started, now)
+        first = encode_pending(lease, 1, run, now)
+        await self._call(self._store.create, first, row, run.config_hash, lease)
+        self._next_seq[(lease.run_id, lease.token)] = 2
+        return lease
+
+    async def acquire(self, run_id: str, *, owner: str, ttl: float) -> Lease:
+        """Take the run over: refused while another owner's lease is alive."""
+        await self.flush()
+        lease, last_seq = await self._call(self._store.acquire, run_id, owner, self._clock(), ttl)
+        self._next_seq[(lease.run_id, lease.token)] = last_seq + 1
+        return lease
+
+    async def renew(self, lease: Lease, *, ttl: float) -> Lease:
+        """Extend the lease (the heartbeat); ``LeaseLost`` if another owner took the run."""
+        self._raise_if_broken(lease)
+        return await self._call(self._store.renew, lease, self._clock(), ttl)
+
+    async def release(self, lease: Lease) -> None:
+        """Commit what the lease wrote, then give the run up.
+
+        Raises:
+            JournalError: some of the lease's writes were refused (after letting go).
+        """
+        await self.flush()
+        self._next_seq.pop((lease.run_id, lease.token), None)
+        await self._call(self._store.release, lease, self._clock())  # a stale one is a no-op
+        self._raise_if_broken(lease)
+
+    # -- writing ---------------------------------------------------------------
+
+    async def append(self, lease: Lease, record: Record, *, durable: bool = False) -> int:
+        """Append one record; its sequence number. ``durable=True`` waits for its commit."""
+        (seq,) = await self.append_all(lease, (record,), durable=durable)
+        return seq
+
+    async def append_all(
+        self, lease: Lease, records: Iterable[Record], *, durable: bool = False
+    ) -> tuple[int, ...]:
+        """Append records in order; their sequence numbers. ``durable=True`` waits for the commit."""
+        records = tuple(records)
+        first = self._next_for(lease, records)
+        now = self._clock()
+        seqs = tuple(range(first, first + len(records)))
+        self._buffer += [
+            encode_pending(lease, s, r, now) for s, r in zip(seqs, records, strict=True)
+        ]
+        self._next_seq[(lease.run_id, lease.token)] = first + len(records)
+        self._appended += len(records)
+        if durable or len(self._buffer) >= self.max_buffered:
+            await self._wait_committed(self._appended)
+            self._raise_if_broken(lease)
+        return seqs
+
+    def _next_for(self, lease: Lease, records: tuple[Record, ...]) -> int:
+        """The lease's next sequence number, once the lease and the records check out."""
+        self._raise_if_broken(lease)
+        seq = self._next_seq.get((lease.run_id, lease.token))
+        if seq is None:
+            raise JournalError(
+                f"run {lease.run_id!r}: this lease (token {lease.token}) was not acquired through "
+                "this journal object, or was released; use the Lease create_run/acquire returned"
+            )
+        for record in records:
+            if record.run_id != lease.run_id:
+                raise JournalError(
+                    f"a record of run {record.run_id!r} cannot be written with the lease of "
+                    f"run {lease.run_id!r}"
+                )
+        return seq
+
+    async def flush(self, lease: Lease | None = None) -> None:
+        """Commit everything appended so far (by any run of this journal object).
+
+        Args:
+            lease: raise the ``JournalError`` (or ``LeaseLost``) that refused any of
+                this lease's writes; without it, refusals wait for their lease's
+                next call (or ``close``).
+        """
+        await self._wait_committed(self._appended)
+        if lease is not None:
+            self._raise_if_broken(lease)
+
+    def _raise_if_broken(self, lease: Lease) -> None:
+        key = (lease.run_id, lease.token)
+        error = self._broken.get(key)
+        if error is not None:
+            self._unreported.discard(key)
+            raise error
+
+    async def _wait_committed(self, position: int) -> None:
+        while self._committed < position:
+            if self._committing is not None:
+                await self._committing.wait()
+            elif not self._threaded:
+                self._commit(self._take_buffer(), self._store.commit)
+            else:
+                # Tasks the last commit woke append first, so they share the next one.
+                await anyio.lowlevel.checkpoint()
+                if self._committing is None and self._committed < position:
+                    await self._commit_in_thread()
+
+    def _take_buffer(self) -> list[Pending]:
+        batch, self._buffer = self._buffer, []
+        return batch
+
+    async def _commit_in_thread(self) -> None:
+        batch = self._take_buffer()
+        done = self._committing = anyio.Event()
+        refused: dict[LeaseKey, JournalError] = {}
+        try:
+            with anyio.CancelScope(shield=True):  # a started commit is seen through
+                refused = await self._call(self._store.commit, batch, self._clock())
+        except JournalError as exc:
+            refused = _refuse_all(batch, exc)
+        except Exception as exc:  # a bug below: the batch's runs must not go on as if written
+            refused = _refuse_all(batch, JournalError(f"journal {self.where}: {exc!r}"))
+            raise refused[(batch[0].run_id, batch[0].token)] from exc
+        finally:
+            self._settle(batch, refused)
+            self._committing = None
+            done.set()
+
+    def _commit(
+        self,
+        batch: list[Pending],
+        commit: Callable[[list[Pending], float], dict[LeaseKey, JournalError]],
+    ) -> None:
+        try:
+            refused = commit(batch, self._clock())
+        except JournalError as exc:
+            refused = _refuse_all(batch, exc)
+        self._settle(batch, refused)
+
+    def _settle(self, batch: list[Pending], refused: dict[LeaseKey, JournalError]) -> None:
+        """Count the batch as done; remember each refused lease's error for its next call."""
+        self._committed += len(batch)
+        for key, error in refused.items():
+            if key not in self._broken:
+                self._broken[key] = error
+                self._unreported.add(key)
+
+    # -- reading ---------------------------------------------------------------
+
+    def _decode(self, body: bytes) -> Record:
+        return decode(body, self.where)
+
+    async def close(self) -> None:
+        """Commit what is buffered, then close.
+
+        Raises:
+            JournalError: a write failed and no call of its lease has reported it yet.
+        """
+        try:
+            await self.flush()
+        finally:
+            await self._call(self._store.close)
+        for key in sorted(self._unreported):
+            raise self._broken[key]
+
+
+def _refuse_all(batch: list[Pending], error: JournalError) -> dict[LeaseKey, JournalError]:
+    return {(pending.run_id, pending.token): error for pending in batch}

@@ -1,0 +1,46 @@
+"""The heartbeat that keeps a lease alive while its owner works on the run."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from regiment.errors import ConfigError
+from regiment.journal._protocol import Journal
+from regiment.journal._views import Lease
+
+__all__ = ("heartbeat",)
+
+
+async def heartbeat(
+    journal: Journal,
+    lease: Lease,
+    *,
+    ttl: float,
+    every: float | None = None,
+    sleep: Callable[[float], Awaitable[object]] = anyio.sleep,
+) -> None:
+    """Renew ``lease`` every ``every`` seconds (default ``ttl / 3``) until cancelled.
+
+    Start it next to the run's work in the same task group and cancel it when the
+    run ends. It returns only by raising: ``LeaseLost`` when another owner took the
+    run over (the work must stop: its writes are refused anyway), or another
+    ``JournalError`` when the journal cannot be written.
+
+    Args:
+        journal: where the run is.
+        lease: the lease ``create_run`` or ``acquire`` returned.
+        ttl: how long each renewal keeps the lease alive.
+        every: seconds between renewals; must be shorter than ``ttl``.
+        sleep: what waits between renewals (tests pass one that moves a fake clock).
+
+    Raises:
+        ConfigError: ``every`` is not between 0 and ``ttl``.
+    """
+    interval = ttl / 3 if every is None else every
+    if not 0 < interval < ttl:
+        raise ConfigError(f"heartbeat every={interval} s must be above 0 and below ttl={ttl} s")
+    while True:
+        await sleep(interval)
+        lease = await journal.renew(lease, ttl=ttl)

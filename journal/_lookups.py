@@ -1,0 +1,170 @@
+"""The read side of a journal over any ``Store``: records, listings, keyed look-ups, sessions."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from regiment.errors import JournalError
+from regiment.journal._codec import model_key, tool_key
+from regiment.journal._records import (
+    ApprovalDecided,
+    ApprovalRequested,
+    ModelCallFinished,
+    Record,
+    RunFinished,
+    StepReported,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from regiment.journal._store import RunRow, Store
+from regiment.journal._views import (
+    CommittedStep,
+    Entry,
+    JournaledCall,
+    RunInfo,
+    RunStatus,
+    SessionRun,
+)
+from regiment.models import ModelResponse
+
+__all__ = ("JournalLookups",)
+
+_T = TypeVar("_T")
+
+
+class JournalLookups(ABC):
+    """What a journal answers; ``BufferedJournal`` brings the store, the calls and the writes."""
+
+    _store: Store
+    _clock: Callable[[], float]
+
+    @abstractmethod
+    async def flush(self) -> None:
+        """Commit what is buffered (reads see this process's own writes)."""
+
+    @abstractmethod
+    async def _call(self, function: Callable[..., _T], *args: Any) -> _T:
+        """Run a store call where the store wants it (its thread, or inline)."""
+
+    @abstractmethod
+    def _decode(self, body: bytes) -> Record:
+        """One stored record."""
+
+    @property
+    def where(self) -> str:
+        """The file or database, as error messages name it."""
+        return self._store.where
+
+    async def read(self, run_id: str, *, after: int = 0) -> tuple[Entry, ...]:
+        """The run's records after sequence number ``after``, in order."""
+        await self.flush()
+        rows = await self._call(self._store.read, run_id, after)
+        if not rows and after == 0:
+            await self.get_run(run_id)  # raises for an unknown run
+        return tuple(
+            Entry(seq=seq, recorded_at=_utc(at), record=self._decode(body))
+            for seq, at, body in rows
+        )
+
+    async def get_run(self, run_id: str) -> RunInfo:
+        """The run's listing; ``JournalError`` naming the journal if there is no such run."""
+        await self.flush()
+        row = await self._call(self._store.run_row, run_id, self._clock())
+        if row is None:
+            raise JournalError(
+                f"journal {self.where} has no run {run_id!r}; `regiment runs` lists them"
+            )
+        return row.info()
+
+    async def list_runs(
+        self, *, status: RunStatus | None = None, limit: int | None = None
+    ) -> tuple[RunInfo, ...]:
+        """Runs, newest first, optionally only those of one status."""
+        await self.flush()
+        rows = await self._call(self._store.list_runs, status, limit, self._clock(), None)
+        return tuple(row.info() for row in rows)
+
+    async def tool_call(
+        self, run_id: str, plan_version: int, step_id: str, call_index: int
+    ) -> JournaledCall | None:
+        """The journaled intent and result of one tool call, or ``None`` if it never started."""
+        records = await self._keyed(run_id, tool_key(plan_version, step_id, call_index))
+        intents = [r for r in records if isinstance(r, ToolCallStarted)]
+        results = [r for r in records if isinstance(r, ToolCallFinished)]
+        if not intents:
+            return None
+        return JournaledCall(intent=intents[-1], result=results[-1] if results else None)
+
+    async def model_response(self, run_id: str, call_key: str) -> ModelResponse | None:
+        """The journaled response of the model call with this key, to replay instead of re-sending."""
+        records = await self._keyed(run_id, model_key(call_key))
+        responses = [r.response for r in records if isinstance(r, ModelCallFinished)]
+        return responses[-1] if responses else None
+
+    async def pending_approvals(self, run_id: str | None = None) -> tuple[ApprovalRequested, ...]:
+        """Approval requests without a decision: of one run, or of every run awaiting one."""
+        await self.flush()
+        if run_id is not None:
+            run_ids = [run_id]
+        else:
+            rows = await self._call(
+                self._store.list_runs, "awaiting_approval", None, self._clock(), None
+            )
+            run_ids = [row.run_id for row in reversed(rows)]
+        pending: list[ApprovalRequested] = []
+        for one in run_ids:
+            kinds = ("approval_requested", "approval_decided")
+            records = [
+                self._decode(b) for b in await self._call(self._store.read_kinds, one, kinds)
+            ]
+            decided = {r.approval_id for r in records if isinstance(r, ApprovalDecided)}
+            pending += [
+                r
+                for r in records
+                if isinstance(r, ApprovalRequested) and r.approval_id not in decided
+            ]
+        return tuple(pending)
+
+    async def session_history(
+        self, session: str, *, exclude: str | None = None
+    ) -> tuple[SessionRun, ...]:
+        """The session's runs, oldest first (``exclude``: usually the current run's id)."""
+        await self.flush()
+        rows = await self._call(self._store.list_runs, None, None, self._clock(), session)
+        history: list[SessionRun] = []
+        for row in reversed(rows):
+            if row.run_id != exclude:
+                kinds = ("step_reported", "run_finished")
+                bodies = await self._call(self._store.read_kinds, row.run_id, kinds)
+                history.append(_session_run(row, [self._decode(body) for body in bodies]))
+        return tuple(history)
+
+    async def _keyed(self, run_id: str, key: str) -> list[Record]:
+        await self.flush()
+        return [self._decode(body) for body in await self._call(self._store.keyed, run_id, key)]
+
+
+def _session_run(row: RunRow, records: list[Record]) -> SessionRun:
+    steps = tuple(
+        CommittedStep(
+            plan_version=r.plan_version, step_id=r.step_id, worker=r.worker, output=r.output
+        )
+        for r in records
+        if isinstance(r, StepReported) and r.committed
+    )
+    answers = [r.answer for r in records if isinstance(r, RunFinished)]
+    return SessionRun(
+        run_id=row.run_id,
+        goal=row.goal,
+        status=row.status,
+        started_at=_utc(row.started_at),
+        answer=answers[-1] if answers else None,
+        steps=steps,
+    )
+
+
+def _utc(timestamp: float) -> datetime:
+    return datetime.fromtimestamp(timestamp, UTC)

@@ -1,0 +1,150 @@
+"""The in-memory store: the library default; everything is gone when the process ends."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import final
+
+from regiment.errors import JournalError
+from regiment.journal._buffered import BufferedJournal
+from regiment.journal._store import (
+    LeaseKey,
+    LeaseState,
+    Pending,
+    RunRow,
+    check_acquire,
+    check_owner,
+    derive_status,
+    plan_commit,
+)
+from regiment.journal._views import Lease, RunStatus
+
+__all__ = ("MemoryJournal",)
+
+
+@dataclass
+class _Run:
+    row: RunRow
+    owner: str | None
+    token: int
+    expires_at: float
+    final_status: str | None = None
+    pending_approvals: int = 0
+    records: list[Pending] = field(default_factory=list)
+
+    def state(self) -> LeaseState:
+        return LeaseState(
+            self.owner, self.token, self.expires_at, self.final_status, len(self.records)
+        )
+
+    def listed(self, now: float) -> RunRow:
+        status = derive_status(self.final_status, self.pending_approvals, self.expires_at, now)
+        return self.row._replace(status=status)
+
+
+class _MemoryStore:
+    where = "(in memory)"
+
+    def __init__(self) -> None:
+        self._runs: dict[str, _Run] = {}
+        self._closed = False
+
+    def _open_runs(self) -> dict[str, _Run]:
+        if self._closed:
+            raise JournalError("the in-memory journal is closed")
+        return self._runs
+
+    def create(self, first: Pending, row: RunRow, config_hash: str, lease: Lease) -> None:
+        runs = self._open_runs()
+        if row.run_id in runs:
+            raise JournalError(f"journal {self.where} already has a run {row.run_id!r}")
+        run = _Run(row=row, owner=lease.owner, token=lease.token, expires_at=lease.expires_at)
+        run.records.append(first)
+        runs[row.run_id] = run
+
+    def acquire(self, run_id: str, owner: str, now: float, ttl: float) -> tuple[Lease, int]:
+        run = self._open_runs().get(run_id)
+        check_acquire(run.state() if run else None, run_id, owner, now, self.where)
+        assert run is not None
+        run.owner, run.token, run.expires_at = owner, run.token + 1, now + ttl
+        lease = Lease(run_id=run_id, owner=owner, token=run.token, expires_at=now + ttl)
+        return lease, len(run.records)
+
+    def renew(self, lease: Lease, now: float, ttl: float) -> Lease:
+        run = self._open_runs().get(lease.run_id)
+        check_owner(run.state() if run else None, lease, self.where)
+        assert run is not None
+        run.expires_at = now + ttl
+        return Lease(
+            run_id=lease.run_id, owner=lease.owner, token=lease.token, expires_at=now + ttl
+        )
+
+    def release(self, lease: Lease, now: float) -> None:
+        run = self._open_runs().get(lease.run_id)
+        if run is not None and run.token == lease.token and run.owner == lease.owner:
+            run.owner, run.expires_at = None, now
+
+    def commit(self, batch: Sequence[Pending], now: float) -> dict[LeaseKey, JournalError]:
+        runs = self._open_runs()
+        states = {r: runs[r].state() for r in {p.run_id for p in batch} if r in runs}
+        accepted, refused = plan_commit(batch, states, self.where)
+        for records in accepted:
+            _apply(runs[records[0].run_id], records, now)
+        return refused
+
+    def read(self, run_id: str, after: int) -> list[tuple[int, float, bytes]]:
+        run = self._open_runs().get(run_id)
+        if run is None:
+            return []
+        return [(p.seq, p.recorded_at, p.body) for p in run.records[after:]]
+
+    def read_kinds(self, run_id: str, kinds: tuple[str, ...]) -> list[bytes]:
+        run = self._open_runs().get(run_id)
+        return [p.body for p in run.records if p.kind in kinds] if run else []
+
+    def keyed(self, run_id: str, key: str) -> list[bytes]:
+        run = self._open_runs().get(run_id)
+        return [p.body for p in run.records if p.key == key] if run else []
+
+    def run_row(self, run_id: str, now: float) -> RunRow | None:
+        run = self._open_runs().get(run_id)
+        return run.listed(now) if run else None
+
+    def list_runs(
+        self, status: RunStatus | None, limit: int | None, now: float, session: str | None
+    ) -> list[RunRow]:
+        rows = [run.listed(now) for run in self._open_runs().values()]
+        rows = [
+            row
+            for row in rows
+            if (status is None or row.status == status)
+            and (session is None or row.session == session)
+        ]
+        rows.sort(key=lambda row: (row.started_at, row.run_id), reverse=True)
+        return rows if limit is None else rows[:limit]
+
+    def close(self) -> None:
+        self._closed = True
+
+
+def _apply(run: _Run, records: list[Pending], now: float) -> None:
+    run.records.extend(records)
+    for pending in records:
+        run.pending_approvals += pending.approvals_delta
+        if pending.final_status is not None:
+            run.final_status = pending.final_status
+    run.row = run.row._replace(updated_at=now)
+
+
+@final
+class MemoryJournal(BufferedJournal):
+    """A journal in this process's memory: the library default (``journal=None``).
+
+    It has the semantics of the durable ones (leases, fencing, sequence numbers,
+    look-ups, sessions), so code tested against it behaves the same on SQLite
+    or PostgreSQL; only a crash of the process loses it.
+    """
+
+    def __init__(self, *, clock: Callable[[], float] | None = None) -> None:
+        super().__init__(_MemoryStore(), clock=clock, threaded=False)

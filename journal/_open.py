@@ -1,0 +1,55 @@
+"""``open_journal``: what ``Team.start(journal=...)`` and ``--journal`` accept, as a Journal."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeAlias
+
+from regiment.errors import ConfigError
+from regiment.journal._memory import MemoryJournal
+from regiment.journal._postgres import PostgresJournal
+from regiment.journal._protocol import Journal
+from regiment.journal._sqlite import SqliteJournal
+
+__all__ = ("JournalSpec", "open_journal")
+
+JournalSpec: TypeAlias = Journal | str | Path | None
+
+
+async def open_journal(spec: JournalSpec, *, clock: Callable[[], float] | None = None) -> Journal:
+    """A journal for ``spec``.
+
+    Args:
+        spec: ``None`` for one in memory; ``"postgresql://..."`` (or ``postgres://``)
+            for PostgreSQL; any other string or a path for an SQLite file, created
+            if missing; a ``Journal`` object is returned as it is.
+        clock: seconds since the epoch, for leases (default ``time.time``); ignored
+            for a ``Journal`` object.
+
+    Whoever opens a journal closes it: a ``Journal`` object passed through stays
+    its owner's to close.
+
+    Raises:
+        JournalError: the file or database cannot be used (the message names it and
+            says what to do), or psycopg is missing for a PostgreSQL URL.
+        ConfigError: ``spec`` is none of the above.
+    """
+    if spec is None:
+        return MemoryJournal(clock=clock)
+    if isinstance(spec, str) and _is_postgres_url(spec):
+        return await PostgresJournal.open(spec, clock=clock)
+    if isinstance(spec, str | Path):
+        if not str(spec):
+            raise ConfigError("the journal path is empty; give a file name or a postgresql:// URL")
+        return await SqliteJournal.open(spec, clock=clock)
+    if isinstance(spec, Journal):
+        return spec
+    raise ConfigError(
+        f"journal={spec!r} is not a journal: pass None (in memory), a file path (SQLite), "
+        "a postgresql:// URL, or a Journal object"
+    )
+
+
+def _is_postgres_url(spec: str) -> bool:
+    return spec.startswith(("postgresql://", "postgres://"))

@@ -1,0 +1,184 @@
+"""What a journal records: one closed, tagged union of frozen records.
+
+Records carry the journal's own facts (keys, statuses, usage) as typed fields.
+What the engine owns and may reshape (a plan, a step report, an event, the
+final ``RunResult``) is carried as a JSON object the engine encodes with
+``msgspec.to_builtins`` and decodes with ``msgspec.convert``: the journal never
+imports the engine, so the arrow points one way (hierarchy -> journal).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal, TypeAlias
+
+import msgspec
+
+from regiment._json import JsonObject
+from regiment.models import ModelResponse
+from regiment.tools import ApprovalDecision, ApprovalRequest, ToolResult
+
+__all__ = (
+    "ApprovalDecided",
+    "ApprovalRequested",
+    "EventRecorded",
+    "FinalStatus",
+    "ModelCallFinished",
+    "PlanVersion",
+    "Record",
+    "RunCreated",
+    "RunFinished",
+    "StepDispatched",
+    "StepReported",
+    "ToolCallFinished",
+    "ToolCallStarted",
+)
+
+FinalStatus: TypeAlias = Literal["completed", "partial", "failed", "cancelled"]
+
+
+class _Base(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    run_id: str
+
+
+class RunCreated(_Base, frozen=True, kw_only=True, tag="run_created"):
+    """A run was accepted; always the run's first record (sequence number 1).
+
+    Attributes:
+        team: the team's name.
+        config_hash: a hash of the team's configuration; resume compares it.
+        goal: the goal, verbatim.
+        session: the session the run belongs to, if any.
+        created_at: when the run was accepted (timezone-aware).
+    """
+
+    team: str
+    config_hash: str
+    goal: str
+    session: str | None = None
+    created_at: datetime
+
+
+class PlanVersion(_Base, frozen=True, kw_only=True, tag="plan_version"):
+    """A plan version became current; ``plan`` is the engine's ``Plan`` as JSON."""
+
+    version: int
+    plan: JsonObject
+
+
+class StepDispatched(_Base, frozen=True, kw_only=True, tag="step_dispatched"):
+    """Intent: a step went to its worker."""
+
+    plan_version: int
+    step_id: str
+    worker: str
+    attempt: int = 1
+
+
+class StepReported(_Base, frozen=True, kw_only=True, tag="step_reported"):
+    """Result: a step's report reached the planner.
+
+    Attributes:
+        status: the report's status (``done``, ``failed``, ``cancelled``, ...).
+        committed: whether the planner committed the step (current version, done, checked).
+        output: the step's output text.
+        report: the engine's whole ``StepReport`` as JSON, for resume and ``show``.
+    """
+
+    plan_version: int
+    step_id: str
+    worker: str
+    attempt: int = 1
+    status: str
+    committed: bool
+    output: str = ""
+    report: JsonObject = msgspec.field(default_factory=dict)
+
+
+class ToolCallStarted(_Base, frozen=True, kw_only=True, tag="tool_call_started"):
+    """Intent: a tool call is about to run; append it durably before the call.
+
+    Keyed by ``(run_id, plan_version, step_id, call_index)``. An intent without a
+    ``ToolCallFinished`` after a crash means the call was in flight: run it again
+    with the same ``idempotency_key`` so the tool can deduplicate.
+    """
+
+    plan_version: int
+    step_id: str
+    call_index: int
+    tool: str
+    call_id: str = ""
+    arguments: JsonObject = msgspec.field(default_factory=dict)
+    idempotency_key: str
+
+
+class ToolCallFinished(_Base, frozen=True, kw_only=True, tag="tool_call_finished"):
+    """Result of the tool call with the same key; a resume replays it."""
+
+    plan_version: int
+    step_id: str
+    call_index: int
+    result: ToolResult
+
+
+class ModelCallFinished(_Base, frozen=True, kw_only=True, tag="model_call_finished"):
+    """A model call's response (usage inside), keyed by a ``call_key`` stable across resumes."""
+
+    call_key: str
+    response: ModelResponse
+
+
+class EventRecorded(_Base, frozen=True, kw_only=True, tag="event"):
+    """One event of the run, in order; ``event`` is the engine's event as JSON."""
+
+    kind: str
+    event: JsonObject
+
+
+class ApprovalRequested(_Base, frozen=True, kw_only=True, tag="approval_requested"):
+    """A tool call waits for a decision; the run lists as ``awaiting_approval``."""
+
+    approval_id: str
+    plan_version: int
+    step_id: str
+    call_index: int
+    request: ApprovalRequest
+
+
+class ApprovalDecided(_Base, frozen=True, kw_only=True, tag="approval_decided"):
+    """The decision on the pending approval with the same ``approval_id``."""
+
+    approval_id: str
+    decision: ApprovalDecision
+    decided_by: str = ""
+
+
+class RunFinished(_Base, frozen=True, kw_only=True, tag="run_finished"):
+    """The run ended; no record follows it.
+
+    Attributes:
+        status: how it ended.
+        answer: the answer (empty when it failed).
+        error: what went wrong, when it failed.
+        result: the engine's ``RunResult`` as JSON.
+    """
+
+    status: FinalStatus
+    answer: str = ""
+    error: str | None = None
+    result: JsonObject = msgspec.field(default_factory=dict)
+
+
+Record: TypeAlias = (
+    RunCreated
+    | PlanVersion
+    | StepDispatched
+    | StepReported
+    | ToolCallStarted
+    | ToolCallFinished
+    | ModelCallFinished
+    | EventRecorded
+    | ApprovalRequested
+    | ApprovalDecided
+    | RunFinished
+)

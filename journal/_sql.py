@@ -1,0 +1,235 @@
+"""The store both SQL backends share: one schema, one set of statements, one set of rules.
+
+A backend brings its connection, how it opens a write transaction (SQLite:
+``BEGIN IMMEDIATE``, which takes the file's write lock; PostgreSQL: a
+transaction whose ``SELECT ... FOR UPDATE`` locks the run's row), its
+placeholder style and the exception classes of its driver.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+from regiment.errors import JournalError
+from regiment.journal._store import (
+    LeaseKey,
+    LeaseState,
+    Pending,
+    RunRow,
+    check_acquire,
+    check_owner,
+    plan_commit,
+)
+from regiment.journal._views import Lease, RunStatus
+
+__all__ = ("SqlStore",)
+
+_STATE = "SELECT owner, token, lease_expires_at, final_status, last_seq FROM journal_runs WHERE run_id = ?"
+_INSERT_RUN = (
+    "INSERT INTO journal_runs (run_id, team, goal, session, config_hash, started_at, updated_at,"
+    " owner, token, lease_expires_at, last_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_RECORD = (
+    "INSERT INTO journal_records (run_id, seq, kind, key, recorded_at, body)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
+_ADVANCE = (
+    "UPDATE journal_runs SET last_seq = ?, updated_at = ?,"
+    " final_status = COALESCE(?, final_status), pending_approvals = pending_approvals + ?"
+    " WHERE run_id = ?"
+)
+_LISTED = (
+    "SELECT run_id, team, goal, session, status, started_at, updated_at FROM ("
+    "SELECT run_id, team, goal, session, started_at, updated_at, CASE"
+    " WHEN final_status IS NOT NULL THEN final_status"
+    " WHEN pending_approvals > 0 THEN 'awaiting_approval'"
+    " WHEN owner IS NOT NULL AND lease_expires_at > ? THEN 'running'"
+    " ELSE 'stalled' END AS status FROM journal_runs) AS listed"
+)
+
+
+_CHUNK = 500  # run ids per IN (...) list, well below every driver's parameter limit
+
+
+def _advance(records: Sequence[Pending], now: float) -> tuple[object, ...]:
+    final = next((p.final_status for p in records if p.final_status), None)
+    delta = sum(p.approvals_delta for p in records)
+    return (records[-1].seq, now, final, delta, records[0].run_id)
+
+
+class SqlStore(ABC):
+    """A ``Store`` over a DB-API connection; subclasses open it and name its dialect."""
+
+    where: str
+    _for_update = ""
+
+    @abstractmethod
+    def _cursor(self) -> Any:
+        """A cursor of the open connection (``JournalError`` if it is closed)."""
+
+    @abstractmethod
+    def _write_transaction(self) -> AbstractContextManager[None]:
+        """Commit on success, roll back on an exception."""
+
+    @abstractmethod
+    def _sql(self, statement: str) -> str:
+        """``statement`` (written with ``?`` placeholders) in the driver's style."""
+
+    @abstractmethod
+    def _driver_errors(self) -> tuple[type[Exception], ...]:
+        """The exceptions of the driver to report as ``JournalError``."""
+
+    @contextmanager
+    def _guard(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except self._driver_errors() as exc:
+            raise JournalError(f"journal {self.where}: {action} failed: {exc}") from exc
+
+    def _execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        cursor = self._cursor()
+        cursor.execute(self._sql(statement), params)
+        return list(cursor.fetchall()) if cursor.description is not None else []
+
+    def _state(self, run_id: str) -> LeaseState | None:
+        rows = self._execute(_STATE + self._for_update, (run_id,))
+        return LeaseState(*rows[0]) if rows else None
+
+    def create(self, first: Pending, row: RunRow, config_hash: str, lease: Lease) -> None:
+        with self._guard(f"creating run {row.run_id!r}"), self._write_transaction():
+            if self._state(row.run_id) is not None:
+                raise JournalError(f"journal {self.where} already has a run {row.run_id!r}")
+            self._execute(
+                _INSERT_RUN,
+                (
+                    row.run_id,
+                    row.team,
+                    row.goal,
+                    row.session,
+                    config_hash,
+                    row.started_at,
+                    row.updated_at,
+                    lease.owner,
+                    lease.token,
+                    lease.expires_at,
+                    1,
+                ),
+            )
+            self._insert([first])
+
+    def acquire(self, run_id: str, owner: str, now: float, ttl: float) -> tuple[Lease, int]:
+        with self._guard(f"acquiring run {run_id!r}"), self._write_transaction():
+            state = self._state(run_id)
+            check_acquire(state, run_id, owner, now, self.where)
+            assert state is not None
+            self._execute(
+                "UPDATE journal_runs SET owner = ?, token = ?, lease_expires_at = ? WHERE run_id = ?",
+                (owner, state.token + 1, now + ttl, run_id),
+            )
+        lease = Lease(run_id=run_id, owner=owner, token=state.token + 1, expires_at=now + ttl)
+        return lease, state.last_seq
+
+    def renew(self, lease: Lease, now: float, ttl: float) -> Lease:
+        with self._guard(f"renewing the lease of run {lease.run_id!r}"), self._write_transaction():
+            check_owner(self._state(lease.run_id), lease, self.where)
+            self._execute(
+                "UPDATE journal_runs SET lease_expires_at = ? WHERE run_id = ?",
+                (now + ttl, lease.run_id),
+            )
+        return Lease(
+            run_id=lease.run_id, owner=lease.owner, token=lease.token, expires_at=now + ttl
+        )
+
+    def release(self, lease: Lease, now: float) -> None:
+        with self._guard(f"releasing run {lease.run_id!r}"), self._write_transaction():
+            self._execute(
+                "UPDATE journal_runs SET owner = NULL, lease_expires_at = ?"
+                " WHERE run_id = ? AND token = ? AND owner = ?",
+                (now, lease.run_id, lease.token, lease.owner),
+            )
+
+    def commit(self, batch: Sequence[Pending], now: float) -> dict[LeaseKey, JournalError]:
+        with self._guard(f"writing {len(batch)} records"), self._write_transaction():
+            states = self._states(sorted({pending.run_id for pending in batch}))
+            accepted, refused = plan_commit(batch, states, self.where)
+            if accepted:
+                self._insert([pending for records in accepted for pending in records])
+                self._cursor().executemany(
+                    self._sql(_ADVANCE), [_advance(records, now) for records in accepted]
+                )
+        return refused
+
+    def _states(self, run_ids: list[str]) -> dict[str, LeaseState]:
+        """The runs' rows, locked in run id order (so two writers cannot deadlock)."""
+        states: dict[str, LeaseState] = {}
+        for start in range(0, len(run_ids), _CHUNK):
+            chunk = run_ids[start : start + _CHUNK]
+            marks = ", ".join("?" for _ in chunk)
+            statement = (
+                "SELECT run_id, owner, token, lease_expires_at, final_status, last_seq"
+                f" FROM journal_runs WHERE run_id IN ({marks}) ORDER BY run_id"
+            )
+            for run_id, *state in self._execute(statement + self._for_update, chunk):
+                states[run_id] = LeaseState(*state)
+        return states
+
+    def _insert(self, records: Sequence[Pending]) -> None:
+        self._cursor().executemany(
+            self._sql(_INSERT_RECORD),
+            [(p.run_id, p.seq, p.kind, p.key, p.recorded_at, p.body) for p in records],
+        )
+
+    def read(self, run_id: str, after: int) -> list[tuple[int, float, bytes]]:
+        with self._guard(f"reading run {run_id!r}"):
+            rows = self._execute(
+                "SELECT seq, recorded_at, body FROM journal_records"
+                " WHERE run_id = ? AND seq > ? ORDER BY seq",
+                (run_id, after),
+            )
+        return [(seq, at, bytes(body)) for seq, at, body in rows]
+
+    def read_kinds(self, run_id: str, kinds: tuple[str, ...]) -> list[bytes]:
+        marks = ", ".join("?" for _ in kinds)
+        with self._guard(f"reading run {run_id!r}"):
+            rows = self._execute(
+                "SELECT body FROM journal_records"
+                f" WHERE run_id = ? AND kind IN ({marks}) ORDER BY seq",
+                (run_id, *kinds),
+            )
+        return [bytes(body) for (body,) in rows]
+
+    def keyed(self, run_id: str, key: str) -> list[bytes]:
+        with self._guard(f"looking up {key!r} of run {run_id!r}"):
+            rows = self._execute(
+                "SELECT body FROM journal_records WHERE run_id = ? AND key = ? ORDER BY seq",
+                (run_id, key),
+            )
+        return [bytes(body) for (body,) in rows]
+
+    def run_row(self, run_id: str, now: float) -> RunRow | None:
+        with self._guard(f"reading run {run_id!r}"):
+            rows = self._execute(_LISTED + " WHERE run_id = ?", (now, run_id))
+        return RunRow(*rows[0]) if rows else None
+
+    def list_runs(
+        self, status: RunStatus | None, limit: int | None, now: float, session: str | None
+    ) -> list[RunRow]:
+        conditions: list[str] = ["1 = 1"]
+        params: list[object] = [now]
+        if status is not None:
+            conditions.append("status = ?")
+            params.append(status)
+        if session is not None:
+            conditions.append("session = ?")
+            params.append(session)
+        statement = (
+            f"{_LISTED} WHERE {' AND '.join(conditions)} ORDER BY started_at DESC, run_id DESC"
+        )
+        if limit is not None:
+            statement += " LIMIT ?"
+            params.append(limit)
+        with self._guard("listing runs"):
+            return [RunRow(*row) for row in self._execute(statement, params)]

@@ -1,0 +1,161 @@
+"""The SQLite journal: one file, WAL, one writer thread, group commit."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any, Literal, Self, final
+
+import anyio
+
+from regiment.errors import JournalError
+from regiment.journal._buffered import BufferedJournal
+from regiment.journal._schema import prepare, read_version
+from regiment.journal._sql import SqlStore
+
+__all__ = ("SqliteJournal",)
+
+Synchronous = Literal["normal", "full"]
+
+
+def _not_a_journal(path: Path, exc: Exception) -> JournalError:
+    return JournalError(
+        f"{path} is not a regiment journal, or it is damaged ({exc}); it was left "
+        "untouched: point the journal at another file, or move this one away"
+    )
+
+
+class _SqliteStore(SqlStore):
+    def __init__(self, path: Path, *, busy_timeout: float, synchronous: Synchronous) -> None:
+        self.where = str(path)
+        self._conn: sqlite3.Connection | None = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(
+                path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
+            self._open(synchronous)
+        except sqlite3.OperationalError as exc:
+            self._close_quietly()
+            if "locked" not in str(exc):
+                raise _not_a_journal(path, exc) from exc
+            raise JournalError(
+                f"journal {path} stayed locked by another process for the whole busy timeout "
+                f"({busy_timeout} s); try again when that process is done"
+            ) from exc
+        except (sqlite3.Error, OSError) as exc:
+            self._close_quietly()
+            raise _not_a_journal(path, exc) from exc
+        except JournalError:
+            self._close_quietly()
+            raise
+
+    def _open(self, synchronous: Synchronous) -> None:
+        tables = self._tables()
+        if tables and "journal_meta" not in tables:
+            raise JournalError(
+                f"{self.where} is an SQLite database but not a regiment journal (it has the "
+                f"tables {', '.join(sorted(tables))}); it was left untouched: point the journal "
+                "at another file"
+            )
+        if tables:
+            read_version(self._execute, self.where)  # refuses a foreign or a newer one unwritten
+        conn = self._connection()
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
+        with self._write_transaction():
+            prepare(
+                self._execute,
+                has_meta="journal_meta" in self._tables(),
+                blob="BLOB",
+                where=self.where,
+            )
+
+    def _tables(self) -> set[str]:
+        rows = self._execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        return {name for (name,) in rows}
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise JournalError(f"journal {self.where} is closed")
+        return self._conn
+
+    def _cursor(self) -> Any:
+        return self._connection().cursor()
+
+    @contextmanager
+    def _write_transaction(self) -> Iterator[None]:
+        conn = self._connection()
+        conn.execute("BEGIN IMMEDIATE")  # the file's write lock, waiting up to the busy timeout
+        try:
+            yield
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                with suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            raise
+
+    def _sql(self, statement: str) -> str:
+        return statement
+
+    def _driver_errors(self) -> tuple[type[Exception], ...]:
+        return (sqlite3.Error,)
+
+    def _close_quietly(self) -> None:
+        if self._conn is not None:
+            with suppress(sqlite3.Error):
+                self._conn.close()
+            self._conn = None
+
+    def close(self) -> None:
+        with self._guard("closing"):
+            if self._conn is not None:
+                self._conn.close()
+        self._conn = None
+
+
+@final
+class SqliteJournal(BufferedJournal):
+    """A journal in one SQLite file: the default wherever a file is wanted.
+
+    WAL mode, so readers never wait for the writer; one connection used by one
+    worker thread at a time (``anyio.to_thread`` with a capacity limiter of 1);
+    group commit, so many appends share one transaction. Several processes may
+    share the file: a write waits for another process's transaction up to
+    ``busy_timeout`` seconds, then fails with ``JournalError``.
+
+    Open it with ``await SqliteJournal.open(path)`` (or ``open_journal(path)``).
+    """
+
+    @classmethod
+    async def open(
+        cls,
+        path: str | Path,
+        *,
+        clock: Callable[[], float] | None = None,
+        busy_timeout: float = 30.0,
+        synchronous: Synchronous = "normal",
+    ) -> Self:
+        """Open ``path``, creating it (and its directory) if missing, migrating an older schema.
+
+        Args:
+            path: the journal file.
+            clock: seconds since the epoch, for leases and timestamps (default ``time.time``).
+            busy_timeout: how long a write waits for another process's transaction.
+            synchronous: ``"normal"`` survives a crash of the process (the case resume
+                is for); ``"full"`` also a crash of the machine, at an fsync per commit.
+
+        Raises:
+            JournalError: the file is not a journal, is damaged, or is of a newer schema;
+                it is left untouched.
+        """
+        store = await anyio.to_thread.run_sync(
+            lambda: _SqliteStore(Path(path), busy_timeout=busy_timeout, synchronous=synchronous)
+        )
+        return cls(store, clock=clock)
+
+    def __init__(self, store: _SqliteStore, *, clock: Callable[[], float] | None) -> None:
+        super().__init__(store, clock=clock, threaded=True)

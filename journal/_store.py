@@ -1,0 +1,239 @@
+"""The synchronous storage seam under every journal, and the lease rules they share.
+
+A ``Store`` is called by one thread at a time (the journal's writer thread, or
+the event loop for the in-memory store). It speaks rows and encoded bodies; the
+async ``BufferedJournal`` above it owns buffering, group commit, encoding and
+decoding, so every backend has the same semantics by construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import NamedTuple, Protocol, cast
+
+from regiment.errors import JournalError, LeaseHeld, LeaseLost
+from regiment.journal._views import Lease, RunInfo, RunStatus
+
+__all__ = (
+    "LeaseKey",
+    "LeaseState",
+    "Pending",
+    "RunRow",
+    "Store",
+    "check_acquire",
+    "check_owner",
+    "check_write",
+    "plan_commit",
+    "derive_status",
+)
+
+
+LeaseKey = tuple[str, int]
+"""``(run_id, token)``: one lease's records, refusals and sequence numbers."""
+
+
+class Pending(NamedTuple):
+    """One encoded record waiting for its commit."""
+
+    run_id: str
+    owner: str
+    token: int
+    seq: int
+    kind: str
+    key: str | None
+    body: bytes
+    recorded_at: float
+    final_status: str | None
+    approvals_delta: int
+
+
+class RunRow(NamedTuple):
+    """A run's listing fields, status already derived."""
+
+    run_id: str
+    team: str
+    goal: str
+    session: str | None
+    status: RunStatus
+    started_at: float
+    updated_at: float
+
+    def info(self) -> RunInfo:
+        """As the public ``RunInfo``."""
+        return RunInfo(
+            run_id=self.run_id,
+            team=self.team,
+            goal=self.goal,
+            status=self.status,
+            started_at=datetime.fromtimestamp(self.started_at, UTC),
+            updated_at=datetime.fromtimestamp(self.updated_at, UTC),
+            session=self.session,
+        )
+
+
+class LeaseState(NamedTuple):
+    """The ownership columns of one run."""
+
+    owner: str | None
+    token: int
+    expires_at: float
+    final_status: str | None
+    last_seq: int
+
+
+class Store(Protocol):
+    """Rows in, rows out; raises ``JournalError`` for anything that went wrong."""
+
+    where: str
+
+    def create(self, first: Pending, row: RunRow, config_hash: str, lease: Lease) -> None:
+        """Insert a new run, its lease and its first record; refuse a run id in use."""
+        ...
+
+    def acquire(self, run_id: str, owner: str, now: float, ttl: float) -> tuple[Lease, int]:
+        """Take the run's lease (see ``check_acquire``); return it and the run's last seq."""
+        ...
+
+    def renew(self, lease: Lease, now: float, ttl: float) -> Lease:
+        """Extend a lease that is still the run's current one."""
+        ...
+
+    def release(self, lease: Lease, now: float) -> None:
+        """Give the lease up; the run lists as stalled until someone acquires it."""
+        ...
+
+    def commit(self, batch: Sequence[Pending], now: float) -> dict[LeaseKey, JournalError]:
+        """Write ``batch`` in one transaction; the leases whose writes were refused, and why."""
+        ...
+
+    def read(self, run_id: str, after: int) -> list[tuple[int, float, bytes]]:
+        """``(seq, recorded_at, body)`` of the run's records after ``after``, in order."""
+        ...
+
+    def read_kinds(self, run_id: str, kinds: tuple[str, ...]) -> list[bytes]:
+        """Bodies of the run's records of these kinds, in order."""
+        ...
+
+    def keyed(self, run_id: str, key: str) -> list[bytes]:
+        """Bodies of the run's records with this look-up key, in order."""
+        ...
+
+    def run_row(self, run_id: str, now: float) -> RunRow | None:
+        """The run's listing, or ``None`` if there is no such run."""
+        ...
+
+    def list_runs(
+        self, status: RunStatus | None, limit: int | None, now: float, session: str | None
+    ) -> list[RunRow]:
+        """Runs newest first, optionally of one status and/or one session."""
+        ...
+
+    def close(self) -> None:
+        """Close the connection; further calls raise ``JournalError``."""
+        ...
+
+
+def derive_status(
+    final: str | None, pending_approvals: int, expires_at: float, now: float
+) -> RunStatus:
+    """The status a run lists with (the SQL stores repeat this rule as a CASE)."""
+    if final is not None:
+        return cast("RunStatus", final)
+    if pending_approvals > 0:
+        return "awaiting_approval"
+    return "running" if expires_at > now else "stalled"
+
+
+def check_acquire(
+    state: LeaseState | None, run_id: str, owner: str, now: float, where: str
+) -> None:
+    """Refuse to hand out a run that is unknown, finished, or owned by a live lease.
+
+    Raises:
+        JournalError: no such run, or it has finished.
+        LeaseHeld: another owner's lease has not expired.
+    """
+    if state is None:
+        raise JournalError(f"journal {where} has no run {run_id!r}; `regiment runs` lists them")
+    if state.final_status is not None:
+        raise JournalError(
+            f"run {run_id!r} in journal {where} has already finished ({state.final_status}); "
+            "there is nothing to resume"
+        )
+    if state.owner is not None and state.expires_at > now:
+        left = state.expires_at - now
+        raise LeaseHeld(
+            f"run {run_id!r} is owned by {state.owner!r}, whose lease is alive for another "
+            f"{left:.1f} s; wait for that process to finish or stop it, then retry"
+        )
+
+
+def check_owner(state: LeaseState | None, lease: Lease, where: str) -> LeaseState:
+    """Refuse a lease that is not the run's current one.
+
+    Raises:
+        LeaseLost: the fencing token is stale, or the lease was released.
+        JournalError: no such run.
+    """
+    if state is None:
+        raise JournalError(f"journal {where} has no run {lease.run_id!r} to write")
+    if state.token != lease.token:
+        raise LeaseLost(
+            f"run {lease.run_id!r}: {lease.owner!r} wrote with fencing token {lease.token}, but "
+            f"{state.owner or 'another owner'!r} took the run over (token {state.token}); "
+            "this process must stop working on it"
+        )
+    if state.owner != lease.owner:
+        raise LeaseLost(
+            f"run {lease.run_id!r}: the lease of {lease.owner!r} was released; acquire it again"
+        )
+    return state
+
+
+def check_write(state: LeaseState | None, lease: Lease, first_seq: int, where: str) -> None:
+    """Refuse a write whose lease is not current, to a finished run, or that would leave a gap.
+
+    Raises:
+        LeaseLost: the fencing token is stale, or the lease was released.
+        JournalError: no such run, it has finished, or the sequence has a gap.
+    """
+    state = check_owner(state, lease, where)
+    if state.final_status is not None:
+        raise JournalError(f"run {lease.run_id!r} has finished; nothing may follow its result")
+    if state.last_seq != first_seq - 1:
+        raise JournalError(
+            f"run {lease.run_id!r} in journal {where}: record {first_seq} does not follow "
+            f"record {state.last_seq}; the journal was changed behind this process's back"
+        )
+
+
+def plan_commit(
+    batch: Sequence[Pending], states: dict[str, LeaseState], where: str
+) -> tuple[list[list[Pending]], dict[LeaseKey, JournalError]]:
+    """Split ``batch`` into the groups to write and the leases to refuse.
+
+    ``states`` holds the runs' rows as read (and locked) in the write transaction;
+    it is updated as groups are accepted, so a zombie's and its heir's records in
+    one batch are judged in order.
+    """
+    accepted: list[list[Pending]] = []
+    refused: dict[LeaseKey, JournalError] = {}
+    groups: dict[LeaseKey, list[Pending]] = {}
+    for pending in batch:
+        groups.setdefault((pending.run_id, pending.token), []).append(pending)
+    for (run_id, token), records in groups.items():
+        first = records[0]
+        lease = Lease(run_id=run_id, owner=first.owner, token=token, expires_at=0.0)
+        try:
+            check_write(states.get(run_id), lease, first.seq, where)
+        except JournalError as exc:
+            refused[(run_id, token)] = exc
+            continue
+        accepted.append(records)
+        final = next((p.final_status for p in records if p.final_status), None)
+        state = states[run_id]
+        states[run_id] = state._replace(
+            last_seq=records[-1].seq, final_status=final or state.final_status
+        )
+    return accepted, refused

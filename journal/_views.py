@@ -1,0 +1,98 @@
+"""What a journal hands back: leases, run listings, entries, keyed look-ups, sessions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal, TypeAlias
+
+import msgspec
+
+from regiment.journal._records import Record, ToolCallFinished, ToolCallStarted
+
+__all__ = (
+    "CommittedStep",
+    "Entry",
+    "JournaledCall",
+    "Lease",
+    "RunInfo",
+    "RunStatus",
+    "SessionRun",
+)
+
+RunStatus: TypeAlias = Literal[
+    "running", "stalled", "awaiting_approval", "completed", "partial", "failed", "cancelled"
+]
+"""``running``: its owner's lease is alive. ``stalled``: not finished and nobody
+holds a live lease (the owner died or let go); resume it. ``awaiting_approval``:
+not finished and a tool call waits for a decision. The rest: how it finished."""
+
+
+class Lease(msgspec.Struct, frozen=True, kw_only=True):
+    """The right to write a run, held by one owner until ``expires_at``.
+
+    Every write carries it; the journal rejects a write whose ``token`` is not
+    the run's current one (a later owner took over: this one is a zombie).
+
+    Attributes:
+        run_id: the run.
+        owner: who holds it, e.g. ``"host:pid"``.
+        token: the fencing token; every acquisition of the run increments it.
+        expires_at: clock seconds after which another owner may take the run over.
+    """
+
+    run_id: str
+    owner: str
+    token: int
+    expires_at: float
+
+
+class RunInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """One line of ``list_runs``."""
+
+    run_id: str
+    team: str
+    goal: str
+    status: RunStatus
+    started_at: datetime
+    updated_at: datetime
+    session: str | None = None
+
+
+class Entry(msgspec.Struct, frozen=True, kw_only=True):
+    """A record with its per-run sequence number (dense from 1) and when it was written."""
+
+    seq: int
+    recorded_at: datetime
+    record: Record
+
+
+class JournaledCall(msgspec.Struct, frozen=True, kw_only=True):
+    """A tool call as journaled: its intent, and its result unless it was in flight."""
+
+    intent: ToolCallStarted
+    result: ToolCallFinished | None = None
+
+
+class CommittedStep(msgspec.Struct, frozen=True, kw_only=True):
+    """A step an earlier run of a session committed."""
+
+    plan_version: int
+    step_id: str
+    worker: str
+    output: str
+
+
+class SessionRun(msgspec.Struct, frozen=True, kw_only=True):
+    """An earlier run of a session, for the planner's context.
+
+    Attributes:
+        answer: its answer, or ``None`` if it has not finished.
+        steps: its committed steps, in commit order.
+    """
+
+    run_id: str
+    goal: str
+    status: RunStatus
+    started_at: datetime
+    answer: str | None = None
+    steps: tuple[CommittedStep, ...] = ()

@@ -1,0 +1,288 @@
+"""OpenAI models, and any server that speaks the Chat Completions API, through the ``openai`` SDK."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from types import TracebackType
+from typing import Self, final
+
+import anyio
+import httpx2
+import msgspec
+
+from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
+
+try:
+    import openai
+    from openai import AsyncOpenAI, not_given
+except ImportError as exc:  # an optional extra
+    raise ConfigError(
+        "OpenAIModel needs the openai SDK, an optional extra: pip install 'regiment[openai]'"
+    ) from exc
+
+from regiment.models._messages import ModelRequest, ModelResponse
+from regiment.models._openai_wire import (
+    CallParams,
+    ChunkReader,
+    StreamErrorEvent,
+    call_params,
+    response_from_completion,
+)
+from regiment.models._settings import ModelSettings, effective_settings
+from regiment.models._stream import DeltaHandler, emit_response
+
+__all__ = ("OpenAIModel",)
+
+_DEFAULT_RETRIES = 2
+# A key for servers that want none (Ollama, a local vLLM); the SDK insists on one.
+_NO_KEY = "unused"
+# What the SDK or our reader raises on a chunk that is not what the API sends.
+_UNREADABLE = (msgspec.DecodeError, ValueError, TypeError, AttributeError, KeyError, IndexError)
+
+_ADVICE = {
+    400: "fix the request (messages, tools, settings for this model)",
+    401: "check the API key (OPENAI_API_KEY or api_key=)",
+    403: "the key may not use this model; check the project's permissions",
+    404: "check the model name and base_url",
+    413: "the request is too large; shorten the conversation or the tool results",
+    429: "rate limited even after retries; lower the team's concurrency or raise max_retries",
+}
+
+
+@final
+class OpenAIModel:
+    """A model behind the Chat Completions API: OpenAI's, or any compatible server.
+
+    ``OpenAIModel("gpt-4.1")`` talks to OpenAI with ``OPENAI_API_KEY``;
+    ``OpenAIModel("llama3.1", base_url="http://localhost:11434/v1",
+    compatible=True)`` talks to Ollama, vLLM, LM Studio or any other server
+    that speaks Chat Completions (no key needed unless the server wants one).
+    Tool calls, streaming (``stream=False`` for plain calls), usage (cached
+    prompt tokens as ``cache_read_tokens``) and settings work as for Claude.
+    Transient failures (429, 5xx, connection errors, timeouts) are retried by
+    the SDK's policy; what is left raises ``ModelAPIError`` or ``ModelConnectionError``.
+
+    Args:
+        model: the model id, e.g. ``"gpt-4.1"``.
+        client: a ready ``AsyncOpenAI`` client; then give none of the client options.
+        api_key: the API key; ``None`` reads ``OPENAI_API_KEY``.
+        base_url: the server's address; ``None`` means ``OPENAI_BASE_URL`` or OpenAI.
+        timeout: seconds per HTTP request; ``None`` keeps the SDK default.
+        max_retries: how often the SDK retries a transient failure.
+        stream: read replies as streams (``True``) or in one piece (``False``).
+        settings: settings for every call; a request's ``settings`` win over them.
+        compatible: the server is not OpenAI's: send ``max_tokens`` rather than
+            ``max_completion_tokens``, and need no API key.
+
+    Raises:
+        regiment.errors.ConfigError: both a client and client options were
+            given, or no key was found for OpenAI itself.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: AsyncOpenAI | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float | None = None,
+        max_retries: int = _DEFAULT_RETRIES,
+        stream: bool = True,
+        settings: ModelSettings | None = None,
+        compatible: bool = False,
+    ) -> None:
+        self._model, self._stream, self._settings = model, stream, settings
+        self._compatible = compatible
+        self._owns_client = client is None
+        if client is None:
+            client = _build_client(api_key, base_url, timeout, max_retries, compatible)
+        elif (api_key, base_url, timeout, max_retries) != (None, None, None, _DEFAULT_RETRIES):
+            raise ConfigError(
+                "OpenAIModel got a ready client and client options (api_key, base_url, "
+                "timeout, max_retries); configure the client itself, or pass only the options"
+            )
+        self._client = client
+
+    @property
+    def name(self) -> str:
+        """The model id."""
+        return self._model
+
+    @property
+    def provider(self) -> str:
+        """Always ``"openai"`` (OpenTelemetry's name for the Chat Completions API)."""
+        return "openai"
+
+    @property
+    def client(self) -> AsyncOpenAI:
+        """The SDK client in use."""
+        return self._client
+
+    @property
+    def settings(self) -> ModelSettings | None:
+        """The settings this model applies to every call (a request's own win)."""
+        return self._settings
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request`` and return the reply.
+
+        Raises:
+            regiment.errors.ModelAPIError: an error status after retries, or a reply
+                that could not be read.
+            regiment.errors.ModelConnectionError: the server could not be reached,
+                did not answer in time, or the stream broke off.
+        """
+        params = self._params(request)
+        if self._stream:
+            return await self._streamed(params, None)
+        return await self._plain(params)
+
+    async def stream(self, request: ModelRequest, on_delta: DeltaHandler) -> ModelResponse:
+        """As ``complete``, awaiting ``on_delta`` with each piece of the reply as it arrives."""
+        params = self._params(request)
+        if self._stream:
+            return await self._streamed(params, on_delta)
+        response = await self._plain(params)
+        await emit_response(response, on_delta)
+        return response
+
+    def _params(self, request: ModelRequest) -> CallParams:
+        settings = effective_settings(self._settings, request)
+        return call_params(self._model, request, settings, compatible=self._compatible)
+
+    async def _plain(self, params: CallParams) -> ModelResponse:
+        with self._translated():
+            completion = await self._client.chat.completions.create(**params)
+        with self._translated(reading=True):
+            return response_from_completion(completion)
+
+    async def _streamed(self, params: CallParams, on_delta: DeltaHandler | None) -> ModelResponse:
+        # The raw event stream, read by our own lenient reader to its very end (the
+        # SDK's chunk stream stops reading at [DONE], which trio warns about).
+        create = self._client.chat.completions.with_streaming_response.create
+        with self._translated():
+            manager = create(**params, stream=True, stream_options={"include_usage": True})
+            response = await manager.__aenter__()
+        try:
+            reader = ChunkReader()
+            lines = response.iter_lines()
+            while True:
+                with self._translated(reading=True):
+                    line = await anext(lines, None)
+                    deltas = reader.line(line) if line is not None else []
+                if line is None:
+                    break
+                for delta in deltas:
+                    if on_delta is not None:
+                        await on_delta(delta)
+        finally:
+            with anyio.CancelScope(shield=True):  # release the connection even when cancelled
+                await manager.__aexit__(None, None, None)
+        if reader.stop_reason is None:
+            raise ModelConnectionError(
+                f"the stream from {self._where()} ended before its finish_reason; the reply "
+                "is incomplete and was not retried, as its pieces may already be handed out; "
+                "try the call again"
+            )
+        return reader.response()
+
+    def _where(self) -> str:
+        return f"{self._client.base_url} for model {self._model!r}"
+
+    @contextlib.contextmanager
+    def _translated(self, *, reading: bool = False) -> Iterator[None]:
+        """Turn the SDK's and the transport's errors into ours (cancellation passes);
+        ``reading``: the block reads stream events, so bad data is the server's."""
+        try:
+            yield
+        except openai.APIStatusError as exc:
+            raise _api_error(exc, self._where()) from exc
+        except openai.APIConnectionError as exc:
+            what = (
+                "did not answer in time"
+                if isinstance(exc, openai.APITimeoutError)
+                else "could not be reached"
+            )
+            raise ModelConnectionError(
+                f"the Chat Completions API at {self._where()} {what} after "
+                f"{self._client.max_retries} retries ({exc.__cause__!r}); check the network "
+                "and base_url, or raise timeout / max_retries"
+            ) from exc
+        except StreamErrorEvent as exc:
+            raise ModelAPIError(
+                f"the Chat Completions API at {self._where()} sent an error mid-stream: "
+                f"{exc.error_type or 'error'}: {exc}; the call was not retried, as parts of "
+                "the reply may already be handed out; try it again",
+                error_type=exc.error_type,
+            ) from exc
+        except httpx2.TransportError as exc:  # only mid-stream: the SDK retries the rest
+            raise ModelConnectionError(
+                f"the stream from {self._where()} broke off ({exc!r}); a broken stream is not "
+                "retried, as its pieces may already be handed out; try the call again"
+            ) from exc
+        except _UNREADABLE as exc:
+            if not reading:
+                raise
+            raise ModelAPIError(
+                f"the Chat Completions API at {self._where()} sent a reply that could not be "
+                f"read ({exc}); check base_url points at a Chat Completions server"
+            ) from exc
+
+    async def aclose(self) -> None:
+        """Close the client, if this model built it."""
+        if self._owns_client:
+            await self._client.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"OpenAIModel({self._model!r}, base_url={str(self._client.base_url)!r})"
+
+
+def _build_client(
+    api_key: str | None, base_url: str | None, timeout: float | None, retries: int, compatible: bool
+) -> AsyncOpenAI:
+    key = api_key or os.environ.get("OPENAI_API_KEY") or (_NO_KEY if compatible else None)
+    if key is None:
+        raise ConfigError(
+            "no OpenAI API key found; set the OPENAI_API_KEY environment variable or pass "
+            "OpenAIModel(..., api_key=...) (a local server needs compatible=True, and no key)"
+        )
+    return AsyncOpenAI(
+        api_key=key,
+        base_url=base_url,
+        timeout=not_given if timeout is None else timeout,
+        max_retries=retries,
+    )
+
+
+def _api_error(exc: openai.APIStatusError, where: str) -> ModelAPIError:
+    status, request_id = exc.status_code, exc.request_id
+    text = exc.message
+    body = exc.body
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        text = body["message"]
+    advice = _ADVICE.get(status) or (
+        "the server failed even after retries; try again later"
+        if status >= 500
+        else "see the message"
+    )
+    return ModelAPIError(
+        f"the Chat Completions API at {where} answered {status} {exc.type or 'error'}: "
+        f"{text} (request id {request_id}); {advice}",
+        status_code=status,
+        error_type=exc.type,
+        request_id=request_id,
+    )

@@ -1,0 +1,221 @@
+"""Team file errors: unreadable bytes, deep nesting, value ranges, key paths and suggestions."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from regiment.config._build import check_config, load_team
+from regiment.config._schema import load_config
+from regiment.errors import ConfigError
+from regiment.hierarchy import Budget, Compression, Planner, Worker
+from regiment.models import ScriptedModel
+
+MODEL = ScriptedModel([])
+
+TEAM = """
+name = "t"
+model = "scripted"
+brain = "examples.refund.brain:refund_brain"
+
+[[workers]]
+name = "billing"
+description = "Checks refunds."
+"""
+
+
+def _write(path: Path, text: str | bytes) -> Path:
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def _error(path: Path) -> str:
+    with pytest.raises(ConfigError) as caught:
+        check_config(load_config(path), source=str(path))
+    message = str(caught.value)
+    assert len(message.splitlines()) == 1, message
+    return message
+
+
+def test_bytes_that_are_not_utf8_name_the_file_and_the_line(tmp_path: Path) -> None:
+    team = _write(tmp_path / "team.toml", b'name = "t"\n\x00\xff\xfe garbage')
+    with pytest.raises(ConfigError) as caught:
+        load_team(team)
+    assert str(caught.value).startswith(f"{team}: line 2: not UTF-8 text (byte 0xff at offset 12)")
+
+
+@pytest.mark.parametrize("depth", [40, 150, 5000])
+@pytest.mark.parametrize(("suffix", "line"), [("toml", "x = {}"), ("yaml", "x: {}")])
+def test_arrays_nested_thousands_deep_are_refused(
+    tmp_path: Path, depth: int, suffix: str, line: str
+) -> None:
+    text = "name = 't'\n" if suffix == "toml" else "name: t\n"
+    nested = "[" * depth + "]" * depth
+    team = _write(tmp_path / f"team.{suffix}", text + line.format(nested))
+    message = _error(team)
+    assert message.startswith(f"{team}: ")
+    assert "nested more than 32 deep" in message
+    assert "x" in message.split(":")[1]  # the key it happens under: x[0][0]... or line 2 (under x)
+
+
+def test_block_yaml_nested_thousands_deep_is_refused(tmp_path: Path) -> None:
+    lines = "".join("  " * level + "-\n" for level in range(3000))
+    message = _error(_write(tmp_path / "team.yaml", "name: t\nx:\n" + lines))
+    assert "nested more than 32 deep" in message
+
+
+def test_a_yaml_alias_that_contains_itself_is_refused(tmp_path: Path) -> None:
+    message = _error(_write(tmp_path / "team.yaml", "name: t\nx: &a [*a]\n"))
+    assert "nested more than 32 deep" in message
+
+
+def test_a_yaml_alias_bomb_is_refused(tmp_path: Path) -> None:
+    lines = ["name: t", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 12)]
+    message = _error(_write(tmp_path / "team.yaml", "\n".join(lines)))
+    assert "more than 100000 values (YAML aliases expand)" in message
+
+
+def test_yaml_syntax_errors_name_the_file_line_and_column(tmp_path: Path) -> None:
+    team = _write(tmp_path / "team.yaml", "name: t\nworkers:\n  - name: a\n   bad: [\n")
+    message = _error(team)
+    assert message.startswith(f"{team}: line ")
+    assert "column" in message
+    assert "<unicode string>" not in message
+
+
+def test_a_control_character_in_yaml_names_the_line_and_column(tmp_path: Path) -> None:
+    team = _write(tmp_path / "team.yaml", "name: t\nx: a\x00b\n")
+    assert _error(team) == (
+        f"{team}: line 2, column 5: not valid YAML: the character U+0000 is not allowed in "
+        "YAML text; remove it, or write it as an escape in a quoted string"
+    )
+
+
+def test_a_missing_predicate_names_the_check(tmp_path: Path) -> None:
+    team = _write(tmp_path / "team.toml", TEAM + '[checks.c]\ndescription = "x"\n')
+    assert _error(team) == (
+        f"{team}: checks.c.predicate: this required key is missing (add `predicate =`)"
+    )
+    text = TEAM + '[checks.ok]\ndescription = "x"\npredicate = "a:b"\n[checks."odd name"]\n'
+    team = _write(tmp_path / "team.toml", text + "predicate = 3\n")
+    assert _error(team).startswith(f'{team}: checks."odd name".predicate: expected `str`')
+
+
+def test_a_nested_team_path_that_is_no_team_file_names_the_referring_key(tmp_path: Path) -> None:
+    _write(tmp_path / "x.txt", "anything")
+    text = TEAM + '[[workers]]\nname = "r"\ndescription = "d"\nteam = "x.txt"\n'
+    team = _write(tmp_path / "team.toml", text)
+    assert _error(team) == (
+        f"{team}: workers[1].team: 'x.txt' is not a team file: "
+        "expected a path ending in .toml, .yaml or .yml"
+    )
+    _write(tmp_path / "sub.toml", b"name = \xff")
+    team = _write(tmp_path / "team.toml", text.replace("x.txt", "sub.toml"))
+    message = _error(team)
+    assert message.startswith(f"{tmp_path / 'sub.toml'}: line 1: not UTF-8 text")
+    assert message.endswith(f"(the team file named by {team}: workers[1].team = 'sub.toml')")
+
+
+@pytest.mark.parametrize(
+    ("suffix", "text", "expected"),
+    [
+        ("toml", TEAM.replace("[[workers]]", "[[worker]]"), "unknown table `[[worker]]` (did you mean `[[workers]]`?)"),
+        ("toml", TEAM + "[planer]\nmax_steps = 3\n", "unknown table `[planer]` (did you mean `[planner]`?)"),
+        ("toml", TEAM + "[planner.prompt]\nplanner = 'x'\n", "planner: unknown table `[planner.prompt]` (did you mean `[planner.prompts]`?)"),
+        ("toml", TEAM + "tool = ['a:b']\n", "workers[0]: unknown key `tool =` (did you mean `tools =`?)"),
+        ("toml", TEAM + "[budgets]\ntokens = 3\n", "unknown table `[budgets]` (did you mean `[budget]`?)"),
+        ("toml", "check = 1\n" + TEAM, "unknown key `check =` (did you mean `[checks.<name>]`?)"),
+        ("yaml", "name: t\nworker: [{name: a, description: d}]\n", "unknown key `worker:` (did you mean `workers:`?)"),
+    ],
+)  # fmt: skip
+def test_a_misspelt_key_is_suggested_in_the_syntax_the_file_needs(
+    tmp_path: Path, suffix: str, text: str, expected: str
+) -> None:
+    team = _write(tmp_path / f"team.{suffix}", text)
+    assert _error(team) == f"{team}: {expected}"
+
+
+def test_an_unknown_key_with_no_close_match_lists_the_keys_of_its_table(tmp_path: Path) -> None:
+    team = _write(tmp_path / "team.toml", TEAM.replace("[[workers]]", "zzzzzz = 1\n[[workers]]"))
+    message = _error(team)
+    assert message.startswith(f"{team}: unknown key `zzzzzz =` (expected one of: `name =`")
+    for known in ("`[[workers]]`", "`[planner]`", "`concurrency =`", "`[checks.<name>]`"):
+        assert known in message
+
+
+# Each numeric field of the public types: how to make the type with a value, and
+# the range the README documents, written out again here to test against.
+RANGES: dict[str, tuple[Callable[[float], object], Callable[[float], bool]]] = {
+    "Worker.max_iterations": (lambda v: Worker(name="w", description="d", model=MODEL, max_iterations=v), lambda v: v >= 1),  # type: ignore[arg-type]
+    "Worker.max_concurrent_steps": (lambda v: Worker(name="w", description="d", model=MODEL, max_concurrent_steps=v), lambda v: v >= 1),  # type: ignore[arg-type]
+    "Worker.step_timeout": (lambda v: Worker(name="w", description="d", model=MODEL, step_timeout=v), lambda v: math.isfinite(v) and v > 0),
+    "Planner.max_steps": (lambda v: Planner(model=MODEL, max_steps=v), lambda v: v >= 1),  # type: ignore[arg-type]
+    "Planner.max_plan_attempts": (lambda v: Planner(model=MODEL, max_plan_attempts=v), lambda v: v >= 1),  # type: ignore[arg-type]
+    "Compression.threshold_tokens": (lambda v: Compression(threshold_tokens=v), lambda v: v >= 1),  # type: ignore[arg-type]
+    "Compression.context_window": (lambda v: Compression(context_window=v), lambda v: v >= 2),  # type: ignore[arg-type]  # x 0.5 must be a token
+    "Compression.window_fraction": (lambda v: Compression(window_fraction=v), lambda v: math.isfinite(v) and 0 < v <= 1 and int(200_000 * v) >= 1),  # the threshold is a token or more
+    "Budget.tokens": (lambda v: Budget(tokens=v), lambda v: v >= 0),  # type: ignore[arg-type]
+    "Budget.tool_calls": (lambda v: Budget(tool_calls=v), lambda v: v >= 0),  # type: ignore[arg-type]
+    "Budget.model_calls": (lambda v: Budget(model_calls=v), lambda v: v >= 0),  # type: ignore[arg-type]
+    "Budget.replans": (lambda v: Budget(replans=v), lambda v: v >= 0),  # type: ignore[arg-type]
+    "Budget.rounds": (lambda v: Budget(rounds=v), lambda v: v >= 1),  # type: ignore[arg-type]
+    "Budget.wall_clock": (lambda v: Budget(wall_clock=v), lambda v: math.isfinite(v) and v > 0),
+}  # fmt: skip
+INT_FIELDS = {
+    k for k in RANGES if k.split(".")[1] not in ("step_timeout", "window_fraction", "wall_clock")
+}
+
+
+@given(
+    field=st.sampled_from(sorted(RANGES)),
+    number=st.integers(min_value=-(10**12), max_value=10**12) | st.floats(),
+)
+def test_every_numeric_field_accepts_exactly_its_documented_range(
+    field: str, number: float
+) -> None:
+    make, valid = RANGES[field]
+    if field in INT_FIELDS and isinstance(number, float):
+        return  # the annotation says int; a float is a type error, not a range question
+    name = field.split(".")[1]
+    if valid(number):
+        make(number)
+        return
+    with pytest.raises(ConfigError, match=name) as caught:
+        make(number)
+    assert repr(number) in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("section", "line", "key", "made"),
+    [
+        ("[[workers]]", "step_timeout = -5", "workers[0].step_timeout", lambda: Worker(name="billing", description="d", model=MODEL, step_timeout=-5.0)),
+        ("[[workers]]", "step_timeout = nan", "workers[0].step_timeout", lambda: Worker(name="billing", description="d", model=MODEL, step_timeout=math.nan)),
+        ("[[workers]]", "max_iterations = 0", "workers[0].max_iterations", lambda: Worker(name="billing", description="d", model=MODEL, max_iterations=0)),
+        ("[compression]", "window_fraction = 2.0", "compression.window_fraction", lambda: Compression(window_fraction=2.0)),
+        ("[compression]", "context_window = 0", "compression.context_window", lambda: Compression(context_window=0)),
+        ("[compression]", "threshold_tokens = -1", "compression.threshold_tokens", lambda: Compression(threshold_tokens=-1)),
+        ("[budget]", "tokens = -1", "budget.tokens", lambda: Budget(tokens=-1)),
+        ("[budget]", "wall_clock = inf", "budget.wall_clock", lambda: Budget(wall_clock=math.inf)),
+        ("[planner]", "max_steps = 0", "planner.max_steps", lambda: Planner(model=MODEL, max_steps=0)),
+    ],
+)  # fmt: skip
+def test_a_file_and_code_get_the_same_range_error(
+    tmp_path: Path, section: str, line: str, key: str, made: Callable[[], object]
+) -> None:
+    text = TEAM + f"{line}\n" if section == "[[workers]]" else TEAM + f"{section}\n{line}\n"
+    team = _write(tmp_path / "team.toml", text)
+    from_file = _error(team)
+    with pytest.raises(ConfigError) as caught:
+        made()
+    problem = str(caught.value).split(f"{key.rsplit('.', 1)[1]} ", 1)[1]
+    assert from_file == f"{team}: {key}: {problem}"

@@ -1,0 +1,119 @@
+"""Keyed look-ups for resume, pending approvals, and session history, on every backend."""
+
+from __future__ import annotations
+
+import pytest
+
+from regiment.journal import (
+    ApprovalDecided,
+    Journal,
+    ModelCallFinished,
+    RunFinished,
+)
+from regiment.models import Usage, text_response
+from regiment.tools import Approve
+
+from .records import approval, created, intent, new_id, reported, result
+
+pytestmark = pytest.mark.anyio
+
+TTL = 30.0
+
+
+async def test_a_tool_call_reads_back_as_intent_and_result(journal: Journal) -> None:
+    run_id = new_id()
+    lease = await journal.create_run(created(run_id), owner="w", ttl=TTL)
+    await journal.append(lease, intent(run_id, 0), durable=True)
+    await journal.append(lease, result(run_id, 0))
+    await journal.append(lease, intent(run_id, 1), durable=True)  # in flight when it "crashed"
+    finished = await journal.tool_call(run_id, 1, "s1", 0)
+    assert finished is not None
+    assert finished.intent == intent(run_id, 0)
+    assert finished.result == result(run_id, 0)
+    in_flight = await journal.tool_call(run_id, 1, "s1", 1)
+    assert in_flight is not None
+    assert in_flight.result is None
+    assert in_flight.intent.idempotency_key == "issue_refund:order_id=88213#1"
+    assert await journal.tool_call(run_id, 1, "s1", 2) is None
+    assert await journal.tool_call(run_id, 2, "s1", 0) is None
+    assert await journal.tool_call(run_id, 1, "s2", 0) is None
+
+
+async def test_step_ids_with_separators_do_not_collide(journal: Journal) -> None:
+    run_id = new_id()
+    lease = await journal.create_run(created(run_id), owner="w", ttl=TTL)
+    await journal.append(lease, intent(run_id, 0, step_id="a/1"))
+    found = await journal.tool_call(run_id, 1, "a/1", 0)
+    assert found is not None
+    assert found.intent.step_id == "a/1"
+    assert await journal.tool_call(run_id, 1, "a", 0) is None
+
+
+async def test_a_model_response_is_found_by_its_call_key(journal: Journal) -> None:
+    run_id, other = new_id(), new_id()
+    lease = await journal.create_run(created(run_id), owner="w", ttl=TTL)
+    await journal.create_run(created(other), owner="w", ttl=TTL)
+    reply = text_response('{"steps": []}', usage=Usage(input_tokens=40, output_tokens=7), model="m")
+    await journal.append(lease, ModelCallFinished(run_id=run_id, call_key="plan/1", response=reply))
+    assert await journal.model_response(run_id, "plan/1") == reply
+    assert (await journal.model_response(run_id, "plan/1")).usage.input_tokens == 40  # type: ignore[union-attr]
+    assert await journal.model_response(run_id, "plan/2") is None
+    assert await journal.model_response(other, "plan/1") is None
+
+
+async def test_a_pending_approval_pauses_the_run_until_decided(journal: Journal) -> None:
+    waiting, running = new_id(), new_id()
+    lease = await journal.create_run(created(waiting, minutes=1), owner="w", ttl=TTL)
+    await journal.create_run(created(running, minutes=2), owner="w", ttl=TTL)
+    await journal.append(lease, approval(waiting, "a1"))
+    await journal.append(lease, approval(waiting, "a2"), durable=True)
+    assert (await journal.get_run(waiting)).status == "awaiting_approval"
+    assert [i.run_id for i in await journal.list_runs(status="awaiting_approval")] == [waiting]
+    assert [a.approval_id for a in await journal.pending_approvals()] == ["a1", "a2"]
+    decided = ApprovalDecided(
+        run_id=waiting, approval_id="a1", decision=Approve(), decided_by="ops"
+    )
+    await journal.append(lease, decided)
+    assert await journal.pending_approvals(waiting) == (approval(waiting, "a2"),)
+    assert (await journal.get_run(waiting)).status == "awaiting_approval"
+    decided = ApprovalDecided(run_id=waiting, approval_id="a2", decision=Approve())
+    await journal.append(lease, decided)
+    assert (await journal.get_run(waiting)).status == "running"
+    assert await journal.pending_approvals() == ()
+
+
+async def test_session_history_holds_goals_answers_and_committed_steps(journal: Journal) -> None:
+    first, second, current, elsewhere = new_id(), new_id(), new_id(), new_id()
+    one = await journal.create_run(
+        created(first, minutes=1, session="t-4411", goal="g1"), owner="w", ttl=TTL
+    )
+    two = await journal.create_run(
+        created(second, minutes=2, session="t-4411", goal="g2"), owner="w", ttl=TTL
+    )
+    await journal.create_run(
+        created(current, minutes=3, session="t-4411", goal="g3"), owner="w", ttl=TTL
+    )
+    await journal.create_run(created(elsewhere, minutes=4, session="other"), owner="w", ttl=TTL)
+    await journal.append_all(
+        one,
+        [
+            reported(first, "s1", "looked up"),
+            reported(first, "s2", "not kept", committed=False),
+            reported(first, "s3", "refunded"),
+            RunFinished(run_id=first, status="completed", answer="refunded 88213"),
+        ],
+    )
+    await journal.append(two, reported(second, "s1", "drafted"))
+    history = await journal.session_history("t-4411", exclude=current)
+    assert [run.run_id for run in history] == [first, second]
+    assert [run.goal for run in history] == ["g1", "g2"]
+    assert history[0].answer == "refunded 88213"
+    assert history[0].status == "completed"
+    assert [(s.step_id, s.output) for s in history[0].steps] == [
+        ("s1", "looked up"),
+        ("s3", "refunded"),
+    ]
+    assert history[1].answer is None
+    assert [s.output for s in history[1].steps] == ["drafted"]
+    assert len(await journal.session_history("t-4411")) == 3
+    assert await journal.session_history("nobody") == ()

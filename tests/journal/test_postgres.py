@@ -1,0 +1,104 @@
+"""The PostgreSQL database: schema versions, a server-side failure, the missing extra, the URL."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import psycopg
+import pytest
+
+from regiment.journal import JournalError, PostgresJournal, open_journal
+
+from .records import Clock, created, event, new_id
+from .v1_schema import RUN_ID, write_v1
+
+pytestmark = pytest.mark.anyio
+
+TTL = 30.0
+
+
+async def test_a_database_of_a_newer_schema_is_refused_untouched(postgres_url: str) -> None:
+    await (await open_journal(postgres_url)).close()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("UPDATE journal_meta SET value = '99' WHERE name = 'schema_version'")
+    with pytest.raises(
+        JournalError, match=r"newer regiment \(schema version 99; this one reads up to 2\)"
+    ):
+        await open_journal(postgres_url)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT value FROM journal_meta WHERE name = 'schema_version'"
+        ).fetchone()
+    assert row == ("99",)
+
+
+async def test_a_version_1_database_is_migrated_and_keeps_its_runs(
+    postgres_url: str, clock: Clock
+) -> None:
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+
+        def execute(statement: str, params: Sequence[object]) -> object:
+            return conn.execute(statement.encode(), tuple(params))
+
+        write_v1(execute, blob="BYTEA", mark="%s")
+    journal = await open_journal(postgres_url, clock=clock)
+    try:
+        assert [e.record for e in await journal.read(RUN_ID)] == [created(RUN_ID), event(RUN_ID, 0)]
+        assert (await journal.get_run(RUN_ID)).status == "stalled"
+        lease = await journal.acquire(RUN_ID, owner="new", ttl=TTL)
+        assert await journal.append(lease, event(RUN_ID, 1), durable=True) == 3
+    finally:
+        await journal.close()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        version = conn.execute("SELECT value FROM journal_meta WHERE name = 'schema_version'")
+        assert version.fetchone() == ("2",)
+
+
+async def test_a_lost_connection_fails_the_write_and_never_continues(
+    postgres_url: str, clock: Clock
+) -> None:
+    journal = await PostgresJournal.open(postgres_url, clock=clock)
+    run_id = new_id()
+    lease = await journal.create_run(created(run_id), owner="w", ttl=TTL)
+    await journal.append(lease, event(run_id, 0))
+    with psycopg.connect(postgres_url, autocommit=True) as admin:  # the database "goes down"
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    with pytest.raises(JournalError, match=r"writing 2 records failed"):
+        await journal.append(lease, event(run_id, 1), durable=True)
+    with pytest.raises(JournalError, match=r"writing 2 records failed"):
+        await journal.append(lease, event(run_id, 2), durable=True)  # the run must stop
+    assert [e.seq for e in await journal.read(run_id)] == [1]  # reconnected for reading
+    await journal.close()
+
+
+async def test_the_url_in_messages_has_no_password(postgres_url: str) -> None:
+    with_password = postgres_url.replace("postgres@", "postgres:hunter2@")
+    journal = await open_journal(with_password)
+    try:
+        assert "hunter2" not in journal.where
+        assert journal.where.startswith("postgresql://postgres@127.0.0.1:")
+        with pytest.raises(JournalError) as caught:
+            await journal.get_run("nope")
+        assert "hunter2" not in str(caught.value)
+    finally:
+        await journal.close()
+
+
+async def test_an_unreachable_server_is_a_journal_error_naming_it(postgres_url: str) -> None:
+    gone = postgres_url.rsplit("/", 1)[0] + "/no_such_database"
+    with pytest.raises(
+        JournalError, match=r"journal postgresql://.*/no_such_database: connecting failed"
+    ):
+        await open_journal(gone)
+
+
+async def test_without_psycopg_the_error_is_the_install_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(__import__("sys").modules, "psycopg", None)
+    with pytest.raises(JournalError) as caught:
+        await open_journal("postgresql://db.example/runs")
+    assert str(caught.value) == "PostgreSQL journals need psycopg: pip install 'regiment[postgres]'"

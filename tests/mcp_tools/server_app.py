@@ -1,0 +1,125 @@
+"""A real MCP server for the tests, run as a subprocess.
+
+``python server_app.py`` serves over stdio; ``--http`` serves streamable HTTP on a
+free 127.0.0.1 port, printing ``PORT <n>`` once its socket listens;
+``--stubborn`` ignores SIGTERM and keeps running after its stdin closes, so
+only SIGKILL stops it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+
+def build(name: str) -> MCPServer:
+    """The server's tools, each for one kind of test."""
+    app: MCPServer = MCPServer(name, log_level="ERROR")
+
+    @app.tool()
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @app.tool()
+    def shout(text: str) -> str:
+        """Upper-case a text."""
+        return text.upper()
+
+    @app.tool()
+    def refuse(reason: str) -> str:
+        """Always fails, with the reason as the message."""
+        raise ToolError(reason)
+
+    @app.tool()
+    def pid() -> int:
+        """The server's process id."""
+        return os.getpid()
+
+    @app.tool()
+    async def hang(port: int) -> str:
+        """Tell the test on ``port`` that the call arrived, then never answer."""
+        with socket.create_connection(("127.0.0.1", port)):
+            pass
+        await anyio.sleep_forever()
+        return "unreachable"
+
+    @app.tool()
+    def crash() -> str:
+        """Exit the process in the middle of the call."""
+        os._exit(3)
+
+    @app.tool()
+    def quit_soon() -> str:
+        """Answer, then exit a moment later (a crash while idle)."""
+        threading.Timer(0.2, os._exit, args=(5,)).start()
+        return "bye"
+
+    @app.tool()
+    def flaky(marker: str) -> str:
+        """Crash the first time (leaving ``marker`` behind), answer the next time."""
+        if not os.path.exists(marker):
+            with open(marker, "w"):
+                pass
+            os._exit(4)
+        return "second time lucky"
+
+    @app.tool()
+    async def learn(ctx: Context) -> str:
+        """Add a tool named ``taught`` and tell the client the list changed."""
+
+        def taught() -> str:
+            """A tool that appears at run time."""
+            return "learned"
+
+        app.add_tool(taught)
+        # The initialize handshake's versions (up to 2025-11-25) carry list changes as
+        # a session notification (ctx.notify_tools_changed is the 2026 subscription form).
+        await ctx.session.send_tool_list_changed()
+        return "ok"
+
+    return app
+
+
+def _serve_http(app: MCPServer) -> None:
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # clients may connect from now on; uvicorn accepts when it runs
+    print(f"PORT {sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(app.streamable_http_app(), log_level="error", lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http", action="store_true")
+    parser.add_argument("--stubborn", action="store_true")
+    parser.add_argument("--name", default="testserver")
+    args = parser.parse_args()
+    app = build(args.name)
+    if args.stubborn:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if args.http:
+        _serve_http(app)
+    else:
+        app.run()
+    if args.stubborn:
+        sys.stdout.close()
+        while True:
+            time.sleep(3600)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""``regiment mcp TEAM_FILE``: the team served over stdio as one MCP tool, run(goal),
+driven by the SDK's own client."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import TextContent
+
+from .conftest import SDK_HTTP_LEAKS, die_with_parent
+
+pytestmark = [pytest.mark.anyio, *SDK_HTTP_LEAKS]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def test_the_team_is_one_tool_with_progress_per_step() -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "regiment", "mcp", "examples/mcp/team.toml"],
+        cwd=str(ROOT),
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        (tool,) = (await session.list_tools()).tools
+        assert tool.name == "run"
+        assert tool.input_schema["required"] == ["goal"]
+        assert "writer: Gathers facts and writes them up." in (tool.description or "")
+
+        result = await session.call_tool(
+            "run", {"goal": "heat pumps"}, progress_callback=on_progress
+        )
+        assert not result.is_error
+        assert result.structured_content == {"result": "The team's answer: Goal: heat pumps"}
+        assert seen == [
+            (0.0, 2.0, "plan v1: 2 steps"),
+            (1.0, 2.0, "step s1 done by writer"),
+            (2.0, 2.0, "step s2 done by writer"),
+        ]
+
+        empty = await session.call_tool("run", {"goal": "  "})
+        assert empty.is_error
+        (block,) = empty.content
+        assert isinstance(block, TextContent)
+        assert "ConfigError: the goal is empty" in block.text
+
+
+@pytest.fixture(scope="module")
+def served_url() -> Iterator[str]:
+    """``regiment mcp --http 0``: the team over streamable HTTP; stopped with escalation."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "regiment", "mcp", "examples/mcp/team.toml", "--http", "0"],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=die_with_parent,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()  # printed once the socket listens
+        assert line.startswith("regiment: serving team 'writers' at http://127.0.0.1:"), line
+        yield line.split(" at ")[1].strip()
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+        if process.stderr is not None:
+            process.stderr.close()
+
+
+async def test_the_team_over_streamable_http(served_url: str) -> None:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    seen: list[str | None] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(message)
+
+    async with (
+        httpx2.AsyncClient() as http,
+        streamable_http_client(served_url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        result = await session.call_tool("run", {"goal": "tides"}, progress_callback=on_progress)
+        assert result.structured_content == {"result": "The team's answer: Goal: tides"}
+        assert seen == ["plan v1: 2 steps", "step s1 done by writer", "step s2 done by writer"]
+
+
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+async def test_http_on_trio_is_a_clear_usage_error() -> None:
+    from regiment.cli import run_async
+
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["mcp", str(ROOT / "examples/mcp/team.toml"), "--http", "0", "--app-dir", str(ROOT)]
+    code = await run_async(argv, stdout=out, stderr=err, environ={})
+    assert code == 2
+    assert "regiment mcp --http needs --backend asyncio" in err.getvalue()

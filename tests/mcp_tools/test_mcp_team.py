@@ -1,0 +1,176 @@
+"""MCP servers through real Team runs: a ScriptedModel worker calls their tools like
+any other tool, the planner sees them, and stopping or cancelling leaks nothing."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import cast
+
+import anyio
+import pytest
+from anyio.abc import SocketAttribute, SocketListener
+from opentelemetry.sdk.trace import TracerProvider
+
+from regiment.errors import ConfigError
+from regiment.hierarchy import Planner, Team, Worker
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    ToolResultPart,
+    tool_call_response,
+)
+from regiment.telemetry import SpanCollector, Telemetry
+from regiment.tools import MCPServer, Tool
+
+from .brain import Brain, WorkFn, plan_json
+from .conftest import SDK_HTTP_LEAKS, SERVER_COMMAND, alive, server_children
+
+pytestmark = [pytest.mark.anyio, *SDK_HTTP_LEAKS]
+
+
+@pytest.fixture(params=["stdio", "http"])
+def server(request: pytest.FixtureRequest) -> MCPServer:
+    if request.param == "stdio":
+        return MCPServer.stdio(SERVER_COMMAND, name="calc", prefix="calc_")
+    return MCPServer.http(request.getfixturevalue("http_url"), name="calc", prefix="calc_")
+
+
+def team_of(
+    work: WorkFn, *workers_tools: list[Tool[..., object] | MCPServer], plans: list[str]
+) -> tuple[Team, Brain]:
+    brain = Brain(plans, work=work)
+    model = ScriptedModel(brain)
+    workers = [
+        Worker(name=f"w{i}", description="adds numbers", model=model, tools=tools)
+        for i, tools in enumerate(workers_tools)
+    ]
+    return Team(name="t", planner=Planner(model=model), workers=workers), brain
+
+
+async def test_a_worker_corrects_a_schema_invalid_call_and_gets_the_sum(server: MCPServer) -> None:
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        calls = sum(1 for m in request.messages if m.role == "assistant")
+        if calls == 0:
+            return tool_call_response("calc_add", {"a": 2})  # "b" is missing
+        if calls == 1:
+            return tool_call_response("calc_add", {"a": 2, "b": 40})
+        return f"the sum is {results[0].content}"
+
+    collector = SpanCollector()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(collector)
+    team, brain = team_of(work, [server], plans=[plan_json({"description": "add 2 and 40"})])
+    team = Team(
+        name=team.name, planner=team.planner, workers=team.workers, telemetry=Telemetry(provider)
+    )
+    result = await team.run("add two numbers")
+    provider.shutdown()
+
+    (step,) = result.steps
+    assert step.output == 'the sum is {"result":42}'
+    first, second = step.tool_outcomes
+    assert first.is_error
+    assert "'b' is a required property" in str(first.content)
+    assert (second.is_error, second.content) == (False, {"result": 42})
+    planner_prompt = brain.plan_requests[0].system
+    assert "calc_add" in planner_prompt  # the planner is told the server's tools
+
+    spans = [s for s in collector.spans() if s.name == "execute_tool calc_add"]
+    assert len(spans) == 2
+    called = dict(spans[1].attributes or {})
+    assert called["mcp.method.name"] == "tools/call"
+    assert called["regiment.mcp.server"] == "calc"
+    assert called["network.transport"] in ("pipe", "tcp")
+    assert "mcp.protocol.version" in called
+    invalid = dict(spans[0].attributes or {})
+    assert "mcp.method.name" not in invalid  # rejected before anything was sent
+    assert invalid["regiment.tool.outcome"] == "invalid_arguments"
+
+
+async def test_cancelling_a_run_mid_call_keeps_the_session_and_leaks_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = MCPServer.stdio(SERVER_COMMAND, name="calc")
+    pids: list[int] = []
+
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        if description.startswith("hang"):
+            return tool_call_response("hang", {"port": port})
+        if not results:
+            return tool_call_response("pid", {})
+        pids.append(int(json.loads(results[0].content)["result"]))
+        return "pid noted"
+
+    plans = [plan_json({"description": "hang on port"}), plan_json({"description": "pid"})]
+    team, _ = team_of(work, [server], plans=plans)
+    caplog.set_level(logging.WARNING)
+    async with await anyio.create_tcp_listener(local_host="127.0.0.1") as listener:
+        port = listener.extra(SocketAttribute.local_port)
+        async with team.start() as running:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(running.run, "hang, please")
+                with anyio.fail_after(30):
+                    stream = await cast(SocketListener, listener.listeners[0]).accept()
+                await stream.aclose()  # the call is in the server now
+                tg.cancel_scope.cancel()
+            result = await running.run("tell the pid")  # the same session, after the cancel
+            assert result.steps[0].output == "pid noted"
+            assert alive(pids) == pids
+            assert len(server_children()) == 1
+    assert alive(pids) == []
+    assert server_children() == []
+    assert not [r for r in caplog.records if "different task" in r.getMessage()]
+    assert not [r for r in caplog.records if "restarting" in r.getMessage()]
+
+
+def add(a: int, b: int) -> int:
+    """A local tool named like the server's."""
+    return a + b
+
+
+async def test_workers_share_one_server_and_a_name_clash_fails_team_start() -> None:
+    shared = MCPServer.stdio(SERVER_COMMAND, name="calc", include=["add", "pid"], prefix="m_")
+
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        return "unused"
+
+    team, _ = team_of(work, [shared], [shared, Tool(add)], plans=[])
+    async with team.start():
+        assert len(server_children()) == 1  # started once per running team
+    assert server_children() == []
+
+    clashing = MCPServer.stdio(SERVER_COMMAND, name="calc")
+    team, _ = team_of(work, [Tool(add), clashing], plans=[])
+    with pytest.raises(
+        ConfigError, match="'add' comes from both the tools of 'w0' and MCP server 'calc'"
+    ):
+        async with team.start():
+            pass
+    assert server_children() == []
+
+
+async def test_leaving_team_start_reaps_five_servers_even_ones_that_ignore_sigterm() -> None:
+    polite = [MCPServer.stdio(SERVER_COMMAND, prefix=f"s{i}_") for i in range(3)]
+    stubborn = [MCPServer.stdio([*SERVER_COMMAND, "--stubborn"], prefix=f"s{i}_") for i in (3, 4)]
+
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        return "unused"
+
+    team, _ = team_of(work, [*polite], [*stubborn], plans=[])
+    async with team.start():
+        running = server_children()
+        pids = [p.pid for p in running]
+        assert len(pids) == 5
+        assert sum("--stubborn" in p.cmdline() for p in running) == 2
+    assert alive(pids) == []  # reaped: stdin closed, SIGTERM, then SIGKILL for the stubborn
+    assert server_children() == []

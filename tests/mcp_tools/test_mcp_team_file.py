@@ -1,0 +1,82 @@
+"""``[[workers.mcp]]`` in team files: decoded into MCPServer tool sources."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from regiment.config._build import check_config
+from regiment.config._schema import parse_config
+from regiment.errors import ConfigError
+from regiment.hierarchy import Worker
+from regiment.tools import MCPServer
+from regiment.tools._mcp_server import HttpTransport, StdioTransport
+
+from .conftest import SERVER_COMMAND
+
+TEAM = """
+name = "t"
+brain = "examples.mcp.main:brain"
+[planner]
+model = "scripted"
+[[workers]]
+name = "files"
+description = "reads files"
+model = "scripted"
+{mcp}
+"""
+
+
+def worker_of(mcp: str) -> Worker:
+    config = parse_config(TEAM.format(mcp=mcp), format="toml", source="team.toml")
+    team = check_config(config, source="team.toml")
+    (worker,) = team.workers
+    assert isinstance(worker, Worker)
+    return worker
+
+
+def test_a_stdio_and_an_http_server_per_worker() -> None:
+    worker = worker_of(
+        f"""
+[[workers.mcp]]
+command = {json.dumps(list(SERVER_COMMAND))}
+include = ["add"]
+prefix = "calc_"
+timeout = 5.0
+env = {{ LOG = "1" }}
+
+[[workers.mcp]]
+url = "http://127.0.0.1:8000/mcp"
+headers = {{ Authorization = "Bearer x" }}
+exclude = ["crash"]
+name = "remote"
+"""
+    )
+    stdio, http = worker.mcp_servers
+    assert isinstance(stdio, MCPServer)
+    assert stdio.transport == StdioTransport(
+        command=SERVER_COMMAND[0], args=SERVER_COMMAND[1:], env={"LOG": "1"}
+    )
+    assert (stdio.include, stdio.prefix, stdio.options["timeout"]) == (("add",), "calc_", 5.0)
+    assert http.transport == HttpTransport(
+        url="http://127.0.0.1:8000/mcp", headers={"Authorization": "Bearer x"}
+    )
+    assert (http.name, http.exclude) == ("remote", ("crash",))
+    assert worker.toolset.names == ()  # its MCP tools are listed when the team starts
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ('command = ["x"]\nurl = "http://h/mcp"', "give either command = \\[...\\]"),
+        ("prefix = 'p_'", "give either command"),
+        ('url = "http://h/mcp"\ncwd = "/tmp"', "env and cwd go with command"),
+        ('command = ["x"]\ninclude = ["a"]\nexclude = ["a"]', "both includes and excludes"),
+        ('command = ["x"]\ncolour = "red"', "unknown key `colour =`"),
+    ],
+)
+def test_bad_entries_name_the_file_and_key(entry: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as info:
+        worker_of(f"[[workers.mcp]]\n{entry}\n")
+    assert str(info.value).startswith("team.toml: workers[0].mcp[0]: ")

@@ -1,0 +1,262 @@
+"""MCP servers as tool sources, at the tools level: an MCPHub, its connections, and
+the live tool set, against real servers over stdio and streamable HTTP."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import cast
+
+import anyio
+import pytest
+from anyio.abc import SocketAttribute, SocketListener
+
+from regiment.errors import ConfigError, ToolError
+from regiment.tools import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Approve,
+    Deny,
+    MCPHub,
+    MCPServer,
+    MCPServerLost,
+    Tool,
+    Toolset,
+    WorkerTools,
+)
+
+from .conftest import SDK_HTTP_LEAKS, SERVER_COMMAND, alive, server_children
+
+pytestmark = [pytest.mark.anyio, *SDK_HTTP_LEAKS]
+
+
+def stdio(**options: object) -> MCPServer:
+    return MCPServer.stdio(SERVER_COMMAND, name="stdio-app", **options)  # type: ignore[arg-type]
+
+
+@pytest.fixture(params=["stdio", "http"])
+def server(request: pytest.FixtureRequest) -> MCPServer:
+    if request.param == "stdio":
+        return stdio(prefix="t_")
+    url = request.getfixturevalue("http_url")
+    return MCPServer.http(url, {"X-Test": "1"}, name="http-app", prefix="t_")
+
+
+async def test_list_call_invalid_arguments_and_is_error(server: MCPServer) -> None:
+    async with MCPHub.open() as hub:
+        tools = (await hub.worker_tools(Toolset("w"), [server])).current()
+        assert {"t_add", "t_shout", "t_refuse", "t_hang", "t_crash"} <= set(tools.names)
+        add = tools.get("t_add")
+        assert add is not None
+        assert add.definition.input_schema["required"] == [
+            "a",
+            "b",
+        ]  # offered as the server gave it
+        assert add.description == "Add two integers."
+
+        ok = await tools.call("t_add", {"a": 2, "b": 40}, call_id="c1")
+        assert (ok.is_error, ok.content, ok.attempts) == (False, {"result": 42}, 1)
+
+        bad = await tools.call("t_add", {"a": "two"}, call_id="c2")
+        assert bad.is_error
+        assert bad.error_type == "invalid_arguments"
+        assert bad.attempts == 0  # the body, which sends the call, never ran
+        assert "'b' is a required property" in str(bad.content)
+        assert "a: 'two' is not of type 'integer'" in str(bad.content)
+
+        refused = await tools.call("t_refuse", {"reason": "no such order"}, call_id="c3")
+        assert refused.is_error
+        assert refused.error_type == "MCPToolError"
+        assert "no such order" in str(refused.content)
+
+        text = await tools.call("t_shout", {"text": "hi"}, call_id="c4")
+        assert text.content == {"result": "HI"}
+
+
+async def test_include_exclude_and_a_missing_include() -> None:
+    picky = stdio(include=["add", "shout"])
+    wrong = stdio(include=["add", "no_such_tool"])
+    async with MCPHub.open() as hub:
+        tools = await hub.worker_tools(Toolset("w"), [picky])
+        assert tools.current().names == ("add", "shout")
+        with pytest.raises(ConfigError, match=r"has no tool 'no_such_tool' \(named in include=\)"):
+            await hub.worker_tools(Toolset("w"), [wrong])
+
+
+async def test_a_server_crash_mid_call_fails_that_call_and_the_next_call_restarts_it() -> None:
+    async with MCPHub.open() as hub:
+        tools = await hub.worker_tools(Toolset("w"), [stdio()])
+        (connection,) = tools.connections
+        first = await tools.current().call("pid", {}, call_id="p1")
+        assert isinstance(first.content, dict)
+        crashed = await tools.current().call("crash", {}, call_id="x")
+        assert crashed.is_error
+        assert crashed.error_type == "MCPServerLost"
+        assert "broke during the call" in str(crashed.content)
+        second = await tools.current().call("pid", {}, call_id="p2")
+        assert not second.is_error, second.content
+        assert isinstance(second.content, dict)
+        assert second.content["result"] != first.content["result"]
+        assert connection.restarts == 1
+        assert alive([int(str(first.content["result"]))]) == []
+
+
+async def test_a_server_that_dies_while_idle_is_restarted_before_the_next_call() -> None:
+    async with MCPHub.open() as hub:
+        tools = await hub.worker_tools(Toolset("w"), [stdio()])
+        (connection,) = tools.connections
+        first = await tools.current().call("pid", {}, call_id="p1")
+        version = connection.version
+        bye = await tools.current().call("quit_soon", {}, call_id="q")
+        assert bye.content == {"result": "bye"}
+        with anyio.fail_after(30):
+            await connection.wait_listed(version)  # the restarted server listed its tools
+        assert connection.restarts == 1
+        second = await tools.current().call("pid", {}, call_id="p2")
+        assert not second.is_error, second.content
+        assert second.content != first.content
+
+
+async def test_approval_and_retries_apply_as_to_any_tool(tmp_path: Path) -> None:
+    asked: list[ApprovalRequest] = []
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        if request.tool_name == "add":
+            return Deny(reason="no sums today")
+        return Approve()
+
+    server = stdio(
+        requires_approval=True, retries=1, retry_on=(MCPServerLost,), backoff=0, prefix=""
+    )
+    async with MCPHub.open() as hub:
+        live = await hub.worker_tools(Toolset("w", approver=approver), [server])
+        denied = await live.current().call("add", {"a": 1, "b": 2}, call_id="d")
+        assert denied.error_type == "approval_denied"
+        assert denied.attempts == 0
+        marker = str(tmp_path / "crashed-once")
+        lucky = await live.current().call("flaky", {"marker": marker}, call_id="f")
+        assert (lucky.content, lucky.attempts) == ({"result": "second time lucky"}, 2)
+        assert [r.tool_name for r in asked] == ["add", "flaky"]
+        assert hub.connections[0].restarts == 1
+
+
+async def test_restarts_are_bounded() -> None:
+    async with MCPHub.open() as hub:
+        tools = await hub.worker_tools(Toolset("w"), [stdio(max_restarts=0)])
+        crashed = await tools.current().call("crash", {}, call_id="x")
+        assert crashed.error_type == "MCPServerLost"
+        after = await tools.current().call("add", {"a": 1, "b": 1}, call_id="y")
+        assert after.is_error
+        assert after.error_type == "MCPServerLost"
+        assert "max_restarts=0" in str(after.content)
+
+
+async def test_a_hanging_call_times_out_and_the_session_carries_on() -> None:
+    async with (
+        await anyio.create_tcp_listener(local_host="127.0.0.1") as listener,
+        MCPHub.open() as hub,
+    ):
+        port = listener.extra(SocketAttribute.local_port)
+        tools = (await hub.worker_tools(Toolset("w"), [stdio(timeout=0.5)])).current()
+        hung = await tools.call("hang", {"port": port}, call_id="h")
+        assert hung.is_error
+        assert hung.error_type == "timeout"
+        # The call did reach the server before it timed out.
+        with anyio.fail_after(10):
+            stream = await cast(SocketListener, listener.listeners[0]).accept()
+        await stream.aclose()
+        ok = await tools.call("add", {"a": 1, "b": 2}, call_id="a")
+        assert ok.content == {"result": 3}
+        assert hub.connections[0].restarts == 0
+
+
+async def test_a_hundred_concurrent_calls_through_one_session(server: MCPServer) -> None:
+    results: dict[int, object] = {}
+    async with MCPHub.open() as hub:
+        tools = (await hub.worker_tools(Toolset("w"), [server])).current()
+
+        async def one(i: int) -> None:
+            result = await tools.call("t_add", {"a": i, "b": 1000}, call_id=f"c{i}")
+            results[i] = result.content
+
+        async with anyio.create_task_group() as tg:
+            for i in range(100):
+                tg.start_soon(one, i)
+        assert results == {i: {"result": i + 1000} for i in range(100)}
+        assert len(hub.connections) == 1
+        assert hub.connections[0].restarts == 0
+        if server.transport.describe().startswith(sys.executable):
+            assert len(server_children()) == 1
+
+
+async def test_list_changed_refreshes_the_tool_list() -> None:
+    async with MCPHub.open() as hub:
+        live = await hub.worker_tools(Toolset("w"), [stdio()])
+        (connection,) = live.connections
+        assert "taught" not in live.current()
+        version = connection.version
+        result = await live.current().call("learn", {}, call_id="l")
+        assert result.content == {"result": "ok"}
+        with anyio.fail_after(10):
+            await connection.wait_listed(version)
+        assert "taught" in live.current()
+        taught = await live.current().call("taught", {}, call_id="t")
+        assert taught.content == {"result": "learned"}
+
+
+def add(a: int, b: int) -> int:
+    """A local tool named like a server's."""
+    return a + b
+
+
+async def test_name_clashes_without_a_prefix_name_both_sources(http_url: str) -> None:
+    local = Toolset("w", [Tool(add)])
+    async with MCPHub.open() as hub:
+        with pytest.raises(ConfigError) as plain:
+            await hub.worker_tools(local, [stdio()])
+        assert "'add' comes from both the tools of 'w' and MCP server 'stdio-app'" in str(
+            plain.value
+        )
+        assert "prefix=" in str(plain.value)
+        other = MCPServer.http(http_url, name="http-app")
+        with pytest.raises(ConfigError) as servers:
+            await hub.worker_tools(Toolset("w"), [stdio(), other])
+        assert "both MCP server 'stdio-app' and MCP server 'http-app'" in str(servers.value)
+        fixed = MCPServer.http(http_url, name="http-app", prefix="h_")
+        live = await hub.worker_tools(local, [stdio(exclude=["add"]), fixed])
+        assert {"add", "shout", "h_add", "h_shout"} <= set(live.current().names)
+
+
+async def test_a_server_that_cannot_start_is_a_clear_error() -> None:
+    missing = MCPServer.stdio(["/nonexistent/mcp-server", "--x"], name="ghost")
+    async with MCPHub.open() as hub:
+        with pytest.raises(
+            ToolError,
+            match=r"MCP server 'ghost' \(/nonexistent/mcp-server --x\) could not be started: FileNotFoundError",
+        ):
+            await hub.worker_tools(Toolset("w"), [missing])
+
+
+def test_without_the_extra_the_error_gives_the_install_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)
+    with pytest.raises(ConfigError, match=r"pip install 'regiment\[mcp\]'"):
+        MCPServer.stdio(["python", "-m", "x"])
+
+
+def test_bad_options_fail_at_config_time() -> None:
+    with pytest.raises(ConfigError, match="both includes and excludes"):
+        MCPServer.stdio(["x"], include=["a"], exclude=["a"])
+    with pytest.raises(ConfigError, match="timeout must be positive"):
+        MCPServer.stdio(["x"], timeout=0)
+    with pytest.raises(ConfigError, match="http:// or https://"):
+        MCPServer.http("ftp://example")
+    with pytest.raises(ConfigError, match="list of tool names"):
+        MCPServer.stdio(["x"], include="add")
+
+
+def test_worker_tools_without_servers_is_the_plain_set() -> None:
+    base = Toolset("w", [Tool(add)])
+    assert WorkerTools(base).current() is base

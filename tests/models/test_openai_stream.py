@@ -1,0 +1,94 @@
+"""OpenAIModel streams that go wrong: cut short, an error inside, chunks that do not parse."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+
+from regiment.errors import ModelAPIError, ModelConnectionError
+from regiment.models import Message, ModelRequest, OpenAIModel, PartDelta
+
+from .chat_api import completion, error
+from .standin import Reply, StandIn, serve
+
+pytestmark = pytest.mark.anyio
+
+# On trio, an error mid-stream leaves the HTTP client's half-read body generators
+# to the garbage collector, and trio warns about that; the connection itself is
+# closed by OpenAIModel. Only the tests that break a stream on purpose ignore it.
+half_read_body = pytest.mark.filterwarnings(
+    "ignore:Async generator 'httpx2.:ResourceWarning",
+    "ignore:Async generator 'openai.:ResourceWarning",
+    "ignore::pytest.PytestUnraisableExceptionWarning",
+)
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[StandIn]:
+    async for server in serve(
+        error(500, "server_error", "nothing queued", **{"x-should-retry": "false"})
+    ):
+        yield server
+
+
+def model_for(api: StandIn) -> OpenAIModel:
+    return OpenAIModel("gpt-test-1", api_key="k", base_url=f"{api.base_url}/v1")
+
+
+def ask() -> ModelRequest:
+    return ModelRequest(messages=(Message.user("Weather in Oslo?"),))
+
+
+class Collected:
+    def __init__(self) -> None:
+        self.deltas: list[PartDelta] = []
+
+    async def __call__(self, delta: PartDelta) -> None:
+        self.deltas.append(delta)
+
+
+async def test_a_stream_without_a_finish_reason_is_an_error(api: StandIn) -> None:
+    reply = completion("Half a reply")
+    reply.events = [*(reply.events or [])[:3], (None, "[DONE]")]
+    api.queue(reply)
+    async with model_for(api) as model:
+        with pytest.raises(ModelConnectionError, match="ended before its finish_reason"):
+            await model.complete(ask())
+
+
+@half_read_body
+async def test_an_error_chunk_mid_stream_keeps_its_type(api: StandIn) -> None:
+    reply = completion("Starting to answer")
+    failure = {"error": {"message": "The server is overloaded", "type": "server_error"}}
+    reply.events = [*(reply.events or [])[:3], (None, json.dumps(failure))]
+    api.queue(reply)
+    async with model_for(api) as model:
+        with pytest.raises(ModelAPIError, match="mid-stream") as caught:
+            await model.complete(ask())
+    assert caught.value.error_type == "server_error"
+    assert "The server is overloaded" in str(caught.value)
+
+
+@half_read_body
+@pytest.mark.parametrize(
+    "data",
+    ['{"id": "x", "choices": [{"delta": {"content": 5}}]}', "{not json", '["a list"]'],
+    ids=["wrong-type", "bad-json", "not-an-object"],
+)
+async def test_malformed_chunks_are_a_clear_error(api: StandIn, data: str) -> None:
+    api.queue(Reply(200, {}, events=[(None, data), (None, "[DONE]")]))
+    async with model_for(api) as model:
+        with pytest.raises(ModelAPIError, match="could not be read"):
+            await model.complete(ask())
+    assert len(api.requests) == 1
+
+
+async def test_a_plain_reply_without_choices_is_a_clear_error(api: StandIn) -> None:
+    api.queue(Reply(200, {"id": "x", "object": "chat.completion", "model": "m", "choices": []}))
+    async with OpenAIModel(
+        "gpt-test-1", api_key="k", base_url=f"{api.base_url}/v1", stream=False
+    ) as model:
+        with pytest.raises(ModelAPIError, match="could not be read"):
+            await model.complete(ask())

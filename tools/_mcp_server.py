@@ -1,0 +1,210 @@
+"""``MCPServer``: where an MCP server is and which of its tools a worker gets.
+
+Only configuration lives here; ``_mcp_connection`` talks to the server and
+``_mcp_hub`` owns the connections of a running team. The ``mcp`` SDK is an
+optional extra, imported where a connection is opened.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Unpack, final
+
+from regiment.errors import ConfigError
+from regiment.tools._policy import ToolOptions, ToolPolicy
+
+__all__ = ("HttpTransport", "MCPServer", "StdioTransport", "require_mcp")
+
+_INSTALL = "MCP servers need the mcp extra: pip install 'regiment[mcp]'"
+
+
+def require_mcp() -> None:
+    """Raise ``ConfigError`` with the install line unless the ``mcp`` extra is installed."""
+    try:
+        import jsonschema  # noqa: F401
+        import mcp  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(f"{_INSTALL} ({exc})") from exc
+
+
+@final
+@dataclass(frozen=True, kw_only=True)
+class StdioTransport:
+    """A server run as a subprocess, speaking MCP over its stdin and stdout."""
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] | None = None
+    cwd: str | None = None
+
+    def describe(self) -> str:
+        """The command line, for messages."""
+        return shlex.join((self.command, *self.args))
+
+
+@final
+@dataclass(frozen=True, kw_only=True)
+class HttpTransport:
+    """A server reached over streamable HTTP."""
+
+    url: str
+    headers: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def describe(self) -> str:
+        """The URL, for messages."""
+        return self.url
+
+
+@final
+@dataclass(frozen=True, kw_only=True, eq=False)
+class MCPServer:
+    """An MCP server whose tools a worker may call, beside its plain tools.
+
+    Make one with :meth:`stdio` or :meth:`http` and put it in a worker's
+    ``tools``. A running team starts each server object once (when the team
+    starts; see :class:`~regiment.tools.MCPHub`), so two workers given the same
+    object share one connection. Equality is identity for that reason.
+
+    Attributes:
+        name: how messages and spans name the server.
+        transport: where it runs.
+        include: only these tools (server names, before ``prefix``); ``None`` for all.
+        exclude: never these tools.
+        prefix: put before every tool name, so two servers' tools cannot clash.
+        options: the ``ToolPolicy`` options every tool of the server gets
+            (``timeout``, ``retries``, ``requires_approval``, ...).
+        max_restarts: how many times a crashed server is started again while the
+            team runs; after that its calls fail at once.
+        start_timeout: seconds to start the server and list its tools.
+    """
+
+    name: str
+    transport: StdioTransport | HttpTransport
+    include: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
+    prefix: str = ""
+    options: ToolOptions = field(default_factory=lambda: ToolOptions())
+    max_restarts: int = 3
+    start_timeout: float = 30.0
+
+    def __post_init__(self) -> None:
+        ToolPolicy(**self.options)  # the same range checks a Tool makes, at config time
+        if self.max_restarts < 0:
+            raise ConfigError(f"MCP server {self.name!r}: max_restarts must be 0 or more")
+        if self.start_timeout <= 0:
+            raise ConfigError(f"MCP server {self.name!r}: start_timeout must be positive seconds")
+        overlap = set(self.include or ()) & set(self.exclude)
+        if overlap:
+            raise ConfigError(
+                f"MCP server {self.name!r} both includes and excludes {sorted(overlap)}; "
+                "name each tool in one of the two lists"
+            )
+
+    @classmethod
+    def stdio(
+        cls,
+        command: str | Sequence[str],
+        args: Iterable[str] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        *,
+        name: str | None = None,
+        include: Iterable[str] | None = None,
+        exclude: Iterable[str] = (),
+        prefix: str = "",
+        max_restarts: int = 3,
+        start_timeout: float = 30.0,
+        **options: Unpack[ToolOptions],
+    ) -> MCPServer:
+        """A server started as a subprocess (``command`` may hold its arguments too).
+
+        ``env`` is added to a minimal inherited environment (``PATH``, ``HOME``, ...),
+        as the SDK does. On shutdown the server's stdin is closed; a server still
+        running 2 s later gets SIGTERM (its whole process group), then SIGKILL.
+
+        Raises:
+            ConfigError: the command is empty, an option is out of range, or the
+                ``mcp`` extra is not installed.
+        """
+        require_mcp()
+        parts = (command,) if isinstance(command, str) else tuple(command)
+        if not parts or not parts[0]:
+            raise ConfigError("MCPServer.stdio needs a command, e.g. ['python', '-m', 'my_server']")
+        transport = StdioTransport(
+            command=parts[0],
+            args=(*parts[1:], *args),
+            env=None if env is None else MappingProxyType(dict(env)),
+            cwd=cwd,
+        )
+        return cls._make(
+            transport, name, include, exclude, prefix, max_restarts, start_timeout, options
+        )
+
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        name: str | None = None,
+        include: Iterable[str] | None = None,
+        exclude: Iterable[str] = (),
+        prefix: str = "",
+        max_restarts: int = 3,
+        start_timeout: float = 30.0,
+        **options: Unpack[ToolOptions],
+    ) -> MCPServer:
+        """A server reached over streamable HTTP at ``url`` (``http://host:port/mcp``).
+
+        Raises:
+            ConfigError: the URL is not http(s), an option is out of range, or the
+                ``mcp`` extra is not installed.
+        """
+        require_mcp()
+        if not url.startswith(("http://", "https://")):
+            raise ConfigError(f"MCPServer.http needs an http:// or https:// URL, not {url!r}")
+        transport = HttpTransport(url=url, headers=MappingProxyType(dict(headers or {})))
+        return cls._make(
+            transport, name, include, exclude, prefix, max_restarts, start_timeout, options
+        )
+
+    @classmethod
+    def _make(
+        cls,
+        transport: StdioTransport | HttpTransport,
+        name: str | None,
+        include: Iterable[str] | None,
+        exclude: Iterable[str],
+        prefix: str,
+        max_restarts: int,
+        start_timeout: float,
+        options: ToolOptions,
+    ) -> MCPServer:
+        return cls(
+            name=name if name is not None else transport.describe(),
+            transport=transport,
+            include=None if include is None else _names(include, "include"),
+            exclude=_names(exclude, "exclude"),
+            prefix=prefix,
+            options=options,
+            max_restarts=max_restarts,
+            start_timeout=start_timeout,
+        )
+
+    def keeps(self, tool_name: str) -> bool:
+        """Whether the server's tool ``tool_name`` passes ``include`` and ``exclude``."""
+        if self.include is not None and tool_name not in self.include:
+            return False
+        return tool_name not in self.exclude
+
+    def __repr__(self) -> str:
+        return f"MCPServer({self.name!r})"
+
+
+def _names(names: Iterable[str], what: str) -> tuple[str, ...]:
+    if isinstance(names, str):
+        raise ConfigError(f"MCPServer {what}= takes a list of tool names, not the string {names!r}")
+    return tuple(names)

@@ -1,0 +1,167 @@
+"""An MCP server's tool as an ordinary ``Tool``: its schema, validator, body and result.
+
+The server's input schema is shown to the model as it is and checked with
+``jsonschema`` before the call, so a call the schema rejects never reaches the
+server; it comes back to the model as an ``invalid_arguments`` error result,
+like any tool's. The body sends the call to the server's connection and maps
+the ``CallToolResult``: structured content if there is any, else the text, and
+``is_error`` raises :class:`MCPToolError` so the call ends as an error result.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, cast
+
+from opentelemetry import trace
+from opentelemetry.util.types import AttributeValue
+
+from regiment._json import JsonObject, JsonValue
+from regiment.errors import ToolError
+from regiment.tools._mcp_server import MCPServer
+from regiment.tools._schema import BoundArguments
+from regiment.tools._tool import Tool
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+    from mcp.types import CallToolResult
+    from mcp.types import Tool as ListedTool
+
+__all__ = ("JsonSchemaArguments", "MCPToolError", "mcp_tool", "tool_name_for")
+
+MCPCall = Callable[[str, JsonObject], Awaitable["CallToolResult"]]
+"""Sends one ``tools/call`` (server-side name, arguments) over a connection."""
+
+_UNUSABLE = re.compile(r"[^a-zA-Z0-9_-]")
+_MAX_ERRORS = 5
+_MAX_SHOWN = 200
+
+
+class MCPToolError(ToolError):
+    """An MCP server answered a call with ``isError``; its text is the message."""
+
+
+class JsonSchemaArguments:
+    """An :class:`~regiment.tools._validator.ArgumentValidator` over a JSON Schema.
+
+    Raises:
+        ToolError: the schema itself is not valid JSON Schema.
+    """
+
+    def __init__(self, schema: JsonObject, tool_name: str) -> None:
+        from jsonschema import Draft202012Validator, SchemaError, validators
+
+        kind = validators.validator_for(schema, default=Draft202012Validator)
+        try:
+            kind.check_schema(schema)
+        except SchemaError as exc:
+            raise ToolError(
+                f"tool {tool_name!r} has an invalid input schema: {exc.message}"
+            ) from exc
+        self._validator: Validator = kind(schema)
+        self._schema = schema
+        properties = schema.get("properties")
+        self._names = tuple(properties) if isinstance(properties, dict) else ()
+
+    @property
+    def schema(self) -> JsonObject:
+        """The schema as the server gave it."""
+        return self._schema
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The schema's top-level property names."""
+        return self._names
+
+    def validate(self, arguments: object) -> BoundArguments | str:
+        """Check ``arguments`` against the schema; bind them as keywords."""
+        if not isinstance(arguments, Mapping):
+            return f"arguments must be a JSON object (got {_shown(arguments)})"
+        data = cast(JsonObject, dict(arguments))
+        errors = sorted(self._validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+        if errors:
+            described = [_describe(e.absolute_path, e.message) for e in errors[:_MAX_ERRORS]]
+            if len(errors) > _MAX_ERRORS:
+                described.append(f"... and {len(errors) - _MAX_ERRORS} more")
+            return "; ".join(described)
+        return BoundArguments(args=(), kwargs=dict(data), as_json=data, sent=data)
+
+
+def tool_name_for(server: MCPServer, listed_name: str) -> str:
+    """The name the model calls a server's tool by: prefixed, and usable by model APIs."""
+    return (server.prefix + _UNUSABLE.sub("_", listed_name))[:64]
+
+
+def mcp_tool(
+    server: MCPServer,
+    listed: ListedTool,
+    send: MCPCall,
+    attributes: Mapping[str, AttributeValue],
+) -> Tool[..., object]:
+    """The regiment tool for one listed MCP tool.
+
+    Args:
+        server: the server it comes from (prefix and policy options).
+        listed: the tool as ``tools/list`` described it.
+        send: sends the call to the server's connection.
+        attributes: ``mcp.*`` and ``network.*`` attributes for the ``execute_tool`` span.
+
+    Raises:
+        ToolError: the tool's input schema is not valid JSON Schema.
+    """
+    name = tool_name_for(server, listed.name)
+    schema = cast(JsonObject, listed.input_schema)
+    validator = JsonSchemaArguments(schema, name)
+    server_name = listed.name
+
+    async def call(**arguments: JsonValue) -> JsonValue:
+        span = trace.get_current_span()
+        if span.is_recording():
+            span.set_attributes(attributes)
+            span.set_attribute("gen_ai.tool.name", name)
+        result = await send(server_name, arguments)
+        if result.is_error:
+            if span.is_recording():
+                span.set_attribute("error.type", "tool_error")
+            raise MCPToolError(_text(result) or f"MCP tool {server_name!r} reported an error")
+        return result_content(result)
+
+    description = listed.description or listed.title or ""
+    return Tool(call, name=name, description=description, validator=validator, **server.options)
+
+
+def result_content(result: CallToolResult) -> JsonValue:
+    """What the model reads: structured content if any, else the text blocks joined,
+    else every content block as JSON (images, resources, ...)."""
+    from mcp.types import TextContent
+
+    if result.structured_content is not None:
+        return cast(JsonValue, result.structured_content)
+    if all(isinstance(block, TextContent) for block in result.content):
+        return _text(result)
+    return [
+        cast(JsonValue, block.model_dump(mode="json", by_alias=True, exclude_none=True))
+        for block in result.content
+    ]
+
+
+def _text(result: CallToolResult) -> str:
+    from mcp.types import TextContent
+
+    return "\n".join(b.text for b in result.content if isinstance(b, TextContent))
+
+
+def _describe(path: Iterable[str | int], message: str) -> str:
+    where = ""
+    for part in path:
+        where += f"[{part}]" if isinstance(part, int) else f".{part}" if where else str(part)
+    return f"{where or 'arguments'}: {_clip(message)}"
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
+
+
+def _shown(value: object) -> str:
+    return _clip(repr(value))

@@ -1,0 +1,124 @@
+"""Opening an MCP client session over stdio or streamable HTTP (the ``mcp`` SDK's transports).
+
+Everything here is entered and exited by the connection's owner task.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from opentelemetry.util.types import AttributeValue
+
+from regiment.tools._mcp_server import HttpTransport, MCPServer, StdioTransport
+
+if TYPE_CHECKING:
+    from mcp.client import Transport
+    from mcp.client._transport import TransportStreams
+    from mcp.client.session import ClientSession, MessageHandlerFnT
+    from mcp.shared._stream_protocols import ReadStream
+    from mcp.shared.message import SessionMessage
+
+__all__ = ("open_session", "span_attributes")
+
+# Reads may wait long on a slow tool; the tool's own timeout is what bounds a call.
+_CONNECT_TIMEOUT = 30.0
+_READ_TIMEOUT = 300.0
+
+
+@asynccontextmanager
+async def open_session(
+    server: MCPServer, on_message: MessageHandlerFnT, ended: anyio.Event
+) -> AsyncIterator[ClientSession]:
+    """A client session to ``server``, not yet initialized; closing it stops the server
+    (stdio: close stdin, wait 2 s, SIGTERM the process group, SIGKILL 2 s later).
+
+    ``ended`` is set when the server's side of the connection ends (a stdio server
+    exited, say), so the owner can restart it before the next call, not during it.
+    """
+    from mcp.client.session import ClientSession
+    from mcp.types import Implementation
+
+    async with AsyncExitStack() as stack:
+        transport = server.transport
+        if isinstance(transport, StdioTransport):
+            read, write = await stack.enter_async_context(_stdio(transport))
+        else:
+            read, write = await stack.enter_async_context(_http(transport))
+        pump = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(pump.cancel_scope.cancel)  # runs first on exit: the pump never ends alone
+        forward: MemoryObjectSendStream[SessionMessage | Exception]
+        received: MemoryObjectReceiveStream[SessionMessage | Exception]
+        forward, received = anyio.create_memory_object_stream(0)
+        pump.start_soon(_forward, read, forward, ended)
+        info = Implementation(name="regiment", version="0.1.0")
+        session = ClientSession(received, write, message_handler=on_message, client_info=info)
+        yield await stack.enter_async_context(session)
+
+
+async def _forward(
+    read: ReadStream[SessionMessage | Exception],
+    forward: MemoryObjectSendStream[SessionMessage | Exception],
+    ended: anyio.Event,
+) -> None:
+    """Pass the server's messages on to the session, and note when they end."""
+    with forward:
+        async for item in read:
+            await forward.send(item)
+    ended.set()
+
+
+def _stdio(transport: StdioTransport) -> Transport:
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=transport.command,
+        args=list(transport.args),
+        env=None if transport.env is None else dict(transport.env),
+        cwd=transport.cwd,
+    )
+    return stdio_client(params, errlog=sys.stderr)
+
+
+def _http(transport: HttpTransport) -> Transport:
+    return _http_streams(transport)
+
+
+@asynccontextmanager
+async def _http_streams(transport: HttpTransport) -> AsyncIterator[TransportStreams]:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    timeout = httpx2.Timeout(_CONNECT_TIMEOUT, read=_READ_TIMEOUT)
+    async with (
+        httpx2.AsyncClient(headers=dict(transport.headers), timeout=timeout) as client,
+        streamable_http_client(transport.url, http_client=client) as streams,
+    ):
+        yield streams
+
+
+def span_attributes(server: MCPServer, protocol_version: str | None) -> dict[str, AttributeValue]:
+    """The OpenTelemetry MCP semantic-convention attributes for calls to ``server``."""
+    attributes: dict[str, AttributeValue] = {
+        "mcp.method.name": "tools/call",
+        "regiment.mcp.server": server.name,
+    }
+    if protocol_version is not None:
+        attributes["mcp.protocol.version"] = protocol_version
+    transport = server.transport
+    if isinstance(transport, StdioTransport):
+        attributes["network.transport"] = "pipe"
+        return attributes
+    parts = urlsplit(transport.url)
+    attributes["network.transport"] = "tcp"
+    attributes["network.protocol.name"] = "http"
+    if parts.hostname:
+        attributes["server.address"] = parts.hostname
+    if parts.port:
+        attributes["server.port"] = parts.port
+    return attributes
