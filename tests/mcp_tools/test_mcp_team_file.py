@@ -73,7 +73,7 @@ name = "remote"
         ("prefix = 'p_'", "give either command"),
         ('url = "http://h/mcp"\ncwd = "/tmp"', "env and cwd go with command"),
         ('command = ["x"]\ninclude = ["a"]\nexclude = ["a"]', "both includes and excludes"),
-        ('command = ["x"]\ncolour = "red"', "unknown key 'colour'"),
+        ('command = ["x"]\ncolour = "red"', "unknown key `colour =`"),
     ],
 )
 def test_bad_entries_name_the_file_and_key(entry: str, message: str) -> None:
