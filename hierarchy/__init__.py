@@ -36,6 +36,7 @@ from regiment.hierarchy._events import (
     SynthesisStarted,
     ToolFailed,
 )
+from regiment.hierarchy._json_io import event_from_json, result_from_json, to_json
 from regiment.hierarchy._memory import Compression, WorkingMemory, parse_memory
 from regiment.hierarchy._messages import (
     AssignStep,
@@ -58,6 +59,9 @@ from regiment.hierarchy._team_worker import TeamWorker
 from regiment.hierarchy._worker import Worker, WorkerActor
 
 __all__ = (
+    "event_from_json",
+    "result_from_json",
+    "to_json",
     "AssignStep",
     "Budget",
     "BudgetConfig",

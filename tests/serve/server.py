@@ -1,0 +1,32 @@
+"""A real uvicorn server on a free 127.0.0.1 port, owned by one async context."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import uvicorn
+from starlette.types import ASGIApp
+
+__all__ = ("serving",)
+
+
+@asynccontextmanager
+async def serving(app: ASGIApp) -> AsyncIterator[str]:
+    """Serve ``app``; yields its base URL; stops the server (and waits for it) on exit."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # connections queue here until uvicorn (after the lifespan) accepts
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_config=None, lifespan="on", timeout_graceful_shutdown=5)
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, [sock])
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.should_exit = True
+    sock.close()
