@@ -9,10 +9,10 @@ import anyio
 import httpx2 as httpx
 import pytest
 
+from examples.service.serving import serving
 from regiment.hierarchy import event_from_json
 from regiment.serve import create_app
 
-from .server import serving
 from .sse import Frame, frames
 from .teams import Stuck, stuck_team, support_team
 

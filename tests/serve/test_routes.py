@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator
 import httpx2 as httpx
 import pytest
 
+from examples.service.serving import serving
 from regiment.hierarchy import event_from_json, result_from_json, to_json
 from regiment.serve import create_app
 
-from .server import serving
 from .teams import support_team
 
 pytestmark = pytest.mark.anyio
