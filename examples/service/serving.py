@@ -17,6 +17,7 @@ __all__ = ("serving",)
 async def serving(app: ASGIApp) -> AsyncIterator[str]:
     """Yields the base URL; stops the server and waits for it on exit."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # accepted sockets inherit it
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)  # clients queue here until uvicorn, after the lifespan, accepts
     port = sock.getsockname()[1]
