@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
-ROOMS := actors tools models telemetry hierarchy journal config cli
+ROOMS := actors tools models telemetry hierarchy journal config cli serve
 TYPED := $(addprefix .typecheck/regiment/,$(wildcard *.py)) $(addprefix .typecheck/regiment/,$(ROOMS)) tests examples bench
 
 .PHONY: demo test check bench clean

@@ -8,6 +8,7 @@ The names most programs need are here; each room (``regiment.actors``,
 ``regiment.hierarchy``, ``regiment.journal``) exports the rest.
 """
 
+import logging
 from typing import TYPE_CHECKING
 
 from regiment.config import TeamConfig, load_team
@@ -74,6 +75,9 @@ from regiment.tools import (
 )
 
 __version__ = "0.1.0"
+
+# A library only adds a NullHandler; `regiment run -v` and `regiment serve` add real ones.
+logging.getLogger("regiment").addHandler(logging.NullHandler())
 
 __all__ = (
     "ActorError",

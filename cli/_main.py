@@ -4,6 +4,7 @@
 
     regiment run TEAM_FILE "goal" [--model SPEC] [--trace jaeger|console|none]
                                   [--events jsonl [--events-file PATH]] [--plain]
+    regiment serve TEAM_FILE [--host H] [--port P] [--token T] [--model SPEC]
     regiment validate TEAM_FILE
 
 Exit codes: 0 the run finished (its answer is on stdout), 1 the run failed
@@ -83,6 +84,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     mcp.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
     mcp.add_argument("--app-dir", metavar="DIR", default=".")
+    serve = commands.add_parser("serve", help="serve the team over HTTP (runs, events, cancel)")
+    serve.add_argument("team_file", metavar="TEAM_FILE")
+    serve.add_argument("--model", metavar="SPEC", help="as for run")
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="default 127.0.0.1 (others need a token)"
+    )
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--journal", metavar="J", help="reserved: runs are not journaled yet")
+    serve.add_argument("--token", metavar="T", help="bearer token (default: $REGIMENT_TOKEN)")
+    serve.add_argument("--app-dir", metavar="DIR", default=".")
     validate = commands.add_parser("validate", help="check a team file without running it")
     validate.add_argument("team_file", metavar="TEAM_FILE")
     validate.add_argument("--app-dir", metavar="DIR", default=".")
@@ -148,6 +159,12 @@ async def _dispatch(
             return _validate(config, args.team_file, stdout)
         if args.command == "mcp":
             return await _serve_mcp(config, args, environ, stderr)
+        if args.command == "serve":
+            from regiment.serve import serve_command  # the serve extra, only for this command
+
+            model = _choose_model(config, args.team_file, args.model, environ, stderr)
+            team = build_team(config, model=model, source=args.team_file)
+            return await serve_command(team, args, environ=environ, stderr=stderr, stop=interrupt)
         if args.events_file and args.events != "jsonl":
             raise ConfigError("--events-file needs --events jsonl")
         options = RunOptions(

@@ -11,6 +11,7 @@ from regiment.hierarchy import events
 from regiment.hierarchy._budget import Budget, BudgetLimit, OnExhausted
 from regiment.hierarchy._checks import Check, CheckOutcome
 from regiment.hierarchy._critic import Critic, Verdict, parse_verdict
+from regiment.hierarchy._json_io import event_from_json, result_from_json, to_json
 from regiment.hierarchy._memory import Compression, WorkingMemory, parse_memory
 from regiment.hierarchy._messages import (
     AssignStep,
@@ -33,6 +34,9 @@ from regiment.hierarchy.workers import TeamWorker, Worker, WorkerActor
 __all__ = (
     *events.__all__,
     "events",
+    "event_from_json",
+    "result_from_json",
+    "to_json",
     "AssignStep",
     "Budget",
     "BudgetConfig",

@@ -1,16 +1,20 @@
-"""The service, exercised in-process: three clients at once, one of which leaves early.
+"""The service over real HTTP: three clients at once, one of which hangs up early.
 
-Run it with ``.venv/bin/python examples/service/main.py [asyncio|trio]``. To serve
-it for real, hand ``App(build_team(model))`` to any ASGI server (e.g.
-``uvicorn examples.service.main:app`` after ``pip install uvicorn``).
+Run it with ``.venv/bin/python examples/service/main.py``. It serves
+``examples.service.app`` with uvicorn on a free local port and talks to it
+with an HTTP client: ana and li wait for their answers (``POST
+/agents/runs?wait=true``); sam asks for a slow warehouse scan and hangs up
+once it started, which cancels his run.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
 import anyio
+import httpx2 as httpx
 
 if __package__ in (None, ""):  # run as a script: load this folder as its package
     # (sys.path is left alone: regiment comes from the installed package, and the
@@ -27,11 +31,10 @@ if __package__ in (None, ""):  # run as a script: load this folder as its packag
     _spec.loader.exec_module(sys.modules[_spec.name])
     __package__ = _spec.name
 
-from regiment.hierarchy import Event, RunStarted, StepDispatched
 from regiment.models import ScriptedModel
 
-from .app import App
-from .asgi import Response, lifespan, request
+from .app import build_app
+from .serving import serving
 from .team import build_team, support_brain
 
 GOALS = {
@@ -42,40 +45,32 @@ GOALS = {
 
 
 async def main() -> None:
-    sam_is_waiting = anyio.Event()
-    cancelled: list[int] = []
-    sams: set[int] = set()
+    scan_started = anyio.Event()
+    app = build_app(build_team(ScriptedModel(support_brain), scan_started=scan_started))
+    async with serving(app) as url, httpx.AsyncClient(base_url=f"{url}/agents") as client:
+        answers: dict[str, httpx.Response] = {}
 
-    def on_event(number: int, event: Event) -> None:
-        if isinstance(event, RunStarted) and event.goal == GOALS["sam"]:
-            sams.add(number)
-        if isinstance(event, StepDispatched) and number in sams:  # the slow scan has started
-            sam_is_waiting.set()
+        async def ask(name: str) -> None:
+            body = {"goal": GOALS[name], "session": name}
+            answers[name] = await client.post("/runs?wait=true", json=body)
 
-    app = App(
-        build_team(ScriptedModel(support_brain)), on_event=on_event, on_cancel=cancelled.append
-    )
-    answers: dict[str, Response] = {}
-    async with lifespan(app), anyio.create_task_group() as tg:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask, "ana")
+            tg.start_soon(ask, "li")
+            async with anyio.create_task_group() as sam:
+                sam.start_soon(functools.partial(ask, "sam"))
+                await scan_started.wait()
+                sam.cancel_scope.cancel()  # sam hangs up
+        for name in ("ana", "li"):
+            run = answers[name].json()
+            print(f"{name}: {answers[name].status_code} {run['status']}: {run['answer']}")
+        (sams,) = [r for r in (await client.get("/runs")).json()["runs"] if r["session"] == "sam"]
+        async with client.stream("GET", f"/runs/{sams['run_id']}/events") as events:
+            async for _ in events.aiter_lines():  # the stream ends with the run's last event
+                pass
+        status = (await client.get(f"/runs/{sams['run_id']}")).json()["status"]
+        print(f"sam: hung up before the answer; his run ended {status}")
 
-        async def client(name: str, leave: anyio.Event | None = None) -> None:
-            goal = GOALS[name].encode()
-            answers[name] = await request(app, "POST", "/runs", goal, leave=leave)
-
-        # All three run at once on the one team; sam hangs up once the slow scan started.
-        tg.start_soon(client, "ana")
-        tg.start_soon(client, "li")
-        tg.start_soon(client, "sam", sam_is_waiting)
-    for name in GOALS:
-        response = answers[name]
-        if response.status is None:
-            print(f"{name}: left before the answer; the run was cancelled")
-        else:
-            print(f"{name}: {response.status} {response.body.decode()}")
-    print(f"runs cancelled because the client left: {len(cancelled)}")
-
-
-app = App(build_team(ScriptedModel(support_brain)))  # for an ASGI server
 
 if __name__ == "__main__":
-    anyio.run(main, backend=sys.argv[1] if len(sys.argv) > 1 else "asyncio")
+    anyio.run(main)

@@ -16,9 +16,9 @@ from regiment.models import (
     text_response,
     tool_call_response,
 )
-from regiment.tools import tool
+from regiment.tools import Tool, tool
 
-__all__ = ("build_team", "order_status", "support_brain", "warehouse_scan")
+__all__ = ("build_team", "order_status", "scanner", "support_brain")
 
 STATUS = {
     "88213": "shipped 40 days ago",
@@ -33,11 +33,18 @@ def order_status(order_id: str) -> str:
     return STATUS.get(order_id, "unknown order")
 
 
-@tool
-async def warehouse_scan(order_id: str) -> str:
-    """Scan the warehouse shelves for an order (slow: minutes)."""
-    await anyio.sleep(600)  # a slow back office; a client that leaves cancels it
-    return f"order {order_id} found on shelf 7"
+def scanner(started: anyio.Event | None = None) -> Tool[..., object]:
+    """The slow ``warehouse_scan`` tool; sets ``started`` when a scan begins."""
+
+    @tool
+    async def warehouse_scan(order_id: str) -> str:
+        """Scan the warehouse shelves for an order (slow: minutes)."""
+        if started is not None:
+            started.set()
+        await anyio.sleep(600)  # a slow back office; a client that leaves cancels it
+        return f"order {order_id} found on shelf 7"
+
+    return warehouse_scan
 
 
 def _text(request: ModelRequest) -> str:
@@ -64,8 +71,8 @@ def support_brain(request: ModelRequest) -> ModelResponse:
     return text_response(lines[0].split(": ", 1)[-1] if lines else "nothing was done")
 
 
-def build_team(model: Model) -> Team:
-    """One planner, one support worker."""
+def build_team(model: Model, *, scan_started: anyio.Event | None = None) -> Team:
+    """One planner, one support worker (``scan_started``: see ``scanner``)."""
     return Team(
         name="support",
         planner=Planner(model=model),
@@ -74,7 +81,7 @@ def build_team(model: Model) -> Team:
                 name="support",
                 description="Answers questions about orders.",
                 model=model,
-                tools=[order_status, warehouse_scan],
+                tools=[order_status, scanner(scan_started)],
             )
         ],
     )

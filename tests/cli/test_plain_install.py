@@ -148,3 +148,12 @@ def test_a_yaml_team_file_says_what_to_install(plain: PlainInstall) -> None:
     assert done.stderr.strip().splitlines() == [
         f"regiment: error: {team}: reading YAML needs pyyaml; install regiment[cli] or use a .toml file"
     ]
+
+
+def test_serve_without_the_serve_extra_says_what_to_install(plain: PlainInstall) -> None:
+    team = str(plain.source / "examples" / "refund" / "team.toml")
+    done = plain.run("regiment", "serve", team, "--model", "scripted")
+    _clean(done, code=2)
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("regiment: error: the service needs starlette")
+    assert line.endswith("pip install 'regiment[serve]'")

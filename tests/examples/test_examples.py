@@ -53,14 +53,12 @@ def test_research_report_runs_research_in_parallel_and_keeps_the_draft() -> None
     assert answer.endswith("In short: efficient, old, and cheap to run.")
 
 
-@pytest.mark.parametrize("backend", ["asyncio", "trio"])
-def test_service_serves_concurrent_goals_and_cancels_when_a_client_leaves(backend: str) -> None:
-    lines = _run(str(EXAMPLES / "service" / "main.py"), backend)
+def test_service_serves_concurrent_goals_and_cancels_when_a_client_leaves() -> None:
+    lines = _run(str(EXAMPLES / "service" / "main.py"))
     assert lines == [
-        'ana: 200 {"answer":"order 88213: shipped 40 days ago","status":"completed","plan_versions":1,"trace_id":null}',
-        'li: 200 {"answer":"order 77120: shipped 12 days ago","status":"completed","plan_versions":1,"trace_id":null}',
-        "sam: left before the answer; the run was cancelled",
-        "runs cancelled because the client left: 1",
+        "ana: 200 completed: order 88213: shipped 40 days ago",
+        "li: 200 completed: order 77120: shipped 12 days ago",
+        "sam: hung up before the answer; his run ended cancelled",
     ]
 
 

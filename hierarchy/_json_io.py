@@ -1,0 +1,32 @@
+"""Results and events as JSON, in one call each way (msgspec)."""
+
+from __future__ import annotations
+
+import msgspec
+
+from regiment.hierarchy import _result
+from regiment.hierarchy import events as _events
+from regiment.hierarchy._result import RunResult
+from regiment.hierarchy.events import Event
+
+__all__ = ("event_from_json", "result_from_json", "to_json")
+
+# The two modules name each other only for type checkers (an import cycle);
+# decoding needs the names at run time, so they are filled in once, here.
+vars(_result).setdefault("Event", Event)
+vars(_events).setdefault("RunResult", RunResult)
+
+
+def to_json(value: RunResult | Event) -> bytes:
+    """A result or an event as JSON (events carry a ``"type"`` tag naming their class)."""
+    return msgspec.json.encode(value)
+
+
+def result_from_json(data: bytes | str) -> RunResult:
+    """The ``RunResult`` that ``to_json`` wrote."""
+    return msgspec.json.decode(data, type=RunResult)
+
+
+def event_from_json(data: bytes | str) -> Event:
+    """The event that ``to_json`` wrote."""
+    return msgspec.json.decode(data, type=Event)

@@ -1,0 +1,199 @@
+"""``create_app``: the team as a Starlette app (runs, live events, cancel)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
+from typing import Any, final
+
+import anyio
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from regiment.errors import ConfigError
+from regiment.hierarchy import RunningTeam, Team, to_json
+
+from ._http import (
+    ApiError,
+    NewRun,
+    check_token,
+    json_response,
+    on_api_error,
+    on_http_exception,
+    read_json,
+)
+from ._registry import MemoryRunStore, RunRecord, RunStore
+from ._runs import Runs, open_runs
+from ._views import run_summary, run_view
+
+__all__ = ("create_app",)
+
+Endpoint = Callable[[Request], Coroutine[Any, Any, Response]]
+APPROVALS = (
+    "approvals are not available yet: this version of regiment has no approval "
+    "requests to list or decide (they come with the approvals feature)"
+)
+
+
+@final
+class _Service:
+    """What the routes share: the runs (while the lifespan is up), the token."""
+
+    def __init__(self, store: RunStore, token: str | None, keepalive: float) -> None:
+        self.store = store
+        self.token = token
+        self.keepalive = keepalive
+        self.runs: Runs | None = None
+
+    def live(self) -> Runs:
+        if self.runs is None:
+            raise ApiError(
+                503,
+                "not started",
+                "the team is not started: run the app's lifespan (when mounting it, "
+                "pass lifespan=app.router.lifespan_context to the outer app)",
+            )
+        return self.runs
+
+    def record(self, request: Request) -> RunRecord:
+        run_id = request.path_params["run_id"]
+        record = self.store.get(run_id)
+        if record is None:
+            raise ApiError(404, "unknown run", f"no run {run_id!r}; GET /runs lists them")
+        return record
+
+
+def create_app(
+    team: Team | RunningTeam,
+    *,
+    journal: str | None = None,
+    token: str | None = None,
+    keepalive: float = 15.0,
+    store: RunStore | None = None,
+) -> Starlette:
+    """The team as a Starlette app to serve or mount under any prefix.
+
+    The app's lifespan starts the team (a ``Team``) and stops it, cancelling
+    runs still going; a ``RunningTeam`` is used as it is and left running.
+
+    Args:
+        team: the team whose runs the app serves.
+        journal: reserved for journal-backed runs; must be ``None`` for now.
+        token: if set, every route but ``/health`` needs ``Authorization: Bearer <token>``.
+        keepalive: seconds between keep-alive comments on an idle event stream.
+        store: where runs are recorded (default: this process's memory).
+
+    Raises:
+        ConfigError: ``journal`` was given, or the token is empty.
+    """
+    if journal is not None:
+        raise ConfigError(
+            f"journal={journal!r}: runs are not journaled by the service yet; leave it unset"
+        )
+    if token is not None and not token.strip():
+        raise ConfigError("the token is empty; pass a secret, or None for no auth")
+    service = _Service(store or MemoryRunStore(), token, keepalive)
+
+    @asynccontextmanager
+    async def lifespan(_app: object) -> AsyncIterator[None]:
+        async with open_runs(team, service.store) as runs:
+            service.runs = runs
+            try:
+                yield
+            finally:
+                service.runs = None
+
+    return Starlette(
+        routes=_routes(service),
+        lifespan=lifespan,
+        exception_handlers={HTTPException: on_http_exception, ApiError: on_api_error},
+    )
+
+
+def _routes(s: _Service) -> list[Route]:
+    def guarded(endpoint: Callable[[_Service, Request], Coroutine[Any, Any, Response]]) -> Endpoint:
+        async def call(request: Request) -> Response:
+            check_token(request, s.token)
+            return await endpoint(s, request)
+
+        return call
+
+    return [
+        Route("/health", _health, methods=["GET"]),
+        Route("/runs", guarded(_post_run), methods=["POST"]),
+        Route("/runs", guarded(_list_runs), methods=["GET"]),
+        Route("/runs/{run_id}", guarded(_get_run), methods=["GET"]),
+        Route("/runs/{run_id}/events", guarded(_events), methods=["GET"]),
+        Route("/runs/{run_id}/cancel", guarded(_cancel), methods=["POST"]),
+        Route("/approvals", guarded(_approvals), methods=["GET"]),
+        Route("/approvals/{request_id}", guarded(_approvals), methods=["POST"]),
+    ]
+
+
+async def _health(request: Request) -> Response:
+    return json_response({"status": "ok"})
+
+
+async def _post_run(s: _Service, request: Request) -> Response:
+    body = await read_json(request, NewRun)
+    if not body.goal.strip():
+        raise ApiError(422, "invalid body", "the goal is empty; say what the team should do")
+    if body.deps:
+        raise ApiError(422, "invalid body", "deps are not supported by this team; leave them out")
+    runs = s.live()
+    record = await runs.start(body.goal, body.session)
+    if request.query_params.get("wait") not in ("true", "1"):
+        return json_response({"run_id": record.run_id}, 202)
+    await _wait_or_cancel(runs, record, request)
+    return json_response(run_view(record))
+
+
+async def _wait_or_cancel(runs: Runs, record: RunRecord, request: Request) -> None:
+    """Wait for the run's end; if the client disconnects first, cancel the run."""
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+            runs.cancel(record.run_id)
+
+        tg.start_soon(watch)
+        await record.ended.wait()
+        tg.cancel_scope.cancel()
+
+
+async def _list_runs(s: _Service, request: Request) -> Response:
+    status = request.query_params.get("status")
+    return json_response({"runs": [run_summary(r) for r in s.store.list(status)]})
+
+
+async def _get_run(s: _Service, request: Request) -> Response:
+    return json_response(run_view(s.record(request)))
+
+
+async def _cancel(s: _Service, request: Request) -> Response:
+    record = s.record(request)
+    cancelled = s.live().cancel(record.run_id)
+    return json_response({"run_id": record.run_id, "cancelling": cancelled}, 202)
+
+
+async def _events(s: _Service, request: Request) -> Response:
+    record = s.record(request)
+    last = request.headers.get("last-event-id", "0").strip() or "0"
+    if not last.isdigit():
+        raise ApiError(422, "invalid Last-Event-ID", f"{last!r} is not an event number")
+
+    async def frames() -> AsyncIterator[ServerSentEvent]:
+        async for seq, event in s.store.follow(record.run_id, int(last)):
+            data = to_json(event).decode()
+            yield ServerSentEvent(data=data, event=type(event).__name__, id=str(seq))
+
+    return EventSourceResponse(frames(), ping=s.keepalive)
+
+
+async def _approvals(s: _Service, request: Request) -> Response:
+    raise ApiError(501, "not implemented", APPROVALS)

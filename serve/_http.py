@@ -1,0 +1,96 @@
+"""Request and response pieces shared by the routes: JSON errors, body limit, auth."""
+
+from __future__ import annotations
+
+import hmac
+from typing import TypeVar
+
+import msgspec
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+__all__ = (
+    "MAX_BODY",
+    "ApiError",
+    "NewRun",
+    "check_token",
+    "error_response",
+    "json_response",
+    "on_api_error",
+    "on_http_exception",
+    "read_json",
+)
+
+MAX_BODY = 1024 * 1024  # 1 MiB
+T = TypeVar("T")
+
+
+class ApiError(Exception):
+    """An error answered as ``{"error": ..., "detail": ...}`` with ``status``."""
+
+    def __init__(self, status: int, error: str, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.error = error
+        self.detail = detail
+
+
+class NewRun(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The body of ``POST /runs``."""
+
+    goal: str
+    session: str | None = None
+    deps: dict[str, object] | None = None
+
+
+def json_response(value: object, status: int = 200) -> Response:
+    return Response(msgspec.json.encode(value), status, media_type="application/json")
+
+
+def error_response(status: int, error: str, detail: str) -> Response:
+    return json_response({"error": error, "detail": detail}, status)
+
+
+async def read_json(request: Request, kind: type[T]) -> T:
+    """The body decoded as ``kind``: 413 past ``MAX_BODY``, 422 if it is not that JSON."""
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > MAX_BODY:
+        raise _too_large()
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise _too_large()
+        chunks.append(chunk)
+    try:
+        return msgspec.json.decode(b"".join(chunks), type=kind)
+    except msgspec.DecodeError as exc:
+        raise ApiError(422, "invalid body", str(exc)) from exc
+
+
+def _too_large() -> ApiError:
+    return ApiError(413, "body too large", f"the body is over {MAX_BODY} bytes; send less")
+
+
+def check_token(request: Request, token: str | None) -> None:
+    """Without a ``Bearer`` header equal to ``token`` (constant-time), answer 401."""
+    if token is None:
+        return
+    given = request.headers.get("authorization", "")
+    scheme, _, value = given.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(value.encode(), token.encode()):
+        raise ApiError(401, "unauthorized", "send the header 'Authorization: Bearer <token>'")
+
+
+async def on_http_exception(request: Request, exc: Exception) -> Response:
+    """Starlette's own errors (unknown route, wrong method) as JSON."""
+    assert isinstance(exc, HTTPException)
+    error = "not found" if exc.status_code == 404 else "http error"
+    return error_response(exc.status_code, error, str(exc.detail))
+
+
+async def on_api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return error_response(exc.status, exc.error, exc.detail)

@@ -1,0 +1,96 @@
+"""The app's record of its runs: status, numbered events, result.
+
+``RunStore`` is the seam: the in-memory ``MemoryRunStore`` here keeps what this
+process saw; a journal-backed store can replace it later (same five calls),
+so replay survives a restart. Nothing in it knows about HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, TypeAlias, final
+
+import anyio
+
+from regiment.hierarchy import Event, RunCompleted, RunFailed, RunResult
+
+__all__ = ("MemoryRunStore", "RunRecord", "RunState", "RunStore")
+
+RunState: TypeAlias = Literal["running", "completed", "partial", "cancelled", "failed"]
+
+
+@dataclass
+class RunRecord:
+    """One run as the app knows it. ``events[i]`` has sequence number ``i + 1``."""
+
+    run_id: str
+    goal: str
+    session: str | None
+    status: RunState = "running"
+    events: list[Event] = field(default_factory=list)
+    result: RunResult | None = None
+    error: str | None = None
+    changed: anyio.Event = field(default_factory=anyio.Event)
+    ended: anyio.Event = field(default_factory=anyio.Event)
+
+
+class RunStore(Protocol):
+    """Where the app keeps runs; what a journal-backed store must also do."""
+
+    def add(self, run_id: str, goal: str, session: str | None) -> RunRecord: ...
+
+    def get(self, run_id: str) -> RunRecord | None: ...
+
+    def list(self, status: str | None = None) -> list[RunRecord]: ...
+
+    def append(self, run_id: str, event: Event) -> int: ...
+
+    def follow(self, run_id: str, after: int) -> AsyncIterator[tuple[int, Event]]: ...
+
+
+@final
+class MemoryRunStore:
+    """A ``RunStore`` in this process's memory (runs are forgotten on restart)."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, RunRecord] = {}
+
+    def add(self, run_id: str, goal: str, session: str | None) -> RunRecord:
+        record = RunRecord(run_id=run_id, goal=goal, session=session)
+        self._runs[run_id] = record
+        return record
+
+    def get(self, run_id: str) -> RunRecord | None:
+        return self._runs.get(run_id)
+
+    def list(self, status: str | None = None) -> list[RunRecord]:
+        return [r for r in self._runs.values() if status is None or r.status == status]
+
+    def append(self, run_id: str, event: Event) -> int:
+        """Record ``event``; a terminal one ends the run. Returns its sequence number."""
+        record = self._runs[run_id]
+        record.events.append(event)
+        if isinstance(event, RunCompleted):
+            record.result = event.result
+            record.status = event.result.status
+        elif isinstance(event, RunFailed):
+            record.error = f"{event.error_type}: {event.message}"
+            record.status = "cancelled" if event.error_type == "RunCancelled" else "failed"
+        if isinstance(event, RunCompleted | RunFailed):
+            record.ended.set()
+        record.changed.set()
+        record.changed = anyio.Event()
+        return len(record.events)
+
+    async def follow(self, run_id: str, after: int) -> AsyncIterator[tuple[int, Event]]:
+        """Events numbered above ``after``: the recorded ones, then live ones, to the end."""
+        record = self._runs[run_id]
+        seq = after
+        while True:
+            while seq < len(record.events):
+                seq += 1
+                yield seq, record.events[seq - 1]
+            if record.ended.is_set():
+                return
+            await record.changed.wait()

@@ -1,0 +1,103 @@
+"""Runs started by the app: each one a task of the app's lifespan task group.
+
+Every run is driven by ``running.stream(goal)`` inside its own cancel scope, so
+``cancel`` (a ``POST .../cancel``, or a ``?wait=true`` client that left) stops
+exactly that run, and the app's shutdown stops them all.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import final
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from regiment.errors import RegimentError
+from regiment.hierarchy import RunFailed, RunningTeam, RunStarted, Team
+
+from ._registry import RunRecord, RunStore
+
+__all__ = ("Runs", "open_runs")
+
+log = logging.getLogger("regiment.serve")
+
+
+@final
+class Runs:
+    """The started team, the store, and one cancel scope per live run."""
+
+    def __init__(self, running: RunningTeam, store: RunStore, tg: TaskGroup) -> None:
+        self.running = running
+        self.store = store
+        self._tg = tg
+        self._scopes: dict[str, anyio.CancelScope] = {}
+
+    async def start(self, goal: str, session: str | None) -> RunRecord:
+        """Start a run of ``goal``; returns once its id is known (its ``RunStarted``)."""
+        record: RunRecord = await self._tg.start(self._drive, goal, session)
+        return record
+
+    def cancel(self, run_id: str) -> bool:
+        """Cancel a live run; ``False`` if it is unknown or already over."""
+        scope = self._scopes.get(run_id)
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
+
+    async def _drive(
+        self, goal: str, session: str | None, *, task_status: TaskStatus[RunRecord]
+    ) -> None:
+        record: RunRecord | None = None
+        with anyio.CancelScope() as scope:
+            try:
+                async with self.running.stream(goal) as events:
+                    async for event in events:
+                        if record is None:
+                            assert isinstance(event, RunStarted), event
+                            record = self.store.add(event.run_id, goal, session)
+                            self._scopes[record.run_id] = scope
+                            log.info("run started", extra={"run_id": record.run_id})
+                            task_status.started(record)
+                        self.store.append(record.run_id, event)
+            except RegimentError as exc:
+                if record is None:
+                    raise  # before it started: the POST answers with the error
+                log.warning("run failed: %s", exc, extra={"run_id": record.run_id})
+                if not record.ended.is_set():
+                    failed = RunFailed(
+                        run_id=record.run_id, error_type=type(exc).__name__, message=str(exc)
+                    )
+                    self.store.append(record.run_id, failed)
+        if record is None:
+            return
+        self._scopes.pop(record.run_id, None)
+        if not record.ended.is_set():  # cancelled: the stream ended without its last event
+            reason = (
+                "the run was cancelled (POST /runs/{id}/cancel, a client that left, or shutdown)"
+            )
+            self.store.append(
+                record.run_id,
+                RunFailed(run_id=record.run_id, error_type="RunCancelled", message=reason),
+            )
+            log.info("run cancelled", extra={"run_id": record.run_id})
+
+
+@asynccontextmanager
+async def open_runs(team: Team | RunningTeam, store: RunStore) -> AsyncIterator[Runs]:
+    """Start the team (unless already started) and own the runs' task group."""
+    async with _started(team) as running, anyio.create_task_group() as tg:
+        yield Runs(running, store, tg)
+        tg.cancel_scope.cancel()  # shutdown: live runs end cancelled
+
+
+@asynccontextmanager
+async def _started(team: Team | RunningTeam) -> AsyncIterator[RunningTeam]:
+    if isinstance(team, RunningTeam):
+        yield team
+        return
+    async with team.start() as running:
+        yield running

@@ -1,0 +1,101 @@
+"""``regiment serve``: the app under uvicorn, with a log handler."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Protocol, TextIO
+
+import anyio
+
+from regiment.errors import ConfigError
+from regiment.hierarchy import Team
+
+from ._app import create_app
+
+__all__ = ("ContextFormatter", "ServeOptions", "check_bind", "serve_command")
+
+CONTEXT = ("run_id", "step_id", "worker", "trace_id")
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse a host other than loopback without a token."""
+    if token is None and host not in LOCAL_HOSTS:
+        raise ConfigError(
+            f"refusing to serve on {host} without a token: anyone who can reach it could "
+            "run the team; pass --token (or set REGIMENT_TOKEN), or bind --host 127.0.0.1"
+        )
+
+
+class ServeOptions(Protocol):
+    """What ``regiment serve`` parsed (an ``argparse.Namespace``)."""
+
+    host: str
+    port: int
+    token: str | None
+    journal: str | None
+
+
+async def serve_command(
+    team: Team,
+    options: ServeOptions,
+    *,
+    environ: Mapping[str, str],
+    stderr: TextIO,
+    stop: anyio.Event | None = None,
+) -> int:
+    """Serve ``team`` until interrupted (or ``stop`` is set); returns the exit code.
+
+    Raises:
+        ConfigError: a public host without a token, or a journal was given.
+    """
+    import uvicorn  # the serve extra, checked on importing regiment.serve
+
+    token = options.token or environ.get("REGIMENT_TOKEN") or None
+    check_bind(options.host, token)
+    app = create_app(team, journal=options.journal, token=token)
+    config = uvicorn.Config(
+        app, host=options.host, port=options.port, log_config=None, lifespan="on"
+    )
+    server = uvicorn.Server(config)
+    with _logging_to(stderr):
+        async with anyio.create_task_group() as tg:
+            if stop is not None:
+
+                async def stop_when_set() -> None:
+                    await stop.wait()
+                    server.should_exit = True
+
+                tg.start_soon(stop_when_set)
+            await server.serve()
+            tg.cancel_scope.cancel()
+    return 0
+
+
+class ContextFormatter(logging.Formatter):
+    """Appends the record's ``run_id``/``step_id``/``worker``/``trace_id`` (from ``extra``)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        context = [f"{k}={getattr(record, k)}" for k in CONTEXT if getattr(record, k, None)]
+        return f"{line} [{' '.join(context)}]" if context else line
+
+
+@contextmanager
+def _logging_to(stderr: TextIO) -> Iterator[None]:
+    """While serving, a handler at INFO on the ``regiment`` and ``uvicorn`` loggers."""
+    handler = logging.StreamHandler(stderr)
+    handler.setFormatter(ContextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    loggers = [logging.getLogger(name) for name in ("regiment", "uvicorn")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.removeHandler(handler)
+            logger.setLevel(level)

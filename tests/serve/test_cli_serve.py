@@ -1,0 +1,75 @@
+"""``regiment serve``: refuses a public host without a token; serves a team file."""
+
+from __future__ import annotations
+
+import io
+import socket
+import sys
+from pathlib import Path
+
+import anyio
+import httpx2 as httpx
+import pytest
+
+from regiment.cli import run_async
+
+pytestmark = pytest.mark.anyio
+
+REFUND = str(Path(__file__).resolve().parents[2] / "examples" / "refund" / "team.toml")
+GOAL = "For order 88213 check refund eligibility, issue the refund if eligible, then email the customer."
+
+
+@pytest.fixture(autouse=True)
+def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds --app-dir to it
+
+
+class _Log(io.StringIO):
+    """stderr that sets ``ready`` once uvicorn says it is listening."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ready = anyio.Event()
+
+    def write(self, text: str) -> int:
+        if "Uvicorn running on" in text:
+            self.ready.set()
+        return super().write(text)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.7", "::"])
+async def test_a_public_host_without_a_token_is_refused(host: str) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["serve", REFUND, "--host", host, "--model", "scripted"]
+    code = await run_async(argv, stdout=out, stderr=err, environ={})
+    assert code == 2
+    assert f"refusing to serve on {host} without a token" in err.getvalue()
+    assert "REGIMENT_TOKEN" in err.getvalue()
+
+
+async def test_serve_runs_the_team_file_with_the_token_from_the_environment() -> None:
+    with socket.socket() as sock:  # a port that was free a moment ago
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    out, err, stop = io.StringIO(), _Log(), anyio.Event()
+    argv = ["serve", REFUND, "--port", str(port), "--model", "scripted"]
+    environ = {"REGIMENT_TOKEN": "from-env"}
+    async with anyio.create_task_group() as tg:
+
+        async def serve() -> None:
+            assert (
+                await run_async(argv, stdout=out, stderr=err, environ=environ, interrupt=stop) == 0
+            )
+
+        tg.start_soon(serve)
+        await err.ready.wait()
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as c:
+            assert (await c.get("/health")).json() == {"status": "ok"}
+            assert (await c.get("/runs")).status_code == 401
+            auth = {"Authorization": "Bearer from-env"}
+            done = await c.post("/runs?wait=true", json={"goal": GOAL}, headers=auth)
+            assert done.json()["status"] == "completed"
+        stop.set()
+    log = err.getvalue()
+    run_id = done.json()["run_id"]
+    assert f"regiment.serve: run started [run_id={run_id}]" in log

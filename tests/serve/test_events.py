@@ -1,0 +1,133 @@
+"""Live events over SSE: replay, reconnect with Last-Event-ID, keep-alive, cancel."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import anyio
+import httpx2 as httpx
+import pytest
+
+from examples.service.serving import serving
+from regiment.hierarchy import event_from_json
+from regiment.serve import create_app
+
+from .sse import Frame, frames
+from .teams import Stuck, stuck_team, support_team
+
+pytestmark = pytest.mark.anyio
+
+GOAL = "What is the status of order 88213?"
+SCAN = "Please scan the warehouse for order 55001."
+
+
+async def _all(c: httpx.AsyncClient, run_id: str, last: int | None = None) -> list[Frame]:
+    headers = {} if last is None else {"Last-Event-ID": str(last)}
+    async with c.stream("GET", f"/runs/{run_id}/events", headers=headers) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        return [f async for f in frames(response) if f.comment is None]
+
+
+async def test_events_replay_in_order_and_end_after_the_terminal_event() -> None:
+    async with serving(create_app(support_team())) as url, httpx.AsyncClient(base_url=url) as c:
+        run_id = (await c.post("/runs", json={"goal": GOAL})).json()["run_id"]
+        got = await _all(c, run_id)
+        assert [f.id for f in got] == list(range(1, len(got) + 1))
+        assert got[0].event == "RunStarted"
+        assert got[-1].event == "RunCompleted"
+        for frame in got:  # each data is the event's JSON, named by its type
+            assert frame.data is not None
+            assert frame.data["type"] == frame.event
+            assert frame.data["run_id"] == run_id
+            event = event_from_json(json.dumps(frame.data))
+            assert type(event).__name__ == frame.event
+        assert (await c.get(f"/runs/{run_id}")).json()["events"] == len(got)
+
+
+async def test_a_reconnect_with_last_event_id_gets_exactly_the_rest() -> None:
+    async with serving(create_app(support_team())) as url, httpx.AsyncClient(base_url=url) as c:
+        run_id = (await c.post("/runs", json={"goal": GOAL})).json()["run_id"]
+        first: list[Frame] = []
+        async with c.stream("GET", f"/runs/{run_id}/events") as response:
+            async for frame in frames(response):
+                if frame.comment is None:
+                    first.append(frame)
+                if len(first) == 3:
+                    break  # the client drops the connection here
+        rest = await _all(c, run_id, last=first[-1].id)
+        whole = await _all(c, run_id)
+        assert [f.id for f in first + rest] == [f.id for f in whole]
+        assert first + rest == whole
+        bad = await c.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": "three"})
+        assert bad.status_code == 422
+
+
+async def test_an_idle_stream_sends_keep_alive_comments_then_cancel_ends_it() -> None:
+    stuck = Stuck()
+    app = create_app(stuck_team(stuck), keepalive=0.05)
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as c:
+        run_id = (await c.post("/runs", json={"goal": SCAN})).json()["run_id"]
+        await stuck.started.wait()
+        seen: list[Frame] = []
+        async with c.stream("GET", f"/runs/{run_id}/events") as response:
+            async for frame in frames(response):
+                seen.append(frame)
+                if frame.comment is not None and frame.comment.startswith("ping"):
+                    cancel = await c.post(f"/runs/{run_id}/cancel")
+                    assert cancel.status_code == 202
+                    assert cancel.json() == {"run_id": run_id, "cancelling": True}
+        await stuck.cancelled.wait()  # the tool itself was cancelled
+        events = [f for f in seen if f.comment is None]
+        assert events[-1].event == "RunFailed"
+        assert events[-1].data is not None
+        assert events[-1].data["error_type"] == "RunCancelled"
+        view = (await c.get(f"/runs/{run_id}")).json()
+        assert view["status"] == "cancelled"
+        again = (await c.post(f"/runs/{run_id}/cancel")).json()
+        assert again == {"run_id": run_id, "cancelling": False}
+
+
+async def test_a_client_that_leaves_a_waiting_post_cancels_its_run() -> None:
+    stuck = Stuck()
+    async with serving(create_app(stuck_team(stuck))) as url, httpx.AsyncClient(base_url=url) as c:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(functools.partial(c.post, "/runs?wait=true", json={"goal": SCAN}))
+            await stuck.started.wait()
+            tg.cancel_scope.cancel()  # the client hangs up mid-run
+        await stuck.cancelled.wait()  # so the server cancelled the worker's tool
+        (run,) = (await c.get("/runs")).json()["runs"]
+        got = await _all(c, run["run_id"])
+        assert got[-1].event == "RunFailed"
+        assert (await c.get(f"/runs/{run['run_id']}")).json()["status"] == "cancelled"
+        # The team still serves.
+        fine = await c.post("/runs?wait=true", json={"goal": GOAL})
+        assert fine.json()["status"] == "completed"
+
+
+async def test_fifty_concurrent_posts_with_fifty_listeners() -> None:
+    limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
+    app = create_app(support_team())
+    async with serving(app) as url, httpx.AsyncClient(base_url=url, limits=limits) as c:
+        answers: dict[int, tuple[str, list[Frame]]] = {}
+
+        async def one(n: int) -> None:
+            order = 10000 + n
+            goal = f"What is the status of order {order}?"
+            run_id = (await c.post("/runs", json={"goal": goal})).json()["run_id"]
+            answers[n] = (run_id, await _all(c, run_id))
+
+        async with anyio.create_task_group() as tg:
+            for n in range(50):
+                tg.start_soon(one, n)
+        assert len({run_id for run_id, _ in answers.values()}) == 50
+        for n, (run_id, got) in answers.items():
+            assert [f.id for f in got] == list(range(1, len(got) + 1))
+            assert got[-1].event == "RunCompleted"
+            assert got[-1].data is not None
+            result = got[-1].data["result"]
+            assert isinstance(result, dict)
+            assert result["answer"] == f"order {10000 + n}: unknown order"
+            assert result["run_id"] == run_id
+        completed = (await c.get("/runs", params={"status": "completed"})).json()["runs"]
+        assert len(completed) == 50

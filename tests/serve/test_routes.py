@@ -1,0 +1,125 @@
+"""Every route of the app, served by a real uvicorn and driven by an HTTP client."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx2 as httpx
+import pytest
+
+from examples.service.serving import serving
+from regiment.hierarchy import event_from_json, result_from_json, to_json
+from regiment.serve import create_app
+
+from .teams import support_team
+
+pytestmark = pytest.mark.anyio
+
+GOAL = "What is the status of order 77120?"
+
+
+async def test_health_and_a_run_to_its_result() -> None:
+    async with serving(create_app(support_team())) as url, httpx.AsyncClient(base_url=url) as c:
+        assert (await c.get("/health")).json() == {"status": "ok"}
+        done = await c.post("/runs?wait=true", json={"goal": GOAL, "session": "s-1"})
+        assert done.status_code == 200
+        body = done.json()
+        assert body["status"] == "completed"
+        assert body["answer"] == "order 77120: shipped 12 days ago"
+        assert body["output"] == {"s1": "order 77120: shipped 12 days ago"}
+        assert body["session"] == "s-1"
+        assert body["plans"][0]["steps"][0]["id"] == "s1"
+        assert body["usage"]["input_tokens"] >= 0
+        again = await c.get(f"/runs/{body['run_id']}")
+        assert again.json() == body
+
+
+async def test_post_answers_202_then_list_and_get_follow_the_run() -> None:
+    async with serving(create_app(support_team())) as url, httpx.AsyncClient(base_url=url) as c:
+        accepted = await c.post("/runs", json={"goal": GOAL})
+        assert accepted.status_code == 202
+        run_id = accepted.json()["run_id"]
+        async with c.stream("GET", f"/runs/{run_id}/events") as events:
+            async for _ in events.aiter_lines():  # to the end of the run
+                pass
+        listed = (await c.get("/runs", params={"status": "completed"})).json()["runs"]
+        assert [r["run_id"] for r in listed] == [run_id]
+        assert (await c.get("/runs", params={"status": "running"})).json() == {"runs": []}
+        assert (await c.get(f"/runs/{run_id}")).json()["status"] == "completed"
+
+
+async def test_unknown_run_unknown_route_and_approvals() -> None:
+    async with serving(create_app(support_team())) as url, httpx.AsyncClient(base_url=url) as c:
+        missing = await c.get("/runs/run-404")
+        assert missing.status_code == 404
+        assert missing.json()["error"] == "unknown run"
+        assert (await c.post("/runs/run-404/cancel")).status_code == 404
+        assert (await c.get("/runs/run-404/events")).status_code == 404
+        nowhere = await c.get("/nowhere")
+        assert nowhere.status_code == 404
+        assert nowhere.headers["content-type"] == "application/json"
+        assert nowhere.json()["error"] == "not found"
+        for response in (
+            await c.get("/approvals"),
+            await c.post("/approvals/r-1", json={"decision": "approve"}),
+        ):
+            assert response.status_code == 501
+            assert "approvals are not available yet" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        (b"{not json", "malformed"),
+        (b'{"session": "x"}', "missing required field `goal`"),
+        (b'{"goal": 3}', "Expected `str`, got `int`"),
+        (b'{"goal": "g", "colour": "red"}', "unknown field `colour`"),
+        (b'{"goal": "  "}', "the goal is empty"),
+        (b'{"goal": "g", "deps": {"db": 1}}', "deps are not supported"),
+    ],
+)
+async def test_bad_bodies_are_422_with_error_and_detail(body: bytes, detail: str) -> None:
+    async with serving(create_app(support_team())) as url, httpx.AsyncClient(base_url=url) as c:
+        response = await c.post("/runs", content=body)
+        assert response.status_code == 422
+        assert set(response.json()) == {"error", "detail"}
+        assert detail.lower() in response.json()["detail"].lower()
+        assert (await c.get("/runs")).json() == {"runs": []}
+
+
+async def test_a_body_over_one_mebibyte_is_413() -> None:
+    async with serving(create_app(support_team())) as url, httpx.AsyncClient(base_url=url) as c:
+        big = b'{"goal": "' + b"x" * (1024 * 1024) + b'"}'
+        assert (await c.post("/runs", content=big)).status_code == 413
+
+        async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: counted as it arrives
+            for _ in range(17):
+                yield b"x" * 65536
+
+        streamed = await c.post("/runs", content=chunks())
+        assert streamed.status_code == 413
+        assert streamed.json()["error"] == "body too large"
+
+
+async def test_token_auth_on_every_route_but_health() -> None:
+    app = create_app(support_team(), token="s3cret")
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as c:
+        assert (await c.get("/health")).status_code == 200
+        for method, path in [("GET", "/runs"), ("POST", "/runs"), ("GET", "/runs/x"),
+                             ("GET", "/runs/x/events"), ("POST", "/runs/x/cancel"),
+                             ("GET", "/approvals")]:  # fmt: skip
+            for header in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret"}):
+                response = await c.request(method, path, headers=header)
+                assert response.status_code == 401, (method, path, header)
+                assert "Authorization: Bearer" in response.json()["detail"]
+        ok = await c.post(
+            "/runs?wait=true", json={"goal": GOAL}, headers={"Authorization": "Bearer s3cret"}
+        )
+        assert ok.status_code == 200
+
+
+async def test_the_result_round_trips_through_to_json() -> None:
+    team = support_team()
+    result = await team.run(GOAL)
+    assert result_from_json(to_json(result)) == result
+    assert [event_from_json(to_json(e)) for e in result.events] == list(result.events)
