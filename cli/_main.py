@@ -73,6 +73,15 @@ def _parser() -> argparse.ArgumentParser:
         default=".",
         help="where the file's module:attribute paths are imported from (default: .)",
     )
+    _add_server_commands(commands)
+    validate = commands.add_parser("validate", help="check a team file without running it")
+    validate.add_argument("team_file", metavar="TEAM_FILE")
+    validate.add_argument("--app-dir", metavar="DIR", default=".")
+    return parser
+
+
+def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``regiment mcp`` and ``regiment serve``: a team behind a protocol."""
     mcp = commands.add_parser("mcp", help="serve the team as one MCP tool, run(goal), over stdio")
     mcp.add_argument("team_file", metavar="TEAM_FILE")
     mcp.add_argument("--model", metavar="SPEC", help="as for run")
@@ -94,10 +103,6 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--journal", metavar="J", help="reserved: runs are not journaled yet")
     serve.add_argument("--token", metavar="T", help="bearer token (default: $REGIMENT_TOKEN)")
     serve.add_argument("--app-dir", metavar="DIR", default=".")
-    validate = commands.add_parser("validate", help="check a team file without running it")
-    validate.add_argument("team_file", metavar="TEAM_FILE")
-    validate.add_argument("--app-dir", metavar="DIR", default=".")
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
