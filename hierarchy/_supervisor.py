@@ -21,6 +21,7 @@ from regiment.hierarchy._messages import StepAllowance
 from regiment.hierarchy.events import Event, RunFailed
 from regiment.hierarchy.run._actor import PlannerActor
 from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.run._journaling import RunJournal
 from regiment.hierarchy.run._messages import CancelRun, PlannerMessage
 from regiment.hierarchy.run._runtime import TeamRuntime
 
@@ -38,6 +39,7 @@ class SpawnRun:
     run_span: Span
     budget: Budget
     concurrency: int
+    journal: RunJournal | None = None
 
 
 RunRef = ActorRef[PlannerMessage, None]
@@ -63,7 +65,7 @@ class Supervisor(Actor[SpawnRun, RunRef]):
                         runtime, budget=message.budget, concurrency=message.concurrency
                     )
                 return await self.ctx.spawn(
-                    lambda: PlannerActor(runtime, run_id, goal, channel, span),
+                    lambda: PlannerActor(runtime, run_id, goal, channel, span, message.journal),
                     name=run_id,
                     capacity=1024,
                     restart=RestartPolicy(max_restarts=0),

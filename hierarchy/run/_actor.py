@@ -52,6 +52,7 @@ from regiment.hierarchy.run._changes import (
 )
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._dispatch import Dispatcher
+from regiment.hierarchy.run._journaling import RunJournal
 from regiment.hierarchy.run._messages import (
     CancelRun,
     DeadlineReached,
@@ -92,9 +93,16 @@ class PlannerActor(Actor[PlannerMessage, None]):
     """Drives one run from goal to answer."""
 
     def __init__(
-        self, team: TeamRuntime, run_id: str, goal: str, channel: RunChannel, run_span: Span
+        self,
+        team: TeamRuntime,
+        run_id: str,
+        goal: str,
+        channel: RunChannel,
+        run_span: Span,
+        journal: RunJournal | None = None,
     ) -> None:
         self._team = team
+        self._journal = journal
         trace = RunTrace(team.telemetry, run_span)
         dispatcher = Dispatcher(team, run_id, trace.headers)
         self._book = RunBook(run_id, goal, team, channel, trace, dispatcher)
@@ -110,6 +118,8 @@ class PlannerActor(Actor[PlannerMessage, None]):
         enough to rebuild the run's state by replaying the changes.
         """
         self._book.apply(change)
+        if self._journal is not None:
+            self._journal.note(change, self._book.channel.result)
 
     # -- routing -------------------------------------------------------------
 
@@ -129,6 +139,8 @@ class PlannerActor(Actor[PlannerMessage, None]):
                     self._exhausted("wall_clock", "the run's wall-clock budget ran out")
                 case _:
                     assert_never(message)
+            if self._journal is not None:
+                await self._journal.flush()
         except Exception as exc:
             # A bug while handling one message fails this run with the real cause
             # (before the crash retires the actor), then the supervisor sees it too.
@@ -140,6 +152,8 @@ class PlannerActor(Actor[PlannerMessage, None]):
         if not self._book.channel.done:  # the team is stopping under a live run
             error = "the run's planner stopped before the run finished (the team stopped)"
             self._record(RunAborted(RunCancelled(error)))
+        if self._journal is not None:
+            await self._journal.flush()
 
     def _start(self) -> None:
         self._record(RunBegan())
@@ -157,6 +171,8 @@ class PlannerActor(Actor[PlannerMessage, None]):
         if reply.error is not None or reply.response is None:
             self._fail(reply.error if isinstance(reply.error, RunError) else model_failure(reply))
             return
+        if self._journal is not None:
+            self._journal.model_reply(reply)
         self._record(ModelCharged(reply.purpose, reply.response.usage))
         text = reply.response.text
         match phase:

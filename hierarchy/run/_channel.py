@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
@@ -25,6 +26,7 @@ class RunChannel:
     result: RunResult | None = None
     done: bool = False
     streaming: bool = True
+    observer: Callable[[Event], None] | None = None  # the run's journal, when it has one
 
     @classmethod
     def open(cls, *, streaming: bool) -> tuple[RunChannel, MemoryObjectReceiveStream[Event]]:
@@ -46,6 +48,8 @@ class RunChannel:
 
     def emit(self, event: Event) -> None:
         """Deliver an event; a reader that has gone away is not an error."""
+        if self.observer is not None:
+            self.observer(event)
         if not self.streaming:
             return
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
