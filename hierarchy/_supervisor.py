@@ -21,7 +21,6 @@ from regiment.hierarchy._messages import StepAllowance
 from regiment.hierarchy.events import Event, RunFailed
 from regiment.hierarchy.run._actor import PlannerActor
 from regiment.hierarchy.run._channel import RunChannel
-from regiment.hierarchy.run._journaling import RunJournal
 from regiment.hierarchy.run._messages import CancelRun, PlannerMessage
 from regiment.hierarchy.run._runtime import TeamRuntime
 
@@ -39,7 +38,6 @@ class SpawnRun:
     run_span: Span
     budget: Budget
     concurrency: int
-    journal: RunJournal | None = None
 
 
 RunRef = ActorRef[PlannerMessage, None]
@@ -65,7 +63,7 @@ class Supervisor(Actor[SpawnRun, RunRef]):
                         runtime, budget=message.budget, concurrency=message.concurrency
                     )
                 return await self.ctx.spawn(
-                    lambda: PlannerActor(runtime, run_id, goal, channel, span, message.journal),
+                    lambda: PlannerActor(runtime, run_id, goal, channel, span),
                     name=run_id,
                     capacity=1024,
                     restart=RestartPolicy(max_restarts=0),

@@ -270,7 +270,7 @@ class RunningTeam:
         channel, events = RunChannel.open(streaming=streaming)
         budget = capped(self.team.budget, allowance)
         if run_journal is not None:
-            channel.observer = run_journal.event
+            channel.journal = run_journal
         ref: RunRef | None = None
         with self._telemetry.run_span(self.team.name, run_id, goal) as span:
             self._channels[run_id] = channel
@@ -279,7 +279,7 @@ class RunningTeam:
                 # cancel landing before the reply would leave it with no one to close it.
                 with anyio.CancelScope(shield=True):
                     ref = await self._supervisor.ask(
-                        SpawnRun(run_id, goal, channel, span, budget, concurrency, run_journal)
+                        SpawnRun(run_id, goal, channel, span, budget, concurrency)
                     )
                 assert ref is not None  # a shielded scope never skips its body
                 await ref.send(StartRun())

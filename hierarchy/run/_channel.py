@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -13,6 +13,9 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from regiment.errors import RunError
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy.events import Event
+
+if TYPE_CHECKING:
+    from regiment.hierarchy.run._journaling import RunJournal
 
 __all__ = ("RunChannel",)
 
@@ -26,7 +29,7 @@ class RunChannel:
     result: RunResult | None = None
     done: bool = False
     streaming: bool = True
-    observer: Callable[[Event], None] | None = None  # the run's journal, when it has one
+    journal: RunJournal | None = None  # records every event, when the run is journaled
 
     @classmethod
     def open(cls, *, streaming: bool) -> tuple[RunChannel, MemoryObjectReceiveStream[Event]]:
@@ -48,8 +51,8 @@ class RunChannel:
 
     def emit(self, event: Event) -> None:
         """Deliver an event; a reader that has gone away is not an error."""
-        if self.observer is not None:
-            self.observer(event)
+        if self.journal is not None:
+            self.journal.event(event)
         if not self.streaming:
             return
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):

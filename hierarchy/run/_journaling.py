@@ -22,6 +22,7 @@ from regiment.errors import JournalError
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy.run._changes import (
     CheckRejected,
+    ModelCharged,
     PlanAdopted,
     ReportDropped,
     RunAborted,
@@ -32,7 +33,6 @@ from regiment.hierarchy.run._changes import (
     StepSent,
     ToolCallsRefused,
 )
-from regiment.hierarchy.run._messages import ModelReplied
 from regiment.journal import (
     EventRecorded,
     Journal,
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from regiment.hierarchy._team import Team
     from regiment.hierarchy.events import Event
 
-__all__ = ("RunJournal", "config_hash", "owner_name")
+__all__ = ("UNJOURNALED", "RunJournal", "Unjournaled", "config_hash", "owner_name")
 
 LEASE_TTL = 30.0  # seconds a run's lease lives without a heartbeat
 
@@ -110,19 +110,22 @@ class RunJournal:
 
     def note(self, change: RunChange, result: RunResult | None) -> None:
         """Buffer the record ``change`` implies, if any (``result``: the run's, once it has one)."""
+        if isinstance(change, ModelCharged):
+            self._model_reply(change)
+            return
         record = _record_for(self.run_id, change, result)
         if record is not None:
             self._pending.append(record)
 
-    def model_reply(self, reply: ModelReplied) -> None:
+    def _model_reply(self, change: ModelCharged) -> None:
         """Buffer a planner-side model response under a key stable across resumes."""
-        if reply.response is None:
+        if change.response is None:
             return
-        n = self._calls.get(reply.purpose, 0) + 1
-        self._calls[reply.purpose] = n
-        key = f"{reply.purpose}/{n}"
+        n = self._calls.get(change.purpose, 0) + 1
+        self._calls[change.purpose] = n
+        key = f"{change.purpose}/{n}"
         self._pending.append(
-            ModelCallFinished(run_id=self.run_id, call_key=key, response=reply.response)
+            ModelCallFinished(run_id=self.run_id, call_key=key, response=change.response)
         )
 
     def event(self, event: Event) -> None:
@@ -159,6 +162,21 @@ class RunJournal:
                 f"run {self.run_id} could not be journaled ({self._error}); its result "
                 "is not durable: fix the journal and run the goal again"
             ) from self._error
+
+
+class Unjournaled:
+    """What a run without a journal records: nothing, at the cost of one call."""
+
+    __slots__ = ()
+
+    def note(self, change: RunChange, result: RunResult | None) -> None:
+        """Nothing to buffer."""
+
+    async def flush(self) -> None:
+        """Nothing to write."""
+
+
+UNJOURNALED = Unjournaled()
 
 
 def _record_for(run_id: str, change: RunChange, result: RunResult | None) -> Record | None:
