@@ -45,12 +45,14 @@ from regiment.hierarchy._result import RunResult
 from regiment.hierarchy._supervisor import RunRef, SpawnRun, Supervisor, capped, close_run
 from regiment.hierarchy.events import Event
 from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.run._journaling import RunJournal, owner_name
 from regiment.hierarchy.run._messages import StartRun
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.workers._live import LiveWorker
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._team_worker import TeamWorker, TeamWorkerActor
 from regiment.hierarchy.workers._worker import Worker, WorkerActor, WorkerSpec
+from regiment.journal import Journal, JournalSpec, open_journal
 from regiment.telemetry import Telemetry
 from regiment.tools import MCPHub, WorkerTools
 
@@ -99,12 +101,26 @@ class Team:
             raise ConfigError(f"team '{self.name}': concurrency must be at least 1")
 
     @asynccontextmanager
-    async def start(self) -> AsyncIterator[RunningTeam]:
-        """Spawn the team's actors in the current event loop; stop them on exit."""
-        # The hub outlives the actors: a worker's last tool call ends before its MCP
-        # sessions close. Servers start here, eagerly (see regiment.tools.MCPHub).
-        async with MCPHub.open() as mcp, open_actor_system() as system:
-            yield await RunningTeam.spawn(self, system, mcp=mcp)
+    async def start(self, *, journal: JournalSpec = None) -> AsyncIterator[RunningTeam]:
+        """Spawn the team's actors in the current event loop; stop them on exit.
+
+        Args:
+            journal: where runs are journaled: ``None`` (not at all, the default),
+                a file path (SQLite), a ``postgresql://`` URL, or a ``Journal``
+                (left open for its owner to close).
+        """
+        opened = None if journal is None else await open_journal(journal)
+        try:
+            # The hub outlives the actors: a worker's last tool call ends before its MCP
+            # sessions close. Servers start here, eagerly (see regiment.tools.MCPHub).
+            async with MCPHub.open() as mcp, open_actor_system() as system:
+                running = await RunningTeam.spawn(self, system, mcp=mcp)
+                running.journal = opened
+                yield running
+        finally:
+            if opened is not None and opened is not journal:
+                with anyio.CancelScope(shield=True):
+                    await opened.close()
 
     async def run(self, goal: str) -> RunResult:
         """Start the team, run one goal, stop the team (the one-call form for scripts)."""
@@ -128,6 +144,7 @@ class RunningTeam:
         self._telemetry = telemetry
         self._ids = itertools.count(1)
         self._channels = channels
+        self.journal: Journal | None = None  # set by Team.start(journal=...)
 
     @property
     def active_runs(self) -> int:
@@ -165,6 +182,7 @@ class RunningTeam:
         *,
         allowance: StepAllowance | None = None,
         concurrency: int | None = None,
+        session: str | None = None,
     ) -> RunResult:
         """Run one goal to its result.
 
@@ -177,6 +195,7 @@ class RunningTeam:
                 ``None`` uses the team's ``concurrency``. A worker's
                 ``max_concurrent_steps`` is shared by every run of the started
                 team, so concurrent runs also wait for each other there.
+            session: the session the run belongs to (recorded in the journal).
 
         Raises:
             PlanError: no valid plan within the allowed attempts.
@@ -184,7 +203,9 @@ class RunningTeam:
             BudgetExceeded: a budget ran out and the budget says ``on_exhausted="raise"``.
             RunError: anything else that ended the run without a result.
         """
-        opened = self._open(goal, allowance, streaming=False, concurrency=concurrency)
+        opened = self._open(
+            goal, allowance, streaming=False, concurrency=concurrency, session=session
+        )
         async with opened as (channel, events):
             async for _ in events:  # nothing is sent: this waits for the run's end
                 pass
@@ -199,14 +220,17 @@ class RunningTeam:
         *,
         allowance: StepAllowance | None = None,
         concurrency: int | None = None,
+        session: str | None = None,
     ) -> AsyncIterator[AsyncIterator[Event]]:
         """Run one goal, yielding its events as they happen.
 
         The last event is ``RunCompleted`` (with the result) or ``RunFailed``.
         Leaving the block early cancels the run. ``allowance`` and
-        ``concurrency`` are as for :meth:`run`.
+        ``concurrency`` and ``session`` are as for :meth:`run`.
         """
-        opened = self._open(goal, allowance, streaming=True, concurrency=concurrency)
+        opened = self._open(
+            goal, allowance, streaming=True, concurrency=concurrency, session=session
+        )
         async with opened as (_channel, events):
             yield events
 
@@ -224,6 +248,7 @@ class RunningTeam:
         *,
         streaming: bool,
         concurrency: int | None = None,
+        session: str | None = None,
     ) -> AsyncIterator[tuple[RunChannel, MemoryObjectReceiveStream[Event]]]:
         if not goal.strip():
             raise ConfigError("the goal is empty; say what the team should do")
@@ -237,8 +262,15 @@ class RunningTeam:
         # Unique within the team by the counter, and across teams and processes with
         # high probability; no system call (uuid4 reads the OS's random source).
         run_id = f"run-{next(self._ids)}-{random.getrandbits(32):08x}"
+        run_journal: RunJournal | None = None
+        if self.journal is not None:  # JournalError: the run is refused, nothing started
+            run_journal = await RunJournal.create(
+                self.journal, self.team, run_id, goal, session, owner_name()
+            )
         channel, events = RunChannel.open(streaming=streaming)
         budget = capped(self.team.budget, allowance)
+        if run_journal is not None:
+            channel.journal = run_journal
         ref: RunRef | None = None
         with self._telemetry.run_span(self.team.name, run_id, goal) as span:
             self._channels[run_id] = channel
@@ -258,6 +290,8 @@ class RunningTeam:
                         if ref is not None:
                             await close_run(ref, channel, events)
                         events.close()
+                        if run_journal is not None:
+                            await run_journal.close()  # JournalError: the run is not durable
                 finally:
                     del self._channels[run_id]
                 _record_end(self._telemetry, span, channel)

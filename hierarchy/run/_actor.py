@@ -52,6 +52,7 @@ from regiment.hierarchy.run._changes import (
 )
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._dispatch import Dispatcher
+from regiment.hierarchy.run._journaling import UNJOURNALED
 from regiment.hierarchy.run._messages import (
     CancelRun,
     DeadlineReached,
@@ -95,6 +96,7 @@ class PlannerActor(Actor[PlannerMessage, None]):
         self, team: TeamRuntime, run_id: str, goal: str, channel: RunChannel, run_span: Span
     ) -> None:
         self._team = team
+        self._journal = channel.journal or UNJOURNALED  # one place for the no-journal case
         trace = RunTrace(team.telemetry, run_span)
         dispatcher = Dispatcher(team, run_id, trace.headers)
         self._book = RunBook(run_id, goal, team, channel, trace, dispatcher)
@@ -104,12 +106,12 @@ class PlannerActor(Actor[PlannerMessage, None]):
         self._phase: Phase = Planning("plan", self._prompting.first_session(), "initial")
 
     def _record(self, change: RunChange) -> None:
-        """The one door for state changes: apply ``change`` and emit its events.
+        """The one door for state changes: apply ``change``, emit its events, journal it.
 
-        A run journal hooks in here: appending ``change`` before applying it is
-        enough to rebuild the run's state by replaying the changes.
+        Replaying the changes rebuilds the run's state (see ``RunJournal``).
         """
         self._book.apply(change)
+        self._journal.note(change, self._book.channel.result)
 
     # -- routing -------------------------------------------------------------
 
@@ -129,6 +131,7 @@ class PlannerActor(Actor[PlannerMessage, None]):
                     self._exhausted("wall_clock", "the run's wall-clock budget ran out")
                 case _:
                     assert_never(message)
+            await self._journal.flush()  # JournalError fails the run
         except Exception as exc:
             # A bug while handling one message fails this run with the real cause
             # (before the crash retires the actor), then the supervisor sees it too.
@@ -139,7 +142,7 @@ class PlannerActor(Actor[PlannerMessage, None]):
     async def on_stop(self) -> None:
         if not self._book.channel.done:  # the team is stopping under a live run
             error = "the run's planner stopped before the run finished (the team stopped)"
-            self._record(RunAborted(RunCancelled(error)))
+            self._record(RunAborted(RunCancelled(error)))  # the run's journal.close() writes it
 
     def _start(self) -> None:
         self._record(RunBegan())
@@ -157,7 +160,7 @@ class PlannerActor(Actor[PlannerMessage, None]):
         if reply.error is not None or reply.response is None:
             self._fail(reply.error if isinstance(reply.error, RunError) else model_failure(reply))
             return
-        self._record(ModelCharged(reply.purpose, reply.response.usage))
+        self._record(ModelCharged(reply.purpose, reply.response.usage, reply.response))
         text = reply.response.text
         match phase:
             case Planning():

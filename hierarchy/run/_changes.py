@@ -23,7 +23,7 @@ from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.plan._plan import Plan, PlanStep
 from regiment.hierarchy.run._messages import Purpose
 from regiment.hierarchy.run._phase import PlanKind
-from regiment.models import Usage
+from regiment.models import ModelResponse, Usage
 
 __all__ = (
     "BudgetRanOut",
@@ -137,6 +137,7 @@ class ModelCharged(msgspec.Struct, frozen=True):
 
     purpose: Purpose
     usage: Usage
+    response: ModelResponse | None = None  # what a journal replays on resume
 
 
 @final

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -12,6 +13,9 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from regiment.errors import RunError
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy.events import Event
+
+if TYPE_CHECKING:
+    from regiment.hierarchy.run._journaling import RunJournal
 
 __all__ = ("RunChannel",)
 
@@ -25,6 +29,7 @@ class RunChannel:
     result: RunResult | None = None
     done: bool = False
     streaming: bool = True
+    journal: RunJournal | None = None  # records every event, when the run is journaled
 
     @classmethod
     def open(cls, *, streaming: bool) -> tuple[RunChannel, MemoryObjectReceiveStream[Event]]:
@@ -46,6 +51,8 @@ class RunChannel:
 
     def emit(self, event: Event) -> None:
         """Deliver an event; a reader that has gone away is not an error."""
+        if self.journal is not None:
+            self.journal.event(event)
         if not self.streaming:
             return
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):

@@ -7,6 +7,8 @@ that replans, drops a stale report, and has a check fail.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anyio
 import msgspec
 import pytest
@@ -36,6 +38,7 @@ from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._dispatch import Dispatcher
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._trace import RunTrace
+from regiment.journal import PlanVersion, SqliteJournal, StepReported
 from regiment.models import ModelRequest, ScriptedModel, ToolResultPart
 from regiment.telemetry import Telemetry
 
@@ -132,3 +135,29 @@ async def test_replaying_the_recorded_changes_rebuilds_the_run(
     assert msgspec.to_builtins(replayed) == msgspec.to_builtins(result)
     assert isinstance(book.events[-1], RunCompleted)
     assert book.events[:-1] == list(result.events)
+
+
+async def test_a_journaled_replan_records_both_versions_and_the_dropped_report(
+    tmp_path: Path,
+) -> None:
+    replanned = anyio.Event()
+    team = _team(replanned)
+    path = tmp_path / "runs.db"
+    async with team.start(journal=path) as running, running.stream(GOAL) as stream:
+        async for event in stream:
+            if isinstance(event, Replanned):
+                replanned.set()
+    assert isinstance(event, RunCompleted)
+    journal = await SqliteJournal.open(path)
+    try:
+        records = [entry.record for entry in await journal.read(event.run_id)]
+    finally:
+        await journal.close()
+    versions = [r for r in records if isinstance(r, PlanVersion)]
+    assert [v.version for v in versions] == [1, 2]
+    assert versions[1].plan["parent_version"] == 1
+    reported = {(r.plan_version, r.step_id): r for r in records if isinstance(r, StepReported)}
+    assert not reported[(1, "s1")].committed  # its check failed
+    assert not reported[(1, "s2")].committed  # stale: dropped after the replan
+    assert reported[(1, "s2")].output == "SLOW-DRAFT-OUTPUT"
+    assert any(r.committed for (version, _), r in reported.items() if version == 2)
