@@ -15,7 +15,7 @@ from opentelemetry.util.types import AttributeValue
 from regiment.errors import ConfigError
 from regiment.telemetry import _semconv as sc
 from regiment.telemetry._content import redact, to_attribute_text, truncate
-from regiment.telemetry._scope import mark_error
+from regiment.telemetry._scope import mark_error, record_exception
 
 __all__ = ("SpanRecorder", "UsageLike")
 
@@ -147,7 +147,7 @@ class SpanRecorder:
             return
         span.set_attribute(sc.REGIMENT_TOOL_OUTCOME, outcome)
         if error_type is not None:
-            mark_error(span, error_type, description)
+            mark_error(span, error_type, description, capture=self.capture)
 
     def step_outcome(
         self, span: Span, outcome: str, *, error_type: str | None = None, description: str = ""
@@ -164,7 +164,13 @@ class SpanRecorder:
             return
         span.set_attribute(sc.REGIMENT_STEP_OUTCOME, outcome)
         if error_type is not None:
-            mark_error(span, error_type, description)
+            mark_error(span, error_type, description, capture=self.capture)
+
+    def failure(self, span: Span, exc: BaseException) -> None:
+        """Mark ``span`` ERROR for an exception that was caught inside it (a failed
+        model call whose phase goes on to end the run): ``error.type`` is the
+        exception's type; its message and stack only when capture is on."""
+        record_exception(span, exc, capture=self.capture)
 
     def replan(self, span: Span, *, new_version: int, steps: int | None = None) -> None:
         """Record the plan version a ``replan`` produced (and how many steps it has)."""
@@ -178,12 +184,18 @@ class SpanRecorder:
         """Record a check's verdict on its ``verify`` span.
 
         A failed check is an outcome, not an error: the span status stays unset.
+        The explanation is recorded only when capture is on; otherwise its length.
         """
         if not span.is_recording():
             return
         span.set_attribute(sc.REGIMENT_CHECK_PASSED, passed)
-        if detail:
+        if not detail:
+            return
+        # The explanation quotes the step's output: content, so opt-in only.
+        if self.capture:
             span.set_attribute(sc.REGIMENT_CHECK_DETAIL, truncate(redact(detail), _DETAIL_LIMIT))
+        else:
+            span.set_attribute(sc.REGIMENT_CHECK_DETAIL_LENGTH, len(detail))
 
     def stale_report(
         self, span: Span, *, step_id: str, report_version: int, current_version: int
@@ -243,4 +255,4 @@ class SpanRecorder:
         if tool_calls is not None:
             span.set_attribute(sc.REGIMENT_USAGE_TOOL_CALLS, tool_calls)
         if error_type is not None:
-            mark_error(span, error_type, f"run ended with status {status}")
+            mark_error(span, error_type, f"run ended with status {status}", capture=self.capture)

@@ -68,6 +68,10 @@ __all__ = (
     "REGIMENT_PLAN_VERSION",
     "REGIMENT_PLAN_VERSIONS",
     "REGIMENT_REPLAN_REASON",
+    "REGIMENT_REPLAN_REASON_LENGTH",
+    "REGIMENT_ERROR_CODE",
+    "REGIMENT_ERROR_MESSAGE_LENGTH",
+    "REGIMENT_CHECK_DETAIL_LENGTH",
     "REGIMENT_REPORTS_STALE_DROPPED",
     "REGIMENT_REPORT_VERSION",
     "REGIMENT_ROUND",
@@ -142,6 +146,9 @@ REGIMENT_PLAN_STEPS: Final = "regiment.plan.steps"
 REGIMENT_PLAN_OLD_VERSION: Final = "regiment.plan.old_version"
 REGIMENT_PLAN_NEW_VERSION: Final = "regiment.plan.new_version"
 REGIMENT_REPLAN_REASON: Final = "regiment.replan.reason"
+REGIMENT_REPLAN_REASON_LENGTH: Final = "regiment.replan.reason_length"
+REGIMENT_ERROR_CODE: Final = "regiment.error.code"
+REGIMENT_ERROR_MESSAGE_LENGTH: Final = "regiment.error.message_length"
 REGIMENT_STEP_ID: Final = "regiment.step.id"
 REGIMENT_STEP_ATTEMPT: Final = "regiment.step.attempt"
 REGIMENT_STEP_OUTCOME: Final = "regiment.step.outcome"
@@ -150,6 +157,7 @@ REGIMENT_REPORTS_STALE_DROPPED: Final = "regiment.reports.stale_dropped"
 REGIMENT_CHECK_NAME: Final = "regiment.check.name"
 REGIMENT_CHECK_PASSED: Final = "regiment.check.passed"
 REGIMENT_CHECK_DETAIL: Final = "regiment.check.detail"
+REGIMENT_CHECK_DETAIL_LENGTH: Final = "regiment.check.detail_length"
 REGIMENT_TOOL_OUTCOME: Final = "regiment.tool.outcome"
 REGIMENT_APPROVAL_OUTCOME: Final = "regiment.approval.outcome"
 REGIMENT_CANCELLED: Final = "regiment.cancelled"

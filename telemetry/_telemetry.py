@@ -9,6 +9,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Concatenate, Literal, ParamSpec, TypeAlias, cast, final
 
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
@@ -169,7 +170,7 @@ class Telemetry:
             sc.REGIMENT_RUN_ID: run_id,
             sc.REGIMENT_GOAL_LENGTH: len(goal),
         }
-        return open_span(self._tracer, f"invoke_agent {team}", attributes=attributes)
+        return self._open(f"invoke_agent {team}", attributes=attributes)
 
     @_when_tracing
     def plan_span(
@@ -194,20 +195,22 @@ class Telemetry:
             }
         )
         base.update(attributes or {})
-        return open_span(self._tracer, f"plan {planner}", attributes=base)
+        return self._open(f"plan {planner}", attributes=base)
 
     @_when_tracing
     def replan_span(self, *, old_version: int, reason: str) -> SpanScope:
         """Replacing the plan's tail: ``replan``; add the result with ``recorder.replan``.
 
-        The reason is always recorded (it says why the plan changed), redacted
-        and cut to a few hundred characters.
+        The reason quotes a check's explanation or a step's error (user data), so
+        it is recorded only when capture is on (redacted, cut to a few hundred
+        characters); otherwise ``regiment.replan.reason_length``.
         """
-        attributes: dict[str, AttributeValue] = {
-            sc.REGIMENT_PLAN_OLD_VERSION: old_version,
-            sc.REGIMENT_REPLAN_REASON: truncate(redact(reason), _REASON_LIMIT),
-        }
-        return open_span(self._tracer, sc.SPAN_REPLAN, attributes=attributes)
+        attributes: dict[str, AttributeValue] = {sc.REGIMENT_PLAN_OLD_VERSION: old_version}
+        if self.capture_content:
+            attributes[sc.REGIMENT_REPLAN_REASON] = truncate(redact(reason), _REASON_LIMIT)
+        else:
+            attributes[sc.REGIMENT_REPLAN_REASON_LENGTH] = len(reason)
+        return self._open(sc.SPAN_REPLAN, attributes=attributes)
 
     @_when_tracing
     def verify_span(
@@ -221,7 +224,7 @@ class Telemetry:
                 sc.REGIMENT_PLAN_VERSION: plan_version,
             }
         )
-        return open_span(self._tracer, sc.SPAN_VERIFY, attributes=attributes)
+        return self._open(sc.SPAN_VERIFY, attributes=attributes)
 
     @_when_tracing
     def phase_span(
@@ -233,7 +236,7 @@ class Telemetry:
             name: the phase; it is the span name.
             attributes: extra attributes, keyed by the constants in ``semconv``.
         """
-        return open_span(self._tracer, name, attributes=dict(attributes or {}))
+        return self._open(name, attributes=dict(attributes or {}))
 
     @_when_tracing
     def agent_span(
@@ -266,9 +269,7 @@ class Telemetry:
         base = _agent_attributes(agent_name, agent_id, run_id, step_id, plan_version, attempt)
         base.update(attributes or {})
         parent = None if parent_headers is None else extract_context(parent_headers)
-        return open_span(
-            self._tracer, f"invoke_agent {agent_name}", attributes=base, context=parent
-        )
+        return self._open(f"invoke_agent {agent_name}", attributes=base, context=parent)
 
     @_when_tracing
     def chat_span(
@@ -290,7 +291,7 @@ class Telemetry:
             temperature: the request's temperature.
         """
         attributes = _chat_attributes(model, provider, agent_name, max_tokens, temperature)
-        return open_span(self._tracer, f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes)
+        return self._open(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes)
 
     @_when_tracing
     def tool_span(
@@ -311,7 +312,24 @@ class Telemetry:
                 sc.GEN_AI_AGENT_NAME: agent_name,
             }
         )
-        return open_span(self._tracer, f"execute_tool {tool_name}", attributes=attributes)
+        return self._open(f"execute_tool {tool_name}", attributes=attributes)
+
+    def _open(
+        self,
+        name: str,
+        *,
+        kind: SpanKind = SpanKind.INTERNAL,
+        attributes: Mapping[str, AttributeValue] | None = None,
+        context: Context | None = None,
+    ) -> SpanScope:
+        return open_span(
+            self._tracer,
+            name,
+            kind=kind,
+            attributes=attributes,
+            context=context,
+            capture=self.recorder.capture,
+        )
 
     def inject(self) -> dict[str, str]:
         """The current context as W3C ``traceparent`` / ``tracestate`` headers."""
