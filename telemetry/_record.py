@@ -225,9 +225,10 @@ class SpanRecorder:
         usage: UsageLike | None = None,
         model_calls: int | None = None,
         tool_calls: int | None = None,
+        steps: int | None = None,
         error_type: str | None = None,
     ) -> None:
-        """Record a run's totals on its root span.
+        """Record a run's totals on its root span (a failed run's too: what it did).
 
         Args:
             span: the run span.
@@ -237,6 +238,7 @@ class SpanRecorder:
             usage: total tokens over every model call of the run.
             model_calls: how many model calls the run made.
             tool_calls: how many tool calls the run made.
+            steps: how many step reports the run received.
             error_type: when the run failed without raising, the failure's class;
                 the span is then marked ERROR.
         """
@@ -254,5 +256,7 @@ class SpanRecorder:
             span.set_attribute(sc.REGIMENT_USAGE_MODEL_CALLS, model_calls)
         if tool_calls is not None:
             span.set_attribute(sc.REGIMENT_USAGE_TOOL_CALLS, tool_calls)
+        if steps is not None:
+            span.set_attribute(sc.REGIMENT_RUN_STEPS, steps)
         if error_type is not None:
             mark_error(span, error_type, f"run ended with status {status}", capture=self.capture)

@@ -77,6 +77,7 @@ __all__ = (
     "REGIMENT_ROUND",
     "REGIMENT_RUN_ID",
     "REGIMENT_RUN_STATUS",
+    "REGIMENT_RUN_STEPS",
     "REGIMENT_STEP_ATTEMPT",
     "REGIMENT_STEP_ID",
     "REGIMENT_STEP_OUTCOME",
@@ -138,6 +139,7 @@ GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
 # --- regiment attributes ----------------------------------------------------
 REGIMENT_RUN_ID: Final = "regiment.run.id"
 REGIMENT_RUN_STATUS: Final = "regiment.run.status"
+REGIMENT_RUN_STEPS: Final = "regiment.run.steps"
 REGIMENT_GOAL_LENGTH: Final = "regiment.goal.length"
 REGIMENT_ROUND: Final = "regiment.round"
 REGIMENT_PLAN_VERSION: Final = "regiment.plan.version"

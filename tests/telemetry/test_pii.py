@@ -90,3 +90,21 @@ async def test_capture_on_records_each_user_text_where_it_belongs() -> None:
         where for name, where in found if name.startswith("chat ") and "input" in where
     }
     assert chats_with_goal == {"attribute gen_ai.input.messages"}
+
+
+async def test_a_failed_run_keeps_its_totals_on_the_root_span() -> None:
+    spans, _ = await _run(capture=False)
+    root = next(s for s in spans if s.name == "invoke_agent pii")
+    assert root.parent_span_id is None
+    assert root.status_code == 2
+    assert root.attributes["regiment.run.status"] == "failed"
+    assert str(root.attributes["error.type"]).startswith("regiment.errors.")
+    # plan v1, then the replan after the failed check: two versions, a step in each
+    assert root.attributes["regiment.plan.versions"] == 2
+    assert root.attributes["regiment.run.steps"] == 2
+    # each step looks the customer up once
+    assert root.attributes["regiment.usage.tool_calls"] == 2
+    # plan, s1 (tool call, answer), replan, s2 (tool call, answer); the failed
+    # synthesis never answered, so it is not counted
+    assert root.attributes["regiment.usage.model_calls"] == 6
+    assert root.attributes["regiment.reports.stale_dropped"] == 0
