@@ -240,7 +240,9 @@ class RunningTeam:
         channel, events = RunChannel.open(streaming=streaming)
         budget = capped(self.team.budget, allowance)
         ref: RunRef | None = None
-        with self._telemetry.run_span(self.team.name, run_id, goal) as span:
+        with self._telemetry.run_span(
+            self.team.name, run_id, goal, provider=self.team.planner.model.provider
+        ) as span:
             self._channels[run_id] = channel
             try:
                 # Shielded: once the ask is delivered the run actor gets spawned, and a

@@ -28,6 +28,9 @@ from typing import Final
 __all__ = (
     "CANCELLED_EVENT",
     "ERROR_TYPE",
+    "GEN_AI_AGENT_DESCRIPTION",
+    "SERVER_ADDRESS",
+    "SERVER_PORT",
     "GEN_AI_AGENT_ID",
     "GEN_AI_AGENT_NAME",
     "GEN_AI_CONVERSATION_ID",
@@ -120,11 +123,14 @@ GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tok
 GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
 GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
 GEN_AI_AGENT_ID: Final = "gen_ai.agent.id"
+GEN_AI_AGENT_DESCRIPTION: Final = "gen_ai.agent.description"
 GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
 GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
 GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
 ERROR_TYPE: Final = "error.type"
+SERVER_ADDRESS: Final = "server.address"
+SERVER_PORT: Final = "server.port"
 
 PROVIDER_ANTHROPIC: Final = "anthropic"
 TOOL_TYPE_FUNCTION: Final = "function"

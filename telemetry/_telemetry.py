@@ -157,19 +157,39 @@ class Telemetry:
         return self._tracer
 
     @_when_tracing
-    def run_span(self, team: str, run_id: str, goal: str) -> SpanScope:
+    def run_span(
+        self,
+        team: str,
+        run_id: str,
+        goal: str,
+        *,
+        provider: str | None = None,
+        session_id: str | None = None,
+    ) -> SpanScope:
         """The root span of one run: ``invoke_agent {team}``.
 
         It is parented by the current context (a caller's request span, say).
         Finish it with ``recorder.run_end``.
+
+        Args:
+            team: the team's name (``gen_ai.agent.name`` and ``gen_ai.agent.id``).
+            run_id: the run (``regiment.run.id``).
+            goal: the goal; only its length is recorded.
+            provider: the planner model's ``gen_ai.provider.name``.
+            session_id: the conversation the run belongs to
+                (``gen_ai.conversation.id``); ``None`` leaves it out.
         """
-        attributes: dict[str, AttributeValue] = {
-            sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
-            sc.GEN_AI_AGENT_NAME: team,
-            sc.GEN_AI_CONVERSATION_ID: run_id,
-            sc.REGIMENT_RUN_ID: run_id,
-            sc.REGIMENT_GOAL_LENGTH: len(goal),
-        }
+        attributes = _drop_none(
+            {
+                sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
+                sc.GEN_AI_AGENT_NAME: team,
+                sc.GEN_AI_AGENT_ID: team,
+                sc.GEN_AI_PROVIDER_NAME: provider,
+                sc.GEN_AI_CONVERSATION_ID: session_id,
+                sc.REGIMENT_RUN_ID: run_id,
+                sc.REGIMENT_GOAL_LENGTH: len(goal),
+            }
+        )
         return self._open(f"invoke_agent {team}", attributes=attributes)
 
     @_when_tracing
@@ -280,6 +300,7 @@ class Telemetry:
         agent_name: str | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        server: tuple[str, int | None] | None = None,
     ) -> SpanScope:
         """One model call: ``chat {model}`` (kind CLIENT); finish with ``recorder.chat_response``.
 
@@ -289,8 +310,13 @@ class Telemetry:
             agent_name: the planner or worker making the call.
             max_tokens: the request's token limit.
             temperature: the request's temperature.
+            server: the API's host and port (``server.address`` / ``server.port``).
         """
         attributes = _chat_attributes(model, provider, agent_name, max_tokens, temperature)
+        if server is not None:
+            attributes[sc.SERVER_ADDRESS] = server[0]
+            if server[1] is not None:
+                attributes[sc.SERVER_PORT] = server[1]
         return self._open(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes)
 
     @_when_tracing
@@ -359,8 +385,7 @@ def _agent_attributes(
         {
             sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
             sc.GEN_AI_AGENT_NAME: agent_name,
-            sc.GEN_AI_AGENT_ID: agent_id,
-            sc.GEN_AI_CONVERSATION_ID: run_id,
+            sc.GEN_AI_AGENT_ID: agent_id if agent_id is not None else agent_name,
             sc.REGIMENT_RUN_ID: run_id,
             sc.REGIMENT_STEP_ID: step_id,
             sc.REGIMENT_PLAN_VERSION: plan_version,
