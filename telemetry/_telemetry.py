@@ -14,6 +14,9 @@ from opentelemetry.trace import Span, SpanKind, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from regiment.telemetry import _semconv as sc
+from regiment.telemetry._attributes import agent_attributes as _agent_attributes
+from regiment.telemetry._attributes import chat_attributes as _chat_attributes
+from regiment.telemetry._attributes import drop_none as _drop_none
 from regiment.telemetry._content import capture_from_env, redact, truncate
 from regiment.telemetry._propagation import OTelPropagator, extract_context, headers_for, inject
 from regiment.telemetry._record import SpanRecorder
@@ -36,10 +39,6 @@ def _library_version() -> str | None:
         return version("regiment")
     except PackageNotFoundError:  # running from a checkout that is not installed
         return None
-
-
-def _drop_none(attributes: Mapping[str, AttributeValue | None]) -> dict[str, AttributeValue]:
-    return {key: value for key, value in attributes.items() if value is not None}
 
 
 _P = ParamSpec("_P")
@@ -371,43 +370,3 @@ def _records_once_installed(installed: object) -> bool:
     # Telemetry.__init__ got its tracer.)
     provider = trace.get_tracer_provider() if installed is _UNKNOWN else installed
     return _records(cast("TracerProvider", provider))
-
-
-def _agent_attributes(
-    agent_name: str,
-    agent_id: str | None,
-    run_id: str | None,
-    step_id: str | None,
-    plan_version: int | None,
-    attempt: int | None,
-) -> dict[str, AttributeValue]:
-    return _drop_none(
-        {
-            sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
-            sc.GEN_AI_AGENT_NAME: agent_name,
-            sc.GEN_AI_AGENT_ID: agent_id if agent_id is not None else agent_name,
-            sc.REGIMENT_RUN_ID: run_id,
-            sc.REGIMENT_STEP_ID: step_id,
-            sc.REGIMENT_PLAN_VERSION: plan_version,
-            sc.REGIMENT_STEP_ATTEMPT: attempt,
-        }
-    )
-
-
-def _chat_attributes(
-    model: str,
-    provider: str,
-    agent_name: str | None,
-    max_tokens: int | None,
-    temperature: float | None,
-) -> dict[str, AttributeValue]:
-    return _drop_none(
-        {
-            sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT,
-            sc.GEN_AI_PROVIDER_NAME: provider,
-            sc.GEN_AI_REQUEST_MODEL: model,
-            sc.GEN_AI_AGENT_NAME: agent_name,
-            sc.GEN_AI_REQUEST_MAX_TOKENS: max_tokens,
-            sc.GEN_AI_REQUEST_TEMPERATURE: temperature,
-        }
-    )
