@@ -8,7 +8,7 @@ from opentelemetry.util.types import AttributeValue
 
 from regiment.telemetry import _semconv as sc
 
-__all__ = ("agent_attributes", "chat_attributes", "drop_none")
+__all__ = ("agent_attributes", "chat_attributes", "drop_none", "server_attributes")
 
 
 def drop_none(attributes: Mapping[str, AttributeValue | None]) -> dict[str, AttributeValue]:
@@ -54,3 +54,11 @@ def chat_attributes(
             sc.GEN_AI_REQUEST_TEMPERATURE: temperature,
         }
     )
+
+
+def server_attributes(server: tuple[str, int | None] | None) -> dict[str, AttributeValue]:
+    """``server.address`` and ``server.port`` of a model API, when known."""
+    if server is None:
+        return {}
+    address, port = server
+    return drop_none({sc.SERVER_ADDRESS: address, sc.SERVER_PORT: port})

@@ -121,21 +121,18 @@ def configure_tracing(
         otlp: export over OTLP/HTTP (turn off for console or file output only).
         console: print each run's span tree to stderr when the run ends.
         file: also append spans to this file as OTLP JSON lines.
-        exporters: more exporters, each behind its own batch processor.
+        exporters: more exporters (each behind its own batch processor).
         set_global: install the provider as OpenTelemetry's global one, so
             ``Telemetry()`` and other libraries find it.
         export_timeout: seconds one OTLP export (retries included) may take;
-            ``None`` reads ``OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`` /
-            ``OTEL_EXPORTER_OTLP_TIMEOUT``, else 2 seconds.
+            ``None``: ``OTEL_EXPORTER_OTLP[_TRACES]_TIMEOUT``, else 2 seconds.
 
     Returns:
-        A handle with the provider; it flushes on ``shutdown()``, on leaving a
-        ``with`` block, and at interpreter exit.
+        A handle with the provider; it flushes on ``shutdown()``, ``with`` exit, and at exit.
 
     Raises:
         ConfigError: ``set_global`` is on and another global tracer provider is
-            already installed (OpenTelemetry allows only one per process), or
-            ``export_timeout`` is not positive.
+            installed (OpenTelemetry allows one), or ``export_timeout`` is not positive.
     """
     environ = os.environ
     name = service_name or environ.get("OTEL_SERVICE_NAME") or _DEFAULT_SERVICE

@@ -17,6 +17,7 @@ from regiment.telemetry import _semconv as sc
 from regiment.telemetry._attributes import agent_attributes as _agent_attributes
 from regiment.telemetry._attributes import chat_attributes as _chat_attributes
 from regiment.telemetry._attributes import drop_none as _drop_none
+from regiment.telemetry._attributes import server_attributes as _server_attributes
 from regiment.telemetry._content import capture_from_env, redact, truncate
 from regiment.telemetry._propagation import OTelPropagator, extract_context, headers_for, inject
 from regiment.telemetry._record import SpanRecorder
@@ -170,13 +171,8 @@ class Telemetry:
         It is parented by the current context (a caller's request span, say).
         Finish it with ``recorder.run_end``.
 
-        Args:
-            team: the team's name (``gen_ai.agent.name`` and ``gen_ai.agent.id``).
-            run_id: the run (``regiment.run.id``).
-            goal: the goal; only its length is recorded.
-            provider: the planner model's ``gen_ai.provider.name``.
-            session_id: the conversation the run belongs to
-                (``gen_ai.conversation.id``); ``None`` leaves it out.
+        ``provider`` is the planner model's; ``session_id`` becomes
+        ``gen_ai.conversation.id`` (left out when ``None``); of the goal only its length is kept.
         """
         attributes = _drop_none(
             {
@@ -189,7 +185,7 @@ class Telemetry:
                 sc.REGIMENT_GOAL_LENGTH: len(goal),
             }
         )
-        return self._open(f"invoke_agent {team}", attributes=attributes)
+        return _open(self, f"invoke_agent {team}", attributes=attributes)
 
     @_when_tracing
     def plan_span(
@@ -214,22 +210,20 @@ class Telemetry:
             }
         )
         base.update(attributes or {})
-        return self._open(f"plan {planner}", attributes=base)
+        return _open(self, f"plan {planner}", attributes=base)
 
     @_when_tracing
     def replan_span(self, *, old_version: int, reason: str) -> SpanScope:
         """Replacing the plan's tail: ``replan``; add the result with ``recorder.replan``.
 
-        The reason quotes a check's explanation or a step's error (user data), so
-        it is recorded only when capture is on (redacted, cut to a few hundred
-        characters); otherwise ``regiment.replan.reason_length``.
+        The reason is user data: kept (redacted) only with capture on, else its length.
         """
         attributes: dict[str, AttributeValue] = {sc.REGIMENT_PLAN_OLD_VERSION: old_version}
         if self.capture_content:
             attributes[sc.REGIMENT_REPLAN_REASON] = truncate(redact(reason), _REASON_LIMIT)
         else:
             attributes[sc.REGIMENT_REPLAN_REASON_LENGTH] = len(reason)
-        return self._open(sc.SPAN_REPLAN, attributes=attributes)
+        return _open(self, sc.SPAN_REPLAN, attributes=attributes)
 
     @_when_tracing
     def verify_span(
@@ -243,7 +237,7 @@ class Telemetry:
                 sc.REGIMENT_PLAN_VERSION: plan_version,
             }
         )
-        return self._open(sc.SPAN_VERIFY, attributes=attributes)
+        return _open(self, sc.SPAN_VERIFY, attributes=attributes)
 
     @_when_tracing
     def phase_span(
@@ -255,7 +249,7 @@ class Telemetry:
             name: the phase; it is the span name.
             attributes: extra attributes, keyed by the constants in ``semconv``.
         """
-        return self._open(name, attributes=dict(attributes or {}))
+        return _open(self, name, attributes=dict(attributes or {}))
 
     @_when_tracing
     def agent_span(
@@ -272,23 +266,15 @@ class Telemetry:
     ) -> SpanScope:
         """A worker doing one step: ``invoke_agent {agent_name}``.
 
-        Args:
-            agent_name: the worker's name.
-            parent_headers: W3C headers from the step's envelope. When given,
-                they alone decide the parent, whatever context is current, so
-                a worker serving several runs links each step to its own run.
-                ``None`` uses the current context.
-            run_id: the run the step belongs to.
-            step_id: the step.
-            plan_version: the plan version the step was assigned under.
-            attempt: which attempt at the step this is (1 for the first).
-            agent_id: a unique id of the worker instance, if it has one.
-            attributes: extra attributes.
+        ``parent_headers`` (W3C headers from the step's envelope), when given,
+        alone decide the parent, so a worker serving several runs links each
+        step to its own run; ``None`` uses the current context. The other
+        arguments become ``regiment.*`` / ``gen_ai.*`` attributes.
         """
         base = _agent_attributes(agent_name, agent_id, run_id, step_id, plan_version, attempt)
         base.update(attributes or {})
         parent = None if parent_headers is None else extract_context(parent_headers)
-        return self._open(f"invoke_agent {agent_name}", attributes=base, context=parent)
+        return _open(self, f"invoke_agent {agent_name}", attributes=base, context=parent)
 
     @_when_tracing
     def chat_span(
@@ -303,20 +289,12 @@ class Telemetry:
     ) -> SpanScope:
         """One model call: ``chat {model}`` (kind CLIENT); finish with ``recorder.chat_response``.
 
-        Args:
-            model: the model asked for (``gen_ai.request.model``).
-            provider: ``gen_ai.provider.name``, e.g. ``semconv.PROVIDER_ANTHROPIC``.
-            agent_name: the planner or worker making the call.
-            max_tokens: the request's token limit.
-            temperature: the request's temperature.
-            server: the API's host and port (``server.address`` / ``server.port``).
+        The arguments become ``gen_ai.request.*``, ``gen_ai.provider.name``,
+        ``gen_ai.agent.name`` and ``server.address`` / ``server.port`` (host, port).
         """
         attributes = _chat_attributes(model, provider, agent_name, max_tokens, temperature)
-        if server is not None:
-            attributes[sc.SERVER_ADDRESS] = server[0]
-            if server[1] is not None:
-                attributes[sc.SERVER_PORT] = server[1]
-        return self._open(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes)
+        attributes.update(_server_attributes(server))
+        return _open(self, f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes)
 
     @_when_tracing
     def tool_span(
@@ -337,24 +315,7 @@ class Telemetry:
                 sc.GEN_AI_AGENT_NAME: agent_name,
             }
         )
-        return self._open(f"execute_tool {tool_name}", attributes=attributes)
-
-    def _open(
-        self,
-        name: str,
-        *,
-        kind: SpanKind = SpanKind.INTERNAL,
-        attributes: Mapping[str, AttributeValue] | None = None,
-        context: Context | None = None,
-    ) -> SpanScope:
-        return open_span(
-            self._tracer,
-            name,
-            kind=kind,
-            attributes=attributes,
-            context=context,
-            capture=self.recorder.capture,
-        )
+        return _open(self, f"execute_tool {tool_name}", attributes=attributes)
 
     def inject(self) -> dict[str, str]:
         """The current context as W3C ``traceparent`` / ``tracestate`` headers."""
@@ -370,3 +331,21 @@ def _records_once_installed(installed: object) -> bool:
     # Telemetry.__init__ got its tracer.)
     provider = trace.get_tracer_provider() if installed is _UNKNOWN else installed
     return _records(cast("TracerProvider", provider))
+
+
+def _open(
+    telemetry: Telemetry,
+    name: str,
+    *,
+    kind: SpanKind = SpanKind.INTERNAL,
+    attributes: Mapping[str, AttributeValue] | None = None,
+    context: Context | None = None,
+) -> SpanScope:
+    return open_span(
+        telemetry.tracer,
+        name,
+        kind=kind,
+        attributes=attributes,
+        context=context,
+        capture=telemetry.recorder.capture,
+    )
