@@ -13,6 +13,7 @@ import msgspec
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
 from regiment.cli._progress import RunProgress, TokenMeter
+from regiment.cli._trace_report import RootTraceId, report_trace
 from regiment.cli._view import PlainView, ProgressView
 from regiment.config import TeamConfig, build_team
 from regiment.errors import ConfigError
@@ -49,6 +50,7 @@ class _Tracing:
     meter: TokenMeter = field(default_factory=TokenMeter)
     collector: SpanCollector | None = None
     handle: TracingHandle | None = None
+    root: RootTraceId = field(default_factory=RootTraceId)
 
     @classmethod
     def open(cls, mode: TraceMode) -> _Tracing:
@@ -57,14 +59,19 @@ class _Tracing:
         sdk = provider if isinstance(provider, SdkTracerProvider) else SdkTracerProvider()
         tracing = cls(provider=sdk, handle=handle)
         sdk.add_span_processor(tracing.meter)
+        sdk.add_span_processor(tracing.root)
         if mode == "console":
             tracing.collector = SpanCollector()
             sdk.add_span_processor(tracing.collector)
         return tracing
 
     def shutdown(self) -> None:
-        # Flushes the OTLP exporter, so every span has left when the command exits.
-        self.provider.shutdown()
+        # Flushes the OTLP exporter, so every span has left when the command exits;
+        # with no collector listening, after about one export timeout.
+        if self.handle is not None:
+            self.handle.shutdown()
+        else:
+            self.provider.shutdown()
 
 
 @dataclass(slots=True)
@@ -224,12 +231,8 @@ def _report(
 
 
 def _report_trace(result: RunResult | None, tracing: _Tracing, stderr: TextIO) -> None:
-    trace_id = result.trace_id if result is not None else None
-    if tracing.collector is not None:
-        tree = tracing.collector.render(int(trace_id, 16) if trace_id else None)
-        print(f"\ntrace {trace_id or ''}:\n{tree}", file=stderr)
-    if tracing.handle is not None and tracing.handle.endpoint:
-        print(f"regiment: trace {trace_id or ''} sent to {tracing.handle.endpoint}", file=stderr)
+    trace_id = result.trace_id if result is not None and result.trace_id else tracing.root.trace_id
+    report_trace(trace_id, collector=tracing.collector, handle=tracing.handle, stderr=stderr)
 
 
 @contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import final
+from urllib.parse import urlsplit
 
 from regiment.hierarchy._text import valid_response
 from regiment.models import Model, ModelRequest, ModelResponse
@@ -31,6 +32,7 @@ class ModelCaller:
             agent_name=self.agent,
             max_tokens=request.max_tokens,
             temperature=request.temperature,
+            server=_server(self.model),
         ) as span:
             if span.is_recording():
                 telemetry.recorder.chat_input(
@@ -47,3 +49,15 @@ class ModelCaller:
                 )
                 telemetry.recorder.chat_output(span, response.parts)
             return response
+
+
+def _server(model: Model) -> tuple[str, int | None] | None:
+    """The host and port of a model's API, for models that say (``base_url``)."""
+    base_url = getattr(model, "base_url", None)
+    if base_url is None:
+        return None
+    parts = urlsplit(str(base_url))
+    if not parts.hostname:
+        return None
+    default = {"https": 443, "http": 80}.get(parts.scheme)
+    return parts.hostname, parts.port or default

@@ -34,7 +34,7 @@ from regiment.actors import (
     ActorSystem,
     open_actor_system,
 )
-from regiment.errors import ConfigError, RunCancelled
+from regiment.errors import ConfigError, RunCancelled, RunError
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._checks import Check
 from regiment.hierarchy._critic import Critic
@@ -53,7 +53,7 @@ from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._team_worker import TeamWorker, TeamWorkerActor
 from regiment.hierarchy.workers._worker import Worker, WorkerActor, WorkerSpec
 from regiment.journal import Journal, JournalSpec, open_journal
-from regiment.telemetry import Telemetry
+from regiment.telemetry import Telemetry, error_type
 from regiment.tools import MCPHub, WorkerTools
 
 __all__ = ("RunningTeam", "Team")
@@ -272,7 +272,13 @@ class RunningTeam:
         if run_journal is not None:
             channel.journal = run_journal
         ref: RunRef | None = None
-        with self._telemetry.run_span(self.team.name, run_id, goal) as span:
+        with self._telemetry.run_span(
+            self.team.name,
+            run_id,
+            goal,
+            provider=self.team.planner.model.provider,
+            session_id=session,
+        ) as span:
             self._channels[run_id] = channel
             try:
                 # Shielded: once the ask is delivered the run actor gets spawned, and a
@@ -366,19 +372,20 @@ async def _worker_tools(worker: Worker, mcp: MCPHub | None) -> WorkerTools:
 
 
 def _record_end(telemetry: Telemetry, span: Span, channel: RunChannel) -> None:
+    error: RunError | None = None
     result = channel.result
     if result is None:
         error = channel.error or RunCancelled("the run ended without a result")
-        telemetry.recorder.run_end(
-            span, status="failed", plan_versions=0, stale_dropped=0, error_type=type(error).__name__
-        )
-        return
+        result = channel.tally  # what the run did before it failed, if it got that far
+    status = "failed" if error is not None or result is None else result.status
     telemetry.recorder.run_end(
         span,
-        status=result.status,
-        plan_versions=len(result.plans),
-        stale_dropped=result.stale_reports_dropped,
-        usage=result.usage,
-        model_calls=result.model_calls,
-        tool_calls=result.tool_calls,
+        status=status,
+        plan_versions=len(result.plans) if result else 0,
+        stale_dropped=result.stale_reports_dropped if result else 0,
+        usage=result.usage if result else None,
+        model_calls=result.model_calls if result else None,
+        tool_calls=result.tool_calls if result else None,
+        steps=len(result.steps) if result else None,
+        error_type=None if error is None else error_type(error),
     )

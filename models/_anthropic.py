@@ -135,6 +135,11 @@ class AnthropicModel:
         return "anthropic"
 
     @property
+    def base_url(self) -> str:
+        """The API address the client sends to (``server.address`` on ``chat`` spans)."""
+        return str(self._client.base_url)
+
+    @property
     def client(self) -> AsyncAnthropic:
         """The SDK client in use."""
         return self._client

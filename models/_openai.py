@@ -117,6 +117,11 @@ class OpenAIModel:
         return "openai"
 
     @property
+    def base_url(self) -> str:
+        """The API address the client sends to (``server.address`` on ``chat`` spans)."""
+        return str(self._client.base_url)
+
+    @property
     def client(self) -> AsyncOpenAI:
         """The SDK client in use."""
         return self._client

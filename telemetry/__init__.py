@@ -13,7 +13,7 @@ from regiment.telemetry._console import ConsoleTraceProcessor, SpanCollector, re
 from regiment.telemetry._content import redact
 from regiment.telemetry._file_export import OtlpJsonFileExporter, spans_to_otlp_json
 from regiment.telemetry._propagation import OTelPropagator, headers_for, inject, trace_id_hex
-from regiment.telemetry._scope import mark_error
+from regiment.telemetry._scope import error_type, mark_error
 from regiment.telemetry._telemetry import PhaseName, SpanScope, Telemetry
 
 __all__ = (
@@ -26,6 +26,7 @@ __all__ = (
     "Telemetry",
     "TracingHandle",
     "configure_tracing",
+    "error_type",
     "headers_for",
     "inject",
     "mark_error",

@@ -16,6 +16,7 @@ from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, TracerP
 
 from regiment.errors import ConfigError
 from regiment.telemetry._console import ConsoleTraceProcessor
+from regiment.telemetry._export_watch import ExportWatch
 from regiment.telemetry._file_export import OtlpJsonFileExporter
 
 __all__ = ("TracingHandle", "configure_tracing", "resolve_traces_endpoint")
@@ -23,6 +24,8 @@ __all__ = ("TracingHandle", "configure_tracing", "resolve_traces_endpoint")
 DEFAULT_ENDPOINT = "http://localhost:4318"
 _TRACES_PATH = "/v1/traces"
 _DEFAULT_SERVICE = "regiment"
+DEFAULT_EXPORT_TIMEOUT = 2.0
+_TIMEOUT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
 
 
 @final
@@ -39,6 +42,7 @@ class TracingHandle:
         enabled: ``False`` when ``OTEL_SDK_DISABLED`` turned tracing off.
         service_name: the ``service.name`` spans are exported with.
         endpoint: the OTLP/HTTP traces URL, or ``None`` when not exporting over OTLP.
+        watch: what knows whether the OTLP export worked (``None`` without OTLP).
     """
 
     def __init__(
@@ -48,11 +52,18 @@ class TracingHandle:
         enabled: bool,
         service_name: str,
         endpoint: str | None,
+        watch: ExportWatch | None = None,
     ) -> None:
         self.provider = provider
         self.enabled = enabled
         self.service_name = service_name
         self.endpoint = endpoint
+        self.watch = watch
+
+    @property
+    def export_failure(self) -> str | None:
+        """Why exporting to :attr:`endpoint` failed, or ``None`` if nothing failed (yet)."""
+        return None if self.watch is None else self.watch.failure
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Export every finished span now; ``False`` if that did not finish in time."""
@@ -61,7 +72,13 @@ class TracingHandle:
         return True
 
     def shutdown(self) -> None:
-        """Flush and stop exporting. Spans started afterwards are dropped."""
+        """Flush and stop exporting. Spans started afterwards are dropped.
+
+        With no collector listening this returns after about one export timeout:
+        once an export failed, the remaining batches are not tried.
+        """
+        if self.watch is not None:
+            self.watch.closing()
         if isinstance(self.provider, SdkTracerProvider):
             self.provider.shutdown()
 
@@ -86,6 +103,7 @@ def configure_tracing(
     file: str | Path | None = None,
     exporters: Sequence[SpanExporter] = (),
     set_global: bool = True,
+    export_timeout: float | None = None,
 ) -> TracingHandle:
     """Set up a tracer provider that exports regiment's spans.
 
@@ -103,17 +121,18 @@ def configure_tracing(
         otlp: export over OTLP/HTTP (turn off for console or file output only).
         console: print each run's span tree to stderr when the run ends.
         file: also append spans to this file as OTLP JSON lines.
-        exporters: more exporters, each behind its own batch processor.
+        exporters: more exporters (each behind its own batch processor).
         set_global: install the provider as OpenTelemetry's global one, so
             ``Telemetry()`` and other libraries find it.
+        export_timeout: seconds one OTLP export (retries included) may take;
+            ``None``: ``OTEL_EXPORTER_OTLP[_TRACES]_TIMEOUT``, else 2 seconds.
 
     Returns:
-        A handle with the provider; it flushes on ``shutdown()``, on leaving a
-        ``with`` block, and at interpreter exit.
+        A handle with the provider; it flushes on ``shutdown()``, ``with`` exit, and at exit.
 
     Raises:
         ConfigError: ``set_global`` is on and another global tracer provider is
-            already installed (OpenTelemetry allows only one per process).
+            installed (OpenTelemetry allows one), or ``export_timeout`` is not positive.
     """
     environ = os.environ
     name = service_name or environ.get("OTEL_SERVICE_NAME") or _DEFAULT_SERVICE
@@ -122,7 +141,8 @@ def configure_tracing(
         return TracingHandle(NoOpTracerProvider(), enabled=False, service_name=name, endpoint=None)
     if set_global:
         refuse_if_installed(trace.get_tracer_provider())
-    chosen = _exporters(url, file, exporters)  # may raise: before anything is started
+    watch = None if url is None else ExportWatch(_otlp_exporter(url, export_timeout, environ))
+    chosen = _exporters(watch, file, exporters)
     provider = SdkTracerProvider(resource=Resource.create({SERVICE_NAME: name}))
     for exporter in chosen:
         provider.add_span_processor(BatchSpanProcessor(exporter))
@@ -133,18 +153,24 @@ def configure_tracing(
         if trace.get_tracer_provider() is not provider:  # lost a race with another thread
             provider.shutdown()
             refuse_if_installed(trace.get_tracer_provider())
-    return TracingHandle(provider, enabled=True, service_name=name, endpoint=url)
+    return TracingHandle(provider, enabled=True, service_name=name, endpoint=url, watch=watch)
+
+
+def _otlp_exporter(url: str, timeout: float | None, environ: Mapping[str, str]) -> SpanExporter:
+    if timeout is not None and timeout <= 0:
+        raise ConfigError(f"export_timeout must be a positive number of seconds, got {timeout}")
+    if timeout is None and not any(environ.get(v, "").strip() for v in _TIMEOUT_VARIABLES):
+        timeout = DEFAULT_EXPORT_TIMEOUT
+    # Imported only when exporting: it loads protobuf and requests (most of a second).
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    return OTLPSpanExporter(endpoint=url, timeout=timeout)
 
 
 def _exporters(
-    url: str | None, file: str | Path | None, extra: Sequence[SpanExporter]
+    watch: ExportWatch | None, file: str | Path | None, extra: Sequence[SpanExporter]
 ) -> list[SpanExporter]:
-    found: list[SpanExporter] = []
-    if url is not None:
-        # Imported only when exporting: it loads protobuf and requests (most of a second).
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-        found.append(OTLPSpanExporter(endpoint=url))
+    found: list[SpanExporter] = [] if watch is None else [watch]
     if file is not None:
         found.append(OtlpJsonFileExporter(file))
     found.extend(extra)

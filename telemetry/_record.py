@@ -15,7 +15,7 @@ from opentelemetry.util.types import AttributeValue
 from regiment.errors import ConfigError
 from regiment.telemetry import _semconv as sc
 from regiment.telemetry._content import redact, to_attribute_text, truncate
-from regiment.telemetry._scope import mark_error
+from regiment.telemetry._scope import mark_error, record_exception
 
 __all__ = ("SpanRecorder", "UsageLike")
 
@@ -147,7 +147,7 @@ class SpanRecorder:
             return
         span.set_attribute(sc.REGIMENT_TOOL_OUTCOME, outcome)
         if error_type is not None:
-            mark_error(span, error_type, description)
+            mark_error(span, error_type, description, capture=self.capture)
 
     def step_outcome(
         self, span: Span, outcome: str, *, error_type: str | None = None, description: str = ""
@@ -164,7 +164,13 @@ class SpanRecorder:
             return
         span.set_attribute(sc.REGIMENT_STEP_OUTCOME, outcome)
         if error_type is not None:
-            mark_error(span, error_type, description)
+            mark_error(span, error_type, description, capture=self.capture)
+
+    def failure(self, span: Span, exc: BaseException) -> None:
+        """Mark ``span`` ERROR for an exception that was caught inside it (a failed
+        model call whose phase goes on to end the run): ``error.type`` is the
+        exception's type; its message and stack only when capture is on."""
+        record_exception(span, exc, capture=self.capture)
 
     def replan(self, span: Span, *, new_version: int, steps: int | None = None) -> None:
         """Record the plan version a ``replan`` produced (and how many steps it has)."""
@@ -178,12 +184,18 @@ class SpanRecorder:
         """Record a check's verdict on its ``verify`` span.
 
         A failed check is an outcome, not an error: the span status stays unset.
+        The explanation is recorded only when capture is on; otherwise its length.
         """
         if not span.is_recording():
             return
         span.set_attribute(sc.REGIMENT_CHECK_PASSED, passed)
-        if detail:
+        if not detail:
+            return
+        # The explanation quotes the step's output: content, so opt-in only.
+        if self.capture:
             span.set_attribute(sc.REGIMENT_CHECK_DETAIL, truncate(redact(detail), _DETAIL_LIMIT))
+        else:
+            span.set_attribute(sc.REGIMENT_CHECK_DETAIL_LENGTH, len(detail))
 
     def stale_report(
         self, span: Span, *, step_id: str, report_version: int, current_version: int
@@ -213,9 +225,10 @@ class SpanRecorder:
         usage: UsageLike | None = None,
         model_calls: int | None = None,
         tool_calls: int | None = None,
+        steps: int | None = None,
         error_type: str | None = None,
     ) -> None:
-        """Record a run's totals on its root span.
+        """Record a run's totals on its root span (a failed run's too: what it did).
 
         Args:
             span: the run span.
@@ -225,6 +238,7 @@ class SpanRecorder:
             usage: total tokens over every model call of the run.
             model_calls: how many model calls the run made.
             tool_calls: how many tool calls the run made.
+            steps: how many step reports the run received.
             error_type: when the run failed without raising, the failure's class;
                 the span is then marked ERROR.
         """
@@ -242,5 +256,7 @@ class SpanRecorder:
             span.set_attribute(sc.REGIMENT_USAGE_MODEL_CALLS, model_calls)
         if tool_calls is not None:
             span.set_attribute(sc.REGIMENT_USAGE_TOOL_CALLS, tool_calls)
+        if steps is not None:
+            span.set_attribute(sc.REGIMENT_RUN_STEPS, steps)
         if error_type is not None:
-            mark_error(span, error_type, f"run ended with status {status}")
+            mark_error(span, error_type, f"run ended with status {status}", capture=self.capture)

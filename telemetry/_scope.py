@@ -11,15 +11,16 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
-from opentelemetry.util.types import Attributes
+from opentelemetry.util.types import Attributes, AttributeValue
 
 from regiment.telemetry import _semconv as sc
 from regiment.telemetry._content import redact, truncate
 
-__all__ = ("mark_error", "open_span")
+__all__ = ("error_code", "error_type", "mark_error", "open_span", "record_exception")
 
-# Error descriptions and stack traces are not content, so they are always
-# recorded, but they are redacted and kept short all the same.
+# Exception messages and stack texts quote user data (a goal, a tool argument),
+# so they are content: recorded only when capture is on, and then redacted and
+# kept short. With capture off a span says what failed (type, code, length) only.
 _ERROR_TEXT_LIMIT = 1024
 _STACK_LIMIT = 8192
 
@@ -31,6 +32,7 @@ def open_span(
     kind: SpanKind = SpanKind.INTERNAL,
     attributes: Attributes = None,
     context: Context | None = None,
+    capture: bool = False,
 ) -> AbstractContextManager[Span]:
     """Start a span on entry, make it current, and end it when the block exits.
 
@@ -46,15 +48,25 @@ def open_span(
         kind: the span kind.
         attributes: attributes known at start (sampling may look at them).
         context: the parent context; ``None`` means the current one.
+        capture: record an exception's message and stack text (content) too.
     """
-    return _SpanScope(tracer, name, kind, attributes, context)
+    return _SpanScope(tracer, name, kind, attributes, context, capture)
 
 
 @final
 class _SpanScope(AbstractContextManager[Span]):
     # A plain class rather than @contextmanager around use_span: this is on
     # every step's path, and one object is much cheaper than two generators.
-    __slots__ = ("_attributes", "_context", "_kind", "_name", "_span", "_token", "_tracer")
+    __slots__ = (
+        "_attributes",
+        "_capture",
+        "_context",
+        "_kind",
+        "_name",
+        "_span",
+        "_token",
+        "_tracer",
+    )
 
     def __init__(
         self,
@@ -63,7 +75,9 @@ class _SpanScope(AbstractContextManager[Span]):
         kind: SpanKind,
         attributes: Attributes,
         context: Context | None,
+        capture: bool,
     ) -> None:
+        self._capture = capture
         self._tracer = tracer
         self._name = name
         self._kind = kind
@@ -91,7 +105,7 @@ class _SpanScope(AbstractContextManager[Span]):
     ) -> None:
         try:
             if isinstance(exc, Exception):
-                _record_exception(self._span, exc)
+                record_exception(self._span, exc, capture=self._capture)
             elif exc is not None:
                 _record_cancellation(self._span, exc)
         finally:
@@ -99,46 +113,70 @@ class _SpanScope(AbstractContextManager[Span]):
             self._span.end()
 
 
-def mark_error(span: Span, error_type: str, description: str = "") -> None:
+def mark_error(
+    span: Span, error_type: str, description: str = "", *, capture: bool = False
+) -> None:
     """Mark ``span`` failed without an exception (e.g. a step that reported failure).
 
     Args:
         span: the span.
         error_type: a low-cardinality error class (``timeout``, ``ToolError``, ...).
-        description: a short human-readable reason; redacted and truncated.
+        description: a short human-readable reason. It may quote user data, so it
+            becomes the status text only when ``capture`` is on (redacted and
+            truncated); otherwise the status says ``error_type`` and the span
+            gets ``regiment.error.message_length``.
+        capture: whether content may be recorded.
     """
     if not span.is_recording():
         return
     span.set_attribute(sc.ERROR_TYPE, error_type)
-    span.set_status(Status(StatusCode.ERROR, truncate(redact(description), _ERROR_TEXT_LIMIT)))
+    if capture:
+        text = truncate(redact(description), _ERROR_TEXT_LIMIT)
+    else:
+        text = error_type
+        if description:
+            span.set_attribute(sc.REGIMENT_ERROR_MESSAGE_LENGTH, len(description))
+    span.set_status(Status(StatusCode.ERROR, text))
 
 
-def _error_type(exc: BaseException) -> str:
+def error_type(exc: BaseException) -> str:
+    """``error.type`` for an exception: its qualified class name (builtins unqualified)."""
     cls = type(exc)
     if cls.__module__ == "builtins":
         return cls.__qualname__
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _record_exception(span: Span, exc: Exception) -> None:
+def error_code(exc: BaseException) -> str:
+    """A stable, low-cardinality code for an exception that holds no message text:
+    its ``code`` attribute when it has a string one, else its class name."""
+    code = getattr(exc, "code", None)
+    return code if isinstance(code, str) and code else type(exc).__name__
+
+
+def record_exception(span: Span, exc: BaseException, *, capture: bool) -> None:
+    """Mark ``span`` ERROR for ``exc``: ``error.type``, a code, an ``exception`` event;
+    the message and stack text only when ``capture`` is on."""
     if not span.is_recording():
         return
-    message = truncate(redact(str(exc)), _ERROR_TEXT_LIMIT)
-    stack = "".join(traceback.format_exception(exc))
-    span.add_event(
-        "exception",
-        {
-            "exception.type": _error_type(exc),
-            "exception.message": message,
-            # The innermost frames are the telling ones, so keep the tail.
-            "exception.stacktrace": redact(stack)[-_STACK_LIMIT:],
-        },
-    )
-    mark_error(span, _error_type(exc), message)
+    message = str(exc)
+    attributes: dict[str, AttributeValue] = {
+        "exception.type": error_type(exc),
+        sc.REGIMENT_ERROR_CODE: error_code(exc),
+        sc.REGIMENT_ERROR_MESSAGE_LENGTH: len(message),
+    }
+    if capture:
+        stack = "".join(traceback.format_exception(exc))
+        attributes["exception.message"] = truncate(redact(message), _ERROR_TEXT_LIMIT)
+        # The innermost frames are the telling ones, so keep the tail.
+        attributes["exception.stacktrace"] = redact(stack)[-_STACK_LIMIT:]
+    span.add_event("exception", attributes)
+    span.set_attribute(sc.REGIMENT_ERROR_CODE, error_code(exc))
+    mark_error(span, error_type(exc), message, capture=capture)
 
 
 def _record_cancellation(span: Span, exc: BaseException) -> None:
     if not span.is_recording():
         return
     span.set_attribute(sc.REGIMENT_CANCELLED, True)
-    span.add_event(sc.CANCELLED_EVENT, {"exception.type": _error_type(exc)})
+    span.add_event(sc.CANCELLED_EVENT, {"exception.type": error_type(exc)})

@@ -28,6 +28,9 @@ from typing import Final
 __all__ = (
     "CANCELLED_EVENT",
     "ERROR_TYPE",
+    "GEN_AI_AGENT_DESCRIPTION",
+    "SERVER_ADDRESS",
+    "SERVER_PORT",
     "GEN_AI_AGENT_ID",
     "GEN_AI_AGENT_NAME",
     "GEN_AI_CONVERSATION_ID",
@@ -68,11 +71,16 @@ __all__ = (
     "REGIMENT_PLAN_VERSION",
     "REGIMENT_PLAN_VERSIONS",
     "REGIMENT_REPLAN_REASON",
+    "REGIMENT_REPLAN_REASON_LENGTH",
+    "REGIMENT_ERROR_CODE",
+    "REGIMENT_ERROR_MESSAGE_LENGTH",
+    "REGIMENT_CHECK_DETAIL_LENGTH",
     "REGIMENT_REPORTS_STALE_DROPPED",
     "REGIMENT_REPORT_VERSION",
     "REGIMENT_ROUND",
     "REGIMENT_RUN_ID",
     "REGIMENT_RUN_STATUS",
+    "REGIMENT_RUN_STEPS",
     "REGIMENT_STEP_ATTEMPT",
     "REGIMENT_STEP_ID",
     "REGIMENT_STEP_OUTCOME",
@@ -115,11 +123,14 @@ GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tok
 GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
 GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
 GEN_AI_AGENT_ID: Final = "gen_ai.agent.id"
+GEN_AI_AGENT_DESCRIPTION: Final = "gen_ai.agent.description"
 GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
 GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
 GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
 ERROR_TYPE: Final = "error.type"
+SERVER_ADDRESS: Final = "server.address"
+SERVER_PORT: Final = "server.port"
 
 PROVIDER_ANTHROPIC: Final = "anthropic"
 TOOL_TYPE_FUNCTION: Final = "function"
@@ -134,6 +145,7 @@ GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
 # --- regiment attributes ----------------------------------------------------
 REGIMENT_RUN_ID: Final = "regiment.run.id"
 REGIMENT_RUN_STATUS: Final = "regiment.run.status"
+REGIMENT_RUN_STEPS: Final = "regiment.run.steps"
 REGIMENT_GOAL_LENGTH: Final = "regiment.goal.length"
 REGIMENT_ROUND: Final = "regiment.round"
 REGIMENT_PLAN_VERSION: Final = "regiment.plan.version"
@@ -142,6 +154,9 @@ REGIMENT_PLAN_STEPS: Final = "regiment.plan.steps"
 REGIMENT_PLAN_OLD_VERSION: Final = "regiment.plan.old_version"
 REGIMENT_PLAN_NEW_VERSION: Final = "regiment.plan.new_version"
 REGIMENT_REPLAN_REASON: Final = "regiment.replan.reason"
+REGIMENT_REPLAN_REASON_LENGTH: Final = "regiment.replan.reason_length"
+REGIMENT_ERROR_CODE: Final = "regiment.error.code"
+REGIMENT_ERROR_MESSAGE_LENGTH: Final = "regiment.error.message_length"
 REGIMENT_STEP_ID: Final = "regiment.step.id"
 REGIMENT_STEP_ATTEMPT: Final = "regiment.step.attempt"
 REGIMENT_STEP_OUTCOME: Final = "regiment.step.outcome"
@@ -150,6 +165,7 @@ REGIMENT_REPORTS_STALE_DROPPED: Final = "regiment.reports.stale_dropped"
 REGIMENT_CHECK_NAME: Final = "regiment.check.name"
 REGIMENT_CHECK_PASSED: Final = "regiment.check.passed"
 REGIMENT_CHECK_DETAIL: Final = "regiment.check.detail"
+REGIMENT_CHECK_DETAIL_LENGTH: Final = "regiment.check.detail_length"
 REGIMENT_TOOL_OUTCOME: Final = "regiment.tool.outcome"
 REGIMENT_APPROVAL_OUTCOME: Final = "regiment.approval.outcome"
 REGIMENT_CANCELLED: Final = "regiment.cancelled"

@@ -9,10 +9,15 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Concatenate, Literal, ParamSpec, TypeAlias, cast, final
 
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from regiment.telemetry import _semconv as sc
+from regiment.telemetry._attributes import agent_attributes as _agent_attributes
+from regiment.telemetry._attributes import chat_attributes as _chat_attributes
+from regiment.telemetry._attributes import drop_none as _drop_none
+from regiment.telemetry._attributes import server_attributes as _server_attributes
 from regiment.telemetry._content import capture_from_env, redact, truncate
 from regiment.telemetry._propagation import OTelPropagator, extract_context, headers_for, inject
 from regiment.telemetry._record import SpanRecorder
@@ -35,10 +40,6 @@ def _library_version() -> str | None:
         return version("regiment")
     except PackageNotFoundError:  # running from a checkout that is not installed
         return None
-
-
-def _drop_none(attributes: Mapping[str, AttributeValue | None]) -> dict[str, AttributeValue]:
-    return {key: value for key, value in attributes.items() if value is not None}
 
 
 _P = ParamSpec("_P")
@@ -156,20 +157,35 @@ class Telemetry:
         return self._tracer
 
     @_when_tracing
-    def run_span(self, team: str, run_id: str, goal: str) -> SpanScope:
+    def run_span(
+        self,
+        team: str,
+        run_id: str,
+        goal: str,
+        *,
+        provider: str | None = None,
+        session_id: str | None = None,
+    ) -> SpanScope:
         """The root span of one run: ``invoke_agent {team}``.
 
         It is parented by the current context (a caller's request span, say).
         Finish it with ``recorder.run_end``.
+
+        ``provider`` is the planner model's; ``session_id`` becomes
+        ``gen_ai.conversation.id`` (left out when ``None``); of the goal only its length is kept.
         """
-        attributes: dict[str, AttributeValue] = {
-            sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
-            sc.GEN_AI_AGENT_NAME: team,
-            sc.GEN_AI_CONVERSATION_ID: run_id,
-            sc.REGIMENT_RUN_ID: run_id,
-            sc.REGIMENT_GOAL_LENGTH: len(goal),
-        }
-        return open_span(self._tracer, f"invoke_agent {team}", attributes=attributes)
+        attributes = _drop_none(
+            {
+                sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
+                sc.GEN_AI_AGENT_NAME: team,
+                sc.GEN_AI_AGENT_ID: team,
+                sc.GEN_AI_PROVIDER_NAME: provider,
+                sc.GEN_AI_CONVERSATION_ID: session_id,
+                sc.REGIMENT_RUN_ID: run_id,
+                sc.REGIMENT_GOAL_LENGTH: len(goal),
+            }
+        )
+        return _open(self, f"invoke_agent {team}", attributes=attributes)
 
     @_when_tracing
     def plan_span(
@@ -194,20 +210,20 @@ class Telemetry:
             }
         )
         base.update(attributes or {})
-        return open_span(self._tracer, f"plan {planner}", attributes=base)
+        return _open(self, f"plan {planner}", attributes=base)
 
     @_when_tracing
     def replan_span(self, *, old_version: int, reason: str) -> SpanScope:
         """Replacing the plan's tail: ``replan``; add the result with ``recorder.replan``.
 
-        The reason is always recorded (it says why the plan changed), redacted
-        and cut to a few hundred characters.
+        The reason is user data: kept (redacted) only with capture on, else its length.
         """
-        attributes: dict[str, AttributeValue] = {
-            sc.REGIMENT_PLAN_OLD_VERSION: old_version,
-            sc.REGIMENT_REPLAN_REASON: truncate(redact(reason), _REASON_LIMIT),
-        }
-        return open_span(self._tracer, sc.SPAN_REPLAN, attributes=attributes)
+        attributes: dict[str, AttributeValue] = {sc.REGIMENT_PLAN_OLD_VERSION: old_version}
+        if self.capture_content:
+            attributes[sc.REGIMENT_REPLAN_REASON] = truncate(redact(reason), _REASON_LIMIT)
+        else:
+            attributes[sc.REGIMENT_REPLAN_REASON_LENGTH] = len(reason)
+        return _open(self, sc.SPAN_REPLAN, attributes=attributes)
 
     @_when_tracing
     def verify_span(
@@ -221,7 +237,7 @@ class Telemetry:
                 sc.REGIMENT_PLAN_VERSION: plan_version,
             }
         )
-        return open_span(self._tracer, sc.SPAN_VERIFY, attributes=attributes)
+        return _open(self, sc.SPAN_VERIFY, attributes=attributes)
 
     @_when_tracing
     def phase_span(
@@ -233,7 +249,7 @@ class Telemetry:
             name: the phase; it is the span name.
             attributes: extra attributes, keyed by the constants in ``semconv``.
         """
-        return open_span(self._tracer, name, attributes=dict(attributes or {}))
+        return _open(self, name, attributes=dict(attributes or {}))
 
     @_when_tracing
     def agent_span(
@@ -250,25 +266,15 @@ class Telemetry:
     ) -> SpanScope:
         """A worker doing one step: ``invoke_agent {agent_name}``.
 
-        Args:
-            agent_name: the worker's name.
-            parent_headers: W3C headers from the step's envelope. When given,
-                they alone decide the parent, whatever context is current, so
-                a worker serving several runs links each step to its own run.
-                ``None`` uses the current context.
-            run_id: the run the step belongs to.
-            step_id: the step.
-            plan_version: the plan version the step was assigned under.
-            attempt: which attempt at the step this is (1 for the first).
-            agent_id: a unique id of the worker instance, if it has one.
-            attributes: extra attributes.
+        ``parent_headers`` (W3C headers from the step's envelope), when given,
+        alone decide the parent, so a worker serving several runs links each
+        step to its own run; ``None`` uses the current context. The other
+        arguments become ``regiment.*`` / ``gen_ai.*`` attributes.
         """
         base = _agent_attributes(agent_name, agent_id, run_id, step_id, plan_version, attempt)
         base.update(attributes or {})
         parent = None if parent_headers is None else extract_context(parent_headers)
-        return open_span(
-            self._tracer, f"invoke_agent {agent_name}", attributes=base, context=parent
-        )
+        return _open(self, f"invoke_agent {agent_name}", attributes=base, context=parent)
 
     @_when_tracing
     def chat_span(
@@ -279,18 +285,16 @@ class Telemetry:
         agent_name: str | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        server: tuple[str, int | None] | None = None,
     ) -> SpanScope:
         """One model call: ``chat {model}`` (kind CLIENT); finish with ``recorder.chat_response``.
 
-        Args:
-            model: the model asked for (``gen_ai.request.model``).
-            provider: ``gen_ai.provider.name``, e.g. ``semconv.PROVIDER_ANTHROPIC``.
-            agent_name: the planner or worker making the call.
-            max_tokens: the request's token limit.
-            temperature: the request's temperature.
+        The arguments become ``gen_ai.request.*``, ``gen_ai.provider.name``,
+        ``gen_ai.agent.name`` and ``server.address`` / ``server.port`` (host, port).
         """
         attributes = _chat_attributes(model, provider, agent_name, max_tokens, temperature)
-        return open_span(self._tracer, f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes)
+        attributes.update(_server_attributes(server))
+        return _open(self, f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes)
 
     @_when_tracing
     def tool_span(
@@ -311,7 +315,7 @@ class Telemetry:
                 sc.GEN_AI_AGENT_NAME: agent_name,
             }
         )
-        return open_span(self._tracer, f"execute_tool {tool_name}", attributes=attributes)
+        return _open(self, f"execute_tool {tool_name}", attributes=attributes)
 
     def inject(self) -> dict[str, str]:
         """The current context as W3C ``traceparent`` / ``tracestate`` headers."""
@@ -329,42 +333,19 @@ def _records_once_installed(installed: object) -> bool:
     return _records(cast("TracerProvider", provider))
 
 
-def _agent_attributes(
-    agent_name: str,
-    agent_id: str | None,
-    run_id: str | None,
-    step_id: str | None,
-    plan_version: int | None,
-    attempt: int | None,
-) -> dict[str, AttributeValue]:
-    return _drop_none(
-        {
-            sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
-            sc.GEN_AI_AGENT_NAME: agent_name,
-            sc.GEN_AI_AGENT_ID: agent_id,
-            sc.GEN_AI_CONVERSATION_ID: run_id,
-            sc.REGIMENT_RUN_ID: run_id,
-            sc.REGIMENT_STEP_ID: step_id,
-            sc.REGIMENT_PLAN_VERSION: plan_version,
-            sc.REGIMENT_STEP_ATTEMPT: attempt,
-        }
-    )
-
-
-def _chat_attributes(
-    model: str,
-    provider: str,
-    agent_name: str | None,
-    max_tokens: int | None,
-    temperature: float | None,
-) -> dict[str, AttributeValue]:
-    return _drop_none(
-        {
-            sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT,
-            sc.GEN_AI_PROVIDER_NAME: provider,
-            sc.GEN_AI_REQUEST_MODEL: model,
-            sc.GEN_AI_AGENT_NAME: agent_name,
-            sc.GEN_AI_REQUEST_MAX_TOKENS: max_tokens,
-            sc.GEN_AI_REQUEST_TEMPERATURE: temperature,
-        }
+def _open(
+    telemetry: Telemetry,
+    name: str,
+    *,
+    kind: SpanKind = SpanKind.INTERNAL,
+    attributes: Mapping[str, AttributeValue] | None = None,
+    context: Context | None = None,
+) -> SpanScope:
+    return open_span(
+        telemetry.tracer,
+        name,
+        kind=kind,
+        attributes=attributes,
+        context=context,
+        capture=telemetry.recorder.capture,
     )

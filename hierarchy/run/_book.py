@@ -291,6 +291,7 @@ class RunBook:
                 self._close(RunCompleted(run_id=self.run_id, result=result))
             case RunAborted(error=error):
                 self.channel.error = error
+                self.channel.tally = self.result("", "partial")
                 name = type(error).__name__
                 self._close(RunFailed(run_id=self.run_id, error_type=name, message=str(error)))
             case _:

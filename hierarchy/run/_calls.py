@@ -165,6 +165,7 @@ class PhaseCalls:
                     response = await self._caller(purpose).call(request)
                     reply = ModelReplied(purpose, token, response)
                 except Exception as exc:  # any failure of the model ends the run with it
+                    self._trace.telemetry.recorder.failure(span, exc)
                     reply = ModelReplied(purpose, token, None, exc)
             await ctx.self_ref.send(reply)
 

@@ -27,6 +27,9 @@ class RunChannel:
     send: MemoryObjectSendStream[Event]
     error: RunError | None = None
     result: RunResult | None = None
+    # What a failed run had done before it failed (its counts only; the status and
+    # answer are not meaningful): the trace records it on the run span.
+    tally: RunResult | None = None
     done: bool = False
     streaming: bool = True
     journal: RunJournal | None = None  # records every event, when the run is journaled

@@ -16,6 +16,7 @@ from typing import NamedTuple, assert_never, cast
 
 import anyio
 import anyio.lowlevel
+from opentelemetry.util.types import AttributeValue
 
 from regiment.actors import Actor, ActorRef
 from regiment.errors import ActorStopped, ConfigError
@@ -66,8 +67,10 @@ class StepActor(Actor[WorkerMessage, None]):
         *,
         max_concurrent: int | None = None,
         step_timeout: float | None = None,
+        span_attributes: Mapping[str, AttributeValue] | None = None,
     ) -> None:
         self._name = name
+        self._span_attributes = span_attributes  # e.g. the agent's provider and description
         self._telemetry = telemetry
         self._step_timeout = step_timeout
         self._scopes: dict[_StepKey, anyio.CancelScope] = {}
@@ -180,6 +183,7 @@ class StepActor(Actor[WorkerMessage, None]):
             step_id=assign.step.id,
             plan_version=assign.plan_version,
             attempt=assign.attempt,
+            attributes=self._span_attributes,
         ) as span:
             report = await self._outcome(assign, scope, reply_to)
             failed = report.status not in ("done", "cancelled")

@@ -32,7 +32,7 @@ from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._worker import check_worker_name
-from regiment.telemetry import Telemetry
+from regiment.telemetry import Telemetry, semconv
 
 if TYPE_CHECKING:
     from regiment.hierarchy._team import Team
@@ -114,7 +114,11 @@ class TeamWorkerActor(StepActor):
         open_run: OpenChildRun,
         telemetry: Telemetry,
     ) -> None:
-        super().__init__(worker.name, telemetry)
+        super().__init__(
+            worker.name,
+            telemetry,
+            span_attributes={semconv.GEN_AI_AGENT_DESCRIPTION: worker.description},
+        )
         self._worker = worker
         self._parent_team = parent_team
         self._open_run = open_run

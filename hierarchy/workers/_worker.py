@@ -26,7 +26,7 @@ from regiment.hierarchy._ranges import at_least, seconds
 from regiment.hierarchy.workers._loop import StepProgress, run_tool_loop
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.models import Model
-from regiment.telemetry import Telemetry
+from regiment.telemetry import Telemetry, semconv
 from regiment.tools import MCPServer, OnToolError, Tool, Toolset, WorkerTools
 
 __all__ = ("Worker", "WorkerActor", "WorkerSpec", "check_worker_name")
@@ -137,6 +137,10 @@ class WorkerActor(StepActor):
             telemetry,
             max_concurrent=worker.max_concurrent_steps,
             step_timeout=worker.step_timeout,
+            span_attributes={
+                semconv.GEN_AI_PROVIDER_NAME: worker.model.provider,
+                semconv.GEN_AI_AGENT_DESCRIPTION: worker.description,
+            },
         )
         self._worker = worker
         self._tools = tools if tools is not None else WorkerTools(worker.toolset)

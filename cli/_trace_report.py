@@ -1,0 +1,61 @@
+"""What the command says about its trace: where it went, or why it did not get there."""
+
+from __future__ import annotations
+
+import threading
+from typing import TextIO, final
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from regiment.telemetry import SpanCollector, TracingHandle
+
+__all__ = ("RootTraceId", "report_trace")
+
+
+@final
+class RootTraceId(SpanProcessor):
+    """Remembers the trace id of the last root span started: a failed run has no
+    result to read it from, and its trace is worth finding all the more."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._trace_id: str | None = None
+
+    @property
+    def trace_id(self) -> str | None:
+        """The trace id (32 hex digits) of the last root span, if one started."""
+        with self._lock:
+            return self._trace_id
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        if span.parent is None or span.parent.is_remote:
+            with self._lock:
+                self._trace_id = format(span.context.trace_id, "032x")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """Nothing to do when a span ends."""
+
+
+def report_trace(
+    trace_id: str | None,
+    *,
+    collector: SpanCollector | None,
+    handle: TracingHandle | None,
+    stderr: TextIO,
+) -> None:
+    """Print the span tree (console) and one line on the export (OTLP), naming the trace."""
+    shown = trace_id or "(none started)"
+    if collector is not None:
+        tree = collector.render(int(trace_id, 16) if trace_id else None)
+        print(f"\ntrace {shown}:\n{tree}", file=stderr)
+    if handle is None or not handle.endpoint:
+        return
+    failure = handle.export_failure
+    if failure is None:
+        print(f"regiment: trace {shown} sent to {handle.endpoint}", file=stderr)
+    else:
+        print(
+            f"regiment: could not export trace {shown} to {handle.endpoint}: {failure}",
+            file=stderr,
+        )

@@ -1,0 +1,106 @@
+"""Honest export: a missing collector is reported in one line, quickly, with the trace id."""
+
+from __future__ import annotations
+
+import io
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+from opentelemetry import trace
+
+from regiment.cli import run_async
+from regiment.telemetry import configure_tracing
+
+from ..cli.helpers import write_team
+from .otlp_receiver import OtlpReceiver
+
+REPO = Path(__file__).resolve().parents[2]
+REFUND = str(REPO / "examples" / "refund" / "team.toml")
+GOAL = "For order 88213 check refund eligibility, issue the refund if eligible, then email the customer."
+
+
+def _closed_port_url() -> str:
+    # Bind, read the port, close: nothing listens there afterwards.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def test_a_missing_collector_is_one_reason_and_no_log_noise(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    handle = configure_tracing("t", endpoint=_closed_port_url(), set_global=False)
+    with handle.provider.get_tracer("t").start_as_current_span("work"):
+        pass
+    handle.shutdown()
+    assert handle.export_failure is not None
+    assert "refused" in handle.export_failure.lower()
+    assert capsys.readouterr().err == ""  # no retry warnings on the terminal
+
+
+def test_a_listening_collector_gets_the_spans_and_no_failure() -> None:
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("t", endpoint=receiver.endpoint, set_global=False)
+        with handle.provider.get_tracer("t").start_as_current_span("work"):
+            pass
+        handle.shutdown()
+        assert [s.name for s in receiver.spans()] == ["work"]
+    assert handle.export_failure is None
+    assert handle.watch is not None
+    assert handle.watch.exported == 1
+
+
+def test_export_timeout_must_be_positive() -> None:
+    with pytest.raises(Exception, match="export_timeout must be a positive number"):
+        configure_tracing("t", endpoint="http://127.0.0.1:1", set_global=False, export_timeout=0)
+
+
+@pytest.fixture(autouse=True)
+def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds --app-dir to it
+
+
+@pytest.mark.anyio
+async def test_cli_says_it_could_not_export_and_names_the_trace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    url = _closed_port_url()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
+    out, err = io.StringIO(), io.StringIO()
+    code = await run_async(
+        ["run", REFUND, GOAL, "--trace", "jaeger"], stdout=out, stderr=err, environ={}
+    )
+    assert code == 0, err.getvalue()
+    lines = [line for line in err.getvalue().splitlines() if "trace" in line]
+    assert len(lines) == 1, lines
+    prefix = "regiment: could not export trace "
+    assert lines[0].startswith(prefix)
+    trace_id, rest = lines[0][len(prefix) :].split(" ", 1)
+    assert len(trace_id) == 32
+    assert int(trace_id, 16) != 0
+    assert rest.startswith(f"to {url}/v1/traces: ")
+    assert "sent to" not in err.getvalue()
+
+
+@pytest.mark.anyio
+async def test_a_failed_run_still_names_its_trace(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    with OtlpReceiver() as receiver:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", receiver.endpoint)
+        team = write_team(tmp_path, "garbage")
+        out, err = io.StringIO(), io.StringIO()
+        code = await run_async(
+            ["run", str(team), "do it", "--app-dir", str(tmp_path), "--trace", "jaeger"],
+            stdout=out,
+            stderr=err,
+            environ={},
+        )
+        spans = receiver.spans()
+    assert code == 1
+    root = next(s for s in spans if s.name == "invoke_agent waiters")
+    assert f"regiment: trace {root.trace_id} sent to {receiver.endpoint}" in err.getvalue()
+    assert int(root.trace_id, 16) != trace.INVALID_TRACE_ID

@@ -1,0 +1,110 @@
+"""No user data on spans with content capture off; all of it, in its place, with it on.
+
+Exported over real OTLP/HTTP and decoded from protobuf."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from regiment.errors import RunError
+from regiment.telemetry import Telemetry, configure_tracing
+
+from ._pii_team import SynthesisBroke, pii_team
+from .otlp_receiver import OtlpReceiver, ReceivedSpan
+
+pytestmark = pytest.mark.anyio
+
+
+async def _run(capture: bool) -> tuple[tuple[ReceivedSpan, ...], str]:
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("pii", endpoint=receiver.endpoint, set_global=False)
+        team, goal, marker = pii_team(Telemetry(handle.provider, capture_content=capture))
+        with pytest.raises((RunError, SynthesisBroke)):
+            await team.run(goal)
+        handle.shutdown()
+        return receiver.spans(), marker
+
+
+def _texts(span: ReceivedSpan) -> Iterator[tuple[str, str]]:
+    """Every piece of text a span carries, with where it sits."""
+    yield "name", span.name
+    yield "status", span.status_message
+    for key, value in span.attributes.items():
+        yield f"attribute {key}", str(value)
+    for name, attributes in span.events:
+        yield f"event {name}", name
+        for key, value in attributes.items():
+            yield f"event {name} {key}", str(value)
+
+
+def _where(spans: tuple[ReceivedSpan, ...], marker: str) -> set[tuple[str, str]]:
+    return {(s.name, where) for s in spans for where, text in _texts(s) if marker in text}
+
+
+async def test_capture_off_keeps_every_user_text_out_of_the_trace() -> None:
+    spans, marker = await _run(capture=False)
+    names = {s.name for s in spans}
+    # the run did reach every channel the marker travels through
+    assert {"execute_tool lookup", "verify", "replan", "synthesize"} <= names
+    assert _where(spans, marker) == set()
+    synth = next(s for s in spans if s.name == "synthesize")
+    (event,) = [a for n, a in synth.events if n == "exception"]
+    assert str(event["exception.type"]).endswith("SynthesisBroke")
+    assert event["regiment.error.code"] == "SynthesisBroke"
+    assert event["regiment.error.message_length"] == len(f"could not write the answer for {marker}")
+    assert "exception.message" not in event
+    assert "exception.stacktrace" not in event
+    # the failed model call marks its phase ERROR with the exception's type
+    assert synth.status_code == 2
+    assert str(synth.attributes["error.type"]).endswith(".SynthesisBroke")
+    assert synth.status_message == synth.attributes["error.type"]
+    replan = next(s for s in spans if s.name == "replan")
+    # the reason quotes the explanation inside a sentence of its own
+    reason_length = replan.attributes["regiment.replan.reason_length"]
+    assert isinstance(reason_length, int)
+    assert reason_length >= len(f"the customer {marker} is unknown")
+    assert "regiment.replan.reason" not in replan.attributes
+    verify = next(s for s in spans if s.name == "verify")
+    assert verify.attributes["regiment.check.detail_length"] == len(
+        f"the customer {marker} is unknown"
+    )
+
+
+async def test_capture_on_records_each_user_text_where_it_belongs() -> None:
+    spans, marker = await _run(capture=True)
+    found = _where(spans, marker)
+    assert ("plan planner", "attribute gen_ai.input.messages") not in found  # the chat span has it
+    expected = {
+        ("execute_tool lookup", "attribute gen_ai.tool.call.arguments"),
+        ("execute_tool lookup", "attribute gen_ai.tool.call.result"),
+        ("verify", "attribute regiment.check.detail"),
+        ("replan", "attribute regiment.replan.reason"),
+        ("synthesize", "event exception exception.message"),
+        ("synthesize", "event exception exception.stacktrace"),
+        ("synthesize", "status"),
+    }
+    assert expected <= found, sorted(found)
+    chats_with_goal = {
+        where for name, where in found if name.startswith("chat ") and "input" in where
+    }
+    assert chats_with_goal == {"attribute gen_ai.input.messages"}
+
+
+async def test_a_failed_run_keeps_its_totals_on_the_root_span() -> None:
+    spans, _ = await _run(capture=False)
+    root = next(s for s in spans if s.name == "invoke_agent pii")
+    assert root.parent_span_id is None
+    assert root.status_code == 2
+    assert root.attributes["regiment.run.status"] == "failed"
+    assert str(root.attributes["error.type"]).startswith("regiment.errors.")
+    # plan v1, then the replan after the failed check: two versions, a step in each
+    assert root.attributes["regiment.plan.versions"] == 2
+    assert root.attributes["regiment.run.steps"] == 2
+    # each step looks the customer up once
+    assert root.attributes["regiment.usage.tool_calls"] == 2
+    # plan, s1 (tool call, answer), replan, s2 (tool call, answer); the failed
+    # synthesis never answered, so it is not counted
+    assert root.attributes["regiment.usage.model_calls"] == 6
+    assert root.attributes["regiment.reports.stale_dropped"] == 0
