@@ -42,6 +42,19 @@ async def test_agent_spans_carry_provider_id_and_description_and_no_run_as_conve
     assert all("gen_ai.conversation.id" not in s.attributes for s in spans)
 
 
+async def test_a_runs_session_is_its_conversation_id() -> None:
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("attrs", endpoint=receiver.endpoint, set_global=False)
+        team = build_team(ScriptedModel(refund_brain), Ledger())
+        team = dataclasses.replace(team, telemetry=Telemetry(handle.provider))
+        async with team.start() as running:
+            await running.run(GOAL, session="ticket-4411")
+        handle.shutdown()
+        spans = receiver.spans()
+    root = next(s for s in spans if s.name == "invoke_agent refunds")
+    assert root.attributes["gen_ai.conversation.id"] == "ticket-4411"
+
+
 class _RemoteModel:
     """A model that answers at once and says where its API lives, as the SDK models do."""
 
