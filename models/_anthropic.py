@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from types import TracebackType
-from typing import Self, final
+from typing import final
 
 import anthropic
 import anyio
@@ -16,8 +15,9 @@ from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
 from regiment.models._anthropic_stream import PartIndexer
 from regiment.models._anthropic_wire import CallParams, call_params, response_from_message
 from regiment.models._messages import ModelRequest, ModelResponse
+from regiment.models._sdk_model import SDKModel
 from regiment.models._settings import ModelSettings, effective_settings
-from regiment.models._stream import DeltaHandler, emit_response
+from regiment.models._stream import DeltaHandler
 
 __all__ = ("AnthropicModel",)
 
@@ -40,7 +40,7 @@ _ADVICE = {
 
 
 @final
-class AnthropicModel:
+class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
     """A Claude model served by the Anthropic Messages API.
 
     Either give it a ready ``AsyncAnthropic`` client, or let it build one from
@@ -125,11 +125,6 @@ class AnthropicModel:
         self._client = client
 
     @property
-    def name(self) -> str:
-        """The model id."""
-        return self._model
-
-    @property
     def provider(self) -> str:
         """Always ``"anthropic"``."""
         return "anthropic"
@@ -138,48 +133,6 @@ class AnthropicModel:
     def base_url(self) -> str:
         """The API address the client sends to (``server.address`` on ``chat`` spans)."""
         return str(self._client.base_url)
-
-    @property
-    def client(self) -> AsyncAnthropic:
-        """The SDK client in use."""
-        return self._client
-
-    @property
-    def settings(self) -> ModelSettings | None:
-        """The settings this model applies to every call (a request's own win)."""
-        return self._settings
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        """Send ``request`` to the Messages API and return the reply.
-
-        With ``stream=True`` (the default) the reply is read as a stream, so
-        long replies never hit an HTTP read timeout; the result is the same.
-
-        Raises:
-            regiment.errors.ModelAPIError: the API answered with an error status
-                (after retries, for transient ones), or a reply it could not read.
-            regiment.errors.ModelConnectionError: the API could not be reached,
-                did not answer in time, or the stream broke off.
-            regiment.errors.ConfigError: the settings contradict each other.
-        """
-        params = self._params(request)
-        if self._stream:
-            return await self._streamed(params, None)
-        return await self._plain(params)
-
-    async def stream(self, request: ModelRequest, on_delta: DeltaHandler) -> ModelResponse:
-        """As ``complete``, awaiting ``on_delta`` with each piece of the reply as it arrives.
-
-        With ``stream=False`` the reply comes in one piece and its parts are
-        handed to ``on_delta`` whole. A stream that breaks off is not retried
-        (pieces may already be handed out): it raises ``ModelConnectionError``.
-        """
-        params = self._params(request)
-        if self._stream:
-            return await self._streamed(params, on_delta)
-        response = await self._plain(params)
-        await emit_response(response, on_delta)
-        return response
 
     def _params(self, request: ModelRequest) -> CallParams:
         settings = effective_settings(self._settings, request)
@@ -246,22 +199,6 @@ class AnthropicModel:
                 f"the Anthropic API sent a stream event for model {self._model!r} that could "
                 f"not be read ({exc}); check base_url points at the Messages API, or try again"
             ) from exc
-
-    async def aclose(self) -> None:
-        """Close the client, if this model built it."""
-        if self._owns_client:
-            await self._client.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self._model!r}, base_url={str(self._client.base_url)!r})"

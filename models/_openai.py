@@ -5,8 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from types import TracebackType
-from typing import Self, final
+from typing import final
 
 import anyio
 import httpx2
@@ -30,8 +29,9 @@ from regiment.models._openai_wire import (
     call_params,
     response_from_completion,
 )
+from regiment.models._sdk_model import SDKModel
 from regiment.models._settings import ModelSettings, effective_settings
-from regiment.models._stream import DeltaHandler, emit_response
+from regiment.models._stream import DeltaHandler
 
 __all__ = ("OpenAIModel",)
 
@@ -52,7 +52,7 @@ _ADVICE = {
 
 
 @final
-class OpenAIModel:
+class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
     """A model behind the Chat Completions API: OpenAI's, or any compatible server.
 
     ``OpenAIModel("gpt-4.1")`` talks to OpenAI with ``OPENAI_API_KEY``;
@@ -107,11 +107,6 @@ class OpenAIModel:
         self._client = client
 
     @property
-    def name(self) -> str:
-        """The model id."""
-        return self._model
-
-    @property
     def provider(self) -> str:
         """Always ``"openai"`` (OpenTelemetry's name for the Chat Completions API)."""
         return "openai"
@@ -120,39 +115,6 @@ class OpenAIModel:
     def base_url(self) -> str:
         """The API address the client sends to (``server.address`` on ``chat`` spans)."""
         return str(self._client.base_url)
-
-    @property
-    def client(self) -> AsyncOpenAI:
-        """The SDK client in use."""
-        return self._client
-
-    @property
-    def settings(self) -> ModelSettings | None:
-        """The settings this model applies to every call (a request's own win)."""
-        return self._settings
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        """Send ``request`` and return the reply.
-
-        Raises:
-            regiment.errors.ModelAPIError: an error status after retries, or a reply
-                that could not be read.
-            regiment.errors.ModelConnectionError: the server could not be reached,
-                did not answer in time, or the stream broke off.
-        """
-        params = self._params(request)
-        if self._stream:
-            return await self._streamed(params, None)
-        return await self._plain(params)
-
-    async def stream(self, request: ModelRequest, on_delta: DeltaHandler) -> ModelResponse:
-        """As ``complete``, awaiting ``on_delta`` with each piece of the reply as it arrives."""
-        params = self._params(request)
-        if self._stream:
-            return await self._streamed(params, on_delta)
-        response = await self._plain(params)
-        await emit_response(response, on_delta)
-        return response
 
     def _params(self, request: ModelRequest) -> CallParams:
         settings = effective_settings(self._settings, request)
@@ -235,22 +197,6 @@ class OpenAIModel:
                 f"the Chat Completions API at {self._where()} sent a reply that could not be "
                 f"read ({exc}); check base_url points at a Chat Completions server"
             ) from exc
-
-    async def aclose(self) -> None:
-        """Close the client, if this model built it."""
-        if self._owns_client:
-            await self._client.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         return f"OpenAIModel({self._model!r}, base_url={str(self._client.base_url)!r})"

@@ -1,0 +1,103 @@
+"""What the SDK-backed providers share: the call flow, settings, and closing the client."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Generic, Protocol, Self, TypeVar
+
+from regiment.models._messages import ModelRequest, ModelResponse
+from regiment.models._settings import ModelSettings
+from regiment.models._stream import DeltaHandler, emit_response
+
+__all__ = ("SDKModel",)
+
+
+class _Closable(Protocol):
+    async def close(self) -> None: ...
+
+
+ClientT = TypeVar("ClientT", bound=_Closable)
+ParamsT = TypeVar("ParamsT")
+
+
+class SDKModel(Generic[ClientT, ParamsT]):
+    """A provider over an official SDK client; subclasses build the wire calls.
+
+    A subclass sets ``_model``, ``_stream``, ``_settings``, ``_client`` and
+    ``_owns_client`` and implements ``_params``, ``_plain`` and ``_streamed``.
+    """
+
+    _model: str
+    _stream: bool
+    _settings: ModelSettings | None
+    _client: ClientT
+    _owns_client: bool
+
+    @property
+    def name(self) -> str:
+        """The model id."""
+        return self._model
+
+    @property
+    def client(self) -> ClientT:
+        """The SDK client in use."""
+        return self._client
+
+    @property
+    def settings(self) -> ModelSettings | None:
+        """The settings this model applies to every call (a request's own win)."""
+        return self._settings
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request`` and return the reply (read as a stream unless ``stream=False``).
+
+        Raises:
+            regiment.errors.ModelAPIError: an error status after retries, or a reply
+                that could not be read.
+            regiment.errors.ModelConnectionError: the server could not be reached,
+                did not answer in time, or the stream broke off.
+            regiment.errors.ConfigError: the settings contradict each other.
+        """
+        params = self._params(request)
+        if self._stream:
+            return await self._streamed(params, None)
+        return await self._plain(params)
+
+    async def stream(self, request: ModelRequest, on_delta: DeltaHandler) -> ModelResponse:
+        """As ``complete``, awaiting ``on_delta`` with each piece of the reply as it arrives.
+
+        With ``stream=False`` the reply comes in one piece and its parts are
+        handed to ``on_delta`` whole. A stream that breaks off is not retried
+        (pieces may already be handed out): it raises ``ModelConnectionError``.
+        """
+        params = self._params(request)
+        if self._stream:
+            return await self._streamed(params, on_delta)
+        response = await self._plain(params)
+        await emit_response(response, on_delta)
+        return response
+
+    def _params(self, request: ModelRequest) -> ParamsT:
+        raise NotImplementedError
+
+    async def _plain(self, params: ParamsT) -> ModelResponse:
+        raise NotImplementedError
+
+    async def _streamed(self, params: ParamsT, on_delta: DeltaHandler | None) -> ModelResponse:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Close the client, if this model built it."""
+        if self._owns_client:
+            await self._client.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
