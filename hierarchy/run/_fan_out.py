@@ -19,8 +19,9 @@ from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._versions import PlanVersions
+from regiment.hierarchy.workers._loop import opening
 from regiment.hierarchy.workers._worker import Worker, WorkerSpec
-from regiment.models import Message, ModelRequest, estimate_tokens
+from regiment.models import ModelRequest, estimate_tokens
 
 __all__ = ("Dispatch", "reserve_fan_out")
 
@@ -113,12 +114,8 @@ def first_call_tokens(
     whose first call is its own planner's and is checked by the child run)."""
     if not isinstance(worker, Worker):
         return 0
-    system = prompts.worker_system(
-        worker=worker.name, description=worker.description, system_prompt=worker.system_prompt
+    system, first = opening(
+        prompts, worker.name, worker.description, worker.system_prompt, step, context
     )
-    request = ModelRequest(
-        system=system,
-        messages=(Message.user(prompts.step_request(step=step, context=context)),),
-        tools=worker.toolset.definitions,
-    )
+    request = ModelRequest(system=system, messages=(first,), tools=worker.toolset.definitions)
     return estimate_tokens(request)

@@ -11,12 +11,14 @@ from regiment.errors import ToolError
 from regiment.hierarchy._messages import (
     AssignStep,
     BudgetLimit,
+    StepContext,
     StepReport,
     StepStatus,
     ToolOutcome,
 )
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy.plan._plan import PlanStep
 from regiment.models import (
     Message,
     ModelRequest,
@@ -29,7 +31,7 @@ from regiment.models import (
 from regiment.telemetry import Telemetry
 from regiment.tools import OnToolError, ToolResult, Toolset
 
-__all__ = ("StepProgress", "run_tool_loop")
+__all__ = ("StepProgress", "opening", "run_tool_loop")
 
 _log = logging.getLogger("regiment.worker")
 
@@ -205,6 +207,22 @@ def _assistant_message(response: ModelResponse) -> Message:
     return Message(role="assistant", parts=response.parts)
 
 
+def opening(
+    prompts: Prompts,
+    worker: str,
+    description: str,
+    system_prompt: str,
+    step: PlanStep,
+    context: StepContext,
+) -> tuple[str, Message]:
+    """A step's system prompt and first message: how every worker step begins
+    (the planner estimates a step's first call from the same two)."""
+    system = prompts.worker_system(
+        worker=worker, description=description, system_prompt=system_prompt
+    )
+    return system, Message.user(prompts.step_request(step=step, context=context))
+
+
 async def run_tool_loop(
     *,
     worker: str,
@@ -225,12 +243,10 @@ async def run_tool_loop(
         ToolError: a tool raised and ``on_tool_error`` (the tool's own, else this
             one) is ``"raise"``; the step actor reports the step ``failed``.
     """
-    system = prompts.worker_system(
-        worker=worker, description=description, system_prompt=system_prompt
+    system, first = opening(
+        prompts, worker, description, system_prompt, assign.step, assign.context
     )
-    messages: list[Message] = [
-        Message.user(prompts.step_request(step=assign.step, context=assign.context))
-    ]
+    messages: list[Message] = [first]
     for _ in range(max_iterations):
         request = ModelRequest(
             system=system,
