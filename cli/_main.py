@@ -28,7 +28,7 @@ import anyio
 from regiment.cli._run import Outcome, RunOptions, drive
 from regiment.config import TeamConfig, build_team, check_config, load_config, team_files
 from regiment.errors import ConfigError, RegimentError
-from regiment.tools._mcp_server import require_mcp
+from regiment.tools import require_mcp
 
 __all__ = ("main", "run_async")
 
@@ -209,9 +209,9 @@ async def _guarded(
 async def _serve_mcp(
     config: TeamConfig, args: argparse.Namespace, environ: Mapping[str, str], stderr: TextIO
 ) -> int:
-    """``regiment mcp``: serve the team until the client leaves (see ``regiment._mcp_serve``)."""
+    """``regiment mcp``: serve the team until the client leaves (see ``regiment.cli._mcp_serve``)."""
     require_mcp()
-    from regiment._mcp_serve import serve_team  # the mcp extra, only for this command
+    from regiment.cli._mcp_serve import serve_team  # the mcp extra, only for this command
 
     model = _choose_model(config, args.team_file, args.model, environ, stderr)
     team = build_team(config, model=model, source=args.team_file)

@@ -25,6 +25,7 @@ from regiment.hierarchy._messages import (
 )
 from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy._ranges import InvalidValue
 from regiment.hierarchy._result import RunResult, RunStatus
 from regiment.hierarchy._team import RunningTeam, Team
 from regiment.hierarchy.events import *  # noqa: F403 (the event types, listed once in events.__all__)
@@ -39,7 +40,6 @@ __all__ = (
     "to_json",
     "AssignStep",
     "Budget",
-    "BudgetConfig",
     "BudgetLimit",
     "CancelStep",
     "Check",
@@ -50,6 +50,7 @@ __all__ = (
     "ConfigFormat",
     "Critic",
     "CriticConfig",
+    "InvalidValue",
     "OnExhausted",
     "ParsedPlan",
     "Plan",
@@ -90,7 +91,6 @@ __all__ = (
 # Offered for compatibility: `from regiment.hierarchy import load_team` keeps working.
 _FROM_CONFIG = frozenset(
     {
-        "BudgetConfig",
         "CheckConfig",
         "CompressionConfig",
         "ConfigFormat",
@@ -110,7 +110,6 @@ _FROM_CONFIG = frozenset(
 
 if TYPE_CHECKING:
     from regiment.config import (
-        BudgetConfig,
         CheckConfig,
         CompressionConfig,
         ConfigFormat,
