@@ -103,7 +103,9 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         "--host", default="127.0.0.1", help="default 127.0.0.1 (others need a token)"
     )
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--journal", metavar="J", help="reserved: runs are not journaled yet")
+    serve.add_argument(
+        "--journal", metavar="J", help="journal runs here (SQLite file or postgresql:// URL)"
+    )
     serve.add_argument("--token", metavar="T", help="bearer token (default: $REGIMENT_TOKEN)")
     serve.add_argument("--app-dir", metavar="DIR", default=".")
     _add_verbose(serve, default="INFO")
