@@ -49,7 +49,7 @@ async def serve_command(
     """Serve ``team`` until interrupted (or ``stop`` is set); returns the exit code.
 
     Raises:
-        ConfigError: a public host without a token, or a journal was given.
+        ConfigError: a public host without a token.
     """
     import uvicorn  # the serve extra, checked on importing regiment.serve
 
