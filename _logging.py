@@ -12,6 +12,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TextIO
 
+from regiment.hierarchy import RunContextFilter
+
 __all__ = ("CONTEXT", "SDK_LOGGERS", "ContextFormatter", "level_for", "logging_to")
 
 CONTEXT = ("run_id", "step_id", "worker", "trace_id")
@@ -44,6 +46,7 @@ def logging_to(
     above to ``stream``; the loggers' levels and handlers are put back afterwards."""
     handler = logging.StreamHandler(stream)
     handler.setFormatter(ContextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RunContextFilter())  # an SDK's retry names the run and step it is in
     loggers = [logging.getLogger(name) for name in names]
     levels = [logger.level for logger in loggers]
     for logger in loggers:

@@ -12,6 +12,7 @@ from regiment.hierarchy._budget import Budget, BudgetLimit, OnExhausted
 from regiment.hierarchy._checks import Check, CheckOutcome
 from regiment.hierarchy._critic import Critic, Verdict, parse_verdict
 from regiment.hierarchy._json_io import event_from_json, result_from_json, to_json
+from regiment.hierarchy._log_context import RunContextFilter
 from regiment.hierarchy._memory import Compression, WorkingMemory, parse_memory
 from regiment.hierarchy._messages import (
     AssignStep,
@@ -59,6 +60,7 @@ __all__ = (
     "PlannerConfig",
     "Prompts",
     "PromptsConfig",
+    "RunContextFilter",
     "RunResult",
     "RunStatus",
     "RunningTeam",
