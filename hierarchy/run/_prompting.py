@@ -110,6 +110,7 @@ class Prompting:
             case AskCritic():
                 assert self._team.critic is not None
                 session = CritiqueSession.open(
+                    run_id=self._run_id,
                     team=self._team.name,
                     goal=self._goal,
                     critic=self._team.critic,

@@ -12,6 +12,7 @@ from regiment.hierarchy import (
     Budget,
     BudgetExhausted,
     Check,
+    Critic,
     Planner,
     Replanned,
     RunResult,
@@ -23,6 +24,7 @@ from regiment.hierarchy import (
 from regiment.models import ModelRequest, ScriptedModel, ToolResultPart
 
 from .brains import Brain, plan_json
+from .test_rounds import CriticBrain
 
 pytestmark = pytest.mark.anyio
 
@@ -121,3 +123,19 @@ async def test_a_stale_report_dropped_is_logged_with_its_step_and_worker(
         "drafter: report of step s2 from plan version 1 dropped: the plan is at version 2"
     )
     assert _context(record) == (run_id, "s2", "drafter")
+
+
+async def test_a_critic_asked_again_is_logged_at_info(caplog: pytest.LogCaptureFixture) -> None:
+    brain = CriticBrain([plan_json({"description": "x"})], ["looks fine to me", "yes, fine"])
+    model = ScriptedModel(brain)
+    worker = Worker(name="w", description="does things", model=model)
+    team = Team(name="t", planner=Planner(model=model), workers=[worker], critic=Critic())
+    with caplog.at_level(logging.INFO, logger="regiment"):
+        result = await _run(team)
+    (retry,) = _run_records(caplog)
+    assert retry.levelno == logging.INFO
+    assert retry.getMessage() == (
+        "critic's critique reply could not be used, asking again: "
+        "attempt 1 of 2: the verdict did not parse"
+    )
+    assert _context(retry) == (result.run_id, None, "critic")
