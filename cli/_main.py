@@ -3,8 +3,8 @@
 ::
 
     regiment run TEAM_FILE "goal" [--model SPEC] [--trace jaeger|console|none]
-                                  [--events jsonl [--events-file PATH]] [--plain]
-    regiment serve TEAM_FILE [--host H] [--port P] [--token T] [--model SPEC]
+                                  [--events jsonl [--events-file PATH]] [--plain] [-v|-vv]
+    regiment serve TEAM_FILE [--host H] [--port P] [--token T] [--model SPEC] [-vv]
     regiment validate TEAM_FILE
 
 Exit codes: 0 the run finished (its answer is on stdout), 1 the run failed
@@ -20,15 +20,17 @@ import os
 import signal
 import sys
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TextIO
 
 import anyio
 
+from regiment._logging import level_for, logging_to
 from regiment.cli._run import Outcome, RunOptions, drive
 from regiment.config import TeamConfig, build_team, check_config, load_config, team_files
 from regiment.errors import ConfigError, RegimentError
-from regiment.tools._mcp_server import require_mcp
+from regiment.tools import require_mcp
 
 __all__ = ("main", "run_async")
 
@@ -67,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
         "--plain", action="store_true", help="plain event lines even on a terminal (no live view)"
     )
     run.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    _add_verbose(run)
     run.add_argument(
         "--app-dir",
         metavar="DIR",
@@ -100,9 +103,22 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         "--host", default="127.0.0.1", help="default 127.0.0.1 (others need a token)"
     )
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--journal", metavar="J", help="reserved: runs are not journaled yet")
+    serve.add_argument(
+        "--journal", metavar="J", help="journal runs here (SQLite file or postgresql:// URL)"
+    )
     serve.add_argument("--token", metavar="T", help="bearer token (default: $REGIMENT_TOKEN)")
     serve.add_argument("--app-dir", metavar="DIR", default=".")
+    _add_verbose(serve, default="INFO")
+
+
+def _add_verbose(parser: argparse.ArgumentParser, default: str = "warnings only") -> None:
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help=f"log to stderr: -v INFO, -vv DEBUG (default: {default})",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -179,7 +195,7 @@ async def _dispatch(
             trace=args.trace,
             events_jsonl=args.events == "jsonl",
             events_file=args.events_file,
-            live=not args.plain and stderr.isatty(),
+            live=not args.plain and stderr.isatty() and not args.verbose,
         )
     except ConfigError as exc:
         return _config_error(exc, stderr)
@@ -187,7 +203,8 @@ async def _dispatch(
         if interrupt is None:
             interrupt = anyio.Event()
             tg.start_soon(_watch_signals, interrupt)
-        code = await _guarded(config, options, stdout, stderr, interrupt)
+        with logging_to(stderr, level_for(args.verbose)) if args.verbose else nullcontext():
+            code = await _guarded(config, options, stdout, stderr, interrupt)
         tg.cancel_scope.cancel()  # stop watching signals
     return code
 
@@ -209,9 +226,9 @@ async def _guarded(
 async def _serve_mcp(
     config: TeamConfig, args: argparse.Namespace, environ: Mapping[str, str], stderr: TextIO
 ) -> int:
-    """``regiment mcp``: serve the team until the client leaves (see ``regiment._mcp_serve``)."""
+    """``regiment mcp``: serve the team until the client leaves (see ``regiment.cli._mcp_serve``)."""
     require_mcp()
-    from regiment._mcp_serve import serve_team  # the mcp extra, only for this command
+    from regiment.cli._mcp_serve import serve_team  # the mcp extra, only for this command
 
     model = _choose_model(config, args.team_file, args.model, environ, stderr)
     team = build_team(config, model=model, source=args.team_file)

@@ -9,7 +9,6 @@ builds hierarchy objects; ``regiment.hierarchy`` never imports it.
 
 from regiment.config._build import build_team, check_config, load_team, team_files
 from regiment.config._schema import (
-    BudgetConfig,
     CheckConfig,
     CompressionConfig,
     ConfigFormat,
@@ -23,7 +22,6 @@ from regiment.config._schema import (
 )
 
 __all__ = (
-    "BudgetConfig",
     "CheckConfig",
     "CompressionConfig",
     "ConfigFormat",

@@ -17,7 +17,6 @@ from regiment.config._imports import (
 from regiment.config._mcp import mcp_server
 from regiment.config._models import RoleModels, parse_model_spec
 from regiment.config._schema import (
-    BudgetConfig,
     CheckConfig,
     CompressionConfig,
     CriticConfig,
@@ -30,17 +29,18 @@ from regiment.config._schema import (
     team_worker_error,
 )
 from regiment.errors import ConfigError
-from regiment.hierarchy._budget import Budget
-from regiment.hierarchy._checks import Check
-from regiment.hierarchy._critic import Critic
-from regiment.hierarchy._memory import Compression
-from regiment.hierarchy._messages import StepReport
-from regiment.hierarchy._planner import Planner
-from regiment.hierarchy._prompts import Prompts
-from regiment.hierarchy._ranges import InvalidValue
-from regiment.hierarchy._team import Team
-from regiment.hierarchy.workers._team_worker import TeamWorker
-from regiment.hierarchy.workers._worker import Worker
+from regiment.hierarchy import (
+    Check,
+    Compression,
+    Critic,
+    InvalidValue,
+    Planner,
+    Prompts,
+    StepReport,
+    Team,
+    TeamWorker,
+    Worker,
+)
 from regiment.models import Model, ScriptedModel
 from regiment.telemetry import Telemetry
 
@@ -180,7 +180,6 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
     ]
     checks = {name: _check(c, name, source) for name, c in config.checks.items()}
     planner = _planner(config.planner, models, source)
-    budget = _checked(source, "budget", lambda: _budget(config.budget))
     critic = _critic(config.critic, models) if config.critic is not None else None
     wanted = config.compression
     compression = (
@@ -194,7 +193,7 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
             planner=planner,
             workers=workers,
             checks=checks,
-            budget=budget,
+            budget=config.budget,  # decoded and range-checked as a Budget already
             concurrency=config.concurrency,
             critic=critic,
             compression=compression,
@@ -233,20 +232,6 @@ def _team_worker(
         lambda: TeamWorker(
             name=config.name, description=config.description, team=team, artifact=config.artifact
         ),
-    )
-
-
-def _budget(b: BudgetConfig) -> Budget:
-    return Budget(
-        model_calls=b.model_calls,
-        tool_calls=b.tool_calls,
-        tokens=b.tokens,
-        input_tokens=b.input_tokens,
-        output_tokens=b.output_tokens,
-        replans=b.replans,
-        rounds=b.rounds,
-        wall_clock=b.wall_clock,
-        on_exhausted=b.on_exhausted,
     )
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import msgspec
 
 from regiment.config._text import ConfigFormat, key_text
+from regiment.hierarchy import InvalidValue
 
 __all__ = ("explain",)
 
@@ -38,8 +39,15 @@ class _Spot:
     type: object
 
 
-def explain(message: str, raw: object, root: type, fmt: ConfigFormat) -> str:
-    """``key.path: what went wrong``, from msgspec's message about decoding ``raw`` as ``root``."""
+def explain(
+    message: str, raw: object, root: type, fmt: ConfigFormat, *, cause: BaseException | None = None
+) -> str:
+    """``key.path: what went wrong``, from msgspec's message about decoding ``raw`` as ``root``.
+
+    ``cause`` is what msgspec wrapped, if anything: a type that checks its own
+    ranges raises :class:`~regiment.hierarchy.InvalidValue`, which names its field,
+    so the message names the key (``budget.tokens: must be ...``), not the type.
+    """
     keyed = _KEY_AT.match(message)
     if keyed:
         spot = _walk(raw, root, keyed.group("path"))
@@ -49,6 +57,8 @@ def explain(message: str, raw: object, root: type, fmt: ConfigFormat) -> str:
     assert match is not None  # the pattern matches any text
     spot = _walk(raw, root, match.group("path") or "")
     what = match.group("what")
+    if isinstance(cause, InvalidValue):
+        return f"{_join(spot.path, cause.field)}: {cause.problem}"
     if unknown := _UNKNOWN.match(what):
         return _unknown(spot, unknown.group("key"), fmt)
     if missing := _MISSING.match(what):

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
 
 import msgspec
 
@@ -35,9 +34,9 @@ from regiment.config._errors import explain
 from regiment.config._mcp import MCPConfig
 from regiment.config._text import ConfigFormat, decode_bytes, parse_text
 from regiment.errors import ConfigError
+from regiment.hierarchy import Budget
 
 __all__ = (
-    "BudgetConfig",
     "CheckConfig",
     "CompressionConfig",
     "ConfigFormat",
@@ -111,20 +110,6 @@ class CheckConfig(_Section, frozen=True, kw_only=True):
     explain: str | None = None
 
 
-class BudgetConfig(_Section, frozen=True, kw_only=True):
-    """``[budget]``: see ``Budget``; an absent limit is unlimited."""
-
-    model_calls: int | None = None
-    tool_calls: int | None = None
-    tokens: int | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    replans: int = 3
-    rounds: int = 3
-    wall_clock: float | None = None
-    on_exhausted: Literal["partial", "raise"] = "partial"
-
-
 class CriticConfig(_Section, frozen=True, kw_only=True):
     """``[critic]``: see ``Critic``; its presence turns critique rounds on."""
 
@@ -155,7 +140,8 @@ class TeamConfig(_Section, frozen=True, kw_only=True):
         planner: the planner's settings.
         workers: the workers (at least one).
         checks: named checks a plan step may carry.
-        budget: limits per run.
+        budget: limits per run: the ``[budget]`` table is a ``Budget``, decoded
+            and range-checked by that type itself (one definition, not a twin).
         concurrency: steps of one run in flight at once.
         critic: critique rounds, if present.
         compression: context compression, if present.
@@ -167,7 +153,7 @@ class TeamConfig(_Section, frozen=True, kw_only=True):
     brain: str | None = None
     planner: PlannerConfig = PlannerConfig()
     checks: dict[str, CheckConfig] = {}
-    budget: BudgetConfig = BudgetConfig()
+    budget: Budget = Budget()
     concurrency: int = 8
     critic: CriticConfig | None = None
     compression: CompressionConfig | None = None
@@ -227,7 +213,9 @@ def parse_config(text: str, *, format: ConfigFormat, source: str = "<config>") -
     try:
         config = msgspec.convert(raw, TeamConfig)
     except msgspec.ValidationError as exc:
-        raise ConfigError(f"{source}: {explain(str(exc), raw, TeamConfig, format)}") from exc
+        # A value out of range (``Budget`` checks itself) is the cause; it names its field.
+        why = explain(str(exc), raw, TeamConfig, format, cause=exc.__cause__)
+        raise ConfigError(f"{source}: {why}") from exc
     assert isinstance(raw, dict)  # it decoded into a TeamConfig
     for index, entry in enumerate(raw["workers"]):
         # The keys as written: a model-only key set to its default is still a mistake.

@@ -12,6 +12,7 @@ from regiment.hierarchy._budget import Budget, BudgetLimit, OnExhausted
 from regiment.hierarchy._checks import Check, CheckOutcome
 from regiment.hierarchy._critic import Critic, Verdict, parse_verdict
 from regiment.hierarchy._json_io import event_from_json, result_from_json, to_json
+from regiment.hierarchy._log_context import RunContextFilter
 from regiment.hierarchy._memory import Compression, WorkingMemory, parse_memory
 from regiment.hierarchy._messages import (
     AssignStep,
@@ -25,6 +26,7 @@ from regiment.hierarchy._messages import (
 )
 from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy._ranges import InvalidValue
 from regiment.hierarchy._result import RunResult, RunStatus
 from regiment.hierarchy._team import RunningTeam, Team
 from regiment.hierarchy.events import *  # noqa: F403 (the event types, listed once in events.__all__)
@@ -39,7 +41,6 @@ __all__ = (
     "to_json",
     "AssignStep",
     "Budget",
-    "BudgetConfig",
     "BudgetLimit",
     "CancelStep",
     "Check",
@@ -50,6 +51,7 @@ __all__ = (
     "ConfigFormat",
     "Critic",
     "CriticConfig",
+    "InvalidValue",
     "OnExhausted",
     "ParsedPlan",
     "Plan",
@@ -58,6 +60,7 @@ __all__ = (
     "PlannerConfig",
     "Prompts",
     "PromptsConfig",
+    "RunContextFilter",
     "RunResult",
     "RunStatus",
     "RunningTeam",
@@ -90,7 +93,6 @@ __all__ = (
 # Offered for compatibility: `from regiment.hierarchy import load_team` keeps working.
 _FROM_CONFIG = frozenset(
     {
-        "BudgetConfig",
         "CheckConfig",
         "CompressionConfig",
         "ConfigFormat",
@@ -110,7 +112,6 @@ _FROM_CONFIG = frozenset(
 
 if TYPE_CHECKING:
     from regiment.config import (
-        BudgetConfig,
         CheckConfig,
         CompressionConfig,
         ConfigFormat,

@@ -21,8 +21,11 @@ __all__ = ("Budget", "BudgetLedger", "BudgetLimit", "OnExhausted", "Share")
 OnExhausted: TypeAlias = Literal["partial", "raise"]
 
 
-class Budget(msgspec.Struct, frozen=True, kw_only=True):
+class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Limits for one run. ``None`` means unlimited; a limit of 0 allows none.
+
+    A team file's ``[budget]`` table decodes straight into this type (unknown
+    keys are refused there, as in every other table).
 
     Counts are whole numbers >= 0 (``rounds`` >= 1); ``wall_clock`` is a finite
     number of seconds > 0. Other values raise :class:`regiment.ConfigError`.

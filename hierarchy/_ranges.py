@@ -30,8 +30,12 @@ __all__ = ("NO_LIMIT", "InvalidValue", "at_least", "fraction", "seconds")
 NO_LIMIT = "no limit"
 
 
-class InvalidValue(ConfigError):
+class InvalidValue(ConfigError, ValueError):
     """A field of a config type holds a value outside its range.
+
+    It is also a ``ValueError`` so that msgspec, decoding a team file straight
+    into a type that checks itself in ``__post_init__`` (``Budget``), wraps it
+    in a ``ValidationError`` that carries the key path.
 
     Attributes:
         owner: what holds the field (``"worker 'billing'"``, ``"Budget"``).

@@ -16,6 +16,7 @@ from starlette.routing import Route
 
 from regiment.errors import ConfigError
 from regiment.hierarchy import RunningTeam, Team, to_json
+from regiment.journal import Journal, JournalSpec, open_journal
 
 from ._http import (
     ApiError,
@@ -26,6 +27,7 @@ from ._http import (
     on_http_exception,
     read_json,
 )
+from ._journaled import journaled_record, journaled_runs, replay
 from ._registry import MemoryRunStore, RunRecord, RunStore
 from ._runs import Runs, open_runs
 from ._views import run_summary, run_view
@@ -48,6 +50,7 @@ class _Service:
         self.token = token
         self.keepalive = keepalive
         self.runs: Runs | None = None
+        self.journal: Journal | None = None  # open while the lifespan is up, if given
 
     def live(self) -> Runs:
         if self.runs is None:
@@ -59,18 +62,30 @@ class _Service:
             )
         return self.runs
 
-    def record(self, request: Request) -> RunRecord:
+    async def record(self, request: Request) -> RunRecord:
+        """The run this process drives or drove, else the journal's; 404 if neither has it."""
         run_id = request.path_params["run_id"]
         record = self.store.get(run_id)
+        if record is None and self.journal is not None:
+            record = await journaled_record(self.journal, run_id)
         if record is None:
             raise ApiError(404, "unknown run", f"no run {run_id!r}; GET /runs lists them")
         return record
+
+    async def records(self, status: str | None) -> list[RunRecord]:
+        """The runs of this process, and with a journal every other run it holds."""
+        own = self.store.list(status)
+        if self.journal is None:
+            return own
+        seen = {r.run_id for r in self.store.list()}
+        journaled = await journaled_runs(self.journal, status)
+        return own + [r for r in journaled if r.run_id not in seen]
 
 
 def create_app(
     team: Team | RunningTeam,
     *,
-    journal: str | None = None,
+    journal: JournalSpec = None,
     token: str | None = None,
     keepalive: float = 15.0,
     store: RunStore | None = None,
@@ -82,36 +97,51 @@ def create_app(
 
     Args:
         team: the team whose runs the app serves.
-        journal: reserved for journal-backed runs; must be ``None`` for now.
+        journal: where runs are journaled (a SQLite file path, a ``postgresql://``
+            URL, or a ``Journal``, left open for its owner to close). The app then
+            answers ``GET /runs``, ``GET /runs/{id}`` and its events from the journal
+            too, so runs from before a restart can still be listed and replayed.
+            With a ``RunningTeam``, start it with the same journal.
         token: if set, every route but ``/health`` needs ``Authorization: Bearer <token>``.
         keepalive: seconds between keep-alive comments on an idle event stream.
         store: where runs are recorded (default: this process's memory).
 
     Raises:
-        ConfigError: ``journal`` was given, or the token is empty.
+        ConfigError: the token is empty.
     """
-    if journal is not None:
-        raise ConfigError(
-            f"journal={journal!r}: runs are not journaled by the service yet; leave it unset"
-        )
     if token is not None and not token.strip():
         raise ConfigError("the token is empty; pass a secret, or None for no auth")
     service = _Service(store or MemoryRunStore(), token, keepalive)
 
     @asynccontextmanager
     async def lifespan(_app: object) -> AsyncIterator[None]:
-        async with open_runs(team, service.store) as runs:
-            service.runs = runs
+        async with _journal(journal) as opened, open_runs(team, service.store, opened) as runs:
+            service.runs, service.journal = runs, opened
             try:
                 yield
             finally:
-                service.runs = None
+                service.runs = service.journal = None
 
     return Starlette(
         routes=_routes(service),
         lifespan=lifespan,
         exception_handlers={HTTPException: on_http_exception, ApiError: on_api_error},
     )
+
+
+@asynccontextmanager
+async def _journal(spec: JournalSpec) -> AsyncIterator[Journal | None]:
+    """The journal ``spec`` names, open for the lifespan (closed after, if opened here)."""
+    if spec is None:
+        yield None
+        return
+    opened = await open_journal(spec)
+    try:
+        yield opened
+    finally:
+        if opened is not spec:
+            with anyio.CancelScope(shield=True):
+                await opened.close()
 
 
 def _routes(s: _Service) -> list[Route]:
@@ -168,27 +198,29 @@ async def _wait_or_cancel(runs: Runs, record: RunRecord, request: Request) -> No
 
 async def _list_runs(s: _Service, request: Request) -> Response:
     status = request.query_params.get("status")
-    return json_response({"runs": [run_summary(r) for r in s.store.list(status)]})
+    return json_response({"runs": [run_summary(r) for r in await s.records(status)]})
 
 
 async def _get_run(s: _Service, request: Request) -> Response:
-    return json_response(run_view(s.record(request)))
+    return json_response(run_view(await s.record(request)))
 
 
 async def _cancel(s: _Service, request: Request) -> Response:
-    record = s.record(request)
+    record = await s.record(request)
     cancelled = s.live().cancel(record.run_id)
     return json_response({"run_id": record.run_id, "cancelling": cancelled}, 202)
 
 
 async def _events(s: _Service, request: Request) -> Response:
-    record = s.record(request)
+    record = await s.record(request)
     last = request.headers.get("last-event-id", "0").strip() or "0"
     if not last.isdigit():
         raise ApiError(422, "invalid Last-Event-ID", f"{last!r} is not an event number")
 
     async def frames() -> AsyncIterator[ServerSentEvent]:
-        async for seq, event in s.store.follow(record.run_id, int(last)):
+        live = s.store.get(record.run_id) is record  # else read back from the journal
+        events = s.store.follow(record.run_id, int(last)) if live else replay(record, int(last))
+        async for seq, event in events:
             data = to_json(event).decode()
             yield ServerSentEvent(data=data, event=type(event).__name__, id=str(seq))
 

@@ -1,8 +1,9 @@
 """The app's record of its runs: status, numbered events, result.
 
 ``RunStore`` is the seam: the in-memory ``MemoryRunStore`` here keeps what this
-process saw; a journal-backed store can replace it later (same five calls),
-so replay survives a restart. Nothing in it knows about HTTP.
+process saw. With a journal (``create_app(..., journal=...)``) the app answers
+about every other run from the journal (see ``_journaled``), so replay survives
+a restart. Nothing in it knows about HTTP.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from regiment.hierarchy import Event, RunCompleted, RunFailed, RunResult
 
 __all__ = ("MemoryRunStore", "RunRecord", "RunState", "RunStore")
 
-RunState: TypeAlias = Literal["running", "completed", "partial", "cancelled", "failed"]
+RunState: TypeAlias = Literal["running", "stalled", "completed", "partial", "cancelled", "failed"]
+"""``stalled``: a journaled run that is not finished and that no task of this app
+drives (it was running when its process stopped; ``regiment resume`` goes on with it)."""
 
 
 @dataclass

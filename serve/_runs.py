@@ -17,12 +17,24 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from regiment.errors import RegimentError
 from regiment.hierarchy import RunFailed, RunningTeam, RunStarted, Team
+from regiment.journal import Journal
 
 from ._registry import RunRecord, RunStore
 
-__all__ = ("Runs", "open_runs")
+__all__ = ("Runs", "cancelled", "open_runs")
 
 log = logging.getLogger("regiment.serve")
+
+
+def cancelled(run_id: str) -> RunFailed:
+    """The last event the app streams for a run it cancelled.
+
+    The engine ends a run whose stream was left with ``RunCompleted`` (status
+    ``cancelled``), but no reader is there to see it; clients see this instead,
+    live and (see ``_journaled``) when the run is replayed from the journal.
+    """
+    reason = "the run was cancelled (POST /runs/{id}/cancel, a client that left, or shutdown)"
+    return RunFailed(run_id=run_id, error_type="RunCancelled", message=reason)
 
 
 @final
@@ -54,7 +66,7 @@ class Runs:
         record: RunRecord | None = None
         with anyio.CancelScope() as scope:
             try:
-                async with self.running.stream(goal) as events:
+                async with self.running.stream(goal, session=session) as events:
                     async for event in events:
                         if record is None:
                             assert isinstance(event, RunStarted), event
@@ -76,28 +88,25 @@ class Runs:
             return
         self._scopes.pop(record.run_id, None)
         if not record.ended.is_set():  # cancelled: the stream ended without its last event
-            reason = (
-                "the run was cancelled (POST /runs/{id}/cancel, a client that left, or shutdown)"
-            )
-            self.store.append(
-                record.run_id,
-                RunFailed(run_id=record.run_id, error_type="RunCancelled", message=reason),
-            )
+            self.store.append(record.run_id, cancelled(record.run_id))
             log.info("run cancelled", extra={"run_id": record.run_id})
 
 
 @asynccontextmanager
-async def open_runs(team: Team | RunningTeam, store: RunStore) -> AsyncIterator[Runs]:
-    """Start the team (unless already started) and own the runs' task group."""
-    async with _started(team) as running, anyio.create_task_group() as tg:
+async def open_runs(
+    team: Team | RunningTeam, store: RunStore, journal: Journal | None = None
+) -> AsyncIterator[Runs]:
+    """Start the team (unless already started; with ``journal``, journaling its runs)
+    and own the runs' task group."""
+    async with _started(team, journal) as running, anyio.create_task_group() as tg:
         yield Runs(running, store, tg)
         tg.cancel_scope.cancel()  # shutdown: live runs end cancelled
 
 
 @asynccontextmanager
-async def _started(team: Team | RunningTeam) -> AsyncIterator[RunningTeam]:
+async def _started(team: Team | RunningTeam, journal: Journal | None) -> AsyncIterator[RunningTeam]:
     if isinstance(team, RunningTeam):
         yield team
         return
-    async with team.start() as running:
+    async with team.start(journal=journal) as running:
         yield running

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Protocol, TextIO
 
 import anyio
 
+from regiment._logging import SDK_LOGGERS, ContextFormatter, level_for, logging_to
 from regiment.errors import ConfigError
 from regiment.hierarchy import Team
 
@@ -16,7 +16,6 @@ from ._app import create_app
 
 __all__ = ("ContextFormatter", "ServeOptions", "check_bind", "serve_command")
 
-CONTEXT = ("run_id", "step_id", "worker", "trace_id")
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
@@ -36,6 +35,7 @@ class ServeOptions(Protocol):
     port: int
     token: str | None
     journal: str | None
+    verbose: int
 
 
 async def serve_command(
@@ -49,7 +49,7 @@ async def serve_command(
     """Serve ``team`` until interrupted (or ``stop`` is set); returns the exit code.
 
     Raises:
-        ConfigError: a public host without a token, or a journal was given.
+        ConfigError: a public host without a token.
     """
     import uvicorn  # the serve extra, checked on importing regiment.serve
 
@@ -60,7 +60,9 @@ async def serve_command(
         app, host=options.host, port=options.port, log_config=None, lifespan="on"
     )
     server = uvicorn.Server(config)
-    with _logging_to(stderr):
+    # INFO by default (a service's log), DEBUG with -vv; uvicorn's own records too.
+    level = level_for(options.verbose, default=logging.INFO)
+    with logging_to(stderr, level, ("regiment", "uvicorn", *SDK_LOGGERS)):
         async with anyio.create_task_group() as tg:
             if stop is not None:
 
@@ -72,30 +74,3 @@ async def serve_command(
             await server.serve()
             tg.cancel_scope.cancel()
     return 0
-
-
-class ContextFormatter(logging.Formatter):
-    """Appends the record's ``run_id``/``step_id``/``worker``/``trace_id`` (from ``extra``)."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        line = super().format(record)
-        context = [f"{k}={getattr(record, k)}" for k in CONTEXT if getattr(record, k, None)]
-        return f"{line} [{' '.join(context)}]" if context else line
-
-
-@contextmanager
-def _logging_to(stderr: TextIO) -> Iterator[None]:
-    """While serving, a handler at INFO on the ``regiment`` and ``uvicorn`` loggers."""
-    handler = logging.StreamHandler(stderr)
-    handler.setFormatter(ContextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    loggers = [logging.getLogger(name) for name in ("regiment", "uvicorn")]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-    try:
-        yield
-    finally:
-        for logger, level in zip(loggers, levels, strict=True):
-            logger.removeHandler(handler)
-            logger.setLevel(level)

@@ -14,18 +14,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ROOMS = ("actors", "tools", "models", "telemetry", "hierarchy", "config", "cli")
+ROOMS = ("actors", "tools", "models", "telemetry", "hierarchy", "journal", "config", "cli", "serve")
 MAX_MODULE, MAX_CLASS, MAX_FUNCTION = 400, 250, 60
 
-# Which rooms each room must never import (DESIGN.md: cli -> config -> hierarchy ->
-# models/tools/telemetry/actors, never back).
+# Which rooms each room must never import (DESIGN.md: cli -> serve -> config ->
+# hierarchy -> journal -> models/tools/telemetry/actors, never back).
+_ABOVE_JOURNAL = {"hierarchy", "config", "serve", "cli"}
 FORBIDDEN = {
-    "actors": {"hierarchy", "config", "cli"},
-    "tools": {"hierarchy", "config", "cli"},
-    "models": {"hierarchy", "config", "cli"},
-    "telemetry": {"hierarchy", "config", "cli"},
-    "hierarchy": {"config", "cli"},
-    "config": {"cli"},
+    "actors": {"journal", *_ABOVE_JOURNAL},
+    "tools": {"journal", *_ABOVE_JOURNAL},
+    "models": {"journal", *_ABOVE_JOURNAL},
+    "telemetry": {"journal", *_ABOVE_JOURNAL},
+    "journal": _ABOVE_JOURNAL,
+    "hierarchy": {"config", "serve", "cli"},
+    "config": {"serve", "cli"},
+    "serve": {"cli"},
 }
 # The one allowed exception: ``regiment.hierarchy`` still offers the team-file names
 # (``from regiment.hierarchy import load_team``) by loading ``regiment.config`` on
@@ -139,6 +142,32 @@ def test_rooms_import_only_downwards(module: str) -> None:
             f"{MODULES[module].relative_to(ROOT)}:{imp.line} imports {imp.target}: "
             f"the {_room(module)} room must not import {room}"
         )
+
+
+def _private(module: str) -> bool:
+    return any(part.startswith("_") for part in module.split(".")[1:])
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_rooms_meet_only_through_their_public_surface(module: str) -> None:
+    """A room imports another room's package (``regiment.hierarchy``), never its private modules.
+
+    The root's own helpers (``regiment._json``, ``regiment.errors``) belong to no room.
+    """
+    for imp in IMPORTS[module]:
+        room = _room(imp.target)
+        if not imp.target.startswith("regiment.") or room in ("root", _room(module)):
+            continue
+        assert not _private(imp.target), (
+            f"{MODULES[module].relative_to(ROOT)}:{imp.line} imports {imp.target}, a private "
+            f"module of the {room} room: import it from regiment.{room} (export it there if needed)"
+        )
+
+
+def test_the_private_import_rule_sees_a_private_module() -> None:
+    assert _private("regiment.hierarchy.workers._worker")
+    assert not _private("regiment.hierarchy.workers")
+    assert _room("regiment.hierarchy.run._actor") == "hierarchy"
 
 
 def test_no_import_cycles_outside_type_checking() -> None:

@@ -24,7 +24,7 @@ from regiment.tools._decorator import tool
 from regiment.tools._definition import ToolDefinition
 from regiment.tools._mcp_connection import MCPConnection, MCPServerLost
 from regiment.tools._mcp_hub import MCPHub, WorkerTools
-from regiment.tools._mcp_server import MCPServer
+from regiment.tools._mcp_server import MCPServer, require_mcp
 from regiment.tools._mcp_tools import MCPToolError
 from regiment.tools._policy import IdempotencyKey, OnToolError, ToolOptions, ToolPolicy
 from regiment.tools._result import ToolResult
@@ -54,5 +54,6 @@ __all__ = (
     "Toolset",
     "ToolsetItem",
     "WorkerTools",
+    "require_mcp",
     "tool",
 )

@@ -100,9 +100,9 @@ class PlannerActor(Actor[PlannerMessage, None]):
         trace = RunTrace(team.telemetry, run_span)
         dispatcher = Dispatcher(team, run_id, trace.headers)
         self._book = RunBook(run_id, goal, team, channel, trace, dispatcher)
-        self._calls = PhaseCalls(team, trace)
+        self._calls = PhaseCalls(team, trace, run_id)
         self._verifier = Verifier(team.checks, trace)
-        self._prompting = Prompting(team, goal)
+        self._prompting = Prompting(team, goal, run_id)
         self._phase: Phase = Planning("plan", self._prompting.first_session(), "initial")
 
     def _record(self, change: RunChange) -> None:

@@ -32,6 +32,7 @@ from regiment.hierarchy.events import (
     SynthesisStarted,
     ToolFailed,
 )
+from regiment.hierarchy.run import _logs as logs
 from regiment.hierarchy.run._calls import ROLES
 from regiment.hierarchy.run._changes import (
     BudgetRanOut,
@@ -173,6 +174,7 @@ class RunBook:
                 self._emit(SynthesisStarted(run_id=run_id, committed_steps=committed))
             case BudgetRanOut(limit=limit, detail=detail):
                 self.spending.exhausted = limit
+                logs.budget_exhausted(run_id, limit, detail)
                 self._emit(BudgetExhausted(run_id=run_id, limit=limit, detail=detail))
             case RunFinished() | RunAborted():
                 self._end(change)
@@ -213,6 +215,7 @@ class RunBook:
             case ReportDropped(current_version=current):
                 versions.stale_dropped += 1
                 self.trace.stale_report(r, current_version=current)
+                logs.stale_report_dropped(run_id, r, current)
                 self._emit(
                     StaleReportDropped(
                         run_id=run_id,

@@ -20,6 +20,7 @@ from opentelemetry.trace import Span
 from regiment.actors import ActorContext
 from regiment.errors import RunError
 from regiment.hierarchy._budget import BudgetLedger
+from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy.run._messages import (
@@ -72,9 +73,10 @@ class SpanFacts:
 class PhaseCalls:
     """Starts, supersedes and cancels the run's planner-side model calls."""
 
-    def __init__(self, team: TeamRuntime, trace: RunTrace) -> None:
+    def __init__(self, team: TeamRuntime, trace: RunTrace, run_id: str) -> None:
         self._team = team
         self._trace = trace
+        self._run_id = run_id  # the log context of its calls (an SDK's retries name the run)
         telemetry, planner = team.telemetry, team.planner
         self._planner = ModelCaller(planner.model, planner.name, telemetry)
         synth_model = planner.synthesizer_model or planner.model
@@ -157,7 +159,7 @@ class PhaseCalls:
         token: int,
         scope: anyio.CancelScope,
     ) -> None:
-        with scope:
+        with scope, log_context(self._run_id, worker=self._team.planner.name):
             with self._trace.in_run(), self._span(purpose, facts) as span:
                 if purpose == "replan":
                     self._trace.telemetry.recorder.replan(span, new_version=facts.version + 1)

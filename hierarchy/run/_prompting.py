@@ -13,6 +13,7 @@ from typing import TypeAlias, assert_never, final
 from regiment.errors import PlanError
 from regiment.hierarchy._planner import PlanningSession
 from regiment.hierarchy.plan._plan import Plan
+from regiment.hierarchy.run import _logs as logs
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import PlanAdopted
 from regiment.hierarchy.run._messages import Purpose
@@ -53,9 +54,10 @@ PlanReading: TypeAlias = PlanAdopted | ModelRequest | PlanError
 class Prompting:
     """Builds the plan, replan, round, critique, compress and synthesis requests."""
 
-    def __init__(self, team: TeamRuntime, goal: str) -> None:
+    def __init__(self, team: TeamRuntime, goal: str, run_id: str) -> None:
         self._team = team
         self._goal = goal
+        self._run_id = run_id  # for the log records
         self._prompts = prompts = team.planner.prompts
         self._system = prompts.planner_system(
             team=team.name,
@@ -108,6 +110,7 @@ class Prompting:
             case AskCritic():
                 assert self._team.critic is not None
                 session = CritiqueSession.open(
+                    run_id=self._run_id,
                     team=self._team.name,
                     goal=self._goal,
                     critic=self._team.critic,
@@ -165,6 +168,10 @@ class Prompting:
                 )
                 return PlanError(message, last_reply=attempt.reply, problems=attempt.problems)
             session.reprompt(attempt.problems, self._prompts)
+            why = f"attempt {session.attempts} of {planner.max_plan_attempts}: " + "; ".join(
+                attempt.problems
+            )
+            logs.model_retry(self._run_id, planning.kind, planner.name, why)
             return session.request()
         parsed = attempt.parsed
         if planning.kind == "plan":

@@ -13,6 +13,7 @@ from typing import final
 from regiment.hierarchy._critic import Critic, Verdict, parse_verdict
 from regiment.hierarchy._memory import Compression, WorkingMemory, parse_memory
 from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy.run import _logs as logs
 from regiment.hierarchy.run._versions import PlanVersions
 from regiment.models import Message, ModelRequest, estimate_tokens
 
@@ -52,11 +53,13 @@ class CritiqueSession:
     round: int
     messages: list[Message] = field(default_factory=list)
     attempts: int = 0
+    run_id: str = ""  # for the log record of a retry
 
     @classmethod
     def open(
         cls,
         *,
+        run_id: str,
         team: str,
         goal: str,
         critic: Critic,
@@ -68,7 +71,7 @@ class CritiqueSession:
             goal=goal, round=round, committed=versions.committed_text()
         )
         system = prompts.critic_system(team=team, instructions=critic.prompt)
-        return cls(system=system, round=round, messages=[Message.user(request)])
+        return cls(system=system, round=round, messages=[Message.user(request)], run_id=run_id)
 
     def request(self) -> ModelRequest:
         return ModelRequest(system=self.system, messages=tuple(self.messages))
@@ -85,6 +88,8 @@ class CritiqueSession:
             return verdict
         if self.attempts < _CRITIC_ATTEMPTS:
             self.messages += [Message.assistant(reply), Message.user(prompts.critique_retry())]
+            why = f"attempt {self.attempts} of {_CRITIC_ATTEMPTS}: the verdict did not parse"
+            logs.model_retry(self.run_id, "critique", "critic", why)
             return None
         return Verdict(
             round=self.round,

@@ -20,6 +20,7 @@ from opentelemetry.util.types import AttributeValue
 
 from regiment.actors import Actor, ActorRef
 from regiment.errors import ActorStopped, ConfigError
+from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.telemetry import Telemetry
@@ -176,15 +177,18 @@ class StepActor(Actor[WorkerMessage, None]):
     ) -> None:
         # The step's span is parented by the trace context its envelope carried,
         # so a worker serving many runs links each step to its own run.
-        with self._telemetry.agent_span(
-            self._name,
-            parent_headers=headers,
-            run_id=assign.run_id,
-            step_id=assign.step.id,
-            plan_version=assign.plan_version,
-            attempt=assign.attempt,
-            attributes=self._span_attributes,
-        ) as span:
+        with (
+            self._telemetry.agent_span(
+                self._name,
+                parent_headers=headers,
+                run_id=assign.run_id,
+                step_id=assign.step.id,
+                plan_version=assign.plan_version,
+                attempt=assign.attempt,
+                attributes=self._span_attributes,
+            ) as span,
+            log_context(assign.run_id, assign.step.id, self._name),
+        ):
             report = await self._outcome(assign, scope, reply_to)
             failed = report.status not in ("done", "cancelled")
             self._telemetry.recorder.step_outcome(

@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from regiment.config._build import check_config, load_team
-from regiment.config._schema import load_config
+import regiment.config
+import regiment.hierarchy
+from regiment.config import check_config, load_config, load_team
 from regiment.errors import ConfigError
 from regiment.hierarchy import Budget, Compression, Planner, Worker
 from regiment.models import ScriptedModel
@@ -134,6 +135,8 @@ def test_a_nested_team_path_that_is_no_team_file_names_the_referring_key(tmp_pat
         ("toml", TEAM + "[planner.prompt]\nplanner = 'x'\n", "planner: unknown table `[planner.prompt]` (did you mean `[planner.prompts]`?)"),
         ("toml", TEAM + "tool = ['a:b']\n", "workers[0]: unknown key `tool =` (did you mean `tools =`?)"),
         ("toml", TEAM + "[budgets]\ntokens = 3\n", "unknown table `[budgets]` (did you mean `[budget]`?)"),
+        ("toml", TEAM + "[budget]\ntokenz = 3\n", "budget: unknown key `tokenz =` (did you mean `tokens =`?)"),
+        ("yaml", "name: t\nworkers: [{name: a, description: d}]\nbudget: {replan: 1}\n", "budget: unknown key `replan:` (did you mean `replans:`?)"),
         ("toml", "check = 1\n" + TEAM, "unknown key `check =` (did you mean `[checks.<name>]`?)"),
         ("yaml", "name: t\nworker: [{name: a, description: d}]\n", "unknown key `worker:` (did you mean `workers:`?)"),
     ],
@@ -193,6 +196,23 @@ def test_every_numeric_field_accepts_exactly_its_documented_range(
     with pytest.raises(ConfigError, match=name) as caught:
         make(number)
     assert repr(number) in str(caught.value)
+
+
+def test_budget_has_one_definition_that_files_decode_into(tmp_path: Path) -> None:
+    team = _write(
+        tmp_path / "team.yaml",
+        "name: t\nworkers: [{name: a, description: d}]\nbudget: {tokens: 5}\n",
+    )
+    config = load_config(team)
+    assert type(config.budget) is Budget  # no BudgetConfig twin to convert from
+    assert config.budget == Budget(tokens=5)
+    assert not hasattr(regiment.config, "BudgetConfig")
+    assert not hasattr(regiment.hierarchy, "BudgetConfig")
+    bad = _write(
+        tmp_path / "bad.yaml",
+        "name: t\nworkers: [{name: a, description: d}]\nbudget: {rounds: 0}\n",
+    )
+    assert _error(bad) == (f"{bad}: budget.rounds: must be a whole number >= 1; got 0")
 
 
 @pytest.mark.parametrize(

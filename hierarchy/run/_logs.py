@@ -1,0 +1,49 @@
+"""What a run logs, under ``regiment.run``: every record carries ``run_id``,
+``step_id`` and ``worker`` in ``extra`` (``None`` where a record has no step or
+worker), so a handler can show or filter them (``regiment run -v`` does).
+
+The library only logs; handlers are the application's (the CLI and ``regiment
+serve`` add them).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from regiment.hierarchy._messages import StepReport
+
+__all__ = ("budget_exhausted", "model_retry", "stale_report_dropped")
+
+_log = logging.getLogger("regiment.run")
+
+
+def _where(run_id: str, step_id: str | None = None, worker: str | None = None) -> dict[str, object]:
+    return {"run_id": run_id, "step_id": step_id, "worker": worker}
+
+
+def stale_report_dropped(run_id: str, report: StepReport, current_version: int) -> None:
+    """A report of an older plan version was dropped (expected after a replan: INFO)."""
+    _log.info(
+        "%s: report of step %s from plan version %d dropped: the plan is at version %d",
+        report.worker,
+        report.step_id,
+        report.plan_version,
+        current_version,
+        extra=_where(run_id, report.step_id, report.worker),
+    )
+
+
+def budget_exhausted(run_id: str, limit: str, detail: str, step_id: str | None = None) -> None:
+    """A budget limit ran out: the run ends early (WARNING)."""
+    _log.warning("budget exhausted (%s): %s", limit, detail, extra=_where(run_id, step_id=step_id))
+
+
+def model_retry(run_id: str, purpose: str, agent: str, why: str) -> None:
+    """A model call is made again because its reply could not be used (INFO)."""
+    _log.info(
+        "%s's %s reply could not be used, asking again: %s",
+        agent,
+        purpose,
+        " ".join(why.split()),  # one line per record
+        extra=_where(run_id, worker=agent),
+    )

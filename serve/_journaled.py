@@ -1,0 +1,81 @@
+"""Runs read back from the journal: what the app answers about a run it did not
+start in this process (it ran before a restart, or in another process).
+
+Every event of a journaled run is an ``EventRecorded`` record, in order, so the
+n-th of them is the run's event number n, the same number the live stream gave
+it: a client's ``Last-Event-ID`` stays good across a restart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import msgspec
+
+from regiment.errors import JournalError
+from regiment.hierarchy import Event, RunCompleted, RunResult
+from regiment.journal import EventRecorded, Journal, RunCreated, RunFinished, RunInfo
+
+from ._registry import RunRecord, RunState
+from ._runs import cancelled
+
+__all__ = ("journaled_record", "journaled_runs", "replay")
+
+# A run the journal has not seen finish, and that no live task of this app drives.
+_UNFINISHED: dict[str, RunState] = {
+    "running": "running",
+    "stalled": "stalled",
+    "awaiting_approval": "stalled",
+}
+
+
+async def journaled_record(journal: Journal, run_id: str) -> RunRecord | None:
+    """The run as the journal has it, or ``None`` if the journal has no such run.
+
+    The record's ``ended`` is set: nothing in this process will add to it.
+    """
+    try:
+        info = await journal.get_run(run_id)
+    except JournalError:
+        return None
+    record = _from_info(info)
+    for entry in await journal.read(run_id):
+        match entry.record:
+            case RunCreated(session=session):
+                record.session = session
+            case EventRecorded(event=body):
+                record.events.append(msgspec.convert(body, Event))
+            case RunFinished(error=error, result=result):
+                record.error = error
+                if result:
+                    record.result = msgspec.convert(result, RunResult)
+            case _:
+                pass  # plans, steps, model calls: the events already tell them
+    _as_streamed(record)
+    record.ended.set()
+    return record
+
+
+def _as_streamed(record: RunRecord) -> None:
+    """A cancelled run ends as its live stream ended: with ``RunFailed(RunCancelled)``."""
+    if record.status == "cancelled" and record.events:
+        last = record.events[-1]
+        if isinstance(last, RunCompleted):
+            record.events[-1] = ending = cancelled(record.run_id)
+            record.error = f"{ending.error_type}: {ending.message}"
+
+
+async def journaled_runs(journal: Journal, status: str | None) -> list[RunRecord]:
+    """Every run in the journal (newest first), without their events."""
+    return [r for r in map(_from_info, await journal.list_runs()) if status in (None, r.status)]
+
+
+async def replay(record: RunRecord, after: int) -> AsyncIterator[tuple[int, Event]]:
+    """A journaled run's events numbered above ``after``."""
+    for seq in range(after + 1, len(record.events) + 1):
+        yield seq, record.events[seq - 1]
+
+
+def _from_info(info: RunInfo) -> RunRecord:
+    status: RunState = _UNFINISHED.get(info.status) or info.status  # type: ignore[assignment]
+    return RunRecord(run_id=info.run_id, goal=info.goal, session=info.session, status=status)

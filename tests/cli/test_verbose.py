@@ -1,0 +1,106 @@
+"""``regiment run -v`` / ``-vv``: a handler on the ``regiment`` logger for the run's
+length, lines that carry the run's context; without the flag, no log lines."""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from regiment.cli import run_async
+
+from .helpers import write_team
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds --app-dir to it
+
+
+async def _run(*argv: str) -> tuple[int, str]:
+    err = io.StringIO()
+    code = await run_async(list(argv), stdout=io.StringIO(), stderr=err, environ={})
+    return code, err.getvalue()
+
+
+RETRY = re.compile(
+    r" INFO regiment\.run: planner's plan reply could not be used, asking again: .*nobody.*"
+    r" \[run_id=\S+ worker=planner\]$",
+    re.M,
+)
+
+
+@pytest.mark.parametrize(("flags", "retries"), [([], 0), (["-v"], 2), (["-vv"], 2)])
+async def test_verbosity_sets_the_level_and_the_lines_carry_the_run(
+    tmp_path: Path, flags: list[str], retries: int
+) -> None:
+    team = write_team(tmp_path, "garbage")  # three invalid plans: two retries, then a failure
+    root = logging.getLogger("regiment")
+    handlers, level = list(root.handlers), root.level
+    code, err = await _run("run", str(team), "do it", "--app-dir", str(tmp_path), *flags)
+    assert code == 1
+    assert len(RETRY.findall(err)) == retries, err
+    assert (root.handlers, root.level) == (handlers, level)  # put back after the run
+
+
+DIVIDE = '''
+from regiment.models import ModelRequest, ModelResponse, ToolResultPart, text_response, tool_call_response
+from regiment.tools import tool
+
+
+@tool
+def divide(a: int, b: int) -> float:
+    """Divide a by b."""
+    return a / b
+
+
+def brain(request: ModelRequest) -> ModelResponse:
+    if request.system.startswith("You are the planner"):
+        return text_response('{"steps": [{"id": "s1", "description": "divide 1 by 0"}]}')
+    if request.system.startswith("You are worker"):
+        if any(isinstance(p, ToolResultPart) for p in request.messages[-1].parts):
+            return text_response("could not divide")
+        return tool_call_response("divide", {"a": 1, "b": 0}, call_id="c1")
+    return text_response("no answer: division by zero")
+'''
+
+RAISED = re.compile(
+    r" WARNING regiment\.worker: billing s1: divide failed: ZeroDivisionError: division by zero"
+    r" \[run_id=\S+ step_id=s1 worker=billing\]$",
+    re.M,
+)
+
+
+@pytest.mark.parametrize(
+    ("flags", "warnings", "traceback"), [([], 0, False), (["-v"], 1, False), (["-vv"], 1, True)]
+)
+async def test_a_tool_that_raises_is_a_warning_and_its_traceback_a_debug_line(
+    tmp_path: Path, flags: list[str], warnings: int, traceback: bool
+) -> None:
+    module = f"cli_verbose_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(DIVIDE, encoding="utf-8")
+    team = tmp_path / "team.toml"
+    team.write_text(
+        f'''name = "sums"
+model = "scripted"
+brain = "{module}:brain"
+
+[[workers]]
+name = "billing"
+description = "Does sums."
+tools = ["{module}:divide"]
+''',
+        encoding="utf-8",
+    )
+    code, err = await _run("run", str(team), "divide", "--app-dir", str(tmp_path), *flags)
+    assert code == 0, err
+    assert len(RAISED.findall(err)) == warnings, err
+    assert (" DEBUG regiment.tools: tool 'divide' raised" in err) is traceback
+    assert ("ZeroDivisionError: division by zero\n" in err and "Traceback" in err) is traceback

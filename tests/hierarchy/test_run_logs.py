@@ -1,0 +1,141 @@
+"""What a run logs under ``regiment.run``: a model asked again, a stale report
+dropped, a budget exhausted; each record carries the run's context in ``extra``."""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+import pytest
+
+from regiment.hierarchy import (
+    Budget,
+    BudgetExhausted,
+    Check,
+    Critic,
+    Planner,
+    Replanned,
+    RunResult,
+    StaleReportDropped,
+    StepReport,
+    Team,
+    Worker,
+)
+from regiment.models import ModelRequest, ScriptedModel, ToolResultPart
+
+from .brains import Brain, plan_json
+from .test_rounds import CriticBrain
+
+pytestmark = pytest.mark.anyio
+
+
+def _run_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "regiment.run"]
+
+
+def _context(record: logging.LogRecord) -> tuple[object, object, object]:
+    return record.__dict__["run_id"], record.__dict__["step_id"], record.__dict__["worker"]
+
+
+async def _run(team: Team, goal: str = "goal") -> RunResult:
+    async with team.start() as running:
+        return await running.run(goal)
+
+
+async def test_an_invalid_plan_asked_again_is_logged_at_info(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bad = plan_json({"description": "x", "worker": "nobody"})
+    brain = Brain([bad, plan_json({"description": "do it"})])
+    model = ScriptedModel(brain)
+    worker = Worker(name="w", description="does things", model=model)
+    team = Team(name="t", planner=Planner(model=model, name="boss"), workers=[worker])
+    with caplog.at_level(logging.INFO, logger="regiment"):
+        result = await _run(team)
+    assert result.status == "completed"
+    (retry,) = _run_records(caplog)
+    assert retry.levelno == logging.INFO
+    assert retry.getMessage() == (
+        "boss's plan reply could not be used, asking again: attempt 1 of 3: step s1 is "
+        "assigned to worker 'nobody', which does not exist; the workers are: w"
+    )
+    assert _context(retry) == (result.run_id, None, "boss")
+
+
+async def test_a_budget_that_runs_out_is_logged_at_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    model = ScriptedModel(Brain([plan_json({"description": "a"}, {"description": "b"})]))
+    worker = Worker(name="w", description="does things", model=model)
+    team = Team(
+        name="t", planner=Planner(model=model), workers=[worker], budget=Budget(model_calls=1)
+    )
+    with caplog.at_level(logging.INFO, logger="regiment"):
+        result = await _run(team)
+    assert result.status == "partial"
+    (event,) = [e for e in result.events if isinstance(e, BudgetExhausted)]
+    (record,) = [r for r in _run_records(caplog) if r.levelno == logging.WARNING]
+    assert record.getMessage() == f"budget exhausted (model_calls): {event.detail}"
+    assert _context(record) == (result.run_id, None, None)
+
+
+def _never_ok(report: StepReport) -> bool:
+    return False
+
+
+async def test_a_stale_report_dropped_is_logged_with_its_step_and_worker(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    replanned, late_report_seen = anyio.Event(), anyio.Event()
+
+    async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:
+        if description == "slow draft":
+            with anyio.CancelScope(shield=True):  # a call already on the wire finishes
+                await replanned.wait()
+            return "late"
+        if description == "recover":
+            await late_report_seen.wait()
+        return f"did: {description}"
+
+    v1 = plan_json(
+        {"id": "s1", "description": "probe", "check": "fails"},
+        {"id": "s2", "description": "slow draft"},
+    )
+    brain = Brain([v1, plan_json({"description": "recover", "depends_on": ["s1"]})], work=work)
+    model = ScriptedModel(brain)
+    team = Team(
+        name="t",
+        planner=Planner(model=model),
+        workers=[Worker(name="drafter", description="does things", model=model)],
+        checks={"fails": Check(description="never passes", predicate=_never_ok)},
+    )
+    with caplog.at_level(logging.INFO, logger="regiment"):
+        async with team.start() as running, running.stream("goal") as stream:
+            async for event in stream:
+                if isinstance(event, Replanned):
+                    replanned.set()
+                if isinstance(event, StaleReportDropped):
+                    late_report_seen.set()
+                    run_id = event.run_id
+    (record,) = [r for r in _run_records(caplog) if "dropped" in r.getMessage()]
+    assert record.levelno == logging.INFO
+    assert record.getMessage() == (
+        "drafter: report of step s2 from plan version 1 dropped: the plan is at version 2"
+    )
+    assert _context(record) == (run_id, "s2", "drafter")
+
+
+async def test_a_critic_asked_again_is_logged_at_info(caplog: pytest.LogCaptureFixture) -> None:
+    brain = CriticBrain([plan_json({"description": "x"})], ["looks fine to me", "yes, fine"])
+    model = ScriptedModel(brain)
+    worker = Worker(name="w", description="does things", model=model)
+    team = Team(name="t", planner=Planner(model=model), workers=[worker], critic=Critic())
+    with caplog.at_level(logging.INFO, logger="regiment"):
+        result = await _run(team)
+    (retry,) = _run_records(caplog)
+    assert retry.levelno == logging.INFO
+    assert retry.getMessage() == (
+        "critic's critique reply could not be used, asking again: "
+        "attempt 1 of 2: the verdict did not parse"
+    )
+    assert _context(retry) == (result.run_id, None, "critic")

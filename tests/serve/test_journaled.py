@@ -1,0 +1,102 @@
+"""``create_app(..., journal=...)``: runs survive a restart of the server. A run
+finished before the restart is listed, shown and replayed from the journal (a
+SQLite file), with the same event numbers, honouring ``Last-Event-ID``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+
+from examples.service.serving import serving
+from regiment.journal import SqliteJournal
+from regiment.serve import create_app
+
+from .sse import Frame, frames
+from .teams import Stuck, stuck_team, support_team
+
+pytestmark = pytest.mark.anyio
+
+GOAL = "What is the status of order 88213?"
+SCAN = "Please scan the warehouse for order 55001."
+
+
+async def _all(c: httpx.AsyncClient, run_id: str, last: int | None = None) -> list[Frame]:
+    headers = {} if last is None else {"Last-Event-ID": str(last)}
+    async with c.stream("GET", f"/runs/{run_id}/events", headers=headers) as response:
+        assert response.status_code == 200
+        return [f async for f in frames(response) if f.comment is None]
+
+
+async def test_a_run_from_before_a_restart_is_listed_shown_and_replayed(tmp_path: Path) -> None:
+    journal = str(tmp_path / "runs.db")
+    async with (
+        serving(create_app(support_team(), journal=journal)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
+        posted = await c.post("/runs?wait=true", json={"goal": GOAL, "session": "s-1"})
+        assert posted.status_code == 200
+        before = posted.json()
+        live = await _all(c, before["run_id"])
+        first = live[:3]  # a client read three events, then the server went away
+    assert before["status"] == "completed"
+    assert live[-1].event == "RunCompleted"
+    run_id = before["run_id"]
+
+    # A new process: a new team object and app over the same file.
+    async with (
+        serving(create_app(support_team(), journal=journal)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
+        listed = (await c.get("/runs")).json()["runs"]
+        assert listed == [{"run_id": run_id, "goal": GOAL, "session": "s-1", "status": "completed"}]
+        assert (await c.get("/runs?status=failed")).json() == {"runs": []}
+        shown = (await c.get(f"/runs/{run_id}")).json()
+        for key in ("answer", "output", "usage", "plans", "steps", "committed", "events"):
+            assert shown[key] == before[key], key
+        assert shown["status"] == "completed"
+        replayed = await _all(c, run_id)
+        assert replayed == live  # same ids, types and data as when it ran
+        rest = await _all(c, run_id, last=first[-1].id)
+        assert first + rest == live
+        assert await _all(c, run_id, last=len(live)) == []
+        assert (await c.get("/runs/run-unknown")).status_code == 404
+        # A new run in the restarted process is live, and listed beside the old one.
+        new = (await c.post("/runs?wait=true", json={"goal": GOAL})).json()
+        ids = [r["run_id"] for r in (await c.get("/runs")).json()["runs"]]
+        assert sorted(ids) == sorted([run_id, new["run_id"]])
+
+    # The file is a journal like any other: it holds both runs.
+    opened = await SqliteJournal.open(journal)
+    try:
+        assert {r.run_id for r in await opened.list_runs()} == {run_id, new["run_id"]}
+    finally:
+        await opened.close()
+
+
+async def test_a_cancelled_run_is_replayed_to_its_end_after_a_restart(tmp_path: Path) -> None:
+    journal = str(tmp_path / "runs.db")
+    stuck = Stuck()
+    async with (
+        serving(create_app(stuck_team(stuck), journal=journal)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
+        run_id = (await c.post("/runs", json={"goal": SCAN})).json()["run_id"]
+        await stuck.started.wait()
+        assert (await c.post(f"/runs/{run_id}/cancel")).status_code == 202
+        live = await _all(c, run_id)
+        view = (await c.get(f"/runs/{run_id}")).json()
+    assert stuck.cancelled.is_set()
+    assert live[-1].event == "RunFailed"
+    async with (
+        serving(create_app(stuck_team(Stuck()), journal=journal)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
+        shown = (await c.get(f"/runs/{run_id}")).json()
+        assert (shown["status"], shown["error"], shown["events"]) == (
+            "cancelled",
+            view["error"],
+            view["events"],
+        )
+        assert await _all(c, run_id) == live  # ends as it ended live: RunFailed(RunCancelled)
