@@ -48,6 +48,7 @@ from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._journaling import RunJournal, owner_name
 from regiment.hierarchy.run._messages import StartRun
 from regiment.hierarchy.run._runtime import TeamRuntime
+from regiment.hierarchy.workers._journal_calls import RunCalls
 from regiment.hierarchy.workers._live import LiveWorker
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._team_worker import TeamWorker, TeamWorkerActor
@@ -318,6 +319,9 @@ async def _spawn_team(
     telemetry = team.telemetry or inherited or Telemetry()
     refs: dict[str, ActorRef[WorkerMessage, None]] = {}
     specs: dict[str, WorkerSpec] = {}
+    channels: dict[str, RunChannel] = {}
+    runs = functools.partial(_run_calls, channels)  # a worker's way to its step's run
+
     prompts = team.planner.prompts
     base = f"{prefix}{team.name}"
     if mcp is not None:  # all of this team's MCP servers start at once, not worker by worker
@@ -329,7 +333,7 @@ async def _spawn_team(
             case Worker():
                 tools = await _worker_tools(worker, mcp)
                 specs[worker.name] = LiveWorker(worker, tools) if worker.mcp_servers else worker
-                factory = functools.partial(WorkerActor, worker, prompts, telemetry, tools)
+                factory = functools.partial(WorkerActor, worker, prompts, telemetry, tools, runs)
             case TeamWorker():
                 # The child team lives in the parent's actor system: it stops with it.
                 specs[worker.name] = worker
@@ -354,9 +358,13 @@ async def _spawn_team(
         compression=team.compression,
         telemetry=telemetry,
     )
-    channels: dict[str, RunChannel] = {}
     supervisor = await system.spawn(lambda: Supervisor(runtime, channels), name=f"{base}/planner")
     return RunningTeam(team, supervisor, telemetry, channels)
+
+
+def _run_calls(channels: Mapping[str, RunChannel], run_id: str) -> RunCalls | None:
+    channel = channels.get(run_id)
+    return None if channel is None else channel.calls
 
 
 async def _worker_tools(worker: Worker, mcp: MCPHub | None) -> WorkerTools:
