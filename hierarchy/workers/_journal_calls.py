@@ -1,7 +1,7 @@
 """A worker's side of a run's journal: its model responses and tool calls.
 
 Each tool call's intent is appended durably *before* the tool body runs, and
-its result after, keyed by (run, plan version, step, call index); each model
+its result durably after, keyed by (run, plan version, step, call index); each model
 response is appended with its usage under ``step/{version}/{step}/{n}``. On a
 resume the same keys come round again: a journaled response is replayed, not
 re-sent; a journaled result is replayed, not re-executed; an intent without a
@@ -137,7 +137,8 @@ class StepCalls:
             call_index=index,
             result=result,
         )
-        await run.append(done)
+        # Durable too: a result lost in a crash would run a finished call's body again.
+        await run.append(done, durable=True)
         return result
 
     def _intent(self, index: int, call: ToolCallPart, key: str) -> ToolCallStarted:
