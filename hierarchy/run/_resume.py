@@ -13,6 +13,7 @@ from regiment.hierarchy._replay import Replay
 from regiment.hierarchy.events import Event
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, config_hash, owner_name
+from regiment.hierarchy.run._session import session_context
 from regiment.hierarchy.workers._journal_calls import RunCalls
 from regiment.journal import Journal, RunCreated, RunFinished
 
@@ -44,6 +45,8 @@ async def open_channel(
             journal, team, run_id, goal, session, owner_name(), deps
         )
     channel, events = RunChannel.open(streaming=streaming)
+    if session is not None and journal is not None:
+        channel.history = await session_context(journal, team, session, run_id)
     channel.calls = RunCalls(run_id, deps) if deps is not None else None
     if run_journal is not None:
         channel.journal, channel.calls = run_journal, run_journal.calls
