@@ -19,42 +19,45 @@ from __future__ import annotations
 
 import functools
 import itertools
-import random
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
+from random import getrandbits
 from typing import assert_never, final
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
-from opentelemetry.trace import Span
 
 from regiment.actors import (
     ActorRef,
     ActorSystem,
     open_actor_system,
 )
-from regiment.errors import ConfigError, RunCancelled, RunError
+from regiment.errors import ConfigError
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._checks import Check
 from regiment.hierarchy._critic import Critic
 from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._messages import StepAllowance, WorkerMessage
 from regiment.hierarchy._planner import Planner
+from regiment.hierarchy._ranges import seconds
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy._supervisor import RunRef, SpawnRun, Supervisor, capped, close_run
 from regiment.hierarchy.events import Event
 from regiment.hierarchy.run._channel import RunChannel
-from regiment.hierarchy.run._journaling import RunJournal, owner_name
+from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal
 from regiment.hierarchy.run._messages import StartRun
+from regiment.hierarchy.run._resume import Opened, finished, open_channel, reopened
 from regiment.hierarchy.run._runtime import TeamRuntime
-from regiment.hierarchy.workers._live import LiveWorker
+from regiment.hierarchy.run._trace import record_run_end
+from regiment.hierarchy.workers._journal_calls import RunCalls
+from regiment.hierarchy.workers._live import LiveWorker, worker_tools
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._team_worker import TeamWorker, TeamWorkerActor
 from regiment.hierarchy.workers._worker import Worker, WorkerActor, WorkerSpec
 from regiment.journal import Journal, JournalSpec, open_journal
-from regiment.telemetry import Telemetry, error_type
-from regiment.tools import MCPHub, WorkerTools
+from regiment.telemetry import Telemetry
+from regiment.tools import MCPHub
 
 __all__ = ("RunningTeam", "Team")
 
@@ -101,21 +104,26 @@ class Team:
             raise ConfigError(f"team '{self.name}': concurrency must be at least 1")
 
     @asynccontextmanager
-    async def start(self, *, journal: JournalSpec = None) -> AsyncIterator[RunningTeam]:
+    async def start(
+        self, *, journal: JournalSpec = None, lease_ttl: float = LEASE_TTL
+    ) -> AsyncIterator[RunningTeam]:
         """Spawn the team's actors in the current event loop; stop them on exit.
 
         Args:
             journal: where runs are journaled: ``None`` (not at all, the default),
                 a file path (SQLite), a ``postgresql://`` URL, or a ``Journal``
                 (left open for its owner to close).
+            lease_ttl: seconds a run stays owned by this process without a heartbeat
+                (beats come every third of it): after a crash, how soon another may resume it.
         """
+        seconds("Team.start", "lease_ttl", lease_ttl)
         opened = None if journal is None else await open_journal(journal)
         try:
             # The hub outlives the actors: a worker's last tool call ends before its MCP
             # sessions close. Servers start here, eagerly (see regiment.tools.MCPHub).
             async with MCPHub.open() as mcp, open_actor_system() as system:
                 running = await RunningTeam.spawn(self, system, mcp=mcp)
-                running.journal = opened
+                running.journal, running.lease_ttl = opened, lease_ttl
                 yield running
         finally:
             if opened is not None and opened is not journal:
@@ -145,6 +153,7 @@ class RunningTeam:
         self._ids = itertools.count(1)
         self._channels = channels
         self.journal: Journal | None = None  # set by Team.start(journal=...)
+        self.lease_ttl = LEASE_TTL
 
     @property
     def active_runs(self) -> int:
@@ -183,6 +192,7 @@ class RunningTeam:
         allowance: StepAllowance | None = None,
         concurrency: int | None = None,
         session: str | None = None,
+        deps: object = None,
     ) -> RunResult:
         """Run one goal to its result.
 
@@ -196,6 +206,8 @@ class RunningTeam:
                 ``max_concurrent_steps`` is shared by every run of the started
                 team, so concurrent runs also wait for each other there.
             session: the session the run belongs to (recorded in the journal).
+            deps: handed to every tool that takes a ``RunContext`` (``ctx.deps``);
+                not journaled, so pass them again to :meth:`resume`.
 
         Raises:
             PlanError: no valid plan within the allowed attempts.
@@ -203,15 +215,38 @@ class RunningTeam:
             BudgetExceeded: a budget ran out and the budget says ``on_exhausted="raise"``.
             RunError: anything else that ended the run without a result.
         """
-        opened = self._open(
-            goal, allowance, streaming=False, concurrency=concurrency, session=session
+        return await finished(
+            self._open(
+                goal,
+                allowance,
+                streaming=False,
+                concurrency=concurrency,
+                session=session,
+                deps=deps,
+            )
         )
-        async with opened as (channel, events):
-            async for _ in events:  # nothing is sent: this waits for the run's end
-                pass
-        if channel.result is not None:
-            return channel.result
-        raise channel.error or RunCancelled("the run ended without a result")
+
+    async def resume(self, run_id: str, *, deps: object = None, force: bool = False) -> RunResult:
+        """Finish a journaled run that stopped (its process died), without repeating side effects.
+
+        Committed steps are not run again; journaled model responses and tool results
+        are replayed; a tool call in flight at the crash runs again with the same
+        idempotency key. ``deps``: the run's, again; ``force``: even if the team changed.
+
+        Raises:
+            ConfigError: no journal, or the configuration changed (without ``force``).
+            LeaseHeld: another process is running it. JournalError: no such run, or
+                it has finished. RunError: as for :meth:`run`.
+        """
+        return await finished(reopened(self, run_id, deps=deps, force=force, streaming=False))
+
+    @asynccontextmanager
+    async def resume_stream(
+        self, run_id: str, *, deps: object = None, force: bool = False
+    ) -> AsyncIterator[AsyncIterator[Event]]:
+        """:meth:`resume`, yielding the run's events from its start, as :meth:`stream` does."""
+        async with reopened(self, run_id, deps=deps, force=force, streaming=True) as (_, events):
+            yield events
 
     @asynccontextmanager
     async def stream(
@@ -221,15 +256,16 @@ class RunningTeam:
         allowance: StepAllowance | None = None,
         concurrency: int | None = None,
         session: str | None = None,
+        deps: object = None,
     ) -> AsyncIterator[AsyncIterator[Event]]:
         """Run one goal, yielding its events as they happen.
 
         The last event is ``RunCompleted`` (with the result) or ``RunFailed``.
-        Leaving the block early cancels the run. ``allowance`` and
-        ``concurrency`` and ``session`` are as for :meth:`run`.
+        Leaving the block early cancels the run. ``allowance``, ``concurrency``,
+        ``session`` and ``deps`` are as for :meth:`run`.
         """
         opened = self._open(
-            goal, allowance, streaming=True, concurrency=concurrency, session=session
+            goal, allowance, streaming=True, concurrency=concurrency, session=session, deps=deps
         )
         async with opened as (_channel, events):
             yield events
@@ -249,7 +285,9 @@ class RunningTeam:
         streaming: bool,
         concurrency: int | None = None,
         session: str | None = None,
-    ) -> AsyncIterator[tuple[RunChannel, MemoryObjectReceiveStream[Event]]]:
+        deps: object = None,
+        resumed: RunJournal | None = None,
+    ) -> AsyncIterator[Opened]:
         if not goal.strip():
             raise ConfigError("the goal is empty; say what the team should do")
         if concurrency is None:
@@ -261,16 +299,12 @@ class RunningTeam:
             )
         # Unique within the team by the counter, and across teams and processes with
         # high probability; no system call (uuid4 reads the OS's random source).
-        run_id = f"run-{next(self._ids)}-{random.getrandbits(32):08x}"
-        run_journal: RunJournal | None = None
-        if self.journal is not None:  # JournalError: the run is refused, nothing started
-            run_journal = await RunJournal.create(
-                self.journal, self.team, run_id, goal, session, owner_name()
-            )
-        channel, events = RunChannel.open(streaming=streaming)
+        run_id = resumed.run_id if resumed else f"run-{next(self._ids)}-{getrandbits(32):08x}"
+        # JournalError: the run is refused, nothing started.
+        channel, events = await open_channel(
+            self, (run_id, goal, session), deps, resumed, streaming
+        )
         budget = capped(self.team.budget, allowance)
-        if run_journal is not None:
-            channel.journal = run_journal
         ref: RunRef | None = None
         with self._telemetry.run_span(
             self.team.name,
@@ -296,11 +330,11 @@ class RunningTeam:
                         if ref is not None:
                             await close_run(ref, channel, events)
                         events.close()
-                        if run_journal is not None:
-                            await run_journal.close()  # JournalError: the run is not durable
+                        if channel.journal is not None:
+                            await channel.journal.close()  # JournalError: the run is not durable
                 finally:
                     del self._channels[run_id]
-                _record_end(self._telemetry, span, channel)
+                record_run_end(self._telemetry, span, channel)
 
 
 async def _spawn_team(
@@ -318,6 +352,9 @@ async def _spawn_team(
     telemetry = team.telemetry or inherited or Telemetry()
     refs: dict[str, ActorRef[WorkerMessage, None]] = {}
     specs: dict[str, WorkerSpec] = {}
+    channels: dict[str, RunChannel] = {}
+    runs = functools.partial(_run_calls, channels)  # a worker's way to its step's run
+
     prompts = team.planner.prompts
     base = f"{prefix}{team.name}"
     if mcp is not None:  # all of this team's MCP servers start at once, not worker by worker
@@ -327,9 +364,9 @@ async def _spawn_team(
         factory: Callable[[], StepActor]
         match worker:
             case Worker():
-                tools = await _worker_tools(worker, mcp)
+                tools = await worker_tools(worker, mcp)
                 specs[worker.name] = LiveWorker(worker, tools) if worker.mcp_servers else worker
-                factory = functools.partial(WorkerActor, worker, prompts, telemetry, tools)
+                factory = functools.partial(WorkerActor, worker, prompts, telemetry, tools, runs)
             case TeamWorker():
                 # The child team lives in the parent's actor system: it stops with it.
                 specs[worker.name] = worker
@@ -354,38 +391,10 @@ async def _spawn_team(
         compression=team.compression,
         telemetry=telemetry,
     )
-    channels: dict[str, RunChannel] = {}
     supervisor = await system.spawn(lambda: Supervisor(runtime, channels), name=f"{base}/planner")
     return RunningTeam(team, supervisor, telemetry, channels)
 
 
-async def _worker_tools(worker: Worker, mcp: MCPHub | None) -> WorkerTools:
-    """The worker's live tools, starting its MCP servers (once per hub) first."""
-    if not worker.mcp_servers:
-        return WorkerTools(worker.toolset)
-    if mcp is None:
-        raise ConfigError(
-            f"worker '{worker.name}' has MCP servers, which need an MCPHub: start the team "
-            "with Team.start(), or pass mcp= to RunningTeam.spawn"
-        )
-    return await mcp.worker_tools(worker.toolset, worker.mcp_servers)
-
-
-def _record_end(telemetry: Telemetry, span: Span, channel: RunChannel) -> None:
-    error: RunError | None = None
-    result = channel.result
-    if result is None:
-        error = channel.error or RunCancelled("the run ended without a result")
-        result = channel.tally  # what the run did before it failed, if it got that far
-    status = "failed" if error is not None or result is None else result.status
-    telemetry.recorder.run_end(
-        span,
-        status=status,
-        plan_versions=len(result.plans) if result else 0,
-        stale_dropped=result.stale_reports_dropped if result else 0,
-        usage=result.usage if result else None,
-        model_calls=result.model_calls if result else None,
-        tool_calls=result.tool_calls if result else None,
-        steps=len(result.steps) if result else None,
-        error_type=None if error is None else error_type(error),
-    )
+def _run_calls(channels: Mapping[str, RunChannel], run_id: str) -> RunCalls | None:
+    channel = channels.get(run_id)
+    return None if channel is None else channel.calls

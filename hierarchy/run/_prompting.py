@@ -54,10 +54,11 @@ PlanReading: TypeAlias = PlanAdopted | ModelRequest | PlanError
 class Prompting:
     """Builds the plan, replan, round, critique, compress and synthesis requests."""
 
-    def __init__(self, team: TeamRuntime, goal: str, run_id: str) -> None:
+    def __init__(self, team: TeamRuntime, goal: str, run_id: str, history: str = "") -> None:
         self._team = team
         self._goal = goal
         self._run_id = run_id  # for the log records
+        self._history = history  # a session's earlier runs
         self._prompts = prompts = team.planner.prompts
         self._system = prompts.planner_system(
             team=team.name,
@@ -71,7 +72,7 @@ class Prompting:
         team = self._team
         return PlanningSession(
             system=self._system,
-            messages=[Message.user(self._prompts.plan_request(self._goal))],
+            messages=[Message.user(self._prompts.plan_request(self._goal, memory=self._history))],
             max_steps=team.planner.max_steps,
             start_index=1,
             workers=team.workers,

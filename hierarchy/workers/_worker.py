@@ -23,6 +23,7 @@ from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._ranges import at_least, seconds
+from regiment.hierarchy.workers._journal_calls import RunLookup, StepCalls
 from regiment.hierarchy.workers._loop import StepProgress, run_tool_loop
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.models import Model
@@ -131,6 +132,7 @@ class WorkerActor(StepActor):
         prompts: Prompts,
         telemetry: Telemetry,
         tools: WorkerTools | None = None,
+        runs: RunLookup | None = None,
     ) -> None:
         super().__init__(
             worker.name,
@@ -146,6 +148,7 @@ class WorkerActor(StepActor):
         self._tools = tools if tools is not None else WorkerTools(worker.toolset)
         self._prompts = prompts
         self._caller = ModelCaller(worker.model, worker.name, telemetry)
+        self._runs = runs  # the run a step belongs to: its deps and journal
 
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
         """Run the worker's tool loop for the step (the step scope holds its timeout)."""
@@ -162,4 +165,5 @@ class WorkerActor(StepActor):
             assign=assign,
             progress=progress,
             on_tool_error=worker.on_tool_error,
+            journaled=StepCalls(self._runs and self._runs(assign.run_id), assign, worker.name),
         )
