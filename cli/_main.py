@@ -3,7 +3,7 @@
 ::
 
     regiment run TEAM_FILE "goal" [--model SPEC] [--trace jaeger|console|none]
-                                  [--events jsonl [--events-file PATH]] [--plain]
+                                  [--events jsonl [--events-file PATH] [--events-deltas]] [--plain]
     regiment serve TEAM_FILE [--host H] [--port P] [--token T] [--model SPEC]
     regiment validate TEAM_FILE
 
@@ -48,7 +48,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--model",
         metavar="SPEC",
-        help="the model for every role: 'anthropic:<model id>' or 'scripted' (the file's brain)",
+        help="the model for every role: 'anthropic:<model id>', 'openai:<model id>', "
+        "'openai-compatible:<model id>' (at OPENAI_BASE_URL) or 'scripted' (the file's brain)",
     )
     run.add_argument(
         "--trace",
@@ -62,6 +63,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--events-file", metavar="PATH", help="write the events here instead of to stdout"
+    )
+    run.add_argument(
+        "--events-deltas",
+        action="store_true",
+        help="with --events jsonl: include every TextDelta (each piece of a model's reply)",
     )
     run.add_argument(
         "--plain", action="store_true", help="plain event lines even on a terminal (no live view)"
@@ -172,6 +178,8 @@ async def _dispatch(
             return await serve_command(team, args, environ=environ, stderr=stderr, stop=interrupt)
         if args.events_file and args.events != "jsonl":
             raise ConfigError("--events-file needs --events jsonl")
+        if args.events_deltas and args.events != "jsonl":
+            raise ConfigError("--events-deltas needs --events jsonl")
         options = RunOptions(
             team_file=args.team_file,
             goal=args.goal,
@@ -180,6 +188,7 @@ async def _dispatch(
             events_jsonl=args.events == "jsonl",
             events_file=args.events_file,
             live=not args.plain and stderr.isatty(),
+            events_deltas=args.events_deltas,
         )
     except ConfigError as exc:
         return _config_error(exc, stderr)
@@ -241,6 +250,10 @@ def _exit_code(outcome: Outcome) -> int:
             return EXIT_INTERRUPTED
 
 
+# The providers that need an API key, and its variable (an openai-compatible server needs none).
+_API_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+
+
 def _choose_model(
     config: TeamConfig,
     source: str,
@@ -248,7 +261,8 @@ def _choose_model(
     environ: Mapping[str, str],
     stderr: TextIO,
 ) -> str | None:
-    """``--model`` if given; the files' brains when the tree wants Claude and there is no key.
+    """``--model`` if given; the files' brains when the tree wants a provider whose
+    API key is not set (Claude, OpenAI).
 
     The fallback needs a brain in every file of the tree (nested team files
     included), since ``scripted`` makes each file answer with its own.
@@ -256,13 +270,12 @@ def _choose_model(
     if option:
         return option
     files = team_files(config, source=source)
-    wants_claude = any(
-        spec.startswith("anthropic:") for _, c in files for spec in c.model_specs().values()
-    )
-    if wants_claude and not environ.get("ANTHROPIC_API_KEY") and all(c.brain for _, c in files):
+    wanted = {spec.partition(":")[0] for _, c in files for spec in c.model_specs().values()}
+    missing = [key for name, key in _API_KEYS.items() if name in wanted and not environ.get(key)]
+    if missing and all(c.brain for _, c in files):
         brains = ", ".join(f"{name}: {c.brain}" for name, c in files)
         print(
-            "regiment: no ANTHROPIC_API_KEY and no --model, so running offline on the "
+            f"regiment: no {' or '.join(missing)} and no --model, so running offline on the "
             f"team's scripted brain ({brains})",
             file=stderr,
         )

@@ -53,6 +53,7 @@ from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._team_worker import TeamWorker, TeamWorkerActor
 from regiment.hierarchy.workers._worker import Worker, WorkerActor, WorkerSpec
 from regiment.journal import Journal, JournalSpec, open_journal
+from regiment.models import ModelSettings
 from regiment.telemetry import Telemetry, error_type
 from regiment.tools import MCPHub, WorkerTools
 
@@ -76,6 +77,9 @@ class Team:
         compression: compresses the carried context when it grows; ``None`` never does.
         telemetry: where spans go; ``None`` uses the global tracer provider
             (which records nothing until the application installs one).
+        settings: how every role's model calls are tuned by default; a role's
+            own settings (``Planner.settings``, ``Worker.settings``, ...) win
+            over them key by key.
     """
 
     name: str
@@ -87,6 +91,7 @@ class Team:
     critic: Critic | None = None
     compression: Compression | None = None
     telemetry: Telemetry | None = None
+    settings: ModelSettings | None = None
 
     def __post_init__(self) -> None:
         names = [w.name for w in self.workers]
@@ -320,6 +325,7 @@ async def _spawn_team(
     specs: dict[str, WorkerSpec] = {}
     prompts = team.planner.prompts
     base = f"{prefix}{team.name}"
+    channels: dict[str, RunChannel] = {}  # the runs in progress: workers stream to them
     if mcp is not None:  # all of this team's MCP servers start at once, not worker by worker
         await mcp.start([s for w in team.workers if isinstance(w, Worker) for s in w.mcp_servers])
     for worker in team.workers:
@@ -329,7 +335,9 @@ async def _spawn_team(
             case Worker():
                 tools = await _worker_tools(worker, mcp)
                 specs[worker.name] = LiveWorker(worker, tools) if worker.mcp_servers else worker
-                factory = functools.partial(WorkerActor, worker, prompts, telemetry, tools)
+                factory = functools.partial(
+                    WorkerActor, worker, prompts, telemetry, tools, channels, team.settings
+                )
             case TeamWorker():
                 # The child team lives in the parent's actor system: it stops with it.
                 specs[worker.name] = worker
@@ -353,8 +361,8 @@ async def _spawn_team(
         critic=team.critic,
         compression=team.compression,
         telemetry=telemetry,
+        settings=team.settings,
     )
-    channels: dict[str, RunChannel] = {}
     supervisor = await system.spawn(lambda: Supervisor(runtime, channels), name=f"{base}/planner")
     return RunningTeam(team, supervisor, telemetry, channels)
 

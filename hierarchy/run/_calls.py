@@ -20,6 +20,7 @@ from opentelemetry.trace import Span
 from regiment.actors import ActorContext
 from regiment.errors import RunError
 from regiment.hierarchy._budget import BudgetLedger
+from regiment.hierarchy._live_events import LiveSink
 from regiment.hierarchy._messages import BudgetLimit
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy.run._messages import (
@@ -30,7 +31,7 @@ from regiment.hierarchy.run._messages import (
 )
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._trace import RunTrace
-from regiment.models import ModelRequest, Role, estimate_tokens
+from regiment.models import ModelRequest, ModelSettings, Role, estimate_tokens
 
 __all__ = ("ROLES", "PhaseCalls", "SpanFacts", "model_failure")
 
@@ -72,17 +73,32 @@ class SpanFacts:
 class PhaseCalls:
     """Starts, supersedes and cancels the run's planner-side model calls."""
 
-    def __init__(self, team: TeamRuntime, trace: RunTrace) -> None:
+    def __init__(self, team: TeamRuntime, trace: RunTrace, live: LiveSink | None = None) -> None:
         self._team = team
         self._trace = trace
-        telemetry, planner = team.telemetry, team.planner
-        self._planner = ModelCaller(planner.model, planner.name, telemetry)
+        self._live = live  # a streamed run's: the calls stream their text to it
+        telemetry, planner, critic, compression = (
+            team.telemetry,
+            team.planner,
+            team.critic,
+            team.compression,
+        )
+
+        def tuned(role: ModelSettings | None) -> ModelSettings | None:
+            return role if team.settings is None else team.settings.merge(role)
+
+        self._planner = ModelCaller(planner.model, planner.name, telemetry, tuned(planner.settings))
         synth_model = planner.synthesizer_model or planner.model
-        self._synth = ModelCaller(synth_model, "synthesizer", telemetry)
-        critic_model = (team.critic.model if team.critic else None) or planner.model
-        self._critic = ModelCaller(critic_model, "critic", telemetry)
-        compressor = (team.compression.model if team.compression else None) or planner.model
-        self._compressor = ModelCaller(compressor, "compressor", telemetry)
+        self._synth = ModelCaller(
+            synth_model, "synthesizer", telemetry, tuned(planner.synthesizer_settings)
+        )
+        critic_model = (critic.model if critic else None) or planner.model
+        self._critic = ModelCaller(
+            critic_model, "critic", telemetry, tuned(critic.settings if critic else None)
+        )
+        compressor = (compression.model if compression else None) or planner.model
+        settings = compression.settings if compression else None
+        self._compressor = ModelCaller(compressor, "compressor", telemetry, tuned(settings))
         self._token = 0
         self._scope: anyio.CancelScope | None = None  # the call in flight, if any
         self._deadline: anyio.CancelScope | None = None  # while a wall-clock deadline runs
@@ -162,7 +178,7 @@ class PhaseCalls:
                 if purpose == "replan":
                     self._trace.telemetry.recorder.replan(span, new_version=facts.version + 1)
                 try:
-                    response = await self._caller(purpose).call(request)
+                    response = await self._caller(purpose).call(request, self._live)
                     reply = ModelReplied(purpose, token, response)
                 except Exception as exc:  # any failure of the model ends the run with it
                     self._trace.telemetry.recorder.failure(span, exc)

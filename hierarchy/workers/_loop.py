@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from regiment.errors import ToolError
+from regiment.hierarchy._live_events import LiveSink, observed_tool_call
 from regiment.hierarchy._messages import (
     AssignStep,
     BudgetLimit,
@@ -103,6 +104,7 @@ async def _call_tools(
     assign: AssignStep,
     progress: StepProgress,
     telemetry: Telemetry,
+    live: LiveSink | None = None,
 ) -> list[ToolResultPart]:
     """Run one response's tool calls at the same time; results keep the call order."""
     results: list[ToolResult | None] = [None] * len(calls)
@@ -111,7 +113,7 @@ async def _call_tools(
     async def one(index: int, call: ToolCallPart) -> None:
         with telemetry.tool_span(call.name, call.id, agent_name=toolset.name) as span:
             telemetry.recorder.tool_arguments(span, call.arguments)
-            result = await toolset.call(call.name, call.arguments, call_id=call.id)
+            result = await observed_tool_call(toolset, call, live=live, step_id=assign.step.id)
             failure = (result.error_type or "error") if result.is_error else None
             telemetry.recorder.tool_outcome(span, failure or "ok", error_type=failure)
             telemetry.recorder.tool_result(span, result.content)
@@ -236,6 +238,7 @@ async def run_tool_loop(
     assign: AssignStep,
     progress: StepProgress,
     on_tool_error: OnToolError = "tell_model",
+    live: LiveSink | None = None,
 ) -> StepReport:
     """Run one step to an answer, or to the iteration cap, or to the allowance's end.
 
@@ -260,7 +263,7 @@ async def run_tool_loop(
             return progress.report(
                 assign, worker, "budget_exhausted", error=out[1], exhausted=out[0]
             )
-        response = await caller.call(request)
+        response = await caller.call(request, live)
         progress.model_calls += 1
         progress.usage = progress.usage + response.usage
         progress.last_text = response.text
@@ -268,7 +271,7 @@ async def run_tool_loop(
             return progress.report(assign, worker, "done")
         messages.append(_assistant_message(response))
         ran_before = len(progress.outcomes)
-        results = await _call_tools(toolset, response.tool_calls, assign, progress, telemetry)
+        results = await _call_tools(toolset, response.tool_calls, assign, progress, telemetry, live)
         new = progress.outcomes[ran_before:]
         _check_failures(new, toolset, assign, worker, on_tool_error)
         messages.append(Message(role="user", parts=tuple(results)))

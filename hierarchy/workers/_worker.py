@@ -14,18 +14,19 @@ which the sub-team actor (``_team_worker.TeamWorkerActor``) shares; only
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, final
 
 from regiment.errors import ConfigError
+from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._ranges import at_least, seconds
 from regiment.hierarchy.workers._loop import StepProgress, run_tool_loop
 from regiment.hierarchy.workers._step_actor import StepActor
-from regiment.models import Model
+from regiment.models import Model, ModelSettings
 from regiment.telemetry import Telemetry, semconv
 from regiment.tools import MCPServer, OnToolError, Tool, Toolset, WorkerTools
 
@@ -78,6 +79,7 @@ class Worker:
         on_tool_error: what an exception from one of its tools does (unless the
             tool sets its own): ``"tell_model"`` (the default) hands it to the model
             as an error result; ``"raise"`` fails the step.
+        settings: how its model calls are tuned, over the team's ``settings``.
     """
 
     name: str
@@ -90,6 +92,7 @@ class Worker:
     max_concurrent_steps: int = 8
     artifact: bool = False
     on_tool_error: OnToolError = "tell_model"
+    settings: ModelSettings | None = None
     toolset: Toolset = field(init=False, repr=False, compare=False)
     mcp_servers: tuple[MCPServer, ...] = field(init=False, repr=False, compare=False)
 
@@ -131,6 +134,8 @@ class WorkerActor(StepActor):
         prompts: Prompts,
         telemetry: Telemetry,
         tools: WorkerTools | None = None,
+        runs: Mapping[str, LiveChannel] | None = None,
+        settings: ModelSettings | None = None,
     ) -> None:
         super().__init__(
             worker.name,
@@ -145,11 +150,16 @@ class WorkerActor(StepActor):
         self._worker = worker
         self._tools = tools if tools is not None else WorkerTools(worker.toolset)
         self._prompts = prompts
-        self._caller = ModelCaller(worker.model, worker.name, telemetry)
+        # The team's settings under the worker's own (Team passes them merged).
+        own = worker.settings if settings is None else settings.merge(worker.settings)
+        self._caller = ModelCaller(worker.model, worker.name, telemetry, own)
+        # The team's runs in progress (one dict, filled later): streamed ones get live events.
+        self._runs = {} if runs is None else runs
 
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
         """Run the worker's tool loop for the step (the step scope holds its timeout)."""
         worker = self._worker
+        live = live_sink(self._runs.get(assign.run_id), assign.run_id, worker.name)
         return await run_tool_loop(
             worker=worker.name,
             description=worker.description,
@@ -162,4 +172,5 @@ class WorkerActor(StepActor):
             assign=assign,
             progress=progress,
             on_tool_error=worker.on_tool_error,
+            live=live,
         )
