@@ -7,6 +7,7 @@ from typing import final
 from urllib.parse import urlsplit
 
 import msgspec
+from opentelemetry.trace import Span
 
 from regiment.hierarchy._live_events import LiveSink
 from regiment.hierarchy._text import valid_response
@@ -44,21 +45,11 @@ class ModelCaller:
         if settings is not None:
             merged = settings.merge(request.settings)
             request = msgspec.structs.replace(request, settings=merged)
-        applied = effective_settings(getattr(self.model, "settings", None), request)
         with telemetry.chat_span(
-            self.model.name,
-            self.model.provider,
-            agent_name=self.agent,
-            max_tokens=applied.max_tokens,
-            temperature=applied.temperature,
-            server=_server(self.model),
+            self.model.name, self.model.provider, agent_name=self.agent, server=_server(self.model)
         ) as span:
-            if applied.top_p is not None:
-                span.set_attribute(semconv.GEN_AI_REQUEST_TOP_P, applied.top_p)
-            if applied.stop_sequences:
-                stops = list(applied.stop_sequences)
-                span.set_attribute(semconv.GEN_AI_REQUEST_STOP_SEQUENCES, stops)
-            if span.is_recording():
+            if span.is_recording():  # what the provider applies: worked out only when traced
+                _tuning(span, effective_settings(getattr(self.model, "settings", None), request))
                 telemetry.recorder.chat_input(
                     span, system=request.system, messages=request.messages
                 )
@@ -77,6 +68,18 @@ class ModelCaller:
                 )
                 telemetry.recorder.chat_output(span, response.parts)
             return response
+
+
+def _tuning(span: Span, applied: ModelSettings) -> None:
+    """The settings a call is made with, as its span's ``gen_ai.request.*`` attributes."""
+    stops = applied.stop_sequences
+    values = {
+        semconv.GEN_AI_REQUEST_MAX_TOKENS: applied.max_tokens,
+        semconv.GEN_AI_REQUEST_TEMPERATURE: applied.temperature,
+        semconv.GEN_AI_REQUEST_TOP_P: applied.top_p,
+        semconv.GEN_AI_REQUEST_STOP_SEQUENCES: list(stops) if stops else None,
+    }
+    span.set_attributes({key: value for key, value in values.items() if value is not None})
 
 
 def _server(model: Model) -> tuple[str, int | None] | None:
