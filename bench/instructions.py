@@ -10,6 +10,12 @@ and warm-up, so only the runs themselves are left.
 
     bench/.venv-peers/bin/python bench/instructions.py   # regiment and LangGraph
     .venv/bin/python bench/instructions.py               # regiment only
+    .venv/bin/python bench/instructions.py --stream      # and regiment's stream(goal)
+
+``--stream`` adds ``regiment-stream``: the same runs read through
+``running.stream(goal)``, so every model call streams its text as
+``TextDelta`` events (the scripted model's default 32-character pieces) and
+every event reaches the reader; its ratio is what streaming costs per step.
 
 It needs ``valgrind`` on the PATH and takes about two minutes per framework.
 """
@@ -27,6 +33,8 @@ import sys
 import anyio
 import regiment_cases as rc
 from bench_util import SEQ_STEPS
+
+from regiment.hierarchy import RunCompleted
 
 __all__ = ("main",)
 
@@ -47,6 +55,21 @@ def _run_regiment(runs: int) -> None:
     anyio.run(go)
 
 
+def _run_regiment_stream(runs: int) -> None:
+    team = rc.sequential_team(SEQ_STEPS)
+
+    async def go() -> None:
+        async with team.start() as running:
+            last: object = None
+            for _ in range(WARM_UP + runs):
+                async with running.stream("do the steps") as events:
+                    async for event in events:
+                        last = event
+                assert isinstance(last, RunCompleted), last
+
+    anyio.run(go)
+
+
 def _run_langgraph(runs: int) -> None:
     from peers.langgraph_cases import sequential_graph
 
@@ -60,7 +83,11 @@ def _run_langgraph(runs: int) -> None:
     asyncio.run(go())
 
 
-_CASES = {"regiment": _run_regiment, "langgraph": _run_langgraph}
+_CASES = {
+    "regiment": _run_regiment,
+    "regiment-stream": _run_regiment_stream,
+    "langgraph": _run_langgraph,
+}
 
 
 def _instructions(case: str, runs: int) -> int:
@@ -95,6 +122,9 @@ def per_step(case: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--child", nargs=2, metavar=("CASE", "RUNS"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--stream", action="store_true", help="also measure runs read through stream(goal)"
+    )
     args = parser.parse_args()
     if args.child:
         case, runs = args.child
@@ -102,7 +132,7 @@ def main() -> None:
         return
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not on the PATH; install it (Debian: apt install valgrind)")
-    cases = ["regiment"]
+    cases = ["regiment", "regiment-stream"] if args.stream else ["regiment"]
     if importlib.util.find_spec("langgraph") is not None:
         cases.append("langgraph")
     print(f"row 2 shape ({SEQ_STEPS}-step sequential plan), callgrind, {RUNS} runs:")

@@ -88,12 +88,11 @@ def _brain(plan: str, delay: float) -> Callable[[ModelRequest], Awaitable[ModelR
     answered = text_response("answer", usage=_USAGE, model=_MODEL)
 
     async def reply(request: ModelRequest) -> ModelResponse:
-        system = request.system
-        if system.startswith("You are worker"):
+        if request.role == "worker":
             if delay:
                 await anyio.sleep(delay)
             return worked
-        if system.startswith("You are the planner"):
+        if request.role in ("planner", "replanner"):
             return planned
         return answered
 

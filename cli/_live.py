@@ -26,6 +26,13 @@ _STYLES = {
 }
 
 
+_ANSWER_LINES = 8  # lines of the answer shown while it is being written
+
+
+def _tail(text: str, lines: int) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
 class LiveView:
     """A table of the current plan's steps, redrawn in place (rich ``Live``)."""
 
@@ -69,7 +76,10 @@ class LiveView:
             table.add_row(*self._cells(row, now))
         replans = [Text(f"replan {line}", style="magenta") for line in p.replans]
         failures = [Text(cut(line, 160), style="red") for line in p.tool_failures]
-        return Group(head, table, *replans, *failures)
+        # The answer as it streams; once the run ends it is printed to stdout instead.
+        answer = p.answer.strip() and not p.finished
+        writing = [Text(_tail(p.answer, _ANSWER_LINES), style="bold")] if answer else []
+        return Group(head, table, *replans, *failures, *writing)
 
     def _cells(self, row: StepRow, now: float) -> tuple[str | Text, ...]:
         elapsed = row.elapsed(now)

@@ -3,7 +3,8 @@
 ::
 
     regiment run TEAM_FILE "goal" [--model SPEC] [--trace jaeger|console|none]
-                                  [--events jsonl [--events-file PATH]] [--plain] [-v|-vv]
+                                  [--events jsonl [--events-file PATH] [--events-deltas]]
+                                  [--plain] [-v|-vv]
                                   [--session S] [--journal PATH_OR_URL | --no-journal]
     regiment resume TEAM_FILE RUN_ID [--force] [the options of run]
     regiment runs [--status S] [--json] [--journal PATH_OR_URL]
@@ -81,7 +82,8 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--model",
         metavar="SPEC",
-        help="the model for every role: 'anthropic:<model id>' or 'scripted' (the file's brain)",
+        help="the model for every role: 'anthropic:<model id>', 'openai:<model id>', "
+        "'openai-compatible:<model id>' (at OPENAI_BASE_URL) or 'scripted' (the file's brain)",
     )
     run.add_argument(
         "--trace",
@@ -95,6 +97,11 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
     )
     run.add_argument(
         "--events-file", metavar="PATH", help="write the events here instead of to stdout"
+    )
+    run.add_argument(
+        "--events-deltas",
+        action="store_true",
+        help="with --events jsonl: include every TextDelta (each piece of a model's reply)",
     )
     run.add_argument(
         "--plain", action="store_true", help="plain event lines even on a terminal (no live view)"
@@ -219,6 +226,8 @@ async def _dispatch(
             return await serve_command(team, args, environ=environ, stderr=stderr, stop=interrupt)
         if args.events_file and args.events != "jsonl":
             raise ConfigError("--events-file needs --events jsonl")
+        if args.events_deltas and args.events != "jsonl":
+            raise ConfigError("--events-deltas needs --events jsonl")
         options = RunOptions(
             team_file=args.team_file,
             goal=getattr(args, "goal", ""),
@@ -231,6 +240,7 @@ async def _dispatch(
             session=getattr(args, "session", None),
             resume=getattr(args, "run_id", None),
             force=getattr(args, "force", False),
+            events_deltas=args.events_deltas,
         )
     except ConfigError as exc:
         return _config_error(exc, stderr)
@@ -293,6 +303,10 @@ def _exit_code(outcome: Outcome) -> int:
             return EXIT_INTERRUPTED
 
 
+# The providers that need an API key, and its variable (an openai-compatible server needs none).
+_API_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+
+
 def _choose_model(
     config: TeamConfig,
     source: str,
@@ -300,7 +314,8 @@ def _choose_model(
     environ: Mapping[str, str],
     stderr: TextIO,
 ) -> str | None:
-    """``--model`` if given; the files' brains when the tree wants Claude and there is no key.
+    """``--model`` if given; the files' brains when the tree wants a provider whose
+    API key is not set (Claude, OpenAI).
 
     The fallback needs a brain in every file of the tree (nested team files
     included), since ``scripted`` makes each file answer with its own.
@@ -308,13 +323,12 @@ def _choose_model(
     if option:
         return option
     files = team_files(config, source=source)
-    wants_claude = any(
-        spec.startswith("anthropic:") for _, c in files for spec in c.model_specs().values()
-    )
-    if wants_claude and not environ.get("ANTHROPIC_API_KEY") and all(c.brain for _, c in files):
+    wanted = {spec.partition(":")[0] for _, c in files for spec in c.model_specs().values()}
+    missing = [key for name, key in _API_KEYS.items() if name in wanted and not environ.get(key)]
+    if missing and all(c.brain for _, c in files):
         brains = ", ".join(f"{name}: {c.brain}" for name, c in files)
         print(
-            "regiment: no ANTHROPIC_API_KEY and no --model, so running offline on the "
+            f"regiment: no {' or '.join(missing)} and no --model, so running offline on the "
             f"team's scripted brain ({brains})",
             file=stderr,
         )

@@ -65,6 +65,7 @@ class RunProgress:
     phase: str = "starting"
     started: float = 0.0
     finished: bool = False
+    answer: str = ""  # the synthesizer's text so far, as it streams
 
     def __post_init__(self) -> None:
         self.started = self.clock()
@@ -99,7 +100,12 @@ class RunProgress:
                     self._row(step.id, step.worker or "").state = "replaced"
                 self.phase = "replanning"
             case ev.SynthesisStarted():
-                self.phase = "synthesizing"
+                self.phase, self.answer = "synthesizing", ""
+            case ev.TextDelta(role=role, text=text):
+                if role == "synthesizer":
+                    self.answer += text
+            case ev.ToolCallStarted() | ev.ToolCallFinished():
+                pass
             case (
                 ev.CritiqueCompleted()
                 | ev.RoundStarted()

@@ -46,6 +46,12 @@ class RunOptions:
     session: str | None = None
     resume: str | None = None  # the run to resume, for ``regiment resume``
     force: bool = False
+    events_deltas: bool = False
+
+    @property
+    def prints_answer(self) -> bool:
+        """Whether the answer goes to stdout (not when the events do)."""
+        return not (self.events_jsonl and self.events_file is None)
 
 
 @dataclass(kw_only=True)
@@ -81,7 +87,45 @@ class _Tracing:
 
 
 @dataclass(slots=True)
+class _AnswerOut:
+    """Writes the answer to ``stream`` as the synthesizer streams it, then the rest of it.
+
+    The run's answer is the synthesizer's text stripped (and the finished
+    artefacts after it), so whitespace at either end is held back until more
+    text follows it. With ``stream=None`` nothing streams: ``finish`` prints
+    the whole answer.
+    """
+
+    stream: TextIO | None
+    out: TextIO
+    written: str = ""
+    held: str = ""
+
+    def delta(self, event: ev.TextDelta) -> None:
+        if self.stream is None or event.role != "synthesizer":
+            return
+        text = self.held + event.text
+        if not self.written:
+            text = text.lstrip()
+        body = text.rstrip()
+        self.held = text[len(body) :]
+        if body:
+            self.stream.write(body)
+            self.stream.flush()
+            self.written += body
+
+    def finish(self, answer: str) -> None:
+        if not self.written:
+            print(answer, file=self.out, flush=True)
+        elif answer.startswith(self.written):
+            print(answer[len(self.written) :], file=self.out, flush=True)
+        else:  # the answer is not what streamed (it was replaced): print it whole
+            print(f"\n\n{answer}", file=self.out, flush=True)
+
+
+@dataclass(slots=True)
 class _Ending:
+    answer: _AnswerOut
     result: RunResult | None = None
     failure: ev.RunFailed | None = None
     interrupted: bool = False
@@ -107,9 +151,10 @@ async def drive(
         try:
             with _event_sink(options, stdout) as sink:
                 progress = RunProgress()
-                ending = await _watch(
-                    team, options, journal, progress, sink, stderr, stop, tracing.meter
-                )
+                view = _view(options, progress, stderr, tracing.meter)
+                streams = options.prints_answer and isinstance(view, PlainView)
+                ending = _Ending(_AnswerOut(stdout if streams else None, stdout))
+                await _watch(team, options, journal, progress, view, sink, stop, ending)
         finally:
             await _close_models(team)
     finally:
@@ -149,14 +194,12 @@ async def _watch(
     options: RunOptions,
     journal: Journal | None,
     progress: RunProgress,
+    view: ProgressView,
     sink: Callable[[ev.Event], None],
-    stderr: TextIO,
     stop: anyio.Event,
-    meter: TokenMeter,
-) -> _Ending:
-    ending = _Ending()
+    ending: _Ending,
+) -> None:
     error: Exception | None = None
-    view = _view(options, progress, stderr, meter)
     with view:
         async with anyio.create_task_group() as tg:
 
@@ -178,7 +221,6 @@ async def _watch(
         raise error
     if ending.interrupted and ending.result is None and ending.failure is None:
         sink(_cancelled(progress))
-    return ending
 
 
 def _cancelled(progress: RunProgress) -> ev.RunFailed:
@@ -222,6 +264,10 @@ async def _consume(
         async for event in events:
             progress.apply(event)
             view.show(event)
+            if isinstance(event, ev.TextDelta):
+                ending.answer.delta(event)
+                if not options.events_deltas:
+                    continue  # they are many: in the events file only when asked for
             sink(event)
             if isinstance(event, ev.RunCompleted):
                 ending.result = event.result
@@ -254,8 +300,8 @@ def _report(
     outcome: Outcome = "failed"
     result = ending.result
     if result is not None:
-        if not (options.events_jsonl and options.events_file is None):
-            print(result.answer, file=stdout, flush=True)
+        if options.prints_answer:
+            ending.answer.finish(result.answer)
         if result.status == "partial":
             print(
                 f"regiment: partial result: the {result.budget_exhausted} budget ran out",
@@ -311,13 +357,12 @@ def _jsonl_writer(stream: TextIO, encoder: msgspec.json.Encoder) -> Callable[[ev
 
 async def _close_models(team: Team) -> None:
     """Close the API clients the team's models hold, and those of the teams nested in it."""
-    claude = sys.modules.get("regiment.models._anthropic")
-    if claude is None:
-        return  # no Claude model was built, so none to close (and no SDK to import)
-    AnthropicModel = claude.AnthropicModel
+    sdk = sys.modules.get("regiment.models._sdk_model")
+    if sdk is None:
+        return  # no SDK-backed model was built, so none to close (and no SDK to import)
     closed: set[int] = set()
     for model in _models_of(team):
-        if isinstance(model, AnthropicModel) and id(model) not in closed:
+        if isinstance(model, sdk.SDKModel) and id(model) not in closed:
             closed.add(id(model))
             await model.aclose()
 

@@ -62,6 +62,10 @@ def describe(event: ev.Event, meter: TokenMeter | None = None) -> str | None:
             return f"  !! {sid} {status} ({worker}): {cut(error)}"
         case ev.ToolFailed():
             return f"  !! {cut(tool_failure_line(event), 2 * _OUTPUT_CHARS)}"
+        case ev.TextDelta() | ev.ToolCallStarted():
+            return None  # the answer streams to stdout; a call is told when it ends
+        case ev.ToolCallFinished(step_id=sid, tool=tool, outcome=outcome, duration=took):
+            return f"     {sid} {tool}: {outcome} in {took:.2f} s"
         case ev.CheckFailed(step_id=sid, check=check, reason=reason):
             return f"  !! {sid} failed check {check}: {cut(reason)}"
         case ev.Replanned(old_version=old, new_version=new, reason=reason, removed=rm, added=add):

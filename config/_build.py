@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar, cast
 
+from regiment._json import JsonObject
 from regiment.config._imports import (
     IncludeChain,
     import_callable,
@@ -41,7 +42,7 @@ from regiment.hierarchy import (
     TeamWorker,
     Worker,
 )
-from regiment.models import Model, ScriptedModel
+from regiment.models import Model, ModelSettings, ScriptedModel
 from regiment.telemetry import Telemetry
 
 __all__ = ("build_team", "check_config", "load_team", "parse_model_spec", "team_files")
@@ -180,10 +181,12 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
     ]
     checks = {name: _check(c, name, source) for name, c in config.checks.items()}
     planner = _planner(config.planner, models, source)
-    critic = _critic(config.critic, models) if config.critic is not None else None
+    critic = _critic(config.critic, models, source) if config.critic is not None else None
     wanted = config.compression
     compression = (
-        _checked(source, "compression", lambda: _compression(wanted, models)) if wanted else None
+        _checked(source, "compression", lambda: _compression(wanted, models, source))
+        if wanted
+        else None
     )
     return _checked(
         source,
@@ -198,6 +201,7 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
             critic=critic,
             compression=compression,
             telemetry=tree.telemetry,
+            settings=_settings(config.settings, source, "settings"),
         ),
     )
 
@@ -235,21 +239,30 @@ def _team_worker(
     )
 
 
-def _critic(config: CriticConfig, models: RoleModels) -> Critic:
+def _settings(table: JsonObject | None, source: str, key: str) -> ModelSettings | None:
+    """A ``settings`` table as ``ModelSettings``; an unknown key is an error naming it."""
+    if table is None:
+        return None
+    return ModelSettings.from_mapping(table, where=f"{source}: {key}")
+
+
+def _critic(config: CriticConfig, models: RoleModels, source: str) -> Critic:
     # No model of its own: the critic uses the planner's.
     critic_model = models.get(config.model, "critic.model") if config.model else None
+    settings = _settings(config.settings, source, "critic.settings")
     if config.prompt:
-        return Critic(model=critic_model, prompt=config.prompt)
-    return Critic(model=critic_model)
+        return Critic(model=critic_model, prompt=config.prompt, settings=settings)
+    return Critic(model=critic_model, settings=settings)
 
 
-def _compression(config: CompressionConfig, models: RoleModels) -> Compression:
+def _compression(config: CompressionConfig, models: RoleModels, source: str) -> Compression:
     compressor = models.get(config.model, "compression.model") if config.model else None
     made = Compression(
         threshold_tokens=config.threshold_tokens,
         context_window=config.context_window,
         window_fraction=config.window_fraction,
         model=compressor,
+        settings=_settings(config.settings, source, "compression.settings"),
     )
     return dataclasses.replace(made, prompt=config.prompt) if config.prompt else made
 
@@ -261,6 +274,10 @@ def _planner(config: PlannerConfig, models: RoleModels, source: str) -> Planner:
         else None
     )
     planner_model = models.get(config.model, "planner.model")
+    settings = _settings(config.settings, source, "planner.settings")
+    synthesizer_settings = _settings(
+        config.synthesizer_settings, source, "planner.synthesizer_settings"
+    )
     return _checked(
         source,
         "planner",
@@ -271,6 +288,8 @@ def _planner(config: PlannerConfig, models: RoleModels, source: str) -> Planner:
             prompts=_prompts(config.prompts),
             synthesizer_model=synthesizer,
             name=config.name,
+            settings=settings,
+            synthesizer_settings=synthesizer_settings,
         ),
     )
 
@@ -288,6 +307,7 @@ def _worker(config: WorkerConfig, index: int, models: RoleModels, source: str) -
     ]
     servers = [mcp_server(m, f"{source}: {key}.mcp[{i}]") for i, m in enumerate(config.mcp)]
     worker_model = models.get(config.model, f"{key}.model")
+    settings = _settings(config.settings, source, f"{key}.settings")
     return _checked(
         source,
         key,
@@ -301,6 +321,7 @@ def _worker(config: WorkerConfig, index: int, models: RoleModels, source: str) -
             step_timeout=config.step_timeout,
             max_concurrent_steps=config.max_concurrent_steps,
             artifact=config.artifact,
+            settings=settings,
         ),
     )
 

@@ -1,4 +1,11 @@
-"""Each role's model, from the specs a team file writes (``"anthropic:<id>"``, ``"scripted"``)."""
+"""Each role's model, from the specs a team file writes (``"anthropic:<id>"``,
+``"openai:<id>"``, ``"openai-compatible:<id>"``, ``"scripted"``).
+
+Specs are read by :func:`regiment.models.parse_model_spec` and models made by
+:func:`regiment.models.model_from_spec`, the one parser the library has; roles
+may mix providers. ``openai-compatible`` reads its server's address from
+``OPENAI_BASE_URL``.
+"""
 
 from __future__ import annotations
 
@@ -7,27 +14,15 @@ from typing import cast
 from regiment.config._imports import import_callable
 from regiment.config._schema import TeamConfig
 from regiment.errors import ConfigError
-from regiment.models import Model, ScriptedModel, ScriptFunction
+from regiment.models import (
+    Model,
+    ScriptedModel,
+    ScriptFunction,
+    model_from_spec,
+    parse_model_spec,
+)
 
 __all__ = ("RoleModels", "parse_model_spec")
-
-_ANTHROPIC = "anthropic:"
-
-
-def parse_model_spec(spec: str, *, where: str) -> tuple[str, str]:
-    """Split a model spec into ``("anthropic", model_id)`` or ``("scripted", "")``.
-
-    Raises:
-        ConfigError: the spec is neither form.
-    """
-    if spec == "scripted":
-        return ("scripted", "")
-    if spec.startswith(_ANTHROPIC) and spec[len(_ANTHROPIC) :].strip():
-        return ("anthropic", spec[len(_ANTHROPIC) :].strip())
-    raise ConfigError(
-        f"{where}: expected 'anthropic:<model id>' (e.g. 'anthropic:claude-sonnet-4-5') "
-        f"or 'scripted', got {spec!r}"
-    )
 
 
 class RoleModels:
@@ -50,13 +45,13 @@ class RoleModels:
         return self._made[chosen]
 
     def _make(self, spec: str, where: str) -> Model:
-        kind, model_id = parse_model_spec(spec, where=where)
-        if kind == "anthropic":
-            try:
-                from regiment.models import AnthropicModel  # the SDK loads only when used
-
-                return AnthropicModel(model_id)
+        kind, _ = parse_model_spec(spec, where=where)
+        if kind != "scripted":
+            try:  # the provider's SDK loads only when a role uses it
+                return model_from_spec(spec, where=where)
             except ConfigError as exc:
+                if str(exc).startswith(f"{where}:"):
+                    raise
                 raise ConfigError(f"{where}: {exc}") from exc
         brain = self._config.brain
         if brain is None:

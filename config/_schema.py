@@ -9,7 +9,8 @@ file, the key path and what was expected::
 
     team.toml: workers[1].max_iterations: expected `int`, got `str`
 
-Models are written ``"anthropic:<model id>"`` or ``"scripted"`` (the team's
+Models are written ``"anthropic:<model id>"``, ``"openai:<model id>"``,
+``"openai-compatible:<model id>"`` (at ``OPENAI_BASE_URL``) or ``"scripted"`` (the team's
 ``brain``, a ``module:function`` path, answers every request); tools, check
 predicates and brains are ``module:attribute`` import paths.
 
@@ -21,6 +22,18 @@ A worker may be a whole team declared in another file (a ``TeamWorker``)::
     team = "research.toml"   # relative to this file
 
 The nested file is a complete team file with its own ``brain`` and models.
+
+Model settings (``ModelSettings``: ``max_tokens``, ``temperature``, ``top_p``,
+``stop_sequences``, ``timeout``, ``thinking_budget``, ``extra``) are a
+top-level ``[settings]`` table, every role's default, and each role's own,
+which win key by key: ``[planner.settings]``, ``[planner.synthesizer_settings]``,
+``[[workers]] settings = {...}``, ``[critic.settings]``, ``[compression.settings]``::
+
+    [settings]
+    max_tokens = 2048
+
+    [planner.settings]
+    temperature = 0.2
 """
 
 from __future__ import annotations
@@ -30,6 +43,7 @@ from pathlib import Path
 
 import msgspec
 
+from regiment._json import JsonObject
 from regiment.config._errors import explain
 from regiment.config._mcp import MCPConfig
 from regiment.config._text import ConfigFormat, decode_bytes, parse_text
@@ -74,6 +88,8 @@ class PlannerConfig(_Section, frozen=True, kw_only=True):
     synthesizer_model: str | None = None
     name: str = "planner"
     prompts: PromptsConfig = PromptsConfig()
+    settings: JsonObject | None = None
+    synthesizer_settings: JsonObject | None = None
 
 
 class WorkerConfig(_Section, frozen=True, kw_only=True):
@@ -96,6 +112,7 @@ class WorkerConfig(_Section, frozen=True, kw_only=True):
     step_timeout: float | None = 300.0
     max_concurrent_steps: int = 8
     artifact: bool = False
+    settings: JsonObject | None = None
 
 
 class CheckConfig(_Section, frozen=True, kw_only=True):
@@ -115,6 +132,7 @@ class CriticConfig(_Section, frozen=True, kw_only=True):
 
     model: str | None = None
     prompt: str | None = None
+    settings: JsonObject | None = None
 
 
 class CompressionConfig(_Section, frozen=True, kw_only=True):
@@ -125,6 +143,7 @@ class CompressionConfig(_Section, frozen=True, kw_only=True):
     window_fraction: float = 0.5
     model: str | None = None
     prompt: str | None = None
+    settings: JsonObject | None = None
 
 
 class TeamConfig(_Section, frozen=True, kw_only=True):
@@ -145,6 +164,7 @@ class TeamConfig(_Section, frozen=True, kw_only=True):
         concurrency: steps of one run in flight at once.
         critic: critique rounds, if present.
         compression: context compression, if present.
+        settings: every role's model settings, under the role's own.
     """
 
     name: str
@@ -157,6 +177,7 @@ class TeamConfig(_Section, frozen=True, kw_only=True):
     concurrency: int = 8
     critic: CriticConfig | None = None
     compression: CompressionConfig | None = None
+    settings: JsonObject | None = None
 
     def model_specs(self) -> dict[str, str]:
         """Every role's model spec, keyed by key path (``planner.model``, ``workers[0].model``, ...).
@@ -230,6 +251,7 @@ MODEL_ONLY_KEYS = (
     "system_prompt",
     "step_timeout",
     "max_concurrent_steps",
+    "settings",
 )
 """``[[workers]]`` keys that describe a model-backed worker, so cannot go with ``team``."""
 

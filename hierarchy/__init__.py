@@ -28,7 +28,8 @@ from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._ranges import InvalidValue
 from regiment.hierarchy._result import RunResult, RunStatus
-from regiment.hierarchy._team import RunningTeam, Team
+from regiment.hierarchy._running import RunningTeam
+from regiment.hierarchy._team import Team
 from regiment.hierarchy.events import *  # noqa: F403 (the event types, listed once in events.__all__)
 from regiment.hierarchy.plan import ParsedPlan, Plan, PlanStep, parse_plan, validate_plan
 from regiment.hierarchy.workers import TeamWorker, Worker, WorkerActor

@@ -18,7 +18,7 @@ from typing import final
 
 import msgspec
 
-from regiment.models import Model
+from regiment.models import Model, ModelSettings
 
 __all__ = ("Critic", "Verdict", "parse_verdict")
 
@@ -36,10 +36,12 @@ class Critic:
     Attributes:
         model: the critic's model; ``None`` uses the planner's.
         prompt: instructions for the critic.
+        settings: how its calls are tuned, over the team's ``settings``.
     """
 
     model: Model | None = None
     prompt: str = _PROMPT
+    settings: ModelSettings | None = None
 
 
 class Verdict(msgspec.Struct, frozen=True, kw_only=True):

@@ -19,7 +19,7 @@ from typing import final
 import msgspec
 
 from regiment.hierarchy._ranges import InvalidValue, at_least, fraction
-from regiment.models import Model
+from regiment.models import Model, ModelSettings
 
 __all__ = ("Compression", "WorkingMemory", "parse_memory")
 
@@ -46,6 +46,7 @@ class Compression:
         window_fraction: the share of the window the carried context may take, in (0, 1].
         model: the compressor's model; ``None`` uses the planner's.
         prompt: instructions for the compressor.
+        settings: how its calls are tuned, over the team's ``settings``.
     """
 
     threshold_tokens: int | None = None
@@ -53,6 +54,7 @@ class Compression:
     window_fraction: float = 0.5
     model: Model | None = None
     prompt: str = _PROMPT
+    settings: ModelSettings | None = None
 
     def __post_init__(self) -> None:
         derived = "window_fraction x context_window"

@@ -13,7 +13,7 @@ from regiment.hierarchy.plan._parse import ParsedPlan, parse_plan
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.plan._validate import validate_plan
 from regiment.hierarchy.workers._worker import WorkerSpec
-from regiment.models import Message, Model, ModelRequest
+from regiment.models import Message, Model, ModelRequest, ModelSettings
 
 __all__ = ("PlanAttempt", "Planner", "PlanningSession")
 
@@ -32,6 +32,10 @@ class Planner:
         prompts: instructions for planner, workers and synthesizer.
         synthesizer_model: a different model for the final answer.
         name: the planner's name in traces.
+        settings: how planning calls are tuned (plan, replan, a new round's plan),
+            over the team's ``settings``.
+        synthesizer_settings: how the final answer's call is tuned, over the
+            team's ``settings``.
     """
 
     model: Model
@@ -40,6 +44,8 @@ class Planner:
     prompts: Prompts = field(default_factory=Prompts)
     synthesizer_model: Model | None = None
     name: str = "planner"
+    settings: ModelSettings | None = None
+    synthesizer_settings: ModelSettings | None = None
 
     def __post_init__(self) -> None:
         at_least("Planner", "max_steps", self.max_steps, 1)

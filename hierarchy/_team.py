@@ -17,49 +17,32 @@ trace.
 
 from __future__ import annotations
 
-import functools
-import itertools
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from random import getrandbits
-from typing import assert_never, final
+from typing import final
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream
 
-from regiment.actors import (
-    ActorRef,
-    ActorSystem,
-    open_actor_system,
-)
+from regiment.actors import open_actor_system
 from regiment.errors import ConfigError
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._checks import Check
 from regiment.hierarchy._critic import Critic
 from regiment.hierarchy._memory import Compression
-from regiment.hierarchy._messages import StepAllowance, WorkerMessage
 from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._ranges import seconds
 from regiment.hierarchy._result import RunResult
-from regiment.hierarchy._supervisor import RunRef, SpawnRun, Supervisor, capped, close_run
-from regiment.hierarchy.events import Event
-from regiment.hierarchy.run._channel import RunChannel
-from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal
-from regiment.hierarchy.run._messages import StartRun
-from regiment.hierarchy.run._resume import Opened, finished, open_channel, reopened
-from regiment.hierarchy.run._runtime import TeamRuntime
-from regiment.hierarchy.run._trace import record_run_end
-from regiment.hierarchy.workers._journal_calls import RunCalls
-from regiment.hierarchy.workers._live import LiveWorker, worker_tools
-from regiment.hierarchy.workers._step_actor import StepActor
-from regiment.hierarchy.workers._team_worker import TeamWorker, TeamWorkerActor
-from regiment.hierarchy.workers._worker import Worker, WorkerActor, WorkerSpec
-from regiment.journal import Journal, JournalSpec, open_journal
+from regiment.hierarchy._running import RunningTeam
+from regiment.hierarchy.run._journaling import LEASE_TTL
+from regiment.hierarchy.workers._team_worker import TeamWorker
+from regiment.hierarchy.workers._worker import Worker
+from regiment.journal import JournalSpec, open_journal
+from regiment.models import ModelSettings
 from regiment.telemetry import Telemetry
 from regiment.tools import MCPHub
 
-__all__ = ("RunningTeam", "Team")
+__all__ = ("Team",)
 
 
 @final
@@ -79,6 +62,9 @@ class Team:
         compression: compresses the carried context when it grows; ``None`` never does.
         telemetry: where spans go; ``None`` uses the global tracer provider
             (which records nothing until the application installs one).
+        settings: how every role's model calls are tuned by default; a role's
+            own settings (``Planner.settings``, ``Worker.settings``, ...) win
+            over them key by key.
     """
 
     name: str
@@ -90,6 +76,7 @@ class Team:
     critic: Critic | None = None
     compression: Compression | None = None
     telemetry: Telemetry | None = None
+    settings: ModelSettings | None = None
 
     def __post_init__(self) -> None:
         names = [w.name for w in self.workers]
@@ -134,267 +121,3 @@ class Team:
         """Start the team, run one goal, stop the team (the one-call form for scripts)."""
         async with self.start() as running:
             return await running.run(goal)
-
-
-@final
-class RunningTeam:
-    """A started team; runs goals. Get one from ``Team.start()``."""
-
-    def __init__(
-        self,
-        team: Team,
-        supervisor: ActorRef[SpawnRun, RunRef],
-        telemetry: Telemetry,
-        channels: dict[str, RunChannel],
-    ) -> None:
-        self.team = team
-        self._supervisor = supervisor
-        self._telemetry = telemetry
-        self._ids = itertools.count(1)
-        self._channels = channels
-        self.journal: Journal | None = None  # set by Team.start(journal=...)
-        self.lease_ttl = LEASE_TTL
-
-    @property
-    def active_runs(self) -> int:
-        """How many runs of this team are in progress (started and not yet returned)."""
-        return len(self._channels)
-
-    @classmethod
-    async def spawn(
-        cls,
-        team: Team,
-        system: ActorSystem,
-        *,
-        telemetry: Telemetry | None = None,
-        mcp: MCPHub | None = None,
-    ) -> RunningTeam:
-        """Spawn a team's actors, and those of every team nested in it, in ``system``.
-
-        Args:
-            team: the team to start.
-            system: the actor system the actors live in (and stop with).
-            telemetry: used when ``team.telemetry`` is ``None``; nested teams
-                pass their parent's, so a nested run is one trace.
-            mcp: starts and owns the workers' MCP servers (``Team.start()`` passes one).
-
-        Raises:
-            ConfigError: the team contains itself through its team workers, a
-                worker has MCP servers but no hub was given, or MCP tool names clash.
-            ToolError: an MCP server could not be started.
-        """
-        return await _spawn_team(team, system, telemetry, prefix="", outer=(), mcp=mcp)
-
-    async def run(
-        self,
-        goal: str,
-        *,
-        allowance: StepAllowance | None = None,
-        concurrency: int | None = None,
-        session: str | None = None,
-        deps: object = None,
-    ) -> RunResult:
-        """Run one goal to its result.
-
-        Args:
-            goal: what the team should do.
-            allowance: caps this run's budget: its model calls, tool calls and
-                tokens are each the smaller of the team's budget and the
-                allowance (a parent team passes the share it reserved).
-            concurrency: how many of this run's steps may be in flight at once;
-                ``None`` uses the team's ``concurrency``. A worker's
-                ``max_concurrent_steps`` is shared by every run of the started
-                team, so concurrent runs also wait for each other there.
-            session: the session the run belongs to (recorded in the journal).
-            deps: handed to every tool that takes a ``RunContext`` (``ctx.deps``);
-                not journaled, so pass them again to :meth:`resume`.
-
-        Raises:
-            PlanError: no valid plan within the allowed attempts.
-            StepFailed: a step failed and no replan could recover it.
-            BudgetExceeded: a budget ran out and the budget says ``on_exhausted="raise"``.
-            RunError: anything else that ended the run without a result.
-        """
-        return await finished(
-            self._open(
-                goal,
-                allowance,
-                streaming=False,
-                concurrency=concurrency,
-                session=session,
-                deps=deps,
-            )
-        )
-
-    async def resume(self, run_id: str, *, deps: object = None, force: bool = False) -> RunResult:
-        """Finish a journaled run that stopped (its process died), without repeating side effects.
-
-        Committed steps are not run again; journaled model responses and tool results
-        are replayed; a tool call in flight at the crash runs again with the same
-        idempotency key. ``deps``: the run's, again; ``force``: even if the team changed.
-
-        Raises:
-            ConfigError: no journal, or the configuration changed (without ``force``).
-            LeaseHeld: another process is running it. JournalError: no such run, or
-                it has finished. RunError: as for :meth:`run`.
-        """
-        return await finished(reopened(self, run_id, deps=deps, force=force, streaming=False))
-
-    @asynccontextmanager
-    async def resume_stream(
-        self, run_id: str, *, deps: object = None, force: bool = False
-    ) -> AsyncIterator[AsyncIterator[Event]]:
-        """:meth:`resume`, yielding the run's events from its start, as :meth:`stream` does."""
-        async with reopened(self, run_id, deps=deps, force=force, streaming=True) as (_, events):
-            yield events
-
-    @asynccontextmanager
-    async def stream(
-        self,
-        goal: str,
-        *,
-        allowance: StepAllowance | None = None,
-        concurrency: int | None = None,
-        session: str | None = None,
-        deps: object = None,
-    ) -> AsyncIterator[AsyncIterator[Event]]:
-        """Run one goal, yielding its events as they happen.
-
-        The last event is ``RunCompleted`` (with the result) or ``RunFailed``.
-        Leaving the block early cancels the run. ``allowance``, ``concurrency``,
-        ``session`` and ``deps`` are as for :meth:`run`.
-        """
-        opened = self._open(
-            goal, allowance, streaming=True, concurrency=concurrency, session=session, deps=deps
-        )
-        async with opened as (_channel, events):
-            yield events
-
-    def _open_for_step(
-        self, goal: str, allowance: StepAllowance
-    ) -> AbstractAsyncContextManager[tuple[RunChannel, MemoryObjectReceiveStream[Event]]]:
-        """What a parent's team-worker actor uses to run a step on this team."""
-        return self._open(goal, allowance, streaming=False)
-
-    @asynccontextmanager
-    async def _open(
-        self,
-        goal: str,
-        allowance: StepAllowance | None,
-        *,
-        streaming: bool,
-        concurrency: int | None = None,
-        session: str | None = None,
-        deps: object = None,
-        resumed: RunJournal | None = None,
-    ) -> AsyncIterator[Opened]:
-        if not goal.strip():
-            raise ConfigError("the goal is empty; say what the team should do")
-        if concurrency is None:
-            concurrency = self.team.concurrency
-        elif isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ConfigError(
-                f"concurrency={concurrency!r}: a run's concurrency must be a whole number "
-                "of at least 1 (or None for the team's)"
-            )
-        # Unique within the team by the counter, and across teams and processes with
-        # high probability; no system call (uuid4 reads the OS's random source).
-        run_id = resumed.run_id if resumed else f"run-{next(self._ids)}-{getrandbits(32):08x}"
-        # JournalError: the run is refused, nothing started.
-        channel, events = await open_channel(
-            self, (run_id, goal, session), deps, resumed, streaming
-        )
-        budget = capped(self.team.budget, allowance)
-        ref: RunRef | None = None
-        with self._telemetry.run_span(
-            self.team.name,
-            run_id,
-            goal,
-            provider=self.team.planner.model.provider,
-            session_id=session,
-        ) as span:
-            self._channels[run_id] = channel
-            try:
-                # Shielded: once the ask is delivered the run actor gets spawned, and a
-                # cancel landing before the reply would leave it with no one to close it.
-                with anyio.CancelScope(shield=True):
-                    ref = await self._supervisor.ask(
-                        SpawnRun(run_id, goal, channel, span, budget, concurrency)
-                    )
-                assert ref is not None  # a shielded scope never skips its body
-                await ref.send(StartRun())
-                yield channel, events
-            finally:
-                try:
-                    with anyio.CancelScope(shield=True):
-                        if ref is not None:
-                            await close_run(ref, channel, events)
-                        events.close()
-                        if channel.journal is not None:
-                            await channel.journal.close()  # JournalError: the run is not durable
-                finally:
-                    del self._channels[run_id]
-                record_run_end(self._telemetry, span, channel)
-
-
-async def _spawn_team(
-    team: Team,
-    system: ActorSystem,
-    inherited: Telemetry | None,
-    *,
-    prefix: str,
-    outer: tuple[Team, ...],
-    mcp: MCPHub | None,
-) -> RunningTeam:
-    if any(t is team for t in outer):
-        path = " -> ".join(t.name for t in (*outer, team))
-        raise ConfigError(f"team '{team.name}' contains itself ({path}); nest distinct teams")
-    telemetry = team.telemetry or inherited or Telemetry()
-    refs: dict[str, ActorRef[WorkerMessage, None]] = {}
-    specs: dict[str, WorkerSpec] = {}
-    channels: dict[str, RunChannel] = {}
-    runs = functools.partial(_run_calls, channels)  # a worker's way to its step's run
-
-    prompts = team.planner.prompts
-    base = f"{prefix}{team.name}"
-    if mcp is not None:  # all of this team's MCP servers start at once, not worker by worker
-        await mcp.start([s for w in team.workers if isinstance(w, Worker) for s in w.mcp_servers])
-    for worker in team.workers:
-        name = f"{base}/{worker.name}"
-        factory: Callable[[], StepActor]
-        match worker:
-            case Worker():
-                tools = await worker_tools(worker, mcp)
-                specs[worker.name] = LiveWorker(worker, tools) if worker.mcp_servers else worker
-                factory = functools.partial(WorkerActor, worker, prompts, telemetry, tools, runs)
-            case TeamWorker():
-                # The child team lives in the parent's actor system: it stops with it.
-                specs[worker.name] = worker
-                child = await _spawn_team(
-                    worker.team, system, telemetry, prefix=f"{name}/", outer=(*outer, team), mcp=mcp
-                )
-                factory = functools.partial(
-                    TeamWorkerActor, worker, team.name, child._open_for_step, telemetry
-                )
-            case _:
-                assert_never(worker)
-        refs[worker.name] = await system.spawn(factory, name=name, capacity=256)
-    runtime = TeamRuntime(
-        name=team.name,
-        planner=team.planner,
-        workers=specs,
-        worker_refs=refs,
-        checks=team.checks,
-        budget=team.budget,
-        concurrency=team.concurrency,
-        critic=team.critic,
-        compression=team.compression,
-        telemetry=telemetry,
-    )
-    supervisor = await system.spawn(lambda: Supervisor(runtime, channels), name=f"{base}/planner")
-    return RunningTeam(team, supervisor, telemetry, channels)
-
-
-def _run_calls(channels: Mapping[str, RunChannel], run_id: str) -> RunCalls | None:
-    channel = channels.get(run_id)
-    return None if channel is None else channel.calls

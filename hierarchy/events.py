@@ -3,6 +3,14 @@
 ``RunningTeam.stream(goal)`` yields them as they happen, and ``RunResult.events``
 holds the same sequence, so the stream and the result tell the same story.
 
+Three events are live progress rather than run state: ``TextDelta`` (a piece of
+a model's reply as it streams), ``ToolCallStarted`` and ``ToolCallFinished``.
+Only ``stream(goal)`` carries them (``run(goal)`` streams nothing), and they
+are neither in ``RunResult.events`` nor journaled: they are many, and what
+they tell is already recorded (the replies, the tool outcomes in each step's
+report). A consumer that only wants the answer as it is written keeps the
+``TextDelta`` s whose ``role`` is ``"synthesizer"``.
+
 The event types are listed once, in ``__all__`` here: ``regiment.hierarchy``
 re-exports them from it, and code that handles every event matches on
 ``events.<Type>`` (``from regiment.hierarchy import events``).
@@ -14,9 +22,11 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import msgspec
 
+from regiment._json import JsonValue
 from regiment.hierarchy._critic import Verdict
 from regiment.hierarchy._messages import BudgetLimit, StepStatus
 from regiment.hierarchy.plan._plan import Plan, PlanStep
+from regiment.models import Role
 
 if TYPE_CHECKING:
     from regiment.hierarchy._result import RunResult
@@ -38,6 +48,9 @@ __all__ = (
     "StepDispatched",
     "StepErrored",
     "SynthesisStarted",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
     "ToolFailed",
 )
 
@@ -104,6 +117,46 @@ class ToolFailed(_Base, frozen=True, kw_only=True):
     call_id: str
     error_type: str
     message: str
+
+
+class TextDelta(_Base, frozen=True, kw_only=True):
+    """More text of a model's reply, as it streams (a live event; see the module docstring).
+
+    The deltas of one model call, joined, are the text of its reply. ``worker``
+    and ``step_id`` are set for ``role="worker"`` calls only.
+    """
+
+    role: Role
+    text: str
+    worker: str | None = None
+    step_id: str | None = None
+
+
+class ToolCallStarted(_Base, frozen=True, kw_only=True):
+    """A worker began a tool call (a live event; see the module docstring)."""
+
+    worker: str
+    step_id: str
+    tool: str
+    call_id: str
+    arguments: dict[str, JsonValue]
+
+
+class ToolCallFinished(_Base, frozen=True, kw_only=True):
+    """A worker's tool call ended (a live event; see the module docstring).
+
+    ``outcome`` is ``"ok"``, or why it failed as ``ToolResult.error_type`` says
+    (the exception's class name, ``"timeout"``, ``"invalid_arguments"``, ...).
+    ``duration`` is in seconds.
+    """
+
+    worker: str
+    step_id: str
+    tool: str
+    call_id: str
+    arguments: dict[str, JsonValue]
+    duration: float
+    outcome: str
 
 
 class CheckFailed(_Base, frozen=True, kw_only=True):
@@ -200,6 +253,9 @@ Event: TypeAlias = (
     | StepCompleted
     | StepErrored
     | ToolFailed
+    | TextDelta
+    | ToolCallStarted
+    | ToolCallFinished
     | CheckFailed
     | Replanned
     | StaleReportDropped

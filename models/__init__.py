@@ -25,6 +25,7 @@ from regiment.models._messages import (
     ToolCallPart,
     ToolResultPart,
     Usage,
+    structured_text,
     text_response,
     tool_call_response,
 )
@@ -74,6 +75,7 @@ __all__ = (
     "model_from_spec",
     "parse_model_spec",
     "stream_response",
+    "structured_text",
     "text_response",
     "tool_call_response",
 )

@@ -78,7 +78,16 @@ def call_params(
     Raises:
         regiment.errors.ConfigError: ``thinking_budget`` is not below ``max_tokens``.
     """
-    tools = tool_params(request.tools, cache=prompt_caching) if request.tools else omit
+    defined = (*request.tools, request.output) if request.output else request.tools
+    tools = tool_params(defined, cache=prompt_caching) if defined else omit
+    choice = tool_choice_param(request.tool_choice) if request.tool_choice else omit
+    if request.output is not None:  # a structured answer: Claude must call its tool
+        if settings.thinking_budget is not None:
+            raise ConfigError(
+                "a structured answer forces a tool call, which extended thinking does not "
+                "allow; unset thinking_budget for this role"
+            )
+        choice = {"type": "tool", "name": request.output.name}
     most = settings.max_tokens or _DEFAULT_MAX_TOKENS
     thinking: ThinkingConfigParam | Omit = omit
     if (budget := settings.thinking_budget) is not None:
@@ -95,7 +104,7 @@ def call_params(
         "messages": message_params(request, cache=prompt_caching),
         "system": _system_param(request.system, cache=prompt_caching),
         "tools": tools,
-        "tool_choice": tool_choice_param(request.tool_choice) if request.tool_choice else omit,
+        "tool_choice": choice,
         "stop_sequences": list(stops) if stops else omit,
         "thinking": thinking,
         "extra_body": _extra_body(settings),

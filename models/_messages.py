@@ -27,6 +27,7 @@ __all__ = (
     "ToolCallPart",
     "ToolResultPart",
     "Usage",
+    "structured_text",
     "text_response",
     "tool_call_response",
 )
@@ -158,6 +159,11 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
         role: who makes the call; ``None`` for a request made outside a team.
         worker: the worker's name, for ``role="worker"``.
         step_id: the plan step the worker is on, for ``role="worker"``.
+        output: a structured answer: the reply must be one JSON object matching
+            ``output.input_schema``. Providers ask for it natively (Anthropic:
+            a forced call of a tool named ``output.name``; Chat Completions: a
+            JSON-schema ``response_format``); read it with
+            :func:`~regiment.models.structured_text`.
     """
 
     system: str = ""
@@ -171,6 +177,7 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
     role: Role | None = None
     worker: str | None = None
     step_id: str | None = None
+    output: ToolDefinition | None = None
 
 
 class Usage(msgspec.Struct, frozen=True, kw_only=True):
@@ -246,6 +253,19 @@ class ModelResponse(msgspec.Struct, frozen=True, kw_only=True):
     def to_message(self) -> Message:
         """This reply as the assistant turn to append to the conversation."""
         return Message(role="assistant", parts=self.parts)
+
+
+def structured_text(response: ModelResponse, output: ToolDefinition) -> str:
+    """The JSON text of a structured answer to a request with ``output``.
+
+    That is the arguments of the reply's call of ``output.name`` (how Claude
+    answers, its tool being forced), else the reply's text (a JSON-schema
+    response format, or a scripted model that writes the JSON).
+    """
+    for part in response.parts:
+        if isinstance(part, ToolCallPart) and part.name == output.name:
+            return msgspec.json.encode(part.arguments).decode()
+    return response.text
 
 
 def text_response(text: str, *, usage: Usage | None = None, model: str = "") -> ModelResponse:

@@ -16,6 +16,8 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
     ChatCompletionToolChoiceOptionParam,
 )
+from openai.types.shared_params import ResponseFormatJSONSchema
+from openai.types.shared_params.response_format_json_schema import JSONSchema
 
 from regiment._json import JsonObject
 from regiment.models._messages import (
@@ -29,6 +31,7 @@ from regiment.models._messages import (
 )
 from regiment.models._settings import ModelSettings
 from regiment.models._stream import PartDelta, TextPartDelta, ToolCallPartDelta, ToolCallPartStart
+from regiment.tools import ToolDefinition
 
 __all__ = (
     "CallParams",
@@ -55,6 +58,7 @@ class CallParams(TypedDict):
     temperature: float | Omit
     top_p: float | Omit
     stop: list[str] | Omit
+    response_format: ResponseFormatJSONSchema | Omit
     extra_body: dict[str, object] | None
     timeout: float | NotGiven
 
@@ -82,9 +86,18 @@ def call_params(
         "temperature": omit if settings.temperature is None else settings.temperature,
         "top_p": omit if settings.top_p is None else settings.top_p,
         "stop": list(stops) if stops else omit,
+        "response_format": _response_format(request.output) if request.output else omit,
         "extra_body": dict(settings.extra) or None,
         "timeout": not_given if settings.timeout is None else settings.timeout,
     }
+
+
+def _response_format(output: ToolDefinition) -> ResponseFormatJSONSchema:
+    """A structured answer as Chat Completions asks for one: a JSON-schema response format."""
+    schema: JSONSchema = {"name": output.name, "schema": dict(output.input_schema)}
+    if output.description:
+        schema["description"] = output.description
+    return {"type": "json_schema", "json_schema": schema}
 
 
 def message_params(request: ModelRequest) -> list[ChatCompletionMessageParam]:

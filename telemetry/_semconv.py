@@ -40,7 +40,9 @@ __all__ = (
     "GEN_AI_PROVIDER_NAME",
     "GEN_AI_REQUEST_MAX_TOKENS",
     "GEN_AI_REQUEST_MODEL",
+    "GEN_AI_REQUEST_STOP_SEQUENCES",
     "GEN_AI_REQUEST_TEMPERATURE",
+    "GEN_AI_REQUEST_TOP_P",
     "GEN_AI_RESPONSE_FINISH_REASONS",
     "GEN_AI_RESPONSE_ID",
     "GEN_AI_RESPONSE_MODEL",
@@ -112,6 +114,8 @@ GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
 GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
 GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
 GEN_AI_REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
+GEN_AI_REQUEST_TOP_P: Final = "gen_ai.request.top_p"
+GEN_AI_REQUEST_STOP_SEQUENCES: Final = "gen_ai.request.stop_sequences"
 GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
 GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
 GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"

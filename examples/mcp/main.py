@@ -29,9 +29,9 @@ SERVER = Path(__file__).with_name("notes_server.py")
 
 def brain(request: ModelRequest) -> ModelResponse | str:
     """Plan one step; the worker reads a note through the server's tool; then answer."""
-    if request.system.startswith("You are the planner"):
+    if request.role in ("planner", "replanner"):
         return json.dumps({"steps": [{"description": "read the groceries note"}]})
-    if request.system.startswith("You are worker"):
+    if request.role == "worker":
         results = [p for p in request.messages[-1].parts if isinstance(p, ToolResultPart)]
         if results:
             return f"the note says: {results[0].content}"

@@ -102,7 +102,7 @@ class PlannerActor(Actor[PlannerMessage, None]):
         trace = RunTrace(team.telemetry, run_span)
         dispatcher = Dispatcher(team, run_id, trace.headers)
         self._book = RunBook(run_id, goal, team, channel, trace, dispatcher)
-        self._calls = PhaseCalls(team, trace, run_id, self._journal.replayed)
+        self._calls = PhaseCalls(team, trace, run_id, self._journal.replayed, channel)
         self._verifier = Verifier(team.checks, trace)
         self._prompting = Prompting(team, goal, run_id, channel.history)
         self._phase: Phase = Planning("plan", self._prompting.first_session(), "initial")
@@ -177,6 +177,8 @@ class PlannerActor(Actor[PlannerMessage, None]):
                 assert_never(phase)
 
     async def _on_report(self, report: StepReport) -> None:
+        if isinstance(self._phase, Done):
+            return  # the run has ended (its result is recorded): a late report changes nothing
         self._record(ReportArrived(report))
         phase, versions = self._phase, self._book.versions
         current = report.plan_version == versions.version
@@ -226,8 +228,7 @@ class PlannerActor(Actor[PlannerMessage, None]):
                 assert_never(reading)
 
     async def _dispatch_ready(self) -> None:
-        """Send every ready step (within the concurrency and the budget); when the
-        whole plan is committed, move on to critique or synthesis."""
+        """Send every ready step (within concurrency and budget); then critique or synthesis."""
         if type(self._phase) is not Executing:
             return
         book = self._book
@@ -276,8 +277,7 @@ class PlannerActor(Actor[PlannerMessage, None]):
             self._fail(_no_replans_left(report, reason, self._team.budget.replans))
             return
         self._record(ReplanBegun(reason))
-        version = book.versions.version
-        book.dispatcher.cancel_all(self.ctx, f"plan version {version} is being replaced")
+        book.dispatcher.cancel_all(self.ctx, f"plan v{book.versions.version} is being replaced")
         self._next(AskReplan(reason))
 
     # -- after a plan: compression, critique, rounds -----------------------------

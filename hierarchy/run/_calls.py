@@ -21,6 +21,7 @@ from opentelemetry.trace import Span
 from regiment.actors import ActorContext
 from regiment.errors import RunError
 from regiment.hierarchy._budget import BudgetLedger
+from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
 from regiment.hierarchy._model_call import ModelCaller
@@ -32,7 +33,7 @@ from regiment.hierarchy.run._messages import (
 )
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._trace import RunTrace
-from regiment.models import ModelRequest, ModelResponse, Role, estimate_tokens
+from regiment.models import ModelRequest, ModelResponse, ModelSettings, Role, estimate_tokens
 
 __all__ = ("ROLES", "PhaseCalls", "SpanFacts", "model_failure")
 
@@ -80,19 +81,35 @@ class PhaseCalls:
         trace: RunTrace,
         run_id: str,
         replayed: Callable[[Purpose], ModelResponse | None] = lambda _: None,
+        channel: LiveChannel | None = None,
     ) -> None:
         self._team = team
         self._trace = trace
         self._run_id = run_id  # the log context of its calls (an SDK's retries name the run)
         self._replayed = replayed  # a resumed run's journaled responses, by call
-        telemetry, planner = team.telemetry, team.planner
-        self._planner = ModelCaller(planner.model, planner.name, telemetry)
+        self._live = live_sink(channel, run_id)  # a streamed run's: calls stream text to it
+        telemetry, planner, critic, compression = (
+            team.telemetry,
+            team.planner,
+            team.critic,
+            team.compression,
+        )
+
+        def tuned(role: ModelSettings | None) -> ModelSettings | None:
+            return role if team.settings is None else team.settings.merge(role)
+
+        self._planner = ModelCaller(planner.model, planner.name, telemetry, tuned(planner.settings))
         synth_model = planner.synthesizer_model or planner.model
-        self._synth = ModelCaller(synth_model, "synthesizer", telemetry)
-        critic_model = (team.critic.model if team.critic else None) or planner.model
-        self._critic = ModelCaller(critic_model, "critic", telemetry)
-        compressor = (team.compression.model if team.compression else None) or planner.model
-        self._compressor = ModelCaller(compressor, "compressor", telemetry)
+        self._synth = ModelCaller(
+            synth_model, "synthesizer", telemetry, tuned(planner.synthesizer_settings)
+        )
+        critic_model = (critic.model if critic else None) or planner.model
+        self._critic = ModelCaller(
+            critic_model, "critic", telemetry, tuned(critic.settings if critic else None)
+        )
+        compressor = (compression.model if compression else None) or planner.model
+        settings = compression.settings if compression else None
+        self._compressor = ModelCaller(compressor, "compressor", telemetry, tuned(settings))
         self._token = 0
         self._scope: anyio.CancelScope | None = None  # the call in flight, if any
         self._deadline: anyio.CancelScope | None = None  # while a wall-clock deadline runs
@@ -174,7 +191,7 @@ class PhaseCalls:
                 if purpose == "replan":
                     self._trace.telemetry.recorder.replan(span, new_version=facts.version + 1)
                 try:
-                    response = replayed or await self._caller(purpose).call(request)
+                    response = replayed or await self._caller(purpose).call(request, self._live)
                     reply = ModelReplied(purpose, token, response)
                 except Exception as exc:  # any failure of the model ends the run with it
                     self._trace.telemetry.recorder.failure(span, exc)

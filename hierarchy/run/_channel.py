@@ -55,6 +55,13 @@ class RunChannel:
         self.done = True
         self.send.close()
 
+    def live(self, event: Event) -> None:
+        """Deliver a live event (a text delta, a tool call starting or ending):
+        to a streaming reader only, never to the journal."""
+        if self.streaming and not self.done:
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self.send.send_nowait(event)
+
     def emit(self, event: Event) -> None:
         """Deliver an event; a reader that has gone away is not an error."""
         if self.journal is not None:

@@ -19,7 +19,8 @@ from regiment.journal import Journal, RunCreated, RunFinished
 
 if TYPE_CHECKING:
     from regiment.hierarchy._result import RunResult
-    from regiment.hierarchy._team import RunningTeam, Team
+    from regiment.hierarchy._running import RunningTeam
+    from regiment.hierarchy._team import Team
 
 __all__ = ("Opened", "finished", "open_channel", "reopen", "reopened")
 

@@ -13,6 +13,7 @@ from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._messages import WorkerMessage
 from regiment.hierarchy._planner import Planner
 from regiment.hierarchy.workers._worker import WorkerSpec
+from regiment.models import ModelSettings
 from regiment.telemetry import Telemetry
 
 __all__ = ("TeamRuntime",)
@@ -32,3 +33,4 @@ class TeamRuntime:
     critic: Critic | None
     compression: Compression | None
     telemetry: Telemetry
+    settings: ModelSettings | None = None  # every role's default (Team.settings)

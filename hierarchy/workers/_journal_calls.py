@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import final
 
 from regiment.errors import JournalError
+from regiment.hierarchy._live_events import LiveSink, observed_tool_call
 from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._replay import NO_REPLAY, Replay
@@ -80,12 +81,15 @@ RunLookup = Callable[[str], RunCalls | None]
 class StepCalls:
     """One step's model and tool calls, journaled and replayed by key."""
 
-    __slots__ = ("_assign", "_model_calls", "_run", "_tool_calls", "_worker")
+    __slots__ = ("_assign", "_live", "_model_calls", "_run", "_tool_calls", "_worker")
 
-    def __init__(self, run: RunCalls | None, assign: AssignStep, worker: str) -> None:
+    def __init__(
+        self, run: RunCalls | None, assign: AssignStep, worker: str, live: LiveSink | None = None
+    ) -> None:
         self._run = run if run is not None else RunCalls(assign.run_id)
         self._assign = assign
         self._worker = worker
+        self._live = live  # a streamed run's: text deltas and tool-call events go to it
         self._model_calls = 0
         self._tool_calls = 0
 
@@ -97,7 +101,7 @@ class StepCalls:
         replayed = run.replay.responses.get(key)
         if replayed is not None:
             return replayed
-        response = await caller.call(request)
+        response = await caller.call(request, self._live)
         await run.append(ModelCallFinished(run_id=run.run_id, call_key=key, response=response))
         return response
 
@@ -129,7 +133,9 @@ class StepCalls:
             idempotency_key=key,
             deps=run.deps,
         )
-        result = await toolset.call(call.name, call.arguments, call_id=call.id, context=context)
+        result = await observed_tool_call(
+            toolset, call, live=self._live, step_id=assign.step.id, context=context
+        )
         done = ToolCallFinished(
             run_id=run.run_id,
             plan_version=assign.plan_version,

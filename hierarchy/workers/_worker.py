@@ -14,11 +14,12 @@ which the sub-team actor (``_team_worker.TeamWorkerActor``) shares; only
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, final
 
 from regiment.errors import ConfigError
+from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
@@ -26,7 +27,7 @@ from regiment.hierarchy._ranges import at_least, seconds
 from regiment.hierarchy.workers._journal_calls import RunLookup, StepCalls
 from regiment.hierarchy.workers._loop import StepProgress, run_tool_loop
 from regiment.hierarchy.workers._step_actor import StepActor
-from regiment.models import Model
+from regiment.models import Model, ModelSettings
 from regiment.telemetry import Telemetry, semconv
 from regiment.tools import MCPServer, OnToolError, Tool, Toolset, WorkerTools
 
@@ -79,6 +80,7 @@ class Worker:
         on_tool_error: what an exception from one of its tools does (unless the
             tool sets its own): ``"tell_model"`` (the default) hands it to the model
             as an error result; ``"raise"`` fails the step.
+        settings: how its model calls are tuned, over the team's ``settings``.
     """
 
     name: str
@@ -91,6 +93,7 @@ class Worker:
     max_concurrent_steps: int = 8
     artifact: bool = False
     on_tool_error: OnToolError = "tell_model"
+    settings: ModelSettings | None = None
     toolset: Toolset = field(init=False, repr=False, compare=False)
     mcp_servers: tuple[MCPServer, ...] = field(init=False, repr=False, compare=False)
 
@@ -133,6 +136,8 @@ class WorkerActor(StepActor):
         telemetry: Telemetry,
         tools: WorkerTools | None = None,
         runs: RunLookup | None = None,
+        channels: Mapping[str, LiveChannel] | None = None,
+        settings: ModelSettings | None = None,
     ) -> None:
         super().__init__(
             worker.name,
@@ -147,8 +152,12 @@ class WorkerActor(StepActor):
         self._worker = worker
         self._tools = tools if tools is not None else WorkerTools(worker.toolset)
         self._prompts = prompts
-        self._caller = ModelCaller(worker.model, worker.name, telemetry)
+        # The team's settings under the worker's own (Team passes them merged).
+        own = worker.settings if settings is None else settings.merge(worker.settings)
+        self._caller = ModelCaller(worker.model, worker.name, telemetry, own)
         self._runs = runs  # the run a step belongs to: its deps and journal
+        # The team's runs in progress (one dict, filled later): streamed ones get live events.
+        self._channels = {} if channels is None else channels
 
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
         """Run the worker's tool loop for the step (the step scope holds its timeout)."""
@@ -165,5 +174,10 @@ class WorkerActor(StepActor):
             assign=assign,
             progress=progress,
             on_tool_error=worker.on_tool_error,
-            journaled=StepCalls(self._runs and self._runs(assign.run_id), assign, worker.name),
+            journaled=StepCalls(
+                self._runs and self._runs(assign.run_id),
+                assign,
+                worker.name,
+                live_sink(self._channels.get(assign.run_id), assign.run_id, worker.name),
+            ),
         )

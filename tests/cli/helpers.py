@@ -17,7 +17,7 @@ def garbage(request: ModelRequest) -> ModelResponse:
 
 async def stuck(request: ModelRequest) -> ModelResponse:
     """Plans one step, then the worker's model never answers."""
-    if request.system.startswith("You are the planner"):
+    if request.role in ("planner", "replanner"):
         return text_response('{"steps": [{"id": "s1", "description": "wait for ever"}]}')
     await anyio.sleep_forever()
     raise AssertionError("unreachable")

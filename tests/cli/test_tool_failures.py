@@ -28,9 +28,9 @@ def divide(a: int, b: int) -> float:
 
 
 def brain(request: ModelRequest) -> ModelResponse:
-    if request.system.startswith("You are the planner"):
+    if request.role in ("planner", "replanner"):
         return text_response('{"steps": [{"id": "s1", "description": "divide 1 by 0"}]}')
-    if request.system.startswith("You are worker"):
+    if request.role == "worker":
         last = request.messages[-1].parts
         if any(isinstance(p, ToolResultPart) for p in last):
             return text_response("could not divide")

@@ -32,21 +32,21 @@ def _first(request: ModelRequest) -> str:
 
 
 def parent(request: ModelRequest) -> str:
-    if request.system.startswith("You are the planner"):
+    if request.role in ("planner", "replanner"):
         return json.dumps({"steps": [
             {"id": "s1", "description": "find the number", "worker": "research"},
             {"id": "s2", "description": "write it up", "worker": "writer", "depends_on": ["s1"]},
         ]})
-    if request.system.startswith("You are worker"):
+    if request.role == "worker":
         return "wrote: " + _first(request).split("- s1: ")[1].splitlines()[0]
     return "parent answer"
 
 
 def child(request: ModelRequest) -> str:
-    if request.system.startswith("You are the planner"):
+    if request.role in ("planner", "replanner"):
         CHILD_PLANS.append(_first(request))
         return json.dumps({"steps": [{"id": "s1", "description": "dig", "worker": "digger"}]})
-    if request.system.startswith("You are worker"):
+    if request.role == "worker":
         return "the number is 42"
     return "child says 42"
 """

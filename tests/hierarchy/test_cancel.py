@@ -45,7 +45,7 @@ async def test_cancelling_one_run_stops_its_steps_and_spares_the_other() -> None
 
     class PerGoal(Brain):
         async def __call__(self, request: ModelRequest) -> ModelResponse | str:
-            if request.system.startswith("You are the planner"):
+            if request.role in ("planner", "replanner"):
                 text = getattr(request.messages[0].parts[0], "text", "")
                 return next(plan for goal, plan in plans.items() if goal in text)
             return await super().__call__(request)

@@ -44,18 +44,18 @@ class SumBrain(Brain):
         self.synthesis_requests: list[ModelRequest] = []
 
     async def __call__(self, request: ModelRequest) -> ModelResponse | str:
-        if request.system.startswith("You are the compressor"):
+        if request.role == "compressor":
             self.compressor_requests.append(request)
             facts = {}
             for sid, value in re.findall(r"- (s\d+) \([^)]*\): .*?reading=(\d+)", _text(request)):
                 if sid != self.forget:
                     facts[sid] = f"reading={value}"
             return json.dumps({"facts": facts, "open_questions": ["is gamma calibrated?"]})
-        if request.system.startswith("You are the synthesizer"):
+        if request.role == "synthesizer":
             self.synthesis_requests.append(request)
             numbers = re.findall(r"reading=(\d+)", _text(request))
             return text_response(f"total {sum(int(n) for n in numbers)}")
-        if request.system.startswith("You are worker"):
+        if request.role == "worker":
             _, description = step_of(request)
             noise = "calibration log line; " * 80
             return f"{noise} reading={READINGS[description.split()[-1]]} {noise}"
@@ -116,7 +116,7 @@ async def test_latest_critique_is_kept_through_compression() -> None:
             self.critic_calls = 0
 
         async def __call__(self, request: ModelRequest) -> ModelResponse | str:
-            if request.system.startswith("You are the critic"):
+            if request.role == "critic":
                 self.critic_calls += 1
                 passed = self.critic_calls > 1
                 return json.dumps({"passed": passed, "feedback": "" if passed else "re-read gamma"})

@@ -158,7 +158,7 @@ async def test_stale_report_mid_replan_names_only_announced_versions() -> None:
     work = brain.work
 
     async def planner_waits(request: ModelRequest) -> ModelResponse | str:
-        if request.system.startswith("You are the planner") and brain.plan_requests:
+        if request.role in ("planner", "replanner") and brain.plan_requests:
             await stale_seen.wait()  # the replan answers only once the late report was dropped
         return await brain(request)
 

@@ -32,7 +32,7 @@ class CriticBrain(Brain):
         self.critic_requests: list[ModelRequest] = []
 
     async def __call__(self, request: ModelRequest) -> ModelResponse | str:
-        if request.system.startswith("You are the critic"):
+        if request.role == "critic":
             self.critic_requests.append(request)
             return self.verdicts[len(self.critic_requests) - 1]
         return await super().__call__(request)

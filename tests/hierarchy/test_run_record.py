@@ -53,8 +53,12 @@ def _never_ok(report: StepReport) -> bool:
     return False
 
 
-def _team(replanned: anyio.Event) -> Team:
+def _team(replanned: anyio.Event, dropped: anyio.Event) -> Team:
     async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:
+        if description == "recover":
+            # The new version's step waits until the stale report was dropped, so the
+            # run never ends before it arrives (a streamed run's reader lags behind).
+            await dropped.wait()
         if description == "slow draft":
             # A model call already on the wire: it finishes after the replan, and its
             # report is stale by then.
@@ -109,12 +113,14 @@ async def test_replaying_the_recorded_changes_rebuilds_the_run(
         record(actor, change)
 
     monkeypatch.setattr(PlannerActor, "_record", journal)
-    replanned = anyio.Event()
-    team = _team(replanned)
+    replanned, dropped = anyio.Event(), anyio.Event()
+    team = _team(replanned, dropped)
     async with team.start() as running, running.stream(GOAL) as stream:
         async for event in stream:
             if isinstance(event, Replanned):
                 replanned.set()
+            elif isinstance(event, StaleReportDropped):
+                dropped.set()
     assert isinstance(event, RunCompleted)
     result = event.result
 
@@ -140,13 +146,15 @@ async def test_replaying_the_recorded_changes_rebuilds_the_run(
 async def test_a_journaled_replan_records_both_versions_and_the_dropped_report(
     tmp_path: Path,
 ) -> None:
-    replanned = anyio.Event()
-    team = _team(replanned)
+    replanned, dropped = anyio.Event(), anyio.Event()
+    team = _team(replanned, dropped)
     path = tmp_path / "runs.db"
     async with team.start(journal=path) as running, running.stream(GOAL) as stream:
         async for event in stream:
             if isinstance(event, Replanned):
                 replanned.set()
+            elif isinstance(event, StaleReportDropped):
+                dropped.set()
     assert isinstance(event, RunCompleted)
     journal = await SqliteJournal.open(path)
     try:

@@ -25,10 +25,10 @@ class Brain:
     plan_requests: list[ModelRequest] = field(default_factory=list)
 
     async def __call__(self, request: ModelRequest) -> ModelResponse | str:
-        if request.system.startswith("You are the planner"):
+        if request.role in ("planner", "replanner"):
             self.plan_requests.append(request)
             return self.plans[len(self.plan_requests) - 1]
-        if request.system.startswith("You are worker"):
+        if request.role == "worker":
             first = "\n".join(p.text for p in request.messages[0].parts if isinstance(p, TextPart))
             match = re.search(r"Your step \((\w+)\): (.*)", first)
             assert match is not None, first

@@ -41,12 +41,12 @@ def pii_team(telemetry: Telemetry) -> tuple[Team, str, str]:
         return f"record of {customer}: {marker}"
 
     def brain(request: ModelRequest) -> ModelResponse:
-        if request.system.startswith("You are the planner"):
+        if request.role in ("planner", "replanner"):
             if _user_text(request).startswith("REPLAN"):
                 return text_response(json.dumps({"steps": [{"description": "say done"}]}))
             steps = [{"id": "s1", "description": "look the customer up", "check": "known"}]
             return text_response(json.dumps({"steps": steps}))
-        if request.system.startswith("You are worker"):
+        if request.role == "worker":
             last = request.messages[-1]
             if any(isinstance(p, ToolResultPart) for p in last.parts):
                 return text_response(f"found {marker}")

@@ -106,9 +106,9 @@ async def test_no_content_by_default_and_interleaved_runs_never_mix(
         from regiment.models import ModelRequest
 
         assert isinstance(request, ModelRequest)
-        if request.system.startswith("You are the planner"):
+        if request.role in ("planner", "replanner"):
             return '{"steps": [{"description": "work"}]}'
-        if request.system.startswith("You are worker"):
+        if request.role == "worker":
             arrived += 1
             if arrived == 2:
                 both_running.set()

@@ -1,0 +1,122 @@
+"""Live events: what a streamed run's model calls and tool calls send straight to its reader.
+
+``TextDelta``, ``ToolCallStarted`` and ``ToolCallFinished`` are progress, not
+run state: they skip the planner's book and the journal and go to the run's
+event stream as they happen. Only a run someone streams gets them; for any
+other run there is no :class:`LiveSink`, and models answer in one piece.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol, final
+
+import anyio
+
+from regiment.hierarchy._text import valid_text
+from regiment.hierarchy.events import Event, TextDelta, ToolCallFinished, ToolCallStarted
+from regiment.models import DeltaHandler, ModelRequest, PartDelta, TextPartDelta, ToolCallPart
+from regiment.tools import RunContext, ToolResult, Toolset
+
+__all__ = ("EventSink", "LiveChannel", "LiveSink", "live_sink", "observed_tool_call")
+
+EventSink = Callable[[Event], None]
+"""Delivers one event to a run's reader without waiting."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class LiveSink:
+    """Where one streamed run's live events go.
+
+    Attributes:
+        run_id: the run.
+        emit: delivers an event to the run's reader.
+        worker: the worker whose step this sink serves (``""`` for the planner's side).
+    """
+
+    run_id: str
+    emit: EventSink
+    worker: str = ""
+
+    def text_handler(self, request: ModelRequest) -> DeltaHandler:
+        """A delta handler that turns the text of ``request``'s reply into ``TextDelta`` s."""
+        run_id, emit = self.run_id, self.emit
+        role = request.role or "worker"
+        worker, step_id = request.worker, request.step_id
+
+        async def on_delta(delta: PartDelta) -> None:
+            if isinstance(delta, TextPartDelta) and delta.text:
+                text = valid_text(delta.text)
+                emit(TextDelta(run_id=run_id, role=role, text=text, worker=worker, step_id=step_id))
+
+        return on_delta
+
+
+class LiveChannel(Protocol):
+    """A run's event channel as live events see it (``RunChannel`` is one)."""
+
+    streaming: bool
+
+    def live(self, event: Event) -> None:
+        """Deliver a live event to the run's reader."""
+        ...
+
+
+def live_sink(channel: LiveChannel | None, run_id: str, worker: str = "") -> LiveSink | None:
+    """Where ``run_id``'s live events go: its channel, when someone streams the run."""
+    if channel is None or not channel.streaming:
+        return None
+    return LiveSink(run_id, channel.live, worker)
+
+
+async def observed_tool_call(
+    toolset: Toolset,
+    call: ToolCallPart,
+    *,
+    live: LiveSink | None,
+    step_id: str,
+    context: RunContext[object] | None = None,
+) -> ToolResult:
+    """``toolset.call`` for one of a step's tool calls, told to ``live`` as it starts and ends.
+
+    A cancelled call is told as finished with the outcome ``"cancelled"``, one
+    that raised with the exception's class name.
+    """
+    if live is None:
+        return await toolset.call(call.name, call.arguments, call_id=call.id, context=context)
+    run_id, worker = live.run_id, live.worker
+    tool, call_id, arguments = call.name, call.id, dict(call.arguments)
+    live.emit(
+        ToolCallStarted(
+            run_id=run_id,
+            worker=worker,
+            step_id=step_id,
+            tool=tool,
+            call_id=call_id,
+            arguments=arguments,
+        )
+    )
+    started = anyio.current_time()
+    outcome = "cancelled"
+    try:
+        result = await toolset.call(tool, call.arguments, call_id=call_id, context=context)
+        outcome = (result.error_type or "error") if result.is_error else "ok"
+        return result
+    except Exception as exc:
+        outcome = type(exc).__name__
+        raise
+    finally:
+        live.emit(
+            ToolCallFinished(
+                run_id=run_id,
+                worker=worker,
+                step_id=step_id,
+                tool=tool,
+                call_id=call_id,
+                arguments=arguments,
+                duration=max(0.0, anyio.current_time() - started),
+                outcome=outcome,
+            )
+        )
