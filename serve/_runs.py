@@ -16,7 +16,15 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from regiment.errors import RegimentError
-from regiment.hierarchy import RunFailed, RunningTeam, RunStarted, Team
+from regiment.hierarchy import (
+    RunFailed,
+    RunningTeam,
+    RunStarted,
+    Team,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from regiment.journal import Journal
 
 from ._registry import RunRecord, RunStore
@@ -74,6 +82,8 @@ class Runs:
                             self._scopes[record.run_id] = scope
                             log.info("run started", extra={"run_id": record.run_id})
                             task_status.started(record)
+                        if isinstance(event, _LIVE):
+                            continue  # not journaled: the n-th event must be the same after a restart
                         self.store.append(record.run_id, event)
             except RegimentError as exc:
                 if record is None:
@@ -90,6 +100,10 @@ class Runs:
         if not record.ended.is_set():  # cancelled: the stream ended without its last event
             self.store.append(record.run_id, cancelled(record.run_id))
             log.info("run cancelled", extra={"run_id": record.run_id})
+
+
+_LIVE = (TextDelta, ToolCallStarted, ToolCallFinished)
+"""Live progress events: the service's streams carry the run-state events only."""
 
 
 @asynccontextmanager
