@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import final
+from typing import assert_never, final
 from urllib.parse import urlsplit
 
 from regiment.hierarchy._text import valid_response
-from regiment.models import Model, ModelRequest, ModelResponse
-from regiment.telemetry import Telemetry
+from regiment.models import (
+    Message,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    Part,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from regiment.telemetry import Telemetry, genai
 
-__all__ = ("ModelCaller",)
+__all__ = ("ModelCaller", "input_messages", "output_messages")
 
 
 @final
@@ -36,7 +46,7 @@ class ModelCaller:
         ) as span:
             if span.is_recording():
                 telemetry.recorder.chat_input(
-                    span, system=request.system, messages=request.messages
+                    span, system=request.system, messages=input_messages(request.messages)
                 )
             response = valid_response(await self.model.complete(request))
             if span.is_recording():
@@ -47,7 +57,7 @@ class ModelCaller:
                     response_model=response.model,
                     response_id=response.response_id,
                 )
-                telemetry.recorder.chat_output(span, response.parts)
+                telemetry.recorder.chat_output(span, output_messages(response))
             return response
 
 
@@ -61,3 +71,35 @@ def _server(model: Model) -> tuple[str, int | None] | None:
         return None
     default = {"https": 443, "http": 80}.get(parts.scheme)
     return parts.hostname, parts.port or default
+
+
+def input_messages(messages: tuple[Message, ...]) -> list[genai.GenAIValue]:
+    """A conversation as ``gen_ai.input.messages`` wants it: a user turn that only
+    answers tool calls is a ``tool`` message."""
+    return [
+        genai.chat_message(
+            "tool" if all(isinstance(p, ToolResultPart) for p in m.parts) and m.parts else m.role,
+            [_part(part) for part in m.parts],
+        )
+        for m in messages
+    ]
+
+
+def output_messages(response: ModelResponse) -> list[genai.GenAIValue]:
+    """A reply as ``gen_ai.output.messages`` wants it: one assistant message."""
+    parts = [_part(part) for part in response.parts]
+    return [genai.output_message(parts, response.stop_reason)]
+
+
+def _part(part: Part) -> genai.GenAIValue:
+    match part:
+        case TextPart(text=text):
+            return genai.text_part(text)
+        case ToolCallPart(id=call_id, name=name, arguments=arguments):
+            return genai.tool_call_part(call_id, name, arguments)
+        case ToolResultPart(call_id=call_id, content=content):
+            return genai.tool_call_response_part(call_id, content)
+        case ThinkingPart(thinking=thinking):
+            return genai.reasoning_part(thinking)
+        case _:
+            assert_never(part)

@@ -7,6 +7,7 @@ The hierarchy opens every span through one ``Telemetry`` handle it is given
 span names are in ``regiment.telemetry.semconv``.
 """
 
+from regiment.telemetry import _genai as genai
 from regiment.telemetry import _semconv as semconv
 from regiment.telemetry._configure import TracingHandle, configure_tracing
 from regiment.telemetry._console import ConsoleTraceProcessor, SpanCollector, render_trace
@@ -27,6 +28,7 @@ __all__ = (
     "TracingHandle",
     "configure_tracing",
     "error_type",
+    "genai",
     "headers_for",
     "inject",
     "mark_error",
