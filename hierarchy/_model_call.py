@@ -13,6 +13,7 @@ from regiment.models import (
     ModelRequest,
     ModelResponse,
     Part,
+    SelfTracingModel,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -36,6 +37,11 @@ class ModelCaller:
     async def call(self, request: ModelRequest) -> ModelResponse:
         """One model call; the reply's text is made encodable (see :mod:`regiment.hierarchy._text`)."""
         telemetry = self.telemetry
+        model = self.model
+        if telemetry.tracing and isinstance(model, SelfTracingModel) and model.sdk_spans:
+            # The SDK's own span is this call's one `chat` span; send it to our provider.
+            traced = model.with_tracer_provider(telemetry.tracer_provider)
+            return valid_response(await traced.complete(request))
         with telemetry.chat_span(
             self.model.name,
             self.model.provider,
