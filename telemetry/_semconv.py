@@ -27,6 +27,10 @@ from typing import Final
 
 __all__ = (
     "CANCELLED_EVENT",
+    "ERROR_BUDGET_EXHAUSTED",
+    "ERROR_ITERATION_LIMIT",
+    "ERROR_OTHER",
+    "ERROR_TIMEOUT",
     "ERROR_TYPE",
     "GEN_AI_AGENT_DESCRIPTION",
     "SERVER_ADDRESS",
@@ -131,6 +135,12 @@ GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
 ERROR_TYPE: Final = "error.type"
 SERVER_ADDRESS: Final = "server.address"
 SERVER_PORT: Final = "server.port"
+
+# error.type codes for failures that are not an exception (else: the exception's type)
+ERROR_TIMEOUT: Final = "timeout"
+ERROR_ITERATION_LIMIT: Final = "iteration_limit"
+ERROR_BUDGET_EXHAUSTED: Final = "budget_exhausted"
+ERROR_OTHER: Final = "_OTHER"
 
 PROVIDER_ANTHROPIC: Final = "anthropic"
 TOOL_TYPE_FUNCTION: Final = "function"

@@ -29,6 +29,7 @@ from regiment.models import (
     estimate_tokens,
 )
 from regiment.telemetry import Telemetry
+from regiment.telemetry import semconv as sc
 from regiment.tools import OnToolError, ToolResult, Toolset
 
 __all__ = ("StepProgress", "opening", "run_tool_loop")
@@ -57,6 +58,7 @@ class StepProgress:
         output: str | None = None,
         error: str | None = None,
         exhausted: BudgetLimit | None = None,
+        error_type: str | None = None,
     ) -> StepReport:
         """A report carrying this progress."""
         return StepReport(
@@ -74,6 +76,7 @@ class StepProgress:
             error=error,
             exhausted=exhausted,
             refused_tool_calls=self.refused_tool_calls,
+            error_type=error_type,
         )
 
 
@@ -112,7 +115,7 @@ async def _call_tools(
         with telemetry.tool_span(call.name, call.id, agent_name=toolset.name) as span:
             telemetry.recorder.tool_arguments(span, call.arguments)
             result = await toolset.call(call.name, call.arguments, call_id=call.id)
-            failure = (result.error_type or "error") if result.is_error else None
+            failure = (result.error_type or sc.ERROR_OTHER) if result.is_error else None
             telemetry.recorder.tool_outcome(span, failure or "ok", error_type=failure)
             telemetry.recorder.tool_result(span, result.content)
         results[index] = result
