@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import assert_never, final
 from urllib.parse import urlsplit
+
+from opentelemetry.util.types import AttributeValue
 
 from regiment.hierarchy._text import valid_response
 from regiment.models import (
@@ -19,7 +22,8 @@ from regiment.models import (
     ToolCallPart,
     ToolResultPart,
 )
-from regiment.telemetry import Telemetry, genai
+from regiment.telemetry import RunMetrics, Telemetry, error_type, genai
+from regiment.telemetry import semconv as sc
 
 __all__ = ("ModelCaller", "input_messages", "output_messages")
 
@@ -36,6 +40,44 @@ class ModelCaller:
 
     async def call(self, request: ModelRequest) -> ModelResponse:
         """One model call; the reply's text is made encodable (see :mod:`regiment.hierarchy._text`)."""
+        metrics = self.telemetry.metrics
+        if metrics is None:
+            return await self._traced(request)
+        return await self._measured(request, metrics)
+
+    async def _measured(self, request: ModelRequest, metrics: RunMetrics) -> ModelResponse:
+        """The call, recorded in the GenAI client histograms."""
+        model = self.model
+        attributes: dict[str, AttributeValue] = {
+            sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT,
+            sc.GEN_AI_PROVIDER_NAME: model.provider,
+            sc.GEN_AI_REQUEST_MODEL: model.name,
+        }
+        server = _server(model)
+        if server is not None:
+            attributes[sc.SERVER_ADDRESS] = server[0]
+            if server[1] is not None:
+                attributes[sc.SERVER_PORT] = server[1]
+        started = time.perf_counter()
+        try:
+            response = await self._traced(request)
+        except Exception as exc:
+            metrics.model_call(
+                attributes, time.perf_counter() - started, error_type=error_type(exc)
+            )
+            raise
+        if response.model:
+            attributes[sc.GEN_AI_RESPONSE_MODEL] = response.model
+        usage = response.usage
+        metrics.model_call(
+            attributes,
+            time.perf_counter() - started,
+            input_tokens=usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+            output_tokens=usage.output_tokens,
+        )
+        return response
+
+    async def _traced(self, request: ModelRequest) -> ModelResponse:
         telemetry = self.telemetry
         model = self.model
         if telemetry.tracing and isinstance(model, SelfTracingModel) and model.sdk_spans:

@@ -13,6 +13,7 @@ from regiment.telemetry._configure import TracingHandle, configure_tracing
 from regiment.telemetry._console import ConsoleTraceProcessor, SpanCollector, render_trace
 from regiment.telemetry._content import redact
 from regiment.telemetry._file_export import OtlpJsonFileExporter, spans_to_otlp_json
+from regiment.telemetry._metrics import RunMetrics
 from regiment.telemetry._propagation import OTelPropagator, headers_for, inject, trace_id_hex
 from regiment.telemetry._scope import error_type, mark_error
 from regiment.telemetry._telemetry import PhaseName, SpanScope, Telemetry
@@ -21,6 +22,7 @@ __all__ = (
     "ConsoleTraceProcessor",
     "OTelPropagator",
     "OtlpJsonFileExporter",
+    "RunMetrics",
     "PhaseName",
     "SpanCollector",
     "SpanScope",

@@ -53,11 +53,19 @@ __all__ = (
     "GEN_AI_TOOL_CALL_ID",
     "GEN_AI_TOOL_CALL_RESULT",
     "GEN_AI_TOOL_NAME",
+    "GEN_AI_TOKEN_TYPE",
     "GEN_AI_TOOL_TYPE",
     "GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS",
     "GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS",
     "GEN_AI_USAGE_INPUT_TOKENS",
     "GEN_AI_USAGE_OUTPUT_TOKENS",
+    "METRIC_OPERATION_DURATION",
+    "METRIC_REPLANS",
+    "METRIC_RUNS_ACTIVE",
+    "METRIC_STALE_REPORTS",
+    "METRIC_STEPS",
+    "METRIC_TOKEN_USAGE",
+    "METRIC_TOOL_DURATION",
     "OPERATION_CHAT",
     "OPERATION_EXECUTE_TOOL",
     "OPERATION_INVOKE_AGENT",
@@ -135,6 +143,7 @@ GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
 ERROR_TYPE: Final = "error.type"
 SERVER_ADDRESS: Final = "server.address"
 SERVER_PORT: Final = "server.port"
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
 
 # error.type codes for failures that are not an exception (else: the exception's type)
 ERROR_TIMEOUT: Final = "timeout"
@@ -185,6 +194,15 @@ REGIMENT_USAGE_CACHE_READ_TOKENS: Final = "regiment.usage.cache_read_tokens"
 REGIMENT_USAGE_CACHE_WRITE_TOKENS: Final = "regiment.usage.cache_write_tokens"
 REGIMENT_USAGE_MODEL_CALLS: Final = "regiment.usage.model_calls"
 REGIMENT_USAGE_TOOL_CALLS: Final = "regiment.usage.tool_calls"
+
+# --- metrics ------------------------------------------------------------------
+METRIC_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
+METRIC_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
+METRIC_STEPS: Final = "regiment.steps"
+METRIC_REPLANS: Final = "regiment.replans"
+METRIC_STALE_REPORTS: Final = "regiment.stale_reports"
+METRIC_TOOL_DURATION: Final = "regiment.tool.duration"
+METRIC_RUNS_ACTIVE: Final = "regiment.runs.active"
 
 # --- span names without a subject, and event names --------------------------
 SPAN_REPLAN: Final = "replan"

@@ -118,6 +118,8 @@ async def _call_tools(
             failure = (result.error_type or sc.ERROR_OTHER) if result.is_error else None
             telemetry.recorder.tool_outcome(span, failure or "ok", error_type=failure)
             telemetry.recorder.tool_result(span, result.content)
+        if telemetry.metrics is not None:
+            telemetry.metrics.tool_call(call.name, failure or "ok", result.duration_s)
         results[index] = result
 
     allowed = len(calls) if limit is None else max(0, min(len(calls), limit - progress.tool_calls))

@@ -194,6 +194,8 @@ class StepActor(Actor[WorkerMessage, None]):
                 error_type=_error_type(report) if failed else None,
                 description=report.error or "",
             )
+        if self._telemetry.metrics is not None:
+            self._telemetry.metrics.step(self._name, report.status)
         await self._send(reply_to, report)
 
     async def _outcome(
