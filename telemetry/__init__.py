@@ -13,6 +13,7 @@ from regiment.telemetry._configure import TracingHandle, configure_tracing
 from regiment.telemetry._console import ConsoleTraceProcessor, SpanCollector, render_trace
 from regiment.telemetry._content import redact
 from regiment.telemetry._file_export import OtlpJsonFileExporter, spans_to_otlp_json
+from regiment.telemetry._logs import LogExport, TraceContextHandler
 from regiment.telemetry._metrics import RunMetrics
 from regiment.telemetry._propagation import OTelPropagator, headers_for, inject, trace_id_hex
 from regiment.telemetry._scope import error_type, mark_error
@@ -20,6 +21,7 @@ from regiment.telemetry._telemetry import PhaseName, SpanScope, Telemetry
 
 __all__ = (
     "ConsoleTraceProcessor",
+    "LogExport",
     "OTelPropagator",
     "OtlpJsonFileExporter",
     "RunMetrics",
@@ -27,6 +29,7 @@ __all__ = (
     "SpanCollector",
     "SpanScope",
     "Telemetry",
+    "TraceContextHandler",
     "TracingHandle",
     "configure_tracing",
     "error_type",

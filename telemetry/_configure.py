@@ -19,6 +19,7 @@ from regiment.errors import ConfigError
 from regiment.telemetry._console import ConsoleTraceProcessor
 from regiment.telemetry._export_watch import ExportWatch
 from regiment.telemetry._file_export import OtlpJsonFileExporter
+from regiment.telemetry._logs import LogExport, resolve_logs_endpoint
 from regiment.telemetry._metrics_export import otlp_meter_provider, resolve_metrics_endpoint
 
 __all__ = ("TracingHandle", "configure_tracing", "resolve_traces_endpoint")
@@ -44,6 +45,8 @@ class TracingHandle:
         meter_provider: the meter provider exporting metrics to the same
             collector (``None`` without OTLP export or with the SDK disabled);
             pass it to ``Telemetry(meter_provider=...)`` when it was not made global.
+        logs: the OTLP export of the ``regiment`` loggers' records
+            (``configure_tracing(logs=True)``), else ``None``.
         enabled: ``False`` when ``OTEL_SDK_DISABLED`` turned tracing off.
         service_name: the ``service.name`` spans are exported with.
         endpoint: the OTLP/HTTP traces URL, or ``None`` when not exporting over OTLP.
@@ -62,6 +65,7 @@ class TracingHandle:
     ) -> None:
         self.provider = provider
         self.meter_provider = meter_provider
+        self.logs: LogExport | None = None
         self.enabled = enabled
         self.service_name = service_name
         self.endpoint = endpoint
@@ -79,6 +83,8 @@ class TracingHandle:
             flushed = self.provider.force_flush(timeout_millis)
         if self.meter_provider is not None:
             flushed = self.meter_provider.force_flush(timeout_millis) and flushed
+        if self.logs is not None:
+            flushed = self.logs.force_flush(timeout_millis) and flushed
         return flushed
 
     def shutdown(self) -> None:
@@ -93,6 +99,8 @@ class TracingHandle:
             self.provider.shutdown()
         if self.meter_provider is not None:  # exports the last metric points
             self.meter_provider.shutdown()
+        if self.logs is not None:
+            self.logs.shutdown()
 
     def __enter__(self) -> TracingHandle:
         return self
@@ -116,6 +124,7 @@ def configure_tracing(
     exporters: Sequence[SpanExporter] = (),
     set_global: bool = True,
     export_timeout: float | None = None,
+    logs: bool = False,
 ) -> TracingHandle:
     """Set up a tracer provider that exports regiment's spans.
 
@@ -138,9 +147,10 @@ def configure_tracing(
             ``Telemetry()`` and other libraries find it.
         export_timeout: seconds one OTLP export (retries included) may take;
             ``None``: ``OTEL_EXPORTER_OTLP[_TRACES]_TIMEOUT``, else 2 seconds.
+        logs: also export the ``regiment`` loggers' records over OTLP (``/v1/logs``).
 
     Returns:
-        A handle with the provider; it flushes on ``shutdown()``, ``with`` exit, and at exit.
+        A handle with the providers; it flushes on ``shutdown()``, ``with`` exit, and at exit.
 
     Raises:
         ConfigError: ``set_global`` is on and another global tracer provider is
@@ -154,18 +164,38 @@ def configure_tracing(
     if set_global:
         refuse_if_installed(trace.get_tracer_provider())
     watch = None if url is None else ExportWatch(_otlp_exporter(url, export_timeout, environ))
-    chosen = _exporters(watch, file, exporters)
-    provider = SdkTracerProvider(resource=Resource.create({SERVICE_NAME: name}))
+    provider = _tracer_provider(name, _exporters(watch, file, exporters), console=console)
     meters = _meters(url, export_timeout, environ, provider.resource, watch)
-    for exporter in chosen:
+    if set_global:
+        _install(provider, meters)
+    handle = TracingHandle(provider, enabled=True, service_name=name, endpoint=url, watch=watch)
+    handle.meter_provider = meters
+    handle.logs = _log_export(logs, url, export_timeout, environ, provider.resource)
+    return handle
+
+
+def _log_export(
+    logs: bool,
+    url: str | None,
+    timeout: float | None,
+    environ: Mapping[str, str],
+    resource: Resource,
+) -> LogExport | None:
+    """Log records go where the spans go: only with OTLP export, when asked."""
+    if not logs or url is None:
+        return None
+    return LogExport(resolve_logs_endpoint(url, environ), _timeout(timeout, environ), resource)
+
+
+def _tracer_provider(
+    name: str, exporters: Sequence[SpanExporter], *, console: bool
+) -> SdkTracerProvider:
+    provider = SdkTracerProvider(resource=Resource.create({SERVICE_NAME: name}))
+    for exporter in exporters:
         provider.add_span_processor(BatchSpanProcessor(exporter))
     if console:
         provider.add_span_processor(ConsoleTraceProcessor())
-    if set_global:
-        _install(provider, meters)
-    return TracingHandle(
-        provider, enabled=True, service_name=name, endpoint=url, watch=watch, meter_provider=meters
-    )
+    return provider
 
 
 def _meters(

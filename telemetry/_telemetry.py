@@ -22,6 +22,7 @@ from regiment.telemetry._attributes import run_attributes as _run_attributes
 from regiment.telemetry._attributes import server_attributes as _server_attributes
 from regiment.telemetry._attributes import tool_attributes as _tool_attributes
 from regiment.telemetry._content import capture_from_env, redact, truncate
+from regiment.telemetry._logs import correlate_logs
 from regiment.telemetry._metrics import RunMetrics, meter_provider_records
 from regiment.telemetry._propagation import OTelPropagator, extract_context, headers_for, inject
 from regiment.telemetry._record import SpanRecorder
@@ -127,6 +128,7 @@ class Telemetry:
             _INSTRUMENTATION, _library_version(), tracer_provider=tracer_provider
         )
         self.propagator = OTelPropagator()  # for the actor runtime (``ContextPropagator``)
+        correlate_logs()  # records of the `regiment` loggers get trace_id / span_id
         meters = metrics.get_meter_provider() if meter_provider is None else meter_provider
         # None while nothing records metrics: then the hierarchy does no metric work at all.
         self.metrics = (

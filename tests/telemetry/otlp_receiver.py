@@ -24,6 +24,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import ClassVar, final
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
     ExportMetricsServiceResponse,
@@ -34,7 +38,27 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-__all__ = ("AttrValue", "OtlpReceiver", "ReceivedMetric", "ReceivedPoint", "ReceivedSpan")
+__all__ = (
+    "AttrValue",
+    "OtlpReceiver",
+    "ReceivedLog",
+    "ReceivedMetric",
+    "ReceivedPoint",
+    "ReceivedSpan",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReceivedLog:
+    """One log record as it arrived over the wire."""
+
+    body: str
+    severity: str
+    trace_id: str
+    span_id: str
+    attributes: Mapping[str, AttrValue]
+    scope: str
+
 
 AttrValue = str | bool | int | float | tuple["AttrValue", ...] | None
 
@@ -115,6 +139,23 @@ def decode_metrics(request: ExportMetricsServiceRequest) -> list[ReceivedMetric]
     return found
 
 
+def decode_logs(request: ExportLogsServiceRequest) -> list[ReceivedLog]:
+    """Flatten a logs export request."""
+    return [
+        ReceivedLog(
+            body=str(_value(record.body)),
+            severity=record.severity_text,
+            trace_id=record.trace_id.hex(),
+            span_id=record.span_id.hex(),
+            attributes=_attributes(list(record.attributes)),
+            scope=scope_logs.scope.name,
+        )
+        for resource_logs in request.resource_logs
+        for scope_logs in resource_logs.scope_logs
+        for record in scope_logs.log_records
+    ]
+
+
 def _value(value: AnyValue) -> AttrValue:
     match value.WhichOneof("value"):
         case "string_value":
@@ -167,7 +208,7 @@ class _Handler(BaseHTTPRequestHandler):
     receiver: ClassVar[OtlpReceiver]
 
     def do_POST(self) -> None:
-        if self.path not in ("/v1/traces", "/v1/metrics"):
+        if self.path not in ("/v1/traces", "/v1/metrics", "/v1/logs"):
             self.send_error(404)
             return
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
@@ -176,7 +217,12 @@ class _Handler(BaseHTTPRequestHandler):
             body = gzip.decompress(body)
         elif encoding == "deflate":
             body = zlib.decompress(body)
-        if self.path == "/v1/metrics":
+        if self.path == "/v1/logs":
+            logs = ExportLogsServiceRequest()
+            logs.ParseFromString(body)
+            self.receiver._store_logs(decode_logs(logs))
+            reply = ExportLogsServiceResponse().SerializeToString()
+        elif self.path == "/v1/metrics":
             metrics = ExportMetricsServiceRequest()
             metrics.ParseFromString(body)
             self.receiver._store_metrics(decode_metrics(metrics))
@@ -211,6 +257,7 @@ class OtlpReceiver:
         self._spans: list[ReceivedSpan] = []
         self._encodings: list[str] = []
         self._metrics: list[ReceivedMetric] = []
+        self._logs: list[ReceivedLog] = []
 
     @property
     def endpoint(self) -> str:
@@ -227,6 +274,15 @@ class OtlpReceiver:
         """Every metric received so far (one entry per metric per export), in arrival order."""
         with self._lock:
             return tuple(self._metrics)
+
+    def logs(self) -> tuple[ReceivedLog, ...]:
+        """Every log record received so far, in arrival order."""
+        with self._lock:
+            return tuple(self._logs)
+
+    def _store_logs(self, logs: list[ReceivedLog]) -> None:
+        with self._lock:
+            self._logs.extend(logs)
 
     def _store_metrics(self, metrics: list[ReceivedMetric]) -> None:
         with self._lock:
