@@ -26,7 +26,10 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = (
+    "APPROVAL_DECIDED_EVENT",
+    "APPROVAL_REQUESTED_EVENT",
     "CANCELLED_EVENT",
+    "EXCEPTION_EVENT",
     "ERROR_BUDGET_EXHAUSTED",
     "ERROR_ITERATION_LIMIT",
     "ERROR_OTHER",
@@ -71,6 +74,7 @@ __all__ = (
     "OPERATION_INVOKE_AGENT",
     "OPERATION_PLAN",
     "PROVIDER_ANTHROPIC",
+    "REGIMENT_APPROVAL_DECISION",
     "REGIMENT_APPROVAL_OUTCOME",
     "REGIMENT_CANCELLED",
     "REGIMENT_CHECK_DETAIL",
@@ -211,4 +215,8 @@ SPAN_CRITIQUE: Final = "critique"
 SPAN_COMPRESS: Final = "compress"
 SPAN_SYNTHESIZE: Final = "synthesize"
 STALE_REPORT_EVENT: Final = "regiment.report.stale_dropped"
+APPROVAL_REQUESTED_EVENT: Final = "regiment.approval.requested"
+APPROVAL_DECIDED_EVENT: Final = "regiment.approval.decided"
+REGIMENT_APPROVAL_DECISION: Final = "regiment.approval.decision"
+EXCEPTION_EVENT: Final = "exception"
 CANCELLED_EVENT: Final = "regiment.cancelled"
