@@ -80,7 +80,9 @@ class ModelCaller:
     async def _traced(self, request: ModelRequest) -> ModelResponse:
         telemetry = self.telemetry
         model = self.model
-        if telemetry.tracing and isinstance(model, SelfTracingModel) and model.sdk_spans:
+        # getattr first: a runtime protocol check is slow, and only SDK models say yes.
+        sdk = telemetry.tracing and getattr(model, "sdk_spans", False) is True
+        if sdk and isinstance(model, SelfTracingModel):
             # The SDK's own span is this call's one `chat` span; send it to our provider.
             traced = model.with_tracer_provider(telemetry.tracer_provider)
             return valid_response(await traced.complete(request))
