@@ -7,6 +7,7 @@ import contextlib
 import json
 from collections.abc import Callable
 
+import anyio
 import pytest
 
 from regiment.errors import RegimentError
@@ -39,7 +40,18 @@ def lookup(customer: str) -> str:
     raise ValueError(f"no customer {customer}")
 
 
-def _team(telemetry: Telemetry, worker_brain: Callable[[ModelRequest], ModelResponse]) -> Team:
+@tool
+async def wait_forever(customer: str) -> str:
+    """A lookup that never answers."""
+    await anyio.Event().wait()
+    return customer
+
+
+def _team(
+    telemetry: Telemetry,
+    worker_brain: Callable[[ModelRequest], ModelResponse],
+    step_timeout: float | None = None,
+) -> Team:
     def brain(request: ModelRequest) -> ModelResponse:
         if request.role == "planner":
             return text_response(json.dumps({"steps": [{"id": "s1", "description": "look up"}]}))
@@ -48,16 +60,25 @@ def _team(telemetry: Telemetry, worker_brain: Callable[[ModelRequest], ModelResp
         return text_response("answer")
 
     model = ScriptedModel(brain)
-    worker = Worker(name="w", description="w", model=model, tools=[lookup], max_iterations=2)
+    worker = Worker(
+        name="w",
+        description="w",
+        model=model,
+        tools=[lookup, wait_forever],
+        max_iterations=2,
+        step_timeout=step_timeout,
+    )
     return Team(name="t", planner=Planner(model=model), workers=[worker], telemetry=telemetry)
 
 
-async def _spans(worker_brain: Callable[[ModelRequest], ModelResponse]) -> list[ReceivedSpan]:
+async def _spans(
+    worker_brain: Callable[[ModelRequest], ModelResponse], step_timeout: float | None = None
+) -> list[ReceivedSpan]:
     with OtlpReceiver() as receiver:
         handle = configure_tracing("errors", endpoint=receiver.endpoint, set_global=False)
         # How the run ends is not the point here; the spans are.
         with contextlib.suppress(RegimentError):
-            await _team(Telemetry(handle.provider), worker_brain).run("go")
+            await _team(Telemetry(handle.provider), worker_brain, step_timeout).run("go")
         handle.shutdown()
         return list(receiver.spans())
 
@@ -89,6 +110,19 @@ async def test_a_step_out_of_iterations_has_a_defined_code() -> None:
     step = next(s for s in spans if s.name == "invoke_agent w")
     assert step.attributes["regiment.step.outcome"] == "iteration_limit"
     assert step.attributes["error.type"] == semconv.ERROR_ITERATION_LIMIT
+
+
+def _hangs(request: ModelRequest) -> ModelResponse:
+    return tool_call_response("wait_forever", {"customer": "ann"})
+
+
+async def test_a_step_out_of_time_has_the_timeout_code() -> None:
+    # The tool never returns, so the step's own deadline ends it (the length does not matter).
+    spans = await _spans(_hangs, step_timeout=0.05)
+    step = next(s for s in spans if s.name == "invoke_agent w")
+    assert step.attributes["regiment.step.outcome"] == "timed_out"
+    assert step.attributes["error.type"] == semconv.ERROR_TIMEOUT
+    assert step.status_code == 2
 
 
 async def test_a_failed_tool_call_has_the_exception_type() -> None:
