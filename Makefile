@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 ROOMS := actors tools models telemetry hierarchy journal config cli serve
 TYPED := $(addprefix .typecheck/regiment/,$(wildcard *.py)) $(addprefix .typecheck/regiment/,$(ROOMS)) tests examples bench
 
-.PHONY: demo test check bench clean
+.PHONY: demo test check bench clean tracing-doc
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,3 +36,7 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .typecheck .mypy_cache .ruff_cache .pytest_cache
+
+# docs/tracing.md is generated from telemetry/_catalogue.py (a test fails when they differ).
+tracing-doc: $(STAMP)
+	$(PY) -m regiment.telemetry._catalogue docs/tracing.md

@@ -10,6 +10,7 @@ from typing import Literal, TextIO, TypeAlias
 
 import anyio
 import msgspec
+from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
 from regiment.cli._journal_cmds import journal_exists, open_cli_journal
@@ -76,6 +77,11 @@ class _Tracing:
             tracing.collector = SpanCollector()
             sdk.add_span_processor(tracing.collector)
         return tracing
+
+    @property
+    def meter_provider(self) -> MeterProvider | None:
+        """Where metrics go: with ``--trace jaeger``, the same collector as the spans."""
+        return None if self.handle is None else self.handle.meter_provider
 
     def shutdown(self) -> None:
         # Flushes the OTLP exporter, so every span has left when the command exits;
@@ -145,7 +151,7 @@ async def drive(
         team = build_team(
             config,
             model=options.model,
-            telemetry=Telemetry(tracing.provider),
+            telemetry=Telemetry(tracing.provider, meter_provider=tracing.meter_provider),
             source=options.team_file,
         )
         try:

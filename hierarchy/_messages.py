@@ -101,7 +101,8 @@ class StepReport(msgspec.Struct, frozen=True, kw_only=True, tag="step_report"):
     ``exhausted`` names the budget field whose share ran out (status
     ``budget_exhausted``); ``refused_tool_calls`` counts tool calls the model
     asked for that the step's share could not pay for (each came back to the
-    model as an error result).
+    model as an error result). ``error_type`` is, for a step that raised, the
+    exception's type (``error.type`` on its span); ``None`` otherwise.
     """
 
     run_id: str
@@ -118,6 +119,7 @@ class StepReport(msgspec.Struct, frozen=True, kw_only=True, tag="step_report"):
     error: str | None = None
     exhausted: BudgetLimit | None = None
     refused_tool_calls: int = 0
+    error_type: str | None = None
 
     def tool_result(self, tool: str) -> JsonValue:
         """The content of the last successful call of ``tool`` in this step.

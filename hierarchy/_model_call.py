@@ -2,26 +2,36 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
-from typing import final
+from typing import assert_never, final
 from urllib.parse import urlsplit
 
 import msgspec
 from opentelemetry.trace import Span
+from opentelemetry.util.types import AttributeValue
 
 from regiment.hierarchy._live_events import LiveSink
 from regiment.hierarchy._text import valid_response
 from regiment.models import (
+    Message,
     Model,
     ModelRequest,
     ModelResponse,
     ModelSettings,
+    Part,
+    SelfTracingModel,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
     effective_settings,
     stream_response,
 )
-from regiment.telemetry import Telemetry, semconv
+from regiment.telemetry import RunMetrics, Telemetry, error_type, genai
+from regiment.telemetry import semconv as sc
 
-__all__ = ("ModelCaller",)
+__all__ = ("ModelCaller", "input_messages", "output_messages")
 
 
 @final
@@ -41,23 +51,66 @@ class ModelCaller:
         With ``live`` (the run is streamed), the model streams and its text goes
         to ``live`` as ``TextDelta`` s; without, it answers in one piece.
         """
-        telemetry, settings = self.telemetry, self.settings
+        settings = self.settings
         if settings is not None:
-            merged = settings.merge(request.settings)
-            request = msgspec.structs.replace(request, settings=merged)
+            request = msgspec.structs.replace(request, settings=settings.merge(request.settings))
+        metrics = self.telemetry.metrics
+        if metrics is None:
+            return await self._traced(request, live)
+        return await self._measured(request, live, metrics)
+
+    async def _measured(
+        self, request: ModelRequest, live: LiveSink | None, metrics: RunMetrics
+    ) -> ModelResponse:
+        """The call, recorded in the GenAI client histograms."""
+        model = self.model
+        attributes: dict[str, AttributeValue] = {
+            sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT,
+            sc.GEN_AI_PROVIDER_NAME: model.provider,
+            sc.GEN_AI_REQUEST_MODEL: model.name,
+        }
+        server = _server(model)
+        if server is not None:
+            attributes[sc.SERVER_ADDRESS] = server[0]
+            if server[1] is not None:
+                attributes[sc.SERVER_PORT] = server[1]
+        started = time.perf_counter()
+        try:
+            response = await self._traced(request, live)
+        except Exception as exc:
+            metrics.model_call(
+                attributes, time.perf_counter() - started, error_type=error_type(exc)
+            )
+            raise
+        if response.model:
+            attributes[sc.GEN_AI_RESPONSE_MODEL] = response.model
+        usage = response.usage
+        metrics.model_call(
+            attributes,
+            time.perf_counter() - started,
+            input_tokens=usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+            output_tokens=usage.output_tokens,
+        )
+        return response
+
+    async def _traced(self, request: ModelRequest, live: LiveSink | None) -> ModelResponse:
+        telemetry = self.telemetry
+        model = self.model
+        # getattr first: a runtime protocol check is slow, and only SDK models say yes.
+        sdk = telemetry.tracing and getattr(model, "sdk_spans", False) is True
+        if sdk and isinstance(model, SelfTracingModel):
+            # The SDK's own span is this call's one `chat` span; send it to our provider.
+            traced = model.with_tracer_provider(telemetry.tracer_provider)
+            return valid_response(await _reply(traced, request, live))
         with telemetry.chat_span(
             self.model.name, self.model.provider, agent_name=self.agent, server=_server(self.model)
         ) as span:
             if span.is_recording():  # what the provider applies: worked out only when traced
                 _tuning(span, effective_settings(getattr(self.model, "settings", None), request))
                 telemetry.recorder.chat_input(
-                    span, system=request.system, messages=request.messages
+                    span, system=request.system, messages=input_messages(request.messages)
                 )
-            if live is None:
-                reply = await self.model.complete(request)
-            else:
-                reply = await stream_response(self.model, request, live.text_handler(request))
-            response = valid_response(reply)
+            response = valid_response(await _reply(self.model, request, live))
             if span.is_recording():
                 telemetry.recorder.chat_response(
                     span,
@@ -66,7 +119,7 @@ class ModelCaller:
                     response_model=response.model,
                     response_id=response.response_id,
                 )
-                telemetry.recorder.chat_output(span, response.parts)
+                telemetry.recorder.chat_output(span, output_messages(response))
             return response
 
 
@@ -74,10 +127,10 @@ def _tuning(span: Span, applied: ModelSettings) -> None:
     """The settings a call is made with, as its span's ``gen_ai.request.*`` attributes."""
     stops = applied.stop_sequences
     values = {
-        semconv.GEN_AI_REQUEST_MAX_TOKENS: applied.max_tokens,
-        semconv.GEN_AI_REQUEST_TEMPERATURE: applied.temperature,
-        semconv.GEN_AI_REQUEST_TOP_P: applied.top_p,
-        semconv.GEN_AI_REQUEST_STOP_SEQUENCES: list(stops) if stops else None,
+        sc.GEN_AI_REQUEST_MAX_TOKENS: applied.max_tokens,
+        sc.GEN_AI_REQUEST_TEMPERATURE: applied.temperature,
+        sc.GEN_AI_REQUEST_TOP_P: applied.top_p,
+        sc.GEN_AI_REQUEST_STOP_SEQUENCES: list(stops) if stops else None,
     }
     span.set_attributes({key: value for key, value in values.items() if value is not None})
 
@@ -92,3 +145,42 @@ def _server(model: Model) -> tuple[str, int | None] | None:
         return None
     default = {"https": 443, "http": 80}.get(parts.scheme)
     return parts.hostname, parts.port or default
+
+
+def input_messages(messages: tuple[Message, ...]) -> list[genai.GenAIValue]:
+    """A conversation as ``gen_ai.input.messages`` wants it: a user turn that only
+    answers tool calls is a ``tool`` message."""
+    return [
+        genai.chat_message(
+            "tool" if all(isinstance(p, ToolResultPart) for p in m.parts) and m.parts else m.role,
+            [_part(part) for part in m.parts],
+        )
+        for m in messages
+    ]
+
+
+def output_messages(response: ModelResponse) -> list[genai.GenAIValue]:
+    """A reply as ``gen_ai.output.messages`` wants it: one assistant message."""
+    parts = [_part(part) for part in response.parts]
+    return [genai.output_message(parts, response.stop_reason)]
+
+
+def _part(part: Part) -> genai.GenAIValue:
+    match part:
+        case TextPart(text=text):
+            return genai.text_part(text)
+        case ToolCallPart(id=call_id, name=name, arguments=arguments):
+            return genai.tool_call_part(call_id, name, arguments)
+        case ToolResultPart(call_id=call_id, content=content):
+            return genai.tool_call_response_part(call_id, content)
+        case ThinkingPart(thinking=thinking):
+            return genai.reasoning_part(thinking)
+        case _:
+            assert_never(part)
+
+
+async def _reply(model: Model, request: ModelRequest, live: LiveSink | None) -> ModelResponse:
+    """The model's reply: streamed to ``live`` as it is written, or in one piece."""
+    if live is None:
+        return await model.complete(request)
+    return await stream_response(model, request, live.text_handler(request))

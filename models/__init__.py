@@ -29,7 +29,7 @@ from regiment.models._messages import (
     text_response,
     tool_call_response,
 )
-from regiment.models._protocol import Model
+from regiment.models._protocol import Model, SelfTracingModel
 from regiment.models._scripted import Reply, ScriptedModel, ScriptFunction
 from regiment.models._settings import ModelSettings, effective_settings
 from regiment.models._spec import model_from_spec, parse_model_spec
@@ -60,6 +60,7 @@ __all__ = (
     "Role",
     "ScriptFunction",
     "ScriptedModel",
+    "SelfTracingModel",
     "StreamingModel",
     "TextPart",
     "TextPartDelta",

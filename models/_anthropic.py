@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import final
+from typing import TYPE_CHECKING, final
 
 import anthropic
 import anyio
@@ -18,6 +18,9 @@ from regiment.models._messages import ModelRequest, ModelResponse
 from regiment.models._sdk_model import SDKModel
 from regiment.models._settings import ModelSettings, effective_settings
 from regiment.models._stream import DeltaHandler
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 __all__ = ("AnthropicModel",)
 
@@ -65,11 +68,14 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
     ``Usage`` of a reply counts ``cache_read_tokens`` and ``cache_write_tokens``.
     ``prompt_caching=False`` sends no breakpoints.
 
-    Tracing: regiment's own ``chat {model}`` span is the one span per model
-    call, so a client built here has the SDK's OpenTelemetry spans (and its
-    ``traceparent`` header) turned off. ``sdk_tracing=True`` turns them back on;
-    the SDK's ``anthropic.messages.create`` span then nests under the current
-    span. For a client you give, its own ``open_telemetry`` option decides.
+    Tracing: each model call gets one ``chat`` span. A client built here has
+    the SDK's OpenTelemetry spans (and its ``traceparent`` header) turned off,
+    and a team opens its own ``chat {model}`` span. ``sdk_tracing=True`` turns
+    the SDK's spans on; then the SDK's ``anthropic.messages.create`` span is the
+    call's ``chat`` span (a team opens none of its own) and it goes to the
+    team's ``Telemetry`` tracer provider. For a client you give, its own
+    ``open_telemetry`` option decides the same way (a ``tracer_provider`` it
+    names is kept).
 
     Args:
         model: the model id, e.g. ``"claude-sonnet-4-5"``.
@@ -123,6 +129,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
                 "only the options and let AnthropicModel build it"
             )
         self._client = client
+        self._traced: tuple[TracerProvider, AnthropicModel] | None = None
 
     @property
     def provider(self) -> str:
@@ -133,6 +140,34 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
     def base_url(self) -> str:
         """The API address the client sends to (``server.address`` on ``chat`` spans)."""
         return str(self._client.base_url)
+
+    @property
+    def sdk_spans(self) -> bool:
+        """Whether the client makes its own span per call (its ``open_telemetry`` traces)."""
+        return self._client.open_telemetry["traces"]["enabled"]
+
+    def with_tracer_provider(self, tracer_provider: TracerProvider) -> AnthropicModel:
+        """This model with the SDK's spans going to ``tracer_provider`` (kept, if the
+        client names its own); it shares the client, which this model still owns."""
+        options = self._client.open_telemetry
+        if not options["traces"]["enabled"] or "tracer_provider" in options:
+            return self
+        cached = self._traced
+        if cached is not None and cached[0] is tracer_provider:
+            return cached[1]
+        client = self._client.with_options(
+            open_telemetry={**options, "tracer_provider": tracer_provider}
+        )
+        traced = AnthropicModel(
+            self._model,
+            client=client,
+            stream=self._stream,
+            settings=self._settings,
+            prompt_caching=self._prompt_caching,
+        )
+        traced._owns_client = False
+        self._traced = (tracer_provider, traced)
+        return traced
 
     def _params(self, request: ModelRequest) -> CallParams:
         settings = effective_settings(self._settings, request)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from regiment.models._messages import ModelRequest, ModelResponse
 
-__all__ = ("Model",)
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
+__all__ = ("Model", "SelfTracingModel")
 
 
 @runtime_checkable
@@ -34,4 +37,24 @@ class Model(Protocol):
         Raises:
             regiment.errors.ModelError: the call failed after the provider's own retries.
         """
+        ...
+
+
+@runtime_checkable
+class SelfTracingModel(Model, Protocol):
+    """A model whose client may make its own OpenTelemetry span per call
+    (``AnthropicModel`` with the SDK's tracing on).
+
+    When ``sdk_spans`` is true, that span is the call's one ``chat`` span: a team
+    opens none of its own and sends the client's spans to its tracer provider
+    through ``with_tracer_provider``.
+    """
+
+    @property
+    def sdk_spans(self) -> bool:
+        """Whether each call makes its own span."""
+        ...
+
+    def with_tracer_provider(self, tracer_provider: TracerProvider) -> Model:
+        """The model to call so that its spans go to ``tracer_provider``."""
         ...

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Generic, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, Self, TypeVar
 
 from regiment.models._messages import ModelRequest, ModelResponse
 from regiment.models._settings import ModelSettings
 from regiment.models._stream import DeltaHandler, emit_response
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 __all__ = ("SDKModel",)
 
@@ -42,6 +45,23 @@ class SDKModel(Generic[ClientT, ParamsT]):
     def client(self) -> ClientT:
         """The SDK client in use."""
         return self._client
+
+    @property
+    def sdk_spans(self) -> bool:
+        """Whether the SDK client makes its own ``chat`` span for each call.
+
+        When it does, that span is the call's one ``chat`` span: a team opens
+        none of its own around it (see ``with_tracer_provider``).
+        """
+        return False
+
+    def with_tracer_provider(self, tracer_provider: TracerProvider) -> Self:
+        """This model with the SDK's spans going to ``tracer_provider``.
+
+        A client that names its own provider keeps it. The result shares the
+        client (and is cached, so asking again is cheap); closing stays with this model.
+        """
+        return self
 
     @property
     def settings(self) -> ModelSettings | None:

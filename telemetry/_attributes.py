@@ -8,7 +8,14 @@ from opentelemetry.util.types import AttributeValue
 
 from regiment.telemetry import _semconv as sc
 
-__all__ = ("agent_attributes", "chat_attributes", "drop_none", "server_attributes")
+__all__ = (
+    "agent_attributes",
+    "chat_attributes",
+    "drop_none",
+    "run_attributes",
+    "server_attributes",
+    "tool_attributes",
+)
 
 
 def drop_none(attributes: Mapping[str, AttributeValue | None]) -> dict[str, AttributeValue]:
@@ -33,6 +40,37 @@ def agent_attributes(
             sc.REGIMENT_STEP_ID: step_id,
             sc.REGIMENT_PLAN_VERSION: plan_version,
             sc.REGIMENT_STEP_ATTEMPT: attempt,
+        }
+    )
+
+
+def run_attributes(
+    team: str, run_id: str, goal: str, provider: str | None, session_id: str | None
+) -> dict[str, AttributeValue]:
+    """The root span's: of the goal only its length (it is user data)."""
+    return drop_none(
+        {
+            sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
+            sc.GEN_AI_AGENT_NAME: team,
+            sc.GEN_AI_AGENT_ID: team,
+            sc.GEN_AI_PROVIDER_NAME: provider,
+            sc.GEN_AI_CONVERSATION_ID: session_id,
+            sc.REGIMENT_RUN_ID: run_id,
+            sc.REGIMENT_GOAL_LENGTH: len(goal),
+        }
+    )
+
+
+def tool_attributes(
+    tool_name: str, call_id: str, tool_type: str, agent_name: str | None
+) -> dict[str, AttributeValue]:
+    return drop_none(
+        {
+            sc.GEN_AI_OPERATION_NAME: sc.OPERATION_EXECUTE_TOOL,
+            sc.GEN_AI_TOOL_NAME: tool_name,
+            sc.GEN_AI_TOOL_CALL_ID: call_id,
+            sc.GEN_AI_TOOL_TYPE: tool_type,
+            sc.GEN_AI_AGENT_NAME: agent_name,
         }
     )
 

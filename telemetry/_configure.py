@@ -8,7 +8,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import final
 
-from opentelemetry import trace
+from opentelemetry import metrics, trace
+from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
@@ -18,6 +19,8 @@ from regiment.errors import ConfigError
 from regiment.telemetry._console import ConsoleTraceProcessor
 from regiment.telemetry._export_watch import ExportWatch
 from regiment.telemetry._file_export import OtlpJsonFileExporter
+from regiment.telemetry._logs import LogExport, resolve_logs_endpoint
+from regiment.telemetry._metrics_export import otlp_meter_provider, resolve_metrics_endpoint
 
 __all__ = ("TracingHandle", "configure_tracing", "resolve_traces_endpoint")
 
@@ -39,6 +42,11 @@ class TracingHandle:
     Attributes:
         provider: the tracer provider (a no-op one when the SDK is disabled);
             pass it to ``Telemetry`` when it was not made global.
+        meter_provider: the meter provider exporting metrics to the same
+            collector (``None`` without OTLP export or with the SDK disabled);
+            pass it to ``Telemetry(meter_provider=...)`` when it was not made global.
+        logs: the OTLP export of the ``regiment`` loggers' records
+            (``configure_tracing(logs=True)``), else ``None``.
         enabled: ``False`` when ``OTEL_SDK_DISABLED`` turned tracing off.
         service_name: the ``service.name`` spans are exported with.
         endpoint: the OTLP/HTTP traces URL, or ``None`` when not exporting over OTLP.
@@ -53,8 +61,11 @@ class TracingHandle:
         service_name: str,
         endpoint: str | None,
         watch: ExportWatch | None = None,
+        meter_provider: SdkMeterProvider | None = None,
     ) -> None:
         self.provider = provider
+        self.meter_provider = meter_provider
+        self.logs: LogExport | None = None
         self.enabled = enabled
         self.service_name = service_name
         self.endpoint = endpoint
@@ -67,9 +78,14 @@ class TracingHandle:
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Export every finished span now; ``False`` if that did not finish in time."""
+        flushed = True
         if isinstance(self.provider, SdkTracerProvider):
-            return self.provider.force_flush(timeout_millis)
-        return True
+            flushed = self.provider.force_flush(timeout_millis)
+        if self.meter_provider is not None:
+            flushed = self.meter_provider.force_flush(timeout_millis) and flushed
+        if self.logs is not None:
+            flushed = self.logs.force_flush(timeout_millis) and flushed
+        return flushed
 
     def shutdown(self) -> None:
         """Flush and stop exporting. Spans started afterwards are dropped.
@@ -81,6 +97,10 @@ class TracingHandle:
             self.watch.closing()
         if isinstance(self.provider, SdkTracerProvider):
             self.provider.shutdown()
+        if self.meter_provider is not None:  # exports the last metric points
+            self.meter_provider.shutdown()
+        if self.logs is not None:
+            self.logs.shutdown()
 
     def __enter__(self) -> TracingHandle:
         return self
@@ -104,6 +124,7 @@ def configure_tracing(
     exporters: Sequence[SpanExporter] = (),
     set_global: bool = True,
     export_timeout: float | None = None,
+    logs: bool = False,
 ) -> TracingHandle:
     """Set up a tracer provider that exports regiment's spans.
 
@@ -126,9 +147,10 @@ def configure_tracing(
             ``Telemetry()`` and other libraries find it.
         export_timeout: seconds one OTLP export (retries included) may take;
             ``None``: ``OTEL_EXPORTER_OTLP[_TRACES]_TIMEOUT``, else 2 seconds.
+        logs: also export the ``regiment`` loggers' records over OTLP (``/v1/logs``).
 
     Returns:
-        A handle with the provider; it flushes on ``shutdown()``, ``with`` exit, and at exit.
+        A handle with the providers; it flushes on ``shutdown()``, ``with`` exit, and at exit.
 
     Raises:
         ConfigError: ``set_global`` is on and another global tracer provider is
@@ -142,25 +164,76 @@ def configure_tracing(
     if set_global:
         refuse_if_installed(trace.get_tracer_provider())
     watch = None if url is None else ExportWatch(_otlp_exporter(url, export_timeout, environ))
-    chosen = _exporters(watch, file, exporters)
+    provider = _tracer_provider(name, _exporters(watch, file, exporters), console=console)
+    meters = _meters(url, export_timeout, environ, provider.resource, watch)
+    if set_global:
+        _install(provider, meters)
+    handle = TracingHandle(provider, enabled=True, service_name=name, endpoint=url, watch=watch)
+    handle.meter_provider = meters
+    handle.logs = _log_export(logs, url, export_timeout, environ, provider.resource)
+    return handle
+
+
+def _log_export(
+    logs: bool,
+    url: str | None,
+    timeout: float | None,
+    environ: Mapping[str, str],
+    resource: Resource,
+) -> LogExport | None:
+    """Log records go where the spans go: only with OTLP export, when asked."""
+    if not logs or url is None:
+        return None
+    return LogExport(resolve_logs_endpoint(url, environ), _timeout(timeout, environ), resource)
+
+
+def _tracer_provider(
+    name: str, exporters: Sequence[SpanExporter], *, console: bool
+) -> SdkTracerProvider:
     provider = SdkTracerProvider(resource=Resource.create({SERVICE_NAME: name}))
-    for exporter in chosen:
+    for exporter in exporters:
         provider.add_span_processor(BatchSpanProcessor(exporter))
     if console:
         provider.add_span_processor(ConsoleTraceProcessor())
-    if set_global:
-        trace.set_tracer_provider(provider)
-        if trace.get_tracer_provider() is not provider:  # lost a race with another thread
-            provider.shutdown()
-            refuse_if_installed(trace.get_tracer_provider())
-    return TracingHandle(provider, enabled=True, service_name=name, endpoint=url, watch=watch)
+    return provider
 
 
-def _otlp_exporter(url: str, timeout: float | None, environ: Mapping[str, str]) -> SpanExporter:
+def _meters(
+    url: str | None,
+    timeout: float | None,
+    environ: Mapping[str, str],
+    resource: Resource,
+    watch: ExportWatch | None,
+) -> SdkMeterProvider | None:
+    """Metrics go where the spans go: only with OTLP export."""
+    if url is None:
+        return None
+    metrics_url = resolve_metrics_endpoint(url, environ)
+    return otlp_meter_provider(metrics_url, _timeout(timeout, environ), resource, watch)
+
+
+def _install(provider: SdkTracerProvider, meters: SdkMeterProvider | None) -> None:
+    trace.set_tracer_provider(provider)
+    if trace.get_tracer_provider() is not provider:  # lost a race with another thread
+        provider.shutdown()
+        if meters is not None:
+            meters.shutdown()
+        refuse_if_installed(trace.get_tracer_provider())
+    if meters is not None:
+        metrics.set_meter_provider(meters)
+
+
+def _timeout(timeout: float | None, environ: Mapping[str, str]) -> float | None:
+    """The export timeout to give an exporter (``None``: it reads the variables itself)."""
     if timeout is not None and timeout <= 0:
         raise ConfigError(f"export_timeout must be a positive number of seconds, got {timeout}")
     if timeout is None and not any(environ.get(v, "").strip() for v in _TIMEOUT_VARIABLES):
         timeout = DEFAULT_EXPORT_TIMEOUT
+    return timeout
+
+
+def _otlp_exporter(url: str, timeout: float | None, environ: Mapping[str, str]) -> SpanExporter:
+    timeout = _timeout(timeout, environ)
     # Imported only when exporting: it loads protobuf and requests (most of a second).
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 

@@ -66,6 +66,12 @@ class ExportWatch(SpanExporter):
                 self._failure = self._handler.reason() or "the exporter reported a failure"
         return result
 
+    @property
+    def closing_after_failure(self) -> bool:
+        """Whether the provider is closing and an export already failed (try no more)."""
+        with self._lock:
+            return self._closing and self._failure is not None
+
     def closing(self) -> None:
         """The provider is shutting down: after one failure, do not try the rest."""
         with self._lock:

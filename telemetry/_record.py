@@ -15,6 +15,7 @@ from opentelemetry.util.types import AttributeValue
 from regiment.errors import ConfigError
 from regiment.telemetry import _semconv as sc
 from regiment.telemetry._content import redact, to_attribute_text, truncate
+from regiment.telemetry._genai import GenAIValue, fit_json, text_part
 from regiment.telemetry._scope import mark_error, record_exception
 
 __all__ = ("SpanRecorder", "UsageLike")
@@ -53,24 +54,27 @@ class SpanRecorder:
 
     # --- content (opt-in) -----------------------------------------------------
 
-    def chat_input(self, span: Span, *, system: object = None, messages: object) -> None:
+    def chat_input(self, span: Span, *, system: str = "", messages: Sequence[GenAIValue]) -> None:
         """Record a model call's system prompt and messages, if capture is on.
 
         Args:
             span: the ``chat`` span.
-            system: the system instructions (``None`` or empty: not recorded).
-            messages: the conversation sent, as text or anything msgspec encodes.
+            system: the system instructions (empty: not recorded); they become
+                ``gen_ai.system_instructions``, a list of one ``text`` part.
+            messages: the conversation sent, as ``chat_message`` values
+                (``regiment.telemetry.genai``); each part is cut on its own so the
+                attribute stays valid JSON.
         """
         if not self._recording(span):
             return
         if system:
-            self._set_text(span, sc.GEN_AI_SYSTEM_INSTRUCTIONS, system)
-        self._set_text(span, sc.GEN_AI_INPUT_MESSAGES, messages)
+            self._set_json(span, sc.GEN_AI_SYSTEM_INSTRUCTIONS, [text_part(system)])
+        self._set_json(span, sc.GEN_AI_INPUT_MESSAGES, list(messages))
 
-    def chat_output(self, span: Span, messages: object) -> None:
-        """Record what the model answered, if capture is on."""
+    def chat_output(self, span: Span, messages: Sequence[GenAIValue]) -> None:
+        """Record what the model answered (``output_message`` values), if capture is on."""
         if self._recording(span):
-            self._set_text(span, sc.GEN_AI_OUTPUT_MESSAGES, messages)
+            self._set_json(span, sc.GEN_AI_OUTPUT_MESSAGES, list(messages))
 
     def tool_arguments(self, span: Span, arguments: object) -> None:
         """Record the arguments a tool was called with, if capture is on."""
@@ -81,6 +85,11 @@ class SpanRecorder:
         """Record what a tool returned, if capture is on."""
         if self._recording(span):
             self._set_text(span, sc.GEN_AI_TOOL_CALL_RESULT, result)
+
+    def _set_json(self, span: Span, key: str, value: GenAIValue) -> None:
+        text = fit_json(value, self.limit, messages=True)
+        if text is not None:
+            span.set_attribute(key, text)
 
     def _set_text(self, span: Span, key: str, value: object) -> None:
         span.set_attribute(key, to_attribute_text(value, self.limit))

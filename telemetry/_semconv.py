@@ -26,7 +26,14 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = (
+    "APPROVAL_DECIDED_EVENT",
+    "APPROVAL_REQUESTED_EVENT",
     "CANCELLED_EVENT",
+    "EXCEPTION_EVENT",
+    "ERROR_BUDGET_EXHAUSTED",
+    "ERROR_ITERATION_LIMIT",
+    "ERROR_OTHER",
+    "ERROR_TIMEOUT",
     "ERROR_TYPE",
     "GEN_AI_AGENT_DESCRIPTION",
     "SERVER_ADDRESS",
@@ -51,16 +58,25 @@ __all__ = (
     "GEN_AI_TOOL_CALL_ID",
     "GEN_AI_TOOL_CALL_RESULT",
     "GEN_AI_TOOL_NAME",
+    "GEN_AI_TOKEN_TYPE",
     "GEN_AI_TOOL_TYPE",
     "GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS",
     "GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS",
     "GEN_AI_USAGE_INPUT_TOKENS",
     "GEN_AI_USAGE_OUTPUT_TOKENS",
+    "METRIC_OPERATION_DURATION",
+    "METRIC_REPLANS",
+    "METRIC_RUNS_ACTIVE",
+    "METRIC_STALE_REPORTS",
+    "METRIC_STEPS",
+    "METRIC_TOKEN_USAGE",
+    "METRIC_TOOL_DURATION",
     "OPERATION_CHAT",
     "OPERATION_EXECUTE_TOOL",
     "OPERATION_INVOKE_AGENT",
     "OPERATION_PLAN",
     "PROVIDER_ANTHROPIC",
+    "REGIMENT_APPROVAL_DECISION",
     "REGIMENT_APPROVAL_OUTCOME",
     "REGIMENT_CANCELLED",
     "REGIMENT_CHECK_DETAIL",
@@ -135,6 +151,13 @@ GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
 ERROR_TYPE: Final = "error.type"
 SERVER_ADDRESS: Final = "server.address"
 SERVER_PORT: Final = "server.port"
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
+
+# error.type codes for failures that are not an exception (else: the exception's type)
+ERROR_TIMEOUT: Final = "timeout"
+ERROR_ITERATION_LIMIT: Final = "iteration_limit"
+ERROR_BUDGET_EXHAUSTED: Final = "budget_exhausted"
+ERROR_OTHER: Final = "_OTHER"
 
 PROVIDER_ANTHROPIC: Final = "anthropic"
 TOOL_TYPE_FUNCTION: Final = "function"
@@ -180,6 +203,15 @@ REGIMENT_USAGE_CACHE_WRITE_TOKENS: Final = "regiment.usage.cache_write_tokens"
 REGIMENT_USAGE_MODEL_CALLS: Final = "regiment.usage.model_calls"
 REGIMENT_USAGE_TOOL_CALLS: Final = "regiment.usage.tool_calls"
 
+# --- metrics ------------------------------------------------------------------
+METRIC_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
+METRIC_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
+METRIC_STEPS: Final = "regiment.steps"
+METRIC_REPLANS: Final = "regiment.replans"
+METRIC_STALE_REPORTS: Final = "regiment.stale_reports"
+METRIC_TOOL_DURATION: Final = "regiment.tool.duration"
+METRIC_RUNS_ACTIVE: Final = "regiment.runs.active"
+
 # --- span names without a subject, and event names --------------------------
 SPAN_REPLAN: Final = "replan"
 SPAN_VERIFY: Final = "verify"
@@ -187,4 +219,8 @@ SPAN_CRITIQUE: Final = "critique"
 SPAN_COMPRESS: Final = "compress"
 SPAN_SYNTHESIZE: Final = "synthesize"
 STALE_REPORT_EVENT: Final = "regiment.report.stale_dropped"
+APPROVAL_REQUESTED_EVENT: Final = "regiment.approval.requested"
+APPROVAL_DECIDED_EVENT: Final = "regiment.approval.decided"
+REGIMENT_APPROVAL_DECISION: Final = "regiment.approval.decision"
+EXCEPTION_EVENT: Final = "exception"
 CANCELLED_EVENT: Final = "regiment.cancelled"

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from importlib.metadata import PackageNotFoundError, version
 from typing import Concatenate, Literal, ParamSpec, TypeAlias, cast, final
 
-from opentelemetry import trace
+from opentelemetry import metrics, trace
 from opentelemetry.context import Context
+from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Span, SpanKind, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
@@ -17,8 +18,12 @@ from regiment.telemetry import _semconv as sc
 from regiment.telemetry._attributes import agent_attributes as _agent_attributes
 from regiment.telemetry._attributes import chat_attributes as _chat_attributes
 from regiment.telemetry._attributes import drop_none as _drop_none
+from regiment.telemetry._attributes import run_attributes as _run_attributes
 from regiment.telemetry._attributes import server_attributes as _server_attributes
+from regiment.telemetry._attributes import tool_attributes as _tool_attributes
 from regiment.telemetry._content import capture_from_env, redact, truncate
+from regiment.telemetry._logs import correlate_logs
+from regiment.telemetry._metrics import RunMetrics, meter_provider_records
 from regiment.telemetry._propagation import OTelPropagator, extract_context, headers_for, inject
 from regiment.telemetry._record import SpanRecorder
 from regiment.telemetry._scope import open_span
@@ -94,6 +99,8 @@ class Telemetry:
         capture_content: record message content; ``None`` reads
             ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (default off).
         content_limit: the most characters of one content attribute.
+        meter_provider: where metrics go; ``None`` uses the global one if one is
+            installed by then (``configure_tracing`` installs one), else records none.
 
     Raises:
         ConfigError: ``content_limit`` is not positive, or the capture variable
@@ -106,6 +113,7 @@ class Telemetry:
         *,
         capture_content: bool | None = None,
         content_limit: int = 4096,
+        meter_provider: MeterProvider | None = None,
     ) -> None:
         # Records outcomes and content on this handle's spans; checks content_limit.
         self.recorder = SpanRecorder(
@@ -120,6 +128,12 @@ class Telemetry:
             _INSTRUMENTATION, _library_version(), tracer_provider=tracer_provider
         )
         self.propagator = OTelPropagator()  # for the actor runtime (``ContextPropagator``)
+        correlate_logs()  # records of the `regiment` loggers get trace_id / span_id
+        meters = metrics.get_meter_provider() if meter_provider is None else meter_provider
+        # None while nothing records metrics: then the hierarchy does no metric work at all.
+        self.metrics = (
+            RunMetrics(meters, _library_version()) if meter_provider_records(meters) else None
+        )
 
     @property
     def tracing(self) -> bool:
@@ -156,7 +170,6 @@ class Telemetry:
         """The tracer the spans are started with."""
         return self._tracer
 
-    @_when_tracing
     def run_span(
         self,
         team: str,
@@ -173,19 +186,13 @@ class Telemetry:
 
         ``provider`` is the planner model's; ``session_id`` becomes
         ``gen_ai.conversation.id`` (left out when ``None``); of the goal only its length is kept.
+        With metrics on, the run counts in ``regiment.runs.active`` while the span is open.
         """
-        attributes = _drop_none(
-            {
-                sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
-                sc.GEN_AI_AGENT_NAME: team,
-                sc.GEN_AI_AGENT_ID: team,
-                sc.GEN_AI_PROVIDER_NAME: provider,
-                sc.GEN_AI_CONVERSATION_ID: session_id,
-                sc.REGIMENT_RUN_ID: run_id,
-                sc.REGIMENT_GOAL_LENGTH: len(goal),
-            }
-        )
-        return _open(self, f"invoke_agent {team}", attributes=attributes)
+        scope = _NOT_TRACING
+        if self.tracing:
+            attributes = _run_attributes(team, run_id, goal, provider, session_id)
+            scope = _open(self, f"invoke_agent {team}", attributes=attributes)
+        return scope if self.metrics is None else _counted(scope, self.metrics.active_run(team))
 
     @_when_tracing
     def plan_span(
@@ -306,15 +313,7 @@ class Telemetry:
         agent_name: str | None = None,
     ) -> SpanScope:
         """One tool call: ``execute_tool {tool_name}``; finish with ``recorder.tool_outcome``."""
-        attributes = _drop_none(
-            {
-                sc.GEN_AI_OPERATION_NAME: sc.OPERATION_EXECUTE_TOOL,
-                sc.GEN_AI_TOOL_NAME: tool_name,
-                sc.GEN_AI_TOOL_CALL_ID: call_id,
-                sc.GEN_AI_TOOL_TYPE: tool_type,
-                sc.GEN_AI_AGENT_NAME: agent_name,
-            }
-        )
+        attributes = _tool_attributes(tool_name, call_id, tool_type, agent_name)
         return _open(self, f"execute_tool {tool_name}", attributes=attributes)
 
     def inject(self) -> dict[str, str]:
@@ -324,6 +323,12 @@ class Telemetry:
     def headers_for(self, span: Span) -> dict[str, str]:
         """Headers that make ``span`` the parent of whatever receives them."""
         return headers_for(span)
+
+
+@contextmanager
+def _counted(scope: SpanScope, active: AbstractContextManager[None]) -> Iterator[Span]:
+    with active, scope as span:
+        yield span
 
 
 def _records_once_installed(installed: object) -> bool:

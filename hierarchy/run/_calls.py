@@ -204,6 +204,8 @@ class PhaseCalls:
             case "plan":
                 return telemetry.plan_span(self._team.planner.name, plan_version=1)
             case "replan":
+                if telemetry.metrics is not None:
+                    telemetry.metrics.replan(self._team.name)
                 return telemetry.replan_span(old_version=facts.version, reason=facts.reason)
             case "round":
                 return telemetry.plan_span(

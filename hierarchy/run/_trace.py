@@ -35,6 +35,8 @@ class RunTrace:
 
     def stale_report(self, report: StepReport, *, current_version: int) -> None:
         """Note on the run span that a report of an older plan version was dropped."""
+        if self.telemetry.metrics is not None:
+            self.telemetry.metrics.stale_report()
         self.telemetry.recorder.stale_report(
             self.span,
             step_id=report.step_id,

@@ -30,6 +30,7 @@ from regiment.models import (
     estimate_tokens,
 )
 from regiment.telemetry import Telemetry
+from regiment.telemetry import semconv as sc
 from regiment.tools import OnToolError, ToolResult, Toolset
 
 __all__ = ("StepProgress", "opening", "run_tool_loop")
@@ -58,6 +59,7 @@ class StepProgress:
         output: str | None = None,
         error: str | None = None,
         exhausted: BudgetLimit | None = None,
+        error_type: str | None = None,
     ) -> StepReport:
         """A report carrying this progress."""
         return StepReport(
@@ -75,6 +77,7 @@ class StepProgress:
             error=error,
             exhausted=exhausted,
             refused_tool_calls=self.refused_tool_calls,
+            error_type=error_type,
         )
 
 
@@ -114,9 +117,11 @@ async def _call_tools(
         with telemetry.tool_span(call.name, call.id, agent_name=toolset.name) as span:
             telemetry.recorder.tool_arguments(span, call.arguments)
             result = await journaled.tool(toolset, first + index, call)
-            failure = (result.error_type or "error") if result.is_error else None
+            failure = (result.error_type or sc.ERROR_OTHER) if result.is_error else None
             telemetry.recorder.tool_outcome(span, failure or "ok", error_type=failure)
             telemetry.recorder.tool_result(span, result.content)
+        if telemetry.metrics is not None:
+            telemetry.metrics.tool_call(call.name, failure or "ok", result.duration_s)
         results[index] = result
 
     allowed = len(calls) if limit is None else max(0, min(len(calls), limit - progress.tool_calls))

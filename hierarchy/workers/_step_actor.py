@@ -23,7 +23,8 @@ from regiment.errors import ActorStopped, ConfigError
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
 from regiment.hierarchy.workers._loop import StepProgress
-from regiment.telemetry import Telemetry
+from regiment.telemetry import Telemetry, error_type
+from regiment.telemetry import semconv as sc
 
 __all__ = ("StepActor",)
 
@@ -194,9 +195,11 @@ class StepActor(Actor[WorkerMessage, None]):
             self._telemetry.recorder.step_outcome(
                 span,
                 report.status,
-                error_type=report.status if failed else None,
+                error_type=_error_type(report) if failed else None,
                 description=report.error or "",
             )
+        if self._telemetry.metrics is not None:
+            self._telemetry.metrics.step(self._name, report.status)
         await self._send(reply_to, report)
 
     async def _outcome(
@@ -216,7 +219,11 @@ class StepActor(Actor[WorkerMessage, None]):
                     report = await self.work(assign, progress)
         except Exception as exc:  # a crash of this step, not of the worker: report it
             report = progress.report(
-                assign, self._name, "failed", error=f"{type(exc).__name__}: {exc}"
+                assign,
+                self._name,
+                "failed",
+                error=f"{type(exc).__name__}: {exc}",
+                error_type=error_type(exc),
             )
         except anyio.get_cancelled_exc_class():
             # The worker itself is stopping: still tell the planner, then stop.
@@ -247,3 +254,16 @@ class StepActor(Actor[WorkerMessage, None]):
     async def _send(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:
         with contextlib.suppress(ActorStopped):  # the run has ended; nobody waits for this report
             await reply_to.send(report)
+
+
+# ``error.type`` of a step that ended without raising: a code, never the status word.
+_STATUS_ERRORS: dict[str, str] = {
+    "timed_out": sc.ERROR_TIMEOUT,
+    "iteration_limit": sc.ERROR_ITERATION_LIMIT,
+    "budget_exhausted": sc.ERROR_BUDGET_EXHAUSTED,
+}
+
+
+def _error_type(report: StepReport) -> str:
+    """A failed step's ``error.type``: the exception's type, else the code for its status."""
+    return report.error_type or _STATUS_ERRORS.get(report.status, sc.ERROR_OTHER)

@@ -32,7 +32,7 @@ from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._worker import check_worker_name
-from regiment.telemetry import Telemetry, semconv
+from regiment.telemetry import Telemetry, error_type, semconv
 
 if TYPE_CHECKING:
     from regiment.hierarchy._team import Team
@@ -148,7 +148,11 @@ class TeamWorkerActor(StepActor):
             error = error or RunCancelled(f"the run of team '{team}' ended without a result")
             status: StepStatus = "cancelled" if isinstance(error, RunCancelled) else "failed"
             return progress.report(
-                assign, name, status, error=f"team '{team}': {type(error).__name__}: {error}"
+                assign,
+                name,
+                status,
+                error=f"team '{team}': {type(error).__name__}: {error}",
+                error_type=error_type(error) if status == "failed" else None,
             )
         match result.status:
             case "completed":

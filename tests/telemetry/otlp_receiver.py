@@ -1,4 +1,4 @@
-"""A loopback OTLP/HTTP trace receiver for tests: the real exporter posts to it.
+"""A loopback OTLP/HTTP trace and metrics receiver for tests: the real exporters post to it.
 
 Usage::
 
@@ -24,13 +24,41 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import ClassVar, final
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+    ExportMetricsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-__all__ = ("AttrValue", "OtlpReceiver", "ReceivedSpan")
+__all__ = (
+    "AttrValue",
+    "OtlpReceiver",
+    "ReceivedLog",
+    "ReceivedMetric",
+    "ReceivedPoint",
+    "ReceivedSpan",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReceivedLog:
+    """One log record as it arrived over the wire."""
+
+    body: str
+    severity: str
+    trace_id: str
+    span_id: str
+    attributes: Mapping[str, AttrValue]
+    scope: str
+
 
 AttrValue = str | bool | int | float | tuple["AttrValue", ...] | None
 
@@ -50,6 +78,82 @@ class ReceivedSpan:
     events: tuple[tuple[str, Mapping[str, AttrValue]], ...]
     resource: Mapping[str, AttrValue]
     scope: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReceivedPoint:
+    """One data point: a sum's value, or a histogram's count, sum and buckets."""
+
+    attributes: Mapping[str, AttrValue]
+    value: float  # the sum's value, or the histogram's sum
+    count: int = 0  # histograms only
+    bounds: tuple[float, ...] = ()  # histograms only
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReceivedMetric:
+    """One metric of one export request."""
+
+    name: str
+    unit: str
+    kind: str  # "sum", "histogram" or "gauge"
+    monotonic: bool
+    points: tuple[ReceivedPoint, ...]
+    scope: str
+
+
+def decode_metrics(request: ExportMetricsServiceRequest) -> list[ReceivedMetric]:
+    """Flatten a metrics export request."""
+    found: list[ReceivedMetric] = []
+    for resource_metrics in request.resource_metrics:
+        for scope_metrics in resource_metrics.scope_metrics:
+            for metric in scope_metrics.metrics:
+                kind = metric.WhichOneof("data") or ""
+                points: list[ReceivedPoint] = []
+                if kind == "histogram":
+                    for p in metric.histogram.data_points:
+                        points.append(
+                            ReceivedPoint(
+                                attributes=_attributes(list(p.attributes)),
+                                value=p.sum,
+                                count=p.count,
+                                bounds=tuple(p.explicit_bounds),
+                            )
+                        )
+                elif kind in ("sum", "gauge"):
+                    for n in getattr(metric, kind).data_points:
+                        number = n.as_int if n.WhichOneof("value") == "as_int" else n.as_double
+                        points.append(
+                            ReceivedPoint(attributes=_attributes(list(n.attributes)), value=number)
+                        )
+                found.append(
+                    ReceivedMetric(
+                        name=metric.name,
+                        unit=metric.unit,
+                        kind=kind,
+                        monotonic=kind == "sum" and metric.sum.is_monotonic,
+                        points=tuple(points),
+                        scope=scope_metrics.scope.name,
+                    )
+                )
+    return found
+
+
+def decode_logs(request: ExportLogsServiceRequest) -> list[ReceivedLog]:
+    """Flatten a logs export request."""
+    return [
+        ReceivedLog(
+            body=str(_value(record.body)),
+            severity=record.severity_text,
+            trace_id=record.trace_id.hex(),
+            span_id=record.span_id.hex(),
+            attributes=_attributes(list(record.attributes)),
+            scope=scope_logs.scope.name,
+        )
+        for resource_logs in request.resource_logs
+        for scope_logs in resource_logs.scope_logs
+        for record in scope_logs.log_records
+    ]
 
 
 def _value(value: AnyValue) -> AttrValue:
@@ -104,7 +208,7 @@ class _Handler(BaseHTTPRequestHandler):
     receiver: ClassVar[OtlpReceiver]
 
     def do_POST(self) -> None:
-        if self.path != "/v1/traces":
+        if self.path not in ("/v1/traces", "/v1/metrics", "/v1/logs"):
             self.send_error(404)
             return
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
@@ -113,10 +217,21 @@ class _Handler(BaseHTTPRequestHandler):
             body = gzip.decompress(body)
         elif encoding == "deflate":
             body = zlib.decompress(body)
-        request = ExportTraceServiceRequest()
-        request.ParseFromString(body)
-        self.receiver._store(decode(request), encoding)
-        reply = ExportTraceServiceResponse().SerializeToString()
+        if self.path == "/v1/logs":
+            logs = ExportLogsServiceRequest()
+            logs.ParseFromString(body)
+            self.receiver._store_logs(decode_logs(logs))
+            reply = ExportLogsServiceResponse().SerializeToString()
+        elif self.path == "/v1/metrics":
+            metrics = ExportMetricsServiceRequest()
+            metrics.ParseFromString(body)
+            self.receiver._store_metrics(decode_metrics(metrics))
+            reply = ExportMetricsServiceResponse().SerializeToString()
+        else:
+            request = ExportTraceServiceRequest()
+            request.ParseFromString(body)
+            self.receiver._store(decode(request), encoding)
+            reply = ExportTraceServiceResponse().SerializeToString()
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")
         self.send_header("Content-Length", str(len(reply)))
@@ -141,6 +256,8 @@ class OtlpReceiver:
         self._lock = threading.Lock()
         self._spans: list[ReceivedSpan] = []
         self._encodings: list[str] = []
+        self._metrics: list[ReceivedMetric] = []
+        self._logs: list[ReceivedLog] = []
 
     @property
     def endpoint(self) -> str:
@@ -152,6 +269,24 @@ class OtlpReceiver:
         """Every span received so far, in arrival order."""
         with self._lock:
             return tuple(self._spans)
+
+    def metrics(self) -> tuple[ReceivedMetric, ...]:
+        """Every metric received so far (one entry per metric per export), in arrival order."""
+        with self._lock:
+            return tuple(self._metrics)
+
+    def logs(self) -> tuple[ReceivedLog, ...]:
+        """Every log record received so far, in arrival order."""
+        with self._lock:
+            return tuple(self._logs)
+
+    def _store_logs(self, logs: list[ReceivedLog]) -> None:
+        with self._lock:
+            self._logs.extend(logs)
+
+    def _store_metrics(self, metrics: list[ReceivedMetric]) -> None:
+        with self._lock:
+            self._metrics.extend(metrics)
 
     def encodings(self) -> tuple[str, ...]:
         """The ``Content-Encoding`` of each request received ("" for none)."""

@@ -13,6 +13,7 @@ from regiment.errors import ConfigError, ToolError
 from regiment.telemetry import (
     SpanCollector,
     Telemetry,
+    genai,
     semconv,
 )
 
@@ -46,7 +47,11 @@ def attrs(span: ReadableSpan) -> dict[str, object]:
 def chat_and_tool(telemetry: Telemetry) -> None:
     """One model call and one tool call, recording content wherever it may go."""
     with telemetry.chat_span("claude-x", semconv.PROVIDER_ANTHROPIC, agent_name="billing") as chat:
-        telemetry.recorder.chat_input(chat, system="be brief", messages=[{"role": "user"}])
+        telemetry.recorder.chat_input(
+            chat,
+            system="be brief",
+            messages=[genai.chat_message("user", [genai.text_part("refund A-1")])],
+        )
         telemetry.recorder.chat_response(
             chat,
             finish_reasons=("tool_use",),
@@ -54,7 +59,14 @@ def chat_and_tool(telemetry: Telemetry) -> None:
             response_model="claude-x-2025",
             response_id="msg_1",
         )
-        telemetry.recorder.chat_output(chat, "call the tool")
+        telemetry.recorder.chat_output(
+            chat,
+            [
+                genai.output_message(
+                    [genai.tool_call_part("call_1", "issue_refund", {})], "tool_use"
+                )
+            ],
+        )
     with telemetry.tool_span("issue_refund", "call_1", agent_name="billing") as tool:
         telemetry.recorder.tool_arguments(tool, {"order": "A-1", "amount": 20})
         telemetry.recorder.tool_result(tool, "refunded")
@@ -116,9 +128,14 @@ def test_content_is_recorded_when_the_environment_opts_in(
     chat_and_tool(Telemetry(provider))
     chat = attrs(only(collector, "chat claude-x"))
     tool = attrs(only(collector, "execute_tool issue_refund"))
-    assert chat["gen_ai.system_instructions"] == "be brief"
-    assert chat["gen_ai.input.messages"] == '[{"role":"user"}]'
-    assert chat["gen_ai.output.messages"] == "call the tool"
+    assert chat["gen_ai.system_instructions"] == '[{"type":"text","content":"be brief"}]'
+    assert chat["gen_ai.input.messages"] == (
+        '[{"role":"user","parts":[{"type":"text","content":"refund A-1"}]}]'
+    )
+    assert chat["gen_ai.output.messages"] == (
+        '[{"role":"assistant","parts":[{"type":"tool_call","id":"call_1",'
+        '"name":"issue_refund","arguments":{}}],"finish_reason":"tool_call"}]'
+    )
     assert tool["gen_ai.tool.call.arguments"] == '{"order":"A-1","amount":20}'
     assert tool["gen_ai.tool.call.result"] == "refunded"
 
@@ -272,7 +289,8 @@ def test_tracing_off_is_cheap_and_records_nothing() -> None:
 
     with telemetry.chat_span("m", "anthropic") as span:
         assert not span.is_recording()
-        telemetry.recorder.chat_input(span, system=Exploding(), messages=Exploding())
+        telemetry.recorder.tool_arguments(span, Exploding())
+        telemetry.recorder.tool_result(span, Exploding())
         telemetry.recorder.chat_response(span, finish_reasons=("end_turn",), usage=FakeUsage())
     assert telemetry.inject() == {}
 

@@ -1,0 +1,251 @@
+"""Every span, attribute, metric and event regiment emits, described once.
+
+``docs/tracing.md`` is rendered from this catalogue (``make tracing-doc``, or
+``python -m regiment.telemetry._catalogue docs/tracing.md``); a test fails when
+the file and the catalogue differ, or when a name in ``_semconv`` is missing here.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+from regiment.telemetry import _semconv as sc
+
+__all__ = ("ATTRIBUTES", "EVENTS", "METRICS", "SPANS", "VALUES", "Entry", "render")
+
+
+class Entry(NamedTuple):
+    """One name, what it means, and where it appears."""
+
+    name: str
+    description: str
+    where: str = ""
+
+
+SPANS = (
+    Entry(
+        "invoke_agent {team}",
+        "a run: the root of the trace (kind INTERNAL)",
+        "parent: the caller's span",
+    ),
+    Entry(
+        "invoke_agent {worker}",
+        "a worker doing one step",
+        "parent: the run, through the envelope's trace context",
+    ),
+    Entry("plan {planner}", "making the first plan, or a new round's plan", "under the run"),
+    Entry(sc.SPAN_REPLAN, "replacing the plan's unfinished tail", "under the run"),
+    Entry(sc.SPAN_VERIFY, "one check of one step's output", "under the run"),
+    Entry(sc.SPAN_CRITIQUE, "the critic judging the finished plan", "under the run"),
+    Entry(sc.SPAN_COMPRESS, "shrinking the carried context to a working memory", "under the run"),
+    Entry(sc.SPAN_SYNTHESIZE, "writing the final answer", "under the run"),
+    Entry(
+        "chat {model}",
+        "one model call (kind CLIENT); with the Anthropic SDK's tracing on, the SDK's `anthropic.messages.create` span instead",
+        "under a phase or step",
+    ),
+    Entry("execute_tool {tool}", "one tool call", "under the step"),
+)
+
+ATTRIBUTES = (
+    Entry(
+        sc.GEN_AI_OPERATION_NAME, "`invoke_agent`, `plan`, `chat` or `execute_tool`", "GenAI spans"
+    ),
+    Entry(
+        sc.GEN_AI_PROVIDER_NAME,
+        "who serves the model (`anthropic`, `openai`, `scripted`, ...)",
+        "run, step, chat",
+    ),
+    Entry(sc.GEN_AI_AGENT_NAME, "the team, worker or role", "run, step, plan, chat, tool"),
+    Entry(sc.GEN_AI_AGENT_ID, "the agent's id (its name)", "run, step"),
+    Entry(sc.GEN_AI_AGENT_DESCRIPTION, "the worker's description", "step"),
+    Entry(sc.GEN_AI_CONVERSATION_ID, "the run's session, when it has one", "run"),
+    Entry(sc.GEN_AI_REQUEST_MODEL, "the model asked for", "chat"),
+    Entry(sc.GEN_AI_REQUEST_MAX_TOKENS, "the reply's token limit", "chat"),
+    Entry(sc.GEN_AI_REQUEST_TEMPERATURE, "the sampling temperature, when set", "chat"),
+    Entry(sc.GEN_AI_REQUEST_TOP_P, "the nucleus-sampling cut-off, when set", "chat"),
+    Entry(sc.GEN_AI_REQUEST_STOP_SEQUENCES, "the stop sequences, when set", "chat"),
+    Entry(sc.GEN_AI_RESPONSE_MODEL, "the model that answered", "chat"),
+    Entry(sc.GEN_AI_RESPONSE_ID, "the provider's id of the reply", "chat"),
+    Entry(sc.GEN_AI_RESPONSE_FINISH_REASONS, "why the model stopped (the provider's word)", "chat"),
+    Entry(sc.GEN_AI_USAGE_INPUT_TOKENS, "every input token, cached ones included", "chat"),
+    Entry(sc.GEN_AI_USAGE_OUTPUT_TOKENS, "generated tokens", "chat"),
+    Entry(
+        sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, "input tokens read from the prompt cache", "chat"
+    ),
+    Entry(
+        sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
+        "input tokens written to the prompt cache",
+        "chat",
+    ),
+    Entry(sc.GEN_AI_TOOL_NAME, "the tool", "tool; approval events"),
+    Entry(sc.GEN_AI_TOOL_CALL_ID, "the model's id for the call", "tool; approval events"),
+    Entry(sc.GEN_AI_TOOL_TYPE, "`function`", "tool"),
+    Entry(sc.GEN_AI_TOKEN_TYPE, "`input` or `output`", "metric `gen_ai.client.token.usage`"),
+    Entry(sc.SERVER_ADDRESS, "the model API's (or MCP server's) host", "chat, tool"),
+    Entry(sc.SERVER_PORT, "its port", "chat, tool"),
+    Entry(
+        sc.ERROR_TYPE,
+        "the exception's type, or a code listed under values",
+        "any span marked ERROR",
+    ),
+    Entry(sc.GEN_AI_INPUT_MESSAGES, "capture on: the messages sent, as GenAI JSON", "chat"),
+    Entry(sc.GEN_AI_OUTPUT_MESSAGES, "capture on: the reply, as GenAI JSON", "chat"),
+    Entry(sc.GEN_AI_SYSTEM_INSTRUCTIONS, "capture on: the system prompt, as GenAI JSON", "chat"),
+    Entry(sc.GEN_AI_TOOL_CALL_ARGUMENTS, "capture on: the arguments (JSON)", "tool"),
+    Entry(sc.GEN_AI_TOOL_CALL_RESULT, "capture on: what the tool returned", "tool"),
+    Entry(sc.REGIMENT_RUN_ID, "the run's id", "run, step"),
+    Entry(sc.REGIMENT_RUN_STATUS, "how the run ended", "run"),
+    Entry(sc.REGIMENT_RUN_STEPS, "step reports the run received", "run"),
+    Entry(sc.REGIMENT_GOAL_LENGTH, "the goal's length (never its text)", "run"),
+    Entry(sc.REGIMENT_ROUND, "the critique round", "plan, critique"),
+    Entry(
+        sc.REGIMENT_PLAN_VERSION, "the plan version in effect", "plan, step, verify; stale event"
+    ),
+    Entry(sc.REGIMENT_PLAN_VERSIONS, "plan versions the run went through", "run"),
+    Entry(sc.REGIMENT_PLAN_STEPS, "steps of the new plan", "replan"),
+    Entry(sc.REGIMENT_PLAN_OLD_VERSION, "the version replaced", "replan"),
+    Entry(sc.REGIMENT_PLAN_NEW_VERSION, "the version made", "replan"),
+    Entry(sc.REGIMENT_REPLAN_REASON, "capture on: why the plan was replaced", "replan"),
+    Entry(sc.REGIMENT_REPLAN_REASON_LENGTH, "capture off: the reason's length", "replan"),
+    Entry(
+        sc.REGIMENT_ERROR_CODE,
+        "a stable code of the failure (no message text)",
+        "spans marked ERROR by an exception; exception event",
+    ),
+    Entry(
+        sc.REGIMENT_ERROR_MESSAGE_LENGTH,
+        "capture off: the error message's length",
+        "spans marked ERROR; exception event",
+    ),
+    Entry(sc.REGIMENT_STEP_ID, "the plan step", "step, verify; stale event"),
+    Entry(sc.REGIMENT_STEP_ATTEMPT, "the attempt number", "step"),
+    Entry(
+        sc.REGIMENT_STEP_OUTCOME,
+        "the step's status (`done`, `failed`, ...)",
+        "step; metric `regiment.steps`",
+    ),
+    Entry(sc.REGIMENT_REPORT_VERSION, "the dropped report's plan version", "stale event"),
+    Entry(sc.REGIMENT_REPORTS_STALE_DROPPED, "stale reports dropped", "run"),
+    Entry(sc.REGIMENT_CHECK_NAME, "the check", "verify"),
+    Entry(sc.REGIMENT_CHECK_PASSED, "its verdict", "verify"),
+    Entry(sc.REGIMENT_CHECK_DETAIL, "capture on: its explanation", "verify"),
+    Entry(sc.REGIMENT_CHECK_DETAIL_LENGTH, "capture off: the explanation's length", "verify"),
+    Entry(
+        sc.REGIMENT_TOOL_OUTCOME,
+        "`ok` or the failure's code/type",
+        "tool; metric `regiment.tool.duration`",
+    ),
+    Entry(sc.REGIMENT_APPROVAL_DECISION, "`approve`, `deny`, ...", "approval decided event"),
+    Entry(
+        sc.REGIMENT_APPROVAL_OUTCOME, "an approval's outcome (shown by the console view)", "tool"
+    ),
+    Entry(sc.REGIMENT_CANCELLED, "the work was cancelled (status stays unset)", "any span"),
+    Entry(sc.REGIMENT_USAGE_INPUT_TOKENS, "uncached input tokens of the whole run", "run"),
+    Entry(sc.REGIMENT_USAGE_OUTPUT_TOKENS, "output tokens of the whole run", "run"),
+    Entry(sc.REGIMENT_USAGE_CACHE_READ_TOKENS, "cache-read tokens of the whole run", "run"),
+    Entry(sc.REGIMENT_USAGE_CACHE_WRITE_TOKENS, "cache-write tokens of the whole run", "run"),
+    Entry(sc.REGIMENT_USAGE_MODEL_CALLS, "model calls of the whole run", "run"),
+    Entry(sc.REGIMENT_USAGE_TOOL_CALLS, "tool calls of the whole run", "run"),
+    Entry("mcp.method.name", "`tools/call`", "tool (MCP tools)"),
+    Entry("mcp.protocol.version", "the MCP protocol version agreed", "tool (MCP tools)"),
+    Entry("regiment.mcp.server", "the MCP server's name", "tool (MCP tools)"),
+    Entry("network.transport", "`pipe` (stdio) or `tcp`", "tool (MCP tools)"),
+    Entry("network.protocol.name", "`http`", "tool (MCP tools over HTTP)"),
+    Entry("exception.type", "the exception's type", "exception and cancelled events"),
+    Entry("exception.message", "capture on: the message (redacted)", "exception event"),
+    Entry("exception.stacktrace", "capture on: the stack (redacted)", "exception event"),
+)
+
+METRICS = (
+    Entry(
+        sc.METRIC_TOKEN_USAGE,
+        "histogram `{token}`: tokens per model call",
+        "by `gen_ai.token.type`, operation, provider, model, server",
+    ),
+    Entry(
+        sc.METRIC_OPERATION_DURATION,
+        "histogram `s`: model call duration",
+        "by operation, provider, model, server; `error.type` on failure",
+    ),
+    Entry(
+        sc.METRIC_STEPS,
+        "counter `{step}`: steps ended",
+        "by `gen_ai.agent.name`, `regiment.step.outcome`",
+    ),
+    Entry(
+        sc.METRIC_REPLANS, "counter `{replan}`: plans replaced", "by `gen_ai.agent.name` (the team)"
+    ),
+    Entry(sc.METRIC_STALE_REPORTS, "counter `{report}`: old-version reports dropped", ""),
+    Entry(
+        sc.METRIC_TOOL_DURATION,
+        "histogram `s`: tool call duration",
+        "by `gen_ai.tool.name`, `regiment.tool.outcome`",
+    ),
+    Entry(
+        sc.METRIC_RUNS_ACTIVE,
+        "up-down counter `{run}`: runs under way",
+        "by `gen_ai.agent.name` (the team)",
+    ),
+)
+
+EVENTS = (
+    Entry(sc.STALE_REPORT_EVENT, "a report of an old plan version was dropped", "run"),
+    Entry(sc.CANCELLED_EVENT, "the span's work was cancelled", "any span"),
+    Entry(sc.EXCEPTION_EVENT, "an exception ended the span's work", "any span"),
+    Entry(sc.APPROVAL_REQUESTED_EVENT, "a tool call waits for approval", "tool"),
+    Entry(sc.APPROVAL_DECIDED_EVENT, "the approver decided", "tool"),
+)
+
+VALUES = (
+    Entry(sc.OPERATION_INVOKE_AGENT, "`gen_ai.operation.name` of a run or step"),
+    Entry(sc.OPERATION_PLAN, "`gen_ai.operation.name` of planning"),
+    Entry(sc.OPERATION_CHAT, "`gen_ai.operation.name` of a model call"),
+    Entry(sc.OPERATION_EXECUTE_TOOL, "`gen_ai.operation.name` of a tool call"),
+    Entry(sc.PROVIDER_ANTHROPIC, "`gen_ai.provider.name` of Claude"),
+    Entry(sc.TOOL_TYPE_FUNCTION, "`gen_ai.tool.type` of a Python tool"),
+    Entry(sc.ERROR_TIMEOUT, "`error.type`: a step or tool call ran out of time"),
+    Entry(sc.ERROR_ITERATION_LIMIT, "`error.type`: a step used all its model calls"),
+    Entry(sc.ERROR_BUDGET_EXHAUSTED, "`error.type`: a step's budget share ran out"),
+    Entry(sc.ERROR_OTHER, "`error.type`: a failure of no known class"),
+)
+
+_SECTIONS = (
+    ("Spans", ("span", "what it is", "where"), SPANS),
+    ("Attributes", ("attribute", "meaning", "on"), ATTRIBUTES),
+    ("Metrics", ("metric", "kind, unit: what", "attributes"), METRICS),
+    ("Events", ("event", "meaning", "on"), EVENTS),
+    ("Values", ("value", "meaning", ""), VALUES),
+)
+
+_HEADER = """# What regiment emits
+
+Generated from `telemetry/_catalogue.py` (names from `telemetry/_semconv.py`);
+do not edit by hand: run `make tracing-doc`. Names follow the OpenTelemetry
+GenAI semantic conventions; ours start with `regiment.`. Content ("capture on")
+is recorded only with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`
+or `Telemetry(capture_content=True)`.
+"""
+
+
+def render() -> str:
+    """The Markdown of ``docs/tracing.md``."""
+    out = [_HEADER]
+    for title, columns, entries in _SECTIONS:
+        heads = [c for c in columns if c]
+        out += [f"## {title}", "", "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+        for entry in entries:
+            cells = [f"`{entry.name}`", entry.description, entry.where][: len(heads)]
+            out.append("| " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else None
+    if target is None:
+        sys.stdout.write(render())
+    else:
+        target.write_text(render(), encoding="utf-8")

@@ -1,0 +1,129 @@
+"""regiment's metrics: the GenAI client histograms and the run's own counters.
+
+``Telemetry.metrics`` is a :class:`RunMetrics` when a meter provider records
+(else ``None``, and the hierarchy does no metric work at all). Names, units and
+bucket boundaries follow the GenAI semantic conventions for
+``gen_ai.client.token.usage`` and ``gen_ai.client.operation.duration``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Final, final
+
+from opentelemetry import metrics
+from opentelemetry.metrics import MeterProvider
+
+# The API's placeholder until an application installs a provider; it has no public name.
+from opentelemetry.metrics._internal import _ProxyMeterProvider
+from opentelemetry.util.types import AttributeValue
+
+from regiment.telemetry import _semconv as sc
+
+__all__ = ("RunMetrics", "meter_provider_records")
+
+# The advisory boundaries the GenAI conventions give for the two client histograms.
+_TOKEN_BUCKETS: Final = tuple(float(4**n) for n in range(14))  # 1 .. 67108864
+_DURATION_BUCKETS: Final = tuple(0.01 * 2**n for n in range(14))  # 0.01 .. 81.92 s
+
+
+def meter_provider_records(provider: MeterProvider) -> bool:
+    """Whether ``provider`` is a real one (not the API's no-op or its placeholder)."""
+    return not isinstance(provider, metrics.NoOpMeterProvider | _ProxyMeterProvider)
+
+
+@final
+class RunMetrics:
+    """The instruments regiment records; one instance per ``Telemetry``."""
+
+    def __init__(self, provider: MeterProvider, version: str | None) -> None:
+        meter = provider.get_meter("regiment", version)
+        self._tokens = meter.create_histogram(
+            sc.METRIC_TOKEN_USAGE,
+            unit="{token}",
+            description="Tokens used per model call, by token type",
+            explicit_bucket_boundaries_advisory=_TOKEN_BUCKETS,
+        )
+        self._duration = meter.create_histogram(
+            sc.METRIC_OPERATION_DURATION,
+            unit="s",
+            description="Duration of model calls",
+            explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
+        )
+        self._steps = meter.create_counter(
+            sc.METRIC_STEPS, unit="{step}", description="Steps ended, by outcome"
+        )
+        self._replans = meter.create_counter(
+            sc.METRIC_REPLANS, unit="{replan}", description="Plans replaced by a new version"
+        )
+        self._stale = meter.create_counter(
+            sc.METRIC_STALE_REPORTS,
+            unit="{report}",
+            description="Step reports of an old plan version, dropped",
+        )
+        self._tool_duration = meter.create_histogram(
+            sc.METRIC_TOOL_DURATION,
+            unit="s",
+            description="Duration of tool calls",
+            explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
+        )
+        self._active = meter.create_up_down_counter(
+            sc.METRIC_RUNS_ACTIVE, unit="{run}", description="Runs under way"
+        )
+
+    def model_call(
+        self,
+        attributes: dict[str, AttributeValue],
+        seconds: float,
+        *,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        error_type: str | None = None,
+    ) -> None:
+        """One model call: its duration, and its tokens when it answered.
+
+        Args:
+            attributes: ``gen_ai.operation.name``, ``gen_ai.provider.name``,
+                ``gen_ai.request.model`` (and ``server.*``, ``gen_ai.response.model``).
+            seconds: how long the call took.
+            input_tokens: every input token (cached ones included).
+            output_tokens: the generated tokens.
+            error_type: the failure's type, when the call failed.
+        """
+        if error_type is not None:
+            self._duration.record(seconds, {**attributes, sc.ERROR_TYPE: error_type})
+            return
+        self._duration.record(seconds, attributes)
+        if input_tokens is not None:
+            self._tokens.record(input_tokens, {**attributes, sc.GEN_AI_TOKEN_TYPE: "input"})
+        if output_tokens is not None:
+            self._tokens.record(output_tokens, {**attributes, sc.GEN_AI_TOKEN_TYPE: "output"})
+
+    def step(self, agent: str, outcome: str) -> None:
+        """A step ended with ``outcome`` (its status) on worker ``agent``."""
+        self._steps.add(1, {sc.GEN_AI_AGENT_NAME: agent, sc.REGIMENT_STEP_OUTCOME: outcome})
+
+    def replan(self, team: str) -> None:
+        """A plan was replaced."""
+        self._replans.add(1, {sc.GEN_AI_AGENT_NAME: team})
+
+    def stale_report(self) -> None:
+        """A report of an old plan version was dropped."""
+        self._stale.add(1)
+
+    def tool_call(self, tool: str, outcome: str, seconds: float) -> None:
+        """A tool call ended with ``outcome`` after ``seconds``."""
+        self._tool_duration.record(
+            seconds, {sc.GEN_AI_TOOL_NAME: tool, sc.REGIMENT_TOOL_OUTCOME: outcome}
+        )
+
+    @contextmanager
+    def active_run(self, team: str) -> Iterator[None]:
+        """Count a run as under way while the block runs."""
+        attributes = {sc.GEN_AI_AGENT_NAME: team}
+        self._active.add(1, attributes)
+        try:
+            yield
+        finally:
+            self._active.add(-1, attributes)

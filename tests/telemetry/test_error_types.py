@@ -1,0 +1,144 @@
+"""``error.type`` on step and tool spans is the exception's type or a defined code,
+never a status word (decoded from real OTLP)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable
+
+import anyio
+import pytest
+
+from regiment.errors import RegimentError
+from regiment.hierarchy import Planner, Team, Worker
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    ToolResultPart,
+    text_response,
+    tool_call_response,
+)
+from regiment.telemetry import Telemetry, configure_tracing, semconv
+from regiment.tools import tool
+
+from .otlp_receiver import OtlpReceiver, ReceivedSpan
+
+pytestmark = pytest.mark.anyio
+
+STATUS_WORDS = {"failed", "timed_out", "error", "cancelled", "done"}
+
+
+class LookupBroke(RuntimeError):
+    """What the worker's model raises."""
+
+
+@tool
+def lookup(customer: str) -> str:
+    """Find a customer."""
+    raise ValueError(f"no customer {customer}")
+
+
+@tool
+async def wait_forever(customer: str) -> str:
+    """A lookup that never answers."""
+    await anyio.Event().wait()
+    return customer
+
+
+def _team(
+    telemetry: Telemetry,
+    worker_brain: Callable[[ModelRequest], ModelResponse],
+    step_timeout: float | None = None,
+) -> Team:
+    def brain(request: ModelRequest) -> ModelResponse:
+        if request.role == "planner":
+            return text_response(json.dumps({"steps": [{"id": "s1", "description": "look up"}]}))
+        if request.role == "worker":
+            return worker_brain(request)
+        return text_response("answer")
+
+    model = ScriptedModel(brain)
+    worker = Worker(
+        name="w",
+        description="w",
+        model=model,
+        tools=[lookup, wait_forever],
+        max_iterations=2,
+        step_timeout=step_timeout,
+    )
+    return Team(name="t", planner=Planner(model=model), workers=[worker], telemetry=telemetry)
+
+
+async def _spans(
+    worker_brain: Callable[[ModelRequest], ModelResponse], step_timeout: float | None = None
+) -> list[ReceivedSpan]:
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("errors", endpoint=receiver.endpoint, set_global=False)
+        # How the run ends is not the point here; the spans are.
+        with contextlib.suppress(RegimentError):
+            await _team(Telemetry(handle.provider), worker_brain, step_timeout).run("go")
+        handle.shutdown()
+        return list(receiver.spans())
+
+
+def _raises(request: ModelRequest) -> ModelResponse:
+    raise LookupBroke("the lookup service is down")
+
+
+def _loops(request: ModelRequest) -> ModelResponse:
+    return tool_call_response("lookup", {"customer": "ann"})
+
+
+def _tool_fails_then_answers(request: ModelRequest) -> ModelResponse:
+    if any(isinstance(p, ToolResultPart) for p in request.messages[-1].parts):
+        return text_response("could not find ann")
+    return tool_call_response("lookup", {"customer": "ann"})
+
+
+async def test_a_step_that_raised_has_the_exception_type() -> None:
+    spans = await _spans(_raises)
+    step = next(s for s in spans if s.name == "invoke_agent w")
+    assert step.attributes["regiment.step.outcome"] == "failed"
+    assert step.attributes["error.type"] == f"{LookupBroke.__module__}.LookupBroke"
+    assert step.status_code == 2
+
+
+async def test_a_step_out_of_iterations_has_a_defined_code() -> None:
+    spans = await _spans(_loops)
+    step = next(s for s in spans if s.name == "invoke_agent w")
+    assert step.attributes["regiment.step.outcome"] == "iteration_limit"
+    assert step.attributes["error.type"] == semconv.ERROR_ITERATION_LIMIT
+
+
+def _hangs(request: ModelRequest) -> ModelResponse:
+    return tool_call_response("wait_forever", {"customer": "ann"})
+
+
+async def test_a_step_out_of_time_has_the_timeout_code() -> None:
+    # The tool never returns, so the step's own deadline ends it (the length does not matter).
+    spans = await _spans(_hangs, step_timeout=0.05)
+    step = next(s for s in spans if s.name == "invoke_agent w")
+    assert step.attributes["regiment.step.outcome"] == "timed_out"
+    assert step.attributes["error.type"] == semconv.ERROR_TIMEOUT
+    assert step.status_code == 2
+
+
+async def test_a_failed_tool_call_has_the_exception_type() -> None:
+    spans = await _spans(_tool_fails_then_answers)
+    call = next(s for s in spans if s.name == "execute_tool lookup")
+    assert call.attributes["error.type"] == "ValueError"
+    assert call.status_code == 2
+    step = next(s for s in spans if s.name == "invoke_agent w")
+    assert "error.type" not in step.attributes  # the model took the error and answered
+
+
+@pytest.mark.parametrize("brain", [_raises, _loops, _tool_fails_then_answers])
+async def test_no_error_type_is_a_status_word(
+    brain: Callable[[ModelRequest], ModelResponse],
+) -> None:
+    spans = await _spans(brain)
+    types = {s.attributes["error.type"] for s in spans if "error.type" in s.attributes}
+    assert types
+    assert not types & STATUS_WORDS
