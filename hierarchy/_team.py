@@ -44,7 +44,9 @@ from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy._supervisor import RunRef, SpawnRun, Supervisor, capped, close_run
 from regiment.hierarchy.events import Event
+from regiment.hierarchy.guard._types import GuardLike, as_guardrails
 from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.run._guarding import role_guards
 from regiment.hierarchy.run._journaling import RunJournal, owner_name
 from regiment.hierarchy.run._messages import StartRun
 from regiment.hierarchy.run._runtime import TeamRuntime
@@ -76,6 +78,7 @@ class Team:
         compression: compresses the carried context when it grows; ``None`` never does.
         telemetry: where spans go; ``None`` uses the global tracer provider
             (which records nothing until the application installs one).
+        guardrails: guards that apply everywhere: every step, the plan, the answer.
     """
 
     name: str
@@ -87,6 +90,7 @@ class Team:
     critic: Critic | None = None
     compression: Compression | None = None
     telemetry: Telemetry | None = None
+    guardrails: Sequence[GuardLike] = ()
 
     def __post_init__(self) -> None:
         names = [w.name for w in self.workers]
@@ -99,6 +103,7 @@ class Team:
             )
         if self.concurrency < 1:
             raise ConfigError(f"team '{self.name}': concurrency must be at least 1")
+        object.__setattr__(self, "guardrails", as_guardrails(self.guardrails, "team: "))
 
     @asynccontextmanager
     async def start(self, *, journal: JournalSpec = None) -> AsyncIterator[RunningTeam]:
@@ -322,6 +327,7 @@ async def _spawn_team(
     base = f"{prefix}{team.name}"
     if mcp is not None:  # all of this team's MCP servers start at once, not worker by worker
         await mcp.start([s for w in team.workers if isinstance(w, Worker) for s in w.mcp_servers])
+    guards = role_guards(team.guardrails, team.planner, team.critic)
     for worker in team.workers:
         name = f"{base}/{worker.name}"
         factory: Callable[[], StepActor]
@@ -329,7 +335,9 @@ async def _spawn_team(
             case Worker():
                 tools = await _worker_tools(worker, mcp)
                 specs[worker.name] = LiveWorker(worker, tools) if worker.mcp_servers else worker
-                factory = functools.partial(WorkerActor, worker, prompts, telemetry, tools)
+                factory = functools.partial(
+                    WorkerActor, worker, prompts, telemetry, tools, guards.team
+                )
             case TeamWorker():
                 # The child team lives in the parent's actor system: it stops with it.
                 specs[worker.name] = worker
@@ -353,6 +361,7 @@ async def _spawn_team(
         critic=team.critic,
         compression=team.compression,
         telemetry=telemetry,
+        guards=guards,
     )
     channels: dict[str, RunChannel] = {}
     supervisor = await system.spawn(lambda: Supervisor(runtime, channels), name=f"{base}/planner")

@@ -37,6 +37,7 @@ from regiment.hierarchy.run._changes import (
     BudgetRanOut,
     CheckRejected,
     CritiqueJudged,
+    GuardsNoted,
     MemoryAdopted,
     ModelCharged,
     PlanAdopted,
@@ -56,6 +57,7 @@ from regiment.hierarchy.run._changes import (
 )
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._dispatch import Dispatcher
+from regiment.hierarchy.run._guarding import note_events
 from regiment.hierarchy.run._rounds import Rounds, carried_tokens
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._trace import RunTrace
@@ -144,7 +146,7 @@ class RunBook:
                 self.spending.charge(
                     r.worker, r.usage, model_calls=r.model_calls, tool_calls=r.tool_calls
                 )
-                for failed in _tool_failures(r):  # whatever the report's version
+                for failed in _report_events(r):  # whatever the report's version
                     self._emit(failed)
             case StepCommitted():
                 self._commit(change)
@@ -174,6 +176,8 @@ class RunBook:
             case BudgetRanOut(limit=limit, detail=detail):
                 self.spending.exhausted = limit
                 self._emit(BudgetExhausted(run_id=run_id, limit=limit, detail=detail))
+            case GuardsNoted(notes=notes):
+                self._emit_all(note_events(run_id, notes))
             case RunFinished() | RunAborted():
                 self._end(change)
             case _:
@@ -278,6 +282,10 @@ class RunBook:
         self.events.append(event)
         self.channel.emit(event)
 
+    def _emit_all(self, events: list[Event]) -> None:
+        for event in events:
+            self._emit(event)
+
     def _close(self, event: Event) -> None:
         self.events.append(event)
         self.channel.close(event)
@@ -354,9 +362,10 @@ def _errored(run_id: str, report: StepReport) -> StepErrored:
     )
 
 
-def _tool_failures(report: StepReport) -> list[ToolFailed]:
-    """One ``ToolFailed`` per failed tool call in ``report``, in call order."""
-    return [
+def _report_events(report: StepReport) -> list[Event]:
+    """One ``ToolFailed`` per failed tool call in ``report``, in call order, then
+    what its guardrails did."""
+    events: list[Event] = [
         ToolFailed(
             run_id=report.run_id,
             plan_version=report.plan_version,
@@ -370,3 +379,6 @@ def _tool_failures(report: StepReport) -> list[ToolFailed]:
         for outcome in report.tool_outcomes
         if outcome.is_error
     ]
+    if report.guardrails:
+        events += note_events(report.run_id, report.guardrails)
+    return events

@@ -22,6 +22,8 @@ from regiment.errors import RunError
 from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._messages import BudgetLimit
 from regiment.hierarchy._model_call import ModelCaller
+from regiment.hierarchy.guard._note import GuardNote
+from regiment.hierarchy.guard._roles import Caller, guarded
 from regiment.hierarchy.run._messages import (
     DeadlineReached,
     ModelReplied,
@@ -72,15 +74,22 @@ class SpanFacts:
 class PhaseCalls:
     """Starts, supersedes and cancels the run's planner-side model calls."""
 
-    def __init__(self, team: TeamRuntime, trace: RunTrace) -> None:
+    def __init__(
+        self, team: TeamRuntime, trace: RunTrace, guard_notes: list[GuardNote] | None = None
+    ) -> None:
         self._team = team
         self._trace = trace
-        telemetry, planner = team.telemetry, team.planner
-        self._planner = ModelCaller(planner.model, planner.name, telemetry)
+        telemetry, planner, guards = team.telemetry, team.planner, team.guards
+        notes = [] if guard_notes is None else guard_notes  # what the role guards did
+        self._planner: Caller = guarded(
+            ModelCaller(planner.model, planner.name, telemetry), "planner", guards, telemetry, notes
+        )
         synth_model = planner.synthesizer_model or planner.model
-        self._synth = ModelCaller(synth_model, "synthesizer", telemetry)
+        synth = ModelCaller(synth_model, "synthesizer", telemetry)
+        self._synth = guarded(synth, "synthesizer", guards, telemetry, notes)
         critic_model = (team.critic.model if team.critic else None) or planner.model
-        self._critic = ModelCaller(critic_model, "critic", telemetry)
+        critic = ModelCaller(critic_model, "critic", telemetry)
+        self._critic = guarded(critic, "critic", guards, telemetry, notes)
         compressor = (team.compression.model if team.compression else None) or planner.model
         self._compressor = ModelCaller(compressor, "compressor", telemetry)
         self._token = 0
@@ -135,7 +144,7 @@ class PhaseCalls:
         self._deadline = anyio.CancelScope()
         ctx.start_soon(_deadline, ctx, seconds, self._deadline)
 
-    def _caller(self, purpose: Purpose) -> ModelCaller:
+    def _caller(self, purpose: Purpose) -> Caller:
         match purpose:
             case "plan" | "replan" | "round":
                 return self._planner

@@ -18,6 +18,8 @@ from regiment.hierarchy._messages import (
 )
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy.guard._note import GuardNote
+from regiment.hierarchy.guard._step import StepGuards
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.models import (
     Message,
@@ -47,6 +49,7 @@ class StepProgress:
     outcomes: list[ToolOutcome] = field(default_factory=list)
     last_text: str = ""
     refused_tool_calls: int = 0
+    guard_notes: list[GuardNote] = field(default_factory=list)
 
     def report(
         self,
@@ -74,6 +77,7 @@ class StepProgress:
             error=error,
             exhausted=exhausted,
             refused_tool_calls=self.refused_tool_calls,
+            guardrails=tuple(self.guard_notes),
         )
 
 
@@ -103,6 +107,7 @@ async def _call_tools(
     assign: AssignStep,
     progress: StepProgress,
     telemetry: Telemetry,
+    guards: StepGuards | None = None,
 ) -> list[ToolResultPart]:
     """Run one response's tool calls at the same time; results keep the call order."""
     results: list[ToolResult | None] = [None] * len(calls)
@@ -111,7 +116,10 @@ async def _call_tools(
     async def one(index: int, call: ToolCallPart) -> None:
         with telemetry.tool_span(call.name, call.id, agent_name=toolset.name) as span:
             telemetry.recorder.tool_arguments(span, call.arguments)
-            result = await toolset.call(call.name, call.arguments, call_id=call.id)
+            if guards is None:
+                result = await toolset.call(call.name, call.arguments, call_id=call.id)
+            else:
+                result = await guards.call_tool(toolset, call, assign.step.id, progress.guard_notes)
             failure = (result.error_type or "error") if result.is_error else None
             telemetry.recorder.tool_outcome(span, failure or "ok", error_type=failure)
             telemetry.recorder.tool_result(span, result.content)
@@ -236,6 +244,7 @@ async def run_tool_loop(
     assign: AssignStep,
     progress: StepProgress,
     on_tool_error: OnToolError = "tell_model",
+    guards: StepGuards | None = None,
 ) -> StepReport:
     """Run one step to an answer, or to the iteration cap, or to the allowance's end.
 
@@ -260,7 +269,9 @@ async def run_tool_loop(
             return progress.report(
                 assign, worker, "budget_exhausted", error=out[1], exhausted=out[0]
             )
-        response = await caller.call(request)
+        call = caller.call if guards is None else guards.caller(caller, assign, progress, messages)
+        if (response := await call(request)) is None:
+            continue  # a guard rejected the reply; the model is told why
         progress.model_calls += 1
         progress.usage = progress.usage + response.usage
         progress.last_text = response.text
@@ -268,7 +279,9 @@ async def run_tool_loop(
             return progress.report(assign, worker, "done")
         messages.append(_assistant_message(response))
         ran_before = len(progress.outcomes)
-        results = await _call_tools(toolset, response.tool_calls, assign, progress, telemetry)
+        results = await _call_tools(
+            toolset, response.tool_calls, assign, progress, telemetry, guards
+        )
         new = progress.outcomes[ran_before:]
         _check_failures(new, toolset, assign, worker, on_tool_error)
         messages.append(Message(role="user", parts=tuple(results)))

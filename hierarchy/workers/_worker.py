@@ -14,7 +14,7 @@ which the sub-team actor (``_team_worker.TeamWorkerActor``) shares; only
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, final
 
@@ -23,6 +23,8 @@ from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._ranges import at_least, seconds
+from regiment.hierarchy.guard._step import StepGuards
+from regiment.hierarchy.guard._types import GuardLike, Guardrail, as_guardrail
 from regiment.hierarchy.workers._loop import StepProgress, run_tool_loop
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.models import Model
@@ -78,6 +80,11 @@ class Worker:
         on_tool_error: what an exception from one of its tools does (unless the
             tool sets its own): ``"tell_model"`` (the default) hands it to the model
             as an error result; ``"raise"`` fails the step.
+        guardrails: guards around its steps' model calls and tool calls (after
+            the team's); :class:`~regiment.hierarchy.Guardrail` s or callables
+            whose parameter is annotated with a subject type.
+        tool_guardrails: guards around the calls of one tool, by tool name
+            (after the team's and the worker's).
     """
 
     name: str
@@ -90,6 +97,8 @@ class Worker:
     max_concurrent_steps: int = 8
     artifact: bool = False
     on_tool_error: OnToolError = "tell_model"
+    guardrails: Sequence[GuardLike] = ()
+    tool_guardrails: Mapping[str, Sequence[GuardLike]] = field(default_factory=dict)
     toolset: Toolset = field(init=False, repr=False, compare=False)
     mcp_servers: tuple[MCPServer, ...] = field(init=False, repr=False, compare=False)
 
@@ -109,6 +118,15 @@ class Worker:
         plain = [i for i in items if not isinstance(i, MCPServer)]
         toolset = self.tools if isinstance(self.tools, Toolset) else Toolset(self.name, plain)
         object.__setattr__(self, "toolset", toolset)
+        where = f"worker '{self.name}': "
+        object.__setattr__(
+            self, "guardrails", tuple(as_guardrail(g, where) for g in self.guardrails)
+        )
+        per_tool = {
+            tool: tuple(as_guardrail(g, f"{where}tool '{tool}': ") for g in guards)
+            for tool, guards in self.tool_guardrails.items()
+        }
+        object.__setattr__(self, "tool_guardrails", per_tool)
         object.__setattr__(self, "mcp_servers", servers)
 
     @property
@@ -131,6 +149,7 @@ class WorkerActor(StepActor):
         prompts: Prompts,
         telemetry: Telemetry,
         tools: WorkerTools | None = None,
+        team_guardrails: Sequence[Guardrail] = (),
     ) -> None:
         super().__init__(
             worker.name,
@@ -146,6 +165,11 @@ class WorkerActor(StepActor):
         self._tools = tools if tools is not None else WorkerTools(worker.toolset)
         self._prompts = prompts
         self._caller = ModelCaller(worker.model, worker.name, telemetry)
+        own = tuple(as_guardrail(g) for g in worker.guardrails)
+        per_tool = {
+            t: tuple(as_guardrail(g) for g in gs) for t, gs in worker.tool_guardrails.items()
+        }
+        self._guards = StepGuards.build(worker.name, (*team_guardrails, *own), per_tool, telemetry)
 
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
         """Run the worker's tool loop for the step (the step scope holds its timeout)."""
@@ -162,4 +186,5 @@ class WorkerActor(StepActor):
             assign=assign,
             progress=progress,
             on_tool_error=worker.on_tool_error,
+            guards=self._guards,
         )
