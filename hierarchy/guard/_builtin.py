@@ -50,7 +50,7 @@ def _card(match: re.Match[str]) -> str:
 
 def _phone(match: re.Match[str]) -> str:
     digits = re.sub(r"\D", "", match.group())
-    return "[phone number]" if 8 <= len(digits) <= 15 else match.group()
+    return "[phone number]" if 9 <= len(digits) <= 15 else match.group()
 
 
 def redact(text: str, *, emails: bool = True, phones: bool = True, cards: bool = True) -> str:
