@@ -11,6 +11,7 @@ from typing import TypeVar, cast
 from regiment.config._imports import (
     IncludeChain,
     import_callable,
+    import_guardrails,
     import_tool,
     nested_team_file,
 )
@@ -181,7 +182,8 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
     checks = {name: _check(c, name, source) for name, c in config.checks.items()}
     planner = _planner(config.planner, models, source)
     budget = _checked(source, "budget", lambda: _budget(config.budget))
-    critic = _critic(config.critic, models) if config.critic is not None else None
+    critic = _critic(config.critic, models, source) if config.critic is not None else None
+    guards = import_guardrails(config.guardrails, where=f"{source}: guardrails")
     wanted = config.compression
     compression = (
         _checked(source, "compression", lambda: _compression(wanted, models)) if wanted else None
@@ -199,6 +201,7 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
             critic=critic,
             compression=compression,
             telemetry=tree.telemetry,
+            guardrails=guards,
         ),
     )
 
@@ -250,12 +253,13 @@ def _budget(b: BudgetConfig) -> Budget:
     )
 
 
-def _critic(config: CriticConfig, models: RoleModels) -> Critic:
+def _critic(config: CriticConfig, models: RoleModels, source: str) -> Critic:
     # No model of its own: the critic uses the planner's.
     critic_model = models.get(config.model, "critic.model") if config.model else None
+    guards = import_guardrails(config.guardrails, where=f"{source}: critic.guardrails")
     if config.prompt:
-        return Critic(model=critic_model, prompt=config.prompt)
-    return Critic(model=critic_model)
+        return Critic(model=critic_model, prompt=config.prompt, guardrails=guards)
+    return Critic(model=critic_model, guardrails=guards)
 
 
 def _compression(config: CompressionConfig, models: RoleModels) -> Compression:
@@ -276,6 +280,10 @@ def _planner(config: PlannerConfig, models: RoleModels, source: str) -> Planner:
         else None
     )
     planner_model = models.get(config.model, "planner.model")
+    guards = import_guardrails(config.guardrails, where=f"{source}: planner.guardrails")
+    synth_guards = import_guardrails(
+        config.synthesizer_guardrails, where=f"{source}: planner.synthesizer_guardrails"
+    )
     return _checked(
         source,
         "planner",
@@ -286,6 +294,8 @@ def _planner(config: PlannerConfig, models: RoleModels, source: str) -> Planner:
             prompts=_prompts(config.prompts),
             synthesizer_model=synthesizer,
             name=config.name,
+            guardrails=guards,
+            synthesizer_guardrails=synth_guards,
         ),
     )
 
@@ -303,6 +313,11 @@ def _worker(config: WorkerConfig, index: int, models: RoleModels, source: str) -
     ]
     servers = [mcp_server(m, f"{source}: {key}.mcp[{i}]") for i, m in enumerate(config.mcp)]
     worker_model = models.get(config.model, f"{key}.model")
+    guards = import_guardrails(config.guardrails, where=f"{source}: {key}.guardrails")
+    per_tool = {
+        name: import_guardrails(specs, where=f"{source}: {key}.tool_guardrails.{name}")
+        for name, specs in config.tool_guardrails.items()
+    }
     return _checked(
         source,
         key,
@@ -316,6 +331,8 @@ def _worker(config: WorkerConfig, index: int, models: RoleModels, source: str) -
             step_timeout=config.step_timeout,
             max_concurrent_steps=config.max_concurrent_steps,
             artifact=config.artifact,
+            guardrails=guards,
+            tool_guardrails=per_tool,
         ),
     )
 

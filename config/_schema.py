@@ -75,6 +75,8 @@ class PlannerConfig(_Section, frozen=True, kw_only=True):
     synthesizer_model: str | None = None
     name: str = "planner"
     prompts: PromptsConfig = PromptsConfig()
+    guardrails: tuple[str, ...] = ()
+    synthesizer_guardrails: tuple[str, ...] = ()
 
 
 class WorkerConfig(_Section, frozen=True, kw_only=True):
@@ -97,6 +99,8 @@ class WorkerConfig(_Section, frozen=True, kw_only=True):
     step_timeout: float | None = 300.0
     max_concurrent_steps: int = 8
     artifact: bool = False
+    guardrails: tuple[str, ...] = ()
+    tool_guardrails: dict[str, tuple[str, ...]] = {}
 
 
 class CheckConfig(_Section, frozen=True, kw_only=True):
@@ -130,6 +134,7 @@ class CriticConfig(_Section, frozen=True, kw_only=True):
 
     model: str | None = None
     prompt: str | None = None
+    guardrails: tuple[str, ...] = ()
 
 
 class CompressionConfig(_Section, frozen=True, kw_only=True):
@@ -159,6 +164,9 @@ class TeamConfig(_Section, frozen=True, kw_only=True):
         concurrency: steps of one run in flight at once.
         critic: critique rounds, if present.
         compression: context compression, if present.
+        guardrails: ``module:attribute`` paths of guardrails for the whole team
+            (the planner, critic and workers take ``guardrails`` too; workers also
+            ``tool_guardrails``, by tool name).
     """
 
     name: str
@@ -171,6 +179,7 @@ class TeamConfig(_Section, frozen=True, kw_only=True):
     concurrency: int = 8
     critic: CriticConfig | None = None
     compression: CompressionConfig | None = None
+    guardrails: tuple[str, ...] = ()
 
     def model_specs(self) -> dict[str, str]:
         """Every role's model spec, keyed by key path (``planner.model``, ``workers[0].model``, ...).
