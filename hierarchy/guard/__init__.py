@@ -7,6 +7,7 @@ from regiment.hierarchy.guard._builtin import (
     requires_step_before,
     tool_result_schema,
 )
+from regiment.hierarchy.guard._judge import judge
 from regiment.hierarchy.guard._note import GuardNote, SubjectKind
 from regiment.hierarchy.guard._types import (
     AnswerSubject,
@@ -46,6 +47,7 @@ __all__ = (
     "Trip",
     "as_guardrail",
     "guardrail",
+    "judge",
     "max_length",
     "redact_pii",
     "requires_step_before",

@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar, final
 
+from regiment.hierarchy.guard._judge import Spend, spending
 from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._types import KINDS, Guardrail, Outcome, Pass, Rewrite, Trip
+from regiment.models import ModelResponse
 from regiment.telemetry import Telemetry
 
 __all__ = ("Checked", "GUARD_SPAN", "Where", "run_chain")
@@ -40,6 +42,7 @@ class Checked(Generic[S]):
     subject: S
     tripped: Guardrail | None = None
     reason: str = ""
+    spent: tuple[ModelResponse, ...] = ()  # the guards' own model calls (see ``judge``)
 
 
 async def run_chain(
@@ -50,6 +53,24 @@ async def run_chain(
     where: Where = Where(),
 ) -> Checked[S]:
     """Run ``guards`` over ``subject``; every trip and rewrite is added to ``notes``."""
+    spend = Spend(telemetry)
+    token = spending().set(spend)
+    try:
+        checked = await _run(guards, subject, telemetry, notes, where)
+    finally:
+        spending().reset(token)
+    if not spend.responses:
+        return checked
+    return Checked(checked.subject, checked.tripped, checked.reason, tuple(spend.responses))
+
+
+async def _run(
+    guards: Sequence[Guardrail],
+    subject: S,
+    telemetry: Telemetry,
+    notes: list[GuardNote],
+    where: Where,
+) -> Checked[S]:
     kind = KINDS[type(subject)]
     for guard in guards:
         with telemetry.tracer.start_as_current_span(

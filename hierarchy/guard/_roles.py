@@ -8,21 +8,34 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypeAlias, final
+from typing import Any, Literal, Protocol, TypeAlias, final
 
 import msgspec
 
-from regiment.hierarchy.guard._chain import Where, run_chain
+from regiment.hierarchy.guard._chain import Checked, Where, run_chain
 from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._step import tripped
 from regiment.hierarchy.guard._types import Guardrail, ReplySubject, RequestSubject
 from regiment.models import ModelRequest, ModelResponse
 from regiment.telemetry import Telemetry
 
-__all__ = ("Caller", "GuardRole", "GuardedCaller", "RoleGuards", "guarded")
+__all__ = ("Caller", "GuardLog", "GuardRole", "GuardedCaller", "RoleGuards", "guarded")
 
 GuardRole: TypeAlias = Literal["planner", "critic", "synthesizer"]
 ROLES: tuple[GuardRole, ...] = ("planner", "critic", "synthesizer")
+
+
+@final
+@dataclass(slots=True)
+class GuardLog:
+    """What the planner side's guards did since the run's actor last looked: their
+    trips and rewrites, and their own model calls (by role, to charge them)."""
+
+    notes: list[GuardNote] = field(default_factory=list)
+    spent: list[tuple[GuardRole, ModelResponse]] = field(default_factory=list)
+
+    def charge(self, role: GuardRole, checked: Checked[Any]) -> None:
+        self.spent.extend((role, response) for response in checked.spent)
 
 
 class Caller(Protocol):
@@ -65,11 +78,11 @@ class GuardedCaller:
         request: Sequence[Guardrail],
         reply: Sequence[Guardrail],
         telemetry: Telemetry,
-        notes: list[GuardNote],
+        log: GuardLog,
     ) -> None:
         self._caller, self._role, self._telemetry = caller, role, telemetry
         self._request, self._reply = tuple(request), tuple(reply)
-        self._notes = notes
+        self._log = log
 
     async def call(self, request: ModelRequest) -> ModelResponse:
         where, role = Where(self._role), self._role
@@ -81,7 +94,10 @@ class GuardedCaller:
                 system=request.system,
                 messages=request.messages,
             )
-            checked = await run_chain(self._request, subject, self._telemetry, self._notes, where)
+            checked = await run_chain(
+                self._request, subject, self._telemetry, self._log.notes, where
+            )
+            self._log.charge(role, checked)
             if checked.tripped is not None:
                 raise tripped(checked, "model_request")
             if checked.subject is not subject:
@@ -91,7 +107,8 @@ class GuardedCaller:
         if not self._reply:
             return response
         done = ReplySubject(role=role, worker=None, step_id=None, response=response)
-        judged = await run_chain(self._reply, done, self._telemetry, self._notes, where)
+        judged = await run_chain(self._reply, done, self._telemetry, self._log.notes, where)
+        self._log.charge(role, judged)
         if judged.tripped is not None:
             raise tripped(judged, "model_reply")
         return judged.subject.response
@@ -102,10 +119,10 @@ def guarded(
     role: GuardRole,
     guards: RoleGuards,
     telemetry: Telemetry,
-    notes: list[GuardNote],
+    log: GuardLog,
 ) -> Caller:
     """``caller`` itself when ``role`` has no request or reply guards."""
     request, reply = guards.of(role, "model_request"), guards.of(role, "model_reply")
     if not request and not reply:
         return caller
-    return GuardedCaller(caller, role, request, reply, telemetry, notes)
+    return GuardedCaller(caller, role, request, reply, telemetry, log)

@@ -14,7 +14,6 @@ import msgspec
 
 from regiment.errors import GuardrailError
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
-from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._types import (
     Guardrail,
     ReplySubject,
@@ -102,11 +101,11 @@ class StepGuards:
         """``caller.call`` between the step's request and reply guards: ``None`` for a
         reply a ``tell_model`` guard rejected (charged to ``progress`` here, and
         ``messages`` given the reply and the reason)."""
-        step_id, notes = assign.step.id, progress.guard_notes
+        step_id = assign.step.id
 
         async def call(request: ModelRequest) -> ModelResponse | None:
-            response = await caller.call(await self.check_request(request, step_id, notes))
-            checked = await self.check_reply(response, step_id, notes)
+            response = await caller.call(await self.check_request(request, step_id, progress))
+            checked = await self.check_reply(response, step_id, progress)
             if isinstance(checked, ModelResponse):
                 return checked
             progress.model_calls += 1
@@ -117,7 +116,7 @@ class StepGuards:
         return call
 
     async def check_request(
-        self, request: ModelRequest, step_id: str, notes: list[GuardNote]
+        self, request: ModelRequest, step_id: str, progress: StepProgress
     ) -> ModelRequest:
         """The request as the guards leave it.
 
@@ -134,7 +133,10 @@ class StepGuards:
             messages=request.messages,
         )
         where = Where("worker", self.worker, step_id)
-        checked = await run_chain(self.request, subject, self.telemetry, notes, where)
+        checked = await run_chain(
+            self.request, subject, self.telemetry, progress.guard_notes, where
+        )
+        _charge(progress, checked)
         if checked.tripped is not None:
             raise tripped(checked, "model_request")
         new = checked.subject
@@ -143,7 +145,7 @@ class StepGuards:
         return msgspec.structs.replace(request, system=new.system, messages=new.messages)
 
     async def check_reply(
-        self, response: ModelResponse, step_id: str, notes: list[GuardNote]
+        self, response: ModelResponse, step_id: str, progress: StepProgress
     ) -> ModelResponse | tuple[Message, ...]:
         """The reply as the guards leave it, or (``tell_model``) the messages that
         give the model its rejected reply and the reason.
@@ -157,7 +159,8 @@ class StepGuards:
             role="worker", worker=self.worker, step_id=step_id, response=response
         )
         where = Where("worker", self.worker, step_id)
-        checked = await run_chain(self.reply, subject, self.telemetry, notes, where)
+        checked = await run_chain(self.reply, subject, self.telemetry, progress.guard_notes, where)
+        _charge(progress, checked)
         guard = checked.tripped
         if guard is None:
             return checked.subject.response
@@ -178,7 +181,7 @@ class StepGuards:
         return Message(role="assistant", parts=response.parts), answer
 
     async def call_tool(
-        self, toolset: Toolset, call: ToolCallPart, step_id: str, notes: list[GuardNote]
+        self, toolset: Toolset, call: ToolCallPart, step_id: str, progress: StepProgress
     ) -> ToolResult:
         """Run one tool call between its guards.
 
@@ -192,7 +195,8 @@ class StepGuards:
             subject = ToolCallSubject(
                 worker=self.worker, step_id=step_id, tool=call.name, arguments=call.arguments
             )
-            checked = await run_chain(before, subject, self.telemetry, notes, where)
+            checked = await run_chain(before, subject, self.telemetry, progress.guard_notes, where)
+            _charge(progress, checked)
             if (guard := checked.tripped) is not None:
                 if guard.on_trip == "fail_step":
                     raise tripped(checked, "tool_call")
@@ -210,7 +214,8 @@ class StepGuards:
             content=result.content,
             is_error=result.is_error,
         )
-        judged = await run_chain(after, done, self.telemetry, notes, where)
+        judged = await run_chain(after, done, self.telemetry, progress.guard_notes, where)
+        _charge(progress, judged)
         if (guard := judged.tripped) is not None:
             if guard.on_trip == "fail_step":
                 raise tripped(judged, "tool_result")
@@ -220,6 +225,13 @@ class StepGuards:
             )
         new = judged.subject
         return msgspec.structs.replace(result, content=new.content, is_error=new.is_error)
+
+
+def _charge(progress: StepProgress, checked: Checked[Any]) -> None:
+    """The guards' own model calls count against the step's allowance."""
+    for response in checked.spent:
+        progress.model_calls += 1
+        progress.usage = progress.usage + response.usage
 
 
 def _refused(call: ToolCallPart, guard: Guardrail, reason: str) -> ToolResult:

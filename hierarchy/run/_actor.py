@@ -27,6 +27,7 @@ from opentelemetry.trace import Span
 from regiment.errors import BudgetExceeded, RunCancelled, RunError, StepFailed
 from regiment.hierarchy._messages import BudgetLimit, StepReport
 from regiment.hierarchy._result import RunStatus
+from regiment.hierarchy.guard._roles import GuardLog
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._calls import PhaseCalls, SpanFacts, model_failure
 from regiment.hierarchy.run._changes import (
@@ -101,8 +102,8 @@ class PlannerActor(GuardedActor):
         trace = RunTrace(team.telemetry, run_span)
         dispatcher = Dispatcher(team, run_id, trace.headers)
         self._book = RunBook(run_id, goal, team, channel, trace, dispatcher)
-        self._guards = RunGuards(team.guards, trace, goal, [])
-        self._calls = PhaseCalls(team, trace, self._guards.notes)
+        self._guards = RunGuards(team.guards, trace, goal, GuardLog())
+        self._calls = PhaseCalls(team, trace, self._guards.log)
         self._verifier = Verifier(team.checks, trace)
         self._prompting = Prompting(team, goal)
         self._phase: Phase = Planning("plan", self._prompting.first_session(), "initial")

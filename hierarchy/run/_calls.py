@@ -22,8 +22,7 @@ from regiment.errors import RunError
 from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._messages import BudgetLimit
 from regiment.hierarchy._model_call import ModelCaller
-from regiment.hierarchy.guard._note import GuardNote
-from regiment.hierarchy.guard._roles import Caller, guarded
+from regiment.hierarchy.guard._roles import Caller, GuardLog, guarded
 from regiment.hierarchy.run._messages import (
     DeadlineReached,
     ModelReplied,
@@ -75,21 +74,21 @@ class PhaseCalls:
     """Starts, supersedes and cancels the run's planner-side model calls."""
 
     def __init__(
-        self, team: TeamRuntime, trace: RunTrace, guard_notes: list[GuardNote] | None = None
+        self, team: TeamRuntime, trace: RunTrace, guard_log: GuardLog | None = None
     ) -> None:
         self._team = team
         self._trace = trace
         telemetry, planner, guards = team.telemetry, team.planner, team.guards
-        notes = [] if guard_notes is None else guard_notes  # what the role guards did
+        log = GuardLog() if guard_log is None else guard_log  # what the role guards did
         self._planner: Caller = guarded(
-            ModelCaller(planner.model, planner.name, telemetry), "planner", guards, telemetry, notes
+            ModelCaller(planner.model, planner.name, telemetry), "planner", guards, telemetry, log
         )
         synth_model = planner.synthesizer_model or planner.model
         synth = ModelCaller(synth_model, "synthesizer", telemetry)
-        self._synth = guarded(synth, "synthesizer", guards, telemetry, notes)
+        self._synth = guarded(synth, "synthesizer", guards, telemetry, log)
         critic_model = (team.critic.model if team.critic else None) or planner.model
         critic = ModelCaller(critic_model, "critic", telemetry)
-        self._critic = guarded(critic, "critic", guards, telemetry, notes)
+        self._critic = guarded(critic, "critic", guards, telemetry, log)
         compressor = (team.compression.model if team.compression else None) or planner.model
         self._compressor = ModelCaller(compressor, "compressor", telemetry)
         self._token = 0

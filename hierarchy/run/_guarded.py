@@ -11,9 +11,10 @@ from typing import assert_never
 
 from regiment.actors import Actor
 from regiment.errors import PlanError, RunError
+from regiment.hierarchy.guard._roles import GuardRole
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._calls import PhaseCalls
-from regiment.hierarchy.run._changes import GuardsNoted, PlanAdopted, RunChange
+from regiment.hierarchy.run._changes import GuardsNoted, ModelCharged, PlanAdopted, RunChange
 from regiment.hierarchy.run._guarding import RunGuards, answer_verdict, plan_verdict
 from regiment.hierarchy.run._messages import GuardJudged, PlannerMessage, Purpose
 from regiment.hierarchy.run._phase import Executing, Phase, Planning, Synthesize, Synthesizing
@@ -22,6 +23,13 @@ from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.models import ModelRequest
 
 __all__ = ("GuardedActor",)
+
+# Whose usage a guard's own model call is charged to (see ``regiment.hierarchy.guard.judge``).
+_PURPOSES: dict[GuardRole, Purpose] = {
+    "planner": "plan",
+    "critic": "critique",
+    "synthesizer": "synthesis",
+}
 
 
 class GuardedActor(Actor[PlannerMessage, None]):
@@ -54,9 +62,14 @@ class GuardedActor(Actor[PlannerMessage, None]):
     # -- plans and answers -----------------------------------------------------
 
     def _note_guards(self) -> None:
-        """Record what the planner side's guards did since the last time."""
-        if self._guards.notes:
+        """Record what the planner side's guards did since the last time, and charge
+        their own model calls to their role."""
+        log = self._guards.log
+        if log.notes:
             self._record(GuardsNoted(self._guards.drain()))
+        while log.spent:
+            role, response = log.spent.pop(0)
+            self._record(ModelCharged(_PURPOSES[role], response.usage, response))
 
     async def _on_plan_reply(self, planning: Planning, text: str) -> None:
         reading = self._prompting.read_plan(planning, text, self._book.versions)

@@ -24,7 +24,7 @@ from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.events import Event, GuardrailRewrote, GuardrailTripped
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
 from regiment.hierarchy.guard._note import GuardNote
-from regiment.hierarchy.guard._roles import GuardRole, RoleGuards
+from regiment.hierarchy.guard._roles import GuardLog, GuardRole, RoleGuards
 from regiment.hierarchy.guard._step import tripped
 from regiment.hierarchy.guard._types import (
     AnswerSubject,
@@ -52,7 +52,7 @@ class RunGuards:
     guards: RoleGuards
     trace: RunTrace
     goal: str
-    notes: list[GuardNote]
+    log: GuardLog
     answer_retried: bool = False
     _token: int = 0
     _scope: anyio.CancelScope | None = None
@@ -67,8 +67,8 @@ class RunGuards:
 
     def drain(self) -> tuple[GuardNote, ...]:
         """The notes left since the last drain."""
-        notes = tuple(self.notes)
-        self.notes.clear()
+        notes = tuple(self.log.notes)
+        self.log.notes.clear()
         return notes
 
     def start_plan(self, ctx: Context, adopted: PlanAdopted, committed: tuple[str, ...]) -> None:
@@ -125,8 +125,9 @@ class RunGuards:
         with scope:
             with self.trace.in_run():
                 checked: Checked[PlanSubject | AnswerSubject] = await run_chain(
-                    chain, subject, self.trace.telemetry, self.notes, where
+                    chain, subject, self.trace.telemetry, self.log.notes, where
                 )
+            self.log.charge("planner" if adopted is not None else "synthesizer", checked)
             await ctx.self_ref.send(GuardJudged(token, checked, adopted))
 
 

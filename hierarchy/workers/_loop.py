@@ -119,7 +119,7 @@ async def _call_tools(
             if guards is None:
                 result = await toolset.call(call.name, call.arguments, call_id=call.id)
             else:
-                result = await guards.call_tool(toolset, call, assign.step.id, progress.guard_notes)
+                result = await guards.call_tool(toolset, call, assign.step.id, progress)
             failure = (result.error_type or "error") if result.is_error else None
             telemetry.recorder.tool_outcome(span, failure or "ok", error_type=failure)
             telemetry.recorder.tool_result(span, result.content)

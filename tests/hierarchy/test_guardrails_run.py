@@ -28,8 +28,8 @@ from regiment.hierarchy import (
     Trip,
     Worker,
 )
-from regiment.hierarchy.guard import Outcome, Pass, redact_pii
-from regiment.models import ModelRequest, ModelResponse, ScriptedModel, text_response
+from regiment.hierarchy.guard import Outcome, Pass, ReplySubject, judge, redact_pii
+from regiment.models import Message, ModelRequest, ModelResponse, ScriptedModel, text_response
 from regiment.telemetry import SpanCollector, Telemetry
 
 from .brains import Brain, plan_json
@@ -230,3 +230,45 @@ async def test_a_slow_guard_is_cancelled_with_its_run() -> None:
             await left.wait()
         assert running.active_runs == 0
     assert results == []
+
+
+async def test_a_judges_model_calls_are_charged_to_the_run_and_traced() -> None:
+    """An LLM-as-judge guard on the plan and on each worker reply: every judge
+    call is a ``chat`` span of the run and counts in the run's model calls."""
+    verdicts = ScriptedModel(lambda request: text_response("ok"))
+
+    async def plan_judge(subject: PlanSubject) -> Outcome:
+        reply = await judge(verdicts, ModelRequest(messages=(Message.user("judge"),)))
+        return Pass() if reply.text == "ok" else Trip(reply.text)
+
+    async def reply_judge(subject: ReplySubject) -> Outcome:
+        reply = await judge(verdicts, ModelRequest(messages=(Message.user("judge"),)))
+        return Pass() if reply.text == "ok" else Trip(reply.text)
+
+    collector = SpanCollector()
+    provider = TracerProvider()
+    provider.add_span_processor(collector)
+    brain = Brain([plan_json({"description": "one"}, {"description": "two"})])
+    model = ScriptedModel(brain)
+    plain = make_team(model)
+    async with plain.start() as running:
+        before = await running.run("refund order 7")
+    brain = Brain([plan_json({"description": "one"}, {"description": "two"})])
+    model = ScriptedModel(brain)
+    worker = Worker(name="billing", description="refunds", model=model, guardrails=[reply_judge])
+    team = Team(
+        name="t",
+        planner=Planner(model=model, guardrails=[plan_judge]),
+        workers=[worker],
+        telemetry=Telemetry(provider),
+    )
+    async with team.start() as running:
+        after = await running.run("refund order 7")
+    assert after.model_calls == before.model_calls + 3  # one plan judge, one per step reply
+    planner_tokens = after.usage_by_role["planner"].total_tokens
+    assert planner_tokens > before.usage_by_role["planner"].total_tokens
+    judged = [
+        s for s in collector.spans() if (s.attributes or {}).get("gen_ai.agent.name") == "guardrail"
+    ]
+    assert len(judged) == 3
+    assert all(s.name.startswith("chat") for s in judged)
