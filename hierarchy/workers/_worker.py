@@ -127,6 +127,13 @@ class Worker:
             for tool, guards in self.tool_guardrails.items()
         }
         object.__setattr__(self, "tool_guardrails", per_tool)
+        unknown = sorted(set(per_tool) - set(toolset.names)) if not servers else []
+        if unknown:
+            have = ", ".join(toolset.names) or "(none)"
+            raise ConfigError(
+                f"{where}tool_guardrails names tool '{unknown[0]}', which it does not have; "
+                f"its tools are: {have}"
+            )
         object.__setattr__(self, "mcp_servers", servers)
 
     @property

@@ -313,3 +313,8 @@ def test_a_callable_without_a_subject_annotation_is_a_config_error() -> None:
         make_team(Till(), brain(), worker_guards=[vague])
     with pytest.raises(ConfigError, match="on_trip must be 'fail_step' or 'tell_model'"):
         Guardrail(no_refunds, "tool_call", on_trip="ignore")  # type: ignore[arg-type]
+
+
+def test_tool_guardrails_must_name_a_tool_of_the_worker() -> None:
+    with pytest.raises(ConfigError, match="names tool 'refund', which it does not have"):
+        make_team(Till(), brain(), tool_guards={"refund": [no_refunds]})
