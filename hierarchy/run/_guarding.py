@@ -33,6 +33,7 @@ from regiment.hierarchy.guard._types import (
     PlanSubject,
     as_guardrails,
 )
+from regiment.hierarchy.plan._validate import validate_plan
 from regiment.hierarchy.run._changes import PlanAdopted
 from regiment.hierarchy.run._messages import GuardJudged, PlannerMessage
 from regiment.hierarchy.run._phase import Planning
@@ -175,17 +176,24 @@ def plan_verdict(
 ) -> PlanAdopted | ModelRequest | PlanError:
     """What a judged plan becomes: adopted (as the guards left it), sent back to the
     planner with the reason, or, with no attempts left, the run's ``PlanError``."""
+    session = planning.session
     if checked.tripped is None:
         subject, plan = checked.subject, adopted.plan
         steps = (*subject.committed, *subject.steps)
         if steps == plan.steps:
             return adopted
-        added = tuple(s for s in subject.steps if s not in plan.steps) or adopted.added
-        return PlanAdopted(
-            msgspec.structs.replace(plan, steps=steps), adopted.kind, adopted.replaced, added
+        invalid = validate_plan(
+            subject.steps,
+            workers=tuple(session.workers),
+            known_ids=session.known_ids,
+            checks=tuple(session.checks),
         )
-    problem = f"guardrail '{checked.tripped.name}' rejected the plan: {checked.reason}"
-    session = planning.session
+        if not invalid:
+            rewritten = msgspec.structs.replace(plan, steps=steps)
+            return PlanAdopted(rewritten, adopted.kind, adopted.replaced, subject.steps)
+        problem = f"a guardrail rewrote the plan into an invalid one: {'; '.join(invalid)}"
+    else:
+        problem = f"guardrail '{checked.tripped.name}' rejected the plan: {checked.reason}"
     if session.attempts >= attempts:
         message = f"the planner gave no acceptable plan in {session.attempts} attempts: {problem}"
         return PlanError(message, last_reply=session.messages[-1].text, problems=(problem,))

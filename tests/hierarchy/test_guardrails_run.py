@@ -272,3 +272,18 @@ async def test_a_judges_model_calls_are_charged_to_the_run_and_traced() -> None:
     ]
     assert len(judged) == 3
     assert all(s.name.startswith("chat") for s in judged)
+
+
+async def test_a_rewrite_into_an_invalid_plan_goes_back_to_the_planner() -> None:
+    def dangling(subject: PlanSubject) -> Outcome:
+        if subject.steps[0].depends_on:
+            return Pass()
+        steps = tuple(msgspec.structs.replace(s, depends_on=("nowhere",)) for s in subject.steps)
+        return Rewrite(dataclasses.replace(subject, steps=steps))
+
+    brain = Brain([plan_json({"description": "one"}), plan_json({"description": "two"})])
+    model = ScriptedModel(brain)
+    team = make_team(model, Planner(model=model, max_plan_attempts=1), guardrails=[dangling])
+    async with team.start() as running:
+        with pytest.raises(PlanError, match="a guardrail rewrote the plan into an invalid one"):
+            await running.run("refund order 7")
