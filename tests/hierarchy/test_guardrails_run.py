@@ -15,6 +15,7 @@ from regiment.errors import GuardrailError, PlanError
 from regiment.hierarchy import (
     AnswerSubject,
     Budget,
+    Critic,
     Event,
     GuardrailRewrote,
     GuardrailTripped,
@@ -287,3 +288,28 @@ async def test_a_rewrite_into_an_invalid_plan_goes_back_to_the_planner() -> None
     async with team.start() as running:
         with pytest.raises(PlanError, match="a guardrail rewrote the plan into an invalid one"):
             await running.run("refund order 7")
+
+
+async def test_critic_guards_see_the_critics_calls_only() -> None:
+    seen: list[str] = []
+
+    def critic_reply(subject: ReplySubject) -> Outcome:
+        seen.append(subject.role)
+        return Rewrite(
+            dataclasses.replace(subject, response=text_response('{"passed": true, "feedback": ""}'))
+        )
+
+    async def critic_brain(request: ModelRequest) -> ModelResponse | str:
+        if request.role == "critic":
+            return '{"passed": false, "feedback": "try again"}'  # rewritten to a pass
+        return await brain(request)
+
+    brain = Brain([plan_json({"description": "look"})])
+    model = ScriptedModel(critic_brain)
+    team = make_team(model, critic=Critic(guardrails=[critic_reply]))
+    async with team.start() as running:
+        result = await running.run("refund order 7")
+    assert seen == ["critic"]
+    assert [v.passed for v in result.verdicts] == [True]
+    rewrote = [e for e in result.events if isinstance(e, GuardrailRewrote)]
+    assert [(e.subject, e.role) for e in rewrote] == [("model_reply", "critic")]
