@@ -20,6 +20,7 @@ The tree::
     │   ├── PlanError                  no valid plan within the allowed attempts
     │   ├── StepFailed                 a step failed and no replan could recover it
     │   ├── BudgetExceeded             a budget limit was reached (when configured to raise)
+    │   ├── GuardrailError             a guardrail tripped where the run or step cannot go on
     │   └── RunCancelled               the run was cancelled by its caller
     └── JournalError                   the run journal cannot be opened, read or written
         ├── LeaseHeld                  another owner's lease on the run is alive
@@ -45,6 +46,7 @@ __all__ = (
     "AskTimeout",
     "BudgetExceeded",
     "ConfigError",
+    "GuardrailError",
     "JournalError",
     "LeaseHeld",
     "LeaseLost",
@@ -209,3 +211,19 @@ class LeaseLost(JournalError):
     The process holding the old lease is a zombie for that run and must stop
     working on it; nothing it wrote after the takeover was kept.
     """
+
+
+class GuardrailError(RunError):
+    """A guardrail tripped where the run (or the step) cannot go on.
+
+    Attributes:
+        guardrail: the guard's name.
+        subject: what it judged (``model_request``, ``plan``, ``answer``, ...).
+        reason: the guard's reason.
+    """
+
+    def __init__(self, message: str, *, guardrail: str, subject: str, reason: str) -> None:
+        super().__init__(message)
+        self.guardrail = guardrail
+        self.subject = subject
+        self.reason = reason

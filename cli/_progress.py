@@ -111,6 +111,8 @@ class RunProgress:
                 | ev.RoundStarted()
                 | ev.ContextCompressed()
                 | ev.StaleReportDropped()
+                | ev.GuardrailRewrote()
+                | ev.GuardrailTripped()
             ):
                 pass
             case ev.BudgetExhausted(limit=limit, step_id=sid, detail=detail):

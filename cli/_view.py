@@ -85,6 +85,10 @@ def describe(event: ev.Event, meter: TokenMeter | None = None) -> str | None:
             return f"synthesizing the answer from {', '.join(steps) or 'no steps'}"
         case ev.BudgetExhausted(limit=limit, detail=detail):
             return f"budget exhausted ({limit}): {detail}"
+        case ev.GuardrailTripped(guardrail=name, subject=subject, reason=reason):
+            return f"  !! guardrail {name} tripped on the {subject}: {cut(reason)}"
+        case ev.GuardrailRewrote(guardrail=name, subject=subject):
+            return f"  ~  guardrail {name} rewrote the {subject}"
         case ev.RunCompleted(result=result):
             return f"run {result.status}: {result.model_calls} model calls, {result.tool_calls} tool calls, {result.usage.input_tokens + result.usage.output_tokens} tokens"
         case ev.RunFailed(error_type=kind, message=message):

@@ -12,6 +12,7 @@ from regiment._json import JsonObject
 from regiment.config._imports import (
     IncludeChain,
     import_callable,
+    import_guardrails,
     import_tool,
     nested_team_file,
 )
@@ -182,6 +183,7 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
     checks = {name: _check(c, name, source) for name, c in config.checks.items()}
     planner = _planner(config.planner, models, source)
     critic = _critic(config.critic, models, source) if config.critic is not None else None
+    guards = import_guardrails(config.guardrails, where=f"{source}: guardrails")
     wanted = config.compression
     compression = (
         _checked(source, "compression", lambda: _compression(wanted, models, source))
@@ -202,6 +204,7 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
             compression=compression,
             telemetry=tree.telemetry,
             settings=_settings(config.settings, source, "settings"),
+            guardrails=guards,
         ),
     )
 
@@ -250,9 +253,12 @@ def _critic(config: CriticConfig, models: RoleModels, source: str) -> Critic:
     # No model of its own: the critic uses the planner's.
     critic_model = models.get(config.model, "critic.model") if config.model else None
     settings = _settings(config.settings, source, "critic.settings")
+    guards = import_guardrails(config.guardrails, where=f"{source}: critic.guardrails")
     if config.prompt:
-        return Critic(model=critic_model, prompt=config.prompt, settings=settings)
-    return Critic(model=critic_model, settings=settings)
+        return Critic(
+            model=critic_model, prompt=config.prompt, settings=settings, guardrails=guards
+        )
+    return Critic(model=critic_model, settings=settings, guardrails=guards)
 
 
 def _compression(config: CompressionConfig, models: RoleModels, source: str) -> Compression:
@@ -278,6 +284,10 @@ def _planner(config: PlannerConfig, models: RoleModels, source: str) -> Planner:
     synthesizer_settings = _settings(
         config.synthesizer_settings, source, "planner.synthesizer_settings"
     )
+    guards = import_guardrails(config.guardrails, where=f"{source}: planner.guardrails")
+    synth_guards = import_guardrails(
+        config.synthesizer_guardrails, where=f"{source}: planner.synthesizer_guardrails"
+    )
     return _checked(
         source,
         "planner",
@@ -290,6 +300,8 @@ def _planner(config: PlannerConfig, models: RoleModels, source: str) -> Planner:
             name=config.name,
             settings=settings,
             synthesizer_settings=synthesizer_settings,
+            guardrails=guards,
+            synthesizer_guardrails=synth_guards,
         ),
     )
 
@@ -308,6 +320,11 @@ def _worker(config: WorkerConfig, index: int, models: RoleModels, source: str) -
     servers = [mcp_server(m, f"{source}: {key}.mcp[{i}]") for i, m in enumerate(config.mcp)]
     worker_model = models.get(config.model, f"{key}.model")
     settings = _settings(config.settings, source, f"{key}.settings")
+    guards = import_guardrails(config.guardrails, where=f"{source}: {key}.guardrails")
+    per_tool = {
+        name: import_guardrails(specs, where=f"{source}: {key}.tool_guardrails.{name}")
+        for name, specs in config.tool_guardrails.items()
+    }
     return _checked(
         source,
         key,
@@ -322,6 +339,8 @@ def _worker(config: WorkerConfig, index: int, models: RoleModels, source: str) -
             max_concurrent_steps=config.max_concurrent_steps,
             artifact=config.artifact,
             settings=settings,
+            guardrails=guards,
+            tool_guardrails=per_tool,
         ),
     )
 

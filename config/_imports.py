@@ -10,9 +10,17 @@ from pathlib import Path
 from types import ModuleType
 
 from regiment.errors import ConfigError
+from regiment.hierarchy.guard import Guardrail, as_guardrail
 from regiment.tools import Tool
 
-__all__ = ("IncludeChain", "import_callable", "import_object", "import_tool", "nested_team_file")
+__all__ = (
+    "IncludeChain",
+    "import_callable",
+    "import_guardrails",
+    "import_object",
+    "import_tool",
+    "nested_team_file",
+)
 
 IncludeChain = Sequence[tuple[Path, str]]
 """The team files being loaded, outermost first: each one's resolved path and its name in messages."""
@@ -59,6 +67,20 @@ def import_tool(spec: str, *, where: str) -> Tool[..., object]:
     raise ConfigError(
         f"{where}: {spec!r} is {_kind(found)}; expected a Tool (made with @tool) or a function"
     )
+
+
+def import_guardrails(specs: Sequence[str], *, where: str) -> tuple[Guardrail, ...]:
+    """The guardrails at ``specs``: ``Guardrail`` objects, or functions whose
+    parameter is annotated with a subject type."""
+    found: list[Guardrail] = []
+    for i, spec in enumerate(specs):
+        here = f"{where}[{i}]"
+        target = import_object(spec, where=here)
+        try:
+            found.append(as_guardrail(target))
+        except ConfigError as exc:
+            raise ConfigError(f"{here}: {spec!r}: {exc}") from exc
+    return tuple(found)
 
 
 def import_callable(spec: str, *, where: str, expected: str) -> Callable[..., object]:

@@ -90,6 +90,8 @@ class PlannerConfig(_Section, frozen=True, kw_only=True):
     prompts: PromptsConfig = PromptsConfig()
     settings: JsonObject | None = None
     synthesizer_settings: JsonObject | None = None
+    guardrails: tuple[str, ...] = ()
+    synthesizer_guardrails: tuple[str, ...] = ()
 
 
 class WorkerConfig(_Section, frozen=True, kw_only=True):
@@ -113,6 +115,8 @@ class WorkerConfig(_Section, frozen=True, kw_only=True):
     max_concurrent_steps: int = 8
     artifact: bool = False
     settings: JsonObject | None = None
+    guardrails: tuple[str, ...] = ()
+    tool_guardrails: dict[str, tuple[str, ...]] = {}
 
 
 class CheckConfig(_Section, frozen=True, kw_only=True):
@@ -133,6 +137,7 @@ class CriticConfig(_Section, frozen=True, kw_only=True):
     model: str | None = None
     prompt: str | None = None
     settings: JsonObject | None = None
+    guardrails: tuple[str, ...] = ()
 
 
 class CompressionConfig(_Section, frozen=True, kw_only=True):
@@ -165,6 +170,9 @@ class TeamConfig(_Section, frozen=True, kw_only=True):
         critic: critique rounds, if present.
         compression: context compression, if present.
         settings: every role's model settings, under the role's own.
+        guardrails: ``module:attribute`` paths of guardrails for the whole team
+            (the planner, critic and workers take ``guardrails`` too; workers also
+            ``tool_guardrails``, by tool name).
     """
 
     name: str
@@ -178,6 +186,7 @@ class TeamConfig(_Section, frozen=True, kw_only=True):
     critic: CriticConfig | None = None
     compression: CompressionConfig | None = None
     settings: JsonObject | None = None
+    guardrails: tuple[str, ...] = ()
 
     def model_specs(self) -> dict[str, str]:
         """Every role's model spec, keyed by key path (``planner.model``, ``workers[0].model``, ...).

@@ -31,12 +31,36 @@ from regiment.hierarchy._result import RunResult, RunStatus
 from regiment.hierarchy._running import RunningTeam
 from regiment.hierarchy._team import Team
 from regiment.hierarchy.events import *  # noqa: F403 (the event types, listed once in events.__all__)
+from regiment.hierarchy.guard import (
+    AnswerSubject,
+    Guardrail,
+    Pass,
+    PlanSubject,
+    ReplySubject,
+    RequestSubject,
+    Rewrite,
+    ToolCallSubject,
+    ToolResultSubject,
+    Trip,
+    guardrail,
+)
 from regiment.hierarchy.plan import ParsedPlan, Plan, PlanStep, parse_plan, validate_plan
 from regiment.hierarchy.workers import TeamWorker, Worker, WorkerActor
 
 __all__ = (
     *events.__all__,
     "events",
+    "AnswerSubject",
+    "Guardrail",
+    "Pass",
+    "PlanSubject",
+    "ReplySubject",
+    "RequestSubject",
+    "Rewrite",
+    "ToolCallSubject",
+    "ToolResultSubject",
+    "Trip",
+    "guardrail",
     "event_from_json",
     "result_from_json",
     "to_json",

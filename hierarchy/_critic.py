@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import final
 
 import msgspec
 
+from regiment.hierarchy.guard._types import GuardLike, as_guardrails
 from regiment.models import Model, ModelSettings
 
 __all__ = ("Critic", "Verdict", "parse_verdict")
@@ -37,11 +39,16 @@ class Critic:
         model: the critic's model; ``None`` uses the planner's.
         prompt: instructions for the critic.
         settings: how its calls are tuned, over the team's ``settings``.
+        guardrails: guards around the critic's model calls (after the team's).
     """
 
     model: Model | None = None
     prompt: str = _PROMPT
     settings: ModelSettings | None = None
+    guardrails: Sequence[GuardLike] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "guardrails", as_guardrails(self.guardrails, "critic: "))
 
 
 class Verdict(msgspec.Struct, frozen=True, kw_only=True):

@@ -12,6 +12,7 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from regiment._json import JsonValue
+from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.models import Usage
 
@@ -120,6 +121,7 @@ class StepReport(msgspec.Struct, frozen=True, kw_only=True, tag="step_report"):
     exhausted: BudgetLimit | None = None
     refused_tool_calls: int = 0
     error_type: str | None = None
+    guardrails: tuple[GuardNote, ...] = ()
 
     def tool_result(self, tool: str) -> JsonValue:
         """The content of the last successful call of ``tool`` in this step.

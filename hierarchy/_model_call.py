@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import assert_never, final
+from typing import TYPE_CHECKING, assert_never, final
 from urllib.parse import urlsplit
 
 import msgspec
 from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
-from regiment.hierarchy._live_events import LiveSink
 from regiment.hierarchy._text import valid_response
 from regiment.models import (
     Message,
@@ -30,6 +29,9 @@ from regiment.models import (
 )
 from regiment.telemetry import RunMetrics, Telemetry, error_type, genai
 from regiment.telemetry import semconv as sc
+
+if TYPE_CHECKING:
+    from regiment.hierarchy._live_events import LiveSink
 
 __all__ = ("ModelCaller", "input_messages", "output_messages")
 

@@ -9,6 +9,7 @@ from typing import final
 from regiment.hierarchy._checks import Check
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._ranges import at_least
+from regiment.hierarchy.guard._types import GuardLike, as_guardrails
 from regiment.hierarchy.plan._parse import ParsedPlan, parse_plan
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.plan._validate import validate_plan
@@ -36,6 +37,12 @@ class Planner:
             over the team's ``settings``.
         synthesizer_settings: how the final answer's call is tuned, over the
             team's ``settings``.
+        guardrails: guards of the planner role: around its model calls and over
+            every plan before dispatch (after the team's); a tripped plan goes
+            back to the planner with the reason, within ``max_plan_attempts``.
+        synthesizer_guardrails: guards of the synthesizer role: around its model
+            call and over the final answer (a tripped answer is asked for once
+            more with the reason, then the run fails with ``GuardrailError``).
     """
 
     model: Model
@@ -46,8 +53,13 @@ class Planner:
     name: str = "planner"
     settings: ModelSettings | None = None
     synthesizer_settings: ModelSettings | None = None
+    guardrails: Sequence[GuardLike] = ()
+    synthesizer_guardrails: Sequence[GuardLike] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "guardrails", as_guardrails(self.guardrails, "planner: "))
+        synth = as_guardrails(self.synthesizer_guardrails, "synthesizer: ")
+        object.__setattr__(self, "synthesizer_guardrails", synth)
         at_least("Planner", "max_steps", self.max_steps, 1)
         at_least("Planner", "max_plan_attempts", self.max_plan_attempts, 1)
 

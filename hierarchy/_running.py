@@ -36,20 +36,22 @@ from regiment.hierarchy._messages import StepAllowance, WorkerMessage
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy._supervisor import RunRef, SpawnRun, Supervisor, capped, close_run
 from regiment.hierarchy.events import Event
+from regiment.hierarchy.guard._roles import RoleGuards
 from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.run._guarding import role_guards
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal
 from regiment.hierarchy.run._messages import StartRun
 from regiment.hierarchy.run._resume import Opened, finished, open_channel, reopened
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._trace import record_run_end
-from regiment.hierarchy.workers._journal_calls import RunCalls
+from regiment.hierarchy.workers._journal_calls import RunCalls, RunLookup
 from regiment.hierarchy.workers._live import LiveWorker, worker_tools
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._team_worker import TeamWorker, TeamWorkerActor
 from regiment.hierarchy.workers._worker import Worker, WorkerActor, WorkerSpec
 from regiment.journal import Journal
 from regiment.telemetry import Telemetry
-from regiment.tools import MCPHub
+from regiment.tools import MCPHub, WorkerTools
 
 if TYPE_CHECKING:
     from regiment.hierarchy._team import Team
@@ -275,10 +277,10 @@ async def _spawn_team(
     specs: dict[str, WorkerSpec] = {}
     channels: dict[str, RunChannel] = {}  # the runs in progress: workers stream to them
     runs = functools.partial(_run_calls, channels)  # a worker's way to its step's run
-    prompts = team.planner.prompts
     base = f"{prefix}{team.name}"
     if mcp is not None:  # all of this team's MCP servers start at once, not worker by worker
         await mcp.start([s for w in team.workers if isinstance(w, Worker) for s in w.mcp_servers])
+    guards = role_guards(team.guardrails, team.planner, team.critic)
     for worker in team.workers:
         name = f"{base}/{worker.name}"
         factory: Callable[[], StepActor]
@@ -286,9 +288,7 @@ async def _spawn_team(
             case Worker():
                 tools = await worker_tools(worker, mcp)
                 specs[worker.name] = LiveWorker(worker, tools) if worker.mcp_servers else worker
-                factory = functools.partial(
-                    WorkerActor, worker, prompts, telemetry, tools, runs, channels, team.settings
-                )
+                factory = _worker_actor(worker, team, telemetry, tools, (runs, channels), guards)
             case TeamWorker():
                 # The child team lives in the parent's actor system: it stops with it.
                 specs[worker.name] = worker
@@ -313,9 +313,33 @@ async def _spawn_team(
         compression=team.compression,
         telemetry=telemetry,
         settings=team.settings,
+        guards=guards,
     )
     supervisor = await system.spawn(lambda: Supervisor(runtime, channels), name=f"{base}/planner")
     return RunningTeam(team, supervisor, telemetry, channels)
+
+
+def _worker_actor(
+    worker: Worker,
+    team: Team,
+    telemetry: Telemetry,
+    tools: WorkerTools,
+    runs: tuple[RunLookup, Mapping[str, RunChannel]],
+    guards: RoleGuards,
+) -> Callable[[], StepActor]:
+    """How a worker's actor is made: its tools, its runs' lookup and streams, its guards."""
+    lookup, channels = runs
+    return functools.partial(
+        WorkerActor,
+        worker,
+        team.planner.prompts,
+        telemetry,
+        tools,
+        lookup,
+        channels,
+        team.settings,
+        guards.team,
+    )
 
 
 def _run_calls(channels: Mapping[str, RunChannel], run_id: str) -> RunCalls | None:

@@ -34,6 +34,7 @@ from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._ranges import seconds
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy._running import RunningTeam
+from regiment.hierarchy.guard._types import GuardLike, as_guardrails
 from regiment.hierarchy.run._journaling import LEASE_TTL
 from regiment.hierarchy.workers._team_worker import TeamWorker
 from regiment.hierarchy.workers._worker import Worker
@@ -65,6 +66,7 @@ class Team:
         settings: how every role's model calls are tuned by default; a role's
             own settings (``Planner.settings``, ``Worker.settings``, ...) win
             over them key by key.
+        guardrails: guards that apply everywhere: every step, the plan, the answer.
     """
 
     name: str
@@ -77,6 +79,7 @@ class Team:
     compression: Compression | None = None
     telemetry: Telemetry | None = None
     settings: ModelSettings | None = None
+    guardrails: Sequence[GuardLike] = ()
 
     def __post_init__(self) -> None:
         names = [w.name for w in self.workers]
@@ -89,6 +92,8 @@ class Team:
             )
         if self.concurrency < 1:
             raise ConfigError(f"team '{self.name}': concurrency must be at least 1")
+        object.__setattr__(self, "guardrails", as_guardrails(self.guardrails, "team: "))
+        object.__setattr__(self, "guardrails", as_guardrails(self.guardrails, "team: "))
 
     @asynccontextmanager
     async def start(

@@ -37,6 +37,8 @@ __all__ = (
     "ContextCompressed",
     "CritiqueCompleted",
     "Event",
+    "GuardrailRewrote",
+    "GuardrailTripped",
     "PlanCreated",
     "Replanned",
     "RunCompleted",
@@ -233,6 +235,30 @@ class BudgetExhausted(_Base, frozen=True, kw_only=True):
     step_id: str | None = None
 
 
+class GuardrailTripped(_Base, frozen=True, kw_only=True):
+    """A guardrail stopped a subject: ``subject`` says what (``model_request``,
+    ``model_reply``, ``plan``, ``tool_call``, ``tool_result``, ``answer``);
+    ``worker``/``step_id`` are set for a step's guards, ``role`` for the planner
+    side's (``planner``, ``critic``, ``synthesizer``)."""
+
+    guardrail: str
+    subject: str
+    reason: str
+    role: str = ""
+    worker: str | None = None
+    step_id: str | None = None
+
+
+class GuardrailRewrote(_Base, frozen=True, kw_only=True):
+    """A guardrail rewrote a subject (for example, redacted an e-mail address)."""
+
+    guardrail: str
+    subject: str
+    role: str = ""
+    worker: str | None = None
+    step_id: str | None = None
+
+
 class RunCompleted(_Base, frozen=True, kw_only=True):
     """The run ended with a result (possibly partial). Always the last event of a finished run."""
 
@@ -264,6 +290,8 @@ Event: TypeAlias = (
     | ContextCompressed
     | SynthesisStarted
     | BudgetExhausted
+    | GuardrailTripped
+    | GuardrailRewrote
     | RunCompleted
     | RunFailed
 )

@@ -47,6 +47,7 @@ SPANS = (
         "under a phase or step",
     ),
     Entry("execute_tool {tool}", "one tool call", "under the step"),
+    Entry(sc.SPAN_GUARDRAIL, "one guardrail judging one subject", "under the call it guards"),
 )
 
 ATTRIBUTES = (
@@ -109,6 +110,14 @@ ATTRIBUTES = (
     Entry(sc.REGIMENT_PLAN_OLD_VERSION, "the version replaced", "replan"),
     Entry(sc.REGIMENT_PLAN_NEW_VERSION, "the version made", "replan"),
     Entry(sc.REGIMENT_REPLAN_REASON, "capture on: why the plan was replaced", "replan"),
+    Entry(sc.REGIMENT_GUARDRAIL_NAME, "the guardrail's name", "guardrail"),
+    Entry(
+        sc.REGIMENT_GUARDRAIL_SUBJECT,
+        "what it judged: `model_request`, `model_reply`, `plan`, `tool_call`, `tool_result`, `answer`",
+        "guardrail",
+    ),
+    Entry(sc.REGIMENT_GUARDRAIL_OUTCOME, "`pass`, `rewrite` or `trip`", "guardrail"),
+    Entry(sc.REGIMENT_GUARDRAIL_REASON, "capture on: why it tripped", "guardrail"),
     Entry(sc.REGIMENT_REPLAN_REASON_LENGTH, "capture off: the reason's length", "replan"),
     Entry(
         sc.REGIMENT_ERROR_CODE,

@@ -88,6 +88,10 @@ __all__ = (
     "REGIMENT_PLAN_STEPS",
     "REGIMENT_PLAN_VERSION",
     "REGIMENT_PLAN_VERSIONS",
+    "REGIMENT_GUARDRAIL_NAME",
+    "REGIMENT_GUARDRAIL_OUTCOME",
+    "REGIMENT_GUARDRAIL_REASON",
+    "REGIMENT_GUARDRAIL_SUBJECT",
     "REGIMENT_REPLAN_REASON",
     "REGIMENT_REPLAN_REASON_LENGTH",
     "REGIMENT_ERROR_CODE",
@@ -111,6 +115,7 @@ __all__ = (
     "REGIMENT_USAGE_TOOL_CALLS",
     "SPAN_COMPRESS",
     "SPAN_CRITIQUE",
+    "SPAN_GUARDRAIL",
     "SPAN_REPLAN",
     "SPAN_SYNTHESIZE",
     "SPAN_VERIFY",
@@ -181,6 +186,10 @@ REGIMENT_PLAN_STEPS: Final = "regiment.plan.steps"
 REGIMENT_PLAN_OLD_VERSION: Final = "regiment.plan.old_version"
 REGIMENT_PLAN_NEW_VERSION: Final = "regiment.plan.new_version"
 REGIMENT_REPLAN_REASON: Final = "regiment.replan.reason"
+REGIMENT_GUARDRAIL_NAME: Final = "regiment.guardrail.name"
+REGIMENT_GUARDRAIL_SUBJECT: Final = "regiment.guardrail.subject"
+REGIMENT_GUARDRAIL_OUTCOME: Final = "regiment.guardrail.outcome"
+REGIMENT_GUARDRAIL_REASON: Final = "regiment.guardrail.reason"
 REGIMENT_REPLAN_REASON_LENGTH: Final = "regiment.replan.reason_length"
 REGIMENT_ERROR_CODE: Final = "regiment.error.code"
 REGIMENT_ERROR_MESSAGE_LENGTH: Final = "regiment.error.message_length"
@@ -218,6 +227,7 @@ SPAN_VERIFY: Final = "verify"
 SPAN_CRITIQUE: Final = "critique"
 SPAN_COMPRESS: Final = "compress"
 SPAN_SYNTHESIZE: Final = "synthesize"
+SPAN_GUARDRAIL: Final = "regiment.guardrail"
 STALE_REPORT_EVENT: Final = "regiment.report.stale_dropped"
 APPROVAL_REQUESTED_EVENT: Final = "regiment.approval.requested"
 APPROVAL_DECIDED_EVENT: Final = "regiment.approval.decided"

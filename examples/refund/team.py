@@ -7,6 +7,7 @@ from regiment.models import Model
 from regiment.telemetry import Telemetry
 
 from .checks import eligible, why_not
+from .guards import eligibility_first
 from .tools import Ledger, make_tools
 
 __all__ = ("GOAL", "build_team")
@@ -19,7 +20,7 @@ def build_team(model: Model, ledger: Ledger, *, telemetry: Telemetry | None = No
     tools = make_tools(ledger)
     return Team(
         name="refunds",
-        planner=Planner(model=model, max_steps=6),
+        planner=Planner(model=model, max_steps=6, guardrails=[eligibility_first]),
         workers=[
             Worker(
                 name="billing",

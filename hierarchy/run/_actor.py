@@ -25,10 +25,11 @@ from typing import assert_never
 
 from opentelemetry.trace import Span
 
-from regiment.actors import Actor, ActorRef
-from regiment.errors import BudgetExceeded, PlanError, RunCancelled, RunError, StepFailed
+from regiment.actors import ActorRef
+from regiment.errors import BudgetExceeded, RunCancelled, RunError, StepFailed
 from regiment.hierarchy._messages import BudgetLimit, StepReport, WorkerMessage
 from regiment.hierarchy._result import RunStatus
+from regiment.hierarchy.guard._roles import GuardLog
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._calls import PhaseCalls, SpanFacts, model_failure
 from regiment.hierarchy.run._changes import (
@@ -37,7 +38,6 @@ from regiment.hierarchy.run._changes import (
     CritiqueJudged,
     MemoryAdopted,
     ModelCharged,
-    PlanAdopted,
     ReplanBegun,
     ReportArrived,
     ReportDropped,
@@ -54,10 +54,13 @@ from regiment.hierarchy.run._changes import (
 )
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._dispatch import Dispatcher
+from regiment.hierarchy.run._guarded import GuardedActor
+from regiment.hierarchy.run._guarding import RunGuards
 from regiment.hierarchy.run._journaling import UNJOURNALED, RunJournal, Unjournaled
 from regiment.hierarchy.run._messages import (
     CancelRun,
     DeadlineReached,
+    GuardJudged,
     ModelReplied,
     PlannerMessage,
     Purpose,
@@ -91,7 +94,7 @@ from regiment.models import ModelRequest
 __all__ = ("PlannerActor",)
 
 
-class PlannerActor(Actor[PlannerMessage, None]):
+class PlannerActor(GuardedActor):
     """Drives one run from goal to answer."""
 
     def __init__(
@@ -102,7 +105,10 @@ class PlannerActor(Actor[PlannerMessage, None]):
         trace = RunTrace(team.telemetry, run_span)
         dispatcher = Dispatcher(team, run_id, trace.headers)
         self._book = RunBook(run_id, goal, team, channel, trace, dispatcher)
-        self._calls = PhaseCalls(team, trace, run_id, self._journal.replayed, channel)
+        self._guards = RunGuards(team.guards, trace, goal, GuardLog())
+        self._calls = PhaseCalls(
+            team, trace, run_id, self._journal.replayed, channel, self._guards.log
+        )
         self._verifier = Verifier(team.checks, trace)
         self._prompting = Prompting(team, goal, run_id, channel.history)
         self._phase: Phase = Planning("plan", self._prompting.first_session(), "initial")
@@ -128,6 +134,8 @@ class PlannerActor(Actor[PlannerMessage, None]):
                         self._wind_down(EndCancelled(reason))
                 case DeadlineReached():
                     self._exhausted("wall_clock", "the run's wall-clock budget ran out")
+                case GuardJudged():
+                    await self._on_guard_judged(message)
                 case _:
                     assert_never(message)
             await self._journal.flush()  # JournalError fails the run
@@ -157,6 +165,7 @@ class PlannerActor(Actor[PlannerMessage, None]):
             return  # the run is winding down or over
         if not self._calls.accept(reply):
             return  # superseded
+        self._note_guards()  # what the role's request and reply guards did
         if reply.error is not None or reply.response is None:
             self._fail(reply.error if isinstance(reply.error, RunError) else model_failure(reply))
             return
@@ -171,8 +180,7 @@ class PlannerActor(Actor[PlannerMessage, None]):
             case Critiquing(session=session):
                 self._on_critique(session, text)
             case Synthesizing():
-                partial = self._book.spending.exhausted is not None
-                self._finish(self._book.answer(text), "partial" if partial else "completed")
+                self._on_answer(text)
             case _:
                 assert_never(phase)
 
@@ -212,20 +220,6 @@ class PlannerActor(Actor[PlannerMessage, None]):
         limit = self._calls.start(self.ctx, purpose, request, facts, book.spending.ledger)
         if limit is not None:
             self._exhausted(limit, f"no budget left for the {purpose} model call")
-
-    async def _on_plan_reply(self, planning: Planning, text: str) -> None:
-        reading = self._prompting.read_plan(planning, text, self._book.versions)
-        match reading:
-            case PlanAdopted():
-                self._record(reading)
-                self._phase = Executing()
-                await self._dispatch_ready()
-            case ModelRequest():
-                self._ask(planning.kind, reading)  # the problems go back to the planner
-            case PlanError():
-                self._fail(reading)
-            case _:
-                assert_never(reading)
 
     async def _dispatch_ready(self) -> None:
         """Send every ready step (within concurrency and budget); then critique or synthesis."""
@@ -302,6 +296,10 @@ class PlannerActor(Actor[PlannerMessage, None]):
 
     # -- endings -----------------------------------------------------------------
 
+    def _finish_answer(self, text: str) -> None:
+        partial = self._book.spending.exhausted is not None
+        self._finish(self._book.answer(text), "partial" if partial else "completed")
+
     def _finish(self, answer: str, status: RunStatus) -> None:
         self._end()
         self._record(RunFinished(answer, status))
@@ -309,6 +307,7 @@ class PlannerActor(Actor[PlannerMessage, None]):
     def _end(self) -> None:
         self._phase = Done()
         self._calls.stop()
+        self._guards.stop()
 
     def _fail(self, error: RunError) -> None:
         self._book.dispatcher.cancel_all(self.ctx, "the run failed")
@@ -326,6 +325,7 @@ class PlannerActor(Actor[PlannerMessage, None]):
     def _wind_down(self, ending: Ending) -> None:
         """Cancel everything in flight; end as ``ending`` once every step has reported."""
         self._calls.supersede()
+        self._guards.stop()
         self._phase = WindingDown(ending)
         self._book.dispatcher.cancel_all(self.ctx, "the run is ending")
         if not self._book.dispatcher.inflight:

@@ -38,6 +38,7 @@ from regiment.hierarchy.run._changes import (
     BudgetRanOut,
     CheckRejected,
     CritiqueJudged,
+    GuardsNoted,
     MemoryAdopted,
     ModelCharged,
     PlanAdopted,
@@ -57,6 +58,7 @@ from regiment.hierarchy.run._changes import (
 )
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._dispatch import Dispatcher
+from regiment.hierarchy.run._guarding import note_events
 from regiment.hierarchy.run._rounds import Rounds, carried_tokens
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._trace import RunTrace
@@ -145,7 +147,7 @@ class RunBook:
                 self.spending.charge(
                     r.worker, r.usage, model_calls=r.model_calls, tool_calls=r.tool_calls
                 )
-                for failed in _tool_failures(r):  # whatever the report's version
+                for failed in _report_events(r):  # whatever the report's version
                     self._emit(failed)
             case StepCommitted():
                 self._commit(change)
@@ -176,6 +178,8 @@ class RunBook:
                 self.spending.exhausted = limit
                 logs.budget_exhausted(run_id, limit, detail)
                 self._emit(BudgetExhausted(run_id=run_id, limit=limit, detail=detail))
+            case GuardsNoted(notes=notes):
+                self._emit_all(note_events(run_id, notes))
             case RunFinished() | RunAborted():
                 self._end(change)
             case _:
@@ -281,6 +285,10 @@ class RunBook:
         self.events.append(event)
         self.channel.emit(event)
 
+    def _emit_all(self, events: list[Event]) -> None:
+        for event in events:
+            self._emit(event)
+
     def _close(self, event: Event) -> None:
         self.events.append(event)
         self.channel.close(event)
@@ -357,9 +365,10 @@ def _errored(run_id: str, report: StepReport) -> StepErrored:
     )
 
 
-def _tool_failures(report: StepReport) -> list[ToolFailed]:
-    """One ``ToolFailed`` per failed tool call in ``report``, in call order."""
-    return [
+def _report_events(report: StepReport) -> list[Event]:
+    """One ``ToolFailed`` per failed tool call in ``report``, in call order, then
+    what its guardrails did."""
+    events: list[Event] = [
         ToolFailed(
             run_id=report.run_id,
             plan_version=report.plan_version,
@@ -373,3 +382,6 @@ def _tool_failures(report: StepReport) -> list[ToolFailed]:
         for outcome in report.tool_outcomes
         if outcome.is_error
     ]
+    if report.guardrails:
+        events += note_events(report.run_id, report.guardrails)
+    return events

@@ -25,6 +25,7 @@ from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
 from regiment.hierarchy._model_call import ModelCaller
+from regiment.hierarchy.guard._roles import Caller, GuardLog, guarded
 from regiment.hierarchy.run._messages import (
     DeadlineReached,
     ModelReplied,
@@ -82,6 +83,7 @@ class PhaseCalls:
         run_id: str,
         replayed: Callable[[Purpose], ModelResponse | None] = lambda _: None,
         channel: LiveChannel | None = None,
+        guard_log: GuardLog | None = None,
     ) -> None:
         self._team = team
         self._trace = trace
@@ -94,19 +96,24 @@ class PhaseCalls:
             team.critic,
             team.compression,
         )
+        guards = team.guards
+        log = GuardLog() if guard_log is None else guard_log  # what the role guards did
 
         def tuned(role: ModelSettings | None) -> ModelSettings | None:
             return role if team.settings is None else team.settings.merge(role)
 
-        self._planner = ModelCaller(planner.model, planner.name, telemetry, tuned(planner.settings))
+        planner_call = ModelCaller(planner.model, planner.name, telemetry, tuned(planner.settings))
+        self._planner: Caller = guarded(planner_call, "planner", guards, telemetry, log)
         synth_model = planner.synthesizer_model or planner.model
-        self._synth = ModelCaller(
+        synth = ModelCaller(
             synth_model, "synthesizer", telemetry, tuned(planner.synthesizer_settings)
         )
+        self._synth = guarded(synth, "synthesizer", guards, telemetry, log)
         critic_model = (critic.model if critic else None) or planner.model
-        self._critic = ModelCaller(
+        critic_call = ModelCaller(
             critic_model, "critic", telemetry, tuned(critic.settings if critic else None)
         )
+        self._critic = guarded(critic_call, "critic", guards, telemetry, log)
         compressor = (compression.model if compression else None) or planner.model
         settings = compression.settings if compression else None
         self._compressor = ModelCaller(compressor, "compressor", telemetry, tuned(settings))
@@ -164,7 +171,7 @@ class PhaseCalls:
         self._deadline = anyio.CancelScope()
         ctx.start_soon(_deadline, ctx, seconds, self._deadline)
 
-    def _caller(self, purpose: Purpose) -> ModelCaller:
+    def _caller(self, purpose: Purpose) -> Caller:
         match purpose:
             case "plan" | "replan" | "round":
                 return self._planner

@@ -20,6 +20,7 @@ from regiment.hierarchy._critic import Verdict
 from regiment.hierarchy._memory import WorkingMemory
 from regiment.hierarchy._messages import AssignStep, BudgetLimit, StepReport
 from regiment.hierarchy._result import RunStatus
+from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.plan._plan import Plan, PlanStep
 from regiment.hierarchy.run._messages import Purpose
 from regiment.hierarchy.run._phase import PlanKind
@@ -29,6 +30,7 @@ __all__ = (
     "BudgetRanOut",
     "CheckRejected",
     "CritiqueJudged",
+    "GuardsNoted",
     "MemoryAdopted",
     "ModelCharged",
     "PlanAdopted",
@@ -46,6 +48,13 @@ __all__ = (
     "SynthesisBegun",
     "ToolCallsRefused",
 )
+
+
+@final
+class GuardsNoted(msgspec.Struct, frozen=True):
+    """Guardrails on the planner side tripped or rewrote (each note is an event)."""
+
+    notes: tuple[GuardNote, ...]
 
 
 @final
@@ -210,4 +219,5 @@ RunChange: TypeAlias = (
     | BudgetRanOut
     | RunFinished
     | RunAborted
+    | GuardsNoted
 )

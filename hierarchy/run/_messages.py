@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from regiment.hierarchy._messages import StepReport
 from regiment.models import ModelResponse
 
-__all__ = ("CancelRun", "DeadlineReached", "ModelReplied", "PlannerMessage", "StartRun")
+if TYPE_CHECKING:
+    from regiment.hierarchy.guard._chain import Checked
+    from regiment.hierarchy.guard._types import AnswerSubject, PlanSubject
+    from regiment.hierarchy.run._changes import PlanAdopted
+
+__all__ = (
+    "CancelRun",
+    "DeadlineReached",
+    "GuardJudged",
+    "ModelReplied",
+    "PlannerMessage",
+    "StartRun",
+)
 
 Purpose: TypeAlias = Literal["plan", "replan", "round", "critique", "compress", "synthesis"]
 
@@ -43,4 +55,16 @@ class DeadlineReached:
     """The run's wall-clock budget ran out."""
 
 
-PlannerMessage: TypeAlias = StartRun | ModelReplied | StepReport | CancelRun | DeadlineReached
+@dataclass(frozen=True, slots=True)
+class GuardJudged:
+    """The plan or answer guards gave their verdict (sent by the run actor's own task);
+    ``adopted`` is the plan that was judged (``None`` for the answer)."""
+
+    token: int
+    checked: Checked[PlanSubject | AnswerSubject]
+    adopted: PlanAdopted | None
+
+
+PlannerMessage: TypeAlias = (
+    StartRun | ModelReplied | StepReport | CancelRun | DeadlineReached | GuardJudged
+)

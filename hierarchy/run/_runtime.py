@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from regiment.actors import ActorRef
 from regiment.hierarchy._budget import Budget
@@ -12,6 +12,7 @@ from regiment.hierarchy._critic import Critic
 from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._messages import WorkerMessage
 from regiment.hierarchy._planner import Planner
+from regiment.hierarchy.guard._roles import RoleGuards
 from regiment.hierarchy.workers._worker import WorkerSpec
 from regiment.models import ModelSettings
 from regiment.telemetry import Telemetry
@@ -34,3 +35,4 @@ class TeamRuntime:
     compression: Compression | None
     telemetry: Telemetry
     settings: ModelSettings | None = None  # every role's default (Team.settings)
+    guards: RoleGuards = field(default_factory=RoleGuards)

@@ -32,7 +32,7 @@ from regiment.journal import (
 from regiment.models import ModelRequest, ModelResponse, ToolCallPart
 from regiment.tools import RunContext, ToolResult, Toolset
 
-__all__ = ("RunCalls", "RunLookup", "StepCalls", "derived_key")
+__all__ = ("JournaledCaller", "RunCalls", "RunLookup", "StepCalls", "derived_key")
 
 
 def derived_key(run_id: str, plan_version: int, step_id: str, call_index: int) -> str:
@@ -158,3 +158,18 @@ class StepCalls:
             arguments=dict(call.arguments),
             idempotency_key=key,
         )
+
+
+@final
+class JournaledCaller:
+    """A step's model caller whose replies are replayed or journaled (``StepCalls.model``)."""
+
+    __slots__ = ("_caller", "_calls")
+
+    def __init__(self, calls: StepCalls, caller: ModelCaller) -> None:
+        self._calls = calls
+        self._caller = caller
+
+    async def call(self, request: ModelRequest, live: LiveSink | None = None) -> ModelResponse:
+        """The step's next reply (the step's own live sink streams it; ``live`` is unused)."""
+        return await self._calls.model(self._caller, request)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass, field
 
@@ -18,8 +19,10 @@ from regiment.hierarchy._messages import (
 )
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy.guard._note import GuardNote
+from regiment.hierarchy.guard._step import StepGuards
 from regiment.hierarchy.plan._plan import PlanStep
-from regiment.hierarchy.workers._journal_calls import StepCalls
+from regiment.hierarchy.workers._journal_calls import JournaledCaller, StepCalls
 from regiment.models import (
     Message,
     ModelRequest,
@@ -49,6 +52,7 @@ class StepProgress:
     outcomes: list[ToolOutcome] = field(default_factory=list)
     last_text: str = ""
     refused_tool_calls: int = 0
+    guard_notes: list[GuardNote] = field(default_factory=list)
 
     def report(
         self,
@@ -78,6 +82,7 @@ class StepProgress:
             exhausted=exhausted,
             refused_tool_calls=self.refused_tool_calls,
             error_type=error_type,
+            guardrails=tuple(self.guard_notes),
         )
 
 
@@ -108,6 +113,7 @@ async def _call_tools(
     progress: StepProgress,
     telemetry: Telemetry,
     journaled: StepCalls,
+    guards: StepGuards | None = None,
 ) -> list[ToolResultPart]:
     """Run one response's tool calls at the same time; results keep the call order."""
     results: list[ToolResult | None] = [None] * len(calls)
@@ -116,7 +122,11 @@ async def _call_tools(
     async def one(index: int, call: ToolCallPart) -> None:
         with telemetry.tool_span(call.name, call.id, agent_name=toolset.name) as span:
             telemetry.recorder.tool_arguments(span, call.arguments)
-            result = await journaled.tool(toolset, first + index, call)
+            if guards is None:
+                result = await journaled.tool(toolset, first + index, call)
+            else:
+                run = functools.partial(journaled.tool, toolset, first + index)
+                result = await guards.call_tool(call, assign.step.id, progress, run)
             failure = (result.error_type or sc.ERROR_OTHER) if result.is_error else None
             telemetry.recorder.tool_outcome(span, failure or "ok", error_type=failure)
             telemetry.recorder.tool_result(span, result.content)
@@ -245,6 +255,7 @@ async def run_tool_loop(
     progress: StepProgress,
     on_tool_error: OnToolError = "tell_model",
     journaled: StepCalls | None = None,
+    guards: StepGuards | None = None,
 ) -> StepReport:
     """Run one step to an answer, or to the iteration cap, or to the allowance's end.
 
@@ -257,20 +268,16 @@ async def run_tool_loop(
     )
     messages: list[Message] = [first]
     journaled = journaled or StepCalls(None, assign, worker)  # journals and replays by key
+    model = JournaledCaller(journaled, caller)
+    call = model.call if guards is None else guards.caller(model, assign, progress, messages)
     for _ in range(max_iterations):
-        request = ModelRequest(
-            system=system,
-            messages=tuple(messages),
-            tools=toolset.definitions,
-            role="worker",
-            worker=worker,
-            step_id=assign.step.id,
-        )
+        request = _request(system, messages, toolset, worker, assign.step.id)
         if (out := _out_of_allowance(assign, progress, request)) is not None:
             return progress.report(
                 assign, worker, "budget_exhausted", error=out[1], exhausted=out[0]
             )
-        response = await journaled.model(caller, request)
+        if (response := await call(request)) is None:
+            continue  # a guard rejected the reply; the model is told why
         progress.model_calls += 1
         progress.usage = progress.usage + response.usage
         progress.last_text = response.text
@@ -279,7 +286,7 @@ async def run_tool_loop(
         messages.append(_assistant_message(response))
         ran_before = len(progress.outcomes)
         results = await _call_tools(
-            toolset, response.tool_calls, assign, progress, telemetry, journaled
+            toolset, response.tool_calls, assign, progress, telemetry, journaled, guards
         )
         new = progress.outcomes[ran_before:]
         _check_failures(new, toolset, assign, worker, on_tool_error)
@@ -289,4 +296,18 @@ async def run_tool_loop(
         worker,
         "iteration_limit",
         error=f"worker '{worker}' reached its cap of {max_iterations} model calls without a final answer",
+    )
+
+
+def _request(
+    system: str, messages: list[Message], toolset: Toolset, worker: str, step_id: str
+) -> ModelRequest:
+    """The step's next model request: the conversation so far, with the worker's tools."""
+    return ModelRequest(
+        system=system,
+        messages=tuple(messages),
+        tools=toolset.definitions,
+        role="worker",
+        worker=worker,
+        step_id=step_id,
     )

@@ -14,7 +14,7 @@ which the sub-team actor (``_team_worker.TeamWorkerActor``) shares; only
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, final
 
@@ -24,6 +24,8 @@ from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._ranges import at_least, seconds
+from regiment.hierarchy.guard._step import StepGuards
+from regiment.hierarchy.guard._types import GuardLike, Guardrail, as_guardrail
 from regiment.hierarchy.workers._journal_calls import RunLookup, StepCalls
 from regiment.hierarchy.workers._loop import StepProgress, run_tool_loop
 from regiment.hierarchy.workers._step_actor import StepActor
@@ -81,6 +83,11 @@ class Worker:
             tool sets its own): ``"tell_model"`` (the default) hands it to the model
             as an error result; ``"raise"`` fails the step.
         settings: how its model calls are tuned, over the team's ``settings``.
+        guardrails: guards around its steps' model calls and tool calls (after
+            the team's); :class:`~regiment.hierarchy.Guardrail` s or callables
+            whose parameter is annotated with a subject type.
+        tool_guardrails: guards around the calls of one tool, by tool name
+            (after the team's and the worker's).
     """
 
     name: str
@@ -94,6 +101,8 @@ class Worker:
     artifact: bool = False
     on_tool_error: OnToolError = "tell_model"
     settings: ModelSettings | None = None
+    guardrails: Sequence[GuardLike] = ()
+    tool_guardrails: Mapping[str, Sequence[GuardLike]] = field(default_factory=dict)
     toolset: Toolset = field(init=False, repr=False, compare=False)
     mcp_servers: tuple[MCPServer, ...] = field(init=False, repr=False, compare=False)
 
@@ -113,6 +122,22 @@ class Worker:
         plain = [i for i in items if not isinstance(i, MCPServer)]
         toolset = self.tools if isinstance(self.tools, Toolset) else Toolset(self.name, plain)
         object.__setattr__(self, "toolset", toolset)
+        where = f"worker '{self.name}': "
+        object.__setattr__(
+            self, "guardrails", tuple(as_guardrail(g, where) for g in self.guardrails)
+        )
+        per_tool = {
+            tool: tuple(as_guardrail(g, f"{where}tool '{tool}': ") for g in guards)
+            for tool, guards in self.tool_guardrails.items()
+        }
+        object.__setattr__(self, "tool_guardrails", per_tool)
+        unknown = sorted(set(per_tool) - set(toolset.names)) if not servers else []
+        if unknown:
+            have = ", ".join(toolset.names) or "(none)"
+            raise ConfigError(
+                f"{where}tool_guardrails names tool '{unknown[0]}', which it does not have; "
+                f"its tools are: {have}"
+            )
         object.__setattr__(self, "mcp_servers", servers)
 
     @property
@@ -138,6 +163,7 @@ class WorkerActor(StepActor):
         runs: RunLookup | None = None,
         channels: Mapping[str, LiveChannel] | None = None,
         settings: ModelSettings | None = None,
+        team_guardrails: Sequence[Guardrail] = (),
     ) -> None:
         super().__init__(
             worker.name,
@@ -158,6 +184,13 @@ class WorkerActor(StepActor):
         self._runs = runs  # the run a step belongs to: its deps and journal
         # The team's runs in progress (one dict, filled later): streamed ones get live events.
         self._channels = {} if channels is None else channels
+        own_guards = tuple(as_guardrail(g) for g in worker.guardrails)
+        per_tool = {
+            t: tuple(as_guardrail(g) for g in gs) for t, gs in worker.tool_guardrails.items()
+        }
+        self._guards = StepGuards.build(
+            worker.name, (*team_guardrails, *own_guards), per_tool, telemetry
+        )
 
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
         """Run the worker's tool loop for the step (the step scope holds its timeout)."""
@@ -180,4 +213,5 @@ class WorkerActor(StepActor):
                 worker.name,
                 live_sink(self._channels.get(assign.run_id), assign.run_id, worker.name),
             ),
+            guards=self._guards,
         )

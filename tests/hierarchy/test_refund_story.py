@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from examples.refund.brain import refund_brain
@@ -9,6 +11,7 @@ from examples.refund.team import GOAL, build_team
 from examples.refund.tools import Ledger
 from regiment.hierarchy import (
     CheckFailed,
+    GuardrailTripped,
     PlanCreated,
     Replanned,
     RunCompleted,
@@ -18,7 +21,7 @@ from regiment.hierarchy import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from regiment.models import ScriptedModel
+from regiment.models import ModelRequest, ModelResponse, ScriptedModel
 
 pytestmark = pytest.mark.anyio
 
@@ -81,3 +84,33 @@ async def test_stream_and_result_tell_the_same_story() -> None:
     live = (TextDelta, ToolCallStarted, ToolCallFinished)
     assert any(isinstance(e, live) for e in seen)
     assert tuple(e for e in seen[:-1] if not isinstance(e, live)) == final.result.events
+
+
+async def test_a_plan_that_refunds_before_checking_eligibility_is_re_prompted() -> None:
+    """The refund team's plan guard: the first plan refunds straight away, goes back
+    to the planner with the policy's reason, and the second plan is the usual one."""
+    told: list[str] = []
+
+    def hasty(request: ModelRequest) -> ModelResponse | str:
+        if request.role == "planner" and not told:
+            told.append("")
+            order = "88213"
+            return json.dumps(
+                {
+                    "steps": [
+                        {"description": f"Issue the refund for order {order}", "worker": "billing"}
+                    ]
+                }
+            )
+        if request.role == "planner":
+            told.append(request.messages[-1].text)
+        return refund_brain(request)
+
+    ledger = Ledger()
+    result = await build_team(ScriptedModel(hasty), ledger).run(GOAL)
+    assert "guardrail 'eligibility_first' rejected the plan" in told[1]
+    assert "no step before it uses check_eligibility" in told[1]
+    assert result.plans[0].steps[0].description.startswith("Check refund eligibility")
+    tripped = [e for e in result.events if isinstance(e, GuardrailTripped)]
+    assert [(e.guardrail, e.subject) for e in tripped] == [("eligibility_first", "plan")]
+    assert ledger.refunds == []

@@ -1,0 +1,139 @@
+"""Running a chain of guardrails over one subject: in order, each rewrite feeding
+the next guard, stopping at the first trip. A guard that raises trips with the
+exception's type as the reason (cancellation is never caught)."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar, final
+
+from regiment.hierarchy.guard._judge import Spend, spending
+from regiment.hierarchy.guard._note import GuardNote
+from regiment.hierarchy.guard._types import KINDS, Guardrail, Outcome, Pass, Rewrite, Trip
+from regiment.models import ModelResponse
+from regiment.telemetry import Telemetry
+from regiment.telemetry import semconv as sc
+
+__all__ = ("Checked", "GUARD_SPAN", "Where", "run_chain")
+
+S = TypeVar("S")
+GUARD_SPAN = sc.SPAN_GUARDRAIL
+_log = logging.getLogger("regiment.guardrail")
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Where:
+    """Where a chain runs, for notes and log lines."""
+
+    role: str = ""
+    worker: str | None = None
+    step_id: str | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Checked(Generic[S]):
+    """A chain's verdict: the subject as the last guard left it, or the tripping
+    guard and its reason."""
+
+    subject: S
+    tripped: Guardrail | None = None
+    reason: str = ""
+    spent: tuple[ModelResponse, ...] = ()  # the guards' own model calls (see ``judge``)
+
+
+async def run_chain(
+    guards: Sequence[Guardrail],
+    subject: S,
+    telemetry: Telemetry,
+    notes: list[GuardNote],
+    where: Where = Where(),
+) -> Checked[S]:
+    """Run ``guards`` over ``subject``; every trip and rewrite is added to ``notes``."""
+    spend = Spend(telemetry)
+    token = spending().set(spend)
+    try:
+        checked = await _run(guards, subject, telemetry, notes, where)
+    finally:
+        spending().reset(token)
+    if not spend.responses:
+        return checked
+    return Checked(checked.subject, checked.tripped, checked.reason, tuple(spend.responses))
+
+
+async def _run(
+    guards: Sequence[Guardrail],
+    subject: S,
+    telemetry: Telemetry,
+    notes: list[GuardNote],
+    where: Where,
+) -> Checked[S]:
+    kind = KINDS[type(subject)]
+    for guard in guards:
+        with telemetry.tracer.start_as_current_span(
+            GUARD_SPAN,
+            attributes={
+                sc.REGIMENT_GUARDRAIL_NAME: guard.name,
+                sc.REGIMENT_GUARDRAIL_SUBJECT: kind,
+            },
+        ) as span:
+            outcome = await _judge(guard, subject)
+            match outcome:
+                case Pass():
+                    span.set_attribute(sc.REGIMENT_GUARDRAIL_OUTCOME, "pass")
+                case Rewrite(subject=new):
+                    if type(new) is not type(subject):
+                        outcome = Trip(
+                            f"rewrote a {type(subject).__name__} into a {type(new).__name__}"
+                        )
+                    else:
+                        span.set_attribute(sc.REGIMENT_GUARDRAIL_OUTCOME, "rewrite")
+                        notes.append(_note(guard, kind, "rewrote", "", where))
+                        subject = new
+            if isinstance(outcome, Trip):
+                span.set_attribute(sc.REGIMENT_GUARDRAIL_OUTCOME, "trip")
+                if telemetry.capture_content:
+                    span.set_attribute(sc.REGIMENT_GUARDRAIL_REASON, outcome.reason)
+                notes.append(_note(guard, kind, "tripped", outcome.reason, where))
+                _log.info(
+                    "guardrail %s tripped on a %s: %s",
+                    guard.name,
+                    kind,
+                    outcome.reason,
+                    extra={
+                        "guardrail": guard.name,
+                        "worker": where.worker,
+                        "step_id": where.step_id,
+                    },
+                )
+                return Checked(subject, guard, outcome.reason)
+    return Checked(subject)
+
+
+async def _judge(guard: Guardrail, subject: object) -> Outcome:
+    try:
+        outcome: object = guard.check(subject)
+        if inspect.isawaitable(outcome):
+            outcome = await outcome
+    except Exception as exc:  # a guard that raises trips: fail closed
+        _log.warning("guardrail %s raised %s: %s", guard.name, type(exc).__name__, exc)
+        return Trip(type(exc).__name__)
+    if not isinstance(outcome, Pass | Rewrite | Trip):
+        return Trip(f"returned {type(outcome).__name__}, not Pass, Rewrite or Trip")
+    return outcome
+
+
+def _note(guard: Guardrail, kind: str, outcome: str, reason: str, where: Where) -> GuardNote:
+    return GuardNote(
+        guardrail=guard.name,
+        subject=kind,  # type: ignore[arg-type]
+        outcome=outcome,  # type: ignore[arg-type]
+        reason=reason,
+        role=where.role,
+        worker=where.worker,
+        step_id=where.step_id,
+    )

@@ -1,0 +1,251 @@
+"""A worker step's guards: around each model call and each tool call.
+
+Built once per worker when the team starts; a worker with no guards gets
+``None`` and its tool loop takes none of these paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, final
+
+import msgspec
+
+from regiment.errors import GuardrailError
+from regiment.hierarchy.guard._chain import Checked, Where, run_chain
+from regiment.hierarchy.guard._types import (
+    Guardrail,
+    ReplySubject,
+    RequestSubject,
+    ToolCallSubject,
+    ToolResultSubject,
+)
+from regiment.models import Message, ModelRequest, ModelResponse, ToolCallPart, ToolResultPart
+from regiment.telemetry import Telemetry
+from regiment.tools import ToolResult
+
+if TYPE_CHECKING:
+    from regiment.hierarchy._messages import AssignStep
+    from regiment.hierarchy.workers._loop import StepProgress
+
+__all__ = ("StepGuards", "tripped")
+
+
+class Caller(Protocol):
+    """What makes a step's model calls (``ModelCaller`` does)."""
+
+    async def call(self, request: ModelRequest) -> ModelResponse: ...
+
+
+def tripped(checked: Checked[Any], subject: str) -> GuardrailError:
+    """The error for a trip that ends what it guarded."""
+    guard = checked.tripped
+    name = guard.name if guard is not None else "?"
+    return GuardrailError(
+        f"guardrail '{name}' tripped on the {subject.replace('_', ' ')}: {checked.reason}",
+        guardrail=name,
+        subject=subject,
+        reason=checked.reason,
+    )
+
+
+def _of(kind: str, guards: Iterable[Guardrail]) -> tuple[Guardrail, ...]:
+    return tuple(g for g in guards if g.kind == kind)
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepGuards:
+    """The guards of one worker's steps: the team's, then the worker's, then the tool's."""
+
+    worker: str
+    telemetry: Telemetry
+    request: tuple[Guardrail, ...]
+    reply: tuple[Guardrail, ...]
+    tool_call: Mapping[str, tuple[Guardrail, ...]]
+    tool_result: Mapping[str, tuple[Guardrail, ...]]
+    any_call: tuple[Guardrail, ...]
+    any_result: tuple[Guardrail, ...]
+
+    @classmethod
+    def build(
+        cls,
+        worker: str,
+        guards: Sequence[Guardrail],
+        per_tool: Mapping[str, Sequence[Guardrail]],
+        telemetry: Telemetry,
+    ) -> StepGuards | None:
+        """The guards for ``worker``, or ``None`` when it has none."""
+        if not guards and not any(per_tool.values()):
+            return None
+        calls, results = _of("tool_call", guards), _of("tool_result", guards)
+        return cls(
+            worker=worker,
+            telemetry=telemetry,
+            request=_of("model_request", guards),
+            reply=_of("model_reply", guards),
+            tool_call={t: calls + _of("tool_call", g) for t, g in per_tool.items()},
+            tool_result={t: results + _of("tool_result", g) for t, g in per_tool.items()},
+            any_call=calls,
+            any_result=results,
+        )
+
+    def caller(
+        self,
+        caller: Caller,
+        assign: AssignStep,
+        progress: StepProgress,
+        messages: list[Message],
+    ) -> Callable[[ModelRequest], Awaitable[ModelResponse | None]]:
+        """``caller.call`` between the step's request and reply guards: ``None`` for a
+        reply a ``tell_model`` guard rejected (charged to ``progress`` here, and
+        ``messages`` given the reply and the reason)."""
+        step_id = assign.step.id
+
+        async def call(request: ModelRequest) -> ModelResponse | None:
+            response = await caller.call(await self.check_request(request, step_id, progress))
+            checked = await self.check_reply(response, step_id, progress)
+            if isinstance(checked, ModelResponse):
+                return checked
+            progress.model_calls += 1
+            progress.usage = progress.usage + response.usage
+            messages.extend(checked)
+            return None
+
+        return call
+
+    async def check_request(
+        self, request: ModelRequest, step_id: str, progress: StepProgress
+    ) -> ModelRequest:
+        """The request as the guards leave it.
+
+        Raises:
+            GuardrailError: a guard tripped (a request cannot be told to the model).
+        """
+        if not self.request:
+            return request
+        subject = RequestSubject(
+            role="worker",
+            worker=self.worker,
+            step_id=step_id,
+            system=request.system,
+            messages=request.messages,
+        )
+        where = Where("worker", self.worker, step_id)
+        checked = await run_chain(
+            self.request, subject, self.telemetry, progress.guard_notes, where
+        )
+        _charge(progress, checked)
+        if checked.tripped is not None:
+            raise tripped(checked, "model_request")
+        new = checked.subject
+        if new is subject:
+            return request
+        return msgspec.structs.replace(request, system=new.system, messages=new.messages)
+
+    async def check_reply(
+        self, response: ModelResponse, step_id: str, progress: StepProgress
+    ) -> ModelResponse | tuple[Message, ...]:
+        """The reply as the guards leave it, or (``tell_model``) the messages that
+        give the model its rejected reply and the reason.
+
+        Raises:
+            GuardrailError: a ``fail_step`` guard tripped.
+        """
+        if not self.reply:
+            return response
+        subject = ReplySubject(
+            role="worker", worker=self.worker, step_id=step_id, response=response
+        )
+        where = Where("worker", self.worker, step_id)
+        checked = await run_chain(self.reply, subject, self.telemetry, progress.guard_notes, where)
+        _charge(progress, checked)
+        guard = checked.tripped
+        if guard is None:
+            return checked.subject.response
+        if guard.on_trip == "fail_step":
+            raise tripped(checked, "model_reply")
+        told = f"rejected by guardrail '{guard.name}': {checked.reason}"
+        calls = response.tool_calls
+        answer = (
+            Message.tool_results(
+                tuple(
+                    ToolResultPart(call_id=c.id, content=f"not run: {told}", is_error=True)
+                    for c in calls
+                )
+            )
+            if calls
+            else Message.user(f"Your reply was {told}. Answer again.")
+        )
+        return Message(role="assistant", parts=response.parts), answer
+
+    async def call_tool(
+        self,
+        call: ToolCallPart,
+        step_id: str,
+        progress: StepProgress,
+        run: Callable[[ToolCallPart], Awaitable[ToolResult]],
+    ) -> ToolResult:
+        """Run one tool call (``run`` runs it) between its guards.
+
+        Raises:
+            GuardrailError: a ``fail_step`` guard tripped on the call or its result.
+        """
+        where = Where("worker", self.worker, step_id)
+        arguments: Mapping[str, object] = call.arguments
+        before = self.tool_call.get(call.name, self.any_call)
+        if before:
+            subject = ToolCallSubject(
+                worker=self.worker, step_id=step_id, tool=call.name, arguments=call.arguments
+            )
+            checked = await run_chain(before, subject, self.telemetry, progress.guard_notes, where)
+            _charge(progress, checked)
+            if (guard := checked.tripped) is not None:
+                if guard.on_trip == "fail_step":
+                    raise tripped(checked, "tool_call")
+                return _refused(call, guard, checked.reason)
+            arguments = checked.subject.arguments
+        if arguments is not call.arguments:  # a guard rewrote them
+            call = msgspec.structs.replace(call, arguments=dict(arguments))
+        result = await run(call)
+        after = self.tool_result.get(call.name, self.any_result)
+        if not after:
+            return result
+        done = ToolResultSubject(
+            worker=self.worker,
+            step_id=step_id,
+            tool=call.name,
+            arguments=result.arguments,
+            content=result.content,
+            is_error=result.is_error,
+        )
+        judged = await run_chain(after, done, self.telemetry, progress.guard_notes, where)
+        _charge(progress, judged)
+        if (guard := judged.tripped) is not None:
+            if guard.on_trip == "fail_step":
+                raise tripped(judged, "tool_result")
+            text = f"result withheld by guardrail '{guard.name}': {judged.reason}"
+            return msgspec.structs.replace(
+                result, content=text, is_error=True, error_type="guardrail"
+            )
+        new = judged.subject
+        return msgspec.structs.replace(result, content=new.content, is_error=new.is_error)
+
+
+def _charge(progress: StepProgress, checked: Checked[Any]) -> None:
+    """The guards' own model calls count against the step's allowance."""
+    for response in checked.spent:
+        progress.model_calls += 1
+        progress.usage = progress.usage + response.usage
+
+
+def _refused(call: ToolCallPart, guard: Guardrail, reason: str) -> ToolResult:
+    return ToolResult(
+        call_id=call.id,
+        tool_name=call.name,
+        content=f"not run: guardrail '{guard.name}' refused this call: {reason}",
+        is_error=True,
+        error_type="guardrail",
+        arguments=dict(call.arguments),
+    )

@@ -1,0 +1,250 @@
+"""Guardrails: outcomes, the subjects they judge, and the guard itself.
+
+A guardrail is a sync or async callable over one kind of subject that returns
+``Pass()``, ``Rewrite(new_subject)`` or ``Trip(reason)``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeAlias, TypeVar, final
+
+from regiment._json import JsonValue
+from regiment.errors import ConfigError
+from regiment.hierarchy.guard._note import SubjectKind
+from regiment.hierarchy.plan._plan import PlanStep
+from regiment.models import Message, ModelResponse
+
+__all__ = (
+    "AnswerSubject",
+    "GuardLike",
+    "Guardrail",
+    "OnTrip",
+    "Outcome",
+    "Pass",
+    "PlanSubject",
+    "ReplySubject",
+    "RequestSubject",
+    "Rewrite",
+    "Subject",
+    "ToolCallSubject",
+    "ToolResultSubject",
+    "Trip",
+    "as_guardrail",
+    "as_guardrails",
+    "guardrail",
+)
+
+S = TypeVar("S")
+OnTrip: TypeAlias = Literal["fail_step", "tell_model"]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Pass:
+    """The subject may go on unchanged."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Rewrite(Generic[S]):
+    """The subject goes on as ``subject`` (the next guard in the chain sees it)."""
+
+    subject: S
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Trip:
+    """The subject must not go on; ``reason`` says why (it may reach the model)."""
+
+    reason: str
+
+
+Outcome: TypeAlias = Pass | Rewrite[Any] | Trip
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestSubject:
+    """A model request before it is sent: ``role`` is ``"worker"`` or the planner
+    side's role; ``worker``/``step_id`` are set inside a step."""
+
+    role: str
+    worker: str | None
+    step_id: str | None
+    system: str
+    messages: tuple[Message, ...]
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplySubject:
+    """A model's reply, before anything acts on it."""
+
+    role: str
+    worker: str | None
+    step_id: str | None
+    response: ModelResponse
+
+    @property
+    def text(self) -> str:
+        return self.response.text
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanSubject:
+    """A parsed, valid plan before its steps are dispatched (first plan, replans,
+    new rounds); ``committed`` names the tools of steps already committed."""
+
+    goal: str
+    version: int
+    steps: tuple[PlanStep, ...]
+    committed: tuple[PlanStep, ...] = ()
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallSubject:
+    """A tool call the model asked for, before it runs."""
+
+    worker: str
+    step_id: str
+    tool: str
+    arguments: Mapping[str, JsonValue]
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResultSubject:
+    """A tool's result, before the model sees it."""
+
+    worker: str
+    step_id: str
+    tool: str
+    arguments: Mapping[str, JsonValue]
+    content: JsonValue
+    is_error: bool
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnswerSubject:
+    """The synthesized final answer, before the run returns it."""
+
+    goal: str
+    text: str
+
+
+Subject: TypeAlias = (
+    RequestSubject
+    | ReplySubject
+    | PlanSubject
+    | ToolCallSubject
+    | ToolResultSubject
+    | AnswerSubject
+)
+KINDS: dict[type[Any], SubjectKind] = {
+    RequestSubject: "model_request",
+    ReplySubject: "model_reply",
+    PlanSubject: "plan",
+    ToolCallSubject: "tool_call",
+    ToolResultSubject: "tool_result",
+    AnswerSubject: "answer",
+}
+Check: TypeAlias = Callable[[Any], Outcome | Awaitable[Outcome]]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Guardrail:
+    """A check over one kind of subject.
+
+    Attributes:
+        check: ``check(subject)`` returns (or, if async, resolves to) an outcome.
+        kind: the subject it judges: ``model_request``, ``model_reply``, ``plan``,
+            ``tool_call``, ``tool_result`` or ``answer``.
+        name: how events and spans name it (the callable's name by default).
+        on_trip: inside a step, ``"fail_step"`` fails the step; ``"tell_model"``
+            gives the worker's model the reason instead (as the tool's error
+            result, or as a message after a rejected reply) and the step goes on.
+            A tripped model request always fails the step.
+    """
+
+    check: Check
+    kind: SubjectKind
+    name: str = ""
+    on_trip: OnTrip = "fail_step"
+    _is_async: bool = field(default=False, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS.values():
+            kinds = ", ".join(KINDS.values())
+            raise ConfigError(f"guardrail kind must be one of {kinds}, not {self.kind!r}")
+        if self.on_trip not in ("fail_step", "tell_model"):
+            raise ConfigError(
+                f"guardrail {self.name or _name(self.check)!r}: on_trip must be "
+                f"'fail_step' or 'tell_model', not {self.on_trip!r}"
+            )
+        if not self.name:
+            object.__setattr__(self, "name", _name(self.check))
+        object.__setattr__(self, "_is_async", inspect.iscoroutinefunction(self.check))
+
+
+GuardLike: TypeAlias = Guardrail | Callable[..., Any]
+
+
+def guardrail(
+    kind: SubjectKind, *, name: str = "", on_trip: OnTrip = "fail_step"
+) -> Callable[[Check], Guardrail]:
+    """Decorate a check as a :class:`Guardrail` over ``kind``."""
+
+    def wrap(check: Check) -> Guardrail:
+        return Guardrail(check, kind, name=name, on_trip=on_trip)
+
+    return wrap
+
+
+def as_guardrail(value: object, where: str = "") -> Guardrail:
+    """A :class:`Guardrail` as it is, or a plain callable whose first parameter is
+    annotated with a subject type (that names its kind).
+
+    Raises:
+        ConfigError: ``value`` is neither.
+    """
+    if isinstance(value, Guardrail):
+        return value
+    if not callable(value):
+        raise ConfigError(f"{where}guardrail {value!r} is not callable; give a function")
+    kind = _annotated_kind(value)
+    if kind is None:
+        kinds = ", ".join(cls.__name__ for cls in KINDS)
+        raise ConfigError(
+            f"{where}guardrail {_name(value)!r}: cannot tell which subject it checks; "
+            f"annotate its parameter with one of {kinds}, or wrap it with "
+            f"regiment.guardrail('<kind>')"
+        )
+    return Guardrail(value, kind)
+
+
+def _annotated_kind(fn: Callable[..., Any]) -> SubjectKind | None:
+    try:
+        hints = typing.get_type_hints(fn)
+        params = list(inspect.signature(fn).parameters)
+    except (NameError, TypeError, ValueError):
+        return None
+    first = hints.get(params[0]) if params else None
+    return KINDS.get(first) if isinstance(first, type) else None
+
+
+def _name(check: object) -> str:
+    return str(getattr(check, "__name__", None) or type(check).__name__)
+
+
+def as_guardrails(values: Iterable[object], where: str = "") -> tuple[Guardrail, ...]:
+    """Each of ``values`` as a :class:`Guardrail` (see :func:`as_guardrail`)."""
+    return tuple(as_guardrail(value, where) for value in values)

@@ -1,0 +1,119 @@
+"""The part of the planner actor that reads plans and answers, with their guards.
+
+``PlannerActor`` inherits it: a plan reply becomes a plan (or a re-prompt, or
+the run's ``PlanError``), and when the team has plan or answer guards, the
+plan and the answer pass through them (``RunGuards``) before they are acted on.
+"""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+from regiment.actors import Actor
+from regiment.errors import PlanError, RunError
+from regiment.hierarchy.guard._roles import GuardRole
+from regiment.hierarchy.run._book import RunBook
+from regiment.hierarchy.run._calls import PhaseCalls
+from regiment.hierarchy.run._changes import GuardsNoted, ModelCharged, PlanAdopted, RunChange
+from regiment.hierarchy.run._guarding import RunGuards, answer_verdict, plan_verdict
+from regiment.hierarchy.run._messages import GuardJudged, PlannerMessage, Purpose
+from regiment.hierarchy.run._phase import Executing, Phase, Planning, Synthesize, Synthesizing
+from regiment.hierarchy.run._prompting import PlanReading, Prompting
+from regiment.hierarchy.run._runtime import TeamRuntime
+from regiment.models import ModelRequest
+
+__all__ = ("GuardedActor",)
+
+# Whose usage a guard's own model call is charged to (see ``regiment.hierarchy.guard.judge``).
+_PURPOSES: dict[GuardRole, Purpose] = {
+    "planner": "plan",
+    "critic": "critique",
+    "synthesizer": "synthesis",
+}
+
+
+class GuardedActor(Actor[PlannerMessage, None]):
+    """Plan and answer handling of :class:`~regiment.hierarchy.run._actor.PlannerActor`."""
+
+    _team: TeamRuntime
+    _book: RunBook
+    _calls: PhaseCalls
+    _prompting: Prompting
+    _phase: Phase
+    _guards: RunGuards
+
+    # -- provided by PlannerActor ---------------------------------------------
+
+    def _record(self, change: RunChange) -> None:
+        raise NotImplementedError
+
+    def _ask(self, purpose: Purpose, request: ModelRequest) -> None:
+        raise NotImplementedError
+
+    def _fail(self, error: RunError) -> None:
+        raise NotImplementedError
+
+    def _finish_answer(self, answer: str) -> None:
+        raise NotImplementedError
+
+    async def _dispatch_ready(self) -> None:
+        raise NotImplementedError
+
+    # -- plans and answers -----------------------------------------------------
+
+    def _note_guards(self) -> None:
+        """Record what the planner side's guards did since the last time, and charge
+        their own model calls to their role."""
+        log = self._guards.log
+        if log.notes:
+            self._record(GuardsNoted(self._guards.drain()))
+        while log.spent:
+            role, response = log.spent.pop(0)
+            self._record(ModelCharged(_PURPOSES[role], response.usage, response))
+
+    async def _on_plan_reply(self, planning: Planning, text: str) -> None:
+        reading = self._prompting.read_plan(planning, text, self._book.versions)
+        if isinstance(reading, PlanAdopted) and self._guards.plan:
+            self._guards.start_plan(self.ctx, reading, tuple(self._book.versions.committed))
+            return
+        await self._take_plan(planning, reading)
+
+    async def _take_plan(self, planning: Planning, reading: PlanReading) -> None:
+        match reading:
+            case PlanAdopted():
+                self._record(reading)
+                self._phase = Executing()
+                await self._dispatch_ready()
+            case ModelRequest():
+                self._ask(planning.kind, reading)  # the problems go back to the planner
+            case PlanError():
+                self._fail(reading)
+            case _:
+                assert_never(reading)
+
+    def _on_answer(self, text: str) -> None:
+        if self._guards.answer:
+            self._guards.start_answer(self.ctx, text)
+        else:
+            self._finish_answer(text)
+
+    async def _on_guard_judged(self, judged: GuardJudged) -> None:
+        """The plan or answer guards' verdict (see ``RunGuards``)."""
+        if not self._guards.accept(judged):
+            return  # the run moved on
+        self._note_guards()
+        phase, checked, planner = self._phase, judged.checked, self._team.planner
+        if isinstance(phase, Planning) and judged.adopted is not None:
+            verdict = plan_verdict(
+                phase, judged.adopted, checked, planner.prompts, planner.max_plan_attempts
+            )
+            await self._take_plan(phase, verdict)
+        elif isinstance(phase, Synthesizing):
+            synthesis = self._prompting.call(Synthesize(), self._book).request
+            match answer_verdict(self._guards, checked, synthesis):
+                case str() as answer:
+                    self._finish_answer(answer)
+                case ModelRequest() as again:
+                    self._ask("synthesis", again)
+                case error:
+                    self._fail(error)

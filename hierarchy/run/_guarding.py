@@ -1,0 +1,220 @@
+"""The run's plan and answer guards, run as a task the planner actor owns.
+
+A plan (before its steps are dispatched) and the synthesized answer (before
+the run returns it) go through their chains in a task with its own cancel
+scope, like a planner-side model call: the actor's handler never waits on a
+guard, and a slow guard is cancelled when the run ends. The verdict comes back
+as a ``GuardJudged`` message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, final
+
+import anyio
+import msgspec
+
+from regiment.actors import ActorContext
+from regiment.errors import GuardrailError, PlanError
+from regiment.hierarchy._critic import Critic
+from regiment.hierarchy._planner import Planner
+from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy.events import Event, GuardrailRewrote, GuardrailTripped
+from regiment.hierarchy.guard._chain import Checked, Where, run_chain
+from regiment.hierarchy.guard._note import GuardNote
+from regiment.hierarchy.guard._roles import GuardLog, GuardRole, RoleGuards
+from regiment.hierarchy.guard._step import tripped
+from regiment.hierarchy.guard._types import (
+    AnswerSubject,
+    GuardLike,
+    Guardrail,
+    PlanSubject,
+    as_guardrails,
+)
+from regiment.hierarchy.plan._validate import validate_plan
+from regiment.hierarchy.run._changes import PlanAdopted
+from regiment.hierarchy.run._messages import GuardJudged, PlannerMessage
+from regiment.hierarchy.run._phase import Planning
+from regiment.hierarchy.run._trace import RunTrace
+from regiment.models import Message, ModelRequest
+
+__all__ = ("RunGuards", "answer_verdict", "note_events", "plan_verdict", "role_guards")
+
+Context = ActorContext[PlannerMessage, None]
+
+
+@final
+@dataclass(slots=True)
+class RunGuards:
+    """One run's plan and answer guards, and the notes its role callers leave."""
+
+    guards: RoleGuards
+    trace: RunTrace
+    goal: str
+    log: GuardLog
+    answer_retried: bool = False
+    _token: int = 0
+    _scope: anyio.CancelScope | None = None
+
+    @property
+    def plan(self) -> tuple[Guardrail, ...]:
+        return self.guards.plan
+
+    @property
+    def answer(self) -> tuple[Guardrail, ...]:
+        return self.guards.answer
+
+    def drain(self) -> tuple[GuardNote, ...]:
+        """The notes left since the last drain."""
+        notes = tuple(self.log.notes)
+        self.log.notes.clear()
+        return notes
+
+    def start_plan(self, ctx: Context, adopted: PlanAdopted, committed: tuple[str, ...]) -> None:
+        plan = adopted.plan
+        kept = tuple(s for s in plan.steps if s.id in committed)
+        subject = PlanSubject(
+            goal=self.goal,
+            version=plan.version,
+            steps=tuple(s for s in plan.steps if s.id not in committed),
+            committed=kept,
+        )
+        self._start(ctx, self.plan, subject, adopted, Where("planner"))
+
+    def start_answer(self, ctx: Context, text: str) -> None:
+        subject = AnswerSubject(goal=self.goal, text=text)
+        self._start(ctx, self.answer, subject, None, Where("synthesizer"))
+
+    def accept(self, judged: GuardJudged) -> bool:
+        """Whether ``judged`` answers the latest check (not one cancelled since)."""
+        if judged.token != self._token:
+            return False
+        self._scope = None
+        return True
+
+    def stop(self) -> None:
+        """Cancel the check in flight, if any; its verdict will not be accepted."""
+        if self._scope is not None:
+            self._scope.cancel()
+            self._scope = None
+        self._token += 1
+
+    def _start(
+        self,
+        ctx: Context,
+        chain: tuple[Guardrail, ...],
+        subject: PlanSubject | AnswerSubject,
+        adopted: PlanAdopted | None,
+        where: Where,
+    ) -> None:
+        self._token += 1
+        self._scope = anyio.CancelScope()
+        ctx.start_soon(self._run, ctx, chain, subject, adopted, where, self._token, self._scope)
+
+    async def _run(
+        self,
+        ctx: Context,
+        chain: tuple[Guardrail, ...],
+        subject: PlanSubject | AnswerSubject,
+        adopted: PlanAdopted | None,
+        where: Where,
+        token: int,
+        scope: anyio.CancelScope,
+    ) -> None:
+        with scope:
+            with self.trace.in_run():
+                checked: Checked[PlanSubject | AnswerSubject] = await run_chain(
+                    chain, subject, self.trace.telemetry, self.log.notes, where
+                )
+            self.log.charge("planner" if adopted is not None else "synthesizer", checked)
+            await ctx.self_ref.send(GuardJudged(token, checked, adopted))
+
+
+def role_guards(team: Sequence[GuardLike], planner: Planner, critic: Critic | None) -> RoleGuards:
+    """The guards of a team's planner side: the team's, and each role's own."""
+    roles: dict[GuardRole, tuple[Guardrail, ...]] = {
+        "planner": as_guardrails(planner.guardrails),
+        "synthesizer": as_guardrails(planner.synthesizer_guardrails),
+        "critic": as_guardrails(critic.guardrails) if critic is not None else (),
+    }
+    return RoleGuards(team=as_guardrails(team), roles=roles)
+
+
+def note_events(run_id: str, notes: Sequence[GuardNote]) -> list[Event]:
+    """One ``GuardrailTripped`` or ``GuardrailRewrote`` per note."""
+    return [
+        GuardrailTripped(
+            run_id=run_id,
+            guardrail=n.guardrail,
+            subject=n.subject,
+            reason=n.reason,
+            role=n.role,
+            worker=n.worker,
+            step_id=n.step_id,
+        )
+        if n.outcome == "tripped"
+        else GuardrailRewrote(
+            run_id=run_id,
+            guardrail=n.guardrail,
+            subject=n.subject,
+            role=n.role,
+            worker=n.worker,
+            step_id=n.step_id,
+        )
+        for n in notes
+    ]
+
+
+def plan_verdict(
+    planning: Planning,
+    adopted: PlanAdopted,
+    checked: Checked[Any],
+    prompts: Prompts,
+    attempts: int,
+) -> PlanAdopted | ModelRequest | PlanError:
+    """What a judged plan becomes: adopted (as the guards left it), sent back to the
+    planner with the reason, or, with no attempts left, the run's ``PlanError``."""
+    session = planning.session
+    if checked.tripped is None:
+        subject, plan = checked.subject, adopted.plan
+        steps = (*subject.committed, *subject.steps)
+        if steps == plan.steps:
+            return adopted
+        invalid = validate_plan(
+            subject.steps,
+            workers=tuple(session.workers),
+            known_ids=session.known_ids,
+            checks=tuple(session.checks),
+        )
+        if not invalid:
+            rewritten = msgspec.structs.replace(plan, steps=steps)
+            return PlanAdopted(rewritten, adopted.kind, adopted.replaced, subject.steps)
+        problem = f"a guardrail rewrote the plan into an invalid one: {'; '.join(invalid)}"
+    else:
+        problem = f"guardrail '{checked.tripped.name}' rejected the plan: {checked.reason}"
+    if session.attempts >= attempts:
+        message = f"the planner gave no acceptable plan in {session.attempts} attempts: {problem}"
+        return PlanError(message, last_reply=session.messages[-1].text, problems=(problem,))
+    session.reprompt((problem,), prompts)
+    return session.request()
+
+
+def answer_verdict(
+    guards: RunGuards, checked: Checked[Any], synthesis: ModelRequest
+) -> str | ModelRequest | GuardrailError:
+    """What a judged answer becomes: the answer (as the guards left it), one more
+    synthesis call told the reason, or the run's ``GuardrailError``."""
+    if checked.tripped is None:
+        answer: str = checked.subject.text
+        return answer
+    error = tripped(checked, "answer")
+    if guards.answer_retried:
+        return error
+    guards.answer_retried = True
+    retry = Message.user(
+        f"Your answer was rejected: {error}. Write the final answer again so that it does not."
+    )
+    previous = Message.assistant(checked.subject.text)
+    return msgspec.structs.replace(synthesis, messages=(*synthesis.messages, previous, retry))
