@@ -21,6 +21,7 @@ The tree::
     │   ├── StepFailed                 a step failed and no replan could recover it
     │   ├── BudgetExceeded             a budget limit was reached (when configured to raise)
     │   └── RunCancelled               the run was cancelled by its caller
+    ├── ApprovalError                  a decision on an approval request cannot be taken
     └── JournalError                   the run journal cannot be opened, read or written
         ├── LeaseHeld                  another owner's lease on the run is alive
         └── LeaseLost                  a write carried a stale fencing token (a zombie owner)
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 __all__ = (
     "ActorError",
+    "ApprovalError",
     "ActorFailed",
     "ActorStopped",
     "AskTimeout",
@@ -193,6 +195,11 @@ class BudgetExceeded(RunError):
 
 class RunCancelled(RunError):
     """The run was cancelled by its caller."""
+
+
+class ApprovalError(RegimentError):
+    """A decision on an approval request cannot be taken: the request is unknown or
+    already decided, or edited arguments do not validate (the request stays pending)."""
 
 
 class JournalError(RegimentError):

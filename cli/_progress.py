@@ -100,6 +100,10 @@ class RunProgress:
                 self.phase = "replanning"
             case ev.SynthesisStarted():
                 self.phase = "synthesizing"
+            case ev.ApprovalRequested(request=request):
+                self._row(request.step_id, "").note = f"waits for approval of {request.tool_name}"
+            case ev.ApprovalResolved(step_id=sid, tool=tool, decision=decision):
+                self._row(sid, "").note = f"{tool}: {decision}"
             case (
                 ev.CritiqueCompleted()
                 | ev.RoundStarted()

@@ -27,14 +27,15 @@ from typing import assert_never, final
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
-from opentelemetry.trace import Span
 
 from regiment.actors import (
     ActorRef,
     ActorSystem,
     open_actor_system,
 )
-from regiment.errors import ConfigError, RunCancelled, RunError
+from regiment.errors import ConfigError, RunCancelled
+from regiment.hierarchy._approvals import ApprovalDesk, StepAt
+from regiment.hierarchy._approving import decide, pending
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._checks import Check
 from regiment.hierarchy._critic import Critic
@@ -42,19 +43,21 @@ from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._messages import StepAllowance, WorkerMessage
 from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._result import RunResult
+from regiment.hierarchy._run_end import record_end
 from regiment.hierarchy._supervisor import RunRef, SpawnRun, Supervisor, capped, close_run
 from regiment.hierarchy.events import Event
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._journaling import RunJournal, owner_name
 from regiment.hierarchy.run._messages import StartRun
 from regiment.hierarchy.run._runtime import TeamRuntime
-from regiment.hierarchy.workers._live import LiveWorker
+from regiment.hierarchy.workers._approval_gate import ApprovalGate
+from regiment.hierarchy.workers._live import LiveWorker, worker_tools
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._team_worker import TeamWorker, TeamWorkerActor
 from regiment.hierarchy.workers._worker import Worker, WorkerActor, WorkerSpec
 from regiment.journal import Journal, JournalSpec, open_journal
-from regiment.telemetry import Telemetry, error_type
-from regiment.tools import MCPHub, WorkerTools
+from regiment.telemetry import Telemetry
+from regiment.tools import ApprovalDecision, ApprovalRequest, MCPHub
 
 __all__ = ("RunningTeam", "Team")
 
@@ -138,8 +141,10 @@ class RunningTeam:
         supervisor: ActorRef[SpawnRun, RunRef],
         telemetry: Telemetry,
         channels: dict[str, RunChannel],
+        desk: ApprovalDesk,
     ) -> None:
         self.team = team
+        self._desk = desk
         self._supervisor = supervisor
         self._telemetry = telemetry
         self._ids = itertools.count(1)
@@ -174,7 +179,8 @@ class RunningTeam:
                 worker has MCP servers but no hub was given, or MCP tool names clash.
             ToolError: an MCP server could not be started.
         """
-        return await _spawn_team(team, system, telemetry, prefix="", outer=(), mcp=mcp)
+        desk = ApprovalDesk()
+        return await _spawn_team(team, system, telemetry, prefix="", outer=(), mcp=mcp, desk=desk)
 
     async def run(
         self,
@@ -234,11 +240,31 @@ class RunningTeam:
         async with opened as (_channel, events):
             yield events
 
+    async def approve(
+        self,
+        request_id: str,
+        decision: ApprovalDecision,
+        *,
+        by: str | None = None,
+        run_id: str | None = None,
+    ) -> ApprovalRequest:
+        """Decide a pending request (see ``regiment.hierarchy._approving.decide``).
+
+        A live run goes on at once; a paused one's decision is journaled for its resume.
+        Raises ``ApprovalError`` for an unknown or decided request, or invalid edits.
+        """
+        desk, journal = self._desk, self.journal
+        return await decide(desk, journal, self.team, request_id, decision, by or "", run_id=run_id)
+
+    async def pending_approvals(self, run_id: str | None = None) -> tuple[ApprovalRequest, ...]:
+        """Undecided requests, of one run or all: live ones here, and the journal's."""
+        return await pending(self._desk, self.journal, run_id)
+
     def _open_for_step(
-        self, goal: str, allowance: StepAllowance
+        self, goal: str, allowance: StepAllowance, parent: StepAt
     ) -> AbstractAsyncContextManager[tuple[RunChannel, MemoryObjectReceiveStream[Event]]]:
         """What a parent's team-worker actor uses to run a step on this team."""
-        return self._open(goal, allowance, streaming=False)
+        return self._open(goal, allowance, streaming=False, parent=parent)
 
     @asynccontextmanager
     async def _open(
@@ -249,16 +275,11 @@ class RunningTeam:
         streaming: bool,
         concurrency: int | None = None,
         session: str | None = None,
+        parent: StepAt | None = None,
     ) -> AsyncIterator[tuple[RunChannel, MemoryObjectReceiveStream[Event]]]:
         if not goal.strip():
             raise ConfigError("the goal is empty; say what the team should do")
-        if concurrency is None:
-            concurrency = self.team.concurrency
-        elif isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ConfigError(
-                f"concurrency={concurrency!r}: a run's concurrency must be a whole number "
-                "of at least 1 (or None for the team's)"
-            )
+        concurrency = _run_concurrency(concurrency, self.team.concurrency)
         # Unique within the team by the counter, and across teams and processes with
         # high probability; no system call (uuid4 reads the OS's random source).
         run_id = f"run-{next(self._ids)}-{random.getrandbits(32):08x}"
@@ -288,6 +309,7 @@ class RunningTeam:
                         SpawnRun(run_id, goal, channel, span, budget, concurrency)
                     )
                 assert ref is not None  # a shielded scope never skips its body
+                self._desk.link(run_id, parent) if parent else self._desk.open_run(run_id, ref.send)
                 await ref.send(StartRun())
                 yield channel, events
             finally:
@@ -300,7 +322,19 @@ class RunningTeam:
                             await run_journal.close()  # JournalError: the run is not durable
                 finally:
                     del self._channels[run_id]
-                _record_end(self._telemetry, span, channel)
+                    self._desk.close_run(run_id)
+                record_end(self._telemetry, span, channel)
+
+
+def _run_concurrency(concurrency: int | None, team: int) -> int:
+    if concurrency is None:
+        return team
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ConfigError(
+            f"concurrency={concurrency!r}: a run's concurrency must be a whole number "
+            "of at least 1 (or None for the team's)"
+        )
+    return concurrency
 
 
 async def _spawn_team(
@@ -311,6 +345,7 @@ async def _spawn_team(
     prefix: str,
     outer: tuple[Team, ...],
     mcp: MCPHub | None,
+    desk: ApprovalDesk,
 ) -> RunningTeam:
     if any(t is team for t in outer):
         path = " -> ".join(t.name for t in (*outer, team))
@@ -327,14 +362,16 @@ async def _spawn_team(
         factory: Callable[[], StepActor]
         match worker:
             case Worker():
-                tools = await _worker_tools(worker, mcp)
+                tools = await worker_tools(worker, mcp)
                 specs[worker.name] = LiveWorker(worker, tools) if worker.mcp_servers else worker
-                factory = functools.partial(WorkerActor, worker, prompts, telemetry, tools)
+                gate = ApprovalGate(desk, name, worker.approval_timeout, telemetry)
+                factory = functools.partial(WorkerActor, worker, prompts, telemetry, tools, gate)
             case TeamWorker():
                 # The child team lives in the parent's actor system: it stops with it.
                 specs[worker.name] = worker
+                up = (*outer, team)
                 child = await _spawn_team(
-                    worker.team, system, telemetry, prefix=f"{name}/", outer=(*outer, team), mcp=mcp
+                    worker.team, system, telemetry, prefix=f"{name}/", outer=up, mcp=mcp, desk=desk
                 )
                 factory = functools.partial(
                     TeamWorkerActor, worker, team.name, child._open_for_step, telemetry
@@ -356,36 +393,4 @@ async def _spawn_team(
     )
     channels: dict[str, RunChannel] = {}
     supervisor = await system.spawn(lambda: Supervisor(runtime, channels), name=f"{base}/planner")
-    return RunningTeam(team, supervisor, telemetry, channels)
-
-
-async def _worker_tools(worker: Worker, mcp: MCPHub | None) -> WorkerTools:
-    """The worker's live tools, starting its MCP servers (once per hub) first."""
-    if not worker.mcp_servers:
-        return WorkerTools(worker.toolset)
-    if mcp is None:
-        raise ConfigError(
-            f"worker '{worker.name}' has MCP servers, which need an MCPHub: start the team "
-            "with Team.start(), or pass mcp= to RunningTeam.spawn"
-        )
-    return await mcp.worker_tools(worker.toolset, worker.mcp_servers)
-
-
-def _record_end(telemetry: Telemetry, span: Span, channel: RunChannel) -> None:
-    error: RunError | None = None
-    result = channel.result
-    if result is None:
-        error = channel.error or RunCancelled("the run ended without a result")
-        result = channel.tally  # what the run did before it failed, if it got that far
-    status = "failed" if error is not None or result is None else result.status
-    telemetry.recorder.run_end(
-        span,
-        status=status,
-        plan_versions=len(result.plans) if result else 0,
-        stale_dropped=result.stale_reports_dropped if result else 0,
-        usage=result.usage if result else None,
-        model_calls=result.model_calls if result else None,
-        tool_calls=result.tool_calls if result else None,
-        steps=len(result.steps) if result else None,
-        error_type=None if error is None else error_type(error),
-    )
+    return RunningTeam(team, supervisor, telemetry, channels, desk)

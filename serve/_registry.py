@@ -17,7 +17,7 @@ from regiment.hierarchy import Event, RunCompleted, RunFailed, RunResult
 
 __all__ = ("MemoryRunStore", "RunRecord", "RunState", "RunStore")
 
-RunState: TypeAlias = Literal["running", "completed", "partial", "cancelled", "failed"]
+RunState: TypeAlias = Literal["running", "completed", "partial", "cancelled", "paused", "failed"]
 
 
 @dataclass

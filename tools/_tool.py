@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import inspect
 import logging
@@ -134,8 +135,19 @@ class Tool(Generic[P, R_co]):
 
     @property
     def requires_approval(self) -> bool:
-        """Whether every call goes through an approver first."""
-        return self._policy.requires_approval
+        """Whether calls may need an approver first (always, or when its predicate says so)."""
+        return self._policy.requires_approval is not False
+
+    def requiring_approval(self) -> Tool[P, R_co]:
+        """The same tool with every call needing approval (a worker's ``require_approval``)."""
+        clone = copy.copy(self)
+        clone._policy = dataclasses.replace(self._policy, requires_approval=True)
+        return clone
+
+    def check_arguments(self, arguments: Mapping[str, JsonValue]) -> str | None:
+        """What is wrong with ``arguments`` for this tool's schema, or ``None`` if they validate."""
+        bound = self._spec.validate(arguments)
+        return bound if isinstance(bound, str) else None
 
     @property
     def function(self) -> Callable[P, R_co]:
@@ -192,7 +204,7 @@ class Tool(Generic[P, R_co]):
         if isinstance(bound, str):
             message = f"invalid arguments for tool {self._name!r}: {bound}"
             return _error(self._name, call_id, message, "invalid_arguments", _raw(arguments))
-        if self._policy.requires_approval:
+        if self._policy.needs_approval(bound.as_json):
             gated = await self._gate(bound, call_id, approver)
             if isinstance(gated, ToolResult):
                 return gated
@@ -221,7 +233,7 @@ class Tool(Generic[P, R_co]):
             case Approve():
                 return bound
             case Deny(reason=reason):
-                message = f"the call to tool {self._name!r} was denied: {reason}"
+                message = f"denied: {reason}"
                 return _error(self._name, call_id, message, "approval_denied", bound.sent, key)
             case EditArguments(arguments=edited):
                 rebound = self._spec.validate(edited)

@@ -26,6 +26,7 @@ from opentelemetry.trace import Span
 
 from regiment.actors import Actor
 from regiment.errors import BudgetExceeded, PlanError, RunCancelled, RunError, StepFailed
+from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled
 from regiment.hierarchy._messages import BudgetLimit, StepReport
 from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.run._book import RunBook
@@ -61,6 +62,7 @@ from regiment.hierarchy.run._messages import (
     Purpose,
     StartRun,
 )
+from regiment.hierarchy.run._pausing import PausesForApprovals
 from regiment.hierarchy.run._phase import (
     AfterCompress,
     AskReplan,
@@ -71,6 +73,7 @@ from regiment.hierarchy.run._phase import (
     EndFailed,
     Ending,
     EndPartial,
+    EndPaused,
     Executing,
     Phase,
     Planning,
@@ -89,7 +92,7 @@ from regiment.models import ModelRequest
 __all__ = ("PlannerActor",)
 
 
-class PlannerActor(Actor[PlannerMessage, None]):
+class PlannerActor(PausesForApprovals, Actor[PlannerMessage, None]):
     """Drives one run from goal to answer."""
 
     def __init__(
@@ -106,10 +109,7 @@ class PlannerActor(Actor[PlannerMessage, None]):
         self._phase: Phase = Planning("plan", self._prompting.first_session(), "initial")
 
     def _record(self, change: RunChange) -> None:
-        """The one door for state changes: apply ``change``, emit its events, journal it.
-
-        Replaying the changes rebuilds the run's state (see ``RunJournal``).
-        """
+        """The one door for state changes: apply ``change``, emit its events, journal it."""
         self._book.apply(change)
         self._journal.note(change, self._book.channel.result)
 
@@ -124,11 +124,14 @@ class PlannerActor(Actor[PlannerMessage, None]):
                     await self._on_model_reply(message)
                 case StepReport():
                     await self._on_report(message)
+                    self._pause_if_stalled()
                 case CancelRun(reason=reason):
                     if not isinstance(self._phase, Done):
                         self._wind_down(EndCancelled(reason))
                 case DeadlineReached():
                     self._exhausted("wall_clock", "the run's wall-clock budget ran out")
+                case ApprovalNoticed() | ApprovalSettled():
+                    self._on_approval(message)
                 case _:
                     assert_never(message)
             await self._journal.flush()  # JournalError fails the run
@@ -335,8 +338,8 @@ class PlannerActor(Actor[PlannerMessage, None]):
                 self._finish(f"cancelled: {reason}", "cancelled")
             case EndFailed(error=error):
                 self._fail(error)
-            case EndPartial():
-                self._finish(self._book.partial_answer(), "partial")
+            case EndPartial() | EndPaused():
+                self._finish(*self._closing(ending))
             case _:
                 assert_never(ending)
 

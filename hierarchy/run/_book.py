@@ -32,8 +32,11 @@ from regiment.hierarchy.events import (
     SynthesisStarted,
     ToolFailed,
 )
+from regiment.hierarchy.run._approvals import RunApprovals
 from regiment.hierarchy.run._calls import ROLES
 from regiment.hierarchy.run._changes import (
+    ApprovalAnswered,
+    ApprovalAsked,
     BudgetRanOut,
     CheckRejected,
     CritiqueJudged,
@@ -119,6 +122,7 @@ class RunBook:
         self.dispatcher = dispatcher
         self.spending = Spending(BudgetLedger(team.budget))
         self.rounds = Rounds()
+        self.approvals = RunApprovals(run_id)
         self.events: list[Event] = []
 
     def apply(self, change: RunChange) -> None:
@@ -174,6 +178,8 @@ class RunBook:
             case BudgetRanOut(limit=limit, detail=detail):
                 self.spending.exhausted = limit
                 self._emit(BudgetExhausted(run_id=run_id, limit=limit, detail=detail))
+            case ApprovalAsked() | ApprovalAnswered():
+                self.approvals.apply(change, self._emit)
             case RunFinished() | RunAborted():
                 self._end(change)
             case _:
@@ -331,6 +337,7 @@ class RunBook:
             rounds=self.rounds.round,
             verdicts=tuple(self.rounds.verdicts),
             memory=versions.memory,
+            pending_approvals=tuple(self.approvals.pending.values()) if status == "paused" else (),
             events=tuple(self.events),
         )
 

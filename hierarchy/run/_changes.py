@@ -24,8 +24,11 @@ from regiment.hierarchy.plan._plan import Plan, PlanStep
 from regiment.hierarchy.run._messages import Purpose
 from regiment.hierarchy.run._phase import PlanKind
 from regiment.models import ModelResponse, Usage
+from regiment.tools import ApprovalDecision, ApprovalRequest
 
 __all__ = (
+    "ApprovalAnswered",
+    "ApprovalAsked",
     "BudgetRanOut",
     "CheckRejected",
     "CritiqueJudged",
@@ -177,6 +180,23 @@ class BudgetRanOut(msgspec.Struct, frozen=True):
 
 
 @final
+class ApprovalAsked(msgspec.Struct, frozen=True):
+    """A tool call of this run (or of a team nested in it) waits for a decision."""
+
+    request: ApprovalRequest
+
+
+@final
+class ApprovalAnswered(msgspec.Struct, frozen=True):
+    """A pending request was decided (``by`` is ``timeout`` when it expired)."""
+
+    request: ApprovalRequest
+    decision: ApprovalDecision
+    by: str
+    waited_s: float
+
+
+@final
 class RunFinished(msgspec.Struct, frozen=True):
     """The run ended with a result (completed, partial or cancelled)."""
 
@@ -208,6 +228,8 @@ RunChange: TypeAlias = (
     | MemoryAdopted
     | SynthesisBegun
     | BudgetRanOut
+    | ApprovalAsked
+    | ApprovalAnswered
     | RunFinished
     | RunAborted
 )

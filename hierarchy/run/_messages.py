@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled
 from regiment.hierarchy._messages import StepReport
 from regiment.models import ModelResponse
 
@@ -43,4 +44,12 @@ class DeadlineReached:
     """The run's wall-clock budget ran out."""
 
 
-PlannerMessage: TypeAlias = StartRun | ModelReplied | StepReport | CancelRun | DeadlineReached
+PlannerMessage: TypeAlias = (
+    StartRun
+    | ModelReplied
+    | StepReport
+    | CancelRun
+    | DeadlineReached
+    | ApprovalNoticed
+    | ApprovalSettled
+)

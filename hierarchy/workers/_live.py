@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import final
 
+from regiment.errors import ConfigError
 from regiment.hierarchy.workers._worker import Worker
-from regiment.tools import WorkerTools
+from regiment.tools import MCPHub, WorkerTools
 
-__all__ = ("LiveWorker",)
+__all__ = ("LiveWorker", "worker_tools")
 
 
 @final
@@ -48,3 +49,15 @@ class LiveWorker:
     def step_model_calls(self) -> int:
         """Its iteration cap."""
         return self.worker.step_model_calls
+
+
+async def worker_tools(worker: Worker, mcp: MCPHub | None) -> WorkerTools:
+    """The worker's live tools, starting its MCP servers (once per hub) first."""
+    if not worker.mcp_servers:
+        return WorkerTools(worker.toolset)
+    if mcp is None:
+        raise ConfigError(
+            f"worker '{worker.name}' has MCP servers, which need an MCPHub: start the team "
+            "with Team.start(), or pass mcp= to RunningTeam.spawn"
+        )
+    return await mcp.worker_tools(worker.toolset, worker.mcp_servers)

@@ -19,6 +19,7 @@ from regiment.hierarchy._messages import (
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.plan._plan import PlanStep
+from regiment.hierarchy.workers._approval_gate import ApprovalGate
 from regiment.models import (
     Message,
     ModelRequest,
@@ -103,15 +104,20 @@ async def _call_tools(
     assign: AssignStep,
     progress: StepProgress,
     telemetry: Telemetry,
+    gate: ApprovalGate | None = None,
 ) -> list[ToolResultPart]:
     """Run one response's tool calls at the same time; results keep the call order."""
     results: list[ToolResult | None] = [None] * len(calls)
     limit = assign.allowance.tool_calls
+    first = progress.tool_calls  # the step's number of its first call here
 
     async def one(index: int, call: ToolCallPart) -> None:
         with telemetry.tool_span(call.name, call.id, agent_name=toolset.name) as span:
             telemetry.recorder.tool_arguments(span, call.arguments)
-            result = await toolset.call(call.name, call.arguments, call_id=call.id)
+            approver = None if gate is None else gate.approver(toolset, assign, first + index)
+            result = await toolset.call(
+                call.name, call.arguments, call_id=call.id, approver=approver
+            )
             failure = (result.error_type or "error") if result.is_error else None
             telemetry.recorder.tool_outcome(span, failure or "ok", error_type=failure)
             telemetry.recorder.tool_result(span, result.content)
@@ -236,6 +242,7 @@ async def run_tool_loop(
     assign: AssignStep,
     progress: StepProgress,
     on_tool_error: OnToolError = "tell_model",
+    approvals: ApprovalGate | None = None,
 ) -> StepReport:
     """Run one step to an answer, or to the iteration cap, or to the allowance's end.
 
@@ -268,7 +275,9 @@ async def run_tool_loop(
             return progress.report(assign, worker, "done")
         messages.append(_assistant_message(response))
         ran_before = len(progress.outcomes)
-        results = await _call_tools(toolset, response.tool_calls, assign, progress, telemetry)
+        results = await _call_tools(
+            toolset, response.tool_calls, assign, progress, telemetry, approvals
+        )
         new = progress.outcomes[ran_before:]
         _check_failures(new, toolset, assign, worker, on_tool_error)
         messages.append(Message(role="user", parts=tuple(results)))

@@ -23,6 +23,7 @@ from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._ranges import at_least, seconds
+from regiment.hierarchy.workers._approval_gate import ApprovalGate
 from regiment.hierarchy.workers._loop import StepProgress, run_tool_loop
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.models import Model
@@ -78,6 +79,10 @@ class Worker:
         on_tool_error: what an exception from one of its tools does (unless the
             tool sets its own): ``"tell_model"`` (the default) hands it to the model
             as an error result; ``"raise"`` fails the step.
+        require_approval: names of its tools whose every call needs approval
+            (on top of the tools' own ``requires_approval``).
+        approval_timeout: seconds an unanswered approval request waits before it
+            counts as a denial; ``None``: it waits (the run pauses meanwhile).
     """
 
     name: str
@@ -90,6 +95,8 @@ class Worker:
     max_concurrent_steps: int = 8
     artifact: bool = False
     on_tool_error: OnToolError = "tell_model"
+    require_approval: Iterable[str] = ()
+    approval_timeout: float | None = None
     toolset: Toolset = field(init=False, repr=False, compare=False)
     mcp_servers: tuple[MCPServer, ...] = field(init=False, repr=False, compare=False)
 
@@ -104,10 +111,17 @@ class Worker:
         at_least(owner, "max_iterations", self.max_iterations, 1)
         at_least(owner, "max_concurrent_steps", self.max_concurrent_steps, 1)
         seconds(owner, "step_timeout", self.step_timeout)
+        seconds(owner, "approval_timeout", self.approval_timeout)
+        needs = (self.require_approval,) if isinstance(self.require_approval, str) else ()
+        object.__setattr__(self, "require_approval", needs or tuple(self.require_approval))
         items = () if isinstance(self.tools, Toolset) else tuple(self.tools)
         servers = tuple(i for i in items if isinstance(i, MCPServer))
         plain = [i for i in items if not isinstance(i, MCPServer)]
         toolset = self.tools if isinstance(self.tools, Toolset) else Toolset(self.name, plain)
+        try:
+            toolset = toolset.requiring_approval(self.require_approval)
+        except ConfigError as exc:
+            raise ConfigError(f"worker '{self.name}': require_approval: {exc}") from None
         object.__setattr__(self, "toolset", toolset)
         object.__setattr__(self, "mcp_servers", servers)
 
@@ -131,6 +145,7 @@ class WorkerActor(StepActor):
         prompts: Prompts,
         telemetry: Telemetry,
         tools: WorkerTools | None = None,
+        approvals: ApprovalGate | None = None,
     ) -> None:
         super().__init__(
             worker.name,
@@ -145,6 +160,7 @@ class WorkerActor(StepActor):
         self._worker = worker
         self._tools = tools if tools is not None else WorkerTools(worker.toolset)
         self._prompts = prompts
+        self._approvals = approvals
         self._caller = ModelCaller(worker.model, worker.name, telemetry)
 
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
@@ -162,4 +178,5 @@ class WorkerActor(StepActor):
             assign=assign,
             progress=progress,
             on_tool_error=worker.on_tool_error,
+            approvals=self._approvals,
         )
