@@ -316,6 +316,8 @@ def _worker(config: WorkerConfig, index: int, models: RoleModels, source: str) -
             step_timeout=config.step_timeout,
             max_concurrent_steps=config.max_concurrent_steps,
             artifact=config.artifact,
+            require_approval=config.require_approval,
+            approval_timeout=config.approval_timeout,
         ),
     )
 

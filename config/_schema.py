@@ -97,6 +97,8 @@ class WorkerConfig(_Section, frozen=True, kw_only=True):
     step_timeout: float | None = 300.0
     max_concurrent_steps: int = 8
     artifact: bool = False
+    require_approval: tuple[str, ...] = ()
+    approval_timeout: float | None = None
 
 
 class CheckConfig(_Section, frozen=True, kw_only=True):
@@ -242,6 +244,8 @@ MODEL_ONLY_KEYS = (
     "system_prompt",
     "step_timeout",
     "max_concurrent_steps",
+    "require_approval",
+    "approval_timeout",
 )
 """``[[workers]]`` keys that describe a model-backed worker, so cannot go with ``team``."""
 

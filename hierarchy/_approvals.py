@@ -23,6 +23,7 @@ import anyio
 import msgspec
 
 from regiment.errors import ActorStopped, ApprovalError
+from regiment.journal import ApprovalDecided, ApprovalRequested, Journal
 from regiment.tools import ApprovalDecision, ApprovalRequest, Deny, EditArguments, Tool
 
 __all__ = (
@@ -41,6 +42,7 @@ class ApprovalNoticed(msgspec.Struct, frozen=True):
     """A planner message: a call of this run waits for a decision."""
 
     request: ApprovalRequest
+    journaled: bool = False  # a resumed run's request, journaled before it paused
 
 
 @final
@@ -90,6 +92,7 @@ class ApprovalDesk:
         self._planners: dict[str, Callable[[Notice], Awaitable[None]]] = {}
         self._parents: dict[str, StepAt] = {}
         self._entries: dict[str, _Pending] = {}
+        self.journal: Journal | None = None  # where a paused run's decisions are
 
     # -- runs ----------------------------------------------------------------
 
@@ -131,13 +134,15 @@ class ApprovalDesk:
         the request stays pending.
         """
         entry = self._entries.get(request.request_id)
+        journaled = False
         if entry is None:
             entry = self._entries[request.request_id] = _Pending(request, tool)
-        elif entry.decision is not None:
+            journaled, entry.decision = await self._journaled(request)
+        if entry.decision is not None:
             return entry.decision  # decided while the run was paused: recorded then
         started = time.monotonic()
         if not self._expired(entry):
-            await self._tell(request.run_id, ApprovalNoticed(entry.request))
+            await self._tell(request.run_id, ApprovalNoticed(entry.request, journaled))
             ready = entry.ready = anyio.Event()
             try:
                 expires = request.expires_at
@@ -197,6 +202,19 @@ class ApprovalDesk:
             for e in self._entries.values()
             if e.decision is None and run_id in (None, e.request.run_id)
         )
+
+    async def _journaled(self, request: ApprovalRequest) -> tuple[bool, ApprovalDecision | None]:
+        """Whether a resumed run journaled ``request`` before, and the decision taken since."""
+        if self.journal is None:
+            return False, None
+        asked = decided = None
+        for entry in await self.journal.read(request.run_id):
+            record = entry.record
+            if isinstance(record, ApprovalRequested) and record.approval_id == request.request_id:
+                asked = record
+            elif isinstance(record, ApprovalDecided) and record.approval_id == request.request_id:
+                decided = record.decision
+        return asked is not None, decided
 
     def _expired(self, entry: _Pending) -> bool:
         expires = entry.request.expires_at

@@ -118,7 +118,7 @@ class Team:
             # sessions close. Servers start here, eagerly (see regiment.tools.MCPHub).
             async with MCPHub.open() as mcp, open_actor_system() as system:
                 running = await RunningTeam.spawn(self, system, mcp=mcp)
-                running.journal = opened
+                running.journal = running._desk.journal = opened
                 yield running
         finally:
             if opened is not None and opened is not journal:

@@ -181,9 +181,13 @@ class BudgetRanOut(msgspec.Struct, frozen=True):
 
 @final
 class ApprovalAsked(msgspec.Struct, frozen=True):
-    """A tool call of this run (or of a team nested in it) waits for a decision."""
+    """A tool call of this run (or of a team nested in it) waits for a decision.
+
+    ``journaled``: a resumed run's request, already in the journal.
+    """
 
     request: ApprovalRequest
+    journaled: bool = False
 
 
 @final

@@ -206,7 +206,7 @@ def _record_for(run_id: str, change: RunChange, result: RunResult | None) -> Rec
             | ReportDropped(report=report)
         ):
             return _reported(run_id, report, committed=False)
-        case ApprovalAsked(request=request):
+        case ApprovalAsked(request=request, journaled=False):
             return ApprovalRequested(
                 run_id=run_id,
                 approval_id=request.request_id,

@@ -35,8 +35,8 @@ class PausesForApprovals:
         if isinstance(self._phase, Done):
             return  # the run has ended; the team's desk keeps the request for a resume
         match notice:
-            case ApprovalNoticed(request=request):
-                self._record(ApprovalAsked(request))
+            case ApprovalNoticed(request=request, journaled=journaled):
+                self._record(ApprovalAsked(request, journaled))
                 self._pause_if_stalled()
             case ApprovalSettled(request=r, decision=d, by=by, waited_s=waited):
                 self._record(ApprovalAnswered(r, d, by, waited))
