@@ -24,7 +24,7 @@ from regiment.telemetry import SpanCollector, Telemetry, TracingHandle, configur
 
 __all__ = ("Outcome", "RunOptions", "TraceMode", "drive")
 
-Outcome: TypeAlias = Literal["done", "failed", "interrupted"]
+Outcome: TypeAlias = Literal["done", "failed", "paused", "interrupted"]
 TraceMode: TypeAlias = Literal["jaeger", "console", "none"]
 _TICK = 0.25  # seconds between redraws of the live view's clocks
 
@@ -40,6 +40,7 @@ class RunOptions:
     events_jsonl: bool
     events_file: str | None
     live: bool
+    journal: str | None = None
 
 
 @dataclass(kw_only=True)
@@ -132,7 +133,7 @@ async def _watch(
             if not isinstance(view, PlainView):
                 tg.start_soon(_tick, view)
             try:
-                await _consume(team, options.goal, progress, view, sink, ending)
+                await _consume(team, options, progress, view, sink, ending)
             except Exception as exc:  # re-raised below, so the task group does not wrap it
                 error = exc
             finally:
@@ -174,13 +175,14 @@ def _view(
 
 async def _consume(
     team: Team,
-    goal: str,
+    options: RunOptions,
     progress: RunProgress,
     view: ProgressView,
     sink: Callable[[ev.Event], None],
     ending: _Ending,
 ) -> None:
-    async with team.start() as running, running.stream(goal) as events:
+    start, goal = team.start(journal=options.journal), options.goal
+    async with start as running, running.stream(goal) as events:
         async for event in events:
             progress.apply(event)
             view.show(event)
@@ -208,14 +210,19 @@ def _report(
     outcome: Outcome = "failed"
     result = ending.result
     if result is not None:
-        if not (options.events_jsonl and options.events_file is None):
+        paused = result.status == "paused"  # no answer yet: one line says what to do
+        if not paused and not (options.events_jsonl and options.events_file is None):
             print(result.answer, file=stdout, flush=True)
         if result.status == "partial":
             print(
                 f"regiment: partial result: the {result.budget_exhausted} budget ran out",
                 file=stderr,
             )
-        outcome = "done"
+        outcome = "paused" if result.status == "paused" else "done"
+        if outcome == "paused":
+            n = len(result.pending_approvals)
+            line = f"paused: {n} approval(s) pending — regiment approvals {result.run_id}"
+            print(line, file=stderr)
     elif ending.interrupted:
         print(f"regiment: interrupted; cancelled the run {progress.summary()}", file=stderr)
         outcome = "interrupted"

@@ -21,7 +21,14 @@ from regiment.tools import ApprovalDecision, ApprovalRequest, EditArguments, Too
 if TYPE_CHECKING:
     from regiment.hierarchy._team import Team
 
-__all__ = ("decide", "find_tool", "journaled_request", "pending", "record_decision")
+__all__ = (
+    "decide",
+    "decide_in_journal",
+    "find_tool",
+    "journaled_request",
+    "pending",
+    "record_decision",
+)
 
 
 async def decide(
@@ -56,6 +63,25 @@ async def decide(
         return request
     if journal is None:
         raise _unknown(request_id, "this team's live runs")
+    return await decide_in_journal(journal, request_id, decision, by, run_id=run_id, team=team)
+
+
+async def decide_in_journal(
+    journal: Journal,
+    request_id: str,
+    decision: ApprovalDecision,
+    by: str,
+    *,
+    run_id: str | None = None,
+    team: Team | None = None,
+) -> ApprovalRequest:
+    """Decide a journaled request of a paused run (``team``: to validate edited arguments).
+
+    Raises:
+        ApprovalError: no such request, it is decided already, or edited arguments
+            do not validate against ``team``'s tool (it stays pending).
+        LeaseHeld: the run is live in another process; decide there.
+    """
     requested, decided = await journaled_request(journal, request_id, run_id)
     if requested is None:
         raise _unknown(request_id, f"journal {journal.where}")
@@ -66,7 +92,8 @@ async def decide(
             f"was already decided by {decided.decided_by or 'someone'}; a decision cannot "
             "be changed"
         )
-    _check_edit(team, request, decision)
+    if team is not None:
+        _check_edit(team, request, decision)
     await record_decision(journal, request, decision, by)
     return request
 

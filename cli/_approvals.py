@@ -1,0 +1,141 @@
+"""``regiment approvals`` and ``regiment approve``: a paused run's requests, over its journal.
+
+::
+
+    regiment approvals [RUN_ID] [--json] [--journal J]
+    regiment approve RUN_ID REQUEST_ID [--deny REASON | --edit JSON_OBJECT] [--by NAME]
+                     [--team TEAM_FILE] [--journal J]
+
+The journal is ``--journal``, else ``$REGIMENT_JOURNAL``, else ``.regiment/journal.db``
+under the current directory (``regiment run --journal`` writes there too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TextIO
+
+import anyio
+import msgspec
+
+from regiment.errors import ConfigError, JournalError
+from regiment.hierarchy import Team
+from regiment.hierarchy._approving import decide_in_journal
+from regiment.journal import Journal, open_journal
+from regiment.tools import ApprovalDecision, ApprovalRequest, Approve, Deny, EditArguments
+
+__all__ = ("DEFAULT_JOURNAL", "add_approval_commands", "approval_command", "journal_location")
+
+DEFAULT_JOURNAL = Path(".regiment") / "journal.db"
+
+
+def journal_location(given: str | None, environ: Mapping[str, str]) -> str:
+    """``--journal``, else ``$REGIMENT_JOURNAL``, else ``.regiment/journal.db``."""
+    return given or environ.get("REGIMENT_JOURNAL") or str(DEFAULT_JOURNAL)
+
+
+def add_approval_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``approvals`` and ``approve`` subcommands."""
+    listing = commands.add_parser("approvals", help="list the approval requests runs wait for")
+    listing.add_argument("run_id", metavar="RUN_ID", nargs="?", help="only this run's")
+    listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    listing.add_argument("--journal", metavar="J", help="file or postgresql:// URL")
+    decide = commands.add_parser("approve", help="approve, deny or edit a pending request")
+    decide.add_argument("run_id", metavar="RUN_ID")
+    decide.add_argument("request_id", metavar="REQUEST_ID")
+    how = decide.add_mutually_exclusive_group()
+    how.add_argument("--deny", metavar="REASON", help="deny it; the worker is told the reason")
+    how.add_argument("--edit", metavar="JSON_OBJECT", help="approve with these arguments")
+    decide.add_argument("--by", metavar="NAME", default="", help="who decided, for the record")
+    decide.add_argument(
+        "--team", metavar="TEAM_FILE", help="validate --edit against the tool's schema first"
+    )
+    decide.add_argument("--journal", metavar="J", help="file or postgresql:// URL")
+    decide.add_argument("--app-dir", metavar="DIR", default=".")
+
+
+async def approval_command(
+    args: argparse.Namespace, team: Team | None, stdout: TextIO, environ: Mapping[str, str]
+) -> None:
+    """Run ``approvals`` or ``approve``.
+
+    Raises:
+        ConfigError: a bad ``--edit``.
+        ApprovalError: the request cannot be decided.
+        JournalError: the journal cannot be opened or has no such run.
+    """
+    location = journal_location(args.journal, environ)
+    if not location.startswith("postgres") and not await anyio.Path(location).exists():
+        raise JournalError(
+            f"no journal at {location}; run with --journal (or set $REGIMENT_JOURNAL) "
+            "to journal runs, then list their approvals here"
+        )
+    journal = await open_journal(location)
+    try:
+        if args.command == "approvals":
+            await _list(journal, args.run_id, args.json, stdout)
+        else:
+            await _decide(journal, args, team, stdout)
+    finally:
+        await journal.close()
+
+
+async def _list(journal: Journal, run_id: str | None, as_json: bool, stdout: TextIO) -> None:
+    if run_id is not None:
+        await journal.get_run(run_id)  # JournalError for an unknown run
+    for record in await journal.pending_approvals(run_id):
+        r = record.request
+        if as_json:
+            print(json.dumps(_row(r), sort_keys=True), file=stdout)
+        else:
+            arguments = json.dumps(r.arguments, sort_keys=True)
+            print(
+                f"{r.request_id}  {r.run_id}  {r.worker}  {r.step_id}  {r.tool_name}({arguments})",
+                file=stdout,
+            )
+
+
+def _row(r: ApprovalRequest) -> dict[str, object]:
+    return {
+        "request_id": r.request_id,
+        "run_id": r.run_id,
+        "worker": r.worker,
+        "step_id": r.step_id,
+        "tool": r.tool_name,
+        "arguments": r.arguments,
+        "idempotency_key": r.idempotency_key,
+        "expires_at": r.expires_at,
+    }
+
+
+async def _decide(
+    journal: Journal, args: argparse.Namespace, team: Team | None, stdout: TextIO
+) -> None:
+    await journal.get_run(args.run_id)  # JournalError for an unknown run
+    decision = _decision(args.deny, args.edit)
+    request = await decide_in_journal(
+        journal, args.request_id, decision, args.by, run_id=args.run_id, team=team
+    )
+    what = type(decision).__name__.lower().replace("editarguments", "edit")
+    print(
+        f"{what}: {request.tool_name} in run {request.run_id} "
+        f"({request.request_id}); continue with: regiment resume {request.run_id}",
+        file=stdout,
+    )
+
+
+def _decision(deny: str | None, edit: str | None) -> ApprovalDecision:
+    if deny is not None:
+        return Deny(reason=deny)
+    if edit is None:
+        return Approve()
+    try:
+        arguments = msgspec.json.decode(edit)
+    except msgspec.DecodeError as exc:
+        raise ConfigError(f"--edit is not JSON ({exc}); give a JSON object") from exc
+    if not isinstance(arguments, dict):
+        raise ConfigError(f"--edit needs a JSON object of arguments, not {edit!r}")
+    return EditArguments(arguments=arguments)
