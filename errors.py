@@ -199,7 +199,16 @@ class RunCancelled(RunError):
 
 class ApprovalError(RegimentError):
     """A decision on an approval request cannot be taken: the request is unknown or
-    already decided, or edited arguments do not validate (the request stays pending)."""
+    already decided, or edited arguments do not validate (the request stays pending).
+
+    Attributes:
+        kind: ``unknown``, ``decided``, ``invalid`` (edited arguments) or
+            ``no_journal`` (a paused run, and nowhere to keep the decision).
+    """
+
+    def __init__(self, message: str, *, kind: str = "invalid") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class JournalError(RegimentError):

@@ -177,7 +177,8 @@ class ApprovalDesk:
             raise ApprovalError(
                 f"approval request {request_id} ({request.tool_name} in run "
                 f"{request.run_id}) was already decided by {entry.by or 'someone'}: "
-                f"{_describe(entry.decision)}; a decision cannot be changed"
+                f"{_describe(entry.decision)}; a decision cannot be changed",
+                kind="decided",
             )
         if isinstance(decision, EditArguments) and entry.tool is not None:
             problem = entry.tool.check_arguments(decision.arguments)

@@ -56,7 +56,8 @@ async def decide(
                 raise ApprovalError(
                     f"run {request.run_id} has paused and this team has no journal to keep "
                     "the decision for its resume; start the team with journal=... "
-                    "(a file or a postgresql:// URL) so paused runs can be resumed"
+                    "(a file or a postgresql:// URL) so paused runs can be resumed",
+                    kind="no_journal",
                 )
             await record_decision(journal, request, decision, by)
         desk.decide(request_id, decision, by)
@@ -90,7 +91,8 @@ async def decide_in_journal(
         raise ApprovalError(
             f"approval request {request_id} ({request.tool_name} in run {request.run_id}) "
             f"was already decided by {decided.decided_by or 'someone'}; a decision cannot "
-            "be changed"
+            "be changed",
+            kind="decided",
         )
     if team is not None:
         _check_edit(team, request, decision)
@@ -176,5 +178,6 @@ def _check_edit(team: Team, request: ApprovalRequest, decision: ApprovalDecision
 def _unknown(request_id: str, where: str) -> ApprovalError:
     return ApprovalError(
         f"no approval request {request_id!r} in {where}; `regiment approvals` "
-        "(or RunningTeam.pending_approvals()) lists the pending ones"
+        "(or RunningTeam.pending_approvals()) lists the pending ones",
+        kind="unknown",
     )
