@@ -8,6 +8,7 @@ import anyio
 
 from regiment.hierarchy import Planner, Team, TeamWorker, Worker
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, tool_call_response
+from regiment.telemetry import Telemetry
 from regiment.tools import Tool, tool
 
 from .brains import Brain, plan_json, step_of, tool_results
@@ -56,7 +57,12 @@ def step(sid: str, worker: str, text: str) -> dict[str, object]:
     return {"id": sid, "description": text, "worker": worker}
 
 
-def shop_team(shop: Shop, *plans: str, approval_timeout: float | None = None) -> Team:
+def shop_team(
+    shop: Shop,
+    *plans: str,
+    approval_timeout: float | None = None,
+    telemetry: Telemetry | None = None,
+) -> Team:
     """The shop: ``billing`` (refund tools) and ``slow`` (holds a step until released)."""
 
     async def work(description: str, results: object, request: ModelRequest) -> ModelResponse | str:
@@ -76,6 +82,7 @@ def shop_team(shop: Shop, *plans: str, approval_timeout: float | None = None) ->
             ),
             Worker(name="slow", description="takes its time", model=model),
         ],
+        telemetry=telemetry,
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
 
 from regiment.errors import ApprovalError, ConfigError
 from regiment.hierarchy import (
@@ -18,6 +19,7 @@ from regiment.hierarchy import (
     Worker,
 )
 from regiment.models import ScriptedModel
+from regiment.telemetry import SpanCollector, Telemetry
 from regiment.tools import Approve, Deny, EditArguments, tool
 
 from .approval_team import Shop, nested_team, plan_json, shop_team, step
@@ -197,6 +199,30 @@ async def test_a_nested_request_pauses_the_top_run() -> None:
     (request,) = result.pending_approvals
     assert (request.worker, request.step_id) == ("top/desk/shop/billing", "s1")
     assert shop.refunds == []
+
+
+async def test_the_wait_for_a_decision_is_a_regiment_approval_span() -> None:
+    collector = SpanCollector()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(collector)
+    shop = Shop()
+    plan = plan_json(step("s1", "billing", "refund 8 40"), step("s2", "slow", "slow"))
+    team = shop_team(shop, plan, telemetry=Telemetry(provider))
+    seen, _ = await _drive(team, shop, "refund", lambda e: Deny(reason="no"))
+    (span,) = [s for s in collector.spans() if s.name == "regiment.approval"]
+    attributes = dict(span.attributes or {})
+    assert attributes["gen_ai.tool.name"] == "issue_refund"
+    assert attributes["regiment.approval.decision"] == "deny"
+    assert attributes["regiment.worker"] == "shop/billing"
+    (asked,) = [e for e in seen if isinstance(e, ApprovalRequested)]
+    assert attributes["regiment.approval.request_id"] == asked.request.request_id
+    wait = attributes["regiment.approval.wait_s"]
+    assert isinstance(wait, float)
+    assert wait >= 0
+    (tool_span,) = [s for s in collector.spans() if s.name == "execute_tool issue_refund"]
+    assert span.parent is not None
+    assert span.parent.span_id == tool_span.context.span_id  # the wait is inside the call
+    assert _result(seen).result.trace_id == format(span.context.trace_id, "032x")
 
 
 def test_a_worker_cannot_require_approval_for_a_tool_it_lacks() -> None:
