@@ -53,6 +53,7 @@ class ApprovalSettled(msgspec.Struct, frozen=True):
     decision: ApprovalDecision
     by: str
     waited_s: float
+    journaled: bool = False  # decided while the run was paused: the journal has it
 
 
 Notice = ApprovalNoticed | ApprovalSettled
@@ -137,9 +138,11 @@ class ApprovalDesk:
         journaled = False
         if entry is None:
             entry = self._entries[request.request_id] = _Pending(request, tool)
-            journaled, entry.decision = await self._journaled(request)
-        if entry.decision is not None:
-            return entry.decision  # decided while the run was paused: recorded then
+            journaled, entry.decision, entry.by = await self._journaled(request)
+        if entry.decision is not None:  # decided while the run was paused: journaled then
+            settled = ApprovalSettled(entry.request, entry.decision, entry.by, 0.0, journaled=True)
+            await self._tell(request.run_id, settled)
+            return entry.decision
         started = time.monotonic()
         if not self._expired(entry):
             await self._tell(request.run_id, ApprovalNoticed(entry.request, journaled))
@@ -204,18 +207,20 @@ class ApprovalDesk:
             if e.decision is None and run_id in (None, e.request.run_id)
         )
 
-    async def _journaled(self, request: ApprovalRequest) -> tuple[bool, ApprovalDecision | None]:
-        """Whether a resumed run journaled ``request`` before, and the decision taken since."""
-        if self.journal is None:
-            return False, None
-        asked = decided = None
-        for entry in await self.journal.read(request.run_id):
+    async def _journaled(
+        self, request: ApprovalRequest
+    ) -> tuple[bool, ApprovalDecision | None, str]:
+        """Whether a resumed run journaled ``request`` before, the decision taken since, and by whom."""
+        asked, decided = False, None
+        for entry in await self.journal.read(request.run_id) if self.journal else ():
             record = entry.record
             if isinstance(record, ApprovalRequested) and record.approval_id == request.request_id:
-                asked = record
+                asked = True
             elif isinstance(record, ApprovalDecided) and record.approval_id == request.request_id:
-                decided = record.decision
-        return asked is not None, decided
+                decided = record
+        if decided is None:
+            return asked, None, ""
+        return asked, decided.decision, decided.decided_by
 
     def _expired(self, entry: _Pending) -> bool:
         expires = entry.request.expires_at

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from regiment.hierarchy._team import Team
 
 __all__ = (
+    "DecidesApprovals",
     "decide",
     "decide_in_journal",
     "find_tool",
@@ -29,6 +30,48 @@ __all__ = (
     "pending",
     "record_decision",
 )
+
+
+class DecidesApprovals:
+    """``RunningTeam``'s approval methods (mixed in; ``RunningTeam`` gives the attributes)."""
+
+    team: Team
+    journal: Journal | None
+    _desk: ApprovalDesk
+
+    async def approve(
+        self,
+        request_id: str,
+        decision: ApprovalDecision,
+        *,
+        by: str | None = None,
+        run_id: str | None = None,
+    ) -> ApprovalRequest:
+        """Decide a pending approval request; a live run goes on with it at once.
+
+        ``Approve()`` runs the call once as asked; ``EditArguments(arguments)`` with
+        those arguments (validated first); ``Deny(reason)`` gives the worker the tool
+        error ``denied: <reason>``. A paused run's decision needs the team's journal:
+        it is journaled there, and resuming the run applies it.
+
+        Args:
+            request_id: the request's ``request_id``.
+            decision: what to do with the call.
+            by: who decided, for the record (``ApprovalResolved.decided_by``).
+            run_id: the request's run, if known (spares a search of the journal).
+
+        Raises:
+            ApprovalError: the request is unknown or decided already, edited
+                arguments do not validate (it stays pending), or its run has paused
+                and the team has no journal.
+            LeaseHeld: the run is live in another process; decide there.
+        """
+        desk, journal, by = self._desk, self.journal, by or ""
+        return await decide(desk, journal, self.team, request_id, decision, by, run_id=run_id)
+
+    async def pending_approvals(self, run_id: str | None = None) -> tuple[ApprovalRequest, ...]:
+        """Undecided requests, of one run or of all: the live ones here, then the journal's."""
+        return await pending(self._desk, self.journal, run_id)
 
 
 async def decide(

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import functools
 import itertools
-import random
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
+from random import getrandbits
 from typing import assert_never, final
 
 import anyio
@@ -33,31 +34,34 @@ from regiment.actors import (
     ActorSystem,
     open_actor_system,
 )
-from regiment.errors import ConfigError, RunCancelled
+from regiment.errors import ConfigError
 from regiment.hierarchy._approvals import ApprovalDesk, StepAt
-from regiment.hierarchy._approving import decide, pending
+from regiment.hierarchy._approving import DecidesApprovals
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._checks import Check
 from regiment.hierarchy._critic import Critic
 from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._messages import StepAllowance, WorkerMessage
 from regiment.hierarchy._planner import Planner
+from regiment.hierarchy._ranges import run_concurrency
 from regiment.hierarchy._result import RunResult
-from regiment.hierarchy._run_end import record_end
 from regiment.hierarchy._supervisor import RunRef, SpawnRun, Supervisor, capped, close_run
 from regiment.hierarchy.events import Event
 from regiment.hierarchy.run._channel import RunChannel
-from regiment.hierarchy.run._journaling import RunJournal, owner_name
+from regiment.hierarchy.run._journaling import RunJournal
 from regiment.hierarchy.run._messages import StartRun
+from regiment.hierarchy.run._resume import Opened, finished, open_channel, reopened
 from regiment.hierarchy.run._runtime import TeamRuntime
+from regiment.hierarchy.run._trace import record_run_end
 from regiment.hierarchy.workers._approval_gate import ApprovalGate
+from regiment.hierarchy.workers._journal_calls import RunCalls
 from regiment.hierarchy.workers._live import LiveWorker, worker_tools
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._team_worker import TeamWorker, TeamWorkerActor
 from regiment.hierarchy.workers._worker import Worker, WorkerActor, WorkerSpec
 from regiment.journal import Journal, JournalSpec, open_journal
 from regiment.telemetry import Telemetry
-from regiment.tools import ApprovalDecision, ApprovalRequest, MCPHub
+from regiment.tools import MCPHub
 
 __all__ = ("RunningTeam", "Team")
 
@@ -132,7 +136,7 @@ class Team:
 
 
 @final
-class RunningTeam:
+class RunningTeam(DecidesApprovals):
     """A started team; runs goals. Get one from ``Team.start()``."""
 
     def __init__(
@@ -189,6 +193,7 @@ class RunningTeam:
         allowance: StepAllowance | None = None,
         concurrency: int | None = None,
         session: str | None = None,
+        deps: object = None,
     ) -> RunResult:
         """Run one goal to its result.
 
@@ -202,6 +207,8 @@ class RunningTeam:
                 ``max_concurrent_steps`` is shared by every run of the started
                 team, so concurrent runs also wait for each other there.
             session: the session the run belongs to (recorded in the journal).
+            deps: handed to every tool that takes a ``RunContext`` (``ctx.deps``);
+                not journaled, so pass them again to :meth:`resume`.
 
         Raises:
             PlanError: no valid plan within the allowed attempts.
@@ -210,14 +217,32 @@ class RunningTeam:
             RunError: anything else that ended the run without a result.
         """
         opened = self._open(
-            goal, allowance, streaming=False, concurrency=concurrency, session=session
+            goal, allowance, streaming=False, concurrency=concurrency, session=session, deps=deps
         )
-        async with opened as (channel, events):
-            async for _ in events:  # nothing is sent: this waits for the run's end
-                pass
-        if channel.result is not None:
-            return channel.result
-        raise channel.error or RunCancelled("the run ended without a result")
+        return await finished(opened)
+
+    async def resume(self, run_id: str, *, deps: object = None, force: bool = False) -> RunResult:
+        """Finish a journaled run that stopped (its process died), without repeating side effects.
+
+        Committed steps are not run again; journaled model responses and tool results
+        are replayed; a tool call in flight at the crash runs again with the same
+        idempotency key. ``deps``: the run's, again; ``force``: even if the team changed.
+
+        Raises:
+            ConfigError: no journal, or the configuration changed (without ``force``).
+            LeaseHeld: another process is running it.
+            JournalError: the journal has no such run, or it has finished.
+            RunError: as for :meth:`run`.
+        """
+        return await finished(reopened(self, run_id, deps=deps, force=force, streaming=False))
+
+    @asynccontextmanager
+    async def resume_stream(
+        self, run_id: str, *, deps: object = None, force: bool = False
+    ) -> AsyncIterator[AsyncIterator[Event]]:
+        """:meth:`resume`, yielding the run's events from its start, as :meth:`stream` does."""
+        async with reopened(self, run_id, deps=deps, force=force, streaming=True) as (_, events):
+            yield events
 
     @asynccontextmanager
     async def stream(
@@ -227,38 +252,19 @@ class RunningTeam:
         allowance: StepAllowance | None = None,
         concurrency: int | None = None,
         session: str | None = None,
+        deps: object = None,
     ) -> AsyncIterator[AsyncIterator[Event]]:
         """Run one goal, yielding its events as they happen.
 
         The last event is ``RunCompleted`` (with the result) or ``RunFailed``.
-        Leaving the block early cancels the run. ``allowance`` and
-        ``concurrency`` and ``session`` are as for :meth:`run`.
+        Leaving the block early cancels the run. ``allowance``, ``concurrency``,
+        ``session`` and ``deps`` are as for :meth:`run`.
         """
         opened = self._open(
-            goal, allowance, streaming=True, concurrency=concurrency, session=session
+            goal, allowance, streaming=True, concurrency=concurrency, session=session, deps=deps
         )
         async with opened as (_channel, events):
             yield events
-
-    async def approve(
-        self,
-        request_id: str,
-        decision: ApprovalDecision,
-        *,
-        by: str | None = None,
-        run_id: str | None = None,
-    ) -> ApprovalRequest:
-        """Decide a pending request (see ``regiment.hierarchy._approving.decide``).
-
-        A live run goes on at once; a paused one's decision is journaled for its resume.
-        Raises ``ApprovalError`` for an unknown or decided request, or invalid edits.
-        """
-        desk, journal = self._desk, self.journal
-        return await decide(desk, journal, self.team, request_id, decision, by or "", run_id=run_id)
-
-    async def pending_approvals(self, run_id: str | None = None) -> tuple[ApprovalRequest, ...]:
-        """Undecided requests, of one run or all: live ones here, and the journal's."""
-        return await pending(self._desk, self.journal, run_id)
 
     def _open_for_step(
         self, goal: str, allowance: StepAllowance, parent: StepAt
@@ -275,30 +281,25 @@ class RunningTeam:
         streaming: bool,
         concurrency: int | None = None,
         session: str | None = None,
+        deps: object = None,
+        resumed: RunJournal | None = None,
         parent: StepAt | None = None,
-    ) -> AsyncIterator[tuple[RunChannel, MemoryObjectReceiveStream[Event]]]:
+    ) -> AsyncIterator[Opened]:
         if not goal.strip():
             raise ConfigError("the goal is empty; say what the team should do")
-        concurrency = _run_concurrency(concurrency, self.team.concurrency)
+        concurrency = run_concurrency(concurrency, self.team.concurrency)
         # Unique within the team by the counter, and across teams and processes with
         # high probability; no system call (uuid4 reads the OS's random source).
-        run_id = f"run-{next(self._ids)}-{random.getrandbits(32):08x}"
-        run_journal: RunJournal | None = None
-        if self.journal is not None:  # JournalError: the run is refused, nothing started
-            run_journal = await RunJournal.create(
-                self.journal, self.team, run_id, goal, session, owner_name()
-            )
-        channel, events = RunChannel.open(streaming=streaming)
+        run_id = resumed.run_id if resumed else f"run-{next(self._ids)}-{getrandbits(32):08x}"
+        # JournalError: the run is refused, nothing started.
+        channel, events = await open_channel(
+            self.journal, self.team, run_id, goal, session, deps, resumed, streaming=streaming
+        )
         budget = capped(self.team.budget, allowance)
-        if run_journal is not None:
-            channel.journal = run_journal
         ref: RunRef | None = None
+        provider = self.team.planner.model.provider
         with self._telemetry.run_span(
-            self.team.name,
-            run_id,
-            goal,
-            provider=self.team.planner.model.provider,
-            session_id=session,
+            self.team.name, run_id, goal, provider=provider, session_id=session
         ) as span:
             self._channels[run_id] = channel
             try:
@@ -318,23 +319,12 @@ class RunningTeam:
                         if ref is not None:
                             await close_run(ref, channel, events)
                         events.close()
-                        if run_journal is not None:
-                            await run_journal.close()  # JournalError: the run is not durable
+                        if channel.journal is not None:
+                            await channel.journal.close()  # JournalError: the run is not durable
                 finally:
                     del self._channels[run_id]
                     self._desk.close_run(run_id)
-                record_end(self._telemetry, span, channel)
-
-
-def _run_concurrency(concurrency: int | None, team: int) -> int:
-    if concurrency is None:
-        return team
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ConfigError(
-            f"concurrency={concurrency!r}: a run's concurrency must be a whole number "
-            "of at least 1 (or None for the team's)"
-        )
-    return concurrency
+                record_run_end(self._telemetry, span, channel)
 
 
 async def _spawn_team(
@@ -353,6 +343,9 @@ async def _spawn_team(
     telemetry = team.telemetry or inherited or Telemetry()
     refs: dict[str, ActorRef[WorkerMessage, None]] = {}
     specs: dict[str, WorkerSpec] = {}
+    channels: dict[str, RunChannel] = {}
+    runs = functools.partial(_run_calls, channels)  # a worker's way to its step's run
+
     prompts = team.planner.prompts
     base = f"{prefix}{team.name}"
     if mcp is not None:  # all of this team's MCP servers start at once, not worker by worker
@@ -365,7 +358,7 @@ async def _spawn_team(
                 tools = await worker_tools(worker, mcp)
                 specs[worker.name] = LiveWorker(worker, tools) if worker.mcp_servers else worker
                 gate = ApprovalGate(desk, name, worker.approval_timeout, telemetry)
-                factory = functools.partial(WorkerActor, worker, prompts, telemetry, tools, gate)
+                factory = partial(WorkerActor, worker, prompts, telemetry, tools, gate, runs)
             case TeamWorker():
                 # The child team lives in the parent's actor system: it stops with it.
                 specs[worker.name] = worker
@@ -391,6 +384,10 @@ async def _spawn_team(
         compression=team.compression,
         telemetry=telemetry,
     )
-    channels: dict[str, RunChannel] = {}
     supervisor = await system.spawn(lambda: Supervisor(runtime, channels), name=f"{base}/planner")
     return RunningTeam(team, supervisor, telemetry, channels, desk)
+
+
+def _run_calls(channels: Mapping[str, RunChannel], run_id: str) -> RunCalls | None:
+    channel = channels.get(run_id)
+    return None if channel is None else channel.calls

@@ -20,6 +20,7 @@ from regiment.tools._approval import (
     Deny,
     EditArguments,
 )
+from regiment.tools._context import RunContext
 from regiment.tools._decorator import tool
 from regiment.tools._definition import ToolDefinition
 from regiment.tools._mcp_connection import MCPConnection, MCPServerLost
@@ -53,6 +54,7 @@ __all__ = (
     "MCPServerLost",
     "MCPToolError",
     "RetryableToolError",
+    "RunContext",
     "Tool",
     "ToolDefinition",
     "ToolOptions",

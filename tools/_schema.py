@@ -27,6 +27,7 @@ from pydantic.fields import FieldInfo
 
 from regiment._json import JsonObject, JsonValue
 from regiment.errors import ConfigError
+from regiment.tools._context import is_context_annotation
 
 __all__ = ("ArgumentSpec", "BoundArguments", "clean_schema")
 
@@ -67,6 +68,10 @@ class ArgumentSpec:
     names: tuple[str, ...]
     positional: int  # how many leading parameters are positional-only
     schema: JsonObject
+    # The parameter annotated ``RunContext`` (not in the schema), and its place
+    # among the positional-only ones if it is one of them.
+    context: str | None = None
+    context_position: int | None = None
 
     @classmethod
     def of(cls, fn: Callable[..., object], tool_name: str, docs: Mapping[str, str]) -> ArgumentSpec:
@@ -83,7 +88,9 @@ class ArgumentSpec:
                 f"cannot read the signature of tool {tool_name!r}: {exc}; "
                 "define the types its annotations name at module level"
             ) from exc
-        params = tuple(signature.parameters.values())
+        every = tuple(signature.parameters.values())
+        context = _context_parameter(every, tool_name)
+        params = tuple(p for p in every if p is not context)
         fields = {f"p{i}": _field(p, tool_name, docs.get(p.name)) for i, p in enumerate(params)}
         try:
             model = pydantic.create_model(f"{tool_name}_arguments", __config__=_CONFIG, **fields)  # type: ignore[call-overload]
@@ -91,7 +98,24 @@ class ArgumentSpec:
         except pydantic.PydanticUserError as exc:  # includes PydanticSchemaGenerationError
             raise ConfigError(f"cannot build a JSON schema for tool {tool_name!r}: {exc}") from exc
         positional = sum(1 for p in params if p.kind is inspect.Parameter.POSITIONAL_ONLY)
-        return cls(model, tuple(p.name for p in params), positional, schema)
+        names = tuple(p.name for p in params)
+        if context is None:
+            return cls(model, names, positional, schema)
+        at = None
+        if context.kind is inspect.Parameter.POSITIONAL_ONLY:
+            at = every.index(context)
+        return cls(model, names, positional, schema, context.name, at)
+
+    def call_arguments(
+        self, bound: BoundArguments, context: object
+    ) -> tuple[tuple[object, ...], dict[str, object]]:
+        """The arguments to call the function with: ``bound`` plus the run's context."""
+        if self.context is None:
+            return bound.args, bound.kwargs
+        if self.context_position is not None:
+            at = self.context_position
+            return (*bound.args[:at], context, *bound.args[at:]), bound.kwargs
+        return bound.args, {**bound.kwargs, self.context: context}
 
     def validate(self, arguments: object) -> BoundArguments | str:
         """Validate raw arguments; return them bound, or what is wrong with them."""
@@ -114,6 +138,18 @@ class ArgumentSpec:
             as_json=instance.model_dump(mode="json", by_alias=True),
             sent=cast(JsonObject, dict(arguments)),
         )
+
+
+def _context_parameter(
+    params: tuple[inspect.Parameter, ...], tool_name: str
+) -> inspect.Parameter | None:
+    found = [p for p in params if is_context_annotation(p.annotation)]
+    if len(found) > 1:
+        names = ", ".join(p.name for p in found)
+        raise ConfigError(
+            f"tool {tool_name!r} has several RunContext parameters ({names}); keep one"
+        )
+    return found[0] if found else None
 
 
 def _whole_numbers(value: object) -> object:

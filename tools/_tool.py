@@ -18,6 +18,7 @@ import pydantic_core
 from regiment._json import JsonObject, JsonValue
 from regiment.errors import ConfigError
 from regiment.tools._approval import ApprovalRequest, Approve, Approver, Deny, EditArguments
+from regiment.tools._context import RunContext
 from regiment.tools._definition import ToolDefinition
 from regiment.tools._docstring import parse_docstring
 from regiment.tools._idempotency import check_key_names, derive_key
@@ -166,16 +167,30 @@ class Tool(Generic[P, R_co]):
         clone._definition = msgspec.structs.replace(self._definition, name=name)
         return clone
 
+    def key_for(self, arguments: Mapping[str, JsonValue]) -> str | None:
+        """The declared idempotency key of a call (``None``: none declared, or bad arguments)."""
+        bound = self._spec.validate(arguments)
+        spec = self._policy.idempotency_key
+        return None if isinstance(bound, str) else derive_key(spec, self._key_name, bound.as_json)
+
     async def call(
-        self, arguments: Mapping[str, JsonValue], *, call_id: str, approver: Approver | None = None
+        self,
+        arguments: Mapping[str, JsonValue],
+        *,
+        call_id: str,
+        approver: Approver | None = None,
+        context: RunContext[object] | None = None,
     ) -> ToolResult:
         """Validate ``arguments``, ask for approval if needed, and run the tool.
 
         Never raises for a problem the model caused or the tool body hit: invalid
         arguments, a denial, a timeout or an exception come back as an error result.
-        Cancellation propagates; so does an exception from ``approver``.
+        Cancellation propagates; so does an exception from ``approver``. A tool with
+        a ``RunContext`` parameter gets ``context`` (a worker's tool loop passes it).
         """
-        return await self._call_limited(arguments, call_id=call_id, approver=approver, limiters=())
+        return await self._call_limited(
+            arguments, call_id=call_id, approver=approver, limiters=(), context=context
+        )
 
     async def _call_limited(
         self,
@@ -184,13 +199,14 @@ class Tool(Generic[P, R_co]):
         call_id: str,
         approver: Approver | None,
         limiters: Sequence[LoopLimiter],
+        context: RunContext[object] | None = None,
     ) -> ToolResult:
         """``call``, also holding a token of each of ``limiters`` while the body runs.
 
         ``Toolset`` uses this for its shared limit.
         """
         started = time.perf_counter()
-        result = await self._outcome(arguments, call_id, approver, limiters)
+        result = await self._outcome(arguments, call_id, approver, limiters, context)
         return msgspec.structs.replace(result, duration_s=time.perf_counter() - started)
 
     async def _outcome(
@@ -199,59 +215,30 @@ class Tool(Generic[P, R_co]):
         call_id: str,
         approver: Approver | None,
         limiters: Sequence[LoopLimiter],
+        context: RunContext[object] | None,
     ) -> ToolResult:
         bound = self._spec.validate(arguments)
         if isinstance(bound, str):
             message = f"invalid arguments for tool {self._name!r}: {bound}"
             return _error(self._name, call_id, message, "invalid_arguments", _raw(arguments))
         if self._policy.needs_approval(bound.as_json):
-            gated = await self._gate(bound, call_id, approver)
+            gated = await _gate(self, bound, call_id, approver)
             if isinstance(gated, ToolResult):
                 return gated
             bound = gated
-        return await self._execute(bound, call_id, limiters)
-
-    async def _gate(
-        self, bound: BoundArguments, call_id: str, approver: Approver | None
-    ) -> BoundArguments | ToolResult:
-        key = derive_key(self._policy.idempotency_key, self._key_name, bound.as_json)
-        if approver is None:
-            message = (
-                f"tool {self._name!r} needs approval before it runs, but no approver is "
-                "configured, so it was not run"
-            )
-            return _error(self._name, call_id, message, "approval_unavailable", bound.sent, key)
-        request = ApprovalRequest(
-            tool_name=self._name,
-            call_id=call_id,
-            arguments=bound.as_json,
-            description=self._description,
-            idempotency_key=key,
-        )
-        decision = await request_approval(approver, request)
-        match decision:
-            case Approve():
-                return bound
-            case Deny(reason=reason):
-                message = f"denied: {reason}"
-                return _error(self._name, call_id, message, "approval_denied", bound.sent, key)
-            case EditArguments(arguments=edited):
-                rebound = self._spec.validate(edited)
-                if isinstance(rebound, str):
-                    message = (
-                        f"invalid arguments for tool {self._name!r} "
-                        f"as edited by the approver: {rebound}"
-                    )
-                    return _error(self._name, call_id, message, "invalid_arguments", _raw(edited))
-                return rebound
-            case _:
-                assert_never(decision)
+        if context is None and getattr(self._spec, "context", None) is not None:
+            return _no_context(self._name, call_id, bound.sent)
+        return await self._execute(bound, call_id, limiters, context)
 
     async def _execute(
-        self, bound: BoundArguments, call_id: str, limiters: Sequence[LoopLimiter]
+        self,
+        bound: BoundArguments,
+        call_id: str,
+        limiters: Sequence[LoopLimiter],
+        context: RunContext[object] | None,
     ) -> ToolResult:
         key = derive_key(self._policy.idempotency_key, self._key_name, bound.as_json)
-        invoke = functools.partial(self._invoke, bound)
+        invoke = functools.partial(_invoke, self._fn, self._is_async, self._spec, bound, context)
         # The tool's own limit first: a call waiting for it must not sit on a slot of
         # the set's shared limit that another tool's call could be using.
         attempted = await run_attempts(invoke, self._policy, (*self._limiters, *limiters))
@@ -279,16 +266,74 @@ class Tool(Generic[P, R_co]):
             arguments=bound.sent,
         )
 
-    async def _invoke(self, bound: BoundArguments) -> object:
-        target = cast(Callable[..., object], self._fn)
-        if self._is_async:
-            return await cast(Awaitable[object], target(*bound.args, **bound.kwargs))
-        # A timeout or a cancelled caller gets control back at once; a body that had
-        # not started by then never starts (one already running finishes unseen).
-        return await run_sync_abandonable(functools.partial(target, *bound.args, **bound.kwargs))
-
     def __repr__(self) -> str:
         return f"Tool({self._name!r})"
+
+
+async def _invoke(
+    fn: Callable[..., object],
+    is_async: bool,
+    spec: ArgumentValidator,
+    bound: BoundArguments,
+    context: RunContext[object] | None,
+) -> object:
+    args, kwargs = (
+        spec.call_arguments(bound, context)
+        if isinstance(spec, ArgumentSpec)
+        else (bound.args, bound.kwargs)
+    )
+    if is_async:
+        return await cast(Awaitable[object], fn(*args, **kwargs))
+    # A timeout or a cancelled caller gets control back at once; a body that had
+    # not started by then never starts (one already running finishes unseen).
+    return await run_sync_abandonable(functools.partial(fn, *args, **kwargs))
+
+
+def _no_context(tool_name: str, call_id: str, sent: JsonObject) -> ToolResult:
+    message = (
+        f"tool {tool_name!r} takes a RunContext, so it runs only inside a run "
+        "(a worker's tool loop) or with call(..., context=RunContext(...))"
+    )
+    return _error(tool_name, call_id, message, "no_run_context", sent)
+
+
+async def _gate(
+    tool: Tool[..., object], bound: BoundArguments, call_id: str, approver: Approver | None
+) -> BoundArguments | ToolResult:
+    """Ask ``approver`` about a call that needs approval: the arguments to run it with
+    (edited ones validated again), or the error result the model gets instead."""
+    key = derive_key(tool._policy.idempotency_key, tool._key_name, bound.as_json)
+    if approver is None:
+        message = (
+            f"tool {tool._name!r} needs approval before it runs, but no approver is "
+            "configured, so it was not run"
+        )
+        return _error(tool._name, call_id, message, "approval_unavailable", bound.sent, key)
+    request = ApprovalRequest(
+        tool_name=tool._name,
+        call_id=call_id,
+        arguments=bound.as_json,
+        description=tool._description,
+        idempotency_key=key,
+    )
+    decision = await request_approval(approver, request)
+    match decision:
+        case Approve():
+            return bound
+        case Deny(reason=reason):
+            message = f"denied: {reason}"
+            return _error(tool._name, call_id, message, "approval_denied", bound.sent, key)
+        case EditArguments(arguments=edited):
+            rebound = tool._spec.validate(edited)
+            if isinstance(rebound, str):
+                message = (
+                    f"invalid arguments for tool {tool._name!r} "
+                    f"as edited by the approver: {rebound}"
+                )
+                return _error(tool._name, call_id, message, "invalid_arguments", _raw(edited))
+            return rebound
+        case _:
+            assert_never(decision)
 
 
 def _is_async(fn: Callable[..., object]) -> bool:

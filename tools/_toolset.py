@@ -8,6 +8,7 @@ from typing import TypeAlias, final
 from regiment._json import JsonValue
 from regiment.errors import ConfigError
 from regiment.tools._approval import Approver
+from regiment.tools._context import RunContext
 from regiment.tools._definition import ToolDefinition
 from regiment.tools._result import ToolResult
 from regiment.tools._run import LoopLimiter
@@ -107,6 +108,11 @@ class Toolset:
     def __repr__(self) -> str:
         return f"Toolset({self._name!r}, {list(self._tools)!r})"
 
+    def key_for(self, name: str, arguments: Mapping[str, JsonValue]) -> str | None:
+        """The declared idempotency key of a call of tool ``name``, if it has one."""
+        found = self._tools.get(name)
+        return None if found is None else found.key_for(arguments)
+
     async def call(
         self,
         name: str,
@@ -114,6 +120,7 @@ class Toolset:
         *,
         call_id: str,
         approver: Approver | None = None,
+        context: RunContext[object] | None = None,
     ) -> ToolResult:
         """Call the tool ``name`` the way ``Tool.call`` does, under the set's limit and approver.
 
@@ -136,6 +143,7 @@ class Toolset:
             call_id=call_id,
             approver=approver or self._approver,
             limiters=self._limiters,
+            context=context,
         )
 
     def _unknown(self, name: str) -> str:

@@ -20,14 +20,15 @@ versions still winding down do not hold up the current plan.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import assert_never
 
 from opentelemetry.trace import Span
 
-from regiment.actors import Actor
+from regiment.actors import Actor, ActorRef
 from regiment.errors import BudgetExceeded, PlanError, RunCancelled, RunError, StepFailed
 from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled
-from regiment.hierarchy._messages import BudgetLimit, StepReport
+from regiment.hierarchy._messages import BudgetLimit, StepReport, WorkerMessage
 from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._calls import PhaseCalls, SpanFacts, model_failure
@@ -48,12 +49,13 @@ from regiment.hierarchy.run._changes import (
     RunFinished,
     StepCommitted,
     StepEnded,
+    StepSent,
     SynthesisBegun,
     ToolCallsRefused,
 )
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._dispatch import Dispatcher
-from regiment.hierarchy.run._journaling import UNJOURNALED
+from regiment.hierarchy.run._journaling import UNJOURNALED, RunJournal, Unjournaled
 from regiment.hierarchy.run._messages import (
     CancelRun,
     DeadlineReached,
@@ -103,7 +105,7 @@ class PlannerActor(PausesForApprovals, Actor[PlannerMessage, None]):
         trace = RunTrace(team.telemetry, run_span)
         dispatcher = Dispatcher(team, run_id, trace.headers)
         self._book = RunBook(run_id, goal, team, channel, trace, dispatcher)
-        self._calls = PhaseCalls(team, trace)
+        self._calls = PhaseCalls(team, trace, self._journal.replayed)
         self._verifier = Verifier(team.checks, trace)
         self._prompting = Prompting(team, goal)
         self._phase: Phase = Planning("plan", self._prompting.first_session(), "initial")
@@ -122,16 +124,13 @@ class PlannerActor(PausesForApprovals, Actor[PlannerMessage, None]):
                     self._start()
                 case ModelReplied():
                     await self._on_model_reply(message)
-                case StepReport():
-                    await self._on_report(message)
-                    self._pause_if_stalled()
+                case StepReport() | ApprovalNoticed() | ApprovalSettled():
+                    await self._on_step_news(message)
                 case CancelRun(reason=reason):
                     if not isinstance(self._phase, Done):
                         self._wind_down(EndCancelled(reason))
                 case DeadlineReached():
                     self._exhausted("wall_clock", "the run's wall-clock budget ran out")
-                case ApprovalNoticed() | ApprovalSettled():
-                    self._on_approval(message)
                 case _:
                     assert_never(message)
             await self._journal.flush()  # JournalError fails the run
@@ -149,6 +148,7 @@ class PlannerActor(PausesForApprovals, Actor[PlannerMessage, None]):
 
     def _start(self) -> None:
         self._record(RunBegan())
+        self.ctx.start_soon(self._journal.beat)  # the lease's heartbeat, while the run lives
         if self._team.budget.wall_clock is not None:
             self._calls.start_deadline(self.ctx, self._team.budget.wall_clock)
         assert isinstance(self._phase, Planning)
@@ -240,9 +240,11 @@ class PlannerActor(PausesForApprovals, Actor[PlannerMessage, None]):
             self._exhausted(held_back[0], f"no budget left to dispatch step {held_back[1]}")
             return
         refs, headers = self._team.worker_refs, book.trace.headers
-        for sent in sends:
-            self._record(sent)
-            await refs[sent.worker].send(sent.assign, headers=headers)  # waits while full
+        replayed = await _send_all(sends, self._record, self._journal, refs, headers)
+        if replayed:  # committed before a resume: each dispatches what it unblocks
+            for report in replayed:
+                await self._on_report(report)
+            return
         # Steps of older versions still winding down do not hold up the current plan.
         if not dispatcher.running_ids(versions.version) and versions.all_committed():
             if book.spending.refused_and_spent():
@@ -342,6 +344,25 @@ class PlannerActor(PausesForApprovals, Actor[PlannerMessage, None]):
                 self._finish(*self._closing(ending))
             case _:
                 assert_never(ending)
+
+
+async def _send_all(
+    sends: list[StepSent],
+    record: Callable[[RunChange], None],
+    journal: RunJournal | Unjournaled,
+    refs: Mapping[str, ActorRef[WorkerMessage, None]],
+    headers: Mapping[str, str],
+) -> list[StepReport]:
+    """Record and send each step; a step committed before a resume is not sent again:
+    its journaled report is returned instead."""
+    replayed: list[StepReport] = []
+    for sent in sends:
+        record(sent)
+        if (report := journal.committed(sent.assign)) is not None:
+            replayed.append(report)
+        else:
+            await refs[sent.worker].send(sent.assign, headers=headers)  # waits while full
+    return replayed
 
 
 def _handler_failed(message: PlannerMessage, exc: Exception) -> RunError:

@@ -9,6 +9,7 @@ the ambient context of a handler is whichever message came in last.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import assert_never, final
@@ -30,7 +31,7 @@ from regiment.hierarchy.run._messages import (
 )
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._trace import RunTrace
-from regiment.models import ModelRequest, Role, estimate_tokens
+from regiment.models import ModelRequest, ModelResponse, Role, estimate_tokens
 
 __all__ = ("ROLES", "PhaseCalls", "SpanFacts", "model_failure")
 
@@ -72,9 +73,15 @@ class SpanFacts:
 class PhaseCalls:
     """Starts, supersedes and cancels the run's planner-side model calls."""
 
-    def __init__(self, team: TeamRuntime, trace: RunTrace) -> None:
+    def __init__(
+        self,
+        team: TeamRuntime,
+        trace: RunTrace,
+        replayed: Callable[[Purpose], ModelResponse | None] = lambda _: None,
+    ) -> None:
         self._team = team
         self._trace = trace
+        self._replayed = replayed  # a resumed run's journaled responses, by call
         telemetry, planner = team.telemetry, team.planner
         self._planner = ModelCaller(planner.model, planner.name, telemetry)
         synth_model = planner.synthesizer_model or planner.model
@@ -106,7 +113,9 @@ class PhaseCalls:
         request = msgspec.structs.replace(request, role=REQUEST_ROLES[purpose])
         self._token += 1
         self._scope = anyio.CancelScope()
-        ctx.start_soon(self._call, ctx, purpose, request, facts, self._token, self._scope)
+        replayed = self._replayed(purpose)
+        call = (self._token, self._scope, replayed)
+        ctx.start_soon(self._call, ctx, purpose, request, facts, call)
         return None
 
     def accept(self, reply: ModelReplied) -> bool:
@@ -154,15 +163,15 @@ class PhaseCalls:
         purpose: Purpose,
         request: ModelRequest,
         facts: SpanFacts,
-        token: int,
-        scope: anyio.CancelScope,
+        call: tuple[int, anyio.CancelScope, ModelResponse | None],
     ) -> None:
+        token, scope, replayed = call
         with scope:
             with self._trace.in_run(), self._span(purpose, facts) as span:
                 if purpose == "replan":
                     self._trace.telemetry.recorder.replan(span, new_version=facts.version + 1)
                 try:
-                    response = await self._caller(purpose).call(request)
+                    response = replayed or await self._caller(purpose).call(request)
                     reply = ModelReplied(purpose, token, response)
                 except Exception as exc:  # any failure of the model ends the run with it
                     self._trace.telemetry.recorder.failure(span, exc)

@@ -192,12 +192,16 @@ class ApprovalAsked(msgspec.Struct, frozen=True):
 
 @final
 class ApprovalAnswered(msgspec.Struct, frozen=True):
-    """A pending request was decided (``by`` is ``timeout`` when it expired)."""
+    """A pending request was decided (``by`` is ``timeout`` when it expired).
+
+    ``journaled``: decided while the run was paused, so the journal has it already.
+    """
 
     request: ApprovalRequest
     decision: ApprovalDecision
     by: str
     waited_s: float
+    journaled: bool = False
 
 
 @final

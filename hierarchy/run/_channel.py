@@ -16,6 +16,7 @@ from regiment.hierarchy.events import Event
 
 if TYPE_CHECKING:
     from regiment.hierarchy.run._journaling import RunJournal
+    from regiment.hierarchy.workers._journal_calls import RunCalls
 
 __all__ = ("RunChannel",)
 
@@ -33,6 +34,7 @@ class RunChannel:
     done: bool = False
     streaming: bool = True
     journal: RunJournal | None = None  # records every event, when the run is journaled
+    calls: RunCalls | None = None  # what the workers' tool loops see of the run
 
     @classmethod
     def open(cls, *, streaming: bool) -> tuple[RunChannel, MemoryObjectReceiveStream[Event]]:

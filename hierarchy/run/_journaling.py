@@ -10,6 +10,7 @@ the run: it never goes on unjournaled. Without a journal none of this exists.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import socket
@@ -19,7 +20,8 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from regiment.errors import JournalError
-from regiment.hierarchy._messages import StepReport
+from regiment.hierarchy._messages import AssignStep, StepReport
+from regiment.hierarchy._replay import NO_REPLAY, Replay
 from regiment.hierarchy.run._changes import (
     ApprovalAnswered,
     ApprovalAsked,
@@ -35,6 +37,9 @@ from regiment.hierarchy.run._changes import (
     StepSent,
     ToolCallsRefused,
 )
+from regiment.hierarchy.workers._journal_calls import RunCalls
+from regiment.hierarchy.workers._team_worker import TeamWorker
+from regiment.hierarchy.workers._worker import Worker
 from regiment.journal import (
     ApprovalDecided,
     ApprovalRequested,
@@ -47,13 +52,16 @@ from regiment.journal import (
     RunCreated,
     StepDispatched,
     StepReported,
+    heartbeat,
 )
 from regiment.journal import RunFinished as JournalFinished
 
 if TYPE_CHECKING:
+    from regiment.hierarchy._memory import Compression
     from regiment.hierarchy._result import RunResult
     from regiment.hierarchy._team import Team
     from regiment.hierarchy.events import Event
+    from regiment.models import Model, ModelResponse
 
 __all__ = ("UNJOURNALED", "RunJournal", "Unjournaled", "config_hash", "owner_name")
 
@@ -66,32 +74,101 @@ def owner_name() -> str:
 
 
 def config_hash(team: Team) -> str:
-    """A hash of what shapes a team's runs: its name, workers, their tools and models."""
-    parts: list[str] = [team.name, str(team.concurrency)]
+    """A hash of what shapes a team's runs, so a resume can refuse a changed team.
+
+    It covers the team's name, concurrency, budget and check names; the planner
+    (models, prompts, limits), critic and compression; and every worker: its
+    description, model, prompt, limits and each tool's name, description and
+    schema (nested teams included). Telemetry is left out: it does not change
+    what a run does.
+    """
+    digest = hashlib.sha256()
+    for part in _config_parts(team):
+        digest.update(part.encode())
+        digest.update(b"\x1f")
+    return digest.hexdigest()[:32]
+
+
+def _config_parts(team: Team) -> list[str]:
+    planner = team.planner
+    synth = planner.synthesizer_model
+    parts = [
+        team.name,
+        str(team.concurrency),
+        msgspec.json.encode(team.budget).decode(),
+        ",".join(sorted(team.checks)),
+        _model(planner.model),
+        _model(synth) if synth is not None else "",
+        repr((planner.name, planner.max_steps, planner.max_plan_attempts, planner.prompts)),
+        "" if team.critic is None else repr(team.critic.prompt) + _model(team.critic.model),
+        _compression(team.compression),
+    ]
     for worker in team.workers:
-        parts.append(repr(getattr(worker, "name", worker)))
-        parts.append(repr(getattr(worker, "instructions", "")))
-        for tool in getattr(worker, "tools", ()) or ():
-            parts.append(repr(getattr(tool, "name", tool)))
-    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
+        parts.append(f"worker {worker.name}: {worker.description} artifact={worker.artifact}")
+        match worker:
+            case Worker():
+                parts.append(_model(worker.model))
+                parts.append(repr((worker.system_prompt, worker.max_iterations)))
+                parts.append(repr((worker.step_timeout, worker.on_tool_error)))
+                for definition in worker.toolset.definitions:
+                    parts.append(msgspec.json.encode(definition).decode())
+                parts.extend(f"mcp {server!r}" for server in worker.mcp_servers)
+            case TeamWorker(team=child):
+                parts.extend(_config_parts(child))
+    return parts
+
+
+def _compression(compression: Compression | None) -> str:
+    if compression is None:
+        return ""
+    c = compression
+    return repr((c.threshold_tokens, c.context_window, c.window_fraction, c.prompt)) + _model(
+        c.model
+    )
+
+
+def _model(model: Model | None) -> str:
+    return "" if model is None else f"{model.provider}/{model.name}"
 
 
 class RunJournal:
-    """Buffers one run's records and appends them under the run's lease."""
+    """Buffers one run's records and appends them under the run's lease.
 
-    __slots__ = ("_calls", "_error", "_journal", "_lease", "_pending", "run_id")
+    A resumed run carries the journal's :class:`Replay`: the planner's model
+    calls and committed steps are replayed from it, and the records the replay
+    rebuilds are not written twice.
+    """
 
-    def __init__(self, journal: Journal, lease: Lease, run_id: str) -> None:
+    __slots__ = ("_calls", "_error", "_journal", "_lease", "_pending", "_replay", "calls", "run_id")
+
+    def __init__(
+        self,
+        journal: Journal,
+        lease: Lease,
+        run_id: str,
+        *,
+        replay: Replay = NO_REPLAY,
+        deps: object = None,
+    ) -> None:
         self._journal = journal
         self._lease = lease
         self.run_id = run_id
         self._pending: list[Record] = []
         self._calls: dict[str, int] = {}
         self._error: JournalError | None = None
+        self._replay = None if replay.empty else replay
+        self.calls = RunCalls(run_id, deps, journal, lease, replay)  # the workers' side
 
     @classmethod
     async def create(
-        cls, journal: Journal, team: Team, run_id: str, goal: str, session: str | None, owner: str
+        cls,
+        journal: Journal,
+        team: Team,
+        run_id: str,
+        goal: str,
+        session: str | None,
+        owner: str,
+        deps: object = None,
     ) -> RunJournal:
         """Record a new run (durably) and own it."""
         created = RunCreated(
@@ -103,14 +180,11 @@ class RunJournal:
             created_at=datetime.now(UTC),
         )
         lease = await journal.create_run(created, owner=owner, ttl=LEASE_TTL)
-        return cls(journal, lease, run_id)
+        return cls(journal, lease, run_id, deps=deps)
 
     @property
     def lease(self) -> Lease:
         return self._lease
-
-    def renewed(self, lease: Lease) -> None:
-        self._lease = lease
 
     def note(self, change: RunChange, result: RunResult | None) -> None:
         """Buffer the record ``change`` implies, if any (``result``: the run's, once it has one)."""
@@ -119,6 +193,10 @@ class RunJournal:
             return
         record = _record_for(self.run_id, change, result)
         if record is not None:
+            self._add(record)
+
+    def _add(self, record: Record) -> None:
+        if self._replay is None or not self._replay.already(record):
             self._pending.append(record)
 
     def _model_reply(self, change: ModelCharged) -> None:
@@ -128,19 +206,40 @@ class RunJournal:
         n = self._calls.get(change.purpose, 0) + 1
         self._calls[change.purpose] = n
         key = f"{change.purpose}/{n}"
-        self._pending.append(
-            ModelCallFinished(run_id=self.run_id, call_key=key, response=change.response)
-        )
+        self._add(ModelCallFinished(run_id=self.run_id, call_key=key, response=change.response))
+
+    def replayed(self, purpose: str) -> ModelResponse | None:
+        """The journaled response of the next ``purpose`` call, if a resume has one."""
+        if self._replay is None:
+            return None
+        return self._replay.responses.get(f"{purpose}/{self._calls.get(purpose, 0) + 1}")
+
+    def committed(self, assign: AssignStep) -> StepReport | None:
+        """The journaled report of a step the run had committed before a resume."""
+        if self._replay is None:
+            return None
+        report = self._replay.committed.get((assign.plan_version, assign.step.id))
+        if report is None:
+            return None
+        return msgspec.structs.replace(report, attempt=assign.attempt)
 
     def event(self, event: Event) -> None:
         """Buffer one event of the run, in order."""
         body = msgspec.to_builtins(event)
-        self._pending.append(
-            EventRecorded(run_id=self.run_id, kind=type(event).__name__, event=body)
-        )
+        self._add(EventRecorded(run_id=self.run_id, kind=type(event).__name__, event=body))
+
+    async def beat(self) -> None:
+        """Keep the run's lease alive while it runs; a failure fails the run at its next change."""
+        try:
+            await heartbeat(self._journal, self._lease, ttl=LEASE_TTL)
+        except JournalError as exc:
+            self.calls.error = self.calls.error or exc
 
     async def flush(self) -> None:
         """Append what is buffered; the run's end is made durable."""
+        if self._error is None and self.calls.error is not None:
+            self._error = self.calls.error
+            raise self._error  # a worker's write, or the heartbeat, failed
         if self._error is not None or not self._pending:
             return
         records, self._pending = self._pending, []
@@ -160,12 +259,14 @@ class RunJournal:
                 journal does not hold the whole run.
         """
         if self._error is None:
-            await self.flush()
-            await self._journal.release(self._lease)
+            with contextlib.suppress(JournalError):
+                await self.flush()
+            if self._error is None:
+                await self._journal.release(self._lease)
         if self._error is not None:
             raise JournalError(
                 f"run {self.run_id} could not be journaled ({self._error}); its result "
-                "is not durable: fix the journal and run the goal again"
+                "is not durable: fix the journal and resume the run"
             ) from self._error
 
 
@@ -176,6 +277,17 @@ class Unjournaled:
 
     def note(self, change: RunChange, result: RunResult | None) -> None:
         """Nothing to buffer."""
+
+    def replayed(self, purpose: str) -> ModelResponse | None:
+        """Nothing to replay."""
+        return None
+
+    def committed(self, assign: AssignStep) -> StepReport | None:
+        """Nothing committed before."""
+        return None
+
+    async def beat(self) -> None:
+        """No lease to keep."""
 
     async def flush(self) -> None:
         """Nothing to write."""
@@ -215,7 +327,7 @@ def _record_for(run_id: str, change: RunChange, result: RunResult | None) -> Rec
                 call_index=request.call_index,
                 request=request,
             )
-        case ApprovalAnswered(request=request, decision=decision, by=by):
+        case ApprovalAnswered(request=request, decision=decision, by=by, journaled=False):
             return ApprovalDecided(
                 run_id=run_id, approval_id=request.request_id, decision=decision, decided_by=by
             )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import assert_never
 
 from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled
+from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import ApprovalAnswered, ApprovalAsked, RunChange
@@ -30,6 +31,18 @@ class PausesForApprovals:
     def _wind_down(self, ending: Ending) -> None:
         raise NotImplementedError  # PlannerActor's
 
+    async def _on_report(self, report: StepReport) -> None:
+        raise NotImplementedError  # PlannerActor's
+
+    async def _on_step_news(self, news: StepReport | ApprovalNoticed | ApprovalSettled) -> None:
+        """A step reported, or a call of one waits for (or got) a decision; then pause
+        if every step in flight waits for a decision."""
+        if isinstance(news, StepReport):
+            await self._on_report(news)
+        else:
+            self._on_approval(news)
+        self._pause_if_stalled()
+
     def _on_approval(self, notice: ApprovalNoticed | ApprovalSettled) -> None:
         """Record a request or a decision of this run (or of a team nested in it)."""
         if isinstance(self._phase, Done):
@@ -37,9 +50,8 @@ class PausesForApprovals:
         match notice:
             case ApprovalNoticed(request=request, journaled=journaled):
                 self._record(ApprovalAsked(request, journaled))
-                self._pause_if_stalled()
-            case ApprovalSettled(request=r, decision=d, by=by, waited_s=waited):
-                self._record(ApprovalAnswered(r, d, by, waited))
+            case ApprovalSettled(request=r, decision=d, by=by, waited_s=waited, journaled=j):
+                self._record(ApprovalAnswered(r, d, by, waited, j))
             case _:
                 assert_never(notice)
 

@@ -20,6 +20,7 @@ from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.workers._approval_gate import ApprovalGate
+from regiment.hierarchy.workers._journal_calls import StepCalls
 from regiment.models import (
     Message,
     ModelRequest,
@@ -104,20 +105,18 @@ async def _call_tools(
     assign: AssignStep,
     progress: StepProgress,
     telemetry: Telemetry,
+    journaled: StepCalls,
     gate: ApprovalGate | None = None,
 ) -> list[ToolResultPart]:
     """Run one response's tool calls at the same time; results keep the call order."""
     results: list[ToolResult | None] = [None] * len(calls)
     limit = assign.allowance.tool_calls
-    first = progress.tool_calls  # the step's number of its first call here
 
     async def one(index: int, call: ToolCallPart) -> None:
         with telemetry.tool_span(call.name, call.id, agent_name=toolset.name) as span:
             telemetry.recorder.tool_arguments(span, call.arguments)
             approver = None if gate is None else gate.approver(toolset, assign, first + index)
-            result = await toolset.call(
-                call.name, call.arguments, call_id=call.id, approver=approver
-            )
+            result = await journaled.tool(toolset, first + index, call, approver)
             failure = (result.error_type or "error") if result.is_error else None
             telemetry.recorder.tool_outcome(span, failure or "ok", error_type=failure)
             telemetry.recorder.tool_result(span, result.content)
@@ -125,6 +124,7 @@ async def _call_tools(
 
     allowed = len(calls) if limit is None else max(0, min(len(calls), limit - progress.tool_calls))
     progress.tool_calls += allowed
+    first = journaled.reserve(allowed)
     if allowed == 1:  # the common case needs no task group
         await one(0, calls[0])
     elif allowed > 1:
@@ -243,6 +243,7 @@ async def run_tool_loop(
     progress: StepProgress,
     on_tool_error: OnToolError = "tell_model",
     approvals: ApprovalGate | None = None,
+    journaled: StepCalls | None = None,
 ) -> StepReport:
     """Run one step to an answer, or to the iteration cap, or to the allowance's end.
 
@@ -254,6 +255,7 @@ async def run_tool_loop(
         prompts, worker, description, system_prompt, assign.step, assign.context
     )
     messages: list[Message] = [first]
+    journaled = journaled or StepCalls(None, assign, worker)  # journals and replays by key
     for _ in range(max_iterations):
         request = ModelRequest(
             system=system,
@@ -267,7 +269,7 @@ async def run_tool_loop(
             return progress.report(
                 assign, worker, "budget_exhausted", error=out[1], exhausted=out[0]
             )
-        response = await caller.call(request)
+        response = await journaled.model(caller, request)
         progress.model_calls += 1
         progress.usage = progress.usage + response.usage
         progress.last_text = response.text
@@ -276,7 +278,7 @@ async def run_tool_loop(
         messages.append(_assistant_message(response))
         ran_before = len(progress.outcomes)
         results = await _call_tools(
-            toolset, response.tool_calls, assign, progress, telemetry, approvals
+            toolset, response.tool_calls, assign, progress, telemetry, journaled, approvals
         )
         new = progress.outcomes[ran_before:]
         _check_failures(new, toolset, assign, worker, on_tool_error)

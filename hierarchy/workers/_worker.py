@@ -24,6 +24,7 @@ from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._ranges import at_least, seconds
 from regiment.hierarchy.workers._approval_gate import ApprovalGate
+from regiment.hierarchy.workers._journal_calls import RunLookup, StepCalls
 from regiment.hierarchy.workers._loop import StepProgress, run_tool_loop
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.models import Model
@@ -146,6 +147,7 @@ class WorkerActor(StepActor):
         telemetry: Telemetry,
         tools: WorkerTools | None = None,
         approvals: ApprovalGate | None = None,
+        runs: RunLookup | None = None,
     ) -> None:
         super().__init__(
             worker.name,
@@ -162,6 +164,7 @@ class WorkerActor(StepActor):
         self._prompts = prompts
         self._approvals = approvals
         self._caller = ModelCaller(worker.model, worker.name, telemetry)
+        self._runs = runs  # the run a step belongs to: its deps and journal
 
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
         """Run the worker's tool loop for the step (the step scope holds its timeout)."""
@@ -179,4 +182,5 @@ class WorkerActor(StepActor):
             progress=progress,
             on_tool_error=worker.on_tool_error,
             approvals=self._approvals,
+            journaled=StepCalls(self._runs and self._runs(assign.run_id), assign, worker.name),
         )

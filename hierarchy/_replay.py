@@ -1,0 +1,115 @@
+"""What a resumed run replays from its journal instead of doing again.
+
+A resume re-drives the run from its goal: the planner and the workers make the
+same decisions in the same order, but a model call whose response is journaled
+gets that response (not re-sent), a tool call whose result is journaled gets
+that result (not re-executed), and a step the run had committed gets its
+journaled report (not re-dispatched). The records this rebuilds are journaled
+already, so :meth:`Replay.already` tells the run journal which ones not to
+write twice.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import final
+
+import msgspec
+
+from regiment.hierarchy._messages import StepReport
+from regiment.journal import (
+    Entry,
+    EventRecorded,
+    ModelCallFinished,
+    PlanVersion,
+    Record,
+    StepDispatched,
+    StepReported,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from regiment.models import ModelResponse
+
+__all__ = ("NO_REPLAY", "Replay", "ToolKey")
+
+ToolKey = tuple[int, str, int]  # plan version, step id, call index
+
+
+@final
+@dataclass(slots=True)
+class Replay:
+    """A journaled run, indexed for a resume (empty for a new run)."""
+
+    responses: dict[str, ModelResponse] = field(default_factory=dict)
+    intents: dict[ToolKey, ToolCallStarted] = field(default_factory=dict)
+    results: dict[ToolKey, ToolCallFinished] = field(default_factory=dict)
+    committed: dict[tuple[int, str], StepReport] = field(default_factory=dict)
+    versions: set[int] = field(default_factory=set)
+    dispatched: set[tuple[int, str, int]] = field(default_factory=set)
+    reported: set[tuple[int, str, int, str]] = field(default_factory=set)
+    events: Counter[bytes] = field(default_factory=Counter)
+
+    @classmethod
+    def of(cls, entries: Iterable[Entry]) -> Replay:
+        """Index a run's journaled records."""
+        replay = cls()
+        for entry in entries:
+            replay._add(entry.record)
+        return replay
+
+    @property
+    def empty(self) -> bool:
+        return not (self.responses or self.intents or self.versions or self.events)
+
+    def _add(self, record: Record) -> None:
+        match record:
+            case ModelCallFinished(call_key=key, response=response):
+                self.responses[key] = response
+            case ToolCallStarted():
+                self.intents[(record.plan_version, record.step_id, record.call_index)] = record
+            case ToolCallFinished():
+                self.results[(record.plan_version, record.step_id, record.call_index)] = record
+            case StepReported(committed=True, report=body):
+                report = msgspec.convert(body, StepReport)
+                self.committed[(record.plan_version, record.step_id)] = report
+                self.reported.add(_reported(record))
+            case StepReported():
+                self.reported.add(_reported(record))
+            case PlanVersion(version=version):
+                self.versions.add(version)
+            case StepDispatched():
+                self.dispatched.add((record.plan_version, record.step_id, record.attempt))
+            case EventRecorded():
+                self.events[msgspec.json.encode(record)] += 1
+            case _:
+                pass
+
+    def already(self, record: Record) -> bool:
+        """Whether ``record`` was journaled before the resume (an event counts once)."""
+        match record:
+            case ModelCallFinished(call_key=key):
+                return key in self.responses
+            case PlanVersion(version=version):
+                return version in self.versions
+            case StepDispatched():
+                return (record.plan_version, record.step_id, record.attempt) in self.dispatched
+            case StepReported():
+                return _reported(record) in self.reported
+            case EventRecorded():
+                body = msgspec.json.encode(record)
+                if self.events[body] > 0:
+                    self.events[body] -= 1
+                    return True
+                return False
+            case _:
+                return False
+
+
+def _reported(record: StepReported) -> tuple[int, str, int, str]:
+    return (record.plan_version, record.step_id, record.attempt, record.status)
+
+
+NO_REPLAY = Replay()
+"""A new run's: nothing to replay (never written to)."""

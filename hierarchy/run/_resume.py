@@ -1,0 +1,127 @@
+"""Taking a journaled run over to finish it: what ``RunningTeam.resume`` checks first."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, TypeAlias
+
+from anyio.streams.memory import MemoryObjectReceiveStream
+
+from regiment.errors import ConfigError, JournalError, RunCancelled
+from regiment.hierarchy._replay import Replay
+from regiment.hierarchy.events import Event
+from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, config_hash, owner_name
+from regiment.hierarchy.workers._journal_calls import RunCalls
+from regiment.journal import Journal, RunCreated, RunFinished
+
+if TYPE_CHECKING:
+    from regiment.hierarchy._result import RunResult
+    from regiment.hierarchy._team import RunningTeam, Team
+
+__all__ = ("Opened", "finished", "open_channel", "reopen", "reopened")
+
+Opened: TypeAlias = tuple[RunChannel, MemoryObjectReceiveStream[Event]]
+"""A run in progress: its channel, and the stream its events arrive on."""
+
+
+async def open_channel(
+    journal: Journal | None,
+    team: Team,
+    run_id: str,
+    goal: str,
+    session: str | None,
+    deps: object,
+    resumed: RunJournal | None,
+    *,
+    streaming: bool,
+) -> Opened:
+    """A run's channel, journaled when the team has a journal (a new run is recorded durably)."""
+    run_journal = resumed
+    if resumed is None and journal is not None:
+        run_journal = await RunJournal.create(
+            journal, team, run_id, goal, session, owner_name(), deps
+        )
+    channel, events = RunChannel.open(streaming=streaming)
+    channel.calls = RunCalls(run_id, deps) if deps is not None else None
+    if run_journal is not None:
+        channel.journal, channel.calls = run_journal, run_journal.calls
+    return channel, events
+
+
+@asynccontextmanager
+async def reopened(
+    running: RunningTeam, run_id: str, *, deps: object, force: bool, streaming: bool
+) -> AsyncIterator[Opened]:
+    """Resume run ``run_id`` on ``running`` (see ``RunningTeam.resume``)."""
+    if running.journal is None:
+        raise ConfigError(
+            "resume needs the journal the run was recorded in: Team.start(journal=...)"
+        )
+    journal, created = await reopen(
+        running.journal, running.team, run_id, owner=owner_name(), deps=deps, force=force
+    )
+    opened = running._open(  # the team's own way to start a run
+        created.goal, None, streaming=streaming, session=created.session, resumed=journal
+    )
+    async with opened as pair:
+        yield pair
+
+
+async def reopen(
+    journal: Journal, team: Team, run_id: str, *, owner: str, deps: object, force: bool
+) -> tuple[RunJournal, RunCreated]:
+    """Check that ``team`` may finish run ``run_id``, take its lease, and index its replay.
+
+    Raises:
+        JournalError: the journal has no such run, or it has finished.
+        ConfigError: the team's configuration is not the one the run started
+            with, and ``force`` is false.
+        LeaseHeld: another process is running it.
+    """
+    entries = await journal.read(run_id)
+    if not entries:
+        raise JournalError(
+            f"journal {journal.where} has no run {run_id!r}; `regiment runs` lists the runs it has"
+        )
+    created = entries[0].record
+    if not isinstance(created, RunCreated):
+        raise JournalError(f"run {run_id!r} in {journal.where} does not begin with its creation")
+    last = entries[-1].record
+    if isinstance(last, RunFinished):
+        raise JournalError(
+            f"run {run_id!r} has already finished ({last.status}); there is nothing to "
+            f"resume: `regiment show {run_id}` shows its result"
+        )
+    if not force and created.team == team.name:
+        _same_config(created, team)
+    elif not force:
+        raise ConfigError(
+            f"run {run_id!r} belongs to team {created.team!r}, not {team.name!r}; resume it "
+            "with its own team (or pass force=True / --force to continue it anyway)"
+        )
+    lease = await journal.acquire(run_id, owner=owner, ttl=LEASE_TTL)
+    replay = Replay.of(entries)
+    return RunJournal(journal, lease, run_id, replay=replay, deps=deps), created
+
+
+def _same_config(created: RunCreated, team: Team) -> None:
+    now = config_hash(team)
+    if now != created.config_hash:
+        raise ConfigError(
+            f"run {created.run_id!r} was started by a differently configured team "
+            f"{team.name!r} (config hash {created.config_hash}, now {now}): its workers, "
+            "tools, models, prompts or budgets changed, so a resume might not redo the same "
+            "run; pass force=True (regiment resume --force) to continue it anyway"
+        )
+
+
+async def finished(opened: AbstractAsyncContextManager[Opened]) -> RunResult:
+    """Wait for a run's end (``opened`` sends no events); its result, or raise its error."""
+    async with opened as (channel, events):
+        async for _ in events:  # nothing is sent: this waits for the run's end
+            pass
+    if channel.result is not None:
+        return channel.result
+    raise channel.error or RunCancelled("the run ended without a result")

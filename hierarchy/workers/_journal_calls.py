@@ -1,0 +1,161 @@
+"""A worker's side of a run's journal: its model responses and tool calls.
+
+Each tool call's intent is appended durably *before* the tool body runs, and
+its result durably after, keyed by (run, plan version, step, call index); each model
+response is appended with its usage under ``step/{version}/{step}/{n}``. On a
+resume the same keys come round again: a journaled response is replayed, not
+re-sent; a journaled result is replayed, not re-executed; an intent without a
+result (the call was in flight at the crash) runs again with the intent's
+idempotency key, so the tool can deduplicate.
+
+Without a journal the same objects still hand every tool its ``RunContext``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import final
+
+from regiment.errors import JournalError
+from regiment.hierarchy._messages import AssignStep
+from regiment.hierarchy._model_call import ModelCaller
+from regiment.hierarchy._replay import NO_REPLAY, Replay
+from regiment.journal import (
+    Journal,
+    Lease,
+    ModelCallFinished,
+    Record,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from regiment.models import ModelRequest, ModelResponse, ToolCallPart
+from regiment.tools import Approver, RunContext, ToolResult, Toolset
+
+__all__ = ("RunCalls", "RunLookup", "StepCalls", "derived_key")
+
+
+def derived_key(run_id: str, plan_version: int, step_id: str, call_index: int) -> str:
+    """The idempotency key of a call whose tool declares none: stable across resumes."""
+    return f"{run_id}/v{plan_version}/{step_id}/{call_index}"
+
+
+@final
+class RunCalls:
+    """What a run gives its workers' tool loops: its deps and, when journaled, its journal."""
+
+    __slots__ = ("deps", "error", "journal", "lease", "replay", "run_id")
+
+    def __init__(
+        self,
+        run_id: str,
+        deps: object = None,
+        journal: Journal | None = None,
+        lease: Lease | None = None,
+        replay: Replay = NO_REPLAY,
+    ) -> None:
+        self.run_id = run_id
+        self.deps = deps
+        self.journal = journal
+        self.lease = lease
+        self.replay = replay
+        self.error: JournalError | None = None  # a failed write: the run fails with it
+
+    async def append(self, record: Record, *, durable: bool = False) -> None:
+        if self.journal is None or self.lease is None:
+            return
+        if self.error is not None:
+            raise self.error
+        try:
+            await self.journal.append(self.lease, record, durable=durable)
+        except JournalError as exc:
+            self.error = exc
+            raise
+
+
+RunLookup = Callable[[str], RunCalls | None]
+"""How a worker finds the run a step belongs to (``None``: it has ended)."""
+
+
+@final
+class StepCalls:
+    """One step's model and tool calls, journaled and replayed by key."""
+
+    __slots__ = ("_assign", "_model_calls", "_run", "_tool_calls", "_worker")
+
+    def __init__(self, run: RunCalls | None, assign: AssignStep, worker: str) -> None:
+        self._run = run if run is not None else RunCalls(assign.run_id)
+        self._assign = assign
+        self._worker = worker
+        self._model_calls = 0
+        self._tool_calls = 0
+
+    async def model(self, caller: ModelCaller, request: ModelRequest) -> ModelResponse:
+        """The response to the step's next model call: replayed, or sent and journaled."""
+        self._model_calls += 1
+        assign, run = self._assign, self._run
+        key = f"step/{assign.plan_version}/{assign.step.id}/{self._model_calls}"
+        replayed = run.replay.responses.get(key)
+        if replayed is not None:
+            return replayed
+        response = await caller.call(request)
+        await run.append(ModelCallFinished(run_id=run.run_id, call_key=key, response=response))
+        return response
+
+    def reserve(self, calls: int) -> int:
+        """Number the next ``calls`` tool calls; the first one's index."""
+        first = self._tool_calls
+        self._tool_calls += calls
+        return first
+
+    async def tool(
+        self, toolset: Toolset, index: int, call: ToolCallPart, approver: Approver | None = None
+    ) -> ToolResult:
+        """Run tool call number ``index`` of the step, or replay its journaled result.
+
+        ``approver`` decides a call that needs approval (see ``ApprovalGate``).
+        """
+        assign, run = self._assign, self._run
+        where = (assign.plan_version, assign.step.id, index)
+        finished = run.replay.results.get(where)
+        if finished is not None:
+            return finished.result
+        intent = run.replay.intents.get(where)
+        if intent is not None:  # in flight at the crash: again, with the same key
+            key = intent.idempotency_key
+        else:
+            key = toolset.key_for(call.name, call.arguments) or derived_key(run.run_id, *where)
+            await run.append(self._intent(index, call, key), durable=True)
+        context = RunContext(
+            run_id=run.run_id,
+            step_id=assign.step.id,
+            worker=self._worker,
+            plan_version=assign.plan_version,
+            call_id=call.id,
+            idempotency_key=key,
+            deps=run.deps,
+        )
+        result = await toolset.call(
+            call.name, call.arguments, call_id=call.id, context=context, approver=approver
+        )
+        done = ToolCallFinished(
+            run_id=run.run_id,
+            plan_version=assign.plan_version,
+            step_id=assign.step.id,
+            call_index=index,
+            result=result,
+        )
+        # Durable too: a result lost in a crash would run a finished call's body again.
+        await run.append(done, durable=True)
+        return result
+
+    def _intent(self, index: int, call: ToolCallPart, key: str) -> ToolCallStarted:
+        return ToolCallStarted(
+            run_id=self._run.run_id,
+            plan_version=self._assign.plan_version,
+            step_id=self._assign.step.id,
+            call_index=index,
+            tool=call.name,
+            call_id=call.id,
+            arguments=dict(call.arguments),
+            idempotency_key=key,
+        )
