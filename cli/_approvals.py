@@ -2,12 +2,12 @@
 
 ::
 
-    regiment approvals [RUN_ID] [--json] [--journal J]
+    regiment approvals [RUN_ID] [--json] [--journal PATH_OR_URL]
     regiment approve RUN_ID REQUEST_ID [--deny REASON | --edit JSON_OBJECT] [--by NAME]
-                     [--team TEAM_FILE] [--journal J]
+                     [--team TEAM_FILE] [--journal PATH_OR_URL]
 
-The journal is ``--journal``, else ``$REGIMENT_JOURNAL``, else ``.regiment/journal.db``
-under the current directory (``regiment run --journal`` writes there too).
+The journal is the one ``regiment run`` writes: ``--journal``, else
+``$REGIMENT_JOURNAL``, else ``.regiment/journal.db`` under the current directory.
 """
 
 from __future__ import annotations
@@ -15,26 +15,23 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TextIO
 
-import anyio
 import msgspec
 
+from regiment.cli._journal_cmds import (
+    add_journal_option,
+    journal_exists,
+    journal_spec,
+    open_cli_journal,
+)
 from regiment.errors import ConfigError, JournalError
 from regiment.hierarchy import Team
 from regiment.hierarchy._approving import decide_in_journal
-from regiment.journal import Journal, open_journal
+from regiment.journal import Journal
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approve, Deny, EditArguments
 
-__all__ = ("DEFAULT_JOURNAL", "add_approval_commands", "approval_command", "journal_location")
-
-DEFAULT_JOURNAL = Path(".regiment") / "journal.db"
-
-
-def journal_location(given: str | None, environ: Mapping[str, str]) -> str:
-    """``--journal``, else ``$REGIMENT_JOURNAL``, else ``.regiment/journal.db``."""
-    return given or environ.get("REGIMENT_JOURNAL") or str(DEFAULT_JOURNAL)
+__all__ = ("add_approval_commands", "approval_command")
 
 
 def add_approval_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,7 +39,7 @@ def add_approval_commands(commands: argparse._SubParsersAction[argparse.Argument
     listing = commands.add_parser("approvals", help="list the approval requests runs wait for")
     listing.add_argument("run_id", metavar="RUN_ID", nargs="?", help="only this run's")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
-    listing.add_argument("--journal", metavar="J", help="file or postgresql:// URL")
+    add_journal_option(listing)
     decide = commands.add_parser("approve", help="approve, deny or edit a pending request")
     decide.add_argument("run_id", metavar="RUN_ID")
     decide.add_argument("request_id", metavar="REQUEST_ID")
@@ -53,7 +50,7 @@ def add_approval_commands(commands: argparse._SubParsersAction[argparse.Argument
     decide.add_argument(
         "--team", metavar="TEAM_FILE", help="validate --edit against the tool's schema first"
     )
-    decide.add_argument("--journal", metavar="J", help="file or postgresql:// URL")
+    add_journal_option(decide)
     decide.add_argument("--app-dir", metavar="DIR", default=".")
 
 
@@ -67,13 +64,15 @@ async def approval_command(
         ApprovalError: the request cannot be decided.
         JournalError: the journal cannot be opened or has no such run.
     """
-    location = journal_location(args.journal, environ)
-    if not location.startswith("postgres") and not await anyio.Path(location).exists():
+    location = journal_spec(args, environ)
+    if location is None:
+        raise ConfigError(f"regiment {args.command} reads the journal: drop --no-journal")
+    if not journal_exists(location):
         raise JournalError(
-            f"no journal at {location}; run with --journal (or set $REGIMENT_JOURNAL) "
-            "to journal runs, then list their approvals here"
+            f"no journal at {location}; `regiment run` journals there (or pass --journal, "
+            "or set $REGIMENT_JOURNAL), then list and decide its approvals here"
         )
-    journal = await open_journal(location)
+    journal = await open_cli_journal(location)
     try:
         if args.command == "approvals":
             await _list(journal, args.run_id, args.json, stdout)
@@ -122,7 +121,7 @@ async def _decide(
     what = type(decision).__name__.lower().replace("editarguments", "edit")
     print(
         f"{what}: {request.tool_name} in run {request.run_id} "
-        f"({request.request_id}); continue with: regiment resume {request.run_id}",
+        f"({request.request_id}); continue with: regiment resume TEAM_FILE {request.run_id}",
         file=stdout,
     )
 

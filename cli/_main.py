@@ -4,6 +4,10 @@
 
     regiment run TEAM_FILE "goal" [--model SPEC] [--trace jaeger|console|none]
                                   [--events jsonl [--events-file PATH]] [--plain]
+                                  [--session S] [--journal PATH_OR_URL | --no-journal]
+    regiment resume TEAM_FILE RUN_ID [--force] [the options of run]
+    regiment runs [--status S] [--json] [--journal PATH_OR_URL]
+    regiment show RUN_ID [--json] [--journal PATH_OR_URL]
     regiment serve TEAM_FILE [--host H] [--port P] [--token T] [--model SPEC]
     regiment validate TEAM_FILE
     regiment approvals [RUN_ID] [--json]
@@ -29,6 +33,13 @@ from typing import TextIO
 import anyio
 
 from regiment.cli._approvals import add_approval_commands, approval_command
+from regiment.cli._journal_cmds import (
+    add_journal_commands,
+    add_journal_option,
+    journal_spec,
+    runs_command,
+    show_command,
+)
 from regiment.cli._run import Outcome, RunOptions, drive
 from regiment.config import TeamConfig, build_team, check_config, load_config, team_files
 from regiment.errors import ApprovalError, ConfigError, JournalError, RegimentError
@@ -50,6 +61,27 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run one goal and print the answer")
     run.add_argument("team_file", metavar="TEAM_FILE", help="a .toml, .yaml or .yml team file")
     run.add_argument("goal", metavar="GOAL", help="what the team should do")
+    run.add_argument("--session", metavar="S", help="the session the run belongs to")
+    _add_run_options(run)
+    resume = commands.add_parser("resume", help="finish a journaled run that stopped")
+    resume.add_argument("team_file", metavar="TEAM_FILE", help="the team file the run used")
+    resume.add_argument("run_id", metavar="RUN_ID", help="as `regiment runs` lists it")
+    resume.add_argument(
+        "--force", action="store_true", help="resume even if the team file changed since"
+    )
+    _add_run_options(resume)
+    add_journal_commands(commands)
+    add_approval_commands(commands)
+    _add_server_commands(commands)
+    validate = commands.add_parser("validate", help="check a team file without running it")
+    validate.add_argument("team_file", metavar="TEAM_FILE")
+    validate.add_argument("--app-dir", metavar="DIR", default=".")
+    return parser
+
+
+def _add_run_options(run: argparse.ArgumentParser) -> None:
+    """What ``run`` and ``resume`` share: model, trace, events, view, backend, journal."""
+    add_journal_option(run)
     run.add_argument(
         "--model",
         metavar="SPEC",
@@ -73,23 +105,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
     run.add_argument(
-        "--journal",
-        metavar="J",
-        help="journal the run here (a file or postgresql:// URL; default $REGIMENT_JOURNAL), "
-        "so a run paused for approvals can be decided and resumed later",
-    )
-    run.add_argument(
         "--app-dir",
         metavar="DIR",
         default=".",
         help="where the file's module:attribute paths are imported from (default: .)",
     )
-    _add_server_commands(commands)
-    add_approval_commands(commands)
-    validate = commands.add_parser("validate", help="check a team file without running it")
-    validate.add_argument("team_file", metavar="TEAM_FILE")
-    validate.add_argument("--app-dir", metavar="DIR", default=".")
-    return parser
 
 
 def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -173,6 +193,11 @@ async def _dispatch(
     if args.command in ("approvals", "approve"):
         return await _approvals(args, stdout, stderr, environ)
     try:
+        if args.command in ("runs", "show"):
+            spec = journal_spec(args, environ)
+            if args.command == "runs":
+                return await runs_command(args, spec, stdout)
+            return await show_command(args, spec, stdout)
         config = load_config(args.team_file)
         if args.command == "validate":
             return _validate(config, args.team_file, stdout)
@@ -188,13 +213,16 @@ async def _dispatch(
             raise ConfigError("--events-file needs --events jsonl")
         options = RunOptions(
             team_file=args.team_file,
-            goal=args.goal,
+            goal=getattr(args, "goal", ""),
             model=_choose_model(config, args.team_file, args.model, environ, stderr),
             trace=args.trace,
             events_jsonl=args.events == "jsonl",
             events_file=args.events_file,
             live=not args.plain and stderr.isatty(),
-            journal=args.journal or environ.get("REGIMENT_JOURNAL") or None,
+            journal=journal_spec(args, environ),
+            session=getattr(args, "session", None),
+            resume=getattr(args, "run_id", None),
+            force=getattr(args, "force", False),
         )
     except ConfigError as exc:
         return _config_error(exc, stderr)

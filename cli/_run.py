@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Literal, TextIO, TypeAlias
 
@@ -12,13 +12,15 @@ import anyio
 import msgspec
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
+from regiment.cli._journal_cmds import journal_exists, open_cli_journal
 from regiment.cli._progress import RunProgress, TokenMeter
 from regiment.cli._trace_report import RootTraceId, report_trace
 from regiment.cli._view import PlainView, ProgressView
 from regiment.config import TeamConfig, build_team
-from regiment.errors import ConfigError
-from regiment.hierarchy import RunResult, Team, Worker
+from regiment.errors import ConfigError, JournalError
+from regiment.hierarchy import RunningTeam, RunResult, Team, Worker
 from regiment.hierarchy import events as ev
+from regiment.journal import Journal
 from regiment.models import Model
 from regiment.telemetry import SpanCollector, Telemetry, TracingHandle, configure_tracing
 
@@ -40,7 +42,10 @@ class RunOptions:
     events_jsonl: bool
     events_file: str | None
     live: bool
-    journal: str | None = None
+    journal: str | None = None  # where runs are journaled; None: --no-journal
+    session: str | None = None
+    resume: str | None = None  # the run to resume, for ``regiment resume``
+    force: bool = False
 
 
 @dataclass(kw_only=True)
@@ -90,6 +95,7 @@ async def drive(
     Raises:
         ConfigError: the team cannot be built, or the events file cannot be opened.
     """
+    journal = await _open_journal(options)
     tracing = _Tracing.open(options.trace)
     try:
         team = build_team(
@@ -101,17 +107,47 @@ async def drive(
         try:
             with _event_sink(options, stdout) as sink:
                 progress = RunProgress()
-                ending = await _watch(team, options, progress, sink, stderr, stop, tracing.meter)
+                ending = await _watch(
+                    team, options, journal, progress, sink, stderr, stop, tracing.meter
+                )
         finally:
             await _close_models(team)
     finally:
         tracing.shutdown()
+        if journal is not None:
+            with anyio.CancelScope(shield=True):
+                await journal.close()
     return _report(ending, progress, options, tracing, stdout, stderr)
+
+
+async def _open_journal(options: RunOptions) -> Journal | None:
+    """The run's journal; for a resume, one that has the run (else a usage error)."""
+    if options.journal is None:
+        if options.resume is not None:
+            raise ConfigError("regiment resume continues a journaled run: drop --no-journal")
+        return None
+    if options.resume is not None and not journal_exists(options.journal):
+        raise ConfigError(f"no journal at {options.journal}, so no run {options.resume!r}")
+    journal = await open_cli_journal(options.journal)
+    if options.resume is not None:
+        try:
+            info = await journal.get_run(options.resume)
+        except JournalError as exc:
+            await journal.close()
+            raise ConfigError(f"{exc}; `regiment runs` lists the runs") from exc
+        if info.status not in ("stalled", "running", "awaiting_approval"):
+            await journal.close()
+            raise ConfigError(
+                f"run {options.resume!r} has already finished ({info.status}); "
+                f"`regiment show {options.resume}` shows it"
+            )
+    return journal
 
 
 async def _watch(
     team: Team,
     options: RunOptions,
+    journal: Journal | None,
     progress: RunProgress,
     sink: Callable[[ev.Event], None],
     stderr: TextIO,
@@ -133,7 +169,7 @@ async def _watch(
             if not isinstance(view, PlainView):
                 tg.start_soon(_tick, view)
             try:
-                await _consume(team, options, progress, view, sink, ending)
+                await _consume(team, options, journal, progress, view, sink, ending)
             except Exception as exc:  # re-raised below, so the task group does not wrap it
                 error = exc
             finally:
@@ -176,13 +212,13 @@ def _view(
 async def _consume(
     team: Team,
     options: RunOptions,
+    journal: Journal | None,
     progress: RunProgress,
     view: ProgressView,
     sink: Callable[[ev.Event], None],
     ending: _Ending,
 ) -> None:
-    start, goal = team.start(journal=options.journal), options.goal
-    async with start as running, running.stream(goal) as events:
+    async with team.start(journal=journal) as running, _stream(running, options) as events:
         async for event in events:
             progress.apply(event)
             view.show(event)
@@ -191,6 +227,14 @@ async def _consume(
                 ending.result = event.result
             elif isinstance(event, ev.RunFailed):
                 ending.failure = event
+
+
+def _stream(
+    running: RunningTeam, options: RunOptions
+) -> AbstractAsyncContextManager[AsyncIterator[ev.Event]]:
+    if options.resume is not None:
+        return running.resume_stream(options.resume, force=options.force)
+    return running.stream(options.goal, session=options.session)
 
 
 async def _tick(view: ProgressView) -> None:

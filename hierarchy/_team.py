@@ -43,12 +43,12 @@ from regiment.hierarchy._critic import Critic
 from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._messages import StepAllowance, WorkerMessage
 from regiment.hierarchy._planner import Planner
-from regiment.hierarchy._ranges import run_concurrency
+from regiment.hierarchy._ranges import run_concurrency, seconds
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy._supervisor import RunRef, SpawnRun, Supervisor, capped, close_run
 from regiment.hierarchy.events import Event
 from regiment.hierarchy.run._channel import RunChannel
-from regiment.hierarchy.run._journaling import RunJournal
+from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal
 from regiment.hierarchy.run._messages import StartRun
 from regiment.hierarchy.run._resume import Opened, finished, open_channel, reopened
 from regiment.hierarchy.run._runtime import TeamRuntime
@@ -108,21 +108,27 @@ class Team:
             raise ConfigError(f"team '{self.name}': concurrency must be at least 1")
 
     @asynccontextmanager
-    async def start(self, *, journal: JournalSpec = None) -> AsyncIterator[RunningTeam]:
+    async def start(
+        self, *, journal: JournalSpec = None, lease_ttl: float = LEASE_TTL
+    ) -> AsyncIterator[RunningTeam]:
         """Spawn the team's actors in the current event loop; stop them on exit.
 
         Args:
             journal: where runs are journaled: ``None`` (not at all, the default),
                 a file path (SQLite), a ``postgresql://`` URL, or a ``Journal``
                 (left open for its owner to close).
+            lease_ttl: seconds a run stays owned by this process without a heartbeat
+                (beats come every third of it): after a crash, how soon another may resume it.
         """
+        seconds("Team.start", "lease_ttl", lease_ttl)
         opened = None if journal is None else await open_journal(journal)
         try:
             # The hub outlives the actors: a worker's last tool call ends before its MCP
             # sessions close. Servers start here, eagerly (see regiment.tools.MCPHub).
             async with MCPHub.open() as mcp, open_actor_system() as system:
                 running = await RunningTeam.spawn(self, system, mcp=mcp)
-                running.journal = running._desk.journal = opened
+                running.journal, running.lease_ttl = opened, lease_ttl
+                running._desk.journal = opened
                 yield running
         finally:
             if opened is not None and opened is not journal:
@@ -154,6 +160,7 @@ class RunningTeam(DecidesApprovals):
         self._ids = itertools.count(1)
         self._channels = channels
         self.journal: Journal | None = None  # set by Team.start(journal=...)
+        self.lease_ttl = LEASE_TTL
 
     @property
     def active_runs(self) -> int:
@@ -230,9 +237,8 @@ class RunningTeam(DecidesApprovals):
 
         Raises:
             ConfigError: no journal, or the configuration changed (without ``force``).
-            LeaseHeld: another process is running it.
-            JournalError: the journal has no such run, or it has finished.
-            RunError: as for :meth:`run`.
+            LeaseHeld: another process is running it. JournalError: no such run, or
+                it has finished. RunError: as for :meth:`run`.
         """
         return await finished(reopened(self, run_id, deps=deps, force=force, streaming=False))
 
@@ -293,7 +299,7 @@ class RunningTeam(DecidesApprovals):
         run_id = resumed.run_id if resumed else f"run-{next(self._ids)}-{getrandbits(32):08x}"
         # JournalError: the run is refused, nothing started.
         channel, events = await open_channel(
-            self.journal, self.team, run_id, goal, session, deps, resumed, streaming=streaming
+            self, (run_id, goal, session), deps, resumed, streaming
         )
         budget = capped(self.team.budget, allowance)
         ref: RunRef | None = None

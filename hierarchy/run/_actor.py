@@ -107,7 +107,7 @@ class PlannerActor(PausesForApprovals, Actor[PlannerMessage, None]):
         self._book = RunBook(run_id, goal, team, channel, trace, dispatcher)
         self._calls = PhaseCalls(team, trace, self._journal.replayed)
         self._verifier = Verifier(team.checks, trace)
-        self._prompting = Prompting(team, goal)
+        self._prompting = Prompting(team, goal, channel.history)
         self._phase: Phase = Planning("plan", self._prompting.first_session(), "initial")
 
     def _record(self, change: RunChange) -> None:

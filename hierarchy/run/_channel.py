@@ -35,6 +35,7 @@ class RunChannel:
     streaming: bool = True
     journal: RunJournal | None = None  # records every event, when the run is journaled
     calls: RunCalls | None = None  # what the workers' tool loops see of the run
+    history: str = ""  # the session's earlier runs, for the planner's first request
 
     @classmethod
     def open(cls, *, streaming: bool) -> tuple[RunChannel, MemoryObjectReceiveStream[Event]]:

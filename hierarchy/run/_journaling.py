@@ -139,7 +139,17 @@ class RunJournal:
     rebuilds are not written twice.
     """
 
-    __slots__ = ("_calls", "_error", "_journal", "_lease", "_pending", "_replay", "calls", "run_id")
+    __slots__ = (
+        "_calls",
+        "_error",
+        "_journal",
+        "_lease",
+        "_pending",
+        "_replay",
+        "_ttl",
+        "calls",
+        "run_id",
+    )
 
     def __init__(
         self,
@@ -149,7 +159,9 @@ class RunJournal:
         *,
         replay: Replay = NO_REPLAY,
         deps: object = None,
+        ttl: float = LEASE_TTL,
     ) -> None:
+        self._ttl = ttl
         self._journal = journal
         self._lease = lease
         self.run_id = run_id
@@ -169,6 +181,8 @@ class RunJournal:
         session: str | None,
         owner: str,
         deps: object = None,
+        *,
+        ttl: float = LEASE_TTL,
     ) -> RunJournal:
         """Record a new run (durably) and own it."""
         created = RunCreated(
@@ -179,8 +193,8 @@ class RunJournal:
             session=session,
             created_at=datetime.now(UTC),
         )
-        lease = await journal.create_run(created, owner=owner, ttl=LEASE_TTL)
-        return cls(journal, lease, run_id, deps=deps)
+        lease = await journal.create_run(created, owner=owner, ttl=ttl)
+        return cls(journal, lease, run_id, deps=deps, ttl=ttl)
 
     @property
     def lease(self) -> Lease:
@@ -231,7 +245,7 @@ class RunJournal:
     async def beat(self) -> None:
         """Keep the run's lease alive while it runs; a failure fails the run at its next change."""
         try:
-            await heartbeat(self._journal, self._lease, ttl=LEASE_TTL)
+            await heartbeat(self._journal, self._lease, ttl=self._ttl)
         except JournalError as exc:
             self.calls.error = self.calls.error or exc
 

@@ -53,9 +53,10 @@ PlanReading: TypeAlias = PlanAdopted | ModelRequest | PlanError
 class Prompting:
     """Builds the plan, replan, round, critique, compress and synthesis requests."""
 
-    def __init__(self, team: TeamRuntime, goal: str) -> None:
+    def __init__(self, team: TeamRuntime, goal: str, history: str = "") -> None:
         self._team = team
         self._goal = goal
+        self._history = history  # a session's earlier runs
         self._prompts = prompts = team.planner.prompts
         self._system = prompts.planner_system(
             team=team.name,
@@ -69,7 +70,7 @@ class Prompting:
         team = self._team
         return PlanningSession(
             system=self._system,
-            messages=[Message.user(self._prompts.plan_request(self._goal))],
+            messages=[Message.user(self._prompts.plan_request(self._goal, memory=self._history))],
             max_steps=team.planner.max_steps,
             start_index=1,
             workers=team.workers,

@@ -13,6 +13,7 @@ from regiment.hierarchy._replay import Replay
 from regiment.hierarchy.events import Event
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, config_hash, owner_name
+from regiment.hierarchy.run._session import session_context
 from regiment.hierarchy.workers._journal_calls import RunCalls
 from regiment.journal import Journal, RunCreated, RunFinished
 
@@ -27,23 +28,24 @@ Opened: TypeAlias = tuple[RunChannel, MemoryObjectReceiveStream[Event]]
 
 
 async def open_channel(
-    journal: Journal | None,
-    team: Team,
-    run_id: str,
-    goal: str,
-    session: str | None,
+    running: RunningTeam,
+    run: tuple[str, str, str | None],
     deps: object,
     resumed: RunJournal | None,
-    *,
     streaming: bool,
 ) -> Opened:
-    """A run's channel, journaled when the team has a journal (a new run is recorded durably)."""
+    """A run's channel (``run``: id, goal, session), journaled when the team has a journal
+    (a new run is recorded durably, leased for the team's ``lease_ttl``)."""
+    run_id, goal, session = run
+    journal, team, ttl = running.journal, running.team, running.lease_ttl
     run_journal = resumed
     if resumed is None and journal is not None:
         run_journal = await RunJournal.create(
-            journal, team, run_id, goal, session, owner_name(), deps
+            journal, team, run_id, goal, session, owner_name(), deps, ttl=ttl
         )
     channel, events = RunChannel.open(streaming=streaming)
+    if session is not None and journal is not None:
+        channel.history = await session_context(journal, team, session, run_id)
     channel.calls = RunCalls(run_id, deps) if deps is not None else None
     if run_journal is not None:
         channel.journal, channel.calls = run_journal, run_journal.calls
@@ -60,7 +62,13 @@ async def reopened(
             "resume needs the journal the run was recorded in: Team.start(journal=...)"
         )
     journal, created = await reopen(
-        running.journal, running.team, run_id, owner=owner_name(), deps=deps, force=force
+        running.journal,
+        running.team,
+        run_id,
+        owner=owner_name(),
+        deps=deps,
+        force=force,
+        ttl=running.lease_ttl,
     )
     opened = running._open(  # the team's own way to start a run
         created.goal, None, streaming=streaming, session=created.session, resumed=journal
@@ -70,7 +78,14 @@ async def reopened(
 
 
 async def reopen(
-    journal: Journal, team: Team, run_id: str, *, owner: str, deps: object, force: bool
+    journal: Journal,
+    team: Team,
+    run_id: str,
+    *,
+    owner: str,
+    deps: object,
+    force: bool,
+    ttl: float = LEASE_TTL,
 ) -> tuple[RunJournal, RunCreated]:
     """Check that ``team`` may finish run ``run_id``, take its lease, and index its replay.
 
@@ -101,9 +116,9 @@ async def reopen(
             f"run {run_id!r} belongs to team {created.team!r}, not {team.name!r}; resume it "
             "with its own team (or pass force=True / --force to continue it anyway)"
         )
-    lease = await journal.acquire(run_id, owner=owner, ttl=LEASE_TTL)
+    lease = await journal.acquire(run_id, owner=owner, ttl=ttl)
     replay = Replay.of(entries)
-    return RunJournal(journal, lease, run_id, replay=replay, deps=deps), created
+    return RunJournal(journal, lease, run_id, replay=replay, deps=deps, ttl=ttl), created
 
 
 def _same_config(created: RunCreated, team: Team) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from regiment.cli import run_async
-from regiment.journal import ApprovalDecided, open_journal
+from regiment.journal import ApprovalDecided, ToolCallFinished, open_journal
 from regiment.tools import Deny, EditArguments
 
 pytestmark = pytest.mark.anyio
@@ -89,7 +89,7 @@ async def test_approve_records_a_decision_once_and_checks_edits(tmp_path: Path) 
         journal,
     )
     assert code == 0, err
-    assert f"regiment resume {run_id}" in out
+    assert f"regiment resume TEAM_FILE {run_id}" in out
     code, _, err = await _run("approve", run_id, request_id, "--deny", "no", "--journal", journal)
     assert code == 2
     assert "already decided by ana" in err
@@ -122,3 +122,29 @@ async def test_deny_and_missing_journals_are_reported(tmp_path: Path) -> None:
     code, _, err = await _run("approvals", "--journal", str(tmp_path / "none.db"))
     assert code == 2
     assert "no journal at" in err
+
+
+async def test_run_approve_resume_issues_the_refund_once(tmp_path: Path) -> None:
+    journal = str(tmp_path / "runs.db")
+    run_id, request_id = await _paused_run(journal)
+    code, out, err = await _run("approve", run_id, request_id, "--by", "ana", "--journal", journal)
+    assert code == 0, err
+    assert f"regiment resume TEAM_FILE {run_id}" in out
+    code, out, err = await _run("resume", TEAM, run_id, "--model", "scripted", "--journal", journal)
+    assert code == 0, err
+    assert "on the way" in out  # the e-mail after the refund
+    opened = await open_journal(journal)
+    try:
+        info = await opened.get_run(run_id)
+        records = [e.record for e in await opened.read(run_id)]
+    finally:
+        await opened.close()
+    assert info.status == "completed"
+    refunds = [
+        r
+        for r in records
+        if isinstance(r, ToolCallFinished) and r.result.tool_name == "issue_refund"
+    ]
+    assert len(refunds) == 1
+    assert not refunds[0].result.is_error
+    assert refunds[0].result.arguments == {"order_id": "77120"}

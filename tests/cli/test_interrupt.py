@@ -19,6 +19,9 @@ from .helpers import write_team
 
 pytestmark = pytest.mark.anyio
 
+# The runs here are not journaled: a journal works in a worker thread, and
+# wait_all_tasks_blocked() would return while it does, before the step is dispatched.
+
 
 @pytest.fixture(autouse=True)
 def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -32,7 +35,7 @@ async def test_interrupt_cancels_the_run_and_reports_progress(tmp_path: Path) ->
     codes: list[int] = []
 
     async def command() -> None:
-        argv = ["run", str(team), "wait", "--app-dir", str(tmp_path)]
+        argv = ["run", str(team), "wait", "--app-dir", str(tmp_path), "--no-journal"]
         codes.append(await run_async(argv, stdout=out, stderr=err, environ={}, interrupt=stop))
 
     async with anyio.create_task_group() as tg:
@@ -52,7 +55,16 @@ async def test_interrupt_cancels_the_run_and_reports_progress(tmp_path: Path) ->
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_sigint_exits_130_without_a_traceback(tmp_path: Path, backend: str) -> None:
     team = write_team(tmp_path, "stuck")
-    argv = ["run", str(team), "wait", "--app-dir", str(tmp_path), "--backend", backend]
+    argv = [
+        "run",
+        str(team),
+        "wait",
+        "--app-dir",
+        str(tmp_path),
+        "--no-journal",
+        "--backend",
+        backend,
+    ]
     with subprocess.Popen(
         [sys.executable, "-m", "regiment", *argv],
         stdout=subprocess.PIPE,
@@ -79,7 +91,7 @@ async def test_interrupt_ends_the_events_file_with_a_cancelled_event(tmp_path: P
     stop = anyio.Event()
     out, err = io.StringIO(), io.StringIO()
     codes: list[int] = []
-    argv = ["run", str(team), "wait", "--app-dir", str(tmp_path)]
+    argv = ["run", str(team), "wait", "--app-dir", str(tmp_path), "--no-journal"]
     argv += ["--events", "jsonl", "--events-file", str(events_file)]
 
     async def command() -> None:
@@ -110,7 +122,16 @@ async def test_interrupt_ends_the_events_file_with_a_cancelled_event(tmp_path: P
 def test_sigint_leaves_a_closing_event_in_the_events_file(tmp_path: Path, backend: str) -> None:
     team = write_team(tmp_path, "stuck")
     events_file = tmp_path / "events.jsonl"
-    argv = ["run", str(team), "wait", "--app-dir", str(tmp_path), "--backend", backend]
+    argv = [
+        "run",
+        str(team),
+        "wait",
+        "--app-dir",
+        str(tmp_path),
+        "--no-journal",
+        "--backend",
+        backend,
+    ]
     argv += ["--events", "jsonl", "--events-file", str(events_file), "--plain"]
     with subprocess.Popen(
         [sys.executable, "-m", "regiment", *argv],

@@ -86,3 +86,19 @@ def test_examples_leave_sys_path_alone(script: str) -> None:
     )
     lines = _run("-c", code)
     assert lines[-1] == "added: []"
+
+
+def test_durable_kills_a_run_mid_refund_and_resumes_it_paying_each_order_once() -> None:
+    lines = _run(str(EXAMPLES / "durable" / "main.py"))
+    assert lines[0].startswith("run run-")
+    assert lines[1:] == [
+        "killed the child (exit -9) inside the refund of order 1002",
+        "the journal lists the run as stalled",
+        "resumed: completed",
+        "answer: Refunds done: order 1001: refunded 20; order 1002: refunded 35; "
+        "order 1003: refunded 15",
+        "bank paid: 1001 (20), 1002 (35), 1003 (15)",
+        # 1001 was replayed from the journal; 1002 was in flight at the kill, so its
+        # body ran again with the same idempotency key and the bank paid it once.
+        "refund tool bodies ran for: 1001, 1002, 1002, 1003",
+    ]

@@ -122,7 +122,9 @@ def brain(
                 return f"{step_id}: {results[0].content}"
             case "synthesizer":
                 await stop("synthesis")
-                return text_response("answer: " + request.messages[-1].text[-400:])
+                # Sorted: parallel steps commit in either order, the answer must not.
+                lines = sorted(request.messages[-1].text.splitlines())
+                return text_response("answer: " + " | ".join(lines)[-600:])
             case _:
                 raise AssertionError(f"unexpected role {request.role!r}")
 

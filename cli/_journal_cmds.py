@@ -1,0 +1,213 @@
+"""``regiment runs`` and ``regiment show``, and the ``--journal`` option every run command takes.
+
+The journal is ``--journal PATH_OR_URL``, else ``$REGIMENT_JOURNAL``, else
+``.regiment/journal.db`` under the current directory (created on first use by a
+run); ``--no-journal`` turns it off. A file that is not a journal, or is damaged,
+is a usage error naming the file, and is never written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TextIO
+
+import msgspec
+
+from regiment.errors import ConfigError, JournalError
+from regiment.journal import (
+    Journal,
+    PlanVersion,
+    Record,
+    RunCreated,
+    RunFinished,
+    RunInfo,
+    StepReported,
+    open_journal,
+)
+
+__all__ = (
+    "add_journal_commands",
+    "add_journal_option",
+    "journal_exists",
+    "journal_spec",
+    "open_cli_journal",
+    "runs_command",
+    "show_command",
+)
+
+DEFAULT = Path(".regiment") / "journal.db"
+STATUSES = (
+    "running",
+    "stalled",
+    "awaiting_approval",
+    "completed",
+    "partial",
+    "failed",
+    "cancelled",
+)
+
+
+def add_journal_option(parser: argparse.ArgumentParser) -> None:
+    """``--journal PATH_OR_URL`` and ``--no-journal``."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--journal",
+        metavar="PATH_OR_URL",
+        help="an SQLite file or a postgresql:// URL (default: $REGIMENT_JOURNAL, "
+        "else .regiment/journal.db here)",
+    )
+    group.add_argument("--no-journal", action="store_true", help="do not journal the run")
+
+
+def add_journal_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``regiment runs`` and ``regiment show``."""
+    runs = commands.add_parser("runs", help="list the journal's runs, newest first")
+    runs.add_argument("--status", choices=STATUSES, help="only runs with this status")
+    runs.add_argument("--json", action="store_true", help="one JSON object per line")
+    add_journal_option(runs)
+    show = commands.add_parser("show", help="one run: plan versions, steps, answer, usage")
+    show.add_argument("run_id", metavar="RUN_ID")
+    show.add_argument("--json", action="store_true", help="one JSON object")
+    add_journal_option(show)
+
+
+def journal_spec(args: argparse.Namespace, environ: Mapping[str, str]) -> str | None:
+    """The journal the command uses, or ``None`` for ``--no-journal``."""
+    if getattr(args, "no_journal", False):
+        return None
+    spec: str | None = getattr(args, "journal", None) or environ.get("REGIMENT_JOURNAL")
+    return spec or str(Path.cwd() / DEFAULT)
+
+
+async def open_cli_journal(spec: str) -> Journal:
+    """Open the journal; a file or database that cannot be used is a usage error naming it."""
+    try:
+        return await open_journal(spec)
+    except JournalError as exc:
+        raise ConfigError(f"--journal {spec}: {exc}") from exc
+
+
+def journal_exists(spec: str) -> bool:
+    """Whether ``spec`` names a journal that may hold runs (a URL, or a file that exists)."""
+    return spec.startswith(("postgresql://", "postgres://")) or Path(spec).exists()
+
+
+async def runs_command(args: argparse.Namespace, spec: str | None, stdout: TextIO) -> int:
+    """``regiment runs``: one line (or JSON object) per run, newest first."""
+    if spec is None:
+        raise ConfigError("regiment runs reads the journal: drop --no-journal")
+    if not journal_exists(spec):
+        return 0  # no journal yet: no runs (reading never creates one)
+    journal = await open_cli_journal(spec)
+    try:
+        found = await journal.list_runs(status=args.status)
+    finally:
+        await journal.close()
+    for info in found:
+        print(_run_json(info) if args.json else _run_line(info), file=stdout)
+    return 0
+
+
+def _run_line(info: RunInfo) -> str:
+    started = info.started_at.strftime("%Y-%m-%d %H:%M:%S")
+    session = f"  [{info.session}]" if info.session else ""
+    goal = info.goal if len(info.goal) <= 60 else info.goal[:57] + "..."
+    return f"{info.run_id}  {info.status:<17} {started}  {info.team}{session}  {goal}"
+
+
+def _run_json(info: RunInfo) -> str:
+    return json.dumps(
+        {
+            "run_id": info.run_id,
+            "team": info.team,
+            "goal": info.goal,
+            "status": info.status,
+            "started_at": info.started_at.isoformat(),
+            "updated_at": info.updated_at.isoformat(),
+            "session": info.session,
+        }
+    )
+
+
+async def show_command(args: argparse.Namespace, spec: str | None, stdout: TextIO) -> int:
+    """``regiment show RUN_ID``: plan versions, steps with status and output, answer, usage."""
+    if spec is None:
+        raise ConfigError("regiment show reads the journal: drop --no-journal")
+    if not journal_exists(spec):
+        raise ConfigError(f"no journal at {spec}, so no run {args.run_id!r}")
+    journal = await open_cli_journal(spec)
+    try:
+        info = await journal.get_run(args.run_id)
+        records = [entry.record for entry in await journal.read(args.run_id)]
+    except JournalError as exc:
+        raise ConfigError(f"{exc}; `regiment runs` lists the runs") from exc
+    finally:
+        await journal.close()
+    shown = _shown(info, records)
+    if args.json:
+        print(json.dumps(shown), file=stdout)
+    else:
+        _print_shown(shown, stdout)
+    return 0
+
+
+def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
+    plans: list[object] = []
+    steps: list[dict[str, object]] = []
+    answer, usage, error = None, None, None
+    for record in records:
+        match record:
+            case PlanVersion(version=version, plan=plan):
+                plans.append({"version": version, "steps": plan.get("steps", [])})
+            case StepReported():
+                steps.append(
+                    {
+                        "plan_version": record.plan_version,
+                        "step_id": record.step_id,
+                        "worker": record.worker,
+                        "status": record.status,
+                        "committed": record.committed,
+                        "output": record.output,
+                    }
+                )
+            case RunFinished(answer=text, error=failure, result=result):
+                answer, error, usage = text, failure, result.get("usage")
+            case RunCreated() | _:
+                pass
+    return {
+        "run_id": info.run_id,
+        "team": info.team,
+        "goal": info.goal,
+        "status": info.status,
+        "session": info.session,
+        "started_at": info.started_at.isoformat(),
+        "plans": plans,
+        "steps": steps,
+        "answer": answer,
+        "error": error,
+        "usage": usage,
+    }
+
+
+def _print_shown(shown: dict[str, object], stdout: TextIO) -> None:
+    print(f"run {shown['run_id']} ({shown['team']}): {shown['status']}", file=stdout)
+    print(f"goal: {shown['goal']}", file=stdout)
+    plans = shown["plans"]
+    assert isinstance(plans, list)
+    for plan in plans:
+        ids = ", ".join(str(s.get("id")) for s in plan["steps"])
+        print(f"plan v{plan['version']}: {ids}", file=stdout)
+    steps = shown["steps"]
+    assert isinstance(steps, list)
+    for step in steps:
+        mark = "committed" if step["committed"] else step["status"]
+        print(f"  v{step['plan_version']} {step['step_id']} [{mark}] {step['output']}", file=stdout)
+    if shown["answer"] is not None:
+        print(f"answer: {shown['answer']}", file=stdout)
+    if shown["error"]:
+        print(f"error: {shown['error']}", file=stdout)
+    if shown["usage"] is not None:
+        print(f"usage: {msgspec.json.encode(shown['usage']).decode()}", file=stdout)

@@ -1,0 +1,202 @@
+"""``--journal``, ``regiment runs``, ``regiment show`` and ``regiment resume``.
+
+Runs journal by default to ``.regiment/journal.db`` under the current directory
+(a temporary one: see conftest). A stalled run is made the way a crash leaves
+one: the head of a finished run's records, in a run nobody holds.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from regiment.cli import run_async
+from regiment.journal import EventRecorded, ModelCallFinished, Record, RunCreated, SqliteJournal
+
+pytestmark = pytest.mark.anyio
+
+REPO = Path(__file__).resolve().parents[2]
+REFUND = str(REPO / "examples" / "refund" / "team.toml")
+GOAL = "For order 88213 check refund eligibility, issue the refund if eligible, then email the customer."
+
+
+@pytest.fixture(autouse=True)
+def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))
+
+
+async def _cli(*argv: str, environ: dict[str, str] | None = None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = await run_async(list(argv), stdout=out, stderr=err, environ=environ or {})
+    return code, out.getvalue(), err.getvalue()
+
+
+async def _journaled_run(*extra: str) -> tuple[str, str]:
+    code, out, err = await _cli("run", REFUND, GOAL, "--model", "scripted", *extra)
+    assert code == 0, err
+    code, listed, err = await _cli(
+        "runs", "--json", *extra[:2] if extra[:1] == ("--journal",) else ()
+    )
+    assert code == 0, err
+    return json.loads(listed.splitlines()[0])["run_id"], out
+
+
+async def test_run_journals_by_default_and_its_first_event_names_the_run(tmp_path: Path) -> None:
+    code, out, err = await _cli("run", REFUND, GOAL, "--model", "scripted", "--events", "jsonl")
+    assert code == 0, err
+    events = [json.loads(line) for line in out.splitlines()]
+    assert events[0]["type"] == "RunStarted"
+    run_id = events[0]["run_id"]
+    assert (tmp_path / ".regiment" / "journal.db").is_file()
+    code, listed, err = await _cli("runs", "--json")
+    assert code == 0, err
+    [row] = [json.loads(line) for line in listed.splitlines()]
+    assert row["run_id"] == run_id
+    assert (row["team"], row["goal"], row["status"], row["session"]) == (
+        "refunds",
+        GOAL,
+        "completed",
+        None,
+    )
+    assert set(row) == {"run_id", "team", "goal", "status", "started_at", "updated_at", "session"}
+    code, plain, _ = await _cli("runs")
+    assert plain.startswith(f"{run_id}  completed")
+    assert (await _cli("runs", "--status", "stalled"))[1] == ""
+
+
+async def test_journal_option_env_and_no_journal(tmp_path: Path) -> None:
+    chosen = tmp_path / "chosen.db"
+    code, _, err = await _cli("run", REFUND, GOAL, "--model", "scripted", "--journal", str(chosen))
+    assert code == 0, err
+    env = {"REGIMENT_JOURNAL": str(chosen)}
+    assert len((await _cli("runs", environ=env))[1].splitlines()) == 1
+    code, _, err = await _cli("run", REFUND, GOAL, "--model", "scripted", "--no-journal")
+    assert code == 0, err
+    assert not (tmp_path / ".regiment").exists()
+    assert len((await _cli("runs", "--journal", str(chosen)))[1].splitlines()) == 1
+
+
+async def test_show_gives_plans_steps_answer_and_usage() -> None:
+    run_id, answer = await _journaled_run("--session", "ticket-4411")
+    code, out, err = await _cli("show", run_id, "--json")
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown["status"] == "completed"
+    assert shown["session"] == "ticket-4411"
+    assert [p["version"] for p in shown["plans"]] == [1, 2]
+    assert shown["answer"] == answer.rstrip("\n")
+    assert shown["usage"]["input_tokens"] > 0
+    committed = [s for s in shown["steps"] if s["committed"]]
+    assert committed
+    assert all(s["output"] for s in committed)
+    code, text, _ = await _cli("show", run_id)
+    assert code == 0
+    assert "plan v2:" in text
+    assert "answer: " in text
+
+
+async def test_unknown_runs_and_bad_files_exit_2(tmp_path: Path) -> None:
+    await _journaled_run()
+    code, _, err = await _cli("show", "run-nope")
+    assert code == 2
+    assert "run-nope" in err
+    code, _, err = await _cli("resume", REFUND, "run-nope", "--model", "scripted")
+    assert code == 2
+    assert "run-nope" in err
+    bad = tmp_path / "notes.db"
+    bad.write_bytes(b"these are my notes, not a journal\n" * 100)
+    before = bad.read_bytes()
+    for argv in (("runs",), ("show", "run-1"), ("run", REFUND, GOAL, "--model", "scripted")):
+        code, _, err = await _cli(*argv, "--journal", str(bad))
+        assert code == 2, (argv, err)
+        assert str(bad) in err
+    assert bad.read_bytes() == before
+
+
+async def _stall(path: Path, run_id: str, keep: float) -> str:
+    """Copy the head of a finished run into a new run id that nobody holds (a crash's leftovers)."""
+    journal = await SqliteJournal.open(path)
+    try:
+        records = [e.record for e in await journal.read(run_id)]
+        head = records[: max(2, int(len(records) * keep))]
+        stalled = run_id + "-x"
+        # The same records under the new id, event bodies and reports included.
+        moved = [
+            msgspec.json.decode(
+                msgspec.json.encode(r).replace(run_id.encode(), stalled.encode()), type=Record
+            )
+            for r in head
+        ]
+        assert isinstance(moved[0], RunCreated)
+        lease = await journal.create_run(moved[0], owner="dead:1", ttl=60)
+        await journal.append_all(lease, moved[1:])
+        await journal.release(lease)
+    finally:
+        await journal.close()
+    return stalled
+
+
+@pytest.mark.parametrize("keep", [0.3, 0.6, 0.9])
+async def test_resume_finishes_a_stalled_run_with_the_same_answer(
+    tmp_path: Path, keep: float
+) -> None:
+    run_id, answer = await _journaled_run()
+    path = tmp_path / ".regiment" / "journal.db"
+    stalled = await _stall(path, run_id, keep)
+    code, listed, _ = await _cli("runs", "--status", "stalled", "--json")
+    assert [json.loads(line)["run_id"] for line in listed.splitlines()] == [stalled]
+    code, out, err = await _cli(
+        "resume",
+        REFUND,
+        stalled,
+        "--model",
+        "scripted",
+        "--events",
+        "jsonl",
+        "--events-file",
+        str(tmp_path / "ev.jsonl"),
+    )
+    assert code == 0, err
+    assert out == answer
+    events = [json.loads(line) for line in (tmp_path / "ev.jsonl").read_text().splitlines()]
+    assert events[0]["type"] == "RunStarted"
+    assert events[-1]["type"] == "RunCompleted"
+    code, _, err = await _cli("resume", REFUND, stalled, "--model", "scripted")
+    assert code == 2
+    assert "already finished" in err
+    journal = await SqliteJournal.open(path)
+    try:
+        records = [e.record for e in await journal.read(stalled)]
+    finally:
+        await journal.close()
+    kinds = [r.kind for r in records if isinstance(r, EventRecorded)]
+    assert kinds.count("RunStarted") == 1  # replayed events are not journaled twice
+    keys = [r.call_key for r in records if isinstance(r, ModelCallFinished)]
+    assert len(keys) == len(set(keys))
+
+
+def _changed_copy(changed: Path) -> Path:
+    text = Path(REFUND).read_text(encoding="utf-8")
+    assert "concurrency = 4" in text
+    changed.write_text(text.replace("concurrency = 4", "concurrency = 3"), encoding="utf-8")
+    return changed
+
+
+async def test_resume_refuses_a_changed_team_file_unless_forced(tmp_path: Path) -> None:
+    run_id, _ = await _journaled_run()
+    stalled = await _stall(tmp_path / ".regiment" / "journal.db", run_id, 0.5)
+    changed = _changed_copy(tmp_path / "team.toml")
+    code, _, err = await _cli(
+        "resume", str(changed), stalled, "--model", "scripted", "--app-dir", str(REPO)
+    )
+    assert code == 2
+    assert "--force" in err
+    code, _, err = await _cli(
+        "resume", str(changed), stalled, "--model", "scripted", "--app-dir", str(REPO), "--force"
+    )
+    assert code == 0, err

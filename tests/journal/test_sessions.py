@@ -1,0 +1,56 @@
+"""A follow-up goal in the same session sees the session's earlier runs in the planner's context."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from regiment import ScriptedModel
+from regiment.hierarchy import Compression
+
+from .durable_team import Ledger, make_team
+
+pytestmark = pytest.mark.anyio
+
+
+def _first_plan_request(model: ScriptedModel, goal: str) -> str:
+    texts = [r.messages[0].text for r in model.requests if r.role == "planner"]
+    [asked] = [t for t in texts if t.startswith(f"Goal: {goal}\n") or t == f"Goal: {goal}"]
+    return asked
+
+
+async def test_a_follow_up_sees_earlier_goals_answers_and_committed_steps(tmp_path: Path) -> None:
+    team = make_team()
+    model = team.planner.model
+    assert isinstance(model, ScriptedModel)
+    async with team.start(journal=tmp_path / "runs.db") as running:
+        first = await running.run("settle acme", session="ticket-4411", deps=Ledger(tmp_path))
+        await running.run("settle other things", session="ticket-9", deps=Ledger(tmp_path))
+        await running.run("now the follow-up", session="ticket-4411", deps=Ledger(tmp_path))
+    asked = _first_plan_request(model, "now the follow-up")
+    assert "Earlier runs in session 'ticket-4411'" in asked
+    assert "Goal: settle acme" in asked
+    assert f"Answer: {' '.join(first.answer.split())[:100]}" in asked
+    assert "Step s1 (billing): s1: charged 10 to acme" in asked
+    assert "Step s4 (billing): s4: charged 7 to omni" in asked
+    assert "settle other things" not in asked  # another session
+    lonely = _first_plan_request(model, "settle acme")
+    assert "Earlier runs" not in lonely  # the first run of a session has no history
+
+
+async def test_the_history_keeps_the_newest_runs_within_the_context_budget(tmp_path: Path) -> None:
+    team = dataclasses.replace(make_team(), compression=Compression(threshold_tokens=300))
+    model = team.planner.model
+    assert isinstance(model, ScriptedModel)
+    async with team.start(journal=tmp_path / "runs.db") as running:
+        for n in range(4):
+            await running.run(f"round number {n}", session="s", deps=Ledger(tmp_path))
+        await running.run("the last one", session="s", deps=Ledger(tmp_path))
+    asked = _first_plan_request(model, "the last one")
+    assert "Goal: round number 3" in asked  # the newest kept
+    assert "Goal: round number 0" not in asked  # the oldest left out, and said so
+    assert "older runs left out to fit the context" in asked
+    history = asked.split("Earlier runs", 1)[1]
+    assert len(history) <= 300 * 4 + 200
