@@ -82,6 +82,7 @@ class _Pending:
     decision: ApprovalDecision | None = None
     by: str = ""
     ready: anyio.Event | None = None  # set while a worker waits on it
+    journaled: bool = False  # the decision is in the journal already
 
 
 @final
@@ -139,8 +140,11 @@ class ApprovalDesk:
         if entry is None:
             entry = self._entries[request.request_id] = _Pending(request, tool)
             journaled, entry.decision, entry.by = await self._journaled(request)
-        if entry.decision is not None:  # decided while the run was paused: journaled then
-            settled = ApprovalSettled(entry.request, entry.decision, entry.by, 0.0, journaled=True)
+            entry.journaled = entry.decision is not None
+        if entry.decision is not None:  # decided while the run was paused
+            settled = ApprovalSettled(
+                entry.request, entry.decision, entry.by, 0.0, journaled=entry.journaled
+            )
             await self._tell(request.run_id, settled)
             return entry.decision
         started = time.monotonic()
@@ -192,10 +196,12 @@ class ApprovalDesk:
                 )
         return self.is_live(request.run_id)
 
-    def decide(self, request_id: str, decision: ApprovalDecision, by: str) -> None:
-        """Record a checked decision; a call waiting for it goes on."""
+    def decide(
+        self, request_id: str, decision: ApprovalDecision, by: str, *, journaled: bool = False
+    ) -> None:
+        """Record a checked decision (``journaled``: the journal has it); a waiting call goes on."""
         entry = self._entries[request_id]
-        entry.decision, entry.by = decision, by
+        entry.decision, entry.by, entry.journaled = decision, by, journaled
         if entry.ready is not None:
             entry.ready.set()
 

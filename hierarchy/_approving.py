@@ -103,7 +103,9 @@ async def decide(
                     kind="no_journal",
                 )
             await record_decision(journal, request, decision, by)
-        desk.decide(request_id, decision, by)
+            desk.decide(request_id, decision, by, journaled=True)
+        else:
+            desk.decide(request_id, decision, by)  # its run's planner journals it
         return request
     if journal is None:
         raise _unknown(request_id, "this team's live runs")

@@ -87,3 +87,6 @@ async def test_a_resume_before_the_decision_pauses_again_on_the_same_request(
     finally:
         await journal.close()
     assert len([r for r in records if isinstance(r, Asked)]) == 1  # journaled once
+    decided = [r for r in records if isinstance(r, ApprovalDecided)]
+    assert [(r.approval_id, r.decided_by) for r in decided] == [(request.request_id, "bo")]
+    assert done.pending_approvals == ()
