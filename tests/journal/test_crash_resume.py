@@ -22,6 +22,7 @@ import pytest
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from regiment import ScriptedModel
 from regiment.errors import LeaseHeld
 from regiment.hierarchy.run._journaling import LEASE_TTL
 from regiment.journal import open_journal
@@ -109,12 +110,19 @@ async def test_a_killed_run_resumes_without_repeating_side_effects(
     journal = await open_journal(where, clock=lambda: time.time() + LEASE_TTL + 1)
     try:
         assert (await journal.get_run(run_id)).status == "stalled"
-        async with make_team().start(journal=journal) as running:
+        team = make_team()
+        async with team.start(journal=journal) as running:
             result = await running.resume(run_id, deps=ledger)
         info = await journal.get_run(run_id)
     finally:
         await journal.close()
     assert info.status == "completed"
+    model = team.planner.model
+    assert isinstance(model, ScriptedModel)
+    roles = [r.role for r in model.requests]
+    if stop_at != "model:s1:1":  # the plan was journaled (durable with s1's tool call intent)
+        assert "planner" not in roles, roles  # replayed, not re-sent
+        assert roles.count("worker") < 8  # the uninterrupted run makes 8 worker calls
     assert result.run_id == run_id
     assert len(ledger.lines(ledger.bodies)) > before or stop_at == "model:s4:2"
     check_resumed(

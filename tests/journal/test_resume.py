@@ -298,3 +298,30 @@ async def test_random_kill_points_never_repeat_a_side_effect(
 
 async def _go_on_stop(where: str) -> None:
     return None
+
+
+async def test_a_long_run_keeps_its_lease_alive_with_a_heartbeat(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    folder = tmp_path / "ledger"
+    folder.mkdir()
+    seen: list[str] = []
+
+    async def slow(where: str) -> None:
+        if where == "tool:s1":  # a tool call that takes several lease lengths
+            await anyio.sleep(2.5)
+            other = await SqliteJournal.open(path)
+            try:
+                seen.extend(info.status for info in await other.list_runs())
+            finally:
+                await other.close()
+
+    async with make_team(slow).start(journal=path, lease_ttl=1.0) as running:
+        result = await running.run(GOAL, deps=Ledger(folder))
+    assert result.status == "completed"
+    assert seen == ["running"]  # without the heartbeat the lease would have run out: stalled
+
+
+async def test_lease_ttl_must_be_positive() -> None:
+    with pytest.raises(ConfigError, match="lease_ttl"):
+        async with make_team().start(lease_ttl=0):
+            pass
