@@ -26,8 +26,7 @@ from regiment.cli._journal_cmds import (
     open_cli_journal,
 )
 from regiment.errors import ConfigError, JournalError
-from regiment.hierarchy import Team
-from regiment.hierarchy._approving import decide_in_journal
+from regiment.hierarchy import Team, decide_in_journal
 from regiment.journal import Journal
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approve, Deny, EditArguments
 
