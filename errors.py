@@ -22,6 +22,7 @@ The tree::
     │   ├── BudgetExceeded             a budget limit was reached (when configured to raise)
     │   ├── GuardrailError             a guardrail tripped where the run or step cannot go on
     │   └── RunCancelled               the run was cancelled by its caller
+    ├── ApprovalError                  a decision on an approval request cannot be taken
     └── JournalError                   the run journal cannot be opened, read or written
         ├── LeaseHeld                  another owner's lease on the run is alive
         └── LeaseLost                  a write carried a stale fencing token (a zombie owner)
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 __all__ = (
     "ActorError",
+    "ApprovalError",
     "ActorFailed",
     "ActorStopped",
     "AskTimeout",
@@ -195,6 +197,20 @@ class BudgetExceeded(RunError):
 
 class RunCancelled(RunError):
     """The run was cancelled by its caller."""
+
+
+class ApprovalError(RegimentError):
+    """A decision on an approval request cannot be taken: the request is unknown or
+    already decided, or edited arguments do not validate (the request stays pending).
+
+    Attributes:
+        kind: ``unknown``, ``decided``, ``invalid`` (edited arguments) or
+            ``no_journal`` (a paused run, and nowhere to keep the decision).
+    """
+
+    def __init__(self, message: str, *, kind: str = "invalid") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class JournalError(RegimentError):

@@ -11,9 +11,12 @@
     regiment show RUN_ID [--json] [--journal PATH_OR_URL]
     regiment serve TEAM_FILE [--host H] [--port P] [--token T] [--model SPEC] [-vv]
     regiment validate TEAM_FILE
+    regiment approvals [RUN_ID] [--json]
+    regiment approve RUN_ID REQUEST_ID [--deny REASON | --edit JSON_OBJECT]
 
 Exit codes: 0 the run finished (its answer is on stdout), 1 the run failed
-(the reason is on stderr), 2 a usage or config error, 130 interrupted
+(the reason is on stderr), 2 a usage or config error, 3 the run paused for
+approvals (``regiment approvals RUN_ID`` lists them), 130 interrupted
 (Ctrl-C cancels the run cleanly and says how far it got).
 """
 
@@ -32,6 +35,7 @@ from typing import TextIO
 import anyio
 
 from regiment._logging import level_for, logging_to
+from regiment.cli._approvals import add_approval_commands, approval_command
 from regiment.cli._journal_cmds import (
     add_journal_commands,
     add_journal_option,
@@ -41,19 +45,20 @@ from regiment.cli._journal_cmds import (
 )
 from regiment.cli._run import Outcome, RunOptions, drive
 from regiment.config import TeamConfig, build_team, check_config, load_config, team_files
-from regiment.errors import ConfigError, RegimentError
+from regiment.errors import ApprovalError, ConfigError, JournalError, RegimentError
 from regiment.tools import require_mcp
 
 __all__ = ("main", "run_async")
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="regiment",
         description="Run a team of agents declared in a TOML or YAML file.",
-        epilog="exit codes: 0 done, 1 run failed, 2 usage or config error, 130 interrupted",
+        epilog="exit codes: 0 done, 1 run failed, 2 usage or config error, "
+        "3 paused for approvals, 130 interrupted",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = commands.add_parser("run", help="run one goal and print the answer")
@@ -69,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_run_options(resume)
     add_journal_commands(commands)
+    add_approval_commands(commands)
     _add_server_commands(commands)
     validate = commands.add_parser("validate", help="check a team file without running it")
     validate.add_argument("team_file", metavar="TEAM_FILE")
@@ -207,6 +213,8 @@ async def _dispatch(
     interrupt: anyio.Event | None,
 ) -> int:
     _add_import_root(getattr(args, "app_dir", "."))
+    if args.command in ("approvals", "approve"):
+        return await _approvals(args, stdout, stderr, environ)
     try:
         if args.command in ("runs", "show"):
             spec = journal_spec(args, environ)
@@ -287,6 +295,23 @@ async def _serve_mcp(
     return EXIT_OK
 
 
+async def _approvals(
+    args: argparse.Namespace, stdout: TextIO, stderr: TextIO, environ: Mapping[str, str]
+) -> int:
+    """``regiment approvals`` / ``regiment approve``: over the journal, no run started."""
+    try:
+        team = None
+        if getattr(args, "team", None):
+            team = build_team(load_config(args.team), model="scripted", source=args.team)
+        await approval_command(args, team, stdout, environ)
+    except ConfigError as exc:
+        return _config_error(exc, stderr)
+    except (ApprovalError, JournalError) as exc:
+        print(f"regiment: {args.command}: " + " ".join(str(exc).splitlines()), file=stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
 def _config_error(exc: ConfigError, stderr: TextIO) -> int:
     # One line, whatever a user's module put in the message it raised while importing.
     print("regiment: error: " + " ".join(str(exc).splitlines()), file=stderr)
@@ -299,6 +324,8 @@ def _exit_code(outcome: Outcome) -> int:
             return EXIT_OK
         case "failed":
             return EXIT_FAILED
+        case "paused":
+            return EXIT_PAUSED
         case "interrupted":
             return EXIT_INTERRUPTED
 

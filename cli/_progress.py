@@ -106,6 +106,10 @@ class RunProgress:
                     self.answer += text
             case ev.ToolCallStarted() | ev.ToolCallFinished():
                 pass
+            case ev.ApprovalRequested(request=request):
+                self._row(request.step_id, "").note = f"waits for approval of {request.tool_name}"
+            case ev.ApprovalResolved(step_id=sid, tool=tool, decision=decision):
+                self._row(sid, "").note = f"{tool}: {decision}"
             case (
                 ev.CritiqueCompleted()
                 | ev.RoundStarted()

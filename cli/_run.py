@@ -27,7 +27,7 @@ from regiment.telemetry import SpanCollector, Telemetry, TracingHandle, configur
 
 __all__ = ("Outcome", "RunOptions", "TraceMode", "drive")
 
-Outcome: TypeAlias = Literal["done", "failed", "interrupted"]
+Outcome: TypeAlias = Literal["done", "failed", "paused", "interrupted"]
 TraceMode: TypeAlias = Literal["jaeger", "console", "none"]
 _TICK = 0.25  # seconds between redraws of the live view's clocks
 
@@ -306,14 +306,19 @@ def _report(
     outcome: Outcome = "failed"
     result = ending.result
     if result is not None:
-        if options.prints_answer:
+        paused = result.status == "paused"  # no answer yet: one line says what to do
+        if options.prints_answer and not paused:
             ending.answer.finish(result.answer)
         if result.status == "partial":
             print(
                 f"regiment: partial result: the {result.budget_exhausted} budget ran out",
                 file=stderr,
             )
-        outcome = "done"
+        outcome = "paused" if result.status == "paused" else "done"
+        if outcome == "paused":
+            n = len(result.pending_approvals)
+            line = f"paused: {n} approval(s) pending — regiment approvals {result.run_id}"
+            print(line, file=stderr)
     elif ending.interrupted:
         print(f"regiment: interrupted; cancelled the run {progress.summary()}", file=stderr)
         outcome = "interrupted"

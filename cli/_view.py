@@ -6,6 +6,7 @@ with these lines; the live view needs the ``cli`` extra.
 
 from __future__ import annotations
 
+import json
 from types import TracebackType
 from typing import Protocol, Self, TextIO, assert_never
 
@@ -89,6 +90,11 @@ def describe(event: ev.Event, meter: TokenMeter | None = None) -> str | None:
             return f"  !! guardrail {name} tripped on the {subject}: {cut(reason)}"
         case ev.GuardrailRewrote(guardrail=name, subject=subject):
             return f"  ~  guardrail {name} rewrote the {subject}"
+        case ev.ApprovalRequested(request=r):
+            args = cut(json.dumps(r.arguments, sort_keys=True), 60)
+            return f"  ?? {r.step_id} {r.worker} waits for approval: {r.tool_name}({args}) [{r.request_id}]"
+        case ev.ApprovalResolved(request_id=rid, tool=tool, decision=decision, decided_by=by):
+            return f"  ok {tool} [{rid}]: {decision}" + (f" by {by}" if by else "")
         case ev.RunCompleted(result=result):
             return f"run {result.status}: {result.model_calls} model calls, {result.tool_calls} tool calls, {result.usage.input_tokens + result.usage.output_tokens} tokens"
         case ev.RunFailed(error_type=kind, message=message):

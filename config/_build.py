@@ -341,6 +341,8 @@ def _worker(config: WorkerConfig, index: int, models: RoleModels, source: str) -
             settings=settings,
             guardrails=guards,
             tool_guardrails=per_tool,
+            require_approval=config.require_approval,
+            approval_timeout=config.approval_timeout,
         ),
     )
 

@@ -117,6 +117,8 @@ class WorkerConfig(_Section, frozen=True, kw_only=True):
     settings: JsonObject | None = None
     guardrails: tuple[str, ...] = ()
     tool_guardrails: dict[str, tuple[str, ...]] = {}
+    require_approval: tuple[str, ...] = ()
+    approval_timeout: float | None = None
 
 
 class CheckConfig(_Section, frozen=True, kw_only=True):
@@ -261,6 +263,8 @@ MODEL_ONLY_KEYS = (
     "step_timeout",
     "max_concurrent_steps",
     "settings",
+    "require_approval",
+    "approval_timeout",
 )
 """``[[workers]]`` keys that describe a model-backed worker, so cannot go with ``team``."""
 

@@ -8,6 +8,7 @@ here, loaded on first use, so this room never imports ``config`` itself.
 from typing import TYPE_CHECKING
 
 from regiment.hierarchy import events
+from regiment.hierarchy._approving import decide_in_journal
 from regiment.hierarchy._budget import Budget, BudgetLimit, OnExhausted
 from regiment.hierarchy._checks import Check, CheckOutcome
 from regiment.hierarchy._critic import Critic, Verdict, parse_verdict
@@ -61,6 +62,7 @@ __all__ = (
     "ToolResultSubject",
     "Trip",
     "guardrail",
+    "decide_in_journal",
     "event_from_json",
     "result_from_json",
     "to_json",

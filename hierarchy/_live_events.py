@@ -17,7 +17,7 @@ import anyio
 from regiment.hierarchy._text import valid_text
 from regiment.hierarchy.events import Event, TextDelta, ToolCallFinished, ToolCallStarted
 from regiment.models import DeltaHandler, ModelRequest, PartDelta, TextPartDelta, ToolCallPart
-from regiment.tools import RunContext, ToolResult, Toolset
+from regiment.tools import Approver, RunContext, ToolResult, Toolset
 
 __all__ = ("EventSink", "LiveChannel", "LiveSink", "live_sink", "observed_tool_call")
 
@@ -78,6 +78,7 @@ async def observed_tool_call(
     live: LiveSink | None,
     step_id: str,
     context: RunContext[object] | None = None,
+    approver: Approver | None = None,
 ) -> ToolResult:
     """``toolset.call`` for one of a step's tool calls, told to ``live`` as it starts and ends.
 
@@ -85,7 +86,9 @@ async def observed_tool_call(
     that raised with the exception's class name.
     """
     if live is None:
-        return await toolset.call(call.name, call.arguments, call_id=call.id, context=context)
+        return await toolset.call(
+            call.name, call.arguments, call_id=call.id, context=context, approver=approver
+        )
     run_id, worker = live.run_id, live.worker
     tool, call_id, arguments = call.name, call.id, dict(call.arguments)
     live.emit(
@@ -101,7 +104,9 @@ async def observed_tool_call(
     started = anyio.current_time()
     outcome = "cancelled"
     try:
-        result = await toolset.call(tool, call.arguments, call_id=call_id, context=context)
+        result = await toolset.call(
+            tool, call.arguments, call_id=call_id, context=context, approver=approver
+        )
         outcome = (result.error_type or "error") if result.is_error else "ok"
         return result
     except Exception as exc:

@@ -25,7 +25,7 @@ import math
 
 from regiment.errors import ConfigError
 
-__all__ = ("NO_LIMIT", "InvalidValue", "at_least", "fraction", "seconds")
+__all__ = ("NO_LIMIT", "InvalidValue", "at_least", "fraction", "run_concurrency", "seconds")
 
 NO_LIMIT = "no limit"
 
@@ -91,3 +91,15 @@ def fraction(owner: str, field: str, value: float) -> None:
         raise InvalidValue(
             owner, field, f"must be a number above 0 and at most 1 (a share); got {value!r}"
         )
+
+
+def run_concurrency(concurrency: int | None, team: int) -> int:
+    """A run's concurrency: ``None`` for the team's, else a whole number of at least 1."""
+    if concurrency is None:
+        return team
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ConfigError(
+            f"concurrency={concurrency!r}: a run's concurrency must be a whole number "
+            "of at least 1 (or None for the team's)"
+        )
+    return concurrency

@@ -11,13 +11,14 @@ from regiment.hierarchy._memory import WorkingMemory
 from regiment.hierarchy._messages import BudgetLimit, StepReport
 from regiment.hierarchy.plan._plan import Plan
 from regiment.models import Usage
+from regiment.tools import ApprovalRequest
 
 if TYPE_CHECKING:
     from regiment.hierarchy.events import Event
 
 __all__ = ("RunResult", "RunStatus")
 
-RunStatus: TypeAlias = Literal["completed", "partial", "cancelled"]
+RunStatus: TypeAlias = Literal["completed", "partial", "cancelled", "paused"]
 
 
 class RunResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -28,7 +29,8 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
         goal: the goal, verbatim.
         answer: the synthesised answer (artefacts kept verbatim at its end).
         status: ``completed``; ``partial`` when a budget ran out first (see
-            ``budget_exhausted``); ``cancelled``.
+            ``budget_exhausted``); ``cancelled``; ``paused`` when nothing could go
+            on without a decision on ``pending_approvals``.
         plans: every plan version, oldest first.
         steps: every report that reached the planner for a current version,
             in arrival order (committed ones have status ``done``).
@@ -44,6 +46,8 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
         rounds: how many rounds ran (more than one only with a critic).
         verdicts: the critic's verdict on each round, oldest first.
         memory: the working memory, if the carried context was compressed.
+        pending_approvals: the requests a paused run waits for
+            (``RunningTeam.approve``, then resume).
         events: every event of the run, in order: the ones ``stream`` yields,
             up to the closing ``RunCompleted`` (which carries this result).
     """
@@ -66,6 +70,7 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     rounds: int = 1
     verdicts: tuple[Verdict, ...] = ()
     memory: WorkingMemory | None = None
+    pending_approvals: tuple[ApprovalRequest, ...] = ()
     events: tuple[Event, ...] = ()
 
     @property

@@ -32,7 +32,10 @@ from regiment.actors import (
     ActorSystem,
 )
 from regiment.errors import ConfigError
+from regiment.hierarchy._approvals import ApprovalDesk, StepAt
+from regiment.hierarchy._approving import DecidesApprovals
 from regiment.hierarchy._messages import StepAllowance, WorkerMessage
+from regiment.hierarchy._ranges import run_concurrency
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy._supervisor import RunRef, SpawnRun, Supervisor, capped, close_run
 from regiment.hierarchy.events import Event
@@ -44,6 +47,7 @@ from regiment.hierarchy.run._messages import StartRun
 from regiment.hierarchy.run._resume import Opened, finished, open_channel, reopened
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._trace import record_run_end
+from regiment.hierarchy.workers._approval_gate import ApprovalGate
 from regiment.hierarchy.workers._journal_calls import RunCalls, RunLookup
 from regiment.hierarchy.workers._live import LiveWorker, worker_tools
 from regiment.hierarchy.workers._step_actor import StepActor
@@ -60,7 +64,7 @@ __all__ = ("RunningTeam",)
 
 
 @final
-class RunningTeam:
+class RunningTeam(DecidesApprovals):
     """A started team; runs goals. Get one from ``Team.start()``."""
 
     def __init__(
@@ -69,8 +73,10 @@ class RunningTeam:
         supervisor: ActorRef[SpawnRun, RunRef],
         telemetry: Telemetry,
         channels: dict[str, RunChannel],
+        desk: ApprovalDesk,
     ) -> None:
         self.team = team
+        self._desk = desk
         self._supervisor = supervisor
         self._telemetry = telemetry
         self._ids = itertools.count(1)
@@ -106,7 +112,8 @@ class RunningTeam:
                 worker has MCP servers but no hub was given, or MCP tool names clash.
             ToolError: an MCP server could not be started.
         """
-        return await _spawn_team(team, system, telemetry, prefix="", outer=(), mcp=mcp)
+        desk = ApprovalDesk()
+        return await _spawn_team(team, system, telemetry, prefix="", outer=(), mcp=mcp, desk=desk)
 
     async def run(
         self,
@@ -138,16 +145,10 @@ class RunningTeam:
             BudgetExceeded: a budget ran out and the budget says ``on_exhausted="raise"``.
             RunError: anything else that ended the run without a result.
         """
-        return await finished(
-            self._open(
-                goal,
-                allowance,
-                streaming=False,
-                concurrency=concurrency,
-                session=session,
-                deps=deps,
-            )
+        opened = self._open(
+            goal, allowance, streaming=False, concurrency=concurrency, session=session, deps=deps
         )
+        return await finished(opened)
 
     async def resume(self, run_id: str, *, deps: object = None, force: bool = False) -> RunResult:
         """Finish a journaled run that stopped (its process died), without repeating side effects.
@@ -194,10 +195,10 @@ class RunningTeam:
             yield events
 
     def _open_for_step(
-        self, goal: str, allowance: StepAllowance
+        self, goal: str, allowance: StepAllowance, parent: StepAt
     ) -> AbstractAsyncContextManager[tuple[RunChannel, MemoryObjectReceiveStream[Event]]]:
         """What a parent's team-worker actor uses to run a step on this team."""
-        return self._open(goal, allowance, streaming=False)
+        return self._open(goal, allowance, streaming=False, parent=parent)
 
     @asynccontextmanager
     async def _open(
@@ -210,16 +211,11 @@ class RunningTeam:
         session: str | None = None,
         deps: object = None,
         resumed: RunJournal | None = None,
+        parent: StepAt | None = None,
     ) -> AsyncIterator[Opened]:
         if not goal.strip():
             raise ConfigError("the goal is empty; say what the team should do")
-        if concurrency is None:
-            concurrency = self.team.concurrency
-        elif isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ConfigError(
-                f"concurrency={concurrency!r}: a run's concurrency must be a whole number "
-                "of at least 1 (or None for the team's)"
-            )
+        concurrency = run_concurrency(concurrency, self.team.concurrency)
         # Unique within the team by the counter, and across teams and processes with
         # high probability; no system call (uuid4 reads the OS's random source).
         run_id = resumed.run_id if resumed else f"run-{next(self._ids)}-{getrandbits(32):08x}"
@@ -229,12 +225,9 @@ class RunningTeam:
         )
         budget = capped(self.team.budget, allowance)
         ref: RunRef | None = None
+        provider = self.team.planner.model.provider
         with self._telemetry.run_span(
-            self.team.name,
-            run_id,
-            goal,
-            provider=self.team.planner.model.provider,
-            session_id=session,
+            self.team.name, run_id, goal, provider=provider, session_id=session
         ) as span:
             self._channels[run_id] = channel
             try:
@@ -245,6 +238,7 @@ class RunningTeam:
                         SpawnRun(run_id, goal, channel, span, budget, concurrency)
                     )
                 assert ref is not None  # a shielded scope never skips its body
+                self._desk.link(run_id, parent) if parent else self._desk.open_run(run_id, ref.send)
                 await ref.send(StartRun())
                 yield channel, events
             finally:
@@ -257,6 +251,7 @@ class RunningTeam:
                             await channel.journal.close()  # JournalError: the run is not durable
                 finally:
                     del self._channels[run_id]
+                    self._desk.close_run(run_id)
                 record_run_end(self._telemetry, span, channel)
 
 
@@ -268,10 +263,9 @@ async def _spawn_team(
     prefix: str,
     outer: tuple[Team, ...],
     mcp: MCPHub | None,
+    desk: ApprovalDesk,
 ) -> RunningTeam:
-    if any(t is team for t in outer):
-        path = " -> ".join(t.name for t in (*outer, team))
-        raise ConfigError(f"team '{team.name}' contains itself ({path}); nest distinct teams")
+    _not_nested_in_itself(team, outer)
     telemetry = team.telemetry or inherited or Telemetry()
     refs: dict[str, ActorRef[WorkerMessage, None]] = {}
     specs: dict[str, WorkerSpec] = {}
@@ -288,12 +282,16 @@ async def _spawn_team(
             case Worker():
                 tools = await worker_tools(worker, mcp)
                 specs[worker.name] = LiveWorker(worker, tools) if worker.mcp_servers else worker
-                factory = _worker_actor(worker, team, telemetry, tools, (runs, channels), guards)
+                gate = ApprovalGate(desk, name, worker.approval_timeout, telemetry)
+                factory = _worker_actor(
+                    worker, team, telemetry, (tools, gate), (runs, channels), guards
+                )
             case TeamWorker():
                 # The child team lives in the parent's actor system: it stops with it.
                 specs[worker.name] = worker
+                up = (*outer, team)
                 child = await _spawn_team(
-                    worker.team, system, telemetry, prefix=f"{name}/", outer=(*outer, team), mcp=mcp
+                    worker.team, system, telemetry, prefix=f"{name}/", outer=up, mcp=mcp, desk=desk
                 )
                 factory = functools.partial(
                     TeamWorkerActor, worker, team.name, child._open_for_step, telemetry
@@ -316,25 +314,32 @@ async def _spawn_team(
         guards=guards,
     )
     supervisor = await system.spawn(lambda: Supervisor(runtime, channels), name=f"{base}/planner")
-    return RunningTeam(team, supervisor, telemetry, channels)
+    return RunningTeam(team, supervisor, telemetry, channels, desk)
+
+
+def _not_nested_in_itself(team: Team, outer: tuple[Team, ...]) -> None:
+    if any(t is team for t in outer):
+        path = " -> ".join(t.name for t in (*outer, team))
+        raise ConfigError(f"team '{team.name}' contains itself ({path}); nest distinct teams")
 
 
 def _worker_actor(
     worker: Worker,
     team: Team,
     telemetry: Telemetry,
-    tools: WorkerTools,
+    tools: tuple[WorkerTools, ApprovalGate],
     runs: tuple[RunLookup, Mapping[str, RunChannel]],
     guards: RoleGuards,
 ) -> Callable[[], StepActor]:
     """How a worker's actor is made: its tools, its runs' lookup and streams, its guards."""
-    lookup, channels = runs
+    (toolset, gate), (lookup, channels) = tools, runs
     return functools.partial(
         WorkerActor,
         worker,
         team.planner.prompts,
         telemetry,
-        tools,
+        toolset,
+        gate,
         lookup,
         channels,
         team.settings,

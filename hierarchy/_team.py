@@ -116,6 +116,8 @@ class Team:
             async with MCPHub.open() as mcp, open_actor_system() as system:
                 running = await RunningTeam.spawn(self, system, mcp=mcp)
                 running.journal, running.lease_ttl = opened, lease_ttl
+                running._desk.journal = opened
+                running._desk.journal = opened
                 yield running
         finally:
             if opened is not None and opened is not journal:

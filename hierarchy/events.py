@@ -22,16 +22,19 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import msgspec
 
-from regiment._json import JsonValue
+from regiment._json import JsonObject, JsonValue
 from regiment.hierarchy._critic import Verdict
 from regiment.hierarchy._messages import BudgetLimit, StepStatus
 from regiment.hierarchy.plan._plan import Plan, PlanStep
 from regiment.models import Role
+from regiment.tools import ApprovalRequest
 
 if TYPE_CHECKING:
     from regiment.hierarchy._result import RunResult
 
 __all__ = (
+    "ApprovalRequested",
+    "ApprovalResolved",
     "BudgetExhausted",
     "CheckFailed",
     "ContextCompressed",
@@ -259,8 +262,41 @@ class GuardrailRewrote(_Base, frozen=True, kw_only=True):
     step_id: str | None = None
 
 
+class ApprovalRequested(_Base, frozen=True, kw_only=True):
+    """A tool call waits for a decision (``RunningTeam.approve(request.request_id, ...)``).
+
+    ``request.worker`` is the worker's path, through nested teams; ``request.step_id``
+    the step of this run it belongs to.
+    """
+
+    request: ApprovalRequest
+
+
+class ApprovalResolved(_Base, frozen=True, kw_only=True):
+    """A pending request was decided, or expired (``decided_by`` is then ``timeout``).
+
+    Attributes:
+        decision: ``approve``, ``deny`` or ``edit``.
+        reason: the denial's (or the edit's) reason.
+        arguments: the arguments the tool runs with (``edit``), else the requested ones.
+        waited_s: seconds the call waited for the decision in this process.
+    """
+
+    request_id: str
+    tool: str
+    worker: str
+    step_id: str
+    decision: str
+    decided_by: str = ""
+    reason: str = ""
+    arguments: JsonObject = {}
+    waited_s: float = 0.0
+
+
 class RunCompleted(_Base, frozen=True, kw_only=True):
-    """The run ended with a result (possibly partial). Always the last event of a finished run."""
+    """The run ended with a result (possibly partial, or paused for approvals).
+
+    Always the last event of a finished or paused run."""
 
     result: RunResult
 
@@ -292,6 +328,8 @@ Event: TypeAlias = (
     | BudgetExhausted
     | GuardrailTripped
     | GuardrailRewrote
+    | ApprovalRequested
+    | ApprovalResolved
     | RunCompleted
     | RunFailed
 )

@@ -14,12 +14,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from regiment.errors import ConfigError
+from regiment.errors import ApprovalError, ConfigError
 from regiment.hierarchy import RunningTeam, Team, to_json
 from regiment.journal import Journal, JournalSpec, open_journal
 
 from ._http import (
     ApiError,
+    Decision,
     NewRun,
     check_token,
     json_response,
@@ -30,15 +31,12 @@ from ._http import (
 from ._journaled import journaled_record, journaled_runs, replay
 from ._registry import MemoryRunStore, RunRecord, RunStore
 from ._runs import Runs, open_runs
-from ._views import run_summary, run_view
+from ._views import approval_view, run_summary, run_view
 
 __all__ = ("create_app",)
 
 Endpoint = Callable[[Request], Coroutine[Any, Any, Response]]
-APPROVALS = (
-    "approvals are not available yet: this version of regiment has no approval "
-    "requests to list or decide (they come with the approvals feature)"
-)
+_APPROVAL_STATUS = {"unknown": 404, "decided": 409, "no_journal": 409, "invalid": 422}
 
 
 @final
@@ -159,8 +157,8 @@ def _routes(s: _Service) -> list[Route]:
         Route("/runs/{run_id}", guarded(_get_run), methods=["GET"]),
         Route("/runs/{run_id}/events", guarded(_events), methods=["GET"]),
         Route("/runs/{run_id}/cancel", guarded(_cancel), methods=["POST"]),
-        Route("/approvals", guarded(_approvals), methods=["GET"]),
-        Route("/approvals/{request_id}", guarded(_approvals), methods=["POST"]),
+        Route("/approvals", guarded(_list_approvals), methods=["GET"]),
+        Route("/approvals/{request_id}", guarded(_decide), methods=["POST"]),
     ]
 
 
@@ -227,5 +225,20 @@ async def _events(s: _Service, request: Request) -> Response:
     return EventSourceResponse(frames(), ping=s.keepalive)
 
 
-async def _approvals(s: _Service, request: Request) -> Response:
-    raise ApiError(501, "not implemented", APPROVALS)
+async def _list_approvals(s: _Service, request: Request) -> Response:
+    pending = await s.live().running.pending_approvals(request.query_params.get("run_id"))
+    return json_response({"approvals": [approval_view(r) for r in pending]})
+
+
+async def _decide(s: _Service, request: Request) -> Response:
+    """``POST /approvals/{request_id}``: a live run goes on with the decision at once."""
+    body = await read_json(request, Decision)
+    request_id = request.path_params["request_id"]
+    try:
+        decided = await s.live().running.approve(request_id, body.decision(), by=body.by)
+    except ApprovalError as exc:
+        raise ApiError(
+            _APPROVAL_STATUS.get(exc.kind, 422), f"cannot {body.kind}", str(exc)
+        ) from exc
+    view = approval_view(decided)
+    return json_response({**view, "decision": body.kind, "decided_by": body.by})

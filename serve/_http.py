@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import hmac
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import msgspec
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from regiment._json import JsonValue
+from regiment.tools import ApprovalDecision, Approve, Deny, EditArguments
+
 __all__ = (
     "MAX_BODY",
     "ApiError",
+    "Decision",
     "NewRun",
     "check_token",
     "error_response",
@@ -42,6 +46,29 @@ class NewRun(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     goal: str
     session: str | None = None
     deps: dict[str, object] | None = None
+
+
+class Decision(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The body of ``POST /approvals/{request_id}``."""
+
+    kind: Literal["approve", "deny", "edit"] = msgspec.field(name="decision")
+    reason: str = ""
+    arguments: dict[str, JsonValue] | None = None
+    by: str = ""
+
+    def decision(self) -> ApprovalDecision:
+        """The library's decision; 422 for a deny without a reason or an edit without arguments."""
+        match self.kind:
+            case "approve":
+                return Approve()
+            case "deny":
+                if not self.reason.strip():
+                    raise ApiError(422, "invalid body", "a denial needs a reason")
+                return Deny(reason=self.reason)
+            case "edit":
+                if self.arguments is None:
+                    raise ApiError(422, "invalid body", "an edit needs the arguments object")
+                return EditArguments(arguments=self.arguments, reason=self.reason)
 
 
 def json_response(value: object, status: int = 200) -> Response:

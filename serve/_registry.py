@@ -18,7 +18,9 @@ from regiment.hierarchy import Event, RunCompleted, RunFailed, RunResult
 
 __all__ = ("MemoryRunStore", "RunRecord", "RunState", "RunStore")
 
-RunState: TypeAlias = Literal["running", "stalled", "completed", "partial", "cancelled", "failed"]
+RunState: TypeAlias = Literal[
+    "running", "stalled", "completed", "partial", "cancelled", "paused", "failed"
+]
 """``stalled``: a journaled run that is not finished and that no task of this app
 drives (it was running when its process stopped; ``regiment resume`` goes on with it)."""
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import msgspec
 
+from regiment.tools import ApprovalRequest
+
 from ._registry import RunRecord
 
-__all__ = ("run_summary", "run_view")
+__all__ = ("approval_view", "run_summary", "run_view")
 
 
 def run_summary(record: RunRecord) -> dict[str, object]:
@@ -40,4 +42,18 @@ def run_view(record: RunRecord) -> dict[str, object]:
         "tool_calls": result.tool_calls,
         "budget_exhausted": result.budget_exhausted,
         "trace_id": result.trace_id,
+    }
+
+
+def approval_view(request: ApprovalRequest) -> dict[str, object]:
+    """A pending request as ``GET /approvals`` lists it."""
+    return {
+        "request_id": request.request_id,
+        "run_id": request.run_id,
+        "worker": request.worker,
+        "step_id": request.step_id,
+        "tool": request.tool_name,
+        "arguments": request.arguments,
+        "idempotency_key": request.idempotency_key,
+        "expires_at": request.expires_at,
     }

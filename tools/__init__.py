@@ -27,7 +27,13 @@ from regiment.tools._mcp_connection import MCPConnection, MCPServerLost
 from regiment.tools._mcp_hub import MCPHub, WorkerTools
 from regiment.tools._mcp_server import MCPServer, require_mcp
 from regiment.tools._mcp_tools import MCPToolError
-from regiment.tools._policy import IdempotencyKey, OnToolError, ToolOptions, ToolPolicy
+from regiment.tools._policy import (
+    ApprovalRule,
+    IdempotencyKey,
+    OnToolError,
+    ToolOptions,
+    ToolPolicy,
+)
 from regiment.tools._result import ToolResult
 from regiment.tools._tool import Tool
 from regiment.tools._toolset import Toolset, ToolsetItem
@@ -35,6 +41,7 @@ from regiment.tools._toolset import Toolset, ToolsetItem
 __all__ = (
     "ApprovalDecision",
     "ApprovalRequest",
+    "ApprovalRule",
     "Approve",
     "Approver",
     "Deny",

@@ -20,6 +20,15 @@ class ApprovalRequest(msgspec.Struct, frozen=True, kw_only=True):
         arguments: the validated arguments, defaults filled in, as JSON.
         description: the tool's description, for showing to a human.
         idempotency_key: the call's idempotency key, if the tool declares one.
+        request_id: a run's stable id for the request (empty outside a run);
+            ``RunningTeam.approve`` takes it.
+        run_id: the run it belongs to (the top-level run, for nested teams).
+        worker: the worker's path through nested teams (``team/worker``,
+            ``team/sub-team/team/worker``).
+        plan_version: the top-level run's plan version of the step.
+        step_id: the top-level run's step the call belongs to.
+        call_index: the call's number within its worker step (from 0).
+        expires_at: when an unanswered request turns into a denial (Unix time).
     """
 
     tool_name: str
@@ -27,6 +36,13 @@ class ApprovalRequest(msgspec.Struct, frozen=True, kw_only=True):
     arguments: JsonObject
     description: str = ""
     idempotency_key: str | None = None
+    request_id: str = ""
+    run_id: str = ""
+    worker: str = ""
+    plan_version: int = 0
+    step_id: str = ""
+    call_index: int = 0
+    expires_at: float | None = None
 
 
 class Approve(msgspec.Struct, frozen=True, kw_only=True, tag="approve"):

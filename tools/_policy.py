@@ -11,7 +11,11 @@ import anyio
 from regiment._json import JsonObject
 from regiment.errors import ConfigError, RetryableToolError
 
-__all__ = ("IdempotencyKey", "OnToolError", "ToolOptions", "ToolPolicy")
+__all__ = ("ApprovalRule", "IdempotencyKey", "OnToolError", "ToolOptions", "ToolPolicy")
+
+ApprovalRule: TypeAlias = bool | Callable[[JsonObject], bool]
+"""Whether a call needs approval: always (``True``), never, or when a predicate over
+the validated arguments says so (``lambda a: a["amount"] > 100``)."""
 
 IdempotencyKey: TypeAlias = tuple[str, ...] | Callable[[JsonObject], str]
 """Argument names to derive the key from, or a function of the validated arguments."""
@@ -33,7 +37,8 @@ class ToolPolicy:
         backoff: seconds before the first retry; each further retry waits twice as long.
         max_backoff: the longest wait between attempts.
         max_concurrency: how many calls of this tool may run at once; ``None`` for no limit.
-        requires_approval: route every call through an approver before it runs.
+        requires_approval: route a call through an approver before it runs: every
+            call (``True``), or those a predicate over the validated arguments picks.
         idempotency_key: argument names (``("order_id",)`` gives
             ``"issue_refund:order_id=88213"``) or a function of the validated
             arguments returning the whole key.
@@ -49,7 +54,7 @@ class ToolPolicy:
     backoff: float = 0.5
     max_backoff: float = 30.0
     max_concurrency: int | None = None
-    requires_approval: bool = False
+    requires_approval: ApprovalRule = False
     idempotency_key: IdempotencyKey | None = None
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep
     on_tool_error: OnToolError | None = None
@@ -67,12 +72,22 @@ class ToolPolicy:
             raise ConfigError("backoff and max_backoff must be 0 or more seconds")
         if self.max_concurrency is not None and self.max_concurrency < 1:
             raise ConfigError(f"max_concurrency must be 1 or more, not {self.max_concurrency!r}")
+        if not (isinstance(self.requires_approval, bool) or callable(self.requires_approval)):
+            raise ConfigError(
+                "requires_approval takes True, False or a predicate over the arguments, "
+                f"not {self.requires_approval!r}"
+            )
         for kind in self.retry_on:
             if not (isinstance(kind, type) and issubclass(kind, Exception)):
                 raise ConfigError(
                     f"retry_on takes Exception subclasses, not {kind!r} "
                     "(cancellation and other BaseExceptions are never retried)"
                 )
+
+    def needs_approval(self, arguments: JsonObject) -> bool:
+        """Whether a call with these validated arguments must be approved first."""
+        rule = self.requires_approval
+        return rule(arguments) if callable(rule) else bool(rule)
 
     def is_retryable(self, exc: Exception) -> bool:
         """Whether a failed attempt that raised ``exc`` is worth another try."""
@@ -92,7 +107,7 @@ class ToolOptions(TypedDict, total=False):
     backoff: float
     max_backoff: float
     max_concurrency: int | None
-    requires_approval: bool
+    requires_approval: ApprovalRule
     idempotency_key: IdempotencyKey | None
     sleep: Callable[[float], Awaitable[None]]
     on_tool_error: OnToolError | None

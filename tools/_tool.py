@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import inspect
 import logging
@@ -135,8 +136,19 @@ class Tool(Generic[P, R_co]):
 
     @property
     def requires_approval(self) -> bool:
-        """Whether every call goes through an approver first."""
-        return self._policy.requires_approval
+        """Whether calls may need an approver first (always, or when its predicate says so)."""
+        return self._policy.requires_approval is not False
+
+    def requiring_approval(self) -> Tool[P, R_co]:
+        """The same tool with every call needing approval (a worker's ``require_approval``)."""
+        clone = copy.copy(self)
+        clone._policy = dataclasses.replace(self._policy, requires_approval=True)
+        return clone
+
+    def check_arguments(self, arguments: Mapping[str, JsonValue]) -> str | None:
+        """What is wrong with ``arguments`` for this tool's schema, or ``None`` if they validate."""
+        bound = self._spec.validate(arguments)
+        return bound if isinstance(bound, str) else None
 
     @property
     def function(self) -> Callable[P, R_co]:
@@ -209,50 +221,14 @@ class Tool(Generic[P, R_co]):
         if isinstance(bound, str):
             message = f"invalid arguments for tool {self._name!r}: {bound}"
             return _error(self._name, call_id, message, "invalid_arguments", _raw(arguments))
-        if self._policy.requires_approval:
-            gated = await self._gate(bound, call_id, approver)
+        if self._policy.needs_approval(bound.as_json):
+            gated = await _gate(self, bound, call_id, approver)
             if isinstance(gated, ToolResult):
                 return gated
             bound = gated
         if context is None and getattr(self._spec, "context", None) is not None:
             return _no_context(self._name, call_id, bound.sent)
         return await self._execute(bound, call_id, limiters, context)
-
-    async def _gate(
-        self, bound: BoundArguments, call_id: str, approver: Approver | None
-    ) -> BoundArguments | ToolResult:
-        key = derive_key(self._policy.idempotency_key, self._key_name, bound.as_json)
-        if approver is None:
-            message = (
-                f"tool {self._name!r} needs approval before it runs, but no approver is "
-                "configured, so it was not run"
-            )
-            return _error(self._name, call_id, message, "approval_unavailable", bound.sent, key)
-        request = ApprovalRequest(
-            tool_name=self._name,
-            call_id=call_id,
-            arguments=bound.as_json,
-            description=self._description,
-            idempotency_key=key,
-        )
-        decision = await request_approval(approver, request)
-        match decision:
-            case Approve():
-                return bound
-            case Deny(reason=reason):
-                message = f"the call to tool {self._name!r} was denied: {reason}"
-                return _error(self._name, call_id, message, "approval_denied", bound.sent, key)
-            case EditArguments(arguments=edited):
-                rebound = self._spec.validate(edited)
-                if isinstance(rebound, str):
-                    message = (
-                        f"invalid arguments for tool {self._name!r} "
-                        f"as edited by the approver: {rebound}"
-                    )
-                    return _error(self._name, call_id, message, "invalid_arguments", _raw(edited))
-                return rebound
-            case _:
-                assert_never(decision)
 
     async def _execute(
         self,
@@ -319,6 +295,45 @@ def _no_context(tool_name: str, call_id: str, sent: JsonObject) -> ToolResult:
         "(a worker's tool loop) or with call(..., context=RunContext(...))"
     )
     return _error(tool_name, call_id, message, "no_run_context", sent)
+
+
+async def _gate(
+    tool: Tool[..., object], bound: BoundArguments, call_id: str, approver: Approver | None
+) -> BoundArguments | ToolResult:
+    """Ask ``approver`` about a call that needs approval: the arguments to run it with
+    (edited ones validated again), or the error result the model gets instead."""
+    key = derive_key(tool._policy.idempotency_key, tool._key_name, bound.as_json)
+    if approver is None:
+        message = (
+            f"tool {tool._name!r} needs approval before it runs, but no approver is "
+            "configured, so it was not run"
+        )
+        return _error(tool._name, call_id, message, "approval_unavailable", bound.sent, key)
+    request = ApprovalRequest(
+        tool_name=tool._name,
+        call_id=call_id,
+        arguments=bound.as_json,
+        description=tool._description,
+        idempotency_key=key,
+    )
+    decision = await request_approval(approver, request)
+    match decision:
+        case Approve():
+            return bound
+        case Deny(reason=reason):
+            message = f"denied: {reason}"
+            return _error(tool._name, call_id, message, "approval_denied", bound.sent, key)
+        case EditArguments(arguments=edited):
+            rebound = tool._spec.validate(edited)
+            if isinstance(rebound, str):
+                message = (
+                    f"invalid arguments for tool {tool._name!r} "
+                    f"as edited by the approver: {rebound}"
+                )
+                return _error(tool._name, call_id, message, "invalid_arguments", _raw(edited))
+            return rebound
+        case _:
+            assert_never(decision)
 
 
 def _is_async(fn: Callable[..., object]) -> bool:

@@ -119,11 +119,13 @@ class Toolset:
         arguments: Mapping[str, JsonValue],
         *,
         call_id: str,
+        approver: Approver | None = None,
         context: RunContext[object] | None = None,
     ) -> ToolResult:
         """Call the tool ``name`` the way ``Tool.call`` does, under the set's limit and approver.
 
-        A name the set does not have comes back as an error result that lists the
+        ``approver`` replaces the set's own for this call (a worker passes one that
+        asks the set's approver first, and otherwise pauses for a human). A name the set does not have comes back as an error result that lists the
         names it does have, so the model can pick one.
         """
         found = self._tools.get(name)
@@ -139,7 +141,7 @@ class Toolset:
         return await found._call_limited(
             arguments,
             call_id=call_id,
-            approver=self._approver,
+            approver=approver or self._approver,
             limiters=self._limiters,
             context=context,
         )
@@ -161,6 +163,22 @@ class Toolset:
         if unknown:
             raise ConfigError(f"{self._unknown(unknown[0])}; cannot filter on it")
         return self._with(t for t in self._tools.values() if t.name in wanted)
+
+    def requiring_approval(self, names: Iterable[str]) -> Toolset:
+        """A set where every call to the tools ``names`` needs approval.
+
+        Raises:
+            ConfigError: a name is given that this set does not have.
+        """
+        wanted = (names,) if isinstance(names, str) else tuple(names)
+        unknown = [n for n in wanted if n not in self._tools]
+        if unknown:
+            raise ConfigError(f"{self._unknown(unknown[0])}; it cannot require approval")
+        if not wanted:
+            return self
+        return self._with(
+            t.requiring_approval() if t.name in wanted else t for t in self._tools.values()
+        )
 
     def prefixed(self, prefix: str) -> Toolset:
         """A set with every tool renamed ``prefix + name`` (limits are shared with these)."""

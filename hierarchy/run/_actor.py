@@ -27,6 +27,7 @@ from opentelemetry.trace import Span
 
 from regiment.actors import ActorRef
 from regiment.errors import BudgetExceeded, RunCancelled, RunError, StepFailed
+from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled
 from regiment.hierarchy._messages import BudgetLimit, StepReport, WorkerMessage
 from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.guard._roles import GuardLog
@@ -66,6 +67,7 @@ from regiment.hierarchy.run._messages import (
     Purpose,
     StartRun,
 )
+from regiment.hierarchy.run._pausing import PausesForApprovals
 from regiment.hierarchy.run._phase import (
     AfterCompress,
     AskReplan,
@@ -76,6 +78,7 @@ from regiment.hierarchy.run._phase import (
     EndFailed,
     Ending,
     EndPartial,
+    EndPaused,
     Executing,
     Phase,
     Planning,
@@ -94,7 +97,7 @@ from regiment.models import ModelRequest
 __all__ = ("PlannerActor",)
 
 
-class PlannerActor(GuardedActor):
+class PlannerActor(PausesForApprovals, GuardedActor):
     """Drives one run from goal to answer."""
 
     def __init__(
@@ -127,8 +130,8 @@ class PlannerActor(GuardedActor):
                     self._start()
                 case ModelReplied():
                     await self._on_model_reply(message)
-                case StepReport():
-                    await self._on_report(message)
+                case StepReport() | ApprovalNoticed() | ApprovalSettled():
+                    await self._on_step_news(message)
                 case CancelRun(reason=reason):
                     if not isinstance(self._phase, Done):
                         self._wind_down(EndCancelled(reason))
@@ -337,8 +340,8 @@ class PlannerActor(GuardedActor):
                 self._finish(f"cancelled: {reason}", "cancelled")
             case EndFailed(error=error):
                 self._fail(error)
-            case EndPartial():
-                self._finish(self._book.partial_answer(), "partial")
+            case EndPartial() | EndPaused():
+                self._finish(*self._closing(ending))
             case _:
                 assert_never(ending)
 

@@ -33,8 +33,11 @@ from regiment.hierarchy.events import (
     ToolFailed,
 )
 from regiment.hierarchy.run import _logs as logs
+from regiment.hierarchy.run._approvals import RunApprovals
 from regiment.hierarchy.run._calls import ROLES
 from regiment.hierarchy.run._changes import (
+    ApprovalAnswered,
+    ApprovalAsked,
     BudgetRanOut,
     CheckRejected,
     CritiqueJudged,
@@ -122,6 +125,7 @@ class RunBook:
         self.dispatcher = dispatcher
         self.spending = Spending(BudgetLedger(team.budget))
         self.rounds = Rounds()
+        self.approvals = RunApprovals(run_id)
         self.events: list[Event] = []
 
     def apply(self, change: RunChange) -> None:
@@ -174,16 +178,21 @@ class RunBook:
             case SynthesisBegun():
                 committed = tuple(self.versions.committed)
                 self._emit(SynthesisStarted(run_id=run_id, committed_steps=committed))
-            case BudgetRanOut(limit=limit, detail=detail):
-                self.spending.exhausted = limit
-                logs.budget_exhausted(run_id, limit, detail)
-                self._emit(BudgetExhausted(run_id=run_id, limit=limit, detail=detail))
+            case BudgetRanOut():
+                self._ran_out(change)
             case GuardsNoted(notes=notes):
                 self._emit_all(note_events(run_id, notes))
+            case ApprovalAsked() | ApprovalAnswered():
+                self.approvals.apply(change, self._emit)
             case RunFinished() | RunAborted():
                 self._end(change)
             case _:
                 assert_never(change)
+
+    def _ran_out(self, change: BudgetRanOut) -> None:
+        self.spending.exhausted = change.limit
+        logs.budget_exhausted(self.run_id, change.limit, change.detail)
+        self._emit(BudgetExhausted(run_id=self.run_id, limit=change.limit, detail=change.detail))
 
     def _judged(self, change: CritiqueJudged | RoundBegun) -> None:
         run_id = self.run_id
@@ -342,6 +351,7 @@ class RunBook:
             rounds=self.rounds.round,
             verdicts=tuple(self.rounds.verdicts),
             memory=versions.memory,
+            pending_approvals=tuple(self.approvals.pending.values()) if status == "paused" else (),
             events=tuple(self.events),
         )
 

@@ -25,8 +25,11 @@ from regiment.hierarchy.plan._plan import Plan, PlanStep
 from regiment.hierarchy.run._messages import Purpose
 from regiment.hierarchy.run._phase import PlanKind
 from regiment.models import ModelResponse, Usage
+from regiment.tools import ApprovalDecision, ApprovalRequest
 
 __all__ = (
+    "ApprovalAnswered",
+    "ApprovalAsked",
     "BudgetRanOut",
     "CheckRejected",
     "CritiqueJudged",
@@ -186,6 +189,31 @@ class BudgetRanOut(msgspec.Struct, frozen=True):
 
 
 @final
+class ApprovalAsked(msgspec.Struct, frozen=True):
+    """A tool call of this run (or of a team nested in it) waits for a decision.
+
+    ``journaled``: a resumed run's request, already in the journal.
+    """
+
+    request: ApprovalRequest
+    journaled: bool = False
+
+
+@final
+class ApprovalAnswered(msgspec.Struct, frozen=True):
+    """A pending request was decided (``by`` is ``timeout`` when it expired).
+
+    ``journaled``: decided while the run was paused, so the journal has it already.
+    """
+
+    request: ApprovalRequest
+    decision: ApprovalDecision
+    by: str
+    waited_s: float
+    journaled: bool = False
+
+
+@final
 class RunFinished(msgspec.Struct, frozen=True):
     """The run ended with a result (completed, partial or cancelled)."""
 
@@ -217,6 +245,8 @@ RunChange: TypeAlias = (
     | MemoryAdopted
     | SynthesisBegun
     | BudgetRanOut
+    | ApprovalAsked
+    | ApprovalAnswered
     | RunFinished
     | RunAborted
     | GuardsNoted

@@ -23,6 +23,8 @@ from regiment.errors import JournalError
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._replay import NO_REPLAY, Replay
 from regiment.hierarchy.run._changes import (
+    ApprovalAnswered,
+    ApprovalAsked,
     CheckRejected,
     ModelCharged,
     PlanAdopted,
@@ -39,6 +41,8 @@ from regiment.hierarchy.workers._journal_calls import RunCalls
 from regiment.hierarchy.workers._team_worker import TeamWorker
 from regiment.hierarchy.workers._worker import Worker
 from regiment.journal import (
+    ApprovalDecided,
+    ApprovalRequested,
     EventRecorded,
     Journal,
     Lease,
@@ -253,7 +257,8 @@ class RunJournal:
         if self._error is not None or not self._pending:
             return
         records, self._pending = self._pending, []
-        durable = any(isinstance(r, JournalFinished) for r in records)
+        # The end, and a pending approval (the process may exit while it waits).
+        durable = any(isinstance(r, JournalFinished | ApprovalRequested) for r in records)
         try:
             await self._journal.append_all(self._lease, records, durable=durable)
         except JournalError as exc:
@@ -327,7 +332,22 @@ def _record_for(run_id: str, change: RunChange, result: RunResult | None) -> Rec
             | ReportDropped(report=report)
         ):
             return _reported(run_id, report, committed=False)
+        case ApprovalAsked(request=request, journaled=False):
+            return ApprovalRequested(
+                run_id=run_id,
+                approval_id=request.request_id,
+                plan_version=request.plan_version,
+                step_id=request.step_id,
+                call_index=request.call_index,
+                request=request,
+            )
+        case ApprovalAnswered(request=request, decision=decision, by=by, journaled=False):
+            return ApprovalDecided(
+                run_id=run_id, approval_id=request.request_id, decision=decision, decided_by=by
+            )
         case RunFinished(answer=answer, status=status):
+            if status == "paused":
+                return None  # not an end: the run lists as awaiting approval until resumed
             body = msgspec.to_builtins(result) if result is not None else {}
             return JournalFinished(run_id=run_id, status=status, answer=answer, result=body)
         case RunAborted(error=error):

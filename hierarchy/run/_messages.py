@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
+from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled
 from regiment.hierarchy._messages import StepReport
 from regiment.models import ModelResponse
 
@@ -66,5 +67,12 @@ class GuardJudged:
 
 
 PlannerMessage: TypeAlias = (
-    StartRun | ModelReplied | StepReport | CancelRun | DeadlineReached | GuardJudged
+    StartRun
+    | ModelReplied
+    | StepReport
+    | CancelRun
+    | DeadlineReached
+    | GuardJudged
+    | ApprovalNoticed
+    | ApprovalSettled
 )

@@ -26,6 +26,7 @@ __all__ = (
     "EndCancelled",
     "EndFailed",
     "EndPartial",
+    "EndPaused",
     "Executing",
     "Phase",
     "Planning",
@@ -89,7 +90,13 @@ class EndPartial:
     """A budget ran out: the run answers with what it committed."""
 
 
-Ending: TypeAlias = EndCancelled | EndFailed | EndPartial
+@final
+@dataclass(frozen=True, slots=True)
+class EndPaused:
+    """Every step in flight waits for an approval: the run pauses until decided."""
+
+
+Ending: TypeAlias = EndCancelled | EndFailed | EndPartial | EndPaused
 
 
 # -- the phases ------------------------------------------------------------------

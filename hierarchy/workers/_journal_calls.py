@@ -30,7 +30,7 @@ from regiment.journal import (
     ToolCallStarted,
 )
 from regiment.models import ModelRequest, ModelResponse, ToolCallPart
-from regiment.tools import RunContext, ToolResult, Toolset
+from regiment.tools import Approver, RunContext, ToolResult, Toolset
 
 __all__ = ("JournaledCaller", "RunCalls", "RunLookup", "StepCalls", "derived_key")
 
@@ -111,8 +111,13 @@ class StepCalls:
         self._tool_calls += calls
         return first
 
-    async def tool(self, toolset: Toolset, index: int, call: ToolCallPart) -> ToolResult:
-        """Run tool call number ``index`` of the step, or replay its journaled result."""
+    async def tool(
+        self, toolset: Toolset, index: int, call: ToolCallPart, approver: Approver | None = None
+    ) -> ToolResult:
+        """Run tool call number ``index`` of the step, or replay its journaled result.
+
+        ``approver`` decides a call that needs approval (see ``ApprovalGate``).
+        """
         assign, run = self._assign, self._run
         where = (assign.plan_version, assign.step.id, index)
         finished = run.replay.results.get(where)
@@ -134,7 +139,12 @@ class StepCalls:
             deps=run.deps,
         )
         result = await observed_tool_call(
-            toolset, call, live=self._live, step_id=assign.step.id, context=context
+            toolset,
+            call,
+            live=self._live,
+            step_id=assign.step.id,
+            context=context,
+            approver=approver,
         )
         done = ToolCallFinished(
             run_id=run.run_id,

@@ -22,6 +22,7 @@ from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._step import StepGuards
 from regiment.hierarchy.plan._plan import PlanStep
+from regiment.hierarchy.workers._approval_gate import ApprovalGate
 from regiment.hierarchy.workers._journal_calls import JournaledCaller, StepCalls
 from regiment.models import (
     Message,
@@ -114,6 +115,7 @@ async def _call_tools(
     telemetry: Telemetry,
     journaled: StepCalls,
     guards: StepGuards | None = None,
+    gate: ApprovalGate | None = None,
 ) -> list[ToolResultPart]:
     """Run one response's tool calls at the same time; results keep the call order."""
     results: list[ToolResult | None] = [None] * len(calls)
@@ -122,10 +124,11 @@ async def _call_tools(
     async def one(index: int, call: ToolCallPart) -> None:
         with telemetry.tool_span(call.name, call.id, agent_name=toolset.name) as span:
             telemetry.recorder.tool_arguments(span, call.arguments)
+            approver = None if gate is None else gate.approver(toolset, assign, first + index)
             if guards is None:
-                result = await journaled.tool(toolset, first + index, call)
+                result = await journaled.tool(toolset, first + index, call, approver)
             else:
-                run = functools.partial(journaled.tool, toolset, first + index)
+                run = functools.partial(journaled.tool, toolset, first + index, approver=approver)
                 result = await guards.call_tool(call, assign.step.id, progress, run)
             failure = (result.error_type or sc.ERROR_OTHER) if result.is_error else None
             telemetry.recorder.tool_outcome(span, failure or "ok", error_type=failure)
@@ -254,6 +257,7 @@ async def run_tool_loop(
     assign: AssignStep,
     progress: StepProgress,
     on_tool_error: OnToolError = "tell_model",
+    approvals: ApprovalGate | None = None,
     journaled: StepCalls | None = None,
     guards: StepGuards | None = None,
 ) -> StepReport:
@@ -286,7 +290,7 @@ async def run_tool_loop(
         messages.append(_assistant_message(response))
         ran_before = len(progress.outcomes)
         results = await _call_tools(
-            toolset, response.tool_calls, assign, progress, telemetry, journaled, guards
+            toolset, response.tool_calls, assign, progress, telemetry, journaled, guards, approvals
         )
         new = progress.outcomes[ran_before:]
         _check_failures(new, toolset, assign, worker, on_tool_error)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, TypeAlias, assert_never, final
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from regiment.errors import RunCancelled
+from regiment.hierarchy._approvals import StepAt
 from regiment.hierarchy._messages import AssignStep, StepAllowance, StepReport, StepStatus
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy.events import Event
@@ -45,7 +46,7 @@ DEFAULT_TEAM_STEP_MODEL_CALLS = 64
 multi-call steps. Set ``Budget(model_calls=...)`` on the child team to change it."""
 
 OpenChildRun: TypeAlias = Callable[
-    [str, StepAllowance],
+    [str, StepAllowance, StepAt],
     AbstractAsyncContextManager[tuple[RunChannel, MemoryObjectReceiveStream[Event]]],
 ]
 """Starts one run of the child team under an allowance; yields its channel and events.
@@ -129,7 +130,8 @@ class TeamWorkerActor(StepActor):
         channel: RunChannel | None = None
         try:
             # Opened inside this step's span, so the child's root span is its child.
-            async with self._open_run(goal, assign.allowance) as (channel, events):
+            parent = StepAt(assign.run_id, assign.plan_version, assign.step.id)
+            async with self._open_run(goal, assign.allowance, parent) as (channel, events):
                 async for _ in events:
                     pass
         finally:
@@ -165,7 +167,7 @@ class TeamWorkerActor(StepActor):
                     error=f"team '{team}' ran out of budget ({result.budget_exhausted})",
                     exhausted=result.budget_exhausted,
                 )
-            case "cancelled":
+            case "cancelled" | "paused":  # a nested run never pauses: only the top one does
                 return progress.report(assign, name, "cancelled", error=result.answer)
             case _:
                 assert_never(result.status)

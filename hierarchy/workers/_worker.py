@@ -26,6 +26,7 @@ from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._ranges import at_least, seconds
 from regiment.hierarchy.guard._step import StepGuards
 from regiment.hierarchy.guard._types import GuardLike, Guardrail, as_guardrail
+from regiment.hierarchy.workers._approval_gate import ApprovalGate
 from regiment.hierarchy.workers._journal_calls import RunLookup, StepCalls
 from regiment.hierarchy.workers._loop import StepProgress, run_tool_loop
 from regiment.hierarchy.workers._step_actor import StepActor
@@ -88,6 +89,10 @@ class Worker:
             whose parameter is annotated with a subject type.
         tool_guardrails: guards around the calls of one tool, by tool name
             (after the team's and the worker's).
+        require_approval: names of its tools whose every call needs approval
+            (on top of the tools' own ``requires_approval``).
+        approval_timeout: seconds an unanswered approval request waits before it
+            counts as a denial; ``None``: it waits (the run pauses meanwhile).
     """
 
     name: str
@@ -103,6 +108,8 @@ class Worker:
     settings: ModelSettings | None = None
     guardrails: Sequence[GuardLike] = ()
     tool_guardrails: Mapping[str, Sequence[GuardLike]] = field(default_factory=dict)
+    require_approval: Iterable[str] = ()
+    approval_timeout: float | None = None
     toolset: Toolset = field(init=False, repr=False, compare=False)
     mcp_servers: tuple[MCPServer, ...] = field(init=False, repr=False, compare=False)
 
@@ -117,10 +124,17 @@ class Worker:
         at_least(owner, "max_iterations", self.max_iterations, 1)
         at_least(owner, "max_concurrent_steps", self.max_concurrent_steps, 1)
         seconds(owner, "step_timeout", self.step_timeout)
+        seconds(owner, "approval_timeout", self.approval_timeout)
+        needs = (self.require_approval,) if isinstance(self.require_approval, str) else ()
+        object.__setattr__(self, "require_approval", needs or tuple(self.require_approval))
         items = () if isinstance(self.tools, Toolset) else tuple(self.tools)
         servers = tuple(i for i in items if isinstance(i, MCPServer))
         plain = [i for i in items if not isinstance(i, MCPServer)]
         toolset = self.tools if isinstance(self.tools, Toolset) else Toolset(self.name, plain)
+        try:
+            toolset = toolset.requiring_approval(self.require_approval)
+        except ConfigError as exc:
+            raise ConfigError(f"worker '{self.name}': require_approval: {exc}") from None
         object.__setattr__(self, "toolset", toolset)
         where = f"worker '{self.name}': "
         object.__setattr__(
@@ -160,6 +174,7 @@ class WorkerActor(StepActor):
         prompts: Prompts,
         telemetry: Telemetry,
         tools: WorkerTools | None = None,
+        approvals: ApprovalGate | None = None,
         runs: RunLookup | None = None,
         channels: Mapping[str, LiveChannel] | None = None,
         settings: ModelSettings | None = None,
@@ -178,6 +193,7 @@ class WorkerActor(StepActor):
         self._worker = worker
         self._tools = tools if tools is not None else WorkerTools(worker.toolset)
         self._prompts = prompts
+        self._approvals = approvals
         # The team's settings under the worker's own (Team passes them merged).
         own = worker.settings if settings is None else settings.merge(worker.settings)
         self._caller = ModelCaller(worker.model, worker.name, telemetry, own)
@@ -207,6 +223,7 @@ class WorkerActor(StepActor):
             assign=assign,
             progress=progress,
             on_tool_error=worker.on_tool_error,
+            approvals=self._approvals,
             journaled=StepCalls(
                 self._runs and self._runs(assign.run_id),
                 assign,

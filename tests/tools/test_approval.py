@@ -74,9 +74,7 @@ async def test_denied_calls_do_not_run_and_the_model_gets_the_reason() -> None:
     assert ran == []
     assert result.is_error
     assert result.error_type == "approval_denied"
-    assert result.content == (
-        "the call to tool 'issue_refund' was denied: refunds over 5 need a manager"
-    )
+    assert result.content == ("denied: refunds over 5 need a manager")
     assert result.attempts == 0
     assert result.idempotency_key == "issue_refund:order_id=88213"
 

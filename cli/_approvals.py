@@ -1,0 +1,139 @@
+"""``regiment approvals`` and ``regiment approve``: a paused run's requests, over its journal.
+
+::
+
+    regiment approvals [RUN_ID] [--json] [--journal PATH_OR_URL]
+    regiment approve RUN_ID REQUEST_ID [--deny REASON | --edit JSON_OBJECT] [--by NAME]
+                     [--team TEAM_FILE] [--journal PATH_OR_URL]
+
+The journal is the one ``regiment run`` writes: ``--journal``, else
+``$REGIMENT_JOURNAL``, else ``.regiment/journal.db`` under the current directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from typing import TextIO
+
+import msgspec
+
+from regiment.cli._journal_cmds import (
+    add_journal_option,
+    journal_exists,
+    journal_spec,
+    open_cli_journal,
+)
+from regiment.errors import ConfigError, JournalError
+from regiment.hierarchy import Team, decide_in_journal
+from regiment.journal import Journal
+from regiment.tools import ApprovalDecision, ApprovalRequest, Approve, Deny, EditArguments
+
+__all__ = ("add_approval_commands", "approval_command")
+
+
+def add_approval_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``approvals`` and ``approve`` subcommands."""
+    listing = commands.add_parser("approvals", help="list the approval requests runs wait for")
+    listing.add_argument("run_id", metavar="RUN_ID", nargs="?", help="only this run's")
+    listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    add_journal_option(listing)
+    decide = commands.add_parser("approve", help="approve, deny or edit a pending request")
+    decide.add_argument("run_id", metavar="RUN_ID")
+    decide.add_argument("request_id", metavar="REQUEST_ID")
+    how = decide.add_mutually_exclusive_group()
+    how.add_argument("--deny", metavar="REASON", help="deny it; the worker is told the reason")
+    how.add_argument("--edit", metavar="JSON_OBJECT", help="approve with these arguments")
+    decide.add_argument("--by", metavar="NAME", default="", help="who decided, for the record")
+    decide.add_argument(
+        "--team", metavar="TEAM_FILE", help="validate --edit against the tool's schema first"
+    )
+    add_journal_option(decide)
+    decide.add_argument("--app-dir", metavar="DIR", default=".")
+
+
+async def approval_command(
+    args: argparse.Namespace, team: Team | None, stdout: TextIO, environ: Mapping[str, str]
+) -> None:
+    """Run ``approvals`` or ``approve``.
+
+    Raises:
+        ConfigError: a bad ``--edit``.
+        ApprovalError: the request cannot be decided.
+        JournalError: the journal cannot be opened or has no such run.
+    """
+    location = journal_spec(args, environ)
+    if location is None:
+        raise ConfigError(f"regiment {args.command} reads the journal: drop --no-journal")
+    if not journal_exists(location):
+        raise JournalError(
+            f"no journal at {location}; `regiment run` journals there (or pass --journal, "
+            "or set $REGIMENT_JOURNAL), then list and decide its approvals here"
+        )
+    journal = await open_cli_journal(location)
+    try:
+        if args.command == "approvals":
+            await _list(journal, args.run_id, args.json, stdout)
+        else:
+            await _decide(journal, args, team, stdout)
+    finally:
+        await journal.close()
+
+
+async def _list(journal: Journal, run_id: str | None, as_json: bool, stdout: TextIO) -> None:
+    if run_id is not None:
+        await journal.get_run(run_id)  # JournalError for an unknown run
+    for record in await journal.pending_approvals(run_id):
+        r = record.request
+        if as_json:
+            print(json.dumps(_row(r), sort_keys=True), file=stdout)
+        else:
+            arguments = json.dumps(r.arguments, sort_keys=True)
+            print(
+                f"{r.request_id}  {r.run_id}  {r.worker}  {r.step_id}  {r.tool_name}({arguments})",
+                file=stdout,
+            )
+
+
+def _row(r: ApprovalRequest) -> dict[str, object]:
+    return {
+        "request_id": r.request_id,
+        "run_id": r.run_id,
+        "worker": r.worker,
+        "step_id": r.step_id,
+        "tool": r.tool_name,
+        "arguments": r.arguments,
+        "idempotency_key": r.idempotency_key,
+        "expires_at": r.expires_at,
+    }
+
+
+async def _decide(
+    journal: Journal, args: argparse.Namespace, team: Team | None, stdout: TextIO
+) -> None:
+    await journal.get_run(args.run_id)  # JournalError for an unknown run
+    decision = _decision(args.deny, args.edit)
+    request = await decide_in_journal(
+        journal, args.request_id, decision, args.by, run_id=args.run_id, team=team
+    )
+    what = type(decision).__name__.lower().replace("editarguments", "edit")
+    print(
+        f"{what}: {request.tool_name} in run {request.run_id} "
+        f"({request.request_id}); continue with: regiment resume TEAM_FILE {request.run_id}",
+        file=stdout,
+    )
+
+
+def _decision(deny: str | None, edit: str | None) -> ApprovalDecision:
+    if deny is not None:
+        return Deny(reason=deny)
+    if edit is None:
+        return Approve()
+    try:
+        arguments = msgspec.json.decode(edit)
+    except msgspec.DecodeError as exc:
+        raise ConfigError(f"--edit is not JSON ({exc}); give a JSON object") from exc
+    if not isinstance(arguments, dict):
+        raise ConfigError(f"--edit needs a JSON object of arguments, not {edit!r}")
+    return EditArguments(arguments=arguments)

@@ -1,0 +1,260 @@
+"""Where a worker's tool call waits for a human: a started team's approval desk.
+
+One desk per started team, shared with every team nested in it, so a request
+from a worker of a sub-team surfaces at the top-level run. A call that needs
+approval (and that no ``Toolset(approver=...)`` answers at once) becomes a
+pending :class:`~regiment.tools.ApprovalRequest` here; the run's planner is told
+(:class:`ApprovalNoticed`) and journals it, and the call waits until
+``RunningTeam.approve`` decides, the request expires, or the run pauses (its
+steps are cancelled; the request stays pending for a later resume).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import NamedTuple, final
+
+import anyio
+import msgspec
+
+from regiment.errors import ActorStopped, ApprovalError
+from regiment.journal import ApprovalDecided, ApprovalRequested, Journal
+from regiment.tools import ApprovalDecision, ApprovalRequest, Deny, EditArguments, Tool
+
+__all__ = (
+    "ApprovalDesk",
+    "ApprovalNoticed",
+    "ApprovalSettled",
+    "Notice",
+    "StepAt",
+    "decision_name",
+    "request_id_for",
+)
+
+
+@final
+class ApprovalNoticed(msgspec.Struct, frozen=True):
+    """A planner message: a call of this run waits for a decision."""
+
+    request: ApprovalRequest
+    journaled: bool = False  # a resumed run's request, journaled before it paused
+
+
+@final
+class ApprovalSettled(msgspec.Struct, frozen=True):
+    """A planner message: a pending request of this run was decided (or expired)."""
+
+    request: ApprovalRequest
+    decision: ApprovalDecision
+    by: str
+    waited_s: float
+    journaled: bool = False  # decided while the run was paused: the journal has it
+
+
+Notice = ApprovalNoticed | ApprovalSettled
+
+
+class StepAt(NamedTuple):
+    """A step of a run: where a nested run hangs in its parent."""
+
+    run_id: str
+    plan_version: int
+    step_id: str
+
+
+def request_id_for(top: StepAt, worker: str, step_id: str, call_index: int) -> str:
+    """A request id stable across resumes: the top-level step, the worker's path,
+    its own step and the call's number in it (never a nested run's own id)."""
+    key = "\x1f".join((top.run_id, str(top.plan_version), top.step_id, worker, step_id))
+    digest = hashlib.sha256(f"{key}\x1f{call_index}".encode()).hexdigest()
+    return f"apr-{digest[:20]}"
+
+
+@dataclass(slots=True)
+class _Pending:
+    request: ApprovalRequest
+    tool: Tool[..., object] | None
+    decision: ApprovalDecision | None = None
+    by: str = ""
+    ready: anyio.Event | None = None  # set while a worker waits on it
+    journaled: bool = False  # the decision is in the journal already
+
+
+@final
+class ApprovalDesk:
+    """The pending approval requests of a started team and every team nested in it."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._planners: dict[str, Callable[[Notice], Awaitable[None]]] = {}
+        self._parents: dict[str, StepAt] = {}
+        self._entries: dict[str, _Pending] = {}
+        self.journal: Journal | None = None  # where a paused run's decisions are
+
+    # -- runs ----------------------------------------------------------------
+
+    def open_run(self, run_id: str, notify: Callable[[Notice], Awaitable[None]]) -> None:
+        """A top-level run started: its planner hears of its requests through ``notify``."""
+        self._planners[run_id] = notify
+
+    def link(self, run_id: str, parent: StepAt) -> None:
+        """A nested run started for ``parent``'s step: its requests belong to the top run."""
+        self._parents[run_id] = parent
+
+    def close_run(self, run_id: str) -> None:
+        """The run ended (its undecided requests stay, for a resume)."""
+        self._planners.pop(run_id, None)
+        self._parents.pop(run_id, None)
+
+    def top(self, at: StepAt) -> StepAt:
+        """The top-level run's step that ``at`` (a step of a nested run, maybe) serves."""
+        while (parent := self._parents.get(at.run_id)) is not None:
+            at = parent
+        return at
+
+    def now(self) -> float:
+        """The desk's clock (Unix time), which expiry times are on."""
+        return self._clock()
+
+    def is_live(self, run_id: str) -> bool:
+        """Whether the top-level run is in progress in this process."""
+        return run_id in self._planners
+
+    # -- requests --------------------------------------------------------------
+
+    async def wait(
+        self, request: ApprovalRequest, tool: Tool[..., object] | None
+    ) -> ApprovalDecision:
+        """Register ``request`` (once), tell its run, and wait for the decision.
+
+        An expired request is a denial. Cancelled (the run paused or stopped),
+        the request stays pending.
+        """
+        entry = self._entries.get(request.request_id)
+        journaled = False
+        if entry is None:
+            entry = self._entries[request.request_id] = _Pending(request, tool)
+            journaled, entry.decision, entry.by = await self._journaled(request)
+            entry.journaled = entry.decision is not None
+        if entry.decision is not None:  # decided while the run was paused
+            settled = ApprovalSettled(
+                entry.request, entry.decision, entry.by, 0.0, journaled=entry.journaled
+            )
+            await self._tell(request.run_id, settled)
+            return entry.decision
+        started = time.monotonic()
+        if not self._expired(entry):
+            await self._tell(request.run_id, ApprovalNoticed(entry.request, journaled))
+            ready = entry.ready = anyio.Event()
+            try:
+                expires = request.expires_at
+                with anyio.move_on_after(math.inf if expires is None else expires - self._clock()):
+                    await ready.wait()
+            finally:
+                entry.ready = None
+        if entry.decision is None:
+            entry.decision, entry.by = (
+                Deny(reason="no decision before the request expired"),
+                "timeout",
+            )
+        waited = time.monotonic() - started
+        settled = ApprovalSettled(entry.request, entry.decision, entry.by, waited)
+        await self._tell(request.run_id, settled)
+        return entry.decision
+
+    def get(self, request_id: str) -> ApprovalRequest | None:
+        """A request this desk holds, decided or not."""
+        entry = self._entries.get(request_id)
+        return None if entry is None else entry.request
+
+    def check(self, request_id: str, decision: ApprovalDecision) -> bool:
+        """Check a decision on a request this desk holds; whether its run is live here.
+
+        Raises:
+            ApprovalError: it is decided already, or edited arguments do not validate.
+        """
+        entry = self._entries[request_id]
+        request = entry.request
+        if entry.decision is not None:
+            raise ApprovalError(
+                f"approval request {request_id} ({request.tool_name} in run "
+                f"{request.run_id}) was already decided by {entry.by or 'someone'}: "
+                f"{_describe(entry.decision)}; a decision cannot be changed",
+                kind="decided",
+            )
+        if isinstance(decision, EditArguments) and entry.tool is not None:
+            problem = entry.tool.check_arguments(decision.arguments)
+            if problem is not None:
+                raise ApprovalError(
+                    f"the edited arguments for tool {request.tool_name!r} do not validate: "
+                    f"{problem}; request {request_id} stays pending, decide again"
+                )
+        return self.is_live(request.run_id)
+
+    def decide(
+        self, request_id: str, decision: ApprovalDecision, by: str, *, journaled: bool = False
+    ) -> None:
+        """Record a checked decision (``journaled``: the journal has it); a waiting call goes on."""
+        entry = self._entries[request_id]
+        entry.decision, entry.by, entry.journaled = decision, by, journaled
+        if entry.ready is not None:
+            entry.ready.set()
+
+    def pending(self, run_id: str | None = None) -> tuple[ApprovalRequest, ...]:
+        """Undecided requests (of one top-level run), oldest first."""
+        return tuple(
+            e.request
+            for e in self._entries.values()
+            if e.decision is None and run_id in (None, e.request.run_id)
+        )
+
+    async def _journaled(
+        self, request: ApprovalRequest
+    ) -> tuple[bool, ApprovalDecision | None, str]:
+        """Whether a resumed run journaled ``request`` before, the decision taken since, and by whom."""
+        asked, decided = False, None
+        for entry in await self.journal.read(request.run_id) if self.journal else ():
+            record = entry.record
+            if isinstance(record, ApprovalRequested) and record.approval_id == request.request_id:
+                asked = True
+            elif isinstance(record, ApprovalDecided) and record.approval_id == request.request_id:
+                decided = record
+        if decided is None:
+            return asked, None, ""
+        return asked, decided.decision, decided.decided_by
+
+    def _expired(self, entry: _Pending) -> bool:
+        expires = entry.request.expires_at
+        return expires is not None and self._clock() >= expires
+
+    async def _tell(self, run_id: str, notice: Notice) -> None:
+        notify = self._planners.get(run_id)
+        if notify is not None:
+            with contextlib.suppress(ActorStopped):  # the run has just ended
+                await notify(notice)
+
+
+def decision_name(decision: ApprovalDecision) -> str:
+    """``approve``, ``deny`` or ``edit``."""
+    match decision:
+        case Deny():
+            return "deny"
+        case EditArguments():
+            return "edit"
+        case _:
+            return "approve"
+
+
+def _describe(decision: ApprovalDecision) -> str:
+    match decision:
+        case Deny(reason=reason):
+            return f"denied ({reason})"
+        case EditArguments():
+            return "approved with edited arguments"
+        case _:
+            return "approved"

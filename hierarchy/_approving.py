@@ -1,0 +1,228 @@
+"""Deciding approval requests: in this process's desk, or in the journal.
+
+A request of a run that is live here is decided on the team's desk, and the
+waiting call goes on at once (the run's planner journals the decision). A
+request of a run that has paused (here, or in another process that may have
+exited) is decided in the journal: an :class:`~regiment.journal.ApprovalDecided`
+appended under the run's lease, which a resume of the run applies.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from regiment.errors import ApprovalError
+from regiment.hierarchy._approvals import ApprovalDesk
+from regiment.hierarchy.run._journaling import LEASE_TTL, owner_name
+from regiment.hierarchy.workers._team_worker import TeamWorker
+from regiment.journal import ApprovalDecided, ApprovalRequested, Journal
+from regiment.tools import ApprovalDecision, ApprovalRequest, EditArguments, Tool
+
+if TYPE_CHECKING:
+    from regiment.hierarchy._team import Team
+
+__all__ = (
+    "DecidesApprovals",
+    "decide",
+    "decide_in_journal",
+    "find_tool",
+    "journaled_request",
+    "pending",
+    "record_decision",
+)
+
+
+class DecidesApprovals:
+    """``RunningTeam``'s approval methods (mixed in; ``RunningTeam`` gives the attributes)."""
+
+    team: Team
+    journal: Journal | None
+    _desk: ApprovalDesk
+
+    async def approve(
+        self,
+        request_id: str,
+        decision: ApprovalDecision,
+        *,
+        by: str | None = None,
+        run_id: str | None = None,
+    ) -> ApprovalRequest:
+        """Decide a pending approval request; a live run goes on with it at once.
+
+        ``Approve()`` runs the call once as asked; ``EditArguments(arguments)`` with
+        those arguments (validated first); ``Deny(reason)`` gives the worker the tool
+        error ``denied: <reason>``. A paused run's decision needs the team's journal:
+        it is journaled there, and resuming the run applies it.
+
+        Args:
+            request_id: the request's ``request_id``.
+            decision: what to do with the call.
+            by: who decided, for the record (``ApprovalResolved.decided_by``).
+            run_id: the request's run, if known (spares a search of the journal).
+
+        Raises:
+            ApprovalError: the request is unknown or decided already, edited
+                arguments do not validate (it stays pending), or its run has paused
+                and the team has no journal.
+            LeaseHeld: the run is live in another process; decide there.
+        """
+        desk, journal, by = self._desk, self.journal, by or ""
+        return await decide(desk, journal, self.team, request_id, decision, by, run_id=run_id)
+
+    async def pending_approvals(self, run_id: str | None = None) -> tuple[ApprovalRequest, ...]:
+        """Undecided requests, of one run or of all: the live ones here, then the journal's."""
+        return await pending(self._desk, self.journal, run_id)
+
+
+async def decide(
+    desk: ApprovalDesk,
+    journal: Journal | None,
+    team: Team,
+    request_id: str,
+    decision: ApprovalDecision,
+    by: str,
+    *,
+    run_id: str | None = None,
+) -> ApprovalRequest:
+    """Decide ``request_id``; the request it decided.
+
+    Raises:
+        ApprovalError: no such request, it is decided or expired already, edited
+            arguments do not validate (it stays pending), or its run has paused
+            and there is no journal to hold the decision.
+        LeaseHeld: the run is live in another process; decide there.
+    """
+    request = desk.get(request_id)
+    if request is not None:
+        if not desk.check(request_id, decision):  # its run has ended (paused) here
+            if journal is None:
+                raise ApprovalError(
+                    f"run {request.run_id} has paused and this team has no journal to keep "
+                    "the decision for its resume; start the team with journal=... "
+                    "(a file or a postgresql:// URL) so paused runs can be resumed",
+                    kind="no_journal",
+                )
+            await record_decision(journal, request, decision, by)
+            desk.decide(request_id, decision, by, journaled=True)
+        else:
+            desk.decide(request_id, decision, by)  # its run's planner journals it
+        return request
+    if journal is None:
+        raise _unknown(request_id, "this team's live runs")
+    return await decide_in_journal(journal, request_id, decision, by, run_id=run_id, team=team)
+
+
+async def decide_in_journal(
+    journal: Journal,
+    request_id: str,
+    decision: ApprovalDecision,
+    by: str,
+    *,
+    run_id: str | None = None,
+    team: Team | None = None,
+) -> ApprovalRequest:
+    """Decide a journaled request of a paused run (``team``: to validate edited arguments).
+
+    Raises:
+        ApprovalError: no such request, it is decided already, or edited arguments
+            do not validate against ``team``'s tool (it stays pending).
+        LeaseHeld: the run is live in another process; decide there.
+    """
+    requested, decided = await journaled_request(journal, request_id, run_id)
+    if requested is None:
+        raise _unknown(request_id, f"journal {journal.where}")
+    request = requested.request
+    if decided is not None:
+        raise ApprovalError(
+            f"approval request {request_id} ({request.tool_name} in run {request.run_id}) "
+            f"was already decided by {decided.decided_by or 'someone'}; a decision cannot "
+            "be changed",
+            kind="decided",
+        )
+    if team is not None:
+        _check_edit(team, request, decision)
+    await record_decision(journal, request, decision, by)
+    return request
+
+
+async def pending(
+    desk: ApprovalDesk, journal: Journal | None, run_id: str | None
+) -> tuple[ApprovalRequest, ...]:
+    """Undecided requests (of one run): the desk's, then the journal's others."""
+    found = {r.request_id: r for r in desk.pending(run_id)}
+    if journal is not None:
+        for record in await journal.pending_approvals(run_id):
+            found.setdefault(record.approval_id, record.request)
+    return tuple(found.values())
+
+
+async def journaled_request(
+    journal: Journal, request_id: str, run_id: str | None
+) -> tuple[ApprovalRequested | None, ApprovalDecided | None]:
+    """The journaled request ``request_id`` and its decision, if any (``None``s if unknown)."""
+    if run_id is None:
+        for waiting in await journal.pending_approvals():
+            if waiting.approval_id == request_id:
+                return waiting, None
+        runs = [info.run_id for info in await journal.list_runs(limit=100)]
+    else:
+        runs = [run_id]
+    for one in runs:
+        entries = await journal.read(one)
+        records = [e.record for e in entries]
+        asked = [r for r in records if isinstance(r, ApprovalRequested)]
+        requested = next((r for r in asked if r.approval_id == request_id), None)
+        if requested is not None:
+            done = [r for r in records if isinstance(r, ApprovalDecided)]
+            return requested, next((r for r in done if r.approval_id == request_id), None)
+    return None, None
+
+
+async def record_decision(
+    journal: Journal, request: ApprovalRequest, decision: ApprovalDecision, by: str
+) -> None:
+    """Append the decision durably under the run's lease, then let the run go again.
+
+    Raises:
+        LeaseHeld: the run is live in another process.
+    """
+    lease = await journal.acquire(request.run_id, owner=owner_name(), ttl=LEASE_TTL)
+    try:
+        record = ApprovalDecided(
+            run_id=request.run_id, approval_id=request.request_id, decision=decision, decided_by=by
+        )
+        await journal.append(lease, record, durable=True)
+    finally:
+        await journal.release(lease)
+
+
+def find_tool(team: Team, worker: str, tool_name: str) -> Tool[..., object] | None:
+    """The tool a request names, found along its worker path (``team/worker``, nested deeper)."""
+    parts = worker.split("/")
+    while len(parts) >= 2 and parts[0] == team.name:
+        found = next((w for w in team.workers if w.name == parts[1]), None)
+        if isinstance(found, TeamWorker):
+            team, parts = found.team, parts[2:]
+            continue
+        return None if found is None else found.toolset.get(tool_name)
+    return None
+
+
+def _check_edit(team: Team, request: ApprovalRequest, decision: ApprovalDecision) -> None:
+    if not isinstance(decision, EditArguments):
+        return
+    tool = find_tool(team, request.worker, request.tool_name)
+    problem = None if tool is None else tool.check_arguments(decision.arguments)
+    if problem is not None:
+        raise ApprovalError(
+            f"the edited arguments for tool {request.tool_name!r} do not validate: {problem}; "
+            f"request {request.request_id} stays pending, decide again"
+        )
+
+
+def _unknown(request_id: str, where: str) -> ApprovalError:
+    return ApprovalError(
+        f"no approval request {request_id!r} in {where}; `regiment approvals` "
+        "(or RunningTeam.pending_approvals()) lists the pending ones",
+        kind="unknown",
+    )

@@ -1,0 +1,75 @@
+"""A worker's side of approvals: the approver it hands each tool call.
+
+The tool set's own ``approver`` (an in-process policy) answers first when there
+is one; otherwise the call becomes a pending request on the team's
+:class:`~regiment.hierarchy._approvals.ApprovalDesk` and waits there.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import final
+
+import msgspec
+
+from regiment.hierarchy._approvals import ApprovalDesk, StepAt, decision_name, request_id_for
+from regiment.hierarchy._messages import AssignStep
+from regiment.telemetry import Telemetry
+from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Toolset
+
+__all__ = ("ApprovalGate",)
+
+
+@final
+class ApprovalGate:
+    """Makes the approver for each tool call of one worker.
+
+    Args:
+        desk: the started team's desk.
+        worker: the worker's path through nested teams (its actor's name).
+        timeout: seconds an unanswered request waits before it counts as denied.
+        telemetry: where the ``regiment.approval`` span of each wait goes.
+    """
+
+    def __init__(
+        self, desk: ApprovalDesk, worker: str, timeout: float | None, telemetry: Telemetry
+    ) -> None:
+        self._desk = desk
+        self._worker = worker
+        self._timeout = timeout
+        self._telemetry = telemetry
+
+    def approver(self, toolset: Toolset, assign: AssignStep, call_index: int) -> Approver:
+        """The approver for call number ``call_index`` of ``assign``'s step."""
+        if toolset.approver is not None:
+            return toolset.approver  # the application's policy answers at once
+        desk, at = self._desk, StepAt(assign.run_id, assign.plan_version, assign.step.id)
+
+        async def wait(request: ApprovalRequest, /) -> ApprovalDecision:
+            top = desk.top(at)
+            expires = None if self._timeout is None else desk.now() + self._timeout
+            request = msgspec.structs.replace(
+                request,
+                request_id=request_id_for(top, self._worker, at.step_id, call_index),
+                run_id=top.run_id,
+                worker=self._worker,
+                plan_version=top.plan_version,
+                step_id=top.step_id,
+                call_index=call_index,
+                expires_at=expires,
+            )
+            started = time.monotonic()
+            with self._telemetry.tracer.start_as_current_span(
+                "regiment.approval",
+                attributes={
+                    "gen_ai.tool.name": request.tool_name,
+                    "regiment.approval.request_id": request.request_id,
+                    "regiment.worker": self._worker,
+                },
+            ) as span:
+                decision = await desk.wait(request, toolset.get(request.tool_name))
+                span.set_attribute("regiment.approval.decision", decision_name(decision))
+                span.set_attribute("regiment.approval.wait_s", time.monotonic() - started)
+            return decision
+
+        return wait

@@ -1,0 +1,150 @@
+"""``regiment run`` pauses for approvals (exit 3); ``approvals`` lists, ``approve`` decides."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from regiment.cli import run_async
+from regiment.journal import ApprovalDecided, ToolCallFinished, open_journal
+from regiment.tools import Deny, EditArguments
+
+pytestmark = pytest.mark.anyio
+
+REPO = Path(__file__).resolve().parents[2]
+TEAM = str(REPO / "examples" / "refund" / "team_approval.toml")
+GOAL = "For order 77120 check refund eligibility, issue the refund if eligible, then email the customer."
+
+
+@pytest.fixture(autouse=True)
+def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds --app-dir to it
+
+
+async def _run(*argv: str, environ: dict[str, str] | None = None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = await run_async(list(argv), stdout=out, stderr=err, environ=environ or {})
+    return code, out.getvalue(), err.getvalue()
+
+
+async def _paused_run(journal: str) -> tuple[str, str]:
+    code, out, err = await _run("run", TEAM, GOAL, "--model", "scripted", "--journal", journal)
+    assert code == 3, err
+    assert out == ""  # no answer yet
+    (line,) = [x for x in err.splitlines() if x.startswith("paused:")]
+    assert line.startswith("paused: 1 approval(s) pending — regiment approvals run-")
+    run_id = line.rsplit(" ", 1)[1]
+    code, out, err = await _run("approvals", run_id, "--json", "--journal", journal)
+    assert code == 0, err
+    (row,) = [json.loads(x) for x in out.splitlines()]
+    assert row["run_id"] == run_id
+    assert row["worker"] == "refunds/billing"
+    assert row["tool"] == "issue_refund"
+    assert row["arguments"] == {"order_id": "77120"}
+    assert row["step_id"] == "s2"
+    return run_id, str(row["request_id"])
+
+
+async def test_run_pauses_and_approvals_lists_the_request(tmp_path: Path) -> None:
+    journal = str(tmp_path / "runs.db")
+    run_id, request_id = await _paused_run(journal)
+    code, out, err = await _run("approvals", environ={"REGIMENT_JOURNAL": journal})
+    assert code == 0, err
+    (line,) = out.splitlines()
+    assert line.startswith(f"{request_id}  {run_id}  refunds/billing  s2  issue_refund(")
+    code, _, err = await _run("approvals", "run-nope", "--journal", journal)
+    assert code == 2
+    assert "no run 'run-nope'" in err
+
+
+async def test_approve_records_a_decision_once_and_checks_edits(tmp_path: Path) -> None:
+    journal = str(tmp_path / "runs.db")
+    run_id, request_id = await _paused_run(journal)
+    bad = '{"order_id": 77120, "amount": 5}'
+    code, _, err = await _run(
+        "approve", run_id, request_id, "--edit", bad, "--team", TEAM, "--journal", journal
+    )
+    assert code == 2
+    assert "do not validate" in err
+    assert "stays pending" in err
+    code, _, err = await _run("approve", run_id, request_id, "--edit", "[1]", "--journal", journal)
+    assert code == 2
+    assert "--edit needs a JSON object" in err
+    good = '{"order_id": "77120"}'
+    code, out, err = await _run(
+        "approve",
+        run_id,
+        request_id,
+        "--edit",
+        good,
+        "--by",
+        "ana",
+        "--team",
+        TEAM,
+        "--journal",
+        journal,
+    )
+    assert code == 0, err
+    assert f"regiment resume TEAM_FILE {run_id}" in out
+    code, _, err = await _run("approve", run_id, request_id, "--deny", "no", "--journal", journal)
+    assert code == 2
+    assert "already decided by ana" in err
+    code, out, _ = await _run("approvals", "--journal", journal)
+    assert out == ""
+    opened = await open_journal(journal)
+    try:
+        records = [e.record for e in await opened.read(run_id)]
+    finally:
+        await opened.close()
+    (decided,) = [r for r in records if isinstance(r, ApprovalDecided)]
+    assert decided.decision == EditArguments(arguments={"order_id": "77120"})
+    assert decided.decided_by == "ana"
+
+
+async def test_deny_and_missing_journals_are_reported(tmp_path: Path) -> None:
+    journal = str(tmp_path / "runs.db")
+    run_id, request_id = await _paused_run(journal)
+    code, _, err = await _run(
+        "approve", run_id, request_id, "--deny", "too late", "--journal", journal
+    )
+    assert code == 0, err
+    opened = await open_journal(journal)
+    try:
+        records = [e.record for e in await opened.read(run_id)]
+    finally:
+        await opened.close()
+    (decided,) = [r for r in records if isinstance(r, ApprovalDecided)]
+    assert decided.decision == Deny(reason="too late")
+    code, _, err = await _run("approvals", "--journal", str(tmp_path / "none.db"))
+    assert code == 2
+    assert "no journal at" in err
+
+
+async def test_run_approve_resume_issues_the_refund_once(tmp_path: Path) -> None:
+    journal = str(tmp_path / "runs.db")
+    run_id, request_id = await _paused_run(journal)
+    code, out, err = await _run("approve", run_id, request_id, "--by", "ana", "--journal", journal)
+    assert code == 0, err
+    assert f"regiment resume TEAM_FILE {run_id}" in out
+    code, out, err = await _run("resume", TEAM, run_id, "--model", "scripted", "--journal", journal)
+    assert code == 0, err
+    assert "on the way" in out  # the e-mail after the refund
+    opened = await open_journal(journal)
+    try:
+        info = await opened.get_run(run_id)
+        records = [e.record for e in await opened.read(run_id)]
+    finally:
+        await opened.close()
+    assert info.status == "completed"
+    refunds = [
+        r
+        for r in records
+        if isinstance(r, ToolCallFinished) and r.result.tool_name == "issue_refund"
+    ]
+    assert len(refunds) == 1
+    assert not refunds[0].result.is_error
+    assert refunds[0].result.arguments == {"order_id": "77120"}

@@ -1,0 +1,77 @@
+"""Three real processes: ``regiment run`` pauses and exits (code 3), ``regiment approve``
+decides, ``regiment resume`` finishes; the refund's body ran exactly once."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from regiment.journal import ApprovalDecided, ToolCallFinished, ToolCallStarted, open_journal
+
+pytestmark = pytest.mark.anyio
+
+REPO = Path(__file__).resolve().parents[2]
+TEAM = str(REPO / "examples" / "refund" / "team_approval.toml")
+GOAL = "For order 77120 check refund eligibility, issue the refund if eligible, then email the customer."
+
+
+@pytest.fixture(params=("sqlite", "postgres"))
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def _regiment(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "regiment", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=cwd,
+    )
+
+
+async def test_pause_exit_approve_in_a_second_process_resume_in_a_third(
+    location: str, tmp_path: Path
+) -> None:
+    options = ("--model", "scripted", "--journal", location, "--app-dir", str(REPO))
+    first = _regiment("run", TEAM, GOAL, *options, cwd=tmp_path)
+    assert first.returncode == 3, first.stderr
+    assert first.stdout == ""
+    (line,) = [x for x in first.stderr.splitlines() if x.startswith("paused:")]
+    run_id = line.rsplit(" ", 1)[1]
+
+    listed = _regiment("approvals", run_id, "--json", "--journal", location, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    (row,) = [json.loads(x) for x in listed.stdout.splitlines()]
+    second = _regiment(
+        "approve", run_id, row["request_id"], "--by", "ana", "--journal", location, cwd=tmp_path
+    )
+    assert second.returncode == 0, second.stderr
+
+    third = _regiment("resume", TEAM, run_id, *options, cwd=tmp_path)
+    assert third.returncode == 0, third.stderr
+    assert "on the way" in third.stdout  # the customer's e-mail says the refund is coming
+
+    journal = await open_journal(location)
+    try:
+        assert (await journal.get_run(run_id)).status == "completed"
+        records = [e.record for e in await journal.read(run_id)]
+    finally:
+        await journal.close()
+    intents = [r for r in records if isinstance(r, ToolCallStarted) and r.tool == "issue_refund"]
+    results = [
+        r
+        for r in records
+        if isinstance(r, ToolCallFinished) and r.result.tool_name == "issue_refund"
+    ]
+    assert len(intents) == 1  # the intent from the first process, run again by the third
+    assert len(results) == 1  # the body ran once: in the third process, after the decision
+    assert results[0].result.arguments == {"order_id": "77120"}
+    assert not results[0].result.is_error
+    (decided,) = [r for r in records if isinstance(r, ApprovalDecided)]
+    assert (decided.approval_id, decided.decided_by) == (row["request_id"], "ana")

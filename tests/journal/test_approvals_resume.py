@@ -1,0 +1,92 @@
+"""Across restarts: a run pauses, its team goes away, another team decides, a third
+resumes it; the tool body runs exactly once, with the approved arguments."""
+
+from __future__ import annotations
+
+import pytest
+
+from regiment.hierarchy import ApprovalRequested, ApprovalResolved, RunCompleted
+from regiment.journal import ApprovalDecided, open_journal
+from regiment.journal import ApprovalRequested as Asked
+from regiment.tools import Approve, EditArguments
+from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
+
+pytestmark = pytest.mark.anyio
+
+PLAN = plan_json(step("s1", "billing", "refund 88213 400"), step("s2", "billing", "credit 4 50"))
+
+
+@pytest.fixture(params=("sqlite", "postgres"))
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def test_pause_decide_elsewhere_resume_elsewhere_runs_the_body_once(location: str) -> None:
+    shop = Shop()  # what the tool bodies did, whichever team ran them
+    async with shop_team(shop, PLAN).start(journal=location) as first:
+        paused = await first.run("refund and credit")
+    assert paused.status == "paused"
+    assert shop.refunds == [("credit:4", 50)]  # s2 needed no approval and committed
+    (request,) = paused.pending_approvals
+
+    async with shop_team(shop, PLAN).start(journal=location) as second:
+        edit = EditArguments(arguments={"order_id": "88213", "amount": 100})
+        await second.approve(request.request_id, edit, by="ana")
+
+    async with (
+        shop_team(shop, PLAN).start(journal=location) as third,
+        third.resume_stream(paused.run_id) as events,
+    ):
+        seen = [event async for event in events]
+    last = seen[-1]
+    assert isinstance(last, RunCompleted)
+    assert last.result.status == "completed"
+    assert last.result.committed == ("s2", "s1")
+    assert shop.refunds == [("credit:4", 50), ("88213", 100)]  # each body ran once
+    resolved = [e for e in seen if isinstance(e, ApprovalResolved)]
+    assert [(e.request_id, e.decision, e.decided_by) for e in resolved] == [
+        (request.request_id, "edit", "ana")
+    ]
+    assert shop.seen == ["credited 50 on 4", "refunded 100 on 88213"]  # s2 not run again
+
+    journal = await open_journal(location)
+    try:
+        info = await journal.get_run(paused.run_id)
+        assert info.status == "completed"
+        records = [e.record for e in await journal.read(paused.run_id)]
+    finally:
+        await journal.close()
+    assert [r.approval_id for r in records if isinstance(r, Asked)] == [request.request_id]
+    assert [r.approval_id for r in records if isinstance(r, ApprovalDecided)] == [
+        request.request_id
+    ]
+
+
+async def test_a_resume_before_the_decision_pauses_again_on_the_same_request(
+    location: str,
+) -> None:
+    shop = Shop()
+    async with shop_team(shop, PLAN).start(journal=location) as first:
+        paused = await first.run("refund and credit")
+    (request,) = paused.pending_approvals
+
+    async with shop_team(shop, PLAN).start(journal=location) as second:
+        again = await second.resume(paused.run_id)
+        assert again.status == "paused"
+        assert again.pending_approvals == (request,)  # the same, stable request id
+        asked = [e for e in again.events if isinstance(e, ApprovalRequested)]
+        assert [e.request.request_id for e in asked] == [request.request_id]
+        await second.approve(request.request_id, Approve(), by="bo")
+        done = await second.resume(paused.run_id)
+    assert done.status == "completed"
+    assert shop.refunds == [("credit:4", 50), ("88213", 400)]
+
+    journal = await open_journal(location)
+    try:
+        records = [e.record for e in await journal.read(paused.run_id)]
+    finally:
+        await journal.close()
+    assert len([r for r in records if isinstance(r, Asked)]) == 1  # journaled once
+    decided = [r for r in records if isinstance(r, ApprovalDecided)]
+    assert [(r.approval_id, r.decided_by) for r in decided] == [(request.request_id, "bo")]
+    assert done.pending_approvals == ()

@@ -1,0 +1,89 @@
+"""``GET /approvals`` and ``POST /approvals/{request_id}`` under a real uvicorn."""
+
+from __future__ import annotations
+
+import json
+
+import httpx2 as httpx
+import pytest
+
+from examples.service.serving import serving
+from regiment.serve import create_app
+from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_live_run_waits_for_a_decision_over_http() -> None:
+    shop = Shop()
+    plan = plan_json(
+        step("s1", "billing", "refund 1 40"),
+        step("s2", "billing", "refund 2 500"),
+        step("s3", "slow", "slow work"),
+    )
+    app = create_app(shop_team(shop, plan), token="t0k")
+    headers = {"Authorization": "Bearer t0k"}
+    async with serving(app) as url, httpx.AsyncClient(base_url=url, headers=headers) as c:
+        run_id = (await c.post("/runs", json={"goal": "two refunds"})).json()["run_id"]
+        asked: list[dict[str, object]] = []
+        async with c.stream("GET", f"/runs/{run_id}/events") as events:
+            async for line in events.aiter_lines():
+                if not line.startswith("data: "):
+                    continue
+                event = json.loads(line.removeprefix("data: "))
+                if event["type"] == "ApprovalRequested":
+                    asked.append(event["request"])
+                    if len(asked) == 2:
+                        await _decide_both(c, run_id, asked)
+                elif event["type"] == "ApprovalResolved" and len(asked) == 2:
+                    shop.release.set()
+        view = (await c.get(f"/runs/{run_id}")).json()
+        assert view["status"] == "completed"
+        assert sorted(shop.refunds) == [("1", 40), ("2", 100)]
+        assert (await c.get("/approvals")).json() == {"approvals": []}
+
+
+async def _decide_both(c: httpx.AsyncClient, run_id: str, asked: list[dict[str, object]]) -> None:
+    listed = (await c.get("/approvals", params={"run_id": run_id})).json()["approvals"]
+    assert {a["request_id"] for a in listed} == {a["request_id"] for a in asked}
+    small = next(a for a in listed if a["arguments"] == {"order_id": "1", "amount": 40})
+    big = next(a for a in listed if a["arguments"] == {"order_id": "2", "amount": 500})
+    assert (small["worker"], small["tool"], small["run_id"]) == (
+        "shop/billing",
+        "issue_refund",
+        run_id,
+    )
+    bad = await c.post(
+        f"/approvals/{big['request_id']}",
+        json={"decision": "edit", "arguments": {"order_id": "2", "amount": "lots"}},
+    )
+    assert bad.status_code == 422
+    assert "stays pending" in bad.json()["detail"]
+    no_reason = await c.post(f"/approvals/{big['request_id']}", json={"decision": "deny"})
+    assert no_reason.status_code == 422
+    edited = await c.post(
+        f"/approvals/{big['request_id']}",
+        json={"decision": "edit", "arguments": {"order_id": "2", "amount": 100}, "by": "ana"},
+    )
+    assert edited.status_code == 200
+    assert edited.json()["decision"] == "edit"
+    ok = await c.post(f"/approvals/{small['request_id']}", json={"decision": "approve"})
+    assert ok.status_code == 200
+    again = await c.post(f"/approvals/{small['request_id']}", json={"decision": "approve"})
+    assert again.status_code == 409
+    assert "already decided" in again.json()["detail"]
+
+
+async def test_a_paused_run_without_a_journal_cannot_be_decided() -> None:
+    shop = Shop()
+    app = create_app(shop_team(shop, plan_json(step("s1", "billing", "refund 3 10"))))
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as c:
+        done = (await c.post("/runs?wait=true", json={"goal": "one refund"})).json()
+        assert done["status"] == "paused"
+        (pending,) = (await c.get("/approvals")).json()["approvals"]
+        assert pending["run_id"] == done["run_id"]
+        refused = await c.post(f"/approvals/{pending['request_id']}", json={"decision": "approve"})
+        assert refused.status_code == 409
+        assert "no journal" in refused.json()["detail"]
+        assert (await c.post("/approvals/x", json={"decision": "maybe"})).status_code == 422
+    assert shop.refunds == []
