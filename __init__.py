@@ -33,6 +33,7 @@ from regiment.errors import (
     StepFailed,
     ToolArgumentsInvalid,
     ToolError,
+    WorkerLost,
 )
 from regiment.hierarchy import (
     Budget,
@@ -42,6 +43,7 @@ from regiment.hierarchy import (
     Planner,
     PlanStep,
     Prompts,
+    Ray,
     RunningTeam,
     RunResult,
     StepReport,
@@ -108,6 +110,7 @@ __all__ = (
     "PlanStep",
     "Planner",
     "Prompts",
+    "Ray",
     "RegimentError",
     "RetryableToolError",
     "RunCancelled",
@@ -129,6 +132,7 @@ __all__ = (
     "Toolset",
     "Usage",
     "Worker",
+    "WorkerLost",
     "configure_tracing",
     "load_team",
     "text_response",

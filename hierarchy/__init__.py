@@ -29,7 +29,7 @@ from regiment.hierarchy._result import RunResult, RunStatus
 from regiment.hierarchy._team import RunningTeam, Team
 from regiment.hierarchy.events import *  # noqa: F403 (the event types, listed once in events.__all__)
 from regiment.hierarchy.plan import ParsedPlan, Plan, PlanStep, parse_plan, validate_plan
-from regiment.hierarchy.workers import TeamWorker, Worker, WorkerActor
+from regiment.hierarchy.workers import Ray, TeamWorker, Worker, WorkerActor
 
 __all__ = (
     *events.__all__,
@@ -58,6 +58,7 @@ __all__ = (
     "PlannerConfig",
     "Prompts",
     "PromptsConfig",
+    "Ray",
     "RunResult",
     "RunStatus",
     "RunningTeam",

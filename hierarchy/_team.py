@@ -326,6 +326,11 @@ async def _spawn_team(
         name = f"{base}/{worker.name}"
         factory: Callable[[], StepActor]
         match worker:
+            case Worker() if worker.placement is not None:
+                from regiment.hierarchy.workers._ray import start_ray_worker  # ray loads here
+
+                specs[worker.name] = worker
+                factory = await start_ray_worker(worker, prompts, telemetry)
             case Worker():
                 tools = await _worker_tools(worker, mcp)
                 specs[worker.name] = LiveWorker(worker, tools) if worker.mcp_servers else worker

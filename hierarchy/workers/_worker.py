@@ -24,6 +24,7 @@ from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._ranges import at_least, seconds
 from regiment.hierarchy.workers._loop import StepProgress, run_tool_loop
+from regiment.hierarchy.workers._placement import Ray
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.models import Model
 from regiment.telemetry import Telemetry, semconv
@@ -78,6 +79,8 @@ class Worker:
         on_tool_error: what an exception from one of its tools does (unless the
             tool sets its own): ``"tell_model"`` (the default) hands it to the model
             as an error result; ``"raise"`` fails the step.
+        placement: where its steps run: ``None`` in the team's process, or
+            :class:`~regiment.hierarchy.Ray` on Ray replicas (the ``ray`` extra).
     """
 
     name: str
@@ -90,6 +93,7 @@ class Worker:
     max_concurrent_steps: int = 8
     artifact: bool = False
     on_tool_error: OnToolError = "tell_model"
+    placement: Ray | None = None
     toolset: Toolset = field(init=False, repr=False, compare=False)
     mcp_servers: tuple[MCPServer, ...] = field(init=False, repr=False, compare=False)
 
@@ -104,6 +108,11 @@ class Worker:
         at_least(owner, "max_iterations", self.max_iterations, 1)
         at_least(owner, "max_concurrent_steps", self.max_concurrent_steps, 1)
         seconds(owner, "step_timeout", self.step_timeout)
+        if self.placement is not None and not isinstance(self.placement, Ray):
+            raise ConfigError(
+                f"worker '{self.name}': placement must be None (in-process) or Ray(...), "
+                f"not {self.placement!r}"
+            )
         items = () if isinstance(self.tools, Toolset) else tuple(self.tools)
         servers = tuple(i for i in items if isinstance(i, MCPServer))
         plain = [i for i in items if not isinstance(i, MCPServer)]
