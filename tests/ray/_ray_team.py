@@ -183,3 +183,30 @@ def held_worker(probe: str, *, commit_first: bool = False) -> Worker:
         model=ScriptedModel(_hold_brain),
         tools=[hold],
     )
+
+
+def plan_text(*steps: dict[str, Any]) -> str:
+    """A planner reply with these steps (``depends_on`` defaults to none)."""
+    return json.dumps({"steps": [{"depends_on": [], **s} for s in steps]})
+
+
+def holder_team(probe: str, planner: list[str], **placement: Any) -> Team:
+    """A team with the Ray-placed ``holder`` and an in-process ``local`` worker whose
+    steps wait until the holder's tool has started on its replica."""
+    from regiment.hierarchy import Check, Planner
+
+    async def local_brain(request: ModelRequest) -> str:
+        await _probe(probe).wait_started.remote(1)
+        return "probed: the order is not what it seemed"
+
+    holder = dataclasses.replace(
+        held_worker(probe),
+        placement=Ray(build=functools.partial(held_worker, probe), **placement),
+    )
+    local = Worker(name="local", description="Probes orders.", model=ScriptedModel(local_brain))
+    return Team(
+        name="holding",
+        planner=Planner(model=ScriptedModel(planner)),
+        workers=[holder, local],
+        checks={"fails": Check(description="never passes", predicate=lambda report: False)},
+    )

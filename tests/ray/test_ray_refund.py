@@ -19,7 +19,7 @@ from regiment.models import ScriptedModel
 
 from ._ray_team import ledger_lines, ray_refund_team
 
-pytestmark = [pytest.mark.anyio, pytest.mark.ray]
+pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
 
 
 def _story(result: RunResult) -> list[tuple[object, ...]]:
