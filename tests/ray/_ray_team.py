@@ -190,7 +190,9 @@ def plan_text(*steps: dict[str, Any]) -> str:
     return json.dumps({"steps": [{"depends_on": [], **s} for s in steps]})
 
 
-def holder_team(probe: str, planner: list[str], **placement: Any) -> Team:
+def holder_team(
+    probe: str, planner: list[str], *, commit_first: bool = False, **placement: Any
+) -> Team:
     """A team with the Ray-placed ``holder`` and an in-process ``local`` worker whose
     steps wait until the holder's tool has started on its replica."""
     from regiment.hierarchy import Check, Planner
@@ -199,10 +201,8 @@ def holder_team(probe: str, planner: list[str], **placement: Any) -> Team:
         await _probe(probe).wait_started.remote(1)
         return "probed: the order is not what it seemed"
 
-    holder = dataclasses.replace(
-        held_worker(probe),
-        placement=Ray(build=functools.partial(held_worker, probe), **placement),
-    )
+    build = functools.partial(held_worker, probe, commit_first=commit_first)
+    holder = dataclasses.replace(build(), placement=Ray(build=build, **placement))
     local = Worker(name="local", description="Probes orders.", model=ScriptedModel(local_brain))
     return Team(
         name="holding",
