@@ -27,6 +27,7 @@ import anyio
 
 from regiment.cli._run import Outcome, RunOptions, drive
 from regiment.config import TeamConfig, build_team, check_config, load_config, team_files
+from regiment.config._placement import place_on_ray
 from regiment.errors import ConfigError, RegimentError
 from regiment.tools._mcp_server import require_mcp
 
@@ -67,6 +68,18 @@ def _parser() -> argparse.ArgumentParser:
         "--plain", action="store_true", help="plain event lines even on a terminal (no live view)"
     )
     run.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    run.add_argument(
+        "--workers",
+        choices=("local", "ray"),
+        default="local",
+        help="ray: place every worker on Ray (the ray extra; asyncio only); default: local",
+    )
+    run.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="with --workers ray: the cluster to join (default: a running one, else a new "
+        "local one); a cluster with token auth needs RAY_AUTH_MODE=token and its token",
+    )
     run.add_argument(
         "--app-dir",
         metavar="DIR",
@@ -172,6 +185,10 @@ async def _dispatch(
             return await serve_command(team, args, environ=environ, stderr=stderr, stop=interrupt)
         if args.events_file and args.events != "jsonl":
             raise ConfigError("--events-file needs --events jsonl")
+        if args.ray_address is not None and args.workers != "ray":
+            raise ConfigError("--ray-address needs --workers ray")
+        if args.workers == "ray":
+            config = place_on_ray(config, address=args.ray_address)
         options = RunOptions(
             team_file=args.team_file,
             goal=args.goal,

@@ -42,6 +42,7 @@ __all__ = (
     "CompressionConfig",
     "ConfigFormat",
     "CriticConfig",
+    "PlacementConfig",
     "PlannerConfig",
     "PromptsConfig",
     "TeamConfig",
@@ -77,6 +78,21 @@ class PlannerConfig(_Section, frozen=True, kw_only=True):
     prompts: PromptsConfig = PromptsConfig()
 
 
+class PlacementConfig(_Section, frozen=True, kw_only=True):
+    """``[workers.placement]``: where a worker's steps run. ``kind = "ray"`` places
+    it on Ray replicas (see ``regiment.hierarchy.Ray`` for the other keys), each
+    replica building the worker from this same file."""
+
+    kind: Literal["local", "ray"] = "local"
+    num_cpus: float = 1.0
+    num_gpus: float = 0.0
+    resources: dict[str, float] = {}
+    replicas: int = 1
+    address: str | None = None
+    max_restarts: int = 1
+    otlp_endpoint: str | None = None
+
+
 class WorkerConfig(_Section, frozen=True, kw_only=True):
     """One ``[[workers]]`` entry: see ``Worker``. ``tools`` are ``module:attribute`` paths;
     ``[[workers.mcp]]`` entries are MCP servers it gets tools from (see ``MCPConfig``).
@@ -97,6 +113,7 @@ class WorkerConfig(_Section, frozen=True, kw_only=True):
     step_timeout: float | None = 300.0
     max_concurrent_steps: int = 8
     artifact: bool = False
+    placement: PlacementConfig | None = None
 
 
 class CheckConfig(_Section, frozen=True, kw_only=True):
@@ -242,6 +259,7 @@ MODEL_ONLY_KEYS = (
     "system_prompt",
     "step_timeout",
     "max_concurrent_steps",
+    "placement",
 )
 """``[[workers]]`` keys that describe a model-backed worker, so cannot go with ``team``."""
 
