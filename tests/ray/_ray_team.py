@@ -210,3 +210,42 @@ def holder_team(
         workers=[holder, local],
         checks={"fails": Check(description="never passes", predicate=lambda report: False)},
     )
+
+
+def _where_brain(request: ModelRequest) -> ModelResponse:
+    """Plan one step for ``where``; there, call ``whereami`` and answer with its result."""
+    if request.role in ("planner", "replanner"):
+        step = {"id": "s1", "description": "Say where you run", "worker": "where"}
+        return text_response(plan_text(step))
+    if request.role == "synthesizer":
+        return text_response("done")
+    last = request.messages[-1]
+    if last.role == "user" and any(getattr(p, "call_id", None) for p in last.parts):
+        return text_response(str(getattr(last.parts[0], "content", "")))
+    return call("whereami", {})
+
+
+@tool
+def whereami() -> str:
+    """The process and Ray node this tool runs in."""
+    return f"{os.getpid()}@{_node()}"
+
+
+def where_worker() -> Worker:
+    """A worker that reports the process and node it runs in."""
+    return Worker(
+        name="where",
+        description="Says where it runs.",
+        model=ScriptedModel(_where_brain),
+        tools=[whereami],
+    )
+
+
+def where_team(**placement: Any) -> Team:
+    """A one-step team whose only worker is on Ray (build: :func:`where_worker`)."""
+    from regiment.hierarchy import Planner
+
+    worker = dataclasses.replace(where_worker(), placement=Ray(build=where_worker, **placement))
+    return Team(
+        name="where", planner=Planner(model=ScriptedModel(_where_brain)), workers=[worker]
+    )
