@@ -246,6 +246,4 @@ def where_team(**placement: Any) -> Team:
     from regiment.hierarchy import Planner
 
     worker = dataclasses.replace(where_worker(), placement=Ray(build=where_worker, **placement))
-    return Team(
-        name="where", planner=Planner(model=ScriptedModel(_where_brain)), workers=[worker]
-    )
+    return Team(name="where", planner=Planner(model=ScriptedModel(_where_brain)), workers=[worker])

@@ -68,7 +68,10 @@ def main(ledger: str, endpoint: str) -> None:
         nodes = {n["NodeID"]: n["Resources"] for n in ray.nodes() if n["Alive"]}
         told = anyio.run(_story, ledger, endpoint, backend="asyncio")
         told["nodes"] = {
-            name: node for node, res in nodes.items() for name in ("node_a", "node_b") if name in res
+            name: node
+            for node, res in nodes.items()
+            for name in ("node_a", "node_b")
+            if name in res
         }
         print(json.dumps(told))
     finally:

@@ -43,7 +43,8 @@ def test_refund_story_across_two_nodes(tmp_path: Path) -> None:
     assert told["committed"] == ["s1", "s4", "s5"]
     assert "could not be made" in told["answer"]
     nodes = told["nodes"]
-    assert nodes.keys() == {"node_a", "node_b"} and nodes["node_a"] != nodes["node_b"]
+    assert nodes.keys() == {"node_a", "node_b"}
+    assert nodes["node_a"] != nodes["node_b"]
     made = {e["kind"]: e for e in ledger_lines(ledger)}
     assert made.keys() == {"exception", "email"}
     assert made["exception"]["node"] == nodes["node_a"]  # billing's replica
