@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -51,10 +53,11 @@ async def _story(ledger: str, endpoint: str) -> dict[str, object]:
 
 
 def main(ledger: str, endpoint: str) -> None:
-    import ray
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(
+    ray: Any = importlib.import_module("ray")  # untyped in places; used as Any
+
+    cluster: Any = Cluster(
         initialize_head=True,
         head_node_args={"num_cpus": 1, "resources": {"node_a": 1.0}, "include_dashboard": False},
     )
