@@ -3,11 +3,13 @@ its side effects made by the replicas' processes, not the planner's."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from pathlib import Path
 from types import ModuleType
 
+import psutil
 import pytest
 
 from examples.refund.brain import refund_brain
@@ -58,6 +60,11 @@ async def test_refund_story_on_ray_matches_in_process(
     ]  # no refund: the replan held on Ray too
     assert all(e["pid"] != os.getpid() for e in effects)
     assert all(e["node"] == ray_session.get_runtime_context().get_node_id() for e in effects)
+    # The team's exit ended its replicas' processes (waited for, not slept on).
+    for pid in {e["pid"] for e in effects}:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            psutil.Process(pid).wait(timeout=30)
+        assert not psutil.pid_exists(pid)
 
 
 async def test_a_worker_that_cannot_be_pickled_is_a_config_error(ray_session: ModuleType) -> None:
