@@ -10,7 +10,7 @@ import signal
 import anyio
 import pytest
 
-from regiment.hierarchy import StepCompleted
+from regiment.hierarchy import RunFailed, StepCompleted, StepErrored
 
 from ._ray_team import holder_team, plan_text
 
@@ -45,3 +45,27 @@ async def test_a_killed_replica_is_retried_once_and_the_effect_happens_once(
     lost = [r for r in caplog.records if "retrying once on another replica" in r.getMessage()]
     assert len(lost) == 1
     assert "died mid-step" in lost[0].getMessage()
+
+
+async def test_a_step_whose_replica_is_lost_twice_fails_with_worker_lost(
+    probe: tuple[str, object],
+) -> None:
+    name, handle = probe
+    plan = plan_text({"id": "s1", "description": "Hold order 88213", "worker": "holder"})
+    # One replica that Ray does not restart: the retry finds it dead too.
+    team = holder_team(name, [plan], replicas=1, max_restarts=0, num_cpus=0)
+    async with team.start() as running, anyio.create_task_group() as tg:
+
+        async def kill_the_replica() -> None:
+            (pid,) = await handle.wait_started.remote(1)  # type: ignore[attr-defined]
+            os.kill(pid, signal.SIGKILL)
+
+        tg.start_soon(kill_the_replica)
+        async with running.stream("hold order 88213") as events:
+            seen = [e async for e in events]
+    errored = [e for e in seen if isinstance(e, StepErrored)]
+    assert [(e.step_id, e.status) for e in errored] == [("s1", "failed")]
+    assert errored[0].error.startswith("WorkerLost: worker 'holder': its Ray replica died")
+    assert isinstance(seen[-1], RunFailed)
+    state = await handle.state.remote()  # type: ignore[attr-defined]
+    assert len(state["started"]) == 1  # the retry never got to run the tool
