@@ -16,7 +16,7 @@ from examples.refund.brain import refund_brain
 from examples.refund.team import GOAL, build_team
 from examples.refund.tools import Ledger
 from regiment.errors import ConfigError
-from regiment.hierarchy import Event, Ray, RunResult, Worker
+from regiment.hierarchy import Budget, Event, Ray, RunResult, Worker
 from regiment.models import ScriptedModel
 
 from ._ray_team import ledger_lines, ray_refund_team
@@ -65,6 +65,28 @@ async def test_refund_story_on_ray_matches_in_process(
         with contextlib.suppress(psutil.NoSuchProcess):
             psutil.Process(pid).wait(timeout=30)
         assert not psutil.pid_exists(pid)
+
+
+async def test_a_tight_budget_ends_the_story_on_ray_as_in_process(
+    ray_session: ModuleType, tmp_path: Path
+) -> None:
+    """Each step's share is reserved before it is sent and the replica keeps to it,
+    so a budget runs out at the same point, with the same events, as in-process."""
+    model_calls = 6  # plan, s1 (2 calls), replan: s4 gets a share of 1 and stops there
+    budget = Budget(model_calls=model_calls)
+    local_team = dataclasses.replace(
+        build_team(ScriptedModel(refund_brain), Ledger()), budget=budget
+    )
+    local = await local_team.run(GOAL)
+    remote_team = ray_refund_team(str(tmp_path / "ledger.jsonl"), num_cpus=0)
+    remote = await dataclasses.replace(remote_team, budget=budget).run(GOAL)
+    assert local.status == "partial"
+    assert remote.status == local.status
+    assert _story(remote) == _story(local)
+    assert remote.model_calls == local.model_calls <= model_calls
+    steps = [(s.step_id, s.status, s.model_calls) for s in remote.steps]
+    assert steps == [(s.step_id, s.status, s.model_calls) for s in local.steps]
+    assert steps == [("s1", "done", 2), ("s4", "budget_exhausted", 1)]  # the replica kept to it
 
 
 async def test_a_worker_that_cannot_be_pickled_is_a_config_error(ray_session: ModuleType) -> None:
