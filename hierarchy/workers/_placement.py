@@ -43,8 +43,8 @@ class Ray:
         replicas: how many replicas serve the worker (>= 1); steps go to them in turn,
             and a step whose replica died is retried once on another one.
         address: the Ray cluster to join (``"ray://..."`` or ``"host:port"``);
-            ``None``: the Ray this process already joined, else a running local
-            cluster, else a new local one.
+            ``None``: a running local cluster, else a new local one. A process that
+            has already joined a Ray (its own ``ray.init``) keeps using that one.
         max_restarts: how many times Ray restarts a replica whose process died.
         build: how a replica makes the worker (see :data:`WorkerBuild`); ``None``:
             the :class:`~regiment.hierarchy.Worker` itself is pickled (its model and

@@ -102,15 +102,18 @@ def _recipe(ray: ModuleType, worker: Worker, placement: Ray) -> object:
 
 def _join(ray: Any, address: str | None) -> None:
     if ray.is_initialized():
-        return
+        return  # this process joined a Ray already (its own ray.init): use that one
+    # The replicas' output stays in Ray's log files: the caller's stdout may be
+    # machine-read (``regiment run --events jsonl``).
+    options = {"include_dashboard": False, "log_to_driver": False}
     try:
         if address is not None:
-            ray.init(address=address, include_dashboard=False)
+            ray.init(address=address, **options)
             return
         try:
-            ray.init(address="auto", include_dashboard=False)  # a running cluster
+            ray.init(address="auto", **options)  # a running cluster
         except ConnectionError:
-            ray.init(include_dashboard=False)  # else a local one, stopped at exit
+            ray.init(**options)  # else a local one, stopped at exit
     except ConnectionError as exc:
         raise ConfigError(
             f"cannot join the Ray cluster at {address!r} ({exc}); check the address, and for "
