@@ -35,6 +35,7 @@ from regiment.errors import (
     StepFailed,
     ToolArgumentsInvalid,
     ToolError,
+    WorkerLost,
 )
 from regiment.hierarchy import (
     Budget,
@@ -46,6 +47,7 @@ from regiment.hierarchy import (
     Planner,
     PlanStep,
     Prompts,
+    Ray,
     Rewrite,
     RunningTeam,
     RunResult,
@@ -123,6 +125,7 @@ __all__ = (
     "PlanStep",
     "Planner",
     "Prompts",
+    "Ray",
     "RegimentError",
     "RetryableToolError",
     "Rewrite",
@@ -148,6 +151,7 @@ __all__ = (
     "Trip",
     "Usage",
     "Worker",
+    "WorkerLost",
     "configure_tracing",
     "guardrail",
     "load_team",

@@ -8,7 +8,8 @@ The tree::
     │   ├── MailboxFull                send_nowait on a full mailbox
     │   ├── ActorStopped               sending to, or asking, an actor that has stopped
     │   ├── AskTimeout                 ask() got no reply in time (also a TimeoutError)
-    │   └── ActorFailed                an actor exceeded its restart limit (escalation)
+    │   ├── ActorFailed                an actor exceeded its restart limit (escalation)
+    │   └── WorkerLost                 a worker's Ray replica died (process killed, node lost) mid-step
     ├── ToolError                      a tool could not be built or called
     │   ├── ToolArgumentsInvalid       arguments did not validate against the schema
     │   └── RetryableToolError         raised by a tool body: this attempt failed, try again
@@ -65,6 +66,7 @@ __all__ = (
     "StepFailed",
     "ToolArgumentsInvalid",
     "ToolError",
+    "WorkerLost",
 )
 
 
@@ -94,6 +96,14 @@ class AskTimeout(ActorError, TimeoutError):
 
 class ActorFailed(ActorError):
     """An actor failed more often than its restart policy allows."""
+
+
+class WorkerLost(ActorError):
+    """A worker's remote replica (a Ray actor) died while it ran a step.
+
+    The step is retried once on another replica with the same step key; a
+    second loss fails the step with this error as its cause.
+    """
 
 
 class ToolError(RegimentError):

@@ -35,16 +35,22 @@ from typing import TextIO
 import anyio
 
 from regiment._logging import level_for, logging_to
-from regiment.cli._approvals import add_approval_commands, approval_command
+from regiment.cli._approvals import approval_command
+from regiment.cli._args import parser as command_parser
 from regiment.cli._journal_cmds import (
-    add_journal_commands,
-    add_journal_option,
     journal_spec,
     runs_command,
     show_command,
 )
 from regiment.cli._run import Outcome, RunOptions, drive
-from regiment.config import TeamConfig, build_team, check_config, load_config, team_files
+from regiment.config import (
+    TeamConfig,
+    build_team,
+    check_config,
+    load_config,
+    place_on_ray,
+    team_files,
+)
 from regiment.errors import ApprovalError, ConfigError, JournalError, RegimentError
 from regiment.tools import require_mcp
 
@@ -53,116 +59,9 @@ __all__ = ("main", "run_async")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="regiment",
-        description="Run a team of agents declared in a TOML or YAML file.",
-        epilog="exit codes: 0 done, 1 run failed, 2 usage or config error, "
-        "3 paused for approvals, 130 interrupted",
-    )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    run = commands.add_parser("run", help="run one goal and print the answer")
-    run.add_argument("team_file", metavar="TEAM_FILE", help="a .toml, .yaml or .yml team file")
-    run.add_argument("goal", metavar="GOAL", help="what the team should do")
-    run.add_argument("--session", metavar="S", help="the session the run belongs to")
-    _add_run_options(run)
-    resume = commands.add_parser("resume", help="finish a journaled run that stopped")
-    resume.add_argument("team_file", metavar="TEAM_FILE", help="the team file the run used")
-    resume.add_argument("run_id", metavar="RUN_ID", help="as `regiment runs` lists it")
-    resume.add_argument(
-        "--force", action="store_true", help="resume even if the team file changed since"
-    )
-    _add_run_options(resume)
-    add_journal_commands(commands)
-    add_approval_commands(commands)
-    _add_server_commands(commands)
-    validate = commands.add_parser("validate", help="check a team file without running it")
-    validate.add_argument("team_file", metavar="TEAM_FILE")
-    validate.add_argument("--app-dir", metavar="DIR", default=".")
-    return parser
-
-
-def _add_run_options(run: argparse.ArgumentParser) -> None:
-    """What ``run`` and ``resume`` share: model, trace, events, view, backend, journal."""
-    add_journal_option(run)
-    run.add_argument(
-        "--model",
-        metavar="SPEC",
-        help="the model for every role: 'anthropic:<model id>', 'openai:<model id>', "
-        "'openai-compatible:<model id>' (at OPENAI_BASE_URL) or 'scripted' (the file's brain)",
-    )
-    run.add_argument(
-        "--trace",
-        choices=("jaeger", "console", "none"),
-        default="none",
-        help="jaeger: OTLP/HTTP to localhost:4318 (or OTEL_EXPORTER_OTLP_ENDPOINT); "
-        "console: print the span tree after the run (default: none)",
-    )
-    run.add_argument(
-        "--events", choices=("jsonl",), help="write every event as one JSON object per line"
-    )
-    run.add_argument(
-        "--events-file", metavar="PATH", help="write the events here instead of to stdout"
-    )
-    run.add_argument(
-        "--events-deltas",
-        action="store_true",
-        help="with --events jsonl: include every TextDelta (each piece of a model's reply)",
-    )
-    run.add_argument(
-        "--plain", action="store_true", help="plain event lines even on a terminal (no live view)"
-    )
-    run.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
-    _add_verbose(run)
-    run.add_argument(
-        "--app-dir",
-        metavar="DIR",
-        default=".",
-        help="where the file's module:attribute paths are imported from (default: .)",
-    )
-
-
-def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``regiment mcp`` and ``regiment serve``: a team behind a protocol."""
-    mcp = commands.add_parser("mcp", help="serve the team as one MCP tool, run(goal), over stdio")
-    mcp.add_argument("team_file", metavar="TEAM_FILE")
-    mcp.add_argument("--model", metavar="SPEC", help="as for run")
-    mcp.add_argument(
-        "--http",
-        metavar="PORT",
-        type=int,
-        help="streamable HTTP on 127.0.0.1:PORT (0: a free port)",
-    )
-    mcp.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
-    mcp.add_argument("--app-dir", metavar="DIR", default=".")
-    serve = commands.add_parser("serve", help="serve the team over HTTP (runs, events, cancel)")
-    serve.add_argument("team_file", metavar="TEAM_FILE")
-    serve.add_argument("--model", metavar="SPEC", help="as for run")
-    serve.add_argument(
-        "--host", default="127.0.0.1", help="default 127.0.0.1 (others need a token)"
-    )
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument(
-        "--journal", metavar="J", help="journal runs here (SQLite file or postgresql:// URL)"
-    )
-    serve.add_argument("--token", metavar="T", help="bearer token (default: $REGIMENT_TOKEN)")
-    serve.add_argument("--app-dir", metavar="DIR", default=".")
-    _add_verbose(serve, default="INFO")
-
-
-def _add_verbose(parser: argparse.ArgumentParser, default: str = "warnings only") -> None:
-    parser.add_argument(
-        "-v",
-        "--verbose",
-        action="count",
-        default=0,
-        help=f"log to stderr: -v INFO, -vv DEBUG (default: {default})",
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``regiment`` command line; returns the exit code."""
-    parser = _parser()
+    parser = command_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error (2, already explained)
@@ -197,7 +96,7 @@ async def run_async(
             SIGINT and SIGTERM instead.
     """
     try:
-        args = _parser().parse_args(list(argv))
+        args = command_parser().parse_args(list(argv))
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     env = os.environ if environ is None else environ
@@ -236,6 +135,10 @@ async def _dispatch(
             raise ConfigError("--events-file needs --events jsonl")
         if args.events_deltas and args.events != "jsonl":
             raise ConfigError("--events-deltas needs --events jsonl")
+        if args.ray_address is not None and args.workers != "ray":
+            raise ConfigError("--ray-address needs --workers ray")
+        if args.workers == "ray":
+            config = place_on_ray(config, address=args.ray_address)
         options = RunOptions(
             team_file=args.team_file,
             goal=getattr(args, "goal", ""),

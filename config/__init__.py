@@ -8,6 +8,7 @@ builds hierarchy objects; ``regiment.hierarchy`` never imports it.
 """
 
 from regiment.config._build import build_team, check_config, load_team, team_files
+from regiment.config._placement import place_on_ray, placed, rebuild_worker
 from regiment.config._schema import (
     CheckConfig,
     CompressionConfig,
@@ -35,5 +36,8 @@ __all__ = (
     "load_config",
     "load_team",
     "parse_config",
+    "place_on_ray",
+    "placed",
+    "rebuild_worker",
     "team_files",
 )

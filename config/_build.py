@@ -18,6 +18,7 @@ from regiment.config._imports import (
 )
 from regiment.config._mcp import mcp_server
 from regiment.config._models import RoleModels, parse_model_spec
+from regiment.config._placement import placed
 from regiment.config._schema import (
     CheckConfig,
     CompressionConfig,
@@ -46,7 +47,14 @@ from regiment.hierarchy import (
 from regiment.models import Model, ModelSettings, ScriptedModel
 from regiment.telemetry import Telemetry
 
-__all__ = ("build_team", "check_config", "load_team", "parse_model_spec", "team_files")
+__all__ = (
+    "build_team",
+    "build_worker",
+    "check_config",
+    "load_team",
+    "parse_model_spec",
+    "team_files",
+)
 
 _T = TypeVar("_T")
 
@@ -177,7 +185,7 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
     workers = [
         _team_worker(w, i, tree, source, chain)
         if w.team is not None
-        else _worker(w, i, models, source)
+        else placed(_worker(w, i, models, source), config, i, source, tree.model)
         for i, w in enumerate(config.workers)
     ]
     checks = {name: _check(c, name, source) for name, c in config.checks.items()}
@@ -309,6 +317,17 @@ def _planner(config: PlannerConfig, models: RoleModels, source: str) -> Planner:
 def _prompts(config: PromptsConfig) -> Prompts:
     given = {k: v for k in ("planner", "worker", "synthesizer") if (v := getattr(config, k))}
     return Prompts(**given)
+
+
+def build_worker(
+    config: TeamConfig, index: int, source: str, model: str | Model | None = None
+) -> Worker:
+    """The worker ``config.workers[index]`` describes, in-process (what a Ray replica runs).
+
+    Raises:
+        ConfigError: as ``build_team``.
+    """
+    return _worker(config.workers[index], index, RoleModels(config, source, model), source)
 
 
 def _worker(config: WorkerConfig, index: int, models: RoleModels, source: str) -> Worker:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 
@@ -55,6 +56,7 @@ __all__ = (
     "CompressionConfig",
     "ConfigFormat",
     "CriticConfig",
+    "PlacementConfig",
     "PlannerConfig",
     "PromptsConfig",
     "TeamConfig",
@@ -94,6 +96,21 @@ class PlannerConfig(_Section, frozen=True, kw_only=True):
     synthesizer_guardrails: tuple[str, ...] = ()
 
 
+class PlacementConfig(_Section, frozen=True, kw_only=True):
+    """``[workers.placement]``: where a worker's steps run. ``kind = "ray"`` places
+    it on Ray replicas (see ``regiment.hierarchy.Ray`` for the other keys), each
+    replica building the worker from this same file."""
+
+    kind: Literal["local", "ray"] = "local"
+    num_cpus: float = 1.0
+    num_gpus: float = 0.0
+    resources: dict[str, float] = {}
+    replicas: int = 1
+    address: str | None = None
+    max_restarts: int = 1
+    otlp_endpoint: str | None = None
+
+
 class WorkerConfig(_Section, frozen=True, kw_only=True):
     """One ``[[workers]]`` entry: see ``Worker``. ``tools`` are ``module:attribute`` paths;
     ``[[workers.mcp]]`` entries are MCP servers it gets tools from (see ``MCPConfig``).
@@ -119,6 +136,7 @@ class WorkerConfig(_Section, frozen=True, kw_only=True):
     tool_guardrails: dict[str, tuple[str, ...]] = {}
     require_approval: tuple[str, ...] = ()
     approval_timeout: float | None = None
+    placement: PlacementConfig | None = None
 
 
 class CheckConfig(_Section, frozen=True, kw_only=True):
@@ -265,6 +283,7 @@ MODEL_ONLY_KEYS = (
     "settings",
     "require_approval",
     "approval_timeout",
+    "placement",
 )
 """``[[workers]]`` keys that describe a model-backed worker, so cannot go with ``team``."""
 

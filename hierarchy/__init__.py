@@ -46,7 +46,7 @@ from regiment.hierarchy.guard import (
     guardrail,
 )
 from regiment.hierarchy.plan import ParsedPlan, Plan, PlanStep, parse_plan, validate_plan
-from regiment.hierarchy.workers import TeamWorker, Worker, WorkerActor
+from regiment.hierarchy.workers import Ray, TeamWorker, Worker, WorkerActor
 
 __all__ = (
     *events.__all__,
@@ -88,6 +88,7 @@ __all__ = (
     "Prompts",
     "PromptsConfig",
     "RunContextFilter",
+    "Ray",
     "RunResult",
     "RunStatus",
     "RunningTeam",

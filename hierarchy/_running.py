@@ -279,6 +279,11 @@ async def _spawn_team(
         name = f"{base}/{worker.name}"
         factory: Callable[[], StepActor]
         match worker:
+            case Worker() if worker.placement is not None:
+                from regiment.hierarchy.workers._ray import start_ray_worker  # ray loads here
+
+                specs[worker.name] = worker
+                factory = await start_ray_worker(worker, team.planner.prompts, telemetry)
             case Worker():
                 tools = await worker_tools(worker, mcp)
                 specs[worker.name] = LiveWorker(worker, tools) if worker.mcp_servers else worker
@@ -299,7 +304,20 @@ async def _spawn_team(
             case _:
                 assert_never(worker)
         refs[worker.name] = await system.spawn(factory, name=name, capacity=256)
-    runtime = TeamRuntime(
+    runtime = _runtime(team, specs, refs, telemetry, guards)
+    supervisor = await system.spawn(lambda: Supervisor(runtime, channels), name=f"{base}/planner")
+    return RunningTeam(team, supervisor, telemetry, channels, desk)
+
+
+def _runtime(
+    team: Team,
+    specs: dict[str, WorkerSpec],
+    refs: dict[str, ActorRef[WorkerMessage, None]],
+    telemetry: Telemetry,
+    guards: RoleGuards,
+) -> TeamRuntime:
+    """What the team's runs share: its planner, its started workers, its limits."""
+    return TeamRuntime(
         name=team.name,
         planner=team.planner,
         workers=specs,
@@ -313,8 +331,6 @@ async def _spawn_team(
         settings=team.settings,
         guards=guards,
     )
-    supervisor = await system.spawn(lambda: Supervisor(runtime, channels), name=f"{base}/planner")
-    return RunningTeam(team, supervisor, telemetry, channels, desk)
 
 
 def _not_nested_in_itself(team: Team, outer: tuple[Team, ...]) -> None:

@@ -15,7 +15,13 @@ from regiment.telemetry._content import redact
 from regiment.telemetry._file_export import OtlpJsonFileExporter, spans_to_otlp_json
 from regiment.telemetry._logs import LogExport, TraceContextHandler
 from regiment.telemetry._metrics import RunMetrics
-from regiment.telemetry._propagation import OTelPropagator, headers_for, inject, trace_id_hex
+from regiment.telemetry._propagation import (
+    OTelPropagator,
+    extract_context,
+    headers_for,
+    inject,
+    trace_id_hex,
+)
 from regiment.telemetry._scope import error_type, mark_error
 from regiment.telemetry._telemetry import PhaseName, SpanScope, Telemetry
 
@@ -33,6 +39,7 @@ __all__ = (
     "TracingHandle",
     "configure_tracing",
     "error_type",
+    "extract_context",
     "genai",
     "headers_for",
     "inject",

@@ -29,6 +29,7 @@ from regiment.hierarchy.guard._types import GuardLike, Guardrail, as_guardrail
 from regiment.hierarchy.workers._approval_gate import ApprovalGate
 from regiment.hierarchy.workers._journal_calls import RunLookup, StepCalls
 from regiment.hierarchy.workers._loop import StepProgress, run_tool_loop
+from regiment.hierarchy.workers._placement import Ray
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.models import Model, ModelSettings
 from regiment.telemetry import Telemetry, semconv
@@ -93,6 +94,8 @@ class Worker:
             (on top of the tools' own ``requires_approval``).
         approval_timeout: seconds an unanswered approval request waits before it
             counts as a denial; ``None``: it waits (the run pauses meanwhile).
+        placement: where its steps run: ``None`` in the team's process, or
+            :class:`~regiment.hierarchy.Ray` on Ray replicas (the ``ray`` extra).
     """
 
     name: str
@@ -110,6 +113,7 @@ class Worker:
     tool_guardrails: Mapping[str, Sequence[GuardLike]] = field(default_factory=dict)
     require_approval: Iterable[str] = ()
     approval_timeout: float | None = None
+    placement: Ray | None = None
     toolset: Toolset = field(init=False, repr=False, compare=False)
     mcp_servers: tuple[MCPServer, ...] = field(init=False, repr=False, compare=False)
 
@@ -127,6 +131,11 @@ class Worker:
         seconds(owner, "approval_timeout", self.approval_timeout)
         needs = (self.require_approval,) if isinstance(self.require_approval, str) else ()
         object.__setattr__(self, "require_approval", needs or tuple(self.require_approval))
+        if self.placement is not None and not isinstance(self.placement, Ray):
+            raise ConfigError(
+                f"worker '{self.name}': placement must be None (in-process) or Ray(...), "
+                f"not {self.placement!r}"
+            )
         items = () if isinstance(self.tools, Toolset) else tuple(self.tools)
         servers = tuple(i for i in items if isinstance(i, MCPServer))
         plain = [i for i in items if not isinstance(i, MCPServer)]

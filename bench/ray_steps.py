@@ -1,0 +1,162 @@
+"""Workers on Ray: what a Ray-placed step costs over an in-process one, and how a
+CPU-bound tool's throughput scales with 1, 2 and 4 replicas.
+
+``.venv/bin/python bench/ray_steps.py`` starts its own local Ray
+(``num_cpus=2``), stops it at the end, and prints:
+
+- per step: a 10-step sequential plan (each step one instant model call) on an
+  in-process worker, then on the same worker placed on one Ray replica; the
+  difference is what the Ray hop costs (encode, Ray call, decode, both ways);
+- throughput: 16 independent steps, each one call of a tool that burns about
+  ``--burn-ms`` of CPU in pure Python, on an in-process worker (the tool runs in
+  a thread, so the GIL serialises it) and on 1, 2 and 4 replicas (each replica
+  asks Ray for ``2 / replicas`` CPUs, so they all fit on this machine).
+
+(The file is not called ``ray.py``: the bench directory is on ``sys.path`` when
+a bench script runs, and on mypy's path, so a ``ray.py`` here would shadow Ray.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import json
+import os
+import time
+from pathlib import Path
+
+import anyio
+import regiment_cases as rc
+
+from regiment import (
+    ModelRequest,
+    ModelResponse,
+    Planner,
+    Ray,
+    ScriptedModel,
+    Team,
+    Worker,
+    text_response,
+    tool,
+    tool_call_response,
+)
+
+BENCH = str(Path(__file__).resolve().parent)
+ROOT = str(Path(__file__).resolve().parents[1])
+
+
+@tool
+def burn(ms: int) -> int:
+    """Spin the CPU for about ``ms`` milliseconds (pure Python, holds the GIL)."""
+    end = time.thread_time() + ms / 1000
+    spins = 0
+    while time.thread_time() < end:
+        spins += 1
+    return os.getpid()
+
+
+def _cpu_brain(steps: int, ms: int) -> object:
+    plan = json.dumps(
+        {
+            "steps": [
+                {"id": f"s{i}", "description": f"burn {i}", "worker": "w", "depends_on": []}
+                for i in range(1, steps + 1)
+            ]
+        }
+    )
+
+    def reply(request: ModelRequest) -> ModelResponse:
+        if request.role in ("planner", "replanner"):
+            return text_response(plan)
+        if request.role == "synthesizer":
+            return text_response("answer")
+        if request.messages[-1].role == "user" and len(request.messages) > 1:
+            return text_response("burnt")
+        return tool_call_response("burn", {"ms": ms})
+
+    return reply
+
+
+def cpu_worker(steps: int, ms: int) -> Worker:
+    """The worker the throughput rows use (importable: replicas build it by this name)."""
+    return Worker(
+        name="w",
+        description="burns CPU",
+        model=ScriptedModel(_cpu_brain(steps, ms)),  # type: ignore[arg-type]
+        tools=[burn],
+        max_concurrent_steps=steps,
+    )
+
+
+def cpu_team(steps: int, ms: int, replicas: int | None) -> Team:
+    worker = cpu_worker(steps, ms)
+    if replicas is not None:
+        build = functools.partial(cpu_worker, steps, ms)
+        worker = dataclasses.replace(
+            worker, placement=Ray(build=build, replicas=replicas, num_cpus=2 / replicas)
+        )
+    return Team(
+        name="cpu",
+        planner=Planner(model=worker.model, max_steps=steps),
+        workers=[worker],
+        concurrency=steps,
+    )
+
+
+async def _per_step_s(team: Team, runs: int, steps: int) -> float:
+    async with team.start() as running:
+        await running.run("warm up")
+        began = time.perf_counter()
+        for _ in range(runs):
+            await running.run("go")
+        return (time.perf_counter() - began) / (runs * steps)
+
+
+async def _throughput(team: Team, steps: int, rounds: int) -> float:
+    async with team.start() as running:
+        await running.run("warm up")
+        began = time.perf_counter()
+        for _ in range(rounds):
+            await running.run("go")
+        return steps * rounds / (time.perf_counter() - began)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20, help="runs per per-step figure")
+    parser.add_argument("--burn-ms", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=3, help="runs of 16 steps per throughput row")
+    args = parser.parse_args()
+    import ray
+
+    began = time.perf_counter()
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join((BENCH, ROOT))}},
+    )
+    print(f"ray.init: {time.perf_counter() - began:.1f}s")
+    try:
+        steps = 10
+        local = rc.sequential_team(steps)
+        (worker,) = local.workers
+        assert isinstance(worker, Worker)
+        placed = dataclasses.replace(
+            local, workers=[dataclasses.replace(worker, placement=Ray(num_cpus=0))]
+        )
+        for name, team in (("in-process", local), ("on Ray, 1 replica", placed)):
+            s = anyio.run(_per_step_s, team, args.runs, steps, backend="asyncio")
+            print(f"per step, {name}: {s * 1e3:.2f} ms")
+        for replicas in (None, 1, 2, 4):
+            team = cpu_team(16, args.burn_ms, replicas)
+            rate = anyio.run(_throughput, team, 16, args.rounds, backend="asyncio")
+            label = "in-process" if replicas is None else f"{replicas} replica(s)"
+            print(f"CPU-bound tool ({args.burn_ms} ms), {label}: {rate:.1f} steps/s")
+    finally:
+        ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""The ``regiment`` command's arguments: one parser, its commands and their options."""
+
+from __future__ import annotations
+
+import argparse
+
+from regiment.cli._approvals import add_approval_commands
+from regiment.cli._journal_cmds import add_journal_commands, add_journal_option
+
+__all__ = ("parser",)
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="regiment",
+        description="Run a team of agents declared in a TOML or YAML file.",
+        epilog="exit codes: 0 done, 1 run failed, 2 usage or config error, "
+        "3 paused for approvals, 130 interrupted",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = commands.add_parser("run", help="run one goal and print the answer")
+    run.add_argument("team_file", metavar="TEAM_FILE", help="a .toml, .yaml or .yml team file")
+    run.add_argument("goal", metavar="GOAL", help="what the team should do")
+    run.add_argument("--session", metavar="S", help="the session the run belongs to")
+    _add_run_options(run)
+    resume = commands.add_parser("resume", help="finish a journaled run that stopped")
+    resume.add_argument("team_file", metavar="TEAM_FILE", help="the team file the run used")
+    resume.add_argument("run_id", metavar="RUN_ID", help="as `regiment runs` lists it")
+    resume.add_argument(
+        "--force", action="store_true", help="resume even if the team file changed since"
+    )
+    _add_run_options(resume)
+    add_journal_commands(commands)
+    add_approval_commands(commands)
+    _add_server_commands(commands)
+    validate = commands.add_parser("validate", help="check a team file without running it")
+    validate.add_argument("team_file", metavar="TEAM_FILE")
+    validate.add_argument("--app-dir", metavar="DIR", default=".")
+    return parser
+
+
+def _add_run_options(run: argparse.ArgumentParser) -> None:
+    """What ``run`` and ``resume`` share: model, trace, events, view, backend, journal."""
+    add_journal_option(run)
+    run.add_argument(
+        "--model",
+        metavar="SPEC",
+        help="the model for every role: 'anthropic:<model id>', 'openai:<model id>', "
+        "'openai-compatible:<model id>' (at OPENAI_BASE_URL) or 'scripted' (the file's brain)",
+    )
+    run.add_argument(
+        "--trace",
+        choices=("jaeger", "console", "none"),
+        default="none",
+        help="jaeger: OTLP/HTTP to localhost:4318 (or OTEL_EXPORTER_OTLP_ENDPOINT); "
+        "console: print the span tree after the run (default: none)",
+    )
+    run.add_argument(
+        "--events", choices=("jsonl",), help="write every event as one JSON object per line"
+    )
+    run.add_argument(
+        "--events-file", metavar="PATH", help="write the events here instead of to stdout"
+    )
+    run.add_argument(
+        "--events-deltas",
+        action="store_true",
+        help="with --events jsonl: include every TextDelta (each piece of a model's reply)",
+    )
+    run.add_argument(
+        "--plain", action="store_true", help="plain event lines even on a terminal (no live view)"
+    )
+    run.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    _add_verbose(run)
+    run.add_argument(
+        "--workers",
+        choices=("local", "ray"),
+        default="local",
+        help="ray: place every worker on Ray (the ray extra; asyncio only); default: local",
+    )
+    run.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="with --workers ray: the cluster to join (default: a running one, else a new "
+        "local one); a cluster with token auth needs RAY_AUTH_MODE=token and its token",
+    )
+    run.add_argument(
+        "--app-dir",
+        metavar="DIR",
+        default=".",
+        help="where the file's module:attribute paths are imported from (default: .)",
+    )
+
+
+def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``regiment mcp`` and ``regiment serve``: a team behind a protocol."""
+    mcp = commands.add_parser("mcp", help="serve the team as one MCP tool, run(goal), over stdio")
+    mcp.add_argument("team_file", metavar="TEAM_FILE")
+    mcp.add_argument("--model", metavar="SPEC", help="as for run")
+    mcp.add_argument(
+        "--http",
+        metavar="PORT",
+        type=int,
+        help="streamable HTTP on 127.0.0.1:PORT (0: a free port)",
+    )
+    mcp.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    mcp.add_argument("--app-dir", metavar="DIR", default=".")
+    serve = commands.add_parser("serve", help="serve the team over HTTP (runs, events, cancel)")
+    serve.add_argument("team_file", metavar="TEAM_FILE")
+    serve.add_argument("--model", metavar="SPEC", help="as for run")
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="default 127.0.0.1 (others need a token)"
+    )
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--journal", metavar="J", help="journal runs here (SQLite file or postgresql:// URL)"
+    )
+    serve.add_argument("--token", metavar="T", help="bearer token (default: $REGIMENT_TOKEN)")
+    serve.add_argument("--app-dir", metavar="DIR", default=".")
+    _add_verbose(serve, default="INFO")
+
+
+def _add_verbose(parser: argparse.ArgumentParser, default: str = "warnings only") -> None:
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help=f"log to stderr: -v INFO, -vv DEBUG (default: {default})",
+    )

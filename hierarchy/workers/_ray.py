@@ -1,0 +1,244 @@
+"""The planner's side of a Ray-placed worker: joining Ray, starting the replicas,
+sending them steps, cancelling them, and retrying a step whose replica died.
+
+``ray`` is imported here only inside functions, when a team with a Ray-placed
+worker starts; ``import regiment`` never loads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import logging
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any, final
+
+import anyio
+
+from regiment.errors import ConfigError, WorkerLost
+from regiment.hierarchy._messages import AssignStep, StepReport
+from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy.workers._loop import StepProgress
+from regiment.hierarchy.workers._placement import Ray
+from regiment.hierarchy.workers._ray_host import StepHost
+from regiment.hierarchy.workers._step_actor import StepActor
+from regiment.hierarchy.workers._wire import RemoteStep, decode_report, encode_step, step_key
+from regiment.hierarchy.workers._worker import Worker
+from regiment.telemetry import Telemetry, inject, semconv
+
+__all__ = ("RayReplicas", "RayWorkerActor", "start_ray_worker")
+
+_log = logging.getLogger("regiment.ray")
+_INSTALL = "workers on Ray need the ray extra: pip install 'regiment[ray]'"
+
+
+def import_ray() -> ModuleType:
+    """``ray``, or a ``ConfigError`` with the install line."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise ConfigError(_INSTALL) from exc
+    return ray
+
+
+async def start_ray_worker(
+    worker: Worker, prompts: Prompts, telemetry: Telemetry
+) -> Callable[[], StepActor]:
+    """Join Ray, start ``worker``'s replicas, and return the factory of the actor
+    that hands them steps (the team spawns it like any worker actor).
+
+    Raises:
+        ConfigError: not under asyncio, ray is not installed, the worker cannot be
+            built on a replica, or its replicas could not start.
+    """
+    placement = worker.placement
+    assert placement is not None
+    _require_asyncio(worker.name)
+    if worker.mcp_servers:
+        raise ConfigError(
+            f"worker '{worker.name}' has MCP servers and is placed on Ray; MCP servers run "
+            "only in the team's process: keep this worker local, or give it plain tools"
+        )
+    ray = import_ray()
+    recipe = _recipe(ray, worker, placement)
+    await anyio.to_thread.run_sync(_join, ray, placement.address)
+    replicas = await RayReplicas.start(ray, worker, placement, recipe, prompts)
+    return lambda: RayWorkerActor(worker, telemetry, replicas)
+
+
+def _require_asyncio(name: str) -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        raise ConfigError(
+            f"worker '{name}' is placed on Ray, and Ray runs only under asyncio: start the "
+            "team under asyncio (anyio.run(main) or anyio.run(main, backend='asyncio')), "
+            "or remove the worker's placement"
+        ) from None
+
+
+def _recipe(ray: ModuleType, worker: Worker, placement: Ray) -> object:
+    """What each replica builds its worker from; checked to pickle here, with a
+    message that says what to do, rather than deep inside Ray."""
+    recipe: object = placement.build
+    if recipe is None:
+        recipe = dataclasses.replace(worker, tools=worker.toolset, placement=None)
+    try:
+        ray.cloudpickle.dumps(recipe)
+    except Exception as exc:
+        raise ConfigError(
+            f"worker '{worker.name}' is placed on Ray, but "
+            f"{'its Ray(build=...)' if placement.build is not None else 'its model or tools'} "
+            f"cannot be pickled for the replicas ({type(exc).__name__}: {exc}); give "
+            "Ray(build='module:function') naming a function that builds the Worker on the "
+            "Ray node (team-file workers do this for you)"
+        ) from exc
+    return recipe
+
+
+def _join(ray: Any, address: str | None) -> None:
+    if ray.is_initialized():
+        return  # this process joined a Ray already (its own ray.init): use that one
+    # The replicas' output stays in Ray's log files: the caller's stdout may be
+    # machine-read (``regiment run --events jsonl``).
+    options = {"include_dashboard": False, "log_to_driver": False}
+    try:
+        if address is not None:
+            ray.init(address=address, **options)
+            return
+        try:
+            ray.init(address="auto", **options)  # a running cluster
+        except ConnectionError:
+            ray.init(**options)  # else a local one, stopped at exit
+    except ConnectionError as exc:
+        raise ConfigError(
+            f"cannot join the Ray cluster at {address!r} ({exc}); check the address, and for "
+            "a cluster with token authentication set RAY_AUTH_MODE=token and its token "
+            "(RAY_AUTH_TOKEN or ~/.ray/auth_token)"
+        ) from exc
+
+
+@final
+class RayReplicas:
+    """A worker's Ray actors: steps go to them in turn; a lost step is retried once."""
+
+    def __init__(self, ray: Any, name: str, handles: Sequence[Any]) -> None:
+        self._ray = ray
+        self._name = name
+        self._handles = list(handles)
+        self._turn = itertools.count()
+
+    @classmethod
+    async def start(
+        cls, ray: Any, worker: Worker, placement: Ray, recipe: object, prompts: Prompts
+    ) -> RayReplicas:
+        options = {
+            "num_cpus": placement.num_cpus,
+            "num_gpus": placement.num_gpus,
+            "resources": dict(placement.resources),
+            "max_restarts": placement.max_restarts,
+            "max_task_retries": 0,  # the planner retries, with the same step key
+            # steps, plus room for cancel and flush calls while the steps run
+            "max_concurrency": worker.max_concurrent_steps + 2,
+        }
+        host = ray.remote(StepHost).options(**options)
+        handles = [
+            host.remote(recipe, prompts, placement.otlp_endpoint) for _ in range(placement.replicas)
+        ]
+        replicas = cls(ray, worker.name, handles)
+        try:
+            for handle in handles:
+                await handle.ready.remote()
+        except Exception as exc:
+            replicas.kill()
+            raise ConfigError(
+                f"worker '{worker.name}': its Ray replicas did not start: {exc}"
+            ) from exc
+        return replicas
+
+    @property
+    def count(self) -> int:
+        return len(self._handles)
+
+    async def run(self, assign: AssignStep, headers: dict[str, str]) -> StepReport:
+        """Run the step on the next replica; on ``WorkerLost``, once more on another.
+
+        Raises:
+            WorkerLost: the replicas running the step died both times.
+        """
+        key = step_key(assign)
+        payload = encode_step(RemoteStep(assign=assign, headers=headers, key=key))
+        first = next(self._turn) % len(self._handles)
+        try:
+            return await self._call(self._handles[first], payload, key)
+        except WorkerLost as lost:
+            _log.warning(
+                "%s %s: %s; retrying once on another replica",
+                self._name,
+                assign.step.id,
+                lost,
+                extra={"run_id": assign.run_id, "step_id": assign.step.id, "worker": self._name},
+            )
+        other = self._handles[(first + 1) % len(self._handles)]
+        return await self._call(other, payload, key)
+
+    async def _call(self, handle: Any, payload: bytes, key: str) -> StepReport:
+        ref = handle.step.remote(payload)
+        try:
+            data = await ref
+        except self._ray.exceptions.RayActorError as exc:
+            raise WorkerLost(
+                f"worker '{self._name}': its Ray replica died mid-step "
+                f"({type(exc).__name__}); Ray restarts it up to Ray(max_restarts=...) times"
+            ) from exc
+        except BaseException:
+            # Cancelled (the run, a replan, the step timeout): stop the remote step too.
+            self._ray.cancel(ref)
+            handle.cancel.remote(key)
+            raise
+        return decode_report(data)
+
+    async def close(self) -> None:
+        """Flush the replicas' spans, then end them."""
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
+            for handle in self._handles:
+                with contextlib.suppress(Exception):
+                    await handle.flush.remote()
+        self.kill()
+
+    def kill(self) -> None:
+        for handle in self._handles:
+            with contextlib.suppress(Exception):
+                self._ray.kill(handle, no_restart=True)
+
+
+class RayWorkerActor(StepActor):
+    """Hands a Ray-placed worker's steps to its replicas; the step bookkeeping
+    (queueing, cancel scopes, timeouts, one report per step) is the shared one."""
+
+    def __init__(self, worker: Worker, telemetry: Telemetry, replicas: RayReplicas) -> None:
+        super().__init__(
+            worker.name,
+            telemetry,
+            max_concurrent=worker.max_concurrent_steps * replicas.count,
+            step_timeout=worker.step_timeout,
+            span_attributes={
+                semconv.GEN_AI_PROVIDER_NAME: worker.model.provider,
+                semconv.GEN_AI_AGENT_DESCRIPTION: worker.description,
+            },
+        )
+        self._replicas = replicas
+
+    async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
+        """Run the step on a replica, under this step's ``invoke_agent`` span."""
+        report = await self._replicas.run(assign, inject())
+        progress.usage, progress.model_calls = report.usage, report.model_calls
+        progress.tool_calls = report.tool_calls
+        return report
+
+    async def on_stop(self) -> None:
+        await super().on_stop()
+        await self._replicas.close()

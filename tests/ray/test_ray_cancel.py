@@ -1,0 +1,54 @@
+"""Cancelling a run, or replanning, stops the step running on a Ray replica: the
+remote tool sees the cancel, and the old version's report is dropped."""
+
+from __future__ import annotations
+
+import pytest
+
+from regiment.hierarchy import RunCompleted, StaleReportDropped, StepDispatched
+
+from ._ray_team import holder_team, plan_text
+
+pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
+
+HOLD = {"id": "s1", "description": "Hold order 88213", "worker": "holder"}
+
+
+async def test_leaving_a_run_cancels_its_remote_step(probe: tuple[str, object]) -> None:
+    name, handle = probe
+    team = holder_team(name, [plan_text(HOLD)], num_cpus=0)
+    async with team.start() as running:
+        async with running.stream("hold order 88213") as events:
+            async for event in events:
+                if isinstance(event, StepDispatched):
+                    started = await handle.wait_started.remote(1)  # type: ignore[attr-defined]
+                    break  # leaving the block cancels the run
+        cancelled = await handle.wait_cancelled.remote()  # type: ignore[attr-defined]
+        assert running.active_runs == 0
+    assert cancelled == started  # the tool on the replica was cancelled, in its own process
+
+
+async def test_a_replan_cancels_the_remote_step_and_drops_its_report(
+    probe: tuple[str, object],
+) -> None:
+    name, handle = probe
+    v1 = plan_text(
+        {"id": "s1", "description": "Probe order 88213", "worker": "local", "check": "fails"},
+        {**HOLD, "id": "s2"},
+    )
+    v2 = plan_text({"id": "s3", "description": "Recover order 88213", "worker": "local"})
+    team = holder_team(name, [v1, v2, "final answer"], num_cpus=0)
+    async with team.start() as running, running.stream("hold order 88213") as events:
+        seen = [event async for event in events]
+    closing = seen[-1]
+    assert isinstance(closing, RunCompleted)
+    result = closing.result
+    dropped = [e for e in result.events if isinstance(e, StaleReportDropped)]
+    assert [(e.step_id, e.report_version, e.current_version) for e in dropped] == [("s2", 1, 2)]
+    assert dropped[0].status == "cancelled"
+    assert result.stale_reports_dropped == 1
+    assert "s2" not in result.committed
+    cancelled = await handle.wait_cancelled.remote()  # type: ignore[attr-defined]
+    state = await handle.state.remote()  # type: ignore[attr-defined]
+    assert cancelled == state["started"]
+    assert len(state["started"]) == 1

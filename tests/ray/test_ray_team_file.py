@@ -1,0 +1,89 @@
+"""Team files on Ray: ``[workers.placement] kind = "ray"`` and ``regiment run --workers ray``.
+The replicas build the workers from the file itself (its tools write to their own
+process's ledger, so the test process's ledger stays empty)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from examples.refund.team import GOAL
+from examples.refund.tools import LEDGER
+from regiment.config import load_team
+from regiment.hierarchy import Ray, Worker
+
+pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
+
+REPO = Path(__file__).resolve().parents[2]
+REFUND = REPO / "examples" / "refund" / "team.toml"
+
+
+def _placed_file(directory: Path) -> Path:
+    text = REFUND.read_text()
+    placed = text.replace(
+        'tools = ["examples.refund.tools:email_customer"]\n',
+        'tools = ["examples.refund.tools:email_customer"]\n\n'
+        '[workers.placement]\nkind = "ray"\nnum_cpus = 0\nreplicas = 2\n',
+    )
+    assert placed != text
+    path = directory / "team.toml"
+    path.write_text(placed)
+    return path
+
+
+async def test_a_team_file_places_a_worker_on_ray(ray_session: ModuleType, tmp_path: Path) -> None:
+    team = load_team(_placed_file(tmp_path), model="scripted")
+    billing, comms = team.workers
+    assert isinstance(billing, Worker)
+    assert billing.placement is None
+    assert isinstance(comms, Worker)
+    assert isinstance(comms.placement, Ray)
+    assert comms.placement.replicas == 2
+    emails_before = len(LEDGER.emails)
+    result = await team.run(GOAL)
+    assert result.status == "completed"
+    assert result.committed == ("s1", "s4", "s5")
+    assert "could not be made" in result.answer
+    assert len(LEDGER.emails) == emails_before  # the e-mail went out from a replica
+    assert LEDGER.exceptions[-1:] == ["88213"]  # billing stayed in this process
+
+
+def test_regiment_run_workers_ray_joins_a_cluster_by_address(ray_session: ModuleType) -> None:
+    address = ray_session.get_runtime_context().gcs_address
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "PYTHONPATH": str(REPO)}
+    argv = [sys.executable, "-m", "regiment", "run", str(REFUND), GOAL, "--model", "scripted"]
+    done = subprocess.run(
+        [*argv, "--workers", "ray", "--ray-address", address, "--events", "jsonl"],
+        capture_output=True,
+        text=True,
+        timeout=150,
+        check=False,
+        cwd=REPO,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    kinds = [json.loads(line)["type"] for line in lines if line.startswith("{")]
+    assert kinds.count("StepCompleted") == 2  # s4, s5 (s1 failed its check)
+    assert "could not be made" in done.stdout
+    assert f"Connecting to existing Ray cluster at address: {address}" in done.stderr
+
+
+def test_workers_ray_under_trio_is_a_usage_error() -> None:
+    argv = [sys.executable, "-m", "regiment", "run", str(REFUND), GOAL, "--model", "scripted"]
+    done = subprocess.run(
+        [*argv, "--workers", "ray", "--backend", "trio"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=REPO,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Ray runs only under asyncio" in done.stderr

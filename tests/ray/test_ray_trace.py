@@ -1,0 +1,50 @@
+"""One trace: the replicas' model and tool spans, exported from the Ray processes to a
+real OTLP receiver, are children of the planner side's ``invoke_agent`` step spans."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from examples.refund.team import GOAL
+from regiment.telemetry import Telemetry, configure_tracing
+
+from ..telemetry.otlp_receiver import OtlpReceiver
+from ._ray_team import ray_refund_team
+
+pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
+
+
+async def test_replica_spans_join_the_runs_trace(ray_session: ModuleType, tmp_path: Path) -> None:
+    with OtlpReceiver() as receiver:
+        tracing = configure_tracing("planner-side", endpoint=receiver.endpoint, set_global=False)
+        team = ray_refund_team(
+            str(tmp_path / "ledger.jsonl"), num_cpus=0, otlp_endpoint=receiver.endpoint
+        )
+        team = dataclasses.replace(team, telemetry=Telemetry(tracing.provider))
+        result = await team.run(GOAL)  # leaving the team flushes the replicas' spans
+        tracing.shutdown()
+        spans = receiver.spans()
+
+    assert result.status == "completed"
+    assert {s.trace_id for s in spans} == {result.trace_id}
+    by_id = {s.span_id: s for s in spans}
+    services = {s.resource["service.name"] for s in spans}
+    assert services == {"planner-side", "regiment-ray:billing", "regiment-ray:comms"}
+    remote = [s for s in spans if s.resource["service.name"] != "planner-side"]
+    tools = sorted(s.name for s in remote if s.name.startswith("execute_tool"))
+    assert tools == [
+        "execute_tool check_eligibility",
+        "execute_tool email_customer",
+        "execute_tool flag_exception",
+    ]
+    assert sum(s.name.startswith("chat") for s in remote) == 6  # two model calls per step
+    for span in remote:  # each hangs under a step span from the planner's process
+        parent = span
+        while parent.resource["service.name"] != "planner-side":
+            assert parent.parent_span_id is not None, f"{span.name} has no local ancestor"
+            parent = by_id[parent.parent_span_id]
+        assert parent.name in ("invoke_agent billing", "invoke_agent comms")
