@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from importlib.metadata import PackageNotFoundError, version
 from typing import Concatenate, Literal, ParamSpec, TypeAlias, cast, final
 
 from opentelemetry import trace
@@ -36,6 +35,9 @@ _INSTRUMENTATION = "regiment"
 
 
 def _library_version() -> str | None:
+    # importlib.metadata costs ~10 ms to import; only a Telemetry handle needs it.
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("regiment")
     except PackageNotFoundError:  # running from a checkout that is not installed

@@ -12,7 +12,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Generic, ParamSpec, TypeVar, Unpack, assert_never, cast, final
 
 import msgspec
-import pydantic_core
 
 from regiment._json import JsonObject, JsonValue
 from regiment.errors import ConfigError
@@ -251,9 +250,11 @@ class Tool(Generic[P, R_co]):
             return _error(
                 self._name, call_id, message, error_type, bound.sent, key, attempted.attempts
             )
+        from pydantic_core import PydanticSerializationError  # loaded with pydantic, on first use
+
         try:
             content = _jsonable(attempted.value)
-        except pydantic_core.PydanticSerializationError:
+        except PydanticSerializationError:
             kind = type(attempted.value).__name__
             message = f"TypeError: tool {self._name!r} returned a {kind}, not JSON data"
             n = attempted.attempts
@@ -294,7 +295,9 @@ def _own_limiters(policy: ToolPolicy) -> tuple[LoopLimiter, ...]:
 def _jsonable(value: object) -> JsonValue:
     if isinstance(value, str):
         return value
-    return cast(JsonValue, pydantic_core.to_jsonable_python(value))
+    from pydantic_core import to_jsonable_python  # pydantic costs ~40 ms to import
+
+    return cast(JsonValue, to_jsonable_python(value))
 
 
 def _raw(arguments: object) -> JsonObject:
