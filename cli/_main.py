@@ -21,14 +21,16 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import anyio
 
-from regiment.cli._run import Outcome, RunOptions, drive
 from regiment.config import TeamConfig, build_team, check_config, load_config, team_files
 from regiment.errors import ConfigError, RegimentError
 from regiment.tools._mcp_server import require_mcp
+
+if TYPE_CHECKING:
+    from regiment.cli._run import Outcome, RunOptions
 
 __all__ = ("main", "run_async")
 
@@ -172,6 +174,9 @@ async def _dispatch(
             return await serve_command(team, args, environ=environ, stderr=stderr, stop=interrupt)
         if args.events_file and args.events != "jsonl":
             raise ConfigError("--events-file needs --events jsonl")
+        # `run` alone needs the OpenTelemetry SDK (its trace report); validate stays lean.
+        from regiment.cli._run import RunOptions
+
         options = RunOptions(
             team_file=args.team_file,
             goal=args.goal,
@@ -196,6 +201,8 @@ async def _guarded(
     config: TeamConfig, options: RunOptions, stdout: TextIO, stderr: TextIO, stop: anyio.Event
 ) -> int:
     """Run the goal; errors become exit codes (inside the task group, so none escapes it)."""
+    from regiment.cli._run import drive
+
     try:
         outcome = await drive(config, options, stdout=stdout, stderr=stderr, stop=stop)
     except ConfigError as exc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -41,7 +42,7 @@ def _loaded_after(code: str) -> set[str]:
         [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
-    return set(json.loads(done.stdout))
+    return set(json.loads(done.stdout.splitlines()[-1]))
 
 
 def _heavy_in(modules: set[str]) -> list[str]:
@@ -104,3 +105,23 @@ def test_an_unknown_name_is_still_an_attribute_error() -> None:
         "        raise SystemExit(f'{m.__name__}.no_such_name did not raise')"
     )
     _loaded_after(code)
+
+
+def test_validate_loads_neither_the_tracing_sdk_nor_a_provider_sdk() -> None:
+    # The example's tools need pydantic (their schemas are checked; pydantic itself
+    # loads importlib.metadata for its plugins) and the team file tomllib.
+    team_file = Path(__file__).resolve().parents[1] / "examples" / "refund" / "team.toml"
+    code = (
+        "from regiment.cli import main\n"
+        "try:\n"
+        f"    main(['validate', {str(team_file)!r}])\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code in (0, None), exc.code\n"
+    )
+    loaded = _loaded_after(code)
+    assert "regiment.config._build" in loaded
+    assert [
+        m
+        for m in _heavy_in(loaded)
+        if not m.startswith(("pydantic", "tomllib", "importlib.metadata"))
+    ] == []
