@@ -250,11 +250,9 @@ class Tool(Generic[P, R_co]):
             return _error(
                 self._name, call_id, message, error_type, bound.sent, key, attempted.attempts
             )
-        from pydantic_core import PydanticSerializationError  # loaded with pydantic, on first use
-
         try:
             content = _jsonable(attempted.value)
-        except PydanticSerializationError:
+        except _NotJson:
             kind = type(attempted.value).__name__
             message = f"TypeError: tool {self._name!r} returned a {kind}, not JSON data"
             n = attempted.attempts
@@ -292,12 +290,20 @@ def _own_limiters(policy: ToolPolicy) -> tuple[LoopLimiter, ...]:
     return (LoopLimiter(policy.max_concurrency),)
 
 
-def _jsonable(value: object) -> JsonValue:
-    if isinstance(value, str):
-        return value
-    from pydantic_core import to_jsonable_python  # pydantic costs ~40 ms to import
+class _NotJson(Exception):
+    """A tool's return value that cannot be turned into JSON data."""
 
-    return cast(JsonValue, to_jsonable_python(value))
+
+def _jsonable(value: object) -> JsonValue:
+    if isinstance(value, str):  # the common case needs no pydantic
+        return value
+    # pydantic costs ~40 ms to import; a tool built by @tool has loaded it already.
+    from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+    try:
+        return cast(JsonValue, to_jsonable_python(value))
+    except PydanticSerializationError as exc:
+        raise _NotJson(str(exc)) from exc
 
 
 def _raw(arguments: object) -> JsonObject:
