@@ -33,7 +33,13 @@ HEAVY = (
     "sqlite3",
     "tomllib",
     "importlib.metadata",
+    "secrets",
+    "hmac",
+    "socket",
 )
+
+
+_VALIDATE_NEEDS = ("pydantic", "tomllib", "importlib.metadata", "socket", "secrets", "hmac")
 
 
 def _loaded_after(code: str) -> set[str]:
@@ -109,7 +115,8 @@ def test_an_unknown_name_is_still_an_attribute_error() -> None:
 
 def test_validate_loads_neither_the_tracing_sdk_nor_a_provider_sdk() -> None:
     # The example's tools need pydantic (their schemas are checked; pydantic itself
-    # loads importlib.metadata for its plugins) and the team file tomllib.
+    # loads importlib.metadata for its plugins), the team file tomllib, and the
+    # event loop (asyncio) socket and secrets.
     team_file = Path(__file__).resolve().parents[1] / "examples" / "refund" / "team.toml"
     code = (
         "from regiment.cli import main\n"
@@ -120,8 +127,4 @@ def test_validate_loads_neither_the_tracing_sdk_nor_a_provider_sdk() -> None:
     )
     loaded = _loaded_after(code)
     assert "regiment.config._build" in loaded
-    assert [
-        m
-        for m in _heavy_in(loaded)
-        if not m.startswith(("pydantic", "tomllib", "importlib.metadata"))
-    ] == []
+    assert [m for m in _heavy_in(loaded) if not m.startswith(_VALIDATE_NEEDS)] == []
