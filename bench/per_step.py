@@ -34,7 +34,7 @@ import regiment
 
 __all__ = ("main", "per_run_us")
 
-TARGET_US = 100.0
+TARGET_US = 60.0
 PACKAGE = str(Path(regiment.__file__).resolve().parent)
 BENCH = str(Path(__file__).resolve().parent)
 
