@@ -11,7 +11,6 @@ The names most programs need are here; each room (``regiment.actors``,
 import logging
 from typing import TYPE_CHECKING
 
-from regiment.config import TeamConfig, load_team
 from regiment.errors import (
     ActorError,
     ActorFailed,
@@ -69,10 +68,7 @@ from regiment.models import (
     text_response,
     tool_call_response,
 )
-from regiment.telemetry import (
-    Telemetry,
-    configure_tracing,
-)
+from regiment.telemetry import Telemetry
 from regiment.tools import (
     ApprovalRequest,
     Approve,
@@ -162,7 +158,9 @@ __all__ = (
 )
 
 if TYPE_CHECKING:
+    from regiment.config import TeamConfig, load_team
     from regiment.models import AnthropicModel
+    from regiment.telemetry import configure_tracing
 
 
 def __getattr__(name: str) -> object:
@@ -171,4 +169,14 @@ def __getattr__(name: str) -> object:
         from regiment.models import AnthropicModel
 
         return AnthropicModel
+    # configure_tracing needs the OpenTelemetry SDK (~50 ms); a library user may never call it.
+    if name == "configure_tracing":
+        from regiment.telemetry import configure_tracing
+
+        return configure_tracing
+    # Team files (tomllib, the config schema, imports by dotted path) load on first use.
+    if name in ("TeamConfig", "load_team"):
+        from regiment import config
+
+        return getattr(config, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-import secrets
+import os
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -55,7 +55,7 @@ class ActorSystem:
         self._dead_letter_count = 0
         self._on_dead_letter = on_dead_letter
         self._ids = itertools.count(1)
-        self._id_prefix = secrets.token_hex(4)
+        self._id_prefix = os.urandom(4).hex()  # secrets.token_hex without importing hmac
         self.failure: ActorFailed | None = None
         # the running backend's Event class, found once: anyio.Event() looks the
         # backend up on every call, which showed up in the ask profile

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import time
 from collections.abc import Callable, Mapping
 
 import anyio
@@ -61,21 +62,49 @@ def per_step() -> Figures:
 
 def per_step_tracing() -> Figures:
     """Row 6: row 2 with tracing off and on, measured alternately in one process so
-    both see the same machine load; µs per step."""
+    both see the same machine load; µs per step. Also the floor: spans per step
+    (counted at the exporter) times what one OpenTelemetry SDK span costs through
+    the same provider, as a child span with as many attributes as regiment's
+    spans carry on average, timed in the same rounds."""
     off = rc.sequential_team(SEQ_STEPS)
-    on = rc.sequential_team(SEQ_STEPS, telemetry=rc.tracing()[0])
+    telemetry, exporter, provider = rc.tracing()
+    on = rc.sequential_team(SEQ_STEPS, telemetry=telemetry)
+    anyio.run(rc.sequential_run_s, on, 1)  # one warm-up run and one counted: 2 runs
+    provider.force_flush()
+    finished = exporter.get_finished_spans()
+    spans_per_step = len(finished) / (2 * SEQ_STEPS)
+    per_span = round(sum(len(span.attributes or {}) for span in finished) / max(len(finished), 1))
+    attributes = {f"bench.attribute.{i}": f"value {i}" for i in range(per_span)}
+    tracer = provider.get_tracer("bench")
 
-    async def measure() -> tuple[float, float]:
-        samples: dict[bool, list[float]] = {False: [], True: []}
+    def sdk_span_s(spans: int = 2000) -> float:
+        with tracer.start_as_current_span("invoke_agent bench"):
+            started = time.perf_counter()
+            for _ in range(spans):
+                with tracer.start_as_current_span("chat bench", attributes=attributes):
+                    pass
+            return (time.perf_counter() - started) / spans
+
+    async def measure() -> tuple[float, float, float]:
+        samples: dict[str, list[float]] = {"off": [], "on": [], "span": []}
         for index in range(REPEATS + 1):
-            for traced, team in ((False, off), (True, on)):
+            for key, team in (("off", off), ("on", on)):
                 seconds = await rc.sequential_run_s(team, SEQ_RUNS)
                 if index:  # the first round is the warm-up
-                    samples[traced].append(seconds)
-        return median(samples[False]), median(samples[True])
+                    samples[key].append(seconds)
+            span = sdk_span_s()
+            if index:
+                samples["span"].append(span)
+        return median(samples["off"]), median(samples["on"]), median(samples["span"])
 
-    off_s, on_s = anyio.run(measure)
-    return {"off_step_us": off_s * 1e6 / SEQ_STEPS, "on_step_us": on_s * 1e6 / SEQ_STEPS}
+    off_s, on_s, span_s = anyio.run(measure)
+    return {
+        "off_step_us": off_s * 1e6 / SEQ_STEPS,
+        "on_step_us": on_s * 1e6 / SEQ_STEPS,
+        "sdk_span_us": span_s * 1e6,
+        "spans_per_step": spans_per_step,
+        "attributes_per_span": per_span,
+    }
 
 
 def one_tool() -> Figures:
@@ -110,8 +139,17 @@ def scale(traced: bool = False) -> Figures:
     }
 
 
+def floor() -> Figures:
+    """Row 2's floor: two bare mailboxes and a reused runner, no regiment logic (floor.py)."""
+    import floor as hops
+
+    samples = [anyio.run(hops.per_step_us, False) for _ in range(REPEATS)]
+    return {"step_us": median(samples)}
+
+
 REGIMENT_CASES: dict[str, Callable[[], Figures]] = {
     "roundtrip": roundtrip,
+    "floor": floor,
     "per_step": per_step,
     "per_step.tracing": per_step_tracing,
     "one_tool": one_tool,

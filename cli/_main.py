@@ -30,7 +30,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import anyio
 
@@ -42,7 +42,6 @@ from regiment.cli._journal_cmds import (
     runs_command,
     show_command,
 )
-from regiment.cli._run import Outcome, RunOptions, drive
 from regiment.config import (
     TeamConfig,
     build_team,
@@ -53,6 +52,9 @@ from regiment.config import (
 )
 from regiment.errors import ApprovalError, ConfigError, JournalError, RegimentError
 from regiment.tools import require_mcp
+
+if TYPE_CHECKING:
+    from regiment.cli._run import Outcome, RunOptions
 
 __all__ = ("main", "run_async")
 
@@ -131,14 +133,10 @@ async def _dispatch(
             model = _choose_model(config, args.team_file, args.model, environ, stderr)
             team = build_team(config, model=model, source=args.team_file)
             return await serve_command(team, args, environ=environ, stderr=stderr, stop=interrupt)
-        if args.events_file and args.events != "jsonl":
-            raise ConfigError("--events-file needs --events jsonl")
-        if args.events_deltas and args.events != "jsonl":
-            raise ConfigError("--events-deltas needs --events jsonl")
-        if args.ray_address is not None and args.workers != "ray":
-            raise ConfigError("--ray-address needs --workers ray")
-        if args.workers == "ray":
-            config = place_on_ray(config, address=args.ray_address)
+        config = _placed(_flags_agree(args), config)
+        # `run` alone needs the OpenTelemetry SDK (its trace report); validate stays lean.
+        from regiment.cli._run import RunOptions
+
         options = RunOptions(
             team_file=args.team_file,
             goal=getattr(args, "goal", ""),
@@ -165,10 +163,28 @@ async def _dispatch(
     return code
 
 
+def _flags_agree(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` when the run's flags fit together; else a ``ConfigError`` saying which."""
+    if args.events_file and args.events != "jsonl":
+        raise ConfigError("--events-file needs --events jsonl")
+    if args.events_deltas and args.events != "jsonl":
+        raise ConfigError("--events-deltas needs --events jsonl")
+    if args.ray_address is not None and args.workers != "ray":
+        raise ConfigError("--ray-address needs --workers ray")
+    return args
+
+
+def _placed(args: argparse.Namespace, config: TeamConfig) -> TeamConfig:
+    """The team file with every worker on Ray when ``--workers ray`` asks for it."""
+    return place_on_ray(config, address=args.ray_address) if args.workers == "ray" else config
+
+
 async def _guarded(
     config: TeamConfig, options: RunOptions, stdout: TextIO, stderr: TextIO, stop: anyio.Event
 ) -> int:
     """Run the goal; errors become exit codes (inside the task group, so none escapes it)."""
+    from regiment.cli._run import drive
+
     try:
         outcome = await drive(config, options, stdout=stdout, stderr=stderr, stop=stop)
     except ConfigError as exc:

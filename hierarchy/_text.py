@@ -30,10 +30,14 @@ def valid_text(text: str) -> str:
 
 def valid_response(response: ModelResponse) -> ModelResponse:
     """``response`` with every text the model wrote passed through :func:`valid_text`."""
-    parts = tuple(_valid_part(part) for part in response.parts)
-    if all(new is old for new, old in zip(parts, response.parts, strict=True)):
-        return response
-    return msgspec.structs.replace(response, parts=parts)
+    # Once per model call: a plain loop, and a new tuple only if a part changed.
+    parts = response.parts
+    for index, part in enumerate(parts):
+        clean = _valid_part(part)
+        if clean is not part:
+            rest = tuple(_valid_part(p) for p in parts[index + 1 :])
+            return msgspec.structs.replace(response, parts=(*parts[:index], clean, *rest))
+    return response
 
 
 def _valid_part(

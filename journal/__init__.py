@@ -88,11 +88,13 @@ Schema
     is a file that is not a journal or is damaged.
 """
 
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 from regiment.errors import JournalError, LeaseHeld, LeaseLost
 from regiment.journal._heartbeat import heartbeat
 from regiment.journal._memory import MemoryJournal
 from regiment.journal._open import JournalSpec, open_journal
-from regiment.journal._postgres import PostgresJournal
 from regiment.journal._protocol import Journal
 from regiment.journal._records import (
     ApprovalDecided,
@@ -109,7 +111,6 @@ from regiment.journal._records import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from regiment.journal._sqlite import SqliteJournal
 from regiment.journal._views import (
     CommittedStep,
     Entry,
@@ -152,3 +153,20 @@ __all__ = (
     "heartbeat",
     "open_journal",
 )
+
+if TYPE_CHECKING:
+    from regiment.journal._postgres import PostgresJournal
+    from regiment.journal._sqlite import SqliteJournal
+
+# The SQL backends (sqlite3, the schema code) load on first use; a run journals in
+# memory unless it is given a file or a URL.
+_LAZY = {"PostgresJournal": "_postgres", "SqliteJournal": "_sqlite"}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -8,9 +8,7 @@ from typing import TypeAlias
 
 from regiment.errors import ConfigError
 from regiment.journal._memory import MemoryJournal
-from regiment.journal._postgres import PostgresJournal
 from regiment.journal._protocol import Journal
-from regiment.journal._sqlite import SqliteJournal
 
 __all__ = ("JournalSpec", "open_journal")
 
@@ -37,11 +35,16 @@ async def open_journal(spec: JournalSpec, *, clock: Callable[[], float] | None =
     """
     if spec is None:
         return MemoryJournal(clock=clock)
+    # The SQL backends (sqlite3, the schema code) load only when a file or URL is given.
     if isinstance(spec, str) and _is_postgres_url(spec):
+        from regiment.journal._postgres import PostgresJournal
+
         return await PostgresJournal.open(spec, clock=clock)
     if isinstance(spec, str | Path):
         if not str(spec):
             raise ConfigError("the journal path is empty; give a file name or a postgresql:// URL")
+        from regiment.journal._sqlite import SqliteJournal
+
         return await SqliteJournal.open(spec, clock=clock)
     if isinstance(spec, Journal):
         return spec

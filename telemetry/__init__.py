@@ -7,12 +7,12 @@ The hierarchy opens every span through one ``Telemetry`` handle it is given
 span names are in ``regiment.telemetry.semconv``.
 """
 
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 from regiment.telemetry import _genai as genai
 from regiment.telemetry import _semconv as semconv
-from regiment.telemetry._configure import TracingHandle, configure_tracing
-from regiment.telemetry._console import ConsoleTraceProcessor, SpanCollector, render_trace
 from regiment.telemetry._content import redact
-from regiment.telemetry._file_export import OtlpJsonFileExporter, spans_to_otlp_json
 from regiment.telemetry._logs import LogExport, TraceContextHandler
 from regiment.telemetry._metrics import RunMetrics
 from regiment.telemetry._propagation import (
@@ -50,3 +50,29 @@ __all__ = (
     "spans_to_otlp_json",
     "trace_id_hex",
 )
+
+if TYPE_CHECKING:
+    from regiment.telemetry._configure import TracingHandle, configure_tracing
+    from regiment.telemetry._console import ConsoleTraceProcessor, SpanCollector, render_trace
+    from regiment.telemetry._file_export import OtlpJsonFileExporter, spans_to_otlp_json
+
+# These need the OpenTelemetry SDK (~50 ms to import); a run only needs the API,
+# so they load on first use.
+_LAZY = {
+    "TracingHandle": "_configure",
+    "configure_tracing": "_configure",
+    "ConsoleTraceProcessor": "_console",
+    "SpanCollector": "_console",
+    "render_trace": "_console",
+    "OtlpJsonFileExporter": "_file_export",
+    "spans_to_otlp_json": "_file_export",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

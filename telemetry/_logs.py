@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import final
+from typing import TYPE_CHECKING, final
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry._logs import Logger, SeverityNumber
-from opentelemetry.sdk.resources import Resource
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.resources import Resource
 
 __all__ = (
     "LOGGER_NAME",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from importlib.metadata import PackageNotFoundError, version
 from typing import Concatenate, Literal, ParamSpec, TypeAlias, cast, final
 
 from opentelemetry import metrics, trace
@@ -41,6 +40,9 @@ _INSTRUMENTATION = "regiment"
 
 
 def _library_version() -> str | None:
+    # importlib.metadata costs ~10 ms to import; only a Telemetry handle needs it.
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("regiment")
     except PackageNotFoundError:  # running from a checkout that is not installed

@@ -54,6 +54,8 @@ class WorkerTools:
 
     def current(self) -> Toolset:
         """The tool set to offer the model now."""
+        if not self._connections:  # no MCP servers: the tool set never changes
+            return self._current
         versions = self._now()
         if versions != self._versions:
             self._versions = versions

@@ -19,19 +19,18 @@ import inspect
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, cast, get_args, get_origin
-
-import pydantic
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.fields import FieldInfo
+from typing import TYPE_CHECKING, Annotated, cast, get_args, get_origin
 
 from regiment._json import JsonObject, JsonValue
 from regiment.errors import ConfigError
 from regiment.tools._context import is_context_annotation
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+    from pydantic.fields import FieldInfo
+
 __all__ = ("ArgumentSpec", "BoundArguments", "clean_schema")
 
-_CONFIG = ConfigDict(extra="forbid")
 # JSON Schema keywords whose value is a map of names to schemas, or one schema,
 # or a list of schemas; everything else (enum, default, const, ...) is data.
 _SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
@@ -88,12 +87,16 @@ class ArgumentSpec:
                 f"cannot read the signature of tool {tool_name!r}: {exc}; "
                 "define the types its annotations name at module level"
             ) from exc
+        # pydantic costs ~40 ms to import: it loads with the first tool, not with regiment.
+        import pydantic
+
         every = tuple(signature.parameters.values())
         context = _context_parameter(every, tool_name)
         params = tuple(p for p in every if p is not context)
         fields = {f"p{i}": _field(p, tool_name, docs.get(p.name)) for i, p in enumerate(params)}
         try:
-            model = pydantic.create_model(f"{tool_name}_arguments", __config__=_CONFIG, **fields)  # type: ignore[call-overload]
+            config = pydantic.ConfigDict(extra="forbid")
+            model = pydantic.create_model(f"{tool_name}_arguments", __config__=config, **fields)  # type: ignore[call-overload]
             schema = clean_schema(model.model_json_schema())
         except pydantic.PydanticUserError as exc:  # includes PydanticSchemaGenerationError
             raise ConfigError(f"cannot build a JSON schema for tool {tool_name!r}: {exc}") from exc
@@ -127,9 +130,11 @@ class ArgumentSpec:
             text = json.dumps(_whole_numbers(arguments))
         except (TypeError, ValueError) as exc:
             return f"arguments must be JSON data: {exc}"
+        from pydantic import ValidationError  # loaded since this spec was built
+
         try:
             instance = self.model.model_validate_json(text, strict=True)
-        except pydantic.ValidationError as exc:
+        except ValidationError as exc:
             return "; ".join(_describe(error) for error in exc.errors(include_url=False))
         values = [getattr(instance, f"p{i}") for i in range(len(self.names))]
         return BoundArguments(
@@ -174,6 +179,9 @@ def _field(param: inspect.Parameter, tool_name: str, doc: str | None) -> tuple[o
             f"parameter {param.name!r} of tool {tool_name!r} has no type annotation; "
             "annotate it so the schema can say what the model must send"
         )
+    from pydantic import Field
+    from pydantic.fields import FieldInfo
+
     annotation = param.annotation
     default = param.default
     if isinstance(default, FieldInfo):
@@ -188,6 +196,8 @@ def _field(param: inspect.Parameter, tool_name: str, doc: str | None) -> tuple[o
 
 
 def _has_description(annotation: object) -> bool:
+    from pydantic.fields import FieldInfo
+
     if get_origin(annotation) is not Annotated:
         return False
     return any(isinstance(m, FieldInfo) and m.description for m in get_args(annotation)[1:])

@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Generic, ParamSpec, TypeVar, Unpack, assert_never, cast, final
 
 import msgspec
-import pydantic_core
 
 from regiment._json import JsonObject, JsonValue
 from regiment.errors import ConfigError
@@ -252,7 +251,7 @@ class Tool(Generic[P, R_co]):
             )
         try:
             content = _jsonable(attempted.value)
-        except pydantic_core.PydanticSerializationError:
+        except _NotJson:
             kind = type(attempted.value).__name__
             message = f"TypeError: tool {self._name!r} returned a {kind}, not JSON data"
             n = attempted.attempts
@@ -348,10 +347,20 @@ def _own_limiters(policy: ToolPolicy) -> tuple[LoopLimiter, ...]:
     return (LoopLimiter(policy.max_concurrency),)
 
 
+class _NotJson(Exception):
+    """A tool's return value that cannot be turned into JSON data."""
+
+
 def _jsonable(value: object) -> JsonValue:
-    if isinstance(value, str):
+    if isinstance(value, str):  # the common case needs no pydantic
         return value
-    return cast(JsonValue, pydantic_core.to_jsonable_python(value))
+    # pydantic costs ~40 ms to import; a tool built by @tool has loaded it already.
+    from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+    try:
+        return cast(JsonValue, to_jsonable_python(value))
+    except PydanticSerializationError as exc:
+        raise _NotJson(str(exc)) from exc
 
 
 def _raw(arguments: object) -> JsonObject:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import socket
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -70,6 +69,8 @@ LEASE_TTL = 30.0  # seconds a run's lease lives without a heartbeat
 
 def owner_name() -> str:
     """This process, as a lease owner: host and process id."""
+    import socket  # only journaled runs need it; not worth its import time for every run
+
     return f"{socket.gethostname()}:{os.getpid()}"
 
 

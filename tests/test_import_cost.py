@@ -1,0 +1,130 @@
+"""``import regiment`` loads what a run needs and nothing heavier (issue #22).
+
+The SDKs and file formats a program may never use (model providers, the
+OpenTelemetry SDK and its exporters, pydantic, TOML, SQL, YAML, rich, the web
+and MCP servers) load on first use. Each check runs in a fresh interpreter, so
+what this test process already imported cannot hide a regression.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# Top-level modules (or dotted prefixes) that `import regiment` must not load.
+HEAVY = (
+    "anthropic",
+    "openai",
+    "httpx",
+    "opentelemetry.sdk",
+    "opentelemetry.exporter",
+    "pydantic",
+    "pydantic_core",
+    "yaml",
+    "rich",
+    "starlette",
+    "uvicorn",
+    "psycopg",
+    "mcp",
+    "sqlite3",
+    "tomllib",
+    "importlib.metadata",
+    "secrets",
+    "hmac",
+    "socket",
+)
+
+
+_VALIDATE_NEEDS = ("pydantic", "tomllib", "importlib.metadata", "socket", "secrets", "hmac")
+
+
+def _loaded_after(code: str) -> set[str]:
+    program = f"import json, sys\n{code}\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def _heavy_in(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules for h in HEAVY if m == h or m.startswith(h + "."))
+
+
+def test_import_regiment_loads_no_heavy_module() -> None:
+    loaded = _loaded_after("import regiment")
+    assert "regiment.hierarchy" in loaded
+    assert _heavy_in(loaded) == []
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("from regiment import configure_tracing", "opentelemetry.sdk.trace"),
+        ("from regiment import load_team", "tomllib"),
+        ("from regiment import TeamConfig", "regiment.config._schema"),
+        ("from regiment.telemetry import SpanCollector", "opentelemetry.sdk.trace"),
+        ("from regiment.journal import SqliteJournal", "sqlite3"),
+        ("from regiment.journal import PostgresJournal", "regiment.journal._sql"),
+        ("from regiment import tool\n@tool\ndef f(x: int) -> int:\n    return x", "pydantic"),
+    ],
+)
+def test_a_lazy_name_loads_its_module_on_first_use(code: str, expected: str) -> None:
+    assert expected in _loaded_after(code)
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [
+        ("regiment", "configure_tracing"),
+        ("regiment", "load_team"),
+        ("regiment", "TeamConfig"),
+        ("regiment.telemetry", "TracingHandle"),
+        ("regiment.telemetry", "render_trace"),
+        ("regiment.telemetry", "spans_to_otlp_json"),
+        ("regiment.journal", "SqliteJournal"),
+    ],
+)
+def test_a_lazy_name_is_the_real_object(module: str, name: str) -> None:
+    code = (
+        f"import {module} as m\n"
+        f"v = getattr(m, {name!r})\n"
+        "assert v.__name__ == " + repr(name) + ", v\n"
+        "assert v.__module__.startswith('regiment.'), v.__module__"
+    )
+    _loaded_after(code)
+
+
+def test_an_unknown_name_is_still_an_attribute_error() -> None:
+    code = (
+        "import regiment, regiment.telemetry, regiment.journal\n"
+        "for m in (regiment, regiment.telemetry, regiment.journal):\n"
+        "    try:\n"
+        "        m.no_such_name\n"
+        "    except AttributeError as exc:\n"
+        "        assert 'no_such_name' in str(exc)\n"
+        "    else:\n"
+        "        raise SystemExit(f'{m.__name__}.no_such_name did not raise')"
+    )
+    _loaded_after(code)
+
+
+def test_validate_loads_neither_the_tracing_sdk_nor_a_provider_sdk() -> None:
+    # The example's tools need pydantic (their schemas are checked; pydantic itself
+    # loads importlib.metadata for its plugins), the team file tomllib, and the
+    # event loop (asyncio) socket and secrets.
+    team_file = Path(__file__).resolve().parents[1] / "examples" / "refund" / "team.toml"
+    code = (
+        "from regiment.cli import main\n"
+        "try:\n"
+        f"    main(['validate', {str(team_file)!r}])\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code in (0, None), exc.code\n"
+    )
+    loaded = _loaded_after(code)
+    assert "regiment.config._build" in loaded
+    assert [m for m in _heavy_in(loaded) if not m.startswith(_VALIDATE_NEEDS)] == []
