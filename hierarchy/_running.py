@@ -1,18 +1,9 @@
-"""A started team: the actors of one planner and its workers, and the runs they serve.
+"""A started team (``RunningTeam``): its actors, and the runs they serve.
 
-``async with team.start() as running:`` spawns the team's actors in an actor
-system owned by that block; ``await running.run(goal)`` and
-``running.stream(goal)`` can be used by many tasks at once. Each run gets its
-own planner actor (a child of the team's supervisor), so one run's failure or
-cancellation never touches another's.
-
-Nested teams: a :class:`~regiment.hierarchy.TeamWorker` in ``workers`` is
-another team serving as one worker. Its child team is started by
-``RunningTeam.spawn`` together with the parent, in the same actor system (so
-leaving the parent's block stops both), and each step assigned to it becomes
-one run of the child with ``allowance=`` the step's reserved share. A child
-team without its own ``telemetry`` uses the parent's, so a nested run is one
-trace.
+``Team.start()`` spawns the actors (see :mod:`regiment.hierarchy._team`);
+``RunningTeam`` opens one run per goal, each on its own planner actor under
+the team's supervisor, and resumes journaled runs. Nested teams are spawned
+here too, into the parent's actor system.
 """
 
 from __future__ import annotations

@@ -258,7 +258,7 @@ def _in_flight(records: list[object]) -> set[str]:
 
 @pytest.mark.timeout(300)
 @settings(
-    max_examples=60,  # per anyio backend: 120 kill-and-resume runs, about 50 s in all
+    max_examples=100,  # per anyio backend: the 200 kill-and-resume runs the issue asks for
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
