@@ -2,7 +2,7 @@
 
 The answer comes from an in-process approver (``Toolset(approver=...)``) given to
 every worker's tool set, so the call goes on at once instead of pausing the run.
-One question at a time; the reading happens in a worker thread, so the run's
+One question at a time; the reading happens in a daemon thread, so the run's
 other steps go on while the human thinks.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from typing import TextIO, final
 
 import anyio
@@ -61,11 +62,34 @@ class TerminalApprover:
         async def ask(request: ApprovalRequest, /) -> ApprovalDecision:
             tool = toolset.get(request.tool_name)
             async with self._lock:
-                return await anyio.to_thread.run_sync(
-                    self._ask, request, tool, abandon_on_cancel=True
-                )
+                return await self._in_reader_thread(request, tool)
 
         return ask
+
+    async def _in_reader_thread(
+        self, request: ApprovalRequest, tool: Tool[..., object] | None
+    ) -> ApprovalDecision:
+        """Ask in a daemon thread: a run cancelled mid-question (Ctrl-C) leaves that thread
+        blocked on the terminal, and a daemon thread does not keep the process alive."""
+        answer: list[ApprovalDecision | BaseException] = []
+        done = threading.Event()
+
+        def read() -> None:
+            try:
+                answer.append(self._ask(request, tool))
+            except BaseException as exc:  # handed to the waiting task, raised there
+                answer.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=read, name="regiment-approve-ask", daemon=True).start()
+        try:
+            await anyio.to_thread.run_sync(done.wait, abandon_on_cancel=True)
+        finally:
+            done.set()  # when cancelled: frees the worker thread that waits
+        if isinstance(answer[0], BaseException):
+            raise answer[0]
+        return answer[0]
 
     def _ask(self, request: ApprovalRequest, tool: Tool[..., object] | None) -> ApprovalDecision:
         arguments = json.dumps(request.arguments, ensure_ascii=False)

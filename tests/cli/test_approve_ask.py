@@ -5,11 +5,13 @@ from __future__ import annotations
 import io
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
+import anyio
 import pytest
 
 from regiment.cli import run_async
@@ -17,7 +19,7 @@ from regiment.cli._ask import TerminalApprover, asking
 from regiment.hierarchy import Planner, Team, TeamWorker, Worker
 from regiment.journal import ToolCallFinished, open_journal
 from regiment.models import ScriptedModel
-from regiment.tools import ToolResult, tool
+from regiment.tools import ApprovalRequest, ToolResult, Toolset, tool
 
 pytestmark = pytest.mark.anyio
 
@@ -41,8 +43,8 @@ def terminal(typed: bytes) -> Iterator[TextIO]:
         os.write(leader, typed)
         yield stdin
     finally:
+        os.close(leader)  # a hang-up first: a read still blocked on the terminal ends
         stdin.close()
-        os.close(leader)
 
 
 async def _ask_run(typed: bytes, journal: str) -> tuple[int, str, str]:
@@ -150,3 +152,21 @@ async def test_workers_of_nested_teams_are_asked_too() -> None:
     assert paid == ["9"]
     assert 'approval needed: issue_refund({"order_id": "1"})' in err.getvalue()
     assert billing.toolset.approver is None  # the team given is left as it was
+
+
+async def test_a_cancelled_question_leaves_no_thread_that_holds_the_process() -> None:
+    toolset = Toolset("billing", [])
+    request = ApprovalRequest(tool_name="issue_refund", call_id="c1", arguments={"order_id": "1"})
+    err = io.StringIO()
+    with terminal(b"") as stdin:  # nothing typed: the question waits
+        approver = TerminalApprover(stdin, err).for_tools(toolset)
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(approver, request)
+                await anyio.wait_all_tasks_blocked()
+                scope.cancel()
+        assert scope.cancelled_caught
+        (reader,) = [t for t in threading.enumerate() if t.name == "regiment-approve-ask"]
+        assert reader.daemon  # blocked on the terminal, but the process can still exit
+        assert PROMPT in err.getvalue()
+    reader.join()  # the terminal closed: its read ended
