@@ -22,6 +22,13 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("team_file", metavar="TEAM_FILE", help="a .toml, .yaml or .yml team file")
     run.add_argument("goal", metavar="GOAL", help="what the team should do")
     run.add_argument("--session", metavar="S", help="the session the run belongs to")
+    run.add_argument(
+        "--approve",
+        choices=("pause", "ask"),
+        default="pause",
+        help="a call that needs approval: pause the run (exit 3; the default) or ask on "
+        "this terminal: approve? [y]es / [n]o / [e]dit JSON",
+    )
     _add_run_options(run)
     resume = commands.add_parser("resume", help="finish a journaled run that stopped")
     resume.add_argument("team_file", metavar="TEAM_FILE", help="the team file the run used")

@@ -6,6 +6,7 @@
                                   [--events jsonl [--events-file PATH] [--events-deltas]]
                                   [--plain] [-v|-vv]
                                   [--session S] [--journal PATH_OR_URL | --no-journal]
+                                  [--approve pause|ask]
     regiment resume TEAM_FILE RUN_ID [--force] [the options of run]
     regiment runs [--status S] [--json] [--journal PATH_OR_URL]
     regiment show RUN_ID [--json] [--journal PATH_OR_URL]
@@ -54,6 +55,7 @@ from regiment.errors import ApprovalError, ConfigError, JournalError, RegimentEr
 from regiment.tools import require_mcp
 
 if TYPE_CHECKING:
+    from regiment.cli._ask import TerminalApprover
     from regiment.cli._run import Outcome, RunOptions
 
 __all__ = ("main", "run_async")
@@ -70,7 +72,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     backend = getattr(args, "backend", "asyncio")
     run = functools.partial(
-        _dispatch, args, stdout=sys.stdout, stderr=sys.stderr, environ=os.environ, interrupt=None
+        _dispatch,
+        args,
+        stdout=sys.stdout,
+        stderr=sys.stderr,
+        environ=os.environ,
+        interrupt=None,
+        stdin=sys.stdin,
     )
     try:
         return anyio.run(run, backend=backend)
@@ -86,6 +94,7 @@ async def run_async(
     stderr: TextIO,
     environ: Mapping[str, str] | None = None,
     interrupt: anyio.Event | None = None,
+    stdin: TextIO | None = None,
 ) -> int:
     """The command inside a running event loop (what ``main`` runs; tests call it directly).
 
@@ -96,13 +105,21 @@ async def run_async(
         environ: the environment (``ANTHROPIC_API_KEY`` decides the offline fallback).
         interrupt: setting it cancels the run as Ctrl-C does; ``None`` watches
             SIGINT and SIGTERM instead.
+        stdin: where ``--approve ask`` reads answers (default: ``sys.stdin``).
     """
     try:
         args = command_parser().parse_args(list(argv))
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     env = os.environ if environ is None else environ
-    return await _dispatch(args, stdout=stdout, stderr=stderr, environ=env, interrupt=interrupt)
+    return await _dispatch(
+        args,
+        stdout=stdout,
+        stderr=stderr,
+        environ=env,
+        interrupt=interrupt,
+        stdin=sys.stdin if stdin is None else stdin,
+    )
 
 
 async def _dispatch(
@@ -112,6 +129,7 @@ async def _dispatch(
     stderr: TextIO,
     environ: Mapping[str, str],
     interrupt: anyio.Event | None,
+    stdin: TextIO,
 ) -> int:
     _add_import_root(getattr(args, "app_dir", "."))
     if args.command in ("approvals", "approve"):
@@ -137,6 +155,7 @@ async def _dispatch(
         # `run` alone needs the OpenTelemetry SDK (its trace report); validate stays lean.
         from regiment.cli._run import RunOptions
 
+        ask = _asker(args, stdin, stderr)
         options = RunOptions(
             team_file=args.team_file,
             goal=getattr(args, "goal", ""),
@@ -144,12 +163,13 @@ async def _dispatch(
             trace=args.trace,
             events_jsonl=args.events == "jsonl",
             events_file=args.events_file,
-            live=not args.plain and stderr.isatty() and not args.verbose,
+            live=not args.plain and stderr.isatty() and not args.verbose and ask is None,
             journal=journal_spec(args, environ),
             session=getattr(args, "session", None),
             resume=getattr(args, "run_id", None),
             force=getattr(args, "force", False),
             events_deltas=args.events_deltas,
+            ask=ask,
         )
     except ConfigError as exc:
         return _config_error(exc, stderr)
@@ -161,6 +181,16 @@ async def _dispatch(
             code = await _guarded(config, options, stdout, stderr, interrupt)
         tg.cancel_scope.cancel()  # stop watching signals
     return code
+
+
+def _asker(args: argparse.Namespace, stdin: TextIO, stderr: TextIO) -> TerminalApprover | None:
+    """With ``--approve ask``, the terminal's approver (a usage error without a terminal)."""
+    if getattr(args, "approve", "pause") != "ask":
+        return None
+    from regiment.cli._ask import TerminalApprover, check_terminal
+
+    check_terminal(stdin)
+    return TerminalApprover(stdin, stderr)
 
 
 def _flags_agree(args: argparse.Namespace) -> argparse.Namespace:

@@ -13,6 +13,7 @@ import msgspec
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
+from regiment.cli._ask import TerminalApprover, asking
 from regiment.cli._journal_cmds import journal_exists, open_cli_journal
 from regiment.cli._progress import RunProgress, TokenMeter
 from regiment.cli._trace_report import RootTraceId, report_trace
@@ -48,6 +49,7 @@ class RunOptions:
     resume: str | None = None  # the run to resume, for ``regiment resume``
     force: bool = False
     events_deltas: bool = False
+    ask: TerminalApprover | None = None  # --approve ask: decides approvals on the terminal
 
     @property
     def prints_answer(self) -> bool:
@@ -154,6 +156,7 @@ async def drive(
             telemetry=Telemetry(tracing.provider, meter_provider=tracing.meter_provider),
             source=options.team_file,
         )
+        team = team if options.ask is None else asking(team, options.ask)
         try:
             with _event_sink(options, stdout) as sink:
                 progress = RunProgress()

@@ -167,17 +167,27 @@ async def _health(request: Request) -> Response:
 
 
 async def _post_run(s: _Service, request: Request) -> Response:
-    body = await read_json(request, NewRun)
-    if not body.goal.strip():
-        raise ApiError(422, "invalid body", "the goal is empty; say what the team should do")
-    if body.deps:
-        raise ApiError(422, "invalid body", "deps are not supported by this team; leave them out")
+    body = await _new_run(request)
     runs = s.live()
-    record = await runs.start(body.goal, body.session)
+    record = await runs.start(body.goal, body.session, body.deps)
     if request.query_params.get("wait") not in ("true", "1"):
         return json_response({"run_id": record.run_id}, 202)
     await _wait_or_cancel(runs, record, request)
     return json_response(run_view(record))
+
+
+async def _new_run(request: Request) -> NewRun:
+    """The body of ``POST /runs``; 422 for an empty goal or deps that are not an object."""
+    try:
+        body = await read_json(request, NewRun)
+    except ApiError as exc:
+        if "$.deps" not in exc.detail:
+            raise
+        hint = "deps must be a JSON object (tools read it as ctx.deps), or left out"
+        raise ApiError(exc.status, exc.error, f"{exc.detail}; {hint}") from exc
+    if not body.goal.strip():
+        raise ApiError(422, "invalid body", "the goal is empty; say what the team should do")
+    return body
 
 
 async def _wait_or_cancel(runs: Runs, record: RunRecord, request: Request) -> None:

@@ -45,7 +45,7 @@ class NewRun(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
 
     goal: str
     session: str | None = None
-    deps: dict[str, object] | None = None
+    deps: dict[str, JsonValue] | None = None
 
 
 class Decision(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -15,6 +15,7 @@ from typing import final
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
+from regiment._json import JsonValue
 from regiment.errors import RegimentError
 from regiment.hierarchy import (
     RunFailed,
@@ -55,9 +56,12 @@ class Runs:
         self._tg = tg
         self._scopes: dict[str, anyio.CancelScope] = {}
 
-    async def start(self, goal: str, session: str | None) -> RunRecord:
-        """Start a run of ``goal``; returns once its id is known (its ``RunStarted``)."""
-        record: RunRecord = await self._tg.start(self._drive, goal, session)
+    async def start(
+        self, goal: str, session: str | None, deps: dict[str, JsonValue] | None = None
+    ) -> RunRecord:
+        """Start a run of ``goal`` (``deps``: the run's, read by tools as ``ctx.deps``);
+        returns once its id is known (its ``RunStarted``)."""
+        record: RunRecord = await self._tg.start(self._drive, goal, session, deps)
         return record
 
     def cancel(self, run_id: str) -> bool:
@@ -69,12 +73,17 @@ class Runs:
         return True
 
     async def _drive(
-        self, goal: str, session: str | None, *, task_status: TaskStatus[RunRecord]
+        self,
+        goal: str,
+        session: str | None,
+        deps: dict[str, JsonValue] | None,
+        *,
+        task_status: TaskStatus[RunRecord],
     ) -> None:
         record: RunRecord | None = None
         with anyio.CancelScope() as scope:
             try:
-                async with self.running.stream(goal, session=session) as events:
+                async with self.running.stream(goal, session=session, deps=deps) as events:
                     async for event in events:
                         if record is None:
                             assert isinstance(event, RunStarted), event

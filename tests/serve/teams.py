@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import anyio
 
-from examples.service.team import build_team, support_brain
+from examples.service.team import STATUS, build_team, support_brain
+from regiment import RunContext
 from regiment.hierarchy import Planner, Team, Worker
 from regiment.models import ScriptedModel
 from regiment.tools import tool
 
-__all__ = ("Stuck", "stuck_team", "support_team")
+__all__ = ("Stuck", "deps_team", "stuck_team", "support_team")
 
 
 def support_team() -> Team:
@@ -39,4 +40,17 @@ def stuck_team(stuck: Stuck) -> Team:
 
     model = ScriptedModel(support_brain)
     worker = Worker(name="support", description="Orders.", model=model, tools=[warehouse_scan])
+    return Team(name="support", planner=Planner(model=model), workers=[worker])
+
+
+def deps_team() -> Team:
+    """``order_status`` that answers for the user named in the run's deps."""
+
+    @tool
+    def order_status(order_id: str, ctx: RunContext[dict[str, str]]) -> str:
+        """Where an order is, as seen by the asking user."""
+        return f"{STATUS.get(order_id, 'unknown order')} (asked by {ctx.deps['user_id']})"
+
+    model = ScriptedModel(support_brain)
+    worker = Worker(name="support", description="Orders.", model=model, tools=[order_status])
     return Team(name="support", planner=Planner(model=model), workers=[worker])

@@ -73,7 +73,8 @@ async def test_unknown_run_unknown_route_and_approvals() -> None:
         (b'{"goal": 3}', "Expected `str`, got `int`"),
         (b'{"goal": "g", "colour": "red"}', "unknown field `colour`"),
         (b'{"goal": "  "}', "the goal is empty"),
-        (b'{"goal": "g", "deps": {"db": 1}}', "deps are not supported"),
+        (b'{"goal": "g", "deps": [1]}', "deps must be a JSON object"),
+        (b'{"goal": "g", "deps": "u-42"}', "Expected `object | null`, got `str` - at `$.deps`"),
     ],
 )
 async def test_bad_bodies_are_422_with_error_and_detail(body: bytes, detail: str) -> None:

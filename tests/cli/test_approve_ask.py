@@ -1,0 +1,172 @@
+"""``regiment run --approve ask``: approvals are asked on a real pseudo-terminal."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+
+import anyio
+import pytest
+
+from regiment.cli import run_async
+from regiment.cli._ask import TerminalApprover, asking
+from regiment.hierarchy import Planner, Team, TeamWorker, Worker
+from regiment.journal import ToolCallFinished, open_journal
+from regiment.models import ScriptedModel
+from regiment.tools import ApprovalRequest, ToolResult, Toolset, tool
+
+pytestmark = pytest.mark.anyio
+
+REPO = Path(__file__).resolve().parents[2]
+TEAM = str(REPO / "examples" / "refund" / "team_approval.toml")
+GOAL = "For order 77120 check refund eligibility, issue the refund if eligible, then email the customer."
+PROMPT = "approve? [y]es / [n]o / [e]dit JSON: "
+
+
+@pytest.fixture(autouse=True)
+def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds --app-dir to it
+
+
+@contextmanager
+def terminal(typed: bytes) -> Iterator[TextIO]:
+    """A pseudo-terminal's input side, with ``typed`` already typed into it."""
+    leader, follower = os.openpty()
+    stdin = open(follower, encoding="utf-8", closefd=True)  # noqa: SIM115 - closed below
+    try:
+        os.write(leader, typed)
+        yield stdin
+    finally:
+        os.close(leader)  # a hang-up first: a read still blocked on the terminal ends
+        stdin.close()
+
+
+async def _ask_run(typed: bytes, journal: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["run", TEAM, GOAL, "--model", "scripted", "--approve", "ask", "--journal", journal]
+    with terminal(typed) as stdin:
+        assert stdin.isatty()
+        code = await run_async(argv, stdout=out, stderr=err, environ={}, stdin=stdin)
+    return code, out.getvalue(), err.getvalue()
+
+
+async def _refunds(journal: str) -> list[ToolResult]:
+    opened = await open_journal(journal)
+    try:
+        (run,) = await opened.list_runs()
+        records = [e.record for e in await opened.read(run.run_id)]
+    finally:
+        await opened.close()
+    return [
+        r.result
+        for r in records
+        if isinstance(r, ToolCallFinished) and r.result.tool_name == "issue_refund"
+    ]
+
+
+async def test_yes_runs_the_refund_without_pausing(tmp_path: Path) -> None:
+    journal = str(tmp_path / "runs.db")
+    code, out, err = await _ask_run(b"maybe\ny\n", journal)
+    assert code == 0, err
+    assert "on the way" in out  # the e-mail after the refund
+    assert 'approval needed: issue_refund({"order_id": "77120"})' in err
+    assert "answer y (run it), n (do not run it) or e (run it with new JSON)" in err
+    assert err.count(PROMPT) == 2
+    assert "paused:" not in err
+    (refund,) = await _refunds(journal)
+    assert not refund.is_error
+    assert refund.arguments == {"order_id": "77120"}
+
+
+async def test_no_with_a_reason_tells_the_worker_and_runs_nothing(tmp_path: Path) -> None:
+    journal = str(tmp_path / "runs.db")
+    code, _, err = await _ask_run(b"n\nover the limit\n", journal)
+    assert code == 0, err
+    assert "reason: " in err
+    (refund,) = await _refunds(journal)
+    assert refund.is_error
+    assert refund.content == "denied: over the limit"
+
+
+async def test_edit_is_checked_until_it_fits_the_schema(tmp_path: Path) -> None:
+    journal = str(tmp_path / "runs.db")
+    typed = b'e [1]\ne {"order_id": 77120}\ne\n{"order_id": "77120"}\n'
+    code, _, err = await _ask_run(typed, journal)
+    assert code == 0, err
+    assert "the arguments must be one JSON object" in err
+    assert "those arguments do not validate:" in err
+    assert "decide again" in err
+    assert "arguments (JSON object): " in err
+    (refund,) = await _refunds(journal)
+    assert not refund.is_error
+    assert refund.arguments == {"order_id": "77120"}
+
+
+async def test_end_of_input_denies(tmp_path: Path) -> None:
+    journal = str(tmp_path / "runs.db")
+    code, _, err = await _ask_run(b"\x04", journal)  # Ctrl-D on an empty line
+    assert code == 0, err
+    (refund,) = await _refunds(journal)
+    assert refund.content == "denied: no answer: the terminal's input ended"
+
+
+async def test_without_a_terminal_ask_is_a_usage_error(tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["run", TEAM, GOAL, "--model", "scripted", "--approve", "ask", "--no-journal"]
+    code = await run_async(argv, stdout=out, stderr=err, environ={}, stdin=io.StringIO("y\n"))
+    assert code == 2
+    assert "--approve ask needs a terminal" in err.getvalue()
+    assert "regiment approvals RUN_ID" in err.getvalue()
+    assert "regiment approve RUN_ID REQUEST_ID" in err.getvalue()
+    assert out.getvalue() == ""
+
+
+async def test_workers_of_nested_teams_are_asked_too() -> None:
+    @tool(requires_approval=True)
+    def issue_refund(order_id: str) -> str:
+        """Refund an order."""
+        paid.append(order_id)
+        return f"refunded {order_id}"
+
+    paid: list[str] = []
+    model = ScriptedModel(["unused"])
+    billing = Worker(name="billing", description="Refunds.", model=model, tools=[issue_refund])
+    inner = Team(name="inner", planner=Planner(model=model), workers=[billing])
+    sub = TeamWorker(name="sub", description="A billing desk.", team=inner)
+    outer = Team(name="outer", planner=Planner(model=model), workers=[sub])
+    err = io.StringIO()
+    with terminal(b'e {"order_id": "9"}\n') as stdin:
+        asked = asking(outer, TerminalApprover(stdin, err))
+        (nested,) = asked.workers
+        assert isinstance(nested, TeamWorker)
+        (worker,) = nested.team.workers
+        assert isinstance(worker, Worker)
+        result = await worker.toolset.call("issue_refund", {"order_id": "1"}, call_id="c1")
+    assert (result.content, result.is_error) == ("refunded 9", False)
+    assert paid == ["9"]
+    assert 'approval needed: issue_refund({"order_id": "1"})' in err.getvalue()
+    assert billing.toolset.approver is None  # the team given is left as it was
+
+
+async def test_a_cancelled_question_leaves_no_thread_that_holds_the_process() -> None:
+    toolset = Toolset("billing", [])
+    request = ApprovalRequest(tool_name="issue_refund", call_id="c1", arguments={"order_id": "1"})
+    err = io.StringIO()
+    with terminal(b"") as stdin:  # nothing typed: the question waits
+        approver = TerminalApprover(stdin, err).for_tools(toolset)
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(approver, request)
+                await anyio.wait_all_tasks_blocked()
+                scope.cancel()
+        assert scope.cancelled_caught
+        (reader,) = [t for t in threading.enumerate() if t.name == "regiment-approve-ask"]
+        assert reader.daemon  # blocked on the terminal, but the process can still exit
+        assert PROMPT in err.getvalue()
+    reader.join()  # the terminal closed: its read ended
