@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import msgspec
-from pydantic import BaseModel
 
 from regiment.hierarchy import _result
 from regiment.hierarchy import events as _events
 from regiment.hierarchy._result import RunResult, with_output
 from regiment.hierarchy.events import Event
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = ("event_from_json", "result_from_json", "to_json")
 

@@ -20,10 +20,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import final
+from typing import TYPE_CHECKING, final
 
 import anyio
-from pydantic import BaseModel
 
 from regiment.actors import open_actor_system
 from regiment.errors import ConfigError
@@ -44,6 +43,9 @@ from regiment.journal import JournalSpec, open_journal
 from regiment.models import ModelSettings
 from regiment.telemetry import Telemetry
 from regiment.tools import MCPHub
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = ("Team",)
 

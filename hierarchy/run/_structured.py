@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import final
+from typing import TYPE_CHECKING, final
 
 import msgspec
-from pydantic import BaseModel, ValidationError
 
 from regiment.errors import ConfigError, OutputInvalid
 from regiment.hierarchy._live_events import LiveSink
@@ -34,6 +33,9 @@ from regiment.models import (
     structured_text,
 )
 from regiment.tools import ToolDefinition
+
+if TYPE_CHECKING:  # pydantic loads on first use (see tests/test_import_cost.py)
+    from pydantic import BaseModel
 
 __all__ = ("AnswerShape", "shaped", "structured_call")
 
@@ -64,6 +66,8 @@ class AnswerShape:
         Raises:
             ConfigError: ``kind`` is not a pydantic model class, or ``retries`` is negative.
         """
+        from pydantic import BaseModel
+
         if not (isinstance(kind, type) and issubclass(kind, BaseModel)):
             raise ConfigError(
                 f"team '{team}': output_type must be a pydantic model class "
@@ -87,6 +91,8 @@ class AnswerShape:
         An answer guard may have edited the validated JSON; an edit that no longer
         validates leaves ``output`` empty (and is logged), the answer stays as edited.
         """
+        from pydantic import ValidationError
+
         if result.status != "completed":
             return result
         try:
@@ -115,6 +121,8 @@ async def structured_call(
     Raises:
         OutputInvalid: no answer validated; names the model and the last error.
     """
+    from pydantic import ValidationError
+
     request = msgspec.structs.replace(request, output=shape.tool)
     spent = Usage()
     detail = ""
