@@ -4,14 +4,17 @@ and returns the instance as ``RunResult.output``."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
 
 from regiment.errors import ConfigError, OutputInvalid
 from regiment.hierarchy import Planner, RunResult, Team, Worker, result_from_json, to_json
+from regiment.hierarchy.run._journaling import config_hash
 from regiment.models import (
     Message,
     ModelRequest,
@@ -170,3 +173,24 @@ def test_a_result_without_a_structured_answer_has_no_output() -> None:
         run_id="r", goal="g", answer="text", status="completed", plans=(), steps=(), committed=()
     )
     assert result.output is None
+
+
+class Refusal(BaseModel):
+    """A refusal."""
+
+    order_id: str
+    reason: str
+
+
+async def test_a_journaled_structured_run_and_its_config_hash(tmp_path: Path) -> None:
+    team = team_answering(iter([MISSING_AMOUNT, VALID]), [])
+    async with team.start(journal=tmp_path / "runs.db") as running:
+        result = await running.run("refund A-1?")
+
+    assert result.output_as(Refund).amount == 12.5
+    assert result.model_calls == 4
+    plain = dataclasses.replace(team, output_type=None)
+    other = dataclasses.replace(team, output_type=Refusal)
+    fewer = dataclasses.replace(team, output_retries=0)
+    hashes = {config_hash(t) for t in (team, plain, other, fewer)}
+    assert len(hashes) == 4  # a resume refuses a team whose answer shape changed
