@@ -22,6 +22,7 @@ The tree::
     │   ├── StepFailed                 a step failed and no replan could recover it
     │   ├── BudgetExceeded             a budget limit was reached (when configured to raise)
     │   ├── GuardrailError             a guardrail tripped where the run or step cannot go on
+    │   ├── OutputInvalid              the structured answer failed validation on every attempt
     │   └── RunCancelled               the run was cancelled by its caller
     ├── ApprovalError                  a decision on an approval request cannot be taken
     └── JournalError                   the run journal cannot be opened, read or written
@@ -57,6 +58,7 @@ __all__ = (
     "ModelAPIError",
     "ModelConnectionError",
     "ModelError",
+    "OutputInvalid",
     "PlanError",
     "RegimentError",
     "RetryableToolError",
@@ -203,6 +205,22 @@ class BudgetExceeded(RunError):
     def __init__(self, message: str, *, limit: str) -> None:
         super().__init__(message)
         self.limit = limit
+
+
+class OutputInvalid(RunError):
+    """The synthesizer's structured answer did not validate, on every attempt.
+
+    Attributes:
+        output_type: the qualified name of the pydantic model the answer must match.
+        attempts: how many answers were asked for (the first and each re-ask).
+        detail: the last validation error.
+    """
+
+    def __init__(self, message: str, *, output_type: str, attempts: int, detail: str) -> None:
+        super().__init__(message)
+        self.output_type = output_type
+        self.attempts = attempts
+        self.detail = detail
 
 
 class RunCancelled(RunError):

@@ -13,6 +13,7 @@ from regiment.config._imports import (
     IncludeChain,
     import_callable,
     import_guardrails,
+    import_output_type,
     import_tool,
     nested_team_file,
 )
@@ -192,6 +193,7 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
     planner = _planner(config.planner, models, source)
     critic = _critic(config.critic, models, source) if config.critic is not None else None
     guards = import_guardrails(config.guardrails, where=f"{source}: guardrails")
+    output_type = import_output_type(config.output_type, where=f"{source}: output_type")
     wanted = config.compression
     compression = (
         _checked(source, "compression", lambda: _compression(wanted, models, source))
@@ -213,6 +215,8 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
             telemetry=tree.telemetry,
             settings=_settings(config.settings, source, "settings"),
             guardrails=guards,
+            output_type=output_type,
+            output_retries=config.output_retries,
         ),
     )
 
@@ -390,10 +394,7 @@ def _checked(source: str, key: str, make: Callable[[], _T]) -> _T:
     try:
         return make()
     except InvalidValue as exc:
-        raise ConfigError(f"{source}: {_key(key, exc.field)}: {exc.problem}") from exc
+        where = f"{key}.{exc.field}" if key else exc.field
+        raise ConfigError(f"{source}: {where}: {exc.problem}") from exc
     except ConfigError as exc:
         raise ConfigError(f"{source}: {key + ': ' if key else ''}{exc}") from exc
-
-
-def _key(section: str, field: str) -> str:
-    return f"{section}.{field}" if section else field

@@ -9,6 +9,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 
+from pydantic import BaseModel
+
 from regiment.errors import ConfigError
 from regiment.hierarchy.guard import Guardrail, as_guardrail
 from regiment.tools import Tool
@@ -18,6 +20,7 @@ __all__ = (
     "import_callable",
     "import_guardrails",
     "import_object",
+    "import_output_type",
     "import_tool",
     "nested_team_file",
 )
@@ -95,6 +98,19 @@ def import_callable(spec: str, *, where: str, expected: str) -> Callable[..., ob
     if not callable(found) or inspect.isclass(found):
         raise ConfigError(f"{where}: {spec!r} is {_kind(found)}; expected {expected}")
     return found
+
+
+def import_output_type(spec: str | None, *, where: str) -> type[BaseModel] | None:
+    """The pydantic model class an ``output_type = "module:Model"`` entry names."""
+    if spec is None:
+        return None
+    found = import_object(spec, where=where)
+    if inspect.isclass(found) and issubclass(found, BaseModel):
+        return found
+    raise ConfigError(
+        f"{where}: {spec!r} is {_kind(found)}; expected a pydantic model class "
+        "(a subclass of pydantic.BaseModel)"
+    )
 
 
 def _import_module(name: str, spec: str, where: str) -> ModuleType:

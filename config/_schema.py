@@ -193,6 +193,8 @@ class TeamConfig(_Section, frozen=True, kw_only=True):
         guardrails: ``module:attribute`` paths of guardrails for the whole team
             (the planner, critic and workers take ``guardrails`` too; workers also
             ``tool_guardrails``, by tool name).
+        output_type: ``module:Model`` of a pydantic model the answer must match
+            (``Team.output_type``); ``output_retries``: re-asks of an invalid answer.
     """
 
     name: str
@@ -207,6 +209,8 @@ class TeamConfig(_Section, frozen=True, kw_only=True):
     compression: CompressionConfig | None = None
     settings: JsonObject | None = None
     guardrails: tuple[str, ...] = ()
+    output_type: str | None = None
+    output_retries: int = 2
 
     def model_specs(self) -> dict[str, str]:
         """Every role's model spec, keyed by key path (``planner.model``, ``workers[0].model``, ...).

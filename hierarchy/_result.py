@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 import msgspec
 
@@ -16,12 +16,14 @@ from regiment.tools import ApprovalRequest
 if TYPE_CHECKING:
     from regiment.hierarchy.events import Event
 
-__all__ = ("RunResult", "RunStatus")
+__all__ = ("RunResult", "RunStatus", "with_output")
+
+_T = TypeVar("_T")
 
 RunStatus: TypeAlias = Literal["completed", "partial", "cancelled", "paused"]
 
 
-class RunResult(msgspec.Struct, frozen=True, kw_only=True):
+class RunResult(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     """The outcome of one run.
 
     Attributes:
@@ -50,6 +52,12 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
             (``RunningTeam.approve``, then resume).
         events: every event of the run, in order: the ones ``stream`` yields,
             up to the closing ``RunCompleted`` (which carries this result).
+        output: (a property) with ``Team(output_type=...)``, the validated answer.
+
+    A structured answer lives twice: ``answer`` is its JSON text, ``output`` the
+    validated instance. Only ``answer`` is encoded (``to_json``, the journal, the
+    service): a pydantic instance is no msgspec value. Decoding rebuilds
+    ``output`` when told the type: ``result_from_json(data, output_type=Model)``.
     """
 
     run_id: str
@@ -74,6 +82,28 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     events: tuple[Event, ...] = ()
 
     @property
+    def output(self) -> Any:
+        """The validated structured answer (``Team(output_type=...)``), else ``None``.
+
+        ``output_as(Model)`` gives it typed.
+        """
+        return self.__dict__.get("output")
+
+    def output_as(self, kind: type[_T]) -> _T:
+        """``output``, checked to be a ``kind`` (typed for type checkers).
+
+        Raises:
+            TypeError: there is no structured answer, or it is not a ``kind``.
+        """
+        found = self.output
+        if not isinstance(found, kind):
+            raise TypeError(
+                f"run {self.run_id}: output is {type(found).__name__}, not {kind.__name__}; "
+                f"give the team output_type={kind.__name__} (status: {self.status})"
+            )
+        return found
+
+    @property
     def plan(self) -> Plan:
         """The last plan version."""
         return self.plans[-1]
@@ -90,3 +120,9 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
         raise KeyError(
             f"step {step_id!r} was not committed; committed: {', '.join(self.committed)}"
         )
+
+
+def with_output(result: RunResult, output: object) -> RunResult:
+    """``result`` with ``output`` attached (kept out of its encoding)."""
+    result.__dict__["output"] = output
+    return result

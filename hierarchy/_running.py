@@ -321,6 +321,7 @@ def _runtime(
         telemetry=telemetry,
         settings=team.settings,
         guards=guards,
+        output=None if team.output_type is None else team.output_shape(),
     )
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import final
+from typing import TYPE_CHECKING, final
 
 import anyio
 
@@ -36,12 +36,16 @@ from regiment.hierarchy._result import RunResult
 from regiment.hierarchy._running import RunningTeam
 from regiment.hierarchy.guard._types import GuardLike, as_guardrails
 from regiment.hierarchy.run._journaling import LEASE_TTL
+from regiment.hierarchy.run._structured import AnswerShape
 from regiment.hierarchy.workers._team_worker import TeamWorker
 from regiment.hierarchy.workers._worker import Worker
 from regiment.journal import JournalSpec, open_journal
 from regiment.models import ModelSettings
 from regiment.telemetry import Telemetry
 from regiment.tools import MCPHub
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = ("Team",)
 
@@ -67,6 +71,12 @@ class Team:
             own settings (``Planner.settings``, ``Worker.settings``, ...) win
             over them key by key.
         guardrails: guards that apply everywhere: every step, the plan, the answer.
+        output_type: a pydantic model the answer must match: the synthesizer is asked
+            for it natively (a forced tool for Claude, a JSON-schema response format
+            for Chat Completions), ``RunResult.output`` holds the validated instance
+            and ``RunResult.answer`` its JSON text (without artefacts appended).
+        output_retries: re-asks of an answer that does not validate (each carries the
+            validation error) before the run fails with ``OutputInvalid``.
     """
 
     name: str
@@ -80,6 +90,8 @@ class Team:
     telemetry: Telemetry | None = None
     settings: ModelSettings | None = None
     guardrails: Sequence[GuardLike] = ()
+    output_type: type[BaseModel] | None = None
+    output_retries: int = 2
 
     def __post_init__(self) -> None:
         names = [w.name for w in self.workers]
@@ -94,6 +106,12 @@ class Team:
             raise ConfigError(f"team '{self.name}': concurrency must be at least 1")
         object.__setattr__(self, "guardrails", as_guardrails(self.guardrails, "team: "))
         object.__setattr__(self, "guardrails", as_guardrails(self.guardrails, "team: "))
+        if self.output_type is not None:
+            self.output_shape()  # a bad output_type or output_retries fails here
+
+    def output_shape(self) -> AnswerShape:
+        """How the synthesis asks for and checks ``output_type`` (set it first)."""
+        return AnswerShape.of(self.output_type, self.output_retries, team=self.name)
 
     @asynccontextmanager
     async def start(

@@ -172,7 +172,7 @@ class PlannerActor(PausesForApprovals, GuardedActor):
         if reply.error is not None or reply.response is None:
             self._fail(reply.error if isinstance(reply.error, RunError) else model_failure(reply))
             return
-        self._record(ModelCharged(reply.purpose, reply.response.usage, reply.response))
+        self._record(ModelCharged(reply.purpose, reply.response.usage, reply.response, reply.calls))
         text = reply.response.text
         match phase:
             case Planning():

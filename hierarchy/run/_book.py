@@ -64,6 +64,7 @@ from regiment.hierarchy.run._dispatch import Dispatcher
 from regiment.hierarchy.run._guarding import note_events
 from regiment.hierarchy.run._rounds import Rounds, carried_tokens
 from regiment.hierarchy.run._runtime import TeamRuntime
+from regiment.hierarchy.run._structured import shaped
 from regiment.hierarchy.run._trace import RunTrace
 from regiment.hierarchy.run._versions import PlanVersions
 from regiment.models import Usage
@@ -118,7 +119,7 @@ class RunBook:
     ) -> None:
         self.run_id = run_id
         self.goal = goal
-        self.team = team.name
+        self.team, self.shape = team.name, team.output
         self.channel = channel
         self.trace = trace
         self.versions = PlanVersions()
@@ -155,8 +156,8 @@ class RunBook:
                     self._emit(failed)
             case StepCommitted():
                 self._commit(change)
-            case ModelCharged(purpose=purpose, usage=usage):
-                self.spending.charge(ROLES[purpose], usage, model_calls=1)
+            case ModelCharged(purpose=purpose, usage=usage, calls=calls):
+                self.spending.charge(ROLES[purpose], usage, model_calls=calls)
             case ReportDropped() | StepEnded() | CheckRejected():
                 self._not_committed(change)
             case ToolCallsRefused(report=r, ends_run=ends):
@@ -306,7 +307,7 @@ class RunBook:
         """Close the channel with the run's last event."""
         match change:
             case RunFinished(answer=answer, status=status):
-                result = self.result(answer, status)
+                result = shaped(self.shape, self.result(answer, status))
                 self.channel.result = result
                 self._close(RunCompleted(run_id=self.run_id, result=result))
             case RunAborted(error=error):
@@ -318,8 +319,8 @@ class RunBook:
                 assert_never(change)
 
     def answer(self, text: str) -> str:
-        """The synthesiser's answer, with the finished artefacts verbatim after it."""
-        return "\n\n".join([text.strip(), *self.versions.artifacts]).strip()
+        """The synthesiser's answer, then the artefacts (a structured one: its JSON alone)."""
+        return "\n\n".join([text.strip(), *([] if self.shape else self.versions.artifacts)]).strip()
 
     def partial_answer(self) -> str:
         """The answer of a run whose budget ran out: what it committed, verbatim."""

@@ -33,6 +33,7 @@ from regiment.hierarchy.run._messages import (
     Purpose,
 )
 from regiment.hierarchy.run._runtime import TeamRuntime
+from regiment.hierarchy.run._structured import structured_call
 from regiment.hierarchy.run._trace import RunTrace
 from regiment.models import ModelRequest, ModelResponse, ModelSettings, Role, estimate_tokens
 
@@ -198,12 +199,21 @@ class PhaseCalls:
                 if purpose == "replan":
                     self._trace.telemetry.recorder.replan(span, new_version=facts.version + 1)
                 try:
-                    response = replayed or await self._caller(purpose).call(request, self._live)
-                    reply = ModelReplied(purpose, token, response)
+                    response, calls = (
+                        (replayed, 1) if replayed else await self._ask(purpose, request)
+                    )
+                    reply = ModelReplied(purpose, token, response, calls=calls)
                 except Exception as exc:  # any failure of the model ends the run with it
                     self._trace.telemetry.recorder.failure(span, exc)
                     reply = ModelReplied(purpose, token, None, exc)
             await ctx.self_ref.send(reply)
+
+    async def _ask(self, purpose: Purpose, request: ModelRequest) -> tuple[ModelResponse, int]:
+        """The reply to one call, and how many model calls it took."""
+        shape = self._team.output
+        if purpose == "synthesis" and shape is not None:  # validated, re-asked (bounded)
+            return await structured_call(self._synth, request, shape, self._live)
+        return await self._caller(purpose).call(request, self._live), 1
 
     def _span(self, purpose: Purpose, facts: SpanFacts) -> AbstractContextManager[Span]:
         telemetry = self._team.telemetry

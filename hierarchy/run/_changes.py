@@ -150,6 +150,7 @@ class ModelCharged(msgspec.Struct, frozen=True):
     purpose: Purpose
     usage: Usage
     response: ModelResponse | None = None  # what a journal replays on resume
+    calls: int = 1  # model calls it took (a structured answer may be asked again)
 
 
 @final

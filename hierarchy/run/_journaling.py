@@ -78,7 +78,8 @@ def config_hash(team: Team) -> str:
     """A hash of what shapes a team's runs, so a resume can refuse a changed team.
 
     It covers the team's name, concurrency, budget and check names; the planner
-    (models, prompts, limits), critic and compression; and every worker: its
+    (models, prompts, limits), critic and compression; a structured answer's schema
+    and re-ask bound; and every worker: its
     description, model, prompt, limits and each tool's name, description and
     schema (nested teams included). Telemetry is left out: it does not change
     what a run does.
@@ -104,6 +105,9 @@ def _config_parts(team: Team) -> list[str]:
         "" if team.critic is None else repr(team.critic.prompt) + _model(team.critic.model),
         _compression(team.compression),
     ]
+    if team.output_type is not None:  # a structured answer: its schema and its bound
+        shape = team.output_shape()
+        parts.append(f"output {msgspec.json.encode(shape.tool).decode()} x{shape.attempts}")
     for worker in team.workers:
         parts.append(f"worker {worker.name}: {worker.description} artifact={worker.artifact}")
         match worker:

@@ -42,6 +42,7 @@ class ModelReplied:
     token: int
     response: ModelResponse | None
     error: Exception | None = None
+    calls: int = 1  # model calls made for it (a structured answer's re-asks count)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._messages import WorkerMessage
 from regiment.hierarchy._planner import Planner
 from regiment.hierarchy.guard._roles import RoleGuards
+from regiment.hierarchy.run._structured import AnswerShape
 from regiment.hierarchy.workers._worker import WorkerSpec
 from regiment.models import ModelSettings
 from regiment.telemetry import Telemetry
@@ -36,3 +37,4 @@ class TeamRuntime:
     telemetry: Telemetry
     settings: ModelSettings | None = None  # every role's default (Team.settings)
     guards: RoleGuards = field(default_factory=RoleGuards)
+    output: AnswerShape | None = None  # Team(output_type=...): the synthesis answers in JSON

@@ -1,0 +1,168 @@
+"""Structured answers: the synthesis asks for JSON matching a pydantic model,
+validates it, and re-asks with the validation error, a bounded number of times.
+
+The request carries the model's JSON schema as ``ModelRequest.output`` (Claude
+answers by a forced tool call, a Chat Completions server under a JSON-schema
+response format, a scripted model with its text). Whatever the provider, the
+reply the planner actor sees holds the answer's JSON text as its only part, so
+the run's ``answer`` is that JSON text, and the journal replays it like any
+other reply. The validated instance is attached to the ``RunResult`` as
+``output``; it is not part of the result's JSON (see ``RunResult.output``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, final
+
+import msgspec
+
+from regiment.errors import ConfigError, OutputInvalid
+from regiment.hierarchy._live_events import LiveSink
+from regiment.hierarchy._result import RunResult, with_output
+from regiment.hierarchy.guard._roles import Caller
+from regiment.models import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+    structured_text,
+)
+from regiment.tools import ToolDefinition
+
+if TYPE_CHECKING:  # pydantic loads on first use (see tests/test_import_cost.py)
+    from pydantic import BaseModel
+
+__all__ = ("AnswerShape", "shaped", "structured_call")
+
+logger = logging.getLogger("regiment")
+
+TOOL_NAME = "final_answer"
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class AnswerShape:
+    """A team's structured answer: the pydantic model, its tool definition, the bound.
+
+    Attributes:
+        kind: the pydantic model the answer must validate against.
+        tool: the answer's schema as a tool definition (``ModelRequest.output``).
+        attempts: answers asked for at most: the first, then one per re-ask.
+    """
+
+    kind: type[BaseModel]
+    tool: ToolDefinition
+    attempts: int
+
+    @classmethod
+    def of(cls, kind: object, retries: int, *, team: str) -> AnswerShape:
+        """The shape of ``Team(output_type=kind, output_retries=retries)``.
+
+        Raises:
+            ConfigError: ``kind`` is not a pydantic model class, or ``retries`` is negative.
+        """
+        from pydantic import BaseModel
+
+        if not (isinstance(kind, type) and issubclass(kind, BaseModel)):
+            raise ConfigError(
+                f"team '{team}': output_type must be a pydantic model class "
+                f"(a subclass of pydantic.BaseModel), got {kind!r}"
+            )
+        if retries < 0:
+            raise ConfigError(f"team '{team}': output_retries must be 0 or more, got {retries}")
+        described = (kind.__doc__ or "").strip() or f"The final answer, as a {kind.__name__}."
+        schema = kind.model_json_schema()
+        tool = ToolDefinition(name=TOOL_NAME, description=described, input_schema=schema)
+        return cls(kind, tool, retries + 1)
+
+    @property
+    def name(self) -> str:
+        """The model's qualified name, for messages."""
+        return f"{self.kind.__module__}.{self.kind.__qualname__}"
+
+    def attach(self, result: RunResult) -> RunResult:
+        """``result`` with its ``output``: the completed answer, validated.
+
+        An answer guard may have edited the validated JSON; an edit that no longer
+        validates leaves ``output`` empty (and is logged), the answer stays as edited.
+        """
+        from pydantic import ValidationError
+
+        if result.status != "completed":
+            return result
+        try:
+            return with_output(result, self.kind.model_validate_json(result.answer))
+        except ValidationError as exc:
+            logger.warning("run %s: the answer no longer validates: %s", result.run_id, exc)
+            return result
+
+
+def shaped(shape: AnswerShape | None, result: RunResult) -> RunResult:
+    """``result``, with its ``output`` when the team has a structured answer."""
+    return result if shape is None else shape.attach(result)
+
+
+async def structured_call(
+    caller: Caller,
+    request: ModelRequest,
+    shape: AnswerShape,
+    live: LiveSink | None = None,
+) -> tuple[ModelResponse, int]:
+    """Ask for the answer until it validates, at most ``shape.attempts`` times.
+
+    Returns the last reply reduced to the answer's JSON text, charged with the
+    usage of every attempt, and the number of attempts.
+
+    Raises:
+        OutputInvalid: no answer validated; names the model and the last error.
+    """
+    from pydantic import ValidationError
+
+    request = msgspec.structs.replace(request, output=shape.tool)
+    spent = Usage()
+    detail = ""
+    for attempt in range(1, shape.attempts + 1):
+        response = await caller.call(request, live)
+        spent = spent + response.usage
+        text = structured_text(response, shape.tool)
+        try:
+            shape.kind.model_validate_json(text)
+        except ValidationError as exc:
+            detail = str(exc)
+            logger.info("the structured answer did not validate; asking again: %s", detail)
+            request = _reask(request, response, shape, detail)
+            continue
+        parts = (TextPart(text=text),)
+        return msgspec.structs.replace(response, parts=parts, usage=spent), attempt
+    raise OutputInvalid(
+        f"the synthesizer's answer did not validate against {shape.name} in "
+        f"{shape.attempts} attempt(s); last error: {detail}. Make the model easier to "
+        "fill (fewer required fields, plainer types), raise Team(output_retries=...), "
+        "or use a stronger synthesizer model",
+        output_type=shape.name,
+        attempts=shape.attempts,
+        detail=detail,
+    )
+
+
+def _reask(
+    request: ModelRequest, response: ModelResponse, shape: AnswerShape, detail: str
+) -> ModelRequest:
+    """The request again, with the invalid answer and what was wrong with it."""
+    feedback = (
+        f"That answer does not validate against {shape.kind.__name__}:\n{detail}\n"
+        "Answer again with one JSON object that matches the schema."
+    )
+    calls = [p for p in response.parts if isinstance(p, ToolCallPart) and p.name == TOOL_NAME]
+    reply: tuple[TextPart | ToolResultPart, ...] = (
+        tuple(ToolResultPart(call_id=c.id, content=feedback, is_error=True) for c in calls)
+        if calls
+        else (TextPart(text=feedback),)
+    )
+    turns = (*request.messages, response.to_message(), Message(role="user", parts=reply))
+    return msgspec.structs.replace(request, messages=turns)
