@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, final
 
 import msgspec
 
+from regiment._json import JsonObject
 from regiment.errors import GuardrailError
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
 from regiment.hierarchy.guard._types import (
@@ -23,7 +24,7 @@ from regiment.hierarchy.guard._types import (
 )
 from regiment.models import Message, ModelRequest, ModelResponse, ToolCallPart, ToolResultPart
 from regiment.telemetry import Telemetry
-from regiment.tools import ToolResult
+from regiment.tools import Tool, ToolResult
 
 if TYPE_CHECKING:
     from regiment.hierarchy._messages import AssignStep
@@ -186,28 +187,25 @@ class StepGuards:
         step_id: str,
         progress: StepProgress,
         run: Callable[[ToolCallPart], Awaitable[ToolResult]],
+        tool: Tool[..., object] | None,
     ) -> ToolResult:
         """Run one tool call (``run`` runs it) between its guards.
+
+        The call guards see the arguments as ``tool``'s schema reads them; a call
+        whose arguments do not validate (or of a tool the worker lacks) goes to
+        ``run`` unguarded, which answers it with the usual tool error.
 
         Raises:
             GuardrailError: a ``fail_step`` guard tripped on the call or its result.
         """
         where = Where("worker", self.worker, step_id)
-        arguments: Mapping[str, object] = call.arguments
         before = self.tool_call.get(call.name, self.any_call)
-        if before:
-            subject = ToolCallSubject(
-                worker=self.worker, step_id=step_id, tool=call.name, arguments=call.arguments
-            )
-            checked = await run_chain(before, subject, self.telemetry, progress.guard_notes, where)
-            _charge(progress, checked)
-            if (guard := checked.tripped) is not None:
-                if guard.on_trip == "fail_step":
-                    raise tripped(checked, "tool_call")
-                return _refused(call, guard, checked.reason)
-            arguments = checked.subject.arguments
-        if arguments is not call.arguments:  # a guard rewrote them
-            call = msgspec.structs.replace(call, arguments=dict(arguments))
+        validated = None if tool is None or not before else tool.validated(call.arguments)
+        if tool is not None and isinstance(validated, dict):
+            checked = await self._check_call(before, call, validated, tool, progress, where)
+            if isinstance(checked, ToolResult):
+                return checked
+            call = checked
         result = await run(call)
         after = self.tool_result.get(call.name, self.any_result)
         if not after:
@@ -231,6 +229,41 @@ class StepGuards:
             )
         new = judged.subject
         return msgspec.structs.replace(result, content=new.content, is_error=new.is_error)
+
+    async def _check_call(
+        self,
+        before: tuple[Guardrail, ...],
+        call: ToolCallPart,
+        arguments: JsonObject,
+        tool: Tool[..., object],
+        progress: StepProgress,
+        where: Where,
+    ) -> ToolCallPart | ToolResult:
+        """The call as the guards leave it, or the result that answers it instead."""
+        subject = ToolCallSubject(
+            worker=self.worker, step_id=str(where.step_id), tool=call.name, arguments=arguments
+        )
+        checked = await run_chain(before, subject, self.telemetry, progress.guard_notes, where)
+        _charge(progress, checked)
+        if (guard := checked.tripped) is not None:
+            if guard.on_trip == "fail_step":
+                raise tripped(checked, "tool_call")
+            return _refused(call, guard, checked.reason)
+        if checked.subject is subject:
+            return call
+        rewritten = dict(checked.subject.arguments)
+        problem = tool.validated(rewritten)
+        if isinstance(problem, str):  # a rewrite is held to the tool's schema too
+            return ToolResult(
+                call_id=call.id,
+                tool_name=call.name,
+                content=f"invalid arguments for tool {call.name!r} after a guardrail "
+                f"rewrote them: {problem}",
+                is_error=True,
+                error_type="invalid_arguments",
+                arguments=rewritten,
+            )
+        return msgspec.structs.replace(call, arguments=rewritten)
 
 
 def _charge(progress: StepProgress, checked: Checked[Any]) -> None:

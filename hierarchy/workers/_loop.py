@@ -129,7 +129,8 @@ async def _call_tools(
                 result = await journaled.tool(toolset, first + index, call, approver)
             else:
                 run = functools.partial(journaled.tool, toolset, first + index, approver=approver)
-                result = await guards.call_tool(call, assign.step.id, progress, run)
+                tool = toolset.get(call.name)
+                result = await guards.call_tool(call, assign.step.id, progress, run, tool)
             failure = (result.error_type or sc.ERROR_OTHER) if result.is_error else None
             telemetry.recorder.tool_outcome(span, failure or "ok", error_type=failure)
             telemetry.recorder.tool_result(span, result.content)
