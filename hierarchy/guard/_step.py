@@ -14,7 +14,9 @@ import msgspec
 
 from regiment._json import JsonObject
 from regiment.errors import GuardrailError
+from regiment.hierarchy._messages import BudgetLimit, StepAllowance
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
+from regiment.hierarchy.guard._judge import Purse, judging_within
 from regiment.hierarchy.guard._types import (
     Guardrail,
     ReplySubject,
@@ -22,7 +24,14 @@ from regiment.hierarchy.guard._types import (
     ToolCallSubject,
     ToolResultSubject,
 )
-from regiment.models import Message, ModelRequest, ModelResponse, ToolCallPart, ToolResultPart
+from regiment.models import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    ToolResultPart,
+    estimate_tokens,
+)
 from regiment.telemetry import Telemetry
 from regiment.tools import Tool, ToolResult
 
@@ -30,7 +39,7 @@ if TYPE_CHECKING:
     from regiment.hierarchy._messages import AssignStep
     from regiment.hierarchy.workers._loop import StepProgress
 
-__all__ = ("StepGuards", "tripped")
+__all__ = ("StepGuards", "step_purse", "tripped")
 
 
 class Caller(Protocol):
@@ -104,9 +113,15 @@ class StepGuards:
         ``messages`` given the reply and the reason)."""
         step_id = assign.step.id
 
+        # a judge runs while the step's own call is pending (not yet charged)
+        purse = step_purse(assign.allowance, progress, pending=1)
+
         async def call(request: ModelRequest) -> ModelResponse | None:
-            response = await caller.call(await self.check_request(request, step_id, progress))
-            checked = await self.check_reply(response, step_id, progress)
+            with judging_within(purse):
+                request = await self.check_request(request, step_id, progress)
+            response = await caller.call(request)
+            with judging_within(purse):
+                checked = await self.check_reply(response, step_id, progress)
             if isinstance(checked, ModelResponse):
                 return checked
             progress.model_calls += 1
@@ -264,6 +279,31 @@ class StepGuards:
                 arguments=rewritten,
             )
         return msgspec.structs.replace(call, arguments=rewritten)
+
+
+def step_purse(allowance: StepAllowance, progress: StepProgress, pending: int = 0) -> Purse:
+    """The step's allowance as a purse for its guards' judge calls; ``pending``
+    model calls of the step are in flight, not yet charged."""
+
+    def left(
+        request: ModelRequest, made: Sequence[ModelResponse]
+    ) -> tuple[BudgetLimit, str] | None:
+        calls = progress.model_calls + pending + len(made)
+        if allowance.model_calls is not None and calls >= allowance.model_calls:
+            return "model_calls", (
+                f"the step's model call allowance of {allowance.model_calls} is used up"
+            )
+        if allowance.tokens is not None:
+            spent = progress.usage.total_tokens + sum(r.usage.total_tokens for r in made)
+            needed = estimate_tokens(request)
+            if needed > allowance.tokens - spent:
+                return "tokens", (
+                    f"the step's token allowance of {allowance.tokens} has "
+                    f"{max(0, allowance.tokens - spent)} left, the judge call needs about {needed}"
+                )
+        return None
+
+    return left
 
 
 def _charge(progress: StepProgress, checked: Checked[Any]) -> None:
