@@ -68,9 +68,9 @@ class GuardedActor(Actor[PlannerMessage, None]):
         log = self._guards.log
         if log.notes:
             self._record(GuardsNoted(self._guards.drain()))
-        while log.spent:
+        while log.spent:  # usage only: a judge is not replayed, so its reply is not journaled
             role, response = log.spent.pop(0)
-            self._record(ModelCharged(_PURPOSES[role], response.usage, response))
+            self._record(ModelCharged(_PURPOSES[role], response.usage))
 
     async def _on_plan_reply(self, planning: Planning, text: str) -> None:
         reading = self._prompting.read_plan(planning, text, self._book.versions)
