@@ -149,6 +149,12 @@ class Tool(Generic[P, R_co]):
         bound = self._spec.validate(arguments)
         return bound if isinstance(bound, str) else None
 
+    def validated(self, arguments: Mapping[str, JsonValue]) -> JsonObject | str:
+        """``arguments`` as this tool's schema reads them (typed values as JSON, defaults
+        filled in, numbers and dates normalised), or what is wrong with them."""
+        bound = self._spec.validate(arguments)
+        return bound if isinstance(bound, str) else bound.as_json
+
     @property
     def function(self) -> Callable[P, R_co]:
         """The wrapped function, for calling it directly (in tests, say)."""

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar, final
 
+from regiment.errors import BudgetExceeded
 from regiment.hierarchy.guard._judge import Spend, spending
 from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._types import KINDS, Guardrail, Outcome, Pass, Rewrite, Trip
@@ -119,6 +120,8 @@ async def _judge(guard: Guardrail, subject: object) -> Outcome:
         outcome: object = guard.check(subject)
         if inspect.isawaitable(outcome):
             outcome = await outcome
+    except BudgetExceeded as exc:  # a judge call the budget refused: say why
+        return Trip(str(exc))
     except Exception as exc:  # a guard that raises trips: fail closed
         _log.warning("guardrail %s raised %s: %s", guard.name, type(exc).__name__, exc)
         return Trip(type(exc).__name__)

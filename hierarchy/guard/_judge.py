@@ -3,15 +3,23 @@ run, and charged to the run's budget (to the step's, inside a step)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import final
+from typing import TypeAlias, final
 
+from regiment.errors import BudgetExceeded
+from regiment.hierarchy._budget import BudgetLedger, BudgetLimit
 from regiment.hierarchy._model_call import ModelCaller
-from regiment.models import Model, ModelRequest, ModelResponse
+from regiment.models import Model, ModelRequest, ModelResponse, estimate_tokens
 from regiment.telemetry import Telemetry
 
-__all__ = ("Spend", "judge", "spending")
+__all__ = ("Purse", "Spend", "judge", "judging_within", "ledger_purse", "spending")
+
+# Why a judge's call must not start: given its request and the calls the chain's
+# guards made so far (not yet charged), the limit in the way and what is left.
+Purse: TypeAlias = Callable[[ModelRequest, Sequence[ModelResponse]], tuple[BudgetLimit, str] | None]
 
 
 @final
@@ -28,8 +36,40 @@ class Spend:
 _CURRENT: ContextVar[Spend | None] = ContextVar("regiment_guard_spend", default=None)
 
 
+# What the guards' calls may still spend: set around the tasks that run guard
+# chains (a step's tool loop, the planner's calls and plan/answer checks).
+_PURSE: ContextVar[Purse | None] = ContextVar("regiment_guard_purse", default=None)
+
+
 def spending() -> ContextVar[Spend | None]:
     return _CURRENT
+
+
+@contextmanager
+def judging_within(purse: Purse | None) -> Iterator[None]:
+    """Hold the guards' model calls made in this block (and in tasks started in it)
+    to ``purse``."""
+    token = _PURSE.set(purse)
+    try:
+        yield
+    finally:
+        _PURSE.reset(token)
+
+
+def ledger_purse(ledger: BudgetLedger, pending: int = 0) -> Purse:
+    """The run's budget as a purse; ``pending`` model calls are in flight, not yet charged."""
+
+    def left(
+        request: ModelRequest, made: Sequence[ModelResponse]
+    ) -> tuple[BudgetLimit, str] | None:
+        spent = sum(r.usage.total_tokens for r in made)
+        limit = ledger.exhausted(
+            model_calls_needed=1 + pending + len(made),
+            tokens_needed=estimate_tokens(request) + spent,
+        )
+        return None if limit is None else (limit, f"the run's {limit} budget has none left")
+
+    return left
 
 
 async def judge(model: Model, request: ModelRequest) -> ModelResponse:
@@ -38,10 +78,23 @@ async def judge(model: Model, request: ModelRequest) -> ModelResponse:
     The call is a ``chat`` span of the run's trace, and its usage and the call
     itself count against the run's budget (the step's share, inside a step).
     Outside a guardrail it is a plain, untraced call.
+
+    Raises:
+        BudgetExceeded: the budget has nothing left for the call; the model is not
+            called, and the guard trips with this reason unless it catches it.
     """
     spend = _CURRENT.get()
     if spend is None:
         return await model.complete(request)
+    purse = _PURSE.get()
+    refused = None if purse is None else purse(request, tuple(spend.responses))
+    if refused is not None:
+        limit, why = refused
+        raise BudgetExceeded(
+            f"the guardrail's judge call was not made: {why}; raise the budget, "
+            "or let the guard decide without a model",
+            limit=limit,
+        )
     response = await ModelCaller(model, "guardrail", spend.telemetry).call(request)
     spend.responses.append(response)
     return response

@@ -12,8 +12,11 @@ from typing import TYPE_CHECKING, Any, Protocol, final
 
 import msgspec
 
+from regiment._json import JsonObject
 from regiment.errors import GuardrailError
+from regiment.hierarchy._messages import BudgetLimit, StepAllowance
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
+from regiment.hierarchy.guard._judge import Purse, judging_within
 from regiment.hierarchy.guard._types import (
     Guardrail,
     ReplySubject,
@@ -21,15 +24,22 @@ from regiment.hierarchy.guard._types import (
     ToolCallSubject,
     ToolResultSubject,
 )
-from regiment.models import Message, ModelRequest, ModelResponse, ToolCallPart, ToolResultPart
+from regiment.models import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    ToolResultPart,
+    estimate_tokens,
+)
 from regiment.telemetry import Telemetry
-from regiment.tools import ToolResult
+from regiment.tools import Tool, ToolResult
 
 if TYPE_CHECKING:
     from regiment.hierarchy._messages import AssignStep
     from regiment.hierarchy.workers._loop import StepProgress
 
-__all__ = ("StepGuards", "tripped")
+__all__ = ("StepGuards", "step_purse", "tripped")
 
 
 class Caller(Protocol):
@@ -103,9 +113,15 @@ class StepGuards:
         ``messages`` given the reply and the reason)."""
         step_id = assign.step.id
 
+        # a judge runs while the step's own call is pending (not yet charged)
+        purse = step_purse(assign.allowance, progress, pending=1)
+
         async def call(request: ModelRequest) -> ModelResponse | None:
-            response = await caller.call(await self.check_request(request, step_id, progress))
-            checked = await self.check_reply(response, step_id, progress)
+            with judging_within(purse):
+                request = await self.check_request(request, step_id, progress)
+            response = await caller.call(request)
+            with judging_within(purse):
+                checked = await self.check_reply(response, step_id, progress)
             if isinstance(checked, ModelResponse):
                 return checked
             progress.model_calls += 1
@@ -186,28 +202,25 @@ class StepGuards:
         step_id: str,
         progress: StepProgress,
         run: Callable[[ToolCallPart], Awaitable[ToolResult]],
+        tool: Tool[..., object] | None,
     ) -> ToolResult:
         """Run one tool call (``run`` runs it) between its guards.
+
+        The call guards see the arguments as ``tool``'s schema reads them; a call
+        whose arguments do not validate (or of a tool the worker lacks) goes to
+        ``run`` unguarded, which answers it with the usual tool error.
 
         Raises:
             GuardrailError: a ``fail_step`` guard tripped on the call or its result.
         """
         where = Where("worker", self.worker, step_id)
-        arguments: Mapping[str, object] = call.arguments
         before = self.tool_call.get(call.name, self.any_call)
-        if before:
-            subject = ToolCallSubject(
-                worker=self.worker, step_id=step_id, tool=call.name, arguments=call.arguments
-            )
-            checked = await run_chain(before, subject, self.telemetry, progress.guard_notes, where)
-            _charge(progress, checked)
-            if (guard := checked.tripped) is not None:
-                if guard.on_trip == "fail_step":
-                    raise tripped(checked, "tool_call")
-                return _refused(call, guard, checked.reason)
-            arguments = checked.subject.arguments
-        if arguments is not call.arguments:  # a guard rewrote them
-            call = msgspec.structs.replace(call, arguments=dict(arguments))
+        validated = None if tool is None or not before else tool.validated(call.arguments)
+        if tool is not None and isinstance(validated, dict):
+            checked = await self._check_call(before, call, validated, tool, progress, where)
+            if isinstance(checked, ToolResult):
+                return checked
+            call = checked
         result = await run(call)
         after = self.tool_result.get(call.name, self.any_result)
         if not after:
@@ -231,6 +244,66 @@ class StepGuards:
             )
         new = judged.subject
         return msgspec.structs.replace(result, content=new.content, is_error=new.is_error)
+
+    async def _check_call(
+        self,
+        before: tuple[Guardrail, ...],
+        call: ToolCallPart,
+        arguments: JsonObject,
+        tool: Tool[..., object],
+        progress: StepProgress,
+        where: Where,
+    ) -> ToolCallPart | ToolResult:
+        """The call as the guards leave it, or the result that answers it instead."""
+        subject = ToolCallSubject(
+            worker=self.worker, step_id=str(where.step_id), tool=call.name, arguments=arguments
+        )
+        checked = await run_chain(before, subject, self.telemetry, progress.guard_notes, where)
+        _charge(progress, checked)
+        if (guard := checked.tripped) is not None:
+            if guard.on_trip == "fail_step":
+                raise tripped(checked, "tool_call")
+            return _refused(call, guard, checked.reason)
+        if checked.subject is subject:
+            return call
+        rewritten = dict(checked.subject.arguments)
+        problem = tool.validated(rewritten)
+        if isinstance(problem, str):  # a rewrite is held to the tool's schema too
+            return ToolResult(
+                call_id=call.id,
+                tool_name=call.name,
+                content=f"invalid arguments for tool {call.name!r} after a guardrail "
+                f"rewrote them: {problem}",
+                is_error=True,
+                error_type="invalid_arguments",
+                arguments=rewritten,
+            )
+        return msgspec.structs.replace(call, arguments=rewritten)
+
+
+def step_purse(allowance: StepAllowance, progress: StepProgress, pending: int = 0) -> Purse:
+    """The step's allowance as a purse for its guards' judge calls; ``pending``
+    model calls of the step are in flight, not yet charged."""
+
+    def left(
+        request: ModelRequest, made: Sequence[ModelResponse]
+    ) -> tuple[BudgetLimit, str] | None:
+        calls = progress.model_calls + pending + len(made)
+        if allowance.model_calls is not None and calls >= allowance.model_calls:
+            return "model_calls", (
+                f"the step's model call allowance of {allowance.model_calls} is used up"
+            )
+        if allowance.tokens is not None:
+            spent = progress.usage.total_tokens + sum(r.usage.total_tokens for r in made)
+            needed = estimate_tokens(request)
+            if needed > allowance.tokens - spent:
+                return "tokens", (
+                    f"the step's token allowance of {allowance.tokens} has "
+                    f"{max(0, allowance.tokens - spent)} left, the judge call needs about {needed}"
+                )
+        return None
+
+    return left
 
 
 def _charge(progress: StepProgress, checked: Checked[Any]) -> None:

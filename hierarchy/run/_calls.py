@@ -25,6 +25,7 @@ from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
 from regiment.hierarchy._model_call import ModelCaller
+from regiment.hierarchy.guard._judge import judging_within, ledger_purse
 from regiment.hierarchy.guard._roles import Caller, GuardLog, guarded
 from regiment.hierarchy.run._messages import (
     DeadlineReached,
@@ -143,7 +144,8 @@ class PhaseCalls:
         self._scope = anyio.CancelScope()
         replayed = self._replayed(purpose)
         call = (self._token, self._scope, replayed)
-        ctx.start_soon(self._call, ctx, purpose, request, facts, call)
+        with judging_within(ledger_purse(ledger, pending=1)):  # the task keeps the purse
+            ctx.start_soon(self._call, ctx, purpose, request, facts, call)
         return None
 
     def accept(self, reply: ModelReplied) -> bool:

@@ -11,6 +11,7 @@ from typing import assert_never
 
 from regiment.actors import Actor
 from regiment.errors import PlanError, RunError
+from regiment.hierarchy.guard._judge import judging_within, ledger_purse
 from regiment.hierarchy.guard._roles import GuardRole
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._calls import PhaseCalls
@@ -67,14 +68,15 @@ class GuardedActor(Actor[PlannerMessage, None]):
         log = self._guards.log
         if log.notes:
             self._record(GuardsNoted(self._guards.drain()))
-        while log.spent:
+        while log.spent:  # usage only: a judge is not replayed, so its reply is not journaled
             role, response = log.spent.pop(0)
-            self._record(ModelCharged(_PURPOSES[role], response.usage, response))
+            self._record(ModelCharged(_PURPOSES[role], response.usage))
 
     async def _on_plan_reply(self, planning: Planning, text: str) -> None:
         reading = self._prompting.read_plan(planning, text, self._book.versions)
         if isinstance(reading, PlanAdopted) and self._guards.plan:
-            self._guards.start_plan(self.ctx, reading, tuple(self._book.versions.committed))
+            with judging_within(ledger_purse(self._book.spending.ledger)):
+                self._guards.start_plan(self.ctx, reading, tuple(self._book.versions.committed))
             return
         await self._take_plan(planning, reading)
 
@@ -93,7 +95,8 @@ class GuardedActor(Actor[PlannerMessage, None]):
 
     def _on_answer(self, text: str) -> None:
         if self._guards.answer:
-            self._guards.start_answer(self.ctx, text)
+            with judging_within(ledger_purse(self._book.spending.ledger)):
+                self._guards.start_answer(self.ctx, text)
         else:
             self._finish_answer(text)
 

@@ -19,8 +19,9 @@ from regiment.hierarchy._messages import (
 )
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy.guard._judge import judging_within
 from regiment.hierarchy.guard._note import GuardNote
-from regiment.hierarchy.guard._step import StepGuards
+from regiment.hierarchy.guard._step import StepGuards, step_purse
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.workers._approval_gate import ApprovalGate
 from regiment.hierarchy.workers._journal_calls import JournaledCaller, StepCalls
@@ -129,7 +130,9 @@ async def _call_tools(
                 result = await journaled.tool(toolset, first + index, call, approver)
             else:
                 run = functools.partial(journaled.tool, toolset, first + index, approver=approver)
-                result = await guards.call_tool(call, assign.step.id, progress, run)
+                tool = toolset.get(call.name)
+                with judging_within(step_purse(assign.allowance, progress)):
+                    result = await guards.call_tool(call, assign.step.id, progress, run, tool)
             failure = (result.error_type or sc.ERROR_OTHER) if result.is_error else None
             telemetry.recorder.tool_outcome(span, failure or "ok", error_type=failure)
             telemetry.recorder.tool_result(span, result.content)
