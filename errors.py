@@ -27,7 +27,8 @@ The tree::
     ├── ApprovalError                  a decision on an approval request cannot be taken
     └── JournalError                   the run journal cannot be opened, read or written
         ├── LeaseHeld                  another owner's lease on the run is alive
-        └── LeaseLost                  a write carried a stale fencing token (a zombie owner)
+        ├── LeaseLost                  a write carried a stale fencing token (a zombie owner)
+        └── UnknownRun                 the journal has no run with that id
 
 Errors about something a *model* produced (bad tool arguments, an invented tool
 name, an unparseable plan) are first handed back to the model as data; they only
@@ -68,6 +69,7 @@ __all__ = (
     "StepFailed",
     "ToolArgumentsInvalid",
     "ToolError",
+    "UnknownRun",
     "WorkerLost",
 )
 
@@ -255,6 +257,10 @@ class LeaseLost(JournalError):
     The process holding the old lease is a zombie for that run and must stop
     working on it; nothing it wrote after the takeover was kept.
     """
+
+
+class UnknownRun(JournalError):
+    """The journal has no run with that id (the journal itself works); ``regiment runs`` lists them."""
 
 
 class GuardrailError(RunError):

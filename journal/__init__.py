@@ -91,7 +91,7 @@ Schema
 from importlib import import_module
 from typing import TYPE_CHECKING
 
-from regiment.errors import JournalError, LeaseHeld, LeaseLost
+from regiment.errors import JournalError, LeaseHeld, LeaseLost, UnknownRun
 from regiment.journal._heartbeat import heartbeat
 from regiment.journal._memory import MemoryJournal
 from regiment.journal._open import JournalSpec, open_journal
@@ -135,6 +135,7 @@ __all__ = (
     "Lease",
     "LeaseHeld",
     "LeaseLost",
+    "UnknownRun",
     "MemoryJournal",
     "ModelCallFinished",
     "PlanVersion",

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from regiment.errors import JournalError
+from regiment.errors import UnknownRun
 from regiment.journal._codec import model_key, tool_key
 from regiment.journal._records import (
     ApprovalDecided,
@@ -74,7 +74,7 @@ class JournalLookups(ABC):
         await self.flush()
         row = await self._call(self._store.run_row, run_id, self._clock())
         if row is None:
-            raise JournalError(
+            raise UnknownRun(
                 f"journal {self.where} has no run {run_id!r}; `regiment runs` lists them"
             )
         return row.info()

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import NamedTuple, Protocol, cast
 
-from regiment.errors import JournalError, LeaseHeld, LeaseLost
+from regiment.errors import JournalError, LeaseHeld, LeaseLost, UnknownRun
 from regiment.journal._views import Lease, RunInfo, RunStatus
 
 __all__ = (
@@ -155,7 +155,7 @@ def check_acquire(
         LeaseHeld: another owner's lease has not expired.
     """
     if state is None:
-        raise JournalError(f"journal {where} has no run {run_id!r}; `regiment runs` lists them")
+        raise UnknownRun(f"journal {where} has no run {run_id!r}; `regiment runs` lists them")
     if state.final_status is not None:
         raise JournalError(
             f"run {run_id!r} in journal {where} has already finished ({state.final_status}); "

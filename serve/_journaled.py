@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 
 import msgspec
 
-from regiment.errors import JournalError
+from regiment.errors import UnknownRun
 from regiment.hierarchy import Event, RunCompleted, RunResult
 from regiment.journal import EventRecorded, Journal, RunCreated, RunFinished, RunInfo
 
@@ -36,7 +36,7 @@ async def journaled_record(journal: Journal, run_id: str) -> RunRecord | None:
     """
     try:
         info = await journal.get_run(run_id)
-    except JournalError:
+    except UnknownRun:  # a journal that fails otherwise is an error, not a 404
         return None
     record = _from_info(info)
     for entry in await journal.read(run_id):

@@ -11,6 +11,7 @@ from regiment.journal import (
     JournalError,
     RunFinished,
     StepDispatched,
+    UnknownRun,
 )
 
 from .records import Clock, created, event, new_id, one_of_each
@@ -112,7 +113,7 @@ async def test_unknown_runs_are_refused_with_the_journal_named(journal: Journal)
         journal.read("nope"),
         journal.acquire("nope", owner="w", ttl=TTL),
     ):
-        with pytest.raises(JournalError, match="has no run 'nope'") as caught:
+        with pytest.raises(UnknownRun, match="has no run 'nope'") as caught:
             await attempt
         assert journal.where in str(caught.value)
 
