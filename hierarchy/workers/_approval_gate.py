@@ -39,10 +39,19 @@ class ApprovalGate:
         self._timeout = timeout
         self._telemetry = telemetry
 
-    def approver(self, toolset: Toolset, assign: AssignStep, call_index: int) -> Approver:
-        """The approver for call number ``call_index`` of ``assign``'s step."""
+    def approver(
+        self, toolset: Toolset, assign: AssignStep, call_index: int, tool_name: str
+    ) -> Approver | None:
+        """The approver for call number ``call_index`` of ``assign``'s step.
+
+        ``None`` when the tool never needs approval (or is unknown: the tool set
+        answers that call with its own error), so most calls build nothing here.
+        """
         if toolset.approver is not None:
             return toolset.approver  # the application's policy answers at once
+        tool = toolset.get(tool_name)
+        if tool is None or not tool.requires_approval:
+            return None
         desk, at = self._desk, StepAt(assign.run_id, assign.plan_version, assign.step.id)
 
         async def wait(request: ApprovalRequest, /) -> ApprovalDecision:

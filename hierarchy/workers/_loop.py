@@ -125,7 +125,7 @@ async def _call_tools(
     async def one(index: int, call: ToolCallPart) -> None:
         with telemetry.tool_span(call.name, call.id, agent_name=toolset.name) as span:
             telemetry.recorder.tool_arguments(span, call.arguments)
-            approver = None if gate is None else gate.approver(toolset, assign, first + index)
+            approver = gate and gate.approver(toolset, assign, first + index, call.name)
             if guards is None:
                 result = await journaled.tool(toolset, first + index, call, approver)
             else:
