@@ -109,6 +109,7 @@ class PlacementConfig(_Section, frozen=True, kw_only=True):
     address: str | None = None
     max_restarts: int = 1
     otlp_endpoint: str | None = None
+    pool: str | None = None
 
 
 class WorkerConfig(_Section, frozen=True, kw_only=True):
