@@ -158,23 +158,34 @@ def _hosted(
         tool: tuple(as_guardrail(g) for g in given)
         for tool, given in worker.tool_guardrails.items()
     }
-    for guard in (*guards, *(g for given in per_tool.values() for g in given)):
-        try:
-            ray.cloudpickle.dumps(guard)
-        except Exception as exc:
-            raise ConfigError(
-                f"worker '{worker.name}' is placed on Ray, but its guardrail '{guard.name}' "
-                f"cannot be pickled for the replicas ({type(exc).__name__}: {exc}); make the "
-                "guard a module-level function (or a Guardrail of one), as team files name them"
-            ) from exc
     return HostedWorker(
         name=worker.name,
         build=cast("WorkerBuild | Worker", recipe),
         prompts=prompts,
         settings=worker.settings if settings is None else settings.merge(worker.settings),
-        guardrails=guards,
-        tool_guardrails=per_tool,
+        guardrails=tuple(_shipped(ray, worker.name, g) for g in guards),
+        tool_guardrails={
+            tool: tuple(_shipped(ray, worker.name, g) for g in given)
+            for tool, given in per_tool.items()
+        },
     )
+
+
+def _shipped(ray: ModuleType, worker: str, guard: Guardrail) -> Guardrail | str:
+    """How ``guard`` reaches the replicas: a team file's by its import path, any
+    other pickled (checked here)."""
+    if guard.source:
+        return guard.source
+    try:
+        ray.cloudpickle.dumps(guard)
+    except Exception as exc:
+        raise ConfigError(
+            f"worker '{worker}' is placed on Ray, but its guardrail '{guard.name}' cannot be "
+            f"pickled for the replicas ({type(exc).__name__}: {exc}); make the guard a "
+            "module-level function or Guardrail and name it in a team file (replicas import "
+            "those by path), or build what it holds (a model client) inside its check"
+        ) from exc
+    return guard
 
 
 def _join(ray: Any, address: str | None) -> None:

@@ -10,6 +10,7 @@ hosts several workers and routes each step by the worker it names.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 import os
@@ -25,7 +26,7 @@ from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.guard._step import StepGuards
-from regiment.hierarchy.guard._types import Guardrail
+from regiment.hierarchy.guard._types import Guardrail, as_guardrail
 from regiment.hierarchy.workers._loop import StepProgress, run_tool_loop
 from regiment.hierarchy.workers._placement import WorkerBuild
 from regiment.hierarchy.workers._wire import decode_step, encode_report
@@ -84,16 +85,17 @@ class HostedWorker:
         prompts: its team's prompts.
         settings: its model calls' settings: the team's under the worker's own,
             merged in the team's process as an in-process worker merges them.
-        guardrails: the team's step guards, then the worker's own.
-        tool_guardrails: the worker's guards of one tool, by tool name.
+        guardrails: the team's step guards, then the worker's own: pickled, or (a team
+            file's) the ``"module:attribute"`` path the replica imports it from.
+        tool_guardrails: the worker's guards of one tool, by tool name (as ``guardrails``).
     """
 
     name: str
     build: WorkerBuild | Worker
     prompts: Prompts
     settings: ModelSettings | None = None
-    guardrails: tuple[Guardrail, ...] = ()
-    tool_guardrails: Mapping[str, tuple[Guardrail, ...]] = field(default_factory=dict)
+    guardrails: tuple[Guardrail | str, ...] = ()
+    tool_guardrails: Mapping[str, tuple[Guardrail | str, ...]] = field(default_factory=dict)
 
 
 @final
@@ -105,6 +107,23 @@ class _Hosted:
     prompts: Prompts
     caller: ModelCaller
     guards: StepGuards | None
+
+
+def _guard(shipped: Guardrail | str) -> Guardrail:
+    """A guard as the team's process sent it: itself, or imported from its path."""
+    if isinstance(shipped, Guardrail):
+        return shipped
+    module_name, _, attribute = shipped.partition(":")
+    try:
+        found: object = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(
+            f"guardrail {shipped!r} cannot be imported on the Ray node ({exc}); make the "
+            "module importable there (installed, or on PYTHONPATH)"
+        ) from exc
+    return dataclasses.replace(as_guardrail(found, f"{shipped}: "), source=shipped)
 
 
 class StepHost:
@@ -133,7 +152,12 @@ class StepHost:
             )
         telemetry = self._telemetry
         caller = ModelCaller(worker.model, worker.name, telemetry, spec.settings)
-        guards = StepGuards.build(worker.name, spec.guardrails, spec.tool_guardrails, telemetry)
+        guards = StepGuards.build(
+            worker.name,
+            tuple(_guard(g) for g in spec.guardrails),
+            {tool: tuple(_guard(g) for g in given) for tool, given in spec.tool_guardrails.items()},
+            telemetry,
+        )
         return _Hosted(worker, spec.prompts, caller, guards)
 
     def _hosting(self, name: str) -> _Hosted:

@@ -12,6 +12,7 @@ import functools
 import json
 import os
 import re
+import threading
 from typing import Any, Literal
 
 import msgspec
@@ -30,7 +31,7 @@ from regiment.models import (
 )
 from regiment.tools import tool
 
-__all__ = ("BLOCKED", "cap_amount", "guarded_team", "guarded_worker")
+__all__ = ("BLOCKED", "CAP_LOCKED", "cap_amount", "guarded_team", "guarded_worker", "issue_refund")
 
 OnTrip = Literal["fail_step", "tell_model"]
 TEAM_SETTINGS = ModelSettings(max_tokens=500, temperature=0.2)
@@ -43,6 +44,28 @@ def cap_amount(subject: ToolCallSubject) -> Outcome:
     if subject.tool == "issue_refund" and isinstance(amount, int) and amount > 100:
         return Rewrite(dataclasses.replace(subject, arguments={**subject.arguments, "amount": 100}))
     return Pass()
+
+
+def _locking(check: Any) -> Guardrail:
+    """``check`` behind a lock: a guard that cannot be pickled, as one holding a
+    model client's connection pool (a ``judge``) cannot."""
+    lock = threading.Lock()
+
+    def cap_amount_locked(subject: ToolCallSubject) -> Outcome:
+        with lock:
+            outcome: Outcome = check(subject)
+            return outcome
+
+    return Guardrail(cap_amount_locked, "tool_call")
+
+
+CAP_LOCKED = _locking(cap_amount)
+
+
+@tool
+def issue_refund(order_id: int, amount: int) -> str:
+    """Refund ``amount`` of an order (says which process did it)."""
+    return f"refunded {amount} of order {order_id} in process {os.getpid()}"
 
 
 def _blocked(subject: ToolCallSubject) -> Outcome:

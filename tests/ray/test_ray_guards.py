@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from regiment.config import load_team
 from regiment.errors import ConfigError, StepFailed
 from regiment.hierarchy import (
     Event,
@@ -22,9 +22,8 @@ from regiment.hierarchy import (
     RunResult,
     Team,
 )
-from regiment.hierarchy.guard import Outcome, Pass, ToolCallSubject
 
-from ._ray_guarded import OnTrip, cap_amount, guarded_team
+from ._ray_guarded import CAP_LOCKED, OnTrip, guarded_team
 from ._ray_team import ledger_lines
 
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
@@ -126,18 +125,49 @@ async def test_a_tool_guard_that_trips_on_the_replica_acts_as_in_process(
         assert "guardrail 'blocked_orders' tripped on the tool call" in remote.message
 
 
-async def test_a_guard_that_does_not_pickle_is_a_config_error_at_start(tmp_path: Path) -> None:
-    lock = threading.Lock()  # as a guard holding a client's connection pool would
+TEAM_FILE = """
+name = "guarded"
+model = "scripted"
+brain = "tests.ray._ray_guarded:guarded_brain"
+guardrails = ["tests.ray._ray_guarded:CAP_LOCKED"]
 
-    def locked(subject: ToolCallSubject) -> Outcome:
-        with lock:
-            return Pass()
+[[workers]]
+name = "billing"
+description = "Issues refunds."
+tools = ["tests.ray._ray_guarded:issue_refund"]
 
-    team = guarded_team(str(tmp_path / "l.jsonl"), team_guards=(cap_amount, locked), num_cpus=0)
+[workers.placement]
+kind = "ray"
+num_cpus = 0
+"""
+
+
+async def test_a_team_files_guards_reach_the_replica_by_import_path(
+    ray_session: ModuleType, tmp_path: Path
+) -> None:
+    path = tmp_path / "team.toml"
+    path.write_text(TEAM_FILE)
+    team = load_team(path)
+    assert team.guardrails == (CAP_LOCKED,)
+    assert CAP_LOCKED.source == ""  # imported, the team's copy knows its path; this one not
+    result, seen = await _run(team, "refund order 7")
+    assert isinstance(result, RunResult)
+    (step,) = result.steps
+    said = step.output.partition(" settings=")[0]
+    assert said.startswith("tool said: refunded 100 of order 7 in process ")
+    assert not said.endswith(f"in process {os.getpid()} (error=False)")
+    rewrote = [e for e in seen if isinstance(e, GuardrailRewrote)]
+    assert [(e.guardrail, e.worker) for e in rewrote] == [("cap_amount_locked", "billing")]
+
+
+async def test_a_guard_in_code_that_does_not_pickle_is_a_config_error_at_start(
+    tmp_path: Path,
+) -> None:
+    team = guarded_team(str(tmp_path / "l.jsonl"), team_guards=(CAP_LOCKED,), num_cpus=0)
     with pytest.raises(
         ConfigError,
-        match=r"worker 'billing' is placed on Ray, but its guardrail 'locked' cannot be "
-        r"pickled .*module-level function",
+        match=r"worker 'billing' is placed on Ray, but its guardrail 'cap_amount_locked' "
+        r"cannot be pickled .*name it in a team file",
     ):
         async with team.start():
             pass
