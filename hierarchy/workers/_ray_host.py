@@ -161,6 +161,8 @@ class StepHost:
         return _Hosted(worker, spec.prompts, caller, guards)
 
     def _hosting(self, name: str) -> _Hosted:
+        if not name and len(self._hosted) == 1:  # a step that names no worker: the only one
+            return next(iter(self._hosted.values()))
         hosted = self._hosted.get(name)
         if hosted is None:
             here = ", ".join(sorted(self._hosted))
