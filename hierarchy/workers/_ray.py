@@ -217,7 +217,7 @@ class RayReplicas:
 
     def __init__(self, ray: Any, name: str, handles: Sequence[Any]) -> None:
         self._ray = ray
-        self._name = name
+        self.name = name  # the pool's, or its one worker's
         self._handles = list(handles)
         self._turn = itertools.count()
         self._users = 0
