@@ -10,7 +10,9 @@ CPU-bound tool's throughput scales with 1, 2 and 4 replicas.
 - throughput: 16 independent steps, each one call of a tool that burns about
   ``--burn-ms`` of CPU in pure Python, on an in-process worker (the tool runs in
   a thread, so the GIL serialises it) and on 1, 2 and 4 replicas (each replica
-  asks Ray for ``2 / replicas`` CPUs, so they all fit on this machine).
+  asks Ray for ``2 / replicas`` CPUs, so they all fit on this machine);
+- team start: 4 Ray-placed workers on replicas of their own (4 Ray processes)
+  against the same 4 in one pool (1 process hosting all of them).
 
 (The file is not called ``ray.py``: the bench directory is on ``sys.path`` when
 a bench script runs, and on mypy's path, so a ``ray.py`` here would shadow Ray.)
@@ -78,10 +80,10 @@ def _cpu_brain(steps: int, ms: int) -> object:
     return reply
 
 
-def cpu_worker(steps: int, ms: int) -> Worker:
+def cpu_worker(steps: int, ms: int, name: str = "w") -> Worker:
     """The worker the throughput rows use (importable: replicas build it by this name)."""
     return Worker(
-        name="w",
+        name=name,
         description="burns CPU",
         model=ScriptedModel(_cpu_brain(steps, ms)),  # type: ignore[arg-type]
         tools=[burn],
@@ -102,6 +104,24 @@ def cpu_team(steps: int, ms: int, replicas: int | None) -> Team:
         workers=[worker],
         concurrency=steps,
     )
+
+
+def four_workers(pool: str | None) -> Team:
+    """Four Ray-placed workers, on replicas of their own or all in ``pool``."""
+    workers = [
+        dataclasses.replace(
+            cpu_worker(1, 1, name),
+            placement=Ray(build=functools.partial(cpu_worker, 1, 1, name), num_cpus=0.5, pool=pool),
+        )
+        for name in ("w1", "w2", "w3", "w4")
+    ]
+    return Team(name="four", planner=Planner(model=workers[0].model), workers=workers)
+
+
+async def _start_s(team: Team) -> float:
+    began = time.perf_counter()
+    async with team.start():
+        return time.perf_counter() - began
 
 
 async def _per_step_s(team: Team, runs: int, steps: int) -> float:
@@ -154,6 +174,9 @@ def main() -> None:
             rate = anyio.run(_throughput, team, 16, args.rounds, backend="asyncio")
             label = "in-process" if replicas is None else f"{replicas} replica(s)"
             print(f"CPU-bound tool ({args.burn_ms} ms), {label}: {rate:.1f} steps/s")
+        for pool, label in ((None, "own replicas (4 processes)"), ("all", "one pool (1 process)")):
+            s = anyio.run(_start_s, four_workers(pool), backend="asyncio")
+            print(f"team start, 4 workers on {label}: {s:.2f} s")
     finally:
         ray.shutdown()
 

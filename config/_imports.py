@@ -3,6 +3,7 @@ with errors that help."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 from collections.abc import Callable, Sequence
@@ -80,7 +81,8 @@ def import_guardrails(specs: Sequence[str], *, where: str) -> tuple[Guardrail, .
         here = f"{where}[{i}]"
         target = import_object(spec, where=here)
         try:
-            found.append(as_guardrail(target))
+            # the path goes with it: a Ray replica imports it from there
+            found.append(dataclasses.replace(as_guardrail(target), source=spec))
         except ConfigError as exc:
             raise ConfigError(f"{here}: {spec!r}: {exc}") from exc
     return tuple(found)

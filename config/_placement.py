@@ -15,7 +15,10 @@ from regiment.errors import ConfigError
 from regiment.hierarchy import Ray, Worker
 from regiment.models import Model
 
-__all__ = ("place_on_ray", "placed", "rebuild_worker")
+__all__ = ("SHARED_POOL", "place_on_ray", "placed", "rebuild_worker")
+
+SHARED_POOL = "workers"
+"""The Ray pool ``--workers ray`` puts the workers without a placement of their own in."""
 
 
 def placed(
@@ -36,6 +39,7 @@ def placed(
             max_restarts=wanted.max_restarts,
             build=build,
             otlp_endpoint=wanted.otlp_endpoint,
+            pool=wanted.pool,
         )
     except ConfigError as exc:
         raise ConfigError(f"{source}: workers[{index}].placement: {exc}") from exc
@@ -43,12 +47,17 @@ def placed(
 
 
 def place_on_ray(config: TeamConfig, *, address: str | None = None) -> TeamConfig:
-    """``config`` with every model-backed worker placed on Ray (``--workers ray``);
-    a worker's own ``[workers.placement]`` keys stay, ``address`` replaces its address."""
+    """``config`` with every model-backed worker placed on Ray (``--workers ray``).
+
+    The workers without a ``[workers.placement]`` table share one pool
+    (:data:`SHARED_POOL`: one set of replicas hosts them all, so one Ray process
+    serves the team); a worker's own ``[workers.placement]`` keys stay (its own
+    replicas, unless it names a pool). ``address`` replaces every worker's address.
+    """
     workers = []
     for worker in config.workers:
         if worker.team is None:
-            own = worker.placement or PlacementConfig()
+            own = worker.placement or PlacementConfig(pool=SHARED_POOL)
             chosen = address if address is not None else own.address
             worker = _replace(worker, placement=_replace(own, kind="ray", address=chosen))
         workers.append(worker)

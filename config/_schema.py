@@ -99,7 +99,8 @@ class PlannerConfig(_Section, frozen=True, kw_only=True):
 class PlacementConfig(_Section, frozen=True, kw_only=True):
     """``[workers.placement]``: where a worker's steps run. ``kind = "ray"`` places
     it on Ray replicas (see ``regiment.hierarchy.Ray`` for the other keys), each
-    replica building the worker from this same file."""
+    replica building the worker from this same file; workers naming the same
+    ``pool`` share its replicas (and must agree on the other keys)."""
 
     kind: Literal["local", "ray"] = "local"
     num_cpus: float = 1.0
@@ -109,6 +110,7 @@ class PlacementConfig(_Section, frozen=True, kw_only=True):
     address: str | None = None
     max_restarts: int = 1
     otlp_endpoint: str | None = None
+    pool: str | None = None
 
 
 class WorkerConfig(_Section, frozen=True, kw_only=True):

@@ -266,15 +266,14 @@ async def _spawn_team(
     if mcp is not None:  # all of this team's MCP servers start at once, not worker by worker
         await mcp.start([s for w in team.workers if isinstance(w, Worker) for s in w.mcp_servers])
     guards = role_guards(team.guardrails, team.planner, team.critic)
+    on_ray = await _start_ray(team, telemetry, guards)
     for worker in team.workers:
         name = f"{base}/{worker.name}"
         factory: Callable[[], StepActor]
         match worker:
             case Worker() if worker.placement is not None:
-                from regiment.hierarchy.workers._ray import start_ray_worker  # ray loads here
-
                 specs[worker.name] = worker
-                factory = await start_ray_worker(worker, team.planner.prompts, telemetry)
+                factory = on_ray[worker.name]
             case Worker():
                 tools = await worker_tools(worker, mcp)
                 specs[worker.name] = LiveWorker(worker, tools) if worker.mcp_servers else worker
@@ -298,6 +297,20 @@ async def _spawn_team(
     runtime = _runtime(team, specs, refs, telemetry, guards)
     supervisor = await system.spawn(lambda: Supervisor(runtime, channels), name=f"{base}/planner")
     return RunningTeam(team, supervisor, telemetry, channels, desk)
+
+
+async def _start_ray(
+    team: Team, telemetry: Telemetry, guards: RoleGuards
+) -> dict[str, Callable[[], StepActor]]:
+    """The Ray-placed workers' actor factories, their replicas started (a pool's at once)."""
+    placed = [w for w in team.workers if isinstance(w, Worker) and w.placement is not None]
+    if not placed:
+        return {}
+    from regiment.hierarchy.workers._ray import start_ray_workers  # ray loads here
+
+    return await start_ray_workers(
+        placed, team.planner.prompts, telemetry, team.settings, guards.team
+    )
 
 
 def _runtime(

@@ -37,6 +37,7 @@ from regiment.hierarchy._running import RunningTeam
 from regiment.hierarchy.guard._types import GuardLike, as_guardrails
 from regiment.hierarchy.run._journaling import LEASE_TTL
 from regiment.hierarchy.run._structured import AnswerShape
+from regiment.hierarchy.workers._placement import check_pools
 from regiment.hierarchy.workers._team_worker import TeamWorker
 from regiment.hierarchy.workers._worker import Worker
 from regiment.journal import JournalSpec, open_journal
@@ -104,6 +105,11 @@ class Team:
             )
         if self.concurrency < 1:
             raise ConfigError(f"team '{self.name}': concurrency must be at least 1")
+        placed = [(w.name, w.placement) for w in self.workers if isinstance(w, Worker)]
+        try:
+            check_pools((name, where) for name, where in placed if where is not None)
+        except ConfigError as exc:
+            raise ConfigError(f"team '{self.name}': {exc}") from None
         object.__setattr__(self, "guardrails", as_guardrails(self.guardrails, "team: "))
         object.__setattr__(self, "guardrails", as_guardrails(self.guardrails, "team: "))
         if self.output_type is not None:

@@ -173,12 +173,16 @@ class Guardrail:
             gives the worker's model the reason instead (as the tool's error
             result, or as a message after a rejected reply) and the step goes on.
             A tripped model request always fails the step.
+        source: the ``"module:attribute"`` path a team file named it by (set by the
+            team file's loader); a Ray replica imports it from there instead of
+            receiving it pickled.
     """
 
     check: Check
     kind: SubjectKind
     name: str = ""
     on_trip: OnTrip = "fail_step"
+    source: str = field(default="", compare=False, repr=False)
     _is_async: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

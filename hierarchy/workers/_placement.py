@@ -7,7 +7,7 @@ starts, in :mod:`._ray`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, final
 
@@ -16,7 +16,7 @@ from regiment.errors import ConfigError
 if TYPE_CHECKING:
     from regiment.hierarchy.workers._worker import Worker
 
-__all__ = ("Ray", "WorkerBuild")
+__all__ = ("POOL_KEYS", "Ray", "WorkerBuild", "check_pools", "pool_of")
 
 WorkerBuild = str | Callable[[], "Worker"]
 """How a Ray replica makes its worker: a ``"module:function"`` import path, or a
@@ -32,7 +32,9 @@ class Ray:
     The planner stays in the caller's process (plan versions, budgets, the
     journal and tracing stay authoritative there); each replica hosts the
     worker's tool loop and runs up to the worker's ``max_concurrent_steps``
-    steps at once. The model client and tools are built inside each replica
+    steps at once. Workers that name the same ``pool`` share its replicas (one
+    set of Ray processes hosts all of them; a replica then runs up to the sum of
+    their ``max_concurrent_steps``). The model client and tools are built inside each replica
     by ``build``, so nothing unpicklable crosses. Ray is asyncio-only: a team
     with a Ray-placed worker must be started under asyncio.
 
@@ -53,6 +55,10 @@ class Ray:
         otlp_endpoint: where replicas export their spans (OTLP/HTTP, as for
             ``configure_tracing``); ``None``: the replica's own
             ``OTEL_EXPORTER_OTLP_ENDPOINT``, else its spans are not exported.
+        pool: a name the workers of one team that share replicas give: each
+            replica hosts every worker of the pool and routes a step by its worker.
+            Their other settings (all but ``build``) must agree. ``None``: the worker
+            has replicas of its own.
     """
 
     num_cpus: float = 1.0
@@ -63,6 +69,7 @@ class Ray:
     max_restarts: int = 1
     build: WorkerBuild | None = None
     otlp_endpoint: str | None = None
+    pool: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.replicas, bool) or not isinstance(self.replicas, int):
@@ -83,3 +90,57 @@ class Ray:
                 f"Ray(build={self.build!r}): expected 'module:function' "
                 "(e.g. 'myapp.workers:billing'), or a picklable function"
             )
+        if self.pool is not None and (not isinstance(self.pool, str) or not self.pool.strip()):
+            raise ConfigError(
+                f"Ray(pool={self.pool!r}): give the pool a non-empty name, or None "
+                "for replicas of the worker's own"
+            )
+
+
+POOL_KEYS = (
+    "num_cpus",
+    "num_gpus",
+    "resources",
+    "replicas",
+    "address",
+    "max_restarts",
+    "otlp_endpoint",
+)
+"""The settings of a :class:`Ray` placement that belong to its pool (all but ``build``)."""
+
+
+def pool_of(worker: str, placement: Ray) -> str:
+    """The pool a Ray-placed worker's replicas belong to: its named pool, else its own."""
+    return placement.pool if placement.pool is not None else f"worker:{worker}"
+
+
+def check_pools(placed: Iterable[tuple[str, Ray]]) -> None:
+    """Raise ``ConfigError`` unless the workers of each named pool agree on its settings.
+
+    Args:
+        placed: each Ray-placed worker's name and placement.
+    """
+    first: dict[str, tuple[str, Ray]] = {}
+    for name, placement in placed:
+        if placement.pool is None:
+            continue
+        if placement.pool not in first:
+            first[placement.pool] = (name, placement)
+            continue
+        other, wanted = first[placement.pool]
+        differ = [
+            f"{key} ({getattr(wanted, key)!r} and {getattr(placement, key)!r})"
+            for key in POOL_KEYS
+            if _setting(wanted, key) != _setting(placement, key)
+        ]
+        if differ:
+            raise ConfigError(
+                f"workers '{other}' and '{name}' share the Ray pool '{placement.pool}' but "
+                f"differ in {', '.join(differ)}: the workers of a pool share its replicas, so "
+                "give them the same settings (all but build), or put them in different pools"
+            )
+
+
+def _setting(placement: Ray, key: str) -> object:
+    value = getattr(placement, key)
+    return dict(value) if key == "resources" else value

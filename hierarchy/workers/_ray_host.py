@@ -1,18 +1,22 @@
-"""The inside of one Ray replica: it builds the worker, then runs steps sent as bytes.
+"""The inside of one Ray replica: it builds its workers, then runs steps sent as bytes.
 
 This module runs in the Ray process. It is importable without ``ray`` (the
 planner's side wraps :class:`StepHost` with ``ray.remote``), and everything it
-is given pickles: the worker's build (an import path or a picklable function),
-the team's prompts, and where to export spans.
+is given pickles: each hosted worker's build (an import path or a picklable
+function), the team's prompts, the worker's model settings and guardrails as the
+team's process resolved them, and where to export spans. A replica of a pool
+hosts several workers and routes each step by the worker it names.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 import os
-from collections.abc import Callable
-from typing import cast
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import cast, final
 
 import anyio
 from opentelemetry import context as otel_context
@@ -21,13 +25,22 @@ from regiment.errors import ConfigError
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy.guard._step import StepGuards
+from regiment.hierarchy.guard._types import Guardrail, as_guardrail
 from regiment.hierarchy.workers._loop import StepProgress, run_tool_loop
 from regiment.hierarchy.workers._placement import WorkerBuild
 from regiment.hierarchy.workers._wire import decode_step, encode_report
 from regiment.hierarchy.workers._worker import Worker
-from regiment.telemetry import Telemetry, TracingHandle, configure_tracing, extract_context
+from regiment.models import ModelSettings
+from regiment.telemetry import (
+    Telemetry,
+    TracingHandle,
+    configure_tracing,
+    error_type,
+    extract_context,
+)
 
-__all__ = ("StepHost", "build_worker")
+__all__ = ("HostedWorker", "StepHost", "build_worker")
 
 _log = logging.getLogger("regiment.ray")
 
@@ -61,23 +74,100 @@ def build_worker(build: WorkerBuild | Worker) -> Worker:
     return worker
 
 
+@final
+@dataclass(frozen=True, kw_only=True)
+class HostedWorker:
+    """One worker a replica hosts, as the team's process sends it (pickled, once).
+
+    Attributes:
+        name: the worker's name; steps name it, and the build must give a worker of it.
+        build: how the replica makes the worker (its model, tools and instructions).
+        prompts: its team's prompts.
+        settings: its model calls' settings: the team's under the worker's own,
+            merged in the team's process as an in-process worker merges them.
+        guardrails: the team's step guards, then the worker's own: pickled, or (a team
+            file's) the ``"module:attribute"`` path the replica imports it from.
+        tool_guardrails: the worker's guards of one tool, by tool name (as ``guardrails``).
+    """
+
+    name: str
+    build: WorkerBuild | Worker
+    prompts: Prompts
+    settings: ModelSettings | None = None
+    guardrails: tuple[Guardrail | str, ...] = ()
+    tool_guardrails: Mapping[str, tuple[Guardrail | str, ...]] = field(default_factory=dict)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class _Hosted:
+    """A hosted worker as built on the replica."""
+
+    worker: Worker
+    prompts: Prompts
+    caller: ModelCaller
+    guards: StepGuards | None
+
+
+def _guard(shipped: Guardrail | str) -> Guardrail:
+    """A guard as the team's process sent it: itself, or imported from its path."""
+    if isinstance(shipped, Guardrail):
+        return shipped
+    module_name, _, attribute = shipped.partition(":")
+    try:
+        found: object = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(
+            f"guardrail {shipped!r} cannot be imported on the Ray node ({exc}); make the "
+            "module importable there (installed, or on PYTHONPATH)"
+        ) from exc
+    return dataclasses.replace(as_guardrail(found, f"{shipped}: "), source=shipped)
+
+
 class StepHost:
-    """A Ray async actor's state: one worker, its tools and model, its running steps."""
+    """A Ray async actor's state: its workers (their tools, models and guards), its
+    running steps."""
 
     def __init__(
-        self, build: WorkerBuild | Worker, prompts: Prompts, otlp_endpoint: str | None
+        self, hosted: Sequence[HostedWorker], name: str, otlp_endpoint: str | None
     ) -> None:
-        self._worker = build_worker(build)
-        self._prompts = prompts
         self._tracing: TracingHandle | None = None
         endpoint = otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
         if endpoint:
             self._tracing = configure_tracing(
-                f"regiment-ray:{self._worker.name}", endpoint=endpoint, set_global=False
+                f"regiment-ray:{name}", endpoint=endpoint, set_global=False
             )
         self._telemetry = Telemetry(None if self._tracing is None else self._tracing.provider)
-        self._caller = ModelCaller(self._worker.model, self._worker.name, self._telemetry)
+        self._hosted = {spec.name: self._build(spec) for spec in hosted}
         self._scopes: dict[str, anyio.CancelScope] = {}
+
+    def _build(self, spec: HostedWorker) -> _Hosted:
+        worker = build_worker(spec.build)
+        if worker.name != spec.name:
+            raise ConfigError(
+                f"the Ray build of worker '{spec.name}' made a worker named '{worker.name}'; "
+                "make it build the worker of that name"
+            )
+        telemetry = self._telemetry
+        caller = ModelCaller(worker.model, worker.name, telemetry, spec.settings)
+        guards = StepGuards.build(
+            worker.name,
+            tuple(_guard(g) for g in spec.guardrails),
+            {tool: tuple(_guard(g) for g in given) for tool, given in spec.tool_guardrails.items()},
+            telemetry,
+        )
+        return _Hosted(worker, spec.prompts, caller, guards)
+
+    def _hosting(self, name: str) -> _Hosted:
+        if not name and len(self._hosted) == 1:  # a step that names no worker: the only one
+            return next(iter(self._hosted.values()))
+        hosted = self._hosted.get(name)
+        if hosted is None:
+            here = ", ".join(sorted(self._hosted))
+            raise ConfigError(f"this Ray replica hosts no worker '{name}'; it hosts: {here}")
+        return hosted
 
     async def ready(self) -> int:
         """The replica's process id, once it has built its worker."""
@@ -86,7 +176,8 @@ class StepHost:
     async def step(self, payload: bytes) -> bytes:
         """Run one step; the report as bytes. Cancelled by ``ray.cancel`` or :meth:`cancel`."""
         remote = decode_step(payload)
-        assign, worker = remote.assign, self._worker
+        hosted = self._hosting(remote.worker)
+        assign, worker = remote.assign, hosted.worker
         progress = StepProgress()
         report: StepReport | None = None
         scope = anyio.CancelScope()
@@ -102,16 +193,21 @@ class StepHost:
                     system_prompt=worker.system_prompt,
                     max_iterations=worker.max_iterations,
                     toolset=worker.toolset,
-                    caller=self._caller,
+                    caller=hosted.caller,
                     telemetry=self._telemetry,
-                    prompts=self._prompts,
+                    prompts=hosted.prompts,
                     assign=assign,
                     progress=progress,
                     on_tool_error=worker.on_tool_error,
+                    guards=hosted.guards,
                 )
         except Exception as exc:  # as the in-process step actor: the step failed, not the replica
             report = progress.report(
-                assign, worker.name, "failed", error=f"{type(exc).__name__}: {exc}"
+                assign,
+                worker.name,
+                "failed",
+                error=f"{type(exc).__name__}: {exc}",
+                error_type=error_type(exc),
             )
         finally:
             otel_context.detach(token)

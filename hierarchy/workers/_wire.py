@@ -24,11 +24,13 @@ class RemoteStep(msgspec.Struct, frozen=True, kw_only=True, tag="remote_step"):
         headers: W3C ``traceparent`` / ``tracestate``: the replica's spans join the run's trace.
         key: the step's idempotency key (run, plan version, step, attempt); a retry on
             another replica carries the same one, and a cancel names it.
+        worker: the worker that runs it (a replica of a pool hosts several).
     """
 
     assign: AssignStep
     headers: dict[str, str] = {}
     key: str = ""
+    worker: str = ""
 
 
 def step_key(assign: AssignStep) -> str:

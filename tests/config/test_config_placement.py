@@ -75,3 +75,76 @@ def test_a_team_worker_cannot_have_a_placement(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="placement"):
         parse_config(text, format="toml", source=str(tmp_path / "outer.toml"))
+
+
+def _both_placed(billing: str, comms: str) -> str:
+    """The refund file with a ``[workers.placement]`` table under each worker."""
+    text = _with_placement(comms)
+    anchor = '    "examples.refund.tools:flag_exception",\n]\n'
+    assert anchor in text
+    return text.replace(anchor, f"{anchor}\n[workers.placement]\n{billing}\n")
+
+
+def test_workers_naming_one_pool_share_its_settings() -> None:
+    block = 'kind = "ray"\npool = "cpu"\nreplicas = 2\nnum_cpus = 0.5'
+    config = parse_config(_both_placed(block, block), format="toml")
+    team = build_team(config, model="scripted", source=str(REFUND))
+    placements = [w.placement for w in team.workers if isinstance(w, Worker)]
+    assert [(p.pool, p.replicas, p.num_cpus) for p in placements if p is not None] == [
+        ("cpu", 2, 0.5),
+        ("cpu", 2, 0.5),
+    ]
+
+
+def test_a_pool_whose_workers_disagree_is_an_error_naming_what_differs() -> None:
+    billing = 'kind = "ray"\npool = "cpu"\nreplicas = 2\nnum_cpus = 0.5'
+    comms = 'kind = "ray"\npool = "cpu"\nreplicas = 1\nnum_cpus = 0.5\nresources = {db = 1.0}'
+    config = parse_config(_both_placed(billing, comms), format="toml", source="team.toml")
+    with pytest.raises(ConfigError) as caught:
+        build_team(config, model="scripted", source="team.toml")
+    message = str(caught.value)
+    assert message.startswith("team.toml: ")
+    assert "workers 'billing' and 'comms' share the Ray pool 'cpu'" in message
+    assert "replicas (2 and 1)" in message
+    assert "resources ({} and {'db': 1.0})" in message
+    assert "num_cpus" not in message  # they agree on it
+    assert "different pools" in message
+
+
+def test_a_pool_in_code_is_checked_when_the_team_is_made() -> None:
+    from regiment import Planner, ScriptedModel, Team
+
+    model = ScriptedModel([])
+
+    def worker(name: str, placement: Ray) -> Worker:
+        return Worker(name=name, description=name, model=model, placement=placement)
+
+    same = [worker("a", Ray(pool="gpu", num_gpus=1)), worker("b", Ray(pool="gpu", num_gpus=1))]
+    Team(name="t", planner=Planner(model=model), workers=same)  # agreeing: fine
+    apart = [worker("a", Ray(pool="gpu", num_gpus=1)), worker("b", Ray(pool="gpu"))]
+    with pytest.raises(
+        ConfigError, match=r"team 't': workers 'a' and 'b' .*num_gpus \(1 and 0\.0\)"
+    ):
+        Team(name="t", planner=Planner(model=model), workers=apart)
+    own = [worker("a", Ray(num_gpus=1)), worker("b", Ray())]  # no pool: replicas of their own
+    Team(name="t", planner=Planner(model=model), workers=own)
+    with pytest.raises(ConfigError, match=r"Ray\(pool=''\): give the pool a non-empty name"):
+        Ray(pool="")
+
+
+def test_workers_ray_puts_the_workers_without_a_placement_in_one_pool() -> None:
+    own = 'kind = "local"\nreplicas = 2'  # comms has a placement table of its own
+    config = place_on_ray(parse_config(_with_placement(own), format="toml"))
+    team = build_team(config, model="scripted", source=str(REFUND))
+    billing, comms = (w.placement for w in team.workers if isinstance(w, Worker))
+    assert billing is not None
+    assert comms is not None
+    assert (billing.pool, billing.replicas) == ("workers", 1)
+    assert (comms.pool, comms.replicas) == (None, 2)  # kept its own replicas
+    shared = place_on_ray(parse_config(REFUND.read_text(), format="toml"))
+    pools = {
+        w.placement.pool
+        for w in build_team(shared, model="scripted").workers
+        if isinstance(w, Worker) and w.placement is not None
+    }
+    assert pools == {"workers"}

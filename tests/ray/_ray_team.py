@@ -158,7 +158,9 @@ def _hold_brain(request: ModelRequest) -> ModelResponse:
     return call("hold", {"order_id": "88213"})
 
 
-def held_worker(probe: str, *, commit_first: bool = False) -> Worker:
+def held_worker(
+    probe: str, *, commit_first: bool = False, name: str = "holder", max_concurrent_steps: int = 8
+) -> Worker:
     """A worker whose ``hold`` tool tells ``probe`` it started, then waits until it is
     cancelled (telling ``probe`` so). With ``commit_first``, it first records its side
     effect under its idempotency key (once per key, however often it is called)."""
@@ -178,10 +180,11 @@ def held_worker(probe: str, *, commit_first: bool = False) -> Worker:
         return "unreachable"
 
     return Worker(
-        name="holder",
+        name=name,
         description="Holds orders.",
         model=ScriptedModel(_hold_brain),
         tools=[hold],
+        max_concurrent_steps=max_concurrent_steps,
     )
 
 
@@ -247,3 +250,25 @@ def where_team(**placement: Any) -> Team:
 
     worker = dataclasses.replace(where_worker(), placement=Ray(build=where_worker, **placement))
     return Team(name="where", planner=Planner(model=ScriptedModel(_where_brain)), workers=[worker])
+
+
+def pooled_holders(probe: str, steps_each: int, **placement: Any) -> Team:
+    """Two holders, ``hold_a`` and ``hold_b``, in one Ray pool, each running up to
+    ``steps_each`` steps at once; the plan gives each that many steps to hold."""
+    from regiment.hierarchy import Planner
+
+    workers = []
+    for name in ("hold_a", "hold_b"):
+        build = functools.partial(held_worker, probe, name=name, max_concurrent_steps=steps_each)
+        workers.append(dataclasses.replace(build(), placement=Ray(build=build, **placement)))
+    steps = [
+        {"id": f"{w.name}-{i}", "description": "Hold order 88213", "worker": w.name}
+        for w in workers
+        for i in range(steps_each)
+    ]
+    return Team(
+        name="pooled",
+        planner=Planner(model=ScriptedModel([plan_text(*steps)])),
+        workers=workers,
+        concurrency=2 * steps_each,
+    )
