@@ -49,6 +49,7 @@ from regiment.journal import (
     PlanVersion,
     Record,
     RunCreated,
+    RunResumed,
     StepDispatched,
     StepReported,
     heartbeat,
@@ -153,6 +154,7 @@ class RunJournal:
         "_replay",
         "_ttl",
         "calls",
+        "resume",
         "run_id",
     )
 
@@ -175,6 +177,8 @@ class RunJournal:
         self._error: JournalError | None = None
         self._replay = None if replay.empty else replay
         self.calls = RunCalls(run_id, deps, journal, lease, replay)  # the workers' side
+        # A resumed run's: which resume this is, and its first root span's traceparent.
+        self.resume: tuple[int, str | None] | None = None
 
     @classmethod
     async def create(
@@ -188,8 +192,9 @@ class RunJournal:
         deps: object = None,
         *,
         ttl: float = LEASE_TTL,
+        trace: str | None = None,
     ) -> RunJournal:
-        """Record a new run (durably) and own it."""
+        """Record a new run (durably) and own it (``trace``: its root span's ``traceparent``)."""
         created = RunCreated(
             run_id=run_id,
             team=team.name,
@@ -197,6 +202,7 @@ class RunJournal:
             goal=goal,
             session=session,
             created_at=datetime.now(UTC),
+            trace=trace,
         )
         lease = await journal.create_run(created, owner=owner, ttl=ttl)
         return cls(journal, lease, run_id, deps=deps, ttl=ttl)
@@ -204,6 +210,14 @@ class RunJournal:
     @property
     def lease(self) -> Lease:
         return self._lease
+
+    def resumed(self, trace: str | None) -> None:
+        """Buffer the record of this resume (``trace``: the resumed root span's ``traceparent``)."""
+        now = datetime.now(UTC)
+        number = self.resume[0] if self.resume is not None else 1
+        self._pending.append(
+            RunResumed(run_id=self.run_id, number=number, trace=trace, resumed_at=now)
+        )
 
     def note(self, change: RunChange, result: RunResult | None) -> None:
         """Buffer the record ``change`` implies, if any (``result``: the run's, once it has one)."""
