@@ -15,7 +15,7 @@ import contextlib
 import hashlib
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple, final
 
@@ -23,6 +23,7 @@ import anyio
 import msgspec
 
 from regiment.errors import ActorStopped, ApprovalError
+from regiment.hierarchy._clock import RunClock
 from regiment.journal import ApprovalDecided, ApprovalRequested, Journal
 from regiment.tools import ApprovalDecision, ApprovalRequest, Deny, EditArguments, Tool
 
@@ -95,6 +96,7 @@ class ApprovalDesk:
         self._parents: dict[str, StepAt] = {}
         self._entries: dict[str, _Pending] = {}
         self.journal: Journal | None = None  # where a paused run's decisions are
+        self.clocks: dict[str, RunClock] = {}  # the wall clocks of the runs in progress
 
     # -- runs ----------------------------------------------------------------
 
@@ -110,12 +112,26 @@ class ApprovalDesk:
         """The run ended (its undecided requests stay, for a resume)."""
         self._planners.pop(run_id, None)
         self._parents.pop(run_id, None)
+        self.clocks.pop(run_id, None)
 
     def top(self, at: StepAt) -> StepAt:
         """The top-level run's step that ``at`` (a step of a nested run, maybe) serves."""
         while (parent := self._parents.get(at.run_id)) is not None:
             at = parent
         return at
+
+    @contextlib.contextmanager
+    def waiting(self, at: StepAt) -> Iterator[None]:
+        """Hold the wall clocks of ``at``'s run and of every run above it while a call of
+        it waits for a human's decision (see :class:`~regiment.hierarchy._clock.RunClock`)."""
+        with contextlib.ExitStack() as held:
+            run: StepAt | None = at
+            while run is not None:
+                clock = self.clocks.get(run.run_id)
+                if clock is not None:
+                    held.enter_context(clock.held())
+                run = self._parents.get(run.run_id)
+            yield
 
     def now(self) -> float:
         """The desk's clock (Unix time), which expiry times are on."""

@@ -210,7 +210,7 @@ class RunningTeam(DecidesApprovals):
         # Unique within the team by the counter, and across teams and processes with
         # high probability; no system call (uuid4 reads the OS's random source).
         run_id = resumed.run_id if resumed else f"run-{next(self._ids)}-{getrandbits(32):08x}"
-        budget = capped(self.team.budget, allowance)
+        budget, desk = capped(self.team.budget, allowance), self._desk
         ref: RunRef | None = None
         provider = self.team.planner.model.provider
         resume = resumed.resume if resumed is not None else None
@@ -232,7 +232,8 @@ class RunningTeam(DecidesApprovals):
                         SpawnRun(run_id, goal, channel, span, budget, concurrency)
                     )
                 assert ref is not None  # a shielded scope never skips its body
-                self._desk.link(run_id, parent) if parent else self._desk.open_run(run_id, ref.send)
+                desk.link(run_id, parent) if parent else desk.open_run(run_id, ref.send)
+                desk.clocks[run_id] = channel.clock  # approval waits hold the run's wall clock
                 await ref.send(StartRun())
                 yield channel, events
             finally:
