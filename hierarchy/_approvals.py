@@ -84,6 +84,9 @@ class _Pending:
     by: str = ""
     ready: anyio.Event | None = None  # set while a worker waits on it
     journaled: bool = False  # the decision is in the journal already
+    started: float = 0.0  # when the call began to wait (monotonic)
+    told: bool = False  # the decision reached the run's planner with ``settle``
+    deciding: anyio.Event | None = None  # set while a decision is being recorded
 
 
 @final
@@ -163,7 +166,7 @@ class ApprovalDesk:
             )
             await self._tell(request.run_id, settled)
             return entry.decision
-        started = time.monotonic()
+        started = entry.started = time.monotonic()
         if not self._expired(entry):
             await self._tell(request.run_id, ApprovalNoticed(entry.request, journaled))
             ready = entry.ready = anyio.Event()
@@ -171,15 +174,21 @@ class ApprovalDesk:
                 expires = request.expires_at
                 with anyio.move_on_after(math.inf if expires is None else expires - self._clock()):
                     await ready.wait()
+                if entry.decision is None and entry.deciding is not None:
+                    await entry.deciding.wait()  # a decision being recorded wins over expiry
             finally:
                 entry.ready = None
+        if entry.told:  # ``settle`` told the run's planner already
+            return entry.decision or Deny(reason="no decision")
         if entry.decision is None:
             entry.decision, entry.by = (
                 Deny(reason="no decision before the request expired"),
                 "timeout",
             )
         waited = time.monotonic() - started
-        settled = ApprovalSettled(entry.request, entry.decision, entry.by, waited)
+        settled = ApprovalSettled(
+            entry.request, entry.decision, entry.by, waited, journaled=entry.journaled
+        )
         await self._tell(request.run_id, settled)
         return entry.decision
 
@@ -188,19 +197,23 @@ class ApprovalDesk:
         entry = self._entries.get(request_id)
         return None if entry is None else entry.request
 
-    def check(self, request_id: str, decision: ApprovalDecision) -> bool:
-        """Check a decision on a request this desk holds; whether its run is live here.
+    def claim(self, request_id: str, decision: ApprovalDecision) -> bool:
+        """Check a decision on a request this desk holds, and hold the request while the
+        decision is recorded (``settle`` or ``unclaim`` next); whether its run is live here.
 
         Raises:
-            ApprovalError: it is decided already, or edited arguments do not validate.
+            ApprovalError: it is decided (or being decided) already, or edited
+                arguments do not validate.
         """
         entry = self._entries[request_id]
         request = entry.request
-        if entry.decision is not None:
+        if entry.decision is not None or entry.deciding is not None:
+            by = entry.by or "someone"
+            done = _describe(entry.decision) if entry.decision else "being recorded"
             raise ApprovalError(
                 f"approval request {request_id} ({request.tool_name} in run "
-                f"{request.run_id}) was already decided by {entry.by or 'someone'}: "
-                f"{_describe(entry.decision)}; a decision cannot be changed",
+                f"{request.run_id}) was already decided by {by}: {done}; a decision cannot "
+                "be changed",
                 kind="decided",
             )
         if isinstance(decision, EditArguments) and entry.tool is not None:
@@ -210,16 +223,33 @@ class ApprovalDesk:
                     f"the edited arguments for tool {request.tool_name!r} do not validate: "
                     f"{problem}; request {request_id} stays pending, decide again"
                 )
+        entry.deciding = anyio.Event()
         return self.is_live(request.run_id)
 
-    def decide(
-        self, request_id: str, decision: ApprovalDecision, by: str, *, journaled: bool = False
+    def unclaim(self, request_id: str) -> None:
+        """The claimed decision could not be recorded: the request is pending again."""
+        entry = self._entries[request_id]
+        if entry.deciding is not None:
+            entry.deciding.set()
+            entry.deciding = None
+
+    async def settle(
+        self, request_id: str, decision: ApprovalDecision, by: str, *, journaled: bool
     ) -> None:
-        """Record a checked decision (``journaled``: the journal has it); a waiting call goes on."""
+        """Record a claimed decision (``journaled``: the journal has it): a waiting call
+        goes on, and its run's planner hears of it at once, before any later news."""
         entry = self._entries[request_id]
         entry.decision, entry.by, entry.journaled = decision, by, journaled
-        if entry.ready is not None:
-            entry.ready.set()
+        if entry.deciding is not None:
+            entry.deciding.set()
+            entry.deciding = None
+        if entry.ready is None:
+            return  # no call waits (its run has paused): a resume applies the decision
+        entry.told = True
+        entry.ready.set()
+        waited = time.monotonic() - entry.started
+        settled = ApprovalSettled(entry.request, decision, by, waited, journaled=journaled)
+        await self._tell(entry.request.run_id, settled)
 
     def pending(self, run_id: str | None = None) -> tuple[ApprovalRequest, ...]:
         """Undecided requests (of one top-level run), oldest first."""

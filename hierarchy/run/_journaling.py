@@ -16,6 +16,7 @@ import os
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+import anyio
 import msgspec
 
 from regiment.errors import JournalError
@@ -49,7 +50,6 @@ from regiment.journal import (
     PlanVersion,
     Record,
     RunCreated,
-    RunResumed,
     StepDispatched,
     StepReported,
     heartbeat,
@@ -147,6 +147,7 @@ class RunJournal:
 
     __slots__ = (
         "_calls",
+        "_closed",
         "_error",
         "_journal",
         "_lease",
@@ -175,10 +176,10 @@ class RunJournal:
         self._pending: list[Record] = []
         self._calls: dict[str, int] = {}
         self._error: JournalError | None = None
+        self._closed: anyio.Event | None = None  # set once the run has let go of its lease
         self._replay = None if replay.empty else replay
         self.calls = RunCalls(run_id, deps, journal, lease, replay)  # the workers' side
-        # A resumed run's: which resume this is, and its first root span's traceparent.
-        self.resume: tuple[int, str | None] | None = None
+        self.resume: tuple[int, str | None] | None = None  # resumed: (number, first traceparent)
 
     @classmethod
     async def create(
@@ -211,13 +212,17 @@ class RunJournal:
     def lease(self) -> Lease:
         return self._lease
 
-    def resumed(self, trace: str | None) -> None:
-        """Buffer the record of this resume (``trace``: the resumed root span's ``traceparent``)."""
-        now = datetime.now(UTC)
-        number = self.resume[0] if self.resume is not None else 1
-        self._pending.append(
-            RunResumed(run_id=self.run_id, number=number, trace=trace, resumed_at=now)
-        )
+    def buffer(self, record: Record) -> None:
+        """Append ``record`` with the run's next flush."""
+        self._pending.append(record)
+
+    async def decided(self, record: ApprovalDecided) -> bool:
+        """Append a decision on this run now, durably; ``False`` once the run lets go of it."""
+        if self._closed is not None:
+            await self._closed.wait()  # then the journal takes it under a lease of its own
+            return False
+        await self._journal.append(self._lease, record, durable=True)
+        return True
 
     def note(self, change: RunChange, result: RunResult | None) -> None:
         """Buffer the record ``change`` implies, if any (``result``: the run's, once it has one)."""
@@ -291,11 +296,15 @@ class RunJournal:
             JournalError: a write of this run failed (now or earlier), so the
                 journal does not hold the whole run.
         """
-        if self._error is None:
-            with contextlib.suppress(JournalError):
-                await self.flush()
+        closed = self._closed = anyio.Event()
+        try:
             if self._error is None:
-                await self._journal.release(self._lease)
+                with contextlib.suppress(JournalError):
+                    await self.flush()
+                if self._error is None:
+                    await self._journal.release(self._lease)
+        finally:
+            closed.set()
         if self._error is not None:
             raise JournalError(
                 f"run {self.run_id} could not be journaled ({self._error}); its result "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeAlias
 
 from anyio.streams.memory import MemoryObjectReceiveStream
@@ -42,8 +43,9 @@ async def open_channel(
     run_id, goal, session = run
     journal, team, ttl = running.journal, running.team, running.lease_ttl
     run_journal = resumed
-    if resumed is not None:
-        resumed.resumed(trace)
+    if resumed is not None and resumed.resume is not None:
+        number, now = resumed.resume[0], datetime.now(UTC)
+        resumed.buffer(RunResumed(run_id=run_id, number=number, trace=trace, resumed_at=now))
     elif journal is not None:
         run_journal = await RunJournal.create(
             journal, team, run_id, goal, session, owner_name(), deps, ttl=ttl, trace=trace

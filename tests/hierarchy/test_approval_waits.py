@@ -139,3 +139,21 @@ async def test_a_nested_team_wait_holds_the_top_run_clock() -> None:
                 result = event.result
     assert result.status == "completed"
     assert shop.refunds == [("5", 30)]
+
+
+async def test_a_decision_reaches_the_planner_before_a_step_that_ends_right_after_it() -> None:
+    """Approve, then at once let the only other step finish: the run must not take the
+    decided request for a pending one and pause (no journal here)."""
+    shop = Shop()
+    plan = plan_json(step("s1", "billing", "refund 1 40"), step("s2", "slow", "slow"))
+    for _ in range(5):  # the race went the wrong way about half the time
+        shop.release = type(shop.release)()
+        async with shop_team(shop, plan).start() as running, running.stream("refund") as events:
+            async for event in events:
+                if isinstance(event, ApprovalRequested):
+                    await running.approve(event.request.request_id, Approve())
+                    shop.release.set()  # s2 ends now, maybe before the refund's step goes on
+                last = event
+        assert isinstance(last, RunCompleted)
+        assert last.result.status == "completed", last.result.answer
+    assert shop.refunds == [("1", 40)] * 5
