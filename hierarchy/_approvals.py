@@ -25,7 +25,7 @@ import msgspec
 from regiment.errors import ActorStopped, ApprovalError
 from regiment.hierarchy._clock import RunClock
 from regiment.journal import ApprovalDecided, ApprovalRequested, Journal
-from regiment.tools import ApprovalDecision, ApprovalRequest, Deny, EditArguments, Tool
+from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Deny, EditArguments, Tool
 
 __all__ = (
     "ApprovalDesk",
@@ -191,6 +191,27 @@ class ApprovalDesk:
         )
         await self._tell(request.run_id, settled)
         return entry.decision
+
+    async def ask(self, request: ApprovalRequest, policy: Approver) -> ApprovalDecision:
+        """Let ``policy`` (an in-process approver) decide ``request`` at once.
+
+        A request of a resumed run that was journaled before the run paused is settled
+        like a human's: a decision taken meanwhile (``regiment approve``) is applied and
+        the approver not asked; otherwise the approver's decision is journaled by the run.
+        """
+        if self.journal is None:
+            return await policy(request)
+        asked, decision, by = await self._journaled(request)
+        if decision is not None:
+            await self._tell(request.run_id, ApprovalSettled(request, decision, by, 0.0, True))
+            return decision
+        started = time.monotonic()
+        decision = await policy(request)
+        if asked:  # still pending in the journal: the run records how it was decided
+            waited = time.monotonic() - started
+            settled = ApprovalSettled(request, decision, "approver", waited)
+            await self._tell(request.run_id, settled)
+        return decision
 
     def get(self, request_id: str) -> ApprovalRequest | None:
         """A request this desk holds, decided or not."""

@@ -73,7 +73,7 @@ class ApprovalGate:
             )
             with desk.waiting(at):
                 if policy is not None:
-                    return await policy(request)
+                    return await desk.ask(request, policy)
                 return await self._on_desk(request, tool)
 
         return wait
