@@ -158,8 +158,9 @@ class ApprovalDesk:
         journaled = False
         if entry is None:
             entry = self._entries[request.request_id] = _Pending(request, tool)
-            journaled, entry.decision, entry.by = await self._journaled(request)
-            entry.journaled = entry.decision is not None
+            journaled, decision, by = await self._journaled(request)
+            if decision is not None and entry.decision is None:  # (``approve`` may be quicker)
+                entry.decision, entry.by, entry.journaled = decision, by, True
         if entry.decision is not None:  # decided while the run was paused
             settled = ApprovalSettled(
                 entry.request, entry.decision, entry.by, 0.0, journaled=entry.journaled
@@ -170,6 +171,8 @@ class ApprovalDesk:
         if not self._expired(entry):
             await self._tell(request.run_id, ApprovalNoticed(entry.request, journaled))
             ready = entry.ready = anyio.Event()
+            if _decided(entry):  # while the run was being told (mypy: an await came between)
+                ready.set()
             try:
                 expires = request.expires_at
                 with anyio.move_on_after(math.inf if expires is None else expires - self._clock()):
@@ -304,6 +307,10 @@ class ApprovalDesk:
         if notify is not None:
             with contextlib.suppress(ActorStopped):  # the run has just ended
                 await notify(notice)
+
+
+def _decided(entry: _Pending) -> bool:
+    return entry.decision is not None
 
 
 def decision_name(decision: ApprovalDecision) -> str:
