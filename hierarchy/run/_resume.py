@@ -43,8 +43,8 @@ async def open_channel(
     run_id, goal, session = run
     journal, team, ttl = running.journal, running.team, running.lease_ttl
     run_journal = resumed
-    if resumed is not None and resumed.resume is not None:
-        number, now = resumed.resume[0], datetime.now(UTC)
+    if resumed is not None:
+        number, now = (resumed.resume or (1, None))[0], datetime.now(UTC)
         resumed.buffer(RunResumed(run_id=run_id, number=number, trace=trace, resumed_at=now))
     elif journal is not None:
         run_journal = await RunJournal.create(
