@@ -22,13 +22,6 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("team_file", metavar="TEAM_FILE", help="a .toml, .yaml or .yml team file")
     run.add_argument("goal", metavar="GOAL", help="what the team should do")
     run.add_argument("--session", metavar="S", help="the session the run belongs to")
-    run.add_argument(
-        "--approve",
-        choices=("pause", "ask"),
-        default="pause",
-        help="a call that needs approval: pause the run (exit 3; the default) or ask on "
-        "this terminal: approve? [y]es / [n]o / [e]dit JSON",
-    )
     _add_run_options(run)
     resume = commands.add_parser("resume", help="finish a journaled run that stopped")
     resume.add_argument("team_file", metavar="TEAM_FILE", help="the team file the run used")
@@ -47,8 +40,16 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _add_run_options(run: argparse.ArgumentParser) -> None:
-    """What ``run`` and ``resume`` share: model, trace, events, view, backend, journal."""
+    """What ``run`` and ``resume`` share: model, trace, events, view, backend, journal,
+    and how a call that needs approval is decided."""
     add_journal_option(run)
+    run.add_argument(
+        "--approve",
+        choices=("pause", "ask"),
+        default="pause",
+        help="a call that needs approval: pause the run (exit 3; the default) or ask on "
+        "this terminal: approve? [y]es / [n]o / [e]dit JSON",
+    )
     run.add_argument(
         "--model",
         metavar="SPEC",

@@ -26,6 +26,7 @@ from regiment.tools import (
     Approver,
     Deny,
     EditArguments,
+    MCPServer,
     Tool,
     Toolset,
 )
@@ -143,13 +144,12 @@ class TerminalApprover:
 
 def asking(team: Team, approver: TerminalApprover) -> Team:
     """``team`` with ``approver`` deciding the calls of every in-process worker,
-    nested teams' included. (Workers with MCP servers keep pausing; Ray-placed
-    workers have no approval gate.)"""
+    nested teams' and MCP workers' included. (Ray-placed workers have no approval gate.)"""
     workers: list[Worker | TeamWorker] = []
     for worker in team.workers:
         if isinstance(worker, TeamWorker):
             worker = dataclasses.replace(worker, team=asking(worker.team, approver))
-        elif worker.placement is None and not worker.mcp_servers:
+        elif worker.placement is None:
             toolset = worker.toolset
             asked = Toolset(
                 toolset.name,
@@ -157,6 +157,10 @@ def asking(team: Team, approver: TerminalApprover) -> Team:
                 max_concurrency=toolset.max_concurrency,
                 approver=approver.for_tools(toolset),
             )
-            worker = dataclasses.replace(worker, tools=asked)
+            # An MCP worker keeps its servers; its live tools keep the set's approver.
+            tools: Toolset | list[Toolset | MCPServer] = (
+                [asked, *worker.mcp_servers] if worker.mcp_servers else asked
+            )
+            worker = dataclasses.replace(worker, tools=tools)
         workers.append(worker)
     return dataclasses.replace(team, workers=workers)

@@ -7,7 +7,7 @@
                                   [--plain] [-v|-vv]
                                   [--session S] [--journal PATH_OR_URL | --no-journal]
                                   [--approve pause|ask]
-    regiment resume TEAM_FILE RUN_ID [--force] [the options of run]
+    regiment resume TEAM_FILE RUN_ID [--force] [the options of run, --approve ask too]
     regiment runs [--status S] [--json] [--journal PATH_OR_URL]
     regiment show RUN_ID [--json] [--journal PATH_OR_URL]
     regiment serve TEAM_FILE [--host H] [--port P] [--token T] [--model SPEC] [-vv]

@@ -15,7 +15,7 @@ import contextlib
 import hashlib
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple, final
 
@@ -23,8 +23,9 @@ import anyio
 import msgspec
 
 from regiment.errors import ActorStopped, ApprovalError
+from regiment.hierarchy._clock import RunClock
 from regiment.journal import ApprovalDecided, ApprovalRequested, Journal
-from regiment.tools import ApprovalDecision, ApprovalRequest, Deny, EditArguments, Tool
+from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Deny, EditArguments, Tool
 
 __all__ = (
     "ApprovalDesk",
@@ -83,6 +84,9 @@ class _Pending:
     by: str = ""
     ready: anyio.Event | None = None  # set while a worker waits on it
     journaled: bool = False  # the decision is in the journal already
+    started: float = 0.0  # when the call began to wait (monotonic)
+    told: bool = False  # the decision reached the run's planner with ``settle``
+    deciding: anyio.Event | None = None  # set while a decision is being recorded
 
 
 @final
@@ -95,6 +99,7 @@ class ApprovalDesk:
         self._parents: dict[str, StepAt] = {}
         self._entries: dict[str, _Pending] = {}
         self.journal: Journal | None = None  # where a paused run's decisions are
+        self.clocks: dict[str, RunClock] = {}  # the wall clocks of the runs in progress
 
     # -- runs ----------------------------------------------------------------
 
@@ -110,12 +115,26 @@ class ApprovalDesk:
         """The run ended (its undecided requests stay, for a resume)."""
         self._planners.pop(run_id, None)
         self._parents.pop(run_id, None)
+        self.clocks.pop(run_id, None)
 
     def top(self, at: StepAt) -> StepAt:
         """The top-level run's step that ``at`` (a step of a nested run, maybe) serves."""
         while (parent := self._parents.get(at.run_id)) is not None:
             at = parent
         return at
+
+    @contextlib.contextmanager
+    def waiting(self, at: StepAt) -> Iterator[None]:
+        """Hold the wall clocks of ``at``'s run and of every run above it while a call of
+        it waits for a human's decision (see :class:`~regiment.hierarchy._clock.RunClock`)."""
+        with contextlib.ExitStack() as held:
+            run: StepAt | None = at
+            while run is not None:
+                clock = self.clocks.get(run.run_id)
+                if clock is not None:
+                    held.enter_context(clock.held())
+                run = self._parents.get(run.run_id)
+            yield
 
     def now(self) -> float:
         """The desk's clock (Unix time), which expiry times are on."""
@@ -139,52 +158,86 @@ class ApprovalDesk:
         journaled = False
         if entry is None:
             entry = self._entries[request.request_id] = _Pending(request, tool)
-            journaled, entry.decision, entry.by = await self._journaled(request)
-            entry.journaled = entry.decision is not None
+            journaled, decision, by = await self._journaled(request)
+            if decision is not None and entry.decision is None:  # (``approve`` may be quicker)
+                entry.decision, entry.by, entry.journaled = decision, by, True
         if entry.decision is not None:  # decided while the run was paused
             settled = ApprovalSettled(
                 entry.request, entry.decision, entry.by, 0.0, journaled=entry.journaled
             )
             await self._tell(request.run_id, settled)
             return entry.decision
-        started = time.monotonic()
+        started = entry.started = time.monotonic()
         if not self._expired(entry):
             await self._tell(request.run_id, ApprovalNoticed(entry.request, journaled))
             ready = entry.ready = anyio.Event()
+            if _decided(entry):  # while the run was being told (mypy: an await came between)
+                ready.set()
             try:
                 expires = request.expires_at
                 with anyio.move_on_after(math.inf if expires is None else expires - self._clock()):
                     await ready.wait()
+                if entry.decision is None and entry.deciding is not None:
+                    await entry.deciding.wait()  # a decision being recorded wins over expiry
             finally:
                 entry.ready = None
+        if entry.told:  # ``settle`` told the run's planner already
+            return entry.decision or Deny(reason="no decision")
         if entry.decision is None:
             entry.decision, entry.by = (
                 Deny(reason="no decision before the request expired"),
                 "timeout",
             )
         waited = time.monotonic() - started
-        settled = ApprovalSettled(entry.request, entry.decision, entry.by, waited)
+        settled = ApprovalSettled(
+            entry.request, entry.decision, entry.by, waited, journaled=entry.journaled
+        )
         await self._tell(request.run_id, settled)
         return entry.decision
+
+    async def ask(self, request: ApprovalRequest, policy: Approver) -> ApprovalDecision:
+        """Let ``policy`` (an in-process approver) decide ``request`` at once.
+
+        A request of a resumed run that was journaled before the run paused is settled
+        like a human's: a decision taken meanwhile (``regiment approve``) is applied and
+        the approver not asked; otherwise the approver's decision is journaled by the run.
+        """
+        if self.journal is None:
+            return await policy(request)
+        asked, decision, by = await self._journaled(request)
+        if decision is not None:
+            await self._tell(request.run_id, ApprovalSettled(request, decision, by, 0.0, True))
+            return decision
+        started = time.monotonic()
+        decision = await policy(request)
+        if asked:  # still pending in the journal: the run records how it was decided
+            waited = time.monotonic() - started
+            settled = ApprovalSettled(request, decision, "approver", waited)
+            await self._tell(request.run_id, settled)
+        return decision
 
     def get(self, request_id: str) -> ApprovalRequest | None:
         """A request this desk holds, decided or not."""
         entry = self._entries.get(request_id)
         return None if entry is None else entry.request
 
-    def check(self, request_id: str, decision: ApprovalDecision) -> bool:
-        """Check a decision on a request this desk holds; whether its run is live here.
+    def claim(self, request_id: str, decision: ApprovalDecision) -> bool:
+        """Check a decision on a request this desk holds, and hold the request while the
+        decision is recorded (``settle`` or ``unclaim`` next); whether its run is live here.
 
         Raises:
-            ApprovalError: it is decided already, or edited arguments do not validate.
+            ApprovalError: it is decided (or being decided) already, or edited
+                arguments do not validate.
         """
         entry = self._entries[request_id]
         request = entry.request
-        if entry.decision is not None:
+        if entry.decision is not None or entry.deciding is not None:
+            by = entry.by or "someone"
+            done = _describe(entry.decision) if entry.decision else "being recorded"
             raise ApprovalError(
                 f"approval request {request_id} ({request.tool_name} in run "
-                f"{request.run_id}) was already decided by {entry.by or 'someone'}: "
-                f"{_describe(entry.decision)}; a decision cannot be changed",
+                f"{request.run_id}) was already decided by {by}: {done}; a decision cannot "
+                "be changed",
                 kind="decided",
             )
         if isinstance(decision, EditArguments) and entry.tool is not None:
@@ -194,16 +247,33 @@ class ApprovalDesk:
                     f"the edited arguments for tool {request.tool_name!r} do not validate: "
                     f"{problem}; request {request_id} stays pending, decide again"
                 )
+        entry.deciding = anyio.Event()
         return self.is_live(request.run_id)
 
-    def decide(
-        self, request_id: str, decision: ApprovalDecision, by: str, *, journaled: bool = False
+    def unclaim(self, request_id: str) -> None:
+        """The claimed decision could not be recorded: the request is pending again."""
+        entry = self._entries[request_id]
+        if entry.deciding is not None:
+            entry.deciding.set()
+            entry.deciding = None
+
+    async def settle(
+        self, request_id: str, decision: ApprovalDecision, by: str, *, journaled: bool
     ) -> None:
-        """Record a checked decision (``journaled``: the journal has it); a waiting call goes on."""
+        """Record a claimed decision (``journaled``: the journal has it): a waiting call
+        goes on, and its run's planner hears of it at once, before any later news."""
         entry = self._entries[request_id]
         entry.decision, entry.by, entry.journaled = decision, by, journaled
-        if entry.ready is not None:
-            entry.ready.set()
+        if entry.deciding is not None:
+            entry.deciding.set()
+            entry.deciding = None
+        if entry.ready is None:
+            return  # no call waits (its run has paused): a resume applies the decision
+        entry.told = True
+        entry.ready.set()
+        waited = time.monotonic() - entry.started
+        settled = ApprovalSettled(entry.request, decision, by, waited, journaled=journaled)
+        await self._tell(entry.request.run_id, settled)
 
     def pending(self, run_id: str | None = None) -> tuple[ApprovalRequest, ...]:
         """Undecided requests (of one top-level run), oldest first."""
@@ -237,6 +307,10 @@ class ApprovalDesk:
         if notify is not None:
             with contextlib.suppress(ActorStopped):  # the run has just ended
                 await notify(notice)
+
+
+def _decided(entry: _Pending) -> bool:
+    return entry.decision is not None
 
 
 def decision_name(decision: ApprovalDecision) -> str:

@@ -9,11 +9,13 @@ appended under the run's lease, which a resume of the run applies.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from regiment.errors import ApprovalError
 from regiment.hierarchy._approvals import ApprovalDesk
-from regiment.hierarchy.run._journaling import LEASE_TTL, owner_name
+from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, owner_name
 from regiment.hierarchy.workers._team_worker import TeamWorker
 from regiment.journal import ApprovalDecided, ApprovalRequested, Journal
 from regiment.tools import ApprovalDecision, ApprovalRequest, EditArguments, Tool
@@ -38,6 +40,7 @@ class DecidesApprovals:
     team: Team
     journal: Journal | None
     _desk: ApprovalDesk
+    _channels: dict[str, RunChannel]
 
     async def approve(
         self,
@@ -67,7 +70,14 @@ class DecidesApprovals:
             LeaseHeld: the run is live in another process; decide there.
         """
         desk, journal, by = self._desk, self.journal, by or ""
-        return await decide(desk, journal, self.team, request_id, decision, by, run_id=run_id)
+        return await decide(
+            desk, journal, self.team, request_id, decision, by, run_id=run_id, runs=self._live
+        )
+
+    def _live(self, run_id: str) -> RunJournal | None:
+        """The run journal of run ``run_id``, if it is in progress here."""
+        channel = self._channels.get(run_id)
+        return None if channel is None else channel.journal
 
     async def pending_approvals(self, run_id: str | None = None) -> tuple[ApprovalRequest, ...]:
         """Undecided requests, of one run or of all: the live ones here, then the journal's."""
@@ -83,8 +93,10 @@ async def decide(
     by: str,
     *,
     run_id: str | None = None,
+    runs: Callable[[str], RunJournal | None] = lambda run_id: None,
 ) -> ApprovalRequest:
-    """Decide ``request_id``; the request it decided.
+    """Decide ``request_id``; the request it decided (``runs``: the run journal of a run
+    live in this process, by run id).
 
     Raises:
         ApprovalError: no such request, it is decided or expired already, edited
@@ -94,22 +106,43 @@ async def decide(
     """
     request = desk.get(request_id)
     if request is not None:
-        if not desk.check(request_id, decision):  # its run has ended (paused) here
-            if journal is None:
+        live = desk.claim(request_id, decision)  # held until settled: one decision only
+        try:
+            if not live and journal is None:
                 raise ApprovalError(
                     f"run {request.run_id} has paused and this team has no journal to keep "
                     "the decision for its resume; start the team with journal=... "
                     "(a file or a postgresql:// URL) so paused runs can be resumed",
                     kind="no_journal",
                 )
-            await record_decision(journal, request, decision, by)
-            desk.decide(request_id, decision, by, journaled=True)
-        else:
-            desk.decide(request_id, decision, by)  # its run's planner journals it
+            # Journaled at once, whatever the run does next: if it pauses at this moment,
+            # another process's resume finds the decision.
+            if journal is not None:
+                await _record_now(journal, runs(request.run_id), request, decision, by)
+        except BaseException:
+            desk.unclaim(request_id)
+            raise
+        await desk.settle(request_id, decision, by, journaled=journal is not None)
         return request
     if journal is None:
         raise _unknown(request_id, "this team's live runs")
     return await decide_in_journal(journal, request_id, decision, by, run_id=run_id, team=team)
+
+
+async def _record_now(
+    journal: Journal,
+    live: RunJournal | None,
+    request: ApprovalRequest,
+    decision: ApprovalDecision,
+    by: str,
+) -> None:
+    """Append the decision durably: under the lease of its run if the run is live here
+    (``live``: its run journal), else under a lease of its own."""
+    record = ApprovalDecided(
+        run_id=request.run_id, approval_id=request.request_id, decision=decision, decided_by=by
+    )
+    if live is None or not await live.decided(record):
+        await record_decision(journal, request, decision, by)
 
 
 async def decide_in_journal(

@@ -38,7 +38,8 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         output_tokens: output tokens over all model calls.
         replans: how many times the plan may be replaced.
         rounds: how many plan-execute-critique rounds a run may take (with a critic).
-        wall_clock: seconds from the start of the run.
+        wall_clock: seconds from the start of the run, not counting the time calls
+            wait for an approval decision (the clock stands still meanwhile).
         on_exhausted: ``"partial"`` ends the run with a partial result marked
             as such; ``"raise"`` raises :class:`regiment.BudgetExceeded`.
     """

@@ -210,16 +210,19 @@ class RunningTeam(DecidesApprovals):
         # Unique within the team by the counter, and across teams and processes with
         # high probability; no system call (uuid4 reads the OS's random source).
         run_id = resumed.run_id if resumed else f"run-{next(self._ids)}-{getrandbits(32):08x}"
-        # JournalError: the run is refused, nothing started.
-        channel, events = await open_channel(
-            self, (run_id, goal, session), deps, resumed, streaming
-        )
-        budget = capped(self.team.budget, allowance)
+        budget, desk = capped(self.team.budget, allowance), self._desk
         ref: RunRef | None = None
         provider = self.team.planner.model.provider
+        resume = resumed.resume if resumed is not None else None
         with self._telemetry.run_span(
-            self.team.name, run_id, goal, provider=provider, session_id=session
+            self.team.name, run_id, goal, provider=provider, session_id=session, resume=resume
         ) as span:
+            # JournalError: the run is refused, nothing started. The journal keeps the
+            # root span's trace context, so a resume continues the run's trace.
+            trace = self._telemetry.headers_for(span).get("traceparent")
+            channel, events = await open_channel(
+                self, (run_id, goal, session), deps, resumed, streaming, trace
+            )
             self._channels[run_id] = channel
             try:
                 # Shielded: once the ask is delivered the run actor gets spawned, and a
@@ -229,7 +232,8 @@ class RunningTeam(DecidesApprovals):
                         SpawnRun(run_id, goal, channel, span, budget, concurrency)
                     )
                 assert ref is not None  # a shielded scope never skips its body
-                self._desk.link(run_id, parent) if parent else self._desk.open_run(run_id, ref.send)
+                desk.link(run_id, parent) if parent else desk.open_run(run_id, ref.send)
+                desk.clocks[run_id] = channel.clock  # approval waits hold the run's wall clock
                 await ref.send(StartRun())
                 yield channel, events
             finally:

@@ -14,7 +14,8 @@ Records
     JSON. Each names its ``run_id`` and gets a per-run sequence number, dense from
     1, in append order; ``append`` returns it. :class:`RunCreated` (team, config
     hash, goal, session, created_at) is always number 1 and :class:`RunFinished`
-    the last. Between them: :class:`PlanVersion`, :class:`StepDispatched` (intent)
+    the last. Between them: :class:`RunResumed` (each time a process takes the
+    run over to finish it), :class:`PlanVersion`, :class:`StepDispatched` (intent)
     and :class:`StepReported` (result, with ``committed``), :class:`ToolCallStarted`
     (intent, with the idempotency key) and :class:`ToolCallFinished` (result),
     :class:`ModelCallFinished` (the response, usage inside), :class:`EventRecorded`
@@ -106,6 +107,7 @@ from regiment.journal._records import (
     Record,
     RunCreated,
     RunFinished,
+    RunResumed,
     StepDispatched,
     StepReported,
     ToolCallFinished,
@@ -144,6 +146,7 @@ __all__ = (
     "RunCreated",
     "RunFinished",
     "RunInfo",
+    "RunResumed",
     "RunStatus",
     "SessionRun",
     "SqliteJournal",

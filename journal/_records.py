@@ -28,6 +28,7 @@ __all__ = (
     "Record",
     "RunCreated",
     "RunFinished",
+    "RunResumed",
     "StepDispatched",
     "StepReported",
     "ToolCallFinished",
@@ -50,6 +51,8 @@ class RunCreated(_Base, frozen=True, kw_only=True, tag="run_created"):
         goal: the goal, verbatim.
         session: the session the run belongs to, if any.
         created_at: when the run was accepted (timezone-aware).
+        trace: the W3C ``traceparent`` of the run's root span, when the run was
+            traced (a resume continues that trace); ``None`` in older journals.
     """
 
     team: str
@@ -57,6 +60,21 @@ class RunCreated(_Base, frozen=True, kw_only=True, tag="run_created"):
     goal: str
     session: str | None = None
     created_at: datetime
+    trace: str | None = None
+
+
+class RunResumed(_Base, frozen=True, kw_only=True, tag="run_resumed"):
+    """A process took the run over to finish it (``RunningTeam.resume``).
+
+    Attributes:
+        number: which resume this is (1 for the first).
+        trace: the W3C ``traceparent`` of the resumed root span, when traced.
+        resumed_at: when the resume began (timezone-aware).
+    """
+
+    number: int
+    trace: str | None = None
+    resumed_at: datetime
 
 
 class PlanVersion(_Base, frozen=True, kw_only=True, tag="plan_version"):
@@ -171,6 +189,7 @@ class RunFinished(_Base, frozen=True, kw_only=True, tag="run_finished"):
 
 Record: TypeAlias = (
     RunCreated
+    | RunResumed
     | PlanVersion
     | StepDispatched
     | StepReported

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from regiment.errors import ApprovalError, ConfigError
+from regiment.errors import ApprovalError, ConfigError, JournalError, UnknownRun
 from regiment.hierarchy import RunningTeam, Team, to_json
 from regiment.journal import Journal, JournalSpec, open_journal
 
@@ -157,6 +157,7 @@ def _routes(s: _Service) -> list[Route]:
         Route("/runs/{run_id}", guarded(_get_run), methods=["GET"]),
         Route("/runs/{run_id}/events", guarded(_events), methods=["GET"]),
         Route("/runs/{run_id}/cancel", guarded(_cancel), methods=["POST"]),
+        Route("/runs/{run_id}/resume", guarded(_resume), methods=["POST"]),
         Route("/approvals", guarded(_list_approvals), methods=["GET"]),
         Route("/approvals/{request_id}", guarded(_decide), methods=["POST"]),
     ]
@@ -170,6 +171,22 @@ async def _post_run(s: _Service, request: Request) -> Response:
     body = await _new_run(request)
     runs = s.live()
     record = await runs.start(body.goal, body.session, body.deps)
+    if request.query_params.get("wait") not in ("true", "1"):
+        return json_response({"run_id": record.run_id}, 202)
+    await _wait_or_cancel(runs, record, request)
+    return json_response(run_view(record))
+
+
+async def _resume(s: _Service, request: Request) -> Response:
+    """``POST /runs/{run_id}/resume``: finish a journaled run that stopped or paused (in the
+    run's trace); 202 with its id, or with ``?wait=true`` its view once it has ended."""
+    run_id, runs = request.path_params["run_id"], s.live()
+    try:
+        record = await runs.resume(run_id)
+    except UnknownRun as exc:
+        raise ApiError(404, "no such run", str(exc)) from exc
+    except (ConfigError, JournalError) as exc:  # no journal, finished, changed team, leased
+        raise ApiError(409, "cannot resume", str(exc)) from exc
     if request.query_params.get("wait") not in ("true", "1"):
         return json_response({"run_id": record.run_id}, 202)
     await _wait_or_cancel(runs, record, request)

@@ -1,15 +1,15 @@
 """Runs started by the app: each one a task of the app's lifespan task group.
 
-Every run is driven by ``running.stream(goal)`` inside its own cancel scope, so
-``cancel`` (a ``POST .../cancel``, or a ``?wait=true`` client that left) stops
-exactly that run, and the app's shutdown stops them all.
+Every run is driven by ``running.stream(goal)`` (or ``running.resume_stream(run_id)``)
+inside its own cancel scope, so ``cancel`` (a ``POST .../cancel``, or a ``?wait=true``
+client that left) stops exactly that run, and the app's shutdown stops them all.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import final
 
 import anyio
@@ -18,6 +18,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from regiment._json import JsonValue
 from regiment.errors import RegimentError
 from regiment.hierarchy import (
+    Event,
     RunFailed,
     RunningTeam,
     RunStarted,
@@ -61,7 +62,25 @@ class Runs:
     ) -> RunRecord:
         """Start a run of ``goal`` (``deps``: the run's, read by tools as ``ctx.deps``);
         returns once its id is known (its ``RunStarted``)."""
-        record: RunRecord = await self._tg.start(self._drive, goal, session, deps)
+
+        def stream() -> AbstractAsyncContextManager[AsyncIterator[Event]]:
+            return self.running.stream(goal, session=session, deps=deps)
+
+        record: RunRecord = await self._tg.start(self._drive, stream, session)
+        return record
+
+    async def resume(self, run_id: str) -> RunRecord:
+        """Resume the journaled run ``run_id`` (``RunningTeam.resume_stream``); returns once
+        it has started again. Its events are streamed from its start, as a new run's are.
+
+        Raises:
+            ConfigError, LeaseHeld, JournalError: as ``RunningTeam.resume`` does.
+        """
+
+        def stream() -> AbstractAsyncContextManager[AsyncIterator[Event]]:
+            return self.running.resume_stream(run_id)
+
+        record: RunRecord = await self._tg.start(self._drive, stream, None)
         return record
 
     def cancel(self, run_id: str) -> bool:
@@ -74,20 +93,19 @@ class Runs:
 
     async def _drive(
         self,
-        goal: str,
+        stream: Callable[[], AbstractAsyncContextManager[AsyncIterator[Event]]],
         session: str | None,
-        deps: dict[str, JsonValue] | None,
         *,
         task_status: TaskStatus[RunRecord],
     ) -> None:
         record: RunRecord | None = None
         with anyio.CancelScope() as scope:
             try:
-                async with self.running.stream(goal, session=session, deps=deps) as events:
+                async with stream() as events:
                     async for event in events:
                         if record is None:
                             assert isinstance(event, RunStarted), event
-                            record = self.store.add(event.run_id, goal, session)
+                            record = self.store.add(event.run_id, event.goal, session)
                             self._scopes[record.run_id] = scope
                             log.info("run started", extra={"run_id": record.run_id})
                             task_status.started(record)

@@ -27,8 +27,9 @@ class Entry(NamedTuple):
 SPANS = (
     Entry(
         "invoke_agent {team}",
-        "a run: the root of the trace (kind INTERNAL)",
-        "parent: the caller's span",
+        "a run: the root of the trace (kind INTERNAL); a resumed run's continues the run's "
+        "trace and links to its first root span (`regiment.run.resume` on the span and the link)",
+        "parent: the caller's span; resumed: the run's first root span",
     ),
     Entry(
         "invoke_agent {worker}",
@@ -99,6 +100,11 @@ ATTRIBUTES = (
     Entry(sc.GEN_AI_TOOL_CALL_RESULT, "capture on: what the tool returned", "tool"),
     Entry(sc.REGIMENT_RUN_ID, "the run's id", "run, step"),
     Entry(sc.REGIMENT_RUN_STATUS, "how the run ended", "run"),
+    Entry(
+        sc.REGIMENT_RUN_RESUME,
+        "which resume of a journaled run this is (1 for the first)",
+        "resumed run; its link to the first root",
+    ),
     Entry(sc.REGIMENT_RUN_STEPS, "step reports the run received", "run"),
     Entry(sc.REGIMENT_GOAL_LENGTH, "the goal's length (never its text)", "run"),
     Entry(sc.REGIMENT_ROUND, "the critique round", "plan, critique"),

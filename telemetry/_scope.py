@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import traceback
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import final
@@ -10,7 +11,7 @@ from typing import final
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import Attributes, AttributeValue
 
 from regiment.telemetry import _semconv as sc
@@ -33,6 +34,7 @@ def open_span(
     attributes: Attributes = None,
     context: Context | None = None,
     capture: bool = False,
+    links: Sequence[Link] | None = None,
 ) -> AbstractContextManager[Span]:
     """Start a span on entry, make it current, and end it when the block exits.
 
@@ -49,8 +51,9 @@ def open_span(
         attributes: attributes known at start (sampling may look at them).
         context: the parent context; ``None`` means the current one.
         capture: record an exception's message and stack text (content) too.
+        links: span links, given at start (so a sampler sees them).
     """
-    return _SpanScope(tracer, name, kind, attributes, context, capture)
+    return _SpanScope(tracer, name, kind, attributes, context, capture, links)
 
 
 @final
@@ -62,6 +65,7 @@ class _SpanScope(AbstractContextManager[Span]):
         "_capture",
         "_context",
         "_kind",
+        "_links",
         "_name",
         "_span",
         "_token",
@@ -76,8 +80,10 @@ class _SpanScope(AbstractContextManager[Span]):
         attributes: Attributes,
         context: Context | None,
         capture: bool,
+        links: Sequence[Link] | None = None,
     ) -> None:
         self._capture = capture
+        self._links = links
         self._tracer = tracer
         self._name = name
         self._kind = kind
@@ -90,6 +96,7 @@ class _SpanScope(AbstractContextManager[Span]):
             context=self._context,
             kind=self._kind,
             attributes=self._attributes,
+            links=self._links,
             record_exception=False,
             set_status_on_exception=False,
         )

@@ -101,6 +101,7 @@ __all__ = (
     "REGIMENT_REPORT_VERSION",
     "REGIMENT_ROUND",
     "REGIMENT_RUN_ID",
+    "REGIMENT_RUN_RESUME",
     "REGIMENT_RUN_STATUS",
     "REGIMENT_RUN_STEPS",
     "REGIMENT_STEP_ATTEMPT",
@@ -176,6 +177,8 @@ GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
 
 # --- regiment attributes ----------------------------------------------------
 REGIMENT_RUN_ID: Final = "regiment.run.id"
+# Which resume of a journaled run this root span (and its link to the first root) is.
+REGIMENT_RUN_RESUME: Final = "regiment.run.resume"
 REGIMENT_RUN_STATUS: Final = "regiment.run.status"
 REGIMENT_RUN_STEPS: Final = "regiment.run.steps"
 REGIMENT_GOAL_LENGTH: Final = "regiment.goal.length"

@@ -10,7 +10,7 @@ from typing import Concatenate, Literal, ParamSpec, TypeAlias, cast, final
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
-from opentelemetry.trace import Span, SpanKind, TracerProvider
+from opentelemetry.trace import Link, Span, SpanKind, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from regiment.telemetry import _semconv as sc
@@ -180,6 +180,7 @@ class Telemetry:
         *,
         provider: str | None = None,
         session_id: str | None = None,
+        resume: tuple[int, str | None] | None = None,
     ) -> SpanScope:
         """The root span of one run: ``invoke_agent {team}``.
 
@@ -189,11 +190,16 @@ class Telemetry:
         ``provider`` is the planner model's; ``session_id`` becomes
         ``gen_ai.conversation.id`` (left out when ``None``); of the goal only its length is kept.
         With metrics on, the run counts in ``regiment.runs.active`` while the span is open.
+        A resumed run passes ``resume``: which resume it is (from 1) and its first root span's
+        ``traceparent``; the span continues that trace, under and linked to the first root.
         """
         scope = _NOT_TRACING
         if self.tracing:
             attributes = _run_attributes(team, run_id, goal, provider, session_id)
-            scope = _open(self, f"invoke_agent {team}", attributes=attributes)
+            if resume is None:
+                scope = _open(self, f"invoke_agent {team}", attributes=attributes)
+            else:
+                scope = _continued(self, f"invoke_agent {team}", attributes, resume)
         return scope if self.metrics is None else _counted(scope, self.metrics.active_run(team))
 
     @_when_tracing
@@ -331,6 +337,33 @@ class Telemetry:
 def _counted(scope: SpanScope, active: AbstractContextManager[None]) -> Iterator[Span]:
     with active, scope as span:
         yield span
+
+
+def _continued(
+    telemetry: Telemetry,
+    name: str,
+    attributes: dict[str, AttributeValue],
+    resume: tuple[int, str | None],
+) -> SpanScope:
+    """A resumed run's root span: in the first root's trace, linked to it (if it was traced).
+
+    Both the span and the link carry ``regiment.run.resume`` (which resume it is).
+    """
+    number, first_root = resume
+    attributes[sc.REGIMENT_RUN_RESUME] = number
+    context = None if first_root is None else extract_context({"traceparent": first_root})
+    first = None if context is None else trace.get_current_span(context).get_span_context()
+    if first is None or not first.is_valid:
+        return _open(telemetry, name, attributes=attributes)  # the run was not traced before
+    link = Link(first, {sc.REGIMENT_RUN_RESUME: number})
+    return open_span(
+        telemetry.tracer,
+        name,
+        attributes=attributes,
+        context=context,
+        capture=telemetry.recorder.capture,
+        links=(link,),
+    )
 
 
 def _records_once_installed(installed: object) -> bool:

@@ -41,9 +41,15 @@ class WorkerTools:
         ConfigError: two tools would have the same name; the message names both sources.
     """
 
-    def __init__(self, base: Toolset, connections: Sequence[MCPConnection] = ()) -> None:
+    def __init__(
+        self,
+        base: Toolset,
+        connections: Sequence[MCPConnection] = (),
+        require_approval: Sequence[str] = (),
+    ) -> None:
         self._base = base
         self._connections = tuple(connections)
+        self._approval = tuple(require_approval)  # tool names (MCP ones too) needing approval
         self._versions = self._now()
         self._current = self._build()
 
@@ -81,9 +87,10 @@ class WorkerTools:
                 source[tool.name] = f"MCP server {server.name!r}"
                 tools.append(tool)
         base = self._base
-        return Toolset(
+        built = Toolset(
             base.name, tools, max_concurrency=base.max_concurrency, approver=base.approver
         )
+        return built.requiring_approval([n for n in self._approval if n in source])
 
 
 @final
@@ -112,15 +119,19 @@ class MCPHub:
         """Every connection started so far."""
         return tuple(self._connections.values())
 
-    async def worker_tools(self, base: Toolset, servers: Sequence[MCPServer]) -> WorkerTools:
-        """Start the servers not started yet (at the same time), and give the live tool set.
+    async def worker_tools(
+        self, base: Toolset, servers: Sequence[MCPServer], require_approval: Sequence[str] = ()
+    ) -> WorkerTools:
+        """Start the servers not started yet (at the same time), and give the live tool set
+        (where every call of the tools ``require_approval`` names needs approval).
 
         Raises:
             ToolError: a server could not be started or listed.
             ConfigError: a tool-name clash, or ``include`` names a missing tool.
         """
         await self.start(servers)
-        return WorkerTools(base, [self._connections[id(s)] for s in servers])
+        connections = [self._connections[id(s)] for s in servers]
+        return WorkerTools(base, connections, require_approval)
 
     async def start(self, servers: Sequence[MCPServer]) -> None:
         """Start each server that is not started yet, all at once; wait until all are up.

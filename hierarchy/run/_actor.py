@@ -158,7 +158,9 @@ class PlannerActor(PausesForApprovals, GuardedActor):
         self._record(RunBegan())
         self.ctx.start_soon(self._journal.beat)  # the lease's heartbeat, while the run lives
         if self._team.budget.wall_clock is not None:
-            self._calls.start_deadline(self.ctx, self._team.budget.wall_clock)
+            self._calls.start_deadline(
+                self.ctx, self._team.budget.wall_clock, self._book.channel.clock
+            )
         assert isinstance(self._phase, Planning)
         self._ask("plan", self._phase.session.request())
 

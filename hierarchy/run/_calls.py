@@ -21,6 +21,7 @@ from opentelemetry.trace import Span
 from regiment.actors import ActorContext
 from regiment.errors import RunError
 from regiment.hierarchy._budget import BudgetLedger
+from regiment.hierarchy._clock import RunClock
 from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
@@ -170,9 +171,10 @@ class PhaseCalls:
         if self._scope is not None:
             self._scope.cancel()
 
-    def start_deadline(self, ctx: Context, seconds: float) -> None:
+    def start_deadline(self, ctx: Context, seconds: float, clock: RunClock) -> None:
+        """Count the run's wall-clock budget down on ``clock`` (approval waits hold it)."""
         self._deadline = anyio.CancelScope()
-        ctx.start_soon(_deadline, ctx, seconds, self._deadline)
+        ctx.start_soon(_deadline, ctx, seconds, self._deadline, clock)
 
     def _caller(self, purpose: Purpose) -> Caller:
         match purpose:
@@ -242,10 +244,14 @@ class PhaseCalls:
                 assert_never(purpose)
 
 
-async def _deadline(ctx: Context, seconds: float, scope: anyio.CancelScope) -> None:
-    with scope:
-        await anyio.sleep(seconds)
+async def _deadline(
+    ctx: Context, seconds: float, scope: anyio.CancelScope, clock: RunClock
+) -> None:
+    async def expired() -> None:
         await ctx.self_ref.send(DeadlineReached())
+
+    with scope:
+        await clock.run(seconds, expired)
 
 
 def model_failure(reply: ModelReplied) -> RunError:

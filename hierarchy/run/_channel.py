@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from regiment.errors import RunError
+from regiment.hierarchy._clock import RunClock
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy.events import Event
 
@@ -36,6 +37,7 @@ class RunChannel:
     journal: RunJournal | None = None  # records every event, when the run is journaled
     calls: RunCalls | None = None  # what the workers' tool loops see of the run
     history: str = ""  # the session's earlier runs, for the planner's first request
+    clock: RunClock = field(default_factory=RunClock)  # the wall-clock budget, held by approvals
 
     @classmethod
     def open(cls, *, streaming: bool) -> tuple[RunChannel, MemoryObjectReceiveStream[Event]]:

@@ -16,6 +16,7 @@ import os
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+import anyio
 import msgspec
 
 from regiment.errors import JournalError
@@ -146,6 +147,7 @@ class RunJournal:
 
     __slots__ = (
         "_calls",
+        "_closed",
         "_error",
         "_journal",
         "_lease",
@@ -153,6 +155,7 @@ class RunJournal:
         "_replay",
         "_ttl",
         "calls",
+        "resume",
         "run_id",
     )
 
@@ -173,8 +176,10 @@ class RunJournal:
         self._pending: list[Record] = []
         self._calls: dict[str, int] = {}
         self._error: JournalError | None = None
+        self._closed: anyio.Event | None = None  # set once the run has let go of its lease
         self._replay = None if replay.empty else replay
         self.calls = RunCalls(run_id, deps, journal, lease, replay)  # the workers' side
+        self.resume: tuple[int, str | None] | None = None  # resumed: (number, first traceparent)
 
     @classmethod
     async def create(
@@ -188,8 +193,9 @@ class RunJournal:
         deps: object = None,
         *,
         ttl: float = LEASE_TTL,
+        trace: str | None = None,
     ) -> RunJournal:
-        """Record a new run (durably) and own it."""
+        """Record a new run (durably) and own it (``trace``: its root span's ``traceparent``)."""
         created = RunCreated(
             run_id=run_id,
             team=team.name,
@@ -197,6 +203,7 @@ class RunJournal:
             goal=goal,
             session=session,
             created_at=datetime.now(UTC),
+            trace=trace,
         )
         lease = await journal.create_run(created, owner=owner, ttl=ttl)
         return cls(journal, lease, run_id, deps=deps, ttl=ttl)
@@ -204,6 +211,18 @@ class RunJournal:
     @property
     def lease(self) -> Lease:
         return self._lease
+
+    def buffer(self, record: Record) -> None:
+        """Append ``record`` with the run's next flush."""
+        self._pending.append(record)
+
+    async def decided(self, record: ApprovalDecided) -> bool:
+        """Append a decision on this run now, durably; ``False`` once the run lets go of it."""
+        if self._closed is not None:
+            await self._closed.wait()  # then the journal takes it under a lease of its own
+            return False
+        await self._journal.append(self._lease, record, durable=True)
+        return True
 
     def note(self, change: RunChange, result: RunResult | None) -> None:
         """Buffer the record ``change`` implies, if any (``result``: the run's, once it has one)."""
@@ -277,11 +296,15 @@ class RunJournal:
             JournalError: a write of this run failed (now or earlier), so the
                 journal does not hold the whole run.
         """
-        if self._error is None:
-            with contextlib.suppress(JournalError):
-                await self.flush()
+        closed = self._closed = anyio.Event()
+        try:
             if self._error is None:
-                await self._journal.release(self._lease)
+                with contextlib.suppress(JournalError):
+                    await self.flush()
+                if self._error is None:
+                    await self._journal.release(self._lease)
+        finally:
+            closed.set()
         if self._error is not None:
             raise JournalError(
                 f"run {self.run_id} could not be journaled ({self._error}); its result "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeAlias
 
 from anyio.streams.memory import MemoryObjectReceiveStream
@@ -15,7 +16,7 @@ from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, config_hash, owner_name
 from regiment.hierarchy.run._session import session_context
 from regiment.hierarchy.workers._journal_calls import RunCalls
-from regiment.journal import Journal, RunCreated, RunFinished
+from regiment.journal import Journal, RunCreated, RunFinished, RunResumed
 
 if TYPE_CHECKING:
     from regiment.hierarchy._result import RunResult
@@ -34,15 +35,20 @@ async def open_channel(
     deps: object,
     resumed: RunJournal | None,
     streaming: bool,
+    trace: str | None = None,
 ) -> Opened:
     """A run's channel (``run``: id, goal, session), journaled when the team has a journal
-    (a new run is recorded durably, leased for the team's ``lease_ttl``)."""
+    (a new run is recorded durably, leased for the team's ``lease_ttl``; ``trace``: the
+    ``traceparent`` of its root span, recorded so a resume continues the trace)."""
     run_id, goal, session = run
     journal, team, ttl = running.journal, running.team, running.lease_ttl
     run_journal = resumed
-    if resumed is None and journal is not None:
+    if resumed is not None:
+        number, now = (resumed.resume or (1, None))[0], datetime.now(UTC)
+        resumed.buffer(RunResumed(run_id=run_id, number=number, trace=trace, resumed_at=now))
+    elif journal is not None:
         run_journal = await RunJournal.create(
-            journal, team, run_id, goal, session, owner_name(), deps, ttl=ttl
+            journal, team, run_id, goal, session, owner_name(), deps, ttl=ttl, trace=trace
         )
     channel, events = RunChannel.open(streaming=streaming)
     if session is not None and journal is not None:
@@ -119,7 +125,10 @@ async def reopen(
         )
     lease = await journal.acquire(run_id, owner=owner, ttl=ttl)
     replay = Replay.of(entries)
-    return RunJournal(journal, lease, run_id, replay=replay, deps=deps, ttl=ttl), created
+    run_journal = RunJournal(journal, lease, run_id, replay=replay, deps=deps, ttl=ttl)
+    resumes = sum(isinstance(entry.record, RunResumed) for entry in entries)
+    run_journal.resume = (resumes + 1, created.trace)
+    return run_journal, created
 
 
 def _same_config(created: RunCreated, team: Team) -> None:

@@ -15,7 +15,7 @@ import msgspec
 from regiment.hierarchy._approvals import ApprovalDesk, StepAt, decision_name, request_id_for
 from regiment.hierarchy._messages import AssignStep
 from regiment.telemetry import Telemetry
-from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Toolset
+from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Tool, Toolset
 
 __all__ = ("ApprovalGate",)
 
@@ -46,17 +46,21 @@ class ApprovalGate:
 
         ``None`` when the tool never needs approval (or is unknown: the tool set
         answers that call with its own error), so most calls build nothing here.
+        The tool set's own approver (the application's policy) gets the request with
+        the same fields a pending request has; otherwise the call waits on the desk.
+        Either way the run's wall clock stands still while the call waits.
         """
-        if toolset.approver is not None:
-            return toolset.approver  # the application's policy answers at once
         tool = toolset.get(tool_name)
         if tool is None or not tool.requires_approval:
             return None
         desk, at = self._desk, StepAt(assign.run_id, assign.plan_version, assign.step.id)
+        policy = toolset.approver
 
         async def wait(request: ApprovalRequest, /) -> ApprovalDecision:
             top = desk.top(at)
-            expires = None if self._timeout is None else desk.now() + self._timeout
+            expires = (
+                None if self._timeout is None or policy is not None else desk.now() + self._timeout
+            )
             request = msgspec.structs.replace(
                 request,
                 request_id=request_id_for(top, self._worker, at.step_id, call_index),
@@ -67,18 +71,25 @@ class ApprovalGate:
                 call_index=call_index,
                 expires_at=expires,
             )
-            started = time.monotonic()
-            with self._telemetry.tracer.start_as_current_span(
-                "regiment.approval",
-                attributes={
-                    "gen_ai.tool.name": request.tool_name,
-                    "regiment.approval.request_id": request.request_id,
-                    "regiment.worker": self._worker,
-                },
-            ) as span:
-                decision = await desk.wait(request, toolset.get(request.tool_name))
-                span.set_attribute("regiment.approval.decision", decision_name(decision))
-                span.set_attribute("regiment.approval.wait_s", time.monotonic() - started)
-            return decision
+            with desk.waiting(at):
+                if policy is not None:
+                    return await desk.ask(request, policy)
+                return await self._on_desk(request, tool)
 
         return wait
+
+    async def _on_desk(self, request: ApprovalRequest, tool: Tool[..., object]) -> ApprovalDecision:
+        """Wait on the desk for a human's decision, in a ``regiment.approval`` span."""
+        started = time.monotonic()
+        with self._telemetry.tracer.start_as_current_span(
+            "regiment.approval",
+            attributes={
+                "gen_ai.tool.name": request.tool_name,
+                "regiment.approval.request_id": request.request_id,
+                "regiment.worker": self._worker,
+            },
+        ) as span:
+            decision = await self._desk.wait(request, tool)
+            span.set_attribute("regiment.approval.decision", decision_name(decision))
+            span.set_attribute("regiment.approval.wait_s", time.monotonic() - started)
+        return decision

@@ -60,4 +60,13 @@ async def worker_tools(worker: Worker, mcp: MCPHub | None) -> WorkerTools:
             f"worker '{worker.name}' has MCP servers, which need an MCPHub: start the team "
             "with Team.start(), or pass mcp= to RunningTeam.spawn"
         )
-    return await mcp.worker_tools(worker.toolset, worker.mcp_servers)
+    needs = tuple(worker.require_approval)  # a tuple since Worker.__post_init__
+    tools = await mcp.worker_tools(worker.toolset, worker.mcp_servers, needs)
+    names = tools.current().names
+    unknown = [name for name in needs if name not in names]
+    if unknown:
+        raise ConfigError(
+            f"worker '{worker.name}': require_approval names tool '{unknown[0]}', which "
+            f"neither it nor its MCP servers have; its tools are: {', '.join(names) or '(none)'}"
+        )
+    return tools

@@ -73,8 +73,9 @@ class Worker:
         name: how plans refer to it (letters, digits, ``_`` and ``-``).
         description: what it is good at; the planner reads this.
         model: the model for its tool loop.
-        tools: its tool set, or tools and :class:`~regiment.tools.MCPServer` s (whose
-            tools it gets when the team starts); it can call nothing else.
+        tools: its tool set, or tools, tool sets (merged, approver included) and
+            :class:`~regiment.tools.MCPServer` s (whose tools it gets when the team
+            starts); it can call nothing else.
         max_iterations: model calls per step before the step ends as ``iteration_limit`` (>= 1).
         system_prompt: replaces the default worker instructions.
         step_timeout: seconds a step may take before it ends as ``timed_out``
@@ -91,7 +92,8 @@ class Worker:
         tool_guardrails: guards around the calls of one tool, by tool name
             (after the team's and the worker's).
         require_approval: names of its tools whose every call needs approval
-            (on top of the tools' own ``requires_approval``).
+            (on top of the tools' own ``requires_approval``); its MCP servers' tools
+            count too (checked once ``Team.start()`` has listed them).
         approval_timeout: seconds an unanswered approval request waits before it
             counts as a denial; ``None``: it waits (the run pauses meanwhile).
         placement: where its steps run: ``None`` in the team's process, or
@@ -101,7 +103,7 @@ class Worker:
     name: str
     description: str
     model: Model
-    tools: Toolset | Iterable[Tool[..., object] | MCPServer] = ()
+    tools: Toolset | Iterable[Tool[..., object] | Toolset | MCPServer] = ()
     max_iterations: int = 8
     system_prompt: str = ""
     step_timeout: float | None = 300.0
@@ -138,10 +140,14 @@ class Worker:
             )
         items = () if isinstance(self.tools, Toolset) else tuple(self.tools)
         servers = tuple(i for i in items if isinstance(i, MCPServer))
-        plain = [i for i in items if not isinstance(i, MCPServer)]
+        plain = [i for i in items if not isinstance(i, MCPServer | Toolset)]
         toolset = self.tools if isinstance(self.tools, Toolset) else Toolset(self.name, plain)
+        for inner in (i for i in items if isinstance(i, Toolset)):
+            toolset = toolset.merged(inner, name=self.name, max_concurrency=inner.max_concurrency)
+        # An MCP server's tools are known at Team.start(), which checks the other names.
+        local = [n for n in self.require_approval if not servers or n in toolset.names]
         try:
-            toolset = toolset.requiring_approval(self.require_approval)
+            toolset = toolset.requiring_approval(local)
         except ConfigError as exc:
             raise ConfigError(f"worker '{self.name}': require_approval: {exc}") from None
         object.__setattr__(self, "toolset", toolset)

@@ -75,7 +75,7 @@ async def test_yes_runs_the_refund_without_pausing(tmp_path: Path) -> None:
     code, out, err = await _ask_run(b"maybe\ny\n", journal)
     assert code == 0, err
     assert "on the way" in out  # the e-mail after the refund
-    assert 'approval needed: issue_refund({"order_id": "77120"})' in err
+    assert 'approval needed (step s2): issue_refund({"order_id": "77120"})' in err
     assert "answer y (run it), n (do not run it) or e (run it with new JSON)" in err
     assert err.count(PROMPT) == 2
     assert "paused:" not in err

@@ -20,7 +20,9 @@ and ``ready WHERE`` when it reaches ``STOP_AT``, then waits there to be killed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import re
 import sys
 from collections.abc import Awaitable, Callable
@@ -211,6 +213,12 @@ async def child(journal: str, folder: str, stop_at: str) -> None:
         print("ready", where, flush=True)
 
     team = make_team(stopper(stop_at, ready))
+    if os.environ.get("DURABLE_TEAM_TRACED"):  # spans recorded (exported nowhere): a real trace id
+        from opentelemetry.sdk.trace import TracerProvider
+
+        from regiment.telemetry import Telemetry
+
+        team = dataclasses.replace(team, telemetry=Telemetry(TracerProvider()))
     async with (
         team.start(journal=journal) as running,
         running.stream(GOAL, deps=Ledger(Path(folder))) as events,

@@ -80,3 +80,16 @@ def test_bad_entries_name_the_file_and_key(entry: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message) as info:
         worker_of(f"[[workers.mcp]]\n{entry}\n")
     assert str(info.value).startswith("team.toml: workers[0].mcp[0]: ")
+
+
+def test_require_approval_may_name_a_worker_s_mcp_tools() -> None:
+    worker = worker_of(
+        f"""
+require_approval = ["calc_add"]
+[[workers.mcp]]
+command = {json.dumps(list(SERVER_COMMAND))}
+prefix = "calc_"
+"""
+    )
+    assert worker.require_approval == ("calc_add",)  # checked when the team starts
+    assert worker.mcp_servers

@@ -41,6 +41,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 __all__ = (
     "AttrValue",
     "OtlpReceiver",
+    "ReceivedLink",
     "ReceivedLog",
     "ReceivedMetric",
     "ReceivedPoint",
@@ -78,6 +79,16 @@ class ReceivedSpan:
     events: tuple[tuple[str, Mapping[str, AttrValue]], ...]
     resource: Mapping[str, AttrValue]
     scope: str
+    links: tuple[ReceivedLink, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReceivedLink:
+    """One span link as it arrived over the wire."""
+
+    trace_id: str
+    span_id: str
+    attributes: Mapping[str, AttrValue]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -199,6 +210,14 @@ def decode(request: ExportTraceServiceRequest) -> list[ReceivedSpan]:
                         ),
                         resource=resource,
                         scope=scope_spans.scope.name,
+                        links=tuple(
+                            ReceivedLink(
+                                trace_id=link.trace_id.hex(),
+                                span_id=link.span_id.hex(),
+                                attributes=_attributes(list(link.attributes)),
+                            )
+                            for link in span.links
+                        ),
                     )
                 )
     return found

@@ -1,0 +1,151 @@
+"""A resumed run continues its run's trace: the same trace id, under the first root
+span, with a link to it that says which resume it is.
+
+Over real processes and the real OTLP exporter: ``regiment run`` pauses (exporting
+to a loopback receiver), ``regiment approve`` decides, ``regiment resume``
+finishes; every span of both runs is one trace. And a plain crash-resume (a child
+``SIGKILL``ed mid-step, resumed here) is linked the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+
+from regiment.hierarchy.run._journaling import LEASE_TTL
+from regiment.journal import RunCreated, RunResumed, open_journal
+from regiment.telemetry import SpanCollector, Telemetry
+
+from ..telemetry.otlp_receiver import OtlpReceiver, ReceivedSpan
+from .durable_team import Ledger, make_team
+from .test_crash_resume import _run_and_kill
+
+pytestmark = pytest.mark.anyio
+
+REPO = Path(__file__).resolve().parents[2]
+TEAM = str(REPO / "examples" / "refund" / "team_approval.toml")
+GOAL = "For order 77120 check refund eligibility, issue the refund if eligible, then email the customer."
+
+
+def _regiment(*argv: str, cwd: Path, endpoint: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_SERVICE_NAME": "refunds"}
+    return subprocess.run(
+        [sys.executable, "-m", "regiment", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=cwd,
+        env=env,
+    )
+
+
+def _roots(spans: tuple[ReceivedSpan, ...]) -> list[ReceivedSpan]:
+    return [s for s in spans if s.name == "invoke_agent refunds"]
+
+
+async def test_pause_approve_resume_in_three_processes_is_one_trace(tmp_path: Path) -> None:
+    where = str(tmp_path / "journal.db")
+    options = ("--model", "scripted", "--journal", where, "--app-dir", str(REPO))
+    with OtlpReceiver() as receiver:
+        base = receiver.endpoint.removesuffix("/v1/traces")
+        first = _regiment(
+            "run", TEAM, GOAL, *options, "--trace", "jaeger", cwd=tmp_path, endpoint=base
+        )
+        assert first.returncode == 3, first.stderr
+        (line,) = [x for x in first.stderr.splitlines() if x.startswith("paused:")]
+        run_id = line.rsplit(" ", 1)[1]
+        paused = receiver.spans()
+
+        listed = _regiment(
+            "approvals", run_id, "--json", "--journal", where, cwd=tmp_path, endpoint=base
+        )
+        (row,) = [json.loads(x) for x in listed.stdout.splitlines()]
+        decided = _regiment(
+            "approve", run_id, row["request_id"], "--journal", where, cwd=tmp_path, endpoint=base
+        )
+        assert decided.returncode == 0, decided.stderr
+
+        third = _regiment(
+            "resume", TEAM, run_id, *options, "--trace", "jaeger", cwd=tmp_path, endpoint=base
+        )
+        assert third.returncode == 0, third.stderr
+        spans = receiver.spans()
+    resumed_spans = spans[len(paused) :]
+
+    (root,) = _roots(paused)
+    assert root.parent_span_id is None
+    assert "regiment.run.resume" not in root.attributes
+    (again,) = _roots(resumed_spans)
+    assert len(resumed_spans) > 5  # the resumed run's planner, worker, model and tool spans
+    # Every span of both processes is in one trace.
+    assert {s.trace_id for s in spans} == {root.trace_id}
+    assert again.parent_span_id == root.span_id
+    assert again.attributes["regiment.run.resume"] == 1
+    assert again.attributes["regiment.run.id"] == run_id
+    (link,) = again.links
+    assert (link.trace_id, link.span_id) == (root.trace_id, root.span_id)
+    assert link.attributes["regiment.run.resume"] == 1
+    assert f"trace {root.trace_id}" in third.stderr  # the command names the run's trace
+    assert any(s.name == "execute_tool issue_refund" for s in resumed_spans)
+
+    journal = await open_journal(where)
+    try:
+        records = [e.record for e in await journal.read(run_id)]
+    finally:
+        await journal.close()
+    created = records[0]
+    assert isinstance(created, RunCreated)
+    assert created.trace is not None
+    assert created.trace.startswith(f"00-{root.trace_id}-{root.span_id}-")  # W3C traceparent
+    (resume,) = [r for r in records if isinstance(r, RunResumed)]
+    assert resume.number == 1
+    assert resume.trace is not None
+    assert resume.trace.startswith(f"00-{root.trace_id}-{again.span_id}-")
+
+
+async def test_a_crash_resume_continues_the_trace_with_a_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    where = str(tmp_path / "runs.db")
+    folder = tmp_path / "crashed"
+    monkeypatch.setenv("DURABLE_TEAM_TRACED", "1")
+    run_id = await _run_and_kill(where, folder, "tool:s1")
+
+    journal = await open_journal(where, clock=lambda: time.time() + LEASE_TTL + 1)
+    try:
+        created = (await journal.read(run_id))[0].record
+        assert isinstance(created, RunCreated)
+        assert created.trace is not None  # the killed child's root span
+        _, first_trace, first_span, _ = created.trace.split("-")
+        collector = SpanCollector()
+        provider = TracerProvider()
+        provider.add_span_processor(collector)
+        team = dataclasses.replace(make_team(), telemetry=Telemetry(provider))
+        async with team.start(journal=journal) as running:
+            result = await running.resume(run_id, deps=Ledger(folder))
+        records = [e.record for e in await journal.read(run_id)]
+    finally:
+        await journal.close()
+    assert result.status == "completed"
+    assert result.trace_id == first_trace
+    spans = collector.spans()
+    (root,) = [s for s in spans if s.name == "invoke_agent billing-desk"]
+    assert {format(s.context.trace_id, "032x") for s in spans} == {first_trace}
+    assert root.parent is not None
+    assert format(root.parent.span_id, "016x") == first_span
+    assert root.attributes is not None
+    assert root.attributes["regiment.run.resume"] == 1
+    (link,) = root.links
+    assert format(link.context.span_id, "016x") == first_span
+    assert link.attributes is not None
+    assert link.attributes["regiment.run.resume"] == 1
+    assert [r.number for r in records if isinstance(r, RunResumed)] == [1]

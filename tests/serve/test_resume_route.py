@@ -1,0 +1,69 @@
+"""``POST /runs/{id}/resume`` under a real uvicorn: a run paused for approval is decided
+over HTTP, then resumed by the service, in the run's trace (linked to its first root)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+
+from examples.service.serving import serving
+from regiment.serve import create_app
+from regiment.telemetry import SpanCollector, Telemetry
+from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_paused_run_is_decided_and_resumed_over_http_in_one_trace(tmp_path: Path) -> None:
+    shop, collector = Shop(), SpanCollector()
+    provider = TracerProvider()
+    provider.add_span_processor(collector)
+    team = shop_team(shop, plan_json(step("s1", "billing", "refund 3 10")))
+    team = dataclasses.replace(team, telemetry=Telemetry(provider))
+    app = create_app(team, journal=str(tmp_path / "runs.db"))
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as c:
+        paused = (await c.post("/runs?wait=true", json={"goal": "refund"})).json()
+        assert paused["status"] == "paused"
+        run_id = paused["run_id"]
+        (request,) = (await c.get("/approvals", params={"run_id": run_id})).json()["approvals"]
+        decided = await c.post(f"/approvals/{request['request_id']}", json={"decision": "approve"})
+        assert decided.status_code == 200
+
+        resumed = await c.post(f"/runs/{run_id}/resume?wait=true")
+        assert resumed.status_code == 200, resumed.text
+        view = resumed.json()
+        assert (view["run_id"], view["status"]) == (run_id, "completed")
+        assert shop.refunds == [("3", 10)]
+
+        again = await c.post(f"/runs/{run_id}/resume")
+        assert again.status_code == 409
+        assert "already finished" in again.json()["detail"]
+        unknown = await c.post("/runs/run-0-00000000/resume")
+        assert unknown.status_code == 404
+    provider.shutdown()
+
+    first, second = sorted(
+        (s for s in collector.spans() if s.name == "invoke_agent shop"),
+        key=lambda s: s.start_time or 0,
+    )
+    assert first.context is not None
+    assert second.context is not None
+    assert second.context.trace_id == first.context.trace_id
+    assert second.parent is not None
+    assert second.parent.span_id == first.context.span_id
+    (link,) = second.links
+    assert link.context.span_id == first.context.span_id
+    assert second.attributes is not None
+    assert second.attributes["regiment.run.resume"] == 1
+
+
+async def test_resume_without_a_journal_is_a_conflict() -> None:
+    app = create_app(shop_team(Shop(), plan_json(step("s1", "billing", "refund 3 10"))))
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as c:
+        answer = await c.post("/runs/run-1-00000000/resume")
+    assert answer.status_code == 409
+    assert "journal" in answer.json()["detail"]
