@@ -27,8 +27,8 @@ from .approval_team import Shop, nested_team, plan_json, shop_team, step
 
 pytestmark = pytest.mark.anyio
 
-BUDGET = 1.0  # seconds of the run's own time: far more than these scripted runs take
-WAIT = 1.6  # seconds a human takes: more than the whole budget
+BUDGET = 2.0  # seconds of the run's own time: far more than these scripted runs take
+WAIT = 2.5  # seconds a human takes: more than the whole budget
 
 
 def _budgeted(team: Team) -> Team:
