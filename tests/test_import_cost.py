@@ -140,8 +140,8 @@ def test_an_unknown_name_is_still_an_attribute_error() -> None:
 
 def test_validate_loads_neither_the_tracing_sdk_nor_a_provider_sdk() -> None:
     # The example's tools need pydantic (their schemas are checked; pydantic itself
-    # loads importlib.metadata for its plugins), the team file tomllib, and the
-    # event loop (asyncio) socket and secrets.
+    # loads importlib.metadata for its plugins, and secrets and socket through
+    # pydantic.types and email.utils), the team file tomllib. No event loop runs.
     team_file = Path(__file__).resolve().parents[1] / "examples" / "refund" / "team.toml"
     code = (
         "from regiment.cli import main\n"
@@ -152,4 +152,5 @@ def test_validate_loads_neither_the_tracing_sdk_nor_a_provider_sdk() -> None:
     )
     loaded = _loaded_after(code)
     assert "regiment.config._build" in loaded
+    assert sorted(m for m in loaded if m.startswith(("asyncio", "anyio._backends", "ssl"))) == []
     assert [m for m in _heavy_in(loaded) if not m.startswith(_VALIDATE_NEEDS)] == []
