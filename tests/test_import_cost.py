@@ -35,11 +35,20 @@ HEAVY = (
     "importlib.metadata",
     "secrets",
     "hmac",
+    "hashlib",
     "socket",
 )
 
 
-_VALIDATE_NEEDS = ("pydantic", "tomllib", "importlib.metadata", "socket", "secrets", "hmac")
+_VALIDATE_NEEDS = (
+    "pydantic",
+    "tomllib",
+    "importlib.metadata",
+    "socket",
+    "secrets",
+    "hmac",
+    "hashlib",
+)
 
 
 def _loaded_after(code: str) -> set[str]:
@@ -141,7 +150,8 @@ def test_an_unknown_name_is_still_an_attribute_error() -> None:
 def test_validate_loads_neither_the_tracing_sdk_nor_a_provider_sdk() -> None:
     # The example's tools need pydantic (their schemas are checked; pydantic itself
     # loads importlib.metadata for its plugins, and secrets and socket through
-    # pydantic.types and email.utils), the team file tomllib. No event loop runs.
+    # pydantic.types and email.utils; hashlib through hmac), the team file tomllib.
+    # No event loop runs.
     team_file = Path(__file__).resolve().parents[1] / "examples" / "refund" / "team.toml"
     code = (
         "from regiment.cli import main\n"
