@@ -109,9 +109,12 @@ class ModelCaller:
         # second call on the span); content is built only when it will be recorded.
         tuning = _tuning(effective_settings(getattr(model, "settings", None), request))
         with telemetry.chat_span(
-            model.name, model.provider, agent_name=self.agent, server=_server(model),
+            model.name,
+            model.provider,
+            agent_name=self.agent,
+            server=_server(model),
             attributes=tuning,
-        ) as span:  # fmt: skip
+        ) as span:
             content = telemetry.capture_content and span.is_recording()
             if content:
                 telemetry.recorder.chat_input(
