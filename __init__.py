@@ -11,6 +11,7 @@ The names most programs need are here; each room (``regiment.actors``,
 import logging
 from typing import TYPE_CHECKING
 
+from regiment._lazy import LazyNames
 from regiment.errors import (
     ActorError,
     ActorFailed,
@@ -36,51 +37,6 @@ from regiment.errors import (
     ToolArgumentsInvalid,
     ToolError,
     WorkerLost,
-)
-from regiment.hierarchy import (
-    Budget,
-    Check,
-    Event,
-    Guardrail,
-    Pass,
-    Plan,
-    Planner,
-    PlanStep,
-    Prompts,
-    Ray,
-    Rewrite,
-    RunningTeam,
-    RunResult,
-    StepReport,
-    Team,
-    TeamWorker,
-    TextDelta,
-    Trip,
-    Worker,
-    guardrail,
-)
-from regiment.models import (
-    Model,
-    ModelRequest,
-    ModelResponse,
-    ModelSettings,
-    ScriptedModel,
-    Usage,
-    text_response,
-    tool_call_response,
-)
-from regiment.telemetry import Telemetry
-from regiment.tools import (
-    ApprovalRequest,
-    Approve,
-    Approver,
-    Deny,
-    EditArguments,
-    RunContext,
-    Tool,
-    ToolResult,
-    Toolset,
-    tool,
 )
 
 __version__ = "0.1.0"
@@ -159,26 +115,117 @@ __all__ = (
     "__version__",
 )
 
+_LAZY = LazyNames(
+    __name__,
+    {
+        "regiment.hierarchy": (
+            "Budget",
+            "Check",
+            "Event",
+            "Guardrail",
+            "Pass",
+            "Plan",
+            "PlanStep",
+            "Planner",
+            "Prompts",
+            "Ray",
+            "Rewrite",
+            "RunResult",
+            "RunningTeam",
+            "StepReport",
+            "Team",
+            "TeamWorker",
+            "TextDelta",
+            "Trip",
+            "Worker",
+            "guardrail",
+        ),
+        "regiment.models": (
+            # The anthropic SDK takes seconds to import; AnthropicModel loads it only when used.
+            "AnthropicModel",
+            "Model",
+            "ModelRequest",
+            "ModelResponse",
+            "ModelSettings",
+            "ScriptedModel",
+            "Usage",
+            "text_response",
+            "tool_call_response",
+        ),
+        # configure_tracing needs the OpenTelemetry SDK (~50 ms); a library user may never call it.
+        "regiment.telemetry": ("Telemetry", "configure_tracing"),
+        # Team files (tomllib, the config schema, imports by dotted path) load on first use.
+        "regiment.config": ("TeamConfig", "load_team"),
+        "regiment.tools": (
+            "ApprovalRequest",
+            "Approve",
+            "Approver",
+            "Deny",
+            "EditArguments",
+            "RunContext",
+            "Tool",
+            "ToolResult",
+            "Toolset",
+            "tool",
+        ),
+    },
+)
+
 if TYPE_CHECKING:
     from regiment.config import TeamConfig, load_team
-    from regiment.models import AnthropicModel
-    from regiment.telemetry import configure_tracing
+    from regiment.hierarchy import (
+        Budget,
+        Check,
+        Event,
+        Guardrail,
+        Pass,
+        Plan,
+        Planner,
+        PlanStep,
+        Prompts,
+        Ray,
+        Rewrite,
+        RunningTeam,
+        RunResult,
+        StepReport,
+        Team,
+        TeamWorker,
+        TextDelta,
+        Trip,
+        Worker,
+        guardrail,
+    )
+    from regiment.models import (
+        AnthropicModel,
+        Model,
+        ModelRequest,
+        ModelResponse,
+        ModelSettings,
+        ScriptedModel,
+        Usage,
+        text_response,
+        tool_call_response,
+    )
+    from regiment.telemetry import Telemetry, configure_tracing
+    from regiment.tools import (
+        ApprovalRequest,
+        Approve,
+        Approver,
+        Deny,
+        EditArguments,
+        RunContext,
+        Tool,
+        ToolResult,
+        Toolset,
+        tool,
+    )
 
 
 def __getattr__(name: str) -> object:
-    # The anthropic SDK takes seconds to import; load it only when asked for.
-    if name == "AnthropicModel":
-        from regiment.models import AnthropicModel
+    # `import regiment` loads only the errors; each room loads when one of its names is
+    # first asked for (issue #22: a CLI or a service that needs one room pays for one).
+    return _LAZY.load(name)
 
-        return AnthropicModel
-    # configure_tracing needs the OpenTelemetry SDK (~50 ms); a library user may never call it.
-    if name == "configure_tracing":
-        from regiment.telemetry import configure_tracing
 
-        return configure_tracing
-    # Team files (tomllib, the config schema, imports by dotted path) load on first use.
-    if name in ("TeamConfig", "load_team"):
-        from regiment import config
-
-        return getattr(config, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import importlib.util
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 
 import anyio
 import regiment_cases as rc
@@ -40,11 +42,13 @@ __all__ = ("main",)
 
 RUNS = 30
 WARM_UP = 3
+# The attributes one span of a traced run carries on average (row 6 counts them at the exporter).
+SPAN_ATTRIBUTES = 10
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 
-def _run_regiment(runs: int) -> None:
-    team = rc.sequential_team(SEQ_STEPS)
+def _run_regiment(runs: int, *, traced: bool = False) -> None:
+    team = rc.sequential_team(SEQ_STEPS, telemetry=rc.tracing()[0] if traced else None)
 
     async def go() -> None:
         async with team.start() as running:
@@ -70,6 +74,18 @@ def _run_regiment_stream(runs: int) -> None:
     anyio.run(go)
 
 
+def _sdk_spans(runs: int) -> None:
+    """Row 6's floor: ``SEQ_STEPS`` SDK spans per run, each a child span with
+    ``SPAN_ATTRIBUTES`` attributes, through the provider a traced team uses."""
+    provider = rc.tracing()[2]
+    tracer = provider.get_tracer("bench")
+    attributes = {f"bench.attribute.{i}": f"value {i}" for i in range(SPAN_ATTRIBUTES)}
+    with tracer.start_as_current_span("invoke_agent bench"):
+        for _ in range((WARM_UP + runs) * SEQ_STEPS):
+            with tracer.start_as_current_span("chat bench", attributes=attributes):
+                pass
+
+
 def _run_langgraph(runs: int) -> None:
     from peers.langgraph_cases import sequential_graph
 
@@ -83,9 +99,11 @@ def _run_langgraph(runs: int) -> None:
     asyncio.run(go())
 
 
-_CASES = {
+_CASES: dict[str, Callable[[int], None]] = {
     "regiment": _run_regiment,
     "regiment-stream": _run_regiment_stream,
+    "regiment-traced": functools.partial(_run_regiment, traced=True),
+    "sdk-span": _sdk_spans,
     "langgraph": _run_langgraph,
 }
 
@@ -125,6 +143,9 @@ def main() -> None:
     parser.add_argument(
         "--stream", action="store_true", help="also measure runs read through stream(goal)"
     )
+    parser.add_argument(
+        "--tracing", action="store_true", help="row 6 in instructions: traced, untraced, SDK floor"
+    )
     args = parser.parse_args()
     if args.child:
         case, runs = args.child
@@ -132,6 +153,9 @@ def main() -> None:
         return
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not on the PATH; install it (Debian: apt install valgrind)")
+    if args.tracing:
+        _tracing()
+        return
     cases = ["regiment", "regiment-stream"] if args.stream else ["regiment"]
     if importlib.util.find_spec("langgraph") is not None:
         cases.append("langgraph")
@@ -140,6 +164,30 @@ def main() -> None:
     for case, figure in figures.items():
         ratio = figure / figures["regiment"]
         print(f"  {case:10s} {figure:9.1f} k instructions per step   {ratio:5.2f}x")
+
+
+def _spans_per_step() -> tuple[float, float]:
+    """Spans per step of a traced run, and attributes per span, counted at the exporter."""
+    telemetry, exporter, provider = rc.tracing()
+    anyio.run(rc.sequential_run_s, rc.sequential_team(SEQ_STEPS, telemetry=telemetry), 1)
+    provider.force_flush()
+    spans = exporter.get_finished_spans()
+    attributes = sum(len(span.attributes or {}) for span in spans) / len(spans)
+    return len(spans) / (2 * SEQ_STEPS), attributes  # a warm-up run and a counted one
+
+
+def _tracing() -> None:
+    """Row 6 in instructions: what tracing adds per step, minus the SDK's own span cost."""
+    spans, attributes = _spans_per_step()
+    off, on, span = per_step("regiment"), per_step("regiment-traced"), per_step("sdk-span")
+    floor = spans * span
+    own = on - off - floor
+    print(f"row 6 shape ({SEQ_STEPS}-step sequential plan), callgrind, {RUNS} runs:")
+    print(f"  tracing off            {off:9.1f} k instructions per step")
+    print(f"  tracing on             {on:9.1f} k instructions per step   {on / off:5.2f}x")
+    print(f"  SDK floor              {floor:9.1f} k ({spans:.2f} spans x {span:.1f} k, "
+          f"{SPAN_ATTRIBUTES} attributes; regiment's spans carry {attributes:.1f})")  # fmt: skip
+    print(f"  regiment's own cost    {own:9.1f} k = {100 * own / floor:.0f}% of the floor")
 
 
 if __name__ == "__main__":

@@ -70,6 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error (2, already explained)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    if args.command == "validate":
+        # Reading a file and importing its tools needs no event loop, so no asyncio and
+        # no anyio backend get imported for it (issue #22).
+        return _validate_command(args, sys.stdout, sys.stderr)
     backend = getattr(args, "backend", "asyncio")
     run = functools.partial(
         _dispatch,
@@ -310,6 +314,15 @@ def _choose_model(
         )
         return "scripted"
     return None
+
+
+def _validate_command(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    """``regiment validate`` outside an event loop (what ``_dispatch`` does for it inside one)."""
+    _add_import_root(args.app_dir)
+    try:
+        return _validate(load_config(args.team_file), args.team_file, stdout)
+    except ConfigError as exc:
+        return _config_error(exc, stderr)
 
 
 def _validate(config: TeamConfig, source: str, stdout: TextIO) -> int:

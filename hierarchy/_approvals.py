@@ -12,7 +12,6 @@ steps are cancelled; the request stays pending for a later resume).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -72,6 +71,8 @@ def request_id_for(top: StepAt, worker: str, step_id: str, call_index: int) -> s
     """A request id stable across resumes: the top-level step, the worker's path,
     its own step and the call's number in it (never a nested run's own id)."""
     key = "\x1f".join((top.run_id, str(top.plan_version), top.step_id, worker, step_id))
+    import hashlib  # OpenSSL's hashes load on first use (issue #22: import time)
+
     digest = hashlib.sha256(f"{key}\x1f{call_index}".encode()).hexdigest()
     return f"apr-{digest[:20]}"
 

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, assert_never, final
 from urllib.parse import urlsplit
 
 import msgspec
-from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from regiment.hierarchy._text import valid_response
@@ -98,21 +97,30 @@ class ModelCaller:
     async def _traced(self, request: ModelRequest, live: LiveSink | None) -> ModelResponse:
         telemetry = self.telemetry
         model = self.model
+        if not telemetry.tracing:  # no span: nothing to work out for one
+            return valid_response(await _reply(model, request, live))
         # getattr first: a runtime protocol check is slow, and only SDK models say yes.
-        sdk = telemetry.tracing and getattr(model, "sdk_spans", False) is True
+        sdk = getattr(model, "sdk_spans", False) is True
         if sdk and isinstance(model, SelfTracingModel):
             # The SDK's own span is this call's one `chat` span; send it to our provider.
             traced = model.with_tracer_provider(telemetry.tracer_provider)
             return valid_response(await _reply(traced, request, live))
+        # The applied settings go in with the span's start attributes (one dict, no
+        # second call on the span); content is built only when it will be recorded.
+        tuning = _tuning(effective_settings(getattr(model, "settings", None), request))
         with telemetry.chat_span(
-            self.model.name, self.model.provider, agent_name=self.agent, server=_server(self.model)
+            model.name,
+            model.provider,
+            agent_name=self.agent,
+            server=_server(model),
+            attributes=tuning,
         ) as span:
-            if span.is_recording():  # what the provider applies: worked out only when traced
-                _tuning(span, effective_settings(getattr(self.model, "settings", None), request))
+            content = telemetry.capture_content and span.is_recording()
+            if content:
                 telemetry.recorder.chat_input(
                     span, system=request.system, messages=input_messages(request.messages)
                 )
-            response = valid_response(await _reply(self.model, request, live))
+            response = valid_response(await _reply(model, request, live))
             if span.is_recording():
                 telemetry.recorder.chat_response(
                     span,
@@ -121,20 +129,23 @@ class ModelCaller:
                     response_model=response.model,
                     response_id=response.response_id,
                 )
-                telemetry.recorder.chat_output(span, output_messages(response))
+                if content:
+                    telemetry.recorder.chat_output(span, output_messages(response))
             return response
 
 
-def _tuning(span: Span, applied: ModelSettings) -> None:
+def _tuning(applied: ModelSettings) -> dict[str, AttributeValue]:
     """The settings a call is made with, as its span's ``gen_ai.request.*`` attributes."""
-    stops = applied.stop_sequences
-    values = {
-        sc.GEN_AI_REQUEST_MAX_TOKENS: applied.max_tokens,
-        sc.GEN_AI_REQUEST_TEMPERATURE: applied.temperature,
-        sc.GEN_AI_REQUEST_TOP_P: applied.top_p,
-        sc.GEN_AI_REQUEST_STOP_SEQUENCES: list(stops) if stops else None,
-    }
-    span.set_attributes({key: value for key, value in values.items() if value is not None})
+    attributes: dict[str, AttributeValue] = {}
+    if applied.max_tokens is not None:
+        attributes[sc.GEN_AI_REQUEST_MAX_TOKENS] = applied.max_tokens
+    if applied.temperature is not None:
+        attributes[sc.GEN_AI_REQUEST_TEMPERATURE] = applied.temperature
+    if applied.top_p is not None:
+        attributes[sc.GEN_AI_REQUEST_TOP_P] = applied.top_p
+    if applied.stop_sequences:
+        attributes[sc.GEN_AI_REQUEST_STOP_SEQUENCES] = list(applied.stop_sequences)
+    return attributes
 
 
 def _server(model: Model) -> tuple[str, int | None] | None:

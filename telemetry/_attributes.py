@@ -12,15 +12,39 @@ __all__ = (
     "agent_attributes",
     "chat_attributes",
     "drop_none",
+    "plan_attributes",
     "run_attributes",
     "server_attributes",
     "tool_attributes",
+    "verify_attributes",
 )
 
 
 def drop_none(attributes: Mapping[str, AttributeValue | None]) -> dict[str, AttributeValue]:
     """The attributes whose value is known."""
     return {key: value for key, value in attributes.items() if value is not None}
+
+
+def plan_attributes(planner: str, plan_version: int | None) -> dict[str, AttributeValue]:
+    return drop_none(
+        {
+            sc.GEN_AI_OPERATION_NAME: sc.OPERATION_PLAN,
+            sc.GEN_AI_AGENT_NAME: planner,
+            sc.REGIMENT_PLAN_VERSION: plan_version,
+        }
+    )
+
+
+def verify_attributes(
+    step_id: str, check: str | None, plan_version: int | None
+) -> dict[str, AttributeValue]:
+    return drop_none(
+        {
+            sc.REGIMENT_STEP_ID: step_id,
+            sc.REGIMENT_CHECK_NAME: check,
+            sc.REGIMENT_PLAN_VERSION: plan_version,
+        }
+    )
 
 
 def agent_attributes(
@@ -31,17 +55,21 @@ def agent_attributes(
     plan_version: int | None,
     attempt: int | None,
 ) -> dict[str, AttributeValue]:
-    return drop_none(
-        {
-            sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
-            sc.GEN_AI_AGENT_NAME: agent_name,
-            sc.GEN_AI_AGENT_ID: agent_id if agent_id is not None else agent_name,
-            sc.REGIMENT_RUN_ID: run_id,
-            sc.REGIMENT_STEP_ID: step_id,
-            sc.REGIMENT_PLAN_VERSION: plan_version,
-            sc.REGIMENT_STEP_ATTEMPT: attempt,
-        }
-    )
+    # One dict built in place (no second pass to drop the unknowns): once per step.
+    attributes: dict[str, AttributeValue] = {
+        sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
+        sc.GEN_AI_AGENT_NAME: agent_name,
+        sc.GEN_AI_AGENT_ID: agent_id if agent_id is not None else agent_name,
+    }
+    if run_id is not None:
+        attributes[sc.REGIMENT_RUN_ID] = run_id
+    if step_id is not None:
+        attributes[sc.REGIMENT_STEP_ID] = step_id
+    if plan_version is not None:
+        attributes[sc.REGIMENT_PLAN_VERSION] = plan_version
+    if attempt is not None:
+        attributes[sc.REGIMENT_STEP_ATTEMPT] = attempt
+    return attributes
 
 
 def run_attributes(
@@ -64,15 +92,15 @@ def run_attributes(
 def tool_attributes(
     tool_name: str, call_id: str, tool_type: str, agent_name: str | None
 ) -> dict[str, AttributeValue]:
-    return drop_none(
-        {
-            sc.GEN_AI_OPERATION_NAME: sc.OPERATION_EXECUTE_TOOL,
-            sc.GEN_AI_TOOL_NAME: tool_name,
-            sc.GEN_AI_TOOL_CALL_ID: call_id,
-            sc.GEN_AI_TOOL_TYPE: tool_type,
-            sc.GEN_AI_AGENT_NAME: agent_name,
-        }
-    )
+    attributes: dict[str, AttributeValue] = {
+        sc.GEN_AI_OPERATION_NAME: sc.OPERATION_EXECUTE_TOOL,
+        sc.GEN_AI_TOOL_NAME: tool_name,
+        sc.GEN_AI_TOOL_CALL_ID: call_id,
+        sc.GEN_AI_TOOL_TYPE: tool_type,
+    }
+    if agent_name is not None:
+        attributes[sc.GEN_AI_AGENT_NAME] = agent_name
+    return attributes
 
 
 def chat_attributes(
@@ -82,21 +110,27 @@ def chat_attributes(
     max_tokens: int | None,
     temperature: float | None,
 ) -> dict[str, AttributeValue]:
-    return drop_none(
-        {
-            sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT,
-            sc.GEN_AI_PROVIDER_NAME: provider,
-            sc.GEN_AI_REQUEST_MODEL: model,
-            sc.GEN_AI_AGENT_NAME: agent_name,
-            sc.GEN_AI_REQUEST_MAX_TOKENS: max_tokens,
-            sc.GEN_AI_REQUEST_TEMPERATURE: temperature,
-        }
-    )
+    attributes: dict[str, AttributeValue] = {
+        sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT,
+        sc.GEN_AI_PROVIDER_NAME: provider,
+        sc.GEN_AI_REQUEST_MODEL: model,
+    }
+    if agent_name is not None:
+        attributes[sc.GEN_AI_AGENT_NAME] = agent_name
+    if max_tokens is not None:
+        attributes[sc.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
+    if temperature is not None:
+        attributes[sc.GEN_AI_REQUEST_TEMPERATURE] = temperature
+    return attributes
 
 
-def server_attributes(server: tuple[str, int | None] | None) -> dict[str, AttributeValue]:
-    """``server.address`` and ``server.port`` of a model API, when known."""
+def server_attributes(
+    attributes: dict[str, AttributeValue], server: tuple[str, int | None] | None
+) -> None:
+    """Add ``server.address`` and ``server.port`` of a model API, when known."""
     if server is None:
-        return {}
+        return
     address, port = server
-    return drop_none({sc.SERVER_ADDRESS: address, sc.SERVER_PORT: port})
+    attributes[sc.SERVER_ADDRESS] = address
+    if port is not None:
+        attributes[sc.SERVER_PORT] = port

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Concatenate, Literal, ParamSpec, TypeAlias, cast, final
+from typing import Literal, TypeAlias, cast, final
 
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
@@ -16,10 +15,11 @@ from opentelemetry.util.types import AttributeValue
 from regiment.telemetry import _semconv as sc
 from regiment.telemetry._attributes import agent_attributes as _agent_attributes
 from regiment.telemetry._attributes import chat_attributes as _chat_attributes
-from regiment.telemetry._attributes import drop_none as _drop_none
+from regiment.telemetry._attributes import plan_attributes as _plan_attributes
 from regiment.telemetry._attributes import run_attributes as _run_attributes
 from regiment.telemetry._attributes import server_attributes as _server_attributes
 from regiment.telemetry._attributes import tool_attributes as _tool_attributes
+from regiment.telemetry._attributes import verify_attributes as _verify_attributes
 from regiment.telemetry._content import capture_from_env, redact, truncate
 from regiment.telemetry._logs import correlate_logs
 from regiment.telemetry._metrics import RunMetrics, meter_provider_records
@@ -49,8 +49,6 @@ def _library_version() -> str | None:
         return None
 
 
-_P = ParamSpec("_P")
-
 # A marker for an API version whose module no longer has the global we peek at.
 _UNKNOWN = object()
 
@@ -60,24 +58,9 @@ def _records(provider: TracerProvider) -> bool:
 
 
 # What every span method returns while nothing records: no attributes are built,
-# no context is attached. Reusable: nullcontext holds no state.
+# no context is attached. Reusable: nullcontext holds no state. Each method checks
+# ``self.tracing`` itself (no wrapper forwarding *args and **kwargs on every span).
 _NOT_TRACING: AbstractContextManager[Span] = nullcontext(trace.INVALID_SPAN)
-
-
-def _when_tracing(
-    method: Callable[Concatenate[Telemetry, _P], AbstractContextManager[Span]],
-) -> Callable[Concatenate[Telemetry, _P], AbstractContextManager[Span]]:
-    """Skip building a span at all while no real tracer provider is installed."""
-
-    @functools.wraps(method)
-    def wrapper(
-        self: Telemetry, /, *args: _P.args, **kwargs: _P.kwargs
-    ) -> AbstractContextManager[Span]:
-        if not self.tracing:
-            return _NOT_TRACING
-        return method(self, *args, **kwargs)
-
-    return wrapper
 
 
 @final
@@ -202,7 +185,6 @@ class Telemetry:
                 scope = _continued(self, f"invoke_agent {team}", attributes, resume)
         return scope if self.metrics is None else _counted(scope, self.metrics.active_run(team))
 
-    @_when_tracing
     def plan_span(
         self,
         planner: str,
@@ -217,22 +199,19 @@ class Telemetry:
             plan_version: the version this planning produces, if known up front.
             attributes: extra attributes (e.g. ``semconv.REGIMENT_ROUND``).
         """
-        base = _drop_none(
-            {
-                sc.GEN_AI_OPERATION_NAME: sc.OPERATION_PLAN,
-                sc.GEN_AI_AGENT_NAME: planner,
-                sc.REGIMENT_PLAN_VERSION: plan_version,
-            }
-        )
+        if not self.tracing:
+            return _NOT_TRACING
+        base = _plan_attributes(planner, plan_version)
         base.update(attributes or {})
         return _open(self, f"plan {planner}", attributes=base)
 
-    @_when_tracing
     def replan_span(self, *, old_version: int, reason: str) -> SpanScope:
         """Replacing the plan's tail: ``replan``; add the result with ``recorder.replan``.
 
         The reason is user data: kept (redacted) only with capture on, else its length.
         """
+        if not self.tracing:
+            return _NOT_TRACING
         attributes: dict[str, AttributeValue] = {sc.REGIMENT_PLAN_OLD_VERSION: old_version}
         if self.capture_content:
             attributes[sc.REGIMENT_REPLAN_REASON] = truncate(redact(reason), _REASON_LIMIT)
@@ -240,21 +219,15 @@ class Telemetry:
             attributes[sc.REGIMENT_REPLAN_REASON_LENGTH] = len(reason)
         return _open(self, sc.SPAN_REPLAN, attributes=attributes)
 
-    @_when_tracing
     def verify_span(
         self, step_id: str, *, check: str | None = None, plan_version: int | None = None
     ) -> SpanScope:
         """Checking one step's output: ``verify``; add the verdict with ``recorder.check``."""
-        attributes = _drop_none(
-            {
-                sc.REGIMENT_STEP_ID: step_id,
-                sc.REGIMENT_CHECK_NAME: check,
-                sc.REGIMENT_PLAN_VERSION: plan_version,
-            }
-        )
+        if not self.tracing:
+            return _NOT_TRACING
+        attributes = _verify_attributes(step_id, check, plan_version)
         return _open(self, sc.SPAN_VERIFY, attributes=attributes)
 
-    @_when_tracing
     def phase_span(
         self, name: PhaseName, *, attributes: Mapping[str, AttributeValue] | None = None
     ) -> SpanScope:
@@ -264,9 +237,10 @@ class Telemetry:
             name: the phase; it is the span name.
             attributes: extra attributes, keyed by the constants in ``semconv``.
         """
+        if not self.tracing:
+            return _NOT_TRACING
         return _open(self, name, attributes=dict(attributes or {}))
 
-    @_when_tracing
     def agent_span(
         self,
         agent_name: str,
@@ -286,12 +260,14 @@ class Telemetry:
         step to its own run; ``None`` uses the current context. The other
         arguments become ``regiment.*`` / ``gen_ai.*`` attributes.
         """
+        if not self.tracing:
+            return _NOT_TRACING
         base = _agent_attributes(agent_name, agent_id, run_id, step_id, plan_version, attempt)
-        base.update(attributes or {})
+        if attributes:
+            base.update(attributes)
         parent = None if parent_headers is None else extract_context(parent_headers)
         return _open(self, f"invoke_agent {agent_name}", attributes=base, context=parent)
 
-    @_when_tracing
     def chat_span(
         self,
         model: str,
@@ -301,17 +277,23 @@ class Telemetry:
         max_tokens: int | None = None,
         temperature: float | None = None,
         server: tuple[str, int | None] | None = None,
+        attributes: Mapping[str, AttributeValue] | None = None,
     ) -> SpanScope:
         """One model call: ``chat {model}`` (kind CLIENT); finish with ``recorder.chat_response``.
 
         The arguments become ``gen_ai.request.*``, ``gen_ai.provider.name``,
-        ``gen_ai.agent.name`` and ``server.address`` / ``server.port`` (host, port).
+        ``gen_ai.agent.name`` and ``server.address`` / ``server.port`` (host, port);
+        ``attributes`` adds more at the start (e.g. the applied ``gen_ai.request.*``
+        settings), so they need no second call on the span.
         """
-        attributes = _chat_attributes(model, provider, agent_name, max_tokens, temperature)
-        attributes.update(_server_attributes(server))
-        return _open(self, f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes)
+        if not self.tracing:
+            return _NOT_TRACING
+        base = _chat_attributes(model, provider, agent_name, max_tokens, temperature)
+        _server_attributes(base, server)
+        if attributes:
+            base.update(attributes)
+        return _open(self, f"chat {model}", kind=SpanKind.CLIENT, attributes=base)
 
-    @_when_tracing
     def tool_span(
         self,
         tool_name: str,
@@ -321,6 +303,8 @@ class Telemetry:
         agent_name: str | None = None,
     ) -> SpanScope:
         """One tool call: ``execute_tool {tool_name}``; finish with ``recorder.tool_outcome``."""
+        if not self.tracing:
+            return _NOT_TRACING
         attributes = _tool_attributes(tool_name, call_id, tool_type, agent_name)
         return _open(self, f"execute_tool {tool_name}", attributes=attributes)
 

@@ -35,11 +35,20 @@ HEAVY = (
     "importlib.metadata",
     "secrets",
     "hmac",
+    "hashlib",
     "socket",
 )
 
 
-_VALIDATE_NEEDS = ("pydantic", "tomllib", "importlib.metadata", "socket", "secrets", "hmac")
+_VALIDATE_NEEDS = (
+    "pydantic",
+    "tomllib",
+    "importlib.metadata",
+    "socket",
+    "secrets",
+    "hmac",
+    "hashlib",
+)
 
 
 def _loaded_after(code: str) -> set[str]:
@@ -55,10 +64,35 @@ def _heavy_in(modules: set[str]) -> list[str]:
     return sorted(m for m in modules for h in HEAVY if m == h or m.startswith(h + "."))
 
 
-def test_import_regiment_loads_no_heavy_module() -> None:
+def test_import_regiment_loads_no_room() -> None:
     loaded = _loaded_after("import regiment")
-    assert "regiment.hierarchy" in loaded
+    assert "regiment.errors" in loaded
+    rooms = sorted(m for m in loaded if m.startswith("regiment.") and m != "regiment.errors")
+    assert rooms == ["regiment._lazy"]
+    assert [m for m in loaded if m.split(".")[0] in ("anyio", "msgspec", "opentelemetry")] == []
+
+
+def test_a_program_using_a_team_loads_no_heavy_module() -> None:
+    loaded = _loaded_after(
+        "from regiment import Team, Worker, ScriptedModel, Telemetry, Budget, Check, Toolset"
+    )
+    assert "regiment.hierarchy._team" in loaded
     assert _heavy_in(loaded) == []
+
+
+def test_every_root_name_is_the_rooms_object() -> None:
+    code = (
+        "import importlib, regiment\n"
+        "for name in regiment.__all__:\n"
+        "    value = getattr(regiment, name)\n"
+        "    assert name in dir(regiment), name\n"
+        "    room = getattr(value, '__module__', 'regiment')\n"
+        "    if room.startswith('regiment.') and not name.startswith('__'):\n"
+        "        public = '.'.join(p for p in room.split('.') if not p.startswith('_'))\n"
+        "        owner = importlib.import_module(public if public != 'regiment' else room)\n"
+        "        assert getattr(owner, name, value) is value, name\n"
+    )
+    _loaded_after(code)
 
 
 @pytest.mark.parametrize(
@@ -115,8 +149,9 @@ def test_an_unknown_name_is_still_an_attribute_error() -> None:
 
 def test_validate_loads_neither_the_tracing_sdk_nor_a_provider_sdk() -> None:
     # The example's tools need pydantic (their schemas are checked; pydantic itself
-    # loads importlib.metadata for its plugins), the team file tomllib, and the
-    # event loop (asyncio) socket and secrets.
+    # loads importlib.metadata for its plugins, and secrets and socket through
+    # pydantic.types and email.utils; hashlib through hmac), the team file tomllib.
+    # No event loop runs.
     team_file = Path(__file__).resolve().parents[1] / "examples" / "refund" / "team.toml"
     code = (
         "from regiment.cli import main\n"
@@ -127,4 +162,5 @@ def test_validate_loads_neither_the_tracing_sdk_nor_a_provider_sdk() -> None:
     )
     loaded = _loaded_after(code)
     assert "regiment.config._build" in loaded
+    assert sorted(m for m in loaded if m.startswith(("asyncio", "anyio._backends", "ssl"))) == []
     assert [m for m in _heavy_in(loaded) if not m.startswith(_VALIDATE_NEEDS)] == []

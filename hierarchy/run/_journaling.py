@@ -11,7 +11,6 @@ the run: it never goes on unjournaled. Without a journal none of this exists.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -85,6 +84,8 @@ def config_hash(team: Team) -> str:
     schema (nested teams included). Telemetry is left out: it does not change
     what a run does.
     """
+    import hashlib  # OpenSSL's hashes load on first use (issue #22: import time)
+
     digest = hashlib.sha256()
     for part in _config_parts(team):
         digest.update(part.encode())

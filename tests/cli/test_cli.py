@@ -138,6 +138,21 @@ def test_validate_checks_a_file_without_running_it(capsys: pytest.CaptureFixture
     assert "check eligible: the order is eligible for a refund" in out
 
 
+def test_validate_reports_a_bad_file_as_a_usage_error_without_an_event_loop(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `main` validates outside an event loop; its errors are the same as inside one.
+    assert main(["validate", str(tmp_path / "team.ini")]) == 2
+    assert "expected a .toml, .yaml or .yml team file" in capsys.readouterr().err
+    broken = tmp_path / "team.toml"
+    broken.write_text('name = "t"\n[[workers]]\nname = "w"\n', encoding="utf-8")
+    assert main(["validate", str(broken), "--app-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("regiment: error: "), err
+    assert "workers[0]" in err, err
+    assert "Traceback" not in err
+
+
 def test_argument_errors_and_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run"]) == 2
     assert "TEAM_FILE" in capsys.readouterr().err

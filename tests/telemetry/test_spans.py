@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import anyio
 import pytest
+from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.trace import NoOpTracerProvider, SpanKind, StatusCode
+from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
+from opentelemetry.trace import Link, NoOpTracerProvider, SpanKind, StatusCode, TraceState
+from opentelemetry.util.types import Attributes
 
 from regiment.errors import ConfigError, ToolError
 from regiment.telemetry import (
@@ -313,3 +317,44 @@ def test_without_a_real_provider_no_span_is_built() -> None:
         with scope as span:
             assert span is otel_trace.INVALID_SPAN
             assert not span.is_recording()
+
+
+class _SeenAtStart(Sampler):
+    """Keeps every span and notes the attributes it was started with."""
+
+    def __init__(self) -> None:
+        self.started: dict[str, dict[str, object]] = {}
+
+    def should_sample(
+        self,
+        parent_context: Context | None,
+        trace_id: int,
+        name: str,
+        kind: SpanKind | None = None,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        trace_state: TraceState | None = None,
+    ) -> SamplingResult:
+        self.started[name] = dict(attributes or {})
+        return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes)
+
+    def get_description(self) -> str:
+        return "seen at start"
+
+
+def test_chat_span_extra_attributes_are_start_attributes() -> None:
+    # The applied request settings go in with the span's start (one dict, no second
+    # call on the span), so a sampler sees them too.
+    sampler = _SeenAtStart()
+    telemetry = Telemetry(TracerProvider(sampler=sampler))
+    extra = {semconv.GEN_AI_REQUEST_MAX_TOKENS: 300, semconv.GEN_AI_REQUEST_TOP_P: 0.5}
+    with telemetry.chat_span("m", "scripted", agent_name="w", attributes=extra) as span:
+        assert span.is_recording()
+    assert sampler.started["chat m"] == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "scripted",
+        "gen_ai.request.model": "m",
+        "gen_ai.agent.name": "w",
+        "gen_ai.request.max_tokens": 300,
+        "gen_ai.request.top_p": 0.5,
+    }

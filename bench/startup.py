@@ -1,0 +1,132 @@
+"""Rows 7 and 8 side by side: this tree against an older copy, alternated, in one sitting.
+
+Wall clock on a shared machine drifts over minutes, so each repeat times the
+older tree and this one back to back (bytecode cached: one unrecorded warm-up
+each) and the medians are compared. ``--instructions`` adds callgrind counts
+of each command above a bare interpreter, which repeat exactly.
+
+    git archive <commit> --prefix=regiment/ | tar -x -C /tmp/base
+    .venv/bin/python bench/startup.py --base /tmp/base               # wall, median of 7
+    .venv/bin/python bench/startup.py --base /tmp/base --instructions
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from statistics import median
+
+__all__ = ("main",)
+
+HERE = Path(__file__).resolve().parent
+TREE = HERE.parent
+TIMED = "import time; t = time.perf_counter(); {code}; print(time.perf_counter() - t)"
+IMPORTS = {
+    "import regiment": "import regiment",
+    "from regiment import Team, Worker, ScriptedModel": (
+        "from regiment import Team, Worker, ScriptedModel"
+    ),
+}
+VALIDATE = ("-m", "regiment", "validate", "examples/refund/team.toml")
+
+
+def _env(base: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if base is not None:  # a plain directory on the path wins over the editable install's finder
+        env["PYTHONPATH"] = str(base)
+    return env
+
+
+def _cwd(base: Path | None) -> Path:
+    return TREE if base is None else base / "regiment"
+
+
+def _in_process(code: str, base: Path | None) -> float:
+    done = subprocess.run(
+        [sys.executable, "-c", TIMED.format(code=code)],
+        capture_output=True, text=True, env=_env(base), cwd=_cwd(base), check=True,
+    )  # fmt: skip
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def _whole_process(args: tuple[str, ...], base: Path | None) -> float:
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, *args], capture_output=True, env=_env(base), cwd=_cwd(base), check=True
+    )
+    return time.perf_counter() - started
+
+
+def _instructions(args: tuple[str, ...], base: Path | None) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "callgrind.out"
+        subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, *args],
+            capture_output=True, env=_env(base), cwd=_cwd(base), check=True,
+        )  # fmt: skip
+        totals = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.MULTILINE)
+        assert totals is not None, "callgrind wrote no totals"
+        return int(totals.group(1))
+
+
+def _wall(base: Path, repeats: int) -> None:
+    sides: dict[str, Path | None] = {"base": base, "this tree": None}
+    for code in IMPORTS.values():
+        for side in sides.values():
+            _in_process(code, side)  # writes the bytecode cache
+    _whole_process(VALIDATE, base)
+    _whole_process(VALIDATE, None)
+    samples: dict[tuple[str, str], list[float]] = {}
+    for _ in range(repeats):
+        for name, code in IMPORTS.items():
+            for label, where in sides.items():
+                samples.setdefault((name, label), []).append(_in_process(code, where))
+        for label, where in sides.items():
+            samples.setdefault(("regiment validate (whole process)", label), []).append(
+                _whole_process(VALIDATE, where)
+            )
+    for name in [*IMPORTS, "regiment validate (whole process)"]:
+        old, new = median(samples[name, "base"]), median(samples[name, "this tree"])
+        print(
+            f"{name}: {old * 1e3:.1f} ms -> {new * 1e3:.1f} ms ({new / old:.2f}x); "
+            f"fastest {min(samples[name, 'base']) * 1e3:.1f} -> "
+            f"{min(samples[name, 'this tree']) * 1e3:.1f} ms; median of {repeats}"
+        )
+
+
+def _counted(base: Path) -> None:
+    bare = _instructions(("-c", "pass"), None)
+    commands: dict[str, tuple[str, ...]] = {name: ("-c", code) for name, code in IMPORTS.items()}
+    commands["regiment validate (whole process)"] = VALIDATE
+    for name, args in commands.items():
+        _instructions(args, base)
+        _instructions(args, None)  # bytecode cached on both sides
+        old, new = _instructions(args, base) - bare, _instructions(args, None) - bare
+        print(f"{name}: {old / 1e6:,.0f}M -> {new / 1e6:,.0f}M instructions above a bare "
+              f"interpreter ({new / old:.2f}x)")  # fmt: skip
+
+
+def main() -> None:
+    """Print this tree's import and validate figures beside ``--base``'s."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", type=Path, required=True, help="a directory holding regiment/")
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--instructions", action="store_true", help="callgrind counts (valgrind)")
+    options = parser.parse_args()
+    if options.instructions:
+        if shutil.which("valgrind") is None:
+            raise SystemExit("--instructions needs valgrind on the PATH")
+        _counted(options.base)
+    else:
+        _wall(options.base, options.repeats)
+
+
+if __name__ == "__main__":
+    main()
