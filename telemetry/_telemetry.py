@@ -100,7 +100,6 @@ class Telemetry:
         content_limit: int = 4096,
         meter_provider: MeterProvider | None = None,
     ) -> None:
-        # Records outcomes and content on this handle's spans; checks content_limit.
         self.recorder = SpanRecorder(
             capture=capture_from_env() if capture_content is None else capture_content,
             limit=content_limit,
