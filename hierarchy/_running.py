@@ -207,6 +207,8 @@ class RunningTeam(DecidesApprovals):
         if not goal.strip():
             raise ConfigError("the goal is empty; say what the team should do")
         concurrency = run_concurrency(concurrency, self.team.concurrency)
+        if deps is not None:
+            _check_remote_deps(self.team, deps)
         # Unique within the team by the counter, and across teams and processes with
         # high probability; no system call (uuid4 reads the OS's random source).
         run_id = resumed.run_id if resumed else f"run-{next(self._ids)}-{getrandbits(32):08x}"
@@ -274,7 +276,15 @@ async def _spawn_team(
                 from regiment.hierarchy.workers._ray import start_ray_worker  # ray loads here
 
                 specs[worker.name] = worker
-                factory = await start_ray_worker(worker, team.planner.prompts, telemetry)
+                gate = ApprovalGate(desk, name, worker.approval_timeout, telemetry)
+                factory = await start_ray_worker(
+                    worker,
+                    team.planner.prompts,
+                    telemetry,
+                    runs=runs,
+                    channels=channels,
+                    approvals=gate,
+                )
             case Worker():
                 tools = await worker_tools(worker, mcp)
                 specs[worker.name] = LiveWorker(worker, tools) if worker.mcp_servers else worker
@@ -353,6 +363,15 @@ def _worker_actor(
         team.settings,
         guards.team,
     )
+
+
+def _check_remote_deps(team: Team, deps: object) -> None:
+    """Deps that Ray-placed workers cannot get are refused at ``run()``, not mid-step."""
+    remote = [w.name for w in team.workers if isinstance(w, Worker) and w.placement is not None]
+    if remote:
+        from regiment.hierarchy.workers._ray import check_remote_deps  # ray loads here
+
+        check_remote_deps(deps, remote)
 
 
 def _run_calls(channels: Mapping[str, RunChannel], run_id: str) -> RunCalls | None:

@@ -10,29 +10,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import itertools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, final
 
 import anyio
 
 from regiment.errors import ConfigError, WorkerLost
+from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy.workers._approval_gate import Approvals
+from regiment.hierarchy.workers._journal_calls import RunCalls, RunLookup
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._placement import Ray
+from regiment.hierarchy.workers._ray_conduit import StepConduit
 from regiment.hierarchy.workers._ray_host import StepHost
 from regiment.hierarchy.workers._step_actor import StepActor
-from regiment.hierarchy.workers._wire import RemoteStep, decode_report, encode_step, step_key
+from regiment.hierarchy.workers._wire import step_key
 from regiment.hierarchy.workers._worker import Worker
 from regiment.telemetry import Telemetry, inject, semconv
 
-__all__ = ("RayReplicas", "RayWorkerActor", "start_ray_worker")
+__all__ = ("RayReplicas", "RayWorkerActor", "check_remote_deps", "start_ray_worker")
 
 _log = logging.getLogger("regiment.ray")
 _INSTALL = "workers on Ray need the ray extra: pip install 'regiment[ray]'"
+_CONTROL = "control"  # the replicas' concurrency group for acks
 
 
 def import_ray() -> ModuleType:
@@ -45,10 +51,18 @@ def import_ray() -> ModuleType:
 
 
 async def start_ray_worker(
-    worker: Worker, prompts: Prompts, telemetry: Telemetry
+    worker: Worker,
+    prompts: Prompts,
+    telemetry: Telemetry,
+    *,
+    runs: RunLookup | None = None,
+    channels: Mapping[str, LiveChannel] | None = None,
+    approvals: Approvals | None = None,
 ) -> Callable[[], StepActor]:
     """Join Ray, start ``worker``'s replicas, and return the factory of the actor
-    that hands them steps (the team spawns it like any worker actor).
+    that hands them steps (the team spawns it like any worker actor). ``runs``,
+    ``channels`` and ``approvals`` are the team's, as for an in-process worker:
+    the replicas' calls are journaled, streamed and approved through them.
 
     Raises:
         ConfigError: not under asyncio, ray is not installed, the worker cannot be
@@ -66,7 +80,22 @@ async def start_ray_worker(
     recipe = _recipe(ray, worker, placement)
     await anyio.to_thread.run_sync(_join, ray, placement.address)
     replicas = await RayReplicas.start(ray, worker, placement, recipe, prompts)
-    return lambda: RayWorkerActor(worker, telemetry, replicas)
+    links = RunLinks(runs, {} if channels is None else channels, approvals)
+    return lambda: RayWorkerActor(worker, telemetry, replicas, links)
+
+
+def check_remote_deps(deps: object, workers: Sequence[str]) -> None:
+    """Raise ``ConfigError`` unless ``deps`` pickles for the Ray replicas of ``workers``."""
+    try:
+        import_ray().cloudpickle.dumps(deps)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        raise ConfigError(
+            f"run(deps=...) cannot be pickled for worker '{workers[0]}' on Ray "
+            f"({type(exc).__name__}: {exc}); give deps that pickle (plain data, or objects "
+            "that rebuild their connections when unpickled), or keep the worker in-process"
+        ) from exc
 
 
 def _require_asyncio(name: str) -> None:
@@ -144,7 +173,9 @@ class RayReplicas:
             # steps, plus room for cancel and flush calls while the steps run
             "max_concurrency": worker.max_concurrent_steps + 2,
         }
-        host = ray.remote(StepHost).options(**options)
+        # Acks have their own group: steps waiting for an ack may hold every slot
+        # of the default one, and an ack queued behind them would never run.
+        host = ray.remote(concurrency_groups={_CONTROL: 4})(StepHost).options(**options)
         handles = [
             host.remote(recipe, prompts, placement.otlp_endpoint) for _ in range(placement.replicas)
         ]
@@ -163,17 +194,19 @@ class RayReplicas:
     def count(self) -> int:
         return len(self._handles)
 
-    async def run(self, assign: AssignStep, headers: dict[str, str]) -> StepReport:
-        """Run the step on the next replica; on ``WorkerLost``, once more on another.
+    async def run(
+        self, assign: AssignStep, headers: dict[str, str], conduit: StepConduit
+    ) -> StepReport:
+        """Run the step on the next replica; on ``WorkerLost``, once more on another,
+        with what the first attempt journaled (so committed calls are replayed).
 
         Raises:
             WorkerLost: the replicas running the step died both times.
         """
         key = step_key(assign)
-        payload = encode_step(RemoteStep(assign=assign, headers=headers, key=key))
         first = next(self._turn) % len(self._handles)
         try:
-            return await self._call(self._handles[first], payload, key)
+            return await self._call(self._handles[first], conduit, key, headers)
         except WorkerLost as lost:
             _log.warning(
                 "%s %s: %s; retrying once on another replica",
@@ -183,23 +216,35 @@ class RayReplicas:
                 extra={"run_id": assign.run_id, "step_id": assign.step.id, "worker": self._name},
             )
         other = self._handles[(first + 1) % len(self._handles)]
-        return await self._call(other, payload, key)
+        return await self._call(other, conduit, key, headers)
 
-    async def _call(self, handle: Any, payload: bytes, key: str) -> StepReport:
-        ref = handle.step.remote(payload)
+    async def _call(
+        self, handle: Any, conduit: StepConduit, key: str, headers: dict[str, str]
+    ) -> StepReport:
+        stream = handle.step.remote(conduit.payload(key, headers))
         try:
-            data = await ref
+            report = await conduit.drain(stream, functools.partial(_ack, handle, key))
         except self._ray.exceptions.RayActorError as exc:
             raise WorkerLost(
                 f"worker '{self._name}': its Ray replica died mid-step "
                 f"({type(exc).__name__}); Ray restarts it up to Ray(max_restarts=...) times"
             ) from exc
         except BaseException:
-            # Cancelled (the run, a replan, the step timeout): stop the remote step too.
-            self._ray.cancel(ref)
+            # Cancelled (the run, a replan, the step timeout), or the journal failed:
+            # stop the remote step too.
+            self._ray.cancel(stream)
             handle.cancel.remote(key)
             raise
-        return decode_report(data)
+        if report is None:
+            raise WorkerLost(
+                f"worker '{self._name}': its Ray replica ended a step without a report"
+            )
+        return report
+
+    def pack(self, deps: object) -> bytes:
+        """``deps`` pickled for the replicas (Ray's cloudpickle)."""
+        data: bytes = self._ray.cloudpickle.dumps(deps)
+        return data
 
     async def close(self) -> None:
         """Flush the replicas' spans, then end them."""
@@ -215,11 +260,30 @@ class RayReplicas:
                 self._ray.kill(handle, no_restart=True)
 
 
+async def _ack(handle: Any, key: str, seq: int, payload: bytes) -> object:
+    return await handle.ack.options(concurrency_group=_CONTROL).remote(key, seq, payload)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunLinks:
+    """The team's ways to a step's run: its calls (journal, deps), its live events, approvals."""
+
+    runs: RunLookup | None = None
+    channels: Mapping[str, LiveChannel] = dataclasses.field(default_factory=dict)
+    approvals: Approvals | None = None
+
+
 class RayWorkerActor(StepActor):
     """Hands a Ray-placed worker's steps to its replicas; the step bookkeeping
     (queueing, cancel scopes, timeouts, one report per step) is the shared one."""
 
-    def __init__(self, worker: Worker, telemetry: Telemetry, replicas: RayReplicas) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        telemetry: Telemetry,
+        replicas: RayReplicas,
+        links: RunLinks | None = None,
+    ) -> None:
         super().__init__(
             worker.name,
             telemetry,
@@ -230,14 +294,36 @@ class RayWorkerActor(StepActor):
                 semconv.GEN_AI_AGENT_DESCRIPTION: worker.description,
             },
         )
+        self._worker = worker
         self._replicas = replicas
+        self._links = links or RunLinks()
+        self._packed: tuple[object, bytes] | None = None  # the last deps pickled, and their bytes
 
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
         """Run the step on a replica, under this step's ``invoke_agent`` span."""
-        report = await self._replicas.run(assign, inject())
+        links, name = self._links, self._worker.name
+        run = links.runs(assign.run_id) if links.runs is not None else None
+        conduit = StepConduit(
+            assign,
+            self._worker.toolset,
+            progress,
+            run,
+            live_sink(links.channels.get(assign.run_id), assign.run_id, name),
+            links.approvals,
+            self._deps(run),
+        )
+        report = await self._replicas.run(assign, inject(), conduit)
         progress.usage, progress.model_calls = report.usage, report.model_calls
         progress.tool_calls = report.tool_calls
         return report
+
+    def _deps(self, run: RunCalls | None) -> bytes | None:
+        """The run's deps pickled; a run's steps share one pickling (the last run's is kept)."""
+        if run is None or run.deps is None:
+            return None
+        if self._packed is None or self._packed[0] is not run.deps:
+            self._packed = (run.deps, self._replicas.pack(run.deps))
+        return self._packed[1]
 
     async def on_stop(self) -> None:
         await super().on_stop()
