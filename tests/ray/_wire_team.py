@@ -41,8 +41,9 @@ from regiment.tools import RunContext, tool  # noqa: E402
 
 __all__ = (
     "Stamp",
-    "payer_team",
     "paid",
+    "payer_team",
+    "refunder_team",
     "stamper_team",
 )
 
@@ -158,6 +159,60 @@ def stamper_team() -> Team:
     worker = dataclasses.replace(stamper(), placement=Ray(build=stamper, num_cpus=0))
     return Team(
         name="stamping", planner=Planner(model=_planner("stamper", "stamp")), workers=[worker]
+    )
+
+
+def _refunder_brain(request: ModelRequest) -> ModelResponse:
+    seen = _results(request)
+    if seen:
+        return text_response(f"billing: {seen[0]}")
+    return tool_call_response("refund", {"order_id": "88213", "amount": 40})
+
+
+def refunder(ledger: str) -> Worker:
+    """A worker whose one tool, ``refund``, needs approval for every call."""
+
+    @tool(requires_approval=True, idempotency_key=("order_id",))
+    def refund(order_id: str, amount: int) -> str:
+        """Refund an order."""
+        with open(ledger, "a", encoding="utf-8") as file:
+            file.write(json.dumps({"refund": order_id, "amount": amount, "pid": os.getpid()}))
+            file.write("\n")
+        return f"refunded {amount} on {order_id}"
+
+    return Worker(
+        name="refunder",
+        description="Refunds orders.",
+        model=ScriptedModel(_refunder_brain),
+        tools=[refund],
+    )
+
+
+def refunder_team(ledger: str, release: anyio.Event) -> Team:
+    """The Ray-placed refunder (step s1) and an in-process ``slow`` worker whose step
+    (s2) waits for ``release``, so the run does not pause while s1 waits for a decision."""
+
+    async def slow_brain(request: ModelRequest) -> str:
+        await release.wait()
+        return "slow done"
+
+    plan = json.dumps(
+        {
+            "steps": [
+                {"id": "s1", "description": "refund 88213", "worker": "refunder"},
+                {"id": "s2", "description": "slow work", "worker": "slow"},
+            ]
+        }
+    )
+
+    def planner(request: ModelRequest) -> ModelResponse:
+        return text_response(plan if request.role in ("planner", "replanner") else "settled")
+
+    build = functools.partial(refunder, ledger)
+    remote = dataclasses.replace(build(), placement=Ray(build=build, num_cpus=0))
+    slow = Worker(name="slow", description="Works slowly.", model=ScriptedModel(slow_brain))
+    return Team(
+        name="refunding", planner=Planner(model=ScriptedModel(planner)), workers=[remote, slow]
     )
 
 
