@@ -13,6 +13,7 @@ without waiting. This module runs in the Ray process and does not import ``ray``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import math
 import pickle
@@ -51,7 +52,7 @@ class ReplicaChannel:
     def __init__(self) -> None:
         # Unbounded: live events are sent without waiting, and the step method
         # drains the stream as fast as Ray takes the items.
-        self._send, self.outgoing = anyio.create_memory_object_stream[bytes](math.inf)
+        self._send, self.outgoing = anyio.create_memory_object_stream[StepMessage](math.inf)
         self._seq = itertools.count(1)
         self._acks: dict[int, tuple[anyio.Event, list[bytes]]] = {}
         # Ray runs the acks' concurrency group on its own thread and event loop:
@@ -60,7 +61,15 @@ class ReplicaChannel:
 
     def tell(self, message: StepMessage) -> None:
         """Send ``message``; do not wait."""
-        self._send.send_nowait(encode(message))
+        self._send.send_nowait(message)
+
+    def batch(self, first: StepMessage) -> bytes:
+        """``first`` and every message sent after it so far, as one item for the caller."""
+        messages = [first]
+        with contextlib.suppress(anyio.WouldBlock, anyio.EndOfStream):
+            while True:
+                messages.append(self.outgoing.receive_nowait())
+        return encode(messages)
 
     async def ask(self, message: CallRecorded | ApprovalAsked) -> bytes:
         """Send ``message`` (its ``seq`` from :meth:`next_seq`) and wait for its ack."""

@@ -17,9 +17,10 @@ them again, even without a journal.
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, Awaitable, Callable
-from typing import final
+from typing import assert_never, final
 
 import anyio
+from anyio.abc import TaskGroup
 
 from regiment.hierarchy._live_events import LiveSink
 from regiment.hierarchy._messages import AssignStep, StepReport
@@ -33,8 +34,9 @@ from regiment.hierarchy.workers._wire import (
     LiveEvent,
     RemoteStep,
     StepDone,
+    StepMessage,
     StepReplay,
-    decode_message,
+    decode_messages,
     encode,
 )
 from regiment.journal import ModelCallFinished
@@ -115,23 +117,33 @@ class StepConduit:
         async with anyio.create_task_group() as tg:
             try:
                 async for item in messages:
-                    match decode_message(await item):
-                        case StepDone(report=done):
-                            report = done
-                            break
-                        case CallRecorded() as recorded:
-                            await self._recorded(recorded, ack)
-                        case LiveEvent(event=event):
-                            if self._live is not None:
-                                self._live.emit(event)
-                        case ApprovalAsked() as asked:
-                            tg.start_soon(self._decide, asked, ack, failures, tg.cancel_scope)
+                    for message in decode_messages(await item):
+                        report = await self._take(message, ack, failures, tg) or report
+                    if report is not None:
+                        break
             except Exception as exc:  # not grouped: the caller translates Ray's errors
                 failures.append(exc)
             tg.cancel_scope.cancel()  # approval waits of a step that has ended
         if failures:
             raise failures[0]
         return report
+
+    async def _take(
+        self, message: StepMessage, ack: Ack, failures: list[Exception], tg: TaskGroup
+    ) -> StepReport | None:
+        match message:
+            case StepDone(report=report):
+                return report
+            case CallRecorded():
+                await self._recorded(message, ack)
+            case LiveEvent(event=event):
+                if self._live is not None:
+                    self._live.emit(event)
+            case ApprovalAsked():
+                tg.start_soon(self._decide, message, ack, failures, tg.cancel_scope)
+            case _:
+                assert_never(message)
+        return None
 
     async def _recorded(self, recorded: CallRecorded, ack: Ack) -> None:
         record, progress = recorded.record, self._progress

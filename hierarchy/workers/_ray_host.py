@@ -102,7 +102,7 @@ class StepHost:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._run_step, remote, channel)
                 async for message in channel.outgoing:
-                    yield message
+                    yield channel.batch(message)
         finally:
             self._channels.pop(remote.key, None)
 

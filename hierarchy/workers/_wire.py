@@ -5,8 +5,8 @@ version and the reserved budget allowance travel with it; the W3C trace
 context; the step's key, which stays the same when a step is retried on
 another replica; what the caller's journal already holds for the step; the
 run's deps, pickled). The replica answers on a two-way channel: its step
-method streams :data:`StepMessage` s back (each a msgspec-encoded item of a Ray
-streaming generator), and where it must wait for the caller (a tool call's
+method streams :data:`StepMessage` s back (items of a Ray streaming generator,
+each the messages sent since the last item, so an instant step is one item), and where it must wait for the caller (a tool call's
 intent must be durable before its body runs; an approval decision) it waits
 for an ack the caller sends with a second actor method. Everything is plain
 bytes, so Ray's pickling never sees a regiment object on the hot path.
@@ -37,7 +37,7 @@ __all__ = (
     "StepMessage",
     "StepReplay",
     "decode_decision",
-    "decode_message",
+    "decode_messages",
     "decode_step",
     "encode",
     "step_key",
@@ -124,11 +124,11 @@ def step_key(assign: AssignStep) -> str:
 
 _encoder = msgspec.msgpack.Encoder()
 _step_decoder = msgspec.msgpack.Decoder(RemoteStep)
-_message_decoder = msgspec.msgpack.Decoder(StepMessage)
+_messages_decoder = msgspec.msgpack.Decoder(list[StepMessage])
 _decision_decoder = msgspec.msgpack.Decoder(ApprovalDecision)
 
 
-def encode(value: RemoteStep | StepMessage | StepReport | ApprovalDecision) -> bytes:
+def encode(value: RemoteStep | list[StepMessage] | ApprovalDecision) -> bytes:
     """Any of the wire's values, as bytes."""
     return _encoder.encode(value)
 
@@ -137,8 +137,9 @@ def decode_step(data: bytes) -> RemoteStep:
     return _step_decoder.decode(data)
 
 
-def decode_message(data: bytes) -> StepMessage:
-    return _message_decoder.decode(data)
+def decode_messages(data: bytes) -> list[StepMessage]:
+    """One item of a replica's step stream: the messages it sent since the last item."""
+    return _messages_decoder.decode(data)
 
 
 def decode_decision(data: bytes) -> ApprovalDecision:
