@@ -5,6 +5,7 @@ flight, with its intent's idempotency key."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -15,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 import anyio
+import psutil
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
@@ -113,6 +115,10 @@ async def test_a_run_whose_process_was_killed_mid_step_resumes_without_repeating
     run_id = await _killed_mid_step(address, namespace, journal_path, ledger, probe)
     (payment,) = paid(ledger)
     assert payment["pid"] != os.getpid()  # on the child's replica
+    # The child's replica died with its owner: no remote work goes on (waited for, not slept on).
+    with contextlib.suppress(psutil.NoSuchProcess):
+        psutil.Process(payment["pid"]).wait(timeout=60)
+    assert not psutil.pid_exists(payment["pid"])
 
     # The killed owner's lease has not expired: this journal's clock runs past it.
     journal = await open_journal(str(journal_path), clock=lambda: time.time() + LEASE_TTL + 1)
