@@ -207,6 +207,8 @@ class RunningTeam(DecidesApprovals):
         if not goal.strip():
             raise ConfigError("the goal is empty; say what the team should do")
         concurrency = run_concurrency(concurrency, self.team.concurrency)
+        if deps is not None:
+            _check_remote_deps(self.team, deps)
         # Unique within the team by the counter, and across teams and processes with
         # high probability; no system call (uuid4 reads the OS's random source).
         run_id = resumed.run_id if resumed else f"run-{next(self._ids)}-{getrandbits(32):08x}"
@@ -270,7 +272,7 @@ async def _spawn_team(
     if mcp is not None:  # all of this team's MCP servers start at once, not worker by worker
         await mcp.start([s for w in team.workers if isinstance(w, Worker) for s in w.mcp_servers])
     guards = role_guards(team.guardrails, team.planner, team.critic)
-    on_ray = await _start_ray(team, telemetry, guards)
+    on_ray = await _start_ray(team, telemetry, guards, (base, desk, runs, channels))
     for worker in team.workers:
         name = f"{base}/{worker.name}"
         factory: Callable[[], StepActor]
@@ -304,16 +306,27 @@ async def _spawn_team(
 
 
 async def _start_ray(
-    team: Team, telemetry: Telemetry, guards: RoleGuards
+    team: Team,
+    telemetry: Telemetry,
+    guards: RoleGuards,
+    team_links: tuple[str, ApprovalDesk, RunLookup, Mapping[str, RunChannel]],
 ) -> dict[str, Callable[[], StepActor]]:
-    """The Ray-placed workers' actor factories, their replicas started (a pool's at once)."""
+    """The Ray-placed workers' actor factories, their replicas started (a pool's at once);
+    their steps reach the team's runs (journal, live events, approvals) as local ones do."""
     placed = [w for w in team.workers if isinstance(w, Worker) and w.placement is not None]
     if not placed:
         return {}
-    from regiment.hierarchy.workers._ray import start_ray_workers  # ray loads here
+    from regiment.hierarchy.workers._ray import RunLinks, start_ray_workers  # ray loads here
 
+    base, desk, runs, channels = team_links
+    links = {
+        w.name: RunLinks(
+            runs, channels, ApprovalGate(desk, f"{base}/{w.name}", w.approval_timeout, telemetry)
+        )
+        for w in placed
+    }
     return await start_ray_workers(
-        placed, team.planner.prompts, telemetry, team.settings, guards.team
+        placed, team.planner.prompts, telemetry, team.settings, guards.team, links
     )
 
 
@@ -370,6 +383,15 @@ def _worker_actor(
         team.settings,
         guards.team,
     )
+
+
+def _check_remote_deps(team: Team, deps: object) -> None:
+    """Deps that Ray-placed workers cannot get are refused at ``run()``, not mid-step."""
+    remote = [w.name for w in team.workers if isinstance(w, Worker) and w.placement is not None]
+    if remote:
+        from regiment.hierarchy.workers._ray import check_remote_deps  # ray loads here
+
+        check_remote_deps(deps, remote)
 
 
 def _run_calls(channels: Mapping[str, RunChannel], run_id: str) -> RunCalls | None:

@@ -8,7 +8,7 @@ is one; otherwise the call becomes a pending request on the team's
 from __future__ import annotations
 
 import time
-from typing import final
+from typing import Protocol, final
 
 import msgspec
 
@@ -17,7 +17,18 @@ from regiment.hierarchy._messages import AssignStep
 from regiment.telemetry import Telemetry
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Tool, Toolset
 
-__all__ = ("ApprovalGate",)
+__all__ = ("ApprovalGate", "Approvals")
+
+
+class Approvals(Protocol):
+    """What a step's tool loop asks for each tool call: :class:`ApprovalGate` in the
+    team's process; on a Ray replica, one that asks the caller's gate over the wire."""
+
+    def approver(
+        self, toolset: Toolset, assign: AssignStep, call_index: int, tool_name: str
+    ) -> Approver | None:
+        """The approver for call number ``call_index`` of ``assign``'s step, if it needs one."""
+        ...
 
 
 @final

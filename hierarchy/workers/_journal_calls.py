@@ -14,7 +14,7 @@ Without a journal the same objects still hand every tool its ``RunContext``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import final
+from typing import Protocol, final
 
 from regiment.errors import JournalError
 from regiment.hierarchy._live_events import LiveSink, observed_tool_call
@@ -32,7 +32,7 @@ from regiment.journal import (
 from regiment.models import ModelRequest, ModelResponse, ToolCallPart
 from regiment.tools import Approver, RunContext, ToolResult, Toolset
 
-__all__ = ("JournaledCaller", "RunCalls", "RunLookup", "StepCalls", "derived_key")
+__all__ = ("CallLog", "JournaledCaller", "RunCalls", "RunLookup", "StepCalls", "derived_key")
 
 
 def derived_key(run_id: str, plan_version: int, step_id: str, call_index: int) -> str:
@@ -77,6 +77,22 @@ RunLookup = Callable[[str], RunCalls | None]
 """How a worker finds the run a step belongs to (``None``: it has ended)."""
 
 
+class CallLog(Protocol):
+    """What :class:`StepCalls` needs of its run: :class:`RunCalls` in the run's process;
+    on a Ray replica, a log whose records go to the caller's journal over the wire."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def deps(self) -> object: ...
+    @property
+    def replay(self) -> Replay: ...
+
+    async def append(self, record: Record, *, durable: bool = False) -> None:
+        """Journal ``record`` (``durable``: before this returns)."""
+        ...
+
+
 @final
 class StepCalls:
     """One step's model and tool calls, journaled and replayed by key."""
@@ -84,9 +100,9 @@ class StepCalls:
     __slots__ = ("_assign", "_live", "_model_calls", "_run", "_tool_calls", "_worker")
 
     def __init__(
-        self, run: RunCalls | None, assign: AssignStep, worker: str, live: LiveSink | None = None
+        self, run: CallLog | None, assign: AssignStep, worker: str, live: LiveSink | None = None
     ) -> None:
-        self._run = run if run is not None else RunCalls(assign.run_id)
+        self._run: CallLog = run if run is not None else RunCalls(assign.run_id)
         self._assign = assign
         self._worker = worker
         self._live = live  # a streamed run's: text deltas and tool-call events go to it

@@ -23,7 +23,7 @@ from regiment.hierarchy.guard._judge import judging_within
 from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._step import StepGuards, step_purse
 from regiment.hierarchy.plan._plan import PlanStep
-from regiment.hierarchy.workers._approval_gate import ApprovalGate
+from regiment.hierarchy.workers._approval_gate import Approvals
 from regiment.hierarchy.workers._journal_calls import JournaledCaller, StepCalls
 from regiment.models import (
     Message,
@@ -116,7 +116,7 @@ async def _call_tools(
     telemetry: Telemetry,
     journaled: StepCalls,
     guards: StepGuards | None = None,
-    gate: ApprovalGate | None = None,
+    gate: Approvals | None = None,
 ) -> list[ToolResultPart]:
     """Run one response's tool calls at the same time; results keep the call order."""
     results: list[ToolResult | None] = [None] * len(calls)
@@ -125,7 +125,7 @@ async def _call_tools(
     async def one(index: int, call: ToolCallPart) -> None:
         with telemetry.tool_span(call.name, call.id, agent_name=toolset.name) as span:
             telemetry.recorder.tool_arguments(span, call.arguments)
-            approver = gate and gate.approver(toolset, assign, first + index, call.name)
+            approver = gate.approver(toolset, assign, first + index, call.name) if gate else None
             if guards is None:
                 result = await journaled.tool(toolset, first + index, call, approver)
             else:
@@ -260,7 +260,7 @@ async def run_tool_loop(
     assign: AssignStep,
     progress: StepProgress,
     on_tool_error: OnToolError = "tell_model",
-    approvals: ApprovalGate | None = None,
+    approvals: Approvals | None = None,
     journaled: StepCalls | None = None,
     guards: StepGuards | None = None,
 ) -> StepReport:

@@ -14,30 +14,35 @@ import dataclasses
 import functools
 import itertools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
-from typing import Any, cast, final
+from typing import Any, final
 
 import anyio
 
 from regiment.errors import ConfigError, WorkerLost
+from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._prompts import Prompts
-from regiment.hierarchy.guard._types import Guardrail, as_guardrail
+from regiment.hierarchy.guard._types import Guardrail
+from regiment.hierarchy.workers._approval_gate import Approvals
+from regiment.hierarchy.workers._journal_calls import RunCalls, RunLookup
 from regiment.hierarchy.workers._loop import StepProgress
-from regiment.hierarchy.workers._placement import Ray, WorkerBuild, pool_of
+from regiment.hierarchy.workers._placement import Ray, pool_of
+from regiment.hierarchy.workers._ray_conduit import StepConduit
 from regiment.hierarchy.workers._ray_host import HostedWorker, StepHost
+from regiment.hierarchy.workers._ray_recipe import hosted_worker
 from regiment.hierarchy.workers._step_actor import StepActor
-from regiment.hierarchy.workers._wire import RemoteStep, decode_report, encode_step, step_key
+from regiment.hierarchy.workers._wire import step_key
 from regiment.hierarchy.workers._worker import Worker
 from regiment.models import ModelSettings
 from regiment.telemetry import Telemetry, inject, semconv
 
-__all__ = ("RayReplicas", "RayWorkerActor", "start_ray_workers")
+__all__ = ("RayReplicas", "RayWorkerActor", "RunLinks", "check_remote_deps", "start_ray_workers")
 
 _log = logging.getLogger("regiment.ray")
-_STEP_KINDS = frozenset({"model_request", "model_reply", "tool_call", "tool_result"})
 _INSTALL = "workers on Ray need the ray extra: pip install 'regiment[ray]'"
+_CONTROL = "control"  # the replicas' concurrency group for acks
 
 
 def import_ray() -> ModuleType:
@@ -55,6 +60,7 @@ async def start_ray_workers(
     telemetry: Telemetry,
     settings: ModelSettings | None = None,
     team_guardrails: Sequence[Guardrail] = (),
+    links: Mapping[str, RunLinks] | None = None,
 ) -> dict[str, Callable[[], StepActor]]:
     """Join Ray, start the replicas of the Ray-placed ``workers`` (one set per pool:
     the workers of a named pool share theirs), and return, by worker name, the
@@ -67,6 +73,8 @@ async def start_ray_workers(
         telemetry: the team's.
         settings: the team's model settings (each worker's own win key by key).
         team_guardrails: the team's guards, run before each worker's own.
+        links: by worker name, the team's ways to a step's run (as for an in-process
+            worker: the replicas' calls are journaled, streamed and approved through them).
 
     Raises:
         ConfigError: not under asyncio, ray is not installed, a worker cannot be
@@ -78,7 +86,7 @@ async def start_ray_workers(
     pools = _pools(workers)
     ray = import_ray()
     hosted = {
-        w.name: _hosted(ray, w, p, prompts, settings, team_guardrails)
+        w.name: hosted_worker(ray, w, p, prompts, settings, team_guardrails)
         for members in pools.values()
         for w, p in members
     }
@@ -94,7 +102,7 @@ async def start_ray_workers(
             started.append(replicas)
             for worker, _ in members:
                 factories[worker.name] = functools.partial(
-                    RayWorkerActor, worker, telemetry, replicas
+                    RayWorkerActor, worker, telemetry, replicas, (links or {}).get(worker.name)
                 )
     except BaseException:
         for replicas in started:
@@ -118,6 +126,20 @@ def _pools(workers: Sequence[Worker]) -> dict[str, list[tuple[Worker, Ray]]]:
     return pools
 
 
+def check_remote_deps(deps: object, workers: Sequence[str]) -> None:
+    """Raise ``ConfigError`` unless ``deps`` pickles for the Ray replicas of ``workers``."""
+    try:
+        import_ray().cloudpickle.dumps(deps)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        raise ConfigError(
+            f"run(deps=...) cannot be pickled for worker '{workers[0]}' on Ray "
+            f"({type(exc).__name__}: {exc}); give deps that pickle (plain data, or objects "
+            "that rebuild their connections when unpickled), or keep the worker in-process"
+        ) from exc
+
+
 def _require_asyncio(name: str) -> None:
     try:
         asyncio.get_running_loop()
@@ -127,65 +149,6 @@ def _require_asyncio(name: str) -> None:
             "team under asyncio (anyio.run(main) or anyio.run(main, backend='asyncio')), "
             "or remove the worker's placement"
         ) from None
-
-
-def _hosted(
-    ray: ModuleType,
-    worker: Worker,
-    placement: Ray,
-    prompts: Prompts,
-    settings: ModelSettings | None,
-    team_guardrails: Sequence[Guardrail],
-) -> HostedWorker:
-    """What a replica hosts ``worker`` from; checked to pickle here, with a message
-    that says what to do, rather than deep inside Ray."""
-    recipe: object = placement.build
-    if recipe is None:
-        recipe = dataclasses.replace(worker, tools=worker.toolset, placement=None)
-    try:
-        ray.cloudpickle.dumps(recipe)
-    except Exception as exc:
-        raise ConfigError(
-            f"worker '{worker.name}' is placed on Ray, but "
-            f"{'its Ray(build=...)' if placement.build is not None else 'its model or tools'} "
-            f"cannot be pickled for the replicas ({type(exc).__name__}: {exc}); give "
-            "Ray(build='module:function') naming a function that builds the Worker on the "
-            "Ray node (team-file workers do this for you)"
-        ) from exc
-    step_guards = (*team_guardrails, *(as_guardrail(g) for g in worker.guardrails))
-    guards = tuple(g for g in step_guards if g.kind in _STEP_KINDS)  # not the plan's, answer's
-    per_tool = {
-        tool: tuple(as_guardrail(g) for g in given)
-        for tool, given in worker.tool_guardrails.items()
-    }
-    return HostedWorker(
-        name=worker.name,
-        build=cast("WorkerBuild | Worker", recipe),
-        prompts=prompts,
-        settings=worker.settings if settings is None else settings.merge(worker.settings),
-        guardrails=tuple(_shipped(ray, worker.name, g) for g in guards),
-        tool_guardrails={
-            tool: tuple(_shipped(ray, worker.name, g) for g in given)
-            for tool, given in per_tool.items()
-        },
-    )
-
-
-def _shipped(ray: ModuleType, worker: str, guard: Guardrail) -> Guardrail | str:
-    """How ``guard`` reaches the replicas: a team file's by its import path, any
-    other pickled (checked here)."""
-    if guard.source:
-        return guard.source
-    try:
-        ray.cloudpickle.dumps(guard)
-    except Exception as exc:
-        raise ConfigError(
-            f"worker '{worker}' is placed on Ray, but its guardrail '{guard.name}' cannot be "
-            f"pickled for the replicas ({type(exc).__name__}: {exc}); make the guard a "
-            "module-level function or Guardrail and name it in a team file (replicas import "
-            "those by path), or build what it holds (a model client) inside its check"
-        ) from exc
-    return guard
 
 
 def _join(ray: Any, address: str | None) -> None:
@@ -238,7 +201,9 @@ class RayReplicas:
             # every hosted worker's steps, plus room for cancel and flush calls meanwhile
             "max_concurrency": sum(w.max_concurrent_steps for w in workers) + 2,
         }
-        host = ray.remote(StepHost).options(**options)
+        # Acks have their own group: steps waiting for an ack may hold every slot
+        # of the default one, and an ack queued behind them would never run.
+        host = ray.remote(concurrency_groups={_CONTROL: 4})(StepHost).options(**options)
         handles = [
             host.remote(list(hosted), label, placement.otlp_endpoint)
             for _ in range(placement.replicas)
@@ -261,17 +226,19 @@ class RayReplicas:
         """One more worker actor hands steps to these replicas."""
         self._users += 1
 
-    async def run(self, worker: str, assign: AssignStep, headers: dict[str, str]) -> StepReport:
-        """Run ``worker``'s step on the next replica; on ``WorkerLost``, once more on another.
+    async def run(
+        self, worker: str, assign: AssignStep, headers: dict[str, str], conduit: StepConduit
+    ) -> StepReport:
+        """Run ``worker``'s step on the next replica; on ``WorkerLost``, once more on
+        another, with what the first attempt journaled (so committed calls are replayed).
 
         Raises:
             WorkerLost: the replicas running the step died both times.
         """
         key = step_key(assign)
-        payload = encode_step(RemoteStep(assign=assign, headers=headers, key=key, worker=worker))
         first = next(self._turn) % len(self._handles)
         try:
-            return await self._call(self._handles[first], payload, key, worker)
+            return await self._call(self._handles[first], conduit, key, headers)
         except WorkerLost as lost:
             _log.warning(
                 "%s %s: %s; retrying once on another replica",
@@ -281,23 +248,34 @@ class RayReplicas:
                 extra={"run_id": assign.run_id, "step_id": assign.step.id, "worker": worker},
             )
         other = self._handles[(first + 1) % len(self._handles)]
-        return await self._call(other, payload, key, worker)
+        return await self._call(other, conduit, key, headers)
 
-    async def _call(self, handle: Any, payload: bytes, key: str, worker: str) -> StepReport:
-        ref = handle.step.remote(payload)
+    async def _call(
+        self, handle: Any, conduit: StepConduit, key: str, headers: dict[str, str]
+    ) -> StepReport:
+        worker = conduit.worker
+        stream = handle.step.remote(conduit.payload(key, headers))
         try:
-            data = await ref
+            report = await conduit.drain(stream, functools.partial(_ack, handle, key))
         except self._ray.exceptions.RayActorError as exc:
             raise WorkerLost(
                 f"worker '{worker}': its Ray replica died mid-step "
                 f"({type(exc).__name__}); Ray restarts it up to Ray(max_restarts=...) times"
             ) from exc
         except BaseException:
-            # Cancelled (the run, a replan, the step timeout): stop the remote step too.
-            self._ray.cancel(ref)
+            # Cancelled (the run, a replan, the step timeout), or the journal failed:
+            # stop the remote step too.
+            self._ray.cancel(stream)
             handle.cancel.remote(key)
             raise
-        return decode_report(data)
+        if report is None:
+            raise WorkerLost(f"worker '{worker}': its Ray replica ended a step without a report")
+        return report
+
+    def pack(self, deps: object) -> bytes:
+        """``deps`` pickled for the replicas (Ray's cloudpickle)."""
+        data: bytes = self._ray.cloudpickle.dumps(deps)
+        return data
 
     async def release(self) -> None:
         """A worker actor stopped; the last one flushes the replicas' spans and ends them."""
@@ -316,11 +294,30 @@ class RayReplicas:
                 self._ray.kill(handle, no_restart=True)
 
 
+async def _ack(handle: Any, key: str, seq: int, payload: bytes) -> object:
+    return await handle.ack.options(concurrency_group=_CONTROL).remote(key, seq, payload)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunLinks:
+    """The team's ways to a step's run: its calls (journal, deps), its live events, approvals."""
+
+    runs: RunLookup | None = None
+    channels: Mapping[str, LiveChannel] = dataclasses.field(default_factory=dict)
+    approvals: Approvals | None = None
+
+
 class RayWorkerActor(StepActor):
     """Hands a Ray-placed worker's steps to its replicas; the step bookkeeping
     (queueing, cancel scopes, timeouts, one report per step) is the shared one."""
 
-    def __init__(self, worker: Worker, telemetry: Telemetry, replicas: RayReplicas) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        telemetry: Telemetry,
+        replicas: RayReplicas,
+        links: RunLinks | None = None,
+    ) -> None:
         super().__init__(
             worker.name,
             telemetry,
@@ -331,15 +328,38 @@ class RayWorkerActor(StepActor):
                 semconv.GEN_AI_AGENT_DESCRIPTION: worker.description,
             },
         )
+        self._worker = worker
         self._replicas = replicas
+        self._links = links or RunLinks()
+        self._packed: tuple[object, bytes] | None = None  # the last deps pickled, and their bytes
         replicas.acquire()
 
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
         """Run the step on a replica, under this step's ``invoke_agent`` span."""
-        report = await self._replicas.run(self._name, assign, inject())
+        links, name = self._links, self._worker.name
+        run = links.runs(assign.run_id) if links.runs is not None else None
+        conduit = StepConduit(
+            assign,
+            self._worker.toolset,
+            progress,
+            run,
+            live_sink(links.channels.get(assign.run_id), assign.run_id, name),
+            links.approvals,
+            self._deps(run),
+            worker=name,
+        )
+        report = await self._replicas.run(name, assign, inject(), conduit)
         progress.usage, progress.model_calls = report.usage, report.model_calls
         progress.tool_calls = report.tool_calls
         return report
+
+    def _deps(self, run: RunCalls | None) -> bytes | None:
+        """The run's deps pickled; a run's steps share one pickling (the last run's is kept)."""
+        if run is None or run.deps is None:
+            return None
+        if self._packed is None or self._packed[0] is not run.deps:
+            self._packed = (run.deps, self._replicas.pack(run.deps))
+        return self._packed[1]
 
     async def on_stop(self) -> None:
         await super().on_stop()

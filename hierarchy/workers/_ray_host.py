@@ -14,7 +14,7 @@ import dataclasses
 import importlib
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast, final
 
@@ -27,9 +27,16 @@ from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.guard._step import StepGuards
 from regiment.hierarchy.guard._types import Guardrail, as_guardrail
+from regiment.hierarchy.workers._journal_calls import StepCalls
 from regiment.hierarchy.workers._loop import StepProgress, run_tool_loop
 from regiment.hierarchy.workers._placement import WorkerBuild
-from regiment.hierarchy.workers._wire import decode_step, encode_report
+from regiment.hierarchy.workers._ray_channel import (
+    ReplicaApprovals,
+    ReplicaChannel,
+    ReplicaLog,
+    replica_live,
+)
+from regiment.hierarchy.workers._wire import RemoteStep, decode_step
 from regiment.hierarchy.workers._worker import Worker
 from regiment.models import ModelSettings
 from regiment.telemetry import (
@@ -142,6 +149,7 @@ class StepHost:
         self._telemetry = Telemetry(None if self._tracing is None else self._tracing.provider)
         self._hosted = {spec.name: self._build(spec) for spec in hosted}
         self._scopes: dict[str, anyio.CancelScope] = {}
+        self._channels: dict[str, ReplicaChannel] = {}  # the running steps' channels, by key
 
     def _build(self, spec: HostedWorker) -> _Hosted:
         worker = build_worker(spec.build)
@@ -173,9 +181,22 @@ class StepHost:
         """The replica's process id, once it has built its worker."""
         return os.getpid()
 
-    async def step(self, payload: bytes) -> bytes:
-        """Run one step; the report as bytes. Cancelled by ``ray.cancel`` or :meth:`cancel`."""
+    async def step(self, payload: bytes) -> AsyncIterator[bytes]:
+        """Run one step (a Ray streaming generator): its records, live events and
+        approval asks as they happen, its report last. Cancelled by ``ray.cancel``
+        or :meth:`cancel`; :meth:`ack` answers what it waits for."""
         remote = decode_step(payload)
+        channel = ReplicaChannel()
+        self._channels[remote.key] = channel
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._run_step, remote, channel)
+                async for message in channel.outgoing:
+                    yield channel.batch(message)
+        finally:
+            self._channels.pop(remote.key, None)
+
+    async def _run_step(self, remote: RemoteStep, channel: ReplicaChannel) -> None:
         hosted = self._hosting(remote.worker)
         assign, worker = remote.assign, hosted.worker
         progress = StepProgress()
@@ -200,6 +221,13 @@ class StepHost:
                     progress=progress,
                     on_tool_error=worker.on_tool_error,
                     guards=hosted.guards,
+                    approvals=ReplicaApprovals(channel),
+                    journaled=StepCalls(
+                        ReplicaLog(channel, remote),
+                        assign,
+                        worker.name,
+                        replica_live(channel, remote, worker.name),
+                    ),
                 )
         except Exception as exc:  # as the in-process step actor: the step failed, not the replica
             report = progress.report(
@@ -216,7 +244,18 @@ class StepHost:
             report = progress.report(
                 assign, worker.name, "cancelled", error="cancelled by the planner"
             )
-        return encode_report(report)
+        channel.finish(report)
+
+    async def ack(self, key: str, seq: int, payload: bytes) -> bool:
+        """The caller's answer to message ``seq`` of step ``key`` (``False``: it has ended).
+
+        It runs in the replica's control concurrency group (its own thread), so it
+        hands the answer to the step's event loop."""
+        channel = self._channels.get(key)
+        if channel is None:
+            return False
+        channel.ack(seq, payload)
+        return True
 
     async def cancel(self, key: str) -> bool:
         """Cancel the step with this key, if it is running here."""

@@ -2,18 +2,66 @@
 
 A step goes out as :class:`RemoteStep` (the ``AssignStep`` itself, so the plan
 version and the reserved budget allowance travel with it; the W3C trace
-context; and the step's key, which stays the same when a step is retried on
-another replica) and comes back as the ``StepReport``. Both are plain bytes,
-so Ray's pickling never sees a regiment object on the hot path.
+context; the step's key, which stays the same when a step is retried on
+another replica; what the caller's journal already holds for the step; the
+run's deps, pickled). The replica answers on a two-way channel: its step
+method streams :data:`StepMessage` s back (items of a Ray streaming generator,
+each the messages sent since the last item, so an instant step is one item), and where it must wait for the caller (a tool call's
+intent must be durable before its body runs; an approval decision) it waits
+for an ack the caller sends with a second actor method. Everything is plain
+bytes, so Ray's pickling never sees a regiment object on the hot path.
 """
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import msgspec
 
 from regiment.hierarchy._messages import AssignStep, StepReport
+from regiment.hierarchy.events import TextDelta, ToolCallFinished, ToolCallStarted
+from regiment.journal import ModelCallFinished
+from regiment.journal import ToolCallFinished as ToolResultRecord
+from regiment.journal import ToolCallStarted as ToolIntentRecord
+from regiment.models import ModelResponse
+from regiment.tools import ApprovalDecision, ApprovalRequest
 
-__all__ = ("RemoteStep", "decode_report", "decode_step", "encode_report", "encode_step", "step_key")
+__all__ = (
+    "ApprovalAsked",
+    "CallRecord",
+    "CallRecorded",
+    "LiveEvent",
+    "LiveUpdate",
+    "RemoteStep",
+    "StepDone",
+    "StepMessage",
+    "StepReplay",
+    "decode_decision",
+    "decode_messages",
+    "decode_step",
+    "encode",
+    "step_key",
+)
+
+CallRecord: TypeAlias = ModelCallFinished | ToolIntentRecord | ToolResultRecord
+"""A journal record a replica's step makes: a model response, a tool intent, a tool result."""
+
+LiveUpdate: TypeAlias = TextDelta | ToolCallStarted | ToolCallFinished
+"""A live event of a streamed run, made on the replica."""
+
+
+class StepReplay(msgspec.Struct, frozen=True, kw_only=True):
+    """What the caller's journal holds for one step: the replica replays it.
+
+    Attributes:
+        responses: model responses by call key (``step/{version}/{step}/{n}``).
+        intents: tool intents (a call with an intent and no result was in flight).
+        results: tool results, replayed instead of running the body again.
+    """
+
+    responses: dict[str, ModelResponse] = {}
+    intents: list[ToolIntentRecord] = []
+    results: list[ToolResultRecord] = []
 
 
 class RemoteStep(msgspec.Struct, frozen=True, kw_only=True, tag="remote_step"):
@@ -23,14 +71,52 @@ class RemoteStep(msgspec.Struct, frozen=True, kw_only=True, tag="remote_step"):
         assign: the step, its plan version, attempt and budget allowance.
         headers: W3C ``traceparent`` / ``tracestate``: the replica's spans join the run's trace.
         key: the step's idempotency key (run, plan version, step, attempt); a retry on
-            another replica carries the same one, and a cancel names it.
+            another replica carries the same one, and a cancel or an ack names it.
         worker: the worker that runs it (a replica of a pool hosts several).
+        replay: what the caller's journal already holds for this step.
+        deps: the run's deps, pickled (``None``: the run has none).
+        live: the run is streamed: the replica sends its live events.
     """
 
     assign: AssignStep
     headers: dict[str, str] = {}
     key: str = ""
     worker: str = ""
+    replay: StepReplay = StepReplay()
+    deps: bytes | None = None
+    live: bool = False
+
+
+class CallRecorded(msgspec.Struct, frozen=True, kw_only=True, tag="recorded"):
+    """A record for the caller's journal; ``seq`` > 0: the replica waits for its ack,
+    sent once the record is durable."""
+
+    record: CallRecord
+    seq: int = 0
+
+
+class LiveEvent(msgspec.Struct, frozen=True, kw_only=True, tag="live"):
+    """A live event for the run's reader."""
+
+    event: LiveUpdate
+
+
+class ApprovalAsked(msgspec.Struct, frozen=True, kw_only=True, tag="approval"):
+    """Tool call ``call_index`` needs a decision; the ack carries it."""
+
+    seq: int
+    call_index: int
+    request: ApprovalRequest
+
+
+class StepDone(msgspec.Struct, frozen=True, kw_only=True, tag="done"):
+    """The step's report: the last message of a step."""
+
+    report: StepReport
+
+
+StepMessage: TypeAlias = CallRecorded | LiveEvent | ApprovalAsked | StepDone
+"""What a replica's step sends to the caller."""
 
 
 def step_key(assign: AssignStep) -> str:
@@ -38,22 +124,25 @@ def step_key(assign: AssignStep) -> str:
     return f"{assign.run_id}/v{assign.plan_version}/{assign.step.id}/{assign.attempt}"
 
 
-_step_encoder = msgspec.msgpack.Encoder()
+_encoder = msgspec.msgpack.Encoder()
 _step_decoder = msgspec.msgpack.Decoder(RemoteStep)
-_report_decoder = msgspec.msgpack.Decoder(StepReport)
+_messages_decoder = msgspec.msgpack.Decoder(list[StepMessage])
+_decision_decoder = msgspec.msgpack.Decoder(ApprovalDecision)
 
 
-def encode_step(step: RemoteStep) -> bytes:
-    return _step_encoder.encode(step)
+def encode(value: RemoteStep | list[StepMessage] | ApprovalDecision) -> bytes:
+    """Any of the wire's values, as bytes."""
+    return _encoder.encode(value)
 
 
 def decode_step(data: bytes) -> RemoteStep:
     return _step_decoder.decode(data)
 
 
-def encode_report(report: StepReport) -> bytes:
-    return _step_encoder.encode(report)
+def decode_messages(data: bytes) -> list[StepMessage]:
+    """One item of a replica's step stream: the messages it sent since the last item."""
+    return _messages_decoder.decode(data)
 
 
-def decode_report(data: bytes) -> StepReport:
-    return _report_decoder.decode(data)
+def decode_decision(data: bytes) -> ApprovalDecision:
+    return _decision_decoder.decode(data)

@@ -1,0 +1,199 @@
+"""The caller's end of a Ray-placed step's two-way channel: :class:`StepConduit`.
+
+The planner's process stays authoritative: what a replica's step records goes
+to the run's journal here, through the run's :class:`RunCalls`, under the same
+keys as an in-process worker's (``step/{version}/{step}/{n}`` for model calls,
+(version, step, index) for tool calls), and a durable record is acked only
+once it is durable, so a tool body never runs before its intent is journaled.
+Model usage is charged to the step's progress as it arrives, so a step
+cancelled mid-way still reports what its replica spent. Live events go to the
+run's reader; approval asks go to the team's approval gate.
+
+The conduit also remembers what the step journaled, so a retry on another
+replica (after ``WorkerLost``) replays the committed calls instead of running
+them again, even without a journal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, Awaitable, Callable
+from typing import assert_never, final
+
+import anyio
+from anyio.abc import TaskGroup
+
+from regiment.hierarchy._live_events import LiveSink
+from regiment.hierarchy._messages import AssignStep, StepReport
+from regiment.hierarchy._replay import Replay, ToolKey
+from regiment.hierarchy.workers._approval_gate import Approvals
+from regiment.hierarchy.workers._journal_calls import RunCalls
+from regiment.hierarchy.workers._loop import StepProgress
+from regiment.hierarchy.workers._wire import (
+    ApprovalAsked,
+    CallRecorded,
+    LiveEvent,
+    RemoteStep,
+    StepDone,
+    StepMessage,
+    StepReplay,
+    decode_messages,
+    encode,
+)
+from regiment.journal import ModelCallFinished
+from regiment.journal import ToolCallFinished as ToolResultRecord
+from regiment.journal import ToolCallStarted as ToolIntentRecord
+from regiment.models import ModelResponse
+from regiment.tools import ApprovalDecision, Deny, Toolset
+
+__all__ = ("Ack", "StepConduit")
+
+Ack = Callable[[int, bytes], Awaitable[object]]
+"""Answers message ``seq`` of the step on its replica."""
+
+
+@final
+class StepConduit:
+    """One step's channel, on the caller's side.
+
+    Args:
+        assign: the step.
+        toolset: the worker's tools as the team's process knows them (for approvals).
+        progress: the step's progress: usage and call counts as they arrive.
+        run: the run's calls (its journal, replay and deps); ``None``: it has ended.
+        live: the run's live sink, when it is streamed.
+        approvals: the team's approval gate for this worker.
+        deps: the run's deps, pickled for the replica.
+    """
+
+    def __init__(
+        self,
+        assign: AssignStep,
+        toolset: Toolset,
+        progress: StepProgress,
+        run: RunCalls | None = None,
+        live: LiveSink | None = None,
+        approvals: Approvals | None = None,
+        deps: bytes | None = None,
+        *,
+        worker: str = "",
+    ) -> None:
+        self.worker = worker  # the worker the step is for (a pool's replica hosts several)
+        self._assign = assign
+        self._toolset = toolset
+        self._progress = progress
+        self._run = run
+        self._live = live
+        self._approvals = approvals
+        self._deps = deps
+        self._responses: dict[str, ModelResponse] = {}
+        self._intents: dict[ToolKey, ToolIntentRecord] = {}
+        self._results: dict[ToolKey, ToolResultRecord] = {}
+        if run is not None and not run.replay.empty:
+            self._journaled(run.replay)
+
+    def payload(self, key: str, headers: dict[str, str]) -> bytes:
+        """The step for a replica, with everything journaled for it so far."""
+        replay = StepReplay(
+            responses=self._responses,
+            intents=list(self._intents.values()),
+            results=list(self._results.values()),
+        )
+        step = RemoteStep(
+            assign=self._assign,
+            headers=headers,
+            key=key,
+            worker=self.worker,
+            replay=replay,
+            deps=self._deps,
+            live=self._live is not None,
+        )
+        return encode(step)
+
+    async def drain(self, messages: AsyncIterable[Awaitable[bytes]], ack: Ack) -> StepReport | None:
+        """Take the step's messages until its report (``None``: the stream ended without one).
+
+        Raises:
+            JournalError: a record could not be journaled (the remote step must stop).
+            Exception: what an approver or Ray raised.
+        """
+        failures: list[Exception] = []
+        report: StepReport | None = None
+        async with anyio.create_task_group() as tg:
+            try:
+                async for item in messages:
+                    for message in decode_messages(await item):
+                        report = await self._take(message, ack, failures, tg) or report
+                    if report is not None:
+                        break
+            except Exception as exc:  # not grouped: the caller translates Ray's errors
+                failures.append(exc)
+            tg.cancel_scope.cancel()  # approval waits of a step that has ended
+        if failures:
+            raise failures[0]
+        return report
+
+    async def _take(
+        self, message: StepMessage, ack: Ack, failures: list[Exception], tg: TaskGroup
+    ) -> StepReport | None:
+        match message:
+            case StepDone(report=report):
+                return report
+            case CallRecorded():
+                await self._recorded(message, ack)
+            case LiveEvent(event=event):
+                if self._live is not None:
+                    self._live.emit(event)
+            case ApprovalAsked():
+                tg.start_soon(self._decide, message, ack, failures, tg.cancel_scope)
+            case _:
+                assert_never(message)
+        return None
+
+    async def _recorded(self, recorded: CallRecorded, ack: Ack) -> None:
+        record, progress = recorded.record, self._progress
+        if self._run is not None:
+            await self._run.append(record, durable=recorded.seq > 0)
+        match record:
+            case ModelCallFinished(call_key=key, response=response):
+                self._responses[key] = response
+                progress.usage = progress.usage + response.usage  # charged even if cancelled
+                progress.model_calls += 1
+            case ToolIntentRecord():
+                self._intents[(record.plan_version, record.step_id, record.call_index)] = record
+                progress.tool_calls += 1
+            case ToolResultRecord():
+                self._results[(record.plan_version, record.step_id, record.call_index)] = record
+        if recorded.seq:
+            await ack(recorded.seq, b"")
+
+    async def _decide(
+        self, asked: ApprovalAsked, ack: Ack, failures: list[Exception], scope: anyio.CancelScope
+    ) -> None:
+        try:
+            await ack(asked.seq, encode(await self._decision(asked)))
+        except Exception as exc:  # the approver's (application code) or Ray's: the step fails
+            failures.append(exc)
+            scope.cancel()
+
+    async def _decision(self, asked: ApprovalAsked) -> ApprovalDecision:
+        tool = asked.request.tool_name
+        approvals = self._approvals
+        approver = (
+            None
+            if approvals is None
+            else approvals.approver(self._toolset, self._assign, asked.call_index, tool)
+        )
+        if approver is None:
+            return Deny(
+                reason=f"tool '{tool}' needs approval on the Ray replica but not in the "
+                "team's process; build the worker the same way in both (Ray(build=...))"
+            )
+        return await approver(asked.request)
+
+    def _journaled(self, replay: Replay) -> None:
+        """What a resumed run's journal holds for this step."""
+        version, step_id = self._assign.plan_version, self._assign.step.id
+        prefix = f"step/{version}/{step_id}/"
+        self._responses = {k: r for k, r in replay.responses.items() if k.startswith(prefix)}
+        self._intents = {k: r for k, r in replay.intents.items() if k[:2] == (version, step_id)}
+        self._results = {k: r for k, r in replay.results.items() if k[:2] == (version, step_id)}
