@@ -43,6 +43,7 @@ __all__ = ("RayReplicas", "RayWorkerActor", "RunLinks", "check_remote_deps", "st
 _log = logging.getLogger("regiment.ray")
 _INSTALL = "workers on Ray need the ray extra: pip install 'regiment[ray]'"
 _CONTROL = "control"  # the replicas' concurrency group for acks
+_CANCEL_WAIT = 10.0  # seconds a cancel waits for a remote step to end (a hung tool: logged)
 
 
 def import_ray() -> ModuleType:
@@ -264,9 +265,23 @@ class RayReplicas:
             ) from exc
         except BaseException:
             # Cancelled (the run, a replan, the step timeout), or the journal failed:
-            # stop the remote step too.
+            # stop the remote step too, and wait (bounded) until it has ended there, so
+            # no remote work of a cancelled step goes on once the cancel is over.
             self._ray.cancel(stream)
-            handle.cancel.remote(key)
+            with (
+                anyio.CancelScope(shield=True),
+                anyio.move_on_after(_CANCEL_WAIT) as waited,
+                contextlib.suppress(Exception),  # the replica is gone: nothing of it runs
+            ):
+                await handle.cancel.remote(key)
+            if waited.cancelled_caught:
+                _log.warning(
+                    "worker '%s': step %s did not end on its Ray replica within %.0f s of "
+                    "its cancel; a tool there ignores cancellation",
+                    worker,
+                    key,
+                    _CANCEL_WAIT,
+                )
             raise
         if report is None:
             raise WorkerLost(f"worker '{worker}': its Ray replica ended a step without a report")

@@ -148,7 +148,8 @@ class StepHost:
             )
         self._telemetry = Telemetry(None if self._tracing is None else self._tracing.provider)
         self._hosted = {spec.name: self._build(spec) for spec in hosted}
-        self._scopes: dict[str, anyio.CancelScope] = {}
+        # The running steps, by key: their cancel scope, and an event set once they end.
+        self._running: dict[str, tuple[anyio.CancelScope, anyio.Event]] = {}
         self._channels: dict[str, ReplicaChannel] = {}  # the running steps' channels, by key
 
     def _build(self, spec: HostedWorker) -> _Hosted:
@@ -201,8 +202,8 @@ class StepHost:
         assign, worker = remote.assign, hosted.worker
         progress = StepProgress()
         report: StepReport | None = None
-        scope = anyio.CancelScope()
-        self._scopes[remote.key] = scope
+        scope, ended = anyio.CancelScope(), anyio.Event()
+        self._running[remote.key] = (scope, ended)
         # The replica's spans (model calls, tool calls) are children of the planner
         # side's invoke_agent span, so the run stays one trace.
         token = otel_context.attach(extract_context(remote.headers))
@@ -239,7 +240,8 @@ class StepHost:
             )
         finally:
             otel_context.detach(token)
-            self._scopes.pop(remote.key, None)
+            self._running.pop(remote.key, None)
+            ended.set()  # its tools' own cleanup is done: nothing of it runs any more
         if report is None:
             report = progress.report(
                 assign, worker.name, "cancelled", error="cancelled by the planner"
@@ -258,11 +260,15 @@ class StepHost:
         return True
 
     async def cancel(self, key: str) -> bool:
-        """Cancel the step with this key, if it is running here."""
-        scope = self._scopes.get(key)
-        if scope is not None:
-            scope.cancel()
-        return scope is not None
+        """Cancel the step with this key, if it is running here, and return once it has
+        ended (its tools' cleanup included), so no work of it goes on after this call."""
+        running = self._running.get(key)
+        if running is None:
+            return False
+        scope, ended = running
+        scope.cancel()
+        await ended.wait()
+        return True
 
     async def flush(self) -> None:
         """Export the spans this replica still holds (before the team stops it)."""

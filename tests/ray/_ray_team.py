@@ -22,8 +22,14 @@ import anyio
 from examples.refund.brain import refund_brain
 from examples.refund.team import build_team
 from examples.refund.tools import Ledger, make_tools
-from regiment.hierarchy import Ray, Team, Worker
-from regiment.models import ModelRequest, ModelResponse, ScriptedModel, text_response
+from regiment.hierarchy import Event, Ray, StaleReportDropped, Team, Worker
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    ScriptFunction,
+    text_response,
+)
 from regiment.models import tool_call_response as call
 from regiment.tools import tool
 
@@ -194,7 +200,11 @@ def plan_text(*steps: dict[str, Any]) -> str:
 
 
 def holder_team(
-    probe: str, planner: list[str], *, commit_first: bool = False, **placement: Any
+    probe: str,
+    planner: list[str] | ScriptFunction,
+    *,
+    commit_first: bool = False,
+    **placement: Any,
 ) -> Team:
     """A team with the Ray-placed ``holder`` and an in-process ``local`` worker whose
     steps wait until the holder's tool has started on its replica."""
@@ -272,3 +282,30 @@ def pooled_holders(probe: str, steps_each: int, **placement: Any) -> Team:
         workers=workers,
         concurrency=2 * steps_each,
     )
+
+
+class DropWaitingPlanner:
+    """A planner that plans ``plans`` in turn and answers only once the run has dropped
+    a stale report: a cancelled step's report comes back after the step has ended
+    where it ran (its tool's cleanup included), so a run that must show the drop
+    waits for it instead of racing it."""
+
+    def __init__(self, *plans: str) -> None:
+        self._plans = iter(plans)
+        self.dropped = anyio.Event()
+
+    async def __call__(self, request: ModelRequest) -> str:
+        if request.role == "synthesizer":
+            await self.dropped.wait()
+            return "final answer"
+        return next(self._plans)
+
+    async def run(self, team: Team, goal: str) -> list[Event]:
+        """Stream ``team`` on ``goal`` (its planner being this one); every event."""
+        seen: list[Event] = []
+        async with team.start() as running, running.stream(goal) as events:
+            async for event in events:
+                seen.append(event)
+                if isinstance(event, StaleReportDropped):
+                    self.dropped.set()
+        return seen

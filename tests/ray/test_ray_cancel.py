@@ -7,7 +7,7 @@ import pytest
 
 from regiment.hierarchy import RunCompleted, StaleReportDropped, StepDispatched
 
-from ._ray_team import holder_team, plan_text
+from ._ray_team import DropWaitingPlanner, holder_team, plan_text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
 
@@ -37,9 +37,8 @@ async def test_a_replan_cancels_the_remote_step_and_drops_its_report(
         {**HOLD, "id": "s2"},
     )
     v2 = plan_text({"id": "s3", "description": "Recover order 88213", "worker": "local"})
-    team = holder_team(name, [v1, v2, "final answer"], num_cpus=0)
-    async with team.start() as running, running.stream("hold order 88213") as events:
-        seen = [event async for event in events]
+    planner = DropWaitingPlanner(v1, v2)
+    seen = await planner.run(holder_team(name, planner, num_cpus=0), "hold order 88213")
     closing = seen[-1]
     assert isinstance(closing, RunCompleted)
     result = closing.result

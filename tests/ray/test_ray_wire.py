@@ -32,7 +32,7 @@ from regiment.hierarchy import (
 from regiment.models import ScriptedModel
 from regiment.tools import ApprovalDecision, Approve, Deny
 
-from ._ray_team import Probe, holder_team, plan_text, ray_refund_team
+from ._ray_team import DropWaitingPlanner, Probe, holder_team, plan_text, ray_refund_team
 from ._wire_team import Stamp, paid, refunder_team, stamper_team
 
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
@@ -88,10 +88,8 @@ def _with_probe(ray: ModuleType, name: str) -> object:
     return ray.remote(Probe).options(name=name).remote()
 
 
-async def _replanned(team: Team) -> RunResult:
-    async with team.start() as running, running.stream("hold order 88213") as events:
-        seen = [event async for event in events]
-    closing = seen[-1]
+async def _replanned(team: Team, planner: DropWaitingPlanner) -> RunResult:
+    closing = (await planner.run(team, "hold order 88213"))[-1]
     assert isinstance(closing, RunCompleted)
     return closing.result
 
@@ -109,13 +107,14 @@ async def test_a_cancelled_remote_steps_model_usage_is_charged_as_in_process(
         name = f"probe-{os.getpid()}-{request.node.name}-{where}"
         probe = _with_probe(ray_session, name)
         try:
-            team = holder_team(name, [v1, v2, "final answer"], num_cpus=0)
+            planner = DropWaitingPlanner(v1, v2)
+            team = holder_team(name, planner, num_cpus=0)
             if where == "local":
                 holder, local = team.workers
                 assert isinstance(holder, Worker)
                 in_process = dataclasses.replace(holder, placement=None)
                 team = dataclasses.replace(team, workers=[in_process, local])
-            results[where] = await _replanned(team)
+            results[where] = await _replanned(team, planner)
         finally:
             ray_session.kill(probe)
     local_run, remote_run = results["local"], results["ray"]
