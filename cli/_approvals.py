@@ -7,8 +7,8 @@
                      [--team TEAM_FILE] [--journal PATH_OR_URL]
 
 An edit is checked against the tool's schema (in ``--team``, else in the team file
-the run was started from) before it is recorded; an invalid one leaves the request
-pending.
+the run was started from; without either it is refused) before it is recorded; an
+invalid one leaves the request pending.
 
 The journal is the one ``regiment run`` writes: ``--journal``, else
 ``$REGIMENT_JOURNAL``, else ``.regiment/journal.db`` under the current directory.
@@ -125,8 +125,15 @@ async def _decide(
     decision = _decision(args.deny, args.edit)
     created = await created_record(journal, args.run_id)
     recorded = _recorded(created, args.run_id)
-    if team is None and isinstance(decision, EditArguments) and recorded is not None:
-        team = _team_of(recorded)  # check the edit against the tool the run has
+    if team is None and isinstance(decision, EditArguments):
+        # Edited arguments are checked against the tool's schema before they are recorded.
+        if recorded is None:
+            raise ConfigError(
+                f"--edit: run {args.run_id!r} has no team file on record to check the edited "
+                "arguments against (it was not started by `regiment run`, or the file is "
+                "gone); pass --team TEAM_FILE"
+            )
+        team = _team_of(recorded)
     request = await decide_in_journal(
         journal, args.request_id, decision, args.by, run_id=args.run_id, team=team
     )

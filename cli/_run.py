@@ -320,6 +320,9 @@ def _report(
         if outcome == "paused":
             n = len(result.pending_approvals)
             line = f"paused: {n} approval(s) pending — regiment approvals {result.run_id}"
+            if options.journal is None:  # no journal to list, decide and resume them from
+                line = f"paused: {n} approval(s) pending, but --no-journal kept the run out of "
+                line += "the journal, so it cannot go on: run it with a journal (or --approve ask)"
             print(line, file=stderr)
     elif ending.interrupted:
         print(f"regiment: interrupted; cancelled the run {progress.summary()}", file=stderr)
