@@ -198,6 +198,9 @@ async def test_a_team_file_that_is_gone_or_changed(tmp_path: Path, anyio_backend
 
 
 async def test_unknown_runs_and_no_journal(tmp_path: Path) -> None:
+    no_run = _regiment("resume", str(EXAMPLE), cwd=tmp_path)
+    assert no_run.returncode == 2
+    assert "that is a team file; give the run too" in no_run.stderr
     missing = _regiment("resume", "run-nope", cwd=tmp_path)
     assert missing.returncode == 2
     assert "no journal at" in missing.stderr
