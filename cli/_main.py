@@ -42,7 +42,8 @@ from regiment.cli._journal_cmds import (
     runs_command,
     show_command,
 )
-from regiment.cli._resume import add_import_root, fill_in_team_file, team_file_of
+from regiment.cli._resume import add_import_root as _add_import_root
+from regiment.cli._resume import fill_in_team_file, team_file_of
 from regiment.config import (
     TeamConfig,
     build_team,
@@ -132,11 +133,11 @@ async def _dispatch(
     stdin: TextIO,
 ) -> int:
     if args.command in ("approvals", "approve"):
-        add_import_root(getattr(args, "app_dir", None))
+        _add_import_root(getattr(args, "app_dir", None))
         return await _approvals(args, stdout, stderr, environ)
     try:
         await fill_in_team_file(args, environ)  # `regiment resume RUN_ID`: the run's file
-        add_import_root(getattr(args, "app_dir", None))
+        _add_import_root(getattr(args, "app_dir", None))
         if args.command in ("runs", "show"):
             spec = journal_spec(args, environ)
             if args.command == "runs":

@@ -1,10 +1,9 @@
 """One run's side of the journal: the run's changes and events, as journal records.
 
-``PlannerActor._record`` hands every change here after applying it; the run channel
-hands every event. Both are synchronous and only buffer a record (cheap per step); the
-actor awaits :meth:`RunJournal.flush` after each message it handles, and the end of
-the run is flushed as durable. A failed write raises :class:`~regiment.errors.JournalError`
-from ``flush``, which fails the run: it never goes on unjournaled.
+``PlannerActor._record`` hands every change here after applying it, the run channel every
+event; both are synchronous and only buffer a record (cheap per step). The actor awaits
+``RunJournal.flush`` after each message it handles; the end of the run is flushed as durable.
+A failed write raises ``JournalError`` from ``flush``: the run fails, never goes on unjournaled.
 """
 
 from __future__ import annotations
