@@ -6,6 +6,10 @@
     regiment approve RUN_ID REQUEST_ID [--deny REASON | --edit JSON_OBJECT] [--by NAME]
                      [--team TEAM_FILE] [--journal PATH_OR_URL]
 
+An edit is checked against the tool's schema (in ``--team``, else in the team file
+the run was started from; without either it is refused) before it is recorded; an
+invalid one leaves the request pending.
+
 The journal is the one ``regiment run`` writes: ``--journal``, else
 ``$REGIMENT_JOURNAL``, else ``.regiment/journal.db`` under the current directory.
 """
@@ -25,9 +29,11 @@ from regiment.cli._journal_cmds import (
     journal_spec,
     open_cli_journal,
 )
+from regiment.cli._resume import add_import_root, created_record, recorded_team_file
+from regiment.config import build_team, load_config
 from regiment.errors import ConfigError, JournalError
 from regiment.hierarchy import Team, decide_in_journal
-from regiment.journal import Journal
+from regiment.journal import Journal, RunCreated, TeamFile
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approve, Deny, EditArguments
 
 __all__ = ("add_approval_commands", "approval_command")
@@ -47,7 +53,10 @@ def add_approval_commands(commands: argparse._SubParsersAction[argparse.Argument
     how.add_argument("--edit", metavar="JSON_OBJECT", help="approve with these arguments")
     decide.add_argument("--by", metavar="NAME", default="", help="who decided, for the record")
     decide.add_argument(
-        "--team", metavar="TEAM_FILE", help="validate --edit against the tool's schema first"
+        "--team",
+        metavar="TEAM_FILE",
+        help="validate --edit against the tool's schema in this team file (default: the "
+        "file the run was started from, when `regiment run` recorded it)",
     )
     add_journal_option(decide)
     decide.add_argument("--app-dir", metavar="DIR", default=".")
@@ -114,15 +123,41 @@ async def _decide(
 ) -> None:
     await journal.get_run(args.run_id)  # JournalError for an unknown run
     decision = _decision(args.deny, args.edit)
+    created = await created_record(journal, args.run_id)
+    recorded = _recorded(created, args.run_id)
+    if team is None and isinstance(decision, EditArguments):
+        # Edited arguments are checked against the tool's schema before they are recorded.
+        if recorded is None:
+            raise ConfigError(
+                f"--edit: run {args.run_id!r} has no team file on record to check the edited "
+                "arguments against (it was not started by `regiment run`, or the file is "
+                "gone); pass --team TEAM_FILE"
+            )
+        team = _team_of(recorded)
     request = await decide_in_journal(
         journal, args.request_id, decision, args.by, run_id=args.run_id, team=team
     )
     what = type(decision).__name__.lower().replace("editarguments", "edit")
+    resume = f"regiment resume {'' if recorded else 'TEAM_FILE '}{request.run_id}"
     print(
         f"{what}: {request.tool_name} in run {request.run_id} "
-        f"({request.request_id}); continue with: regiment resume TEAM_FILE {request.run_id}",
+        f"({request.request_id}); continue with: {resume}",
         file=stdout,
     )
+
+
+def _recorded(created: RunCreated | None, run_id: str) -> TeamFile | None:
+    """The run's team file, if ``regiment run`` recorded it and it is still there."""
+    try:
+        return recorded_team_file(created, run_id)
+    except ConfigError:
+        return None
+
+
+def _team_of(source: TeamFile) -> Team:
+    """The team ``source`` describes, built with a stand-in model (no model is called)."""
+    add_import_root(source.app_dir)
+    return build_team(load_config(source.path), model="scripted", source=source.path)
 
 
 def _decision(deny: str | None, edit: str | None) -> ApprovalDecision:

@@ -23,8 +23,16 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("goal", metavar="GOAL", help="what the team should do")
     run.add_argument("--session", metavar="S", help="the session the run belongs to")
     _add_run_options(run)
-    resume = commands.add_parser("resume", help="finish a journaled run that stopped")
-    resume.add_argument("team_file", metavar="TEAM_FILE", help="the team file the run used")
+    resume = commands.add_parser(
+        "resume", help="finish a journaled run that stopped or paused for approvals"
+    )
+    resume.add_argument(
+        "team_file",
+        metavar="TEAM_FILE",
+        nargs="?",
+        help="the team file to build the team from (default: the one `regiment run` "
+        "started the run from, as the journal records it)",
+    )
     resume.add_argument("run_id", metavar="RUN_ID", help="as `regiment runs` lists it")
     resume.add_argument(
         "--force", action="store_true", help="resume even if the team file changed since"
@@ -94,8 +102,8 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--app-dir",
         metavar="DIR",
-        default=".",
-        help="where the file's module:attribute paths are imported from (default: .)",
+        help="where the file's module:attribute paths are imported from (default: ., or "
+        "for `resume RUN_ID` the directory the run was started with)",
     )
 
 

@@ -25,6 +25,7 @@ from regiment.journal import (
     RunFinished,
     RunInfo,
     StepReported,
+    TeamFile,
     open_journal,
 )
 
@@ -143,7 +144,7 @@ async def show_command(args: argparse.Namespace, spec: str | None, stdout: TextI
         info = await journal.get_run(args.run_id)
         records = [entry.record for entry in await journal.read(args.run_id)]
     except JournalError as exc:
-        raise ConfigError(f"{exc}; `regiment runs` lists the runs") from exc
+        raise ConfigError(str(exc)) from exc  # it says that `regiment runs` lists them
     finally:
         await journal.close()
     shown = _shown(info, records)
@@ -158,8 +159,12 @@ def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
     plans: list[object] = []
     steps: list[dict[str, object]] = []
     answer, usage, error = None, None, None
+    team_file: str | None = None
+    app_dir: str | None = None
     for record in records:
         match record:
+            case RunCreated(team_file=TeamFile(path=team_file, app_dir=app_dir)):
+                pass
             case PlanVersion(version=version, plan=plan):
                 plans.append({"version": version, "steps": plan.get("steps", [])})
             case StepReported():
@@ -180,6 +185,8 @@ def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
     return {
         "run_id": info.run_id,
         "team": info.team,
+        "team_file": team_file,
+        "app_dir": app_dir,
         "goal": info.goal,
         "status": info.status,
         "session": info.session,
@@ -195,6 +202,8 @@ def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
 def _print_shown(shown: dict[str, object], stdout: TextIO) -> None:
     print(f"run {shown['run_id']} ({shown['team']}): {shown['status']}", file=stdout)
     print(f"goal: {shown['goal']}", file=stdout)
+    if shown["team_file"] is not None:
+        print(f"team file: {shown['team_file']}", file=stdout)
     plans = shown["plans"]
     assert isinstance(plans, list)
     for plan in plans:

@@ -7,7 +7,7 @@
                                   [--plain] [-v|-vv]
                                   [--session S] [--journal PATH_OR_URL | --no-journal]
                                   [--approve pause|ask]
-    regiment resume TEAM_FILE RUN_ID [--force] [the options of run, --approve ask too]
+    regiment resume [TEAM_FILE] RUN_ID [--force] [the options of run, --approve ask too]
     regiment runs [--status S] [--json] [--journal PATH_OR_URL]
     regiment show RUN_ID [--json] [--journal PATH_OR_URL]
     regiment serve TEAM_FILE [--host H] [--port P] [--token T] [--model SPEC] [-vv]
@@ -30,7 +30,6 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
-from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 import anyio
@@ -43,6 +42,8 @@ from regiment.cli._journal_cmds import (
     runs_command,
     show_command,
 )
+from regiment.cli._resume import add_import_root as _add_import_root
+from regiment.cli._resume import fill_in_team_file, team_file_of
 from regiment.config import (
     TeamConfig,
     build_team,
@@ -135,10 +136,12 @@ async def _dispatch(
     interrupt: anyio.Event | None,
     stdin: TextIO,
 ) -> int:
-    _add_import_root(getattr(args, "app_dir", "."))
     if args.command in ("approvals", "approve"):
+        _add_import_root(getattr(args, "app_dir", None))
         return await _approvals(args, stdout, stderr, environ)
     try:
+        await fill_in_team_file(args, environ)  # `regiment resume RUN_ID`: the run's file
+        _add_import_root(getattr(args, "app_dir", None))
         if args.command in ("runs", "show"):
             spec = journal_spec(args, environ)
             if args.command == "runs":
@@ -156,25 +159,7 @@ async def _dispatch(
             team = build_team(config, model=model, source=args.team_file)
             return await serve_command(team, args, environ=environ, stderr=stderr, stop=interrupt)
         config = _placed(_flags_agree(args), config)
-        # `run` alone needs the OpenTelemetry SDK (its trace report); validate stays lean.
-        from regiment.cli._run import RunOptions
-
-        ask = _asker(args, stdin, stderr)
-        options = RunOptions(
-            team_file=args.team_file,
-            goal=getattr(args, "goal", ""),
-            model=_choose_model(config, args.team_file, args.model, environ, stderr),
-            trace=args.trace,
-            events_jsonl=args.events == "jsonl",
-            events_file=args.events_file,
-            live=not args.plain and stderr.isatty() and not args.verbose and ask is None,
-            journal=journal_spec(args, environ),
-            session=getattr(args, "session", None),
-            resume=getattr(args, "run_id", None),
-            force=getattr(args, "force", False),
-            events_deltas=args.events_deltas,
-            ask=ask,
-        )
+        options = _run_options(args, config, stdin, stderr, environ)
     except ConfigError as exc:
         return _config_error(exc, stderr)
     async with anyio.create_task_group() as tg:
@@ -185,6 +170,37 @@ async def _dispatch(
             code = await _guarded(config, options, stdout, stderr, interrupt)
         tg.cancel_scope.cancel()  # stop watching signals
     return code
+
+
+def _run_options(
+    args: argparse.Namespace,
+    config: TeamConfig,
+    stdin: TextIO,
+    stderr: TextIO,
+    environ: Mapping[str, str],
+) -> RunOptions:
+    """What ``run`` or ``resume`` was asked to do (a ``ConfigError`` for a usage error)."""
+    # `run` alone needs the OpenTelemetry SDK (its trace report); validate stays lean.
+    from regiment.cli._run import RunOptions
+
+    ask = _asker(args, stdin, stderr)
+    resume = getattr(args, "run_id", None)
+    return RunOptions(
+        team_file=args.team_file,
+        goal=getattr(args, "goal", ""),
+        model=_choose_model(config, args.team_file, args.model, environ, stderr),
+        trace=args.trace,
+        events_jsonl=args.events == "jsonl",
+        events_file=args.events_file,
+        live=not args.plain and stderr.isatty() and not args.verbose and ask is None,
+        journal=journal_spec(args, environ),
+        session=getattr(args, "session", None),
+        resume=resume,
+        force=getattr(args, "force", False),
+        events_deltas=args.events_deltas,
+        ask=ask,
+        source=team_file_of(args.team_file, args.app_dir) if resume is None else None,
+    )
 
 
 def _asker(args: argparse.Namespace, stdin: TextIO, stderr: TextIO) -> TerminalApprover | None:
@@ -340,13 +356,6 @@ def _validate(config: TeamConfig, source: str, stdout: TextIO) -> int:
     for name, check in team.checks.items():
         print(f"  check {name}: {check.description}", file=stdout)
     return EXIT_OK
-
-
-def _add_import_root(app_dir: str) -> None:
-    """Make the file's ``module:attribute`` paths importable from ``app_dir`` (as uvicorn does)."""
-    root = str(Path(app_dir).resolve())
-    if root not in sys.path:
-        sys.path.insert(0, root)
 
 
 async def _watch_signals(interrupt: anyio.Event) -> None:

@@ -16,13 +16,14 @@ from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 from regiment.cli._ask import TerminalApprover, asking
 from regiment.cli._journal_cmds import journal_exists, open_cli_journal
 from regiment.cli._progress import RunProgress, TokenMeter
+from regiment.cli._resume import resumable
 from regiment.cli._trace_report import RootTraceId, report_trace
 from regiment.cli._view import PlainView, ProgressView
 from regiment.config import TeamConfig, build_team
-from regiment.errors import ConfigError, JournalError
+from regiment.errors import ConfigError
 from regiment.hierarchy import RunningTeam, RunResult, Team, Worker
 from regiment.hierarchy import events as ev
-from regiment.journal import Journal
+from regiment.journal import Journal, TeamFile
 from regiment.models import Model
 from regiment.telemetry import SpanCollector, Telemetry, TracingHandle, configure_tracing
 
@@ -50,6 +51,7 @@ class RunOptions:
     force: bool = False
     events_deltas: bool = False
     ask: TerminalApprover | None = None  # --approve ask: decides approvals on the terminal
+    source: TeamFile | None = None  # journaled with a new run, for `regiment resume RUN_ID`
 
     @property
     def prints_answer(self) -> bool:
@@ -185,16 +187,10 @@ async def _open_journal(options: RunOptions) -> Journal | None:
     journal = await open_cli_journal(options.journal)
     if options.resume is not None:
         try:
-            info = await journal.get_run(options.resume)
-        except JournalError as exc:
+            await resumable(journal, options.resume)
+        except ConfigError:
             await journal.close()
-            raise ConfigError(f"{exc}; `regiment runs` lists the runs") from exc
-        if info.status not in ("stalled", "running", "awaiting_approval"):
-            await journal.close()
-            raise ConfigError(
-                f"run {options.resume!r} has already finished ({info.status}); "
-                f"`regiment show {options.resume}` shows it"
-            )
+            raise
     return journal
 
 
@@ -269,7 +265,10 @@ async def _consume(
     sink: Callable[[ev.Event], None],
     ending: _Ending,
 ) -> None:
-    async with team.start(journal=journal) as running, _stream(running, options) as events:
+    async with (
+        team.start(journal=journal, team_file=options.source) as running,
+        _stream(running, options) as events,
+    ):
         async for event in events:
             progress.apply(event)
             view.show(event)
@@ -321,6 +320,9 @@ def _report(
         if outcome == "paused":
             n = len(result.pending_approvals)
             line = f"paused: {n} approval(s) pending — regiment approvals {result.run_id}"
+            if options.journal is None:  # no journal to list, decide and resume them from
+                line = f"paused: {n} approval(s) pending, but --no-journal kept the run out of "
+                line += "the journal, so it cannot go on: run it with a journal (or --approve ask)"
             print(line, file=stderr)
     elif ending.interrupted:
         print(f"regiment: interrupted; cancelled the run {progress.summary()}", file=stderr)

@@ -94,7 +94,7 @@ def describe(event: ev.Event, meter: TokenMeter | None = None) -> str | None:
             args = cut(json.dumps(r.arguments, sort_keys=True), 60)
             return f"  ?? {r.step_id} {r.worker} waits for approval: {r.tool_name}({args}) [{r.request_id}]"
         case ev.ApprovalResolved(request_id=rid, tool=tool, decision=decision, decided_by=by):
-            return f"  ok {tool} [{rid}]: {decision}" + (f" by {by}" if by else "")
+            return f"  {'no' if decision == 'deny' else 'ok'} {tool} [{rid}]: {decision}{f' by {by}' if by else ''}"
         case ev.RunCompleted(result=result):
             return f"run {result.status}: {result.model_calls} model calls, {result.tool_calls} tool calls, {result.usage.input_tokens + result.usage.output_tokens} tokens"
         case ev.RunFailed(error_type=kind, message=message):

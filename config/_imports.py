@@ -122,7 +122,8 @@ def _import_module(name: str, spec: str, where: str) -> ModuleType:
         missing = exc.name or name
         raise ConfigError(
             f"{where}: cannot import {spec!r}: no module named {missing!r} "
-            "(is its directory on the import path? `regiment` adds the current directory)"
+            "(is its directory on the import path? `regiment` adds the current directory, "
+            "or the one --app-dir DIR names)"
         ) from exc
     except Exception as exc:  # the user's module raised while importing
         raise ConfigError(

@@ -44,7 +44,7 @@ from regiment.hierarchy.workers._live import LiveWorker, worker_tools
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._team_worker import TeamWorker, TeamWorkerActor
 from regiment.hierarchy.workers._worker import Worker, WorkerActor, WorkerSpec
-from regiment.journal import Journal
+from regiment.journal import Journal, TeamFile
 from regiment.telemetry import Telemetry
 from regiment.tools import MCPHub, WorkerTools
 
@@ -74,6 +74,7 @@ class RunningTeam(DecidesApprovals):
         self._channels = channels
         self.journal: Journal | None = None  # set by Team.start(journal=...)
         self.lease_ttl = LEASE_TTL
+        self.team_file: TeamFile | None = None  # set by Team.start(team_file=...)
 
     @property
     def active_runs(self) -> int:

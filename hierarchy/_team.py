@@ -40,7 +40,7 @@ from regiment.hierarchy.run._structured import AnswerShape
 from regiment.hierarchy.workers._placement import check_pools
 from regiment.hierarchy.workers._team_worker import TeamWorker
 from regiment.hierarchy.workers._worker import Worker
-from regiment.journal import JournalSpec, open_journal
+from regiment.journal import JournalSpec, TeamFile, open_journal
 from regiment.models import ModelSettings
 from regiment.telemetry import Telemetry
 from regiment.tools import MCPHub
@@ -121,7 +121,11 @@ class Team:
 
     @asynccontextmanager
     async def start(
-        self, *, journal: JournalSpec = None, lease_ttl: float = LEASE_TTL
+        self,
+        *,
+        journal: JournalSpec = None,
+        lease_ttl: float = LEASE_TTL,
+        team_file: TeamFile | None = None,
     ) -> AsyncIterator[RunningTeam]:
         """Spawn the team's actors in the current event loop; stop them on exit.
 
@@ -131,6 +135,9 @@ class Team:
                 (left open for its owner to close).
             lease_ttl: seconds a run stays owned by this process without a heartbeat
                 (beats come every third of it): after a crash, how soon another may resume it.
+            team_file: the team file the team was built from, journaled with each run
+                (``RunCreated.team_file``) so that ``regiment resume RUN_ID`` can build
+                the team again; ``regiment run`` passes it.
         """
         seconds("Team.start", "lease_ttl", lease_ttl)
         opened = None if journal is None else await open_journal(journal)
@@ -140,6 +147,7 @@ class Team:
             async with MCPHub.open() as mcp, open_actor_system() as system:
                 running = await RunningTeam.spawn(self, system, mcp=mcp)
                 running.journal, running.lease_ttl = opened, lease_ttl
+                running.team_file = team_file
                 running._desk.journal = opened
                 running._desk.journal = opened
                 yield running

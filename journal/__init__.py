@@ -13,7 +13,8 @@ Records
     A closed, tagged union of frozen msgspec structs (:data:`Record`), encoded as
     JSON. Each names its ``run_id`` and gets a per-run sequence number, dense from
     1, in append order; ``append`` returns it. :class:`RunCreated` (team, config
-    hash, goal, session, created_at) is always number 1 and :class:`RunFinished`
+    hash, goal, session, created_at, the :class:`TeamFile` a CLI run came from) is
+    always number 1 and :class:`RunFinished`
     the last. Between them: :class:`RunResumed` (each time a process takes the
     run over to finish it), :class:`PlanVersion`, :class:`StepDispatched` (intent)
     and :class:`StepReported` (result, with ``committed``), :class:`ToolCallStarted`
@@ -110,6 +111,7 @@ from regiment.journal._records import (
     RunResumed,
     StepDispatched,
     StepReported,
+    TeamFile,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -152,6 +154,7 @@ __all__ = (
     "SqliteJournal",
     "StepDispatched",
     "StepReported",
+    "TeamFile",
     "ToolCallFinished",
     "ToolCallStarted",
     "heartbeat",

@@ -31,6 +31,7 @@ __all__ = (
     "RunResumed",
     "StepDispatched",
     "StepReported",
+    "TeamFile",
     "ToolCallFinished",
     "ToolCallStarted",
 )
@@ -40,6 +41,19 @@ FinalStatus: TypeAlias = Literal["completed", "partial", "failed", "cancelled"]
 
 class _Base(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     run_id: str
+
+
+class TeamFile(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a run's team came from, so ``regiment resume RUN_ID`` can build it again.
+
+    Attributes:
+        path: the team file, as an absolute path.
+        app_dir: where the file's ``module:attribute`` paths were imported from
+            (``regiment run --app-dir``, absolute), if anywhere in particular.
+    """
+
+    path: str
+    app_dir: str | None = None
 
 
 class RunCreated(_Base, frozen=True, kw_only=True, tag="run_created"):
@@ -53,6 +67,8 @@ class RunCreated(_Base, frozen=True, kw_only=True, tag="run_created"):
         created_at: when the run was accepted (timezone-aware).
         trace: the W3C ``traceparent`` of the run's root span, when the run was
             traced (a resume continues that trace); ``None`` in older journals.
+        team_file: the team file the run was started from (``regiment run``
+            records it); ``None`` for a team built in code, and in older journals.
     """
 
     team: str
@@ -61,6 +77,7 @@ class RunCreated(_Base, frozen=True, kw_only=True, tag="run_created"):
     session: str | None = None
     created_at: datetime
     trace: str | None = None
+    team_file: TeamFile | None = None
 
 
 class RunResumed(_Base, frozen=True, kw_only=True, tag="run_resumed"):

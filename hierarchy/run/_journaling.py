@@ -1,11 +1,9 @@
 """One run's side of the journal: the run's changes and events, as journal records.
 
-``PlannerActor._record`` hands every change here after applying it; the run
-channel hands every event. Both are synchronous and only buffer a record (the
-per-step path stays cheap); the actor awaits :meth:`RunJournal.flush` after each
-message it handles, and the end of the run is flushed as durable. A write that
-fails raises :class:`~regiment.errors.JournalError` from ``flush``, which fails
-the run: it never goes on unjournaled. Without a journal none of this exists.
+``PlannerActor._record`` hands every change here after applying it, the run channel every
+event; both are synchronous and only buffer a record (cheap per step). The actor awaits
+``RunJournal.flush`` after each message it handles; the end of the run is flushed as durable.
+A failed write raises ``JournalError`` from ``flush``: the run fails, never goes on unjournaled.
 """
 
 from __future__ import annotations
@@ -51,6 +49,7 @@ from regiment.journal import (
     RunCreated,
     StepDispatched,
     StepReported,
+    TeamFile,
     heartbeat,
 )
 from regiment.journal import RunFinished as JournalFinished
@@ -125,10 +124,9 @@ def _config_parts(team: Team) -> list[str]:
     return parts
 
 
-def _compression(compression: Compression | None) -> str:
-    if compression is None:
+def _compression(c: Compression | None) -> str:
+    if c is None:
         return ""
-    c = compression
     return repr((c.threshold_tokens, c.context_window, c.window_fraction, c.prompt)) + _model(
         c.model
     )
@@ -195,6 +193,7 @@ class RunJournal:
         *,
         ttl: float = LEASE_TTL,
         trace: str | None = None,
+        team_file: TeamFile | None = None,
     ) -> RunJournal:
         """Record a new run (durably) and own it (``trace``: its root span's ``traceparent``)."""
         created = RunCreated(
@@ -205,6 +204,7 @@ class RunJournal:
             session=session,
             created_at=datetime.now(UTC),
             trace=trace,
+            team_file=team_file,
         )
         lease = await journal.create_run(created, owner=owner, ttl=ttl)
         return cls(journal, lease, run_id, deps=deps, ttl=ttl)

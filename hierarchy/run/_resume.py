@@ -48,7 +48,16 @@ async def open_channel(
         resumed.buffer(RunResumed(run_id=run_id, number=number, trace=trace, resumed_at=now))
     elif journal is not None:
         run_journal = await RunJournal.create(
-            journal, team, run_id, goal, session, owner_name(), deps, ttl=ttl, trace=trace
+            journal,
+            team,
+            run_id,
+            goal,
+            session,
+            owner_name(),
+            deps,
+            ttl=ttl,
+            trace=trace,
+            team_file=running.team_file,
         )
     channel, events = RunChannel.open(streaming=streaming)
     if session is not None and journal is not None:

@@ -89,7 +89,7 @@ async def test_approve_records_a_decision_once_and_checks_edits(tmp_path: Path) 
         journal,
     )
     assert code == 0, err
-    assert f"regiment resume TEAM_FILE {run_id}" in out
+    assert f"continue with: regiment resume {run_id}\n" in out
     code, _, err = await _run("approve", run_id, request_id, "--deny", "no", "--journal", journal)
     assert code == 2
     assert "already decided by ana" in err
@@ -129,7 +129,7 @@ async def test_run_approve_resume_issues_the_refund_once(tmp_path: Path) -> None
     run_id, request_id = await _paused_run(journal)
     code, out, err = await _run("approve", run_id, request_id, "--by", "ana", "--journal", journal)
     assert code == 0, err
-    assert f"regiment resume TEAM_FILE {run_id}" in out
+    assert f"continue with: regiment resume {run_id}\n" in out
     code, out, err = await _run("resume", TEAM, run_id, "--model", "scripted", "--journal", journal)
     assert code == 0, err
     assert "on the way" in out  # the e-mail after the refund

@@ -1,0 +1,115 @@
+"""``regiment resume [TEAM_FILE] RUN_ID``: which run, and which team file builds it again.
+
+``regiment run`` records where its team came from (the team file's absolute path
+and ``--app-dir``) in the run's first journal record, so ``regiment resume
+RUN_ID`` finds the file itself. ``regiment resume TEAM_FILE RUN_ID`` names it,
+for a run started from code or by the service (nothing recorded), or whose file
+moved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from regiment.cli._journal_cmds import journal_exists, journal_spec, open_cli_journal
+from regiment.errors import ConfigError, JournalError
+from regiment.journal import Journal, RunCreated, TeamFile
+
+__all__ = (
+    "add_import_root",
+    "created_record",
+    "fill_in_team_file",
+    "recorded_team_file",
+    "resumable",
+    "team_file_of",
+)
+
+RESUMABLE = ("stalled", "running", "awaiting_approval")
+
+
+def team_file_of(path: str, app_dir: str | None) -> TeamFile:
+    """What ``regiment run`` journals about its team: the file and the import root, absolute."""
+    return TeamFile(path=str(Path(path).resolve()), app_dir=str(Path(app_dir or ".").resolve()))
+
+
+def add_import_root(app_dir: str | None) -> None:
+    """Make a team file's ``module:attribute`` paths importable from ``app_dir`` (default:
+    the current directory), as uvicorn does."""
+    root = str(Path(app_dir or ".").resolve())
+    if root not in sys.path:
+        sys.path.insert(0, root)
+
+
+async def resumable(journal: Journal, run_id: str) -> None:
+    """Raise a ``ConfigError`` (a usage error) unless ``journal`` has ``run_id``, unfinished."""
+    try:
+        info = await journal.get_run(run_id)
+    except JournalError as exc:
+        raise ConfigError(str(exc)) from exc  # it says that `regiment runs` lists them
+    if info.status not in RESUMABLE:
+        raise ConfigError(
+            f"run {run_id!r} has already finished ({info.status}); "
+            f"`regiment show {run_id}` shows it"
+        )
+
+
+async def created_record(journal: Journal, run_id: str) -> RunCreated | None:
+    """The run's first record (``None`` if the journal has no such run)."""
+    entries = await journal.read(run_id)
+    first = entries[0].record if entries else None
+    return first if isinstance(first, RunCreated) else None
+
+
+def recorded_team_file(created: RunCreated | None, run_id: str) -> TeamFile:
+    """The team file run ``run_id`` (``created``: its first record) was started from,
+    when it is on record and still there.
+
+    Raises:
+        ConfigError: nothing is on record, or the file is gone; it says to name the file.
+    """
+    hint = f"pass its team file: regiment resume TEAM_FILE {run_id}"
+    if created is None or created.team_file is None:
+        raise ConfigError(
+            f"run {run_id!r} has no team file on record (it was not started by "
+            f"`regiment run`, or by an older regiment); {hint}"
+        )
+    path = created.team_file.path
+    if not Path(path).is_file():
+        raise ConfigError(
+            f"run {run_id!r} was started from the team file {path}, which is gone; {hint}"
+        )
+    return created.team_file
+
+
+async def fill_in_team_file(args: argparse.Namespace, environ: Mapping[str, str]) -> None:
+    """For ``regiment resume RUN_ID`` (no team file given): set ``args.team_file`` to the
+    file the run recorded, and ``args.app_dir`` to its import root unless given.
+
+    Raises:
+        ConfigError: no journal, no such run, a finished run, or no usable file on record.
+    """
+    if args.command != "resume" or args.team_file is not None:
+        return
+    if args.run_id.endswith((".toml", ".yaml", ".yml")):
+        raise ConfigError(
+            f"regiment resume {args.run_id}: that is a team file; give the run too: "
+            "regiment resume [TEAM_FILE] RUN_ID (`regiment runs` lists the runs)"
+        )
+    spec = journal_spec(args, environ)
+    if spec is None:
+        raise ConfigError("regiment resume continues a journaled run: drop --no-journal")
+    if not journal_exists(spec):
+        raise ConfigError(f"no journal at {spec}, so no run {args.run_id!r}")
+    journal = await open_cli_journal(spec)
+    try:
+        await resumable(journal, args.run_id)
+        created = await created_record(journal, args.run_id)
+    finally:
+        await journal.close()
+    recorded = recorded_team_file(created, args.run_id)
+    args.team_file = recorded.path
+    if args.app_dir is None:
+        args.app_dir = recorded.app_dir

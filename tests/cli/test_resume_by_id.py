@@ -1,0 +1,216 @@
+"""``regiment resume RUN_ID``: the journal records the team file ``regiment run`` used.
+
+Real ``python -m regiment`` processes on a real SQLite journal: the run pauses
+(exit 3), ``approvals`` lists, ``approve`` decides, and ``resume`` with the run id
+alone (no team file, no ``--app-dir``) finishes the run; and when it cannot find
+the file (a run started from code, a file that is gone), it says to pass it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from regiment.config import load_team
+from regiment.journal import RunCreated, TeamFile, ToolCallFinished, open_journal
+
+pytestmark = pytest.mark.anyio
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "refund" / "team_approval.toml"
+GOAL = "For order 77120 check refund eligibility, issue the refund if eligible, then email the customer."
+
+
+def _regiment(
+    *argv: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k != "REGIMENT_JOURNAL"}
+    return subprocess.run(
+        [sys.executable, "-m", "regiment", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=cwd,
+        env={**environ, **(env or {})},
+    )
+
+
+def _paused(team: Path, cwd: Path, backend: str, *journal: str) -> tuple[str, str]:
+    """Run the refund goal until it pauses; its run id and its one request id."""
+    run = _regiment(
+        "run",
+        str(team),
+        GOAL,
+        "--model",
+        "scripted",
+        "--backend",
+        backend,
+        "--app-dir",
+        str(REPO),
+        *journal,
+        cwd=cwd,
+    )
+    assert run.returncode == 3, run.stderr
+    (line,) = [x for x in run.stderr.splitlines() if x.startswith("paused:")]
+    run_id = line.rsplit(" ", 1)[1]
+    listed = _regiment("approvals", run_id, "--json", *journal, cwd=cwd)
+    assert listed.returncode == 0, listed.stderr
+    (row,) = [json.loads(x) for x in listed.stdout.splitlines()]
+    assert (row["run_id"], row["tool"], row["step_id"]) == (run_id, "issue_refund", "s2")
+    return run_id, str(row["request_id"])
+
+
+async def _refunds(journal: Path, run_id: str) -> list[ToolCallFinished]:
+    opened = await open_journal(str(journal))
+    try:
+        records = [e.record for e in await opened.read(run_id)]
+    finally:
+        await opened.close()
+    return [
+        r
+        for r in records
+        if isinstance(r, ToolCallFinished) and r.result.tool_name == "issue_refund"
+    ]
+
+
+async def test_resume_with_the_run_id_alone_finishes_a_paused_run(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    # The default journal (.regiment/journal.db here), the team file by its absolute path.
+    run_id, request_id = _paused(EXAMPLE, tmp_path, anyio_backend)
+    journal = tmp_path / ".regiment" / "journal.db"
+    opened = await open_journal(str(journal))
+    try:
+        (first, *_) = await opened.read(run_id)
+    finally:
+        await opened.close()
+    assert isinstance(first.record, RunCreated)
+    assert first.record.team_file == TeamFile(path=str(EXAMPLE), app_dir=str(REPO))
+
+    shown = _regiment("show", run_id, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert f"team file: {EXAMPLE}" in shown.stdout.splitlines()
+    shown_json = json.loads(_regiment("show", run_id, "--json", cwd=tmp_path).stdout)
+    assert (shown_json["team_file"], shown_json["app_dir"]) == (str(EXAMPLE), str(REPO))
+
+    edited = '{"order_id": "77120"}'
+    decided = _regiment(
+        "approve", run_id, request_id, "--edit", edited, "--by", "ana", cwd=tmp_path
+    )
+    assert decided.returncode == 0, decided.stderr
+    assert f"continue with: regiment resume {run_id}" in decided.stdout
+    assert await _refunds(journal, run_id) == []  # nothing ran before the resume
+
+    # One positional, and no --app-dir: the run's file and import root come from the journal.
+    resumed = _regiment(
+        "resume", run_id, "--model", "scripted", "--backend", anyio_backend, cwd=tmp_path
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert "on the way" in resumed.stdout  # the e-mail after the refund
+    (refund,) = await _refunds(journal, run_id)  # the body ran once, with the approved arguments
+    assert refund.result.arguments == {"order_id": "77120"}
+    assert not refund.result.is_error
+    again = _regiment("resume", run_id, cwd=tmp_path)
+    assert again.returncode == 2
+    assert f"run {run_id!r} has already finished (completed)" in again.stderr
+
+
+async def test_a_run_started_from_code_needs_its_team_file(tmp_path: Path) -> None:
+    journal = tmp_path / "runs.db"
+    team = load_team(EXAMPLE, model="scripted")
+    async with team.start(journal=str(journal)) as running:
+        result = await running.run(GOAL)
+    assert result.status == "paused"
+    run_id, env = result.run_id, {"REGIMENT_JOURNAL": str(journal)}
+
+    alone = _regiment("resume", run_id, "--model", "scripted", cwd=tmp_path, env=env)
+    assert alone.returncode == 2
+    assert "has no team file on record" in alone.stderr
+    assert f"pass its team file: regiment resume TEAM_FILE {run_id}" in alone.stderr
+    (request,) = result.pending_approvals
+    decided = _regiment("approve", run_id, request.request_id, cwd=tmp_path, env=env)
+    assert decided.returncode == 0, decided.stderr
+    assert f"continue with: regiment resume TEAM_FILE {run_id}" in decided.stdout
+
+    both = _regiment(
+        "resume",
+        str(EXAMPLE),
+        run_id,
+        "--model",
+        "scripted",
+        "--app-dir",
+        str(REPO),
+        cwd=tmp_path,
+        env=env,
+    )
+    assert both.returncode == 0, both.stderr
+    assert "on the way" in both.stdout
+    (refund,) = await _refunds(journal, run_id)
+    assert refund.result.arguments == {"order_id": "77120"}
+
+
+async def test_a_team_file_that_is_gone_or_changed(tmp_path: Path, anyio_backend: str) -> None:
+    journal = str(tmp_path / "runs.db")
+    team = tmp_path / "teams" / "refunds.toml"
+    team.parent.mkdir()
+    shutil.copy(EXAMPLE, team)
+    run_id, request_id = _paused(team, tmp_path, anyio_backend, "--journal", journal)
+    decided = _regiment("approve", run_id, request_id, "--journal", journal, cwd=tmp_path)
+    assert decided.returncode == 0, decided.stderr
+
+    moved = tmp_path / "elsewhere.toml"
+    team.rename(moved)
+    gone = _regiment("resume", run_id, "--journal", journal, "--model", "scripted", cwd=tmp_path)
+    assert gone.returncode == 2
+    assert f"was started from the team file {team}, which is gone" in gone.stderr
+    assert f"regiment resume TEAM_FILE {run_id}" in gone.stderr
+
+    changed = moved.read_text(encoding="utf-8").replace("max_steps = 6", "max_steps = 7")
+    team.write_text(changed, encoding="utf-8")  # back in place, but configured differently
+    refused = _regiment("resume", run_id, "--journal", journal, "--model", "scripted", cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "differently configured team" in refused.stderr
+    assert "--force" in refused.stderr
+    assert await _refunds(tmp_path / "runs.db", run_id) == []
+
+    forced = _regiment(
+        "resume",
+        run_id,
+        "--force",
+        "--journal",
+        journal,
+        "--model",
+        "scripted",
+        "--backend",
+        anyio_backend,
+        cwd=tmp_path,
+    )
+    assert forced.returncode == 0, forced.stderr
+    (refund,) = await _refunds(tmp_path / "runs.db", run_id)
+    assert refund.result.arguments == {"order_id": "77120"}
+
+
+async def test_unknown_runs_and_no_journal(tmp_path: Path) -> None:
+    no_run = _regiment("resume", str(EXAMPLE), cwd=tmp_path)
+    assert no_run.returncode == 2
+    assert "that is a team file; give the run too" in no_run.stderr
+    missing = _regiment("resume", "run-nope", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert "no journal at" in missing.stderr
+    run_id, _ = _paused(EXAMPLE, tmp_path, "asyncio")
+    unknown = _regiment("resume", "run-nope", cwd=tmp_path)
+    assert unknown.returncode == 2
+    assert "no run 'run-nope'; `regiment runs` lists them\n" in unknown.stderr
+    shown = _regiment("show", "run-nope", cwd=tmp_path)
+    assert shown.returncode == 2
+    assert shown.stderr.count("`regiment runs` lists") == 1  # the hint once, not twice
+    off = _regiment("resume", run_id, "--no-journal", cwd=tmp_path)
+    assert off.returncode == 2
+    assert "drop --no-journal" in off.stderr
