@@ -61,6 +61,11 @@ class Mailbox(Generic[T]):
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def waiting(self) -> bool:
+        """Whether the receiver waits for an item (so the mailbox is empty and open)."""
+        return self._receiver is not None
+
     def put_nowait(self, item: T) -> None:
         """Queue ``item``; raises WouldBlock when full, ClosedResourceError when closed."""
         if self._closed:

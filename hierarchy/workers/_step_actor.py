@@ -18,7 +18,7 @@ import anyio
 import anyio.lowlevel
 from opentelemetry.util.types import AttributeValue
 
-from regiment.actors import Actor, ActorRef
+from regiment.actors import Actor, ActorRef, Envelope
 from regiment.errors import ActorStopped, ConfigError
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
@@ -93,7 +93,7 @@ class StepActor(Actor[WorkerMessage, None]):
     async def receive(self, message: WorkerMessage) -> None:
         match message:
             case AssignStep():
-                self._start(message)
+                self._start(message, self.ctx.envelope)
             case CancelStep():
                 self._cancel(message)
             case _:
@@ -113,8 +113,16 @@ class StepActor(Actor[WorkerMessage, None]):
                     ),
                 )
 
-    def _start(self, assign: AssignStep) -> None:
-        envelope = self.ctx.envelope
+    def receive_now(self, envelope: Envelope[WorkerMessage, None]) -> bool:
+        """A step sent while a runner waits goes straight to that runner: the
+        actor's own task need not wake up to pass it on (one hop fewer a step)."""
+        message = envelope.message
+        if type(message) is AssignStep and self._idle and envelope.sender is not None:
+            self._start(message, envelope)
+            return True
+        return False
+
+    def _start(self, assign: AssignStep, envelope: Envelope[WorkerMessage, None]) -> None:
         sender = envelope.sender
         if sender is None:
             raise ConfigError(f"worker '{self._name}' got a step with no sender to report to")
