@@ -19,7 +19,7 @@ import anyio.lowlevel
 from opentelemetry.util.types import AttributeValue
 
 from regiment.actors import Actor, ActorRef, Envelope
-from regiment.errors import ActorStopped, ConfigError
+from regiment.errors import ActorStopped, ConfigError, MailboxFull
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
 from regiment.hierarchy.workers._loop import StepProgress
@@ -261,7 +261,10 @@ class StepActor(Actor[WorkerMessage, None]):
     @staticmethod
     async def _send(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:
         with contextlib.suppress(ActorStopped):  # the run has ended; nobody waits for this report
-            await reply_to.send(report)
+            try:  # room in the mailbox (the usual case): no checkpoint, no coroutine
+                reply_to.send_nowait(report)
+            except MailboxFull:
+                await reply_to.send(report)
 
 
 # ``error.type`` of a step that ended without raising: a code, never the status word.
