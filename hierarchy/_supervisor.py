@@ -62,7 +62,7 @@ class Supervisor(Actor[SpawnRun, RunRef]):
                     runtime = dataclasses.replace(
                         runtime, budget=message.budget, concurrency=message.concurrency
                     )
-                return await self.ctx.spawn(
+                return self.ctx.spawn_soon(  # no start handshake: its mail waits for it
                     lambda: PlannerActor(runtime, run_id, goal, channel, span),
                     name=run_id,
                     capacity=1024,
