@@ -125,19 +125,3 @@ class ActorContext(Generic[M, R]):
         its policy reaches this actor's ``on_child_failed``.
         """
         return await self._incarnation.spawn(factory, name=name, capacity=capacity, restart=restart)
-
-    def spawn_soon(
-        self,
-        factory: Callable[[], Actor[CM, CR]],
-        *,
-        name: str,
-        capacity: int = 64,
-        restart: RestartPolicy = RestartPolicy(),  # noqa: B008 - frozen, safe to share
-    ) -> ActorRef[CM, CR]:
-        """Start a child actor supervised by this one; its ref at once, without
-        waiting for it to start (messages sent meanwhile wait in its mailbox).
-
-        A factory or ``on_start`` that fails is a failure like any later one: the
-        restart policy, then this actor's ``on_child_failed``.
-        """
-        return self._incarnation.spawn_soon(factory, name=name, capacity=capacity, restart=restart)

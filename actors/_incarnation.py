@@ -74,21 +74,6 @@ class Incarnation(Generic[M, R]):
         self.children.append(cast("Cell[object, object]", child))
         return cast("ActorRef[CM, CR]", await self.tg.start(child.run, name=f"actor {name}"))
 
-    def spawn_soon(
-        self,
-        factory: Callable[[], Actor[CM, CR]],
-        *,
-        name: str,
-        capacity: int,
-        restart: RestartPolicy,
-    ) -> ActorRef[CM, CR]:
-        child = self.cell.child(factory, name, capacity, restart, parent=self.child_failed)
-        child.started = True  # a failure to start is supervised like any later failure
-        self.children = [c for c in self.children if not c.stopped.is_set()]
-        self.children.append(cast("Cell[object, object]", child))
-        self.tg.start_soon(child.run, name=f"actor {name}")
-        return child.ref
-
     def child_failed(self, failure: ChildFailed) -> None:
         """Queue a child's escalation; the loop handles it between messages."""
         self.signals.append(failure)

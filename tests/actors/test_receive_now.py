@@ -1,18 +1,12 @@
-"""receive_now (an idle actor takes a sent message in the sender's task) and spawn_soon."""
+"""receive_now: an idle actor may take a sent message in the sender's task."""
 
 from __future__ import annotations
 
 import anyio
 import pytest
 
-from regiment.actors import (
-    Actor,
-    ActorRef,
-    ChildFailed,
-    Envelope,
-    RestartPolicy,
-    open_actor_system,
-)
+from regiment.actors import Actor, Envelope, open_actor_system
+from regiment.actors._mailbox import Mailbox
 
 pytestmark = pytest.mark.anyio
 
@@ -77,49 +71,12 @@ async def test_an_ask_is_never_taken_inline() -> None:
         assert log == ["receive now:asked"]
 
 
-class Spawner(Actor[str, ActorRef[str, str]]):
-    """Spawns children with spawn_soon; records the failures escalated to it."""
-
-    def __init__(self, log: list[str], failed: list[str], escalated: anyio.Event) -> None:
-        self.log = log
-        self.failed = failed
-        self.escalated = escalated
-
-    async def receive(self, message: str) -> ActorRef[str, str]:
-        if message == "broken":
-            return self.ctx.spawn_soon(
-                _broken, name="broken", restart=RestartPolicy(max_restarts=0)
-            )
-        return self.ctx.spawn_soon(lambda: Taker(self.log, anyio.Event()), name=message)
-
-    async def on_child_failed(self, failure: ChildFailed) -> None:
-        self.failed.append(f"{failure.child.name}: {failure.error}")
-        self.escalated.set()
-
-
-def _broken() -> Actor[str, str]:
-    raise ValueError("no instance")
-
-
-async def test_spawn_soon_returns_before_the_child_starts_and_mail_waits_for_it() -> None:
-    log: list[str] = []
-    failed: list[str] = []
-    async with open_actor_system() as system:
-        parent = await system.spawn(lambda: Spawner(log, failed, anyio.Event()), name="parent")
-        child = await parent.ask("child")
-        await child.send("early")  # queued before the child's task has run
-        assert await child.ask("asked") == "asked"
-        assert log == ["receive early", "receive asked"]
-        assert failed == []
-
-
-async def test_a_child_that_cannot_start_fails_to_its_parent() -> None:
-    failed: list[str] = []
-    escalated = anyio.Event()
-    async with open_actor_system() as system:
-        parent = await system.spawn(lambda: Spawner([], failed, escalated), name="parent")
-        child = await parent.ask("broken")
-        with anyio.fail_after(5):
-            await escalated.wait()
-        assert failed == ["broken: no instance"]
-        assert not child.is_alive
+async def test_a_wake_while_the_receiver_is_not_waiting_is_not_lost() -> None:
+    # A child's failure wakes its parent's loop; if the parent is not waiting at
+    # that moment (it lingers after an ask), its next wait must return at once.
+    mailbox: Mailbox[str] = Mailbox(4, type(anyio.Event()))
+    mailbox.wake()
+    with anyio.fail_after(5):
+        assert await mailbox.get(linger=True) is None
+        mailbox.put_nowait("mail")
+        assert await mailbox.get() == "mail"
