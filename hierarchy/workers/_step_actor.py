@@ -81,6 +81,7 @@ class StepActor(Actor[WorkerMessage, None]):
         self._runners = 0
         self._queued: deque[_Job] = deque()
         self._idle: deque[anyio.Event] = deque()  # runners waiting for a step
+        self._new_scope: type[anyio.CancelScope] | None = None
 
     @abstractmethod
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
@@ -126,7 +127,10 @@ class StepActor(Actor[WorkerMessage, None]):
         sender = envelope.sender
         if sender is None:
             raise ConfigError(f"worker '{self._name}' got a step with no sender to report to")
-        scope = anyio.CancelScope()
+        # The running backend's class, found once: anyio.CancelScope() looks the
+        # backend up on every call.
+        scope = self._new_scope() if self._new_scope is not None else anyio.CancelScope()
+        self._new_scope = type(scope)
         self._scopes[_key(assign)] = scope
         # Whoever assigns a step accepts its report; the envelope cannot say so in types.
         reply_to = cast("ActorRef[StepReport, object]", sender)
