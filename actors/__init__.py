@@ -30,6 +30,9 @@ Messages and replies:
   the event loop (``send`` still raises if the caller is already cancelled;
   ``ask`` yields while it waits for the reply). The loop yields once every 64
   messages handled back to back, so a busy actor cannot starve the others.
+  An actor that defines ``receive_now`` may take a ``send`` in the sender's
+  task when it is idle with an empty mailbox (no wake-up of its own task);
+  workers use it to hand a step straight to a waiting runner.
 
 Stopping and dead letters:
 

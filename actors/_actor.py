@@ -55,6 +55,18 @@ class Actor(ABC, Generic[M, R]):
         """A child failed beyond its restart policy. By default this actor fails too."""
         raise failure.error
 
+    def receive_now(self, envelope: Envelope[M, R]) -> bool:
+        """Handle a sent message at once, in the sender's task, if that is cheap and safe.
+
+        The runtime calls it (when a subclass defines it) for a ``send`` that finds
+        the actor idle: waiting for mail, with an empty mailbox, so the message
+        would have been the next one handled anyway. It must not await or raise,
+        and may only touch this instance's own state: it saves the actor's task a
+        wake-up. Return ``False`` to have the message queued and handled by
+        ``receive`` as usual. Never called for an ``ask``.
+        """
+        return False
+
 
 @final
 class ActorContext(Generic[M, R]):

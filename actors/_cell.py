@@ -59,6 +59,9 @@ class Cell(Generic[M, R]):
         self.accepting = True
         self.started = False
         self.stopped = anyio.Event()
+        # The instance whose receive_now() may take a sent message in the sender's
+        # task; set only while its loop waits for mail and it defines receive_now.
+        self.inline: Actor[M, R] | None = None
 
     def child(
         self,
@@ -76,6 +79,8 @@ class Cell(Generic[M, R]):
     async def deliver(self, envelope: Envelope[M, R]) -> None:
         # Fast path: room in the mailbox (or the actor waiting for mail) needs no
         # checkpoint; only a full mailbox makes the sender wait.
+        if self.inline is not None and self._taken_now(envelope):
+            return
         try:
             self.mailbox.put_nowait(envelope)
         except anyio.WouldBlock:
@@ -86,7 +91,16 @@ class Cell(Generic[M, R]):
         except anyio.ClosedResourceError:
             self.refuse(envelope)
 
+    def _taken_now(self, envelope: Envelope[M, R]) -> bool:
+        """An idle actor with nothing queued takes a sent message in the sender's task."""
+        inline = self.inline
+        if inline is None or envelope.reply_to is not None or not self.mailbox.waiting:
+            return False
+        return inline.receive_now(envelope)
+
     def deliver_nowait(self, envelope: Envelope[M, R]) -> None:
+        if self.inline is not None and self._taken_now(envelope):
+            return
         try:
             self.mailbox.put_nowait(envelope)
         except anyio.WouldBlock:
@@ -186,6 +200,16 @@ class Cell(Generic[M, R]):
     async def _loop(
         self, instance: Actor[M, R], incarnation: Incarnation[M, R]
     ) -> Exception | None:
+        if type(instance).receive_now is not Actor.receive_now:
+            self.inline = instance
+        try:
+            return await self._take_mail(instance, incarnation)
+        finally:
+            self.inline = None
+
+    async def _take_mail(
+        self, instance: Actor[M, R], incarnation: Incarnation[M, R]
+    ) -> Exception | None:
         ctx = instance.ctx
         mailbox = self.mailbox
         streak = 0
@@ -212,36 +236,9 @@ class Cell(Generic[M, R]):
             except anyio.EndOfStream:
                 return None
             if envelope is not None:
-                failure = await self._dispatch(instance, ctx, envelope)
+                failure = await _handle(self, instance, ctx, envelope)
                 if failure is not None:
                     return failure
-
-    async def _dispatch(
-        self, instance: Actor[M, R], ctx: ActorContext[M, R], envelope: Envelope[M, R]
-    ) -> Exception | None:
-        ctx.envelope_or_none = envelope
-        slot = envelope.reply_to
-        propagator = self.system.propagator
-        try:
-            if propagator is None:
-                result = await instance.receive(envelope.message)
-            else:
-                with propagator.activate(envelope.headers):
-                    result = await instance.receive(envelope.message)
-        except Exception as exc:
-            if slot is not None:
-                slot.fail(exc)
-            return exc
-        except BaseException:
-            # cancelled mid-handler: the asker must not wait forever
-            if slot is not None:
-                slot.fail(_stopped_error(self.name, envelope))
-            raise
-        finally:
-            ctx.envelope_or_none = None
-        if slot is not None:
-            slot.resolve(result)
-        return None
 
     async def _stop_instance(self, instance: Actor[M, R]) -> None:
         try:
@@ -277,6 +274,35 @@ class Cell(Generic[M, R]):
         self.factory = _retired
         self.parent = None
         self.stopped.set()
+
+
+async def _handle(
+    cell: Cell[M, R], instance: Actor[M, R], ctx: ActorContext[M, R], envelope: Envelope[M, R]
+) -> Exception | None:
+    """One message through ``receive``; the handler's failure, if it failed."""
+    ctx.envelope_or_none = envelope
+    slot = envelope.reply_to
+    propagator = cell.system.propagator
+    try:
+        if propagator is None:
+            result = await instance.receive(envelope.message)
+        else:
+            with propagator.activate(envelope.headers):
+                result = await instance.receive(envelope.message)
+    except Exception as exc:
+        if slot is not None:
+            slot.fail(exc)
+        return exc
+    except BaseException:
+        # cancelled mid-handler: the asker must not wait forever
+        if slot is not None:
+            slot.fail(_stopped_error(cell.name, envelope))
+        raise
+    finally:
+        ctx.envelope_or_none = None
+    if slot is not None:
+        slot.resolve(result)
+    return None
 
 
 async def _handle_signals(

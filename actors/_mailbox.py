@@ -43,7 +43,16 @@ class Mailbox(Generic[T]):
     raises :class:`anyio.EndOfStream`.
     """
 
-    __slots__ = ("_capacity", "_closed", "_held", "_items", "_new_event", "_receiver", "_senders")
+    __slots__ = (
+        "_capacity",
+        "_closed",
+        "_held",
+        "_items",
+        "_new_event",
+        "_poked",
+        "_receiver",
+        "_senders",
+    )
 
     def __init__(self, capacity: int, new_event: Callable[[], anyio.Event]) -> None:
         self._capacity = capacity
@@ -51,6 +60,7 @@ class Mailbox(Generic[T]):
         self._items: deque[T] = deque()
         self._closed = False
         self._receiver: anyio.Event | None = None  # set while get() waits
+        self._poked = False  # wake() came while get() was not waiting: the next wait returns
         self._senders: deque[_Sender] = deque()  # put() calls waiting for room, oldest first
         self._held = 0  # slots granted to woken senders that have not filled them yet
 
@@ -61,6 +71,11 @@ class Mailbox(Generic[T]):
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def waiting(self) -> bool:
+        """Whether the receiver waits for an item (so the mailbox is empty and open)."""
+        return self._receiver is not None
+
     def put_nowait(self, item: T) -> None:
         """Queue ``item``; raises WouldBlock when full, ClosedResourceError when closed."""
         if self._closed:
@@ -68,7 +83,7 @@ class Mailbox(Generic[T]):
         if self._senders or len(self._items) + self._held >= self._capacity:
             raise anyio.WouldBlock  # full, or the free room belongs to waiting senders
         self._items.append(item)
-        self.wake()
+        self._notify()
 
     async def put(self, item: T) -> None:
         """Queue ``item``, waiting (first come, first served) while the mailbox is full."""
@@ -90,7 +105,7 @@ class Mailbox(Generic[T]):
         if self._closed:  # woken by close(), or closed before it could fill its slot
             raise anyio.ClosedResourceError
         self._items.append(item)
-        self.wake()
+        self._notify()
 
     def __bool__(self) -> bool:
         return bool(self._items)
@@ -124,6 +139,9 @@ class Mailbox(Generic[T]):
                     return self._take()
                 if self._closed:
                     raise anyio.EndOfStream
+            if self._poked:  # woken while it was not waiting (during the linger, say)
+                self._poked = False
+                return None
             ready = self._new_event()
             self._receiver = ready
             try:
@@ -142,7 +160,13 @@ class Mailbox(Generic[T]):
         return item
 
     def wake(self) -> None:
-        """Wake a waiting ``get`` (it returns ``None`` if nothing was queued)."""
+        """Wake a waiting ``get`` (it returns ``None`` if nothing was queued); a ``get``
+        that is not waiting yet returns ``None`` instead of waiting, once."""
+        if self._receiver is None:
+            self._poked = True
+        self._notify()
+
+    def _notify(self) -> None:
         receiver = self._receiver
         if receiver is not None:
             self._receiver = None
@@ -151,7 +175,7 @@ class Mailbox(Generic[T]):
     def close(self) -> None:
         """Refuse new items; wake the receiver and every waiting sender."""
         self._closed = True
-        self.wake()
+        self._notify()
         while self._senders:
             self._senders.popleft().ready.set()
 

@@ -11,6 +11,9 @@ and warm-up, so only the runs themselves are left.
     bench/.venv-peers/bin/python bench/instructions.py   # regiment and LangGraph
     .venv/bin/python bench/instructions.py               # regiment only
     .venv/bin/python bench/instructions.py --stream      # and regiment's stream(goal)
+    .venv/bin/python bench/instructions.py --runs 10     # quicker: fewer runs, same figure
+
+The two processes of a case run at the same time (one per core).
 
 ``--stream`` adds ``regiment-stream``: the same runs read through
 ``running.stream(goal)``, so every model call streams its text as
@@ -31,6 +34,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import anyio
 import regiment_cases as rc
@@ -131,10 +135,11 @@ def _instructions(case: str, runs: int) -> int:
     return int(found.group(1))
 
 
-def per_step(case: str) -> float:
+def per_step(case: str, runs: int = RUNS) -> float:
     """Instructions per step of the row 2 run, in thousands."""
-    extra = _instructions(case, RUNS) - _instructions(case, 0)
-    return extra / (RUNS * SEQ_STEPS) / 1000
+    with ThreadPoolExecutor(2) as pool:  # the two valgrind processes side by side
+        timed, bare = pool.map(_instructions, (case, case), (runs, 0))
+    return (timed - bare) / (runs * SEQ_STEPS) / 1000
 
 
 def main() -> None:
@@ -145,6 +150,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--tracing", action="store_true", help="row 6 in instructions: traced, untraced, SDK floor"
+    )
+    parser.add_argument(
+        "--runs", type=int, default=RUNS, help=f"timed runs per case (default {RUNS})"
     )
     args = parser.parse_args()
     if args.child:
@@ -159,8 +167,8 @@ def main() -> None:
     cases = ["regiment", "regiment-stream"] if args.stream else ["regiment"]
     if importlib.util.find_spec("langgraph") is not None:
         cases.append("langgraph")
-    print(f"row 2 shape ({SEQ_STEPS}-step sequential plan), callgrind, {RUNS} runs:")
-    figures = {case: per_step(case) for case in cases}
+    print(f"row 2 shape ({SEQ_STEPS}-step sequential plan), callgrind, {args.runs} runs:")
+    figures = {case: per_step(case, args.runs) for case in cases}
     for case, figure in figures.items():
         ratio = figure / figures["regiment"]
         print(f"  {case:10s} {figure:9.1f} k instructions per step   {ratio:5.2f}x")

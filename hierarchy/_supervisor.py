@@ -62,6 +62,8 @@ class Supervisor(Actor[SpawnRun, RunRef]):
                     runtime = dataclasses.replace(
                         runtime, budget=message.budget, concurrency=message.concurrency
                     )
+                # Waiting for each run's actor to start paces a burst of runs: spawning
+                # without the handshake (measured) let 1,000 runs start in one loop turn.
                 return await self.ctx.spawn(
                     lambda: PlannerActor(runtime, run_id, goal, channel, span),
                     name=run_id,

@@ -139,7 +139,8 @@ def _prose_values(reply: str) -> Iterator[object]:
 def _decode(text: str) -> object:
     """The JSON value of ``text`` (a trailing comma forgiven), or why it is not JSON."""
     reason = ""
-    for candidate in (text, _TRAILING_COMMA.sub(r"\1", text)):
+    for forgiving in (False, True):  # the trailing-comma fix only if the text needs it
+        candidate = _TRAILING_COMMA.sub(r"\1", text) if forgiving else text
         try:
             value: object = msgspec.json.decode(candidate.strip())
         except msgspec.DecodeError as exc:

@@ -136,7 +136,11 @@ def _finish(
     raws = reading.raws
     if reading.error is not None:
         return ParsedPlan(steps=(), source=source, error=reading.error)
-    kept = [i for i, raw in enumerate(raws) if _meaningful(raw.description)]
+    # JSON steps were checked as they were read; lines may be a marker alone.
+    if source == "json":
+        kept = list(range(len(raws)))
+    else:
+        kept = [i for i, raw in enumerate(raws) if _meaningful(raw.description)]
     lone = len(kept) == 1 and _NOTHING_FULL.match(raws[kept[0]].description)
     if reading.nothing_to_do or lone:
         return ParsedPlan(steps=(), nothing_to_do=True, source=source)

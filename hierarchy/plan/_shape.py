@@ -130,7 +130,7 @@ def _interpret_list(items: list[object]) -> _Reading:
     raws: list[_RawStep] = []
     problems: list[str] = []
     for number, item in enumerate(items, start=1):
-        raw = _step(item, number, problems)
+        raw = _usual_step(item) or _step(item, number, problems)
         if raw is not None:
             raws.append(raw)
     if problems:
@@ -138,6 +138,33 @@ def _interpret_list(items: list[object]) -> _Reading:
         listed = "; ".join(problems[:_MAX_PROBLEMS]) + (f"; and {more} more" if more > 0 else "")
         return _error(f"the plan's steps are malformed: {listed}")
     return _Reading(raws)
+
+
+_USUAL_KEYS = frozenset(("id", "description", "worker", "depends_on", "check"))
+
+
+def _usual_step(item: object) -> _RawStep | None:
+    """The step object planners usually write, read in one pass: what ``_step``
+    reads from it, or ``None`` to let ``_step`` apply (and explain) the rules."""
+    if type(item) is not dict or not _USUAL_KEYS.issuperset(item):
+        return None
+    text, label, worker = item.get("description"), item.get("id"), item.get("worker")
+    deps, check = item.get("depends_on", ()), item.get("check")
+    if type(text) is not str or not _meaningful(text) or type(deps) is not list:
+        return None
+    if label is not None and (type(label) is not str or not label.strip()):
+        return None
+    if not all(type(x) is str and x.isalnum() and x.lower() != "and" for x in deps):
+        return None  # separators, numbers or other shapes: the general rules
+    if not (worker is None or type(worker) is str) or not (check is None or type(check) is str):
+        return None
+    return _RawStep(
+        description=text.strip(),
+        label=label and label.strip(),
+        worker=(worker and worker.strip()) or None,
+        deps=tuple(deps),
+        check=(check and check.strip()) or None,
+    )
 
 
 def _step(item: object, number: int, problems: list[str]) -> _RawStep | None:

@@ -46,12 +46,15 @@ def validate_plan(
         raise ConfigError("validate_plan needs the team's workers; a team has at least one")
     problems = list(_id_problems(steps, known_ids))
     plan_ids = [step.id for step in steps]
-    targets = _listing([*dict.fromkeys(plan_ids), *_sorted(set(known_ids) - set(plan_ids))])
     known = set(plan_ids) | set(known_ids)
-    for step in steps:
-        problems.extend(_worker_problems(step, workers))
-        problems.extend(_dependency_problems(step, known, targets))
-        problems.extend(_check_problems(step, checks))
+    for step in steps:  # the messages are only built for a step with a problem
+        if step.worker not in workers and (step.worker is not None or len(workers) > 1):
+            problems.extend(_worker_problems(step, workers))
+        if not known.issuperset(step.depends_on) or step.id in step.depends_on:
+            targets = [*dict.fromkeys(plan_ids), *_sorted(set(known_ids) - set(plan_ids))]
+            problems.extend(_dependency_problems(step, known, _listing(targets)))
+        if step.check is not None and step.check not in checks:
+            problems.extend(_check_problems(step, checks))
     for cycle in _cycles(steps):
         problems.append(
             f"steps {' -> '.join(cycle)} depend on each other in a cycle, so none of them "
@@ -62,6 +65,9 @@ def validate_plan(
 
 def _id_problems(steps: Sequence[PlanStep], known_ids: Collection[str]) -> Iterator[str]:
     counts = Counter(step.id for step in steps)
+    usual = len(counts) == len(steps) and not known_ids
+    if usual and all(s.id.strip() and s.description.strip() for s in steps):
+        return  # unique, non-blank ids and descriptions: the usual plan
     reported: set[str] = set()
     for number, step in enumerate(steps, start=1):
         if not step.id.strip():

@@ -26,7 +26,7 @@ from typing import assert_never
 from opentelemetry.trace import Span
 
 from regiment.actors import ActorRef
-from regiment.errors import BudgetExceeded, RunCancelled, RunError, StepFailed
+from regiment.errors import BudgetExceeded, MailboxFull, RunCancelled, RunError, StepFailed
 from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled
 from regiment.hierarchy._messages import BudgetLimit, StepReport, WorkerMessage
 from regiment.hierarchy._result import RunStatus
@@ -141,7 +141,8 @@ class PlannerActor(PausesForApprovals, GuardedActor):
                     await self._on_guard_judged(message)
                 case _:
                     assert_never(message)
-            await self._journal.flush()  # JournalError fails the run
+            if self._journal is not UNJOURNALED:
+                await self._journal.flush()  # JournalError fails the run
         except Exception as exc:
             # A bug while handling one message fails this run with the real cause
             # (before the crash retires the actor), then the supervisor sees it too.
@@ -156,7 +157,8 @@ class PlannerActor(PausesForApprovals, GuardedActor):
 
     def _start(self) -> None:
         self._record(RunBegan())
-        self.ctx.start_soon(self._journal.beat)  # the lease's heartbeat, while the run lives
+        if self._journal is not UNJOURNALED:  # the lease's heartbeat, while the run lives
+            self.ctx.start_soon(self._journal.beat)
         if self._team.budget.wall_clock is not None:
             self._calls.start_deadline(
                 self.ctx, self._team.budget.wall_clock, self._book.channel.clock
@@ -363,7 +365,11 @@ async def _send_all(
         if (report := journal.committed(sent.assign)) is not None:
             replayed.append(report)
         else:
-            await refs[sent.worker].send(sent.assign, headers=headers)  # waits while full
+            ref = refs[sent.worker]
+            try:  # room in the mailbox (the usual case): no checkpoint, no coroutine
+                ref.send_nowait(sent.assign, headers=headers)
+            except MailboxFull:
+                await ref.send(sent.assign, headers=headers)  # waits while full
     return replayed
 
 

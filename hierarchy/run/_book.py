@@ -101,7 +101,8 @@ class Spending:
 
     def charge(self, role: str, usage: Usage, *, model_calls: int, tool_calls: int = 0) -> None:
         self.ledger.charge(usage=usage, model_calls=model_calls, tool_calls=tool_calls)
-        self.usage_by_role[role] = self.usage_by_role.get(role, Usage()) + usage
+        before = self.usage_by_role.get(role)
+        self.usage_by_role[role] = usage if before is None else before + usage
 
 
 @final

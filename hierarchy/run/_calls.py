@@ -25,7 +25,6 @@ from regiment.hierarchy._clock import RunClock
 from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
-from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy.guard._judge import judging_within, ledger_purse
 from regiment.hierarchy.guard._roles import Caller, GuardLog, guarded
 from regiment.hierarchy.run._messages import (
@@ -37,7 +36,7 @@ from regiment.hierarchy.run._messages import (
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._structured import structured_call
 from regiment.hierarchy.run._trace import RunTrace
-from regiment.models import ModelRequest, ModelResponse, ModelSettings, Role, estimate_tokens
+from regiment.models import ModelRequest, ModelResponse, Role, estimate_tokens
 
 __all__ = ("ROLES", "PhaseCalls", "SpanFacts", "model_failure")
 
@@ -93,33 +92,12 @@ class PhaseCalls:
         self._run_id = run_id  # the log context of its calls (an SDK's retries name the run)
         self._replayed = replayed  # a resumed run's journaled responses, by call
         self._live = live_sink(channel, run_id)  # a streamed run's: calls stream text to it
-        telemetry, planner, critic, compression = (
-            team.telemetry,
-            team.planner,
-            team.critic,
-            team.compression,
-        )
-        guards = team.guards
+        telemetry, guards = team.telemetry, team.guards
         log = GuardLog() if guard_log is None else guard_log  # what the role guards did
-
-        def tuned(role: ModelSettings | None) -> ModelSettings | None:
-            return role if team.settings is None else team.settings.merge(role)
-
-        planner_call = ModelCaller(planner.model, planner.name, telemetry, tuned(planner.settings))
+        planner_call, synth, critic_call, self._compressor = team.role_callers  # made once
         self._planner: Caller = guarded(planner_call, "planner", guards, telemetry, log)
-        synth_model = planner.synthesizer_model or planner.model
-        synth = ModelCaller(
-            synth_model, "synthesizer", telemetry, tuned(planner.synthesizer_settings)
-        )
         self._synth = guarded(synth, "synthesizer", guards, telemetry, log)
-        critic_model = (critic.model if critic else None) or planner.model
-        critic_call = ModelCaller(
-            critic_model, "critic", telemetry, tuned(critic.settings if critic else None)
-        )
         self._critic = guarded(critic_call, "critic", guards, telemetry, log)
-        compressor = (compression.model if compression else None) or planner.model
-        settings = compression.settings if compression else None
-        self._compressor = ModelCaller(compressor, "compressor", telemetry, tuned(settings))
         self._token = 0
         self._scope: anyio.CancelScope | None = None  # the call in flight, if any
         self._deadline: anyio.CancelScope | None = None  # while a wall-clock deadline runs

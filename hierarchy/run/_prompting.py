@@ -59,13 +59,8 @@ class Prompting:
         self._goal = goal
         self._run_id = run_id  # for the log records
         self._history = history  # a session's earlier runs
-        self._prompts = prompts = team.planner.prompts
-        self._system = prompts.planner_system(
-            team=team.name,
-            workers={n: (w.description, w.capabilities) for n, w in team.workers.items()},
-            checks={n: c.description for n, c in team.checks.items()},
-            max_steps=team.planner.max_steps,
-        )
+        self._prompts = team.planner.prompts
+        self._system = team.planner_system  # the same for every run of the team
 
     def first_session(self) -> PlanningSession:
         """The conversation that asks for plan version 1."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from regiment.actors import ActorRef
 from regiment.hierarchy._budget import Budget
@@ -11,6 +12,7 @@ from regiment.hierarchy._checks import Check
 from regiment.hierarchy._critic import Critic
 from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._messages import WorkerMessage
+from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._planner import Planner
 from regiment.hierarchy.guard._roles import RoleGuards
 from regiment.hierarchy.run._structured import AnswerShape
@@ -38,3 +40,36 @@ class TeamRuntime:
     settings: ModelSettings | None = None  # every role's default (Team.settings)
     guards: RoleGuards = field(default_factory=RoleGuards)
     output: AnswerShape | None = None  # Team(output_type=...): the synthesis answers in JSON
+
+    # What every run would otherwise build again: made on first use, then shared.
+
+    @cached_property
+    def planner_system(self) -> str:
+        """The planner's system prompt (it names the workers and the checks)."""
+        return self.planner.prompts.planner_system(
+            team=self.name,
+            workers={n: (w.description, w.capabilities) for n, w in self.workers.items()},
+            checks={n: c.description for n, c in self.checks.items()},
+            max_steps=self.planner.max_steps,
+        )
+
+    @cached_property
+    def role_callers(self) -> tuple[ModelCaller, ModelCaller, ModelCaller, ModelCaller]:
+        """The planner side's model callers: planner, synthesizer, critic, compressor."""
+        planner, critic, compression = self.planner, self.critic, self.compression
+        telemetry = self.telemetry
+
+        def tuned(role: ModelSettings | None) -> ModelSettings | None:
+            return role if self.settings is None else self.settings.merge(role)
+
+        synth = planner.synthesizer_model or planner.model
+        critic_model = (critic.model if critic else None) or planner.model
+        compressor = (compression.model if compression else None) or planner.model
+        return (
+            ModelCaller(planner.model, planner.name, telemetry, tuned(planner.settings)),
+            ModelCaller(synth, "synthesizer", telemetry, tuned(planner.synthesizer_settings)),
+            ModelCaller(critic_model, "critic", telemetry, tuned(critic and critic.settings)),
+            ModelCaller(
+                compressor, "compressor", telemetry, tuned(compression and compression.settings)
+            ),
+        )

@@ -118,7 +118,8 @@ class StepCalls:
         if replayed is not None:
             return replayed
         response = await caller.call(request, self._live)
-        await run.append(ModelCallFinished(run_id=run.run_id, call_key=key, response=response))
+        if run.journal is not None:
+            await run.append(ModelCallFinished(run_id=run.run_id, call_key=key, response=response))
         return response
 
     def reserve(self, calls: int) -> int:
