@@ -144,8 +144,7 @@ class PlannerActor(PausesForApprovals, GuardedActor):
             if self._journal is not UNJOURNALED:
                 await self._journal.flush()  # JournalError fails the run
         except Exception as exc:
-            # A bug while handling one message fails this run with the real cause
-            # (before the crash retires the actor), then the supervisor sees it too.
+            # A bug here fails this run with its cause first; then the supervisor sees it.
             if not self._book.channel.done:
                 self._fail(_handler_failed(message, exc))
             raise

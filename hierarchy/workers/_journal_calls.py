@@ -61,6 +61,11 @@ class RunCalls:
         self.replay = replay
         self.error: JournalError | None = None  # a failed write: the run fails with it
 
+    @property
+    def journaled(self) -> bool:
+        """Whether records go anywhere (no journal: a step builds none)."""
+        return self.journal is not None
+
     async def append(self, record: Record, *, durable: bool = False) -> None:
         if self.journal is None or self.lease is None:
             return
@@ -87,6 +92,8 @@ class CallLog(Protocol):
     def deps(self) -> object: ...
     @property
     def replay(self) -> Replay: ...
+    @property
+    def journaled(self) -> bool: ...
 
     async def append(self, record: Record, *, durable: bool = False) -> None:
         """Journal ``record`` (``durable``: before this returns)."""
@@ -118,7 +125,7 @@ class StepCalls:
         if replayed is not None:
             return replayed
         response = await caller.call(request, self._live)
-        if run.journal is not None:
+        if run.journaled:
             await run.append(ModelCallFinished(run_id=run.run_id, call_key=key, response=response))
         return response
 

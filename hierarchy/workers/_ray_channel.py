@@ -106,6 +106,7 @@ class ReplicaLog:
     """The step's run as the replica sees it (a :class:`CallLog`)."""
 
     __slots__ = ("_channel", "deps", "replay", "run_id")
+    journaled = True  # every record goes to the caller (which charges usage from it)
 
     def __init__(self, channel: ReplicaChannel, remote: RemoteStep) -> None:
         self._channel = channel
