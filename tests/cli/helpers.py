@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -42,3 +45,20 @@ description = "Waits."
         encoding="utf-8",
     )
     return team
+
+
+def regiment_process(
+    *argv: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m regiment ARGV`` run to its end in ``cwd`` (its output captured); the
+    caller's ``REGIMENT_JOURNAL`` is left out, ``env`` added."""
+    environ = {k: v for k, v in os.environ.items() if k != "REGIMENT_JOURNAL"}
+    return subprocess.run(
+        [sys.executable, "-m", "regiment", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=cwd,
+        env={**environ, **(env or {})},
+    )

@@ -9,16 +9,14 @@ the file (a run started from code, a file that is gone), it says to pass it.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from regiment.config import load_team
 from regiment.journal import RunCreated, TeamFile, ToolCallFinished, open_journal
+from tests.cli.helpers import regiment_process
 
 pytestmark = pytest.mark.anyio
 
@@ -27,24 +25,9 @@ EXAMPLE = REPO / "examples" / "refund" / "team_approval.toml"
 GOAL = "For order 77120 check refund eligibility, issue the refund if eligible, then email the customer."
 
 
-def _regiment(
-    *argv: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if k != "REGIMENT_JOURNAL"}
-    return subprocess.run(
-        [sys.executable, "-m", "regiment", *argv],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=cwd,
-        env={**environ, **(env or {})},
-    )
-
-
 def _paused(team: Path, cwd: Path, backend: str, *journal: str) -> tuple[str, str]:
     """Run the refund goal until it pauses; its run id and its one request id."""
-    run = _regiment(
+    run = regiment_process(
         "run",
         str(team),
         GOAL,
@@ -60,7 +43,7 @@ def _paused(team: Path, cwd: Path, backend: str, *journal: str) -> tuple[str, st
     assert run.returncode == 3, run.stderr
     (line,) = [x for x in run.stderr.splitlines() if x.startswith("paused:")]
     run_id = line.rsplit(" ", 1)[1]
-    listed = _regiment("approvals", run_id, "--json", *journal, cwd=cwd)
+    listed = regiment_process("approvals", run_id, "--json", *journal, cwd=cwd)
     assert listed.returncode == 0, listed.stderr
     (row,) = [json.loads(x) for x in listed.stdout.splitlines()]
     assert (row["run_id"], row["tool"], row["step_id"]) == (run_id, "issue_refund", "s2")
@@ -94,14 +77,14 @@ async def test_resume_with_the_run_id_alone_finishes_a_paused_run(
     assert isinstance(first.record, RunCreated)
     assert first.record.team_file == TeamFile(path=str(EXAMPLE), app_dir=str(REPO))
 
-    shown = _regiment("show", run_id, cwd=tmp_path)
+    shown = regiment_process("show", run_id, cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert f"team file: {EXAMPLE}" in shown.stdout.splitlines()
-    shown_json = json.loads(_regiment("show", run_id, "--json", cwd=tmp_path).stdout)
+    shown_json = json.loads(regiment_process("show", run_id, "--json", cwd=tmp_path).stdout)
     assert (shown_json["team_file"], shown_json["app_dir"]) == (str(EXAMPLE), str(REPO))
 
     edited = '{"order_id": "77120"}'
-    decided = _regiment(
+    decided = regiment_process(
         "approve", run_id, request_id, "--edit", edited, "--by", "ana", cwd=tmp_path
     )
     assert decided.returncode == 0, decided.stderr
@@ -109,7 +92,7 @@ async def test_resume_with_the_run_id_alone_finishes_a_paused_run(
     assert await _refunds(journal, run_id) == []  # nothing ran before the resume
 
     # One positional, and no --app-dir: the run's file and import root come from the journal.
-    resumed = _regiment(
+    resumed = regiment_process(
         "resume", run_id, "--model", "scripted", "--backend", anyio_backend, cwd=tmp_path
     )
     assert resumed.returncode == 0, resumed.stderr
@@ -117,7 +100,7 @@ async def test_resume_with_the_run_id_alone_finishes_a_paused_run(
     (refund,) = await _refunds(journal, run_id)  # the body ran once, with the approved arguments
     assert refund.result.arguments == {"order_id": "77120"}
     assert not refund.result.is_error
-    again = _regiment("resume", run_id, cwd=tmp_path)
+    again = regiment_process("resume", run_id, cwd=tmp_path)
     assert again.returncode == 2
     assert f"run {run_id!r} has already finished (completed)" in again.stderr
 
@@ -130,16 +113,16 @@ async def test_a_run_started_from_code_needs_its_team_file(tmp_path: Path) -> No
     assert result.status == "paused"
     run_id, env = result.run_id, {"REGIMENT_JOURNAL": str(journal)}
 
-    alone = _regiment("resume", run_id, "--model", "scripted", cwd=tmp_path, env=env)
+    alone = regiment_process("resume", run_id, "--model", "scripted", cwd=tmp_path, env=env)
     assert alone.returncode == 2
     assert "has no team file on record" in alone.stderr
     assert f"pass its team file: regiment resume TEAM_FILE {run_id}" in alone.stderr
     (request,) = result.pending_approvals
-    decided = _regiment("approve", run_id, request.request_id, cwd=tmp_path, env=env)
+    decided = regiment_process("approve", run_id, request.request_id, cwd=tmp_path, env=env)
     assert decided.returncode == 0, decided.stderr
     assert f"continue with: regiment resume TEAM_FILE {run_id}" in decided.stdout
 
-    both = _regiment(
+    both = regiment_process(
         "resume",
         str(EXAMPLE),
         run_id,
@@ -162,25 +145,29 @@ async def test_a_team_file_that_is_gone_or_changed(tmp_path: Path, anyio_backend
     team.parent.mkdir()
     shutil.copy(EXAMPLE, team)
     run_id, request_id = _paused(team, tmp_path, anyio_backend, "--journal", journal)
-    decided = _regiment("approve", run_id, request_id, "--journal", journal, cwd=tmp_path)
+    decided = regiment_process("approve", run_id, request_id, "--journal", journal, cwd=tmp_path)
     assert decided.returncode == 0, decided.stderr
 
     moved = tmp_path / "elsewhere.toml"
     team.rename(moved)
-    gone = _regiment("resume", run_id, "--journal", journal, "--model", "scripted", cwd=tmp_path)
+    gone = regiment_process(
+        "resume", run_id, "--journal", journal, "--model", "scripted", cwd=tmp_path
+    )
     assert gone.returncode == 2
     assert f"was started from the team file {team}, which is gone" in gone.stderr
     assert f"regiment resume TEAM_FILE {run_id}" in gone.stderr
 
     changed = moved.read_text(encoding="utf-8").replace("max_steps = 6", "max_steps = 7")
     team.write_text(changed, encoding="utf-8")  # back in place, but configured differently
-    refused = _regiment("resume", run_id, "--journal", journal, "--model", "scripted", cwd=tmp_path)
+    refused = regiment_process(
+        "resume", run_id, "--journal", journal, "--model", "scripted", cwd=tmp_path
+    )
     assert refused.returncode == 2
     assert "differently configured team" in refused.stderr
     assert "--force" in refused.stderr
     assert await _refunds(tmp_path / "runs.db", run_id) == []
 
-    forced = _regiment(
+    forced = regiment_process(
         "resume",
         run_id,
         "--force",
@@ -198,19 +185,19 @@ async def test_a_team_file_that_is_gone_or_changed(tmp_path: Path, anyio_backend
 
 
 async def test_unknown_runs_and_no_journal(tmp_path: Path) -> None:
-    no_run = _regiment("resume", str(EXAMPLE), cwd=tmp_path)
+    no_run = regiment_process("resume", str(EXAMPLE), cwd=tmp_path)
     assert no_run.returncode == 2
     assert "that is a team file; give the run too" in no_run.stderr
-    missing = _regiment("resume", "run-nope", cwd=tmp_path)
+    missing = regiment_process("resume", "run-nope", cwd=tmp_path)
     assert missing.returncode == 2
     assert "no journal at" in missing.stderr
     run_id, _ = _paused(EXAMPLE, tmp_path, "asyncio")
-    unknown = _regiment("resume", "run-nope", cwd=tmp_path)
+    unknown = regiment_process("resume", "run-nope", cwd=tmp_path)
     assert unknown.returncode == 2
     assert "no run 'run-nope'; `regiment runs` lists them\n" in unknown.stderr
-    shown = _regiment("show", "run-nope", cwd=tmp_path)
+    shown = regiment_process("show", "run-nope", cwd=tmp_path)
     assert shown.returncode == 2
     assert shown.stderr.count("`regiment runs` lists") == 1  # the hint once, not twice
-    off = _regiment("resume", run_id, "--no-journal", cwd=tmp_path)
+    off = regiment_process("resume", run_id, "--no-journal", cwd=tmp_path)
     assert off.returncode == 2
     assert "drop --no-journal" in off.stderr

@@ -4,13 +4,12 @@ decides, ``regiment resume`` finishes; the refund's body ran exactly once."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from regiment.journal import ApprovalDecided, ToolCallFinished, ToolCallStarted, open_journal
+from tests.cli.helpers import regiment_process
 
 pytestmark = pytest.mark.anyio
 
@@ -24,36 +23,25 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def _regiment(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "regiment", *argv],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=cwd,
-    )
-
-
 async def test_pause_exit_approve_in_a_second_process_resume_in_a_third(
     location: str, tmp_path: Path
 ) -> None:
     options = ("--model", "scripted", "--journal", location, "--app-dir", str(REPO))
-    first = _regiment("run", TEAM, GOAL, *options, cwd=tmp_path)
+    first = regiment_process("run", TEAM, GOAL, *options, cwd=tmp_path)
     assert first.returncode == 3, first.stderr
     assert first.stdout == ""
     (line,) = [x for x in first.stderr.splitlines() if x.startswith("paused:")]
     run_id = line.rsplit(" ", 1)[1]
 
-    listed = _regiment("approvals", run_id, "--json", "--journal", location, cwd=tmp_path)
+    listed = regiment_process("approvals", run_id, "--json", "--journal", location, cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     (row,) = [json.loads(x) for x in listed.stdout.splitlines()]
-    second = _regiment(
+    second = regiment_process(
         "approve", run_id, row["request_id"], "--by", "ana", "--journal", location, cwd=tmp_path
     )
     assert second.returncode == 0, second.stderr
 
-    third = _regiment("resume", TEAM, run_id, *options, cwd=tmp_path)
+    third = regiment_process("resume", TEAM, run_id, *options, cwd=tmp_path)
     assert third.returncode == 0, third.stderr
     assert "on the way" in third.stdout  # the customer's e-mail says the refund is coming
 

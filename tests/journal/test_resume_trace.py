@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from regiment.hierarchy.run._journaling import LEASE_TTL
 from regiment.journal import RunCreated, RunResumed, open_journal
 from regiment.telemetry import SpanCollector, Telemetry
+from tests.cli.helpers import regiment_process
 
 from ..telemetry.otlp_receiver import OtlpReceiver, ReceivedSpan
 from .durable_team import Ledger, make_team
@@ -30,22 +29,15 @@ from .test_crash_resume import _run_and_kill
 
 pytestmark = pytest.mark.anyio
 
+
+def _traced(*argv: str, cwd: Path, endpoint: str) -> subprocess.CompletedProcess[str]:
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_SERVICE_NAME": "refunds"}
+    return regiment_process(*argv, cwd=cwd, env=env)
+
+
 REPO = Path(__file__).resolve().parents[2]
 TEAM = str(REPO / "examples" / "refund" / "team_approval.toml")
 GOAL = "For order 77120 check refund eligibility, issue the refund if eligible, then email the customer."
-
-
-def _regiment(*argv: str, cwd: Path, endpoint: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_SERVICE_NAME": "refunds"}
-    return subprocess.run(
-        [sys.executable, "-m", "regiment", *argv],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=cwd,
-        env=env,
-    )
 
 
 def _roots(spans: tuple[ReceivedSpan, ...]) -> list[ReceivedSpan]:
@@ -57,7 +49,7 @@ async def test_pause_approve_resume_in_three_processes_is_one_trace(tmp_path: Pa
     options = ("--model", "scripted", "--journal", where, "--app-dir", str(REPO))
     with OtlpReceiver() as receiver:
         base = receiver.endpoint.removesuffix("/v1/traces")
-        first = _regiment(
+        first = _traced(
             "run", TEAM, GOAL, *options, "--trace", "jaeger", cwd=tmp_path, endpoint=base
         )
         assert first.returncode == 3, first.stderr
@@ -65,16 +57,16 @@ async def test_pause_approve_resume_in_three_processes_is_one_trace(tmp_path: Pa
         run_id = line.rsplit(" ", 1)[1]
         paused = receiver.spans()
 
-        listed = _regiment(
+        listed = _traced(
             "approvals", run_id, "--json", "--journal", where, cwd=tmp_path, endpoint=base
         )
         (row,) = [json.loads(x) for x in listed.stdout.splitlines()]
-        decided = _regiment(
+        decided = _traced(
             "approve", run_id, row["request_id"], "--journal", where, cwd=tmp_path, endpoint=base
         )
         assert decided.returncode == 0, decided.stderr
 
-        third = _regiment(
+        third = _traced(
             "resume", TEAM, run_id, *options, "--trace", "jaeger", cwd=tmp_path, endpoint=base
         )
         assert third.returncode == 0, third.stderr
