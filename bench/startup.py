@@ -33,6 +33,16 @@ IMPORTS = {
     "from regiment import Team, Worker, ScriptedModel": (
         "from regiment import Team, Worker, ScriptedModel"
     ),
+    # What a program pays before its first answer: the import, then one scripted run
+    # (the engine a team needs loads when it first starts).
+    "... and a first scripted run": (
+        "from regiment import Planner, ScriptedModel, Team, Worker, text_response; "
+        "import anyio; "
+        'm = ScriptedModel(lambda r: \'{"steps": [{"description": "hi"}]}\' '
+        "if r.role == 'planner' else text_response('hi')); "
+        "anyio.run(Team(name='t', planner=Planner(model=m), "
+        "workers=[Worker(name='w', description='d', model=m)]).run, 'go')"
+    ),
 }
 VALIDATE = ("-m", "regiment", "validate", "examples/refund/team.toml")
 

@@ -7,46 +7,13 @@ here, loaded on first use, so this room never imports ``config`` itself.
 
 from typing import TYPE_CHECKING
 
+from regiment._lazy import LazyNames
+
+# The event types are what a run streams, so they load with the room; every other
+# name loads with its module on first use (issue #22: `from regiment import Team`
+# should not pay for approvals, the journal, guardrail helpers or the critic).
 from regiment.hierarchy import events
-from regiment.hierarchy._approving import decide_in_journal
-from regiment.hierarchy._budget import Budget, BudgetLimit, OnExhausted
-from regiment.hierarchy._checks import Check, CheckOutcome
-from regiment.hierarchy._critic import Critic, Verdict, parse_verdict
-from regiment.hierarchy._json_io import event_from_json, result_from_json, to_json
-from regiment.hierarchy._log_context import RunContextFilter
-from regiment.hierarchy._memory import Compression, WorkingMemory, parse_memory
-from regiment.hierarchy._messages import (
-    AssignStep,
-    CancelStep,
-    StepAllowance,
-    StepContext,
-    StepReport,
-    StepStatus,
-    ToolOutcome,
-    WorkerMessage,
-)
-from regiment.hierarchy._planner import Planner
-from regiment.hierarchy._prompts import Prompts
-from regiment.hierarchy._ranges import InvalidValue
-from regiment.hierarchy._result import RunResult, RunStatus
-from regiment.hierarchy._running import RunningTeam
-from regiment.hierarchy._team import Team
 from regiment.hierarchy.events import *  # noqa: F403 (the event types, listed once in events.__all__)
-from regiment.hierarchy.guard import (
-    AnswerSubject,
-    Guardrail,
-    Pass,
-    PlanSubject,
-    ReplySubject,
-    RequestSubject,
-    Rewrite,
-    ToolCallSubject,
-    ToolResultSubject,
-    Trip,
-    guardrail,
-)
-from regiment.hierarchy.plan import ParsedPlan, Plan, PlanStep, parse_plan, validate_plan
-from regiment.hierarchy.workers import Ray, TeamWorker, Worker, WorkerActor
 
 __all__ = (
     *events.__all__,
@@ -118,6 +85,123 @@ __all__ = (
     "validate_plan",
 )
 
+_LAZY = LazyNames(
+    __name__,
+    {
+        "regiment.hierarchy._approving": ("decide_in_journal",),
+        "regiment.hierarchy._budget": (
+            "Budget",
+            "BudgetLimit",
+            "OnExhausted",
+        ),
+        "regiment.hierarchy._checks": (
+            "Check",
+            "CheckOutcome",
+        ),
+        "regiment.hierarchy._critic": (
+            "Critic",
+            "Verdict",
+            "parse_verdict",
+        ),
+        "regiment.hierarchy._json_io": (
+            "event_from_json",
+            "result_from_json",
+            "to_json",
+        ),
+        "regiment.hierarchy._log_context": ("RunContextFilter",),
+        "regiment.hierarchy._memory": (
+            "Compression",
+            "WorkingMemory",
+            "parse_memory",
+        ),
+        "regiment.hierarchy._messages": (
+            "AssignStep",
+            "CancelStep",
+            "StepAllowance",
+            "StepContext",
+            "StepReport",
+            "StepStatus",
+            "ToolOutcome",
+            "WorkerMessage",
+        ),
+        "regiment.hierarchy._planner": ("Planner",),
+        "regiment.hierarchy._prompts": ("Prompts",),
+        "regiment.hierarchy._ranges": ("InvalidValue",),
+        "regiment.hierarchy._result": (
+            "RunResult",
+            "RunStatus",
+        ),
+        "regiment.hierarchy._running": ("RunningTeam",),
+        "regiment.hierarchy._team": ("Team",),
+        "regiment.hierarchy.guard": (
+            "AnswerSubject",
+            "Guardrail",
+            "Pass",
+            "PlanSubject",
+            "ReplySubject",
+            "RequestSubject",
+            "Rewrite",
+            "ToolCallSubject",
+            "ToolResultSubject",
+            "Trip",
+            "guardrail",
+        ),
+        "regiment.hierarchy.plan": (
+            "ParsedPlan",
+            "Plan",
+            "PlanStep",
+            "parse_plan",
+            "validate_plan",
+        ),
+        "regiment.hierarchy.workers": (
+            "Ray",
+            "TeamWorker",
+            "Worker",
+            "WorkerActor",
+        ),
+    },
+)
+
+if TYPE_CHECKING:
+    from regiment.hierarchy._approving import decide_in_journal
+    from regiment.hierarchy._budget import Budget, BudgetLimit, OnExhausted
+    from regiment.hierarchy._checks import Check, CheckOutcome
+    from regiment.hierarchy._critic import Critic, Verdict, parse_verdict
+    from regiment.hierarchy._json_io import event_from_json, result_from_json, to_json
+    from regiment.hierarchy._log_context import RunContextFilter
+    from regiment.hierarchy._memory import Compression, WorkingMemory, parse_memory
+    from regiment.hierarchy._messages import (
+        AssignStep,
+        CancelStep,
+        StepAllowance,
+        StepContext,
+        StepReport,
+        StepStatus,
+        ToolOutcome,
+        WorkerMessage,
+    )
+    from regiment.hierarchy._planner import Planner
+    from regiment.hierarchy._prompts import Prompts
+    from regiment.hierarchy._ranges import InvalidValue
+    from regiment.hierarchy._result import RunResult, RunStatus
+    from regiment.hierarchy._running import RunningTeam
+    from regiment.hierarchy._team import Team
+    from regiment.hierarchy.guard import (
+        AnswerSubject,
+        Guardrail,
+        Pass,
+        PlanSubject,
+        ReplySubject,
+        RequestSubject,
+        Rewrite,
+        ToolCallSubject,
+        ToolResultSubject,
+        Trip,
+        guardrail,
+    )
+    from regiment.hierarchy.plan import ParsedPlan, Plan, PlanStep, parse_plan, validate_plan
+    from regiment.hierarchy.workers import Ray, TeamWorker, Worker, WorkerActor
+
 # Offered for compatibility: `from regiment.hierarchy import load_team` keeps working.
 _FROM_CONFIG = frozenset(
     {
@@ -164,4 +248,8 @@ def __getattr__(name: str) -> object:
         import regiment.config
 
         return getattr(regiment.config, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _LAZY.load(name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

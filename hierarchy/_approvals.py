@@ -16,15 +16,19 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple, final
+from typing import TYPE_CHECKING, NamedTuple, final
 
 import anyio
 import msgspec
 
 from regiment.errors import ActorStopped, ApprovalError
 from regiment.hierarchy._clock import RunClock
-from regiment.journal import ApprovalDecided, ApprovalRequested, Journal
-from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Deny, EditArguments, Tool
+from regiment.journal import ApprovalDecided, ApprovalRequested
+from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Deny, EditArguments
+
+if TYPE_CHECKING:
+    from regiment.journal import Journal
+    from regiment.tools import Tool
 
 __all__ = (
     "ApprovalDesk",

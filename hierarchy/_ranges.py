@@ -25,9 +25,19 @@ import math
 
 from regiment.errors import ConfigError
 
-__all__ = ("NO_LIMIT", "InvalidValue", "at_least", "fraction", "run_concurrency", "seconds")
+__all__ = (
+    "LEASE_TTL",
+    "NO_LIMIT",
+    "InvalidValue",
+    "at_least",
+    "fraction",
+    "run_concurrency",
+    "seconds",
+)
 
 NO_LIMIT = "no limit"
+# Here, not in run/_journaling, so that Team (its default) loads without the engine.
+LEASE_TTL = 30.0  # seconds a run's lease lives without a heartbeat
 
 
 class InvalidValue(ConfigError, ValueError):

@@ -44,12 +44,12 @@ from regiment.hierarchy.workers._live import LiveWorker, worker_tools
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._team_worker import TeamWorker, TeamWorkerActor
 from regiment.hierarchy.workers._worker import Worker, WorkerActor, WorkerSpec
-from regiment.journal import Journal, TeamFile
 from regiment.telemetry import Telemetry
 from regiment.tools import MCPHub, WorkerTools
 
 if TYPE_CHECKING:
     from regiment.hierarchy._team import Team
+    from regiment.journal import Journal, TeamFile
 
 __all__ = ("RunningTeam",)
 

@@ -27,26 +27,25 @@ import anyio
 from regiment.actors import open_actor_system
 from regiment.errors import ConfigError
 from regiment.hierarchy._budget import Budget
-from regiment.hierarchy._checks import Check
-from regiment.hierarchy._critic import Critic
-from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._planner import Planner
-from regiment.hierarchy._ranges import seconds
-from regiment.hierarchy._result import RunResult
-from regiment.hierarchy._running import RunningTeam
+from regiment.hierarchy._ranges import LEASE_TTL, seconds
 from regiment.hierarchy.guard._types import GuardLike, as_guardrails
-from regiment.hierarchy.run._journaling import LEASE_TTL
-from regiment.hierarchy.run._structured import AnswerShape
 from regiment.hierarchy.workers._placement import check_pools
-from regiment.hierarchy.workers._team_worker import TeamWorker
 from regiment.hierarchy.workers._worker import Worker
-from regiment.journal import JournalSpec, TeamFile, open_journal
-from regiment.models import ModelSettings
-from regiment.telemetry import Telemetry
-from regiment.tools import MCPHub
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
+
+    from regiment.hierarchy._checks import Check
+    from regiment.hierarchy._critic import Critic
+    from regiment.hierarchy._memory import Compression
+    from regiment.hierarchy._result import RunResult
+    from regiment.hierarchy._running import RunningTeam
+    from regiment.hierarchy.run._structured import AnswerShape
+    from regiment.hierarchy.workers._team_worker import TeamWorker
+    from regiment.journal import JournalSpec, TeamFile
+    from regiment.models import ModelSettings
+    from regiment.telemetry import Telemetry
 
 __all__ = ("Team",)
 
@@ -117,6 +116,8 @@ class Team:
 
     def output_shape(self) -> AnswerShape:
         """How the synthesis asks for and checks ``output_type`` (set it first)."""
+        from regiment.hierarchy.run._structured import AnswerShape  # with the engine
+
         return AnswerShape.of(self.output_type, self.output_retries, team=self.name)
 
     @asynccontextmanager
@@ -140,7 +141,16 @@ class Team:
                 the team again; ``regiment run`` passes it.
         """
         seconds("Team.start", "lease_ttl", lease_ttl)
-        opened = None if journal is None else await open_journal(journal)
+        # The run engine loads when a team first starts, not with Team (issue #22): a
+        # program that builds or checks teams (`regiment validate`) never pays for it.
+        from regiment.hierarchy._running import RunningTeam
+        from regiment.tools import MCPHub
+
+        opened = None
+        if journal is not None:  # the journal room loads only for a journaled team (issue #22)
+            from regiment.journal import open_journal
+
+            opened = await open_journal(journal)
         try:
             # The hub outlives the actors: a worker's last tool call ends before its MCP
             # sessions close. Servers start here, eagerly (see regiment.tools.MCPHub).

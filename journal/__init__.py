@@ -90,40 +90,10 @@ Schema
     is a file that is not a journal or is damaged.
 """
 
-from importlib import import_module
 from typing import TYPE_CHECKING
 
+from regiment._lazy import LazyNames
 from regiment.errors import JournalError, LeaseHeld, LeaseLost, UnknownRun
-from regiment.journal._heartbeat import heartbeat
-from regiment.journal._memory import MemoryJournal
-from regiment.journal._open import JournalSpec, open_journal
-from regiment.journal._protocol import Journal
-from regiment.journal._records import (
-    ApprovalDecided,
-    ApprovalRequested,
-    EventRecorded,
-    FinalStatus,
-    ModelCallFinished,
-    PlanVersion,
-    Record,
-    RunCreated,
-    RunFinished,
-    RunResumed,
-    StepDispatched,
-    StepReported,
-    TeamFile,
-    ToolCallFinished,
-    ToolCallStarted,
-)
-from regiment.journal._views import (
-    CommittedStep,
-    Entry,
-    JournaledCall,
-    Lease,
-    RunInfo,
-    RunStatus,
-    SessionRun,
-)
 
 __all__ = (
     "ApprovalDecided",
@@ -161,19 +131,88 @@ __all__ = (
     "open_journal",
 )
 
-if TYPE_CHECKING:
-    from regiment.journal._postgres import PostgresJournal
-    from regiment.journal._sqlite import SqliteJournal
+# Each name loads with its module on first use (issue #22): a run without a journal
+# loads none of it; the SQL backends (sqlite3, the schema code) load only when a
+# run is given a file or a URL.
+_LAZY_NAMES = LazyNames(
+    __name__,
+    {
+        "regiment.journal._postgres": ("PostgresJournal",),
+        "regiment.journal._sqlite": ("SqliteJournal",),
+        "regiment.journal._heartbeat": ("heartbeat",),
+        "regiment.journal._memory": ("MemoryJournal",),
+        "regiment.journal._open": (
+            "JournalSpec",
+            "open_journal",
+        ),
+        "regiment.journal._protocol": ("Journal",),
+        "regiment.journal._records": (
+            "ApprovalDecided",
+            "ApprovalRequested",
+            "EventRecorded",
+            "FinalStatus",
+            "ModelCallFinished",
+            "PlanVersion",
+            "Record",
+            "RunCreated",
+            "RunFinished",
+            "RunResumed",
+            "StepDispatched",
+            "StepReported",
+            "TeamFile",
+            "ToolCallFinished",
+            "ToolCallStarted",
+        ),
+        "regiment.journal._views": (
+            "CommittedStep",
+            "Entry",
+            "JournaledCall",
+            "Lease",
+            "RunInfo",
+            "RunStatus",
+            "SessionRun",
+        ),
+    },
+)
 
-# The SQL backends (sqlite3, the schema code) load on first use; a run journals in
-# memory unless it is given a file or a URL.
-_LAZY = {"PostgresJournal": "_postgres", "SqliteJournal": "_sqlite"}
+if TYPE_CHECKING:
+    from regiment.journal._heartbeat import heartbeat
+    from regiment.journal._memory import MemoryJournal
+    from regiment.journal._open import JournalSpec, open_journal
+    from regiment.journal._postgres import PostgresJournal
+    from regiment.journal._protocol import Journal
+    from regiment.journal._records import (
+        ApprovalDecided,
+        ApprovalRequested,
+        EventRecorded,
+        FinalStatus,
+        ModelCallFinished,
+        PlanVersion,
+        Record,
+        RunCreated,
+        RunFinished,
+        RunResumed,
+        StepDispatched,
+        StepReported,
+        TeamFile,
+        ToolCallFinished,
+        ToolCallStarted,
+    )
+    from regiment.journal._sqlite import SqliteJournal
+    from regiment.journal._views import (
+        CommittedStep,
+        Entry,
+        JournaledCall,
+        Lease,
+        RunInfo,
+        RunStatus,
+        SessionRun,
+    )
 
 
 def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+    return _LAZY_NAMES.load(name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

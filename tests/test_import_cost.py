@@ -95,6 +95,62 @@ def test_every_root_name_is_the_rooms_object() -> None:
     _loaded_after(code)
 
 
+# What `from regiment import Team, Worker, ScriptedModel` must not load (issue #22): the
+# run engine loads when a team starts, the journal's backends with a journal, the MCP
+# client with an MCP server, the nested-team worker with a TeamWorker, the @tool
+# decorator, the built-in guardrails and the JSON forms of results with their names.
+NOT_WITH_A_TEAM = (
+    "regiment.hierarchy._running",
+    "regiment.hierarchy._supervisor",
+    "regiment.hierarchy._approving",
+    "regiment.hierarchy._json_io",
+    "regiment.hierarchy.run._actor",
+    "regiment.hierarchy.run._book",
+    "regiment.hierarchy.run._phase",
+    "regiment.hierarchy.run._resume",
+    "regiment.hierarchy.run._session",
+    "regiment.hierarchy.run._structured",
+    "regiment.hierarchy.workers._team_worker",
+    "regiment.hierarchy.guard._builtin",
+    "regiment.journal._open",
+    "regiment.journal._memory",
+    "regiment.journal._buffered",
+    "regiment.tools._decorator",
+    "regiment.tools._mcp_connection",
+    "regiment.tools._mcp_server",
+)
+_ONE_RUN = """
+import anyio
+from regiment import Planner, ScriptedModel, Team, Worker, text_response
+
+def brain(request):
+    if request.role == "planner":
+        return '{"steps": [{"description": "say hi"}]}'
+    return text_response("hi")
+
+model = ScriptedModel(brain)
+team = Team(name="t", planner=Planner(model=model), workers=[Worker(name="w", description="greets", model=model)])
+assert anyio.run(team.run, "greet").answer == "hi"
+"""
+
+
+def test_a_team_loads_without_the_run_engine() -> None:
+    loaded = _loaded_after("from regiment import Team, Worker, ScriptedModel")
+    assert "regiment.hierarchy.workers._worker" in loaded
+    assert [m for m in NOT_WITH_A_TEAM if m in loaded] == []
+
+
+def test_a_run_loads_the_engine_but_no_journal_or_mcp_client() -> None:
+    loaded = _loaded_after(_ONE_RUN)
+    assert {"regiment.hierarchy._running", "regiment.hierarchy.run._actor"} <= loaded
+    unused = (
+        "regiment.journal._memory",
+        "regiment.journal._open",
+        "regiment.tools._mcp_connection",
+    )
+    assert [m for m in unused if m in loaded] == []
+
+
 @pytest.mark.parametrize(
     ("code", "expected"),
     [

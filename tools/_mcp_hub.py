@@ -15,15 +15,17 @@ import logging
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import final
+from typing import TYPE_CHECKING, final
 
 import anyio
 from anyio.abc import TaskGroup
 
 from regiment.errors import ConfigError, ToolError
-from regiment.tools._mcp_connection import MCPConnection
-from regiment.tools._mcp_server import MCPServer
 from regiment.tools._toolset import Toolset
+
+if TYPE_CHECKING:
+    from regiment.tools._mcp_connection import MCPConnection
+    from regiment.tools._mcp_server import MCPServer
 
 __all__ = ("MCPHub", "WorkerTools")
 
@@ -143,6 +145,9 @@ class MCPHub:
         errors: list[Exception] = []
 
         async def start_one(server: MCPServer) -> None:
+            # The MCP client (its process and stream plumbing) loads with the first server.
+            from regiment.tools._mcp_connection import MCPConnection
+
             key = id(server)
             if key in self._connections:
                 return

@@ -18,6 +18,7 @@ import msgspec
 
 from regiment.errors import JournalError
 from regiment.hierarchy._messages import AssignStep, StepReport
+from regiment.hierarchy._ranges import LEASE_TTL
 from regiment.hierarchy._replay import NO_REPLAY, Replay
 from regiment.hierarchy.run._changes import (
     ApprovalAnswered,
@@ -61,9 +62,7 @@ if TYPE_CHECKING:
     from regiment.hierarchy.events import Event
     from regiment.models import Model, ModelResponse
 
-__all__ = ("UNJOURNALED", "RunJournal", "Unjournaled", "config_hash", "owner_name")
-
-LEASE_TTL = 30.0  # seconds a run's lease lives without a heartbeat
+__all__ = ("LEASE_TTL", "UNJOURNALED", "RunJournal", "Unjournaled", "config_hash", "owner_name")
 
 
 def owner_name() -> str:

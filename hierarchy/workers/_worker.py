@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, final
+from typing import TYPE_CHECKING, Protocol, final
 
 from regiment.errors import ConfigError
 from regiment.hierarchy._live_events import LiveChannel, live_sink
@@ -33,7 +33,10 @@ from regiment.hierarchy.workers._placement import Ray
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.models import Model, ModelSettings
 from regiment.telemetry import Telemetry, semconv
-from regiment.tools import MCPServer, OnToolError, Tool, Toolset, WorkerTools
+from regiment.tools import OnToolError, Tool, Toolset, WorkerTools
+
+if TYPE_CHECKING:
+    from regiment.tools import MCPServer
 
 __all__ = ("Worker", "WorkerActor", "WorkerSpec", "check_worker_name")
 
@@ -56,6 +59,18 @@ class WorkerSpec(Protocol):
     def step_model_calls(self) -> int:
         """The most model calls one step can use; the planner reserves this much."""
         ...
+
+
+def _split_tools(
+    items: tuple[Tool[..., object] | Toolset | MCPServer, ...],
+) -> tuple[tuple[MCPServer, ...], list[Tool[..., object]]]:
+    """A worker's MCP servers, and its tools that are not in a tool set."""
+    if all(isinstance(i, Tool | Toolset) for i in items):  # the usual case: the MCP
+        return (), [i for i in items if isinstance(i, Tool)]  # client loads only when used
+    from regiment.tools import MCPServer
+
+    servers = tuple(i for i in items if isinstance(i, MCPServer))
+    return servers, [i for i in items if not isinstance(i, MCPServer | Toolset)]
 
 
 def check_worker_name(name: str) -> None:
@@ -139,8 +154,7 @@ class Worker:
                 f"not {self.placement!r}"
             )
         items = () if isinstance(self.tools, Toolset) else tuple(self.tools)
-        servers = tuple(i for i in items if isinstance(i, MCPServer))
-        plain = [i for i in items if not isinstance(i, MCPServer | Toolset)]
+        servers, plain = _split_tools(items)
         toolset = self.tools if isinstance(self.tools, Toolset) else Toolset(self.name, plain)
         for inner in (i for i in items if isinstance(i, Toolset)):
             toolset = toolset.merged(inner, name=self.name, max_concurrency=inner.max_concurrency)
