@@ -110,7 +110,6 @@ class Team:
         except ConfigError as exc:
             raise ConfigError(f"team '{self.name}': {exc}") from None
         object.__setattr__(self, "guardrails", as_guardrails(self.guardrails, "team: "))
-        object.__setattr__(self, "guardrails", as_guardrails(self.guardrails, "team: "))
         if self.output_type is not None:
             self.output_shape()  # a bad output_type or output_retries fails here
 
@@ -158,7 +157,6 @@ class Team:
                 running = await RunningTeam.spawn(self, system, mcp=mcp)
                 running.journal, running.lease_ttl = opened, lease_ttl
                 running.team_file = team_file
-                running._desk.journal = opened
                 running._desk.journal = opened
                 yield running
         finally:
