@@ -140,7 +140,7 @@ def scale(traced: bool = False) -> Figures:
 
 
 def floor() -> Figures:
-    """Row 2's floor: two bare mailboxes and a reused runner, no regiment logic (floor.py)."""
+    """Row 2's floor: planner -> runner -> planner over bare mailboxes, no regiment logic (floor.py)."""
     import floor as hops
 
     samples = [anyio.run(hops.per_step_us, False) for _ in range(REPEATS)]

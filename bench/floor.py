@@ -1,11 +1,16 @@
 """The floor under a regiment step: the same hops with none of regiment's logic.
 
 ``.venv/bin/python bench/floor.py`` passes a number back and forth the way a
-step travels (planner actor -> worker actor -> runner -> planner actor), using
-the actors' own mailbox and nothing else, and prints µs per step on asyncio
-and trio: once with a reused runner task (what workers do), once with a task
-spawned per step (what they did before). Whatever a real step costs above
-these figures is regiment's own work.
+step travels today: planner actor -> the worker's waiting runner (a step sent
+to an idle worker goes straight to its runner) -> planner actor, two hops,
+using the actors' own mailbox and nothing else. The runner keeps one cancel
+scope across its steps, as regiment's runners do. It prints µs per step on
+asyncio and trio: once with a reused runner task (what workers do), once with
+a task spawned per step, in its own cancel scope (what they did before).
+Whatever a real step costs above these figures is regiment's own work.
+
+Until 2026-12-03 (second round of #22) this modelled three hops (planner ->
+worker actor -> runner -> planner) and a cancel scope per step.
 """
 
 from __future__ import annotations
@@ -25,49 +30,42 @@ REPEATS = 7
 
 
 async def per_step_us(spawn_per_step: bool) -> float:
-    """µs per step of a planner -> worker -> runner -> planner round."""
+    """µs per step of a planner -> runner -> planner round."""
     new_event = type(anyio.Event())
-    to_worker: Mailbox[int] = Mailbox(64, new_event)
     to_planner: Mailbox[int] = Mailbox(64, new_event)
-    to_runner: Mailbox[int] = Mailbox(STEPS + 1, new_event)
+    to_runner: Mailbox[int] = Mailbox(64, new_event)
     done = anyio.Event()
 
     async def step(n: int) -> None:
-        with anyio.CancelScope():  # noqa: ASYNC100 - every step has its own scope, as in regiment
+        with anyio.CancelScope():  # noqa: ASYNC100 - a spawned step has its own scope
             to_planner.put_nowait(n)
 
     async def runner() -> None:
-        while True:
-            n = await to_runner.get()
-            if n is not None:
-                await step(n)
+        with anyio.CancelScope():  # one scope for all of the runner's steps
+            while True:
+                n = await to_runner.get()
+                if n is not None:
+                    to_planner.put_nowait(n)
 
-    async def worker(tg: TaskGroup) -> None:
+    async def planner(tg: TaskGroup) -> None:
+        n = 0
         while True:
-            n = await to_worker.get()
-            if n is None:
-                continue
             if spawn_per_step:
                 tg.start_soon(step, n)
             else:
                 to_runner.put_nowait(n)
-
-    async def planner() -> None:
-        to_worker.put_nowait(0)
-        while True:
-            n = await to_planner.get()
-            if n is None:
+            got = await to_planner.get()
+            if got is None:
                 continue
-            if n == STEPS:
+            if got == STEPS:
                 done.set()
                 return
-            to_worker.put_nowait(n + 1)
+            n = got + 1
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(worker, tg)
         tg.start_soon(runner)
         started = time.perf_counter()
-        tg.start_soon(planner)
+        tg.start_soon(planner, tg)
         await done.wait()
         elapsed = time.perf_counter() - started
         tg.cancel_scope.cancel()

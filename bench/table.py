@@ -177,7 +177,7 @@ class Table:
             Line("2", "10-step sequential plan, per step (µs)", "LangGraph StateGraph",
                  graph.get("step_us"), "µs", ratio(graph.get("step_us"), step)),
             Line("2", "10-step sequential plan, per step (µs)",
-                 "floor: two bare mailboxes + a runner (bench/floor.py)", hops, "µs",
+                 "floor: planner -> runner -> planner, bare mailboxes (bench/floor.py)", hops, "µs",
                  ratio(hops, step)),
             Line("2", "10-step sequential plan, per run (µs)", "regiment", ours.get("run_us"),
                  "µs", "1.00x"),

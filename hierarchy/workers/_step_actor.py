@@ -12,7 +12,7 @@ import contextvars
 from abc import abstractmethod
 from collections import deque
 from collections.abc import Mapping
-from typing import NamedTuple, assert_never, cast
+from typing import assert_never, cast
 
 import anyio
 import anyio.lowlevel
@@ -23,6 +23,7 @@ from regiment.errors import ActorStopped, ConfigError, MailboxFull
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
 from regiment.hierarchy.workers._loop import StepProgress
+from regiment.hierarchy.workers._step_jobs import Lane, StepJob, StepTimer
 from regiment.telemetry import Telemetry, error_type
 from regiment.telemetry import semconv as sc
 
@@ -36,21 +37,13 @@ def _key(assign: AssignStep) -> _StepKey:
     return (assign.run_id, assign.plan_version, assign.step.id, assign.attempt)
 
 
-class _Job(NamedTuple):
-    assign: AssignStep
-    scope: anyio.CancelScope
-    reply_to: ActorRef[StepReport, object]
-    headers: Mapping[str, str]
-
-
 class StepActor(Actor[WorkerMessage, None]):
     """The step bookkeeping every assignee shares (a worker, a sub-team).
 
-    Each ``AssignStep`` runs in its own cancel scope keyed by (run, plan
-    version, step, attempt), so a ``CancelStep`` stops exactly the steps it
-    names. Whatever happens to a step, exactly one ``StepReport`` goes back to
-    the sender of the assignment; a sender that has stopped meanwhile is not
-    an error. Subclasses say how a step is done by implementing :meth:`work`.
+    Steps are keyed by (run, plan version, step, attempt), so a ``CancelStep``
+    stops exactly the steps it names. Whatever happens to a step, exactly one
+    ``StepReport`` goes back to the sender of the assignment (a sender that has
+    stopped meanwhile is not an error). Subclasses implement :meth:`work`.
 
     Steps run on runner tasks the actor owns, at most ``max_concurrent`` of
     them; a step assigned while all are busy waits its turn in order. A runner
@@ -60,6 +53,10 @@ class StepActor(Actor[WorkerMessage, None]):
     retires, so every step starts in the context the actor gives its tasks. A
     step cancelled while it waits for a runner never starts; ``step_timeout``
     counts from the moment a runner starts the step.
+
+    A runner's steps share one cancel scope, renewed only after a step in it
+    was cancelled or timed out (a scope per step was the largest anyio cost of
+    a step); one task per actor keeps the timeouts (``StepTimer``).
     """
 
     def __init__(
@@ -75,19 +72,21 @@ class StepActor(Actor[WorkerMessage, None]):
         self._span_attributes = span_attributes  # e.g. the agent's provider and description
         self._telemetry = telemetry
         self._step_timeout = step_timeout
-        self._scopes: dict[_StepKey, anyio.CancelScope] = {}
-        self._stopped_by_planner: set[_StepKey] = set()
+        self._jobs: dict[_StepKey, StepJob] = {}  # queued and running steps
         self._max_runners = max_concurrent
         self._runners = 0
-        self._queued: deque[_Job] = deque()
+        self._queued: deque[StepJob] = deque()
         self._idle: deque[anyio.Event] = deque()  # runners waiting for a step
         self._new_scope: type[anyio.CancelScope] | None = None
+        self._timer = (
+            None if step_timeout is None else StepTimer(step_timeout, self._jobs, self._watch)
+        )
 
     @abstractmethod
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
         """Do one step; keep what was spent in ``progress`` as it is spent.
 
-        It runs inside the step's cancel scope and its ``invoke_agent`` span. If it
+        It runs inside a cancel scope and the step's ``invoke_agent`` span. If it
         is cancelled or raises, the report is built from ``progress``.
         """
 
@@ -105,9 +104,8 @@ class StepActor(Actor[WorkerMessage, None]):
         with anyio.move_on_after(1.0):
             while self._queued:
                 job = self._queued.popleft()
-                self._scopes.pop(_key(job.assign), None)
-                self._stopped_by_planner.discard(_key(job.assign))
-                await self._send(
+                self._jobs.pop(_key(job.assign), None)
+                await _send(
                     job.reply_to,
                     StepProgress().report(
                         job.assign, self._name, "cancelled", error="worker stopped"
@@ -127,37 +125,63 @@ class StepActor(Actor[WorkerMessage, None]):
         sender = envelope.sender
         if sender is None:
             raise ConfigError(f"worker '{self._name}' got a step with no sender to report to")
-        # The running backend's class, found once: anyio.CancelScope() looks the
-        # backend up on every call.
-        scope = self._new_scope() if self._new_scope is not None else anyio.CancelScope()
-        self._new_scope = type(scope)
-        self._scopes[_key(assign)] = scope
         # Whoever assigns a step accepts its report; the envelope cannot say so in types.
-        reply_to = cast("ActorRef[StepReport, object]", sender)
-        self._queued.append(_Job(assign, scope, reply_to, envelope.headers))
+        job = StepJob(assign, cast("ActorRef[StepReport, object]", sender), envelope.headers)
+        self._jobs[_key(assign)] = job
+        self._queued.append(job)
         if self._idle:
             self._idle.popleft().set()
         elif self._max_runners is None or self._runners < self._max_runners:
             self._add_runner()
 
     def _cancel(self, cancel: CancelStep) -> None:
-        for (run_id, version, step_id, attempt), scope in self._scopes.items():
+        for (run_id, version, step_id, _), job in self._jobs.items():
             if run_id != cancel.run_id:
                 continue
             if cancel.plan_version is not None and version != cancel.plan_version:
                 continue
             if cancel.step_id is None or cancel.step_id == step_id:
-                self._stopped_by_planner.add((run_id, version, step_id, attempt))
-                scope.cancel()
+                job.cut("planner")
+
+    def _add_runner(self) -> None:
+        self._runners += 1
+        self.ctx.start_soon(self._runner, name=f"{self._name} steps")
 
     async def _runner(self) -> None:
         context = contextvars.copy_context()
-        new_event = self.ctx.system.new_event
+        more = True
+        while more:
+            # The backend's class, found once (anyio.CancelScope() looks it up each call).
+            scope = self._new_scope() if self._new_scope is not None else anyio.CancelScope()
+            self._new_scope = type(scope)
+            lane = Lane()
+            try:
+                with scope:
+                    more = await self._steps(scope, lane, context)
+            except anyio.get_cancelled_exc_class():
+                # The worker itself is stopping: a step cut just before still reports.
+                job = lane.job
+                if job is not None and job.report is not None:
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(1.0):
+                        await _send(job.reply_to, job.report)
+                raise
+            job = lane.job
+            if job is not None and job.report is not None:  # cut short: the scope caught it
+                await self._hand_in(job, job.report)
+                more = contextvars.copy_context() == context
+        self._runners -= 1
+        if self._queued:  # it retired with steps still waiting: one takes its place
+            self._add_runner()
+
+    async def _steps(
+        self, scope: anyio.CancelScope, lane: Lane, context: contextvars.Context
+    ) -> bool:
+        """Run steps in ``scope`` until a step spends it (True) or the runner ends (False)."""
         while True:
             if not self._queued:
                 if len(self._idle) >= _IDLE_RUNNERS:
-                    break  # enough runners wait already; a burst's extra ones end
-                ready = new_event()
+                    return False  # enough runners wait already; a burst's extra ones end
+                ready = self.ctx.system.new_event()
                 self._idle.append(ready)
                 try:
                     await ready.wait()
@@ -166,34 +190,32 @@ class StepActor(Actor[WorkerMessage, None]):
                         self._idle.remove(ready)
                     raise
                 continue
-            await self._run_step(*self._queued.popleft())
+            lane.job = job = self._queued.popleft()
+            job.scope = scope
+            report = await self._run_step(job)
+            lane.job = None
+            if scope.cancel_called:
+                # Cancelled as the step ended: its report stands, the scope is spent.
+                with anyio.CancelScope(shield=True):
+                    await self._hand_in(job, report)
+                return contextvars.copy_context() == context
+            await self._hand_in(job, report)
             if contextvars.copy_context() != context:
-                break  # the step changed a context variable: the next one gets a fresh task
+                return False  # the step changed a context variable: the next one gets a fresh task
             if self._queued:
                 # Let other tasks run between steps taken back to back: a step that
                 # never waits (an instant model) must not hold the event loop.
                 await anyio.lowlevel.checkpoint()
-        self._runners -= 1
-        if self._queued:  # it retired with steps still waiting: one takes its place
-            self._add_runner()
 
-    def _add_runner(self) -> None:
-        self._runners += 1
-        self.ctx.start_soon(self._runner, name=f"{self._name} steps")
-
-    async def _run_step(
-        self,
-        assign: AssignStep,
-        scope: anyio.CancelScope,
-        reply_to: ActorRef[StepReport, object],
-        headers: Mapping[str, str],
-    ) -> None:
+    async def _run_step(self, job: StepJob) -> StepReport:
+        assign = job.assign
+        cut: BaseException | None = None
         # The step's span is parented by the trace context its envelope carried,
         # so a worker serving many runs links each step to its own run.
         with (
             self._telemetry.agent_span(
                 self._name,
-                parent_headers=headers,
+                parent_headers=job.headers,
                 run_id=assign.run_id,
                 step_id=assign.step.id,
                 plan_version=assign.plan_version,
@@ -202,7 +224,14 @@ class StepActor(Actor[WorkerMessage, None]):
             ) as span,
             log_context(assign.run_id, assign.step.id, self._name),
         ):
-            report = await self._outcome(assign, scope, reply_to)
+            try:
+                report = await self._outcome(job)
+            except anyio.get_cancelled_exc_class() as exc:
+                if job.report is None:
+                    raise  # the worker is stopping
+                # Cut short: the span ends with the step's outcome, and the cancellation
+                # goes on to the runner's scope, which catches it.
+                cut, report = exc, job.report
             failed = report.status not in ("done", "cancelled")
             self._telemetry.recorder.step_outcome(
                 span,
@@ -210,27 +239,30 @@ class StepActor(Actor[WorkerMessage, None]):
                 error_type=_error_type(report) if failed else None,
                 description=report.error or "",
             )
+        if cut is not None:
+            raise cut
+        return report
+
+    async def _hand_in(self, job: StepJob, report: StepReport) -> None:
         if self._telemetry.metrics is not None:
             self._telemetry.metrics.step(self._name, report.status)
-        await self._send(reply_to, report)
+        await _send(job.reply_to, report)
 
-    async def _outcome(
-        self, assign: AssignStep, scope: anyio.CancelScope, reply_to: ActorRef[StepReport, object]
-    ) -> StepReport:
+    async def _outcome(self, job: StepJob) -> StepReport:
+        assign = job.assign
         progress = StepProgress()
-        report: StepReport | None = None
-        key = _key(assign)
-        if self._step_timeout is not None:
-            # The timeout is the step scope's deadline: one scope per step, not two.
-            scope.deadline = anyio.current_time() + self._step_timeout
         try:
-            with scope:
+            if job.stop is not None:
                 # Cancelled while it waited for a runner: it must not start at all
                 # (work() may reach a model or a tool before its first checkpoint).
-                if not scope.cancel_called:
-                    report = await self.work(assign, progress)
+                return progress.report(
+                    assign, self._name, "cancelled", error="cancelled by the planner"
+                )
+            if self._timer is not None:
+                self._timer.arm(job)
+            return await self.work(assign, progress)
         except Exception as exc:  # a crash of this step, not of the worker: report it
-            report = progress.report(
+            return progress.report(
                 assign,
                 self._name,
                 "failed",
@@ -238,37 +270,31 @@ class StepActor(Actor[WorkerMessage, None]):
                 error_type=error_type(exc),
             )
         except anyio.get_cancelled_exc_class():
+            if job.stop is not None:  # our scope was cancelled: by the planner, or timed out
+                job.report = job.cut_report(progress, self._name, self._step_timeout)
+                raise
             # The worker itself is stopping: still tell the planner, then stop.
             with anyio.CancelScope(shield=True), anyio.move_on_after(1.0):
-                await self._send(
-                    reply_to,
+                await _send(
+                    job.reply_to,
                     progress.report(assign, self._name, "cancelled", error="worker stopped"),
                 )
             raise
         finally:
-            self._scopes.pop(key, None)
-            by_planner = key in self._stopped_by_planner
-            self._stopped_by_planner.discard(key)
-        if report is not None:
-            return report
-        if by_planner:  # our scope was cancelled by a CancelStep
-            return progress.report(
-                assign, self._name, "cancelled", error="cancelled by the planner"
-            )
-        return progress.report(
-            assign,
-            self._name,
-            "timed_out",
-            error=f"step took longer than the worker's step_timeout of {self._step_timeout}s",
-        )
+            self._jobs.pop(_key(assign), None)
+            job.scope = None
 
-    @staticmethod
-    async def _send(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:
-        with contextlib.suppress(ActorStopped):  # the run has ended; nobody waits for this report
-            try:  # room in the mailbox (the usual case): no checkpoint, no coroutine
-                reply_to.send_nowait(report)
-            except MailboxFull:
-                await reply_to.send(report)
+    def _watch(self, first_deadline: float) -> None:
+        assert self._timer is not None
+        self.ctx.start_soon(self._timer.watch, first_deadline, name=f"{self._name} timeouts")
+
+
+async def _send(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:
+    with contextlib.suppress(ActorStopped):  # the run has ended; nobody waits for this report
+        try:  # room in the mailbox (the usual case): no checkpoint, no coroutine
+            reply_to.send_nowait(report)
+        except MailboxFull:
+            await reply_to.send(report)
 
 
 # ``error.type`` of a step that ended without raising: a code, never the status word.

@@ -1,0 +1,105 @@
+"""A worker's assigned steps (:class:`StepJob`) and their timeouts (:class:`StepTimer`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Literal
+
+import anyio
+
+from regiment.actors import ActorRef
+from regiment.hierarchy._messages import AssignStep, StepReport
+from regiment.hierarchy.workers._loop import StepProgress
+
+__all__ = ("Lane", "StepJob", "StepTimer")
+
+
+class StepJob:
+    """One assigned step, from its arrival to its report."""
+
+    __slots__ = ("assign", "deadline", "headers", "reply_to", "report", "scope", "stop")
+
+    def __init__(
+        self,
+        assign: AssignStep,
+        reply_to: ActorRef[StepReport, object],
+        headers: Mapping[str, str],
+    ) -> None:
+        self.assign = assign
+        self.reply_to = reply_to
+        self.headers = headers
+        self.scope: anyio.CancelScope | None = None  # its runner's, while the step runs
+        self.stop: Literal["planner", "timeout"] | None = None  # who cut it short, if anyone
+        self.deadline = math.inf  # when it times out, once a runner started it
+        self.report: StepReport | None = None  # the report of a step cut short
+
+    def cut(self, stop: Literal["planner", "timeout"]) -> None:
+        """Stop the step: its runner's scope, if it runs (that scope is then spent)."""
+        self.stop = stop
+        if self.scope is not None:
+            self.scope.cancel()
+
+    def cut_report(self, progress: StepProgress, worker: str, timeout: float | None) -> StepReport:
+        """The report of a step cut short: by the planner, or by its timeout."""
+        if self.stop == "planner":
+            return progress.report(
+                self.assign, worker, "cancelled", error="cancelled by the planner"
+            )
+        return progress.report(
+            self.assign,
+            worker,
+            "timed_out",
+            error=f"step took longer than the worker's step_timeout of {timeout}s",
+        )
+
+
+class Lane:
+    """What one runner's cancel scope is doing: the step it runs, if any."""
+
+    __slots__ = ("job",)
+
+    def __init__(self) -> None:
+        self.job: StepJob | None = None
+
+
+class StepTimer:
+    """Times a worker's running steps out, with one task rather than a timer per step.
+
+    Every step of a worker gets the same ``step_timeout``, so a step started later
+    has a later deadline: the task sleeps until the earliest deadline it knows of,
+    cuts the steps that are due, and sleeps again.
+    """
+
+    __slots__ = ("_jobs", "_running", "_seconds", "_start_soon")
+
+    def __init__(
+        self,
+        seconds: float,
+        jobs: Mapping[tuple[str, int, str, int], StepJob],
+        start_soon: Callable[[float], None],
+    ) -> None:
+        self._seconds = seconds
+        self._jobs = jobs  # the worker's queued and running steps
+        self._start_soon = start_soon  # starts watch(first deadline) in the worker's tasks
+        self._running = False
+
+    def arm(self, job: StepJob) -> None:
+        """Give a step its deadline as a runner starts it."""
+        job.deadline = deadline = anyio.current_time() + self._seconds
+        if not self._running:
+            self._running = True
+            self._start_soon(deadline)
+
+    async def watch(self, wake: float) -> None:
+        """Cut every running step past its deadline, until cancelled."""
+        while True:
+            await anyio.sleep_until(wake)
+            now = anyio.current_time()
+            wake = now + self._seconds
+            for job in self._jobs.values():
+                if job.deadline <= now:
+                    if job.stop is None and job.scope is not None:
+                        job.cut("timeout")
+                elif job.deadline < wake:
+                    wake = job.deadline
