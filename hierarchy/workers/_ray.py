@@ -268,24 +268,38 @@ class RayReplicas:
             # stop the remote step too, and wait (bounded) until it has ended there, so
             # no remote work of a cancelled step goes on once the cancel is over.
             self._ray.cancel(stream)
-            with (
-                anyio.CancelScope(shield=True),
-                anyio.move_on_after(_CANCEL_WAIT) as waited,
-                contextlib.suppress(Exception),  # the replica is gone: nothing of it runs
-            ):
-                await handle.cancel.remote(key)
-            if waited.cancelled_caught:
-                _log.warning(
-                    "worker '%s': step %s did not end on its Ray replica within %.0f s of "
-                    "its cancel; a tool there ignores cancellation",
-                    worker,
-                    key,
-                    _CANCEL_WAIT,
-                )
+            with anyio.CancelScope(shield=True):
+                await self._cancel_remote(handle, key, worker)
             raise
         if report is None:
             raise WorkerLost(f"worker '{worker}': its Ray replica ended a step without a report")
         return report
+
+    async def _cancel_remote(self, handle: Any, key: str, worker: str) -> None:
+        """Cancel step ``key`` on its replica and wait (bounded) until it has ended there."""
+        with anyio.move_on_after(_CANCEL_WAIT) as waited:
+            try:
+                await handle.cancel.remote(key)
+            except self._ray.exceptions.RayActorError:
+                return  # the replica is gone: nothing of the step runs any more
+            except Exception as exc:
+                _log.warning(
+                    "worker '%s': cancelling step %s on its Ray replica failed (%s: %s); "
+                    "the step may still run there until its replica stops",
+                    worker,
+                    key,
+                    type(exc).__name__,
+                    exc,
+                )
+                return
+        if waited.cancelled_caught:
+            _log.warning(
+                "worker '%s': step %s did not end on its Ray replica within %.0f s of "
+                "its cancel; a tool there ignores cancellation",
+                worker,
+                key,
+                _CANCEL_WAIT,
+            )
 
     def pack(self, deps: object) -> bytes:
         """``deps`` pickled for the replicas (Ray's cloudpickle)."""
