@@ -53,7 +53,7 @@ class Cell(Generic[M, R]):
         self.factory = factory
         self.name = name
         self.parent = parent
-        self.mailbox: Mailbox[Envelope[M, R]] = Mailbox(capacity, system.new_event)
+        self.mailbox: Mailbox[Envelope[M, R]] = Mailbox(capacity, system.new_wakeup)
         self.ref: ActorRef[M, R] = ActorRef(self, name)
         self.window = RestartWindow(restart, system.clock)
         self.accepting = True

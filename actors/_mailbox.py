@@ -5,7 +5,8 @@ statistics) and pay for it on every blocking receive: a checkpoint, a fresh
 event, a generic receiver object and a dict entry. An actor needs less: one
 receiver that waits only when the queue is empty, senders that wait only when
 it is full, and a way to wake the receiver without a message. This is that,
-on a deque and the running backend's event class.
+on a deque and a :class:`~regiment.actors._wakeup.Wakeup` the receiver reuses
+for every wait (no event object per wait).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Generic, TypeVar
 import anyio
 import anyio.lowlevel
 
+from regiment.actors._wakeup import Wakeup
+
 __all__ = ("Mailbox",)
 
 T = TypeVar("T")
@@ -28,7 +31,7 @@ class _Sender:
 
     __slots__ = ("granted", "ready")
 
-    def __init__(self, ready: anyio.Event) -> None:
+    def __init__(self, ready: Wakeup) -> None:
         self.ready = ready
         self.granted = False
 
@@ -48,19 +51,21 @@ class Mailbox(Generic[T]):
         "_closed",
         "_held",
         "_items",
-        "_new_event",
-        "_poked",
+        "_new_wakeup",
         "_receiver",
         "_senders",
+        "_wakeup",
     )
 
-    def __init__(self, capacity: int, new_event: Callable[[], anyio.Event]) -> None:
+    def __init__(self, capacity: int, new_wakeup: Callable[[], Wakeup]) -> None:
         self._capacity = capacity
-        self._new_event = new_event
+        self._new_wakeup = new_wakeup
         self._items: deque[T] = deque()
         self._closed = False
-        self._receiver: anyio.Event | None = None  # set while get() waits
-        self._poked = False  # wake() came while get() was not waiting: the next wait returns
+        # The receiver's, for all its waits; a wake() while it does not wait is
+        # remembered by the Wakeup, so its next wait returns at once.
+        self._wakeup = new_wakeup()
+        self._receiver = False  # True while get() waits
         self._senders: deque[_Sender] = deque()  # put() calls waiting for room, oldest first
         self._held = 0  # slots granted to woken senders that have not filled them yet
 
@@ -74,7 +79,7 @@ class Mailbox(Generic[T]):
     @property
     def waiting(self) -> bool:
         """Whether the receiver waits for an item (so the mailbox is empty and open)."""
-        return self._receiver is not None
+        return self._receiver
 
     def put_nowait(self, item: T) -> None:
         """Queue ``item``; raises WouldBlock when full, ClosedResourceError when closed."""
@@ -93,7 +98,7 @@ class Mailbox(Generic[T]):
             pass
         else:
             return
-        sender = _Sender(self._new_event())
+        sender = _Sender(self._new_wakeup())
         self._senders.append(sender)
         try:
             await sender.ready.wait()
@@ -139,15 +144,12 @@ class Mailbox(Generic[T]):
                     return self._take()
                 if self._closed:
                     raise anyio.EndOfStream
-            if self._poked:  # woken while it was not waiting (during the linger, say)
-                self._poked = False
-                return None
-            ready = self._new_event()
-            self._receiver = ready
+            # Returns at once if wake() came while it was not waiting (during the linger, say).
+            self._receiver = True
             try:
-                await ready.wait()
+                await self._wakeup.wait()
             finally:
-                self._receiver = None
+                self._receiver = False
             if not self._items:
                 if self._closed:
                     raise anyio.EndOfStream
@@ -162,22 +164,20 @@ class Mailbox(Generic[T]):
     def wake(self) -> None:
         """Wake a waiting ``get`` (it returns ``None`` if nothing was queued); a ``get``
         that is not waiting yet returns ``None`` instead of waiting, once."""
-        if self._receiver is None:
-            self._poked = True
-        self._notify()
+        self._receiver = False
+        self._wakeup.wake()
 
     def _notify(self) -> None:
-        receiver = self._receiver
-        if receiver is not None:
-            self._receiver = None
-            receiver.set()
+        if self._receiver:
+            self._receiver = False
+            self._wakeup.wake()
 
     def close(self) -> None:
         """Refuse new items; wake the receiver and every waiting sender."""
         self._closed = True
         self._notify()
         while self._senders:
-            self._senders.popleft().ready.set()
+            self._senders.popleft().ready.wake()
 
     def _pass_room(self) -> None:
         """Room was made: hold it for the longest-waiting sender and wake it."""
@@ -185,7 +185,7 @@ class Mailbox(Generic[T]):
             sender = self._senders.popleft()
             sender.granted = True
             self._held += 1
-            sender.ready.set()
+            sender.ready.wake()
 
     def _leave(self, sender: _Sender) -> None:
         """A waiting sender gave up; a slot held for it goes to the next one."""

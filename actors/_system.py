@@ -18,6 +18,7 @@ from regiment.actors._messages import DeadLetter, DeadLetterReason, Envelope
 from regiment.actors._policy import RestartPolicy
 from regiment.actors._propagation import ContextPropagator
 from regiment.actors._ref import ActorRef, current_actor
+from regiment.actors._wakeup import Wakeup, wakeup_factory
 from regiment.errors import ActorFailed, ConfigError
 
 if TYPE_CHECKING:
@@ -60,6 +61,9 @@ class ActorSystem:
         # the running backend's Event class, found once: anyio.Event() looks the
         # backend up on every call, which showed up in the ask profile
         self.new_event: Callable[[], anyio.Event] = type(anyio.Event())
+        # What the runtime waits on (mailboxes, asks, idle runners): a Wakeup for the
+        # running backend, reused across waits, so no event object is made per wait.
+        self.new_wakeup: Callable[[], Wakeup] = wakeup_factory()
         self.closing = False
 
     @property

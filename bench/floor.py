@@ -22,6 +22,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from regiment.actors._mailbox import Mailbox
+from regiment.actors._wakeup import wakeup_factory
 
 __all__ = ("main", "per_step_us")
 
@@ -31,9 +32,9 @@ REPEATS = 7
 
 async def per_step_us(spawn_per_step: bool) -> float:
     """µs per step of a planner -> runner -> planner round."""
-    new_event = type(anyio.Event())
-    to_planner: Mailbox[int] = Mailbox(64, new_event)
-    to_runner: Mailbox[int] = Mailbox(64, new_event)
+    new_wakeup = wakeup_factory()
+    to_planner: Mailbox[int] = Mailbox(64, new_wakeup)
+    to_runner: Mailbox[int] = Mailbox(64, new_wakeup)
     done = anyio.Event()
 
     async def step(n: int) -> None:

@@ -18,7 +18,7 @@ import anyio
 import anyio.lowlevel
 from opentelemetry.util.types import AttributeValue
 
-from regiment.actors import Actor, ActorRef, Envelope
+from regiment.actors import Actor, ActorRef, Envelope, Wakeup
 from regiment.errors import ActorStopped, ConfigError, MailboxFull
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
@@ -76,7 +76,7 @@ class StepActor(Actor[WorkerMessage, None]):
         self._max_runners = max_concurrent
         self._runners = 0
         self._queued: deque[StepJob] = deque()
-        self._idle: deque[anyio.Event] = deque()  # runners waiting for a step
+        self._idle: deque[Wakeup] = deque()  # runners waiting for a step
         self._new_scope: type[anyio.CancelScope] | None = None
         self._timer = (
             None if step_timeout is None else StepTimer(step_timeout, self._jobs, self._watch)
@@ -130,7 +130,7 @@ class StepActor(Actor[WorkerMessage, None]):
         self._jobs[_key(assign)] = job
         self._queued.append(job)
         if self._idle:
-            self._idle.popleft().set()
+            self._idle.popleft().wake()
         elif self._max_runners is None or self._runners < self._max_runners:
             self._add_runner()
 
@@ -149,12 +149,13 @@ class StepActor(Actor[WorkerMessage, None]):
 
     async def _runner(self) -> None:
         context = contextvars.copy_context()
+        wakeup = self.ctx.system.new_wakeup()  # the runner's, for all its waits for a step
         more = True
         while more:
             # The backend's class, found once (anyio.CancelScope() looks it up each call).
             scope = self._new_scope() if self._new_scope is not None else anyio.CancelScope()
             self._new_scope = type(scope)
-            lane = Lane()
+            lane = Lane(wakeup)
             try:
                 with scope:
                     more = await self._steps(scope, lane, context)
@@ -181,13 +182,12 @@ class StepActor(Actor[WorkerMessage, None]):
             if not self._queued:
                 if len(self._idle) >= _IDLE_RUNNERS:
                     return False  # enough runners wait already; a burst's extra ones end
-                ready = self.ctx.system.new_event()
-                self._idle.append(ready)
+                self._idle.append(lane.wakeup)
                 try:
-                    await ready.wait()
+                    await lane.wakeup.wait()
                 except BaseException:
                     with contextlib.suppress(ValueError):  # not woken yet
-                        self._idle.remove(ready)
+                        self._idle.remove(lane.wakeup)
                     raise
                 continue
             lane.job = job = self._queued.popleft()

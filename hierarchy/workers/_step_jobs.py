@@ -8,7 +8,7 @@ from typing import Literal
 
 import anyio
 
-from regiment.actors import ActorRef
+from regiment.actors import ActorRef, Wakeup
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy.workers._loop import StepProgress
 
@@ -55,12 +55,14 @@ class StepJob:
 
 
 class Lane:
-    """What one runner's cancel scope is doing: the step it runs, if any."""
+    """One runner: the step it runs in its current cancel scope, if any, and
+    what wakes it while it waits for a step (reused for all its waits)."""
 
-    __slots__ = ("job",)
+    __slots__ = ("job", "wakeup")
 
-    def __init__(self) -> None:
+    def __init__(self, wakeup: Wakeup) -> None:
         self.job: StepJob | None = None
+        self.wakeup = wakeup
 
 
 class StepTimer:
