@@ -18,7 +18,7 @@ from regiment.actors._messages import DeadLetter, DeadLetterReason, Envelope
 from regiment.actors._policy import RestartPolicy
 from regiment.actors._propagation import ContextPropagator
 from regiment.actors._ref import ActorRef, current_actor
-from regiment.actors._wakeup import Wakeup, wakeup_factory
+from regiment.actors._wakeup import Wakeup, loop_clock, wakeup_factory
 from regiment.errors import ActorFailed, ConfigError
 
 if TYPE_CHECKING:
@@ -38,6 +38,8 @@ class ActorSystem:
     Attributes:
         propagator: carries trace context from senders to handlers, if given.
         clock: seconds, used for restart windows.
+        loop_time: the event loop's clock, as ``anyio.current_time()`` reads it.
+        new_wakeup: makes a :class:`~regiment.actors.Wakeup` for the running backend.
     """
 
     def __init__(
@@ -64,6 +66,9 @@ class ActorSystem:
         # What the runtime waits on (mailboxes, asks, idle runners): a Wakeup for the
         # running backend, reused across waits, so no event object is made per wait.
         self.new_wakeup: Callable[[], Wakeup] = wakeup_factory()
+        # The event loop's clock (anyio.current_time() without the backend lookup);
+        # ``clock`` may be a test's fake, this one is what deadlines and sleeps use.
+        self.loop_time: Callable[[], float] = loop_clock()
         self.closing = False
 
     @property

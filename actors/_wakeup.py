@@ -35,7 +35,7 @@ from regiment.errors import ConfigError
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ("Wakeup", "wakeup_factory")
+__all__ = ("Wakeup", "loop_clock", "wakeup_factory")
 
 
 class Wakeup(Protocol):
@@ -88,9 +88,13 @@ def second_waiter() -> ConfigError:
     )
 
 
+def _on_asyncio() -> bool:
+    return anyio.get_cancelled_exc_class().__module__.startswith("asyncio")
+
+
 def wakeup_factory() -> Callable[[], Wakeup]:
     """What makes wake-ups for the running backend; call it inside the event loop."""
-    if anyio.get_cancelled_exc_class().__module__.startswith("asyncio"):
+    if _on_asyncio():
         import asyncio
 
         loop = asyncio.get_running_loop()
@@ -98,3 +102,15 @@ def wakeup_factory() -> Callable[[], Wakeup]:
     from regiment.actors._wakeup_trio import TrioWakeup
 
     return TrioWakeup
+
+
+def loop_clock() -> Callable[[], float]:
+    """The running backend's clock (what ``anyio.current_time()`` reads), found once:
+    ``anyio.current_time()`` looks the backend up on every call."""
+    if _on_asyncio():
+        import asyncio
+
+        return asyncio.get_running_loop().time
+    import trio
+
+    return trio.current_time

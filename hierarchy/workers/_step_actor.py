@@ -12,7 +12,7 @@ import contextvars
 from abc import abstractmethod
 from collections import deque
 from collections.abc import Mapping
-from typing import assert_never, cast
+from typing import assert_never
 
 import anyio
 import anyio.lowlevel
@@ -31,10 +31,6 @@ __all__ = ("StepActor",)
 
 _StepKey = tuple[str, int, str, int]  # run id, plan version, step id, attempt
 _IDLE_RUNNERS = 1  # runners kept waiting between steps, beyond that they end
-
-
-def _key(assign: AssignStep) -> _StepKey:
-    return (assign.run_id, assign.plan_version, assign.step.id, assign.attempt)
 
 
 class StepActor(Actor[WorkerMessage, None]):
@@ -104,7 +100,7 @@ class StepActor(Actor[WorkerMessage, None]):
         with anyio.move_on_after(1.0):
             while self._queued:
                 job = self._queued.popleft()
-                self._jobs.pop(_key(job.assign), None)
+                self._jobs.pop(job.key, None)
                 await _send(
                     job.reply_to,
                     StepProgress().report(
@@ -126,8 +122,8 @@ class StepActor(Actor[WorkerMessage, None]):
         if sender is None:
             raise ConfigError(f"worker '{self._name}' got a step with no sender to report to")
         # Whoever assigns a step accepts its report; the envelope cannot say so in types.
-        job = StepJob(assign, cast("ActorRef[StepReport, object]", sender), envelope.headers)
-        self._jobs[_key(assign)] = job
+        job = StepJob(assign, sender, envelope.headers)  # type: ignore[arg-type]
+        self._jobs[job.key] = job
         self._queued.append(job)
         if self._idle:
             self._idle.popleft().wake()
@@ -259,7 +255,7 @@ class StepActor(Actor[WorkerMessage, None]):
                     assign, self._name, "cancelled", error="cancelled by the planner"
                 )
             if self._timer is not None:
-                self._timer.arm(job)
+                self._timer.arm(job, self.ctx.system.loop_time())
             return await self.work(assign, progress)
         except Exception as exc:  # a crash of this step, not of the worker: report it
             return progress.report(
@@ -281,7 +277,7 @@ class StepActor(Actor[WorkerMessage, None]):
                 )
             raise
         finally:
-            self._jobs.pop(_key(assign), None)
+            self._jobs.pop(job.key, None)
             job.scope = None
 
     def _watch(self, first_deadline: float) -> None:
@@ -290,11 +286,13 @@ class StepActor(Actor[WorkerMessage, None]):
 
 
 async def _send(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:
-    with contextlib.suppress(ActorStopped):  # the run has ended; nobody waits for this report
-        try:  # room in the mailbox (the usual case): no checkpoint, no coroutine
-            reply_to.send_nowait(report)
-        except MailboxFull:
+    try:  # room in the mailbox (the usual case): no checkpoint, no coroutine
+        reply_to.send_nowait(report)
+    except MailboxFull:
+        with contextlib.suppress(ActorStopped):
             await reply_to.send(report)
+    except ActorStopped:
+        pass  # the run has ended; nobody waits for this report
 
 
 # ``error.type`` of a step that ended without raising: a code, never the status word.

@@ -18,7 +18,7 @@ __all__ = ("Lane", "StepJob", "StepTimer")
 class StepJob:
     """One assigned step, from its arrival to its report."""
 
-    __slots__ = ("assign", "deadline", "headers", "reply_to", "report", "scope", "stop")
+    __slots__ = ("assign", "deadline", "headers", "key", "reply_to", "report", "scope", "stop")
 
     def __init__(
         self,
@@ -27,6 +27,8 @@ class StepJob:
         headers: Mapping[str, str],
     ) -> None:
         self.assign = assign
+        # run id, plan version, step id, attempt: what a CancelStep names
+        self.key = (assign.run_id, assign.plan_version, assign.step.id, assign.attempt)
         self.reply_to = reply_to
         self.headers = headers
         self.scope: anyio.CancelScope | None = None  # its runner's, while the step runs
@@ -86,9 +88,9 @@ class StepTimer:
         self._start_soon = start_soon  # starts watch(first deadline) in the worker's tasks
         self._running = False
 
-    def arm(self, job: StepJob) -> None:
-        """Give a step its deadline as a runner starts it."""
-        job.deadline = deadline = anyio.current_time() + self._seconds
+    def arm(self, job: StepJob, now: float) -> None:
+        """Give a step its deadline as a runner starts it (``now``: the loop's clock)."""
+        job.deadline = deadline = now + self._seconds
         if not self._running:
             self._running = True
             self._start_soon(deadline)
