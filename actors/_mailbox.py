@@ -50,44 +50,41 @@ class Mailbox(Generic[T]):
         "_capacity",
         "_closed",
         "_held",
-        "_items",
         "_new_wakeup",
-        "_receiver",
         "_senders",
         "_wakeup",
+        "items",
+        "waiting",
     )
 
     def __init__(self, capacity: int, new_wakeup: Callable[[], Wakeup]) -> None:
         self._capacity = capacity
         self._new_wakeup = new_wakeup
-        self._items: deque[T] = deque()
+        # Attributes, not properties: the actor loop and senders read them per message.
+        self.items: deque[T] = deque()  # queued, oldest first (only the mailbox changes it)
         self._closed = False
         # The receiver's, for all its waits; a wake() while it does not wait is
         # remembered by the Wakeup, so its next wait returns at once.
         self._wakeup = new_wakeup()
-        self._receiver = False  # True while get() waits
+        # Whether the receiver waits for an item (so the mailbox is empty and open).
+        self.waiting = False
         self._senders: deque[_Sender] = deque()  # put() calls waiting for room, oldest first
         self._held = 0  # slots granted to woken senders that have not filled them yet
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self.items)
 
     @property
     def closed(self) -> bool:
         return self._closed
 
-    @property
-    def waiting(self) -> bool:
-        """Whether the receiver waits for an item (so the mailbox is empty and open)."""
-        return self._receiver
-
     def put_nowait(self, item: T) -> None:
         """Queue ``item``; raises WouldBlock when full, ClosedResourceError when closed."""
         if self._closed:
             raise anyio.ClosedResourceError
-        if self._senders or len(self._items) + self._held >= self._capacity:
+        if self._senders or len(self.items) + self._held >= self._capacity:
             raise anyio.WouldBlock  # full, or the free room belongs to waiting senders
-        self._items.append(item)
+        self.items.append(item)
         self._notify()
 
     async def put(self, item: T) -> None:
@@ -109,67 +106,69 @@ class Mailbox(Generic[T]):
             self._held -= 1
         if self._closed:  # woken by close(), or closed before it could fill its slot
             raise anyio.ClosedResourceError
-        self._items.append(item)
+        self.items.append(item)
         self._notify()
 
     def __bool__(self) -> bool:
-        return bool(self._items)
+        return bool(self.items)
 
     def get_nowait(self) -> T:
         """The oldest item; raises WouldBlock when empty, EndOfStream when closed and empty."""
-        if not self._items:
+        if not self.items:
             raise anyio.EndOfStream if self._closed else anyio.WouldBlock
-        return self._take()
+        item = self.items.popleft()
+        if self._senders:
+            self._pass_room()
+        return item
 
     async def get(self, *, linger: bool = False) -> T | None:
         """The oldest item, waiting while empty; ``None`` if :meth:`wake` woke it first.
 
         It does not checkpoint when an item is queued. No exception is raised
-        and caught on the way (this is every actor's hot path).
+        and caught on the way, and no helper is called (this is every actor's
+        hot path).
 
         Args:
             linger: when empty, pass once through the event loop before waiting:
                 an actor that has just answered an ask often gets the asker's next
-                message within that pass, and then needs no event and no extra turn.
+                message within that pass, and then needs no wait and no extra turn.
 
         Raises:
             anyio.EndOfStream: closed and empty.
         """
-        if not self._items:
+        if not self.items:
             if self._closed:
                 raise anyio.EndOfStream
             if linger:
                 await anyio.lowlevel.checkpoint()
-                if self._items:
-                    return self._take()
+                if self.items:
+                    return self.get_nowait()
                 if self._closed:
                     raise anyio.EndOfStream
             # Returns at once if wake() came while it was not waiting (during the linger, say).
-            self._receiver = True
+            self.waiting = True
             try:
                 await self._wakeup.wait()
             finally:
-                self._receiver = False
-            if not self._items:
+                self.waiting = False
+            if not self.items:
                 if self._closed:
                     raise anyio.EndOfStream
                 return None
-        return self._take()
-
-    def _take(self) -> T:
-        item = self._items.popleft()
-        self._pass_room()
+        item = self.items.popleft()
+        if self._senders:
+            self._pass_room()
         return item
 
     def wake(self) -> None:
         """Wake a waiting ``get`` (it returns ``None`` if nothing was queued); a ``get``
         that is not waiting yet returns ``None`` instead of waiting, once."""
-        self._receiver = False
+        self.waiting = False
         self._wakeup.wake()
 
     def _notify(self) -> None:
-        if self._receiver:
-            self._receiver = False
+        if self.waiting:
+            self.waiting = False
             self._wakeup.wake()
 
     def close(self) -> None:
@@ -181,7 +180,7 @@ class Mailbox(Generic[T]):
 
     def _pass_room(self) -> None:
         """Room was made: hold it for the longest-waiting sender and wake it."""
-        if self._senders and len(self._items) + self._held < self._capacity:
+        if self._senders and len(self.items) + self._held < self._capacity:
             sender = self._senders.popleft()
             sender.granted = True
             self._held += 1
