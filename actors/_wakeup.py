@@ -25,6 +25,7 @@ The contract, the same on both backends:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
@@ -97,8 +98,7 @@ def wakeup_factory() -> Callable[[], Wakeup]:
     if _on_asyncio():
         import asyncio
 
-        loop = asyncio.get_running_loop()
-        return lambda: AsyncioWakeup(loop)
+        return functools.partial(AsyncioWakeup, asyncio.get_running_loop())
     from regiment.actors._wakeup_trio import TrioWakeup
 
     return TrioWakeup
