@@ -53,12 +53,14 @@ class Cell(Generic[M, R]):
         self.factory = factory
         self.name = name
         self.parent = parent
-        self.mailbox: Mailbox[Envelope[M, R]] = Mailbox(capacity, system.new_wakeup)
+        self.mailbox: Mailbox[Envelope[M, R]] = Mailbox(
+            capacity, system.new_wakeup, system.checkpoint
+        )
         self.ref: ActorRef[M, R] = ActorRef(self, name)
         self.window = RestartWindow(restart, system.clock)
         self.accepting = True
         self.started = False
-        self.stopped = anyio.Event()
+        self.stopped = system.new_event()
         # The instance whose receive_now() may take a sent message in the sender's
         # task; set only while its loop waits for mail and it defines receive_now.
         self.inline: Actor[M, R] | None = None
@@ -221,7 +223,7 @@ class Cell(Generic[M, R]):
                     if streak == _FAIRNESS:
                         # mail kept coming without a wait: let other tasks run now and then
                         streak = 0
-                        await anyio.lowlevel.checkpoint()
+                        await self.system.checkpoint()
                     streak += 1
                 else:
                     streak = 0

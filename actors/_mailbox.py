@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
 import anyio
@@ -48,6 +48,7 @@ class Mailbox(Generic[T]):
 
     __slots__ = (
         "_capacity",
+        "_checkpoint",
         "_closed",
         "_held",
         "_new_wakeup",
@@ -57,8 +58,14 @@ class Mailbox(Generic[T]):
         "waiting",
     )
 
-    def __init__(self, capacity: int, new_wakeup: Callable[[], Wakeup]) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        new_wakeup: Callable[[], Wakeup],
+        checkpoint: Callable[[], Awaitable[None]] = anyio.lowlevel.checkpoint,
+    ) -> None:
         self._capacity = capacity
+        self._checkpoint = checkpoint  # the backend's, found once (system.checkpoint)
         self._new_wakeup = new_wakeup
         # Attributes, not properties: the actor loop and senders read them per message.
         self.items: deque[T] = deque()  # queued, oldest first (only the mailbox changes it)
@@ -140,7 +147,7 @@ class Mailbox(Generic[T]):
             if self._closed:
                 raise anyio.EndOfStream
             if linger:
-                await anyio.lowlevel.checkpoint()
+                await self._checkpoint()
                 if self.items:
                     return self.get_nowait()
                 if self._closed:

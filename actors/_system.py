@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar, cast, final
@@ -18,7 +18,7 @@ from regiment.actors._messages import DeadLetter, DeadLetterReason, Envelope
 from regiment.actors._policy import RestartPolicy
 from regiment.actors._propagation import ContextPropagator
 from regiment.actors._ref import ActorRef, current_actor
-from regiment.actors._wakeup import Wakeup, loop_clock, wakeup_factory
+from regiment.actors._wakeup import Wakeup, loop_checkpoint, loop_clock, wakeup_factory
 from regiment.errors import ActorFailed, ConfigError
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ class ActorSystem:
         clock: seconds, used for restart windows.
         loop_time: the event loop's clock, as ``anyio.current_time()`` reads it.
         new_wakeup: makes a :class:`~regiment.actors.Wakeup` for the running backend.
+        checkpoint: ``anyio.lowlevel.checkpoint`` for the running backend.
     """
 
     def __init__(
@@ -69,6 +70,7 @@ class ActorSystem:
         # The event loop's clock (anyio.current_time() without the backend lookup);
         # ``clock`` may be a test's fake, this one is what deadlines and sleeps use.
         self.loop_time: Callable[[], float] = loop_clock()
+        self.checkpoint: Callable[[], Awaitable[None]] = loop_checkpoint()  # anyio's, found once
         self.closing = False
 
     @property

@@ -26,7 +26,7 @@ The contract, the same on both backends:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
@@ -36,7 +36,7 @@ from regiment.errors import ConfigError
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ("Wakeup", "loop_clock", "wakeup_factory")
+__all__ = ("Wakeup", "loop_checkpoint", "loop_clock", "wakeup_factory")
 
 
 class Wakeup(Protocol):
@@ -102,6 +102,18 @@ def wakeup_factory() -> Callable[[], Wakeup]:
     from regiment.actors._wakeup_trio import TrioWakeup
 
     return TrioWakeup
+
+
+def loop_checkpoint() -> Callable[[], Awaitable[None]]:
+    """The running backend's ``anyio.lowlevel.checkpoint``, found once (that function
+    looks the backend up on every call): one pass through the event loop."""
+    if _on_asyncio():
+        import asyncio
+
+        return functools.partial(asyncio.sleep, 0)
+    from trio.lowlevel import checkpoint
+
+    return checkpoint
 
 
 def loop_clock() -> Callable[[], float]:
