@@ -181,10 +181,9 @@ class StepActor(Actor[WorkerMessage, None]):
                 self._idle.append(lane.wakeup)
                 try:
                     await lane.wakeup.wait()
-                except BaseException:
-                    with contextlib.suppress(ValueError):  # not woken yet
+                finally:
+                    if lane.wakeup in self._idle:  # not woken by a step: cancelled (or spurious)
                         self._idle.remove(lane.wakeup)
-                    raise
                 continue
             lane.job = job = self._queued.popleft()
             job.scope = scope
