@@ -33,6 +33,10 @@ Messages and replies:
   An actor that defines ``receive_now`` may take a ``send`` in the sender's
   task when it is idle with an empty mailbox (no wake-up of its own task);
   workers use it to hand a step straight to a waiting runner.
+* Waiting (a mailbox's receiver, an ask's reply) is on a :class:`Wakeup`, not an
+  ``anyio.Event`` per wait: ``system.new_wakeup()`` makes one for the running
+  backend (a loop future on asyncio, a parked task on trio), and a task that
+  waits again and again reuses it. ``wake()`` before ``wait()`` is remembered.
 
 Stopping and dead letters:
 
@@ -72,6 +76,7 @@ from regiment.actors._policy import RestartPolicy
 from regiment.actors._propagation import ContextPropagator
 from regiment.actors._ref import ActorRef
 from regiment.actors._system import ActorSystem, open_actor_system
+from regiment.actors._wakeup import Wakeup
 
 __all__ = (
     "Actor",
@@ -84,5 +89,6 @@ __all__ = (
     "DeadLetterReason",
     "Envelope",
     "RestartPolicy",
+    "Wakeup",
     "open_actor_system",
 )

@@ -53,12 +53,14 @@ class Cell(Generic[M, R]):
         self.factory = factory
         self.name = name
         self.parent = parent
-        self.mailbox: Mailbox[Envelope[M, R]] = Mailbox(capacity, system.new_event)
+        self.mailbox: Mailbox[Envelope[M, R]] = Mailbox(
+            capacity, system.new_wakeup, system.checkpoint
+        )
         self.ref: ActorRef[M, R] = ActorRef(self, name)
         self.window = RestartWindow(restart, system.clock)
         self.accepting = True
         self.started = False
-        self.stopped = anyio.Event()
+        self.stopped = system.new_event()
         # The instance whose receive_now() may take a sent message in the sender's
         # task; set only while its loop waits for mail and it defines receive_now.
         self.inline: Actor[M, R] | None = None
@@ -187,7 +189,7 @@ class Cell(Generic[M, R]):
     async def _live(
         self, instance: Actor[M, R], incarnation: Incarnation[M, R]
     ) -> Exception | None:
-        failure = await self._loop(instance, incarnation)
+        failure = await self._take_mail(instance, incarnation)
         if failure is None:
             # graceful end: escalations that raced the last message still count
             failure = await _handle_signals(instance, incarnation)
@@ -197,48 +199,48 @@ class Cell(Generic[M, R]):
             failure = await _handle_signals(instance, incarnation)
         return failure
 
-    async def _loop(
-        self, instance: Actor[M, R], incarnation: Incarnation[M, R]
-    ) -> Exception | None:
-        if type(instance).receive_now is not Actor.receive_now:
-            self.inline = instance
-        try:
-            return await self._take_mail(instance, incarnation)
-        finally:
-            self.inline = None
-
     async def _take_mail(
         self, instance: Actor[M, R], incarnation: Incarnation[M, R]
     ) -> Exception | None:
+        """Handle mail (and children's escalations) until the mailbox ends or one fails.
+
+        One frame, not a loop inside a helper: every wake-up of the actor resumes
+        each coroutine frame between its task and the mailbox's wait.
+        """
+        if type(instance).receive_now is not Actor.receive_now:
+            self.inline = instance
         ctx = instance.ctx
         mailbox = self.mailbox
         streak = 0
         envelope: Envelope[M, R] | None = None
-        while True:
-            if incarnation.signals:
-                failure = await _handle_signals(instance, incarnation)
-                if failure is not None:
-                    return failure
-            if mailbox:
-                if streak == _FAIRNESS:
-                    # mail kept coming without a wait: let other tasks run now and then
+        try:
+            while True:
+                if incarnation.signals:
+                    failure = await _handle_signals(instance, incarnation)
+                    if failure is not None:
+                        return failure
+                if mailbox.items:
+                    if streak == _FAIRNESS:
+                        # mail kept coming without a wait: let other tasks run now and then
+                        streak = 0
+                        await self.system.checkpoint()
+                    streak += 1
+                else:
                     streak = 0
-                    await anyio.lowlevel.checkpoint()
-                streak += 1
-            else:
-                streak = 0
-            try:
-                # No checkpoint while mail is queued; None: woken to look at signals.
-                # After answering an ask, linger: the asker often asks again at once.
-                envelope = await mailbox.get(
-                    linger=envelope is not None and envelope.reply_to is not None
-                )
-            except anyio.EndOfStream:
-                return None
-            if envelope is not None:
-                failure = await _handle(self, instance, ctx, envelope)
-                if failure is not None:
-                    return failure
+                try:
+                    # No checkpoint while mail is queued; None: woken to look at signals.
+                    # After answering an ask, linger: the asker often asks again at once.
+                    envelope = await mailbox.get(
+                        linger=envelope is not None and envelope.reply_to is not None
+                    )
+                except anyio.EndOfStream:
+                    return None
+                if envelope is not None:
+                    failure = await _handle(self, instance, ctx, envelope)
+                    if failure is not None:
+                        return failure
+        finally:
+            self.inline = None
 
     async def _stop_instance(self, instance: Actor[M, R]) -> None:
         try:

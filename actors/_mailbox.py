@@ -5,18 +5,21 @@ statistics) and pay for it on every blocking receive: a checkpoint, a fresh
 event, a generic receiver object and a dict entry. An actor needs less: one
 receiver that waits only when the queue is empty, senders that wait only when
 it is full, and a way to wake the receiver without a message. This is that,
-on a deque and the running backend's event class.
+on a deque and a :class:`~regiment.actors._wakeup.Wakeup` the receiver reuses
+for every wait (no event object per wait).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
 import anyio
 import anyio.lowlevel
+
+from regiment.actors._wakeup import Wakeup
 
 __all__ = ("Mailbox",)
 
@@ -28,7 +31,7 @@ class _Sender:
 
     __slots__ = ("granted", "ready")
 
-    def __init__(self, ready: anyio.Event) -> None:
+    def __init__(self, ready: Wakeup) -> None:
         self.ready = ready
         self.granted = False
 
@@ -45,44 +48,50 @@ class Mailbox(Generic[T]):
 
     __slots__ = (
         "_capacity",
+        "_checkpoint",
         "_closed",
         "_held",
-        "_items",
-        "_new_event",
-        "_poked",
-        "_receiver",
+        "_new_wakeup",
         "_senders",
+        "_wakeup",
+        "items",
+        "waiting",
     )
 
-    def __init__(self, capacity: int, new_event: Callable[[], anyio.Event]) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        new_wakeup: Callable[[], Wakeup],
+        checkpoint: Callable[[], Awaitable[None]] = anyio.lowlevel.checkpoint,
+    ) -> None:
         self._capacity = capacity
-        self._new_event = new_event
-        self._items: deque[T] = deque()
+        self._checkpoint = checkpoint  # the backend's, found once (system.checkpoint)
+        self._new_wakeup = new_wakeup
+        # Attributes, not properties: the actor loop and senders read them per message.
+        self.items: deque[T] = deque()  # queued, oldest first (only the mailbox changes it)
         self._closed = False
-        self._receiver: anyio.Event | None = None  # set while get() waits
-        self._poked = False  # wake() came while get() was not waiting: the next wait returns
+        # The receiver's, for all its waits; a wake() while it does not wait is
+        # remembered by the Wakeup, so its next wait returns at once.
+        self._wakeup = new_wakeup()
+        # Whether the receiver waits for an item (so the mailbox is empty and open).
+        self.waiting = False
         self._senders: deque[_Sender] = deque()  # put() calls waiting for room, oldest first
         self._held = 0  # slots granted to woken senders that have not filled them yet
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self.items)
 
     @property
     def closed(self) -> bool:
         return self._closed
 
-    @property
-    def waiting(self) -> bool:
-        """Whether the receiver waits for an item (so the mailbox is empty and open)."""
-        return self._receiver is not None
-
     def put_nowait(self, item: T) -> None:
         """Queue ``item``; raises WouldBlock when full, ClosedResourceError when closed."""
         if self._closed:
             raise anyio.ClosedResourceError
-        if self._senders or len(self._items) + self._held >= self._capacity:
+        if self._senders or len(self.items) + self._held >= self._capacity:
             raise anyio.WouldBlock  # full, or the free room belongs to waiting senders
-        self._items.append(item)
+        self.items.append(item)
         self._notify()
 
     async def put(self, item: T) -> None:
@@ -93,7 +102,7 @@ class Mailbox(Generic[T]):
             pass
         else:
             return
-        sender = _Sender(self._new_event())
+        sender = _Sender(self._new_wakeup())
         self._senders.append(sender)
         try:
             await sender.ready.wait()
@@ -104,88 +113,85 @@ class Mailbox(Generic[T]):
             self._held -= 1
         if self._closed:  # woken by close(), or closed before it could fill its slot
             raise anyio.ClosedResourceError
-        self._items.append(item)
+        self.items.append(item)
         self._notify()
 
     def __bool__(self) -> bool:
-        return bool(self._items)
+        return bool(self.items)
 
     def get_nowait(self) -> T:
         """The oldest item; raises WouldBlock when empty, EndOfStream when closed and empty."""
-        if not self._items:
+        if not self.items:
             raise anyio.EndOfStream if self._closed else anyio.WouldBlock
-        return self._take()
+        item = self.items.popleft()
+        if self._senders:
+            self._pass_room()
+        return item
 
     async def get(self, *, linger: bool = False) -> T | None:
         """The oldest item, waiting while empty; ``None`` if :meth:`wake` woke it first.
 
         It does not checkpoint when an item is queued. No exception is raised
-        and caught on the way (this is every actor's hot path).
+        and caught on the way, and no helper is called (this is every actor's
+        hot path).
 
         Args:
             linger: when empty, pass once through the event loop before waiting:
                 an actor that has just answered an ask often gets the asker's next
-                message within that pass, and then needs no event and no extra turn.
+                message within that pass, and then needs no wait and no extra turn.
 
         Raises:
             anyio.EndOfStream: closed and empty.
         """
-        if not self._items:
+        if not self.items:
             if self._closed:
                 raise anyio.EndOfStream
             if linger:
-                await anyio.lowlevel.checkpoint()
-                if self._items:
-                    return self._take()
+                await self._checkpoint()
+                if self.items:
+                    return self.get_nowait()
                 if self._closed:
                     raise anyio.EndOfStream
-            if self._poked:  # woken while it was not waiting (during the linger, say)
-                self._poked = False
-                return None
-            ready = self._new_event()
-            self._receiver = ready
+            # Returns at once if wake() came while it was not waiting (during the linger, say).
+            self.waiting = True
             try:
-                await ready.wait()
+                await self._wakeup.wait()
             finally:
-                self._receiver = None
-            if not self._items:
+                self.waiting = False
+            if not self.items:
                 if self._closed:
                     raise anyio.EndOfStream
                 return None
-        return self._take()
-
-    def _take(self) -> T:
-        item = self._items.popleft()
-        self._pass_room()
+        item = self.items.popleft()
+        if self._senders:
+            self._pass_room()
         return item
 
     def wake(self) -> None:
         """Wake a waiting ``get`` (it returns ``None`` if nothing was queued); a ``get``
         that is not waiting yet returns ``None`` instead of waiting, once."""
-        if self._receiver is None:
-            self._poked = True
-        self._notify()
+        self.waiting = False
+        self._wakeup.wake()
 
     def _notify(self) -> None:
-        receiver = self._receiver
-        if receiver is not None:
-            self._receiver = None
-            receiver.set()
+        if self.waiting:
+            self.waiting = False
+            self._wakeup.wake()
 
     def close(self) -> None:
         """Refuse new items; wake the receiver and every waiting sender."""
         self._closed = True
         self._notify()
         while self._senders:
-            self._senders.popleft().ready.set()
+            self._senders.popleft().ready.wake()
 
     def _pass_room(self) -> None:
         """Room was made: hold it for the longest-waiting sender and wake it."""
-        if self._senders and len(self._items) + self._held < self._capacity:
+        if self._senders and len(self.items) + self._held < self._capacity:
             sender = self._senders.popleft()
             sender.granted = True
             self._held += 1
-            sender.ready.set()
+            sender.ready.wake()
 
     def _leave(self, sender: _Sender) -> None:
         """A waiting sender gave up; a slot held for it goes to the next one."""

@@ -91,7 +91,7 @@ class ActorRef(Generic[M_contra, R_co]):
             Exception: whatever the handler raised (the actor is supervised as usual).
         """
         cell = self._cell
-        slot: ReplySlot[R_co] = ReplySlot(cell.system.new_event())
+        slot: ReplySlot[R_co] = ReplySlot(cell.system.new_wakeup())
         # No checkpoint before delivering: waiting for the reply is the checkpoint.
         await cell.deliver(cell.system.envelope(message, None, slot))
         return await slot.wait(self.name, message, timeout)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import anyio
 
 from regiment.errors import AskTimeout
+
+if TYPE_CHECKING:
+    from regiment.actors._wakeup import Wakeup
 
 __all__ = ("ReplySlot",)
 
@@ -18,16 +21,16 @@ _PENDING, _RESOLVED, _FAILED, _ABANDONED = range(4)
 class ReplySlot(Generic[R]):
     """A one-shot reply channel: written at most once, awaited by one asker.
 
-    An event plus a field is all an ask needs; a memory object stream per ask
+    A wake-up plus a field is all an ask needs; a memory object stream per ask
     cost a stream pair, two close calls and extra checkpoints. Writes after the
     asker has gone (timeout, cancellation) are dropped: that is not an error
     for the replier.
     """
 
-    __slots__ = ("_event", "_outcome", "_state")
+    __slots__ = ("_outcome", "_state", "_wakeup")
 
-    def __init__(self, event: anyio.Event) -> None:
-        self._event = event
+    def __init__(self, wakeup: Wakeup) -> None:
+        self._wakeup = wakeup
         self._state = _PENDING
         self._outcome: object = None
 
@@ -36,14 +39,14 @@ class ReplySlot(Generic[R]):
         if self._state == _PENDING:
             self._state = _RESOLVED
             self._outcome = value
-            self._event.set()
+            self._wakeup.wake()
 
     def fail(self, error: BaseException) -> None:
         """Deliver an error to the asker (dropped if the asker has gone away)."""
         if self._state == _PENDING:
             self._state = _FAILED
             self._outcome = error
-            self._event.set()
+            self._wakeup.wake()
 
     def abandon(self) -> None:
         """The asker gives up; later replies are dropped."""
@@ -54,10 +57,10 @@ class ReplySlot(Generic[R]):
         """Wait for the reply; raise AskTimeout, or the error the handler raised."""
         try:
             if timeout is None:
-                await self._event.wait()
+                await self._wakeup.wait()
             else:
                 with anyio.move_on_after(timeout):
-                    await self._event.wait()
+                    await self._wakeup.wait()
         finally:
             self.abandon()
         if self._state == _RESOLVED:

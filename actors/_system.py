@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar, cast, final
@@ -18,6 +18,7 @@ from regiment.actors._messages import DeadLetter, DeadLetterReason, Envelope
 from regiment.actors._policy import RestartPolicy
 from regiment.actors._propagation import ContextPropagator
 from regiment.actors._ref import ActorRef, current_actor
+from regiment.actors._wakeup import Wakeup, loop_checkpoint, loop_clock, wakeup_factory
 from regiment.errors import ActorFailed, ConfigError
 
 if TYPE_CHECKING:
@@ -37,6 +38,9 @@ class ActorSystem:
     Attributes:
         propagator: carries trace context from senders to handlers, if given.
         clock: seconds, used for restart windows.
+        loop_time: the event loop's clock, as ``anyio.current_time()`` reads it.
+        new_wakeup: makes a :class:`~regiment.actors.Wakeup` for the running backend.
+        checkpoint: ``anyio.lowlevel.checkpoint`` for the running backend.
     """
 
     def __init__(
@@ -60,6 +64,13 @@ class ActorSystem:
         # the running backend's Event class, found once: anyio.Event() looks the
         # backend up on every call, which showed up in the ask profile
         self.new_event: Callable[[], anyio.Event] = type(anyio.Event())
+        # What the runtime waits on (mailboxes, asks, idle runners): a Wakeup for the
+        # running backend, reused across waits, so no event object is made per wait.
+        self.new_wakeup: Callable[[], Wakeup] = wakeup_factory()
+        # The event loop's clock (anyio.current_time() without the backend lookup);
+        # ``clock`` may be a test's fake, this one is what deadlines and sleeps use.
+        self.loop_time: Callable[[], float] = loop_clock()
+        self.checkpoint: Callable[[], Awaitable[None]] = loop_checkpoint()  # anyio's, found once
         self.closing = False
 
     @property

@@ -3,6 +3,8 @@
 Run with ``.venv/bin/python bench/actors_roundtrip.py`` (``--profile`` adds a
 cProfile of the regiment ask loop). Each figure is the median over REPEATS runs
 of ASKS sequential round trips, in microseconds per round trip.
+``--instructions`` counts a regiment ask in CPU instructions under callgrind
+instead (exact, whatever the machine's load), on asyncio and trio.
 """
 
 from __future__ import annotations
@@ -104,6 +106,23 @@ async def asyncio_queue_pair() -> float:
         await asyncio.gather(responder, return_exceptions=True)
 
 
+async def regiment_asks(asks: int) -> None:
+    """``asks`` sequential asks on an echo actor, after a warm-up (for callgrind)."""
+    async with open_actor_system() as system:
+        ref = await system.spawn(Echo, name="echo", capacity=MAILBOX)
+        for i in range(100 + asks):
+            await ref.ask(i)
+
+
+def _instructions() -> None:
+    from callgrind_count import instructions_per_unit
+
+    print("regiment actor ask, callgrind (instructions per round trip)")
+    for backend in ("asyncio", "trio"):
+        per_ask = instructions_per_unit([__file__, "--child", backend], 1_000, 6_000)
+        print(f"  {backend:8s} {per_ask / 1000:7.1f} k")
+
+
 def profile_regiment() -> None:
     """Print where a regiment ask spends its time (cProfile, asyncio backend)."""
     profiler = cProfile.Profile()
@@ -115,6 +134,12 @@ def profile_regiment() -> None:
 
 def main() -> None:
     """Run the three round trips on asyncio (and the anyio ones on trio) and print ratios."""
+    if sys.argv[1:2] == ["--child"]:
+        anyio.run(regiment_asks, int(sys.argv[3]), backend=sys.argv[2])
+        return
+    if "--instructions" in sys.argv:
+        _instructions()
+        return
     if "--profile" in sys.argv:
         profile_regiment()
         return

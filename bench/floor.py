@@ -9,19 +9,27 @@ asyncio and trio: once with a reused runner task (what workers do), once with
 a task spawned per step, in its own cancel scope (what they did before).
 Whatever a real step costs above these figures is regiment's own work.
 
+``--instructions`` counts the reused-runner floor in CPU instructions per step
+under callgrind instead (exact; the wall-clock figures move with the machine's
+load), on both backends.
+
 Until 2026-12-03 (second round of #22) this modelled three hops (planner ->
-worker actor -> runner -> planner) and a cancel scope per step.
+worker actor -> runner -> planner) and a cancel scope per step. Since the third
+round its mailboxes wait on the actors' own wake-ups (``system.new_wakeup()``),
+as regiment's do.
 """
 
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 
 import anyio
 from anyio.abc import TaskGroup
 
 from regiment.actors._mailbox import Mailbox
+from regiment.actors._wakeup import wakeup_factory
 
 __all__ = ("main", "per_step_us")
 
@@ -29,11 +37,11 @@ STEPS = 20_000
 REPEATS = 7
 
 
-async def per_step_us(spawn_per_step: bool) -> float:
-    """µs per step of a planner -> runner -> planner round."""
-    new_event = type(anyio.Event())
-    to_planner: Mailbox[int] = Mailbox(64, new_event)
-    to_runner: Mailbox[int] = Mailbox(64, new_event)
+async def per_step_us(spawn_per_step: bool, steps: int = STEPS) -> float:
+    """µs per step of ``steps`` planner -> runner -> planner rounds."""
+    new_wakeup = wakeup_factory()
+    to_planner: Mailbox[int] = Mailbox(64, new_wakeup)
+    to_runner: Mailbox[int] = Mailbox(64, new_wakeup)
     done = anyio.Event()
 
     async def step(n: int) -> None:
@@ -57,7 +65,7 @@ async def per_step_us(spawn_per_step: bool) -> float:
             got = await to_planner.get()
             if got is None:
                 continue
-            if got == STEPS:
+            if got >= steps:
                 done.set()
                 return
             n = got + 1
@@ -69,10 +77,25 @@ async def per_step_us(spawn_per_step: bool) -> float:
         await done.wait()
         elapsed = time.perf_counter() - started
         tg.cancel_scope.cancel()
-    return elapsed / STEPS * 1e6
+    return elapsed / max(steps, 1) * 1e6
+
+
+def _instructions() -> None:
+    from callgrind_count import instructions_per_unit
+
+    print("floor of a step, reused runner, callgrind (instructions per step)")
+    for backend in ("asyncio", "trio"):
+        per_step = instructions_per_unit([__file__, "--child", backend], 2_000, 12_000)
+        print(f"  {backend:8s} {per_step / 1000:7.1f} k")
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--child"]:
+        anyio.run(per_step_us, False, int(sys.argv[3]), backend=sys.argv[2])
+        return
+    if "--instructions" in sys.argv:
+        _instructions()
+        return
     print(f"floor of a step, median of {REPEATS} x {STEPS} steps (µs per step)")
     for backend in ("asyncio", "trio"):
         for spawn, label in ((False, "reused runner"), (True, "task per step")):

@@ -12,13 +12,13 @@ import contextvars
 from abc import abstractmethod
 from collections import deque
 from collections.abc import Mapping
-from typing import assert_never, cast
+from typing import assert_never
 
 import anyio
 import anyio.lowlevel
 from opentelemetry.util.types import AttributeValue
 
-from regiment.actors import Actor, ActorRef, Envelope
+from regiment.actors import Actor, ActorRef, Envelope, Wakeup
 from regiment.errors import ActorStopped, ConfigError, MailboxFull
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
@@ -31,10 +31,6 @@ __all__ = ("StepActor",)
 
 _StepKey = tuple[str, int, str, int]  # run id, plan version, step id, attempt
 _IDLE_RUNNERS = 1  # runners kept waiting between steps, beyond that they end
-
-
-def _key(assign: AssignStep) -> _StepKey:
-    return (assign.run_id, assign.plan_version, assign.step.id, assign.attempt)
 
 
 class StepActor(Actor[WorkerMessage, None]):
@@ -76,7 +72,7 @@ class StepActor(Actor[WorkerMessage, None]):
         self._max_runners = max_concurrent
         self._runners = 0
         self._queued: deque[StepJob] = deque()
-        self._idle: deque[anyio.Event] = deque()  # runners waiting for a step
+        self._idle: deque[Wakeup] = deque()  # runners waiting for a step
         self._new_scope: type[anyio.CancelScope] | None = None
         self._timer = (
             None if step_timeout is None else StepTimer(step_timeout, self._jobs, self._watch)
@@ -104,7 +100,7 @@ class StepActor(Actor[WorkerMessage, None]):
         with anyio.move_on_after(1.0):
             while self._queued:
                 job = self._queued.popleft()
-                self._jobs.pop(_key(job.assign), None)
+                self._jobs.pop(job.key, None)
                 await _send(
                     job.reply_to,
                     StepProgress().report(
@@ -126,11 +122,11 @@ class StepActor(Actor[WorkerMessage, None]):
         if sender is None:
             raise ConfigError(f"worker '{self._name}' got a step with no sender to report to")
         # Whoever assigns a step accepts its report; the envelope cannot say so in types.
-        job = StepJob(assign, cast("ActorRef[StepReport, object]", sender), envelope.headers)
-        self._jobs[_key(assign)] = job
+        job = StepJob(assign, sender, envelope.headers)  # type: ignore[arg-type]
+        self._jobs[job.key] = job
         self._queued.append(job)
         if self._idle:
-            self._idle.popleft().set()
+            self._idle.popleft().wake()
         elif self._max_runners is None or self._runners < self._max_runners:
             self._add_runner()
 
@@ -149,12 +145,13 @@ class StepActor(Actor[WorkerMessage, None]):
 
     async def _runner(self) -> None:
         context = contextvars.copy_context()
+        wakeup = self.ctx.system.new_wakeup()  # the runner's, for all its waits for a step
         more = True
         while more:
             # The backend's class, found once (anyio.CancelScope() looks it up each call).
             scope = self._new_scope() if self._new_scope is not None else anyio.CancelScope()
             self._new_scope = type(scope)
-            lane = Lane()
+            lane = Lane(wakeup)
             try:
                 with scope:
                     more = await self._steps(scope, lane, context)
@@ -181,14 +178,12 @@ class StepActor(Actor[WorkerMessage, None]):
             if not self._queued:
                 if len(self._idle) >= _IDLE_RUNNERS:
                     return False  # enough runners wait already; a burst's extra ones end
-                ready = self.ctx.system.new_event()
-                self._idle.append(ready)
+                self._idle.append(lane.wakeup)
                 try:
-                    await ready.wait()
-                except BaseException:
-                    with contextlib.suppress(ValueError):  # not woken yet
-                        self._idle.remove(ready)
-                    raise
+                    await lane.wakeup.wait()
+                finally:
+                    if lane.wakeup in self._idle:  # not woken by a step: cancelled (or spurious)
+                        self._idle.remove(lane.wakeup)
                 continue
             lane.job = job = self._queued.popleft()
             job.scope = scope
@@ -259,7 +254,7 @@ class StepActor(Actor[WorkerMessage, None]):
                     assign, self._name, "cancelled", error="cancelled by the planner"
                 )
             if self._timer is not None:
-                self._timer.arm(job)
+                self._timer.arm(job, self.ctx.system.loop_time())
             return await self.work(assign, progress)
         except Exception as exc:  # a crash of this step, not of the worker: report it
             return progress.report(
@@ -281,7 +276,7 @@ class StepActor(Actor[WorkerMessage, None]):
                 )
             raise
         finally:
-            self._jobs.pop(_key(assign), None)
+            self._jobs.pop(job.key, None)
             job.scope = None
 
     def _watch(self, first_deadline: float) -> None:
@@ -290,11 +285,13 @@ class StepActor(Actor[WorkerMessage, None]):
 
 
 async def _send(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:
-    with contextlib.suppress(ActorStopped):  # the run has ended; nobody waits for this report
-        try:  # room in the mailbox (the usual case): no checkpoint, no coroutine
-            reply_to.send_nowait(report)
-        except MailboxFull:
+    try:  # room in the mailbox (the usual case): no checkpoint, no coroutine
+        reply_to.send_nowait(report)
+    except MailboxFull:
+        with contextlib.suppress(ActorStopped):
             await reply_to.send(report)
+    except ActorStopped:
+        pass  # the run has ended; nobody waits for this report
 
 
 # ``error.type`` of a step that ended without raising: a code, never the status word.

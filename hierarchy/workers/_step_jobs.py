@@ -8,7 +8,7 @@ from typing import Literal
 
 import anyio
 
-from regiment.actors import ActorRef
+from regiment.actors import ActorRef, Wakeup
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy.workers._loop import StepProgress
 
@@ -18,7 +18,7 @@ __all__ = ("Lane", "StepJob", "StepTimer")
 class StepJob:
     """One assigned step, from its arrival to its report."""
 
-    __slots__ = ("assign", "deadline", "headers", "reply_to", "report", "scope", "stop")
+    __slots__ = ("assign", "deadline", "headers", "key", "reply_to", "report", "scope", "stop")
 
     def __init__(
         self,
@@ -27,6 +27,8 @@ class StepJob:
         headers: Mapping[str, str],
     ) -> None:
         self.assign = assign
+        # run id, plan version, step id, attempt: what a CancelStep names
+        self.key = (assign.run_id, assign.plan_version, assign.step.id, assign.attempt)
         self.reply_to = reply_to
         self.headers = headers
         self.scope: anyio.CancelScope | None = None  # its runner's, while the step runs
@@ -55,12 +57,14 @@ class StepJob:
 
 
 class Lane:
-    """What one runner's cancel scope is doing: the step it runs, if any."""
+    """One runner: the step it runs in its current cancel scope, if any, and
+    what wakes it while it waits for a step (reused for all its waits)."""
 
-    __slots__ = ("job",)
+    __slots__ = ("job", "wakeup")
 
-    def __init__(self) -> None:
+    def __init__(self, wakeup: Wakeup) -> None:
         self.job: StepJob | None = None
+        self.wakeup = wakeup
 
 
 class StepTimer:
@@ -84,9 +88,9 @@ class StepTimer:
         self._start_soon = start_soon  # starts watch(first deadline) in the worker's tasks
         self._running = False
 
-    def arm(self, job: StepJob) -> None:
-        """Give a step its deadline as a runner starts it."""
-        job.deadline = deadline = anyio.current_time() + self._seconds
+    def arm(self, job: StepJob, now: float) -> None:
+        """Give a step its deadline as a runner starts it (``now``: the loop's clock)."""
+        job.deadline = deadline = now + self._seconds
         if not self._running:
             self._running = True
             self._start_soon(deadline)

@@ -8,6 +8,7 @@ import pytest
 
 from regiment.actors import Actor, ActorRef, DeadLetter, open_actor_system
 from regiment.actors._mailbox import Mailbox
+from regiment.actors._wakeup import wakeup_factory
 from regiment.errors import ActorStopped, MailboxFull
 
 pytestmark = pytest.mark.anyio
@@ -137,8 +138,8 @@ async def test_a_sender_waiting_on_a_full_mailbox_gets_actor_stopped_when_it_sto
 
 
 def _mailbox(capacity: int) -> Mailbox[str]:
-    """A mailbox on the running backend's event class, as the actor system makes it."""
-    return Mailbox(capacity, type(anyio.Event()))
+    """A mailbox on the running backend's wake-ups, as the actor system makes it."""
+    return Mailbox(capacity, wakeup_factory())
 
 
 class _Sender:
@@ -330,7 +331,7 @@ async def test_wake_makes_a_waiting_get_return_none_without_an_item() -> None:
         mailbox.wake()
     assert got == [None]
     assert len(mailbox) == 0
-    mailbox.wake()  # nobody waits: nothing to wake, nothing remembered
+    mailbox.wake()  # nobody waits: remembered, but a queued item still comes first
     mailbox.put_nowait("a")
     assert await mailbox.get() == "a"
 

@@ -7,6 +7,7 @@ import pytest
 
 from regiment.actors import Actor, Envelope, open_actor_system
 from regiment.actors._mailbox import Mailbox
+from regiment.actors._wakeup import wakeup_factory
 
 pytestmark = pytest.mark.anyio
 
@@ -74,7 +75,7 @@ async def test_an_ask_is_never_taken_inline() -> None:
 async def test_a_wake_while_the_receiver_is_not_waiting_is_not_lost() -> None:
     # A child's failure wakes its parent's loop; if the parent is not waiting at
     # that moment (it lingers after an ask), its next wait must return at once.
-    mailbox: Mailbox[str] = Mailbox(4, type(anyio.Event()))
+    mailbox: Mailbox[str] = Mailbox(4, wakeup_factory())
     mailbox.wake()
     with anyio.fail_after(5):
         assert await mailbox.get(linger=True) is None
