@@ -130,11 +130,14 @@ class ArgumentSpec:
             text = json.dumps(_whole_numbers(arguments))
         except (TypeError, ValueError) as exc:
             return f"arguments must be JSON data: {exc}"
-        from pydantic import ValidationError  # loaded since this spec was built
-
         try:
             instance = self.model.model_validate_json(text, strict=True)
-        except ValidationError as exc:
+        except Exception as exc:
+            # Imported only here: the import statement costs two calls on every call.
+            from pydantic import ValidationError  # loaded since this spec was built
+
+            if not isinstance(exc, ValidationError):
+                raise
             return "; ".join(_describe(error) for error in exc.errors(include_url=False))
         values = [getattr(instance, f"p{i}") for i in range(len(self.names))]
         return BoundArguments(
