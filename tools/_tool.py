@@ -9,7 +9,7 @@ import inspect
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Generic, ParamSpec, TypeVar, Unpack, assert_never, cast, final
 
 import msgspec
@@ -291,7 +291,7 @@ async def _invoke(
         else (bound.args, bound.kwargs)
     )
     if is_async:
-        return await cast(Awaitable[object], fn(*args, **kwargs))
+        return await fn(*args, **kwargs)  # type: ignore[misc]  # is_async: it is a coroutine
     # A timeout or a cancelled caller gets control back at once; a body that had
     # not started by then never starts (one already running finishes unseen).
     return await run_sync_abandonable(functools.partial(fn, *args, **kwargs))

@@ -30,6 +30,7 @@ from regiment.models import (
     Message,
     ModelRequest,
     ModelResponse,
+    TextPart,
     ToolCallPart,
     ToolResultPart,
     Usage,
@@ -37,7 +38,7 @@ from regiment.models import (
 )
 from regiment.telemetry import Telemetry
 from regiment.telemetry import semconv as sc
-from regiment.tools import OnToolError, ToolResult, Toolset
+from regiment.tools import OnToolError, ToolDefinition, ToolResult, Toolset
 
 __all__ = ("StepProgress", "opening", "run_tool_loop")
 
@@ -156,7 +157,10 @@ async def _call_tools(
     progress.tool_calls += allowed
     first = journaled.reserve(allowed)
     if allowed == 1:  # the common case needs no task group
-        await one(0, calls[0])
+        if traced or telemetry.metrics is not None:
+            await one(0, calls[0])
+        else:  # nor a span or a metric around it
+            results[0] = await attempt(0, calls[0])
     elif allowed > 1:
         async with anyio.create_task_group() as tg:
             for index in range(allowed):
@@ -297,13 +301,13 @@ async def run_tool_loop(
         system = prompts.worker_system(
             worker=worker, description=description, system_prompt=system_prompt
         )
-    step, allowance = assign.step, assign.allowance
-    messages = [Message.user(prompts.step_request(step=step, context=assign.context))]
-    journaled = journaled or StepCalls(None, assign, worker)  # journals and replays by key
-    call = _step_caller(journaled, caller, guards, assign, progress, messages)
+    step, allowance, tools = assign.step, assign.allowance, toolset.definitions
+    text = prompts.step_request(step=step, context=assign.context)
+    messages = [Message(role="user", parts=(TextPart(text=text),))]
+    journaled, call = _step_caller(journaled, caller, guards, assign, progress, messages, worker)
     limited = allowance.model_calls is not None or allowance.tokens is not None
     for _ in range(max_iterations):
-        request = _request(system, messages, toolset, worker, step.id)
+        request = _request(system, messages, tools, worker, step.id)
         if limited and (out := _out_of_allowance(assign, progress, request)) is not None:
             return progress.report(
                 assign, worker, "budget_exhausted", error=out[1], exhausted=out[0]
@@ -331,27 +335,35 @@ async def run_tool_loop(
 
 
 def _step_caller(
-    journaled: StepCalls,
+    journaled: StepCalls | None,
     caller: ModelCaller,
     guards: StepGuards | None,
     assign: AssignStep,
     progress: StepProgress,
     messages: list[Message],
-) -> Callable[[ModelRequest], Awaitable[ModelResponse | None]]:
-    """How the step calls its model: replayed or journaled, between its guards if any."""
+    worker: str,
+) -> tuple[StepCalls, Callable[[ModelRequest], Awaitable[ModelResponse | None]]]:
+    """The step's calls (journaled and replayed by key), and how it calls its model:
+    replayed or journaled, between its guards if any."""
+    journaled = journaled or StepCalls(None, assign, worker)
     if guards is None:  # no JournaledCaller in between: its call would only forward
-        return functools.partial(journaled.model, caller)
-    return guards.caller(JournaledCaller(journaled, caller), assign, progress, messages)
+        return journaled, functools.partial(journaled.model, caller)
+    model = JournaledCaller(journaled, caller)
+    return journaled, guards.caller(model, assign, progress, messages)
 
 
 def _request(
-    system: str, messages: list[Message], toolset: Toolset, worker: str, step_id: str
+    system: str,
+    messages: list[Message],
+    tools: tuple[ToolDefinition, ...],
+    worker: str,
+    step_id: str,
 ) -> ModelRequest:
     """The step's next model request: the conversation so far, with the worker's tools."""
     return ModelRequest(
         system=system,
         messages=tuple(messages),
-        tools=toolset.definitions,
+        tools=tools,
         role="worker",
         worker=worker,
         step_id=step_id,

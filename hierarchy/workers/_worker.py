@@ -221,6 +221,8 @@ class WorkerActor(StepActor):
         )
         self._worker = worker
         self._tools = tools if tools is not None else WorkerTools(worker.toolset)
+        # Without MCP servers the tool set never changes: no need to ask for it each step.
+        self._fixed_tools = None if self._tools.connections else self._tools.current()
         self._prompts = prompts
         self._approvals = approvals
         # The team's settings under the worker's own (Team passes them merged).
@@ -251,7 +253,8 @@ class WorkerActor(StepActor):
             description=worker.description,
             system_prompt=worker.system_prompt,
             max_iterations=worker.max_iterations,
-            toolset=self._tools.current(),  # MCP tool lists may change between steps
+            # MCP tool lists may change between steps
+            toolset=self._tools.current() if self._fixed_tools is None else self._fixed_tools,
             caller=self._caller,
             telemetry=self._telemetry,
             prompts=self._prompts,
