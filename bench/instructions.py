@@ -12,6 +12,7 @@ and warm-up, so only the runs themselves are left.
     .venv/bin/python bench/instructions.py               # regiment only
     .venv/bin/python bench/instructions.py --stream      # and regiment's stream(goal)
     .venv/bin/python bench/instructions.py --runs 10     # quicker: fewer runs, same figure
+    .venv/bin/python bench/instructions.py --case one-tool   # row 3: a one-tool worker run
 
 The two processes of a case run at the same time (one per core).
 
@@ -19,6 +20,13 @@ The two processes of a case run at the same time (one per core).
 ``running.stream(goal)``, so every model call streams its text as
 ``TextDelta`` events (the scripted model's default 32-character pieces) and
 every event reaches the reader; its ratio is what streaming costs per step.
+
+``--case one-tool`` counts row 3 instead: one step of a lone worker actor
+(model -> no-op tool -> model, assigned by a driver actor and reported back),
+``ONE_TOOL_RUNS`` of them against none, per run. Both processes freeze the
+garbage collector's heap after the first step (``gc.freeze()``), so a full
+collection that lands in one process only cannot swing the difference, and
+run with ``PYTHONHASHSEED=0``, so the same tree counts the same every time.
 
 It needs ``valgrind`` on the PATH and takes about two minutes per framework.
 """
@@ -28,7 +36,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import gc
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -45,6 +55,7 @@ from regiment.hierarchy import RunCompleted
 __all__ = ("main",)
 
 RUNS = 30
+ONE_TOOL_RUNS = 300
 WARM_UP = 3
 # The attributes one span of a traced run carries on average (row 6 counts them at the exporter).
 SPAN_ATTRIBUTES = 10
@@ -78,6 +89,10 @@ def _run_regiment_stream(runs: int) -> None:
     anyio.run(go)
 
 
+def _run_one_tool(runs: int) -> None:
+    anyio.run(functools.partial(rc.one_tool_worker_run_s, runs, warmed=gc.freeze))
+
+
 def _sdk_spans(runs: int) -> None:
     """Row 6's floor: ``SEQ_STEPS`` SDK spans per run, each a child span with
     ``SPAN_ATTRIBUTES`` attributes, through the provider a traced team uses."""
@@ -107,6 +122,7 @@ _CASES: dict[str, Callable[[int], None]] = {
     "regiment": _run_regiment,
     "regiment-stream": _run_regiment_stream,
     "regiment-traced": functools.partial(_run_regiment, traced=True),
+    "one-tool": _run_one_tool,
     "sdk-span": _sdk_spans,
     "langgraph": _run_langgraph,
 }
@@ -128,6 +144,8 @@ def _instructions(case: str, runs: int) -> int:
         capture_output=True,
         text=True,
         check=True,
+        # Row 3 is small enough that string hashing's random seed shows in its count.
+        env={**os.environ, "PYTHONHASHSEED": "0"} if case == "one-tool" else None,
     )
     found = _COLLECTED.search(done.stderr)
     if found is None:
@@ -142,6 +160,13 @@ def per_step(case: str, runs: int = RUNS) -> float:
     return (timed - bare) / (runs * SEQ_STEPS) / 1000
 
 
+def per_run(case: str, runs: int) -> float:
+    """Instructions per run of ``case`` (row 3: one step of a lone worker), in thousands."""
+    with ThreadPoolExecutor(2) as pool:
+        timed, bare = pool.map(_instructions, (case, case), (runs, 0))
+    return (timed - bare) / runs / 1000
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--child", nargs=2, metavar=("CASE", "RUNS"), help=argparse.SUPPRESS)
@@ -152,7 +177,16 @@ def main() -> None:
         "--tracing", action="store_true", help="row 6 in instructions: traced, untraced, SDK floor"
     )
     parser.add_argument(
-        "--runs", type=int, default=RUNS, help=f"timed runs per case (default {RUNS})"
+        "--case",
+        choices=("plan-step", "one-tool"),
+        default="plan-step",
+        help="plan-step: row 2 (default); one-tool: row 3, a one-tool worker run",
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=None,
+        help=f"timed runs per case (default {RUNS}; {ONE_TOOL_RUNS} for one-tool)",
     )
     args = parser.parse_args()
     if args.child:
@@ -164,11 +198,18 @@ def main() -> None:
     if args.tracing:
         _tracing()
         return
+    if args.case == "one-tool":
+        runs = args.runs or ONE_TOOL_RUNS
+        figure = per_run("one-tool", runs)
+        print(f"row 3 shape (one-tool worker run: model -> tool -> model), callgrind, {runs} runs:")
+        print(f"  regiment   {figure:9.1f} k instructions per run")
+        return
+    runs = args.runs or RUNS
     cases = ["regiment", "regiment-stream"] if args.stream else ["regiment"]
     if importlib.util.find_spec("langgraph") is not None:
         cases.append("langgraph")
-    print(f"row 2 shape ({SEQ_STEPS}-step sequential plan), callgrind, {args.runs} runs:")
-    figures = {case: per_step(case, args.runs) for case in cases}
+    print(f"row 2 shape ({SEQ_STEPS}-step sequential plan), callgrind, {runs} runs:")
+    figures = {case: per_step(case, runs) for case in cases}
     for case, figure in figures.items():
         ratio = figure / figures["regiment"]
         print(f"  {case:10s} {figure:9.1f} k instructions per step   {ratio:5.2f}x")

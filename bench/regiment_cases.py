@@ -218,11 +218,14 @@ class _Driver(Actor[StepReport | AssignStep, None]):
                 assert_never(message)
 
 
-async def one_tool_worker_run_s(runs: int, telemetry: Telemetry | None = None) -> float:
+async def one_tool_worker_run_s(
+    runs: int, telemetry: Telemetry | None = None, warmed: Callable[[], object] | None = None
+) -> float:
     """Seconds per step of a lone worker actor: model -> no-op tool -> model, report back.
 
     The step is assigned by a driver actor (as a run's planner would) and the time
     runs until its ``StepReport`` has arrived, so it covers the mailbox hop both ways.
+    ``warmed`` is called after the first (untimed) step; ``runs`` may be 0.
     """
     worker = Worker(
         name="w",
@@ -247,10 +250,12 @@ async def one_tool_worker_run_s(runs: int, telemetry: Telemetry | None = None) -
             await driver.got.wait()
 
         await one(0)
+        if warmed is not None:
+            warmed()
         start = time.perf_counter()
         for i in range(runs):
             await one(i + 1)
-        elapsed = (time.perf_counter() - start) / runs
+        elapsed = (time.perf_counter() - start) / max(runs, 1)
     last = driver.reports[-1]
     assert last.status == "done", last
     assert len(last.tool_outcomes) == 1, last

@@ -55,8 +55,11 @@ class ModelCaller:
         settings = self.settings
         if settings is not None:
             request = msgspec.structs.replace(request, settings=settings.merge(request.settings))
-        metrics = self.telemetry.metrics
+        telemetry = self.telemetry
+        metrics = telemetry.metrics
         if metrics is None:
+            if live is None and not telemetry.tracing:  # the plain call: nothing around it
+                return valid_response(await self.model.complete(request))
             return await self._traced(request, live)
         return await self._measured(request, live, metrics)
 

@@ -148,10 +148,10 @@ class Prompts:
             f"Your step ({step.id}): {step.description}",
         ]
         if context.dependency_outputs:
-            parts.append(
-                "Results of the steps it depends on:\n"
-                + "\n".join(f"- {sid}: {out}" for sid, out in context.dependency_outputs)
-            )
+            results = ["Results of the steps it depends on:"]
+            for sid, out in context.dependency_outputs:  # a loop: this runs every step
+                results.append(f"- {sid}: {out}")
+            parts.append("\n".join(results))
         if context.notes:
             parts.append(context.notes)
         return "\n\n".join(parts)

@@ -21,6 +21,8 @@ __all__ = ("valid_response", "valid_text")
 
 def valid_text(text: str) -> str:
     """``text`` with each lone surrogate replaced by U+FFFD (a surrogate pair is joined)."""
+    if text.isascii():  # no surrogate in it; a scan, with no copy made
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -33,6 +35,15 @@ def valid_response(response: ModelResponse) -> ModelResponse:
     # Once per model call: a plain loop, and a new tuple only if a part changed.
     parts = response.parts
     for index, part in enumerate(parts):
+        if type(part) is TextPart and part.text.isascii():
+            continue  # the usual reply: plain text with no surrogate in it
+        if type(part) is ToolCallPart and part.id.isascii() and part.name.isascii():
+            try:
+                msgspec.json.encode(part.arguments)  # it fails on a surrogate
+            except UnicodeEncodeError:
+                pass
+            else:
+                continue
         clean = _valid_part(part)
         if clean is not part:
             rest = tuple(_valid_part(p) for p in parts[index + 1 :])

@@ -243,12 +243,21 @@ class ModelResponse(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def text(self) -> str:
         """The text parts joined together."""
-        return "".join(part.text for part in self.parts if isinstance(part, TextPart))
+        # Read on every model call: a plain loop, no generator (whose every step is a call).
+        text = ""
+        for part in self.parts:
+            if isinstance(part, TextPart):
+                text += part.text
+        return text
 
     @property
     def tool_calls(self) -> tuple[ToolCallPart, ...]:
         """The tool calls, in order."""
-        return tuple(part for part in self.parts if isinstance(part, ToolCallPart))
+        calls: list[ToolCallPart] = []
+        for part in self.parts:
+            if isinstance(part, ToolCallPart):
+                calls.append(part)
+        return tuple(calls)
 
     def to_message(self) -> Message:
         """This reply as the assistant turn to append to the conversation."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import inspect
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeAlias, final
@@ -28,6 +27,7 @@ Reply: TypeAlias = ModelResponse | str
 ScriptFunction: TypeAlias = Callable[[ModelRequest], Reply | Awaitable[Reply]]
 """A script that decides each reply from the request (sync or async)."""
 
+_NO_USAGE = Usage()  # a reply that says nothing of its usage
 # A space followed by a word: the next piece starts right after the space.
 _WORD_START = re.compile(r"\s(?=\S)")
 
@@ -121,7 +121,11 @@ class ScriptedModel:
             reply: Reply = script[number - 1]
         else:
             produced = script(request)
-            reply = await produced if inspect.isawaitable(produced) else produced
+            # A reply as it is; anything else is the awaitable of an async script.
+            if isinstance(produced, ModelResponse | str):
+                reply = produced
+            else:
+                reply = await produced
         return self._finish(reply, request)
 
     async def stream(self, request: ModelRequest, on_delta: DeltaHandler) -> ModelResponse:
@@ -151,7 +155,7 @@ class ScriptedModel:
         )
         if not response.model:
             response = msgspec.structs.replace(response, model=self._name)
-        if response.usage == Usage():
+        if response.usage == _NO_USAGE:
             estimated = Usage(
                 input_tokens=estimate_tokens(request), output_tokens=estimate_tokens(response)
             )

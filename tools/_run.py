@@ -85,7 +85,12 @@ async def run_attempts(
     while True:
         attempt += 1
         try:
-            async with _holding(limiters):
+            if limiters:
+                async with _holding(limiters):
+                    value = await _within(policy.timeout, invoke)
+            elif policy.timeout is None:  # the usual tool: nothing to hold, no deadline
+                value = await invoke()
+            else:
                 value = await _within(policy.timeout, invoke)
         except Exception as exc:
             if attempt > policy.retries or not policy.is_retryable(exc):

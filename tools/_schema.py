@@ -18,8 +18,8 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, cast, get_args, get_origin
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, get_args, get_origin
 
 from regiment._json import JsonObject, JsonValue
 from regiment.errors import ConfigError
@@ -39,6 +39,7 @@ _SCHEMA_ONE = frozenset(
 )
 _SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
 _MAX_SHOWN = 80
+_PLAIN = frozenset({str, int, bool, type(None)})  # JSON values _whole_numbers leaves alone
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,11 @@ class ArgumentSpec:
     # among the positional-only ones if it is one of them.
     context: str | None = None
     context_position: int | None = None
+    # The generated model's field of each parameter, in order (``p0``, ``p1``, ...).
+    fields: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fields", tuple(f"p{i}" for i in range(len(self.names))))
 
     @classmethod
     def of(cls, fn: Callable[..., object], tool_name: str, docs: Mapping[str, str]) -> ArgumentSpec:
@@ -122,7 +128,7 @@ class ArgumentSpec:
 
     def validate(self, arguments: object) -> BoundArguments | str:
         """Validate raw arguments; return them bound, or what is wrong with them."""
-        if not isinstance(arguments, Mapping):
+        if type(arguments) is not dict and not isinstance(arguments, Mapping):
             return f"arguments must be a JSON object (got {_shown(arguments)})"
         try:
             # Through JSON text: strict mode's JSON rules are the ones that match the
@@ -130,18 +136,23 @@ class ArgumentSpec:
             text = json.dumps(_whole_numbers(arguments))
         except (TypeError, ValueError) as exc:
             return f"arguments must be JSON data: {exc}"
-        from pydantic import ValidationError  # loaded since this spec was built
-
         try:
             instance = self.model.model_validate_json(text, strict=True)
-        except ValidationError as exc:
+        except Exception as exc:
+            # Imported only here: the import statement costs two calls on every call.
+            from pydantic import ValidationError  # loaded since this spec was built
+
+            if not isinstance(exc, ValidationError):
+                raise
             return "; ".join(_describe(error) for error in exc.errors(include_url=False))
-        values = [getattr(instance, f"p{i}") for i in range(len(self.names))]
+        values: list[object] = []
+        for name in self.fields:  # a loop, not a comprehension: this runs on every tool call
+            values.append(getattr(instance, name))
         return BoundArguments(
             args=tuple(values[: self.positional]),
             kwargs=dict(zip(self.names[self.positional :], values[self.positional :], strict=True)),
             as_json=instance.model_dump(mode="json", by_alias=True),
-            sent=cast(JsonObject, dict(arguments)),
+            sent=dict(arguments),
         )
 
 
@@ -161,8 +172,12 @@ def _whole_numbers(value: object) -> object:
     """``5.0`` as ``5``: to JSON (and JSON Schema) they are the same number."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, Mapping):
-        return {key: _whole_numbers(item) for key, item in value.items()}
+    if type(value) is dict or isinstance(value, Mapping):
+        # A loop, and no call for a plain value: this runs on every tool call.
+        whole: dict[object, object] = {}
+        for key, item in value.items():
+            whole[key] = item if type(item) in _PLAIN else _whole_numbers(item)
+        return whole
     if isinstance(value, list | tuple):
         return [_whole_numbers(item) for item in value]
     return value

@@ -9,7 +9,7 @@ import inspect
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Generic, ParamSpec, TypeVar, Unpack, assert_never, cast, final
 
 import msgspec
@@ -174,8 +174,10 @@ class Tool(Generic[P, R_co]):
 
     def key_for(self, arguments: Mapping[str, JsonValue]) -> str | None:
         """The declared idempotency key of a call (``None``: none declared, or bad arguments)."""
-        bound = self._spec.validate(arguments)
         spec = self._policy.idempotency_key
+        if spec is None:  # the usual tool: no key, so no need to validate the arguments here
+            return None
+        bound = self._spec.validate(arguments)
         return None if isinstance(bound, str) else derive_key(spec, self._key_name, bound.as_json)
 
     async def call(
@@ -226,7 +228,8 @@ class Tool(Generic[P, R_co]):
         if isinstance(bound, str):
             message = f"invalid arguments for tool {self._name!r}: {bound}"
             return _error(self._name, call_id, message, "invalid_arguments", _raw(arguments))
-        if self._policy.needs_approval(bound.as_json):
+        policy = self._policy
+        if policy.requires_approval is not False and policy.needs_approval(bound.as_json):
             gated = await _gate(self, bound, call_id, approver)
             if isinstance(gated, ToolResult):
                 return gated
@@ -288,7 +291,7 @@ async def _invoke(
         else (bound.args, bound.kwargs)
     )
     if is_async:
-        return await cast(Awaitable[object], fn(*args, **kwargs))
+        return await fn(*args, **kwargs)  # type: ignore[misc]  # is_async: it is a coroutine
     # A timeout or a cancelled caller gets control back at once; a body that had
     # not started by then never starts (one already running finishes unseen).
     return await run_sync_abandonable(functools.partial(fn, *args, **kwargs))

@@ -61,6 +61,8 @@ class Toolset:
         self._max_concurrency = max_concurrency
         self._approver = approver
         self._limiters = () if max_concurrency is None else (LoopLimiter(max_concurrency),)
+        # Every model request of every step sends these: made once, the set never changes.
+        self._definitions = tuple(t.definition for t in self._tools.values())
 
     @property
     def name(self) -> str:
@@ -80,7 +82,7 @@ class Toolset:
     @property
     def definitions(self) -> tuple[ToolDefinition, ...]:
         """What a model is told about each tool."""
-        return tuple(t.definition for t in self._tools.values())
+        return self._definitions
 
     @property
     def max_concurrency(self) -> int | None:

@@ -102,14 +102,35 @@ class CallLog(Protocol):
 
 @final
 class StepCalls:
-    """One step's model and tool calls, journaled and replayed by key."""
+    """One step's model and tool calls, journaled and replayed by key.
 
-    __slots__ = ("_assign", "_live", "_model_calls", "_run", "_tool_calls", "_worker")
+    Without a run (a worker driven on its own) or without a journal, nothing is
+    keyed or recorded: only a resumed run's replay and a journal read the keys.
+    """
+
+    __slots__ = (
+        "_assign",
+        "_deps",
+        "_journaled",
+        "_live",
+        "_model_calls",
+        "_replay",
+        "_run",
+        "_run_id",
+        "_tool_calls",
+        "_worker",
+    )
 
     def __init__(
         self, run: CallLog | None, assign: AssignStep, worker: str, live: LiveSink | None = None
     ) -> None:
-        self._run: CallLog = run if run is not None else RunCalls(assign.run_id)
+        self._run = run
+        if run is None:
+            self._run_id, self._deps = assign.run_id, None
+            self._replay, self._journaled = NO_REPLAY, False
+        else:  # a run's log is fixed for its life: read it once a step, not once a call
+            self._run_id, self._deps, self._replay = run.run_id, run.deps, run.replay
+            self._journaled = run.journaled
         self._assign = assign
         self._worker = worker
         self._live = live  # a streamed run's: text deltas and tool-call events go to it
@@ -119,14 +140,18 @@ class StepCalls:
     async def model(self, caller: ModelCaller, request: ModelRequest) -> ModelResponse:
         """The response to the step's next model call: replayed, or sent and journaled."""
         self._model_calls += 1
-        assign, run = self._assign, self._run
+        responses = self._replay.responses
+        if not (responses or self._journaled):  # nothing to replay, nowhere to record
+            return await caller.call(request, self._live)
+        assign = self._assign
         key = f"step/{assign.plan_version}/{assign.step.id}/{self._model_calls}"
-        replayed = run.replay.responses.get(key)
+        replayed = responses.get(key)
         if replayed is not None:
             return replayed
         response = await caller.call(request, self._live)
-        if run.journaled:
-            await run.append(ModelCallFinished(run_id=run.run_id, call_key=key, response=response))
+        if self._journaled and self._run is not None:
+            record = ModelCallFinished(run_id=self._run_id, call_key=key, response=response)
+            await self._run.append(record)
         return response
 
     def reserve(self, calls: int) -> int:
@@ -142,48 +167,48 @@ class StepCalls:
 
         ``approver`` decides a call that needs approval (see ``ApprovalGate``).
         """
-        assign, run = self._assign, self._run
+        assign, replay, run = self._assign, self._replay, self._run
         where = (assign.plan_version, assign.step.id, index)
-        finished = run.replay.results.get(where)
+        finished = replay.results.get(where)
         if finished is not None:
             return finished.result
-        intent = run.replay.intents.get(where)
+        intent = replay.intents.get(where)
         if intent is not None:  # in flight at the crash: again, with the same key
             key = intent.idempotency_key
         else:
-            key = toolset.key_for(call.name, call.arguments) or derived_key(run.run_id, *where)
-            await run.append(self._intent(index, call, key), durable=True)
+            key = toolset.key_for(call.name, call.arguments) or derived_key(self._run_id, *where)
+            if self._journaled and run is not None:
+                await run.append(self._intent(index, call, key), durable=True)
         context = RunContext(
-            run_id=run.run_id,
+            run_id=self._run_id,
             step_id=assign.step.id,
             worker=self._worker,
             plan_version=assign.plan_version,
             call_id=call.id,
             idempotency_key=key,
-            deps=run.deps,
+            deps=self._deps,
         )
-        result = await observed_tool_call(
-            toolset,
-            call,
-            live=self._live,
-            step_id=assign.step.id,
-            context=context,
-            approver=approver,
-        )
-        done = ToolCallFinished(
-            run_id=run.run_id,
-            plan_version=assign.plan_version,
-            step_id=assign.step.id,
-            call_index=index,
-            result=result,
-        )
-        # Durable too: a result lost in a crash would run a finished call's body again.
-        await run.append(done, durable=True)
+        if self._live is None:  # nobody streams the run: no live events to tell
+            result = await toolset.call(
+                call.name, call.arguments, call_id=call.id, context=context, approver=approver
+            )
+        else:
+            result = await observed_tool_call(
+                toolset,
+                call,
+                live=self._live,
+                step_id=assign.step.id,
+                context=context,
+                approver=approver,
+            )
+        if self._journaled and run is not None:
+            # Durable too: a result lost in a crash would run a finished call's body again.
+            await run.append(self._done(index, result), durable=True)
         return result
 
     def _intent(self, index: int, call: ToolCallPart, key: str) -> ToolCallStarted:
         return ToolCallStarted(
-            run_id=self._run.run_id,
+            run_id=self._run_id,
             plan_version=self._assign.plan_version,
             step_id=self._assign.step.id,
             call_index=index,
@@ -191,6 +216,15 @@ class StepCalls:
             call_id=call.id,
             arguments=dict(call.arguments),
             idempotency_key=key,
+        )
+
+    def _done(self, index: int, result: ToolResult) -> ToolCallFinished:
+        return ToolCallFinished(
+            run_id=self._run_id,
+            plan_version=self._assign.plan_version,
+            step_id=self._assign.step.id,
+            call_index=index,
+            result=result,
         )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import anyio
@@ -29,6 +30,7 @@ from regiment.models import (
     Message,
     ModelRequest,
     ModelResponse,
+    TextPart,
     ToolCallPart,
     ToolResultPart,
     Usage,
@@ -36,11 +38,12 @@ from regiment.models import (
 )
 from regiment.telemetry import Telemetry
 from regiment.telemetry import semconv as sc
-from regiment.tools import OnToolError, ToolResult, Toolset
+from regiment.tools import OnToolError, ToolDefinition, ToolResult, Toolset
 
 __all__ = ("StepProgress", "opening", "run_tool_loop")
 
 _log = logging.getLogger("regiment.worker")
+_NO_USAGE = Usage()  # what a step has spent before its first reply
 
 
 @dataclass(slots=True)
@@ -117,43 +120,69 @@ async def _call_tools(
     journaled: StepCalls,
     guards: StepGuards | None = None,
     gate: Approvals | None = None,
-) -> list[ToolResultPart]:
-    """Run one response's tool calls at the same time; results keep the call order."""
+) -> tuple[list[ToolResultPart], bool]:
+    """Run one response's tool calls at the same time; results keep the call order.
+
+    Also says whether any of them failed (only then are the failures looked at).
+    """
     results: list[ToolResult | None] = [None] * len(calls)
     limit = assign.allowance.tool_calls
+    traced = telemetry.tracing  # untraced: no span to open, nothing to record on one
+
+    async def attempt(index: int, call: ToolCallPart) -> ToolResult:
+        approver = gate.approver(toolset, assign, first + index, call.name) if gate else None
+        if guards is None:
+            return await journaled.tool(toolset, first + index, call, approver)
+        run = functools.partial(journaled.tool, toolset, first + index, approver=approver)
+        tool = toolset.get(call.name)
+        with judging_within(step_purse(assign.allowance, progress)):
+            return await guards.call_tool(call, assign.step.id, progress, run, tool)
 
     async def one(index: int, call: ToolCallPart) -> None:
-        with telemetry.tool_span(call.name, call.id, agent_name=toolset.name) as span:
-            telemetry.recorder.tool_arguments(span, call.arguments)
-            approver = gate.approver(toolset, assign, first + index, call.name) if gate else None
-            if guards is None:
-                result = await journaled.tool(toolset, first + index, call, approver)
-            else:
-                run = functools.partial(journaled.tool, toolset, first + index, approver=approver)
-                tool = toolset.get(call.name)
-                with judging_within(step_purse(assign.allowance, progress)):
-                    result = await guards.call_tool(call, assign.step.id, progress, run, tool)
-            failure = (result.error_type or sc.ERROR_OTHER) if result.is_error else None
-            telemetry.recorder.tool_outcome(span, failure or "ok", error_type=failure)
-            telemetry.recorder.tool_result(span, result.content)
+        if not traced:
+            result = await attempt(index, call)
+        else:
+            with telemetry.tool_span(call.name, call.id, agent_name=toolset.name) as span:
+                telemetry.recorder.tool_arguments(span, call.arguments)
+                result = await attempt(index, call)
+                failure = (result.error_type or sc.ERROR_OTHER) if result.is_error else None
+                telemetry.recorder.tool_outcome(span, failure or "ok", error_type=failure)
+                telemetry.recorder.tool_result(span, result.content)
         if telemetry.metrics is not None:
-            telemetry.metrics.tool_call(call.name, failure or "ok", result.duration_s)
+            outcome = (result.error_type or sc.ERROR_OTHER) if result.is_error else "ok"
+            telemetry.metrics.tool_call(call.name, outcome, result.duration_s)
         results[index] = result
 
     allowed = len(calls) if limit is None else max(0, min(len(calls), limit - progress.tool_calls))
     progress.tool_calls += allowed
     first = journaled.reserve(allowed)
     if allowed == 1:  # the common case needs no task group
-        await one(0, calls[0])
+        if traced or telemetry.metrics is not None:
+            await one(0, calls[0])
+        else:  # nor a span or a metric around it
+            results[0] = await attempt(0, calls[0])
     elif allowed > 1:
         async with anyio.create_task_group() as tg:
             for index in range(allowed):
                 tg.start_soon(one, index, calls[index])
+    return _collect(calls, results, limit, progress)
+
+
+def _collect(
+    calls: tuple[ToolCallPart, ...],
+    results: list[ToolResult | None],
+    limit: int | None,
+    progress: StepProgress,
+) -> tuple[list[ToolResultPart], bool]:
+    """The results for the model, each call's outcome kept in ``progress``; any failed?"""
     parts: list[ToolResultPart] = []
+    failed = False
     for call, result in zip(calls, results, strict=True):
         if result is None:
             parts.append(_refused(call, limit, progress))
+            failed = True
             continue
+        failed = failed or result.is_error
         progress.outcomes.append(
             ToolOutcome(
                 tool=call.name,
@@ -167,7 +196,7 @@ async def _call_tools(
             )
         )
         parts.append(ToolResultPart(call_id=call.id, content=result.text, is_error=result.is_error))
-    return parts
+    return parts, failed
 
 
 def _refused(call: ToolCallPart, limit: int | None, progress: StepProgress) -> ToolResultPart:
@@ -227,10 +256,6 @@ def _check_failures(
         raise ToolError("; ".join(fatal) + " (on_tool_error='raise' fails the step)")
 
 
-def _assistant_message(response: ModelResponse) -> Message:
-    return Message(role="assistant", parts=response.parts)
-
-
 def opening(
     prompts: Prompts,
     worker: str,
@@ -263,57 +288,82 @@ async def run_tool_loop(
     approvals: Approvals | None = None,
     journaled: StepCalls | None = None,
     guards: StepGuards | None = None,
+    system: str | None = None,
 ) -> StepReport:
     """Run one step to an answer, or to the iteration cap, or to the allowance's end.
 
+    ``system``: the worker's system prompt, if made already (a worker actor makes it once).
+
     Raises:
-        ToolError: a tool raised and ``on_tool_error`` (the tool's own, else this
-            one) is ``"raise"``; the step actor reports the step ``failed``.
+        ToolError: a tool raised and ``on_tool_error`` (its own, else this one) is ``"raise"``.
     """
-    system, first = opening(
-        prompts, worker, description, system_prompt, assign.step, assign.context
-    )
-    messages: list[Message] = [first]
-    journaled = journaled or StepCalls(None, assign, worker)  # journals and replays by key
-    model = JournaledCaller(journaled, caller)
-    call = model.call if guards is None else guards.caller(model, assign, progress, messages)
+    if system is None:
+        system = prompts.worker_system(
+            worker=worker, description=description, system_prompt=system_prompt
+        )
+    step, allowance, tools = assign.step, assign.allowance, toolset.definitions
+    text = prompts.step_request(step=step, context=assign.context)
+    messages = [Message(role="user", parts=(TextPart(text=text),))]
+    journaled, call = _step_caller(journaled, caller, guards, assign, progress, messages, worker)
+    limited = allowance.model_calls is not None or allowance.tokens is not None
     for _ in range(max_iterations):
-        request = _request(system, messages, toolset, worker, assign.step.id)
-        if (out := _out_of_allowance(assign, progress, request)) is not None:
+        request = _request(system, messages, tools, worker, step.id)
+        if limited and (out := _out_of_allowance(assign, progress, request)) is not None:
             return progress.report(
                 assign, worker, "budget_exhausted", error=out[1], exhausted=out[0]
             )
         if (response := await call(request)) is None:
             continue  # a guard rejected the reply; the model is told why
         progress.model_calls += 1
-        progress.usage = progress.usage + response.usage
+        spent = progress.usage
+        progress.usage = response.usage if spent == _NO_USAGE else spent + response.usage
         progress.last_text = response.text
-        if not response.tool_calls:
+        if not (tool_calls := response.tool_calls):
             return progress.report(assign, worker, "done")
-        messages.append(_assistant_message(response))
+        messages.append(Message(role="assistant", parts=response.parts))
         ran_before = len(progress.outcomes)
-        results = await _call_tools(
-            toolset, response.tool_calls, assign, progress, telemetry, journaled, guards, approvals
+        results, failed = await _call_tools(
+            toolset, tool_calls, assign, progress, telemetry, journaled, guards, approvals
         )
-        new = progress.outcomes[ran_before:]
-        _check_failures(new, toolset, assign, worker, on_tool_error)
+        if failed:
+            _check_failures(progress.outcomes[ran_before:], toolset, assign, worker, on_tool_error)
         messages.append(Message(role="user", parts=tuple(results)))
-    return progress.report(
-        assign,
-        worker,
-        "iteration_limit",
-        error=f"worker '{worker}' reached its cap of {max_iterations} model calls without a final answer",
+    cap = (
+        f"worker '{worker}' reached its cap of {max_iterations} model calls without a final answer"
     )
+    return progress.report(assign, worker, "iteration_limit", error=cap)
+
+
+def _step_caller(
+    journaled: StepCalls | None,
+    caller: ModelCaller,
+    guards: StepGuards | None,
+    assign: AssignStep,
+    progress: StepProgress,
+    messages: list[Message],
+    worker: str,
+) -> tuple[StepCalls, Callable[[ModelRequest], Awaitable[ModelResponse | None]]]:
+    """The step's calls (journaled and replayed by key), and how it calls its model:
+    replayed or journaled, between its guards if any."""
+    journaled = journaled or StepCalls(None, assign, worker)
+    if guards is None:  # no JournaledCaller in between: its call would only forward
+        return journaled, functools.partial(journaled.model, caller)
+    model = JournaledCaller(journaled, caller)
+    return journaled, guards.caller(model, assign, progress, messages)
 
 
 def _request(
-    system: str, messages: list[Message], toolset: Toolset, worker: str, step_id: str
+    system: str,
+    messages: list[Message],
+    tools: tuple[ToolDefinition, ...],
+    worker: str,
+    step_id: str,
 ) -> ModelRequest:
     """The step's next model request: the conversation so far, with the worker's tools."""
     return ModelRequest(
         system=system,
         messages=tuple(messages),
-        tools=toolset.definitions,
+        tools=tools,
         role="worker",
         worker=worker,
         step_id=step_id,

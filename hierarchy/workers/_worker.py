@@ -221,6 +221,8 @@ class WorkerActor(StepActor):
         )
         self._worker = worker
         self._tools = tools if tools is not None else WorkerTools(worker.toolset)
+        # Without MCP servers the tool set never changes: no need to ask for it each step.
+        self._fixed_tools = None if self._tools.connections else self._tools.current()
         self._prompts = prompts
         self._approvals = approvals
         # The team's settings under the worker's own (Team passes them merged).
@@ -236,16 +238,23 @@ class WorkerActor(StepActor):
         self._guards = StepGuards.build(
             worker.name, (*team_guardrails, *own_guards), per_tool, telemetry
         )
+        # The same for every step: made once, not once a step (run_tool_loop's ``system``).
+        self._system = prompts.worker_system(
+            worker=worker.name, description=worker.description, system_prompt=worker.system_prompt
+        )
 
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
         """Run the worker's tool loop for the step (the step scope holds its timeout)."""
         worker = self._worker
+        run_id = assign.run_id
+        channel = self._channels.get(run_id) if self._channels else None
         return await run_tool_loop(
             worker=worker.name,
             description=worker.description,
             system_prompt=worker.system_prompt,
             max_iterations=worker.max_iterations,
-            toolset=self._tools.current(),  # MCP tool lists may change between steps
+            # MCP tool lists may change between steps
+            toolset=self._tools.current() if self._fixed_tools is None else self._fixed_tools,
             caller=self._caller,
             telemetry=self._telemetry,
             prompts=self._prompts,
@@ -254,10 +263,11 @@ class WorkerActor(StepActor):
             on_tool_error=worker.on_tool_error,
             approvals=self._approvals,
             journaled=StepCalls(
-                self._runs and self._runs(assign.run_id),
+                self._runs and self._runs(run_id),
                 assign,
                 worker.name,
-                live_sink(self._channels.get(assign.run_id), assign.run_id, worker.name),
+                None if channel is None else live_sink(channel, run_id, worker.name),
             ),
             guards=self._guards,
+            system=self._system,
         )
