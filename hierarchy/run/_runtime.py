@@ -44,6 +44,21 @@ class TeamRuntime:
     # What every run would otherwise build again: made on first use, then shared.
 
     @cached_property
+    def default_worker(self) -> str:
+        """The worker a step that names none goes to (the team's first)."""
+        return next(iter(self.workers))
+
+    @cached_property
+    def model_call_caps(self) -> dict[str, int]:
+        """Each worker's iteration cap: the most model calls one of its steps may reserve."""
+        return {name: worker.step_model_calls for name, worker in self.workers.items()}
+
+    @cached_property
+    def artifacts(self) -> frozenset[str]:
+        """The workers whose answers are kept verbatim."""
+        return frozenset(name for name, worker in self.workers.items() if worker.artifact)
+
+    @cached_property
     def planner_system(self) -> str:
         """The planner's system prompt (it names the workers and the checks)."""
         return self.planner.prompts.planner_system(

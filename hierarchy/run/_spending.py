@@ -1,0 +1,44 @@
+"""What a run has spent, by role, against its budget (a part of the run's book)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import final
+
+from regiment.hierarchy._budget import BudgetLedger
+from regiment.hierarchy._messages import BudgetLimit
+from regiment.models import Usage
+
+__all__ = ("Spending",)
+
+
+@final
+@dataclass(slots=True)
+class Spending:
+    """What the run has spent, by role, against its budget."""
+
+    ledger: BudgetLedger
+    usage_by_role: dict[str, Usage] = field(default_factory=dict)
+    exhausted: BudgetLimit | None = None  # the limit that ran out, if one did
+    refused_tool_calls: int = 0  # refused for want of a step's tool-call share
+
+    def refused_and_spent(self, *, more: int = 0) -> bool:
+        """Whether tool calls were refused (``more`` about to be counted) and the
+        run's own tool calls are all spent: then the run ends ``partial``. Checked
+        on each report and when the plan is done, so the outcome does not depend
+        on the order the reports came in."""
+        limit = self.ledger.budget.tool_calls
+        refused = self.refused_tool_calls + more
+        return bool(refused) and limit is not None and self.ledger.spent.tool_calls >= limit
+
+    def refusals(self) -> str:
+        limit = self.ledger.budget.tool_calls
+        return (
+            f"{self.refused_tool_calls} tool call(s) were refused "
+            f"and the run's {limit} tool calls are all spent"
+        )
+
+    def charge(self, role: str, usage: Usage, model_calls: int, tool_calls: int = 0) -> None:
+        self.ledger.charge(usage, model_calls, tool_calls)
+        before = self.usage_by_role.get(role)
+        self.usage_by_role[role] = usage if before is None else before + usage
