@@ -33,7 +33,12 @@ _MAX_PROBLEMS = 5
 
 
 def _numeric(label: str) -> int | None:
-    match = _NUMERIC.match(label.strip())
+    """The number ``label`` means ("3", "#3", "step 3"), or ``None`` for a name."""
+    text = label.strip()
+    # What the pattern can match starts so; most labels ("s1", "fetch") do not.
+    if not text or not (text[0].isdigit() or text[0] == "#" or text[:4].lower() == "step"):
+        return None
+    match = _NUMERIC.match(text)
     return int(match.group(1)) if match else None
 
 
@@ -154,8 +159,9 @@ def _usual_step(item: object) -> _RawStep | None:
         return None
     if label is not None and (type(label) is not str or not label.strip()):
         return None
-    if not all(type(x) is str and x.isalnum() and x.lower() != "and" for x in deps):
-        return None  # separators, numbers or other shapes: the general rules
+    for dep in deps:  # a loop, not all(<genexpr>): this runs for every step of every plan
+        if type(dep) is not str or not dep.isalnum() or dep.lower() == "and":
+            return None  # separators, numbers or other shapes: the general rules
     if not (worker is None or type(worker) is str) or not (check is None or type(check) is str):
         return None
     return _RawStep(
