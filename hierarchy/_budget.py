@@ -110,6 +110,7 @@ class BudgetLedger:
         "_tokens",
         "_tool_calls",
         "budget",
+        "counts_tokens",
         "replans",
         "reserved",
         "spent",
@@ -125,6 +126,8 @@ class BudgetLedger:
         self._model_calls = self._tool_calls = self._tokens = 0
         # Whether a fan-out has anything to split (else every share is unlimited).
         self._shared = budget.tool_calls is not None or budget.tokens is not None
+        # Whether a call's estimated input tokens matter to :meth:`exhausted`.
+        self.counts_tokens = budget.tokens is not None or budget.input_tokens is not None
 
     def _tokens_spent(self) -> int:
         return self.spent.input_tokens + self.spent.output_tokens

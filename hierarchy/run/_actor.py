@@ -108,7 +108,7 @@ class PlannerActor(PausesForApprovals, GuardedActor):
         trace = RunTrace(team.telemetry, run_span)
         dispatcher = Dispatcher(team, run_id, trace.headers)
         self._book = RunBook(run_id, goal, team, channel, trace, dispatcher)
-        self._guards = RunGuards(team.guards, trace, goal, GuardLog())
+        self._guards = RunGuards(*team.outcome_guards, trace, goal, GuardLog())
         self._calls = PhaseCalls(
             team, trace, run_id, self._journal.replayed, channel, self._guards.log
         )

@@ -254,7 +254,9 @@ class RunBook:
 
     def _emit(self, event: Event) -> None:
         self.events.append(event)
-        self.channel.emit(event)
+        channel = self.channel
+        if channel.streaming or channel.journal is not None:  # else only the result has it
+            channel.emit(event)
 
     def _emit_all(self, events: list[Event]) -> None:
         for event in events:
@@ -293,7 +295,7 @@ class RunBook:
 
     def result(self, answer: str, status: RunStatus) -> RunResult:
         versions, spending = self.versions, self.spending
-        spent = spending.ledger.spent
+        spent, by_role = spending.ledger.spent, spending.usage_by_role
         return RunResult(
             run_id=self.run_id,
             goal=self.goal,
@@ -303,8 +305,8 @@ class RunBook:
             steps=tuple(versions.reports),
             committed=tuple(versions.committed),
             artifacts=tuple(versions.artifacts),
-            usage_by_role=dict(spending.usage_by_role),
-            usage=sum(spending.usage_by_role.values(), Usage()),
+            usage_by_role=by_role,
+            usage=sum(by_role.values(), Usage()),
             model_calls=spent.model_calls,
             tool_calls=spent.tool_calls,
             stale_reports_dropped=versions.stale_dropped,

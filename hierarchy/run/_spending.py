@@ -18,7 +18,8 @@ class Spending:
     """What the run has spent, by role, against its budget."""
 
     ledger: BudgetLedger
-    usage_by_role: dict[str, Usage] = field(default_factory=dict)
+    # role -> its usage's four counts, added up in place (no Usage made per charge)
+    _roles: dict[str, list[int]] = field(default_factory=dict)
     exhausted: BudgetLimit | None = None  # the limit that ran out, if one did
     refused_tool_calls: int = 0  # refused for want of a step's tool-call share
 
@@ -38,7 +39,26 @@ class Spending:
             f"and the run's {limit} tool calls are all spent"
         )
 
+    @property
+    def usage_by_role(self) -> dict[str, Usage]:
+        """What each role has used, in the order the roles first spent."""
+        return {
+            role: Usage(
+                input_tokens=counts[0],
+                output_tokens=counts[1],
+                cache_read_tokens=counts[2],
+                cache_write_tokens=counts[3],
+            )
+            for role, counts in self._roles.items()
+        }
+
     def charge(self, role: str, usage: Usage, model_calls: int, tool_calls: int = 0) -> None:
+        """Charge one report's or one call's ``usage`` to ``role`` and to the ledger."""
         self.ledger.charge(usage, model_calls, tool_calls)
-        before = self.usage_by_role.get(role)
-        self.usage_by_role[role] = usage if before is None else before + usage
+        counts = self._roles.get(role)
+        if counts is None:
+            self._roles[role] = counts = [0, 0, 0, 0]
+        counts[0] += usage.input_tokens
+        counts[1] += usage.output_tokens
+        counts[2] += usage.cache_read_tokens
+        counts[3] += usage.cache_write_tokens

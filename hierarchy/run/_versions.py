@@ -45,8 +45,7 @@ class PlanVersions:
         self.version = plan.version
         self._index = {step.id: step for step in plan.steps}
         self._outline = ""
-        committed = self.committed
-        self._open = sum(1 for step_id in self._index if step_id not in committed)
+        self._open = len(self._index.keys() - self.committed.keys())
 
     def commit(self, report: StepReport) -> None:
         """Record ``report`` as its step's committed result (or its evidence, for a
@@ -93,19 +92,19 @@ class PlanVersions:
         Once the context has been compressed, a step's line carries its facts from
         the working memory; steps committed since then carry their full output.
         """
-        lines = []
-        for sid in self.committed:
-            lines.append(f"- {sid} ({self._description(sid)}): {self.carried_output(sid)}")
+        described = self._descriptions()
+        facts = {} if self.memory is None else self.memory.facts  # what carried_output reads
+        lines = [
+            f"- {sid} ({described.get(sid, '')}): {facts.get(sid, report.output)}"
+            for sid, report in self.committed.items()
+        ]
         if self.memory is not None and self.memory.open_questions:
             lines.append("Open questions: " + "; ".join(self.memory.open_questions))
         return "\n".join(lines)
 
-    def _description(self, step_id: str) -> str:
-        for plan in reversed(self.plans):
-            for step in plan.steps:
-                if step.id == step_id:
-                    return step.description
-        return ""
+    def _descriptions(self) -> dict[str, str]:
+        """Each step id's description in the newest version that has the step."""
+        return {step.id: step.description for plan in self.plans for step in plan.steps}
 
     def next_step_number(self) -> int:
         """One more than the highest ``sN`` id used by any version, so new ids never collide."""
