@@ -18,7 +18,7 @@ import re
 
 from regiment.hierarchy.plan._lines import _meaningful, _RawStep, _Reading, _split_deps
 
-__all__ = ("_excerpt", "_interpret", "_kind", "_numeric")
+__all__ = ("_NUMBER_START", "_excerpt", "_interpret", "_kind", "_numeric")
 
 _TEXT_KEYS = ("description", "action", "task", "step", "title", "text", "instruction")
 _WORKER_KEYS = ("worker", "assignee", "agent", "assigned_to")
@@ -26,6 +26,7 @@ _DEPS_KEYS = ("depends_on", "dependencies", "deps", "depends", "after")
 _STEPS_KEYS = ("steps", "plan")
 _NOTHING_FLAGS = ("nothing_to_do", "done", "no_steps")
 _NUMERIC = re.compile(r"^(?:step[\s_-]*)?#?(\d{1,9})$", re.I)
+_NUMBER_START = re.compile(r"step|#|\d", re.I)  # how whatever _NUMERIC matches starts
 # How deep under other objects a ``steps`` list is still looked for.
 _NESTING = 3
 # Problems listed in one error; a reply with more gets the first ones.
@@ -35,8 +36,7 @@ _MAX_PROBLEMS = 5
 def _numeric(label: str) -> int | None:
     """The number ``label`` means ("3", "#3", "step 3"), or ``None`` for a name."""
     text = label.strip()
-    # What the pattern can match starts so; most labels ("s1", "fetch") do not.
-    if not text or not (text[0].isdigit() or text[0] == "#" or text[:4].lower() == "step"):
+    if _NUMBER_START.match(text) is None:  # most labels ("s1", "fetch") fail here
         return None
     match = _NUMERIC.match(text)
     return int(match.group(1)) if match else None

@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from regiment.hierarchy import PlanStep, parse_plan, validate_plan
 from regiment.hierarchy.plan._lines import _RawStep
 from regiment.hierarchy.plan._parse import _as_written, _Naming, _resolved
+from regiment.hierarchy.plan._shape import _NUMERIC, _numeric
 from regiment.hierarchy.plan._validate import _cycles
 
 # Ids and dependencies as planners write them, and the shapes that need the rules.
-_names = st.sampled_from(["s1", "s2", "s3", "a", "fetch", "step3", "Step 2", "#4", "7", "x-1"])
+_names = st.sampled_from(
+    ["s1", "s2", "s3", "a", "fetch", "step3", "Step 2", "\u017ftep 5", "#4", "7", "0", "x-1"]
+)
 _raws = st.builds(
     _RawStep,
     description=st.sampled_from(["do a", "do b"]),
@@ -73,3 +76,11 @@ def test_the_cycle_search_is_skipped_only_where_it_finds_none(
     problems = validate_plan(steps, workers=("w",), known_ids=kept)
     cycles = [p for p in problems if "in a cycle" in p]
     assert len(cycles) == len(_cycles(steps))
+
+
+@example(label="\u017ftep 3")  # re.I folds the long s: the pattern reads it as "step 3"
+@example(label=" #\u0663")
+@given(label=st.text(alphabet="0123456789#sStTeEpP\u017f _-\t\u0663\u00b2xK", max_size=8))
+def test_a_number_is_read_as_the_pattern_alone_reads_it(label: str) -> None:
+    match = _NUMERIC.match(label.strip())
+    assert _numeric(label) == (int(match.group(1)) if match else None)
