@@ -7,7 +7,8 @@ report then settles the reservation with what was really spent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import Literal, NamedTuple, TypeAlias, final
 
 import msgspec
@@ -92,27 +93,41 @@ class _Spent:
     output_tokens: int = 0
 
 
-@dataclass(slots=True)
-class _Reserved:
-    model_calls: int = 0
-    tool_calls: int = 0
-    tokens: int = 0
-
-
 @final
-@dataclass(slots=True)
 class BudgetLedger:
     """Spent and reserved amounts for one run, checked against a :class:`Budget`.
 
-    Only the run's planner touches its ledger, so it needs no lock.
+    Only the run's planner touches its ledger, so it needs no lock. Each
+    reservation and release is O(1): the ledger keeps running totals of what
+    is reserved (summing the reservations per dispatch made a fan-out
+    quadratic), and a budget with no tool-call or token limit has nothing to
+    split.
     """
 
-    budget: Budget
-    spent: _Spent = field(default_factory=_Spent)
-    reserved: dict[str, StepAllowance] = field(default_factory=dict)
-    replans: int = 0
-    # Running totals of ``reserved``: summing it per dispatch made a fan-out quadratic.
-    _totals: _Reserved = field(default_factory=lambda: _Reserved())
+    __slots__ = (
+        "_model_calls",
+        "_shared",
+        "_tokens",
+        "_tool_calls",
+        "budget",
+        "counts_tokens",
+        "replans",
+        "reserved",
+        "spent",
+    )
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self.spent = _Spent()
+        # key (any hashable: the dispatcher uses (version, step, attempt)) -> allowance
+        self.reserved: dict[Hashable, StepAllowance] = {}
+        self.replans = 0
+        # Running totals of ``reserved``.
+        self._model_calls = self._tool_calls = self._tokens = 0
+        # Whether a fan-out has anything to split (else every share is unlimited).
+        self._shared = budget.tool_calls is not None or budget.tokens is not None
+        # Whether a call's estimated input tokens matter to :meth:`exhausted`.
+        self.counts_tokens = budget.tokens is not None or budget.input_tokens is not None
 
     def _tokens_spent(self) -> int:
         return self.spent.input_tokens + self.spent.output_tokens
@@ -128,7 +143,7 @@ class BudgetLedger:
                 token must be left either way.
         """
         b = self.budget
-        calls_left = _left(b.model_calls, self.spent.model_calls + self._totals.model_calls)
+        calls_left = _left(b.model_calls, self.spent.model_calls + self._model_calls)
         if calls_left is not None and calls_left < model_calls_needed:
             return "model_calls"
         needed = max(1, tokens_needed)
@@ -151,22 +166,21 @@ class BudgetLedger:
         """
         if ways < 1:
             return []
-        tools_left, tokens_left = self._left_tool_calls(), self._left_tokens()
-        if tools_left is None and tokens_left is None:
+        if not self._shared:
             return [_UNLIMITED] * ways  # nothing to split: the per-step path stays cheap
-        tools = _split(tools_left, ways)
-        tokens = _split(tokens_left, ways)
+        tools = _split(self._left_tool_calls(), ways)
+        tokens = _split(self._left_tokens(), ways)
         return [Share(t, k) for t, k in zip(tools, tokens, strict=True)]
 
     def _left_tool_calls(self) -> int | None:
-        return _left(self.budget.tool_calls, self.spent.tool_calls + self._totals.tool_calls)
+        return _left(self.budget.tool_calls, self.spent.tool_calls + self._tool_calls)
 
     def _left_tokens(self) -> int | None:
-        return _left(self.budget.tokens, self._tokens_spent() + self._totals.tokens)
+        return _left(self.budget.tokens, self._tokens_spent() + self._tokens)
 
     def reserve(
         self,
-        key: str,
+        key: Hashable,
         *,
         model_calls_cap: int,
         keep_model_calls: int = 0,
@@ -186,46 +200,44 @@ class BudgetLedger:
             The allowance, or ``None`` when there is not enough left for even one
             model call (the caller then waits for running steps or stops).
         """
-        b = self.budget
-        calls_left = _left(
-            b.model_calls,
-            self.spent.model_calls + self._totals.model_calls + keep_model_calls,
-        )
+        limit = self.budget.model_calls
         # Model calls go first come, first served up to the step's cap: an even
         # split could leave every parallel step too few calls to finish.
-        calls = model_calls_cap if calls_left is None else min(model_calls_cap, calls_left)
+        calls = model_calls_cap
+        if limit is not None:
+            left = limit - self.spent.model_calls - self._model_calls - keep_model_calls
+            calls = min(calls, left)
         if calls < 1:
             return None
         if share is None:
-            share = self.split(1)[0]
-        if share.tokens == 0:
+            share = self.split(1)[0] if self._shared else _UNLIMITED
+        tool_calls, tokens = share
+        if tokens == 0:
             return None
-        allowance = StepAllowance(
-            model_calls=calls, tool_calls=share.tool_calls, tokens=share.tokens
-        )
-        self.release(key)  # a key reserved twice replaces its old reservation
+        allowance = StepAllowance(model_calls=calls, tool_calls=tool_calls, tokens=tokens)
+        if key in self.reserved:
+            self.release(key)  # a key reserved twice replaces its old reservation
         self.reserved[key] = allowance
-        self._count(allowance, 1)
+        self._model_calls += calls
+        self._tool_calls += tool_calls or 0
+        self._tokens += tokens or 0
         return allowance
 
-    def release(self, key: str) -> None:
+    def release(self, key: Hashable) -> None:
         """Drop a reservation (the step reported, was cancelled, or was never sent)."""
         allowance = self.reserved.pop(key, None)
         if allowance is not None:
-            self._count(allowance, -1)
+            self._model_calls -= allowance.model_calls or 0
+            self._tool_calls -= allowance.tool_calls or 0
+            self._tokens -= allowance.tokens or 0
 
-    def _count(self, allowance: StepAllowance, sign: int) -> None:
-        totals = self._totals
-        totals.model_calls += sign * (allowance.model_calls or 0)
-        totals.tool_calls += sign * (allowance.tool_calls or 0)
-        totals.tokens += sign * (allowance.tokens or 0)
-
-    def charge(self, *, usage: Usage, model_calls: int = 0, tool_calls: int = 0) -> None:
+    def charge(self, usage: Usage, model_calls: int = 0, tool_calls: int = 0) -> None:
         """Record what was really spent."""
-        self.spent.model_calls += model_calls
-        self.spent.tool_calls += tool_calls
-        self.spent.input_tokens += usage.input_tokens
-        self.spent.output_tokens += usage.output_tokens
+        spent = self.spent
+        spent.model_calls += model_calls
+        spent.tool_calls += tool_calls
+        spent.input_tokens += usage.input_tokens
+        spent.output_tokens += usage.output_tokens
 
     def can_replan(self) -> bool:
         """Whether another plan version is allowed."""

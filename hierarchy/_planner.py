@@ -11,7 +11,6 @@ from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._ranges import at_least
 from regiment.hierarchy.guard._types import GuardLike, as_guardrails
 from regiment.hierarchy.plan._parse import ParsedPlan, parse_plan
-from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.plan._validate import validate_plan
 from regiment.hierarchy.workers._worker import WorkerSpec
 from regiment.models import Message, Model, ModelRequest, ModelSettings
@@ -94,15 +93,11 @@ class PlanningSession:
     def evaluate(self, reply: str) -> PlanAttempt:
         """Parse and validate a reply; remember it for a re-prompt."""
         self.attempts += 1
-        parsed = parse_plan(reply, max_steps=self.max_steps, start_index=self.start_index)
-        steps = self._assign_sole_worker(parsed.steps)
-        parsed = ParsedPlan(
-            steps=steps,
-            truncated_from=parsed.truncated_from,
-            nothing_to_do=parsed.nothing_to_do,
-            source=parsed.source,
-            error=parsed.error,
+        sole = next(iter(self.workers)) if len(self.workers) == 1 else None
+        parsed = parse_plan(
+            reply, max_steps=self.max_steps, start_index=self.start_index, default_worker=sole
         )
+        steps = parsed.steps
         if parsed.error is not None:
             problems: tuple[str, ...] = (parsed.error,)
         else:
@@ -117,20 +112,3 @@ class PlanningSession:
 
     def reprompt(self, problems: Sequence[str], prompts: Prompts) -> None:
         self.messages.append(Message.user(prompts.plan_problems(problems)))
-
-    def _assign_sole_worker(self, steps: tuple[PlanStep, ...]) -> tuple[PlanStep, ...]:
-        if len(self.workers) != 1:
-            return steps
-        (only,) = self.workers
-        return tuple(
-            s
-            if s.worker
-            else PlanStep(
-                id=s.id,
-                description=s.description,
-                worker=only,
-                depends_on=s.depends_on,
-                check=s.check,
-            )
-            for s in steps
-        )

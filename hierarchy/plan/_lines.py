@@ -11,11 +11,13 @@ home of the raw step shapes and "nothing to do" phrases that
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Literal, NamedTuple
+
+import msgspec
 
 __all__ = ("_NOTHING_FULL", "_RawStep", "_Reading", "_from_lines", "_meaningful", "_split_deps")
 
+_ALNUM = re.compile(r"[^\W_]")
 _DEP_SEPARATOR = re.compile(r"\s*(?:,|;|&|\band\b)\s*", re.I)
 
 _FENCE_LINE = re.compile(r"^\s*```")
@@ -45,9 +47,8 @@ _NOTHING_START = re.compile(rf"^\W*{_NOTHING}[ \t]*(?:[.!:;,\-\u2013\u2014]|$)",
 _NOTHING_FULL = re.compile(rf"^\W*{_NOTHING}\W*$", re.I)
 
 
-@dataclass(frozen=True, slots=True)
-class _RawStep:
-    """A step as the model wrote it, before ids are assigned."""
+class _RawStep(msgspec.Struct, frozen=True, kw_only=True):
+    """A step as the model wrote it, before ids are assigned (a struct: made in C)."""
 
     description: str
     label: str | None = None  # the model's own id or number for the step
@@ -63,8 +64,12 @@ class _Reading(NamedTuple):
 
 
 def _meaningful(text: str) -> bool:
-    """Whether ``text`` says something: a marker, dashes or blanks alone are not a step."""
-    return any(char.isalnum() for char in text)
+    """Whether ``text`` says something: a marker, dashes or blanks alone are not a step.
+
+    That is: whether a character of it is alphanumeric (``str.isalnum``, which is
+    what ``\\w`` matches in a ``str`` pattern, bar the underscore).
+    """
+    return _ALNUM.search(text) is not None
 
 
 def _split_deps(text: str) -> list[str]:

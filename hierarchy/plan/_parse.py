@@ -25,7 +25,7 @@ is never dropped, guessed at, or made of raw JSON.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import msgspec
 
@@ -40,7 +40,7 @@ from regiment.hierarchy.plan._lines import (
     _Reading,
 )
 from regiment.hierarchy.plan._plan import PlanStep
-from regiment.hierarchy.plan._shape import _excerpt, _numeric
+from regiment.hierarchy.plan._shape import _NUMBER_START, _excerpt, _numeric
 
 __all__ = ("ParsedPlan", "parse_plan")
 
@@ -76,7 +76,12 @@ _MAX_REPLY_CHARS = 64_000
 
 
 def parse_plan(
-    reply: str, *, max_steps: int, id_prefix: str = "s", start_index: int = 1
+    reply: str,
+    *,
+    max_steps: int,
+    id_prefix: str = "s",
+    start_index: int = 1,
+    default_worker: str | None = None,
 ) -> ParsedPlan:
     """Parse a planner model's reply into steps, leniently.
 
@@ -104,6 +109,7 @@ def parse_plan(
             count is recorded in ``truncated_from``.
         id_prefix: prefix of generated ids.
         start_index: number of the first generated id.
+        default_worker: the worker of a step that names none (``None``: left unset).
 
     Raises:
         ConfigError: ``max_steps`` < 1 or ``start_index`` < 0. Nothing the
@@ -124,14 +130,21 @@ def parse_plan(
             f"(at most {_MAX_REPLY_CHARS}); reply with short steps as JSON",
         )
     reply = valid_text(reply)
+    naming = _Naming(id_prefix, start_index, default_worker)
     reading = _from_json(reply)
     if reading is not None:
-        return _finish(reading, "json", max_steps, id_prefix, start_index)
-    return _finish(_from_lines(reply), "lines", max_steps, id_prefix, start_index)
+        return _finish(reading, "json", max_steps, naming)
+    return _finish(_from_lines(reply), "lines", max_steps, naming)
+
+
+class _Naming(NamedTuple):
+    prefix: str  # of generated ids
+    start: int  # the first generated id's number
+    worker: str | None  # of a step that names none
 
 
 def _finish(
-    reading: _Reading, source: Literal["json", "lines"], max_steps: int, prefix: str, start: int
+    reading: _Reading, source: Literal["json", "lines"], max_steps: int, naming: _Naming
 ) -> ParsedPlan:
     raws = reading.raws
     if reading.error is not None:
@@ -148,22 +161,67 @@ def _finish(
         return ParsedPlan(steps=(), source=source, error=_NO_STEPS)
     if source == "lines" and (error := _json_line(raws, kept)) is not None:
         return ParsedPlan(steps=(), source=source, error=error)
-    ids = _assign_ids(raws, kept, prefix, start)
-    resolve = _DepResolver(raws, ids, prefix)
+    steps = _as_written(raws, naming.worker) if source == "json" else None
+    if steps is None:  # numbers, missing or repeated ids: the general rules
+        steps, problems = _resolved(raws, kept, naming)
+        if problems:
+            return ParsedPlan(steps=(), source=source, error="; ".join(problems))
+    truncated_from = len(steps) if len(steps) > max_steps else None
+    return ParsedPlan(steps=tuple(steps[:max_steps]), truncated_from=truncated_from, source=source)
+
+
+def _resolved(
+    raws: list[_RawStep], kept: list[int], naming: _Naming
+) -> tuple[list[PlanStep], list[str]]:
+    """The kept steps with ids assigned and dependencies resolved by the general
+    rules (see :func:`parse_plan`), and the problems found doing so."""
+    ids = _assign_ids(raws, kept, naming.prefix, naming.start)
+    resolve = _DepResolver(raws, ids, naming.prefix)
     steps = [
         PlanStep(
             id=ids[i],
             description=raws[i].description,
-            worker=raws[i].worker,
+            worker=raws[i].worker or naming.worker,
             depends_on=resolve(raws[i].deps, ids[i]),
             check=raws[i].check,
         )
         for i in kept
     ]
-    if resolve.problems:
-        return ParsedPlan(steps=(), source=source, error="; ".join(resolve.problems))
-    truncated_from = len(steps) if len(steps) > max_steps else None
-    return ParsedPlan(steps=tuple(steps[:max_steps]), truncated_from=truncated_from, source=source)
+    return steps, resolve.problems
+
+
+def _as_written(raws: list[_RawStep], worker: str | None) -> list[PlanStep] | None:
+    """The steps of the usual JSON plan, which need no resolving: every step has its
+    own id, none of them a number, and no dependency is a number. ``None`` otherwise.
+
+    With such steps the general rules keep each id as written and each dependency
+    as written (a step's id, or a mistake that validation reports), once each.
+    """
+    steps: list[PlanStep] = []
+    ids: set[str] = set()
+    for raw in raws:
+        label = raw.label
+        if not label or label in ids:
+            return None
+        if _NUMBER_START.match(label.strip()) and _numeric(label) is not None:
+            return None
+        ids.add(label)
+        deps = raw.deps
+        for dep in deps:  # no call per dependency: most fail the first test
+            if _NUMBER_START.match(dep.strip()) and _numeric(dep) is not None:
+                return None
+        if len(deps) > 1 and len(set(deps)) < len(deps):
+            deps = tuple(dict.fromkeys(deps))
+        steps.append(
+            PlanStep(
+                id=label,
+                description=raw.description,
+                worker=raw.worker or worker,
+                depends_on=deps,
+                check=raw.check,
+            )
+        )
+    return steps
 
 
 def _json_line(raws: list[_RawStep], kept: list[int]) -> str | None:

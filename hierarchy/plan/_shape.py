@@ -18,7 +18,7 @@ import re
 
 from regiment.hierarchy.plan._lines import _meaningful, _RawStep, _Reading, _split_deps
 
-__all__ = ("_excerpt", "_interpret", "_kind", "_numeric")
+__all__ = ("_NUMBER_START", "_excerpt", "_interpret", "_kind", "_numeric")
 
 _TEXT_KEYS = ("description", "action", "task", "step", "title", "text", "instruction")
 _WORKER_KEYS = ("worker", "assignee", "agent", "assigned_to")
@@ -26,6 +26,7 @@ _DEPS_KEYS = ("depends_on", "dependencies", "deps", "depends", "after")
 _STEPS_KEYS = ("steps", "plan")
 _NOTHING_FLAGS = ("nothing_to_do", "done", "no_steps")
 _NUMERIC = re.compile(r"^(?:step[\s_-]*)?#?(\d{1,9})$", re.I)
+_NUMBER_START = re.compile(r"step|#|\d", re.I)  # how whatever _NUMERIC matches starts
 # How deep under other objects a ``steps`` list is still looked for.
 _NESTING = 3
 # Problems listed in one error; a reply with more gets the first ones.
@@ -33,7 +34,11 @@ _MAX_PROBLEMS = 5
 
 
 def _numeric(label: str) -> int | None:
-    match = _NUMERIC.match(label.strip())
+    """The number ``label`` means ("3", "#3", "step 3"), or ``None`` for a name."""
+    text = label.strip()
+    if _NUMBER_START.match(text) is None:  # most labels ("s1", "fetch") fail here
+        return None
+    match = _NUMERIC.match(text)
     return int(match.group(1)) if match else None
 
 
@@ -154,8 +159,9 @@ def _usual_step(item: object) -> _RawStep | None:
         return None
     if label is not None and (type(label) is not str or not label.strip()):
         return None
-    if not all(type(x) is str and x.isalnum() and x.lower() != "and" for x in deps):
-        return None  # separators, numbers or other shapes: the general rules
+    for dep in deps:  # a loop, not all(<genexpr>): this runs for every step of every plan
+        if type(dep) is not str or not dep.isalnum() or dep.lower() == "and":
+            return None  # separators, numbers or other shapes: the general rules
     if not (worker is None or type(worker) is str) or not (check is None or type(check) is str):
         return None
     return _RawStep(

@@ -44,10 +44,15 @@ def validate_plan(
     """
     if not workers:
         raise ConfigError("validate_plan needs the team's workers; a team has at least one")
-    problems = list(_id_problems(steps, known_ids))
     plan_ids = [step.id for step in steps]
     known = set(plan_ids) | set(known_ids)
+    usual = not known_ids and len(known) == len(steps)  # unique ids, nothing kept
+    problems: list[str] = []
+    earlier = set(known_ids)  # a plan whose steps only wait on earlier ones has no cycle
+    forward = False
     for step in steps:  # the messages are only built for a step with a problem
+        if usual and not (step.id.strip() and step.description.strip()):
+            usual = False
         if step.worker not in workers and (step.worker is not None or len(workers) > 1):
             problems.extend(_worker_problems(step, workers))
         if not known.issuperset(step.depends_on) or step.id in step.depends_on:
@@ -55,7 +60,12 @@ def validate_plan(
             problems.extend(_dependency_problems(step, known, _listing(targets)))
         if step.check is not None and step.check not in checks:
             problems.extend(_check_problems(step, checks))
-    for cycle in _cycles(steps):
+        if not forward and not earlier.issuperset(step.depends_on):
+            forward = True
+        earlier.add(step.id)
+    if not usual:  # ids first: blank, repeated or taken ones
+        problems[:0] = _id_problems(steps, known_ids)
+    for cycle in _cycles(steps) if forward else ():
         problems.append(
             f"steps {' -> '.join(cycle)} depend on each other in a cycle, so none of them "
             "could ever start; remove one of these dependencies"
@@ -65,9 +75,6 @@ def validate_plan(
 
 def _id_problems(steps: Sequence[PlanStep], known_ids: Collection[str]) -> Iterator[str]:
     counts = Counter(step.id for step in steps)
-    usual = len(counts) == len(steps) and not known_ids
-    if usual and all(s.id.strip() and s.description.strip() for s in steps):
-        return  # unique, non-blank ids and descriptions: the usual plan
     reported: set[str] = set()
     for number, step in enumerate(steps, start=1):
         if not step.id.strip():

@@ -108,7 +108,7 @@ class PlannerActor(PausesForApprovals, GuardedActor):
         trace = RunTrace(team.telemetry, run_span)
         dispatcher = Dispatcher(team, run_id, trace.headers)
         self._book = RunBook(run_id, goal, team, channel, trace, dispatcher)
-        self._guards = RunGuards(team.guards, trace, goal, GuardLog())
+        self._guards = RunGuards(*team.outcome_guards, trace, goal, GuardLog())
         self._calls = PhaseCalls(
             team, trace, run_id, self._journal.replayed, channel, self._guards.log
         )
@@ -119,7 +119,8 @@ class PlannerActor(PausesForApprovals, GuardedActor):
     def _record(self, change: RunChange) -> None:
         """The one door for state changes: apply ``change``, emit its events, journal it."""
         self._book.apply(change)
-        self._journal.note(change, self._book.channel.result)
+        if self._journal is not UNJOURNALED:  # without a journal: no hook call at all
+            self._journal.note(change, self._book.channel.result)
 
     # -- routing -------------------------------------------------------------
 
@@ -158,10 +159,8 @@ class PlannerActor(PausesForApprovals, GuardedActor):
         self._record(RunBegan())
         if self._journal is not UNJOURNALED:  # the lease's heartbeat, while the run lives
             self.ctx.start_soon(self._journal.beat)
-        if self._team.budget.wall_clock is not None:
-            self._calls.start_deadline(
-                self.ctx, self._team.budget.wall_clock, self._book.channel.clock
-            )
+        if (wall_clock := self._team.budget.wall_clock) is not None:
+            self._calls.start_deadline(self.ctx, wall_clock, self._book.channel.clock)
         assert isinstance(self._phase, Planning)
         self._ask("plan", self._phase.session.request())
 
@@ -258,7 +257,7 @@ class PlannerActor(PausesForApprovals, GuardedActor):
             if ends:
                 self._exhausted("tool_calls", self._book.spending.refusals())
                 return
-        artifact = self._team.workers[report.worker].artifact
+        artifact = report.worker in self._team.artifacts
         change = self._verifier.judge(report, step, artifact=artifact)
         self._record(change)
         match change:
@@ -359,9 +358,10 @@ async def _send_all(
     """Record and send each step; a step committed before a resume is not sent again:
     its journaled report is returned instead."""
     replayed: list[StepReport] = []
+    committed = None if journal is UNJOURNALED else journal.committed
     for sent in sends:
         record(sent)
-        if (report := journal.committed(sent.assign)) is not None:
+        if committed is not None and (report := committed(sent.assign)) is not None:
             replayed.append(report)
         else:
             ref = refs[sent.worker]

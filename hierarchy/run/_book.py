@@ -7,11 +7,10 @@ and the state can never disagree.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import assert_never, final
 
 from regiment.hierarchy._budget import BudgetLedger
-from regiment.hierarchy._messages import BudgetLimit, StepReport
+from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._result import RunResult, RunStatus
 from regiment.hierarchy.events import (
     BudgetExhausted,
@@ -64,45 +63,14 @@ from regiment.hierarchy.run._dispatch import Dispatcher
 from regiment.hierarchy.run._guarding import note_events
 from regiment.hierarchy.run._rounds import Rounds, carried_tokens
 from regiment.hierarchy.run._runtime import TeamRuntime
+from regiment.hierarchy.run._spending import Spending
 from regiment.hierarchy.run._structured import shaped
 from regiment.hierarchy.run._trace import RunTrace
 from regiment.hierarchy.run._versions import PlanVersions
 from regiment.models import Usage
 from regiment.telemetry import trace_id_hex
 
-__all__ = ("RunBook", "Spending")
-
-
-@final
-@dataclass(slots=True)
-class Spending:
-    """What the run has spent, by role, against its budget."""
-
-    ledger: BudgetLedger
-    usage_by_role: dict[str, Usage] = field(default_factory=dict)
-    exhausted: BudgetLimit | None = None  # the limit that ran out, if one did
-    refused_tool_calls: int = 0  # refused for want of a step's tool-call share
-
-    def refused_and_spent(self, *, more: int = 0) -> bool:
-        """Whether tool calls were refused (``more`` about to be counted) and the
-        run's own tool calls are all spent: then the run ends ``partial``. Checked
-        on each report and when the plan is done, so the outcome does not depend
-        on the order the reports came in."""
-        limit = self.ledger.budget.tool_calls
-        refused = self.refused_tool_calls + more
-        return bool(refused) and limit is not None and self.ledger.spent.tool_calls >= limit
-
-    def refusals(self) -> str:
-        limit = self.ledger.budget.tool_calls
-        return (
-            f"{self.refused_tool_calls} tool call(s) were refused "
-            f"and the run's {limit} tool calls are all spent"
-        )
-
-    def charge(self, role: str, usage: Usage, *, model_calls: int, tool_calls: int = 0) -> None:
-        self.ledger.charge(usage=usage, model_calls=model_calls, tool_calls=tool_calls)
-        before = self.usage_by_role.get(role)
-        self.usage_by_role[role] = usage if before is None else before + usage
+__all__ = ("RunBook",)
 
 
 @final
@@ -148,17 +116,16 @@ class RunBook:
                 )
             case ReportArrived(report=r):
                 self.dispatcher.reported(r)
-                # the key the Dispatcher reserved under: version/step/attempt
-                self.spending.ledger.release(f"{r.plan_version}/{r.step_id}/{r.attempt}")
-                self.spending.charge(
-                    r.worker, r.usage, model_calls=r.model_calls, tool_calls=r.tool_calls
-                )
-                for failed in _report_events(r):  # whatever the report's version
-                    self._emit(failed)
+                spending = self.spending
+                # the key the fan-out reserved under: (version, step, attempt)
+                spending.ledger.release((r.plan_version, r.step_id, r.attempt))
+                spending.charge(r.worker, r.usage, r.model_calls, r.tool_calls)
+                if r.tool_outcomes or r.guardrails:  # whatever the report's version
+                    self._emit_all(_report_events(r))
             case StepCommitted():
                 self._commit(change)
             case ModelCharged(purpose=purpose, usage=usage, calls=calls):
-                self.spending.charge(ROLES[purpose], usage, model_calls=calls)
+                self.spending.charge(ROLES[purpose], usage, calls)
             case ReportDropped() | StepEnded() | CheckRejected():
                 self._not_committed(change)
             case ToolCallsRefused(report=r, ends_run=ends):
@@ -211,7 +178,8 @@ class RunBook:
     def _commit(self, change: StepCommitted) -> None:
         r, versions = change.report, self.versions
         versions.reports.append(r)
-        versions.committed[r.step_id] = r
+        versions.commit(r)
+        self.dispatcher.committed(r)
         if change.artifact:
             versions.artifacts.append(r.output)
         self._emit(
@@ -246,17 +214,9 @@ class RunBook:
                     self._emit(_errored(run_id, r))
             case CheckRejected(check=check, reason=reason):
                 versions.reports.append(r)
-                version, step_id = r.plan_version, r.step_id
-                self._emit(
-                    CheckFailed(
-                        run_id=run_id,
-                        plan_version=version,
-                        step_id=step_id,
-                        check=check,
-                        reason=reason,
-                    )
-                )
-                versions.committed[step_id] = r  # kept as evidence for the replan
+                self._emit(_check_failed(run_id, r, check, reason))
+                versions.commit(r)  # kept as evidence for the replan
+                self.dispatcher.committed(r)
             case _:
                 assert_never(change)
 
@@ -294,7 +254,9 @@ class RunBook:
 
     def _emit(self, event: Event) -> None:
         self.events.append(event)
-        self.channel.emit(event)
+        channel = self.channel
+        if channel.streaming or channel.journal is not None:  # else only the result has it
+            channel.emit(event)
 
     def _emit_all(self, events: list[Event]) -> None:
         for event in events:
@@ -333,7 +295,7 @@ class RunBook:
 
     def result(self, answer: str, status: RunStatus) -> RunResult:
         versions, spending = self.versions, self.spending
-        spent = spending.ledger.spent
+        spent, by_role = spending.ledger.spent, spending.usage_by_role
         return RunResult(
             run_id=self.run_id,
             goal=self.goal,
@@ -343,8 +305,8 @@ class RunBook:
             steps=tuple(versions.reports),
             committed=tuple(versions.committed),
             artifacts=tuple(versions.artifacts),
-            usage_by_role=dict(spending.usage_by_role),
-            usage=sum(spending.usage_by_role.values(), Usage()),
+            usage_by_role=by_role,
+            usage=sum(by_role.values(), Usage()),
             model_calls=spent.model_calls,
             tool_calls=spent.tool_calls,
             stale_reports_dropped=versions.stale_dropped,
@@ -364,6 +326,16 @@ def _share_refused(run_id: str, report: StepReport) -> BudgetExhausted:
         "its share of the tool-call budget was used up"
     )
     return BudgetExhausted(run_id=run_id, limit="tool_calls", detail=detail, step_id=report.step_id)
+
+
+def _check_failed(run_id: str, report: StepReport, check: str, reason: str) -> CheckFailed:
+    return CheckFailed(
+        run_id=run_id,
+        plan_version=report.plan_version,
+        step_id=report.step_id,
+        check=check,
+        reason=reason,
+    )
 
 
 def _errored(run_id: str, report: StepReport) -> StepErrored:

@@ -95,9 +95,13 @@ class PhaseCalls:
         telemetry, guards = team.telemetry, team.guards
         log = GuardLog() if guard_log is None else guard_log  # what the role guards did
         planner_call, synth, critic_call, self._compressor = team.role_callers  # made once
-        self._planner: Caller = guarded(planner_call, "planner", guards, telemetry, log)
-        self._synth = guarded(synth, "synthesizer", guards, telemetry, log)
-        self._critic = guarded(critic_call, "critic", guards, telemetry, log)
+        self._planner: Caller = planner_call
+        self._synth: Caller = synth
+        self._critic: Caller = critic_call
+        if team.call_guarded:  # a role with model request or reply guards: wrapped per run
+            self._planner = guarded(planner_call, "planner", guards, telemetry, log)
+            self._synth = guarded(synth, "synthesizer", guards, telemetry, log)
+            self._critic = guarded(critic_call, "critic", guards, telemetry, log)
         self._token = 0
         self._scope: anyio.CancelScope | None = None  # the call in flight, if any
         self._deadline: anyio.CancelScope | None = None  # while a wall-clock deadline runs
@@ -115,7 +119,8 @@ class PhaseCalls:
         A call whose estimated input does not fit in what the budget has left never
         starts: the limit in the way is returned instead.
         """
-        limit = ledger.exhausted(tokens_needed=estimate_tokens(request))
+        needed = estimate_tokens(request) if ledger.counts_tokens else 0  # a pass over it
+        limit = ledger.exhausted(tokens_needed=needed)
         if limit is not None:
             return limit
         request = msgspec.structs.replace(request, role=REQUEST_ROLES[purpose])

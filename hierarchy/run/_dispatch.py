@@ -1,8 +1,9 @@
 """Sending steps to workers: which steps are ready, each one's budget share, the
 steps in flight by plan version, and cancelling them.
 
-This is the per-step hot path: a report costs no pass over the whole plan (the
-steps still waiting are kept in plan order, per version).
+This is the per-step hot path: a report costs no pass over the whole plan. The
+current version's steps are indexed once (which wait, which of them are ready,
+who depends on whom); a commit then readies just the steps that waited on it.
 """
 
 from __future__ import annotations
@@ -14,12 +15,7 @@ from typing import final
 from regiment.actors import ActorContext, ActorRef
 from regiment.errors import ActorStopped, MailboxFull
 from regiment.hierarchy._budget import BudgetLedger, BudgetLimit
-from regiment.hierarchy._messages import (
-    AssignStep,
-    CancelStep,
-    StepReport,
-    WorkerMessage,
-)
+from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.run._changes import StepSent
 from regiment.hierarchy.run._fan_out import reserve_fan_out
@@ -43,32 +39,76 @@ class Dispatcher:
         self.inflight: dict[tuple[int, str, int], str] = {}  # (version, step, attempt) -> worker
         # inflight's step ids per plan version, with how many attempts of each are out
         self._running: dict[int, dict[str, int]] = {}
+        # The version the fields below are about (0: none yet; built on its first dispatch).
+        self._version = 0
         # The current version's steps neither committed nor dispatched yet, in plan order.
-        self._waiting: tuple[int, dict[str, PlanStep]] = (0, {})
+        self._waiting: dict[str, PlanStep] = {}
+        # Of those, the ones whose dependencies are all committed, in plan order; the
+        # rest by how many of their dependencies are not, and who waits on each step.
+        self._ready: dict[str, PlanStep] = {}
+        self._blocked: dict[str, int] = {}
+        self._dependents: dict[str, list[str]] = {}
+        self._position: dict[str, int] = {}
 
     def running_ids(self, version: int) -> Collection[str]:
         """Ids of the steps of ``version`` dispatched and not yet reported (read only)."""
         return self._running.get(version, _NONE_RUNNING)
 
+    def _index(self, versions: PlanVersions) -> None:
+        """Index the current version's steps: which are waiting, which of them are ready."""
+        committed, version = versions.committed, versions.version
+        running = self.running_ids(version)
+        self._version = version
+        self._waiting = waiting = {}
+        self._ready, self._blocked, self._dependents = {}, {}, {}
+        self._position = {}
+        for position, step in enumerate(versions.plan.steps):
+            step_id = step.id
+            self._position[step_id] = position
+            if step_id in committed or step_id in running:
+                continue
+            waiting[step_id] = step
+            unmet = 0
+            for dep in step.depends_on:
+                if dep not in committed:
+                    unmet += 1
+                    self._dependents.setdefault(dep, []).append(step_id)
+            if unmet:
+                self._blocked[step_id] = unmet
+            else:
+                self._ready[step_id] = step
+
+    def committed(self, report: StepReport) -> None:
+        """A step was committed (or kept as evidence): the steps waiting on it may be ready."""
+        if report.plan_version != self._version:
+            return  # not the indexed version: its index is built from what is committed
+        unblocked = False
+        for dependent in self._dependents.pop(report.step_id, ()):
+            unmet = self._blocked[dependent] - 1
+            if unmet:
+                self._blocked[dependent] = unmet
+                continue
+            del self._blocked[dependent]
+            if dependent in self._waiting:
+                self._ready[dependent] = self._waiting[dependent]
+                unblocked = True
+        if unblocked and len(self._ready) > 1:  # keep plan order
+            position = self._position.__getitem__
+            self._ready = {sid: self._ready[sid] for sid in sorted(self._ready, key=position)}
+
     def ready(self, versions: PlanVersions) -> list[PlanStep]:
         """The current plan's steps to dispatch now, in plan order, within the team's
         concurrency: not committed, not dispatched, every dependency committed."""
-        committed, version = versions.committed, versions.version
-        waiting_version, waiting = self._waiting
-        if waiting_version != version:
-            running = self.running_ids(version)
-            waiting = {
-                s.id: s
-                for s in versions.plan.steps
-                if s.id not in committed and s.id not in running
-            }
-            self._waiting = (version, waiting)
-        room = max(0, self._team.concurrency - len(self._running.get(version, _NONE_RUNNING)))
-        if room == 0:
+        version = versions.version
+        if self._version != version:
+            self._index(versions)
+        if not self._ready:
             return []
-        is_committed = committed.__contains__  # map() over it: no generator frame per step
-        ready = [s for s in waiting.values() if all(map(is_committed, s.depends_on))]
-        return ready[:room]
+        room = self._team.concurrency - len(self._running.get(version, _NONE_RUNNING))
+        if room <= 0:
+            return []
+        ready = list(self._ready.values())
+        return ready if len(ready) <= room else ready[:room]
 
     def next_sends(
         self, versions: PlanVersions, ledger: BudgetLedger, goal: str
@@ -79,39 +119,23 @@ class Dispatcher:
         ready = self.ready(versions)
         if not ready:
             return [], None
-        # The steps still to send: the waiting ones (not committed, not dispatched).
-        pending = len(self._waiting[1])
-        dispatches, short_of = reserve_fan_out(
+        sends, short_of = reserve_fan_out(
             team=self._team,
             versions=versions,
             ledger=ledger,
+            run_id=self._run_id,
             goal=goal,
             ready=ready,
-            pending=pending,
+            pending=len(self._waiting),  # the steps still to send: waiting, not dispatched
         )
-        version = versions.version
-        sends = [
-            StepSent(
-                AssignStep(
-                    run_id=self._run_id,
-                    plan_version=version,
-                    step=d.step,
-                    context=d.context,
-                    attempt=1,
-                    allowance=d.allowance,
-                ),
-                d.worker.name,
-            )
-            for d in dispatches
-        ]
         return sends, None if short_of is None else (short_of, ready[len(sends)].id)
 
     def sent(self, assign: AssignStep, worker: str) -> None:
         """Record a step sent to ``worker``."""
         version, step_id = assign.plan_version, assign.step.id
         self.inflight[(version, step_id, assign.attempt)] = worker
-        if self._waiting[0] == version:
-            self._waiting[1].pop(step_id, None)
+        if self._version == version and self._waiting.pop(step_id, None) is not None:
+            self._ready.pop(step_id, None)
         running = self._running.setdefault(version, {})
         running[step_id] = running.get(step_id, 0) + 1
 

@@ -11,29 +11,19 @@ tokens. A step sent with a share that cannot fit would only end at once.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from regiment.hierarchy._budget import BudgetLedger, BudgetLimit
-from regiment.hierarchy._messages import StepAllowance, StepContext
+from regiment.hierarchy._messages import AssignStep, StepContext
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.plan._plan import PlanStep
+from regiment.hierarchy.run._changes import StepSent
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._versions import PlanVersions
 from regiment.hierarchy.workers._loop import opening
 from regiment.hierarchy.workers._worker import Worker, WorkerSpec
 from regiment.models import ModelRequest, estimate_tokens
 
-__all__ = ("Dispatch", "reserve_fan_out")
-
-
-@dataclass(frozen=True, slots=True)
-class Dispatch:
-    """One step to send, with its reserved allowance."""
-
-    step: PlanStep
-    worker: WorkerSpec
-    context: StepContext
-    allowance: StepAllowance
+__all__ = ("reserve_fan_out",)
 
 
 def reserve_fan_out(
@@ -41,10 +31,11 @@ def reserve_fan_out(
     team: TeamRuntime,
     versions: PlanVersions,
     ledger: BudgetLedger,
+    run_id: str,
     goal: str,
     ready: Sequence[PlanStep],
     pending: int,
-) -> tuple[list[Dispatch], BudgetLimit | None]:
+) -> tuple[list[StepSent], BudgetLimit | None]:
     """Reserve allowances for as many of ``ready`` as the budget lets start now.
 
     ``pending`` counts the current plan's steps still to be sent (the ready ones
@@ -52,59 +43,68 @@ def reserve_fan_out(
     sent later are not starved by larger shares held by steps sent earlier.
 
     Returns:
-        The steps to send, and, when some of ``ready`` could not be sent, the
-        budget field that stopped them.
+        The steps to send (each reserved under ``(version, step id, attempt)``,
+        the key a ``ReportArrived`` releases), and, when some of ``ready`` could
+        not be sent, the budget field that stopped them.
     """
-    workers = team.workers
-    picked = [(step, workers[step.worker or next(iter(workers))]) for step in ready]
-    contexts = [_context(versions, goal, step) for step, _ in picked]
-    # Estimating costs a pass over the prompts and tool schemas: only a token budget needs it.
-    needs = (
-        [
-            first_call_tokens(worker, team.planner.prompts, step, context)
-            for (step, worker), context in zip(picked, contexts, strict=True)
-        ]
-        if ledger.budget.tokens is not None
-        else []
-    )
-    ways = _ways_that_fit(ledger, needs, max(len(ready), pending))
-    version = versions.version
-    out: list[Dispatch] = []
-    for (step, worker), context, share in zip(picked, contexts, ledger.split(ways), strict=False):
+    version, outline, default = versions.version, versions.outline(), team.default_worker
+    contexts = [
+        StepContext(
+            goal=goal,
+            plan_outline=outline,
+            dependency_outputs=versions.carried_outputs(step.depends_on),
+        )
+        for step in ready
+    ]
+    ways = max(len(ready), pending)
+    if ledger.budget.tokens is not None:  # estimating costs a pass over prompts and schemas
+        ways = _ways_that_fit(ledger, _needs(team, ready, contexts), ways)
+    caps = team.model_call_caps
+    sends: list[StepSent] = []
+    for step, context, share in zip(ready, contexts, ledger.split(ways), strict=False):
+        worker = step.worker or default
         allowance = ledger.reserve(
-            f"{version}/{step.id}/1",  # version/step/attempt: a ReportArrived releases it
-            model_calls_cap=worker.step_model_calls,
+            (version, step.id, 1),
+            model_calls_cap=caps[worker],
             keep_model_calls=1,
             share=share,
         )
         if allowance is None:
             break
-        out.append(Dispatch(step, worker, context, allowance))
-    if len(out) == len(ready):
-        return out, None
-    if ways < len(ready) and len(out) == ways:
-        return out, "tokens"
-    return out, ledger.exhausted(model_calls_needed=2) or "model_calls"
+        assign = AssignStep(
+            run_id=run_id,
+            plan_version=version,
+            step=step,
+            context=context,
+            attempt=1,
+            allowance=allowance,
+        )
+        sends.append(StepSent(assign, worker))
+    if len(sends) == len(ready):
+        return sends, None
+    if ways < len(ready) and len(sends) == ways:
+        return sends, "tokens"
+    return sends, ledger.exhausted(model_calls_needed=2) or "model_calls"
+
+
+def _needs(
+    team: TeamRuntime, ready: Sequence[PlanStep], contexts: Sequence[StepContext]
+) -> list[int]:
+    workers, prompts, default = team.workers, team.planner.prompts, team.default_worker
+    return [
+        first_call_tokens(workers[step.worker or default], prompts, step, context)
+        for step, context in zip(ready, contexts, strict=True)
+    ]
 
 
 def _ways_that_fit(ledger: BudgetLedger, needs: Sequence[int], pending: int) -> int:
     """How many ways to split what is left so that the first steps' token shares
     each pay for their first call; the first ``min(ways, len(needs))`` are sent."""
-    if ledger.budget.tokens is None:
-        return pending
     for ways in range(pending, 0, -1):
         shares = ledger.split(ways)
         if all(s.tokens is None or s.tokens >= n for s, n in zip(shares, needs, strict=False)):
             return ways
     return 0
-
-
-def _context(versions: PlanVersions, goal: str, step: PlanStep) -> StepContext:
-    return StepContext(
-        goal=goal,
-        plan_outline=versions.outline(),
-        dependency_outputs=tuple((d, versions.carried_output(d)) for d in step.depends_on),
-    )
 
 
 def first_call_tokens(

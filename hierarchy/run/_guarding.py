@@ -50,21 +50,14 @@ Context = ActorContext[PlannerMessage, None]
 class RunGuards:
     """One run's plan and answer guards, and the notes its role callers leave."""
 
-    guards: RoleGuards
+    plan: tuple[Guardrail, ...]  # the chains over every plan and the answer
+    answer: tuple[Guardrail, ...]
     trace: RunTrace
     goal: str
     log: GuardLog
     answer_retried: bool = False
     _token: int = 0
     _scope: anyio.CancelScope | None = None
-
-    @property
-    def plan(self) -> tuple[Guardrail, ...]:
-        return self.guards.plan
-
-    @property
-    def answer(self) -> tuple[Guardrail, ...]:
-        return self.guards.answer
 
     def drain(self) -> tuple[GuardNote, ...]:
         """The notes left since the last drain."""

@@ -62,7 +62,12 @@ class PausesForApprovals:
         resume, so the run's budget clock does not run while a human decides.
         """
         book = self._book
-        if type(self._phase) is Executing and book.approvals.stalled(book.dispatcher.inflight):
+        approvals = book.approvals
+        if (
+            type(self._phase) is Executing
+            and approvals.pending
+            and approvals.stalled(book.dispatcher.inflight)
+        ):
             self._wind_down(EndPaused())
 
     def _closing(self, ending: EndPartial | EndPaused) -> tuple[str, RunStatus]:

@@ -200,7 +200,4 @@ class Prompting:
         text = prompts.synthesis_request(
             goal=self._goal, committed=versions.committed_text(), artifacts=versions.artifacts
         )
-        return ModelRequest(
-            system=prompts.synthesizer_system(team=self._team.name),
-            messages=(Message.user(text),),
-        )
+        return ModelRequest(system=self._team.synthesizer_system, messages=(Message.user(text),))

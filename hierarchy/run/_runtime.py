@@ -14,7 +14,8 @@ from regiment.hierarchy._memory import Compression
 from regiment.hierarchy._messages import WorkerMessage
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._planner import Planner
-from regiment.hierarchy.guard._roles import RoleGuards
+from regiment.hierarchy.guard._roles import GuardRole, RoleGuards
+from regiment.hierarchy.guard._types import Guardrail
 from regiment.hierarchy.run._structured import AnswerShape
 from regiment.hierarchy.workers._worker import WorkerSpec
 from regiment.models import ModelSettings
@@ -44,6 +45,33 @@ class TeamRuntime:
     # What every run would otherwise build again: made on first use, then shared.
 
     @cached_property
+    def default_worker(self) -> str:
+        """The worker a step that names none goes to (the team's first)."""
+        return next(iter(self.workers))
+
+    @cached_property
+    def model_call_caps(self) -> dict[str, int]:
+        """Each worker's iteration cap: the most model calls one of its steps may reserve."""
+        return {name: worker.step_model_calls for name, worker in self.workers.items()}
+
+    @cached_property
+    def artifacts(self) -> frozenset[str]:
+        """The workers whose answers are kept verbatim."""
+        return frozenset(name for name, worker in self.workers.items() if worker.artifact)
+
+    @cached_property
+    def outcome_guards(self) -> tuple[tuple[Guardrail, ...], tuple[Guardrail, ...]]:
+        """The guard chains over every plan and over the answer."""
+        return self.guards.plan, self.guards.answer
+
+    @cached_property
+    def call_guarded(self) -> bool:
+        """Whether a planner-side role has guards around its model calls."""
+        roles: tuple[GuardRole, ...] = ("planner", "synthesizer", "critic")
+        kinds = ("model_request", "model_reply")
+        return any(self.guards.of(role, kind) for role in roles for kind in kinds)
+
+    @cached_property
     def planner_system(self) -> str:
         """The planner's system prompt (it names the workers and the checks)."""
         return self.planner.prompts.planner_system(
@@ -52,6 +80,11 @@ class TeamRuntime:
             checks={n: c.description for n, c in self.checks.items()},
             max_steps=self.planner.max_steps,
         )
+
+    @cached_property
+    def synthesizer_system(self) -> str:
+        """The synthesizer's system prompt."""
+        return self.planner.prompts.synthesizer_system(team=self.name)
 
     @cached_property
     def role_callers(self) -> tuple[ModelCaller, ModelCaller, ModelCaller, ModelCaller]:

@@ -33,6 +33,7 @@ class PlanVersions:
     # The current version's steps by id and its outline, built once per version.
     _index: dict[str, PlanStep] = field(default_factory=dict)
     _outline: str = ""
+    _open: int = 0  # the current version's steps not yet committed
 
     @property
     def plan(self) -> Plan:
@@ -44,6 +45,15 @@ class PlanVersions:
         self.version = plan.version
         self._index = {step.id: step for step in plan.steps}
         self._outline = ""
+        self._open = len(self._index.keys() - self.committed.keys())
+
+    def commit(self, report: StepReport) -> None:
+        """Record ``report`` as its step's committed result (or its evidence, for a
+        step whose check rejected it)."""
+        step_id = report.step_id
+        if step_id not in self.committed and step_id in self._index:
+            self._open -= 1
+        self.committed[step_id] = report
 
     def step(self, step_id: str) -> PlanStep:
         """The current plan's step with this id (``KeyError`` naming the steps if none)."""
@@ -51,8 +61,8 @@ class PlanVersions:
         return found if found is not None else self.plan.step(step_id)
 
     def all_committed(self) -> bool:
-        committed = self.committed
-        return all(step.id in committed for step in self.plan.steps)
+        """Whether every step of the current version is committed."""
+        return not self._open
 
     def outline(self) -> str:
         """The current plan as prompt lines."""
@@ -67,25 +77,34 @@ class PlanVersions:
             return self.memory.facts[step_id]
         return self.committed[step_id].output
 
+    def carried_outputs(self, step_ids: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+        """:meth:`carried_output` of each of ``step_ids``, as a step's context carries them."""
+        if not step_ids:
+            return ()
+        if self.memory is None:
+            committed = self.committed
+            return tuple([(d, committed[d].output) for d in step_ids])
+        return tuple([(d, self.carried_output(d)) for d in step_ids])
+
     def committed_text(self) -> str:
         """The committed results as prompt lines, ``- <id> (<description>): <result>``.
 
         Once the context has been compressed, a step's line carries its facts from
         the working memory; steps committed since then carry their full output.
         """
-        lines = []
-        for sid in self.committed:
-            lines.append(f"- {sid} ({self._description(sid)}): {self.carried_output(sid)}")
+        described = self._descriptions()
+        facts = {} if self.memory is None else self.memory.facts  # what carried_output reads
+        lines = [
+            f"- {sid} ({described.get(sid, '')}): {facts.get(sid, report.output)}"
+            for sid, report in self.committed.items()
+        ]
         if self.memory is not None and self.memory.open_questions:
             lines.append("Open questions: " + "; ".join(self.memory.open_questions))
         return "\n".join(lines)
 
-    def _description(self, step_id: str) -> str:
-        for plan in reversed(self.plans):
-            for step in plan.steps:
-                if step.id == step_id:
-                    return step.description
-        return ""
+    def _descriptions(self) -> dict[str, str]:
+        """Each step id's description in the newest version that has the step."""
+        return {step.id: step.description for plan in self.plans for step in plan.steps}
 
     def next_step_number(self) -> int:
         """One more than the highest ``sN`` id used by any version, so new ids never collide."""
