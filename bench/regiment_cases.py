@@ -46,6 +46,7 @@ from regiment.hierarchy import (
 from regiment.models import ToolResultPart, Usage
 
 __all__ = (
+    "all_at_once",
     "noop",
     "one_tool_worker_run_s",
     "overlap_wall_s",
@@ -170,10 +171,11 @@ async def scale_runs(
     team = sequential_team(steps, concurrency=8, telemetry=telemetry)
     async with team.start() as running:
         await running.run("warm up")
-        return [await _all_at_once(running, concurrent) for _ in range(repeats)]
+        return [await all_at_once(running, concurrent) for _ in range(repeats)]
 
 
-async def _all_at_once(running: RunningTeam, concurrent: int) -> float:
+async def all_at_once(running: RunningTeam, concurrent: int) -> float:
+    """Seconds for ``concurrent`` runs of ``running``, all started at once."""
 
     async def one() -> None:
         result = await running.run("do the steps")
