@@ -86,7 +86,7 @@ def _scale_bursts(bursts: int) -> None:
     """Row 5: after a warm-up burst, ``bursts`` bursts of ``SCALE_RUNS`` runs at once."""
 
     async def go() -> None:
-        team = rc.sequential_team(SCALE_STEPS, concurrency=8)
+        team = rc.sequential_team(SCALE_STEPS, concurrency=8, recorded=False)
         async with team.start() as running:
             await running.run("warm up")
             for _ in range(1 + bursts):
