@@ -13,6 +13,8 @@ and warm-up, so only the runs themselves are left.
     .venv/bin/python bench/instructions.py --stream      # and regiment's stream(goal)
     .venv/bin/python bench/instructions.py --runs 10     # quicker: fewer runs, same figure
     .venv/bin/python bench/instructions.py --case one-tool   # row 3: a one-tool worker run
+    .venv/bin/python bench/instructions.py --run         # a whole 1-step run, start to result
+    .venv/bin/python bench/instructions.py --scale       # row 5: per run of 1,000 at once
 
 The two processes of a case run at the same time (one per core).
 
@@ -27,6 +29,11 @@ every event reaches the reader; its ratio is what streaming costs per step.
 garbage collector's heap after the first step (``gc.freeze()``), so a full
 collection that lands in one process only cannot swing the difference, and
 run with ``PYTHONHASHSEED=0``, so the same tree counts the same every time.
+
+``--run`` counts a whole run of a 1-step plan (run open, planner actor,
+plan call, the step, synthesis, result, teardown), per run: what every run
+pays whatever its length. ``--scale`` counts row 5's shape, a burst of
+``SCALE_RUNS`` concurrent 5-step runs on one started team, per run.
 
 It needs ``valgrind`` on the PATH and takes about two minutes per framework.
 """
@@ -48,7 +55,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import anyio
 import regiment_cases as rc
-from bench_util import SEQ_STEPS
+from bench_util import SCALE_RUNS, SCALE_STEPS, SEQ_STEPS
 
 from regiment.hierarchy import RunCompleted
 
@@ -70,6 +77,31 @@ def _run_regiment(runs: int, *, traced: bool = False) -> None:
             for _ in range(WARM_UP + runs):
                 result = await running.run("do the steps")
                 assert result.status == "completed", result.status
+
+    anyio.run(go)
+
+
+def _run_one_step(runs: int) -> None:
+    team = rc.sequential_team(1)
+
+    async def go() -> None:
+        async with team.start() as running:
+            for _ in range(WARM_UP + runs):
+                result = await running.run("do the step")
+                assert result.status == "completed", result.status
+
+    anyio.run(go)
+
+
+def _scale_bursts(bursts: int) -> None:
+    """Row 5: after a warm-up burst, ``bursts`` bursts of ``SCALE_RUNS`` runs at once."""
+
+    async def go() -> None:
+        team = rc.sequential_team(SCALE_STEPS, concurrency=8, recorded=False)
+        async with team.start() as running:
+            await running.run("warm up")
+            for _ in range(1 + bursts):
+                await rc.all_at_once(running, SCALE_RUNS)
 
     anyio.run(go)
 
@@ -124,6 +156,8 @@ _CASES: dict[str, Callable[[int], None]] = {
     "regiment-traced": functools.partial(_run_regiment, traced=True),
     "one-tool": _run_one_tool,
     "sdk-span": _sdk_spans,
+    "run": _run_one_step,
+    "scale": _scale_bursts,
     "langgraph": _run_langgraph,
 }
 
@@ -144,8 +178,8 @@ def _instructions(case: str, runs: int) -> int:
         capture_output=True,
         text=True,
         check=True,
-        # Row 3 is small enough that string hashing's random seed shows in its count.
-        env={**os.environ, "PYTHONHASHSEED": "0"} if case == "one-tool" else None,
+        # String hashing's random seed moves a count by up to ~10k per step: fix it.
+        env={**os.environ, "PYTHONHASHSEED": "0"},
     )
     found = _COLLECTED.search(done.stderr)
     if found is None:
@@ -153,18 +187,11 @@ def _instructions(case: str, runs: int) -> int:
     return int(found.group(1))
 
 
-def per_step(case: str, runs: int = RUNS) -> float:
-    """Instructions per step of the row 2 run, in thousands."""
+def per_step(case: str, runs: int = RUNS, *, steps: int = SEQ_STEPS) -> float:
+    """Instructions per step of the row 2 run (per ``steps`` steps), in thousands."""
     with ThreadPoolExecutor(2) as pool:  # the two valgrind processes side by side
         timed, bare = pool.map(_instructions, (case, case), (runs, 0))
-    return (timed - bare) / (runs * SEQ_STEPS) / 1000
-
-
-def per_run(case: str, runs: int) -> float:
-    """Instructions per run of ``case`` (row 3: one step of a lone worker), in thousands."""
-    with ThreadPoolExecutor(2) as pool:
-        timed, bare = pool.map(_instructions, (case, case), (runs, 0))
-    return (timed - bare) / runs / 1000
+    return (timed - bare) / (runs * steps) / 1000
 
 
 def main() -> None:
@@ -175,6 +202,10 @@ def main() -> None:
     )
     parser.add_argument(
         "--tracing", action="store_true", help="row 6 in instructions: traced, untraced, SDK floor"
+    )
+    parser.add_argument("--run", action="store_true", help="a whole 1-step run, per run")
+    parser.add_argument(
+        "--scale", action="store_true", help=f"row 5: per run of {SCALE_RUNS:,} runs at once"
     )
     parser.add_argument(
         "--case",
@@ -198,9 +229,12 @@ def main() -> None:
     if args.tracing:
         _tracing()
         return
+    if args.run or args.scale:
+        _per_run(args.run, args.scale, args.runs or RUNS)
+        return
     if args.case == "one-tool":
         runs = args.runs or ONE_TOOL_RUNS
-        figure = per_run("one-tool", runs)
+        figure = per_step("one-tool", runs, steps=1)
         print(f"row 3 shape (one-tool worker run: model -> tool -> model), callgrind, {runs} runs:")
         print(f"  regiment   {figure:9.1f} k instructions per run")
         return
@@ -213,6 +247,17 @@ def main() -> None:
     for case, figure in figures.items():
         ratio = figure / figures["regiment"]
         print(f"  {case:10s} {figure:9.1f} k instructions per step   {ratio:5.2f}x")
+
+
+def _per_run(run: bool, scale: bool, runs: int) -> None:
+    """Whole runs counted: a 1-step run, and/or one of a burst of row 5's runs."""
+    if run:
+        figure = per_step("run", runs, steps=1)
+        print(f"a 1-step run, callgrind, {runs} runs: {figure:9.1f} k instructions per run")
+    if scale:
+        figure = per_step("scale", 1, steps=SCALE_RUNS)
+        print(f"row 5 shape ({SCALE_RUNS:,} concurrent {SCALE_STEPS}-step runs), callgrind, "
+              f"one burst: {figure:9.1f} k instructions per run")  # fmt: skip
 
 
 def _spans_per_step() -> tuple[float, float]:

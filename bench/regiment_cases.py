@@ -43,9 +43,10 @@ from regiment.hierarchy import (
     WorkerActor,
     WorkerMessage,
 )
-from regiment.models import ToolResultPart, Usage
+from regiment.models import Model, ToolResultPart, Usage
 
 __all__ = (
+    "all_at_once",
     "noop",
     "one_tool_worker_run_s",
     "overlap_wall_s",
@@ -99,6 +100,30 @@ def _brain(plan: str, delay: float) -> Callable[[ModelRequest], Awaitable[ModelR
     return reply
 
 
+class _Unrecorded:
+    """A model that answers from a brain at once (after its delay) and keeps nothing.
+
+    ``ScriptedModel`` records every request for a test to read afterwards; over
+    row 5's ~28,000 model calls that is ~30,000 objects a real model would not
+    keep, which the garbage collector walks again and again (a full collection in
+    every burst) and which grow the peak RSS with each burst.
+    """
+
+    def __init__(self, brain: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> None:
+        self._brain = brain
+
+    @property
+    def name(self) -> str:
+        return _MODEL
+
+    @property
+    def provider(self) -> str:
+        return "scripted"
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        return await self._brain(request)
+
+
 def sequential_team(
     steps: int,
     *,
@@ -106,9 +131,14 @@ def sequential_team(
     delay: float = 0.0,
     concurrency: int = 100,
     telemetry: Telemetry | None = None,
+    recorded: bool = True,
 ) -> Team:
-    """One planner and one worker; the plan has ``steps`` steps; each worker step is one model call."""
-    model = ScriptedModel(_brain(plan_reply(steps, sequential=sequential), delay), name=_MODEL)
+    """One planner and one worker; the plan has ``steps`` steps; each worker step is one model call.
+
+    ``recorded=False``: the model keeps no record of its requests (see ``_Unrecorded``).
+    """
+    brain = _brain(plan_reply(steps, sequential=sequential), delay)
+    model: Model = ScriptedModel(brain, name=_MODEL) if recorded else _Unrecorded(brain)
     worker = Worker(
         name="w",
         description="does any step",
@@ -167,13 +197,14 @@ async def scale_runs(
 ) -> list[float]:
     """Seconds for ``concurrent`` runs of a ``steps``-step sequential plan, all at once,
     ``repeats`` times on one started team (after a warm-up run)."""
-    team = sequential_team(steps, concurrency=8, telemetry=telemetry)
+    team = sequential_team(steps, concurrency=8, telemetry=telemetry, recorded=False)
     async with team.start() as running:
         await running.run("warm up")
-        return [await _all_at_once(running, concurrent) for _ in range(repeats)]
+        return [await all_at_once(running, concurrent) for _ in range(repeats)]
 
 
-async def _all_at_once(running: RunningTeam, concurrent: int) -> float:
+async def all_at_once(running: RunningTeam, concurrent: int) -> float:
+    """Seconds for ``concurrent`` runs of ``running``, all started at once."""
 
     async def one() -> None:
         result = await running.run("do the steps")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from random import getrandbits
 from typing import TYPE_CHECKING, assert_never, final
@@ -18,10 +18,7 @@ from typing import TYPE_CHECKING, assert_never, final
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from regiment.actors import (
-    ActorRef,
-    ActorSystem,
-)
+from regiment.actors import ActorRef, ActorSystem
 from regiment.errors import ConfigError
 from regiment.hierarchy._approvals import ApprovalDesk, StepAt
 from regiment.hierarchy._approving import DecidesApprovals
@@ -29,29 +26,38 @@ from regiment.hierarchy._messages import StepAllowance, WorkerMessage
 from regiment.hierarchy._ranges import run_concurrency
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy._supervisor import RunRef, SpawnRun, Supervisor, capped, close_run
+from regiment.hierarchy._team_actors import (
+    check_remote_deps,
+    not_nested_in_itself,
+    run_calls,
+    runtime_of,
+    start_ray,
+    worker_actor,
+)
 from regiment.hierarchy.events import Event
-from regiment.hierarchy.guard._roles import RoleGuards
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._guarding import role_guards
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal
 from regiment.hierarchy.run._messages import StartRun
 from regiment.hierarchy.run._resume import Opened, finished, open_channel, reopened
-from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._trace import record_run_end
 from regiment.hierarchy.workers._approval_gate import ApprovalGate
-from regiment.hierarchy.workers._journal_calls import RunCalls, RunLookup
 from regiment.hierarchy.workers._live import LiveWorker, worker_tools
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._team_worker import TeamWorker, TeamWorkerActor
-from regiment.hierarchy.workers._worker import Worker, WorkerActor, WorkerSpec
+from regiment.hierarchy.workers._worker import Worker, WorkerSpec
 from regiment.telemetry import Telemetry
-from regiment.tools import MCPHub, WorkerTools
+from regiment.tools import MCPHub
 
 if TYPE_CHECKING:
     from regiment.hierarchy._team import Team
     from regiment.journal import Journal, TeamFile
 
 __all__ = ("RunningTeam",)
+
+# How many runs of one started team may be starting at once (between entering
+# run() and their planner actor having its first message).
+STARTING_AT_ONCE = 8
 
 
 @final
@@ -75,6 +81,7 @@ class RunningTeam(DecidesApprovals):
         self.journal: Journal | None = None  # set by Team.start(journal=...)
         self.lease_ttl = LEASE_TTL
         self.team_file: TeamFile | None = None  # set by Team.start(team_file=...)
+        self._starting = anyio.Semaphore(STARTING_AT_ONCE, fast_acquire=True)
 
     @property
     def active_runs(self) -> int:
@@ -209,48 +216,72 @@ class RunningTeam(DecidesApprovals):
             raise ConfigError("the goal is empty; say what the team should do")
         concurrency = run_concurrency(concurrency, self.team.concurrency)
         if deps is not None:
-            _check_remote_deps(self.team, deps)
-        # Unique within the team by the counter, and across teams and processes with
-        # high probability; no system call (uuid4 reads the OS's random source).
-        run_id = resumed.run_id if resumed else f"run-{next(self._ids)}-{getrandbits(32):08x}"
-        budget, desk = capped(self.team.budget, allowance), self._desk
-        ref: RunRef | None = None
-        provider = self.team.planner.model.provider
-        resume = resumed.resume if resumed is not None else None
-        with self._telemetry.run_span(
-            self.team.name, run_id, goal, provider=provider, session_id=session, resume=resume
-        ) as span:
-            # JournalError: the run is refused, nothing started. The journal keeps the
-            # root span's trace context, so a resume continues the run's trace.
-            trace = self._telemetry.headers_for(span).get("traceparent")
-            channel, events = await open_channel(
-                self, (run_id, goal, session), deps, resumed, streaming, trace
-            )
-            self._channels[run_id] = channel
-            try:
-                # Shielded: once the ask is delivered the run actor gets spawned, and a
-                # cancel landing before the reply would leave it with no one to close it.
-                with anyio.CancelScope(shield=True):
-                    ref = await self._supervisor.ask(
-                        SpawnRun(run_id, goal, channel, span, budget, concurrency)
-                    )
-                assert ref is not None  # a shielded scope never skips its body
-                desk.link(run_id, parent) if parent else desk.open_run(run_id, ref.send)
-                desk.clocks[run_id] = channel.clock  # approval waits hold the run's wall clock
-                await ref.send(StartRun())
-                yield channel, events
-            finally:
+            check_remote_deps(self.team, deps)
+        # A burst of runs (a service's callers, say) waits here before it holds
+        # anything; a few at a time get their planner actor and first message.
+        await self._starting.acquire()
+        starting = True
+        try:
+            # Unique within the team by the counter, and across teams and processes with
+            # high probability; no system call (uuid4 reads the OS's random source).
+            run_id = resumed.run_id if resumed else f"run-{next(self._ids)}-{getrandbits(32):08x}"
+            budget, tel = capped(self.team.budget, allowance), self._telemetry
+            provider = self.team.planner.model.provider
+            resume = resumed.resume if resumed is not None else None
+            with tel.run_span(
+                self.team.name, run_id, goal, provider=provider, session_id=session, resume=resume
+            ) as span:
+                # JournalError: the run is refused, nothing started. The journal keeps the
+                # root span's trace context, so a resume continues the run's trace.
+                trace = tel.headers_for(span).get("traceparent") if tel.tracing else None
+                channel, events = await open_channel(
+                    self, (run_id, goal, session), deps, resumed, streaming, trace
+                )
+                self._channels[run_id] = channel
+                ref: RunRef | None = None
                 try:
-                    with anyio.CancelScope(shield=True):
-                        if ref is not None:
-                            await close_run(ref, channel, events)
-                        events.close()
-                        if channel.journal is not None:
-                            await channel.journal.close()  # JournalError: the run is not durable
+                    spawn = SpawnRun(run_id, goal, channel, span, budget, concurrency)
+                    ref = await self._spawn_run(spawn, parent)
+                    await ref.send(StartRun())
+                    starting = False
+                    self._starting.release()
+                    yield channel, events
                 finally:
-                    del self._channels[run_id]
-                    self._desk.close_run(run_id)
-                record_run_end(self._telemetry, span, channel)
+                    await self._end_run(run_id, ref, channel, events)
+                    record_run_end(tel, span, channel)
+        finally:
+            if starting:
+                self._starting.release()
+
+    async def _spawn_run(self, spawn: SpawnRun, parent: StepAt | None) -> RunRef:
+        """The run's planner actor, spawned and known to the approvals desk."""
+        # Shielded: once the ask is delivered the run actor gets spawned, and a
+        # cancel landing before the reply would leave it with no one to close it.
+        with anyio.CancelScope(shield=True):
+            ref = await self._supervisor.ask(spawn)
+        run_id, desk = spawn.run_id, self._desk
+        desk.link(run_id, parent) if parent else desk.open_run(run_id, ref.send)
+        desk.clocks[run_id] = spawn.channel.clock  # approval waits hold the run's wall clock
+        return ref
+
+    async def _end_run(
+        self,
+        run_id: str,
+        ref: RunRef | None,
+        channel: RunChannel,
+        events: MemoryObjectReceiveStream[Event],
+    ) -> None:
+        """Cancel the run if it still goes, stop its actor, close its events and journal."""
+        try:
+            with anyio.CancelScope(shield=True):
+                if ref is not None:
+                    await close_run(ref, channel, events)
+                events.close()
+                if channel.journal is not None:
+                    await channel.journal.close()  # JournalError: the run is not durable
+        finally:
+            del self._channels[run_id]
+            self._desk.close_run(run_id)
 
 
 async def _spawn_team(
@@ -263,17 +294,17 @@ async def _spawn_team(
     mcp: MCPHub | None,
     desk: ApprovalDesk,
 ) -> RunningTeam:
-    _not_nested_in_itself(team, outer)
+    not_nested_in_itself(team, outer)
     telemetry = team.telemetry or inherited or Telemetry()
     refs: dict[str, ActorRef[WorkerMessage, None]] = {}
     specs: dict[str, WorkerSpec] = {}
     channels: dict[str, RunChannel] = {}  # the runs in progress: workers stream to them
-    runs = functools.partial(_run_calls, channels)  # a worker's way to its step's run
+    runs = functools.partial(run_calls, channels)  # a worker's way to its step's run
     base = f"{prefix}{team.name}"
     if mcp is not None:  # all of this team's MCP servers start at once, not worker by worker
         await mcp.start([s for w in team.workers if isinstance(w, Worker) for s in w.mcp_servers])
     guards = role_guards(team.guardrails, team.planner, team.critic)
-    on_ray = await _start_ray(team, telemetry, guards, (base, desk, runs, channels))
+    on_ray = await start_ray(team, telemetry, guards, (base, desk, runs, channels))
     for worker in team.workers:
         name = f"{base}/{worker.name}"
         factory: Callable[[], StepActor]
@@ -285,7 +316,7 @@ async def _spawn_team(
                 tools = await worker_tools(worker, mcp)
                 specs[worker.name] = LiveWorker(worker, tools) if worker.mcp_servers else worker
                 gate = ApprovalGate(desk, name, worker.approval_timeout, telemetry)
-                factory = _worker_actor(
+                factory = worker_actor(
                     worker, team, telemetry, (tools, gate), (runs, channels), guards
                 )
             case TeamWorker():
@@ -301,100 +332,6 @@ async def _spawn_team(
             case _:
                 assert_never(worker)
         refs[worker.name] = await system.spawn(factory, name=name, capacity=256)
-    runtime = _runtime(team, specs, refs, telemetry, guards)
+    runtime = runtime_of(team, specs, refs, telemetry, guards)
     supervisor = await system.spawn(lambda: Supervisor(runtime, channels), name=f"{base}/planner")
     return RunningTeam(team, supervisor, telemetry, channels, desk)
-
-
-async def _start_ray(
-    team: Team,
-    telemetry: Telemetry,
-    guards: RoleGuards,
-    team_links: tuple[str, ApprovalDesk, RunLookup, Mapping[str, RunChannel]],
-) -> dict[str, Callable[[], StepActor]]:
-    """The Ray-placed workers' actor factories, their replicas started (a pool's at once);
-    their steps reach the team's runs (journal, live events, approvals) as local ones do."""
-    placed = [w for w in team.workers if isinstance(w, Worker) and w.placement is not None]
-    if not placed:
-        return {}
-    from regiment.hierarchy.workers._ray import RunLinks, start_ray_workers  # ray loads here
-
-    base, desk, runs, channels = team_links
-    links = {
-        w.name: RunLinks(
-            runs, channels, ApprovalGate(desk, f"{base}/{w.name}", w.approval_timeout, telemetry)
-        )
-        for w in placed
-    }
-    return await start_ray_workers(
-        placed, team.planner.prompts, telemetry, team.settings, guards.team, links
-    )
-
-
-def _runtime(
-    team: Team,
-    specs: dict[str, WorkerSpec],
-    refs: dict[str, ActorRef[WorkerMessage, None]],
-    telemetry: Telemetry,
-    guards: RoleGuards,
-) -> TeamRuntime:
-    """What the team's runs share: its planner, its started workers, its limits."""
-    return TeamRuntime(
-        name=team.name,
-        planner=team.planner,
-        workers=specs,
-        worker_refs=refs,
-        checks=team.checks,
-        budget=team.budget,
-        concurrency=team.concurrency,
-        critic=team.critic,
-        compression=team.compression,
-        telemetry=telemetry,
-        settings=team.settings,
-        guards=guards,
-        output=None if team.output_type is None else team.output_shape(),
-    )
-
-
-def _not_nested_in_itself(team: Team, outer: tuple[Team, ...]) -> None:
-    if any(t is team for t in outer):
-        path = " -> ".join(t.name for t in (*outer, team))
-        raise ConfigError(f"team '{team.name}' contains itself ({path}); nest distinct teams")
-
-
-def _worker_actor(
-    worker: Worker,
-    team: Team,
-    telemetry: Telemetry,
-    tools: tuple[WorkerTools, ApprovalGate],
-    runs: tuple[RunLookup, Mapping[str, RunChannel]],
-    guards: RoleGuards,
-) -> Callable[[], StepActor]:
-    """How a worker's actor is made: its tools, its runs' lookup and streams, its guards."""
-    (toolset, gate), (lookup, channels) = tools, runs
-    return functools.partial(
-        WorkerActor,
-        worker,
-        team.planner.prompts,
-        telemetry,
-        toolset,
-        gate,
-        lookup,
-        channels,
-        team.settings,
-        guards.team,
-    )
-
-
-def _check_remote_deps(team: Team, deps: object) -> None:
-    """Deps that Ray-placed workers cannot get are refused at ``run()``, not mid-step."""
-    remote = [w.name for w in team.workers if isinstance(w, Worker) and w.placement is not None]
-    if remote:
-        from regiment.hierarchy.workers._ray import check_remote_deps  # ray loads here
-
-        check_remote_deps(deps, remote)
-
-
-def _run_calls(channels: Mapping[str, RunChannel], run_id: str) -> RunCalls | None:
-    channel = channels.get(run_id)
-    return None if channel is None else channel.calls

@@ -253,19 +253,23 @@ class SpanRecorder:
         """
         if not span.is_recording():
             return
-        span.set_attribute(sc.REGIMENT_RUN_STATUS, status)
-        span.set_attribute(sc.REGIMENT_PLAN_VERSIONS, plan_versions)
-        span.set_attribute(sc.REGIMENT_REPORTS_STALE_DROPPED, stale_dropped)
+        # One call: each set_attribute takes the span's lock and builds a dict of its own.
+        attributes: dict[str, AttributeValue] = {
+            sc.REGIMENT_RUN_STATUS: status,
+            sc.REGIMENT_PLAN_VERSIONS: plan_versions,
+            sc.REGIMENT_REPORTS_STALE_DROPPED: stale_dropped,
+        }
         if usage is not None:
-            span.set_attribute(sc.REGIMENT_USAGE_INPUT_TOKENS, usage.input_tokens)
-            span.set_attribute(sc.REGIMENT_USAGE_OUTPUT_TOKENS, usage.output_tokens)
-            span.set_attribute(sc.REGIMENT_USAGE_CACHE_READ_TOKENS, usage.cache_read_tokens)
-            span.set_attribute(sc.REGIMENT_USAGE_CACHE_WRITE_TOKENS, usage.cache_write_tokens)
+            attributes[sc.REGIMENT_USAGE_INPUT_TOKENS] = usage.input_tokens
+            attributes[sc.REGIMENT_USAGE_OUTPUT_TOKENS] = usage.output_tokens
+            attributes[sc.REGIMENT_USAGE_CACHE_READ_TOKENS] = usage.cache_read_tokens
+            attributes[sc.REGIMENT_USAGE_CACHE_WRITE_TOKENS] = usage.cache_write_tokens
         if model_calls is not None:
-            span.set_attribute(sc.REGIMENT_USAGE_MODEL_CALLS, model_calls)
+            attributes[sc.REGIMENT_USAGE_MODEL_CALLS] = model_calls
         if tool_calls is not None:
-            span.set_attribute(sc.REGIMENT_USAGE_TOOL_CALLS, tool_calls)
+            attributes[sc.REGIMENT_USAGE_TOOL_CALLS] = tool_calls
         if steps is not None:
-            span.set_attribute(sc.REGIMENT_RUN_STEPS, steps)
+            attributes[sc.REGIMENT_RUN_STEPS] = steps
+        span.set_attributes(attributes)
         if error_type is not None:
             mark_error(span, error_type, f"run ended with status {status}", capture=self.capture)

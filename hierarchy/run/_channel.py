@@ -38,6 +38,9 @@ class RunChannel:
     calls: RunCalls | None = None  # what the workers' tool loops see of the run
     history: str = ""  # the session's earlier runs, for the planner's first request
     clock: RunClock = field(default_factory=RunClock)  # the wall-clock budget, held by approvals
+    # Set by close() when nobody reads the events (run()): waiting on it is cheaper
+    # than a receive on the stream that only ends.
+    ended: anyio.Event | None = None
 
     @classmethod
     def open(cls, *, streaming: bool) -> tuple[RunChannel, MemoryObjectReceiveStream[Event]]:
@@ -49,13 +52,18 @@ class RunChannel:
         """
         # Unbounded: the planner must never block on a slow reader of events.
         send, receive = anyio.create_memory_object_stream[Event](math.inf)
-        return cls(send, streaming=streaming), receive
+        channel = cls(send, streaming=streaming)
+        if not streaming:
+            channel.ended = anyio.Event()
+        return channel, receive
 
     def close(self, event: Event) -> None:
         """Deliver the run's last event and close the stream."""
         self.emit(event)
         self.done = True
         self.send.close()
+        if self.ended is not None:
+            self.ended.set()
 
     def live(self, event: Event) -> None:
         """Deliver a live event (a text delta, a tool call starting or ending):

@@ -154,8 +154,11 @@ def _same_config(created: RunCreated, team: Team) -> None:
 async def finished(opened: AbstractAsyncContextManager[Opened]) -> RunResult:
     """Wait for a run's end (``opened`` sends no events); its result, or raise its error."""
     async with opened as (channel, events):
-        async for _ in events:  # nothing is sent: this waits for the run's end
-            pass
+        if channel.ended is not None:
+            await channel.ended.wait()
+        else:
+            async for _ in events:  # nothing is sent: this waits for the run's end
+                pass
     if channel.result is not None:
         return channel.result
     raise channel.error or RunCancelled("the run ended without a result")

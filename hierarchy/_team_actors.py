@@ -1,0 +1,128 @@
+"""How a started team's parts are made: its workers' actor factories (local and on
+Ray), what its runs share, and the checks a run or a nesting must pass first."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from regiment.actors import ActorRef
+from regiment.errors import ConfigError
+from regiment.hierarchy._approvals import ApprovalDesk
+from regiment.hierarchy._messages import WorkerMessage
+from regiment.hierarchy.guard._roles import RoleGuards
+from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.run._runtime import TeamRuntime
+from regiment.hierarchy.workers._approval_gate import ApprovalGate
+from regiment.hierarchy.workers._journal_calls import RunCalls, RunLookup
+from regiment.hierarchy.workers._step_actor import StepActor
+from regiment.hierarchy.workers._worker import Worker, WorkerActor, WorkerSpec
+from regiment.telemetry import Telemetry
+from regiment.tools import WorkerTools
+
+if TYPE_CHECKING:
+    from regiment.hierarchy._team import Team
+
+__all__ = (
+    "check_remote_deps",
+    "not_nested_in_itself",
+    "run_calls",
+    "runtime_of",
+    "start_ray",
+    "worker_actor",
+)
+
+
+async def start_ray(
+    team: Team,
+    telemetry: Telemetry,
+    guards: RoleGuards,
+    team_links: tuple[str, ApprovalDesk, RunLookup, Mapping[str, RunChannel]],
+) -> dict[str, Callable[[], StepActor]]:
+    """The Ray-placed workers' actor factories, their replicas started (a pool's at once);
+    their steps reach the team's runs (journal, live events, approvals) as local ones do."""
+    placed = [w for w in team.workers if isinstance(w, Worker) and w.placement is not None]
+    if not placed:
+        return {}
+    from regiment.hierarchy.workers._ray import RunLinks, start_ray_workers  # ray loads here
+
+    base, desk, runs, channels = team_links
+    links = {
+        w.name: RunLinks(
+            runs, channels, ApprovalGate(desk, f"{base}/{w.name}", w.approval_timeout, telemetry)
+        )
+        for w in placed
+    }
+    return await start_ray_workers(
+        placed, team.planner.prompts, telemetry, team.settings, guards.team, links
+    )
+
+
+def runtime_of(
+    team: Team,
+    specs: dict[str, WorkerSpec],
+    refs: dict[str, ActorRef[WorkerMessage, None]],
+    telemetry: Telemetry,
+    guards: RoleGuards,
+) -> TeamRuntime:
+    """What the team's runs share: its planner, its started workers, its limits."""
+    return TeamRuntime(
+        name=team.name,
+        planner=team.planner,
+        workers=specs,
+        worker_refs=refs,
+        checks=team.checks,
+        budget=team.budget,
+        concurrency=team.concurrency,
+        critic=team.critic,
+        compression=team.compression,
+        telemetry=telemetry,
+        settings=team.settings,
+        guards=guards,
+        output=None if team.output_type is None else team.output_shape(),
+    )
+
+
+def not_nested_in_itself(team: Team, outer: tuple[Team, ...]) -> None:
+    if any(t is team for t in outer):
+        path = " -> ".join(t.name for t in (*outer, team))
+        raise ConfigError(f"team '{team.name}' contains itself ({path}); nest distinct teams")
+
+
+def worker_actor(
+    worker: Worker,
+    team: Team,
+    telemetry: Telemetry,
+    tools: tuple[WorkerTools, ApprovalGate],
+    runs: tuple[RunLookup, Mapping[str, RunChannel]],
+    guards: RoleGuards,
+) -> Callable[[], StepActor]:
+    """How a worker's actor is made: its tools, its runs' lookup and streams, its guards."""
+    (toolset, gate), (lookup, channels) = tools, runs
+    return functools.partial(
+        WorkerActor,
+        worker,
+        team.planner.prompts,
+        telemetry,
+        toolset,
+        gate,
+        lookup,
+        channels,
+        team.settings,
+        guards.team,
+    )
+
+
+def check_remote_deps(team: Team, deps: object) -> None:
+    """Deps that Ray-placed workers cannot get are refused at ``run()``, not mid-step."""
+    remote = [w.name for w in team.workers if isinstance(w, Worker) and w.placement is not None]
+    if remote:
+        from regiment.hierarchy.workers._ray import check_remote_deps as check  # ray loads here
+
+        check(deps, remote)
+
+
+def run_calls(channels: Mapping[str, RunChannel], run_id: str) -> RunCalls | None:
+    channel = channels.get(run_id)
+    return None if channel is None else channel.calls
