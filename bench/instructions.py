@@ -27,8 +27,10 @@ every event reaches the reader; its ratio is what streaming costs per step.
 (model -> no-op tool -> model, assigned by a driver actor and reported back),
 ``ONE_TOOL_RUNS`` of them against none, per run. Both processes freeze the
 garbage collector's heap after the first step (``gc.freeze()``), so a full
-collection that lands in one process only cannot swing the difference, and
-run with ``PYTHONHASHSEED=0``, so the same tree counts the same every time.
+collection that lands in one process only cannot swing the difference.
+
+Every case runs with ``PYTHONHASHSEED=0``, so the same tree counts the same
+every time (string hashing's random seed moved row 2 by up to ~10k per step).
 
 ``--run`` counts a whole run of a 1-step plan (run open, planner actor,
 plan call, the step, synthesis, result, teardown), per run: what every run
