@@ -37,13 +37,6 @@ def valid_response(response: ModelResponse) -> ModelResponse:
     for index, part in enumerate(parts):
         if type(part) is TextPart and part.text.isascii():
             continue  # the usual reply: plain text with no surrogate in it
-        if type(part) is ToolCallPart and part.id.isascii() and part.name.isascii():
-            try:
-                msgspec.json.encode(part.arguments)  # it fails on a surrogate
-            except UnicodeEncodeError:
-                pass
-            else:
-                continue
         clean = _valid_part(part)
         if clean is not part:
             rest = tuple(_valid_part(p) for p in parts[index + 1 :])

@@ -40,7 +40,7 @@ from regiment.hierarchy.plan._lines import (
     _Reading,
 )
 from regiment.hierarchy.plan._plan import PlanStep
-from regiment.hierarchy.plan._shape import _NUMBER_START, _excerpt, _numeric
+from regiment.hierarchy.plan._shape import _excerpt, _numeric
 
 __all__ = ("ParsedPlan", "parse_plan")
 
@@ -203,12 +203,12 @@ def _as_written(raws: list[_RawStep], worker: str | None) -> list[PlanStep] | No
         label = raw.label
         if not label or label in ids:
             return None
-        if _NUMBER_START.match(label.strip()) and _numeric(label) is not None:
+        if _numeric(label) is not None:
             return None
         ids.add(label)
         deps = raw.deps
-        for dep in deps:  # no call per dependency: most fail the first test
-            if _NUMBER_START.match(dep.strip()) and _numeric(dep) is not None:
+        for dep in deps:
+            if _numeric(dep) is not None:
                 return None
         if len(deps) > 1 and len(set(deps)) < len(deps):
             deps = tuple(dict.fromkeys(deps))

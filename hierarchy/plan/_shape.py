@@ -18,7 +18,7 @@ import re
 
 from regiment.hierarchy.plan._lines import _meaningful, _RawStep, _Reading, _split_deps
 
-__all__ = ("_NUMBER_START", "_excerpt", "_interpret", "_kind", "_numeric")
+__all__ = ("_excerpt", "_interpret", "_kind", "_numeric")
 
 _TEXT_KEYS = ("description", "action", "task", "step", "title", "text", "instruction")
 _WORKER_KEYS = ("worker", "assignee", "agent", "assigned_to")

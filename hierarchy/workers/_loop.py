@@ -269,7 +269,14 @@ def opening(
     system = prompts.worker_system(
         worker=worker, description=description, system_prompt=system_prompt
     )
-    return system, Message.user(prompts.step_request(step=step, context=context))
+    return system, _first_message(prompts, step, context)
+
+
+def _first_message(prompts: Prompts, step: PlanStep, context: StepContext) -> Message:
+    """The step's request, the first message of its conversation."""
+    return Message(
+        role="user", parts=(TextPart(text=prompts.step_request(step=step, context=context)),)
+    )
 
 
 async def run_tool_loop(
@@ -302,8 +309,7 @@ async def run_tool_loop(
             worker=worker, description=description, system_prompt=system_prompt
         )
     step, allowance, tools = assign.step, assign.allowance, toolset.definitions
-    text = prompts.step_request(step=step, context=assign.context)
-    messages = [Message(role="user", parts=(TextPart(text=text),))]
+    messages = [_first_message(prompts, step, assign.context)]
     journaled, call = _step_caller(journaled, caller, guards, assign, progress, messages, worker)
     limited = allowance.model_calls is not None or allowance.tokens is not None
     for _ in range(max_iterations):
