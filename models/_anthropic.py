@@ -213,6 +213,8 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         except anthropic.APIStatusError as exc:
             raise _api_error(exc, self._model) from exc
         except anthropic.APIConnectionError as exc:
+            if reading:  # newer SDKs wrap a failed read of the body: the stream broke off
+                raise _broke_off(self._model, exc.__cause__ or exc) from exc
             raise self._connection_error(exc) from exc
         except anthropic.APIResponseValidationError as exc:
             raise ModelAPIError(
@@ -222,11 +224,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
                 request_id=exc.response.headers.get("request-id"),
             ) from exc
         except httpx2.TransportError as exc:  # only mid-stream: the SDK retries the rest
-            raise ModelConnectionError(
-                f"the Anthropic API's stream for model {self._model!r} broke off ({exc!r}); "
-                "a broken stream is not retried, as its pieces may already be handed out; "
-                "try the call again, or check the network and any proxy in between"
-            ) from exc
+            raise _broke_off(self._model, exc) from exc
         except _UNREADABLE as exc:
             if not reading:
                 raise
@@ -250,6 +248,14 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
             f"after {self._client.max_retries} retries{cause}; check the network and "
             "base_url, or raise timeout / max_retries"
         )
+
+
+def _broke_off(model: str, cause: BaseException) -> ModelConnectionError:
+    return ModelConnectionError(
+        f"the Anthropic API's stream for model {model!r} broke off ({cause!r}); "
+        "a broken stream is not retried, as its pieces may already be handed out; "
+        "try the call again, or check the network and any proxy in between"
+    )
 
 
 def _build_client(
