@@ -105,6 +105,7 @@ class BudgetLedger:
     """
 
     __slots__ = (
+        "_limited",
         "_model_calls",
         "_shared",
         "_tokens",
@@ -128,6 +129,10 @@ class BudgetLedger:
         self._shared = budget.tool_calls is not None or budget.tokens is not None
         # Whether a call's estimated input tokens matter to :meth:`exhausted`.
         self.counts_tokens = budget.tokens is not None or budget.input_tokens is not None
+        # Whether :meth:`exhausted` has any limit to check (none by default).
+        self._limited = self.counts_tokens or not (
+            budget.model_calls is None and budget.output_tokens is None
+        )
 
     def _tokens_spent(self) -> int:
         return self.spent.input_tokens + self.spent.output_tokens
@@ -142,6 +147,8 @@ class BudgetLedger:
             tokens_needed: the next call's estimated input tokens; at least one
                 token must be left either way.
         """
+        if not self._limited:
+            return None
         b = self.budget
         calls_left = _left(b.model_calls, self.spent.model_calls + self._model_calls)
         if calls_left is not None and calls_left < model_calls_needed:

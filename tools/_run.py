@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import assert_never
 
 import anyio
+import msgspec
 from anyio.lowlevel import RunVar
 from opentelemetry import trace
 
@@ -62,8 +62,7 @@ class LoopLimiter:
         return limiter
 
 
-@dataclass(frozen=True)
-class Attempted:
+class Attempted(msgspec.Struct, frozen=True):
     """How the attempts ended: a value, or the last attempt's exception."""
 
     value: object
@@ -75,13 +74,17 @@ async def run_attempts(
     invoke: Callable[[], Awaitable[object]],
     policy: ToolPolicy,
     limiters: Sequence[LoopLimiter],
+    after: int = 0,
 ) -> Attempted:
     """Call ``invoke`` until it succeeds, fails for good, or the retries run out.
 
     Each attempt holds a token of every limiter while it runs; the backoff wait
     between attempts holds none, so a retrying call does not starve the others.
+    ``after``: attempts already made (and failed retryably) by the caller.
     """
-    attempt = 0
+    attempt = after
+    if after:
+        await policy.sleep(policy.backoff_delay(after))
     while True:
         attempt += 1
         try:

@@ -19,11 +19,14 @@ import inspect
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, cast, get_args, get_origin
+
+import msgspec
 
 from regiment._json import JsonObject, JsonValue
 from regiment.errors import ConfigError
 from regiment.tools._context import is_context_annotation
+from regiment.tools._plain import is_plain_annotation, is_plain_data
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -42,8 +45,7 @@ _MAX_SHOWN = 80
 _PLAIN = frozenset({str, int, bool, type(None)})  # JSON values _whole_numbers leaves alone
 
 
-@dataclass(frozen=True)
-class BoundArguments:
+class BoundArguments(msgspec.Struct, frozen=True):
     """Validated arguments, ready to call the function with and to record.
 
     Attributes:
@@ -72,6 +74,8 @@ class ArgumentSpec:
     # among the positional-only ones if it is one of them.
     context: str | None = None
     context_position: int | None = None
+    # Every parameter a plain JSON type (``_plain``): plain arguments skip the JSON text.
+    plain: bool = False
     # The generated model's field of each parameter, in order (``p0``, ``p1``, ...).
     fields: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
@@ -108,12 +112,12 @@ class ArgumentSpec:
             raise ConfigError(f"cannot build a JSON schema for tool {tool_name!r}: {exc}") from exc
         positional = sum(1 for p in params if p.kind is inspect.Parameter.POSITIONAL_ONLY)
         names = tuple(p.name for p in params)
-        if context is None:
-            return cls(model, names, positional, schema)
+        plain = all(is_plain_annotation(annotation) for annotation, _ in fields.values())
         at = None
-        if context.kind is inspect.Parameter.POSITIONAL_ONLY:
+        if context is not None and context.kind is inspect.Parameter.POSITIONAL_ONLY:
             at = every.index(context)
-        return cls(model, names, positional, schema, context.name, at)
+        name = None if context is None else context.name
+        return cls(model, names, positional, schema, name, at, plain)
 
     def call_arguments(
         self, bound: BoundArguments, context: object
@@ -128,7 +132,14 @@ class ArgumentSpec:
 
     def validate(self, arguments: object) -> BoundArguments | str:
         """Validate raw arguments; return them bound, or what is wrong with them."""
-        if type(arguments) is not dict and not isinstance(arguments, Mapping):
+        if type(arguments) is dict:
+            if not arguments and not self.fields:  # a tool without parameters, called so
+                return BoundArguments((), {}, {}, {})
+            if self.plain and is_plain_data(arguments):
+                bound = self._plain(arguments)
+                if bound is not None:
+                    return bound
+        elif not isinstance(arguments, Mapping):
             return f"arguments must be a JSON object (got {_shown(arguments)})"
         try:
             # Through JSON text: strict mode's JSON rules are the ones that match the
@@ -145,14 +156,27 @@ class ArgumentSpec:
             if not isinstance(exc, ValidationError):
                 raise
             return "; ".join(_describe(error) for error in exc.errors(include_url=False))
+        return self._bound(instance, arguments)
+
+    def _plain(self, arguments: dict[str, object]) -> BoundArguments | None:
+        """Plain arguments checked as Python values (``None``: they fail, and the JSON
+        path says why in its own words)."""
+        try:
+            instance = self.model.model_validate(arguments, strict=True)
+        except ValueError:  # pydantic's ValidationError is one
+            return None
+        return self._bound(instance, arguments)
+
+    def _bound(self, instance: BaseModel, arguments: Mapping[str, object]) -> BoundArguments:
         values: list[object] = []
         for name in self.fields:  # a loop, not a comprehension: this runs on every tool call
             values.append(getattr(instance, name))
+        at = self.positional
         return BoundArguments(
-            args=tuple(values[: self.positional]),
-            kwargs=dict(zip(self.names[self.positional :], values[self.positional :], strict=True)),
-            as_json=instance.model_dump(mode="json", by_alias=True),
-            sent=dict(arguments),
+            tuple(values[:at]),
+            dict(zip(self.names[at:], values[at:], strict=True)),
+            instance.model_dump(mode="json", by_alias=True),
+            cast(JsonObject, dict(arguments)),
         )
 
 

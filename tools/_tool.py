@@ -9,7 +9,7 @@ import inspect
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Generic, ParamSpec, TypeVar, Unpack, assert_never, cast, final
 
 import msgspec
@@ -21,9 +21,11 @@ from regiment.tools._context import RunContext
 from regiment.tools._definition import ToolDefinition
 from regiment.tools._docstring import parse_docstring
 from regiment.tools._idempotency import check_key_names, derive_key
+from regiment.tools._outcome import NotJson, error_result, jsonable, no_context, raw_arguments
 from regiment.tools._policy import ToolOptions, ToolPolicy
 from regiment.tools._result import ToolResult
 from regiment.tools._run import (
+    Attempted,
     LoopLimiter,
     TimedOut,
     describe_failure,
@@ -180,24 +182,29 @@ class Tool(Generic[P, R_co]):
         bound = self._spec.validate(arguments)
         return None if isinstance(bound, str) else derive_key(spec, self._key_name, bound.as_json)
 
-    async def call(
+    def call(
         self,
         arguments: Mapping[str, JsonValue],
         *,
         call_id: str,
         approver: Approver | None = None,
         context: RunContext[object] | None = None,
-    ) -> ToolResult:
-        """Validate ``arguments``, ask for approval if needed, and run the tool.
+    ) -> Coroutine[object, object, ToolResult]:
+        """Validate ``arguments``, ask for approval if needed, and run the tool (await it).
 
         Never raises for a problem the model caused or the tool body hit: invalid
         arguments, a denial, a timeout or an exception come back as an error result.
         Cancellation propagates; so does an exception from ``approver``. A tool with
         a ``RunContext`` parameter gets ``context`` (a worker's tool loop passes it).
         """
-        return await self._call_limited(
+        return self._call_limited(
             arguments, call_id=call_id, approver=approver, limiters=(), context=context
         )
+
+    @property
+    def takes_context(self) -> bool:
+        """Whether the function has a ``RunContext`` parameter (a call needs one)."""
+        return getattr(self._spec, "context", None) is not None
 
     async def _call_limited(
         self,
@@ -213,30 +220,25 @@ class Tool(Generic[P, R_co]):
         ``Toolset`` uses this for its shared limit.
         """
         started = time.perf_counter()
-        result = await self._outcome(arguments, call_id, approver, limiters, context)
-        return msgspec.structs.replace(result, duration_s=time.perf_counter() - started)
-
-    async def _outcome(
-        self,
-        arguments: Mapping[str, JsonValue],
-        call_id: str,
-        approver: Approver | None,
-        limiters: Sequence[LoopLimiter],
-        context: RunContext[object] | None,
-    ) -> ToolResult:
         bound = self._spec.validate(arguments)
         if isinstance(bound, str):
             message = f"invalid arguments for tool {self._name!r}: {bound}"
-            return _error(self._name, call_id, message, "invalid_arguments", _raw(arguments))
-        policy = self._policy
-        if policy.requires_approval is not False and policy.needs_approval(bound.as_json):
-            gated = await _gate(self, bound, call_id, approver)
+            result = error_result(
+                self._name, call_id, message, "invalid_arguments", raw_arguments(arguments)
+            )
+        else:
+            policy = self._policy
+            if policy.requires_approval is not False and policy.needs_approval(bound.as_json):
+                gated = await _gate(self, bound, call_id, approver)
+            else:
+                gated = bound
             if isinstance(gated, ToolResult):
-                return gated
-            bound = gated
-        if context is None and getattr(self._spec, "context", None) is not None:
-            return _no_context(self._name, call_id, bound.sent)
-        return await self._execute(bound, call_id, limiters, context)
+                result = gated
+            elif context is None and self.takes_context:
+                result = no_context(self._name, call_id, gated.sent)
+            else:
+                result = await self._execute(gated, call_id, limiters, context)
+        return msgspec.structs.replace(result, duration_s=time.perf_counter() - started)
 
     async def _execute(
         self,
@@ -246,25 +248,36 @@ class Tool(Generic[P, R_co]):
         context: RunContext[object] | None,
     ) -> ToolResult:
         key = derive_key(self._policy.idempotency_key, self._key_name, bound.as_json)
-        invoke = functools.partial(_invoke, self._fn, self._is_async, self._spec, bound, context)
-        # The tool's own limit first: a call waiting for it must not sit on a slot of
-        # the set's shared limit that another tool's call could be using.
-        attempted = await run_attempts(invoke, self._policy, (*self._limiters, *limiters))
+        policy = self._policy
+        if self._is_async and not (limiters or self._limiters or policy.timeout is not None):
+            # The usual tool: nothing to hold, no deadline, so no frames in between.
+            args, kwargs = _arguments(self._spec, bound, context)
+            try:
+                value = await cast(Callable[..., Awaitable[object]], self._fn)(*args, **kwargs)
+            except Exception as exc:
+                if policy.retries == 0 or not policy.is_retryable(exc):
+                    attempted = Attempted(None, exc, 1)
+                else:  # a retryable failure: the attempt loop takes it from the second
+                    attempted = await _attempts(self, bound, limiters, context, after=1)
+            else:
+                attempted = Attempted(value, None, 1)
+        else:
+            attempted = await _attempts(self, bound, limiters, context)
         if attempted.error is not None:
             if not isinstance(attempted.error, TimedOut):
                 # The traceback is only here; the worker logs the failure with its step.
                 _log.debug("tool %r raised", self._name, exc_info=attempted.error)
             message, error_type = describe_failure(attempted.error, attempted.attempts)
-            return _error(
+            return error_result(
                 self._name, call_id, message, error_type, bound.sent, key, attempted.attempts
             )
         try:
-            content = _jsonable(attempted.value)
-        except _NotJson:
+            content = jsonable(attempted.value)
+        except NotJson:
             kind = type(attempted.value).__name__
             message = f"TypeError: tool {self._name!r} returned a {kind}, not JSON data"
             n = attempted.attempts
-            return _error(self._name, call_id, message, "TypeError", bound.sent, key, n)
+            return error_result(self._name, call_id, message, "TypeError", bound.sent, key, n)
         return ToolResult(
             call_id=call_id,
             tool_name=self._name,
@@ -278,6 +291,27 @@ class Tool(Generic[P, R_co]):
         return f"Tool({self._name!r})"
 
 
+def _attempts(
+    tool: Tool[..., object],
+    bound: BoundArguments,
+    limiters: Sequence[LoopLimiter],
+    context: RunContext[object] | None,
+    after: int = 0,
+) -> Coroutine[object, object, Attempted]:
+    invoke = functools.partial(_invoke, tool._fn, tool._is_async, tool._spec, bound, context)
+    # The tool's own limit first: a call waiting for it must not sit on a slot of
+    # the set's shared limit that another tool's call could be using.
+    return run_attempts(invoke, tool._policy, (*tool._limiters, *limiters), after=after)
+
+
+def _arguments(
+    spec: ArgumentValidator, bound: BoundArguments, context: RunContext[object] | None
+) -> tuple[tuple[object, ...], dict[str, object]]:
+    if isinstance(spec, ArgumentSpec):
+        return spec.call_arguments(bound, context)
+    return bound.args, bound.kwargs
+
+
 async def _invoke(
     fn: Callable[..., object],
     is_async: bool,
@@ -285,24 +319,12 @@ async def _invoke(
     bound: BoundArguments,
     context: RunContext[object] | None,
 ) -> object:
-    args, kwargs = (
-        spec.call_arguments(bound, context)
-        if isinstance(spec, ArgumentSpec)
-        else (bound.args, bound.kwargs)
-    )
+    args, kwargs = _arguments(spec, bound, context)
     if is_async:
         return await fn(*args, **kwargs)  # type: ignore[misc]  # is_async: it is a coroutine
     # A timeout or a cancelled caller gets control back at once; a body that had
     # not started by then never starts (one already running finishes unseen).
     return await run_sync_abandonable(functools.partial(fn, *args, **kwargs))
-
-
-def _no_context(tool_name: str, call_id: str, sent: JsonObject) -> ToolResult:
-    message = (
-        f"tool {tool_name!r} takes a RunContext, so it runs only inside a run "
-        "(a worker's tool loop) or with call(..., context=RunContext(...))"
-    )
-    return _error(tool_name, call_id, message, "no_run_context", sent)
 
 
 async def _gate(
@@ -316,7 +338,7 @@ async def _gate(
             f"tool {tool._name!r} needs approval before it runs, but no approver is "
             "configured, so it was not run"
         )
-        return _error(tool._name, call_id, message, "approval_unavailable", bound.sent, key)
+        return error_result(tool._name, call_id, message, "approval_unavailable", bound.sent, key)
     request = ApprovalRequest(
         tool_name=tool._name,
         call_id=call_id,
@@ -330,7 +352,7 @@ async def _gate(
             return bound
         case Deny(reason=reason):
             message = f"denied: {reason}"
-            return _error(tool._name, call_id, message, "approval_denied", bound.sent, key)
+            return error_result(tool._name, call_id, message, "approval_denied", bound.sent, key)
         case EditArguments(arguments=edited):
             rebound = tool._spec.validate(edited)
             if isinstance(rebound, str):
@@ -338,7 +360,9 @@ async def _gate(
                     f"invalid arguments for tool {tool._name!r} "
                     f"as edited by the approver: {rebound}"
                 )
-                return _error(tool._name, call_id, message, "invalid_arguments", _raw(edited))
+                return error_result(
+                    tool._name, call_id, message, "invalid_arguments", raw_arguments(edited)
+                )
             return rebound
         case _:
             assert_never(decision)
@@ -354,47 +378,3 @@ def _own_limiters(policy: ToolPolicy) -> tuple[LoopLimiter, ...]:
     if policy.max_concurrency is None:
         return ()
     return (LoopLimiter(policy.max_concurrency),)
-
-
-class _NotJson(Exception):
-    """A tool's return value that cannot be turned into JSON data."""
-
-
-def _jsonable(value: object) -> JsonValue:
-    if isinstance(value, str):  # the common case needs no pydantic
-        return value
-    # pydantic costs ~40 ms to import; a tool built by @tool has loaded it already.
-    from pydantic_core import PydanticSerializationError, to_jsonable_python
-
-    try:
-        return cast(JsonValue, to_jsonable_python(value))
-    except PydanticSerializationError as exc:
-        raise _NotJson(str(exc)) from exc
-
-
-def _raw(arguments: object) -> JsonObject:
-    """Arguments that did not validate, kept for the record as far as they are an object."""
-    if isinstance(arguments, Mapping):
-        return {str(k): cast(JsonValue, v) for k, v in arguments.items()}
-    return {}
-
-
-def _error(
-    tool_name: str,
-    call_id: str,
-    message: str,
-    error_type: str,
-    arguments: JsonObject,
-    key: str | None = None,
-    attempts: int = 0,
-) -> ToolResult:
-    return ToolResult(
-        call_id=call_id,
-        tool_name=tool_name,
-        content=message,
-        is_error=True,
-        error_type=error_type,
-        attempts=attempts,
-        idempotency_key=key,
-        arguments=arguments,
-    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from typing import TypeAlias, final
 
 from regiment._json import JsonValue
@@ -115,7 +115,7 @@ class Toolset:
         found = self._tools.get(name)
         return None if found is None else found.key_for(arguments)
 
-    async def call(
+    def call(
         self,
         name: str,
         arguments: Mapping[str, JsonValue],
@@ -123,7 +123,7 @@ class Toolset:
         call_id: str,
         approver: Approver | None = None,
         context: RunContext[object] | None = None,
-    ) -> ToolResult:
+    ) -> Coroutine[object, object, ToolResult]:
         """Call the tool ``name`` the way ``Tool.call`` does, under the set's limit and approver.
 
         ``approver`` replaces the set's own for this call (a worker passes one that
@@ -132,15 +132,17 @@ class Toolset:
         """
         found = self._tools.get(name)
         if found is None:
-            return ToolResult(
-                call_id=call_id,
-                tool_name=name,
-                content=self._unknown(name),
-                is_error=True,
-                error_type="unknown_tool",
-                arguments=dict(arguments) if isinstance(arguments, Mapping) else {},
+            return _ready(
+                ToolResult(
+                    call_id=call_id,
+                    tool_name=name,
+                    content=self._unknown(name),
+                    is_error=True,
+                    error_type="unknown_tool",
+                    arguments=dict(arguments) if isinstance(arguments, Mapping) else {},
+                )
             )
-        return await found._call_limited(
+        return found._call_limited(
             arguments,
             call_id=call_id,
             approver=approver or self._approver,
@@ -232,3 +234,7 @@ def _one_approver(a: Toolset, b: Toolset) -> Approver | None:
         f"tool sets {a.name!r} and {b.name!r} have different approvers; "
         "pass approver=... to merged() to choose one"
     )
+
+
+async def _ready(result: ToolResult) -> ToolResult:
+    return result

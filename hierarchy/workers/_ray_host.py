@@ -114,6 +114,7 @@ class _Hosted:
     prompts: Prompts
     caller: ModelCaller
     guards: StepGuards | None
+    system: str  # the worker's system prompt, made once per replica, not once per step
 
 
 def _guard(shipped: Guardrail | str) -> Guardrail:
@@ -167,7 +168,10 @@ class StepHost:
             {tool: tuple(_guard(g) for g in given) for tool, given in spec.tool_guardrails.items()},
             telemetry,
         )
-        return _Hosted(worker, spec.prompts, caller, guards)
+        system = spec.prompts.worker_system(
+            worker=worker.name, description=worker.description, system_prompt=worker.system_prompt
+        )
+        return _Hosted(worker, spec.prompts, caller, guards, system)
 
     def _hosting(self, name: str) -> _Hosted:
         if not name and len(self._hosted) == 1:  # a step that names no worker: the only one
@@ -222,6 +226,7 @@ class StepHost:
                     progress=progress,
                     on_tool_error=worker.on_tool_error,
                     guards=hosted.guards,
+                    system=hosted.system,
                     approvals=ReplicaApprovals(channel),
                     journaled=StepCalls(
                         ReplicaLog(channel, remote),

@@ -85,3 +85,25 @@ def test_reserving_a_key_again_replaces_its_reservation() -> None:
     left = ledger.reserve("b", model_calls_cap=100)
     assert left is not None
     assert left.model_calls == 6
+
+
+def test_each_limit_alone_is_reported_when_spent_and_none_without_limits() -> None:
+    spend = {"model_calls": 5, "input_tokens": 40, "output_tokens": 60}
+    unlimited = BudgetLedger(Budget())
+    unlimited.spent.model_calls = spend["model_calls"]
+    unlimited.spent.input_tokens = spend["input_tokens"]
+    unlimited.spent.output_tokens = spend["output_tokens"]
+    assert unlimited.exhausted(model_calls_needed=10**6, tokens_needed=10**9) is None
+    alone = (
+        ("model_calls", Budget(model_calls=5)),
+        ("tokens", Budget(tokens=100)),
+        ("input_tokens", Budget(input_tokens=40)),
+        ("output_tokens", Budget(output_tokens=60)),
+    )
+    for limit, budget in alone:
+        ledger = BudgetLedger(budget)
+        assert ledger.exhausted() is None, limit
+        ledger.spent.model_calls = spend["model_calls"]
+        ledger.spent.input_tokens = spend["input_tokens"]
+        ledger.spent.output_tokens = spend["output_tokens"]
+        assert ledger.exhausted() == limit

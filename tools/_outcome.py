@@ -1,0 +1,63 @@
+"""A tool call's result records: its value as JSON data, and its error results."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import cast
+
+from regiment._json import JsonObject, JsonValue
+from regiment.tools._result import ToolResult
+
+__all__ = ("NotJson", "error_result", "jsonable", "no_context", "raw_arguments")
+
+
+class NotJson(Exception):
+    """A tool's return value that cannot be turned into JSON data."""
+
+
+def jsonable(value: object) -> JsonValue:
+    if isinstance(value, str):  # the common case needs no pydantic
+        return value
+    # pydantic costs ~40 ms to import; a tool built by @tool has loaded it already.
+    from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+    try:
+        return cast(JsonValue, to_jsonable_python(value))
+    except PydanticSerializationError as exc:
+        raise NotJson(str(exc)) from exc
+
+
+def raw_arguments(arguments: object) -> JsonObject:
+    """Arguments that did not validate, kept for the record as far as they are an object."""
+    if isinstance(arguments, Mapping):
+        return {str(k): cast(JsonValue, v) for k, v in arguments.items()}
+    return {}
+
+
+def error_result(
+    tool_name: str,
+    call_id: str,
+    message: str,
+    error_type: str,
+    arguments: JsonObject,
+    key: str | None = None,
+    attempts: int = 0,
+) -> ToolResult:
+    return ToolResult(
+        call_id=call_id,
+        tool_name=tool_name,
+        content=message,
+        is_error=True,
+        error_type=error_type,
+        attempts=attempts,
+        idempotency_key=key,
+        arguments=arguments,
+    )
+
+
+def no_context(tool_name: str, call_id: str, sent: JsonObject) -> ToolResult:
+    message = (
+        f"tool {tool_name!r} takes a RunContext, so it runs only inside a run "
+        "(a worker's tool loop) or with call(..., context=RunContext(...))"
+    )
+    return error_result(tool_name, call_id, message, "no_run_context", sent)
