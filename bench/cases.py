@@ -71,9 +71,8 @@ def per_step_tracing() -> Figures:
     on = rc.sequential_team(SEQ_STEPS, telemetry=telemetry)
     anyio.run(rc.sequential_run_s, on, 1)  # one warm-up run and one counted: 2 runs
     provider.force_flush()
-    finished = exporter.get_finished_spans()
-    spans_per_step = len(finished) / (2 * SEQ_STEPS)
-    per_span = round(sum(len(span.attributes or {}) for span in finished) / max(len(finished), 1))
+    spans_per_step = exporter.spans / (2 * SEQ_STEPS)
+    per_span = round(exporter.attributes_per_span())
     attributes = {f"bench.attribute.{i}": f"value {i}" for i in range(per_span)}
     tracer = provider.get_tracer("bench")
 

@@ -12,13 +12,12 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import assert_never
 
 import anyio
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from regiment import (
     ModelRequest,
@@ -46,6 +45,7 @@ from regiment.hierarchy import (
 from regiment.models import Model, ToolResultPart, Usage
 
 __all__ = (
+    "CountingExporter",
     "all_at_once",
     "noop",
     "one_tool_worker_run_s",
@@ -184,9 +184,26 @@ async def overlap_wall_s(steps: int, delay: float) -> float:
     return wall
 
 
-def tracing() -> tuple[Telemetry, InMemorySpanExporter, TracerProvider]:
-    """Tracing on: a batch span processor exporting to an in-memory sink."""
-    exporter = InMemorySpanExporter()
+class CountingExporter(SpanExporter):
+    """Counts the spans (and their attributes) it is given and keeps none, so a
+    traced bench does not also measure a growing list of finished spans."""
+
+    def __init__(self) -> None:
+        self.spans = 0
+        self.attributes = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.spans += len(spans)
+        self.attributes += sum(len(span.attributes or {}) for span in spans)
+        return SpanExportResult.SUCCESS
+
+    def attributes_per_span(self) -> float:
+        return self.attributes / max(self.spans, 1)
+
+
+def tracing() -> tuple[Telemetry, CountingExporter, TracerProvider]:
+    """Tracing on: a batch span processor exporting to a counting sink."""
+    exporter = CountingExporter()
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(exporter))
     return Telemetry(provider), exporter, provider
