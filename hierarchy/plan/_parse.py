@@ -41,6 +41,7 @@ from regiment.hierarchy.plan._lines import (
 )
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.plan._shape import _excerpt, _numeric
+from regiment.hierarchy.plan._usual import _one_pass
 
 __all__ = ("ParsedPlan", "parse_plan")
 
@@ -123,18 +124,22 @@ def parse_plan(
     if not reply.strip():
         return ParsedPlan(steps=(), source="empty", error=_NO_STEPS)
     if len(reply) > _MAX_REPLY_CHARS:
-        return ParsedPlan(
-            steps=(),
-            source="empty",
-            error=f"the reply is {len(reply)} characters long, more than a plan needs "
-            f"(at most {_MAX_REPLY_CHARS}); reply with short steps as JSON",
-        )
+        return ParsedPlan(steps=(), source="empty", error=_too_long(len(reply)))
     reply = valid_text(reply)
+    if reply.lstrip()[:1] == "{" and (steps := _one_pass(reply, default_worker)) is not None:
+        return _cut(steps, max_steps)
     naming = _Naming(id_prefix, start_index, default_worker)
     reading = _from_json(reply)
     if reading is not None:
         return _finish(reading, "json", max_steps, naming)
     return _finish(_from_lines(reply), "lines", max_steps, naming)
+
+
+def _too_long(length: int) -> str:
+    return (
+        f"the reply is {length} characters long, more than a plan needs "
+        f"(at most {_MAX_REPLY_CHARS}); reply with short steps as JSON"
+    )
 
 
 class _Naming(NamedTuple):
@@ -166,6 +171,13 @@ def _finish(
         steps, problems = _resolved(raws, kept, naming)
         if problems:
             return ParsedPlan(steps=(), source=source, error="; ".join(problems))
+    return _cut(steps, max_steps, source)
+
+
+def _cut(
+    steps: list[PlanStep], max_steps: int, source: Literal["json", "lines"] = "json"
+) -> ParsedPlan:
+    """The plan of ``steps``, cut to ``max_steps`` (and how many there were, if more)."""
     truncated_from = len(steps) if len(steps) > max_steps else None
     return ParsedPlan(steps=tuple(steps[:max_steps]), truncated_from=truncated_from, source=source)
 

@@ -20,15 +20,13 @@ versions still winding down do not hold up the current plan.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import assert_never
 
 from opentelemetry.trace import Span
 
-from regiment.actors import ActorRef
-from regiment.errors import BudgetExceeded, MailboxFull, RunCancelled, RunError, StepFailed
+from regiment.errors import BudgetExceeded, RunCancelled, RunError, StepFailed
 from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled
-from regiment.hierarchy._messages import BudgetLimit, StepReport, WorkerMessage
+from regiment.hierarchy._messages import BudgetLimit, StepReport
 from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.guard._roles import GuardLog
 from regiment.hierarchy.run._book import RunBook
@@ -49,15 +47,14 @@ from regiment.hierarchy.run._changes import (
     RunFinished,
     StepCommitted,
     StepEnded,
-    StepSent,
     SynthesisBegun,
     ToolCallsRefused,
 )
 from regiment.hierarchy.run._channel import RunChannel
-from regiment.hierarchy.run._dispatch import Dispatcher
+from regiment.hierarchy.run._dispatch import Dispatcher, send_all
 from regiment.hierarchy.run._guarded import GuardedActor
 from regiment.hierarchy.run._guarding import RunGuards
-from regiment.hierarchy.run._journaling import UNJOURNALED, RunJournal, Unjournaled
+from regiment.hierarchy.run._journaling import UNJOURNALED
 from regiment.hierarchy.run._messages import (
     CancelRun,
     DeadlineReached,
@@ -91,13 +88,14 @@ from regiment.hierarchy.run._prompting import Call, Prompting
 from regiment.hierarchy.run._rounds import CritiqueSession, read_memory
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._trace import RunTrace
+from regiment.hierarchy.run._turns import TakesTurns
 from regiment.hierarchy.run._verify import Verifier
 from regiment.models import ModelRequest
 
 __all__ = ("PlannerActor",)
 
 
-class PlannerActor(PausesForApprovals, GuardedActor):
+class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor):
     """Drives one run from goal to answer."""
 
     def __init__(
@@ -124,31 +122,32 @@ class PlannerActor(PausesForApprovals, GuardedActor):
 
     # -- routing -------------------------------------------------------------
 
-    async def receive(self, message: PlannerMessage) -> None:
-        try:
-            match message:
-                case StartRun():
-                    self._start()
-                case ModelReplied():
-                    await self._on_model_reply(message)
-                case StepReport() | ApprovalNoticed() | ApprovalSettled():
-                    await self._on_step_news(message)
-                case CancelRun(reason=reason):
-                    if not isinstance(self._phase, Done):
-                        self._wind_down(EndCancelled(reason))
-                case DeadlineReached():
-                    self._exhausted("wall_clock", "the run's wall-clock budget ran out")
-                case GuardJudged():
-                    await self._on_guard_judged(message)
-                case _:
-                    assert_never(message)
-            if self._journal is not UNJOURNALED:
-                await self._journal.flush()  # JournalError fails the run
-        except Exception as exc:
-            # A bug here fails this run with its cause first; then the supervisor sees it.
-            if not self._book.channel.done:
-                self._fail(_handler_failed(message, exc))
-            raise
+    async def _handle(self, message: PlannerMessage) -> None:
+        match message:
+            case StartRun():
+                self._start()
+            case ModelReplied():
+                await self._on_model_reply(message)
+            case StepReport() | ApprovalNoticed() | ApprovalSettled():
+                await self._on_step_news(message)
+            case CancelRun(reason=reason):
+                if not isinstance(self._phase, Done):
+                    self._wind_down(EndCancelled(reason))
+            case DeadlineReached():
+                self._exhausted("wall_clock", "the run's wall-clock budget ran out")
+            case GuardJudged():
+                await self._on_guard_judged(message)
+            case _:
+                assert_never(message)
+        if self._journal is not UNJOURNALED:
+            await self._journal.flush()  # JournalError fails the run
+
+    def _handle_now(self, message: PlannerMessage) -> bool:
+        # Only the start of a run without a journal needs no await (no flush after it).
+        if type(message) is not StartRun or self._journal is not UNJOURNALED:
+            return False
+        self._start()
+        return True
 
     async def on_stop(self) -> None:
         if not self._book.channel.done:  # the team is stopping under a live run
@@ -219,10 +218,10 @@ class PlannerActor(PausesForApprovals, GuardedActor):
 
     def _ask(self, purpose: Purpose, request: ModelRequest) -> None:
         """Start a planner-side model call, if the budget allows one."""
-        book, phase = self._book, self._phase
+        calls, book, phase = self._calls, self._book, self._phase
         reason = phase.reason if isinstance(phase, Planning) else ""
         facts = SpanFacts(version=book.versions.version, round=book.rounds.round, reason=reason)
-        limit = self._calls.start(self.ctx, purpose, request, facts, book.spending.ledger)
+        limit = calls.start(self.ctx, purpose, request, facts, book.spending.ledger, self.take_turn)
         if limit is not None:
             self._exhausted(limit, f"no budget left for the {purpose} model call")
 
@@ -237,7 +236,7 @@ class PlannerActor(PausesForApprovals, GuardedActor):
             self._exhausted(held_back[0], f"no budget left to dispatch step {held_back[1]}")
             return
         refs, headers = self._team.worker_refs, book.trace.headers
-        replayed = await _send_all(sends, self._record, self._journal, refs, headers)
+        replayed = await send_all(sends, self._record, self._journal, refs, headers)
         if replayed:  # committed before a resume: each dispatches what it unblocks
             for report in replayed:
                 await self._on_report(report)
@@ -346,39 +345,6 @@ class PlannerActor(PausesForApprovals, GuardedActor):
                 self._finish(*self._closing(ending))
             case _:
                 assert_never(ending)
-
-
-async def _send_all(
-    sends: list[StepSent],
-    record: Callable[[RunChange], None],
-    journal: RunJournal | Unjournaled,
-    refs: Mapping[str, ActorRef[WorkerMessage, None]],
-    headers: Mapping[str, str],
-) -> list[StepReport]:
-    """Record and send each step; a step committed before a resume is not sent again:
-    its journaled report is returned instead."""
-    replayed: list[StepReport] = []
-    committed = None if journal is UNJOURNALED else journal.committed
-    for sent in sends:
-        record(sent)
-        if committed is not None and (report := committed(sent.assign)) is not None:
-            replayed.append(report)
-        else:
-            ref = refs[sent.worker]
-            try:  # room in the mailbox (the usual case): no checkpoint, no coroutine
-                ref.send_nowait(sent.assign, headers=headers)
-            except MailboxFull:
-                await ref.send(sent.assign, headers=headers)  # waits while full
-    return replayed
-
-
-def _handler_failed(message: PlannerMessage, exc: Exception) -> RunError:
-    error = RunError(
-        f"the run's planner failed while handling {type(message).__name__}: "
-        f"{type(exc).__name__}: {exc}"
-    )
-    error.__cause__ = exc
-    return error
 
 
 def _no_replans_left(report: StepReport, reason: str, allowed: int) -> StepFailed:

@@ -1,15 +1,19 @@
 """The planner-side model calls of one run: plan, replan, round, critique,
 compress and synthesis, and the run's wall-clock deadline.
 
-Each call runs as a task the planner actor owns, in a cancel scope and inside
-its phase's span, and comes back as a ``ModelReplied`` message, so the actor's
-handler never waits on a model. Every span hangs off the run span explicitly:
-the ambient context of a handler is whichever message came in last.
+Each call runs in the planner's ``CallRunner`` (one task the planner actor
+owns, reused from call to call), in a cancel scope and inside its phase's span,
+so the actor's handler never waits on a model. Its result, a ``ModelReplied``,
+is handed to ``deliver`` in that task (the planner takes a turn to handle it,
+see ``TakesTurns``), not sent through the mailbox. Every span hangs off the run
+span explicitly: the ambient context of a handler is whichever message came in
+last.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import assert_never, final
@@ -25,8 +29,9 @@ from regiment.hierarchy._clock import RunClock
 from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
-from regiment.hierarchy.guard._judge import judging_within, ledger_purse
+from regiment.hierarchy.guard._judge import Purse, judging_within, ledger_purse
 from regiment.hierarchy.guard._roles import Caller, GuardLog, guarded
+from regiment.hierarchy.run._call_runner import CallRunner
 from regiment.hierarchy.run._messages import (
     DeadlineReached,
     ModelReplied,
@@ -41,6 +46,7 @@ from regiment.models import ModelRequest, ModelResponse, Role, estimate_tokens
 __all__ = ("ROLES", "PhaseCalls", "SpanFacts", "model_failure")
 
 Context = ActorContext[PlannerMessage, None]
+Deliver = Callable[[ModelReplied], Awaitable[None]]  # what a call's reply is handed to
 
 # Whose usage a planner-side call is charged to.
 ROLES: dict[Purpose, str] = {
@@ -105,6 +111,7 @@ class PhaseCalls:
         self._token = 0
         self._scope: anyio.CancelScope | None = None  # the call in flight, if any
         self._deadline: anyio.CancelScope | None = None  # while a wall-clock deadline runs
+        self._runner: CallRunner | None = None  # made by the first call
 
     def start(
         self,
@@ -113,11 +120,15 @@ class PhaseCalls:
         request: ModelRequest,
         facts: SpanFacts,
         ledger: BudgetLedger,
+        deliver: Deliver,
     ) -> BudgetLimit | None:
-        """Start one call; its reply comes back as ``ModelReplied`` with a fresh token.
+        """Start one call; its reply, a ``ModelReplied`` with a fresh token, is handed
+        to ``deliver`` in the task that made the call.
 
         A call whose estimated input does not fit in what the budget has left never
-        starts: the limit in the way is returned instead.
+        starts: the limit in the way is returned instead. ``deliver`` is held only
+        while the call is queued or running (it is the planner's: held for longer,
+        it would close a reference cycle through the planner).
         """
         needed = estimate_tokens(request) if ledger.counts_tokens else 0  # a pass over it
         limit = ledger.exhausted(tokens_needed=needed)
@@ -127,9 +138,11 @@ class PhaseCalls:
         self._token += 1
         self._scope = anyio.CancelScope()
         replayed = self._replayed(purpose)
-        call = (self._token, self._scope, replayed)
-        with judging_within(ledger_purse(ledger, pending=1)):  # the task keeps the purse
-            ctx.start_soon(self._call, ctx, purpose, request, facts, call)
+        call = (self._token, self._scope, replayed, ledger_purse(ledger, pending=1), deliver)
+        runner = self._runner
+        if runner is None:
+            runner = self._runner = CallRunner(ctx)
+        runner.submit(functools.partial(self._call, purpose, request, facts, call))
         return None
 
     def accept(self, reply: ModelReplied) -> bool:
@@ -153,6 +166,8 @@ class PhaseCalls:
             self._deadline.cancel()
         if self._scope is not None:
             self._scope.cancel()
+        if self._runner is not None:
+            self._runner.close()
 
     def start_deadline(self, ctx: Context, seconds: float, clock: RunClock) -> None:
         """Count the run's wall-clock budget down on ``clock`` (approval waits hold it)."""
@@ -174,26 +189,31 @@ class PhaseCalls:
 
     async def _call(
         self,
-        ctx: Context,
         purpose: Purpose,
         request: ModelRequest,
         facts: SpanFacts,
-        call: tuple[int, anyio.CancelScope, ModelResponse | None],
+        call: tuple[int, anyio.CancelScope, ModelResponse | None, Purse, Deliver],
     ) -> None:
-        token, scope, replayed = call
-        with scope, log_context(self._run_id, worker=self._team.planner.name):
-            with self._trace.in_run(), self._span(purpose, facts) as span:
-                if purpose == "replan":
-                    self._trace.telemetry.recorder.replan(span, new_version=facts.version + 1)
-                try:
-                    response, calls = (
-                        (replayed, 1) if replayed else await self._ask(purpose, request)
-                    )
-                    reply = ModelReplied(purpose, token, response, calls=calls)
-                except Exception as exc:  # any failure of the model ends the run with it
-                    self._trace.telemetry.recorder.failure(span, exc)
-                    reply = ModelReplied(purpose, token, None, exc)
-            await ctx.self_ref.send(reply)
+        token, scope, replayed, purse, deliver = call
+        reply: ModelReplied | None = None  # stays None if superseded (the scope caught it)
+        # The purse holds the guards' model calls made in this call to the run's budget.
+        with (
+            scope,
+            log_context(self._run_id, worker=self._team.planner.name),
+            judging_within(purse),
+            self._trace.in_run(),
+            self._span(purpose, facts) as span,
+        ):
+            if purpose == "replan":
+                self._trace.telemetry.recorder.replan(span, new_version=facts.version + 1)
+            try:
+                response, calls = (replayed, 1) if replayed else await self._ask(purpose, request)
+                reply = ModelReplied(purpose, token, response, calls=calls)
+            except Exception as exc:  # any failure of the model ends the run with it
+                self._trace.telemetry.recorder.failure(span, exc)
+                reply = ModelReplied(purpose, token, None, exc)
+        if reply is not None:  # handled here, outside the call's scope, span and marks
+            await deliver(reply)
 
     async def _ask(self, purpose: Purpose, request: ModelRequest) -> tuple[ModelResponse, int]:
         """The reply to one call, and how many model calls it took."""

@@ -9,7 +9,7 @@ who depends on whom); a commit then readies just the steps that waited on it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import final
 
 from regiment.actors import ActorContext, ActorRef
@@ -17,13 +17,14 @@ from regiment.errors import ActorStopped, MailboxFull
 from regiment.hierarchy._budget import BudgetLedger, BudgetLimit
 from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
 from regiment.hierarchy.plan._plan import PlanStep
-from regiment.hierarchy.run._changes import StepSent
+from regiment.hierarchy.run._changes import RunChange, StepSent
 from regiment.hierarchy.run._fan_out import reserve_fan_out
+from regiment.hierarchy.run._journaling import UNJOURNALED, RunJournal, Unjournaled
 from regiment.hierarchy.run._messages import PlannerMessage
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._versions import PlanVersions
 
-__all__ = ("Dispatcher",)
+__all__ = ("Dispatcher", "send_all")
 
 _NONE_RUNNING: dict[str, int] = {}
 
@@ -166,3 +167,27 @@ class Dispatcher:
 async def _send_quietly(ref: ActorRef[WorkerMessage, None], message: WorkerMessage) -> None:
     with contextlib.suppress(ActorStopped):
         await ref.send(message)
+
+
+async def send_all(
+    sends: list[StepSent],
+    record: Callable[[RunChange], None],
+    journal: RunJournal | Unjournaled,
+    refs: Mapping[str, ActorRef[WorkerMessage, None]],
+    headers: Mapping[str, str],
+) -> list[StepReport]:
+    """Record and send each step; a step committed before a resume is not sent again:
+    its journaled report is returned instead."""
+    replayed: list[StepReport] = []
+    committed = None if journal is UNJOURNALED else journal.committed
+    for sent in sends:
+        record(sent)
+        if committed is not None and (report := committed(sent.assign)) is not None:
+            replayed.append(report)
+        else:
+            ref = refs[sent.worker]
+            try:  # room in the mailbox (the usual case): no checkpoint, no coroutine
+                ref.send_nowait(sent.assign, headers=headers)
+            except MailboxFull:
+                await ref.send(sent.assign, headers=headers)  # waits while full
+    return replayed

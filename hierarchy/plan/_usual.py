@@ -1,0 +1,75 @@
+"""The usual JSON plan, read in one pass: decoded straight into typed steps.
+
+Planners mostly reply ``{"steps": [{"id": "s1", "description": "...",
+"depends_on": [...]}, ...]}``. The general reader decodes that into Python
+values, reads each step object out of its dict (a first pass), then turns the
+steps into ``PlanStep``\\ s (a second). Here the decoder checks the shape itself
+(only those keys, each of its type) and one loop makes the steps.
+
+It only takes a plan the general rules would read as written: every step has
+its own id, no id or dependency is a number, every dependency is a plain word,
+and more than a lone "nothing to do" step. Anything else (a missing id, a
+number, a key it does not know, a malformed value) gives ``None``, and the
+general reader reads the reply and says what is wrong. A property test checks
+that whatever this pass accepts, the general reader gives the same steps.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from regiment.hierarchy.plan._lines import _NOTHING_FULL, _meaningful
+from regiment.hierarchy.plan._plan import PlanStep
+from regiment.hierarchy.plan._shape import _numeric
+
+__all__ = ("_one_pass",)
+
+
+class _Step(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    description: str
+    id: str | None = None
+    worker: str | None = None
+    depends_on: tuple[str, ...] = ()
+    check: str | None = None
+
+
+class _Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    steps: tuple[_Step, ...]
+
+
+_DECODER = msgspec.json.Decoder(_Plan)
+
+
+def _one_pass(reply: str, worker: str | None) -> list[PlanStep] | None:
+    """The steps of ``reply`` if it is the usual JSON plan; ``None`` to read it generally."""
+    try:
+        written = _DECODER.decode(reply).steps
+    except msgspec.DecodeError:  # not JSON, another shape, or a value of another type
+        return None
+    if not written or (len(written) == 1 and _NOTHING_FULL.match(written[0].description)):
+        return None  # nothing to do: the general reader says so
+    steps: list[PlanStep] = []
+    ids: set[str] = set()
+    for step in written:
+        label, text, deps = step.id, step.description, step.depends_on
+        if label is None or not _meaningful(text):
+            return None
+        label = label.strip()
+        if not label or label in ids or _numeric(label) is not None:
+            return None
+        ids.add(label)
+        for dep in deps:  # a loop, not all(<genexpr>): this runs for every step of every plan
+            if not dep.isalnum() or dep.lower() == "and" or _numeric(dep) is not None:
+                return None
+        if len(deps) > 1 and len(set(deps)) < len(deps):
+            deps = tuple(dict.fromkeys(deps))
+        steps.append(
+            PlanStep(
+                id=label,
+                description=text.strip(),
+                worker=(step.worker and step.worker.strip()) or worker,
+                depends_on=deps,
+                check=(step.check and step.check.strip()) or None,
+            )
+        )
+    return steps

@@ -1,0 +1,150 @@
+"""Turns: the planner actor's messages handled one at a time, by whichever task has them.
+
+The actor runtime hands a message to ``receive`` in the actor's own task. A
+planner-side model call finishes in another task (the run's ``CallRunner``);
+sending its reply to the mailbox would wake the actor's task only to hand the
+reply to the handler. Instead, that task *takes a turn*: when no handler is
+running, it runs the handler itself, at once; when one is, it waits for the
+turn to be passed to it.
+
+A turn is a ``_busy`` flag, and a queue of the tasks waiting for it, each on a
+:class:`~regiment.actors.Wakeup` of its own (made only when a task has to wait:
+two tasks contend, the actor's for its mailbox and the call runner's, and
+rarely at once). The turn is handed straight to the first waiter (the flag
+stays set), so a message that comes in meanwhile cannot slip in before it:
+handlers run one at a time, in the order their turns were asked for, exactly as
+from one mailbox.
+
+A message sent to an idle planner can also be handled at once in the sender's
+task (``receive_now``), if the actor says it is cheap (``_handle_now``): the run's
+``StartRun``. That runs inside a copy of the context the actor's task had when
+it started, so context variables (the current actor, a log mark, the trace
+context of tasks it starts) stay the planner's, not the sender's.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections import deque
+from typing import final
+
+from regiment.actors import Actor, Envelope, Wakeup
+from regiment.errors import RunError
+from regiment.hierarchy.run._book import RunBook
+from regiment.hierarchy.run._messages import PlannerMessage
+
+__all__ = ("TakesTurns",)
+
+
+class TakesTurns(Actor[PlannerMessage, None]):
+    """Mixed into ``PlannerActor``: ``receive`` and ``take_turn`` run ``_handle``
+    one message at a time; ``receive_now`` runs ``_handle_now``."""
+
+    # Class defaults: an instance sets them only once it uses them.
+    _busy = False  # a handler is running, or the turn was handed to a waiter
+    _waiters: deque[_Waiter] | None = None  # made the first time a task has to wait
+    _context: contextvars.Context | None = None  # the actor task's, from on_start
+
+    _book: RunBook
+
+    async def _handle(self, message: PlannerMessage) -> None:
+        raise NotImplementedError  # PlannerActor's
+
+    def _fail(self, error: RunError) -> None:
+        raise NotImplementedError  # PlannerActor's
+
+    def _handle_now(self, message: PlannerMessage) -> bool:
+        """Handle ``message`` without awaiting, if that is cheap; ``False`` to queue it."""
+        return False
+
+    async def on_start(self) -> None:
+        self._context = contextvars.copy_context()
+
+    async def receive(self, message: PlannerMessage) -> None:
+        await self.take_turn(message)
+
+    async def take_turn(self, message: PlannerMessage) -> None:
+        """Handle ``message`` in this task, once no other handler runs."""
+        if self._busy:
+            await self._wait_turn()
+        else:
+            self._busy = True
+        try:
+            await self._handle(message)
+        except Exception as exc:
+            self._failed(message, exc)
+            raise
+        finally:
+            self._pass_turn()
+
+    def receive_now(self, envelope: Envelope[PlannerMessage, None]) -> bool:
+        context = self._context
+        if self._busy or context is None:
+            return False
+        self._busy = True
+        message = envelope.message
+        try:
+            return context.run(self._handle_now, message)
+        except Exception as exc:
+            context.run(self._failed, message, exc)
+            # It must not raise into the sender: the actor fails from a task of its
+            # own instead, as if its handler had raised (its supervisor is told).
+            context.run(self.ctx.start_soon, _reraise, exc)
+            return True
+        finally:
+            self._pass_turn()
+
+    def _failed(self, message: PlannerMessage, exc: Exception) -> None:
+        """A handler raised ``exc``; before the actor fails (and its supervisor sees
+        it), the run fails with it as the cause."""
+        if not self._book.channel.done:
+            self._fail(_handler_failed(message, exc))
+
+    async def _wait_turn(self) -> None:
+        waiters = self._waiters
+        if waiters is None:
+            waiters = self._waiters = deque()
+        waiter = _Waiter(self.ctx.system.new_wakeup())
+        waiters.append(waiter)
+        try:
+            while not waiter.handed:
+                await waiter.wakeup.wait()
+        except BaseException:
+            if waiter.handed:  # handed the turn, then cancelled before it ran: pass it on
+                self._pass_turn()
+            else:
+                waiters.remove(waiter)
+            raise
+
+    def _pass_turn(self) -> None:
+        waiters = self._waiters
+        if waiters:  # straight to the first waiter: the turn is never free meanwhile
+            waiter = waiters.popleft()
+            waiter.handed = True
+            waiter.wakeup.wake()
+        else:
+            self._busy = False
+
+
+@final
+class _Waiter:
+    """A task waiting for its turn (one each: the turn goes to a task, in order)."""
+
+    __slots__ = ("handed", "wakeup")
+
+    def __init__(self, wakeup: Wakeup) -> None:
+        self.wakeup = wakeup
+        self.handed = False
+
+
+async def _reraise(exc: Exception) -> None:
+    raise exc
+
+
+def _handler_failed(message: PlannerMessage, exc: Exception) -> RunError:
+    error = RunError(
+        f"the run's planner failed while handling {type(message).__name__}: "
+        f"{type(exc).__name__}: {exc}"
+    )
+    error.__cause__ = exc
+    return error

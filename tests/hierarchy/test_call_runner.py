@@ -1,0 +1,151 @@
+"""The planner's call runner: calls run one at a time, in order; a call asked for
+while one runs goes on in the same task; the task ends when nothing is queued;
+closing drops what is queued; a call that leaves a context variable set does
+not pass it on; and nothing a call holds outlives it."""
+
+from __future__ import annotations
+
+import contextvars
+import gc
+import weakref
+from collections.abc import Awaitable, Callable
+
+import anyio
+import pytest
+
+from regiment.actors import Actor, open_actor_system
+from regiment.hierarchy.run._call_runner import CallRunner
+from regiment.hierarchy.run._messages import PlannerMessage
+
+pytestmark = pytest.mark.anyio
+
+_LEFT: contextvars.ContextVar[str] = contextvars.ContextVar("left", default="clean")
+_TASK = "planner model calls"
+
+
+class Host(Actor[PlannerMessage, None]):
+    """An actor that only lends its context to a runner."""
+
+    async def receive(self, message: PlannerMessage) -> None:
+        pass
+
+
+def _tasks_named(name: str) -> int:
+    return sum(1 for task in anyio.get_running_tasks() if task.name == name)
+
+
+async def test_calls_asked_for_meanwhile_run_after_it_in_the_same_task() -> None:
+    seen: list[tuple[str, int]] = []
+    gate = anyio.Event()
+    runner: CallRunner | None = None
+
+    def job(name: str, then: str | None = None) -> Callable[[], Awaitable[None]]:
+        async def run() -> None:
+            if name == "plan":
+                await gate.wait()
+            seen.append((name, anyio.get_current_task().id))
+            if then is not None:  # as a reply's handler asks for the next call
+                assert runner is not None
+                runner.submit(job(then))
+
+        return run
+
+    host = Host()
+    async with open_actor_system() as system:
+        await system.spawn(lambda: host, name="planner")
+        runner = CallRunner(host.ctx)
+        runner.submit(job("plan"))
+        runner.submit(job("critique", then="synthesis"))  # queued behind the first
+        runner.submit(job("compress"))
+        await anyio.wait_all_tasks_blocked()
+        assert seen == []
+        assert _tasks_named(_TASK) == 1
+        gate.set()
+        await anyio.wait_all_tasks_blocked()
+        assert [name for name, _ in seen] == ["plan", "critique", "compress", "synthesis"]
+        assert len({task for _, task in seen}) == 1
+        assert _tasks_named(_TASK) == 0  # nothing queued: the task ended
+        runner.submit(job("replan"))  # a later call gets a task of its own
+        await anyio.wait_all_tasks_blocked()
+        runner.close()
+    assert seen[-1][0] == "replan"
+
+
+async def test_close_drops_queued_calls_and_refuses_new_ones() -> None:
+    seen: list[str] = []
+    gate = anyio.Event()
+
+    async def first() -> None:
+        await gate.wait()
+        seen.append("first")
+
+    async def later() -> None:
+        seen.append("later")
+
+    host = Host()
+    async with open_actor_system() as system:
+        await system.spawn(lambda: host, name="planner")
+        runner = CallRunner(host.ctx)
+        runner.submit(first)
+        runner.submit(later)
+        runner.submit(later)
+        await anyio.wait_all_tasks_blocked()
+        runner.close()  # the call in hand finishes; the queued ones are dropped
+        runner.submit(later)
+        gate.set()
+        await anyio.wait_all_tasks_blocked()
+        assert _tasks_named(_TASK) == 0
+    assert seen == ["first"]
+
+
+async def test_a_call_that_sets_a_context_variable_leaves_it_behind_with_its_task() -> None:
+    seen: list[tuple[str, int]] = []
+
+    async def dirty() -> None:
+        _LEFT.set("dirty")
+        seen.append((_LEFT.get(), anyio.get_current_task().id))
+
+    async def look() -> None:
+        seen.append((_LEFT.get(), anyio.get_current_task().id))
+
+    host = Host()
+    async with open_actor_system() as system:
+        await system.spawn(lambda: host, name="planner")
+        runner = CallRunner(host.ctx)
+        runner.submit(dirty)
+        runner.submit(look)
+        runner.submit(look)
+        await anyio.wait_all_tasks_blocked()
+        runner.close()
+    assert [value for value, _ in seen] == ["dirty", "clean", "clean"]
+    assert seen[0][1] != seen[1][1]  # a fresh task for the calls after the dirty one
+    assert seen[1][1] == seen[2][1]  # which then runs them back to back
+
+
+async def test_a_call_holds_what_it_hands_its_result_to_only_while_it_runs() -> None:
+    class Planner:
+        def __init__(self) -> None:
+            self.got: list[str] = []
+
+        async def deliver(self, value: str) -> None:
+            self.got.append(value)
+
+    host = Host()
+    gc.disable()  # no collector pass may be what frees it
+    try:
+        async with open_actor_system() as system:
+            await system.spawn(lambda: host, name="planner")
+            runner = CallRunner(host.ctx)
+            planner = Planner()
+            alive = weakref.ref(planner)
+
+            async def call(deliver: Callable[[str], Awaitable[None]] = planner.deliver) -> None:
+                await deliver("reply")
+
+            runner.submit(call)
+            del call, planner
+            assert alive() is not None  # queued: held
+            await anyio.wait_all_tasks_blocked()
+            assert alive() is None  # handed its reply, then let go
+    finally:
+        gc.enable()
