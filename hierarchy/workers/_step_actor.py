@@ -18,19 +18,18 @@ import anyio
 import anyio.lowlevel
 from opentelemetry.util.types import AttributeValue
 
-from regiment.actors import Actor, ActorRef, Envelope, Wakeup
+from regiment.actors import Actor, ActorRef, Envelope
 from regiment.errors import ActorStopped, ConfigError, MailboxFull
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
 from regiment.hierarchy.workers._loop import StepProgress
-from regiment.hierarchy.workers._step_jobs import Lane, StepJob, StepTimer
+from regiment.hierarchy.workers._step_jobs import IdleRunners, Lane, StepJob, StepTimer
 from regiment.telemetry import Telemetry, error_type
 from regiment.telemetry import semconv as sc
 
 __all__ = ("StepActor",)
 
 _StepKey = tuple[str, int, str, int]  # run id, plan version, step id, attempt
-_IDLE_RUNNERS = 1  # runners kept waiting between steps, beyond that they end
 
 
 class StepActor(Actor[WorkerMessage, None]):
@@ -43,9 +42,10 @@ class StepActor(Actor[WorkerMessage, None]):
 
     Steps run on runner tasks the actor owns, at most ``max_concurrent`` of
     them; a step assigned while all are busy waits its turn in order. A runner
-    that finishes a step takes the next one, or waits for one if no other
-    runner waits, instead of ending: starting a task per step was the largest
-    single cost of a step. A runner whose step left a context variable changed
+    that finishes a step takes the next one, or parks until one comes
+    (``IdleRunners``: up to ``IDLE_RUNNERS`` of them, newest woken first)
+    instead of ending: starting a task per step was the largest single cost
+    of a step. A runner whose step left a context variable changed
     retires, so every step starts in the context the actor gives its tasks. A
     step cancelled while it waits for a runner never starts; ``step_timeout``
     counts from the moment a runner starts the step.
@@ -72,7 +72,7 @@ class StepActor(Actor[WorkerMessage, None]):
         self._max_runners = max_concurrent
         self._runners = 0
         self._queued: deque[StepJob] = deque()
-        self._idle: deque[Wakeup] = deque()  # runners waiting for a step
+        self._idle = IdleRunners()  # runners waiting for a step
         self._new_scope: type[anyio.CancelScope] | None = None
         self._timer = (
             None if step_timeout is None else StepTimer(step_timeout, self._jobs, self._watch)
@@ -126,7 +126,7 @@ class StepActor(Actor[WorkerMessage, None]):
         self._jobs[job.key] = job
         self._queued.append(job)
         if self._idle:
-            self._idle.popleft().wake()
+            self._idle.wake_one()
         elif self._max_runners is None or self._runners < self._max_runners:
             self._add_runner()
 
@@ -176,14 +176,8 @@ class StepActor(Actor[WorkerMessage, None]):
         """Run steps in ``scope`` until a step spends it (True) or the runner ends (False)."""
         while True:
             if not self._queued:
-                if len(self._idle) >= _IDLE_RUNNERS:
+                if not await self._idle.park(lane.wakeup):
                     return False  # enough runners wait already; a burst's extra ones end
-                self._idle.append(lane.wakeup)
-                try:
-                    await lane.wakeup.wait()
-                finally:
-                    if lane.wakeup in self._idle:  # not woken by a step: cancelled (or spurious)
-                        self._idle.remove(lane.wakeup)
                 continue
             lane.job = job = self._queued.popleft()
             job.scope = scope
