@@ -168,7 +168,8 @@ class Cell(Generic[M, R]):
                 ctx = ActorContext(incarnation, self.ref, self.system)
                 instance.ctx = ctx
                 try:
-                    await instance.on_start()
+                    if type(instance).on_start is not Actor.on_start:  # the default does nothing
+                        await instance.on_start()
                 except Exception as exc:
                     failure = exc
                 else:

@@ -112,7 +112,7 @@ class StepActor(Actor[WorkerMessage, None]):
         """A step sent while a runner waits goes straight to that runner: the
         actor's own task need not wake up to pass it on (one hop fewer a step)."""
         message = envelope.message
-        if type(message) is AssignStep and self._idle and envelope.sender is not None:
+        if type(message) is AssignStep and self._idle.parked and envelope.sender is not None:
             self._start(message, envelope)
             return True
         return False
@@ -125,7 +125,7 @@ class StepActor(Actor[WorkerMessage, None]):
         job = StepJob(assign, sender, envelope.headers)  # type: ignore[arg-type]
         self._jobs[job.key] = job
         self._queued.append(job)
-        if self._idle:
+        if self._idle.parked:
             self._idle.wake_one()
         elif self._max_runners is None or self._runners < self._max_runners:
             self._add_runner()

@@ -82,26 +82,22 @@ class IdleRunners:
     they end when the worker stops.
     """
 
-    __slots__ = ("_parked", "limit")
+    __slots__ = ("limit", "parked")
 
     def __init__(self, limit: int = IDLE_RUNNERS) -> None:
         self.limit = limit
-        # insertion-ordered: popitem() takes the newest, and a cancelled wait leaves in O(1)
-        self._parked: dict[Wakeup, None] = {}
-
-    def __len__(self) -> int:
-        return len(self._parked)
-
-    def __bool__(self) -> bool:
-        return bool(self._parked)
+        # The parked runners' wake-ups; read it to know whether one waits (a plain
+        # attribute: every step asks). Insertion-ordered: popitem() takes the newest,
+        # and a cancelled wait leaves in O(1).
+        self.parked: dict[Wakeup, None] = {}
 
     def wake_one(self) -> None:
         """Wake the most recently parked runner (there must be one)."""
-        self._parked.popitem()[0].wake()
+        self.parked.popitem()[0].wake()
 
     async def park(self, wakeup: Wakeup) -> bool:
         """Wait for a step with ``wakeup``; False at once if ``limit`` runners wait already."""
-        parked = self._parked
+        parked = self.parked
         if len(parked) >= self.limit:
             return False
         parked[wakeup] = None

@@ -93,13 +93,13 @@ async def test_a_parked_runner_is_woken_last_in_first_out(anyio_backend: str) ->
                 tg.start_soon(park, name)
                 await anyio.wait_all_tasks_blocked()
             assert refused == ["third"]  # the bound: two wait already
-            assert len(idle) == 2
+            assert len(idle.parked) == 2
             idle.wake_one()
             await anyio.wait_all_tasks_blocked()
             assert woken == ["second"]
             idle.wake_one()
         assert woken == ["second", "first"]
-        assert not idle
+        assert not idle.parked
 
 
 async def test_cancelling_a_step_on_a_parked_runner_stops_it() -> None:
