@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from typing import assert_never
 
 import anyio
-import anyio.lowlevel
 from opentelemetry.util.types import AttributeValue
 
 from regiment.actors import Actor, ActorRef, Envelope
@@ -193,8 +192,9 @@ class StepActor(Actor[WorkerMessage, None]):
                 return False  # the step changed a context variable: the next one gets a fresh task
             if self._queued:
                 # Let other tasks run between steps taken back to back: a step that
-                # never waits (an instant model) must not hold the event loop.
-                await anyio.lowlevel.checkpoint()
+                # never waits (an instant model) must not hold the event loop. The
+                # system's checkpoint: anyio's looks the backend up on every call.
+                await self.ctx.system.checkpoint()
 
     async def _run_step(self, job: StepJob) -> StepReport:
         assign = job.assign
