@@ -15,6 +15,7 @@ from regiment.actors._mailbox import Mailbox
 from regiment.actors._messages import ChildFailed, DeadLetterReason, Envelope
 from regiment.actors._policy import RestartPolicy, RestartWindow
 from regiment.actors._ref import ActorRef, current_actor
+from regiment.actors._stopped import Stopped
 from regiment.errors import ActorFailed, ActorStopped, ConfigError, MailboxFull
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ class Cell(Generic[M, R]):
         self.window = RestartWindow(restart, system.clock)
         self.accepting = True
         self.started = False
-        self.stopped = system.new_event()
+        self.stopped = Stopped(system.new_wakeup, system.checkpoint)
         # The instance whose receive_now() may take a sent message in the sender's
         # task; set only while its loop waits for mail and it defines receive_now.
         self.inline: Actor[M, R] | None = None
@@ -162,12 +163,13 @@ class Cell(Generic[M, R]):
         failure: Exception | None = None
         started = False
         try:
-            async with anyio.create_task_group() as tg:
+            async with self.system.new_task_group() as tg:
                 incarnation = Incarnation(self, tg)
                 ctx = ActorContext(incarnation, self.ref, self.system)
                 instance.ctx = ctx
                 try:
-                    await instance.on_start()
+                    if type(instance).on_start is not Actor.on_start:  # the default does nothing
+                        await instance.on_start()
                 except Exception as exc:
                     failure = exc
                 else:
@@ -182,7 +184,7 @@ class Cell(Generic[M, R]):
                     tg.cancel_scope.cancel()
         finally:
             if started:
-                with anyio.CancelScope(shield=True):
+                with self.system.new_cancel_scope(shield=True):
                     await self._stop_instance(instance)
         return failure or incarnation.failure
 
@@ -212,7 +214,9 @@ class Cell(Generic[M, R]):
         ctx = instance.ctx
         mailbox = self.mailbox
         streak = 0
-        envelope: Envelope[M, R] | None = None
+        # After answering an ask, linger: the asker often asks again at once. A flag,
+        # not the last envelope: the loop must not keep a handled message alive.
+        linger = False
         try:
             while True:
                 if incarnation.signals:
@@ -229,16 +233,17 @@ class Cell(Generic[M, R]):
                     streak = 0
                 try:
                     # No checkpoint while mail is queued; None: woken to look at signals.
-                    # After answering an ask, linger: the asker often asks again at once.
-                    envelope = await mailbox.get(
-                        linger=envelope is not None and envelope.reply_to is not None
-                    )
+                    envelope = await mailbox.get(linger=linger)
                 except anyio.EndOfStream:
                     return None
                 if envelope is not None:
+                    linger = envelope.reply_to is not None
                     failure = await _handle(self, instance, ctx, envelope)
+                    envelope = None
                     if failure is not None:
                         return failure
+                else:
+                    linger = False
         finally:
             self.inline = None
 

@@ -54,7 +54,7 @@ class Incarnation(Generic[M, R]):
     @property
     def idle(self) -> bool:
         """No helper task is running and every child has stopped: nothing to cancel."""
-        return not self.helpers and all(child.stopped.is_set() for child in self.children)
+        return not self.helpers and all(child.stopped.done for child in self.children)
 
     def fail(self, error: Exception) -> None:
         """A helper task failed: the instance fails (first error wins)."""
@@ -74,7 +74,7 @@ class Incarnation(Generic[M, R]):
         # Stopped children are dropped once the list has doubled since the last prune:
         # amortised O(1) per spawn (a service holding N live runs spawns in O(N) otherwise).
         if len(self.children) >= max(2 * self._live_at_prune, 16):
-            self.children = [c for c in self.children if not c.stopped.is_set()]
+            self.children = [c for c in self.children if not c.stopped.done]
             self._live_at_prune = len(self.children)
         self.children.append(cast("Cell[object, object]", child))
         return cast("ActorRef[CM, CR]", await self.tg.start(child.run, name=f"actor {name}"))

@@ -41,6 +41,8 @@ class ActorSystem:
         loop_time: the event loop's clock, as ``anyio.current_time()`` reads it.
         new_wakeup: makes a :class:`~regiment.actors.Wakeup` for the running backend.
         checkpoint: ``anyio.lowlevel.checkpoint`` for the running backend.
+        new_task_group: ``anyio.create_task_group`` for the running backend.
+        new_cancel_scope: ``anyio.CancelScope`` for the running backend.
     """
 
     def __init__(
@@ -61,9 +63,6 @@ class ActorSystem:
         self._ids = itertools.count(1)
         self._id_prefix = os.urandom(4).hex()  # secrets.token_hex without importing hmac
         self.failure: ActorFailed | None = None
-        # the running backend's Event class, found once: anyio.Event() looks the
-        # backend up on every call, which showed up in the ask profile
-        self.new_event: Callable[[], anyio.Event] = type(anyio.Event())
         # What the runtime waits on (mailboxes, asks, idle runners): a Wakeup for the
         # running backend, reused across waits, so no event object is made per wait.
         self.new_wakeup: Callable[[], Wakeup] = wakeup_factory()
@@ -71,6 +70,11 @@ class ActorSystem:
         # ``clock`` may be a test's fake, this one is what deadlines and sleeps use.
         self.loop_time: Callable[[], float] = loop_clock()
         self.checkpoint: Callable[[], Awaitable[None]] = loop_checkpoint()  # anyio's, found once
+        # The running backend's task group and cancel scope classes, found once:
+        # anyio.create_task_group() and anyio.CancelScope() look the backend up on
+        # every call, and every actor makes one of each when it starts and stops.
+        self.new_task_group: Callable[[], TaskGroup] = type(anyio.create_task_group())
+        self.new_cancel_scope: type[anyio.CancelScope] = type(anyio.CancelScope())
         self.closing = False
 
     @property

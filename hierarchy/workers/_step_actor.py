@@ -15,22 +15,20 @@ from collections.abc import Mapping
 from typing import assert_never
 
 import anyio
-import anyio.lowlevel
 from opentelemetry.util.types import AttributeValue
 
-from regiment.actors import Actor, ActorRef, Envelope, Wakeup
+from regiment.actors import Actor, ActorRef, Envelope
 from regiment.errors import ActorStopped, ConfigError, MailboxFull
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
 from regiment.hierarchy.workers._loop import StepProgress
-from regiment.hierarchy.workers._step_jobs import Lane, StepJob, StepTimer
+from regiment.hierarchy.workers._step_jobs import IdleRunners, Lane, StepJob, StepTimer
 from regiment.telemetry import Telemetry, error_type
 from regiment.telemetry import semconv as sc
 
 __all__ = ("StepActor",)
 
 _StepKey = tuple[str, int, str, int]  # run id, plan version, step id, attempt
-_IDLE_RUNNERS = 1  # runners kept waiting between steps, beyond that they end
 
 
 class StepActor(Actor[WorkerMessage, None]):
@@ -43,9 +41,10 @@ class StepActor(Actor[WorkerMessage, None]):
 
     Steps run on runner tasks the actor owns, at most ``max_concurrent`` of
     them; a step assigned while all are busy waits its turn in order. A runner
-    that finishes a step takes the next one, or waits for one if no other
-    runner waits, instead of ending: starting a task per step was the largest
-    single cost of a step. A runner whose step left a context variable changed
+    that finishes a step takes the next one, or parks until one comes
+    (``IdleRunners``: up to ``IDLE_RUNNERS`` of them, newest woken first)
+    instead of ending: starting a task per step was the largest single cost
+    of a step. A runner whose step left a context variable changed
     retires, so every step starts in the context the actor gives its tasks. A
     step cancelled while it waits for a runner never starts; ``step_timeout``
     counts from the moment a runner starts the step.
@@ -72,7 +71,7 @@ class StepActor(Actor[WorkerMessage, None]):
         self._max_runners = max_concurrent
         self._runners = 0
         self._queued: deque[StepJob] = deque()
-        self._idle: deque[Wakeup] = deque()  # runners waiting for a step
+        self._idle = IdleRunners()  # runners waiting for a step
         self._new_scope: type[anyio.CancelScope] | None = None
         self._timer = (
             None if step_timeout is None else StepTimer(step_timeout, self._jobs, self._watch)
@@ -112,7 +111,7 @@ class StepActor(Actor[WorkerMessage, None]):
         """A step sent while a runner waits goes straight to that runner: the
         actor's own task need not wake up to pass it on (one hop fewer a step)."""
         message = envelope.message
-        if type(message) is AssignStep and self._idle and envelope.sender is not None:
+        if type(message) is AssignStep and self._idle.parked and envelope.sender is not None:
             self._start(message, envelope)
             return True
         return False
@@ -125,8 +124,8 @@ class StepActor(Actor[WorkerMessage, None]):
         job = StepJob(assign, sender, envelope.headers)  # type: ignore[arg-type]
         self._jobs[job.key] = job
         self._queued.append(job)
-        if self._idle:
-            self._idle.popleft().wake()
+        if self._idle.parked:
+            self._idle.wake_one()
         elif self._max_runners is None or self._runners < self._max_runners:
             self._add_runner()
 
@@ -176,14 +175,8 @@ class StepActor(Actor[WorkerMessage, None]):
         """Run steps in ``scope`` until a step spends it (True) or the runner ends (False)."""
         while True:
             if not self._queued:
-                if len(self._idle) >= _IDLE_RUNNERS:
+                if not await self._idle.park(lane.wakeup):
                     return False  # enough runners wait already; a burst's extra ones end
-                self._idle.append(lane.wakeup)
-                try:
-                    await lane.wakeup.wait()
-                finally:
-                    if lane.wakeup in self._idle:  # not woken by a step: cancelled (or spurious)
-                        self._idle.remove(lane.wakeup)
                 continue
             lane.job = job = self._queued.popleft()
             job.scope = scope
@@ -199,8 +192,9 @@ class StepActor(Actor[WorkerMessage, None]):
                 return False  # the step changed a context variable: the next one gets a fresh task
             if self._queued:
                 # Let other tasks run between steps taken back to back: a step that
-                # never waits (an instant model) must not hold the event loop.
-                await anyio.lowlevel.checkpoint()
+                # never waits (an instant model) must not hold the event loop. The
+                # system's checkpoint: anyio's looks the backend up on every call.
+                await self.ctx.system.checkpoint()
 
     async def _run_step(self, job: StepJob) -> StepReport:
         assign = job.assign

@@ -1,4 +1,5 @@
-"""A worker's assigned steps (:class:`StepJob`) and their timeouts (:class:`StepTimer`)."""
+"""A worker's assigned steps (:class:`StepJob`), their timeouts (:class:`StepTimer`)
+and the runners waiting for one (:class:`IdleRunners`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from regiment.actors import ActorRef, Wakeup
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy.workers._loop import StepProgress
 
-__all__ = ("Lane", "StepJob", "StepTimer")
+__all__ = ("IDLE_RUNNERS", "IdleRunners", "Lane", "StepJob", "StepTimer")
+
+# Runners a worker keeps parked between steps; beyond that a runner with no step ends.
+IDLE_RUNNERS = 128
 
 
 class StepJob:
@@ -65,6 +69,44 @@ class Lane:
     def __init__(self, wakeup: Wakeup) -> None:
         self.job: StepJob | None = None
         self.wakeup = wakeup
+
+
+class IdleRunners:
+    """A worker's runners parked between steps, woken last in, first out.
+
+    A step assigned while a runner is parked runs on it instead of on a new
+    task (starting a task was the largest single cost of a step when bursts of
+    steps kept ending and starting runners). The most recently parked runner is
+    woken first: the others stay parked and, past ``limit``, a runner without a
+    step ends instead of parking. Parked runners are the worker's tasks, so
+    they end when the worker stops.
+    """
+
+    __slots__ = ("limit", "parked")
+
+    def __init__(self, limit: int = IDLE_RUNNERS) -> None:
+        self.limit = limit
+        # The parked runners' wake-ups; read it to know whether one waits (a plain
+        # attribute: every step asks). Insertion-ordered: popitem() takes the newest,
+        # and a cancelled wait leaves in O(1).
+        self.parked: dict[Wakeup, None] = {}
+
+    def wake_one(self) -> None:
+        """Wake the most recently parked runner (there must be one)."""
+        self.parked.popitem()[0].wake()
+
+    async def park(self, wakeup: Wakeup) -> bool:
+        """Wait for a step with ``wakeup``; False at once if ``limit`` runners wait already."""
+        parked = self.parked
+        if len(parked) >= self.limit:
+            return False
+        parked[wakeup] = None
+        try:
+            await wakeup.wait()
+        finally:
+            # not woken by a step (cancelled, or a stale wake): it waits no longer
+            parked.pop(wakeup, None)
+        return True
 
 
 class StepTimer:

@@ -9,12 +9,9 @@ from regiment.hierarchy import Planner, Team, Worker
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, ToolResultPart
 
 from .brains import Brain, plan_json
+from .tasks import busy_tasks, idle_runners
 
 pytestmark = pytest.mark.anyio
-
-
-async def _task_count() -> int:
-    return len(anyio.get_running_tasks())
 
 
 async def test_cancelling_one_run_stops_its_steps_and_spares_the_other() -> None:
@@ -58,10 +55,10 @@ async def test_cancelling_one_run_stops_its_steps_and_spares_the_other() -> None
         workers=[Worker(name="w", description="w", model=model)],
     )
     async with team.start() as running:
-        # The baseline is a warm team: the worker keeps one idle runner task between steps.
+        # The baseline is a warm team; parked runners are not counted (busy_tasks).
         await running.run("warm up")
         await anyio.wait_all_tasks_blocked()
-        baseline = await _task_count()
+        baseline = busy_tasks()
         results = []
         async with anyio.create_task_group() as tg:
 
@@ -78,7 +75,8 @@ async def test_cancelling_one_run_stops_its_steps_and_spares_the_other() -> None
         assert results[0].committed == ("s1",)
         assert results[0].answer == "final answer"
         await anyio.wait_all_tasks_blocked()
-        assert await _task_count() == baseline
+        assert busy_tasks() == baseline
+    assert idle_runners() == 0
 
 
 async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
@@ -100,8 +98,9 @@ async def test_leaving_the_team_block_leaves_no_tasks() -> None:
         planner=Planner(model=model),
         workers=[Worker(name="w", description="w", model=model)],
     )
-    before = await _task_count()
+    before = busy_tasks()
     with anyio.move_on_after(0.05):
         async with team.start() as running:
             await running.run("goal")
-    assert await _task_count() == before
+    assert busy_tasks() == before
+    assert idle_runners() == 0

@@ -20,6 +20,7 @@ from regiment.models import (
 from regiment.tools import tool
 
 from .brains import Brain, plan_json
+from .tasks import busy_tasks
 
 
 @tool
@@ -69,14 +70,14 @@ async def _scenario(sequential: list[int], together: list[int]) -> tuple[int, in
     async with _team().start() as running:
         await running.run("warm up")
         await anyio.wait_all_tasks_blocked()
-        baseline = len(anyio.get_running_tasks())
+        baseline = busy_tasks()
         for checkpoints in sequential:
             await _cancelled_run(running, checkpoints)
         async with anyio.create_task_group() as tg:
             for checkpoints in together:
                 tg.start_soon(_cancelled_run, running, checkpoints)
         await anyio.wait_all_tasks_blocked()
-        return baseline, len(anyio.get_running_tasks()), running.active_runs
+        return baseline, busy_tasks(), running.active_runs
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
@@ -99,12 +100,12 @@ def test_fifty_runs_cancelled_at_once_leave_nothing(backend: str) -> None:
         async with _team().start() as running:
             await running.run("warm up")
             await anyio.wait_all_tasks_blocked()
-            baseline = len(anyio.get_running_tasks())
+            baseline = busy_tasks()
             for _ in range(50):
                 with anyio.move_on_after(0):
                     await running.run("goal")
             await anyio.wait_all_tasks_blocked()
-            return baseline, len(anyio.get_running_tasks()), running.active_runs
+            return baseline, busy_tasks(), running.active_runs
 
     baseline, after, active = anyio.run(main, backend=backend)
     assert (after, active) == (baseline, 0)

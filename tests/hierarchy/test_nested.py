@@ -22,6 +22,7 @@ from regiment.models import ModelRequest, ModelResponse, ScriptedModel, TextPart
 from regiment.telemetry import SpanCollector, Telemetry
 
 from .brains import Brain, Hang, plan_json
+from .tasks import busy_tasks, idle_runners
 
 pytestmark = pytest.mark.anyio
 
@@ -223,17 +224,18 @@ async def test_cancelling_the_parent_run_cancels_the_child_and_leaves_no_tasks()
         ],
     )
     async with team.start() as running:
-        # The baseline is a warm team: each worker keeps one idle runner task between steps.
+        # The baseline is a warm team; parked runners are not counted (busy_tasks).
         await running.run("warm up")
         await anyio.wait_all_tasks_blocked()
-        baseline = len(anyio.get_running_tasks())
+        baseline = busy_tasks()
         async with anyio.create_task_group() as tg:
             tg.start_soon(running.run, "goal")
             await dig.started.wait()
             tg.cancel_scope.cancel()
         assert dig.cancelled == ["dig forever"]
         await anyio.wait_all_tasks_blocked()
-        assert len(anyio.get_running_tasks()) == baseline
+        assert busy_tasks() == baseline
+    assert idle_runners() == 0
 
 
 async def test_leaving_the_parent_block_mid_child_run_leaves_no_tasks() -> None:
@@ -255,10 +257,11 @@ async def test_leaving_the_parent_block_mid_child_run_leaves_no_tasks() -> None:
             TeamWorker(name="research", description="finds things", team=_child_team(child_brain))
         ],
     )
-    before = len(anyio.get_running_tasks())
+    before = busy_tasks()
     async with anyio.create_task_group() as tg, team.start() as running:
         tg.start_soon(running.run, "goal")
         await child_started.wait()
         tg.cancel_scope.cancel()
     assert child_started.is_set()
-    assert len(anyio.get_running_tasks()) == before
+    assert busy_tasks() == before
+    assert idle_runners() == 0

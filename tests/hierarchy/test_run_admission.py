@@ -13,6 +13,7 @@ from regiment.hierarchy._running import STARTING_AT_ONCE
 from regiment.models import ScriptedModel
 
 from .brains import Brain, plan_json
+from .tasks import busy_tasks, idle_runners
 
 pytestmark = pytest.mark.anyio
 
@@ -62,7 +63,7 @@ async def test_runs_cancelled_while_waiting_to_be_let_in_leave_nothing_behind(
     async with _team().start() as running:
         await running.run("warm up")
         await anyio.wait_all_tasks_blocked()
-        baseline = len(anyio.get_running_tasks())
+        baseline = busy_tasks()
         async with anyio.create_task_group() as tg:
             for _ in range(_BURST):
                 tg.start_soon(one, running)
@@ -70,8 +71,9 @@ async def test_runs_cancelled_while_waiting_to_be_let_in_leave_nothing_behind(
             for scope in scopes[STARTING_AT_ONCE:]:  # those that cannot have been let in yet
                 scope.cancel()
         await anyio.wait_all_tasks_blocked()
-        assert len(anyio.get_running_tasks()) == baseline
+        assert busy_tasks() == baseline
         assert running.active_runs == 0
+    assert idle_runners() == 0
     if anyio_backend == "asyncio":  # the first few were let in, and only they ran
         assert len(done) == STARTING_AT_ONCE
     assert all(r.status == "completed" for r in done)

@@ -15,6 +15,7 @@ from regiment.models import ModelRequest, ModelResponse, ScriptedModel, ToolResu
 from regiment.telemetry import SpanCollector, Telemetry, semconv
 
 from .brains import Brain, Hang, plan_json
+from .tasks import busy_tasks, idle_runners
 
 pytestmark = pytest.mark.anyio
 
@@ -168,10 +169,10 @@ async def test_steps_queued_behind_the_limit_are_cancelled_with_the_run() -> Non
     telemetry, provider, collector = _tracing()
     team = _team(Brain([_WARM_UP, _FOUR], work=script), max_steps=2, telemetry=telemetry)
     async with team.start() as running:
-        # The baseline is a warm team: the worker keeps one idle runner between steps.
+        # The baseline is a warm team; parked runners are not counted (busy_tasks).
         await running.run("warm up")
         await anyio.wait_all_tasks_blocked()
-        baseline = len(anyio.get_running_tasks())
+        baseline = busy_tasks()
         collector.clear()
 
         async with anyio.create_task_group() as tg:
@@ -188,7 +189,8 @@ async def test_steps_queued_behind_the_limit_are_cancelled_with_the_run() -> Non
         assert {"task 1", "task 2"} <= set(script.cancelled)  # the running two were stopped
         assert script.hanging == 2  # the queued two never reached the model
         await anyio.wait_all_tasks_blocked()
-        assert len(anyio.get_running_tasks()) == baseline
+        assert busy_tasks() == baseline
+    assert idle_runners() == 0
 
     provider.shutdown()
     spans = collector.spans()
@@ -210,7 +212,7 @@ async def test_steps_queued_behind_the_limit_are_cancelled_with_the_run() -> Non
 async def test_leaving_the_team_block_with_steps_queued_leaves_no_tasks() -> None:
     script = HangAfterWarmUp()
     team = _team(Brain([_FOUR], work=script), max_steps=2)
-    before = len(anyio.get_running_tasks())
+    before = busy_tasks()
     outcome: list[str] = []
     async with anyio.create_task_group() as tg:
         with anyio.CancelScope() as scope:
@@ -227,7 +229,8 @@ async def test_leaving_the_team_block_with_steps_queued_leaves_no_tasks() -> Non
         assert scope.cancelled_caught
     assert outcome == []
     assert sorted(script.cancelled) == ["task 1", "task 2"]
-    assert len(anyio.get_running_tasks()) == before
+    assert busy_tasks() == before
+    assert idle_runners() == 0
 
 
 async def test_leaving_the_team_block_while_a_run_waits_outside_it() -> None:
@@ -235,7 +238,7 @@ async def test_leaving_the_team_block_while_a_run_waits_outside_it() -> None:
     # worker stops with two steps running and two still queued.
     script = HangAfterWarmUp()
     team = _team(Brain([_FOUR], work=script), max_steps=2)
-    before = len(anyio.get_running_tasks())
+    before = busy_tasks()
     ended: list[str] = []
     async with anyio.create_task_group() as tg, team.start() as running:
 
@@ -249,4 +252,5 @@ async def test_leaving_the_team_block_while_a_run_waits_outside_it() -> None:
         await anyio.wait_all_tasks_blocked()  # the other two are queued by now
     assert ended == ["run cancelled"]
     assert sorted(script.cancelled) == ["task 1", "task 2"]
-    assert len(anyio.get_running_tasks()) == before
+    assert busy_tasks() == before
+    assert idle_runners() == 0
