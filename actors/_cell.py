@@ -275,11 +275,14 @@ class Cell(Generic[M, R]):
             self.system.dead_letter(self.name, envelope, reason)
             if envelope.reply_to is not None:
                 envelope.reply_to.fail(_stopped_error(self.name, envelope))
-        # The cell and its ref point at each other, so they outlive the actor until
-        # a full garbage collection; what the factory and the parent link hold
-        # (for a run: its whole state) is let go now instead.
+        # What the factory and the parent link hold (for a run: its whole state) is
+        # let go now, and so is the ref: it points at the cell, so a cell keeping its
+        # ref would be a cycle left to the cyclic collector, whose passes over many
+        # finished actors stall the loop. A ref kept outside still works (it only
+        # needs the cell); nothing reads ``cell.ref`` once the actor has retired.
         self.factory = _retired
         self.parent = None
+        del self.ref
         self.stopped.set()
 
 

@@ -87,4 +87,5 @@ class Incarnation(Generic[M, R]):
     async def stop_children(self) -> None:
         """Stop live children gracefully, newest first."""
         for child in reversed(self.children):
-            await child.ref.stop()
+            if not child.stopped.done:  # a retired child has no ref left to stop it by
+                await child.ref.stop()
