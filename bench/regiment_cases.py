@@ -210,18 +210,31 @@ def tracing() -> tuple[Telemetry, CountingExporter, TracerProvider]:
 
 
 async def scale_runs(
-    concurrent: int, steps: int, telemetry: Telemetry | None = None, *, repeats: int = 1
+    concurrent: int,
+    steps: int,
+    telemetry: Telemetry | None = None,
+    *,
+    repeats: int = 1,
+    spawns: list[float] | None = None,
 ) -> list[float]:
     """Seconds for ``concurrent`` runs of a ``steps``-step sequential plan, all at once,
-    ``repeats`` times on one started team (after a warm-up run)."""
+    ``repeats`` times on one started team (after a warm-up run); ``spawns`` as for
+    :func:`all_at_once`."""
     team = sequential_team(steps, concurrency=8, telemetry=telemetry, recorded=False)
     async with team.start() as running:
         await running.run("warm up")
-        return [await all_at_once(running, concurrent) for _ in range(repeats)]
+        return [await all_at_once(running, concurrent, spawns) for _ in range(repeats)]
 
 
-async def all_at_once(running: RunningTeam, concurrent: int) -> float:
-    """Seconds for ``concurrent`` runs of ``running``, all started at once."""
+async def all_at_once(
+    running: RunningTeam, concurrent: int, spawns: list[float] | None = None
+) -> float:
+    """Seconds for ``concurrent`` runs of ``running``, all started at once.
+
+    ``spawns`` gets the seconds the bench's own loop of ``start_soon`` calls held
+    the event loop (one turn, before any run has begun): a loop-lag probe running
+    beside the burst cannot see a lag below it, whatever regiment does.
+    """
 
     async def one() -> None:
         result = await running.run("do the steps")
@@ -231,6 +244,8 @@ async def all_at_once(running: RunningTeam, concurrent: int) -> float:
     async with anyio.create_task_group() as tg:
         for _ in range(concurrent):
             tg.start_soon(one)
+        if spawns is not None:
+            spawns.append(time.perf_counter() - start)
     return time.perf_counter() - start
 
 
