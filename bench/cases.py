@@ -127,21 +127,33 @@ def scale(traced: bool = False) -> Figures:
 
     spawns: list[float] = []
 
-    async def measure() -> tuple[list[float], float]:
+    async def measure(per_turn: int | None) -> tuple[list[float], float]:
         async with lag_probe(0.010) as probe:
             times = await rc.scale_runs(
-                SCALE_RUNS, SCALE_STEPS, telemetry, repeats=SCALE_REPEATS, spawns=spawns
+                SCALE_RUNS,
+                SCALE_STEPS,
+                telemetry,
+                repeats=SCALE_REPEATS,
+                spawns=None if per_turn else spawns,
+                per_turn=per_turn,
             )
         return times, probe.p99_ms()
 
-    times, lag_ms = anyio.run(measure)
+    times, lag_ms = anyio.run(measure, None)
+    peak = peak_rss_mb()
+    _, arriving_lag_ms = anyio.run(measure, ARRIVING_PER_TURN)
     return {
         "runs_per_s": SCALE_RUNS / median(times),
-        "peak_rss_mb": peak_rss_mb(),
+        "peak_rss_mb": peak,
         "lag_p99_ms": lag_ms,
         # the bench's own 1,000 start_soon calls, one loop turn: the lag probe's floor
         "spawn_turn_ms": median(spawns) * 1000,
+        # the same burst, its callers arriving ARRIVING_PER_TURN per loop turn
+        "arriving_lag_p99_ms": arriving_lag_ms,
     }
+
+
+ARRIVING_PER_TURN = 100
 
 
 def floor() -> Figures:

@@ -216,24 +216,30 @@ async def scale_runs(
     *,
     repeats: int = 1,
     spawns: list[float] | None = None,
+    per_turn: int | None = None,
 ) -> list[float]:
     """Seconds for ``concurrent`` runs of a ``steps``-step sequential plan, all at once,
-    ``repeats`` times on one started team (after a warm-up run); ``spawns`` as for
-    :func:`all_at_once`."""
+    ``repeats`` times on one started team (after a warm-up run); ``spawns`` and
+    ``per_turn`` as for :func:`all_at_once`."""
     team = sequential_team(steps, concurrency=8, telemetry=telemetry, recorded=False)
     async with team.start() as running:
         await running.run("warm up")
-        return [await all_at_once(running, concurrent, spawns) for _ in range(repeats)]
+        return [await all_at_once(running, concurrent, spawns, per_turn) for _ in range(repeats)]
 
 
 async def all_at_once(
-    running: RunningTeam, concurrent: int, spawns: list[float] | None = None
+    running: RunningTeam,
+    concurrent: int,
+    spawns: list[float] | None = None,
+    per_turn: int | None = None,
 ) -> float:
     """Seconds for ``concurrent`` runs of ``running``, all started at once.
 
     ``spawns`` gets the seconds the bench's own loop of ``start_soon`` calls held
     the event loop (one turn, before any run has begun): a loop-lag probe running
     beside the burst cannot see a lag below it, whatever regiment does.
+    ``per_turn``: start that many callers per event-loop turn instead of all in
+    one (as a service's requests arrive, over many reads of its sockets).
     """
 
     async def one() -> None:
@@ -242,8 +248,10 @@ async def all_at_once(
 
     start = time.perf_counter()
     async with anyio.create_task_group() as tg:
-        for _ in range(concurrent):
+        for index in range(concurrent):
             tg.start_soon(one)
+            if per_turn is not None and (index + 1) % per_turn == 0:
+                await anyio.lowlevel.checkpoint()
         if spawns is not None:
             spawns.append(time.perf_counter() - start)
     return time.perf_counter() - start

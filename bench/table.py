@@ -222,6 +222,8 @@ class Table:
                  lag, "ms", "", verdict((lag or 1e9) <= 5, "≤ 5 ms")),
             Line("5", "floor of that lag: the bench's own 1,000 start_soon calls, one turn",
                  "anyio", ours.get("spawn_turn_ms"), "ms"),
+            Line("5", "loop lag p99, the 1,000 callers arriving 100 per loop turn", "regiment",
+                 ours.get("arriving_lag_p99_ms"), "ms"),
         )  # fmt: skip
         return ours
 
