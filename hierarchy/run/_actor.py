@@ -235,9 +235,9 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor):
         if held_back is not None and not sends and not dispatcher.inflight:
             self._exhausted(held_back[0], f"no budget left to dispatch step {held_back[1]}")
             return
-        refs, headers = self._team.worker_refs, book.trace.headers
-        replayed = await send_all(sends, self._record, self._journal, refs, headers)
-        if replayed:  # committed before a resume: each dispatches what it unblocks
+        refs, headers, journal = self._team.worker_refs, book.trace.headers, self._journal
+        # After most reports nothing is ready: then no send_all coroutine is made.
+        if sends and (replayed := await send_all(sends, self._record, journal, refs, headers)):
             for report in replayed:
                 await self._on_report(report)
             return
@@ -260,7 +260,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor):
         change = self._verifier.judge(report, step, artifact=artifact)
         self._record(change)
         match change:
-            case StepCommitted():
+            case StepCommitted():  # the first arm: the hot path
                 await self._dispatch_ready()
             case StepEnded(report=StepReport(status="budget_exhausted", exhausted=limit)):
                 self._exhausted(limit or "model_calls", change.detail)

@@ -7,7 +7,7 @@ and the state can never disagree.
 
 from __future__ import annotations
 
-from typing import assert_never, final
+from typing import assert_never, cast, final
 
 from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._messages import StepReport
@@ -100,28 +100,23 @@ class RunBook:
 
     def apply(self, change: RunChange) -> None:
         """Apply one change to the parts and emit what it implies."""
+        kind = type(change)  # a step's three changes by exact type (final classes): the hot path
+        if kind is ReportArrived:
+            _arrived(self, cast("ReportArrived", change).report)
+        elif kind is StepCommitted:
+            self._commit(cast("StepCommitted", change))
+        elif kind is StepSent:
+            _sent(self, cast("StepSent", change))
+        else:
+            self._apply(change)
+
+    def _apply(self, change: RunChange) -> None:
         run_id = self.run_id
-        match change:  # the per-step changes first: they are the hot path
-            case StepSent(assign=a, worker=worker):
-                self.dispatcher.sent(a, worker)
-                version, step_id = a.plan_version, a.step.id
-                self._emit(
-                    StepDispatched(
-                        run_id=run_id,
-                        plan_version=version,
-                        step_id=step_id,
-                        worker=worker,
-                        attempt=a.attempt,
-                    )
-                )
+        match change:
+            case StepSent():
+                _sent(self, change)
             case ReportArrived(report=r):
-                self.dispatcher.reported(r)
-                spending = self.spending
-                # the key the fan-out reserved under: (version, step, attempt)
-                spending.ledger.release((r.plan_version, r.step_id, r.attempt))
-                spending.charge(r.worker, r.usage, r.model_calls, r.tool_calls)
-                if r.tool_outcomes or r.guardrails:  # whatever the report's version
-                    self._emit_all(_report_events(r))
+                _arrived(self, r)
             case StepCommitted():
                 self._commit(change)
             case ModelCharged(purpose=purpose, usage=usage, calls=calls):
@@ -133,9 +128,9 @@ class RunBook:
                 if ends:
                     self.versions.reports.append(r)  # kept, never applied: the run ends
                 else:
-                    self._emit(_share_refused(run_id, r))
+                    self.emit(_share_refused(run_id, r))
             case RunBegan():
-                self._emit(RunStarted(run_id=run_id, goal=self.goal, team=self.team))
+                self.emit(RunStarted(run_id=run_id, goal=self.goal, team=self.team))
             case PlanAdopted():
                 self._adopt(change)
             case ReplanBegun():
@@ -146,13 +141,13 @@ class RunBook:
                 self._compressed(change)
             case SynthesisBegun():
                 committed = tuple(self.versions.committed)
-                self._emit(SynthesisStarted(run_id=run_id, committed_steps=committed))
+                self.emit(SynthesisStarted(run_id=run_id, committed_steps=committed))
             case BudgetRanOut():
                 self._ran_out(change)
             case GuardsNoted(notes=notes):
-                self._emit_all(note_events(run_id, notes))
+                self.emit_all(note_events(run_id, notes))
             case ApprovalAsked() | ApprovalAnswered():
-                self.approvals.apply(change, self._emit)
+                self.approvals.apply(change, self.emit)
             case RunFinished() | RunAborted():
                 self._end(change)
             case _:
@@ -161,17 +156,17 @@ class RunBook:
     def _ran_out(self, change: BudgetRanOut) -> None:
         self.spending.exhausted = change.limit
         logs.budget_exhausted(self.run_id, change.limit, change.detail)
-        self._emit(BudgetExhausted(run_id=self.run_id, limit=change.limit, detail=change.detail))
+        self.emit(BudgetExhausted(run_id=self.run_id, limit=change.limit, detail=change.detail))
 
     def _judged(self, change: CritiqueJudged | RoundBegun) -> None:
         run_id = self.run_id
         match change:
             case CritiqueJudged(verdict=verdict):
                 self.rounds.verdicts.append(verdict)
-                self._emit(CritiqueCompleted(run_id=run_id, verdict=verdict))
+                self.emit(CritiqueCompleted(run_id=run_id, verdict=verdict))
             case RoundBegun(round=round, feedback=feedback):
                 self.rounds.round = round
-                self._emit(RoundStarted(run_id=run_id, round=round, feedback=feedback))
+                self.emit(RoundStarted(run_id=run_id, round=round, feedback=feedback))
             case _:
                 assert_never(change)
 
@@ -182,7 +177,7 @@ class RunBook:
         self.dispatcher.committed(r)
         if change.artifact:
             versions.artifacts.append(r.output)
-        self._emit(
+        self.emit(
             StepCompleted(
                 run_id=self.run_id,
                 plan_version=r.plan_version,
@@ -199,7 +194,7 @@ class RunBook:
                 versions.stale_dropped += 1
                 self.trace.stale_report(r, current_version=current)
                 logs.stale_report_dropped(run_id, r, current)
-                self._emit(
+                self.emit(
                     StaleReportDropped(
                         run_id=run_id,
                         report_version=r.plan_version,
@@ -211,10 +206,10 @@ class RunBook:
             case StepEnded():
                 versions.reports.append(r)
                 if r.status != "budget_exhausted":
-                    self._emit(_errored(run_id, r))
+                    self.emit(_errored(run_id, r))
             case CheckRejected(check=check, reason=reason):
                 versions.reports.append(r)
-                self._emit(_check_failed(run_id, r, check, reason))
+                self.emit(_check_failed(run_id, r, check, reason))
                 versions.commit(r)  # kept as evidence for the replan
                 self.dispatcher.committed(r)
             case _:
@@ -228,7 +223,7 @@ class RunBook:
             self.rounds.added = len(change.added)
         if change.kind == "replan" and old is not None:
             removed = tuple(s for s in old.steps if s.id not in versions.committed)
-            self._emit(
+            self.emit(
                 Replanned(
                     run_id=self.run_id,
                     old_version=old.version,
@@ -239,11 +234,11 @@ class RunBook:
                     added=change.added,
                 )
             )
-        self._emit(PlanCreated(run_id=self.run_id, plan=plan))
+        self.emit(PlanCreated(run_id=self.run_id, plan=plan))
 
     def _compressed(self, change: MemoryAdopted) -> None:
         self.versions.memory = change.memory
-        self._emit(
+        self.emit(
             ContextCompressed(
                 run_id=self.run_id,
                 before_tokens=change.before_tokens,
@@ -252,15 +247,15 @@ class RunBook:
             )
         )
 
-    def _emit(self, event: Event) -> None:
+    def emit(self, event: Event) -> None:
         self.events.append(event)
         channel = self.channel
         if channel.streaming or channel.journal is not None:  # else only the result has it
             channel.emit(event)
 
-    def _emit_all(self, events: list[Event]) -> None:
+    def emit_all(self, events: list[Event]) -> None:
         for event in events:
-            self._emit(event)
+            self.emit(event)
 
     def _close(self, event: Event) -> None:
         self.events.append(event)
@@ -318,6 +313,32 @@ class RunBook:
             pending_approvals=tuple(self.approvals.pending.values()) if status == "paused" else (),
             events=tuple(self.events),
         )
+
+
+def _sent(book: RunBook, change: StepSent) -> None:
+    """A step went to a worker: it is in flight."""
+    a, worker = change.assign, change.worker
+    book.dispatcher.sent(a, worker)
+    book.emit(
+        StepDispatched(
+            run_id=book.run_id,
+            plan_version=a.plan_version,
+            step_id=a.step.id,
+            worker=worker,
+            attempt=a.attempt,
+        )
+    )
+
+
+def _arrived(book: RunBook, r: StepReport) -> None:
+    """A dispatched step reported: it is no longer in flight; charge what it spent."""
+    book.dispatcher.reported(r)
+    spending = book.spending
+    # the key the fan-out reserved under: (version, step, attempt)
+    spending.ledger.release((r.plan_version, r.step_id, r.attempt))
+    spending.charge(r.worker, r.usage, r.model_calls, r.tool_calls)
+    if r.tool_outcomes or r.guardrails:  # whatever the report's version
+        book.emit_all(_report_events(r))
 
 
 def _share_refused(run_id: str, report: StepReport) -> BudgetExhausted:

@@ -51,7 +51,7 @@ class StepProgress:
     """What a step has spent and found so far; kept outside the loop so a step
     that times out or is cancelled still reports what it did."""
 
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = _NO_USAGE  # frozen: shared, not made once a step
     model_calls: int = 0
     tool_calls: int = 0
     outcomes: list[ToolOutcome] = field(default_factory=list)

@@ -130,13 +130,7 @@ class StepActor(Actor[WorkerMessage, None]):
             self._add_runner()
 
     def _cancel(self, cancel: CancelStep) -> None:
-        for (run_id, version, step_id, _), job in self._jobs.items():
-            if run_id != cancel.run_id:
-                continue
-            if cancel.plan_version is not None and version != cancel.plan_version:
-                continue
-            if cancel.step_id is None or cancel.step_id == step_id:
-                job.cut("planner")
+        _cut(self._jobs, cancel)
 
     def _add_runner(self) -> None:
         self._runners += 1
@@ -187,7 +181,8 @@ class StepActor(Actor[WorkerMessage, None]):
                 with anyio.CancelScope(shield=True):
                     await self._hand_in(job, report)
                 return contextvars.copy_context() == context
-            await self._hand_in(job, report)
+            if not self._handed_in(job, report):  # the planner's mailbox is full: wait
+                await _send(job.reply_to, report)
             if contextvars.copy_context() != context:
                 return False  # the step changed a context variable: the next one gets a fresh task
             if self._queued:
@@ -198,6 +193,9 @@ class StepActor(Actor[WorkerMessage, None]):
 
     async def _run_step(self, job: StepJob) -> StepReport:
         assign = job.assign
+        if not self._telemetry.tracing:  # no span to open or to mark: a call and a scope fewer
+            with log_context(assign.run_id, assign.step.id, self._name):
+                return await self._outcome(job)
         cut: BaseException | None = None
         # The step's span is parented by the trace context its envelope carried,
         # so a worker serving many runs links each step to its own run.
@@ -233,9 +231,14 @@ class StepActor(Actor[WorkerMessage, None]):
         return report
 
     async def _hand_in(self, job: StepJob, report: StepReport) -> None:
+        if not self._handed_in(job, report):
+            await _send(job.reply_to, report)
+
+    def _handed_in(self, job: StepJob, report: StepReport) -> bool:
+        """Hand a report in if there is room (no coroutine); False if it has yet to go."""
         if self._telemetry.metrics is not None:
             self._telemetry.metrics.step(self._name, report.status)
-        await _send(job.reply_to, report)
+        return _sent_now(job.reply_to, report)
 
     async def _outcome(self, job: StepJob) -> StepReport:
         assign = job.assign
@@ -279,13 +282,32 @@ class StepActor(Actor[WorkerMessage, None]):
 
 
 async def _send(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:
-    try:  # room in the mailbox (the usual case): no checkpoint, no coroutine
+    if not _sent_now(reply_to, report):
+        with contextlib.suppress(ActorStopped):
+            await reply_to.send(report)  # waits while the mailbox is full
+
+
+def _sent_now(reply_to: ActorRef[StepReport, object], report: StepReport) -> bool:
+    """Send ``report`` if there is room (the usual case: no checkpoint); False if
+    the mailbox is full and it has yet to go."""
+    try:
         reply_to.send_nowait(report)
     except MailboxFull:
-        with contextlib.suppress(ActorStopped):
-            await reply_to.send(report)
+        return False
     except ActorStopped:
         pass  # the run has ended; nobody waits for this report
+    return True
+
+
+def _cut(jobs: Mapping[_StepKey, StepJob], cancel: CancelStep) -> None:
+    """Cut the steps a ``CancelStep`` names (queued ones never start)."""
+    for (run_id, version, step_id, _), job in jobs.items():
+        if run_id != cancel.run_id:
+            continue
+        if cancel.plan_version is not None and version != cancel.plan_version:
+            continue
+        if cancel.step_id is None or cancel.step_id == step_id:
+            job.cut("planner")
 
 
 # ``error.type`` of a step that ended without raising: a code, never the status word.
