@@ -41,7 +41,7 @@ from regiment.hierarchy.plan._lines import (
 )
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.plan._shape import _excerpt, _numeric
-from regiment.hierarchy.plan._usual import _one_pass
+from regiment.hierarchy.plan._usual import _kept_as_written, _one_pass
 
 __all__ = ("ParsedPlan", "parse_plan")
 
@@ -212,21 +212,14 @@ def _as_written(raws: list[_RawStep], worker: str | None) -> list[PlanStep] | No
     steps: list[PlanStep] = []
     ids: set[str] = set()
     for raw in raws:
-        label = raw.label
-        if not label or label in ids:
+        if raw.label is None:
             return None
-        if _numeric(label) is not None:
+        deps = _kept_as_written(raw.label, raw.deps, ids)
+        if deps is None:
             return None
-        ids.add(label)
-        deps = raw.deps
-        for dep in deps:
-            if _numeric(dep) is not None:
-                return None
-        if len(deps) > 1 and len(set(deps)) < len(deps):
-            deps = tuple(dict.fromkeys(deps))
         steps.append(
             PlanStep(
-                id=label,
+                id=raw.label,
                 description=raw.description,
                 worker=raw.worker or worker,
                 depends_on=deps,

@@ -22,7 +22,7 @@ from regiment.hierarchy.plan._lines import _NOTHING_FULL, _meaningful
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.plan._shape import _numeric
 
-__all__ = ("_one_pass",)
+__all__ = ("_kept_as_written", "_one_pass")
 
 
 class _Step(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -51,18 +51,16 @@ def _one_pass(reply: str, worker: str | None) -> list[PlanStep] | None:
     steps: list[PlanStep] = []
     ids: set[str] = set()
     for step in written:
-        label, text, deps = step.id, step.description, step.depends_on
+        label, text = step.id, step.description
         if label is None or not _meaningful(text):
             return None
+        for dep in step.depends_on:  # a loop, not all(<genexpr>): this runs for every step
+            if not dep.isalnum() or dep.lower() == "and":
+                return None  # a phrase, not an id: the general reader resolves it
         label = label.strip()
-        if not label or label in ids or _numeric(label) is not None:
+        deps = _kept_as_written(label, step.depends_on, ids)
+        if deps is None:
             return None
-        ids.add(label)
-        for dep in deps:  # a loop, not all(<genexpr>): this runs for every step of every plan
-            if not dep.isalnum() or dep.lower() == "and" or _numeric(dep) is not None:
-                return None
-        if len(deps) > 1 and len(set(deps)) < len(deps):
-            deps = tuple(dict.fromkeys(deps))
         steps.append(
             PlanStep(
                 id=label,
@@ -73,3 +71,18 @@ def _one_pass(reply: str, worker: str | None) -> list[PlanStep] | None:
             )
         )
     return steps
+
+
+def _kept_as_written(label: str, deps: tuple[str, ...], ids: set[str]) -> tuple[str, ...] | None:
+    """A step's dependencies as the general rules keep them, when they keep its id
+    ``label`` and its dependencies as written: the id is new (it joins ``ids``) and
+    neither it nor any dependency is a number. ``None`` when they would not."""
+    if not label or label in ids or _numeric(label) is not None:
+        return None
+    for dep in deps:
+        if _numeric(dep) is not None:
+            return None
+    ids.add(label)
+    if len(deps) > 1 and len(set(deps)) < len(deps):
+        return tuple(dict.fromkeys(deps))  # each once, in the order written
+    return deps

@@ -1,8 +1,8 @@
 """The planner-side model calls of one run: plan, replan, round, critique,
 compress and synthesis, and the run's wall-clock deadline.
 
-Each call runs in the planner's ``CallRunner`` (one task the planner actor
-owns, reused from call to call), in a cancel scope and inside its phase's span,
+Each call runs in the planner's ``CallRunner`` (a task the planner actor owns,
+which runs calls asked for back to back), in a cancel scope and its phase's span,
 so the actor's handler never waits on a model. Its result, a ``ModelReplied``,
 is handed to ``deliver`` in that task (the planner takes a turn to handle it,
 see ``TakesTurns``), not sent through the mailbox. Every span hangs off the run

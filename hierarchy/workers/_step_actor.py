@@ -182,7 +182,7 @@ class StepActor(Actor[WorkerMessage, None]):
                     await self._hand_in(job, report)
                 return contextvars.copy_context() == context
             if not self._handed_in(job, report):  # the planner's mailbox is full: wait
-                await _send(job.reply_to, report)
+                await _send_waiting(job.reply_to, report)
             if contextvars.copy_context() != context:
                 return False  # the step changed a context variable: the next one gets a fresh task
             if self._queued:
@@ -232,7 +232,7 @@ class StepActor(Actor[WorkerMessage, None]):
 
     async def _hand_in(self, job: StepJob, report: StepReport) -> None:
         if not self._handed_in(job, report):
-            await _send(job.reply_to, report)
+            await _send_waiting(job.reply_to, report)
 
     def _handed_in(self, job: StepJob, report: StepReport) -> bool:
         """Hand a report in if there is room (no coroutine); False if it has yet to go."""
@@ -283,8 +283,13 @@ class StepActor(Actor[WorkerMessage, None]):
 
 async def _send(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:
     if not _sent_now(reply_to, report):
-        with contextlib.suppress(ActorStopped):
-            await reply_to.send(report)  # waits while the mailbox is full
+        await _send_waiting(reply_to, report)
+
+
+async def _send_waiting(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:
+    """Send ``report`` once the mailbox has room (``_sent_now`` found it full)."""
+    with contextlib.suppress(ActorStopped):  # the run has ended meanwhile
+        await reply_to.send(report)
 
 
 def _sent_now(reply_to: ActorRef[StepReport, object], report: StepReport) -> bool:
