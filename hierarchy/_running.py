@@ -25,7 +25,14 @@ from regiment.hierarchy._approving import DecidesApprovals
 from regiment.hierarchy._messages import StepAllowance, WorkerMessage
 from regiment.hierarchy._ranges import run_concurrency
 from regiment.hierarchy._result import RunResult
-from regiment.hierarchy._supervisor import RunRef, SpawnRun, Supervisor, capped, close_run
+from regiment.hierarchy._supervisor import (
+    RunRef,
+    RunSpawner,
+    SpawnRun,
+    Supervisor,
+    capped,
+    close_run,
+)
 from regiment.hierarchy._team_actors import (
     check_remote_deps,
     not_nested_in_itself,
@@ -67,14 +74,14 @@ class RunningTeam(DecidesApprovals):
     def __init__(
         self,
         team: Team,
-        supervisor: ActorRef[SpawnRun, RunRef],
+        spawner: RunSpawner,
         telemetry: Telemetry,
         channels: dict[str, RunChannel],
         desk: ApprovalDesk,
     ) -> None:
         self.team = team
         self._desk = desk
-        self._supervisor = supervisor
+        self._spawner = spawner
         self._telemetry = telemetry
         self._ids = itertools.count(1)
         self._channels = channels
@@ -255,10 +262,10 @@ class RunningTeam(DecidesApprovals):
 
     async def _spawn_run(self, spawn: SpawnRun, parent: StepAt | None) -> RunRef:
         """The run's planner actor, spawned and known to the approvals desk."""
-        # Shielded: once the ask is delivered the run actor gets spawned, and a
-        # cancel landing before the reply would leave it with no one to close it.
+        # Shielded: a cancel landing while the actor starts would leave it spawned
+        # (or half started) with no one to close it.
         with anyio.CancelScope(shield=True):
-            ref = await self._supervisor.ask(spawn)
+            ref = await self._spawner.spawn(spawn)
         run_id, desk = spawn.run_id, self._desk
         desk.link(run_id, parent) if parent else desk.open_run(run_id, ref.send)
         desk.clocks[run_id] = spawn.channel.clock  # approval waits hold the run's wall clock
@@ -276,6 +283,8 @@ class RunningTeam(DecidesApprovals):
             with anyio.CancelScope(shield=True):
                 if ref is not None:
                     await close_run(ref, channel, events)
+                else:  # refused before its planner started: nothing else closes this end
+                    channel.send.close()
                 events.close()
                 if channel.journal is not None:
                     await channel.journal.close()  # JournalError: the run is not durable
@@ -333,5 +342,6 @@ async def _spawn_team(
                 assert_never(worker)
         refs[worker.name] = await system.spawn(factory, name=name, capacity=256)
     runtime = runtime_of(team, specs, refs, telemetry, guards)
-    supervisor = await system.spawn(lambda: Supervisor(runtime, channels), name=f"{base}/planner")
-    return RunningTeam(team, supervisor, telemetry, channels, desk)
+    spawner = RunSpawner(runtime, f"{base}/planner")
+    await system.spawn(lambda: Supervisor(spawner, channels), name=spawner.name)
+    return RunningTeam(team, spawner, telemetry, channels, desk)

@@ -1,5 +1,5 @@
 """The team's supervisor: the parent of every run's planner actor, and how a
-run's actor is spawned and closed."""
+run's actor is spawned (in the caller's task) and closed."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import contextlib
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import assert_never
+from typing import Never, assert_never, final
 
 import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream
 from opentelemetry.trace import Span
 
-from regiment.actors import Actor, ActorRef, ChildFailed, RestartPolicy
+from regiment.actors import Actor, ActorContext, ActorRef, ChildFailed, RestartPolicy
 from regiment.errors import ActorStopped, RunError
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._messages import StepAllowance
@@ -24,7 +24,7 @@ from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._messages import CancelRun, PlannerMessage
 from regiment.hierarchy.run._runtime import TeamRuntime
 
-__all__ = ("RunRef", "SpawnRun", "Supervisor", "capped", "close_run")
+__all__ = ("RunRef", "RunSpawner", "SpawnRun", "Supervisor", "capped", "close_run")
 
 # How long a cancelled run may take to collect its steps' cancelled reports.
 _CANCEL_GRACE = 5.0
@@ -43,35 +43,79 @@ class SpawnRun:
 RunRef = ActorRef[PlannerMessage, None]
 
 
-class Supervisor(Actor[SpawnRun, RunRef]):
-    """The team's planner: parent of every run's planner actor, so a crashed
-    run fails alone and its caller is told why."""
+@final
+class RunSpawner:
+    """Spawns a run's planner actor as the supervisor's child, in the caller's task.
 
-    def __init__(self, runtime: TeamRuntime, channels: Mapping[str, RunChannel]) -> None:
-        self._runtime = runtime
+    The supervisor lends its context here while an instance of it lives. Asking the
+    supervisor to spawn cost two hops a run (its task woke to spawn, the asker woke
+    for the reply) for work that needs nothing of the supervisor's own turn: the
+    child joins the supervisor's task group and escalates to it all the same.
+    """
+
+    __slots__ = ("_ctx", "name", "runtime")
+
+    def __init__(self, runtime: TeamRuntime, name: str) -> None:
+        self.runtime = runtime
+        self.name = name  # the supervisor's, for errors
+        self._ctx: ActorContext[Never, None] | None = None  # while a supervisor instance lives
+
+    def lend(self, ctx: ActorContext[Never, None] | None) -> None:
+        """The supervisor's context from its start to its stop; ``None`` after."""
+        self._ctx = ctx
+
+    async def spawn(self, message: SpawnRun) -> RunRef:
+        """The run's planner actor, spawned and started.
+
+        Raises:
+            ActorStopped: the team's supervisor has stopped (the team is stopping).
+        """
+        ctx = self._ctx
+        if ctx is None:
+            raise _stopped(self.name)
+        runtime, run_id, goal = self.runtime, message.run_id, message.goal
+        channel, span = message.channel, message.run_span
+        if message.budget != runtime.budget or message.concurrency != runtime.concurrency:
+            # capped by a parent's step allowance, or the caller's concurrency
+            runtime = dataclasses.replace(
+                runtime, budget=message.budget, concurrency=message.concurrency
+            )
+        # Waiting for each run's actor to start paces a burst of runs: spawning
+        # without the handshake (measured) let 1,000 runs start in one loop turn.
+        try:
+            return await ctx.spawn(
+                lambda: PlannerActor(runtime, run_id, goal, channel, span),
+                name=run_id,
+                capacity=1024,
+                restart=RestartPolicy(max_restarts=0),
+            )
+        except RuntimeError as exc:  # its task group closed before on_stop took the context back
+            raise _stopped(self.name) from exc
+
+
+def _stopped(name: str) -> ActorStopped:
+    return ActorStopped(f"actor {name!r} has stopped: the team is stopping, so no run can start")
+
+
+class Supervisor(Actor[Never, None]):
+    """The parent of every run's planner actor, so a crashed run fails alone and
+    its caller is told why. It takes no messages: callers spawn runs through the
+    ``RunSpawner`` it lends its context to."""
+
+    def __init__(self, spawner: RunSpawner, channels: Mapping[str, RunChannel]) -> None:
+        self._spawner = spawner
         # The live runs' channels; ``RunningTeam._open`` adds and removes them, so
         # the table is the size of the runs in progress wherever a caller cancels.
         self._channels = channels
 
-    async def receive(self, message: SpawnRun) -> RunRef:
-        match message:
-            case SpawnRun(run_id=run_id, goal=goal, channel=channel, run_span=span):
-                runtime = self._runtime
-                if message.budget != runtime.budget or message.concurrency != runtime.concurrency:
-                    # capped by a parent's step allowance, or the caller's concurrency
-                    runtime = dataclasses.replace(
-                        runtime, budget=message.budget, concurrency=message.concurrency
-                    )
-                # Waiting for each run's actor to start paces a burst of runs: spawning
-                # without the handshake (measured) let 1,000 runs start in one loop turn.
-                return await self.ctx.spawn(
-                    lambda: PlannerActor(runtime, run_id, goal, channel, span),
-                    name=run_id,
-                    capacity=1024,
-                    restart=RestartPolicy(max_restarts=0),
-                )
-            case _:
-                assert_never(message)
+    async def on_start(self) -> None:
+        self._spawner.lend(self.ctx)
+
+    async def on_stop(self) -> None:
+        self._spawner.lend(None)
+
+    async def receive(self, message: Never) -> None:
+        assert_never(message)
 
     async def on_child_failed(self, failure: ChildFailed) -> None:
         channel = self._channels.get(failure.child.name)
