@@ -32,7 +32,10 @@ Messages and replies:
   messages handled back to back, so a busy actor cannot starve the others.
   An actor that defines ``receive_now`` may take a ``send`` in the sender's
   task when it is idle with an empty mailbox (no wake-up of its own task);
-  workers use it to hand a step straight to a waiting runner.
+  workers use it to hand a step straight to a waiting runner. One that
+  defines ``receive_here`` may handle a ``send_here`` in the sender's task
+  even if the handler awaits (run with :func:`in_context` in the actor's own
+  context variables): a run's planner takes a step's report so.
 * Waiting (a mailbox's receiver, an ask's reply) is on a :class:`Wakeup`, not an
   ``anyio.Event`` per wait: ``system.new_wakeup()`` makes one for the running
   backend (a loop future on asyncio, a parked task on trio), and a task that
@@ -71,6 +74,7 @@ Supervision:
 """
 
 from regiment.actors._actor import Actor, ActorContext
+from regiment.actors._in_context import in_context
 from regiment.actors._messages import ChildFailed, DeadLetter, DeadLetterReason, Envelope
 from regiment.actors._policy import RestartPolicy
 from regiment.actors._propagation import ContextPropagator
@@ -90,5 +94,6 @@ __all__ = (
     "Envelope",
     "RestartPolicy",
     "Wakeup",
+    "in_context",
     "open_actor_system",
 )

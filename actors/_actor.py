@@ -67,6 +67,20 @@ class Actor(ABC, Generic[M, R]):
         """
         return False
 
+    def receive_here(self, envelope: Envelope[M, R]) -> Awaitable[None] | None:
+        """Handle a message sent with ``send_here`` in the sender's task, awaiting as it needs.
+
+        Like ``receive_now``, the runtime calls it (when a subclass defines it)
+        only for a message that finds the actor idle, after ``receive_now``
+        declined it. Return the handling, which the sender awaits at once, or
+        ``None`` to have the message queued. The handling must run as the
+        actor's own (its context variables, not the sender's), one at a time
+        with the actor's other handlers, and must not raise into the sender: a
+        failing handler fails the actor from a task of its own. Cancelling the
+        sender cancels the handling. Never called for an ``ask``.
+        """
+        return None
+
 
 @final
 class ActorContext(Generic[M, R]):

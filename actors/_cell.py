@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Generic, Never, TypeVar, cast
 
 import anyio
@@ -62,8 +62,9 @@ class Cell(Generic[M, R]):
         self.accepting = True
         self.started = False
         self.stopped = Stopped(system.new_wakeup, system.checkpoint)
-        # The instance whose receive_now() may take a sent message in the sender's
-        # task; set only while its loop waits for mail and it defines receive_now.
+        # The instance whose receive_now() or receive_here() may take a sent message
+        # in the sender's task; set only while its loop waits for mail and it
+        # defines one of them.
         self.inline: Actor[M, R] | None = None
 
     def child(
@@ -101,9 +102,25 @@ class Cell(Generic[M, R]):
             return False
         return inline.receive_now(envelope)
 
+    def deliver_here(self, envelope: Envelope[M, R]) -> Awaitable[None] | None:
+        """Queue ``envelope``, or have an idle actor take it in the sender's task:
+        then what handles it is returned, for the sender to await at once."""
+        inline = self.inline
+        if inline is not None and envelope.reply_to is None and self.mailbox.waiting:
+            if inline.receive_now(envelope):
+                return None
+            here = inline.receive_here(envelope)
+            if here is not None:
+                return here
+        self._queue_nowait(envelope)
+        return None
+
     def deliver_nowait(self, envelope: Envelope[M, R]) -> None:
         if self.inline is not None and self._taken_now(envelope):
             return
+        self._queue_nowait(envelope)
+
+    def _queue_nowait(self, envelope: Envelope[M, R]) -> None:
         try:
             self.mailbox.put_nowait(envelope)
         except anyio.WouldBlock:
@@ -153,7 +170,7 @@ class Cell(Generic[M, R]):
                     self._escalate(failure)
                     return
         finally:
-            self._retire(reason)
+            _retire(self, reason)
 
     async def _incarnate(self, status: TaskStatus[ActorRef[M, R]] | None) -> Exception | None:
         try:
@@ -209,7 +226,8 @@ class Cell(Generic[M, R]):
         One frame, not a loop inside a helper: every wake-up of the actor resumes
         each coroutine frame between its task and the mailbox's wait.
         """
-        if type(instance).receive_now is not Actor.receive_now:
+        kind = type(instance)
+        if kind.receive_now is not Actor.receive_now or kind.receive_here is not Actor.receive_here:
             self.inline = instance
         ctx = instance.ctx
         mailbox = self.mailbox
@@ -263,27 +281,28 @@ class Cell(Generic[M, R]):
         else:
             self.system.fail(_gave_up(self.name, self.window, self.accepting, failure))
 
-    def _retire(self, reason: DeadLetterReason) -> None:
-        """Refuse new mail, turn what is queued into dead letters, signal stopped."""
-        self.accepting = False
-        self.mailbox.close()
-        while True:
-            try:
-                envelope = self.mailbox.get_nowait()
-            except (anyio.WouldBlock, anyio.EndOfStream):
-                break
-            self.system.dead_letter(self.name, envelope, reason)
-            if envelope.reply_to is not None:
-                envelope.reply_to.fail(_stopped_error(self.name, envelope))
-        # What the factory and the parent link hold (for a run: its whole state) is
-        # let go now, and so is the ref: it points at the cell, so a cell keeping its
-        # ref would be a cycle left to the cyclic collector, whose passes over many
-        # finished actors stall the loop. A ref kept outside still works (it only
-        # needs the cell); nothing reads ``cell.ref`` once the actor has retired.
-        self.factory = _retired
-        self.parent = None
-        del self.ref
-        self.stopped.set()
+
+def _retire(cell: Cell[M, R], reason: DeadLetterReason) -> None:
+    """Refuse new mail, turn what is queued into dead letters, signal stopped."""
+    cell.accepting = False
+    cell.mailbox.close()
+    while True:
+        try:
+            envelope = cell.mailbox.get_nowait()
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            break
+        cell.system.dead_letter(cell.name, envelope, reason)
+        if envelope.reply_to is not None:
+            envelope.reply_to.fail(_stopped_error(cell.name, envelope))
+    # What the factory and the parent link hold (for a run: its whole state) is
+    # let go now, and so is the ref: it points at the cell, so a cell keeping its
+    # ref would be a cycle left to the cyclic collector, whose passes over many
+    # finished actors stall the loop. A ref kept outside still works (it only
+    # needs the cell); nothing reads ``cell.ref`` once the actor has retired.
+    cell.factory = _retired
+    cell.parent = None
+    del cell.ref
+    cell.stopped.set()
 
 
 async def _handle(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Generic, Never, TypeVar, final
 
@@ -79,6 +79,19 @@ class ActorRef(Generic[M_contra, R_co]):
             ActorStopped: the actor has stopped; the message became a dead letter.
         """
         self._cell.deliver_nowait(self._cell.system.envelope(message, headers, None))
+
+    def send_here(
+        self, message: M_contra, *, headers: Mapping[str, str] | None = None
+    ) -> Awaitable[None] | None:
+        """``send_nowait``, except that an idle actor that defines ``receive_here``
+        may handle ``message`` in the caller's task: then the handling is
+        returned, and must be awaited at once (the actor is busy until it ends).
+
+        Raises:
+            MailboxFull: the mailbox is at capacity (nothing was queued).
+            ActorStopped: the actor has stopped; the message became a dead letter.
+        """
+        return self._cell.deliver_here(self._cell.system.envelope(message, headers, None))
 
     async def ask(self, message: M_contra, *, timeout: float | None = None) -> R_co:  # noqa: ASYNC109
         """Send ``message`` and wait for the handler's return value.

@@ -12,7 +12,7 @@ import logging
 
 from regiment.hierarchy._messages import StepReport
 
-__all__ = ("budget_exhausted", "model_retry", "stale_report_dropped")
+__all__ = ("budget_exhausted", "model_retry", "stale_report_dropped", "turn_failed_late")
 
 _log = logging.getLogger("regiment.run")
 
@@ -46,4 +46,16 @@ def model_retry(run_id: str, purpose: str, agent: str, why: str) -> None:
         purpose,
         " ".join(why.split()),  # one line per record
         extra=_where(run_id, worker=agent),
+    )
+
+
+def turn_failed_late(run_id: str, message: str, error: Exception) -> None:
+    """A planner turn failed after the run's planner had stopped (ERROR, with the traceback)."""
+    _log.error(
+        "the run's planner failed handling %s after it had stopped: %s: %s",
+        message,
+        type(error).__name__,
+        error,
+        exc_info=error,
+        extra=_where(run_id),
     )

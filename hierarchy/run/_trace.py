@@ -24,8 +24,9 @@ class RunTrace:
         self.telemetry = telemetry
         self.span = run_span
         # Every span of the run's planner hangs off the run span explicitly: the
-        # ambient context of a handler is whichever message came in last.
-        self.headers = headers_for(run_span)
+        # ambient context of a handler is whichever message came in last. Not
+        # tracing, the run span is the invalid one: it has no headers to make.
+        self.headers = headers_for(run_span) if telemetry.tracing else {}
 
     def in_run(self) -> AbstractContextManager[None]:
         """Make the run span current (for spans the planner opens itself)."""

@@ -17,20 +17,26 @@ from one mailbox.
 
 A message sent to an idle planner can also be handled at once in the sender's
 task (``receive_now``), if the actor says it is cheap (``_handle_now``): the run's
-``StartRun``. That runs inside a copy of the context the actor's task had when
-it started, so context variables (the current actor, a log mark, the trace
-context of tasks it starts) stay the planner's, not the sender's.
+``StartRun``. A step's report, handed in with ``send_here`` by the worker's
+runner task, is handled in that task as a turn (``receive_here``): the
+planner's own task need not wake up for it (one hop fewer per step), and the
+runner, its report handled, often takes the very step the report readied.
+Both run inside the context the actor's task had when it started, so context
+variables (the current actor, a log mark, the trace context of tasks it
+starts) stay the planner's, not the sender's.
 """
 
 from __future__ import annotations
 
 import contextvars
 from collections import deque
+from collections.abc import Awaitable
 from typing import final
 
-from regiment.actors import Actor, Envelope, Wakeup
+from regiment.actors import Actor, Envelope, Wakeup, in_context
 from regiment.errors import RunError
 from regiment.hierarchy.run._book import RunBook
+from regiment.hierarchy.run._logs import turn_failed_late
 from regiment.hierarchy.run._messages import PlannerMessage
 
 __all__ = ("TakesTurns",)
@@ -91,6 +97,29 @@ class TakesTurns(Actor[PlannerMessage, None]):
             # own instead, as if its handler had raised (its supervisor is told).
             context.run(self.ctx.start_soon, _reraise, exc)
             return True
+        finally:
+            self._pass_turn()
+
+    def receive_here(self, envelope: Envelope[PlannerMessage, None]) -> Awaitable[None] | None:
+        context = self._context
+        if self._busy or context is None:
+            return None
+        return in_context(context, self._turn_here(envelope.message))
+
+    async def _turn_here(self, message: PlannerMessage) -> None:
+        """A turn in the sender's task (inside the actor's context, see ``receive_here``)."""
+        self._busy = True  # set here, not before: a handling never awaited holds no turn
+        try:
+            await self._handle(message)
+        except Exception as exc:
+            self._failed(message, exc)
+            try:  # the actor fails in a task of its own, never in the sender's
+                self.ctx.start_soon(_reraise, exc)
+            except RuntimeError:
+                # Its task group has closed: the run ended and its planner stopped
+                # while this turn still ran (a journal write, say). Nothing is left
+                # to fail; what the run's caller did not get is logged, not lost.
+                turn_failed_late(self._book.run_id, type(message).__name__, exc)
         finally:
             self._pass_turn()
 

@@ -7,7 +7,6 @@ queued, run on reused runner tasks, cancelled, timed out and reported is here.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 from abc import abstractmethod
 from collections import deque
@@ -17,10 +16,11 @@ from typing import assert_never
 import anyio
 from opentelemetry.util.types import AttributeValue
 
-from regiment.actors import Actor, ActorRef, Envelope
-from regiment.errors import ActorStopped, ConfigError, MailboxFull
+from regiment.actors import Actor, Envelope
+from regiment.errors import ConfigError
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
+from regiment.hierarchy.workers._hand_in import HandsIn, send_report
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._step_jobs import IdleRunners, Lane, StepJob, StepTimer
 from regiment.telemetry import Telemetry, error_type
@@ -31,7 +31,7 @@ __all__ = ("StepActor",)
 _StepKey = tuple[str, int, str, int]  # run id, plan version, step id, attempt
 
 
-class StepActor(Actor[WorkerMessage, None]):
+class StepActor(HandsIn, Actor[WorkerMessage, None]):
     """The step bookkeeping every assignee shares (a worker, a sub-team).
 
     Steps are keyed by (run, plan version, step, attempt), so a ``CancelStep``
@@ -72,6 +72,7 @@ class StepActor(Actor[WorkerMessage, None]):
         self._runners = 0
         self._queued: deque[StepJob] = deque()
         self._idle = IdleRunners()  # runners waiting for a step
+        self._taker = False  # a runner handing a report in takes the next step queued
         self._new_scope: type[anyio.CancelScope] | None = None
         self._timer = (
             None if step_timeout is None else StepTimer(step_timeout, self._jobs, self._watch)
@@ -100,7 +101,7 @@ class StepActor(Actor[WorkerMessage, None]):
             while self._queued:
                 job = self._queued.popleft()
                 self._jobs.pop(job.key, None)
-                await _send(
+                await send_report(
                     job.reply_to,
                     StepProgress().report(
                         job.assign, self._name, "cancelled", error="worker stopped"
@@ -111,7 +112,8 @@ class StepActor(Actor[WorkerMessage, None]):
         """A step sent while a runner waits goes straight to that runner: the
         actor's own task need not wake up to pass it on (one hop fewer a step)."""
         message = envelope.message
-        if type(message) is AssignStep and self._idle.parked and envelope.sender is not None:
+        ready = self._taker or self._idle.parked  # a runner takes it without a wake-up
+        if type(message) is AssignStep and ready and envelope.sender is not None:
             self._start(message, envelope)
             return True
         return False
@@ -124,7 +126,9 @@ class StepActor(Actor[WorkerMessage, None]):
         job = StepJob(assign, sender, envelope.headers)  # type: ignore[arg-type]
         self._jobs[job.key] = job
         self._queued.append(job)
-        if self._idle.parked:
+        if self._taker:  # a runner handing a report in takes it next (see _steps)
+            self._taker = False
+        elif self._idle.parked:
             self._idle.wake_one()
         elif self._max_runners is None or self._runners < self._max_runners:
             self._add_runner()
@@ -153,15 +157,18 @@ class StepActor(Actor[WorkerMessage, None]):
                 job = lane.job
                 if job is not None and job.report is not None:
                     with anyio.CancelScope(shield=True), anyio.move_on_after(1.0):
-                        await _send(job.reply_to, job.report)
+                        await send_report(job.reply_to, job.report)
                 raise
             job = lane.job
             if job is not None and job.report is not None:  # cut short: the scope caught it
                 await self._hand_in(job, job.report)
                 more = contextvars.copy_context() == context
         self._runners -= 1
-        if self._queued:  # it retired with steps still waiting: one takes its place
-            self._add_runner()
+        if self._queued:  # it retired with steps still waiting (one maybe left for it)
+            if self._idle.parked:
+                self._idle.wake_one()
+            else:  # a new runner, started from the context this one began with
+                context.run(self._add_runner)
 
     async def _steps(
         self, scope: anyio.CancelScope, lane: Lane, context: contextvars.Context
@@ -181,8 +188,13 @@ class StepActor(Actor[WorkerMessage, None]):
                 with anyio.CancelScope(shield=True):
                     await self._hand_in(job, report)
                 return contextvars.copy_context() == context
-            if not self._handed_in(job, report):  # the planner's mailbox is full: wait
-                await _send_waiting(job.reply_to, report)
+            # A step the report readies (often right here) is left for this runner.
+            self._taker = True
+            try:
+                if (handing := self._handing_in(job, report)) is not None:
+                    await handing
+            finally:
+                self._taker = False
             if contextvars.copy_context() != context:
                 return False  # the step changed a context variable: the next one gets a fresh task
             if self._queued:
@@ -230,16 +242,6 @@ class StepActor(Actor[WorkerMessage, None]):
             raise cut
         return report
 
-    async def _hand_in(self, job: StepJob, report: StepReport) -> None:
-        if not self._handed_in(job, report):
-            await _send_waiting(job.reply_to, report)
-
-    def _handed_in(self, job: StepJob, report: StepReport) -> bool:
-        """Hand a report in if there is room (no coroutine); False if it has yet to go."""
-        if self._telemetry.metrics is not None:
-            self._telemetry.metrics.step(self._name, report.status)
-        return _sent_now(job.reply_to, report)
-
     async def _outcome(self, job: StepJob) -> StepReport:
         assign = job.assign
         progress = StepProgress()
@@ -267,7 +269,7 @@ class StepActor(Actor[WorkerMessage, None]):
                 raise
             # The worker itself is stopping: still tell the planner, then stop.
             with anyio.CancelScope(shield=True), anyio.move_on_after(1.0):
-                await _send(
+                await send_report(
                     job.reply_to,
                     progress.report(assign, self._name, "cancelled", error="worker stopped"),
                 )
@@ -279,29 +281,6 @@ class StepActor(Actor[WorkerMessage, None]):
     def _watch(self, first_deadline: float) -> None:
         assert self._timer is not None
         self.ctx.start_soon(self._timer.watch, first_deadline, name=f"{self._name} timeouts")
-
-
-async def _send(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:
-    if not _sent_now(reply_to, report):
-        await _send_waiting(reply_to, report)
-
-
-async def _send_waiting(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:
-    """Send ``report`` once the mailbox has room (``_sent_now`` found it full)."""
-    with contextlib.suppress(ActorStopped):  # the run has ended meanwhile
-        await reply_to.send(report)
-
-
-def _sent_now(reply_to: ActorRef[StepReport, object], report: StepReport) -> bool:
-    """Send ``report`` if there is room (the usual case: no checkpoint); False if
-    the mailbox is full and it has yet to go."""
-    try:
-        reply_to.send_nowait(report)
-    except MailboxFull:
-        return False
-    except ActorStopped:
-        pass  # the run has ended; nobody waits for this report
-    return True
 
 
 def _cut(jobs: Mapping[_StepKey, StepJob], cancel: CancelStep) -> None:

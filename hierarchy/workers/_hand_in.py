@@ -1,0 +1,76 @@
+"""How a step's report goes back to the planner that assigned the step.
+
+The usual way (:meth:`HandsIn._handing_in`) is ``send_here``: an idle planner
+handles the report in the runner's own task, as a turn of its own (see the
+planner's ``TakesTurns``), so the planner's task need not wake for it; a busy
+one gets it queued. A full mailbox makes the runner wait for room; a planner
+that has stopped (its run has ended) needs the report no more.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable
+
+from regiment.actors import ActorRef
+from regiment.errors import ActorStopped, MailboxFull
+from regiment.hierarchy._messages import StepReport
+from regiment.hierarchy.workers._step_jobs import StepJob
+from regiment.telemetry import Telemetry
+
+__all__ = ("HandsIn", "send_report")
+
+
+class HandsIn:
+    """Mixed into ``StepActor``: a step's report handed in, counted in the metrics."""
+
+    _name: str
+    _telemetry: Telemetry
+
+    async def _hand_in(self, job: StepJob, report: StepReport) -> None:
+        if not self._handed_in(job, report):
+            await _send_waiting(job.reply_to, report)
+
+    def _handed_in(self, job: StepJob, report: StepReport) -> bool:
+        """Hand a report in if there is room (no coroutine); False if it has yet to go."""
+        self._count(report)
+        return _sent_now(job.reply_to, report)
+
+    def _handing_in(self, job: StepJob, report: StepReport) -> Awaitable[None] | None:
+        """Hand a report in: ``None`` once queued; what to await if the idle planner
+        handles it in this task, or if its mailbox is full (a wait for room)."""
+        self._count(report)
+        try:
+            return job.reply_to.send_here(report)
+        except MailboxFull:
+            return _send_waiting(job.reply_to, report)
+        except ActorStopped:
+            return None  # the run has ended; nobody waits for this report
+
+    def _count(self, report: StepReport) -> None:
+        if self._telemetry.metrics is not None:
+            self._telemetry.metrics.step(self._name, report.status)
+
+
+async def send_report(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:
+    """Queue ``report`` for its planner, waiting for room if its mailbox is full."""
+    if not _sent_now(reply_to, report):
+        await _send_waiting(reply_to, report)
+
+
+async def _send_waiting(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:
+    """Send ``report`` once the mailbox has room (``_sent_now`` found it full)."""
+    with contextlib.suppress(ActorStopped):  # the run has ended meanwhile
+        await reply_to.send(report)
+
+
+def _sent_now(reply_to: ActorRef[StepReport, object], report: StepReport) -> bool:
+    """Send ``report`` if there is room (the usual case: no checkpoint); False if
+    the mailbox is full and it has yet to go."""
+    try:
+        reply_to.send_nowait(report)
+    except MailboxFull:
+        return False
+    except ActorStopped:
+        pass  # the run has ended; nobody waits for this report
+    return True
