@@ -22,7 +22,7 @@ from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
 from regiment.hierarchy.workers._hand_in import HandsIn, send_report
 from regiment.hierarchy.workers._loop import StepProgress
-from regiment.hierarchy.workers._step_jobs import IdleRunners, Lane, StepJob, StepTimer
+from regiment.hierarchy.workers._step_jobs import HOLD, IdleRunners, Lane, StepJob, StepTimer
 from regiment.telemetry import Telemetry, error_type
 from regiment.telemetry import semconv as sc
 
@@ -148,7 +148,7 @@ class StepActor(HandsIn, Actor[WorkerMessage, None]):
             # The backend's class, found once (anyio.CancelScope() looks it up each call).
             scope = self._new_scope() if self._new_scope is not None else anyio.CancelScope()
             self._new_scope = type(scope)
-            lane = Lane(wakeup)
+            lane = Lane(wakeup, self.ctx.system.loop_time())
             try:
                 with scope:
                     more = await self._steps(scope, lane, context)
@@ -178,6 +178,7 @@ class StepActor(HandsIn, Actor[WorkerMessage, None]):
             if not self._queued:
                 if not await self._idle.park(lane.wakeup):
                     return False  # enough runners wait already; a burst's extra ones end
+                lane.since = self.ctx.system.loop_time()
                 continue
             lane.job = job = self._queued.popleft()
             job.scope = scope
@@ -197,11 +198,10 @@ class StepActor(HandsIn, Actor[WorkerMessage, None]):
                 self._taker = False
             if contextvars.copy_context() != context:
                 return False  # the step changed a context variable: the next one gets a fresh task
-            if self._queued:
-                # Let other tasks run between steps taken back to back: a step that
-                # never waits (an instant model) must not hold the event loop. The
-                # system's checkpoint: anyio's looks the backend up on every call.
+            if self._queued and self.ctx.system.loop_time() - lane.since >= HOLD:
+                # steps that never wait (an instant model) let others run now and then
                 await self.ctx.system.checkpoint()
+                lane.since = self.ctx.system.loop_time()
 
     async def _run_step(self, job: StepJob) -> StepReport:
         assign = job.assign

@@ -13,10 +13,15 @@ from regiment.actors import ActorRef, Wakeup
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy.workers._loop import StepProgress
 
-__all__ = ("IDLE_RUNNERS", "IdleRunners", "Lane", "StepJob", "StepTimer")
+__all__ = ("HOLD", "IDLE_RUNNERS", "IdleRunners", "Lane", "StepJob", "StepTimer")
 
 # Runners a worker keeps parked between steps; beyond that a runner with no step ends.
 IDLE_RUNNERS = 128
+# The longest a runner taking steps back to back holds the event loop, in seconds.
+# A step that waits (a real model call) lets other tasks run anyway; steps that
+# never wait (an instant model) yield once a millisecond, not after every step
+# (a checkpoint per step cost a loop turn, ~6 us of a 35 us step).
+HOLD = 0.001
 
 
 class StepJob:
@@ -61,14 +66,16 @@ class StepJob:
 
 
 class Lane:
-    """One runner: the step it runs in its current cancel scope, if any, and
-    what wakes it while it waits for a step (reused for all its waits)."""
+    """One runner: the step it runs in its current cancel scope, if any, what
+    wakes it while it waits for a step (reused for all its waits), and when it
+    last let other tasks run (on the loop's clock)."""
 
-    __slots__ = ("job", "wakeup")
+    __slots__ = ("job", "since", "wakeup")
 
-    def __init__(self, wakeup: Wakeup) -> None:
+    def __init__(self, wakeup: Wakeup, since: float) -> None:
         self.job: StepJob | None = None
         self.wakeup = wakeup
+        self.since = since
 
 
 class IdleRunners:
