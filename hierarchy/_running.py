@@ -45,6 +45,7 @@ from regiment.hierarchy.events import Event
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._guarding import role_guards
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal
+from regiment.hierarchy.run._lender import Lender
 from regiment.hierarchy.run._messages import StartRun
 from regiment.hierarchy.run._resume import Opened, finished, open_channel, reopened
 from regiment.hierarchy.run._trace import record_run_end
@@ -241,8 +242,10 @@ class RunningTeam(DecidesApprovals):
                 # JournalError: the run is refused, nothing started. The journal keeps the
                 # root span's trace context, so a resume continues the run's trace.
                 trace = tel.headers_for(span).get("traceparent") if tel.tracing else None
+                # run() and resume() wait for the end and lend their task meanwhile
+                lender = None if streaming or parent else Lender(self._spawner.new_wakeup())
                 channel, events = await open_channel(
-                    self, (run_id, goal, session), deps, resumed, streaming, trace
+                    self, (run_id, goal, session), deps, resumed, streaming, trace, lender
                 )
                 self._channels[run_id] = channel
                 ref: RunRef | None = None
@@ -342,6 +345,6 @@ async def _spawn_team(
                 assert_never(worker)
         refs[worker.name] = await system.spawn(factory, name=name, capacity=256)
     runtime = runtime_of(team, specs, refs, telemetry, guards)
-    spawner = RunSpawner(runtime, f"{base}/planner")
+    spawner = RunSpawner(runtime, f"{base}/planner", system.new_wakeup)
     await system.spawn(lambda: Supervisor(spawner, channels), name=spawner.name)
     return RunningTeam(team, spawner, telemetry, channels, desk)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Never, assert_never, final
 
@@ -14,7 +14,7 @@ import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream
 from opentelemetry.trace import Span
 
-from regiment.actors import Actor, ActorContext, ActorRef, ChildFailed, RestartPolicy
+from regiment.actors import Actor, ActorContext, ActorRef, ChildFailed, RestartPolicy, Wakeup
 from regiment.errors import ActorStopped, RunError
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._messages import StepAllowance
@@ -53,11 +53,12 @@ class RunSpawner:
     child joins the supervisor's task group and escalates to it all the same.
     """
 
-    __slots__ = ("_ctx", "name", "runtime")
+    __slots__ = ("_ctx", "name", "new_wakeup", "runtime")
 
-    def __init__(self, runtime: TeamRuntime, name: str) -> None:
+    def __init__(self, runtime: TeamRuntime, name: str, new_wakeup: Callable[[], Wakeup]) -> None:
         self.runtime = runtime
         self.name = name  # the supervisor's, for errors
+        self.new_wakeup = new_wakeup  # the actor system's (a run's caller waits on one)
         self._ctx: ActorContext[Never, None] | None = None  # while a supervisor instance lives
 
     def lend(self, ctx: ActorContext[Never, None] | None) -> None:

@@ -108,7 +108,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor):
         self._book = RunBook(run_id, goal, team, channel, trace, dispatcher)
         self._guards = RunGuards(*team.outcome_guards, trace, goal, GuardLog())
         self._calls = PhaseCalls(
-            team, trace, run_id, self._journal.replayed, channel, self._guards.log
+            team, trace, run_id, self._journal.replayed, channel, self._guards.log, channel.lender
         )
         self._verifier = Verifier(team.checks, trace)
         self._prompting = Prompting(team, goal, run_id, channel.history)
@@ -119,8 +119,6 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor):
         self._book.apply(change)
         if self._journal is not UNJOURNALED:  # without a journal: no hook call at all
             self._journal.note(change, self._book.channel.result)
-
-    # -- routing -------------------------------------------------------------
 
     async def _handle(self, message: PlannerMessage) -> None:
         match message:
@@ -150,6 +148,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor):
         return True
 
     async def on_stop(self) -> None:
+        self._calls.stop()  # a call in flight in the caller's task (a Lender's) ends too
         if not self._book.channel.done:  # the team is stopping under a live run
             error = "the run's planner stopped before the run finished (the team stopped)"
             self._record(RunAborted(RunCancelled(error)))  # the run's journal.close() writes it

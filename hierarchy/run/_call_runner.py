@@ -17,34 +17,46 @@ while it is queued or running, so no reference cycle outlives a call.
 
 A task that a call left with a context variable changed is not reused: the next
 call gets a fresh task, started from the context the old one began with.
+
+A run whose caller waits in ``run()`` lends that task to the calls instead
+(``Lender``): no task is started for them at all. A call runs there in a copy
+of the planner's context variables, so nothing it sets outlives it.
 """
 
 from __future__ import annotations
 
 import contextvars
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import final
+from collections.abc import Callable, Coroutine
+from typing import Any, final
 
-from regiment.actors import ActorContext
+from regiment.actors import ActorContext, in_context
+from regiment.hierarchy.run._lender import Lender
 from regiment.hierarchy.run._messages import PlannerMessage
+from regiment.hierarchy.run._own_task import fail_in_own_task
 
 __all__ = ("CallRunner",)
 
-Job = Callable[[], Awaitable[None]]
+Job = Callable[[], Coroutine[Any, Any, None]]
 
 
 @final
 class CallRunner:
-    """Runs the calls handed to it, one at a time, in order, in a task of the planner's."""
+    """Runs the calls handed to it, one at a time, in order: in a task of the
+    planner's, or in the run's caller's task while it waits (``Lender``)."""
 
-    __slots__ = ("_closed", "_ctx", "_later", "_next", "_running")
+    __slots__ = ("_closed", "_context", "_ctx", "_later", "_lender", "_next", "_running")
 
-    def __init__(self, ctx: ActorContext[PlannerMessage, None]) -> None:
+    def __init__(
+        self, ctx: ActorContext[PlannerMessage, None], lender: Lender | None = None
+    ) -> None:
         self._ctx = ctx
+        # The planner's context variables: made inside one of its turns (see TakesTurns).
+        self._context = contextvars.copy_context()
+        self._lender = lender
         self._next: Job | None = None  # the next call (one is the usual most)
         self._later: deque[Job] | None = None  # calls queued behind it, if ever
-        self._running = False  # its task is alive
+        self._running = False  # a task, or the lender, runs the calls
         self._closed = False
 
     def submit(self, job: Job) -> None:
@@ -58,12 +70,38 @@ class CallRunner:
                 self._later = deque()
             self._later.append(job)
         if not self._running:
-            self._start()
+            self._running = True
+            if self._lender is None or not self._lender.serve(self):
+                self._start()
 
     def close(self) -> None:
         """The run has ended: drop what is queued (the call in hand finishes)."""
         self._closed = True
         self._next = self._later = None
+
+    async def run_lent(self) -> None:
+        """Run the queued calls in the lender's task, each as the planner's own."""
+        try:
+            while (job := self._take()) is not None:
+                try:
+                    await in_context(self._context.copy(), job())
+                except Exception as exc:  # the planner fails, never its caller
+                    fail_in_own_task(self._ctx, "a model call's reply", exc)
+                del job  # what it hands its result to is not held between calls
+        finally:
+            self._running = False
+            if self._next is not None:  # the caller was cancelled with calls still queued
+                self.take_back()
+
+    def take_back(self) -> None:
+        """Calls handed to a lender that will not run them: a task of the planner's does."""
+        self._running = False
+        if self._closed or self._next is None:
+            return
+        try:
+            self._context.run(self._start)  # the task starts from the planner's context
+        except RuntimeError:
+            self.close()  # the planner has stopped: nothing it asked for is wanted now
 
     def _start(self) -> None:
         self._running = True

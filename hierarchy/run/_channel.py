@@ -17,6 +17,7 @@ from regiment.hierarchy.events import Event
 
 if TYPE_CHECKING:
     from regiment.hierarchy.run._journaling import RunJournal
+    from regiment.hierarchy.run._lender import Lender
     from regiment.hierarchy.workers._journal_calls import RunCalls
 
 __all__ = ("RunChannel",)
@@ -38,32 +39,32 @@ class RunChannel:
     calls: RunCalls | None = None  # what the workers' tool loops see of the run
     history: str = ""  # the session's earlier runs, for the planner's first request
     clock: RunClock = field(default_factory=RunClock)  # the wall-clock budget, held by approvals
-    # Set by close() when nobody reads the events (run()): waiting on it is cheaper
-    # than a receive on the stream that only ends.
-    ended: anyio.Event | None = None
+    # The caller of run(), waiting for the end (woken by close()) and running the
+    # planner's model calls meanwhile; None when the caller reads the events.
+    lender: Lender | None = None
 
     @classmethod
-    def open(cls, *, streaming: bool) -> tuple[RunChannel, MemoryObjectReceiveStream[Event]]:
+    def open(
+        cls, *, streaming: bool, lender: Lender | None = None
+    ) -> tuple[RunChannel, MemoryObjectReceiveStream[Event]]:
         """A channel and the stream its events arrive on.
 
         Args:
             streaming: whether anyone reads the events as they happen; when not
                 (``run()``), nothing is sent and the stream only closes at the end.
+            lender: the waiting caller of ``run()``, if that is who waits.
         """
         # Unbounded: the planner must never block on a slow reader of events.
         send, receive = anyio.create_memory_object_stream[Event](math.inf)
-        channel = cls(send, streaming=streaming)
-        if not streaming:
-            channel.ended = anyio.Event()
-        return channel, receive
+        return cls(send, streaming=streaming, lender=lender), receive
 
     def close(self, event: Event) -> None:
         """Deliver the run's last event and close the stream."""
         self.emit(event)
         self.done = True
         self.send.close()
-        if self.ended is not None:
-            self.ended.set()
+        if self.lender is not None:
+            self.lender.wake()
 
     def live(self, event: Event) -> None:
         """Deliver a live event (a text delta, a tool call starting or ending):

@@ -14,6 +14,7 @@ from regiment.hierarchy._replay import Replay
 from regiment.hierarchy.events import Event
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, config_hash, owner_name
+from regiment.hierarchy.run._lender import Lender
 from regiment.hierarchy.run._session import session_context
 from regiment.hierarchy.workers._journal_calls import RunCalls
 from regiment.journal import Journal, RunCreated, RunFinished, RunResumed
@@ -36,6 +37,7 @@ async def open_channel(
     resumed: RunJournal | None,
     streaming: bool,
     trace: str | None = None,
+    lender: Lender | None = None,
 ) -> Opened:
     """A run's channel (``run``: id, goal, session), journaled when the team has a journal
     (a new run is recorded durably, leased for the team's ``lease_ttl``; ``trace``: the
@@ -59,7 +61,7 @@ async def open_channel(
             trace=trace,
             team_file=running.team_file,
         )
-    channel, events = RunChannel.open(streaming=streaming)
+    channel, events = RunChannel.open(streaming=streaming, lender=lender)
     if session is not None and journal is not None:
         channel.history = await session_context(journal, team, session, run_id)
     channel.calls = RunCalls(run_id, deps) if deps is not None else None
@@ -154,8 +156,8 @@ def _same_config(created: RunCreated, team: Team) -> None:
 async def finished(opened: AbstractAsyncContextManager[Opened]) -> RunResult:
     """Wait for a run's end (``opened`` sends no events); its result, or raise its error."""
     async with opened as (channel, events):
-        if channel.ended is not None:
-            await channel.ended.wait()
+        if channel.lender is not None:  # runs the planner's model calls while it waits
+            await channel.lender.wait_end(channel)
         else:
             async for _ in events:  # nothing is sent: this waits for the run's end
                 pass

@@ -36,8 +36,8 @@ from typing import final
 from regiment.actors import Actor, Envelope, Wakeup, in_context
 from regiment.errors import RunError
 from regiment.hierarchy.run._book import RunBook
-from regiment.hierarchy.run._logs import turn_failed_late
 from regiment.hierarchy.run._messages import PlannerMessage
+from regiment.hierarchy.run._own_task import fail_in_own_task, reraise
 
 __all__ = ("TakesTurns",)
 
@@ -95,7 +95,7 @@ class TakesTurns(Actor[PlannerMessage, None]):
             context.run(self._failed, message, exc)
             # It must not raise into the sender: the actor fails from a task of its
             # own instead, as if its handler had raised (its supervisor is told).
-            context.run(self.ctx.start_soon, _reraise, exc)
+            context.run(self.ctx.start_soon, reraise, exc)
             return True
         finally:
             self._pass_turn()
@@ -113,13 +113,7 @@ class TakesTurns(Actor[PlannerMessage, None]):
             await self._handle(message)
         except Exception as exc:
             self._failed(message, exc)
-            try:  # the actor fails in a task of its own, never in the sender's
-                self.ctx.start_soon(_reraise, exc)
-            except RuntimeError:
-                # Its task group has closed: the run ended and its planner stopped
-                # while this turn still ran (a journal write, say). Nothing is left
-                # to fail; what the run's caller did not get is logged, not lost.
-                turn_failed_late(self._book.run_id, type(message).__name__, exc)
+            fail_in_own_task(self.ctx, type(message).__name__, exc)
         finally:
             self._pass_turn()
 
@@ -164,10 +158,6 @@ class _Waiter:
     def __init__(self, wakeup: Wakeup) -> None:
         self.wakeup = wakeup
         self.handed = False
-
-
-async def _reraise(exc: Exception) -> None:
-    raise exc
 
 
 def _handler_failed(message: PlannerMessage, exc: Exception) -> RunError:
