@@ -19,7 +19,7 @@ _STEPS = 200
 
 
 def _chain(n: int) -> str:
-    steps = [{"id": "s1", "description": "step 1"}]
+    steps: list[dict[str, object]] = [{"id": "s1", "description": "step 1"}]
     steps += [
         {"id": f"s{i}", "description": f"step {i}", "depends_on": [f"s{i - 1}"]}
         for i in range(2, n + 1)
