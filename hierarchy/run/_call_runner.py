@@ -89,9 +89,7 @@ class CallRunner:
                     fail_in_own_task(self._ctx, "a model call's reply", exc)
                 del job  # what it hands its result to is not held between calls
         finally:
-            self._running = False
-            if self._next is not None:  # the caller was cancelled with calls still queued
-                self.take_back()
+            self.take_back()  # the caller was cancelled with calls still queued, if any
 
     def take_back(self) -> None:
         """Calls handed to a lender that will not run them: a task of the planner's does."""

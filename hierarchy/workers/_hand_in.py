@@ -28,13 +28,9 @@ class HandsIn:
     _telemetry: Telemetry
 
     async def _hand_in(self, job: StepJob, report: StepReport) -> None:
-        if not self._handed_in(job, report):
-            await _send_waiting(job.reply_to, report)
-
-    def _handed_in(self, job: StepJob, report: StepReport) -> bool:
-        """Hand a report in if there is room (no coroutine); False if it has yet to go."""
+        """Hand a report in through the planner's mailbox (a step cut short)."""
         self._count(report)
-        return _sent_now(job.reply_to, report)
+        await send_report(job.reply_to, report)
 
     def _handing_in(self, job: StepJob, report: StepReport) -> Awaitable[None] | None:
         """Hand a report in: ``None`` once queued; what to await if the idle planner

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from regiment.actors import Actor, open_actor_system
+from regiment.actors import Actor, ActorSystem, open_actor_system
 from regiment.actors._ref import current_actor
 from regiment.hierarchy.events import RunFailed
 from regiment.hierarchy.run._call_runner import CallRunner
@@ -163,6 +163,14 @@ async def test_a_call_holds_what_it_hands_its_result_to_only_while_it_runs() -> 
 # -- a run's caller lends its task (Lender) -----------------------------------------------
 
 
+def _lent_channel(system: ActorSystem) -> tuple[RunChannel, Lender]:
+    """A run's channel whose caller (the test) lends its task, as ``run()`` makes it."""
+    lender = Lender(system.new_wakeup())
+    channel, events = RunChannel.open(streaming=False, lender=lender)
+    events.close()  # run() reads no events
+    return channel, lender
+
+
 def _over(channel: RunChannel) -> None:
     channel.close(RunFailed(run_id="r", error_type="RunError", message="the test is over"))
 
@@ -172,11 +180,9 @@ async def test_a_waiting_caller_runs_the_calls_in_its_own_task_as_the_planners()
     host = Host()
     async with open_actor_system() as system:
         await system.spawn(lambda: host, name="planner")
-        channel, events = RunChannel.open(streaming=False, lender=Lender(system.new_wakeup()))
-        events.close()  # run() reads no events
-        assert channel.lender is not None
+        channel, lender = _lent_channel(system)
         # Made in one of the planner's turns, as PhaseCalls makes it: in its context.
-        runner = host.context.run(CallRunner, host.ctx, channel.lender)
+        runner = host.context.run(CallRunner, host.ctx, lender)
 
         def job(name: str, then: str | None = None) -> Callable[[], Coroutine[Any, Any, None]]:
             async def run() -> None:
@@ -194,7 +200,7 @@ async def test_a_waiting_caller_runs_the_calls_in_its_own_task_as_the_planners()
         # Asked for as the run starts, before its caller waits: handed over all the same.
         runner.submit(job("plan", then="synthesis"))
         me = anyio.get_current_task().id
-        await channel.lender.wait_end(channel)
+        await lender.wait_end(channel)
         assert anyio.get_current_task().id == me
     # Both ran here, one after the other, no task of their own; each as the planner
     # (the sender of what it sends), in a fresh copy of the planner's context.
@@ -208,10 +214,8 @@ async def test_a_caller_cancelled_mid_call_hands_the_queued_calls_back_to_a_task
     host = Host()
     async with open_actor_system() as system:
         await system.spawn(lambda: host, name="planner")
-        channel, events = RunChannel.open(streaming=False, lender=Lender(system.new_wakeup()))
-        events.close()  # run() reads no events
-        assert channel.lender is not None
-        runner = CallRunner(host.ctx, channel.lender)
+        channel, lender = _lent_channel(system)
+        runner = CallRunner(host.ctx, lender)
 
         async def slow() -> None:
             started.set()
@@ -230,7 +234,7 @@ async def test_a_caller_cancelled_mid_call_hands_the_queued_calls_back_to_a_task
 
             async def wait() -> None:
                 with caller:
-                    await channel.lender.wait_end(channel)  # type: ignore[union-attr]
+                    await lender.wait_end(channel)
 
             tg.start_soon(wait, name="the caller")
             await started.wait()
@@ -250,10 +254,8 @@ async def test_a_lent_call_that_raises_fails_the_planner_not_its_caller() -> Non
 
     async with open_actor_system() as system:
         await system.spawn(host, name="planner")  # restarted after a failure
-        channel, events = RunChannel.open(streaming=False, lender=Lender(system.new_wakeup()))
-        events.close()  # run() reads no events
-        assert channel.lender is not None
-        runner = CallRunner(made[0].ctx, channel.lender)
+        channel, lender = _lent_channel(system)
+        runner = CallRunner(made[0].ctx, lender)
 
         async def broken() -> None:
             raise ValueError("a bug in a reply's handler")
@@ -263,6 +265,6 @@ async def test_a_lent_call_that_raises_fails_the_planner_not_its_caller() -> Non
 
         runner.submit(broken)
         runner.submit(then_over)
-        await channel.lender.wait_end(channel)  # does not raise
+        await lender.wait_end(channel)  # does not raise
         await anyio.wait_all_tasks_blocked()
     assert len(made) == 2  # the planner failed (in a task of its own) and was restarted
