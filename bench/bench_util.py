@@ -5,6 +5,7 @@ Standard library and anyio only, so the peers' benchmark modules can use them to
 
 from __future__ import annotations
 
+import gc
 import json
 import resource
 import statistics
@@ -64,10 +65,14 @@ def peak_rss_mb() -> float:
 
 @dataclass
 class LagProbe:
-    """Lateness of a periodic ticker, in seconds per tick (what it measured)."""
+    """Lateness of a periodic ticker, in seconds per tick (what it measured), and
+    the garbage collector's full (generation 2) collections meanwhile, in seconds
+    each: a full collection holds the loop for as long as it takes, whoever made
+    the garbage, and with ~100 ticks one of them is enough to set the p99."""
 
     period: float
     lags: list[float] = field(default_factory=list)
+    full_collections: list[float] = field(default_factory=list)
 
     def p99_ms(self) -> float:
         """99th percentile lag in milliseconds (0 without ticks)."""
@@ -90,12 +95,27 @@ async def lag_probe(period: float = 0.010) -> AsyncIterator[LagProbe]:
             probe.lags.append(max(0.0, now - deadline))
             deadline = now + period
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(tick)
-        try:
-            yield probe
-        finally:
-            tg.cancel_scope.cancel()
+    began = 0.0
+
+    def collecting(phase: str, info: Mapping[str, int]) -> None:
+        nonlocal began
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            began = time.perf_counter()
+        else:
+            probe.full_collections.append(time.perf_counter() - began)
+
+    gc.callbacks.append(collecting)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(tick)
+            try:
+                yield probe
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        gc.callbacks.remove(collecting)
 
 
 def emit(figures: Mapping[str, float | str]) -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import importlib
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 
 import anyio
 import regiment_cases as rc
@@ -26,6 +27,7 @@ from bench_util import (
     SEQ_RUNS,
     SEQ_STEPS,
     TOOL_RUNS,
+    LagProbe,
     emit,
     lag_probe,
     median,
@@ -127,29 +129,42 @@ def scale(traced: bool = False) -> Figures:
 
     spawns: list[float] = []
 
-    async def measure(per_turn: int | None) -> tuple[list[float], float]:
-        async with lag_probe(0.010) as probe:
-            times = await rc.scale_runs(
-                SCALE_RUNS,
-                SCALE_STEPS,
-                telemetry,
-                repeats=SCALE_REPEATS,
-                spawns=None if per_turn else spawns,
-                per_turn=per_turn,
-            )
-        return times, probe.p99_ms()
+    async def measure(per_turn: int | None) -> tuple[list[float], LagProbe]:
+        probes: list[LagProbe] = []
 
-    times, lag_ms = anyio.run(measure, None)
+        @asynccontextmanager
+        async def watch() -> AsyncIterator[None]:
+            async with lag_probe(0.010) as probe:
+                probes.append(probe)
+                yield
+
+        times = await rc.scale_runs(
+            SCALE_RUNS,
+            SCALE_STEPS,
+            telemetry,
+            repeats=SCALE_REPEATS,
+            spawns=None if per_turn else spawns,
+            per_turn=per_turn,
+            watch=watch,
+        )
+        return times, probes[0]
+
+    times, probe = anyio.run(measure, None)
     peak = peak_rss_mb()
-    _, arriving_lag_ms = anyio.run(measure, ARRIVING_PER_TURN)
+    _, arriving = anyio.run(measure, ARRIVING_PER_TURN)
     return {
         "runs_per_s": SCALE_RUNS / median(times),
         "peak_rss_mb": peak,
-        "lag_p99_ms": lag_ms,
+        "lag_p99_ms": probe.p99_ms(),
         # the bench's own 1,000 start_soon calls, one loop turn: the lag probe's floor
         "spawn_turn_ms": median(spawns) * 1000,
         # the same burst, its callers arriving ARRIVING_PER_TURN per loop turn
-        "arriving_lag_p99_ms": arriving_lag_ms,
+        "arriving_lag_p99_ms": arriving.p99_ms(),
+        # the garbage collector's full collections during the bursts (both ways of
+        # arriving): each holds the loop as long as it takes
+        "full_collections": len(probe.full_collections) + len(arriving.full_collections),
+        "full_collection_max_ms": max(probe.full_collections + arriving.full_collections, default=0)
+        * 1000,
     }
 
 

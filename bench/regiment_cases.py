@@ -13,6 +13,7 @@ import functools
 import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import assert_never
 
 import anyio
@@ -217,14 +218,19 @@ async def scale_runs(
     repeats: int = 1,
     spawns: list[float] | None = None,
     per_turn: int | None = None,
+    watch: Callable[[], AbstractAsyncContextManager[object]] = nullcontext,
 ) -> list[float]:
     """Seconds for ``concurrent`` runs of a ``steps``-step sequential plan, all at once,
     ``repeats`` times on one started team (after a warm-up run); ``spawns`` and
-    ``per_turn`` as for :func:`all_at_once`."""
+    ``per_turn`` as for :func:`all_at_once`. ``watch()`` is entered around the
+    bursts alone (a loop-lag probe), not the team's start and warm-up."""
     team = sequential_team(steps, concurrency=8, telemetry=telemetry, recorded=False)
     async with team.start() as running:
         await running.run("warm up")
-        return [await all_at_once(running, concurrent, spawns, per_turn) for _ in range(repeats)]
+        async with watch():
+            return [
+                await all_at_once(running, concurrent, spawns, per_turn) for _ in range(repeats)
+            ]
 
 
 async def all_at_once(

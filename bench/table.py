@@ -224,6 +224,10 @@ class Table:
                  "anyio", ours.get("spawn_turn_ms"), "ms"),
             Line("5", "loop lag p99, the 1,000 callers arriving 100 per loop turn", "regiment",
                  ours.get("arriving_lag_p99_ms"), "ms"),
+            Line("5", "full garbage collections during those bursts (count)", "CPython",
+                 ours.get("full_collections"), ""),
+            Line("5", "the longest of them: the loop held as long (ms)", "CPython",
+                 ours.get("full_collection_max_ms"), "ms"),
         )  # fmt: skip
         return ours
 
