@@ -8,6 +8,7 @@ next one's figures.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 import time
@@ -129,14 +130,20 @@ def scale(traced: bool = False) -> Figures:
 
     spawns: list[float] = []
 
-    async def measure(per_turn: int | None) -> tuple[list[float], LagProbe]:
+    async def measure(per_turn: int | None, frozen: bool) -> tuple[list[float], LagProbe]:
         probes: list[LagProbe] = []
 
         @asynccontextmanager
         async def watch() -> AsyncIterator[None]:
-            async with lag_probe(0.010) as probe:
-                probes.append(probe)
-                yield
+            if frozen:  # what `regiment serve` does once started (serve/_serve.py)
+                gc.collect()
+                gc.freeze()
+            try:
+                async with lag_probe(0.010) as probe:
+                    probes.append(probe)
+                    yield
+            finally:
+                gc.unfreeze()
 
         times = await rc.scale_runs(
             SCALE_RUNS,
@@ -149,9 +156,10 @@ def scale(traced: bool = False) -> Figures:
         )
         return times, probes[0]
 
-    times, probe = anyio.run(measure, None)
+    times, probe = anyio.run(measure, None, False)
     peak = peak_rss_mb()
-    _, arriving = anyio.run(measure, ARRIVING_PER_TURN)
+    _, arriving = anyio.run(measure, ARRIVING_PER_TURN, False)
+    _, frozen = anyio.run(measure, ARRIVING_PER_TURN, True)
     return {
         "runs_per_s": SCALE_RUNS / median(times),
         "peak_rss_mb": peak,
@@ -165,6 +173,10 @@ def scale(traced: bool = False) -> Figures:
         "full_collections": len(probe.full_collections) + len(arriving.full_collections),
         "full_collection_max_ms": max(probe.full_collections + arriving.full_collections, default=0)
         * 1000,
+        # arriving again, the heap frozen before the bursts (gc.freeze(), as a served
+        # team's is): full collections skip the modules and the started team
+        "frozen_arriving_lag_p99_ms": frozen.p99_ms(),
+        "frozen_full_collection_max_ms": max(frozen.full_collections, default=0) * 1000,
     }
 
 

@@ -228,6 +228,10 @@ class Table:
                  ours.get("full_collections"), ""),
             Line("5", "the longest of them: the loop held as long (ms)", "CPython",
                  ours.get("full_collection_max_ms"), "ms"),
+            Line("5", "loop lag p99, arriving 100 per turn, heap frozen as `regiment serve` does",
+                 "regiment", ours.get("frozen_arriving_lag_p99_ms"), "ms"),
+            Line("5", "the longest full collection then (ms)", "CPython",
+                 ours.get("frozen_full_collection_max_ms"), "ms"),
         )  # fmt: skip
         return ours
 

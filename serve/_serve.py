@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Protocol, TextIO
 
 import anyio
@@ -62,7 +64,7 @@ async def serve_command(
     server = uvicorn.Server(config)
     # INFO by default (a service's log), DEBUG with -vv; uvicorn's own records too.
     level = level_for(options.verbose, default=logging.INFO)
-    with logging_to(stderr, level, ("regiment", "uvicorn", *SDK_LOGGERS)):
+    with logging_to(stderr, level, ("regiment", "uvicorn", *SDK_LOGGERS)), frozen_heap():
         async with anyio.create_task_group() as tg:
             if stop is not None:
 
@@ -74,3 +76,25 @@ async def serve_command(
             await server.serve()
             tg.cancel_scope.cancel()
     return 0
+
+
+@contextlib.contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Keep the start-up heap (the modules, the team, the app) out of the garbage
+    collector's full collections while serving, unless someone froze it already.
+
+    A full collection walks every tracked object and holds the event loop while
+    it does: with the imports' ~45k objects and a burst of 1,000 runs, 21-47 ms
+    a collection in bench row 5, 3-5 ms with that heap frozen (``gc.freeze()``).
+    It is collected once first, so no garbage is frozen for good; on the way out
+    the heap is thawed, for a caller that serves in its own process and goes on.
+    """
+    if gc.get_freeze_count():  # the embedding application manages it
+        yield
+        return
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import socket
 import sys
@@ -61,8 +62,11 @@ async def test_serve_runs_the_team_file_with_the_token_from_the_environment() ->
                 await run_async(argv, stdout=out, stderr=err, environ=environ, interrupt=stop) == 0
             )
 
+        assert gc.get_freeze_count() == 0
         tg.start_soon(serve)
         await err.ready.wait()
+        # the start-up heap is kept out of full collections while serving
+        assert gc.get_freeze_count() > 0
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as c:
             assert (await c.get("/health")).json() == {"status": "ok"}
             assert (await c.get("/runs")).status_code == 401
@@ -70,6 +74,20 @@ async def test_serve_runs_the_team_file_with_the_token_from_the_environment() ->
             done = await c.post("/runs?wait=true", json={"goal": GOAL}, headers=auth)
             assert done.json()["status"] == "completed"
         stop.set()
+    assert gc.get_freeze_count() == 0  # thawed on the way out
     log = err.getvalue()
     run_id = done.json()["run_id"]
     assert f"regiment.serve: run started [run_id={run_id}]" in log
+
+
+async def test_a_heap_the_application_froze_is_left_to_it() -> None:
+    from regiment.serve._serve import frozen_heap
+
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with frozen_heap():
+            assert gc.get_freeze_count() == frozen  # not collected and frozen again
+        assert gc.get_freeze_count() == frozen  # nor thawed: it is the application's
+    finally:
+        gc.unfreeze()
