@@ -84,12 +84,16 @@ def plan_reply(steps: int, *, sequential: bool) -> str:
     )
 
 
-def _brain(plan: str, delay: float) -> Callable[[ModelRequest], Awaitable[ModelResponse]]:
+def _brain(
+    plan: str, delay: float, on_call: Callable[[], object] | None = None
+) -> Callable[[ModelRequest], Awaitable[ModelResponse]]:
     planned = text_response(plan, usage=_USAGE, model=_MODEL)
     worked = text_response("done", usage=_USAGE, model=_MODEL)
     answered = text_response("answer", usage=_USAGE, model=_MODEL)
 
     async def reply(request: ModelRequest) -> ModelResponse:
+        if on_call is not None:
+            on_call()
         if request.role == "worker":
             if delay:
                 await anyio.sleep(delay)
@@ -133,12 +137,14 @@ def sequential_team(
     concurrency: int = 100,
     telemetry: Telemetry | None = None,
     recorded: bool = True,
+    on_call: Callable[[], object] | None = None,
 ) -> Team:
     """One planner and one worker; the plan has ``steps`` steps; each worker step is one model call.
 
     ``recorded=False``: the model keeps no record of its requests (see ``_Unrecorded``).
+    ``on_call``: called at each model call (the plan, each step's, the synthesis).
     """
-    brain = _brain(plan_reply(steps, sequential=sequential), delay)
+    brain = _brain(plan_reply(steps, sequential=sequential), delay, on_call)
     model: Model = ScriptedModel(brain, name=_MODEL) if recorded else _Unrecorded(brain)
     worker = Worker(
         name="w",

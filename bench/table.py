@@ -242,6 +242,11 @@ class Table:
         floor = None if span is None or spans is None else span * spans
         own = None if None in (traced, off, floor) else traced - off - floor  # type: ignore[operator]
         share = None if own is None or not floor else 100 * own / floor
+        in_steps = both.get("sdk_spans_in_steps_us")
+        own_in_steps = None if None in (traced, off, in_steps) else traced - off - in_steps  # type: ignore[operator]
+        share_in_steps = (
+            None if own_in_steps is None or not in_steps else 100 * own_in_steps / in_steps
+        )
         self.add(
             Line("6", "row 2 per step, tracing off (µs)", "regiment", off, "µs", "1.00x"),
             Line("6", "row 2 per step, tracing on (µs)", "regiment", traced, "µs",
@@ -251,6 +256,10 @@ class Table:
             Line("6", "tracing: regiment's own cost above the SDK floor (% of the floor)",
                  "regiment", share, "%", "",
                  verdict(share is not None and share <= 25, "≤ 25%")),
+            Line("6", "floor 2: as many bare SDK spans made inside row 2's steps, per step (µs)",
+                 "OpenTelemetry SDK", in_steps, "µs"),
+            Line("6", "tracing: regiment's own cost above floor 2 (% of floor 2)",
+                 "regiment", share_in_steps, "%"),
         )  # fmt: skip
         traced_scale = self.case("regiment", "scale.traced")
         runs, runs_off = traced_scale.get("runs_per_s"), scale.get("runs_per_s")
