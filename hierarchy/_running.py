@@ -42,7 +42,7 @@ from regiment.hierarchy._team_actors import (
     worker_actor,
 )
 from regiment.hierarchy.events import Event
-from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.run._channel import RunChannel, RunEvents
 from regiment.hierarchy.run._guarding import role_guards
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal
 from regiment.hierarchy.run._lender import Lender
@@ -177,7 +177,7 @@ class RunningTeam(DecidesApprovals):
     ) -> AsyncIterator[AsyncIterator[Event]]:
         """:meth:`resume`, yielding the run's events from its start, as :meth:`stream` does."""
         async with reopened(self, run_id, deps=deps, force=force, streaming=True) as (_, events):
-            yield events
+            yield RunEvents(events)
 
     @asynccontextmanager
     async def stream(
@@ -199,7 +199,7 @@ class RunningTeam(DecidesApprovals):
             goal, allowance, streaming=True, concurrency=concurrency, session=session, deps=deps
         )
         async with opened as (_channel, events):
-            yield events
+            yield RunEvents(events)
 
     def _open_for_step(
         self, goal: str, allowance: StepAllowance, parent: StepAt

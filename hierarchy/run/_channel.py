@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from regiment.errors import RunError
@@ -20,7 +21,10 @@ if TYPE_CHECKING:
     from regiment.hierarchy.run._lender import Lender
     from regiment.hierarchy.workers._journal_calls import RunCalls
 
-__all__ = ("RunChannel",)
+__all__ = ("RunChannel", "RunEvents")
+
+# Events a reader takes back to back, while more are waiting, before it yields once.
+_STREAK = 64
 
 
 @dataclass(slots=True)
@@ -82,3 +86,42 @@ class RunChannel:
                 self.send.send_nowait(event)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 pass
+
+
+class RunEvents:
+    """A run's events as its reader takes them (what ``stream()`` yields).
+
+    An event already waiting is taken without a loop turn: the memory stream's
+    own ``receive()`` yields to the event loop before every item, a turn per
+    event for a reader the planner had already sent several to. A cancelled
+    reader still stops at its next event, and one that keeps finding events
+    waiting yields every ``_STREAK`` of them, so it never holds the loop long.
+    """
+
+    __slots__ = ("_receive", "_streak")
+
+    def __init__(self, receive: MemoryObjectReceiveStream[Event]) -> None:
+        self._receive = receive
+        self._streak = 0
+
+    def __aiter__(self) -> RunEvents:
+        return self
+
+    async def __anext__(self) -> Event:
+        receive = self._receive
+        if self._streak < _STREAK:
+            await anyio.lowlevel.checkpoint_if_cancelled()
+            try:
+                event = receive.receive_nowait()
+            except anyio.WouldBlock:
+                pass
+            except anyio.EndOfStream:
+                raise StopAsyncIteration from None
+            else:
+                self._streak += 1
+                return event
+        self._streak = 0
+        try:
+            return await receive.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None

@@ -1,0 +1,91 @@
+"""What ``stream()`` yields (``RunEvents``): the events in order, those already
+waiting taken without a loop turn each, a yield every ``_STREAK`` of them, and a
+cancelled reader stopped at its next event even when more are waiting."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import anyio
+import pytest
+
+from regiment.hierarchy.events import Event, TextDelta
+from regiment.hierarchy.run._channel import _STREAK, RunEvents
+
+pytestmark = pytest.mark.anyio
+
+
+@contextmanager
+def _waiting(count: int, *, closed: bool = True) -> Iterator[RunEvents]:
+    """``count`` events already sent (and the sending end closed, if ``closed``)."""
+    send, receive = anyio.create_memory_object_stream[Event](math.inf)
+    with send, receive:
+        for index in range(count):
+            send.send_nowait(TextDelta(run_id="run-1", role="worker", text=str(index)))
+        if closed:
+            send.close()
+        yield RunEvents(receive)
+
+
+def _text(event: Event) -> str:
+    assert isinstance(event, TextDelta)
+    return event.text
+
+
+async def test_every_event_arrives_in_order_and_the_stream_ends() -> None:
+    with _waiting(3 * _STREAK + 5) as events:
+        assert [_text(e) async for e in events] == [str(i) for i in range(3 * _STREAK + 5)]
+        with pytest.raises(StopAsyncIteration):
+            await events.__anext__()
+
+
+async def test_waiting_events_are_taken_without_a_loop_turn_each_but_not_all_at_once() -> None:
+    count = 8 * _STREAK
+    turns = 0
+    seen_at: list[int] = []  # the other task's turns when each event was taken
+
+    async def other_task() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(other_task)
+        await anyio.lowlevel.checkpoint()
+        with _waiting(count) as events:
+            async for _ in events:
+                seen_at.append(turns)
+        tg.cancel_scope.cancel()
+    yielded = len(set(seen_at)) - 1  # times the other task ran while the reader read
+    assert yielded < count // 2  # a loop turn per event would give ~count
+    # yet it ran now and then (every _STREAK events; trio's batches may merge two)
+    assert yielded >= 2
+
+
+async def test_a_cancelled_reader_stops_at_its_next_event_though_more_are_waiting() -> None:
+    with _waiting(10, closed=False) as events:
+        assert _text(await events.__anext__()) == "0"
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await events.__anext__()
+            pytest.fail("a cancelled reader took an event")
+        assert scope.cancelled_caught
+        assert _text(await events.__anext__()) == "1"  # nothing was lost to the cancel
+
+
+async def test_a_reader_waits_for_an_event_not_yet_sent() -> None:
+    send, receive = anyio.create_memory_object_stream[Event](math.inf)
+    events = RunEvents(receive)
+    with send, receive:
+        async with anyio.create_task_group() as tg:
+
+            async def later() -> None:
+                await anyio.sleep(0.01)
+                send.send_nowait(TextDelta(run_id="run-1", role="worker", text="late"))
+                send.close()
+
+            tg.start_soon(later)
+            assert [_text(e) async for e in events] == ["late"]
