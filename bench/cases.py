@@ -186,7 +186,7 @@ def scale(traced: bool = False) -> Figures:
     times, probe = anyio.run(measure, None, False)
     peak = peak_rss_mb()
     _, arriving = anyio.run(measure, ARRIVING_PER_TURN, False)
-    _, frozen = anyio.run(measure, ARRIVING_PER_TURN, True)
+    frozen_times, frozen = anyio.run(measure, ARRIVING_PER_TURN, True)
     return {
         "runs_per_s": SCALE_RUNS / median(times),
         "peak_rss_mb": peak,
@@ -203,6 +203,7 @@ def scale(traced: bool = False) -> Figures:
         # arriving again, the heap frozen before the bursts (gc.freeze(), as a served
         # team's is): full collections skip the modules and the started team
         "frozen_arriving_lag_p99_ms": frozen.p99_ms(),
+        "frozen_arriving_runs_per_s": SCALE_RUNS / median(frozen_times),
         "frozen_full_collection_max_ms": max(frozen.full_collections, default=0) * 1000,
     }
 

@@ -232,6 +232,8 @@ class Table:
                  "regiment", ours.get("frozen_arriving_lag_p99_ms"), "ms"),
             Line("5", "the longest full collection then (ms)", "CPython",
                  ours.get("frozen_full_collection_max_ms"), "ms"),
+            Line("5", "throughput, arriving 100 per turn, heap frozen", "regiment",
+                 ours.get("frozen_arriving_runs_per_s"), "runs/s"),
         )  # fmt: skip
         return ours
 
