@@ -200,7 +200,8 @@ class Cell(Generic[M, R]):
                     # not cheap (it formats the current task's repr).
                     tg.cancel_scope.cancel()
         finally:
-            if started:
+            # The default on_stop does nothing: no shielded scope to enter for it.
+            if started and type(instance).on_stop is not Actor.on_stop:
                 with self.system.new_cancel_scope(shield=True):
                     await self._stop_instance(instance)
         return failure or incarnation.failure
