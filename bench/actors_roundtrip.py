@@ -4,7 +4,10 @@ Run with ``.venv/bin/python bench/actors_roundtrip.py`` (``--profile`` adds a
 cProfile of the regiment ask loop). Each figure is the median over REPEATS runs
 of ASKS sequential round trips, in microseconds per round trip.
 ``--instructions`` counts a regiment ask in CPU instructions under callgrind
-instead (exact, whatever the machine's load), on asyncio and trio.
+instead (exact, whatever the machine's load), on asyncio and trio, and also
+what spawning an actor and stopping it costs (every run spawns and stops its
+planner actor: this is that part of a run's cost, for an actor with no
+``on_start`` or ``on_stop``).
 """
 
 from __future__ import annotations
@@ -114,6 +117,14 @@ async def regiment_asks(asks: int) -> None:
             await ref.ask(i)
 
 
+async def regiment_spawns(spawns: int) -> None:
+    """``spawns`` actors spawned and stopped one after another, after a warm-up."""
+    async with open_actor_system() as system:
+        for _ in range(20 + spawns):
+            ref = await system.spawn(Echo, name="echo", capacity=MAILBOX)
+            await ref.stop()
+
+
 def _instructions() -> None:
     from callgrind_count import instructions_per_unit
 
@@ -121,6 +132,10 @@ def _instructions() -> None:
     for backend in ("asyncio", "trio"):
         per_ask = instructions_per_unit([__file__, "--child", backend], 1_000, 6_000)
         print(f"  {backend:8s} {per_ask / 1000:7.1f} k")
+    print("regiment actor spawned and stopped, callgrind (instructions each)")
+    for backend in ("asyncio", "trio"):
+        per_spawn = instructions_per_unit([__file__, "--spawns", backend], 10, 60)
+        print(f"  {backend:8s} {per_spawn / 1000:7.1f} k")
 
 
 def profile_regiment() -> None:
@@ -136,6 +151,9 @@ def main() -> None:
     """Run the three round trips on asyncio (and the anyio ones on trio) and print ratios."""
     if sys.argv[1:2] == ["--child"]:
         anyio.run(regiment_asks, int(sys.argv[3]), backend=sys.argv[2])
+        return
+    if sys.argv[1:2] == ["--spawns"]:
+        anyio.run(regiment_spawns, int(sys.argv[3]), backend=sys.argv[2])
         return
     if "--instructions" in sys.argv:
         _instructions()
