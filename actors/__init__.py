@@ -36,6 +36,11 @@ Messages and replies:
   defines ``receive_here`` may handle a ``send_here`` in the sender's task
   even if the handler awaits (run with :func:`in_context` in the actor's own
   context variables): a run's planner takes a step's report so.
+* ``ctx.spawn_dormant(...)`` starts such an actor in the spawner's task with no
+  task of its own: its task starts only when a message has to be queued, it
+  starts a helper task or it stops itself; stopped before that, ``on_stop``
+  runs in the stopper's task. A run's planner is spawned so (its ``on_start``
+  must not await, and it cannot spawn children).
 * Waiting (a mailbox's receiver, an ask's reply) is on a :class:`Wakeup`, not an
   ``anyio.Event`` per wait: ``system.new_wakeup()`` makes one for the running
   backend (a loop future on asyncio, a parked task on trio), and a task that

@@ -139,3 +139,27 @@ class ActorContext(Generic[M, R]):
         its policy reaches this actor's ``on_child_failed``.
         """
         return await self._incarnation.spawn(factory, name=name, capacity=capacity, restart=restart)
+
+    def spawn_dormant(
+        self,
+        factory: Callable[[], Actor[CM, CR]],
+        *,
+        name: str,
+        capacity: int = 64,
+        restart: RestartPolicy = RestartPolicy(),  # noqa: B008 - frozen, safe to share
+    ) -> ActorRef[CM, CR]:
+        """Start a child actor here, in this task, with no task of its own until it needs one.
+
+        For an actor that takes its mail in its senders' tasks (``receive_now``,
+        ``receive_here``): its task starts the first time a message has to be
+        queued, it starts a helper task or it stops itself; stopped before that,
+        its ``on_stop`` runs in the stopper's task. Its ``on_start`` must finish
+        without awaiting, and it cannot spawn children. Supervised as ``spawn``'s.
+
+        Raises:
+            ActorFailed: its factory or ``on_start`` raised.
+            ConfigError: its ``on_start`` awaited, or this actor is itself dormant.
+        """
+        return self._incarnation.spawn_dormant(
+            factory, name=name, capacity=capacity, restart=restart
+        )

@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Generic, Never, TypeVar, cast
+from typing import TYPE_CHECKING, Generic, TypeVar, cast
 
 import anyio
 import anyio.lowlevel
 from anyio.abc import TaskStatus
 
 from regiment.actors._actor import Actor, ActorContext
+from regiment.actors._dormant import (
+    Sleeper,
+    start_dormant,
+    stop_dormant,
+    stop_dormant_children,
+    wake_dormant,
+)
 from regiment.actors._incarnation import Incarnation
 from regiment.actors._mailbox import Mailbox
 from regiment.actors._messages import ChildFailed, DeadLetterReason, Envelope
 from regiment.actors._policy import RestartPolicy, RestartWindow
 from regiment.actors._ref import ActorRef, current_actor
+from regiment.actors._retire import retire, stop_instance, stopped_error
 from regiment.actors._stopped import Stopped
 from regiment.errors import ActorFailed, ActorStopped, ConfigError, MailboxFull
 
@@ -29,10 +37,6 @@ CM = TypeVar("CM")
 CR = TypeVar("CR")
 
 _FAIRNESS = 64  # messages handled back to back before the loop yields once
-
-
-def _retired() -> Never:
-    raise ActorStopped("a retired actor cannot make a new instance")
 
 
 class Cell(Generic[M, R]):
@@ -62,9 +66,10 @@ class Cell(Generic[M, R]):
         self.accepting = True
         self.started = False
         self.stopped = Stopped(system.new_wakeup, system.checkpoint)
+        self.sleeper: Sleeper[M, R] | None = None  # while it is dormant (see _dormant)
         # The instance whose receive_now() or receive_here() may take a sent message
-        # in the sender's task; set only while its loop waits for mail and it
-        # defines one of them.
+        # in the sender's task; set only while its loop waits for mail (or it is
+        # dormant) and it defines one of them.
         self.inline: Actor[M, R] | None = None
 
     def child(
@@ -94,11 +99,13 @@ class Cell(Generic[M, R]):
                 self.refuse(envelope)
         except anyio.ClosedResourceError:
             self.refuse(envelope)
+        if self.sleeper is not None:  # queued mail needs the actor's task
+            wake_dormant(self)
 
     def _taken_now(self, envelope: Envelope[M, R]) -> bool:
         """An idle actor with nothing queued takes a sent message in the sender's task."""
         inline = self.inline
-        if inline is None or envelope.reply_to is not None or not self.mailbox.waiting:
+        if inline is None or envelope.reply_to is not None or not self.idle:
             return False
         return inline.receive_now(envelope)
 
@@ -106,7 +113,7 @@ class Cell(Generic[M, R]):
         """Queue ``envelope``, or have an idle actor take it in the sender's task:
         then what handles it is returned, for the sender to await at once."""
         inline = self.inline
-        if inline is not None and envelope.reply_to is None and self.mailbox.waiting:
+        if inline is not None and envelope.reply_to is None and self.idle:
             if inline.receive_now(envelope):
                 return None
             here = inline.receive_here(envelope)
@@ -130,6 +137,15 @@ class Cell(Generic[M, R]):
             ) from None
         except anyio.ClosedResourceError:
             self.refuse(envelope)
+        if self.sleeper is not None:  # queued mail needs the actor's task
+            wake_dormant(self)
+
+    @property
+    def idle(self) -> bool:
+        """Its task waits for mail with none queued, or it has no task yet (dormant):
+        a sent message may be taken in the sender's task. Not a dormant actor once
+        the system closes: mail then queues, and the task it starts ends at once."""
+        return self.mailbox.waiting or (self.sleeper is not None and not self.system.closing)
 
     def refuse(self, envelope: Envelope[M, R]) -> None:
         self.system.dead_letter(self.name, envelope, "stopped")
@@ -146,18 +162,37 @@ class Cell(Generic[M, R]):
         """Unblock a loop waiting for mail so it notices a child's escalation."""
         self.mailbox.wake()
 
+    def start_dormant(self, host: Incarnation[object, object]) -> None:
+        """Start the actor here, with no task until it needs one (``_dormant``)."""
+        start_dormant(self, host)
+
+    def wake_task(self) -> None:
+        """A dormant actor needs its task now: start it (in its parent's task group)."""
+        wake_dormant(self)
+
+    async def stop_without_task(self) -> None:
+        """Stop a dormant actor: ``on_stop`` in this task, then retire."""
+        await stop_dormant(self)
+
     # -- the actor's task -------------------------------------------------
 
     async def run(
-        self, *, task_status: TaskStatus[ActorRef[M, R]] = anyio.TASK_STATUS_IGNORED
+        self,
+        *,
+        task_status: TaskStatus[ActorRef[M, R]] = anyio.TASK_STATUS_IGNORED,
+        first: tuple[Actor[M, R], Incarnation[M, R]] | None = None,
     ) -> None:
-        """The actor's task: incarnations until a graceful end, escalation or cancellation."""
+        """The actor's task: incarnations until a graceful end, escalation or cancellation.
+
+        ``first``: a dormant actor's instance, already started (see ``_dormant``).
+        """
         current_actor.set(cast("ActorRef[object, object]", self.ref))
         reason: DeadLetterReason = "cancelled"
         status: TaskStatus[ActorRef[M, R]] | None = task_status
         try:
             while True:
-                failure = await self._incarnate(status)
+                failure = await _incarnate(self, status, first)
+                first = None
                 if failure is None:
                     return
                 if not self.started:
@@ -170,41 +205,7 @@ class Cell(Generic[M, R]):
                     self._escalate(failure)
                     return
         finally:
-            _retire(self, reason)
-
-    async def _incarnate(self, status: TaskStatus[ActorRef[M, R]] | None) -> Exception | None:
-        try:
-            instance = self.factory()
-        except Exception as exc:
-            return exc
-        failure: Exception | None = None
-        started = False
-        try:
-            async with self.system.new_task_group() as tg:
-                incarnation = Incarnation(self, tg)
-                ctx = ActorContext(incarnation, self.ref, self.system)
-                instance.ctx = ctx
-                try:
-                    if type(instance).on_start is not Actor.on_start:  # the default does nothing
-                        await instance.on_start()
-                except Exception as exc:
-                    failure = exc
-                else:
-                    started = True
-                    if status is not None:
-                        self.started = True
-                        status.started(self.ref)
-                    failure = await self._live(instance, incarnation)
-                if failure is not None or not incarnation.idle:
-                    # Skipped when there is nothing to cancel: anyio's cancel() is
-                    # not cheap (it formats the current task's repr).
-                    tg.cancel_scope.cancel()
-        finally:
-            # The default on_stop does nothing: no shielded scope to enter for it.
-            if started and type(instance).on_stop is not Actor.on_stop:
-                with self.system.new_cancel_scope(shield=True):
-                    await self._stop_instance(instance)
-        return failure or incarnation.failure
+            retire(self, reason)
 
     async def _live(
         self, instance: Actor[M, R], incarnation: Incarnation[M, R]
@@ -266,14 +267,6 @@ class Cell(Generic[M, R]):
         finally:
             self.inline = None
 
-    async def _stop_instance(self, instance: Actor[M, R]) -> None:
-        try:
-            await instance.on_stop()
-        except Exception as exc:
-            error = ActorFailed(f"actor {self.name!r} raised in on_stop (on_stop must not raise)")
-            error.__cause__ = exc
-            self.system.fail(error)
-
     def _escalate(self, failure: Exception) -> None:
         if self.parent is not None:
             self.parent(
@@ -283,27 +276,61 @@ class Cell(Generic[M, R]):
             self.system.fail(_gave_up(self.name, self.window, self.accepting, failure))
 
 
-def _retire(cell: Cell[M, R], reason: DeadLetterReason) -> None:
-    """Refuse new mail, turn what is queued into dead letters, signal stopped."""
-    cell.accepting = False
-    cell.mailbox.close()
-    while True:
+async def _incarnate(
+    cell: Cell[M, R],
+    status: TaskStatus[ActorRef[M, R]] | None,
+    first: tuple[Actor[M, R], Incarnation[M, R]] | None,
+) -> Exception | None:
+    """One instance's life: made (or a dormant actor's, woken), started, living in
+    its task group until its mailbox ends or it fails, stopped; its failure, if any."""
+    if first is None:
         try:
-            envelope = cell.mailbox.get_nowait()
-        except (anyio.WouldBlock, anyio.EndOfStream):
-            break
-        cell.system.dead_letter(cell.name, envelope, reason)
-        if envelope.reply_to is not None:
-            envelope.reply_to.fail(_stopped_error(cell.name, envelope))
-    # What the factory and the parent link hold (for a run: its whole state) is
-    # let go now, and so is the ref: it points at the cell, so a cell keeping its
-    # ref would be a cycle left to the cyclic collector, whose passes over many
-    # finished actors stall the loop. A ref kept outside still works (it only
-    # needs the cell); nothing reads ``cell.ref`` once the actor has retired.
-    cell.factory = _retired
-    cell.parent = None
-    del cell.ref
-    cell.stopped.set()
+            instance = cell.factory()
+        except Exception as exc:
+            return exc
+    else:
+        instance = first[0]
+    failure: Exception | None = None
+    started = first is not None
+    incarnation = Incarnation(cell, None) if first is None else first[1]
+    try:
+        async with cell.system.new_task_group() as tg:
+            incarnation.bind(tg)  # the helper tasks a dormant actor asked for start
+            try:
+                if first is None:
+                    instance.ctx = ActorContext(incarnation, cell.ref, cell.system)
+                    if type(instance).on_start is not Actor.on_start:  # the default does nothing
+                        try:
+                            await instance.on_start()
+                        except Exception as exc:
+                            failure = exc
+                    started = failure is None
+                    if started and status is not None:
+                        cell.started = True
+                        status.started(cell.ref)
+                else:
+                    # Woken under a cancelled parent (the team stopping): end as a
+                    # task that had waited all along would, before taking any mail.
+                    await anyio.lowlevel.checkpoint_if_cancelled()
+                if failure is None:
+                    failure = await cell._live(instance, incarnation)
+            finally:
+                # The body is done and the group only waits for its tasks now:
+                # a dormant child's task must not start in it (trio refuses).
+                incarnation.ended = True
+            if failure is not None or not incarnation.idle:
+                # Skipped when there is nothing to cancel: anyio's cancel() is
+                # not cheap (it formats the current task's repr).
+                tg.cancel_scope.cancel()
+    finally:
+        if incarnation.children and incarnation.has_dormant_children():
+            with cell.system.new_cancel_scope(shield=True):
+                await stop_dormant_children(incarnation)
+        # The default on_stop does nothing: no shielded scope to enter for it.
+        if started and type(instance).on_stop is not Actor.on_stop:
+            with cell.system.new_cancel_scope(shield=True):
+                await stop_instance(cell, instance)
+    return failure or incarnation.failure
 
 
 async def _handle(
@@ -326,7 +353,7 @@ async def _handle(
     except BaseException:
         # cancelled mid-handler: the asker must not wait forever
         if slot is not None:
-            slot.fail(_stopped_error(cell.name, envelope))
+            slot.fail(stopped_error(cell.name, envelope))
         raise
     finally:
         ctx.envelope_or_none = None
@@ -345,12 +372,6 @@ async def _handle_signals(
         except Exception as exc:
             return exc
     return None
-
-
-def _stopped_error(name: str, envelope: Envelope[M, R]) -> ActorStopped:
-    return ActorStopped(
-        f"actor {name!r} stopped before answering {type(envelope.message).__name__}"
-    )
 
 
 def _gave_up(name: str, window: RestartWindow, accepting: bool, failure: Exception) -> ActorFailed:

@@ -10,6 +10,7 @@ from anyio.abc import TaskGroup
 
 from regiment.actors._messages import ChildFailed
 from regiment.actors._policy import RestartPolicy
+from regiment.errors import ConfigError
 
 if TYPE_CHECKING:
     from regiment.actors._actor import Actor
@@ -23,14 +24,18 @@ R = TypeVar("R")
 CM = TypeVar("CM")
 CR = TypeVar("CR")
 Ts = TypeVarTuple("Ts")
+_Helper = tuple[Callable[..., Awaitable[object]], tuple[object, ...], str]  # fn, args, name
 
 
 class Incarnation(Generic[M, R]):
     """One instance's lifetime: owns its helper tasks and child actors."""
 
-    def __init__(self, cell: Cell[M, R], tg: TaskGroup) -> None:
+    def __init__(self, cell: Cell[M, R], tg: TaskGroup | None) -> None:
         self.cell = cell
-        self.tg = tg
+        self.tg = tg  # None while the actor is dormant (no task of its own yet)
+        self.ended = False  # its body is done: no task may start in its task group now
+        # Helper tasks a dormant actor asked for: started once its task is up.
+        self._pending: list[_Helper] | None = None
         self.children: list[Cell[object, object]] = []
         self.signals: deque[ChildFailed] = deque()
         self.failure: Exception | None = None
@@ -40,8 +45,27 @@ class Incarnation(Generic[M, R]):
     def start_soon(
         self, fn: Callable[[*Ts], Awaitable[object]], *args: *Ts, name: str | None
     ) -> None:
-        self.tg.start_soon(self._guarded, fn, args, name=name or f"{self.cell.name} task")
+        name = name or f"{self.cell.name} task"
+        if self.tg is None:  # dormant: the actor's task starts, then starts this one
+            if self._pending is None:
+                self._pending = []
+            self._pending.append((fn, args, name))
+            self.helpers += 1
+            self.cell.wake_task()
+            return
+        self.tg.start_soon(self._guarded, fn, args, name=name)
         self.helpers += 1
+
+    def bind(self, tg: TaskGroup) -> None:
+        """A dormant actor's task has started, in ``tg``: the helpers it asked for start."""
+        self.tg = tg
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            for fn, args, name in pending:
+                tg.start_soon(self._guarded, fn, args, name=name)
+
+    def has_dormant_children(self) -> bool:
+        return any(child.sleeper is not None for child in self.children)
 
     async def _guarded(self, fn: Callable[[*Ts], Awaitable[object]], args: tuple[*Ts]) -> None:
         try:
@@ -60,7 +84,8 @@ class Incarnation(Generic[M, R]):
         """A helper task failed: the instance fails (first error wins)."""
         if self.failure is None:
             self.failure = error
-        self.tg.cancel_scope.cancel()
+        if self.tg is not None:  # a helper runs only once there is one
+            self.tg.cancel_scope.cancel()
 
     async def spawn(
         self,
@@ -70,6 +95,43 @@ class Incarnation(Generic[M, R]):
         capacity: int,
         restart: RestartPolicy,
     ) -> ActorRef[CM, CR]:
+        tg = self._host(name)
+        child = self._adopt(factory, name, capacity, restart)
+        return cast("ActorRef[CM, CR]", await tg.start(child.run, name=f"actor {name}"))
+
+    def spawn_dormant(
+        self,
+        factory: Callable[[], Actor[CM, CR]],
+        *,
+        name: str,
+        capacity: int,
+        restart: RestartPolicy,
+    ) -> ActorRef[CM, CR]:
+        """A child started here with no task of its own until it needs one (``_dormant``)."""
+        self._host(name)
+        child = self._adopt(factory, name, capacity, restart)
+        try:
+            child.start_dormant(cast("Incarnation[object, object]", self))
+        except BaseException:
+            self.children.remove(cast("Cell[object, object]", child))
+            raise
+        return child.ref
+
+    def _host(self, name: str) -> TaskGroup:
+        if self.tg is None:
+            raise ConfigError(
+                f"actor {self.cell.name!r} is dormant (spawned with spawn_dormant) and cannot "
+                f"spawn a child ({name!r}): spawn it with ctx.spawn() to let it have children"
+            )
+        return self.tg
+
+    def _adopt(
+        self,
+        factory: Callable[[], Actor[CM, CR]],
+        name: str,
+        capacity: int,
+        restart: RestartPolicy,
+    ) -> Cell[CM, CR]:
         child = self.cell.child(factory, name, capacity, restart, parent=self.child_failed)
         # Stopped children are dropped once the list has doubled since the last prune:
         # amortised O(1) per spawn (a service holding N live runs spawns in O(N) otherwise).
@@ -77,7 +139,7 @@ class Incarnation(Generic[M, R]):
             self.children = [c for c in self.children if not c.stopped.done]
             self._live_at_prune = len(self.children)
         self.children.append(cast("Cell[object, object]", child))
-        return cast("ActorRef[CM, CR]", await self.tg.start(child.run, name=f"actor {name}"))
+        return child
 
     def child_failed(self, failure: ChildFailed) -> None:
         """Queue a child's escalation; the loop handles it between messages."""

@@ -116,6 +116,12 @@ class ActorRef(Generic[M_contra, R_co]):
         only closes the mailbox and returns; the actor stops after the current
         handler and the queued messages.
         """
-        self._cell.close_mailbox()
-        if current_actor.get() is not self:
-            await self._cell.stopped.wait()
+        cell = self._cell
+        if current_actor.get() is self:
+            cell.close_mailbox()
+            cell.wake_task()  # a dormant actor ends in its task, after this handler
+        elif cell.sleeper is not None:
+            await cell.stop_without_task()  # dormant: on_stop runs here
+        else:
+            cell.close_mailbox()
+            await cell.stopped.wait()

@@ -7,7 +7,9 @@ of ASKS sequential round trips, in microseconds per round trip.
 instead (exact, whatever the machine's load), on asyncio and trio, and also
 what spawning an actor and stopping it costs (every run spawns and stops its
 planner actor: this is that part of a run's cost, for an actor with no
-``on_start`` or ``on_stop``).
+``on_start`` or ``on_stop``), and the same for a dormant actor
+(``ctx.spawn_dormant``, spawned and stopped by a parent's handler with no task
+of its own ever started), as a run's planner is now.
 """
 
 from __future__ import annotations
@@ -125,6 +127,23 @@ async def regiment_spawns(spawns: int) -> None:
             await ref.stop()
 
 
+class Spawner(Actor[int, None]):
+    """Spawns that many dormant echo actors and stops each, one after another."""
+
+    async def receive(self, message: int) -> None:
+        for _ in range(message):
+            ref = self.ctx.spawn_dormant(Echo, name="echo", capacity=MAILBOX)
+            await ref.stop()
+
+
+async def regiment_dormant_spawns(spawns: int) -> None:
+    """``spawns`` dormant actors spawned and stopped, after a warm-up."""
+    async with open_actor_system() as system:
+        parent = await system.spawn(Spawner, name="spawner")
+        await parent.ask(20)
+        await parent.ask(spawns)
+
+
 def _instructions() -> None:
     from callgrind_count import instructions_per_unit
 
@@ -135,6 +154,10 @@ def _instructions() -> None:
     print("regiment actor spawned and stopped, callgrind (instructions each)")
     for backend in ("asyncio", "trio"):
         per_spawn = instructions_per_unit([__file__, "--spawns", backend], 10, 60)
+        print(f"  {backend:8s} {per_spawn / 1000:7.1f} k")
+    print("regiment dormant actor spawned and stopped, callgrind (instructions each)")
+    for backend in ("asyncio", "trio"):
+        per_spawn = instructions_per_unit([__file__, "--dormant", backend], 10, 60)
         print(f"  {backend:8s} {per_spawn / 1000:7.1f} k")
 
 
@@ -154,6 +177,9 @@ def main() -> None:
         return
     if sys.argv[1:2] == ["--spawns"]:
         anyio.run(regiment_spawns, int(sys.argv[3]), backend=sys.argv[2])
+        return
+    if sys.argv[1:2] == ["--dormant"]:
+        anyio.run(regiment_dormant_spawns, int(sys.argv[3]), backend=sys.argv[2])
         return
     if "--instructions" in sys.argv:
         _instructions()
