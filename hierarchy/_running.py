@@ -64,8 +64,12 @@ if TYPE_CHECKING:
 __all__ = ("RunningTeam",)
 
 # How many runs of one started team may be starting at once (between entering
-# run() and their planner actor having its first message).
-STARTING_AT_ONCE = 8
+# run() and their planner actor having handled its first message, plus one loop
+# turn). A start no longer waits for an actor task, so this is about how many
+# runs a burst starts per loop turn: 8 let row 5's burst hold more runs alive
+# at once than the team can step: the garbage collector ran twice as often as
+# with 2 or 4, 5 full collections in place of 2 (bench/README.md, seventh round).
+STARTING_AT_ONCE = 2
 
 
 @final
@@ -251,8 +255,12 @@ class RunningTeam(DecidesApprovals):
                 ref: RunRef | None = None
                 try:
                     spawn = SpawnRun(run_id, goal, channel, span, budget, concurrency)
-                    ref = await self._spawn_run(spawn, parent)
+                    ref = self._spawn_run(spawn, parent)
                     await ref.send(StartRun())
+                    # One loop turn before the next caller may start a run: with the
+                    # semaphore, a burst starts a few runs a turn (1,000 callers at
+                    # once would otherwise start every run, plan and first step in one).
+                    await self._spawner.checkpoint()
                     starting = False
                     self._starting.release()
                     yield channel, events
@@ -263,12 +271,10 @@ class RunningTeam(DecidesApprovals):
             if starting:
                 self._starting.release()
 
-    async def _spawn_run(self, spawn: SpawnRun, parent: StepAt | None) -> RunRef:
-        """The run's planner actor, spawned and known to the approvals desk."""
-        # Shielded: a cancel landing while the actor starts would leave it spawned
-        # (or half started) with no one to close it.
-        with anyio.CancelScope(shield=True):
-            ref = await self._spawner.spawn(spawn)
+    def _spawn_run(self, spawn: SpawnRun, parent: StepAt | None) -> RunRef:
+        """The run's planner actor, spawned (in this task, dormant) and known to the
+        approvals desk; nothing here waits, so no cancel can land in between."""
+        ref = self._spawner.spawn(spawn)
         run_id, desk = spawn.run_id, self._desk
         desk.link(run_id, parent) if parent else desk.open_run(run_id, ref.send)
         desk.clocks[run_id] = spawn.channel.clock  # approval waits hold the run's wall clock
@@ -345,6 +351,6 @@ async def _spawn_team(
                 assert_never(worker)
         refs[worker.name] = await system.spawn(factory, name=name, capacity=256)
     runtime = runtime_of(team, specs, refs, telemetry, guards)
-    spawner = RunSpawner(runtime, f"{base}/planner", system.new_wakeup)
+    spawner = RunSpawner(runtime, f"{base}/planner", system.new_wakeup, system.checkpoint)
     await system.spawn(lambda: Supervisor(spawner, channels), name=spawner.name)
     return RunningTeam(team, spawner, telemetry, channels, desk)

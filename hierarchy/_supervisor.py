@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Never, assert_never, final
 
@@ -53,26 +53,33 @@ class RunSpawner:
     child joins the supervisor's task group and escalates to it all the same.
     """
 
-    __slots__ = ("_ctx", "name", "new_wakeup", "runtime")
+    __slots__ = ("_ctx", "checkpoint", "name", "new_wakeup", "runtime")
 
-    def __init__(self, runtime: TeamRuntime, name: str, new_wakeup: Callable[[], Wakeup]) -> None:
+    def __init__(
+        self,
+        runtime: TeamRuntime,
+        name: str,
+        new_wakeup: Callable[[], Wakeup],
+        checkpoint: Callable[[], Awaitable[None]],
+    ) -> None:
         self.runtime = runtime
         self.name = name  # the supervisor's, for errors
         self.new_wakeup = new_wakeup  # the actor system's (a run's caller waits on one)
+        self.checkpoint = checkpoint  # the actor system's (paces a burst of run starts)
         self._ctx: ActorContext[Never, None] | None = None  # while a supervisor instance lives
 
     def lend(self, ctx: ActorContext[Never, None] | None) -> None:
         """The supervisor's context from its start to its stop; ``None`` after."""
         self._ctx = ctx
 
-    async def spawn(self, message: SpawnRun) -> RunRef:
+    def spawn(self, message: SpawnRun) -> RunRef:
         """The run's planner actor, spawned and started.
 
         Raises:
             ActorStopped: the team's supervisor has stopped (the team is stopping).
         """
         ctx = self._ctx
-        if ctx is None:
+        if ctx is None or not ctx.self_ref.is_alive:  # not once the supervisor is stopping
             raise _stopped(self.name)
         runtime, run_id, goal = self.runtime, message.run_id, message.goal
         channel, span = message.channel, message.run_span
@@ -81,17 +88,15 @@ class RunSpawner:
             runtime = dataclasses.replace(
                 runtime, budget=message.budget, concurrency=message.concurrency
             )
-        # Waiting for each run's actor to start paces a burst of runs: spawning
-        # without the handshake (measured) let 1,000 runs start in one loop turn.
-        try:
-            return await ctx.spawn(
-                lambda: PlannerActor(runtime, run_id, goal, channel, span),
-                name=run_id,
-                capacity=1024,
-                restart=RestartPolicy(max_restarts=0),
-            )
-        except RuntimeError as exc:  # its task group closed before on_stop took the context back
-            raise _stopped(self.name) from exc
+        # Dormant: the planner takes its mail in its senders' tasks (its start in
+        # this one, its reports in the runners', its calls in run()'s caller's),
+        # so its own task, and starting and stopping it, are spared unless needed.
+        return ctx.spawn_dormant(
+            lambda: PlannerActor(runtime, run_id, goal, channel, span),
+            name=run_id,
+            capacity=1024,
+            restart=RestartPolicy(max_restarts=0),
+        )
 
 
 def _stopped(name: str) -> ActorStopped:
