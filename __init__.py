@@ -12,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from regiment._lazy import LazyNames
+from regiment._version import __version__
 from regiment.errors import (
     ActorError,
     ActorFailed,
@@ -38,8 +39,6 @@ from regiment.errors import (
     ToolError,
     WorkerLost,
 )
-
-__version__ = "0.1.0"
 
 # A library only adds a NullHandler; `regiment run -v` and `regiment serve` add real ones.
 logging.getLogger("regiment").addHandler(logging.NullHandler())

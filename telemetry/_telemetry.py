@@ -12,6 +12,7 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Link, Span, SpanKind, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
+from regiment._version import __version__
 from regiment.telemetry import _semconv as sc
 from regiment.telemetry._attributes import agent_attributes as _agent_attributes
 from regiment.telemetry._attributes import chat_attributes as _chat_attributes
@@ -37,16 +38,6 @@ SpanScope: TypeAlias = AbstractContextManager[Span]
 
 _REASON_LIMIT = 512
 _INSTRUMENTATION = "regiment"
-
-
-def _library_version() -> str | None:
-    # importlib.metadata costs ~10 ms to import; only a Telemetry handle needs it.
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("regiment")
-    except PackageNotFoundError:  # running from a checkout that is not installed
-        return None
 
 
 # A marker for an API version whose module no longer has the global we peek at.
@@ -109,15 +100,13 @@ class Telemetry:
         # so "recording" is remembered; until then each check is two lookups.
         self._provider_records = tracer_provider is not None and _records(tracer_provider)
         self._tracer = trace.get_tracer(
-            _INSTRUMENTATION, _library_version(), tracer_provider=tracer_provider
+            _INSTRUMENTATION, __version__, tracer_provider=tracer_provider
         )
         self.propagator = OTelPropagator()  # for the actor runtime (``ContextPropagator``)
         correlate_logs()  # records of the `regiment` loggers get trace_id / span_id
         meters = metrics.get_meter_provider() if meter_provider is None else meter_provider
         # None while nothing records metrics: then the hierarchy does no metric work at all.
-        self.metrics = (
-            RunMetrics(meters, _library_version()) if meter_provider_records(meters) else None
-        )
+        self.metrics = RunMetrics(meters, __version__) if meter_provider_records(meters) else None
 
     @property
     def tracing(self) -> bool:
