@@ -40,6 +40,7 @@ def placed(
             build=build,
             otlp_endpoint=wanted.otlp_endpoint,
             pool=wanted.pool,
+            start_timeout=wanted.start_timeout,
         )
     except ConfigError as exc:
         raise ConfigError(f"{source}: workers[{index}].placement: {exc}") from exc

@@ -111,6 +111,7 @@ class PlacementConfig(_Section, frozen=True, kw_only=True):
     max_restarts: int = 1
     otlp_endpoint: str | None = None
     pool: str | None = None
+    start_timeout: float = 120.0
 
 
 class WorkerConfig(_Section, frozen=True, kw_only=True):

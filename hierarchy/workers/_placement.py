@@ -59,6 +59,11 @@ class Ray:
             replica hosts every worker of the pool and routes a step by its worker.
             Their other settings (all but ``build``) must agree. ``None``: the worker
             has replicas of its own.
+        start_timeout: seconds ``Team.start()`` waits for every replica to be up.
+            Ray keeps a replica it cannot place (a resource no node has) pending
+            without an error; past this the replicas are killed and the start
+            fails with a ``ConfigError`` that names what each replica asked for.
+            Raise it for a cluster that adds nodes on demand.
     """
 
     num_cpus: float = 1.0
@@ -70,6 +75,7 @@ class Ray:
     build: WorkerBuild | None = None
     otlp_endpoint: str | None = None
     pool: str | None = None
+    start_timeout: float = 120.0
 
     def __post_init__(self) -> None:
         if isinstance(self.replicas, bool) or not isinstance(self.replicas, int):
@@ -90,6 +96,11 @@ class Ray:
                 f"Ray(build={self.build!r}): expected 'module:function' "
                 "(e.g. 'myapp.workers:billing'), or a picklable function"
             )
+        if not self.start_timeout > 0:  # also refuses NaN
+            raise ConfigError(
+                f"Ray(start_timeout={self.start_timeout!r}): give the seconds to wait "
+                "for the replicas to start, more than 0"
+            )
         if self.pool is not None and (not isinstance(self.pool, str) or not self.pool.strip()):
             raise ConfigError(
                 f"Ray(pool={self.pool!r}): give the pool a non-empty name, or None "
@@ -105,6 +116,7 @@ POOL_KEYS = (
     "address",
     "max_restarts",
     "otlp_endpoint",
+    "start_timeout",
 )
 """The settings of a :class:`Ray` placement that belong to its pool (all but ``build``)."""
 

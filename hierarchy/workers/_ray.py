@@ -210,12 +210,22 @@ class RayReplicas:
             for _ in range(placement.replicas)
         ]
         replicas = cls(ray, label, handles)
+        where = f"worker {names}" if len(workers) == 1 else f"Ray pool '{label}' ({names})"
         try:
-            for handle in handles:
-                await handle.ready.remote()
+            with anyio.fail_after(placement.start_timeout):
+                for handle in handles:
+                    await handle.ready.remote()
+        except TimeoutError:
+            replicas.kill()
+            raise ConfigError(
+                f"{where}: its Ray replicas did not start within {placement.start_timeout:g} s "
+                f"(Ray(start_timeout=...)); each asks for num_cpus={placement.num_cpus:g}, "
+                f"num_gpus={placement.num_gpus:g}, resources={dict(placement.resources)}, and "
+                "Ray waits without an error while no node has them: give the cluster those "
+                "resources, ask for less, or raise start_timeout for a cluster that scales up"
+            ) from None
         except Exception as exc:
             replicas.kill()
-            where = f"worker {names}" if len(workers) == 1 else f"Ray pool '{label}' ({names})"
             raise ConfigError(f"{where}: its Ray replicas did not start: {exc}") from exc
         return replicas
 

@@ -24,7 +24,10 @@ def _with_placement(block: str) -> str:
 
 def test_a_ray_placement_rebuilds_the_same_worker_from_the_file() -> None:
     config = parse_config(
-        _with_placement('kind = "ray"\nreplicas = 3\nnum_cpus = 0.5\nresources = {db = 1.0}'),
+        _with_placement(
+            'kind = "ray"\nreplicas = 3\nnum_cpus = 0.5\nresources = {db = 1.0}\n'
+            "start_timeout = 300"
+        ),
         format="toml",
     )
     team = build_team(config, model="scripted", source=str(REFUND))
@@ -33,6 +36,7 @@ def test_a_ray_placement_rebuilds_the_same_worker_from_the_file() -> None:
     assert isinstance(comms.placement, Ray)
     ray = comms.placement
     assert (ray.replicas, ray.num_cpus, dict(ray.resources)) == (3, 0.5, {"db": 1.0})
+    assert ray.start_timeout == 300
     assert callable(ray.build)
     rebuilt = pickle.loads(pickle.dumps(ray.build))()  # what a replica does
     assert isinstance(rebuilt, Worker)
@@ -54,6 +58,7 @@ def test_workers_ray_places_every_model_backed_worker() -> None:
     [
         ('kind = "ray"\nreplicas = 0', r"workers\[1\]\.placement: Ray\(replicas=0\)"),
         ('kind = "cloud"', r"kind"),
+        ('kind = "ray"\nstart_timeout = -1', r"workers\[1\]\.placement: Ray\(start_timeout=-1"),
         ('kind = "ray"\nreplica = 2', r"replica"),
     ],
 )

@@ -115,3 +115,34 @@ async def test_under_trio_a_ray_worker_is_a_config_error(tmp_path: Path) -> None
     with pytest.raises(ConfigError, match="Ray runs only under asyncio"):
         async with team.start():
             pass
+
+
+async def test_replicas_no_node_can_place_fail_the_start_after_start_timeout(
+    ray_session: ModuleType, tmp_path: Path
+) -> None:
+    """Ray keeps an actor it cannot place pending, with no error: the start gives up
+    after ``start_timeout``, says what the replicas asked for, and kills them."""
+    ledger = str(tmp_path / "ledger.jsonl")
+    absent = {"regiment_test_absent": 1.0}  # a resource no node of this Ray has
+    unplaceable = ray_refund_team(ledger, num_cpus=0, resources=absent, start_timeout=1.5)
+    with pytest.raises(ConfigError) as raised:
+        async with unplaceable.start():
+            pass
+    message = str(raised.value)
+    assert "worker 'billing'" in message
+    assert "did not start within 1.5 s" in message
+    assert "resources={'regiment_test_absent': 1.0}" in message
+    # Killed, not left pending: Ray's actor table (its GCS, no dashboard needed)
+    # holds no replica still waiting to be placed.
+    from ray._private.state import actors
+
+    waiting = actors(actor_state_name="PENDING_CREATION")
+    assert [a for a in waiting.values() if a["ActorClassName"].endswith("StepHost")] == []
+    # The same team with a placement Ray can satisfy still starts in this session.
+    async with ray_refund_team(ledger, num_cpus=0).start():
+        pass
+
+
+def test_start_timeout_must_be_positive() -> None:
+    with pytest.raises(ConfigError, match=r"Ray\(start_timeout=0\).*more than 0"):
+        Ray(start_timeout=0)
