@@ -177,8 +177,10 @@ def held_worker(
         actor = _probe(probe)
         if commit_first and await actor.effect.remote(f"hold:order_id={order_id}") > 1:
             return "already held"  # a retry of a call whose effect is done: nothing to wait for
-        await actor.start.remote(os.getpid())
         try:
+            # Inside the try: the test sees the start (the probe has run it) and may
+            # cancel while this await still waits for its reply; the cancel must be told.
+            await actor.start.remote(os.getpid())
             await anyio.sleep_forever()
         finally:
             with anyio.CancelScope(shield=True):

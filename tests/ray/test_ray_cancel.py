@@ -3,6 +3,7 @@ remote tool sees the cancel, and the old version's report is dropped."""
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
 from regiment.hierarchy import RunCompleted, StaleReportDropped, StepDispatched
@@ -11,6 +12,7 @@ from ._ray_team import DropWaitingPlanner, holder_team, plan_text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
 
+_TOLD = 30  # seconds for the replica's tool to tell the probe it was cancelled
 HOLD = {"id": "s1", "description": "Hold order 88213", "worker": "holder"}
 
 
@@ -23,7 +25,8 @@ async def test_leaving_a_run_cancels_its_remote_step(probe: tuple[str, object]) 
                 if isinstance(event, StepDispatched):
                     started = await handle.wait_started.remote(1)  # type: ignore[attr-defined]
                     break  # leaving the block cancels the run
-        cancelled = await handle.wait_cancelled.remote()  # type: ignore[attr-defined]
+        with anyio.fail_after(_TOLD):  # a cancel the tool was never told of fails, not hangs
+            cancelled = await handle.wait_cancelled.remote()  # type: ignore[attr-defined]
         assert running.active_runs == 0
     assert cancelled == started  # the tool on the replica was cancelled, in its own process
 
@@ -47,7 +50,8 @@ async def test_a_replan_cancels_the_remote_step_and_drops_its_report(
     assert dropped[0].status == "cancelled"
     assert result.stale_reports_dropped == 1
     assert "s2" not in result.committed
-    cancelled = await handle.wait_cancelled.remote()  # type: ignore[attr-defined]
+    with anyio.fail_after(_TOLD):
+        cancelled = await handle.wait_cancelled.remote()  # type: ignore[attr-defined]
     state = await handle.state.remote()  # type: ignore[attr-defined]
     assert cancelled == state["started"]
     assert len(state["started"]) == 1
