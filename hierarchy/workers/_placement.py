@@ -16,7 +16,7 @@ from regiment.errors import ConfigError
 if TYPE_CHECKING:
     from regiment.hierarchy.workers._worker import Worker
 
-__all__ = ("POOL_KEYS", "Ray", "WorkerBuild", "check_pools", "pool_of")
+__all__ = ("POOL_KEYS", "Ray", "WorkerBuild", "check_pools", "not_started", "pool_of")
 
 WorkerBuild = str | Callable[[], "Worker"]
 """How a Ray replica makes its worker: a ``"module:function"`` import path, or a
@@ -119,6 +119,17 @@ POOL_KEYS = (
     "start_timeout",
 )
 """The settings of a :class:`Ray` placement that belong to its pool (all but ``build``)."""
+
+
+def not_started(placement: Ray) -> str:
+    """Why replicas of ``placement`` that did not start in time may not have."""
+    return (
+        f"its Ray replicas did not start within {placement.start_timeout:g} s "
+        f"(Ray(start_timeout=...)); each asks for num_cpus={placement.num_cpus:g}, "
+        f"num_gpus={placement.num_gpus:g}, resources={dict(placement.resources)}, and Ray "
+        "waits without an error while no node has them: give the cluster those resources, "
+        "ask for less, or raise start_timeout for a cluster that scales up"
+    )
 
 
 def pool_of(worker: str, placement: Ray) -> str:

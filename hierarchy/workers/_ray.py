@@ -28,7 +28,7 @@ from regiment.hierarchy.guard._types import Guardrail
 from regiment.hierarchy.workers._approval_gate import Approvals
 from regiment.hierarchy.workers._journal_calls import RunCalls, RunLookup
 from regiment.hierarchy.workers._loop import StepProgress
-from regiment.hierarchy.workers._placement import Ray, pool_of
+from regiment.hierarchy.workers._placement import Ray, not_started, pool_of
 from regiment.hierarchy.workers._ray_conduit import StepConduit
 from regiment.hierarchy.workers._ray_host import HostedWorker, StepHost
 from regiment.hierarchy.workers._ray_recipe import hosted_worker
@@ -217,13 +217,7 @@ class RayReplicas:
                     await handle.ready.remote()
         except TimeoutError:
             replicas.kill()
-            raise ConfigError(
-                f"{where}: its Ray replicas did not start within {placement.start_timeout:g} s "
-                f"(Ray(start_timeout=...)); each asks for num_cpus={placement.num_cpus:g}, "
-                f"num_gpus={placement.num_gpus:g}, resources={dict(placement.resources)}, and "
-                "Ray waits without an error while no node has them: give the cluster those "
-                "resources, ask for less, or raise start_timeout for a cluster that scales up"
-            ) from None
+            raise ConfigError(f"{where}: {not_started(placement)}") from None
         except Exception as exc:
             replicas.kill()
             raise ConfigError(f"{where}: its Ray replicas did not start: {exc}") from exc
