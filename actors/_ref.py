@@ -6,8 +6,6 @@ from collections.abc import Awaitable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Generic, Never, TypeVar, final
 
-import anyio.lowlevel
-
 from regiment.actors._reply import ReplySlot
 
 if TYPE_CHECKING:
@@ -68,8 +66,9 @@ class ActorRef(Generic[M_contra, R_co]):
         Raises:
             ActorStopped: the actor has stopped; the message became a dead letter.
         """
-        await anyio.lowlevel.checkpoint_if_cancelled()
-        await self._cell.deliver(self._cell.system.envelope(message, headers, None))
+        cell = self._cell
+        await cell.system.checkpoint_if_cancelled()
+        await cell.deliver(cell.system.envelope(message, headers, None))
 
     def send_nowait(self, message: M_contra, *, headers: Mapping[str, str] | None = None) -> None:
         """Put ``message`` in the mailbox without waiting.

@@ -18,7 +18,13 @@ from regiment.actors._messages import DeadLetter, DeadLetterReason, Envelope
 from regiment.actors._policy import RestartPolicy
 from regiment.actors._propagation import ContextPropagator
 from regiment.actors._ref import ActorRef, current_actor
-from regiment.actors._wakeup import Wakeup, loop_checkpoint, loop_clock, wakeup_factory
+from regiment.actors._wakeup import (
+    Wakeup,
+    loop_checkpoint,
+    loop_checkpoint_if_cancelled,
+    loop_clock,
+    wakeup_factory,
+)
 from regiment.errors import ActorFailed, ConfigError
 
 if TYPE_CHECKING:
@@ -41,6 +47,7 @@ class ActorSystem:
         loop_time: the event loop's clock, as ``anyio.current_time()`` reads it.
         new_wakeup: makes a :class:`~regiment.actors.Wakeup` for the running backend.
         checkpoint: ``anyio.lowlevel.checkpoint`` for the running backend.
+        checkpoint_if_cancelled: ``anyio.lowlevel.checkpoint_if_cancelled`` for it.
         new_task_group: ``anyio.create_task_group`` for the running backend.
         new_cancel_scope: ``anyio.CancelScope`` for the running backend.
     """
@@ -70,6 +77,7 @@ class ActorSystem:
         # ``clock`` may be a test's fake, this one is what deadlines and sleeps use.
         self.loop_time: Callable[[], float] = loop_clock()
         self.checkpoint: Callable[[], Awaitable[None]] = loop_checkpoint()  # anyio's, found once
+        self.checkpoint_if_cancelled = loop_checkpoint_if_cancelled()  # the same
         # The running backend's task group and cancel scope classes, found once:
         # anyio.create_task_group() and anyio.CancelScope() look the backend up on
         # every call, and every actor makes one of each when it starts and stops.

@@ -181,7 +181,7 @@ class RunningTeam(DecidesApprovals):
     ) -> AsyncIterator[AsyncIterator[Event]]:
         """:meth:`resume`, yielding the run's events from its start, as :meth:`stream` does."""
         async with reopened(self, run_id, deps=deps, force=force, streaming=True) as (_, events):
-            yield RunEvents(events)
+            yield RunEvents(events, self._spawner.checkpoint_if_cancelled)
 
     @asynccontextmanager
     async def stream(
@@ -203,7 +203,7 @@ class RunningTeam(DecidesApprovals):
             goal, allowance, streaming=True, concurrency=concurrency, session=session, deps=deps
         )
         async with opened as (_channel, events):
-            yield RunEvents(events)
+            yield RunEvents(events, self._spawner.checkpoint_if_cancelled)
 
     def _open_for_step(
         self, goal: str, allowance: StepAllowance, parent: StepAt
@@ -351,6 +351,7 @@ async def _spawn_team(
                 assert_never(worker)
         refs[worker.name] = await system.spawn(factory, name=name, capacity=256)
     runtime = runtime_of(team, specs, refs, telemetry, guards)
-    spawner = RunSpawner(runtime, f"{base}/planner", system.new_wakeup, system.checkpoint)
+    checkpoints = (system.checkpoint, system.checkpoint_if_cancelled)
+    spawner = RunSpawner(runtime, f"{base}/planner", system.new_wakeup, *checkpoints)
     await system.spawn(lambda: Supervisor(spawner, channels), name=spawner.name)
     return RunningTeam(team, spawner, telemetry, channels, desk)

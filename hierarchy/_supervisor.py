@@ -53,7 +53,7 @@ class RunSpawner:
     child joins the supervisor's task group and escalates to it all the same.
     """
 
-    __slots__ = ("_ctx", "checkpoint", "name", "new_wakeup", "runtime")
+    __slots__ = ("_ctx", "checkpoint", "checkpoint_if_cancelled", "name", "new_wakeup", "runtime")
 
     def __init__(
         self,
@@ -61,11 +61,13 @@ class RunSpawner:
         name: str,
         new_wakeup: Callable[[], Wakeup],
         checkpoint: Callable[[], Awaitable[None]],
+        checkpoint_if_cancelled: Callable[[], Awaitable[None]],
     ) -> None:
         self.runtime = runtime
         self.name = name  # the supervisor's, for errors
         self.new_wakeup = new_wakeup  # the actor system's (a run's caller waits on one)
         self.checkpoint = checkpoint  # the actor system's (paces a burst of run starts)
+        self.checkpoint_if_cancelled = checkpoint_if_cancelled  # the system's (stream readers)
         self._ctx: ActorContext[Never, None] | None = None  # while a supervisor instance lives
 
     def lend(self, ctx: ActorContext[Never, None] | None) -> None:

@@ -122,7 +122,7 @@ class ScriptedModel:
         else:
             produced = script(request)
             # A reply as it is; anything else is the awaitable of an async script.
-            if isinstance(produced, ModelResponse | str):
+            if isinstance(produced, (ModelResponse, str)):  # a tuple: no union made per call
                 reply = produced
             else:
                 reply = await produced

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from regiment.actors import Wakeup
-from regiment.actors._wakeup import wakeup_factory
+from regiment.actors._wakeup import loop_checkpoint_if_cancelled, wakeup_factory
 from regiment.errors import ConfigError
 
 pytestmark = pytest.mark.anyio
@@ -227,3 +227,22 @@ def test_wakes_are_never_lost_in_any_interleaving(backend: str, ops: list[Op]) -
     outcomes, expected, left_over, remembered = anyio.run(_replay, ops, backend=backend)
     assert outcomes == expected
     assert left_over == remembered
+
+
+async def test_the_found_once_cancel_check_acts_as_anyios() -> None:
+    """``loop_checkpoint_if_cancelled`` (the backend found once) raises in a cancelled
+    scope, even a scope cancelled around a shield's parent, and not in a shielded one."""
+    check = loop_checkpoint_if_cancelled()
+    passed: list[str] = []
+    await check()  # nothing cancelled: returns
+    passed.append("open")
+    with anyio.CancelScope() as outer:
+        outer.cancel()
+        with anyio.CancelScope(shield=True):
+            await check()  # shielded from the cancelled parent
+            passed.append("shielded")
+        with anyio.CancelScope():
+            await check()  # an open scope inside the cancelled one: cancelled too
+            passed.append("inner")  # pragma: no cover - never reached
+    assert outer.cancelled_caught
+    assert passed == ["open", "shielded"]
