@@ -64,6 +64,19 @@ def per_step() -> Figures:
     return {"run_us": run_s * 1e6, "step_us": run_s * 1e6 / SEQ_STEPS}
 
 
+def per_step_stream() -> Figures:
+    """Row 2 read through ``stream(goal)``: µs per step, with ``run(goal)``'s
+    measured alternately in the same process (same load) beside it."""
+    team = rc.sequential_team(SEQ_STEPS)
+    streamed: list[float] = []
+    plain: list[float] = []
+    for _ in range(REPEATS):
+        streamed.append(anyio.run(rc.streamed_run_s, team, SEQ_RUNS))
+        plain.append(anyio.run(rc.sequential_run_s, team, SEQ_RUNS))
+    stream_us, run_us = median(streamed) * 1e6 / SEQ_STEPS, median(plain) * 1e6 / SEQ_STEPS
+    return {"stream_step_us": stream_us, "run_step_us": run_us, "ratio": stream_us / run_us}
+
+
 def per_step_tracing() -> Figures:
     """Row 6: row 2 with tracing off and on, measured alternately in one process so
     both see the same machine load; µs per step. Also the floor: spans per step
@@ -224,6 +237,7 @@ REGIMENT_CASES: dict[str, Callable[[], Figures]] = {
     "floor": floor,
     "per_step": per_step,
     "per_step.tracing": per_step_tracing,
+    "per_step.stream": per_step_stream,
     "one_tool": one_tool,
     "overlap.10": lambda: overlap(10),
     "overlap.100": lambda: overlap(100),

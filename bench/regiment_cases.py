@@ -174,6 +174,20 @@ async def sequential_run_s(team: Team, runs: int) -> float:
         return (time.perf_counter() - start) / runs
 
 
+async def streamed_run_s(team: Team, runs: int) -> float:
+    """As :func:`sequential_run_s`, each run read through ``stream(goal)``: every
+    model call streams its text, and every event reaches this reader."""
+    async with team.start() as running:
+        await running.run("warm up")
+        start = time.perf_counter()
+        for _ in range(runs):
+            async with running.stream("do the steps") as events:
+                async for event in events:
+                    last = event
+            assert type(last).__name__ == "RunCompleted", last
+        return (time.perf_counter() - start) / runs
+
+
 async def overlap_wall_s(steps: int, delay: float) -> float:
     """Wall seconds of one run whose plan has ``steps`` independent steps of ``delay`` s each.
 

@@ -8,6 +8,10 @@ of each command above a bare interpreter, which repeat exactly.
     git archive <commit> --prefix=regiment/ | tar -x -C /tmp/base
     .venv/bin/python bench/startup.py --base /tmp/base               # wall, median of 7
     .venv/bin/python bench/startup.py --base /tmp/base --instructions
+
+The wall figures end with a team's start and stop in a running program (a
+one-worker team, started and stopped 60 times in one process, median of the
+last 50): what a service that starts a team per request pays.
 """
 
 from __future__ import annotations
@@ -86,6 +90,42 @@ def _instructions(args: tuple[str, ...], base: Path | None) -> int:
         return int(totals.group(1))
 
 
+TEAM_STARTS, TEAM_WARM_UP = 60, 10
+
+
+def _team_start_child() -> None:
+    """In the child: the median seconds of a team's start and stop, printed."""
+    import anyio
+
+    from regiment import Planner, ScriptedModel, Team, Worker, text_response
+
+    model = ScriptedModel(lambda request: text_response("hi"))
+    team = Team(
+        name="t",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="d", model=model)],
+    )
+
+    async def starts() -> list[float]:
+        times = []
+        for _ in range(TEAM_STARTS):
+            started = time.perf_counter()
+            async with team.start():
+                pass
+            times.append(time.perf_counter() - started)
+        return times[TEAM_WARM_UP:]
+
+    print(median(anyio.run(starts)))
+
+
+def _team_start(base: Path | None) -> float:
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--team-start-child"],
+        capture_output=True, text=True, env=_env(base), cwd=_cwd(base), check=True,
+    )  # fmt: skip
+    return float(done.stdout.strip().splitlines()[-1])
+
+
 def _wall(base: Path, repeats: int) -> None:
     sides: dict[str, Path | None] = {"base": base, "this tree": None}
     for code in IMPORTS.values():
@@ -102,12 +142,20 @@ def _wall(base: Path, repeats: int) -> None:
             samples.setdefault(("regiment validate (whole process)", label), []).append(
                 _whole_process(VALIDATE, where)
             )
-    for name in [*IMPORTS, "regiment validate (whole process)"]:
+        for label, where in sides.items():
+            samples.setdefault(("a team's start and stop, in process", label), []).append(
+                _team_start(where)
+            )
+    for name in [
+        *IMPORTS,
+        "regiment validate (whole process)",
+        "a team's start and stop, in process",
+    ]:
         old, new = median(samples[name, "base"]), median(samples[name, "this tree"])
         print(
-            f"{name}: {old * 1e3:.1f} ms -> {new * 1e3:.1f} ms ({new / old:.2f}x); "
-            f"fastest {min(samples[name, 'base']) * 1e3:.1f} -> "
-            f"{min(samples[name, 'this tree']) * 1e3:.1f} ms; median of {repeats}"
+            f"{name}: {old * 1e3:.2f} ms -> {new * 1e3:.2f} ms ({new / old:.2f}x); "
+            f"fastest {min(samples[name, 'base']) * 1e3:.2f} -> "
+            f"{min(samples[name, 'this tree']) * 1e3:.2f} ms; median of {repeats}"
         )
 
 
@@ -129,6 +177,9 @@ def main() -> None:
     parser.add_argument("--base", type=Path, required=True, help="a directory holding regiment/")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--instructions", action="store_true", help="callgrind counts (valgrind)")
+    if sys.argv[1:] == ["--team-start-child"]:
+        _team_start_child()
+        return
     options = parser.parse_args()
     if options.instructions:
         if shutil.which("valgrind") is None:
