@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Generic, TypeVar, TypeVarTuple, cast
@@ -24,7 +25,8 @@ R = TypeVar("R")
 CM = TypeVar("CM")
 CR = TypeVar("CR")
 Ts = TypeVarTuple("Ts")
-_Helper = tuple[Callable[..., Awaitable[object]], tuple[object, ...], str]  # fn, args, name
+# context, fn, args, name
+_Helper = tuple[contextvars.Context, Callable[..., Awaitable[object]], tuple[object, ...], str]
 
 
 class Incarnation(Generic[M, R]):
@@ -49,7 +51,9 @@ class Incarnation(Generic[M, R]):
         if self.tg is None:  # dormant: the actor's task starts, then starts this one
             if self._pending is None:
                 self._pending = []
-            self._pending.append((fn, args, name))
+            # In the context current now, as a task started now would copy it (a
+            # handler's context variables, set around this call, reach the helper).
+            self._pending.append((contextvars.copy_context(), fn, args, name))
             self.helpers += 1
             self.cell.wake_task()
             return
@@ -61,8 +65,8 @@ class Incarnation(Generic[M, R]):
         self.tg = tg
         pending, self._pending = self._pending, None
         if pending is not None:
-            for fn, args, name in pending:
-                tg.start_soon(self._guarded, fn, args, name=name)
+            for context, fn, args, name in pending:
+                context.run(tg.start_soon, self._guarded, fn, args, name=name)
 
     def has_dormant_children(self) -> bool:
         return any(child.sleeper is not None for child in self.children)

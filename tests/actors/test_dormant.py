@@ -22,6 +22,9 @@ from regiment.errors import ActorFailed, ActorStopped, ConfigError
 
 pytestmark = pytest.mark.anyio
 
+# Set by a handler around its start_soon, as a run's planner sets a guard's purse.
+_MARK: contextvars.ContextVar[str] = contextvars.ContextVar("test_dormant_mark", default="unset")
+
 
 class Boom(Exception):
     """What the test actors raise."""
@@ -48,7 +51,11 @@ class Sleepy(Actor[str, None]):
             self.log.append(f"now {message} in {anyio.get_current_task().name}")
             return True
         if message.startswith("help:"):
-            self.ctx.start_soon(self._helper, message, name="helper")
+            token = _MARK.set(message)  # only while the helper is asked for
+            try:
+                self.ctx.start_soon(self._helper, message, name="helper")
+            finally:
+                _MARK.reset(token)
             return True
         return False
 
@@ -70,7 +77,7 @@ class Sleepy(Actor[str, None]):
     async def _helper(self, message: str) -> None:
         if message == "help:fail":
             raise Boom("the helper failed")
-        self.log.append(f"helper {message} in {anyio.get_current_task().name}")
+        self.log.append(f"helper {message} in {anyio.get_current_task().name}, mark {_MARK.get()}")
 
     async def receive(self, message: str) -> None:
         self.log.append(f"receive {message} in {anyio.get_current_task().name}")
@@ -128,7 +135,8 @@ async def test_a_helper_task_it_asks_for_starts_with_its_task() -> None:
         child = await parent.ask(lambda: Sleepy(log))
         await child.send("help:1")
         await anyio.wait_all_tasks_blocked()
-        assert log == ["helper help:1 in helper"]
+        # started later, with the actor's task, but in the context of the start_soon call
+        assert log == ["helper help:1 in helper, mark help:1"]
         assert tasks_named("actor child") == 1
 
 

@@ -114,3 +114,27 @@ async def test_a_judge_with_budget_left_is_called() -> None:
     last = seen[-1]
     assert isinstance(last, RunCompleted)
     assert last.result.status == "completed"
+
+
+async def test_a_plan_judge_in_run_is_held_to_the_runs_budget_as_in_stream() -> None:
+    """``run()``'s planner has no task of its own: the plan guards' task it starts must
+    still see the run's budget (a context variable set around the start)."""
+    judge_ = Judge()
+
+    async def plan_judge(subject: PlanSubject) -> Outcome:
+        return await judge_.verdict()
+
+    model = ScriptedModel(Brain([plan_json({"description": "one"})]))
+    worker = Worker(name="billing", description="refunds", model=model)
+    planner = Planner(model=model, guardrails=[plan_judge])
+    team = Team(name="t", planner=planner, workers=[worker], budget=Budget(model_calls=1))
+    result = await team.run("refund order 7")
+    assert judge_.asked == 0
+    assert [type(e).__name__ for e in result.events] == [
+        "RunStarted",
+        "GuardrailTripped",
+        "BudgetExhausted",
+    ]
+    assert trip(list(result.events)).reason.startswith(
+        "the guardrail's judge call was not made: the run's model_calls budget has none left"
+    )
