@@ -66,7 +66,16 @@ class Incarnation(Generic[M, R]):
         pending, self._pending = self._pending, None
         if pending is not None:
             for context, fn, args, name in pending:
-                context.run(tg.start_soon, self._guarded, fn, args, name=name)
+                context.run(self._start_in, tg, fn, args, name)
+
+    def _start_in(
+        self,
+        tg: TaskGroup,
+        fn: Callable[..., Awaitable[object]],
+        args: tuple[object, ...],
+        name: str,
+    ) -> None:
+        tg.start_soon(self._guarded, fn, args, name=name)
 
     def has_dormant_children(self) -> bool:
         return any(child.sleeper is not None for child in self.children)
