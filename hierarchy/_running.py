@@ -45,7 +45,7 @@ from regiment.hierarchy.events import Event
 from regiment.hierarchy.run._channel import RunChannel, RunEvents
 from regiment.hierarchy.run._guarding import role_guards
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal
-from regiment.hierarchy.run._lender import Lender
+from regiment.hierarchy.run._lender import Lender, SupervisorLender
 from regiment.hierarchy.run._messages import StartRun
 from regiment.hierarchy.run._resume import Opened, finished, open_channel, reopened
 from regiment.hierarchy.run._trace import record_run_end
@@ -251,6 +251,8 @@ class RunningTeam(DecidesApprovals):
                 channel, events = await open_channel(
                     self, (run_id, goal, session), deps, resumed, streaming, trace, lender
                 )
+                if lender is None:  # its caller reads events: the supervisor runs its calls
+                    channel.supervisor = SupervisorLender(self._spawner.start_helper, run_id)
                 self._channels[run_id] = channel
                 ref: RunRef | None = None
                 try:

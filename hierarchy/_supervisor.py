@@ -70,6 +70,13 @@ class RunSpawner:
         self.checkpoint_if_cancelled = checkpoint_if_cancelled  # the system's (stream readers)
         self._ctx: ActorContext[Never, None] | None = None  # while a supervisor instance lives
 
+    def start_helper(self, fn: Callable[[], Awaitable[None]], name: str) -> None:
+        """Start ``fn`` in a task of the supervisor's (``RuntimeError``: it has stopped)."""
+        ctx = self._ctx
+        if ctx is None:
+            raise RuntimeError(f"actor {self.name!r} has stopped")
+        ctx.start_soon(fn, name=name)
+
     def lend(self, ctx: ActorContext[Never, None] | None) -> None:
         """The supervisor's context from its start to its stop; ``None`` after."""
         self._ctx = ctx

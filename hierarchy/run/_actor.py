@@ -107,9 +107,9 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor):
         dispatcher = Dispatcher(team, run_id, trace.headers)
         self._book = RunBook(run_id, goal, team, channel, trace, dispatcher)
         self._guards = RunGuards(*team.outcome_guards, trace, goal, GuardLog())
-        self._calls = PhaseCalls(
-            team, trace, run_id, self._journal.replayed, channel, self._guards.log, channel.lender
-        )
+        lender = channel.lender or channel.supervisor  # who runs the calls: not the planner
+        replayed, log = self._journal.replayed, self._guards.log
+        self._calls = PhaseCalls(team, trace, run_id, replayed, channel, log, lender)
         self._verifier = Verifier(team.checks, trace)
         self._prompting = Prompting(team, goal, run_id, channel.history)
         self._phase: Phase = Planning("plan", self._prompting.first_session(), "initial")

@@ -31,7 +31,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, final
 
 from regiment.actors import ActorContext, in_context
-from regiment.hierarchy.run._lender import Lender
+from regiment.hierarchy.run._lender import CallLender
 from regiment.hierarchy.run._messages import PlannerMessage
 from regiment.hierarchy.run._own_task import fail_in_own_task
 
@@ -48,7 +48,7 @@ class CallRunner:
     __slots__ = ("_closed", "_context", "_ctx", "_later", "_lender", "_next", "_running")
 
     def __init__(
-        self, ctx: ActorContext[PlannerMessage, None], lender: Lender | None = None
+        self, ctx: ActorContext[PlannerMessage, None], lender: CallLender | None = None
     ) -> None:
         self._ctx = ctx
         # The planner's context variables: made inside one of its turns (see TakesTurns).

@@ -32,7 +32,7 @@ from regiment.hierarchy._messages import BudgetLimit
 from regiment.hierarchy.guard._judge import Purse, judging_within, ledger_purse
 from regiment.hierarchy.guard._roles import Caller, GuardLog, guarded
 from regiment.hierarchy.run._call_runner import CallRunner
-from regiment.hierarchy.run._lender import Lender
+from regiment.hierarchy.run._lender import CallLender
 from regiment.hierarchy.run._messages import (
     DeadlineReached,
     ModelReplied,
@@ -93,7 +93,7 @@ class PhaseCalls:
         replayed: Callable[[Purpose], ModelResponse | None] = lambda _: None,
         channel: LiveChannel | None = None,
         guard_log: GuardLog | None = None,
-        lender: Lender | None = None,
+        lender: CallLender | None = None,
     ) -> None:
         self._team = team
         self._trace = trace
@@ -114,7 +114,7 @@ class PhaseCalls:
         self._scope: anyio.CancelScope | None = None  # the call in flight, if any
         self._deadline: anyio.CancelScope | None = None  # while a wall-clock deadline runs
         self._runner: CallRunner | None = None  # made by the first call
-        self._lender = lender  # run()'s caller: the calls run in its task
+        self._lender = lender  # run()'s caller, or the supervisor: the calls run in its task
 
     def start(
         self,

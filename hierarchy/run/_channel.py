@@ -18,7 +18,7 @@ from regiment.hierarchy.events import Event
 
 if TYPE_CHECKING:
     from regiment.hierarchy.run._journaling import RunJournal
-    from regiment.hierarchy.run._lender import Lender
+    from regiment.hierarchy.run._lender import Lender, SupervisorLender
     from regiment.hierarchy.workers._journal_calls import RunCalls
 
 __all__ = ("RunChannel", "RunEvents")
@@ -46,6 +46,8 @@ class RunChannel:
     # The caller of run(), waiting for the end (woken by close()) and running the
     # planner's model calls meanwhile; None when the caller reads the events.
     lender: Lender | None = None
+    # Then the team's supervisor runs them (in a task of its own, per burst of calls).
+    supervisor: SupervisorLender | None = None
 
     @classmethod
     def open(

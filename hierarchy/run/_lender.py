@@ -12,13 +12,22 @@ wake-up at all: the caller runs it as soon as it starts waiting.
 
 A caller that stops waiting (the run ended, or the caller was cancelled) lends
 no more: a call handed to it and not yet run goes back to a task of the
-planner's own. A streamed run (``stream()``) and a nested team's run have no
-lender: their callers read events.
+planner's own.
+
+A streamed run (``stream()``) and a nested team's run have no such caller:
+theirs read events. Their calls run in a task of the team's supervisor instead
+(:class:`SupervisorLender`), started per burst of calls as the planner's own
+would be: the planner, spawned dormant, then never needs a task of its own
+(starting and ending one costs ~270k instructions). A call there runs as one
+lent by ``run()``'s caller does: in a copy of the planner's context variables,
+cancelled by its own scope when the run ends, failing the planner (not the
+supervisor) if it raises.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, final
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeAlias, final
 
 from regiment.actors import Wakeup
 
@@ -26,7 +35,10 @@ if TYPE_CHECKING:
     from regiment.hierarchy.run._call_runner import CallRunner
     from regiment.hierarchy.run._channel import RunChannel
 
-__all__ = ("Lender",)
+__all__ = ("CallLender", "Lender", "SupervisorLender")
+
+StartHelper: TypeAlias = Callable[[Callable[[], Awaitable[None]], str], None]
+"""Starts a task in the team supervisor's task group (``RuntimeError``: it has stopped)."""
 
 
 @final
@@ -69,3 +81,27 @@ class Lender:
             runner, self._runner = self._runner, None
             if runner is not None:  # handed over, never taken up: the planner runs it itself
                 runner.take_back()
+
+
+@final
+class SupervisorLender:
+    """A streamed or nested run's planner calls, run in a task of the team's supervisor."""
+
+    __slots__ = ("_name", "_start")
+
+    def __init__(self, start: StartHelper, run_id: str) -> None:
+        self._start = start
+        self._name = f"{run_id} model calls"  # the task's, as the planner's own was named
+
+    def serve(self, runner: CallRunner) -> bool:
+        """Start a task that runs ``runner``'s queued calls; ``False`` if the supervisor
+        has stopped (the planner's own task runs them, or none does)."""
+        try:
+            self._start(runner.run_lent, self._name)
+        except RuntimeError:
+            return False
+        return True
+
+
+CallLender: TypeAlias = Lender | SupervisorLender
+"""Who runs a run's planner calls other than a task of the planner's own."""
