@@ -80,6 +80,7 @@ async def _run_and_kill(where: str, folder: Path, stop_at: str) -> str:
         )
     finally:
         os.close(errors)
+    killed = False
     try:
         assert process.stdout is not None
         out = BufferedByteReceiveStream(process.stdout)
@@ -88,8 +89,12 @@ async def _run_and_kill(where: str, folder: Path, stop_at: str) -> str:
         ready = await _line(out, process, log)
         assert ready == f"ready {stop_at}", ready
         process.kill()  # SIGKILL: no cleanup, no journal close
+        killed = True
     finally:
-        if process.returncode is None:
+        # Never kill twice: a second kill() of a child that has just died lets its
+        # poll reap it before asyncio's watcher thread does, which then reports 255
+        # ("Unknown child process pid"), a known asyncio race on Python 3.11.
+        if not killed and process.returncode is None:
             process.kill()
         await process.wait()
         await process.aclose()

@@ -80,6 +80,7 @@ async def _killed_mid_step(
             stdout=subprocess.PIPE,
             stderr=errors,
         )
+    killed = False
     try:
         assert process.stdout is not None
         out = BufferedByteReceiveStream(process.stdout)
@@ -91,8 +92,12 @@ async def _killed_mid_step(
         assert line.startswith("run "), line
         await handle.wait_started.remote(1)  # type: ignore[attr-defined]
         process.kill()  # SIGKILL: no cleanup; its replicas die with their owner
+        killed = True
     finally:
-        if process.returncode is None:
+        # Never kill twice: a second kill() of a child that has just died lets its
+        # poll reap it before asyncio's watcher thread does, which then reports 255
+        # ("Unknown child process pid"), a known asyncio race on Python 3.11.
+        if not killed and process.returncode is None:
             process.kill()
         await process.wait()
         await process.aclose()
