@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import json
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -302,12 +303,18 @@ class DropWaitingPlanner:
             return "final answer"
         return next(self._plans)
 
-    async def run(self, team: Team, goal: str) -> list[Event]:
-        """Stream ``team`` on ``goal`` (its planner being this one); every event."""
+    async def run(
+        self, team: Team, goal: str, then: Callable[[], Awaitable[object]] | None = None
+    ) -> list[Event]:
+        """Stream ``team`` on ``goal`` (its planner being this one); every event.
+        ``then`` is awaited after the run, while the team (and its replicas) still live."""
         seen: list[Event] = []
-        async with team.start() as running, running.stream(goal) as events:
-            async for event in events:
-                seen.append(event)
-                if isinstance(event, StaleReportDropped):
-                    self.dropped.set()
+        async with team.start() as running:
+            async with running.stream(goal) as events:
+                async for event in events:
+                    seen.append(event)
+                    if isinstance(event, StaleReportDropped):
+                        self.dropped.set()
+            if then is not None:
+                await then()
         return seen

@@ -41,7 +41,14 @@ async def test_a_replan_cancels_the_remote_step_and_drops_its_report(
     )
     v2 = plan_text({"id": "s3", "description": "Recover order 88213", "worker": "local"})
     planner = DropWaitingPlanner(v1, v2)
-    seen = await planner.run(holder_team(name, planner, num_cpus=0), "hold order 88213")
+    told: list[object] = []
+
+    async def wait_told() -> None:  # before the team stops, as in the test above
+        with anyio.fail_after(_TOLD):  # a cancel the tool was never told of fails, not hangs
+            told.append(await handle.wait_cancelled.remote())  # type: ignore[attr-defined]
+
+    team = holder_team(name, planner, num_cpus=0)
+    seen = await planner.run(team, "hold order 88213", then=wait_told)
     closing = seen[-1]
     assert isinstance(closing, RunCompleted)
     result = closing.result
@@ -50,8 +57,7 @@ async def test_a_replan_cancels_the_remote_step_and_drops_its_report(
     assert dropped[0].status == "cancelled"
     assert result.stale_reports_dropped == 1
     assert "s2" not in result.committed
-    with anyio.fail_after(_TOLD):
-        cancelled = await handle.wait_cancelled.remote()  # type: ignore[attr-defined]
+    (cancelled,) = told
     state = await handle.state.remote()  # type: ignore[attr-defined]
     assert cancelled == state["started"]
     assert len(state["started"]) == 1
