@@ -8,6 +8,7 @@ next one's figures.
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import sys
@@ -71,7 +72,9 @@ def per_step_stream() -> Figures:
     streamed: list[float] = []
     plain: list[float] = []
     for _ in range(REPEATS):
-        streamed.append(anyio.run(rc.streamed_run_s, team, SEQ_RUNS))
+        streamed.append(
+            anyio.run(functools.partial(rc.sequential_run_s, streamed=True), team, SEQ_RUNS)
+        )
         plain.append(anyio.run(rc.sequential_run_s, team, SEQ_RUNS))
     stream_us, run_us = median(streamed) * 1e6 / SEQ_STEPS, median(plain) * 1e6 / SEQ_STEPS
     return {"stream_step_us": stream_us, "run_step_us": run_us, "ratio": stream_us / run_us}

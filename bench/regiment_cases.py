@@ -163,28 +163,23 @@ def sequential_team(
     )
 
 
-async def sequential_run_s(team: Team, runs: int) -> float:
-    """Seconds per run, over ``runs`` back-to-back runs on one started team."""
+async def sequential_run_s(team: Team, runs: int, *, streamed: bool = False) -> float:
+    """Seconds per run, over ``runs`` back-to-back runs on one started team.
+
+    ``streamed``: each run is read through ``stream(goal)`` instead, so every model
+    call streams its text and every event reaches this reader."""
     async with team.start() as running:
         await running.run("warm up")
         start = time.perf_counter()
         for _ in range(runs):
-            result = await running.run("do the steps")
-            assert result.status == "completed", result.status
-        return (time.perf_counter() - start) / runs
-
-
-async def streamed_run_s(team: Team, runs: int) -> float:
-    """As :func:`sequential_run_s`, each run read through ``stream(goal)``: every
-    model call streams its text, and every event reaches this reader."""
-    async with team.start() as running:
-        await running.run("warm up")
-        start = time.perf_counter()
-        for _ in range(runs):
-            async with running.stream("do the steps") as events:
-                async for event in events:
-                    last = event
-            assert type(last).__name__ == "RunCompleted", last
+            if streamed:
+                async with running.stream("do the steps") as events:
+                    async for event in events:
+                        last = event
+                assert type(last).__name__ == "RunCompleted", last
+            else:
+                result = await running.run("do the steps")
+                assert result.status == "completed", result.status
         return (time.perf_counter() - start) / runs
 
 

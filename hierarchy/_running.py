@@ -353,7 +353,12 @@ async def _spawn_team(
                 assert_never(worker)
         refs[worker.name] = await system.spawn(factory, name=name, capacity=256)
     runtime = runtime_of(team, specs, refs, telemetry, guards)
-    checkpoints = (system.checkpoint, system.checkpoint_if_cancelled)
-    spawner = RunSpawner(runtime, f"{base}/planner", system.new_wakeup, *checkpoints)
+    spawner = RunSpawner(
+        runtime,
+        f"{base}/planner",
+        system.new_wakeup,
+        system.checkpoint,
+        system.checkpoint_if_cancelled,
+    )
     await system.spawn(lambda: Supervisor(spawner, channels), name=spawner.name)
     return RunningTeam(team, spawner, telemetry, channels, desk)
