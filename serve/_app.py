@@ -173,7 +173,7 @@ async def _post_run(s: _Service, request: Request) -> Response:
     record = await runs.start(body.goal, body.session, body.deps)
     if request.query_params.get("wait") not in ("true", "1"):
         return json_response({"run_id": record.run_id}, 202)
-    await _wait_or_cancel(runs, record, request)
+    await runs.wait(record, request.receive)
     return json_response(run_view(record))
 
 
@@ -189,7 +189,7 @@ async def _resume(s: _Service, request: Request) -> Response:
         raise ApiError(409, "cannot resume", str(exc)) from exc
     if request.query_params.get("wait") not in ("true", "1"):
         return json_response({"run_id": record.run_id}, 202)
-    await _wait_or_cancel(runs, record, request)
+    await runs.wait(record, request.receive)
     return json_response(run_view(record))
 
 
@@ -205,20 +205,6 @@ async def _new_run(request: Request) -> NewRun:
     if not body.goal.strip():
         raise ApiError(422, "invalid body", "the goal is empty; say what the team should do")
     return body
-
-
-async def _wait_or_cancel(runs: Runs, record: RunRecord, request: Request) -> None:
-    """Wait for the run's end; if the client disconnects first, cancel the run."""
-    async with anyio.create_task_group() as tg:
-
-        async def watch() -> None:
-            while (await request.receive())["type"] != "http.disconnect":
-                pass
-            runs.cancel(record.run_id)
-
-        tg.start_soon(watch)
-        await record.ended.wait()
-        tg.cancel_scope.cancel()
 
 
 async def _list_runs(s: _Service, request: Request) -> Response:

@@ -8,7 +8,7 @@ client that left) stops exactly that run, and the app's shutdown stops them all.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import final
 
@@ -56,6 +56,7 @@ class Runs:
         self.store = store
         self._tg = tg
         self._scopes: dict[str, anyio.CancelScope] = {}
+        self._waiters: dict[str, list[anyio.CancelScope]] = {}
 
     async def start(
         self, goal: str, session: str | None, deps: dict[str, JsonValue] | None = None
@@ -91,6 +92,23 @@ class Runs:
         scope.cancel()
         return True
 
+    async def wait(
+        self, record: RunRecord, receive: Callable[[], Awaitable[MutableMapping[str, object]]]
+    ) -> None:
+        """Wait for the end of ``record``'s run, reading the request (``receive``) meanwhile;
+        if its client leaves first, cancel the run and return.
+
+        The waiting is done in the caller's task: the run's drive task cuts it when
+        the run is over, so a waiting request costs no task of its own.
+        """
+        if record.ended.is_set() or record.run_id not in self._scopes:
+            return  # over already: nothing to wait for
+        with anyio.CancelScope() as waiting:
+            self._waiters.setdefault(record.run_id, []).append(waiting)
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            self.cancel(record.run_id)  # the client left before the run ended
+
     async def _drive(
         self,
         stream: Callable[[], AbstractAsyncContextManager[AsyncIterator[Event]]],
@@ -99,34 +117,43 @@ class Runs:
         task_status: TaskStatus[RunRecord],
     ) -> None:
         record: RunRecord | None = None
-        with anyio.CancelScope() as scope:
-            try:
-                async with stream() as events:
-                    async for event in events:
-                        if record is None:
-                            assert isinstance(event, RunStarted), event
-                            record = self.store.add(event.run_id, event.goal, session)
-                            self._scopes[record.run_id] = scope
-                            log.info("run started", extra={"run_id": record.run_id})
-                            task_status.started(record)
-                        if isinstance(event, _LIVE):
-                            continue  # not journaled: the n-th event must be the same after a restart
-                        self.store.append(record.run_id, event)
-            except RegimentError as exc:
-                if record is None:
-                    raise  # before it started: the POST answers with the error
-                log.warning("run failed: %s", exc, extra={"run_id": record.run_id})
-                if not record.ended.is_set():
-                    failed = RunFailed(
-                        run_id=record.run_id, error_type=type(exc).__name__, message=str(exc)
-                    )
-                    self.store.append(record.run_id, failed)
-        if record is None:
-            return
-        self._scopes.pop(record.run_id, None)
-        if not record.ended.is_set():  # cancelled: the stream ended without its last event
-            self.store.append(record.run_id, cancelled(record.run_id))
-            log.info("run cancelled", extra={"run_id": record.run_id})
+        try:
+            with anyio.CancelScope() as scope:
+                try:
+                    async with stream() as events:
+                        async for event in events:
+                            if record is None:
+                                assert isinstance(event, RunStarted), event
+                                record = self.store.add(event.run_id, event.goal, session)
+                                self._scopes[record.run_id] = scope
+                                log.info("run started", extra={"run_id": record.run_id})
+                                task_status.started(record)
+                            if isinstance(event, _LIVE):
+                                continue  # not journaled: the n-th event must be the same after a restart
+                            self.store.append(record.run_id, event)
+                            if record.ended.is_set():  # its last event: answer who waits now
+                                self._release(record.run_id)
+                except RegimentError as exc:
+                    if record is None:
+                        raise  # before it started: the POST answers with the error
+                    log.warning("run failed: %s", exc, extra={"run_id": record.run_id})
+                    if not record.ended.is_set():
+                        failed = RunFailed(
+                            run_id=record.run_id, error_type=type(exc).__name__, message=str(exc)
+                        )
+                        self.store.append(record.run_id, failed)
+        finally:  # also when the app's shutdown cancels every run
+            if record is not None:
+                self._scopes.pop(record.run_id, None)
+                if not record.ended.is_set():  # the stream ended without its last event
+                    self.store.append(record.run_id, cancelled(record.run_id))
+                    log.info("run cancelled", extra={"run_id": record.run_id})
+                self._release(record.run_id)
+
+    def _release(self, run_id: str) -> None:
+        """The run is over: end the waits of its requests (see ``wait``)."""
+        for waiting in self._waiters.pop(run_id, ()):
+            waiting.cancel()
 
 
 _LIVE = (TextDelta, ToolCallStarted, ToolCallFinished)

@@ -10,8 +10,8 @@ import httpx2 as httpx
 import pytest
 
 from examples.service.serving import serving
-from regiment.hierarchy import event_from_json
-from regiment.serve import create_app
+from regiment.hierarchy import RunFailed, event_from_json
+from regiment.serve import MemoryRunStore, create_app
 
 from .sse import Frame, frames
 from .teams import Stuck, stuck_team, support_team
@@ -103,6 +103,23 @@ async def test_a_client_that_leaves_a_waiting_post_cancels_its_run() -> None:
         # The team still serves.
         fine = await c.post("/runs?wait=true", json={"goal": GOAL})
         assert fine.json()["status"] == "completed"
+
+
+async def test_the_apps_shutdown_ends_a_live_run_cancelled_with_its_last_event() -> None:
+    stuck, store = Stuck(), MemoryRunStore()
+    async with serving(create_app(stuck_team(stuck), store=store)) as url:
+        async with httpx.AsyncClient(base_url=url) as c:
+            run_id = (await c.post("/runs", json={"goal": SCAN})).json()["run_id"]
+        await stuck.started.wait()
+    # The server has stopped (its lifespan too) with the run mid-step.
+    assert stuck.cancelled.is_set()
+    record = store.get(run_id)
+    assert record is not None
+    assert record.ended.is_set()
+    assert record.status == "cancelled"
+    last = record.events[-1]
+    assert isinstance(last, RunFailed)
+    assert last.error_type == "RunCancelled"
 
 
 async def test_fifty_concurrent_posts_with_fifty_listeners() -> None:
