@@ -131,6 +131,12 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         "--journal", metavar="J", help="journal runs here (SQLite file or postgresql:// URL)"
     )
     serve.add_argument("--token", metavar="T", help="bearer token (default: $REGIMENT_TOKEN)")
+    serve.add_argument(
+        "--keep-runs",
+        metavar="N",
+        type=int,
+        help="ended runs kept in memory (default 1000; the journal keeps them all)",
+    )
     serve.add_argument("--app-dir", metavar="DIR", default=".")
     _add_verbose(serve, default="INFO")
 

@@ -67,7 +67,13 @@ class _Service:
         if record is None and self.journal is not None:
             record = await journaled_record(self.journal, run_id)
         if record is None:
-            raise ApiError(404, "unknown run", f"no run {run_id!r}; GET /runs lists them")
+            detail = f"no run {run_id!r}; GET /runs lists them"
+            if self.journal is None:  # it may have ended long ago and been forgotten
+                detail += (
+                    " (without a journal the app keeps only its latest ended runs: "
+                    "serve with a journal to answer about every run)"
+                )
+            raise ApiError(404, "unknown run", detail)
         return record
 
     async def records(self, status: str | None) -> list[RunRecord]:
@@ -102,7 +108,9 @@ def create_app(
             With a ``RunningTeam``, start it with the same journal.
         token: if set, every route but ``/health`` needs ``Authorization: Bearer <token>``.
         keepalive: seconds between keep-alive comments on an idle event stream.
-        store: where runs are recorded (default: this process's memory).
+        store: where runs are recorded (default: this process's memory,
+            ``MemoryRunStore()``, which keeps every live run and the latest 1,000
+            ended ones; ``MemoryRunStore(keep=n)`` keeps ``n``).
 
     Raises:
         ConfigError: the token is empty.

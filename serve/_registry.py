@@ -8,15 +8,20 @@ a restart. Nothing in it knows about HTTP.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeAlias, final
 
 import anyio
 
+from regiment.errors import ConfigError
 from regiment.hierarchy import Event, RunCompleted, RunFailed, RunResult
 
-__all__ = ("MemoryRunStore", "RunRecord", "RunState", "RunStore")
+__all__ = ("KEEP_ENDED", "MemoryRunStore", "RunRecord", "RunState", "RunStore")
+
+KEEP_ENDED = 1000
+"""How many ended runs a ``MemoryRunStore`` keeps by default (``regiment serve --keep-runs``)."""
 
 RunState: TypeAlias = Literal[
     "running", "stalled", "completed", "partial", "cancelled", "paused", "failed"
@@ -56,10 +61,24 @@ class RunStore(Protocol):
 
 @final
 class MemoryRunStore:
-    """A ``RunStore`` in this process's memory (runs are forgotten on restart)."""
+    """A ``RunStore`` in this process's memory (runs are forgotten on restart).
 
-    def __init__(self) -> None:
+    It keeps every live run and the latest ``keep`` ended ones: when one more run
+    ends, the one that ended longest ago is forgotten, so a service that runs for
+    months holds a bounded number of runs (a finished 1-step run is ~5 kB, a real
+    one with its texts more). With a journal the app still answers about every
+    forgotten run from the journal.
+
+    Raises:
+        ConfigError: ``keep`` is below 1.
+    """
+
+    def __init__(self, keep: int = KEEP_ENDED) -> None:
+        if keep < 1:
+            raise ConfigError(f"keep={keep}: keep at least the last ended run (keep >= 1)")
+        self.keep = keep
         self._runs: dict[str, RunRecord] = {}
+        self._ended: deque[str] = deque()  # ended runs' ids, the one that ended first at the left
 
     def add(self, run_id: str, goal: str, session: str | None) -> RunRecord:
         record = RunRecord(run_id=run_id, goal=goal, session=session)
@@ -82,11 +101,22 @@ class MemoryRunStore:
         elif isinstance(event, RunFailed):
             record.error = f"{event.error_type}: {event.message}"
             record.status = "cancelled" if event.error_type == "RunCancelled" else "failed"
-        if isinstance(event, RunCompleted | RunFailed):
+        terminal = isinstance(event, RunCompleted | RunFailed)
+        first_end = terminal and not record.ended.is_set()
+        if terminal:
             record.ended.set()
         record.changed.set()
         record.changed = anyio.Event()
+        if first_end:
+            self._forget_past(run_id)
         return len(record.events)
+
+    def _forget_past(self, ended: str) -> None:
+        """``ended`` has just ended: past ``keep`` ended runs, forget the oldest one.
+        (A follower or a waiting request still holds its record and reads it to the end.)"""
+        self._ended.append(ended)
+        while len(self._ended) > self.keep:
+            self._runs.pop(self._ended.popleft(), None)
 
     async def follow(self, run_id: str, after: int) -> AsyncIterator[tuple[int, Event]]:
         """Events numbered above ``after``: the recorded ones, then live ones, to the end."""

@@ -15,6 +15,7 @@ from regiment.errors import ConfigError
 from regiment.hierarchy import Team
 
 from ._app import create_app
+from ._registry import MemoryRunStore
 
 __all__ = ("ContextFormatter", "ServeOptions", "check_bind", "serve_command")
 
@@ -37,6 +38,7 @@ class ServeOptions(Protocol):
     port: int
     token: str | None
     journal: str | None
+    keep_runs: int | None
     verbose: int
 
 
@@ -51,13 +53,15 @@ async def serve_command(
     """Serve ``team`` until interrupted (or ``stop`` is set); returns the exit code.
 
     Raises:
-        ConfigError: a public host without a token.
+        ConfigError: a public host without a token; ``--keep-runs`` below 1.
     """
     import uvicorn  # the serve extra, checked on importing regiment.serve
 
     token = options.token or environ.get("REGIMENT_TOKEN") or None
     check_bind(options.host, token)
-    app = create_app(team, journal=options.journal, token=token)
+    keep = options.keep_runs
+    store = MemoryRunStore() if keep is None else MemoryRunStore(keep=keep)  # ConfigError < 1
+    app = create_app(team, journal=options.journal, token=token, store=store)
     config = uvicorn.Config(
         app, host=options.host, port=options.port, log_config=None, lifespan="on"
     )

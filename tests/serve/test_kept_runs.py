@@ -1,0 +1,104 @@
+"""The app's memory keeps every live run and only the latest ended ones
+(``MemoryRunStore(keep=n)``, ``regiment serve --keep-runs``), so a service that
+runs for months does not grow without end; a journal still answers about the rest."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+
+from examples.service.serving import serving
+from regiment.cli import run_async
+from regiment.errors import ConfigError
+from regiment.serve import MemoryRunStore, create_app
+
+from .sse import frames
+from .teams import Stuck, stuck_team, support_team
+
+pytestmark = pytest.mark.anyio
+
+GOAL = "What is the status of order 88213?"
+SCAN = "Please scan the warehouse for order 55001."
+REFUND = str(Path(__file__).parents[2] / "examples" / "refund" / "team.toml")
+
+
+async def _post(c: httpx.AsyncClient, goal: str = GOAL) -> str:
+    posted = await c.post("/runs?wait=true", json={"goal": goal})
+    assert posted.json()["status"] == "completed", posted.text
+    run_id: str = posted.json()["run_id"]
+    return run_id
+
+
+async def test_past_keep_the_run_that_ended_first_is_forgotten() -> None:
+    store = MemoryRunStore(keep=2)
+    async with (
+        serving(create_app(support_team(), store=store)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
+        ids = [await _post(c) for _ in range(4)]
+        listed = [r["run_id"] for r in (await c.get("/runs")).json()["runs"]]
+        assert listed == ids[2:]
+        gone = await c.get(f"/runs/{ids[0]}")
+        assert gone.status_code == 404
+        assert "keeps only its latest ended runs" in gone.json()["detail"]
+        assert "journal" in gone.json()["detail"]
+        assert (await c.get(f"/runs/{ids[1]}/events")).status_code == 404
+        kept = (await c.get(f"/runs/{ids[3]}")).json()
+        assert kept["status"] == "completed"
+        assert kept["answer"]
+    assert [store.get(run_id) is None for run_id in ids] == [True, True, False, False]
+
+
+async def test_a_live_run_is_never_forgotten_however_many_end_after_it() -> None:
+    stuck, store = Stuck(), MemoryRunStore(keep=1)
+    async with (
+        serving(create_app(stuck_team(stuck), store=store)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
+        live = (await c.post("/runs", json={"goal": SCAN})).json()["run_id"]
+        await stuck.started.wait()
+        ended = [await _post(c) for _ in range(3)]
+        assert (await c.get(f"/runs/{live}")).json()["status"] == "running"
+        assert [store.get(run_id) is None for run_id in ended] == [True, True, False]
+        # Once it ends, it is the latest ended run: the one before it goes.
+        await c.post(f"/runs/{live}/cancel")
+        async with c.stream("GET", f"/runs/{live}/events") as response:
+            last = [f async for f in frames(response) if f.comment is None][-1]
+        assert last.event == "RunFailed"
+        assert (await c.get(f"/runs/{live}")).json()["status"] == "cancelled"
+        assert store.get(ended[-1]) is None
+
+
+async def test_with_a_journal_a_forgotten_run_is_answered_from_it(tmp_path: Path) -> None:
+    journal = str(tmp_path / "runs.db")
+    store = MemoryRunStore(keep=1)
+    async with (
+        serving(create_app(support_team(), journal=journal, store=store)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
+        first, second = await _post(c), await _post(c)
+        assert store.get(first) is None
+        shown = (await c.get(f"/runs/{first}")).json()
+        assert shown["status"] == "completed"
+        assert shown["answer"]
+        listed = {r["run_id"] for r in (await c.get("/runs")).json()["runs"]}
+        assert listed == {first, second}
+        async with c.stream("GET", f"/runs/{first}/events") as response:
+            events = [f.event for f in [f async for f in frames(response)] if f.event]
+        assert events[0] == "RunStarted"
+        assert events[-1] == "RunCompleted"
+
+
+def test_keep_below_one_is_refused() -> None:
+    with pytest.raises(ConfigError, match="keep at least the last ended run"):
+        MemoryRunStore(keep=0)
+
+
+async def test_serve_refuses_keep_runs_below_one() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["serve", REFUND, "--keep-runs", "0", "--model", "scripted"]
+    assert await run_async(argv, stdout=out, stderr=err, environ={}) == 2
+    assert "keep at least the last ended run" in err.getvalue()
