@@ -1,0 +1,139 @@
+"""Where row 4's 100-way overlap spends its wall time: one run's timeline.
+
+    .venv/bin/python bench/overlap_timeline.py            # 100 steps, 7 runs
+    .venv/bin/python bench/overlap_timeline.py --steps 10
+
+The row 4 shape (independent steps whose worker model call sleeps 50 ms, the
+planner and synthesizer instant) with the model noting, on the run's clock,
+when the plan is answered, when each worker call starts and when its sleep
+ends, and when the synthesis is asked for. Printed per run, in ms from the
+run's start, then the medians:
+
+- ``plan``: the plan reply; ``calls``: the first and the last worker call to
+  start (the dispatch of every step lies between the plan and the last);
+- ``ends``: the first and the last sleep to end;
+- ``late``: how much later than 50 ms the latest sleep ended (the event loop
+  was busy with other steps' reports, or rounded its wait to the millisecond);
+- ``synth`` and ``end``: the synthesis call and the run's return.
+
+Beside it, the same sleeps in bare anyio tasks (``raw``: 100 tasks started at
+once, each sleeping 50 ms; no framework at all).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import anyio
+import regiment_cases as rc
+
+from regiment.hierarchy import Planner, Team, Worker
+from regiment.models import ModelRequest, ModelResponse, ScriptedModel, Usage, text_response
+
+DELAY = 0.05
+_USAGE = Usage(input_tokens=10, output_tokens=5)
+
+
+class Timeline:
+    """What the model saw of one run, on ``time.perf_counter``."""
+
+    def __init__(self) -> None:
+        self.plan = self.synth = 0.0
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+
+    def clear(self) -> None:
+        """Forget the warm-up run."""
+        self.starts.clear()
+        self.ends.clear()
+
+
+def team(steps: int, line: Timeline) -> Team:
+    planned = text_response(rc.plan_reply(steps, sequential=False), usage=_USAGE)
+    worked = text_response("done", usage=_USAGE)
+    answered = text_response("answer", usage=_USAGE)
+
+    async def brain(request: ModelRequest) -> ModelResponse:
+        if request.role == "worker":
+            line.starts.append(time.perf_counter())
+            await anyio.sleep(DELAY)
+            line.ends.append(time.perf_counter())
+            return worked
+        if request.role == "planner":
+            line.plan = time.perf_counter()
+            return planned
+        line.synth = time.perf_counter()
+        return answered
+
+    model = ScriptedModel(brain, name="bench")
+    worker = Worker(
+        name="w",
+        description="does any step",
+        model=model,
+        tools=[rc.noop],
+        max_iterations=4,
+        max_concurrent_steps=steps,
+    )
+    planner = Planner(model=model, max_steps=max(steps, 10))
+    return Team(name="bench", planner=planner, workers=[worker], concurrency=steps)
+
+
+async def one_run(steps: int) -> dict[str, float]:
+    line = Timeline()
+    async with team(steps, line).start() as running:
+        await running.run("warm up")
+        line.clear()
+        start = time.perf_counter()
+        result = await running.run("do the steps at once")
+        end = time.perf_counter()
+    assert result.status == "completed", result.status
+
+    def ms(t: float) -> float:
+        return (t - start) * 1e3
+
+    late = max(e - s for s, e in zip(line.starts, line.ends, strict=True)) - DELAY
+    return {
+        "plan": ms(line.plan),
+        "first call": ms(line.starts[0]),
+        "last call": ms(line.starts[-1]),
+        "first end": ms(min(line.ends)),
+        "last end": ms(max(line.ends)),
+        "late": late * 1e3,
+        "synth": ms(line.synth),
+        "end": ms(end),
+    }
+
+
+async def raw_ms(steps: int) -> float:
+    async def one() -> None:
+        await anyio.sleep(DELAY)
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(steps):
+            tg.start_soon(one)
+    return (time.perf_counter() - start) * 1e3
+
+
+async def main(steps: int, runs: int) -> None:
+    rows = [await one_run(steps) for _ in range(runs)]
+    raw = [await raw_ms(steps) for _ in range(runs)]
+    keys = list(rows[0])
+    print(f"{steps} independent steps of {DELAY * 1e3:.0f} ms, ms from the run's start")
+    print("       " + "".join(f"{k:>11}" for k in keys))
+    for i, row in enumerate(rows, 1):
+        print(f"run {i:<3}" + "".join(f"{row[k]:11.2f}" for k in keys))
+    print("median " + "".join(f"{statistics.median(r[k] for r in rows):11.2f}" for k in keys))
+    print(
+        f"raw anyio, {steps} tasks sleeping {DELAY * 1e3:.0f} ms: median {statistics.median(raw):.2f} ms"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    anyio.run(main, args.steps, args.runs)
