@@ -7,6 +7,7 @@ client that left) stops exactly that run, and the app's shutdown stops them all.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -142,6 +143,19 @@ class Runs:
                             run_id=record.run_id, error_type=type(exc).__name__, message=str(exc)
                         )
                         self.store.append(record.run_id, failed)
+                except Exception as exc:  # not the run's failure: the store's, or a bug
+                    if record is None:
+                        raise  # before it started: the POST answers 500
+                    # One run's trouble must not end the app's task group (every run).
+                    log.error(
+                        "run ended: the service failed while driving it (%s: %s); "
+                        "the run was cancelled, the service goes on",
+                        type(exc).__name__,
+                        exc,
+                        exc_info=True,
+                        extra={"run_id": record.run_id},
+                    )
+                    self._fail_unstored(record, exc)
         finally:  # also when the app's shutdown cancels every run
             if record is not None:
                 self._scopes.pop(record.run_id, None)
@@ -149,6 +163,18 @@ class Runs:
                     self.store.append(record.run_id, cancelled(record.run_id))
                     log.info("run cancelled", extra={"run_id": record.run_id})
                 self._release(record.run_id)
+
+    def _fail_unstored(self, record: RunRecord, exc: Exception) -> None:
+        """End ``record`` as failed with ``exc``: through the store if it can still
+        append, else on the record itself (its waiters and followers see the end)."""
+        failed = RunFailed(run_id=record.run_id, error_type=type(exc).__name__, message=str(exc))
+        if not record.ended.is_set():
+            with contextlib.suppress(Exception):  # the store may be what failed
+                self.store.append(record.run_id, failed)
+        if not record.ended.is_set():
+            record.status, record.error = "failed", f"{failed.error_type}: {failed.message}"
+            record.ended.set()
+            record.changed.set()
 
     def _release(self, run_id: str) -> None:
         """The run is over: end the waits of its requests (see ``wait``)."""

@@ -1,19 +1,24 @@
-"""The app's memory keeps every live run and only the latest ended ones
-(``MemoryRunStore(keep=n)``, ``regiment serve --keep-runs``), so a service that
-runs for months does not grow without end; a journal still answers about the rest."""
+"""The app's run store: its memory keeps every live run and only the latest ended
+ones (``MemoryRunStore(keep=n)``, ``regiment serve --keep-runs``), so a service that
+runs for months does not grow without end (a journal still answers about the rest);
+and a store that fails ends that run, not the service."""
 
 from __future__ import annotations
 
 import io
+import logging
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import httpx2 as httpx
 import pytest
 
 from examples.service.serving import serving
 from regiment.cli import run_async
 from regiment.errors import ConfigError
-from regiment.serve import MemoryRunStore, create_app
+from regiment.hierarchy import Event
+from regiment.serve import MemoryRunStore, RunRecord, create_app
 
 from .sse import frames
 from .teams import Stuck, stuck_team, support_team
@@ -102,3 +107,56 @@ async def test_serve_refuses_keep_runs_below_one() -> None:
     argv = ["serve", REFUND, "--keep-runs", "0", "--model", "scripted"]
     assert await run_async(argv, stdout=out, stderr=err, environ={}) == 2
     assert "keep at least the last ended run" in err.getvalue()
+
+
+class _FailingStore:
+    """A user's ``RunStore`` (here a memory one) whose first run's third append fails,
+    as a store backed by a database that just went away would."""
+
+    def __init__(self) -> None:
+        self._inner = MemoryRunStore()
+        self._first: str | None = None
+
+    def add(self, run_id: str, goal: str, session: str | None) -> RunRecord:
+        self._first = self._first or run_id
+        return self._inner.add(run_id, goal, session)
+
+    def get(self, run_id: str) -> RunRecord | None:
+        return self._inner.get(run_id)
+
+    def list(self, status: str | None = None) -> list[RunRecord]:
+        return self._inner.list(status)
+
+    def append(self, run_id: str, event: Event) -> int:
+        record = self._inner.get(run_id)
+        if run_id == self._first and record is not None and len(record.events) >= 2:
+            raise OSError("the run store's database went away")
+        return self._inner.append(run_id, event)
+
+    def follow(self, run_id: str, after: int) -> AsyncIterator[tuple[int, Event]]:
+        return self._inner.follow(run_id, after)
+
+
+async def test_a_store_that_fails_ends_that_run_as_failed_and_the_app_serves_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.ERROR, logger="regiment.serve")
+    async with (
+        serving(create_app(support_team(), store=_FailingStore())) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
+        with anyio.fail_after(30):
+            broken = await c.post("/runs?wait=true", json={"goal": GOAL})
+        assert broken.status_code == 200, broken.text
+        view = broken.json()
+        assert view["status"] == "failed"
+        assert view["error"] == "OSError: the run store's database went away"
+        assert view["answer"] is None
+        # The service goes on: the next run completes.
+        assert (await c.get("/health")).json() == {"status": "ok"}
+        with anyio.fail_after(30):
+            assert await _post(c)
+    logged = [r for r in caplog.records if "the service failed while driving it" in r.message]
+    assert len(logged) == 1
+    assert logged[0].exc_info is not None
+    assert getattr(logged[0], "run_id", None) == view["run_id"]
