@@ -26,6 +26,7 @@ from ._http import (
     json_response,
     on_api_error,
     on_http_exception,
+    on_journal_error,
     read_json,
 )
 from ._journaled import journaled_record, journaled_runs, replay
@@ -131,7 +132,11 @@ def create_app(
     return Starlette(
         routes=_routes(service),
         lifespan=lifespan,
-        exception_handlers={HTTPException: on_http_exception, ApiError: on_api_error},
+        exception_handlers={
+            HTTPException: on_http_exception,
+            ApiError: on_api_error,
+            JournalError: on_journal_error,  # the journal failed under a route: 503
+        },
     )
 
 
@@ -178,7 +183,13 @@ async def _health(request: Request) -> Response:
 async def _post_run(s: _Service, request: Request) -> Response:
     body = await _new_run(request)
     runs = s.live()
-    record = await runs.start(body.goal, body.session, body.deps)
+    try:
+        record = await runs.start(body.goal, body.session, body.deps)
+    except JournalError as exc:  # the run could not be journaled: it never started
+        detail = f"{exc}; the run was not started: post it again once the journal is back"
+        raise ApiError(503, "journal unavailable", detail) from exc
+    except ConfigError as exc:  # e.g. deps that Ray-placed workers cannot be sent
+        raise ApiError(422, "cannot start the run", str(exc)) from exc
     if request.query_params.get("wait") not in ("true", "1"):
         return json_response({"run_id": record.run_id}, 202)
     await runs.wait(record, request.receive)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+import logging
 from typing import Literal, TypeVar
 
 import msgspec
@@ -11,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from regiment._json import JsonValue
+from regiment.errors import JournalError
 from regiment.tools import ApprovalDecision, Approve, Deny, EditArguments
 
 __all__ = (
@@ -23,8 +25,11 @@ __all__ = (
     "json_response",
     "on_api_error",
     "on_http_exception",
+    "on_journal_error",
     "read_json",
 )
+
+log = logging.getLogger("regiment.serve")
 
 MAX_BODY = 1024 * 1024  # 1 MiB
 T = TypeVar("T")
@@ -121,3 +126,10 @@ async def on_http_exception(request: Request, exc: Exception) -> Response:
 async def on_api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
     return error_response(exc.status, exc.error, exc.detail)
+
+
+async def on_journal_error(request: Request, exc: Exception) -> Response:
+    """The journal failed (closed, unreachable, a record unreadable) under any route: 503."""
+    assert isinstance(exc, JournalError)
+    log.error("journal unavailable: %s", exc, extra={"path": request.url.path})
+    return error_response(503, "journal unavailable", f"{exc}; try again once it is back")

@@ -11,7 +11,7 @@ import pytest
 
 from examples.service.serving import serving
 from regiment.journal import SqliteJournal
-from regiment.serve import create_app
+from regiment.serve import MemoryRunStore, create_app
 
 from .sse import Frame, frames
 from .teams import Stuck, stuck_team, support_team
@@ -100,3 +100,27 @@ async def test_a_cancelled_run_is_replayed_to_its_end_after_a_restart(tmp_path: 
             view["events"],
         )
         assert await _all(c, run_id) == live  # ends as it ended live: RunFailed(RunCancelled)
+
+
+async def test_a_journal_that_cannot_begin_a_run_answers_503_and_starts_nothing(
+    tmp_path: Path,
+) -> None:
+    journal = await SqliteJournal.open(str(tmp_path / "runs.db"))
+    store = MemoryRunStore()
+    # The owner's journal: the app leaves it open, and here it is closed under the service.
+    app = create_app(support_team(), journal=journal, store=store)
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as c:
+        fine = await c.post("/runs?wait=true", json={"goal": GOAL})
+        assert fine.json()["status"] == "completed"
+        await journal.close()
+        refused = await c.post("/runs?wait=true", json={"goal": GOAL})
+        assert refused.status_code == 503, refused.text
+        body = refused.json()
+        assert body["error"] == "journal unavailable"
+        assert "closed" in body["detail"]
+        assert "the run was not started" in body["detail"]
+        assert [r.run_id for r in store.list()] == [fine.json()["run_id"]]
+        # Reading from the journal fails the same way, as JSON, not a bare 500.
+        listed = await c.get("/runs")
+        assert listed.status_code == 503
+        assert listed.json()["error"] == "journal unavailable"
