@@ -137,8 +137,14 @@ class Runs:
                 except RegimentError as exc:
                     if record is None:
                         raise  # before it started: the POST answers with the error
-                    log.warning("run failed: %s", exc, extra={"run_id": record.run_id})
-                    if not record.ended.is_set():
+                    if record.ended.is_set():  # e.g. its journal failed as the run closed
+                        log.warning(
+                            "run ended, then failed while closing (its result stands): %s",
+                            exc,
+                            extra={"run_id": record.run_id},
+                        )
+                    else:
+                        log.warning("run failed: %s", exc, extra={"run_id": record.run_id})
                         failed = RunFailed(
                             run_id=record.run_id, error_type=type(exc).__name__, message=str(exc)
                         )
