@@ -188,7 +188,7 @@ async def _post_run(s: _Service, request: Request) -> Response:
     except JournalError as exc:  # the run could not be journaled: it never started
         detail = f"{exc}; the run was not started: post it again once the journal is back"
         raise ApiError(503, "journal unavailable", detail) from exc
-    except ConfigError as exc:  # e.g. deps that Ray-placed workers cannot be sent
+    except ConfigError as exc:  # the team refuses this run (its check says why)
         raise ApiError(422, "cannot start the run", str(exc)) from exc
     if request.query_params.get("wait") not in ("true", "1"):
         return json_response({"run_id": record.run_id}, 202)
