@@ -235,6 +235,13 @@ def floor() -> Figures:
     return {"step_us": median(samples)}
 
 
+def service() -> Figures:
+    """Row 9: ``regiment serve``'s ``POST /runs?wait=true`` beside a bare endpoint (serve.py)."""
+    import serve
+
+    return anyio.run(serve.measure)
+
+
 REGIMENT_CASES: dict[str, Callable[[], Figures]] = {
     "roundtrip": roundtrip,
     "floor": floor,
@@ -246,6 +253,7 @@ REGIMENT_CASES: dict[str, Callable[[], Figures]] = {
     "overlap.100": lambda: overlap(100),
     "scale": scale,
     "scale.traced": lambda: scale(traced=True),
+    "service": service,
 }
 
 

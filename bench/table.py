@@ -305,6 +305,21 @@ class Table:
                  "ms", "", verdict((ms or 1e9) <= 500, "≤ 500 ms")),
         )  # fmt: skip
 
+    def service(self) -> None:
+        ours = self.case("regiment", "service")
+        if not ours:
+            return
+        row, measure = "9", "served 1-step run, one keep-alive connection (µs per request)"
+        self.add(
+            Line(row, measure, "regiment serve: POST /runs?wait=true", ours.get("service_us"), "µs"),
+            Line(row, measure, "floor: a bare Starlette endpoint, same server", ours.get("bare_us"),
+                 "µs"),
+            Line(row, measure, "floor: an endpoint that streams the same run",
+                 ours.get("stream_in_endpoint_us"), "µs"),
+            Line(row, measure, "the service's own part (first line less the one above)",
+                 ours.get("adapter_us"), "µs"),
+        )  # fmt: skip
+
     def instructions(self) -> None:
         if "regiment" not in self.frameworks or shutil.which("valgrind") is None:
             return  # callgrind counts need valgrind; the wall-clock rows stand without it
@@ -361,6 +376,7 @@ def main(argv: Sequence[str]) -> None:
     table.tracing(scale)
     table.imports()
     table.validate()
+    table.service()
     table.instructions()
     print(f"regiment benchmarks, {date.today().isoformat()}; {machine()}")
     print(f"medians over repeats; ratio = figure / regiment's figure ({', '.join(frameworks)})\n")
