@@ -7,7 +7,6 @@ client that left) stops exactly that run, and the app's shutdown stops them all.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -120,48 +119,44 @@ class Runs:
         record: RunRecord | None = None
         try:
             with anyio.CancelScope() as scope:
-                try:
-                    async with stream() as events:
-                        async for event in events:
-                            if record is None:
-                                assert isinstance(event, RunStarted), event
-                                record = self.store.add(event.run_id, event.goal, session)
-                                self._scopes[record.run_id] = scope
-                                log.info("run started", extra={"run_id": record.run_id})
-                                task_status.started(record)
-                            if isinstance(event, _LIVE):
-                                continue  # not journaled: the n-th event must be the same after a restart
-                            self.store.append(record.run_id, event)
-                            if record.ended.is_set():  # its last event: answer who waits now
-                                self._release(record.run_id)
-                except RegimentError as exc:
-                    if record is None:
-                        raise  # before it started: the POST answers with the error
-                    if record.ended.is_set():  # e.g. its journal failed as the run closed
-                        log.warning(
-                            "run ended, then failed while closing (its result stands): %s",
-                            exc,
-                            extra={"run_id": record.run_id},
-                        )
-                    else:
-                        log.warning("run failed: %s", exc, extra={"run_id": record.run_id})
-                        failed = RunFailed(
-                            run_id=record.run_id, error_type=type(exc).__name__, message=str(exc)
-                        )
-                        self.store.append(record.run_id, failed)
-                except Exception as exc:  # not the run's failure: the store's, or a bug
-                    if record is None:
-                        raise  # before it started: the POST answers 500
-                    # One run's trouble must not end the app's task group (every run).
-                    log.error(
-                        "run ended: the service failed while driving it (%s: %s); "
-                        "the run was cancelled, the service goes on",
-                        type(exc).__name__,
-                        exc,
-                        exc_info=True,
-                        extra={"run_id": record.run_id},
-                    )
-                    self._fail_unstored(record, exc)
+                async with stream() as events:
+                    async for event in events:
+                        if record is None:
+                            assert isinstance(event, RunStarted), event
+                            record = self.store.add(event.run_id, event.goal, session)
+                            self._scopes[record.run_id] = scope
+                            log.info("run started", extra={"run_id": record.run_id})
+                            task_status.started(record)
+                        if isinstance(event, _LIVE):
+                            continue  # not journaled: the n-th event must be the same after a restart
+                        self.store.append(record.run_id, event)
+                        if record.ended.is_set():  # its last event: answer who waits now
+                            self._release(record.run_id)
+        except RegimentError as exc:
+            if record is None:
+                raise  # before it started: the POST answers with the error
+            if record.ended.is_set():  # e.g. its journal failed as the run closed
+                log.warning(
+                    "run ended, then failed while closing (its result stands): %s",
+                    exc,
+                    extra={"run_id": record.run_id},
+                )
+            else:
+                log.warning("run failed: %s", exc, extra={"run_id": record.run_id})
+                self._fail(record, exc)
+        except Exception as exc:  # not the run's failure: the store's, or a bug
+            if record is None:
+                raise  # before it started: the POST answers 500
+            # One run's trouble must not end the app's task group (every run).
+            log.error(
+                "run ended: the service failed while driving it (%s: %s); "
+                "the run was cancelled, the service goes on",
+                type(exc).__name__,
+                exc,
+                exc_info=True,
+                extra={"run_id": record.run_id},
+            )
+            self._fail(record, exc)
         finally:  # also when the app's shutdown cancels every run
             if record is not None:
                 self._scopes.pop(record.run_id, None)
@@ -170,13 +165,21 @@ class Runs:
                     log.info("run cancelled", extra={"run_id": record.run_id})
                 self._release(record.run_id)
 
-    def _fail_unstored(self, record: RunRecord, exc: Exception) -> None:
-        """End ``record`` as failed with ``exc``: through the store if it can still
-        append, else on the record itself (its waiters and followers see the end)."""
+    def _fail(self, record: RunRecord, exc: Exception) -> None:
+        """End ``record``'s run as failed with ``exc``: through the store, or, if the
+        store cannot append, on the record itself (its waiters and followers see the end)."""
+        if record.ended.is_set():
+            return
         failed = RunFailed(run_id=record.run_id, error_type=type(exc).__name__, message=str(exc))
-        if not record.ended.is_set():
-            with contextlib.suppress(Exception):  # the store may be what failed
-                self.store.append(record.run_id, failed)
+        try:
+            self.store.append(record.run_id, failed)
+        except Exception as unstored:  # the store may be what failed
+            log.warning(
+                "the run store could not record the run's end (%s: %s); ended on its record",
+                type(unstored).__name__,
+                unstored,
+                extra={"run_id": record.run_id},
+            )
         if not record.ended.is_set():
             record.status, record.error = "failed", f"{failed.error_type}: {failed.message}"
             record.ended.set()

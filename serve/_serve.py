@@ -15,7 +15,7 @@ from regiment.errors import ConfigError
 from regiment.hierarchy import Team
 
 from ._app import create_app
-from ._registry import MemoryRunStore
+from ._registry import KEEP_ENDED, MemoryRunStore
 
 __all__ = ("ContextFormatter", "ServeOptions", "check_bind", "serve_command")
 
@@ -59,8 +59,8 @@ async def serve_command(
 
     token = options.token or environ.get("REGIMENT_TOKEN") or None
     check_bind(options.host, token)
-    keep = options.keep_runs
-    store = MemoryRunStore() if keep is None else MemoryRunStore(keep=keep)  # ConfigError < 1
+    keep = KEEP_ENDED if options.keep_runs is None else options.keep_runs
+    store = MemoryRunStore(keep=keep)  # ConfigError below 1
     app = create_app(team, journal=options.journal, token=token, store=store)
     config = uvicorn.Config(
         app, host=options.host, port=options.port, log_config=None, lifespan="on"
