@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, final
 
@@ -15,7 +16,7 @@ from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
 from regiment.models._anthropic_stream import PartIndexer
 from regiment.models._anthropic_wire import CallParams, call_params, response_from_message
 from regiment.models._messages import ModelRequest, ModelResponse
-from regiment.models._sdk_model import SDKModel
+from regiment.models._sdk_model import SDKModel, not_an_event_stream
 from regiment.models._settings import ModelSettings, effective_settings
 from regiment.models._stream import DeltaHandler
 
@@ -176,15 +177,26 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
     async def _plain(self, params: CallParams) -> ModelResponse:
         with self._translated():
             message = await self._client.messages.create(**params)
-        return response_from_message(message)
+        with self._translated(reading=True, request_id=getattr(message, "_request_id", None)):
+            return response_from_message(message)
 
     async def _streamed(self, params: CallParams, on_delta: DeltaHandler | None) -> ModelResponse:
         with self._translated():
             stream = await self._client.messages.stream(**params).__aenter__()
         try:
+            request_id = stream.response.headers.get("request-id")
+            content_type = stream.response.headers.get("content-type")
+            if not_an_event_stream(content_type):
+                raise ModelAPIError(
+                    f"the Anthropic API answered for model {self._model!r} with "
+                    f"{content_type}, not an event stream (request id {request_id}); check "
+                    "base_url points at the Messages API",
+                    status_code=stream.response.status_code,
+                    request_id=request_id,
+                )
             indexer = PartIndexer()
             while True:
-                with self._translated(reading=True):
+                with self._translated(reading=True, request_id=request_id):
                     event = await anext(stream, None)
                     delta = indexer.delta(event) if event is not None else None
                 if event is None:
@@ -197,7 +209,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
                     "its message_stop event; the reply is incomplete and was not retried, "
                     "as its pieces may already be handed out; try the call again"
                 )
-            with self._translated(reading=True):
+            with self._translated(reading=True, request_id=request_id):
                 message = await stream.get_final_message()
         finally:
             with anyio.CancelScope(shield=True):  # release the connection even when cancelled
@@ -205,9 +217,12 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         return response_from_message(message)
 
     @contextlib.contextmanager
-    def _translated(self, *, reading: bool = False) -> Iterator[None]:
+    def _translated(
+        self, *, reading: bool = False, request_id: str | None = None
+    ) -> Iterator[None]:
         """Turn the SDK's and the transport's errors into ours (cancellation passes);
-        ``reading``: the block reads stream events, so bad data is the server's."""
+        ``reading``: the block reads the reply or its stream events, so bad data is
+        the server's (as is a body that is not JSON at all, read inside the SDK's call)."""
         try:
             yield
         except anthropic.APIStatusError as exc:
@@ -226,11 +241,13 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         except httpx2.TransportError as exc:  # only mid-stream: the SDK retries the rest
             raise _broke_off(self._model, exc) from exc
         except _UNREADABLE as exc:
-            if not reading:
+            if not reading and not isinstance(exc, json.JSONDecodeError):
                 raise
             raise ModelAPIError(
-                f"the Anthropic API sent a stream event for model {self._model!r} that could "
-                f"not be read ({exc}); check base_url points at the Messages API, or try again"
+                f"the Anthropic API sent a reply for model {self._model!r} that could not be "
+                f"read ({type(exc).__name__}: {exc}; request id {request_id}); check base_url "
+                "points at the Messages API, or try again",
+                request_id=request_id,
             ) from exc
 
     def __repr__(self) -> str:

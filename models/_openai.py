@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Iterator
 from typing import final
@@ -29,7 +30,7 @@ from regiment.models._openai_wire import (
     call_params,
     response_from_completion,
 )
-from regiment.models._sdk_model import SDKModel
+from regiment.models._sdk_model import SDKModel, not_an_event_stream
 from regiment.models._settings import ModelSettings, effective_settings
 from regiment.models._stream import DeltaHandler
 
@@ -123,7 +124,7 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
     async def _plain(self, params: CallParams) -> ModelResponse:
         with self._translated():
             completion = await self._client.chat.completions.create(**params)
-        with self._translated(reading=True):
+        with self._translated(reading=True, request_id=getattr(completion, "_request_id", None)):
             return response_from_completion(completion)
 
     async def _streamed(self, params: CallParams, on_delta: DeltaHandler | None) -> ModelResponse:
@@ -134,10 +135,20 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
             manager = create(**params, stream=True, stream_options={"include_usage": True})
             response = await manager.__aenter__()
         try:
+            request_id = response.headers.get("x-request-id")
+            content_type = response.headers.get("content-type")
+            if not_an_event_stream(content_type):
+                raise ModelAPIError(
+                    f"the Chat Completions API at {self._where()} answered with {content_type}, "
+                    f"not an event stream (request id {request_id}); check base_url points at "
+                    "a Chat Completions server",
+                    status_code=response.status_code,
+                    request_id=request_id,
+                )
             reader = ChunkReader()
             lines = response.iter_lines()
             while True:
-                with self._translated(reading=True):
+                with self._translated(reading=True, request_id=request_id):
                     line = await anext(lines, None)
                     deltas = reader.line(line) if line is not None else []
                 if line is None:
@@ -160,9 +171,12 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
         return f"{self._client.base_url} for model {self._model!r}"
 
     @contextlib.contextmanager
-    def _translated(self, *, reading: bool = False) -> Iterator[None]:
+    def _translated(
+        self, *, reading: bool = False, request_id: str | None = None
+    ) -> Iterator[None]:
         """Turn the SDK's and the transport's errors into ours (cancellation passes);
-        ``reading``: the block reads stream events, so bad data is the server's."""
+        ``reading``: the block reads the reply or its stream events, so bad data is
+        the server's (as is a body that is not JSON at all, read inside the SDK's call)."""
         try:
             yield
         except openai.APIStatusError as exc:
@@ -181,9 +195,10 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
         except StreamErrorEvent as exc:
             raise ModelAPIError(
                 f"the Chat Completions API at {self._where()} sent an error mid-stream: "
-                f"{exc.error_type or 'error'}: {exc}; the call was not retried, as parts of "
-                "the reply may already be handed out; try it again",
+                f"{exc.error_type or 'error'}: {exc} (request id {request_id}); the call was not "
+                "retried, as parts of the reply may already be handed out; try it again",
                 error_type=exc.error_type,
+                request_id=request_id,
             ) from exc
         except httpx2.TransportError as exc:  # only mid-stream: the SDK retries the rest
             raise ModelConnectionError(
@@ -191,11 +206,13 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
                 "retried, as its pieces may already be handed out; try the call again"
             ) from exc
         except _UNREADABLE as exc:
-            if not reading:
+            if not reading and not isinstance(exc, json.JSONDecodeError):
                 raise
             raise ModelAPIError(
                 f"the Chat Completions API at {self._where()} sent a reply that could not be "
-                f"read ({exc}); check base_url points at a Chat Completions server"
+                f"read ({type(exc).__name__}: {exc}; request id {request_id}); check base_url "
+                "points at a Chat Completions server",
+                request_id=request_id,
             ) from exc
 
     def __repr__(self) -> str:

@@ -12,7 +12,15 @@ from regiment.models._stream import DeltaHandler, emit_response
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
-__all__ = ("SDKModel",)
+__all__ = ("SDKModel", "not_an_event_stream")
+
+
+def not_an_event_stream(content_type: str | None) -> bool:
+    """Whether a streamed call's answer is plainly no event stream: a JSON or HTML
+    body (an error page, a server that ignored ``stream``, a wrong ``base_url``).
+    Other types are read as events, for servers that label their stream loosely."""
+    kind = (content_type or "").split(";", 1)[0].strip().lower()
+    return kind in ("application/json", "text/html")
 
 
 class _Closable(Protocol):

@@ -43,7 +43,8 @@ class Reply:
     hold: bool = False  # never answer: for cancellation tests
     events: list[SseEvent] | None = None  # the streamed form of `body`
     cut_after: int | None = None  # stream only this many events, then drop the connection
-    raw: bytes | None = None  # a stream body sent as it is (malformed-stream tests)
+    raw: bytes | None = None  # a body sent as it is (malformed-reply tests)
+    content_type: str | None = None  # instead of the usual one (JSON, or an event stream)
 
 
 def sse(events: list[SseEvent]) -> bytes:
@@ -92,7 +93,7 @@ class StandIn:
                 streamed = recorded.body.get("stream") is True and (
                     reply.events is not None or reply.raw is not None
                 )
-                if not streamed:
+                if not streamed or reply.content_type == "application/json":
                     await stream.send(_json_answer(reply))
                     continue
                 if not await _stream_answer(stream, reply):
@@ -108,15 +109,15 @@ def _head(reply: Reply, content_type: str, length: int) -> bytes:
 
 
 def _json_answer(reply: Reply) -> bytes:
-    payload = json.dumps(reply.body).encode()
-    return _head(reply, "application/json", len(payload)) + payload
+    payload = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
+    return _head(reply, reply.content_type or "application/json", len(payload)) + payload
 
 
 async def _stream_answer(stream: SocketStream, reply: Reply) -> bool:
     """Send the reply as an event stream; ``False`` when it was cut short."""
     events = reply.events or []
     payload = reply.raw if reply.raw is not None else sse(events)
-    await stream.send(_head(reply, "text/event-stream", len(payload)))
+    await stream.send(_head(reply, reply.content_type or "text/event-stream", len(payload)))
     if reply.cut_after is None:
         await stream.send(payload)
         return True

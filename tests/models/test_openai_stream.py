@@ -63,11 +63,12 @@ async def test_an_error_chunk_mid_stream_keeps_its_type(api: StandIn) -> None:
     reply = completion("Starting to answer")
     failure = {"error": {"message": "The server is overloaded", "type": "server_error"}}
     reply.events = [*(reply.events or [])[:3], (None, json.dumps(failure))]
+    reply.headers["x-request-id"] = "req_mid"
     api.queue(reply)
     async with model_for(api) as model:
         with pytest.raises(ModelAPIError, match="mid-stream") as caught:
             await model.complete(ask())
-    assert caught.value.error_type == "server_error"
+    assert (caught.value.error_type, caught.value.request_id) == ("server_error", "req_mid")
     assert "The server is overloaded" in str(caught.value)
 
 
