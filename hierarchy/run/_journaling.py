@@ -56,10 +56,13 @@ from regiment.journal import (
 from regiment.journal import RunFinished as JournalFinished
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from regiment.hierarchy._memory import Compression
     from regiment.hierarchy._result import RunResult
     from regiment.hierarchy._team import Team
     from regiment.hierarchy.events import Event
+    from regiment.hierarchy.guard._types import Guardrail
     from regiment.models import Model, ModelResponse
 
 __all__ = ("LEASE_TTL", "UNJOURNALED", "RunJournal", "Unjournaled", "config_hash", "owner_name")
@@ -104,6 +107,7 @@ def _config_parts(team: Team) -> list[str]:
         repr((planner.name, planner.max_steps, planner.max_plan_attempts, planner.prompts)),
         "" if team.critic is None else repr(team.critic.prompt) + _model(team.critic.model),
         _compression(team.compression),
+        _guards(team.guardrails),
     ]
     if team.output_type is not None:  # a structured answer: its schema and its bound
         shape = team.output_shape()
@@ -118,6 +122,18 @@ def _config_parts(team: Team) -> list[str]:
                 for definition in worker.toolset.definitions:
                     parts.append(msgspec.json.encode(definition).decode())
                 parts.extend(f"mcp {server!r}" for server in worker.mcp_servers)
+                # What may run unasked, and what is checked: a resume under looser
+                # approvals or fewer guards would run what the paused run could not.
+                parts.append(f"approval {sorted(worker.require_approval)} {worker.approval_timeout}")
+                parts.extend(
+                    f"approval {tool.name}: {_rule(tool.policy.requires_approval)}"
+                    for tool in worker.toolset.tools
+                )
+                parts.append(_guards(worker.guardrails))
+                parts.extend(
+                    f"guards {name}: {_guards(guards)}"
+                    for name, guards in sorted(worker.tool_guardrails.items())
+                )
             case TeamWorker(team=child):
                 parts.extend(_config_parts(child))
     return parts
@@ -129,6 +145,17 @@ def _compression(c: Compression | None) -> str:
     return repr((c.threshold_tokens, c.context_window, c.window_fraction, c.prompt)) + _model(
         c.model
     )
+
+
+def _rule(rule: object) -> str:
+    """A tool's approval rule: always, never, or the predicate's name."""
+    if isinstance(rule, bool):
+        return "always" if rule else "never"
+    return f"{getattr(rule, '__module__', '')}.{getattr(rule, '__qualname__', repr(rule))}"
+
+
+def _guards(guards: Sequence[Guardrail]) -> str:
+    return repr([(g.kind, g.name or _rule(g.check), g.on_trip) for g in guards])
 
 
 def _model(model: Model | None) -> str:

@@ -148,7 +148,7 @@ def _same_config(created: RunCreated, team: Team) -> None:
         raise ConfigError(
             f"run {created.run_id!r} was started by a differently configured team "
             f"{team.name!r} (config hash {created.config_hash}, now {now}): its workers, "
-            "tools, models, prompts or budgets changed, so a resume might not redo the same "
+            "tools, models, prompts, budgets, approvals or guardrails changed, so a resume might not redo the same "
             "run; pass force=True (regiment resume --force) to continue it anyway"
         )
 

@@ -14,6 +14,7 @@ import json
 import shutil
 import sqlite3
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -21,10 +22,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from regiment import Planner, RunContext, ScriptedModel, Team, Worker, tool
+from regiment import Guardrail, Planner, RunContext, ScriptedModel, Team, Worker, tool
 from regiment.errors import ConfigError, JournalError
 from regiment.hierarchy import RunStarted
-from regiment.hierarchy.run._journaling import LEASE_TTL
+from regiment.hierarchy.run._journaling import LEASE_TTL, config_hash
 from regiment.journal import (
     ModelCallFinished,
     SqliteJournal,
@@ -144,6 +145,34 @@ async def test_a_changed_team_is_refused_unless_forced(tmp_path: Path) -> None:
         assert result.status == "completed"
     finally:
         await journal.close()
+
+
+def _gated(team: Team, **changes: object) -> Team:
+    worker = team.workers[0]
+    assert isinstance(worker, Worker)
+    return replace(team, workers=[replace(worker, tools=worker.tools, **changes)])
+
+
+def _checked(text: str) -> bool:
+    return True
+
+
+def test_what_may_run_unasked_is_part_of_the_team_a_resume_checks() -> None:
+    # A run paused for an approval must not resume under a team that would run the
+    # call unasked, or with fewer guards: each of these is a different configuration.
+    team = make_team()
+    gated = _gated(team, require_approval=["charge"])
+    variants = [
+        team,
+        gated,
+        _gated(team, require_approval=["charge"], approval_timeout=60.0),
+        _gated(team, guardrails=[Guardrail(_checked, kind="tool_call")]),
+        _gated(team, tool_guardrails={"charge": [Guardrail(_checked, kind="tool_call")]}),
+        replace(team, guardrails=[Guardrail(_checked, kind="plan")]),
+    ]
+    hashes = [config_hash(t) for t in variants]
+    assert len(set(hashes)) == len(hashes)
+    assert config_hash(_gated(team, require_approval=["charge"])) == hashes[1]  # stable
 
 
 async def test_resume_needs_a_journal() -> None:
