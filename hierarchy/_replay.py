@@ -32,7 +32,7 @@ from regiment.journal import (
 )
 from regiment.models import ModelResponse
 
-__all__ = ("NO_REPLAY", "Replay", "ToolKey")
+__all__ = ("NO_REPLAY", "Replay", "ToolKey", "event_record")
 
 ToolKey = tuple[int, str, int]  # plan version, step id, call index
 
@@ -98,6 +98,8 @@ class Replay:
             case StepReported():
                 return _reported(record) in self.reported
             case EventRecorded():
+                if _paused(record):  # it paused again: that is news, not a replay
+                    return False
                 body = msgspec.json.encode(record)
                 if self.events[body] > 0:
                     self.events[body] -= 1
@@ -105,6 +107,19 @@ class Replay:
                 return False
             case _:
                 return False
+
+
+def event_record(run_id: str, event: object) -> EventRecorded:
+    """The journal's record of one of the run's events."""
+    body = msgspec.to_builtins(event)
+    return EventRecorded(run_id=run_id, kind=type(event).__name__, event=body)
+
+
+def _paused(record: EventRecorded) -> bool:
+    if record.kind != "RunCompleted" or not isinstance(record.event, dict):
+        return False
+    result = record.event.get("result")
+    return isinstance(result, dict) and result.get("status") == "paused"
 
 
 def _reported(record: StepReported) -> tuple[int, str, int, str]:

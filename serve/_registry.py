@@ -18,7 +18,7 @@ import anyio
 from regiment.errors import ConfigError
 from regiment.hierarchy import Event, RunCompleted, RunFailed, RunResult
 
-__all__ = ("KEEP_ENDED", "MemoryRunStore", "RunRecord", "RunState", "RunStore")
+__all__ = ("KEEP_ENDED", "MemoryRunStore", "RunRecord", "RunState", "RunStore", "cancelled")
 
 KEEP_ENDED = 1000
 """How many ended runs a ``MemoryRunStore`` keeps by default (``regiment serve --keep-runs``)."""
@@ -43,6 +43,17 @@ class RunRecord:
     error: str | None = None
     changed: anyio.Event = field(default_factory=anyio.Event)
     ended: anyio.Event = field(default_factory=anyio.Event)
+
+
+def cancelled(run_id: str) -> RunFailed:
+    """The last event the app streams for a run it cancelled.
+
+    The engine ends a run whose stream was left with ``RunCompleted`` (status
+    ``cancelled``), but no reader is there to see it; clients see this instead,
+    live and (see ``_journaled``) when the run is replayed from the journal.
+    """
+    reason = "the run was cancelled (POST /runs/{id}/cancel, a client that left, or shutdown)"
+    return RunFailed(run_id=run_id, error_type="RunCancelled", message=reason)
 
 
 class RunStore(Protocol):
@@ -82,6 +93,8 @@ class MemoryRunStore:
 
     def add(self, run_id: str, goal: str, session: str | None) -> RunRecord:
         record = RunRecord(run_id=run_id, goal=goal, session=session)
+        if self._runs.get(run_id) is not None and run_id in self._ended:  # resumed: live again
+            self._ended.remove(run_id)
         self._runs[run_id] = record
         return record
 

@@ -8,7 +8,7 @@ client that left) stops exactly that run, and the app's shutdown stops them all.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import final
 
@@ -27,24 +27,15 @@ from regiment.hierarchy import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from regiment.hierarchy._replay import NO_REPLAY, Replay, event_record
 from regiment.journal import Journal
 
-from ._registry import RunRecord, RunStore
+from ._journaled import journaled_history
+from ._registry import RunRecord, RunStore, cancelled
 
-__all__ = ("Runs", "cancelled", "open_runs")
+__all__ = ("Runs", "open_runs")
 
 log = logging.getLogger("regiment.serve")
-
-
-def cancelled(run_id: str) -> RunFailed:
-    """The last event the app streams for a run it cancelled.
-
-    The engine ends a run whose stream was left with ``RunCompleted`` (status
-    ``cancelled``), but no reader is there to see it; clients see this instead,
-    live and (see ``_journaled``) when the run is replayed from the journal.
-    """
-    reason = "the run was cancelled (POST /runs/{id}/cancel, a client that left, or shutdown)"
-    return RunFailed(run_id=run_id, error_type="RunCancelled", message=reason)
 
 
 @final
@@ -67,21 +58,28 @@ class Runs:
         def stream() -> AbstractAsyncContextManager[AsyncIterator[Event]]:
             return self.running.stream(goal, session=session, deps=deps)
 
-        record: RunRecord = await self._tg.start(self._drive, stream, session)
+        record: RunRecord = await self._tg.start(self._drive, stream, session, ((), NO_REPLAY))
         return record
 
     async def resume(self, run_id: str) -> RunRecord:
         """Resume the journaled run ``run_id`` (``RunningTeam.resume_stream``); returns once
-        it has started again. Its events are streamed from its start, as a new run's are.
+        it has started again.
+
+        Its record starts with the events the journal has (a paused run's ends with
+        its ``RunCompleted``, status ``paused``), under the numbers they had, and goes
+        on with the events the resumed run adds: the numbers are the journal's, so a
+        client's ``Last-Event-ID`` stays good, live and after a restart.
 
         Raises:
             ConfigError, LeaseHeld, JournalError: as ``RunningTeam.resume`` does.
         """
+        journal = self.running.journal
+        history = ([], NO_REPLAY) if journal is None else await journaled_history(journal, run_id)
 
         def stream() -> AbstractAsyncContextManager[AsyncIterator[Event]]:
             return self.running.resume_stream(run_id)
 
-        record: RunRecord = await self._tg.start(self._drive, stream, None)
+        record: RunRecord = await self._tg.start(self._drive, stream, None, history)
         return record
 
     def cancel(self, run_id: str) -> bool:
@@ -113,10 +111,14 @@ class Runs:
         self,
         stream: Callable[[], AbstractAsyncContextManager[AsyncIterator[Event]]],
         session: str | None,
+        history: tuple[Sequence[Event], Replay],
         *,
         task_status: TaskStatus[RunRecord],
     ) -> None:
         record: RunRecord | None = None
+        # A resumed run's record starts with its journaled events; its stream replays
+        # them, and those the journal does not write again are not appended again.
+        before, replay = history
         try:
             with anyio.CancelScope() as scope:
                 async with stream() as events:
@@ -124,11 +126,14 @@ class Runs:
                         if record is None:
                             assert isinstance(event, RunStarted), event
                             record = self.store.add(event.run_id, event.goal, session)
+                            record.events.extend(before)
                             self._scopes[record.run_id] = scope
                             log.info("run started", extra={"run_id": record.run_id})
                             task_status.started(record)
                         if isinstance(event, _LIVE):
                             continue  # not journaled: the n-th event must be the same after a restart
+                        if replay.events and replay.already(event_record(record.run_id, event)):
+                            continue
                         self.store.append(record.run_id, event)
                         if record.ended.is_set():  # its last event: answer who waits now
                             self._release(record.run_id)

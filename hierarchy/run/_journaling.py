@@ -19,7 +19,7 @@ import msgspec
 from regiment.errors import JournalError
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._ranges import LEASE_TTL
-from regiment.hierarchy._replay import NO_REPLAY, Replay
+from regiment.hierarchy._replay import NO_REPLAY, Replay, event_record
 from regiment.hierarchy.run._changes import (
     ApprovalAnswered,
     ApprovalAsked,
@@ -41,7 +41,6 @@ from regiment.hierarchy.workers._worker import Worker
 from regiment.journal import (
     ApprovalDecided,
     ApprovalRequested,
-    EventRecorded,
     Journal,
     Lease,
     ModelCallFinished,
@@ -124,7 +123,9 @@ def _config_parts(team: Team) -> list[str]:
                 parts.extend(f"mcp {server!r}" for server in worker.mcp_servers)
                 # What may run unasked, and what is checked: a resume under looser
                 # approvals or fewer guards would run what the paused run could not.
-                parts.append(f"approval {sorted(worker.require_approval)} {worker.approval_timeout}")
+                parts.append(
+                    f"approval {sorted(worker.require_approval)} {worker.approval_timeout}"
+                )
                 parts.extend(
                     f"approval {tool.name}: {_rule(tool.policy.requires_approval)}"
                     for tool in worker.toolset.tools
@@ -290,8 +291,7 @@ class RunJournal:
 
     def event(self, event: Event) -> None:
         """Buffer one event of the run, in order."""
-        body = msgspec.to_builtins(event)
-        self._add(EventRecorded(run_id=self.run_id, kind=type(event).__name__, event=body))
+        self._add(event_record(self.run_id, event))
 
     async def beat(self) -> None:
         """Keep the run's lease alive while it runs; a failure fails the run at its next change."""

@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from examples.service.serving import serving
 from regiment.serve import create_app
 from regiment.telemetry import SpanCollector, Telemetry
+from tests.serve.sse import frames
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
 
 pytestmark = pytest.mark.anyio
@@ -67,3 +68,81 @@ async def test_resume_without_a_journal_is_a_conflict() -> None:
         answer = await c.post("/runs/run-1-00000000/resume")
     assert answer.status_code == 409
     assert "journal" in answer.json()["detail"]
+
+
+async def _events(c: httpx.AsyncClient, run_id: str, after: int = 0) -> list[tuple[int, str]]:
+    headers = {"last-event-id": str(after)} if after else {}
+    async with c.stream("GET", f"/runs/{run_id}/events", headers=headers) as response:
+        return [(f.id, f.event) async for f in frames(response) if f.id is not None and f.event]
+
+
+async def test_a_resumed_runs_events_keep_their_numbers_live_and_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    # Paused (its stream ends with RunCompleted, status paused), denied, resumed: the
+    # live stream goes on under the journal's numbers, so Last-Event-ID at the pause
+    # gets exactly what came after it, and a restarted app replays the same numbers.
+    journal = str(tmp_path / "runs.db")
+    team = shop_team(Shop(), plan_json(step("s1", "billing", "refund 3 10")))
+    async with serving(create_app(team, journal=journal)) as url, httpx.AsyncClient(
+        base_url=url
+    ) as c:
+        paused = (await c.post("/runs?wait=true", json={"goal": "refund"})).json()
+        run_id = paused["run_id"]
+        before = await _events(c, run_id)
+        assert before[-1][1] == "RunCompleted"
+        (request,) = (await c.get("/approvals", params={"run_id": run_id})).json()["approvals"]
+        await c.post(f"/approvals/{request['request_id']}", json={"decision": "deny", "reason": "over the limit"})
+        assert (await c.post(f"/runs/{run_id}/resume?wait=true")).status_code == 200
+        live = await _events(c, run_id)
+        after_pause = await _events(c, run_id, after=len(before))
+    assert live[: len(before)] == before
+    assert after_pause == live[len(before) :]
+    assert after_pause[0][1] == "ApprovalResolved"
+    assert live[-1][1] == "RunCompleted"
+    assert [n for n, _ in live] == list(range(1, len(live) + 1))
+
+    async with serving(create_app(team, journal=journal)) as url, httpx.AsyncClient(
+        base_url=url
+    ) as c:
+        assert await _events(c, run_id) == live
+
+
+async def test_a_paused_run_is_listed_paused_with_its_result_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    journal = str(tmp_path / "runs.db")
+    team = shop_team(Shop(), plan_json(step("s1", "billing", "refund 3 10")))
+    async with serving(create_app(team, journal=journal)) as url, httpx.AsyncClient(
+        base_url=url
+    ) as c:
+        paused = (await c.post("/runs?wait=true", json={"goal": "refund"})).json()
+    async with serving(create_app(team, journal=journal)) as url, httpx.AsyncClient(
+        base_url=url
+    ) as c:
+        shown = (await c.get(f"/runs/{paused['run_id']}")).json()
+        listed = (await c.get("/runs", params={"status": "paused"})).json()
+    assert (shown["status"], shown["answer"], shown["plans"]) == (
+        "paused",
+        paused["answer"],
+        paused["plans"],
+    )
+    assert [r["run_id"] for r in listed["runs"]] == [paused["run_id"]]
+
+
+async def test_a_run_resumed_before_its_approval_is_decided_pauses_again(tmp_path: Path) -> None:
+    journal = str(tmp_path / "runs.db")
+    team = shop_team(Shop(), plan_json(step("s1", "billing", "refund 3 10")))
+    async with serving(create_app(team, journal=journal)) as url, httpx.AsyncClient(
+        base_url=url
+    ) as c:
+        run_id = (await c.post("/runs?wait=true", json={"goal": "refund"})).json()["run_id"]
+        before = await _events(c, run_id)
+        again = (await c.post(f"/runs/{run_id}/resume?wait=true")).json()
+        live = await _events(c, run_id)
+    assert again["status"] == "paused"
+    assert live == [*before, (len(before) + 1, "RunCompleted")]  # it says it paused again
+    async with serving(create_app(team, journal=journal)) as url, httpx.AsyncClient(
+        base_url=url
+    ) as c:
+        assert await _events(c, run_id) == live
