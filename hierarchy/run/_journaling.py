@@ -20,6 +20,7 @@ from regiment.errors import JournalError
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._ranges import LEASE_TTL
 from regiment.hierarchy._replay import NO_REPLAY, Replay, event_record
+from regiment.hierarchy.guard._types import GuardLike, Guardrail
 from regiment.hierarchy.run._changes import (
     ApprovalAnswered,
     ApprovalAsked,
@@ -61,7 +62,6 @@ if TYPE_CHECKING:
     from regiment.hierarchy._result import RunResult
     from regiment.hierarchy._team import Team
     from regiment.hierarchy.events import Event
-    from regiment.hierarchy.guard._types import Guardrail
     from regiment.models import Model, ModelResponse
 
 __all__ = ("LEASE_TTL", "UNJOURNALED", "RunJournal", "Unjournaled", "config_hash", "owner_name")
@@ -155,8 +155,14 @@ def _rule(rule: object) -> str:
     return f"{getattr(rule, '__module__', '')}.{getattr(rule, '__qualname__', repr(rule))}"
 
 
-def _guards(guards: Sequence[Guardrail]) -> str:
-    return repr([(g.kind, g.name or _rule(g.check), g.on_trip) for g in guards])
+def _guards(guards: Sequence[GuardLike]) -> str:
+    """Each guard's kind, name and what a trip does (the team made them ``Guardrail``s)."""
+    return repr(
+        [
+            (g.kind, g.name or _rule(g.check), g.on_trip) if isinstance(g, Guardrail) else _rule(g)
+            for g in guards
+        ]
+    )
 
 
 def _model(model: Model | None) -> str:

@@ -16,13 +16,14 @@ import sqlite3
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from regiment import Guardrail, Planner, RunContext, ScriptedModel, Team, Worker, tool
+from regiment import Guardrail, Pass, Planner, RunContext, ScriptedModel, Team, Worker, tool
 from regiment.errors import ConfigError, JournalError
 from regiment.hierarchy import RunStarted
 from regiment.hierarchy.run._journaling import LEASE_TTL, config_hash
@@ -147,14 +148,14 @@ async def test_a_changed_team_is_refused_unless_forced(tmp_path: Path) -> None:
         await journal.close()
 
 
-def _gated(team: Team, **changes: object) -> Team:
+def _gated(team: Team, **changes: Any) -> Team:
     worker = team.workers[0]
     assert isinstance(worker, Worker)
     return replace(team, workers=[replace(worker, tools=worker.tools, **changes)])
 
 
-def _checked(text: str) -> bool:
-    return True
+def _checked(subject: object) -> Pass:
+    return Pass()
 
 
 def test_what_may_run_unasked_is_part_of_the_team_a_resume_checks() -> None:
