@@ -13,8 +13,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from examples.service.serving import serving
 from regiment.serve import create_app
 from regiment.telemetry import SpanCollector, Telemetry
-from tests.serve.sse import frames
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
+from tests.serve.sse import frames
 
 pytestmark = pytest.mark.anyio
 
@@ -84,15 +84,19 @@ async def test_a_resumed_runs_events_keep_their_numbers_live_and_after_a_restart
     # gets exactly what came after it, and a restarted app replays the same numbers.
     journal = str(tmp_path / "runs.db")
     team = shop_team(Shop(), plan_json(step("s1", "billing", "refund 3 10")))
-    async with serving(create_app(team, journal=journal)) as url, httpx.AsyncClient(
-        base_url=url
-    ) as c:
+    async with (
+        serving(create_app(team, journal=journal)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
         paused = (await c.post("/runs?wait=true", json={"goal": "refund"})).json()
         run_id = paused["run_id"]
         before = await _events(c, run_id)
         assert before[-1][1] == "RunCompleted"
         (request,) = (await c.get("/approvals", params={"run_id": run_id})).json()["approvals"]
-        await c.post(f"/approvals/{request['request_id']}", json={"decision": "deny", "reason": "over the limit"})
+        await c.post(
+            f"/approvals/{request['request_id']}",
+            json={"decision": "deny", "reason": "over the limit"},
+        )
         assert (await c.post(f"/runs/{run_id}/resume?wait=true")).status_code == 200
         live = await _events(c, run_id)
         after_pause = await _events(c, run_id, after=len(before))
@@ -102,9 +106,10 @@ async def test_a_resumed_runs_events_keep_their_numbers_live_and_after_a_restart
     assert live[-1][1] == "RunCompleted"
     assert [n for n, _ in live] == list(range(1, len(live) + 1))
 
-    async with serving(create_app(team, journal=journal)) as url, httpx.AsyncClient(
-        base_url=url
-    ) as c:
+    async with (
+        serving(create_app(team, journal=journal)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
         assert await _events(c, run_id) == live
 
 
@@ -113,13 +118,15 @@ async def test_a_paused_run_is_listed_paused_with_its_result_after_a_restart(
 ) -> None:
     journal = str(tmp_path / "runs.db")
     team = shop_team(Shop(), plan_json(step("s1", "billing", "refund 3 10")))
-    async with serving(create_app(team, journal=journal)) as url, httpx.AsyncClient(
-        base_url=url
-    ) as c:
+    async with (
+        serving(create_app(team, journal=journal)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
         paused = (await c.post("/runs?wait=true", json={"goal": "refund"})).json()
-    async with serving(create_app(team, journal=journal)) as url, httpx.AsyncClient(
-        base_url=url
-    ) as c:
+    async with (
+        serving(create_app(team, journal=journal)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
         shown = (await c.get(f"/runs/{paused['run_id']}")).json()
         listed = (await c.get("/runs", params={"status": "paused"})).json()
     assert (shown["status"], shown["answer"], shown["plans"]) == (
@@ -133,16 +140,18 @@ async def test_a_paused_run_is_listed_paused_with_its_result_after_a_restart(
 async def test_a_run_resumed_before_its_approval_is_decided_pauses_again(tmp_path: Path) -> None:
     journal = str(tmp_path / "runs.db")
     team = shop_team(Shop(), plan_json(step("s1", "billing", "refund 3 10")))
-    async with serving(create_app(team, journal=journal)) as url, httpx.AsyncClient(
-        base_url=url
-    ) as c:
+    async with (
+        serving(create_app(team, journal=journal)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
         run_id = (await c.post("/runs?wait=true", json={"goal": "refund"})).json()["run_id"]
         before = await _events(c, run_id)
         again = (await c.post(f"/runs/{run_id}/resume?wait=true")).json()
         live = await _events(c, run_id)
     assert again["status"] == "paused"
     assert live == [*before, (len(before) + 1, "RunCompleted")]  # it says it paused again
-    async with serving(create_app(team, journal=journal)) as url, httpx.AsyncClient(
-        base_url=url
-    ) as c:
+    async with (
+        serving(create_app(team, journal=journal)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
         assert await _events(c, run_id) == live
