@@ -157,7 +157,12 @@ async def _dispatch(
 
             model = _choose_model(config, args.team_file, args.model, environ, stderr)
             team = build_team(config, model=model, source=args.team_file)
-            return await serve_command(team, args, environ=environ, stderr=stderr, stop=interrupt)
+            try:
+                return await serve_command(
+                    team, args, environ=environ, stderr=stderr, stop=interrupt
+                )
+            except JournalError as exc:  # it could not be opened: nothing was served
+                return _config_error(ConfigError(str(exc)), stderr)
         config = _placed(_flags_agree(args), config)
         options = _run_options(args, config, stdin, stderr, environ)
     except ConfigError as exc:

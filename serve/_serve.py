@@ -13,6 +13,7 @@ import anyio
 from regiment._logging import SDK_LOGGERS, ContextFormatter, level_for, logging_to
 from regiment.errors import ConfigError
 from regiment.hierarchy import Team
+from regiment.journal import open_journal
 
 from ._app import create_app
 from ._registry import KEEP_ENDED, MemoryRunStore
@@ -53,7 +54,9 @@ async def serve_command(
     """Serve ``team`` until interrupted (or ``stop`` is set); returns the exit code.
 
     Raises:
-        ConfigError: a public host without a token; ``--keep-runs`` below 1.
+        ConfigError: a public host without a token; ``--keep-runs`` below 1; the
+            server could not start (its address taken, say: uvicorn logs why).
+        JournalError: the journal cannot be opened (before anything is served).
     """
     import uvicorn  # the serve extra, checked on importing regiment.serve
 
@@ -61,24 +64,42 @@ async def serve_command(
     check_bind(options.host, token)
     keep = KEEP_ENDED if options.keep_runs is None else options.keep_runs
     store = MemoryRunStore(keep=keep)  # ConfigError below 1
-    app = create_app(team, journal=options.journal, token=token, store=store)
-    config = uvicorn.Config(
-        app, host=options.host, port=options.port, log_config=None, lifespan="on"
-    )
-    server = uvicorn.Server(config)
-    # INFO by default (a service's log), DEBUG with -vv; uvicorn's own records too.
-    level = level_for(options.verbose, default=logging.INFO)
-    with logging_to(stderr, level, ("regiment", "uvicorn", *SDK_LOGGERS)), frozen_heap():
-        async with anyio.create_task_group() as tg:
-            if stop is not None:
+    # Opened here, not in the app's lifespan: a journal that cannot open is one
+    # line and exit 2, as for `regiment run`, not a lifespan traceback.
+    journal = None if options.journal is None else await open_journal(options.journal)
+    try:
+        app = create_app(team, journal=journal, token=token, store=store)
+        config = uvicorn.Config(
+            app, host=options.host, port=options.port, log_config=None, lifespan="on"
+        )
+        server = uvicorn.Server(config)
+        refused: str | int | None = None
+        # INFO by default (a service's log), DEBUG with -vv; uvicorn's own records too.
+        level = level_for(options.verbose, default=logging.INFO)
+        with logging_to(stderr, level, ("regiment", "uvicorn", *SDK_LOGGERS)), frozen_heap():
+            async with anyio.create_task_group() as tg:
+                if stop is not None:
 
-                async def stop_when_set() -> None:
-                    await stop.wait()
-                    server.should_exit = True
+                    async def stop_when_set() -> None:
+                        await stop.wait()
+                        server.should_exit = True
 
-                tg.start_soon(stop_when_set)
-            await server.serve()
-            tg.cancel_scope.cancel()
+                    tg.start_soon(stop_when_set)
+                try:
+                    await server.serve()
+                except SystemExit as exc:  # uvicorn's way to say it could not start
+                    refused = exc.code
+                tg.cancel_scope.cancel()
+    finally:
+        if journal is not None:
+            with anyio.CancelScope(shield=True):
+                await journal.close()
+    if refused is not None:
+        raise ConfigError(
+            f"could not serve on {options.host}:{options.port} (uvicorn exited {refused}; "
+            "its log above says why, an address in use say): pick another --port, or stop "
+            "what holds it"
+        )
     return 0
 
 

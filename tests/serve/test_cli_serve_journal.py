@@ -72,3 +72,31 @@ async def test_a_run_served_before_a_restart_is_answered_from_the_journal(tmp_pa
     assert [r["run_id"] for r in listed.json()["runs"]] == [run_id]
     assert shown.json()["status"] == "completed"
     assert shown.json()["answer"] == posted.json()["answer"]
+
+
+async def test_a_journal_that_cannot_open_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    text = tmp_path / "notes.db"
+    text.write_text("not a journal\n")
+    err = io.StringIO()
+    argv = ["serve", REFUND, "--port", "1", "--model", "scripted", "--journal", str(text)]
+    code = await run_async(argv, stdout=io.StringIO(), stderr=err, environ={})
+    assert code == 2
+    (line,) = err.getvalue().splitlines()
+    assert line.startswith("regiment: error: ")
+    assert "not a regiment journal" in line
+    assert text.read_text() == "not a journal\n"  # left untouched
+
+
+async def test_an_address_in_use_is_exit_2_with_what_to_do(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        err = io.StringIO()
+        argv = ["serve", REFUND, "--port", str(port), "--model", "scripted"]
+        code = await run_async(argv, stdout=io.StringIO(), stderr=err, environ={})
+    assert code == 2
+    assert "address already in use" in err.getvalue()  # uvicorn's own log line
+    last = err.getvalue().splitlines()[-1]
+    assert last.startswith(f"regiment: error: could not serve on 127.0.0.1:{port}")
+    assert "Traceback" not in err.getvalue()
