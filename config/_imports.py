@@ -133,14 +133,14 @@ def _import_module(name: str, spec: str, where: str) -> ModuleType:
 
 
 def _offered(target: object) -> list[str]:
-    """Public tools and functions defined in ``target``, the likely meant names."""
+    """Public tools, functions and classes defined in ``target``, the likely meant names."""
     home = getattr(target, "__name__", None)
     names = []
     for name, value in vars(target).items() if hasattr(target, "__dict__") else ():
         if name.startswith("_"):
             continue
         own = getattr(value, "__module__", None) == home
-        if isinstance(value, Tool) or (own and callable(value) and not inspect.isclass(value)):
+        if isinstance(value, Tool) or (own and callable(value)):
             names.append(name)
     return sorted(names)
 
@@ -150,7 +150,8 @@ def _kind(value: object) -> str:
         return f"the class {value.__name__}"
     if isinstance(value, ModuleType):
         return f"the module {value.__name__}"
-    return f"a {type(value).__name__}"
+    kind = type(value).__name__
+    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"
 
 
 def nested_team_file(spec: str, *, source: str, where: str, chain: IncludeChain) -> Path:

@@ -103,7 +103,13 @@ class Team:
                 f"team '{self.name}' has two workers named {', '.join(dupes)}; worker names must be unique"
             )
         if self.concurrency < 1:
-            raise ConfigError(f"team '{self.name}': concurrency must be at least 1")
+            raise ConfigError(
+                f"team '{self.name}': concurrency must be at least 1, got {self.concurrency}"
+            )
+        if self.output_retries < 0:
+            raise ConfigError(
+                f"team '{self.name}': output_retries must be 0 or more, got {self.output_retries}"
+            )
         placed = [(w.name, w.placement) for w in self.workers if isinstance(w, Worker)]
         try:
             check_pools((name, where) for name, where in placed if where is not None)

@@ -68,15 +68,21 @@ class AnswerShape:
         """
         from pydantic import BaseModel
 
-        if not (isinstance(kind, type) and issubclass(kind, BaseModel)):
+        if not (isinstance(kind, type) and issubclass(kind, BaseModel)) or kind is BaseModel:
             raise ConfigError(
                 f"team '{team}': output_type must be a pydantic model class "
-                f"(a subclass of pydantic.BaseModel), got {kind!r}"
+                f"(a subclass of pydantic.BaseModel with the answer's fields), got {kind!r}"
             )
         if retries < 0:
             raise ConfigError(f"team '{team}': output_retries must be 0 or more, got {retries}")
         described = (kind.__doc__ or "").strip() or f"The final answer, as a {kind.__name__}."
-        schema = kind.model_json_schema()
+        try:
+            schema = kind.model_json_schema()
+        except Exception as exc:  # pydantic's own errors vary (an unresolved forward ref, ...)
+            raise ConfigError(
+                f"team '{team}': output_type {kind.__qualname__}: pydantic could not make its "
+                f"JSON schema ({type(exc).__name__}: {exc})"
+            ) from exc
         tool = ToolDefinition(name=TOOL_NAME, description=described, input_schema=schema)
         return cls(kind, tool, retries + 1)
 

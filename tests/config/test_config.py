@@ -154,7 +154,7 @@ BAD = [
     (
         GOOD.replace("examples.refund.tools:email_customer", "examples.refund.tools:send_mail"),
         "team.toml: workers[1].tools[0]: cannot import 'examples.refund.tools:send_mail': "
-        "no attribute 'send_mail' (it has: check_eligibility, email_customer, flag_exception, "
+        "no attribute 'send_mail' (it has: Ledger, check_eligibility, email_customer, flag_exception, "
         "issue_refund, make_tools)",
     ),
     (

@@ -71,7 +71,7 @@ async def test_a_team_file_output_type_makes_runs_return_the_instance(files: Pat
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [
-        ("answer_types:NOT_A_MODEL", "'answer_types:NOT_A_MODEL' is a int; expected a pydantic"),
+        ("answer_types:NOT_A_MODEL", "'answer_types:NOT_A_MODEL' is an int; expected a pydantic"),
         ("answer_types:brain", "is a function; expected a pydantic model class"),
         ("answer_types:Missing", "cannot import 'answer_types:Missing': no attribute 'Missing'"),
         ("no_such_module:Verdict", "no module named 'no_such_module'"),

@@ -166,6 +166,14 @@ def test_a_bad_output_type_or_retry_count_is_a_config_error() -> None:
         make(iter([]), [], output_type=dict)
     with pytest.raises(ConfigError, match="output_retries must be 0 or more, got -1"):
         make(iter([]), [], output_retries=-1)
+    with pytest.raises(ConfigError, match="output_type must be a pydantic model class"):
+        make(iter([]), [], output_type=BaseModel)  # no fields to answer with
+
+
+def test_output_retries_below_zero_is_refused_without_an_output_type() -> None:
+    team = team_answering(iter([]), [])
+    with pytest.raises(ConfigError, match="output_retries must be 0 or more, got -1"):
+        dataclasses.replace(team, output_type=None, output_retries=-1)
 
 
 def test_a_result_without_a_structured_answer_has_no_output() -> None:
