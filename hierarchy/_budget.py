@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Literal, NamedTuple, TypeAlias, final
+from typing import Literal, NamedTuple, TypeAlias, final, get_args
 
 import msgspec
 
 from regiment.hierarchy._messages import BudgetLimit, StepAllowance
-from regiment.hierarchy._ranges import NO_LIMIT, at_least, seconds
+from regiment.hierarchy._ranges import NO_LIMIT, InvalidValue, at_least, seconds
 from regiment.models import Usage
 
 __all__ = ("Budget", "BudgetLedger", "BudgetLimit", "OnExhausted", "Share")
@@ -61,6 +61,10 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         at_least("Budget", "replans", self.replans, 0)
         at_least("Budget", "rounds", self.rounds, 1)
         seconds("Budget", "wall_clock", self.wall_clock)
+        if self.on_exhausted not in get_args(OnExhausted):
+            raise InvalidValue(
+                "Budget", "on_exhausted", f"must be 'partial' or 'raise'; got {self.on_exhausted!r}"
+            )
 
 
 def _left(limit: int | None, used: int) -> int | None:

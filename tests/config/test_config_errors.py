@@ -239,3 +239,11 @@ def test_a_file_and_code_get_the_same_range_error(
         made()
     problem = str(caught.value).split(f"{key.rsplit('.', 1)[1]} ", 1)[1]
     assert from_file == f"{team}: {key}: {problem}"
+
+
+def test_a_misspelled_on_exhausted_is_refused_in_code_as_in_a_file() -> None:
+    # A typo must not quietly mean "partial" (a run that should raise would not).
+    with pytest.raises(
+        ConfigError, match=r"on_exhausted must be 'partial' or 'raise'; got 'raises'"
+    ):
+        Budget(tool_calls=3, on_exhausted="raises")  # type: ignore[arg-type]
