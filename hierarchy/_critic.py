@@ -19,6 +19,7 @@ from typing import final
 
 import msgspec
 
+from regiment.hierarchy._ranges import model_given
 from regiment.hierarchy.guard._types import GuardLike, as_guardrails
 from regiment.models import Model, ModelSettings
 
@@ -48,6 +49,7 @@ class Critic:
     guardrails: Sequence[GuardLike] = ()
 
     def __post_init__(self) -> None:
+        model_given("Critic", "model", self.model, optional=True)
         object.__setattr__(self, "guardrails", as_guardrails(self.guardrails, "critic: "))
 
 

@@ -18,7 +18,7 @@ from typing import final
 
 import msgspec
 
-from regiment.hierarchy._ranges import InvalidValue, at_least, fraction
+from regiment.hierarchy._ranges import InvalidValue, at_least, fraction, model_given
 from regiment.models import Model, ModelSettings
 
 __all__ = ("Compression", "WorkingMemory", "parse_memory")
@@ -57,6 +57,7 @@ class Compression:
     settings: ModelSettings | None = None
 
     def __post_init__(self) -> None:
+        model_given("Compression", "model", self.model, optional=True)
         derived = "window_fraction x context_window"
         at_least("Compression", "threshold_tokens", self.threshold_tokens, 1, none_means=derived)
         at_least("Compression", "context_window", self.context_window, 1)

@@ -8,7 +8,7 @@ from typing import final
 
 from regiment.hierarchy._checks import Check
 from regiment.hierarchy._prompts import Prompts
-from regiment.hierarchy._ranges import at_least
+from regiment.hierarchy._ranges import at_least, model_given
 from regiment.hierarchy.guard._types import GuardLike, as_guardrails
 from regiment.hierarchy.plan._parse import ParsedPlan, parse_plan
 from regiment.hierarchy.plan._validate import validate_plan
@@ -59,6 +59,8 @@ class Planner:
         object.__setattr__(self, "guardrails", as_guardrails(self.guardrails, "planner: "))
         synth = as_guardrails(self.synthesizer_guardrails, "synthesizer: ")
         object.__setattr__(self, "synthesizer_guardrails", synth)
+        model_given("Planner", "model", self.model)
+        model_given("Planner", "synthesizer_model", self.synthesizer_model, optional=True)
         at_least("Planner", "max_steps", self.max_steps, 1)
         at_least("Planner", "max_plan_attempts", self.max_plan_attempts, 1)
 

@@ -31,6 +31,7 @@ __all__ = (
     "InvalidValue",
     "at_least",
     "fraction",
+    "model_given",
     "run_concurrency",
     "seconds",
 )
@@ -113,3 +114,24 @@ def run_concurrency(concurrency: int | None, team: int) -> int:
             "of at least 1 (or None for the team's)"
         )
     return concurrency
+
+
+def model_given(owner: str, field: str, value: object, *, optional: bool = False) -> None:
+    """``value`` is a ``Model`` (or ``None`` when ``optional``): caught when the
+    config is made, not at the first call of a run."""
+    from regiment.models import Model
+
+    if isinstance(value, Model) or (optional and value is None):
+        return
+    hint = (
+        f"; a spec string is read by regiment.models.model_from_spec({value!r})"
+        if isinstance(value, str)
+        else ""
+    )
+    none = ", or None" if optional else ""
+    raise InvalidValue(
+        owner,
+        field,
+        "must be a Model (AnthropicModel(...), OpenAIModel(...), ScriptedModel(...))"
+        f"{none}; got {value!r}{hint}",
+    )

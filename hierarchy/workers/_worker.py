@@ -23,7 +23,7 @@ from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
-from regiment.hierarchy._ranges import at_least, seconds
+from regiment.hierarchy._ranges import at_least, model_given, seconds
 from regiment.hierarchy.guard._step import StepGuards
 from regiment.hierarchy.guard._types import GuardLike, Guardrail, as_guardrail
 from regiment.hierarchy.workers._approval_gate import ApprovalGate
@@ -136,6 +136,7 @@ class Worker:
 
     def __post_init__(self) -> None:
         check_worker_name(self.name)
+        model_given(f"worker '{self.name}'", "model", self.model)
         if self.on_tool_error not in ("tell_model", "raise"):
             raise ConfigError(
                 f"worker '{self.name}': on_tool_error must be 'tell_model' or 'raise', "

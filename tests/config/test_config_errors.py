@@ -247,3 +247,21 @@ def test_a_misspelled_on_exhausted_is_refused_in_code_as_in_a_file() -> None:
         ConfigError, match=r"on_exhausted must be 'partial' or 'raise'; got 'raises'"
     ):
         Budget(tool_calls=3, on_exhausted="raises")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "made",
+    [
+        lambda: Planner(model="anthropic:claude-sonnet-4-5"),  # type: ignore[arg-type]
+        lambda: Planner(model=MODEL, synthesizer_model="scripted"),  # type: ignore[arg-type]
+        lambda: Worker(name="billing", description="d", model=None),  # type: ignore[arg-type]
+        lambda: Compression(model=object()),  # type: ignore[arg-type]
+    ],
+    ids=["spec-string", "synthesizer", "none", "object"],
+)
+def test_a_model_that_is_not_a_model_is_refused_when_the_config_is_made(
+    made: Callable[[], object],
+) -> None:
+    # Not at the run's first model call, as an AttributeError inside an actor.
+    with pytest.raises(ConfigError, match=r"must be a Model \(AnthropicModel"):
+        made()
