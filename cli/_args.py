@@ -115,7 +115,7 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     mcp.add_argument(
         "--http",
         metavar="PORT",
-        type=int,
+        type=_port,
         help="streamable HTTP on 127.0.0.1:PORT (0: a free port)",
     )
     mcp.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
@@ -126,7 +126,7 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     serve.add_argument(
         "--host", default="127.0.0.1", help="default 127.0.0.1 (others need a token)"
     )
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--port", type=_port, default=8000)
     serve.add_argument(
         "--journal", metavar="J", help="journal runs here (SQLite file or postgresql:// URL)"
     )
@@ -149,3 +149,14 @@ def _add_verbose(parser: argparse.ArgumentParser, default: str = "warnings only"
         default=0,
         help=f"log to stderr: -v INFO, -vv DEBUG (default: {default})",
     )
+
+
+def _port(text: str) -> int:
+    """A TCP port, 0 to 65535 (argparse turns the error into a usage line, exit 2)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port: use 0 to 65535")
+    return port

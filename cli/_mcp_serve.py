@@ -123,7 +123,13 @@ async def _serve_http(server: SDKServer, port: int, name: str, stderr: TextIO) -
 
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", port))
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot serve MCP on 127.0.0.1:{port} ({exc.strerror or exc}): pick another "
+                "--http port (0 takes a free one), or stop what holds it"
+            ) from None
         sock.listen(128)  # clients can connect from here on, so the URL is printed now
         url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
         print(f"regiment: serving team '{name}' at {url}", file=stderr, flush=True)
