@@ -62,10 +62,33 @@ if TYPE_CHECKING:
 __all__ = ("main", "run_async")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``regiment`` command line; returns the exit code."""
+    try:
+        return _main(argv)
+    except BaseException as exc:
+        if not _reader_left(exc):
+            raise
+    # `regiment runs | head -1`: the reader closed stdout. Quietly stop, as a command
+    # killed by SIGPIPE would (exit 141); stdout goes to /dev/null so that the
+    # interpreter's last flush of it does not complain again.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
+
+
+def _reader_left(exc: BaseException) -> bool:
+    """Whether ``exc`` is a closed stdout (alone, or all of an exception group)."""
+    if isinstance(exc, BaseExceptionGroup):
+        rest = exc.split(BrokenPipeError)[1]
+        return rest is None
+    return isinstance(exc, BrokenPipeError)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = command_parser()
     try:
         args = parser.parse_args(argv)
