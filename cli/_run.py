@@ -110,6 +110,7 @@ class _AnswerOut:
     out: TextIO
     written: str = ""
     held: str = ""
+    done: bool = False
 
     def delta(self, event: ev.TextDelta) -> None:
         if self.stream is None or event.role != "synthesizer":
@@ -125,6 +126,9 @@ class _AnswerOut:
             self.written += body
 
     def finish(self, answer: str) -> None:
+        if self.done:
+            return
+        self.done = True
         if not self.written:
             print(answer, file=self.out, flush=True)
         elif answer.startswith(self.written):
@@ -271,6 +275,10 @@ async def _consume(
     ):
         async for event in events:
             progress.apply(event)
+            if isinstance(event, ev.RunCompleted) and ending.answer.stream is not None:
+                # The streamed answer's line ends before the last progress line is shown.
+                if options.prints_answer and event.result.status != "paused":
+                    ending.answer.finish(event.result.answer)
             view.show(event)
             if isinstance(event, ev.TextDelta):
                 ending.answer.delta(event)

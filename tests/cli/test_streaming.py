@@ -81,3 +81,20 @@ async def test_events_deltas_needs_events_jsonl() -> None:
     code, _out, err = await _run("run", REFUND, GOAL, "--events-deltas")
     assert code == 2
     assert "--events-deltas needs --events jsonl" in err
+
+
+async def test_on_one_terminal_the_streamed_answer_ends_its_line_before_the_last_progress_line() -> (
+    None
+):
+    # stdout and stderr are one terminal: the answer's last line must not run into
+    # "[ 0.0s] run completed ...", and no blank line is left after it.
+    screen = Writes()
+    code = await run_async(
+        ["run", REFUND, GOAL, "--plain", "--no-journal"], stdout=screen, stderr=screen, environ={}
+    )
+    assert code == 0, screen.getvalue()
+    lines = screen.getvalue().splitlines()
+    (last,) = [n for n, line in enumerate(lines) if "run completed:" in line]
+    assert lines[last].startswith("[")
+    assert lines[last - 1].strip()  # the answer's last line, not an empty one
+    assert lines[last - 1].startswith("- s5")
