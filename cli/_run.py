@@ -275,10 +275,10 @@ async def _consume(
     ):
         async for event in events:
             progress.apply(event)
-            if isinstance(event, ev.RunCompleted) and ending.answer.stream is not None:
-                # The streamed answer's line ends before the last progress line is shown.
-                if options.prints_answer and event.result.status != "paused":
-                    ending.answer.finish(event.result.answer)
+            # A streamed answer's line ends before the last progress line is shown.
+            streamed = ending.answer.stream is not None and options.prints_answer
+            if streamed and isinstance(event, ev.RunCompleted) and event.result.status != "paused":
+                ending.answer.finish(event.result.answer)
             view.show(event)
             if isinstance(event, ev.TextDelta):
                 ending.answer.delta(event)
