@@ -29,7 +29,14 @@ __all__ = (
 )
 
 BudgetLimit: TypeAlias = Literal[
-    "model_calls", "tool_calls", "tokens", "input_tokens", "output_tokens", "replans", "wall_clock"
+    "model_calls",
+    "tool_calls",
+    "tokens",
+    "input_tokens",
+    "output_tokens",
+    "replans",
+    "rounds",
+    "wall_clock",
 ]
 """A :class:`~regiment.hierarchy.Budget` field that can run out."""
 

@@ -291,6 +291,15 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor):
             self._ask("critique", session.request())
             return
         self._record(CritiqueJudged(verdict))
+        if not verdict.passed and book.rounds.round >= self._team.budget.rounds:
+            # The critic still finds the goal unmet and no round is left: a spent
+            # budget, as any other. "partial" answers from what was done.
+            rounds = self._team.budget.rounds
+            detail = f"the critic judged round {book.rounds.round} not done, and the budget allows {rounds}"
+            if self._team.budget.on_exhausted == "raise":
+                self._exhausted("rounds", detail)
+                return
+            self._record(BudgetRanOut("rounds", detail))
         if verdict.passed or book.rounds.round >= self._team.budget.rounds:
             self._enter(self._prompting.call(Synthesize(), book))
             return

@@ -7,8 +7,10 @@ import json
 
 import pytest
 
+from regiment.errors import BudgetExceeded
 from regiment.hierarchy import (
     Budget,
+    BudgetExhausted,
     Critic,
     CritiqueCompleted,
     Planner,
@@ -16,6 +18,7 @@ from regiment.hierarchy import (
     Team,
     Worker,
 )
+from regiment.hierarchy._budget import OnExhausted
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, TextPart
 
 from .brains import Brain, plan_json
@@ -38,14 +41,14 @@ class CriticBrain(Brain):
         return await super().__call__(request)
 
 
-def _team(brain: Brain, *, rounds: int = 3) -> Team:
+def _team(brain: Brain, *, rounds: int = 3, on_exhausted: OnExhausted = "partial") -> Team:
     model = ScriptedModel(brain)
     return Team(
         name="t",
         planner=Planner(model=model),
         workers=[Worker(name="w", description="w", model=model)],
         critic=Critic(),
-        budget=Budget(rounds=rounds),
+        budget=Budget(rounds=rounds, on_exhausted=on_exhausted),
     )
 
 
@@ -91,8 +94,27 @@ async def test_rounds_are_bounded_by_the_budget() -> None:
     assert result.rounds == 2
     assert [v.passed for v in result.verdicts] == [False, False]
     assert len(brain.plan_requests) == 2
-    assert result.status == "completed"
+    # The critic never found the goal met: the answer is what was done, marked partial.
+    assert (result.status, result.budget_exhausted) == ("partial", "rounds")
     assert result.answer == "final answer"
+    (ran_out,) = [e for e in result.events if isinstance(e, BudgetExhausted)]
+    assert ran_out.limit == "rounds"
+    assert "judged round 2 not done" in ran_out.detail
+
+
+async def test_rounds_run_out_raise_when_the_budget_says_so() -> None:
+    plans = [plan_json({"description": f"attempt {i}"}) for i in range(5)]
+    brain = CriticBrain(plans, [_verdict(False, "still not good")] * 5)
+    with pytest.raises(BudgetExceeded) as caught:
+        await _team(brain, rounds=2, on_exhausted="raise").run("something hard")
+    assert caught.value.limit == "rounds"
+
+
+async def test_a_passed_last_round_is_completed() -> None:
+    plans = [plan_json({"description": f"attempt {i}"}) for i in range(5)]
+    brain = CriticBrain(plans, [_verdict(False, "not yet"), _verdict(True)])
+    result = await _team(brain, rounds=2, on_exhausted="raise").run("something hard")
+    assert (result.status, result.budget_exhausted, result.rounds) == ("completed", None, 2)
 
 
 async def test_unparseable_critic_is_asked_again_then_taken_as_passed_with_warning() -> None:
