@@ -52,7 +52,7 @@ from regiment.config import (
     place_on_ray,
     team_files,
 )
-from regiment.errors import ApprovalError, ConfigError, JournalError, RegimentError
+from regiment.errors import ApprovalError, ConfigError, JournalError, LeaseHeld, RegimentError
 from regiment.tools import require_mcp
 
 if TYPE_CHECKING:
@@ -267,6 +267,8 @@ async def _guarded(
         outcome = await drive(config, options, stdout=stdout, stderr=stderr, stop=stop)
     except ConfigError as exc:
         return _config_error(exc, stderr)
+    except LeaseHeld as exc:  # nothing ran: the run is someone else's for now
+        return _config_error(ConfigError(str(exc)), stderr)
     except RegimentError as exc:
         print(f"regiment: run failed: {type(exc).__name__}: {exc}", file=stderr)
         return EXIT_FAILED

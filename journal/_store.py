@@ -165,7 +165,8 @@ def check_acquire(
         left = state.expires_at - now
         raise LeaseHeld(
             f"run {run_id!r} is owned by {state.owner!r}, whose lease is alive for another "
-            f"{left:.1f} s; wait for that process to finish or stop it, then retry"
+            f"{left:.1f} s: if that process still runs, wait for it to finish or stop it; if "
+            f"it died, its lease lapses by itself, so retry in {left:.0f} s"
         )
 
 

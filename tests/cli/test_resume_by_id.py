@@ -201,3 +201,23 @@ async def test_unknown_runs_and_no_journal(tmp_path: Path) -> None:
     off = regiment_process("resume", run_id, "--no-journal", cwd=tmp_path)
     assert off.returncode == 2
     assert "drop --no-journal" in off.stderr
+
+
+async def test_a_run_another_owner_holds_is_refused_with_exit_2_and_when_to_retry(
+    tmp_path: Path,
+) -> None:
+    # Say its owner was killed a moment ago: its lease still runs, so nothing may run
+    # the run yet; that is a refusal (exit 2) that says when to retry, not a failed run.
+    run_id, _ = _paused(EXAMPLE, tmp_path, "asyncio")
+    journal = tmp_path / ".regiment" / "journal.db"
+    opened = await open_journal(str(journal))
+    try:
+        await opened.acquire(run_id, owner="gone:4242", ttl=600)
+    finally:
+        await opened.close()
+    resumed = regiment_process("resume", run_id, "--model", "scripted", cwd=tmp_path)
+    assert resumed.returncode == 2, resumed.stderr
+    last = resumed.stderr.splitlines()[-1]
+    assert last.startswith("regiment: error: ")
+    assert "owned by 'gone:4242'" in last
+    assert "if it died, its lease lapses by itself, so retry in" in last
