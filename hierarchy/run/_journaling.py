@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import anyio
 import msgspec
 
-from regiment.errors import JournalError
+from regiment.errors import JournalError, RunCancelled
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._ranges import LEASE_TTL
 from regiment.hierarchy._replay import NO_REPLAY, Replay, event_record
@@ -413,7 +413,9 @@ def _record_for(run_id: str, change: RunChange, result: RunResult | None) -> Rec
             return JournalFinished(run_id=run_id, status=status, answer=answer, result=body)
         case RunAborted(error=error):
             message = f"{type(error).__name__}: {error}"
-            return JournalFinished(run_id=run_id, status="failed", error=message)
+            # Stopped under a live run (Ctrl-C, the service's shutdown): cancelled, not failed.
+            status = "cancelled" if isinstance(error, RunCancelled) else "failed"
+            return JournalFinished(run_id=run_id, status=status, error=message)
         case _:
             return None
 

@@ -155,3 +155,34 @@ def test_sigint_leaves_a_closing_event_in_the_events_file(tmp_path: Path, backen
     last = json.loads(lines[-1])
     assert (last["type"], last["error_type"]) == ("RunFailed", "RunCancelled")
     assert last["message"].startswith("interrupted; cancelled the run after")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")
+def test_a_journaled_run_stopped_with_ctrl_c_is_journaled_cancelled(tmp_path: Path) -> None:
+    # Ctrl-C cancels the run: the journal says "cancelled" (a choice, not a failure).
+    team = write_team(tmp_path, "stuck")
+    journal = str(tmp_path / "runs.db")
+    argv = ["run", str(team), "wait", "--app-dir", str(tmp_path), "--journal", journal]
+    root = Path(__file__).resolve().parents[2]
+    with subprocess.Popen(
+        [sys.executable, "-m", "regiment", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=root,
+    ) as child:
+        assert child.stderr is not None
+        while "-> s1" not in (line := child.stderr.readline()):
+            assert line, "the command ended early"
+        child.send_signal(signal.SIGINT)
+        assert child.wait(timeout=30) == 130
+    listed = subprocess.run(
+        [sys.executable, "-m", "regiment", "runs", "--journal", journal, "--json"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=60,
+        check=True,
+    )
+    (run,) = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert run["status"] == "cancelled"
