@@ -48,6 +48,7 @@ from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal
 from regiment.hierarchy.run._lender import Lender, SupervisorLender
 from regiment.hierarchy.run._messages import StartRun
 from regiment.hierarchy.run._resume import Opened, finished, open_channel, reopened
+from regiment.hierarchy.run._session import SessionMemory
 from regiment.hierarchy.run._trace import record_run_end
 from regiment.hierarchy.workers._approval_gate import ApprovalGate
 from regiment.hierarchy.workers._live import LiveWorker, worker_tools
@@ -93,6 +94,7 @@ class RunningTeam(DecidesApprovals):
         self.journal: Journal | None = None  # set by Team.start(journal=...)
         self.lease_ttl = LEASE_TTL
         self.team_file: TeamFile | None = None  # set by Team.start(team_file=...)
+        self.sessions = SessionMemory()  # sessions' earlier runs, when there is no journal
         self._starting = anyio.Semaphore(STARTING_AT_ONCE, fast_acquire=True)
 
     @property
@@ -269,6 +271,8 @@ class RunningTeam(DecidesApprovals):
                 finally:
                     await self._end_run(run_id, ref, channel, events)
                     record_run_end(tel, span, channel)
+                    if session is not None and self.journal is None and channel.result:
+                        self.sessions.remember(session, channel.result)
         finally:
             if starting:
                 self._starting.release()

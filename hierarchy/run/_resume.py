@@ -62,8 +62,8 @@ async def open_channel(
             team_file=running.team_file,
         )
     channel, events = RunChannel.open(streaming=streaming, lender=lender)
-    if session is not None and journal is not None:
-        channel.history = await session_context(journal, team, session, run_id)
+    if session is not None:
+        channel.history = await session_context(journal, running.sessions, team, session, run_id)
     channel.calls = RunCalls(run_id, deps) if deps is not None else None
     if run_journal is not None:
         channel.journal, channel.calls = run_journal, run_journal.calls

@@ -10,23 +10,69 @@ compression), and long outputs are cut.
 
 from __future__ import annotations
 
+from collections import OrderedDict, deque
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from regiment.journal import Journal, SessionRun
+from regiment.journal import CommittedStep, Journal, SessionRun
 
 if TYPE_CHECKING:
+    from regiment.hierarchy._result import RunResult
     from regiment.hierarchy._team import Team
 
-__all__ = ("session_context",)
+__all__ = ("SessionMemory", "session_context")
+
+KEPT_RUNS = 100  # per session, in memory: the newest (older ones would not fit the context)
+KEPT_SESSIONS = 1_000  # the sessions used most recently
+
+
+class SessionMemory:
+    """A started team's sessions when it has no journal: the runs each one ended,
+    in this process only, bounded (the newest runs of the most recent sessions)."""
+
+    def __init__(self) -> None:
+        self._runs: OrderedDict[str, deque[SessionRun]] = OrderedDict()
+
+    def remember(self, session: str, result: RunResult) -> None:
+        """Keep ``result``'s goal, status, answer and committed outputs for ``session``."""
+        done = {r.step_id: r for r in result.steps if r.status == "done"}
+        steps = tuple(
+            CommittedStep(
+                plan_version=r.plan_version, step_id=r.step_id, worker=r.worker, output=r.output
+            )
+            for r in (done[i] for i in result.committed if i in done)
+        )
+        run = SessionRun(
+            run_id=result.run_id,
+            goal=result.goal,
+            status=result.status,
+            started_at=datetime.now(UTC),
+            answer=result.answer,
+            steps=steps,
+        )
+        runs = self._runs.pop(session, None) or deque(maxlen=KEPT_RUNS)
+        runs.append(run)
+        self._runs[session] = runs  # the most recent session last
+        while len(self._runs) > KEPT_SESSIONS:
+            self._runs.popitem(last=False)
+
+    def history(self, session: str, exclude: str) -> tuple[SessionRun, ...]:
+        return tuple(r for r in self._runs.get(session, ()) if r.run_id != exclude)
+
 
 _DEFAULT_TOKENS = 2_000
 _OUTPUT_CHARS = 400  # of one step's output
 _CHARS_PER_TOKEN = 4  # the rough estimate the budgets use
 
 
-async def session_context(journal: Journal, team: Team, session: str, run_id: str) -> str:
+async def session_context(
+    journal: Journal | None, memory: SessionMemory, team: Team, session: str, run_id: str
+) -> str:
     """The earlier runs of ``session`` as text for the planner; ``""`` if there are none."""
-    earlier = await journal.session_history(session, exclude=run_id)
+    if journal is not None:
+        earlier = await journal.session_history(session, exclude=run_id)
+    else:
+        earlier = memory.history(session, exclude=run_id)
     if not earlier:
         return ""
     budget = _budget_tokens(team) * _CHARS_PER_TOKEN

@@ -21,11 +21,15 @@ def _first_plan_request(model: ScriptedModel, goal: str) -> str:
     return asked
 
 
-async def test_a_follow_up_sees_earlier_goals_answers_and_committed_steps(tmp_path: Path) -> None:
+@pytest.mark.parametrize("journaled", [True, False], ids=["journal", "memory"])
+async def test_a_follow_up_sees_earlier_goals_answers_and_committed_steps(
+    tmp_path: Path, journaled: bool
+) -> None:
+    # Without a journal the started team remembers its sessions' runs in memory.
     team = make_team()
     model = team.planner.model
     assert isinstance(model, ScriptedModel)
-    async with team.start(journal=tmp_path / "runs.db") as running:
+    async with team.start(journal=tmp_path / "runs.db" if journaled else None) as running:
         first = await running.run("settle acme", session="ticket-4411", deps=Ledger(tmp_path))
         await running.run("settle other things", session="ticket-9", deps=Ledger(tmp_path))
         await running.run("now the follow-up", session="ticket-4411", deps=Ledger(tmp_path))
