@@ -45,7 +45,7 @@ class SessionMemory:
         run = SessionRun(
             run_id=result.run_id,
             goal=result.goal,
-            status=result.status,
+            status="awaiting_approval" if result.status == "paused" else result.status,
             started_at=datetime.now(UTC),
             answer=result.answer,
             steps=steps,
