@@ -414,8 +414,9 @@ def _record_for(run_id: str, change: RunChange, result: RunResult | None) -> Rec
         case RunAborted(error=error):
             message = f"{type(error).__name__}: {error}"
             # Stopped under a live run (Ctrl-C, the service's shutdown): cancelled, not failed.
-            ended = "cancelled" if isinstance(error, RunCancelled) else "failed"
-            return JournalFinished(run_id=run_id, status=ended, error=message)
+            if isinstance(error, RunCancelled):
+                return JournalFinished(run_id=run_id, status="cancelled", error=message)
+            return JournalFinished(run_id=run_id, status="failed", error=message)
         case _:
             return None
 
