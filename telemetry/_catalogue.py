@@ -112,7 +112,12 @@ ATTRIBUTES = (
         sc.REGIMENT_PLAN_VERSION, "the plan version in effect", "plan, step, verify; stale event"
     ),
     Entry(sc.REGIMENT_PLAN_VERSIONS, "plan versions the run went through", "run"),
-    Entry(sc.REGIMENT_PLAN_STEPS, "steps of the new plan", "replan"),
+    Entry(
+        sc.REGIMENT_PLAN_STEPS,
+        "steps of the plan the call's reply gave (a replan's kept steps too), as read, "
+        "before any plan guardrail judges it; absent when the reply gave no valid plan",
+        "plan, replan",
+    ),
     Entry(sc.REGIMENT_PLAN_OLD_VERSION, "the version replaced", "replan"),
     Entry(sc.REGIMENT_PLAN_NEW_VERSION, "the version made", "replan"),
     Entry(sc.REGIMENT_REPLAN_REASON, "capture on: why the plan was replaced", "replan"),

@@ -181,6 +181,12 @@ class SpanRecorder:
         exception's type; its message and stack only when capture is on."""
         record_exception(span, exc, capture=self.capture)
 
+    def plan_steps(self, span: Span, steps: int) -> None:
+        """Record how many steps the plan a ``plan`` or ``replan`` call gave has (all
+        of them: a replan's kept steps too), as read, before any plan guardrail."""
+        if span.is_recording():
+            span.set_attribute(sc.REGIMENT_PLAN_STEPS, steps)
+
     def replan(self, span: Span, *, new_version: int, steps: int | None = None) -> None:
         """Record the plan version a ``replan`` produced (and how many steps it has)."""
         if not span.is_recording():
