@@ -191,3 +191,20 @@ async def test_a_replan_span_says_how_many_steps_without_plan_guardrails(
     replan = next(s for s in collector.spans() if s.name == "replan")
     assert dict(replan.attributes or {})["regiment.plan.steps"] == len(result.plans[-1].steps) == 2
     assert replan.end_time is not None
+
+
+async def test_the_readme_tree_is_the_refund_story_s(
+    telemetry: Telemetry, collector: SpanCollector
+) -> None:
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    shown = re.search(r"What a run looks like.*?```\n(.*?)```", readme, re.S)
+    assert shown is not None
+    result = await build_team(ScriptedModel(refund_brain), Ledger(), telemetry=telemetry).run(GOAL)
+    assert result.trace_id is not None
+    drawn = collector.render(int(result.trace_id, 16))
+    # The same spans in the same places with the same attributes (times and ids vary).
+    varying = re.compile(r"\d+\.\d ms|run-\d+-[0-9a-f]{8}|call_[0-9a-f]{16}")
+    assert varying.sub("", shown.group(1)).strip() == varying.sub("", drawn).strip()
