@@ -48,7 +48,13 @@ SPANS = (
         "under a phase or step",
     ),
     Entry("execute_tool {tool}", "one tool call", "under the step"),
-    Entry(sc.SPAN_GUARDRAIL, "one guardrail judging one subject", "under the call it guards"),
+    Entry(
+        sc.SPAN_GUARDRAIL,
+        "one guardrail judging one subject",
+        "a model request's or reply's: in the phase or step span the call is made in; "
+        "a tool call's or result's: in its `execute_tool` span; a plan's or the answer's: "
+        "under the run, after the `plan`, `replan` or `synthesize` span that made it",
+    ),
 )
 
 ATTRIBUTES = (
@@ -79,7 +85,8 @@ ATTRIBUTES = (
     ),
     Entry(
         sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
-        "input tokens written to the prompt cache",
+        "input tokens written to the prompt cache (the Anthropic SDK's own span, with its "
+        "tracing on, names them `gen_ai.usage.cache_write.input_tokens`)",
         "chat",
     ),
     Entry(sc.GEN_AI_TOOL_NAME, "the tool", "tool; approval events"),
@@ -112,7 +119,12 @@ ATTRIBUTES = (
         sc.REGIMENT_PLAN_VERSION, "the plan version in effect", "plan, step, verify; stale event"
     ),
     Entry(sc.REGIMENT_PLAN_VERSIONS, "plan versions the run went through", "run"),
-    Entry(sc.REGIMENT_PLAN_STEPS, "steps of the new plan", "replan"),
+    Entry(
+        sc.REGIMENT_PLAN_STEPS,
+        "steps of the plan the call's reply gave (a replan's kept steps too), as read, "
+        "before any plan guardrail judges it; absent when the reply gave no valid plan",
+        "plan, replan",
+    ),
     Entry(sc.REGIMENT_PLAN_OLD_VERSION, "the version replaced", "replan"),
     Entry(sc.REGIMENT_PLAN_NEW_VERSION, "the version made", "replan"),
     Entry(sc.REGIMENT_REPLAN_REASON, "capture on: why the plan was replaced", "replan"),

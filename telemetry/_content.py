@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final, TypeAlias
 
 import msgspec
@@ -35,22 +35,79 @@ _FALSE = frozenset({"", "false", "0", "no", "off", "no_content", "event_only"})
 
 _REDACTED = "[REDACTED]"
 _CUT_MARKER: Final = "...[truncated]"
-_SECRET_KEY = re.compile(r"(?i)^(?:x-api-key|api[_-]?key|authorization)$")
-# In message-shaped values only these fields hold content; the rest (types, roles,
-# ids, names) is structure the schemas constrain, so it is never cut.
+# A field or variable named like a secret: the name ends in one of these words
+# (``password``, ``DB_PASSWORD``, ``X-Auth-Token``, ``aws_secret_access_key``; not ``tokens``).
+_SECRET_WORD = (
+    r"(?:token|secret|password|passwd|api[_-]?key|access[_-]?key|private[_-]?key|secret[_-]?key)"
+)
+_SECRET_NAME = rf"(?:[A-Za-z0-9]+[_.-])*{_SECRET_WORD}"
+_SECRET_KEY = re.compile(rf"(?i)^(?:x-api-key|authorization|{_SECRET_NAME})$")
+# In free text only the name's last word is matched (what comes before it stays as
+# it is): a pattern over the whole name would be quadratic on text like "a-a-a-...".
+_NAME_END = rf"(?<![A-Za-z0-9]){_SECRET_WORD}"
 _CONTENT_KEYS: Final = frozenset({"content", "response", "arguments"})
 _REDACT_MARGIN = 256
-# Order matters: the header/assignment forms first, so their whole value goes.
-_SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+_QUOTED = r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'"""  # a quoted value, escapes and all
+_BARE = r"""[^\s"',;&}\]]+"""  # an unquoted value: up to a space or a separator
+# An unquoted ``name: value`` is also prose ("the next token: a word"), so there the
+# value must look like a credential: a digit or a symbol in it, or 16 characters.
+# A value an earlier pattern redacted is not taken again.
+_CREDENTIAL = rf"""(?=[^\s"',;&}}\]]*[0-9@#$%^*+/=~]|[^\s"',;&}}\]]{{16}}){_BARE}"""
+_VALUE = rf"(?!\[REDACTED\])(?P<value>{_QUOTED}|{_BARE})"
+_CREDENTIAL_VALUE = rf"(?!\[REDACTED\])(?P<value>{_QUOTED}|{_CREDENTIAL})"
+
+
+def _keep_name(match: re.Match[str]) -> str:
+    """``name: [REDACTED]``, quoted if the value or the name was (so JSON stays JSON)."""
+    value = match["value"]
+    quote = value[0] if value[0] in "\"'" else match.groupdict().get("q") or ""
+    return match["name"] + quote + _REDACTED + quote
+
+
+# Order matters: a private key block first (its body spans lines), then the
+# header/assignment forms, so their whole value goes; then tokens by their shape.
+_SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
+    (
+        # To its END line, or to the end of the text if it was cut before that.
+        re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"
+            r"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|.*\Z)",
+            re.DOTALL,
+        ),
+        _REDACTED,
+    ),
+    # Headers and fields that always hold a credential: any value, a scheme and all.
     (
         re.compile(
-            r"""(?i)(["']?(?:x-api-key|api[_-]?key|authorization)["']?\s*[:=]\s*["']?)"""
-            r"""(?:bearer\s+)?[^\s"',;}]+"""
+            r"""(?i)(?P<name>(?P<q>["']?)(?:x-api-key|api[_-]?key|authorization)(?P=q)\s*[:=]\s*)"""
+            rf"""(?P<value>{_QUOTED}|(?:(?:bearer|basic|token)\s+)?[^\s"',;}}]+)"""
         ),
-        r"\g<1>" + _REDACTED,
+        _keep_name,
+    ),
+    # "password": "...", 'client_secret': ... (JSON, Python reprs): any value.
+    (
+        re.compile(rf"""(?i)(?P<name>(?P<q>["']){_SECRET_NAME}(?P=q)\s*[:=]\s*){_VALUE}"""),
+        _keep_name,
+    ),
+    # password=..., GITHUB_TOKEN=..., ?access_token=...&: any value.
+    (
+        re.compile(rf"(?i)(?P<name>{_NAME_END}\s*=\s*){_VALUE}"),
+        _keep_name,
+    ),
+    # password: hunter2, X-Auth-Token: ... (YAML, headers): a credential-like value.
+    (
+        re.compile(rf"(?i)(?P<name>{_NAME_END}\s*:\s*){_CREDENTIAL_VALUE}"),
+        _keep_name,
     ),
     (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/\-]{8,}=*"), "Bearer " + _REDACTED),
     (re.compile(r"\bsk-(?:ant-)?[A-Za-z0-9_\-]{8,}"), _REDACTED),
+    (re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), _REDACTED),  # AWS access key ids
+    (re.compile(r"\bgh[opusr]_[A-Za-z0-9]{30,}\b"), _REDACTED),  # GitHub tokens
+    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), _REDACTED),  # GitHub fine-grained tokens
+    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), _REDACTED),  # Slack tokens
+    (re.compile(r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"), _REDACTED),  # Google API keys
+    # JWTs: a JSON header (base64url of '{"'), a payload, a signature (maybe empty).
+    (re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*"), _REDACTED),
 )
 
 
@@ -79,7 +136,17 @@ def capture_from_env(environ: Mapping[str, str] | None = None) -> bool:
 
 
 def redact(text: str) -> str:
-    """Replace anything that looks like an API key or bearer token with ``[REDACTED]``."""
+    """Replace what looks like a secret with ``[REDACTED]``.
+
+    That is: API keys (Anthropic/OpenAI ``sk-``, AWS access key ids, Google
+    ``AIza`` keys), bearer and basic credentials, GitHub and Slack tokens, JWTs,
+    private key (PEM) blocks, and the value of a field or variable named like a
+    secret (a name ending in token, secret, password, passwd, api_key,
+    access_key, private_key or secret_key, in any case: ``"password": "..."``,
+    ``DB_PASSWORD=...``, ``X-Auth-Token: ...``). An unquoted ``name: value``
+    counts only when the value has a digit or symbol in it or is 16 characters
+    long, so prose such as "the next token: a word" is left alone.
+    """
     for pattern, replacement in _SECRET_PATTERNS:
         text = pattern.sub(replacement, text)
     return text

@@ -1,16 +1,22 @@
 """Log records that say which trace and span they were logged in.
 
-``Telemetry`` attaches one :class:`TraceContextHandler` to the ``regiment``
-logger. Records of every ``regiment.*`` logger pass through it on their way up
-(before the root logger's handlers see them), and it sets ``trace_id`` and
-``span_id`` on them (lower-case hex, empty outside a span), so a format like
-``%(trace_id)s %(span_id)s`` works. No global logging state is replaced.
+Every record of the ``regiment`` logger and its children gets ``trace_id`` and
+``span_id`` (lower-case hex of the span current where it was logged, empty
+outside a span) as it is made, so a format like ``%(trace_id)s %(span_id)s``
+works in any handler, wherever it is attached (on ``regiment``, on a child, on
+the root) and whenever (before any ``Telemetry`` exists too). That is a log
+record factory, installed once when this module is imported, chained to the
+factory that was set before: it leaves every other logger's records alone.
+
+``Telemetry`` also attaches one :class:`TraceContextHandler` to the ``regiment``
+logger; ``correlate_logs(logger)`` attaches one to another logger, whose records
+then carry the ids from that logger's handlers up.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, final
 
 from opentelemetry import context as otel_context
@@ -29,6 +35,43 @@ __all__ = (
 )
 
 LOGGER_NAME = "regiment"
+_CHILDREN = LOGGER_NAME + "."
+
+
+def _tag(record: logging.LogRecord) -> None:
+    context = trace.get_current_span().get_span_context()
+    if context.is_valid:
+        record.trace_id = format(context.trace_id, "032x")
+        record.span_id = format(context.span_id, "016x")
+    else:
+        record.trace_id = record.span_id = ""
+
+
+@final
+class _TraceContextRecords:
+    """A log record factory: the one set before, and the ids on a ``regiment`` record."""
+
+    __slots__ = ("_previous",)
+    regiment_trace_context = True  # how a second install knows it is in the chain
+
+    def __init__(self, previous: Callable[..., logging.LogRecord]) -> None:
+        self._previous = previous
+
+    def __call__(self, *args: object, **kwargs: object) -> logging.LogRecord:
+        record = self._previous(*args, **kwargs)
+        name = record.name
+        if name == LOGGER_NAME or name.startswith(_CHILDREN):
+            _tag(record)
+        return record
+
+
+def _install_record_factory() -> None:
+    previous = logging.getLogRecordFactory()
+    if not getattr(previous, "regiment_trace_context", False):  # once (a reload too)
+        logging.setLogRecordFactory(_TraceContextRecords(previous))
+
+
+_install_record_factory()
 
 
 @final
@@ -36,13 +79,9 @@ class TraceContextHandler(logging.Handler):
     """Adds ``trace_id`` / ``span_id`` of the current span to each record; emits nothing."""
 
     def handle(self, record: logging.LogRecord) -> bool:
-        """Tag the record, then pass it to :meth:`emit`."""
-        context = trace.get_current_span().get_span_context()
-        if context.is_valid:
-            record.trace_id = format(context.trace_id, "032x")
-            record.span_id = format(context.span_id, "016x")
-        else:
-            record.trace_id = record.span_id = ""
+        """Tag the record (unless it was made tagged), then pass it to :meth:`emit`."""
+        if "trace_id" not in record.__dict__:
+            _tag(record)
         self.emit(record)
         return True
 

@@ -181,6 +181,12 @@ class SpanRecorder:
         exception's type; its message and stack only when capture is on."""
         record_exception(span, exc, capture=self.capture)
 
+    def plan_steps(self, span: Span, steps: int) -> None:
+        """Record how many steps the plan a ``plan`` or ``replan`` call gave has (all
+        of them: a replan's kept steps too), as read, before any plan guardrail."""
+        if span.is_recording():
+            span.set_attribute(sc.REGIMENT_PLAN_STEPS, steps)
+
     def replan(self, span: Span, *, new_version: int, steps: int | None = None) -> None:
         """Record the plan version a ``replan`` produced (and how many steps it has)."""
         if not span.is_recording():
@@ -236,6 +242,7 @@ class SpanRecorder:
         tool_calls: int | None = None,
         steps: int | None = None,
         error_type: str | None = None,
+        error: BaseException | None = None,
     ) -> None:
         """Record a run's totals on its root span (a failed run's too: what it did).
 
@@ -248,8 +255,12 @@ class SpanRecorder:
             model_calls: how many model calls the run made.
             tool_calls: how many tool calls the run made.
             steps: how many step reports the run received.
-            error_type: when the run failed without raising, the failure's class;
-                the span is then marked ERROR.
+            error_type: when the run failed without an exception to show, the
+                failure's class; the span is then marked ERROR.
+            error: the exception the run failed with (a ``RunError``); the span is
+                then marked ERROR as any span an exception ended: ``error.type``,
+                ``regiment.error.code`` and an ``exception`` event (the message and
+                stack only when capture is on). It wins over ``error_type``.
         """
         if not span.is_recording():
             return
@@ -271,5 +282,7 @@ class SpanRecorder:
         if steps is not None:
             attributes[sc.REGIMENT_RUN_STEPS] = steps
         span.set_attributes(attributes)
-        if error_type is not None:
+        if error is not None:
+            record_exception(span, error, capture=self.capture)
+        elif error_type is not None:
             mark_error(span, error_type, f"run ended with status {status}", capture=self.capture)

@@ -35,6 +35,7 @@ def open_span(
     context: Context | None = None,
     capture: bool = False,
     links: Sequence[Link] | None = None,
+    end_on_exit: bool = True,
 ) -> AbstractContextManager[Span]:
     """Start a span on entry, make it current, and end it when the block exits.
 
@@ -52,8 +53,10 @@ def open_span(
         context: the parent context; ``None`` means the current one.
         capture: record an exception's message and stack text (content) too.
         links: span links, given at start (so a sampler sees them).
+        end_on_exit: ``False`` leaves the span open when the block exits (it is
+            no longer current); the caller ends it, with ``span.end()``.
     """
-    return _SpanScope(tracer, name, kind, attributes, context, capture, links)
+    return _SpanScope(tracer, name, kind, attributes, context, capture, links, end_on_exit)
 
 
 @final
@@ -64,6 +67,7 @@ class _SpanScope(AbstractContextManager[Span]):
         "_attributes",
         "_capture",
         "_context",
+        "_end_on_exit",
         "_kind",
         "_links",
         "_name",
@@ -81,8 +85,10 @@ class _SpanScope(AbstractContextManager[Span]):
         context: Context | None,
         capture: bool,
         links: Sequence[Link] | None = None,
+        end_on_exit: bool = True,
     ) -> None:
         self._capture = capture
+        self._end_on_exit = end_on_exit
         self._links = links
         self._tracer = tracer
         self._name = name
@@ -117,7 +123,8 @@ class _SpanScope(AbstractContextManager[Span]):
                 _record_cancellation(self._span, exc)
         finally:
             otel_context.detach(self._token)
-            self._span.end()
+            if self._end_on_exit:
+                self._span.end()
 
 
 def mark_error(

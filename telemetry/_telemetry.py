@@ -179,6 +179,7 @@ class Telemetry:
         *,
         plan_version: int | None = None,
         attributes: Mapping[str, AttributeValue] | None = None,
+        end_on_exit: bool = True,
     ) -> SpanScope:
         """Planning: ``plan {planner}``; the planner's ``chat`` span goes inside.
 
@@ -186,17 +187,20 @@ class Telemetry:
             planner: the planner's name.
             plan_version: the version this planning produces, if known up front.
             attributes: extra attributes (e.g. ``semconv.REGIMENT_ROUND``).
+            end_on_exit: ``False`` keeps the span open after the block (until
+                ``span.end()``), e.g. while the plan the reply gave is read.
         """
         if not self.tracing:
             return _NOT_TRACING
         base = _plan_attributes(planner, plan_version)
         base.update(attributes or {})
-        return _open(self, f"plan {planner}", attributes=base)
+        return _open(self, f"plan {planner}", attributes=base, end_on_exit=end_on_exit)
 
-    def replan_span(self, *, old_version: int, reason: str) -> SpanScope:
+    def replan_span(self, *, old_version: int, reason: str, end_on_exit: bool = True) -> SpanScope:
         """Replacing the plan's tail: ``replan``; add the result with ``recorder.replan``.
 
         The reason is user data: kept (redacted) only with capture on, else its length.
+        ``end_on_exit=False`` keeps the span open after the block, as for ``plan_span``.
         """
         if not self.tracing:
             return _NOT_TRACING
@@ -205,7 +209,7 @@ class Telemetry:
             attributes[sc.REGIMENT_REPLAN_REASON] = truncate(redact(reason), _REASON_LIMIT)
         else:
             attributes[sc.REGIMENT_REPLAN_REASON_LENGTH] = len(reason)
-        return _open(self, sc.SPAN_REPLAN, attributes=attributes)
+        return _open(self, sc.SPAN_REPLAN, attributes=attributes, end_on_exit=end_on_exit)
 
     def verify_span(
         self, step_id: str, *, check: str | None = None, plan_version: int | None = None
@@ -217,17 +221,22 @@ class Telemetry:
         return _open(self, sc.SPAN_VERIFY, attributes=attributes)
 
     def phase_span(
-        self, name: PhaseName, *, attributes: Mapping[str, AttributeValue] | None = None
+        self,
+        name: PhaseName,
+        *,
+        attributes: Mapping[str, AttributeValue] | None = None,
+        end_on_exit: bool = True,
     ) -> SpanScope:
         """Any planner phase by name (``critique``, ``compress``, ``synthesize``, ...).
 
         Args:
             name: the phase; it is the span name.
             attributes: extra attributes, keyed by the constants in ``semconv``.
+            end_on_exit: ``False`` keeps the span open after the block, as for ``plan_span``.
         """
         if not self.tracing:
             return _NOT_TRACING
-        return _open(self, name, attributes=dict(attributes or {}))
+        return _open(self, name, attributes=dict(attributes or {}), end_on_exit=end_on_exit)
 
     def agent_span(
         self,
@@ -352,6 +361,7 @@ def _open(
     kind: SpanKind = SpanKind.INTERNAL,
     attributes: Mapping[str, AttributeValue] | None = None,
     context: Context | None = None,
+    end_on_exit: bool = True,
 ) -> SpanScope:
     return open_span(
         telemetry.tracer,
@@ -360,4 +370,5 @@ def _open(
         attributes=attributes,
         context=context,
         capture=telemetry.recorder.capture,
+        end_on_exit=end_on_exit,
     )

@@ -199,24 +199,32 @@ class PhaseCalls:
     ) -> None:
         token, scope, replayed, purse, deliver = call
         reply: ModelReplied | None = None  # stays None if superseded (the scope caught it)
-        # The purse holds the guards' model calls made in this call to the run's budget.
-        with (
-            scope,
-            log_context(self._run_id, worker=self._team.planner.name),
-            judging_within(purse),
-            self._trace.in_run(),
-            self._span(purpose, facts) as span,
-        ):
-            if purpose == "replan":
-                self._trace.telemetry.recorder.replan(span, new_version=facts.version + 1)
-            try:
-                response, calls = (replayed, 1) if replayed else await self._ask(purpose, request)
-                reply = ModelReplied(purpose, token, response, calls=calls)
-            except Exception as exc:  # any failure of the model ends the run with it
-                self._trace.telemetry.recorder.failure(span, exc)
-                reply = ModelReplied(purpose, token, None, exc)
-        if reply is not None:  # handled here, outside the call's scope, span and marks
-            await deliver(reply)
+        span: Span | None = None
+        try:
+            # The purse holds the guards' model calls made in this call to the run's budget.
+            with (
+                scope,
+                log_context(self._run_id, worker=self._team.planner.name),
+                judging_within(purse),
+                self._trace.in_run(),
+                self._span(purpose, facts) as span,
+            ):
+                if purpose == "replan":
+                    self._trace.telemetry.recorder.replan(span, new_version=facts.version + 1)
+                try:
+                    response, calls = (
+                        (replayed, 1) if replayed else await self._ask(purpose, request)
+                    )
+                    reply = ModelReplied(purpose, token, response, calls=calls, span=span)
+                except Exception as exc:  # any failure of the model ends the run with it
+                    self._trace.telemetry.recorder.failure(span, exc)
+                    reply = ModelReplied(purpose, token, None, exc, span=span)
+            if reply is not None:  # handled here, outside the call's scope and marks, with
+                await deliver(reply)  # its span no longer current but open: the reply's plan
+                # is read meanwhile, and its steps go on the span
+        finally:
+            if span is not None:
+                span.end()
 
     async def _ask(self, purpose: Purpose, request: ModelRequest) -> tuple[ModelResponse, int]:
         """The reply to one call, and how many model calls it took."""
@@ -226,26 +234,32 @@ class PhaseCalls:
         return await self._caller(purpose).call(request, self._live), 1
 
     def _span(self, purpose: Purpose, facts: SpanFacts) -> AbstractContextManager[Span]:
-        telemetry = self._team.telemetry
+        """The call's phase span, left open when its block exits: ``_call`` ends it once
+        the reply has been read (a plan's span then says how many steps it has)."""
+        telemetry, planner = self._team.telemetry, self._team.planner.name
         match purpose:
             case "plan":
-                return telemetry.plan_span(self._team.planner.name, plan_version=1)
+                return telemetry.plan_span(planner, plan_version=1, end_on_exit=False)
             case "replan":
                 if telemetry.metrics is not None:
                     telemetry.metrics.replan(self._team.name)
-                return telemetry.replan_span(old_version=facts.version, reason=facts.reason)
+                return telemetry.replan_span(
+                    old_version=facts.version, reason=facts.reason, end_on_exit=False
+                )
             case "round":
                 return telemetry.plan_span(
-                    self._team.planner.name,
+                    planner,
                     plan_version=facts.version + 1,
                     attributes={"regiment.round": facts.round},
+                    end_on_exit=False,
                 )
             case "critique":
-                return telemetry.phase_span("critique", attributes={"regiment.round": facts.round})
+                round_ = {"regiment.round": facts.round}
+                return telemetry.phase_span("critique", attributes=round_, end_on_exit=False)
             case "compress":
-                return telemetry.phase_span("compress")
+                return telemetry.phase_span("compress", end_on_exit=False)
             case "synthesis":
-                return telemetry.phase_span("synthesize")
+                return telemetry.phase_span("synthesize", end_on_exit=False)
             case _:
                 assert_never(purpose)
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import assert_never
 
+from opentelemetry.trace import Span
+
 from regiment.actors import Actor
 from regiment.errors import PlanError, RunError
 from regiment.hierarchy.guard._judge import judging_within, ledger_purse
@@ -72,8 +74,10 @@ class GuardedActor(Actor[PlannerMessage, None]):
             role, response = log.spent.pop(0)
             self._record(ModelCharged(_PURPOSES[role], response.usage))
 
-    async def _on_plan_reply(self, planning: Planning, text: str) -> None:
+    async def _on_plan_reply(self, planning: Planning, text: str, span: Span | None) -> None:
         reading = self._prompting.read_plan(planning, text, self._book.versions)
+        if isinstance(reading, PlanAdopted) and span is not None:  # the call's span, still open
+            self._team.telemetry.recorder.plan_steps(span, len(reading.plan.steps))
         if isinstance(reading, PlanAdopted) and self._guards.plan:
             with judging_within(ledger_purse(self._book.spending.ledger)):
                 self._guards.start_plan(self.ctx, reading, tuple(self._book.versions.committed))

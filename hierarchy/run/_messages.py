@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
+from opentelemetry.trace import Span
+
 from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled
 from regiment.hierarchy._messages import StepReport
 from regiment.models import ModelResponse
@@ -35,7 +37,8 @@ class StartRun:
 class ModelReplied:
     """A planner-side model call finished (sent by the run actor's own task).
 
-    These never leave the process, so they may carry the exception object.
+    These never leave the process, so they may carry the exception object, and
+    the call's phase span, still open while the reply is handled (see ``PhaseCalls``).
     """
 
     purpose: Purpose
@@ -43,6 +46,7 @@ class ModelReplied:
     response: ModelResponse | None
     error: Exception | None = None
     calls: int = 1  # model calls made for it (a structured answer's re-asks count)
+    span: Span | None = None
 
 
 @dataclass(frozen=True, slots=True)

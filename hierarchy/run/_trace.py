@@ -11,7 +11,7 @@ from opentelemetry.trace import Span
 from regiment.errors import RunCancelled, RunError
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy.run._channel import RunChannel
-from regiment.telemetry import Telemetry, error_type, headers_for
+from regiment.telemetry import Telemetry, headers_for
 
 __all__ = ("RunTrace", "record_run_end")
 
@@ -63,5 +63,5 @@ def record_run_end(telemetry: Telemetry, span: Span, channel: RunChannel) -> Non
         model_calls=result.model_calls if result else None,
         tool_calls=result.tool_calls if result else None,
         steps=len(result.steps) if result else None,
-        error_type=None if error is None else error_type(error),
+        error=error,
     )

@@ -98,3 +98,21 @@ def test_console_processor_prints_each_trace_when_its_root_ends(provider: Tracer
     lines = DURATION.sub("", stream.getvalue()).splitlines()
     assert DURATION.sub("", first).splitlines() == ["invoke_agent t  run=r1", "└─ compress"]
     assert lines[2:] == ["invoke_agent t  run=r2"]
+
+
+def test_a_guardrail_line_says_which_guard_judged_what_and_how(
+    telemetry: Telemetry, collector: SpanCollector
+) -> None:
+    attributes = {
+        "regiment.guardrail.name": "eligibility_first",
+        "regiment.guardrail.subject": "plan",
+        "regiment.guardrail.outcome": "pass",
+    }
+    with (
+        telemetry.run_span("refunds", "run-1", "goal"),
+        telemetry.tracer.start_as_current_span("regiment.guardrail", attributes=attributes),
+    ):
+        pass
+    assert DURATION.sub("", collector.render()).splitlines()[1:] == [
+        "└─ regiment.guardrail  guard=eligibility_first  subject=plan  outcome=pass"
+    ]

@@ -142,3 +142,20 @@ async def test_no_error_type_is_a_status_word(
     types = {s.attributes["error.type"] for s in spans if "error.type" in s.attributes}
     assert types
     assert not types & STATUS_WORDS
+
+
+async def test_a_failed_run_span_has_the_error_code_and_an_exception_event() -> None:
+    spans = await _spans(_raises)
+    run = next(s for s in spans if s.name == "invoke_agent t")
+    assert run.status_code == 2
+    # As on every span an exception ended: error.type qualified, the code short.
+    assert run.attributes["error.type"] == "regiment.errors.StepFailed"
+    assert run.attributes["regiment.error.code"] == "StepFailed"
+    events = [attributes for name, attributes in run.events if name == "exception"]
+    assert len(events) == 1
+    assert events[0]["exception.type"] == "regiment.errors.StepFailed"
+    assert events[0]["regiment.error.code"] == "StepFailed"
+    assert "exception.message" not in events[0]  # content, and capture is off
+    chat = next(s for s in spans if s.name == "chat scripted" and s.status_code == 2)
+    assert chat.attributes["error.type"] == f"{LookupBroke.__module__}.LookupBroke"
+    assert chat.attributes["regiment.error.code"] == "LookupBroke"

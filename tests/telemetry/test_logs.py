@@ -92,3 +92,62 @@ async def test_records_are_exported_over_otlp_with_their_trace() -> None:
     assert any(isinstance(h, TraceContextHandler) for h in handlers)
     others = [h for h in handlers if not isinstance(h, TraceContextHandler | logging.NullHandler)]
     assert others == []
+
+
+class _Formatted(logging.Handler):
+    """Formats each record as it comes (a missing field raises in the logging call)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(trace_id)s|%(span_id)s|%(message)s"))
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
+@pytest.mark.parametrize("where", ["regiment", "regiment.user"])
+def test_a_handler_attached_before_any_telemetry_can_format_the_ids(
+    where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    # As in a fresh process: no TraceContextHandler on the regiment logger yet.
+    root = logging.getLogger("regiment")
+    kept = [h for h in root.handlers if not isinstance(h, TraceContextHandler)]
+    monkeypatch.setattr(root, "handlers", kept)
+    handler = _Formatted()
+    logger = logging.getLogger(where)
+    monkeypatch.setattr(logger, "handlers", [*logger.handlers, handler])
+    monkeypatch.setattr(logger, "level", logging.INFO)
+    child = logging.getLogger(f"{where}.child")
+
+    child.info("outside")
+    provider = TracerProvider(shutdown_on_exit=False)
+    with provider.get_tracer("t").start_as_current_span("s") as span:
+        child.info("inside")
+    ids = span.get_span_context()
+    assert handler.lines == [
+        "||outside",
+        f"{ids.trace_id:032x}|{ids.span_id:016x}|inside",
+    ]
+
+
+def test_records_of_other_loggers_are_left_alone_and_the_previous_factory_kept() -> None:
+    from regiment.telemetry._logs import _TraceContextRecords
+
+    made: list[str] = []
+
+    def previous(*args: object, **kwargs: object) -> logging.LogRecord:
+        record = logging.LogRecord(*args, **kwargs)  # type: ignore[arg-type]
+        made.append(record.name)
+        return record
+
+    factory = _TraceContextRecords(previous)
+    ours = factory("regiment.x", logging.INFO, __file__, 1, "m", (), None)
+    theirs = factory("regimental", logging.INFO, __file__, 1, "m", (), None)
+    assert made == ["regiment.x", "regimental"]
+    assert (ours.__dict__["trace_id"], ours.__dict__["span_id"]) == ("", "")
+    assert "trace_id" not in theirs.__dict__
+    # Installed once, on import: the factory in place is one of these.
+    assert getattr(logging.getLogRecordFactory(), "regiment_trace_context", False)

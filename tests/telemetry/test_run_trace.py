@@ -155,3 +155,56 @@ async def test_no_content_by_default_and_interleaved_runs_never_mix(
     }
     for span in spans:
         assert not content_keys & set(span.attributes or {}), span.name
+
+
+async def test_plan_and_replan_spans_say_how_many_steps_the_new_plan_has(
+    telemetry: Telemetry, collector: SpanCollector
+) -> None:
+    # The refund team's planner has a plan guardrail; the steps are those the reply gave.
+    result = await build_team(ScriptedModel(refund_brain), Ledger(), telemetry=telemetry).run(GOAL)
+    spans = {s.name: dict(s.attributes or {}) for s in collector.spans()}
+    first, second = result.plans
+    assert spans["plan planner"]["regiment.plan.steps"] == len(first.steps)
+    replan = spans["replan"]
+    assert replan["regiment.plan.new_version"] == second.version == 2
+    assert replan["regiment.plan.steps"] == len(second.steps) == 3  # s1 kept, s4 and s5 new
+
+
+async def test_a_replan_span_says_how_many_steps_without_plan_guardrails(
+    telemetry: Telemetry, collector: SpanCollector
+) -> None:
+    from regiment.models import ModelRequest
+
+    def brain(request: ModelRequest) -> str:
+        if request.role == "planner":
+            return '{"steps": [{"id": "s1", "description": "look"}]}'
+        if request.role == "replanner":
+            return '{"steps": [{"description": "look again"}, {"description": "report"}]}'
+        if request.role == "worker" and request.step_id == "s1":
+            raise RuntimeError("the lookup broke")
+        return "answer"
+
+    model = ScriptedModel(brain)
+    worker = Worker(name="w", description="w", model=model)
+    team = Team(name="t", planner=Planner(model=model), workers=[worker], telemetry=telemetry)
+    result = await team.run("go")
+    replan = next(s for s in collector.spans() if s.name == "replan")
+    assert dict(replan.attributes or {})["regiment.plan.steps"] == len(result.plans[-1].steps) == 2
+    assert replan.end_time is not None
+
+
+async def test_the_readme_tree_is_the_refund_story_s(
+    telemetry: Telemetry, collector: SpanCollector
+) -> None:
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    shown = re.search(r"What a run looks like.*?```\n(.*?)```", readme, re.S)
+    assert shown is not None
+    result = await build_team(ScriptedModel(refund_brain), Ledger(), telemetry=telemetry).run(GOAL)
+    assert result.trace_id is not None
+    drawn = collector.render(int(result.trace_id, 16))
+    # The same spans in the same places with the same attributes (times and ids vary).
+    varying = re.compile(r"\d+\.\d ms|run-\d+-[0-9a-f]{8}|call_[0-9a-f]{16}")
+    assert varying.sub("", shown.group(1)).strip() == varying.sub("", drawn).strip()

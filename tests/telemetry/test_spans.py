@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import anyio
 import pytest
+from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
@@ -358,3 +359,17 @@ def test_chat_span_extra_attributes_are_start_attributes() -> None:
         "gen_ai.request.max_tokens": 300,
         "gen_ai.request.top_p": 0.5,
     }
+
+
+def test_a_span_left_open_on_exit_ends_when_told(
+    telemetry: Telemetry, collector: SpanCollector
+) -> None:
+    with telemetry.replan_span(old_version=1, reason="why", end_on_exit=False) as span:
+        pass
+    assert collector.spans() == ()  # not ended yet, and no longer current
+    assert not trace.get_current_span().get_span_context().is_valid
+    telemetry.recorder.replan(span, new_version=2, steps=4)
+    span.end()
+    (ended,) = collector.spans()
+    assert ended.attributes is not None
+    assert ended.attributes["regiment.plan.steps"] == 4
