@@ -56,7 +56,9 @@ __all__ = (
     "Budget",
     "BudgetExceeded",
     "Check",
+    "Compression",
     "ConfigError",
+    "Critic",
     "Deny",
     "EditArguments",
     "Event",
@@ -94,6 +96,7 @@ __all__ = (
     "Team",
     "TeamConfig",
     "TeamWorker",
+    "SpanCollector",
     "Telemetry",
     "TextDelta",
     "Tool",
@@ -120,6 +123,8 @@ _LAZY = LazyNames(
         "regiment.hierarchy": (
             "Budget",
             "Check",
+            "Compression",
+            "Critic",
             "Event",
             "Guardrail",
             "Pass",
@@ -152,7 +157,7 @@ _LAZY = LazyNames(
             "tool_call_response",
         ),
         # configure_tracing needs the OpenTelemetry SDK (~50 ms); a library user may never call it.
-        "regiment.telemetry": ("Telemetry", "configure_tracing"),
+        "regiment.telemetry": ("SpanCollector", "Telemetry", "configure_tracing"),
         # Team files (tomllib, the config schema, imports by dotted path) load on first use.
         "regiment.config": ("TeamConfig", "load_team"),
         "regiment.tools": (
@@ -175,6 +180,8 @@ if TYPE_CHECKING:
     from regiment.hierarchy import (
         Budget,
         Check,
+        Compression,
+        Critic,
         Event,
         Guardrail,
         Pass,
@@ -205,7 +212,7 @@ if TYPE_CHECKING:
         text_response,
         tool_call_response,
     )
-    from regiment.telemetry import Telemetry, configure_tracing
+    from regiment.telemetry import SpanCollector, Telemetry, configure_tracing
     from regiment.tools import (
         ApprovalRequest,
         Approve,

@@ -13,6 +13,7 @@ import msgspec
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
+from regiment.cli._answer import AnswerOut
 from regiment.cli._ask import TerminalApprover, asking
 from regiment.cli._journal_cmds import journal_exists, open_cli_journal
 from regiment.cli._progress import RunProgress, TokenMeter
@@ -97,49 +98,8 @@ class _Tracing:
 
 
 @dataclass(slots=True)
-class _AnswerOut:
-    """Writes the answer to ``stream`` as the synthesizer streams it, then the rest of it.
-
-    The run's answer is the synthesizer's text stripped (and the finished
-    artefacts after it), so whitespace at either end is held back until more
-    text follows it. With ``stream=None`` nothing streams: ``finish`` prints
-    the whole answer.
-    """
-
-    stream: TextIO | None
-    out: TextIO
-    written: str = ""
-    held: str = ""
-    done: bool = False
-
-    def delta(self, event: ev.TextDelta) -> None:
-        if self.stream is None or event.role != "synthesizer":
-            return
-        text = self.held + event.text
-        if not self.written:
-            text = text.lstrip()
-        body = text.rstrip()
-        self.held = text[len(body) :]
-        if body:
-            self.stream.write(body)
-            self.stream.flush()
-            self.written += body
-
-    def finish(self, answer: str) -> None:
-        if self.done:
-            return
-        self.done = True
-        if not self.written:
-            print(answer, file=self.out, flush=True)
-        elif answer.startswith(self.written):
-            print(answer[len(self.written) :], file=self.out, flush=True)
-        else:  # the answer is not what streamed (it was replaced): print it whole
-            print(f"\n\n{answer}", file=self.out, flush=True)
-
-
-@dataclass(slots=True)
 class _Ending:
-    answer: _AnswerOut
+    answer: AnswerOut
     result: RunResult | None = None
     failure: ev.RunFailed | None = None
     interrupted: bool = False
@@ -168,7 +128,7 @@ async def drive(
                 progress = RunProgress()
                 view = _view(options, progress, stderr, tracing.meter)
                 streams = options.prints_answer and isinstance(view, PlainView)
-                ending = _Ending(_AnswerOut(stdout if streams else None, stdout))
+                ending = _Ending(AnswerOut(stdout if streams else None, stdout))
                 await _watch(team, options, journal, progress, view, sink, stop, ending)
         finally:
             await _close_models(team)

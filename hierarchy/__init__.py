@@ -19,6 +19,7 @@ __all__ = (
     *events.__all__,
     "events",
     "AnswerSubject",
+    "JournaledEvents",
     "Guardrail",
     "Pass",
     "PlanSubject",
@@ -89,6 +90,7 @@ _LAZY = LazyNames(
     __name__,
     {
         "regiment.hierarchy._approving": ("decide_in_journal",),
+        "regiment.hierarchy._replay": ("JournaledEvents",),
         "regiment.hierarchy._budget": (
             "Budget",
             "BudgetLimit",
@@ -183,6 +185,7 @@ if TYPE_CHECKING:
     from regiment.hierarchy._planner import Planner
     from regiment.hierarchy._prompts import Prompts
     from regiment.hierarchy._ranges import InvalidValue
+    from regiment.hierarchy._replay import JournaledEvents
     from regiment.hierarchy._result import RunResult, RunStatus
     from regiment.hierarchy._running import RunningTeam
     from regiment.hierarchy._team import Team

@@ -18,10 +18,13 @@ from typing import final
 
 import msgspec
 
+from regiment.errors import UnknownRun
 from regiment.hierarchy._messages import StepReport
+from regiment.hierarchy.events import Event
 from regiment.journal import (
     Entry,
     EventRecorded,
+    Journal,
     ModelCallFinished,
     PlanVersion,
     Record,
@@ -32,7 +35,7 @@ from regiment.journal import (
 )
 from regiment.models import ModelResponse
 
-__all__ = ("NO_REPLAY", "Replay", "ToolKey", "event_record")
+__all__ = ("NO_REPLAY", "JournaledEvents", "Replay", "ToolKey", "event_record")
 
 ToolKey = tuple[int, str, int]  # plan version, step id, call index
 
@@ -128,3 +131,45 @@ def _reported(record: StepReported) -> tuple[int, str, int, str]:
 
 NO_REPLAY = Replay()
 """A new run's: nothing to replay (never written to)."""
+
+
+@final
+class JournaledEvents:
+    """A journaled run's events, numbered as the journal has them, and which events
+    of its resume are replays of those (the journal does not write them again).
+
+    What a service uses to keep a resumed run's event numbers: its record starts
+    with ``events`` and adds only the resumed stream's events that are not replays.
+    """
+
+    __slots__ = ("_replay", "events", "run_id")
+
+    def __init__(self, run_id: str, events: list[Event], replay: Replay) -> None:
+        self.run_id = run_id
+        self.events = events
+        self._replay = replay
+
+    @classmethod
+    def none(cls) -> JournaledEvents:
+        """A new run's: nothing journaled, nothing replayed."""
+        return cls("", [], NO_REPLAY)
+
+    @classmethod
+    async def read(cls, journal: Journal, run_id: str) -> JournaledEvents:
+        """The run's journaled events (none for a run the journal does not have)."""
+        try:
+            entries = await journal.read(run_id)
+        except UnknownRun:
+            return cls.none()
+        events = [
+            msgspec.convert(e.record.event, Event)
+            for e in entries
+            if isinstance(e.record, EventRecorded)
+        ]
+        return cls(run_id, events, Replay.of(entries))
+
+    def is_replay(self, event: Event) -> bool:
+        """Whether ``event``, from the resumed run, is one of ``events`` again
+        (each journaled event is matched once; a paused end never is)."""
+        replay = self._replay
+        return bool(replay.events) and replay.already(event_record(self.run_id, event))

@@ -269,10 +269,8 @@ class RunningTeam(DecidesApprovals):
                     self._starting.release()
                     yield channel, events
                 finally:
-                    await self._end_run(run_id, ref, channel, events)
+                    await self._end_run(run_id, ref, channel, events, session)
                     record_run_end(tel, span, channel)
-                    if session is not None and self.journal is None and channel.result:
-                        self.sessions.remember(session, channel.result)
         finally:
             if starting:
                 self._starting.release()
@@ -292,8 +290,10 @@ class RunningTeam(DecidesApprovals):
         ref: RunRef | None,
         channel: RunChannel,
         events: MemoryObjectReceiveStream[Event],
+        session: str | None,
     ) -> None:
-        """Cancel the run if it still goes, stop its actor, close its events and journal."""
+        """Cancel the run if it still goes, stop its actor, close its events and journal;
+        without a journal, remember it for its session."""
         try:
             with anyio.CancelScope(shield=True):
                 if ref is not None:
@@ -306,6 +306,8 @@ class RunningTeam(DecidesApprovals):
         finally:
             del self._channels[run_id]
             self._desk.close_run(run_id)
+            if session is not None and self.journal is None and channel.result is not None:
+                self.sessions.remember(session, channel.result)
 
 
 async def _spawn_team(

@@ -14,12 +14,11 @@ import msgspec
 
 from regiment.errors import UnknownRun
 from regiment.hierarchy import Event, RunCompleted, RunResult
-from regiment.hierarchy._replay import NO_REPLAY, Replay
 from regiment.journal import EventRecorded, Journal, RunCreated, RunFinished, RunInfo
 
 from ._registry import RunRecord, RunState, cancelled
 
-__all__ = ("journaled_history", "journaled_record", "journaled_runs", "replay")
+__all__ = ("journaled_record", "journaled_runs", "replay")
 
 # A run the journal has not seen finish, and that no live task of this app drives.
 _UNFINISHED: dict[str, RunState] = {
@@ -27,21 +26,6 @@ _UNFINISHED: dict[str, RunState] = {
     "stalled": "stalled",
     "awaiting_approval": "paused",  # a call waits for a decision (as a paused run's does)
 }
-
-
-async def journaled_history(journal: Journal, run_id: str) -> tuple[list[Event], Replay]:
-    """The run's events as the journal has them, in order, and what a resume of it
-    replays (nothing, for a run the journal does not have)."""
-    try:
-        entries = await journal.read(run_id)
-    except UnknownRun:
-        return [], NO_REPLAY
-    events = [
-        msgspec.convert(e.record.event, Event)
-        for e in entries
-        if isinstance(e.record, EventRecorded)
-    ]
-    return events, Replay.of(entries)
 
 
 async def journaled_record(journal: Journal, run_id: str) -> RunRecord | None:

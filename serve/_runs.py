@@ -8,7 +8,7 @@ client that left) stops exactly that run, and the app's shutdown stops them all.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import final
 
@@ -19,6 +19,7 @@ from regiment._json import JsonValue
 from regiment.errors import RegimentError
 from regiment.hierarchy import (
     Event,
+    JournaledEvents,
     RunFailed,
     RunningTeam,
     RunStarted,
@@ -27,10 +28,8 @@ from regiment.hierarchy import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from regiment.hierarchy._replay import NO_REPLAY, Replay, event_record
 from regiment.journal import Journal
 
-from ._journaled import journaled_history
 from ._registry import RunRecord, RunStore, cancelled
 
 __all__ = ("Runs", "open_runs")
@@ -58,7 +57,7 @@ class Runs:
         def stream() -> AbstractAsyncContextManager[AsyncIterator[Event]]:
             return self.running.stream(goal, session=session, deps=deps)
 
-        record: RunRecord = await self._tg.start(self._drive, stream, session, ((), NO_REPLAY))
+        record: RunRecord = await self._tg.start(self._drive, stream, session, NEW)
         return record
 
     async def resume(self, run_id: str) -> RunRecord:
@@ -74,7 +73,7 @@ class Runs:
             ConfigError, LeaseHeld, JournalError: as ``RunningTeam.resume`` does.
         """
         journal = self.running.journal
-        history = ([], NO_REPLAY) if journal is None else await journaled_history(journal, run_id)
+        history = NEW if journal is None else await JournaledEvents.read(journal, run_id)
 
         def stream() -> AbstractAsyncContextManager[AsyncIterator[Event]]:
             return self.running.resume_stream(run_id)
@@ -111,14 +110,11 @@ class Runs:
         self,
         stream: Callable[[], AbstractAsyncContextManager[AsyncIterator[Event]]],
         session: str | None,
-        history: tuple[Sequence[Event], Replay],
+        history: JournaledEvents,
         *,
         task_status: TaskStatus[RunRecord],
     ) -> None:
-        record: RunRecord | None = None
-        # A resumed run's record starts with its journaled events; its stream replays
-        # them, and those the journal does not write again are not appended again.
-        before, replay = history
+        record: RunRecord | None = None  # a resumed run's starts with its journaled events
         try:
             with anyio.CancelScope() as scope:
                 async with stream() as events:
@@ -126,13 +122,13 @@ class Runs:
                         if record is None:
                             assert isinstance(event, RunStarted), event
                             record = self.store.add(event.run_id, event.goal, session)
-                            record.events.extend(before)
+                            record.events.extend(history.events)
                             self._scopes[record.run_id] = scope
                             log.info("run started", extra={"run_id": record.run_id})
                             task_status.started(record)
-                        if isinstance(event, _LIVE):
-                            continue  # not journaled: the n-th event must be the same after a restart
-                        if replay.events and replay.already(event_record(record.run_id, event)):
+                        # Live progress is not journaled: the n-th event must be the same
+                        # after a restart. A resumed run's replayed events are there already.
+                        if isinstance(event, _LIVE) or history.is_replay(event):
                             continue
                         self.store.append(record.run_id, event)
                         if record.ended.is_set():  # its last event: answer who waits now
@@ -195,6 +191,9 @@ class Runs:
         for waiting in self._waiters.pop(run_id, ()):
             waiting.cancel()
 
+
+NEW = JournaledEvents.none()
+"""A new run's history: nothing journaled yet."""
 
 _LIVE = (TextDelta, ToolCallStarted, ToolCallFinished)
 """Live progress events: the service's streams carry the run-state events only."""

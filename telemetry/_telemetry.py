@@ -28,6 +28,8 @@ from regiment.telemetry._propagation import OTelPropagator, extract_context, hea
 from regiment.telemetry._record import SpanRecorder
 from regiment.telemetry._scope import open_span
 
+_Attributes = Mapping[str, AttributeValue] | None
+
 __all__ = ("PhaseName", "SpanScope", "Telemetry")
 
 PhaseName: TypeAlias = Literal["plan", "replan", "verify", "critique", "compress", "synthesize"]
@@ -199,9 +201,8 @@ class Telemetry:
     def replan_span(self, *, old_version: int, reason: str, end_on_exit: bool = True) -> SpanScope:
         """Replacing the plan's tail: ``replan``; add the result with ``recorder.replan``.
 
-        The reason is user data: kept (redacted) only with capture on, else its length.
-        ``end_on_exit=False`` keeps the span open after the block, as for ``plan_span``.
-        """
+        The reason is user data: kept (redacted) only with capture on, else its length
+        (``end_on_exit`` as for ``plan_span``)."""
         if not self.tracing:
             return _NOT_TRACING
         attributes: dict[str, AttributeValue] = {sc.REGIMENT_PLAN_OLD_VERSION: old_version}
@@ -221,19 +222,11 @@ class Telemetry:
         return _open(self, sc.SPAN_VERIFY, attributes=attributes)
 
     def phase_span(
-        self,
-        name: PhaseName,
-        *,
-        attributes: Mapping[str, AttributeValue] | None = None,
-        end_on_exit: bool = True,
+        self, name: PhaseName, *, attributes: _Attributes = None, end_on_exit: bool = True
     ) -> SpanScope:
-        """Any planner phase by name (``critique``, ``compress``, ``synthesize``, ...).
-
-        Args:
-            name: the phase; it is the span name.
-            attributes: extra attributes, keyed by the constants in ``semconv``.
-            end_on_exit: ``False`` keeps the span open after the block, as for ``plan_span``.
-        """
+        """Any planner phase by name (``critique``, ``compress``, ``synthesize``, ...):
+        ``name`` is the span name; ``attributes`` are keyed by the constants in
+        ``semconv``; ``end_on_exit`` as for ``plan_span``."""
         if not self.tracing:
             return _NOT_TRACING
         return _open(self, name, attributes=dict(attributes or {}), end_on_exit=end_on_exit)

@@ -34,13 +34,11 @@ from regiment.hierarchy.run._calls import PhaseCalls, SpanFacts, model_failure
 from regiment.hierarchy.run._changes import (
     BudgetRanOut,
     CheckRejected,
-    CritiqueJudged,
     MemoryAdopted,
     ModelCharged,
     ReplanBegun,
     ReportArrived,
     ReportDropped,
-    RoundBegun,
     RunAborted,
     RunBegan,
     RunChange,
@@ -51,6 +49,7 @@ from regiment.hierarchy.run._changes import (
     ToolCallsRefused,
 )
 from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.run._critiquing import JudgesRounds
 from regiment.hierarchy.run._dispatch import Dispatcher, send_all
 from regiment.hierarchy.run._guarded import GuardedActor
 from regiment.hierarchy.run._guarding import RunGuards
@@ -79,13 +78,12 @@ from regiment.hierarchy.run._phase import (
     Executing,
     Phase,
     Planning,
-    Synthesize,
     Synthesizing,
     WindingDown,
     replacing_version,
 )
 from regiment.hierarchy.run._prompting import Call, Prompting
-from regiment.hierarchy.run._rounds import CritiqueSession, read_memory
+from regiment.hierarchy.run._rounds import read_memory
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._trace import RunTrace
 from regiment.hierarchy.run._turns import TakesTurns
@@ -95,7 +93,7 @@ from regiment.models import ModelRequest
 __all__ = ("PlannerActor",)
 
 
-class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor):
+class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
     """Drives one run from goal to answer."""
 
     def __init__(
@@ -283,28 +281,6 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor):
         """Make the call ``then`` asks for, compressing the carried context first if due."""
         prompting = self._prompting
         self._enter(prompting.compression(self._book, then) or prompting.call(then, self._book))
-
-    def _on_critique(self, session: CritiqueSession, text: str) -> None:
-        book = self._book
-        verdict = session.evaluate(text, self._team.planner.prompts)
-        if verdict is None:
-            self._ask("critique", session.request())
-            return
-        self._record(CritiqueJudged(verdict))
-        if not verdict.passed and book.rounds.round >= self._team.budget.rounds:
-            # The critic still finds the goal unmet and no round is left: a spent
-            # budget, as any other. "partial" answers from what was done.
-            rounds = self._team.budget.rounds
-            detail = f"the critic judged round {book.rounds.round} not done, and the budget allows {rounds}"
-            if self._team.budget.on_exhausted == "raise":
-                self._exhausted("rounds", detail)
-                return
-            self._record(BudgetRanOut("rounds", detail))
-        if verdict.passed or book.rounds.round >= self._team.budget.rounds:
-            self._enter(self._prompting.call(Synthesize(), book))
-            return
-        self._record(RoundBegun(book.rounds.round + 1, verdict.feedback))
-        self._enter(self._prompting.round(book, verdict.feedback))
 
     # -- endings -----------------------------------------------------------------
 

@@ -13,7 +13,8 @@ from regiment.errors import ConfigError, JournalError, RunCancelled
 from regiment.hierarchy._replay import Replay
 from regiment.hierarchy.events import Event
 from regiment.hierarchy.run._channel import RunChannel
-from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, config_hash, owner_name
+from regiment.hierarchy.run._config_hash import config_hash
+from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, owner_name
 from regiment.hierarchy.run._lender import Lender
 from regiment.hierarchy.run._session import session_context
 from regiment.hierarchy.workers._journal_calls import RunCalls

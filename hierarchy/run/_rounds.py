@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import final
 
+from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._critic import Critic, Verdict, parse_verdict
 from regiment.hierarchy._memory import Compression, WorkingMemory, parse_memory
 from regiment.hierarchy._prompts import Prompts
@@ -24,6 +25,7 @@ __all__ = (
     "compress_request",
     "compression_due",
     "read_memory",
+    "rounds_spent",
 )
 
 # Replies the critic may give before an unparseable verdict counts as passed-with-warning.
@@ -134,3 +136,11 @@ def read_memory(reply: str, versions: PlanVersions) -> WorkingMemory:
 def carried_tokens(versions: PlanVersions, rounds: Rounds) -> int:
     """The carried context's estimated size now."""
     return estimate_tokens(_carried(versions, rounds))
+
+
+def rounds_spent(verdict: Verdict, round: int, budget: Budget) -> str | None:
+    """Why the run has no round left for a goal the critic still finds unmet (a spent
+    ``rounds`` budget); ``None`` when the goal passed or another round may run."""
+    if verdict.passed or round < budget.rounds:
+        return None
+    return f"the critic judged round {round} not done, and the budget allows {budget.rounds}"

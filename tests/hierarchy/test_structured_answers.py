@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from regiment.errors import ConfigError, OutputInvalid
 from regiment.hierarchy import Planner, RunResult, Team, Worker, result_from_json, to_json
-from regiment.hierarchy.run._journaling import config_hash
+from regiment.hierarchy.run._config_hash import config_hash
 from regiment.models import (
     Message,
     ModelRequest,

@@ -26,7 +26,8 @@ from hypothesis import strategies as st
 from regiment import Guardrail, Pass, Planner, RunContext, ScriptedModel, Team, Worker, tool
 from regiment.errors import ConfigError, JournalError
 from regiment.hierarchy import RunStarted
-from regiment.hierarchy.run._journaling import LEASE_TTL, config_hash
+from regiment.hierarchy.run._config_hash import config_hash
+from regiment.hierarchy.run._journaling import LEASE_TTL
 from regiment.journal import (
     ModelCallFinished,
     SqliteJournal,

@@ -193,13 +193,18 @@ async def test_a_replan_span_says_how_many_steps_without_plan_guardrails(
     assert replan.end_time is not None
 
 
+def _readme() -> str:
+    from pathlib import Path
+
+    return (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+
+
 async def test_the_readme_tree_is_the_refund_story_s(
     telemetry: Telemetry, collector: SpanCollector
 ) -> None:
     import re
-    from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = _readme()
     shown = re.search(r"What a run looks like.*?```\n(.*?)```", readme, re.S)
     assert shown is not None
     result = await build_team(ScriptedModel(refund_brain), Ledger(), telemetry=telemetry).run(GOAL)

@@ -1,0 +1,114 @@
+"""A hash of what shapes a team's runs: a resume refuses a run whose team changed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from regiment.hierarchy.guard._types import GuardLike, Guardrail
+from regiment.hierarchy.workers._team_worker import TeamWorker
+from regiment.hierarchy.workers._worker import Worker
+
+if TYPE_CHECKING:
+    from regiment.hierarchy._memory import Compression
+    from regiment.hierarchy._team import Team
+    from regiment.models import Model
+
+__all__ = ("config_hash",)
+
+
+def config_hash(team: Team) -> str:
+    """A hash of what shapes a team's runs, so a resume can refuse a changed team.
+
+    It covers the team's name, concurrency, budget and check names; the planner
+    (models, prompts, limits), critic and compression; a structured answer's schema
+    and re-ask bound; the guardrails; and every worker: its description, model,
+    prompt, limits, each tool's name, description, schema and approval rule, and
+    its guards (nested teams included). Telemetry is left out: it does not
+    change what a run does.
+    """
+    import hashlib  # OpenSSL's hashes load on first use (issue #22: import time)
+
+    digest = hashlib.sha256()
+    for part in _config_parts(team):
+        digest.update(part.encode())
+        digest.update(b"\x1f")
+    return digest.hexdigest()[:32]
+
+
+def _config_parts(team: Team) -> list[str]:
+    planner = team.planner
+    synth = planner.synthesizer_model
+    parts = [
+        team.name,
+        str(team.concurrency),
+        msgspec.json.encode(team.budget).decode(),
+        ",".join(sorted(team.checks)),
+        _model(planner.model),
+        _model(synth) if synth is not None else "",
+        repr((planner.name, planner.max_steps, planner.max_plan_attempts, planner.prompts)),
+        "" if team.critic is None else repr(team.critic.prompt) + _model(team.critic.model),
+        _compression(team.compression),
+        _guards(team.guardrails),
+    ]
+    if team.output_type is not None:  # a structured answer: its schema and its bound
+        shape = team.output_shape()
+        parts.append(f"output {msgspec.json.encode(shape.tool).decode()} x{shape.attempts}")
+    for worker in team.workers:
+        parts.append(f"worker {worker.name}: {worker.description} artifact={worker.artifact}")
+        match worker:
+            case Worker():
+                parts.append(_model(worker.model))
+                parts.append(repr((worker.system_prompt, worker.max_iterations)))
+                parts.append(repr((worker.step_timeout, worker.on_tool_error)))
+                for definition in worker.toolset.definitions:
+                    parts.append(msgspec.json.encode(definition).decode())
+                parts.extend(f"mcp {server!r}" for server in worker.mcp_servers)
+                # What may run unasked, and what is checked: a resume under looser
+                # approvals or fewer guards would run what the paused run could not.
+                parts.append(
+                    f"approval {sorted(worker.require_approval)} {worker.approval_timeout}"
+                )
+                parts.extend(
+                    f"approval {tool.name}: {_rule(tool.policy.requires_approval)}"
+                    for tool in worker.toolset.tools
+                )
+                parts.append(_guards(worker.guardrails))
+                parts.extend(
+                    f"guards {name}: {_guards(guards)}"
+                    for name, guards in sorted(worker.tool_guardrails.items())
+                )
+            case TeamWorker(team=child):
+                parts.extend(_config_parts(child))
+    return parts
+
+
+def _compression(c: Compression | None) -> str:
+    if c is None:
+        return ""
+    return repr((c.threshold_tokens, c.context_window, c.window_fraction, c.prompt)) + _model(
+        c.model
+    )
+
+
+def _rule(rule: object) -> str:
+    """A tool's approval rule: always, never, or the predicate's name."""
+    if isinstance(rule, bool):
+        return "always" if rule else "never"
+    return f"{getattr(rule, '__module__', '')}.{getattr(rule, '__qualname__', repr(rule))}"
+
+
+def _guards(guards: Sequence[GuardLike]) -> str:
+    """Each guard's kind, name and what a trip does (the team made them ``Guardrail``s)."""
+    return repr(
+        [
+            (g.kind, g.name or _rule(g.check), g.on_trip) if isinstance(g, Guardrail) else _rule(g)
+            for g in guards
+        ]
+    )
+
+
+def _model(model: Model | None) -> str:
+    return "" if model is None else f"{model.provider}/{model.name}"

@@ -1,0 +1,59 @@
+"""How a run's planner takes the critic's verdict on a round: another round, the
+answer, or (the rounds spent and the goal still unmet) a spent ``rounds`` budget.
+
+A part of :class:`~regiment.hierarchy.run._actor.PlannerActor`, kept here so the
+actor stays a router: the changes still go through its one door, ``_record``.
+"""
+
+from __future__ import annotations
+
+from regiment.hierarchy._messages import BudgetLimit
+from regiment.hierarchy.run._book import RunBook
+from regiment.hierarchy.run._changes import BudgetRanOut, CritiqueJudged, RoundBegun, RunChange
+from regiment.hierarchy.run._messages import Purpose
+from regiment.hierarchy.run._phase import Synthesize
+from regiment.hierarchy.run._prompting import Call, Prompting
+from regiment.hierarchy.run._rounds import CritiqueSession, rounds_spent
+from regiment.hierarchy.run._runtime import TeamRuntime
+from regiment.models import ModelRequest
+
+__all__ = ("JudgesRounds",)
+
+
+class JudgesRounds:
+    """The planner actor's critique handling (mixed into ``PlannerActor``)."""
+
+    _book: RunBook
+    _team: TeamRuntime
+    _prompting: Prompting
+
+    def _record(self, change: RunChange) -> None:
+        raise NotImplementedError  # PlannerActor's
+
+    def _ask(self, purpose: Purpose, request: ModelRequest) -> None:
+        raise NotImplementedError  # PlannerActor's
+
+    def _enter(self, call: Call) -> None:
+        raise NotImplementedError  # PlannerActor's
+
+    def _exhausted(self, limit: BudgetLimit, detail: str) -> None:
+        raise NotImplementedError  # PlannerActor's
+
+    def _on_critique(self, session: CritiqueSession, text: str) -> None:
+        """The critic answered: ask again if it did not parse, else judge the round."""
+        book, budget = self._book, self._team.budget
+        verdict = session.evaluate(text, self._team.planner.prompts)
+        if verdict is None:
+            self._ask("critique", session.request())
+            return
+        self._record(CritiqueJudged(verdict))
+        if (spent := rounds_spent(verdict, book.rounds.round, budget)) is not None:
+            if budget.on_exhausted == "raise":
+                self._exhausted("rounds", spent)  # the run winds down to BudgetExceeded
+                return
+            self._record(BudgetRanOut("rounds", spent))  # "partial": answers from what was done
+        if verdict.passed or spent is not None:
+            self._enter(self._prompting.call(Synthesize(), book))
+            return
+        self._record(RoundBegun(book.rounds.round + 1, verdict.feedback))
+        self._enter(self._prompting.round(book, verdict.feedback))
