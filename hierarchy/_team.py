@@ -170,7 +170,18 @@ class Team:
                 with anyio.CancelScope(shield=True):
                     await opened.close()
 
-    async def run(self, goal: str) -> RunResult:
-        """Start the team, run one goal, stop the team (the one-call form for scripts)."""
-        async with self.start() as running:
-            return await running.run(goal)
+    async def run(
+        self,
+        goal: str,
+        *,
+        deps: object = None,
+        concurrency: int | None = None,
+        journal: JournalSpec = None,
+    ) -> RunResult:
+        """Start the team, run one goal, stop the team (the one-call form for scripts).
+
+        ``deps`` and ``concurrency`` are as for ``RunningTeam.run``; ``journal`` as for
+        :meth:`start`. (A session needs the runs before it: use ``start()`` for that.)
+        """
+        async with self.start(journal=journal) as running:
+            return await running.run(goal, deps=deps, concurrency=concurrency)

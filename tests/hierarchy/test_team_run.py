@@ -1,0 +1,48 @@
+"""``Team.run(goal, ...)``: the one-call form takes what a run of a started team takes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from regiment import Planner, RunContext, ScriptedModel, Team, Worker, text_response, tool
+from regiment.journal import open_journal
+from regiment.models import ModelRequest, ModelResponse, ToolResultPart, tool_call_response
+
+pytestmark = pytest.mark.anyio
+
+
+@tool
+def whoami(ctx: RunContext[dict[str, str]]) -> str:
+    """The user the run is for."""
+    return ctx.deps["user"]
+
+
+def _brain(request: ModelRequest) -> ModelResponse | str:
+    if request.role == "planner":
+        return '{"steps": [{"description": "say who asks"}]}'
+    if request.role == "worker":
+        last = request.messages[-1]
+        results = [p for p in last.parts if isinstance(p, ToolResultPart)]
+        if results:
+            return text_response(f"asked by {results[0].content}")
+        return tool_call_response("whoami", {})
+    return text_response("done")
+
+
+def _team() -> Team:
+    model = ScriptedModel(_brain)
+    worker = Worker(name="w", description="says who asks", model=model, tools=[whoami])
+    return Team(name="t", planner=Planner(model=model), workers=[worker])
+
+
+async def test_team_run_passes_deps_and_a_journal(tmp_path: Path) -> None:
+    result = await _team().run("who asks?", deps={"user": "ana"}, journal=tmp_path / "runs.db")
+    assert result.steps[0].output == "asked by ana"
+    journal = await open_journal(str(tmp_path / "runs.db"))
+    try:
+        (listed,) = await journal.list_runs()
+    finally:
+        await journal.close()
+    assert (listed.run_id, listed.status) == (result.run_id, "completed")
