@@ -58,6 +58,7 @@ from regiment.tools import require_mcp
 if TYPE_CHECKING:
     from regiment.cli._ask import TerminalApprover
     from regiment.cli._run import Outcome, RunOptions
+    from regiment.hierarchy import TeamWorker, Worker
 
 __all__ = ("main", "run_async")
 
@@ -379,13 +380,33 @@ def _validate(config: TeamConfig, source: str, stdout: TextIO) -> int:
         f"  planner: {specs['planner.model']}, at most {team.planner.max_steps} steps", file=stdout
     )
     for index, (entry, worker) in enumerate(zip(config.workers, team.workers, strict=True)):
-        tools = ", ".join(worker.capabilities) or "no tools"
+        tools = _tools_of(worker)
         # A team worker's models are in its own file (checked above, with this one).
         uses = f"team file {entry.team}" if entry.team else specs[f"workers[{index}].model"]
         print(f"  worker {worker.name}: {uses}; {tools}", file=stdout)
     for name, check in team.checks.items():
         print(f"  check {name}: {check.description}", file=stdout)
     return EXIT_OK
+
+
+def _tools_of(worker: Worker | TeamWorker) -> str:
+    """A worker's tools for ``validate``: its own by name, its MCP servers by name (they
+    are not started, so their tools are not known)."""
+    from regiment.hierarchy import Worker  # loaded already: the team was built
+
+    own = ", ".join(worker.capabilities)
+    servers = worker.mcp_servers if isinstance(worker, Worker) else ()
+    if not servers:
+        return own or "no tools"
+    named = ", ".join(
+        repr(s.name)
+        if s.name == s.transport.describe()
+        else f"{s.name!r} ({s.transport.describe()})"
+        for s in servers
+    )
+    plural = "s" if len(servers) > 1 else ""
+    mcp = f"the tools of MCP server{plural} {named} (listed when the team starts)"
+    return f"{own}; {mcp}" if own else mcp
 
 
 async def _watch_signals(interrupt: anyio.Event) -> None:

@@ -10,6 +10,11 @@ owner over a memory stream and waits for the answer on a one-shot stream. A
 caller that is cancelled (a step timeout, a cancelled run, the tool's own
 timeout) cancels only the scope of its own call inside the owner, which the
 SDK turns into ``notifications/cancelled``; the session lives on.
+
+``notifications/tools/list_changed`` is counted as it comes off the wire, so a
+call's answer is never read before a list change the server sent ahead of it;
+such a call returns once the tool list is listed again, so whoever made it (a
+step) sees the new list from its next lookup.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import math
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -28,19 +33,22 @@ from opentelemetry.util.types import AttributeValue
 
 from regiment._json import JsonObject
 from regiment.errors import ConfigError, ToolError
+from regiment.tools._mcp_restarts import Restarts, not_started
 from regiment.tools._mcp_server import MCPServer
-from regiment.tools._mcp_tools import mcp_tool
+from regiment.tools._mcp_tools import check_include, list_all, mcp_tools
 from regiment.tools._mcp_transport import open_session, span_attributes
 from regiment.tools._tool import Tool
 
 if TYPE_CHECKING:
     from mcp.client.session import ClientSession, IncomingMessage
-    from mcp.types import CallToolResult
-    from mcp.types import Tool as ListedTool
+    from mcp.types import CallToolResult, RequestParamsMeta
 
-__all__ = ("MCPConnection", "MCPServerLost")
+__all__ = ("IDEMPOTENCY_META_KEY", "MCPConnection", "MCPServerLost")
 
 logger = logging.getLogger("regiment.tools.mcp")
+
+IDEMPOTENCY_META_KEY = "regiment/idempotency_key"
+"""The ``_meta`` key of a ``tools/call`` that carries the call's idempotency key."""
 
 
 class MCPServerLost(ToolError):
@@ -51,6 +59,7 @@ class MCPServerLost(ToolError):
 class _Call:
     name: str
     arguments: JsonObject
+    key: str | None
     reply: MemoryObjectSendStream[CallToolResult | ToolError]
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
 
@@ -70,7 +79,9 @@ class MCPConnection:
         self._send, self._requests = anyio.create_memory_object_stream[_Call](math.inf)
         self._tools: tuple[Tool[..., object], ...] = ()
         self._version = 0
-        self._restarts = 0
+        self._restarts = Restarts(server)
+        self._noticed = 0  # tools/list_changed notifications seen, counted in wire order
+        self._covered = 0  # how many of them the current list reflects
         self._gone: str | None = None
         self._held: list[_Call] = []  # taken from the stream after the session broke
         self._listed = anyio.Event()
@@ -93,10 +104,16 @@ class MCPConnection:
     @property
     def restarts(self) -> int:
         """How many times the server was started again after its connection broke."""
-        return self._restarts
+        return self._restarts.used
 
-    async def call(self, name: str, arguments: JsonObject) -> CallToolResult:
+    async def call(
+        self, name: str, arguments: JsonObject, key: str | None = None
+    ) -> CallToolResult:
         """Call the server's tool ``name`` (its own name, unprefixed) through the owner.
+
+        ``key``, the call's idempotency key, goes in the request's ``_meta`` under
+        :data:`IDEMPOTENCY_META_KEY`. If the server said its tool list changed before
+        it answered, this returns once the list is refreshed (at most ``start_timeout``).
 
         Raises:
             MCPServerLost: the connection broke during the call, or the server is stopped.
@@ -107,7 +124,7 @@ class MCPConnection:
         reply: MemoryObjectSendStream[CallToolResult | ToolError]
         answer: MemoryObjectReceiveStream[CallToolResult | ToolError]
         reply, answer = anyio.create_memory_object_stream(1)
-        request = _Call(name, arguments, reply)
+        request = _Call(name, arguments, key, reply)
         with answer:
             try:
                 self._send.send_nowait(request)
@@ -117,12 +134,23 @@ class MCPConnection:
             try:
                 outcome = await answer.receive()
             except anyio.EndOfStream:
-                raise MCPServerLost(self._gone or self._lost()) from None
+                raise MCPServerLost(self._gone or self._restarts.lost_mid_call()) from None
             finally:
                 request.scope.cancel()  # a no-op once answered; else stops the call in the owner
         if isinstance(outcome, ToolError):
             raise outcome
+        if self._covered < self._noticed:
+            await self._settled()
         return outcome
+
+    async def _settled(self) -> None:
+        """Wait until the tool list reflects every list change noticed so far."""
+        wanted = self._noticed
+        with anyio.move_on_after(self.server.start_timeout) as scope:
+            while self._covered < wanted and self._gone is None:
+                await self._listed.wait()
+        if scope.cancelled_caught:
+            logger.warning("MCP server %r did not list its changed tools in time", self.server.name)
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """The owner task: start, serve, restart (bounded), and on cancel close the session.
@@ -141,6 +169,7 @@ class MCPConnection:
 
         with self._send, self._requests:  # closed with the owner: later calls fail fast
             while True:
+                listed = self._version  # goes up once a session is up (its tools listed)
                 try:
                     await self._lifetime(on_ready)
                     reason = "it closed the connection"
@@ -149,38 +178,32 @@ class MCPConnection:
                     if not ready:
                         if isinstance(inner, ConfigError):
                             raise inner from None
-                        raise ToolError(self._not_started(inner)) from exc
+                        raise ToolError(not_started(self.server, _why(inner))) from exc
                     reason = _why(inner)
-                if self._restarts >= self.server.max_restarts:
-                    self._gone = (
-                        f"MCP server {self.server.name!r} stopped ({reason}) and was already "
-                        f"restarted {self._restarts} times (max_restarts="
-                        f"{self.server.max_restarts}); its tools are unavailable until the team restarts"
-                    )
-                    logger.error("%s", self._gone)
+                wait = self._restarts.after_loss(reason, was_up=self._version > listed)
+                if isinstance(wait, str):
+                    self._gone = wait
+                    self._listed.set()  # calls waiting for a refreshed list stop waiting
                     await self._refuse()
                     return
-                self._restarts += 1
-                logger.warning(
-                    "MCP server %r stopped (%s); restarting it", self.server.name, reason
-                )
+                await anyio.sleep(wait)
 
     async def _lifetime(self, on_ready: Callable[[], None]) -> None:
         """One session from start to a broken connection (or cancellation)."""
         changed_send, changed = anyio.create_memory_object_stream[None](1)
 
-        async def on_message(message: IncomingMessage) -> None:
-            from mcp.types import ToolListChangedNotification
+        def tools_changed() -> None:  # called as the notification comes off the wire
+            self._noticed += 1
+            with suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                changed_send.send_nowait(None)  # one pending relist covers any number
 
-            if isinstance(message, ToolListChangedNotification):
-                with suppress(anyio.WouldBlock, anyio.BrokenResourceError):
-                    changed_send.send_nowait(None)
-            elif isinstance(message, Exception):
+        async def on_message(message: IncomingMessage) -> None:
+            if isinstance(message, Exception):
                 logger.debug("MCP server %r transport: %r", self.server.name, message)
 
         ended = anyio.Event()
         with changed_send, changed:
-            async with open_session(self.server, on_message, ended) as session:
+            async with open_session(self.server, on_message, ended, tools_changed) as session:
                 with anyio.fail_after(self.server.start_timeout):
                     initialized = await session.initialize()
                     attributes = span_attributes(self.server, initialized.protocol_version)
@@ -208,7 +231,8 @@ class MCPConnection:
             async def relist() -> None:
                 async for _ in changed:
                     try:
-                        await self._list(session, attributes, strict=False)
+                        with anyio.fail_after(self.server.start_timeout):
+                            await self._list(session, attributes, strict=False)
                     except Exception as exc:
                         logger.warning(
                             "listing the tools of MCP server %r failed: %s",
@@ -244,11 +268,13 @@ class MCPConnection:
             outcome: CallToolResult | ToolError
             with request.scope:
                 try:
-                    outcome = await session.call_tool(request.name, dict(request.arguments))
+                    outcome = await session.call_tool(
+                        request.name, dict(request.arguments), meta=_meta(request.key)
+                    )
                 except MCPError as exc:
                     if exc.error.code == CONNECTION_CLOSED:
                         broken.set()
-                        outcome = MCPServerLost(self._lost())
+                        outcome = MCPServerLost(self._restarts.lost_mid_call())
                     else:
                         outcome = ToolError(
                             f"MCP server {self.server.name!r} answered with error "
@@ -262,19 +288,11 @@ class MCPConnection:
     async def _list(
         self, session: ClientSession, attributes: dict[str, AttributeValue], *, strict: bool
     ) -> None:
-        listed = await _list_all(session)
-        _check_include(self.server, listed, strict=strict)
-        tools: list[Tool[..., object]] = []
-        for item in listed:
-            if not self.server.keeps(item.name):
-                continue
-            try:
-                tools.append(mcp_tool(self.server, item, self.call, attributes))
-            except (ToolError, ConfigError) as exc:
-                logger.warning(
-                    "MCP server %r: tool %r left out: %s", self.server.name, item.name, exc
-                )
-        self._tools = tuple(tools)
+        covers = self._noticed  # a list asked for now reflects every change noticed so far
+        listed = await list_all(session)
+        check_include(self.server, listed, strict=strict)
+        self._tools = mcp_tools(self.server, listed, self.call, attributes)
+        self._covered = max(self._covered, covers)
         self._version += 1
         self._listed.set()
         self._listed = anyio.Event()
@@ -282,55 +300,24 @@ class MCPConnection:
     async def _refuse(self) -> None:
         for request in self._held:
             with request.reply:
-                request.reply.send_nowait(MCPServerLost(self._gone or self._lost()))
+                request.reply.send_nowait(
+                    MCPServerLost(self._gone or self._restarts.lost_mid_call())
+                )
         async for request in self._requests:
             with request.reply:
-                request.reply.send_nowait(MCPServerLost(self._gone or self._lost()))
+                request.reply.send_nowait(
+                    MCPServerLost(self._gone or self._restarts.lost_mid_call())
+                )
 
-    def _lost(self) -> str:
-        return (
-            f"the connection to MCP server {self.server.name!r} broke during the call (the "
-            "server may have crashed); it is started again for the next call"
-        )
 
-    def _not_started(self, exc: BaseException) -> str:
-        where = self.server.transport.describe()
-        return f"MCP server {self.server.name!r} ({where}) could not be started: {_why(exc)}"
+def _meta(key: str | None) -> RequestParamsMeta | None:
+    """A ``tools/call``'s ``_meta``: the call's idempotency key, for the server to deduplicate."""
+    return None if key is None else cast("RequestParamsMeta", {IDEMPOTENCY_META_KEY: key})
 
 
 async def _then_cancel(event: anyio.Event, scope: anyio.CancelScope) -> None:
     await event.wait()
     scope.cancel()
-
-
-async def _list_all(session: ClientSession) -> list[ListedTool]:
-    """Every page of ``tools/list``."""
-    from mcp.types import PaginatedRequestParams
-
-    listed: list[ListedTool] = []
-    cursor: str | None = None
-    while True:
-        params = None if cursor is None else PaginatedRequestParams(cursor=cursor)
-        page = await session.list_tools(params=params)
-        listed.extend(page.tools)
-        cursor = page.next_cursor
-        if cursor is None:
-            return listed
-
-
-def _check_include(server: MCPServer, listed: list[ListedTool], *, strict: bool) -> None:
-    """``include`` must name tools the server has: an error at start, a warning later."""
-    have = {t.name for t in listed}
-    missing = [n for n in server.include or () if n not in have]
-    if not missing:
-        return
-    message = (
-        f"MCP server {server.name!r} has no tool {missing[0]!r} (named in include=); "
-        f"its tools are: {', '.join(sorted(have)) or '(none)'}"
-    )
-    if strict:
-        raise ConfigError(message)
-    logger.warning("%s", message)
 
 
 def _innermost(exc: BaseException) -> BaseException:

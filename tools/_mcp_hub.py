@@ -79,14 +79,15 @@ class WorkerTools:
     def _build(self) -> Toolset:
         if not self._connections:
             return self._base
-        source = dict.fromkeys(self._base.names, f"the tools of {self._base.name!r}")
+        own = f"the tools of {self._base.name!r}"
+        source: dict[str, str | MCPServer] = dict.fromkeys(self._base.names, own)
         tools = list(self._base.tools)
         for connection in self._connections:
             server = connection.server
             for tool in connection.tools:
                 if tool.name in source:
                     raise ConfigError(_clash(tool.name, source[tool.name], server))
-                source[tool.name] = f"MCP server {server.name!r}"
+                source[tool.name] = server
                 tools.append(tool)
         base = self._base
         built = Toolset(
@@ -202,11 +203,22 @@ class _HubScope(AbstractAsyncContextManager[MCPHub]):
         return None if exc is None else False
 
 
-def _clash(name: str, first: str, server: MCPServer) -> str:
+def _clash(name: str, first: str | MCPServer, server: MCPServer) -> str:
+    if isinstance(first, str):
+        where = f"both {first} and MCP server {server.name!r}"
+    elif first.name != server.name:
+        where = f"both MCP server {first.name!r} and MCP server {server.name!r}"
+    else:  # two servers alike (the same command, unnamed): tell them apart first
+        word = _suggest(server)
+        return (
+            f"tool name {name!r} comes from two MCP servers both named {server.name!r}; "
+            f"give them different names and prefixes (name='{word}_1', prefix='{word}_1_' "
+            f"and name='{word}_2', prefix='{word}_2_'), or leave the tool out of one with "
+            "exclude=[...]"
+        )
     return (
-        f"tool name {name!r} comes from both {first} and MCP server {server.name!r}; "
-        f"give the server a prefix (prefix='{_suggest(server)}_') or leave the tool out "
-        "with exclude=[...]"
+        f"tool name {name!r} comes from {where}; give MCP server {server.name!r} a "
+        f"prefix (prefix='{_suggest(server)}_') or leave the tool out with exclude=[...]"
     )
 
 

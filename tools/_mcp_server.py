@@ -76,9 +76,13 @@ class MCPServer:
         prefix: put before every tool name, so two servers' tools cannot clash.
         options: the ``ToolPolicy`` options every tool of the server gets
             (``timeout``, ``retries``, ``requires_approval``, ...).
-        max_restarts: how many times a crashed server is started again while the
-            team runs; after that its calls fail at once.
-        start_timeout: seconds to start the server and list its tools.
+        max_restarts: how many times a server whose connection broke is brought back
+            (started again; an HTTP server: connected to again) while the team runs;
+            after that its calls fail at once. Attempts that fail to bring it back
+            use none: they are retried 0.5 s, 1 s, 2 s, ... (at most 8 s) apart.
+        start_timeout: seconds to start (or connect to) the server and list its tools;
+            also how long it may take to come back after a break, and to list its
+            tools again after ``notifications/tools/list_changed``.
     """
 
     name: str

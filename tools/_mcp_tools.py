@@ -6,10 +6,12 @@ server; it comes back to the model as an ``invalid_arguments`` error result,
 like any tool's. The body sends the call to the server's connection and maps
 the ``CallToolResult``: structured content if there is any, else the text, and
 ``is_error`` raises :class:`MCPToolError` so the call ends as an error result.
+The listing is here too: every page of ``tools/list``, and the check of ``include``.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, cast
@@ -18,20 +20,32 @@ from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 
 from regiment._json import JsonObject, JsonValue
-from regiment.errors import ToolError
+from regiment.errors import ConfigError, ToolError
+from regiment.tools._context import RunContext
 from regiment.tools._mcp_server import MCPServer
 from regiment.tools._schema import BoundArguments
 from regiment.tools._tool import Tool
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
+    from mcp.client.session import ClientSession
     from mcp.types import CallToolResult
     from mcp.types import Tool as ListedTool
 
-__all__ = ("JsonSchemaArguments", "MCPToolError", "mcp_tool", "tool_name_for")
+__all__ = (
+    "JsonSchemaArguments",
+    "MCPToolError",
+    "check_include",
+    "list_all",
+    "mcp_tool",
+    "mcp_tools",
+    "tool_name_for",
+)
 
-MCPCall = Callable[[str, JsonObject], Awaitable["CallToolResult"]]
-"""Sends one ``tools/call`` (server-side name, arguments) over a connection."""
+MCPCall = Callable[[str, JsonObject, str | None], Awaitable["CallToolResult"]]
+"""Sends one ``tools/call`` (server-side name, arguments, idempotency key) over a connection."""
+
+logger = logging.getLogger("regiment.tools.mcp")
 
 _UNUSABLE = re.compile(r"[^a-zA-Z0-9_-]")
 _MAX_ERRORS = 5
@@ -87,6 +101,13 @@ class JsonSchemaArguments:
             return "; ".join(described)
         return BoundArguments(args=(), kwargs=dict(data), as_json=data, sent=data)
 
+    def call_arguments(
+        self, bound: BoundArguments, context: RunContext[object] | None
+    ) -> tuple[tuple[object, ...], dict[str, object]]:
+        """The body's arguments: the run's context (``None`` outside a run) first,
+        then the validated arguments as keywords."""
+        return (context,), bound.kwargs
+
 
 def tool_name_for(server: MCPServer, listed_name: str) -> str:
     """The name the model calls a server's tool by: prefixed, and usable by model APIs."""
@@ -115,12 +136,13 @@ def mcp_tool(
     validator = JsonSchemaArguments(schema, name)
     server_name = listed.name
 
-    async def call(**arguments: JsonValue) -> JsonValue:
+    async def call(context: RunContext[object] | None, /, **arguments: JsonValue) -> JsonValue:
         span = trace.get_current_span()
         if span.is_recording():
             span.set_attributes(attributes)
             span.set_attribute("gen_ai.tool.name", name)
-        result = await send(server_name, arguments)
+        key = None if context is None else context.idempotency_key
+        result = await send(server_name, arguments, key)
         if result.is_error:
             if span.is_recording():
                 span.set_attribute("error.type", "tool_error")
@@ -129,6 +151,55 @@ def mcp_tool(
 
     description = listed.description or listed.title or ""
     return Tool(call, name=name, description=description, validator=validator, **server.options)
+
+
+async def list_all(session: ClientSession) -> list[ListedTool]:
+    """Every page of ``tools/list``."""
+    from mcp.types import PaginatedRequestParams
+
+    listed: list[ListedTool] = []
+    cursor: str | None = None
+    while True:
+        params = None if cursor is None else PaginatedRequestParams(cursor=cursor)
+        page = await session.list_tools(params=params)
+        listed.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            return listed
+
+
+def check_include(server: MCPServer, listed: list[ListedTool], *, strict: bool) -> None:
+    """``include`` must name tools the server has: an error at start, a warning later."""
+    have = {t.name for t in listed}
+    missing = [n for n in server.include or () if n not in have]
+    if not missing:
+        return
+    message = (
+        f"MCP server {server.name!r} has no tool {missing[0]!r} (named in include=); "
+        f"its tools are: {', '.join(sorted(have)) or '(none)'}"
+    )
+    if strict:
+        raise ConfigError(message)
+    logger.warning("%s", message)
+
+
+def mcp_tools(
+    server: MCPServer,
+    listed: Iterable[ListedTool],
+    send: MCPCall,
+    attributes: Mapping[str, AttributeValue],
+) -> tuple[Tool[..., object], ...]:
+    """The tools a worker gets of those listed: ``include``/``exclude`` applied, and any
+    whose schema cannot be used left out (with a warning)."""
+    tools: list[Tool[..., object]] = []
+    for item in listed:
+        if not server.keeps(item.name):
+            continue
+        try:
+            tools.append(mcp_tool(server, item, send, attributes))
+        except (ToolError, ConfigError) as exc:
+            logger.warning("MCP server %r: tool %r left out: %s", server.name, item.name, exc)
+    return tuple(tools)
 
 
 def result_content(result: CallToolResult) -> JsonValue:

@@ -6,7 +6,7 @@ Everything here is entered and exited by the connection's owner task.
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -29,17 +29,24 @@ __all__ = ("open_session", "span_attributes")
 # Reads may wait long on a slow tool; the tool's own timeout is what bounds a call.
 _CONNECT_TIMEOUT = 30.0
 _READ_TIMEOUT = 300.0
+_TOOLS_CHANGED = "notifications/tools/list_changed"
 
 
 @asynccontextmanager
 async def open_session(
-    server: MCPServer, on_message: MessageHandlerFnT, ended: anyio.Event
+    server: MCPServer,
+    on_message: MessageHandlerFnT,
+    ended: anyio.Event,
+    tools_changed: Callable[[], None],
 ) -> AsyncIterator[ClientSession]:
     """A client session to ``server``, not yet initialized; closing it stops the server
     (stdio: close stdin, wait 2 s, SIGTERM the process group, SIGKILL 2 s later).
 
     ``ended`` is set when the server's side of the connection ends (a stdio server
     exited, say), so the owner can restart it before the next call, not during it.
+    ``tools_changed`` is called for each ``notifications/tools/list_changed`` before
+    the session sees any later message (the SDK hands notifications to a task of
+    their own, which may run after the answer that followed them on the wire).
     """
     from mcp.client.session import ClientSession
     from mcp.types import Implementation
@@ -55,7 +62,7 @@ async def open_session(
         forward: MemoryObjectSendStream[SessionMessage | Exception]
         received: MemoryObjectReceiveStream[SessionMessage | Exception]
         forward, received = anyio.create_memory_object_stream(0)
-        pump.start_soon(_forward, read, forward, ended)
+        pump.start_soon(_forward, read, forward, ended, tools_changed)
         info = Implementation(name="regiment", version="0.1.0")
         session = ClientSession(received, write, message_handler=on_message, client_info=info)
         yield await stack.enter_async_context(session)
@@ -65,10 +72,16 @@ async def _forward(
     read: ReadStream[SessionMessage | Exception],
     forward: MemoryObjectSendStream[SessionMessage | Exception],
     ended: anyio.Event,
+    tools_changed: Callable[[], None],
 ) -> None:
-    """Pass the server's messages on to the session, and note when they end."""
+    """Pass the server's messages on to the session, and note list changes and the end."""
+    from mcp.types.jsonrpc import JSONRPCNotification
+
     with forward:
         async for item in read:
+            message = getattr(item, "message", None)
+            if isinstance(message, JSONRPCNotification) and message.method == _TOOLS_CHANGED:
+                tools_changed()
             await forward.send(item)
     ended.set()
 

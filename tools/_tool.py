@@ -307,9 +307,7 @@ def _attempts(
 def _arguments(
     spec: ArgumentValidator, bound: BoundArguments, context: RunContext[object] | None
 ) -> tuple[tuple[object, ...], dict[str, object]]:
-    if isinstance(spec, ArgumentSpec):
-        return spec.call_arguments(bound, context)
-    return bound.args, bound.kwargs
+    return spec.call_arguments(bound, context)
 
 
 async def _invoke(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from regiment._json import JsonObject
+from regiment.tools._context import RunContext
 from regiment.tools._schema import BoundArguments
 
 __all__ = ("ArgumentValidator",)
@@ -29,4 +30,11 @@ class ArgumentValidator(Protocol):
 
     def validate(self, arguments: object) -> BoundArguments | str:
         """The arguments, bound for the call, or what is wrong with them."""
+        ...
+
+    def call_arguments(
+        self, bound: BoundArguments, context: RunContext[object] | None
+    ) -> tuple[tuple[object, ...], dict[str, object]]:
+        """The positional and keyword arguments to call the function with: ``bound``,
+        plus the run's context wherever the function takes it (``None`` outside a run)."""
         ...

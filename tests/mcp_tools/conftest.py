@@ -59,26 +59,39 @@ SDK_HTTP_LEAKS = (
 )
 
 
-@pytest.fixture(scope="module")
-def http_url() -> Iterator[str]:
-    """A streamable-HTTP MCP server on a free 127.0.0.1 port; stopped with escalation."""
+def start_http(port: int = 0, name: str = "httpserver") -> tuple[subprocess.Popen[str], int]:
+    """``server_app.py --http`` on ``port`` (0: a free one); returns once its socket listens."""
     process = subprocess.Popen(
-        [*SERVER_COMMAND, "--http", "--name", "httpserver"],
+        [*SERVER_COMMAND, "--http", "--name", name, "--port", str(port)],
         stdout=subprocess.PIPE,
         text=True,
         preexec_fn=die_with_parent,
     )
+    assert process.stdout is not None
+    line = process.stdout.readline()  # printed once the socket listens
+    if not line.startswith("PORT "):
+        stop(process)
+        raise AssertionError(f"the HTTP test server did not start: {line!r}")
+    return process, int(line.split()[1])
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    """SIGTERM, then SIGKILL after 10 s; reaped either way."""
+    process.terminate()
     try:
-        assert process.stdout is not None
-        line = process.stdout.readline()  # printed once the socket listens
-        assert line.startswith("PORT "), f"the HTTP test server did not start: {line!r}"
-        yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+    if process.stdout is not None:
+        process.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def http_url() -> Iterator[str]:
+    """A streamable-HTTP MCP server on a free 127.0.0.1 port; stopped with escalation."""
+    process, port = start_http()
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        if process.stdout is not None:
-            process.stdout.close()
+        stop(process)

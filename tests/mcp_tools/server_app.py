@@ -1,7 +1,7 @@
 """A real MCP server for the tests, run as a subprocess.
 
 ``python server_app.py`` serves over stdio; ``--http`` serves streamable HTTP on a
-free 127.0.0.1 port, printing ``PORT <n>`` once its socket listens;
+free 127.0.0.1 port (or ``--port``), printing ``PORT <n>`` once its socket listens;
 ``--stubborn`` ignores SIGTERM and keeps running after its stdin closes, so
 only SIGKILL stops it.
 """
@@ -19,6 +19,7 @@ import time
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolListChangedNotification
 
 
 def build(name: str) -> MCPServer:
@@ -87,15 +88,34 @@ def build(name: str) -> MCPServer:
         await ctx.session.send_tool_list_changed()
         return "ok"
 
+    @app.tool()
+    async def grow(name: str, ctx: Context) -> str:
+        """Add a tool called ``name`` and, on this call's own stream, say the list changed."""
+
+        def grown() -> str:
+            """A tool added by ``grow``."""
+            return "grown"
+
+        app.add_tool(grown, name=name)
+        changed = ToolListChangedNotification()
+        await ctx.session.send_notification(changed, related_request_id=ctx.request_id)
+        return "ok"
+
+    @app.tool()
+    def meta_key(ctx: Context) -> str:
+        """The ``regiment/idempotency_key`` of this call's ``_meta`` ("" if none)."""
+        meta = ctx.request_context.meta or {}
+        return str(meta.get("regiment/idempotency_key", ""))
+
     return app
 
 
-def _serve_http(app: MCPServer) -> None:
+def _serve_http(app: MCPServer, port: int) -> None:
     import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock.bind(("127.0.0.1", port))
     sock.listen(128)  # clients may connect from now on; uvicorn accepts when it runs
     print(f"PORT {sock.getsockname()[1]}", flush=True)
     config = uvicorn.Config(app.streamable_http_app(), log_level="error", lifespan="on")
@@ -107,12 +127,13 @@ def main() -> None:
     parser.add_argument("--http", action="store_true")
     parser.add_argument("--stubborn", action="store_true")
     parser.add_argument("--name", default="testserver")
+    parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
     app = build(args.name)
     if args.stubborn:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if args.http:
-        _serve_http(app)
+        _serve_http(app, args.port)
     else:
         app.run()
     if args.stubborn:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
+from pathlib import Path
 from typing import cast
 
 import anyio
@@ -14,6 +16,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from regiment.errors import ConfigError
 from regiment.hierarchy import Planner, Team, Worker
+from regiment.journal import SqliteJournal, ToolCallStarted
 from regiment.models import (
     ModelRequest,
     ModelResponse,
@@ -174,3 +177,50 @@ async def test_leaving_team_start_reaps_five_servers_even_ones_that_ignore_sigte
         assert sum("--stubborn" in p.cmdline() for p in running) == 2
     assert alive(pids) == []  # reaped: stdin closed, SIGTERM, then SIGKILL for the stubborn
     assert server_children() == []
+
+
+async def test_a_tool_that_one_step_adds_is_there_for_the_step_after_it(
+    server: MCPServer,
+) -> None:
+    name = f"grown_{uuid.uuid4().hex[:8]}"  # the HTTP server lives for the module
+
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        if results:
+            return str(results[0].content)
+        if description.startswith("grow"):
+            return tool_call_response("calc_grow", {"name": name})
+        return tool_call_response(f"calc_{name}", {})
+
+    plan = plan_json(
+        {"id": "s1", "description": "grow a tool"},
+        {"id": "s2", "description": "use it", "depends_on": ["s1"]},
+    )
+    team, _ = team_of(work, [server], plans=[plan])
+    result = await team.run("grow a tool, then use it")
+    used = result.steps[1].tool_outcomes[0]
+    assert (used.is_error, used.content) == (False, {"result": "grown"})
+
+
+async def test_a_journaled_call_sends_the_journal_s_idempotency_key(
+    server: MCPServer, tmp_path: Path
+) -> None:
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        return str(results[0].content) if results else tool_call_response("calc_meta_key", {})
+
+    team, _ = team_of(work, [server], plans=[plan_json({"id": "s1", "description": "key"})])
+    path = tmp_path / "runs.db"
+    async with team.start(journal=path) as running:
+        result = await running.run("send a key")
+    journal = await SqliteJournal.open(path)
+    try:
+        records = [e.record for e in await journal.read(result.run_id)]
+    finally:
+        await journal.close()
+    (intent,) = [r for r in records if isinstance(r, ToolCallStarted)]
+    assert intent.idempotency_key == f"{result.run_id}/v1/s1/0"
+    (sent,) = result.steps[0].tool_outcomes
+    assert sent.content == {"result": intent.idempotency_key}  # what the server got in _meta

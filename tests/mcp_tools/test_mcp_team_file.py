@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from regiment.cli import main
 from regiment.config._build import check_config
 from regiment.config._schema import parse_config
 from regiment.errors import ConfigError
@@ -14,6 +16,8 @@ from regiment.tools import MCPServer
 from regiment.tools._mcp_server import HttpTransport, StdioTransport
 
 from .conftest import SERVER_COMMAND
+
+REPO = Path(__file__).resolve().parents[2]  # where examples.mcp imports from
 
 TEAM = """
 name = "t"
@@ -93,3 +97,26 @@ prefix = "calc_"
     )
     assert worker.require_approval == ("calc_add",)  # checked when the team starts
     assert worker.mcp_servers
+
+
+def test_validate_names_a_worker_s_mcp_servers_without_starting_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    team = tmp_path / "team.toml"
+    team.write_text(
+        TEAM.format(
+            mcp="""
+[[workers.mcp]]
+command = ["/nonexistent/calc-server"]
+
+[[workers.mcp]]
+url = "http://127.0.0.1:9/mcp"
+name = "remote"
+"""
+        )
+    )
+    assert main(["validate", str(team), "--app-dir", str(REPO)]) == 0
+    assert (
+        "worker files: scripted; the tools of MCP servers '/nonexistent/calc-server', "
+        "'remote' (http://127.0.0.1:9/mcp) (listed when the team starts)"
+    ) in capsys.readouterr().out

@@ -3,7 +3,11 @@ the live tool set, against real servers over stdio and streamable HTTP."""
 
 from __future__ import annotations
 
+import functools
+import logging
+import socket
 import sys
+import uuid
 from pathlib import Path
 from typing import cast
 
@@ -20,12 +24,13 @@ from regiment.tools import (
     MCPHub,
     MCPServer,
     MCPServerLost,
+    RunContext,
     Tool,
     Toolset,
     WorkerTools,
 )
 
-from .conftest import SDK_HTTP_LEAKS, SERVER_COMMAND, alive, server_children
+from .conftest import SDK_HTTP_LEAKS, SERVER_COMMAND, alive, server_children, start_http, stop
 
 pytestmark = [pytest.mark.anyio, *SDK_HTTP_LEAKS]
 
@@ -146,10 +151,59 @@ async def test_restarts_are_bounded() -> None:
         tools = await hub.worker_tools(Toolset("w"), [stdio(max_restarts=0)])
         crashed = await tools.current().call("crash", {}, call_id="x")
         assert crashed.error_type == "MCPServerLost"
+        assert "it is not started again (max_restarts=0, all used)" in str(crashed.content)
         after = await tools.current().call("add", {"a": 1, "b": 1}, call_id="y")
         assert after.is_error
         assert after.error_type == "MCPServerLost"
-        assert "max_restarts=0" in str(after.content)
+        assert "already restarted 0 times (max_restarts=0)" in str(after.content)
+
+
+class _CountWarnings(logging.Handler):
+    """Sets ``reached`` once ``count`` warnings (or worse) were logged."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(logging.WARNING)
+        self.count = count
+        self.messages: list[str] = []
+        self.reached = anyio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+        if len(self.messages) >= self.count:
+            self.reached.set()
+
+
+async def test_an_http_server_that_is_away_for_a_while_is_reconnected_with_backoff() -> None:
+    first, port = start_http()
+    processes = [first]
+    counter = _CountWarnings(3)
+    logger = logging.getLogger("regiment.tools.mcp")
+    logger.addHandler(counter)
+    url = f"http://127.0.0.1:{port}/mcp"
+    server = MCPServer.http(url, name="away", max_restarts=1, start_timeout=60)
+    try:
+        async with MCPHub.open() as hub:
+            tools = await hub.worker_tools(Toolset("w"), [server])
+            (connection,) = tools.connections
+            before = await tools.current().call("pid", {}, call_id="a")
+            stop(first)
+            async with anyio.create_task_group() as tg:
+                # Fails (lost mid-call) or waits for the server to be back: either is fine.
+                tg.start_soon(functools.partial(tools.current().call, "pid", {}, call_id="b"))
+                with anyio.fail_after(30):
+                    await counter.reached.wait()  # it stopped, then two attempts were refused
+                second, _ = await anyio.to_thread.run_sync(start_http, port)
+                processes.append(second)
+            after = await tools.current().call("pid", {}, call_id="c")
+            assert not after.is_error, after.content
+            assert after.content != before.content
+            assert connection.restarts == 1  # the refused attempts spent no restarts
+    finally:
+        logger.removeHandler(counter)
+        for process in processes:
+            stop(process)
+    assert "reconnecting it" in counter.messages[0]
+    assert "reconnecting failed" in counter.messages[1]
 
 
 async def test_a_hanging_call_times_out_and_the_session_carries_on() -> None:
@@ -188,6 +242,38 @@ async def test_a_hundred_concurrent_calls_through_one_session(server: MCPServer)
         assert hub.connections[0].restarts == 0
         if server.transport.describe().startswith(sys.executable):
             assert len(server_children()) == 1
+
+
+async def test_a_call_that_changed_the_tool_list_returns_with_the_new_list(
+    server: MCPServer,
+) -> None:
+    name = f"grown_{uuid.uuid4().hex[:8]}"  # the HTTP server lives for the module
+    async with MCPHub.open() as hub:
+        live = await hub.worker_tools(Toolset("w"), [server])
+        assert f"t_{name}" not in live.current()
+        grew = await live.current().call("t_grow", {"name": name}, call_id="g")
+        assert grew.content == {"result": "ok"}
+        assert f"t_{name}" in live.current()  # no wait: the call returned after the relist
+        used = await live.current().call(f"t_{name}", {}, call_id="u")
+        assert used.content == {"result": "grown"}
+
+
+async def test_a_call_in_a_run_sends_its_idempotency_key_in_meta(server: MCPServer) -> None:
+    context: RunContext[object] = RunContext(
+        run_id="r1",
+        step_id="s1",
+        worker="w",
+        plan_version=1,
+        call_id="k",
+        idempotency_key="r1/v1/s1/0",
+        deps=None,
+    )
+    async with MCPHub.open() as hub:
+        tools = (await hub.worker_tools(Toolset("w"), [server])).current()
+        keyed = await tools.call("t_meta_key", {}, call_id="k", context=context)
+        assert keyed.content == {"result": "r1/v1/s1/0"}
+        outside = await tools.call("t_meta_key", {}, call_id="o")  # no run: no key
+        assert outside.content == {"result": ""}
 
 
 async def test_list_changed_refreshes_the_tool_list() -> None:
@@ -230,12 +316,39 @@ async def test_name_clashes_without_a_prefix_name_both_sources(http_url: str) ->
 
 async def test_a_server_that_cannot_start_is_a_clear_error() -> None:
     missing = MCPServer.stdio(["/nonexistent/mcp-server", "--x"], name="ghost")
+    unnamed = MCPServer.stdio(["/nonexistent/mcp-server", "--x"])
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    nobody = MCPServer.http(f"http://127.0.0.1:{port}/mcp", name="remote")
     async with MCPHub.open() as hub:
         with pytest.raises(
             ToolError,
             match=r"MCP server 'ghost' \(/nonexistent/mcp-server --x\) could not be started: FileNotFoundError",
         ):
             await hub.worker_tools(Toolset("w"), [missing])
+        with pytest.raises(
+            ToolError,
+            match=r"^MCP server '/nonexistent/mcp-server --x' could not be started: FileNotFoundError",
+        ):
+            await hub.worker_tools(Toolset("w"), [unnamed])
+        with pytest.raises(
+            ToolError,
+            match=rf"^MCP server 'remote' \(http://127.0.0.1:{port}/mcp\) could not be connected to: ",
+        ):
+            await hub.worker_tools(Toolset("w"), [nobody])
+
+
+async def test_two_alike_unnamed_servers_are_told_to_take_different_names() -> None:
+    async with MCPHub.open() as hub:
+        with pytest.raises(ConfigError) as alike:
+            await hub.worker_tools(
+                Toolset("w"), [MCPServer.stdio(SERVER_COMMAND), MCPServer.stdio(SERVER_COMMAND)]
+            )
+    message = str(alike.value)
+    assert "comes from two MCP servers both named" in message
+    assert "name='server_app_py_1', prefix='server_app_py_1_'" in message
+    assert "name='server_app_py_2', prefix='server_app_py_2_'" in message
 
 
 def test_without_the_extra_the_error_gives_the_install_line(
