@@ -44,10 +44,10 @@ from regiment.cli._journal_cmds import (
 )
 from regiment.cli._resume import add_import_root as _add_import_root
 from regiment.cli._resume import fill_in_team_file, team_file_of
+from regiment.cli._validate import validate
 from regiment.config import (
     TeamConfig,
     build_team,
-    check_config,
     load_config,
     place_on_ray,
     team_files,
@@ -58,7 +58,6 @@ from regiment.tools import require_mcp
 if TYPE_CHECKING:
     from regiment.cli._ask import TerminalApprover
     from regiment.cli._run import Outcome, RunOptions
-    from regiment.hierarchy import TeamWorker, Worker
 
 __all__ = ("main", "run_async")
 
@@ -173,7 +172,7 @@ async def _dispatch(
             return await show_command(args, spec, stdout)
         config = load_config(args.team_file)
         if args.command == "validate":
-            return _validate(config, args.team_file, stdout)
+            return validate(config, args.team_file, stdout)
         if args.command == "mcp":
             return await _serve_mcp(config, args, environ, stderr)
         if args.command == "serve":
@@ -367,46 +366,9 @@ def _validate_command(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) 
     """``regiment validate`` outside an event loop (what ``_dispatch`` does for it inside one)."""
     _add_import_root(args.app_dir)
     try:
-        return _validate(load_config(args.team_file), args.team_file, stdout)
+        return validate(load_config(args.team_file), args.team_file, stdout)
     except ConfigError as exc:
         return _config_error(exc, stderr)
-
-
-def _validate(config: TeamConfig, source: str, stdout: TextIO) -> int:
-    team = check_config(config, source=source)
-    print(f"{source}: ok, team '{team.name}'", file=stdout)
-    specs = config.model_specs()
-    print(
-        f"  planner: {specs['planner.model']}, at most {team.planner.max_steps} steps", file=stdout
-    )
-    for index, (entry, worker) in enumerate(zip(config.workers, team.workers, strict=True)):
-        tools = _tools_of(worker)
-        # A team worker's models are in its own file (checked above, with this one).
-        uses = f"team file {entry.team}" if entry.team else specs[f"workers[{index}].model"]
-        print(f"  worker {worker.name}: {uses}; {tools}", file=stdout)
-    for name, check in team.checks.items():
-        print(f"  check {name}: {check.description}", file=stdout)
-    return EXIT_OK
-
-
-def _tools_of(worker: Worker | TeamWorker) -> str:
-    """A worker's tools for ``validate``: its own by name, its MCP servers by name (they
-    are not started, so their tools are not known)."""
-    from regiment.hierarchy import Worker  # loaded already: the team was built
-
-    own = ", ".join(worker.capabilities)
-    servers = worker.mcp_servers if isinstance(worker, Worker) else ()
-    if not servers:
-        return own or "no tools"
-    named = ", ".join(
-        repr(s.name)
-        if s.name == s.transport.describe()
-        else f"{s.name!r} ({s.transport.describe()})"
-        for s in servers
-    )
-    plural = "s" if len(servers) > 1 else ""
-    mcp = f"the tools of MCP server{plural} {named} (listed when the team starts)"
-    return f"{own}; {mcp}" if own else mcp
 
 
 async def _watch_signals(interrupt: anyio.Event) -> None:
