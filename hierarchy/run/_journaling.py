@@ -46,6 +46,7 @@ from regiment.journal import (
     PlanVersion,
     Record,
     RunCreated,
+    RunResumed,
     StepDispatched,
     StepReported,
     TeamFile,
@@ -214,8 +215,10 @@ class RunJournal:
         if self._error is not None or not self._pending:
             return
         records, self._pending = self._pending, []
-        # The end, and a pending approval (the process may exit while it waits).
-        durable = any(isinstance(r, JournalFinished | ApprovalRequested) for r in records)
+        # The end, a pending approval (the process may exit while it waits), and a
+        # resume (a resume killed before its next durable write still counts, so the
+        # next one numbers itself after it and its trace links to it).
+        durable = any(isinstance(r, _DURABLE) for r in records)
         try:
             await self._journal.append_all(self._lease, records, durable=durable)
         except JournalError as exc:
@@ -269,6 +272,8 @@ class Unjournaled:
 
 
 UNJOURNALED = Unjournaled()
+
+_DURABLE = (JournalFinished, ApprovalRequested, RunResumed)
 
 
 def _record_for(run_id: str, change: RunChange, result: RunResult | None) -> Record | None:

@@ -49,6 +49,7 @@ async def open_channel(
     if resumed is not None:
         number, now = (resumed.resume or (1, None))[0], datetime.now(UTC)
         resumed.buffer(RunResumed(run_id=run_id, number=number, trace=trace, resumed_at=now))
+        await resumed.flush()  # durably, now: a resume killed at once still counts
     elif journal is not None:
         run_journal = await RunJournal.create(
             journal,

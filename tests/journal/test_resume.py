@@ -30,9 +30,11 @@ from regiment.hierarchy.run._config_hash import config_hash
 from regiment.hierarchy.run._journaling import LEASE_TTL
 from regiment.journal import (
     ModelCallFinished,
+    RunResumed,
     SqliteJournal,
     ToolCallFinished,
     ToolCallStarted,
+    open_journal,
 )
 from regiment.models import ModelRequest, ModelResponse, ToolResultPart, tool_call_response
 
@@ -360,3 +362,38 @@ async def test_lease_ttl_must_be_positive() -> None:
     with pytest.raises(ConfigError, match="lease_ttl"):
         async with make_team().start(lease_ttl=0):
             pass
+
+
+async def test_a_resume_killed_as_it_runs_still_counts_as_a_resume(tmp_path: Path) -> None:
+    # A resume that dies mid-tool must leave its RunResumed behind: the next resume
+    # numbers itself after it (and its trace links to it).
+    copy, run_id, ledger = await _stalled(tmp_path, stop_at="tool:s1")
+    second = tmp_path / "killed-again.db"
+    reached = anyio.Event()
+
+    async def ready(where: str) -> None:
+        with sqlite3.connect(copy) as source, sqlite3.connect(second) as target:
+            source.backup(target)  # what a kill leaves now: the committed records
+        source.close()
+        target.close()
+        reached.set()
+
+    journal = await _late(copy)
+    try:
+        team = make_team(stopper("tool:s1", ready))
+        async with team.start(journal=journal) as running, anyio.create_task_group() as tg:
+
+            async def resume() -> None:
+                await running.resume(run_id, deps=ledger)
+
+            tg.start_soon(resume)
+            await reached.wait()
+            tg.cancel_scope.cancel()
+    finally:
+        await journal.close()
+    left = await open_journal(str(second))
+    try:
+        records = [e.record for e in await left.read(run_id)]
+    finally:
+        await left.close()
+    assert [r.number for r in records if isinstance(r, RunResumed)] == [1]
