@@ -226,6 +226,8 @@ class RunningTeam(DecidesApprovals):
         resumed: RunJournal | None = None,
         parent: StepAt | None = None,
     ) -> AsyncIterator[Opened]:
+        if not isinstance(goal, str):
+            raise ConfigError(f"the goal must be text (a str), not {type(goal).__name__}: {goal!r}")
         if not goal.strip():
             raise ConfigError("the goal is empty; say what the team should do")
         concurrency = run_concurrency(concurrency, self.team.concurrency)

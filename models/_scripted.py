@@ -124,9 +124,20 @@ class ScriptedModel:
             # A reply as it is; anything else is the awaitable of an async script.
             if isinstance(produced, (ModelResponse, str)):  # a tuple: no union made per call
                 reply = produced
-            else:
+            elif hasattr(produced, "__await__"):
                 reply = await produced
+            else:
+                raise self._not_a_reply(produced, request)
+            if not isinstance(reply, (ModelResponse, str)):
+                raise self._not_a_reply(reply, request)
         return self._finish(reply, request)
+
+    def _not_a_reply(self, got: object, request: ModelRequest) -> ConfigError:
+        return ConfigError(
+            f"ScriptedModel {self._name!r}: its script returned {got!r} for a "
+            f"{request.role} request; return the reply, a str or a ModelResponse "
+            "(text_response(...), tool_call_response(...)), for every request it gets"
+        )
 
     async def stream(self, request: ModelRequest, on_delta: DeltaHandler) -> ModelResponse:
         """As ``complete``, handing the reply to ``on_delta`` piece by piece first:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from regiment import Planner, RunContext, ScriptedModel, Team, Worker, text_response, tool
+from regiment.errors import ConfigError
 from regiment.journal import open_journal
 from regiment.models import ModelRequest, ModelResponse, ToolResultPart, tool_call_response
 
@@ -46,3 +47,14 @@ async def test_team_run_passes_deps_and_a_journal(tmp_path: Path) -> None:
     finally:
         await journal.close()
     assert (listed.run_id, listed.status) == (result.run_id, "completed")
+
+
+@pytest.mark.parametrize("goal", [42, None, b"bytes"], ids=["int", "none", "bytes"])
+async def test_a_goal_that_is_not_text_is_a_config_error(goal: object) -> None:
+    with pytest.raises(ConfigError, match="the goal must be text"):
+        await _team().run(goal)  # type: ignore[arg-type]
+
+
+async def test_an_empty_goal_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="the goal is empty"):
+        await _team().run("   ")

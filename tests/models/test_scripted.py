@@ -143,3 +143,24 @@ async def test_requests_is_a_copy() -> None:
     model.requests.clear()
     assert model.calls == 1
     assert model.requests[0].messages == (Message(role="user", parts=(TextPart(text="q"),)),)
+
+
+@pytest.mark.parametrize("returned", [None, 42], ids=["none", "int"])
+async def test_a_script_that_returns_no_reply_says_so(returned: object) -> None:
+    # A brain that forgets a case returns None: say what it must return, not a
+    # TypeError about awaiting None.
+    def brain(request: ModelRequest) -> object:
+        return returned
+
+    model = ScriptedModel(brain)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"its script returned .* for a planner request"):
+        await model.complete(ModelRequest(messages=(Message.user("hi"),), role="planner"))
+
+
+async def test_an_async_script_that_returns_no_reply_says_so() -> None:
+    async def brain(request: ModelRequest) -> object:
+        return None
+
+    model = ScriptedModel(brain)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="its script returned None"):
+        await model.complete(ModelRequest(messages=(Message.user("hi"),), role="worker"))
