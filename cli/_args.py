@@ -50,7 +50,7 @@ def parser() -> argparse.ArgumentParser:
 def _add_run_options(run: argparse.ArgumentParser) -> None:
     """What ``run`` and ``resume`` share: model, trace, events, view, backend, journal,
     and how a call that needs approval is decided."""
-    add_journal_option(run)
+    add_journal_option(run, can_turn_off=True)
     run.add_argument(
         "--approve",
         choices=("pause", "ask"),

@@ -51,8 +51,8 @@ STATUSES = (
 )
 
 
-def add_journal_option(parser: argparse.ArgumentParser) -> None:
-    """``--journal PATH_OR_URL`` and ``--no-journal``."""
+def add_journal_option(parser: argparse.ArgumentParser, *, can_turn_off: bool = False) -> None:
+    """``--journal PATH_OR_URL``, and ``--no-journal`` for a command that can run without."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
         "--journal",
@@ -60,7 +60,8 @@ def add_journal_option(parser: argparse.ArgumentParser) -> None:
         help="an SQLite file or a postgresql:// URL (default: $REGIMENT_JOURNAL, "
         "else .regiment/journal.db here)",
     )
-    group.add_argument("--no-journal", action="store_true", help="do not journal the run")
+    if can_turn_off:
+        group.add_argument("--no-journal", action="store_true", help="do not journal the run")
 
 
 def add_journal_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -101,7 +102,12 @@ async def runs_command(args: argparse.Namespace, spec: str | None, stdout: TextI
     if spec is None:
         raise ConfigError("regiment runs reads the journal: drop --no-journal")
     if not journal_exists(spec):
-        return 0  # no journal yet: no runs (reading never creates one)
+        if args.journal is not None:  # asked for by name: a typo, most likely
+            raise ConfigError(
+                f"--journal {spec}: no journal there (reading never creates one); check the "
+                "path, or run a goal with it first"
+            )
+        return 0  # the default journal, not made yet: no runs
     journal = await open_cli_journal(spec)
     try:
         found = await journal.list_runs(status=args.status)

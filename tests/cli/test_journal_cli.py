@@ -118,6 +118,23 @@ async def test_unknown_runs_and_bad_files_exit_2(tmp_path: Path) -> None:
     assert bad.read_bytes() == before
 
 
+async def test_runs_with_a_journal_named_that_is_not_there_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A typo in --journal must not look like an empty journal.
+    missing = tmp_path / "typo" / "j.db"
+    code, out, err = await _cli("runs", "--journal", str(missing))
+    assert (code, out) == (2, "")
+    assert f"--journal {missing}: no journal there" in err
+    assert not missing.parent.exists()  # reading never creates one
+    code, out, err = await _cli("runs")  # the default journal, not made yet: no runs
+    assert (code, out, err) == (0, "", "")
+    for command in ("runs", "show"):  # they only read: no --no-journal to offer
+        code, _, _ = await _cli(command, "x" if command == "show" else "--json", "--no-journal")
+        assert code == 2
+        assert "unrecognized arguments: --no-journal" in capsys.readouterr().err
+
+
 async def _stall(path: Path, run_id: str, keep: float) -> str:
     """Copy the head of a finished run into a new run id that nobody holds (a crash's leftovers)."""
     journal = await SqliteJournal.open(path)
