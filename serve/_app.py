@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
-from typing import Any, final
+from typing import Any, final, get_args
 
 import anyio
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -23,6 +23,7 @@ from ._http import (
     Decision,
     NewRun,
     check_token,
+    flag,
     json_response,
     on_api_error,
     on_http_exception,
@@ -30,7 +31,7 @@ from ._http import (
     read_json,
 )
 from ._journaled import journaled_record, journaled_runs, replay
-from ._registry import MemoryRunStore, RunRecord, RunStore
+from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
 from ._runs import Runs, open_runs
 from ._views import approval_view, run_summary, run_view
 
@@ -181,6 +182,7 @@ async def _health(request: Request) -> Response:
 
 
 async def _post_run(s: _Service, request: Request) -> Response:
+    wait = flag(request, "wait")  # a bad ?wait is refused before a run starts
     body = await _new_run(request)
     runs = s.live()
     try:
@@ -190,7 +192,7 @@ async def _post_run(s: _Service, request: Request) -> Response:
         raise ApiError(503, "journal unavailable", detail) from exc
     except ConfigError as exc:  # the team refuses this run (its check says why)
         raise ApiError(422, "cannot start the run", str(exc)) from exc
-    if request.query_params.get("wait") not in ("true", "1"):
+    if not wait:
         return json_response({"run_id": record.run_id}, 202)
     await runs.wait(record, request.receive)
     return json_response(run_view(record))
@@ -199,14 +201,14 @@ async def _post_run(s: _Service, request: Request) -> Response:
 async def _resume(s: _Service, request: Request) -> Response:
     """``POST /runs/{run_id}/resume``: finish a journaled run that stopped or paused (in the
     run's trace); 202 with its id, or with ``?wait=true`` its view once it has ended."""
-    run_id, runs = request.path_params["run_id"], s.live()
+    run_id, runs, wait = request.path_params["run_id"], s.live(), flag(request, "wait")
     try:
         record = await runs.resume(run_id)
     except UnknownRun as exc:
-        raise ApiError(404, "no such run", str(exc)) from exc
+        raise ApiError(404, "no such run", f"no run {run_id!r}; GET /runs lists them") from exc
     except (ConfigError, JournalError) as exc:  # no journal, finished, changed team, leased
         raise ApiError(409, "cannot resume", str(exc)) from exc
-    if request.query_params.get("wait") not in ("true", "1"):
+    if not wait:
         return json_response({"run_id": record.run_id}, 202)
     await runs.wait(record, request.receive)
     return json_response(run_view(record))
@@ -228,6 +230,9 @@ async def _new_run(request: Request) -> NewRun:
 
 async def _list_runs(s: _Service, request: Request) -> Response:
     status = request.query_params.get("status")
+    if status is not None and status not in get_args(RunState):
+        known = ", ".join(get_args(RunState))
+        raise ApiError(422, "invalid ?status", f"?status={status!r}: use one of {known}")
     return json_response({"runs": [run_summary(r) for r in await s.records(status)]})
 
 
@@ -269,8 +274,9 @@ async def _decide(s: _Service, request: Request) -> Response:
     try:
         decided = await s.live().running.approve(request_id, body.decision(), by=body.by)
     except ApprovalError as exc:
-        raise ApiError(
-            _APPROVAL_STATUS.get(exc.kind, 422), f"cannot {body.kind}", str(exc)
-        ) from exc
+        detail = str(exc)
+        if exc.kind == "unknown":  # the CLI's hint does not fit here
+            detail = f"no approval request {request_id!r}; GET /approvals lists the pending ones"
+        raise ApiError(_APPROVAL_STATUS.get(exc.kind, 422), f"cannot {body.kind}", detail) from exc
     view = approval_view(decided)
     return json_response({**view, "decision": body.kind, "decided_by": body.by})

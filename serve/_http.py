@@ -16,6 +16,7 @@ from regiment.errors import JournalError
 from regiment.tools import ApprovalDecision, Approve, Deny, EditArguments
 
 __all__ = (
+    "flag",
     "MAX_BODY",
     "ApiError",
     "Decision",
@@ -76,6 +77,12 @@ class Decision(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
                 return EditArguments(arguments=self.arguments, reason=self.reason)
 
 
+_SHAPES: dict[type, str] = {
+    NewRun: '{"goal": "...", "session": "..."?, "deps": {...}?}',
+    Decision: '{"decision": "approve" | "deny" | "edit", "reason"?, "arguments"?, "by"?}',
+}
+
+
 def json_response(value: object, status: int = 200) -> Response:
     return Response(msgspec.json.encode(value), status, media_type="application/json")
 
@@ -96,10 +103,23 @@ async def read_json(request: Request, kind: type[T]) -> T:
         if size > MAX_BODY:
             raise _too_large()
         chunks.append(chunk)
+    body = b"".join(chunks)
+    if not body.strip():
+        raise ApiError(422, "invalid body", f"the body is empty; send {_SHAPES.get(kind, 'JSON')}")
     try:
-        return msgspec.json.decode(b"".join(chunks), type=kind)
+        return msgspec.json.decode(body, type=kind)
     except msgspec.DecodeError as exc:
         raise ApiError(422, "invalid body", str(exc)) from exc
+
+
+def flag(request: Request, name: str) -> bool:
+    """A true/false query parameter (absent: false); 422 for anything else."""
+    value = request.query_params.get(name)
+    if value is None or value in ("false", "0"):
+        return False
+    if value in ("true", "1"):
+        return True
+    raise ApiError(422, f"invalid ?{name}", f"?{name}={value!r}: use true or false (or 1, 0)")
 
 
 def _too_large() -> ApiError:

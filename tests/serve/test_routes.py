@@ -62,7 +62,9 @@ async def test_unknown_run_unknown_route_and_approvals() -> None:
         assert (await c.get("/approvals")).json() == {"approvals": []}
         unknown = await c.post("/approvals/r-1", json={"decision": "approve"})
         assert unknown.status_code == 404
-        assert "no approval request 'r-1'" in unknown.json()["detail"]
+        assert unknown.json()["detail"] == (
+            "no approval request 'r-1'; GET /approvals lists the pending ones"
+        )
 
 
 @pytest.mark.parametrize(
@@ -75,6 +77,8 @@ async def test_unknown_run_unknown_route_and_approvals() -> None:
         (b'{"goal": "  "}', "the goal is empty"),
         (b'{"goal": "g", "deps": [1]}', "deps must be a JSON object"),
         (b'{"goal": "g", "deps": "u-42"}', "Expected `object | null`, got `str` - at `$.deps`"),
+        (b"", 'the body is empty; send {"goal": "..."'),
+        (b"  \n", "the body is empty"),
     ],
 )
 async def test_bad_bodies_are_422_with_error_and_detail(body: bytes, detail: str) -> None:
@@ -84,6 +88,24 @@ async def test_bad_bodies_are_422_with_error_and_detail(body: bytes, detail: str
         assert set(response.json()) == {"error", "detail"}
         assert detail.lower() in response.json()["detail"].lower()
         assert (await c.get("/runs")).json() == {"runs": []}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "detail"),
+    [
+        ("POST", "/runs?wait=yes", "?wait='yes': use true or false"),
+        ("POST", "/runs/run-1-00000000/resume?wait=maybe", "?wait='maybe': use true or false"),
+        ("GET", "/runs?status=bogus", "?status='bogus': use one of running, stalled, completed"),
+    ],
+)
+async def test_a_query_parameter_it_does_not_know_is_422_not_ignored(
+    method: str, path: str, detail: str
+) -> None:
+    async with serving(create_app(support_team())) as url, httpx.AsyncClient(base_url=url) as c:
+        response = await c.request(method, path, json={"goal": "g"})
+        assert response.status_code == 422, response.text
+        assert detail in response.json()["detail"]
+        assert (await c.get("/runs")).json() == {"runs": []}  # no run was started
 
 
 async def test_a_body_over_one_mebibyte_is_413() -> None:
