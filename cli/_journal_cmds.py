@@ -24,6 +24,7 @@ from regiment.journal import (
     RunCreated,
     RunFinished,
     RunInfo,
+    StepDispatched,
     StepReported,
     TeamFile,
     open_journal,
@@ -167,13 +168,17 @@ def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
     answer, usage, error = None, None, None
     team_file: str | None = None
     app_dir: str | None = None
+    sent: dict[tuple[int, str], str] = {}  # dispatched steps with no report yet: their worker
     for record in records:
         match record:
             case RunCreated(team_file=TeamFile(path=team_file, app_dir=app_dir)):
                 pass
             case PlanVersion(version=version, plan=plan):
                 plans.append({"version": version, "steps": plan.get("steps", [])})
+            case StepDispatched(plan_version=version, step_id=step_id, worker=worker):
+                sent[(version, step_id)] = worker
             case StepReported():
+                sent.pop((record.plan_version, record.step_id), None)
                 steps.append(
                     {
                         "plan_version": record.plan_version,
@@ -188,6 +193,17 @@ def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
                 answer, error, usage = text, failure, result.get("usage")
             case RunCreated() | _:
                 pass
+    for (version, step_id), worker in sent.items():  # in flight when the run stopped, say
+        steps.append(
+            {
+                "plan_version": version,
+                "step_id": step_id,
+                "worker": worker,
+                "status": "dispatched",
+                "committed": False,
+                "output": "",
+            }
+        )
     return {
         "run_id": info.run_id,
         "team": info.team,
@@ -219,6 +235,8 @@ def _print_shown(shown: dict[str, object], stdout: TextIO) -> None:
     assert isinstance(steps, list)
     for step in steps:
         mark = "committed" if step["committed"] else step["status"]
+        if mark == "dispatched":
+            mark = "dispatched, no report"
         print(f"  v{step['plan_version']} {step['step_id']} [{mark}] {step['output']}", file=stdout)
     if shown["answer"] is not None:
         print(f"answer: {shown['answer']}", file=stdout)

@@ -16,7 +16,14 @@ import msgspec
 import pytest
 
 from regiment.cli import run_async
-from regiment.journal import EventRecorded, ModelCallFinished, Record, RunCreated, SqliteJournal
+from regiment.journal import (
+    EventRecorded,
+    ModelCallFinished,
+    Record,
+    RunCreated,
+    SqliteJournal,
+    StepDispatched,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -118,6 +125,20 @@ async def test_unknown_runs_and_bad_files_exit_2(tmp_path: Path) -> None:
     assert bad.read_bytes() == before
 
 
+async def test_show_lists_a_stalled_run_s_step_that_was_sent_and_never_reported(
+    tmp_path: Path,
+) -> None:
+    run_id, _ = await _journaled_run()
+    stalled = await _stall(tmp_path / ".regiment" / "journal.db", run_id, StepDispatched)
+    code, out, err = await _cli("show", stalled)
+    assert code == 0, err
+    (line,) = [x for x in out.splitlines() if "[dispatched, no report]" in x]
+    assert line.startswith("  v1 s1 ")
+    code, out, err = await _cli("show", stalled, "--json")
+    (step,) = json.loads(out)["steps"]
+    assert (step["step_id"], step["status"], step["committed"]) == ("s1", "dispatched", False)
+
+
 async def test_runs_with_a_journal_named_that_is_not_there_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -135,12 +156,16 @@ async def test_runs_with_a_journal_named_that_is_not_there_says_so(
         assert "unrecognized arguments: --no-journal" in capsys.readouterr().err
 
 
-async def _stall(path: Path, run_id: str, keep: float) -> str:
-    """Copy the head of a finished run into a new run id that nobody holds (a crash's leftovers)."""
+async def _stall(path: Path, run_id: str, keep: float | type[Record]) -> str:
+    """Copy the head of a finished run into a new run id that nobody holds (a crash's
+    leftovers): a share of its records, or those up to the first of a kind."""
     journal = await SqliteJournal.open(path)
     try:
         records = [e.record for e in await journal.read(run_id)]
-        head = records[: max(2, int(len(records) * keep))]
+        if isinstance(keep, float):
+            head = records[: max(2, int(len(records) * keep))]
+        else:
+            head = records[: 1 + next(i for i, r in enumerate(records) if isinstance(r, keep))]
         stalled = run_id + "-x"
         # The same records under the new id, event bodies and reports included.
         moved = [
