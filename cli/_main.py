@@ -160,7 +160,10 @@ async def _dispatch(
     stdin: TextIO,
 ) -> int:
     if args.command in ("approvals", "approve"):
-        _add_import_root(getattr(args, "app_dir", None))
+        try:
+            _add_import_root(getattr(args, "app_dir", None))
+        except ConfigError as exc:
+            return _config_error(exc, stderr)
         return await _approvals(args, stdout, stderr, environ)
     try:
         await fill_in_team_file(args, environ)  # `regiment resume RUN_ID`: the run's file
@@ -364,8 +367,8 @@ def _choose_model(
 
 def _validate_command(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     """``regiment validate`` outside an event loop (what ``_dispatch`` does for it inside one)."""
-    _add_import_root(args.app_dir)
     try:
+        _add_import_root(args.app_dir)
         return validate(load_config(args.team_file), args.team_file, stdout)
     except ConfigError as exc:
         return _config_error(exc, stderr)

@@ -37,7 +37,9 @@ def team_file_of(path: str, app_dir: str | None) -> TeamFile:
 
 def add_import_root(app_dir: str | None) -> None:
     """Make a team file's ``module:attribute`` paths importable from ``app_dir`` (default:
-    the current directory), as uvicorn does."""
+    the current directory), as uvicorn does; a ``ConfigError`` if it is not a directory."""
+    if app_dir is not None and not Path(app_dir).is_dir():
+        raise ConfigError(f"--app-dir {app_dir}: no such directory")
     root = str(Path(app_dir or ".").resolve())
     if root not in sys.path:
         sys.path.insert(0, root)

@@ -102,6 +102,8 @@ async def test_a_run_that_fails_exits_1_with_the_reason(tmp_path: Path) -> None:
         (["run", REFUND, "   "], "the goal is empty"),
         (["run", REFUND, "goal", "--events-file", "x.jsonl"], "--events-file needs --events jsonl"),
         (["validate", "team.ini"], "expected a .toml, .yaml or .yml team file"),
+        (["run", REFUND, "goal", "--app-dir", "no/such/dir"], "--app-dir no/such/dir: no such"),
+        (["validate", REFUND, "--app-dir", "no/such/dir"], "--app-dir no/such/dir: no such"),
     ],
 )
 async def test_usage_and_config_errors_exit_2(argv: list[str], message: str) -> None:
