@@ -194,6 +194,7 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
     critic = _critic(config.critic, models, source) if config.critic is not None else None
     guards = import_guardrails(config.guardrails, where=f"{source}: guardrails")
     output_type = import_output_type(config.output_type, where=f"{source}: output_type")
+    settings = _settings(config.settings, source, "settings")  # its errors name the file
     wanted = config.compression
     compression = (
         _checked(source, "compression", lambda: _compression(wanted, models, source))
@@ -213,7 +214,7 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
             critic=critic,
             compression=compression,
             telemetry=tree.telemetry,
-            settings=_settings(config.settings, source, "settings"),
+            settings=settings,
             guardrails=guards,
             output_type=output_type,
             output_retries=config.output_retries,

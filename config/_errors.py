@@ -65,6 +65,9 @@ def explain(
         key = missing.group("key")
         full = _join(spot.path, key)
         return f"{full}: this required key is missing (add `{_syntax(spot, key, fmt)}`)"
+    kind = _unwrap(spot.type)
+    if what.startswith("Invalid enum value") and typing.get_origin(kind) is typing.Literal:
+        what += " (one of: " + ", ".join(repr(v) for v in typing.get_args(kind)) + ")"
     return f"{spot.path}: {_lower(what)}" if spot.path else _lower(what)
 
 
@@ -112,8 +115,10 @@ def _syntax(spot: _Spot, field: str, fmt: ConfigFormat) -> str:
     if _is_struct(kind):
         return f"[{header}]"
     origin = typing.get_origin(kind)
+    if origin is dict and _is_struct(_unwrap(typing.get_args(kind)[1])):
+        return f"[{header}.<name>]"  # a table of named tables: [checks.<name>]
     if origin is dict:
-        return f"[{header}.<name>]"
+        return f"[{header}]"
     if origin is tuple and _is_struct(_unwrap(typing.get_args(kind)[0])):
         return f"[[{header}]]"
     return f"{field} ="

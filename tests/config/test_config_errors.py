@@ -265,3 +265,18 @@ def test_a_model_that_is_not_a_model_is_refused_when_the_config_is_made(
     # Not at the run's first model call, as an AttributeError inside an actor.
     with pytest.raises(ConfigError, match=r"must be a Model \(AnthropicModel"):
         made()
+
+
+def test_what_the_file_got_wrong_is_said_once_and_names_what_fits(tmp_path: Path) -> None:
+    # The file once, not twice; an enum's values; [settings] as the file writes it.
+    team = _write(tmp_path / "team.toml", TEAM + "[settings]\nmax_token = 5\n")
+    assert _error(team).startswith(f"{team}: settings: unknown setting 'max_token';")
+    team = _write(tmp_path / "enum.toml", TEAM + '[budget]\non_exhausted = "explode"\n')
+    assert _error(team) == (
+        f"{team}: budget.on_exhausted: invalid enum value 'explode' (one of: 'partial', 'raise')"
+    )
+    team = _write(tmp_path / "key.toml", "colour = 1\n" + TEAM)
+    message = _error(team)
+    assert "`[settings]`" in message
+    assert "`[checks.<name>]`" in message
+    assert "`[settings.<name>]`" not in message
