@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import anyio
 import msgspec
 
-from regiment.errors import JournalError, RunCancelled
+from regiment.errors import JournalError, LeaseLost, RunCancelled
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._ranges import LEASE_TTL
 from regiment.hierarchy._replay import NO_REPLAY, Replay, event_record
@@ -241,6 +241,12 @@ class RunJournal:
                     await self._journal.release(self._lease)
         finally:
             closed.set()
+        if isinstance(self._error, LeaseLost):  # another process owns the run now
+            raise JournalError(
+                f"run {self.run_id} was taken over by another process ({self._error}); "
+                "nothing this process did after that was kept: the new owner finishes it "
+                f"(`regiment show {self.run_id}`)"
+            ) from self._error
         if self._error is not None:
             raise JournalError(
                 f"run {self.run_id} could not be journaled ({self._error}); its result "
