@@ -257,9 +257,7 @@ def _team_worker(
 
 def _settings(table: JsonObject | None, source: str, key: str) -> ModelSettings | None:
     """A ``settings`` table as ``ModelSettings``; an unknown key is an error naming it."""
-    if table is None:
-        return None
-    return ModelSettings.from_mapping(table, where=f"{source}: {key}")
+    return None if table is None else ModelSettings.from_mapping(table, where=f"{source}: {key}")
 
 
 def _critic(config: CriticConfig, models: RoleModels, source: str) -> Critic:

@@ -226,10 +226,7 @@ class RunningTeam(DecidesApprovals):
         resumed: RunJournal | None = None,
         parent: StepAt | None = None,
     ) -> AsyncIterator[Opened]:
-        if not isinstance(goal, str):
-            raise ConfigError(f"the goal must be text (a str), not {type(goal).__name__}: {goal!r}")
-        if not goal.strip():
-            raise ConfigError("the goal is empty; say what the team should do")
+        _check_goal(goal)
         concurrency = run_concurrency(concurrency, self.team.concurrency)
         if deps is not None:
             check_remote_deps(self.team, deps)
@@ -310,6 +307,13 @@ class RunningTeam(DecidesApprovals):
             self._desk.close_run(run_id)
             if session is not None and self.journal is None and channel.result is not None:
                 self.sessions.remember(session, channel.result)
+
+
+def _check_goal(goal: object) -> None:
+    if not isinstance(goal, str):
+        raise ConfigError(f"the goal must be text (a str), not {type(goal).__name__}: {goal!r}")
+    if not goal.strip():
+        raise ConfigError("the goal is empty; say what the team should do")
 
 
 async def _spawn_team(
