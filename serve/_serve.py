@@ -60,7 +60,9 @@ async def serve_command(
     """
     import uvicorn  # the serve extra, checked on importing regiment.serve
 
-    token = options.token or environ.get("REGIMENT_TOKEN") or None
+    if options.token is not None and not options.token.strip():  # given, but blank
+        raise ConfigError("--token is empty; give a secret, or leave it out to serve without one")
+    token = options.token or environ.get("REGIMENT_TOKEN") or None  # an empty variable: unset
     check_bind(options.host, token)
     keep = KEEP_ENDED if options.keep_runs is None else options.keep_runs
     store = MemoryRunStore(keep=keep)  # ConfigError below 1

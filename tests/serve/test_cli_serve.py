@@ -48,6 +48,17 @@ async def test_a_public_host_without_a_token_is_refused(host: str) -> None:
     assert "REGIMENT_TOKEN" in err.getvalue()
 
 
+@pytest.mark.parametrize("token", ["", "   "], ids=["empty", "blank"])
+async def test_a_blank_token_is_refused_not_taken_for_no_auth(token: str) -> None:
+    err = io.StringIO()
+    argv = ["serve", REFUND, "--token", token, "--model", "scripted"]
+    code = await run_async(argv, stdout=io.StringIO(), stderr=err, environ={})
+    assert code == 2
+    assert err.getvalue().splitlines()[-1] == (
+        "regiment: error: --token is empty; give a secret, or leave it out to serve without one"
+    )
+
+
 async def test_serve_runs_the_team_file_with_the_token_from_the_environment() -> None:
     with socket.socket() as sock:  # a port that was free a moment ago
         sock.bind(("127.0.0.1", 0))
