@@ -75,8 +75,8 @@ class StandIn:
             while True:  # one connection carries several requests (keep-alive)
                 try:
                     head = await buffered.receive_until(b"\r\n\r\n", 65536)
-                except (anyio.EndOfStream, anyio.IncompleteRead):
-                    return
+                except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError):
+                    return  # the client closed the connection (or reset it: it read no more)
                 request_line, *lines = head.decode("latin-1").split("\r\n")
                 method, path, _ = request_line.split(" ", 2)
                 headers = {

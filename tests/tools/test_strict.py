@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import inspect
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -141,7 +142,10 @@ def test_wrong_json_types_are_refused_and_right_ones_run(
         assert result.is_error
         assert result.error_type == "invalid_arguments"
         # The model reads this text: every wrong argument is named in it.
-        problems = result.text.removeprefix("invalid arguments for tool 'probe': ").split("; ")
+        # Problems are "; "-separated, each led by its argument's name (p_N); a value
+        # the model sent may itself hold "; ", so split only where a name follows.
+        text = result.text.removeprefix("invalid arguments for tool 'probe': ")
+        problems = re.split(r"; (?=p_\d)", text)
         assert {p.split(":", 1)[0].split(".")[0].split("[")[0] for p in problems} == wrong
     else:
         assert not result.is_error, result.text
