@@ -306,7 +306,7 @@ class RunningTeam(DecidesApprovals):
             del self._channels[run_id]
             self._desk.close_run(run_id)
             if session is not None and self.journal is None and channel.result is not None:
-                self.sessions.remember(session, channel.result)
+                self.sessions.remember(session, channel.result, self.team)
 
 
 def _check_goal(goal: object) -> None:

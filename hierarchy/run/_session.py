@@ -22,23 +22,27 @@ if TYPE_CHECKING:
 
 __all__ = ("SessionMemory", "session_context")
 
-KEPT_RUNS = 100  # per session, in memory: the newest (older ones would not fit the context)
 KEPT_SESSIONS = 1_000  # the sessions used most recently
 
 
 class SessionMemory:
     """A started team's sessions when it has no journal: the runs each one ended,
-    in this process only, bounded (the newest runs of the most recent sessions)."""
+    in this process only, bounded: per session, the newest runs that fit the
+    planner's session context (texts cut as the context cuts them, so an older run
+    that could never be shown is not kept), for the 1,000 sessions used last."""
 
     def __init__(self) -> None:
-        self._runs: OrderedDict[str, deque[SessionRun]] = OrderedDict()
+        self._runs: OrderedDict[str, deque[tuple[SessionRun, int]]] = OrderedDict()
 
-    def remember(self, session: str, result: RunResult) -> None:
+    def remember(self, session: str, result: RunResult, team: Team) -> None:
         """Keep ``result``'s goal, status, answer and committed outputs for ``session``."""
         done = {r.step_id: r for r in result.steps if r.status == "done"}
         steps = tuple(
             CommittedStep(
-                plan_version=r.plan_version, step_id=r.step_id, worker=r.worker, output=r.output
+                plan_version=r.plan_version,
+                step_id=r.step_id,
+                worker=r.worker,
+                output=_cut(r.output),
             )
             for r in (done[i] for i in result.committed if i in done)
         )
@@ -47,17 +51,24 @@ class SessionMemory:
             goal=result.goal,
             status="awaiting_approval" if result.status == "paused" else result.status,
             started_at=datetime.now(UTC),
-            answer=result.answer,
+            answer=_cut(result.answer),
             steps=steps,
         )
-        runs = self._runs.pop(session, None) or deque(maxlen=KEPT_RUNS)
-        runs.append(run)
+        runs = self._runs.pop(session, None) or deque()
+        runs.append((run, len(_describe(run))))
+        budget, kept = _budget_tokens(team) * _CHARS_PER_TOKEN, 0
+        for index in range(len(runs) - 1, -1, -1):  # the newest first, while they fit
+            kept += runs[index][1]
+            if kept > budget and index < len(runs) - 1:
+                for _ in range(index + 1):
+                    runs.popleft()
+                break
         self._runs[session] = runs  # the most recent session last
         while len(self._runs) > KEPT_SESSIONS:
             self._runs.popitem(last=False)
 
     def history(self, session: str, exclude: str) -> tuple[SessionRun, ...]:
-        return tuple(r for r in self._runs.get(session, ()) if r.run_id != exclude)
+        return tuple(r for r, _ in self._runs.get(session, ()) if r.run_id != exclude)
 
 
 _DEFAULT_TOKENS = 2_000

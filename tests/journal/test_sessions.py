@@ -58,3 +58,23 @@ async def test_the_history_keeps_the_newest_runs_within_the_context_budget(tmp_p
     assert "older runs left out to fit the context" in asked
     history = asked.split("Earlier runs", 1)[1]
     assert len(history) <= 300 * 4 + 200
+
+
+async def test_without_a_journal_a_session_keeps_only_the_runs_its_context_can_show(
+    tmp_path: Path,
+) -> None:
+    # Memory stays bounded however long a session goes on: the newest runs that fit.
+    team = dataclasses.replace(make_team(), compression=Compression(threshold_tokens=300))
+    model = team.planner.model
+    assert isinstance(model, ScriptedModel)
+    async with team.start() as running:
+        for n in range(12):
+            await running.run(f"round number {n}", session="s", deps=Ledger(tmp_path))
+        kept = running.sessions.history("s", exclude="")
+        await running.run("the last one", session="s", deps=Ledger(tmp_path))
+    assert 1 <= len(kept) < 12
+    assert kept[-1].goal == "round number 11"
+    asked = _first_plan_request(model, "the last one")
+    assert "Goal: round number 11" in asked
+    assert "Goal: round number 0" not in asked
+    assert len(asked.split("Earlier runs", 1)[1]) <= 300 * 4 + 200
