@@ -11,6 +11,7 @@ The names most programs need are here; each room (``regiment.actors``,
 import logging
 from typing import TYPE_CHECKING
 
+from regiment import _log_records
 from regiment._lazy import LazyNames
 from regiment._version import __version__
 from regiment.errors import (
@@ -42,6 +43,7 @@ from regiment.errors import (
 
 # A library only adds a NullHandler; `regiment run -v` and `regiment serve` add real ones.
 logging.getLogger("regiment").addHandler(logging.NullHandler())
+_log_records.install()  # every record of ours carries trace_id / span_id
 
 __all__ = (
     "ActorError",

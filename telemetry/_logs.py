@@ -5,8 +5,9 @@ Every record of the ``regiment`` logger and its children gets ``trace_id`` and
 outside a span) as it is made, so a format like ``%(trace_id)s %(span_id)s``
 works in any handler, wherever it is attached (on ``regiment``, on a child, on
 the root) and whenever (before any ``Telemetry`` exists too). That is a log
-record factory, installed once when this module is imported, chained to the
-factory that was set before: it leaves every other logger's records alone.
+record factory, installed once when ``regiment`` is imported
+(``regiment._log_records``), chained to the factory that was set before: it
+leaves every other logger's records alone.
 
 ``Telemetry`` also attaches one :class:`TraceContextHandler` to the ``regiment``
 logger; ``correlate_logs(logger)`` attaches one to another logger, whose records
@@ -16,12 +17,13 @@ then carry the ids from that logger's handlers up.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, final
 
 from opentelemetry import context as otel_context
-from opentelemetry import trace
 from opentelemetry._logs import Logger, SeverityNumber
+
+from regiment._log_records import LOGGER_NAME, TraceContextRecords, tag
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.resources import Resource
@@ -34,44 +36,10 @@ __all__ = (
     "resolve_logs_endpoint",
 )
 
-LOGGER_NAME = "regiment"
-_CHILDREN = LOGGER_NAME + "."
-
-
-def _tag(record: logging.LogRecord) -> None:
-    context = trace.get_current_span().get_span_context()
-    if context.is_valid:
-        record.trace_id = format(context.trace_id, "032x")
-        record.span_id = format(context.span_id, "016x")
-    else:
-        record.trace_id = record.span_id = ""
-
-
-@final
-class _TraceContextRecords:
-    """A log record factory: the one set before, and the ids on a ``regiment`` record."""
-
-    __slots__ = ("_previous",)
-    regiment_trace_context = True  # how a second install knows it is in the chain
-
-    def __init__(self, previous: Callable[..., logging.LogRecord]) -> None:
-        self._previous = previous
-
-    def __call__(self, *args: object, **kwargs: object) -> logging.LogRecord:
-        record = self._previous(*args, **kwargs)
-        name = record.name
-        if name == LOGGER_NAME or name.startswith(_CHILDREN):
-            _tag(record)
-        return record
-
-
-def _install_record_factory() -> None:
-    previous = logging.getLogRecordFactory()
-    if not getattr(previous, "regiment_trace_context", False):  # once (a reload too)
-        logging.setLogRecordFactory(_TraceContextRecords(previous))
-
-
-_install_record_factory()
+# The factory lives with the package's first import (regiment/_log_records.py), so
+# records are tagged before anything imports this module; these names are its.
+_TraceContextRecords = TraceContextRecords
+_tag = tag
 
 
 @final

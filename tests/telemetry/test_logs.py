@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 
 import pytest
 
@@ -153,3 +155,21 @@ def test_records_of_other_loggers_are_left_alone_and_the_previous_factory_kept()
     # own factory on top (Ray does): a record of ours made now is tagged.
     made_now = logging.getLogRecordFactory()("regiment.y", logging.INFO, __file__, 1, "m", (), None)
     assert "trace_id" in made_now.__dict__
+
+
+def test_import_regiment_alone_tags_records_of_its_loggers() -> None:
+    # A fresh interpreter: a handler on `regiment`, then `import regiment`, no telemetry.
+    code = (
+        "import logging, sys\n"
+        "h = logging.StreamHandler(sys.stdout)\n"
+        "h.setFormatter(logging.Formatter('%(name)s [%(trace_id)s|%(span_id)s] %(message)s'))\n"
+        "logging.getLogger('regiment').addHandler(h)\n"
+        "import regiment\n"
+        "assert 'opentelemetry' not in sys.modules  # the API loads with the first record\n"
+        "logging.getLogger('regiment.tools').warning('hello')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "regiment.tools [|] hello\n"
