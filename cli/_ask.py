@@ -43,7 +43,8 @@ def check_terminal(stdin: TextIO) -> None:
             "--approve ask needs a terminal to ask on, and stdin is not one; without one, "
             "let the run pause (leave out --approve ask), list the requests with "
             "`regiment approvals RUN_ID`, decide with `regiment approve RUN_ID REQUEST_ID`, "
-            "then `regiment resume RUN_ID`"
+            "then `regiment resume RUN_ID` (`regiment resume TEAM_FILE RUN_ID` for a run "
+            "started from code or by the service)"
         )
 
 
