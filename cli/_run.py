@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, contextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Literal, TextIO, TypeAlias
 
@@ -21,7 +21,7 @@ from regiment.cli._resume import resumable
 from regiment.cli._trace_report import RootTraceId, report_trace
 from regiment.cli._view import PlainView, ProgressView
 from regiment.config import TeamConfig, build_team
-from regiment.errors import ConfigError
+from regiment.errors import ConfigError, ToolError
 from regiment.hierarchy import RunningTeam, RunResult, Team, Worker
 from regiment.hierarchy import events as ev
 from regiment.journal import Journal, TeamFile
@@ -229,10 +229,14 @@ async def _consume(
     sink: Callable[[ev.Event], None],
     ending: _Ending,
 ) -> None:
-    async with (
-        team.start(journal=journal, team_file=options.source) as running,
-        _stream(running, options) as events,
-    ):
+    async with AsyncExitStack() as stack:
+        try:
+            running = await stack.enter_async_context(
+                team.start(journal=journal, team_file=options.source)
+            )
+        except ToolError as exc:  # an MCP server could not be started: nothing ran
+            raise ConfigError(f"the team could not start: {exc}") from exc
+        events = await stack.enter_async_context(_stream(running, options))
         async for event in events:
             progress.apply(event)
             # A streamed answer's line ends before the last progress line is shown.

@@ -1,4 +1,5 @@
-"""A port the command cannot serve on is a usage error (one line, exit 2), not a traceback."""
+"""Usage errors the command catches before any run: ports it cannot serve on, a team that
+cannot start. One line and exit 2, not a traceback or "run failed"."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from regiment.cli import run_async
+
+from .helpers import write_team
 
 pytestmark = pytest.mark.anyio
 
@@ -53,3 +56,17 @@ async def test_mcp_over_http_on_a_taken_port_says_what_to_do() -> None:
         f"regiment: error: cannot serve MCP on 127.0.0.1:{port} (Address already in use): "
         "pick another --http port (0 takes a free one), or stop what holds it"
     )
+
+
+async def test_a_team_whose_mcp_server_cannot_start_is_a_config_error(tmp_path: Path) -> None:
+    # Nothing ran: exit 2 with what to fix, not "run failed" (exit 1).
+    team = write_team(tmp_path, "garbage")
+    text = team.read_text(encoding="utf-8")
+    team.write_text(text + '\n[[workers.mcp]]\ncommand = ["/no/such/server"]\n', encoding="utf-8")
+    err = io.StringIO()
+    argv = ["run", str(team), "go", "--app-dir", str(tmp_path), "--no-journal"]
+    code = await run_async(argv, stdout=io.StringIO(), stderr=err, environ={})
+    assert code == 2, err.getvalue()
+    last = err.getvalue().splitlines()[-1]
+    assert last.startswith("regiment: error: the team could not start: MCP server")
+    assert "/no/such/server" in last
