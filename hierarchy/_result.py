@@ -41,7 +41,10 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True, dict=True):
         usage_by_role: usage per role (``planner``, ``synthesizer``, each worker name).
         usage: total usage.
         model_calls: total model calls.
-        tool_calls: total tool calls.
+        tool_calls: total tool calls the run's budget let through to a tool: those
+            whose body ran, and those stopped after that (arguments that did not
+            validate, a guard, a denial or a pause for approval, a token budget);
+            calls refused for want of a tool-call share are not counted.
         stale_reports_dropped: reports for older plan versions that were dropped.
         budget_exhausted: which limit ran out, if any.
         trace_id: the OpenTelemetry trace id (hex), if tracing recorded the run.
