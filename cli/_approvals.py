@@ -26,7 +26,7 @@ import msgspec
 from regiment.cli._journal_cmds import (
     add_journal_option,
     journal_exists,
-    journal_spec,
+    journal_read,
     open_cli_journal,
 )
 from regiment.cli._resume import add_import_root, created_record, recorded_team_file
@@ -72,9 +72,7 @@ async def approval_command(
         ApprovalError: the request cannot be decided.
         JournalError: the journal cannot be opened or has no such run.
     """
-    location = journal_spec(args, environ)
-    if location is None:
-        raise ConfigError(f"regiment {args.command} reads the journal: drop --no-journal")
+    location = journal_read(args, environ)
     if not journal_exists(location):
         raise JournalError(
             f"no journal at {location}; `regiment run` journals there (or pass --journal, "

@@ -34,6 +34,7 @@ __all__ = (
     "add_journal_commands",
     "add_journal_option",
     "journal_exists",
+    "journal_read",
     "journal_spec",
     "open_cli_journal",
     "runs_command",
@@ -79,8 +80,12 @@ def add_journal_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
 
 def journal_spec(args: argparse.Namespace, environ: Mapping[str, str]) -> str | None:
     """The journal the command uses, or ``None`` for ``--no-journal``."""
-    if getattr(args, "no_journal", False):
-        return None
+    return None if getattr(args, "no_journal", False) else journal_read(args, environ)
+
+
+def journal_read(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
+    """The journal a command reads (they take no ``--no-journal``): ``--journal``, else
+    ``$REGIMENT_JOURNAL``, else the default file here."""
     spec: str | None = getattr(args, "journal", None) or environ.get("REGIMENT_JOURNAL")
     return spec or str(Path.cwd() / DEFAULT)
 
@@ -98,10 +103,8 @@ def journal_exists(spec: str) -> bool:
     return spec.startswith(("postgresql://", "postgres://")) or Path(spec).exists()
 
 
-async def runs_command(args: argparse.Namespace, spec: str | None, stdout: TextIO) -> int:
+async def runs_command(args: argparse.Namespace, spec: str, stdout: TextIO) -> int:
     """``regiment runs``: one line (or JSON object) per run, newest first."""
-    if spec is None:
-        raise ConfigError("regiment runs reads the journal: drop --no-journal")
     if not journal_exists(spec):
         if args.journal is not None:  # asked for by name: a typo, most likely
             raise ConfigError(
@@ -140,10 +143,8 @@ def _run_json(info: RunInfo) -> str:
     )
 
 
-async def show_command(args: argparse.Namespace, spec: str | None, stdout: TextIO) -> int:
+async def show_command(args: argparse.Namespace, spec: str, stdout: TextIO) -> int:
     """``regiment show RUN_ID``: plan versions, steps with status and output, answer, usage."""
-    if spec is None:
-        raise ConfigError("regiment show reads the journal: drop --no-journal")
     if not journal_exists(spec):
         raise ConfigError(f"no journal at {spec}, so no run {args.run_id!r}")
     journal = await open_cli_journal(spec)

@@ -38,6 +38,7 @@ from regiment._logging import level_for, logging_to
 from regiment.cli._approvals import approval_command
 from regiment.cli._args import parser as command_parser
 from regiment.cli._journal_cmds import (
+    journal_read,
     journal_spec,
     runs_command,
     show_command,
@@ -169,7 +170,7 @@ async def _dispatch(
         await fill_in_team_file(args, environ)  # `regiment resume RUN_ID`: the run's file
         _add_import_root(getattr(args, "app_dir", None))
         if args.command in ("runs", "show"):
-            spec = journal_spec(args, environ)
+            spec = journal_read(args, environ)
             if args.command == "runs":
                 return await runs_command(args, spec, stdout)
             return await show_command(args, spec, stdout)

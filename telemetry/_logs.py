@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, final
 from opentelemetry import context as otel_context
 from opentelemetry._logs import Logger, SeverityNumber
 
-from regiment._log_records import LOGGER_NAME, TraceContextRecords, tag
+from regiment._log_records import LOGGER_NAME, tag
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.resources import Resource
@@ -36,11 +36,6 @@ __all__ = (
     "resolve_logs_endpoint",
 )
 
-# The factory lives with the package's first import (regiment/_log_records.py), so
-# records are tagged before anything imports this module; these names are its.
-_TraceContextRecords = TraceContextRecords
-_tag = tag
-
 
 @final
 class TraceContextHandler(logging.Handler):
@@ -49,7 +44,7 @@ class TraceContextHandler(logging.Handler):
     def handle(self, record: logging.LogRecord) -> bool:
         """Tag the record (unless it was made tagged), then pass it to :meth:`emit`."""
         if "trace_id" not in record.__dict__:
-            _tag(record)
+            tag(record)
         self.emit(record)
         return True
 

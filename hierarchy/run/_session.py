@@ -56,13 +56,9 @@ class SessionMemory:
         )
         runs = self._runs.pop(session, None) or deque()
         runs.append((run, len(_describe(run))))
-        budget, kept = _budget_tokens(team) * _CHARS_PER_TOKEN, 0
-        for index in range(len(runs) - 1, -1, -1):  # the newest first, while they fit
-            kept += runs[index][1]
-            if kept > budget and index < len(runs) - 1:
-                for _ in range(index + 1):
-                    runs.popleft()
-                break
+        budget = _budget_tokens(team) * _CHARS_PER_TOKEN
+        while len(runs) > 1 and sum(size for _, size in runs) > budget:  # the newest that fit
+            runs.popleft()
         self._runs[session] = runs  # the most recent session last
         while len(self._runs) > KEPT_SESSIONS:
             self._runs.popitem(last=False)

@@ -4,6 +4,8 @@ over HTTP, then resumed by the service, in the run's trace (linked to its first 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx2 as httpx
@@ -11,6 +13,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 from examples.service.serving import serving
+from regiment import Team
 from regiment.serve import create_app
 from regiment.telemetry import SpanCollector, Telemetry
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
@@ -70,6 +73,20 @@ async def test_resume_without_a_journal_is_a_conflict() -> None:
     assert "journal" in answer.json()["detail"]
 
 
+def _refund_team() -> Team:
+    return shop_team(Shop(), plan_json(step("s1", "billing", "refund 3 10")))
+
+
+@asynccontextmanager
+async def _client(team: Team, journal: str) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the team served over ``journal`` (a new app each time: a restart)."""
+    async with (
+        serving(create_app(team, journal=journal)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
+        yield c
+
+
 async def _events(c: httpx.AsyncClient, run_id: str, after: int = 0) -> list[tuple[int, str]]:
     headers = {"last-event-id": str(after)} if after else {}
     async with c.stream("GET", f"/runs/{run_id}/events", headers=headers) as response:
@@ -83,11 +100,8 @@ async def test_a_resumed_runs_events_keep_their_numbers_live_and_after_a_restart
     # live stream goes on under the journal's numbers, so Last-Event-ID at the pause
     # gets exactly what came after it, and a restarted app replays the same numbers.
     journal = str(tmp_path / "runs.db")
-    team = shop_team(Shop(), plan_json(step("s1", "billing", "refund 3 10")))
-    async with (
-        serving(create_app(team, journal=journal)) as url,
-        httpx.AsyncClient(base_url=url) as c,
-    ):
+    team = _refund_team()
+    async with _client(team, journal) as c:
         paused = (await c.post("/runs?wait=true", json={"goal": "refund"})).json()
         run_id = paused["run_id"]
         before = await _events(c, run_id)
@@ -106,10 +120,7 @@ async def test_a_resumed_runs_events_keep_their_numbers_live_and_after_a_restart
     assert live[-1][1] == "RunCompleted"
     assert [n for n, _ in live] == list(range(1, len(live) + 1))
 
-    async with (
-        serving(create_app(team, journal=journal)) as url,
-        httpx.AsyncClient(base_url=url) as c,
-    ):
+    async with _client(team, journal) as c:
         assert await _events(c, run_id) == live
 
 
@@ -117,16 +128,10 @@ async def test_a_paused_run_is_listed_paused_with_its_result_after_a_restart(
     tmp_path: Path,
 ) -> None:
     journal = str(tmp_path / "runs.db")
-    team = shop_team(Shop(), plan_json(step("s1", "billing", "refund 3 10")))
-    async with (
-        serving(create_app(team, journal=journal)) as url,
-        httpx.AsyncClient(base_url=url) as c,
-    ):
+    team = _refund_team()
+    async with _client(team, journal) as c:
         paused = (await c.post("/runs?wait=true", json={"goal": "refund"})).json()
-    async with (
-        serving(create_app(team, journal=journal)) as url,
-        httpx.AsyncClient(base_url=url) as c,
-    ):
+    async with _client(team, journal) as c:
         shown = (await c.get(f"/runs/{paused['run_id']}")).json()
         listed = (await c.get("/runs", params={"status": "paused"})).json()
     assert (shown["status"], shown["answer"], shown["plans"]) == (
@@ -139,19 +144,13 @@ async def test_a_paused_run_is_listed_paused_with_its_result_after_a_restart(
 
 async def test_a_run_resumed_before_its_approval_is_decided_pauses_again(tmp_path: Path) -> None:
     journal = str(tmp_path / "runs.db")
-    team = shop_team(Shop(), plan_json(step("s1", "billing", "refund 3 10")))
-    async with (
-        serving(create_app(team, journal=journal)) as url,
-        httpx.AsyncClient(base_url=url) as c,
-    ):
+    team = _refund_team()
+    async with _client(team, journal) as c:
         run_id = (await c.post("/runs?wait=true", json={"goal": "refund"})).json()["run_id"]
         before = await _events(c, run_id)
         again = (await c.post(f"/runs/{run_id}/resume?wait=true")).json()
         live = await _events(c, run_id)
     assert again["status"] == "paused"
     assert live == [*before, (len(before) + 1, "RunCompleted")]  # it says it paused again
-    async with (
-        serving(create_app(team, journal=journal)) as url,
-        httpx.AsyncClient(base_url=url) as c,
-    ):
+    async with _client(team, journal) as c:
         assert await _events(c, run_id) == live

@@ -136,7 +136,7 @@ def test_a_handler_attached_before_any_telemetry_can_format_the_ids(
 
 
 def test_records_of_other_loggers_are_left_alone_and_the_previous_factory_kept() -> None:
-    from regiment.telemetry._logs import _TraceContextRecords
+    from regiment._log_records import TraceContextRecords
 
     made: list[str] = []
 
@@ -145,7 +145,7 @@ def test_records_of_other_loggers_are_left_alone_and_the_previous_factory_kept()
         made.append(record.name)
         return record
 
-    factory = _TraceContextRecords(previous)
+    factory = TraceContextRecords(previous)
     ours = factory("regiment.x", logging.INFO, __file__, 1, "m", (), None)
     theirs = factory("regimental", logging.INFO, __file__, 1, "m", (), None)
     assert made == ["regiment.x", "regimental"]
