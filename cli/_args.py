@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
 from regiment.cli._approvals import add_approval_commands
 from regiment.cli._journal_cmds import add_journal_commands, add_journal_option
 
-__all__ = ("parser",)
+__all__ = ("parse", "parser")
+
+# What to say when an option of one command is given to another.
+_HINTS = {
+    ("resume", "--session"): "a resumed run keeps the session it was started with",
+}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -45,6 +51,19 @@ def parser() -> argparse.ArgumentParser:
     validate.add_argument("team_file", metavar="TEAM_FILE")
     validate.add_argument("--app-dir", metavar="DIR", default=".")
     return parser
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line parsed; an option the command does not take is that command's
+    usage error (``regiment resume: error: ...``), not the top-level usage."""
+    top = parser()
+    args, extra = top.parse_known_args(argv)
+    if extra:
+        commands = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+        message = f"unrecognized arguments: {' '.join(extra)}"
+        hints = [h for (c, o), h in _HINTS.items() if c == args.command and o in extra]
+        commands.choices[args.command].error("; ".join([message, *hints]))
+    return args
 
 
 def _add_run_options(run: argparse.ArgumentParser) -> None:

@@ -36,7 +36,7 @@ import anyio
 
 from regiment._logging import level_for, logging_to
 from regiment.cli._approvals import approval_command
-from regiment.cli._args import parser as command_parser
+from regiment.cli._args import parse as parse_command
 from regiment.cli._journal_cmds import (
     journal_read,
     journal_spec,
@@ -90,9 +90,8 @@ def _reader_left(exc: BaseException) -> bool:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = command_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parse_command(argv)
     except SystemExit as exc:  # --help (0) or a usage error (2, already explained)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     if args.command == "validate":
@@ -137,7 +136,7 @@ async def run_async(
         stdin: where ``--approve ask`` reads answers (default: ``sys.stdin``).
     """
     try:
-        args = command_parser().parse_args(list(argv))
+        args = parse_command(list(argv))
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     env = os.environ if environ is None else environ

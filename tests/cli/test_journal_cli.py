@@ -153,7 +153,20 @@ async def test_runs_with_a_journal_named_that_is_not_there_says_so(
     for command in ("runs", "show"):  # they only read: no --no-journal to offer
         code, _, _ = await _cli(command, "x" if command == "show" else "--json", "--no-journal")
         assert code == 2
-        assert "unrecognized arguments: --no-journal" in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert f"regiment {command}: error: unrecognized arguments: --no-journal" in err
+
+
+async def test_an_option_another_command_takes_is_that_commands_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # `--session` belongs to `run`; under `resume` the error is resume's usage, with why.
+    code, out, _ = await _cli("resume", REFUND, "some-run", "--session", "s1")
+    assert (code, out) == (2, "")
+    err = capsys.readouterr().err
+    assert err.startswith("usage: regiment resume ")
+    assert "regiment resume: error: unrecognized arguments: --session s1; " in err
+    assert "a resumed run keeps the session it was started with" in err
 
 
 async def _stall(path: Path, run_id: str, keep: float | type[Record]) -> str:
