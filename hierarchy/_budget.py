@@ -76,6 +76,8 @@ class Share(NamedTuple):
 
     tool_calls: int | None
     tokens: int | None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
 
 
 _UNLIMITED = Share(None, None)
@@ -109,8 +111,10 @@ class BudgetLedger:
     """
 
     __slots__ = (
+        "_inputs",
         "_limited",
         "_model_calls",
+        "_outputs",
         "_shared",
         "_tokens",
         "_tool_calls",
@@ -122,15 +126,17 @@ class BudgetLedger:
     )
 
     def __init__(self, budget: Budget) -> None:
-        self.budget = budget
+        self.budget = b = budget
         self.spent = _Spent()
         # key (any hashable: the dispatcher uses (version, step, attempt)) -> allowance
         self.reserved: dict[Hashable, StepAllowance] = {}
         self.replans = 0
         # Running totals of ``reserved``.
-        self._model_calls = self._tool_calls = self._tokens = 0
+        self._model_calls = self._tool_calls = self._tokens = self._inputs = self._outputs = 0
         # Whether a fan-out has anything to split (else every share is unlimited).
-        self._shared = budget.tool_calls is not None or budget.tokens is not None
+        self._shared = any(
+            limit is not None for limit in (b.tool_calls, b.tokens, b.input_tokens, b.output_tokens)
+        )
         # Whether a call's estimated input tokens matter to :meth:`exhausted`.
         self.counts_tokens = budget.tokens is not None or budget.input_tokens is not None
         # Whether :meth:`exhausted` has any limit to check (none by default).
@@ -161,10 +167,10 @@ class BudgetLedger:
         tokens_left = self._left_tokens()
         if tokens_left is not None and tokens_left < needed:
             return "tokens"
-        inputs_left = _left(b.input_tokens, self.spent.input_tokens)
+        inputs_left = self._left_inputs()
         if inputs_left is not None and inputs_left < needed:
             return "input_tokens"
-        if b.output_tokens is not None and self.spent.output_tokens >= b.output_tokens:
+        if self._left_outputs() == 0:
             return "output_tokens"
         return None
 
@@ -181,13 +187,21 @@ class BudgetLedger:
             return [_UNLIMITED] * ways  # nothing to split: the per-step path stays cheap
         tools = _split(self._left_tool_calls(), ways)
         tokens = _split(self._left_tokens(), ways)
-        return [Share(t, k) for t, k in zip(tools, tokens, strict=True)]
+        inputs = _split(self._left_inputs(), ways)
+        outputs = _split(self._left_outputs(), ways)
+        return [Share(*parts) for parts in zip(tools, tokens, inputs, outputs, strict=True)]
 
     def _left_tool_calls(self) -> int | None:
         return _left(self.budget.tool_calls, self.spent.tool_calls + self._tool_calls)
 
     def _left_tokens(self) -> int | None:
         return _left(self.budget.tokens, self._tokens_spent() + self._tokens)
+
+    def _left_inputs(self) -> int | None:
+        return _left(self.budget.input_tokens, self.spent.input_tokens + self._inputs)
+
+    def _left_outputs(self) -> int | None:
+        return _left(self.budget.output_tokens, self.spent.output_tokens + self._outputs)
 
     def reserve(
         self,
@@ -222,16 +236,24 @@ class BudgetLedger:
             return None
         if share is None:
             share = self.split(1)[0] if self._shared else _UNLIMITED
-        tool_calls, tokens = share
-        if tokens == 0:
+        tool_calls, tokens, inputs, outputs = share
+        if 0 in (tokens, inputs, outputs):
             return None
-        allowance = StepAllowance(model_calls=calls, tool_calls=tool_calls, tokens=tokens)
+        allowance = StepAllowance(
+            model_calls=calls,
+            tool_calls=tool_calls,
+            tokens=tokens,
+            input_tokens=inputs,
+            output_tokens=outputs,
+        )
         if key in self.reserved:
             self.release(key)  # a key reserved twice replaces its old reservation
         self.reserved[key] = allowance
         self._model_calls += calls
         self._tool_calls += tool_calls or 0
         self._tokens += tokens or 0
+        self._inputs += inputs or 0
+        self._outputs += outputs or 0
         return allowance
 
     def release(self, key: Hashable) -> None:
@@ -241,6 +263,8 @@ class BudgetLedger:
             self._model_calls -= allowance.model_calls or 0
             self._tool_calls -= allowance.tool_calls or 0
             self._tokens -= allowance.tokens or 0
+            self._inputs -= allowance.input_tokens or 0
+            self._outputs -= allowance.output_tokens or 0
 
     def charge(self, usage: Usage, model_calls: int = 0, tool_calls: int = 0) -> None:
         """Record what was really spent."""

@@ -55,6 +55,8 @@ class StepAllowance(msgspec.Struct, frozen=True, kw_only=True):
     model_calls: int | None = None
     tool_calls: int | None = None
     tokens: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
 
 
 class StepContext(msgspec.Struct, frozen=True, kw_only=True):

@@ -146,7 +146,8 @@ class Supervisor(Actor[Never, None]):
 
 
 def capped(budget: Budget, allowance: StepAllowance | None) -> Budget:
-    """The budget with model calls, tool calls and tokens capped by ``allowance``."""
+    """The budget with model calls, tool calls and tokens (all, input, output) capped
+    by ``allowance``."""
     if allowance is None:
         return budget
     return msgspec.structs.replace(
@@ -154,6 +155,8 @@ def capped(budget: Budget, allowance: StepAllowance | None) -> Budget:
         model_calls=_min(budget.model_calls, allowance.model_calls),
         tool_calls=_min(budget.tool_calls, allowance.tool_calls),
         tokens=_min(budget.tokens, allowance.tokens),
+        input_tokens=_min(budget.input_tokens, allowance.input_tokens),
+        output_tokens=_min(budget.output_tokens, allowance.output_tokens),
     )
 
 

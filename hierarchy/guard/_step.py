@@ -293,13 +293,20 @@ def step_purse(allowance: StepAllowance, progress: StepProgress, pending: int = 
             return "model_calls", (
                 f"the step's model call allowance of {allowance.model_calls} is used up"
             )
-        if allowance.tokens is not None:
-            spent = progress.usage.total_tokens + sum(r.usage.total_tokens for r in made)
-            needed = estimate_tokens(request)
-            if needed > allowance.tokens - spent:
-                return "tokens", (
-                    f"the step's token allowance of {allowance.tokens} has "
-                    f"{max(0, allowance.tokens - spent)} left, the judge call needs about {needed}"
+        usage = sum((r.usage for r in made), progress.usage)
+        if allowance.output_tokens is not None and usage.output_tokens >= allowance.output_tokens:
+            return "output_tokens", (
+                f"the step's output token allowance of {allowance.output_tokens} is used up"
+            )
+        caps: tuple[tuple[BudgetLimit, str, int | None, int], ...] = (
+            ("tokens", "token", allowance.tokens, usage.total_tokens),
+            ("input_tokens", "input token", allowance.input_tokens, usage.input_tokens),
+        )
+        for limit, name, cap, spent in caps:
+            if cap is not None and (needed := estimate_tokens(request)) > cap - spent:
+                return limit, (
+                    f"the step's {name} allowance of {cap} has "
+                    f"{max(0, cap - spent)} left, the judge call needs about {needed}"
                 )
         return None
 

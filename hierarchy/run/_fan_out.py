@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from regiment.hierarchy._budget import BudgetLedger, BudgetLimit
+from regiment.hierarchy._budget import BudgetLedger, BudgetLimit, Share
 from regiment.hierarchy._messages import AssignStep, StepContext
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.plan._plan import PlanStep
@@ -57,7 +57,7 @@ def reserve_fan_out(
         for step in ready
     ]
     ways = max(len(ready), pending)
-    if ledger.budget.tokens is not None:  # estimating costs a pass over prompts and schemas
+    if ledger.counts_tokens:  # estimating costs a pass over prompts and schemas
         ways = _ways_that_fit(ledger, _needs(team, ready, contexts), ways)
     caps = team.model_call_caps
     sends: list[StepSent] = []
@@ -83,7 +83,7 @@ def reserve_fan_out(
     if len(sends) == len(ready):
         return sends, None
     if ways < len(ready) and len(sends) == ways:
-        return sends, "tokens"
+        return sends, "tokens" if ledger.budget.tokens is not None else "input_tokens"
     return sends, ledger.exhausted(model_calls_needed=2) or "model_calls"
 
 
@@ -102,9 +102,14 @@ def _ways_that_fit(ledger: BudgetLedger, needs: Sequence[int], pending: int) -> 
     each pay for their first call; the first ``min(ways, len(needs))`` are sent."""
     for ways in range(pending, 0, -1):
         shares = ledger.split(ways)
-        if all(s.tokens is None or s.tokens >= n for s, n in zip(shares, needs, strict=False)):
+        if all(_pays(s, n) for s, n in zip(shares, needs, strict=False)):
             return ways
     return 0
+
+
+def _pays(share: Share, needed: int) -> bool:
+    """Whether ``share`` pays for a first call of ``needed`` estimated input tokens."""
+    return all(limit is None or limit >= needed for limit in (share.tokens, share.input_tokens))
 
 
 def first_call_tokens(

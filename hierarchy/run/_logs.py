@@ -12,7 +12,13 @@ import logging
 
 from regiment.hierarchy._messages import StepReport
 
-__all__ = ("budget_exhausted", "model_retry", "stale_report_dropped", "turn_failed_late")
+__all__ = (
+    "budget_exhausted",
+    "model_retry",
+    "plan_truncated",
+    "stale_report_dropped",
+    "turn_failed_late",
+)
 
 _log = logging.getLogger("regiment.run")
 
@@ -36,6 +42,19 @@ def stale_report_dropped(run_id: str, report: StepReport, current_version: int) 
 def budget_exhausted(run_id: str, limit: str, detail: str, step_id: str | None = None) -> None:
     """A budget limit ran out: the run ends early (WARNING)."""
     _log.warning("budget exhausted (%s): %s", limit, detail, extra=_where(run_id, step_id=step_id))
+
+
+def plan_truncated(run_id: str, purpose: str, steps: int, max_steps: int) -> None:
+    """A plan had more steps than ``Planner.max_steps``: the rest are not run (WARNING)."""
+    _log.warning(
+        "the planner's %s had %d steps; only the first %d (Planner.max_steps) are kept, "
+        "the other %d will not run (raise max_steps, or ask for fewer steps)",
+        purpose,
+        steps,
+        max_steps,
+        steps - max_steps,
+        extra=_where(run_id),
+    )
 
 
 def model_retry(run_id: str, purpose: str, agent: str, why: str) -> None:

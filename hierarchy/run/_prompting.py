@@ -170,6 +170,10 @@ class Prompting:
             logs.model_retry(self._run_id, planning.kind, planner.name, why)
             return session.request()
         parsed = attempt.parsed
+        if parsed.truncated_from is not None:
+            logs.plan_truncated(
+                self._run_id, planning.kind, parsed.truncated_from, planner.max_steps
+            )
         if planning.kind == "plan":
             plan = Plan(
                 version=1,

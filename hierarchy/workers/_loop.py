@@ -13,6 +13,7 @@ from regiment.errors import ToolError
 from regiment.hierarchy._messages import (
     AssignStep,
     BudgetLimit,
+    StepAllowance,
     StepContext,
     StepReport,
     StepStatus,
@@ -91,21 +92,31 @@ class StepProgress:
         )
 
 
+def _is_limited(a: StepAllowance) -> bool:
+    """Whether the allowance caps model calls or tokens (else no check before each call)."""
+    return any(x is not None for x in (a.model_calls, a.tokens, a.input_tokens, a.output_tokens))
+
+
 def _out_of_allowance(
     assign: AssignStep, progress: StepProgress, request: ModelRequest
 ) -> tuple[BudgetLimit, str] | None:
-    """Why the next call must not start: no model call left, or its estimated
-    input does not fit in the tokens left (so a step goes over its token share
-    by at most one reply, which ``max_tokens`` bounds)."""
+    """Why the next call must not start: no model call left, no output tokens left,
+    or its estimated input does not fit in the tokens (all, or input) left (so a
+    step goes over its token share by at most one reply, which ``max_tokens`` bounds)."""
     allowance = assign.allowance
     if allowance.model_calls is not None and progress.model_calls >= allowance.model_calls:
         return "model_calls", f"model call allowance of {allowance.model_calls} used up"
-    if allowance.tokens is not None:
-        left = allowance.tokens - progress.usage.total_tokens
-        needed = estimate_tokens(request)
-        if needed > left:
-            return "tokens", (
-                f"token allowance of {allowance.tokens}: {max(0, left)} left, "
+    usage = progress.usage
+    if allowance.output_tokens is not None and usage.output_tokens >= allowance.output_tokens:
+        return "output_tokens", f"output token allowance of {allowance.output_tokens} used up"
+    caps: tuple[tuple[BudgetLimit, str, int | None, int], ...] = (
+        ("tokens", "token", allowance.tokens, usage.total_tokens),
+        ("input_tokens", "input token", allowance.input_tokens, usage.input_tokens),
+    )
+    for limit, name, cap, spent in caps:
+        if cap is not None and (needed := estimate_tokens(request)) > cap - spent:
+            return limit, (
+                f"{name} allowance of {cap}: {max(0, cap - spent)} left, "
                 f"the next call needs about {needed}"
             )
     return None
@@ -311,7 +322,7 @@ async def run_tool_loop(
     step, allowance, tools = assign.step, assign.allowance, toolset.definitions
     messages = [_first_message(prompts, step, assign.context)]
     journaled, call = _step_caller(journaled, caller, guards, assign, progress, messages, worker)
-    limited = allowance.model_calls is not None or allowance.tokens is not None
+    limited = _is_limited(allowance)
     for _ in range(max_iterations):
         request = _request(system, messages, tools, worker, step.id)
         if limited and (out := _out_of_allowance(assign, progress, request)) is not None:

@@ -43,11 +43,12 @@ class StepActor(HandsIn, Actor[WorkerMessage, None]):
     them; a step assigned while all are busy waits its turn in order. A runner
     that finishes a step takes the next one, or parks until one comes
     (``IdleRunners``: up to ``IDLE_RUNNERS`` of them, newest woken first)
-    instead of ending: starting a task per step was the largest single cost
-    of a step. A runner whose step left a context variable changed
-    retires, so every step starts in the context the actor gives its tasks. A
-    step cancelled while it waits for a runner never starts; ``step_timeout``
-    counts from the moment a runner starts the step.
+    instead of ending: starting a task per step was the largest single cost of
+    a step. A runner whose step left a context variable changed retires, so
+    every step starts in the context the actor gives its tasks. A step
+    cancelled while it waits for a runner never starts and reports at once
+    (its run must not wait for other runs' steps to free a runner);
+    ``step_timeout`` counts from the moment a runner starts the step.
 
     A runner's steps share one cancel scope, renewed only after a step in it
     was cancelled or timed out (a scope per step was the largest anyio cost of
@@ -91,22 +92,14 @@ class StepActor(HandsIn, Actor[WorkerMessage, None]):
             case AssignStep():
                 self._start(message, self.ctx.envelope)
             case CancelStep():
-                self._cancel(message)
+                for job in self._cancel(message):  # cut before a runner took it
+                    await self._hand_in(job, await self._run_step(job))  # "cancelled"
             case _:
                 assert_never(message)
 
     async def on_stop(self) -> None:
         """Steps still waiting for a runner are reported cancelled, like running ones."""
-        with anyio.move_on_after(1.0):
-            while self._queued:
-                job = self._queued.popleft()
-                self._jobs.pop(job.key, None)
-                await send_report(
-                    job.reply_to,
-                    StepProgress().report(
-                        job.assign, self._name, "cancelled", error="worker stopped"
-                    ),
-                )
+        await _stop_queued(self._queued, self._jobs, self._name)
 
     def receive_now(self, envelope: Envelope[WorkerMessage, None]) -> bool:
         """A step sent while a runner waits goes straight to that runner: the
@@ -133,8 +126,10 @@ class StepActor(HandsIn, Actor[WorkerMessage, None]):
         elif self._max_runners is None or self._runners < self._max_runners:
             self._add_runner()
 
-    def _cancel(self, cancel: CancelStep) -> None:
+    def _cancel(self, cancel: CancelStep) -> list[StepJob]:
+        """Cut the steps ``cancel`` names; those waiting for a runner leave the queue."""
         _cut(self._jobs, cancel)
+        return _take_cut(self._queued)
 
     def _add_runner(self) -> None:
         self._runners += 1
@@ -281,6 +276,26 @@ class StepActor(HandsIn, Actor[WorkerMessage, None]):
     def _watch(self, first_deadline: float) -> None:
         assert self._timer is not None
         self.ctx.start_soon(self._timer.watch, first_deadline, name=f"{self._name} timeouts")
+
+
+async def _stop_queued(queued: deque[StepJob], jobs: dict[_StepKey, StepJob], worker: str) -> None:
+    """Report the steps still waiting for a runner cancelled: their worker stops."""
+    with anyio.move_on_after(1.0):
+        while queued:
+            job = queued.popleft()
+            jobs.pop(job.key, None)
+            report = StepProgress().report(job.assign, worker, "cancelled", error="worker stopped")
+            await send_report(job.reply_to, report)
+
+
+def _take_cut(queued: deque[StepJob]) -> list[StepJob]:
+    """Take the steps that were cut out of ``queued`` (in place), in their order."""
+    cut = [job for job in queued if job.stop is not None]
+    if cut:
+        kept = [job for job in queued if job.stop is None]
+        queued.clear()
+        queued.extend(kept)
+    return cut
 
 
 def _cut(jobs: Mapping[_StepKey, StepJob], cancel: CancelStep) -> None:

@@ -155,6 +155,32 @@ async def test_a_token_budget_is_checked_before_each_call() -> None:
 
 
 @pytest.mark.anyio
+async def test_an_input_token_budget_is_checked_before_each_call_of_parallel_steps() -> None:
+    # Five parallel steps of four calls each need about 10,000 input tokens: with
+    # 1,500 the steps share what is left and no call starts that cannot pay for
+    # its (estimated) input, so the run's input stays within its budget.
+    probe = Probe([(3, [])] * 5)
+    result = await probe.team(Budget(input_tokens=1_500)).run("five parts")
+    assert result.usage.input_tokens <= 1_500
+    assert result.status == "partial"
+    assert result.budget_exhausted == "input_tokens"
+
+
+@pytest.mark.anyio
+async def test_an_output_token_budget_is_shared_by_parallel_steps() -> None:
+    # The plan's reply leaves 85 of 150 output tokens; each of the five steps
+    # stops once its share is spent, so the run goes over by at most one worker
+    # reply per step (unshared, every step ran on: 285 tokens).
+    probe = Probe([(3, [])] * 5)
+    result = await probe.team(Budget(output_tokens=150)).run("five parts")
+    worker_reply = max(estimate_tokens(r) + 3 for r in probe.replies)
+    assert result.usage.output_tokens <= 150 + 5 * worker_reply
+    assert result.status == "partial"
+    assert result.budget_exhausted == "output_tokens"
+    assert probe.bodies < 15
+
+
+@pytest.mark.anyio
 async def test_a_step_out_of_model_calls_names_the_budget_field() -> None:
     probe = Probe([(4, [])])
     result = await probe.team(Budget(model_calls=4)).run("one part")

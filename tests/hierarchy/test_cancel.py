@@ -104,3 +104,59 @@ async def test_leaving_the_team_block_leaves_no_tasks() -> None:
             await running.run("goal")
     assert busy_tasks() == before
     assert idle_runners() == 0
+
+
+async def test_a_run_cancelled_while_its_step_waits_for_a_busy_worker_ends_at_once() -> None:
+    # The worker's one slot is held by another run's step: the cancelled run's
+    # step waits in the queue, and the cancel must not wait for that slot.
+    # (The held step ends only when released, after the cancel is checked.)
+    holding = anyio.Event()
+    release = anyio.Event()
+    ran: list[str] = []
+
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        ran.append(description)
+        if description == "hold the worker":
+            holding.set()
+            await release.wait()
+        return "done"
+
+    plans = {
+        "goal A": plan_json({"description": "hold the worker"}),
+        "goal B": plan_json({"description": "queued"}),
+    }
+
+    class PerGoal(Brain):
+        async def __call__(self, request: ModelRequest) -> ModelResponse | str:
+            if request.role in ("planner", "replanner"):
+                text = getattr(request.messages[0].parts[0], "text", "")
+                return next(plan for goal, plan in plans.items() if goal in text)
+            return await super().__call__(request)
+
+    model = ScriptedModel(PerGoal([], work=work))
+    team = Team(
+        name="t",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="w", model=model, max_concurrent_steps=1)],
+    )
+    async with team.start() as running, anyio.create_task_group() as tg:
+        results = []
+
+        async def run_a() -> None:
+            results.append(await running.run("goal A"))
+
+        tg.start_soon(run_a)
+        await holding.wait()
+        start = anyio.current_time()
+        with anyio.move_on_after(0.2) as scope:
+            await running.run("goal B")
+        assert scope.cancelled_caught
+        # back at once: not after the run's 5 s grace to wind down, which it used
+        # up waiting for the held step to free the worker's slot
+        assert anyio.current_time() - start < 1.5
+        assert running.active_runs == 1
+        release.set()
+    assert ran == ["hold the worker"]  # the cancelled step never started
+    assert results[0].answer == "final answer"

@@ -52,6 +52,24 @@ async def test_allowance_caps_a_runs_budget() -> None:
     assert result.budget_exhausted == "model_calls"
 
 
+async def test_an_input_or_output_token_allowance_caps_a_runs_budget() -> None:
+    # Unlimited, the run takes about 2,800 input and 90 output tokens.
+    for allowance, limit in (
+        (StepAllowance(input_tokens=1_200), "input_tokens"),
+        (StepAllowance(output_tokens=50), "output_tokens"),
+    ):
+        brain = Brain(
+            [plan_json(*({"description": f"part {i}"} for i in range(3)))], work=_two_calls
+        )
+        team, _ = _child(brain, Budget())
+        async with team.start() as running:
+            result = await running.run("three parts", allowance=allowance)
+        assert result.status == "partial"
+        assert result.budget_exhausted == limit
+        if allowance.input_tokens is not None:
+            assert result.usage.input_tokens <= allowance.input_tokens
+
+
 async def test_parent_allowance_caps_the_child_run() -> None:
     # The child would need 1 (plan) + 3 * 2 (steps) + 1 (synthesis) = 8 calls and its own
     # budget allows 100, but the parent has 6: 1 for its plan, 1 kept for its synthesis,

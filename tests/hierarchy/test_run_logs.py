@@ -139,3 +139,24 @@ async def test_a_critic_asked_again_is_logged_at_info(caplog: pytest.LogCaptureF
         "attempt 1 of 2: the verdict did not parse"
     )
     assert _context(retry) == (result.run_id, None, "critic")
+
+
+async def test_a_plan_cut_to_max_steps_is_logged_at_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Steps past Planner.max_steps never run: the run must not drop them silently.
+    brain = Brain([plan_json(*({"description": f"part {i}"} for i in range(1, 6)))])
+    model = ScriptedModel(brain)
+    worker = Worker(name="w", description="does things", model=model)
+    team = Team(name="t", planner=Planner(model=model, max_steps=3), workers=[worker])
+    with caplog.at_level(logging.INFO, logger="regiment"):
+        result = await _run(team)
+    assert result.committed == ("s1", "s2", "s3")
+    assert result.plans[0].truncated_from == 5
+    (cut,) = _run_records(caplog)
+    assert cut.levelno == logging.WARNING
+    assert cut.getMessage() == (
+        "the planner's plan had 5 steps; only the first 3 (Planner.max_steps) are kept, "
+        "the other 2 will not run (raise max_steps, or ask for fewer steps)"
+    )
+    assert _context(cut) == (result.run_id, None, None)
