@@ -15,9 +15,9 @@ import msgspec
 
 from regiment.hierarchy._messages import BudgetLimit, StepAllowance
 from regiment.hierarchy._ranges import NO_LIMIT, InvalidValue, at_least, seconds
-from regiment.models import Usage
+from regiment.models import ModelRequest, Usage, estimate_tokens
 
-__all__ = ("Budget", "BudgetLedger", "BudgetLimit", "OnExhausted", "Share")
+__all__ = ("Budget", "BudgetLedger", "BudgetLimit", "OnExhausted", "Share", "over_allowance")
 
 OnExhausted: TypeAlias = Literal["partial", "raise"]
 
@@ -277,3 +277,32 @@ class BudgetLedger:
     def can_replan(self) -> bool:
         """Whether another plan version is allowed."""
         return self.replans < self.budget.replans
+
+
+def over_allowance(
+    allowance: StepAllowance, model_calls: int, usage: Usage, request: ModelRequest, call: str
+) -> tuple[BudgetLimit, str] | None:
+    """Why a step's next model call (``request``, described as ``call``) must not start,
+    after ``model_calls`` calls that spent ``usage``: no model call or output token left,
+    or its estimated input does not fit in the tokens (all, or input) left. So a step
+    goes over a token share by at most one reply, which ``max_tokens`` bounds."""
+    if allowance.model_calls is not None and model_calls >= allowance.model_calls:
+        return (
+            "model_calls",
+            f"the step's model call allowance of {allowance.model_calls} is used up",
+        )
+    if allowance.output_tokens is not None and usage.output_tokens >= allowance.output_tokens:
+        return "output_tokens", (
+            f"the step's output token allowance of {allowance.output_tokens} is used up"
+        )
+    caps: tuple[tuple[BudgetLimit, str, int | None, int], ...] = (
+        ("tokens", "token", allowance.tokens, usage.total_tokens),
+        ("input_tokens", "input token", allowance.input_tokens, usage.input_tokens),
+    )
+    for limit, name, cap, spent in caps:
+        if cap is not None and (needed := estimate_tokens(request)) > cap - spent:
+            return limit, (
+                f"the step's {name} allowance of {cap} has {max(0, cap - spent)} left, "
+                f"{call} needs about {needed}"
+            )
+    return None

@@ -14,6 +14,7 @@ import msgspec
 
 from regiment._json import JsonObject
 from regiment.errors import GuardrailError
+from regiment.hierarchy._budget import over_allowance
 from regiment.hierarchy._messages import BudgetLimit, StepAllowance
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
 from regiment.hierarchy.guard._judge import Purse, judging_within
@@ -30,7 +31,6 @@ from regiment.models import (
     ModelResponse,
     ToolCallPart,
     ToolResultPart,
-    estimate_tokens,
 )
 from regiment.telemetry import Telemetry
 from regiment.tools import Tool, ToolResult
@@ -289,26 +289,8 @@ def step_purse(allowance: StepAllowance, progress: StepProgress, pending: int = 
         request: ModelRequest, made: Sequence[ModelResponse]
     ) -> tuple[BudgetLimit, str] | None:
         calls = progress.model_calls + pending + len(made)
-        if allowance.model_calls is not None and calls >= allowance.model_calls:
-            return "model_calls", (
-                f"the step's model call allowance of {allowance.model_calls} is used up"
-            )
         usage = sum((r.usage for r in made), progress.usage)
-        if allowance.output_tokens is not None and usage.output_tokens >= allowance.output_tokens:
-            return "output_tokens", (
-                f"the step's output token allowance of {allowance.output_tokens} is used up"
-            )
-        caps: tuple[tuple[BudgetLimit, str, int | None, int], ...] = (
-            ("tokens", "token", allowance.tokens, usage.total_tokens),
-            ("input_tokens", "input token", allowance.input_tokens, usage.input_tokens),
-        )
-        for limit, name, cap, spent in caps:
-            if cap is not None and (needed := estimate_tokens(request)) > cap - spent:
-                return limit, (
-                    f"the step's {name} allowance of {cap} has "
-                    f"{max(0, cap - spent)} left, the judge call needs about {needed}"
-                )
-        return None
+        return over_allowance(allowance, calls, usage, request, "the judge call")
 
     return left
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from regiment.errors import ToolError
+from regiment.hierarchy._budget import over_allowance
 from regiment.hierarchy._messages import (
     AssignStep,
     BudgetLimit,
@@ -35,7 +36,6 @@ from regiment.models import (
     ToolCallPart,
     ToolResultPart,
     Usage,
-    estimate_tokens,
 )
 from regiment.telemetry import Telemetry
 from regiment.telemetry import semconv as sc
@@ -100,26 +100,10 @@ def _is_limited(a: StepAllowance) -> bool:
 def _out_of_allowance(
     assign: AssignStep, progress: StepProgress, request: ModelRequest
 ) -> tuple[BudgetLimit, str] | None:
-    """Why the next call must not start: no model call left, no output tokens left,
-    or its estimated input does not fit in the tokens (all, or input) left (so a
-    step goes over its token share by at most one reply, which ``max_tokens`` bounds)."""
-    allowance = assign.allowance
-    if allowance.model_calls is not None and progress.model_calls >= allowance.model_calls:
-        return "model_calls", f"model call allowance of {allowance.model_calls} used up"
-    usage = progress.usage
-    if allowance.output_tokens is not None and usage.output_tokens >= allowance.output_tokens:
-        return "output_tokens", f"output token allowance of {allowance.output_tokens} used up"
-    caps: tuple[tuple[BudgetLimit, str, int | None, int], ...] = (
-        ("tokens", "token", allowance.tokens, usage.total_tokens),
-        ("input_tokens", "input token", allowance.input_tokens, usage.input_tokens),
+    """Why the step's next call must not start (``over_allowance``)."""
+    return over_allowance(
+        assign.allowance, progress.model_calls, progress.usage, request, "the next call"
     )
-    for limit, name, cap, spent in caps:
-        if cap is not None and (needed := estimate_tokens(request)) > cap - spent:
-            return limit, (
-                f"{name} allowance of {cap}: {max(0, cap - spent)} left, "
-                f"the next call needs about {needed}"
-            )
-    return None
 
 
 async def _call_tools(
