@@ -237,7 +237,7 @@ class BudgetLedger:
         if share is None:
             share = self.split(1)[0] if self._shared else _UNLIMITED
         tool_calls, tokens, inputs, outputs = share
-        if 0 in (tokens, inputs, outputs):
+        if tokens == 0 or inputs == 0 or outputs == 0:
             return None
         allowance = StepAllowance(
             model_calls=calls,
@@ -291,16 +291,18 @@ def over_allowance(
             "model_calls",
             f"the step's model call allowance of {allowance.model_calls} is used up",
         )
-    if allowance.output_tokens is not None and usage.output_tokens >= allowance.output_tokens:
-        return "output_tokens", (
-            f"the step's output token allowance of {allowance.output_tokens} is used up"
-        )
+    tokens, inputs, outputs = allowance.tokens, allowance.input_tokens, allowance.output_tokens
+    if outputs is not None and usage.output_tokens >= outputs:
+        return "output_tokens", f"the step's output token allowance of {outputs} is used up"
+    if tokens is None and inputs is None:
+        return None  # the usual case: no estimate to make
+    needed = estimate_tokens(request)
     caps: tuple[tuple[BudgetLimit, str, int | None, int], ...] = (
-        ("tokens", "token", allowance.tokens, usage.total_tokens),
-        ("input_tokens", "input token", allowance.input_tokens, usage.input_tokens),
+        ("tokens", "token", tokens, usage.total_tokens),
+        ("input_tokens", "input token", inputs, usage.input_tokens),
     )
     for limit, name, cap, spent in caps:
-        if cap is not None and (needed := estimate_tokens(request)) > cap - spent:
+        if cap is not None and needed > cap - spent:
             return limit, (
                 f"the step's {name} allowance of {cap} has {max(0, cap - spent)} left, "
                 f"{call} needs about {needed}"

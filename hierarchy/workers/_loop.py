@@ -94,7 +94,12 @@ class StepProgress:
 
 def _is_limited(a: StepAllowance) -> bool:
     """Whether the allowance caps model calls or tokens (else no check before each call)."""
-    return any(x is not None for x in (a.model_calls, a.tokens, a.input_tokens, a.output_tokens))
+    return (
+        a.model_calls is not None
+        or a.tokens is not None
+        or a.input_tokens is not None
+        or a.output_tokens is not None
+    )
 
 
 def _out_of_allowance(
