@@ -23,7 +23,8 @@ def jsonable(value: object) -> JsonValue:
 
     try:
         return cast(JsonValue, to_jsonable_python(value))
-    except PydanticSerializationError as exc:
+    except (PydanticSerializationError, ValueError) as exc:
+        # ValueError: bytes that are not UTF-8 (UnicodeDecodeError), a value that holds itself.
         raise NotJson(str(exc)) from exc
 
 
