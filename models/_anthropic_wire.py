@@ -18,10 +18,9 @@ from anthropic.types import (
     Message as AnthropicMessage,
 )
 
-from regiment._json import JsonObject
+from regiment._json import UNPARSED_ARGUMENTS, JsonObject
 from regiment.errors import ConfigError
 from regiment.models._messages import (
-    UNPARSED_ARGUMENTS,
     Message,
     ModelRequest,
     ModelResponse,

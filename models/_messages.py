@@ -32,11 +32,6 @@ __all__ = (
     "tool_call_response",
 )
 
-# The key a tool call's arguments go under when the model's arguments are not a JSON
-# object (text that does not parse, a list, a number), so the tool's validation hands
-# them back to the model to correct instead of the call failing.
-UNPARSED_ARGUMENTS = "_unparsed_arguments"
-
 
 class TextPart(msgspec.Struct, frozen=True, kw_only=True, tag="text"):
     """Plain text in a message.

@@ -19,9 +19,8 @@ from openai.types.chat import (
 from openai.types.shared_params import ResponseFormatJSONSchema
 from openai.types.shared_params.response_format_json_schema import JSONSchema
 
-from regiment._json import JsonObject
+from regiment._json import UNPARSED_ARGUMENTS, JsonObject
 from regiment.models._messages import (
-    UNPARSED_ARGUMENTS,
     Message,
     ModelRequest,
     ModelResponse,
