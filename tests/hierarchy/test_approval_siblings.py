@@ -66,3 +66,45 @@ async def test_a_working_sibling_call_is_not_cancelled_by_a_pause(tmp_path: Path
     assert done.status == "completed"
     assert done.steps[0].output == "sent; refunded"
     assert log == ["email to ann started", "email to ann sent", "refund 7"]  # each body once
+
+
+async def test_every_call_of_a_reply_that_asks_is_pending_when_the_run_pauses(
+    tmp_path: Path,
+) -> None:
+    paid: list[str] = []
+
+    @tool(requires_approval=True)
+    def refund(order: str) -> str:
+        """Refunds an order."""
+        paid.append(order)
+        return f"refunded {order}"
+
+    def brain(request: ModelRequest) -> ModelResponse | str:
+        if request.role == "planner":
+            return json.dumps({"steps": [{"description": "refund orders 1 and 2"}]})
+        if request.role != "worker":
+            return text_response("done")
+        parts = [p for m in request.messages for p in m.parts if isinstance(p, ToolResultPart)]
+        if parts:
+            return text_response("; ".join(str(p.content) for p in parts))
+        calls = tuple(
+            ToolCallPart(id=f"c{n}", name="refund", arguments={"order": n}) for n in ("1", "2")
+        )
+        return ModelResponse(parts=calls, stop_reason="tool_use", model="scripted")
+
+    model = ScriptedModel(brain)
+    clerk = Worker(name="clerk", description="Refunds.", model=model, tools=[refund])
+    team = Team(name="shop", planner=Planner(model=model), workers=[clerk])
+    async with team.start(journal=tmp_path / "runs.db") as running:
+        with anyio.fail_after(10):
+            paused = await running.run("refund orders 1 and 2")
+        # Both asked at once: one pause lists both, so one round of decisions settles them.
+        assert sorted(str(r.arguments["order"]) for r in paused.pending_approvals) == ["1", "2"]
+        assert paused.answer == "paused: 2 approval(s) pending"
+        for request in paused.pending_approvals:
+            await running.approve(request.request_id, Approve())
+        with anyio.fail_after(10):
+            done = await running.resume(paused.run_id)
+    assert done.status == "completed"
+    assert done.steps[0].output == "refunded 1; refunded 2"
+    assert sorted(paid) == ["1", "2"]
