@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-__all__ = ("JsonObject", "JsonValue")
+__all__ = ("UNPARSED_ARGUMENTS", "JsonObject", "JsonValue")
 
 if TYPE_CHECKING:
     JsonValue: TypeAlias = (
@@ -15,3 +15,8 @@ else:
     JsonValue = Any
 
 JsonObject: TypeAlias = dict[str, JsonValue]
+
+# The key a model adapter puts a tool call's arguments under when they are not a JSON
+# object (text that does not parse, a list, a number); a tool never runs on them, and
+# the model is told what it sent (regiment.tools).
+UNPARSED_ARGUMENTS = "_unparsed_arguments"

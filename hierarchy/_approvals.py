@@ -163,7 +163,10 @@ class ApprovalDesk:
         journaled = False
         if entry is None:
             entry = self._entries[request.request_id] = _Pending(request, tool)
-            journaled, decision, by = await self._journaled(request)
+            # Journaled and told whole (shielded): a pause that lands meanwhile, because
+            # another call of the run asked first, must still find this request pending.
+            with anyio.CancelScope(shield=True):
+                journaled, decision, by = await self._journaled(request)
             if decision is not None and entry.decision is None:  # (``approve`` may be quicker)
                 entry.decision, entry.by, entry.journaled = decision, by, True
         if entry.decision is not None:  # decided while the run was paused
@@ -174,7 +177,8 @@ class ApprovalDesk:
             return entry.decision
         started = entry.started = time.monotonic()
         if not self._expired(entry):
-            await self._tell(request.run_id, ApprovalNoticed(entry.request, journaled))
+            with anyio.CancelScope(shield=True):
+                await self._tell(request.run_id, ApprovalNoticed(entry.request, journaled))
             ready = entry.ready = anyio.Event()
             if _decided(entry):  # while the run was being told (mypy: an await came between)
                 ready.set()

@@ -6,8 +6,6 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from regiment.hierarchy import _result
-from regiment.hierarchy import events as _events
 from regiment.hierarchy._result import RunResult, with_output
 from regiment.hierarchy.events import Event
 
@@ -15,11 +13,6 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
 __all__ = ("event_from_json", "result_from_json", "to_json")
-
-# The two modules name each other only for type checkers (an import cycle);
-# decoding needs the names at run time, so they are filled in once, here.
-vars(_result).setdefault("Event", Event)
-vars(_events).setdefault("RunResult", RunResult)
 
 
 def to_json(value: RunResult | Event) -> bytes:

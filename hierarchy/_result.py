@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
+from typing import Any, Literal, TypeAlias, TypeVar
 
 import msgspec
 
+from regiment.hierarchy import events as _events
 from regiment.hierarchy._critic import Verdict
 from regiment.hierarchy._memory import WorkingMemory
 from regiment.hierarchy._messages import BudgetLimit, StepReport
+from regiment.hierarchy.events import Event
 from regiment.hierarchy.plan._plan import Plan
 from regiment.models import Usage
 from regiment.tools import ApprovalRequest
-
-if TYPE_CHECKING:
-    from regiment.hierarchy.events import Event
 
 __all__ = ("RunResult", "RunStatus", "with_output")
 
@@ -123,6 +122,11 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True, dict=True):
         raise KeyError(
             f"step {step_id!r} was not committed; committed: {', '.join(self.committed)}"
         )
+
+
+# events names RunResult (in RunCompleted) only for type checkers, since this module
+# imports it; reading RunCompleted's fields (msgspec decoding, help()) needs the name there.
+vars(_events).setdefault("RunResult", RunResult)
 
 
 def with_output(result: RunResult, output: object) -> RunResult:

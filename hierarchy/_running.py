@@ -314,6 +314,13 @@ def _check_goal(goal: object) -> None:
         raise ConfigError(f"the goal must be text (a str), not {type(goal).__name__}: {goal!r}")
     if not goal.strip():
         raise ConfigError("the goal is empty; say what the team should do")
+    try:
+        goal.encode()
+    except UnicodeEncodeError as exc:  # no model, journal or trace could carry it
+        raise ConfigError(
+            f"the goal is not valid text: {goal[exc.start]!r} at position {exc.start} is a lone "
+            "surrogate (bytes that were not UTF-8, decoded with surrogateescape?)"
+        ) from None
 
 
 async def _spawn_team(

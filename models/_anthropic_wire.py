@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Literal, TypedDict, assert_never, cast
 
 from anthropic import NotGiven, Omit, not_given, omit
@@ -17,7 +18,7 @@ from anthropic.types import (
     Message as AnthropicMessage,
 )
 
-from regiment._json import JsonObject
+from regiment._json import UNPARSED_ARGUMENTS, JsonObject
 from regiment.errors import ConfigError
 from regiment.models._messages import (
     Message,
@@ -207,6 +208,14 @@ def tool_choice_param(choice: Literal["auto", "any", "none"]) -> ToolChoiceParam
             assert_never(choice)
 
 
+def _tool_input(value: object) -> JsonObject:
+    """A ``tool_use`` block's input; one that is not a JSON object (a server that is
+    not Anthropic's may send a list or a string) is kept for the model to correct."""
+    if isinstance(value, dict):
+        return cast(JsonObject, dict(value))
+    return {UNPARSED_ARGUMENTS: json.dumps(value, ensure_ascii=False)}
+
+
 def response_from_message(message: AnthropicMessage) -> ModelResponse:
     """A Messages API reply as our ``ModelResponse``.
 
@@ -219,7 +228,7 @@ def response_from_message(message: AnthropicMessage) -> ModelResponse:
         if block.type == "text":
             parts.append(TextPart(text=block.text))
         elif block.type == "tool_use":
-            arguments = cast(JsonObject, dict(block.input))
+            arguments = _tool_input(block.input)
             parts.append(ToolCallPart(id=block.id, name=block.name, arguments=arguments))
         elif block.type == "thinking":
             parts.append(ThinkingPart(thinking=block.thinking, signature=block.signature))

@@ -19,7 +19,7 @@ from openai.types.chat import (
 from openai.types.shared_params import ResponseFormatJSONSchema
 from openai.types.shared_params.response_format_json_schema import JSONSchema
 
-from regiment._json import JsonObject
+from regiment._json import UNPARSED_ARGUMENTS, JsonObject
 from regiment.models._messages import (
     Message,
     ModelRequest,
@@ -40,10 +40,6 @@ __all__ = (
     "call_params",
     "response_from_completion",
 )
-
-# The key a tool call's arguments go under when the model's JSON does not parse,
-# so the tool's validation hands the raw text back to the model to correct.
-UNPARSED_ARGUMENTS = "_unparsed_arguments"
 
 
 class CallParams(TypedDict):

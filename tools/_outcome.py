@@ -8,7 +8,14 @@ from typing import cast
 from regiment._json import JsonObject, JsonValue
 from regiment.tools._result import ToolResult
 
-__all__ = ("NotJson", "error_result", "jsonable", "no_context", "raw_arguments")
+__all__ = (
+    "NotJson",
+    "error_result",
+    "jsonable",
+    "no_context",
+    "not_an_object",
+    "raw_arguments",
+)
 
 
 class NotJson(Exception):
@@ -23,8 +30,16 @@ def jsonable(value: object) -> JsonValue:
 
     try:
         return cast(JsonValue, to_jsonable_python(value))
-    except PydanticSerializationError as exc:
+    except (PydanticSerializationError, ValueError) as exc:
+        # ValueError: bytes that are not UTF-8 (UnicodeDecodeError), a value that holds itself.
         raise NotJson(str(exc)) from exc
+
+
+def not_an_object(sent: JsonValue) -> str:
+    """What is wrong with arguments a model adapter could not read as one JSON object."""
+    text = sent if isinstance(sent, str) else repr(sent)
+    shown = text if len(text) <= 200 else text[:197] + "..."
+    return f"the arguments are not one JSON object (got {shown!r}); send them as a JSON object"
 
 
 def raw_arguments(arguments: object) -> JsonObject:

@@ -14,14 +14,21 @@ from typing import Generic, ParamSpec, TypeVar, Unpack, assert_never, cast, fina
 
 import msgspec
 
-from regiment._json import JsonObject, JsonValue
+from regiment._json import UNPARSED_ARGUMENTS, JsonObject, JsonValue
 from regiment.errors import ConfigError
 from regiment.tools._approval import ApprovalRequest, Approve, Approver, Deny, EditArguments
 from regiment.tools._context import RunContext
 from regiment.tools._definition import ToolDefinition
 from regiment.tools._docstring import parse_docstring
 from regiment.tools._idempotency import check_key_names, derive_key
-from regiment.tools._outcome import NotJson, error_result, jsonable, no_context, raw_arguments
+from regiment.tools._outcome import (
+    NotJson,
+    error_result,
+    jsonable,
+    no_context,
+    not_an_object,
+    raw_arguments,
+)
 from regiment.tools._policy import ToolOptions, ToolPolicy
 from regiment.tools._result import ToolResult
 from regiment.tools._run import (
@@ -148,13 +155,19 @@ class Tool(Generic[P, R_co]):
 
     def check_arguments(self, arguments: Mapping[str, JsonValue]) -> str | None:
         """What is wrong with ``arguments`` for this tool's schema, or ``None`` if they validate."""
-        bound = self._spec.validate(arguments)
+        bound = self._bind(arguments)
         return bound if isinstance(bound, str) else None
+
+    def _bind(self, arguments: Mapping[str, JsonValue]) -> BoundArguments | str:
+        if isinstance(arguments, Mapping) and UNPARSED_ARGUMENTS in arguments:
+            # What the model's adapter could not read as an object: never run on it.
+            return not_an_object(arguments[UNPARSED_ARGUMENTS])
+        return self._spec.validate(arguments)
 
     def validated(self, arguments: Mapping[str, JsonValue]) -> JsonObject | str:
         """``arguments`` as this tool's schema reads them (typed values as JSON, defaults
         filled in, numbers and dates normalised), or what is wrong with them."""
-        bound = self._spec.validate(arguments)
+        bound = self._bind(arguments)
         return bound if isinstance(bound, str) else bound.as_json
 
     @property
@@ -179,7 +192,7 @@ class Tool(Generic[P, R_co]):
         spec = self._policy.idempotency_key
         if spec is None:  # the usual tool: no key, so no need to validate the arguments here
             return None
-        bound = self._spec.validate(arguments)
+        bound = self._bind(arguments)
         return None if isinstance(bound, str) else derive_key(spec, self._key_name, bound.as_json)
 
     def call(
@@ -220,7 +233,7 @@ class Tool(Generic[P, R_co]):
         ``Toolset`` uses this for its shared limit.
         """
         started = time.perf_counter()
-        bound = self._spec.validate(arguments)
+        bound = self._bind(arguments)
         if isinstance(bound, str):
             message = f"invalid arguments for tool {self._name!r}: {bound}"
             result = error_result(
@@ -352,7 +365,7 @@ async def _gate(
             message = f"denied: {reason}"
             return error_result(tool._name, call_id, message, "approval_denied", bound.sent, key)
         case EditArguments(arguments=edited):
-            rebound = tool._spec.validate(edited)
+            rebound = tool._bind(edited)
             if isinstance(rebound, str):
                 message = (
                     f"invalid arguments for tool {tool._name!r} "

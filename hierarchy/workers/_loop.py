@@ -28,6 +28,7 @@ from regiment.hierarchy.guard._step import StepGuards, step_purse
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.workers._approval_gate import Approvals
 from regiment.hierarchy.workers._journal_calls import JournaledCaller, StepCalls
+from regiment.hierarchy.workers._siblings import SiblingCalls
 from regiment.models import (
     Message,
     ModelRequest,
@@ -131,6 +132,7 @@ async def _call_tools(
 
     async def attempt(index: int, call: ToolCallPart) -> ToolResult:
         approver = gate.approver(toolset, assign, first + index, call.name) if gate else None
+        approver = siblings.held(approver) if siblings is not None else approver
         if guards is None:
             return await journaled.tool(toolset, first + index, call, approver)
         run = functools.partial(journaled.tool, toolset, first + index, approver=approver)
@@ -153,6 +155,7 @@ async def _call_tools(
             telemetry.metrics.tool_call(call.name, outcome, result.duration_s)
         results[index] = result
 
+    siblings: SiblingCalls | None = None  # a reply's calls that run at once (below)
     allowed = len(calls) if limit is None else max(0, min(len(calls), limit - progress.tool_calls))
     progress.tool_calls += allowed
     first = journaled.reserve(allowed)
@@ -162,9 +165,10 @@ async def _call_tools(
         else:  # nor a span or a metric around it
             results[0] = await attempt(0, calls[0])
     elif allowed > 1:
+        siblings = SiblingCalls(allowed)
         async with anyio.create_task_group() as tg:
             for index in range(allowed):
-                tg.start_soon(one, index, calls[index])
+                tg.start_soon(siblings.run, one, index, calls[index])
     return _collect(calls, results, limit, progress)
 
 

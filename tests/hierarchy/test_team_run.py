@@ -58,3 +58,15 @@ async def test_a_goal_that_is_not_text_is_a_config_error(goal: object) -> None:
 async def test_an_empty_goal_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="the goal is empty"):
         await _team().run("   ")
+
+
+async def test_a_goal_with_a_lone_surrogate_is_a_config_error(tmp_path: Path) -> None:
+    # What a shell argument in a non-UTF-8 encoding becomes under surrogateescape: no
+    # journal, model or trace can carry it, so the run is refused before it starts.
+    with pytest.raises(ConfigError, match=r"'\\udcff' at position 6 is a lone surrogate"):
+        await _team().run("order \udcff88213", journal=tmp_path / "runs.db")
+    journal = await open_journal(str(tmp_path / "runs.db"))
+    try:
+        assert await journal.list_runs() == ()
+    finally:
+        await journal.close()

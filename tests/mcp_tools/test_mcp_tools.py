@@ -15,6 +15,7 @@ import anyio
 import pytest
 from anyio.abc import SocketAttribute, SocketListener
 
+from regiment._json import UNPARSED_ARGUMENTS
 from regiment.errors import ConfigError, ToolError
 from regiment.tools import (
     ApprovalDecision,
@@ -76,6 +77,17 @@ async def test_list_call_invalid_arguments_and_is_error(server: MCPServer) -> No
 
         text = await tools.call("t_shout", {"text": "hi"}, call_id="c4")
         assert text.content == {"result": "HI"}
+
+
+async def test_unreadable_arguments_never_reach_the_server() -> None:
+    # pid's schema takes no properties and does not forbid others: the arguments
+    # of a call whose JSON did not parse would have validated and been sent.
+    async with MCPHub.open() as hub:
+        tools = (await hub.worker_tools(Toolset("w"), [stdio()])).current()
+        sent = {UNPARSED_ARGUMENTS: '{"verbose": tr'}
+        result = await tools.call("pid", sent, call_id="c1")
+    assert (result.is_error, result.error_type, result.attempts) == (True, "invalid_arguments", 0)
+    assert "the arguments are not one JSON object" in str(result.content)
 
 
 async def test_include_exclude_and_a_missing_include() -> None:

@@ -322,3 +322,20 @@ async def test_a_reply_that_cannot_be_read_is_a_model_api_error(
     if api.streaming or body.startswith(b'{"hello'):  # a body that is not JSON has none
         assert caught.value.request_id == "req_bad"
     assert len(api.requests) == 1  # the server's answer, not retried
+
+
+@pytest.mark.parametrize("given", [[1, 2], 4200], ids=["list", "number"])
+async def test_tool_input_that_is_not_an_object_goes_back_to_the_model(
+    api: StandIn, given: object
+) -> None:
+    # A server that is not Anthropic's may send one; the call is kept for the tool's
+    # validation to hand back to the model, as the OpenAI adapter does with bad JSON.
+    tool_use: Block = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": given}
+    api.queue(message([tool_use], stop_reason="tool_use"))
+    async with model_for(api) as model:
+        response = await model.complete(ask("Weather in Oslo?"))
+    assert response.tool_calls == (
+        ToolCallPart(
+            id="toolu_1", name="get_weather", arguments={"_unparsed_arguments": json.dumps(given)}
+        ),
+    )

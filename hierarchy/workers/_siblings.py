@@ -1,0 +1,70 @@
+"""The tool calls of one model reply, run at once: a call that needs approval asks
+only once its siblings are done working.
+
+A run pauses when every step in flight waits for a decision, and a pause cancels
+the steps. A step whose reply holds two calls, one working (a slow e-mail) and one
+asking for approval, is not waiting: it has work under way. So a call's request
+goes to its approver only when no sibling is working any more (each one either
+finished or waits for a decision too); then a pause cancels nothing but waits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import final
+
+import anyio
+
+from regiment.models import ToolCallPart
+from regiment.tools import ApprovalDecision, ApprovalRequest, Approver
+
+__all__ = ("SiblingCalls",)
+
+
+@final
+class SiblingCalls:
+    """The calls of one reply that are still working (not finished, not waiting).
+
+    Args:
+        calls: how many calls start together.
+    """
+
+    __slots__ = ("_changed", "_working")
+
+    def __init__(self, calls: int) -> None:
+        self._working = calls
+        self._changed: anyio.Event | None = None
+
+    async def run(
+        self, call: Callable[[int, ToolCallPart], Awaitable[None]], index: int, part: ToolCallPart
+    ) -> None:
+        """``call(index, part)``, one of the calls; once it ends it no longer works."""
+        try:
+            await call(index, part)
+        finally:
+            self._working -= 1
+            self._tell()
+
+    def held(self, approver: Approver | None) -> Approver | None:
+        """``approver``, asked only once no sibling of the call is working."""
+        if approver is None:
+            return None
+        ask = approver
+
+        async def wait(request: ApprovalRequest, /) -> ApprovalDecision:
+            self._working -= 1  # waiting, not working
+            self._tell()
+            try:
+                while self._working > 0:
+                    changed = self._changed = self._changed or anyio.Event()
+                    await changed.wait()
+                return await ask(request)
+            finally:
+                self._working += 1  # decided: the call works again (its body runs)
+
+        return wait
+
+    def _tell(self) -> None:
+        changed, self._changed = self._changed, None
+        if changed is not None:
+            changed.set()

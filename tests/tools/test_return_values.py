@@ -1,0 +1,66 @@
+"""Tool return values that cannot become JSON data are error results, never a failed step."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+
+from regiment import Planner, ScriptedModel, Team, Worker, text_response, tool_call_response
+from regiment.models import ModelRequest, ModelResponse, ToolResultPart
+from regiment.tools import tool
+
+pytestmark = pytest.mark.anyio
+
+
+def _self_holding() -> dict[str, object]:
+    value: dict[str, object] = {}
+    value["me"] = value
+    return value
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [(b"\xff\x00", "bytes"), (_self_holding(), "dict"), ([b"ok", b"\x80"], "list")],
+)
+async def test_a_value_pydantic_cannot_encode_is_an_error_result(value: object, kind: str) -> None:
+    @tool
+    def odd() -> object:
+        """Returns something awkward."""
+        return value
+
+    result = await odd.call({}, call_id="c")
+    assert result.is_error
+    assert result.error_type == "TypeError"
+    assert result.content == f"TypeError: tool 'odd' returned a {kind}, not JSON data"
+
+
+async def test_a_step_whose_tool_returns_undecodable_bytes_tells_the_model() -> None:
+    @tool
+    def read_blob() -> bytes:
+        """Reads a binary blob."""
+        return b"\x89PNG\xff"
+
+    seen: list[ToolResultPart] = []
+
+    def brain(request: ModelRequest) -> ModelResponse | str:
+        if request.role == "planner":
+            return json.dumps({"steps": [{"description": "read the blob"}]})
+        if request.role != "worker":
+            return text_response("the blob is binary")
+        results = [p for m in request.messages for p in m.parts if isinstance(p, ToolResultPart)]
+        if not results:
+            return tool_call_response("read_blob", {})
+        seen.extend(results)
+        return text_response("it is not text")
+
+    model = ScriptedModel(brain)
+    worker = Worker(name="reader", description="Reads blobs.", model=model, tools=[read_blob])
+    team = Team(name="t", planner=Planner(model=model), workers=[worker])
+    with anyio.fail_after(10):
+        result = await team.run("read the blob")
+    assert result.status == "completed"
+    assert [(p.is_error, p.content) for p in seen] == [
+        (True, "TypeError: tool 'read_blob' returned a bytes, not JSON data")
+    ]
