@@ -12,6 +12,7 @@ steps are cancelled; the request stays pending for a later resume).
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -39,6 +40,12 @@ __all__ = (
     "decision_name",
     "request_id_for",
 )
+
+# How long recording a request (the journal read, the notice to its run) may hold off
+# a cancel: as long as a stopped run's wind-down waits for its steps.
+_RECORD_GRACE = 5.0
+
+_log = logging.getLogger("regiment.run")
 
 
 @final
@@ -165,8 +172,17 @@ class ApprovalDesk:
             entry = self._entries[request.request_id] = _Pending(request, tool)
             # Journaled and told whole (shielded): a pause that lands meanwhile, because
             # another call of the run asked first, must still find this request pending.
-            with anyio.CancelScope(shield=True):
+            # The shield is bounded, so a journal that hangs cannot hold a cancel forever.
+            journaled, decision, by = False, None, ""  # unless the journal says otherwise
+            with anyio.move_on_after(_RECORD_GRACE, shield=True) as reading:
                 journaled, decision, by = await self._journaled(request)
+            if reading.cancelled_caught:
+                _log.warning(
+                    "the journal did not answer within %g s whether approval request %s "
+                    "was asked before; it is taken as new",
+                    _RECORD_GRACE,
+                    request.request_id,
+                )
             if decision is not None and entry.decision is None:  # (``approve`` may be quicker)
                 entry.decision, entry.by, entry.journaled = decision, by, True
         if entry.decision is not None:  # decided while the run was paused
@@ -177,7 +193,7 @@ class ApprovalDesk:
             return entry.decision
         started = entry.started = time.monotonic()
         if not self._expired(entry):
-            with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(_RECORD_GRACE, shield=True):
                 await self._tell(request.run_id, ApprovalNoticed(entry.request, journaled))
             ready = entry.ready = anyio.Event()
             if _decided(entry):  # while the run was being told (mypy: an await came between)

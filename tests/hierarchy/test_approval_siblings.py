@@ -108,3 +108,32 @@ async def test_every_call_of_a_reply_that_asks_is_pending_when_the_run_pauses(
     assert done.status == "completed"
     assert done.steps[0].output == "refunded 1; refunded 2"
     assert sorted(paid) == ["1", "2"]
+
+
+async def test_a_journal_that_hangs_while_a_request_is_recorded_holds_nothing_forever(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Recording a request is shielded from a pause's cancel, but only for a grace: a
+    # journal whose read never answers must not hold the run, nor its pause, forever.
+    import regiment.hierarchy._approvals as approvals
+    from regiment.journal import Entry, SqliteJournal
+
+    class ReadHangs(SqliteJournal):  # type: ignore[misc]  # (final: a test-only double)
+        async def read(self, run_id: str, *, after: int = 0) -> tuple[Entry, ...]:
+            await anyio.sleep_forever()
+            return ()
+
+    monkeypatch.setattr(approvals, "_RECORD_GRACE", 0.2)
+    journal = await ReadHangs.open(tmp_path / "runs.db")
+    log: list[str] = []
+    try:
+        async with _team(log).start(journal=journal) as running:
+            with anyio.fail_after(10):
+                paused = await running.run("e-mail ann and refund order 7")
+    finally:
+        await journal.close()
+    assert paused.status == "paused"  # taken as a new request: pending, not lost
+    (request,) = paused.pending_approvals
+    assert request.tool_name == "refund"
+    assert "refund 7" not in log
+    assert "did not answer within 0.2 s whether approval request" in caplog.text
