@@ -170,19 +170,10 @@ class ApprovalDesk:
         journaled = False
         if entry is None:
             entry = self._entries[request.request_id] = _Pending(request, tool)
-            # Journaled and told whole (shielded): a pause that lands meanwhile, because
-            # another call of the run asked first, must still find this request pending.
-            # The shield is bounded, so a journal that hangs cannot hold a cancel forever.
-            journaled, decision, by = False, None, ""  # unless the journal says otherwise
-            with anyio.move_on_after(_RECORD_GRACE, shield=True) as reading:
-                journaled, decision, by = await self._journaled(request)
-            if reading.cancelled_caught:
-                _log.warning(
-                    "the journal did not answer within %g s whether approval request %s "
-                    "was asked before; it is taken as new",
-                    _RECORD_GRACE,
-                    request.request_id,
-                )
+            # Journaled and told whole (shielded, for a bounded time): a pause that lands
+            # meanwhile, because another call of the run asked first, must still find
+            # this request pending.
+            journaled, decision, by = await self._asked_before(request)
             if decision is not None and entry.decision is None:  # (``approve`` may be quicker)
                 entry.decision, entry.by, entry.journaled = decision, by, True
         if entry.decision is not None:  # decided while the run was paused
@@ -307,6 +298,21 @@ class ApprovalDesk:
             for e in self._entries.values()
             if e.decision is None and run_id in (None, e.request.run_id)
         )
+
+    async def _asked_before(
+        self, request: ApprovalRequest
+    ) -> tuple[bool, ApprovalDecision | None, str]:
+        """``_journaled``, shielded from a pause's cancel for at most ``_RECORD_GRACE``;
+        a journal that does not answer by then counts as 'not asked before'."""
+        with anyio.move_on_after(_RECORD_GRACE, shield=True):
+            return await self._journaled(request)
+        _log.warning(
+            "the journal did not answer within %g s whether approval request %s "
+            "was asked before; it is taken as new",
+            _RECORD_GRACE,
+            request.request_id,
+        )
+        return False, None, ""
 
     async def _journaled(
         self, request: ApprovalRequest
