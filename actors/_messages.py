@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Generic, Literal, Never, TypeVar
+from typing import Generic, Literal, Never, TypeVar
 
 import msgspec
 
-if TYPE_CHECKING:
-    from regiment.actors._ref import ActorRef
-    from regiment.actors._reply import ReplySlot
+# At run time too, so that help(), inspect.signature and msgspec can resolve the fields.
+from regiment.actors._ref import ActorRef
+from regiment.actors._reply import ReplySlot
 
 __all__ = ("ChildFailed", "DeadLetter", "DeadLetterReason", "Envelope")
 

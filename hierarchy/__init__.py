@@ -12,8 +12,14 @@ from regiment._lazy import LazyNames
 # The event types are what a run streams, so they load with the room; every other
 # name loads with its module on first use (issue #22: `from regiment import Team`
 # should not pay for approvals, the journal, guardrail helpers or the critic).
-from regiment.hierarchy import events
+from regiment.hierarchy import _result, events
 from regiment.hierarchy.events import *  # noqa: F403 (the event types, listed once in events.__all__)
+
+# ``RunCompleted.result`` is a ``RunResult`` and ``RunResult.events`` are events: the two
+# modules name each other for type checkers only, and ``_result`` fills its name into
+# ``events`` when it loads. Loading it with the room lets ``help()``, ``inspect`` and
+# decoding resolve both whichever a program touches first.
+del _result
 
 __all__ = (
     *events.__all__,
