@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 from typing import Literal, TypeVar
 
@@ -109,7 +110,23 @@ async def read_json(request: Request, kind: type[T]) -> T:
     try:
         return msgspec.json.decode(body, type=kind)
     except msgspec.DecodeError as exc:
-        raise ApiError(422, "invalid body", str(exc)) from exc
+        raise ApiError(422, "invalid body", _decode_problem(body, exc)) from exc
+
+
+def _decode_problem(body: bytes, exc: msgspec.DecodeError) -> str:
+    """What is wrong with a body msgspec would not decode. It calls a lone UTF-16
+    surrogate escape (such as ``\\ud800``, not a character) "truncated": say what it is."""
+    if str(exc) == "Input data was truncated":
+        try:  # the standard library reads such an escape; UTF-8 cannot hold what it gives
+            json.dumps(json.loads(body), ensure_ascii=False).encode()
+        except UnicodeEncodeError:
+            return (
+                "the body has a lone UTF-16 surrogate escape (such as \\ud800), which is "
+                "not a character; send text that is valid Unicode"
+            )
+        except (ValueError, RecursionError):
+            pass  # it is not JSON: msgspec said what is wrong
+    return str(exc)
 
 
 def flag(request: Request, name: str) -> bool:
