@@ -15,7 +15,6 @@ import functools
 import itertools
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from types import ModuleType
 from typing import Any, final
 
 import anyio
@@ -31,6 +30,7 @@ from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._placement import Ray, not_started, pool_of
 from regiment.hierarchy.workers._ray_conduit import StepConduit
 from regiment.hierarchy.workers._ray_host import HostedWorker, StepHost
+from regiment.hierarchy.workers._ray_join import import_ray, join_ray
 from regiment.hierarchy.workers._ray_recipe import hosted_worker
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._wire import step_key
@@ -41,18 +41,8 @@ from regiment.telemetry import Telemetry, inject, semconv
 __all__ = ("RayReplicas", "RayWorkerActor", "RunLinks", "check_remote_deps", "start_ray_workers")
 
 _log = logging.getLogger("regiment.ray")
-_INSTALL = "workers on Ray need the ray extra: pip install 'regiment[ray]'"
 _CONTROL = "control"  # the replicas' concurrency group for acks
 _CANCEL_WAIT = 10.0  # seconds a cancel waits for a remote step to end (a hung tool: logged)
-
-
-def import_ray() -> ModuleType:
-    """``ray``, or a ``ConfigError`` with the install line."""
-    try:
-        import ray
-    except ImportError as exc:
-        raise ConfigError(_INSTALL) from exc
-    return ray
 
 
 async def start_ray_workers(
@@ -96,7 +86,7 @@ async def start_ray_workers(
     try:
         for members in pools.values():
             placement = members[0][1]
-            await anyio.to_thread.run_sync(_join, ray, placement.address)
+            await join_ray(ray, placement.address)
             replicas = await RayReplicas.start(
                 ray, [w for w, _ in members], placement, [hosted[w.name] for w, _ in members]
             )
@@ -150,28 +140,6 @@ def _require_asyncio(name: str) -> None:
             "team under asyncio (anyio.run(main) or anyio.run(main, backend='asyncio')), "
             "or remove the worker's placement"
         ) from None
-
-
-def _join(ray: Any, address: str | None) -> None:
-    if ray.is_initialized():
-        return  # this process joined a Ray already (its own ray.init): use that one
-    # The replicas' output stays in Ray's log files: the caller's stdout may be
-    # machine-read (``regiment run --events jsonl``).
-    options = {"include_dashboard": False, "log_to_driver": False}
-    try:
-        if address is not None:
-            ray.init(address=address, **options)
-            return
-        try:
-            ray.init(address="auto", **options)  # a running cluster
-        except ConnectionError:
-            ray.init(**options)  # else a local one, stopped at exit
-    except ConnectionError as exc:
-        raise ConfigError(
-            f"cannot join the Ray cluster at {address!r} ({exc}); check the address, and for "
-            "a cluster with token authentication set RAY_AUTH_MODE=token and its token "
-            "(RAY_AUTH_TOKEN or ~/.ray/auth_token)"
-        ) from exc
 
 
 @final
