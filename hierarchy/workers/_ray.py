@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import itertools
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, final
 
@@ -42,6 +43,7 @@ __all__ = ("RayReplicas", "RayWorkerActor", "RunLinks", "check_remote_deps", "st
 
 _log = logging.getLogger("regiment.ray")
 _CONTROL = "control"  # the replicas' concurrency group for acks
+_COLOURS = re.compile(r"\x1b\[[0-9;]*m")  # the terminal colours in Ray's error texts
 _CANCEL_WAIT = 10.0  # seconds a cancel waits for a remote step to end (a hung tool: logged)
 
 
@@ -188,7 +190,7 @@ class RayReplicas:
             raise ConfigError(f"{where}: {not_started(placement)}") from None
         except Exception as exc:
             replicas.kill()
-            raise ConfigError(f"{where}: its Ray replicas did not start: {exc}") from exc
+            raise ConfigError(f"{where}: its Ray replicas did not start: {_why(exc)}") from exc
         return replicas
 
     @property
@@ -293,6 +295,16 @@ class RayReplicas:
         for handle in self._handles:
             with contextlib.suppress(Exception):
                 self._ray.kill(handle, no_restart=True)
+
+
+def _why(exc: Exception) -> str:
+    """Why a replica did not start: for an error its build raised, that error's own
+    line (Ray's text is the whole remote traceback, in terminal colours)."""
+    text = _COLOURS.sub("", str(exc))
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not getattr(exc, "actor_init_failed", False) or not lines:
+        return text
+    return lines[-1].removeprefix(f"{ConfigError.__module__}.{ConfigError.__name__}: ")
 
 
 async def _ack(handle: Any, key: str, seq: int, payload: bytes) -> object:
