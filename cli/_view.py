@@ -57,7 +57,9 @@ def describe(event: ev.Event, meter: TokenMeter | None = None) -> str | None:
             again = f" (attempt {attempt})" if attempt > 1 else ""
             return f"  -> {sid} to {worker} (plan v{v}){again}"
         case ev.StepCompleted(step_id=sid, worker=worker, output=output):
-            tokens = f", {meter.step_tokens(sid)} tokens" if meter is not None else ""
+            used = meter.step_tokens(sid) if meter is not None else 0
+            # Counted from this process's spans: a step on a Ray replica has none here.
+            tokens = f", {used} tokens" if used else ""
             return f"  <- {sid} done by {worker}{tokens}: {cut(output)}"
         case ev.StepErrored(step_id=sid, worker=worker, status=status, error=error):
             return f"  !! {sid} {status} ({worker}): {cut(error)}"

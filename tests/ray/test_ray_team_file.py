@@ -106,6 +106,9 @@ def test_regiment_run_trace_jaeger_sends_the_replicas_spans_too(ray_session: Mod
         "execute_tool flag_exception",
     ]
     assert in_run.count("chat scripted") == 9  # plan, replan, synthesis and six worker calls
+    # The progress lines count a step's tokens from this process's spans; a Ray step
+    # has none here, so its line shows no count (it said "0 tokens").
+    assert "<- s4 done by billing: Done: " in done.stderr
 
 
 def test_workers_ray_under_trio_is_a_usage_error() -> None:
