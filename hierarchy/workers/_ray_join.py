@@ -13,6 +13,7 @@ process exits.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import threading
 import time
 from concurrent.futures import Future
@@ -63,11 +64,21 @@ def _keep(ray: Any, address: str | None, done: Future[None]) -> None:
     except BaseException as exc:
         done.set_exception(exc)
         return
+    if joined:
+        atexit.register(_leave, ray)  # before Ray's own exit hook, which does not wait
     done.set_result(None)
     # A head started here shares this thread's life: it ends with the process,
     # or once Ray is shut down (the head is gone then anyway).
     while joined and ray.is_initialized():
         time.sleep(1.0)
+
+
+def _leave(ray: Any) -> None:
+    """At exit: shut the Ray this process joined down and wait for the processes it
+    started to end. Ray's own exit hook does not wait, so a head it started was killed
+    with this thread before it could stop its agents, which lingered for minutes."""
+    if ray.is_initialized():
+        ray.shutdown(wait_for_processes=True)
 
 
 def _join(ray: Any, address: str | None) -> bool:

@@ -12,7 +12,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import psutil
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,17 +50,18 @@ async def main():
         await anyio.to_thread.run_sync(time.sleep, 0)  # anyio prunes the idle threads now
         await anyio.sleep(0.5)
         print("after idle", head_alive(), flush=True)
+        print("ray processes", " ".join(str(k.pid) for k in psutil.Process().children(True)))
 
 
 anyio.run(main)
 """
 
 
-def test_a_local_ray_the_team_started_survives_idle_pooled_threads(tmp_path: Path) -> None:
+def _run_child(tmp_path: Path) -> list[str]:
     env = dict(os.environ, RAY_ADDRESS="local", LEDGER=str(tmp_path / "ledger.jsonl"))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD.replace("import anyio, psutil", "import anyio, psutil")],
+        [sys.executable, "-c", _CHILD],
         capture_output=True,
         text=True,
         timeout=180,
@@ -66,6 +70,30 @@ def test_a_local_ray_the_team_started_survives_idle_pooled_threads(tmp_path: Pat
         env=env,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.splitlines()
+    return done.stdout.splitlines()
+
+
+def test_a_local_ray_the_team_started_survives_idle_pooled_threads(tmp_path: Path) -> None:
+    lines = _run_child(tmp_path)
     alive = "{'gcs_server': True, 'raylet': True}"
-    assert lines == [f"first completed {alive}", f"after idle {alive}"], done.stdout
+    assert lines[:2] == [f"first completed {alive}", f"after idle {alive}"], lines
+
+
+def test_the_local_ray_the_team_started_is_gone_when_its_process_exits(tmp_path: Path) -> None:
+    """Ray's own exit hook does not wait for the head it stops, and the head died with
+    the process before it had stopped its agents: they lingered for a minute or two."""
+    lines = _run_child(tmp_path)
+    assert lines[2].startswith("ray processes "), lines
+    pids = [int(pid) for pid in lines[2].split()[2:]]
+    assert pids  # the GCS server, the raylet, its agents and workers
+    deadline = time.monotonic() + 5.0
+    while (left := [p for p in pids if _running(p)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert left == [], [psutil.Process(p).name() for p in left if _running(p)]
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
