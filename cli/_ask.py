@@ -144,13 +144,14 @@ class TerminalApprover:
 
 
 def asking(team: Team, approver: TerminalApprover) -> Team:
-    """``team`` with ``approver`` deciding the calls of every in-process worker,
-    nested teams' and MCP workers' included. (Ray-placed workers have no approval gate.)"""
+    """``team`` with ``approver`` deciding the calls of every worker, nested teams',
+    MCP workers' and Ray-placed ones' included (a replica's calls that need approval
+    come to the team's approval gate here, which asks the worker's tool set's approver)."""
     workers: list[Worker | TeamWorker] = []
     for worker in team.workers:
         if isinstance(worker, TeamWorker):
             worker = dataclasses.replace(worker, team=asking(worker.team, approver))
-        elif worker.placement is None:
+        else:
             toolset = worker.toolset
             asked = Toolset(
                 toolset.name,

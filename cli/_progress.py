@@ -171,12 +171,14 @@ class TokenMeter(SpanProcessor):
         self._tokens: dict[str, int] = {}
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        """Remember which step a span (or its parent) belongs to."""
+        """Remember which step a span belongs to: its parent's, else its own. A nested
+        team's steps (``s1``, ``s2`` of its own plan) count toward the step of the
+        run that gave the team its work, not toward the run's steps of the same ids."""
         own = span.attributes.get(sc.REGIMENT_STEP_ID) if span.attributes else None
         with self._lock:
-            step = own if isinstance(own, str) else None
-            if step is None and span.parent is not None:
-                step = self._step_of.get(span.parent.span_id)
+            step = None if span.parent is None else self._step_of.get(span.parent.span_id)
+            if step is None and isinstance(own, str):
+                step = own
             if step is not None:
                 self._step_of[span.context.span_id] = step
 

@@ -20,7 +20,7 @@ from regiment.cli._progress import RunProgress, TokenMeter
 from regiment.cli._resume import resumable
 from regiment.cli._trace_report import RootTraceId, report_trace
 from regiment.cli._view import PlainView, ProgressView
-from regiment.config import TeamConfig, build_team
+from regiment.config import TeamConfig, build_team, trace_replicas
 from regiment.errors import ConfigError, ToolError
 from regiment.hierarchy import RunningTeam, RunResult, Team, Worker
 from regiment.hierarchy import events as ev
@@ -115,6 +115,8 @@ async def drive(
     """
     journal = await _open_journal(options)
     tracing = _Tracing.open(options.trace)
+    if tracing.handle is not None and tracing.handle.endpoint is not None:
+        config = trace_replicas(config, tracing.handle.endpoint)  # their spans go there too
     try:
         team = build_team(
             config,

@@ -41,6 +41,13 @@ def cut(text: str, limit: int = _OUTPUT_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
+def _tokens(meter: TokenMeter | None, step_id: str) -> str:
+    """``, N tokens`` for the step's model calls, counted from this process's spans
+    (nothing when there are none: a step on a Ray replica is traced there)."""
+    used = meter.step_tokens(step_id) if meter is not None else 0
+    return f", {used} tokens" if used else ""
+
+
 def describe(event: ev.Event, meter: TokenMeter | None = None) -> str | None:
     """One plain line for an event (``None`` for events not worth a line)."""
     match event:
@@ -57,8 +64,7 @@ def describe(event: ev.Event, meter: TokenMeter | None = None) -> str | None:
             again = f" (attempt {attempt})" if attempt > 1 else ""
             return f"  -> {sid} to {worker} (plan v{v}){again}"
         case ev.StepCompleted(step_id=sid, worker=worker, output=output):
-            tokens = f", {meter.step_tokens(sid)} tokens" if meter is not None else ""
-            return f"  <- {sid} done by {worker}{tokens}: {cut(output)}"
+            return f"  <- {sid} done by {worker}{_tokens(meter, sid)}: {cut(output)}"
         case ev.StepErrored(step_id=sid, worker=worker, status=status, error=error):
             return f"  !! {sid} {status} ({worker}): {cut(error)}"
         case ev.ToolFailed():

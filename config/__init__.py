@@ -8,7 +8,7 @@ builds hierarchy objects; ``regiment.hierarchy`` never imports it.
 """
 
 from regiment.config._build import build_team, check_config, load_team, team_files
-from regiment.config._placement import place_on_ray, placed, rebuild_worker
+from regiment.config._placement import place_on_ray, placed, rebuild_worker, trace_replicas
 from regiment.config._schema import (
     CheckConfig,
     CompressionConfig,
@@ -40,4 +40,5 @@ __all__ = (
     "placed",
     "rebuild_worker",
     "team_files",
+    "trace_replicas",
 )

@@ -15,7 +15,7 @@ from regiment.errors import ConfigError
 from regiment.hierarchy import Ray, Worker
 from regiment.models import Model
 
-__all__ = ("SHARED_POOL", "place_on_ray", "placed", "rebuild_worker")
+__all__ = ("SHARED_POOL", "place_on_ray", "placed", "rebuild_worker", "trace_replicas")
 
 SHARED_POOL = "workers"
 """The Ray pool ``--workers ray`` puts the workers without a placement of their own in."""
@@ -61,6 +61,19 @@ def place_on_ray(config: TeamConfig, *, address: str | None = None) -> TeamConfi
             own = worker.placement or PlacementConfig(pool=SHARED_POOL)
             chosen = address if address is not None else own.address
             worker = _replace(worker, placement=_replace(own, kind="ray", address=chosen))
+        workers.append(worker)
+    return _replace(config, workers=tuple(workers))
+
+
+def trace_replicas(config: TeamConfig, endpoint: str) -> TeamConfig:
+    """``config`` with the Ray replicas of its workers exporting their spans to
+    ``endpoint`` (``regiment run --trace jaeger``), unless a placement names its own
+    ``otlp_endpoint``; a nested team's file keeps its own placements."""
+    workers = []
+    for worker in config.workers:
+        own = worker.placement
+        if own is not None and own.kind == "ray" and own.otlp_endpoint is None:
+            worker = _replace(worker, placement=_replace(own, otlp_endpoint=endpoint))
         workers.append(worker)
     return _replace(config, workers=tuple(workers))
 

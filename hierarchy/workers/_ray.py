@@ -14,8 +14,8 @@ import dataclasses
 import functools
 import itertools
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
-from types import ModuleType
 from typing import Any, final
 
 import anyio
@@ -31,6 +31,7 @@ from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._placement import Ray, not_started, pool_of
 from regiment.hierarchy.workers._ray_conduit import StepConduit
 from regiment.hierarchy.workers._ray_host import HostedWorker, StepHost
+from regiment.hierarchy.workers._ray_join import import_ray, join_ray
 from regiment.hierarchy.workers._ray_recipe import hosted_worker
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._wire import step_key
@@ -41,18 +42,9 @@ from regiment.telemetry import Telemetry, inject, semconv
 __all__ = ("RayReplicas", "RayWorkerActor", "RunLinks", "check_remote_deps", "start_ray_workers")
 
 _log = logging.getLogger("regiment.ray")
-_INSTALL = "workers on Ray need the ray extra: pip install 'regiment[ray]'"
 _CONTROL = "control"  # the replicas' concurrency group for acks
+_COLOURS = re.compile(r"\x1b\[[0-9;]*m")  # the terminal colours in Ray's error texts
 _CANCEL_WAIT = 10.0  # seconds a cancel waits for a remote step to end (a hung tool: logged)
-
-
-def import_ray() -> ModuleType:
-    """``ray``, or a ``ConfigError`` with the install line."""
-    try:
-        import ray
-    except ImportError as exc:
-        raise ConfigError(_INSTALL) from exc
-    return ray
 
 
 async def start_ray_workers(
@@ -96,7 +88,7 @@ async def start_ray_workers(
     try:
         for members in pools.values():
             placement = members[0][1]
-            await anyio.to_thread.run_sync(_join, ray, placement.address)
+            await join_ray(ray, placement.address)
             replicas = await RayReplicas.start(
                 ray, [w for w, _ in members], placement, [hosted[w.name] for w, _ in members]
             )
@@ -152,28 +144,6 @@ def _require_asyncio(name: str) -> None:
         ) from None
 
 
-def _join(ray: Any, address: str | None) -> None:
-    if ray.is_initialized():
-        return  # this process joined a Ray already (its own ray.init): use that one
-    # The replicas' output stays in Ray's log files: the caller's stdout may be
-    # machine-read (``regiment run --events jsonl``).
-    options = {"include_dashboard": False, "log_to_driver": False}
-    try:
-        if address is not None:
-            ray.init(address=address, **options)
-            return
-        try:
-            ray.init(address="auto", **options)  # a running cluster
-        except ConnectionError:
-            ray.init(**options)  # else a local one, stopped at exit
-    except ConnectionError as exc:
-        raise ConfigError(
-            f"cannot join the Ray cluster at {address!r} ({exc}); check the address, and for "
-            "a cluster with token authentication set RAY_AUTH_MODE=token and its token "
-            "(RAY_AUTH_TOKEN or ~/.ray/auth_token)"
-        ) from exc
-
-
 @final
 class RayReplicas:
     """A pool's Ray actors: steps go to them in turn; a lost step is retried once.
@@ -220,7 +190,7 @@ class RayReplicas:
             raise ConfigError(f"{where}: {not_started(placement)}") from None
         except Exception as exc:
             replicas.kill()
-            raise ConfigError(f"{where}: its Ray replicas did not start: {exc}") from exc
+            raise ConfigError(f"{where}: its Ray replicas did not start: {_why(exc)}") from exc
         return replicas
 
     @property
@@ -325,6 +295,16 @@ class RayReplicas:
         for handle in self._handles:
             with contextlib.suppress(Exception):
                 self._ray.kill(handle, no_restart=True)
+
+
+def _why(exc: Exception) -> str:
+    """Why a replica did not start: for an error its build raised, that error's own
+    line (Ray's text is the whole remote traceback, in terminal colours)."""
+    text = _COLOURS.sub("", str(exc))
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not getattr(exc, "actor_init_failed", False) or not lines:
+        return text
+    return lines[-1].removeprefix(f"{ConfigError.__module__}.{ConfigError.__name__}: ")
 
 
 async def _ack(handle: Any, key: str, seq: int, payload: bytes) -> object:

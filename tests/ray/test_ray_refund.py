@@ -143,6 +143,29 @@ async def test_replicas_no_node_can_place_fail_the_start_after_start_timeout(
         pass
 
 
+async def test_a_build_the_replicas_cannot_import_fails_the_start_with_its_own_words(
+    ray_session: ModuleType,
+) -> None:
+    """Ray's text for a replica whose build raised is the whole remote traceback in
+    terminal colours; the start's error carries the build's own line instead."""
+    team = build_team(ScriptedModel(refund_brain), Ledger())
+    billing = team.workers[0]
+    assert isinstance(billing, Worker)
+    placed = dataclasses.replace(
+        billing, placement=Ray(build="examples.refund.tools:no_such_worker", num_cpus=0)
+    )
+    broken = dataclasses.replace(team, workers=[placed, *team.workers[1:]])
+    with pytest.raises(ConfigError) as raised:
+        async with broken.start():
+            pass
+    assert str(raised.value) == (
+        "worker 'billing': its Ray replicas did not start: "
+        "Ray(build='examples.refund.tools:no_such_worker') cannot be imported on the Ray node "
+        "(module 'examples.refund.tools' has no attribute 'no_such_worker'); "
+        "make the module importable there (installed, or on PYTHONPATH)"
+    )
+
+
 def test_start_timeout_must_be_positive() -> None:
     with pytest.raises(ConfigError, match=r"Ray\(start_timeout=0\).*more than 0"):
         Ray(start_timeout=0)

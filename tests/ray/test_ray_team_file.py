@@ -18,6 +18,8 @@ from examples.refund.tools import LEDGER
 from regiment.config import load_team
 from regiment.hierarchy import Ray, Worker
 
+from ..telemetry.otlp_receiver import OtlpReceiver
+
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,6 +75,40 @@ def test_regiment_run_workers_ray_joins_a_cluster_by_address(ray_session: Module
     assert kinds.count("StepCompleted") == 2  # s4, s5 (s1 failed its check)
     assert "could not be made" in done.stdout
     assert f"Connecting to existing Ray cluster at address: {address}" in done.stderr
+
+
+def test_regiment_run_trace_jaeger_sends_the_replicas_spans_too(ray_session: ModuleType) -> None:
+    """The command's collector is the replicas' too: the session's Ray knows no
+    OTLP endpoint of its own, so before, the steps' model and tool spans were lost."""
+    address = ray_session.get_runtime_context().gcs_address
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    argv = [sys.executable, "-m", "regiment", "run", str(REFUND), GOAL, "--model", "scripted"]
+    with OtlpReceiver() as receiver:
+        env = {**os.environ, "RAY_AUTH_MODE": "token", "PYTHONPATH": path}
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint.removesuffix("/v1/traces")
+        done = subprocess.run(
+            [*argv, "--workers", "ray", "--ray-address", address, "--trace", "jaeger"],
+            capture_output=True,
+            text=True,
+            timeout=150,
+            check=False,
+            cwd=REPO,
+            env=env,
+        )
+        spans = receiver.spans()
+    assert done.returncode == 0, done.stderr[-3000:]
+    (root,) = [s for s in spans if s.name == "invoke_agent refunds"]
+    in_run = sorted(s.name for s in spans if s.trace_id == root.trace_id)
+    tools = [n for n in in_run if n.startswith("execute_tool")]
+    assert tools == [
+        "execute_tool check_eligibility",
+        "execute_tool email_customer",
+        "execute_tool flag_exception",
+    ]
+    assert in_run.count("chat scripted") == 9  # plan, replan, synthesis and six worker calls
+    # The progress lines count a step's tokens from this process's spans; a Ray step
+    # has none here, so its line shows no count (it said "0 tokens").
+    assert "<- s4 done by billing: Done: " in done.stderr
 
 
 def test_workers_ray_under_trio_is_a_usage_error() -> None:

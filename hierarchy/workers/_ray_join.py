@@ -1,0 +1,105 @@
+"""Joining Ray (or starting a local one) for a team's Ray-placed workers.
+
+``ray.init`` blocks for seconds, so it must not run on the event loop. It must
+not run on a pooled worker thread either: a local Ray started by ``ray.init``
+ties its head processes (the GCS server and the raylet) to the life of the
+*thread* that forked them (Linux's parent-death signal), and anyio ends a pooled
+thread once it has idled for a while. The head would then be killed under a
+running team, and at exit Ray's own shutdown would find it gone and leave its
+agents behind. So ``ray.init`` runs on a thread of its own that lives until the
+process exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import threading
+import time
+from concurrent.futures import Future
+from types import ModuleType
+from typing import Any
+
+from regiment.errors import ConfigError
+
+__all__ = ("import_ray", "join_ray")
+
+_INSTALL = "workers on Ray need the ray extra: pip install 'regiment[ray]'"
+_lock = threading.Lock()  # one join at a time: a second waits, then finds Ray joined
+
+
+def import_ray() -> ModuleType:
+    """``ray``, or a ``ConfigError`` with the install line."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise ConfigError(_INSTALL) from exc
+    return ray
+
+
+async def join_ray(ray: Any, address: str | None) -> None:
+    """Join the Ray at ``address`` (``None``: a running local one, else a new local
+    one, stopped at exit), unless this process has joined one already.
+
+    Raises:
+        ConfigError: the cluster at ``address`` cannot be joined.
+    """
+    if ray.is_initialized():
+        return  # this process joined a Ray already (its own ray.init): use that one
+    done: Future[None] = Future()
+    keeper = threading.Thread(
+        target=_keep, args=(ray, address, done), name="regiment ray", daemon=True
+    )
+    keeper.start()
+    await asyncio.wrap_future(done)
+
+
+def _keep(ray: Any, address: str | None, done: Future[None]) -> None:
+    """Join Ray, then stay alive as long as Ray is joined (a local Ray may have been
+    started by the join, through ``address="auto"`` too: ``RAY_ADDRESS=local``)."""
+    done.set_running_or_notify_cancel()  # a cancelled start no longer cancels the join
+    try:
+        with _lock:
+            joined = _join(ray, address)
+    except BaseException as exc:
+        done.set_exception(exc)
+        return
+    if joined:
+        atexit.register(_leave, ray)  # before Ray's own exit hook, which does not wait
+    done.set_result(None)
+    # A head started here shares this thread's life: it ends with the process,
+    # or once Ray is shut down (the head is gone then anyway).
+    while joined and ray.is_initialized():
+        time.sleep(1.0)
+
+
+def _leave(ray: Any) -> None:
+    """At exit: shut the Ray this process joined down and wait for the processes it
+    started to end. Ray's own exit hook does not wait, so a head it started was killed
+    with this thread before it could stop its agents, which lingered for minutes."""
+    if ray.is_initialized():
+        ray.shutdown(wait_for_processes=True)
+
+
+def _join(ray: Any, address: str | None) -> bool:
+    """Join Ray; whether this call did (``False``: another team's join got there first)."""
+    if ray.is_initialized():
+        return False
+    # The replicas' output stays in Ray's log files: the caller's stdout may be
+    # machine-read (``regiment run --events jsonl``).
+    options = {"include_dashboard": False, "log_to_driver": False}
+    try:
+        if address is not None:
+            ray.init(address=address, **options)
+            return True
+        try:
+            ray.init(address="auto", **options)  # a running cluster
+        except ConnectionError:
+            ray.init(**options)  # else a local one, stopped at exit
+        return True
+    except ConnectionError as exc:
+        raise ConfigError(
+            f"cannot join the Ray cluster at {address!r} ({exc}); check the address, and for "
+            "a cluster with token authentication set RAY_AUTH_MODE=token and its token "
+            "(RAY_AUTH_TOKEN or ~/.ray/auth_token)"
+        ) from exc
