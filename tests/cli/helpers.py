@@ -6,7 +6,10 @@ import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
 BRAINS = '''
 import anyio
@@ -62,3 +65,16 @@ def regiment_process(
         cwd=cwd,
         env={**environ, **(env or {})},
     )
+
+
+@contextmanager
+def terminal(typed: bytes) -> Iterator[TextIO]:
+    """A pseudo-terminal's input side, with ``typed`` already typed into it."""
+    leader, follower = os.openpty()
+    stdin = open(follower, encoding="utf-8", closefd=True)  # noqa: SIM115 - closed below
+    try:
+        os.write(leader, typed)
+        yield stdin
+    finally:
+        os.close(leader)  # a hang-up first: a read still blocked on the terminal ends
+        stdin.close()

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import io
-import os
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
 
 import anyio
 import pytest
@@ -20,6 +16,8 @@ from regiment.hierarchy import Planner, Team, TeamWorker, Worker
 from regiment.journal import ToolCallFinished, open_journal
 from regiment.models import ScriptedModel
 from regiment.tools import ApprovalRequest, ToolResult, Toolset, tool
+
+from .helpers import terminal
 
 pytestmark = pytest.mark.anyio
 
@@ -32,19 +30,6 @@ PROMPT = "approve? [y]es / [n]o / [e]dit JSON: "
 @pytest.fixture(autouse=True)
 def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds --app-dir to it
-
-
-@contextmanager
-def terminal(typed: bytes) -> Iterator[TextIO]:
-    """A pseudo-terminal's input side, with ``typed`` already typed into it."""
-    leader, follower = os.openpty()
-    stdin = open(follower, encoding="utf-8", closefd=True)  # noqa: SIM115 - closed below
-    try:
-        os.write(leader, typed)
-        yield stdin
-    finally:
-        os.close(leader)  # a hang-up first: a read still blocked on the terminal ends
-        stdin.close()
 
 
 async def _ask_run(typed: bytes, journal: str) -> tuple[int, str, str]:

@@ -14,7 +14,8 @@ import pytest
 from regiment.cli import run_async
 from regiment.journal import ApprovalDecided, ToolCallFinished, open_journal
 
-from .test_approve_ask import GOAL, PROMPT, TEAM, terminal
+from .helpers import terminal
+from .test_approve_ask import GOAL, PROMPT, TEAM
 
 pytestmark = pytest.mark.anyio
 

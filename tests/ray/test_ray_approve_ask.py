@@ -5,17 +5,14 @@ the run before, with a line that said to use ``--approve ask``)."""
 from __future__ import annotations
 
 import io
-import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import TextIO
 
 import pytest
 
 from regiment.cli import run_async
+from tests.cli.helpers import terminal
 
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
 
@@ -29,25 +26,12 @@ def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds --app-dir to it
 
 
-@contextmanager
-def _terminal(typed: bytes) -> Iterator[TextIO]:
-    """A pseudo-terminal's input side, with ``typed`` already typed into it."""
-    leader, follower = os.openpty()
-    stdin = open(follower, encoding="utf-8", closefd=True)  # noqa: SIM115 - closed below
-    try:
-        os.write(leader, typed)
-        yield stdin
-    finally:
-        os.close(leader)
-        stdin.close()
-
-
 async def test_approve_ask_decides_a_ray_workers_call(ray_session: ModuleType) -> None:
     address = ray_session.get_runtime_context().gcs_address
     argv = ["run", TEAM, GOAL, "--model", "scripted", "--approve", "ask", "--no-journal"]
     argv += ["--workers", "ray", "--ray-address", address, "--plain"]
     out, err = io.StringIO(), io.StringIO()
-    with _terminal(b"y\n") as stdin:
+    with terminal(b"y\n") as stdin:
         code = await run_async(argv, stdout=out, stderr=err, environ={}, stdin=stdin)
     assert code == 0, err.getvalue()
     assert 'approval needed (step s2): issue_refund({"order_id": "77120"})' in err.getvalue()
