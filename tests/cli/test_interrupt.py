@@ -186,3 +186,71 @@ def test_a_journaled_run_stopped_with_ctrl_c_is_journaled_cancelled(tmp_path: Pa
     )
     (run,) = [json.loads(line) for line in listed.stdout.splitlines()]
     assert run["status"] == "cancelled"
+
+
+_SLEEPY = '''
+import json
+import sys
+import time
+
+from regiment.models import ModelRequest, ModelResponse, ToolCallPart, text_response
+from regiment.tools import tool
+
+
+@tool
+def nap(minutes: int) -> str:
+    """Sleeps in a plain (sync) body, which no cancel can stop."""
+    print("napping", file=sys.stderr, flush=True)
+    time.sleep(minutes * 60)
+    return "rested"
+
+
+def brain(request: ModelRequest) -> ModelResponse:
+    if request.role in ("planner", "replanner"):
+        return text_response(json.dumps({"steps": [{"description": "take a nap"}]}))
+    if request.role != "worker" or len(request.messages) > 1:
+        return text_response("done")
+    call = ToolCallPart(id="n1", name="nap", arguments={"minutes": 1})
+    return ModelResponse(parts=(call,), stop_reason="tool_use", model="scripted")
+'''
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")
+def test_sigint_with_a_sync_tool_still_running_says_so_and_a_second_one_exits(
+    tmp_path: Path,
+) -> None:
+    # Python waits for a thread running a sync tool body before it exits: the command
+    # says why it has not exited yet, and a second Ctrl-C leaves without waiting.
+    (tmp_path / "sleepy.py").write_text(_SLEEPY, encoding="utf-8")
+    team = tmp_path / "team.toml"
+    team.write_text(
+        'name = "nappers"\nmodel = "scripted"\nbrain = "sleepy:brain"\n\n[[workers]]\n'
+        'name = "napper"\ndescription = "Naps."\ntools = ["sleepy:nap"]\n',
+        encoding="utf-8",
+    )
+    argv = ["run", str(team), "nap", "--app-dir", str(tmp_path), "--no-journal", "--plain"]
+    with subprocess.Popen(
+        [sys.executable, "-m", "regiment", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as child:
+        assert child.stderr is not None
+        seen: list[str] = []
+        while not any("napping" in line for line in seen):  # the body is running
+            line = child.stderr.readline()
+            assert line, f"the command ended early: {''.join(seen)}"
+            seen.append(line)
+        child.send_signal(signal.SIGINT)
+        while not any("still running in a thread" in line for line in seen):
+            line = child.stderr.readline()
+            assert line, f"the command ended without saying why it waits: {''.join(seen)}"
+            seen.append(line)
+        child.send_signal(signal.SIGINT)
+        rest = child.stderr.read()
+        assert child.wait(timeout=30) == 130  # not the minute the nap takes
+    said = "".join(seen) + rest
+    assert "regiment: waiting for 1 tool call(s) still running in a thread" in said
+    assert "press Ctrl-C to exit without waiting" in said
+    assert "Traceback" not in said
+    assert "Exception ignored" not in said
