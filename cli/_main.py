@@ -28,7 +28,6 @@ import functools
 import os
 import signal
 import sys
-import threading
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, TextIO
@@ -38,6 +37,7 @@ import anyio
 from regiment._logging import level_for, logging_to
 from regiment.cli._approvals import approval_command
 from regiment.cli._args import parse as parse_command
+from regiment.cli._exit import EXIT_INTERRUPTED, reader_left, stdout_closed, wait_for_tool_threads
 from regiment.cli._journal_cmds import (
     journal_read,
     journal_spec,
@@ -63,8 +63,7 @@ if TYPE_CHECKING:
 
 __all__ = ("main", "run_async")
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED = 0, 1, 2, 3
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -72,48 +71,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = _main(argv)
     except BaseException as exc:
-        if not _reader_left(exc):
+        if not reader_left(exc):
             raise
-    else:
-        _wait_for_tool_threads(code)
-        return code
-    # `regiment runs | head -1`: the reader closed stdout. Quietly stop, as a command
-    # killed by SIGPIPE would (exit 141); stdout goes to /dev/null so that the
-    # interpreter's last flush of it does not complain again.
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    return EXIT_BROKEN_PIPE
-
-
-def _wait_for_tool_threads(code: int) -> None:
-    """Say so when sync tool bodies still run in threads (a cancelled or timed-out call:
-    Python cannot stop a thread, and the interpreter waits for them before it exits);
-    a Ctrl-C meanwhile exits at once, with ``code`` (130 after an interrupt)."""
-    me = threading.current_thread()
-    busy = [t for t in threading.enumerate() if t is not me and not t.daemon and t.is_alive()]
-    if not busy:
-        return
-    print(
-        f"regiment: waiting for {len(busy)} tool call(s) still running in a thread "
-        "(Python cannot stop a sync tool; make tools that may hang async); "
-        "press Ctrl-C to exit without waiting",
-        file=sys.stderr,
-        flush=True,
-    )
-    try:
-        for thread in busy:
-            thread.join()
-    except KeyboardInterrupt:
-        sys.stdout.flush()
-        os._exit(code if code != EXIT_OK else EXIT_INTERRUPTED)
-
-
-def _reader_left(exc: BaseException) -> bool:
-    """Whether ``exc`` is a closed stdout (alone, or all of an exception group)."""
-    if isinstance(exc, BaseExceptionGroup):
-        rest = exc.split(BrokenPipeError)[1]
-        return rest is None
-    return isinstance(exc, BrokenPipeError)
+        return stdout_closed()
+    wait_for_tool_threads(code)
+    return code
 
 
 def _main(argv: Sequence[str] | None) -> int:

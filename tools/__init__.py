@@ -41,6 +41,7 @@ __all__ = (
     "Toolset",
     "ToolsetItem",
     "WorkerTools",
+    "abandoned_tool_calls",
     "require_mcp",
     "tool",
 )
@@ -82,6 +83,7 @@ _LAZY_NAMES = LazyNames(
             "ToolPolicy",
         ),
         "regiment.tools._result": ("ToolResult",),
+        "regiment.tools._thread": ("abandoned_tool_calls",),
         "regiment.tools._tool": ("Tool",),
         "regiment.tools._toolset": (
             "Toolset",
@@ -114,6 +116,7 @@ if TYPE_CHECKING:
         ToolPolicy,
     )
     from regiment.tools._result import ToolResult
+    from regiment.tools._thread import abandoned_tool_calls
     from regiment.tools._tool import Tool
     from regiment.tools._toolset import Toolset, ToolsetItem
 

@@ -9,7 +9,20 @@ from typing import Generic, TypeVar
 import anyio
 import anyio.to_thread
 
-__all__ = ("run_sync_abandonable",)
+__all__ = ("abandoned_tool_calls", "run_sync_abandonable")
+
+# The sync tool bodies still running whose callers gave up (cancelled, timed out).
+_abandoned: set[_Gate[object]] = set()
+_abandoned_lock = threading.Lock()
+
+
+def abandoned_tool_calls() -> int:
+    """How many sync tool bodies whose callers gave up (a cancelled or timed-out call)
+    still run in their threads: Python cannot stop them, and waits for them to end
+    before it exits."""
+    with _abandoned_lock:
+        return len(_abandoned)
+
 
 T = TypeVar("T")
 
@@ -29,17 +42,27 @@ class _Gate(Generic[T]):
         self._body = body
         self._lock = threading.Lock()
         self._open = True
+        self._thread: threading.Thread | None = None  # while the body runs
 
     def run(self) -> T:
         with self._lock:
             if not self._open:
                 raise _Abandoned
             self._open = False  # started: abandoning now no longer stops it
-        return self._body()
+            self._thread = threading.current_thread()
+        try:
+            return self._body()
+        finally:
+            with self._lock, _abandoned_lock:
+                _abandoned.discard(self)
+                self._thread = None
 
     def abandon(self) -> None:
         with self._lock:
             self._open = False
+            if self._thread is not None:  # running: it goes on, unseen
+                with _abandoned_lock:
+                    _abandoned.add(self)  # type: ignore[arg-type]
 
 
 async def run_sync_abandonable(body: Callable[[], T]) -> T:

@@ -67,3 +67,38 @@ def test_a_call_that_is_not_cancelled_runs_its_body(backend: str) -> None:
         return (await double.call({"n": 4}, call_id="c")).content
 
     assert anyio.run(main, backend=backend) == 8
+
+
+@pytest.mark.anyio
+async def test_a_running_body_whose_call_was_given_up_is_listed_until_it_ends() -> None:
+    import functools
+    import threading
+    import time
+
+    from regiment.tools import abandoned_tool_calls
+
+    started, release = threading.Event(), threading.Event()
+
+    @tool
+    def hold() -> str:
+        """Runs until released."""
+        started.set()
+        release.wait(30)
+        return "done"
+
+    with anyio.move_on_after(30) as scope:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(functools.partial(hold.call, {}, call_id="c"))
+            await anyio.to_thread.run_sync(started.wait, 30, limiter=anyio.CapacityLimiter(1))
+            assert abandoned_tool_calls() == 0  # running, and its caller still waits
+            tg.cancel_scope.cancel()
+    assert not scope.cancelled_caught
+    assert abandoned_tool_calls() == 1  # given up, still running
+    release.set()
+
+    def none_left() -> None:  # the body ends on its own: then no longer counted
+        while abandoned_tool_calls():
+            time.sleep(0.01)
+
+    with anyio.fail_after(30):
+        await anyio.to_thread.run_sync(none_left, limiter=anyio.CapacityLimiter(1))

@@ -1,0 +1,60 @@
+"""How the ``regiment`` command leaves: a reader that closed its stdout, and sync tool
+bodies still running in threads that Python waits for before it exits."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from regiment.tools import abandoned_tool_calls
+
+__all__ = (
+    "EXIT_BROKEN_PIPE",
+    "EXIT_INTERRUPTED",
+    "reader_left",
+    "stdout_closed",
+    "wait_for_tool_threads",
+)
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away
+
+
+def reader_left(exc: BaseException) -> bool:
+    """Whether ``exc`` is a closed stdout (alone, or all of an exception group)."""
+    if isinstance(exc, BaseExceptionGroup):
+        rest = exc.split(BrokenPipeError)[1]
+        return rest is None
+    return isinstance(exc, BrokenPipeError)
+
+
+def stdout_closed() -> int:
+    """`regiment runs | head -1`: the reader closed stdout. Quietly stop, as a command
+    killed by SIGPIPE would (exit 141); stdout goes to /dev/null so that the
+    interpreter's last flush of it does not complain again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
+
+
+def wait_for_tool_threads(code: int) -> None:
+    """Say so when sync tool bodies whose calls were given up (a Ctrl-C, a timeout) still
+    run in threads: Python cannot stop them and waits for them before it exits. A
+    Ctrl-C meanwhile exits at once, with ``code`` (130 if that was 0)."""
+    busy = abandoned_tool_calls()
+    if not busy:
+        return
+    print(
+        f"regiment: waiting for {busy} tool call(s) still running in a thread "
+        "(Python cannot stop a sync tool; make tools that may hang async); "
+        "press Ctrl-C to exit without waiting",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        while abandoned_tool_calls():
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        sys.stdout.flush()
+        os._exit(code or EXIT_INTERRUPTED)
