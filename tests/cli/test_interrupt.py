@@ -23,6 +23,15 @@ pytestmark = pytest.mark.anyio
 # wait_all_tasks_blocked() would return while it does, before the step is dispatched.
 
 
+def _read_until(child: subprocess.Popen[str], text: str, seen: list[str]) -> None:
+    """Read the command's stderr lines into ``seen`` until one holds ``text``."""
+    assert child.stderr is not None
+    while not any(text in line for line in seen):
+        line = child.stderr.readline()
+        assert line, f"the command ended before saying {text!r}: {''.join(seen)}"
+        seen.append(line)
+
+
 @pytest.fixture(autouse=True)
 def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "path", list(sys.path))
@@ -74,10 +83,7 @@ def test_sigint_exits_130_without_a_traceback(tmp_path: Path, backend: str) -> N
     ) as child:
         assert child.stderr is not None
         seen: list[str] = []
-        while not any("-> s1" in line for line in seen):  # the step is running
-            line = child.stderr.readline()
-            assert line, f"the command ended early: {''.join(seen)}"
-            seen.append(line)
+        _read_until(child, "-> s1", seen)  # the step is running
         child.send_signal(signal.SIGINT)
         rest = child.stderr.read()
         assert child.wait(timeout=30) == 130, rest
@@ -142,10 +148,7 @@ def test_sigint_leaves_a_closing_event_in_the_events_file(tmp_path: Path, backen
     ) as child:
         assert child.stderr is not None
         seen: list[str] = []
-        while not any("-> s1" in line for line in seen):
-            line = child.stderr.readline()
-            assert line, f"the command ended early: {''.join(seen)}"
-            seen.append(line)
+        _read_until(child, "-> s1", seen)
         child.send_signal(signal.SIGINT)
         rest = child.stderr.read()
         assert child.wait(timeout=30) == 130, rest
@@ -237,15 +240,9 @@ def test_sigint_with_a_sync_tool_still_running_says_so_and_a_second_one_exits(
     ) as child:
         assert child.stderr is not None
         seen: list[str] = []
-        while not any("napping" in line for line in seen):  # the body is running
-            line = child.stderr.readline()
-            assert line, f"the command ended early: {''.join(seen)}"
-            seen.append(line)
+        _read_until(child, "napping", seen)  # the body is running
         child.send_signal(signal.SIGINT)
-        while not any("still running in a thread" in line for line in seen):
-            line = child.stderr.readline()
-            assert line, f"the command ended without saying why it waits: {''.join(seen)}"
-            seen.append(line)
+        _read_until(child, "still running in a thread", seen)
         child.send_signal(signal.SIGINT)
         rest = child.stderr.read()
         assert child.wait(timeout=30) == 130  # not the minute the nap takes

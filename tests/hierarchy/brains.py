@@ -103,3 +103,18 @@ class Brain:
         if request.role == "synthesizer":
             return text_response(self.synthesis)
         raise AssertionError(f"unknown role: {request.role!r}")
+
+
+class PerGoalBrain(Brain):
+    """A ``Brain`` that plans by goal: each planner call gets the plan of the goal its
+    request names (``plans_by_goal``: goal text -> plan reply), so runs can share a team."""
+
+    def __init__(self, plans_by_goal: dict[str, str], work: WorkFn = _echo) -> None:
+        super().__init__([], work=work)
+        self.plans_by_goal = plans_by_goal
+
+    async def __call__(self, request: ModelRequest) -> ModelResponse | str:
+        if request.role in ("planner", "replanner"):
+            text = getattr(request.messages[0].parts[0], "text", "")
+            return next(plan for goal, plan in self.plans_by_goal.items() if goal in text)
+        return await super().__call__(request)

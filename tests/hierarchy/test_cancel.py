@@ -8,7 +8,7 @@ import pytest
 from regiment.hierarchy import Planner, Team, Worker
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, ToolResultPart
 
-from .brains import Brain, plan_json
+from .brains import Brain, PerGoalBrain, plan_json
 from .tasks import busy_tasks, idle_runners
 
 pytestmark = pytest.mark.anyio
@@ -40,14 +40,7 @@ async def test_cancelling_one_run_stops_its_steps_and_spares_the_other() -> None
         "warm up": plan_json({"description": "warm-up"}),
     }
 
-    class PerGoal(Brain):
-        async def __call__(self, request: ModelRequest) -> ModelResponse | str:
-            if request.role in ("planner", "replanner"):
-                text = getattr(request.messages[0].parts[0], "text", "")
-                return next(plan for goal, plan in plans.items() if goal in text)
-            return await super().__call__(request)
-
-    brain = PerGoal([], work=work)
+    brain = PerGoalBrain(plans, work=work)
     model = ScriptedModel(brain)
     team = Team(
         name="t",
@@ -128,14 +121,7 @@ async def test_a_run_cancelled_while_its_step_waits_for_a_busy_worker_ends_at_on
         "goal B": plan_json({"description": "queued"}),
     }
 
-    class PerGoal(Brain):
-        async def __call__(self, request: ModelRequest) -> ModelResponse | str:
-            if request.role in ("planner", "replanner"):
-                text = getattr(request.messages[0].parts[0], "text", "")
-                return next(plan for goal, plan in plans.items() if goal in text)
-            return await super().__call__(request)
-
-    model = ScriptedModel(PerGoal([], work=work))
+    model = ScriptedModel(PerGoalBrain(plans, work=work))
     team = Team(
         name="t",
         planner=Planner(model=model),

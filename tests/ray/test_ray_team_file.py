@@ -26,6 +26,21 @@ REPO = Path(__file__).resolve().parents[2]
 REFUND = REPO / "examples" / "refund" / "team.toml"
 
 
+def _run_on_ray(address: str, *options: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``regiment run`` of the refund team, its workers on the Ray at ``address``."""
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    argv = [sys.executable, "-m", "regiment", "run", str(REFUND), GOAL, "--model", "scripted"]
+    return subprocess.run(
+        [*argv, "--workers", "ray", "--ray-address", address, *options],
+        capture_output=True,
+        text=True,
+        timeout=150,
+        check=False,
+        cwd=REPO,
+        env={**os.environ, "RAY_AUTH_MODE": "token", "PYTHONPATH": path, **env},
+    )
+
+
 def _placed_file(directory: Path) -> Path:
     text = REFUND.read_text()
     placed = text.replace(
@@ -58,17 +73,7 @@ async def test_a_team_file_places_a_worker_on_ray(ray_session: ModuleType, tmp_p
 
 def test_regiment_run_workers_ray_joins_a_cluster_by_address(ray_session: ModuleType) -> None:
     address = ray_session.get_runtime_context().gcs_address
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "PYTHONPATH": str(REPO)}
-    argv = [sys.executable, "-m", "regiment", "run", str(REFUND), GOAL, "--model", "scripted"]
-    done = subprocess.run(
-        [*argv, "--workers", "ray", "--ray-address", address, "--events", "jsonl"],
-        capture_output=True,
-        text=True,
-        timeout=150,
-        check=False,
-        cwd=REPO,
-        env=env,
-    )
+    done = _run_on_ray(address, "--events", "jsonl")
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
     kinds = [json.loads(line)["type"] for line in lines if line.startswith("{")]
@@ -81,20 +86,9 @@ def test_regiment_run_trace_jaeger_sends_the_replicas_spans_too(ray_session: Mod
     """The command's collector is the replicas' too: the session's Ray knows no
     OTLP endpoint of its own, so before, the steps' model and tool spans were lost."""
     address = ray_session.get_runtime_context().gcs_address
-    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    argv = [sys.executable, "-m", "regiment", "run", str(REFUND), GOAL, "--model", "scripted"]
     with OtlpReceiver() as receiver:
-        env = {**os.environ, "RAY_AUTH_MODE": "token", "PYTHONPATH": path}
-        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint.removesuffix("/v1/traces")
-        done = subprocess.run(
-            [*argv, "--workers", "ray", "--ray-address", address, "--trace", "jaeger"],
-            capture_output=True,
-            text=True,
-            timeout=150,
-            check=False,
-            cwd=REPO,
-            env=env,
-        )
+        endpoint = receiver.endpoint.removesuffix("/v1/traces")
+        done = _run_on_ray(address, "--trace", "jaeger", OTEL_EXPORTER_OTLP_ENDPOINT=endpoint)
         spans = receiver.spans()
     assert done.returncode == 0, done.stderr[-3000:]
     (root,) = [s for s in spans if s.name == "invoke_agent refunds"]
