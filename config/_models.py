@@ -22,7 +22,9 @@ from regiment.models import (
     parse_model_spec,
 )
 
-__all__ = ("RoleModels", "parse_model_spec")
+__all__ = ("KEEP_REQUESTS", "RoleModels", "parse_model_spec")
+
+KEEP_REQUESTS = 100  # requests a team file's scripted model keeps (the latest)
 
 
 class RoleModels:
@@ -62,4 +64,6 @@ class RoleModels:
         fn = import_callable(
             brain, where=f"{self._source}: brain", expected="a function of a ModelRequest"
         )
-        return ScriptedModel(cast(ScriptFunction, fn))
+        # A file's brain may serve for good (`regiment serve --model scripted`): its model
+        # keeps the latest requests only, so memory stays bounded however many runs it answers.
+        return ScriptedModel(cast(ScriptFunction, fn), keep_requests=KEEP_REQUESTS)

@@ -16,13 +16,13 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, final
 
 import anyio
 import msgspec
 
 from regiment.errors import ActorStopped, ApprovalError
+from regiment.hierarchy._approval_entries import Entries, Pending
 from regiment.hierarchy._clock import RunClock
 from regiment.journal import ApprovalDecided, ApprovalRequested
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Deny, EditArguments
@@ -88,19 +88,6 @@ def request_id_for(top: StepAt, worker: str, step_id: str, call_index: int) -> s
     return f"apr-{digest[:20]}"
 
 
-@dataclass(slots=True)
-class _Pending:
-    request: ApprovalRequest
-    tool: Tool[..., object] | None
-    decision: ApprovalDecision | None = None
-    by: str = ""
-    ready: anyio.Event | None = None  # set while a worker waits on it
-    journaled: bool = False  # the decision is in the journal already
-    started: float = 0.0  # when the call began to wait (monotonic)
-    told: bool = False  # the decision reached the run's planner with ``settle``
-    deciding: anyio.Event | None = None  # set while a decision is being recorded
-
-
 @final
 class ApprovalDesk:
     """The pending approval requests of a started team and every team nested in it."""
@@ -109,7 +96,7 @@ class ApprovalDesk:
         self._clock = clock
         self._planners: dict[str, Callable[[Notice], Awaitable[None]]] = {}
         self._parents: dict[str, StepAt] = {}
-        self._entries: dict[str, _Pending] = {}
+        self._entries = Entries()  # live runs' requests, and a bounded few of ended ones
         self.journal: Journal | None = None  # where a paused run's decisions are
         self.clocks: dict[str, RunClock] = {}  # the wall clocks of the runs in progress
 
@@ -118,16 +105,20 @@ class ApprovalDesk:
     def open_run(self, run_id: str, notify: Callable[[Notice], Awaitable[None]]) -> None:
         """A top-level run started: its planner hears of its requests through ``notify``."""
         self._planners[run_id] = notify
+        self._entries.live_again(run_id)
 
     def link(self, run_id: str, parent: StepAt) -> None:
         """A nested run started for ``parent``'s step: its requests belong to the top run."""
         self._parents[run_id] = parent
 
     def close_run(self, run_id: str) -> None:
-        """The run ended (its undecided requests stay, for a resume)."""
-        self._planners.pop(run_id, None)
+        """The run ended: its decided requests are forgotten, and so are its undecided
+        ones when a journal keeps them for a resume (else a bounded few stay listed)."""
+        top = self._planners.pop(run_id, None) is not None
         self._parents.pop(run_id, None)
         self.clocks.pop(run_id, None)
+        if top:
+            self._entries.end_run(run_id, keep_undecided=self.journal is None)
 
     def top(self, at: StepAt) -> StepAt:
         """The top-level run's step that ``at`` (a step of a nested run, maybe) serves."""
@@ -169,7 +160,7 @@ class ApprovalDesk:
         entry = self._entries.get(request.request_id)
         journaled = False
         if entry is None:
-            entry = self._entries[request.request_id] = _Pending(request, tool)
+            entry = self._entries.add(Pending(request, tool))
             # Journaled and told whole (shielded, for a bounded time): a pause that lands
             # meanwhile, because another call of the run asked first, must still find
             # this request pending.
@@ -245,7 +236,8 @@ class ApprovalDesk:
             ApprovalError: it is decided (or being decided) already, or edited
                 arguments do not validate.
         """
-        entry = self._entries[request_id]
+        entry = self._entries.get(request_id)
+        assert entry is not None  # ``get`` found it, and nothing awaited since
         request = entry.request
         if entry.decision is not None or entry.deciding is not None:
             by = entry.by or "someone"
@@ -268,8 +260,8 @@ class ApprovalDesk:
 
     def unclaim(self, request_id: str) -> None:
         """The claimed decision could not be recorded: the request is pending again."""
-        entry = self._entries[request_id]
-        if entry.deciding is not None:
+        entry = self._entries.get(request_id)
+        if entry is not None and entry.deciding is not None:
             entry.deciding.set()
             entry.deciding = None
 
@@ -278,13 +270,17 @@ class ApprovalDesk:
     ) -> None:
         """Record a claimed decision (``journaled``: the journal has it): a waiting call
         goes on, and its run's planner hears of it at once, before any later news."""
-        entry = self._entries[request_id]
+        entry = self._entries.get(request_id)
+        if entry is None:
+            return  # its run ended meanwhile, and the journal (if any) has the decision
         entry.decision, entry.by, entry.journaled = decision, by, journaled
         if entry.deciding is not None:
             entry.deciding.set()
             entry.deciding = None
-        if entry.ready is None:
-            return  # no call waits (its run has paused): a resume applies the decision
+        if entry.ready is None:  # no call waits (its run has paused): a resume applies it
+            if not self.is_live(entry.request.run_id):
+                self._entries.drop(request_id)  # (from the journal: this desk needs it no more)
+            return
         entry.told = True
         entry.ready.set()
         waited = time.monotonic() - entry.started
@@ -329,7 +325,7 @@ class ApprovalDesk:
             return asked, None, ""
         return asked, decided.decision, decided.decided_by
 
-    def _expired(self, entry: _Pending) -> bool:
+    def _expired(self, entry: Pending) -> bool:
         expires = entry.request.expires_at
         return expires is not None and self._clock() >= expires
 
@@ -340,7 +336,7 @@ class ApprovalDesk:
                 await notify(notice)
 
 
-def _decided(entry: _Pending) -> bool:
+def _decided(entry: Pending) -> bool:
     return entry.decision is not None
 
 

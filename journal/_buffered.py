@@ -105,9 +105,14 @@ class BufferedJournal(JournalLookups):
             JournalError: some of the lease's writes were refused (after letting go).
         """
         await self.flush()
-        self._next_seq.pop((lease.run_id, lease.token), None)
+        key = (lease.run_id, lease.token)
+        self._next_seq.pop(key, None)
         await self._call(self._store.release, lease, self._clock())  # a stale one is a no-op
-        self._raise_if_broken(lease)
+        # The lease is done: its refusal is reported here, once, and not kept for good.
+        error = self._broken.pop(key, None)
+        self._unreported.discard(key)
+        if error is not None:
+            raise error
 
     # -- writing ---------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeAlias, final
 
@@ -51,7 +52,9 @@ class ScriptedModel:
     (``estimate_tokens`` of the request and of the reply), and a reply with
     an empty ``model`` gets this model's name.
 
-    It records every request it is given, so tests can assert on prompts::
+    It records every request it is given (the latest ``keep_requests`` of them, when
+    given: a long-lived service on a scripted brain, such as ``regiment serve
+    --model scripted``, keeps a bounded number), so tests can assert on prompts::
 
         model = ScriptedModel([tool_call_response("lookup", {"key": "a"}), "done"])
         ...
@@ -61,10 +64,12 @@ class ScriptedModel:
         script: the replies in order, or a function of the request.
         name: the model name it reports.
         delta_size: the least number of characters in a streamed text piece.
+        keep_requests: how many of the latest requests ``requests`` keeps
+            (``None``: every one).
 
     Raises:
-        regiment.errors.ConfigError: ``script`` is a bare string, or
-            ``delta_size`` is below 1.
+        regiment.errors.ConfigError: ``script`` is a bare string, ``delta_size``
+            is below 1, or ``keep_requests`` is below 0.
     """
 
     def __init__(
@@ -73,6 +78,7 @@ class ScriptedModel:
         *,
         name: str = "scripted",
         delta_size: int = 32,
+        keep_requests: int | None = None,
     ) -> None:
         if isinstance(script, str):
             raise ConfigError(
@@ -81,10 +87,15 @@ class ScriptedModel:
             )
         if delta_size < 1:
             raise ConfigError(f"ScriptedModel: delta_size must be at least 1, got {delta_size}")
+        if keep_requests is not None and keep_requests < 0:
+            raise ConfigError(
+                f"ScriptedModel: keep_requests must be at least 0 (or None), got {keep_requests}"
+            )
         self._script = script if callable(script) else tuple(script)
         self._name = name
         self._delta_size = delta_size
-        self._requests: list[ModelRequest] = []
+        self._requests: deque[ModelRequest] = deque(maxlen=keep_requests)
+        self._calls = 0
 
     @property
     def name(self) -> str:
@@ -98,13 +109,13 @@ class ScriptedModel:
 
     @property
     def requests(self) -> list[ModelRequest]:
-        """Every request seen so far, in order (a copy)."""
+        """Every request seen so far (the latest ``keep_requests``), in order (a copy)."""
         return list(self._requests)
 
     @property
     def calls(self) -> int:
         """How many times ``complete`` has been called."""
-        return len(self._requests)
+        return self._calls
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Record ``request`` and return the next scripted reply.
@@ -113,7 +124,7 @@ class ScriptedModel:
             regiment.errors.ScriptExhausted: a list script has no reply left.
         """
         self._requests.append(request)
-        number = len(self._requests)
+        number = self._calls = self._calls + 1
         script = self._script
         if isinstance(script, tuple):
             if number > len(script):

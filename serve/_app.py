@@ -23,6 +23,7 @@ from ._http import (
     Decision,
     NewRun,
     check_token,
+    count,
     flag,
     json_response,
     on_api_error,
@@ -35,7 +36,9 @@ from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
 from ._runs import Runs, open_runs
 from ._views import approval_view, run_summary, run_view
 
-__all__ = ("create_app",)
+__all__ = ("LIST_LIMIT", "create_app")
+
+LIST_LIMIT = 1_000  # GET /runs: the journal's newest runs it lists beside this process's
 
 Endpoint = Callable[[Request], Coroutine[Any, Any, Response]]
 _APPROVAL_STATUS = {"unknown": 404, "decided": 409, "no_journal": 409, "invalid": 422}
@@ -78,14 +81,14 @@ class _Service:
             raise ApiError(404, "unknown run", detail)
         return record
 
-    async def records(self, status: str | None) -> list[RunRecord]:
-        """The runs of this process, and with a journal every other run it holds."""
+    async def records(self, status: str | None, limit: int) -> list[RunRecord]:
+        """The runs of this process, and with a journal the newest ``limit`` others it holds."""
         own = self.store.list(status)
         if self.journal is None:
             return own
         seen = {r.run_id for r in self.store.list()}
-        journaled = await journaled_runs(self.journal, status)
-        return own + [r for r in journaled if r.run_id not in seen]
+        journaled = await journaled_runs(self.journal, status, limit + len(seen))
+        return own + [r for r in journaled if r.run_id not in seen][:limit]
 
 
 def create_app(
@@ -233,7 +236,8 @@ async def _list_runs(s: _Service, request: Request) -> Response:
     if status is not None and status not in get_args(RunState):
         known = ", ".join(get_args(RunState))
         raise ApiError(422, "invalid ?status", f"?status={status!r}: use one of {known}")
-    return json_response({"runs": [run_summary(r) for r in await s.records(status)]})
+    limit = count(request, "limit", LIST_LIMIT)
+    return json_response({"runs": [run_summary(r) for r in await s.records(status, limit)]})
 
 
 async def _get_run(s: _Service, request: Request) -> Response:

@@ -139,6 +139,18 @@ def flag(request: Request, name: str) -> bool:
     raise ApiError(422, f"invalid ?{name}", f"?{name}={value!r}: use true or false (or 1, 0)")
 
 
+def count(request: Request, name: str, default: int) -> int:
+    """A whole-number query parameter of at least 1 (absent: ``default``); 422 for anything else."""
+    value = request.query_params.get(name)
+    if value is None:
+        return default
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:
+        raise ApiError(
+            422, f"invalid ?{name}", f"?{name}={value!r}: use a whole number of 1 or more"
+        )
+    return int(value)
+
+
 def _too_large() -> ApiError:
     return ApiError(413, "body too large", f"the body is over {MAX_BODY} bytes; send less")
 

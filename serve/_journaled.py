@@ -9,12 +9,20 @@ it: a client's ``Last-Event-ID`` stays good across a restart.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import cast
 
 import msgspec
 
 from regiment.errors import UnknownRun
 from regiment.hierarchy import Event, RunCompleted, RunResult
-from regiment.journal import EventRecorded, Journal, RunCreated, RunFinished, RunInfo
+from regiment.journal import (
+    EventRecorded,
+    Journal,
+    RunCreated,
+    RunFinished,
+    RunInfo,
+    RunStatus,
+)
 
 from ._registry import RunRecord, RunState, cancelled
 
@@ -26,6 +34,7 @@ _UNFINISHED: dict[str, RunState] = {
     "stalled": "stalled",
     "awaiting_approval": "paused",  # a call waits for a decision (as a paused run's does)
 }
+_JOURNAL_STATUS = {"paused": "awaiting_approval"}  # the service's status, as the journal lists it
 
 
 async def journaled_record(journal: Journal, run_id: str) -> RunRecord | None:
@@ -67,9 +76,12 @@ def _as_streamed(record: RunRecord) -> None:
             record.error = f"{ending.error_type}: {ending.message}"
 
 
-async def journaled_runs(journal: Journal, status: str | None) -> list[RunRecord]:
-    """Every run in the journal (newest first), without their events."""
-    return [r for r in map(_from_info, await journal.list_runs()) if status in (None, r.status)]
+async def journaled_runs(journal: Journal, status: str | None, limit: int) -> list[RunRecord]:
+    """The newest ``limit`` runs in the journal (of ``status``: the service's word for
+    it), without their events."""
+    asked = cast("RunStatus | None", _JOURNAL_STATUS.get(status or "", status))
+    infos = await journal.list_runs(status=asked, limit=limit)
+    return [r for r in map(_from_info, infos) if status in (None, r.status)]
 
 
 async def replay(record: RunRecord, after: int) -> AsyncIterator[tuple[int, Event]]:

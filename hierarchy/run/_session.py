@@ -46,9 +46,10 @@ class SessionMemory:
             )
             for r in (done[i] for i in result.committed if i in done)
         )
+        budget = _budget_tokens(team) * _CHARS_PER_TOKEN
         run = SessionRun(
             run_id=result.run_id,
-            goal=result.goal,
+            goal=result.goal[:budget],  # the context never shows more (a goal may be 1 MiB)
             status="awaiting_approval" if result.status == "paused" else result.status,
             started_at=datetime.now(UTC),
             answer=_cut(result.answer),
@@ -56,7 +57,6 @@ class SessionMemory:
         )
         runs = self._runs.pop(session, None) or deque()
         runs.append((run, len(_describe(run))))
-        budget = _budget_tokens(team) * _CHARS_PER_TOKEN
         while len(runs) > 1 and sum(size for _, size in runs) > budget:  # the newest that fit
             runs.popleft()
         self._runs[session] = runs  # the most recent session last

@@ -78,3 +78,22 @@ async def test_without_a_journal_a_session_keeps_only_the_runs_its_context_can_s
     assert "Goal: round number 11" in asked
     assert "Goal: round number 0" not in asked
     assert len(asked.split("Earlier runs", 1)[1]) <= 300 * 4 + 200
+
+
+async def test_without_a_journal_a_long_goal_is_kept_only_as_far_as_the_context_shows_it(
+    tmp_path: Path,
+) -> None:
+    # 1,000 sessions of one 1 MiB goal each must not hold 1 GB: a goal is kept cut to the
+    # session context's size, and the planner is shown the same text as before.
+    team = dataclasses.replace(make_team(), compression=Compression(threshold_tokens=300))
+    model = team.planner.model
+    assert isinstance(model, ScriptedModel)
+    long_goal = "settle acme " + "and again " * 20_000
+    async with team.start() as running:
+        await running.run(long_goal, session="s", deps=Ledger(tmp_path))
+        (kept,) = running.sessions.history("s", exclude="")
+        await running.run("the last one", session="s", deps=Ledger(tmp_path))
+    assert kept.goal == long_goal[: 300 * 4]
+    history = _first_plan_request(model, "the last one").split("Earlier runs", 1)[1]
+    assert f"- Goal: {long_goal[: 300 * 4 - len('- Goal: ')]}" in history
+    assert len(history) <= 300 * 4 + 200
