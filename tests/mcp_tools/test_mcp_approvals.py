@@ -20,7 +20,7 @@ from regiment.models import (
     tool_call_response,
 )
 from regiment.tools import Approve, MCPServer, tool
-from tests.cli.test_approve_ask import terminal
+from tests.cli.helpers import terminal
 
 from .brain import Brain, plan_json
 from .conftest import SERVER_COMMAND
