@@ -24,6 +24,7 @@ def ray_session() -> Iterator[ModuleType]:
 
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     ray.init(
+        address="local",  # a Ray of the tests' own, never one another program left running
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,
