@@ -240,8 +240,10 @@ class RayReplicas:
         except BaseException:
             # Cancelled (the run, a replan, the step timeout), or the journal failed:
             # stop the remote step too, and wait (bounded) until it has ended there, so
-            # no remote work of a cancelled step goes on once the cancel is over.
-            self._ray.cancel(stream)
+            # no remote work of a cancelled step goes on once the cancel is over. Not
+            # recursive: Ray would also cancel the calls the step's tools make, and a
+            # tool's cleanup (telling a service it stopped) must still get through.
+            self._ray.cancel(stream, recursive=False)
             with anyio.CancelScope(shield=True):
                 await self._cancel_remote(handle, key, worker)
             raise
