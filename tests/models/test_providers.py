@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import anyio
 import pytest
 
-from regiment.errors import ModelConnectionError
+from regiment.errors import ModelAPIError, ModelConnectionError
 from regiment.models import (
     AnthropicModel,
     Message,
@@ -50,6 +50,7 @@ class Wire:
     reply: Callable[[str, tuple[Call, ...]], Reply]
     transient: Callable[[int], Reply]
     no_reply: Reply
+    request_id_header: str
 
 
 def _anthropic_reply(text: str, calls: tuple[Call, ...]) -> Reply:
@@ -76,6 +77,7 @@ WIRES = {
         no_reply=messages_api.error(
             500, "api_error", "nothing queued", **{"x-should-retry": "false"}
         ),
+        request_id_header="request-id",
     ),
     "openai": Wire(
         make=lambda api, stream, retries: OpenAIModel(
@@ -92,6 +94,7 @@ WIRES = {
         no_reply=chat_api.error(
             500, "server_error", "nothing queued", **{"x-should-retry": "false"}
         ),
+        request_id_header="x-request-id",
     ),
 }
 
@@ -199,3 +202,25 @@ async def test_cancellation_is_not_translated(wire: Wire, api: StandIn, stream: 
 def test_every_provider_is_a_streaming_model(wire: Wire) -> None:
     standin = StandIn(base_url="http://127.0.0.1:9", no_reply=wire.no_reply)
     assert isinstance(wire.make(standin, True, 0), StreamingModel)
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "plain"])
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [(b"{not json", None), (b'{"hello": "world"}', None), (b"<html>502</html>", "text/html")],
+    ids=["not-json", "wrong-shape", "html"],
+)
+async def test_a_reply_that_cannot_be_read_is_a_model_api_error(
+    wire: Wire, api: StandIn, stream: bool, body: bytes, content_type: str | None
+) -> None:
+    # Plain calls get the body as JSON; a streamed call answered with JSON or HTML
+    # instead of an event stream is the same mistake (a wrong base_url, say).
+    kind = content_type or "application/json"
+    headers = {wire.request_id_header: "req_bad"}
+    api.queue(Reply(200, {}, headers, raw=body, content_type=kind))
+    async with wire.make(api, stream, 2) as model:
+        with pytest.raises(ModelAPIError, match="check base_url") as caught:
+            await model.complete(ask())
+    if stream or body.startswith(b'{"hello'):  # a body that is not JSON has none
+        assert caught.value.request_id == "req_bad"
+    assert len(api.requests) == 1  # the server's answer, not retried
