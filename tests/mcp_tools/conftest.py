@@ -83,8 +83,9 @@ def stop(process: subprocess.Popen[str]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(timeout=10)
-    if process.stdout is not None:
-        process.stdout.close()
+    for pipe in (process.stdout, process.stderr):
+        if pipe is not None:
+            pipe.close()
 
 
 @pytest.fixture(scope="module")

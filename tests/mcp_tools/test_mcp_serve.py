@@ -14,7 +14,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
-from .conftest import SDK_HTTP_LEAKS, die_with_parent
+from .conftest import SDK_HTTP_LEAKS, die_with_parent, stop
 
 pytestmark = [pytest.mark.anyio, *SDK_HTTP_LEAKS]
 
@@ -73,14 +73,7 @@ def served_url() -> Iterator[str]:
         assert line.startswith("regiment: serving team 'writers' at http://127.0.0.1:"), line
         yield line.split(" at ")[1].strip()
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        if process.stderr is not None:
-            process.stderr.close()
+        stop(process)
 
 
 async def test_the_team_over_streamable_http(served_url: str) -> None:
