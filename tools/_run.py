@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import assert_never
@@ -11,6 +12,7 @@ import msgspec
 from anyio.lowlevel import RunVar
 from opentelemetry import trace
 
+from regiment._json import JsonObject
 from regiment.tools._approval import (
     ApprovalDecision,
     ApprovalRequest,
@@ -19,16 +21,22 @@ from regiment.tools._approval import (
     Deny,
     EditArguments,
 )
+from regiment.tools._outcome import NotJson, error_result, jsonable
 from regiment.tools._policy import ToolPolicy
+from regiment.tools._result import ToolResult
 
 __all__ = (
     "Attempted",
     "LoopLimiter",
     "TimedOut",
+    "ToolExited",
+    "call_result",
     "describe_failure",
     "request_approval",
     "run_attempts",
 )
+
+_log = logging.getLogger("regiment.tools")
 
 
 class TimedOut(TimeoutError):
@@ -36,6 +44,17 @@ class TimedOut(TimeoutError):
 
     def __init__(self, seconds: float) -> None:
         super().__init__(f"timed out after {float(seconds)}s")
+
+
+class ToolExited(Exception):
+    """A tool body raised ``SystemExit`` (``sys.exit()``): one failed call, not the end of
+    the process every other run shares (never escapes the tools room)."""
+
+    def __init__(self, exit: SystemExit) -> None:
+        super().__init__(
+            f"the tool called sys.exit({exit.code!r}); a tool cannot end the process, "
+            "so this call failed"
+        )
 
 
 class LoopLimiter:
@@ -98,6 +117,8 @@ async def run_attempts(
         except Exception as exc:
             if attempt > policy.retries or not policy.is_retryable(exc):
                 return Attempted(None, exc, attempt)
+        except SystemExit as exc:  # never retried: the body meant to stop
+            return Attempted(None, ToolExited(exc), attempt)
         else:
             return Attempted(value, None, attempt)
         await policy.sleep(policy.backoff_delay(attempt))
@@ -129,10 +150,39 @@ async def _holding(limiters: Sequence[LoopLimiter]) -> AsyncIterator[None]:
             limiter.release_on_behalf_of(borrower)
 
 
+def call_result(
+    name: str, attempted: Attempted, call_id: str, sent: JsonObject, key: str | None
+) -> ToolResult:
+    """The call's result: its value as JSON data, or the error the model reads."""
+    if attempted.error is not None:
+        if not isinstance(attempted.error, TimedOut):
+            # The traceback is only here; the worker logs the failure with its step.
+            _log.debug("tool %r raised", name, exc_info=attempted.error)
+        message, error_type = describe_failure(attempted.error, attempted.attempts)
+        return error_result(name, call_id, message, error_type, sent, key, attempted.attempts)
+    try:
+        content = jsonable(attempted.value)
+    except NotJson:
+        kind = type(attempted.value).__name__
+        message = f"TypeError: tool {name!r} returned a {kind}, not JSON data"
+        n = attempted.attempts
+        return error_result(name, call_id, message, "TypeError", sent, key, n)
+    return ToolResult(
+        call_id=call_id,
+        tool_name=name,
+        content=content,
+        attempts=attempted.attempts,
+        idempotency_key=key,
+        arguments=sent,
+    )
+
+
 def describe_failure(exc: Exception, attempts: int) -> tuple[str, str]:
     """The message the model reads for a failed call, and its ``error_type``."""
     if isinstance(exc, TimedOut):
         message, error_type = str(exc), "timeout"
+    elif isinstance(exc, ToolExited):
+        message, error_type = f"SystemExit: {exc}", "SystemExit"
     else:
         error_type = type(exc).__name__
         message = f"{error_type}: {exc}" if str(exc) else error_type

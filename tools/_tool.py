@@ -22,9 +22,7 @@ from regiment.tools._definition import ToolDefinition
 from regiment.tools._docstring import parse_docstring
 from regiment.tools._idempotency import check_key_names, derive_key
 from regiment.tools._outcome import (
-    NotJson,
     error_result,
-    jsonable,
     no_context,
     not_an_object,
     raw_arguments,
@@ -34,8 +32,8 @@ from regiment.tools._result import ToolResult
 from regiment.tools._run import (
     Attempted,
     LoopLimiter,
-    TimedOut,
-    describe_failure,
+    ToolExited,
+    call_result,
     request_approval,
     run_attempts,
 )
@@ -272,33 +270,13 @@ class Tool(Generic[P, R_co]):
                     attempted = Attempted(None, exc, 1)
                 else:  # a retryable failure: the attempt loop takes it from the second
                     attempted = await _attempts(self, bound, limiters, context, after=1)
+            except SystemExit as exc:
+                attempted = Attempted(None, ToolExited(exc), 1)
             else:
                 attempted = Attempted(value, None, 1)
         else:
             attempted = await _attempts(self, bound, limiters, context)
-        if attempted.error is not None:
-            if not isinstance(attempted.error, TimedOut):
-                # The traceback is only here; the worker logs the failure with its step.
-                _log.debug("tool %r raised", self._name, exc_info=attempted.error)
-            message, error_type = describe_failure(attempted.error, attempted.attempts)
-            return error_result(
-                self._name, call_id, message, error_type, bound.sent, key, attempted.attempts
-            )
-        try:
-            content = jsonable(attempted.value)
-        except NotJson:
-            kind = type(attempted.value).__name__
-            message = f"TypeError: tool {self._name!r} returned a {kind}, not JSON data"
-            n = attempted.attempts
-            return error_result(self._name, call_id, message, "TypeError", bound.sent, key, n)
-        return ToolResult(
-            call_id=call_id,
-            tool_name=self._name,
-            content=content,
-            attempts=attempted.attempts,
-            idempotency_key=key,
-            arguments=bound.sent,
-        )
+        return call_result(self._name, attempted, call_id, bound.sent, key)
 
     def __repr__(self) -> str:
         return f"Tool({self._name!r})"
