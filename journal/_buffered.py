@@ -27,7 +27,7 @@ from regiment.journal._records import (
     Record,
     RunCreated,
 )
-from regiment.journal._store import LeaseKey, Pending, RunRow, Store
+from regiment.journal._store import Batch, Creation, LeaseKey, Pending, Refused, RunRow, Store
 from regiment.journal._views import (
     Lease,
 )
@@ -48,6 +48,9 @@ class BufferedJournal(JournalLookups):
         self._threaded = threaded
         self._limiter: anyio.CapacityLimiter | None = None
         self._buffer: list[Pending] = []
+        self._creations: list[Creation] = []  # new runs, committed with the next batch
+        self._releases: list[Lease] = []  # leases given up, likewise
+        self._taken: dict[str, JournalError] = {}  # new runs refused, until create_run reads it
         self._appended = 0
         self._committed = 0
         self._committing: anyio.Event | None = None
@@ -76,13 +79,22 @@ class BufferedJournal(JournalLookups):
     # -- ownership -------------------------------------------------------------
 
     async def create_run(self, run: RunCreated, *, owner: str, ttl: float) -> Lease:
-        """Record a new run (its record gets sequence number 1) and lease it to ``owner``."""
+        """Record a new run (its record gets sequence number 1) and lease it to ``owner``.
+
+        The run is written by the next group commit, with whatever else waits for one:
+        runs created at once share a transaction.
+        """
         now = self._clock()
         lease = Lease(run_id=run.run_id, owner=owner, token=1, expires_at=now + ttl)
         started = run.created_at.timestamp()
         row = RunRow(run.run_id, run.team, run.goal, run.session, "running", started, now)
         first = encode_pending(lease, 1, run, now)
-        await self._call(self._store.create, first, row, run.config_hash, lease)
+        self._creations.append(Creation(first, row, run.config_hash, lease))
+        self._appended += 1
+        await self._wait_committed(self._appended)
+        error = self._taken.pop(run.run_id, None)
+        if error is not None:
+            raise error
         self._next_seq[(lease.run_id, lease.token)] = 2
         return lease
 
@@ -104,10 +116,11 @@ class BufferedJournal(JournalLookups):
         Raises:
             JournalError: some of the lease's writes were refused (after letting go).
         """
-        await self.flush()
+        self._releases.append(lease)  # after the lease's records: written in the same commit
+        self._appended += 1
+        await self._wait_committed(self._appended)  # a stale lease's release is a no-op
         key = (lease.run_id, lease.token)
         self._next_seq.pop(key, None)
-        await self._call(self._store.release, lease, self._clock())  # a stale one is a no-op
         # The lease is done: its refusal is reported here, once, and not kept for good.
         error = self._broken.pop(key, None)
         self._unreported.discard(key)
@@ -187,42 +200,42 @@ class BufferedJournal(JournalLookups):
                 if self._committing is None and self._committed < position:
                     await self._commit_in_thread()
 
-    def _take_buffer(self) -> list[Pending]:
-        batch, self._buffer = self._buffer, []
+    def _take_buffer(self) -> Batch:
+        batch = Batch(self._creations, self._buffer, self._releases)
+        self._creations, self._buffer, self._releases = [], [], []
         return batch
 
     async def _commit_in_thread(self) -> None:
         batch = self._take_buffer()
         done = self._committing = anyio.Event()
-        refused: dict[LeaseKey, JournalError] = {}
+        refused = Refused({}, {})
         try:
             with anyio.CancelScope(shield=True):  # a started commit is seen through
                 refused = await self._call(self._store.commit, batch, self._clock())
         except JournalError as exc:
             refused = _refuse_all(batch, exc)
         except Exception as exc:  # a bug below: the batch's runs must not go on as if written
-            refused = _refuse_all(batch, JournalError(f"journal {self.where}: {exc!r}"))
-            raise refused[(batch[0].run_id, batch[0].token)] from exc
+            error = JournalError(f"journal {self.where}: {exc!r}")
+            refused = _refuse_all(batch, error)
+            raise error from exc
         finally:
             self._settle(batch, refused)
             self._committing = None
             done.set()
 
-    def _commit(
-        self,
-        batch: list[Pending],
-        commit: Callable[[list[Pending], float], dict[LeaseKey, JournalError]],
-    ) -> None:
+    def _commit(self, batch: Batch, commit: Callable[[Batch, float], Refused]) -> None:
         try:
             refused = commit(batch, self._clock())
         except JournalError as exc:
             refused = _refuse_all(batch, exc)
         self._settle(batch, refused)
 
-    def _settle(self, batch: list[Pending], refused: dict[LeaseKey, JournalError]) -> None:
-        """Count the batch as done; remember each refused lease's error for its next call."""
-        self._committed += len(batch)
-        for key, error in refused.items():
+    def _settle(self, batch: Batch, refused: Refused) -> None:
+        """Count the batch as done; remember each refused lease's error for its next call,
+        and each refused new run's for its ``create_run``."""
+        self._committed += batch.size()
+        self._taken.update(refused.runs)
+        for key, error in refused.leases.items():
             if key not in self._broken:
                 self._broken[key] = error
                 self._unreported.add(key)
@@ -246,5 +259,7 @@ class BufferedJournal(JournalLookups):
             raise self._broken[key]
 
 
-def _refuse_all(batch: list[Pending], error: JournalError) -> dict[LeaseKey, JournalError]:
-    return {(pending.run_id, pending.token): error for pending in batch}
+def _refuse_all(batch: Batch, error: JournalError) -> Refused:
+    leases = {(pending.run_id, pending.token): error for pending in batch.records}
+    leases.update({(lease.run_id, lease.token): error for lease in batch.releases})
+    return Refused(leases, {creation.row.run_id: error for creation in batch.creations})

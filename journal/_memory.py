@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import final
 
 from regiment.errors import JournalError
 from regiment.journal._buffered import BufferedJournal
 from regiment.journal._store import (
-    LeaseKey,
+    Batch,
     LeaseState,
     Pending,
+    Refused,
     RunRow,
     check_acquire,
     check_owner,
@@ -55,14 +56,6 @@ class _MemoryStore:
             raise JournalError("the in-memory journal is closed")
         return self._runs
 
-    def create(self, first: Pending, row: RunRow, config_hash: str, lease: Lease) -> None:
-        runs = self._open_runs()
-        if row.run_id in runs:
-            raise JournalError(f"journal {self.where} already has a run {row.run_id!r}")
-        run = _Run(row=row, owner=lease.owner, token=lease.token, expires_at=lease.expires_at)
-        run.records.append(first)
-        runs[row.run_id] = run
-
     def acquire(self, run_id: str, owner: str, now: float, ttl: float) -> tuple[Lease, int]:
         run = self._open_runs().get(run_id)
         check_acquire(run.state() if run else None, run_id, owner, now, self.where)
@@ -80,18 +73,28 @@ class _MemoryStore:
             run_id=lease.run_id, owner=lease.owner, token=lease.token, expires_at=now + ttl
         )
 
-    def release(self, lease: Lease, now: float) -> None:
-        run = self._open_runs().get(lease.run_id)
-        if run is not None and run.token == lease.token and run.owner == lease.owner:
-            run.owner, run.expires_at = None, now
-
-    def commit(self, batch: Sequence[Pending], now: float) -> dict[LeaseKey, JournalError]:
+    def commit(self, batch: Batch, now: float) -> Refused:
         runs = self._open_runs()
-        states = {r: runs[r].state() for r in {p.run_id for p in batch} if r in runs}
-        accepted, refused = plan_commit(batch, states, self.where)
-        for records in accepted:
-            _apply(runs[records[0].run_id], records, now)
-        return refused
+        taken: dict[str, JournalError] = {}
+        for first, row, _, lease in batch.creations:
+            if row.run_id in runs:
+                taken[row.run_id] = JournalError(
+                    f"journal {self.where} already has a run {row.run_id!r}"
+                )
+                continue
+            run = _Run(row=row, owner=lease.owner, token=lease.token, expires_at=lease.expires_at)
+            run.records.append(first)
+            runs[row.run_id] = run
+        records = batch.records
+        states = {r: runs[r].state() for r in {p.run_id for p in records} if r in runs}
+        accepted, refused = plan_commit(records, states, self.where)
+        for written in accepted:
+            _apply(runs[written[0].run_id], written, now)
+        for lease in batch.releases:
+            held = runs.get(lease.run_id)
+            if held is not None and held.token == lease.token and held.owner == lease.owner:
+                held.owner, held.expires_at = None, now
+        return Refused(refused, taken)
 
     def read(self, run_id: str, after: int) -> list[tuple[int, float, bytes]]:
         run = self._open_runs().get(run_id)

@@ -15,9 +15,12 @@ from typing import Any
 
 from regiment.errors import JournalError
 from regiment.journal._store import (
+    Batch,
+    Creation,
     LeaseKey,
     LeaseState,
     Pending,
+    Refused,
     RunRow,
     check_acquire,
     check_owner,
@@ -31,6 +34,11 @@ _STATE = "SELECT owner, token, lease_expires_at, final_status, last_seq FROM jou
 _INSERT_RUN = (
     "INSERT INTO journal_runs (run_id, team, goal, session, config_hash, started_at, updated_at,"
     " owner, token, lease_expires_at, last_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (run_id) DO NOTHING"
+)
+_RELEASE = (
+    "UPDATE journal_runs SET owner = NULL, lease_expires_at = ?"
+    " WHERE run_id = ? AND token = ? AND owner = ?"
 )
 _INSERT_RECORD = (
     "INSERT INTO journal_records (run_id, seq, kind, key, recorded_at, body)"
@@ -98,28 +106,6 @@ class SqlStore(ABC):
         rows = self._execute(_STATE + self._for_update, (run_id,))
         return LeaseState(*rows[0]) if rows else None
 
-    def create(self, first: Pending, row: RunRow, config_hash: str, lease: Lease) -> None:
-        with self._guard(f"creating run {row.run_id!r}"), self._write_transaction():
-            if self._state(row.run_id) is not None:
-                raise JournalError(f"journal {self.where} already has a run {row.run_id!r}")
-            self._execute(
-                _INSERT_RUN,
-                (
-                    row.run_id,
-                    row.team,
-                    row.goal,
-                    row.session,
-                    config_hash,
-                    row.started_at,
-                    row.updated_at,
-                    lease.owner,
-                    lease.token,
-                    lease.expires_at,
-                    1,
-                ),
-            )
-            self._insert([first])
-
     def acquire(self, run_id: str, owner: str, now: float, ttl: float) -> tuple[Lease, int]:
         with self._guard(f"acquiring run {run_id!r}"), self._write_transaction():
             state = self._state(run_id)
@@ -143,24 +129,55 @@ class SqlStore(ABC):
             run_id=lease.run_id, owner=lease.owner, token=lease.token, expires_at=now + ttl
         )
 
-    def release(self, lease: Lease, now: float) -> None:
-        with self._guard(f"releasing run {lease.run_id!r}"), self._write_transaction():
-            self._execute(
-                "UPDATE journal_runs SET owner = NULL, lease_expires_at = ?"
-                " WHERE run_id = ? AND token = ? AND owner = ?",
-                (now, lease.run_id, lease.token, lease.owner),
-            )
-
-    def commit(self, batch: Sequence[Pending], now: float) -> dict[LeaseKey, JournalError]:
-        with self._guard(f"writing {len(batch)} records"), self._write_transaction():
-            states = self._states(sorted({pending.run_id for pending in batch}))
-            accepted, refused = plan_commit(batch, states, self.where)
-            if accepted:
-                self._insert([pending for records in accepted for pending in records])
+    def commit(self, batch: Batch, now: float) -> Refused:
+        with self._guard(f"writing {batch.size()} records"), self._write_transaction():
+            taken = self._create(batch.creations)
+            refused: dict[LeaseKey, JournalError] = {}
+            if batch.records:
+                states = self._states(sorted({pending.run_id for pending in batch.records}))
+                accepted, refused = plan_commit(batch.records, states, self.where)
+                if accepted:
+                    self._insert([pending for records in accepted for pending in records])
+                    self._cursor().executemany(
+                        self._sql(_ADVANCE), [_advance(records, now) for records in accepted]
+                    )
+            if batch.releases:
                 self._cursor().executemany(
-                    self._sql(_ADVANCE), [_advance(records, now) for records in accepted]
+                    self._sql(_RELEASE),
+                    [(now, lease.run_id, lease.token, lease.owner) for lease in batch.releases],
                 )
-        return refused
+        return Refused(refused, taken)
+
+    def _create(self, creations: Sequence[Creation]) -> dict[str, JournalError]:
+        """Insert the new runs whose id is free (another process may have taken one: no
+        error that would fail the whole batch) and their first records; the taken ones."""
+        taken: dict[str, JournalError] = {}
+        cursor = self._cursor()
+        for _, row, config_hash, lease in creations:
+            cursor.execute(
+                self._sql(_INSERT_RUN),
+                (
+                    row.run_id,
+                    row.team,
+                    row.goal,
+                    row.session,
+                    config_hash,
+                    row.started_at,
+                    row.updated_at,
+                    lease.owner,
+                    lease.token,
+                    lease.expires_at,
+                    1,
+                ),
+            )
+            if cursor.rowcount != 1:
+                taken[row.run_id] = JournalError(
+                    f"journal {self.where} already has a run {row.run_id!r}"
+                )
+        firsts = [creation.first for creation in creations if creation.row.run_id not in taken]
+        if firsts:
+            self._insert(firsts)
+        return taken
 
     def _states(self, run_ids: list[str]) -> dict[str, LeaseState]:
         """The runs' rows, locked in run id order (so two writers cannot deadlock)."""

@@ -16,9 +16,12 @@ from regiment.errors import JournalError, LeaseHeld, LeaseLost, UnknownRun
 from regiment.journal._views import Lease, RunInfo, RunStatus
 
 __all__ = (
+    "Batch",
+    "Creation",
     "LeaseKey",
     "LeaseState",
     "Pending",
+    "Refused",
     "RunRow",
     "Store",
     "check_acquire",
@@ -72,6 +75,36 @@ class RunRow(NamedTuple):
         )
 
 
+class Creation(NamedTuple):
+    """A new run waiting for its commit: its listing, its lease and its first record."""
+
+    first: Pending
+    row: RunRow
+    config_hash: str
+    lease: Lease
+
+
+class Batch(NamedTuple):
+    """What one commit writes, in one transaction and in this order: new runs, records,
+    released leases. So runs created, written and released at once share one commit
+    (one fsync on PostgreSQL) instead of a transaction each."""
+
+    creations: Sequence[Creation] = ()
+    records: Sequence[Pending] = ()
+    releases: Sequence[Lease] = ()
+
+    def size(self) -> int:
+        return len(self.creations) + len(self.records) + len(self.releases)
+
+
+class Refused(NamedTuple):
+    """What a commit refused: leases whose writes were refused, and new runs whose id
+    was taken (each with the reason)."""
+
+    leases: dict[LeaseKey, JournalError]
+    runs: dict[str, JournalError]
+
+
 class LeaseState(NamedTuple):
     """The ownership columns of one run."""
 
@@ -87,10 +120,6 @@ class Store(Protocol):
 
     where: str
 
-    def create(self, first: Pending, row: RunRow, config_hash: str, lease: Lease) -> None:
-        """Insert a new run, its lease and its first record; refuse a run id in use."""
-        ...
-
     def acquire(self, run_id: str, owner: str, now: float, ttl: float) -> tuple[Lease, int]:
         """Take the run's lease (see ``check_acquire``); return it and the run's last seq."""
         ...
@@ -99,12 +128,11 @@ class Store(Protocol):
         """Extend a lease that is still the run's current one."""
         ...
 
-    def release(self, lease: Lease, now: float) -> None:
-        """Give the lease up; the run lists as stalled until someone acquires it."""
-        ...
-
-    def commit(self, batch: Sequence[Pending], now: float) -> dict[LeaseKey, JournalError]:
-        """Write ``batch`` in one transaction; the leases whose writes were refused, and why."""
+    def commit(self, batch: Batch, now: float) -> Refused:
+        """Write ``batch`` in one transaction: insert its new runs (each with its lease and
+        first record; a run id in use is refused), append its records (refused for a lease
+        that is not current, see ``check_write``), then give its released leases up (the
+        run lists as stalled until someone acquires it; a stale lease is a no-op)."""
         ...
 
     def read(self, run_id: str, after: int) -> list[tuple[int, float, bytes]]:
