@@ -49,7 +49,9 @@ class BufferedJournal(JournalLookups):
         self._limiter: anyio.CapacityLimiter | None = None
         self._buffer: list[Pending] = []
         self._creations: list[Creation] = []  # new runs, committed with the next batch
+        self._renewals: list[tuple[Lease, float]] = []  # leases to extend, to when; likewise
         self._releases: list[Lease] = []  # leases given up, likewise
+        self._lost: dict[LeaseKey, JournalError] = {}  # renewals refused, until renew reads it
         self._taken: dict[str, JournalError] = {}  # new runs refused, until create_run reads it
         self._appended = 0
         self._committed = 0
@@ -106,9 +108,21 @@ class BufferedJournal(JournalLookups):
         return lease
 
     async def renew(self, lease: Lease, *, ttl: float) -> Lease:
-        """Extend the lease (the heartbeat); ``LeaseLost`` if another owner took the run."""
+        """Extend the lease (the heartbeat); ``LeaseLost`` if another owner took the run.
+
+        Written by the next group commit: the heartbeats of many runs share transactions.
+        """
         self._raise_if_broken(lease)
-        return await self._call(self._store.renew, lease, self._clock(), ttl)
+        expires_at = self._clock() + ttl
+        self._renewals.append((lease, expires_at))
+        self._appended += 1
+        await self._wait_committed(self._appended)
+        error = self._lost.pop((lease.run_id, lease.token), None)
+        if error is not None:
+            raise error
+        return Lease(
+            run_id=lease.run_id, owner=lease.owner, token=lease.token, expires_at=expires_at
+        )
 
     async def release(self, lease: Lease) -> None:
         """Commit what the lease wrote, then give the run up.
@@ -201,14 +215,14 @@ class BufferedJournal(JournalLookups):
                     await self._commit_in_thread()
 
     def _take_buffer(self) -> Batch:
-        batch = Batch(self._creations, self._buffer, self._releases)
-        self._creations, self._buffer, self._releases = [], [], []
+        batch = Batch(self._creations, self._buffer, self._renewals, self._releases)
+        self._creations, self._buffer, self._renewals, self._releases = [], [], [], []
         return batch
 
     async def _commit_in_thread(self) -> None:
         batch = self._take_buffer()
         done = self._committing = anyio.Event()
-        refused = Refused({}, {})
+        refused = Refused({}, {}, {})
         try:
             with anyio.CancelScope(shield=True):  # a started commit is seen through
                 refused = await self._call(self._store.commit, batch, self._clock())
@@ -235,6 +249,7 @@ class BufferedJournal(JournalLookups):
         and each refused new run's for its ``create_run``."""
         self._committed += batch.size()
         self._taken.update(refused.runs)
+        self._lost.update(refused.renewals)
         for key, error in refused.leases.items():
             if key not in self._broken:
                 self._broken[key] = error
@@ -262,4 +277,7 @@ class BufferedJournal(JournalLookups):
 def _refuse_all(batch: Batch, error: JournalError) -> Refused:
     leases = {(pending.run_id, pending.token): error for pending in batch.records}
     leases.update({(lease.run_id, lease.token): error for lease in batch.releases})
-    return Refused(leases, {creation.row.run_id: error for creation in batch.creations})
+    runs = {creation.row.run_id: error for creation in batch.creations}
+    return Refused(
+        leases, runs, {(lease.run_id, lease.token): error for lease, _ in batch.renewals}
+    )

@@ -10,6 +10,7 @@ from regiment.errors import JournalError
 from regiment.journal._buffered import BufferedJournal
 from regiment.journal._store import (
     Batch,
+    LeaseKey,
     LeaseState,
     Pending,
     Refused,
@@ -64,15 +65,6 @@ class _MemoryStore:
         lease = Lease(run_id=run_id, owner=owner, token=run.token, expires_at=now + ttl)
         return lease, len(run.records)
 
-    def renew(self, lease: Lease, now: float, ttl: float) -> Lease:
-        run = self._open_runs().get(lease.run_id)
-        check_owner(run.state() if run else None, lease, self.where)
-        assert run is not None
-        run.expires_at = now + ttl
-        return Lease(
-            run_id=lease.run_id, owner=lease.owner, token=lease.token, expires_at=now + ttl
-        )
-
     def commit(self, batch: Batch, now: float) -> Refused:
         runs = self._open_runs()
         taken: dict[str, JournalError] = {}
@@ -90,11 +82,21 @@ class _MemoryStore:
         accepted, refused = plan_commit(records, states, self.where)
         for written in accepted:
             _apply(runs[written[0].run_id], written, now)
+        lost: dict[LeaseKey, JournalError] = {}
+        for lease, expires_at in batch.renewals:
+            held = runs.get(lease.run_id)
+            try:
+                check_owner(held.state() if held else None, lease, self.where)
+            except JournalError as exc:
+                lost[(lease.run_id, lease.token)] = exc
+            else:
+                assert held is not None
+                held.expires_at = expires_at
         for lease in batch.releases:
             held = runs.get(lease.run_id)
             if held is not None and held.token == lease.token and held.owner == lease.owner:
                 held.owner, held.expires_at = None, now
-        return Refused(refused, taken)
+        return Refused(refused, taken, lost)
 
     def read(self, run_id: str, after: int) -> list[tuple[int, float, bytes]]:
         run = self._open_runs().get(run_id)

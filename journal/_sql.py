@@ -118,17 +118,6 @@ class SqlStore(ABC):
         lease = Lease(run_id=run_id, owner=owner, token=state.token + 1, expires_at=now + ttl)
         return lease, state.last_seq
 
-    def renew(self, lease: Lease, now: float, ttl: float) -> Lease:
-        with self._guard(f"renewing the lease of run {lease.run_id!r}"), self._write_transaction():
-            check_owner(self._state(lease.run_id), lease, self.where)
-            self._execute(
-                "UPDATE journal_runs SET lease_expires_at = ? WHERE run_id = ?",
-                (now + ttl, lease.run_id),
-            )
-        return Lease(
-            run_id=lease.run_id, owner=lease.owner, token=lease.token, expires_at=now + ttl
-        )
-
     def commit(self, batch: Batch, now: float) -> Refused:
         with self._guard(f"writing {batch.size()} records"), self._write_transaction():
             taken = self._create(batch.creations)
@@ -141,12 +130,33 @@ class SqlStore(ABC):
                     self._cursor().executemany(
                         self._sql(_ADVANCE), [_advance(records, now) for records in accepted]
                     )
+            lost = self._renew(batch.renewals)
             if batch.releases:
                 self._cursor().executemany(
                     self._sql(_RELEASE),
                     [(now, lease.run_id, lease.token, lease.owner) for lease in batch.releases],
                 )
-        return Refused(refused, taken)
+        return Refused(refused, taken, lost)
+
+    def _renew(self, renewals: Sequence[tuple[Lease, float]]) -> dict[LeaseKey, JournalError]:
+        """Extend the leases that are still their runs' own; the others, and why."""
+        if not renewals:
+            return {}
+        states = self._states(sorted({lease.run_id for lease, _ in renewals}))
+        lost: dict[LeaseKey, JournalError] = {}
+        kept: list[tuple[float, str]] = []
+        for lease, expires_at in renewals:
+            try:
+                check_owner(states.get(lease.run_id), lease, self.where)
+            except JournalError as exc:
+                lost[(lease.run_id, lease.token)] = exc
+            else:
+                kept.append((expires_at, lease.run_id))
+        if kept:
+            self._cursor().executemany(
+                self._sql("UPDATE journal_runs SET lease_expires_at = ? WHERE run_id = ?"), kept
+            )
+        return lost
 
     def _create(self, creations: Sequence[Creation]) -> dict[str, JournalError]:
         """Insert the new runs whose id is free (another process may have taken one: no

@@ -86,23 +86,26 @@ class Creation(NamedTuple):
 
 class Batch(NamedTuple):
     """What one commit writes, in one transaction and in this order: new runs, records,
-    released leases. So runs created, written and released at once share one commit
-    (one fsync on PostgreSQL) instead of a transaction each."""
+    renewed leases (each with its new expiry), released leases. So runs created, written,
+    kept alive and released at once share one commit (one fsync on PostgreSQL) instead of
+    a transaction each."""
 
     creations: Sequence[Creation] = ()
     records: Sequence[Pending] = ()
+    renewals: Sequence[tuple[Lease, float]] = ()
     releases: Sequence[Lease] = ()
 
     def size(self) -> int:
-        return len(self.creations) + len(self.records) + len(self.releases)
+        return len(self.creations) + len(self.records) + len(self.renewals) + len(self.releases)
 
 
 class Refused(NamedTuple):
-    """What a commit refused: leases whose writes were refused, and new runs whose id
-    was taken (each with the reason)."""
+    """What a commit refused, each with the reason: leases whose writes were refused, new
+    runs whose id was taken, renewals of leases that are no longer the run's."""
 
     leases: dict[LeaseKey, JournalError]
     runs: dict[str, JournalError]
+    renewals: dict[LeaseKey, JournalError]
 
 
 class LeaseState(NamedTuple):
@@ -124,15 +127,13 @@ class Store(Protocol):
         """Take the run's lease (see ``check_acquire``); return it and the run's last seq."""
         ...
 
-    def renew(self, lease: Lease, now: float, ttl: float) -> Lease:
-        """Extend a lease that is still the run's current one."""
-        ...
-
     def commit(self, batch: Batch, now: float) -> Refused:
         """Write ``batch`` in one transaction: insert its new runs (each with its lease and
         first record; a run id in use is refused), append its records (refused for a lease
-        that is not current, see ``check_write``), then give its released leases up (the
-        run lists as stalled until someone acquires it; a stale lease is a no-op)."""
+        that is not current, see ``check_write``), extend its renewed leases (refused for
+        one that is not the run's current lease, see ``check_owner``), then give its
+        released leases up (the run lists as stalled until someone acquires it; a stale
+        lease is a no-op)."""
         ...
 
     def read(self, run_id: str, after: int) -> list[tuple[int, float, bytes]]:

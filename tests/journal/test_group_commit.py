@@ -11,10 +11,10 @@ import anyio
 import psycopg
 import pytest
 
-from regiment.errors import JournalError
+from regiment.errors import JournalError, LeaseLost
 from regiment.journal import Journal, Lease, open_journal
 
-from .records import created, event, new_id
+from .records import Clock, created, event, new_id
 
 pytestmark = pytest.mark.anyio
 
@@ -70,6 +70,39 @@ async def test_a_taken_run_id_is_refused_and_its_batch_mates_are_written(
         assert len(await journal.read(run_id)) == 2
 
 
+async def _renew_all(journal: Journal, leases: list[Lease]) -> dict[str, Lease | LeaseLost]:
+    renewed: dict[str, Lease | LeaseLost] = {}
+
+    async def one(lease: Lease) -> None:
+        try:
+            renewed[lease.run_id] = await journal.renew(lease, ttl=TTL)
+        except LeaseLost as exc:
+            renewed[lease.run_id] = exc
+
+    async with anyio.create_task_group() as tg:
+        for lease in leases:
+            tg.start_soon(one, lease)
+    return renewed
+
+
+async def test_heartbeats_at_once_are_kept_and_a_fenced_one_is_refused_alone(
+    journal: Journal, clock: Clock
+) -> None:
+    leases = [await journal.create_run(created(new_id()), owner="a", ttl=TTL) for _ in range(6)]
+    clock.advance(TTL + 1)  # every lease lapsed; one run is taken over
+    zombie = leases[0]
+    await journal.acquire(zombie.run_id, owner="b", ttl=TTL)
+    renewed = await _renew_all(journal, leases)
+    lost = renewed.pop(zombie.run_id)
+    assert isinstance(lost, LeaseLost)
+    assert "'b' took the run over" in str(lost)
+    for lease in leases[1:]:
+        kept = renewed[lease.run_id]
+        assert isinstance(kept, Lease)
+        assert kept.expires_at == lease.expires_at + TTL + 1
+        assert (await journal.get_run(lease.run_id)).status == "running"
+
+
 async def test_postgres_commits_runs_made_at_once_together(postgres_url: str) -> None:
     """Counted as transaction ids the server handed out (only writing transactions get one)."""
     journal = await open_journal(postgres_url)
@@ -84,7 +117,14 @@ async def test_postgres_commits_runs_made_at_once_together(postgres_url: str) ->
             before = xid()
             await _lifetimes(journal, [new_id() for _ in range(RUNS)])
             writes = xid() - before - 1  # the second xid() took one too
+            leases = [
+                await journal.create_run(created(new_id()), owner="w", ttl=TTL) for _ in range(RUNS)
+            ]
+            before = xid()
+            await _renew_all(journal, leases)
+            beats = xid() - before - 1
     finally:
         await journal.close()
     # one create, one commit and one release each would be at least 2 * RUNS
     assert writes <= 10, f"{RUNS} runs at once took {writes} write transactions"
+    assert beats <= 3, f"{RUNS} heartbeats at once took {beats} write transactions"
