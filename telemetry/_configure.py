@@ -147,7 +147,8 @@ def configure_tracing(
             ``Telemetry()`` and other libraries find it.
         export_timeout: seconds one OTLP export (retries included) may take;
             ``None``: ``OTEL_EXPORTER_OTLP[_TRACES]_TIMEOUT``, else 2 seconds.
-        logs: also export the ``regiment`` loggers' records over OTLP (``/v1/logs``).
+        logs: also export the ``regiment`` loggers' records over OTLP (``/v1/logs``),
+            secrets in their messages redacted.
 
     Returns:
         A handle with the providers; it flushes on ``shutdown()``, ``with`` exit, and at exit.

@@ -24,6 +24,7 @@ from opentelemetry import context as otel_context
 from opentelemetry._logs import Logger, SeverityNumber
 
 from regiment._log_records import LOGGER_NAME, tag
+from regiment.telemetry._content import redact
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.resources import Resource
@@ -126,7 +127,9 @@ _SEVERITY = (
 @final
 class _OtlpHandler(logging.Handler):
     """Hands each record to an OpenTelemetry logger, in the context it was logged in
-    (so it carries that trace and span id)."""
+    (so it carries that trace and span id), with what looks like a secret in its
+    message redacted as in captured content: a tool's error that quotes a password
+    or an API key must not reach the collector, whose readers need not hold them."""
 
     def __init__(self, logger: Logger) -> None:
         super().__init__()
@@ -139,7 +142,7 @@ class _OtlpHandler(logging.Handler):
             context=otel_context.get_current(),
             severity_number=severity or SeverityNumber.TRACE,
             severity_text=record.levelname,
-            body=record.getMessage(),
+            body=redact(record.getMessage()),
             attributes={
                 "code.file.path": record.pathname,
                 "code.line.number": record.lineno,
