@@ -23,6 +23,12 @@ __all__ = ("ExportWatch",)
 _EXPORTER_LOGGER = "opentelemetry.exporter.otlp"
 _ERRNO = re.compile(r"\[Errno -?\d+\][^'\")]*")
 _REASON_LIMIT = 200
+# What the exporter's last word means when no attempt logged a reason of its own:
+# a collector that takes the request and never answers.
+_NO_ANSWER = (
+    "no answer within the export timeout (raise it with export_timeout= or "
+    "OTEL_EXPORTER_OTLP_TIMEOUT if the collector is slow)"
+)
 
 
 @final
@@ -113,8 +119,8 @@ def _reason_of(record: logging.LogRecord) -> str | None:
         if isinstance(arg, BaseException):
             return _short(arg)
     message = record.getMessage()
-    if "due to timeout" in message:  # says nothing the transient warning did not
-        return None
+    if "due to timeout" in message:  # after a retry's warning, that one is kept instead
+        return _NO_ANSWER
     return message[:_REASON_LIMIT]
 
 

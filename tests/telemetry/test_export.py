@@ -41,6 +41,21 @@ def test_a_missing_collector_is_one_reason_and_no_log_noise(
     assert capsys.readouterr().err == ""  # no retry warnings on the terminal
 
 
+def test_a_collector_that_never_answers_is_named_as_such() -> None:
+    # It takes the connection (the kernel queues it) and never replies: the
+    # reason was "the exporter reported a failure", which says nothing.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        handle = configure_tracing("t", endpoint=url, set_global=False, export_timeout=0.5)
+        with handle.provider.get_tracer("t").start_as_current_span("work"):
+            pass
+        handle.shutdown()
+    assert handle.export_failure is not None
+    assert handle.export_failure.startswith("no answer within the export timeout")
+
+
 def test_a_listening_collector_gets_the_spans_and_no_failure() -> None:
     with OtlpReceiver() as receiver:
         handle = configure_tracing("t", endpoint=receiver.endpoint, set_global=False)
