@@ -119,3 +119,21 @@ async def test_a_failed_run_still_names_its_trace(
     root = next(s for s in spans if s.name == "invoke_agent waiters")
     assert f"regiment: trace {root.trace_id} sent to {receiver.endpoint}" in err.getvalue()
     assert int(root.trace_id, 16) != trace.INVALID_TRACE_ID
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["jaeger", "console"])
+async def test_cli_says_when_the_sdk_variable_turned_tracing_off(
+    monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    # `--trace jaeger` said nothing at all, `--trace console` an empty "trace (none started):".
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    out, err = io.StringIO(), io.StringIO()
+    code = await run_async(
+        ["run", REFUND, GOAL, "--trace", mode], stdout=out, stderr=err, environ={}
+    )
+    assert code == 0, err.getvalue()
+    lines = [line for line in err.getvalue().splitlines() if "trace" in line]
+    assert lines == [
+        "regiment: no trace: OTEL_SDK_DISABLED=true turns tracing off; unset it to trace"
+    ]
