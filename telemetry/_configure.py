@@ -93,8 +93,14 @@ class TracingHandle:
         With no collector listening this returns after about one export timeout:
         once an export failed, the remaining batches are not tried.
         """
-        if self.watch is not None:
-            self.watch.closing()
+        if self.watch is None:
+            self._shutdown()
+            return
+        self.watch.closing()
+        with self.watch.held():  # their failures are the spans', said once
+            self._shutdown()
+
+    def _shutdown(self) -> None:
         if isinstance(self.provider, SdkTracerProvider):
             self.provider.shutdown()
         if self.meter_provider is not None:  # exports the last metric points
@@ -171,7 +177,7 @@ def configure_tracing(
         _install(provider, meters)
     handle = TracingHandle(provider, enabled=True, service_name=name, endpoint=url, watch=watch)
     handle.meter_provider = meters
-    handle.logs = _log_export(logs, url, export_timeout, environ, provider.resource)
+    handle.logs = _log_export(logs, url, export_timeout, environ, provider.resource, watch)
     return handle
 
 
@@ -181,11 +187,13 @@ def _log_export(
     timeout: float | None,
     environ: Mapping[str, str],
     resource: Resource,
+    watch: ExportWatch | None,
 ) -> LogExport | None:
     """Log records go where the spans go: only with OTLP export, when asked."""
     if not logs or url is None:
         return None
-    return LogExport(resolve_logs_endpoint(url, environ), _timeout(timeout, environ), resource)
+    url = resolve_logs_endpoint(url, environ)
+    return LogExport(url, _timeout(timeout, environ), resource, watch)
 
 
 def _tracer_provider(

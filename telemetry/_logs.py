@@ -29,6 +29,8 @@ from regiment.telemetry._content import redact
 if TYPE_CHECKING:
     from opentelemetry.sdk.resources import Resource
 
+    from regiment.telemetry._export_watch import ExportWatch
+
 __all__ = (
     "LOGGER_NAME",
     "LogExport",
@@ -91,15 +93,21 @@ class LogExport:
     Made by ``configure_tracing(logs=True)``; ``shutdown`` flushes and detaches it.
     """
 
-    def __init__(self, url: str, timeout: float | None, resource: Resource) -> None:
+    def __init__(
+        self, url: str, timeout: float | None, resource: Resource, watch: ExportWatch | None
+    ) -> None:
         # Imported only when exporting logs: the SDK's log support is optional here.
         from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
         from opentelemetry.sdk._logs import LoggerProvider
-        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
+
+        from regiment.telemetry._logs_gate import GatedLogExporter
 
         self.url = url
         self.provider = LoggerProvider(resource=resource)
-        exporter = OTLPLogExporter(endpoint=url, timeout=timeout)
+        exporter: LogRecordExporter = OTLPLogExporter(endpoint=url, timeout=timeout)
+        if watch is not None:
+            exporter = GatedLogExporter(exporter, watch)
         self.provider.add_log_record_processor(BatchLogRecordProcessor(exporter))
         self._handler = _OtlpHandler(self.provider.get_logger(LOGGER_NAME))
         logging.getLogger(LOGGER_NAME).addHandler(self._handler)

@@ -15,6 +15,7 @@ from regiment.telemetry import configure_tracing
 
 from ..cli.helpers import write_team
 from .otlp_receiver import OtlpReceiver
+from .test_configure import run_python
 
 REPO = Path(__file__).resolve().parents[2]
 REFUND = str(REPO / "examples" / "refund" / "team.toml")
@@ -53,7 +54,29 @@ def test_a_collector_that_never_answers_is_named_as_such() -> None:
             pass
         handle.shutdown()
     assert handle.export_failure is not None
-    assert handle.export_failure.startswith("no answer within the export timeout")
+    assert handle.export_failure.startswith("no export went through within the export timeout")
+
+
+def test_a_missing_collector_puts_no_log_export_noise_on_the_terminal() -> None:
+    # The span export's failure was kept quiet, but the log export's, which
+    # closes after it, reached Python's last-resort handler on stderr.
+    out = run_python(
+        f"""
+        import logging, os, sys
+        os.environ["OTEL_BLRP_SCHEDULE_DELAY"] = "60000"  # the records go at shutdown
+        sys.stderr = sys.stdout  # where the last-resort handler writes
+        from regiment.telemetry import configure_tracing
+
+        url = "{_closed_port_url()}"
+        handle = configure_tracing("t", endpoint=url, set_global=False, logs=True, export_timeout=0.5)
+        with handle.provider.get_tracer("t").start_as_current_span("work"):
+            logging.getLogger("regiment.app").warning("in a span")
+        handle.shutdown()
+        print("failure:", handle.export_failure)
+        """
+    )
+    (line,) = out.splitlines()  # the failure, and nothing on stderr
+    assert line.startswith("failure: no export went through within the export timeout")
 
 
 def test_a_listening_collector_gets_the_spans_and_no_failure() -> None:
