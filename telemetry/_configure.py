@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -70,6 +71,7 @@ class TracingHandle:
         self.service_name = service_name
         self.endpoint = endpoint
         self.watch = watch
+        self._shut = False
 
     @property
     def export_failure(self) -> str | None:
@@ -93,6 +95,9 @@ class TracingHandle:
         With no collector listening this returns after about one export timeout:
         once an export failed, the remaining batches are not tried.
         """
+        if self._shut:
+            return
+        self._shut = True
         if self.watch is None:
             self._shutdown()
             return
@@ -178,6 +183,7 @@ def configure_tracing(
     handle = TracingHandle(provider, enabled=True, service_name=name, endpoint=url, watch=watch)
     handle.meter_provider = meters
     handle.logs = _log_export(logs, url, export_timeout, environ, provider.resource, watch)
+    atexit.register(handle.shutdown)  # not each provider's: a missing collector, one timeout
     return handle
 
 
@@ -199,7 +205,8 @@ def _log_export(
 def _tracer_provider(
     name: str, exporters: Sequence[SpanExporter], *, console: bool
 ) -> SdkTracerProvider:
-    provider = SdkTracerProvider(resource=Resource.create({SERVICE_NAME: name}))
+    resource = Resource.create({SERVICE_NAME: name})
+    provider = SdkTracerProvider(resource=resource, shutdown_on_exit=False)
     for exporter in exporters:
         provider.add_span_processor(BatchSpanProcessor(exporter))
     if console:

@@ -104,7 +104,7 @@ class LogExport:
         from regiment.telemetry._logs_gate import GatedLogExporter
 
         self.url = url
-        self.provider = LoggerProvider(resource=resource)
+        self.provider = LoggerProvider(resource=resource, shutdown_on_exit=False)  # the handle's
         exporter: LogRecordExporter = OTLPLogExporter(endpoint=url, timeout=timeout)
         if watch is not None:
             exporter = GatedLogExporter(exporter, watch)

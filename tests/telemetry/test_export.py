@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import socket
 import sys
@@ -77,6 +78,34 @@ def test_a_missing_collector_puts_no_log_export_noise_on_the_terminal() -> None:
     )
     (line,) = out.splitlines()  # the failure, and nothing on stderr
     assert line.startswith("failure: no export went through within the export timeout")
+
+
+def test_at_exit_a_silent_collector_is_tried_once_not_once_per_signal() -> None:
+    # A program that never calls shutdown(): each provider flushed on its own at
+    # exit, so the metrics and the logs each waited out the timeout again.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # the kernel takes the connections; nobody answers
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        run_python(
+            f"""
+            import logging, os
+            os.environ["OTEL_BLRP_SCHEDULE_DELAY"] = "60000"  # the records go at exit
+            from regiment.telemetry import configure_tracing
+
+            handle = configure_tracing("t", endpoint="{url}", set_global=False, logs=True, export_timeout=0.5)
+            with handle.provider.get_tracer("t").start_as_current_span("work"):
+                logging.getLogger("regiment.app").warning("in a span")
+            handle.meter_provider.get_meter("m").create_counter("c").add(1)
+            """
+        )
+        silent.setblocking(False)
+        tried = 0
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                silent.accept()[0].close()
+                tried += 1
+    assert tried == 1  # the spans; then neither the metrics nor the logs
 
 
 def test_a_listening_collector_gets_the_spans_and_no_failure() -> None:
