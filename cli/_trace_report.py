@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import TextIO, final
 
@@ -45,6 +46,13 @@ def report_trace(
     stderr: TextIO,
 ) -> None:
     """Print the span tree (console) and one line on the export (OTLP), naming the trace."""
+    if trace_id is None and _sdk_disabled() and (collector is not None or handle is not None):
+        # The OpenTelemetry SDK honours the variable whoever asked for a trace.
+        print(
+            "regiment: no trace: OTEL_SDK_DISABLED=true turns tracing off; unset it to trace",
+            file=stderr,
+        )
+        return
     shown = trace_id or "(none started)"
     if collector is not None:
         tree = collector.render(int(trace_id, 16) if trace_id else None)
@@ -59,3 +67,7 @@ def report_trace(
             f"regiment: could not export trace {shown} to {handle.endpoint}: {failure}",
             file=stderr,
         )
+
+
+def _sdk_disabled() -> bool:
+    return os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -70,6 +71,7 @@ class TracingHandle:
         self.service_name = service_name
         self.endpoint = endpoint
         self.watch = watch
+        self._shut = False
 
     @property
     def export_failure(self) -> str | None:
@@ -93,8 +95,17 @@ class TracingHandle:
         With no collector listening this returns after about one export timeout:
         once an export failed, the remaining batches are not tried.
         """
-        if self.watch is not None:
-            self.watch.closing()
+        if self._shut:
+            return
+        self._shut = True
+        if self.watch is None:
+            self._shutdown()
+            return
+        self.watch.closing()
+        with self.watch.held():  # their failures are the spans', said once
+            self._shutdown()
+
+    def _shutdown(self) -> None:
         if isinstance(self.provider, SdkTracerProvider):
             self.provider.shutdown()
         if self.meter_provider is not None:  # exports the last metric points
@@ -147,7 +158,8 @@ def configure_tracing(
             ``Telemetry()`` and other libraries find it.
         export_timeout: seconds one OTLP export (retries included) may take;
             ``None``: ``OTEL_EXPORTER_OTLP[_TRACES]_TIMEOUT``, else 2 seconds.
-        logs: also export the ``regiment`` loggers' records over OTLP (``/v1/logs``).
+        logs: also export the ``regiment`` loggers' records over OTLP (``/v1/logs``),
+            secrets in their messages redacted.
 
     Returns:
         A handle with the providers; it flushes on ``shutdown()``, ``with`` exit, and at exit.
@@ -170,7 +182,8 @@ def configure_tracing(
         _install(provider, meters)
     handle = TracingHandle(provider, enabled=True, service_name=name, endpoint=url, watch=watch)
     handle.meter_provider = meters
-    handle.logs = _log_export(logs, url, export_timeout, environ, provider.resource)
+    handle.logs = _log_export(logs, url, export_timeout, environ, provider.resource, watch)
+    atexit.register(handle.shutdown)  # not each provider's: a missing collector, one timeout
     return handle
 
 
@@ -180,17 +193,20 @@ def _log_export(
     timeout: float | None,
     environ: Mapping[str, str],
     resource: Resource,
+    watch: ExportWatch | None,
 ) -> LogExport | None:
     """Log records go where the spans go: only with OTLP export, when asked."""
     if not logs or url is None:
         return None
-    return LogExport(resolve_logs_endpoint(url, environ), _timeout(timeout, environ), resource)
+    url = resolve_logs_endpoint(url, environ)
+    return LogExport(url, _timeout(timeout, environ), resource, watch)
 
 
 def _tracer_provider(
     name: str, exporters: Sequence[SpanExporter], *, console: bool
 ) -> SdkTracerProvider:
-    provider = SdkTracerProvider(resource=Resource.create({SERVICE_NAME: name}))
+    resource = Resource.create({SERVICE_NAME: name})
+    provider = SdkTracerProvider(resource=resource, shutdown_on_exit=False)
     for exporter in exporters:
         provider.add_span_processor(BatchSpanProcessor(exporter))
     if console:

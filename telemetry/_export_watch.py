@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import final
 
 from opentelemetry.sdk.trace import ReadableSpan
@@ -23,6 +24,12 @@ __all__ = ("ExportWatch",)
 _EXPORTER_LOGGER = "opentelemetry.exporter.otlp"
 _ERRNO = re.compile(r"\[Errno -?\d+\][^'\")]*")
 _REASON_LIMIT = 200
+# What the exporter's last word means when no attempt logged a reason of its own:
+# the deadline passed, whether the collector never answered or kept refusing.
+_NO_ANSWER = (
+    "no export went through within the export timeout (is the collector up? if it is "
+    "slow, raise export_timeout= or OTEL_EXPORTER_OTLP_TIMEOUT)"
+)
 
 
 @final
@@ -43,6 +50,8 @@ class ExportWatch(SpanExporter):
         self._lock = threading.Lock()
         self._failure: str | None = None
         self._closing = False
+        self._shut = False
+        self._holds = 0
         self.exported = 0
         self._handler = _ReasonHandler()
         logging.getLogger(_EXPORTER_LOGGER).addHandler(self._handler)
@@ -78,11 +87,33 @@ class ExportWatch(SpanExporter):
             self._closing = True
 
     def shutdown(self) -> None:
-        """Shut the wrapped exporter down and stop taking its log records."""
+        """Shut the wrapped exporter down and stop taking its log records (unless held)."""
         self.closing()
         try:
             self._exporter.shutdown()
         finally:
+            with self._lock:
+                self._shut = True
+            self._detach_if_free()
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Keep taking the OTLP exporters' log records until the block ends, even past
+        :meth:`shutdown`: the metric and log exports that close after the spans log
+        their failures through the same loggers."""
+        with self._lock:
+            self._holds += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._holds -= 1
+            self._detach_if_free()
+
+    def _detach_if_free(self) -> None:
+        with self._lock:
+            free = self._shut and self._holds == 0
+        if free:
             logging.getLogger(_EXPORTER_LOGGER).removeHandler(self._handler)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
@@ -113,8 +144,8 @@ def _reason_of(record: logging.LogRecord) -> str | None:
         if isinstance(arg, BaseException):
             return _short(arg)
     message = record.getMessage()
-    if "due to timeout" in message:  # says nothing the transient warning did not
-        return None
+    if "due to timeout" in message:  # after a retry's warning, that one is kept instead
+        return _NO_ANSWER
     return message[:_REASON_LIMIT]
 
 

@@ -24,9 +24,12 @@ from opentelemetry import context as otel_context
 from opentelemetry._logs import Logger, SeverityNumber
 
 from regiment._log_records import LOGGER_NAME, tag
+from regiment.telemetry._content import redact
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.resources import Resource
+
+    from regiment.telemetry._export_watch import ExportWatch
 
 __all__ = (
     "LOGGER_NAME",
@@ -90,15 +93,21 @@ class LogExport:
     Made by ``configure_tracing(logs=True)``; ``shutdown`` flushes and detaches it.
     """
 
-    def __init__(self, url: str, timeout: float | None, resource: Resource) -> None:
+    def __init__(
+        self, url: str, timeout: float | None, resource: Resource, watch: ExportWatch | None
+    ) -> None:
         # Imported only when exporting logs: the SDK's log support is optional here.
         from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
         from opentelemetry.sdk._logs import LoggerProvider
-        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
+
+        from regiment.telemetry._logs_gate import GatedLogExporter
 
         self.url = url
-        self.provider = LoggerProvider(resource=resource)
-        exporter = OTLPLogExporter(endpoint=url, timeout=timeout)
+        self.provider = LoggerProvider(resource=resource, shutdown_on_exit=False)  # the handle's
+        exporter: LogRecordExporter = OTLPLogExporter(endpoint=url, timeout=timeout)
+        if watch is not None:
+            exporter = GatedLogExporter(exporter, watch)
         self.provider.add_log_record_processor(BatchLogRecordProcessor(exporter))
         self._handler = _OtlpHandler(self.provider.get_logger(LOGGER_NAME))
         logging.getLogger(LOGGER_NAME).addHandler(self._handler)
@@ -126,7 +135,9 @@ _SEVERITY = (
 @final
 class _OtlpHandler(logging.Handler):
     """Hands each record to an OpenTelemetry logger, in the context it was logged in
-    (so it carries that trace and span id)."""
+    (so it carries that trace and span id), with what looks like a secret in its
+    message redacted as in captured content: a tool's error that quotes a password
+    or an API key must not reach the collector, whose readers need not hold them."""
 
     def __init__(self, logger: Logger) -> None:
         super().__init__()
@@ -139,7 +150,7 @@ class _OtlpHandler(logging.Handler):
             context=otel_context.get_current(),
             severity_number=severity or SeverityNumber.TRACE,
             severity_text=record.levelname,
-            body=record.getMessage(),
+            body=redact(record.getMessage()),
             attributes={
                 "code.file.path": record.pathname,
                 "code.line.number": record.lineno,

@@ -52,7 +52,8 @@ def otlp_meter_provider(
     if watch is not None:
         exporter = _Gated(exporter, watch)
     reader = PeriodicExportingMetricReader(exporter, export_interval_millis=_INTERVAL_MILLIS)
-    return MeterProvider(resource=resource, metric_readers=[reader])
+    # shut down by the TracingHandle (at exit too), after the spans
+    return MeterProvider(resource=resource, metric_readers=[reader], shutdown_on_exit=False)
 
 
 @final

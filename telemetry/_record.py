@@ -12,7 +12,7 @@ from typing import Protocol, final
 from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
-from regiment.errors import ConfigError
+from regiment.errors import ConfigError, RunCancelled
 from regiment.telemetry import _semconv as sc
 from regiment.telemetry._content import redact, to_attribute_text, truncate
 from regiment.telemetry._genai import GenAIValue, fit_json, text_part
@@ -260,7 +260,8 @@ class SpanRecorder:
             error: the exception the run failed with (a ``RunError``); the span is
                 then marked ERROR as any span an exception ended: ``error.type``,
                 ``regiment.error.code`` and an ``exception`` event (the message and
-                stack only when capture is on). It wins over ``error_type``.
+                stack only when capture is on). It wins over ``error_type``. A
+                ``RunCancelled`` only sets ``regiment.cancelled``.
         """
         if not span.is_recording():
             return
@@ -281,6 +282,8 @@ class SpanRecorder:
             attributes[sc.REGIMENT_USAGE_TOOL_CALLS] = tool_calls
         if steps is not None:
             attributes[sc.REGIMENT_RUN_STEPS] = steps
+        if isinstance(error, RunCancelled):  # no failure: the status stays unset
+            attributes[sc.REGIMENT_CANCELLED], error = True, None
         span.set_attributes(attributes)
         if error is not None:
             record_exception(span, error, capture=self.capture)

@@ -15,7 +15,7 @@ from regiment.hierarchy.guard._judge import Spend, spending
 from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._types import KINDS, Guardrail, Outcome, Pass, Rewrite, Trip
 from regiment.models import ModelResponse
-from regiment.telemetry import Telemetry
+from regiment.telemetry import Telemetry, redact
 from regiment.telemetry import semconv as sc
 
 __all__ = ("Checked", "GUARD_SPAN", "Where", "run_chain")
@@ -97,8 +97,9 @@ async def _run(
                         subject = new
             if isinstance(outcome, Trip):
                 span.set_attribute(sc.REGIMENT_GUARDRAIL_OUTCOME, "trip")
-                if telemetry.capture_content:
-                    span.set_attribute(sc.REGIMENT_GUARDRAIL_REASON, outcome.reason)
+                if telemetry.capture_content:  # content: redacted and cut as all of it is
+                    reason = redact(outcome.reason)[: telemetry.content_limit]
+                    span.set_attribute(sc.REGIMENT_GUARDRAIL_REASON, reason)
                 notes.append(_note(guard, kind, "tripped", outcome.reason, where))
                 _log.info(
                     "guardrail %s tripped on a %s: %s",

@@ -54,6 +54,8 @@ def record_run_end(telemetry: Telemetry, span: Span, channel: RunChannel) -> Non
         error = channel.error or RunCancelled("the run ended without a result")
         result = channel.tally  # what the run did before it failed, if it got that far
     status = "failed" if error is not None or result is None else result.status
+    if isinstance(error, RunCancelled):
+        status = "cancelled"  # as the journal, the service and the command call it
     telemetry.recorder.run_end(
         span,
         status=status,

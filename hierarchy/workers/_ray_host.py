@@ -147,7 +147,13 @@ class StepHost:
             self._tracing = configure_tracing(
                 f"regiment-ray:{name}", endpoint=endpoint, set_global=False
             )
-        self._telemetry = Telemetry(None if self._tracing is None else self._tracing.provider)
+        tracing = self._tracing
+        # The replica's model calls are metered here, where they are made, next to their spans.
+        self._telemetry = (
+            Telemetry()
+            if tracing is None
+            else Telemetry(tracing.provider, meter_provider=tracing.meter_provider)
+        )
         self._hosted = {spec.name: self._build(spec) for spec in hosted}
         # The running steps, by key: their cancel scope, and an event set once they end.
         self._running: dict[str, tuple[anyio.CancelScope, anyio.Event]] = {}

@@ -204,6 +204,28 @@ async def test_every_guard_is_a_span_the_reason_only_with_capture(capture: bool)
     assert all(s.parent is not None for s in spans)  # inside the run's trace
 
 
+async def test_a_captured_trip_reason_has_its_secrets_redacted() -> None:
+    # Every other captured text is redacted; the reason went on the span as it was.
+    def no_keys(subject: AnswerSubject) -> Outcome:
+        return Trip("it quotes api_key=sk-live-0123456789abcdefXYZ and password: hunter2x9")
+
+    collector = SpanCollector()
+    provider = TracerProvider()
+    provider.add_span_processor(collector)
+    model = ScriptedModel(Brain([plan_json({"description": "look"})]))
+    planner = Planner(model=model, synthesizer_guardrails=[no_keys])
+    team = make_team(model, planner, telemetry=Telemetry(provider, capture_content=True))
+    async with team.start() as running:
+        with pytest.raises(GuardrailError):
+            await running.run("refund order 7")
+    reasons = {
+        (s.attributes or {})["regiment.guardrail.reason"]
+        for s in collector.spans()
+        if s.name == "regiment.guardrail"
+    }
+    assert reasons == {"it quotes api_key=[REDACTED] and password: [REDACTED]"}
+
+
 async def test_a_slow_guard_is_cancelled_with_its_run() -> None:
     entered, left = anyio.Event(), anyio.Event()
 

@@ -24,10 +24,12 @@ async def test_replica_spans_join_the_runs_trace(ray_session: ModuleType, tmp_pa
         team = ray_refund_team(
             str(tmp_path / "ledger.jsonl"), num_cpus=0, otlp_endpoint=receiver.endpoint
         )
-        team = dataclasses.replace(team, telemetry=Telemetry(tracing.provider))
+        telemetry = Telemetry(tracing.provider, meter_provider=tracing.meter_provider)
+        team = dataclasses.replace(team, telemetry=telemetry)
         result = await team.run(GOAL)  # leaving the team flushes the replicas' spans
         tracing.shutdown()
         spans = receiver.spans()
+        metrics = receiver.metrics()
 
     assert result.status == "completed"
     assert {s.trace_id for s in spans} == {result.trace_id}
@@ -48,3 +50,13 @@ async def test_replica_spans_join_the_runs_trace(ray_session: ModuleType, tmp_pa
             assert parent.parent_span_id is not None, f"{span.name} has no local ancestor"
             parent = by_id[parent.parent_span_id]
         assert parent.name in ("invoke_agent billing", "invoke_agent comms")
+
+    # Every model call is metered once, in the process that made it: the replicas'
+    # six were not metered at all. Each export is cumulative: the last one per process.
+    calls: dict[object, int] = {}
+    for metric in metrics:
+        if metric.name == "gen_ai.client.token.usage":
+            inputs = [p for p in metric.points if p.attributes["gen_ai.token.type"] == "input"]
+            calls[metric.resource["service.name"]] = sum(p.count for p in inputs)
+    assert calls == {"planner-side": 3, "regiment-ray:billing": 4, "regiment-ray:comms": 2}
+    assert sum(calls.values()) == result.model_calls

@@ -15,6 +15,7 @@ waiting or polling is needed.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import threading
 import zlib
@@ -111,12 +112,14 @@ class ReceivedMetric:
     monotonic: bool
     points: tuple[ReceivedPoint, ...]
     scope: str
+    resource: Mapping[str, AttrValue] = dataclasses.field(default_factory=dict)
 
 
 def decode_metrics(request: ExportMetricsServiceRequest) -> list[ReceivedMetric]:
     """Flatten a metrics export request."""
     found: list[ReceivedMetric] = []
     for resource_metrics in request.resource_metrics:
+        resource = _attributes(list(resource_metrics.resource.attributes))
         for scope_metrics in resource_metrics.scope_metrics:
             for metric in scope_metrics.metrics:
                 kind = metric.WhichOneof("data") or ""
@@ -145,6 +148,7 @@ def decode_metrics(request: ExportMetricsServiceRequest) -> list[ReceivedMetric]
                         monotonic=kind == "sum" and metric.sum.is_monotonic,
                         points=tuple(points),
                         scope=scope_metrics.scope.name,
+                        resource=resource,
                     )
                 )
     return found

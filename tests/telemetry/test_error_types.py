@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import anyio
 import pytest
@@ -21,7 +21,7 @@ from regiment.models import (
     tool_call_response,
 )
 from regiment.telemetry import Telemetry, configure_tracing, semconv
-from regiment.tools import tool
+from regiment.tools import Tool, tool
 
 from .otlp_receiver import OtlpReceiver, ReceivedSpan
 
@@ -51,6 +51,7 @@ def _team(
     telemetry: Telemetry,
     worker_brain: Callable[[ModelRequest], ModelResponse],
     step_timeout: float | None = None,
+    tools: tuple[Tool[..., object], ...] = (lookup, wait_forever),
 ) -> Team:
     def brain(request: ModelRequest) -> ModelResponse:
         if request.role == "planner":
@@ -64,7 +65,7 @@ def _team(
         name="w",
         description="w",
         model=model,
-        tools=[lookup, wait_forever],
+        tools=list(tools),
         max_iterations=2,
         step_timeout=step_timeout,
     )
@@ -159,3 +160,55 @@ async def test_a_failed_run_span_has_the_error_code_and_an_exception_event() -> 
     chat = next(s for s in spans if s.name == "chat scripted" and s.status_code == 2)
     assert chat.attributes["error.type"] == f"{LookupBroke.__module__}.LookupBroke"
     assert chat.attributes["regiment.error.code"] == "LookupBroke"
+
+
+async def _cancelled_run_span(
+    cancel: Callable[[Team, anyio.Event], Awaitable[None]],
+) -> ReceivedSpan:
+    """The root span of a run cancelled by ``cancel`` once its tool call is waiting."""
+    waiting = anyio.Event()
+
+    @tool
+    async def hold(customer: str) -> str:
+        """A lookup that never answers."""
+        waiting.set()
+        await anyio.Event().wait()
+        return customer
+
+    def brain(request: ModelRequest) -> ModelResponse:
+        return tool_call_response("hold", {"customer": "ann"})
+
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("errors", endpoint=receiver.endpoint, set_global=False)
+        team = _team(Telemetry(handle.provider), brain, tools=(hold,))
+        await cancel(team, waiting)
+        handle.shutdown()
+        return next(s for s in receiver.spans() if s.name == "invoke_agent t")
+
+
+async def _cancel_team_run(team: Team, waiting: anyio.Event) -> None:
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(team.run, "go")
+        await waiting.wait()
+        tg.cancel_scope.cancel()
+
+
+async def _cancel_started_run(team: Team, waiting: anyio.Event) -> None:
+    async with team.start() as running, anyio.create_task_group() as tg:
+        tg.start_soon(running.run, "go")
+        await waiting.wait()
+        tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("cancel", [_cancel_team_run, _cancel_started_run])
+async def test_a_cancelled_run_reads_cancelled_not_failed(
+    cancel: Callable[[Team, anyio.Event], Awaitable[None]],
+) -> None:
+    # The journal, the service and the command list such a run `cancelled`.
+    # Cancelling `team.run` marked its span ERROR (RunCancelled) with status
+    # `failed`; cancelling a started team's run left it unset and `cancelled`.
+    run = await _cancelled_run_span(cancel)
+    assert run.attributes["regiment.run.status"] == "cancelled"
+    assert run.attributes["regiment.cancelled"] is True
+    assert run.status_code == 0
+    assert "error.type" not in run.attributes

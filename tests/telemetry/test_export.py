@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import socket
 import sys
@@ -15,6 +16,7 @@ from regiment.telemetry import configure_tracing
 
 from ..cli.helpers import write_team
 from .otlp_receiver import OtlpReceiver
+from .test_configure import run_python
 
 REPO = Path(__file__).resolve().parents[2]
 REFUND = str(REPO / "examples" / "refund" / "team.toml")
@@ -39,6 +41,71 @@ def test_a_missing_collector_is_one_reason_and_no_log_noise(
     assert handle.export_failure is not None
     assert "refused" in handle.export_failure.lower()
     assert capsys.readouterr().err == ""  # no retry warnings on the terminal
+
+
+def test_a_collector_that_never_answers_is_named_as_such() -> None:
+    # It takes the connection (the kernel queues it) and never replies: the
+    # reason was "the exporter reported a failure", which says nothing.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        handle = configure_tracing("t", endpoint=url, set_global=False, export_timeout=0.5)
+        with handle.provider.get_tracer("t").start_as_current_span("work"):
+            pass
+        handle.shutdown()
+    assert handle.export_failure is not None
+    assert handle.export_failure.startswith("no export went through within the export timeout")
+
+
+def test_a_missing_collector_puts_no_log_export_noise_on_the_terminal() -> None:
+    # The span export's failure was kept quiet, but the log export's, which
+    # closes after it, reached Python's last-resort handler on stderr.
+    out = run_python(
+        f"""
+        import logging, os, sys
+        os.environ["OTEL_BLRP_SCHEDULE_DELAY"] = "60000"  # the records go at shutdown
+        sys.stderr = sys.stdout  # where the last-resort handler writes
+        from regiment.telemetry import configure_tracing
+
+        url = "{_closed_port_url()}"
+        handle = configure_tracing("t", endpoint=url, set_global=False, logs=True, export_timeout=0.5)
+        with handle.provider.get_tracer("t").start_as_current_span("work"):
+            logging.getLogger("regiment.app").warning("in a span")
+        handle.shutdown()
+        print("failure:", handle.export_failure)
+        """
+    )
+    (line,) = out.splitlines()  # the failure, and nothing on stderr
+    assert line.startswith("failure: no export went through within the export timeout")
+
+
+def test_at_exit_a_silent_collector_is_tried_once_not_once_per_signal() -> None:
+    # A program that never calls shutdown(): each provider flushed on its own at
+    # exit, so the metrics and the logs each waited out the timeout again.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # the kernel takes the connections; nobody answers
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        run_python(
+            f"""
+            import logging, os
+            os.environ["OTEL_BLRP_SCHEDULE_DELAY"] = "60000"  # the records go at exit
+            from regiment.telemetry import configure_tracing
+
+            handle = configure_tracing("t", endpoint="{url}", set_global=False, logs=True, export_timeout=0.5)
+            with handle.provider.get_tracer("t").start_as_current_span("work"):
+                logging.getLogger("regiment.app").warning("in a span")
+            handle.meter_provider.get_meter("m").create_counter("c").add(1)
+            """
+        )
+        silent.setblocking(False)
+        tried = 0
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                silent.accept()[0].close()
+                tried += 1
+    assert tried == 1  # the spans; then neither the metrics nor the logs
 
 
 def test_a_listening_collector_gets_the_spans_and_no_failure() -> None:
@@ -104,3 +171,21 @@ async def test_a_failed_run_still_names_its_trace(
     root = next(s for s in spans if s.name == "invoke_agent waiters")
     assert f"regiment: trace {root.trace_id} sent to {receiver.endpoint}" in err.getvalue()
     assert int(root.trace_id, 16) != trace.INVALID_TRACE_ID
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["jaeger", "console"])
+async def test_cli_says_when_the_sdk_variable_turned_tracing_off(
+    monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    # `--trace jaeger` said nothing at all, `--trace console` an empty "trace (none started):".
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    out, err = io.StringIO(), io.StringIO()
+    code = await run_async(
+        ["run", REFUND, GOAL, "--trace", mode], stdout=out, stderr=err, environ={}
+    )
+    assert code == 0, err.getvalue()
+    lines = [line for line in err.getvalue().splitlines() if "trace" in line]
+    assert lines == [
+        "regiment: no trace: OTEL_SDK_DISABLED=true turns tracing off; unset it to trace"
+    ]

@@ -96,6 +96,23 @@ async def test_records_are_exported_over_otlp_with_their_trace() -> None:
     assert others == []
 
 
+def test_exported_records_have_their_secrets_redacted() -> None:
+    # A tool's error quoting a password and an API key is logged as it is (a
+    # local handler is the application's own), but what leaves for the
+    # collector is redacted as captured content is.
+    key = "sk-ant-api03-" + "k3y" * 8
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("logs", endpoint=receiver.endpoint, set_global=False, logs=True)
+        logging.getLogger("regiment.worker").warning(
+            "w s1: lookup failed: RuntimeError: login refused, password=hunter2x9 key %s", key
+        )
+        handle.shutdown()
+        (exported,) = receiver.logs()
+    assert exported.body == (
+        "w s1: lookup failed: RuntimeError: login refused, password=[REDACTED] key [REDACTED]"
+    )
+
+
 class _Formatted(logging.Handler):
     """Formats each record as it comes (a missing field raises in the logging call)."""
 
