@@ -76,7 +76,7 @@ class Runs:
         history = NEW if journal is None else await JournaledEvents.read(journal, run_id)
 
         def stream() -> AbstractAsyncContextManager[AsyncIterator[Event]]:
-            return self.running.resume_stream(run_id)
+            return self.running.resume_stream(run_id, journaled=history)  # read once, here
 
         record: RunRecord = await self._tg.start(self._drive, stream, None, history)
         return record
