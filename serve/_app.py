@@ -262,6 +262,11 @@ async def _events(s: _Service, request: Request) -> Response:
         async for seq, event in events:
             data = to_json(event).decode()
             yield ServerSentEvent(data=data, event=type(event).__name__, id=str(seq))
+            # One loop turn between frames: a client that hung up mid-burst is seen
+            # (the server drops writes to it, the stream is cancelled) before the next
+            # frame; else every frame of the burst went to the dead socket, and asyncio
+            # logged 'socket.send() raised exception.' for each past the fourth.
+            await anyio.lowlevel.checkpoint()
 
     return EventSourceResponse(frames(), ping=s.keepalive)
 
