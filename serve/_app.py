@@ -41,7 +41,13 @@ __all__ = ("LIST_LIMIT", "create_app")
 LIST_LIMIT = 1_000  # GET /runs: the journal's newest runs it lists beside this process's
 
 Endpoint = Callable[[Request], Coroutine[Any, Any, Response]]
-_APPROVAL_STATUS = {"unknown": 404, "decided": 409, "no_journal": 409, "invalid": 422}
+_APPROVAL_STATUS = {
+    "unknown": 404,
+    "decided": 409,
+    "ended": 409,
+    "no_journal": 409,
+    "invalid": 422,
+}
 
 
 @final
