@@ -19,6 +19,7 @@ import time
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.types import Image
 from mcp.types import ToolListChangedNotification
 
 
@@ -58,6 +59,11 @@ def build(name: str) -> MCPServer:
     def crash() -> str:
         """Exit the process in the middle of the call."""
         os._exit(3)
+
+    @app.tool()
+    def picture(size: int) -> Image:
+        """A PNG of ``size`` bytes."""
+        return Image(data=b"\x89PNG" + bytes(size - 4), format="png")
 
     @app.tool()
     def quit_soon() -> str:
