@@ -3,7 +3,7 @@
 ``python server_app.py`` serves over stdio; ``--http`` serves streamable HTTP on a
 free 127.0.0.1 port (or ``--port``), printing ``PORT <n>`` once its socket listens;
 ``--stubborn`` ignores SIGTERM and keeps running after its stdin closes, so
-only SIGKILL stops it.
+only SIGKILL stops it; ``--twins`` adds two tools whose names a model API sees alike.
 """
 
 from __future__ import annotations
@@ -134,8 +134,12 @@ def main() -> None:
     parser.add_argument("--stubborn", action="store_true")
     parser.add_argument("--name", default="testserver")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--twins", action="store_true", help="two tools alike to a model API")
     args = parser.parse_args()
     app = build(args.name)
+    if args.twins:  # 'twin.tool' is 'twin_tool' to a model API, as is 'twin_tool'
+        app.add_tool(lambda: "dotted", name="twin.tool", description="One twin.")
+        app.add_tool(lambda: "plain", name="twin_tool", description="The other.")
     if args.stubborn:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if args.http:
