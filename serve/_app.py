@@ -61,6 +61,12 @@ class _Service:
         self.runs: Runs | None = None
         self.journal: Journal | None = None  # open while the lifespan is up, if given
 
+    def stop_runs(self) -> int:
+        """Cancel every live run now, as the app's shutdown would: requests waiting on
+        them answer, followers get their last event (a server waits for its open
+        requests before it runs the app's shutdown). How many there were."""
+        return 0 if self.runs is None else self.runs.cancel_all()
+
     def live(self) -> Runs:
         if self.runs is None:
             raise ApiError(
@@ -139,7 +145,7 @@ def create_app(
             finally:
                 service.runs = service.journal = None
 
-    return Starlette(
+    app = Starlette(
         routes=_routes(service),
         lifespan=lifespan,
         exception_handlers={
@@ -148,6 +154,8 @@ def create_app(
             JournalError: on_journal_error,  # the journal failed under a route: 503
         },
     )
+    app.state.regiment_stop_runs = service.stop_runs  # `regiment serve` calls it as it stops
+    return app
 
 
 @asynccontextmanager

@@ -89,6 +89,13 @@ class Runs:
         scope.cancel()
         return True
 
+    def cancel_all(self) -> int:
+        """Cancel every live run (the server is stopping); how many there were."""
+        scopes = list(self._scopes.values())
+        for scope in scopes:
+            scope.cancel()
+        return len(scopes)
+
     async def wait(
         self, record: RunRecord, receive: Callable[[], Awaitable[MutableMapping[str, object]]]
     ) -> None:
