@@ -234,8 +234,9 @@ class ApprovalError(RegimentError):
     already decided, or edited arguments do not validate (the request stays pending).
 
     Attributes:
-        kind: ``unknown``, ``decided``, ``invalid`` (edited arguments) or
-            ``no_journal`` (a paused run, and nowhere to keep the decision).
+        kind: ``unknown``, ``decided``, ``invalid`` (edited arguments),
+            ``no_journal`` (a paused run, and nowhere to keep the decision) or
+            ``ended`` (its run finished, cancelled say, without a decision).
     """
 
     def __init__(self, message: str, *, kind: str = "invalid") -> None:

@@ -157,8 +157,9 @@ async def decide_in_journal(
     """Decide a journaled request of a paused run (``team``: to validate edited arguments).
 
     Raises:
-        ApprovalError: no such request, it is decided already, or edited arguments
-            do not validate against ``team``'s tool (it stays pending).
+        ApprovalError: no such request, it is decided already, its run has ended
+            (cancelled, say) without it, or edited arguments do not validate against
+            ``team``'s tool (it stays pending).
         LeaseHeld: the run is live in another process; decide there.
     """
     requested, decided = await journaled_request(journal, request_id, run_id)
@@ -172,10 +173,22 @@ async def decide_in_journal(
             "be changed",
             kind="decided",
         )
+    ended = (await journal.get_run(request.run_id)).status
+    if ended in _ENDED:
+        raise ApprovalError(
+            f"approval request {request_id} ({request.tool_name}) was never decided and its "
+            f"run {request.run_id} has ended ({ended}): a decision would change nothing; "
+            "start a new run to do the call",
+            kind="ended",
+        )
     if team is not None:
         _check_edit(team, request, decision)
     await record_decision(journal, request, decision, by)
     return request
+
+
+_ENDED = frozenset(("completed", "partial", "failed", "cancelled"))
+"""A journaled run's statuses once it has finished: it takes no decision any more."""
 
 
 async def pending(

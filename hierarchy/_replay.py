@@ -140,13 +140,18 @@ class JournaledEvents:
 
     What a service uses to keep a resumed run's event numbers: its record starts
     with ``events`` and adds only the resumed stream's events that are not replays.
+    ``entries`` are the journal's records as read, which
+    ``RunningTeam.resume_stream(run_id, journaled=...)`` takes instead of reading them again.
     """
 
-    __slots__ = ("_replay", "events", "run_id")
+    __slots__ = ("_replay", "entries", "events", "run_id")
 
-    def __init__(self, run_id: str, events: list[Event], replay: Replay) -> None:
+    def __init__(
+        self, run_id: str, events: list[Event], replay: Replay, entries: tuple[Entry, ...] = ()
+    ) -> None:
         self.run_id = run_id
         self.events = events
+        self.entries = entries
         self._replay = replay
 
     @classmethod
@@ -166,7 +171,7 @@ class JournaledEvents:
             for e in entries
             if isinstance(e.record, EventRecorded)
         ]
-        return cls(run_id, events, Replay.of(entries))
+        return cls(run_id, events, Replay.of(entries), entries)
 
     def is_replay(self, event: Event) -> bool:
         """Whether ``event``, from the resumed run, is one of ``events`` again

@@ -59,6 +59,7 @@ from regiment.telemetry import Telemetry
 from regiment.tools import MCPHub
 
 if TYPE_CHECKING:
+    from regiment.hierarchy._replay import JournaledEvents
     from regiment.hierarchy._team import Team
     from regiment.journal import Journal, TeamFile
 
@@ -179,10 +180,21 @@ class RunningTeam(DecidesApprovals):
 
     @asynccontextmanager
     async def resume_stream(
-        self, run_id: str, *, deps: object = None, force: bool = False
+        self,
+        run_id: str,
+        *,
+        deps: object = None,
+        force: bool = False,
+        journaled: JournaledEvents | None = None,
     ) -> AsyncIterator[AsyncIterator[Event]]:
-        """:meth:`resume`, yielding the run's events from its start, as :meth:`stream` does."""
-        async with reopened(self, run_id, deps=deps, force=force, streaming=True) as (_, events):
+        """:meth:`resume`, yielding the run's events from its start, as :meth:`stream` does.
+
+        ``journaled``: the run's records as just read (``JournaledEvents.read``), which
+        the resume then takes instead of reading the journal again.
+        """
+        known = journaled.entries if journaled and journaled.run_id == run_id else None
+        opened = reopened(self, run_id, deps=deps, force=force, streaming=True, entries=known)
+        async with opened as (_, events):
             yield RunEvents(events, self._spawner.checkpoint_if_cancelled)
 
     @asynccontextmanager

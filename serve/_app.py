@@ -41,7 +41,13 @@ __all__ = ("LIST_LIMIT", "create_app")
 LIST_LIMIT = 1_000  # GET /runs: the journal's newest runs it lists beside this process's
 
 Endpoint = Callable[[Request], Coroutine[Any, Any, Response]]
-_APPROVAL_STATUS = {"unknown": 404, "decided": 409, "no_journal": 409, "invalid": 422}
+_APPROVAL_STATUS = {
+    "unknown": 404,
+    "decided": 409,
+    "ended": 409,
+    "no_journal": 409,
+    "invalid": 422,
+}
 
 
 @final
@@ -54,6 +60,12 @@ class _Service:
         self.keepalive = keepalive
         self.runs: Runs | None = None
         self.journal: Journal | None = None  # open while the lifespan is up, if given
+
+    def stop_runs(self) -> int:
+        """Cancel every live run now, as the app's shutdown would: requests waiting on
+        them answer, followers get their last event (a server waits for its open
+        requests before it runs the app's shutdown). How many there were."""
+        return 0 if self.runs is None else self.runs.cancel_all()
 
     def live(self) -> Runs:
         if self.runs is None:
@@ -133,7 +145,7 @@ def create_app(
             finally:
                 service.runs = service.journal = None
 
-    return Starlette(
+    app = Starlette(
         routes=_routes(service),
         lifespan=lifespan,
         exception_handlers={
@@ -142,6 +154,8 @@ def create_app(
             JournalError: on_journal_error,  # the journal failed under a route: 503
         },
     )
+    app.state.regiment_stop_runs = service.stop_runs  # `regiment serve` calls it as it stops
+    return app
 
 
 @asynccontextmanager
@@ -262,6 +276,11 @@ async def _events(s: _Service, request: Request) -> Response:
         async for seq, event in events:
             data = to_json(event).decode()
             yield ServerSentEvent(data=data, event=type(event).__name__, id=str(seq))
+            # One loop turn between frames: a client that hung up mid-burst is seen
+            # (the server drops writes to it, the stream is cancelled) before the next
+            # frame; else every frame of the burst went to the dead socket, and asyncio
+            # logged 'socket.send() raised exception.' for each past the fourth.
+            await anyio.lowlevel.checkpoint()
 
     return EventSourceResponse(frames(), ping=s.keepalive)
 

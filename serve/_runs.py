@@ -76,7 +76,7 @@ class Runs:
         history = NEW if journal is None else await JournaledEvents.read(journal, run_id)
 
         def stream() -> AbstractAsyncContextManager[AsyncIterator[Event]]:
-            return self.running.resume_stream(run_id)
+            return self.running.resume_stream(run_id, journaled=history)  # read once, here
 
         record: RunRecord = await self._tg.start(self._drive, stream, None, history)
         return record
@@ -88,6 +88,13 @@ class Runs:
             return False
         scope.cancel()
         return True
+
+    def cancel_all(self) -> int:
+        """Cancel every live run (the server is stopping); how many there were."""
+        scopes = list(self._scopes.values())
+        for scope in scopes:
+            scope.cancel()
+        return len(scopes)
 
     async def wait(
         self, record: RunRecord, receive: Callable[[], Awaitable[MutableMapping[str, object]]]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-from collections.abc import Iterator, Mapping
-from typing import Protocol, TextIO
+import socket
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 import anyio
 
@@ -18,7 +19,12 @@ from regiment.journal import open_journal
 from ._app import create_app
 from ._registry import KEEP_ENDED, MemoryRunStore
 
+if TYPE_CHECKING:
+    import uvicorn
+
 __all__ = ("ContextFormatter", "ServeOptions", "check_bind", "serve_command")
+
+log = logging.getLogger("regiment.serve")
 
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -74,7 +80,7 @@ async def serve_command(
         config = uvicorn.Config(
             app, host=options.host, port=options.port, log_config=None, lifespan="on"
         )
-        server = uvicorn.Server(config)
+        server = _stopping_server(config, app.state.regiment_stop_runs)
         refused: str | int | None = None
         # INFO by default (a service's log), DEBUG with -vv; uvicorn's own records too.
         level = level_for(options.verbose, default=logging.INFO)
@@ -103,6 +109,22 @@ async def serve_command(
             "what holds it"
         )
     return 0
+
+
+def _stopping_server(config: uvicorn.Config, stop_runs: Callable[[], int]) -> uvicorn.Server:
+    """uvicorn's server, which cancels the live runs as it starts to stop: it waits for
+    open requests before it runs the app's shutdown, so a ``?wait=true`` request on a
+    run that went on for minutes held the stop (SIGTERM, Ctrl-C) that long."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            stopped = stop_runs()
+            if stopped:
+                log.info("stopping: %d live run(s) cancelled", stopped)
+            await super().shutdown(sockets)
+
+    return Server(config)
 
 
 @contextlib.contextmanager

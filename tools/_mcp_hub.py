@@ -204,6 +204,13 @@ class _HubScope(AbstractAsyncContextManager[MCPHub]):
 
 
 def _clash(name: str, first: str | MCPServer, server: MCPServer) -> str:
+    if first is server:  # its own two tools, alike once made into names a model API takes
+        return (
+            f"MCP server {server.name!r} lists two tools that are both called {name!r} once "
+            "their names are made usable by model APIs (letters, digits, '_' and '-', at "
+            "most 64 characters with the prefix); leave one out with exclude=[its name "
+            "as the server lists it]"
+        )
     if isinstance(first, str):
         where = f"both {first} and MCP server {server.name!r}"
     elif first.name != server.name:

@@ -204,7 +204,7 @@ def mcp_tools(
 
 def result_content(result: CallToolResult) -> JsonValue:
     """What the model reads: structured content if any, else the text blocks joined,
-    else every content block as JSON (images, resources, ...)."""
+    else every content block as JSON (images, resources, ...), binary data left out."""
     from mcp.types import TextContent
 
     if result.structured_content is not None:
@@ -212,9 +212,27 @@ def result_content(result: CallToolResult) -> JsonValue:
     if all(isinstance(block, TextContent) for block in result.content):
         return _text(result)
     return [
-        cast(JsonValue, block.model_dump(mode="json", by_alias=True, exclude_none=True))
+        _block(block.model_dump(mode="json", by_alias=True, exclude_none=True))
         for block in result.content
     ]
+
+
+def _block(body: dict[str, object]) -> JsonValue:
+    """A content block as the model reads it: a tool result reaches the model as text,
+    so an image's, audio's or blob's base64 (a 300 kB image is ~100k tokens of noise)
+    becomes a note of its size; the rest (type, MIME type, URI, text) stays."""
+    kind = str(body.get("type"))
+    if kind in ("image", "audio") and isinstance(body.get("data"), str):
+        body["data"] = _left_out(cast(str, body["data"]), kind)
+    resource = body.get("resource")
+    if isinstance(resource, dict) and isinstance(resource.get("blob"), str):
+        resource["blob"] = _left_out(resource["blob"], "blob")
+    return cast(JsonValue, body)
+
+
+def _left_out(base64: str, kind: str) -> str:
+    size = len(base64) * 3 // 4 - base64[-2:].count("=")
+    return f"({size:,} bytes of {kind} data, left out: the model reads tool results as text)"
 
 
 def _text(result: CallToolResult) -> str:

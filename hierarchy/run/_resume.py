@@ -18,7 +18,7 @@ from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, owner_name
 from regiment.hierarchy.run._lender import Lender
 from regiment.hierarchy.run._session import session_context
 from regiment.hierarchy.workers._journal_calls import RunCalls
-from regiment.journal import Journal, RunCreated, RunFinished, RunResumed
+from regiment.journal import Entry, Journal, RunCreated, RunFinished, RunResumed
 
 if TYPE_CHECKING:
     from regiment.hierarchy._result import RunResult
@@ -74,9 +74,16 @@ async def open_channel(
 
 @asynccontextmanager
 async def reopened(
-    running: RunningTeam, run_id: str, *, deps: object, force: bool, streaming: bool
+    running: RunningTeam,
+    run_id: str,
+    *,
+    deps: object,
+    force: bool,
+    streaming: bool,
+    entries: tuple[Entry, ...] | None = None,
 ) -> AsyncIterator[Opened]:
-    """Resume run ``run_id`` on ``running`` (see ``RunningTeam.resume``)."""
+    """Resume run ``run_id`` on ``running`` (see ``RunningTeam.resume``; ``entries``: its
+    journal records if just read, else they are read here)."""
     if running.journal is None:
         raise ConfigError(
             "resume needs the journal the run was recorded in: Team.start(journal=...)"
@@ -89,6 +96,7 @@ async def reopened(
         deps=deps,
         force=force,
         ttl=running.lease_ttl,
+        entries=entries,
     )
     opened = running._open(  # the team's own way to start a run
         created.goal, None, streaming=streaming, session=created.session, resumed=journal
@@ -106,6 +114,7 @@ async def reopen(
     deps: object,
     force: bool,
     ttl: float = LEASE_TTL,
+    entries: tuple[Entry, ...] | None = None,
 ) -> tuple[RunJournal, RunCreated]:
     """Check that ``team`` may finish run ``run_id``, take its lease, and index its replay.
 
@@ -115,7 +124,8 @@ async def reopen(
             with, and ``force`` is false.
         LeaseHeld: another process is running it.
     """
-    entries = await journal.read(run_id)
+    if entries is None:  # else the caller has just read them
+        entries = await journal.read(run_id)
     if not entries:
         raise JournalError(
             f"journal {journal.where} has no run {run_id!r}; `regiment runs` lists the runs it has"

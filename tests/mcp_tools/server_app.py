@@ -3,7 +3,7 @@
 ``python server_app.py`` serves over stdio; ``--http`` serves streamable HTTP on a
 free 127.0.0.1 port (or ``--port``), printing ``PORT <n>`` once its socket listens;
 ``--stubborn`` ignores SIGTERM and keeps running after its stdin closes, so
-only SIGKILL stops it.
+only SIGKILL stops it; ``--twins`` adds two tools whose names a model API sees alike.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import time
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.types import Image
 from mcp.types import ToolListChangedNotification
 
 
@@ -58,6 +59,11 @@ def build(name: str) -> MCPServer:
     def crash() -> str:
         """Exit the process in the middle of the call."""
         os._exit(3)
+
+    @app.tool()
+    def picture(size: int) -> Image:
+        """A PNG of ``size`` bytes."""
+        return Image(data=b"\x89PNG" + bytes(size - 4), format="png")
 
     @app.tool()
     def quit_soon() -> str:
@@ -128,8 +134,12 @@ def main() -> None:
     parser.add_argument("--stubborn", action="store_true")
     parser.add_argument("--name", default="testserver")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--twins", action="store_true", help="two tools alike to a model API")
     args = parser.parse_args()
     app = build(args.name)
+    if args.twins:  # 'twin.tool' is 'twin_tool' to a model API, as is 'twin_tool'
+        app.add_tool(lambda: "dotted", name="twin.tool", description="One twin.")
+        app.add_tool(lambda: "plain", name="twin_tool", description="The other.")
     if args.stubborn:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if args.http:

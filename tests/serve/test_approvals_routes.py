@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import httpx2 as httpx
 import pytest
@@ -87,3 +88,32 @@ async def test_a_paused_run_without_a_journal_cannot_be_decided() -> None:
         assert "no journal" in refused.json()["detail"]
         assert (await c.post("/approvals/x", json={"decision": "maybe"})).status_code == 422
     assert shop.refunds == []
+
+
+async def test_a_request_whose_run_was_cancelled_by_a_restart_is_409_not_503(
+    tmp_path: Path,
+) -> None:
+    # A run waiting live for a decision (its slow step still works) is cancelled by the
+    # shutdown; after the restart its request is no longer pending, and deciding it
+    # is a conflict that says why (it was '503 journal unavailable ... try again').
+    journal = str(tmp_path / "runs.db")
+    plan = plan_json(step("s1", "billing", "refund 2 500"), step("s2", "slow", "slow work"))
+    async with (
+        serving(create_app(shop_team(Shop(), plan), journal=journal)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
+        run_id = (await c.post("/runs", json={"goal": "a big refund"})).json()["run_id"]
+        async with c.stream("GET", f"/runs/{run_id}/events") as events:
+            async for line in events.aiter_lines():
+                if line == "event: ApprovalRequested":
+                    break
+        (asked,) = (await c.get("/approvals")).json()["approvals"]
+    async with (
+        serving(create_app(shop_team(Shop(), plan), journal=journal)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
+        assert (await c.get(f"/runs/{run_id}")).json()["status"] == "cancelled"
+        assert (await c.get("/approvals")).json() == {"approvals": []}
+        late = await c.post(f"/approvals/{asked['request_id']}", json={"decision": "approve"})
+    assert late.status_code == 409, late.text
+    assert f"run {run_id} has ended (cancelled)" in late.json()["detail"]

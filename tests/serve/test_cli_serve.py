@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import functools
 import gc
 import io
 import socket
@@ -13,11 +15,15 @@ import httpx2 as httpx
 import pytest
 
 from regiment.cli import run_async
+from regiment.serve._serve import serve_command
+
+from .teams import Stuck, stuck_team
 
 pytestmark = pytest.mark.anyio
 
 REFUND = str(Path(__file__).resolve().parents[2] / "examples" / "refund" / "team.toml")
 GOAL = "For order 88213 check refund eligibility, issue the refund if eligible, then email the customer."
+SCAN = "Please scan the warehouse for order 55001."
 
 
 @pytest.fixture(autouse=True)
@@ -59,10 +65,14 @@ async def test_a_blank_token_is_refused_not_taken_for_no_auth(token: str) -> Non
     )
 
 
-async def test_serve_runs_the_team_file_with_the_token_from_the_environment() -> None:
+def _free_port() -> int:
     with socket.socket() as sock:  # a port that was free a moment ago
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+        return int(sock.getsockname()[1])
+
+
+async def test_serve_runs_the_team_file_with_the_token_from_the_environment() -> None:
+    port = _free_port()
     out, err, stop = io.StringIO(), _Log(), anyio.Event()
     argv = ["serve", REFUND, "--port", str(port), "--model", "scripted"]
     environ = {"REGIMENT_TOKEN": "from-env"}
@@ -102,3 +112,28 @@ async def test_a_heap_the_application_froze_is_left_to_it() -> None:
         assert gc.get_freeze_count() == frozen  # nor thawed: it is the application's
     finally:
         gc.unfreeze()
+
+
+async def test_stopping_the_server_answers_a_waiting_post_with_its_cancelled_run() -> None:
+    # uvicorn waits for open requests before the app's shutdown (which cancels the
+    # runs): a ?wait=true on a run stuck in a tool held the stop for as long as the run.
+    stuck, port, err, stop = Stuck(), _free_port(), _Log(), anyio.Event()
+    options = argparse.Namespace(
+        host="127.0.0.1", port=port, token=None, journal=None, keep_runs=None, verbose=0
+    )
+    serve = functools.partial(serve_command, environ={}, stderr=err, stop=stop)
+    with anyio.fail_after(30):  # a guard: the old stop never came
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(serve, stuck_team(stuck), options)
+            await err.ready.wait()
+
+            async def stop_once_stuck() -> None:
+                await stuck.started.wait()
+                stop.set()
+
+            tg.start_soon(stop_once_stuck)
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as c:
+                done = await c.post("/runs?wait=true", json={"goal": SCAN}, timeout=None)
+    assert (done.status_code, done.json()["status"]) == (200, "cancelled")
+    assert stuck.cancelled.is_set()
+    assert "regiment.serve: stopping: 1 live run(s) cancelled" in err.getvalue()

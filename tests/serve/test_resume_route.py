@@ -14,6 +14,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from examples.service.serving import serving
 from regiment import Team
+from regiment.journal import Entry, SqliteJournal
 from regiment.serve import create_app
 from regiment.telemetry import SpanCollector, Telemetry
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
@@ -78,7 +79,7 @@ def _refund_team() -> Team:
 
 
 @asynccontextmanager
-async def _client(team: Team, journal: str) -> AsyncIterator[httpx.AsyncClient]:
+async def _client(team: Team, journal: str | SqliteJournal) -> AsyncIterator[httpx.AsyncClient]:
     """A client of the team served over ``journal`` (a new app each time: a restart)."""
     async with (
         serving(create_app(team, journal=journal)) as url,
@@ -154,3 +155,31 @@ async def test_a_run_resumed_before_its_approval_is_decided_pauses_again(tmp_pat
     assert live == [*before, (len(before) + 1, "RunCompleted")]  # it says it paused again
     async with _client(team, journal) as c:
         assert await _events(c, run_id) == live
+
+
+class _CountingReads(SqliteJournal):  # type: ignore[misc]  # (final: a test-only double)
+    """A real SQLite journal that counts the whole-run reads it answers."""
+
+    reads = 0
+
+    async def read(self, run_id: str, *, after: int = 0) -> tuple[Entry, ...]:
+        _CountingReads.reads += 1
+        return await super().read(run_id, after=after)
+
+
+async def test_a_resume_over_http_reads_the_runs_journal_once(tmp_path: Path) -> None:
+    # The service reads the run's events (to keep their numbers) and the resume took
+    # them over from it: the resume itself read the whole run again. What remains is
+    # the approval desk asking whether the run's request was decided meanwhile.
+    journal = await _CountingReads.open(tmp_path / "runs.db")
+    try:
+        async with _client(_refund_team(), journal) as c:
+            run_id = (await c.post("/runs?wait=true", json={"goal": "refund"})).json()["run_id"]
+            (request,) = (await c.get("/approvals", params={"run_id": run_id})).json()["approvals"]
+            await c.post(f"/approvals/{request['request_id']}", json={"decision": "approve"})
+            _CountingReads.reads = 0
+            resumed = (await c.post(f"/runs/{run_id}/resume?wait=true")).json()
+        assert resumed["status"] == "completed"
+        assert _CountingReads.reads == 2  # the service's read, and the approval desk's
+    finally:
+        await journal.close()

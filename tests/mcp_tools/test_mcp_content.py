@@ -1,0 +1,41 @@
+"""What a model sees of a real MCP server: an image result, tool names it cannot tell apart."""
+
+from __future__ import annotations
+
+import pytest
+
+from regiment.errors import ConfigError
+from regiment.tools import MCPHub, MCPServer, Toolset
+
+from .conftest import SERVER_COMMAND
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_an_images_base64_is_left_out_of_what_the_model_reads() -> None:
+    # A tool result reaches the model as text: a 300 kB PNG was 400 kB of base64 in it.
+    server = MCPServer.stdio(SERVER_COMMAND, name="stdio-app")
+    async with MCPHub.open() as hub:
+        tools = (await hub.worker_tools(Toolset("w"), [server])).current()
+        outcome = await tools.call("picture", {"size": 300_000}, call_id="c1")
+    assert not outcome.is_error
+    assert outcome.content == [
+        {
+            "type": "image",
+            "mimeType": "image/png",
+            "data": "(300,000 bytes of image data, left out: the model reads tool results as text)",
+        }
+    ]
+
+
+async def test_two_tools_of_one_server_alike_to_a_model_api_say_so() -> None:
+    # It said the tool 'comes from two MCP servers both named ...' and to rename them.
+    server = MCPServer.stdio([*SERVER_COMMAND, "--twins"], name="twins")
+    async with MCPHub.open() as hub:
+        with pytest.raises(ConfigError) as alike:
+            await hub.worker_tools(Toolset("w"), [server])
+    assert str(alike.value).startswith(
+        "MCP server 'twins' lists two tools that are both called 'twin_tool' once their "
+        "names are made usable by model APIs"
+    )
+    assert "leave one out with exclude=[" in str(alike.value)
