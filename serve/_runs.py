@@ -16,7 +16,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from regiment._json import JsonValue
-from regiment.errors import RegimentError
+from regiment.errors import LeaseHeld, RegimentError
 from regiment.hierarchy import (
     Event,
     JournaledEvents,
@@ -46,6 +46,7 @@ class Runs:
         self.store = store
         self._tg = tg
         self._scopes: dict[str, anyio.CancelScope] = {}
+        self._resuming: set[str] = set()  # resumes of this service still starting
         self._waiters: dict[str, list[anyio.CancelScope]] = {}
 
     async def start(
@@ -70,16 +71,31 @@ class Runs:
         client's ``Last-Event-ID`` stays good, live and after a restart.
 
         Raises:
-            ConfigError, LeaseHeld, JournalError: as ``RunningTeam.resume`` does.
+            ConfigError, LeaseHeld, JournalError: as ``RunningTeam.resume`` does; ``LeaseHeld``
+                also when this service runs or is resuming the run already.
         """
-        journal = self.running.journal
-        history = NEW if journal is None else await JournaledEvents.read(journal, run_id)
+        if run_id in self._resuming or (run_id in self._scopes and not self._ended(run_id)):
+            raise LeaseHeld(
+                f"run {run_id!r} is running in this service already (resumed by an earlier "
+                f"request): follow it with GET /runs/{run_id}/events"
+            )
+        self._resuming.add(run_id)
+        try:
+            journal = self.running.journal
+            history = NEW if journal is None else await JournaledEvents.read(journal, run_id)
 
-        def stream() -> AbstractAsyncContextManager[AsyncIterator[Event]]:
-            return self.running.resume_stream(run_id, journaled=history)  # read once, here
+            def stream() -> AbstractAsyncContextManager[AsyncIterator[Event]]:
+                return self.running.resume_stream(run_id, journaled=history)  # read once, here
 
-        record: RunRecord = await self._tg.start(self._drive, stream, None, history)
+            record: RunRecord = await self._tg.start(self._drive, stream, None, history)
+        finally:
+            self._resuming.discard(run_id)
         return record
+
+    def _ended(self, run_id: str) -> bool:
+        """Whether the run gave its last event (it may still be closing)."""
+        record = self.store.get(run_id)
+        return record is not None and record.ended.is_set()
 
     def cancel(self, run_id: str) -> bool:
         """Cancel a live run; ``False`` if it is unknown or already over."""

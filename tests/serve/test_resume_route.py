@@ -183,3 +183,25 @@ async def test_a_resume_over_http_reads_the_runs_journal_once(tmp_path: Path) ->
         assert _CountingReads.reads == 2  # the service's read, and the approval desk's
     finally:
         await journal.close()
+
+
+async def test_a_second_resume_of_a_run_this_service_runs_says_so(tmp_path: Path) -> None:
+    # It was told the run is "owned by 'host:pid' ... if that process still runs, wait for
+    # it": the lease of this very service.
+    shop = Shop()
+    held = {**step("s2", "slow", "slow close"), "depends_on": ["s1"]}
+    team = shop_team(shop, plan_json(step("s1", "billing", "refund 3 10"), held))
+    async with _client(team, str(tmp_path / "runs.db")) as c:
+        run_id = (await c.post("/runs?wait=true", json={"goal": "refund"})).json()["run_id"]
+        (request,) = (await c.get("/approvals", params={"run_id": run_id})).json()["approvals"]
+        await c.post(f"/approvals/{request['request_id']}", json={"decision": "approve"})
+        assert (await c.post(f"/runs/{run_id}/resume")).status_code == 202  # live: held at s2
+        again = await c.post(f"/runs/{run_id}/resume")
+        shop.release.set()
+        assert (await _events(c, run_id))[-1][1] == "RunCompleted"
+    assert again.status_code == 409
+    assert again.json()["detail"] == (
+        f"run {run_id!r} is running in this service already (resumed by an earlier request): "
+        f"follow it with GET /runs/{run_id}/events"
+    )
+    assert shop.refunds == [("3", 10)]
