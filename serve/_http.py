@@ -124,8 +124,8 @@ def _decode_problem(body: bytes, exc: msgspec.DecodeError) -> str:
                 "the body has a lone UTF-16 surrogate escape (such as \\ud800), which is "
                 "not a character; send text that is valid Unicode"
             )
-        except (ValueError, RecursionError):
-            pass  # it is not JSON: msgspec said what is wrong
+        except (ValueError, RecursionError):  # it is not JSON, and what there is ends early
+            return "the body's JSON is cut short (Input data was truncated): send all of it"
     return str(exc)
 
 

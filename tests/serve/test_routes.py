@@ -80,7 +80,8 @@ async def test_unknown_run_unknown_route_and_approvals() -> None:
         (b"", 'the body is empty; send {"goal": "..."'),
         (b"  \n", "the body is empty"),
         (b'{"goal": "a\\ud800b"}', "lone UTF-16 surrogate escape (such as \\ud800)"),
-        (b'{"goal": "g"', "truncated"),  # a body really cut short says so
+        (b'{"goal": "g"', "JSON is cut short (Input data was truncated)"),  # a body cut short
+        (b"{", "JSON is cut short (Input data was truncated): send all of it"),
     ],
 )
 async def test_bad_bodies_are_422_with_error_and_detail(body: bytes, detail: str) -> None:
