@@ -156,6 +156,13 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         type=int,
         help="ended runs kept in memory (default 1000; the journal keeps them all)",
     )
+    serve.add_argument(
+        "--trace",
+        choices=("jaeger", "none"),
+        default="none",
+        help="jaeger: export each run's spans and metrics over OTLP/HTTP (localhost:4318, "
+        "or OTEL_EXPORTER_OTLP_ENDPOINT)",
+    )
     serve.add_argument("--app-dir", metavar="DIR", default=".")
     _add_verbose(serve, default="INFO")
 

@@ -46,6 +46,7 @@ from regiment.cli._journal_cmds import (
 )
 from regiment.cli._resume import add_import_root as _add_import_root
 from regiment.cli._resume import fill_in_team_file, team_file_of
+from regiment.cli._serve_trace import serve_tracing
 from regiment.cli._validate import validate
 from regiment.config import (
     TeamConfig,
@@ -171,13 +172,14 @@ async def _dispatch(
             from regiment.serve import serve_command  # the serve extra, only for this command
 
             model = _choose_model(config, args.team_file, args.model, environ, stderr)
-            team = build_team(config, model=model, source=args.team_file)
-            try:
-                return await serve_command(
-                    team, args, environ=environ, stderr=stderr, stop=interrupt
-                )
-            except JournalError as exc:  # it could not be opened: nothing was served
-                return _config_error(ConfigError(str(exc)), stderr)
+            with serve_tracing(args.trace, config, stderr) as (config, telemetry):
+                team = build_team(config, model=model, telemetry=telemetry, source=args.team_file)
+                try:
+                    return await serve_command(
+                        team, args, environ=environ, stderr=stderr, stop=interrupt
+                    )
+                except JournalError as exc:  # it could not be opened: nothing was served
+                    return _config_error(ConfigError(str(exc)), stderr)
         config = _placed(_flags_agree(args), config)
         options = _run_options(args, config, stdin, stderr, environ)
     except ConfigError as exc:

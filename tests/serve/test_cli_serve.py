@@ -16,6 +16,7 @@ import pytest
 
 from regiment.cli import run_async
 from regiment.serve._serve import serve_command
+from tests.telemetry.otlp_receiver import OtlpReceiver
 
 from .teams import Stuck, stuck_team
 
@@ -137,3 +138,32 @@ async def test_stopping_the_server_answers_a_waiting_post_with_its_cancelled_run
     assert (done.status_code, done.json()["status"]) == (200, "cancelled")
     assert stuck.cancelled.is_set()
     assert "regiment.serve: stopping: 1 live run(s) cancelled" in err.getvalue()
+
+
+async def test_serve_with_trace_jaeger_exports_each_runs_trace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `regiment serve` had no way to trace its runs short of installing a global provider.
+    port, err, stop = _free_port(), _Log(), anyio.Event()
+    argv = ["serve", REFUND, "--port", str(port), "--model", "scripted", "--trace", "jaeger"]
+    with OtlpReceiver() as receiver:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", receiver.endpoint)
+        async with anyio.create_task_group() as tg:
+
+            async def serve() -> None:
+                code = await run_async(
+                    argv, stdout=io.StringIO(), stderr=err, environ={}, interrupt=stop
+                )
+                assert code == 0, err.getvalue()
+
+            tg.start_soon(serve)
+            await err.ready.wait()
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as c:
+                done = (await c.post("/runs?wait=true", json={"goal": GOAL})).json()
+            stop.set()
+        spans = receiver.spans()  # the command flushed them before it returned
+    assert f"regiment: tracing each run to {receiver.endpoint} (OTLP/HTTP)" in err.getvalue()
+    (root,) = [s for s in spans if s.name.startswith("invoke_agent") and s.parent_span_id is None]
+    assert root.trace_id == done["trace_id"]
+    assert {s.trace_id for s in spans} == {done["trace_id"]}
+    assert any(s.name.startswith("execute_tool") for s in spans)
