@@ -1,0 +1,105 @@
+"""A worker's reply cut at its max_tokens limit in the middle of a tool call: the
+call is not run (its arguments may be cut short), and the model is told why.
+
+Each provider on its own wire format over the HTTP stand-in: Claude's streamed
+``input_json_delta`` s stop at ``{"order": 7, "amount": 15`` (of 1500), which
+the Anthropic SDK reads leniently as ``{"order": 7, "amount": 15}``; a Chat
+Completions reply ends with ``finish_reason: "length"``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+
+from regiment.hierarchy import Planner, Team, Worker
+from regiment.models import AnthropicModel, ModelResponse, OpenAIModel, ScriptedModel
+from regiment.tools import tool
+
+from ..models import chat_api, messages_api
+from ..models.standin import Reply, StandIn, serve
+from .brains import plan_json
+
+pytestmark = pytest.mark.anyio
+
+CUT = '{"order": 7, "amount": 15'  # where the limit cut '{"order": 7, "amount": 1500}'
+
+
+def _claude_cut() -> Reply:
+    block: messages_api.Block = {
+        "type": "tool_use",
+        "id": "t1",
+        "name": "issue_refund",
+        "input": {},
+    }
+    reply = messages_api.message([block], stop_reason="max_tokens")
+    reply.body["content"] = [{**block, "input": {"order": 7, "amount": 15}}]
+    assert reply.events is not None
+    events = [e for e in reply.events if "input_json_delta" not in e[1]]
+    at = next(i for i, e in enumerate(events) if e[0] == "content_block_stop")
+    delta = {"type": "input_json_delta", "partial_json": CUT}
+    piece = {"type": "content_block_delta", "index": 0, "delta": delta}
+    reply.events = [*events[:at], ("content_block_delta", json.dumps(piece)), *events[at:]]
+    return reply
+
+
+def _replies(provider: str) -> tuple[Reply, Reply, Reply]:
+    if provider == "anthropic":
+        done = messages_api.message([{"type": "text", "text": "no refund issued"}])
+        no_reply = messages_api.error(500, "api_error", "none", **{"x-should-retry": "false"})
+        return _claude_cut(), done, no_reply
+    cut = chat_api.completion(None, ("c1", "issue_refund", CUT), finish="length")
+    no_reply = chat_api.error(500, "server_error", "none", **{"x-should-retry": "false"})
+    return cut, chat_api.completion("no refund issued"), no_reply
+
+
+@pytest.fixture(params=["anthropic", "openai"])
+def provider(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+async def api(provider: str) -> AsyncIterator[StandIn]:
+    async for server in serve(_replies(provider)[2]):
+        yield server
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "plain"])
+async def test_a_tool_call_cut_at_max_tokens_is_not_run_and_the_model_is_told(
+    provider: str, api: StandIn, stream: bool
+) -> None:
+    refunds: list[tuple[int, int]] = []
+
+    @tool
+    def issue_refund(order: int, amount: int) -> str:
+        """Refund an order."""
+        refunds.append((order, amount))
+        return "refunded"
+
+    cut, done, _ = _replies(provider)
+    api.queue(cut, done)
+    model: AnthropicModel | OpenAIModel
+    if provider == "anthropic":
+        model = AnthropicModel("claude-test-1", api_key="k", base_url=api.base_url, stream=stream)
+    else:
+        model = OpenAIModel("gpt-test-1", api_key="k", base_url=f"{api.base_url}/v1", stream=stream)
+
+    def planner(request: object) -> str | ModelResponse:
+        return plan_json({"description": "refund order 7", "worker": "billing"})
+
+    team = Team(
+        name="refunds",
+        planner=Planner(model=ScriptedModel(planner)),
+        workers=[Worker(name="billing", description="Refunds.", model=model, tools=[issue_refund])],
+    )
+    async with model:
+        result = await team.run("Refund order 7 in full")
+    assert refunds == []  # never with the cut arguments
+    (step,) = result.steps
+    assert step.output == "no refund issued"
+    (outcome,) = step.tool_outcomes
+    assert (outcome.tool, outcome.is_error, outcome.error_type) == ("issue_refund", True, "cut_off")
+    told = json.dumps(api.requests[1].body)
+    assert "reached its max_tokens limit" in told
