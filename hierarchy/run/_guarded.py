@@ -119,6 +119,7 @@ class GuardedActor(Actor[PlannerMessage, None]):
             synthesis = self._prompting.call(Synthesize(), self._book).request
             match answer_verdict(self._guards, checked, synthesis):
                 case str() as answer:
+                    self._calls.tell_answer(answer)
                     self._finish_answer(answer)
                 case ModelRequest() as again:
                     self._ask("synthesis", again)

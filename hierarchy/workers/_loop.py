@@ -374,7 +374,7 @@ def _step_caller(
     journaled = journaled or StepCalls(None, assign, worker)
     if guards is None:  # no JournaledCaller in between: its call would only forward
         return journaled, functools.partial(journaled.model, caller)
-    model = JournaledCaller(journaled, caller)
+    model = JournaledCaller(journaled, caller, held=bool(guards.reply))
     return journaled, guards.caller(model, assign, progress, messages)
 
 
