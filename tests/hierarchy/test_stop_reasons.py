@@ -1,10 +1,15 @@
-"""A worker's reply cut at its max_tokens limit in the middle of a tool call: the
-call is not run (its arguments may be cut short), and the model is told why.
+"""Replies that stop short of an answer, from each provider on its own wire format
+over the HTTP stand-in.
 
-Each provider on its own wire format over the HTTP stand-in: Claude's streamed
-``input_json_delta`` s stop at ``{"order": 7, "amount": 15`` (of 1500), which
-the Anthropic SDK reads leniently as ``{"order": 7, "amount": 15}``; a Chat
-Completions reply ends with ``finish_reason: "length"``.
+A worker's reply cut at its max_tokens limit in the middle of a tool call: the
+call is not run (its arguments may be cut short), and the model is told why.
+Claude's streamed ``input_json_delta`` s stop at ``{"order": 7, "amount": 15``
+(of 1500), which the Anthropic SDK reads leniently as ``{"order": 7, "amount":
+15}``; a Chat Completions reply ends with ``finish_reason: "length"``.
+
+A reply the model declined to give (Claude's ``refusal``, a Chat Completions
+``content_filter``) is never acted on: not run as a plan, not committed as a
+step's output, not returned as the answer.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from regiment.hierarchy import Planner, Team, Worker
+from regiment.errors import ModelRefused, RunError, StepFailed
+from regiment.hierarchy import Budget, Planner, Team, Worker
 from regiment.models import AnthropicModel, ModelResponse, OpenAIModel, ScriptedModel
 from regiment.tools import tool
 
@@ -55,6 +61,22 @@ def _replies(provider: str) -> tuple[Reply, Reply, Reply]:
     return cut, chat_api.completion("no refund issued"), no_reply
 
 
+def _refusal(provider: str) -> Reply:
+    if provider == "anthropic":
+        return messages_api.message([{"type": "text", "text": "I can"}], stop_reason="refusal")
+    return chat_api.completion("I can", finish="content_filter")
+
+
+def _model(provider: str, api: StandIn, stream: bool) -> AnthropicModel | OpenAIModel:
+    if provider == "anthropic":
+        return AnthropicModel("claude-test-1", api_key="k", base_url=api.base_url, stream=stream)
+    return OpenAIModel("gpt-test-1", api_key="k", base_url=f"{api.base_url}/v1", stream=stream)
+
+
+def _planner(request: object) -> str | ModelResponse:
+    return plan_json({"description": "refund order 7", "worker": "billing"})
+
+
 @pytest.fixture(params=["anthropic", "openai"])
 def provider(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -80,18 +102,10 @@ async def test_a_tool_call_cut_at_max_tokens_is_not_run_and_the_model_is_told(
 
     cut, done, _ = _replies(provider)
     api.queue(cut, done)
-    model: AnthropicModel | OpenAIModel
-    if provider == "anthropic":
-        model = AnthropicModel("claude-test-1", api_key="k", base_url=api.base_url, stream=stream)
-    else:
-        model = OpenAIModel("gpt-test-1", api_key="k", base_url=f"{api.base_url}/v1", stream=stream)
-
-    def planner(request: object) -> str | ModelResponse:
-        return plan_json({"description": "refund order 7", "worker": "billing"})
-
+    model = _model(provider, api, stream)
     team = Team(
         name="refunds",
-        planner=Planner(model=ScriptedModel(planner)),
+        planner=Planner(model=ScriptedModel(_planner)),
         workers=[Worker(name="billing", description="Refunds.", model=model, tools=[issue_refund])],
     )
     async with model:
@@ -103,3 +117,37 @@ async def test_a_tool_call_cut_at_max_tokens_is_not_run_and_the_model_is_told(
     assert (outcome.tool, outcome.is_error, outcome.error_type) == ("issue_refund", True, "cut_off")
     told = json.dumps(api.requests[1].body)
     assert "reached its max_tokens limit" in told
+
+
+async def test_a_planner_that_refuses_fails_the_run_and_runs_no_step(
+    provider: str, api: StandIn
+) -> None:
+    api.queue(_refusal(provider))
+    model = _model(provider, api, True)
+    worker = ScriptedModel(["never asked"])
+    team = Team(
+        name="refunds",
+        planner=Planner(model=model),
+        workers=[Worker(name="billing", description="Refunds.", model=worker)],
+    )
+    async with model:
+        with pytest.raises(RunError, match="declined to answer") as caught:
+            await team.run("Refund order 7 in full")
+    assert isinstance(caught.value.__cause__, ModelRefused)
+    assert worker.calls == 0  # "I can" was not read as a one-step plan
+    assert len(api.requests) == 1
+
+
+async def test_a_worker_that_refuses_fails_its_step(provider: str, api: StandIn) -> None:
+    api.queue(_refusal(provider))
+    model = _model(provider, api, False)
+    team = Team(
+        name="refunds",
+        planner=Planner(model=ScriptedModel(_planner)),
+        workers=[Worker(name="billing", description="Refunds.", model=model)],
+        budget=Budget(replans=0),
+    )
+    async with model:
+        with pytest.raises(StepFailed, match="declined to answer for 'billing'") as caught:
+            await team.run("Refund order 7 in full")
+    assert "ModelRefused" in caught.value.cause
