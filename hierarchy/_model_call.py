@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, assert_never, final
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from regiment.hierarchy._live_events import LiveSink
 
 __all__ = ("ModelCaller", "input_messages", "output_messages")
+
+_log = logging.getLogger("regiment.models")
 
 
 @final
@@ -75,6 +78,14 @@ class ModelCaller:
                 f"model {self.model.name!r} declined to answer for {self.agent!r} (stop reason "
                 f"{response.stop_reason!r}; it wrote {response.text[:200]!r}); rephrase the "
                 "goal or the role's instructions, or give this role another model"
+            )
+        if response.cut_off:  # a worker's tool calls in it are not run (run_tool_loop)
+            _log.warning(
+                "model %r's reply for %r reached its length limit (stop reason %r), so its "
+                "text is cut short; raise max_tokens in this role's settings",
+                self.model.name,
+                self.agent,
+                response.stop_reason,
             )
         return valid_response(response)
 

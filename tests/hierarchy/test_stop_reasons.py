@@ -151,3 +151,28 @@ async def test_a_worker_that_refuses_fails_its_step(provider: str, api: StandIn)
         with pytest.raises(StepFailed, match="declined to answer for 'billing'") as caught:
             await team.run("Refund order 7 in full")
     assert "ModelRefused" in caught.value.cause
+
+
+async def test_an_answer_cut_at_max_tokens_is_logged_as_cut_short(
+    provider: str, api: StandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    if provider == "anthropic":
+        cut = messages_api.message(
+            [{"type": "text", "text": "Order 7 is"}], stop_reason="max_tokens"
+        )
+    else:
+        cut = chat_api.completion("Order 7 is", finish="length")
+    api.queue(cut)
+    model = _model(provider, api, True)
+    team = Team(
+        name="refunds",
+        planner=Planner(model=ScriptedModel(_planner), synthesizer_model=model),
+        workers=[Worker(name="billing", description="Refunds.", model=ScriptedModel(["done"]))],
+    )
+    async with model:
+        with caplog.at_level("WARNING", logger="regiment.models"):
+            result = await team.run("Refund order 7 in full")
+    assert result.answer == "Order 7 is"
+    (record,) = [r for r in caplog.records if r.name == "regiment.models"]
+    assert "'synthesizer'" in record.getMessage()
+    assert "raise max_tokens" in record.getMessage()
