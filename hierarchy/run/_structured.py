@@ -136,6 +136,11 @@ async def structured_call(
         response = await caller.call(request, live)
         spent = spent + response.usage
         text = structured_text(response, shape.tool)
+        if response.cut_off:  # cut JSON may still validate: the SDK reads it leniently
+            detail = "it reached its max_tokens limit before it was finished: it is cut short"
+            logger.warning("the structured answer was cut short; asking again")
+            request = _reask(request, response, shape, detail)
+            continue
         try:
             shape.kind.model_validate_json(text)
         except ValidationError as exc:

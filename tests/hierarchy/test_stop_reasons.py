@@ -18,6 +18,7 @@ import json
 from collections.abc import AsyncIterator
 
 import pytest
+from pydantic import BaseModel
 
 from regiment.errors import ModelRefused, RunError, StepFailed
 from regiment.hierarchy import Budget, Planner, Team, Worker
@@ -176,3 +177,34 @@ async def test_an_answer_cut_at_max_tokens_is_logged_as_cut_short(
     (record,) = [r for r in caplog.records if r.name == "regiment.models"]
     assert "'synthesizer'" in record.getMessage()
     assert "raise max_tokens" in record.getMessage()
+
+
+class Refund(BaseModel):
+    """A refund to make."""
+
+    order: int
+    amount: int
+
+
+@pytest.mark.parametrize("provider", ["anthropic"])  # Claude answers through a forced tool call
+async def test_a_structured_answer_cut_at_max_tokens_is_asked_for_again(
+    provider: str, api: StandIn
+) -> None:
+    def answer(amount: int, stop: str) -> Reply:
+        block: messages_api.Block = {"type": "tool_use", "id": "t1", "name": "final_answer"}
+        return messages_api.message(
+            [{**block, "input": {"order": 7, "amount": amount}}], stop_reason=stop
+        )
+
+    api.queue(answer(15, "max_tokens"), answer(1500, "tool_use"))  # the SDK read a cut 1500
+    model = AnthropicModel("claude-test-1", api_key="k", base_url=api.base_url)
+    team = Team(
+        name="refunds",
+        planner=Planner(model=ScriptedModel(_planner), synthesizer_model=model),
+        workers=[Worker(name="billing", description="Refunds.", model=ScriptedModel(["done"]))],
+        output_type=Refund,
+    )
+    async with model:
+        result = await team.run("Refund order 7 in full")
+    assert result.output_as(Refund) == Refund(order=7, amount=1500)
+    assert "cut short" in json.dumps(api.requests[1].body)
