@@ -208,3 +208,29 @@ async def test_a_structured_answer_cut_at_max_tokens_is_asked_for_again(
         result = await team.run("Refund order 7 in full")
     assert result.output_as(Refund) == Refund(order=7, amount=1500)
     assert "cut short" in json.dumps(api.requests[1].body)
+
+
+async def test_a_plan_cut_at_max_tokens_goes_back_to_the_planner(
+    provider: str, api: StandIn
+) -> None:
+    cut_plan = "1. check that order 7 may be refunded\n2. refund ord"
+    whole = "1. check that order 7 may be refunded\n2. refund order 7\n3. e-mail the customer"
+    if provider == "anthropic":
+        text = messages_api.message
+        api.queue(
+            text([{"type": "text", "text": cut_plan}], stop_reason="max_tokens"),
+            text([{"type": "text", "text": whole}]),
+        )
+    else:
+        api.queue(chat_api.completion(cut_plan, finish="length"), chat_api.completion(whole))
+    model = _model(provider, api, True)
+    team = Team(
+        name="refunds",
+        planner=Planner(model=model, synthesizer_model=ScriptedModel(["refunded"])),
+        workers=[Worker(name="billing", description="Refunds.", model=ScriptedModel(["ok"] * 3))],
+    )
+    async with model:
+        result = await team.run("Refund order 7 in full")
+    descriptions = [s.description for s in result.plans[0].steps]
+    assert descriptions == [line[3:] for line in whole.splitlines()]
+    assert "reached its max_tokens limit" in json.dumps(api.requests[1].body)
