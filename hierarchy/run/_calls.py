@@ -232,7 +232,12 @@ class PhaseCalls:
         if purpose == "synthesis" and self._team.guards.answer:
             live = None  # a reader sees only an answer the guards let through (tell_answer)
         if purpose == "synthesis" and shape is not None:  # validated, re-asked (bounded)
-            return await structured_call(self._synth, request, shape, live)
+            # Told once valid: a re-asked invalid answer, or Claude's answer (a forced
+            # tool call's arguments, no text), would otherwise not show as it should.
+            response, calls = await structured_call(self._synth, request, shape)
+            if live is not None:
+                live.tell(request, response.text)
+            return response, calls
         return await self._caller(purpose).call(request, live), 1
 
     def tell_answer(self, answer: str) -> None:

@@ -1,13 +1,16 @@
 """A streamed run whose replies or answer are guarded: the reader sees only text
 the guards let through, as they left it (a tripped reply or answer never shows,
-a rewritten one shows rewritten), in one piece once they have judged it."""
+a rewritten one shows rewritten), in one piece once they have judged it. So too
+a structured answer: only the one that validated, however the model gave it."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import msgspec
 import pytest
+from pydantic import BaseModel
 
 from regiment.hierarchy import (
     AnswerSubject,
@@ -22,7 +25,14 @@ from regiment.hierarchy import (
     Trip,
     Worker,
 )
-from regiment.models import ModelRequest, ModelResponse, ScriptedModel, TextPart, text_response
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    TextPart,
+    ToolCallPart,
+    text_response,
+)
 
 from .brains import plan_json
 
@@ -116,3 +126,36 @@ async def test_a_rewritten_reply_reaches_the_reader_rewritten_in_one_piece() -> 
         plan_json({"description": "review order 7", "worker": "clerk"})
     ]
     assert _said(deltas, "synthesizer") == "Order 7 is being reviewed."
+
+
+class Refund(BaseModel):
+    """A refund to make."""
+
+    order: int
+    amount: int
+
+
+async def test_only_the_structured_answer_that_validated_reaches_the_reader() -> None:
+    # The first answer does not validate; the second comes as Claude gives one: the
+    # arguments of a forced tool call, with no text.
+    call = ToolCallPart(id="t1", name="final_answer", arguments={"order": 7, "amount": 1500})
+    answers: list[str | ModelResponse] = [
+        '{"order": 7}',
+        ModelResponse(parts=(call,), stop_reason="tool_use", model=""),
+    ]
+
+    def brain(request: ModelRequest) -> str | ModelResponse:
+        if request.role == "planner":
+            return plan_json({"description": "refund order 7", "worker": "clerk"})
+        return "refund 1500" if request.role == "worker" else answers.pop(0)
+
+    model = ScriptedModel(brain, delta_size=3)
+    team = Team(
+        name="support",
+        planner=Planner(model=model),
+        workers=[Worker(name="clerk", description="Refunds.", model=model)],
+        output_type=Refund,
+    )
+    deltas, _ = await _streamed(team)
+    said = _said(deltas, "synthesizer")
+    assert json.loads(said) == {"order": 7, "amount": 1500}
