@@ -16,6 +16,7 @@ The tree::
     ├── ModelError                     a model call failed after the provider's own retries
     │   ├── ModelAPIError              the provider answered with an error status
     │   ├── ModelConnectionError       the provider could not be reached
+    │   ├── ModelRefused               the model declined to answer (a refusal, a content filter)
     │   └── ScriptExhausted            a ScriptedModel was called more times than scripted
     ├── RunError                       a run could not finish
     │   ├── PlanError                  no valid plan within the allowed attempts
@@ -59,6 +60,7 @@ __all__ = (
     "ModelAPIError",
     "ModelConnectionError",
     "ModelError",
+    "ModelRefused",
     "OutputInvalid",
     "PlanError",
     "RegimentError",
@@ -155,6 +157,15 @@ class ModelAPIError(ModelError):
 
 class ModelConnectionError(ModelError):
     """The model provider could not be reached (refused, reset, timed out)."""
+
+
+class ModelRefused(ModelError):
+    """The model declined to answer: its reply stopped as a refusal (Anthropic's
+    ``refusal``) or was cut by the provider's content filter (``content_filter``).
+
+    A team does not act on such a reply: a worker's step fails (the planner may
+    replan), a planner-side call fails the run.
+    """
 
 
 class ScriptExhausted(ModelError):

@@ -223,7 +223,8 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
 
 
 def _check_models(config: TeamConfig, source: str) -> None:
-    for key, spec in config.model_specs().items():
+    for role_key, spec in config.model_specs().items():
+        key = "model" if spec == config.model else role_key  # the key the file writes it at
         kind, _ = parse_model_spec(spec, where=f"{source}: {key}")
         if kind == "scripted" and config.brain is None:
             raise ConfigError(

@@ -41,7 +41,8 @@ class RoleModels:
         if self._instance is not None:
             return self._instance
         chosen = self._override or spec or self._config.model
-        where = f"{self._source}: {'--model' if self._override else key}"
+        written = key if spec else "model"  # a role that names none uses the file's
+        where = f"{self._source}: {'--model' if self._override else written}"
         if chosen not in self._made:
             self._made[chosen] = self._make(chosen, where)
         return self._made[chosen]

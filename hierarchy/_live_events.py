@@ -53,6 +53,20 @@ class LiveSink:
 
         return on_delta
 
+    def tell(self, request: ModelRequest, text: str) -> None:
+        """Hand ``text``, the reply to ``request``, to the reader in one piece: a reply
+        held back while guards judged it (a reader never sees text they tripped on)."""
+        if text:
+            self.emit(
+                TextDelta(
+                    run_id=self.run_id,
+                    role=request.role or "worker",
+                    text=valid_text(text),
+                    worker=request.worker,
+                    step_id=request.step_id,
+                )
+            )
+
 
 class LiveChannel(Protocol):
     """A run's event channel as live events see it (``RunChannel`` is one)."""

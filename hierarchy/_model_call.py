@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, assert_never, final
@@ -10,6 +11,7 @@ from urllib.parse import urlsplit
 import msgspec
 from opentelemetry.util.types import AttributeValue
 
+from regiment.errors import ModelRefused
 from regiment.hierarchy._text import valid_response
 from regiment.models import (
     Message,
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
     from regiment.hierarchy._live_events import LiveSink
 
 __all__ = ("ModelCaller", "input_messages", "output_messages")
+
+_log = logging.getLogger("regiment.models")
 
 
 @final
@@ -59,9 +63,31 @@ class ModelCaller:
         metrics = telemetry.metrics
         if metrics is None:
             if live is None and not telemetry.tracing:  # the plain call: nothing around it
-                return valid_response(await self.model.complete(request))
+                return self._checked(await self.model.complete(request))
             return await self._traced(request, live)
         return await self._measured(request, live, metrics)
+
+    def _checked(self, response: ModelResponse) -> ModelResponse:
+        """``response`` made encodable (``valid_response``), unless the model refused.
+
+        Raises:
+            ModelRefused: the reply is a refusal (nothing a run may act on).
+        """
+        if response.refused:
+            raise ModelRefused(
+                f"model {self.model.name!r} declined to answer for {self.agent!r} (stop reason "
+                f"{response.stop_reason!r}; it wrote {response.text[:200]!r}); rephrase the "
+                "goal or the role's instructions, or give this role another model"
+            )
+        if response.cut_off:  # a worker's tool calls in it are not run (run_tool_loop)
+            _log.warning(
+                "model %r's reply for %r reached its length limit (stop reason %r), so its "
+                "text is cut short; raise max_tokens in this role's settings",
+                self.model.name,
+                self.agent,
+                response.stop_reason,
+            )
+        return valid_response(response)
 
     async def _measured(
         self, request: ModelRequest, live: LiveSink | None, metrics: RunMetrics
@@ -101,13 +127,13 @@ class ModelCaller:
         telemetry = self.telemetry
         model = self.model
         if not telemetry.tracing:  # no span: nothing to work out for one
-            return valid_response(await _reply(model, request, live))
+            return self._checked(await _reply(model, request, live))
         # getattr first: a runtime protocol check is slow, and only SDK models say yes.
         sdk = getattr(model, "sdk_spans", False) is True
         if sdk and isinstance(model, SelfTracingModel):
             # The SDK's own span is this call's one `chat` span; send it to our provider.
             traced = model.with_tracer_provider(telemetry.tracer_provider)
-            return valid_response(await _reply(traced, request, live))
+            return self._checked(await _reply(traced, request, live))
         # The applied settings go in with the span's start attributes (one dict, no
         # second call on the span); content is built only when it will be recorded.
         tuning = _tuning(effective_settings(getattr(model, "settings", None), request))
@@ -123,7 +149,7 @@ class ModelCaller:
                 telemetry.recorder.chat_input(
                     span, system=request.system, messages=input_messages(request.messages)
                 )
-            response = valid_response(await _reply(model, request, live))
+            response = self._checked(await _reply(model, request, live))
             if span.is_recording():
                 telemetry.recorder.chat_response(
                     span,

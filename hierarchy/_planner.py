@@ -65,6 +65,12 @@ class Planner:
         at_least("Planner", "max_plan_attempts", self.max_plan_attempts, 1)
 
 
+_CUT_OFF = (
+    "the reply reached its max_tokens limit before it was finished, so the plan may be cut "
+    "short; reply with a shorter plan (fewer or briefer steps)"
+)
+
+
 @final
 @dataclass(frozen=True, slots=True)
 class PlanAttempt:
@@ -92,8 +98,9 @@ class PlanningSession:
     def request(self) -> ModelRequest:
         return ModelRequest(system=self.system, messages=tuple(self.messages))
 
-    def evaluate(self, reply: str) -> PlanAttempt:
-        """Parse and validate a reply; remember it for a re-prompt."""
+    def evaluate(self, reply: str, *, cut_off: bool = False) -> PlanAttempt:
+        """Parse and validate a reply; remember it for a re-prompt. A reply ``cut_off``
+        at its length limit is refused: a prose plan would lose its last steps unseen."""
         self.attempts += 1
         sole = next(iter(self.workers)) if len(self.workers) == 1 else None
         parsed = parse_plan(
@@ -109,6 +116,8 @@ class PlanningSession:
                 known_ids=self.known_ids,
                 checks=tuple(self.checks),
             )
+        if cut_off:
+            problems = (_CUT_OFF, *problems)
         self.messages.append(Message.assistant(reply))
         return PlanAttempt(parsed=parsed, problems=problems, reply=reply)
 

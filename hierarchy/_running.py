@@ -42,6 +42,7 @@ from regiment.hierarchy._team_actors import (
     worker_actor,
 )
 from regiment.hierarchy.events import Event
+from regiment.hierarchy.guard._types import Guardrail, as_guardrails
 from regiment.hierarchy.run._channel import RunChannel, RunEvents
 from regiment.hierarchy.run._guarding import role_guards
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal
@@ -321,6 +322,15 @@ class RunningTeam(DecidesApprovals):
                 self.sessions.remember(session, channel.result, self.team)
 
 
+_CALL_KINDS = frozenset({"model_request", "model_reply", "tool_call", "tool_result"})
+
+
+def _enclosing(outer: tuple[Team, ...]) -> list[Guardrail]:
+    """The enclosing teams' guards on calls, outermost first: they guard a nested team's
+    calls too (their plan and answer guards do not: a nested answer is a step's output)."""
+    return [g for t in outer for g in as_guardrails(t.guardrails) if g.kind in _CALL_KINDS]
+
+
 def _check_goal(goal: object) -> None:
     if not isinstance(goal, str):
         raise ConfigError(f"the goal must be text (a str), not {type(goal).__name__}: {goal!r}")
@@ -354,7 +364,7 @@ async def _spawn_team(
     base = f"{prefix}{team.name}"
     if mcp is not None:  # all of this team's MCP servers start at once, not worker by worker
         await mcp.start([s for w in team.workers if isinstance(w, Worker) for s in w.mcp_servers])
-    guards = role_guards(team.guardrails, team.planner, team.critic)
+    guards = role_guards((*_enclosing(outer), *team.guardrails), team.planner, team.critic)
     on_ray = await start_ray(team, telemetry, guards, (base, desk, runs, channels))
     for worker in team.workers:
         name = f"{base}/{worker.name}"

@@ -220,6 +220,12 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
+# Stop reasons that say a reply reached a length limit before the model finished it.
+_CUT_OFF = frozenset({"max_tokens", "length", "model_context_window_exceeded"})
+# Stop reasons that say the model (or the provider's filter) declined to answer.
+_REFUSED = frozenset({"refusal", "content_filter"})
+
+
 class ModelResponse(msgspec.Struct, frozen=True, kw_only=True):
     """What one model call returned.
 
@@ -258,6 +264,20 @@ class ModelResponse(msgspec.Struct, frozen=True, kw_only=True):
             if isinstance(part, ToolCallPart):
                 calls.append(part)
         return tuple(calls)
+
+    @property
+    def cut_off(self) -> bool:
+        """Whether the reply stopped at a length limit (Anthropic's ``max_tokens``,
+        Chat Completions' ``length``) before the model finished it: its last part
+        may be incomplete, a tool call's arguments too."""
+        return self.stop_reason in _CUT_OFF
+
+    @property
+    def refused(self) -> bool:
+        """Whether the model declined to answer (Anthropic's ``refusal``) or the
+        provider's filter cut the reply (``content_filter``): what text it has is
+        no answer."""
+        return self.stop_reason in _REFUSED
 
     def to_message(self) -> Message:
         """This reply as the assistant turn to append to the conversation."""

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from types import TracebackType
 from typing import TYPE_CHECKING, Generic, Protocol, Self, TypeVar
 
-from regiment.models._messages import ModelRequest, ModelResponse
+import msgspec
+
+from regiment.models._estimate import estimate_tokens
+from regiment.models._messages import ModelRequest, ModelResponse, Usage
 from regiment.models._settings import ModelSettings
 from regiment.models._stream import DeltaHandler, emit_response
 
@@ -13,6 +17,9 @@ if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
 __all__ = ("SDKModel", "not_an_event_stream")
+
+_log = logging.getLogger("regiment.models")
+_NO_USAGE = Usage()
 
 
 def not_an_event_stream(content_type: str | None) -> bool:
@@ -43,6 +50,7 @@ class SDKModel(Generic[ClientT, ParamsT]):
     _settings: ModelSettings | None
     _client: ClientT
     _owns_client: bool
+    _warned_usage: bool = False  # told once per model that its server reports no usage
 
     @property
     def name(self) -> str:
@@ -88,8 +96,8 @@ class SDKModel(Generic[ClientT, ParamsT]):
         """
         params = self._params(request)
         if self._stream:
-            return await self._streamed(params, None)
-        return await self._plain(params)
+            return self._counted(request, await self._streamed(params, None))
+        return self._counted(request, await self._plain(params))
 
     async def stream(self, request: ModelRequest, on_delta: DeltaHandler) -> ModelResponse:
         """As ``complete``, awaiting ``on_delta`` with each piece of the reply as it arrives.
@@ -100,10 +108,29 @@ class SDKModel(Generic[ClientT, ParamsT]):
         """
         params = self._params(request)
         if self._stream:
-            return await self._streamed(params, on_delta)
-        response = await self._plain(params)
+            return self._counted(request, await self._streamed(params, on_delta))
+        response = self._counted(request, await self._plain(params))
         await emit_response(response, on_delta)
         return response
+
+    def _counted(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
+        """``response``, with an estimated usage if the server reported none (some
+        compatible servers do not, in a stream or at all), so token budgets still hold."""
+        if response.usage != _NO_USAGE:
+            return response
+        if not self._warned_usage:
+            self._warned_usage = True
+            _log.warning(
+                "the server at %s reported no token usage for model %r; budgets count an "
+                "estimate instead (estimate_tokens); a server that can report usage in "
+                "streams needs stream_options.include_usage",
+                getattr(self, "base_url", "?"),
+                self._model,
+            )
+        usage = Usage(
+            input_tokens=estimate_tokens(request), output_tokens=estimate_tokens(response)
+        )
+        return msgspec.structs.replace(response, usage=usage)
 
     def _params(self, request: ModelRequest) -> ParamsT:
         raise NotImplementedError

@@ -106,15 +106,18 @@ class GuardedCaller:
             if checked.subject is not subject:
                 new = checked.subject
                 request = msgspec.structs.replace(request, system=new.system, messages=new.messages)
-        response = await self._caller.call(request, live)
         if not self._reply:
-            return response
+            return await self._caller.call(request, live)
+        response = await self._caller.call(request, None)  # a reader sees only what passes
         done = ReplySubject(role=role, worker=None, step_id=None, response=response)
         judged = await run_chain(self._reply, done, self._telemetry, self._log.notes, where)
         self._log.charge(role, judged)
         if judged.tripped is not None:
             raise tripped(judged, "model_reply")
-        return judged.subject.response
+        response = judged.subject.response
+        if live is not None:
+            live.tell(request, response.text)
+        return response
 
 
 def guarded(

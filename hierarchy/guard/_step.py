@@ -47,6 +47,9 @@ class Caller(Protocol):
 
     async def call(self, request: ModelRequest) -> ModelResponse: ...
 
+    def passed(self, request: ModelRequest, response: ModelResponse) -> None:
+        """The reply guards let ``response`` (as they left it) through."""
+
 
 def tripped(checked: Checked[Any], subject: str) -> GuardrailError:
     """The error for a trip that ends what it guarded."""
@@ -123,6 +126,7 @@ class StepGuards:
             with judging_within(purse):
                 checked = await self.check_reply(response, step_id, progress)
             if isinstance(checked, ModelResponse):
+                caller.passed(request, checked)
                 return checked
             progress.model_calls += 1
             progress.usage = progress.usage + response.usage

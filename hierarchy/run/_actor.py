@@ -174,7 +174,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
         text = reply.response.text
         match phase:
             case Planning():
-                await self._on_plan_reply(phase, text, reply.span)
+                await self._on_plan_reply(phase, reply.response, reply.span)
             case Compressing(before_tokens=before, then=then):
                 self._record(MemoryAdopted(read_memory(text, self._book.versions), before))
                 self._enter(self._prompting.call(then, self._book))

@@ -228,10 +228,22 @@ class PhaseCalls:
 
     async def _ask(self, purpose: Purpose, request: ModelRequest) -> tuple[ModelResponse, int]:
         """The reply to one call, and how many model calls it took."""
-        shape = self._team.output
+        shape, live = self._team.output, self._live
+        if purpose == "synthesis" and self._team.guards.answer:
+            live = None  # a reader sees only an answer the guards let through (tell_answer)
         if purpose == "synthesis" and shape is not None:  # validated, re-asked (bounded)
-            return await structured_call(self._synth, request, shape, self._live)
-        return await self._caller(purpose).call(request, self._live), 1
+            # Told once valid: a re-asked invalid answer, or Claude's answer (a forced
+            # tool call's arguments, no text), would otherwise not show as it should.
+            response, calls = await structured_call(self._synth, request, shape)
+            if live is not None:
+                live.tell(request, response.text)
+            return response, calls
+        return await self._caller(purpose).call(request, live), 1
+
+    def tell_answer(self, answer: str) -> None:
+        """Stream the answer the answer guards let through (held back while they judged)."""
+        if self._live is not None:
+            self._live.tell(ModelRequest(messages=(), role="synthesizer"), answer)
 
     def _span(self, purpose: Purpose, facts: SpanFacts) -> AbstractContextManager[Span]:
         """The call's phase span, left open when its block exits: ``_call`` ends it once

@@ -23,7 +23,7 @@ from regiment.hierarchy.run._messages import GuardJudged, PlannerMessage, Purpos
 from regiment.hierarchy.run._phase import Executing, Phase, Planning, Synthesize, Synthesizing
 from regiment.hierarchy.run._prompting import PlanReading, Prompting
 from regiment.hierarchy.run._runtime import TeamRuntime
-from regiment.models import ModelRequest
+from regiment.models import ModelRequest, ModelResponse
 
 __all__ = ("GuardedActor",)
 
@@ -74,8 +74,12 @@ class GuardedActor(Actor[PlannerMessage, None]):
             role, response = log.spent.pop(0)
             self._record(ModelCharged(_PURPOSES[role], response.usage))
 
-    async def _on_plan_reply(self, planning: Planning, text: str, span: Span | None) -> None:
-        reading = self._prompting.read_plan(planning, text, self._book.versions)
+    async def _on_plan_reply(
+        self, planning: Planning, reply: ModelResponse, span: Span | None
+    ) -> None:
+        reading = self._prompting.read_plan(
+            planning, reply.text, self._book.versions, cut_off=reply.cut_off
+        )
         if isinstance(reading, PlanAdopted) and span is not None:  # the call's span, still open
             self._team.telemetry.recorder.plan_steps(span, len(reading.plan.steps))
         if isinstance(reading, PlanAdopted) and self._guards.plan:
@@ -119,6 +123,7 @@ class GuardedActor(Actor[PlannerMessage, None]):
             synthesis = self._prompting.call(Synthesize(), self._book).request
             match answer_verdict(self._guards, checked, synthesis):
                 case str() as answer:
+                    self._calls.tell_answer(answer)
                     self._finish_answer(answer)
                 case ModelRequest() as again:
                     self._ask("synthesis", again)

@@ -152,10 +152,13 @@ class Prompting:
         session = self.tail_session(book.versions, text)
         return Call(Planning(kind, session, reason), kind, session.request())
 
-    def read_plan(self, planning: Planning, text: str, versions: PlanVersions) -> PlanReading:
-        """Read a planner reply: the plan version it gives, or what to do instead."""
+    def read_plan(
+        self, planning: Planning, text: str, versions: PlanVersions, *, cut_off: bool = False
+    ) -> PlanReading:
+        """Read a planner reply (``cut_off``: at its length limit): the plan version it
+        gives, or what to do instead."""
         session, planner = planning.session, self._team.planner
-        attempt = session.evaluate(text)
+        attempt = session.evaluate(text, cut_off=cut_off)
         if attempt.problems:
             if session.attempts >= planner.max_plan_attempts:
                 problems = "; ".join(attempt.problems)

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, final
 import msgspec
 
 from regiment.errors import ConfigError, OutputInvalid
-from regiment.hierarchy._live_events import LiveSink
 from regiment.hierarchy._result import RunResult, with_output
 from regiment.hierarchy.guard._roles import Caller
 from regiment.models import (
@@ -117,7 +116,6 @@ async def structured_call(
     caller: Caller,
     request: ModelRequest,
     shape: AnswerShape,
-    live: LiveSink | None = None,
 ) -> tuple[ModelResponse, int]:
     """Ask for the answer until it validates, at most ``shape.attempts`` times.
 
@@ -133,9 +131,14 @@ async def structured_call(
     spent = Usage()
     detail = ""
     for attempt in range(1, shape.attempts + 1):
-        response = await caller.call(request, live)
+        response = await caller.call(request)
         spent = spent + response.usage
         text = structured_text(response, shape.tool)
+        if response.cut_off:  # cut JSON may still validate: the SDK reads it leniently
+            detail = "it reached its max_tokens limit before it was finished: it is cut short"
+            logger.warning("the structured answer was cut short; asking again")
+            request = _reask(request, response, shape, detail)
+            continue
         try:
             shape.kind.model_validate_json(text)
         except ValidationError as exc:

@@ -137,22 +137,33 @@ class StepCalls:
         self._model_calls = 0
         self._tool_calls = 0
 
-    async def model(self, caller: ModelCaller, request: ModelRequest) -> ModelResponse:
-        """The response to the step's next model call: replayed, or sent and journaled."""
+    async def model(
+        self, caller: ModelCaller, request: ModelRequest, *, held: bool = False
+    ) -> ModelResponse:
+        """The response to the step's next model call: replayed, or sent and journaled.
+
+        ``held``: its text is not streamed as it comes (guards judge it first; ``tell``).
+        """
         self._model_calls += 1
         responses = self._replay.responses
+        live = None if held else self._live
         if not (responses or self._journaled):  # nothing to replay, nowhere to record
-            return await caller.call(request, self._live)
+            return await caller.call(request, live)
         assign = self._assign
         key = f"step/{assign.plan_version}/{assign.step.id}/{self._model_calls}"
         replayed = responses.get(key)
         if replayed is not None:
             return replayed
-        response = await caller.call(request, self._live)
+        response = await caller.call(request, live)
         if self._journaled and self._run is not None:
             record = ModelCallFinished(run_id=self._run_id, call_key=key, response=response)
             await self._run.append(record)
         return response
+
+    def tell(self, request: ModelRequest, response: ModelResponse) -> None:
+        """Stream the text of a reply held back while guards judged it, in one piece."""
+        if self._live is not None:
+            self._live.tell(request, response.text)
 
     def reserve(self, calls: int) -> int:
         """Number the next ``calls`` tool calls; the first one's index."""
@@ -242,12 +253,18 @@ class StepCalls:
 class JournaledCaller:
     """A step's model caller whose replies are replayed or journaled (``StepCalls.model``)."""
 
-    __slots__ = ("_caller", "_calls")
+    __slots__ = ("_caller", "_calls", "_held")
 
-    def __init__(self, calls: StepCalls, caller: ModelCaller) -> None:
+    def __init__(self, calls: StepCalls, caller: ModelCaller, *, held: bool = False) -> None:
         self._calls = calls
         self._caller = caller
+        self._held = held  # reply guards judge each reply before a reader may see it
 
     async def call(self, request: ModelRequest, live: LiveSink | None = None) -> ModelResponse:
         """The step's next reply (the step's own live sink streams it; ``live`` is unused)."""
-        return await self._calls.model(self._caller, request)
+        return await self._calls.model(self._caller, request, held=self._held)
+
+    def passed(self, request: ModelRequest, response: ModelResponse) -> None:
+        """The guards let ``response`` (as they left it) through: a held reply is streamed."""
+        if self._held:
+            self._calls.tell(request, response)

@@ -61,6 +61,13 @@ class StepProgress:
     refused_tool_calls: int = 0
     guard_notes: list[GuardNote] = field(default_factory=list)
 
+    def took(self, response: ModelResponse) -> None:
+        """Count one model call's reply."""
+        self.model_calls += 1
+        spent = self.usage
+        self.usage = response.usage if spent == _NO_USAGE else spent + response.usage
+        self.last_text = response.text
+
     def report(
         self,
         assign: AssignStep,
@@ -182,8 +189,10 @@ def _collect(
     parts: list[ToolResultPart] = []
     failed = False
     for call, result in zip(calls, results, strict=True):
-        if result is None:
-            parts.append(_refused(call, limit, progress))
+        if result is None:  # the step's share cannot pay for it (the planner makes it an event)
+            progress.refused_tool_calls += 1
+            text = f"not run: this step's tool call allowance of {limit} is used up"
+            parts.append(_refused(call, progress, text, "budget_exhausted"))
             failed = True
             continue
         failed = failed or result.is_error
@@ -203,11 +212,10 @@ def _collect(
     return parts, failed
 
 
-def _refused(call: ToolCallPart, limit: int | None, progress: StepProgress) -> ToolResultPart:
-    """A call the step's tool-call share cannot pay for: an error the model sees,
-    recorded like any outcome (the planner turns the count into an event)."""
-    text = f"not run: this step's tool call allowance of {limit} is used up"
-    progress.refused_tool_calls += 1
+def _refused(
+    call: ToolCallPart, progress: StepProgress, text: str, error_type: str
+) -> ToolResultPart:
+    """A call that is not run: an error the model sees, recorded like any outcome."""
     progress.outcomes.append(
         ToolOutcome(
             tool=call.name,
@@ -215,10 +223,18 @@ def _refused(call: ToolCallPart, limit: int | None, progress: StepProgress) -> T
             arguments=dict(call.arguments),
             content=text,
             is_error=True,
-            error_type="budget_exhausted",
+            error_type=error_type,
         )
     )
     return ToolResultPart(call_id=call.id, content=text, is_error=True)
+
+
+# A cut reply may end inside a call's arguments, which a provider may read leniently
+# (the Anthropic SDK reads the cut '{"amount": 15' of 1500 as 15): none are run.
+_CUT_OFF = (
+    "not run: your reply reached its max_tokens limit before it was finished, so this "
+    "call's arguments may be cut short; call it again, with a shorter reply"
+)
 
 
 def _check_failures(
@@ -324,17 +340,17 @@ async def run_tool_loop(
             )
         if (response := await call(request)) is None:
             continue  # a guard rejected the reply; the model is told why
-        progress.model_calls += 1
-        spent = progress.usage
-        progress.usage = response.usage if spent == _NO_USAGE else spent + response.usage
-        progress.last_text = response.text
+        progress.took(response)
         if not (tool_calls := response.tool_calls):
             return progress.report(assign, worker, "done")
         messages.append(Message(role="assistant", parts=response.parts))
         ran_before = len(progress.outcomes)
-        results, failed = await _call_tools(
-            toolset, tool_calls, assign, progress, telemetry, journaled, guards, approvals
-        )
+        if response.cut_off:  # none run: the last one's arguments may be cut short
+            results, failed = [_refused(c, progress, _CUT_OFF, "cut_off") for c in tool_calls], True
+        else:
+            results, failed = await _call_tools(
+                toolset, tool_calls, assign, progress, telemetry, journaled, guards, approvals
+            )
         if failed:
             _check_failures(progress.outcomes[ran_before:], toolset, assign, worker, on_tool_error)
         messages.append(Message(role="user", parts=tuple(results)))
@@ -358,7 +374,7 @@ def _step_caller(
     journaled = journaled or StepCalls(None, assign, worker)
     if guards is None:  # no JournaledCaller in between: its call would only forward
         return journaled, functools.partial(journaled.model, caller)
-    model = JournaledCaller(journaled, caller)
+    model = JournaledCaller(journaled, caller, held=bool(guards.reply))
     return journaled, guards.caller(model, assign, progress, messages)
 
 

@@ -126,7 +126,7 @@ async def test_claude_without_a_key_or_brain_is_a_config_error(
     )
     code, _, err = await _run("run", str(team), "goal")
     assert code == 2
-    assert "claude.toml: workers[0].model: no Anthropic credentials" in err
+    assert "claude.toml: model: no Anthropic credentials" in err  # the key the file writes
     assert "ANTHROPIC_API_KEY" in err
 
 

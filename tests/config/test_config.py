@@ -185,11 +185,11 @@ BAD = [
     ),
     (
         GOOD.replace('model = "scripted"', 'model = "gpt-4"'),
-        "team.toml: planner.model: expected 'anthropic:<model id>'",
+        "team.toml: model: expected 'anthropic:<model id>'",  # the key written, not a role
     ),
     (
         GOOD.replace('brain = "examples.refund.brain:refund_brain"', ""),
-        "team.toml: planner.model: the model is 'scripted' but the file has no brain",
+        "team.toml: model: the model is 'scripted' but the file has no brain",
     ),
     (
         GOOD.replace('name = "comms"', 'name = "billing"'),

@@ -25,6 +25,7 @@ from regiment.models import (
     TextPartDelta,
     ToolCallPartDelta,
     ToolCallPartStart,
+    estimate_tokens,
     stream_response,
 )
 from regiment.tools import ToolDefinition
@@ -224,3 +225,34 @@ async def test_a_reply_that_cannot_be_read_is_a_model_api_error(
     if stream or body.startswith(b'{"hello'):  # a body that is not JSON has none
         assert caught.value.request_id == "req_bad"
     assert len(api.requests) == 1  # the server's answer, not retried
+
+
+def _no_usage(value: object, counts: bool = False) -> object:
+    """``value`` (a reply body or event) with every token count in its usage at 0."""
+    if isinstance(value, dict):
+        return {key: _no_usage(item, counts or key == "usage") for key, item in value.items()}
+    return 0 if counts and isinstance(value, int) else value
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "plain"])
+async def test_a_server_that_reports_no_usage_gets_an_estimate_so_budgets_hold(
+    wire: Wire, api: StandIn, stream: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Some compatible servers send no usage in a stream (no stream_options support), or none.
+    for _ in range(2):
+        reply = wire.reply("It is snowing in Oslo, and it will go on snowing all week.", ())
+        reply.body = _no_usage(reply.body)  # type: ignore[assignment]
+        events = reply.events or []
+        reply.events = [
+            (name, json.dumps(_no_usage(json.loads(data))) if data != "[DONE]" else data)
+            for name, data in events
+        ]
+        api.queue(reply)
+    async with wire.make(api, stream, 0) as model:
+        with caplog.at_level("WARNING", logger="regiment.models"):
+            first = await model.complete(ask())
+            await model.complete(ask())
+    assert first.usage.input_tokens > 0
+    assert first.usage.output_tokens == estimate_tokens(first) > 0
+    (warning,) = [r for r in caplog.records if r.name == "regiment.models"]
+    assert "reported no token usage" in warning.getMessage()
