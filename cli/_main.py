@@ -46,7 +46,6 @@ from regiment.cli._journal_cmds import (
 )
 from regiment.cli._resume import add_import_root as _add_import_root
 from regiment.cli._resume import fill_in_team_file, team_file_of
-from regiment.cli._serve_trace import serve_tracing
 from regiment.cli._validate import validate
 from regiment.config import (
     TeamConfig,
@@ -169,6 +168,7 @@ async def _dispatch(
         if args.command == "mcp":
             return await _serve_mcp(config, args, environ, stderr)
         if args.command == "serve":
+            from regiment.cli._serve_trace import serve_tracing  # the tracing SDK: only here
             from regiment.serve import serve_command  # the serve extra, only for this command
 
             model = _choose_model(config, args.team_file, args.model, environ, stderr)
