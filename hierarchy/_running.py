@@ -273,10 +273,11 @@ class RunningTeam(DecidesApprovals):
                     spawn = SpawnRun(run_id, goal, channel, span, budget, concurrency)
                     ref = self._spawn_run(spawn, parent)
                     await ref.send(StartRun())
-                    # One loop turn before the next caller may start a run: with the
-                    # semaphore, a burst starts a few runs a turn (1,000 callers at
-                    # once would otherwise start every run, plan and first step in one).
-                    await self._spawner.checkpoint()
+                    # A loop turn before the next caller may start a run, so a burst
+                    # starts a few a turn. Not for a step's child run: a cancel landing
+                    # here lost its channel, and the step reported none of its spend.
+                    if parent is None:
+                        await self._spawner.checkpoint()
                     starting = False
                     self._starting.release()
                     yield channel, events

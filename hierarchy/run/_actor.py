@@ -70,6 +70,7 @@ from regiment.hierarchy.run._phase import (
     Compressing,
     Critiquing,
     Done,
+    EndAnswered,
     EndCancelled,
     EndFailed,
     Ending,
@@ -286,7 +287,12 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
 
     def _finish_answer(self, text: str) -> None:
         partial = self._book.spending.exhausted is not None
-        self._finish(self._book.answer(text), "partial" if partial else "completed")
+        ending = EndAnswered(self._book.answer(text), "partial" if partial else "completed")
+        if self._book.dispatcher.inflight:  # cancelled steps of older versions, still ending
+            self._calls.stop()
+            self._phase = WindingDown(ending)
+        else:
+            self._end_as(ending)
 
     def _finish(self, answer: str, status: RunStatus) -> None:
         self._end()
@@ -327,6 +333,8 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
                 self._fail(error)
             case EndPartial() | EndPaused():
                 self._finish(*self._closing(ending))
+            case EndAnswered(answer=answer, status=status):
+                self._finish(answer, status)
             case _:
                 assert_never(ending)
 

@@ -13,6 +13,7 @@ from typing import Literal, TypeAlias, final
 
 from regiment.errors import RunError
 from regiment.hierarchy._planner import PlanningSession
+from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.run._rounds import CritiqueSession
 
 __all__ = (
@@ -22,6 +23,7 @@ __all__ = (
     "Compressing",
     "Critiquing",
     "Done",
+    "EndAnswered",
     "Ending",
     "EndCancelled",
     "EndFailed",
@@ -96,7 +98,18 @@ class EndPaused:
     """Every step in flight waits for an approval: the run pauses until decided."""
 
 
-Ending: TypeAlias = EndCancelled | EndFailed | EndPartial | EndPaused
+@final
+@dataclass(frozen=True, slots=True)
+class EndAnswered:
+    """The answer is written; the run ends with it once the steps of older plan
+    versions, cancelled by a replan, have reported (what they used is the run's,
+    and their drops are its events)."""
+
+    answer: str
+    status: RunStatus
+
+
+Ending: TypeAlias = EndCancelled | EndFailed | EndPartial | EndPaused | EndAnswered
 
 
 # -- the phases ------------------------------------------------------------------

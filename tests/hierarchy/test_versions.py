@@ -16,7 +16,13 @@ from regiment.hierarchy import (
     Team,
     Worker,
 )
-from regiment.models import ModelRequest, ScriptedModel, TextPart, ToolResultPart
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    TextPart,
+    ToolResultPart,
+)
 from regiment.telemetry import SpanCollector, Telemetry
 
 from .brains import Brain, plan_json
@@ -89,6 +95,46 @@ async def test_late_report_of_old_version_is_never_committed_or_built_on() -> No
     assert stale[0].attributes["regiment.step.id"] == "s2"
     assert root.attributes is not None
     assert root.attributes["regiment.reports.stale_dropped"] == 1
+
+
+async def test_a_run_ends_only_once_the_steps_a_replan_cancelled_have_reported() -> None:
+    """A step of the old version still ending (a call that finishes though cancelled)
+    when the new version is done: the run waits for its report, so the drop is one of
+    the run's events and what the step spent is the run's."""
+    answered = anyio.Event()
+
+    async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:
+        if description == "slow draft":
+            with anyio.CancelScope(shield=True):  # on the wire until the answer is written
+                await answered.wait()
+            return "SLOW-DRAFT-OUTPUT"
+        return f"did: {description}"
+
+    class Answering(Brain):
+        async def __call__(self, request: ModelRequest) -> ModelResponse | str:
+            if request.role == "synthesizer":
+                answered.set()
+            return await super().__call__(request)
+
+    v1 = plan_json(
+        {"id": "s1", "description": "probe", "check": "fails"},
+        {"id": "s2", "description": "slow draft"},
+    )
+    brain = Answering([v1, plan_json({"description": "recover", "depends_on": ["s1"]})], work=work)
+    model = ScriptedModel(brain)
+    team = Team(
+        name="t",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="does things", model=model)],
+        checks={"fails": Check(description="never passes", predicate=_never_ok)},
+    )
+    result = await team.run("goal")
+    dropped = [e for e in result.events if isinstance(e, StaleReportDropped)]
+    assert [(e.step_id, e.report_version, e.current_version) for e in dropped] == [("s2", 1, 2)]
+    assert result.stale_reports_dropped == 1
+    assert result.model_calls == model.calls == 6  # two plans, three steps, the answer
+    assert result.committed == ("s1", "s3")
+    assert "SLOW-DRAFT-OUTPUT" not in result.answer
 
 
 async def test_replans_are_bounded_then_step_failed() -> None:

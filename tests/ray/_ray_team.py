@@ -113,8 +113,11 @@ class Probe:
         self.cancelled: list[int] = []
         self.asked: dict[str, int] = {}
         self.performed: list[str] = []
+        self.calls: dict[int, str] = {}  # by the calling process: "running", "finished", "cut"
         self._started = asyncio.Event()
         self._cancelled = asyncio.Event()
+        self._released = asyncio.Event()
+        self._call_ended = asyncio.Event()
 
     async def start(self, pid: int) -> None:
         self.started.append(pid)
@@ -131,6 +134,26 @@ class Probe:
         if self.asked[key] == 1:
             self.performed.append(key)
         return self.asked[key]
+
+    async def call(self, pid: int) -> None:
+        """A call a tool makes to a service, which runs until :meth:`release`: whether
+        it finished or was cut (cancelled by Ray) is kept in ``calls``."""
+        self.calls[pid] = "running"
+        await self.start(pid)
+        try:
+            await self._released.wait()
+        except asyncio.CancelledError:
+            self.calls[pid] = "cut"
+            raise
+        finally:
+            self._call_ended.set()
+        self.calls[pid] = "finished"
+
+    async def release(self) -> dict[int, str]:
+        """Let the running :meth:`call` finish; how every call ended."""
+        self._released.set()
+        await self._call_ended.wait()
+        return self.calls
 
     async def wait_started(self, count: int) -> list[int]:
         while len(self.started) < count:
@@ -166,11 +189,17 @@ def _hold_brain(request: ModelRequest) -> ModelResponse:
 
 
 def held_worker(
-    probe: str, *, commit_first: bool = False, name: str = "holder", max_concurrent_steps: int = 8
+    probe: str,
+    *,
+    commit_first: bool = False,
+    calls: bool = False,
+    name: str = "holder",
+    max_concurrent_steps: int = 8,
 ) -> Worker:
     """A worker whose ``hold`` tool tells ``probe`` it started, then waits until it is
     cancelled (telling ``probe`` so). With ``commit_first``, it first records its side
-    effect under its idempotency key (once per key, however often it is called)."""
+    effect under its idempotency key (once per key, however often it is called). With
+    ``calls``, it waits in a call to ``probe`` (:meth:`Probe.call`) instead."""
 
     @tool(idempotency_key=("order_id",))
     async def hold(order_id: str) -> str:
@@ -181,8 +210,11 @@ def held_worker(
         try:
             # Inside the try: the test sees the start (the probe has run it) and may
             # cancel while this await still waits for its reply; the cancel must be told.
-            await actor.start.remote(os.getpid())
-            await anyio.sleep_forever()
+            if calls:
+                await actor.call.remote(os.getpid())
+            else:
+                await actor.start.remote(os.getpid())
+                await anyio.sleep_forever()
         finally:
             with anyio.CancelScope(shield=True):
                 await actor.cancel.remote(os.getpid())
@@ -207,6 +239,7 @@ def holder_team(
     planner: list[str] | ScriptFunction,
     *,
     commit_first: bool = False,
+    calls: bool = False,
     **placement: Any,
 ) -> Team:
     """A team with the Ray-placed ``holder`` and an in-process ``local`` worker whose
@@ -217,7 +250,7 @@ def holder_team(
         await _probe(probe).wait_started.remote(1)
         return "probed: the order is not what it seemed"
 
-    build = functools.partial(held_worker, probe, commit_first=commit_first)
+    build = functools.partial(held_worker, probe, commit_first=commit_first, calls=calls)
     holder = dataclasses.replace(build(), placement=Ray(build=build, **placement))
     local = Worker(name="local", description="Probes orders.", model=ScriptedModel(local_brain))
     return Team(

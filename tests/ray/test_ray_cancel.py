@@ -61,3 +61,24 @@ async def test_a_replan_cancels_the_remote_step_and_drops_its_report(
     state = await handle.state.remote()  # type: ignore[attr-defined]
     assert cancelled == state["started"]
     assert len(state["started"]) == 1
+
+
+async def test_cancelling_a_remote_step_leaves_the_calls_its_tool_made_to_finish(
+    probe: tuple[str, object],
+) -> None:
+    """Ray's cancel of the step is not recursive: it would also cancel what the tool
+    called, and so a tool's cleanup call (as ``hold`` telling its probe it stopped) that
+    was on its way when Ray's cancel landed; the step is cancelled, the call is not."""
+    name, handle = probe
+    team = holder_team(name, [plan_text(HOLD)], calls=True, num_cpus=0)
+    async with team.start() as running:
+        async with running.stream("hold order 88213") as events:
+            async for event in events:
+                if isinstance(event, StepDispatched):
+                    (pid,) = await handle.wait_started.remote(1)  # type: ignore[attr-defined]
+                    break  # leaving the block cancels the run while the tool's call runs
+        with anyio.fail_after(_TOLD):
+            told = await handle.wait_cancelled.remote()  # type: ignore[attr-defined]
+            calls = await handle.release.remote()  # type: ignore[attr-defined]
+    assert told == [pid]  # the step was cancelled on its replica
+    assert calls == {pid: "finished"}  # and the call its tool made was left to finish
