@@ -19,9 +19,9 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from regiment.actors import ActorRef, ActorSystem
-from regiment.errors import ConfigError
 from regiment.hierarchy._approvals import ApprovalDesk, StepAt
 from regiment.hierarchy._approving import DecidesApprovals
+from regiment.hierarchy._goal import check_goal
 from regiment.hierarchy._messages import StepAllowance, WorkerMessage
 from regiment.hierarchy._ranges import run_concurrency
 from regiment.hierarchy._result import RunResult
@@ -239,7 +239,7 @@ class RunningTeam(DecidesApprovals):
         resumed: RunJournal | None = None,
         parent: StepAt | None = None,
     ) -> AsyncIterator[Opened]:
-        _check_goal(goal)
+        check_goal(goal)
         concurrency = run_concurrency(concurrency, self.team.concurrency)
         if deps is not None:
             check_remote_deps(self.team, deps)
@@ -330,20 +330,6 @@ def _enclosing(outer: tuple[Team, ...]) -> list[Guardrail]:
     """The enclosing teams' guards on calls, outermost first: they guard a nested team's
     calls too (their plan and answer guards do not: a nested answer is a step's output)."""
     return [g for t in outer for g in as_guardrails(t.guardrails) if g.kind in _CALL_KINDS]
-
-
-def _check_goal(goal: object) -> None:
-    if not isinstance(goal, str):
-        raise ConfigError(f"the goal must be text (a str), not {type(goal).__name__}: {goal!r}")
-    if not goal.strip():
-        raise ConfigError("the goal is empty; say what the team should do")
-    try:
-        goal.encode()
-    except UnicodeEncodeError as exc:  # no model, journal or trace could carry it
-        raise ConfigError(
-            f"the goal is not valid text: {goal[exc.start]!r} at position {exc.start} is a lone "
-            "surrogate (bytes that were not UTF-8, decoded with surrogateescape?)"
-        ) from None
 
 
 async def _spawn_team(
