@@ -14,6 +14,7 @@ from opentelemetry.util.types import AttributeValue
 from regiment.errors import ModelRefused
 from regiment.hierarchy._text import valid_response
 from regiment.models import (
+    STOPPED_EARLY,
     Message,
     Model,
     ModelRequest,
@@ -63,12 +64,25 @@ class ModelCaller:
         metrics = telemetry.metrics
         if metrics is None:
             if live is None and not telemetry.tracing:  # the plain call: nothing around it
-                return self._checked(await self.model.complete(request))
+                response = valid_response(await self.model.complete(request))
+                if response.stop_reason in STOPPED_EARLY:  # one look-up for the usual reply
+                    self._stopped_early(response)
+                return response
             return await self._traced(request, live)
         return await self._measured(request, live, metrics)
 
     def _checked(self, response: ModelResponse) -> ModelResponse:
         """``response`` made encodable (``valid_response``), unless the model refused.
+
+        Raises:
+            ModelRefused: the reply is a refusal (nothing a run may act on).
+        """
+        if response.stop_reason in STOPPED_EARLY:
+            self._stopped_early(response)
+        return valid_response(response)
+
+    def _stopped_early(self, response: ModelResponse) -> None:
+        """Refuse a refusal; log a reply cut at its length limit.
 
         Raises:
             ModelRefused: the reply is a refusal (nothing a run may act on).
@@ -87,7 +101,6 @@ class ModelCaller:
                 self.agent,
                 response.stop_reason,
             )
-        return valid_response(response)
 
     async def _measured(
         self, request: ModelRequest, live: LiveSink | None, metrics: RunMetrics

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from regiment.models._estimate import estimate_tokens
 from regiment.models._messages import (
+    STOPPED_EARLY,
     Message,
     ModelRequest,
     ModelResponse,
@@ -58,6 +59,7 @@ __all__ = (
     "Reply",
     "ResponsePart",
     "Role",
+    "STOPPED_EARLY",
     "ScriptFunction",
     "ScriptedModel",
     "SelfTracingModel",

@@ -225,6 +225,11 @@ _CUT_OFF = frozenset({"max_tokens", "length", "model_context_window_exceeded"})
 # Stop reasons that say the model (or the provider's filter) declined to answer.
 _REFUSED = frozenset({"refusal", "content_filter"})
 
+STOPPED_EARLY: frozenset[str | None] = _CUT_OFF | _REFUSED
+"""Stop reasons after which a reply is not a whole answer: it was cut off at a length
+limit (``ModelResponse.cut_off``) or refused (``ModelResponse.refused``). One look-up
+tells the usual reply from both."""
+
 
 class ModelResponse(msgspec.Struct, frozen=True, kw_only=True):
     """What one model call returned.

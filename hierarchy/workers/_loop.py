@@ -30,6 +30,7 @@ from regiment.hierarchy.workers._approval_gate import Approvals
 from regiment.hierarchy.workers._journal_calls import JournaledCaller, StepCalls
 from regiment.hierarchy.workers._siblings import SiblingCalls
 from regiment.models import (
+    STOPPED_EARLY,
     Message,
     ModelRequest,
     ModelResponse,
@@ -345,7 +346,8 @@ async def run_tool_loop(
             return progress.report(assign, worker, "done")
         messages.append(Message(role="assistant", parts=response.parts))
         ran_before = len(progress.outcomes)
-        if response.cut_off:  # none run: the last one's arguments may be cut short
+        if response.stop_reason in STOPPED_EARLY and response.cut_off:  # none run: the last
+            # one's arguments may be cut short
             results, failed = [_refused(c, progress, _CUT_OFF, "cut_off") for c in tool_calls], True
         else:
             results, failed = await _call_tools(
