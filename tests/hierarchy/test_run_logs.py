@@ -11,7 +11,6 @@ import pytest
 from regiment.hierarchy import (
     Budget,
     BudgetExhausted,
-    Check,
     Critic,
     Planner,
     Replanned,
@@ -24,6 +23,7 @@ from regiment.hierarchy import (
 from regiment.models import ModelRequest, ScriptedModel, ToolResultPart
 
 from .brains import Brain, plan_json
+from .replan_team import PROBE, RECOVER, replan_team
 from .test_rounds import CriticBrain
 
 pytestmark = pytest.mark.anyio
@@ -97,18 +97,8 @@ async def test_a_stale_report_dropped_is_logged_with_its_step_and_worker(
             await late_report_seen.wait()
         return f"did: {description}"
 
-    v1 = plan_json(
-        {"id": "s1", "description": "probe", "check": "fails"},
-        {"id": "s2", "description": "slow draft"},
-    )
-    brain = Brain([v1, plan_json({"description": "recover", "depends_on": ["s1"]})], work=work)
-    model = ScriptedModel(brain)
-    team = Team(
-        name="t",
-        planner=Planner(model=model),
-        workers=[Worker(name="drafter", description="does things", model=model)],
-        checks={"fails": Check(description="never passes", predicate=_never_ok)},
-    )
+    brain = Brain([plan_json(PROBE, {"id": "s2", "description": "slow draft"}), RECOVER], work=work)
+    team = replan_team(brain, worker="drafter")
     with caplog.at_level(logging.INFO, logger="regiment"):
         async with team.start() as running, running.stream("goal") as stream:
             async for event in stream:

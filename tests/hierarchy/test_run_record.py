@@ -15,14 +15,11 @@ import pytest
 from opentelemetry.trace import INVALID_SPAN
 
 from regiment.hierarchy import (
-    Check,
-    Planner,
     Replanned,
     RunCompleted,
     StaleReportDropped,
     StepReport,
     Team,
-    Worker,
 )
 from regiment.hierarchy.run._actor import PlannerActor
 from regiment.hierarchy.run._book import RunBook
@@ -39,10 +36,11 @@ from regiment.hierarchy.run._dispatch import Dispatcher
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._trace import RunTrace
 from regiment.journal import PlanVersion, SqliteJournal, StepReported
-from regiment.models import ModelRequest, ScriptedModel, ToolResultPart
+from regiment.models import ModelRequest, ToolResultPart
 from regiment.telemetry import Telemetry
 
 from .brains import Brain, plan_json
+from .replan_team import PROBE, RECOVER, replan_team
 
 pytestmark = pytest.mark.anyio
 
@@ -68,18 +66,11 @@ def _team(replanned: anyio.Event, dropped: anyio.Event) -> Team:
         return f"did: {description}"
 
     v1 = plan_json(
-        {"id": "s1", "description": "probe", "check": "fails"},
+        PROBE,
         {"id": "s2", "description": "slow draft"},
         {"id": "s3", "description": "use draft", "depends_on": ["s2"]},
     )
-    v2 = plan_json({"description": "recover", "depends_on": ["s1"]})
-    model = ScriptedModel(Brain([v1, v2], work=work))
-    return Team(
-        name="t",
-        planner=Planner(model=model),
-        workers=[Worker(name="w", description="does things", model=model)],
-        checks={"fails": Check(description="never passes", predicate=_never_ok)},
-    )
+    return replan_team(Brain([v1, RECOVER], work=work))
 
 
 def _fresh_book(team: Team, run_id: str) -> RunBook:

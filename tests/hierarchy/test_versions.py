@@ -26,6 +26,7 @@ from regiment.models import (
 from regiment.telemetry import SpanCollector, Telemetry
 
 from .brains import Brain, plan_json
+from .replan_team import PROBE, RECOVER, replan_team
 
 pytestmark = pytest.mark.anyio
 
@@ -49,23 +50,15 @@ async def test_late_report_of_old_version_is_never_committed_or_built_on() -> No
         return f"did: {description}"
 
     v1 = plan_json(
-        {"id": "s1", "description": "probe", "check": "fails"},
+        PROBE,
         {"id": "s2", "description": "slow draft"},
         {"id": "s3", "description": "use draft", "depends_on": ["s2"]},
     )
-    v2 = plan_json({"description": "recover", "depends_on": ["s1"]})
-    brain = Brain([v1, v2], work=work)
-    model = ScriptedModel(brain)
+    brain = Brain([v1, RECOVER], work=work)
     collector = SpanCollector()
     provider = TracerProvider(shutdown_on_exit=False)
     provider.add_span_processor(collector)
-    team = Team(
-        name="t",
-        planner=Planner(model=model),
-        workers=[Worker(name="w", description="does things", model=model)],
-        checks={"fails": Check(description="never passes", predicate=_never_ok)},
-        telemetry=Telemetry(provider),
-    )
+    team = replan_team(brain, telemetry=Telemetry(provider))
     events = []
     async with team.start() as running, running.stream("goal") as stream:
         async for event in stream:
@@ -116,18 +109,12 @@ async def test_a_run_ends_only_once_the_steps_a_replan_cancelled_have_reported()
                 answered.set()
             return await super().__call__(request)
 
-    v1 = plan_json(
-        {"id": "s1", "description": "probe", "check": "fails"},
-        {"id": "s2", "description": "slow draft"},
+    brain = Answering(
+        [plan_json(PROBE, {"id": "s2", "description": "slow draft"}), RECOVER], work=work
     )
-    brain = Answering([v1, plan_json({"description": "recover", "depends_on": ["s1"]})], work=work)
-    model = ScriptedModel(brain)
-    team = Team(
-        name="t",
-        planner=Planner(model=model),
-        workers=[Worker(name="w", description="does things", model=model)],
-        checks={"fails": Check(description="never passes", predicate=_never_ok)},
-    )
+    team = replan_team(brain)
+    model = team.planner.model
+    assert isinstance(model, ScriptedModel)
     result = await team.run("goal")
     dropped = [e for e in result.events if isinstance(e, StaleReportDropped)]
     assert [(e.step_id, e.report_version, e.current_version) for e in dropped] == [("s2", 1, 2)]

@@ -6,9 +6,7 @@ import argparse
 import functools
 import gc
 import io
-import socket
 import sys
-from pathlib import Path
 
 import anyio
 import httpx2 as httpx
@@ -18,31 +16,17 @@ from regiment.cli import run_async
 from regiment.serve._serve import serve_command
 from tests.telemetry.otlp_receiver import OtlpReceiver
 
+from .cli_serving import GOAL, REFUND, Log, free_port, serve_and_ask
 from .teams import Stuck, stuck_team
 
 pytestmark = pytest.mark.anyio
 
-REFUND = str(Path(__file__).resolve().parents[2] / "examples" / "refund" / "team.toml")
-GOAL = "For order 88213 check refund eligibility, issue the refund if eligible, then email the customer."
 SCAN = "Please scan the warehouse for order 55001."
 
 
 @pytest.fixture(autouse=True)
 def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds --app-dir to it
-
-
-class _Log(io.StringIO):
-    """stderr that sets ``ready`` once uvicorn says it is listening."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ready = anyio.Event()
-
-    def write(self, text: str) -> int:
-        if "Uvicorn running on" in text:
-            self.ready.set()
-        return super().write(text)
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.7", "::"])
@@ -66,15 +50,9 @@ async def test_a_blank_token_is_refused_not_taken_for_no_auth(token: str) -> Non
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:  # a port that was free a moment ago
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def test_serve_runs_the_team_file_with_the_token_from_the_environment() -> None:
-    port = _free_port()
-    out, err, stop = io.StringIO(), _Log(), anyio.Event()
+    port = free_port()
+    out, err, stop = io.StringIO(), Log(), anyio.Event()
     argv = ["serve", REFUND, "--port", str(port), "--model", "scripted"]
     environ = {"REGIMENT_TOKEN": "from-env"}
     async with anyio.create_task_group() as tg:
@@ -118,7 +96,7 @@ async def test_a_heap_the_application_froze_is_left_to_it() -> None:
 async def test_stopping_the_server_answers_a_waiting_post_with_its_cancelled_run() -> None:
     # uvicorn waits for open requests before the app's shutdown (which cancels the
     # runs): a ?wait=true on a run stuck in a tool held the stop for as long as the run.
-    stuck, port, err, stop = Stuck(), _free_port(), _Log(), anyio.Event()
+    stuck, port, err, stop = Stuck(), free_port(), Log(), anyio.Event()
     options = argparse.Namespace(
         host="127.0.0.1", port=port, token=None, journal=None, keep_runs=None, verbose=0
     )
@@ -144,24 +122,12 @@ async def test_serve_with_trace_jaeger_exports_each_runs_trace(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # `regiment serve` had no way to trace its runs short of installing a global provider.
-    port, err, stop = _free_port(), _Log(), anyio.Event()
-    argv = ["serve", REFUND, "--port", str(port), "--model", "scripted", "--trace", "jaeger"]
+    err = Log()
     with OtlpReceiver() as receiver:
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", receiver.endpoint)
-        async with anyio.create_task_group() as tg:
-
-            async def serve() -> None:
-                code = await run_async(
-                    argv, stdout=io.StringIO(), stderr=err, environ={}, interrupt=stop
-                )
-                assert code == 0, err.getvalue()
-
-            tg.start_soon(serve)
-            await err.ready.wait()
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as c:
-                done = (await c.post("/runs?wait=true", json={"goal": GOAL})).json()
-            stop.set()
+        (posted,) = await serve_and_ask(["--trace", "jaeger"], [("POST", "/runs?wait=true")], err)
         spans = receiver.spans()  # the command flushed them before it returned
+    done = posted.json()
     assert f"regiment: tracing each run to {receiver.endpoint} (OTLP/HTTP)" in err.getvalue()
     (root,) = [s for s in spans if s.name.startswith("invoke_agent") and s.parent_span_id is None]
     assert root.trace_id == done["trace_id"]

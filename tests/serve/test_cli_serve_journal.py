@@ -7,16 +7,14 @@ import socket
 import sys
 from pathlib import Path
 
-import anyio
 import httpx2 as httpx
 import pytest
 
 from regiment.cli import run_async
 
-pytestmark = pytest.mark.anyio
+from .cli_serving import REFUND, serve_and_ask
 
-REFUND = str(Path(__file__).resolve().parents[2] / "examples" / "refund" / "team.toml")
-GOAL = "For order 88213 check refund eligibility, issue the refund if eligible, then email the customer."
+pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(autouse=True)
@@ -24,43 +22,9 @@ def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds --app-dir to it
 
 
-class _Log(io.StringIO):
-    """stderr that sets ``ready`` once uvicorn says it is listening."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ready = anyio.Event()
-
-    def write(self, text: str) -> int:
-        if "Uvicorn running on" in text:
-            self.ready.set()
-        return super().write(text)
-
-
 async def _serving(journal: Path, ask: list[tuple[str, str]]) -> list[httpx.Response]:
     """Serve the refund team over ``journal``, make the ``ask`` requests, stop."""
-    with socket.socket() as sock:  # a port that was free a moment ago
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    err, stop = _Log(), anyio.Event()
-    argv = ["serve", REFUND, "--port", str(port), "--model", "scripted", "--journal", str(journal)]
-    answers: list[httpx.Response] = []
-    async with anyio.create_task_group() as tg:
-
-        async def serve() -> None:
-            code = await run_async(
-                argv, stdout=io.StringIO(), stderr=err, environ={}, interrupt=stop
-            )
-            assert code == 0, err.getvalue()
-
-        tg.start_soon(serve)
-        await err.ready.wait()
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as c:
-            for method, path in ask:
-                body = {"goal": GOAL} if method == "POST" else None
-                answers.append(await c.request(method, path, json=body))
-        stop.set()
-    return answers
+    return await serve_and_ask(["--journal", str(journal)], ask)
 
 
 async def test_a_run_served_before_a_restart_is_answered_from_the_journal(tmp_path: Path) -> None:
