@@ -3,9 +3,13 @@ bodies still running in threads that Python waits for before it exits."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
+import threading
 import time
+from types import FrameType
 
 from regiment.tools import abandoned_tool_calls
 
@@ -45,6 +49,18 @@ def wait_for_tool_threads(code: int) -> None:
     busy = abandoned_tool_calls()
     if not busy:
         return
+    leave = code or EXIT_INTERRUPTED
+
+    def exit_now(signum: int, frame: FrameType | None) -> None:
+        with contextlib.suppress(Exception):  # the main thread may be writing stdout
+            sys.stdout.flush()
+        os._exit(leave)
+
+    if threading.current_thread() is threading.main_thread():
+        # Before the line is printed: a Ctrl-C that comes as soon as it is read must not
+        # land while it is printed, outside the wait, where a KeyboardInterrupt would
+        # start an interpreter exit that waits for the threads after all.
+        signal.signal(signal.SIGINT, exit_now)
     print(
         f"regiment: waiting for {busy} tool call(s) still running in a thread "
         "(Python cannot stop a sync tool; make tools that may hang async); "
@@ -55,6 +71,5 @@ def wait_for_tool_threads(code: int) -> None:
     try:
         while abandoned_tool_calls():
             time.sleep(0.1)
-    except KeyboardInterrupt:
-        sys.stdout.flush()
-        os._exit(code or EXIT_INTERRUPTED)
+    except KeyboardInterrupt:  # our handler was not installed (not the main thread)
+        exit_now(signal.SIGINT, None)
