@@ -16,23 +16,13 @@ import pytest
 
 from regiment.cli import run_async
 
+from .cli_serving import Log
 from .sse import frames
 
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
 SECTION = re.search(r"## Service\n.*?```sh\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
-
-
-class _Ready(io.StringIO):
-    def __init__(self) -> None:
-        super().__init__()
-        self.ready = anyio.Event()
-
-    def write(self, text: str) -> int:
-        if "Uvicorn running on" in text:
-            self.ready.set()
-        return super().write(text)
 
 
 def _curl(line: str, port: int, run_id: str) -> httpx.Request:
@@ -65,7 +55,7 @@ async def test_the_readme_service_lines_work(monkeypatch: pytest.MonkeyPatch) ->
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    err, stop, seen = _Ready(), anyio.Event(), []
+    err, stop, seen = Log(), anyio.Event(), []
     async with anyio.create_task_group() as tg:
 
         async def run() -> None:
