@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
+from regiment.cli._trace_report import SDK_DISABLED
 from regiment.config import TeamConfig, trace_replicas
 from regiment.telemetry import Telemetry, TracingHandle, configure_tracing
 
@@ -37,10 +38,7 @@ def _traced(
     handle: TracingHandle, config: TeamConfig, stderr: TextIO
 ) -> tuple[TeamConfig, Telemetry | None]:
     if not handle.enabled:
-        print(
-            "regiment: no trace: OTEL_SDK_DISABLED=true turns tracing off; unset it to trace",
-            file=stderr,
-        )
+        print(SDK_DISABLED, file=stderr)
         return config, None
     print(f"regiment: tracing each run to {handle.endpoint} (OTLP/HTTP)", file=stderr)
     if handle.endpoint is not None:

@@ -11,7 +11,10 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from regiment.telemetry import SpanCollector, TracingHandle
 
-__all__ = ("RootTraceId", "report_trace")
+__all__ = ("SDK_DISABLED", "RootTraceId", "report_trace")
+
+SDK_DISABLED = "regiment: no trace: OTEL_SDK_DISABLED=true turns tracing off; unset it to trace"
+"""What a command says when the OpenTelemetry SDK's variable turned tracing off."""
 
 
 @final
@@ -48,10 +51,7 @@ def report_trace(
     """Print the span tree (console) and one line on the export (OTLP), naming the trace."""
     if trace_id is None and _sdk_disabled() and (collector is not None or handle is not None):
         # The OpenTelemetry SDK honours the variable whoever asked for a trace.
-        print(
-            "regiment: no trace: OTEL_SDK_DISABLED=true turns tracing off; unset it to trace",
-            file=stderr,
-        )
+        print(SDK_DISABLED, file=stderr)
         return
     shown = trace_id or "(none started)"
     if collector is not None:
