@@ -72,7 +72,7 @@ def describe(event: ev.Event, meter: TokenMeter | None = None) -> str | None:
         case ev.TextDelta() | ev.ToolCallStarted():
             return None  # the answer streams to stdout; a call is told when it ends
         case ev.ToolCallFinished(step_id=sid, tool=tool, outcome=outcome, duration=took):
-            return f"     {sid} {tool}: {outcome} in {took:.2f} s"
+            return f"     {sid} {tool}: {_call_ending(outcome, took)}"
         case ev.CheckFailed(step_id=sid, check=check, reason=reason):
             return f"  !! {sid} failed check {check}: {cut(reason)}"
         case ev.Replanned(old_version=old, new_version=new, reason=reason, removed=rm, added=add):
@@ -134,3 +134,10 @@ class PlainView:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         return None
+
+
+def _call_ending(outcome: str, took: float) -> str:
+    """How a tool call ended, for its progress line."""
+    if outcome == "awaiting_approval":  # its run paused: the body has not run
+        return "not run, awaits a decision"
+    return f"{outcome} in {took:.2f} s"

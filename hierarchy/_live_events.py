@@ -17,7 +17,14 @@ import anyio
 from regiment.hierarchy._text import valid_text
 from regiment.hierarchy.events import Event, TextDelta, ToolCallFinished, ToolCallStarted
 from regiment.models import DeltaHandler, ModelRequest, PartDelta, TextPartDelta, ToolCallPart
-from regiment.tools import Approver, RunContext, ToolResult, Toolset
+from regiment.tools import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Approver,
+    RunContext,
+    ToolResult,
+    Toolset,
+)
 
 __all__ = ("EventSink", "LiveChannel", "LiveSink", "live_sink", "observed_tool_call")
 
@@ -96,8 +103,9 @@ async def observed_tool_call(
 ) -> ToolResult:
     """``toolset.call`` for one of a step's tool calls, told to ``live`` as it starts and ends.
 
-    A cancelled call is told as finished with the outcome ``"cancelled"``, one
-    that raised with the exception's class name.
+    A cancelled call is told as finished with the outcome ``"cancelled"`` (or
+    ``"awaiting_approval"`` if it waited for a decision: its body has not run),
+    one that raised with the exception's class name.
     """
     if live is None:
         return await toolset.call(
@@ -117,6 +125,9 @@ async def observed_tool_call(
     )
     started = anyio.current_time()
     outcome = "cancelled"
+    asking: list[None] = []
+    if approver is not None:
+        approver = _told_while_waiting(approver, asking)
     try:
         result = await toolset.call(
             tool, call.arguments, call_id=call_id, context=context, approver=approver
@@ -127,6 +138,8 @@ async def observed_tool_call(
         outcome = type(exc).__name__
         raise
     finally:
+        if asking and outcome == "cancelled":
+            outcome = "awaiting_approval"
         live.emit(
             ToolCallFinished(
                 run_id=run_id,
@@ -139,3 +152,15 @@ async def observed_tool_call(
                 outcome=outcome,
             )
         )
+
+
+def _told_while_waiting(approver: Approver, asking: list[None]) -> Approver:
+    """``approver``, with ``asking`` non-empty while it has not decided."""
+
+    async def decide(request: ApprovalRequest, /) -> ApprovalDecision:
+        asking.append(None)
+        decision = await approver(request)
+        asking.clear()
+        return decision
+
+    return decide

@@ -151,7 +151,9 @@ class ToolCallFinished(_Base, frozen=True, kw_only=True):
     """A worker's tool call ended (a live event; see the module docstring).
 
     ``outcome`` is ``"ok"``, or why it failed as ``ToolResult.error_type`` says
-    (the exception's class name, ``"timeout"``, ``"invalid_arguments"``, ...).
+    (the exception's class name, ``"timeout"``, ``"invalid_arguments"``, ...);
+    ``"cancelled"`` for a call cancelled while it ran, ``"awaiting_approval"`` for
+    one that was still waiting for a decision (its run paused: the body has not run).
     ``duration`` is in seconds.
     """
 

@@ -37,6 +37,9 @@ async def _paused_run(journal: str) -> tuple[str, str]:
     assert out == ""  # no answer yet
     (line,) = [x for x in err.splitlines() if x.startswith("paused:")]
     assert line.startswith("paused: 1 approval(s) pending — regiment approvals run-")
+    # the refund's call was waiting when the run paused: not run, not "cancelled"
+    assert "     s2 issue_refund: not run, awaits a decision\n" in err
+    assert "issue_refund: cancelled" not in err
     run_id = line.rsplit(" ", 1)[1]
     code, out, err = await _run("approvals", run_id, "--json", "--journal", journal)
     assert code == 0, err
@@ -148,3 +151,16 @@ async def test_run_approve_resume_issues_the_refund_once(tmp_path: Path) -> None
     assert len(refunds) == 1
     assert not refunds[0].result.is_error
     assert refunds[0].result.arguments == {"order_id": "77120"}
+
+
+async def test_the_paused_call_is_told_as_awaiting_approval_in_events(tmp_path: Path) -> None:
+    journal = str(tmp_path / "runs.db")
+    argv = ("run", TEAM, GOAL, "--model", "scripted", "--journal", journal, "--events", "jsonl")
+    code, out, err = await _run(*argv)
+    assert code == 3, err
+    finished = [
+        event
+        for event in map(json.loads, out.splitlines())
+        if event["type"] == "ToolCallFinished" and event["tool"] == "issue_refund"
+    ]
+    assert [event["outcome"] for event in finished] == ["awaiting_approval"]
