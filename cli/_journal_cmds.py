@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -18,6 +18,8 @@ import msgspec
 
 from regiment.errors import ConfigError, JournalError
 from regiment.journal import (
+    ApprovalDecided,
+    ApprovalRequested,
     Journal,
     PlanVersion,
     Record,
@@ -170,6 +172,7 @@ def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
     team_file: str | None = None
     app_dir: str | None = None
     sent: dict[tuple[int, str], str] = {}  # dispatched steps with no report yet: their worker
+    asked: dict[str, ApprovalRequested] = {}  # undecided approvals, by id
     for record in records:
         match record:
             case RunCreated(team_file=TeamFile(path=team_file, app_dir=app_dir)):
@@ -190,21 +193,15 @@ def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
                         "output": record.output,
                     }
                 )
+            case ApprovalRequested(approval_id=approval_id):
+                asked[approval_id] = record
+            case ApprovalDecided(approval_id=approval_id):
+                asked.pop(approval_id, None)
             case RunFinished(answer=text, error=failure, result=result):
                 answer, error, usage = text, failure, result.get("usage")
             case RunCreated() | _:
                 pass
-    for (version, step_id), worker in sent.items():  # in flight when the run stopped, say
-        steps.append(
-            {
-                "plan_version": version,
-                "step_id": step_id,
-                "worker": worker,
-                "status": "dispatched",
-                "committed": False,
-                "output": "",
-            }
-        )
+    steps.extend(_in_flight(sent, asked.values()))
     return {
         "run_id": info.run_id,
         "team": info.team,
@@ -220,6 +217,28 @@ def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
         "error": error,
         "usage": usage,
     }
+
+
+def _in_flight(
+    sent: Mapping[tuple[int, str], str], asked: Iterable[ApprovalRequested]
+) -> list[dict[str, object]]:
+    """The steps dispatched with no report (in flight when the run stopped, say); one
+    whose tool call waits for a decision is ``awaiting_approval``, with the call."""
+    waiting: dict[tuple[int, str], list[str]] = {}
+    for request in asked:
+        call = f"{request.request.tool_name} ({request.approval_id})"
+        waiting.setdefault((request.plan_version, request.step_id), []).append(call)
+    return [
+        {
+            "plan_version": version,
+            "step_id": step_id,
+            "worker": worker,
+            "status": "awaiting_approval" if (version, step_id) in waiting else "dispatched",
+            "committed": False,
+            "output": ", ".join(waiting.get((version, step_id), ())),
+        }
+        for (version, step_id), worker in sent.items()
+    ]
 
 
 def _print_shown(shown: dict[str, object], stdout: TextIO) -> None:
@@ -238,6 +257,8 @@ def _print_shown(shown: dict[str, object], stdout: TextIO) -> None:
         mark = "committed" if step["committed"] else step["status"]
         if mark == "dispatched":
             mark = "dispatched, no report"
+        elif mark == "awaiting_approval":
+            mark = "waits for a decision on"
         print(f"  v{step['plan_version']} {step['step_id']} [{mark}] {step['output']}", file=stdout)
     if shown["answer"] is not None:
         print(f"answer: {shown['answer']}", file=stdout)

@@ -64,6 +64,21 @@ async def test_run_pauses_and_approvals_lists_the_request(tmp_path: Path) -> Non
     assert "no run 'run-nope'" in err
 
 
+async def test_show_names_the_call_a_paused_step_waits_on(tmp_path: Path) -> None:
+    journal = str(tmp_path / "runs.db")
+    run_id, request_id = await _paused_run(journal)
+    code, out, err = await _run("show", run_id, "--journal", journal)
+    assert code == 0, err
+    assert f"  v1 s2 [waits for a decision on] issue_refund ({request_id})\n" in out
+    code, out, err = await _run("show", run_id, "--json", "--journal", journal)
+    (step,) = [s for s in json.loads(out)["steps"] if s["step_id"] == "s2"]
+    assert (step["status"], step["output"]) == ("awaiting_approval", f"issue_refund ({request_id})")
+    code, _, err = await _run("approve", run_id, request_id, "--journal", journal)
+    assert code == 0, err
+    code, out, err = await _run("show", run_id, "--journal", journal)
+    assert "  v1 s2 [dispatched, no report] \n" in out  # decided: resume goes on with it
+
+
 async def test_approve_records_a_decision_once_and_checks_edits(tmp_path: Path) -> None:
     journal = str(tmp_path / "runs.db")
     run_id, request_id = await _paused_run(journal)
