@@ -14,7 +14,8 @@ _PERMANENT = frozenset({400, 401, 403, 404, 422})
 # ... except an invalid request that is only too long: a smaller step may fit.
 _TOO_LONG = (
     "context_length_exceeded",
-    "prompt is too long",
+    "string_above_max_length",
+    "too long",  # Anthropic's "prompt is too long: ...", "string too long"
     "context length",
     "context window",
     "maximum context",

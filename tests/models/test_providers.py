@@ -208,6 +208,7 @@ async def test_a_server_that_reports_no_usage_gets_an_estimate_so_budgets_hold(
         (422, "temperature: must be at most 2", True),
         (400, "prompt is too long: 210000 tokens > 200000 maximum", False),
         (400, "This model's maximum context length is 128000 tokens", False),
+        (400, "Invalid 'messages[2].content': string too long", False),
         (413, "request too large", False),
         (429, "slow down", False),
         (500, "oops", False),
