@@ -35,6 +35,8 @@ class _Sent(Protocol):
 def is_permanent(status: int, code: str | None, text: str) -> bool:
     """Whether an error status would come back for the same call every time (see
     ``ModelAPIError.permanent``)."""
+    if status == 429 and code == "insufficient_quota":  # OpenAI: no credit left, not a rate
+        return True
     if status not in _PERMANENT:
         return False
     said = f"{code or ''} {text}".lower()

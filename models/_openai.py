@@ -245,7 +245,9 @@ def _api_error(exc: openai.APIStatusError, where: str, max_retries: int) -> Mode
     if isinstance(body, dict) and isinstance(body.get("message"), str):
         text = body["message"]
     advice = _ADVICE.get(status)
-    if advice is None and (status == 429 or status >= 500):
+    if exc.code == "insufficient_quota":  # a 429 that no retry can help
+        advice = "the account's quota is used up; check its plan and billing"
+    elif advice is None and (status == 429 or status >= 500):
         retried = retry_note(exc.request, max_retries, exc.response.headers)
         advice = (
             _RATE_LIMITED if status == 429 else "the server failed{}; try again later"

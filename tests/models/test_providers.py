@@ -206,6 +206,7 @@ async def test_a_server_that_reports_no_usage_gets_an_estimate_so_budgets_hold(
         (404, "model: claude-typo", True),
         (400, "top_k: Extra inputs are not permitted", True),
         (422, "temperature: must be at most 2", True),
+        (400, "Your credit balance is too low to access the Anthropic API", True),
         (400, "prompt is too long: 210000 tokens > 200000 maximum", False),
         (400, "This model's maximum context length is 128000 tokens", False),
         (400, "Invalid 'messages[2].content': string too long", False),
