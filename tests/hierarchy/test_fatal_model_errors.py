@@ -15,10 +15,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from regiment.errors import StepFailed
+from regiment.errors import ModelAPIError, StepFailed
 from regiment.hierarchy import Budget, Planner, Team, TeamWorker, Worker
 from regiment.hierarchy.events import Event, Replanned, RunFailed, StepCompleted, StepErrored
-from regiment.models import ScriptedModel
+from regiment.models import ModelRequest, ScriptedModel
 
 from ..models.standin import StandIn, serve
 from ..models.wires import WIRES, Wire
@@ -142,3 +142,15 @@ async def test_a_team_worker_whose_worker_cannot_call_its_model_fails_the_parent
             await team.run("Study it")
     assert (caught.value.fatal, caught.value.worker) == (True, "lab")
     assert (len(outer.plan_requests), len(inner.plan_requests), len(api.requests)) == (1, 1, 1)
+
+
+async def test_a_model_of_ones_own_that_raises_a_401_fails_the_run_at_once() -> None:
+    # ModelAPIError is permanent by default for 401, 403 and 404, whoever raises it.
+    async def refuse(request: ModelRequest) -> str:
+        raise ModelAPIError("my gateway refused the key; set GATEWAY_KEY", status_code=401)
+
+    brain = Brain([TWO_STEPS], work=Hang())
+    research = Worker(name="research", description="Looks things up.", model=ScriptedModel(refuse))
+    with pytest.raises(StepFailed, match="set GATEWAY_KEY; the run ends without a replan"):
+        await _team(brain, research).run("Look up and draft")
+    assert len(brain.plan_requests) == 1
