@@ -14,13 +14,15 @@ The tree::
     │   ├── ToolArgumentsInvalid       arguments did not validate against the schema
     │   └── RetryableToolError         raised by a tool body: this attempt failed, try again
     ├── ModelError                     a model call failed after the provider's own retries
-    │   ├── ModelAPIError              the provider answered with an error status
+    │   ├── ModelAPIError              the provider answered with an error status (``permanent``:
+    │   │                              a bad key, no permission, an unknown model, an invalid request)
     │   ├── ModelConnectionError       the provider could not be reached
     │   ├── ModelRefused               the model declined to answer (a refusal, a content filter)
     │   └── ScriptExhausted            a ScriptedModel was called more times than scripted
     ├── RunError                       a run could not finish
     │   ├── PlanError                  no valid plan within the allowed attempts
-    │   ├── StepFailed                 a step failed and no replan could recover it
+    │   ├── StepFailed                 a step failed and no replan could recover it (``fatal``:
+    │   │                              none was tried, as none could fix it)
     │   ├── BudgetExceeded             a budget limit was reached (when configured to raise)
     │   ├── GuardrailError             a guardrail tripped where the run or step cannot go on
     │   ├── OutputInvalid              the structured answer failed validation on every attempt
@@ -139,6 +141,12 @@ class ModelAPIError(ModelError):
         status_code: HTTP status, if there was a response.
         error_type: the provider's error type (for Anthropic e.g. ``invalid_request_error``).
         request_id: the provider's request id, for support tickets.
+        permanent: the same call would be refused the same way every time, whatever
+            the step asks: a bad key (401), no permission (403), an unknown model or
+            endpoint (404), a request the API rejects as invalid (400, 422; not one
+            that is only too long). A worker's step that fails with such an error
+            ends its run at once, with no replan. By default, ``True`` for 401, 403
+            and 404; the providers also set it for the invalid requests.
     """
 
     def __init__(
@@ -148,11 +156,13 @@ class ModelAPIError(ModelError):
         status_code: int | None = None,
         error_type: str | None = None,
         request_id: str | None = None,
+        permanent: bool | None = None,
     ) -> None:
         super().__init__(message)
         self.status_code = status_code
         self.error_type = error_type
         self.request_id = request_id
+        self.permanent = status_code in (401, 403, 404) if permanent is None else permanent
 
 
 class ModelConnectionError(ModelError):
@@ -199,13 +209,19 @@ class StepFailed(RunError):
         step_id: the failing step.
         worker: the worker it was assigned to.
         cause: a short description of why.
+        fatal: no replan was tried, as none could fix the failure (the worker's
+            model refused the call for good: see ``ModelAPIError.permanent``);
+            otherwise the replans ran out.
     """
 
-    def __init__(self, message: str, *, step_id: str, worker: str, cause: str) -> None:
+    def __init__(
+        self, message: str, *, step_id: str, worker: str, cause: str, fatal: bool = False
+    ) -> None:
         super().__init__(message)
         self.step_id = step_id
         self.worker = worker
         self.cause = cause
+        self.fatal = fatal
 
 
 class BudgetExceeded(RunError):

@@ -112,7 +112,9 @@ class StepReport(msgspec.Struct, frozen=True, kw_only=True, tag="step_report"):
     ``budget_exhausted``); ``refused_tool_calls`` counts tool calls the model
     asked for that the step's share could not pay for (each came back to the
     model as an error result). ``error_type`` is, for a step that raised, the
-    exception's type (``error.type`` on its span); ``None`` otherwise.
+    exception's type (``error.type`` on its span); ``None`` otherwise. ``fatal``: the
+    step failed in a way no replan can fix (its model refused the call for good, see
+    ``ModelAPIError.permanent``), so the run ends at once.
     """
 
     run_id: str
@@ -131,6 +133,7 @@ class StepReport(msgspec.Struct, frozen=True, kw_only=True, tag="step_report"):
     refused_tool_calls: int = 0
     error_type: str | None = None
     guardrails: tuple[GuardNote, ...] = ()
+    fatal: bool = False
 
     def tool_result(self, tool: str) -> JsonValue:
         """The content of the last successful call of ``tool`` in this step.

@@ -15,6 +15,7 @@ from anthropic import AsyncAnthropic, not_given
 from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
 from regiment.models._anthropic_stream import PartIndexer
 from regiment.models._anthropic_wire import CallParams, call_params, response_from_message
+from regiment.models._api_errors import is_permanent, retry_note
 from regiment.models._messages import ModelRequest, ModelResponse
 from regiment.models._sdk_model import SDKModel, not_an_event_stream
 from regiment.models._settings import ModelSettings, effective_settings
@@ -38,8 +39,11 @@ _ADVICE = {
     403: "the key may not use this model or feature; check its workspace permissions",
     404: "check the model name",
     413: "the request is too large; shorten the conversation or the tool results",
-    429: "rate limited even after retries; lower the team's concurrency or raise max_retries",
-    529: "the API is overloaded even after retries; try again later or raise max_retries",
+}
+# ... and about one that may pass when tried again (``{}``: how often it was retried).
+_RETRY_ADVICE = {
+    429: "rate limited{}; lower the team's concurrency or raise max_retries",
+    529: "the API is overloaded{}; try again later or raise max_retries",
 }
 
 
@@ -226,7 +230,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         try:
             yield
         except anthropic.APIStatusError as exc:
-            raise _api_error(exc, self._model) from exc
+            raise _api_error(exc, self._model, self._client.max_retries) from exc
         except anthropic.APIConnectionError as exc:
             if reading:  # newer SDKs wrap a failed read of the body: the stream broke off
                 raise _broke_off(self._model, exc.__cause__ or exc) from exc
@@ -260,10 +264,10 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
             else ("could not be reached")
         )
         cause = f" ({exc.__cause__!r})" if exc.__cause__ is not None else ""
+        retried = retry_note(exc.request, self._client.max_retries)
         return ModelConnectionError(
-            f"the Anthropic API at {self._client.base_url} {what} for model {self._model!r} "
-            f"after {self._client.max_retries} retries{cause}; check the network and "
-            "base_url, or raise timeout / max_retries"
+            f"the Anthropic API at {self._client.base_url} {what} for model {self._model!r}"
+            f"{retried}{cause}; check the network and base_url, or raise timeout / max_retries"
         )
 
 
@@ -305,7 +309,7 @@ def _build_client(
     return client
 
 
-def _api_error(exc: anthropic.APIStatusError, model: str) -> ModelAPIError:
+def _api_error(exc: anthropic.APIStatusError, model: str, max_retries: int) -> ModelAPIError:
     body = exc.body if isinstance(exc.body, dict) else {}
     error = body.get("error")
     detail = error if isinstance(error, dict) else {}
@@ -323,13 +327,15 @@ def _api_error(exc: anthropic.APIStatusError, model: str) -> ModelAPIError:
             error_type=error_type,
             request_id=request_id,
         )
-    advice = _ADVICE.get(status) or (
-        "the API failed even after retries; try again later" if status >= 500 else "see the message"
-    )
+    advice = _ADVICE.get(status)
+    if advice is None and (status in _RETRY_ADVICE or status >= 500):
+        retried = retry_note(exc.request, max_retries, exc.response.headers)
+        advice = _RETRY_ADVICE.get(status, "the API failed{}; try again later").format(retried)
     return ModelAPIError(
         f"the Anthropic API answered {status} {error_type or 'error'} for model {model!r}: "
-        f"{text} (request id {request_id}); {advice}",
+        f"{text} (request id {request_id}); {advice or 'see the message'}",
         status_code=status,
         error_type=error_type,
         request_id=request_id,
+        permanent=is_permanent(status, error_type, str(text)),
     )

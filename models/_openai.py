@@ -13,6 +13,7 @@ import httpx2
 import msgspec
 
 from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
+from regiment.models._api_errors import is_permanent, retry_note
 
 try:
     import openai
@@ -48,8 +49,8 @@ _ADVICE = {
     403: "the key may not use this model; check the project's permissions",
     404: "check the model name and base_url",
     413: "the request is too large; shorten the conversation or the tool results",
-    429: "rate limited even after retries; lower the team's concurrency or raise max_retries",
 }
+_RATE_LIMITED = "rate limited{}; lower the team's concurrency or raise max_retries"
 
 
 @final
@@ -180,17 +181,18 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
         try:
             yield
         except openai.APIStatusError as exc:
-            raise _api_error(exc, self._where()) from exc
+            raise _api_error(exc, self._where(), self._client.max_retries) from exc
         except openai.APIConnectionError as exc:
             what = (
                 "did not answer in time"
                 if isinstance(exc, openai.APITimeoutError)
                 else "could not be reached"
             )
+            retried = retry_note(exc.request, self._client.max_retries)
             raise ModelConnectionError(
-                f"the Chat Completions API at {self._where()} {what} after "
-                f"{self._client.max_retries} retries ({exc.__cause__!r}); check the network "
-                "and base_url, or raise timeout / max_retries"
+                f"the Chat Completions API at {self._where()} {what}{retried} "
+                f"({exc.__cause__!r}); check the network and base_url, or raise timeout / "
+                "max_retries"
             ) from exc
         except StreamErrorEvent as exc:
             raise ModelAPIError(
@@ -236,21 +238,25 @@ def _build_client(
     )
 
 
-def _api_error(exc: openai.APIStatusError, where: str) -> ModelAPIError:
+def _api_error(exc: openai.APIStatusError, where: str, max_retries: int) -> ModelAPIError:
     status, request_id = exc.status_code, exc.request_id
     text = exc.message
     body = exc.body
     if isinstance(body, dict) and isinstance(body.get("message"), str):
         text = body["message"]
-    advice = _ADVICE.get(status) or (
-        "the server failed even after retries; try again later"
-        if status >= 500
-        else "see the message"
-    )
+    advice = _ADVICE.get(status)
+    if exc.code == "insufficient_quota":  # a 429 that no retry can help
+        advice = "the account's quota is used up; check its plan and billing"
+    elif advice is None and (status == 429 or status >= 500):
+        retried = retry_note(exc.request, max_retries, exc.response.headers)
+        advice = (
+            _RATE_LIMITED if status == 429 else "the server failed{}; try again later"
+        ).format(retried)
     return ModelAPIError(
         f"the Chat Completions API at {where} answered {status} {exc.type or 'error'}: "
-        f"{text} (request id {request_id}); {advice}",
+        f"{text} (request id {request_id}); {advice or 'see the message'}",
         status_code=status,
         error_type=exc.type,
         request_id=request_id,
+        permanent=is_permanent(status, exc.code, text),
     )

@@ -269,6 +269,9 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
 
     def _replan_or_fail(self, report: StepReport, reason: str) -> None:
         book = self._book
+        if report.fatal:  # a replan would send the step to the same broken model again
+            self._wind_down(EndFailed(_not_replanned(report, reason)))
+            return
         if not book.spending.ledger.can_replan():
             self._fail(_no_replans_left(report, reason, self._team.budget.replans))
             return
@@ -342,3 +345,12 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
 def _no_replans_left(report: StepReport, reason: str, allowed: int) -> StepFailed:
     message = f"{reason}; no replans left (budget allows {allowed})"
     return StepFailed(message, step_id=report.step_id, worker=report.worker, cause=reason)
+
+
+def _not_replanned(report: StepReport, reason: str) -> StepFailed:
+    message = (
+        f"{reason}; the run ends without a replan: worker '{report.worker}' would fail "
+        "the same way on any step"
+    )
+    worker, step = report.worker, report.step_id
+    return StepFailed(message, step_id=step, worker=worker, cause=reason, fatal=True)

@@ -79,6 +79,7 @@ class StepProgress:
         error: str | None = None,
         exhausted: BudgetLimit | None = None,
         error_type: str | None = None,
+        fatal: bool = False,
     ) -> StepReport:
         """A report carrying this progress."""
         return StepReport(
@@ -98,6 +99,7 @@ class StepProgress:
             refused_tool_calls=self.refused_tool_calls,
             error_type=error_type,
             guardrails=tuple(self.guard_notes),
+            fatal=fatal,
         )
 
 

@@ -27,6 +27,7 @@ from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.guard._step import StepGuards
 from regiment.hierarchy.guard._types import Guardrail, as_guardrail
+from regiment.hierarchy.workers._failed import failed_report
 from regiment.hierarchy.workers._journal_calls import StepCalls
 from regiment.hierarchy.workers._loop import StepProgress, run_tool_loop
 from regiment.hierarchy.workers._placement import WorkerBuild
@@ -43,7 +44,6 @@ from regiment.telemetry import (
     Telemetry,
     TracingHandle,
     configure_tracing,
-    error_type,
     extract_context,
 )
 
@@ -242,13 +242,7 @@ class StepHost:
                     ),
                 )
         except Exception as exc:  # as the in-process step actor: the step failed, not the replica
-            report = progress.report(
-                assign,
-                worker.name,
-                "failed",
-                error=f"{type(exc).__name__}: {exc}",
-                error_type=error_type(exc),
-            )
+            report = failed_report(progress, assign, worker.name, exc)
         finally:
             otel_context.detach(token)
             self._running.pop(remote.key, None)

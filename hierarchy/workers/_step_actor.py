@@ -20,10 +20,11 @@ from regiment.actors import Actor, Envelope
 from regiment.errors import ConfigError
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
+from regiment.hierarchy.workers._failed import failed_report
 from regiment.hierarchy.workers._hand_in import HandsIn, send_report
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._step_jobs import HOLD, IdleRunners, Lane, StepJob, StepTimer
-from regiment.telemetry import Telemetry, error_type
+from regiment.telemetry import Telemetry
 from regiment.telemetry import semconv as sc
 
 __all__ = ("StepActor",)
@@ -251,13 +252,7 @@ class StepActor(HandsIn, Actor[WorkerMessage, None]):
                 self._timer.arm(job, self.ctx.system.loop_time())
             return await self.work(assign, progress)
         except Exception as exc:  # a crash of this step, not of the worker: report it
-            return progress.report(
-                assign,
-                self._name,
-                "failed",
-                error=f"{type(exc).__name__}: {exc}",
-                error_type=error_type(exc),
-            )
+            return failed_report(progress, assign, self._name, exc)
         except anyio.get_cancelled_exc_class():
             if job.stop is not None:  # our scope was cancelled: by the planner, or timed out
                 job.report = job.cut_report(progress, self._name, self._step_timeout)

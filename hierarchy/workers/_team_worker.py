@@ -26,14 +26,15 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from regiment.errors import RunCancelled
 from regiment.hierarchy._approvals import StepAt
-from regiment.hierarchy._messages import AssignStep, StepAllowance, StepReport, StepStatus
+from regiment.hierarchy._messages import AssignStep, StepAllowance, StepReport
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy.events import Event
 from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.workers._failed import failed_report
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._worker import check_worker_name
-from regiment.telemetry import Telemetry, error_type, semconv
+from regiment.telemetry import Telemetry, semconv
 
 if TYPE_CHECKING:
     from regiment.hierarchy._team import Team
@@ -148,13 +149,10 @@ class TeamWorkerActor(StepActor):
         result, error = channel.result, channel.error
         if result is None:
             error = error or RunCancelled(f"the run of team '{team}' ended without a result")
-            status: StepStatus = "cancelled" if isinstance(error, RunCancelled) else "failed"
+            if not isinstance(error, RunCancelled):
+                return failed_report(progress, assign, name, error, f"team '{team}': ")
             return progress.report(
-                assign,
-                name,
-                status,
-                error=f"team '{team}': {type(error).__name__}: {error}",
-                error_type=error_type(error) if status == "failed" else None,
+                assign, name, "cancelled", error=f"team '{team}': {type(error).__name__}: {error}"
             )
         match result.status:
             case "completed":

@@ -133,3 +133,28 @@ async def test_run_with_model_openai_compatible_talks_to_the_server(
     assert [r.path for r in chat.requests] == ["/v1/chat/completions"] * 3
     assert {r.body["model"] for r in chat.requests} == {"llama-test"}
     assert all(r.body.get("stream") is True for r in chat.requests)
+
+
+async def test_run_with_a_worker_model_the_server_does_not_have_fails_at_once(
+    chat: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{chat.base_url}/v1")
+    plan = json.dumps({"steps": [{"id": "s1", "description": "write it", "worker": "writer"}]})
+    missing = "The model `llama-typo` does not exist"
+    chat.queue(chat_api.completion(plan), chat_api.error(404, "invalid_request_error", missing))
+    team = tmp_path / "team.toml"
+    team.write_text(
+        'name = "local"\nmodel = "openai-compatible:llama-test"\n\n[[workers]]\n'
+        'name = "writer"\ndescription = "writes"\nmodel = "openai-compatible:llama-typo"\n',
+        encoding="utf-8",
+    )
+    out, err = io.StringIO(), io.StringIO()
+    code = await run_async(["run", str(team), "the goal", "--plain"], stdout=out, stderr=err)
+
+    assert code == 1
+    said = err.getvalue().splitlines()[-1]
+    assert said.startswith("regiment: run failed: StepFailed: step s1 (write it) ended failed:")
+    assert missing in said
+    assert "check the model name and base_url" in said
+    assert "the run ends without a replan: worker 'writer'" in said
+    assert [r.body["model"] for r in chat.requests] == ["llama-test", "llama-typo"]

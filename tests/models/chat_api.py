@@ -82,8 +82,10 @@ def _chunk_body(choices: list[dict[str, object]]) -> dict[str, object]:
     }
 
 
-def error(status: int, error_type: str, text: str, **headers: str) -> Reply:
+def error(
+    status: int, error_type: str, text: str, *, code: str | None = None, **headers: str
+) -> Reply:
     body: dict[str, object] = {
-        "error": {"message": text, "type": error_type, "param": None, "code": None}
+        "error": {"message": text, "type": error_type, "param": None, "code": code}
     }
     return Reply(status, body, {"x-request-id": f"req_{status}", **headers})

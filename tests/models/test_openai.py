@@ -210,6 +210,17 @@ async def test_an_error_status_after_retries_is_translated(api: StandIn) -> None
     assert len(api.requests) == 1
 
 
+async def test_a_quota_used_up_is_permanent_and_says_so(api: StandIn) -> None:
+    # OpenAI answers 429 for an account out of credit too: no retry (and no replan) helps.
+    text = "You exceeded your current quota, please check your plan and billing details."
+    api.queue(error(429, "insufficient_quota", text, code="insufficient_quota"))
+    async with model_for(api, max_retries=0) as model:
+        with pytest.raises(ModelAPIError) as caught:
+            await model.complete(ask())
+    assert (caught.value.status_code, caught.value.permanent) == (429, True)
+    assert str(caught.value).endswith("the account's quota is used up; check its plan and billing")
+
+
 async def test_settings_reach_the_wire(api: StandIn) -> None:
     api.queue(completion("ok"))
     defaults = ModelSettings(max_tokens=900, temperature=1.5, extra={"seed": 7})

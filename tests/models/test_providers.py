@@ -8,18 +8,16 @@ is in ``test_anthropic*.py`` and ``test_openai*.py``.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 
 import anyio
 import pytest
+from anyio.abc import SocketAttribute
 
 from regiment.errors import ModelAPIError, ModelConnectionError
 from regiment.models import (
-    AnthropicModel,
     Message,
     ModelRequest,
-    OpenAIModel,
     PartDelta,
     StreamingModel,
     TextPartDelta,
@@ -30,74 +28,16 @@ from regiment.models import (
 )
 from regiment.tools import ToolDefinition
 
-from . import chat_api, messages_api
 from .standin import Reply, StandIn, serve
+from .wires import WIRES, Wire
 
 pytestmark = pytest.mark.anyio
 
-Call = tuple[str, str, str]  # (id, name, JSON arguments)
 WEATHER = ToolDefinition(
     name="get_weather",
     description="Current weather for a city.",
     input_schema={"type": "object", "properties": {"city": {"type": "string"}}},
 )
-
-
-@dataclass(frozen=True)
-class Wire:
-    """One provider: how to build its model and its replies."""
-
-    make: Callable[[StandIn, bool, int], AnthropicModel | OpenAIModel]  # (api, stream, retries)
-    reply: Callable[[str, tuple[Call, ...]], Reply]
-    transient: Callable[[int], Reply]
-    no_reply: Reply
-    request_id_header: str
-
-
-def _anthropic_reply(text: str, calls: tuple[Call, ...]) -> Reply:
-    blocks: list[messages_api.Block] = [{"type": "text", "text": text}]
-    blocks += [
-        {"type": "tool_use", "id": i, "name": n, "input": json.loads(a)} for i, n, a in calls
-    ]
-    return messages_api.message(blocks, stop_reason="tool_use" if calls else "end_turn")
-
-
-def _openai_reply(text: str, calls: tuple[Call, ...]) -> Reply:
-    return chat_api.completion(text, *calls, finish="tool_calls" if calls else "stop")
-
-
-WIRES = {
-    "anthropic": Wire(
-        make=lambda api, stream, retries: AnthropicModel(
-            "claude-test-1", api_key="k", base_url=api.base_url, stream=stream, max_retries=retries
-        ),
-        reply=_anthropic_reply,
-        transient=lambda status: messages_api.error(
-            status, "api_error", "later", **{"retry-after-ms": "1"}
-        ),
-        no_reply=messages_api.error(
-            500, "api_error", "nothing queued", **{"x-should-retry": "false"}
-        ),
-        request_id_header="request-id",
-    ),
-    "openai": Wire(
-        make=lambda api, stream, retries: OpenAIModel(
-            "gpt-test-1",
-            api_key="k",
-            base_url=f"{api.base_url}/v1",
-            stream=stream,
-            max_retries=retries,
-        ),
-        reply=_openai_reply,
-        transient=lambda status: chat_api.error(
-            status, "server_error", "later", **{"retry-after-ms": "1"}
-        ),
-        no_reply=chat_api.error(
-            500, "server_error", "nothing queued", **{"x-should-retry": "false"}
-        ),
-        request_id_header="x-request-id",
-    ),
-}
 
 
 @pytest.fixture(params=sorted(WIRES))
@@ -256,3 +196,76 @@ async def test_a_server_that_reports_no_usage_gets_an_estimate_so_budgets_hold(
     assert first.usage.output_tokens == estimate_tokens(first) > 0
     (warning,) = [r for r in caplog.records if r.name == "regiment.models"]
     assert "reported no token usage" in warning.getMessage()
+
+
+@pytest.mark.parametrize(
+    ("status", "text", "permanent"),
+    [
+        (401, "invalid x-api-key", True),
+        (403, "this key may not use this model", True),
+        (404, "model: claude-typo", True),
+        (400, "top_k: Extra inputs are not permitted", True),
+        (422, "temperature: must be at most 2", True),
+        (400, "Your credit balance is too low to access the Anthropic API", True),
+        (400, "prompt is too long: 210000 tokens > 200000 maximum", False),
+        (400, "This model's maximum context length is 128000 tokens", False),
+        (400, "Invalid 'messages[2].content': string too long", False),
+        (413, "request too large", False),
+        (429, "slow down", False),
+        (500, "oops", False),
+    ],
+)
+async def test_an_error_no_retry_can_fix_is_permanent(
+    wire: Wire, api: StandIn, status: int, text: str, permanent: bool
+) -> None:
+    # A replan asks the same model with the same key and settings: only a request too
+    # long for the model, or a server that may recover, can be helped by one.
+    api.queue(wire.error(status, "some_error", text, **{"x-should-retry": "false"}))
+    async with wire.make(api, True, 2) as model:
+        with pytest.raises(ModelAPIError) as caught:
+            await model.complete(ask())
+    assert (caught.value.status_code, caught.value.permanent) == (status, permanent)
+    assert text in str(caught.value)
+    assert len(api.requests) == 1
+
+
+@pytest.mark.parametrize("status", [429, 529, 500])
+@pytest.mark.parametrize(
+    ("retries", "said"),
+    [(0, "(not retried: max_retries=0)"), (1, "after 1 retry"), (2, "after 2 retries")],
+)
+async def test_an_error_says_how_often_it_was_retried(
+    wire: Wire, api: StandIn, status: int, retries: int, said: str
+) -> None:
+    api.queue(*[wire.transient(status) for _ in range(retries + 1)])
+    async with wire.make(api, True, retries) as model:
+        with pytest.raises(ModelAPIError) as caught:
+            await model.complete(ask())
+    assert said in str(caught.value)
+    assert "even after" not in str(caught.value)
+    assert len(api.requests) == retries + 1
+
+
+async def test_an_error_the_server_said_not_to_retry_says_so(wire: Wire, api: StandIn) -> None:
+    api.queue(wire.error(429, "rate_limit_error", "slow down", **{"x-should-retry": "false"}))
+    async with wire.make(api, True, 2) as model:
+        with pytest.raises(ModelAPIError) as caught:
+            await model.complete(ask())
+    assert "(not retried: the server's x-should-retry header said not to)" in str(caught.value)
+    assert len(api.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("retries", "said"), [(0, "(not retried: max_retries=0)"), (1, "after 1 retry")]
+)
+async def test_a_server_that_cannot_be_reached_says_how_often_it_was_retried(
+    wire: Wire, retries: int, said: str
+) -> None:
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(SocketAttribute.local_port)
+    await listener.aclose()  # nothing listens there now: every connection is refused
+    closed = StandIn(base_url=f"http://127.0.0.1:{port}", no_reply=wire.no_reply)
+    async with wire.make(closed, True, retries) as model:
+        with pytest.raises(ModelConnectionError, match="could not be reached") as caught:
+            await model.complete(ask())
+    assert said in str(caught.value)

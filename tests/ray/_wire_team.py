@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
 
+from regiment.errors import ModelAPIError  # noqa: E402
 from regiment.hierarchy import Planner, Ray, RunStarted, Team, Worker  # noqa: E402
 from regiment.models import (  # noqa: E402
     ModelRequest,
@@ -44,6 +45,7 @@ __all__ = (
     "paid",
     "payer_team",
     "refunder_team",
+    "refused_team",
     "stamper_team",
 )
 
@@ -159,6 +161,22 @@ def stamper_team() -> Team:
     worker = dataclasses.replace(stamper(), placement=Ray(build=stamper, num_cpus=0))
     return Team(
         name="stamping", planner=Planner(model=_planner("stamper", "stamp")), workers=[worker]
+    )
+
+
+def _refuse(request: ModelRequest) -> ModelResponse:
+    raise ModelAPIError("the gateway refused the key; set GATEWAY_KEY", status_code=401)
+
+
+def refused() -> Worker:
+    """A worker whose model refuses every call for good (a bad key)."""
+    return Worker(name="lookup", description="Looks things up.", model=ScriptedModel(_refuse))
+
+
+def refused_team() -> Team:
+    worker = dataclasses.replace(refused(), placement=Ray(build=refused, num_cpus=0))
+    return Team(
+        name="looking", planner=Planner(model=_planner("lookup", "look it up")), workers=[worker]
     )
 
 

@@ -16,7 +16,7 @@ import pytest
 from examples.refund.brain import refund_brain
 from examples.refund.team import GOAL, build_team
 from examples.refund.tools import Ledger
-from regiment.errors import ConfigError
+from regiment.errors import ConfigError, StepFailed
 from regiment.hierarchy import (
     ApprovalRequested,
     ApprovalResolved,
@@ -33,7 +33,7 @@ from regiment.models import ScriptedModel
 from regiment.tools import ApprovalDecision, Approve, Deny
 
 from ._ray_team import DropWaitingPlanner, Probe, holder_team, plan_text, ray_refund_team
-from ._wire_team import Stamp, paid, refunder_team, stamper_team
+from ._wire_team import Stamp, paid, refunder_team, refused_team, stamper_team
 
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
 
@@ -51,6 +51,14 @@ async def test_deps_that_do_not_pickle_are_refused_at_run(ray_session: ModuleTyp
         with pytest.raises(ConfigError, match=r"cannot be pickled for worker 'stamper' on Ray"):
             await running.run("stamp", deps=threading.Lock())
         assert running.active_runs == 0  # refused before it started
+
+
+async def test_a_replicas_step_whose_model_refuses_for_good_fails_the_run_at_once(
+    ray_session: ModuleType,
+) -> None:
+    async with refused_team().start() as running:
+        with pytest.raises(StepFailed, match="set GATEWAY_KEY; the run ends without a replan"):
+            await running.run("look it up")
 
 
 def _live(events: list[Event]) -> list[tuple[object, ...]]:

@@ -1,0 +1,41 @@
+"""The report of a step that raised, and whether any replan could fix it."""
+
+from __future__ import annotations
+
+from regiment.errors import ModelAPIError, StepFailed
+from regiment.hierarchy._messages import AssignStep, StepReport
+from regiment.hierarchy.workers._loop import StepProgress
+from regiment.telemetry import error_type
+
+__all__ = ("failed_report", "is_fatal")
+
+
+def is_fatal(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is a failure no replan can fix: a model
+    that refuses every call alike (``ModelAPIError.permanent``: a bad key, no
+    permission, an unknown model, an invalid request), or a nested team's run that
+    ended on one (``StepFailed.fatal``, or its planner's call failing so)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, ModelAPIError) and cause.permanent:
+            return True
+        if isinstance(cause, StepFailed) and cause.fatal:
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__
+    return False
+
+
+def failed_report(
+    progress: StepProgress, assign: AssignStep, worker: str, exc: BaseException, where: str = ""
+) -> StepReport:
+    """The report of a step that ended by raising ``exc`` (``where`` leads its error text)."""
+    return progress.report(
+        assign,
+        worker,
+        "failed",
+        error=f"{where}{type(exc).__name__}: {exc}",
+        error_type=error_type(exc),
+        fatal=is_fatal(exc),
+    )
