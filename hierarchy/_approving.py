@@ -213,14 +213,10 @@ async def journaled_request(
         runs = [info.run_id for info in await journal.list_runs(limit=100)]
     else:
         runs = [run_id]
-    for one in runs:
-        entries = await journal.read(one)
-        records = [e.record for e in entries]
-        asked = [r for r in records if isinstance(r, ApprovalRequested)]
-        requested = next((r for r in asked if r.approval_id == request_id), None)
-        if requested is not None:
-            done = [r for r in records if isinstance(r, ApprovalDecided)]
-            return requested, next((r for r in done if r.approval_id == request_id), None)
+    for one in runs:  # a look-up by key per run, not a read of each run
+        found = await journal.approval(one, request_id)
+        if found is not None:
+            return found.request, found.decision
     return None, None
 
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from regiment.errors import UnknownRun
-from regiment.journal._codec import model_key, tool_key
+from regiment.journal._codec import approval_key, model_key, tool_key
 from regiment.journal._records import (
     ApprovalDecided,
     ApprovalRequested,
@@ -23,6 +23,7 @@ from regiment.journal._store import RunRow, Store
 from regiment.journal._views import (
     CommittedStep,
     Entry,
+    JournaledApproval,
     JournaledCall,
     RunInfo,
     RunStatus,
@@ -103,6 +104,15 @@ class JournalLookups(ABC):
         records = await self._keyed(run_id, model_key(call_key))
         responses = [r.response for r in records if isinstance(r, ModelCallFinished)]
         return responses[-1] if responses else None
+
+    async def approval(self, run_id: str, approval_id: str) -> JournaledApproval | None:
+        """The journaled request and decision of one approval; ``None`` if it was never asked."""
+        records = await self._keyed(run_id, approval_key(approval_id))
+        requests = [r for r in records if isinstance(r, ApprovalRequested)]
+        decisions = [r for r in records if isinstance(r, ApprovalDecided)]
+        if not requests:
+            return None
+        return JournaledApproval(request=requests[0], decision=decisions[0] if decisions else None)
 
     async def pending_approvals(self, run_id: str | None = None) -> tuple[ApprovalRequested, ...]:
         """Approval requests without a decision: of one run, or of every run awaiting one."""

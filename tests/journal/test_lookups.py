@@ -7,6 +7,7 @@ import pytest
 from regiment.journal import (
     ApprovalDecided,
     Journal,
+    JournaledApproval,
     ModelCallFinished,
     RunFinished,
 )
@@ -80,6 +81,23 @@ async def test_a_pending_approval_pauses_the_run_until_decided(journal: Journal)
     await journal.append(lease, decided)
     assert (await journal.get_run(waiting)).status == "running"
     assert await journal.pending_approvals() == ()
+
+
+async def test_an_approval_is_found_by_its_id_with_its_decision(journal: Journal) -> None:
+    run_id, other = new_id(), new_id()
+    lease = await journal.create_run(created(run_id), owner="w", ttl=TTL)
+    theirs = await journal.create_run(created(other), owner="w", ttl=TTL)
+    await journal.append(lease, approval(run_id, "a1"))
+    await journal.append(lease, approval(run_id, "a2"))
+    await journal.append(theirs, approval(other, "a1"))
+    decided = ApprovalDecided(run_id=run_id, approval_id="a1", decision=Approve(), decided_by="ops")
+    await journal.append(lease, decided)
+    found = await journal.approval(run_id, "a1")
+    assert found == JournaledApproval(request=approval(run_id, "a1"), decision=decided)
+    assert await journal.approval(run_id, "a2") == JournaledApproval(request=approval(run_id, "a2"))
+    assert await journal.approval(other, "a1") == JournaledApproval(request=approval(other, "a1"))
+    assert await journal.approval(run_id, "a3") is None
+    assert await journal.approval(new_id(), "a1") is None
 
 
 async def test_session_history_holds_goals_answers_and_committed_steps(journal: Journal) -> None:
