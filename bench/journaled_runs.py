@@ -9,8 +9,10 @@ worker takes every step at once (``max_concurrent_steps`` = the steps in flight)
 the journal, not the worker's bound, sets the pace. PostgreSQL is a throw-away local
 server with ``fsync`` on (``bench/pg_server.py``); SQLite is a file in WAL mode.
 
-It prints runs/s and the ratio to the same burst with no journal, measured in one
-process, one journal after the other.
+It prints runs/s, the ratio to the same burst with no journal, and how late the event
+loop ran during the bursts (p99 of how late a 10 ms periodic sleep woke: a journal that
+did its commits on the loop would stall every run for as long as each commit takes),
+measured in one process, one journal after the other.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 from pathlib import Path
 
 import anyio
-from bench_util import median
+from bench_util import lag_probe, median
 from pg_server import running_server
 
 from regiment import Planner, ScriptedModel, Team, Worker, text_response, tool
@@ -65,17 +67,19 @@ def _team(runs: int) -> Team:
     return Team(name="pay", planner=Planner(model=model), workers=[worker])
 
 
-async def _burst_s(journal: str | None, runs: int) -> float:
+async def _burst_s(journal: str | None, runs: int) -> tuple[float, float]:
+    """The median seconds of three bursts, and the loop lag's p99 (ms) over all three."""
     async with _team(runs).start(journal=journal) as running:
         await running.run("warm up")
         samples = []
-        for _ in range(3):
-            started = time.perf_counter()
-            async with anyio.create_task_group() as tg:
-                for index in range(runs):
-                    tg.start_soon(_one, running, index)
-            samples.append(time.perf_counter() - started)
-        return median(samples)
+        async with lag_probe() as probe:
+            for _ in range(3):
+                started = time.perf_counter()
+                async with anyio.create_task_group() as tg:
+                    for index in range(runs):
+                        tg.start_soon(_one, running, index)
+                samples.append(time.perf_counter() - started)
+        return median(samples), probe.p99_ms()
 
 
 async def _one(running: object, index: int) -> None:
@@ -89,11 +93,11 @@ def main() -> None:
     parser.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
     parser.add_argument("--no-postgres", action="store_true", help="skip PostgreSQL")
     args = parser.parse_args()
-    figures: list[tuple[str, float]] = []
+    figures: list[tuple[str, float, float]] = []
 
     def measure(name: str, journal: str | None) -> None:
-        seconds = anyio.run(_burst_s, journal, args.runs, backend=args.backend)
-        figures.append((name, args.runs / seconds))
+        seconds, lag_ms = anyio.run(_burst_s, journal, args.runs, backend=args.backend)
+        figures.append((name, args.runs / seconds, lag_ms))
 
     measure("no journal", None)
     with tempfile.TemporaryDirectory() as tmp:
@@ -103,8 +107,11 @@ def main() -> None:
             measure("PostgreSQL (local, fsync on)", server.url)
     print(f"{args.runs} concurrent 3-step runs (one tool call per step), {args.backend}:")
     plain = figures[0][1]
-    for name, per_s in figures:
-        print(f"  {name:30} {per_s:9.1f} runs/s   {plain / per_s:5.2f}x the time of no journal")
+    for name, per_s, lag_ms in figures:
+        print(
+            f"  {name:30} {per_s:9.1f} runs/s   {plain / per_s:5.2f}x the time of no journal"
+            f"   loop lag p99 {lag_ms:6.1f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ import msgspec
 from regiment.errors import ActorStopped, ApprovalError
 from regiment.hierarchy._approval_entries import Entries, Pending
 from regiment.hierarchy._clock import RunClock
-from regiment.journal import ApprovalDecided, ApprovalRequested
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Deny, EditArguments
 
 if TYPE_CHECKING:
@@ -313,17 +312,16 @@ class ApprovalDesk:
     async def _journaled(
         self, request: ApprovalRequest
     ) -> tuple[bool, ApprovalDecision | None, str]:
-        """Whether a resumed run journaled ``request`` before, the decision taken since, and by whom."""
-        asked, decided = False, None
-        for entry in await self.journal.read(request.run_id) if self.journal else ():
-            record = entry.record
-            if isinstance(record, ApprovalRequested) and record.approval_id == request.request_id:
-                asked = True
-            elif isinstance(record, ApprovalDecided) and record.approval_id == request.request_id:
-                decided = record
-        if decided is None:
-            return asked, None, ""
-        return asked, decided.decision, decided.decided_by
+        """Whether a resumed run journaled ``request`` before, the decision taken since, and
+        by whom (a look-up of this approval's records, not a read of the whole run)."""
+        if self.journal is None:
+            return False, None, ""
+        found = await self.journal.approval(request.run_id, request.request_id)
+        if found is None:
+            return False, None, ""
+        if found.decision is None:
+            return True, None, ""
+        return True, found.decision.decision, found.decision.decided_by
 
     def _expired(self, entry: Pending) -> bool:
         expires = entry.request.expires_at

@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from regiment.errors import ApprovalError
+import anyio
+
+from regiment.errors import ApprovalError, LeaseHeld
 from regiment.hierarchy._approvals import ApprovalDesk
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, owner_name
 from regiment.hierarchy.workers._team_worker import TeamWorker
-from regiment.journal import ApprovalDecided, ApprovalRequested, Journal
+from regiment.journal import ApprovalDecided, ApprovalRequested, Journal, Lease
 from regiment.tools import ApprovalDecision, ApprovalRequest, EditArguments, Tool
 
 if TYPE_CHECKING:
@@ -167,12 +169,7 @@ async def decide_in_journal(
         raise _unknown(request_id, f"journal {journal.where}")
     request = requested.request
     if decided is not None:
-        raise ApprovalError(
-            f"approval request {request_id} ({request.tool_name} in run {request.run_id}) "
-            f"was already decided by {decided.decided_by or 'someone'}; a decision cannot "
-            "be changed",
-            kind="decided",
-        )
+        raise _already_decided(request, decided)
     ended = (await journal.get_run(request.run_id)).status
     if ended in _ENDED:
         raise ApprovalError(
@@ -213,14 +210,10 @@ async def journaled_request(
         runs = [info.run_id for info in await journal.list_runs(limit=100)]
     else:
         runs = [run_id]
-    for one in runs:
-        entries = await journal.read(one)
-        records = [e.record for e in entries]
-        asked = [r for r in records if isinstance(r, ApprovalRequested)]
-        requested = next((r for r in asked if r.approval_id == request_id), None)
-        if requested is not None:
-            done = [r for r in records if isinstance(r, ApprovalDecided)]
-            return requested, next((r for r in done if r.approval_id == request_id), None)
+    for one in runs:  # a look-up by key per run, not a read of each run
+        found = await journal.approval(one, request_id)
+        if found is not None:
+            return found.request, found.decision
     return None, None
 
 
@@ -229,17 +222,52 @@ async def record_decision(
 ) -> None:
     """Append the decision durably under the run's lease, then let the run go again.
 
+    Two deciders at once (two services sharing the journal, two requests to one) both
+    find the request pending before either holds the lease: the one that gets the lease
+    second looks again under it and is refused, so a request gets one decision.
+
     Raises:
+        ApprovalError: another decision was recorded first.
         LeaseHeld: the run is live in another process.
     """
-    lease = await journal.acquire(request.run_id, owner=owner_name(), ttl=LEASE_TTL)
+    lease = await _decision_lease(journal, request)
     try:
+        found = await journal.approval(request.run_id, request.request_id)
+        if found is not None and found.decision is not None:
+            raise _already_decided(request, found.decision)
         record = ApprovalDecided(
             run_id=request.run_id, approval_id=request.request_id, decision=decision, decided_by=by
         )
         await journal.append(lease, record, durable=True)
     finally:
         await journal.release(lease)
+
+
+_DECISION_TRIES = 20  # times 50 ms: another decider holds the lease for one write, not a second
+
+
+async def _decision_lease(journal: Journal, request: ApprovalRequest) -> Lease:
+    """The run's lease; one held by another decider is waited out (a live run's is not)."""
+    for attempt in range(_DECISION_TRIES):
+        try:
+            return await journal.acquire(request.run_id, owner=owner_name(), ttl=LEASE_TTL)
+        except LeaseHeld:
+            found = await journal.approval(request.run_id, request.request_id)
+            if found is not None and found.decision is not None:
+                raise _already_decided(request, found.decision) from None
+            if attempt == _DECISION_TRIES - 1:
+                raise
+        await anyio.sleep(0.05)
+    raise AssertionError("unreachable")  # (the last attempt returned or raised)
+
+
+def _already_decided(request: ApprovalRequest, decided: ApprovalDecided) -> ApprovalError:
+    return ApprovalError(
+        f"approval request {request.request_id} ({request.tool_name} in run {request.run_id}) "
+        f"was already decided by {decided.decided_by or 'someone'}; a decision cannot "
+        "be changed",
+        kind="decided",
+    )
 
 
 def find_tool(team: Team, worker: str, tool_name: str) -> Tool[..., object] | None:

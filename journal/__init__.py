@@ -32,7 +32,8 @@ Keys
     the crash, its result (replay it; an intent without a result is run again with
     the intent's idempotency key); ``model_response(run_id, call_key)`` gives a
     response to replay instead of re-sending (``call_key`` is the engine's stable
-    name for the call, e.g. ``"plan/1"``). ``pending_approvals()`` lists requests
+    name for the call, e.g. ``"plan/1"``); ``approval(run_id, approval_id)`` gives
+    an approval's request and, once taken, its decision. ``pending_approvals()`` lists requests
     without a decision; ``session_history(session)`` gives the earlier runs of a
     session (goal, status, answer, committed step outputs), oldest first.
 
@@ -105,6 +106,7 @@ __all__ = (
     "Journal",
     "JournalError",
     "JournalSpec",
+    "JournaledApproval",
     "JournaledCall",
     "Lease",
     "LeaseHeld",
@@ -166,6 +168,7 @@ _LAZY_NAMES = LazyNames(
         "regiment.journal._views": (
             "CommittedStep",
             "Entry",
+            "JournaledApproval",
             "JournaledCall",
             "Lease",
             "RunInfo",
@@ -202,6 +205,7 @@ if TYPE_CHECKING:
     from regiment.journal._views import (
         CommittedStep,
         Entry,
+        JournaledApproval,
         JournaledCall,
         Lease,
         RunInfo,

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from regiment.errors import UnknownRun
-from regiment.journal._codec import model_key, tool_key
+from regiment.journal._codec import approval_key, model_key, tool_key
 from regiment.journal._records import (
     ApprovalDecided,
     ApprovalRequested,
@@ -23,6 +23,7 @@ from regiment.journal._store import RunRow, Store
 from regiment.journal._views import (
     CommittedStep,
     Entry,
+    JournaledApproval,
     JournaledCall,
     RunInfo,
     RunStatus,
@@ -104,29 +105,30 @@ class JournalLookups(ABC):
         responses = [r.response for r in records if isinstance(r, ModelCallFinished)]
         return responses[-1] if responses else None
 
+    async def approval(self, run_id: str, approval_id: str) -> JournaledApproval | None:
+        """The journaled request and decision of one approval; ``None`` if it was never asked."""
+        records = await self._keyed(run_id, approval_key(approval_id))
+        requests = [r for r in records if isinstance(r, ApprovalRequested)]
+        decisions = [r for r in records if isinstance(r, ApprovalDecided)]
+        if not requests:
+            return None
+        return JournaledApproval(request=requests[0], decision=decisions[0] if decisions else None)
+
     async def pending_approvals(self, run_id: str | None = None) -> tuple[ApprovalRequested, ...]:
         """Approval requests without a decision: of one run, or of every run awaiting one."""
         await self.flush()
+        kinds = ("approval_requested", "approval_decided")
         if run_id is not None:
-            run_ids = [run_id]
-        else:
-            rows = await self._call(
-                self._store.list_runs, "awaiting_approval", None, self._clock(), None
-            )
-            run_ids = [row.run_id for row in reversed(rows)]
-        pending: list[ApprovalRequested] = []
-        for one in run_ids:
-            kinds = ("approval_requested", "approval_decided")
-            records = [
-                self._decode(b) for b in await self._call(self._store.read_kinds, one, kinds)
-            ]
-            decided = {r.approval_id for r in records if isinstance(r, ApprovalDecided)}
-            pending += [
-                r
-                for r in records
-                if isinstance(r, ApprovalRequested) and r.approval_id not in decided
-            ]
-        return tuple(pending)
+            bodies = await self._call(self._store.read_kinds, run_id, kinds)
+        else:  # every run's in one query, not one per run awaiting approval
+            bodies = await self._call(self._store.awaiting, kinds)
+        records = [self._decode(body) for body in bodies]
+        decided = {(r.run_id, r.approval_id) for r in records if isinstance(r, ApprovalDecided)}
+        return tuple(
+            r
+            for r in records
+            if isinstance(r, ApprovalRequested) and (r.run_id, r.approval_id) not in decided
+        )
 
     async def session_history(
         self, session: str, *, exclude: str | None = None

@@ -108,6 +108,12 @@ class _MemoryStore:
         run = self._open_runs().get(run_id)
         return [p.body for p in run.records if p.kind in kinds] if run else []
 
+    def awaiting(self, kinds: tuple[str, ...]) -> list[bytes]:
+        runs = [r for r in self._open_runs().values() if r.final_status is None]
+        runs = [r for r in runs if r.pending_approvals > 0]
+        runs.sort(key=lambda run: (run.row.started_at, run.row.run_id))
+        return [p.body for run in runs for p in run.records if p.kind in kinds]
+
     def keyed(self, run_id: str, key: str) -> list[bytes]:
         run = self._open_runs().get(run_id)
         return [p.body for p in run.records if p.key == key] if run else []

@@ -4,13 +4,17 @@ psycopg 3's synchronous driver runs in a worker thread (so the journal works
 under asyncio and trio alike), one connection, one call at a time. Ownership is
 safe across processes because every lease check and every write runs in one
 transaction that locks the run's row (``SELECT ... FOR UPDATE``); creating or
-migrating the schema holds a transaction-scoped advisory lock.
+migrating the schema holds a transaction-scoped advisory lock. A connection the
+server closed while it was idle is replaced before a transaction begins on it (and
+before a read outside one is sent again): nothing had been sent, so nothing is
+written twice; one that breaks inside a transaction fails that commit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Self, final
 
 import anyio
@@ -26,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = ("INSTALL_HINT", "PostgresJournal")
 
 INSTALL_HINT = "PostgreSQL journals need psycopg: pip install 'regiment[postgres]'"
+_log = logging.getLogger("regiment.journal")
 _SCHEMA_LOCK = 0x7265_6769  # "regi": serialises schema creation and migration across processes
 
 
@@ -91,8 +96,49 @@ class _PostgresStore(SqlStore):
 
     @contextmanager
     def _write_transaction(self) -> Iterator[None]:
-        with self._connection().transaction():
+        transaction = self._begin()
+        try:
             yield
+        except BaseException as exc:
+            transaction.__exit__(type(exc), exc, exc.__traceback__)  # rolls back
+            raise
+        transaction.__exit__(None, None, None)  # commits
+
+    def _begin(self) -> AbstractContextManager[object]:
+        """A transaction begun on a live connection: one the server dropped while it was
+        idle (a restart of the server, a fail-over, an idle timeout) is replaced first;
+        nothing had been sent on it, so nothing is written twice."""
+        transaction = self._connection().transaction()
+        try:
+            transaction.__enter__()
+        except self._psycopg.OperationalError:
+            if not self._connection_lost():
+                raise
+            transaction = self._connection().transaction()  # (connects again)
+            transaction.__enter__()
+        return transaction
+
+    def _execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        """As ``SqlStore._execute``; a read outside a transaction (every statement outside
+        one reads) that finds the connection dropped is sent again on a new one."""
+        if self._in_transaction():
+            return super()._execute(statement, params)
+        try:
+            return super()._execute(statement, params)
+        except self._psycopg.OperationalError:
+            if not self._connection_lost():
+                raise
+            return super()._execute(statement, params)
+
+    def _in_transaction(self) -> bool:
+        conn = self._connection()
+        return bool(conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE)
+
+    def _connection_lost(self) -> bool:
+        if self._conn is None or not self._conn.closed:
+            return False
+        _log.warning("journal %s: the server closed the connection; connecting again", self.where)
+        return True
 
     def _sql(self, statement: str) -> str:
         converted = self._statements.get(statement)

@@ -8,6 +8,7 @@ from typing import Protocol, runtime_checkable
 from regiment.journal._records import ApprovalRequested, Record, RunCreated
 from regiment.journal._views import (
     Entry,
+    JournaledApproval,
     JournaledCall,
     Lease,
     RunInfo,
@@ -96,6 +97,13 @@ class Journal(Protocol):
 
     async def model_response(self, run_id: str, call_key: str) -> ModelResponse | None:
         """The journaled response of one model call, to replay instead of re-sending."""
+        ...
+
+    async def approval(self, run_id: str, approval_id: str) -> JournaledApproval | None:
+        """The journaled request and decision of one approval; ``None`` if it was never asked.
+
+        A look-up by key (the request's and the decision's records only), not a scan.
+        """
         ...
 
     async def pending_approvals(self, run_id: str | None = None) -> tuple[ApprovalRequested, ...]:

@@ -228,6 +228,17 @@ class SqlStore(ABC):
             )
         return [bytes(body) for (body,) in rows]
 
+    def awaiting(self, kinds: tuple[str, ...]) -> list[bytes]:
+        marks = ", ".join("?" for _ in kinds)
+        with self._guard("listing pending approvals"):
+            rows = self._execute(
+                "SELECT r.body FROM journal_runs u JOIN journal_records r ON r.run_id = u.run_id"
+                " WHERE u.final_status IS NULL AND u.pending_approvals > 0"
+                f" AND r.kind IN ({marks}) ORDER BY u.started_at, u.run_id, r.seq",
+                kinds,
+            )
+        return [bytes(body) for (body,) in rows]
+
     def keyed(self, run_id: str, key: str) -> list[bytes]:
         with self._guard(f"looking up {key!r} of run {run_id!r}"):
             rows = self._execute(

@@ -144,6 +144,11 @@ class Store(Protocol):
         """Bodies of the run's records of these kinds, in order."""
         ...
 
+    def awaiting(self, kinds: tuple[str, ...]) -> list[bytes]:
+        """Bodies of the records of these kinds of every run awaiting approval (not
+        finished, a request undecided), in one go: the runs oldest first, each in order."""
+        ...
+
     def keyed(self, run_id: str, key: str) -> list[bytes]:
         """Bodies of the run's records with this look-up key, in order."""
         ...

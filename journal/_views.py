@@ -7,11 +7,18 @@ from typing import Literal, TypeAlias
 
 import msgspec
 
-from regiment.journal._records import Record, ToolCallFinished, ToolCallStarted
+from regiment.journal._records import (
+    ApprovalDecided,
+    ApprovalRequested,
+    Record,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 
 __all__ = (
     "CommittedStep",
     "Entry",
+    "JournaledApproval",
     "JournaledCall",
     "Lease",
     "RunInfo",
@@ -71,6 +78,13 @@ class JournaledCall(msgspec.Struct, frozen=True, kw_only=True):
 
     intent: ToolCallStarted
     result: ToolCallFinished | None = None
+
+
+class JournaledApproval(msgspec.Struct, frozen=True, kw_only=True):
+    """An approval as journaled: its request, and its decision once one was taken."""
+
+    request: ApprovalRequested
+    decision: ApprovalDecided | None = None
 
 
 class CommittedStep(msgspec.Struct, frozen=True, kw_only=True):

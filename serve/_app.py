@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from regiment.errors import ApprovalError, ConfigError, JournalError, UnknownRun
+from regiment.errors import ApprovalError, ConfigError, JournalError, LeaseHeld, UnknownRun
 from regiment.hierarchy import RunningTeam, Team, to_json
 from regiment.journal import Journal, JournalSpec, open_journal
 
@@ -301,5 +301,11 @@ async def _decide(s: _Service, request: Request) -> Response:
         if exc.kind == "unknown":  # the CLI's hint does not fit here
             detail = f"no approval request {request_id!r}; GET /approvals lists the pending ones"
         raise ApiError(_APPROVAL_STATUS.get(exc.kind, 422), f"cannot {body.kind}", detail) from exc
+    except LeaseHeld as exc:  # its run is live in another process (the journal is fine)
+        raise ApiError(
+            409,
+            f"cannot {body.kind}",
+            f"{exc} (a run live in another process takes its decisions there)",
+        ) from exc
     view = approval_view(decided)
     return json_response({**view, "decision": body.kind, "decided_by": body.by})

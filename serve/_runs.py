@@ -20,6 +20,7 @@ from regiment.errors import LeaseHeld, RegimentError
 from regiment.hierarchy import (
     Event,
     JournaledEvents,
+    RunCompleted,
     RunFailed,
     RunningTeam,
     RunStarted,
@@ -138,6 +139,7 @@ class Runs:
         task_status: TaskStatus[RunRecord],
     ) -> None:
         record: RunRecord | None = None  # a resumed run's starts with its journaled events
+        last: Event | None = None  # the run's end, told once its journal has it
         try:
             with anyio.CancelScope() as scope:
                 async with stream() as events:
@@ -153,13 +155,14 @@ class Runs:
                         # after a restart. A resumed run's replayed events are there already.
                         if isinstance(event, _LIVE) or history.is_replay(event):
                             continue
+                        if isinstance(event, _LAST):  # held until the stream has closed,
+                            last = event  # which commits the run's end to its journal
+                            continue
                         self.store.append(record.run_id, event)
-                        if record.ended.is_set():  # its last event: answer who waits now
-                            self._release(record.run_id)
         except RegimentError as exc:
             if record is None:
                 raise  # before it started: the POST answers with the error
-            if record.ended.is_set():  # e.g. its journal failed as the run closed
+            if last is not None:  # e.g. its journal failed as the run closed
                 log.warning(
                     "run ended, then failed while closing (its result stands): %s",
                     exc,
@@ -183,11 +186,18 @@ class Runs:
             self._fail(record, exc)
         finally:  # also when the app's shutdown cancels every run
             if record is not None:
-                self._scopes.pop(record.run_id, None)
-                if not record.ended.is_set():  # the stream ended without its last event
-                    self.store.append(record.run_id, cancelled(record.run_id))
-                    log.info("run cancelled", extra={"run_id": record.run_id})
-                self._release(record.run_id)
+                self._end(record, last)
+
+    def _end(self, record: RunRecord, last: Event | None) -> None:
+        """The run's stream has closed: tell its last event (now who waits is answered,
+        and followers told), or, if it had none, that it was cancelled."""
+        self._scopes.pop(record.run_id, None)
+        if last is not None and not record.ended.is_set():
+            self.store.append(record.run_id, last)
+        if not record.ended.is_set():  # the stream ended without its last event
+            self.store.append(record.run_id, cancelled(record.run_id))
+            log.info("run cancelled", extra={"run_id": record.run_id})
+        self._release(record.run_id)
 
     def _fail(self, record: RunRecord, exc: Exception) -> None:
         """End ``record``'s run as failed with ``exc``: through the store, or, if the
@@ -217,6 +227,12 @@ class Runs:
 
 NEW = JournaledEvents.none()
 """A new run's history: nothing journaled yet."""
+
+_LAST = (RunCompleted, RunFailed)
+"""A run's last event: a ``?wait=true`` request answers with it, so it waits for the
+journal (the stream's close commits the run's end and lets its lease go). Told at
+once, a service killed in between had answered 'completed' for a run its journal
+still listed as running."""
 
 _LIVE = (TextDelta, ToolCallStarted, ToolCallFinished)
 """Live progress events: the service's streams carry the run-state events only."""

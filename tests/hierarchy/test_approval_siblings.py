@@ -114,14 +114,14 @@ async def test_a_journal_that_hangs_while_a_request_is_recorded_holds_nothing_fo
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Recording a request is shielded from a pause's cancel, but only for a grace: a
-    # journal whose read never answers must not hold the run, nor its pause, forever.
+    # journal whose look-up never answers must not hold the run, nor its pause, forever.
     import regiment.hierarchy._approvals as approvals
-    from regiment.journal import Entry, SqliteJournal
+    from regiment.journal import JournaledApproval, SqliteJournal
 
     class ReadHangs(SqliteJournal):  # type: ignore[misc]  # (final: a test-only double)
-        async def read(self, run_id: str, *, after: int = 0) -> tuple[Entry, ...]:
+        async def approval(self, run_id: str, approval_id: str) -> JournaledApproval | None:
             await anyio.sleep_forever()
-            return ()
+            return None
 
     monkeypatch.setattr(approvals, "_RECORD_GRACE", 0.2)
     journal = await ReadHangs.open(tmp_path / "runs.db")

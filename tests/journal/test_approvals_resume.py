@@ -3,10 +3,19 @@ resumes it; the tool body runs exactly once, with the approved arguments."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import pytest
 
 from regiment.hierarchy import ApprovalRequested, ApprovalResolved, RunCompleted
-from regiment.journal import ApprovalDecided, open_journal
+from regiment.journal import (
+    ApprovalDecided,
+    Entry,
+    JournaledApproval,
+    PostgresJournal,
+    SqliteJournal,
+    open_journal,
+)
 from regiment.journal import ApprovalRequested as Asked
 from regiment.tools import Approve, EditArguments
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
@@ -90,3 +99,58 @@ async def test_a_resume_before_the_decision_pauses_again_on_the_same_request(
     decided = [r for r in records if isinstance(r, ApprovalDecided)]
     assert [(r.approval_id, r.decided_by) for r in decided] == [(request.request_id, "bo")]
     assert done.pending_approvals == ()
+
+
+@dataclass
+class _Counts:
+    reads: list[int] = field(default_factory=list)  # records per whole-run read
+    looked_up: list[str] = field(default_factory=list)  # approval ids looked up
+
+
+def _counting(location: str, counts: _Counts) -> type[SqliteJournal] | type[PostgresJournal]:
+    """The backend's real journal class, counting whole-run reads and approval look-ups."""
+    base: type[SqliteJournal] | type[PostgresJournal] = (
+        PostgresJournal if location.startswith("postgresql://") else SqliteJournal
+    )
+
+    class Counting(base):  # type: ignore[valid-type,misc]  # (final: a test-only double)
+        async def read(self, run_id: str, *, after: int = 0) -> tuple[Entry, ...]:
+            entries: tuple[Entry, ...] = await super().read(run_id, after=after)
+            counts.reads.append(len(entries))
+            return entries
+
+        async def approval(self, run_id: str, approval_id: str) -> JournaledApproval | None:
+            counts.looked_up.append(approval_id)
+            found: JournaledApproval | None = await super().approval(run_id, approval_id)
+            return found
+
+    return Counting
+
+
+async def test_a_resumed_run_asks_the_journal_for_its_approval_not_for_the_whole_run(
+    location: str,
+) -> None:
+    # The desk must see a decision taken after the resume's own read: it looked it up by
+    # reading the whole run again, once per request (every record of a long run).
+    shop = Shop()
+    async with shop_team(shop, PLAN).start(journal=location) as first:
+        paused = await first.run("refund and credit")
+    (request,) = paused.pending_approvals
+    async with shop_team(shop, PLAN).start(journal=location) as second:
+        await second.approve(request.request_id, Approve(), by="bo")
+
+    counts = _Counts()
+    journal = await _counting(location, counts).open(location)
+    try:
+        async with shop_team(shop, PLAN).start(journal=journal) as third:
+            done = await third.resume(paused.run_id)
+        found = await journal.approval(paused.run_id, request.request_id)
+    finally:
+        await journal.close()
+    assert done.status == "completed"
+    assert len(counts.reads) == 1  # the resume's own read, and no other
+    assert counts.looked_up == [request.request_id, request.request_id]  # (and ours)
+    assert found is not None
+    assert found.request.approval_id == request.request_id
+    assert found.decision is not None
+    assert (found.decision.approval_id, found.decision.decided_by) == (request.request_id, "bo")

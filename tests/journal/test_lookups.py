@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from regiment.journal import (
     ApprovalDecided,
     Journal,
+    JournaledApproval,
     ModelCallFinished,
     RunFinished,
+    SqliteJournal,
 )
 from regiment.models import Usage, text_response
 from regiment.tools import Approve
@@ -80,6 +84,66 @@ async def test_a_pending_approval_pauses_the_run_until_decided(journal: Journal)
     await journal.append(lease, decided)
     assert (await journal.get_run(waiting)).status == "running"
     assert await journal.pending_approvals() == ()
+
+
+async def test_pending_approvals_of_every_run_come_oldest_run_first(journal: Journal) -> None:
+    newer, older, done = new_id(), new_id(), new_id()
+    leases = {
+        run_id: await journal.create_run(created(run_id, minutes=m), owner="w", ttl=TTL)
+        for run_id, m in ((newer, 3), (older, 1), (done, 2))
+    }
+    await journal.append(leases[newer], approval(newer, "n1"))
+    await journal.append(leases[older], approval(older, "a1"))  # same id in two runs
+    await journal.append(leases[newer], approval(newer, "a1"))
+    await journal.append(leases[older], approval(older, "o2"))
+    await journal.append(leases[done], approval(done, "d1"))
+    decided = ApprovalDecided(run_id=older, approval_id="a1", decision=Approve())
+    await journal.append(leases[older], decided)
+    await journal.append(leases[done], RunFinished(run_id=done, status="cancelled"))
+    pending = await journal.pending_approvals()
+    assert [(r.run_id, r.approval_id) for r in pending] == [
+        (older, "o2"),
+        (newer, "n1"),
+        (newer, "a1"),
+    ]
+    assert await journal.pending_approvals(done) == (approval(done, "d1"),)  # (asked for)
+
+
+async def test_pending_approvals_of_every_run_are_one_query(tmp_path: Path) -> None:
+    # They were one query for the runs awaiting approval and one more per run: with
+    # 500 paused runs, GET /approvals took 0.4-0.5 s, and so did every decision posted
+    # without its run id (the service looks the request up among the pending ones).
+    journal = await SqliteJournal.open(tmp_path / "runs.db")
+    try:
+        for index in range(30):
+            run_id = new_id()
+            lease = await journal.create_run(created(run_id, minutes=index), owner="w", ttl=TTL)
+            await journal.append(lease, approval(run_id, f"a{index}"))
+        await journal.flush()
+        statements: list[str] = []
+        journal._store._connection().set_trace_callback(statements.append)  # type: ignore[attr-defined]
+        pending = await journal.pending_approvals()
+    finally:
+        await journal.close()
+    assert [r.approval_id for r in pending] == [f"a{index}" for index in range(30)]
+    assert len(statements) == 1, statements
+
+
+async def test_an_approval_is_found_by_its_id_with_its_decision(journal: Journal) -> None:
+    run_id, other = new_id(), new_id()
+    lease = await journal.create_run(created(run_id), owner="w", ttl=TTL)
+    theirs = await journal.create_run(created(other), owner="w", ttl=TTL)
+    await journal.append(lease, approval(run_id, "a1"))
+    await journal.append(lease, approval(run_id, "a2"))
+    await journal.append(theirs, approval(other, "a1"))
+    decided = ApprovalDecided(run_id=run_id, approval_id="a1", decision=Approve(), decided_by="ops")
+    await journal.append(lease, decided)
+    found = await journal.approval(run_id, "a1")
+    assert found == JournaledApproval(request=approval(run_id, "a1"), decision=decided)
+    assert await journal.approval(run_id, "a2") == JournaledApproval(request=approval(run_id, "a2"))
+    assert await journal.approval(other, "a1") == JournaledApproval(request=approval(other, "a1"))
+    assert await journal.approval(run_id, "a3") is None
+    assert await journal.approval(new_id(), "a1") is None
 
 
 async def test_session_history_holds_goals_answers_and_committed_steps(journal: Journal) -> None:

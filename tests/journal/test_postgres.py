@@ -54,20 +54,50 @@ async def test_a_version_1_database_is_migrated_and_keeps_its_runs(
         assert version.fetchone() == ("2",)
 
 
-async def test_a_lost_connection_fails_the_write_and_never_continues(
+def _drop_connections(url: str, *, allow: bool = True) -> None:
+    """End every session on the journal's database, as a restart of the server would;
+    ``allow=False``: the database also refuses new connections (it stays "down")."""
+    elsewhere = url.split("?")[0].rsplit("/", 1)[0] + "/template1"
+    with psycopg.connect(elsewhere, autocommit=True) as admin:
+        admin.execute(f"ALTER DATABASE postgres ALLOW_CONNECTIONS {str(allow).lower()}".encode())
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'postgres'"
+        )
+
+
+async def test_a_connection_the_server_dropped_while_idle_is_replaced(
+    postgres_url: str, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A restart of the server ended the journal's idle connection: the next commit
+    # failed with it, and so did every run with a record in that batch, though the
+    # server was back and nothing had been sent.
+    journal = await PostgresJournal.open(postgres_url, clock=clock)
+    try:
+        run_id = new_id()
+        lease = await journal.create_run(created(run_id), owner="w", ttl=TTL)
+        await journal.append(lease, event(run_id, 0))
+        _drop_connections(postgres_url)
+        assert await journal.append(lease, event(run_id, 1), durable=True) == 3
+        _drop_connections(postgres_url)
+        assert [e.seq for e in await journal.read(run_id)] == [1, 2, 3]  # a read, likewise
+    finally:
+        await journal.close()
+    assert caplog.text.count("the server closed the connection; connecting again") == 2
+
+
+async def test_a_database_that_stays_down_fails_the_write_and_the_run_never_continues(
     postgres_url: str, clock: Clock
 ) -> None:
     journal = await PostgresJournal.open(postgres_url, clock=clock)
     run_id = new_id()
     lease = await journal.create_run(created(run_id), owner="w", ttl=TTL)
     await journal.append(lease, event(run_id, 0))
-    with psycopg.connect(postgres_url, autocommit=True) as admin:  # the database "goes down"
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
-    with pytest.raises(JournalError, match=r"writing 2 records failed"):
-        await journal.append(lease, event(run_id, 1), durable=True)
+    _drop_connections(postgres_url, allow=False)
+    try:
+        with pytest.raises(JournalError, match=r"writing 2 records failed"):
+            await journal.append(lease, event(run_id, 1), durable=True)
+    finally:
+        _drop_connections(postgres_url)  # (and it is back)
     with pytest.raises(JournalError, match=r"writing 2 records failed"):
         await journal.append(lease, event(run_id, 2), durable=True)  # the run must stop
     assert [e.seq for e in await journal.read(run_id)] == [1]  # reconnected for reading

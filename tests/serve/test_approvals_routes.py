@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
 import httpx2 as httpx
 import pytest
 
 from examples.service.serving import serving
+from regiment.journal import ApprovalDecided, open_journal
 from regiment.serve import create_app
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
 
@@ -117,3 +119,49 @@ async def test_a_request_whose_run_was_cancelled_by_a_restart_is_409_not_503(
         late = await c.post(f"/approvals/{asked['request_id']}", json={"decision": "approve"})
     assert late.status_code == 409, late.text
     assert f"run {run_id} has ended (cancelled)" in late.json()["detail"]
+
+
+async def test_deciding_a_paused_run_at_once_twice_or_while_another_process_owns_it_is_409(
+    tmp_path: Path,
+) -> None:
+    # Two decisions posted at once both found the request pending: both were journaled
+    # (200 and 200), or the second was '503 journal unavailable' with a lease "alive for
+    # another 30 s" that its holder, the first decision, let go a moment later. A run
+    # owned by another process (resumed there) was '503 journal unavailable' too.
+    journal = str(tmp_path / "runs.db")
+    plan = plan_json(step("s1", "billing", "refund 2 500"), step("s2", "billing", "refund 3 600"))
+    async with (
+        serving(create_app(shop_team(Shop(), plan), journal=journal)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
+        run_id = (await c.post("/runs?wait=true", json={"goal": "two refunds"})).json()["run_id"]
+        first, second = (await c.get("/approvals")).json()["approvals"]
+        path = f"/approvals/{first['request_id']}"
+        answers: list[httpx.Response] = []
+        async with anyio.create_task_group() as tg:
+            for decision in ("approve", "deny"):
+                body = {"decision": decision, "reason": "r", "by": decision}
+                tg.start_soon(_post_into, c, path, body, answers)
+        other = await open_journal(journal)
+        try:
+            await other.acquire(run_id, owner="elsewhere:1", ttl=60)
+            held = await c.post(f"/approvals/{second['request_id']}", json={"decision": "approve"})
+            records = [e.record for e in await other.read(run_id)]
+        finally:
+            await other.close()
+    assert sorted(a.status_code for a in answers) == [200, 409]
+    refused = next(a for a in answers if a.status_code == 409).json()
+    assert refused["detail"].startswith(f"approval request {first['request_id']} (issue_refund")
+    assert "was already decided by" in refused["detail"]
+    assert len([r for r in records if isinstance(r, ApprovalDecided)]) == 1
+    assert held.status_code == 409, held.text
+    assert held.json()["detail"].startswith(f"run {run_id!r} is owned by 'elsewhere:1'")
+    assert held.json()["detail"].endswith(
+        "(a run live in another process takes its decisions there)"
+    )
+
+
+async def _post_into(
+    c: httpx.AsyncClient, path: str, body: dict[str, str], answers: list[httpx.Response]
+) -> None:
+    answers.append(await c.post(path, json=body))

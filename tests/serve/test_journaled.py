@@ -5,12 +5,14 @@ SQLite file), with the same event numbers, honouring ``Last-Event-ID``."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
+import anyio
 import httpx2 as httpx
 import pytest
 
 from examples.service.serving import serving
-from regiment.journal import SqliteJournal
+from regiment.journal import Lease, SqliteJournal
 from regiment.serve import MemoryRunStore, create_app
 
 from .sse import Frame, frames
@@ -124,3 +126,49 @@ async def test_a_journal_that_cannot_begin_a_run_answers_503_and_starts_nothing(
         listed = await c.get("/runs")
         assert listed.status_code == 503
         assert listed.json()["error"] == "journal unavailable"
+
+
+class _HeldEnd(SqliteJournal):  # type: ignore[misc]  # (final: a test-only double)
+    """A real SQLite journal that holds the release of a lease (which commits what the
+    lease wrote, the run's end too, then lets the run go) until ``go``."""
+
+    holding: ClassVar[anyio.Event]
+    go: ClassVar[anyio.Event]
+
+    async def release(self, lease: Lease) -> None:
+        _HeldEnd.holding.set()
+        await _HeldEnd.go.wait()
+        await super().release(lease)
+
+
+async def test_a_run_is_answered_completed_only_once_its_journal_has_its_end(
+    tmp_path: Path,
+) -> None:
+    # The end was told (a ?wait=true request answered, followers sent RunCompleted) as
+    # soon as the engine emitted it, before the run's journal was closed: a service
+    # killed in between had answered 'completed' for a run its journal listed as
+    # running (2 of 280 answered runs, SIGKILL in a burst of 300).
+    _HeldEnd.holding, _HeldEnd.go = anyio.Event(), anyio.Event()
+    journal = await _HeldEnd.open(tmp_path / "runs.db")
+    answers: list[httpx.Response] = []
+    try:
+        async with (
+            serving(create_app(support_team(), journal=journal)) as url,
+            httpx.AsyncClient(base_url=url) as c,
+            anyio.create_task_group() as tg,
+        ):
+
+            async def post() -> None:
+                answers.append(await c.post("/runs?wait=true", json={"goal": GOAL}))
+
+            tg.start_soon(post)
+            await _HeldEnd.holding.wait()
+            (listed,) = (await c.get("/runs")).json()["runs"]
+            shown = (await c.get(f"/runs/{listed['run_id']}")).json()
+            assert (listed["status"], shown["status"], answers) == ("running", "running", [])
+            _HeldEnd.go.set()
+        (answer,) = answers
+        assert answer.json()["status"] == "completed"
+        assert (await journal.get_run(answer.json()["run_id"])).status == "completed"
+    finally:
+        await journal.close()

@@ -169,8 +169,9 @@ class _CountingReads(SqliteJournal):  # type: ignore[misc]  # (final: a test-onl
 
 async def test_a_resume_over_http_reads_the_runs_journal_once(tmp_path: Path) -> None:
     # The service reads the run's events (to keep their numbers) and the resume took
-    # them over from it: the resume itself read the whole run again. What remains is
-    # the approval desk asking whether the run's request was decided meanwhile.
+    # them over from it: the resume itself read the whole run again. The approval desk,
+    # asking whether the run's request was decided meanwhile, read it once more; it
+    # looks the approval up by key now.
     journal = await _CountingReads.open(tmp_path / "runs.db")
     try:
         async with _client(_refund_team(), journal) as c:
@@ -180,7 +181,7 @@ async def test_a_resume_over_http_reads_the_runs_journal_once(tmp_path: Path) ->
             _CountingReads.reads = 0
             resumed = (await c.post(f"/runs/{run_id}/resume?wait=true")).json()
         assert resumed["status"] == "completed"
-        assert _CountingReads.reads == 2  # the service's read, and the approval desk's
+        assert _CountingReads.reads == 1  # the service's read, and no other
     finally:
         await journal.close()
 
