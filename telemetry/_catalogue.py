@@ -55,6 +55,11 @@ SPANS = (
         "a tool call's or result's: in its `execute_tool` span; a plan's or the answer's: "
         "under the run, after the `plan`, `replan` or `synthesize` span that made it",
     ),
+    Entry(
+        sc.SPAN_APPROVAL,
+        "a tool call waiting for a human's decision on the approval desk",
+        "in the tool call's `execute_tool` span",
+    ),
 )
 
 ATTRIBUTES = (
@@ -89,7 +94,7 @@ ATTRIBUTES = (
         "tracing on, names them `gen_ai.usage.cache_write.input_tokens`)",
         "chat",
     ),
-    Entry(sc.GEN_AI_TOOL_NAME, "the tool", "tool; approval events"),
+    Entry(sc.GEN_AI_TOOL_NAME, "the tool", "tool, approval; approval events"),
     Entry(sc.GEN_AI_TOOL_CALL_ID, "the model's id for the call", "tool; approval events"),
     Entry(sc.GEN_AI_TOOL_TYPE, "`function`", "tool"),
     Entry(sc.GEN_AI_TOKEN_TYPE, "`input` or `output`", "metric `gen_ai.client.token.usage`"),
@@ -165,11 +170,20 @@ ATTRIBUTES = (
         "`ok` or the failure's code/type",
         "tool; metric `regiment.tool.duration`",
     ),
-    Entry(sc.REGIMENT_APPROVAL_DECISION, "`approve`, `deny`, ...", "approval decided event"),
+    Entry(
+        sc.REGIMENT_APPROVAL_DECISION, "`approve`, `deny`, ...", "approval decided event, approval"
+    ),
     Entry(
         sc.REGIMENT_APPROVAL_OUTCOME, "an approval's outcome (shown by the console view)", "tool"
     ),
-    Entry(sc.REGIMENT_CANCELLED, "the work was cancelled (status stays unset)", "any span"),
+    Entry(sc.REGIMENT_APPROVAL_REQUEST_ID, "the pending request's id", "approval"),
+    Entry(sc.REGIMENT_APPROVAL_WAIT, "seconds the call waited for the decision", "approval"),
+    Entry(sc.REGIMENT_WORKER, "the worker whose call waits", "approval"),
+    Entry(
+        sc.REGIMENT_CANCELLED,
+        "the work was cancelled (status stays unset; no `exception` event)",
+        "any span (a step's: also when its planner cancelled it, e.g. by a replan)",
+    ),
     Entry(sc.REGIMENT_USAGE_INPUT_TOKENS, "uncached input tokens of the whole run", "run"),
     Entry(sc.REGIMENT_USAGE_OUTPUT_TOKENS, "output tokens of the whole run", "run"),
     Entry(sc.REGIMENT_USAGE_CACHE_READ_TOKENS, "cache-read tokens of the whole run", "run"),

@@ -78,6 +78,8 @@ __all__ = (
     "PROVIDER_ANTHROPIC",
     "REGIMENT_APPROVAL_DECISION",
     "REGIMENT_APPROVAL_OUTCOME",
+    "REGIMENT_APPROVAL_REQUEST_ID",
+    "REGIMENT_APPROVAL_WAIT",
     "REGIMENT_CANCELLED",
     "REGIMENT_CHECK_DETAIL",
     "REGIMENT_CHECK_NAME",
@@ -114,6 +116,8 @@ __all__ = (
     "REGIMENT_USAGE_MODEL_CALLS",
     "REGIMENT_USAGE_OUTPUT_TOKENS",
     "REGIMENT_USAGE_TOOL_CALLS",
+    "REGIMENT_WORKER",
+    "SPAN_APPROVAL",
     "SPAN_COMPRESS",
     "SPAN_CRITIQUE",
     "SPAN_GUARDRAIL",
@@ -207,6 +211,9 @@ REGIMENT_CHECK_DETAIL: Final = "regiment.check.detail"
 REGIMENT_CHECK_DETAIL_LENGTH: Final = "regiment.check.detail_length"
 REGIMENT_TOOL_OUTCOME: Final = "regiment.tool.outcome"
 REGIMENT_APPROVAL_OUTCOME: Final = "regiment.approval.outcome"
+REGIMENT_APPROVAL_REQUEST_ID: Final = "regiment.approval.request_id"
+REGIMENT_APPROVAL_WAIT: Final = "regiment.approval.wait_s"
+REGIMENT_WORKER: Final = "regiment.worker"
 REGIMENT_CANCELLED: Final = "regiment.cancelled"
 REGIMENT_USAGE_INPUT_TOKENS: Final = "regiment.usage.input_tokens"
 REGIMENT_USAGE_OUTPUT_TOKENS: Final = "regiment.usage.output_tokens"
@@ -231,6 +238,7 @@ SPAN_CRITIQUE: Final = "critique"
 SPAN_COMPRESS: Final = "compress"
 SPAN_SYNTHESIZE: Final = "synthesize"
 SPAN_GUARDRAIL: Final = "regiment.guardrail"
+SPAN_APPROVAL: Final = "regiment.approval"
 STALE_REPORT_EVENT: Final = "regiment.report.stale_dropped"
 APPROVAL_REQUESTED_EVENT: Final = "regiment.approval.requested"
 APPROVAL_DECIDED_EVENT: Final = "regiment.approval.decided"
