@@ -184,6 +184,7 @@ class RunBook:
                 step_id=r.step_id,
                 worker=r.worker,
                 output=r.output,
+                usage=r.usage,
             )
         )
 
@@ -356,6 +357,7 @@ def _check_failed(run_id: str, report: StepReport, check: str, reason: str) -> C
         step_id=report.step_id,
         check=check,
         reason=reason,
+        usage=report.usage,
     )
 
 
@@ -367,6 +369,7 @@ def _errored(run_id: str, report: StepReport) -> StepErrored:
         worker=report.worker,
         status=report.status,
         error=report.error or "",
+        usage=report.usage,
     )
 
 
