@@ -176,6 +176,13 @@ ATTRIBUTES = (
     Entry(
         sc.REGIMENT_APPROVAL_OUTCOME, "an approval's outcome (shown by the console view)", "tool"
     ),
+    Entry(
+        sc.REGIMENT_BUDGET_EXHAUSTED,
+        "the `Budget` limit that ended the run (`model_calls`, `tool_calls`, `tokens`, ...), "
+        "when one did (its status is then `partial`, or it failed with `BudgetExceeded`)",
+        "run",
+    ),
+    Entry(sc.REGIMENT_BUDGET_LIMIT, "the `Budget` limit reached", "budget exhausted event"),
     Entry(sc.REGIMENT_APPROVAL_REQUEST_ID, "the pending request's id", "approval"),
     Entry(sc.REGIMENT_APPROVAL_WAIT, "seconds the call waited for the decision", "approval"),
     Entry(sc.REGIMENT_WORKER, "the worker whose call waits", "approval"),
@@ -235,6 +242,12 @@ METRICS = (
 EVENTS = (
     Entry(sc.STALE_REPORT_EVENT, "a report of an old plan version was dropped", "run"),
     Entry(sc.CANCELLED_EVENT, "the span's work was cancelled", "any span"),
+    Entry(
+        sc.BUDGET_EXHAUSTED_EVENT,
+        "a budget limit was reached: the run's (it ends), or a step's share of it "
+        "(`regiment.step.id`: a tool call was refused and the run goes on)",
+        "run",
+    ),
     Entry(sc.EXCEPTION_EVENT, "an exception ended the span's work", "any span"),
     Entry(sc.APPROVAL_REQUESTED_EVENT, "a tool call waits for approval", "tool"),
     Entry(sc.APPROVAL_DECIDED_EVENT, "the approver decided", "tool"),

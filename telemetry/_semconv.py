@@ -28,6 +28,7 @@ from typing import Final
 __all__ = (
     "APPROVAL_DECIDED_EVENT",
     "APPROVAL_REQUESTED_EVENT",
+    "BUDGET_EXHAUSTED_EVENT",
     "CANCELLED_EVENT",
     "EXCEPTION_EVENT",
     "ERROR_BUDGET_EXHAUSTED",
@@ -80,6 +81,8 @@ __all__ = (
     "REGIMENT_APPROVAL_OUTCOME",
     "REGIMENT_APPROVAL_REQUEST_ID",
     "REGIMENT_APPROVAL_WAIT",
+    "REGIMENT_BUDGET_EXHAUSTED",
+    "REGIMENT_BUDGET_LIMIT",
     "REGIMENT_CANCELLED",
     "REGIMENT_CHECK_DETAIL",
     "REGIMENT_CHECK_NAME",
@@ -215,6 +218,8 @@ REGIMENT_APPROVAL_REQUEST_ID: Final = "regiment.approval.request_id"
 REGIMENT_APPROVAL_WAIT: Final = "regiment.approval.wait_s"
 REGIMENT_WORKER: Final = "regiment.worker"
 REGIMENT_CANCELLED: Final = "regiment.cancelled"
+REGIMENT_BUDGET_EXHAUSTED: Final = "regiment.budget.exhausted"
+REGIMENT_BUDGET_LIMIT: Final = "regiment.budget.limit"
 REGIMENT_USAGE_INPUT_TOKENS: Final = "regiment.usage.input_tokens"
 REGIMENT_USAGE_OUTPUT_TOKENS: Final = "regiment.usage.output_tokens"
 REGIMENT_USAGE_CACHE_READ_TOKENS: Final = "regiment.usage.cache_read_tokens"
@@ -245,3 +250,4 @@ APPROVAL_DECIDED_EVENT: Final = "regiment.approval.decided"
 REGIMENT_APPROVAL_DECISION: Final = "regiment.approval.decision"
 EXCEPTION_EVENT: Final = "exception"
 CANCELLED_EVENT: Final = "regiment.cancelled"
+BUDGET_EXHAUSTED_EVENT: Final = "regiment.budget.exhausted"

@@ -128,6 +128,7 @@ class RunBook:
                 if ends:
                     self.versions.reports.append(r)  # kept, never applied: the run ends
                 else:
+                    self.trace.budget_exhausted("tool_calls", r.step_id)
                     self.emit(_share_refused(run_id, r))
             case RunBegan():
                 self.emit(RunStarted(run_id=run_id, goal=self.goal, team=self.team))
@@ -156,6 +157,7 @@ class RunBook:
     def _ran_out(self, change: BudgetRanOut) -> None:
         self.spending.exhausted = change.limit
         logs.budget_exhausted(self.run_id, change.limit, change.detail)
+        self.trace.budget_exhausted(change.limit)
         self.emit(BudgetExhausted(run_id=self.run_id, limit=change.limit, detail=change.detail))
 
     def _judged(self, change: CritiqueJudged | RoundBegun) -> None:
