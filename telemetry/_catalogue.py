@@ -182,6 +182,12 @@ ATTRIBUTES = (
         "when one did (its status is then `partial`, or it failed with `BudgetExceeded`)",
         "run",
     ),
+    Entry(
+        sc.REGIMENT_REPLAYED,
+        "a resumed run did not redo this: the model reply or tool result is the journaled "
+        "one, replayed (no `chat` span inside; the tool did not run again)",
+        "plan, replan, critique, compress, synthesize, tool",
+    ),
     Entry(sc.REGIMENT_BUDGET_LIMIT, "the `Budget` limit reached", "budget exhausted event"),
     Entry(sc.REGIMENT_APPROVAL_REQUEST_ID, "the pending request's id", "approval"),
     Entry(sc.REGIMENT_APPROVAL_WAIT, "seconds the call waited for the decision", "approval"),
@@ -247,6 +253,12 @@ EVENTS = (
         "a budget limit was reached: the run's (it ends), or a step's share of it "
         "(`regiment.step.id`: a tool call was refused and the run goes on)",
         "run",
+    ),
+    Entry(
+        sc.REPLAYED_EVENT,
+        "a resumed run replayed one of the step's model replies from the journal "
+        "(it has no `chat` span: the model was not asked again)",
+        "step",
     ),
     Entry(sc.EXCEPTION_EVENT, "an exception ended the span's work", "any span"),
     Entry(sc.APPROVAL_REQUESTED_EVENT, "a tool call waits for approval", "tool"),

@@ -37,6 +37,7 @@ _LABELS: tuple[tuple[str, str], ...] = (
     (sc.GEN_AI_TOOL_CALL_ID, "call"),
     (sc.REGIMENT_TOOL_OUTCOME, "outcome"),
     (sc.REGIMENT_APPROVAL_OUTCOME, "approval"),
+    (sc.REGIMENT_REPLAYED, "replayed"),
     (sc.REGIMENT_GUARDRAIL_NAME, "guard"),
     (sc.REGIMENT_GUARDRAIL_SUBJECT, "subject"),
     (sc.REGIMENT_GUARDRAIL_OUTCOME, "outcome"),

@@ -98,6 +98,7 @@ __all__ = (
     "REGIMENT_GUARDRAIL_REASON",
     "REGIMENT_GUARDRAIL_SUBJECT",
     "REGIMENT_REPLAN_REASON",
+    "REGIMENT_REPLAYED",
     "REGIMENT_REPLAN_REASON_LENGTH",
     "REGIMENT_ERROR_CODE",
     "REGIMENT_ERROR_MESSAGE_LENGTH",
@@ -127,6 +128,7 @@ __all__ = (
     "SPAN_REPLAN",
     "SPAN_SYNTHESIZE",
     "SPAN_VERIFY",
+    "REPLAYED_EVENT",
     "STALE_REPORT_EVENT",
     "TOOL_TYPE_FUNCTION",
 )
@@ -219,6 +221,7 @@ REGIMENT_APPROVAL_WAIT: Final = "regiment.approval.wait_s"
 REGIMENT_WORKER: Final = "regiment.worker"
 REGIMENT_CANCELLED: Final = "regiment.cancelled"
 REGIMENT_BUDGET_EXHAUSTED: Final = "regiment.budget.exhausted"
+REGIMENT_REPLAYED: Final = "regiment.replayed"
 REGIMENT_BUDGET_LIMIT: Final = "regiment.budget.limit"
 REGIMENT_USAGE_INPUT_TOKENS: Final = "regiment.usage.input_tokens"
 REGIMENT_USAGE_OUTPUT_TOKENS: Final = "regiment.usage.output_tokens"
@@ -251,3 +254,4 @@ REGIMENT_APPROVAL_DECISION: Final = "regiment.approval.decision"
 EXCEPTION_EVENT: Final = "exception"
 CANCELLED_EVENT: Final = "regiment.cancelled"
 BUDGET_EXHAUSTED_EVENT: Final = "regiment.budget.exhausted"
+REPLAYED_EVENT: Final = "regiment.replayed"

@@ -157,6 +157,8 @@ async def _call_tools(
             with telemetry.tool_span(call.name, call.id, agent_name=toolset.name) as span:
                 telemetry.recorder.tool_arguments(span, call.arguments)
                 result = await attempt(index, call)
+                if journaled.replayed(first + index):  # it did not run again: say so
+                    span.set_attribute(sc.REGIMENT_REPLAYED, True)
                 failure = (result.error_type or sc.ERROR_OTHER) if result.is_error else None
                 telemetry.recorder.tool_outcome(span, failure or "ok", error_type=failure)
                 telemetry.recorder.tool_result(span, result.content)
