@@ -133,9 +133,7 @@ async def _call_tools(
     gate: Approvals | None = None,
 ) -> tuple[list[ToolResultPart], bool]:
     """Run one response's tool calls at the same time; results keep the call order.
-
-    Also says whether any of them failed (only then are the failures looked at).
-    """
+    Also says whether any of them failed (only then are the failures looked at)."""
     results: list[ToolResult | None] = [None] * len(calls)
     limit = assign.allowance.tool_calls
     traced = telemetry.tracing  # untraced: no span to open, nothing to record on one
