@@ -167,7 +167,8 @@ ATTRIBUTES = (
     Entry(sc.REGIMENT_CHECK_DETAIL_LENGTH, "capture off: the explanation's length", "verify"),
     Entry(
         sc.REGIMENT_TOOL_OUTCOME,
-        "`ok` or the failure's code/type",
+        "`ok` or the failure's code/type; `awaiting_approval` for a call whose run paused "
+        "(or was cancelled) while it waited for a decision: it never ran",
         "tool; metric `regiment.tool.duration`",
     ),
     Entry(

@@ -289,3 +289,26 @@ async def test_an_approval_wait_cut_short_reads_cancelled() -> None:
     assert wait.attributes["gen_ai.tool.name"] == "pay"
     assert isinstance(wait.attributes["regiment.approval.wait_s"], float)
     assert "regiment.approval.decision" not in wait.attributes  # none was made
+    call = next(s for s in spans if s.name == "execute_tool pay")
+    assert call.attributes["regiment.tool.outcome"] == "awaiting_approval"  # it never ran
+
+
+async def test_a_paused_runs_waiting_call_reads_awaiting_approval() -> None:
+    # As its ToolCallFinished event says: the span said only `cancelled`, which read
+    # as if the payment had been called off.
+    @tool(requires_approval=True)
+    def pay(x: str) -> str:
+        """Pay."""
+        return x
+
+    async def go(team: Team) -> None:
+        assert (await team.run("go")).status == "paused"
+
+    roles: dict[str, Answer] = {"worker": _calls("pay")}
+    spans = await _traced(lambda t: _team(t, roles, tools=[pay]), go)
+    call = next(s for s in spans if s.name == "execute_tool pay")
+    assert call.attributes["regiment.tool.outcome"] == "awaiting_approval"
+    assert call.status_code == 0
+    root = next(s for s in spans if s.name == "invoke_agent t")
+    assert root.attributes["regiment.run.status"] == "paused"
+    assert "regiment.cancelled" not in root.attributes
