@@ -66,7 +66,7 @@ class LiveView:
             (f"team {p.team or '?'}", "bold"),
             f"  plan v{p.version}  ",
             (p.phase, "cyan"),
-            f"  {p.elapsed():.1f} s  {self._meter.total():,} tokens",
+            f"  {p.elapsed():.1f} s  {max(self._meter.total(), p.tokens):,} tokens",
         )
         table = Table(show_edge=False, pad_edge=False, expand=False)
         for column in ("step", "worker", "status", "elapsed", "tokens", "description"):
@@ -83,7 +83,8 @@ class LiveView:
 
     def _cells(self, row: StepRow, now: float) -> tuple[str | Text, ...]:
         elapsed = row.elapsed(now)
-        tokens = self._meter.step_tokens(row.id)
+        # Reported once the step ends (with tracing off too); while it runs, its spans'.
+        tokens = row.tokens or self._meter.step_tokens(row.id)
         return (
             row.id,
             row.worker,

@@ -1,8 +1,9 @@
 """What the ``regiment`` command knows about a run while it goes: built from its events.
 
-Token counts come from the run's own ``chat`` spans (a span processor sees
-each model call's usage as it ends and files it under the step whose worker
-span it belongs to), so the live view can show them before the step reports.
+A step's tokens are its report's (the usage its events carry), so they are there
+whether tracing is on or not (``OTEL_SDK_DISABLED=true``), a Ray step's too. While
+a step runs, the live view shows what its ``chat`` spans have spent so far (a span
+processor files each model call's usage under the step its worker span belongs to).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from regiment.hierarchy import Plan
 from regiment.hierarchy import events as ev
+from regiment.models import Usage
 from regiment.telemetry import semconv as sc
 
 __all__ = ("RunProgress", "StepRow", "StepState", "TokenMeter", "tool_failure_line")
@@ -43,6 +45,7 @@ class StepRow:
     started: float | None = None
     finished: float | None = None
     note: str = ""
+    tokens: int = 0  # reported: what the step's model calls spent (every attempt)
 
     def elapsed(self, now: float) -> float | None:
         """Seconds since it was dispatched (until it finished)."""
@@ -66,6 +69,7 @@ class RunProgress:
     started: float = 0.0
     finished: bool = False
     answer: str = ""  # the synthesizer's text so far, as it streams
+    tokens: int = 0  # reported so far: the steps', then the whole run's
 
     def __post_init__(self) -> None:
         self.started = self.clock()
@@ -86,14 +90,16 @@ class RunProgress:
                 row = self._row(sid, worker)
                 row.state, row.started, row.finished = "running", now, None
                 self.phase = "working"
-            case ev.StepCompleted(step_id=sid, worker=worker):
-                self._finish(self._row(sid, worker), "done", now)
+            case ev.StepCompleted(step_id=sid, worker=worker, usage=used):
+                self._finish(self._spent(self._row(sid, worker), used), "done", now)
             case ev.StepErrored(step_id=sid, worker=worker, status=status, error=error):
-                self._finish(self._row(sid, worker), "failed", now, f"{status}: {error}")
+                row = self._spent(self._row(sid, worker), event.usage)
+                self._finish(row, "failed", now, f"{status}: {error}")
             case ev.ToolFailed():
                 self.tool_failures.append(tool_failure_line(event))
-            case ev.CheckFailed(step_id=sid, check=check, reason=reason):
-                self._finish(self._row(sid, ""), "check failed", now, f"{check}: {reason}")
+            case ev.CheckFailed(step_id=sid, check=check, reason=reason, usage=used):
+                row = self._spent(self._row(sid, ""), used)
+                self._finish(row, "check failed", now, f"{check}: {reason}")
             case ev.Replanned(old_version=old, new_version=new, reason=reason, removed=removed):
                 self.replans.append(f"v{old} -> v{new}: {reason}")
                 for step in removed:
@@ -126,6 +132,7 @@ class RunProgress:
                     self._row(sid, "").note = detail
             case ev.RunCompleted(result=result):
                 self.phase, self.finished = result.status, True
+                self.tokens = result.usage.total_tokens
             case ev.RunFailed():
                 self.phase, self.finished = "failed", True
             case _:
@@ -156,6 +163,11 @@ class RunProgress:
         if step_id not in self.steps:
             self.steps[step_id] = StepRow(id=step_id, worker=worker, description="")
         return self.steps[step_id]
+
+    def _spent(self, row: StepRow, usage: Usage) -> StepRow:
+        row.tokens += usage.total_tokens
+        self.tokens += usage.total_tokens
+        return row
 
     @staticmethod
     def _finish(row: StepRow, state: StepState, now: float, note: str = "") -> None:

@@ -219,7 +219,7 @@ def _view(
             pass
         else:
             return LiveView(progress, Console(file=stderr), meter)
-    return PlainView(progress, stderr, meter)
+    return PlainView(progress, stderr)
 
 
 async def _consume(

@@ -10,8 +10,9 @@ import json
 from types import TracebackType
 from typing import Protocol, Self, TextIO, assert_never
 
-from regiment.cli._progress import RunProgress, TokenMeter, tool_failure_line
+from regiment.cli._progress import RunProgress, tool_failure_line
 from regiment.hierarchy import events as ev
+from regiment.models import Usage
 
 __all__ = ("PlainView", "ProgressView", "cut", "describe")
 
@@ -41,14 +42,14 @@ def cut(text: str, limit: int = _OUTPUT_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def _tokens(meter: TokenMeter | None, step_id: str) -> str:
-    """``, N tokens`` for the step's model calls, counted from this process's spans
-    (nothing when there are none: a step on a Ray replica is traced there)."""
-    used = meter.step_tokens(step_id) if meter is not None else 0
+def _tokens(usage: Usage) -> str:
+    """``, N tokens`` for the step's model calls, from its report (so with tracing
+    off too); nothing for a step that made none."""
+    used = usage.total_tokens
     return f", {used} tokens" if used else ""
 
 
-def describe(event: ev.Event, meter: TokenMeter | None = None) -> str | None:
+def describe(event: ev.Event) -> str | None:
     """One plain line for an event (``None`` for events not worth a line)."""
     match event:
         case ev.RunStarted(team=team, goal=goal):
@@ -63,8 +64,8 @@ def describe(event: ev.Event, meter: TokenMeter | None = None) -> str | None:
         case ev.StepDispatched(step_id=sid, worker=worker, plan_version=v, attempt=attempt):
             again = f" (attempt {attempt})" if attempt > 1 else ""
             return f"  -> {sid} to {worker} (plan v{v}){again}"
-        case ev.StepCompleted(step_id=sid, worker=worker, output=output):
-            return f"  <- {sid} done by {worker}{_tokens(meter, sid)}: {cut(output)}"
+        case ev.StepCompleted(step_id=sid, worker=worker, output=output, usage=used):
+            return f"  <- {sid} done by {worker}{_tokens(used)}: {cut(output)}"
         case ev.StepErrored(step_id=sid, worker=worker, status=status, error=error):
             return f"  !! {sid} {status} ({worker}): {cut(error)}"
         case ev.ToolFailed():
@@ -102,7 +103,7 @@ def describe(event: ev.Event, meter: TokenMeter | None = None) -> str | None:
         case ev.ApprovalResolved(request_id=rid, tool=tool, decision=decision, decided_by=by):
             return f"  {'no' if decision == 'deny' else 'ok'} {tool} [{rid}]: {decision}{f' by {by}' if by else ''}"
         case ev.RunCompleted(result=result):
-            return f"run {result.status}: {result.model_calls} model calls, {result.tool_calls} tool calls, {result.usage.input_tokens + result.usage.output_tokens} tokens"
+            return f"run {result.status}: {result.model_calls} model calls, {result.tool_calls} tool calls, {result.usage.total_tokens} tokens"
         case ev.RunFailed(error_type=kind, message=message):
             return f"run failed: {kind}: {message}"
         case _:
@@ -112,14 +113,13 @@ def describe(event: ev.Event, meter: TokenMeter | None = None) -> str | None:
 class PlainView:
     """One timestamped line per event, for logs, CI and pipes."""
 
-    def __init__(self, progress: RunProgress, stream: TextIO, meter: TokenMeter) -> None:
+    def __init__(self, progress: RunProgress, stream: TextIO) -> None:
         self._progress = progress
         self._stream = stream
-        self._meter = meter
 
     def show(self, event: ev.Event) -> None:
         """Print the event's line."""
-        line = describe(event, self._meter)
+        line = describe(event)
         if line is not None:
             self._stream.write(f"[{self._progress.elapsed():6.1f}s] {line}\n")
             self._stream.flush()

@@ -26,7 +26,7 @@ from regiment._json import JsonObject, JsonValue
 from regiment.hierarchy._critic import Verdict
 from regiment.hierarchy._messages import BudgetLimit, StepStatus
 from regiment.hierarchy.plan._plan import Plan, PlanStep
-from regiment.models import Role
+from regiment.models import Role, Usage
 from regiment.tools import ApprovalRequest
 
 if TYPE_CHECKING:
@@ -60,6 +60,9 @@ __all__ = (
 )
 
 
+_NO_USAGE = Usage()  # events journaled before steps' events carried their usage
+
+
 class _Base(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     run_id: str
 
@@ -87,22 +90,29 @@ class StepDispatched(_Base, frozen=True, kw_only=True):
 
 
 class StepCompleted(_Base, frozen=True, kw_only=True):
-    """A current-version step reported ``done`` and was committed."""
+    """A current-version step reported ``done`` and was committed.
+
+    ``usage`` is what the step's model calls spent (a nested team's: its whole run),
+    from its report, so it is there whether tracing is on or not.
+    """
 
     plan_version: int
     step_id: str
     worker: str
     output: str
+    usage: Usage = _NO_USAGE
 
 
 class StepErrored(_Base, frozen=True, kw_only=True):
-    """A current-version step reported something other than ``done``."""
+    """A current-version step reported something other than ``done`` (``usage``: as
+    ``StepCompleted``'s)."""
 
     plan_version: int
     step_id: str
     worker: str
     status: StepStatus
     error: str
+    usage: Usage = _NO_USAGE
 
 
 class ToolFailed(_Base, frozen=True, kw_only=True):
@@ -167,12 +177,14 @@ class ToolCallFinished(_Base, frozen=True, kw_only=True):
 
 
 class CheckFailed(_Base, frozen=True, kw_only=True):
-    """A step's check rejected its output; the step is kept as evidence."""
+    """A step's check rejected its output; the step is kept as evidence (``usage``: as
+    ``StepCompleted``'s)."""
 
     plan_version: int
     step_id: str
     check: str
     reason: str
+    usage: Usage = _NO_USAGE
 
 
 class Replanned(_Base, frozen=True, kw_only=True):

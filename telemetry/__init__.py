@@ -22,7 +22,7 @@ from regiment.telemetry._propagation import (
     inject,
     trace_id_hex,
 )
-from regiment.telemetry._scope import error_type, mark_error
+from regiment.telemetry._scope import error_type, mark_error, record_cancellation
 from regiment.telemetry._telemetry import PhaseName, SpanScope, Telemetry
 
 __all__ = (
@@ -44,6 +44,7 @@ __all__ = (
     "headers_for",
     "inject",
     "mark_error",
+    "record_cancellation",
     "redact",
     "render_trace",
     "semconv",

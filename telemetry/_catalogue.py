@@ -55,6 +55,11 @@ SPANS = (
         "a tool call's or result's: in its `execute_tool` span; a plan's or the answer's: "
         "under the run, after the `plan`, `replan` or `synthesize` span that made it",
     ),
+    Entry(
+        sc.SPAN_APPROVAL,
+        "a tool call waiting for a human's decision on the approval desk",
+        "in the tool call's `execute_tool` span",
+    ),
 )
 
 ATTRIBUTES = (
@@ -89,7 +94,7 @@ ATTRIBUTES = (
         "tracing on, names them `gen_ai.usage.cache_write.input_tokens`)",
         "chat",
     ),
-    Entry(sc.GEN_AI_TOOL_NAME, "the tool", "tool; approval events"),
+    Entry(sc.GEN_AI_TOOL_NAME, "the tool", "tool, approval; approval events"),
     Entry(sc.GEN_AI_TOOL_CALL_ID, "the model's id for the call", "tool; approval events"),
     Entry(sc.GEN_AI_TOOL_TYPE, "`function`", "tool"),
     Entry(sc.GEN_AI_TOKEN_TYPE, "`input` or `output`", "metric `gen_ai.client.token.usage`"),
@@ -162,14 +167,37 @@ ATTRIBUTES = (
     Entry(sc.REGIMENT_CHECK_DETAIL_LENGTH, "capture off: the explanation's length", "verify"),
     Entry(
         sc.REGIMENT_TOOL_OUTCOME,
-        "`ok` or the failure's code/type",
+        "`ok` or the failure's code/type; `awaiting_approval` for a call whose run paused "
+        "(or was cancelled) while it waited for a decision: it never ran",
         "tool; metric `regiment.tool.duration`",
     ),
-    Entry(sc.REGIMENT_APPROVAL_DECISION, "`approve`, `deny`, ...", "approval decided event"),
+    Entry(
+        sc.REGIMENT_APPROVAL_DECISION, "`approve`, `deny`, ...", "approval decided event, approval"
+    ),
     Entry(
         sc.REGIMENT_APPROVAL_OUTCOME, "an approval's outcome (shown by the console view)", "tool"
     ),
-    Entry(sc.REGIMENT_CANCELLED, "the work was cancelled (status stays unset)", "any span"),
+    Entry(
+        sc.REGIMENT_BUDGET_EXHAUSTED,
+        "the `Budget` limit that ended the run (`model_calls`, `tool_calls`, `tokens`, ...), "
+        "when one did (its status is then `partial`, or it failed with `BudgetExceeded`)",
+        "run",
+    ),
+    Entry(
+        sc.REGIMENT_REPLAYED,
+        "a resumed run did not redo this: the model reply or tool result is the journaled "
+        "one, replayed (no `chat` span inside; the tool did not run again)",
+        "plan, replan, critique, compress, synthesize, tool",
+    ),
+    Entry(sc.REGIMENT_BUDGET_LIMIT, "the `Budget` limit reached", "budget exhausted event"),
+    Entry(sc.REGIMENT_APPROVAL_REQUEST_ID, "the pending request's id", "approval"),
+    Entry(sc.REGIMENT_APPROVAL_WAIT, "seconds the call waited for the decision", "approval"),
+    Entry(sc.REGIMENT_WORKER, "the worker whose call waits", "approval"),
+    Entry(
+        sc.REGIMENT_CANCELLED,
+        "the work was cancelled (status stays unset; no `exception` event)",
+        "any span (a step's: also when its planner cancelled it, e.g. by a replan)",
+    ),
     Entry(sc.REGIMENT_USAGE_INPUT_TOKENS, "uncached input tokens of the whole run", "run"),
     Entry(sc.REGIMENT_USAGE_OUTPUT_TOKENS, "output tokens of the whole run", "run"),
     Entry(sc.REGIMENT_USAGE_CACHE_READ_TOKENS, "cache-read tokens of the whole run", "run"),
@@ -221,6 +249,18 @@ METRICS = (
 EVENTS = (
     Entry(sc.STALE_REPORT_EVENT, "a report of an old plan version was dropped", "run"),
     Entry(sc.CANCELLED_EVENT, "the span's work was cancelled", "any span"),
+    Entry(
+        sc.BUDGET_EXHAUSTED_EVENT,
+        "a budget limit was reached: the run's (it ends), or a step's share of it "
+        "(`regiment.step.id`: a tool call was refused and the run goes on)",
+        "run",
+    ),
+    Entry(
+        sc.REPLAYED_EVENT,
+        "a resumed run replayed one of the step's model replies from the journal "
+        "(it has no `chat` span: the model was not asked again)",
+        "step",
+    ),
     Entry(sc.EXCEPTION_EVENT, "an exception ended the span's work", "any span"),
     Entry(sc.APPROVAL_REQUESTED_EVENT, "a tool call waits for approval", "tool"),
     Entry(sc.APPROVAL_DECIDED_EVENT, "the approver decided", "tool"),

@@ -21,6 +21,8 @@ __all__ = ("ConsoleTraceProcessor", "SpanCollector", "render_trace")
 _LABELS: tuple[tuple[str, str], ...] = (
     (sc.REGIMENT_RUN_ID, "run"),
     (sc.REGIMENT_RUN_STATUS, "status"),
+    (sc.REGIMENT_BUDGET_EXHAUSTED, "budget"),
+    (sc.REGIMENT_BUDGET_LIMIT, "limit"),
     (sc.REGIMENT_PLAN_VERSION, "plan"),
     (sc.REGIMENT_REPORT_VERSION, "report_plan"),
     (sc.REGIMENT_PLAN_VERSIONS, "versions"),
@@ -35,6 +37,7 @@ _LABELS: tuple[tuple[str, str], ...] = (
     (sc.GEN_AI_TOOL_CALL_ID, "call"),
     (sc.REGIMENT_TOOL_OUTCOME, "outcome"),
     (sc.REGIMENT_APPROVAL_OUTCOME, "approval"),
+    (sc.REGIMENT_REPLAYED, "replayed"),
     (sc.REGIMENT_GUARDRAIL_NAME, "guard"),
     (sc.REGIMENT_GUARDRAIL_SUBJECT, "subject"),
     (sc.REGIMENT_GUARDRAIL_OUTCOME, "outcome"),

@@ -17,7 +17,14 @@ from opentelemetry.util.types import Attributes, AttributeValue
 from regiment.telemetry import _semconv as sc
 from regiment.telemetry._content import redact, truncate
 
-__all__ = ("error_code", "error_type", "mark_error", "open_span", "record_exception")
+__all__ = (
+    "error_code",
+    "error_type",
+    "mark_error",
+    "open_span",
+    "record_cancellation",
+    "record_exception",
+)
 
 # Exception messages and stack texts quote user data (a goal, a tool argument),
 # so they are content: recorded only when capture is on, and then redacted and
@@ -120,7 +127,7 @@ class _SpanScope(AbstractContextManager[Span]):
             if isinstance(exc, Exception):
                 record_exception(self._span, exc, capture=self._capture)
             elif exc is not None:
-                _record_cancellation(self._span, exc)
+                record_cancellation(self._span, exc)
         finally:
             otel_context.detach(self._token)
             if self._end_on_exit:
@@ -189,8 +196,11 @@ def record_exception(span: Span, exc: BaseException, *, capture: bool) -> None:
     mark_error(span, error_type(exc), message, capture=capture)
 
 
-def _record_cancellation(span: Span, exc: BaseException) -> None:
+def record_cancellation(span: Span, exc: BaseException | None) -> None:
+    """Mark ``span``'s work cancelled: ``regiment.cancelled`` and its event (with the
+    cancellation's ``exception.type`` when there was one); the status stays unset."""
     if not span.is_recording():
         return
     span.set_attribute(sc.REGIMENT_CANCELLED, True)
-    span.add_event(sc.CANCELLED_EVENT, {"exception.type": error_type(exc)})
+    attributes = None if exc is None else {"exception.type": error_type(exc)}
+    span.add_event(sc.CANCELLED_EVENT, attributes)

@@ -28,6 +28,7 @@ from typing import Final
 __all__ = (
     "APPROVAL_DECIDED_EVENT",
     "APPROVAL_REQUESTED_EVENT",
+    "BUDGET_EXHAUSTED_EVENT",
     "CANCELLED_EVENT",
     "EXCEPTION_EVENT",
     "ERROR_BUDGET_EXHAUSTED",
@@ -78,6 +79,10 @@ __all__ = (
     "PROVIDER_ANTHROPIC",
     "REGIMENT_APPROVAL_DECISION",
     "REGIMENT_APPROVAL_OUTCOME",
+    "REGIMENT_APPROVAL_REQUEST_ID",
+    "REGIMENT_APPROVAL_WAIT",
+    "REGIMENT_BUDGET_EXHAUSTED",
+    "REGIMENT_BUDGET_LIMIT",
     "REGIMENT_CANCELLED",
     "REGIMENT_CHECK_DETAIL",
     "REGIMENT_CHECK_NAME",
@@ -93,6 +98,7 @@ __all__ = (
     "REGIMENT_GUARDRAIL_REASON",
     "REGIMENT_GUARDRAIL_SUBJECT",
     "REGIMENT_REPLAN_REASON",
+    "REGIMENT_REPLAYED",
     "REGIMENT_REPLAN_REASON_LENGTH",
     "REGIMENT_ERROR_CODE",
     "REGIMENT_ERROR_MESSAGE_LENGTH",
@@ -114,12 +120,15 @@ __all__ = (
     "REGIMENT_USAGE_MODEL_CALLS",
     "REGIMENT_USAGE_OUTPUT_TOKENS",
     "REGIMENT_USAGE_TOOL_CALLS",
+    "REGIMENT_WORKER",
+    "SPAN_APPROVAL",
     "SPAN_COMPRESS",
     "SPAN_CRITIQUE",
     "SPAN_GUARDRAIL",
     "SPAN_REPLAN",
     "SPAN_SYNTHESIZE",
     "SPAN_VERIFY",
+    "REPLAYED_EVENT",
     "STALE_REPORT_EVENT",
     "TOOL_TYPE_FUNCTION",
 )
@@ -207,7 +216,13 @@ REGIMENT_CHECK_DETAIL: Final = "regiment.check.detail"
 REGIMENT_CHECK_DETAIL_LENGTH: Final = "regiment.check.detail_length"
 REGIMENT_TOOL_OUTCOME: Final = "regiment.tool.outcome"
 REGIMENT_APPROVAL_OUTCOME: Final = "regiment.approval.outcome"
+REGIMENT_APPROVAL_REQUEST_ID: Final = "regiment.approval.request_id"
+REGIMENT_APPROVAL_WAIT: Final = "regiment.approval.wait_s"
+REGIMENT_WORKER: Final = "regiment.worker"
 REGIMENT_CANCELLED: Final = "regiment.cancelled"
+REGIMENT_BUDGET_EXHAUSTED: Final = "regiment.budget.exhausted"
+REGIMENT_REPLAYED: Final = "regiment.replayed"
+REGIMENT_BUDGET_LIMIT: Final = "regiment.budget.limit"
 REGIMENT_USAGE_INPUT_TOKENS: Final = "regiment.usage.input_tokens"
 REGIMENT_USAGE_OUTPUT_TOKENS: Final = "regiment.usage.output_tokens"
 REGIMENT_USAGE_CACHE_READ_TOKENS: Final = "regiment.usage.cache_read_tokens"
@@ -231,9 +246,12 @@ SPAN_CRITIQUE: Final = "critique"
 SPAN_COMPRESS: Final = "compress"
 SPAN_SYNTHESIZE: Final = "synthesize"
 SPAN_GUARDRAIL: Final = "regiment.guardrail"
+SPAN_APPROVAL: Final = "regiment.approval"
 STALE_REPORT_EVENT: Final = "regiment.report.stale_dropped"
 APPROVAL_REQUESTED_EVENT: Final = "regiment.approval.requested"
 APPROVAL_DECIDED_EVENT: Final = "regiment.approval.decided"
 REGIMENT_APPROVAL_DECISION: Final = "regiment.approval.decision"
 EXCEPTION_EVENT: Final = "exception"
 CANCELLED_EVENT: Final = "regiment.cancelled"
+BUDGET_EXHAUSTED_EVENT: Final = "regiment.budget.exhausted"
+REPLAYED_EVENT: Final = "regiment.replayed"

@@ -60,15 +60,12 @@ _NOT_TRACING: AbstractContextManager[Span] = nullcontext(trace.INVALID_SPAN)
 class Telemetry:
     """Opens regiment's spans and records what happened on them.
 
-    One instance serves a whole team (and any number of concurrent runs): it
-    holds no per-run state. Every ``*_span`` method returns a context manager
-    that starts the span, makes it current, yields it and ends it; an
-    ``Exception`` escaping the block marks it ERROR with ``error.type``, while
-    cancellation (asyncio or trio) only sets ``regiment.cancelled`` and leaves
-    the status unset.
-
-    Message content (prompts, replies, tool arguments and results) is recorded
-    only when capture is on, redacted and truncated to ``content_limit``.
+    One instance serves a whole team (and any number of concurrent runs): it holds
+    no per-run state. Every ``*_span`` method returns a context manager that starts
+    the span, makes it current, yields it and ends it; an ``Exception`` escaping the
+    block marks it ERROR with ``error.type``, while cancellation (asyncio or trio)
+    only sets ``regiment.cancelled`` (and its event) and leaves the status unset.
+    Message content is recorded only when capture is on, redacted and truncated.
 
     Args:
         tracer_provider: the provider to use; ``None`` uses the global one
@@ -200,9 +197,7 @@ class Telemetry:
 
     def replan_span(self, *, old_version: int, reason: str, end_on_exit: bool = True) -> SpanScope:
         """Replacing the plan's tail: ``replan``; add the result with ``recorder.replan``.
-
-        The reason is user data: kept (redacted) only with capture on, else its length
-        (``end_on_exit`` as for ``plan_span``)."""
+        The reason (user data) is kept, redacted, only with capture on, else its length."""
         if not self.tracing:
             return _NOT_TRACING
         attributes: dict[str, AttributeValue] = {sc.REGIMENT_PLAN_OLD_VERSION: old_version}
@@ -297,6 +292,10 @@ class Telemetry:
             return _NOT_TRACING
         attributes = _tool_attributes(tool_name, call_id, tool_type, agent_name)
         return _open(self, f"execute_tool {tool_name}", attributes=attributes)
+
+    def span(self, name: str, attributes: _Attributes = None) -> SpanScope:
+        """Any other span (``regiment.guardrail``, ``regiment.approval``), recorded alike."""
+        return _open(self, name, attributes=attributes) if self.tracing else _NOT_TRACING
 
     def inject(self) -> dict[str, str]:
         """The current context as W3C ``traceparent`` / ``tracestate`` headers."""

@@ -196,7 +196,14 @@ async def request_approval(approver: Approver, request: ApprovalRequest) -> Appr
     span = trace.get_current_span()
     about = {"gen_ai.tool.name": request.tool_name, "gen_ai.tool.call.id": request.call_id}
     span.add_event("regiment.approval.requested", about)
-    decision = await approver(request)
+    try:
+        decision = await approver(request)
+    except BaseException:
+        # Cut short undecided (its run paused, or was cancelled): the body never ran. The
+        # call's events say `awaiting_approval`; so does its span, not just `cancelled`.
+        if span.is_recording():
+            span.set_attribute("regiment.tool.outcome", "awaiting_approval")
+        raise
     span.add_event(
         "regiment.approval.decided", {**about, "regiment.approval.decision": _word(decision)}
     )

@@ -75,12 +75,10 @@ async def _run(
 ) -> Checked[S]:
     kind = KINDS[type(subject)]
     for guard in guards:
-        with telemetry.tracer.start_as_current_span(
+        # Through Telemetry, as every span: a guard cancelled with its run is marked so.
+        with telemetry.span(
             GUARD_SPAN,
-            attributes={
-                sc.REGIMENT_GUARDRAIL_NAME: guard.name,
-                sc.REGIMENT_GUARDRAIL_SUBJECT: kind,
-            },
+            {sc.REGIMENT_GUARDRAIL_NAME: guard.name, sc.REGIMENT_GUARDRAIL_SUBJECT: kind},
         ) as span:
             outcome = await _judge(guard, subject)
             match outcome:

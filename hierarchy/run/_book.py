@@ -128,6 +128,7 @@ class RunBook:
                 if ends:
                     self.versions.reports.append(r)  # kept, never applied: the run ends
                 else:
+                    self.trace.budget_exhausted("tool_calls", r.step_id)
                     self.emit(_share_refused(run_id, r))
             case RunBegan():
                 self.emit(RunStarted(run_id=run_id, goal=self.goal, team=self.team))
@@ -156,6 +157,7 @@ class RunBook:
     def _ran_out(self, change: BudgetRanOut) -> None:
         self.spending.exhausted = change.limit
         logs.budget_exhausted(self.run_id, change.limit, change.detail)
+        self.trace.budget_exhausted(change.limit)
         self.emit(BudgetExhausted(run_id=self.run_id, limit=change.limit, detail=change.detail))
 
     def _judged(self, change: CritiqueJudged | RoundBegun) -> None:
@@ -184,6 +186,7 @@ class RunBook:
                 step_id=r.step_id,
                 worker=r.worker,
                 output=r.output,
+                usage=r.usage,
             )
         )
 
@@ -356,6 +359,7 @@ def _check_failed(run_id: str, report: StepReport, check: str, reason: str) -> C
         step_id=report.step_id,
         check=check,
         reason=reason,
+        usage=report.usage,
     )
 
 
@@ -367,6 +371,7 @@ def _errored(run_id: str, report: StepReport) -> StepErrored:
         worker=report.worker,
         status=report.status,
         error=report.error or "",
+        usage=report.usage,
     )
 
 

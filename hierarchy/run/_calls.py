@@ -43,6 +43,7 @@ from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._structured import structured_call
 from regiment.hierarchy.run._trace import RunTrace
 from regiment.models import ModelRequest, ModelResponse, Role, estimate_tokens
+from regiment.telemetry import semconv as sc
 
 __all__ = ("ROLES", "PhaseCalls", "SpanFacts", "model_failure")
 
@@ -211,6 +212,8 @@ class PhaseCalls:
             ):
                 if purpose == "replan":
                     self._trace.telemetry.recorder.replan(span, new_version=facts.version + 1)
+                if replayed is not None and span.is_recording():  # journaled: not asked again
+                    span.set_attribute(sc.REGIMENT_REPLAYED, True)
                 try:
                     response, calls = (
                         (replayed, 1) if replayed else await self._ask(purpose, request)

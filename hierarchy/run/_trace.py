@@ -12,6 +12,7 @@ from regiment.errors import RunCancelled, RunError
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.telemetry import Telemetry, headers_for
+from regiment.telemetry import semconv as sc
 
 __all__ = ("RunTrace", "record_run_end")
 
@@ -45,6 +46,16 @@ class RunTrace:
             current_version=current_version,
         )
 
+    def budget_exhausted(self, limit: str, step_id: str | None = None) -> None:
+        """Note on the run span that a budget limit was reached (with ``step_id``: only
+        that step's share of it, a tool call was refused; the run goes on)."""
+        if not self.span.is_recording():
+            return
+        attributes = {sc.REGIMENT_BUDGET_LIMIT: limit}
+        if step_id is not None:
+            attributes[sc.REGIMENT_STEP_ID] = step_id
+        self.span.add_event(sc.BUDGET_EXHAUSTED_EVENT, attributes)
+
 
 def record_run_end(telemetry: Telemetry, span: Span, channel: RunChannel) -> None:
     """Record how a run ended on its root span (its error, or its result's counts)."""
@@ -67,3 +78,5 @@ def record_run_end(telemetry: Telemetry, span: Span, channel: RunChannel) -> Non
         steps=len(result.steps) if result else None,
         error=error,
     )
+    if result is not None and result.budget_exhausted is not None and span.is_recording():
+        span.set_attribute(sc.REGIMENT_BUDGET_EXHAUSTED, result.budget_exhausted)

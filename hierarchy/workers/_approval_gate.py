@@ -15,6 +15,7 @@ import msgspec
 from regiment.hierarchy._approvals import ApprovalDesk, StepAt, decision_name, request_id_for
 from regiment.hierarchy._messages import AssignStep
 from regiment.telemetry import Telemetry
+from regiment.telemetry import semconv as sc
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Tool, Toolset
 
 __all__ = ("ApprovalGate", "Approvals")
@@ -92,15 +93,17 @@ class ApprovalGate:
     async def _on_desk(self, request: ApprovalRequest, tool: Tool[..., object]) -> ApprovalDecision:
         """Wait on the desk for a human's decision, in a ``regiment.approval`` span."""
         started = time.monotonic()
-        with self._telemetry.tracer.start_as_current_span(
-            "regiment.approval",
-            attributes={
-                "gen_ai.tool.name": request.tool_name,
-                "regiment.approval.request_id": request.request_id,
-                "regiment.worker": self._worker,
+        with self._telemetry.span(
+            sc.SPAN_APPROVAL,
+            {
+                sc.GEN_AI_TOOL_NAME: request.tool_name,
+                sc.REGIMENT_APPROVAL_REQUEST_ID: request.request_id,
+                sc.REGIMENT_WORKER: self._worker,
             },
         ) as span:
-            decision = await self._desk.wait(request, tool)
-            span.set_attribute("regiment.approval.decision", decision_name(decision))
-            span.set_attribute("regiment.approval.wait_s", time.monotonic() - started)
+            try:
+                decision = await self._desk.wait(request, tool)
+            finally:  # how long it waited, a wait cut short (a pause, a cancel) too
+                span.set_attribute(sc.REGIMENT_APPROVAL_WAIT, time.monotonic() - started)
+            span.set_attribute(sc.REGIMENT_APPROVAL_DECISION, decision_name(decision))
         return decision

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, final
 
+from opentelemetry import trace
+
 from regiment.errors import JournalError
 from regiment.hierarchy._live_events import LiveSink, observed_tool_call
 from regiment.hierarchy._messages import AssignStep
@@ -30,9 +32,12 @@ from regiment.journal import (
     ToolCallStarted,
 )
 from regiment.models import ModelRequest, ModelResponse, ToolCallPart
+from regiment.telemetry import semconv as sc
 from regiment.tools import Approver, RunContext, ToolResult, Toolset
 
 __all__ = ("CallLog", "JournaledCaller", "RunCalls", "RunLookup", "StepCalls", "derived_key")
+
+_CHAT = {sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT}  # what was replayed: a model reply
 
 
 def derived_key(run_id: str, plan_version: int, step_id: str, call_index: int) -> str:
@@ -153,6 +158,10 @@ class StepCalls:
         key = f"step/{assign.plan_version}/{assign.step.id}/{self._model_calls}"
         replayed = responses.get(key)
         if replayed is not None:
+            if (
+                caller.telemetry.tracing
+            ):  # no chat span (the model is not asked): the step's says so
+                trace.get_current_span().add_event(sc.REPLAYED_EVENT, _CHAT)
             return replayed
         response = await caller.call(request, live)
         if self._journaled and self._run is not None:
@@ -164,6 +173,10 @@ class StepCalls:
         """Stream the text of a reply held back while guards judged it, in one piece."""
         if self._live is not None:
             self._live.tell(request, response.text)
+
+    def replayed(self, index: int) -> bool:
+        """Whether tool call number ``index`` of the step was the journaled one, replayed."""
+        return (self._assign.plan_version, self._assign.step.id, index) in self._replay.results
 
     def reserve(self, calls: int) -> int:
         """Number the next ``calls`` tool calls; the first one's index."""

@@ -133,9 +133,7 @@ async def _call_tools(
     gate: Approvals | None = None,
 ) -> tuple[list[ToolResultPart], bool]:
     """Run one response's tool calls at the same time; results keep the call order.
-
-    Also says whether any of them failed (only then are the failures looked at).
-    """
+    Also says whether any of them failed (only then are the failures looked at)."""
     results: list[ToolResult | None] = [None] * len(calls)
     limit = assign.allowance.tool_calls
     traced = telemetry.tracing  # untraced: no span to open, nothing to record on one
@@ -157,6 +155,8 @@ async def _call_tools(
             with telemetry.tool_span(call.name, call.id, agent_name=toolset.name) as span:
                 telemetry.recorder.tool_arguments(span, call.arguments)
                 result = await attempt(index, call)
+                if journaled.replayed(first + index):  # it did not run again: say so
+                    span.set_attribute(sc.REGIMENT_REPLAYED, True)
                 failure = (result.error_type or sc.ERROR_OTHER) if result.is_error else None
                 telemetry.recorder.tool_outcome(span, failure or "ok", error_type=failure)
                 telemetry.recorder.tool_result(span, result.content)

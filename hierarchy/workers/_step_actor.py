@@ -24,7 +24,7 @@ from regiment.hierarchy.workers._failed import failed_report
 from regiment.hierarchy.workers._hand_in import HandsIn, send_report
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._step_jobs import HOLD, IdleRunners, Lane, StepJob, StepTimer
-from regiment.telemetry import Telemetry
+from regiment.telemetry import Telemetry, record_cancellation
 from regiment.telemetry import semconv as sc
 
 __all__ = ("StepActor",)
@@ -220,22 +220,27 @@ class StepActor(HandsIn, Actor[WorkerMessage, None]):
             log_context(assign.run_id, assign.step.id, self._name),
         ):
             try:
-                report = await self._outcome(job)
+                report: StepReport | None = await self._outcome(job)
             except anyio.get_cancelled_exc_class() as exc:
-                if job.report is None:
-                    raise  # the worker is stopping
-                # Cut short: the span ends with the step's outcome, and the cancellation
-                # goes on to the runner's scope, which catches it.
+                # Cut short (by the planner; with no report: the worker is stopping). The
+                # span ends with the step's outcome, and the cancellation goes on to the
+                # runner's scope, which catches it (or on up, when the worker stops).
                 cut, report = exc, job.report
-            failed = report.status not in ("done", "cancelled")
-            self._telemetry.recorder.step_outcome(
-                span,
-                report.status,
-                error_type=_error_type(report) if failed else None,
-                description=report.error or "",
-            )
+            recorder = self._telemetry.recorder
+            if report is None or report.status == "cancelled":  # as if it left the span
+                recorder.step_outcome(span, "cancelled")
+                record_cancellation(span, cut)
+            else:
+                failed = report.status != "done"
+                recorder.step_outcome(
+                    span,
+                    report.status,
+                    error_type=_error_type(report) if failed else None,
+                    description=report.error or "",
+                )
         if cut is not None:
             raise cut
+        assert report is not None  # not cut short, so _outcome returned it
         return report
 
     async def _outcome(self, job: StepJob) -> StepReport:

@@ -18,9 +18,19 @@ from pathlib import Path
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
+from regiment.hierarchy import Planner, Team, Worker
 from regiment.hierarchy.run._journaling import LEASE_TTL
 from regiment.journal import RunCreated, RunResumed, open_journal
-from regiment.telemetry import SpanCollector, Telemetry
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    ToolResultPart,
+    text_response,
+    tool_call_response,
+)
+from regiment.telemetry import SpanCollector, Telemetry, configure_tracing
+from regiment.tools import Approve, tool
 from tests.cli.helpers import regiment_process
 
 from ..telemetry.otlp_receiver import OtlpReceiver, ReceivedSpan
@@ -141,3 +151,71 @@ async def test_a_crash_resume_continues_the_trace_with_a_link(
     assert link.attributes is not None
     assert link.attributes["regiment.run.resume"] == 1
     assert [r.number for r in records if isinstance(r, RunResumed)] == [1]
+
+
+async def test_what_a_resume_replayed_says_so_on_its_spans(tmp_path: Path) -> None:
+    # The step ran `lookup`, then paused on `pay`'s approval. The resumed run's trace
+    # showed `execute_tool lookup` as if it ran again (it did not), a `plan` span
+    # with no model call in it, and no sign of the step's two replayed model replies.
+    ran: list[str] = []
+
+    @tool
+    def lookup(order: str) -> str:
+        """Look an order up."""
+        ran.append(order)
+        return "found"
+
+    @tool(requires_approval=True)
+    def pay(order: str) -> str:
+        """Pay an order."""
+        return "paid"
+
+    def brain(request: ModelRequest) -> ModelResponse:
+        if request.role == "planner":
+            return text_response(json.dumps({"steps": [{"id": "s1", "description": "pay"}]}))
+        if request.role != "worker":
+            return text_response("answer")
+        done = sum(isinstance(p, ToolResultPart) for m in request.messages for p in m.parts)
+        return [
+            tool_call_response("lookup", {"order": "7"}),
+            tool_call_response("pay", {"order": "7"}),
+            text_response("paid"),
+        ][done]
+
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("resume", endpoint=receiver.endpoint, set_global=False)
+        model = ScriptedModel(brain)
+        worker = Worker(name="w", description="w", model=model, tools=[lookup, pay])
+        team = Team(
+            name="t",
+            planner=Planner(model=model),
+            workers=[worker],
+            telemetry=Telemetry(handle.provider),
+        )
+        where = str(tmp_path / "runs.db")
+        async with team.start(journal=where) as running:
+            paused = await running.run("pay order 7")
+            assert paused.status == "paused"
+            await running.approve(paused.pending_approvals[0].request_id, Approve())
+        handle.force_flush()
+        first = len(receiver.spans())
+        async with team.start(journal=where) as running:
+            assert (await running.resume(paused.run_id)).status == "completed"
+        handle.shutdown()
+        spans = receiver.spans()
+    assert ran == ["7"]  # lookup ran once, in the first process
+    before, after = spans[:first], spans[first:]
+    assert not any("regiment.replayed" in s.attributes for s in before)
+    by_name = {s.name: s for s in after}
+    plan = by_name["plan planner"]
+    assert plan.attributes["regiment.replayed"] is True
+    assert not [s for s in after if s.parent_span_id == plan.span_id]  # no chat: not asked
+    assert by_name["execute_tool lookup"].attributes["regiment.replayed"] is True
+    assert "regiment.replayed" not in by_name["execute_tool pay"].attributes  # it ran now
+    step = by_name["invoke_agent w"]
+    replayed = [a for name, a in step.events if name == "regiment.replayed"]
+    assert replayed == [{"gen_ai.operation.name": "chat"}] * 2  # lookup's and pay's calls
+    assert len([s for s in after if s.name == "chat scripted"]) == 2  # the rest, asked now
+    # The resumed root's totals are the whole run's: every model call, in either process.
+    asked = len([s for s in spans if s.name == "chat scripted"])
+    assert by_name["invoke_agent t"].attributes["regiment.usage.model_calls"] == asked

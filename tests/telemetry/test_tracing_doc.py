@@ -39,6 +39,7 @@ def test_names_other_rooms_write_as_text_are_the_documented_ones() -> None:
         semconv.APPROVAL_REQUESTED_EVENT,
         semconv.APPROVAL_DECIDED_EVENT,
         semconv.REGIMENT_APPROVAL_DECISION,
+        semconv.REGIMENT_TOOL_OUTCOME,
     ):
         assert f'"{name}"' in run
     mcp = (ROOT / "tools" / "_mcp_transport.py").read_text(encoding="utf-8")
