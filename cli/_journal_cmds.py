@@ -20,6 +20,7 @@ from regiment.errors import ConfigError, JournalError
 from regiment.journal import (
     ApprovalDecided,
     ApprovalRequested,
+    EventRecorded,
     Journal,
     PlanVersion,
     Record,
@@ -191,14 +192,17 @@ def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
                         "status": record.status,
                         "committed": record.committed,
                         "output": record.output,
+                        "error": record.report.get("error"),
                     }
                 )
             case ApprovalRequested(approval_id=approval_id):
                 asked[approval_id] = record
             case ApprovalDecided(approval_id=approval_id):
                 asked.pop(approval_id, None)
+            case EventRecorded(event={"type": "RunFailed", "usage": spent}):
+                usage = spent  # what a failed run spent (its RunFinished has no result)
             case RunFinished(answer=text, error=failure, result=result):
-                answer, error, usage = text, failure, result.get("usage")
+                answer, error, usage = text, failure, result.get("usage", usage)
             case RunCreated() | _:
                 pass
     steps.extend(_in_flight(sent, asked.values()))
@@ -236,6 +240,7 @@ def _in_flight(
             "status": "awaiting_approval" if (version, step_id) in waiting else "dispatched",
             "committed": False,
             "output": ", ".join(waiting.get((version, step_id), ())),
+            "error": None,
         }
         for (version, step_id), worker in sent.items()
     ]
@@ -259,8 +264,9 @@ def _print_shown(shown: dict[str, object], stdout: TextIO) -> None:
             mark = "dispatched, no report"
         elif mark == "awaiting_approval":
             mark = "waits for a decision on"
-        print(f"  v{step['plan_version']} {step['step_id']} [{mark}] {step['output']}", file=stdout)
-    if shown["answer"] is not None:
+        said = step["output"] or step.get("error") or ""  # a failed step: why
+        print(f"  v{step['plan_version']} {step['step_id']} [{mark}] {said}", file=stdout)
+    if shown["answer"] or (shown["answer"] is not None and not shown["error"]):
         print(f"answer: {shown['answer']}", file=stdout)
     if shown["error"]:
         print(f"error: {shown['error']}", file=stdout)

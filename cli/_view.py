@@ -104,8 +104,8 @@ def describe(event: ev.Event) -> str | None:
             return f"  {'no' if decision == 'deny' else 'ok'} {tool} [{rid}]: {decision}{f' by {by}' if by else ''}"
         case ev.RunCompleted(result=result):
             return f"run {result.status}: {result.model_calls} model calls, {result.tool_calls} tool calls, {result.usage.total_tokens} tokens"
-        case ev.RunFailed(error_type=kind, message=message):
-            return f"run failed: {kind}: {message}"
+        case ev.RunFailed(error_type=kind):  # why: the command's last line says it once
+            return f"run failed ({kind}): {event.model_calls} model calls, {event.tool_calls} tool calls, {event.usage.total_tokens} tokens"
         case _:
             assert_never(event)
 

@@ -24,7 +24,7 @@ import msgspec
 
 from regiment._json import JsonObject, JsonValue
 from regiment.hierarchy._critic import Verdict
-from regiment.hierarchy._messages import BudgetLimit, StepStatus
+from regiment.hierarchy._messages import BudgetLimit, StepReport, StepStatus
 from regiment.hierarchy.plan._plan import Plan, PlanStep
 from regiment.models import Role, Usage
 from regiment.tools import ApprovalRequest
@@ -316,10 +316,26 @@ class RunCompleted(_Base, frozen=True, kw_only=True):
 
 
 class RunFailed(_Base, frozen=True, kw_only=True):
-    """The run ended without a result. Always the last event of a failed run."""
+    """The run ended without a result. Always the last event of a failed run.
+
+    Besides why (``error_type``, ``message``), it carries what the run got to, as
+    ``RunResult`` names it: every plan version, every step report (the one that
+    failed, and its siblings cancelled as the run wound down), the committed step
+    ids, usage, model and tool calls, the budget limit that ran out, and the trace
+    id. A ``RunFailed`` made outside a run (a cancelled stream, a service's own
+    failure) leaves them empty.
+    """
 
     error_type: str
     message: str
+    plans: tuple[Plan, ...] = ()
+    steps: tuple[StepReport, ...] = ()
+    committed: tuple[str, ...] = ()
+    usage: Usage = Usage()
+    model_calls: int = 0
+    tool_calls: int = 0
+    budget_exhausted: BudgetLimit | None = None
+    trace_id: str | None = None
 
 
 Event: TypeAlias = (

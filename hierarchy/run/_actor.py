@@ -198,9 +198,11 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
             # Events name only announced versions: while a replan is being planned,
             # the newest one is still the version being replaced.
             self._record(ReportDropped(report, versions.version))
-        elif not isinstance(phase, (WindingDown, Done)):
+        elif not isinstance(phase, WindingDown):
             await self._apply(report)
-        # else: a step of the current version, cancelled while the run winds down
+        elif report.status != "done" and not isinstance(phase.ending, EndPaused):
+            # cancelled by the wind-down (a pause's go on at resume); quiet if the caller left
+            self._record(StepEnded(report, "the run is ending", type(phase.ending) is EndCancelled))
         phase = self._phase
         if type(phase) is WindingDown and not self._book.dispatcher.inflight:
             self._end_as(phase.ending)
@@ -270,14 +272,13 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
     def _replan_or_fail(self, report: StepReport, reason: str) -> None:
         book = self._book
         if report.fatal:  # a replan would send the step to the same broken model again
-            self._wind_down(EndFailed(_not_replanned(report, reason)))
-            return
-        if not book.spending.ledger.can_replan():
+            self._fail(_not_replanned(report, reason))
+        elif not book.spending.ledger.can_replan():
             self._fail(_no_replans_left(report, reason, self._team.budget.replans))
-            return
-        self._record(ReplanBegun(reason))
-        book.dispatcher.cancel_all(self.ctx, f"plan v{book.versions.version} is being replaced")
-        self._next(AskReplan(reason))
+        else:
+            self._record(ReplanBegun(reason))
+            book.dispatcher.cancel_all(self.ctx, f"plan v{book.versions.version} is being replaced")
+            self._next(AskReplan(reason))
 
     # -- after a plan: compression, critique, rounds -----------------------------
 
@@ -306,7 +307,10 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
         self._calls.stop()
         self._guards.stop()
 
-    def _fail(self, error: RunError) -> None:
+    def _fail(self, error: RunError) -> None:  # once every step in flight has reported
+        self._wind_down(EndFailed(error))
+
+    def _abort(self, error: RunError) -> None:  # now: what is in flight is cancelled
         self._book.dispatcher.cancel_all(self.ctx, "the run failed")
         self._end()
         self._record(RunAborted(error))
@@ -333,7 +337,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
             case EndCancelled(reason=reason):
                 self._finish(f"cancelled: {reason}", "cancelled")
             case EndFailed(error=error):
-                self._fail(error)
+                self._abort(error)
             case EndPartial() | EndPaused():
                 self._finish(*self._closing(ending))
             case EndAnswered(answer=answer, status=status):

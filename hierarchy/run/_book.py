@@ -14,7 +14,6 @@ from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._result import RunResult, RunStatus
 from regiment.hierarchy.events import (
     BudgetExhausted,
-    CheckFailed,
     ContextCompressed,
     CritiqueCompleted,
     Event,
@@ -22,14 +21,11 @@ from regiment.hierarchy.events import (
     Replanned,
     RoundStarted,
     RunCompleted,
-    RunFailed,
     RunStarted,
     StaleReportDropped,
     StepCompleted,
     StepDispatched,
-    StepErrored,
     SynthesisStarted,
-    ToolFailed,
 )
 from regiment.hierarchy.run import _logs as logs
 from regiment.hierarchy.run._approvals import RunApprovals
@@ -64,6 +60,13 @@ from regiment.hierarchy.run._guarding import note_events
 from regiment.hierarchy.run._rounds import Rounds, carried_tokens
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._spending import Spending
+from regiment.hierarchy.run._step_events import (
+    check_failed,
+    errored,
+    failed,
+    report_events,
+    share_refused,
+)
 from regiment.hierarchy.run._structured import shaped
 from regiment.hierarchy.run._trace import RunTrace
 from regiment.hierarchy.run._versions import PlanVersions
@@ -129,7 +132,7 @@ class RunBook:
                     self.versions.reports.append(r)  # kept, never applied: the run ends
                 else:
                     self.trace.budget_exhausted("tool_calls", r.step_id)
-                    self.emit(_share_refused(run_id, r))
+                    self.emit(share_refused(run_id, r))
             case RunBegan():
                 self.emit(RunStarted(run_id=run_id, goal=self.goal, team=self.team))
             case PlanAdopted():
@@ -206,13 +209,13 @@ class RunBook:
                         status=r.status,
                     )
                 )
-            case StepEnded():
+            case StepEnded(quiet=quiet):
                 versions.reports.append(r)
-                if r.status != "budget_exhausted":
-                    self.emit(_errored(run_id, r))
+                if r.status != "budget_exhausted" and not quiet:
+                    self.emit(errored(run_id, r))
             case CheckRejected(check=check, reason=reason):
                 versions.reports.append(r)
-                self.emit(_check_failed(run_id, r, check, reason))
+                self.emit(check_failed(run_id, r, check, reason))
                 versions.commit(r)  # kept as evidence for the replan
                 self.dispatcher.committed(r)
             case _:
@@ -273,9 +276,8 @@ class RunBook:
                 self._close(RunCompleted(run_id=self.run_id, result=result))
             case RunAborted(error=error):
                 self.channel.error = error
-                self.channel.tally = self.result("", "partial")
-                name = type(error).__name__
-                self._close(RunFailed(run_id=self.run_id, error_type=name, message=str(error)))
+                self.channel.tally = tally = self.result("", "partial")
+                self._close(failed(tally, error))
             case _:
                 assert_never(change)
 
@@ -341,57 +343,4 @@ def _arrived(book: RunBook, r: StepReport) -> None:
     spending.ledger.release((r.plan_version, r.step_id, r.attempt))
     spending.charge(r.worker, r.usage, r.model_calls, r.tool_calls)
     if r.tool_outcomes or r.guardrails:  # whatever the report's version
-        book.emit_all(_report_events(r))
-
-
-def _share_refused(run_id: str, report: StepReport) -> BudgetExhausted:
-    detail = (
-        f"step {report.step_id}: {report.refused_tool_calls} tool call(s) refused, "
-        "its share of the tool-call budget was used up"
-    )
-    return BudgetExhausted(run_id=run_id, limit="tool_calls", detail=detail, step_id=report.step_id)
-
-
-def _check_failed(run_id: str, report: StepReport, check: str, reason: str) -> CheckFailed:
-    return CheckFailed(
-        run_id=run_id,
-        plan_version=report.plan_version,
-        step_id=report.step_id,
-        check=check,
-        reason=reason,
-        usage=report.usage,
-    )
-
-
-def _errored(run_id: str, report: StepReport) -> StepErrored:
-    return StepErrored(
-        run_id=run_id,
-        plan_version=report.plan_version,
-        step_id=report.step_id,
-        worker=report.worker,
-        status=report.status,
-        error=report.error or "",
-        usage=report.usage,
-    )
-
-
-def _report_events(report: StepReport) -> list[Event]:
-    """One ``ToolFailed`` per failed tool call in ``report``, in call order, then
-    what its guardrails did."""
-    events: list[Event] = [
-        ToolFailed(
-            run_id=report.run_id,
-            plan_version=report.plan_version,
-            step_id=report.step_id,
-            worker=report.worker,
-            tool=outcome.tool,
-            call_id=outcome.call_id,
-            error_type=outcome.error_type or "error",
-            message=outcome.content if isinstance(outcome.content, str) else str(outcome.content),
-        )
-        for outcome in report.tool_outcomes
-        if outcome.is_error
-    ]
-    if report.guardrails:
-        events += note_events(report.run_id, report.guardrails)
-    return events
+        book.emit_all(report_events(r))

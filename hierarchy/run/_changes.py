@@ -104,6 +104,7 @@ class StepEnded(msgspec.Struct, frozen=True):
 
     report: StepReport
     detail: str  # what went wrong, for the replan or the budget's message
+    quiet: bool = False  # cancelled as a run ended that no reader follows: no event
 
 
 @final

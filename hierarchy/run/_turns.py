@@ -56,7 +56,7 @@ class TakesTurns(Actor[PlannerMessage, None]):
     async def _handle(self, message: PlannerMessage) -> None:
         raise NotImplementedError  # PlannerActor's
 
-    def _fail(self, error: RunError) -> None:
+    def _abort(self, error: RunError) -> None:
         raise NotImplementedError  # PlannerActor's
 
     def _handle_now(self, message: PlannerMessage) -> bool:
@@ -121,7 +121,7 @@ class TakesTurns(Actor[PlannerMessage, None]):
         """A handler raised ``exc``; before the actor fails (and its supervisor sees
         it), the run fails with it as the cause."""
         if not self._book.channel.done:
-            self._fail(_handler_failed(message, exc))
+            self._abort(_handler_failed(message, exc))  # at once: the actor is failing
 
     async def _wait_turn(self) -> None:
         waiters = self._waiters

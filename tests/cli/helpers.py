@@ -13,12 +13,24 @@ from typing import TextIO
 
 BRAINS = '''
 import anyio
+from regiment.errors import ModelAPIError
 from regiment.models import ModelRequest, ModelResponse, text_response
 
 
 def garbage(request: ModelRequest) -> ModelResponse:
     """A planner that only ever assigns steps to a worker the team does not have."""
     return text_response('{"steps": [{"id": "s1", "description": "x", "worker": "nobody"}]}')
+
+
+async def breaks(request: ModelRequest) -> ModelResponse:
+    """Plans two steps at once: s1's model call fails, s2's never answers."""
+    if request.role in ("planner", "replanner"):
+        plan = '{"steps": [{"id": "s1", "description": "break"}, {"id": "s2", "description": "wait"}]}'
+        return text_response(plan)
+    if "Your step (s1)" in str(request.messages[0].parts[0]):
+        raise ModelAPIError("upstream broke", status_code=500)
+    await anyio.sleep_forever()
+    raise AssertionError("unreachable")
 
 
 async def stuck(request: ModelRequest) -> ModelResponse:
@@ -30,8 +42,9 @@ async def stuck(request: ModelRequest) -> ModelResponse:
 '''
 
 
-def write_team(directory: Path, brain: str) -> Path:
-    """A one-worker team file whose scripted brain is ``brain`` (``garbage`` or ``stuck``)."""
+def write_team(directory: Path, brain: str, *, replans: int = 3) -> Path:
+    """A one-worker team file whose scripted brain is ``brain`` (``garbage``, ``breaks``
+    or ``stuck``), allowing ``replans``."""
     module = f"cli_brains_{uuid.uuid4().hex[:8]}"  # unique: imported modules are cached
     (directory / f"{module}.py").write_text(BRAINS, encoding="utf-8")
     team = directory / "team.toml"
@@ -40,6 +53,9 @@ def write_team(directory: Path, brain: str) -> Path:
 name = "waiters"
 model = "scripted"
 brain = "{module}:{brain}"
+
+[budget]
+replans = {replans}
 
 [[workers]]
 name = "waiter"

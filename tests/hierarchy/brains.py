@@ -10,7 +10,18 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from regiment.models import ModelRequest, ModelResponse, TextPart, ToolResultPart, text_response
+from regiment.hierarchy import Budget, Planner, Team, Worker
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    TextPart,
+    ToolResultPart,
+    Usage,
+    text_response,
+    tool_call_response,
+)
+from regiment.tools import Tool, tool
 
 WorkFn = Callable[[str, list[ToolResultPart], ModelRequest], Awaitable[ModelResponse | str]]
 
@@ -118,3 +129,52 @@ class PerGoalBrain(Brain):
             text = getattr(request.messages[0].parts[0], "text", "")
             return next(plan for goal, plan in self.plans_by_goal.items() if goal in text)
         return await super().__call__(request)
+
+
+THREE_STEPS = plan_json(
+    {"description": "break", "worker": "w"},
+    {"description": "wait b", "worker": "w"},
+    {"description": "wait c", "worker": "w"},
+)
+SPENT = Usage(input_tokens=100, output_tokens=10)  # each waiting sibling's one model call
+
+
+class Siblings:
+    """Worker script: the ``wait`` steps make one model call (``SPENT``) that calls a
+    tool that never returns; the ``break`` step raises ``error`` once both wait."""
+
+    def __init__(self, error: Exception | None) -> None:
+        self.error = error
+        self.waiting = 0
+        self.both_wait = anyio.Event()
+
+    async def work(
+        self, description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        if description.startswith("wait"):
+            return tool_call_response("wait", {}, usage=SPENT)
+        await self.both_wait.wait()
+        error = self.error
+        if error is None:
+            await anyio.sleep_forever()
+            raise AssertionError("unreachable")
+        raise error
+
+    def tool(self) -> Tool[[], Awaitable[str]]:
+        @tool
+        async def wait() -> str:
+            """Wait for something that never comes."""
+            self.waiting += 1
+            if self.waiting == 2:
+                self.both_wait.set()
+            await anyio.sleep_forever()
+            return "never"
+
+        return wait
+
+
+def siblings_team(siblings: Siblings, budget: Budget) -> Team:
+    """A one-worker team that plans ``THREE_STEPS`` and works as ``siblings`` says."""
+    model = ScriptedModel(Brain([THREE_STEPS], work=siblings.work))
+    worker = Worker(name="w", description="Works.", model=model, tools=[siblings.tool()])
+    return Team(name="t", planner=Planner(model=model), workers=[worker], budget=budget)

@@ -86,9 +86,10 @@ async def test_a_model_error_no_replan_can_fix_fails_the_run_at_once(
     assert len(brain.plan_requests) == 1  # no replan was asked for
     assert len(api.requests) == 1  # nor the step sent to the same model again
     assert not [e for e in events if isinstance(e, (Replanned, StepCompleted))]
-    (errored,) = [e for e in events if isinstance(e, StepErrored)]
+    errored, cancelled = [e for e in events if isinstance(e, StepErrored)]
     assert (errored.worker, errored.status) == ("research", "failed")
     assert text in errored.error
+    assert (cancelled.worker, cancelled.status) == ("writer", "cancelled")  # the sibling
 
 
 async def test_run_raises_step_failed_marked_fatal(wire: Wire, api: StandIn) -> None:
