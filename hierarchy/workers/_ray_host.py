@@ -210,9 +210,9 @@ class StepHost:
     async def _run_step(self, remote: RemoteStep, channel: ReplicaChannel) -> None:
         hosted = self._hosting(remote.worker)
         assign, worker = remote.assign, hosted.worker
-        progress = StepProgress()
         report: StepReport | None = None
         scope, ended = anyio.CancelScope(), anyio.Event()
+        progress = StepProgress(scope=scope)
         self._running[remote.key] = (scope, ended)
         # The replica's spans (model calls, tool calls) are children of the planner
         # side's invoke_agent span, so the run stays one trace.
