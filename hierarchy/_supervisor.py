@@ -27,7 +27,8 @@ from regiment.hierarchy.workers._worker import Worker
 
 __all__ = ("RunRef", "RunSpawner", "SpawnRun", "Supervisor", "capped", "close_run", "wind_down")
 
-# How long a cancelled run may take to collect its steps' cancelled reports, at least.
+# How long a cancelled run may take to collect the cancelled report of a step that
+# may never be given up (its worker's cancel_grace is None).
 _CANCEL_GRACE = 5.0
 # Beyond a worker's cancel grace: for the report of a step given up to reach its run.
 _HAND_IN = 1.0
@@ -171,9 +172,10 @@ def _min(a: int | None, b: int | None) -> int | None:
 
 def wind_down(workers: Iterable[object]) -> float:
     """How long a cancelled run of a team with ``workers`` waits for its steps' reports:
-    a step that does not stop is reported when its worker's ``cancel_grace`` runs out."""
-    graces = [w.cancel_grace for w in workers if isinstance(w, Worker) and w.cancel_grace]
-    return max(_CANCEL_GRACE, max(graces, default=0.0) + _HAND_IN)
+    a step that does not stop is reported when its worker's ``cancel_grace`` runs out
+    (a nested team's step after the default grace; no grace: the old 5 s wait)."""
+    graces = [w.cancel_grace if isinstance(w, Worker) else None for w in workers]
+    return max(_CANCEL_GRACE if g is None else g for g in graces) + _HAND_IN
 
 
 async def close_run(

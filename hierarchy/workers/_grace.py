@@ -9,13 +9,13 @@ hands its report in without it: the step is ``cancelled`` (or ``timed_out``),
 each tool call still running is a failed outcome with ``error_type`` ``"abandoned"``,
 and a warning names the tools. The runner's task cannot be left behind (it is
 one of the worker's tasks): it goes on until the tool returns, and its own
-report is then dropped; the team's stop waits for it.
+report is then dropped; the team's stop waits for it, and says so on ``regiment.team``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Literal
 
 import anyio
@@ -29,6 +29,7 @@ from regiment.hierarchy.workers._step_jobs import StepJob
 __all__ = ("ABANDONED", "CANCEL_GRACE", "GivesUp", "abandon_after")
 
 _log = logging.getLogger("regiment.worker")
+_team_log = logging.getLogger("regiment.team")  # what holds the team's stop
 
 CANCEL_GRACE = 5.0
 """Seconds a cancelled step has to end before it is reported abandoned (the default)."""
@@ -45,6 +46,24 @@ class GivesUp(HandsIn):
     _name: str
     _grace: float | None
     _step_timeout: float | None
+
+    _jobs: Mapping[tuple[str, int, str, int], StepJob]
+
+    async def _stopping(self) -> None:
+        """The worker stops (its tasks are cancelled): wait up to the grace for its
+        running steps to end, and name those that do not (the stop waits for them)."""
+        running = [job for job in self._jobs.values() if job.scope is not None]
+        if not running or self._grace is None:
+            return
+        for job in running:
+            if job.ended is None:
+                job.ended = anyio.Event()
+        with anyio.move_on_after(self._grace):
+            for job in running:
+                await job.ended.wait()  # type: ignore[union-attr]  # made just above
+        for job in running:
+            if job.ended is not None and not job.ended.is_set() and not job.abandoned:
+                _log_held(job, _in_flight(job), self._name)
 
     def _time_out(self, job: StepJob) -> None:
         self._cut(job, "timeout")
@@ -78,6 +97,14 @@ async def abandon_after(
     report = _abandoned_report(job, grace, worker, step_timeout)
     _warn(job, report, grace, worker)
     await hand_in(job, report)
+    try:
+        await ended.wait()  # until the tool returns at last
+    except anyio.get_cancelled_exc_class():
+        # The worker is stopping (the team's stop), and waits for the step's runner.
+        _log_held(job, _in_flight(job), worker)
+        with anyio.CancelScope(shield=True):
+            await ended.wait()  # ends with the runner: it does not hold the stop longer
+        raise
 
 
 def _abandoned_report(
@@ -129,4 +156,25 @@ def _warn(job: StepJob, report: StepReport, grace: float, worker: str) -> None:
             "worker": worker,
             "tools": tools,
         },
+    )
+
+
+def _in_flight(job: StepJob) -> list[str]:
+    """The tools a running step is calling now."""
+    progress = job.progress
+    return sorted({c.name for c in progress.calling}) if progress is not None else []
+
+
+def _log_held(job: StepJob, tools: list[str], worker: str) -> None:
+    assign = job.assign
+    what = ", ".join(f"tool '{t}'" for t in tools) or "the step"
+    _team_log.warning(
+        "the team is stopping, but %s of step %s (worker '%s', run %s) ignores "
+        "cancellation and still runs, and the stop waits for it to return. A tool must "
+        "let cancellation through: re-raise CancelledError and do not shield long waits",
+        what,
+        assign.step.id,
+        worker,
+        assign.run_id,
+        extra={"run_id": assign.run_id, "step_id": assign.step.id, "worker": worker},
     )

@@ -108,7 +108,6 @@ async def _call_tools(
         results[index] = result
 
     siblings: SiblingCalls | None = None  # a reply's calls that run at once (below)
-    progress.calling = calls  # until they are done: a step given up names them
     allowed = len(calls) if limit is None else max(0, min(len(calls), limit - progress.tool_calls))
     progress.tool_calls += allowed
     first = journaled.reserve(allowed)
@@ -122,7 +121,6 @@ async def _call_tools(
         async with anyio.create_task_group() as tg:
             for index in range(allowed):
                 tg.start_soon(siblings.run, one, index, calls[index])
-    progress.calling = ()
     return _collect(calls, results, limit, progress)
 
 
@@ -276,7 +274,7 @@ async def run_tool_loop(
             worker=worker, description=description, system_prompt=system_prompt
         )
     step, allowance, tools = assign.step, assign.allowance, toolset.definitions
-    messages = [_first_message(prompts, step, assign.context)]
+    progress.messages = messages = [_first_message(prompts, step, assign.context)]
     journaled, call = _step_caller(journaled, caller, guards, assign, progress, messages, worker)
     limited = _is_limited(allowance)
     for _ in range(max_iterations):
@@ -299,7 +297,7 @@ async def run_tool_loop(
             results, failed = await _call_tools(
                 toolset, tool_calls, assign, progress, telemetry, journaled, guards, approvals
             )
-            if (scope := progress.scope) is not None and scope.cancel_called:
+            if progress.stopped:
                 await _stop_here()
         if failed:
             _check_failures(progress.outcomes[ran_before:], toolset, assign, worker, on_tool_error)

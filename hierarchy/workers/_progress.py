@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import anyio
-
 from regiment.hierarchy._messages import (
     AssignStep,
     BudgetLimit,
@@ -14,7 +12,7 @@ from regiment.hierarchy._messages import (
     ToolOutcome,
 )
 from regiment.hierarchy.guard._note import GuardNote
-from regiment.models import ModelResponse, ToolCallPart, Usage
+from regiment.models import Message, ModelResponse, ToolCallPart, Usage
 
 __all__ = ("StepProgress",)
 
@@ -33,10 +31,19 @@ class StepProgress:
     last_text: str = ""
     refused_tool_calls: int = 0
     guard_notes: list[GuardNote] = field(default_factory=list)
-    # The step's own cancel scope, if it has one: once it is cancelled, the loop
-    # calls its model no more, even if nothing it awaited since was a checkpoint.
-    scope: anyio.CancelScope | None = None
-    calling: tuple[ToolCallPart, ...] = ()  # the tool calls running now, if any
+    # Set when the step is cut short (its scope cancelled): the loop then calls its
+    # model no more, even if nothing it awaited since was a checkpoint.
+    stopped: bool = False
+    # The step's conversation, as it grows: a step given up names the calls in flight.
+    messages: list[Message] | None = None
+
+    @property
+    def calling(self) -> tuple[ToolCallPart, ...]:
+        """The tool calls running now: those of the last reply, until their results are in."""
+        last = self.messages[-1] if self.messages else None
+        if last is None or last.role != "assistant":
+            return ()
+        return tuple(p for p in last.parts if isinstance(p, ToolCallPart))
 
     def took(self, response: ModelResponse) -> None:
         """Count one model call's reply."""

@@ -79,7 +79,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
         self._taker = False  # a runner handing a report in takes the next step queued
         self._new_scope: type[anyio.CancelScope] | None = None
         timer = None if step_timeout is None else (step_timeout, self._jobs, self._watch)
-        self._timer = None if timer is None else StepTimer(*timer, self._time_out)
+        self._timer = None if timer is None else StepTimer(*timer, self._time_out, self._stopping)
 
     @abstractmethod
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
@@ -242,7 +242,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
 
     async def _outcome(self, job: StepJob) -> StepReport:
         assign = job.assign
-        job.progress = progress = StepProgress(scope=job.scope)
+        job.progress = progress = StepProgress()
         try:
             if job.stop is not None:
                 # Cancelled while it waited for a runner: it must not start at all

@@ -4,7 +4,7 @@ and the runners waiting for one (:class:`IdleRunners`)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Literal
 
 import anyio
@@ -64,6 +64,8 @@ class StepJob:
     def cut(self, stop: Literal["planner", "timeout"]) -> None:
         """Stop the step: its runner's scope, if it runs (that scope is then spent)."""
         self.stop = stop
+        if self.progress is not None:
+            self.progress.stopped = True
         if self.scope is not None:
             self.scope.cancel()
 
@@ -140,7 +142,7 @@ class StepTimer:
     cuts the steps that are due, and sleeps again.
     """
 
-    __slots__ = ("_cut", "_jobs", "_running", "_seconds", "_start_soon")
+    __slots__ = ("_cut", "_jobs", "_running", "_seconds", "_start_soon", "_stopping")
 
     def __init__(
         self,
@@ -148,11 +150,13 @@ class StepTimer:
         jobs: Mapping[tuple[str, int, str, int], StepJob],
         start_soon: Callable[[float], None],
         cut: Callable[[StepJob], None],
+        stopping: Callable[[], Awaitable[None]],
     ) -> None:
         self._seconds = seconds
         self._jobs = jobs  # the worker's queued and running steps
         self._start_soon = start_soon  # starts watch(first deadline) in the worker's tasks
         self._cut = cut  # times a running step out (and starts its cancel grace)
+        self._stopping = stopping  # the worker stops: what its running steps do then
         self._running = False
 
     def arm(self, job: StepJob, now: float) -> None:
@@ -163,7 +167,15 @@ class StepTimer:
             self._start_soon(deadline)
 
     async def watch(self, wake: float) -> None:
-        """Cut every running step past its deadline, until cancelled."""
+        """Cut every running step past its deadline, until cancelled (the worker stops)."""
+        try:
+            await self._watch(wake)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._stopping()
+            raise
+
+    async def _watch(self, wake: float) -> None:
         while True:
             await anyio.sleep_until(wake)
             now = anyio.current_time()

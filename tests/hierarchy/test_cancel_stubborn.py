@@ -134,9 +134,9 @@ async def test_a_step_a_replan_cancels_calls_its_model_no_more() -> None:
 
 
 @asynccontextmanager
-async def _given_up() -> AsyncIterator[GivenUp]:
+async def _given_up(logger_name: str = "regiment.worker") -> AsyncIterator[GivenUp]:
     handler = GivenUp()
-    logger = logging.getLogger("regiment.worker")
+    logger = logging.getLogger(logger_name)
     logger.addHandler(handler)
     try:
         yield handler
@@ -196,3 +196,32 @@ async def test_a_step_given_up_is_reported_once_and_its_run_goes_on() -> None:
     dropped = [e for e in result.events if isinstance(e, StaleReportDropped)]
     assert [(e.step_id, e.status) for e in dropped] == [("s2", "cancelled")]
     assert calls == ["hold"]
+
+
+async def test_a_team_stop_held_by_a_tool_that_ignores_the_cancel_says_so() -> None:
+    shielded, calls = Shielded(swallows=True), list[str]()
+    brain = Brain([plan_json({"description": "hold"})])
+    brain.work = _holding_brain(brain.plans, shielded, calls)
+    model = ScriptedModel(brain)
+    worker = Worker(name="w", description="w", model=model, tools=[shielded.tool], cancel_grace=0.1)
+    team = Team(name="t", planner=Planner(model=model), workers=[worker])
+    async with _given_up("regiment.team") as log, anyio.create_task_group() as tg:
+
+        async def release_once_told() -> None:
+            await log.seen.wait()
+            shielded.release.set()
+
+        tg.start_soon(release_once_told)
+        with anyio.CancelScope() as scope:  # the team stops with the run still going
+            async with team.start() as running:
+                tg.start_soon(_cancel_when, shielded.entered, scope)
+                await running.run("goal")
+    (message,) = log.messages
+    assert message.startswith("the team is stopping, but tool 'hold' of step s1 (worker 'w', run")
+    assert "ignores cancellation and still runs" in message
+    assert "re-raise CancelledError" in message
+
+
+async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
