@@ -4,19 +4,24 @@ bodies still running in threads that Python waits for before it exits."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from types import FrameType
+from typing import TextIO
 
 from regiment.tools import abandoned_tool_calls
 
 __all__ = (
     "EXIT_BROKEN_PIPE",
     "EXIT_INTERRUPTED",
+    "leave_now",
     "reader_left",
+    "slow_stop_notice",
     "stdout_closed",
     "wait_for_tool_threads",
 )
@@ -42,6 +47,14 @@ def stdout_closed() -> int:
     return EXIT_BROKEN_PIPE
 
 
+def leave_now(code: int) -> None:
+    """Exit the process at once with ``code``, waiting for nothing (what a second
+    Ctrl-C asks for): stdout is flushed first, as far as it can be."""
+    with contextlib.suppress(Exception):  # the main thread may be writing stdout
+        sys.stdout.flush()
+    os._exit(code)
+
+
 def wait_for_tool_threads(code: int) -> None:
     """Say so when sync tool bodies whose calls were given up (a Ctrl-C, a timeout) still
     run in threads: Python cannot stop them and waits for them before it exits. A
@@ -52,9 +65,7 @@ def wait_for_tool_threads(code: int) -> None:
     leave = code or EXIT_INTERRUPTED
 
     def exit_now(signum: int, frame: FrameType | None) -> None:
-        with contextlib.suppress(Exception):  # the main thread may be writing stdout
-            sys.stdout.flush()
-        os._exit(leave)
+        leave_now(leave)
 
     if threading.current_thread() is threading.main_thread():
         # Before the line is printed: a Ctrl-C that comes as soon as it is read must not
@@ -73,3 +84,28 @@ def wait_for_tool_threads(code: int) -> None:
             time.sleep(0.1)
     except KeyboardInterrupt:  # our handler was not installed (not the main thread)
         exit_now(signal.SIGINT, None)
+
+
+class _StopNotice(logging.Handler):
+    """The team's "still stopping" warning as one line of the command, with the way out."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__(logging.WARNING)
+        self._stream = stream
+
+    def emit(self, record: logging.LogRecord) -> None:
+        line = f"regiment: {record.getMessage()}; press Ctrl-C to exit without waiting"
+        print(line, file=self._stream, flush=True)
+
+
+@contextlib.contextmanager
+def slow_stop_notice(stream: TextIO) -> Iterator[None]:
+    """While inside, a team whose stop is held by a task that ignores cancellation (a
+    Ctrl-C's run cancelled, a tool that goes on) says so on ``stream``, without ``-v``."""
+    handler = _StopNotice(stream)
+    logger = logging.getLogger("regiment.team")
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)

@@ -37,7 +37,14 @@ import anyio
 from regiment._logging import level_for, logging_to
 from regiment.cli._approvals import approval_command
 from regiment.cli._args import parse as parse_command
-from regiment.cli._exit import EXIT_INTERRUPTED, reader_left, stdout_closed, wait_for_tool_threads
+from regiment.cli._exit import (
+    EXIT_INTERRUPTED,
+    leave_now,
+    reader_left,
+    slow_stop_notice,
+    stdout_closed,
+    wait_for_tool_threads,
+)
 from regiment.cli._journal_cmds import (
     journal_read,
     journal_spec,
@@ -188,7 +195,10 @@ async def _dispatch(
         if interrupt is None:
             interrupt = anyio.Event()
             tg.start_soon(_watch_signals, interrupt)
-        with logging_to(stderr, level_for(args.verbose)) if args.verbose else nullcontext():
+        with (
+            slow_stop_notice(stderr),
+            logging_to(stderr, level_for(args.verbose)) if args.verbose else nullcontext(),
+        ):
             code = await _guarded(config, options, stdout, stderr, interrupt)
         tg.cancel_scope.cancel()  # stop watching signals
     return code
@@ -366,7 +376,11 @@ def _validate_command(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) 
 
 
 async def _watch_signals(interrupt: anyio.Event) -> None:
+    """The first Ctrl-C (or SIGTERM) cancels the run; a second one exits at once, even
+    while a tool that ignores cancellation holds the team's stop."""
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for _ in signals:
+            if interrupt.is_set():
+                print("regiment: interrupted; exiting without waiting", file=sys.stderr)
+                leave_now(EXIT_INTERRUPTED)
             interrupt.set()
-            return

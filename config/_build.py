@@ -359,6 +359,7 @@ def _worker(config: WorkerConfig, index: int, models: RoleModels, source: str) -
             max_iterations=config.max_iterations,
             system_prompt=config.system_prompt,
             step_timeout=config.step_timeout,
+            cancel_grace=config.cancel_grace,
             max_concurrent_steps=config.max_concurrent_steps,
             artifact=config.artifact,
             settings=settings,
@@ -374,11 +375,9 @@ def _check(config: CheckConfig, name: str, source: str) -> Check:
     key = f"{source}: checks.{name}"
     expected = "a function of a StepReport"
     predicate = import_callable(config.predicate, where=f"{key}.predicate", expected=expected)
-    explain = (
-        import_callable(config.explain, where=f"{key}.explain", expected=expected)
-        if config.explain
-        else None
-    )
+    explain = None
+    if config.explain:
+        explain = import_callable(config.explain, where=f"{key}.explain", expected=expected)
     return Check(
         description=config.description,
         predicate=cast(Callable[[StepReport], bool], predicate),

@@ -132,6 +132,7 @@ class WorkerConfig(_Section, frozen=True, kw_only=True):
     max_iterations: int = 8
     system_prompt: str = ""
     step_timeout: float | None = 300.0
+    cancel_grace: float | None = 5.0
     max_concurrent_steps: int = 8
     artifact: bool = False
     settings: JsonObject | None = None
@@ -286,6 +287,7 @@ MODEL_ONLY_KEYS = (
     "max_iterations",
     "system_prompt",
     "step_timeout",
+    "cancel_grace",
     "max_concurrent_steps",
     "settings",
     "require_approval",

@@ -32,6 +32,7 @@ from regiment.hierarchy._supervisor import (
     Supervisor,
     capped,
     close_run,
+    wind_down,
 )
 from regiment.hierarchy._team_actors import (
     check_remote_deps,
@@ -98,6 +99,7 @@ class RunningTeam(DecidesApprovals):
         self.team_file: TeamFile | None = None  # set by Team.start(team_file=...)
         self.sessions = SessionMemory()  # sessions' earlier runs, when there is no journal
         self._starting = anyio.Semaphore(STARTING_AT_ONCE, fast_acquire=True)
+        self._wind_down = wind_down(team.workers)  # a cancelled run's wait for its steps
 
     @property
     def active_runs(self) -> int:
@@ -310,7 +312,7 @@ class RunningTeam(DecidesApprovals):
         try:
             with anyio.CancelScope(shield=True):
                 if ref is not None:
-                    await close_run(ref, channel, events)
+                    await close_run(ref, channel, events, self._wind_down)
                 else:  # refused before its planner started: nothing else closes this end
                     channel.send.close()
                 events.close()

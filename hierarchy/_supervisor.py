@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Never, assert_never, final
 
@@ -23,11 +23,15 @@ from regiment.hierarchy.run._actor import PlannerActor
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._messages import CancelRun, PlannerMessage
 from regiment.hierarchy.run._runtime import TeamRuntime
+from regiment.hierarchy.workers._worker import Worker
 
-__all__ = ("RunRef", "RunSpawner", "SpawnRun", "Supervisor", "capped", "close_run")
+__all__ = ("RunRef", "RunSpawner", "SpawnRun", "Supervisor", "capped", "close_run", "wind_down")
 
-# How long a cancelled run may take to collect its steps' cancelled reports.
+# How long a cancelled run may take to collect the cancelled report of a step that
+# may never be given up (its worker's cancel_grace is None).
 _CANCEL_GRACE = 5.0
+# Beyond a worker's cancel grace: for the report of a step given up to reach its run.
+_HAND_IN = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,14 +170,24 @@ def _min(a: int | None, b: int | None) -> int | None:
     return a if b is None else min(a, b)
 
 
+def wind_down(workers: Iterable[object]) -> float:
+    """How long a cancelled run of a team with ``workers`` waits for its steps' reports:
+    a step that does not stop is reported when its worker's ``cancel_grace`` runs out
+    (a nested team's step after the default grace; no grace: the old 5 s wait)."""
+    graces = [w.cancel_grace if isinstance(w, Worker) else None for w in workers]
+    return max(_CANCEL_GRACE if g is None else g for g in graces) + _HAND_IN
+
+
 async def close_run(
     ref: ActorRef[PlannerMessage, None],
     channel: RunChannel,
     events: MemoryObjectReceiveStream[Event],
+    grace: float = _CANCEL_GRACE,
 ) -> None:
-    """Cancel the run if it is still going, wait (bounded) for it to wind down, stop its actor."""
+    """Cancel the run if it is still going, wait (``grace`` seconds at most) for it to
+    wind down, stop its actor."""
     if ref.is_alive and not channel.done:
-        with anyio.move_on_after(_CANCEL_GRACE), contextlib.suppress(ActorStopped):
+        with anyio.move_on_after(grace), contextlib.suppress(ActorStopped):
             await ref.send(CancelRun())  # waits if the mailbox is full of reports
             async for _ in events:
                 pass

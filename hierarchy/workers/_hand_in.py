@@ -28,7 +28,14 @@ class HandsIn:
     _telemetry: Telemetry
 
     async def _hand_in(self, job: StepJob, report: StepReport) -> None:
-        """Hand a report in through the planner's mailbox (a step cut short)."""
+        """Hand a report in through the planner's mailbox (a step cut short), unless
+        the step was reported abandoned already (its cancel grace ran out first)."""
+        if job.abandoned:
+            return
+        await self._hand_over(job, report)
+
+    async def _hand_over(self, job: StepJob, report: StepReport) -> None:
+        """Hand a report in through the planner's mailbox, whatever the step's state."""
         self._count(report)
         await send_report(job.reply_to, report)
 

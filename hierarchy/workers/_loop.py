@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 
 import anyio
 
@@ -17,17 +16,16 @@ from regiment.hierarchy._messages import (
     StepAllowance,
     StepContext,
     StepReport,
-    StepStatus,
     ToolOutcome,
 )
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.guard._judge import judging_within
-from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._step import StepGuards, step_purse
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.workers._approval_gate import Approvals
 from regiment.hierarchy.workers._journal_calls import JournaledCaller, StepCalls
+from regiment.hierarchy.workers._progress import StepProgress
 from regiment.hierarchy.workers._siblings import SiblingCalls
 from regiment.models import (
     STOPPED_EARLY,
@@ -37,7 +35,6 @@ from regiment.models import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
-    Usage,
 )
 from regiment.telemetry import Telemetry
 from regiment.telemetry import semconv as sc
@@ -46,61 +43,6 @@ from regiment.tools import OnToolError, ToolDefinition, ToolResult, Toolset
 __all__ = ("StepProgress", "opening", "run_tool_loop")
 
 _log = logging.getLogger("regiment.worker")
-_NO_USAGE = Usage()  # what a step has spent before its first reply
-
-
-@dataclass(slots=True)
-class StepProgress:
-    """What a step has spent and found so far; kept outside the loop so a step
-    that times out or is cancelled still reports what it did."""
-
-    usage: Usage = _NO_USAGE  # frozen: shared, not made once a step
-    model_calls: int = 0
-    tool_calls: int = 0
-    outcomes: list[ToolOutcome] = field(default_factory=list)
-    last_text: str = ""
-    refused_tool_calls: int = 0
-    guard_notes: list[GuardNote] = field(default_factory=list)
-
-    def took(self, response: ModelResponse) -> None:
-        """Count one model call's reply."""
-        self.model_calls += 1
-        spent = self.usage
-        self.usage = response.usage if spent == _NO_USAGE else spent + response.usage
-        self.last_text = response.text
-
-    def report(
-        self,
-        assign: AssignStep,
-        worker: str,
-        status: StepStatus,
-        *,
-        output: str | None = None,
-        error: str | None = None,
-        exhausted: BudgetLimit | None = None,
-        error_type: str | None = None,
-        fatal: bool = False,
-    ) -> StepReport:
-        """A report carrying this progress."""
-        return StepReport(
-            run_id=assign.run_id,
-            plan_version=assign.plan_version,
-            step_id=assign.step.id,
-            attempt=assign.attempt,
-            worker=worker,
-            status=status,
-            output=self.last_text if output is None else output,
-            tool_outcomes=tuple(self.outcomes),
-            usage=self.usage,
-            model_calls=self.model_calls,
-            tool_calls=self.tool_calls,
-            error=error,
-            exhausted=exhausted,
-            refused_tool_calls=self.refused_tool_calls,
-            error_type=error_type,
-            guardrails=tuple(self.guard_notes),
-            fatal=fatal,
-        )
 
 
 def _is_limited(a: StepAllowance) -> bool:
@@ -332,7 +274,7 @@ async def run_tool_loop(
             worker=worker, description=description, system_prompt=system_prompt
         )
     step, allowance, tools = assign.step, assign.allowance, toolset.definitions
-    messages = [_first_message(prompts, step, assign.context)]
+    progress.messages = messages = [_first_message(prompts, step, assign.context)]
     journaled, call = _step_caller(journaled, caller, guards, assign, progress, messages, worker)
     limited = _is_limited(allowance)
     for _ in range(max_iterations):
@@ -355,13 +297,29 @@ async def run_tool_loop(
             results, failed = await _call_tools(
                 toolset, tool_calls, assign, progress, telemetry, journaled, guards, approvals
             )
+            if progress.stopped:
+                await _stop_here()
         if failed:
             _check_failures(progress.outcomes[ran_before:], toolset, assign, worker, on_tool_error)
         messages.append(Message(role="user", parts=tuple(results)))
+    return _capped(progress, assign, worker, max_iterations)
+
+
+def _capped(
+    progress: StepProgress, assign: AssignStep, worker: str, max_iterations: int
+) -> StepReport:
+    """The report of a step that reached its worker's iteration cap."""
     cap = (
         f"worker '{worker}' reached its cap of {max_iterations} model calls without a final answer"
     )
     return progress.report(assign, worker, "iteration_limit", error=cap)
+
+
+async def _stop_here() -> None:
+    """The step was cancelled while its tool calls finished anyway (a tool that shields
+    itself or swallows the cancel; a model that awaits nothing would not notice): end
+    the step now, as cancelled, instead of calling the model once more."""
+    await anyio.lowlevel.checkpoint_if_cancelled()
 
 
 def _step_caller(

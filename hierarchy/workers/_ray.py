@@ -338,6 +338,7 @@ class RayWorkerActor(StepActor):
             telemetry,
             max_concurrent=worker.max_concurrent_steps * replicas.count,
             step_timeout=worker.step_timeout,
+            cancel_grace=worker.cancel_grace,
             span_attributes={
                 semconv.GEN_AI_PROVIDER_NAME: worker.model.provider,
                 semconv.GEN_AI_AGENT_DESCRIPTION: worker.description,

@@ -156,7 +156,7 @@ class StepHost:
         )
         self._hosted = {spec.name: self._build(spec) for spec in hosted}
         # The running steps, by key: their cancel scope, and an event set once they end.
-        self._running: dict[str, tuple[anyio.CancelScope, anyio.Event]] = {}
+        self._running: dict[str, tuple[anyio.CancelScope, anyio.Event, StepProgress]] = {}
         self._channels: dict[str, ReplicaChannel] = {}  # the running steps' channels, by key
 
     def _build(self, spec: HostedWorker) -> _Hosted:
@@ -210,10 +210,10 @@ class StepHost:
     async def _run_step(self, remote: RemoteStep, channel: ReplicaChannel) -> None:
         hosted = self._hosting(remote.worker)
         assign, worker = remote.assign, hosted.worker
-        progress = StepProgress()
         report: StepReport | None = None
         scope, ended = anyio.CancelScope(), anyio.Event()
-        self._running[remote.key] = (scope, ended)
+        progress = StepProgress()
+        self._running[remote.key] = (scope, ended, progress)
         # The replica's spans (model calls, tool calls) are children of the planner
         # side's invoke_agent span, so the run stays one trace.
         token = otel_context.attach(extract_context(remote.headers))
@@ -270,7 +270,8 @@ class StepHost:
         running = self._running.get(key)
         if running is None:
             return False
-        scope, ended = running
+        scope, ended, progress = running
+        progress.stopped = True  # its loop calls the model no more, whatever its tools do
         scope.cancel()
         await ended.wait()
         return True

@@ -21,7 +21,8 @@ from regiment.errors import ConfigError
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
 from regiment.hierarchy.workers._failed import failed_report
-from regiment.hierarchy.workers._hand_in import HandsIn, send_report
+from regiment.hierarchy.workers._grace import CANCEL_GRACE, GivesUp
+from regiment.hierarchy.workers._hand_in import send_report
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._step_jobs import HOLD, IdleRunners, Lane, StepJob, StepTimer
 from regiment.telemetry import Telemetry, record_cancellation
@@ -32,7 +33,7 @@ __all__ = ("StepActor",)
 _StepKey = tuple[str, int, str, int]  # run id, plan version, step id, attempt
 
 
-class StepActor(HandsIn, Actor[WorkerMessage, None]):
+class StepActor(GivesUp, Actor[WorkerMessage, None]):
     """The step bookkeeping every assignee shares (a worker, a sub-team).
 
     Steps are keyed by (run, plan version, step, attempt), so a ``CancelStep``
@@ -64,11 +65,13 @@ class StepActor(HandsIn, Actor[WorkerMessage, None]):
         max_concurrent: int | None = None,
         step_timeout: float | None = None,
         span_attributes: Mapping[str, AttributeValue] | None = None,
+        cancel_grace: float | None = CANCEL_GRACE,
     ) -> None:
         self._name = name
         self._span_attributes = span_attributes  # e.g. the agent's provider and description
         self._telemetry = telemetry
         self._step_timeout = step_timeout
+        self._grace = cancel_grace  # how long a cut step may go on before it is given up
         self._jobs: dict[_StepKey, StepJob] = {}  # queued and running steps
         self._max_runners = max_concurrent
         self._runners = 0
@@ -76,9 +79,8 @@ class StepActor(HandsIn, Actor[WorkerMessage, None]):
         self._idle = IdleRunners()  # runners waiting for a step
         self._taker = False  # a runner handing a report in takes the next step queued
         self._new_scope: type[anyio.CancelScope] | None = None
-        self._timer = (
-            None if step_timeout is None else StepTimer(step_timeout, self._jobs, self._watch)
-        )
+        timer = None if step_timeout is None else (step_timeout, self._jobs, self._watch)
+        self._timer = None if timer is None else StepTimer(*timer, self._time_out, self._stopping)
 
     @abstractmethod
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
@@ -129,7 +131,8 @@ class StepActor(HandsIn, Actor[WorkerMessage, None]):
 
     def _cancel(self, cancel: CancelStep) -> list[StepJob]:
         """Cut the steps ``cancel`` names; those waiting for a runner leave the queue."""
-        _cut(self._jobs, cancel)
+        for job in _named(self._jobs, cancel):
+            self._cut(job, "planner")
         return _take_cut(self._queued)
 
     def _add_runner(self) -> None:
@@ -151,7 +154,7 @@ class StepActor(HandsIn, Actor[WorkerMessage, None]):
             except anyio.get_cancelled_exc_class():
                 # The worker itself is stopping: a step cut just before still reports.
                 job = lane.job
-                if job is not None and job.report is not None:
+                if job is not None and job.report is not None and not job.abandoned:
                     with anyio.CancelScope(shield=True), anyio.move_on_after(1.0):
                         await send_report(job.reply_to, job.report)
                 raise
@@ -245,7 +248,7 @@ class StepActor(HandsIn, Actor[WorkerMessage, None]):
 
     async def _outcome(self, job: StepJob) -> StepReport:
         assign = job.assign
-        progress = StepProgress()
+        job.progress = progress = StepProgress()
         try:
             if job.stop is not None:
                 # Cancelled while it waited for a runner: it must not start at all
@@ -272,6 +275,8 @@ class StepActor(HandsIn, Actor[WorkerMessage, None]):
         finally:
             self._jobs.pop(job.key, None)
             job.scope = None
+            if job.ended is not None:  # it was cut: its cancel grace ends here
+                job.ended.set()
 
     def _watch(self, first_deadline: float) -> None:
         assert self._timer is not None
@@ -298,15 +303,17 @@ def _take_cut(queued: deque[StepJob]) -> list[StepJob]:
     return cut
 
 
-def _cut(jobs: Mapping[_StepKey, StepJob], cancel: CancelStep) -> None:
-    """Cut the steps a ``CancelStep`` names (queued ones never start)."""
+def _named(jobs: Mapping[_StepKey, StepJob], cancel: CancelStep) -> list[StepJob]:
+    """The steps a ``CancelStep`` names (queued ones never start)."""
+    named: list[StepJob] = []
     for (run_id, version, step_id, _), job in jobs.items():
         if run_id != cancel.run_id:
             continue
         if cancel.plan_version is not None and version != cancel.plan_version:
             continue
         if cancel.step_id is None or cancel.step_id == step_id:
-            job.cut("planner")
+            named.append(job)
+    return named
 
 
 # ``error.type`` of a step that ended without raising: a code, never the status word.

@@ -4,7 +4,7 @@ and the runners waiting for one (:class:`IdleRunners`)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Literal
 
 import anyio
@@ -27,7 +27,19 @@ HOLD = 0.001
 class StepJob:
     """One assigned step, from its arrival to its report."""
 
-    __slots__ = ("assign", "deadline", "headers", "key", "reply_to", "report", "scope", "stop")
+    __slots__ = (
+        "abandoned",
+        "assign",
+        "deadline",
+        "ended",
+        "headers",
+        "key",
+        "progress",
+        "reply_to",
+        "report",
+        "scope",
+        "stop",
+    )
 
     def __init__(
         self,
@@ -44,10 +56,16 @@ class StepJob:
         self.stop: Literal["planner", "timeout"] | None = None  # who cut it short, if anyone
         self.deadline = math.inf  # when it times out, once a runner started it
         self.report: StepReport | None = None  # the report of a step cut short
+        self.progress: StepProgress | None = None  # what it spent, once a runner started it
+        # Made once a running step is cut, set when it ends: its cancel grace waits on it.
+        self.ended: anyio.Event | None = None
+        self.abandoned = False  # its grace ran out first: reported without its runner
 
     def cut(self, stop: Literal["planner", "timeout"]) -> None:
         """Stop the step: its runner's scope, if it runs (that scope is then spent)."""
         self.stop = stop
+        if self.progress is not None:
+            self.progress.stopped = True
         if self.scope is not None:
             self.scope.cancel()
 
@@ -124,17 +142,21 @@ class StepTimer:
     cuts the steps that are due, and sleeps again.
     """
 
-    __slots__ = ("_jobs", "_running", "_seconds", "_start_soon")
+    __slots__ = ("_cut", "_jobs", "_running", "_seconds", "_start_soon", "_stopping")
 
     def __init__(
         self,
         seconds: float,
         jobs: Mapping[tuple[str, int, str, int], StepJob],
         start_soon: Callable[[float], None],
+        cut: Callable[[StepJob], None],
+        stopping: Callable[[], Awaitable[None]],
     ) -> None:
         self._seconds = seconds
         self._jobs = jobs  # the worker's queued and running steps
         self._start_soon = start_soon  # starts watch(first deadline) in the worker's tasks
+        self._cut = cut  # times a running step out (and starts its cancel grace)
+        self._stopping = stopping  # the worker stops: what its running steps do then
         self._running = False
 
     def arm(self, job: StepJob, now: float) -> None:
@@ -145,14 +167,22 @@ class StepTimer:
             self._start_soon(deadline)
 
     async def watch(self, wake: float) -> None:
-        """Cut every running step past its deadline, until cancelled."""
+        """Cut every running step past its deadline, until cancelled (the worker stops)."""
+        try:
+            await self._watch(wake)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._stopping()
+            raise
+
+    async def _watch(self, wake: float) -> None:
         while True:
             await anyio.sleep_until(wake)
             now = anyio.current_time()
             wake = now + self._seconds
-            for job in self._jobs.values():
+            for job in list(self._jobs.values()):  # a cut may start a task: no dict changes
                 if job.deadline <= now:
                     if job.stop is None and job.scope is not None:
-                        job.cut("timeout")
+                        self._cut(job)
                 elif job.deadline < wake:
                     wake = job.deadline

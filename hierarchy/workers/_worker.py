@@ -27,6 +27,7 @@ from regiment.hierarchy._ranges import at_least, model_given, seconds
 from regiment.hierarchy.guard._step import StepGuards
 from regiment.hierarchy.guard._types import GuardLike, Guardrail, as_guardrail
 from regiment.hierarchy.workers._approval_gate import ApprovalGate
+from regiment.hierarchy.workers._grace import CANCEL_GRACE
 from regiment.hierarchy.workers._journal_calls import RunLookup, StepCalls
 from regiment.hierarchy.workers._loop import StepProgress, run_tool_loop
 from regiment.hierarchy.workers._placement import Ray
@@ -95,6 +96,10 @@ class Worker:
         system_prompt: replaces the default worker instructions.
         step_timeout: seconds a step may take before it ends as ``timed_out``
             (finite, > 0); ``None``: no limit.
+        cancel_grace: seconds a cancelled or timed-out step has to stop (finite, > 0).
+            A step still going after that (a tool that ignores cancellation) is
+            reported without it, its running tool calls as ``abandoned``, and a
+            warning names them; ``None``: its run waits for it to stop.
         max_concurrent_steps: steps it runs at once (across all runs), >= 1.
         artifact: its answers are finished artefacts, kept verbatim by synthesis.
         on_tool_error: what an exception from one of its tools does (unless the
@@ -122,6 +127,7 @@ class Worker:
     max_iterations: int = 8
     system_prompt: str = ""
     step_timeout: float | None = 300.0
+    cancel_grace: float | None = CANCEL_GRACE
     max_concurrent_steps: int = 8
     artifact: bool = False
     on_tool_error: OnToolError = "tell_model"
@@ -146,6 +152,7 @@ class Worker:
         at_least(owner, "max_iterations", self.max_iterations, 1)
         at_least(owner, "max_concurrent_steps", self.max_concurrent_steps, 1)
         seconds(owner, "step_timeout", self.step_timeout)
+        seconds(owner, "cancel_grace", self.cancel_grace)
         seconds(owner, "approval_timeout", self.approval_timeout)
         needs = (self.require_approval,) if isinstance(self.require_approval, str) else ()
         object.__setattr__(self, "require_approval", needs or tuple(self.require_approval))
@@ -215,6 +222,7 @@ class WorkerActor(StepActor):
             telemetry,
             max_concurrent=worker.max_concurrent_steps,
             step_timeout=worker.step_timeout,
+            cancel_grace=worker.cancel_grace,
             span_attributes={
                 semconv.GEN_AI_PROVIDER_NAME: worker.model.provider,
                 semconv.GEN_AI_AGENT_DESCRIPTION: worker.description,

@@ -196,6 +196,8 @@ import json
 import sys
 import time
 
+import anyio
+
 from regiment.models import ModelRequest, ModelResponse, ToolCallPart, text_response
 from regiment.tools import tool
 
@@ -208,27 +210,49 @@ def nap(minutes: int) -> str:
     return "rested"
 
 
+@tool
+async def doze(minutes: int) -> str:
+    """Sleeps in an async body that swallows every cancel (the bug it stands for)."""
+    print("napping", file=sys.stderr, flush=True)
+    deadline = time.monotonic() + minutes * 60
+    while time.monotonic() < deadline:
+        try:
+            await anyio.sleep(deadline - time.monotonic())
+        except anyio.get_cancelled_exc_class():
+            pass
+    return "rested"
+
+
 def brain(request: ModelRequest) -> ModelResponse:
     if request.role in ("planner", "replanner"):
         return text_response(json.dumps({"steps": [{"description": "take a nap"}]}))
     if request.role != "worker" or len(request.messages) > 1:
         return text_response("done")
-    call = ToolCallPart(id="n1", name="nap", arguments={"minutes": 1})
+    call = ToolCallPart(id="n1", name=request.tools[0].name, arguments={"minutes": 1})
     return ModelResponse(parts=(call,), stop_reason="tool_use", model="scripted")
 '''
 
+# What the command says while it waits for each kind of tool that goes on after Ctrl-C.
+_WAITING = {
+    "nap": "regiment: waiting for 1 tool call(s) still running in a thread",
+    "doze": "ignores cancellation and still runs",
+}
+
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")
-def test_sigint_with_a_sync_tool_still_running_says_so_and_a_second_one_exits(
-    tmp_path: Path,
+@pytest.mark.parametrize("tool", ["nap", "doze"], ids=["sync", "async-swallows-cancel"])
+def test_sigint_with_a_tool_still_running_says_so_and_a_second_one_exits(
+    tmp_path: Path, tool: str
 ) -> None:
-    # Python waits for a thread running a sync tool body before it exits: the command
-    # says why it has not exited yet, and a second Ctrl-C leaves without waiting.
+    # Python waits for a thread running a sync tool body before it exits, and a team's
+    # stop for an async tool that swallows its cancel: the command says why it has not
+    # exited yet, and a second Ctrl-C leaves without waiting.
     (tmp_path / "sleepy.py").write_text(_SLEEPY, encoding="utf-8")
     team = tmp_path / "team.toml"
     team.write_text(
         'name = "nappers"\nmodel = "scripted"\nbrain = "sleepy:brain"\n\n[[workers]]\n'
-        'name = "napper"\ndescription = "Naps."\ntools = ["sleepy:nap"]\n',
+        f'name = "napper"\ndescription = "Naps."\ntools = ["sleepy:{tool}"]\n'
+        "cancel_grace = 0.1\n",
         encoding="utf-8",
     )
     argv = ["run", str(team), "nap", "--app-dir", str(tmp_path), "--no-journal", "--plain"]
@@ -242,12 +266,12 @@ def test_sigint_with_a_sync_tool_still_running_says_so_and_a_second_one_exits(
         seen: list[str] = []
         _read_until(child, "napping", seen)  # the body is running
         child.send_signal(signal.SIGINT)
-        _read_until(child, "still running in a thread", seen)
+        _read_until(child, _WAITING[tool], seen)
         child.send_signal(signal.SIGINT)
         rest = child.stderr.read()
         assert child.wait(timeout=30) == 130  # not the minute the nap takes
     said = "".join(seen) + rest
-    assert "regiment: waiting for 1 tool call(s) still running in a thread" in said
+    assert _WAITING[tool] in said
     assert "press Ctrl-C to exit without waiting" in said
     assert "Traceback" not in said
     assert "Exception ignored" not in said

@@ -1,0 +1,86 @@
+"""What a step has spent and found so far: :class:`StepProgress`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from regiment.hierarchy._messages import (
+    AssignStep,
+    BudgetLimit,
+    StepReport,
+    StepStatus,
+    ToolOutcome,
+)
+from regiment.hierarchy.guard._note import GuardNote
+from regiment.models import Message, ModelResponse, ToolCallPart, Usage
+
+__all__ = ("StepProgress",)
+
+_NO_USAGE = Usage()  # what a step has spent before its first reply
+
+
+@dataclass(slots=True)
+class StepProgress:
+    """What a step has spent and found so far; kept outside the loop so a step
+    that times out or is cancelled still reports what it did."""
+
+    usage: Usage = _NO_USAGE  # frozen: shared, not made once a step
+    model_calls: int = 0
+    tool_calls: int = 0
+    outcomes: list[ToolOutcome] = field(default_factory=list)
+    last_text: str = ""
+    refused_tool_calls: int = 0
+    guard_notes: list[GuardNote] = field(default_factory=list)
+    # Set when the step is cut short (its scope cancelled): the loop then calls its
+    # model no more, even if nothing it awaited since was a checkpoint.
+    stopped: bool = False
+    # The step's conversation, as it grows: a step given up names the calls in flight.
+    messages: list[Message] | None = None
+
+    @property
+    def calling(self) -> tuple[ToolCallPart, ...]:
+        """The tool calls running now: those of the last reply, until their results are in."""
+        last = self.messages[-1] if self.messages else None
+        if last is None or last.role != "assistant":
+            return ()
+        return tuple(p for p in last.parts if isinstance(p, ToolCallPart))
+
+    def took(self, response: ModelResponse) -> None:
+        """Count one model call's reply."""
+        self.model_calls += 1
+        spent = self.usage
+        self.usage = response.usage if spent == _NO_USAGE else spent + response.usage
+        self.last_text = response.text
+
+    def report(
+        self,
+        assign: AssignStep,
+        worker: str,
+        status: StepStatus,
+        *,
+        output: str | None = None,
+        error: str | None = None,
+        exhausted: BudgetLimit | None = None,
+        error_type: str | None = None,
+        fatal: bool = False,
+    ) -> StepReport:
+        """A report carrying this progress."""
+        return StepReport(
+            run_id=assign.run_id,
+            plan_version=assign.plan_version,
+            step_id=assign.step.id,
+            attempt=assign.attempt,
+            worker=worker,
+            status=status,
+            output=self.last_text if output is None else output,
+            tool_outcomes=tuple(self.outcomes),
+            usage=self.usage,
+            model_calls=self.model_calls,
+            tool_calls=self.tool_calls,
+            error=error,
+            exhausted=exhausted,
+            refused_tool_calls=self.refused_tool_calls,
+            error_type=error_type,
+            guardrails=tuple(self.guard_notes),
+            fatal=fatal,
+        )
