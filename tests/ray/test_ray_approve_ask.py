@@ -5,6 +5,7 @@ the run before, with a line that said to use ``--approve ask``)."""
 from __future__ import annotations
 
 import io
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -35,5 +36,5 @@ async def test_approve_ask_decides_a_ray_workers_call(ray_session: ModuleType) -
         code = await run_async(argv, stdout=out, stderr=err, environ={}, stdin=stdin)
     assert code == 0, err.getvalue()
     assert 'approval needed (step s2): issue_refund({"order_id": "77120"})' in err.getvalue()
-    assert "<- s2 done by billing: Done: " in err.getvalue()  # the refund ran, on a replica
+    assert re.search(r"<- s2 done by billing, \d+ tokens: Done: ", err.getvalue())  # on a replica
     assert "on the way" in out.getvalue()  # then the e-mail
