@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -10,6 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
+
+from regiment.cli import run_async
 
 BRAINS = '''
 import anyio
@@ -94,3 +97,10 @@ def terminal(typed: bytes) -> Iterator[TextIO]:
     finally:
         os.close(leader)  # a hang-up first: a read still blocked on the terminal ends
         stdin.close()
+
+
+async def run_cli(*argv: str, environ: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """``regiment ARGV`` in this process: its exit code, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    code = await run_async(list(argv), stdout=out, stderr=err, environ=environ or {})
+    return code, out.getvalue(), err.getvalue()

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import io
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-from regiment.cli import run_async
 from regiment.journal import ApprovalDecided, ToolCallFinished, open_journal
 from regiment.tools import Deny, EditArguments
+
+from .helpers import run_cli
 
 pytestmark = pytest.mark.anyio
 
@@ -20,19 +19,8 @@ TEAM = str(REPO / "examples" / "refund" / "team_approval.toml")
 GOAL = "For order 77120 check refund eligibility, issue the refund if eligible, then email the customer."
 
 
-@pytest.fixture(autouse=True)
-def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds --app-dir to it
-
-
-async def _run(*argv: str, environ: dict[str, str] | None = None) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = await run_async(list(argv), stdout=out, stderr=err, environ=environ or {})
-    return code, out.getvalue(), err.getvalue()
-
-
 async def _paused_run(journal: str) -> tuple[str, str]:
-    code, out, err = await _run("run", TEAM, GOAL, "--model", "scripted", "--journal", journal)
+    code, out, err = await run_cli("run", TEAM, GOAL, "--model", "scripted", "--journal", journal)
     assert code == 3, err
     assert out == ""  # no answer yet
     (line,) = [x for x in err.splitlines() if x.startswith("paused:")]
@@ -41,7 +29,7 @@ async def _paused_run(journal: str) -> tuple[str, str]:
     assert "     s2 issue_refund: not run, awaits a decision\n" in err
     assert "issue_refund: cancelled" not in err
     run_id = line.rsplit(" ", 1)[1]
-    code, out, err = await _run("approvals", run_id, "--json", "--journal", journal)
+    code, out, err = await run_cli("approvals", run_id, "--json", "--journal", journal)
     assert code == 0, err
     (row,) = [json.loads(x) for x in out.splitlines()]
     assert row["run_id"] == run_id
@@ -55,11 +43,11 @@ async def _paused_run(journal: str) -> tuple[str, str]:
 async def test_run_pauses_and_approvals_lists_the_request(tmp_path: Path) -> None:
     journal = str(tmp_path / "runs.db")
     run_id, request_id = await _paused_run(journal)
-    code, out, err = await _run("approvals", environ={"REGIMENT_JOURNAL": journal})
+    code, out, err = await run_cli("approvals", environ={"REGIMENT_JOURNAL": journal})
     assert code == 0, err
     (line,) = out.splitlines()
     assert line.startswith(f"{request_id}  {run_id}  refunds/billing  s2  issue_refund(")
-    code, _, err = await _run("approvals", "run-nope", "--journal", journal)
+    code, _, err = await run_cli("approvals", "run-nope", "--journal", journal)
     assert code == 2
     assert "no run 'run-nope'" in err
 
@@ -67,15 +55,15 @@ async def test_run_pauses_and_approvals_lists_the_request(tmp_path: Path) -> Non
 async def test_show_names_the_call_a_paused_step_waits_on(tmp_path: Path) -> None:
     journal = str(tmp_path / "runs.db")
     run_id, request_id = await _paused_run(journal)
-    code, out, err = await _run("show", run_id, "--journal", journal)
+    code, out, err = await run_cli("show", run_id, "--journal", journal)
     assert code == 0, err
     assert f"  v1 s2 [waits for a decision on] issue_refund ({request_id})\n" in out
-    code, out, err = await _run("show", run_id, "--json", "--journal", journal)
+    code, out, err = await run_cli("show", run_id, "--json", "--journal", journal)
     (step,) = [s for s in json.loads(out)["steps"] if s["step_id"] == "s2"]
     assert (step["status"], step["output"]) == ("awaiting_approval", f"issue_refund ({request_id})")
-    code, _, err = await _run("approve", run_id, request_id, "--journal", journal)
+    code, _, err = await run_cli("approve", run_id, request_id, "--journal", journal)
     assert code == 0, err
-    code, out, err = await _run("show", run_id, "--journal", journal)
+    code, out, err = await run_cli("show", run_id, "--journal", journal)
     assert "  v1 s2 [dispatched, no report] \n" in out  # decided: resume goes on with it
 
 
@@ -83,17 +71,19 @@ async def test_approve_records_a_decision_once_and_checks_edits(tmp_path: Path) 
     journal = str(tmp_path / "runs.db")
     run_id, request_id = await _paused_run(journal)
     bad = '{"order_id": 77120, "amount": 5}'
-    code, _, err = await _run(
+    code, _, err = await run_cli(
         "approve", run_id, request_id, "--edit", bad, "--team", TEAM, "--journal", journal
     )
     assert code == 2
     assert "do not validate" in err
     assert "stays pending" in err
-    code, _, err = await _run("approve", run_id, request_id, "--edit", "[1]", "--journal", journal)
+    code, _, err = await run_cli(
+        "approve", run_id, request_id, "--edit", "[1]", "--journal", journal
+    )
     assert code == 2
     assert "--edit needs a JSON object" in err
     good = '{"order_id": "77120"}'
-    code, out, err = await _run(
+    code, out, err = await run_cli(
         "approve",
         run_id,
         request_id,
@@ -108,10 +98,12 @@ async def test_approve_records_a_decision_once_and_checks_edits(tmp_path: Path) 
     )
     assert code == 0, err
     assert f"continue with: regiment resume {run_id}\n" in out
-    code, _, err = await _run("approve", run_id, request_id, "--deny", "no", "--journal", journal)
+    code, _, err = await run_cli(
+        "approve", run_id, request_id, "--deny", "no", "--journal", journal
+    )
     assert code == 2
     assert "already decided by ana" in err
-    code, out, _ = await _run("approvals", "--journal", journal)
+    code, out, _ = await run_cli("approvals", "--journal", journal)
     assert out == ""
     opened = await open_journal(journal)
     try:
@@ -126,7 +118,7 @@ async def test_approve_records_a_decision_once_and_checks_edits(tmp_path: Path) 
 async def test_deny_and_missing_journals_are_reported(tmp_path: Path) -> None:
     journal = str(tmp_path / "runs.db")
     run_id, request_id = await _paused_run(journal)
-    code, _, err = await _run(
+    code, _, err = await run_cli(
         "approve", run_id, request_id, "--deny", "too late", "--journal", journal
     )
     assert code == 0, err
@@ -137,7 +129,7 @@ async def test_deny_and_missing_journals_are_reported(tmp_path: Path) -> None:
         await opened.close()
     (decided,) = [r for r in records if isinstance(r, ApprovalDecided)]
     assert decided.decision == Deny(reason="too late")
-    code, _, err = await _run("approvals", "--journal", str(tmp_path / "none.db"))
+    code, _, err = await run_cli("approvals", "--journal", str(tmp_path / "none.db"))
     assert code == 2
     assert "no journal at" in err
 
@@ -145,10 +137,14 @@ async def test_deny_and_missing_journals_are_reported(tmp_path: Path) -> None:
 async def test_run_approve_resume_issues_the_refund_once(tmp_path: Path) -> None:
     journal = str(tmp_path / "runs.db")
     run_id, request_id = await _paused_run(journal)
-    code, out, err = await _run("approve", run_id, request_id, "--by", "ana", "--journal", journal)
+    code, out, err = await run_cli(
+        "approve", run_id, request_id, "--by", "ana", "--journal", journal
+    )
     assert code == 0, err
     assert f"continue with: regiment resume {run_id}\n" in out
-    code, out, err = await _run("resume", TEAM, run_id, "--model", "scripted", "--journal", journal)
+    code, out, err = await run_cli(
+        "resume", TEAM, run_id, "--model", "scripted", "--journal", journal
+    )
     assert code == 0, err
     assert "on the way" in out  # the e-mail after the refund
     opened = await open_journal(journal)
@@ -171,7 +167,7 @@ async def test_run_approve_resume_issues_the_refund_once(tmp_path: Path) -> None
 async def test_the_paused_call_is_told_as_awaiting_approval_in_events(tmp_path: Path) -> None:
     journal = str(tmp_path / "runs.db")
     argv = ("run", TEAM, GOAL, "--model", "scripted", "--journal", journal, "--events", "jsonl")
-    code, out, err = await _run(*argv)
+    code, out, err = await run_cli(*argv)
     assert code == 3, err
     finished = [
         event

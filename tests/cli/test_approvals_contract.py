@@ -8,7 +8,6 @@ module's error names ``--app-dir``.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import sys
@@ -17,9 +16,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from regiment.cli import run_async
 from regiment.config import load_team
 from regiment.journal import ApprovalDecided, open_journal
+
+from .helpers import run_cli
 
 pytestmark = pytest.mark.anyio
 
@@ -28,19 +28,8 @@ TEAM = str(REPO / "examples" / "refund" / "team_approval.toml")
 GOAL = "For order 77120 check refund eligibility, issue the refund if eligible, then email the customer."
 
 
-@pytest.fixture(autouse=True)
-def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds --app-dir to it
-
-
-async def _run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = await run_async(list(argv), stdout=out, stderr=err, environ={})
-    return code, out.getvalue(), err.getvalue()
-
-
 async def _pending(journal: str, run_id: str) -> list[dict[str, object]]:
-    code, out, err = await _run("approvals", run_id, "--json", "--journal", journal)
+    code, out, err = await run_cli("approvals", run_id, "--json", "--journal", journal)
     assert code == 0, err
     return [json.loads(line) for line in out.splitlines()]
 
@@ -57,13 +46,13 @@ async def _decisions(journal: str, run_id: str) -> list[ApprovalDecided]:
 
 async def test_an_edit_is_checked_against_the_file_the_run_recorded(tmp_path: Path) -> None:
     journal = str(tmp_path / "runs.db")
-    code, _, err = await _run("run", TEAM, GOAL, "--model", "scripted", "--journal", journal)
+    code, _, err = await run_cli("run", TEAM, GOAL, "--model", "scripted", "--journal", journal)
     assert code == 3, err
     run_id = err.splitlines()[-1].rsplit(" ", 1)[1]
     (row,) = await _pending(journal, run_id)
     request_id = str(row["request_id"])
     # No --team: the team file `regiment run` recorded gives the tool's schema.
-    code, _, err = await _run(
+    code, _, err = await run_cli(
         "approve", run_id, request_id, "--edit", '{"order_id": 77120}', "--journal", journal
     )
     assert code == 2
@@ -79,16 +68,18 @@ async def test_an_edit_on_a_run_without_a_team_file_needs_team(tmp_path: Path) -
         result = await running.run(GOAL)  # from code: no team file on record
     (request,) = result.pending_approvals
     edit = ("--edit", '{"order_id": 77120}', "--journal", journal)
-    code, _, err = await _run("approve", result.run_id, request.request_id, *edit)
+    code, _, err = await run_cli("approve", result.run_id, request.request_id, *edit)
     assert code == 2
     assert "has no team file on record to check the edited arguments against" in err
     assert "pass --team TEAM_FILE" in err
     assert await _decisions(journal, result.run_id) == []  # nothing unchecked was recorded
-    code, _, err = await _run("approve", result.run_id, request.request_id, *edit, "--team", TEAM)
+    code, _, err = await run_cli(
+        "approve", result.run_id, request.request_id, *edit, "--team", TEAM
+    )
     assert code == 2
     assert "do not validate" in err
     good = ("--edit", '{"order_id": "77120"}', "--team", TEAM, "--journal", journal)
-    code, out, err = await _run("approve", result.run_id, request.request_id, *good)
+    code, out, err = await run_cli("approve", result.run_id, request.request_id, *good)
     assert code == 0, err
     assert f"continue with: regiment resume TEAM_FILE {result.run_id}" in out
     (decided,) = await _decisions(journal, result.run_id)
@@ -96,7 +87,7 @@ async def test_an_edit_on_a_run_without_a_team_file_needs_team(tmp_path: Path) -
 
 
 async def test_a_run_paused_without_a_journal_says_it_cannot_go_on() -> None:
-    code, out, err = await _run("run", TEAM, GOAL, "--model", "scripted", "--no-journal")
+    code, out, err = await run_cli("run", TEAM, GOAL, "--model", "scripted", "--no-journal")
     assert code == 3, err
     assert out == ""
     (line,) = [x for x in err.splitlines() if x.startswith("paused:")]
@@ -106,13 +97,13 @@ async def test_a_run_paused_without_a_journal_says_it_cannot_go_on() -> None:
 
 async def test_a_denial_shows_as_no(tmp_path: Path) -> None:
     journal = str(tmp_path / "runs.db")
-    code, _, err = await _run("run", TEAM, GOAL, "--model", "scripted", "--journal", journal)
+    code, _, err = await run_cli("run", TEAM, GOAL, "--model", "scripted", "--journal", journal)
     run_id = err.splitlines()[-1].rsplit(" ", 1)[1]
     (row,) = await _pending(journal, run_id)
     deny = ("--deny", "over the limit", "--by", "bo", "--journal", journal)
-    code, _, err = await _run("approve", run_id, str(row["request_id"]), *deny)
+    code, _, err = await run_cli("approve", run_id, str(row["request_id"]), *deny)
     assert code == 0, err
-    code, out, err = await _run("resume", run_id, "--model", "scripted", "--journal", journal)
+    code, out, err = await run_cli("resume", run_id, "--model", "scripted", "--journal", journal)
     assert code == 0, err
     assert f"  no issue_refund [{row['request_id']}]: deny by bo" in err
     assert "denied: over the limit" in out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import sys
 import threading
 from pathlib import Path
 
@@ -25,11 +24,6 @@ REPO = Path(__file__).resolve().parents[2]
 TEAM = str(REPO / "examples" / "refund" / "team_approval.toml")
 GOAL = "For order 77120 check refund eligibility, issue the refund if eligible, then email the customer."
 PROMPT = "approve? [y]es / [n]o / [e]dit JSON: "
-
-
-@pytest.fixture(autouse=True)
-def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds --app-dir to it
 
 
 async def _ask_run(typed: bytes, journal: str) -> tuple[int, str, str]:

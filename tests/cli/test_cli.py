@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import sys
@@ -10,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from regiment.cli import main, run_async
+from regiment.cli import main
 
-from .helpers import write_team
+from .helpers import run_cli, write_team
 
 pytestmark = pytest.mark.anyio
 
@@ -21,19 +20,8 @@ REFUND = str(REPO / "examples" / "refund" / "team.toml")
 GOAL = "For order 88213 check refund eligibility, issue the refund if eligible, then email the customer."
 
 
-@pytest.fixture(autouse=True)
-def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds --app-dir to it
-
-
-async def _run(*argv: str, environ: dict[str, str] | None = None) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = await run_async(list(argv), stdout=out, stderr=err, environ=environ or {})
-    return code, out.getvalue(), err.getvalue()
-
-
 async def test_run_prints_the_answer_and_falls_back_to_the_brain_without_a_key() -> None:
-    code, out, err = await _run("run", REFUND, GOAL)
+    code, out, err = await run_cli("run", REFUND, GOAL)
     assert code == 0, err
     assert out.startswith("Summary of what was done:")
     assert "could not be made" in out or "flagged" in out
@@ -48,13 +36,13 @@ async def test_run_prints_the_answer_and_falls_back_to_the_brain_without_a_key()
 
 
 async def test_model_option_wins_over_the_fallback() -> None:
-    code, _, err = await _run("run", REFUND, GOAL, "--model", "scripted")
+    code, _, err = await run_cli("run", REFUND, GOAL, "--model", "scripted")
     assert code == 0, err
     assert "ANTHROPIC_API_KEY" not in err
 
 
 async def test_events_jsonl_on_stdout_is_one_json_object_per_line() -> None:
-    code, out, err = await _run("run", REFUND, GOAL, "--events", "jsonl")
+    code, out, err = await run_cli("run", REFUND, GOAL, "--events", "jsonl")
     assert code == 0, err
     events = [json.loads(line) for line in out.splitlines()]  # nothing else on stdout
     kinds = [e["type"] for e in events]
@@ -68,7 +56,7 @@ async def test_events_jsonl_on_stdout_is_one_json_object_per_line() -> None:
 
 async def test_events_file_leaves_stdout_to_the_answer(tmp_path: Path) -> None:
     target = tmp_path / "events.jsonl"
-    code, out, err = await _run(
+    code, out, err = await run_cli(
         "run", REFUND, GOAL, "--events", "jsonl", "--events-file", str(target)
     )
     assert code == 0, err
@@ -78,7 +66,7 @@ async def test_events_file_leaves_stdout_to_the_answer(tmp_path: Path) -> None:
 
 
 async def test_trace_console_prints_the_span_tree() -> None:
-    code, _, err = await _run("run", REFUND, GOAL, "--trace", "console")
+    code, _, err = await run_cli("run", REFUND, GOAL, "--trace", "console")
     assert code == 0, err
     tree = err[err.index("\ntrace ") :]
     assert "invoke_agent refunds" in tree
@@ -88,7 +76,7 @@ async def test_trace_console_prints_the_span_tree() -> None:
 
 async def test_a_run_that_fails_exits_1_with_the_reason(tmp_path: Path) -> None:
     team = write_team(tmp_path, "garbage")
-    code, out, err = await _run("run", str(team), "do it", "--app-dir", str(tmp_path))
+    code, out, err = await run_cli("run", str(team), "do it", "--app-dir", str(tmp_path))
     assert code == 1
     assert out == ""
     assert "regiment: run failed: PlanError" in err
@@ -108,7 +96,7 @@ async def test_a_run_that_fails_exits_1_with_the_reason(tmp_path: Path) -> None:
     ],
 )
 async def test_usage_and_config_errors_exit_2(argv: list[str], message: str) -> None:
-    code, _out, err = await _run(*argv)
+    code, _out, err = await run_cli(*argv)
     assert code == 2
     assert message in err
     assert "Traceback" not in err
@@ -124,7 +112,7 @@ async def test_claude_without_a_key_or_brain_is_a_config_error(
         '[[workers]]\nname = "w"\ndescription = "d"\n',
         encoding="utf-8",
     )
-    code, _, err = await _run("run", str(team), "goal")
+    code, _, err = await run_cli("run", str(team), "goal")
     assert code == 2
     assert "claude.toml: model: no Anthropic credentials" in err  # the key the file writes
     assert "ANTHROPIC_API_KEY" in err

@@ -4,37 +4,22 @@ and ``show``."""
 
 from __future__ import annotations
 
-import io
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-from regiment.cli import run_async
-
-from .helpers import write_team
+from .helpers import run_cli, write_team
 
 pytestmark = pytest.mark.anyio
 
 REASON = "StepFailed: step s1 (break) ended failed: ModelAPIError: upstream broke; no replans left"
 
 
-@pytest.fixture(autouse=True)
-def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds --app-dir to it
-
-
-async def _run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = await run_async(list(argv), stdout=out, stderr=err, environ={})
-    return code, out.getvalue(), err.getvalue()
-
-
 async def _failed_run(tmp_path: Path, *options: str) -> tuple[int, str, str]:
     team = write_team(tmp_path, "breaks", replans=0)
     journal = str(tmp_path / "runs.db")
-    return await _run(
+    return await run_cli(
         "run", str(team), "Break", "--app-dir", str(tmp_path), "--journal", journal, *options
     )
 
@@ -70,7 +55,7 @@ async def test_show_gives_a_failed_runs_step_errors_and_usage(tmp_path: Path) ->
     assert code == 1
     run_id = json.loads(out.splitlines()[0])["run_id"]
     journal = str(tmp_path / "runs.db")
-    code, shown, err = await _run("show", run_id, "--journal", journal, "--json")
+    code, shown, err = await run_cli("show", run_id, "--journal", journal, "--json")
     assert code == 0, err
     body = json.loads(shown)
     steps = {s["step_id"]: (s["status"], s["error"]) for s in body["steps"]}
@@ -79,6 +64,6 @@ async def test_show_gives_a_failed_runs_step_errors_and_usage(tmp_path: Path) ->
         "s2": ("cancelled", "cancelled by the planner"),
     }
     assert body["usage"]["input_tokens"] > 0
-    code, text, _ = await _run("show", run_id, "--journal", journal)
+    code, text, _ = await run_cli("show", run_id, "--journal", journal)
     assert "  v1 s1 [failed] ModelAPIError: upstream broke" in text.splitlines()
     assert "answer:" not in text  # a failed run has none; its error says why

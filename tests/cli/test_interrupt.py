@@ -32,11 +32,6 @@ def _read_until(child: subprocess.Popen[str], text: str, seen: list[str]) -> Non
         seen.append(line)
 
 
-@pytest.fixture(autouse=True)
-def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "path", list(sys.path))
-
-
 async def test_interrupt_cancels_the_run_and_reports_progress(tmp_path: Path) -> None:
     team = write_team(tmp_path, "stuck")
     stop = anyio.Event()

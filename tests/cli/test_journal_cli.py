@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 from pathlib import Path
 
 import msgspec
@@ -30,11 +29,6 @@ pytestmark = pytest.mark.anyio
 REPO = Path(__file__).resolve().parents[2]
 REFUND = str(REPO / "examples" / "refund" / "team.toml")
 GOAL = "For order 88213 check refund eligibility, issue the refund if eligible, then email the customer."
-
-
-@pytest.fixture(autouse=True)
-def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "path", list(sys.path))
 
 
 async def _cli(*argv: str, environ: dict[str, str] | None = None) -> tuple[int, str, str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -38,11 +37,6 @@ model = "openai:gpt-4.1"
 name = "checker"
 description = "checks"
 """
-
-
-@pytest.fixture(autouse=True)
-def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds --app-dir to it
 
 
 def test_roles_may_mix_providers(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import socket
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,11 +17,6 @@ pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
 REFUND = str(ROOT / "examples" / "refund" / "team.toml")
-
-
-@pytest.fixture(autouse=True)
-def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds --app-dir to it
 
 
 @pytest.mark.parametrize(

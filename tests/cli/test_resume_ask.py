@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,11 +17,6 @@ from .helpers import terminal
 from .test_approve_ask import GOAL, PROMPT, TEAM
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(autouse=True)
-def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds --app-dir to it
 
 
 async def _command(argv: list[str], typed: bytes | None = None) -> tuple[int, str, str]:

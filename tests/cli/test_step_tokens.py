@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,11 +22,6 @@ from regiment.models import ScriptedModel
 pytestmark = pytest.mark.anyio
 
 REFUND = str(Path(__file__).resolve().parents[2] / "examples" / "refund" / "team.toml")
-
-
-@pytest.fixture(autouse=True)
-def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds --app-dir to it
 
 
 async def _step_lines(monkeypatch: pytest.MonkeyPatch, sdk_disabled: str) -> list[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import sys
 import uuid
 from pathlib import Path
 
@@ -48,11 +47,6 @@ FAILED = ToolFailed(
     error_type="ZeroDivisionError",
     message="ZeroDivisionError: division by zero",
 )
-
-
-@pytest.fixture(autouse=True)
-def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "path", list(sys.path))
 
 
 def _team(directory: Path) -> Path:

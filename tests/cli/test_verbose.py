@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import logging
 import re
-import sys
 import uuid
 from pathlib import Path
 
@@ -17,11 +16,6 @@ from regiment.cli import run_async
 from .helpers import write_team
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(autouse=True)
-def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds --app-dir to it
 
 
 async def _run(*argv: str) -> tuple[int, str]:
