@@ -131,6 +131,7 @@ __all__ = (
     "ToolCallStarted",
     "heartbeat",
     "open_journal",
+    "process_owner",
 )
 
 # Each name loads with its module on first use (issue #22): a run without a journal
@@ -142,6 +143,7 @@ _LAZY_NAMES = LazyNames(
         "regiment.journal._postgres": ("PostgresJournal",),
         "regiment.journal._sqlite": ("SqliteJournal",),
         "regiment.journal._heartbeat": ("heartbeat",),
+        "regiment.journal._owners": ("process_owner",),
         "regiment.journal._memory": ("MemoryJournal",),
         "regiment.journal._open": (
             "JournalSpec",
@@ -182,6 +184,7 @@ if TYPE_CHECKING:
     from regiment.journal._heartbeat import heartbeat
     from regiment.journal._memory import MemoryJournal
     from regiment.journal._open import JournalSpec, open_journal
+    from regiment.journal._owners import process_owner
     from regiment.journal._postgres import PostgresJournal
     from regiment.journal._protocol import Journal
     from regiment.journal._records import (

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import NamedTuple, Protocol, cast
 
 from regiment.errors import JournalError, LeaseHeld, LeaseLost, UnknownRun
+from regiment.journal._owners import owner_gone
 from regiment.journal._views import Lease, RunInfo, RunStatus
 
 __all__ = (
@@ -186,7 +187,9 @@ def check_acquire(
 
     Raises:
         JournalError: no such run, or it has finished.
-        LeaseHeld: another owner's lease has not expired.
+        LeaseHeld: another owner's lease has not expired and that owner may still run
+            (an owner on this machine whose process is gone, see ``owner_gone``, has
+            no lease to wait out).
     """
     if state is None:
         raise UnknownRun(f"journal {where} has no run {run_id!r}; `regiment runs` lists them")
@@ -195,7 +198,7 @@ def check_acquire(
             f"run {run_id!r} in journal {where} has already finished ({state.final_status}); "
             "there is nothing to resume"
         )
-    if state.owner is not None and state.expires_at > now:
+    if state.owner is not None and state.expires_at > now and not owner_gone(state.owner):
         left = state.expires_at - now
         raise LeaseHeld(
             f"run {run_id!r} is owned by {state.owner!r}, whose lease is alive for another "
