@@ -54,7 +54,9 @@ Ownership
     :class:`Lease` (owner, fencing token, expiry); ``renew`` is the heartbeat
     (:func:`heartbeat` runs it in a task beside the work), ``release`` lets go. ``acquire`` raises :class:`LeaseHeld` while another
     owner's lease is alive and takes the run over once it has expired, with the
-    token incremented. Every write carries the lease, and the store checks token,
+    token incremented; a lease whose owner is a process of this machine that is gone
+    (owners are named by :func:`process_owner`: host, pid, and the process's boot,
+    pid namespace and start time) counts as expired at once. Every write carries the lease, and the store checks token,
     owner and the next sequence number inside the write transaction (SQLite:
     ``BEGIN IMMEDIATE`` holds the file's write lock; PostgreSQL: ``SELECT ... FOR
     UPDATE`` locks the run rows, in run id order); a zombie's write raises
