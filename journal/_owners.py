@@ -22,7 +22,7 @@ import os
 import socket
 from pathlib import Path
 
-__all__ = ("owner_gone", "process_owner")
+__all__ = ("local_owner", "process_owner")
 
 _log = logging.getLogger("regiment.journal")
 _PROC = Path("/proc")
@@ -72,16 +72,17 @@ def _own_stamp(pid: int) -> str | None:
     return None if machine is None or process is None else f"{machine}.{process[0]}"
 
 
-def owner_gone(owner: str) -> bool:
-    """Whether ``owner`` (as :func:`process_owner` named it) is a process of this machine
-    and pid namespace that no longer runs. ``False`` whenever that cannot be proved."""
+def local_owner(owner: str) -> tuple[int, bool] | None:
+    """``(pid, gone)`` when ``owner`` (as :func:`process_owner` named it) is a process of
+    this machine and pid namespace, ``gone`` if it no longer runs; ``None`` when that
+    cannot be told (another host, boot or pid namespace, or an owner without a stamp)."""
     parts = owner.rsplit(":", 2)
     if len(parts) != 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
-        return False  # another host, or an owner without a stamp
+        return None
     host, pid, stamp = parts
     machine, _, start = stamp.rpartition(".")
     if not machine or machine != _machine():
-        return False  # another boot or pid namespace: its pids are not ours to look up
+        return None  # its pids are not ours to look up
     now = _start_and_state(int(pid))
     gone = now is None or now[1] in ("Z", "X") or now[0] != start
     if gone:
@@ -91,4 +92,4 @@ def owner_gone(owner: str) -> bool:
             pid,
             host,
         )
-    return gone
+    return int(pid), gone

@@ -51,7 +51,8 @@ def _crashed(tmp_path: Path) -> tuple[Path, str]:
         (row,) = [json.loads(x) for x in listed.stdout.splitlines()]
         live = regiment_process("resume", row["run_id"], "--journal", "runs.db", cwd=tmp_path)
         assert (live.returncode, row["status"]) == (2, "running"), live.stderr
-        assert "whose lease is alive" in live.stderr
+        assert f"owned by process {child.pid} on this machine" in live.stderr
+        assert "which still runs: wait for it to finish, or stop it" in live.stderr
         child.kill()
         child.stderr.read()
     assert child.returncode == -9

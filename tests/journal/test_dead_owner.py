@@ -20,7 +20,7 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from regiment.errors import LeaseHeld
-from regiment.journal import RunCreated, open_journal
+from regiment.journal import RunCreated, open_journal, process_owner
 
 from .durable_team import Ledger, make_team
 from .test_crash_resume import stopped_child, where
@@ -40,7 +40,8 @@ async def test_a_live_owner_is_refused_and_a_killed_one_resumes_at_once(
     try:
         async with make_team().start(journal=journal) as running:
             async with stopped_child(where, folder, "tool:s1") as (run_id, process):
-                with pytest.raises(LeaseHeld, match="whose lease is alive"):
+                alive = f"owned by process {process.pid} on this machine .* which still runs"
+                with pytest.raises(LeaseHeld, match=alive):
                     await running.resume(run_id, deps=Ledger(folder))
                 process.kill()
                 await process.wait()
@@ -79,6 +80,9 @@ async def test_a_reused_pid_is_told_from_its_owner_and_old_owners_wait(tmp_path:
             with pytest.raises(LeaseHeld, match="whose lease is alive"):
                 await journal.acquire("old", owner="me", ttl=60)  # no start: not provable
             assert (await journal.acquire("live", owner="me", ttl=60)).token == 2
+            await journal.create_run(_created("here"), owner=process_owner(), ttl=600)
+            with pytest.raises(LeaseHeld, match="'here' is running in this process already"):
+                await journal.acquire("here", owner="me", ttl=60)
             await journal.create_run(_created("elsewhere"), owner=f"x{owner}", ttl=600)
             with pytest.raises(LeaseHeld):
                 await journal.acquire("elsewhere", owner="me", ttl=60)  # another host

@@ -34,7 +34,7 @@ async def test_a_served_run_is_leased_for_lease_ttl(tmp_path: Path) -> None:
     async with served(flags, team=str(team)) as c:
         started = await c.post("/runs", json={"goal": "wait"})
         run_id = started.json()["run_id"]
-        journal = await open_journal(db)  # another service on the same journal
+        journal = await open_journal(db)  # as another service on this journal would
         try:
             with pytest.raises(LeaseHeld) as held:
                 await journal.acquire(run_id, owner="elsewhere:1", ttl=30)
