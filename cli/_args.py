@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Sequence
 
 from regiment.cli._approvals import add_approval_commands
@@ -151,6 +152,14 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     )
     serve.add_argument("--token", metavar="T", help="bearer token (default: $REGIMENT_TOKEN)")
     serve.add_argument(
+        "--lease-ttl",
+        metavar="S",
+        type=_lease_ttl,
+        help="seconds a journaled run stays this service's without a heartbeat (default 30; "
+        "needs --journal): how long another service waits before it takes the runs of one "
+        "that died on another machine over",
+    )
+    serve.add_argument(
         "--keep-runs",
         metavar="N",
         type=int,
@@ -186,3 +195,18 @@ def _port(text: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{port} is not a port: use 0 to 65535")
     return port
+
+
+def _lease_ttl(text: str) -> float:
+    """Seconds, at least 1: a shorter lease lapses in an ordinary slow commit, and another
+    service sharing the journal would take this one's live runs over."""
+    try:
+        ttl = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(ttl) or ttl < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text} s is too short: give at least 1 (a shorter lease lapses in an ordinary "
+            "slow commit, and another service would take this one's live runs over)"
+        )
+    return ttl

@@ -138,7 +138,9 @@ class Supervisor(Actor[Never, None]):
 
     async def on_child_failed(self, failure: ChildFailed) -> None:
         channel = self._channels.get(failure.child.name)
-        if channel is not None and not channel.done:
+        if channel is None:
+            return
+        if not channel.done:
             error = RunError(
                 f"the run's planner crashed: {type(failure.error).__name__}: {failure.error}"
             )
@@ -147,6 +149,7 @@ class Supervisor(Actor[Never, None]):
             channel.close(
                 RunFailed(run_id=failure.child.name, error_type="RunError", message=str(error))
             )
+        channel.deliver_last()  # the planner is gone: nothing will flush its end first
 
 
 def capped(budget: Budget, allowance: StepAllowance | None) -> Budget:

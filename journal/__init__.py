@@ -54,7 +54,9 @@ Ownership
     :class:`Lease` (owner, fencing token, expiry); ``renew`` is the heartbeat
     (:func:`heartbeat` runs it in a task beside the work), ``release`` lets go. ``acquire`` raises :class:`LeaseHeld` while another
     owner's lease is alive and takes the run over once it has expired, with the
-    token incremented. Every write carries the lease, and the store checks token,
+    token incremented; a lease whose owner is a process of this machine that is gone
+    (owners are named by :func:`process_owner`: host, pid, and the process's boot,
+    pid namespace and start time) counts as expired at once. Every write carries the lease, and the store checks token,
     owner and the next sequence number inside the write transaction (SQLite:
     ``BEGIN IMMEDIATE`` holds the file's write lock; PostgreSQL: ``SELECT ... FOR
     UPDATE`` locks the run rows, in run id order); a zombie's write raises
@@ -131,6 +133,7 @@ __all__ = (
     "ToolCallStarted",
     "heartbeat",
     "open_journal",
+    "process_owner",
 )
 
 # Each name loads with its module on first use (issue #22): a run without a journal
@@ -142,6 +145,7 @@ _LAZY_NAMES = LazyNames(
         "regiment.journal._postgres": ("PostgresJournal",),
         "regiment.journal._sqlite": ("SqliteJournal",),
         "regiment.journal._heartbeat": ("heartbeat",),
+        "regiment.journal._owners": ("process_owner",),
         "regiment.journal._memory": ("MemoryJournal",),
         "regiment.journal._open": (
             "JournalSpec",
@@ -182,6 +186,7 @@ if TYPE_CHECKING:
     from regiment.journal._heartbeat import heartbeat
     from regiment.journal._memory import MemoryJournal
     from regiment.journal._open import JournalSpec, open_journal
+    from regiment.journal._owners import process_owner
     from regiment.journal._postgres import PostgresJournal
     from regiment.journal._protocol import Journal
     from regiment.journal._records import (

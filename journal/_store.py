@@ -8,11 +8,13 @@ decoding, so every backend has the same semantics by construction.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import NamedTuple, Protocol, cast
 
 from regiment.errors import JournalError, LeaseHeld, LeaseLost, UnknownRun
+from regiment.journal._owners import local_owner
 from regiment.journal._views import Lease, RunInfo, RunStatus
 
 __all__ = (
@@ -186,7 +188,9 @@ def check_acquire(
 
     Raises:
         JournalError: no such run, or it has finished.
-        LeaseHeld: another owner's lease has not expired.
+        LeaseHeld: another owner's lease has not expired and that owner may still run
+            (an owner on this machine whose process is gone, see ``local_owner``, has
+            no lease to wait out).
     """
     if state is None:
         raise UnknownRun(f"journal {where} has no run {run_id!r}; `regiment runs` lists them")
@@ -195,12 +199,27 @@ def check_acquire(
             f"run {run_id!r} in journal {where} has already finished ({state.final_status}); "
             "there is nothing to resume"
         )
-    if state.owner is not None and state.expires_at > now:
-        left = state.expires_at - now
+    if state.owner is None or state.expires_at <= now:
+        return
+    local = local_owner(state.owner)
+    left = state.expires_at - now
+    if local is None:
         raise LeaseHeld(
             f"run {run_id!r} is owned by {state.owner!r}, whose lease is alive for another "
             f"{left:.1f} s: if that process still runs, wait for it to finish or stop it; if "
             f"it died, its lease lapses by itself, so retry in {left:.0f} s"
+        )
+    pid, gone = local
+    if pid == os.getpid():
+        raise LeaseHeld(
+            f"run {run_id!r} is running in this process already ({state.owner!r}, its "
+            f"lease alive for another {left:.1f} s): wait for that run to end"
+        )
+    if not gone:
+        raise LeaseHeld(
+            f"run {run_id!r} is owned by process {pid} on this machine ({state.owner!r}), "
+            "which still runs: wait for it to finish, or stop it; once it has stopped, the "
+            "run can be resumed at once"
         )
 
 

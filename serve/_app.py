@@ -33,7 +33,7 @@ from ._http import (
 )
 from ._journaled import journaled_record, journaled_runs, replay
 from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
-from ._runs import Runs, open_runs
+from ._runs import Runs, check_lease_ttl, open_runs
 from ._views import approval_view, run_summary, run_view
 
 __all__ = ("LIST_LIMIT", "create_app")
@@ -110,6 +110,7 @@ def create_app(
     token: str | None = None,
     keepalive: float = 15.0,
     store: RunStore | None = None,
+    lease_ttl: float | None = None,
 ) -> Starlette:
     """The team as a Starlette app to serve or mount under any prefix.
 
@@ -128,17 +129,23 @@ def create_app(
         store: where runs are recorded (default: this process's memory,
             ``MemoryRunStore()``, which keeps every live run and the latest 1,000
             ended ones; ``MemoryRunStore(keep=n)`` keeps ``n``).
+        lease_ttl: seconds a journaled run stays this app's without a heartbeat
+            (``Team.start(lease_ttl=...)``, 30 by default); only for a ``Team``.
 
     Raises:
-        ConfigError: the token is empty.
+        ConfigError: the token is empty; ``lease_ttl`` is not > 0 or has a ``RunningTeam``.
     """
     if token is not None and not token.strip():
         raise ConfigError("the token is empty; pass a secret, or None for no auth")
+    check_lease_ttl(team, lease_ttl)
     service = _Service(store or MemoryRunStore(), token, keepalive)
 
     @asynccontextmanager
     async def lifespan(_app: object) -> AsyncIterator[None]:
-        async with _journal(journal) as opened, open_runs(team, service.store, opened) as runs:
+        async with (
+            _journal(journal) as opened,
+            open_runs(team, service.store, opened, lease_ttl) as runs,
+        ):
             service.runs, service.journal = runs, opened
             try:
                 yield

@@ -8,6 +8,7 @@ client that left) stops exactly that run, and the app's shutdown stops them all.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import final
@@ -16,7 +17,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from regiment._json import JsonValue
-from regiment.errors import LeaseHeld, RegimentError
+from regiment.errors import ConfigError, LeaseHeld, RegimentError
 from regiment.hierarchy import (
     Event,
     JournaledEvents,
@@ -240,19 +241,48 @@ _LIVE = (TextDelta, ToolCallStarted, ToolCallFinished)
 
 @asynccontextmanager
 async def open_runs(
-    team: Team | RunningTeam, store: RunStore, journal: Journal | None = None
+    team: Team | RunningTeam,
+    store: RunStore,
+    journal: Journal | None = None,
+    lease_ttl: float | None = None,
 ) -> AsyncIterator[Runs]:
-    """Start the team (unless already started; with ``journal``, journaling its runs)
-    and own the runs' task group."""
-    async with _started(team, journal) as running, anyio.create_task_group() as tg:
+    """Start the team (unless already started; with ``journal``, journaling its runs, each
+    leased for ``lease_ttl`` s if given) and own the runs' task group."""
+    async with _started(team, journal, lease_ttl) as running, anyio.create_task_group() as tg:
         yield Runs(running, store, tg)
         tg.cancel_scope.cancel()  # shutdown: live runs end cancelled
 
 
+def check_lease_ttl(team: Team | RunningTeam, lease_ttl: float | None) -> None:
+    """Refuse a ``lease_ttl`` the app cannot use, before anything starts.
+
+    Raises:
+        ConfigError: a started team (it keeps the lease it was started with), or not a
+            finite number of seconds > 0.
+    """
+    if lease_ttl is None:
+        return
+    if isinstance(team, RunningTeam):
+        raise ConfigError(
+            "lease_ttl is for a Team the app starts; a RunningTeam keeps the one it was "
+            "started with: start it with Team.start(journal=..., lease_ttl=...)"
+        )
+    number = isinstance(lease_ttl, int | float) and not isinstance(lease_ttl, bool)
+    if not number or not math.isfinite(lease_ttl) or lease_ttl <= 0:
+        raise ConfigError(f"lease_ttl must be a finite number of seconds > 0; got {lease_ttl!r}")
+
+
 @asynccontextmanager
-async def _started(team: Team | RunningTeam, journal: Journal | None) -> AsyncIterator[RunningTeam]:
+async def _started(
+    team: Team | RunningTeam, journal: Journal | None, lease_ttl: float | None
+) -> AsyncIterator[RunningTeam]:
     if isinstance(team, RunningTeam):
         yield team
         return
-    async with team.start(journal=journal) as running:
+    start = (
+        team.start(journal=journal)
+        if lease_ttl is None
+        else team.start(journal=journal, lease_ttl=lease_ttl)
+    )
+    async with start as running:
         yield running

@@ -17,7 +17,7 @@ from regiment.hierarchy import Team
 from regiment.journal import open_journal
 
 from ._app import create_app
-from ._registry import KEEP_ENDED, MemoryRunStore
+from ._registry import KEEP_ENDED, MemoryRunStore, RunStore
 
 if TYPE_CHECKING:
     import uvicorn
@@ -46,6 +46,7 @@ class ServeOptions(Protocol):
     token: str | None
     journal: str | None
     keep_runs: int | None
+    lease_ttl: float | None
     verbose: int
 
 
@@ -60,23 +61,21 @@ async def serve_command(
     """Serve ``team`` until interrupted (or ``stop`` is set); returns the exit code.
 
     Raises:
-        ConfigError: a public host without a token; ``--keep-runs`` below 1; the
-            server could not start (its address taken, say: uvicorn logs why).
+        ConfigError: a public host without a token; ``--keep-runs`` below 1;
+            ``--lease-ttl`` without ``--journal``; the server could not start (its
+            address taken, say: uvicorn logs why).
         JournalError: the journal cannot be opened (before anything is served).
     """
     import uvicorn  # the serve extra, checked on importing regiment.serve
 
-    if options.token is not None and not options.token.strip():  # given, but blank
-        raise ConfigError("--token is empty; give a secret, or leave it out to serve without one")
-    token = options.token or environ.get("REGIMENT_TOKEN") or None  # an empty variable: unset
-    check_bind(options.host, token)
-    keep = KEEP_ENDED if options.keep_runs is None else options.keep_runs
-    store = MemoryRunStore(keep=keep)  # ConfigError below 1
+    token, store = _checked(options, environ)
     # Opened here, not in the app's lifespan: a journal that cannot open is one
     # line and exit 2, as for `regiment run`, not a lifespan traceback.
     journal = None if options.journal is None else await open_journal(options.journal)
     try:
-        app = create_app(team, journal=journal, token=token, store=store)
+        app = create_app(
+            team, journal=journal, token=token, store=store, lease_ttl=options.lease_ttl
+        )
         config = uvicorn.Config(
             app, host=options.host, port=options.port, log_config=None, lifespan="on"
         )
@@ -109,6 +108,21 @@ async def serve_command(
             "what holds it"
         )
     return 0
+
+
+def _checked(options: ServeOptions, environ: Mapping[str, str]) -> tuple[str | None, RunStore]:
+    """The token and the run store the options give, once they check out (``ConfigError``)."""
+    if options.token is not None and not options.token.strip():  # given, but blank
+        raise ConfigError("--token is empty; give a secret, or leave it out to serve without one")
+    token = options.token or environ.get("REGIMENT_TOKEN") or None  # an empty variable: unset
+    check_bind(options.host, token)
+    if options.lease_ttl is not None and options.journal is None:
+        raise ConfigError(
+            "--lease-ttl is how long a journaled run stays this service's; it needs "
+            "--journal (an SQLite file or a postgresql:// URL)"
+        )
+    keep = KEEP_ENDED if options.keep_runs is None else options.keep_runs
+    return token, MemoryRunStore(keep=keep)  # ConfigError below 1
 
 
 def _stopping_server(config: uvicorn.Config, stop_runs: Callable[[], int]) -> uvicorn.Server:

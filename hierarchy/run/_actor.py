@@ -137,7 +137,10 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
             case _:
                 assert_never(message)
         if self._journal is not UNJOURNALED:
-            await self._journal.flush()  # JournalError fails the run
+            try:
+                await self._journal.flush()  # JournalError fails the run
+            finally:  # the end, once durable (or not to be: its reader learns at close)
+                self._book.channel.deliver_last()
 
     def _handle_now(self, message: PlannerMessage) -> bool:
         # Only the start of a run without a journal needs no await (no flush after it).
@@ -151,6 +154,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
         if not self._book.channel.done:  # the team is stopping under a live run
             error = "the run's planner stopped before the run finished (the team stopped)"
             self._record(RunAborted(RunCancelled(error)))  # the run's journal.close() writes it
+        self._book.channel.deliver_last()  # not flushed here: journal.close() writes it
 
     def _start(self) -> None:
         self._record(RunBegan())

@@ -48,6 +48,7 @@ class RunChannel:
     lender: Lender | None = None
     # Then the team's supervisor runs them (in a task of its own, per burst of calls).
     supervisor: SupervisorLender | None = None
+    last: Event | None = None  # a streamed, journaled run's end until it is journaled
 
     @classmethod
     def open(
@@ -65,12 +66,31 @@ class RunChannel:
         return cls(send, streaming=streaming, lender=lender), receive
 
     def close(self, event: Event) -> None:
-        """Deliver the run's last event and close the stream."""
+        """Deliver the run's last event and close the stream.
+
+        A streamed, journaled run's last event is journaled now but held back until
+        :meth:`deliver_last` (the planner calls it once it has flushed the end
+        durably), so its reader never sees the end before the journal has it.
+        """
+        if self.streaming and self.journal is not None:
+            self.journal.event(event)
+            self.done, self.last = True, event
+            return
         self.emit(event)
         self.done = True
         self.send.close()
         if self.lender is not None:
             self.lender.wake()
+
+    def deliver_last(self) -> None:
+        """Deliver the last event :meth:`close` held back, if any, and close the stream."""
+        event, self.last = self.last, None
+        if event is not None:
+            try:  # noqa: SIM105 - as in emit()
+                self.send.send_nowait(event)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass
+            self.send.close()
 
     def live(self, event: Event) -> None:
         """Deliver a live event (a text delta, a tool call starting or ending):

@@ -9,7 +9,6 @@ A failed write raises ``JournalError`` from ``flush``: the run fails, never goes
 from __future__ import annotations
 
 import contextlib
-import os
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -64,10 +63,10 @@ __all__ = ("LEASE_TTL", "UNJOURNALED", "RunJournal", "Unjournaled", "owner_name"
 
 
 def owner_name() -> str:
-    """This process, as a lease owner: host and process id."""
-    import socket  # only journaled runs need it; not worth its import time for every run
+    """This process, as a lease owner: host, process id and when it started (``journal.process_owner``)."""
+    from regiment.journal import process_owner  # only journaled runs need it
 
-    return f"{socket.gethostname()}:{os.getpid()}"
+    return process_owner()
 
 
 class RunJournal:

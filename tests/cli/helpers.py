@@ -15,6 +15,8 @@ from typing import TextIO
 from regiment.cli import run_async
 
 BRAINS = '''
+from pathlib import Path
+
 import anyio
 from regiment.errors import ModelAPIError
 from regiment.models import ModelRequest, ModelResponse, text_response
@@ -42,12 +44,22 @@ async def stuck(request: ModelRequest) -> ModelResponse:
         return text_response('{"steps": [{"id": "s1", "description": "wait for ever"}]}')
     await anyio.sleep_forever()
     raise AssertionError("unreachable")
+
+
+async def stuck_while_told(request: ModelRequest) -> ModelResponse:
+    """As ``stuck`` while the working directory has a file named ``stuck``; else the
+    worker answers and the run ends."""
+    if request.role in ("planner", "replanner"):
+        return text_response('{"steps": [{"id": "s1", "description": "wait for ever"}]}')
+    if request.role == "worker" and Path("stuck").exists():
+        await anyio.sleep_forever()
+    return text_response("waited")
 '''
 
 
 def write_team(directory: Path, brain: str, *, replans: int = 3) -> Path:
-    """A one-worker team file whose scripted brain is ``brain`` (``garbage``, ``breaks``
-    or ``stuck``), allowing ``replans``."""
+    """A one-worker team file whose scripted brain is ``brain`` (``garbage``, ``breaks``,
+    ``stuck`` or ``stuck_while_told``), allowing ``replans``."""
     module = f"cli_brains_{uuid.uuid4().hex[:8]}"  # unique: imported modules are cached
     (directory / f"{module}.py").write_text(BRAINS, encoding="utf-8")
     team = directory / "team.toml"

@@ -15,6 +15,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -23,7 +25,6 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from regiment import ScriptedModel
-from regiment.errors import LeaseHeld
 from regiment.hierarchy.run._journaling import LEASE_TTL
 from regiment.journal import open_journal
 
@@ -69,7 +70,12 @@ def _errors_to(log: Path) -> int:
     return os.open(log, os.O_WRONLY | os.O_CREAT, 0o644)
 
 
-async def _run_and_kill(where: str, folder: Path, stop_at: str) -> str:
+@asynccontextmanager
+async def stopped_child(
+    where: str, folder: Path, stop_at: str
+) -> AsyncIterator[tuple[str, Process]]:
+    """The durable team's child process, stopped at ``stop_at`` with its run's lease held:
+    its run id and the process, which is SIGKILLed on the way out if it still runs."""
     log = _folder(folder) / "child.log"
     errors = _errors_to(log)
     try:
@@ -80,7 +86,6 @@ async def _run_and_kill(where: str, folder: Path, stop_at: str) -> str:
         )
     finally:
         os.close(errors)
-    killed = False
     try:
         assert process.stdout is not None
         out = BufferedByteReceiveStream(process.stdout)
@@ -88,18 +93,23 @@ async def _run_and_kill(where: str, folder: Path, stop_at: str) -> str:
         assert first.startswith("run "), first
         ready = await _line(out, process, log)
         assert ready == f"ready {stop_at}", ready
-        process.kill()  # SIGKILL: no cleanup, no journal close
-        killed = True
+        yield first.split()[1], process
     finally:
         # Never kill twice: a second kill() of a child that has just died lets its
         # poll reap it before asyncio's watcher thread does, which then reports 255
         # ("Unknown child process pid"), a known asyncio race on Python 3.11.
-        if not killed and process.returncode is None:
-            process.kill()
+        if process.returncode is None:
+            process.kill()  # SIGKILL: no cleanup, no journal close
         await process.wait()
         await process.aclose()
+
+
+async def _run_and_kill(where: str, folder: Path, stop_at: str) -> str:
+    async with stopped_child(where, folder, stop_at) as (run_id, process):
+        process.kill()
+        await process.wait()
     assert process.returncode == -9
-    return first.split()[1]
+    return run_id
 
 
 @pytest.mark.parametrize("stop_at", KILL_POINTS)
@@ -138,16 +148,3 @@ async def test_a_killed_run_resumes_without_repeating_side_effects(
         run_id=run_id,
         stop_at=stop_at,
     )
-
-
-async def test_a_run_whose_owner_is_alive_is_not_taken_over(tmp_path: Path) -> None:
-    where = str(tmp_path / "runs.db")
-    folder = tmp_path / "live"
-    run_id = await _run_and_kill(where, folder, "tool:s1")  # killed, but the lease lives on
-    journal = await open_journal(where)
-    try:
-        async with make_team().start(journal=journal) as running:
-            with pytest.raises(LeaseHeld, match=run_id):
-                await running.resume(run_id, deps=Ledger(folder))
-    finally:
-        await journal.close()

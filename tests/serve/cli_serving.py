@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -11,7 +13,7 @@ import httpx2 as httpx
 
 from regiment.cli import run_async
 
-__all__ = ("GOAL", "REFUND", "Log", "free_port", "serve_and_ask")
+__all__ = ("GOAL", "REFUND", "Log", "free_port", "serve_and_ask", "served")
 
 REFUND = str(Path(__file__).resolve().parents[2] / "examples" / "refund" / "team.toml")
 GOAL = "For order 88213 check refund eligibility, issue the refund if eligible, then email the customer."
@@ -36,14 +38,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def serve_and_ask(
-    flags: list[str], ask: list[tuple[str, str]], err: Log | None = None
-) -> list[httpx.Response]:
-    """Serve the refund team (``--model scripted`` plus ``flags``), make the ``ask``
-    requests (a POST's body is ``GOAL``), then stop the command; it must exit 0."""
+@asynccontextmanager
+async def served(
+    flags: list[str], err: Log | None = None, team: str = REFUND
+) -> AsyncIterator[httpx.AsyncClient]:
+    """``regiment serve`` of the refund team, or of the ``team`` file (``--model scripted``
+    plus ``flags``), and a client of it; the command is stopped on the way out and must
+    exit 0."""
     port, err, stop = free_port(), err or Log(), anyio.Event()
-    argv = ["serve", REFUND, "--port", str(port), "--model", "scripted", *flags]
-    answers: list[httpx.Response] = []
+    argv = ["serve", team, "--port", str(port), "--model", "scripted", *flags]
     async with anyio.create_task_group() as tg:
 
         async def serve() -> None:
@@ -54,9 +57,20 @@ async def serve_and_ask(
 
         tg.start_soon(serve)
         await err.ready.wait()
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as c:
-            for method, path in ask:
-                body = {"goal": GOAL} if method == "POST" else None
-                answers.append(await c.request(method, path, json=body))
-        stop.set()
-    return answers
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as c:
+                yield c
+        finally:
+            stop.set()
+
+
+async def serve_and_ask(
+    flags: list[str], ask: list[tuple[str, str]], err: Log | None = None, team: str = REFUND
+) -> list[httpx.Response]:
+    """Serve (see ``served``), make the ``ask`` requests (a POST's body is ``GOAL``), then
+    stop the command."""
+    async with served(flags, err, team) as c:
+        return [
+            await c.request(method, path, json={"goal": GOAL} if method == "POST" else None)
+            for method, path in ask
+        ]

@@ -98,7 +98,13 @@ async def test_stopping_the_server_answers_a_waiting_post_with_its_cancelled_run
     # runs): a ?wait=true on a run stuck in a tool held the stop for as long as the run.
     stuck, port, err, stop = Stuck(), free_port(), Log(), anyio.Event()
     options = argparse.Namespace(
-        host="127.0.0.1", port=port, token=None, journal=None, keep_runs=None, verbose=0
+        host="127.0.0.1",
+        port=port,
+        token=None,
+        journal=None,
+        keep_runs=None,
+        lease_ttl=None,
+        verbose=0,
     )
     serve = functools.partial(serve_command, environ={}, stderr=err, stop=stop)
     with anyio.fail_after(30):  # a guard: the old stop never came
