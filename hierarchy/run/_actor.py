@@ -26,6 +26,7 @@ from opentelemetry.trace import Span
 
 from regiment.errors import BudgetExceeded, RunCancelled, RunError, StepFailed
 from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled
+from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._messages import BudgetLimit, StepReport
 from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.guard._roles import GuardLog
@@ -143,11 +144,10 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
                 self._book.channel.deliver_last()
 
     def _handle_now(self, message: PlannerMessage) -> bool:
-        # Only the start of a run without a journal needs no await (no flush after it).
-        if type(message) is not StartRun or self._journal is not UNJOURNALED:
-            return False
-        self._start()
-        return True
+        if type(message) is StartRun and self._journal is UNJOURNALED:  # no flush to await
+            self._start()
+            return True
+        return False
 
     async def on_stop(self) -> None:
         self._calls.stop()  # a call in flight in the caller's task (a Lender's) ends too
@@ -199,8 +199,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
         if type(phase) is Executing and current:  # the common case, kept cheap
             await self._apply(report)
         elif replacing_version(phase) or not current:
-            # Events name only announced versions: while a replan is being planned,
-            # the newest one is still the version being replaced.
+            # Events name announced versions: while replanning, the one being replaced.
             self._record(ReportDropped(report, versions.version))
         elif not isinstance(phase, WindingDown):
             await self._apply(report)
@@ -275,14 +274,12 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
 
     def _replan_or_fail(self, report: StepReport, reason: str) -> None:
         book = self._book
-        if report.fatal:  # a replan would send the step to the same broken model again
-            self._fail(_not_replanned(report, reason))
-        elif not book.spending.ledger.can_replan():
-            self._fail(_no_replans_left(report, reason, self._team.budget.replans))
-        else:
-            self._record(ReplanBegun(reason))
-            book.dispatcher.cancel_all(self.ctx, f"plan v{book.versions.version} is being replaced")
-            self._next(AskReplan(reason))
+        if error := _no_replan(report, reason, book.spending.ledger, self._team.budget.replans):
+            self._fail(error)
+            return
+        self._record(ReplanBegun(reason))
+        book.dispatcher.cancel_all(self.ctx, f"plan v{book.versions.version} is being replaced")
+        self._next(AskReplan(reason))
 
     # -- after a plan: compression, critique, rounds -----------------------------
 
@@ -348,6 +345,17 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
                 self._finish(answer, status)
             case _:
                 assert_never(ending)
+
+
+def _no_replan(
+    report: StepReport, reason: str, ledger: BudgetLedger, allowed: int
+) -> StepFailed | None:
+    """Why ``report``'s failure ends its run with no replan, if it does."""
+    if report.fatal:  # a replan would send the step to the same broken model again
+        return _not_replanned(report, reason)
+    if not ledger.can_replan():
+        return _no_replans_left(report, reason, allowed)
+    return None
 
 
 def _no_replans_left(report: StepReport, reason: str, allowed: int) -> StepFailed:
