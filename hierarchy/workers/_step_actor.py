@@ -132,6 +132,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
     def _cancel(self, cancel: CancelStep) -> list[StepJob]:
         """Cut the steps ``cancel`` names; those waiting for a runner leave the queue."""
         for job in _named(self._jobs, cancel):
+            job.why = cancel.reason
             self._cut(job, "planner")
         return _take_cut(self._queued)
 
@@ -253,9 +254,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
             if job.stop is not None:
                 # Cancelled while it waited for a runner: it must not start at all
                 # (work() may reach a model or a tool before its first checkpoint).
-                return progress.report(
-                    assign, self._name, "cancelled", error="cancelled by the planner"
-                )
+                return progress.report(assign, self._name, "cancelled", error=job.cancel_error())
             if self._timer is not None:
                 self._timer.arm(job, self.ctx.system.loop_time())
             return await self.work(assign, progress)

@@ -39,6 +39,7 @@ class StepJob:
         "report",
         "scope",
         "stop",
+        "why",
     )
 
     def __init__(
@@ -60,6 +61,7 @@ class StepJob:
         # Made once a running step is cut, set when it ends: its cancel grace waits on it.
         self.ended: anyio.Event | None = None
         self.abandoned = False  # its grace ran out first: reported without its runner
+        self.why = ""  # why the planner cut it ("plan v1 is being replaced"), if it did
 
     def cut(self, stop: Literal["planner", "timeout"]) -> None:
         """Stop the step: its runner's scope, if it runs (that scope is then spent)."""
@@ -69,12 +71,14 @@ class StepJob:
         if self.scope is not None:
             self.scope.cancel()
 
+    def cancel_error(self) -> str:
+        """The error of a step the planner cut: that it did, and why."""
+        return f"cancelled by the planner: {self.why}" if self.why else "cancelled by the planner"
+
     def cut_report(self, progress: StepProgress, worker: str, timeout: float | None) -> StepReport:
         """The report of a step cut short: by the planner, or by its timeout."""
         if self.stop == "planner":
-            return progress.report(
-                self.assign, worker, "cancelled", error="cancelled by the planner"
-            )
+            return progress.report(self.assign, worker, "cancelled", error=self.cancel_error())
         return progress.report(
             self.assign,
             worker,

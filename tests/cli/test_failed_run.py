@@ -61,7 +61,7 @@ async def test_show_gives_a_failed_runs_step_errors_and_usage(tmp_path: Path) ->
     steps = {s["step_id"]: (s["status"], s["error"]) for s in body["steps"]}
     assert steps == {
         "s1": ("failed", "ModelAPIError: upstream broke"),
-        "s2": ("cancelled", "cancelled by the planner"),
+        "s2": ("cancelled", "cancelled by the planner: the run is ending"),
     }
     assert body["usage"]["input_tokens"] > 0
     code, text, _ = await run_cli("show", run_id, "--journal", journal)

@@ -91,7 +91,8 @@ async def test_a_runner_cancelled_mid_step_runs_the_next_step_in_a_fresh_scope()
         await desk_ref.send(Forward(_assign("s1", "hang"), worker))
         await anyio.wait_all_tasks_blocked()
         assert steps.started == ["s1"]
-        await desk_ref.send(Forward(CancelStep(run_id="r1", step_id="s1"), worker))
+        cancel = CancelStep(run_id="r1", step_id="s1", reason="plan v1 is being replaced")
+        await desk_ref.send(Forward(cancel, worker))
         await desk.waiter("s1").wait()
         # The same runner (the only one allowed) takes the next steps: a scope
         # left cancelled would cut them at their first checkpoint.
@@ -100,7 +101,11 @@ async def test_a_runner_cancelled_mid_step_runs_the_next_step_in_a_fresh_scope()
             await desk.waiter(step_id).wait()
     assert steps.started == ["s1", "s2", "s3"]
     first = desk.reports["s1"]
-    assert (first.status, first.error) == ("cancelled", "cancelled by the planner")
+    # the report says why the planner cut it
+    assert (first.status, first.error) == (
+        "cancelled",
+        "cancelled by the planner: plan v1 is being replaced",
+    )
     assert [desk.reports[s].status for s in ("s2", "s3")] == ["done", "done"]
     assert desk.reports["s3"].output == "did s3"
 
