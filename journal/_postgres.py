@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import AbstractContextManager, ExitStack, contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Self, final
 
 import anyio
@@ -96,13 +96,9 @@ class _PostgresStore(SqlStore):
 
     @contextmanager
     def _write_transaction(self) -> Iterator[None]:
-        transaction = self._begin()
-        try:
+        with ExitStack() as stack:
+            stack.push(self._begin())  # begun already: it commits, or rolls back on an error
             yield
-        except BaseException as exc:
-            transaction.__exit__(type(exc), exc, exc.__traceback__)  # rolls back
-            raise
-        transaction.__exit__(None, None, None)  # commits
 
     def _begin(self) -> AbstractContextManager[object]:
         """A transaction begun on a live connection: one the server dropped while it was

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from regiment.hierarchy import RunFailed
+from regiment.hierarchy import RunFailed, RunResult
 from regiment.tools import ApprovalRequest
 
 from ._registry import RunRecord
@@ -30,44 +30,33 @@ def run_view(record: RunRecord) -> dict[str, object]:
     """
     view = run_summary(record) | {"error": record.error, "events": len(record.events)}
     result = record.result
-    if result is None:
-        return view | _failed_view(record)
-    return view | {
-        "answer": result.answer,
-        "output": {step_id: result.output_of(step_id) for step_id in result.committed},
-        "usage": msgspec.to_builtins(result.usage),
-        "plans": msgspec.to_builtins(result.plans),
-        "steps": msgspec.to_builtins(result.steps),
-        "committed": list(result.committed),
-        "model_calls": result.model_calls,
-        "tool_calls": result.tool_calls,
-        "budget_exhausted": result.budget_exhausted,
-        "trace_id": result.trace_id,
-    }
-
-
-def _failed_view(record: RunRecord) -> dict[str, object]:
-    """A run with no result: what its ``RunFailed`` says it got to (plans, steps,
-    usage, ...); nothing while it runs, or when the ``RunFailed`` is the app's own (a
-    run it cancelled: the engine's tally never reached it)."""
+    if result is not None:
+        return view | _got_to(result.answer, result)
     last = record.events[-1] if record.events else None
-    if not isinstance(last, RunFailed) or not (last.plans or last.model_calls):
-        return {"answer": None, "output": None, "usage": None, "plans": [], "steps": []}
+    # A failed run: what its RunFailed says it got to; nothing while it runs, or when the
+    # RunFailed is the app's own (a run it cancelled: the engine's tally never reached it).
+    if isinstance(last, RunFailed) and (last.plans or last.model_calls):
+        return view | _got_to(None, last)
+    return view | {"answer": None, "output": None, "usage": None, "plans": [], "steps": []}
+
+
+def _got_to(answer: str | None, got: RunResult | RunFailed) -> dict[str, object]:
+    """A run's answer and what it got to (``RunResult`` and ``RunFailed`` name it alike)."""
     done: dict[str, str] = {}
-    for report in last.steps:  # as RunResult.output_of reads them
+    for report in got.steps:  # a step's output is its first "done" report's, as in output_of
         if report.status == "done":
             done.setdefault(report.step_id, report.output)
     return {
-        "answer": None,
-        "output": {step_id: done[step_id] for step_id in last.committed if step_id in done},
-        "usage": msgspec.to_builtins(last.usage),
-        "plans": msgspec.to_builtins(last.plans),
-        "steps": msgspec.to_builtins(last.steps),
-        "committed": list(last.committed),
-        "model_calls": last.model_calls,
-        "tool_calls": last.tool_calls,
-        "budget_exhausted": last.budget_exhausted,
-        "trace_id": last.trace_id,
+        "answer": answer,
+        "output": {step_id: done[step_id] for step_id in got.committed if step_id in done},
+        "usage": msgspec.to_builtins(got.usage),
+        "plans": msgspec.to_builtins(got.plans),
+        "steps": msgspec.to_builtins(got.steps),
+        "committed": list(got.committed),
+        "model_calls": got.model_calls,
+        "tool_calls": got.tool_calls,
+        "budget_exhausted": got.budget_exhausted,
+        "trace_id": got.trace_id,
     }
 
 

@@ -198,7 +198,7 @@ async def request_approval(approver: Approver, request: ApprovalRequest) -> Appr
     span.add_event("regiment.approval.requested", about)
     try:
         decision = await approver(request)
-    except BaseException:
+    except anyio.get_cancelled_exc_class():  # (an approver that raised: its error says so)
         # Cut short undecided (its run paused, or was cancelled): the body never ran. The
         # call's events say `awaiting_approval`; so does its span, not just `cancelled`.
         if span.is_recording():

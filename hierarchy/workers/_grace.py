@@ -37,6 +37,11 @@ CANCEL_GRACE = 5.0
 ABANDONED = "abandoned"
 """``ToolOutcome.error_type`` of a call still running when its step was given up."""
 
+_LET_IT_THROUGH = (
+    "A tool must let cancellation through: re-raise CancelledError (never catch it with "
+    "a bare except or BaseException) and do not shield long waits"
+)
+
 
 class GivesUp(HandsIn):
     """Mixed into ``StepActor``: cutting a step short, giving up on one that goes on,
@@ -95,7 +100,7 @@ async def abandon_after(
         return
     job.abandoned = True
     report = _abandoned_report(job, grace, worker, step_timeout)
-    _warn(job, report, grace, worker)
+    _warn(job, report.status, grace, worker)
     await hand_in(job, report)
     try:
         await ended.wait()  # until the tool returns at last
@@ -135,21 +140,18 @@ def _abandoned_report(
     )
 
 
-def _warn(job: StepJob, report: StepReport, grace: float, worker: str) -> None:
-    assign = job.assign
-    tools = sorted({o.tool for o in report.tool_outcomes if o.error_type == ABANDONED})
-    what = ", ".join(f"tool '{t}'" for t in tools) or "the step"
+def _warn(job: StepJob, status: str, grace: float, worker: str) -> None:
+    assign, tools = job.assign, _in_flight(job)
     _log.warning(
         "%s %s: %s did not stop within %ss of the step's cancel, so the step was reported "
-        "%s without it; it still runs, and the team's stop will wait for it. A tool must "
-        "let cancellation through: re-raise CancelledError (never catch it with a bare "
-        "except or BaseException) and do not shield long waits; make a sync tool that may "
-        "hang async",
+        "%s without it; it still runs, and the team's stop will wait for it. %s; make a "
+        "sync tool that may hang async",
         worker,
         assign.step.id,
-        what,
+        _what(tools),
         grace,
-        report.status,
+        status,
+        _LET_IT_THROUGH,
         extra={
             "run_id": assign.run_id,
             "step_id": assign.step.id,
@@ -165,16 +167,19 @@ def _in_flight(job: StepJob) -> list[str]:
     return sorted({c.name for c in progress.calling}) if progress is not None else []
 
 
+def _what(tools: list[str]) -> str:
+    return ", ".join(f"tool '{t}'" for t in tools) or "the step"
+
+
 def _log_held(job: StepJob, tools: list[str], worker: str) -> None:
     assign = job.assign
-    what = ", ".join(f"tool '{t}'" for t in tools) or "the step"
     _team_log.warning(
         "the team is stopping, but %s of step %s (worker '%s', run %s) ignores "
-        "cancellation and still runs, and the stop waits for it to return. A tool must "
-        "let cancellation through: re-raise CancelledError and do not shield long waits",
-        what,
+        "cancellation and still runs, and the stop waits for it to return. %s",
+        _what(tools),
         assign.step.id,
         worker,
         assign.run_id,
+        _LET_IT_THROUGH,
         extra={"run_id": assign.run_id, "step_id": assign.step.id, "worker": worker},
     )
