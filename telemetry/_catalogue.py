@@ -168,7 +168,9 @@ ATTRIBUTES = (
     Entry(
         sc.REGIMENT_TOOL_OUTCOME,
         "`ok` or the failure's code/type; `awaiting_approval` for a call whose run paused "
-        "(or was cancelled) while it waited for a decision: it never ran",
+        "(or was cancelled) while it waited for a decision: it never ran; `cut_off` or "
+        "`budget_exhausted` (also its `error.type`) for a call not run: its reply was cut "
+        "at max_tokens, or its step's share of tool calls was used up",
         "tool; metric `regiment.tool.duration`",
     ),
     Entry(
