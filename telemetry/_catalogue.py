@@ -156,7 +156,9 @@ ATTRIBUTES = (
     Entry(sc.REGIMENT_STEP_ATTEMPT, "the attempt number", "step"),
     Entry(
         sc.REGIMENT_STEP_OUTCOME,
-        "the step's status (`done`, `failed`, ...)",
+        "the step's status (`done`, `failed`, ...); `awaiting_approval` for a step its run "
+        "paused while a tool call of it waited for a decision (not `regiment.cancelled`: "
+        "it was not called off)",
         "step; metric `regiment.steps`",
     ),
     Entry(sc.REGIMENT_REPORT_VERSION, "the dropped report's plan version", "stale event"),

@@ -27,7 +27,7 @@ from opentelemetry.trace import Span
 from regiment.errors import BudgetExceeded, RunCancelled, RunError, StepFailed
 from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled
 from regiment.hierarchy._budget import BudgetLedger
-from regiment.hierarchy._messages import BudgetLimit, StepReport
+from regiment.hierarchy._messages import PAUSING, BudgetLimit, StepReport
 from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.guard._roles import GuardLog
 from regiment.hierarchy.run._book import RunBook
@@ -329,7 +329,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
         self._calls.supersede()
         self._guards.stop()
         self._phase = WindingDown(ending)
-        self._book.dispatcher.cancel_all(self.ctx, "the run is ending")
+        self._book.dispatcher.cancel_all(self.ctx, _why_cut(ending))
         if not self._book.dispatcher.inflight:
             self._end_as(ending)
 
@@ -370,3 +370,9 @@ def _not_replanned(report: StepReport, reason: str) -> StepFailed:
     )
     worker, step = report.worker, report.step_id
     return StepFailed(message, step_id=step, worker=worker, cause=reason, fatal=True)
+
+
+def _why_cut(ending: Ending) -> str:
+    """Why a wind-down cuts the steps in flight: a pause's steps wait for decisions
+    (they were not called off); any other ending's are cancelled."""
+    return PAUSING if type(ending) is EndPaused else "the run is ending"
