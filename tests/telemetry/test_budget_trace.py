@@ -137,7 +137,9 @@ async def test_a_tool_call_refused_by_its_steps_share_has_a_span_saying_so() -> 
 
     spans = await _spans(Budget(tool_calls=1), brain)
     calls = {
-        s.attributes["gen_ai.tool.call.id"]: s for s in spans if s.name == "execute_tool lookup"
+        str(s.attributes["gen_ai.tool.call.id"]): s
+        for s in spans
+        if s.name == "execute_tool lookup"
     }
     assert sorted(calls) == ["c1", "c2", "c3"]
     assert calls["c1"].attributes["regiment.tool.outcome"] == "ok"  # the one that ran
