@@ -10,15 +10,16 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import TextIO
+from typing import TextIO, final
 
 from regiment.tools import abandoned_tool_calls
 
 __all__ = (
     "EXIT_BROKEN_PIPE",
     "EXIT_INTERRUPTED",
+    "LastWords",
     "leave_now",
     "reader_left",
     "slow_stop_notice",
@@ -53,6 +54,27 @@ def leave_now(code: int) -> None:
     with contextlib.suppress(Exception):  # the main thread may be writing stdout
         sys.stdout.flush()
     os._exit(code)
+
+
+@final
+class LastWords:
+    """What the command says when a second Ctrl-C (or SIGTERM) makes it leave at once,
+    cutting its run's wind-down short: ``summary()`` tells how far the run got, once
+    the run command knows (``None`` before it has a run, and once it said so itself)."""
+
+    __slots__ = ("summary",)
+
+    def __init__(self) -> None:
+        self.summary: Callable[[], str] | None = None
+
+    def line(self) -> str:
+        """The command's last line."""
+        if self.summary is None:
+            return "regiment: interrupted; exiting without waiting"
+        return (
+            f"regiment: interrupted; cancelled the run {self.summary()}; exiting without "
+            "waiting for it to wind down (what it had in flight may not have stopped)"
+        )
 
 
 def wait_for_tool_threads(code: int) -> None:

@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
 from regiment.cli._answer import AnswerOut
 from regiment.cli._ask import TerminalApprover, asking
+from regiment.cli._exit import LastWords
 from regiment.cli._journal_cmds import journal_exists, open_cli_journal
 from regiment.cli._progress import RunProgress, TokenMeter
 from regiment.cli._resume import resumable
@@ -106,9 +107,17 @@ class _Ending:
 
 
 async def drive(
-    config: TeamConfig, options: RunOptions, *, stdout: TextIO, stderr: TextIO, stop: anyio.Event
+    config: TeamConfig,
+    options: RunOptions,
+    *,
+    stdout: TextIO,
+    stderr: TextIO,
+    stop: anyio.Event,
+    last_words: LastWords | None = None,
 ) -> Outcome:
     """Run ``options.goal`` on the team ``config`` describes; print what happened.
+
+    ``last_words`` learns how far the run got, for a forced exit to say.
 
     Raises:
         ConfigError: the team cannot be built, or the events file cannot be opened.
@@ -128,6 +137,8 @@ async def drive(
         try:
             with _event_sink(options, stdout) as sink:
                 progress = RunProgress()
+                if last_words is not None:
+                    last_words.summary = progress.summary
                 view = _view(options, progress, stderr, tracing.meter)
                 streams = options.prints_answer and isinstance(view, PlainView)
                 ending = _Ending(AnswerOut(stdout if streams else None, stdout))
@@ -139,7 +150,10 @@ async def drive(
         if journal is not None:
             with anyio.CancelScope(shield=True):
                 await journal.close()
-    return _report(ending, progress, options, tracing, stdout, stderr)
+    outcome = _report(ending, progress, options, tracing, stdout, stderr)
+    if last_words is not None:
+        last_words.summary = None  # the run's own last line is out
+    return outcome
 
 
 async def _open_journal(options: RunOptions) -> Journal | None:
