@@ -24,7 +24,7 @@ from typing import assert_never
 
 from opentelemetry.trace import Span
 
-from regiment.errors import BudgetExceeded, RunCancelled, RunError, StepFailed
+from regiment.errors import BudgetExceeded, RunError, StepFailed
 from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled
 from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._messages import PAUSING, BudgetLimit, StepReport
@@ -151,9 +151,8 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
 
     async def on_stop(self) -> None:
         self._calls.stop()  # a call in flight in the caller's task (a Lender's) ends too
-        if not self._book.channel.done:  # the team is stopping under a live run
-            error = "the run's planner stopped before the run finished (the team stopped)"
-            self._record(RunAborted(RunCancelled(error)))  # the run's journal.close() writes it
+        if not self._book.channel.done:  # a task of its own failed, or the team is stopping
+            self._stopped_early()  # the run's journal.close() writes its end
         self._book.channel.deliver_last()  # not flushed here: journal.close() writes it
 
     def _start(self) -> None:
