@@ -390,6 +390,6 @@ async def _watch_signals(interrupt: anyio.Event, last_words: LastWords) -> None:
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for _ in signals:
             if interrupt.is_set():
-                print(last_words.line(), file=sys.stderr, flush=True)
+                last_words.say()
                 leave_now(EXIT_INTERRUPTED)
             interrupt.set()

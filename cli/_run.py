@@ -104,6 +104,7 @@ class _Ending:
     result: RunResult | None = None
     failure: ev.RunFailed | None = None
     interrupted: bool = False
+    events_ended: bool = False  # an interrupted run's closing event is written
 
 
 async def drive(
@@ -117,11 +118,13 @@ async def drive(
 ) -> Outcome:
     """Run ``options.goal`` on the team ``config`` describes; print what happened.
 
-    ``last_words`` learns how far the run got, for a forced exit to say.
+    ``last_words`` learns how far the run got, for a forced exit to say (and to end
+    the events with).
 
     Raises:
         ConfigError: the team cannot be built, or the events file cannot be opened.
     """
+    words = last_words or LastWords()
     journal = await _open_journal(options)
     tracing = _Tracing.open(options.trace)
     if tracing.handle is not None and tracing.handle.endpoint is not None:
@@ -137,12 +140,11 @@ async def drive(
         try:
             with _event_sink(options, stdout) as sink:
                 progress = RunProgress()
-                if last_words is not None:
-                    last_words.summary = progress.summary
                 view = _view(options, progress, stderr, tracing.meter)
                 streams = options.prints_answer and isinstance(view, PlainView)
                 ending = _Ending(AnswerOut(stdout if streams else None, stdout))
-                await _watch(team, options, journal, progress, view, sink, stop, ending)
+                with words.told(progress.summary, lambda: _end_events(ending, progress, sink)):
+                    await _watch(team, options, journal, progress, view, sink, stop, ending)
         finally:
             await _close_models(team)
     finally:
@@ -151,8 +153,7 @@ async def drive(
             with anyio.CancelScope(shield=True):
                 await journal.close()
     outcome = _report(ending, progress, options, tracing, stdout, stderr)
-    if last_words is not None:
-        last_words.summary = None  # the run's own last line is out
+    words.summary = None  # the run's own last line is out
     return outcome
 
 
@@ -204,15 +205,23 @@ async def _watch(
                 tg.cancel_scope.cancel()  # the helpers; after the run has wound down
     if error is not None:
         raise error
-    if ending.interrupted and ending.result is None and ending.failure is None:
+    if ending.interrupted:
+        _end_events(ending, progress, sink)
+
+
+def _end_events(ending: _Ending, progress: RunProgress, sink: Callable[[ev.Event], None]) -> None:
+    """End an interrupted run's events (once, if they have no end), so an events file
+    always has an ending, a forced exit's too.
+
+    The run itself never gets to emit one: the stream it writes to is what was cancelled.
+    """
+    if ending.result is None and ending.failure is None and not ending.events_ended:
+        ending.events_ended = True
         sink(_cancelled(progress))
 
 
 def _cancelled(progress: RunProgress) -> ev.RunFailed:
-    """The closing event of an interrupted run, so an events file always has an ending.
-
-    The run itself never gets to emit one: the stream it writes to is what was cancelled.
-    """
+    """The closing event of an interrupted run."""
     return ev.RunFailed(
         run_id=progress.run_id,
         error_type="RunCancelled",

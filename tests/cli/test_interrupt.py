@@ -228,8 +228,9 @@ def brain(request: ModelRequest) -> ModelResponse:
 '''
 
 
-def _napping(tmp_path: Path, tool: str) -> subprocess.Popen[str]:
-    """``regiment run`` of a team whose one step calls ``tool`` of ``_SLEEPY``."""
+def _napping(tmp_path: Path, tool: str, *extra: str) -> subprocess.Popen[str]:
+    """``regiment run`` (with ``extra`` options) of a team whose one step calls ``tool``
+    of ``_SLEEPY``."""
     (tmp_path / "sleepy.py").write_text(_SLEEPY, encoding="utf-8")
     team = tmp_path / "team.toml"
     team.write_text(
@@ -239,6 +240,7 @@ def _napping(tmp_path: Path, tool: str) -> subprocess.Popen[str]:
         encoding="utf-8",
     )
     argv = ["run", str(team), "nap", "--app-dir", str(tmp_path), "--no-journal", "--plain"]
+    argv += extra
     return subprocess.Popen(
         [sys.executable, "-m", "regiment", *argv],
         stdout=subprocess.PIPE,
@@ -282,8 +284,10 @@ def test_sigint_with_a_tool_still_running_says_so_and_a_second_one_exits(
 @pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
 def test_a_forced_exit_says_how_far_the_run_got(tmp_path: Path, second: signal.Signals) -> None:
     # The second signal cut the wind-down short with only "exiting without waiting":
-    # no word of how far the run had got, the line an interrupted run ends with.
-    with _napping(tmp_path, "doze") as child:
+    # no word of how far the run had got, the line an interrupted run ends with; and
+    # the events file had no ending (its last line was the tool call's start).
+    events = tmp_path / "events.jsonl"
+    with _napping(tmp_path, "doze", "--events", "jsonl", "--events-file", str(events)) as child:
         assert child.stderr is not None
         seen: list[str] = []
         _read_until(child, "napping", seen)
@@ -297,3 +301,7 @@ def test_a_forced_exit_says_how_far_the_run_got(tmp_path: Path, second: signal.S
     assert "plan v1: 0 of 1 steps done; was running s1 (napper)" in last
     assert "exiting without waiting for it to wind down" in last
     assert "Traceback" not in "".join(seen) + rest
+    ending = json.loads(events.read_text(encoding="utf-8").splitlines()[-1])
+    assert ending["type"] == "RunFailed"
+    assert ending["error_type"] == "RunCancelled"
+    assert ending["message"].startswith("interrupted; cancelled the run after ")
