@@ -231,7 +231,7 @@ METRICS = (
     ),
     Entry(
         sc.METRIC_STEPS,
-        "counter `{step}`: steps ended",
+        "counter `{step}`: steps ended (a step its run paused: `awaiting_approval`)",
         "by `gen_ai.agent.name`, `regiment.step.outcome`",
     ),
     Entry(
