@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
 from regiment.cli._answer import AnswerOut
 from regiment.cli._ask import TerminalApprover, asking
+from regiment.cli._exit import LastWords
 from regiment.cli._journal_cmds import journal_exists, open_cli_journal
 from regiment.cli._progress import RunProgress, TokenMeter
 from regiment.cli._resume import resumable
@@ -103,16 +104,27 @@ class _Ending:
     result: RunResult | None = None
     failure: ev.RunFailed | None = None
     interrupted: bool = False
+    events_ended: bool = False  # an interrupted run's closing event is written
 
 
 async def drive(
-    config: TeamConfig, options: RunOptions, *, stdout: TextIO, stderr: TextIO, stop: anyio.Event
+    config: TeamConfig,
+    options: RunOptions,
+    *,
+    stdout: TextIO,
+    stderr: TextIO,
+    stop: anyio.Event,
+    last_words: LastWords | None = None,
 ) -> Outcome:
     """Run ``options.goal`` on the team ``config`` describes; print what happened.
+
+    ``last_words`` learns how far the run got, for a forced exit to say (and to end
+    the events with).
 
     Raises:
         ConfigError: the team cannot be built, or the events file cannot be opened.
     """
+    words = last_words or LastWords()
     journal = await _open_journal(options)
     tracing = _Tracing.open(options.trace)
     if tracing.handle is not None and tracing.handle.endpoint is not None:
@@ -131,7 +143,8 @@ async def drive(
                 view = _view(options, progress, stderr, tracing.meter)
                 streams = options.prints_answer and isinstance(view, PlainView)
                 ending = _Ending(AnswerOut(stdout if streams else None, stdout))
-                await _watch(team, options, journal, progress, view, sink, stop, ending)
+                with words.told(progress.summary, lambda: _end_events(ending, progress, sink)):
+                    await _watch(team, options, journal, progress, view, sink, stop, ending)
         finally:
             await _close_models(team)
     finally:
@@ -139,7 +152,9 @@ async def drive(
         if journal is not None:
             with anyio.CancelScope(shield=True):
                 await journal.close()
-    return _report(ending, progress, options, tracing, stdout, stderr)
+    outcome = _report(ending, progress, options, tracing, stdout, stderr)
+    words.summary = None  # the run's own last line is out
+    return outcome
 
 
 async def _open_journal(options: RunOptions) -> Journal | None:
@@ -190,15 +205,23 @@ async def _watch(
                 tg.cancel_scope.cancel()  # the helpers; after the run has wound down
     if error is not None:
         raise error
-    if ending.interrupted and ending.result is None and ending.failure is None:
+    if ending.interrupted:
+        _end_events(ending, progress, sink)
+
+
+def _end_events(ending: _Ending, progress: RunProgress, sink: Callable[[ev.Event], None]) -> None:
+    """End an interrupted run's events (once, if they have no end), so an events file
+    always has an ending, a forced exit's too.
+
+    The run itself never gets to emit one: the stream it writes to is what was cancelled.
+    """
+    if ending.result is None and ending.failure is None and not ending.events_ended:
+        ending.events_ended = True
         sink(_cancelled(progress))
 
 
 def _cancelled(progress: RunProgress) -> ev.RunFailed:
-    """The closing event of an interrupted run, so an events file always has an ending.
-
-    The run itself never gets to emit one: the stream it writes to is what was cancelled.
-    """
+    """The closing event of an interrupted run."""
     return ev.RunFailed(
         run_id=progress.run_id,
         error_type="RunCancelled",
