@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from regiment.hierarchy._budget import BudgetLedger, BudgetLimit, Share
-from regiment.hierarchy._messages import AssignStep, StepContext
+from regiment.hierarchy._messages import AssignStep, StepAllowance, StepContext
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.run._changes import StepSent
@@ -63,13 +63,12 @@ def reserve_fan_out(
     sends: list[StepSent] = []
     for step, context, share in zip(ready, contexts, ledger.split(ways), strict=False):
         worker = step.worker or default
-        allowance = ledger.reserve(
-            (version, step.id, 1),
-            model_calls_cap=caps[worker],
-            keep_model_calls=1,
-            share=share,
-        )
+        key, cap = (version, step.id, 1), caps[worker]
+        allowance = ledger.reserve(key, model_calls_cap=cap, keep_model_calls=1, share=share)
         if allowance is None:
+            break
+        if _short_while_others_run(ledger, allowance, cap):
+            ledger.release(key)  # wait for what the running steps give back
             break
         assign = AssignStep(
             run_id=run_id,
@@ -85,6 +84,16 @@ def reserve_fan_out(
     if ways < len(ready) and len(sends) == ways:
         return sends, "tokens" if ledger.budget.tokens is not None else "input_tokens"
     return sends, ledger.exhausted(model_calls_needed=2) or "model_calls"
+
+
+def _short_while_others_run(ledger: BudgetLedger, allowance: StepAllowance, cap: int) -> bool:
+    """Whether a step got fewer model calls than its cap while other steps hold
+    reservations: those give back what they do not use when they report, so the
+    step waits for them rather than start with a part it may run out of (a step
+    out of model calls ends the run ``partial``). With nothing else running, it
+    goes with what is left."""
+    calls = allowance.model_calls
+    return calls is not None and calls < cap and len(ledger.reserved) > 1
 
 
 def _needs(
