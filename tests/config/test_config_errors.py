@@ -148,6 +148,31 @@ def test_a_misspelt_key_is_suggested_in_the_syntax_the_file_needs(
     assert _error(team) == f"{team}: {expected}"
 
 
+@pytest.mark.parametrize(
+    ("suffix", "text", "expected"),
+    [
+        ("toml", TEAM.replace('name = "t"', 'name = "t"\nconcurrency = "4"'), "concurrency: expected `int`, got `str`; write a whole number, without quotes (`concurrency = 4`)"),
+        ("toml", TEAM + 'cancel_grace = "5s"\n', "workers[0].cancel_grace: expected `float | null`, got `str`; write a number, without quotes (`cancel_grace = 5.0`), or leave the key out"),
+        ("toml", TEAM + "step_timeout = true\n", "workers[0].step_timeout: expected `float | null`, got `bool`; write a number, without quotes (`step_timeout = 5.0`), or leave the key out"),
+        ("toml", TEAM + "[budget]\nmodel_calls = 2.5\n", "budget.model_calls: expected `int | null`, got `float`; write a whole number, without quotes (`model_calls = 8`), or leave the key out"),
+        ("toml", TEAM + 'artifact = "true"\n', "workers[0].artifact: expected `bool`, got `str`; write true or false, without quotes (`artifact = true`)"),
+        ("toml", TEAM + "tools = ['a:b', 5]\n", "workers[0].tools[1]: expected `str`, got `int`; write text in quotes"),
+        ("toml", TEAM + "tools = 'a:b'\n", "workers[0].tools: expected `array`, got `str`; write a list (`tools = [...]`)"),
+        ("toml", TEAM.replace("[[workers]]", "[workers]"), "workers: expected `array`, got `object`; write a list: one `[[workers]]` table per entry"),
+        ("toml", 'planner = "p"\n' + TEAM, "planner: expected `object`, got `str`; write a `[planner]` table"),
+        ("yaml", "name: t\nworkers: {name: a, description: d}\n", "workers: expected `array`, got `object`; write a list: one `- ` item per entry"),
+        ("yaml", "name: t\nworkers: [{name: a, description: d, step_timeout: 5 s}]\n", "workers[0].step_timeout: expected `float | null`, got `str`; write a number, without quotes (`step_timeout: 5.0`), or leave the key out"),
+        ("yaml", "name: t\nplanner: p\nworkers: [{name: a, description: d}]\n", "planner: expected `object`, got `str`; write a mapping under `planner:`"),
+        ("yaml", "- name: t\n", "expected `object`, got `array`; write the file as a mapping of keys (`name:`, `workers:`, ...)"),
+    ],
+)  # fmt: skip
+def test_a_value_of_the_wrong_type_says_what_to_write_instead(
+    tmp_path: Path, suffix: str, text: str, expected: str
+) -> None:
+    team = _write(tmp_path / f"team.{suffix}", text)
+    assert _error(team) == f"{team}: {expected}"
+
+
 def test_an_unknown_key_with_no_close_match_lists_the_keys_of_its_table(tmp_path: Path) -> None:
     team = _write(tmp_path / "team.toml", TEAM.replace("[[workers]]", "zzzzzz = 1\n[[workers]]"))
     message = _error(team)
