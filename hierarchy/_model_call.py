@@ -64,7 +64,7 @@ class ModelCaller:
         metrics = telemetry.metrics
         if metrics is None:
             if live is None and not telemetry.tracing:  # the plain call: nothing around it
-                response = valid_response(await self.model.complete(request))
+                response = valid_response(await self.model.complete(request), self.model.name)
                 if response.stop_reason in STOPPED_EARLY:  # one look-up for the usual reply
                     self._stopped_early(response)
                 return response
@@ -77,9 +77,10 @@ class ModelCaller:
         Raises:
             ModelRefused: the reply is a refusal (nothing a run may act on).
         """
+        response = valid_response(response, self.model.name)
         if response.stop_reason in STOPPED_EARLY:
             self._stopped_early(response)
-        return valid_response(response)
+        return response
 
     def _stopped_early(self, response: ModelResponse) -> None:
         """Refuse a refusal; log a reply cut at its length limit.
