@@ -266,6 +266,25 @@ def test_a_file_and_code_get_the_same_range_error(
     assert from_file == f"{team}: {key}: {problem}"
 
 
+@pytest.mark.parametrize(
+    ("line", "key", "gets"),
+    [
+        ("step_timeout = -5", "step_timeout", "in code only; a team file without the key gets 300.0"),
+        ("cancel_grace = 0", "cancel_grace", "in code only; a team file without the key gets 5.0"),
+        ("approval_timeout = 0", "approval_timeout", "in a team file: leave the key out"),
+    ],
+)  # fmt: skip
+def test_a_range_error_never_says_leaving_out_a_key_with_a_default_means_no_limit(
+    tmp_path: Path, line: str, key: str, gets: str
+) -> None:
+    # Leaving step_timeout out is 300 s, not "no limit": only approval_timeout's default is None.
+    message = _error(_write(tmp_path / "team.toml", TEAM + f"{line}\n"))
+    assert (
+        f"workers[0].{key}: must be a finite number of seconds > 0, or None for no limit ({gets}); got "
+        in message
+    )
+
+
 def test_a_misspelled_on_exhausted_is_refused_in_code_as_in_a_file() -> None:
     # A typo must not quietly mean "partial" (a run that should raise would not).
     with pytest.raises(
