@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from regiment.hierarchy._budget import BudgetLedger, BudgetLimit, Share
-from regiment.hierarchy._messages import AssignStep, StepAllowance, StepContext
+from regiment.hierarchy._messages import AssignStep, StepContext
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.run._changes import StepSent
@@ -67,7 +67,8 @@ def reserve_fan_out(
         allowance = ledger.reserve(key, model_calls_cap=cap, keep_model_calls=1, share=share)
         if allowance is None:
             break
-        if _short_while_others_run(ledger, allowance, cap):
+        calls = allowance.model_calls
+        if calls is not None and calls < cap and _others_running(ledger, key):
             ledger.release(key)  # wait for what the running steps give back
             break
         assign = AssignStep(
@@ -86,14 +87,20 @@ def reserve_fan_out(
     return sends, ledger.exhausted(model_calls_needed=2) or "model_calls"
 
 
-def _short_while_others_run(ledger: BudgetLedger, allowance: StepAllowance, cap: int) -> bool:
-    """Whether a step got fewer model calls than its cap while other steps hold
-    reservations: those give back what they do not use when they report, so the
-    step waits for them rather than start with a part it may run out of (a step
-    out of model calls ends the run ``partial``). With nothing else running, it
-    goes with what is left."""
-    calls = allowance.model_calls
-    return calls is not None and calls < cap and len(ledger.reserved) > 1
+def _others_running(ledger: BudgetLedger, key: tuple[int, str, int]) -> bool:
+    """Whether other steps of the plan version of ``key`` hold reservations.
+
+    A step that got fewer model calls than its cap (a step out of them ends the run
+    ``partial``) waits for those: they give back what they do not use when they
+    report. With none running, it goes with what is left. Steps of an older version
+    being cancelled do not count, so they never hold up the new plan. (A scan, but
+    only at the edge of a model call limit, and once per fan-out.)
+    """
+    version = key[0]
+    return any(
+        isinstance(other, tuple) and other[0] == version and other != key
+        for other in ledger.reserved
+    )
 
 
 def _needs(
