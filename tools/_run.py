@@ -164,7 +164,13 @@ def call_result(
         content = jsonable(attempted.value)
     except NotJson:
         kind = type(attempted.value).__name__
-        message = f"TypeError: tool {name!r} returned a {kind}, not JSON data"
+        # It ran: say so, or a model that reads "failed" may call it (and its side
+        # effect) again; the fix is the tool's, so say what it must return.
+        message = (
+            f"TypeError: tool {name!r} ran, but returned a {kind}, not JSON data, so its "
+            "result cannot be shown (a tool returns text, numbers, lists, dicts or "
+            "pydantic models)"
+        )
         n = attempted.attempts
         return error_result(name, call_id, message, "TypeError", sent, key, n)
     return ToolResult(
