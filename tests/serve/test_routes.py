@@ -87,6 +87,8 @@ async def test_unknown_run_unknown_route_and_approvals() -> None:
         (b'["g"]', 'got `array`; send {"goal": "..."'),
         (b'{"session": "x"}', 'missing required field `goal`; send {"goal": "..."'),
         (b'{"goal": "g", "colour": "red"}', 'unknown field `colour`; send {"goal": "..."'),
+        # was a 500 with a RecursionError traceback in the server's log
+        (b'{"goal": "g", "deps": {"a": ' + b"[" * 5000 + b"]" * 5000 + b"}}", "the body's JSON nests too deep to read; send flatter JSON"),
     ],
 )  # fmt: skip
 async def test_bad_bodies_are_422_with_error_and_detail(body: bytes, detail: str) -> None:
