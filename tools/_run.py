@@ -9,6 +9,7 @@ from typing import assert_never
 
 import anyio
 import msgspec
+import sniffio
 from anyio.lowlevel import RunVar
 from opentelemetry import trace
 
@@ -30,9 +31,11 @@ __all__ = (
     "LoopLimiter",
     "TimedOut",
     "ToolExited",
+    "ToolRaisedBase",
     "call_result",
     "describe_failure",
     "request_approval",
+    "the_tools_own",
     "run_attempts",
 )
 
@@ -55,6 +58,48 @@ class ToolExited(Exception):
             f"the tool called sys.exit({exit.code!r}); a tool cannot end the process, "
             "so this call failed"
         )
+
+
+class ToolRaisedBase(Exception):
+    """A tool body raised a ``BaseException`` that is neither a cancellation of its call
+    nor an interrupt: asyncio's ``CancelledError`` with nothing cancelling the call (or
+    on trio), ``GeneratorExit``, ... One failed call, not a worker gone (never escapes
+    the tools room)."""
+
+    def __init__(self, raised: BaseException) -> None:
+        self.kind = kind = type(raised).__name__
+        why = (
+            "while nothing had cancelled its call"
+            if kind == "CancelledError"
+            else "(a BaseException, as only interrupts and cancellations are)"
+        )
+        super().__init__(
+            f"the tool raised {kind} {why}; a tool must not raise it itself (raise an "
+            "Exception, such as TimeoutError or RuntimeError)"
+        )
+
+
+def the_tools_own(exc: BaseException) -> bool:
+    """Whether a ``BaseException`` out of a tool body is the tool's failure, not a
+    cancellation of the call or an interrupt to pass on.
+
+    asyncio's ``CancelledError`` is an ordinary class any code may raise: with no cancel
+    requested of the task, letting it through would end the worker's task as if it had
+    been cancelled, and on trio it is no cancellation at all (trio's ``Cancelled`` cannot
+    be made outside trio).
+    """
+    if isinstance(exc, BaseExceptionGroup):
+        return all(the_tools_own(inner) for inner in exc.exceptions)
+    if isinstance(exc, KeyboardInterrupt):
+        return False
+    if not isinstance(exc, anyio.get_cancelled_exc_class()):
+        return True
+    if sniffio.current_async_library() != "asyncio":
+        return False
+    import asyncio  # loaded already: this is asyncio
+
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() == 0
 
 
 class LoopLimiter:
@@ -119,6 +164,10 @@ async def run_attempts(
                 return Attempted(None, exc, attempt)
         except SystemExit as exc:  # never retried: the body meant to stop
             return Attempted(None, ToolExited(exc), attempt)
+        except BaseException as exc:  # a cancellation or an interrupt, as a rule
+            if not the_tools_own(exc):
+                raise
+            return Attempted(None, ToolRaisedBase(exc), attempt)
         else:
             return Attempted(value, None, attempt)
         await policy.sleep(policy.backoff_delay(attempt))
@@ -189,6 +238,8 @@ def describe_failure(exc: Exception, attempts: int) -> tuple[str, str]:
         message, error_type = str(exc), "timeout"
     elif isinstance(exc, ToolExited):
         message, error_type = f"SystemExit: {exc}", "SystemExit"
+    elif isinstance(exc, ToolRaisedBase):
+        message, error_type = f"{exc.kind}: {exc}", exc.kind
     else:
         error_type = type(exc).__name__
         message = f"{error_type}: {exc}" if str(exc) else error_type

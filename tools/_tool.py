@@ -33,9 +33,11 @@ from regiment.tools._run import (
     Attempted,
     LoopLimiter,
     ToolExited,
+    ToolRaisedBase,
     call_result,
     request_approval,
     run_attempts,
+    the_tools_own,
 )
 from regiment.tools._schema import ArgumentSpec, BoundArguments
 from regiment.tools._thread import run_sync_abandonable
@@ -272,6 +274,10 @@ class Tool(Generic[P, R_co]):
                     attempted = await _attempts(self, bound, limiters, context, after=1)
             except SystemExit as exc:
                 attempted = Attempted(None, ToolExited(exc), 1)
+            except BaseException as exc:  # a cancellation or an interrupt, as a rule
+                if not the_tools_own(exc):
+                    raise
+                attempted = Attempted(None, ToolRaisedBase(exc), 1)
             else:
                 attempted = Attempted(value, None, 1)
         else:
