@@ -9,11 +9,11 @@ from typing import assert_never
 
 import anyio
 import msgspec
-import sniffio
 from anyio.lowlevel import RunVar
 from opentelemetry import trace
 
 from regiment._json import JsonObject
+from regiment._stray import stray, stray_reason
 from regiment.tools._approval import (
     ApprovalDecision,
     ApprovalRequest,
@@ -35,7 +35,6 @@ __all__ = (
     "call_result",
     "describe_failure",
     "request_approval",
-    "the_tools_own",
     "run_attempts",
 )
 
@@ -67,39 +66,11 @@ class ToolRaisedBase(Exception):
     the tools room)."""
 
     def __init__(self, raised: BaseException) -> None:
-        self.kind = kind = type(raised).__name__
-        why = (
-            "while nothing had cancelled its call"
-            if kind == "CancelledError"
-            else "(a BaseException, as only interrupts and cancellations are)"
-        )
+        self.kind = type(raised).__name__
         super().__init__(
-            f"the tool raised {kind} {why}; a tool must not raise it itself (raise an "
+            f"the tool {stray_reason(raised)}; a tool must not raise it itself (raise an "
             "Exception, such as TimeoutError or RuntimeError)"
         )
-
-
-def the_tools_own(exc: BaseException) -> bool:
-    """Whether a ``BaseException`` out of a tool body is the tool's failure, not a
-    cancellation of the call or an interrupt to pass on.
-
-    asyncio's ``CancelledError`` is an ordinary class any code may raise: with no cancel
-    requested of the task, letting it through would end the worker's task as if it had
-    been cancelled, and on trio it is no cancellation at all (trio's ``Cancelled`` cannot
-    be made outside trio).
-    """
-    if isinstance(exc, BaseExceptionGroup):
-        return all(the_tools_own(inner) for inner in exc.exceptions)
-    if isinstance(exc, KeyboardInterrupt):
-        return False
-    if not isinstance(exc, anyio.get_cancelled_exc_class()):
-        return True
-    if sniffio.current_async_library() != "asyncio":
-        return False
-    import asyncio  # loaded already: this is asyncio
-
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() == 0
 
 
 class LoopLimiter:
@@ -165,7 +136,7 @@ async def run_attempts(
         except SystemExit as exc:  # never retried: the body meant to stop
             return Attempted(None, ToolExited(exc), attempt)
         except BaseException as exc:  # a cancellation or an interrupt, as a rule
-            if not the_tools_own(exc):
+            if not stray(exc):
                 raise
             return Attempted(None, ToolRaisedBase(exc), attempt)
         else:

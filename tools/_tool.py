@@ -15,6 +15,7 @@ from typing import Generic, ParamSpec, TypeVar, Unpack, assert_never, cast, fina
 import msgspec
 
 from regiment._json import UNPARSED_ARGUMENTS, JsonObject, JsonValue
+from regiment._stray import stray
 from regiment.errors import ConfigError
 from regiment.tools._approval import ApprovalRequest, Approve, Approver, Deny, EditArguments
 from regiment.tools._context import RunContext
@@ -37,7 +38,6 @@ from regiment.tools._run import (
     call_result,
     request_approval,
     run_attempts,
-    the_tools_own,
 )
 from regiment.tools._schema import ArgumentSpec, BoundArguments
 from regiment.tools._thread import run_sync_abandonable
@@ -275,7 +275,7 @@ class Tool(Generic[P, R_co]):
             except SystemExit as exc:
                 attempted = Attempted(None, ToolExited(exc), 1)
             except BaseException as exc:  # a cancellation or an interrupt, as a rule
-                if not the_tools_own(exc):
+                if not stray(exc):
                     raise
                 attempted = Attempted(None, ToolRaisedBase(exc), 1)
             else:

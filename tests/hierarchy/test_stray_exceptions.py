@@ -1,10 +1,12 @@
-"""A tool body that raises asyncio's ``CancelledError`` on its own (nothing cancelled
-its call), or another ``BaseException`` such as ``GeneratorExit``, fails its call.
+"""A tool body or a model that raises asyncio's ``CancelledError`` on its own (nothing
+cancelled its call), or another ``BaseException`` such as ``GeneratorExit``, fails its
+call.
 
 Before, on asyncio the ``CancelledError`` ended the worker's task as if it had been
 cancelled: that step was reported "cancelled: worker stopped", and every later run of
 the started team failed with ``ActorStopped: actor 't/w' has stopped``. On trio it (or
-a ``GeneratorExit``) left the team's task group and ended ``team.start()`` itself.
+a ``GeneratorExit``) left the team's task group and ended ``team.start()`` itself. A
+model's call that raised it did the same.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ import asyncio
 
 import pytest
 
-from regiment.hierarchy import Budget, Planner, Team, Worker
+from regiment.errors import StepFailed
+from regiment.hierarchy import Budget, Planner, RunFailed, RunningTeam, Team, Worker
 from regiment.models import (
     ModelRequest,
     ModelResponse,
     ScriptedModel,
     ToolResultPart,
+    text_response,
     tool_call_response,
 )
 from regiment.tools import Tool, tool
@@ -99,3 +103,47 @@ async def test_the_worker_goes_on_serving_runs(body: Tool[..., int]) -> None:
     assert first.status == second.status == "completed"
     assert first.steps[0].tool_outcomes[0].is_error
     assert second.steps[0].output == "the tool said: 2"
+
+
+_MODEL_SAYS = (
+    "step s1 (x) ended failed: ModelError: model 'scripted' raised CancelledError while "
+    "nothing had cancelled its call; a Model must raise an Exception for a failed call "
+    "(regiment.errors.ModelError, say), never this"
+)
+
+
+async def _first_run_fails(running: RunningTeam, streamed: bool) -> str:
+    """The first run's error message, read from its RunFailed (streamed) or its error."""
+    if not streamed:
+        with pytest.raises(StepFailed) as caught:
+            await running.run("first")
+        return str(caught.value)
+    async with running.stream("first") as events:
+        last = [event async for event in events][-1]
+    assert isinstance(last, RunFailed)
+    return last.message
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_model_that_raises_cancelled_error_fails_the_step_not_the_worker(
+    streamed: bool,
+) -> None:
+    calls = 0
+
+    async def flaky(request: ModelRequest) -> ModelResponse:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise asyncio.CancelledError
+        return text_response("done")
+
+    planner = ScriptedModel(Brain([plan_json({"description": "x"})] * 2))
+    worker = Worker(name="w", description="works", model=ScriptedModel(flaky))
+    team = Team(
+        name="t", planner=Planner(model=planner), workers=[worker], budget=Budget(replans=0)
+    )
+    async with team.start() as running:
+        message = await _first_run_fails(running, streamed)
+        second = await running.run("second")
+    assert message.startswith(_MODEL_SAYS)
+    assert second.status == "completed"
