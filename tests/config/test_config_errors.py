@@ -94,6 +94,32 @@ def test_yaml_syntax_errors_name_the_file_line_and_column(tmp_path: Path) -> Non
     assert "<unicode string>" not in message
 
 
+@pytest.mark.parametrize(
+    ("text", "where", "key"),
+    [
+        ("name: t\nname: u\nworkers: [{name: a, description: d}]\n", "line 2, column 1", "name"),
+        ("name: t\nworkers:\n  - name: a\n    description: d\n    step_timeout: 5\n    step_timeout: 50\n", "line 6, column 5", "step_timeout"),
+    ],
+)  # fmt: skip
+def test_a_yaml_key_given_twice_is_refused_not_silently_the_last(
+    tmp_path: Path, text: str, where: str, key: str
+) -> None:
+    # PyYAML keeps the last; TOML refuses it ("Cannot overwrite a value"): now both refuse.
+    team = _write(tmp_path / "team.yaml", text)
+    assert _error(team) == (
+        f"{team}: {where}: not valid YAML: the key '{key}' is given twice; keep one "
+        "(while reading a mapping)"
+    )
+
+
+def test_a_yaml_merge_may_still_override_a_key() -> None:
+    text = "base: &b {step_timeout: 5}\nworker: {<<: *b, step_timeout: 50}\n"
+    assert regiment.config._text.parse_text(text, "yaml", "t.yaml") == {
+        "base": {"step_timeout": 5},
+        "worker": {"step_timeout": 50},
+    }
+
+
 def test_a_control_character_in_yaml_names_the_line_and_column(tmp_path: Path) -> None:
     team = _write(tmp_path / "team.yaml", "name: t\nx: a\x00b\n")
     assert _error(team) == (
