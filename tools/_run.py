@@ -226,10 +226,14 @@ async def request_approval(approver: Approver, request: ApprovalRequest) -> Appr
     span.add_event("regiment.approval.requested", about)
     try:
         decision = await approver(request)
-    except anyio.get_cancelled_exc_class():  # (an approver that raised: its error says so)
+    except BaseException as exc:  # (an approver that raised: its error says so)
+        if stray(exc):  # its own CancelledError must not end the worker (regiment._stray)
+            raise RuntimeError(
+                f"the approver {stray_reason(exc)}; an approver must decide, or raise an Exception"
+            ) from exc
         # Cut short undecided (its run paused, or was cancelled): the body never ran. The
         # call's events say `awaiting_approval`; so does its span, not just `cancelled`.
-        if span.is_recording():
+        if isinstance(exc, anyio.get_cancelled_exc_class()) and span.is_recording():
             span.set_attribute("regiment.tool.outcome", "awaiting_approval")
         raise
     span.add_event(

@@ -25,7 +25,7 @@ from regiment.models import (
     text_response,
     tool_call_response,
 )
-from regiment.tools import Tool, tool
+from regiment.tools import ApprovalDecision, ApprovalRequest, Approve, Tool, Toolset, tool
 
 from .brains import Brain, plan_json
 
@@ -147,3 +147,38 @@ async def test_a_model_that_raises_cancelled_error_fails_the_step_not_the_worker
         second = await running.run("second")
     assert message.startswith(_MODEL_SAYS)
     assert second.status == "completed"
+
+
+@tool(requires_approval=True)
+def pay(n: int) -> int:
+    """Pays n, once someone approves."""
+    return n
+
+
+async def test_an_approver_that_raises_cancelled_error_fails_the_step_not_the_worker() -> None:
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        if request.arguments["n"] == 1:
+            raise asyncio.CancelledError
+        return Approve()
+
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        if not results:
+            return tool_call_response("pay", {"n": 1 if "bad" in description else 2})
+        return f"paid: {results[0].content}"
+
+    plans = [plan_json({"description": "bad call"}), plan_json({"description": "good call"})]
+    model = ScriptedModel(Brain(plans, work=work))
+    tools = Toolset("w", [pay], approver=approver)
+    worker = Worker(name="w", description="pays", model=model, tools=tools)
+    team = Team(name="t", planner=Planner(model=model), workers=[worker], budget=Budget(replans=0))
+    async with team.start() as running:
+        with pytest.raises(StepFailed) as caught:
+            await running.run("first")
+        second = await running.run("second")
+    assert caught.value.cause == (
+        "step s1 (bad call) ended failed: RuntimeError: the approver raised CancelledError "
+        "while nothing had cancelled its call; an approver must decide, or raise an Exception"
+    )
+    assert second.steps[0].output == "paid: 2"
