@@ -46,6 +46,11 @@ must not hide it. A run whose journal write fails ends with the
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from regiment.hierarchy import RunFailed
+
 __all__ = (
     "ActorError",
     "ApprovalError",
@@ -183,7 +188,15 @@ class ScriptExhausted(ModelError):
 
 
 class RunError(RegimentError):
-    """A run could not finish."""
+    """A run could not finish.
+
+    Attributes:
+        failed: the run's last event, ``RunFailed``, when the run ended with one:
+            what it got to (plans, step reports, committed steps, usage), so a
+            caller of ``run()`` loses none of it; ``None`` otherwise.
+    """
+
+    failed: RunFailed | None = None
 
 
 class PlanError(RunError):

@@ -165,7 +165,7 @@ def _decision(deny: str | None, edit: str | None) -> ApprovalDecision:
         return Approve()
     try:
         arguments = msgspec.json.decode(edit)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested deep
         raise ConfigError(f"--edit is not JSON ({exc}); give a JSON object") from exc
     if not isinstance(arguments, dict):
         raise ConfigError(f"--edit needs a JSON object of arguments, not {edit!r}")

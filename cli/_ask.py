@@ -121,7 +121,7 @@ class TerminalApprover:
         does not fit the tool's schema."""
         try:
             value = msgspec.json.decode((text or "").strip().encode())
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested deep
             self._say(f"not JSON ({exc}); give the arguments as one JSON object\n")
             return None
         if not isinstance(value, dict):

@@ -10,6 +10,7 @@ a TOML array of tables, ``[planner]`` for a table, ``max_steps =`` for a key,
 from __future__ import annotations
 
 import difflib
+import math
 import re
 import types
 import typing
@@ -37,6 +38,7 @@ class _Spot:
     header: str
     value: object
     type: object
+    key: str = ""  # the key the path ends in ("" for an array item or the whole file)
 
 
 def explain(
@@ -68,7 +70,62 @@ def explain(
     kind = _unwrap(spot.type)
     if what.startswith("Invalid enum value") and typing.get_origin(kind) is typing.Literal:
         what += " (one of: " + ", ".join(repr(v) for v in typing.get_args(kind)) + ")"
+    elif what.startswith("Expected `"):
+        what += _write_instead(spot, fmt)
     return f"{spot.path}: {_lower(what)}" if spot.path else _lower(what)
+
+
+_SCALARS: dict[object, tuple[str, str]] = {
+    int: ("a whole number, without quotes", "8"),
+    float: ("a number, without quotes", "5.0"),
+    str: ("text in quotes", '"..."'),
+    bool: ("true or false, without quotes", "true"),
+}
+
+
+def _write_instead(spot: _Spot, fmt: ConfigFormat) -> str:
+    """``; write ...``: what the key takes, in the syntax of the file (a value of the
+    wrong type; TOML has no null, so an optional key is left out instead)."""
+    kind = _unwrap(spot.type)
+    optional = kind is not spot.type and type(None) in typing.get_args(spot.type)
+    left_out = ", or leave the key out" if optional else ""
+    name, toml = key_text(spot.key), fmt != "yaml"
+    if kind in _SCALARS:
+        what, example = _SCALARS[kind]
+        example = _example(kind, spot.value) or example
+        shown = f" (`{name} = {example}`)" if toml else f" (`{name}: {example}`)"
+        return f"; write {what}{shown if spot.key else ''}{left_out}"
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin in (tuple, list) and args and _is_struct(_unwrap(args[0])):
+        entry = f"one `[[{spot.header}]]` table per entry" if toml else "one `- ` item per entry"
+        return f"; write a list: {entry}"
+    if origin in (tuple, list):
+        return f"; write a list (`{name} = [...]`)" if toml and spot.key else "; write a list"
+    if _is_struct(kind) or origin is dict:
+        if not spot.path:
+            return "; write the file as a mapping of keys (`name:`, `workers:`, ...)"
+        return (
+            f"; write a `[{spot.header}]` table" if toml else f"; write a mapping under `{name}:`"
+        )
+    return ""
+
+
+def _example(kind: object, value: object) -> str | None:
+    """The value written as ``kind``, when the file gave it as text (``"4"`` for 4)."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if kind is int and text.isascii() and text.isdigit():
+        return str(int(text))
+    if kind is float:
+        try:
+            number = float(text)
+        except ValueError:
+            return None
+        return repr(number) if math.isfinite(number) else None
+    if kind is bool and text.lower() in ("true", "false"):
+        return text.lower()
+    return None
 
 
 def _lower(text: str) -> str:
@@ -139,7 +196,8 @@ def _walk(raw: object, root: type, path: str) -> _Spot:
             name = segment.group("field")
             value = node.get(name) if isinstance(node, dict) else None
             header = _join(spot.header, name)
-            spot = _Spot(_join(spot.path, name), header, value, _field_types(kind).get(name))
+            field_type = _field_types(kind).get(name)
+            spot = _Spot(_join(spot.path, name), header, value, field_type, name)
         elif segment.group("index") != "...":
             index = int(segment.group("index"))
             item = node[index] if isinstance(node, list) and index < len(node) else None
@@ -148,7 +206,7 @@ def _walk(raw: object, root: type, path: str) -> _Spot:
         else:
             value_type = typing.get_args(kind)[1] if typing.get_origin(kind) is dict else None
             key, item = _failing_entry(node, value_type)
-            spot = _Spot(_join(spot.path, key), _join(spot.header, key), item, value_type)
+            spot = _Spot(_join(spot.path, key), _join(spot.header, key), item, value_type, key)
     return spot
 
 

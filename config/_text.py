@@ -8,13 +8,17 @@ nested brackets would otherwise end in ``RecursionError``).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import tomllib
-from collections.abc import Iterable
-from typing import Literal, TypeAlias
+from collections.abc import Hashable, Iterable
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from regiment.errors import ConfigError
+
+if TYPE_CHECKING:
+    import yaml
 
 __all__ = ("MAX_DEPTH", "MAX_VALUES", "ConfigFormat", "decode_bytes", "key_text", "parse_text")
 
@@ -84,7 +88,7 @@ def _yaml(text: str, source: str) -> object:
             f"{source}: reading YAML needs pyyaml; install regiment[cli] or use a .toml file"
         ) from exc
     try:
-        raw: object = yaml.safe_load(text)
+        raw: object = yaml.load(text, Loader=_strict_loader())
     except yaml.MarkedYAMLError as exc:
         raise ConfigError(f"{source}: {_yaml_problem(exc)}") from exc
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow
@@ -99,6 +103,37 @@ def _yaml(text: str, source: str) -> object:
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source}: not valid YAML: {_one_line(str(exc))}") from exc
     return {} if raw is None else raw
+
+
+@functools.cache
+def _strict_loader() -> type[yaml.SafeLoader]:
+    """PyYAML's safe loader, refusing a key given twice in one mapping (it keeps the
+    last one silently, so a file's first ``step_timeout:`` would be lost unseen; TOML
+    refuses it too)."""
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        def construct_mapping(
+            self, node: yaml.MappingNode, deep: bool = False
+        ) -> dict[Hashable, Any]:
+            seen: set[tuple[str, str]] = set()
+            for key, _ in node.value:
+                if not isinstance(key, yaml.ScalarNode) or key.tag == _MERGE:
+                    continue  # a merge (<<) may override: that is its point
+                if (key.tag, key.value) in seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while reading a mapping",
+                        node.start_mark,
+                        f"the key {key.value!r} is given twice; keep one",
+                        key.start_mark,
+                    )
+                seen.add((key.tag, key.value))
+            return super().construct_mapping(node, deep=deep)
+
+    return StrictLoader
+
+
+_MERGE = "tag:yaml.org,2002:merge"
 
 
 def _yaml_problem(exc: object) -> str:

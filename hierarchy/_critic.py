@@ -83,7 +83,7 @@ def parse_verdict(text: str, *, round: int) -> Verdict | None:
     for candidate in _json_candidates(text):
         try:
             reply = msgspec.convert(json.loads(candidate), _Reply)
-        except (ValueError, msgspec.ValidationError):
+        except (ValueError, RecursionError, msgspec.ValidationError):  # RecursionError: nested deep
             continue
         return Verdict(
             round=round,

@@ -115,7 +115,7 @@ def parse_memory(text: str, *, committed: Mapping[str, str]) -> WorkingMemory:
         try:
             reply = msgspec.convert(json.loads(candidate), _Reply)
             break
-        except (ValueError, msgspec.ValidationError):
+        except (ValueError, RecursionError, msgspec.ValidationError):  # RecursionError: nested deep
             continue
     facts = {
         sid: (reply.facts.get(sid) or "").strip() or output[:_FALLBACK_CHARS]

@@ -11,7 +11,8 @@ from urllib.parse import urlsplit
 import msgspec
 from opentelemetry.util.types import AttributeValue
 
-from regiment.errors import ModelRefused
+from regiment._stray import stray, stray_reason
+from regiment.errors import ModelError, ModelRefused
 from regiment.hierarchy._text import valid_response
 from regiment.models import (
     STOPPED_EARLY,
@@ -64,7 +65,13 @@ class ModelCaller:
         metrics = telemetry.metrics
         if metrics is None:
             if live is None and not telemetry.tracing:  # the plain call: nothing around it
-                response = valid_response(await self.model.complete(request))
+                try:
+                    reply = await self.model.complete(request)
+                except BaseException as exc:  # a cancellation or an interrupt, as a rule
+                    if stray(exc):
+                        raise _stray_error(self.model, exc) from exc
+                    raise
+                response = valid_response(reply, self.model.name)
                 if response.stop_reason in STOPPED_EARLY:  # one look-up for the usual reply
                     self._stopped_early(response)
                 return response
@@ -77,9 +84,10 @@ class ModelCaller:
         Raises:
             ModelRefused: the reply is a refusal (nothing a run may act on).
         """
+        response = valid_response(response, self.model.name)
         if response.stop_reason in STOPPED_EARLY:
             self._stopped_early(response)
-        return valid_response(response)
+        return response
 
     def _stopped_early(self, response: ModelResponse) -> None:
         """Refuse a refusal; log a reply cut at its length limit.
@@ -236,6 +244,20 @@ def _part(part: Part) -> genai.GenAIValue:
 
 async def _reply(model: Model, request: ModelRequest, live: LiveSink | None) -> ModelResponse:
     """The model's reply: streamed to ``live`` as it is written, or in one piece."""
-    if live is None:
-        return await model.complete(request)
-    return await stream_response(model, request, live.text_handler(request))
+    try:
+        if live is None:
+            return await model.complete(request)
+        return await stream_response(model, request, live.text_handler(request))
+    except BaseException as exc:  # a cancellation or an interrupt, as a rule
+        if stray(exc):
+            raise _stray_error(model, exc) from exc
+        raise
+
+
+def _stray_error(model: Model, exc: BaseException) -> ModelError:
+    """The failed call of a model that raised a ``BaseException`` on its own (see
+    :mod:`regiment._stray`): asyncio's ``CancelledError`` would end the worker's task."""
+    return ModelError(
+        f"model {model.name!r} {stray_reason(exc)}; a Model must raise an Exception for a "
+        "failed call (regiment.errors.ModelError, say), never this"
+    )

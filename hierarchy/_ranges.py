@@ -65,8 +65,11 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _or_none(means: str) -> str:
-    return f", or None for {means} (in a team file: leave the key out)"
+def _or_none(means: str, default: float | None = None) -> str:
+    if default is None:
+        return f", or None for {means} (in a team file: leave the key out)"
+    # A file cannot write None, and leaving the key out gives the default, not no limit.
+    return f", or None for {means} (in code only; a team file without the key gets {default})"
 
 
 def at_least(
@@ -82,8 +85,9 @@ def at_least(
         )
 
 
-def seconds(owner: str, field: str, value: float | None) -> None:
-    """``value`` is ``None`` or a finite number of seconds > 0."""
+def seconds(owner: str, field: str, value: float | None, *, default: float | None = None) -> None:
+    """``value`` is ``None`` or a finite number of seconds > 0 (``default``: the field's,
+    when it is not ``None``, so that the message can say a file cannot ask for none)."""
     if value is None:
         return
     number = isinstance(value, int | float) and not isinstance(value, bool)
@@ -91,7 +95,7 @@ def seconds(owner: str, field: str, value: float | None) -> None:
         raise InvalidValue(
             owner,
             field,
-            f"must be a finite number of seconds > 0{_or_none(NO_LIMIT)}; got {value!r}",
+            f"must be a finite number of seconds > 0{_or_none(NO_LIMIT, default)}; got {value!r}",
         )
 
 

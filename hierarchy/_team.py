@@ -94,6 +94,7 @@ class Team:
     output_retries: int = 2
 
     def __post_init__(self) -> None:
+        _check_parts(self)
         names = [w.name for w in self.workers]
         if not names:
             raise ConfigError(f"team '{self.name}' has no workers; give it at least one Worker")
@@ -101,6 +102,11 @@ class Team:
             dupes = sorted({n for n in names if names.count(n) > 1})
             raise ConfigError(
                 f"team '{self.name}' has two workers named {', '.join(dupes)}; worker names must be unique"
+            )
+        if isinstance(self.concurrency, bool) or not isinstance(self.concurrency, int):
+            raise ConfigError(
+                f"team '{self.name}': concurrency must be a whole number of at least 1, "
+                f"got {self.concurrency!r}"
             )
         if self.concurrency < 1:
             raise ConfigError(
@@ -185,3 +191,44 @@ class Team:
         """
         async with self.start(journal=journal) as running:
             return await running.run(goal, deps=deps, concurrency=concurrency)
+
+
+def _check_parts(team: Team) -> None:
+    """A ``ConfigError`` naming the part of ``team`` that is not of its type (a dict for
+    a ``Budget``, one ``Worker`` for the list), before a run trips over it."""
+    if not isinstance(team.name, str) or not team.name.strip():
+        raise ConfigError(f"Team: name must be the team's name (text); got {team.name!r}")
+    owner = f"team '{team.name}'"
+    if not isinstance(team.planner, Planner):
+        raise ConfigError(f"{owner}: planner must be a Planner(model=...); got {_a(team.planner)}")
+    workers: object = team.workers  # what the caller gave, whatever its annotation says
+    if isinstance(workers, str | bytes) or not isinstance(workers, Sequence):
+        listed = " (put it in a list: workers=[...])" if hasattr(workers, "name") else ""
+        raise ConfigError(f"{owner}: workers must be a list of workers; got {_a(workers)}{listed}")
+    for index, worker in enumerate(workers):
+        # A TeamWorker (its module loads with the engine) is known by what it offers.
+        if not isinstance(worker, Worker) and not hasattr(type(worker), "step_model_calls"):
+            raise ConfigError(
+                f"{owner}: workers[{index}] must be a Worker or a TeamWorker; got {_a(worker)}"
+            )
+    if not isinstance(team.budget, Budget):
+        raise ConfigError(
+            f"{owner}: budget must be a Budget (Budget(model_calls=...)); got {_a(team.budget)}"
+        )
+    if not isinstance(team.checks, Mapping) or not all(
+        isinstance(name, str) and callable(getattr(check, "run", None))
+        for name, check in team.checks.items()
+    ):
+        raise ConfigError(
+            f"{owner}: checks must map names to Check(description=..., predicate=...); "
+            f"got {team.checks!r}"
+        )
+
+
+def _a(value: object) -> str:
+    """How an error shows a value: its type, and its name or a short repr."""
+    kind, name = type(value).__name__, getattr(value, "name", None)
+    if isinstance(name, str):
+        return f"the {kind} {name!r}"
+    text = repr(value)
+    return f"the {kind} {text}" if len(text) <= 80 and " object at 0x" not in text else f"a {kind}"

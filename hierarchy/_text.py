@@ -9,11 +9,12 @@ Model replies are cleaned once, where they enter the hierarchy.
 
 from __future__ import annotations
 
-from typing import assert_never
+from typing import NoReturn, assert_never
 
 import msgspec
 
 from regiment._json import JsonObject, JsonValue
+from regiment.errors import ConfigError
 from regiment.models import ModelResponse, TextPart, ThinkingPart, ToolCallPart
 
 __all__ = ("valid_response", "valid_text")
@@ -30,8 +31,15 @@ def valid_text(text: str) -> str:
     return text
 
 
-def valid_response(response: ModelResponse) -> ModelResponse:
-    """``response`` with every text the model wrote passed through :func:`valid_text`."""
+def valid_response(response: ModelResponse, model: str = "") -> ModelResponse:
+    """``response`` with every text the model wrote passed through :func:`valid_text`.
+
+    Raises:
+        ConfigError: ``response`` is not a ``ModelResponse`` (a custom ``Model`` of
+            ``model``, its name, returned something else).
+    """
+    if not isinstance(response, ModelResponse):
+        _not_a_response(response, model)
     # Once per model call: a plain loop, and a new tuple only if a part changed.
     parts = response.parts
     for index, part in enumerate(parts):
@@ -42,6 +50,16 @@ def valid_response(response: ModelResponse) -> ModelResponse:
             rest = tuple(_valid_part(p) for p in parts[index + 1 :])
             return msgspec.structs.replace(response, parts=(*parts[:index], clean, *rest))
     return response
+
+
+def _not_a_response(value: object, model: str) -> NoReturn:
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    raise ConfigError(
+        f"model {model!r} returned the {type(value).__name__} {shown} from complete(), not a "
+        "ModelResponse; a Model's complete() must return regiment.models.ModelResponse "
+        "(text_response(...) and tool_call_response(...) make one)"
+    )
 
 
 def _valid_part(

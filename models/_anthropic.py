@@ -245,7 +245,8 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         except httpx2.TransportError as exc:  # only mid-stream: the SDK retries the rest
             raise _broke_off(self._model, exc) from exc
         except _UNREADABLE as exc:
-            if not reading and not isinstance(exc, json.JSONDecodeError):
+            # A body that is not JSON, or nests too deep to read, is read inside the call.
+            if not reading and not isinstance(exc, json.JSONDecodeError | RecursionError):
                 raise
             raise ModelAPIError(
                 f"the Anthropic API sent a reply for model {self._model!r} that could not be "

@@ -41,7 +41,15 @@ _DEFAULT_RETRIES = 2
 # A key for servers that want none (Ollama, a local vLLM); the SDK insists on one.
 _NO_KEY = "unused"
 # What the SDK or our reader raises on a chunk that is not what the API sends.
-_UNREADABLE = (msgspec.DecodeError, ValueError, TypeError, AttributeError, KeyError, IndexError)
+_UNREADABLE = (
+    msgspec.DecodeError,
+    ValueError,
+    TypeError,
+    AttributeError,
+    KeyError,
+    IndexError,
+    RecursionError,
+)
 
 _ADVICE = {
     400: "fix the request (messages, tools, settings for this model)",
@@ -208,7 +216,8 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
                 "retried, as its pieces may already be handed out; try the call again"
             ) from exc
         except _UNREADABLE as exc:
-            if not reading and not isinstance(exc, json.JSONDecodeError):
+            # A body that is not JSON, or nests too deep to read, is read inside the call.
+            if not reading and not isinstance(exc, json.JSONDecodeError | RecursionError):
                 raise
             raise ModelAPIError(
                 f"the Chat Completions API at {self._where()} sent a reply that could not be "

@@ -165,7 +165,7 @@ def parse_arguments(raw: str) -> JsonObject:
         return {}  # some servers send nothing for a call without arguments
     try:
         parsed = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested thousands deep
         parsed = None
     return parsed if isinstance(parsed, dict) else {UNPARSED_ARGUMENTS: raw}
 

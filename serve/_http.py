@@ -109,8 +109,14 @@ async def read_json(request: Request, kind: type[T]) -> T:
         raise ApiError(422, "invalid body", f"the body is empty; send {_SHAPES.get(kind, 'JSON')}")
     try:
         return msgspec.json.decode(body, type=kind)
+    except msgspec.ValidationError as exc:  # JSON, but not of the shape the route takes
+        detail = f"{exc}; send {_SHAPES.get(kind, 'JSON')}"
+        raise ApiError(422, "invalid body", detail) from exc
     except msgspec.DecodeError as exc:
         raise ApiError(422, "invalid body", _decode_problem(body, exc)) from exc
+    except RecursionError as exc:  # arrays or objects nested thousands deep
+        detail = "the body's JSON nests too deep to read; send flatter JSON"
+        raise ApiError(422, "invalid body", detail) from exc
 
 
 def _decode_problem(body: bytes, exc: msgspec.DecodeError) -> str:

@@ -13,6 +13,7 @@ from anyio.lowlevel import RunVar
 from opentelemetry import trace
 
 from regiment._json import JsonObject
+from regiment._stray import stray, stray_reason
 from regiment.tools._approval import (
     ApprovalDecision,
     ApprovalRequest,
@@ -30,6 +31,7 @@ __all__ = (
     "LoopLimiter",
     "TimedOut",
     "ToolExited",
+    "ToolRaisedBase",
     "call_result",
     "describe_failure",
     "request_approval",
@@ -54,6 +56,20 @@ class ToolExited(Exception):
         super().__init__(
             f"the tool called sys.exit({exit.code!r}); a tool cannot end the process, "
             "so this call failed"
+        )
+
+
+class ToolRaisedBase(Exception):
+    """A tool body raised a ``BaseException`` that is neither a cancellation of its call
+    nor an interrupt: asyncio's ``CancelledError`` with nothing cancelling the call (or
+    on trio), ``GeneratorExit``, ... One failed call, not a worker gone (never escapes
+    the tools room)."""
+
+    def __init__(self, raised: BaseException) -> None:
+        self.kind = type(raised).__name__
+        super().__init__(
+            f"the tool {stray_reason(raised)}; a tool must not raise it itself (raise an "
+            "Exception, such as TimeoutError or RuntimeError)"
         )
 
 
@@ -119,6 +135,10 @@ async def run_attempts(
                 return Attempted(None, exc, attempt)
         except SystemExit as exc:  # never retried: the body meant to stop
             return Attempted(None, ToolExited(exc), attempt)
+        except BaseException as exc:  # a cancellation or an interrupt, as a rule
+            if not stray(exc):
+                raise
+            return Attempted(None, ToolRaisedBase(exc), attempt)
         else:
             return Attempted(value, None, attempt)
         await policy.sleep(policy.backoff_delay(attempt))
@@ -164,7 +184,13 @@ def call_result(
         content = jsonable(attempted.value)
     except NotJson:
         kind = type(attempted.value).__name__
-        message = f"TypeError: tool {name!r} returned a {kind}, not JSON data"
+        # It ran: say so, or a model that reads "failed" may call it (and its side
+        # effect) again; the fix is the tool's, so say what it must return.
+        message = (
+            f"TypeError: tool {name!r} ran, but returned a {kind}, not JSON data, so its "
+            "result cannot be shown (a tool returns text, numbers, lists, dicts or "
+            "pydantic models)"
+        )
         n = attempted.attempts
         return error_result(name, call_id, message, "TypeError", sent, key, n)
     return ToolResult(
@@ -183,6 +209,8 @@ def describe_failure(exc: Exception, attempts: int) -> tuple[str, str]:
         message, error_type = str(exc), "timeout"
     elif isinstance(exc, ToolExited):
         message, error_type = f"SystemExit: {exc}", "SystemExit"
+    elif isinstance(exc, ToolRaisedBase):
+        message, error_type = f"{exc.kind}: {exc}", exc.kind
     else:
         error_type = type(exc).__name__
         message = f"{error_type}: {exc}" if str(exc) else error_type
@@ -198,10 +226,14 @@ async def request_approval(approver: Approver, request: ApprovalRequest) -> Appr
     span.add_event("regiment.approval.requested", about)
     try:
         decision = await approver(request)
-    except anyio.get_cancelled_exc_class():  # (an approver that raised: its error says so)
+    except BaseException as exc:  # (an approver that raised: its error says so)
+        if stray(exc):  # its own CancelledError must not end the worker (regiment._stray)
+            raise RuntimeError(
+                f"the approver {stray_reason(exc)}; an approver must decide, or raise an Exception"
+            ) from exc
         # Cut short undecided (its run paused, or was cancelled): the body never ran. The
         # call's events say `awaiting_approval`; so does its span, not just `cancelled`.
-        if span.is_recording():
+        if isinstance(exc, anyio.get_cancelled_exc_class()) and span.is_recording():
             span.set_attribute("regiment.tool.outcome", "awaiting_approval")
         raise
     span.add_event(

@@ -15,6 +15,7 @@ from typing import Generic, ParamSpec, TypeVar, Unpack, assert_never, cast, fina
 import msgspec
 
 from regiment._json import UNPARSED_ARGUMENTS, JsonObject, JsonValue
+from regiment._stray import stray
 from regiment.errors import ConfigError
 from regiment.tools._approval import ApprovalRequest, Approve, Approver, Deny, EditArguments
 from regiment.tools._context import RunContext
@@ -33,6 +34,7 @@ from regiment.tools._run import (
     Attempted,
     LoopLimiter,
     ToolExited,
+    ToolRaisedBase,
     call_result,
     request_approval,
     run_attempts,
@@ -272,6 +274,10 @@ class Tool(Generic[P, R_co]):
                     attempted = await _attempts(self, bound, limiters, context, after=1)
             except SystemExit as exc:
                 attempted = Attempted(None, ToolExited(exc), 1)
+            except BaseException as exc:  # a cancellation or an interrupt, as a rule
+                if not stray(exc):
+                    raise
+                attempted = Attempted(None, ToolRaisedBase(exc), 1)
             else:
                 attempted = Attempted(value, None, 1)
         else:

@@ -50,7 +50,12 @@ class Toolset:
             raise ConfigError(f"max_concurrency must be 1 or more, not {max_concurrency!r}")
         self._name = name
         self._tools: dict[str, Tool[..., object]] = {}
-        for item in tools:
+        for index, item in enumerate(tools):
+            if not (isinstance(item, Tool) or callable(item)):
+                raise ConfigError(
+                    f"tool set {name!r}: tools[{index}] is the {type(item).__name__} {item!r}, not a "
+                    "tool; give functions (plain typed ones, or made tools with @tool) or Tool objects"
+                )
             made = item if isinstance(item, Tool) else Tool(item)
             if made.name in self._tools:
                 raise ConfigError(

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar, final
 
+from regiment._stray import stray, stray_reason
 from regiment.errors import BudgetExceeded
 from regiment.hierarchy.guard._judge import Spend, spending
 from regiment.hierarchy.guard._note import GuardNote
@@ -124,6 +125,11 @@ async def _judge(guard: Guardrail, subject: object) -> Outcome:
     except Exception as exc:  # a guard that raises trips: fail closed
         _log.warning("guardrail %s raised %s: %s", guard.name, type(exc).__name__, exc)
         return Trip(type(exc).__name__)
+    except BaseException as exc:  # a cancellation or an interrupt, as a rule
+        if not stray(exc):
+            raise
+        _log.warning("guardrail %s %s", guard.name, stray_reason(exc))
+        return Trip(type(exc).__name__)  # not the worker's end (see regiment._stray)
     if not isinstance(outcome, Pass | Rewrite | Trip):
         return Trip(f"returned {type(outcome).__name__}, not Pass, Rewrite or Trip")
     return outcome

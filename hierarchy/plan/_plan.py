@@ -97,7 +97,12 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
         )
 
     def with_tail(
-        self, *, keep: Collection[str], new_steps: Sequence[PlanStep], reason: str
+        self,
+        *,
+        keep: Collection[str],
+        new_steps: Sequence[PlanStep],
+        reason: str,
+        truncated_from: int | None = None,
     ) -> Plan:
         """The next version: the kept steps (in plan order), then the new ones.
 
@@ -108,6 +113,8 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
             keep: ids of the steps to keep (usually the committed ones).
             new_steps: the replacement tail, already parsed and validated.
             reason: why the plan changed, e.g. the check that failed.
+            truncated_from: how many steps the replan's reply had, when it was cut
+                to ``Planner.max_steps`` (the parent's own record is not carried over).
 
         Raises:
             KeyError: ``keep`` names a step this plan does not have.
@@ -120,6 +127,7 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
             steps=kept + tuple(new_steps),
             parent_version=self.version,
             reason=reason,
+            truncated_from=truncated_from,
         )
 
     def outline(self) -> str:

@@ -277,7 +277,8 @@ class RunBook:
             case RunAborted(error=error):
                 self.channel.error = error
                 self.channel.tally = tally = self.result("", "partial")
-                self._close(failed(tally, error))
+                error.failed = ended = failed(tally, error)  # run()'s caller gets it too
+                self._close(ended)
             case _:
                 assert_never(change)
 

@@ -63,13 +63,13 @@ def reserve_fan_out(
     sends: list[StepSent] = []
     for step, context, share in zip(ready, contexts, ledger.split(ways), strict=False):
         worker = step.worker or default
-        allowance = ledger.reserve(
-            (version, step.id, 1),
-            model_calls_cap=caps[worker],
-            keep_model_calls=1,
-            share=share,
-        )
+        key, cap = (version, step.id, 1), caps[worker]
+        allowance = ledger.reserve(key, model_calls_cap=cap, keep_model_calls=1, share=share)
         if allowance is None:
+            break
+        calls = allowance.model_calls
+        if calls is not None and calls < cap and _others_running(ledger, key):
+            ledger.release(key)  # wait for what the running steps give back
             break
         assign = AssignStep(
             run_id=run_id,
@@ -85,6 +85,22 @@ def reserve_fan_out(
     if ways < len(ready) and len(sends) == ways:
         return sends, "tokens" if ledger.budget.tokens is not None else "input_tokens"
     return sends, ledger.exhausted(model_calls_needed=2) or "model_calls"
+
+
+def _others_running(ledger: BudgetLedger, key: tuple[int, str, int]) -> bool:
+    """Whether other steps of the plan version of ``key`` hold reservations.
+
+    A step that got fewer model calls than its cap (a step out of them ends the run
+    ``partial``) waits for those: they give back what they do not use when they
+    report. With none running, it goes with what is left. Steps of an older version
+    being cancelled do not count, so they never hold up the new plan. (A scan, but
+    only at the edge of a model call limit, and once per fan-out.)
+    """
+    version = key[0]
+    return any(
+        isinstance(other, tuple) and other[0] == version and other != key
+        for other in ledger.reserved
+    )
 
 
 def _needs(

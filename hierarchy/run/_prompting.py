@@ -187,7 +187,12 @@ class Prompting:
             return PlanAdopted(plan, "plan", None, parsed.steps)
         old = versions.plan
         keep = tuple(versions.committed)
-        plan = old.with_tail(keep=keep, new_steps=parsed.steps, reason=planning.reason)
+        plan = old.with_tail(
+            keep=keep,
+            new_steps=parsed.steps,
+            reason=planning.reason,
+            truncated_from=parsed.truncated_from,
+        )
         return PlanAdopted(plan, planning.kind, old, parsed.steps)
 
     def _replan_text(self, book: RunBook, reason: str) -> str:

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = ("Worker", "WorkerActor", "WorkerSpec", "check_worker_name")
 
+STEP_TIMEOUT = 300.0  # seconds a step may take, by default
+
 
 class WorkerSpec(Protocol):
     """What the planner needs to know of anything it can assign steps to."""
@@ -126,7 +128,7 @@ class Worker:
     tools: Toolset | Iterable[Tool[..., object] | Toolset | MCPServer] = ()
     max_iterations: int = 8
     system_prompt: str = ""
-    step_timeout: float | None = 300.0
+    step_timeout: float | None = STEP_TIMEOUT
     cancel_grace: float | None = CANCEL_GRACE
     max_concurrent_steps: int = 8
     artifact: bool = False
@@ -151,8 +153,8 @@ class Worker:
         owner = f"worker {self.name!r}"
         at_least(owner, "max_iterations", self.max_iterations, 1)
         at_least(owner, "max_concurrent_steps", self.max_concurrent_steps, 1)
-        seconds(owner, "step_timeout", self.step_timeout)
-        seconds(owner, "cancel_grace", self.cancel_grace)
+        seconds(owner, "step_timeout", self.step_timeout, default=STEP_TIMEOUT)
+        seconds(owner, "cancel_grace", self.cancel_grace, default=CANCEL_GRACE)
         seconds(owner, "approval_timeout", self.approval_timeout)
         needs = (self.require_approval,) if isinstance(self.require_approval, str) else ()
         object.__setattr__(self, "require_approval", needs or tuple(self.require_approval))

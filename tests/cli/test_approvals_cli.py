@@ -82,6 +82,13 @@ async def test_approve_records_a_decision_once_and_checks_edits(tmp_path: Path) 
     )
     assert code == 2
     assert "--edit needs a JSON object" in err
+    deep = '{"order_id": ' + "[" * 5000 + "]" * 5000 + "}"  # was a RecursionError traceback
+    code, _, err = await run_cli(
+        "approve", run_id, request_id, "--edit", deep, "--journal", journal
+    )
+    assert code == 2
+    assert "--edit is not JSON (maximum recursion depth exceeded" in err
+    assert "Traceback" not in err
     good = '{"order_id": "77120"}'
     code, out, err = await run_cli(
         "approve",

@@ -87,6 +87,18 @@ async def test_edit_is_checked_until_it_fits_the_schema(tmp_path: Path) -> None:
     assert refund.arguments == {"order_id": "77120"}
 
 
+async def test_an_edit_nested_too_deep_is_asked_again(tmp_path: Path) -> None:
+    # 1,500 levels: past msgspec's depth (a RecursionError ended the command), within a
+    # terminal's line.
+    journal = str(tmp_path / "runs.db")
+    deep = b"e " + b"[" * 1500 + b"]" * 1500 + b"\n"
+    code, _, err = await _ask_run(deep + b'e {"order_id": "77120"}\n', journal)
+    assert code == 0, err
+    assert "not JSON (maximum recursion depth exceeded" in err
+    (refund,) = await _refunds(journal)
+    assert refund.arguments == {"order_id": "77120"}
+
+
 async def test_end_of_input_denies(tmp_path: Path) -> None:
     journal = str(tmp_path / "runs.db")
     code, _, err = await _ask_run(b"\x04", journal)  # Ctrl-D on an empty line

@@ -94,6 +94,32 @@ def test_yaml_syntax_errors_name_the_file_line_and_column(tmp_path: Path) -> Non
     assert "<unicode string>" not in message
 
 
+@pytest.mark.parametrize(
+    ("text", "where", "key"),
+    [
+        ("name: t\nname: u\nworkers: [{name: a, description: d}]\n", "line 2, column 1", "name"),
+        ("name: t\nworkers:\n  - name: a\n    description: d\n    step_timeout: 5\n    step_timeout: 50\n", "line 6, column 5", "step_timeout"),
+    ],
+)  # fmt: skip
+def test_a_yaml_key_given_twice_is_refused_not_silently_the_last(
+    tmp_path: Path, text: str, where: str, key: str
+) -> None:
+    # PyYAML keeps the last; TOML refuses it ("Cannot overwrite a value"): now both refuse.
+    team = _write(tmp_path / "team.yaml", text)
+    assert _error(team) == (
+        f"{team}: {where}: not valid YAML: the key '{key}' is given twice; keep one "
+        "(while reading a mapping)"
+    )
+
+
+def test_a_yaml_merge_may_still_override_a_key() -> None:
+    text = "base: &b {step_timeout: 5}\nworker: {<<: *b, step_timeout: 50}\n"
+    assert regiment.config._text.parse_text(text, "yaml", "t.yaml") == {
+        "base": {"step_timeout": 5},
+        "worker": {"step_timeout": 50},
+    }
+
+
 def test_a_control_character_in_yaml_names_the_line_and_column(tmp_path: Path) -> None:
     team = _write(tmp_path / "team.yaml", "name: t\nx: a\x00b\n")
     assert _error(team) == (
@@ -142,6 +168,31 @@ def test_a_nested_team_path_that_is_no_team_file_names_the_referring_key(tmp_pat
     ],
 )  # fmt: skip
 def test_a_misspelt_key_is_suggested_in_the_syntax_the_file_needs(
+    tmp_path: Path, suffix: str, text: str, expected: str
+) -> None:
+    team = _write(tmp_path / f"team.{suffix}", text)
+    assert _error(team) == f"{team}: {expected}"
+
+
+@pytest.mark.parametrize(
+    ("suffix", "text", "expected"),
+    [
+        ("toml", TEAM.replace('name = "t"', 'name = "t"\nconcurrency = "4"'), "concurrency: expected `int`, got `str`; write a whole number, without quotes (`concurrency = 4`)"),
+        ("toml", TEAM + 'cancel_grace = "5s"\n', "workers[0].cancel_grace: expected `float | null`, got `str`; write a number, without quotes (`cancel_grace = 5.0`), or leave the key out"),
+        ("toml", TEAM + "step_timeout = true\n", "workers[0].step_timeout: expected `float | null`, got `bool`; write a number, without quotes (`step_timeout = 5.0`), or leave the key out"),
+        ("toml", TEAM + "[budget]\nmodel_calls = 2.5\n", "budget.model_calls: expected `int | null`, got `float`; write a whole number, without quotes (`model_calls = 8`), or leave the key out"),
+        ("toml", TEAM + 'artifact = "true"\n', "workers[0].artifact: expected `bool`, got `str`; write true or false, without quotes (`artifact = true`)"),
+        ("toml", TEAM + "tools = ['a:b', 5]\n", "workers[0].tools[1]: expected `str`, got `int`; write text in quotes"),
+        ("toml", TEAM + "tools = 'a:b'\n", "workers[0].tools: expected `array`, got `str`; write a list (`tools = [...]`)"),
+        ("toml", TEAM.replace("[[workers]]", "[workers]"), "workers: expected `array`, got `object`; write a list: one `[[workers]]` table per entry"),
+        ("toml", 'planner = "p"\n' + TEAM, "planner: expected `object`, got `str`; write a `[planner]` table"),
+        ("yaml", "name: t\nworkers: {name: a, description: d}\n", "workers: expected `array`, got `object`; write a list: one `- ` item per entry"),
+        ("yaml", "name: t\nworkers: [{name: a, description: d, step_timeout: 5 s}]\n", "workers[0].step_timeout: expected `float | null`, got `str`; write a number, without quotes (`step_timeout: 5.0`), or leave the key out"),
+        ("yaml", "name: t\nplanner: p\nworkers: [{name: a, description: d}]\n", "planner: expected `object`, got `str`; write a mapping under `planner:`"),
+        ("yaml", "- name: t\n", "expected `object`, got `array`; write the file as a mapping of keys (`name:`, `workers:`, ...)"),
+    ],
+)  # fmt: skip
+def test_a_value_of_the_wrong_type_says_what_to_write_instead(
     tmp_path: Path, suffix: str, text: str, expected: str
 ) -> None:
     team = _write(tmp_path / f"team.{suffix}", text)
@@ -239,6 +290,25 @@ def test_a_file_and_code_get_the_same_range_error(
         made()
     problem = str(caught.value).split(f"{key.rsplit('.', 1)[1]} ", 1)[1]
     assert from_file == f"{team}: {key}: {problem}"
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "gets"),
+    [
+        ("step_timeout = -5", "step_timeout", "in code only; a team file without the key gets 300.0"),
+        ("cancel_grace = 0", "cancel_grace", "in code only; a team file without the key gets 5.0"),
+        ("approval_timeout = 0", "approval_timeout", "in a team file: leave the key out"),
+    ],
+)  # fmt: skip
+def test_a_range_error_never_says_leaving_out_a_key_with_a_default_means_no_limit(
+    tmp_path: Path, line: str, key: str, gets: str
+) -> None:
+    # Leaving step_timeout out is 300 s, not "no limit": only approval_timeout's default is None.
+    message = _error(_write(tmp_path / "team.toml", TEAM + f"{line}\n"))
+    assert (
+        f"workers[0].{key}: must be a finite number of seconds > 0, or None for no limit ({gets}); got "
+        in message
+    )
 
 
 def test_a_misspelled_on_exhausted_is_refused_in_code_as_in_a_file() -> None:

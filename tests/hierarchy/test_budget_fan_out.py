@@ -188,6 +188,19 @@ async def test_a_step_out_of_model_calls_names_the_budget_field() -> None:
     assert result.budget_exhausted == "model_calls"
 
 
+@pytest.mark.anyio
+async def test_a_model_call_budget_that_suffices_runs_every_parallel_step() -> None:
+    # Five parallel steps of four calls each, a cap of six: with the plan's call and
+    # the synthesis' 22 is enough. The fourth step would get the 2 calls left after
+    # three full caps and run out halfway, ending the run; it waits for what the
+    # running steps give back instead.
+    probe = Probe([(3, [])] * 5)
+    result = await probe.team(Budget(model_calls=22)).run("five parts")
+    assert result.status == "completed"
+    assert result.model_calls == 22
+    assert probe.bodies == 15
+
+
 _steps = st.lists(
     st.tuples(st.integers(0, 3), st.lists(st.integers(1, 6), max_size=2)),
     min_size=1,

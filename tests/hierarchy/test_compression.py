@@ -15,6 +15,7 @@ from regiment.hierarchy import (
     Planner,
     Team,
     Worker,
+    parse_memory,
 )
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, TextPart, text_response
 
@@ -138,3 +139,11 @@ async def test_latest_critique_is_kept_through_compression() -> None:
     assert "re-read gamma" in _text(brain.compressor_requests[1])
     assert result.memory is not None
     assert set(result.memory.facts) == {"s1", "s2", "s3", "s4"}
+
+
+def test_a_compressor_reply_nested_thousands_deep_keeps_each_steps_own_output() -> None:
+    # Was a RecursionError out of parse_memory: the run failed ("the run's planner failed").
+    deep = '{"facts": ' + "[" * 3000 + "]" * 3000 + "}"
+    memory = parse_memory(deep, committed={"s1": "42 apples"})
+    assert memory.facts == {"s1": "42 apples"}
+    assert memory.open_questions == ()

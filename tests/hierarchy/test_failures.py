@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
 
 from regiment.errors import ModelAPIError, StepFailed
 from regiment.hierarchy import Budget, Planner, StepErrored, Team, Worker
-from regiment.models import ModelRequest, ScriptedModel, ToolResultPart, tool_call_response
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    ToolResultPart,
+    tool_call_response,
+)
+from regiment.telemetry import Telemetry
 from regiment.tools import tool
 
 from .brains import Brain, plan_json
@@ -133,3 +141,35 @@ async def test_a_bug_in_the_planner_handler_fails_the_run_with_its_cause() -> No
         await team.run("goal")
     assert "ValueError: synthesis template is broken" in str(info.value)
     assert isinstance(info.value.__cause__, ValueError)
+
+
+class _NotAResponse:
+    """A custom model whose complete() returns the reply's text, not a ModelResponse."""
+
+    name = "homemade"
+    provider = "local"
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        return "the answer"  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("traced", [False, True])
+async def test_a_model_that_returns_no_model_response_fails_the_step_saying_so(
+    traced: bool,
+) -> None:
+    # Was "AttributeError: 'str' object has no attribute 'parts'" (or 'stop_reason').
+    model = ScriptedModel(Brain([plan_json({"description": "x"})]))
+    team = Team(
+        name="t",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="w", model=_NotAResponse())],
+        budget=Budget(replans=0),
+        telemetry=Telemetry(TracerProvider()) if traced else None,
+    )
+    with pytest.raises(StepFailed) as info:
+        await team.run("goal")
+    assert info.value.cause == (
+        "step s1 (x) ended failed: ConfigError: model 'homemade' returned the str 'the answer' from complete(), not a "
+        "ModelResponse; a Model's complete() must return regiment.models.ModelResponse "
+        "(text_response(...) and tool_call_response(...) make one)"
+    )

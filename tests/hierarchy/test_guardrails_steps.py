@@ -4,6 +4,7 @@ and tool."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 import anyio
@@ -255,6 +256,21 @@ async def test_a_guard_that_raises_trips_with_the_exception_type() -> None:
     (trip,) = trips(seen)
     assert (trip.subject, trip.reason) == ("model_request", "KeyError")
     assert b.worker_requests == []  # the model was never called
+
+
+@pytest.mark.parametrize("raised", [asyncio.CancelledError, GeneratorExit])
+async def test_a_guard_that_raises_a_base_exception_trips_like_one_that_raises_an_error(
+    raised: type[BaseException],
+) -> None:
+    # Was the worker's end on asyncio (every later run: ActorStopped), or the team's on trio.
+    def broken(subject: RequestSubject) -> Outcome:
+        raise raised
+
+    b = brain()
+    outcome, seen = await run(make_team(Till(), b, worker_guards=[broken]))
+    failed_step(outcome)
+    (trip,) = trips(seen)
+    assert (trip.subject, trip.reason) == ("model_request", raised.__name__)
 
 
 async def test_a_rejected_reply_is_told_to_the_model_which_answers_again() -> None:

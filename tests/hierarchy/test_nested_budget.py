@@ -12,6 +12,8 @@ from regiment.models import (
     ModelResponse,
     ScriptedModel,
     ToolResultPart,
+    estimate_tokens,
+    text_response,
     tool_call_response,
 )
 from regiment.tools import tool
@@ -157,3 +159,30 @@ async def test_a_team_that_contains_itself_is_refused_at_start() -> None:
     with pytest.raises(ConfigError, match=r"team 'loop' contains itself \(loop -> loop\)"):
         async with team.start():
             pass
+
+
+async def test_a_nested_teams_tokens_go_over_by_the_replies_of_its_own_steps_in_flight() -> None:
+    # The README's bound for tokens counts a team worker's step as its child run: one
+    # reply per child step in flight, plus the child planner's, not one reply per step.
+    long = "done " * 80
+
+    async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:
+        return long
+
+    parts = plan_json(*({"description": f"part {i}"} for i in range(5)))
+    child_model = ScriptedModel(Brain([parts], work=work))
+    digger = Worker(name="digger", description="digs", model=child_model)
+    child = Team(name="child", planner=Planner(model=child_model), workers=[digger])
+    parent_plan = plan_json({"description": "investigate", "worker": "research"})
+    team = Team(
+        name="parent",
+        planner=Planner(model=ScriptedModel(Brain([parent_plan]))),
+        workers=[TeamWorker(name="research", description="finds things", team=child)],
+        budget=Budget(output_tokens=120),  # the two plans take about 60
+    )
+    result = await team.run("goal")
+    reply = estimate_tokens(text_response(long))
+    plans = estimate_tokens(text_response(parts)) + estimate_tokens(text_response(parent_plan))
+    assert result.status == "partial"
+    assert result.budget_exhausted == "output_tokens"
+    assert 120 + reply + plans < result.usage.output_tokens <= 120 + 5 * reply + plans

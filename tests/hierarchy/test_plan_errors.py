@@ -9,6 +9,7 @@ from regiment.hierarchy import Planner, Team, Worker
 from regiment.models import ScriptedModel, TextPart
 
 from .brains import Brain, plan_json
+from .replan_team import PROBE, replan_team
 
 pytestmark = pytest.mark.anyio
 
@@ -54,3 +55,19 @@ async def test_blank_reply_is_sent_back_not_taken_as_nothing_to_do() -> None:
     assert result.committed == ("s1",)
     reprompt = brain.plan_requests[1].messages[-1]
     assert "held no steps" in "".join(p.text for p in reprompt.parts if isinstance(p, TextPart))
+
+
+async def test_a_replan_that_never_parses_keeps_what_the_run_got_to_on_the_error() -> None:
+    # run() raises; the committed step, its report and the usage were lost with it.
+    garbage = plan_json({"description": "undo", "depends_on": ["nowhere"]})
+    brain = Brain([plan_json(PROBE), garbage, garbage, garbage])
+    with pytest.raises(PlanError) as caught:
+        await replan_team(brain).run("goal")
+    failed = caught.value.failed
+    assert failed is not None
+    assert failed.error_type == "PlanError"
+    assert failed.message == str(caught.value)
+    assert failed.committed == ("s1",)
+    assert [(r.step_id, r.status, r.output) for r in failed.steps] == [("s1", "done", "did: probe")]
+    assert [p.version for p in failed.plans] == [1]
+    assert failed.model_calls == 5  # the plan, the probe, three replies to the replan

@@ -117,6 +117,16 @@ async def test_a_passed_last_round_is_completed() -> None:
     assert (result.status, result.budget_exhausted, result.rounds) == ("completed", None, 2)
 
 
+async def test_a_verdict_nested_thousands_deep_is_asked_again() -> None:
+    # Was a RecursionError out of parse_verdict: the run failed ("the run's planner failed").
+    deep = '{"passed": ' + "[" * 3000 + "]" * 3000 + "}"
+    brain = CriticBrain([plan_json({"description": "x"})], [deep, _verdict(True)])
+    result = await _team(brain).run("goal")
+    assert result.status == "completed"
+    assert "did not parse" in _text(brain.critic_requests[1])
+    assert [v.passed for v in result.verdicts] == [True]
+
+
 async def test_unparseable_critic_is_asked_again_then_taken_as_passed_with_warning() -> None:
     brain = CriticBrain([plan_json({"description": "x"})], ["looks fine to me", "yes, really fine"])
     result = await _team(brain).run("goal")

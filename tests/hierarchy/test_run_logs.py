@@ -131,6 +131,22 @@ async def test_a_critic_asked_again_is_logged_at_info(caplog: pytest.LogCaptureF
     assert _context(retry) == (result.run_id, None, "critic")
 
 
+async def test_a_replan_cut_to_max_steps_says_so_in_its_plan_version(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The replan's tail is cut as a first plan is: Plan.truncated_from records it.
+    tail = plan_json(*({"description": f"part {i}", "depends_on": ["s1"]} for i in range(12)))
+    team = replan_team(Brain([plan_json(PROBE), tail]))
+    with caplog.at_level(logging.WARNING, logger="regiment"):
+        result = await _run(team)
+    first, second = result.plans
+    assert first.truncated_from is None
+    assert second.truncated_from == 12
+    assert len(second.steps) == 1 + 10  # the kept probe, then Planner.max_steps new steps
+    (cut,) = [r for r in _run_records(caplog) if "Planner.max_steps" in r.getMessage()]
+    assert cut.getMessage().startswith("the planner's replan had 12 steps")
+
+
 async def test_a_plan_cut_to_max_steps_is_logged_at_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -187,11 +187,19 @@ async def test_usage_counts_cached_prompt_tokens_apart(api: StandIn) -> None:
     assert response.usage == Usage(input_tokens=200, output_tokens=20, cache_read_tokens=800)
 
 
-async def test_unparseable_tool_arguments_go_back_to_the_model(api: StandIn) -> None:
-    api.queue(completion(None, ("call_9", "get_weather", "{city: Oslo"), finish="tool_calls"))
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "{city: Oslo",
+        # nested past Python's recursion limit: was a RecursionError that failed the call
+        '{"city": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    ],
+)
+async def test_unparseable_tool_arguments_go_back_to_the_model(api: StandIn, raw: str) -> None:
+    api.queue(completion(None, ("call_9", "get_weather", raw), finish="tool_calls"))
     async with model_for(api) as model:
         response = await model.complete(ask(tools=(WEATHER,)))
-    assert response.tool_calls[0].arguments == {"_unparsed_arguments": "{city: Oslo"}
+    assert response.tool_calls[0].arguments == {"_unparsed_arguments": raw}
 
 
 async def test_an_error_status_after_retries_is_translated(api: StandIn) -> None:

@@ -148,8 +148,14 @@ def test_every_provider_is_a_streaming_model(wire: Wire) -> None:
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "plain"])
 @pytest.mark.parametrize(
     ("body", "content_type"),
-    [(b"{not json", None), (b'{"hello": "world"}', None), (b"<html>502</html>", "text/html")],
-    ids=["not-json", "wrong-shape", "html"],
+    [
+        (b"{not json", None),
+        (b'{"hello": "world"}', None),
+        (b"<html>502</html>", "text/html"),
+        # JSON nested past the parser's depth: was a RecursionError out of complete()
+        (b'{"id": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", None),
+    ],
+    ids=["not-json", "wrong-shape", "html", "nested-too-deep"],
 )
 async def test_a_reply_that_cannot_be_read_is_a_model_api_error(
     wire: Wire, api: StandIn, stream: bool, body: bytes, content_type: str | None

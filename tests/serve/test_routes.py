@@ -82,8 +82,15 @@ async def test_unknown_run_unknown_route_and_approvals() -> None:
         (b'{"goal": "a\\ud800b"}', "lone UTF-16 surrogate escape (such as \\ud800)"),
         (b'{"goal": "g"', "JSON is cut short (Input data was truncated)"),  # a body cut short
         (b"{", "JSON is cut short (Input data was truncated): send all of it"),
+        # JSON of another shape says which shape to send
+        (b"null", 'Expected `object`, got `null`; send {"goal": "...", "session": "..."?, "deps": {...}?}'),
+        (b'["g"]', 'got `array`; send {"goal": "..."'),
+        (b'{"session": "x"}', 'missing required field `goal`; send {"goal": "..."'),
+        (b'{"goal": "g", "colour": "red"}', 'unknown field `colour`; send {"goal": "..."'),
+        # was a 500 with a RecursionError traceback in the server's log
+        (b'{"goal": "g", "deps": {"a": ' + b"[" * 5000 + b"]" * 5000 + b"}}", "the body's JSON nests too deep to read; send flatter JSON"),
     ],
-)
+)  # fmt: skip
 async def test_bad_bodies_are_422_with_error_and_detail(body: bytes, detail: str) -> None:
     async with serving(create_app(support_team())) as url, httpx.AsyncClient(base_url=url) as c:
         response = await c.post("/runs", content=body)

@@ -73,7 +73,7 @@ async def test_a_return_value_that_is_not_json_is_an_error_result() -> None:
     result = await handle.call({}, call_id="c")
     assert result.is_error
     assert result.error_type == "TypeError"
-    assert result.content == "TypeError: tool 'handle' returned a lock, not JSON data"
+    assert str(result.content).startswith("TypeError: tool 'handle' ran, but returned a lock")
 
 
 async def test_timeout() -> None:

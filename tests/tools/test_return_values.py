@@ -33,7 +33,10 @@ async def test_a_value_pydantic_cannot_encode_is_an_error_result(value: object, 
     result = await odd.call({}, call_id="c")
     assert result.is_error
     assert result.error_type == "TypeError"
-    assert result.content == f"TypeError: tool 'odd' returned a {kind}, not JSON data"
+    assert result.content == (
+        f"TypeError: tool 'odd' ran, but returned a {kind}, not JSON data, so its result "
+        "cannot be shown (a tool returns text, numbers, lists, dicts or pydantic models)"
+    )
 
 
 async def test_a_step_whose_tool_returns_undecodable_bytes_tells_the_model() -> None:
@@ -62,5 +65,10 @@ async def test_a_step_whose_tool_returns_undecodable_bytes_tells_the_model() -> 
         result = await team.run("read the blob")
     assert result.status == "completed"
     assert [(p.is_error, p.content) for p in seen] == [
-        (True, "TypeError: tool 'read_blob' returned a bytes, not JSON data")
+        (
+            True,
+            "TypeError: tool 'read_blob' ran, but returned a bytes, not JSON data, so its "
+            "result cannot be shown (a tool returns text, numbers, lists, dicts or pydantic "
+            "models)",
+        )
     ]

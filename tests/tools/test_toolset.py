@@ -69,6 +69,17 @@ def test_two_tools_of_one_name_are_a_config_error() -> None:
         Toolset("x", [issue_refund, Tool(email_customer, name="issue_refund")])
 
 
+@pytest.mark.parametrize(("item", "shown"), [(5, "the int 5"), ("lookup", "the str 'lookup'")])
+def test_something_that_is_no_function_is_named_as_what_it_is(item: object, shown: str) -> None:
+    # Not "tool name None is not usable ... pass name=...": no name would make it a tool.
+    with pytest.raises(ConfigError) as caught:
+        Toolset("billing", [issue_refund, item])  # type: ignore[list-item]
+    assert str(caught.value) == (
+        f"tool set 'billing': tools[1] is {shown}, not a tool; give functions (plain typed "
+        "ones, or made tools with @tool) or Tool objects"
+    )
+
+
 @pytest.mark.anyio
 async def test_an_unknown_tool_is_an_error_result_naming_the_real_ones() -> None:
     result = await billing().call("send_email", {"to": "ana"}, call_id="c9")

@@ -1,0 +1,184 @@
+"""A tool body or a model that raises asyncio's ``CancelledError`` on its own (nothing
+cancelled its call), or another ``BaseException`` such as ``GeneratorExit``, fails its
+call.
+
+Before, on asyncio the ``CancelledError`` ended the worker's task as if it had been
+cancelled: that step was reported "cancelled: worker stopped", and every later run of
+the started team failed with ``ActorStopped: actor 't/w' has stopped``. On trio it (or
+a ``GeneratorExit``) left the team's task group and ended ``team.start()`` itself. A
+model's call that raised it did the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from regiment.errors import StepFailed
+from regiment.hierarchy import Budget, Planner, RunFailed, RunningTeam, Team, Worker
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    ToolResultPart,
+    text_response,
+    tool_call_response,
+)
+from regiment.tools import ApprovalDecision, ApprovalRequest, Approve, Tool, Toolset, tool
+
+from .brains import Brain, plan_json
+
+pytestmark = pytest.mark.anyio
+
+
+@tool
+async def cancels_itself(n: int) -> int:
+    """Gives up the way a careless library does (an async body, in the loop's task)."""
+    if n == 1:
+        raise asyncio.CancelledError
+    return n
+
+
+@tool
+def cancels_in_thread(n: int) -> int:
+    """The same, in a sync body run in a worker thread."""
+    if n == 1:
+        raise asyncio.CancelledError
+    return n
+
+
+@tool(timeout=5, retries=2)
+async def exits_generator(n: int) -> int:
+    """Raises GeneratorExit, under a timeout and retries (the attempt loop's path)."""
+    if n == 1:
+        raise GeneratorExit
+    return n
+
+
+_CANCELLED = (
+    "CancelledError: the tool raised CancelledError while nothing had cancelled its call; "
+    "a tool must not raise it itself (raise an Exception, such as TimeoutError or RuntimeError)"
+)
+_GENERATOR = (
+    "GeneratorExit: the tool raised GeneratorExit (a BaseException, as only interrupts and "
+    "cancellations are); a tool must not raise it itself (raise an Exception, such as "
+    "TimeoutError or RuntimeError)"
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [(cancels_itself, _CANCELLED), (cancels_in_thread, _CANCELLED), (exits_generator, _GENERATOR)],
+)
+async def test_a_base_exception_a_tool_raises_is_one_failed_call(
+    body: Tool[..., int], says: str
+) -> None:
+    result = await body.call({"n": 1}, call_id="c")
+    assert result.is_error
+    assert result.content == says
+    assert result.attempts == 1  # never retried
+
+
+@pytest.mark.parametrize("body", [cancels_itself, cancels_in_thread, exits_generator])
+async def test_the_worker_goes_on_serving_runs(body: Tool[..., int]) -> None:
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        if not results:
+            return tool_call_response(body.name, {"n": 1 if "bad" in description else 2})
+        return f"the tool said: {results[0].content}"
+
+    model = ScriptedModel(
+        Brain(
+            [plan_json({"description": "bad call"}), plan_json({"description": "good call"})],
+            work=work,
+        )
+    )
+    worker = Worker(name="w", description="calls", model=model, tools=[body])
+    team = Team(name="t", planner=Planner(model=model), workers=[worker], budget=Budget(replans=0))
+    async with team.start() as running:
+        first = await running.run("first")
+        second = await running.run("second")
+    assert first.status == second.status == "completed"
+    assert first.steps[0].tool_outcomes[0].is_error
+    assert second.steps[0].output == "the tool said: 2"
+
+
+_MODEL_SAYS = (
+    "step s1 (x) ended failed: ModelError: model 'scripted' raised CancelledError while "
+    "nothing had cancelled its call; a Model must raise an Exception for a failed call "
+    "(regiment.errors.ModelError, say), never this"
+)
+
+
+async def _first_run_fails(running: RunningTeam, streamed: bool) -> str:
+    """The first run's error message, read from its RunFailed (streamed) or its error."""
+    if not streamed:
+        with pytest.raises(StepFailed) as caught:
+            await running.run("first")
+        return str(caught.value)
+    async with running.stream("first") as events:
+        last = [event async for event in events][-1]
+    assert isinstance(last, RunFailed)
+    return last.message
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_model_that_raises_cancelled_error_fails_the_step_not_the_worker(
+    streamed: bool,
+) -> None:
+    calls = 0
+
+    async def flaky(request: ModelRequest) -> ModelResponse:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise asyncio.CancelledError
+        return text_response("done")
+
+    planner = ScriptedModel(Brain([plan_json({"description": "x"})] * 2))
+    worker = Worker(name="w", description="works", model=ScriptedModel(flaky))
+    team = Team(
+        name="t", planner=Planner(model=planner), workers=[worker], budget=Budget(replans=0)
+    )
+    async with team.start() as running:
+        message = await _first_run_fails(running, streamed)
+        second = await running.run("second")
+    assert message.startswith(_MODEL_SAYS)
+    assert second.status == "completed"
+
+
+@tool(requires_approval=True)
+def pay(n: int) -> int:
+    """Pays n, once someone approves."""
+    return n
+
+
+async def test_an_approver_that_raises_cancelled_error_fails_the_step_not_the_worker() -> None:
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        if request.arguments["n"] == 1:
+            raise asyncio.CancelledError
+        return Approve()
+
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        if not results:
+            return tool_call_response("pay", {"n": 1 if "bad" in description else 2})
+        return f"paid: {results[0].content}"
+
+    plans = [plan_json({"description": "bad call"}), plan_json({"description": "good call"})]
+    model = ScriptedModel(Brain(plans, work=work))
+    tools = Toolset("w", [pay], approver=approver)
+    worker = Worker(name="w", description="pays", model=model, tools=tools)
+    team = Team(name="t", planner=Planner(model=model), workers=[worker], budget=Budget(replans=0))
+    async with team.start() as running:
+        with pytest.raises(StepFailed) as caught:
+            await running.run("first")
+        second = await running.run("second")
+    assert caught.value.cause == (
+        "step s1 (bad call) ended failed: RuntimeError: the approver raised CancelledError "
+        "while nothing had cancelled its call; an approver must decide, or raise an Exception"
+    )
+    assert second.steps[0].output == "paid: 2"

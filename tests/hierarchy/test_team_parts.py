@@ -1,0 +1,49 @@
+"""A team built in code with a part of the wrong type is refused when it is made,
+with a message that names the part and what it takes, not when a run trips on it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from regiment.errors import ConfigError
+from regiment.hierarchy import Budget, Planner, Team, Worker
+from regiment.models import ScriptedModel
+
+MODEL = ScriptedModel(["unused"])
+PLANNER = Planner(model=MODEL)
+WORKER = Worker(name="w", description="does things", model=MODEL)
+
+
+def _team(**parts: object) -> Callable[[], Team]:
+    given: dict[str, object] = {"name": "t", "planner": PLANNER, "workers": [WORKER]} | parts
+    return lambda: Team(**given)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        # each of these used to start and fail the first run with an AttributeError
+        (_team(budget={"model_calls": 3}), "team 't': budget must be a Budget (Budget(model_calls=...)); got the dict {'model_calls': 3}"),
+        (_team(checks=[1]), "team 't': checks must map names to Check(description=..., predicate=...); got [1]"),
+        (_team(planner=MODEL), "team 't': planner must be a Planner(model=...); got the ScriptedModel 'scripted'"),
+        (_team(workers=WORKER), "team 't': workers must be a list of workers; got the Worker 'w' (put it in a list: workers=[...])"),
+        (_team(workers=["w"]), "team 't': workers[0] must be a Worker or a TeamWorker; got the str 'w'"),
+        # and these ran, with a blank span name or a fractional concurrency
+        (_team(name=""), "Team: name must be the team's name (text); got ''"),
+        (_team(concurrency=2.5), "team 't': concurrency must be a whole number of at least 1, got 2.5"),
+        (_team(concurrency=True), "team 't': concurrency must be a whole number of at least 1, got True"),
+    ],
+)  # fmt: skip
+def test_a_part_of_the_wrong_type_is_a_config_error_naming_it(
+    make: Callable[[], Team], message: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        make()
+    assert str(caught.value) == message
+
+
+def test_the_parts_of_their_types_make_a_team() -> None:
+    team = _team(budget=Budget(model_calls=3), concurrency=2)()
+    assert team.budget.model_calls == 3
