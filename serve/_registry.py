@@ -45,15 +45,30 @@ class RunRecord:
     ended: anyio.Event = field(default_factory=anyio.Event)
 
 
-def cancelled(run_id: str) -> RunFailed:
-    """The last event the app streams for a run it cancelled.
+def cancelled(run_id: str, got: RunResult | None = None) -> RunFailed:
+    """The last event the app streams for a run it cancelled, with what the run got to
+    (``got``: the engine's result, status ``cancelled``; without it, nothing).
 
     The engine ends a run whose stream was left with ``RunCompleted`` (status
     ``cancelled``), but no reader is there to see it; clients see this instead,
     live and (see ``_journaled``) when the run is replayed from the journal.
     """
     reason = "the run was cancelled (POST /runs/{id}/cancel, a client that left, or shutdown)"
-    return RunFailed(run_id=run_id, error_type="RunCancelled", message=reason)
+    if got is None:  # the run did not wind down in time: its tally never came
+        return RunFailed(run_id=run_id, error_type="RunCancelled", message=reason)
+    return RunFailed(
+        run_id=run_id,
+        error_type="RunCancelled",
+        message=reason,
+        plans=got.plans,
+        steps=got.steps,
+        committed=got.committed,
+        usage=got.usage,
+        model_calls=got.model_calls,
+        tool_calls=got.tool_calls,
+        budget_exhausted=got.budget_exhausted,
+        trace_id=got.trace_id,
+    )
 
 
 class RunStore(Protocol):
