@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import NamedTuple, Protocol, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 from regiment.errors import JournalError, LeaseHeld, LeaseLost, UnknownRun
-from regiment.journal._owners import local_owner
+from regiment.journal._owners import local_owner, owners_gone
 from regiment.journal._views import Lease, RunInfo, RunStatus
 
 __all__ = (
@@ -29,8 +29,9 @@ __all__ = (
     "check_acquire",
     "check_owner",
     "check_write",
-    "plan_commit",
     "derive_status",
+    "lapsed",
+    "plan_commit",
 )
 
 
@@ -179,6 +180,22 @@ def derive_status(
     if pending_approvals > 0:
         return "awaiting_approval"
     return "running" if expires_at > now else "stalled"
+
+
+def lapsed(listed: Sequence[Sequence[Any]]) -> list[RunRow]:
+    """Listed rows (a ``RunRow``'s fields, then the lease's owner) as ``RunRow``s, each as
+    a resume would see it: a ``running`` run whose owner is a process of this machine that
+    is gone lists as ``stalled``, as once its lease runs out (``check_acquire`` takes it
+    over at once). Each owner is looked up once (``/proc``), not once per run."""
+    rows = [RunRow._make(row[:7]) for row in listed]
+    running = [row[7] for row in listed if row[4] == "running" and row[7] is not None]
+    gone = owners_gone(running) if running else None
+    if gone:
+        rows = [
+            row._replace(status="stalled") if row.status == "running" and got[7] in gone else row
+            for row, got in zip(rows, listed, strict=True)
+        ]
+    return rows
 
 
 def check_acquire(
