@@ -78,7 +78,9 @@ class RunStore(Protocol):
 
     def get(self, run_id: str) -> RunRecord | None: ...
 
-    def list(self, status: str | None = None) -> list[RunRecord]: ...
+    def list(self, status: str | None = None) -> list[RunRecord]:
+        """The runs (of ``status``), the one started (or resumed) last first."""
+        ...
 
     def append(self, run_id: str, event: Event) -> int: ...
 
@@ -108,8 +110,8 @@ class MemoryRunStore:
 
     def add(self, run_id: str, goal: str, session: str | None) -> RunRecord:
         record = RunRecord(run_id=run_id, goal=goal, session=session)
-        if self._runs.get(run_id) is not None and run_id in self._ended:  # resumed: live again
-            self._ended.remove(run_id)
+        if self._runs.pop(run_id, None) is not None and run_id in self._ended:  # resumed:
+            self._ended.remove(run_id)  # live again, and listed as the newest
         self._runs[run_id] = record
         return record
 
@@ -117,7 +119,9 @@ class MemoryRunStore:
         return self._runs.get(run_id)
 
     def list(self, status: str | None = None) -> list[RunRecord]:
-        return [r for r in self._runs.values() if status is None or r.status == status]
+        """The runs (of ``status``), the one started (or resumed) last first."""
+        runs = reversed(self._runs.values())
+        return [r for r in runs if status is None or r.status == status]
 
     def append(self, run_id: str, event: Event) -> int:
         """Record ``event``; a terminal one ends the run. Returns its sequence number."""

@@ -45,7 +45,7 @@ async def test_past_keep_the_run_that_ended_first_is_forgotten() -> None:
     ):
         ids = [await _post(c) for _ in range(4)]
         listed = [r["run_id"] for r in (await c.get("/runs")).json()["runs"]]
-        assert listed == ids[2:]
+        assert listed == [ids[3], ids[2]]  # newest first
         gone = await c.get(f"/runs/{ids[0]}")
         assert gone.status_code == 404
         assert "keeps only its latest ended runs" in gone.json()["detail"]
