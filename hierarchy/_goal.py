@@ -7,9 +7,9 @@ from regiment.errors import ConfigError
 __all__ = ("check_goal", "check_session")
 
 
-def check_goal(goal: object) -> None:
+def check_goal(goal: object, session: object = None) -> None:
     """Refuse a goal that is not text, is blank, cannot be encoded as UTF-8, or holds a
-    NUL character."""
+    NUL character; and the run's ``session``, see :func:`check_session`."""
     if not isinstance(goal, str):
         raise ConfigError(f"the goal must be text (a str), not {type(goal).__name__}: {goal!r}")
     if not goal.strip():
@@ -22,6 +22,7 @@ def check_goal(goal: object) -> None:
             "surrogate (bytes that were not UTF-8, decoded with surrogateescape?)"
         ) from None
     _no_nul("the goal", goal)
+    check_session(session)
 
 
 def check_session(session: object) -> None:

@@ -21,7 +21,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from regiment.actors import ActorRef, ActorSystem
 from regiment.hierarchy._approvals import ApprovalDesk, StepAt
 from regiment.hierarchy._approving import DecidesApprovals
-from regiment.hierarchy._goal import check_goal, check_session
+from regiment.hierarchy._goal import check_goal
 from regiment.hierarchy._messages import StepAllowance, WorkerMessage
 from regiment.hierarchy._ranges import run_concurrency
 from regiment.hierarchy._result import RunResult
@@ -243,8 +243,7 @@ class RunningTeam(DecidesApprovals):
         resumed: RunJournal | None = None,
         parent: StepAt | None = None,
     ) -> AsyncIterator[Opened]:
-        check_goal(goal)
-        check_session(session)
+        check_goal(goal, session)
         concurrency = run_concurrency(concurrency, self.team.concurrency)
         if deps is not None:
             check_remote_deps(self.team, deps)

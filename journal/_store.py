@@ -9,7 +9,7 @@ decoding, so every backend has the same semantics by construction.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, Protocol, cast
 
@@ -55,7 +55,8 @@ class Pending(NamedTuple):
 
 
 class RunRow(NamedTuple):
-    """A run's listing fields, status already derived."""
+    """A run's listing fields, status already derived (see ``lapsed``), and who holds
+    its lease, if anyone."""
 
     run_id: str
     team: str
@@ -64,6 +65,7 @@ class RunRow(NamedTuple):
     status: RunStatus
     started_at: float
     updated_at: float
+    owner: str | None = None
 
     def info(self) -> RunInfo:
         """As the public ``RunInfo``."""
@@ -182,18 +184,18 @@ def derive_status(
     return "running" if expires_at > now else "stalled"
 
 
-def lapsed(listed: Sequence[Sequence[Any]]) -> list[RunRow]:
-    """Listed rows (a ``RunRow``'s fields, then the lease's owner) as ``RunRow``s, each as
-    a resume would see it: a ``running`` run whose owner is a process of this machine that
-    is gone lists as ``stalled``, as once its lease runs out (``check_acquire`` takes it
-    over at once). Each owner is looked up once (``/proc``), not once per run."""
-    rows = [RunRow._make(row[:7]) for row in listed]
-    running = [row[7] for row in listed if row[4] == "running" and row[7] is not None]
+def lapsed(listed: Iterable[Sequence[Any]]) -> list[RunRow]:
+    """Listed rows (a ``RunRow``'s fields) as ``RunRow``s, each as a resume would see it:
+    a ``running`` run whose owner is a process of this machine that is gone lists as
+    ``stalled``, as once its lease runs out (``check_acquire`` takes it over at once).
+    Each owner is looked up once (``/proc``), not once per run."""
+    rows = [RunRow(*row) for row in listed]
+    running = [row.owner for row in rows if row.status == "running" and row.owner is not None]
     gone = owners_gone(running) if running else None
     if gone:
         rows = [
-            row._replace(status="stalled") if row.status == "running" and got[7] in gone else row
-            for row, got in zip(rows, listed, strict=True)
+            row._replace(status="stalled") if row.status == "running" and row.owner in gone else row
+            for row in rows
         ]
     return rows
 
