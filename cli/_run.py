@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import Literal, TextIO, TypeAlias
+from typing import TYPE_CHECKING, Literal, TextIO, TypeAlias
 
 import anyio
 import msgspec
@@ -27,6 +27,9 @@ from regiment.hierarchy import events as ev
 from regiment.journal import Journal, TeamFile
 from regiment.models import Model
 from regiment.telemetry import SpanCollector, Telemetry, TracingHandle, configure_tracing
+
+if TYPE_CHECKING:
+    from regiment.hierarchy import RunEvents
 
 __all__ = ("Outcome", "RunOptions", "TraceMode", "drive")
 
@@ -103,6 +106,7 @@ class _Ending:
     result: RunResult | None = None
     failure: ev.RunFailed | None = None
     interrupted: bool = False
+    events: RunEvents | None = None  # the run's events; its ending once they have closed
 
 
 async def drive(
@@ -191,19 +195,26 @@ async def _watch(
     if error is not None:
         raise error
     if ending.interrupted and ending.result is None and ending.failure is None:
-        sink(_cancelled(progress))
+        sink(_cancelled(progress, ending.events))
 
 
-def _cancelled(progress: RunProgress) -> ev.RunFailed:
-    """The closing event of an interrupted run, so an events file always has an ending.
+def _cancelled(progress: RunProgress, events: RunEvents | None) -> ev.RunFailed:
+    """The closing event of an interrupted run, so an events file always has an ending,
+    with what the run got to (its plans, step reports, usage), as a failed run's has.
 
-    The run itself never gets to emit one: the stream it writes to is what was cancelled.
+    The run's own last event was never read: the stream it writes to is what was
+    cancelled; leaving it waited for the run to wind down, so its ending is there.
     """
-    return ev.RunFailed(
-        run_id=progress.run_id,
-        error_type="RunCancelled",
-        message=f"interrupted; cancelled the run {progress.summary()}",
-    )
+    message = f"interrupted; cancelled the run {progress.summary()}"
+    match None if events is None else events.ending:
+        case ev.RunCompleted(result=result):  # its stream was left: it ended cancelled
+            return result.as_failed("RunCancelled", message)
+        case ev.RunFailed(error_type="RunCancelled") as failed:  # the cancel reached it first
+            return msgspec.structs.replace(failed, message=message)
+        case ev.RunFailed() as failed:  # it failed for its own reason as it was stopped
+            return failed
+        case _:  # it did not wind down in time: no tally
+            return ev.RunFailed(run_id=progress.run_id, error_type="RunCancelled", message=message)
 
 
 def _view(
@@ -238,7 +249,7 @@ async def _consume(
             )
         except ToolError as exc:  # an MCP server could not be started: nothing ran
             raise ConfigError(f"the team could not start: {exc}") from exc
-        events = await stack.enter_async_context(_stream(running, options))
+        events = ending.events = await stack.enter_async_context(_stream(running, options))
         async for event in events:
             progress.apply(event)
             # A streamed answer's line ends before the last progress line is shown.
@@ -257,9 +268,7 @@ async def _consume(
                 ending.failure = event
 
 
-def _stream(
-    running: RunningTeam, options: RunOptions
-) -> AbstractAsyncContextManager[AsyncIterator[ev.Event]]:
+def _stream(running: RunningTeam, options: RunOptions) -> AbstractAsyncContextManager[RunEvents]:
     if options.resume is not None:
         return running.resume_stream(options.resume, force=options.force)
     return running.stream(options.goal, session=options.session)

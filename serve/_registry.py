@@ -56,19 +56,7 @@ def cancelled(run_id: str, got: RunResult | None = None) -> RunFailed:
     reason = "the run was cancelled (POST /runs/{id}/cancel, a client that left, or shutdown)"
     if got is None:  # the run did not wind down in time: its tally never came
         return RunFailed(run_id=run_id, error_type="RunCancelled", message=reason)
-    return RunFailed(
-        run_id=run_id,
-        error_type="RunCancelled",
-        message=reason,
-        plans=got.plans,
-        steps=got.steps,
-        committed=got.committed,
-        usage=got.usage,
-        model_calls=got.model_calls,
-        tool_calls=got.tool_calls,
-        budget_exhausted=got.budget_exhausted,
-        trace_id=got.trace_id,
-    )
+    return got.as_failed("RunCancelled", reason)
 
 
 class RunStore(Protocol):
