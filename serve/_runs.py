@@ -283,9 +283,22 @@ def check_lease_ttl(team: Team | RunningTeam, lease_ttl: float | None) -> None:
             "lease_ttl is for a Team the app starts; a RunningTeam keeps the one it was "
             "started with: start it with Team.start(journal=..., lease_ttl=...)"
         )
-    number = isinstance(lease_ttl, int | float) and not isinstance(lease_ttl, bool)
-    if not number or not math.isfinite(lease_ttl) or lease_ttl <= 0:
-        raise ConfigError(f"lease_ttl must be a finite number of seconds > 0; got {lease_ttl!r}")
+    check_seconds("lease_ttl", lease_ttl)
+
+
+def check_seconds(name: str, seconds: object) -> None:
+    """Refuse ``seconds`` unless it is a finite number > 0 (``name`` says which argument).
+
+    Raises:
+        ConfigError: a bool, not a number, not finite, or not above 0.
+    """
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not math.isfinite(seconds)
+        or seconds <= 0
+    ):
+        raise ConfigError(f"{name} must be a finite number of seconds > 0; got {seconds!r}")
 
 
 @asynccontextmanager

@@ -10,6 +10,7 @@ import httpx2 as httpx
 import pytest
 
 from examples.service.serving import serving
+from regiment.errors import ConfigError
 from regiment.hierarchy import RunFailed, event_from_json
 from regiment.serve import MemoryRunStore, create_app
 
@@ -79,6 +80,14 @@ async def test_an_idle_stream_sends_keep_alive_comments_then_cancel_ends_it() ->
         assert view["status"] == "cancelled"
         again = (await c.post(f"/runs/{run_id}/cancel")).json()
         assert again == {"run_id": run_id, "cancelling": False}
+
+
+@pytest.mark.parametrize("keepalive", [-1, 0, float("nan"), float("inf"), True])
+def test_create_app_refuses_a_keepalive_no_stream_can_use(keepalive: float) -> None:
+    # -1 was taken, and then every GET /runs/{id}/events was a 500 (a ValueError of the
+    # SSE response); 0, nan and inf never sent a keep-alive comment.
+    with pytest.raises(ConfigError, match="keepalive must be a finite number of seconds > 0"):
+        create_app(support_team(), keepalive=keepalive)
 
 
 async def test_a_client_that_leaves_a_waiting_post_cancels_its_run() -> None:
