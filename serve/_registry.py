@@ -86,12 +86,14 @@ class MemoryRunStore:
     forgotten run from the journal.
 
     Raises:
-        ConfigError: ``keep`` is below 1.
+        ConfigError: ``keep`` is not a whole number, or is below 1.
     """
 
     def __init__(self, keep: int = KEEP_ENDED) -> None:
-        if keep < 1:
-            raise ConfigError(f"keep={keep}: keep at least the last ended run (keep >= 1)")
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:  # nan: no bound
+            raise ConfigError(
+                f"keep={keep!r}: keep at least the last ended run (keep >= 1, a whole number)"
+            )
         self.keep = keep
         self._runs: dict[str, RunRecord] = {}
         self._ended: deque[str] = deque()  # ended runs' ids, the one that ended first at the left

@@ -97,9 +97,11 @@ async def test_with_a_journal_a_forgotten_run_is_answered_from_it(tmp_path: Path
         assert events[-1] == "RunCompleted"
 
 
-def test_keep_below_one_is_refused() -> None:
+@pytest.mark.parametrize("keep", [0, float("nan"), 2.5, True])
+def test_keep_below_one_or_not_whole_is_refused(keep: int) -> None:
+    # nan was taken, and no ended run was ever forgotten: the store grew without bound.
     with pytest.raises(ConfigError, match="keep at least the last ended run"):
-        MemoryRunStore(keep=0)
+        MemoryRunStore(keep=keep)
 
 
 async def test_serve_refuses_keep_runs_below_one() -> None:
