@@ -136,10 +136,7 @@ def create_app(
         ConfigError: the token is empty; ``keepalive`` is not a finite number > 0;
             ``lease_ttl`` is not, or is given with a ``RunningTeam``.
     """
-    if token is not None and not token.strip():
-        raise ConfigError("the token is empty; pass a secret, or None for no auth")
-    check_lease_ttl(team, lease_ttl)
-    check_seconds("keepalive", keepalive)  # else every event stream failed with a 500
+    _check(team, token, keepalive, lease_ttl)
     service = _Service(store or MemoryRunStore(), token, keepalive)
 
     @asynccontextmanager
@@ -165,6 +162,16 @@ def create_app(
     )
     app.state.regiment_stop_runs = service.stop_runs  # `regiment serve` calls it as it stops
     return app
+
+
+def _check(
+    team: Team | RunningTeam, token: str | None, keepalive: float, lease_ttl: float | None
+) -> None:
+    """``create_app``'s arguments, checked before anything starts (see its Raises)."""
+    if token is not None and not token.strip():
+        raise ConfigError("the token is empty; pass a secret, or None for no auth")
+    check_lease_ttl(team, lease_ttl)
+    check_seconds("keepalive", keepalive)  # else every event stream failed with a 500
 
 
 @asynccontextmanager
