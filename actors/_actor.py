@@ -104,6 +104,12 @@ class ActorContext(Generic[M, R]):
         self.envelope_or_none: Envelope[M, R] | None = None
 
     @property
+    def failure(self) -> Exception | None:
+        """What a task this instance started raised, making it fail (``on_stop`` runs
+        because of it, and may tell its callers); ``None`` while it has not failed so."""
+        return self._incarnation.failure
+
+    @property
     def envelope(self) -> Envelope[M, R]:
         """The envelope of the message being handled (sender, id, headers)."""
         if self.envelope_or_none is None:

@@ -10,15 +10,16 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import TextIO
+from typing import TextIO, final
 
 from regiment.tools import abandoned_tool_calls
 
 __all__ = (
     "EXIT_BROKEN_PIPE",
     "EXIT_INTERRUPTED",
+    "LastWords",
     "leave_now",
     "reader_left",
     "slow_stop_notice",
@@ -53,6 +54,45 @@ def leave_now(code: int) -> None:
     with contextlib.suppress(Exception):  # the main thread may be writing stdout
         sys.stdout.flush()
     os._exit(code)
+
+
+@final
+class LastWords:
+    """What the command does when a second Ctrl-C (or SIGTERM) makes it leave at once,
+    cutting its run's wind-down short: it ends the events output (``end_events``) and
+    says how far the run got (``summary()``), once the run command knows (``None``
+    before it has a run, and once it has done so itself)."""
+
+    __slots__ = ("end_events", "summary")
+
+    def __init__(self) -> None:
+        self.summary: Callable[[], str] | None = None
+        self.end_events: Callable[[], None] | None = None
+
+    @contextlib.contextmanager
+    def told(self, summary: Callable[[], str], end_events: Callable[[], None]) -> Iterator[None]:
+        """While inside, a forced exit ends the events with ``end_events`` (the events
+        output is open); ``summary`` stays until the command clears it."""
+        self.summary, self.end_events = summary, end_events
+        try:
+            yield
+        finally:
+            self.end_events = None
+
+    def say(self) -> None:
+        """End the events output, if still open, and print the command's last line."""
+        if self.end_events is not None:
+            with contextlib.suppress(Exception):  # leaving matters more than this line
+                self.end_events()
+        if self.summary is None:
+            print("regiment: interrupted; exiting without waiting", file=sys.stderr, flush=True)
+            return
+        print(
+            f"regiment: interrupted; cancelled the run {self.summary()}; exiting without "
+            "waiting for it to wind down (what it had in flight may not have stopped)",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def wait_for_tool_threads(code: int) -> None:

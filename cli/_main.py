@@ -39,6 +39,7 @@ from regiment.cli._approvals import approval_command
 from regiment.cli._args import parse as parse_command
 from regiment.cli._exit import (
     EXIT_INTERRUPTED,
+    LastWords,
     leave_now,
     reader_left,
     slow_stop_notice,
@@ -191,15 +192,16 @@ async def _dispatch(
         options = _run_options(args, config, stdin, stderr, environ)
     except ConfigError as exc:
         return _config_error(exc, stderr)
+    last_words = LastWords()
     async with anyio.create_task_group() as tg:
         if interrupt is None:
             interrupt = anyio.Event()
-            tg.start_soon(_watch_signals, interrupt)
+            tg.start_soon(_watch_signals, interrupt, last_words)
         with (
             slow_stop_notice(stderr),
             logging_to(stderr, level_for(args.verbose)) if args.verbose else nullcontext(),
         ):
-            code = await _guarded(config, options, stdout, stderr, interrupt)
+            code = await _guarded(config, options, stdout, stderr, (interrupt, last_words))
         tg.cancel_scope.cancel()  # stop watching signals
     return code
 
@@ -262,13 +264,19 @@ def _placed(args: argparse.Namespace, config: TeamConfig) -> TeamConfig:
 
 
 async def _guarded(
-    config: TeamConfig, options: RunOptions, stdout: TextIO, stderr: TextIO, stop: anyio.Event
+    config: TeamConfig,
+    options: RunOptions,
+    stdout: TextIO,
+    stderr: TextIO,
+    stop: tuple[anyio.Event, LastWords],
 ) -> int:
     """Run the goal; errors become exit codes (inside the task group, so none escapes it)."""
     from regiment.cli._run import drive
 
     try:
-        outcome = await drive(config, options, stdout=stdout, stderr=stderr, stop=stop)
+        outcome = await drive(
+            config, options, stdout=stdout, stderr=stderr, stop=stop[0], last_words=stop[1]
+        )
     except ConfigError as exc:
         return _config_error(exc, stderr)
     except LeaseHeld as exc:  # nothing ran: the run is someone else's for now
@@ -375,12 +383,13 @@ def _validate_command(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) 
         return _config_error(exc, stderr)
 
 
-async def _watch_signals(interrupt: anyio.Event) -> None:
+async def _watch_signals(interrupt: anyio.Event, last_words: LastWords) -> None:
     """The first Ctrl-C (or SIGTERM) cancels the run; a second one exits at once, even
-    while a tool that ignores cancellation holds the team's stop."""
+    while a tool that ignores cancellation holds the team's stop, saying how far the
+    run got (the line the command would have ended with) and that its stop was cut short."""
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for _ in signals:
             if interrupt.is_set():
-                print("regiment: interrupted; exiting without waiting", file=sys.stderr)
+                last_words.say()
                 leave_now(EXIT_INTERRUPTED)
             interrupt.set()

@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
 from regiment.cli._answer import AnswerOut
 from regiment.cli._ask import TerminalApprover, asking
+from regiment.cli._exit import LastWords
 from regiment.cli._journal_cmds import journal_exists, open_cli_journal
 from regiment.cli._progress import RunProgress, TokenMeter
 from regiment.cli._resume import resumable
@@ -106,17 +107,28 @@ class _Ending:
     result: RunResult | None = None
     failure: ev.RunFailed | None = None
     interrupted: bool = False
+    events_ended: bool = False  # an interrupted run's closing event is written
     events: RunEvents | None = None  # the run's events; its ending once they have closed
 
 
 async def drive(
-    config: TeamConfig, options: RunOptions, *, stdout: TextIO, stderr: TextIO, stop: anyio.Event
+    config: TeamConfig,
+    options: RunOptions,
+    *,
+    stdout: TextIO,
+    stderr: TextIO,
+    stop: anyio.Event,
+    last_words: LastWords | None = None,
 ) -> Outcome:
     """Run ``options.goal`` on the team ``config`` describes; print what happened.
+
+    ``last_words`` learns how far the run got, for a forced exit to say (and to end
+    the events with).
 
     Raises:
         ConfigError: the team cannot be built, or the events file cannot be opened.
     """
+    words = last_words or LastWords()
     journal = await _open_journal(options)
     tracing = _Tracing.open(options.trace)
     if tracing.handle is not None and tracing.handle.endpoint is not None:
@@ -135,7 +147,8 @@ async def drive(
                 view = _view(options, progress, stderr, tracing.meter)
                 streams = options.prints_answer and isinstance(view, PlainView)
                 ending = _Ending(AnswerOut(stdout if streams else None, stdout))
-                await _watch(team, options, journal, progress, view, sink, stop, ending)
+                with words.told(progress.summary, lambda: _end_events(ending, progress, sink)):
+                    await _watch(team, options, journal, progress, view, sink, stop, ending)
         finally:
             await _close_models(team)
     finally:
@@ -143,7 +156,9 @@ async def drive(
         if journal is not None:
             with anyio.CancelScope(shield=True):
                 await journal.close()
-    return _report(ending, progress, options, tracing, stdout, stderr)
+    outcome = _report(ending, progress, options, tracing, stdout, stderr)
+    words.summary = None  # the run's own last line is out
+    return outcome
 
 
 async def _open_journal(options: RunOptions) -> Journal | None:
@@ -194,17 +209,24 @@ async def _watch(
                 tg.cancel_scope.cancel()  # the helpers; after the run has wound down
     if error is not None:
         raise error
-    if ending.interrupted and ending.result is None and ending.failure is None:
+    if ending.interrupted:
+        _end_events(ending, progress, sink)
+
+
+def _end_events(ending: _Ending, progress: RunProgress, sink: Callable[[ev.Event], None]) -> None:
+    """End an interrupted run's events (once, if they have no end), so an events file
+    always has an ending, a forced exit's too.
+
+    The run itself never gets to emit one: the stream it writes to is what was cancelled.
+    """
+    if ending.result is None and ending.failure is None and not ending.events_ended:
+        ending.events_ended = True
         sink(_cancelled(progress, ending.events))
 
 
 def _cancelled(progress: RunProgress, events: RunEvents | None) -> ev.RunFailed:
-    """The closing event of an interrupted run, so an events file always has an ending,
-    with what the run got to (its plans, step reports, usage), as a failed run's has.
-
-    The run's own last event was never read: the stream it writes to is what was
-    cancelled; leaving it waited for the run to wind down, so its ending is there.
-    """
+    """The closing event of an interrupted run, with what it got to, as a failed run's:
+    its own ending, unread, is there once leaving its stream waited for its wind-down."""
     message = f"interrupted; cancelled the run {progress.summary()}"
     match None if events is None else events.ending:
         case ev.RunCompleted(result=result):  # its stream was left: it ended cancelled
@@ -213,7 +235,7 @@ def _cancelled(progress: RunProgress, events: RunEvents | None) -> ev.RunFailed:
             return msgspec.structs.replace(failed, message=message)
         case ev.RunFailed() as failed:  # it failed for its own reason as it was stopped
             return failed
-        case _:  # it did not wind down in time: no tally
+        case _:  # not wound down (yet, or in time): no tally
             return ev.RunFailed(run_id=progress.run_id, error_type="RunCancelled", message=message)
 
 

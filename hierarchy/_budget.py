@@ -111,6 +111,7 @@ class BudgetLedger:
     """
 
     __slots__ = (
+        "_free",
         "_inputs",
         "_limited",
         "_model_calls",
@@ -143,6 +144,9 @@ class BudgetLedger:
         self._limited = self.counts_tokens or not (
             budget.model_calls is None and budget.output_tokens is None
         )
+        # No count limit at all (the default): a reservation holds nothing back and no
+        # total is read, so each step gets a shared allowance of its own cap, untracked.
+        self._free: dict[int, StepAllowance] | None = None if self._limited or self._shared else {}
 
     def _tokens_spent(self) -> int:
         return self.spent.input_tokens + self.spent.output_tokens
@@ -225,6 +229,11 @@ class BudgetLedger:
             The allowance, or ``None`` when there is not enough left for even one
             model call (the caller then waits for running steps or stops).
         """
+        if (free := self._free) is not None:  # nothing to hold back: the per-step path
+            allowance = free.get(model_calls_cap)
+            if allowance is None:
+                allowance = free[model_calls_cap] = StepAllowance(model_calls=model_calls_cap)
+            return allowance if model_calls_cap >= 1 else None
         limit = self.budget.model_calls
         # Model calls go first come, first served up to the step's cap: an even
         # split could leave every parallel step too few calls to finish.

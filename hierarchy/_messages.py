@@ -19,6 +19,7 @@ from regiment.models import Usage
 __all__ = (
     "AssignStep",
     "BudgetLimit",
+    "PAUSING",
     "CancelStep",
     "StepAllowance",
     "StepContext",
@@ -78,6 +79,11 @@ class AssignStep(msgspec.Struct, frozen=True, kw_only=True, tag="assign_step"):
     context: StepContext
     attempt: int = 1
     allowance: StepAllowance = StepAllowance()
+
+
+PAUSING = "the run is pausing until its approvals are decided"
+"""A ``CancelStep``'s reason when its run pauses: every step it cuts waits for a
+decision on a tool call, so it was not called off (its span says ``awaiting_approval``)."""
 
 
 class CancelStep(msgspec.Struct, frozen=True, kw_only=True, tag="cancel_step"):

@@ -15,7 +15,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from opentelemetry.trace import Span
 
 from regiment.actors import Actor, ActorContext, ActorRef, ChildFailed, RestartPolicy, Wakeup
-from regiment.errors import ActorStopped, RunError
+from regiment.errors import ActorStopped
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._messages import StepAllowance
 from regiment.hierarchy.events import Event, RunFailed
@@ -23,6 +23,7 @@ from regiment.hierarchy.run._actor import PlannerActor
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._messages import CancelRun, PlannerMessage
 from regiment.hierarchy.run._runtime import TeamRuntime
+from regiment.hierarchy.run._turns import planner_crashed
 from regiment.hierarchy.workers._worker import Worker
 
 __all__ = ("RunRef", "RunSpawner", "SpawnRun", "Supervisor", "capped", "close_run", "wind_down")
@@ -140,11 +141,8 @@ class Supervisor(Actor[Never, None]):
         channel = self._channels.get(failure.child.name)
         if channel is None:
             return
-        if not channel.done:
-            error = RunError(
-                f"the run's planner crashed: {type(failure.error).__name__}: {failure.error}"
-            )
-            error.__cause__ = failure.error
+        if not channel.done:  # its on_stop failed too (it closes the channel otherwise)
+            error = planner_crashed(failure.error)
             channel.error = error
             channel.close(
                 RunFailed(run_id=failure.child.name, error_type="RunError", message=str(error))

@@ -235,7 +235,22 @@ def _build_client(
         base_url=base_url,
         timeout=not_given if timeout is None else timeout,
         max_retries=retries,
+        http_client=openai.DefaultAsyncHttpxClient(event_hooks={"response": [_quota_is_final]}),
     )
+
+
+async def _quota_is_final(response: httpx2.Response) -> None:
+    """Tell the SDK not to retry a 429 that says the account's quota is used up: every
+    retry would get the same answer, after a back-off of seconds."""
+    if response.status_code != 429:
+        return
+    await response.aread()
+    try:
+        error = response.json().get("error")
+    except (ValueError, AttributeError):  # not JSON, or not an object: a rate limit's text
+        return
+    if isinstance(error, dict) and error.get("code") == "insufficient_quota":
+        response.headers["x-should-retry"] = "false"
 
 
 def _api_error(exc: openai.APIStatusError, where: str, max_retries: int) -> ModelAPIError:

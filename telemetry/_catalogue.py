@@ -156,7 +156,9 @@ ATTRIBUTES = (
     Entry(sc.REGIMENT_STEP_ATTEMPT, "the attempt number", "step"),
     Entry(
         sc.REGIMENT_STEP_OUTCOME,
-        "the step's status (`done`, `failed`, ...)",
+        "the step's status (`done`, `failed`, ...); `awaiting_approval` for a step its run "
+        "paused while a tool call of it waited for a decision (not `regiment.cancelled`: "
+        "it was not called off)",
         "step; metric `regiment.steps`",
     ),
     Entry(sc.REGIMENT_REPORT_VERSION, "the dropped report's plan version", "stale event"),
@@ -168,7 +170,9 @@ ATTRIBUTES = (
     Entry(
         sc.REGIMENT_TOOL_OUTCOME,
         "`ok` or the failure's code/type; `awaiting_approval` for a call whose run paused "
-        "(or was cancelled) while it waited for a decision: it never ran",
+        "(or was cancelled) while it waited for a decision: it never ran; `cut_off` or "
+        "`budget_exhausted` (also its `error.type`) for a call not run: its reply was cut "
+        "at max_tokens, or its step's share of tool calls was used up",
         "tool; metric `regiment.tool.duration`",
     ),
     Entry(
@@ -227,7 +231,7 @@ METRICS = (
     ),
     Entry(
         sc.METRIC_STEPS,
-        "counter `{step}`: steps ended",
+        "counter `{step}`: steps ended (a step its run paused: `awaiting_approval`)",
         "by `gen_ai.agent.name`, `regiment.step.outcome`",
     ),
     Entry(

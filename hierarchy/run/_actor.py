@@ -24,10 +24,10 @@ from typing import assert_never
 
 from opentelemetry.trace import Span
 
-from regiment.errors import BudgetExceeded, RunCancelled, RunError, StepFailed
+from regiment.errors import BudgetExceeded, RunError, StepFailed
 from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled
 from regiment.hierarchy._budget import BudgetLedger
-from regiment.hierarchy._messages import BudgetLimit, StepReport
+from regiment.hierarchy._messages import PAUSING, BudgetLimit, StepReport
 from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.guard._roles import GuardLog
 from regiment.hierarchy.run._book import RunBook
@@ -151,9 +151,8 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
 
     async def on_stop(self) -> None:
         self._calls.stop()  # a call in flight in the caller's task (a Lender's) ends too
-        if not self._book.channel.done:  # the team is stopping under a live run
-            error = "the run's planner stopped before the run finished (the team stopped)"
-            self._record(RunAborted(RunCancelled(error)))  # the run's journal.close() writes it
+        if not self._book.channel.done:  # a task of its own failed, or the team is stopping
+            self._stopped_early()  # the run's journal.close() writes its end
         self._book.channel.deliver_last()  # not flushed here: journal.close() writes it
 
     def _start(self) -> None:
@@ -329,7 +328,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
         self._calls.supersede()
         self._guards.stop()
         self._phase = WindingDown(ending)
-        self._book.dispatcher.cancel_all(self.ctx, "the run is ending")
+        self._book.dispatcher.cancel_all(self.ctx, _why_cut(ending))
         if not self._book.dispatcher.inflight:
             self._end_as(ending)
 
@@ -370,3 +369,9 @@ def _not_replanned(report: StepReport, reason: str) -> StepFailed:
     )
     worker, step = report.worker, report.step_id
     return StepFailed(message, step_id=step, worker=worker, cause=reason, fatal=True)
+
+
+def _why_cut(ending: Ending) -> str:
+    """Why a wind-down cuts the steps in flight: a pause's steps wait for decisions
+    (they were not called off); any other ending's are cancelled."""
+    return PAUSING if type(ending) is EndPaused else "the run is ending"

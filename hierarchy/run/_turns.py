@@ -28,18 +28,20 @@ starts) stay the planner's, not the sender's.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 from collections import deque
 from collections.abc import Awaitable
 from typing import final
 
 from regiment.actors import Actor, Envelope, Wakeup, in_context
-from regiment.errors import RunError
+from regiment.errors import RunCancelled, RunError
 from regiment.hierarchy.run._book import RunBook
+from regiment.hierarchy.run._changes import RunAborted, RunChange
 from regiment.hierarchy.run._messages import PlannerMessage
 from regiment.hierarchy.run._own_task import fail_in_own_task, reraise
 
-__all__ = ("TakesTurns",)
+__all__ = ("TakesTurns", "planner_crashed")
 
 
 class TakesTurns(Actor[PlannerMessage, None]):
@@ -58,6 +60,27 @@ class TakesTurns(Actor[PlannerMessage, None]):
 
     def _abort(self, error: RunError) -> None:
         raise NotImplementedError  # PlannerActor's
+
+    def _end(self) -> None:
+        raise NotImplementedError  # PlannerActor's
+
+    def _record(self, change: RunChange) -> None:
+        raise NotImplementedError  # PlannerActor's
+
+    def _stopped_early(self) -> None:
+        """The planner stops before its run ended (its ``on_stop``). A task of its own
+        raised (a handler's failure went through ``_failed`` already): the run fails
+        with it, not as cancelled, and its steps in flight are cancelled, not left
+        working for a run that is over. Otherwise the team is stopping under the run."""
+        crash = self.ctx.failure
+        if crash is None:
+            error = "the run's planner stopped before the run finished (the team stopped)"
+            self._record(RunAborted(RunCancelled(error)))
+            return
+        with contextlib.suppress(RuntimeError):  # a full mailbox's cancel needs a task: none now
+            self._book.dispatcher.cancel_all(self.ctx, "the run failed")
+        self._end()
+        self._record(RunAborted(planner_crashed(crash)))
 
     def _handle_now(self, message: PlannerMessage) -> bool:
         """Handle ``message`` without awaiting, if that is cheap; ``False`` to queue it."""
@@ -158,6 +181,14 @@ class _Waiter:
     def __init__(self, wakeup: Wakeup) -> None:
         self.wakeup = wakeup
         self.handed = False
+
+
+def planner_crashed(exc: Exception) -> RunError:
+    """The error of a run whose planner failed outside a handler (a task of its own
+    raised): the run fails with it as the cause; it was not cancelled."""
+    error = RunError(f"the run's planner crashed: {type(exc).__name__}: {exc}")
+    error.__cause__ = exc
+    return error
 
 
 def _handler_failed(message: PlannerMessage, exc: Exception) -> RunError:

@@ -14,7 +14,7 @@ from collections.abc import Awaitable
 
 from regiment.actors import ActorRef
 from regiment.errors import ActorStopped, MailboxFull
-from regiment.hierarchy._messages import StepReport
+from regiment.hierarchy._messages import PAUSING, StepReport
 from regiment.hierarchy.workers._step_jobs import StepJob
 from regiment.telemetry import Telemetry
 
@@ -36,13 +36,13 @@ class HandsIn:
 
     async def _hand_over(self, job: StepJob, report: StepReport) -> None:
         """Hand a report in through the planner's mailbox, whatever the step's state."""
-        self._count(report)
+        self._count(job, report)
         await send_report(job.reply_to, report)
 
     def _handing_in(self, job: StepJob, report: StepReport) -> Awaitable[None] | None:
         """Hand a report in: ``None`` once queued; what to await if the idle planner
         handles it in this task, or if its mailbox is full (a wait for room)."""
-        self._count(report)
+        self._count(job, report)
         try:
             return job.reply_to.send_here(report)
         except MailboxFull:
@@ -50,9 +50,12 @@ class HandsIn:
         except ActorStopped:
             return None  # the run has ended; nobody waits for this report
 
-    def _count(self, report: StepReport) -> None:
+    def _count(self, job: StepJob, report: StepReport) -> None:
         if self._telemetry.metrics is not None:
-            self._telemetry.metrics.step(self._name, report.status)
+            outcome: str = report.status
+            if outcome == "cancelled" and job.why == PAUSING:  # as the step's span says
+                outcome = "awaiting_approval"
+            self._telemetry.metrics.step(self._name, outcome)
 
 
 async def send_report(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:

@@ -121,6 +121,8 @@ async def _call_tools(
         async with anyio.create_task_group() as tg:
             for index in range(allowed):
                 tg.start_soon(siblings.run, one, index, calls[index])
+    if allowed < len(calls):  # refused below: none of them runs, yet the trace shows them
+        _not_run(telemetry, toolset, calls[allowed:], "budget_exhausted", _over_share(limit))
     return _collect(calls, results, limit, progress)
 
 
@@ -136,8 +138,7 @@ def _collect(
     for call, result in zip(calls, results, strict=True):
         if result is None:  # the step's share cannot pay for it (the planner makes it an event)
             progress.refused_tool_calls += 1
-            text = f"not run: this step's tool call allowance of {limit} is used up"
-            parts.append(_refused(call, progress, text, "budget_exhausted"))
+            parts.append(_refused(call, progress, _over_share(limit), "budget_exhausted"))
             failed = True
             continue
         failed = failed or result.is_error
@@ -172,6 +173,29 @@ def _refused(
         )
     )
     return ToolResultPart(call_id=call.id, content=text, is_error=True)
+
+
+def _over_share(limit: int | None) -> str:
+    return f"not run: this step's tool call allowance of {limit} is used up"
+
+
+def _not_run(
+    telemetry: Telemetry,
+    toolset: Toolset,
+    calls: tuple[ToolCallPart, ...],
+    error_type: str,
+    text: str,
+) -> None:
+    """An ``execute_tool`` span for each call the model asked for that is not run (its
+    reply was cut off, its step's share of tool calls is used up): the trace shows the
+    call, with ``error.type`` saying why it did not run. The tool is not touched."""
+    if not telemetry.tracing:
+        return
+    recorder = telemetry.recorder
+    for call in calls:
+        with telemetry.tool_span(call.name, call.id, agent_name=toolset.name) as span:
+            recorder.tool_arguments(span, call.arguments)
+            recorder.tool_outcome(span, error_type, error_type=error_type, description=text)
 
 
 # A cut reply may end inside a call's arguments, which a provider may read leniently
@@ -293,6 +317,7 @@ async def run_tool_loop(
         if response.stop_reason in STOPPED_EARLY and response.cut_off:  # none run: the last
             # one's arguments may be cut short
             results, failed = [_refused(c, progress, _CUT_OFF, "cut_off") for c in tool_calls], True
+            _not_run(telemetry, toolset, tool_calls, "cut_off", _CUT_OFF)
         else:
             results, failed = await _call_tools(
                 toolset, tool_calls, assign, progress, telemetry, journaled, guards, approvals

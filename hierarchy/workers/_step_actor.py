@@ -19,7 +19,13 @@ from opentelemetry.util.types import AttributeValue
 from regiment.actors import Actor, Envelope
 from regiment.errors import ConfigError
 from regiment.hierarchy._log_context import log_context
-from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
+from regiment.hierarchy._messages import (
+    PAUSING,
+    AssignStep,
+    CancelStep,
+    StepReport,
+    WorkerMessage,
+)
 from regiment.hierarchy.workers._failed import failed_report
 from regiment.hierarchy.workers._grace import CANCEL_GRACE, GivesUp
 from regiment.hierarchy.workers._hand_in import send_report
@@ -232,8 +238,11 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
                 cut, report = exc, job.report
             recorder = self._telemetry.recorder
             if report is None or report.status == "cancelled":  # as if it left the span
-                recorder.step_outcome(span, "cancelled")
-                record_cancellation(span, cut)
+                if job.why == PAUSING:  # it waits for a decision, as its call's span says
+                    recorder.step_outcome(span, "awaiting_approval")
+                else:
+                    recorder.step_outcome(span, "cancelled")
+                    record_cancellation(span, cut)
             else:
                 failed = report.status != "done"
                 recorder.step_outcome(

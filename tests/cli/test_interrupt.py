@@ -232,6 +232,28 @@ def brain(request: ModelRequest) -> ModelResponse:
     return ModelResponse(parts=(call,), stop_reason="tool_use", model="scripted")
 '''
 
+
+def _napping(tmp_path: Path, tool: str, *extra: str) -> subprocess.Popen[str]:
+    """``regiment run`` (with ``extra`` options) of a team whose one step calls ``tool``
+    of ``_SLEEPY``."""
+    (tmp_path / "sleepy.py").write_text(_SLEEPY, encoding="utf-8")
+    team = tmp_path / "team.toml"
+    team.write_text(
+        'name = "nappers"\nmodel = "scripted"\nbrain = "sleepy:brain"\n\n[[workers]]\n'
+        f'name = "napper"\ndescription = "Naps."\ntools = ["sleepy:{tool}"]\n'
+        "cancel_grace = 0.1\n",
+        encoding="utf-8",
+    )
+    argv = ["run", str(team), "nap", "--app-dir", str(tmp_path), "--no-journal", "--plain"]
+    argv += extra
+    return subprocess.Popen(
+        [sys.executable, "-m", "regiment", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 # What the command says while it waits for each kind of tool that goes on after Ctrl-C.
 _WAITING = {
     "nap": "regiment: waiting for 1 tool call(s) still running in a thread",
@@ -247,21 +269,7 @@ def test_sigint_with_a_tool_still_running_says_so_and_a_second_one_exits(
     # Python waits for a thread running a sync tool body before it exits, and a team's
     # stop for an async tool that swallows its cancel: the command says why it has not
     # exited yet, and a second Ctrl-C leaves without waiting.
-    (tmp_path / "sleepy.py").write_text(_SLEEPY, encoding="utf-8")
-    team = tmp_path / "team.toml"
-    team.write_text(
-        'name = "nappers"\nmodel = "scripted"\nbrain = "sleepy:brain"\n\n[[workers]]\n'
-        f'name = "napper"\ndescription = "Naps."\ntools = ["sleepy:{tool}"]\n'
-        "cancel_grace = 0.1\n",
-        encoding="utf-8",
-    )
-    argv = ["run", str(team), "nap", "--app-dir", str(tmp_path), "--no-journal", "--plain"]
-    with subprocess.Popen(
-        [sys.executable, "-m", "regiment", *argv],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as child:
+    with _napping(tmp_path, tool) as child:
         assert child.stderr is not None
         seen: list[str] = []
         _read_until(child, "napping", seen)  # the body is running
@@ -275,3 +283,30 @@ def test_sigint_with_a_tool_still_running_says_so_and_a_second_one_exits(
     assert "press Ctrl-C to exit without waiting" in said
     assert "Traceback" not in said
     assert "Exception ignored" not in said
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="signals to a child need POSIX")
+@pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+def test_a_forced_exit_says_how_far_the_run_got(tmp_path: Path, second: signal.Signals) -> None:
+    # The second signal cut the wind-down short with only "exiting without waiting":
+    # no word of how far the run had got, the line an interrupted run ends with; and
+    # the events file had no ending (its last line was the tool call's start).
+    events = tmp_path / "events.jsonl"
+    with _napping(tmp_path, "doze", "--events", "jsonl", "--events-file", str(events)) as child:
+        assert child.stderr is not None
+        seen: list[str] = []
+        _read_until(child, "napping", seen)
+        child.send_signal(signal.SIGINT)
+        _read_until(child, _WAITING["doze"], seen)
+        child.send_signal(second)
+        rest = child.stderr.read()
+        assert child.wait(timeout=30) == 130
+    (last,) = [line for line in rest.splitlines() if line.startswith("regiment: ")]
+    assert last.startswith("regiment: interrupted; cancelled the run after ")
+    assert "plan v1: 0 of 1 steps done; was running s1 (napper)" in last
+    assert "exiting without waiting for it to wind down" in last
+    assert "Traceback" not in "".join(seen) + rest
+    ending = json.loads(events.read_text(encoding="utf-8").splitlines()[-1])
+    assert ending["type"] == "RunFailed"
+    assert ending["error_type"] == "RunCancelled"
+    assert ending["message"].startswith("interrupted; cancelled the run after ")

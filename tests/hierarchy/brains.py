@@ -147,6 +147,8 @@ class Siblings:
         self.error = error
         self.waiting = 0
         self.both_wait = anyio.Event()
+        self.stopped = 0  # waits cancelled
+        self.both_stopped = anyio.Event()
 
     async def work(
         self, description: str, results: list[ToolResultPart], request: ModelRequest
@@ -167,7 +169,12 @@ class Siblings:
             self.waiting += 1
             if self.waiting == 2:
                 self.both_wait.set()
-            await anyio.sleep_forever()
+            try:
+                await anyio.sleep_forever()
+            finally:
+                self.stopped += 1
+                if self.stopped == 2:
+                    self.both_stopped.set()
             return "never"
 
         return wait

@@ -107,3 +107,23 @@ def test_each_limit_alone_is_reported_when_spent_and_none_without_limits() -> No
         ledger.spent.input_tokens = spend["input_tokens"]
         ledger.spent.output_tokens = spend["output_tokens"]
         assert ledger.exhausted() == limit
+
+
+@given(caps=st.lists(st.integers(0, 8), min_size=1, max_size=30))
+def test_a_budget_with_no_count_limit_gives_each_step_its_cap_and_holds_nothing(
+    caps: list[int],
+) -> None:
+    ledger = BudgetLedger(Budget(replans=1, rounds=2, wall_clock=5.0))
+    for n, cap in enumerate(caps):
+        allowance = ledger.reserve(("v1", n), model_calls_cap=cap, keep_model_calls=1)
+        if cap < 1:
+            assert allowance is None
+            continue
+        assert allowance is not None
+        assert allowance.model_calls == cap
+        assert (allowance.tool_calls, allowance.tokens) == (None, None)
+        assert (allowance.input_tokens, allowance.output_tokens) == (None, None)
+    assert ledger.exhausted(model_calls_needed=10**6) is None  # nothing to run out of
+    for n in range(len(caps)):
+        ledger.release(("v1", n))  # releasing what was never held changes nothing
+    assert ledger.reserve("after", model_calls_cap=3) == ledger.reserve("again", model_calls_cap=3)

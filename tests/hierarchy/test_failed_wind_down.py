@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from regiment.errors import ModelAPIError
@@ -24,7 +25,7 @@ from regiment.hierarchy import (
     StepErrored,
 )
 from regiment.hierarchy.events import Event
-from regiment.journal import SqliteJournal
+from regiment.journal import Lease, MemoryJournal, SqliteJournal
 
 from .brains import SPENT, Siblings, siblings_team
 
@@ -94,3 +95,37 @@ async def test_a_run_its_caller_left_has_its_cancelled_steps_in_its_result(
         ("s3", "cancelled"),
     ]
     assert ended.result.usage.input_tokens >= 2 * SPENT.input_tokens
+
+
+class _HostGone(MemoryJournal):  # type: ignore[misc]  # (final: a test-only double)
+    """A journal of one's own whose heartbeat raises what is no ``JournalError`` (its
+    host went away) once ``ready`` is set: a task of the planner's own fails."""
+
+    def __init__(self, ready: anyio.Event) -> None:
+        super().__init__()
+        self._ready = ready
+
+    async def renew(self, lease: Lease, *, ttl: float) -> Lease:
+        await self._ready.wait()
+        raise ConnectionError("the journal's host went away")
+
+
+async def test_a_planner_that_crashes_fails_its_run_with_what_it_got_to() -> None:
+    # The run read as cancelled ("the planner stopped ... (the team stopped)") while the
+    # team went on, and its steps in flight went on working for a run that was over.
+    siblings = Siblings(None)  # s1 and the waits: all in flight when the heartbeat fails
+    team = siblings_team(siblings, Budget())
+    journal = _HostGone(siblings.both_wait)
+    async with team.start(journal=journal, lease_ttl=0.3) as running:
+        async with running.stream("Crash") as stream:
+            events = [event async for event in stream]
+        failed = events[-1]
+        assert isinstance(failed, RunFailed)
+        assert failed.error_type == "RunError"
+        assert failed.message == (
+            "the run's planner crashed: ConnectionError: the journal's host went away"
+        )
+        assert [plan.version for plan in failed.plans] == [1]  # what it got to
+        assert failed.model_calls >= 1
+        assert failed.usage.input_tokens > 0
+        await siblings.both_stopped.wait()  # its steps were cancelled, the team still up

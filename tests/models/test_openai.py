@@ -221,6 +221,27 @@ async def test_a_quota_used_up_is_permanent_and_says_so(api: StandIn) -> None:
     assert str(caught.value).endswith("the account's quota is used up; check its plan and billing")
 
 
+async def test_a_quota_used_up_is_not_retried_by_the_sdk(api: StandIn) -> None:
+    # The SDK retries every 429 (with a back-off of seconds); this one never passes.
+    text = "You exceeded your current quota, please check your plan and billing details."
+    for _ in range(3):  # what a retry would get
+        api.queue(error(429, "insufficient_quota", text, code="insufficient_quota"))
+    async with model_for(api, max_retries=2) as model:
+        with pytest.raises(ModelAPIError) as caught:
+            await model.complete(ask())
+    assert (caught.value.status_code, caught.value.permanent) == (429, True)
+    assert len(api.requests) == 1
+
+
+async def test_a_rate_limit_is_still_retried(api: StandIn) -> None:
+    wait = {"retry-after-ms": "5"}  # the SDK's back-off, kept short
+    api.queue(error(429, "rate_limit_exceeded", "Rate limit reached", **wait))
+    api.queue(completion("ok"))
+    async with model_for(api, max_retries=2) as model:
+        response = await model.complete(ask())
+    assert (response.text, len(api.requests)) == ("ok", 2)
+
+
 async def test_settings_reach_the_wire(api: StandIn) -> None:
     api.queue(completion("ok"))
     defaults = ModelSettings(max_tokens=900, temperature=1.5, extra={"seed": 7})

@@ -1,12 +1,15 @@
 """Cancelling a run, or replanning, stops the step running on a Ray replica: the
-remote tool sees the cancel, and the old version's report is dropped."""
+remote tool sees the cancel, and the old version's report is dropped. A remote step
+the planner cut says why, as an in-process one does."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import anyio
 import pytest
 
-from regiment.hierarchy import RunCompleted, StaleReportDropped, StepDispatched
+from regiment.hierarchy import Budget, RunCompleted, RunFailed, StaleReportDropped, StepDispatched
 
 from ._ray_team import DropWaitingPlanner, holder_team, plan_text
 
@@ -82,3 +85,20 @@ async def test_cancelling_a_remote_step_leaves_the_calls_its_tool_made_to_finish
             calls = await handle.release.remote()  # type: ignore[attr-defined]
     assert told == [pid]  # the step was cancelled on its replica
     assert calls == {pid: "finished"}  # and the call its tool made was left to finish
+
+
+async def test_a_remote_step_the_planner_cut_says_why(probe: tuple[str, object]) -> None:
+    # The report the planner gets for a Ray-placed step it cut is made on its side (the
+    # replica's own is dropped with the cancelled stream), so it gives the reason too.
+    name, _ = probe
+    v1 = plan_text(
+        {"id": "s1", "description": "Probe order 88213", "worker": "local", "check": "fails"},
+        {**HOLD, "id": "s2"},
+    )
+    team = dataclasses.replace(holder_team(name, [v1], num_cpus=0), budget=Budget(replans=0))
+    async with team.start() as running, running.stream("hold order 88213") as events:
+        seen = [event async for event in events]
+    failed = seen[-1]  # s1's check failed with no replan left: s2 is cut as the run ends
+    assert isinstance(failed, RunFailed)
+    steps = {step.step_id: (step.status, step.error) for step in failed.steps}
+    assert steps["s2"] == ("cancelled", "cancelled by the planner: the run is ending")

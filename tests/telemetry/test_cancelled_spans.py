@@ -312,3 +312,23 @@ async def test_a_paused_runs_waiting_call_reads_awaiting_approval() -> None:
     root = next(s for s in spans if s.name == "invoke_agent t")
     assert root.attributes["regiment.run.status"] == "paused"
     assert "regiment.cancelled" not in root.attributes
+
+
+async def test_a_paused_runs_step_reads_awaiting_approval_not_cancelled() -> None:
+    # Its step span read `cancelled` (with the cancelled event) while its tool call's
+    # read `awaiting_approval`: the step was not called off, it waits for a decision.
+    @tool(requires_approval=True)
+    def pay(x: str) -> str:
+        """Pay."""
+        return x
+
+    async def go(team: Team) -> None:
+        assert (await team.run("go")).status == "paused"
+
+    roles: dict[str, Answer] = {"worker": _calls("pay")}
+    spans = await _traced(lambda t: _team(t, roles, tools=[pay]), go)
+    step = next(s for s in spans if s.name == "invoke_agent w")
+    assert step.attributes["regiment.step.outcome"] == "awaiting_approval"
+    assert "regiment.cancelled" not in step.attributes
+    assert (step.status_code, step.events) == (0, ())
+    assert "error.type" not in step.attributes

@@ -11,9 +11,16 @@ from opentelemetry.metrics import NoOpMeterProvider
 from examples.refund.brain import refund_brain
 from examples.refund.team import GOAL, build_team
 from examples.refund.tools import Ledger
-from regiment.hierarchy import RunResult
-from regiment.models import ScriptedModel
+from regiment.hierarchy import Planner, RunResult, Team, Worker
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    text_response,
+    tool_call_response,
+)
 from regiment.telemetry import Telemetry, configure_tracing
+from regiment.tools import tool
 
 from .otlp_receiver import OtlpReceiver, ReceivedMetric
 
@@ -23,15 +30,17 @@ TOKEN_BUCKETS = tuple(float(4**n) for n in range(14))
 DURATION_BUCKETS = tuple(0.01 * 2**n for n in range(14))
 
 
-async def _run() -> tuple[RunResult, dict[str, ReceivedMetric]]:
+async def _run(
+    team: Team | None = None, goal: str = GOAL
+) -> tuple[RunResult, dict[str, ReceivedMetric]]:
+    """The result of ``team``'s run of ``goal`` (the refund example's by default), and
+    the metrics it exported."""
+    team = team or build_team(ScriptedModel(refund_brain), Ledger())
     with OtlpReceiver() as receiver:
         handle = configure_tracing("metrics", endpoint=receiver.endpoint, set_global=False)
         assert handle.meter_provider is not None
         telemetry = Telemetry(handle.provider, meter_provider=handle.meter_provider)
-        team = dataclasses.replace(
-            build_team(ScriptedModel(refund_brain), Ledger()), telemetry=telemetry
-        )
-        result = await team.run(GOAL)
+        result = await dataclasses.replace(team, telemetry=telemetry).run(goal)
         handle.shutdown()  # exports the last (cumulative) points
         # The last export of each metric holds its totals.
         return result, {m.name: m for m in receiver.metrics()}
@@ -88,6 +97,29 @@ async def test_regiment_counters_match_the_run() -> None:
         or sum(p.value for p in metrics["regiment.stale_reports"].points)
         == result.stale_reports_dropped
     )
+
+
+async def test_a_paused_runs_step_counts_as_awaiting_approval() -> None:
+    # As its span says: it was counted `cancelled`, though nothing called it off.
+    @tool(requires_approval=True)
+    def pay(order: str) -> str:
+        """Pay."""
+        return order
+
+    def brain(request: ModelRequest) -> ModelResponse:
+        if request.role == "planner":
+            return text_response('{"steps": [{"id": "s1", "description": "pay"}]}')
+        return tool_call_response("pay", {"order": "7"})
+
+    model = ScriptedModel(brain)
+    worker = Worker(name="w", description="Pays.", model=model, tools=[pay])
+    team = Team(name="t", planner=Planner(model=model), workers=[worker])
+    result, metrics = await _run(team, "pay order 7")
+    assert result.status == "paused"
+    outcomes = {
+        str(p.attributes["regiment.step.outcome"]) for p in metrics["regiment.steps"].points
+    }
+    assert outcomes == {"awaiting_approval"}
 
 
 def test_a_meter_provider_that_records_nothing_means_no_metric_work() -> None:
