@@ -215,8 +215,8 @@ class RunningTeam(DecidesApprovals):
         The last event is ``RunCompleted`` (with the result) or ``RunFailed``.
         Leaving the block early cancels the run; after the block, the yielded
         ``RunEvents``'s ``ending`` is the run's last event, read or not (for a run
-        left early, a ``RunCompleted`` with status ``cancelled`` and what it got to). ``allowance``, ``concurrency``,
-        ``session`` and ``deps`` are as for :meth:`run`.
+        left early, a ``RunCompleted`` with status ``cancelled`` and what it got to).
+        ``allowance``, ``concurrency``, ``session`` and ``deps`` are as for :meth:`run`.
         """
         opened = self._open(
             goal, allowance, streaming=True, concurrency=concurrency, session=session, deps=deps
