@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import Literal, TextIO, TypeAlias
+from typing import TYPE_CHECKING, Literal, TextIO, TypeAlias
 
 import anyio
 import msgspec
@@ -28,6 +28,9 @@ from regiment.hierarchy import events as ev
 from regiment.journal import Journal, TeamFile
 from regiment.models import Model
 from regiment.telemetry import SpanCollector, Telemetry, TracingHandle, configure_tracing
+
+if TYPE_CHECKING:
+    from regiment.hierarchy import RunEvents
 
 __all__ = ("Outcome", "RunOptions", "TraceMode", "drive")
 
@@ -105,6 +108,7 @@ class _Ending:
     failure: ev.RunFailed | None = None
     interrupted: bool = False
     events_ended: bool = False  # an interrupted run's closing event is written
+    events: RunEvents | None = None  # the run's events; its ending once they have closed
 
 
 async def drive(
@@ -217,16 +221,22 @@ def _end_events(ending: _Ending, progress: RunProgress, sink: Callable[[ev.Event
     """
     if ending.result is None and ending.failure is None and not ending.events_ended:
         ending.events_ended = True
-        sink(_cancelled(progress))
+        sink(_cancelled(progress, ending.events))
 
 
-def _cancelled(progress: RunProgress) -> ev.RunFailed:
-    """The closing event of an interrupted run."""
-    return ev.RunFailed(
-        run_id=progress.run_id,
-        error_type="RunCancelled",
-        message=f"interrupted; cancelled the run {progress.summary()}",
-    )
+def _cancelled(progress: RunProgress, events: RunEvents | None) -> ev.RunFailed:
+    """The closing event of an interrupted run, with what it got to, as a failed run's:
+    its own ending, unread, is there once leaving its stream waited for its wind-down."""
+    message = f"interrupted; cancelled the run {progress.summary()}"
+    match None if events is None else events.ending:
+        case ev.RunCompleted(result=result):  # its stream was left: it ended cancelled
+            return result.as_failed("RunCancelled", message)
+        case ev.RunFailed(error_type="RunCancelled") as failed:  # the cancel reached it first
+            return msgspec.structs.replace(failed, message=message)
+        case ev.RunFailed() as failed:  # it failed for its own reason as it was stopped
+            return failed
+        case _:  # not wound down (yet, or in time): no tally
+            return ev.RunFailed(run_id=progress.run_id, error_type="RunCancelled", message=message)
 
 
 def _view(
@@ -261,7 +271,7 @@ async def _consume(
             )
         except ToolError as exc:  # an MCP server could not be started: nothing ran
             raise ConfigError(f"the team could not start: {exc}") from exc
-        events = await stack.enter_async_context(_stream(running, options))
+        events = ending.events = await stack.enter_async_context(_stream(running, options))
         async for event in events:
             progress.apply(event)
             # A streamed answer's line ends before the last progress line is shown.
@@ -280,9 +290,7 @@ async def _consume(
                 ending.failure = event
 
 
-def _stream(
-    running: RunningTeam, options: RunOptions
-) -> AbstractAsyncContextManager[AsyncIterator[ev.Event]]:
+def _stream(running: RunningTeam, options: RunOptions) -> AbstractAsyncContextManager[RunEvents]:
     if options.resume is not None:
         return running.resume_stream(options.resume, force=options.force)
     return running.stream(options.goal, session=options.session)

@@ -65,6 +65,7 @@ __all__ = (
     "Ray",
     "RunResult",
     "RunStatus",
+    "RunEvents",
     "RunningTeam",
     "StepAllowance",
     "StepContext",
@@ -140,6 +141,7 @@ _LAZY = LazyNames(
             "RunStatus",
         ),
         "regiment.hierarchy._running": ("RunningTeam",),
+        "regiment.hierarchy.run._channel": ("RunEvents",),
         "regiment.hierarchy._team": ("Team",),
         "regiment.hierarchy.guard": (
             "AnswerSubject",
@@ -209,6 +211,7 @@ if TYPE_CHECKING:
         guardrail,
     )
     from regiment.hierarchy.plan import ParsedPlan, Plan, PlanStep, parse_plan, validate_plan
+    from regiment.hierarchy.run._channel import RunEvents
     from regiment.hierarchy.workers import Ray, TeamWorker, Worker, WorkerActor
 
 # Offered for compatibility: `from regiment.hierarchy import load_team` keeps working.

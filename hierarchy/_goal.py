@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from regiment.errors import ConfigError
 
-__all__ = ("check_goal",)
+__all__ = ("check_goal", "check_session")
 
 
-def check_goal(goal: object) -> None:
-    """Refuse a goal that is not text, is blank, or cannot be encoded as UTF-8."""
+def check_goal(goal: object, session: object = None) -> None:
+    """Refuse a goal that is not text, is blank, cannot be encoded as UTF-8, or holds a
+    NUL character; and the run's ``session``, see :func:`check_session`."""
     if not isinstance(goal, str):
         raise ConfigError(f"the goal must be text (a str), not {type(goal).__name__}: {goal!r}")
     if not goal.strip():
@@ -20,3 +21,27 @@ def check_goal(goal: object) -> None:
             f"the goal is not valid text: {goal[exc.start]!r} at position {exc.start} is a lone "
             "surrogate (bytes that were not UTF-8, decoded with surrogateescape?)"
         ) from None
+    _no_nul("the goal", goal)
+    check_session(session)
+
+
+def check_session(session: object) -> None:
+    """Refuse a session id that is not text or holds a NUL character."""
+    if session is None:
+        return
+    if not isinstance(session, str):
+        raise ConfigError(
+            f"the session must be text (a str) or None, not {type(session).__name__}: {session!r}"
+        )
+    _no_nul("the session", session)
+
+
+def _no_nul(what: str, text: str) -> None:
+    # SQLite stores it, but PostgreSQL refuses it in a text column: refused everywhere
+    # alike, before anything starts, not as a journal failure that a retry never cures.
+    at = text.find("\x00")
+    if at >= 0:
+        raise ConfigError(
+            f"{what} holds a NUL character ('\\x00') at position {at}, which a journal "
+            "cannot store (PostgreSQL refuses it in text); remove it"
+        )

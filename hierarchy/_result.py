@@ -105,6 +105,25 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True, dict=True):
             )
         return found
 
+    def as_failed(self, error_type: str, message: str) -> _events.RunFailed:
+        """A ``RunFailed`` (``error_type``, ``message``) carrying what this run got to: its
+        plans, step reports, committed steps, usage, model and tool calls, the budget limit
+        that ran out and the trace id. E.g. the last event a reader that left a run early
+        reports for it, from the ``RunCompleted`` (status ``cancelled``) it did not read."""
+        return _events.RunFailed(
+            run_id=self.run_id,
+            error_type=error_type,
+            message=message,
+            plans=self.plans,
+            steps=self.steps,
+            committed=self.committed,
+            usage=self.usage,
+            model_calls=self.model_calls,
+            tool_calls=self.tool_calls,
+            budget_exhausted=self.budget_exhausted,
+            trace_id=self.trace_id,
+        )
+
     @property
     def plan(self) -> Plan:
         """The last plan version."""

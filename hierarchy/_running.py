@@ -189,7 +189,7 @@ class RunningTeam(DecidesApprovals):
         deps: object = None,
         force: bool = False,
         journaled: JournaledEvents | None = None,
-    ) -> AsyncIterator[AsyncIterator[Event]]:
+    ) -> AsyncIterator[RunEvents]:
         """:meth:`resume`, yielding the run's events from its start, as :meth:`stream` does.
 
         ``journaled``: the run's records as just read (``JournaledEvents.read``), which
@@ -197,8 +197,8 @@ class RunningTeam(DecidesApprovals):
         """
         known = journaled.entries if journaled and journaled.run_id == run_id else None
         opened = reopened(self, run_id, deps=deps, force=force, streaming=True, entries=known)
-        async with opened as (_, events):
-            yield RunEvents(events, self._spawner.checkpoint_if_cancelled)
+        async with opened as (channel, events):
+            yield RunEvents(events, self._spawner.checkpoint_if_cancelled, channel)
 
     @asynccontextmanager
     async def stream(
@@ -209,18 +209,20 @@ class RunningTeam(DecidesApprovals):
         concurrency: int | None = None,
         session: str | None = None,
         deps: object = None,
-    ) -> AsyncIterator[AsyncIterator[Event]]:
+    ) -> AsyncIterator[RunEvents]:
         """Run one goal, yielding its events as they happen.
 
         The last event is ``RunCompleted`` (with the result) or ``RunFailed``.
-        Leaving the block early cancels the run. ``allowance``, ``concurrency``,
-        ``session`` and ``deps`` are as for :meth:`run`.
+        Leaving the block early cancels the run; after the block, the yielded
+        ``RunEvents``'s ``ending`` is the run's last event, read or not (for a run
+        left early, a ``RunCompleted`` with status ``cancelled`` and what it got to).
+        ``allowance``, ``concurrency``, ``session`` and ``deps`` are as for :meth:`run`.
         """
         opened = self._open(
             goal, allowance, streaming=True, concurrency=concurrency, session=session, deps=deps
         )
-        async with opened as (_channel, events):
-            yield RunEvents(events, self._spawner.checkpoint_if_cancelled)
+        async with opened as (channel, events):
+            yield RunEvents(events, self._spawner.checkpoint_if_cancelled, channel)
 
     def _open_for_step(
         self, goal: str, allowance: StepAllowance, parent: StepAt
@@ -241,7 +243,7 @@ class RunningTeam(DecidesApprovals):
         resumed: RunJournal | None = None,
         parent: StepAt | None = None,
     ) -> AsyncIterator[Opened]:
-        check_goal(goal)
+        check_goal(goal, session)
         concurrency = run_concurrency(concurrency, self.team.concurrency)
         if deps is not None:
             check_remote_deps(self.team, deps)

@@ -18,6 +18,7 @@ from regiment.journal._store import (
     check_acquire,
     check_owner,
     derive_status,
+    lapsed,
     plan_commit,
 )
 from regiment.journal._views import Lease, RunStatus
@@ -42,7 +43,7 @@ class _Run:
 
     def listed(self, now: float) -> RunRow:
         status = derive_status(self.final_status, self.pending_approvals, self.expires_at, now)
-        return self.row._replace(status=status)
+        return self.row._replace(status=status, owner=self.owner)
 
 
 class _MemoryStore:
@@ -120,12 +121,12 @@ class _MemoryStore:
 
     def run_row(self, run_id: str, now: float) -> RunRow | None:
         run = self._open_runs().get(run_id)
-        return run.listed(now) if run else None
+        return lapsed([run.listed(now)])[0] if run else None
 
     def list_runs(
         self, status: RunStatus | None, limit: int | None, now: float, session: str | None
     ) -> list[RunRow]:
-        rows = [run.listed(now) for run in self._open_runs().values()]
+        rows = lapsed([run.listed(now) for run in self._open_runs().values()])
         rows = [
             row
             for row in rows

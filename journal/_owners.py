@@ -20,9 +20,10 @@ import functools
 import logging
 import os
 import socket
+from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ("local_owner", "process_owner")
+__all__ = ("local_owner", "owners_gone", "process_owner")
 
 _log = logging.getLogger("regiment.journal")
 _PROC = Path("/proc")
@@ -76,20 +77,35 @@ def local_owner(owner: str) -> tuple[int, bool] | None:
     """``(pid, gone)`` when ``owner`` (as :func:`process_owner` named it) is a process of
     this machine and pid namespace, ``gone`` if it no longer runs; ``None`` when that
     cannot be told (another host, boot or pid namespace, or an owner without a stamp)."""
+    local = _local(owner)
+    if local is not None and local[1]:
+        _log.info(
+            "lease owner %r is gone (process %s no longer runs on %s); its lease counts as lapsed",
+            owner,
+            local[0],
+            socket.gethostname(),
+        )
+    return local
+
+
+def owners_gone(owners: Iterable[str]) -> set[str]:
+    """Which of ``owners`` are processes of this machine that are gone (see
+    :func:`local_owner`): a run listing asks once per owner, not per run, and logs nothing."""
+    gone = set()
+    for owner in set(owners):
+        local = _local(owner)
+        if local is not None and local[1]:
+            gone.add(owner)
+    return gone
+
+
+def _local(owner: str) -> tuple[int, bool] | None:
     parts = owner.rsplit(":", 2)
     if len(parts) != 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
         return None
-    host, pid, stamp = parts
+    _, pid, stamp = parts
     machine, _, start = stamp.rpartition(".")
     if not machine or machine != _machine():
         return None  # its pids are not ours to look up
     now = _start_and_state(int(pid))
-    gone = now is None or now[1] in ("Z", "X") or now[0] != start
-    if gone:
-        _log.info(
-            "lease owner %r is gone (process %s no longer runs on %s); its lease counts as lapsed",
-            owner,
-            pid,
-            host,
-        )
-    return int(pid), gone
+    return int(pid), now is None or now[1] in ("Z", "X") or now[0] != start

@@ -24,6 +24,7 @@ from regiment.journal._store import (
     RunRow,
     check_acquire,
     check_owner,
+    lapsed,
     plan_commit,
 )
 from regiment.journal._views import Lease, RunStatus
@@ -50,13 +51,14 @@ _ADVANCE = (
     " WHERE run_id = ?"
 )
 _LISTED = (
-    "SELECT run_id, team, goal, session, status, started_at, updated_at FROM ("
-    "SELECT run_id, team, goal, session, started_at, updated_at, CASE"
+    "SELECT run_id, team, goal, session, status, started_at, updated_at, owner FROM ("
+    "SELECT run_id, team, goal, session, started_at, updated_at, owner, CASE"
     " WHEN final_status IS NOT NULL THEN final_status"
     " WHEN pending_approvals > 0 THEN 'awaiting_approval'"
     " WHEN owner IS NOT NULL AND lease_expires_at > ? THEN 'running'"
     " ELSE 'stalled' END AS status FROM journal_runs) AS listed"
 )
+_NEWEST = " ORDER BY started_at DESC, run_id DESC"
 
 
 _CHUNK = 500  # run ids per IN (...) list, well below every driver's parameter limit
@@ -250,24 +252,32 @@ class SqlStore(ABC):
     def run_row(self, run_id: str, now: float) -> RunRow | None:
         with self._guard(f"reading run {run_id!r}"):
             rows = self._execute(_LISTED + " WHERE run_id = ?", (now, run_id))
-        return RunRow(*rows[0]) if rows else None
+        return lapsed(rows)[0] if rows else None
 
     def list_runs(
         self, status: RunStatus | None, limit: int | None, now: float, session: str | None
     ) -> list[RunRow]:
-        conditions: list[str] = ["1 = 1"]
-        params: list[object] = [now]
-        if status is not None:
-            conditions.append("status = ?")
-            params.append(status)
+        where, params = "1 = 1", list[object]([now])
         if session is not None:
-            conditions.append("session = ?")
-            params.append(session)
-        statement = (
-            f"{_LISTED} WHERE {' AND '.join(conditions)} ORDER BY started_at DESC, run_id DESC"
-        )
-        if limit is not None:
-            statement += " LIMIT ?"
-            params.append(limit)
+            where, params = "session = ?", [now, session]
+        cap, capped = (" LIMIT ?", list[object]([limit])) if limit is not None else ("", [])
+        if status not in ("running", "stalled"):  # an owner that is gone changes neither
+            if status is not None:
+                where += " AND status = ?"
+                params.append(status)
+            with self._guard("listing runs"):
+                return lapsed(
+                    self._execute(f"{_LISTED} WHERE {where}{_NEWEST}{cap}", params + capped)
+                )
+        # A run whose lease is alive but whose owner on this machine is gone lists as
+        # 'stalled' (see ``lapsed``), so both read every run with a live lease (the runs in
+        # progress, a few), 'stalled' also the newest ``limit`` whose lease lapsed: still
+        # one statement, and the limit holds after the owners are looked at.
+        statement, args = f"{_LISTED} WHERE {where} AND status = 'running'", list(params)
+        if status == "stalled":
+            older = f"SELECT * FROM ({_LISTED} WHERE {where} AND status = 'stalled'{_NEWEST}{cap})"
+            statement, args = f"{older} AS lapsed UNION ALL {statement}", params + capped + params
         with self._guard("listing runs"):
-            return [RunRow(*row) for row in self._execute(statement, params)]
+            rows = [row for row in lapsed(self._execute(statement, args)) if row.status == status]
+        rows.sort(key=lambda row: (row.started_at, row.run_id), reverse=True)
+        return rows if limit is None else rows[:limit]

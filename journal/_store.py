@@ -9,12 +9,12 @@ decoding, so every backend has the same semantics by construction.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import NamedTuple, Protocol, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 from regiment.errors import JournalError, LeaseHeld, LeaseLost, UnknownRun
-from regiment.journal._owners import local_owner
+from regiment.journal._owners import local_owner, owners_gone
 from regiment.journal._views import Lease, RunInfo, RunStatus
 
 __all__ = (
@@ -29,8 +29,9 @@ __all__ = (
     "check_acquire",
     "check_owner",
     "check_write",
-    "plan_commit",
     "derive_status",
+    "lapsed",
+    "plan_commit",
 )
 
 
@@ -54,7 +55,8 @@ class Pending(NamedTuple):
 
 
 class RunRow(NamedTuple):
-    """A run's listing fields, status already derived."""
+    """A run's listing fields, status already derived (see ``lapsed``), and who holds
+    its lease, if anyone."""
 
     run_id: str
     team: str
@@ -63,6 +65,7 @@ class RunRow(NamedTuple):
     status: RunStatus
     started_at: float
     updated_at: float
+    owner: str | None = None
 
     def info(self) -> RunInfo:
         """As the public ``RunInfo``."""
@@ -179,6 +182,22 @@ def derive_status(
     if pending_approvals > 0:
         return "awaiting_approval"
     return "running" if expires_at > now else "stalled"
+
+
+def lapsed(listed: Iterable[Sequence[Any]]) -> list[RunRow]:
+    """Listed rows (a ``RunRow``'s fields) as ``RunRow``s, each as a resume would see it:
+    a ``running`` run whose owner is a process of this machine that is gone lists as
+    ``stalled``, as once its lease runs out (``check_acquire`` takes it over at once).
+    Each owner is looked up once (``/proc``), not once per run."""
+    rows = [RunRow(*row) for row in listed]
+    running = [row.owner for row in rows if row.status == "running" and row.owner is not None]
+    gone = owners_gone(running) if running else None
+    if gone:
+        rows = [
+            row._replace(status="stalled") if row.status == "running" and row.owner in gone else row
+            for row in rows
+        ]
+    return rows
 
 
 def check_acquire(

@@ -30,7 +30,8 @@ RunStatus: TypeAlias = Literal[
     "running", "stalled", "awaiting_approval", "completed", "partial", "failed", "cancelled"
 ]
 """``running``: its owner's lease is alive. ``stalled``: not finished and nobody
-holds a live lease (the owner died or let go); resume it. ``awaiting_approval``:
+holds a live lease (the owner died or let go; an owner that was a process of this
+machine and is gone counts as dead at once, its lease lapsed); resume it. ``awaiting_approval``:
 not finished and a tool call waits for a decision. The rest: how it finished."""
 
 

@@ -33,7 +33,7 @@ from ._http import (
 )
 from ._journaled import journaled_record, journaled_runs, replay
 from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
-from ._runs import Runs, check_lease_ttl, open_runs
+from ._runs import Runs, check_lease_ttl, check_seconds, open_runs
 from ._views import approval_view, run_summary, run_view
 
 __all__ = ("LIST_LIMIT", "create_app")
@@ -133,11 +133,10 @@ def create_app(
             (``Team.start(lease_ttl=...)``, 30 by default); only for a ``Team``.
 
     Raises:
-        ConfigError: the token is empty; ``lease_ttl`` is not > 0 or has a ``RunningTeam``.
+        ConfigError: the token is empty; ``keepalive`` is not a finite number > 0;
+            ``lease_ttl`` is not, or is given with a ``RunningTeam``.
     """
-    if token is not None and not token.strip():
-        raise ConfigError("the token is empty; pass a secret, or None for no auth")
-    check_lease_ttl(team, lease_ttl)
+    _check(team, token, keepalive, lease_ttl)
     service = _Service(store or MemoryRunStore(), token, keepalive)
 
     @asynccontextmanager
@@ -163,6 +162,16 @@ def create_app(
     )
     app.state.regiment_stop_runs = service.stop_runs  # `regiment serve` calls it as it stops
     return app
+
+
+def _check(
+    team: Team | RunningTeam, token: str | None, keepalive: float, lease_ttl: float | None
+) -> None:
+    """``create_app``'s arguments, checked before anything starts (see its Raises)."""
+    if token is not None and not token.strip():
+        raise ConfigError("the token is empty; pass a secret, or None for no auth")
+    check_lease_ttl(team, lease_ttl)
+    check_seconds("keepalive", keepalive)  # else every event stream failed with a 500
 
 
 @asynccontextmanager

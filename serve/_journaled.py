@@ -68,12 +68,14 @@ async def journaled_record(journal: Journal, run_id: str) -> RunRecord | None:
 
 
 def _as_streamed(record: RunRecord) -> None:
-    """A cancelled run ends as its live stream ended: with ``RunFailed(RunCancelled)``."""
+    """A cancelled run ends as its live stream ended: with ``RunFailed(RunCancelled)``
+    carrying what it got to, and no answer (its view is the one it had live)."""
     if record.status == "cancelled" and record.events:
         last = record.events[-1]
         if isinstance(last, RunCompleted):
-            record.events[-1] = ending = cancelled(record.run_id)
+            record.events[-1] = ending = cancelled(record.run_id, last.result)
             record.error = f"{ending.error_type}: {ending.message}"
+            record.result = None
 
 
 async def journaled_runs(journal: Journal, status: str | None, limit: int) -> list[RunRecord]:

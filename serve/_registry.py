@@ -45,15 +45,18 @@ class RunRecord:
     ended: anyio.Event = field(default_factory=anyio.Event)
 
 
-def cancelled(run_id: str) -> RunFailed:
-    """The last event the app streams for a run it cancelled.
+def cancelled(run_id: str, got: RunResult | None = None) -> RunFailed:
+    """The last event the app streams for a run it cancelled, with what the run got to
+    (``got``: the engine's result, status ``cancelled``; without it, nothing).
 
     The engine ends a run whose stream was left with ``RunCompleted`` (status
     ``cancelled``), but no reader is there to see it; clients see this instead,
     live and (see ``_journaled``) when the run is replayed from the journal.
     """
     reason = "the run was cancelled (POST /runs/{id}/cancel, a client that left, or shutdown)"
-    return RunFailed(run_id=run_id, error_type="RunCancelled", message=reason)
+    if got is None:  # the run did not wind down in time: its tally never came
+        return RunFailed(run_id=run_id, error_type="RunCancelled", message=reason)
+    return got.as_failed("RunCancelled", reason)
 
 
 class RunStore(Protocol):
@@ -63,7 +66,9 @@ class RunStore(Protocol):
 
     def get(self, run_id: str) -> RunRecord | None: ...
 
-    def list(self, status: str | None = None) -> list[RunRecord]: ...
+    def list(self, status: str | None = None) -> list[RunRecord]:
+        """The runs (of ``status``), the one started (or resumed) last first."""
+        ...
 
     def append(self, run_id: str, event: Event) -> int: ...
 
@@ -81,20 +86,22 @@ class MemoryRunStore:
     forgotten run from the journal.
 
     Raises:
-        ConfigError: ``keep`` is below 1.
+        ConfigError: ``keep`` is not a whole number, or is below 1.
     """
 
     def __init__(self, keep: int = KEEP_ENDED) -> None:
-        if keep < 1:
-            raise ConfigError(f"keep={keep}: keep at least the last ended run (keep >= 1)")
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:  # nan: no bound
+            raise ConfigError(
+                f"keep={keep!r}: keep at least the last ended run (keep >= 1, a whole number)"
+            )
         self.keep = keep
         self._runs: dict[str, RunRecord] = {}
         self._ended: deque[str] = deque()  # ended runs' ids, the one that ended first at the left
 
     def add(self, run_id: str, goal: str, session: str | None) -> RunRecord:
         record = RunRecord(run_id=run_id, goal=goal, session=session)
-        if self._runs.get(run_id) is not None and run_id in self._ended:  # resumed: live again
-            self._ended.remove(run_id)
+        if self._runs.pop(run_id, None) is not None and run_id in self._ended:  # resumed:
+            self._ended.remove(run_id)  # live again, and listed as the newest
         self._runs[run_id] = record
         return record
 
@@ -102,7 +109,9 @@ class MemoryRunStore:
         return self._runs.get(run_id)
 
     def list(self, status: str | None = None) -> list[RunRecord]:
-        return [r for r in self._runs.values() if status is None or r.status == status]
+        """The runs (of ``status``), the one started (or resumed) last first."""
+        runs = reversed(self._runs.values())
+        return [r for r in runs if status is None or r.status == status]
 
     def append(self, run_id: str, event: Event) -> int:
         """Record ``event``; a terminal one ends the run. Returns its sequence number."""

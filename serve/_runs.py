@@ -22,6 +22,7 @@ from regiment.hierarchy import (
     Event,
     JournaledEvents,
     RunCompleted,
+    RunEvents,
     RunFailed,
     RunningTeam,
     RunStarted,
@@ -57,7 +58,7 @@ class Runs:
         """Start a run of ``goal`` (``deps``: the run's, read by tools as ``ctx.deps``);
         returns once its id is known (its ``RunStarted``)."""
 
-        def stream() -> AbstractAsyncContextManager[AsyncIterator[Event]]:
+        def stream() -> AbstractAsyncContextManager[RunEvents]:
             return self.running.stream(goal, session=session, deps=deps)
 
         record: RunRecord = await self._tg.start(self._drive, stream, session, NEW)
@@ -86,7 +87,7 @@ class Runs:
             journal = self.running.journal
             history = NEW if journal is None else await JournaledEvents.read(journal, run_id)
 
-            def stream() -> AbstractAsyncContextManager[AsyncIterator[Event]]:
+            def stream() -> AbstractAsyncContextManager[RunEvents]:
                 return self.running.resume_stream(run_id, journaled=history)  # read once, here
 
             record: RunRecord = await self._tg.start(self._drive, stream, None, history)
@@ -133,7 +134,7 @@ class Runs:
 
     async def _drive(
         self,
-        stream: Callable[[], AbstractAsyncContextManager[AsyncIterator[Event]]],
+        stream: Callable[[], AbstractAsyncContextManager[RunEvents]],
         session: str | None,
         history: JournaledEvents,
         *,
@@ -141,10 +142,11 @@ class Runs:
     ) -> None:
         record: RunRecord | None = None  # a resumed run's starts with its journaled events
         last: Event | None = None  # the run's end, told once its journal has it
+        reader: RunEvents | None = None  # its ending, once the stream has closed
         try:
             with anyio.CancelScope() as scope:
-                async with stream() as events:
-                    async for event in events:
+                async with stream() as reader:
+                    async for event in reader:
                         if record is None:
                             assert isinstance(event, RunStarted), event
                             record = self.store.add(event.run_id, event.goal, session)
@@ -187,7 +189,7 @@ class Runs:
             self._fail(record, exc)
         finally:  # also when the app's shutdown cancels every run
             if record is not None:
-                self._end(record, last)
+                self._end(record, last or _unread(reader))
 
     def _end(self, record: RunRecord, last: Event | None) -> None:
         """The run's stream has closed: tell its last event (now who waits is answered,
@@ -224,6 +226,20 @@ class Runs:
         """The run is over: end the waits of its requests (see ``wait``)."""
         for waiting in self._waiters.pop(run_id, ()):
             waiting.cancel()
+
+
+def _unread(reader: RunEvents | None) -> Event | None:
+    """The last event of a run whose stream was left before it came (the run was
+    cancelled): as clients see it, a ``RunFailed(RunCancelled)`` with what the run got to.
+
+    Left, the stream cancelled the run and waited for it to wind down, so the engine's
+    ending is there: a ``RunCompleted`` with status ``cancelled`` (or, had the run ended
+    just as it was cancelled, its real end, which the journal has too).
+    """
+    ending = None if reader is None else reader.ending
+    if isinstance(ending, RunCompleted) and ending.result.status == "cancelled":
+        return cancelled(ending.run_id, ending.result)
+    return ending
 
 
 NEW = JournaledEvents.none()
@@ -267,9 +283,22 @@ def check_lease_ttl(team: Team | RunningTeam, lease_ttl: float | None) -> None:
             "lease_ttl is for a Team the app starts; a RunningTeam keeps the one it was "
             "started with: start it with Team.start(journal=..., lease_ttl=...)"
         )
-    number = isinstance(lease_ttl, int | float) and not isinstance(lease_ttl, bool)
-    if not number or not math.isfinite(lease_ttl) or lease_ttl <= 0:
-        raise ConfigError(f"lease_ttl must be a finite number of seconds > 0; got {lease_ttl!r}")
+    check_seconds("lease_ttl", lease_ttl)
+
+
+def check_seconds(name: str, seconds: object) -> None:
+    """Refuse ``seconds`` unless it is a finite number > 0 (``name`` says which argument).
+
+    Raises:
+        ConfigError: a bool, not a number, not finite, or not above 0.
+    """
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not math.isfinite(seconds)
+        or seconds <= 0
+    ):
+        raise ConfigError(f"{name} must be a finite number of seconds > 0; got {seconds!r}")
 
 
 @asynccontextmanager

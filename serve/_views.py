@@ -33,8 +33,9 @@ def run_view(record: RunRecord) -> dict[str, object]:
     if result is not None:
         return view | _got_to(result.answer, result)
     last = record.events[-1] if record.events else None
-    # A failed run: what its RunFailed says it got to; nothing while it runs, or when the
-    # RunFailed is the app's own (a run it cancelled: the engine's tally never reached it).
+    # A failed or cancelled run: what its RunFailed says it got to; nothing while it runs,
+    # or when the RunFailed is the app's own with no tally (the service failed driving
+    # the run, or a cancelled run did not wind down in time: its actor was stopped).
     if isinstance(last, RunFailed) and (last.plans or last.model_calls):
         return view | _got_to(None, last)
     return view | {"answer": None, "output": None, "usage": None, "plans": [], "steps": []}

@@ -158,7 +158,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
     def _start(self) -> None:
         self._record(RunBegan())
         if self._journal is not UNJOURNALED:  # the lease's heartbeat, while the run lives
-            self.ctx.start_soon(self._journal.beat)
+            self.ctx.start_soon(self._journal.beat, self.ctx.self_ref)
         if (wall_clock := self._team.budget.wall_clock) is not None:
             self._calls.start_deadline(self.ctx, wall_clock, self._book.channel.clock)
         assert isinstance(self._phase, Planning)

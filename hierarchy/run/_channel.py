@@ -14,7 +14,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from regiment.errors import RunError
 from regiment.hierarchy._clock import RunClock
 from regiment.hierarchy._result import RunResult
-from regiment.hierarchy.events import Event
+from regiment.hierarchy.events import Event, RunCompleted, RunFailed
 
 if TYPE_CHECKING:
     from regiment.hierarchy.run._journaling import RunJournal
@@ -49,6 +49,7 @@ class RunChannel:
     # Then the team's supervisor runs them (in a task of its own, per burst of calls).
     supervisor: SupervisorLender | None = None
     last: Event | None = None  # a streamed, journaled run's end until it is journaled
+    ending: Event | None = None  # the run's last event, read or not (RunEvents.ending)
 
     @classmethod
     def open(
@@ -72,6 +73,7 @@ class RunChannel:
         :meth:`deliver_last` (the planner calls it once it has flushed the end
         durably), so its reader never sees the end before the journal has it.
         """
+        self.ending = event
         if self.streaming and self.journal is not None:
             self.journal.event(event)
             self.done, self.last = True, event
@@ -113,7 +115,8 @@ class RunChannel:
 
 
 class RunEvents:
-    """A run's events as its reader takes them (what ``stream()`` yields).
+    """A run's events as its reader takes them (what ``stream()`` yields), and, once
+    the run has ended, its last event (``ending``), read or not.
 
     An event already waiting is taken without a loop turn: the memory stream's
     own ``receive()`` yields to the event loop before every item, a turn per
@@ -122,17 +125,33 @@ class RunEvents:
     waiting yields every ``_STREAK`` of them, so it never holds the loop long.
     """
 
-    __slots__ = ("_check", "_receive", "_streak")
+    __slots__ = ("_channel", "_check", "_receive", "_streak")
 
     def __init__(
         self,
         receive: MemoryObjectReceiveStream[Event],
         checkpoint_if_cancelled: Callable[[], Awaitable[None]] | None = None,
+        channel: RunChannel | None = None,
     ) -> None:
         self._receive = receive
+        self._channel = channel
         self._streak = 0
         # The actor system's, its backend found once; anyio's looks it up per call.
         self._check = checkpoint_if_cancelled or anyio.lowlevel.checkpoint_if_cancelled
+
+    @property
+    def ending(self) -> RunCompleted | RunFailed | None:
+        """The run's last event (``RunCompleted`` or ``RunFailed``) once it has ended,
+        whether or not it was read; ``None`` before.
+
+        A reader that left the ``stream()`` block early (a ``break``, a cancel) finds
+        it here after the block: the block's exit cancels the run and waits for it to
+        wind down, so this is a ``RunCompleted`` with status ``cancelled`` whose result
+        has the plans, step reports and usage the run got to. (``None`` if the run did
+        not wind down within its grace: its actor was stopped without an end.)
+        """
+        ending = None if self._channel is None else self._channel.ending
+        return ending if isinstance(ending, RunCompleted | RunFailed) else None
 
     def __aiter__(self) -> RunEvents:
         return self

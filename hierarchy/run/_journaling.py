@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 import anyio
 import msgspec
 
-from regiment.errors import JournalError, LeaseLost, RunCancelled
+from regiment.actors import ActorRef
+from regiment.errors import ActorStopped, JournalError, LeaseLost, RunCancelled
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._ranges import LEASE_TTL
 from regiment.hierarchy._replay import NO_REPLAY, Replay, event_record
@@ -35,6 +36,7 @@ from regiment.hierarchy.run._changes import (
     ToolCallsRefused,
 )
 from regiment.hierarchy.run._config_hash import config_hash
+from regiment.hierarchy.run._messages import CancelRun, PlannerMessage
 from regiment.hierarchy.workers._journal_calls import RunCalls
 from regiment.journal import (
     ApprovalDecided,
@@ -199,12 +201,19 @@ class RunJournal:
         """Buffer one event of the run, in order."""
         self._add(event_record(self.run_id, event))
 
-    async def beat(self) -> None:
-        """Keep the run's lease alive while it runs; a failure fails the run at its next change."""
+    async def beat(self, planner: ActorRef[PlannerMessage, None]) -> None:
+        """Keep the run's lease alive while it runs. A failure fails the run now: the
+        ``planner`` is told to stop the run's work (its steps are cancelled), then fails
+        with the error as it records that. (Told at its next change only, a run waiting
+        on a slow tool went on unseen as a zombie beside the process that took it over.)
+        """
         try:
             await heartbeat(self._journal, self._lease, ttl=self._ttl)
         except JournalError as exc:
             self.calls.error = self.calls.error or exc
+            reason = f"this process can no longer write the run's journal: {exc}"
+            with contextlib.suppress(ActorStopped):  # the run is over already
+                await planner.send(CancelRun(reason=reason))
 
     async def flush(self) -> None:
         """Append what is buffered; the run's end is made durable."""
@@ -269,7 +278,7 @@ class Unjournaled:
         """Nothing committed before."""
         return None
 
-    async def beat(self) -> None:
+    async def beat(self, planner: object = None) -> None:
         """No lease to keep."""
 
     async def flush(self) -> None:

@@ -38,19 +38,7 @@ def check_failed(run_id: str, report: StepReport, check: str, reason: str) -> Ch
 
 def failed(tally: RunResult, error: BaseException) -> RunFailed:
     """The last event of a failed run: why, and what it got to (``tally``)."""
-    return RunFailed(
-        run_id=tally.run_id,
-        error_type=type(error).__name__,
-        message=str(error),
-        plans=tally.plans,
-        steps=tally.steps,
-        committed=tally.committed,
-        usage=tally.usage,
-        model_calls=tally.model_calls,
-        tool_calls=tally.tool_calls,
-        budget_exhausted=tally.budget_exhausted,
-        trace_id=tally.trace_id,
-    )
+    return tally.as_failed(type(error).__name__, str(error))
 
 
 def errored(run_id: str, report: StepReport) -> StepErrored:

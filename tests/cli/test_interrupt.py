@@ -116,6 +116,11 @@ async def test_interrupt_ends_the_events_file_with_a_cancelled_event(tmp_path: P
     assert last["run_id"] == lines[0]["run_id"]
     assert last["error_type"] == "RunCancelled"
     assert "plan v1: 0 of 1 steps done; was running s1 (waiter)" in last["message"]
+    # What the run got to, as a failed run's last line has it: its plan, and the
+    # planner's call (the step's model call never answered).
+    assert [plan["version"] for plan in last["plans"]] == [1]
+    assert last["model_calls"] >= 1
+    assert last["usage"]["input_tokens"] > 0
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")

@@ -2,9 +2,10 @@
 
 Real ``python -m regiment`` processes on a real SQLite journal: the run is stopped in
 its step's model call, ``regiment resume RUN_ID`` is refused while that process still
-runs (its lease is alive), and once it is killed, ``regiment resume RUN_ID`` and a
-restarted ``regiment serve`` (``POST /runs/{id}/resume``) finish the run without waiting
-out the dead owner's 30 s lease.
+runs (its lease is alive), and once it is killed, it lists as ``stalled`` at once
+(``regiment runs``, ``GET /runs``), and ``regiment resume RUN_ID`` and a restarted
+``regiment serve`` (``POST /runs/{id}/resume``) finish the run without waiting out the
+dead owner's 30 s lease.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ def _crashed(tmp_path: Path) -> tuple[Path, str]:
 
 def test_regiment_resume_takes_over_a_killed_runs_lease_at_once(tmp_path: Path) -> None:
     _, run_id = _crashed(tmp_path)
+    # Listed as what resume does with it: stalled at once, not running for 30 s more.
+    listed = regiment_process("runs", "--json", "--journal", "runs.db", cwd=tmp_path)
+    assert json.loads(listed.stdout)["status"] == "stalled"
     resumed = regiment_process("resume", run_id, "--journal", "runs.db", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert "waited" in resumed.stdout
@@ -75,8 +79,8 @@ async def test_a_restarted_service_resumes_a_killed_run_at_once(tmp_path: Path) 
 
     team, run_id = _crashed(tmp_path)
     flags = ["--journal", str(tmp_path / "runs.db"), "--app-dir", str(tmp_path)]
-    (answer,) = await serve_and_ask(
-        flags, [("POST", f"/runs/{run_id}/resume?wait=true")], team=str(team)
-    )
+    asked = [("GET", "/runs?status=stalled"), ("POST", f"/runs/{run_id}/resume?wait=true")]
+    listed, answer = await serve_and_ask(flags, asked, team=str(team))
+    assert [(r["run_id"], r["status"]) for r in listed.json()["runs"]] == [(run_id, "stalled")]
     assert answer.status_code == 200, answer.text
     assert answer.json()["status"] == "completed"

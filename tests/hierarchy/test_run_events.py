@@ -1,6 +1,7 @@
 """What ``stream()`` yields (``RunEvents``): the events in order, those already
-waiting taken without a loop turn each, a yield every ``_STREAK`` of them, and a
-cancelled reader stopped at its next event even when more are waiting."""
+waiting taken without a loop turn each, a yield every ``_STREAK`` of them, a
+cancelled reader stopped at its next event even when more are waiting, and the
+run's ending, read or not, once the block is left."""
 
 from __future__ import annotations
 
@@ -11,8 +12,12 @@ from contextlib import contextmanager
 import anyio
 import pytest
 
-from regiment.hierarchy.events import Event, TextDelta
-from regiment.hierarchy.run._channel import _STREAK, RunEvents
+from regiment.hierarchy import Planner, RunEvents, Team, Worker
+from regiment.hierarchy.events import Event, RunCompleted, StepCompleted, TextDelta
+from regiment.hierarchy.run._channel import _STREAK
+from regiment.models import ModelRequest, ScriptedModel, ToolResultPart
+
+from .brains import Brain, Hang, plan_json
 
 pytestmark = pytest.mark.anyio
 
@@ -89,3 +94,33 @@ async def test_a_reader_waits_for_an_event_not_yet_sent() -> None:
 
             tg.start_soon(later)
             assert [_text(e) async for e in events] == ["late"]
+
+
+async def test_a_stream_left_early_still_has_the_runs_ending_after_the_block() -> None:
+    hang = Hang()
+    plan = plan_json({"id": "s1", "description": "quick"}, {"id": "s2", "description": "hang"})
+
+    async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:
+        if description == "hang":
+            await hang(description, results, request)
+        return f"did: {description}"
+
+    model = ScriptedModel(Brain([plan], work=work))
+    worker = Worker(name="w", description="Works.", model=model)
+    team = Team(name="t", planner=Planner(model=model), workers=[worker])
+    async with team.start() as running, running.stream("go") as events:
+        async for event in events:
+            if isinstance(event, StepCompleted):
+                await hang.started.wait()
+                break  # the reader leaves with s2 in flight: the run is cancelled
+    # Leaving the block waited for the run to wind down: its end, unread, is here.
+    ending = events.ending
+    assert isinstance(ending, RunCompleted)
+    assert ending.result.status == "cancelled"
+    assert [p.version for p in ending.result.plans] == [1]
+    assert sorted((r.step_id, r.status) for r in ending.result.steps) == [
+        ("s1", "done"),
+        ("s2", "cancelled"),
+    ]
+    assert ending.result.committed == ("s1",)
+    assert hang.cancelled == ["hang"]

@@ -1,4 +1,5 @@
-"""A lease whose owner is a process of this machine that provably died counts as lapsed.
+"""A lease whose owner is a process of this machine that provably died counts as lapsed,
+and the run lists as ``stalled`` at once (on every backend), as a resume would treat it.
 
 Real processes on a real SQLite file or PostgreSQL server, with the journal's real
 clock: a run whose owner still runs is refused (``LeaseHeld``); once that owner is
@@ -12,15 +13,16 @@ from __future__ import annotations
 
 import socket
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
 import pytest
+from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from regiment.errors import LeaseHeld
-from regiment.journal import RunCreated, open_journal, process_owner
+from regiment.journal import Journal, RunCreated, RunStatus, open_journal, process_owner
 
 from .durable_team import Ledger, make_team
 from .test_crash_resume import stopped_child, where
@@ -89,3 +91,43 @@ async def test_a_reused_pid_is_told_from_its_owner_and_old_owners_wait(tmp_path:
         finally:
             await journal.close()
     assert host == socket.gethostname()
+
+
+async def _owner_of(child: Process) -> str:
+    assert child.stdout is not None
+    return (await BufferedByteReceiveStream(child.stdout).receive_until(b"\n", 1000)).decode()
+
+
+async def _listed(
+    journal: Journal, status: RunStatus | None = None, limit: int | None = None
+) -> list[tuple[str, str]]:
+    return [(r.run_id, r.status) for r in await journal.list_runs(status=status, limit=limit)]
+
+
+async def test_a_run_whose_owner_here_is_gone_lists_as_stalled_at_once(journal: Journal) -> None:
+    child = await anyio.open_process([sys.executable, "-c", _OWNER])
+    async with child:
+        owner = await _owner_of(child)
+        started = datetime.now(UTC)
+        owners = {"r1-gone": owner, "r2-here": process_owner(), "r3-here": process_owner()}
+        owners["r4-elsewhere"] = f"x{owner}"  # another host: its lease is waited out
+        for number, (run_id, named) in enumerate(owners.items()):
+            at = started + timedelta(seconds=number)
+            run = RunCreated(run_id=run_id, team="t", config_hash="h", goal="g", created_at=at)
+            await journal.create_run(run, owner=named, ttl=600)
+        assert (await journal.get_run("r1-gone")).status == "running"  # its owner still runs
+        assert child.stdin is not None
+        await child.stdin.send(b"\n")
+        assert await child.wait() == 0
+    # What a resume would do: take r1-gone over at once, so it lists as stalled, by
+    # every lookup, though its lease has 600 s to go; the others' owners may still run.
+    running = [("r4-elsewhere", "running"), ("r3-here", "running"), ("r2-here", "running")]
+    assert await _listed(journal) == [*running, ("r1-gone", "stalled")]
+    assert (await journal.get_run("r1-gone")).status == "stalled"
+    assert await _listed(journal, "stalled") == [("r1-gone", "stalled")]
+    # The limit counts the runs of that status, not the ones with a live lease.
+    assert await _listed(journal, "stalled", limit=1) == [("r1-gone", "stalled")]
+    assert await _listed(journal, "running", limit=2) == running[:2]
+    assert await _listed(journal, "running") == running
+    assert await _listed(journal, limit=2) == running[:2]
+    assert (await journal.acquire("r1-gone", owner="me", ttl=60)).token == 2

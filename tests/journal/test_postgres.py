@@ -7,8 +7,10 @@ from collections.abc import Sequence
 import psycopg
 import pytest
 
+from regiment.errors import ConfigError
 from regiment.journal import JournalError, PostgresJournal, open_journal
 
+from .durable_team import make_team
 from .records import Clock, created, event, new_id
 from .v1_schema import RUN_ID, write_v1
 
@@ -132,3 +134,21 @@ async def test_without_psycopg_the_error_is_the_install_line(
     with pytest.raises(JournalError) as caught:
         await open_journal("postgresql://db.example/runs")
     assert str(caught.value) == "PostgreSQL journals need psycopg: pip install 'regiment[postgres]'"
+
+
+async def test_a_goal_or_session_holding_nul_is_refused_before_the_run_starts(
+    postgres_url: str,
+) -> None:
+    # PostgreSQL refuses NUL in text: the run was a JournalError (a service answered 503,
+    # "post it again once the journal is back", which never helped). Now it is refused
+    # before it starts, on every backend alike.
+    journal = await open_journal(postgres_url)
+    try:
+        async with make_team().start(journal=journal) as running:
+            with pytest.raises(ConfigError, match=r"the goal holds a NUL character .* position 5"):
+                await running.run("order\x0088213")
+            with pytest.raises(ConfigError, match="the session holds a NUL character"):
+                await running.run("order 88213", session="desk\x007")
+        assert await journal.list_runs() == ()
+    finally:
+        await journal.close()

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import httpx2 as httpx
 
-__all__ = ("Frame", "frames")
+__all__ = ("Frame", "frames", "run_events")
 
 
 @dataclass(frozen=True)
@@ -38,3 +38,13 @@ async def frames(response: httpx.Response) -> AsyncIterator[Frame]:
         else:
             name, _, value = line.partition(":")
             fields[name] = value.removeprefix(" ")
+
+
+async def run_events(c: httpx.AsyncClient, run_id: str, last: int | None = None) -> list[Frame]:
+    """Every event frame of ``GET /runs/{run_id}/events`` (after ``last``, as a reconnect
+    with ``Last-Event-ID`` asks), read to the end of the stream; keep-alives left out."""
+    headers = {} if last is None else {"Last-Event-ID": str(last)}
+    async with c.stream("GET", f"/runs/{run_id}/events", headers=headers) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        return [f async for f in frames(response) if f.comment is None]

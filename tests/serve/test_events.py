@@ -10,10 +10,11 @@ import httpx2 as httpx
 import pytest
 
 from examples.service.serving import serving
+from regiment.errors import ConfigError
 from regiment.hierarchy import RunFailed, event_from_json
 from regiment.serve import MemoryRunStore, create_app
 
-from .sse import Frame, frames
+from .sse import Frame, frames, run_events
 from .teams import Stuck, stuck_team, support_team
 
 pytestmark = pytest.mark.anyio
@@ -22,17 +23,10 @@ GOAL = "What is the status of order 88213?"
 SCAN = "Please scan the warehouse for order 55001."
 
 
-async def _all(c: httpx.AsyncClient, run_id: str, last: int | None = None) -> list[Frame]:
-    headers = {} if last is None else {"Last-Event-ID": str(last)}
-    async with c.stream("GET", f"/runs/{run_id}/events", headers=headers) as response:
-        assert response.headers["content-type"].startswith("text/event-stream")
-        return [f async for f in frames(response) if f.comment is None]
-
-
 async def test_events_replay_in_order_and_end_after_the_terminal_event() -> None:
     async with serving(create_app(support_team())) as url, httpx.AsyncClient(base_url=url) as c:
         run_id = (await c.post("/runs", json={"goal": GOAL})).json()["run_id"]
-        got = await _all(c, run_id)
+        got = await run_events(c, run_id)
         assert [f.id for f in got] == list(range(1, len(got) + 1))
         assert got[0].event == "RunStarted"
         assert got[-1].event == "RunCompleted"
@@ -55,8 +49,8 @@ async def test_a_reconnect_with_last_event_id_gets_exactly_the_rest() -> None:
                     first.append(frame)
                 if len(first) == 3:
                     break  # the client drops the connection here
-        rest = await _all(c, run_id, last=first[-1].id)
-        whole = await _all(c, run_id)
+        rest = await run_events(c, run_id, last=first[-1].id)
+        whole = await run_events(c, run_id)
         assert [f.id for f in first + rest] == [f.id for f in whole]
         assert first + rest == whole
         bad = await c.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": "three"})
@@ -88,6 +82,14 @@ async def test_an_idle_stream_sends_keep_alive_comments_then_cancel_ends_it() ->
         assert again == {"run_id": run_id, "cancelling": False}
 
 
+@pytest.mark.parametrize("keepalive", [-1, 0, float("nan"), float("inf"), True])
+def test_create_app_refuses_a_keepalive_no_stream_can_use(keepalive: float) -> None:
+    # -1 was taken, and then every GET /runs/{id}/events was a 500 (a ValueError of the
+    # SSE response); 0, nan and inf never sent a keep-alive comment.
+    with pytest.raises(ConfigError, match="keepalive must be a finite number of seconds > 0"):
+        create_app(support_team(), keepalive=keepalive)
+
+
 async def test_a_client_that_leaves_a_waiting_post_cancels_its_run() -> None:
     stuck = Stuck()
     async with serving(create_app(stuck_team(stuck))) as url, httpx.AsyncClient(base_url=url) as c:
@@ -97,7 +99,7 @@ async def test_a_client_that_leaves_a_waiting_post_cancels_its_run() -> None:
             tg.cancel_scope.cancel()  # the client hangs up mid-run
         await stuck.cancelled.wait()  # so the server cancelled the worker's tool
         (run,) = (await c.get("/runs")).json()["runs"]
-        got = await _all(c, run["run_id"])
+        got = await run_events(c, run["run_id"])
         assert got[-1].event == "RunFailed"
         assert (await c.get(f"/runs/{run['run_id']}")).json()["status"] == "cancelled"
         # The team still serves.
@@ -132,7 +134,7 @@ async def test_fifty_concurrent_posts_with_fifty_listeners() -> None:
             order = 10000 + n
             goal = f"What is the status of order {order}?"
             run_id = (await c.post("/runs", json={"goal": goal})).json()["run_id"]
-            answers[n] = (run_id, await _all(c, run_id))
+            answers[n] = (run_id, await run_events(c, run_id))
 
         async with anyio.create_task_group() as tg:
             for n in range(50):

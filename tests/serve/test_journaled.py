@@ -15,20 +15,13 @@ from examples.service.serving import serving
 from regiment.journal import Lease, SqliteJournal
 from regiment.serve import MemoryRunStore, create_app
 
-from .sse import Frame, frames
+from .sse import run_events
 from .teams import Stuck, stuck_team, support_team
 
 pytestmark = pytest.mark.anyio
 
 GOAL = "What is the status of order 88213?"
 SCAN = "Please scan the warehouse for order 55001."
-
-
-async def _all(c: httpx.AsyncClient, run_id: str, last: int | None = None) -> list[Frame]:
-    headers = {} if last is None else {"Last-Event-ID": str(last)}
-    async with c.stream("GET", f"/runs/{run_id}/events", headers=headers) as response:
-        assert response.status_code == 200
-        return [f async for f in frames(response) if f.comment is None]
 
 
 async def test_a_run_from_before_a_restart_is_listed_shown_and_replayed(tmp_path: Path) -> None:
@@ -40,7 +33,7 @@ async def test_a_run_from_before_a_restart_is_listed_shown_and_replayed(tmp_path
         posted = await c.post("/runs?wait=true", json={"goal": GOAL, "session": "s-1"})
         assert posted.status_code == 200
         before = posted.json()
-        live = await _all(c, before["run_id"])
+        live = await run_events(c, before["run_id"])
         first = live[:3]  # a client read three events, then the server went away
     assert before["status"] == "completed"
     assert live[-1].event == "RunCompleted"
@@ -58,11 +51,11 @@ async def test_a_run_from_before_a_restart_is_listed_shown_and_replayed(tmp_path
         for key in ("answer", "output", "usage", "plans", "steps", "committed", "events"):
             assert shown[key] == before[key], key
         assert shown["status"] == "completed"
-        replayed = await _all(c, run_id)
+        replayed = await run_events(c, run_id)
         assert replayed == live  # same ids, types and data as when it ran
-        rest = await _all(c, run_id, last=first[-1].id)
+        rest = await run_events(c, run_id, last=first[-1].id)
         assert first + rest == live
-        assert await _all(c, run_id, last=len(live)) == []
+        assert await run_events(c, run_id, last=len(live)) == []
         assert (await c.get("/runs/run-unknown")).status_code == 404
         # A new run in the restarted process is live, and listed beside the old one.
         new = (await c.post("/runs?wait=true", json={"goal": GOAL})).json()
@@ -87,7 +80,7 @@ async def test_a_cancelled_run_is_replayed_to_its_end_after_a_restart(tmp_path: 
         run_id = (await c.post("/runs", json={"goal": SCAN})).json()["run_id"]
         await stuck.started.wait()
         assert (await c.post(f"/runs/{run_id}/cancel")).status_code == 202
-        live = await _all(c, run_id)
+        live = await run_events(c, run_id)
         view = (await c.get(f"/runs/{run_id}")).json()
     assert stuck.cancelled.is_set()
     assert live[-1].event == "RunFailed"
@@ -101,7 +94,7 @@ async def test_a_cancelled_run_is_replayed_to_its_end_after_a_restart(tmp_path: 
             view["error"],
             view["events"],
         )
-        assert await _all(c, run_id) == live  # ends as it ended live: RunFailed(RunCancelled)
+        assert await run_events(c, run_id) == live  # ends as it ended live: RunFailed(RunCancelled)
 
 
 async def test_a_journal_that_cannot_begin_a_run_answers_503_and_starts_nothing(

@@ -45,7 +45,7 @@ async def test_past_keep_the_run_that_ended_first_is_forgotten() -> None:
     ):
         ids = [await _post(c) for _ in range(4)]
         listed = [r["run_id"] for r in (await c.get("/runs")).json()["runs"]]
-        assert listed == ids[2:]
+        assert listed == [ids[3], ids[2]]  # newest first
         gone = await c.get(f"/runs/{ids[0]}")
         assert gone.status_code == 404
         assert "keeps only its latest ended runs" in gone.json()["detail"]
@@ -97,9 +97,11 @@ async def test_with_a_journal_a_forgotten_run_is_answered_from_it(tmp_path: Path
         assert events[-1] == "RunCompleted"
 
 
-def test_keep_below_one_is_refused() -> None:
+@pytest.mark.parametrize("keep", [0, float("nan"), 2.5, True])
+def test_keep_below_one_or_not_whole_is_refused(keep: int) -> None:
+    # nan was taken, and no ended run was ever forgotten: the store grew without bound.
     with pytest.raises(ConfigError, match="keep at least the last ended run"):
-        MemoryRunStore(keep=0)
+        MemoryRunStore(keep=keep)
 
 
 async def test_serve_refuses_keep_runs_below_one() -> None:

@@ -1,0 +1,54 @@
+"""A run whose lease another process takes over while one of its tools waits stops at
+once: the heartbeat's refused renewal cancels its steps and fails it, on SQLite and on
+PostgreSQL. (It was failed only at the run's next change, so a process that froze past
+its lease and woke up went on with the run unseen, beside the one that had taken it.)
+"""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+
+from regiment.errors import JournalError
+from regiment.journal import open_journal
+from tests.serve.teams import Stuck, stuck_team
+
+from .test_crash_resume import where
+
+pytestmark = pytest.mark.anyio
+
+__all__ = ("where",)  # the fixture: SQLite and PostgreSQL
+
+SCAN = "Please scan the warehouse for order 55001."
+TTL = 1.0  # the owner renews every third of a second
+
+
+async def test_a_run_taken_over_while_its_tool_waits_stops_at_once(where: str) -> None:
+    stuck = Stuck()
+    # Another process's journal, its clock past every lease this one takes.
+    thief = await open_journal(where, clock=lambda: time.time() + 3600)
+    failed: list[JournalError] = []
+    try:
+        async with stuck_team(stuck).start(journal=where, lease_ttl=TTL) as running:
+
+            async def run() -> None:
+                try:
+                    await running.run(SCAN)
+                except JournalError as exc:
+                    failed.append(exc)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run)
+                await stuck.started.wait()  # the tool waits, and will wait for ever
+                (info,) = await thief.list_runs()
+                await thief.acquire(info.run_id, owner="thief", ttl=3600)
+            # The task group has ended: run() returned, its lease's next renewal refused.
+            await stuck.cancelled.wait()  # and the run cancelled its step's tool (the team is up)
+        (error,) = failed
+        assert "was taken over by another process" in str(error)
+        assert "the new owner finishes it" in str(error)
+        assert (await thief.get_run(info.run_id)).status == "running"  # the thief's now
+    finally:
+        await thief.close()
