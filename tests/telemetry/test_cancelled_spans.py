@@ -293,9 +293,9 @@ async def test_an_approval_wait_cut_short_reads_cancelled() -> None:
     assert call.attributes["regiment.tool.outcome"] == "awaiting_approval"  # it never ran
 
 
-async def test_a_paused_runs_waiting_call_reads_awaiting_approval() -> None:
-    # As its ToolCallFinished event says: the span said only `cancelled`, which read
-    # as if the payment had been called off.
+async def _paused_run_spans() -> tuple[ReceivedSpan, ...]:
+    """The spans of a run that pauses on its one step's call of ``pay``."""
+
     @tool(requires_approval=True)
     def pay(x: str) -> str:
         """Pay."""
@@ -305,7 +305,13 @@ async def test_a_paused_runs_waiting_call_reads_awaiting_approval() -> None:
         assert (await team.run("go")).status == "paused"
 
     roles: dict[str, Answer] = {"worker": _calls("pay")}
-    spans = await _traced(lambda t: _team(t, roles, tools=[pay]), go)
+    return await _traced(lambda t: _team(t, roles, tools=[pay]), go)
+
+
+async def test_a_paused_runs_waiting_call_reads_awaiting_approval() -> None:
+    # As its ToolCallFinished event says: the span said only `cancelled`, which read
+    # as if the payment had been called off.
+    spans = await _paused_run_spans()
     call = next(s for s in spans if s.name == "execute_tool pay")
     assert call.attributes["regiment.tool.outcome"] == "awaiting_approval"
     assert call.status_code == 0
@@ -317,16 +323,7 @@ async def test_a_paused_runs_waiting_call_reads_awaiting_approval() -> None:
 async def test_a_paused_runs_step_reads_awaiting_approval_not_cancelled() -> None:
     # Its step span read `cancelled` (with the cancelled event) while its tool call's
     # read `awaiting_approval`: the step was not called off, it waits for a decision.
-    @tool(requires_approval=True)
-    def pay(x: str) -> str:
-        """Pay."""
-        return x
-
-    async def go(team: Team) -> None:
-        assert (await team.run("go")).status == "paused"
-
-    roles: dict[str, Answer] = {"worker": _calls("pay")}
-    spans = await _traced(lambda t: _team(t, roles, tools=[pay]), go)
+    spans = await _paused_run_spans()
     step = next(s for s in spans if s.name == "invoke_agent w")
     assert step.attributes["regiment.step.outcome"] == "awaiting_approval"
     assert "regiment.cancelled" not in step.attributes
