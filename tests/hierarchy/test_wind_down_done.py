@@ -29,8 +29,14 @@ from regiment.hierarchy import (
 )
 from regiment.hierarchy.events import Event
 from regiment.journal import SqliteJournal
-from regiment.models import ModelRequest, ModelResponse, ScriptedModel, ToolResultPart, Usage
-from regiment.models import text_response
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    ToolResultPart,
+    Usage,
+    text_response,
+)
 
 from .brains import Brain, plan_json
 
@@ -85,9 +91,9 @@ def _completed(events: list[Event]) -> list[str]:
 
 async def test_a_step_done_as_a_failed_run_winds_down_is_in_its_result() -> None:
     late = LateFinish()
-    async with _team(late, "hang", "finish", "break").start() as running:
-        async with running.stream("goal") as stream:
-            events = [event async for event in stream]
+    team = _team(late, "hang", "finish", "break")
+    async with team.start() as running, running.stream("goal") as stream:
+        events = [event async for event in stream]
     failed = events[-1]
     assert isinstance(failed, RunFailed)
     assert "no replans left" in failed.message  # the failure stands: no replan was asked
