@@ -55,9 +55,14 @@ class GivesUp(HandsIn):
     _jobs: Mapping[tuple[str, int, str, int], StepJob]
 
     async def _stopping(self) -> None:
-        """The worker stops (its tasks are cancelled): wait up to the grace for its
-        running steps to end, and name those that do not (the stop waits for them)."""
+        """The worker stops (its tasks are cancelled): its running steps call their
+        model no more (a tool that finishes anyway ends its step, as a cut one does);
+        wait up to the grace for them to end, and name those that do not (the stop
+        waits for them)."""
         running = [job for job in self._jobs.values() if job.scope is not None]
+        for job in running:
+            if job.progress is not None:  # a tool that finishes anyway: no model call after it
+                job.progress.stopped = True
         if not running or self._grace is None:
             return
         for job in running:

@@ -120,6 +120,28 @@ async def test_a_step_cancelled_with_its_run_calls_its_model_no_more() -> None:
     assert calls == ["hold"]  # the call that asked for the tool, and none after it
 
 
+async def test_a_step_its_team_stop_cancels_calls_its_model_no_more() -> None:
+    # Leaving team.start() cancels the step from outside (not the planner): a tool
+    # that finishes anyway must not start another model call (a model that awaits
+    # nothing, as here, would not notice the cancel) and another call of itself.
+    shielded, calls = Shielded(), list[str]()
+    brain = Brain([plan_json({"description": "hold"})])
+    brain.work = _holding_brain(brain.plans, shielded, calls)
+    team = replan_team(brain, tools=[shielded.tool])
+    async with anyio.create_task_group() as tg:
+        with anyio.CancelScope() as scope:
+
+            async def stop() -> None:
+                await shielded.entered.wait()
+                scope.cancel()
+                await _release_once_cut(shielded)
+
+            tg.start_soon(stop)
+            async with team.start() as running:
+                await running.run("goal")
+    assert calls == ["hold"]
+
+
 async def test_a_step_a_replan_cancels_calls_its_model_no_more() -> None:
     shielded, calls = Shielded(), list[str]()
     brain = Brain([plan_json(PROBE, {"id": "s2", "description": "hold"}), RECOVER])
