@@ -220,12 +220,24 @@ async def test_a_step_given_up_is_reported_once_and_its_run_goes_on() -> None:
     assert calls == ["hold"]
 
 
-async def test_a_team_stop_held_by_a_tool_that_ignores_the_cancel_says_so() -> None:
+@pytest.mark.parametrize("step_timeout", [300.0, None], ids=["step_timeout", "no_step_timeout"])
+async def test_a_team_stop_held_by_a_tool_that_ignores_the_cancel_says_so(
+    step_timeout: float | None,
+) -> None:
+    # Without a step_timeout too: the stop was held silently (no task saw the worker stop).
     shielded, calls = Shielded(swallows=True), list[str]()
     brain = Brain([plan_json({"description": "hold"})])
     brain.work = _holding_brain(brain.plans, shielded, calls)
     model = ScriptedModel(brain)
-    worker = Worker(name="w", description="w", model=model, tools=[shielded.tool], cancel_grace=0.1)
+    tools, grace = [shielded.tool], 0.1
+    worker = Worker(
+        name="w",
+        description="w",
+        model=model,
+        tools=tools,
+        cancel_grace=grace,
+        step_timeout=step_timeout,
+    )
     team = Team(name="t", planner=Planner(model=model), workers=[worker])
     async with _given_up("regiment.team") as log, anyio.create_task_group() as tg:
 
@@ -238,6 +250,7 @@ async def test_a_team_stop_held_by_a_tool_that_ignores_the_cancel_says_so() -> N
             async with team.start() as running:
                 tg.start_soon(_cancel_when, shielded.entered, scope)
                 await running.run("goal")
+    assert calls == ["hold"]
     (message,) = log.messages
     assert message.startswith("the team is stopping, but tool 'hold' of step s1 (worker 'w', run")
     assert "ignores cancellation and still runs" in message
