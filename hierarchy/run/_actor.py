@@ -110,7 +110,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
         lender = channel.lender or channel.supervisor  # who runs the calls: not the planner
         replayed, log = self._journal.replayed, self._guards.log
         self._calls = PhaseCalls(team, trace, run_id, replayed, channel, log, lender)
-        self._verifier = Verifier(team.checks, trace)
+        self._verifier = Verifier(team.checks, trace, team.artifacts)
         self._prompting = Prompting(team, goal, run_id, channel.history)
         self._phase: Phase = Planning("plan", self._prompting.first_session(), "initial")
 
@@ -202,9 +202,9 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
             self._record(ReportDropped(report, versions.version))
         elif not isinstance(phase, WindingDown):
             await self._apply(report)
-        elif report.status != "done" and not isinstance(phase.ending, EndPaused):
-            # cancelled by the wind-down (a pause's go on at resume); quiet if the caller left
-            self._record(StepEnded(report, "the run is ending", type(phase.ending) is EndCancelled))
+        elif report.status == "done" or not isinstance(phase.ending, EndPaused):
+            # kept as the run ends (Verifier.at_end); a pause's cancelled ones go on at resume
+            self._record(self._verifier.at_end(report, versions, phase.ending))
         phase = self._phase
         if type(phase) is WindingDown and not self._book.dispatcher.inflight:
             self._end_as(phase.ending)

@@ -182,6 +182,8 @@ class RunBook:
         self.dispatcher.committed(r)
         if change.artifact:
             versions.artifacts.append(r.output)
+        if change.quiet:
+            return
         self.emit(
             StepCompleted(
                 run_id=self.run_id,

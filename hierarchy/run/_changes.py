@@ -135,6 +135,7 @@ class StepCommitted(msgspec.Struct, frozen=True):
 
     report: StepReport
     artifact: bool  # its output is kept verbatim in the answer
+    quiet: bool = False  # done as a run ended that no reader follows: no event
 
 
 @final

@@ -39,7 +39,9 @@ ABANDONED = "abandoned"
 
 _LET_IT_THROUGH = (
     "A tool must let cancellation through: re-raise CancelledError (never catch it with "
-    "a bare except or BaseException) and do not shield long waits"
+    "a bare except or BaseException), and shield only a short cleanup, bounded "
+    "(anyio.move_on_after(seconds, shield=True)); work that cannot be stopped belongs in "
+    "a sync tool, whose thread is left behind on a cancel"
 )
 
 
@@ -55,9 +57,14 @@ class GivesUp(HandsIn):
     _jobs: Mapping[tuple[str, int, str, int], StepJob]
 
     async def _stopping(self) -> None:
-        """The worker stops (its tasks are cancelled): wait up to the grace for its
-        running steps to end, and name those that do not (the stop waits for them)."""
+        """The worker stops (its tasks are cancelled): its running steps call their
+        model no more (a tool that finishes anyway ends its step, as a cut one does);
+        wait up to the grace for them to end, and name those that do not (the stop
+        waits for them)."""
         running = [job for job in self._jobs.values() if job.scope is not None]
+        for job in running:
+            if job.progress is not None:  # a tool that finishes anyway: no model call after it
+                job.progress.stopped = True
         if not running or self._grace is None:
             return
         for job in running:
@@ -144,8 +151,7 @@ def _warn(job: StepJob, status: str, grace: float, worker: str) -> None:
     assign, tools = job.assign, _in_flight(job)
     _log.warning(
         "%s %s: %s did not stop within %ss of the step's cancel, so the step was reported "
-        "%s without it; it still runs, and the team's stop will wait for it. %s; make a "
-        "sync tool that may hang async",
+        "%s without it; it still runs, and the team's stop will wait for it. %s",
         worker,
         assign.step.id,
         _what(tools),
@@ -175,7 +181,8 @@ def _log_held(job: StepJob, tools: list[str], worker: str) -> None:
     assign = job.assign
     _team_log.warning(
         "the team is stopping, but %s of step %s (worker '%s', run %s) ignores "
-        "cancellation and still runs, and the stop waits for it to return. %s",
+        "cancellation and still runs; the stop waits for it to return, as no task can be "
+        "left behind (the event loop's own shutdown would wait for it too). %s",
         _what(tools),
         assign.step.id,
         worker,

@@ -8,6 +8,7 @@ queued, run on reused runner tasks, cancelled, timed out and reported is here.
 from __future__ import annotations
 
 import contextvars
+import math
 from abc import abstractmethod
 from collections import deque
 from collections.abc import Mapping
@@ -85,8 +86,10 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
         self._idle = IdleRunners()  # runners waiting for a step
         self._taker = False  # a runner handing a report in takes the next step queued
         self._new_scope: type[anyio.CancelScope] | None = None
-        timer = None if step_timeout is None else (step_timeout, self._jobs, self._watch)
-        self._timer = None if timer is None else StepTimer(*timer, self._time_out, self._stopping)
+        # With no step_timeout it times nothing out; its one task still sees the worker stop
+        # (_stopping: a tool that ignores the cancel is named while the stop waits for it).
+        seconds = math.inf if step_timeout is None else step_timeout
+        self._timer = StepTimer(seconds, self._jobs, self._watch, self._time_out, self._stopping)
 
     @abstractmethod
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
@@ -264,8 +267,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
                 # Cancelled while it waited for a runner: it must not start at all
                 # (work() may reach a model or a tool before its first checkpoint).
                 return progress.report(assign, self._name, "cancelled", error=job.cancel_error())
-            if self._timer is not None:
-                self._timer.arm(job, self.ctx.system.loop_time())
+            self._timer.arm(job, self.ctx.system.loop_time())
             return await self.work(assign, progress)
         except Exception as exc:  # a crash of this step, not of the worker: report it
             return failed_report(progress, assign, self._name, exc)
@@ -287,7 +289,6 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
                 job.ended.set()
 
     def _watch(self, first_deadline: float) -> None:
-        assert self._timer is not None
         self.ctx.start_soon(self._timer.watch, first_deadline, name=f"{self._name} timeouts")
 
 

@@ -120,6 +120,28 @@ async def test_a_step_cancelled_with_its_run_calls_its_model_no_more() -> None:
     assert calls == ["hold"]  # the call that asked for the tool, and none after it
 
 
+async def test_a_step_its_team_stop_cancels_calls_its_model_no_more() -> None:
+    # Leaving team.start() cancels the step from outside (not the planner): a tool
+    # that finishes anyway must not start another model call (a model that awaits
+    # nothing, as here, would not notice the cancel) and another call of itself.
+    shielded, calls = Shielded(), list[str]()
+    brain = Brain([plan_json({"description": "hold"})])
+    brain.work = _holding_brain(brain.plans, shielded, calls)
+    team = replan_team(brain, tools=[shielded.tool])
+    async with anyio.create_task_group() as tg:
+        with anyio.CancelScope() as scope:
+
+            async def stop() -> None:
+                await shielded.entered.wait()
+                scope.cancel()
+                await _release_once_cut(shielded)
+
+            tg.start_soon(stop)
+            async with team.start() as running:
+                await running.run("goal")
+    assert calls == ["hold"]
+
+
 async def test_a_step_a_replan_cancels_calls_its_model_no_more() -> None:
     shielded, calls = Shielded(), list[str]()
     brain = Brain([plan_json(PROBE, {"id": "s2", "description": "hold"}), RECOVER])
@@ -198,12 +220,24 @@ async def test_a_step_given_up_is_reported_once_and_its_run_goes_on() -> None:
     assert calls == ["hold"]
 
 
-async def test_a_team_stop_held_by_a_tool_that_ignores_the_cancel_says_so() -> None:
+@pytest.mark.parametrize("step_timeout", [300.0, None], ids=["step_timeout", "no_step_timeout"])
+async def test_a_team_stop_held_by_a_tool_that_ignores_the_cancel_says_so(
+    step_timeout: float | None,
+) -> None:
+    # Without a step_timeout too: the stop was held silently (no task saw the worker stop).
     shielded, calls = Shielded(swallows=True), list[str]()
     brain = Brain([plan_json({"description": "hold"})])
     brain.work = _holding_brain(brain.plans, shielded, calls)
     model = ScriptedModel(brain)
-    worker = Worker(name="w", description="w", model=model, tools=[shielded.tool], cancel_grace=0.1)
+    tools, grace = [shielded.tool], 0.1
+    worker = Worker(
+        name="w",
+        description="w",
+        model=model,
+        tools=tools,
+        cancel_grace=grace,
+        step_timeout=step_timeout,
+    )
     team = Team(name="t", planner=Planner(model=model), workers=[worker])
     async with _given_up("regiment.team") as log, anyio.create_task_group() as tg:
 
@@ -216,6 +250,7 @@ async def test_a_team_stop_held_by_a_tool_that_ignores_the_cancel_says_so() -> N
             async with team.start() as running:
                 tg.start_soon(_cancel_when, shielded.entered, scope)
                 await running.run("goal")
+    assert calls == ["hold"]
     (message,) = log.messages
     assert message.startswith("the team is stopping, but tool 'hold' of step s1 (worker 'w', run")
     assert "ignores cancellation and still runs" in message
