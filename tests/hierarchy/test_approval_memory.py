@@ -90,7 +90,7 @@ async def test_requests_decided_live_are_forgotten_when_their_runs_end() -> None
                         _Gate.event.set()
                     elif isinstance(event, RunCompleted):
                         assert event.result.status == "completed"
-            del event
+            del event, events  # the last stream keeps its run's ending (events.ending)
         assert _requests_alive() == before  # the old desk held all 25
         assert await running.pending_approvals() == ()
 
