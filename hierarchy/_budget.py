@@ -135,8 +135,12 @@ class BudgetLedger:
         # Running totals of ``reserved``.
         self._model_calls = self._tool_calls = self._tokens = self._inputs = self._outputs = 0
         # Whether a fan-out has anything to split (else every share is unlimited).
-        self._shared = any(
-            limit is not None for limit in (b.tool_calls, b.tokens, b.input_tokens, b.output_tokens)
+        # Spelled out, not any() over a generator: every run makes a ledger.
+        self._shared = not (
+            b.tool_calls is None
+            and b.tokens is None
+            and b.input_tokens is None
+            and b.output_tokens is None
         )
         # Whether a call's estimated input tokens matter to :meth:`exhausted`.
         self.counts_tokens = budget.tokens is not None or budget.input_tokens is not None

@@ -312,7 +312,7 @@ class RunningTeam(DecidesApprovals):
         """Cancel the run if it still goes, stop its actor, close its events and journal;
         without a journal, remember it for its session."""
         try:
-            with anyio.CancelScope(shield=True):
+            with self._spawner.new_cancel_scope(shield=True):
                 if ref is not None:
                     await close_run(ref, channel, events, self._wind_down)
                 else:  # refused before its planner started: nothing else closes this end
@@ -391,6 +391,7 @@ async def _spawn_team(
         system.new_wakeup,
         system.checkpoint,
         system.checkpoint_if_cancelled,
+        system.new_cancel_scope,
     )
     await system.spawn(lambda: Supervisor(spawner, channels), name=spawner.name)
     return RunningTeam(team, spawner, telemetry, channels, desk)

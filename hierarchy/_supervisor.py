@@ -33,6 +33,9 @@ __all__ = ("RunRef", "RunSpawner", "SpawnRun", "Supervisor", "capped", "close_ru
 _CANCEL_GRACE = 5.0
 # Beyond a worker's cancel grace: for the report of a step given up to reach its run.
 _HAND_IN = 1.0
+# A run's planner is never restarted: its failure fails the run. One value for every
+# run (it is frozen), not one made per spawn.
+_NO_RESTART = RestartPolicy(max_restarts=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +61,15 @@ class RunSpawner:
     child joins the supervisor's task group and escalates to it all the same.
     """
 
-    __slots__ = ("_ctx", "checkpoint", "checkpoint_if_cancelled", "name", "new_wakeup", "runtime")
+    __slots__ = (
+        "_ctx",
+        "checkpoint",
+        "checkpoint_if_cancelled",
+        "name",
+        "new_cancel_scope",
+        "new_wakeup",
+        "runtime",
+    )
 
     def __init__(
         self,
@@ -67,12 +78,14 @@ class RunSpawner:
         new_wakeup: Callable[[], Wakeup],
         checkpoint: Callable[[], Awaitable[None]],
         checkpoint_if_cancelled: Callable[[], Awaitable[None]],
+        new_cancel_scope: type[anyio.CancelScope],
     ) -> None:
         self.runtime = runtime
         self.name = name  # the supervisor's, for errors
         self.new_wakeup = new_wakeup  # the actor system's (a run's caller waits on one)
         self.checkpoint = checkpoint  # the actor system's (paces a burst of run starts)
         self.checkpoint_if_cancelled = checkpoint_if_cancelled  # the system's (stream readers)
+        self.new_cancel_scope = new_cancel_scope  # the system's (a run's end is shielded)
         self._ctx: ActorContext[Never, None] | None = None  # while a supervisor instance lives
 
     def start_helper(self, fn: Callable[[], Awaitable[None]], name: str) -> None:
@@ -109,7 +122,7 @@ class RunSpawner:
             lambda: PlannerActor(runtime, run_id, goal, channel, span),
             name=run_id,
             capacity=1024,
-            restart=RestartPolicy(max_restarts=0),
+            restart=_NO_RESTART,
         )
 
 

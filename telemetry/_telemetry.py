@@ -115,7 +115,9 @@ class Telemetry:
             return self._provider_records
         # None: nothing installed yet (asking the API would read os.environ each time).
         installed = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
-        self._provider_records = installed is not None and _records_once_installed(installed)
+        if installed is None:  # still nothing: asked again next time (checked ~9 times a run)
+            return False
+        self._provider_records = _records_once_installed(installed)
         return self._provider_records
 
     @property

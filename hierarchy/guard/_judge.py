@@ -3,9 +3,8 @@ run, and charged to the run's budget (to the step's, inside a step)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import TypeAlias, final
 
@@ -45,15 +44,27 @@ def spending() -> ContextVar[Spend | None]:
     return _CURRENT
 
 
-@contextmanager
-def judging_within(purse: Purse | None) -> Iterator[None]:
+@final
+class judging_within:  # lower case: used like the function it was, ``with judging_within(...)``
     """Hold the guards' model calls made in this block (and in tasks started in it)
-    to ``purse``."""
-    token = _PURSE.set(purse)
-    try:
-        yield
-    finally:
-        _PURSE.reset(token)
+    to ``purse``.
+
+    A class, not ``@contextmanager``: every planner-side model call enters one, and a
+    generator-based manager costs a generator and three calls more each time.
+    """
+
+    __slots__ = ("_purse", "_token")
+
+    def __init__(self, purse: Purse | None) -> None:
+        self._purse = purse
+        self._token: Token[Purse | None] | None = None
+
+    def __enter__(self) -> None:
+        self._token = _PURSE.set(self._purse)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            _PURSE.reset(self._token)
 
 
 def ledger_purse(ledger: BudgetLedger, pending: int = 0) -> Purse:

@@ -115,15 +115,20 @@ class RunBook:
 
     def _apply(self, change: RunChange) -> None:
         run_id = self.run_id
+        # Arms in the order of what every run applies here (a class pattern is an
+        # isinstance each): a step's changes take the fast path in ``apply``.
         match change:
-            case StepSent():
-                _sent(self, change)
-            case ReportArrived(report=r):
-                _arrived(self, r)
-            case StepCommitted():
-                self._commit(change)
             case ModelCharged(purpose=purpose, usage=usage, calls=calls):
                 self.spending.charge(ROLES[purpose], usage, calls)
+            case RunBegan():
+                self.emit(RunStarted(run_id=run_id, goal=self.goal, team=self.team))
+            case PlanAdopted():
+                self._adopt(change)
+            case SynthesisBegun():
+                committed = tuple(self.versions.committed)
+                self.emit(SynthesisStarted(run_id=run_id, committed_steps=committed))
+            case RunFinished() | RunAborted():
+                self._end(change)
             case ReportDropped() | StepEnded() | CheckRejected():
                 self._not_committed(change)
             case ToolCallsRefused(report=r, ends_run=ends):
@@ -133,27 +138,24 @@ class RunBook:
                 else:
                     self.trace.budget_exhausted("tool_calls", r.step_id)
                     self.emit(share_refused(run_id, r))
-            case RunBegan():
-                self.emit(RunStarted(run_id=run_id, goal=self.goal, team=self.team))
-            case PlanAdopted():
-                self._adopt(change)
             case ReplanBegun():
                 self.spending.ledger.replans += 1
             case CritiqueJudged() | RoundBegun():
                 self._judged(change)
             case MemoryAdopted():
                 self._compressed(change)
-            case SynthesisBegun():
-                committed = tuple(self.versions.committed)
-                self.emit(SynthesisStarted(run_id=run_id, committed_steps=committed))
             case BudgetRanOut():
                 self._ran_out(change)
             case GuardsNoted(notes=notes):
                 self.emit_all(note_events(run_id, notes))
             case ApprovalAsked() | ApprovalAnswered():
                 self.approvals.apply(change, self.emit)
-            case RunFinished() | RunAborted():
-                self._end(change)
+            case StepSent():
+                _sent(self, change)
+            case ReportArrived(report=r):
+                _arrived(self, r)
+            case StepCommitted():
+                self._commit(change)
             case _:
                 assert_never(change)
 

@@ -140,7 +140,7 @@ class PhaseCalls:
             return limit
         request = msgspec.structs.replace(request, role=REQUEST_ROLES[purpose])
         self._token += 1
-        self._scope = anyio.CancelScope()
+        self._scope = ctx.system.new_cancel_scope()  # the backend's class: no lookup
         replayed = self._replayed(purpose)
         call = (self._token, self._scope, replayed, ledger_purse(ledger, pending=1), deliver)
         runner = self._runner
@@ -175,7 +175,7 @@ class PhaseCalls:
 
     def start_deadline(self, ctx: Context, seconds: float, clock: RunClock) -> None:
         """Count the run's wall-clock budget down on ``clock`` (approval waits hold it)."""
-        self._deadline = anyio.CancelScope()
+        self._deadline = ctx.system.new_cancel_scope()
         ctx.start_soon(_deadline, ctx, seconds, self._deadline, clock)
 
     def _caller(self, purpose: Purpose) -> Caller:

@@ -62,9 +62,11 @@ class RunChannel:
                 (``run()``), nothing is sent and the stream only closes at the end.
             lender: the waiting caller of ``run()``, if that is who waits.
         """
-        # Unbounded: the planner must never block on a slow reader of events.
-        send, receive = anyio.create_memory_object_stream[Event](math.inf)
-        return cls(send, streaming=streaming, lender=lender), receive
+        # Unbounded: the planner must never block on a slow reader of events. Typed by
+        # the annotation, not ``[Event]``: a subscripted call costs a generic alias call.
+        streams: tuple[MemoryObjectSendStream[Event], MemoryObjectReceiveStream[Event]]
+        streams = anyio.create_memory_object_stream(math.inf)
+        return cls(streams[0], streaming=streaming, lender=lender), streams[1]
 
     def close(self, event: Event) -> None:
         """Deliver the run's last event and close the stream.
