@@ -23,16 +23,14 @@ from collections.abc import Iterator
 
 import msgspec
 
-from regiment.hierarchy.plan._lines import _Reading
+from regiment.hierarchy.plan._lines import _looks_like_json, _Reading
 from regiment.hierarchy.plan._shape import _excerpt, _interpret
 
-__all__ = ("_from_json", "_looks_like_json")
+__all__ = ("_from_json",)
 
 _FENCE = re.compile(r"```([^\n`]*)\n(.*?)(?:```|\Z)", re.S)
 _TRAILING_COMMA = re.compile(r",(\s*[\]}])")
 _MARKED_PREFIX = re.compile(r"^\s*(?:[-*•+]\s|(?:step\s*)?#?\d+\s*[.):])", re.I)
-# "[1] Check eligibility", "[urgent] call back": a bracketed tag followed by prose.
-_BRACKET_TAG = re.compile(r"^\[[^\[\]{}\"',:]*\]\s*[^\s\[\]{},:]")
 # Bounds that keep a pathological reply (thousands of brackets) cheap.
 _MAX_RESCANS = 32
 _SCAN_PASSES = 6
@@ -43,14 +41,6 @@ class _Undecodable(msgspec.Struct, frozen=True):
     """A candidate that is not valid JSON, and why."""
 
     reason: str
-
-
-def _looks_like_json(text: str) -> bool:
-    """Whether ``text`` (a reply, a fence's body or a step's text) reads as JSON, not prose."""
-    stripped = text.lstrip()
-    if stripped.startswith("{"):
-        return True
-    return stripped.startswith("[") and not _BRACKET_TAG.match(stripped)
 
 
 def _from_json(reply: str) -> _Reading | None:

@@ -15,9 +15,19 @@ from typing import Literal, NamedTuple
 
 import msgspec
 
-__all__ = ("_NOTHING_FULL", "_RawStep", "_Reading", "_from_lines", "_meaningful", "_split_deps")
+__all__ = (
+    "_NOTHING_FULL",
+    "_RawStep",
+    "_Reading",
+    "_from_lines",
+    "_looks_like_json",
+    "_meaningful",
+    "_split_deps",
+)
 
 _ALNUM = re.compile(r"[^\W_]")
+# "[1] Check eligibility", "[urgent] call back": a bracketed tag followed by prose.
+_BRACKET_TAG = re.compile(r"^\[[^\[\]{}\"',:]*\]\s*[^\s\[\]{},:]")
 _DEP_SEPARATOR = re.compile(r"\s*(?:,|;|&|\band\b)\s*", re.I)
 
 _FENCE_LINE = re.compile(r"^\s*```")
@@ -70,6 +80,14 @@ def _meaningful(text: str) -> bool:
     what ``\\w`` matches in a ``str`` pattern, bar the underscore).
     """
     return _ALNUM.search(text) is not None
+
+
+def _looks_like_json(text: str) -> bool:
+    """Whether ``text`` (a reply, a fence's body or a step's text) reads as JSON, not prose."""
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        return True
+    return stripped.startswith("[") and not _BRACKET_TAG.match(stripped)
 
 
 def _split_deps(text: str) -> list[str]:

@@ -31,10 +31,11 @@ import msgspec
 
 from regiment.errors import ConfigError
 from regiment.hierarchy._text import valid_text
-from regiment.hierarchy.plan._json import _from_json, _looks_like_json
+from regiment.hierarchy.plan._json import _from_json
 from regiment.hierarchy.plan._lines import (
     _NOTHING_FULL,
     _from_lines,
+    _looks_like_json,
     _meaningful,
     _RawStep,
     _Reading,

@@ -16,7 +16,13 @@ from __future__ import annotations
 
 import re
 
-from regiment.hierarchy.plan._lines import _meaningful, _RawStep, _Reading, _split_deps
+from regiment.hierarchy.plan._lines import (
+    _looks_like_json,
+    _meaningful,
+    _RawStep,
+    _Reading,
+    _split_deps,
+)
 
 __all__ = ("_excerpt", "_interpret", "_kind", "_numeric")
 
@@ -175,6 +181,9 @@ def _usual_step(item: object) -> _RawStep | None:
 
 def _step(item: object, number: int, problems: list[str]) -> _RawStep | None:
     if isinstance(item, str):
+        if _looks_like_json(item):
+            problems.append(_json_text(number, item))
+            return None
         if _meaningful(item):
             return _RawStep(description=item.strip())
         problems.append(f"step {number} is blank ({_excerpt(item)}); say what the step must do")
@@ -199,6 +208,9 @@ def _step(item: object, number: int, problems: list[str]) -> _RawStep | None:
 def _description(item: dict[str, object], number: int, problems: list[str]) -> str | None:
     present = [(key, item[key]) for key in _TEXT_KEYS if key in item]
     for _, text in present:
+        if isinstance(text, str) and _looks_like_json(text):
+            problems.append(_json_text(number, text))
+            return None
         if isinstance(text, str) and _meaningful(text):
             return text.strip()
     # "step": 3 is the step's number, not its text
@@ -212,6 +224,15 @@ def _description(item: dict[str, object], number: int, problems: list[str]) -> s
             f'step {number}\'s "{key}" is {shown}; it must be text saying what the step must do'
         )
     return None
+
+
+def _json_text(number: int, text: str) -> str:
+    """Text that reads as JSON is never a step's: a step written as JSON inside a string,
+    or cut short, would run as its raw text."""
+    return (
+        f"step {number}'s text is JSON, not words ({_excerpt(text)}); write each step as an "
+        'object with a "description" saying in words what the step must do'
+    )
 
 
 def _is_small_int(value: object) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import msgspec
 
-from regiment.hierarchy.plan._lines import _NOTHING_FULL, _meaningful
+from regiment.hierarchy.plan._lines import _NOTHING_FULL, _looks_like_json, _meaningful
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.plan._shape import _numeric
 
@@ -52,8 +52,8 @@ def _one_pass(reply: str, worker: str | None) -> list[PlanStep] | None:
     ids: set[str] = set()
     for step in written:
         label, text = step.id, step.description
-        if label is None or not _meaningful(text):
-            return None
+        if label is None or not _meaningful(text) or _looks_like_json(text):
+            return None  # the general reader fills in the id, or says what is wrong
         for dep in step.depends_on:  # a loop, not all(<genexpr>): this runs for every step
             if not dep.isalnum() or dep.lower() == "and":
                 return None  # a phrase, not an id: the general reader resolves it

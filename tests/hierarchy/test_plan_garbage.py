@@ -6,7 +6,8 @@ explicit "nothing to do"), and raises nothing."""
 from __future__ import annotations
 
 import msgspec
-from hypothesis import given, settings
+import pytest
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from regiment.hierarchy import parse_plan
@@ -122,6 +123,8 @@ def _assert_dependencies_valid_or_reported(parsed: ParsedPlan) -> None:
 
 @settings(max_examples=600, deadline=None)
 @given(reply=GARBAGE, max_steps=st.integers(min_value=1, max_value=6))
+@example(reply='["{0"]', max_steps=1)  # found by hypothesis: a cut object read as a step's text
+@example(reply='{"steps": [{"id": "s1", "description": "[1, 2]"}]}', max_steps=3)
 def test_garbage_gives_steps_or_an_error_never_an_exception(reply: str, max_steps: int) -> None:
     assert_keeps_its_promises(reply, parse_plan(reply, max_steps=max_steps), max_steps)
 
@@ -138,3 +141,20 @@ def test_json_plans_of_any_field_types_are_read_whole_or_rejected(plan: object) 
     )
     if parsed.steps and isinstance(listed, list) and parsed.truncated_from is None:
         assert len(parsed.steps) == len(listed)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ['["{0"]', '["[1, 2]"]', '{"steps": ["{\\"description\\": \\"pay\\"}"]}',
+     '{"steps": [{"id": "s1", "description": "{\\"tool\\": \\"pay\\"}"}]}'],
+)  # fmt: skip
+def test_a_step_whose_text_is_json_goes_back_to_the_planner(reply: str) -> None:
+    parsed = parse_plan(reply, max_steps=5)
+    assert parsed.steps == ()
+    assert parsed.error is not None
+    assert "step 1's text is JSON, not words" in parsed.error
+
+
+def test_a_bracketed_tag_is_words_not_json() -> None:
+    parsed = parse_plan('{"steps": ["[urgent] call the customer back"]}', max_steps=5)
+    assert [s.description for s in parsed.steps] == ["[urgent] call the customer back"]
