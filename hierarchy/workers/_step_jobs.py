@@ -10,7 +10,7 @@ from typing import Literal
 import anyio
 
 from regiment.actors import ActorRef, Wakeup
-from regiment.hierarchy._messages import AssignStep, StepReport
+from regiment.hierarchy._messages import PAUSING, AssignStep, StepReport
 from regiment.hierarchy.workers._loop import StepProgress
 
 __all__ = ("HOLD", "IDLE_RUNNERS", "IdleRunners", "Lane", "StepJob", "StepTimer")
@@ -68,6 +68,7 @@ class StepJob:
         self.stop = stop
         if self.progress is not None:
             self.progress.stopped = True
+            self.progress.paused = self.why == PAUSING
         if self.scope is not None:
             self.scope.cancel()
 
