@@ -83,12 +83,16 @@ class ApprovalGate:
 
         async def wait(request: ApprovalRequest, /) -> ApprovalDecision:
             top = desk.top(at)
+            step_id, index = at.step_id, call_index
+            if top != at:  # a nested run's call: named by what it does (see _nested_calls)
+                where = (at, self._worker, call_index)
+                step_id, index = desk.nested_calls.name(top, where, request)
             expires = (
                 None if self._timeout is None or policy is not None else desk.now() + self._timeout
             )
             request = msgspec.structs.replace(
                 request,
-                request_id=request_id_for(top, self._worker, at.step_id, call_index),
+                request_id=request_id_for(top, self._worker, step_id, index),
                 run_id=top.run_id,
                 worker=self._worker,
                 plan_version=top.plan_version,

@@ -87,11 +87,14 @@ def shop_team(
 
 
 def nested_team(
-    shop: Shop, *top_plans: str, child_runs: int = 1, telemetry: Telemetry | None = None
+    shop: Shop,
+    *top_plans: str,
+    child_plans: tuple[str, ...] = (),
+    telemetry: Telemetry | None = None,
 ) -> Team:
-    """A top team whose ``desk`` worker is the shop team (planning one refund step in
-    each of its ``child_runs`` runs)."""
-    child = shop_team(shop, *[plan_json(step("c1", "billing", "refund 5 30"))] * child_runs)
+    """A top team whose ``desk`` worker is the shop team: its first run plans one refund
+    step (``c1``), its later ones plan ``child_plans``."""
+    child = shop_team(shop, plan_json(step("c1", "billing", "refund 5 30")), *child_plans)
 
     async def work(description: str, results: object, request: ModelRequest) -> ModelResponse | str:
         return await shop.work(request)

@@ -68,7 +68,8 @@ async def test_a_pause_inside_a_nested_team_reads_paused_all_the_way_down(tmp_pa
     plan = plan_json(step("s1", "desk", "handle the refund"))
     with OtlpReceiver() as receiver:
         handle = configure_tracing("pause", endpoint=receiver.endpoint, set_global=False)
-        team = nested_team(shop, plan, child_runs=2, telemetry=Telemetry(handle.provider))
+        again = plan_json(step("c1", "billing", "refund 5 30"))
+        team = nested_team(shop, plan, child_plans=(again,), telemetry=Telemetry(handle.provider))
         async with team.start(journal=tmp_path / "runs.db") as running:
             paused = await running.run("refund via desk")
             assert paused.status == "paused"
