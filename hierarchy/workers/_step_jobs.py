@@ -72,6 +72,11 @@ class StepJob:
         if self.scope is not None:
             self.scope.cancel()
 
+    def waits_for_decision(self) -> bool:
+        """Cut by its run's pause while it waited for a decision (not called off); a step
+        a nested run's pause cut while it worked was cut short like any other."""
+        return self.why == PAUSING and self.progress is not None and self.progress.awaiting
+
     def cancel_error(self) -> str:
         """The error of a step the planner cut: that it did, and why."""
         return f"cancelled by the planner: {self.why}" if self.why else "cancelled by the planner"

@@ -142,7 +142,7 @@ class TeamWorkerActor(StepActor):
                 except anyio.get_cancelled_exc_class():
                     # Cut by its run's pause: the child pauses too (its waiting calls
                     # were not called off), rather than being cancelled.
-                    channel.pausing = progress.paused
+                    channel.pausing = progress.awaiting = progress.paused
                     raise
         finally:
             # Also when cancelled: the child has wound down by now, and what it
