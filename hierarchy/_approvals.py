@@ -24,6 +24,7 @@ import msgspec
 from regiment.errors import ActorStopped, ApprovalError
 from regiment.hierarchy._approval_entries import Entries, Pending
 from regiment.hierarchy._clock import RunClock
+from regiment.hierarchy._nested_calls import NestedCalls
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Deny, EditArguments
 
 if TYPE_CHECKING:
@@ -98,6 +99,7 @@ class ApprovalDesk:
         self._entries = Entries()  # live runs' requests, and a bounded few of ended ones
         self.journal: Journal | None = None  # where a paused run's decisions are
         self.clocks: dict[str, RunClock] = {}  # the wall clocks of the runs in progress
+        self.nested_calls = NestedCalls()  # how nested runs' calls are named in request ids
 
     # -- runs ----------------------------------------------------------------
 
@@ -108,6 +110,8 @@ class ApprovalDesk:
 
     def link(self, run_id: str, parent: StepAt) -> None:
         """A nested run started for ``parent``'s step: its requests belong to the top run."""
+        if parent.run_id in self._planners:  # the top-level step (re)starts its nested run
+            self.nested_calls.restart(parent)
         self._parents[run_id] = parent
 
     def close_run(self, run_id: str) -> None:
@@ -118,6 +122,7 @@ class ApprovalDesk:
         self.clocks.pop(run_id, None)
         if top:
             self._entries.end_run(run_id, keep_undecided=self.journal is None)
+            self.nested_calls.forget(run_id)
 
     def top(self, at: StepAt) -> StepAt:
         """The top-level run's step that ``at`` (a step of a nested run, maybe) serves."""

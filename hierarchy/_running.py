@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from random import getrandbits
 from typing import TYPE_CHECKING, assert_never, final
@@ -43,15 +43,14 @@ from regiment.hierarchy._team_actors import (
     worker_actor,
 )
 from regiment.hierarchy.events import Event
-from regiment.hierarchy.guard._types import Guardrail, as_guardrails
 from regiment.hierarchy.run._channel import RunChannel, RunEvents
-from regiment.hierarchy.run._guarding import role_guards
+from regiment.hierarchy.run._guarding import enclosing, role_guards
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal
 from regiment.hierarchy.run._lender import Lender, SupervisorLender
 from regiment.hierarchy.run._messages import StartRun
 from regiment.hierarchy.run._resume import Opened, finished, open_channel, reopened
 from regiment.hierarchy.run._session import SessionMemory
-from regiment.hierarchy.run._trace import record_run_end
+from regiment.hierarchy.run._trace import paused_root, record_run_end
 from regiment.hierarchy.workers._approval_gate import ApprovalGate
 from regiment.hierarchy.workers._live import LiveWorker, worker_tools
 from regiment.hierarchy.workers._step_actor import StepActor
@@ -252,15 +251,14 @@ class RunningTeam(DecidesApprovals):
         await self._starting.acquire()
         starting = True
         try:
-            # Unique within the team by the counter, and across teams and processes with
-            # high probability; no system call (uuid4 reads the OS's random source).
-            run_id = resumed.run_id if resumed else f"run-{next(self._ids)}-{getrandbits(32):08x}"
+            run_id = resumed.run_id if resumed else _new_run_id(self._ids)
             budget, tel = capped(self.team.budget, allowance), self._telemetry
             provider = self.team.planner.model.provider
             resume = resumed.resume if resumed is not None else None
-            with tel.run_span(
+            root = tel.run_span(
                 self.team.name, run_id, goal, provider=provider, session_id=session, resume=resume
-            ) as span:
+            )
+            with paused_root(root) as (span, hold):  # a nested run's may end paused
                 # JournalError: the run is refused, nothing started. The journal keeps the
                 # root span's trace context, so a resume continues the run's trace.
                 trace = tel.headers_for(span).get("traceparent") if tel.tracing else None
@@ -271,7 +269,7 @@ class RunningTeam(DecidesApprovals):
                 )
                 if lender is None:  # its caller reads events: the supervisor runs its calls
                     channel.supervisor = SupervisorLender(self._spawner.start_helper, run_id)
-                self._channels[run_id] = channel
+                self._channels[run_id] = hold.channel = channel
                 ref: RunRef | None = None
                 try:
                     spawn = SpawnRun(run_id, goal, channel, span, budget, concurrency)
@@ -327,13 +325,10 @@ class RunningTeam(DecidesApprovals):
                 self.sessions.remember(session, channel.result, self.team)
 
 
-_CALL_KINDS = frozenset({"model_request", "model_reply", "tool_call", "tool_result"})
-
-
-def _enclosing(outer: tuple[Team, ...]) -> list[Guardrail]:
-    """The enclosing teams' guards on calls, outermost first: they guard a nested team's
-    calls too (their plan and answer guards do not: a nested answer is a step's output)."""
-    return [g for t in outer for g in as_guardrails(t.guardrails) if g.kind in _CALL_KINDS]
+def _new_run_id(ids: Iterator[int]) -> str:
+    """Unique within the team by the counter, and across teams and processes with high
+    probability; no system call (uuid4 reads the OS's random source)."""
+    return f"run-{next(ids)}-{getrandbits(32):08x}"
 
 
 async def _spawn_team(
@@ -355,7 +350,9 @@ async def _spawn_team(
     base = f"{prefix}{team.name}"
     if mcp is not None:  # all of this team's MCP servers start at once, not worker by worker
         await mcp.start([s for w in team.workers if isinstance(w, Worker) for s in w.mcp_servers])
-    guards = role_guards((*_enclosing(outer), *team.guardrails), team.planner, team.critic)
+    guards = role_guards(
+        (*enclosing([t.guardrails for t in outer]), *team.guardrails), team.planner, team.critic
+    )
     on_ray = await start_ray(team, telemetry, guards, (base, desk, runs, channels))
     for worker in team.workers:
         name = f"{base}/{worker.name}"

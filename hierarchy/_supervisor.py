@@ -17,7 +17,7 @@ from opentelemetry.trace import Span
 from regiment.actors import Actor, ActorContext, ActorRef, ChildFailed, RestartPolicy, Wakeup
 from regiment.errors import ActorStopped
 from regiment.hierarchy._budget import Budget
-from regiment.hierarchy._messages import StepAllowance
+from regiment.hierarchy._messages import PAUSING, StepAllowance
 from regiment.hierarchy.events import Event, RunFailed
 from regiment.hierarchy.run._actor import PlannerActor
 from regiment.hierarchy.run._channel import RunChannel
@@ -202,7 +202,8 @@ async def close_run(
     wind down, stop its actor."""
     if ref.is_alive and not channel.done:
         with anyio.move_on_after(grace), contextlib.suppress(ActorStopped):
-            await ref.send(CancelRun())  # waits if the mailbox is full of reports
+            # waits if the mailbox is full of reports
+            await ref.send(CancelRun(PAUSING) if channel.pausing else CancelRun())
             async for _ in events:
                 pass
     if ref.is_alive:

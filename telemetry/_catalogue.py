@@ -170,13 +170,17 @@ ATTRIBUTES = (
     Entry(
         sc.REGIMENT_TOOL_OUTCOME,
         "`ok` or the failure's code/type; `awaiting_approval` for a call whose run paused "
-        "(or was cancelled) while it waited for a decision: it never ran; `cut_off` or "
+        "(no `regiment.cancelled`: it was not called off) or was cancelled (with "
+        "`regiment.cancelled`) while it waited for a decision: it never ran; `cut_off` or "
         "`budget_exhausted` (also its `error.type`) for a call not run: its reply was cut "
         "at max_tokens, or its step's share of tool calls was used up",
         "tool; metric `regiment.tool.duration`",
     ),
     Entry(
-        sc.REGIMENT_APPROVAL_DECISION, "`approve`, `deny`, ...", "approval decided event, approval"
+        sc.REGIMENT_APPROVAL_DECISION,
+        "`approve`, `deny`, ...; none on a wait its run's pause ended (it waits on, for a "
+        "resume; not `regiment.cancelled`)",
+        "approval decided event, approval",
     ),
     Entry(
         sc.REGIMENT_APPROVAL_OUTCOME, "an approval's outcome (shown by the console view)", "tool"
@@ -200,7 +204,8 @@ ATTRIBUTES = (
     Entry(
         sc.REGIMENT_CANCELLED,
         "the work was cancelled (status stays unset; no `exception` event)",
-        "any span (a step's: also when its planner cancelled it, e.g. by a replan)",
+        "any span (a step's: also when its planner cancelled it, e.g. by a replan; not the "
+        "spans a pause ended: a paused run's, nested ones' included, wait for a decision)",
     ),
     Entry(sc.REGIMENT_USAGE_INPUT_TOKENS, "uncached input tokens of the whole run", "run"),
     Entry(sc.REGIMENT_USAGE_OUTPUT_TOKENS, "output tokens of the whole run", "run"),

@@ -129,8 +129,8 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
             case StepReport() | ApprovalNoticed() | ApprovalSettled():
                 await self._on_step_news(message)
             case CancelRun(reason=reason):
-                if not isinstance(self._phase, Done):
-                    self._wind_down(EndCancelled(reason))
+                if not isinstance(self._phase, Done):  # a nested run pauses with its parent
+                    self._wind_down(EndPaused() if reason == PAUSING else EndCancelled(reason))
             case DeadlineReached():
                 self._exhausted("wall_clock", "the run's wall-clock budget ran out")
             case GuardJudged():

@@ -50,6 +50,9 @@ class RunChannel:
     supervisor: SupervisorLender | None = None
     last: Event | None = None  # a streamed, journaled run's end until it is journaled
     ending: Event | None = None  # the run's last event, read or not (RunEvents.ending)
+    # The step this (nested) run serves was cut by its run's pause: this run pauses too,
+    # so its steps waiting for decisions read as waiting, not as called off.
+    pausing: bool = False
 
     @classmethod
     def open(

@@ -40,7 +40,7 @@ from regiment.hierarchy.run._phase import Planning
 from regiment.hierarchy.run._trace import RunTrace
 from regiment.models import Message, ModelRequest
 
-__all__ = ("RunGuards", "answer_verdict", "note_events", "plan_verdict", "role_guards")
+__all__ = ("RunGuards", "answer_verdict", "enclosing", "note_events", "plan_verdict", "role_guards")
 
 Context = ActorContext[PlannerMessage, None]
 
@@ -123,6 +123,15 @@ class RunGuards:
                 )
             self.log.charge("planner" if adopted is not None else "synthesizer", checked)
             await ctx.self_ref.send(GuardJudged(token, checked, adopted))
+
+
+_CALL_KINDS = frozenset({"model_request", "model_reply", "tool_call", "tool_result"})
+
+
+def enclosing(outer: Sequence[Sequence[GuardLike]]) -> list[Guardrail]:
+    """The enclosing teams' guards on calls, outermost first: they guard a nested team's
+    calls too (their plan and answer guards do not: a nested answer is a step's output)."""
+    return [g for team in outer for g in as_guardrails(team) if g.kind in _CALL_KINDS]
 
 
 def role_guards(team: Sequence[GuardLike], planner: Planner, critic: Critic | None) -> RoleGuards:

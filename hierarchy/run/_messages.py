@@ -51,7 +51,8 @@ class ModelReplied:
 
 @dataclass(frozen=True, slots=True)
 class CancelRun:
-    """The caller went away: stop the run's work now."""
+    """The caller went away: stop the run's work now (``PAUSING``: a nested run whose
+    parent pauses pauses too)."""
 
     reason: str = "cancelled by the caller"
 

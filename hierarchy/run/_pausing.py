@@ -73,5 +73,8 @@ class PausesForApprovals:
     def _closing(self, ending: EndPartial | EndPaused) -> tuple[str, RunStatus]:
         """The answer and status of a run that ends partial or paused."""
         if isinstance(ending, EndPaused):
-            return f"paused: {len(self._book.approvals.pending)} approval(s) pending", "paused"
+            pending = len(self._book.approvals.pending)
+            if not pending:  # a nested run: its calls' requests are the top run's
+                return "paused: the run it serves waits for approval(s)", "paused"
+            return f"paused: {pending} approval(s) pending", "paused"
         return self._book.partial_answer(), "partial"

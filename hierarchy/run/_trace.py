@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import final
 
+import anyio
 from opentelemetry.trace import Span
 
 from regiment.errors import RunCancelled, RunError
@@ -14,7 +16,7 @@ from regiment.hierarchy.run._channel import RunChannel
 from regiment.telemetry import Telemetry, headers_for
 from regiment.telemetry import semconv as sc
 
-__all__ = ("RunTrace", "record_run_end")
+__all__ = ("PausedCut", "RunTrace", "paused_root", "record_run_end")
 
 
 @final
@@ -80,3 +82,40 @@ def record_run_end(telemetry: Telemetry, span: Span, channel: RunChannel) -> Non
     )
     if result is not None and result.budget_exhausted is not None and span.is_recording():
         span.set_attribute(sc.REGIMENT_BUDGET_EXHAUSTED, result.budget_exhausted)
+
+
+@final
+class PausedCut(AbstractContextManager["PausedCut"]):
+    """Around a nested run's root span's body: the cancellation that ends a run which
+    paused with the step it serves is held (the span ends as paused, not cancelled),
+    and raised again by :meth:`release` once the span has ended."""
+
+    __slots__ = ("channel", "held")
+
+    def __init__(self) -> None:
+        self.channel: RunChannel | None = None  # the run's, once it has one
+        self.held: BaseException | None = None
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> bool:
+        result = None if self.channel is None else self.channel.result
+        if result is None or result.status != "paused":
+            return False
+        if not isinstance(exc, anyio.get_cancelled_exc_class()):
+            return False
+        self.held = exc
+        return True
+
+    def release(self) -> None:
+        """Raise the held cancellation, if there is one."""
+        if self.held is not None:
+            raise self.held
+
+
+@contextlib.contextmanager
+def paused_root(scope: AbstractContextManager[Span]) -> Iterator[tuple[Span, PausedCut]]:
+    """A run's root span ``scope`` that ends as paused, not cancelled, when the run (a
+    nested one) paused with its step; set the yielded hold's ``channel`` to the run's."""
+    hold = PausedCut()
+    with scope as span, hold:
+        yield span, hold
+    hold.release()

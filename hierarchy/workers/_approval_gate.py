@@ -10,10 +10,12 @@ from __future__ import annotations
 import time
 from typing import Protocol, final
 
+import anyio
 import msgspec
 
 from regiment.hierarchy._approvals import ApprovalDesk, StepAt, decision_name, request_id_for
 from regiment.hierarchy._messages import AssignStep
+from regiment.hierarchy.workers._progress import StepProgress
 from regiment.telemetry import Telemetry
 from regiment.telemetry import semconv as sc
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Tool, Toolset
@@ -26,9 +28,15 @@ class Approvals(Protocol):
     team's process; on a Ray replica, one that asks the caller's gate over the wire."""
 
     def approver(
-        self, toolset: Toolset, assign: AssignStep, call_index: int, tool_name: str
+        self,
+        toolset: Toolset,
+        assign: AssignStep,
+        call_index: int,
+        tool_name: str,
+        progress: StepProgress | None = None,
     ) -> Approver | None:
-        """The approver for call number ``call_index`` of ``assign``'s step, if it needs one."""
+        """The approver for call number ``call_index`` of ``assign``'s step, if it needs one
+        (``progress``: the step's, which says whether a cut is its run's pause)."""
         ...
 
 
@@ -52,7 +60,12 @@ class ApprovalGate:
         self._telemetry = telemetry
 
     def approver(
-        self, toolset: Toolset, assign: AssignStep, call_index: int, tool_name: str
+        self,
+        toolset: Toolset,
+        assign: AssignStep,
+        call_index: int,
+        tool_name: str,
+        progress: StepProgress | None = None,
     ) -> Approver | None:
         """The approver for call number ``call_index`` of ``assign``'s step.
 
@@ -70,12 +83,16 @@ class ApprovalGate:
 
         async def wait(request: ApprovalRequest, /) -> ApprovalDecision:
             top = desk.top(at)
+            step_id, index = at.step_id, call_index
+            if top != at:  # a nested run's call: named by what it does (see _nested_calls)
+                where = (at, self._worker, call_index)
+                step_id, index = desk.nested_calls.name(top, where, request)
             expires = (
                 None if self._timeout is None or policy is not None else desk.now() + self._timeout
             )
             request = msgspec.structs.replace(
                 request,
-                request_id=request_id_for(top, self._worker, at.step_id, call_index),
+                request_id=request_id_for(top, self._worker, step_id, index),
                 run_id=top.run_id,
                 worker=self._worker,
                 plan_version=top.plan_version,
@@ -86,13 +103,20 @@ class ApprovalGate:
             with desk.waiting(at):
                 if policy is not None:
                     return await desk.ask(request, policy)
-                return await self._on_desk(request, tool)
+                return await self._on_desk(request, tool, progress)
 
         return wait
 
-    async def _on_desk(self, request: ApprovalRequest, tool: Tool[..., object]) -> ApprovalDecision:
-        """Wait on the desk for a human's decision, in a ``regiment.approval`` span."""
+    async def _on_desk(
+        self, request: ApprovalRequest, tool: Tool[..., object], progress: StepProgress | None
+    ) -> ApprovalDecision:
+        """Wait on the desk for a human's decision, in a ``regiment.approval`` span.
+
+        Cut by its run's pause, the wait is not called off (the request stays pending
+        for a resume): the span ends with no cancelled marker, and no decision.
+        """
         started = time.monotonic()
+        held: BaseException | None = None
         with self._telemetry.span(
             sc.SPAN_APPROVAL,
             {
@@ -103,7 +127,15 @@ class ApprovalGate:
         ) as span:
             try:
                 decision = await self._desk.wait(request, tool)
+            except anyio.get_cancelled_exc_class() as exc:
+                if progress is None or not progress.paused:
+                    raise
+                progress.awaiting = True  # its tool call's span says so too
+                held = exc  # raised below, once the span has ended as a wait
             finally:  # how long it waited, a wait cut short (a pause, a cancel) too
                 span.set_attribute(sc.REGIMENT_APPROVAL_WAIT, time.monotonic() - started)
-            span.set_attribute(sc.REGIMENT_APPROVAL_DECISION, decision_name(decision))
+            if held is None:
+                span.set_attribute(sc.REGIMENT_APPROVAL_DECISION, decision_name(decision))
+        if held is not None:
+            raise held
         return decision

@@ -14,7 +14,7 @@ from collections.abc import Awaitable
 
 from regiment.actors import ActorRef
 from regiment.errors import ActorStopped, MailboxFull
-from regiment.hierarchy._messages import PAUSING, StepReport
+from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy.workers._step_jobs import StepJob
 from regiment.telemetry import Telemetry
 
@@ -53,7 +53,7 @@ class HandsIn:
     def _count(self, job: StepJob, report: StepReport) -> None:
         if self._telemetry.metrics is not None:
             outcome: str = report.status
-            if outcome == "cancelled" and job.why == PAUSING:  # as the step's span says
+            if outcome == "cancelled" and job.waits_for_decision():  # as the step's span says
                 outcome = "awaiting_approval"
             self._telemetry.metrics.step(self._name, outcome)
 

@@ -27,6 +27,7 @@ from regiment.hierarchy.workers._approval_gate import Approvals
 from regiment.hierarchy.workers._journal_calls import JournaledCaller, StepCalls
 from regiment.hierarchy.workers._progress import StepProgress
 from regiment.hierarchy.workers._siblings import SiblingCalls
+from regiment.hierarchy.workers._tool_span import traced_call
 from regiment.models import (
     STOPPED_EARLY,
     Message,
@@ -81,7 +82,9 @@ async def _call_tools(
     traced = telemetry.tracing  # untraced: no span to open, nothing to record on one
 
     async def attempt(index: int, call: ToolCallPart) -> ToolResult:
-        approver = gate.approver(toolset, assign, first + index, call.name) if gate else None
+        approver = (
+            gate.approver(toolset, assign, first + index, call.name, progress) if gate else None
+        )
         approver = siblings.held(approver) if siblings is not None else approver
         if guards is None:
             return await journaled.tool(toolset, first + index, call, approver)
@@ -94,14 +97,9 @@ async def _call_tools(
         if not traced:
             result = await attempt(index, call)
         else:
-            with telemetry.tool_span(call.name, call.id, agent_name=toolset.name) as span:
-                telemetry.recorder.tool_arguments(span, call.arguments)
-                result = await attempt(index, call)
-                if journaled.replayed(first + index):  # it did not run again: say so
-                    span.set_attribute(sc.REGIMENT_REPLAYED, True)
-                failure = (result.error_type or sc.ERROR_OTHER) if result.is_error else None
-                telemetry.recorder.tool_outcome(span, failure or "ok", error_type=failure)
-                telemetry.recorder.tool_result(span, result.content)
+            ran = functools.partial(attempt, index, call)
+            replayed = functools.partial(journaled.replayed, first + index)
+            result = await traced_call(telemetry, (toolset.name, call), progress, ran, replayed)
         if telemetry.metrics is not None:
             outcome = (result.error_type or sc.ERROR_OTHER) if result.is_error else "ok"
             telemetry.metrics.tool_call(call.name, outcome, result.duration_s)

@@ -34,6 +34,10 @@ class StepProgress:
     # Set when the step is cut short (its scope cancelled): the loop then calls its
     # model no more, even if nothing it awaited since was a checkpoint.
     stopped: bool = False
+    # Cut because its run pauses (``PAUSING``): a call waiting for a decision was not
+    # called off, so its spans say it awaits one, not that it was cancelled.
+    paused: bool = False
+    awaiting: bool = False  # then a call of it was cut while it waited for a decision
     # The step's conversation, as it grows: a step given up names the calls in flight.
     messages: list[Message] | None = None
 

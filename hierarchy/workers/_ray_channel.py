@@ -25,6 +25,7 @@ from regiment.hierarchy._live_events import LiveSink
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._replay import Replay
 from regiment.hierarchy.events import Event, TextDelta, ToolCallFinished, ToolCallStarted
+from regiment.hierarchy.workers._progress import StepProgress
 from regiment.hierarchy.workers._wire import (
     ApprovalAsked,
     CallRecorded,
@@ -141,7 +142,12 @@ class ReplicaApprovals:
         self._channel = channel
 
     def approver(
-        self, toolset: Toolset, assign: AssignStep, call_index: int, tool_name: str
+        self,
+        toolset: Toolset,
+        assign: AssignStep,
+        call_index: int,
+        tool_name: str,
+        progress: StepProgress | None = None,
     ) -> Approver | None:
         if toolset.approver is not None:
             return toolset.approver  # the replica's own policy answers at once

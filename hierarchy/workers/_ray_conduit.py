@@ -181,7 +181,9 @@ class StepConduit:
         approver = (
             None
             if approvals is None
-            else approvals.approver(self._toolset, self._assign, asked.call_index, tool)
+            else approvals.approver(
+                self._toolset, self._assign, asked.call_index, tool, self._progress
+            )
         )
         if approver is None:
             return Deny(

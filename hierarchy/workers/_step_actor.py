@@ -21,7 +21,6 @@ from regiment.actors import Actor, Envelope
 from regiment.errors import ConfigError
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import (
-    PAUSING,
     AssignStep,
     CancelStep,
     StepReport,
@@ -241,7 +240,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
                 cut, report = exc, job.report
             recorder = self._telemetry.recorder
             if report is None or report.status == "cancelled":  # as if it left the span
-                if job.why == PAUSING:  # it waits for a decision, as its call's span says
+                if job.waits_for_decision():  # as its call's span says
                     recorder.step_outcome(span, "awaiting_approval")
                 else:
                     recorder.step_outcome(span, "cancelled")

@@ -10,7 +10,7 @@ from typing import Literal
 import anyio
 
 from regiment.actors import ActorRef, Wakeup
-from regiment.hierarchy._messages import AssignStep, StepReport
+from regiment.hierarchy._messages import PAUSING, AssignStep, StepReport
 from regiment.hierarchy.workers._loop import StepProgress
 
 __all__ = ("HOLD", "IDLE_RUNNERS", "IdleRunners", "Lane", "StepJob", "StepTimer")
@@ -68,8 +68,14 @@ class StepJob:
         self.stop = stop
         if self.progress is not None:
             self.progress.stopped = True
+            self.progress.paused = self.why == PAUSING
         if self.scope is not None:
             self.scope.cancel()
+
+    def waits_for_decision(self) -> bool:
+        """Cut by its run's pause while it waited for a decision (not called off); a step
+        a nested run's pause cut while it worked was cut short like any other."""
+        return self.why == PAUSING and self.progress is not None and self.progress.awaiting
 
     def cancel_error(self) -> str:
         """The error of a step the planner cut: that it did, and why."""

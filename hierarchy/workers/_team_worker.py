@@ -8,7 +8,9 @@ into the step's one ``StepReport``:
 * budget flows down: the child run's budget is the child team's budget capped
   by the step's ``StepAllowance``;
 * cancellation flows down: a ``CancelStep`` cancels the step's scope, which
-  cancels the child run, which cancels the child's in-flight steps;
+  cancels the child run, which cancels the child's in-flight steps; a pause
+  flows down alike (the child run ends ``paused``, its waiting calls not
+  called off);
 * plan versions are per team: the child has its own versions, and a stale
   report at either level is dropped by that level's planner;
 * tracing: the child run's root span is a child of this worker's
@@ -22,6 +24,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias, assert_never, final
 
+import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from regiment.errors import RunCancelled
@@ -133,8 +136,14 @@ class TeamWorkerActor(StepActor):
             # Opened inside this step's span, so the child's root span is its child.
             parent = StepAt(assign.run_id, assign.plan_version, assign.step.id)
             async with self._open_run(goal, assign.allowance, parent) as (channel, events):
-                async for _ in events:
-                    pass
+                try:
+                    async for _ in events:
+                        pass
+                except anyio.get_cancelled_exc_class():
+                    # Cut by its run's pause: the child pauses too (its waiting calls
+                    # were not called off), rather than being cancelled.
+                    channel.pausing = progress.awaiting = progress.paused
+                    raise
         finally:
             # Also when cancelled: the child has wound down by now, and what it
             # spent must reach the parent's ledger with the cancelled report.
@@ -165,7 +174,7 @@ class TeamWorkerActor(StepActor):
                     error=f"team '{team}' ran out of budget ({result.budget_exhausted})",
                     exhausted=result.budget_exhausted,
                 )
-            case "cancelled" | "paused":  # a nested run never pauses: only the top one does
+            case "cancelled" | "paused":  # a nested run pauses only with the step it serves
                 return progress.report(assign, name, "cancelled", error=result.answer)
             case _:
                 assert_never(result.status)

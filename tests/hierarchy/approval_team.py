@@ -86,9 +86,15 @@ def shop_team(
     )
 
 
-def nested_team(shop: Shop, *top_plans: str) -> Team:
-    """A top team whose ``desk`` worker is the shop team (planning one refund step)."""
-    child = shop_team(shop, plan_json(step("c1", "billing", "refund 5 30")))
+def nested_team(
+    shop: Shop,
+    *top_plans: str,
+    child_plans: tuple[str, ...] = (),
+    telemetry: Telemetry | None = None,
+) -> Team:
+    """A top team whose ``desk`` worker is the shop team: its first run plans one refund
+    step (``c1``), its later ones plan ``child_plans``."""
+    child = shop_team(shop, plan_json(step("c1", "billing", "refund 5 30")), *child_plans)
 
     async def work(description: str, results: object, request: ModelRequest) -> ModelResponse | str:
         return await shop.work(request)
@@ -101,6 +107,7 @@ def nested_team(shop: Shop, *top_plans: str) -> Team:
             TeamWorker(name="desk", description="the shop team", team=child),
             Worker(name="slow", description="takes its time", model=model),
         ],
+        telemetry=telemetry,
     )
 
 

@@ -18,7 +18,7 @@ from regiment.journal import (
 )
 from regiment.journal import ApprovalRequested as Asked
 from regiment.tools import Approve, EditArguments
-from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
+from tests.hierarchy.approval_team import Shop, nested_team, plan_json, shop_team, step
 
 pytestmark = pytest.mark.anyio
 
@@ -154,3 +154,27 @@ async def test_a_resumed_run_asks_the_journal_for_its_approval_not_for_the_whole
     assert found.request.approval_id == request.request_id
     assert found.decision is not None
     assert (found.decision.approval_id, found.decision.decided_by) == (request.request_id, "bo")
+
+
+async def test_a_nested_teams_decided_call_is_applied_though_its_team_plans_anew(
+    location: str,
+) -> None:
+    # A nested run is not journaled: the resume plans it again, and this time its planner
+    # put the same refund in step x2, after a step x1. The request id came from the nested
+    # step's id, so the decision did not apply and the run paused again on the same call.
+    shop = Shop()
+    shop.release.set()
+    again = plan_json(
+        step("x1", "slow", "slow"), {**step("x2", "billing", "refund 5 30"), "depends_on": ["x1"]}
+    )
+    top = nested_team(shop, plan_json(step("s1", "desk", "refund via desk")), child_plans=(again,))
+    async with top.start(journal=location) as first:
+        paused = await first.run("refund via desk")
+    (request,) = paused.pending_approvals
+    async with top.start(journal=location) as second:
+        await second.approve(request.request_id, Approve(), by="ana")
+    async with top.start(journal=location) as third:
+        resumed = await third.resume(paused.run_id)
+        assert await third.pending_approvals() == ()
+    assert resumed.status == "completed"
+    assert shop.refunds == [("5", 30)]

@@ -291,6 +291,7 @@ async def test_an_approval_wait_cut_short_reads_cancelled() -> None:
     assert "regiment.approval.decision" not in wait.attributes  # none was made
     call = next(s for s in spans if s.name == "execute_tool pay")
     assert call.attributes["regiment.tool.outcome"] == "awaiting_approval"  # it never ran
+    assert _reads_cancelled(call), call  # cancelled, not paused: not only awaiting
 
 
 async def _paused_run_spans() -> tuple[ReceivedSpan, ...]:

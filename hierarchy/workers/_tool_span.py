@@ -1,0 +1,49 @@
+"""One tool call of a step in its ``execute_tool`` span (when tracing is on)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from regiment.hierarchy.workers._progress import StepProgress
+from regiment.models import ToolCallPart
+from regiment.telemetry import Telemetry
+from regiment.telemetry import semconv as sc
+from regiment.tools import ToolResult
+
+__all__ = ("traced_call",)
+
+
+async def traced_call(
+    telemetry: Telemetry,
+    call: tuple[str | None, ToolCallPart],
+    progress: StepProgress,
+    attempt: Callable[[], Awaitable[ToolResult]],
+    replayed: Callable[[], bool],
+) -> ToolResult:
+    """Run ``attempt`` (the call, approvals and guards included) in the call's span.
+
+    ``call`` is the tool set's name and the call. A call its run's pause cut while it
+    waited for a decision was not called off: its span says ``awaiting_approval`` (set
+    as the wait was cut) with no cancelled marker; any other cut reads cancelled.
+    """
+    toolset, part = call
+    held: BaseException | None = None
+    with telemetry.tool_span(part.name, part.id, agent_name=toolset) as span:
+        telemetry.recorder.tool_arguments(span, part.arguments)
+        try:
+            result = await attempt()
+        except anyio.get_cancelled_exc_class() as exc:
+            if not (progress.paused and progress.awaiting):
+                raise
+            held = exc  # raised below, once the span has ended as a wait
+        else:
+            if replayed():  # it did not run again: say so
+                span.set_attribute(sc.REGIMENT_REPLAYED, True)
+            failure = (result.error_type or sc.ERROR_OTHER) if result.is_error else None
+            telemetry.recorder.tool_outcome(span, failure or "ok", error_type=failure)
+            telemetry.recorder.tool_result(span, result.content)
+    if held is not None:
+        raise held
+    return result
