@@ -50,7 +50,7 @@ from regiment.hierarchy.run._lender import Lender, SupervisorLender
 from regiment.hierarchy.run._messages import StartRun
 from regiment.hierarchy.run._resume import Opened, finished, open_channel, reopened
 from regiment.hierarchy.run._session import SessionMemory
-from regiment.hierarchy.run._trace import paused_root, record_run_end
+from regiment.hierarchy.run._trace import PausedRoot, record_run_end
 from regiment.hierarchy.workers._approval_gate import ApprovalGate
 from regiment.hierarchy.workers._live import LiveWorker, worker_tools
 from regiment.hierarchy.workers._step_actor import StepActor
@@ -258,7 +258,7 @@ class RunningTeam(DecidesApprovals):
             root = tel.run_span(
                 self.team.name, run_id, goal, provider=provider, session_id=session, resume=resume
             )
-            with paused_root(root) as (span, hold):  # a nested run's may end paused
+            with PausedRoot(root) as (span, hold):  # a nested run's may end paused
                 # JournalError: the run is refused, nothing started. The journal keeps the
                 # root span's trace context, so a resume continues the run's trace.
                 trace = tel.headers_for(span).get("traceparent") if tel.tracing else None
@@ -359,8 +359,7 @@ async def _spawn_team(
         factory: Callable[[], StepActor]
         match worker:
             case Worker() if worker.placement is not None:
-                specs[worker.name] = worker
-                factory = on_ray[worker.name]
+                specs[worker.name], factory = worker, on_ray[worker.name]
             case Worker():
                 tools = await worker_tools(worker, mcp)
                 specs[worker.name] = LiveWorker(worker, tools) if worker.mcp_servers else worker

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from contextlib import AbstractContextManager
+from types import TracebackType
 from typing import final
 
 import anyio
@@ -16,7 +16,7 @@ from regiment.hierarchy.run._channel import RunChannel
 from regiment.telemetry import Telemetry, headers_for
 from regiment.telemetry import semconv as sc
 
-__all__ = ("PausedCut", "RunTrace", "paused_root", "record_run_end")
+__all__ = ("PausedCut", "RunTrace", "PausedRoot", "record_run_end")
 
 
 @final
@@ -111,11 +111,26 @@ class PausedCut(AbstractContextManager["PausedCut"]):
             raise self.held
 
 
-@contextlib.contextmanager
-def paused_root(scope: AbstractContextManager[Span]) -> Iterator[tuple[Span, PausedCut]]:
+@final
+class PausedRoot:
     """A run's root span ``scope`` that ends as paused, not cancelled, when the run (a
-    nested one) paused with its step; set the yielded hold's ``channel`` to the run's."""
-    hold = PausedCut()
-    with scope as span, hold:
-        yield span, hold
-    hold.release()
+    nested one) paused with its step: set ``hold.channel`` to the run's channel. A class,
+    not ``@contextmanager``: every run enters one."""
+
+    __slots__ = ("_scope", "hold")
+
+    def __init__(self, scope: AbstractContextManager[Span]) -> None:
+        self._scope = scope
+        self.hold = PausedCut()
+
+    def __enter__(self) -> tuple[Span, PausedCut]:
+        return self._scope.__enter__(), self.hold
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        if not self.hold.__exit__(kind, exc, tb):
+            return self._scope.__exit__(kind, exc, tb)
+        self._scope.__exit__(None, None, None)  # the span ends as paused ...
+        self.hold.release()  # ... then the run's cancellation goes on
+        return None
