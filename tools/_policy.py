@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, TypedDict, get_args
@@ -64,8 +65,11 @@ class ToolPolicy:
             raise ConfigError(
                 f"on_tool_error must be 'tell_model', 'raise' or None, not {self.on_tool_error!r}"
             )
-        if self.timeout is not None and self.timeout <= 0:
-            raise ConfigError(f"timeout must be positive seconds or None, not {self.timeout!r}")
+        if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout > 0):
+            raise ConfigError(
+                "timeout must be a finite number of seconds > 0, or None for no limit, "
+                f"not {self.timeout!r}"
+            )
         if self.retries < 0:
             raise ConfigError(f"retries must be 0 or more, not {self.retries!r}")
         if self.backoff < 0 or self.max_backoff < 0:
