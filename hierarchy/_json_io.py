@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 __all__ = ("event_from_json", "result_from_json", "to_json")
 
 _T = TypeVar("_T")
+_RESULTS = msgspec.json.Decoder(RunResult)
+_EVENTS: msgspec.json.Decoder[Event] = msgspec.json.Decoder(Event)
 
 
 def to_json(value: RunResult | Event) -> bytes:
@@ -35,7 +37,7 @@ def result_from_json(data: bytes | str, *, output_type: type[BaseModel] | None =
         ConfigError: ``data`` is not a result as ``to_json`` writes it (also a ``ValueError``).
         pydantic.ValidationError: the answer does not match ``output_type``.
     """
-    result = _decode(data, RunResult, "result_from_json", "a RunResult")
+    result = _decode(_RESULTS, data, "result_from_json", "a RunResult")
     if output_type is not None and result.status == "completed":
         return with_output(result, output_type.model_validate_json(result.answer))
     return result
@@ -47,7 +49,7 @@ def event_from_json(data: bytes | str) -> Event:
     Raises:
         ConfigError: ``data`` is not an event as ``to_json`` writes it (also a ``ValueError``).
     """
-    return _decode(data, Event, "event_from_json", "an event")
+    return _decode(_EVENTS, data, "event_from_json", "an event")
 
 
 class _Unreadable(ConfigError, ValueError):
@@ -55,9 +57,9 @@ class _Unreadable(ConfigError, ValueError):
     ``DecodeError`` that it replaces was)."""
 
 
-def _decode(data: bytes | str, kind: type[_T], where: str, what: str) -> _T:
+def _decode(decoder: msgspec.json.Decoder[_T], data: bytes | str, where: str, what: str) -> _T:
     try:
-        return msgspec.json.decode(data, type=kind)
+        return decoder.decode(data)
     except msgspec.DecodeError as exc:  # ValidationError too: the wrong shape
         raise _Unreadable(
             f"{where}: the data is not {what} as to_json writes it ({exc}); "
