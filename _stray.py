@@ -27,9 +27,13 @@ def stray(exc: BaseException) -> bool:
         return all(stray(inner) for inner in exc.exceptions)
     if isinstance(exc, KeyboardInterrupt):
         return False
+    try:
+        library = sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        return True  # no event loop (code called on its own): nothing cancels it
     if not isinstance(exc, anyio.get_cancelled_exc_class()):
         return True
-    if sniffio.current_async_library() != "asyncio":
+    if library != "asyncio":
         return False
     import asyncio  # loaded already: this is asyncio
 
