@@ -14,7 +14,7 @@ from __future__ import annotations
 import anyio
 import sniffio
 
-__all__ = ("stray", "stray_reason")
+__all__ = ("raise_stray", "stray", "stray_reason")
 
 
 def stray(exc: BaseException) -> bool:
@@ -50,3 +50,13 @@ def stray_reason(exc: BaseException) -> str:
         else "(a BaseException, as only interrupts and cancellations are)"
     )
     return f"raised {kind} {why}"
+
+
+def raise_stray(exc: BaseException, what: str, instead: str) -> None:
+    """Raise a ``RuntimeError`` for ``exc``, raised by ``what`` (a function of the user's
+    the library called), if :func:`stray` says it is that call's failure; return
+    otherwise, for the caller to re-raise ``exc`` as it is. ``instead``: what ``what``
+    must do (``"decide, or raise an Exception"``)."""
+    if isinstance(exc, Exception) or not stray(exc):
+        return
+    raise RuntimeError(f"{what} {stray_reason(exc)}; it must {instead}") from exc

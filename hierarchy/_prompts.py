@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from regiment._stray import stray, stray_reason
+from regiment._stray import raise_stray
 from regiment.hierarchy._messages import StepContext
 from regiment.hierarchy.plan._plan import Plan, PlanStep
 
@@ -198,12 +198,9 @@ def _guarded(name: str, method: Callable[..., str]) -> Callable[..., str]:
         try:
             return method(self, *args, **kwargs)
         except BaseException as exc:
-            if isinstance(exc, Exception) or not stray(exc):
-                raise
-            raise RuntimeError(
-                f"{type(self).__name__}.{name} {stray_reason(exc)}; a Prompts method returns "
-                "its text, or raises an Exception"
-            ) from exc
+            what = f"{type(self).__name__}.{name}"
+            raise_stray(exc, what, "return its text, or raise an Exception")
+            raise
 
     call._stray_guard = True  # type: ignore[attr-defined]
     return call

@@ -10,6 +10,7 @@ from typing import Literal, TypeAlias, TypedDict, get_args
 import anyio
 
 from regiment._json import JsonObject
+from regiment._stray import raise_stray
 from regiment.errors import ConfigError, RetryableToolError
 
 __all__ = ("ApprovalRule", "IdempotencyKey", "OnToolError", "ToolOptions", "ToolPolicy")
@@ -91,7 +92,13 @@ class ToolPolicy:
     def needs_approval(self, arguments: JsonObject) -> bool:
         """Whether a call with these validated arguments must be approved first."""
         rule = self.requires_approval
-        return rule(arguments) if callable(rule) else bool(rule)
+        if not callable(rule):
+            return bool(rule)
+        try:
+            return rule(arguments)
+        except BaseException as exc:
+            raise_stray(exc, "the requires_approval predicate", "decide, or raise an Exception")
+            raise
 
     def is_retryable(self, exc: Exception) -> bool:
         """Whether a failed attempt that raised ``exc`` is worth another try."""

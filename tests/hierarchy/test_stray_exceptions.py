@@ -12,10 +12,11 @@ model's call that raised it did the same.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import pytest
+from pydantic import BaseModel, field_validator
 
 from regiment.errors import RunError, StepFailed
 from regiment.hierarchy import (
@@ -276,8 +277,8 @@ async def test_prompts_that_raise_cancelled_error_fail_the_step_not_the_worker()
         second = await running.run("second")
     assert caught.value.cause == (
         "step s1 (bad) ended failed: RuntimeError: _Careless.step_request raised "
-        "CancelledError while nothing had cancelled its call; a Prompts method returns its "
-        "text, or raises an Exception"
+        "CancelledError while nothing had cancelled its call; it must return its text, or "
+        "raise an Exception"
     )
     assert second.status == "completed"
 
@@ -293,3 +294,73 @@ async def test_prompts_that_raise_generator_exit_fail_the_run_not_the_team() -> 
                 RunError, match=r"_CarelessSynthesis\.synthesizer_system raised GeneratorExit"
             ):
                 await running.run(goal)
+
+
+def _gives_up(arguments: Mapping[str, object]) -> str:
+    raise asyncio.CancelledError
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        ({"idempotency_key": _gives_up}, "the idempotency_key function of tool 'pay'"),
+        ({"requires_approval": _gives_up}, "the requires_approval predicate"),
+    ],
+)
+async def test_a_tool_option_function_that_raises_cancelled_error_fails_the_step(
+    options: dict[str, object], says: str
+) -> None:
+    # It ended the worker's task: "ended cancelled: worker stopped", then every later
+    # run of the team failed with "actor 't/w' has stopped".
+    paying = Tool(pay.__wrapped__, **options)  # type: ignore[arg-type]
+    plans = [plan_json({"description": "bad call"})] * 2
+    model = ScriptedModel(Brain(plans, work=_pays))
+    tools = Toolset("w", [paying], approver=_approves)
+    worker = Worker(name="w", description="pays", model=model, tools=tools)
+    team = Team(name="t", planner=Planner(model=model), workers=[worker], budget=Budget(replans=0))
+    async with team.start() as running:
+        for goal in ("first", "second"):  # the worker is still there for the second
+            with pytest.raises(StepFailed) as caught:
+                await running.run(goal)
+            assert caught.value.cause == (
+                f"step s1 (bad call) ended failed: RuntimeError: {says} raised CancelledError "
+                "while nothing had cancelled its call; it must "
+                + ("return the key" if "idempotency" in says else "decide")
+                + ", or raise an Exception"
+            )
+
+
+async def _pays(
+    description: str, results: list[ToolResultPart], request: ModelRequest
+) -> ModelResponse | str:
+    return f"paid: {results[0].content}" if results else tool_call_response("pay", {"n": 1})
+
+
+async def _approves(request: ApprovalRequest) -> ApprovalDecision:
+    return Approve()
+
+
+class _Answer(BaseModel):
+    total: int
+
+    @field_validator("total")
+    @classmethod
+    def _gives_up(cls, value: int) -> int:
+        raise asyncio.CancelledError
+
+
+async def test_an_answer_validator_that_raises_cancelled_error_fails_the_run() -> None:
+    # It came out of run() as a CancelledError, as if the caller had been cancelled.
+    brain = Brain([plan_json({"description": "x"})] * 2, synthesis='{"total": 1}')
+    model = ScriptedModel(brain)
+    worker = Worker(name="w", description="works", model=model)
+    team = Team(name="t", planner=Planner(model=model), workers=[worker], output_type=_Answer)
+    async with team.start() as running:
+        for goal in ("first", "second"):
+            with pytest.raises(RunError) as caught:
+                await running.run(goal)
+            assert "RuntimeError: a validator of " in str(caught.value)
+            assert str(caught.value).endswith(
+                "_Answer raised CancelledError while nothing had cancelled its call; it must "
+                "return, or raise a ValueError"
+            )

@@ -42,7 +42,7 @@ async def test_prompts_that_raise_cancelled_error_fail_the_step_not_the_replica(
         second = await running.run("second")
     assert caught.value.cause == (
         "step s1 (bad call) ended failed: RuntimeError: CarelessPrompts.step_request raised "
-        "CancelledError while nothing had cancelled its call; a Prompts method returns its "
-        "text, or raises an Exception"
+        "CancelledError while nothing had cancelled its call; it must return its text, or "
+        "raise an Exception"
     )
     assert second.steps[0].output == "the tool said: 2"
