@@ -236,7 +236,7 @@ async def test_arguments_nested_too_deep_go_back_to_the_model(depth: int) -> Non
         ran.append(data)
         return "kept"
 
-    nested: list[object] = []
+    nested: list[JsonValue] = []
     for _ in range(depth):
         nested = [nested]
     result = await keep.call({"data": nested}, call_id="c1")
