@@ -173,9 +173,9 @@ def _finish(
     steps = _as_written(raws, naming.worker) if source == "json" else None
     if steps is None:  # numbers, missing or repeated ids: the general rules
         resolve = _DepResolver(raws, naming.prefix)
-        steps = _resolved(raws, kept, naming, resolve)
-        if resolve.problems:
-            return ParsedPlan(steps=(), source=source, error="; ".join(resolve.problems))
+        steps, problems = _resolved(raws, kept, naming, resolve)
+        if problems:
+            return ParsedPlan(steps=(), source=source, error="; ".join(problems))
         parsed = _cut(steps, max_steps, source)
         return msgspec.structs.replace(parsed, written_as=resolve.written_as)
     return _cut(steps, max_steps, source)
@@ -190,13 +190,15 @@ def _cut(
 
 
 def _resolved(
-    raws: list[_RawStep], kept: list[int], naming: _Naming, resolve: _DepResolver
-) -> list[PlanStep]:
+    raws: list[_RawStep], kept: list[int], naming: _Naming, resolve: _DepResolver | None = None
+) -> tuple[list[PlanStep], list[str]]:
     """The kept steps with ids assigned and dependencies resolved by the general
-    rules (see :func:`parse_plan`); ``resolve`` keeps the problems found doing so."""
+    rules (see :func:`parse_plan`), and the problems found doing so (``resolve``:
+    the resolver to use, which keeps what else it learns)."""
+    resolve = resolve or _DepResolver(raws, naming.prefix)
     ids = _assign_ids(raws, kept, naming.prefix, naming.start)
     resolve.ids = ids
-    return [
+    steps = [
         PlanStep(
             id=ids[i],
             description=raws[i].description,
@@ -206,6 +208,7 @@ def _resolved(
         )
         for i in kept
     ]
+    return steps, resolve.problems
 
 
 def _as_written(raws: list[_RawStep], worker: str | None) -> list[PlanStep] | None:
