@@ -14,7 +14,7 @@ from __future__ import annotations
 import anyio
 import sniffio
 
-__all__ = ("stray", "stray_reason")
+__all__ = ("raise_stray", "stray", "stray_reason")
 
 
 def stray(exc: BaseException) -> bool:
@@ -27,9 +27,13 @@ def stray(exc: BaseException) -> bool:
         return all(stray(inner) for inner in exc.exceptions)
     if isinstance(exc, KeyboardInterrupt):
         return False
+    try:
+        library = sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        return True  # no event loop (code called on its own): nothing cancels it
     if not isinstance(exc, anyio.get_cancelled_exc_class()):
         return True
-    if sniffio.current_async_library() != "asyncio":
+    if library != "asyncio":
         return False
     import asyncio  # loaded already: this is asyncio
 
@@ -46,3 +50,13 @@ def stray_reason(exc: BaseException) -> str:
         else "(a BaseException, as only interrupts and cancellations are)"
     )
     return f"raised {kind} {why}"
+
+
+def raise_stray(exc: BaseException, what: str, instead: str) -> None:
+    """Raise a ``RuntimeError`` for ``exc``, raised by ``what`` (a function of the user's
+    the library called), if :func:`stray` says it is that call's failure; return
+    otherwise, for the caller to re-raise ``exc`` as it is. ``instead``: what ``what``
+    must do (``"decide, or raise an Exception"``)."""
+    if isinstance(exc, Exception) or not stray(exc):
+        return
+    raise RuntimeError(f"{what} {stray_reason(exc)}; it must {instead}") from exc

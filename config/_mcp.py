@@ -10,9 +10,12 @@
 
 from __future__ import annotations
 
+import math
+
 import msgspec
 
 from regiment.errors import ConfigError
+from regiment.hierarchy import InvalidValue
 from regiment.tools import MCPServer, ToolOptions
 
 __all__ = ("MCPConfig", "mcp_server")
@@ -39,6 +42,20 @@ class MCPConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     requires_approval: bool = False
     max_restarts: int = 3
     start_timeout: float = 30.0
+
+    def __post_init__(self) -> None:
+        # Checked here, so that msgspec puts the key path in front (`mcp[0].timeout: ...`).
+        for key, value, none in (
+            ("timeout", self.timeout, "or leave the key out for no limit"),
+            ("start_timeout", self.start_timeout, "or leave the key out for 30"),
+        ):
+            if value is not None and not (math.isfinite(value) and value > 0):
+                problem = f"must be a finite number of seconds > 0, {none}; got {value!r}"
+                raise InvalidValue("[[workers.mcp]]", key, problem)
+        for key, count in (("retries", self.retries), ("max_restarts", self.max_restarts)):
+            if count < 0:
+                problem = f"must be a whole number >= 0 (0 for none); got {count!r}"
+                raise InvalidValue("[[workers.mcp]]", key, problem)
 
 
 def mcp_server(config: MCPConfig, where: str) -> MCPServer:

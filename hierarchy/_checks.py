@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import final
 
+from regiment._stray import stray, stray_reason
 from regiment.hierarchy._messages import StepReport
 
 __all__ = ("Check", "CheckOutcome")
@@ -46,15 +47,27 @@ class Check:
         try:
             if self.predicate(report):
                 return CheckOutcome(passed=True, reason="")
-        except Exception as exc:  # a predicate that cannot read the report is a failed check
-            return CheckOutcome(
-                passed=False,
-                reason=f"check could not read step {report.step_id}: {type(exc).__name__}: {exc}",
-            )
+        except BaseException as exc:  # a predicate that cannot read the report is a failed check
+            reason = f"check could not read step {report.step_id}: {_why(exc)}"
+            return CheckOutcome(passed=False, reason=reason)
         reason = self.description
         if self.explain is not None:
             try:
                 reason = self.explain(report)
-            except Exception as exc:
-                reason = f"{self.description} (explain failed: {type(exc).__name__}: {exc})"
+            except BaseException as exc:
+                reason = f"{self.description} (explain failed: {_why(exc)})"
         return CheckOutcome(passed=False, reason=reason)
+
+
+def _why(exc: BaseException) -> str:
+    """What a predicate or ``explain`` raised, as a failure reason; an interrupt or a
+    real cancellation passes on. asyncio's ``CancelledError`` raised by the check itself
+    (nothing cancels plain code) would end the run's planner (see :mod:`regiment._stray`)."""
+    if isinstance(exc, Exception):
+        return f"{type(exc).__name__}: {exc}"
+    if not stray(exc):
+        raise exc
+    return (
+        f"it {stray_reason(exc)}; a check returns False, or raises an Exception, for a "
+        "report it does not accept"
+    )

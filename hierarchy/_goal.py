@@ -14,26 +14,37 @@ def check_goal(goal: object, session: object = None) -> None:
         raise ConfigError(f"the goal must be text (a str), not {type(goal).__name__}: {goal!r}")
     if not goal.strip():
         raise ConfigError("the goal is empty; say what the team should do")
-    try:
-        goal.encode()
-    except UnicodeEncodeError as exc:  # no model, journal or trace could carry it
-        raise ConfigError(
-            f"the goal is not valid text: {goal[exc.start]!r} at position {exc.start} is a lone "
-            "surrogate (bytes that were not UTF-8, decoded with surrogateescape?)"
-        ) from None
-    _no_nul("the goal", goal)
+    _valid("the goal", goal)
     check_session(session)
 
 
 def check_session(session: object) -> None:
-    """Refuse a session id that is not text or holds a NUL character."""
+    """Refuse a session id that is not text, is blank, cannot be encoded as UTF-8, or
+    holds a NUL character (``None``: the run belongs to no session)."""
     if session is None:
         return
     if not isinstance(session, str):
         raise ConfigError(
             f"the session must be text (a str) or None, not {type(session).__name__}: {session!r}"
         )
-    _no_nul("the session", session)
+    if not session.strip():
+        # Every run given the same blank id would see the others' goals and answers.
+        raise ConfigError(
+            f"the session is blank ({session!r}); give the id the run's conversation "
+            "goes by, or None (in the service: leave the key out) for a run of no session"
+        )
+    _valid("the session", session)
+
+
+def _valid(what: str, text: str) -> None:
+    try:
+        text.encode()
+    except UnicodeEncodeError as exc:  # no model, journal or trace could carry it
+        raise ConfigError(
+            f"{what} is not valid text: {text[exc.start]!r} at position {exc.start} is a lone "
+            "surrogate (bytes that were not UTF-8, decoded with surrogateescape?)"
+        ) from None
+    _no_nul(what, text)
 
 
 def _no_nul(what: str, text: str) -> None:

@@ -115,6 +115,7 @@ class PlanningSession:
                 workers=tuple(self.workers),
                 known_ids=self.known_ids,
                 checks=tuple(self.checks),
+                written_as=parsed.written_as,
             )
         if cut_off:
             problems = (_CUT_OFF, *problems)

@@ -7,9 +7,12 @@ scripted model can tell the roles apart.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from regiment._stray import raise_stray
 from regiment.hierarchy._messages import StepContext
 from regiment.hierarchy.plan._plan import Plan, PlanStep
 
@@ -44,6 +47,13 @@ class Prompts:
     planner: str = _PLANNER
     worker: str = _WORKER
     synthesizer: str = _SYNTHESIZER
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Not super(): @dataclass(slots=True) made a new class, which the cell does not name.
+        super(Prompts, cls).__init_subclass__(**kwargs)
+        for name, method in list(vars(cls).items()):
+            if name in _BUILDERS and callable(method) and not hasattr(method, "_stray_guard"):
+                setattr(cls, name, _guarded(name, method))
 
     def planner_system(
         self,
@@ -169,3 +179,28 @@ class Prompts:
         if artifacts:
             text += f"\n\n{len(artifacts)} finished artefact(s) will be appended verbatim after your text; do not repeat them, introduce them."
         return text
+
+
+# The methods a run calls; a subclass's own are wrapped by ``Prompts.__init_subclass__``.
+_BUILDERS = frozenset(
+    name for name, value in vars(Prompts).items() if callable(value) and not name.startswith("_")
+)
+
+
+def _guarded(name: str, method: Callable[..., str]) -> Callable[..., str]:
+    """``method`` with a stray ``BaseException`` of its own (asyncio's ``CancelledError``
+    that nothing cancelled, ``GeneratorExit``) made a ``RuntimeError``: as raised, it
+    would end the planner or worker task that called it, not fail the run or the step
+    (see :mod:`regiment._stray`). Errors and real cancellations pass on as they are."""
+
+    @functools.wraps(method)
+    def call(self: Prompts, *args: Any, **kwargs: Any) -> str:
+        try:
+            return method(self, *args, **kwargs)
+        except BaseException as exc:
+            what = f"{type(self).__name__}.{name}"
+            raise_stray(exc, what, "return its text, or raise an Exception")
+            raise
+
+    call._stray_guard = True  # type: ignore[attr-defined]
+    return call

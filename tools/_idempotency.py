@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from regiment._json import JsonObject, JsonValue
+from regiment._stray import raise_stray
 from regiment.errors import ConfigError
 from regiment.tools._policy import IdempotencyKey
 
@@ -36,7 +37,12 @@ def derive_key(spec: IdempotencyKey | None, tool_name: str, arguments: JsonObjec
     if spec is None:
         return None
     if callable(spec):
-        return spec(arguments)
+        try:
+            return spec(arguments)
+        except BaseException as exc:
+            what = f"the idempotency_key function of tool {tool_name!r}"
+            raise_stray(exc, what, "return the key, or raise an Exception")
+            raise
     return f"{tool_name}:" + ",".join(f"{name}={_part(arguments[name])}" for name in spec)
 
 

@@ -84,6 +84,7 @@ class MCPConnection:
         self._covered = 0  # how many of them the current list reflects
         self._gone: str | None = None
         self._held: list[_Call] = []  # taken from the stream after the session broke
+        self._in_flight: set[_Call] = set()  # sent to the server, not answered yet
         self._listed = anyio.Event()
 
     @property
@@ -200,6 +201,7 @@ class MCPConnection:
         async def on_message(message: IncomingMessage) -> None:
             if isinstance(message, Exception):
                 logger.debug("MCP server %r transport: %r", self.server.name, message)
+                _unreadable(self.server.name, self._in_flight, message)
 
         ended = anyio.Event()
         with changed_send, changed:
@@ -266,6 +268,7 @@ class MCPConnection:
 
         with request.reply:
             outcome: CallToolResult | ToolError
+            self._in_flight.add(request)
             with request.scope:
                 try:
                     outcome = await session.call_tool(
@@ -284,6 +287,7 @@ class MCPConnection:
                     outcome = ToolError(f"MCP server {self.server.name!r}: {_why(exc)}")
                 with suppress(anyio.BrokenResourceError, anyio.WouldBlock):
                     request.reply.send_nowait(outcome)
+            self._in_flight.discard(request)
 
     async def _list(
         self, session: ClientSession, attributes: dict[str, AttributeValue], *, strict: bool
@@ -308,6 +312,26 @@ class MCPConnection:
                 request.reply.send_nowait(
                     MCPServerLost(self._gone or self._restarts.lost_mid_call())
                 )
+
+
+def _unreadable(server: str, in_flight: set[_Call], exc: Exception) -> None:
+    """The server sent a message the SDK could not read (JSON nested too deep for its
+    parser, say). It may be the answer of any call in flight, and that call would
+    wait for it for ever (a tool has no timeout by default): each fails instead."""
+    if not in_flight:
+        return
+    text = " ".join(line.strip() for line in str(exc).splitlines())
+    detail = f"{type(exc).__name__}: {text[:200]}{'...' if len(text) > 200 else ''}"
+    message = (
+        f"MCP server {server!r} sent a message that could not be read ({detail}); it may "
+        "have been this call's answer, so the call failed. Check what the server's tool returns"
+    )
+    logger.warning("%s", message)
+    for request in in_flight:
+        with suppress(anyio.BrokenResourceError, anyio.WouldBlock, anyio.ClosedResourceError):
+            request.reply.send_nowait(ToolError(message))
+        request.scope.cancel()
+    in_flight.clear()
 
 
 def _meta(key: str | None) -> RequestParamsMeta | None:

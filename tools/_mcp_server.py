@@ -7,6 +7,7 @@ optional extra, imported where a connection is opened.
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -98,8 +99,11 @@ class MCPServer:
         ToolPolicy(**self.options)  # the same range checks a Tool makes, at config time
         if self.max_restarts < 0:
             raise ConfigError(f"MCP server {self.name!r}: max_restarts must be 0 or more")
-        if self.start_timeout <= 0:
-            raise ConfigError(f"MCP server {self.name!r}: start_timeout must be positive seconds")
+        if not (math.isfinite(self.start_timeout) and self.start_timeout > 0):
+            raise ConfigError(
+                f"MCP server {self.name!r}: start_timeout must be a finite number of "
+                f"seconds > 0, not {self.start_timeout!r}"
+            )
         overlap = set(self.include or ()) & set(self.exclude)
         if overlap:
             raise ConfigError(

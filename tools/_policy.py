@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, TypedDict, get_args
@@ -9,6 +10,7 @@ from typing import Literal, TypeAlias, TypedDict, get_args
 import anyio
 
 from regiment._json import JsonObject
+from regiment._stray import raise_stray
 from regiment.errors import ConfigError, RetryableToolError
 
 __all__ = ("ApprovalRule", "IdempotencyKey", "OnToolError", "ToolOptions", "ToolPolicy")
@@ -64,8 +66,11 @@ class ToolPolicy:
             raise ConfigError(
                 f"on_tool_error must be 'tell_model', 'raise' or None, not {self.on_tool_error!r}"
             )
-        if self.timeout is not None and self.timeout <= 0:
-            raise ConfigError(f"timeout must be positive seconds or None, not {self.timeout!r}")
+        if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout > 0):
+            raise ConfigError(
+                "timeout must be a finite number of seconds > 0, or None for no limit, "
+                f"not {self.timeout!r}"
+            )
         if self.retries < 0:
             raise ConfigError(f"retries must be 0 or more, not {self.retries!r}")
         if self.backoff < 0 or self.max_backoff < 0:
@@ -87,7 +92,13 @@ class ToolPolicy:
     def needs_approval(self, arguments: JsonObject) -> bool:
         """Whether a call with these validated arguments must be approved first."""
         rule = self.requires_approval
-        return rule(arguments) if callable(rule) else bool(rule)
+        if not callable(rule):
+            return bool(rule)
+        try:
+            return rule(arguments)
+        except BaseException as exc:
+            raise_stray(exc, "the requires_approval predicate", "decide, or raise an Exception")
+            raise
 
     def is_retryable(self, exc: Exception) -> bool:
         """Whether a failed attempt that raised ``exc`` is worth another try."""

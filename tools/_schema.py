@@ -132,6 +132,12 @@ class ArgumentSpec:
 
     def validate(self, arguments: object) -> BoundArguments | str:
         """Validate raw arguments; return them bound, or what is wrong with them."""
+        try:
+            return self._validate(arguments)
+        except RecursionError:  # the checks walk the values: hundreds of levels deep is too many
+            return "the arguments nest too deep to read; send flatter JSON"
+
+    def _validate(self, arguments: object) -> BoundArguments | str:
         if type(arguments) is dict:
             if not arguments and not self.fields:  # a tool without parameters, called so
                 return BoundArguments((), {}, {}, {})

@@ -60,6 +60,9 @@ class ParsedPlan(msgspec.Struct, frozen=True, kw_only=True):
         error: why the reply gave no plan (``steps`` is then empty): JSON
             that is not a plan, a malformed step, no steps at all. It is
             written for the planner model, which gets it back as a re-prompt.
+        written_as: for a dependency id made from a number that is no step of the
+            reply (``"s7"`` from ``7``), what the model wrote (``"7"``); give it to
+            :func:`validate_plan`, so a problem quotes the model's own words.
     """
 
     steps: tuple[PlanStep, ...]
@@ -67,6 +70,7 @@ class ParsedPlan(msgspec.Struct, frozen=True, kw_only=True):
     nothing_to_do: bool = False
     source: Literal["json", "lines", "empty"] = "lines"
     error: str | None = None
+    written_as: dict[str, str] = {}
 
 
 _NO_STEPS = (
@@ -169,9 +173,12 @@ def _finish(
         return ParsedPlan(steps=(), source=source, error=error)
     steps = _as_written(raws, naming.worker) if source == "json" else None
     if steps is None:  # numbers, missing or repeated ids: the general rules
-        steps, problems = _resolved(raws, kept, naming)
+        resolve = _DepResolver(raws, naming.prefix)
+        steps, problems = _resolved(raws, kept, naming, resolve)
         if problems:
             return ParsedPlan(steps=(), source=source, error="; ".join(problems))
+        parsed = _cut(steps, max_steps, source)
+        return msgspec.structs.replace(parsed, written_as=resolve.written_as)
     return _cut(steps, max_steps, source)
 
 
@@ -184,12 +191,14 @@ def _cut(
 
 
 def _resolved(
-    raws: list[_RawStep], kept: list[int], naming: _Naming
+    raws: list[_RawStep], kept: list[int], naming: _Naming, resolve: _DepResolver | None = None
 ) -> tuple[list[PlanStep], list[str]]:
     """The kept steps with ids assigned and dependencies resolved by the general
-    rules (see :func:`parse_plan`), and the problems found doing so."""
+    rules (see :func:`parse_plan`), and the problems found doing so (``resolve``:
+    the resolver to use, which keeps what else it learns)."""
+    resolve = resolve or _DepResolver(raws, naming.prefix)
     ids = _assign_ids(raws, kept, naming.prefix, naming.start)
-    resolve = _DepResolver(raws, ids, naming.prefix)
+    resolve.ids = ids
     steps = [
         PlanStep(
             id=ids[i],
@@ -271,9 +280,11 @@ def _unique(base: str, taken: set[str]) -> str:
 class _DepResolver:
     """Turns the dependencies a model wrote into step ids."""
 
-    def __init__(self, raws: list[_RawStep], ids: dict[int, str], prefix: str) -> None:
-        self._ids, self._prefix, self._count = ids, prefix, len(raws)
+    def __init__(self, raws: list[_RawStep], prefix: str) -> None:
+        self.ids: dict[int, str] = {}  # each kept step's id, by position
+        self._prefix, self._count = prefix, len(raws)
         self.problems: list[str] = []
+        self.written_as: dict[str, str] = {}  # see ParsedPlan.written_as
         self._explicit: dict[str, int] = {}
         self._numbered: dict[int, int] = {}
         for i, raw in enumerate(raws):
@@ -306,5 +317,10 @@ class _DepResolver:
             elif 1 <= number <= self._count:
                 target = number - 1
         if target is not None:
-            return self._ids.get(target)
-        return dep if number is None else f"{self._prefix}{number}"
+            return self.ids.get(target)
+        if number is None:
+            return dep
+        # No step of the reply: a kept step's id, or a slip that validation quotes.
+        name = f"{self._prefix}{number}"
+        self.written_as.setdefault(name, dep)
+        return name

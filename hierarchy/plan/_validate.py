@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from regiment.errors import ConfigError
 from regiment.hierarchy.plan._plan import PlanStep
@@ -24,6 +24,7 @@ def validate_plan(
     workers: Collection[str],
     known_ids: Collection[str] = (),
     checks: Collection[str] = (),
+    written_as: Mapping[str, str] | None = None,
 ) -> tuple[str, ...]:
     """The problems with a plan; an empty tuple means it is valid.
 
@@ -34,6 +35,8 @@ def validate_plan(
         known_ids: ids of steps kept from earlier versions (the committed
             ones): valid dependency targets, and ids new steps must not reuse.
         checks: names of the registered checks a step may ask for.
+        written_as: :attr:`ParsedPlan.written_as`: a dependency on no step is
+            quoted as the model wrote it (``7``), not as the id it was read as.
 
     Returns:
         One sentence per problem, in a stable order: ids first, then each
@@ -57,7 +60,7 @@ def validate_plan(
             problems.extend(_worker_problems(step, workers))
         if not known.issuperset(step.depends_on) or step.id in step.depends_on:
             targets = [*dict.fromkeys(plan_ids), *_sorted(set(known_ids) - set(plan_ids))]
-            problems.extend(_dependency_problems(step, known, _listing(targets)))
+            problems.extend(_dependency_problems(step, known, _listing(targets), written_as or {}))
         if step.check is not None and step.check not in checks:
             problems.extend(_check_problems(step, checks))
         if not forward and not earlier.issuperset(step.depends_on):
@@ -108,10 +111,21 @@ def _worker_problems(step: PlanStep, workers: Collection[str]) -> Iterator[str]:
         )
 
 
-def _dependency_problems(step: PlanStep, valid: set[str], targets: str) -> Iterator[str]:
+def _dependency_problems(
+    step: PlanStep, valid: set[str], targets: str, written_as: Mapping[str, str]
+) -> Iterator[str]:
     for dep in step.depends_on:
         if dep == step.id:
             yield f"step {step.id} depends on itself; remove {dep!r} from its depends_on"
+        elif dep not in valid and dep in written_as:
+            written = written_as[dep]
+            shown = written if written.isdigit() else repr(written)
+            number = re.search(r"\d+$", dep)
+            yield (
+                f"step {step.id} depends on {shown}, which is no step of the plan (no step "
+                f"is number {number.group() if number else shown}, and none has the id "
+                f"{dep!r}); a step may depend on: {targets}"
+            )
         elif dep not in valid:
             yield (
                 f"step {step.id} depends on step {dep!r}, which does not exist; "

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, final
 
 import msgspec
 
+from regiment._stray import raise_stray
 from regiment.errors import ConfigError, OutputInvalid
 from regiment.hierarchy._result import RunResult, with_output
 from regiment.hierarchy.guard._roles import Caller
@@ -101,7 +102,7 @@ class AnswerShape:
         if result.status != "completed":
             return result
         try:
-            return with_output(result, self.kind.model_validate_json(result.answer))
+            return with_output(result, _validated(self, result.answer))
         except ValidationError as exc:
             logger.warning("run %s: the answer no longer validates: %s", result.run_id, exc)
             return result
@@ -140,7 +141,7 @@ async def structured_call(
             request = _reask(request, response, shape, detail)
             continue
         try:
-            shape.kind.model_validate_json(text)
+            _validated(shape, text)
         except ValidationError as exc:
             detail = str(exc)
             logger.info("the structured answer did not validate; asking again: %s", detail)
@@ -175,3 +176,13 @@ def _reask(
     )
     turns = (*request.messages, response.to_message(), Message(role="user", parts=reply))
     return msgspec.structs.replace(request, messages=turns)
+
+
+def _validated(shape: AnswerShape, text: str) -> BaseModel:
+    """``text`` validated as ``shape``'s type; a validator's stray ``CancelledError``
+    (see :mod:`regiment._stray`) is a ``RuntimeError``, not a cancelled caller."""
+    try:
+        return shape.kind.model_validate_json(text)
+    except BaseException as exc:
+        raise_stray(exc, f"a validator of {shape.name}", "return, or raise a ValueError")
+        raise

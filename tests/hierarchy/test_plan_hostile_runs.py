@@ -89,6 +89,24 @@ async def test_a_non_string_description_goes_back_to_the_model_then_runs() -> No
     assert '"description" is an object' in _last_user_text(brain.plan_requests[1])
 
 
+@pytest.mark.parametrize(("written", "quoted"), [("7", "7"), ('"step 7"', "'step 7'")])
+async def test_a_numbered_dependency_on_no_step_is_quoted_as_the_model_wrote_it(
+    written: str, quoted: str
+) -> None:
+    # The re-prompt said "depends on step 's7'": an id the model never wrote.
+    bad = (
+        f'{{"steps": [{{"description": "a"}}, {{"description": "b", "depends_on": [{written}]}}]}}'
+    )
+    good = plan_json({"description": "a"}, {"description": "b", "depends_on": ["s1"]})
+    brain = Brain([bad, good])
+    result = await _team(brain).run("goal")
+    assert result.committed == ("s1", "s2")
+    assert (
+        f"step s2 depends on {quoted}, which is no step of the plan (no step is number 7, "
+        "and none has the id 's7'); a step may depend on: s1, s2"
+    ) in _last_user_text(brain.plan_requests[1])
+
+
 async def test_lone_surrogates_from_every_role_crash_nothing() -> None:
     async def work(
         description: str, results: list[ToolResultPart], request: ModelRequest

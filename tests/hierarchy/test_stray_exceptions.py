@@ -1,6 +1,6 @@
 """A tool body or a model that raises asyncio's ``CancelledError`` on its own (nothing
 cancelled its call), or another ``BaseException`` such as ``GeneratorExit``, fails its
-call.
+call; a check that does fails, and a ``Prompts`` method that does fails its step or run.
 
 Before, on asyncio the ``CancelledError`` ended the worker's task as if it had been
 cancelled: that step was reported "cancelled: worker stopped", and every later run of
@@ -12,11 +12,27 @@ model's call that raised it did the same.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import pytest
+from pydantic import BaseModel, field_validator
 
-from regiment.errors import StepFailed
-from regiment.hierarchy import Budget, Planner, RunFailed, RunningTeam, Team, Worker
+from regiment.errors import RunError, StepFailed
+from regiment.hierarchy import (
+    Budget,
+    Check,
+    CheckFailed,
+    Planner,
+    PlanStep,
+    Prompts,
+    RunFailed,
+    RunningTeam,
+    StepContext,
+    StepReport,
+    Team,
+    Worker,
+)
 from regiment.models import (
     ModelRequest,
     ModelResponse,
@@ -182,3 +198,169 @@ async def test_an_approver_that_raises_cancelled_error_fails_the_step_not_the_wo
         "while nothing had cancelled its call; an approver must decide, or raise an Exception"
     )
     assert second.steps[0].output == "paid: 2"
+
+
+def _refuses(report: StepReport) -> bool:
+    raise asyncio.CancelledError  # a check that gives up the careless way
+
+
+def _rejects(report: StepReport) -> bool:
+    return False
+
+
+def _explains(report: StepReport) -> str:
+    raise asyncio.CancelledError
+
+
+_CHECK_SAYS = (
+    "raised CancelledError while nothing had cancelled its call; a check returns False, or "
+    "raises an Exception, for a report it does not accept"
+)
+
+
+@pytest.mark.parametrize(
+    ("predicate", "explain", "reason"),
+    [
+        (_refuses, None, f"check could not read step s1: it {_CHECK_SAYS}"),
+        (_rejects, _explains, f"never (explain failed: it {_CHECK_SAYS})"),
+    ],
+)
+async def test_a_check_that_raises_cancelled_error_is_a_failed_check(
+    predicate: Callable[[StepReport], bool],
+    explain: Callable[[StepReport], str] | None,
+    reason: str,
+) -> None:
+    # It ended the run's planner task: the run hung, and the next run of the team
+    # failed with "actor 't/w' has stopped".
+    checked = plan_json({"description": "x", "check": "c"})
+    brain = Brain([checked, plan_json({"description": "y"}), plan_json({"description": "z"})])
+    model = ScriptedModel(brain)
+    check = Check(description="never", predicate=predicate, explain=explain)
+    worker = Worker(name="w", description="works", model=model)
+    team = Team(name="t", planner=Planner(model=model), workers=[worker], checks={"c": check})
+    async with team.start() as running:
+        first = await running.run("first")
+        second = await running.run("second")
+    (failed,) = [e for e in first.events if isinstance(e, CheckFailed)]
+    assert failed.reason == reason
+    assert first.status == second.status == "completed"
+    assert [p.version for p in first.plans] == [1, 2]  # the failed check replanned
+
+
+class _Careless(Prompts):
+    def step_request(self, *, step: PlanStep, context: StepContext) -> str:
+        if "bad" in step.description:
+            raise asyncio.CancelledError
+        return super().step_request(step=step, context=context)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _CarelessSynthesis(Prompts):
+    def synthesizer_system(self, *, team: str) -> str:
+        raise GeneratorExit
+
+
+async def test_prompts_that_raise_cancelled_error_fail_the_step_not_the_worker() -> None:
+    # The worker's task ended: the run hung, later runs found 't/w' stopped.
+    plans = [plan_json({"description": "bad"}), plan_json({"description": "good"})]
+    model = ScriptedModel(Brain(plans))
+    worker = Worker(name="w", description="works", model=model)
+    team = Team(
+        name="t",
+        planner=Planner(model=model, prompts=_Careless()),
+        workers=[worker],
+        budget=Budget(replans=0),
+    )
+    async with team.start() as running:
+        with pytest.raises(StepFailed) as caught:
+            await running.run("first")
+        second = await running.run("second")
+    assert caught.value.cause == (
+        "step s1 (bad) ended failed: RuntimeError: _Careless.step_request raised "
+        "CancelledError while nothing had cancelled its call; it must return its text, or "
+        "raise an Exception"
+    )
+    assert second.status == "completed"
+
+
+async def test_prompts_that_raise_generator_exit_fail_the_run_not_the_team() -> None:
+    model = ScriptedModel(Brain([plan_json({"description": "x"})] * 2))
+    worker = Worker(name="w", description="works", model=model)
+    planner = Planner(model=model, prompts=_CarelessSynthesis())
+    team = Team(name="t", planner=planner, workers=[worker])
+    async with team.start() as running:
+        for goal in ("first", "second"):  # the team is still there for the second
+            with pytest.raises(
+                RunError, match=r"_CarelessSynthesis\.synthesizer_system raised GeneratorExit"
+            ):
+                await running.run(goal)
+
+
+def _gives_up(arguments: Mapping[str, object]) -> str:
+    raise asyncio.CancelledError
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        ({"idempotency_key": _gives_up}, "the idempotency_key function of tool 'pay'"),
+        ({"requires_approval": _gives_up}, "the requires_approval predicate"),
+    ],
+)
+async def test_a_tool_option_function_that_raises_cancelled_error_fails_the_step(
+    options: dict[str, object], says: str
+) -> None:
+    # It ended the worker's task: "ended cancelled: worker stopped", then every later
+    # run of the team failed with "actor 't/w' has stopped".
+    paying = Tool(pay.__wrapped__, **options)  # type: ignore[arg-type]
+    plans = [plan_json({"description": "bad call"})] * 2
+    model = ScriptedModel(Brain(plans, work=_pays))
+    tools = Toolset("w", [paying], approver=_approves)
+    worker = Worker(name="w", description="pays", model=model, tools=tools)
+    team = Team(name="t", planner=Planner(model=model), workers=[worker], budget=Budget(replans=0))
+    async with team.start() as running:
+        for goal in ("first", "second"):  # the worker is still there for the second
+            with pytest.raises(StepFailed) as caught:
+                await running.run(goal)
+            assert caught.value.cause == (
+                f"step s1 (bad call) ended failed: RuntimeError: {says} raised CancelledError "
+                "while nothing had cancelled its call; it must "
+                + ("return the key" if "idempotency" in says else "decide")
+                + ", or raise an Exception"
+            )
+
+
+async def _pays(
+    description: str, results: list[ToolResultPart], request: ModelRequest
+) -> ModelResponse | str:
+    return f"paid: {results[0].content}" if results else tool_call_response("pay", {"n": 1})
+
+
+async def _approves(request: ApprovalRequest) -> ApprovalDecision:
+    return Approve()
+
+
+class _Answer(BaseModel):
+    total: int
+
+    @field_validator("total")
+    @classmethod
+    def _gives_up(cls, value: int) -> int:
+        raise asyncio.CancelledError
+
+
+async def test_an_answer_validator_that_raises_cancelled_error_fails_the_run() -> None:
+    # It came out of run() as a CancelledError, as if the caller had been cancelled.
+    brain = Brain([plan_json({"description": "x"})] * 2, synthesis='{"total": 1}')
+    model = ScriptedModel(brain)
+    worker = Worker(name="w", description="works", model=model)
+    team = Team(name="t", planner=Planner(model=model), workers=[worker], output_type=_Answer)
+    async with team.start() as running:
+        for goal in ("first", "second"):
+            with pytest.raises(RunError) as caught:
+                await running.run(goal)
+            assert "RuntimeError: a validator of " in str(caught.value)
+            assert str(caught.value).endswith(
+                "_Answer raised CancelledError while nothing had cancelled its call; it must "
+                "return, or raise a ValueError"
+            )

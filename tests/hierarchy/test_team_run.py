@@ -70,3 +70,33 @@ async def test_a_goal_with_a_lone_surrogate_is_a_config_error(tmp_path: Path) ->
         assert await journal.list_runs() == ()
     finally:
         await journal.close()
+
+
+@pytest.mark.parametrize(
+    ("session", "message"),
+    [
+        (7, "the session must be text (a str) or None, not int: 7"),
+        (b"s-1", "the session must be text (a str) or None, not bytes"),
+        ("", "the session is blank ('')"),
+        ("  ", "the session is blank ('  '); give the id the run's conversation goes by, or None"),
+        ("s-\udcff", "the session is not valid text: '\\udcff' at position 2 is a lone surrogate"),
+    ],
+)  # fmt: skip
+async def test_a_session_that_is_no_id_is_a_config_error(
+    session: object, message: str, tmp_path: Path
+) -> None:
+    # A blank id was taken (every run given it saw the others' goals and answers), and
+    # one with a lone surrogate failed a journaled run with a UnicodeEncodeError.
+    async with _team().start(journal=tmp_path / "runs.db") as running:
+        with pytest.raises(ConfigError) as info:
+            await running.run("who asks?", session=session)  # type: ignore[arg-type]
+        assert str(info.value).startswith(message)
+        with pytest.raises(ConfigError) as info:
+            async with running.stream("who asks?", session=session):  # type: ignore[arg-type]
+                pass
+        assert str(info.value).startswith(message)
+    journal = await open_journal(str(tmp_path / "runs.db"))
+    try:
+        assert await journal.list_runs() == ()
+    finally:
+        await journal.close()

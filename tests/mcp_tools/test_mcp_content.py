@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from regiment.errors import ConfigError
@@ -10,6 +13,8 @@ from regiment.tools import MCPHub, MCPServer, Toolset
 from .conftest import SERVER_COMMAND
 
 pytestmark = pytest.mark.anyio
+
+RAW_SERVER = str(Path(__file__).with_name("raw_server.py"))
 
 
 async def test_an_images_base64_is_left_out_of_what_the_model_reads() -> None:
@@ -39,3 +44,24 @@ async def test_two_tools_of_one_server_alike_to_a_model_api_say_so() -> None:
         "names are made usable by model APIs"
     )
     assert "leave one out with exclude=[" in str(alike.value)
+
+
+async def test_a_reply_nested_too_deep_to_read_fails_the_call_not_hangs_it() -> None:
+    # The SDK logged that it could not parse the message and dropped it; the call,
+    # with no timeout (the default), waited for its answer for ever.
+    server = MCPServer.stdio([sys.executable, RAW_SERVER], name="raw")
+    async with MCPHub.open() as hub:
+        tools = (await hub.worker_tools(Toolset("w"), [server])).current()
+        deep = await tools.call("deep", {}, call_id="c1")
+        shallow = await tools.call("shallow", {}, call_id="c2")  # the session still serves
+    assert deep.is_error
+    assert isinstance(deep.content, str)
+    assert deep.content.startswith(
+        "ToolError: MCP server 'raw' sent a message that could not be read (ValidationError: "
+    )
+    assert "recursion limit exceeded" in deep.content
+    assert deep.content.endswith(
+        "it may have been this call's answer, so the call failed. Check what the server's "
+        "tool returns"
+    )
+    assert not shallow.is_error

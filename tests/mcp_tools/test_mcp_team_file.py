@@ -86,6 +86,26 @@ def test_bad_entries_name_the_file_and_key(entry: str, message: str) -> None:
     assert str(info.value).startswith("team.toml: workers[0].mcp[0]: ")
 
 
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("timeout = -3", "timeout: must be a finite number of seconds > 0, or leave the key out"),
+        ("timeout = nan", "timeout: must be a finite number of seconds > 0"),
+        ("start_timeout = 0", "start_timeout: must be a finite number of seconds > 0, or leave"),
+        ("start_timeout = inf", "start_timeout: must be a finite number of seconds > 0"),
+        ("retries = -1", "retries: must be a whole number >= 0"),
+        ("max_restarts = -1", "max_restarts: must be a whole number >= 0"),
+    ],
+)
+def test_a_number_out_of_range_names_its_key_and_what_to_write(entry: str, message: str) -> None:
+    # It named only the entry ("workers[0].mcp[0]: timeout must be positive seconds or
+    # None"), and None cannot be written in a file; nan and inf were taken.
+    with pytest.raises(ConfigError) as info:
+        worker_of(f'[[workers.mcp]]\ncommand = ["x"]\n{entry}\n')
+    assert str(info.value).startswith(f"team.toml: workers[0].mcp[0].{message}")
+    assert "None" not in str(info.value)
+
+
 def test_require_approval_may_name_a_worker_s_mcp_tools() -> None:
     worker = worker_of(
         f"""

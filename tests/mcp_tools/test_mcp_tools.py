@@ -374,8 +374,10 @@ def test_without_the_extra_the_error_gives_the_install_line(
 def test_bad_options_fail_at_config_time() -> None:
     with pytest.raises(ConfigError, match="both includes and excludes"):
         MCPServer.stdio(["x"], include=["a"], exclude=["a"])
-    with pytest.raises(ConfigError, match="timeout must be positive"):
+    with pytest.raises(ConfigError, match="timeout must be a finite number of seconds > 0"):
         MCPServer.stdio(["x"], timeout=0)
+    with pytest.raises(ConfigError, match="start_timeout must be a finite number of seconds"):
+        MCPServer.stdio(["x"], start_timeout=float("nan"))
     with pytest.raises(ConfigError, match="http:// or https://"):
         MCPServer.http("ftp://example")
     with pytest.raises(ConfigError, match="list of tool names"):

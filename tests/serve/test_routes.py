@@ -82,6 +82,8 @@ async def test_unknown_run_unknown_route_and_approvals() -> None:
         (b'{"goal": "a\\ud800b"}', "lone UTF-16 surrogate escape (such as \\ud800)"),
         (b'{"goal": "a\\u0000b"}', "the goal holds a NUL character ('\\x00') at position 1"),
         (b'{"goal": "g", "session": "s\\u0000"}', "the session holds a NUL character"),
+        (b'{"goal": "g", "session": " "}', "the session is blank (' '); give the id"),
+        (b'{"goal": "g", "session": 7}', "Expected `str | null`, got `int` - at `$.session`"),
         (b'{"goal": "g"', "JSON is cut short (Input data was truncated)"),  # a body cut short
         (b"{", "JSON is cut short (Input data was truncated): send all of it"),
         # JSON of another shape says which shape to send

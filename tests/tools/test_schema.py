@@ -297,7 +297,8 @@ def test_idempotency_key_must_name_parameters() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"timeout": 0}, "timeout must be positive"),
+        ({"timeout": 0}, "timeout must be a finite number of seconds > 0"),
+        ({"timeout": float("nan")}, "timeout must be a finite number of seconds > 0"),
         ({"retries": -1}, "retries must be 0 or more"),
         ({"backoff": -0.1}, "backoff and max_backoff"),
         ({"max_concurrency": 0}, "max_concurrency must be 1 or more"),

@@ -221,3 +221,28 @@ def test_valid_arguments_always_run_the_body(
     result = anyio.run(partial(call, made, arguments), backend=backend)
     assert not result.is_error, result.content
     assert ran == [{"order_id": order_id, "amount": float(amount), "kind": kind, "note": None}]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("depth", [900, 20_000])
+async def test_arguments_nested_too_deep_go_back_to_the_model(depth: int) -> None:
+    # Hundreds of levels (fewer than a JSON parser refuses) raised RecursionError out of
+    # call() while the arguments were checked, failing the step instead of telling the model.
+    ran: list[object] = []
+
+    @tool
+    def keep(data: list[object]) -> str:
+        """Keeps the data."""
+        ran.append(data)
+        return "kept"
+
+    nested: list[JsonValue] = []
+    for _ in range(depth):
+        nested = [nested]
+    result = await keep.call({"data": nested}, call_id="c1")
+    assert result.is_error
+    assert result.error_type == "invalid_arguments"
+    assert result.content == (
+        "invalid arguments for tool 'keep': the arguments nest too deep to read; send flatter JSON"
+    )
+    assert ran == []
