@@ -81,8 +81,9 @@ class _Service:
         """The run this process drives or drove, else the journal's; 404 if neither has it."""
         run_id = request.path_params["run_id"]
         record = self.store.get(run_id)
-        if record is None and self.journal is not None:
-            record = await journaled_record(self.journal, run_id)
+        if self.journal is not None and (record is None or record.taken_over):
+            # Taken over: the journal has the run as its new owner runs it.
+            record = await journaled_record(self.journal, run_id) or record
         if record is None:
             detail = f"no run {run_id!r}; GET /runs lists them"
             if self.journal is None:  # it may have ended long ago and been forgotten
@@ -94,11 +95,12 @@ class _Service:
         return record
 
     async def records(self, status: str | None, limit: int) -> list[RunRecord]:
-        """The runs of this process, and with a journal the newest ``limit`` others it holds."""
-        own = self.store.list(status)
+        """The runs of this process, and with a journal the newest ``limit`` others it holds.
+        A run another process took over from this one is listed as the journal has it."""
+        own = [r for r in self.store.list(status) if r.taken_over is None]
         if self.journal is None:
             return own
-        seen = {r.run_id for r in self.store.list()}
+        seen = {r.run_id for r in self.store.list() if r.taken_over is None}
         journaled = await journaled_runs(self.journal, status, limit + len(seen))
         return own + [r for r in journaled if r.run_id not in seen][:limit]
 
