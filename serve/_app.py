@@ -95,14 +95,16 @@ class _Service:
         return record
 
     async def records(self, status: str | None, limit: int) -> list[RunRecord]:
-        """The runs of this process, and with a journal the newest ``limit`` others it holds.
-        A run another process took over from this one is listed as the journal has it."""
-        own = [r for r in self.store.list(status) if r.taken_over is None]
-        if self.journal is None:
+        """At most ``limit`` runs: this process's (the one started or resumed last first),
+        then, with a journal, the journal's others, newest first (one query). A run
+        another process took over from this one is listed as the journal has it."""
+        own = [r for r in self.store.list(status) if r.taken_over is None][:limit]
+        if self.journal is None or len(own) == limit:
             return own
         seen = {r.run_id for r in self.store.list() if r.taken_over is None}
-        journaled = await journaled_runs(self.journal, status, limit + len(seen))
-        return own + [r for r in journaled if r.run_id not in seen][:limit]
+        left = limit - len(own)
+        journaled = await journaled_runs(self.journal, status, left + len(seen))
+        return own + [r for r in journaled if r.run_id not in seen][:left]
 
 
 def create_app(
