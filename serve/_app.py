@@ -81,9 +81,10 @@ class _Service:
         """The run this process drives or drove, else the journal's; 404 if neither has it."""
         run_id = request.path_params["run_id"]
         record = self.store.get(run_id)
-        if self.journal is not None and (record is None or record.taken_over):
-            # Taken over: the journal has the run as its new owner runs it.
-            record = await journaled_record(self.journal, run_id) or record
+        if record is not None:
+            return await self.latest(record)
+        if self.journal is not None:
+            record = await journaled_record(self.journal, run_id)
         if record is None:
             detail = f"no run {run_id!r}; GET /runs lists them"
             if self.journal is None:  # it may have ended long ago and been forgotten
@@ -93,6 +94,13 @@ class _Service:
                 )
             raise ApiError(404, "unknown run", detail)
         return record
+
+    async def latest(self, record: RunRecord) -> RunRecord:
+        """``record``, or, if another process took its run over from this one, the run as
+        the journal has it (as its new owner runs it)."""
+        if record.taken_over is None or self.journal is None:
+            return record
+        return await journaled_record(self.journal, record.run_id) or record
 
     async def records(self, status: str | None, limit: int) -> list[RunRecord]:
         """At most ``limit`` runs: this process's (the one started or resumed last first),
@@ -232,7 +240,7 @@ async def _post_run(s: _Service, request: Request) -> Response:
     if not wait:
         return json_response({"run_id": record.run_id}, 202)
     await runs.wait(record, request.receive)
-    return json_response(run_view(record))
+    return json_response(run_view(await s.latest(record)))
 
 
 async def _resume(s: _Service, request: Request) -> Response:
@@ -248,7 +256,7 @@ async def _resume(s: _Service, request: Request) -> Response:
     if not wait:
         return json_response({"run_id": record.run_id}, 202)
     await runs.wait(record, request.receive)
-    return json_response(run_view(record))
+    return json_response(run_view(await s.latest(record)))
 
 
 async def _new_run(request: Request) -> NewRun:

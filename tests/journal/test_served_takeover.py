@@ -9,10 +9,12 @@ run as the journal has it; and nothing it did after the take-over reaches the jo
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import anyio
@@ -38,6 +40,14 @@ def _take_over(run_id: str, new: Served) -> None:
     assert resumed.status_code == 202, resumed.text
 
 
+def _last_event(url: str, run_id: str) -> dict[str, object]:
+    """The last event a follower of ``GET /runs/{run_id}/events`` got, the stream read to its end."""
+    with httpx.stream("GET", f"{url}/runs/{run_id}/events", timeout=60) as events:
+        data = [line for line in events.iter_lines() if line.startswith("data:")]
+    last: dict[str, object] = json.loads(data[-1].removeprefix("data:"))
+    return last
+
+
 def _journaled(where: str, run_id: str) -> tuple[RunInfo, tuple[Entry, ...]]:
     async def read() -> tuple[RunInfo, tuple[Entry, ...]]:
         journal = await open_journal(where)
@@ -54,9 +64,18 @@ def test_the_old_owner_says_the_run_was_taken_over_and_lists_it_as_the_journal_d
 ) -> None:
     team = write_team(tmp_path, "stuck")
     flags = ("--journal", where, "--lease-ttl", "1")
-    with serving(team, *flags) as old, serving(team, *flags) as new:
-        run_id = httpx.post(f"{old.url}/runs", json={"goal": "wait"}).json()["run_id"]
+    with (
+        serving(team, *flags) as old,
+        serving(team, *flags) as new,
+        ThreadPoolExecutor(2) as threads,
+    ):
+        waiting = threads.submit(
+            httpx.post, f"{old.url}/runs?wait=true", json={"goal": "wait"}, timeout=60
+        )
         old.read_until("run started")
+        (run_id,) = [r["run_id"] for r in httpx.get(f"{old.url}/runs").json()["runs"]]
+        followed: Future[dict[str, object]] = threads.submit(_last_event, old.url, run_id)
+        old.read_until('/events HTTP/1.1" 200')  # the follower is there
         os.kill(old.child.pid, signal.SIGSTOP)
         try:
             _take_over(run_id, new)
@@ -67,6 +86,11 @@ def test_the_old_owner_says_the_run_was_taken_over_and_lists_it_as_the_journal_d
         assert f"pid {new.child.pid} on " in line  # the process that runs it now
         assert "which runs it now" in line
         assert "failed" not in line
+        last = followed.result(timeout=60)
+        assert (last["type"], last["error_type"]) == ("RunFailed", "LeaseLost")
+        assert "was taken over by another process" in str(last["message"])
+        answered = waiting.result(timeout=60).json()  # as the journal has the run
+        assert (answered["run_id"], answered["status"]) == (run_id, "running")
         listed = httpx.get(f"{old.url}/runs").json()["runs"]
         assert [(r["run_id"], r["status"]) for r in listed] == [(run_id, "running")]
         shown = httpx.get(f"{old.url}/runs/{run_id}").json()
