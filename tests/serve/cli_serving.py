@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import socket
 import subprocess
 import sys
@@ -98,9 +99,10 @@ class Served:
 
 
 @contextmanager
-def serving(team: Path, *flags: str) -> Iterator[Served]:
+def serving(team: Path, *flags: str, env: dict[str, str] | None = None) -> Iterator[Served]:
     """``python -m regiment serve TEAM`` (its ``--app-dir`` the team file's folder, plus
-    ``flags``) as a process of its own, once it listens; killed on the way out if still up."""
+    ``flags``; ``env`` added to its environment) as a process of its own, once it
+    listens; killed on the way out if still up."""
     port = free_port()
     argv = ["serve", str(team), "--port", str(port), "--app-dir", str(team.parent), *flags]
     with subprocess.Popen(
@@ -108,6 +110,7 @@ def serving(team: Path, *flags: str) -> Iterator[Served]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, **(env or {})},
     ) as child:
         served = Served(child, f"http://127.0.0.1:{port}")
         try:

@@ -16,6 +16,7 @@ import pytest
 
 from regiment.journal import open_journal
 from tests.cli.helpers import WAITING, write_napping_team, write_team
+from tests.telemetry.otlp_receiver import OtlpReceiver
 
 from .cli_serving import serving
 
@@ -64,3 +65,18 @@ def test_a_second_sigterm_exits_without_waiting(tmp_path: Path, tool: str) -> No
     assert exit_code == 130, said
     assert "Traceback" not in said
     assert "Exception ignored" not in said
+
+
+def test_sigterm_sends_the_last_spans_before_it_exits(tmp_path: Path) -> None:
+    # Killed by the re-raised SIGTERM, the process never flushed its spans.
+    with OtlpReceiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": receiver.endpoint}
+        with serving(write_team(tmp_path, "stuck"), "--trace", "jaeger", env=env) as served:
+            httpx.post(f"{served.url}/runs", json={"goal": "wait"})
+            served.read_until("run started")
+            served.child.send_signal(signal.SIGTERM)
+            exit_code, said = served.rest()
+        spans = receiver.spans()  # the process has exited: what it sent is here
+    assert exit_code == 0, said
+    roots = [s for s in spans if s.name.startswith("invoke_agent") and s.parent_span_id is None]
+    assert len(roots) == 1, [s.name for s in spans]
