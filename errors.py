@@ -297,7 +297,15 @@ class LeaseLost(JournalError):
 
     The process holding the old lease is a zombie for that run and must stop
     working on it; nothing it wrote after the takeover was kept.
+
+    Attributes:
+        owner: the owner that holds the run now (``host:pid:stamp``), if another
+            one took it over; ``None`` when the lease was released instead.
     """
+
+    def __init__(self, message: str, *, owner: str | None = None) -> None:
+        super().__init__(message)
+        self.owner = owner
 
 
 class UnknownRun(JournalError):

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TextIO, final
 
+import anyio
+
 from regiment.tools import abandoned_tool_calls
 
 __all__ = (
@@ -25,6 +27,7 @@ __all__ = (
     "slow_stop_notice",
     "stdout_closed",
     "wait_for_tool_threads",
+    "watch_signals",
 )
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
@@ -95,6 +98,23 @@ class LastWords:
         )
 
 
+async def watch_signals(
+    interrupt: anyio.Event, last_words: LastWords, got: list[int] | None = None
+) -> None:
+    """The first Ctrl-C (or SIGTERM) sets ``interrupt`` (which cancels the run, or stops
+    the service), noting the signal in ``got``; a second one exits at once, even while a
+    tool that ignores cancellation holds the team's stop, saying how far the run got
+    (the line the command would have ended with) and that its stop was cut short."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            if interrupt.is_set():
+                last_words.say()
+                leave_now(EXIT_INTERRUPTED)
+            if got is not None:
+                got.append(signum)
+            interrupt.set()
+
+
 def wait_for_tool_threads(code: int) -> None:
     """Say so when sync tool bodies whose calls were given up (a Ctrl-C, a timeout) still
     run in threads: Python cannot stop them and waits for them before it exits. A
@@ -112,6 +132,7 @@ def wait_for_tool_threads(code: int) -> None:
         # land while it is printed, outside the wait, where a KeyboardInterrupt would
         # start an interpreter exit that waits for the threads after all.
         signal.signal(signal.SIGINT, exit_now)
+        signal.signal(signal.SIGTERM, exit_now)  # what a service manager sends next
     print(
         f"regiment: waiting for {busy} tool call(s) still running in a thread "
         "(Python cannot stop a sync tool; make tools that may hang async); "

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import signal
 import sys
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
@@ -40,11 +39,11 @@ from regiment.cli._args import parse as parse_command
 from regiment.cli._exit import (
     EXIT_INTERRUPTED,
     LastWords,
-    leave_now,
     reader_left,
     slow_stop_notice,
     stdout_closed,
     wait_for_tool_threads,
+    watch_signals,
 )
 from regiment.cli._journal_cmds import (
     journal_read,
@@ -176,16 +175,14 @@ async def _dispatch(
         if args.command == "mcp":
             return await _serve_mcp(config, args, environ, stderr)
         if args.command == "serve":
+            from regiment.cli._serve_cmd import serve_until_stopped  # the serve extra: only here
             from regiment.cli._serve_trace import serve_tracing  # the tracing SDK: only here
-            from regiment.serve import serve_command  # the serve extra, only for this command
 
             model = _choose_model(config, args.team_file, args.model, environ, stderr)
             with serve_tracing(args.trace, config, stderr) as (config, telemetry):
                 team = build_team(config, model=model, telemetry=telemetry, source=args.team_file)
                 try:
-                    return await serve_command(
-                        team, args, environ=environ, stderr=stderr, stop=interrupt
-                    )
+                    return await serve_until_stopped(team, args, environ, stderr, interrupt)
                 except JournalError as exc:  # it could not be opened: nothing was served
                     return _config_error(ConfigError(str(exc)), stderr)
         config = _placed(_flags_agree(args), config)
@@ -196,7 +193,7 @@ async def _dispatch(
     async with anyio.create_task_group() as tg:
         if interrupt is None:
             interrupt = anyio.Event()
-            tg.start_soon(_watch_signals, interrupt, last_words)
+            tg.start_soon(watch_signals, interrupt, last_words)
         with (
             slow_stop_notice(stderr),
             logging_to(stderr, level_for(args.verbose)) if args.verbose else nullcontext(),
@@ -381,15 +378,3 @@ def _validate_command(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) 
         return validate(load_config(args.team_file), args.team_file, stdout)
     except ConfigError as exc:
         return _config_error(exc, stderr)
-
-
-async def _watch_signals(interrupt: anyio.Event, last_words: LastWords) -> None:
-    """The first Ctrl-C (or SIGTERM) cancels the run; a second one exits at once, even
-    while a tool that ignores cancellation holds the team's stop, saying how far the
-    run got (the line the command would have ended with) and that its stop was cut short."""
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for _ in signals:
-            if interrupt.is_set():
-                last_words.say()
-                leave_now(EXIT_INTERRUPTED)
-            interrupt.set()

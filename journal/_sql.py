@@ -61,6 +61,7 @@ _LISTED = (
 _NEWEST = " ORDER BY started_at DESC, run_id DESC"
 
 
+_NO_LIMIT = 2**63 - 1  # the largest LIMIT SQLite and PostgreSQL take
 _CHUNK = 500  # run ids per IN (...) list, well below every driver's parameter limit
 
 
@@ -260,6 +261,8 @@ class SqlStore(ABC):
         where, params = "1 = 1", list[object]([now])
         if session is not None:
             where, params = "session = ?", [now, session]
+        # A limit past a 64-bit integer is no limit (the drivers refuse to bind it).
+        limit = None if limit is None or limit >= _NO_LIMIT else limit
         cap, capped = (" LIMIT ?", list[object]([limit])) if limit is not None else ("", [])
         if status not in ("running", "stalled"):  # an owner that is gone changes neither
             if status is not None:

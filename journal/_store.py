@@ -255,7 +255,8 @@ def check_owner(state: LeaseState | None, lease: Lease, where: str) -> LeaseStat
         raise LeaseLost(
             f"run {lease.run_id!r}: {lease.owner!r} wrote with fencing token {lease.token}, but "
             f"{state.owner or 'another owner'!r} took the run over (token {state.token}); "
-            "this process must stop working on it"
+            "this process must stop working on it",
+            owner=state.owner or None,
         )
     if state.owner != lease.owner:
         raise LeaseLost(

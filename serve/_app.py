@@ -81,7 +81,9 @@ class _Service:
         """The run this process drives or drove, else the journal's; 404 if neither has it."""
         run_id = request.path_params["run_id"]
         record = self.store.get(run_id)
-        if record is None and self.journal is not None:
+        if record is not None:
+            return await self.latest(record)
+        if self.journal is not None:
             record = await journaled_record(self.journal, run_id)
         if record is None:
             detail = f"no run {run_id!r}; GET /runs lists them"
@@ -93,14 +95,24 @@ class _Service:
             raise ApiError(404, "unknown run", detail)
         return record
 
+    async def latest(self, record: RunRecord) -> RunRecord:
+        """``record``, or, if another process took its run over from this one, the run as
+        the journal has it (as its new owner runs it)."""
+        if record.taken_over is None or self.journal is None:
+            return record
+        return await journaled_record(self.journal, record.run_id) or record
+
     async def records(self, status: str | None, limit: int) -> list[RunRecord]:
-        """The runs of this process, and with a journal the newest ``limit`` others it holds."""
-        own = self.store.list(status)
-        if self.journal is None:
+        """At most ``limit`` runs: this process's (the one started or resumed last first),
+        then, with a journal, the journal's others, newest first (one query). A run
+        another process took over from this one is listed as the journal has it."""
+        own = [r for r in self.store.list(status) if r.taken_over is None][:limit]
+        if self.journal is None or len(own) == limit:
             return own
-        seen = {r.run_id for r in self.store.list()}
-        journaled = await journaled_runs(self.journal, status, limit + len(seen))
-        return own + [r for r in journaled if r.run_id not in seen][:limit]
+        seen = {r.run_id for r in self.store.list() if r.taken_over is None}
+        left = limit - len(own)
+        journaled = await journaled_runs(self.journal, status, left + len(seen))
+        return own + [r for r in journaled if r.run_id not in seen][:left]
 
 
 def create_app(
@@ -228,7 +240,7 @@ async def _post_run(s: _Service, request: Request) -> Response:
     if not wait:
         return json_response({"run_id": record.run_id}, 202)
     await runs.wait(record, request.receive)
-    return json_response(run_view(record))
+    return json_response(run_view(await s.latest(record)))
 
 
 async def _resume(s: _Service, request: Request) -> Response:
@@ -244,7 +256,7 @@ async def _resume(s: _Service, request: Request) -> Response:
     if not wait:
         return json_response({"run_id": record.run_id}, 202)
     await runs.wait(record, request.receive)
-    return json_response(run_view(record))
+    return json_response(run_view(await s.latest(record)))
 
 
 async def _new_run(request: Request) -> NewRun:

@@ -43,6 +43,9 @@ class RunRecord:
     error: str | None = None
     changed: anyio.Event = field(default_factory=anyio.Event)
     ended: anyio.Event = field(default_factory=anyio.Event)
+    taken_over: str | None = None
+    """The owner (``host:pid:stamp``) that took the run over from this process: the
+    journal's view of the run stands, not this record's."""
 
 
 def cancelled(run_id: str, got: RunResult | None = None) -> RunFailed:

@@ -17,7 +17,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from regiment._json import JsonValue
-from regiment.errors import ConfigError, LeaseHeld, RegimentError
+from regiment.errors import ConfigError, LeaseHeld, LeaseLost, RegimentError
 from regiment.hierarchy import (
     Event,
     JournaledEvents,
@@ -165,7 +165,9 @@ class Runs:
         except RegimentError as exc:
             if record is None:
                 raise  # before it started: the POST answers with the error
-            if last is not None:  # e.g. its journal failed as the run closed
+            if (owner := _new_owner(exc)) is not None:
+                self._taken_over(record, owner)
+            elif last is not None:  # e.g. its journal failed as the run closed
                 log.warning(
                     "run ended, then failed while closing (its result stands): %s",
                     exc,
@@ -202,12 +204,31 @@ class Runs:
             log.info("run cancelled", extra={"run_id": record.run_id})
         self._release(record.run_id)
 
-    def _fail(self, record: RunRecord, exc: Exception) -> None:
-        """End ``record``'s run as failed with ``exc``: through the store, or, if the
-        store cannot append, on the record itself (its waiters and followers see the end)."""
+    def _taken_over(self, record: RunRecord, owner: str) -> None:
+        """Another process took the run over (its lease ran out while this one was frozen):
+        say so, end the record with it, and leave the run to the journal's view."""
+        message = (
+            f"run {record.run_id} was taken over by another process, {describe_owner(owner)}, "
+            "which runs it now (this process's lease ran out: it was stopped or too slow to "
+            "renew it); this service stopped working on it and kept nothing it did after "
+            f"that; GET /runs/{record.run_id} reads it from the journal"
+        )
+        log.warning("%s", message, extra={"run_id": record.run_id})
+        taken = RunFailed(run_id=record.run_id, error_type="LeaseLost", message=message)
+        self._fail(record, taken)
+        record.taken_over = owner
+
+    def _fail(self, record: RunRecord, exc: Exception | RunFailed) -> None:
+        """End ``record``'s run as failed with ``exc`` (or that ``RunFailed``): through the
+        store, or, if the store cannot append, on the record itself (its waiters and
+        followers see the end)."""
         if record.ended.is_set():
             return
-        failed = RunFailed(run_id=record.run_id, error_type=type(exc).__name__, message=str(exc))
+        failed = (
+            exc
+            if isinstance(exc, RunFailed)
+            else RunFailed(run_id=record.run_id, error_type=type(exc).__name__, message=str(exc))
+        )
         try:
             self.store.append(record.run_id, failed)
         except Exception as unstored:  # the store may be what failed
@@ -226,6 +247,23 @@ class Runs:
         """The run is over: end the waits of its requests (see ``wait``)."""
         for waiting in self._waiters.pop(run_id, ()):
             waiting.cancel()
+
+
+def _new_owner(exc: BaseException) -> str | None:
+    """The owner that took the run over, if ``exc`` (or what caused it) says another did."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, LeaseLost) and cause.owner is not None:
+            return cause.owner
+        cause = cause.__cause__
+    return None
+
+
+def describe_owner(owner: str) -> str:
+    """An owner (``host:pid:stamp``, or ``host:pid`` in older journals) as people say it."""
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    return f"pid {pid} on {host} ({owner})" if pid.isdigit() else repr(owner)
 
 
 def _unread(reader: RunEvents | None) -> Event | None:

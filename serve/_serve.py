@@ -58,7 +58,8 @@ async def serve_command(
     stderr: TextIO,
     stop: anyio.Event | None = None,
 ) -> int:
-    """Serve ``team`` until interrupted (or ``stop`` is set); returns the exit code.
+    """Serve ``team`` until ``stop`` is set (without one: until SIGINT or SIGTERM, as
+    uvicorn handles them); returns the exit code.
 
     Raises:
         ConfigError: a public host without a token; ``--keep-runs`` below 1;
@@ -79,7 +80,7 @@ async def serve_command(
         config = uvicorn.Config(
             app, host=options.host, port=options.port, log_config=None, lifespan="on"
         )
-        server = _stopping_server(config, app.state.regiment_stop_runs)
+        server = _stopping_server(config, app.state.regiment_stop_runs, own_signals=stop is None)
         refused: str | int | None = None
         # INFO by default (a service's log), DEBUG with -vv; uvicorn's own records too.
         level = level_for(options.verbose, default=logging.INFO)
@@ -125,13 +126,28 @@ def _checked(options: ServeOptions, environ: Mapping[str, str]) -> tuple[str | N
     return token, MemoryRunStore(keep=keep)  # ConfigError below 1
 
 
-def _stopping_server(config: uvicorn.Config, stop_runs: Callable[[], int]) -> uvicorn.Server:
+def _stopping_server(
+    config: uvicorn.Config, stop_runs: Callable[[], int], *, own_signals: bool
+) -> uvicorn.Server:
     """uvicorn's server, which cancels the live runs as it starts to stop: it waits for
     open requests before it runs the app's shutdown, so a ``?wait=true`` request on a
-    run that went on for minutes held the stop (SIGTERM, Ctrl-C) that long."""
+    run that went on for minutes held the stop (SIGTERM, Ctrl-C) that long.
+
+    Unless ``own_signals``, it leaves SIGINT and SIGTERM alone: the caller stops it
+    (``regiment serve`` watches both). uvicorn's handling re-raises a SIGTERM once it
+    has stopped, which killed the process before the journal was closed.
+    """
     import uvicorn
 
     class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if own_signals:
+                with super().capture_signals():
+                    yield
+            else:
+                yield
+
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             stopped = stop_runs()
             if stopped:

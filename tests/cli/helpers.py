@@ -57,6 +57,78 @@ async def stuck_while_told(request: ModelRequest) -> ModelResponse:
 '''
 
 
+SLEEPY = '''
+import json
+import sys
+import time
+
+import anyio
+
+from regiment.models import ModelRequest, ModelResponse, ToolCallPart, text_response
+from regiment.tools import tool
+
+
+@tool
+def nap(minutes: int) -> str:
+    """Sleeps in a plain (sync) body, which no cancel can stop."""
+    print("napping", file=sys.stderr, flush=True)
+    time.sleep(minutes * 60)
+    return "rested"
+
+
+@tool
+async def doze(minutes: int) -> str:
+    """Sleeps in an async body that swallows every cancel (the bug it stands for)."""
+    print("napping", file=sys.stderr, flush=True)
+    deadline = time.monotonic() + minutes * 60
+    while time.monotonic() < deadline:
+        try:
+            await anyio.sleep(deadline - time.monotonic())
+        except anyio.get_cancelled_exc_class():
+            pass
+    return "rested"
+
+
+def brain(request: ModelRequest) -> ModelResponse:
+    if request.role in ("planner", "replanner"):
+        return text_response(json.dumps({"steps": [{"description": "take a nap"}]}))
+    if request.role != "worker" or len(request.messages) > 1:
+        return text_response("done")
+    call = ToolCallPart(id="n1", name=request.tools[0].name, arguments={"minutes": 1})
+    return ModelResponse(parts=(call,), stop_reason="tool_use", model="scripted")
+'''
+
+
+def write_napping_team(directory: Path, tool: str) -> Path:
+    """A one-worker team file whose one step calls ``tool`` of ``SLEEPY`` (``nap``, a sync
+    body, or ``doze``, an async one that swallows its cancel) for a minute."""
+    (directory / "sleepy.py").write_text(SLEEPY, encoding="utf-8")
+    team = directory / "team.toml"
+    team.write_text(
+        'name = "nappers"\nmodel = "scripted"\nbrain = "sleepy:brain"\n\n[[workers]]\n'
+        f'name = "napper"\ndescription = "Naps."\ntools = ["sleepy:{tool}"]\n'
+        "cancel_grace = 0.1\n",
+        encoding="utf-8",
+    )
+    return team
+
+
+# What the command says while it waits for each kind of tool that goes on after Ctrl-C.
+WAITING = {
+    "nap": "regiment: waiting for 1 tool call(s) still running in a thread",
+    "doze": "ignores cancellation and still runs",
+}
+
+
+def read_until(child: subprocess.Popen[str], text: str, seen: list[str]) -> None:
+    """Read the command's stderr lines into ``seen`` until one holds ``text``."""
+    assert child.stderr is not None
+    while not any(text in line for line in seen):
+        line = child.stderr.readline()
+        assert line, f"the command ended before saying {text!r}: {''.join(seen)}"
+        seen.append(line)
+
+
 def write_team(directory: Path, brain: str, *, replans: int = 3) -> Path:
     """A one-worker team file whose scripted brain is ``brain`` (``garbage``, ``breaks``,
     ``stuck`` or ``stuck_while_told``), allowing ``replans``."""

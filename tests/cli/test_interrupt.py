@@ -15,21 +15,12 @@ from anyio import wait_all_tasks_blocked
 
 from regiment.cli import run_async
 
-from .helpers import write_team
+from .helpers import WAITING, read_until, write_napping_team, write_team
 
 pytestmark = pytest.mark.anyio
 
 # The runs here are not journaled: a journal works in a worker thread, and
 # wait_all_tasks_blocked() would return while it does, before the step is dispatched.
-
-
-def _read_until(child: subprocess.Popen[str], text: str, seen: list[str]) -> None:
-    """Read the command's stderr lines into ``seen`` until one holds ``text``."""
-    assert child.stderr is not None
-    while not any(text in line for line in seen):
-        line = child.stderr.readline()
-        assert line, f"the command ended before saying {text!r}: {''.join(seen)}"
-        seen.append(line)
 
 
 async def test_interrupt_cancels_the_run_and_reports_progress(tmp_path: Path) -> None:
@@ -78,7 +69,7 @@ def test_sigint_exits_130_without_a_traceback(tmp_path: Path, backend: str) -> N
     ) as child:
         assert child.stderr is not None
         seen: list[str] = []
-        _read_until(child, "-> s1", seen)  # the step is running
+        read_until(child, "-> s1", seen)  # the step is running
         child.send_signal(signal.SIGINT)
         rest = child.stderr.read()
         assert child.wait(timeout=30) == 130, rest
@@ -148,7 +139,7 @@ def test_sigint_leaves_a_closing_event_in_the_events_file(tmp_path: Path, backen
     ) as child:
         assert child.stderr is not None
         seen: list[str] = []
-        _read_until(child, "-> s1", seen)
+        read_until(child, "-> s1", seen)
         child.send_signal(signal.SIGINT)
         rest = child.stderr.read()
         assert child.wait(timeout=30) == 130, rest
@@ -191,59 +182,10 @@ def test_a_journaled_run_stopped_with_ctrl_c_is_journaled_cancelled(tmp_path: Pa
     assert run["status"] == "cancelled"
 
 
-_SLEEPY = '''
-import json
-import sys
-import time
-
-import anyio
-
-from regiment.models import ModelRequest, ModelResponse, ToolCallPart, text_response
-from regiment.tools import tool
-
-
-@tool
-def nap(minutes: int) -> str:
-    """Sleeps in a plain (sync) body, which no cancel can stop."""
-    print("napping", file=sys.stderr, flush=True)
-    time.sleep(minutes * 60)
-    return "rested"
-
-
-@tool
-async def doze(minutes: int) -> str:
-    """Sleeps in an async body that swallows every cancel (the bug it stands for)."""
-    print("napping", file=sys.stderr, flush=True)
-    deadline = time.monotonic() + minutes * 60
-    while time.monotonic() < deadline:
-        try:
-            await anyio.sleep(deadline - time.monotonic())
-        except anyio.get_cancelled_exc_class():
-            pass
-    return "rested"
-
-
-def brain(request: ModelRequest) -> ModelResponse:
-    if request.role in ("planner", "replanner"):
-        return text_response(json.dumps({"steps": [{"description": "take a nap"}]}))
-    if request.role != "worker" or len(request.messages) > 1:
-        return text_response("done")
-    call = ToolCallPart(id="n1", name=request.tools[0].name, arguments={"minutes": 1})
-    return ModelResponse(parts=(call,), stop_reason="tool_use", model="scripted")
-'''
-
-
 def _napping(tmp_path: Path, tool: str, *extra: str) -> subprocess.Popen[str]:
     """``regiment run`` (with ``extra`` options) of a team whose one step calls ``tool``
-    of ``_SLEEPY``."""
-    (tmp_path / "sleepy.py").write_text(_SLEEPY, encoding="utf-8")
-    team = tmp_path / "team.toml"
-    team.write_text(
-        'name = "nappers"\nmodel = "scripted"\nbrain = "sleepy:brain"\n\n[[workers]]\n'
-        f'name = "napper"\ndescription = "Naps."\ntools = ["sleepy:{tool}"]\n'
-        "cancel_grace = 0.1\n",
-        encoding="utf-8",
-    )
+    of ``SLEEPY``."""
+    team = write_napping_team(tmp_path, tool)
     argv = ["run", str(team), "nap", "--app-dir", str(tmp_path), "--no-journal", "--plain"]
     argv += extra
     return subprocess.Popen(
@@ -252,13 +194,6 @@ def _napping(tmp_path: Path, tool: str, *extra: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
-
-
-# What the command says while it waits for each kind of tool that goes on after Ctrl-C.
-_WAITING = {
-    "nap": "regiment: waiting for 1 tool call(s) still running in a thread",
-    "doze": "ignores cancellation and still runs",
-}
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")
@@ -272,14 +207,14 @@ def test_sigint_with_a_tool_still_running_says_so_and_a_second_one_exits(
     with _napping(tmp_path, tool) as child:
         assert child.stderr is not None
         seen: list[str] = []
-        _read_until(child, "napping", seen)  # the body is running
+        read_until(child, "napping", seen)  # the body is running
         child.send_signal(signal.SIGINT)
-        _read_until(child, _WAITING[tool], seen)
+        read_until(child, WAITING[tool], seen)
         child.send_signal(signal.SIGINT)
         rest = child.stderr.read()
         assert child.wait(timeout=30) == 130  # not the minute the nap takes
     said = "".join(seen) + rest
-    assert _WAITING[tool] in said
+    assert WAITING[tool] in said
     assert "press Ctrl-C to exit without waiting" in said
     assert "Traceback" not in said
     assert "Exception ignored" not in said
@@ -295,9 +230,9 @@ def test_a_forced_exit_says_how_far_the_run_got(tmp_path: Path, second: signal.S
     with _napping(tmp_path, "doze", "--events", "jsonl", "--events-file", str(events)) as child:
         assert child.stderr is not None
         seen: list[str] = []
-        _read_until(child, "napping", seen)
+        read_until(child, "napping", seen)
         child.send_signal(signal.SIGINT)
-        _read_until(child, _WAITING["doze"], seen)
+        read_until(child, WAITING["doze"], seen)
         child.send_signal(second)
         rest = child.stderr.read()
         assert child.wait(timeout=30) == 130

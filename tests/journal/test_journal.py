@@ -81,6 +81,10 @@ async def test_runs_list_newest_first_with_status_filter_and_limit(
     assert [i.run_id for i in await journal.list_runs(status="failed")] == [second]
     assert [i.run_id for i in await journal.list_runs(limit=2)] == [third, second]
     assert (await journal.get_run(second)).status == "failed"
+    for huge in (2**63 - 1, 10**23):  # no limit, as said (10**23 did not bind: OverflowError)
+        for status in (None, "running", "stalled"):
+            wide = await journal.list_runs(status=status, limit=huge)
+            assert wide == await journal.list_runs(status=status)
 
 
 async def test_a_run_whose_lease_expired_lists_as_stalled(journal: Journal, clock: Clock) -> None:

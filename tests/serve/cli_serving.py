@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import io
+import os
 import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import anyio
 import httpx2 as httpx
 
 from regiment.cli import run_async
+from tests.cli.helpers import read_until
 
-__all__ = ("GOAL", "REFUND", "Log", "free_port", "serve_and_ask", "served")
+__all__ = ("GOAL", "REFUND", "Log", "Served", "free_port", "serve_and_ask", "served", "serving")
 
 REFUND = str(Path(__file__).resolve().parents[2] / "examples" / "refund" / "team.toml")
 GOAL = "For order 88213 check refund eligibility, issue the refund if eligible, then email the customer."
@@ -74,3 +78,45 @@ async def serve_and_ask(
             await c.request(method, path, json={"goal": GOAL} if method == "POST" else None)
             for method, path in ask
         ]
+
+
+class Served:
+    """A ``regiment serve`` process: the child, its URL, and its stderr lines read so far."""
+
+    def __init__(self, child: subprocess.Popen[str], url: str) -> None:
+        self.child, self.url = child, url
+        self.seen: list[str] = []
+
+    def read_until(self, text: str) -> None:
+        """Read its stderr until a line holds ``text``."""
+        read_until(self.child, text, self.seen)
+
+    def rest(self, timeout: float = 30) -> tuple[int, str]:
+        """Its exit code, once it has exited, and all it wrote to stderr."""
+        assert self.child.stderr is not None
+        rest = self.child.stderr.read()
+        return self.child.wait(timeout=timeout), "".join(self.seen) + rest
+
+
+@contextmanager
+def serving(team: Path, *flags: str, env: dict[str, str] | None = None) -> Iterator[Served]:
+    """``python -m regiment serve TEAM`` (its ``--app-dir`` the team file's folder, plus
+    ``flags``; ``env`` added to its environment) as a process of its own, once it
+    listens; killed on the way out if still up."""
+    port = free_port()
+    argv = ["serve", str(team), "--port", str(port), "--app-dir", str(team.parent), *flags]
+    with subprocess.Popen(
+        [sys.executable, "-m", "regiment", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    ) as child:
+        served = Served(child, f"http://127.0.0.1:{port}")
+        try:
+            served.read_until("Uvicorn running on")
+            yield served
+        finally:
+            if child.poll() is None:
+                child.kill()
+            child.wait(timeout=30)

@@ -1,6 +1,7 @@
-"""``GET /runs`` over a journal lists the journal's newest runs up to ``?limit=N``
-(default ``LIST_LIMIT``), beside this process's own: a service whose journal holds
-every run it ever made does not answer with all of them."""
+"""``GET /runs?limit=N`` (default ``LIST_LIMIT``) lists at most N runs: this process's,
+then the journal's newest others, so a service whose journal holds every run it ever
+made does not answer with all of them. (The limit capped only the journal's runs:
+``?limit=1`` answered with every run of this process, and one more.)"""
 
 from __future__ import annotations
 
@@ -35,12 +36,28 @@ async def test_the_journals_runs_are_listed_newest_first_up_to_the_limit(tmp_pat
         assert [r["run_id"] for r in done] == made[::-1][:3]
         assert (await c.get("/runs?status=paused&limit=3")).json() == {"runs": []}
         own = (await c.post("/runs?wait=true", json={"goal": GOAL})).json()["run_id"]
-        mixed = [r["run_id"] for r in (await c.get("/runs?limit=1")).json()["runs"]]
+        mixed = [r["run_id"] for r in (await c.get("/runs?limit=2")).json()["runs"]]
         assert mixed == [own, made[-1]]  # this process's runs, then the journal's newest
+        capped = [r["run_id"] for r in (await c.get("/runs?limit=1")).json()["runs"]]
+        assert capped == [own]
         later = (await c.post("/runs?wait=true", json={"goal": GOAL})).json()["run_id"]
         listed = [r["run_id"] for r in (await c.get("/runs")).json()["runs"]]
         assert listed == [later, own, *made[::-1]]  # newest first, this process's too
+        huge = await c.get("/runs?limit=" + "9" * 30)  # no limit, not a 500
+        assert [r["run_id"] for r in huge.json()["runs"]] == listed
         for bad in ("0", "-1", "two", "1.5"):
             refused = await c.get(f"/runs?limit={bad}")
             assert refused.status_code == 422
             assert refused.json()["error"] == "invalid ?limit"
+
+
+async def test_the_limit_caps_this_processs_own_runs_too() -> None:
+    async with (
+        serving(create_app(support_team())) as url,  # no journal: its own runs only
+        httpx.AsyncClient(base_url=url) as c,
+    ):
+        made = [(await c.post("/runs?wait=true", json={"goal": GOAL})).json() for _ in range(3)]
+        listed = [r["run_id"] for r in (await c.get("/runs?limit=2")).json()["runs"]]
+        assert listed == [made[2]["run_id"], made[1]["run_id"]]  # the newest two
+        done = (await c.get("/runs?status=completed&limit=1")).json()["runs"]
+        assert [r["run_id"] for r in done] == [made[2]["run_id"]]
