@@ -294,9 +294,12 @@ class RunningTeam(DecidesApprovals):
         """The run's planner actor, spawned (in this task, dormant) and known to the
         approvals desk; nothing here waits, so no cancel can land in between."""
         ref = self._spawner.spawn(spawn)
-        run_id, desk = spawn.run_id, self._desk
-        desk.link(run_id, parent) if parent else desk.open_run(run_id, ref.send)
-        desk.clocks[run_id] = spawn.channel.clock  # approval waits hold the run's wall clock
+        run_id, desk, channel = spawn.run_id, self._desk, spawn.channel
+        if parent is None:
+            desk.open_run(run_id, ref.send)
+        else:  # its steps in flight are read when asked (its planner starts later)
+            desk.link(run_id, parent, lambda: channel.in_flight())
+        channel.desk, desk.clocks[run_id] = desk, channel.clock  # approval waits hold it
         return ref
 
     async def _end_run(

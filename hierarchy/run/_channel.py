@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -17,6 +17,7 @@ from regiment.hierarchy._result import RunResult
 from regiment.hierarchy.events import Event, RunCompleted, RunFailed
 
 if TYPE_CHECKING:
+    from regiment.hierarchy._approvals import ApprovalDesk
     from regiment.hierarchy.run._journaling import RunJournal
     from regiment.hierarchy.run._lender import Lender, SupervisorLender
     from regiment.hierarchy.workers._journal_calls import RunCalls
@@ -53,6 +54,11 @@ class RunChannel:
     # The step this (nested) run serves was cut by its run's pause: this run pauses too,
     # so its steps waiting for decisions read as waiting, not as called off.
     pausing: bool = False
+    # The team's approval desk (set as the run starts): whether a step served by a
+    # nested run waits, and news for the run above when a nested run has only waits left.
+    desk: ApprovalDesk | None = None
+    # Its planner's steps in flight while it executes its plan (NestedWaits.InFlight).
+    in_flight: Callable[[], Collection[tuple[int, str, int]] | None] = field(default=lambda: None)
 
     @classmethod
     def open(
