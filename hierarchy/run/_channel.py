@@ -22,7 +22,12 @@ if TYPE_CHECKING:
     from regiment.hierarchy.run._lender import Lender, SupervisorLender
     from regiment.hierarchy.workers._journal_calls import RunCalls
 
-__all__ = ("RunChannel", "RunEvents")
+__all__ = ("RunChannel", "RunEvents", "not_executing")
+
+
+def not_executing() -> None:
+    """A nested run's steps in flight before its planner starts: none to tell."""
+
 
 # Events a reader takes back to back, while more are waiting, before it yields once.
 _STREAK = 64
@@ -57,8 +62,9 @@ class RunChannel:
     # The team's approval desk (set as the run starts): whether a step served by a
     # nested run waits, and news for the run above when a nested run has only waits left.
     desk: ApprovalDesk | None = None
-    # Its planner's steps in flight while it executes its plan (NestedWaits.InFlight).
-    in_flight: Callable[[], Collection[tuple[int, str, int]] | None] = field(default=lambda: None)
+    # A nested run's planner's steps in flight while it executes its plan (see
+    # NestedWaits.InFlight); None for a top-level run (no planner is asked).
+    in_flight: Callable[[], Collection[tuple[int, str, int]] | None] | None = None
 
     @classmethod
     def open(

@@ -15,6 +15,7 @@ from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import ApprovalAnswered, ApprovalAsked, RunChange
+from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._phase import Done, Ending, EndPartial, EndPaused, Executing, Phase
 
 __all__ = ("PausesForApprovals",)
@@ -49,6 +50,11 @@ class PausesForApprovals:
         elif not isinstance(news, NestedStalled):
             self._on_approval(news)
         self._pause_if_stalled()
+
+    def _show_in_flight(self, channel: RunChannel) -> None:
+        """A nested run's channel reads its steps in flight from here (a top run's: no)."""
+        if channel.in_flight is not None:
+            channel.in_flight = self._in_flight
 
     def _in_flight(self) -> Collection[tuple[int, str, int]] | None:
         """The steps in flight while the run executes its plan (see ``NestedWaits``)."""
