@@ -8,10 +8,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from regiment.hierarchy import ApprovalRequested, Event, RunCompleted
+from regiment.hierarchy import ApprovalRequested, Event, Planner, RunCompleted, Team, TeamWorker
+from regiment.models import ScriptedModel
 from regiment.tools import Approve
 
 from .approval_team import Shop, nested_team, plan_json, step
+from .brains import Brain
 
 pytestmark = pytest.mark.anyio
 
@@ -71,3 +73,35 @@ async def test_a_decision_while_a_nested_step_works_never_pauses_the_run(
     assert last.result.status == "completed"
     assert shop.refunds == [("5", 30)]
     assert shop.slow_done == ["slow child"]  # once: the run never paused
+
+
+async def test_a_team_nested_two_deep_pauses_only_once_its_working_step_is_done(
+    tmp_path: Path,
+) -> None:
+    shop = Shop()
+    inner = nested_team(shop, _TOP, _TOP, child_first=_CHILD, child_plans=(_CHILD,))
+    planner = Planner(model=ScriptedModel(Brain(plans=[plan_json(step("o1", "top", "go"))])))
+    outer = Team(
+        name="outer",
+        planner=planner,
+        workers=[TeamWorker(name="top", description="the top team", team=inner)],
+    )
+    async with outer.start(journal=tmp_path / "runs.db") as running:
+        with anyio.fail_after(10):
+            async with running.stream("refund via top") as events:
+                async for event in events:
+                    if isinstance(event, ApprovalRequested):
+                        await anyio.wait_all_tasks_blocked()  # a pause now would cut c2
+                        shop.release.set()
+                    last = event
+        assert isinstance(last, RunCompleted), last
+        paused = last.result
+        assert paused.status == "paused"
+        assert shop.slow_done == ["slow child"]
+        (request,) = paused.pending_approvals
+        assert request.worker == "outer/top/top/desk/shop/billing"
+        await running.approve(request.request_id, Approve(), by="ana")
+        with anyio.fail_after(10):
+            done = await running.resume(paused.run_id)
+    assert done.status == "completed"
+    assert shop.refunds == [("5", 30)]
