@@ -38,6 +38,7 @@ class Pending:
     started: float = 0.0  # when the call began to wait (monotonic)
     told: bool = False  # the decision reached the run's planner with ``settle``
     deciding: anyio.Event | None = None  # set while a decision is being recorded
+    at: tuple[str, int, str] | None = None  # the step (maybe nested) that waits on it now
 
 
 @final

@@ -25,6 +25,7 @@ from regiment.errors import ActorStopped, ApprovalError
 from regiment.hierarchy._approval_entries import Entries, Pending
 from regiment.hierarchy._clock import RunClock
 from regiment.hierarchy._nested_calls import NestedCalls
+from regiment.hierarchy._nested_waits import InFlight, NestedWaits
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Deny, EditArguments
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ __all__ = (
     "ApprovalDesk",
     "ApprovalNoticed",
     "ApprovalSettled",
+    "NestedStalled",
     "Notice",
     "StepAt",
     "decision_name",
@@ -67,7 +69,15 @@ class ApprovalSettled(msgspec.Struct, frozen=True):
     journaled: bool = False  # decided while the run was paused: the journal has it
 
 
-Notice = ApprovalNoticed | ApprovalSettled
+@final
+class NestedStalled(msgspec.Struct, frozen=True):
+    """A planner message: a run nested in this one has nothing left to do but wait for
+    decisions, so the step it serves waits too (the run may have to pause)."""
+
+    run_id: str
+
+
+Notice = ApprovalNoticed | ApprovalSettled | NestedStalled
 
 
 class StepAt(NamedTuple):
@@ -100,6 +110,7 @@ class ApprovalDesk:
         self.journal: Journal | None = None  # where a paused run's decisions are
         self.clocks: dict[str, RunClock] = {}  # the wall clocks of the runs in progress
         self.nested_calls = NestedCalls()  # how nested runs' calls are named in request ids
+        self.nested_waits = NestedWaits()  # which steps wait; what nested runs have in flight
 
     # -- runs ----------------------------------------------------------------
 
@@ -108,17 +119,20 @@ class ApprovalDesk:
         self._planners[run_id] = notify
         self._entries.live_again(run_id)
 
-    def link(self, run_id: str, parent: StepAt) -> None:
-        """A nested run started for ``parent``'s step: its requests belong to the top run."""
+    def link(self, run_id: str, parent: StepAt, inflight: InFlight) -> None:
+        """A nested run started for ``parent``'s step: its requests belong to the top run
+        (``inflight``: its steps in flight, to tell whether it has only waits left)."""
         if parent.run_id in self._planners:  # the top-level step (re)starts its nested run
             self.nested_calls.restart(parent)
         self._parents[run_id] = parent
+        self.nested_waits.link(run_id, parent, inflight)
 
     def close_run(self, run_id: str) -> None:
         """The run ended: its decided requests are forgotten, and so are its undecided
         ones when a journal keeps them for a resume (else a bounded few stay listed)."""
         top = self._planners.pop(run_id, None) is not None
         self._parents.pop(run_id, None)
+        self.nested_waits.unlink(run_id)
         self.clocks.pop(run_id, None)
         if top:
             self._entries.end_run(run_id, keep_undecided=self.journal is None)
@@ -154,9 +168,10 @@ class ApprovalDesk:
     # -- requests --------------------------------------------------------------
 
     async def wait(
-        self, request: ApprovalRequest, tool: Tool[..., object] | None
+        self, request: ApprovalRequest, tool: Tool[..., object] | None, at: StepAt | None = None
     ) -> ApprovalDecision:
-        """Register ``request`` (once), tell its run, and wait for the decision.
+        """Register ``request`` (once), tell its run, and wait for the decision (``at``:
+        the step, maybe of a nested run, whose call waits).
 
         An expired request is a denial. Cancelled (the run paused or stopped),
         the request stays pending.
@@ -168,7 +183,7 @@ class ApprovalDesk:
             # Journaled and told whole (shielded, for a bounded time): a pause that lands
             # meanwhile, because another call of the run asked first, must still find
             # this request pending.
-            journaled, decision, by = await self._asked_before(request)
+            journaled, decision, by = await _asked_before(self.journal, request)
             if decision is not None and entry.decision is None:  # (``approve`` may be quicker)
                 entry.decision, entry.by, entry.journaled = decision, by, True
         if entry.decision is not None:  # decided while the run was paused
@@ -179,6 +194,9 @@ class ApprovalDesk:
             return entry.decision
         started = entry.started = time.monotonic()
         if not self._expired(entry):
+            if at is not None:  # counted before its run hears of it
+                entry.at = at
+                self.nested_waits.hold(at)
             with anyio.move_on_after(_RECORD_GRACE, shield=True):
                 await self._tell(request.run_id, ApprovalNoticed(entry.request, journaled))
             ready = entry.ready = anyio.Event()
@@ -192,6 +210,7 @@ class ApprovalDesk:
                     await entry.deciding.wait()  # a decision being recorded wins over expiry
             finally:
                 entry.ready = None
+                self._unhold(entry)
         if entry.told:  # ``settle`` told the run's planner already
             return entry.decision or Deny(reason="no decision")
         if entry.decision is None:
@@ -215,7 +234,7 @@ class ApprovalDesk:
         """
         if self.journal is None:
             return await policy(request)
-        asked, decision, by = await self._journaled(request)
+        asked, decision, by = await _journaled(self.journal, request)
         if decision is not None:
             await self._tell(request.run_id, ApprovalSettled(request, decision, by, 0.0, True))
             return decision
@@ -286,6 +305,7 @@ class ApprovalDesk:
                 self._entries.drop(request_id)  # (from the journal: this desk needs it no more)
             return
         entry.told = True
+        self._unhold(entry)  # before its run hears of the decision
         entry.ready.set()
         waited = time.monotonic() - entry.started
         settled = ApprovalSettled(entry.request, decision, by, waited, journaled=journaled)
@@ -299,34 +319,17 @@ class ApprovalDesk:
             if e.decision is None and run_id in (None, e.request.run_id)
         )
 
-    async def _asked_before(
-        self, request: ApprovalRequest
-    ) -> tuple[bool, ApprovalDecision | None, str]:
-        """``_journaled``, shielded from a pause's cancel for at most ``_RECORD_GRACE``;
-        a journal that does not answer by then counts as 'not asked before'."""
-        with anyio.move_on_after(_RECORD_GRACE, shield=True):
-            return await self._journaled(request)
-        _log.warning(
-            "the journal did not answer within %g s whether approval request %s "
-            "was asked before; it is taken as new",
-            _RECORD_GRACE,
-            request.request_id,
-        )
-        return False, None, ""
+    def _unhold(self, entry: Pending) -> None:
+        if entry.at is not None:
+            self.nested_waits.release(entry.at)
+            entry.at = None
 
-    async def _journaled(
-        self, request: ApprovalRequest
-    ) -> tuple[bool, ApprovalDecision | None, str]:
-        """Whether a resumed run journaled ``request`` before, the decision taken since, and
-        by whom (a look-up of this approval's records, not a read of the whole run)."""
-        if self.journal is None:
-            return False, None, ""
-        found = await self.journal.approval(request.run_id, request.request_id)
-        if found is None:
-            return False, None, ""
-        if found.decision is None:
-            return True, None, ""
-        return True, found.decision.decision, found.decision.decided_by
+    async def stall_news(self, run_id: str) -> None:
+        """Nested run ``run_id`` had news: if only waits are left in it, its top-level
+        run hears so (and pauses if nothing else of it goes on either)."""
+        if self.nested_waits.stalled(run_id):
+            top = self.top(StepAt(run_id, 0, ""))
+            await self._tell(top.run_id, NestedStalled(run_id))
 
     def _expired(self, entry: Pending) -> bool:
         expires = entry.request.expires_at
@@ -337,6 +340,37 @@ class ApprovalDesk:
         if notify is not None:
             with contextlib.suppress(ActorStopped):  # the run has just ended
                 await notify(notice)
+
+
+async def _asked_before(
+    journal: Journal | None, request: ApprovalRequest
+) -> tuple[bool, ApprovalDecision | None, str]:
+    """``_journaled``, shielded from a pause's cancel for at most ``_RECORD_GRACE``;
+    a journal that does not answer by then counts as 'not asked before'."""
+    with anyio.move_on_after(_RECORD_GRACE, shield=True):
+        return await _journaled(journal, request)
+    _log.warning(
+        "the journal did not answer within %g s whether approval request %s "
+        "was asked before; it is taken as new",
+        _RECORD_GRACE,
+        request.request_id,
+    )
+    return False, None, ""
+
+
+async def _journaled(
+    journal: Journal | None, request: ApprovalRequest
+) -> tuple[bool, ApprovalDecision | None, str]:
+    """Whether a resumed run journaled ``request`` before, the decision taken since, and
+    by whom (a look-up of this approval's records, not a read of the whole run)."""
+    if journal is None:
+        return False, None, ""
+    found = await journal.approval(request.run_id, request.request_id)
+    if found is None:
+        return False, None, ""
+    if found.decision is None:
+        return True, None, ""
+    return True, found.decision.decision, found.decision.decided_by
 
 
 def _decided(entry: Pending) -> bool:

@@ -32,6 +32,7 @@ from regiment.hierarchy._supervisor import (
     Supervisor,
     capped,
     close_run,
+    spawn_known,
     wind_down,
 )
 from regiment.hierarchy._team_actors import (
@@ -293,11 +294,7 @@ class RunningTeam(DecidesApprovals):
     def _spawn_run(self, spawn: SpawnRun, parent: StepAt | None) -> RunRef:
         """The run's planner actor, spawned (in this task, dormant) and known to the
         approvals desk; nothing here waits, so no cancel can land in between."""
-        ref = self._spawner.spawn(spawn)
-        run_id, desk = spawn.run_id, self._desk
-        desk.link(run_id, parent) if parent else desk.open_run(run_id, ref.send)
-        desk.clocks[run_id] = spawn.channel.clock  # approval waits hold the run's wall clock
-        return ref
+        return spawn_known(self._spawner, self._desk, spawn, parent)
 
     async def _end_run(
         self,
@@ -321,6 +318,7 @@ class RunningTeam(DecidesApprovals):
         finally:
             del self._channels[run_id]
             self._desk.close_run(run_id)
+            channel.in_flight = None  # (a nested run's planner: no cycle left for the GC)
             if session is not None and self.journal is None and channel.result is not None:
                 self.sessions.remember(session, channel.result, self.team)
 

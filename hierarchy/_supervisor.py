@@ -16,17 +16,27 @@ from opentelemetry.trace import Span
 
 from regiment.actors import Actor, ActorContext, ActorRef, ChildFailed, RestartPolicy, Wakeup
 from regiment.errors import ActorStopped
+from regiment.hierarchy._approvals import ApprovalDesk, StepAt
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._messages import PAUSING, StepAllowance
 from regiment.hierarchy.events import Event, RunFailed
 from regiment.hierarchy.run._actor import PlannerActor
-from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.run._channel import RunChannel, not_executing
 from regiment.hierarchy.run._messages import CancelRun, PlannerMessage
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._turns import planner_crashed
 from regiment.hierarchy.workers._worker import Worker
 
-__all__ = ("RunRef", "RunSpawner", "SpawnRun", "Supervisor", "capped", "close_run", "wind_down")
+__all__ = (
+    "RunRef",
+    "RunSpawner",
+    "SpawnRun",
+    "Supervisor",
+    "capped",
+    "close_run",
+    "spawn_known",
+    "wind_down",
+)
 
 # How long a cancelled run may take to collect the cancelled report of a step that
 # may never be given up (its worker's cancel_grace is None).
@@ -124,6 +134,25 @@ class RunSpawner:
             capacity=1024,
             restart=_NO_RESTART,
         )
+
+
+def spawn_known(
+    spawner: RunSpawner, desk: ApprovalDesk, spawn: SpawnRun, parent: StepAt | None
+) -> RunRef:
+    """Spawn the run's planner and make the run known to the team's approvals desk (a
+    nested run as ``parent``'s, its steps in flight told by its planner when asked)."""
+    run_id, channel = spawn.run_id, spawn.channel
+    if parent is not None:
+        channel.in_flight = not_executing  # until its planner starts
+    ref = spawner.spawn(spawn)
+    if parent is None:
+        desk.open_run(run_id, ref.send)
+    else:
+        desk.link(
+            run_id, parent, lambda: None if channel.in_flight is None else channel.in_flight()
+        )
+    channel.desk, desk.clocks[run_id] = desk, channel.clock  # approval waits hold its clock
+    return ref
 
 
 def _stopped(name: str) -> ActorStopped:

@@ -25,7 +25,7 @@ from typing import assert_never
 from opentelemetry.trace import Span
 
 from regiment.errors import BudgetExceeded, RunError, StepFailed
-from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled
+from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled, NestedStalled
 from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._messages import PAUSING, BudgetLimit, StepReport
 from regiment.hierarchy._result import RunStatus
@@ -113,6 +113,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
         self._verifier = Verifier(team.checks, trace, team.artifacts)
         self._prompting = Prompting(team, goal, run_id, channel.history)
         self._phase: Phase = Planning("plan", self._prompting.first_session(), "initial")
+        self._show_in_flight(channel)  # a nested run's, to the approvals desk
 
     def _record(self, change: RunChange) -> None:
         """The one door for state changes: apply ``change``, emit its events, journal it."""
@@ -126,7 +127,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
                 self._start()
             case ModelReplied():
                 await self._on_model_reply(message)
-            case StepReport() | ApprovalNoticed() | ApprovalSettled():
+            case StepReport() | ApprovalNoticed() | ApprovalSettled() | NestedStalled():
                 await self._on_step_news(message)
             case CancelRun(reason=reason):
                 if not isinstance(self._phase, Done):  # a nested run pauses with its parent

@@ -52,9 +52,18 @@ class RunApprovals:
             case _:
                 assert_never(change)
 
-    def stalled(self, inflight: Mapping[tuple[int, str, int], str]) -> bool:
-        """Whether every step in flight waits for an approval (so nothing can go on)."""
+    def stalled(
+        self,
+        inflight: Mapping[tuple[int, str, int], str],
+        busy: Callable[[int, str], bool] = lambda version, step_id: False,
+    ) -> bool:
+        """Whether every step in flight waits for an approval (so nothing can go on);
+        ``busy``: whether a step (one served by a nested run) has other work going on,
+        though a call of it waits."""
         if not inflight or not self.pending:
             return False
         waiting = {(r.plan_version, r.step_id) for r in self.pending.values()}
-        return all((version, step_id) in waiting for version, step_id, _ in inflight)
+        return all(
+            (version, step_id) in waiting and not busy(version, step_id)
+            for version, step_id, _ in inflight
+        )

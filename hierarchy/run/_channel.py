@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -17,11 +17,17 @@ from regiment.hierarchy._result import RunResult
 from regiment.hierarchy.events import Event, RunCompleted, RunFailed
 
 if TYPE_CHECKING:
+    from regiment.hierarchy._approvals import ApprovalDesk
     from regiment.hierarchy.run._journaling import RunJournal
     from regiment.hierarchy.run._lender import Lender, SupervisorLender
     from regiment.hierarchy.workers._journal_calls import RunCalls
 
-__all__ = ("RunChannel", "RunEvents")
+__all__ = ("RunChannel", "RunEvents", "not_executing")
+
+
+def not_executing() -> None:
+    """A nested run's steps in flight before its planner starts: none to tell."""
+
 
 # Events a reader takes back to back, while more are waiting, before it yields once.
 _STREAK = 64
@@ -53,6 +59,12 @@ class RunChannel:
     # The step this (nested) run serves was cut by its run's pause: this run pauses too,
     # so its steps waiting for decisions read as waiting, not as called off.
     pausing: bool = False
+    # The team's approval desk (set as the run starts): whether a step served by a
+    # nested run waits, and news for the run above when a nested run has only waits left.
+    desk: ApprovalDesk | None = None
+    # A nested run's planner's steps in flight while it executes its plan (see
+    # NestedWaits.InFlight); None for a top-level run (no planner is asked).
+    in_flight: Callable[[], Collection[tuple[int, str, int]] | None] | None = None
 
     @classmethod
     def open(

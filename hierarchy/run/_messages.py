@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from opentelemetry.trace import Span
 
-from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled
+from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled, NestedStalled
 from regiment.hierarchy._messages import StepReport
 from regiment.models import ModelResponse
 
@@ -81,4 +81,5 @@ PlannerMessage: TypeAlias = (
     | GuardJudged
     | ApprovalNoticed
     | ApprovalSettled
+    | NestedStalled
 )

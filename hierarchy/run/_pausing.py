@@ -7,13 +7,15 @@ actor stays a router: the changes still go through its one door, ``_record``.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import assert_never
 
-from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled
+from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled, NestedStalled
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import ApprovalAnswered, ApprovalAsked, RunChange
+from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._phase import Done, Ending, EndPartial, EndPaused, Executing, Phase
 
 __all__ = ("PausesForApprovals",)
@@ -34,14 +36,29 @@ class PausesForApprovals:
     async def _on_report(self, report: StepReport) -> None:
         raise NotImplementedError  # PlannerActor's
 
-    async def _on_step_news(self, news: StepReport | ApprovalNoticed | ApprovalSettled) -> None:
-        """A step reported, or a call of one waits for (or got) a decision; then pause
-        if every step in flight waits for a decision."""
+    async def _on_step_news(
+        self, news: StepReport | ApprovalNoticed | ApprovalSettled | NestedStalled
+    ) -> None:
+        """A step reported, a call of one waits for (or got) a decision, or a run nested
+        in one has only waits left; then pause if every step in flight waits for a
+        decision. A nested run never pauses by itself: the run above hears of it."""
         if isinstance(news, StepReport):
             await self._on_report(news)
-        else:
+            desk = self._book.channel.desk
+            if desk is not None and desk.nested_waits.waiting:  # (no call waits: no news)
+                await desk.stall_news(self._book.run_id)
+        elif not isinstance(news, NestedStalled):
             self._on_approval(news)
         self._pause_if_stalled()
+
+    def _show_in_flight(self, channel: RunChannel) -> None:
+        """A nested run's channel reads its steps in flight from here (a top run's: no)."""
+        if channel.in_flight is not None:
+            channel.in_flight = self._in_flight
+
+    def _in_flight(self) -> Collection[tuple[int, str, int]] | None:
+        """The steps in flight while the run executes its plan (see ``NestedWaits``)."""
+        return self._book.dispatcher.inflight if type(self._phase) is Executing else None
 
     def _on_approval(self, notice: ApprovalNoticed | ApprovalSettled) -> None:
         """Record a request or a decision of this run (or of a team nested in it)."""
@@ -66,9 +83,14 @@ class PausesForApprovals:
         if (
             type(self._phase) is Executing
             and approvals.pending
-            and approvals.stalled(book.dispatcher.inflight)
+            and approvals.stalled(book.dispatcher.inflight, self._nested_working)
         ):
             self._wind_down(EndPaused())
+
+    def _nested_working(self, version: int, step_id: str) -> bool:
+        """Whether the step is served by a nested run that has other work going on."""
+        desk = self._book.channel.desk
+        return desk is not None and desk.nested_waits.busy((self._book.run_id, version, step_id))
 
     def _closing(self, ending: EndPartial | EndPaused) -> tuple[str, RunStatus]:
         """The answer and status of a run that ends partial or paused."""

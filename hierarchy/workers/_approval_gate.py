@@ -103,12 +103,16 @@ class ApprovalGate:
             with desk.waiting(at):
                 if policy is not None:
                     return await desk.ask(request, policy)
-                return await self._on_desk(request, tool, progress)
+                return await self._on_desk(request, tool, progress, at)
 
         return wait
 
     async def _on_desk(
-        self, request: ApprovalRequest, tool: Tool[..., object], progress: StepProgress | None
+        self,
+        request: ApprovalRequest,
+        tool: Tool[..., object],
+        progress: StepProgress | None,
+        at: StepAt,
     ) -> ApprovalDecision:
         """Wait on the desk for a human's decision, in a ``regiment.approval`` span.
 
@@ -126,7 +130,7 @@ class ApprovalGate:
             },
         ) as span:
             try:
-                decision = await self._desk.wait(request, tool)
+                decision = await self._desk.wait(request, tool, at)
             except anyio.get_cancelled_exc_class() as exc:
                 if progress is None or not progress.paused:
                     raise

@@ -21,6 +21,7 @@ class Shop:
     refunds: list[tuple[str, int]] = field(default_factory=list)
     release: anyio.Event = field(default_factory=anyio.Event)
     seen: list[str] = field(default_factory=list)  # the tool results the billing worker got
+    slow_done: list[str] = field(default_factory=list)  # the ``slow`` steps that finished
 
     def tools(self) -> list[Tool[..., object]]:
         @tool(requires_approval=True, idempotency_key=("order_id",))
@@ -44,6 +45,7 @@ class Shop:
         words = description.split()
         if words[0] == "slow":
             await self.release.wait()
+            self.slow_done.append(description)
             return "slow done"
         results = tool_results(request)
         if not results:
@@ -91,10 +93,12 @@ def nested_team(
     *top_plans: str,
     child_plans: tuple[str, ...] = (),
     telemetry: Telemetry | None = None,
+    child_first: str | None = None,
 ) -> Team:
-    """A top team whose ``desk`` worker is the shop team: its first run plans one refund
-    step (``c1``), its later ones plan ``child_plans``."""
-    child = shop_team(shop, plan_json(step("c1", "billing", "refund 5 30")), *child_plans)
+    """A top team whose ``desk`` worker is the shop team: its first run plans
+    ``child_first`` (by default one refund step, ``c1``), its later ones ``child_plans``."""
+    first = child_first or plan_json(step("c1", "billing", "refund 5 30"))
+    child = shop_team(shop, first, *child_plans)
 
     async def work(description: str, results: object, request: ModelRequest) -> ModelResponse | str:
         return await shop.work(request)
