@@ -74,7 +74,8 @@ async def test_a_taken_over_runs_stream_ends_saying_so_and_by_whom(where: str) -
                 await thief.acquire(info.run_id, owner="elsewhere:4242:1", ttl=3600)
         # It said "RunError: the run's planner failed while handling CancelRun: LeaseLost: ...".
         last = events[-1]
-        assert isinstance(last, RunFailed) and last.error_type == "LeaseLost"
+        assert isinstance(last, RunFailed)
+        assert last.error_type == "LeaseLost"
         assert last.message.startswith(
             f"run {info.run_id} was taken over by another process, pid 4242 on elsewhere"
         )
