@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,19 @@ async def test_the_paused_call_is_told_as_awaiting_approval_in_events(tmp_path: 
         if event["type"] == "ToolCallFinished" and event["tool"] == "issue_refund"
     ]
     assert [event["outcome"] for event in finished] == ["awaiting_approval"]
+
+
+async def test_a_second_decision_says_what_the_first_was_and_when(tmp_path: Path) -> None:
+    # Without --by it said "was already decided by someone".
+    journal = str(tmp_path / "runs.db")
+    run_id, request_id = await _paused_run(journal)
+    code, _, err = await run_cli("approve", run_id, request_id, "--journal", journal)
+    assert code == 0, err
+    code, _, err = await run_cli(
+        "approve", run_id, request_id, "--deny", "no", "--journal", journal
+    )
+    assert code == 2
+    assert "someone" not in err
+    decided = rf"approval request {request_id} \(issue_refund in run {run_id}\) was already"
+    when = r"decided \(approve\) at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC; a decision cannot be"
+    assert re.search(f"{decided} {when} changed", err), err
