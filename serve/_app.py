@@ -335,5 +335,17 @@ async def _decide(s: _Service, request: Request) -> Response:
             f"cannot {body.kind}",
             f"{exc} (a run live in another process takes its decisions there)",
         ) from exc
+    await _all_decided(s, decided.run_id)
     view = approval_view(decided)
     return json_response({**view, "decision": body.kind, "decided_by": body.by})
+
+
+async def _all_decided(s: _Service, run_id: str) -> None:
+    """A paused run of this process's whose last pending request was just decided lists
+    as the journal lists it, ``stalled``: it waits for a resume (``GET /runs/{id}`` says
+    so), no longer for approvals."""
+    record = s.store.get(run_id)
+    if record is None or record.status != "paused" or s.journal is None:
+        return  # without a journal a paused run cannot be resumed: it stays as it ended
+    if not await s.live().running.pending_approvals(run_id):
+        record.status = "stalled"

@@ -66,6 +66,11 @@ async def test_show_names_the_call_a_paused_step_waits_on(tmp_path: Path) -> Non
     assert code == 0, err
     code, out, err = await run_cli("show", run_id, "--journal", journal)
     assert "  v1 s2 [dispatched, no report] \n" in out  # decided: resume goes on with it
+    # It said only "stalled"; a service's GET /runs/{id} said "1 approval(s) pending".
+    assert out.splitlines()[1] == (
+        "paused, and its approval requests have all been decided since: it waits to be "
+        f"resumed (regiment resume {run_id})"
+    )
 
 
 async def test_approve_records_a_decision_once_and_checks_edits(tmp_path: Path) -> None:
