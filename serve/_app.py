@@ -247,6 +247,12 @@ async def _resume(s: _Service, request: Request) -> Response:
     """``POST /runs/{run_id}/resume``: finish a journaled run that stopped or paused (in the
     run's trace); 202 with its id, or with ``?wait=true`` its view once it has ended."""
     run_id, runs, wait = request.path_params["run_id"], s.live(), flag(request, "wait")
+    if s.journal is None:  # the library's "Team.start(journal=...)" is not this user's door
+        detail = (
+            "this service keeps no journal, so it cannot resume a run: serve with "
+            "--journal PATH_OR_URL (or create_app(team, journal=...))"
+        )
+        raise ApiError(409, "cannot resume", detail)
     try:
         record = await runs.resume(run_id)
     except UnknownRun as exc:
