@@ -74,7 +74,10 @@ async def _decide_both(c: httpx.AsyncClient, run_id: str, asked: list[dict[str, 
     assert ok.status_code == 200
     again = await c.post(f"/approvals/{small['request_id']}", json={"decision": "approve"})
     assert again.status_code == 409
-    assert "already decided" in again.json()["detail"]
+    assert again.json()["detail"] == (  # it said "by someone" when no "by" was given
+        f"approval request {small['request_id']} (issue_refund in run {run_id}) was already "
+        "decided: approved; a decision cannot be changed"
+    )
 
 
 async def test_a_paused_run_without_a_journal_cannot_be_decided() -> None:
