@@ -51,7 +51,6 @@ from regiment.journal import (
     StepDispatched,
     StepReported,
     TeamFile,
-    describe_owner,
     heartbeat,
 )
 from regiment.journal import RunFinished as JournalFinished
@@ -264,7 +263,9 @@ def taken_over(run_id: str, lost: LeaseLost) -> str:
     ``run()``'s ``JournalError``, a stream's last event and the CLI's last line."""
     if lost.owner is None:  # the lease was let go, not taken: the journal's words say how
         who = f"another process ({lost})"
-    else:
+    else:  # loaded only now: a run that is never taken over does not load the owners module
+        from regiment.journal import describe_owner
+
         who = f"another process, {describe_owner(lost.owner)}, which runs it now"
     return (
         f"run {run_id} was taken over by {who}; nothing this process did after that was "
