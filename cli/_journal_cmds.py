@@ -170,6 +170,7 @@ def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
     plans: list[object] = []
     steps: list[dict[str, object]] = []
     answer, usage, error = None, None, None
+    paused = False
     team_file: str | None = None
     app_dir: str | None = None
     sent: dict[tuple[int, str], str] = {}  # dispatched steps with no report yet: their worker
@@ -201,6 +202,8 @@ def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
                 asked.pop(approval_id, None)
             case EventRecorded(event={"type": "RunFailed", "usage": spent}):
                 usage = spent  # what a failed run spent (its RunFinished has no result)
+            case EventRecorded(event={"type": "RunCompleted", "result": {"status": status}}):
+                paused = status == "paused"  # its last stop; a resume goes on after it
             case RunFinished(answer=text, error=failure, result=result):
                 answer, error, usage = text, failure, result.get("usage", usage)
             case RunCreated() | _:
@@ -220,6 +223,7 @@ def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
         "answer": answer,
         "error": error,
         "usage": usage,
+        "paused": paused,
     }
 
 
@@ -248,6 +252,12 @@ def _in_flight(
 
 def _print_shown(shown: dict[str, object], stdout: TextIO) -> None:
     print(f"run {shown['run_id']} ({shown['team']}): {shown['status']}", file=stdout)
+    if shown["status"] == "stalled" and shown["paused"]:  # else it would list awaiting_approval
+        print(
+            "paused, and its approval requests have all been decided since: it waits to be "
+            f"resumed (regiment resume {shown['run_id']})",
+            file=stdout,
+        )
     print(f"goal: {shown['goal']}", file=stdout)
     if shown["team_file"] is not None:
         print(f"team file: {shown['team_file']}", file=stdout)

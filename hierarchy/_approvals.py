@@ -263,11 +263,11 @@ class ApprovalDesk:
         assert entry is not None  # ``get`` found it, and nothing awaited since
         request = entry.request
         if entry.decision is not None or entry.deciding is not None:
-            by = entry.by or "someone"
+            by = f" by {entry.by}" if entry.by else ""  # no name given: none made up
             done = _describe(entry.decision) if entry.decision else "being recorded"
             raise ApprovalError(
                 f"approval request {request_id} ({request.tool_name} in run "
-                f"{request.run_id}) was already decided by {by}: {done}; a decision cannot "
+                f"{request.run_id}) was already decided{by}: {done}; a decision cannot "
                 "be changed",
                 kind="decided",
             )

@@ -10,12 +10,13 @@ appended under the run's lease, which a resume of the run applies.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC
 from typing import TYPE_CHECKING
 
 import anyio
 
 from regiment.errors import ApprovalError, LeaseHeld
-from regiment.hierarchy._approvals import ApprovalDesk
+from regiment.hierarchy._approvals import ApprovalDesk, decision_name
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, owner_name
 from regiment.hierarchy.workers._team_worker import TeamWorker
@@ -169,7 +170,7 @@ async def decide_in_journal(
         raise _unknown(request_id, f"journal {journal.where}")
     request = requested.request
     if decided is not None:
-        raise _already_decided(request, decided)
+        raise await _already_decided(journal, request, decided)
     ended = (await journal.get_run(request.run_id)).status
     if ended in _ENDED:
         raise ApprovalError(
@@ -234,7 +235,7 @@ async def record_decision(
     try:
         found = await journal.approval(request.run_id, request.request_id)
         if found is not None and found.decision is not None:
-            raise _already_decided(request, found.decision)
+            raise await _already_decided(journal, request, found.decision)
         record = ApprovalDecided(
             run_id=request.run_id, approval_id=request.request_id, decision=decision, decided_by=by
         )
@@ -254,18 +255,27 @@ async def _decision_lease(journal: Journal, request: ApprovalRequest) -> Lease:
         except LeaseHeld:
             found = await journal.approval(request.run_id, request.request_id)
             if found is not None and found.decision is not None:
-                raise _already_decided(request, found.decision) from None
+                raise await _already_decided(journal, request, found.decision) from None
             if attempt == _DECISION_TRIES - 1:
                 raise
         await anyio.sleep(0.05)
     raise AssertionError("unreachable")  # (the last attempt returned or raised)
 
 
-def _already_decided(request: ApprovalRequest, decided: ApprovalDecided) -> ApprovalError:
+async def _already_decided(
+    journal: Journal, request: ApprovalRequest, decided: ApprovalDecided
+) -> ApprovalError:
+    """The refusal of a second decision: what the first one was, who took it (when a
+    name was given) and when the journal recorded it."""
+    what = decision_name(decided.decision)
+    when = ""
+    for entry in await journal.read(request.run_id):  # only on this refusal: a read is fine
+        if entry.record == decided:
+            when = f" at {entry.recorded_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+    who = f" by {decided.decided_by}" if decided.decided_by else ""
     return ApprovalError(
         f"approval request {request.request_id} ({request.tool_name} in run {request.run_id}) "
-        f"was already decided by {decided.decided_by or 'someone'}; a decision cannot "
-        "be changed",
+        f"was already decided{who} ({what}){when}; a decision cannot be changed",
         kind="decided",
     )
 

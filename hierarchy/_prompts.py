@@ -16,7 +16,7 @@ from regiment._stray import raise_stray
 from regiment.hierarchy._messages import StepContext
 from regiment.hierarchy.plan._plan import Plan, PlanStep
 
-__all__ = ("Prompts",)
+__all__ = ("Prompts", "hook_failed")
 
 _PLANNER = """\
 Break the goal into steps for the workers below. Steps that do not depend on each
@@ -204,3 +204,12 @@ def _guarded(name: str, method: Callable[..., str]) -> Callable[..., str]:
 
     call._stray_guard = True  # type: ignore[attr-defined]
     return call
+
+
+def hook_failed(prompts: Prompts, hook: str, exc: Exception) -> str:
+    """What to say when the ``hook`` method of ``prompts`` raised ``exc``: which class's
+    which hook, what it raised, and what to do."""
+    return (
+        f"the Prompts hook {type(prompts).__name__}.{hook} raised {type(exc).__name__}: {exc}; "
+        "fix that method (it must return the text), or remove it to use regiment's default"
+    )

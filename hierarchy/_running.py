@@ -40,6 +40,7 @@ from regiment.hierarchy._team_actors import (
     not_nested_in_itself,
     run_calls,
     runtime_of,
+    spawn_worker,
     start_ray,
     worker_actor,
 )
@@ -377,7 +378,7 @@ async def _spawn_team(
                 )
             case _:
                 assert_never(worker)
-        refs[worker.name] = await system.spawn(factory, name=name, capacity=256)
+        refs[worker.name] = await spawn_worker(system, factory, name)
     runtime = runtime_of(team, specs, refs, telemetry, guards)
     spawner = RunSpawner(
         runtime,

@@ -15,12 +15,13 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from opentelemetry.trace import Span
 
 from regiment.actors import Actor, ActorContext, ActorRef, ChildFailed, RestartPolicy, Wakeup
-from regiment.errors import ActorStopped
+from regiment.errors import ActorFailed, ActorStopped, RunError
 from regiment.hierarchy._approvals import ApprovalDesk, StepAt
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._messages import PAUSING, StepAllowance
 from regiment.hierarchy.events import Event, RunFailed
 from regiment.hierarchy.run._actor import PlannerActor
+from regiment.hierarchy.run._changes import RunAborted
 from regiment.hierarchy.run._channel import RunChannel, not_executing
 from regiment.hierarchy.run._messages import CancelRun, PlannerMessage
 from regiment.hierarchy.run._runtime import TeamRuntime
@@ -114,6 +115,7 @@ class RunSpawner:
 
         Raises:
             ActorStopped: the team's supervisor has stopped (the team is stopping).
+            RunError: a hook of the planner's ``Prompts`` raised as the run began.
         """
         ctx = self._ctx
         if ctx is None or not ctx.self_ref.is_alive:  # not once the supervisor is stopping
@@ -128,12 +130,20 @@ class RunSpawner:
         # Dormant: the planner takes its mail in its senders' tasks (its start in
         # this one, its reports in the runners', its calls in run()'s caller's),
         # so its own task, and starting and stopping it, are spared unless needed.
-        return ctx.spawn_dormant(
-            lambda: PlannerActor(runtime, run_id, goal, channel, span),
-            name=run_id,
-            capacity=1024,
-            restart=_NO_RESTART,
-        )
+        try:
+            return ctx.spawn_dormant(
+                lambda: PlannerActor(runtime, run_id, goal, channel, span),
+                name=run_id,
+                capacity=1024,
+                restart=_NO_RESTART,
+            )
+        except ActorFailed as exc:  # a Prompts hook raised: the run fails saying which
+            error = exc.__cause__
+            if not isinstance(error, RunError):
+                raise
+            if channel.journal is not None:  # journaled as failed, not left to list as stalled
+                channel.journal.note(RunAborted(error), None)
+            raise error from error.__cause__
 
 
 def spawn_known(

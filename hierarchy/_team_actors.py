@@ -7,8 +7,8 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from regiment.actors import ActorRef
-from regiment.errors import ConfigError
+from regiment.actors import ActorRef, ActorSystem
+from regiment.errors import ActorFailed, ConfigError
 from regiment.hierarchy._approvals import ApprovalDesk
 from regiment.hierarchy._messages import WorkerMessage
 from regiment.hierarchy.guard._roles import RoleGuards
@@ -29,6 +29,7 @@ __all__ = (
     "not_nested_in_itself",
     "run_calls",
     "runtime_of",
+    "spawn_worker",
     "start_ray",
     "worker_actor",
 )
@@ -126,3 +127,20 @@ def check_remote_deps(team: Team, deps: object) -> None:
 def run_calls(channels: Mapping[str, RunChannel], run_id: str) -> RunCalls | None:
     channel = channels.get(run_id)
     return None if channel is None else channel.calls
+
+
+async def spawn_worker(
+    system: ActorSystem, factory: Callable[[], StepActor], name: str
+) -> ActorRef[WorkerMessage, None]:
+    """A worker's actor, started. A ``ConfigError`` its making raised (a ``Prompts`` hook
+    that raised, say) is raised as it is: it names the worker and what to fix.
+
+    Raises:
+        ConfigError: the worker cannot be made as configured.
+    """
+    try:
+        return await system.spawn(factory, name=name, capacity=256)
+    except ActorFailed as exc:
+        if isinstance(exc.__cause__, ConfigError):
+            raise exc.__cause__ from exc.__cause__.__cause__
+        raise

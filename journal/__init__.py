@@ -132,6 +132,7 @@ __all__ = (
     "TeamFile",
     "ToolCallFinished",
     "ToolCallStarted",
+    "describe_owner",
     "heartbeat",
     "open_journal",
     "process_owner",
@@ -146,7 +147,7 @@ _LAZY_NAMES = LazyNames(
         "regiment.journal._postgres": ("PostgresJournal",),
         "regiment.journal._sqlite": ("SqliteJournal",),
         "regiment.journal._heartbeat": ("heartbeat",),
-        "regiment.journal._owners": ("process_owner",),
+        "regiment.journal._owners": ("describe_owner", "process_owner"),
         "regiment.journal._memory": ("MemoryJournal",),
         "regiment.journal._open": (
             "JournalSpec",
@@ -187,7 +188,7 @@ if TYPE_CHECKING:
     from regiment.journal._heartbeat import heartbeat
     from regiment.journal._memory import MemoryJournal
     from regiment.journal._open import JournalSpec, open_journal
-    from regiment.journal._owners import process_owner
+    from regiment.journal._owners import describe_owner, process_owner
     from regiment.journal._postgres import PostgresJournal
     from regiment.journal._protocol import Journal
     from regiment.journal._records import (

@@ -23,7 +23,7 @@ import socket
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ("local_owner", "owners_gone", "process_owner")
+__all__ = ("describe_owner", "local_owner", "owners_gone", "process_owner")
 
 _log = logging.getLogger("regiment.journal")
 _PROC = Path("/proc")
@@ -109,3 +109,10 @@ def _local(owner: str) -> tuple[int, bool] | None:
         return None  # its pids are not ours to look up
     now = _start_and_state(int(pid))
     return int(pid), now is None or now[1] in ("Z", "X") or now[0] != start
+
+
+def describe_owner(owner: str) -> str:
+    """An owner (``host:pid:stamp``, or ``host:pid`` in older journals) as people say it."""
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    return f"pid {pid} on {host} ({owner})" if pid.isdigit() else repr(owner)

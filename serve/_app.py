@@ -247,6 +247,12 @@ async def _resume(s: _Service, request: Request) -> Response:
     """``POST /runs/{run_id}/resume``: finish a journaled run that stopped or paused (in the
     run's trace); 202 with its id, or with ``?wait=true`` its view once it has ended."""
     run_id, runs, wait = request.path_params["run_id"], s.live(), flag(request, "wait")
+    if s.journal is None:  # the library's "Team.start(journal=...)" is not this user's door
+        detail = (
+            "this service keeps no journal, so it cannot resume a run: serve with "
+            "--journal PATH_OR_URL (or create_app(team, journal=...))"
+        )
+        raise ApiError(409, "cannot resume", detail)
     try:
         record = await runs.resume(run_id)
     except UnknownRun as exc:
@@ -335,5 +341,17 @@ async def _decide(s: _Service, request: Request) -> Response:
             f"cannot {body.kind}",
             f"{exc} (a run live in another process takes its decisions there)",
         ) from exc
+    await _all_decided(s, decided.run_id)
     view = approval_view(decided)
     return json_response({**view, "decision": body.kind, "decided_by": body.by})
+
+
+async def _all_decided(s: _Service, run_id: str) -> None:
+    """A paused run of this process's whose last pending request was just decided lists
+    as the journal lists it, ``stalled``: it waits for a resume (``GET /runs/{id}`` says
+    so), no longer for approvals."""
+    record = s.store.get(run_id)
+    if record is None or record.status != "paused" or s.journal is None:
+        return  # without a journal a paused run cannot be resumed: it stays as it ended
+    if not await s.live().running.pending_approvals(run_id):
+        record.status = "stalled"

@@ -31,7 +31,7 @@ from regiment.hierarchy import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from regiment.journal import Journal
+from regiment.journal import Journal, describe_owner
 
 from ._registry import RunRecord, RunStore, cancelled
 
@@ -257,13 +257,6 @@ def _new_owner(exc: BaseException) -> str | None:
             return cause.owner
         cause = cause.__cause__
     return None
-
-
-def describe_owner(owner: str) -> str:
-    """An owner (``host:pid:stamp``, or ``host:pid`` in older journals) as people say it."""
-    host, _, rest = owner.partition(":")
-    pid = rest.partition(":")[0]
-    return f"pid {pid} on {host} ({owner})" if pid.isdigit() else repr(owner)
 
 
 def _unread(reader: RunEvents | None) -> Event | None:

@@ -31,7 +31,7 @@ def run_view(record: RunRecord) -> dict[str, object]:
     view = run_summary(record) | {"error": record.error, "events": len(record.events)}
     result = record.result
     if result is not None:
-        return view | _got_to(result.answer, result)
+        return view | _got_to(_answer(record, result), result)
     last = record.events[-1] if record.events else None
     # A failed or cancelled run: what its RunFailed says it got to; nothing while it runs,
     # or when the RunFailed is the app's own with no tally (the service failed driving
@@ -39,6 +39,19 @@ def run_view(record: RunRecord) -> dict[str, object]:
     if isinstance(last, RunFailed) and (last.plans or last.model_calls):
         return view | _got_to(None, last)
     return view | {"answer": None, "output": None, "usage": None, "plans": [], "steps": []}
+
+
+def _answer(record: RunRecord, result: RunResult) -> str:
+    """The run's answer; for a paused run listed ``stalled`` (the journal lists one with
+    a request still pending ``paused``), what it waits for now: not "N approval(s)
+    pending", as it said when it paused, but a resume."""
+    if result.status != "paused" or record.status != "stalled":
+        return result.answer
+    run_id = record.run_id
+    return (
+        "paused, and its approval requests have all been decided since: it waits to be "
+        f"resumed (`regiment resume {run_id}`, or POST /runs/{run_id}/resume)"
+    )
 
 
 def _got_to(answer: str | None, got: RunResult | RunFailed) -> dict[str, object]:

@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from regiment.hierarchy.events import Event
     from regiment.models import ModelResponse
 
-__all__ = ("LEASE_TTL", "UNJOURNALED", "RunJournal", "Unjournaled", "owner_name")
+__all__ = ("LEASE_TTL", "UNJOURNALED", "RunJournal", "Unjournaled", "owner_name", "taken_over")
 
 
 def owner_name() -> str:
@@ -250,16 +250,27 @@ class RunJournal:
         finally:
             closed.set()
         if isinstance(self._error, LeaseLost):  # another process owns the run now
-            raise JournalError(
-                f"run {self.run_id} was taken over by another process ({self._error}); "
-                "nothing this process did after that was kept: the new owner finishes it "
-                f"(`regiment show {self.run_id}`)"
-            ) from self._error
+            raise JournalError(taken_over(self.run_id, self._error)) from self._error
         if self._error is not None:
             raise JournalError(
                 f"run {self.run_id} could not be journaled ({self._error}); its result "
                 "is not durable: fix the journal and resume the run"
             ) from self._error
+
+
+def taken_over(run_id: str, lost: LeaseLost) -> str:
+    """What the old owner of a run that another process took over says: the same in
+    ``run()``'s ``JournalError``, a stream's last event and the CLI's last line."""
+    if lost.owner is None:  # the lease was let go, not taken: the journal's words say how
+        who = f"another process ({lost})"
+    else:  # loaded only now: a run that is never taken over does not load the owners module
+        from regiment.journal import describe_owner
+
+        who = f"another process, {describe_owner(lost.owner)}, which runs it now"
+    return (
+        f"run {run_id} was taken over by {who}; nothing this process did after that was "
+        f"kept: the new owner finishes it (`regiment show {run_id}`)"
+    )
 
 
 class Unjournaled:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from regiment.errors import LeaseLost
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy.events import (
@@ -37,8 +38,10 @@ def check_failed(run_id: str, report: StepReport, check: str, reason: str) -> Ch
 
 
 def failed(tally: RunResult, error: BaseException) -> RunFailed:
-    """The last event of a failed run: why, and what it got to (``tally``)."""
-    return tally.as_failed(type(error).__name__, str(error))
+    """The last event of a failed run: why, and what it got to (``tally``). A run taken
+    over by another process says ``LeaseLost``, as a service's record of it does."""
+    lost = isinstance(error.__cause__, LeaseLost)
+    return tally.as_failed("LeaseLost" if lost else type(error).__name__, str(error))
 
 
 def errored(run_id: str, report: StepReport) -> StepErrored:

@@ -35,9 +35,10 @@ from collections.abc import Awaitable
 from typing import final
 
 from regiment.actors import Actor, Envelope, Wakeup, in_context
-from regiment.errors import RunCancelled, RunError
+from regiment.errors import LeaseLost, RunCancelled, RunError
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import RunAborted, RunChange
+from regiment.hierarchy.run._journaling import taken_over
 from regiment.hierarchy.run._messages import PlannerMessage
 from regiment.hierarchy.run._own_task import fail_in_own_task, reraise
 
@@ -144,7 +145,8 @@ class TakesTurns(Actor[PlannerMessage, None]):
         """A handler raised ``exc``; before the actor fails (and its supervisor sees
         it), the run fails with it as the cause."""
         if not self._book.channel.done:
-            self._abort(_handler_failed(message, exc))  # at once: the actor is failing
+            failure = _handler_failed(message, exc, self._book.run_id)
+            self._abort(failure)  # at once: the actor is failing
 
     async def _wait_turn(self) -> None:
         waiters = self._waiters
@@ -191,7 +193,11 @@ def planner_crashed(exc: Exception) -> RunError:
     return error
 
 
-def _handler_failed(message: PlannerMessage, exc: Exception) -> RunError:
+def _handler_failed(message: PlannerMessage, exc: Exception, run_id: str) -> RunError:
+    if isinstance(exc, LeaseLost):  # not the planner's fault: another process took the run
+        error = RunError(taken_over(run_id, exc))
+        error.__cause__ = exc
+        return error
     error = RunError(
         f"the run's planner failed while handling {type(message).__name__}: "
         f"{type(exc).__name__}: {exc}"

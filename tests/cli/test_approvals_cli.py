@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,11 @@ async def test_show_names_the_call_a_paused_step_waits_on(tmp_path: Path) -> Non
     assert code == 0, err
     code, out, err = await run_cli("show", run_id, "--journal", journal)
     assert "  v1 s2 [dispatched, no report] \n" in out  # decided: resume goes on with it
+    # It said only "stalled"; a service's GET /runs/{id} said "1 approval(s) pending".
+    assert out.splitlines()[1] == (
+        "paused, and its approval requests have all been decided since: it waits to be "
+        f"resumed (regiment resume {run_id})"
+    )
 
 
 async def test_approve_records_a_decision_once_and_checks_edits(tmp_path: Path) -> None:
@@ -182,3 +188,19 @@ async def test_the_paused_call_is_told_as_awaiting_approval_in_events(tmp_path: 
         if event["type"] == "ToolCallFinished" and event["tool"] == "issue_refund"
     ]
     assert [event["outcome"] for event in finished] == ["awaiting_approval"]
+
+
+async def test_a_second_decision_says_what_the_first_was_and_when(tmp_path: Path) -> None:
+    # Without --by it said "was already decided by someone".
+    journal = str(tmp_path / "runs.db")
+    run_id, request_id = await _paused_run(journal)
+    code, _, err = await run_cli("approve", run_id, request_id, "--journal", journal)
+    assert code == 0, err
+    code, _, err = await run_cli(
+        "approve", run_id, request_id, "--deny", "no", "--journal", journal
+    )
+    assert code == 2
+    assert "someone" not in err
+    decided = rf"approval request {request_id} \(issue_refund in run {run_id}\) was already"
+    when = r"decided \(approve\) at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC; a decision cannot be"
+    assert re.search(f"{decided} {when} changed", err), err

@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from regiment.errors import JournalError
+from regiment.hierarchy import Event, RunFailed
 from regiment.journal import open_journal
 from tests.serve.teams import Stuck, stuck_team
 
@@ -50,5 +51,34 @@ async def test_a_run_taken_over_while_its_tool_waits_stops_at_once(where: str) -
         assert "was taken over by another process" in str(error)
         assert "the new owner finishes it" in str(error)
         assert (await thief.get_run(info.run_id)).status == "running"  # the thief's now
+    finally:
+        await thief.close()
+
+
+async def test_a_taken_over_runs_stream_ends_saying_so_and_by_whom(where: str) -> None:
+    stuck = Stuck()
+    thief = await open_journal(where, clock=lambda: time.time() + 3600)
+    events: list[Event] = []
+    try:
+        async with stuck_team(stuck).start(journal=where, lease_ttl=TTL) as running:
+
+            async def follow() -> None:
+                with pytest.raises(JournalError, match="was taken over by another process"):
+                    async with running.stream(SCAN) as stream:
+                        events.extend([event async for event in stream])
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(follow)
+                await stuck.started.wait()
+                (info,) = await thief.list_runs()
+                await thief.acquire(info.run_id, owner="elsewhere:4242:1", ttl=3600)
+        # It said "RunError: the run's planner failed while handling CancelRun: LeaseLost: ...".
+        last = events[-1]
+        assert isinstance(last, RunFailed)
+        assert last.error_type == "LeaseLost"
+        assert last.message.startswith(
+            f"run {info.run_id} was taken over by another process, pid 4242 on elsewhere"
+        )
+        assert "the new owner finishes it" in last.message
     finally:
         await thief.close()

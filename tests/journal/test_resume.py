@@ -200,7 +200,9 @@ async def test_a_run_whose_lease_is_taken_fails_with_a_journal_error(tmp_path: P
 
     try:
         async with make_team(steal).start(journal=path) as running:
-            with pytest.raises(JournalError, match="took the run over") as caught:
+            with pytest.raises(
+                JournalError, match=r"taken over by another process, 'thief'"
+            ) as caught:
                 await running.run(GOAL, deps=Ledger(folder))
         # The old owner is told the run is someone else's now, not to resume it.
         assert "was taken over by another process" in str(caught.value)

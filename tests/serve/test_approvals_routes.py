@@ -74,7 +74,10 @@ async def _decide_both(c: httpx.AsyncClient, run_id: str, asked: list[dict[str, 
     assert ok.status_code == 200
     again = await c.post(f"/approvals/{small['request_id']}", json={"decision": "approve"})
     assert again.status_code == 409
-    assert "already decided" in again.json()["detail"]
+    assert again.json()["detail"] == (  # it said "by someone" when no "by" was given
+        f"approval request {small['request_id']} (issue_refund in run {run_id}) was already "
+        "decided: approved; a decision cannot be changed"
+    )
 
 
 async def test_a_paused_run_without_a_journal_cannot_be_decided() -> None:
@@ -165,3 +168,32 @@ async def _post_into(
     c: httpx.AsyncClient, path: str, body: dict[str, str], answers: list[httpx.Response]
 ) -> None:
     answers.append(await c.post(path, json=body))
+
+
+async def test_a_paused_run_whose_requests_are_decided_says_it_waits_for_a_resume(
+    tmp_path: Path,
+) -> None:
+    # Its answer still read "paused: 1 approval(s) pending" (listed as stalled after a
+    # restart, as paused before it), the decision taken.
+    journal = str(tmp_path / "runs.db")
+    plan = plan_json(step("s1", "billing", "refund 2 500"))
+    waits = "paused, and its approval requests have all been decided since: it waits to be "
+    for restart in (False, True):
+        app = create_app(shop_team(Shop(), plan), journal=journal)
+        async with serving(app) as url, httpx.AsyncClient(base_url=url) as c:
+            if not restart:
+                done = (await c.post("/runs?wait=true", json={"goal": "a refund"})).json()
+                run_id = done["run_id"]
+                assert done["answer"] == "paused: 1 approval(s) pending"
+                (asked,) = (await c.get("/approvals")).json()["approvals"]
+                decided = await c.post(
+                    f"/approvals/{asked['request_id']}", json={"decision": "approve"}
+                )
+                assert decided.status_code == 200, decided.text
+            view = (await c.get(f"/runs/{run_id}")).json()
+            listed = (await c.get("/runs", params={"status": "stalled"})).json()["runs"]
+        assert view["status"] == "stalled"
+        assert [r["run_id"] for r in listed] == [run_id]
+        assert view["answer"] == (
+            f"{waits}resumed (`regiment resume {run_id}`, or POST /runs/{run_id}/resume)"
+        )

@@ -71,7 +71,12 @@ async def test_resume_without_a_journal_is_a_conflict() -> None:
     async with serving(app) as url, httpx.AsyncClient(base_url=url) as c:
         answer = await c.post("/runs/run-1-00000000/resume")
     assert answer.status_code == 409
-    assert "journal" in answer.json()["detail"]
+    # It said "resume needs the journal ...: Team.start(journal=...)", code a service's
+    # user does not write.
+    assert answer.json()["detail"] == (
+        "this service keeps no journal, so it cannot resume a run: serve with "
+        "--journal PATH_OR_URL (or create_app(team, journal=...))"
+    )
 
 
 def _refund_team() -> Team:
