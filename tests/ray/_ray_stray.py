@@ -19,7 +19,7 @@ from regiment.tools import tool
 
 from ..hierarchy.brains import Brain, plan_json
 
-__all__ = ("CarelessPrompts", "stray_team")
+__all__ = ("CarelessPrompts", "TonelessPrompts", "stray_team")
 
 
 @tool
@@ -45,6 +45,13 @@ class CarelessPrompts(Prompts):
         if step.description.startswith("bad"):
             raise asyncio.CancelledError
         return super().step_request(step=step, context=context)
+
+
+class TonelessPrompts(Prompts):
+    """Prompts whose worker system prompt needs a setting nobody gave."""
+
+    def worker_system(self, *, worker: str, description: str, system_prompt: str) -> str:
+        raise KeyError("tone")
 
 
 async def _work(

@@ -9,9 +9,9 @@ from types import ModuleType
 
 import pytest
 
-from regiment.errors import StepFailed
+from regiment.errors import ConfigError, StepFailed
 
-from ._ray_stray import CarelessPrompts, stray_team
+from ._ray_stray import CarelessPrompts, TonelessPrompts, stray_team
 
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
 
@@ -46,3 +46,18 @@ async def test_prompts_that_raise_cancelled_error_fail_the_step_not_the_replica(
         "raise an Exception"
     )
     assert second.steps[0].output == "the tool said: 2"
+
+
+async def test_a_worker_system_hook_that_raises_names_itself_when_the_team_starts(
+    ray_session: ModuleType,
+) -> None:
+    # As in-process: the replica's build said only "KeyError: 'tone'".
+    team = stray_team("good call", prompts=TonelessPrompts())
+    with pytest.raises(ConfigError) as caught:
+        async with team.start():
+            pass
+    assert str(caught.value) == (
+        "worker 'w': its Ray replicas did not start: worker 'w' cannot start: the Prompts "
+        "hook TonelessPrompts.worker_system raised KeyError: 'tone'; fix that method (it "
+        "must return the text), or remove it to use regiment's default"
+    )
