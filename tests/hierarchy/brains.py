@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from regiment.hierarchy import Budget, Planner, Team, Worker
+from regiment.hierarchy import Budget, JournaledEvents, Planner, RunningTeam, Team, Worker
+from regiment.hierarchy.events import Event
+from regiment.journal import Journal
 from regiment.models import (
     ModelRequest,
     ModelResponse,
@@ -185,3 +187,16 @@ def siblings_team(siblings: Siblings, budget: Budget) -> Team:
     model = ScriptedModel(Brain([THREE_STEPS], work=siblings.work))
     worker = Worker(name="w", description="Works.", model=model, tools=[siblings.tool()])
     return Team(name="t", planner=Planner(model=model), workers=[worker], budget=budget)
+
+
+async def left_early(
+    running: RunningTeam, journal: Journal, goal: str, busy: anyio.Event
+) -> list[Event]:
+    """A journaled run's events, as journaled, after its reader left at the first event
+    once ``busy`` (its steps are at work) was set: the caller left, the run was cancelled."""
+    async with running.stream(goal) as stream:
+        async for event in stream:
+            run_id = event.run_id
+            break
+        await busy.wait()
+    return list((await JournaledEvents.read(journal, run_id)).events)

@@ -19,7 +19,6 @@ import pytest
 from regiment.errors import ModelAPIError
 from regiment.hierarchy import (
     Budget,
-    JournaledEvents,
     RunCompleted,
     RunFailed,
     StepErrored,
@@ -27,7 +26,7 @@ from regiment.hierarchy import (
 from regiment.hierarchy.events import Event
 from regiment.journal import Lease, MemoryJournal, SqliteJournal
 
-from .brains import SPENT, Siblings, siblings_team
+from .brains import SPENT, Siblings, left_early, siblings_team
 
 pytestmark = pytest.mark.anyio
 
@@ -79,12 +78,7 @@ async def test_a_run_its_caller_left_has_its_cancelled_steps_in_its_result(
     siblings = Siblings(None)
     journal = await SqliteJournal.open(tmp_path / "runs.db")
     async with journal, siblings_team(siblings, Budget()).start(journal=journal) as running:
-        async with running.stream("Break and wait") as stream:
-            async for event in stream:
-                run_id = event.run_id
-                break
-            await siblings.both_wait.wait()
-        events = (await JournaledEvents.read(journal, run_id)).events
+        events = await left_early(running, journal, "Break and wait", siblings.both_wait)
     ended = events[-1]
     assert isinstance(ended, RunCompleted)
     assert ended.result.status == "cancelled"

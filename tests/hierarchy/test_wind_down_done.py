@@ -18,7 +18,6 @@ import pytest
 from regiment.errors import ModelAPIError
 from regiment.hierarchy import (
     Budget,
-    JournaledEvents,
     Planner,
     RunCompleted,
     RunFailed,
@@ -38,7 +37,7 @@ from regiment.models import (
     text_response,
 )
 
-from .brains import Brain, plan_json
+from .brains import Brain, left_early, plan_json
 
 pytestmark = pytest.mark.anyio
 
@@ -115,12 +114,7 @@ async def test_a_step_done_as_its_caller_left_is_in_the_journaled_result(
     late = LateFinish()
     journal = await SqliteJournal.open(tmp_path / "runs.db")
     async with journal, _team(late, "hang", "finish").start(journal=journal) as running:
-        async with running.stream("goal") as stream:
-            async for event in stream:
-                run_id = event.run_id
-                break
-            await late.both_in.wait()
-        events = (await JournaledEvents.read(journal, run_id)).events
+        events = await left_early(running, journal, "goal", late.both_in)
     ended = events[-1]
     assert isinstance(ended, RunCompleted)
     result = ended.result
