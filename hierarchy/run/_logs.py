@@ -14,6 +14,7 @@ from regiment.hierarchy._messages import StepReport
 
 __all__ = (
     "budget_exhausted",
+    "cancel_not_sent",
     "model_retry",
     "plan_truncated",
     "stale_report_dropped",
@@ -76,5 +77,15 @@ def turn_failed_late(run_id: str, message: str, error: Exception) -> None:
         type(error).__name__,
         error,
         exc_info=error,
+        extra=_where(run_id),
+    )
+
+
+def cancel_not_sent(run_id: str) -> None:
+    """A crashed planner could not tell every worker to stop its steps (WARNING)."""
+    _log.warning(
+        "the run's planner crashed and could not tell every worker to stop this run's steps "
+        "(a worker's mailbox was full, and a crashed planner has no task to wait for room): "
+        "those steps end when they finish or their worker stops",
         extra=_where(run_id),
     )

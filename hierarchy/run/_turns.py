@@ -28,7 +28,6 @@ starts) stay the planner's, not the sender's.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 from collections import deque
 from collections.abc import Awaitable
@@ -36,6 +35,7 @@ from typing import final
 
 from regiment.actors import Actor, Envelope, Wakeup, in_context
 from regiment.errors import LeaseLost, RunCancelled, RunError
+from regiment.hierarchy.run import _logs as logs
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import RunAborted, RunChange
 from regiment.hierarchy.run._journaling import taken_over
@@ -78,8 +78,10 @@ class TakesTurns(Actor[PlannerMessage, None]):
             error = "the run's planner stopped before the run finished (the team stopped)"
             self._record(RunAborted(RunCancelled(error)))
             return
-        with contextlib.suppress(RuntimeError):  # a full mailbox's cancel needs a task: none now
+        try:
             self._book.dispatcher.cancel_all(self.ctx, "the run failed")
+        except RuntimeError:  # a full mailbox's cancel needs a task: none now
+            logs.cancel_not_sent(self._book.run_id)
         self._end()
         self._record(RunAborted(planner_crashed(crash)))
 
