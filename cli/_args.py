@@ -140,6 +140,13 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     )
     mcp.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
     mcp.add_argument("--app-dir", metavar="DIR", default=".")
+    mcp.add_argument(
+        "--journal",
+        metavar="J",
+        help="journal runs here (SQLite file or postgresql:// URL): a run that pauses for "
+        "approvals then waits there for `regiment approve`, and the tool resume(run_id) "
+        "finishes it",
+    )
     serve = commands.add_parser("serve", help="serve the team over HTTP (runs, events, cancel)")
     serve.add_argument("team_file", metavar="TEAM_FILE")
     serve.add_argument("--model", metavar="SPEC", help="as for run")

@@ -12,6 +12,7 @@
     regiment show RUN_ID [--json] [--journal PATH_OR_URL]
     regiment serve TEAM_FILE [--host H] [--port P] [--token T] [--model SPEC] [-vv]
     regiment validate TEAM_FILE
+    regiment mcp TEAM_FILE [--model SPEC] [--http PORT] [--journal J]
     regiment approvals [RUN_ID] [--json]
     regiment approve RUN_ID REQUEST_ID [--deny REASON | --edit JSON_OBJECT]
 
@@ -294,7 +295,15 @@ async def _serve_mcp(
     model = _choose_model(config, args.team_file, args.model, environ, stderr)
     team = build_team(config, model=model, source=args.team_file)
     try:
-        await serve_team(team, http_port=args.http, stderr=stderr)
+        await serve_team(
+            team,
+            http_port=args.http,
+            stderr=stderr,
+            journal=args.journal,
+            team_file=team_file_of(args.team_file, args.app_dir),
+        )
+    except JournalError as exc:  # it could not be opened: nothing was served
+        raise ConfigError(f"--journal {args.journal}: {exc}") from exc
     except RegimentError as exc:
         if isinstance(exc, ConfigError):
             raise

@@ -1,9 +1,16 @@
-"""A whole team served as one MCP tool, ``run(goal)``: what ``regiment mcp`` serves.
+"""A whole team served as MCP tools: ``run(goal)``, and ``resume(run_id)`` when the
+server journals its runs. What ``regiment mcp`` serves.
 
 Any MCP client (Claude Desktop, another agent framework, the SDK's own client)
 can then hand a goal to the team and get its answer back, with a progress
 notification per finished step while it runs. The server is a thin adapter
-over the public API: the tool calls ``running.stream(goal)`` like any user.
+over the public API: the tools call ``running.stream(goal)`` and
+``running.resume_stream(run_id)`` like any user.
+
+A run that pauses for approvals ends its tool call with what to do: with a
+journal, the run id, the requests and the commands a person decides them with,
+after which the client calls ``resume``; without one, an error saying the run
+cannot go on (nothing would keep it until a decision).
 
 This module imports the ``mcp`` SDK at the top; the CLI imports it only for
 ``regiment mcp``.
@@ -14,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+from contextlib import AbstractAsyncContextManager
 from typing import TextIO
 
 from mcp.server.mcpserver import Context
@@ -22,23 +30,28 @@ from mcp.server.mcpserver.exceptions import ToolError as SDKToolError
 
 from regiment.errors import ConfigError, RegimentError
 from regiment.hierarchy import (
+    CheckFailed,
     Event,
     PlanCreated,
     RunCompleted,
+    RunEvents,
     RunFailed,
     RunningTeam,
+    RunResult,
     StepCompleted,
     StepErrored,
     Team,
 )
+from regiment.journal import TeamFile
 
 __all__ = ("serve_team", "team_server")
 
 logger = logging.getLogger("regiment.mcp")
 
 
-def team_server(running: RunningTeam) -> SDKServer:
-    """An MCP server with one tool, ``run(goal)``, that runs ``running``'s team."""
+def team_server(running: RunningTeam, *, journal: str | None = None) -> SDKServer:
+    """An MCP server with the tool ``run(goal)`` that runs ``running``'s team; with
+    ``journal`` (where ``running``'s runs are journaled), ``resume(run_id)`` too."""
     team = running.team
     server: SDKServer = SDKServer(
         team.name, instructions=f"The team '{team.name}'; call run(goal).", log_level="WARNING"
@@ -46,10 +59,7 @@ def team_server(running: RunningTeam) -> SDKServer:
 
     async def run(goal: str, ctx: Context) -> str:
         """Run the team on the goal and return its answer."""
-        try:
-            return await _run(running, goal, ctx)
-        except RegimentError as exc:  # an empty goal, say: the client is told why
-            raise SDKToolError(f"{type(exc).__name__}: {exc}") from exc
+        return await _answer(running.stream(goal), ctx, journal)
 
     workers = "; ".join(f"{w.name}: {w.description}" for w in team.workers)
     server.add_tool(
@@ -58,19 +68,45 @@ def team_server(running: RunningTeam) -> SDKServer:
         description=f"Hand a goal to the team '{team.name}' (workers: {workers}); "
         "returns the team's answer. Progress is reported per finished step.",
     )
+    if journal is not None:
+
+        async def resume(run_id: str, ctx: Context) -> str:
+            """Finish a run of this team that paused for approvals (or whose server died)."""
+            return await _answer(running.resume_stream(run_id), ctx, journal)
+
+        server.add_tool(
+            resume,
+            name="resume",
+            description=f"Finish a run of the team '{team.name}' that paused for approvals "
+            "once a person has decided them (or whose server stopped), by the run id the "
+            "paused run's result gave; returns the team's answer.",
+        )
     return server
 
 
-async def _run(running: RunningTeam, goal: str, ctx: Context) -> str:
+async def _answer(
+    opened: AbstractAsyncContextManager[RunEvents], ctx: Context, journal: str | None
+) -> str:
+    """The run's answer, or what to do for a run that paused; an ``SDKToolError``
+    (the client is told why) for a run that failed or could not start."""
+    try:
+        return await _follow(opened, ctx, journal)
+    except RegimentError as exc:  # an empty goal, an unknown run id, ...
+        raise SDKToolError(f"{type(exc).__name__}: {exc}") from exc
+
+
+async def _follow(
+    opened: AbstractAsyncContextManager[RunEvents], ctx: Context, journal: str | None
+) -> str:
     progress = _Progress()
-    async with running.stream(goal) as events:
+    async with opened as events:
         async for event in events:
             message = progress.see(event)
             if message is not None:
                 await ctx.report_progress(progress.done, progress.total, message)
             match event:
                 case RunCompleted(result=result):
-                    return result.answer
+                    return result.answer if result.status != "paused" else _paused(result, journal)
                 case RunFailed(error_type=kind, message=text):
                     raise SDKToolError(f"the run failed: {kind}: {text}")
                 case _:
@@ -78,40 +114,81 @@ async def _run(running: RunningTeam, goal: str, ctx: Context) -> str:
     raise SDKToolError("the run ended without a result")
 
 
+def _paused(result: RunResult, journal: str | None) -> str:
+    """What a run that paused for approvals tells the client: how it goes on (a
+    ``SDKToolError`` if it cannot, the server keeping no journal)."""
+    pending = result.pending_approvals
+    calls = ", ".join(f"{r.tool_name} ({r.request_id})" for r in pending)
+    if journal is None:
+        raise SDKToolError(
+            f"the run paused: {len(pending)} tool call(s) need a person's approval ({calls}), "
+            "but this server keeps no journal, so no decision can reach the run and it "
+            "cannot go on; serve the team with `regiment mcp TEAM_FILE --journal runs.db` "
+            "to decide them with `regiment approve` and finish the run with resume(run_id)"
+        )
+    run_id = result.run_id
+    return (
+        f"paused: run {run_id} waits for {len(pending)} approval(s): {calls}. A person "
+        f"decides each with `regiment approve {run_id} REQUEST_ID --journal {journal}` (add "
+        f"`--deny REASON` to refuse it; `regiment approvals {run_id} --journal {journal}` "
+        f'lists them); then call resume with run_id "{run_id}" to finish the run.'
+    )
+
+
 class _Progress:
-    """Counts finished steps against the current plan's length."""
+    """Finished steps of the current plan against its length. A replan's plan keeps
+    the steps it builds on, finished ones included, so those count as done in it."""
 
     def __init__(self) -> None:
+        self._finished: set[str] = set()
+        self._current: frozenset[str] = frozenset()
         self.done = 0
         self.total: float | None = None
 
     def see(self, event: Event) -> str | None:
         match event:
             case PlanCreated(plan=plan):
-                self.total = self.done + len(plan.steps)
+                self._current = frozenset(step.id for step in plan.steps)
+                self.total = len(self._current)
+                self.done = len(self._current & self._finished)
                 return f"plan v{plan.version}: {len(plan.steps)} steps"
             case StepCompleted(step_id=step, worker=worker):
-                self.done += 1
-                return f"step {step} done by {worker}"
+                return self._finish(step, f"step {step} done by {worker}")
+            case CheckFailed(step_id=step, check=check):
+                return self._finish(step, f"step {step} failed its check '{check}'")
             case StepErrored(step_id=step, worker=worker, status=status):
-                self.done += 1
-                return f"step {step} ({worker}) ended {status}"
+                return f"step {step} ({worker}) ended {status}"  # not done: it may run again
             case _:
                 return None
 
+    def _finish(self, step: str, message: str) -> str:
+        if step not in self._finished:
+            self._finished.add(step)
+            self.done += step in self._current
+        return message
 
-async def serve_team(team: Team, *, http_port: int | None = None, stderr: TextIO) -> None:
-    """Start ``team`` and serve it over stdio, or over streamable HTTP on
-    ``127.0.0.1:http_port`` (0: a free port), until the client goes away (stdin
-    closes) or the process is stopped (SIGINT/SIGTERM for HTTP).
+
+async def serve_team(
+    team: Team,
+    *,
+    http_port: int | None = None,
+    stderr: TextIO,
+    journal: str | None = None,
+    team_file: TeamFile | None = None,
+) -> None:
+    """Start ``team`` (journaling its runs in ``journal``, if given, with the
+    ``team_file`` it was built from, so ``regiment resume RUN_ID`` finds it) and serve
+    it over stdio, or over streamable HTTP on ``127.0.0.1:http_port`` (0: a free port),
+    until the client goes away (stdin closes) or the process is stopped (SIGINT/SIGTERM
+    for HTTP).
 
     Raises:
         ConfigError: HTTP was asked for on a backend other than asyncio.
     """
     if http_port is not None and not _on_asyncio():
         raise ConfigError("regiment mcp --http needs --backend asyncio (uvicorn runs on asyncio)")
-    async with team.start() as running:
-        server = team_server(running)
+    async with team.start(journal=journal, team_file=team_file) as running:
+        server = team_server(running, journal=journal)
         if http_port is None:
             await server.run_stdio_async()
         else:
