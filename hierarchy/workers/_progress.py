@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from regiment.hierarchy._messages import (
     AssignStep,
     BudgetLimit,
@@ -19,18 +17,19 @@ __all__ = ("StepProgress",)
 _NO_USAGE = Usage()  # what a step has spent before its first reply
 
 
-@dataclass(slots=True)
 class StepProgress:
     """What a step has spent and found so far; kept outside the loop so a step
-    that times out or is cancelled still reports what it did."""
+    that times out or is cancelled still reports what it did.
+
+    A plain class, not a dataclass: one is made per step, and its immutable fields
+    start as class attributes, so making one sets only the two lists (issue #22).
+    """
 
     usage: Usage = _NO_USAGE  # frozen: shared, not made once a step
     model_calls: int = 0
     tool_calls: int = 0
-    outcomes: list[ToolOutcome] = field(default_factory=list)
     last_text: str = ""
     refused_tool_calls: int = 0
-    guard_notes: list[GuardNote] = field(default_factory=list)
     # Set when the step is cut short (its scope cancelled): the loop then calls its
     # model no more, even if nothing it awaited since was a checkpoint.
     stopped: bool = False
@@ -40,6 +39,10 @@ class StepProgress:
     awaiting: bool = False  # then a call of it was cut while it waited for a decision
     # The step's conversation, as it grows: a step given up names the calls in flight.
     messages: list[Message] | None = None
+
+    def __init__(self) -> None:
+        self.outcomes: list[ToolOutcome] = []
+        self.guard_notes: list[GuardNote] = []
 
     @property
     def calling(self) -> tuple[ToolCallPart, ...]:
