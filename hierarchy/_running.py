@@ -319,7 +319,7 @@ class RunningTeam(DecidesApprovals):
         finally:
             del self._channels[run_id]
             self._desk.close_run(run_id)
-            channel.in_flight = None  # (a nested run's planner: no cycle left for the GC)
+            channel.in_flight = channel.cut = None  # (a nested run: no cycle left for the GC)
             if session is not None and self.journal is None and channel.result is not None:
                 self.sessions.remember(session, channel.result, self.team)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Never, assert_never, final
@@ -15,7 +16,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from opentelemetry.trace import Span
 
 from regiment.actors import Actor, ActorContext, ActorRef, ChildFailed, RestartPolicy, Wakeup
-from regiment.errors import ActorFailed, ActorStopped, RunError
+from regiment.errors import ActorFailed, ActorStopped, MailboxFull, RunError
 from regiment.hierarchy._approvals import ApprovalDesk, StepAt
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._messages import PAUSING, StepAllowance
@@ -150,7 +151,8 @@ def spawn_known(
     spawner: RunSpawner, desk: ApprovalDesk, spawn: SpawnRun, parent: StepAt | None
 ) -> RunRef:
     """Spawn the run's planner and make the run known to the team's approvals desk (a
-    nested run as ``parent``'s, its steps in flight told by its planner when asked)."""
+    nested run as ``parent``'s, its steps in flight told by its planner when asked;
+    its steps cut at once with the step it serves, ``channel.cut``)."""
     run_id, channel = spawn.run_id, spawn.channel
     if parent is not None:
         channel.in_flight = not_executing  # until its planner starts
@@ -161,6 +163,7 @@ def spawn_known(
         desk.link(
             run_id, parent, lambda: None if channel.in_flight is None else channel.in_flight()
         )
+        channel.cut = functools.partial(cut_nested, ref, channel)
     channel.desk, desk.clocks[run_id] = desk, channel.clock  # approval waits hold its clock
     return ref
 
@@ -229,6 +232,15 @@ def wind_down(workers: Iterable[object]) -> float:
     (a nested team's step after the default grace; no grace: the old 5 s wait)."""
     graces = [w.cancel_grace if isinstance(w, Worker) else None for w in workers]
     return max(_CANCEL_GRACE if g is None else g for g in graces) + _HAND_IN
+
+
+def cut_nested(ref: ActorRef[PlannerMessage, None], channel: RunChannel, pausing: bool) -> None:
+    """The step a nested run serves was cut: cut the run's steps now, in this task
+    (its planner, when idle, takes the ``CancelRun`` at once, see ``_handle_now``),
+    so none of them starts a tool meanwhile; ``close_run`` winds it down after."""
+    channel.pausing = pausing
+    with contextlib.suppress(MailboxFull, ActorStopped):  # close_run sends it then
+        ref.send_nowait(CancelRun(PAUSING) if pausing else CancelRun())
 
 
 async def close_run(

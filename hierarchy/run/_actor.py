@@ -148,6 +148,8 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
         if type(message) is StartRun and self._journal is UNJOURNALED:  # no flush to await
             self._start()
             return True
+        if type(message) is CancelRun and not isinstance(self._phase, Done):  # cut its steps
+            self._book.dispatcher.cancel_all(self.ctx, _why_cancelled(message))
         return False
 
     async def on_stop(self) -> None:
@@ -281,14 +283,10 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
         book.dispatcher.cancel_all(self.ctx, f"plan v{book.versions.version} is being replaced")
         self._next(AskReplan(reason))
 
-    # -- after a plan: compression, critique, rounds -----------------------------
-
     def _next(self, then: AfterCompress) -> None:
         """Make the call ``then`` asks for, compressing the carried context first if due."""
         prompting = self._prompting
         self._enter(prompting.compression(self._book, then) or prompting.call(then, self._book))
-
-    # -- endings -----------------------------------------------------------------
 
     def _finish_answer(self, text: str) -> None:
         partial = self._book.spending.exhausted is not None
@@ -375,4 +373,14 @@ def _not_replanned(report: StepReport, reason: str) -> StepFailed:
 def _why_cut(ending: Ending) -> str:
     """Why a wind-down cuts the steps in flight: a pause's steps wait for decisions
     (they were not called off); any other ending's are cancelled."""
-    return PAUSING if type(ending) is EndPaused else "the run is ending"
+    return PAUSING if type(ending) is EndPaused else _ENDING
+
+
+_ENDING = "the run is ending"
+
+
+def _why_cancelled(cancel: CancelRun) -> str:
+    """Why a ``CancelRun`` cuts the run's steps: taken in the sender's task (the
+    actor idle), its steps are cut at once, so none starts a tool while the message
+    waits for the actor's turn; ``_handle`` then winds the run down."""
+    return PAUSING if cancel.reason == PAUSING else _ENDING

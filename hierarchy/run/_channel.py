@@ -65,6 +65,9 @@ class RunChannel:
     # A nested run's planner's steps in flight while it executes its plan (see
     # NestedWaits.InFlight); None for a top-level run (no planner is asked).
     in_flight: Callable[[], Collection[tuple[int, str, int]] | None] | None = None
+    # A nested run's: cut its steps at once (``pausing``: for a pause), when the step
+    # it serves is cut; None for a top-level run.
+    cut: Callable[[bool], None] | None = None
 
     @classmethod
     def open(

@@ -77,6 +77,8 @@ async def _call_tools(
 ) -> tuple[list[ToolResultPart], bool]:
     """Run one response's tool calls at the same time; results keep the call order.
     Also says whether any of them failed (only then are the failures looked at)."""
+    if progress.stopped:  # cut as its model answered (a replan, say): no tool may start
+        await _stop_here()
     results: list[ToolResult | None] = [None] * len(calls)
     limit = assign.allowance.tool_calls
     traced = telemetry.tracing  # untraced: no span to open, nothing to record on one

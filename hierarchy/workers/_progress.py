@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from regiment.hierarchy._messages import (
     AssignStep,
     BudgetLimit,
@@ -39,6 +41,9 @@ class StepProgress:
     awaiting: bool = False  # then a call of it was cut while it waited for a decision
     # The step's conversation, as it grows: a step given up names the calls in flight.
     messages: list[Message] | None = None
+    # A step served by a nested run: cuts that run's steps at once when this one is
+    # cut (``pausing``: by its run's pause).
+    on_cut: Callable[[bool], None] | None = None
 
     def __init__(self) -> None:
         self.outcomes: list[ToolOutcome] = []

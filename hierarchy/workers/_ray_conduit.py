@@ -20,6 +20,7 @@ from collections.abc import AsyncIterable, Awaitable, Callable
 from typing import assert_never, final
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from regiment.hierarchy._live_events import LiveSink
@@ -151,6 +152,10 @@ class StepConduit:
 
     async def _recorded(self, recorded: CallRecorded, ack: Ack) -> None:
         record, progress = recorded.record, self._progress
+        if progress.stopped and type(record) is ToolIntentRecord:
+            # Cut (a replan, the run's end) as its replica asked to start a tool, which
+            # waits for this ack: it is never given, the step's cancel goes to the replica.
+            await anyio.lowlevel.checkpoint_if_cancelled()
         if self._run is not None:
             await self._run.append(record, durable=recorded.seq > 0)
         match record:

@@ -47,15 +47,12 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
     ``StepReport`` goes back to the sender of the assignment (a sender that has
     stopped meanwhile is not an error). Subclasses implement :meth:`work`.
 
-    Steps run on runner tasks the actor owns, at most ``max_concurrent`` of
-    them; a step assigned while all are busy waits its turn in order. A runner
-    that finishes a step takes the next one, or parks until one comes
-    (``IdleRunners``: up to ``IDLE_RUNNERS`` of them, newest woken first)
-    instead of ending: starting a task per step was the largest single cost of
-    a step. A runner whose step left a context variable changed retires, so
-    every step starts in the context the actor gives its tasks. A step
-    cancelled while it waits for a runner never starts and reports at once
-    (its run must not wait for other runs' steps to free a runner);
+    Steps run on runner tasks the actor owns, at most ``max_concurrent`` of them;
+    a step assigned while all are busy waits its turn in order. A runner that
+    finishes a step takes the next one, or parks until one comes (``IdleRunners``:
+    up to ``IDLE_RUNNERS``, newest woken first): a task per step was the largest
+    cost of a step. A runner whose step left a context variable changed retires.
+    A step cancelled while it waits for a runner never starts and reports at once;
     ``step_timeout`` counts from the moment a runner starts the step.
 
     A runner's steps share one cancel scope, renewed only after a step in it
@@ -113,13 +110,15 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
         await _stop_queued(self._queued, self._jobs, self._name)
 
     def receive_now(self, envelope: Envelope[WorkerMessage, None]) -> bool:
-        """A step sent while a runner waits goes straight to that runner: the
-        actor's own task need not wake up to pass it on (one hop fewer a step)."""
+        """A step sent while a runner waits goes straight to that runner (one hop fewer a
+        step); a ``CancelStep`` cuts its steps here, as the planner decides (``cut_now``)."""
         message = envelope.message
-        ready = self._taker or self._idle.parked  # a runner takes it without a wake-up
-        if type(message) is AssignStep and ready and envelope.sender is not None:
-            self._start(message, envelope)
-            return True
+        if type(message) is AssignStep:  # a runner takes it without a wake-up:
+            if (self._taker or self._idle.parked) and envelope.sender is not None:
+                self._start(message, envelope)
+                return True
+        elif type(message) is CancelStep:
+            cut_now(self._jobs, message)
         return False
 
     def _start(self, assign: AssignStep, envelope: Envelope[WorkerMessage, None]) -> None:
@@ -299,6 +298,17 @@ async def _stop_queued(queued: deque[StepJob], jobs: dict[_StepKey, StepJob], wo
             jobs.pop(job.key, None)
             report = StepProgress().report(job.assign, worker, "cancelled", error="worker stopped")
             await send_report(job.reply_to, report)
+
+
+def cut_now(jobs: Mapping[_StepKey, StepJob], cancel: CancelStep) -> None:
+    """Stop the running steps ``cancel`` names at once, in the planner's task as it
+    decides (a replan, the run's end): a step whose model answered meanwhile must not
+    start a tool of a plan that is over. ``receive`` then does the rest (each cut
+    step's grace, the steps still queued)."""
+    for job in _named(jobs, cancel):
+        if job.stop is None:
+            job.why = cancel.reason
+            job.cut("planner")
 
 
 def _take_cut(queued: deque[StepJob]) -> list[StepJob]:

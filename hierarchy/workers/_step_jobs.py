@@ -66,9 +66,12 @@ class StepJob:
     def cut(self, stop: Literal["planner", "timeout"]) -> None:
         """Stop the step: its runner's scope, if it runs (that scope is then spent)."""
         self.stop = stop
-        if self.progress is not None:
-            self.progress.stopped = True
-            self.progress.paused = self.why == PAUSING
+        progress = self.progress
+        if progress is not None:
+            progress.stopped = True
+            progress.paused = self.why == PAUSING
+            if progress.on_cut is not None:  # a nested run's steps: cut at once too
+                progress.on_cut(progress.paused)
         if self.scope is not None:
             self.scope.cancel()
 

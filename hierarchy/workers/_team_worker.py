@@ -136,6 +136,7 @@ class TeamWorkerActor(StepActor):
             # Opened inside this step's span, so the child's root span is its child.
             parent = StepAt(assign.run_id, assign.plan_version, assign.step.id)
             async with self._open_run(goal, assign.allowance, parent) as (channel, events):
+                progress.on_cut = channel.cut  # the child's steps are cut with this step
                 try:
                     async for _ in events:
                         pass

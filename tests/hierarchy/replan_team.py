@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import anyio
+
 from regiment.hierarchy import Check, Planner, StepReport, Team, Worker
-from regiment.models import ScriptedModel
+from regiment.models import ModelRequest, ModelResponse, ScriptedModel, ToolResultPart
 from regiment.telemetry import Telemetry
 from regiment.tools import Tool
 
-from .brains import Brain, plan_json
+from .brains import Brain, WorkFn, plan_json
 
-__all__ = ("PROBE", "RECOVER", "replan_team")
+__all__ = ("PROBE", "RECOVER", "probe_after_slow", "replan_team")
 
 PROBE = {"id": "s1", "description": "probe", "check": "fails"}
 """A step whose check never passes: its report makes the planner replan."""
@@ -40,3 +42,21 @@ def replan_team(
         checks={"fails": Check(description="never passes", predicate=_never_ok)},
         telemetry=telemetry,
     )
+
+
+def probe_after_slow(work: WorkFn) -> WorkFn:
+    """``work``, but the probe answers only once the ``slow draft`` step's model call
+    has begun: the replan then cuts a call on the wire. (A replan cuts the steps of the
+    old version at once: one that had not yet called its model never calls it.)"""
+    started = anyio.Event()
+
+    async def in_order(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        if description == "slow draft":
+            started.set()
+        elif description == "probe":
+            await started.wait()
+        return await work(description, results, request)
+
+    return in_order

@@ -23,7 +23,7 @@ from regiment.hierarchy import (
 from regiment.models import ModelRequest, ScriptedModel, ToolResultPart
 
 from .brains import Brain, plan_json
-from .replan_team import PROBE, RECOVER, replan_team
+from .replan_team import PROBE, RECOVER, probe_after_slow, replan_team
 from .test_rounds import CriticBrain
 
 pytestmark = pytest.mark.anyio
@@ -97,7 +97,10 @@ async def test_a_stale_report_dropped_is_logged_with_its_step_and_worker(
             await late_report_seen.wait()
         return f"did: {description}"
 
-    brain = Brain([plan_json(PROBE, {"id": "s2", "description": "slow draft"}), RECOVER], work=work)
+    brain = Brain(
+        [plan_json(PROBE, {"id": "s2", "description": "slow draft"}), RECOVER],
+        work=probe_after_slow(work),
+    )
     team = replan_team(brain, worker="drafter")
     with caplog.at_level(logging.INFO, logger="regiment"):
         async with team.start() as running, running.stream("goal") as stream:

@@ -40,7 +40,7 @@ from regiment.models import ModelRequest, ToolResultPart
 from regiment.telemetry import Telemetry
 
 from .brains import Brain, plan_json
-from .replan_team import PROBE, RECOVER, replan_team
+from .replan_team import PROBE, RECOVER, probe_after_slow, replan_team
 
 pytestmark = pytest.mark.anyio
 
@@ -70,7 +70,7 @@ def _team(replanned: anyio.Event, dropped: anyio.Event) -> Team:
         {"id": "s2", "description": "slow draft"},
         {"id": "s3", "description": "use draft", "depends_on": ["s2"]},
     )
-    return replan_team(Brain([v1, RECOVER], work=work))
+    return replan_team(Brain([v1, RECOVER], work=probe_after_slow(work)))
 
 
 def _fresh_book(team: Team, run_id: str) -> RunBook:

@@ -26,7 +26,7 @@ from regiment.models import (
 from regiment.telemetry import SpanCollector, Telemetry
 
 from .brains import Brain, plan_json
-from .replan_team import PROBE, RECOVER, replan_team
+from .replan_team import PROBE, RECOVER, probe_after_slow, replan_team
 
 pytestmark = pytest.mark.anyio
 
@@ -54,7 +54,7 @@ async def test_late_report_of_old_version_is_never_committed_or_built_on() -> No
         {"id": "s2", "description": "slow draft"},
         {"id": "s3", "description": "use draft", "depends_on": ["s2"]},
     )
-    brain = Brain([v1, RECOVER], work=work)
+    brain = Brain([v1, RECOVER], work=probe_after_slow(work))
     collector = SpanCollector()
     provider = TracerProvider(shutdown_on_exit=False)
     provider.add_span_processor(collector)
@@ -110,7 +110,8 @@ async def test_a_run_ends_only_once_the_steps_a_replan_cancelled_have_reported()
             return await super().__call__(request)
 
     brain = Answering(
-        [plan_json(PROBE, {"id": "s2", "description": "slow draft"}), RECOVER], work=work
+        [plan_json(PROBE, {"id": "s2", "description": "slow draft"}), RECOVER],
+        work=probe_after_slow(work),
     )
     team = replan_team(brain)
     model = team.planner.model
