@@ -117,6 +117,7 @@ __all__ = (
     "UnknownRun",
     "MemoryJournal",
     "ModelCallFinished",
+    "NESTED_MARK",
     "PlanVersion",
     "PostgresJournal",
     "Record",
@@ -134,8 +135,11 @@ __all__ = (
     "ToolCallStarted",
     "describe_owner",
     "heartbeat",
+    "nested_run_id",
+    "not_resumable_alone",
     "open_journal",
     "process_owner",
+    "top_run_id",
 )
 
 # Each name loads with its module on first use (issue #22): a run without a journal
@@ -149,6 +153,12 @@ _LAZY_NAMES = LazyNames(
         "regiment.journal._heartbeat": ("heartbeat",),
         "regiment.journal._owners": ("describe_owner", "process_owner"),
         "regiment.journal._memory": ("MemoryJournal",),
+        "regiment.journal._nesting": (
+            "NESTED_MARK",
+            "nested_run_id",
+            "not_resumable_alone",
+            "top_run_id",
+        ),
         "regiment.journal._open": (
             "JournalSpec",
             "open_journal",
@@ -187,6 +197,12 @@ _LAZY_NAMES = LazyNames(
 if TYPE_CHECKING:
     from regiment.journal._heartbeat import heartbeat
     from regiment.journal._memory import MemoryJournal
+    from regiment.journal._nesting import (
+        NESTED_MARK,
+        nested_run_id,
+        not_resumable_alone,
+        top_run_id,
+    )
     from regiment.journal._open import JournalSpec, open_journal
     from regiment.journal._owners import describe_owner, process_owner
     from regiment.journal._postgres import PostgresJournal

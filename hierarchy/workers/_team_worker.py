@@ -50,10 +50,11 @@ DEFAULT_TEAM_STEP_MODEL_CALLS = 64
 multi-call steps. Set ``Budget(model_calls=...)`` on the child team to change it."""
 
 OpenChildRun: TypeAlias = Callable[
-    [str, StepAllowance, StepAt],
+    [str, StepAllowance, StepAt, int],
     AbstractAsyncContextManager[tuple[RunChannel, MemoryObjectReceiveStream[Event]]],
 ]
-"""Starts one run of the child team under an allowance; yields its channel and events.
+"""Starts (or, for a journaled run above, resumes) the child team's run of one attempt
+of a step under an allowance; yields its channel and events.
 
 When the block exits (even by cancellation) the run has ended or been given up
 on, and the channel holds its result or error, if it got one."""
@@ -135,7 +136,8 @@ class TeamWorkerActor(StepActor):
         try:
             # Opened inside this step's span, so the child's root span is its child.
             parent = StepAt(assign.run_id, assign.plan_version, assign.step.id)
-            async with self._open_run(goal, assign.allowance, parent) as (channel, events):
+            opened = self._open_run(goal, assign.allowance, parent, assign.attempt)
+            async with opened as (channel, events):
                 try:
                     async for _ in events:
                         pass
