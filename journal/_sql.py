@@ -60,7 +60,7 @@ _LISTED = (
     " ELSE 'stalled' END AS status FROM journal_runs) AS listed"
 )
 _NEWEST = " ORDER BY started_at DESC, run_id DESC"
-_TOP_LEVEL = f"run_id NOT LIKE '%{NESTED_MARK}%'"  # (the mark is no LIKE wildcard)
+_NESTED = f"%{NESTED_MARK}%"  # a nested run's id (the mark is no LIKE wildcard)
 
 
 _NO_LIMIT = 2**63 - 1  # the largest LIMIT SQLite and PostgreSQL take
@@ -261,9 +261,9 @@ class SqlStore(ABC):
         self, status: RunStatus | None, limit: int | None, now: float, session: str | None
     ) -> list[RunRow]:
         # Top-level runs only: a nested run is listed through the run it serves.
-        where, params = _TOP_LEVEL, list[object]([now])
+        where, params = "run_id NOT LIKE ?", list[object]([now, _NESTED])
         if session is not None:
-            where, params = f"{_TOP_LEVEL} AND session = ?", [now, session]
+            where, params = "run_id NOT LIKE ? AND session = ?", [now, _NESTED, session]
         # A limit past a 64-bit integer is no limit (the drivers refuse to bind it).
         limit = None if limit is None or limit >= _NO_LIMIT else limit
         cap, capped = (" LIMIT ?", list[object]([limit])) if limit is not None else ("", [])
