@@ -37,6 +37,14 @@ Keys
     without a decision; ``session_history(session)`` gives the earlier runs of a
     session (goal, status, answer, committed step outputs), oldest first.
 
+Nested runs
+    The run of a nested team (a step given to a ``TeamWorker``) of a journaled run
+    is a run of the same journal, its ``RunCreated.parent`` the run it serves, its id
+    :func:`nested_run_id` (the parent's id, plan version, step and attempt, joined by
+    :data:`NESTED_MARK`, which no top-level run's id has). ``list_runs`` leaves nested
+    runs out; ``get_run`` and ``read`` take their ids; :func:`not_resumable_alone`
+    says why one is not resumed by itself (its top-level run's resume finishes it).
+
 Writes and durability
     ``append`` encodes the record and buffers it; ``append(..., durable=True)``,
     ``flush``, reads, lease calls and ``close`` commit the buffer. One caller

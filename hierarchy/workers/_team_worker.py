@@ -14,7 +14,10 @@ into the step's one ``StepReport``:
 * plan versions are per team: the child has its own versions, and a stale
   report at either level is dropped by that level's planner;
 * tracing: the child run's root span is a child of this worker's
-  ``invoke_agent {name}`` span, so a nested run is one trace.
+  ``invoke_agent {name}`` span, so a nested run is one trace;
+* durability: when the parent run is journaled, the child run is journaled in the
+  same journal under an id derived from the step (``journal.nested_run_id``), and a
+  resumed parent resumes it rather than starting it afresh (see ``_nested_runs``).
 """
 
 from __future__ import annotations
