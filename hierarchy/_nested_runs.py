@@ -54,8 +54,10 @@ async def open_nested(
     above when that run is (``parents``: the parent team's runs in progress)."""
     above = parents.get(parent.run_id)
     journal = None if above is None else above.journal
-    if journal is None:  # not journaled: as before
-        async with child._open_for_step(goal, allowance, parent) as opened:
+    # The run above's deps are its nested runs' too (not journaled, as a run's are not).
+    deps = None if above is None or above.calls is None else above.calls.deps
+    if journal is None:  # not journaled: a new run, as always
+        async with child._open_for_step(goal, allowance, parent, deps=deps) as opened:
             yield opened
         return
     run_id = nested_run_id(parent.run_id, parent.plan_version, parent.step_id, attempt)
@@ -65,7 +67,7 @@ async def open_nested(
         yield _finished(last)
         return
     if entries:
-        nested = await _resumed(journal, child, run_id, entries)
+        nested = await _resumed(journal, child, run_id, entries, deps)
     else:
         nested = await RunJournal.create(
             journal.store,
@@ -74,10 +76,11 @@ async def open_nested(
             goal,
             None,
             journal.lease.owner,
+            deps,
             ttl=journal.ttl,
             parent=parent.run_id,
         )
-    async with child._open_for_step(goal, allowance, parent, nested) as opened:
+    async with child._open_for_step(goal, allowance, parent, nested, deps) as opened:
         yield opened
 
 
@@ -89,7 +92,11 @@ async def _entries(journal: RunJournal, run_id: str) -> tuple[Entry, ...]:
 
 
 async def _resumed(
-    journal: RunJournal, child: RunningTeam, run_id: str, entries: tuple[Entry, ...]
+    journal: RunJournal,
+    child: RunningTeam,
+    run_id: str,
+    entries: tuple[Entry, ...],
+    deps: object,
 ) -> RunJournal:
     """The nested run, taken over by the run above's owner to finish it.
 
@@ -107,7 +114,7 @@ async def _resumed(
                 child.team,
                 run_id,
                 owner=journal.lease.owner,
-                deps=None,
+                deps=deps,
                 force=True,
                 ttl=ttl,
                 entries=entries,

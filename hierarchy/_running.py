@@ -232,10 +232,14 @@ class RunningTeam(DecidesApprovals):
         allowance: StepAllowance,
         parent: StepAt,
         journal: RunJournal | None = None,
+        deps: object = None,
     ) -> AbstractAsyncContextManager[tuple[RunChannel, MemoryObjectReceiveStream[Event]]]:
         """What a parent's team-worker actor uses to run a step on this team (``journal``:
-        the nested run's, created or taken over, when the run above is journaled)."""
-        return self._open(goal, allowance, streaming=False, resumed=journal, parent=parent)
+        the nested run's, created or taken over, when the run above is journaled;
+        ``deps``: the run above's)."""
+        return self._open(
+            goal, allowance, streaming=False, deps=deps, resumed=journal, parent=parent
+        )
 
     @asynccontextmanager
     async def _open(

@@ -183,10 +183,12 @@ async def _office_brain(request: ModelRequest) -> ModelResponse | str:
     return text_response("office: " + request.messages[-1].text[-300:])
 
 
-def make_office(stop: Stop = _go_on, *, ledger: Ledger, approve: str | None = None) -> Team:
+def make_office(
+    stop: Stop = _go_on, *, ledger: Ledger | None = None, approve: str | None = None
+) -> Team:
     """The durable team nested as the one worker of a team ``office``: each run of the
-    office gives its one step (``t1``) to the billing desk's team (``ledger``: where its
-    tool writes, a nested run having no deps; ``approve``: as for ``make_team``)."""
+    office gives its one step (``t1``) to the billing desk's team (``ledger``, where its
+    tool writes, and ``approve`` are as for ``make_team``)."""
     desk = make_team(stop, ledger=ledger, approve=approve)
     worker = TeamWorker(name="desk", description="a billing team", team=desk)
     return Team(

@@ -165,3 +165,14 @@ async def test_a_resumed_nested_run_is_in_the_resumed_runs_trace(
         while above.parent is not None and above is not top:
             above = by_id[above.parent.span_id]
         assert above is top, span.name
+
+
+@pytest.mark.parametrize("journaled", [False, True])
+async def test_a_nested_teams_tools_get_the_runs_deps(journaled: bool, tmp_path: Path) -> None:
+    # They got None: a tool reading ctx.deps failed inside a nested team.
+    ledger = Ledger(tmp_path)
+    office = make_office()  # no ledger of its own: the tool must find the run's deps
+    async with office.start(journal=tmp_path / "runs.db" if journaled else None) as running:
+        result = await running.run(NESTED_GOAL, deps=ledger)
+    assert result.status == "completed"
+    assert len(_bodies(ledger)) == 4  # s1, s2, s3 (its check fails: a replan) and s4
