@@ -64,7 +64,9 @@ async def open_nested(
     entries = await _entries(journal, run_id)
     last = entries[-1].record if entries else None
     if isinstance(last, RunFinished):  # the run above died before it committed the step
-        yield _finished(last)
+        channel, events = _finished(last)
+        with events:
+            yield channel, events
         return
     if entries:
         nested = await _resumed(journal, child, run_id, entries, deps)

@@ -177,10 +177,14 @@ def _never(report: StepReport) -> bool:
     return False
 
 
-async def _office_brain(request: ModelRequest) -> ModelResponse | str:
-    if request.role == "planner":
-        return json.dumps({"steps": [{"id": "t1", "description": GOAL, "worker": "desk"}]})
-    return text_response("office: " + request.messages[-1].text[-300:])
+def _office_brain(stop: Stop) -> Callable[[ModelRequest], Awaitable[ModelResponse | str]]:
+    async def reply(request: ModelRequest) -> ModelResponse | str:
+        if request.role == "planner":
+            return json.dumps({"steps": [{"id": "t1", "description": GOAL, "worker": "desk"}]})
+        await stop("office:synthesis")
+        return text_response("office: " + request.messages[-1].text[-300:])
+
+    return reply
 
 
 def make_office(
@@ -188,12 +192,12 @@ def make_office(
 ) -> Team:
     """The durable team nested as the one worker of a team ``office``: each run of the
     office gives its one step (``t1``) to the billing desk's team (``ledger``, where its
-    tool writes, and ``approve`` are as for ``make_team``)."""
+    tool writes, and ``approve`` are as for ``make_team``; ``stop`` is the desk's and, at
+    ``office:synthesis``, the office's own answer's)."""
     desk = make_team(stop, ledger=ledger, approve=approve)
     worker = TeamWorker(name="desk", description="a billing team", team=desk)
-    return Team(
-        name="office", planner=Planner(model=ScriptedModel(_office_brain)), workers=[worker]
-    )
+    model = ScriptedModel(_office_brain(stop))
+    return Team(name="office", planner=Planner(model=model), workers=[worker])
 
 
 def check_resumed(

@@ -21,9 +21,10 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 from regiment.errors import ConfigError, JournalError
-from regiment.hierarchy import RunCompleted
+from regiment.hierarchy import RunCompleted, TeamWorker
 from regiment.hierarchy.run._journaling import LEASE_TTL
-from regiment.journal import RunCreated, nested_run_id, open_journal
+from regiment.journal import RunCreated, StepReported, nested_run_id, open_journal
+from regiment.models import ScriptedModel
 from regiment.telemetry import SpanCollector, Telemetry
 from regiment.tools import Approve
 
@@ -176,3 +177,36 @@ async def test_a_nested_teams_tools_get_the_runs_deps(journaled: bool, tmp_path:
         result = await running.run(NESTED_GOAL, deps=ledger)
     assert result.status == "completed"
     assert len(_bodies(ledger)) == 4  # s1, s2, s3 (its check fails: a replan) and s4
+
+
+async def test_a_nested_run_that_finished_before_its_step_committed_is_not_redone(
+    tmp_path: Path,
+) -> None:
+    # Killed as the office writes its answer: the nested run had finished (durably), the
+    # office's commit of its step was not durable yet. The resume takes the nested run's
+    # journaled result; nothing of it runs again.
+    where, folder = str(tmp_path / "runs.db"), tmp_path / "crashed"
+    async with stopped_child(where, folder, "office:synthesis", "nested") as (run_id, process):
+        process.kill()
+        await process.wait()
+    ledger = Ledger(folder)
+    before = _bodies(ledger)
+    journal = await open_journal(where, clock=lambda: time.time() + LEASE_TTL + 1)
+    try:
+        nested = nested_run_id(run_id, 1, "t1")
+        assert (await journal.get_run(nested)).status == "completed"
+        reports = [e.record for e in await journal.read(run_id)]
+        assert not [r for r in reports if isinstance(r, StepReported) and r.committed]
+        office = make_office(ledger=ledger)
+        async with office.start(journal=journal) as running:
+            result = await running.resume(run_id)
+    finally:
+        await journal.close()
+    assert result.status == "completed"
+    assert result.steps[0].output  # the nested run's answer, from its journaled result
+    assert _bodies(ledger) == before
+    desk = office.workers[0]
+    assert isinstance(desk, TeamWorker)
+    model = desk.team.planner.model
+    assert isinstance(model, ScriptedModel)
+    assert model.requests == []  # the desk's models were not asked again
