@@ -19,6 +19,7 @@ A run without a journal is untouched: its nested runs start as they always did.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING
 import anyio
 import msgspec
 
-from regiment.errors import LeaseHeld, RunCancelled, RunError, UnknownRun
+from regiment.errors import JournalError, LeaseHeld, RunCancelled, RunError, UnknownRun
 from regiment.hierarchy._approvals import StepAt
 from regiment.hierarchy._messages import StepAllowance
 from regiment.hierarchy._result import RunResult
@@ -57,8 +58,8 @@ async def open_nested(
     # The run above's deps are its nested runs' too (not journaled, as a run's are not).
     deps = None if above is None or above.calls is None else above.calls.deps
     if journal is None:  # not journaled: a new run, as always
-        async with child._open_for_step(goal, allowance, parent, deps=deps) as opened:
-            yield opened
+        async with child._open(goal, allowance, streaming=False, deps=deps, parent=parent) as pair:
+            yield pair
         return
     run_id = nested_run_id(parent.run_id, parent.plan_version, parent.step_id, attempt)
     entries = await _entries(journal, run_id)
@@ -82,8 +83,19 @@ async def open_nested(
             ttl=journal.ttl,
             parent=parent.run_id,
         )
-    async with child._open_for_step(goal, allowance, parent, nested, deps) as opened:
-        yield opened
+    started = False
+    try:
+        opened = child._open(
+            goal, allowance, streaming=False, deps=deps, resumed=nested, parent=parent
+        )
+        async with opened as pair:
+            started = True
+            yield pair
+    except BaseException:
+        if not started:  # cut before the run began (cancelled): let go of its lease now
+            with anyio.CancelScope(shield=True), contextlib.suppress(JournalError):
+                await nested.close()
+        raise
 
 
 async def _entries(journal: RunJournal, run_id: str) -> tuple[Entry, ...]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from random import getrandbits
 from typing import TYPE_CHECKING, assert_never, final
 
@@ -225,21 +225,6 @@ class RunningTeam(DecidesApprovals):
         )
         async with opened as (channel, events):
             yield RunEvents(events, self._spawner.checkpoint_if_cancelled, channel)
-
-    def _open_for_step(
-        self,
-        goal: str,
-        allowance: StepAllowance,
-        parent: StepAt,
-        journal: RunJournal | None = None,
-        deps: object = None,
-    ) -> AbstractAsyncContextManager[tuple[RunChannel, MemoryObjectReceiveStream[Event]]]:
-        """What a parent's team-worker actor uses to run a step on this team (``journal``:
-        the nested run's, created or taken over, when the run above is journaled;
-        ``deps``: the run above's)."""
-        return self._open(
-            goal, allowance, streaming=False, deps=deps, resumed=journal, parent=parent
-        )
 
     @asynccontextmanager
     async def _open(
