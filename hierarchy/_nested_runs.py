@@ -62,7 +62,8 @@ async def open_nested(
             yield pair
         return
     run_id = nested_run_id(parent.run_id, parent.plan_version, parent.step_id, attempt)
-    entries = await _entries(journal, run_id)
+    # Only a resumed run above can have run the step before (a new one: no read).
+    entries = await _entries(journal, run_id) if journal.resume is not None else ()
     last = entries[-1].record if entries else None
     if isinstance(last, RunFinished):  # the run above died before it committed the step
         channel, events = _finished(last)
