@@ -16,7 +16,7 @@ from pathlib import Path
 
 from regiment.cli._journal_cmds import journal_exists, journal_spec, open_cli_journal
 from regiment.errors import ConfigError, JournalError
-from regiment.journal import Journal, RunCreated, TeamFile
+from regiment.journal import Journal, RunCreated, TeamFile, not_resumable_alone
 
 __all__ = (
     "add_import_root",
@@ -46,7 +46,11 @@ def add_import_root(app_dir: str | None) -> None:
 
 
 async def resumable(journal: Journal, run_id: str) -> None:
-    """Raise a ``ConfigError`` (a usage error) unless ``journal`` has ``run_id``, unfinished."""
+    """Raise a ``ConfigError`` (a usage error) unless ``journal`` has ``run_id``, unfinished
+    and top-level (a nested team's run is resumed with the run it serves)."""
+    nested = not_resumable_alone(run_id)
+    if nested is not None:
+        raise ConfigError(nested)
     try:
         info = await journal.get_run(run_id)
     except JournalError as exc:

@@ -1,10 +1,12 @@
 """How a nested run's tool call is named in its approval request's id.
 
-A nested run is not journaled: a resume of its top-level run runs the nested team
-again from its plan, and a planner model may plan differently (other step ids, other
-calls first). An id made from the nested step's id and the call's number in that step
-then differs from the one a human decided, so the decision was never applied and the
-resumed run paused again on the very same call. A nested call is named instead by
+A nested run is journaled with its top-level run and resumed with it, but what it
+had not yet made durable when its process died (a plan reply still buffered, say) is
+done again, and a planner model may then plan differently (other step ids, other
+calls first); a run without a journal decides on nothing across processes at all. An
+id made from the nested step's id and the call's number in that step could then differ
+from the one a human decided, so the decision was never applied and the resumed run
+paused again on the very same call. A nested call is named instead by
 what it does (its worker, tool and arguments) and by how many such calls were asked
 before it for the same top-level step.
 """

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from random import getrandbits
 from typing import TYPE_CHECKING, assert_never, final
 
@@ -23,6 +23,7 @@ from regiment.hierarchy._approvals import ApprovalDesk, StepAt
 from regiment.hierarchy._approving import DecidesApprovals
 from regiment.hierarchy._goal import check_goal
 from regiment.hierarchy._messages import StepAllowance, WorkerMessage
+from regiment.hierarchy._nested_runs import open_nested
 from regiment.hierarchy._ranges import run_concurrency
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy._supervisor import (
@@ -225,12 +226,6 @@ class RunningTeam(DecidesApprovals):
         async with opened as (channel, events):
             yield RunEvents(events, self._spawner.checkpoint_if_cancelled, channel)
 
-    def _open_for_step(
-        self, goal: str, allowance: StepAllowance, parent: StepAt
-    ) -> AbstractAsyncContextManager[tuple[RunChannel, MemoryObjectReceiveStream[Event]]]:
-        """What a parent's team-worker actor uses to run a step on this team."""
-        return self._open(goal, allowance, streaming=False, parent=parent)
-
     @asynccontextmanager
     async def _open(
         self,
@@ -373,9 +368,8 @@ async def _spawn_team(
                 child = await _spawn_team(
                     worker.team, system, telemetry, prefix=f"{name}/", outer=up, mcp=mcp, desk=desk
                 )
-                factory = functools.partial(
-                    TeamWorkerActor, worker, team.name, child._open_for_step, telemetry
-                )
+                nested = functools.partial(open_nested, child, channels)
+                factory = functools.partial(TeamWorkerActor, worker, team.name, nested, telemetry)
             case _:
                 assert_never(worker)
         refs[worker.name] = await spawn_worker(system, factory, name)

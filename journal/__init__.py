@@ -37,6 +37,14 @@ Keys
     without a decision; ``session_history(session)`` gives the earlier runs of a
     session (goal, status, answer, committed step outputs), oldest first.
 
+Nested runs
+    The run of a nested team (a step given to a ``TeamWorker``) of a journaled run
+    is a run of the same journal, its ``RunCreated.parent`` the run it serves, its id
+    :func:`nested_run_id` (the parent's id, plan version, step and attempt, joined by
+    :data:`NESTED_MARK`, which no top-level run's id has). ``list_runs`` leaves nested
+    runs out; ``get_run`` and ``read`` take their ids; :func:`not_resumable_alone`
+    says why one is not resumed by itself (its top-level run's resume finishes it).
+
 Writes and durability
     ``append`` encodes the record and buffers it; ``append(..., durable=True)``,
     ``flush``, reads, lease calls and ``close`` commit the buffer. One caller
@@ -117,6 +125,7 @@ __all__ = (
     "UnknownRun",
     "MemoryJournal",
     "ModelCallFinished",
+    "NESTED_MARK",
     "PlanVersion",
     "PostgresJournal",
     "Record",
@@ -134,8 +143,11 @@ __all__ = (
     "ToolCallStarted",
     "describe_owner",
     "heartbeat",
+    "nested_run_id",
+    "not_resumable_alone",
     "open_journal",
     "process_owner",
+    "top_run_id",
 )
 
 # Each name loads with its module on first use (issue #22): a run without a journal
@@ -149,6 +161,12 @@ _LAZY_NAMES = LazyNames(
         "regiment.journal._heartbeat": ("heartbeat",),
         "regiment.journal._owners": ("describe_owner", "process_owner"),
         "regiment.journal._memory": ("MemoryJournal",),
+        "regiment.journal._nesting": (
+            "NESTED_MARK",
+            "nested_run_id",
+            "not_resumable_alone",
+            "top_run_id",
+        ),
         "regiment.journal._open": (
             "JournalSpec",
             "open_journal",
@@ -187,6 +205,12 @@ _LAZY_NAMES = LazyNames(
 if TYPE_CHECKING:
     from regiment.journal._heartbeat import heartbeat
     from regiment.journal._memory import MemoryJournal
+    from regiment.journal._nesting import (
+        NESTED_MARK,
+        nested_run_id,
+        not_resumable_alone,
+        top_run_id,
+    )
     from regiment.journal._open import JournalSpec, open_journal
     from regiment.journal._owners import describe_owner, process_owner
     from regiment.journal._postgres import PostgresJournal

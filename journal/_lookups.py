@@ -83,7 +83,8 @@ class JournalLookups(ABC):
     async def list_runs(
         self, *, status: RunStatus | None = None, limit: int | None = None
     ) -> tuple[RunInfo, ...]:
-        """Runs, newest first, optionally only those of one status."""
+        """Top-level runs, newest first, optionally only those of one status (a nested
+        team's run is not listed: ``get_run`` and ``read`` take its id, see ``nested_run_id``)."""
         await self.flush()
         rows = await self._call(self._store.list_runs, status, limit, self._clock(), None)
         return tuple(row.info() for row in rows)

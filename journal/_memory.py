@@ -8,6 +8,7 @@ from typing import final
 
 from regiment.errors import JournalError
 from regiment.journal._buffered import BufferedJournal
+from regiment.journal._nesting import NESTED_MARK
 from regiment.journal._store import (
     Batch,
     LeaseKey,
@@ -130,7 +131,8 @@ class _MemoryStore:
         rows = [
             row
             for row in rows
-            if (status is None or row.status == status)
+            if NESTED_MARK not in row.run_id  # top-level runs only
+            and (status is None or row.status == status)
             and (session is None or row.session == session)
         ]
         rows.sort(key=lambda row: (row.started_at, row.run_id), reverse=True)

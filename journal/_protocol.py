@@ -86,7 +86,8 @@ class Journal(Protocol):
     async def list_runs(
         self, *, status: RunStatus | None = None, limit: int | None = None
     ) -> tuple[RunInfo, ...]:
-        """Runs, newest first, optionally only those of one status."""
+        """Top-level runs, newest first, optionally only those of one status (a nested
+        team's run is not listed: ``get_run`` and ``read`` take its id, see ``nested_run_id``)."""
         ...
 
     async def tool_call(

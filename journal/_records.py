@@ -69,6 +69,8 @@ class RunCreated(_Base, frozen=True, kw_only=True, tag="run_created"):
             traced (a resume continues that trace); ``None`` in older journals.
         team_file: the team file the run was started from (``regiment run``
             records it); ``None`` for a team built in code, and in older journals.
+        parent: for the run of a nested team (a ``TeamWorker``'s step), the run whose
+            step it serves; ``None`` for a top-level run (see ``nested_run_id``).
     """
 
     team: str
@@ -78,6 +80,7 @@ class RunCreated(_Base, frozen=True, kw_only=True, tag="run_created"):
     created_at: datetime
     trace: str | None = None
     team_file: TeamFile | None = None
+    parent: str | None = None
 
 
 class RunResumed(_Base, frozen=True, kw_only=True, tag="run_resumed"):

@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from regiment.errors import JournalError
+from regiment.journal._nesting import NESTED_MARK
 from regiment.journal._store import (
     Batch,
     Creation,
@@ -59,6 +60,7 @@ _LISTED = (
     " ELSE 'stalled' END AS status FROM journal_runs) AS listed"
 )
 _NEWEST = " ORDER BY started_at DESC, run_id DESC"
+_NESTED = f"%{NESTED_MARK}%"  # a nested run's id (the mark is no LIKE wildcard)
 
 
 _NO_LIMIT = 2**63 - 1  # the largest LIMIT SQLite and PostgreSQL take
@@ -258,9 +260,10 @@ class SqlStore(ABC):
     def list_runs(
         self, status: RunStatus | None, limit: int | None, now: float, session: str | None
     ) -> list[RunRow]:
-        where, params = "1 = 1", list[object]([now])
+        # Top-level runs only: a nested run is listed through the run it serves.
+        where, params = "run_id NOT LIKE ?", list[object]([now, _NESTED])
         if session is not None:
-            where, params = "session = ?", [now, session]
+            where, params = "run_id NOT LIKE ? AND session = ?", [now, _NESTED, session]
         # A limit past a 64-bit integer is no limit (the drivers refuse to bind it).
         limit = None if limit is None or limit >= _NO_LIMIT else limit
         cap, capped = (" LIMIT ?", list[object]([limit])) if limit is not None else ("", [])

@@ -129,8 +129,10 @@ class RunJournal:
         ttl: float = LEASE_TTL,
         trace: str | None = None,
         team_file: TeamFile | None = None,
+        parent: str | None = None,
     ) -> RunJournal:
-        """Record a new run (durably) and own it (``trace``: its root span's ``traceparent``)."""
+        """Record a new run (durably) and own it (``trace``: its root span's ``traceparent``;
+        ``parent``: the run whose step a nested run serves)."""
         created = RunCreated(
             run_id=run_id,
             team=team.name,
@@ -140,6 +142,7 @@ class RunJournal:
             created_at=datetime.now(UTC),
             trace=trace,
             team_file=team_file,
+            parent=parent,
         )
         lease = await journal.create_run(created, owner=owner, ttl=ttl)
         return cls(journal, lease, run_id, deps=deps, ttl=ttl)
@@ -147,6 +150,15 @@ class RunJournal:
     @property
     def lease(self) -> Lease:
         return self._lease
+
+    @property
+    def store(self) -> Journal:
+        """The journal the run is recorded in (its nested runs are recorded there too)."""
+        return self._journal
+
+    @property
+    def ttl(self) -> float:
+        return self._ttl
 
     def buffer(self, record: Record) -> None:
         """Append ``record`` with the run's next flush."""

@@ -18,7 +18,14 @@ from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, owner_name
 from regiment.hierarchy.run._lender import Lender
 from regiment.hierarchy.run._session import session_context
 from regiment.hierarchy.workers._journal_calls import RunCalls
-from regiment.journal import Entry, Journal, RunCreated, RunFinished, RunResumed
+from regiment.journal import (
+    Entry,
+    Journal,
+    RunCreated,
+    RunFinished,
+    RunResumed,
+    not_resumable_alone,
+)
 
 if TYPE_CHECKING:
     from regiment.hierarchy._result import RunResult
@@ -46,8 +53,8 @@ async def open_channel(
     run_id, goal, session = run
     journal, team, ttl = running.journal, running.team, running.lease_ttl
     run_journal = resumed
-    if resumed is not None:
-        number, now = (resumed.resume or (1, None))[0], datetime.now(UTC)
+    if resumed is not None and resumed.resume is not None:  # (else a new nested run's)
+        number, now = resumed.resume[0], datetime.now(UTC)
         resumed.buffer(RunResumed(run_id=run_id, number=number, trace=trace, resumed_at=now))
         await resumed.flush()  # durably, now: a resume killed at once still counts
     elif journal is not None:
@@ -115,8 +122,10 @@ async def reopen(
     force: bool,
     ttl: float = LEASE_TTL,
     entries: tuple[Entry, ...] | None = None,
+    nested: bool = False,
 ) -> tuple[RunJournal, RunCreated]:
-    """Check that ``team`` may finish run ``run_id``, take its lease, and index its replay.
+    """Check that ``team`` may finish run ``run_id``, take its lease, and index its replay
+    (``nested``: a nested team's run, resumed by the run it serves; else it is refused).
 
     Raises:
         JournalError: the journal has no such run, or it has finished.
@@ -124,6 +133,9 @@ async def reopen(
             with, and ``force`` is false.
         LeaseHeld: another process is running it.
     """
+    refusal = None if nested else not_resumable_alone(run_id)
+    if refusal is not None:
+        raise JournalError(refusal)
     if entries is None:  # else the caller has just read them
         entries = await journal.read(run_id)
     if not entries:

@@ -14,7 +14,10 @@ into the step's one ``StepReport``:
 * plan versions are per team: the child has its own versions, and a stale
   report at either level is dropped by that level's planner;
 * tracing: the child run's root span is a child of this worker's
-  ``invoke_agent {name}`` span, so a nested run is one trace.
+  ``invoke_agent {name}`` span, so a nested run is one trace;
+* durability: when the parent run is journaled, the child run is journaled in the
+  same journal under an id derived from the step (``journal.nested_run_id``), and a
+  resumed parent resumes it rather than starting it afresh (see ``_nested_runs``).
 """
 
 from __future__ import annotations
@@ -50,10 +53,11 @@ DEFAULT_TEAM_STEP_MODEL_CALLS = 64
 multi-call steps. Set ``Budget(model_calls=...)`` on the child team to change it."""
 
 OpenChildRun: TypeAlias = Callable[
-    [str, StepAllowance, StepAt],
+    [str, StepAllowance, StepAt, int],
     AbstractAsyncContextManager[tuple[RunChannel, MemoryObjectReceiveStream[Event]]],
 ]
-"""Starts one run of the child team under an allowance; yields its channel and events.
+"""Starts (or, for a journaled run above, resumes) the child team's run of one attempt
+of a step under an allowance; yields its channel and events.
 
 When the block exits (even by cancellation) the run has ended or been given up
 on, and the channel holds its result or error, if it got one."""
@@ -135,7 +139,8 @@ class TeamWorkerActor(StepActor):
         try:
             # Opened inside this step's span, so the child's root span is its child.
             parent = StepAt(assign.run_id, assign.plan_version, assign.step.id)
-            async with self._open_run(goal, assign.allowance, parent) as (channel, events):
+            opened = self._open_run(goal, assign.allowance, parent, assign.attempt)
+            async with opened as (channel, events):
                 progress.on_cut = channel.cut  # the child's steps are cut with this step
                 try:
                     async for _ in events:

@@ -49,9 +49,9 @@ async def test_a_nested_step_that_works_is_not_cut_when_its_sibling_asks(
             done = await running.resume(paused.run_id)
     assert done.status == "completed"
     assert shop.refunds == [("5", 30)]
-    # The nested run is not journaled: a resume runs its plan again (its slow step
-    # once more), and its approved call once.
-    assert shop.slow_done == ["slow child", "slow child"]
+    # The nested run is journaled with its top run: the resume resumes it (its slow
+    # step, committed before the pause, is not done again) and runs its approved call once.
+    assert shop.slow_done == ["slow child"]
 
 
 async def test_a_decision_while_a_nested_step_works_never_pauses_the_run(

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import anyio
 
-from regiment import Check, Planner, RunContext, ScriptedModel, Team, Worker, tool
+from regiment import Check, Planner, RunContext, ScriptedModel, Team, TeamWorker, Worker, tool
 from regiment.hierarchy import RunStarted, StepReport
 from regiment.models import (
     ModelRequest,
@@ -134,28 +134,39 @@ def brain(
 
 
 def make_team(
-    stop: Stop = _go_on, *, plan: str = PLAN, replan: str = REPLAN, concurrency: int = 1
+    stop: Stop = _go_on,
+    *,
+    plan: str = PLAN,
+    replan: str = REPLAN,
+    concurrency: int = 1,
+    ledger: Ledger | None = None,
+    approve: str | None = None,
 ) -> Team:
-    @tool
-    async def charge(account: str, amount: int, ctx: RunContext[Ledger]) -> str:
+    """The team (``ledger``: the tool's when the run has no deps, as a nested team's
+    run has none; ``approve``: the account whose charge needs approval)."""
+
+    async def charge(account: str, amount: int, ctx: RunContext[Ledger | None]) -> str:
         """Charge an account (once per idempotency key)."""
-        ledger = ctx.deps
-        with ledger.bodies.open("a") as f:
+        used = ctx.deps or ledger
+        assert used is not None
+        with used.bodies.open("a") as f:
             f.write(json.dumps([ctx.idempotency_key, account, amount]) + "\n")
-        done = {line[0] for line in ledger.lines(ledger.effects)}
+        done = {line[0] for line in used.lines(used.effects)}
         if ctx.idempotency_key not in done:
-            with ledger.effects.open("a") as f:
+            with used.effects.open("a") as f:
                 f.write(json.dumps([ctx.idempotency_key, account, amount]) + "\n")
                 f.flush()
         await stop(f"tool:{ctx.step_id}")
         return f"charged {amount} to {account}"
 
+    needs = None if approve is None else (lambda args: args["account"] == approve)
+    charging = tool(charge) if needs is None else tool(requires_approval=needs)(charge)
     model = ScriptedModel(brain(stop, plan, replan))
     return Team(
         name="billing-desk",
         planner=Planner(model=model),
         workers=[
-            Worker(name="billing", description="charges accounts", model=model, tools=[charge])
+            Worker(name="billing", description="charges accounts", model=model, tools=[charging])
         ],
         checks={"never": Check(description="never passes", predicate=_never)},
         concurrency=concurrency,
@@ -164,6 +175,29 @@ def make_team(
 
 def _never(report: StepReport) -> bool:
     return False
+
+
+def _office_brain(stop: Stop) -> Callable[[ModelRequest], Awaitable[ModelResponse | str]]:
+    async def reply(request: ModelRequest) -> ModelResponse | str:
+        if request.role == "planner":
+            return json.dumps({"steps": [{"id": "t1", "description": GOAL, "worker": "desk"}]})
+        await stop("office:synthesis")
+        return text_response("office: " + request.messages[-1].text[-300:])
+
+    return reply
+
+
+def make_office(
+    stop: Stop = _go_on, *, ledger: Ledger | None = None, approve: str | None = None
+) -> Team:
+    """The durable team nested as the one worker of a team ``office``: each run of the
+    office gives its one step (``t1``) to the billing desk's team (``ledger``, where its
+    tool writes, and ``approve`` are as for ``make_team``; ``stop`` is the desk's and, at
+    ``office:synthesis``, the office's own answer's)."""
+    desk = make_team(stop, ledger=ledger, approve=approve)
+    worker = TeamWorker(name="desk", description="a billing team", team=desk)
+    model = ScriptedModel(_office_brain(stop))
+    return Team(name="office", planner=Planner(model=model), workers=[worker])
 
 
 def check_resumed(
@@ -206,13 +240,15 @@ def check_resumed(
         assert in_flight is not None or again == [], (stop_at, runs)
 
 
-async def child(journal: str, folder: str, stop_at: str) -> None:
-    """The crash tests' child process: run the team until ``stop_at``, then wait."""
+async def child(journal: str, folder: str, stop_at: str, nested: bool = False) -> None:
+    """The crash tests' child process: run the team (``nested``: the office, with the
+    team as its worker) until ``stop_at``, then wait."""
 
     async def ready(where: str) -> None:
         print("ready", where, flush=True)
 
-    team = make_team(stopper(stop_at, ready))
+    stop = stopper(stop_at, ready)
+    team = make_office(stop, ledger=Ledger(Path(folder))) if nested else make_team(stop)
     if os.environ.get("DURABLE_TEAM_TRACED"):  # spans recorded (exported nowhere): a real trace id
         from opentelemetry.sdk.trace import TracerProvider
 
@@ -230,4 +266,4 @@ async def child(journal: str, folder: str, stop_at: str) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(child, sys.argv[1], sys.argv[2], sys.argv[3])
+    anyio.run(child, sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:] == ["nested"])

@@ -159,9 +159,11 @@ async def test_a_resumed_run_asks_the_journal_for_its_approval_not_for_the_whole
 async def test_a_nested_teams_decided_call_is_applied_though_its_team_plans_anew(
     location: str,
 ) -> None:
-    # A nested run is not journaled: the resume plans it again, and this time its planner
-    # put the same refund in step x2, after a step x1. The request id came from the nested
-    # step's id, so the decision did not apply and the run paused again on the same call.
+    # When a nested run was not journaled, the resume planned it again, and this time its
+    # planner put the same refund in step x2, after a step x1. The request id came from the
+    # nested step's id, so the decision did not apply and the run paused again on the same
+    # call. (The nested run is journaled now and resumed with its plan; a plan reply it had
+    # not made durable before a crash is still asked again, and may differ.)
     shop = Shop()
     shop.release.set()
     again = plan_json(

@@ -72,15 +72,16 @@ def _errors_to(log: Path) -> int:
 
 @asynccontextmanager
 async def stopped_child(
-    where: str, folder: Path, stop_at: str
+    where: str, folder: Path, stop_at: str, *options: str
 ) -> AsyncIterator[tuple[str, Process]]:
     """The durable team's child process, stopped at ``stop_at`` with its run's lease held:
-    its run id and the process, which is SIGKILLed on the way out if it still runs."""
+    its run id and the process, which is SIGKILLed on the way out if it still runs
+    (``options``: more arguments, ``nested`` for the team nested in another)."""
     log = _folder(folder) / "child.log"
     errors = _errors_to(log)
     try:
         process = await anyio.open_process(
-            [sys.executable, str(CHILD), where, str(folder), stop_at],
+            [sys.executable, str(CHILD), where, str(folder), stop_at, *options],
             stdout=subprocess.PIPE,
             stderr=errors,
         )

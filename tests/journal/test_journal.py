@@ -12,6 +12,8 @@ from regiment.journal import (
     RunFinished,
     StepDispatched,
     UnknownRun,
+    nested_run_id,
+    top_run_id,
 )
 
 from .records import Clock, created, event, new_id, one_of_each
@@ -85,6 +87,23 @@ async def test_runs_list_newest_first_with_status_filter_and_limit(
         for status in (None, "running", "stalled"):
             wide = await journal.list_runs(status=status, limit=huge)
             assert wide == await journal.list_runs(status=status)
+
+
+async def test_nested_runs_are_not_listed_but_read(journal: Journal, clock: Clock) -> None:
+    top = new_id()
+    nested = nested_run_id(top, 1, "s1")
+    await journal.create_run(created(top, minutes=1, session="t-1"), owner="w", ttl=TTL)
+    record = msgspec.structs.replace(created(nested, minutes=2, session="t-1"), parent=top)
+    await journal.create_run(record, owner="w", ttl=TTL)
+    clock.advance(TTL + 1)  # both lapse: 'stalled' is listed by a statement of its own
+    for status in (None, "stalled"):
+        assert [i.run_id for i in await journal.list_runs(status=status)] == [top]
+        assert [i.run_id for i in await journal.list_runs(status=status, limit=1)] == [top]
+    assert [r.run_id for r in await journal.session_history("t-1")] == [top]
+    assert (await journal.get_run(nested)).status == "stalled"
+    assert (await journal.read(nested))[0].record == record
+    assert top_run_id(nested) == top
+    assert top_run_id(top) is None
 
 
 async def test_a_run_whose_lease_expired_lists_as_stalled(journal: Journal, clock: Clock) -> None:

@@ -1,0 +1,159 @@
+"""The runs of a nested team (a ``TeamWorker``'s steps), journaled with the run they serve.
+
+A step of a journaled run given to a team worker runs its child team as a run of its
+own, recorded in the same journal as any run is (plans, step reports, model replies,
+tool intents and results, events), under an id derived from the step it serves (see
+``regiment.journal.nested_run_id``): its parent run, plan version, step and attempt.
+It is owned by the process that owns the parent run (the same owner, its own lease,
+kept alive by its planner's heartbeat as every journaled run's is).
+
+When a resumed parent sends the step again (it had not committed), the step finds its
+nested run in the journal and resumes it instead of starting it afresh: the steps it
+committed are not done again, its journaled model replies and tool results are
+replayed, and a tool call in flight at the crash runs again with the same idempotency
+key. A nested run that had finished (the parent died before it committed the step)
+gives its journaled result back at once.
+
+A run without a journal is untouched: its nested runs start as they always did.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+import anyio
+import msgspec
+
+from regiment.errors import JournalError, LeaseHeld, RunCancelled, RunError, UnknownRun
+from regiment.hierarchy._approvals import StepAt
+from regiment.hierarchy._messages import StepAllowance
+from regiment.hierarchy._result import RunResult
+from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.run._journaling import RunJournal
+from regiment.hierarchy.run._resume import Opened, reopen
+from regiment.journal import Entry, RunFinished, nested_run_id
+
+if TYPE_CHECKING:
+    from regiment.hierarchy._running import RunningTeam
+
+__all__ = ("open_nested",)
+
+
+@asynccontextmanager
+async def open_nested(
+    child: RunningTeam,
+    parents: Mapping[str, RunChannel],
+    goal: str,
+    allowance: StepAllowance,
+    parent: StepAt,
+    attempt: int,
+) -> AsyncIterator[Opened]:
+    """Run ``parent``'s step on ``child`` (its ``attempt``-th try), journaled with the run
+    above when that run is (``parents``: the parent team's runs in progress)."""
+    above = parents.get(parent.run_id)
+    journal = None if above is None else above.journal
+    # The run above's deps are its nested runs' too (not journaled, as a run's are not).
+    deps = None if above is None or above.calls is None else above.calls.deps
+    if journal is None:  # not journaled: a new run, as always
+        async with child._open(goal, allowance, streaming=False, deps=deps, parent=parent) as pair:
+            yield pair
+        return
+    run_id = nested_run_id(parent.run_id, parent.plan_version, parent.step_id, attempt)
+    # Only a resumed run above can have run the step before (a new one: no read).
+    entries = await _entries(journal, run_id) if journal.resume is not None else ()
+    last = entries[-1].record if entries else None
+    if isinstance(last, RunFinished):  # the run above died before it committed the step
+        channel, events = _finished(last)
+        with events:
+            yield channel, events
+        return
+    if entries:
+        nested = await _resumed(journal, child, run_id, entries, deps)
+    else:
+        nested = await RunJournal.create(
+            journal.store,
+            child.team,
+            run_id,
+            goal,
+            None,
+            journal.lease.owner,
+            deps,
+            ttl=journal.ttl,
+            parent=parent.run_id,
+        )
+    started = False
+    try:
+        opened = child._open(
+            goal, allowance, streaming=False, deps=deps, resumed=nested, parent=parent
+        )
+        async with opened as pair:
+            started = True
+            yield pair
+    except BaseException:
+        if not started:  # cut before the run began (cancelled): let go of its lease now
+            with anyio.CancelScope(shield=True), contextlib.suppress(JournalError):
+                await nested.close()
+        raise
+
+
+async def _entries(journal: RunJournal, run_id: str) -> tuple[Entry, ...]:
+    try:
+        return await journal.store.read(run_id)
+    except UnknownRun:
+        return ()
+
+
+async def _resumed(
+    journal: RunJournal,
+    child: RunningTeam,
+    run_id: str,
+    entries: tuple[Entry, ...],
+    deps: object,
+) -> RunJournal:
+    """The nested run, taken over by the run above's owner to finish it.
+
+    Its lease is the old owner's until that owner lets it go or it lapses (an owner of
+    this machine that is gone: at once). The run above was taken over already, so
+    this waits that out, a lease's length at most, then takes the run.
+    """
+    ttl = journal.ttl
+    deadline = anyio.current_time() + 2 * ttl
+    while True:
+        try:
+            # force: the run above was checked against its team, nested teams included
+            nested, _ = await reopen(
+                journal.store,
+                child.team,
+                run_id,
+                owner=journal.lease.owner,
+                deps=deps,
+                force=True,
+                ttl=ttl,
+                entries=entries,
+                nested=True,
+            )
+        except LeaseHeld:
+            if anyio.current_time() > deadline:
+                raise
+            await anyio.sleep(ttl / 10)
+            continue
+        # Its root span hangs under the step it serves now, not under its first root.
+        nested.resume = (nested.resume or (1, None))[0], None
+        return nested
+
+
+def _finished(record: RunFinished) -> Opened:
+    """A channel holding a finished nested run's journaled result (or error), closed."""
+    channel, events = RunChannel.open(streaming=False)
+    if record.result:
+        channel.result = msgspec.convert(record.result, RunResult)
+    elif record.status == "cancelled":
+        channel.error = RunCancelled(record.error or "the nested run was cancelled")
+    else:
+        channel.error = RunError(record.error or f"the nested run ended {record.status}")
+    channel.done = True
+    channel.send.close()
+    return channel, events

@@ -1,0 +1,42 @@
+"""How the run of a nested team (a ``TeamWorker``'s step) is named in the journal.
+
+A nested run of a journaled run is journaled as a run of its own, under an id derived
+from the step it serves: its parent run's id, the plan version, the step id and the
+attempt. The same step of the same plan version therefore finds its nested run again
+after a resume. The id carries ``~``, which a top-level run's id never does, so a
+listing can leave nested runs out and anything can name the top run a nested one
+belongs to.
+"""
+
+from __future__ import annotations
+
+__all__ = ("NESTED_MARK", "nested_run_id", "not_resumable_alone", "top_run_id")
+
+NESTED_MARK = "~"
+"""What every nested run's id contains and no top-level run's id does."""
+
+
+def nested_run_id(parent: str, plan_version: int, step_id: str, attempt: int = 1) -> str:
+    """The id of the run serving step ``step_id`` of ``parent``'s plan version
+    ``plan_version`` (``parent``'s ``attempt``-th try of it)."""
+    tried = "" if attempt == 1 else f"-a{attempt}"
+    return f"{parent}{NESTED_MARK}v{plan_version}-{step_id}{tried}"
+
+
+def top_run_id(run_id: str) -> str | None:
+    """The top-level run a nested run belongs to; ``None`` for a top-level run."""
+    top, mark, _ = run_id.partition(NESTED_MARK)
+    return top if mark else None
+
+
+def not_resumable_alone(run_id: str) -> str | None:
+    """Why nested run ``run_id`` cannot be resumed by itself (``None``: a top-level run):
+    what a ``resume`` of it says, naming the run to resume instead."""
+    top = top_run_id(run_id)
+    if top is None:
+        return None
+    return (
+        f"run {run_id!r} is the run of a nested team (a step of run {top!r}); it is "
+        f"resumed with that run: resume {top!r} (`regiment resume {top}`), which "
+        "finishes this one where it stopped"
+    )
