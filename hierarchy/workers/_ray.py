@@ -27,17 +27,20 @@ from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.guard._types import Guardrail
 from regiment.hierarchy.workers._approval_gate import Approvals
 from regiment.hierarchy.workers._journal_calls import RunCalls, RunLookup
+from regiment.hierarchy.workers._live import LiveWorker
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._placement import Ray, not_started, pool_of
 from regiment.hierarchy.workers._ray_conduit import StepConduit
 from regiment.hierarchy.workers._ray_host import HostedWorker, StepHost
 from regiment.hierarchy.workers._ray_join import import_ray, join_ray
+from regiment.hierarchy.workers._ray_mcp import planner_tools, start_mcp, stop_mcp
 from regiment.hierarchy.workers._ray_recipe import hosted_worker
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._wire import step_key
-from regiment.hierarchy.workers._worker import Worker
+from regiment.hierarchy.workers._worker import Worker, WorkerSpec
 from regiment.models import ModelSettings
 from regiment.telemetry import Telemetry, inject, semconv
+from regiment.tools import MCPToolList, Toolset, WorkerTools
 
 __all__ = ("RayReplicas", "RayWorkerActor", "RunLinks", "check_remote_deps", "start_ray_workers")
 
@@ -45,6 +48,7 @@ _log = logging.getLogger("regiment.ray")
 _CONTROL = "control"  # the replicas' concurrency group for acks
 _COLOURS = re.compile(r"\x1b\[[0-9;]*m")  # the terminal colours in Ray's error texts
 _CANCEL_WAIT = 10.0  # seconds a cancel waits for a remote step to end (a hung tool: logged)
+_MCP_STOP_WAIT = 10.0  # seconds the replicas have to stop their MCP servers (4 s each at most)
 
 
 async def start_ray_workers(
@@ -54,11 +58,12 @@ async def start_ray_workers(
     settings: ModelSettings | None = None,
     team_guardrails: Sequence[Guardrail] = (),
     links: Mapping[str, RunLinks] | None = None,
-) -> dict[str, Callable[[], StepActor]]:
+) -> dict[str, tuple[WorkerSpec, Callable[[], StepActor]]]:
     """Join Ray, start the replicas of the Ray-placed ``workers`` (one set per pool:
-    the workers of a named pool share theirs), and return, by worker name, the
-    factory of the actor that hands its steps to them (the team spawns it like any
-    worker actor).
+    the workers of a named pool share theirs) and their MCP servers, and return, by
+    worker name, how the planner sees it (with the tools its replicas' MCP servers
+    listed) and the factory of the actor that hands its steps to them (the team
+    spawns it like any worker actor).
 
     Args:
         workers: the team's Ray-placed workers (their pools' settings already agree).
@@ -71,7 +76,8 @@ async def start_ray_workers(
 
     Raises:
         ConfigError: not under asyncio, ray is not installed, a worker cannot be
-            built on a replica, its guardrails do not pickle, or replicas could not start.
+            built on a replica, its guardrails do not pickle, replicas or their MCP
+            servers could not start.
     """
     if not workers:
         return {}
@@ -83,7 +89,7 @@ async def start_ray_workers(
         for members in pools.values()
         for w, p in members
     }
-    factories: dict[str, Callable[[], StepActor]] = {}
+    placed: dict[str, tuple[WorkerSpec, Callable[[], StepActor]]] = {}
     started: list[RayReplicas] = []
     try:
         for members in pools.values():
@@ -94,14 +100,17 @@ async def start_ray_workers(
             )
             started.append(replicas)
             for worker, _ in members:
-                factories[worker.name] = functools.partial(
+                tools = planner_tools(worker, replicas.mcp_tools.get(worker.name, ()))
+                spec = worker if tools is worker.toolset else LiveWorker(worker, WorkerTools(tools))
+                make = functools.partial(
                     RayWorkerActor, worker, telemetry, replicas, (links or {}).get(worker.name)
                 )
+                placed[worker.name] = (spec, functools.partial(make, toolset=tools))
     except BaseException:
         for replicas in started:
             replicas.kill()
         raise
-    return factories
+    return placed
 
 
 def _pools(workers: Sequence[Worker]) -> dict[str, list[tuple[Worker, Ray]]]:
@@ -110,11 +119,6 @@ def _pools(workers: Sequence[Worker]) -> dict[str, list[tuple[Worker, Ray]]]:
     for worker in workers:
         placement = worker.placement
         assert placement is not None
-        if worker.mcp_servers:
-            raise ConfigError(
-                f"worker '{worker.name}' has MCP servers and is placed on Ray; MCP servers run "
-                "only in the team's process: keep this worker local, or give it plain tools"
-            )
         pools.setdefault(pool_of(worker.name, placement), []).append((worker, placement))
     return pools
 
@@ -155,6 +159,7 @@ class RayReplicas:
         self._handles = list(handles)
         self._turn = itertools.count()
         self._users = 0
+        self.mcp_tools: Mapping[str, tuple[MCPToolList, ...]] = {}  # by worker, as listed
 
     @classmethod
     async def start(
@@ -169,8 +174,9 @@ class RayReplicas:
             "resources": dict(placement.resources),
             "max_restarts": placement.max_restarts,
             "max_task_retries": 0,  # the planner retries, with the same step key
-            # every hosted worker's steps, plus room for cancel and flush calls meanwhile
-            "max_concurrency": sum(w.max_concurrent_steps for w in workers) + 2,
+            # every hosted worker's steps, plus room for the MCP servers' call (held while
+            # the replica runs), and for cancel and flush calls meanwhile
+            "max_concurrency": sum(w.max_concurrent_steps for w in workers) + 3,
         }
         # Acks have their own group: steps waiting for an ack may hold every slot
         # of the default one, and an ack queued behind them would never run.
@@ -191,6 +197,12 @@ class RayReplicas:
         except Exception as exc:
             replicas.kill()
             raise ConfigError(f"{where}: its Ray replicas did not start: {_why(exc)}") from exc
+        try:
+            replicas.mcp_tools = await start_mcp(handles, "on its Ray replica")
+        except BaseException:
+            await stop_mcp(handles, _MCP_STOP_WAIT)
+            replicas.kill()
+            raise
         return replicas
 
     @property
@@ -287,6 +299,7 @@ class RayReplicas:
         self._users -= 1
         if self._users > 0:
             return
+        await stop_mcp(self._handles, _MCP_STOP_WAIT)
         with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
             for handle in self._handles:
                 with contextlib.suppress(Exception):
@@ -332,6 +345,8 @@ class RayWorkerActor(StepActor):
         telemetry: Telemetry,
         replicas: RayReplicas,
         links: RunLinks | None = None,
+        *,
+        toolset: Toolset | None = None,
     ) -> None:
         super().__init__(
             worker.name,
@@ -347,6 +362,8 @@ class RayWorkerActor(StepActor):
         self._worker = worker
         self._replicas = replicas
         self._links = links or RunLinks()
+        # its tools as the team's process knows them (its replicas' MCP tools too): approvals
+        self._toolset = worker.toolset if toolset is None else toolset
         self._packed: tuple[object, bytes] | None = None  # the last deps pickled, and their bytes
         replicas.acquire()
 
@@ -356,7 +373,7 @@ class RayWorkerActor(StepActor):
         run = links.runs(assign.run_id) if links.runs is not None else None
         conduit = StepConduit(
             assign,
-            self._worker.toolset,
+            self._toolset,
             progress,
             run,
             live_sink(links.channels.get(assign.run_id), assign.run_id, name),

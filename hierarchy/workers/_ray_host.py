@@ -37,6 +37,7 @@ from regiment.hierarchy.workers._ray_channel import (
     ReplicaLog,
     replica_live,
 )
+from regiment.hierarchy.workers._ray_mcp import MCPStarted, ReplicaMCP
 from regiment.hierarchy.workers._wire import RemoteStep, decode_step
 from regiment.hierarchy.workers._worker import Worker
 from regiment.models import ModelSettings
@@ -155,6 +156,7 @@ class StepHost:
             else Telemetry(tracing.provider, meter_provider=tracing.meter_provider)
         )
         self._hosted = {spec.name: self._build(spec) for spec in hosted}
+        self._mcp = ReplicaMCP({name: h.worker for name, h in self._hosted.items()})
         # The running steps, by key: their cancel scope, and an event set once they end.
         self._running: dict[str, tuple[anyio.CancelScope, anyio.Event, StepProgress]] = {}
         self._channels: dict[str, ReplicaChannel] = {}  # the running steps' channels, by key
@@ -198,6 +200,18 @@ class StepHost:
         """The replica's process id, once it has built its worker."""
         return os.getpid()
 
+    async def mcp_serve(self) -> None:
+        """Start the hosted workers' MCP servers and hold them until :meth:`mcp_stop`."""
+        await self._mcp.serve()
+
+    async def mcp_started(self) -> MCPStarted:
+        """What :meth:`mcp_serve` started (their tools), or why it did not, once it has."""
+        return await self._mcp.started()
+
+    async def mcp_stop(self) -> None:
+        """Close the MCP sessions and stop the servers; return once they have stopped."""
+        await self._mcp.stop()
+
     async def step(self, payload: bytes) -> AsyncIterator[bytes]:
         """Run one step (a Ray streaming generator): its records, live events and
         approval asks as they happen, its report last. Cancelled by ``ray.cancel``
@@ -230,7 +244,7 @@ class StepHost:
                     description=worker.description,
                     system_prompt=worker.system_prompt,
                     max_iterations=worker.max_iterations,
-                    toolset=worker.toolset,
+                    toolset=self._mcp.toolset(worker),
                     caller=hosted.caller,
                     telemetry=self._telemetry,
                     prompts=hosted.prompts,

@@ -1,0 +1,162 @@
+"""MCP servers of Ray-placed workers: started in each replica, known in the team's process.
+
+On a replica, :class:`ReplicaMCP` owns the MCP servers of the workers it hosts:
+one Ray call (``StepHost.mcp_serve``, made by the team's process when the
+replicas start) opens an :class:`~regiment.tools.MCPHub`, starts and lists every
+server (a stdio server is a process on the Ray node; an HTTP server is reached
+from it) and holds them until ``StepHost.mcp_stop``, which closes the sessions
+and stops the processes as leaving ``Team.start()`` does in-process. What the
+servers offer goes back to the team's process (:class:`MCPStarted`), where the
+planner is told the tool names and approvals are decided against their schemas
+(:func:`planner_tools`). This module does not import ``ray``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, final
+
+import anyio
+
+from regiment.errors import ConfigError
+from regiment.hierarchy.workers._live import worker_tools
+from regiment.hierarchy.workers._worker import Worker
+from regiment.tools import (
+    MCPHub,
+    MCPToolList,
+    Toolset,
+    WorkerTools,
+    listed_tools,
+    served_elsewhere,
+)
+
+__all__ = ("MCPStarted", "ReplicaMCP", "planner_tools", "start_mcp", "stop_mcp")
+
+
+@final
+@dataclass(frozen=True, kw_only=True)
+class MCPStarted:
+    """What a replica's MCP servers offer once started, or why they did not start.
+
+    Attributes:
+        tools: by hosted worker (those with MCP servers), each server's listed tools.
+        failed: the worker whose server did not start, and why; ``None`` if all did.
+    """
+
+    tools: Mapping[str, tuple[MCPToolList, ...]] = field(default_factory=dict)
+    failed: tuple[str, str] | None = None
+
+
+@final
+class ReplicaMCP:
+    """The MCP servers of one replica's workers (their sessions live in :meth:`serve`)."""
+
+    def __init__(self, workers: Mapping[str, Worker]) -> None:
+        self._workers = {n: w for n, w in workers.items() if w.mcp_servers}
+        self._tools: dict[str, WorkerTools] = {}
+        self._started: MCPStarted | None = None
+        self._ready = anyio.Event()
+        self._stop = anyio.Event()
+        self._ended = anyio.Event()
+
+    async def serve(self) -> None:
+        """Start every worker's servers, then hold them until :meth:`stop` (or a cancel)."""
+        if not self._workers or self._ready.is_set():  # nothing to serve, or served already
+            self._finish(MCPStarted())
+            return
+        try:
+            async with MCPHub.open() as hub:
+                for name, worker in self._workers.items():
+                    try:
+                        self._tools[name] = await worker_tools(worker, hub)
+                    except Exception as exc:  # ToolError, ConfigError: Team.start() says so
+                        self._finish(MCPStarted(failed=(name, str(exc) or type(exc).__name__)))
+                        return
+                self._finish(MCPStarted(tools={n: listed_tools(t) for n, t in self._tools.items()}))
+                await self._stop.wait()
+        finally:
+            self._tools.clear()  # a step after this finds its servers stopped
+            if not self._ready.is_set():  # cancelled while starting: Team.start() must not wait
+                name = next(iter(self._workers))
+                self._finish(
+                    MCPStarted(failed=(name, "its MCP servers were stopped while starting"))
+                )
+            self._ended.set()
+
+    def _finish(self, started: MCPStarted) -> None:
+        self._started = started
+        self._ready.set()
+
+    async def started(self) -> MCPStarted:
+        """What :meth:`serve` started, once it has."""
+        await self._ready.wait()
+        assert self._started is not None
+        return self._started
+
+    async def stop(self) -> None:
+        """Close the sessions and stop the servers; return once they are stopped."""
+        self._stop.set()
+        if self._ready.is_set() and self._workers:
+            await self._ended.wait()
+
+    def toolset(self, worker: Worker) -> Toolset:
+        """The tools a step of ``worker`` gets now: its own and its MCP servers'.
+
+        Raises:
+            RuntimeError: the worker has MCP servers that are not running on this replica.
+        """
+        if not worker.mcp_servers:
+            return worker.toolset
+        tools = self._tools.get(worker.name)
+        if tools is None:
+            raise RuntimeError(
+                f"worker '{worker.name}': the MCP servers of this Ray replica are not running "
+                "(Ray restarted the replica after it died, or the team is stopping); they "
+                "start only with the team: start the team again to bring them back"
+            )
+        return tools.current()
+
+
+def planner_tools(worker: Worker, lists: tuple[MCPToolList, ...]) -> Toolset:
+    """The Ray-placed ``worker``'s tools as the team's process knows them: its own,
+    and a stand-in for each MCP tool its replicas listed (run there, never here).
+
+    Raises:
+        ConfigError: ``require_approval`` names a tool it does not have.
+    """
+    where = "on the worker's Ray replicas"
+    return served_elsewhere(worker.toolset, lists, tuple(worker.require_approval), where)
+
+
+async def start_mcp(handles: Sequence[Any], where: str) -> Mapping[str, tuple[MCPToolList, ...]]:
+    """Start the MCP servers of every replica (``handles``, Ray actor handles of
+    :class:`~regiment.hierarchy.workers._ray_host.StepHost`), all at once; return the
+    tools the first one listed, by worker (the replicas run the same servers).
+
+    Raises:
+        ConfigError: a server did not start on a replica; it names the worker and the server.
+    """
+    for handle in handles:
+        handle.mcp_serve.remote()  # ends with mcp_stop (or with the replica)
+    listed: list[MCPStarted] = [await handle.mcp_started.remote() for handle in handles]
+    for started in listed:
+        if started.failed is not None:
+            worker, why = started.failed
+            raise ConfigError(f"worker '{worker}' ({where}) cannot start: {why}")
+    return listed[0].tools if listed else {}
+
+
+async def stop_mcp(handles: Sequence[Any], wait: float) -> None:
+    """Stop the replicas' MCP servers (their processes end) before the replicas end;
+    a replica that does not answer within ``wait`` seconds is left to be killed."""
+    with anyio.CancelScope(shield=True), anyio.move_on_after(wait):
+        async with anyio.create_task_group() as tg:
+            for handle in handles:
+                tg.start_soon(_stop_one, handle)
+
+
+async def _stop_one(handle: Any) -> None:
+    with contextlib.suppress(Exception):  # a replica that is gone has nothing to stop
+        await handle.mcp_stop.remote()

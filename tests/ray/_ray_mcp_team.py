@@ -1,0 +1,55 @@
+"""What the Ray MCP tests' replicas build: a clerk worker whose tools come from the
+MCP test server (``tests/mcp_tools/server_app.py``), started in each replica.
+
+The brain is module-level, so the worker pickles for the replicas (which import
+this module as ``tests.ray._ray_mcp_team``: the Ray fixture puts the repository on
+their ``PYTHONPATH``); the server's command line is absolute, as a Ray node needs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from regiment.hierarchy import Planner, Ray, Team, Worker
+from regiment.models import ModelRequest, ModelResponse, ScriptedModel, ToolResultPart
+from regiment.models import tool_call_response as call
+from regiment.tools import MCPServer
+
+__all__ = ("CALLS", "SERVER_COMMAND", "clerk_team", "planner_requests")
+
+SERVER_COMMAND = (sys.executable, str(Path(__file__).parents[1] / "mcp_tools" / "server_app.py"))
+CALLS = ("m_add", "m_meta_key", "m_pid")  # the clerk's step calls these, in turn
+_ARGUMENTS: dict[str, dict[str, object]] = {"m_add": {"a": 2, "b": 3}}
+planner_requests: list[ModelRequest] = []  # the team's process's planner calls (not a replica's)
+
+
+def _brain(request: ModelRequest) -> ModelResponse | str:
+    if request.role == "planner":
+        planner_requests.append(request)
+        step = {"id": "s1", "description": "use the tools", "worker": "clerk"}
+        return json.dumps({"steps": [step]})
+    if request.role != "worker":
+        return "done"
+    results = [
+        p.content for m in request.messages for p in m.parts if isinstance(p, ToolResultPart)
+    ]
+    if len(results) < len(CALLS):
+        name = CALLS[len(results)]
+        return call(name, _ARGUMENTS.get(name, {}))
+    return json.dumps(results)
+
+
+def clerk_team(*servers: MCPServer, require_approval: tuple[str, ...] = ()) -> Team:
+    """A team whose one worker, on one Ray replica, gets the tools of ``servers``."""
+    model = ScriptedModel(_brain)
+    clerk = Worker(
+        name="clerk",
+        description="Calls the MCP tools.",
+        model=model,
+        tools=list(servers),
+        require_approval=require_approval,
+        placement=Ray(replicas=1, num_cpus=0),
+    )
+    return Team(name="office", planner=Planner(model=model), workers=[clerk])
