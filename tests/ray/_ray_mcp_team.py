@@ -12,20 +12,21 @@ import json
 import sys
 from pathlib import Path
 
+from regiment._json import JsonValue
 from regiment.hierarchy import Planner, Ray, Team, Worker
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, ToolResultPart
 from regiment.models import tool_call_response as call
 from regiment.tools import MCPServer
 
-__all__ = ("CALLS", "SERVER_COMMAND", "clerk_team", "planner_requests")
+__all__ = ("CALLS", "SERVER_COMMAND", "brain", "clerk_team", "planner_requests")
 
 SERVER_COMMAND = (sys.executable, str(Path(__file__).parents[1] / "mcp_tools" / "server_app.py"))
-CALLS = ("m_add", "m_meta_key", "m_pid")  # the clerk's step calls these, in turn
-_ARGUMENTS: dict[str, dict[str, object]] = {"m_add": {"a": 2, "b": 3}}
+CALLS = ("m_add", "m_meta_key", "m_pid", "h_shout")  # a step calls those it has, in turn
+_ARGUMENTS: dict[str, dict[str, JsonValue]] = {"m_add": {"a": 2, "b": 3}, "h_shout": {"text": "hi"}}
 planner_requests: list[ModelRequest] = []  # the team's process's planner calls (not a replica's)
 
 
-def _brain(request: ModelRequest) -> ModelResponse | str:
+def brain(request: ModelRequest) -> ModelResponse | str:
     if request.role == "planner":
         planner_requests.append(request)
         step = {"id": "s1", "description": "use the tools", "worker": "clerk"}
@@ -35,15 +36,17 @@ def _brain(request: ModelRequest) -> ModelResponse | str:
     results = [
         p.content for m in request.messages for p in m.parts if isinstance(p, ToolResultPart)
     ]
-    if len(results) < len(CALLS):
-        name = CALLS[len(results)]
+    offered = {t.name for t in request.tools}
+    calls = [name for name in CALLS if name in offered]
+    if len(results) < len(calls):
+        name = calls[len(results)]
         return call(name, _ARGUMENTS.get(name, {}))
     return json.dumps(results)
 
 
 def clerk_team(*servers: MCPServer, require_approval: tuple[str, ...] = ()) -> Team:
     """A team whose one worker, on one Ray replica, gets the tools of ``servers``."""
-    model = ScriptedModel(_brain)
+    model = ScriptedModel(brain)
     clerk = Worker(
         name="clerk",
         description="Calls the MCP tools.",

@@ -3,6 +3,7 @@ tools known to the planner, called from the replica's steps, stopped with the te
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from types import ModuleType
@@ -10,11 +11,13 @@ from types import ModuleType
 import psutil
 import pytest
 
+from regiment.config import load_team
 from regiment.errors import ConfigError
+from regiment.hierarchy import RunResult, Team
 from regiment.journal import SqliteJournal, ToolCallStarted
-from regiment.tools import MCPServer
+from regiment.tools import EditArguments, MCPServer
 
-from ..mcp_tools.conftest import alive
+from ..mcp_tools.conftest import alive, start_http, stop
 from ._ray_mcp_team import CALLS, SERVER_COMMAND, clerk_team, planner_requests
 
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
@@ -23,25 +26,27 @@ pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # R
 async def test_a_replica_starts_the_workers_mcp_servers_and_its_steps_call_them(
     ray_session: ModuleType, tmp_path: Path
 ) -> None:
-    server = MCPServer.stdio(SERVER_COMMAND, prefix="m_", include=["add", "meta_key", "pid"])
-    path = tmp_path / "runs.db"
-    planner_requests.clear()
-    async with clerk_team(server).start(journal=path) as running:
-        result = await running.run("use the tools")
-        (step,) = result.steps
-        add, key, pid = (outcome.content for outcome in step.tool_outcomes)
-        assert isinstance(pid, dict) and isinstance(pid["result"], int)
-        server_pid = pid["result"]
-        # the server is a process of the replica, on the Ray node, not of the team's process
-        assert psutil.Process(server_pid).ppid() not in (os.getpid(), 0)
+    """A stdio server (a process of the replica) and an HTTP one (reached from it)."""
+    stdio = MCPServer.stdio(SERVER_COMMAND, prefix="m_", include=["add", "meta_key", "pid"])
+    process, port = start_http()
+    try:
+        http = MCPServer.http(f"http://127.0.0.1:{port}/mcp", prefix="h_", include=["shout"])
+        result, server_pid = await _journaled_run(clerk_team(stdio, http), tmp_path / "runs.db")
+    finally:
+        stop(process)
     assert alive([server_pid]) == []  # stopped with the replica, when the team stopped
     assert result.status == "completed"
+    (step,) = result.steps
+    add, key, _, shout = (outcome.content for outcome in step.tool_outcomes)
     assert add == {"result": 5}
+    assert shout == {"result": "HI"}
     # the planner was told the tools the replica listed: include= and prefix= applied
     (plan,) = planner_requests
     told = f"{plan.system} {plan.messages}"
-    assert all(name in told for name in CALLS) and "m_shout" not in told
-    journal = await SqliteJournal.open(path)
+    assert all(name in told for name in CALLS)
+    assert "m_shout" not in told
+    assert "h_add" not in told
+    journal = await SqliteJournal.open(tmp_path / "runs.db")
     try:
         records = [e.record for e in await journal.read(result.run_id)]
     finally:
@@ -50,6 +55,20 @@ async def test_a_replica_starts_the_workers_mcp_servers_and_its_steps_call_them(
     assert [r.tool for r in intents] == list(CALLS)  # journaled in the team's process
     assert key == {"result": intents[1].idempotency_key}  # what the server got in _meta
     assert intents[1].idempotency_key == f"{result.run_id}/v1/s1/1"
+
+
+async def _journaled_run(team: Team, journal: Path) -> tuple[RunResult, int]:
+    """The team's run, and the process id of its stdio server (read while it runs)."""
+    planner_requests.clear()
+    async with team.start(journal=journal) as running:
+        result = await running.run("use the tools")
+        pid = result.steps[0].tool_outcomes[2].content
+        assert isinstance(pid, dict)
+        server_pid = pid["result"]
+        assert isinstance(server_pid, int)
+        # the server is a process of the replica, on the Ray node, not of the team's process
+        assert psutil.Process(server_pid).ppid() not in (os.getpid(), 0)
+    return result, server_pid
 
 
 async def test_a_server_that_cannot_start_on_the_replica_fails_team_start(
@@ -63,3 +82,49 @@ async def test_a_server_that_cannot_start_on_the_replica_fails_team_start(
         "worker 'clerk' (on its Ray replica) cannot start: MCP server 'ghost' "
         "(/nonexistent/mcp-server --x) could not be started: FileNotFoundError"
     )
+
+
+async def test_a_team_files_mcp_servers_run_on_the_replica_and_their_calls_ask_approval(
+    ray_session: ModuleType, tmp_path: Path
+) -> None:
+    """``[[workers.mcp]]`` on a ``kind = "ray"`` worker: the replica rebuilds the worker
+    from the file, servers included. ``require_approval`` names one of their tools (the
+    team's process knows it from the replica's list): its call pauses the run, and the
+    edited call runs on the replica once the run is resumed."""
+    path = tmp_path / "team.toml"
+    path.write_text(TEAM_FILE.format(command=json.dumps(list(SERVER_COMMAND))))
+    async with load_team(path).start(journal=tmp_path / "runs.db") as running:
+        paused = await running.run("use the tools")
+        assert paused.status == "paused"
+        (request,) = paused.pending_approvals
+        assert (request.tool_name, request.arguments) == ("m_add", {"a": 2, "b": 3})
+        assert request.worker == "office/clerk"
+        edit = EditArguments(arguments={"a": 10, "b": 5})
+        await running.approve(request.request_id, edit, by="ana")
+        result = await running.resume(paused.run_id)
+    assert result.status == "completed"
+    (step,) = result.steps
+    add, key, _pid = (outcome.content for outcome in step.tool_outcomes)
+    assert add == {"result": 15}  # the edited call ran once, on the replica
+    assert key == {"result": f"{result.run_id}/v1/s1/1"}
+
+
+TEAM_FILE = """
+name = "office"
+model = "scripted"
+brain = "tests.ray._ray_mcp_team:brain"
+
+[[workers]]
+name = "clerk"
+description = "Calls the MCP tools."
+require_approval = ["m_add"]
+
+[[workers.mcp]]
+command = {command}
+include = ["add", "meta_key", "pid"]
+prefix = "m_"
+
+[workers.placement]
+kind = "ray"
+num_cpus = 0
+"""
