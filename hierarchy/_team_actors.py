@@ -133,7 +133,7 @@ def check_remote_deps(team: Team, deps: object) -> None:
     """Deps that Ray-placed workers cannot get are refused at ``run()``, not mid-step."""
     remote = [w.name for w in team.workers if isinstance(w, Worker) and w.placement is not None]
     if remote:
-        from regiment.hierarchy.workers._ray import check_remote_deps as check  # ray loads here
+        from regiment.hierarchy.workers._ray_join import check_remote_deps as check
 
         check(deps, remote)
 

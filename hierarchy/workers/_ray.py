@@ -8,7 +8,6 @@ worker starts; ``import regiment`` never loads it.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import functools
@@ -32,17 +31,17 @@ from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._placement import Ray, not_started, pool_of
 from regiment.hierarchy.workers._ray_conduit import StepConduit
 from regiment.hierarchy.workers._ray_host import HostedWorker, StepHost
-from regiment.hierarchy.workers._ray_join import import_ray, join_ray
-from regiment.hierarchy.workers._ray_mcp import planner_tools, start_mcp, stop_mcp
+from regiment.hierarchy.workers._ray_join import import_ray, join_ray, require_asyncio
+from regiment.hierarchy.workers._ray_mcp import ReplicaServers, planner_tools
 from regiment.hierarchy.workers._ray_recipe import hosted_worker
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._wire import step_key
 from regiment.hierarchy.workers._worker import Worker, WorkerSpec
 from regiment.models import ModelSettings
 from regiment.telemetry import Telemetry, inject, semconv
-from regiment.tools import MCPToolList, Toolset, WorkerTools
+from regiment.tools import Toolset, WorkerTools
 
-__all__ = ("RayReplicas", "RayWorkerActor", "RunLinks", "check_remote_deps", "start_ray_workers")
+__all__ = ("RayReplicas", "RayWorkerActor", "RunLinks", "start_ray_workers")
 
 _log = logging.getLogger("regiment.ray")
 _CONTROL = "control"  # the replicas' concurrency group for acks
@@ -81,7 +80,7 @@ async def start_ray_workers(
     """
     if not workers:
         return {}
-    _require_asyncio(workers[0].name)
+    require_asyncio(workers[0].name)
     pools = _pools(workers)
     ray = import_ray()
     hosted = {
@@ -100,7 +99,7 @@ async def start_ray_workers(
             )
             started.append(replicas)
             for worker, _ in members:
-                tools = planner_tools(worker, replicas.mcp_tools.get(worker.name, ()))
+                tools = planner_tools(worker, replicas.mcp.tools.get(worker.name, ()))
                 spec = worker if tools is worker.toolset else LiveWorker(worker, WorkerTools(tools))
                 make = functools.partial(
                     RayWorkerActor, worker, telemetry, replicas, (links or {}).get(worker.name)
@@ -123,43 +122,22 @@ def _pools(workers: Sequence[Worker]) -> dict[str, list[tuple[Worker, Ray]]]:
     return pools
 
 
-def check_remote_deps(deps: object, workers: Sequence[str]) -> None:
-    """Raise ``ConfigError`` unless ``deps`` pickles for the Ray replicas of ``workers``."""
-    try:
-        import_ray().cloudpickle.dumps(deps)
-    except ConfigError:
-        raise
-    except Exception as exc:
-        raise ConfigError(
-            f"run(deps=...) cannot be pickled for worker '{workers[0]}' on Ray "
-            f"({type(exc).__name__}: {exc}); give deps that pickle (plain data, or objects "
-            "that rebuild their connections when unpickled), or keep the worker in-process"
-        ) from exc
-
-
-def _require_asyncio(name: str) -> None:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        raise ConfigError(
-            f"worker '{name}' is placed on Ray, and Ray runs only under asyncio: start the "
-            "team under asyncio (anyio.run(main) or anyio.run(main, backend='asyncio')), "
-            "or remove the worker's placement"
-        ) from None
-
-
 @final
 class RayReplicas:
     """A pool's Ray actors: steps go to them in turn; a lost step is retried once.
     The pool's workers share them; the last one to stop ends them."""
 
-    def __init__(self, ray: Any, name: str, handles: Sequence[Any]) -> None:
+    def __init__(
+        self, ray: Any, name: str, handles: Sequence[Any], start_timeout: float = 120.0
+    ) -> None:
         self._ray = ray
         self.name = name  # the pool's, or its one worker's
         self._handles = list(handles)
         self._turn = itertools.count()
         self._users = 0
-        self.mcp_tools: Mapping[str, tuple[MCPToolList, ...]] = {}  # by worker, as listed
+        # its workers' MCP servers (a restarted replica has start_timeout to come back)
+        unavailable = ray.exceptions.ActorUnavailableError
+        self.mcp = ReplicaServers(handles, "on its Ray replica", unavailable, start_timeout)
 
     @classmethod
     async def start(
@@ -185,7 +163,7 @@ class RayReplicas:
             host.remote(list(hosted), label, placement.otlp_endpoint)
             for _ in range(placement.replicas)
         ]
-        replicas = cls(ray, label, handles)
+        replicas = cls(ray, label, handles, placement.start_timeout)
         where = f"worker {names}" if len(workers) == 1 else f"Ray pool '{label}' ({names})"
         try:
             with anyio.fail_after(placement.start_timeout):
@@ -198,9 +176,9 @@ class RayReplicas:
             replicas.kill()
             raise ConfigError(f"{where}: its Ray replicas did not start: {_why(exc)}") from exc
         try:
-            replicas.mcp_tools = await start_mcp(handles, "on its Ray replica")
+            await replicas.mcp.start()
         except BaseException:
-            await stop_mcp(handles, _MCP_STOP_WAIT)
+            await replicas.mcp.stop(_MCP_STOP_WAIT)
             replicas.kill()
             raise
         return replicas
@@ -225,8 +203,10 @@ class RayReplicas:
         key = step_key(assign)
         first = next(self._turn) % len(self._handles)
         try:
+            await self.mcp.revive(first, worker)  # its MCP servers, if Ray restarted it
             return await self._call(self._handles[first], conduit, key, headers)
         except WorkerLost as lost:
+            self.mcp.lost(first)
             _log.warning(
                 "%s %s: %s; retrying once on another replica",
                 worker,
@@ -234,8 +214,13 @@ class RayReplicas:
                 lost,
                 extra={"run_id": assign.run_id, "step_id": assign.step.id, "worker": worker},
             )
-        other = self._handles[(first + 1) % len(self._handles)]
-        return await self._call(other, conduit, key, headers)
+        other = (first + 1) % len(self._handles)
+        try:
+            await self.mcp.revive(other, worker)
+            return await self._call(self._handles[other], conduit, key, headers)
+        except WorkerLost:
+            self.mcp.lost(other)
+            raise
 
     async def _call(
         self, handle: Any, conduit: StepConduit, key: str, headers: dict[str, str]
@@ -299,7 +284,7 @@ class RayReplicas:
         self._users -= 1
         if self._users > 0:
             return
-        await stop_mcp(self._handles, _MCP_STOP_WAIT)
+        await self.mcp.stop(_MCP_STOP_WAIT)
         with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
             for handle in self._handles:
                 with contextlib.suppress(Exception):

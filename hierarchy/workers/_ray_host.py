@@ -208,6 +208,10 @@ class StepHost:
         """What :meth:`mcp_serve` started (their tools), or why it did not, once it has."""
         return await self._mcp.started()
 
+    async def mcp_serving(self) -> bool:
+        """Whether the MCP servers are up (or there are none): not after Ray restarted it."""
+        return self._mcp.serving
+
     async def mcp_stop(self) -> None:
         """Close the MCP sessions and stop the servers; return once they have stopped."""
         await self._mcp.stop()
@@ -217,6 +221,8 @@ class StepHost:
         approval asks as they happen, its report last. Cancelled by ``ray.cancel``
         or :meth:`cancel`; :meth:`ack` answers what it waits for."""
         remote = decode_step(payload)
+        if not self._mcp.serving:  # Ray restarted this replica: the caller starts them first
+            return
         channel = ReplicaChannel()
         self._channels[remote.key] = channel
         try:

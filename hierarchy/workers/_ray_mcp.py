@@ -14,13 +14,15 @@ planner is told the tool names and approvals are decided against their schemas
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, final
 
 import anyio
 
-from regiment.errors import ConfigError
+from regiment.errors import ConfigError, WorkerLost
 from regiment.hierarchy.workers._live import worker_tools
 from regiment.hierarchy.workers._worker import Worker
 from regiment.tools import (
@@ -32,7 +34,9 @@ from regiment.tools import (
     served_elsewhere,
 )
 
-__all__ = ("MCPStarted", "ReplicaMCP", "planner_tools", "start_mcp", "stop_mcp")
+__all__ = ("MCPStarted", "ReplicaMCP", "ReplicaServers", "planner_tools")
+
+_log = logging.getLogger("regiment.ray")
 
 
 @final
@@ -101,6 +105,11 @@ class ReplicaMCP:
         if self._ready.is_set() and self._workers:
             await self._ended.wait()
 
+    @property
+    def serving(self) -> bool:
+        """Whether the servers are up (or there are none)."""
+        return not self._workers or bool(self._tools)
+
     def toolset(self, worker: Worker) -> Toolset:
         """The tools a step of ``worker`` gets now: its own and its MCP servers'.
 
@@ -130,31 +139,109 @@ def planner_tools(worker: Worker, lists: tuple[MCPToolList, ...]) -> Toolset:
     return served_elsewhere(worker.toolset, lists, tuple(worker.require_approval), where)
 
 
-async def start_mcp(handles: Sequence[Any], where: str) -> Mapping[str, tuple[MCPToolList, ...]]:
-    """Start the MCP servers of every replica (``handles``, Ray actor handles of
-    :class:`~regiment.hierarchy.workers._ray_host.StepHost`), all at once; return the
-    tools the first one listed, by worker (the replicas run the same servers).
+@final
+class ReplicaServers:
+    """The team's side of the MCP servers of a pool's replicas (``handles``, Ray actor
+    handles of :class:`~regiment.hierarchy.workers._ray_host.StepHost`): started with
+    the replicas, started again on a replica Ray restarted (they died with it), and
+    stopped before the replicas end."""
 
-    Raises:
-        ConfigError: a server did not start on a replica; it names the worker and the server.
-    """
-    for handle in handles:
-        handle.mcp_serve.remote()  # ends with mcp_stop (or with the replica)
-    listed: list[MCPStarted] = [await handle.mcp_started.remote() for handle in handles]
-    for started in listed:
+    def __init__(
+        self,
+        handles: Sequence[Any],
+        where: str,
+        unavailable: type[Exception] = Exception,
+        back_within: float = 120.0,
+    ) -> None:
+        self._handles = list(handles)
+        self._where = where
+        self._unavailable = unavailable  # Ray's error for a replica that is restarting
+        self._back_within = back_within  # seconds a restarted replica has to come back
+        # each replica's mcp_serve call; ``None``: nothing to watch (no servers, or stopped)
+        self._serving: list[Future[object] | None] = [None] * len(self._handles)
+        self._reviving = [anyio.Lock() for _ in self._handles]
+        self._suspect: set[int] = set()  # replicas where a step was lost
+        self.tools: Mapping[str, tuple[MCPToolList, ...]] = {}  # by worker, as the first listed
+
+    async def start(self) -> None:
+        """Start every replica's servers; the tools the first one listed are :attr:`tools`.
+
+        Raises:
+            ConfigError: a server did not start on a replica; it names the worker and server.
+        """
+        listed = [await self._serve(index) for index in range(len(self._handles))]
+        for started in listed:
+            if started.failed is not None:
+                worker, why = started.failed
+                raise ConfigError(f"worker '{worker}' ({self._where}) cannot start: {why}")
+        self.tools = listed[0].tools if listed else {}
+        if not self.tools:  # no servers: their calls have ended already
+            self._serving = [None] * len(self._handles)
+
+    async def _serve(self, index: int) -> MCPStarted:
+        handle = self._handles[index]
+        self._serving[index] = handle.mcp_serve.remote().future()  # held until mcp_stop
+        started: MCPStarted = await handle.mcp_started.remote()
+        return started
+
+    def lost(self, index: int) -> None:
+        """A step on replica ``index`` was lost: check its servers before its next step."""
+        self._suspect.add(index)
+
+    async def revive(self, index: int, worker: str) -> None:
+        """Before a step on replica ``index``: if it may have died since its servers
+        started (their call ended, or a step there was lost), and Ray restarted it,
+        start them again there once it is back.
+
+        Raises:
+            WorkerLost: they did not start again (the step goes to another replica).
+        """
+        serving = self._serving[index]
+        if serving is None or not (serving.done() or index in self._suspect):
+            return
+        async with self._reviving[index]:
+            if self._serving[index] is not serving:
+                return  # another step revived it meanwhile
+            self._suspect.discard(index)
+            handle = self._handles[index]
+            serving_now = await self._serving_now(handle)
+            if serving_now is None or serving_now:
+                return  # gone for good (its step's call says so), or its servers are up
+            try:
+                started = await self._serve(index)
+            except Exception as exc:  # it died again meanwhile
+                started = MCPStarted(failed=(worker, f"{type(exc).__name__}: {exc}"))
         if started.failed is not None:
-            worker, why = started.failed
-            raise ConfigError(f"worker '{worker}' ({where}) cannot start: {why}")
-    return listed[0].tools if listed else {}
+            raise WorkerLost(
+                f"worker '{worker}': Ray restarted one of its replicas, and its MCP servers "
+                f"did not start again there ({started.failed[1]})"
+            )
+        _log.warning("worker '%s': Ray restarted a replica; its MCP servers started again", worker)
 
+    async def _serving_now(self, handle: Any) -> bool | None:
+        """Whether the replica's servers are up, once Ray has it back (``None``: it is
+        gone for good, or did not come back within the replicas' start timeout)."""
+        delay = 0.1
+        with anyio.move_on_after(self._back_within):
+            while True:
+                try:
+                    serving: bool = await handle.mcp_serving.remote()
+                    return serving
+                except self._unavailable:  # restarting: Ray says to try again
+                    await anyio.sleep(delay)
+                    delay = min(delay * 2, 2.0)
+                except Exception:
+                    return None
+        return None
 
-async def stop_mcp(handles: Sequence[Any], wait: float) -> None:
-    """Stop the replicas' MCP servers (their processes end) before the replicas end;
-    a replica that does not answer within ``wait`` seconds is left to be killed."""
-    with anyio.CancelScope(shield=True), anyio.move_on_after(wait):
-        async with anyio.create_task_group() as tg:
-            for handle in handles:
-                tg.start_soon(_stop_one, handle)
+    async def stop(self, wait: float) -> None:
+        """Stop the replicas' servers (their processes end) before the replicas end; a
+        replica that does not answer within ``wait`` seconds is left to be killed."""
+        self._serving = [None] * len(self._handles)  # a stopped server is not revived
+        with anyio.CancelScope(shield=True), anyio.move_on_after(wait):
+            async with anyio.create_task_group() as tg:
+                for handle in self._handles:
+                    tg.start_soon(_stop_one, handle)
 
 
 async def _stop_one(handle: Any) -> None:

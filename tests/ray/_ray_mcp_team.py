@@ -44,7 +44,7 @@ def brain(request: ModelRequest) -> ModelResponse | str:
     return json.dumps(results)
 
 
-def clerk_team(*servers: MCPServer, require_approval: tuple[str, ...] = ()) -> Team:
+def clerk_team(*servers: MCPServer, max_restarts: int = 0) -> Team:
     """A team whose one worker, on one Ray replica, gets the tools of ``servers``."""
     model = ScriptedModel(brain)
     clerk = Worker(
@@ -52,7 +52,6 @@ def clerk_team(*servers: MCPServer, require_approval: tuple[str, ...] = ()) -> T
         description="Calls the MCP tools.",
         model=model,
         tools=list(servers),
-        require_approval=require_approval,
-        placement=Ray(replicas=1, num_cpus=0),
+        placement=Ray(replicas=1, num_cpus=0, max_restarts=max_restarts),
     )
     return Team(name="office", planner=Planner(model=model), workers=[clerk])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 from types import ModuleType
 
@@ -62,10 +63,7 @@ async def _journaled_run(team: Team, journal: Path) -> tuple[RunResult, int]:
     planner_requests.clear()
     async with team.start(journal=journal) as running:
         result = await running.run("use the tools")
-        pid = result.steps[0].tool_outcomes[2].content
-        assert isinstance(pid, dict)
-        server_pid = pid["result"]
-        assert isinstance(server_pid, int)
+        server_pid = _server_pid(result)
         # the server is a process of the replica, on the Ray node, not of the team's process
         assert psutil.Process(server_pid).ppid() not in (os.getpid(), 0)
     return result, server_pid
@@ -107,6 +105,34 @@ async def test_a_team_files_mcp_servers_run_on_the_replica_and_their_calls_ask_a
     add, key, _pid = (outcome.content for outcome in step.tool_outcomes)
     assert add == {"result": 15}  # the edited call ran once, on the replica
     assert key == {"result": f"{result.run_id}/v1/s1/1"}
+
+
+async def test_a_replica_ray_restarted_starts_its_mcp_servers_again(
+    ray_session: ModuleType,
+) -> None:
+    """The servers died with their replica (killed between two runs); Ray restarted it,
+    and its next step finds them started again, instead of a worker with no MCP tools."""
+    stdio = MCPServer.stdio(SERVER_COMMAND, prefix="m_", include=["add", "meta_key", "pid"])
+    async with clerk_team(stdio, max_restarts=1).start() as running:
+        first = await running.run("use the tools")
+        killed = _server_pid(first)
+        os.kill(psutil.Process(killed).ppid(), signal.SIGKILL)  # the replica
+        second = await running.run("use the tools")
+        again = _server_pid(second)
+        assert psutil.Process(again).ppid() not in (os.getpid(), 0)
+    assert second.status == "completed"
+    assert second.steps[0].tool_outcomes[0].content == {"result": 5}
+    assert again != killed
+    assert alive([again]) == []
+
+
+def _server_pid(result: RunResult) -> int:
+    assert len(result.steps[0].tool_outcomes) == 3, [(s.step_id, s.status, s.error) for s in result.steps]
+    outcome = result.steps[0].tool_outcomes[2].content
+    assert isinstance(outcome, dict)
+    pid = outcome["result"]
+    assert isinstance(pid, int)
+    return pid
 
 
 TEAM_FILE = """
