@@ -9,6 +9,7 @@ their ``PYTHONPATH``); the server's command line is absolute, as a Ray node need
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -29,10 +30,14 @@ planner_requests: list[ModelRequest] = []  # the team's process's planner calls 
 def brain(request: ModelRequest) -> ModelResponse | str:
     if request.role == "planner":
         planner_requests.append(request)
-        step = {"id": "s1", "description": "use the tools", "worker": "clerk"}
-        return json.dumps({"steps": [step]})
+        hang = re.search(r"hang on port (\d+)", str(request.messages))
+        task = f"hang {hang.group(1)}" if hang else "use the tools"
+        return json.dumps({"steps": [{"id": "s1", "description": task, "worker": "clerk"}]})
     if request.role != "worker":
         return "done"
+    port = re.search(r"Your step \(s1\): hang (\d+)", str(request.messages[0]))
+    if port:  # the server tells the test on that port that the call arrived, then hangs
+        return call("m_hang", {"port": int(port.group(1))})
     results = [
         p.content for m in request.messages for p in m.parts if isinstance(p, ToolResultPart)
     ]

@@ -8,9 +8,12 @@ import os
 import signal
 from pathlib import Path
 from types import ModuleType
+from typing import cast
 
+import anyio
 import psutil
 import pytest
+from anyio.abc import SocketAttribute, SocketListener
 
 from regiment.config import load_team
 from regiment.errors import ConfigError
@@ -126,8 +129,33 @@ async def test_a_replica_ray_restarted_starts_its_mcp_servers_again(
     assert alive([again]) == []
 
 
+async def test_cancelling_a_run_mid_call_on_a_replica_keeps_its_mcp_session(
+    ray_session: ModuleType,
+) -> None:
+    """The cancel reaches the replica's call (the server is told), and the session goes
+    on: the next run's calls reach the same server process, not a restarted one."""
+    stdio = MCPServer.stdio(SERVER_COMMAND, prefix="m_", include=["add", "meta_key", "pid", "hang"])
+    async with (
+        await anyio.create_tcp_listener(local_host="127.0.0.1") as listener,
+        clerk_team(stdio).start() as running,
+    ):
+        before = _server_pid(await running.run("use the tools"))
+        port = listener.extra(SocketAttribute.local_port)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(running.run, f"hang on port {port}")
+            with anyio.fail_after(60):
+                stream = await cast(SocketListener, listener.listeners[0]).accept()
+            await stream.aclose()  # the call is in the server, on the replica's session
+            tg.cancel_scope.cancel()
+        after = await running.run("use the tools")
+    assert after.status == "completed"
+    assert _server_pid(after) == before
+
+
 def _server_pid(result: RunResult) -> int:
-    assert len(result.steps[0].tool_outcomes) == 3, [(s.step_id, s.status, s.error) for s in result.steps]
+    assert len(result.steps[0].tool_outcomes) == 3, [
+        (s.step_id, s.status, s.error) for s in result.steps
+    ]
     outcome = result.steps[0].tool_outcomes[2].content
     assert isinstance(outcome, dict)
     pid = outcome["result"]
