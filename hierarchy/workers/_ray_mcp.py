@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import socket
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -76,7 +78,8 @@ class ReplicaMCP:
                     try:
                         self._tools[name] = await worker_tools(worker, hub)
                     except Exception as exc:  # ToolError, ConfigError: Team.start() says so
-                        self._finish(MCPStarted(failed=(name, str(exc) or type(exc).__name__)))
+                        why = f"{str(exc) or type(exc).__name__}{_on_the_node(worker)}"
+                        self._finish(MCPStarted(failed=(name, why)))
                         return
                 self._finish(MCPStarted(tools={n: listed_tools(t) for n, t in self._tools.items()}))
                 await self._stop.wait()
@@ -126,6 +129,18 @@ class ReplicaMCP:
                 "start only with the team: start the team again to bring them back"
             )
         return tools.current()
+
+
+def _on_the_node(worker: Worker) -> str:
+    """Where a replica runs a stdio server, for the message of one that did not start:
+    a path that exists beside the team's process may not exist there."""
+    if all(hasattr(s.transport, "url") for s in worker.mcp_servers):  # HTTP only
+        return ""
+    return (
+        f" (a stdio server runs on the Ray node {socket.gethostname()}, in the replica's "
+        f"working directory {os.getcwd()} unless its cwd is given: its command and paths "
+        "must be valid there)"
+    )
 
 
 def planner_tools(worker: Worker, lists: tuple[MCPToolList, ...]) -> Toolset:

@@ -79,10 +79,14 @@ async def test_a_server_that_cannot_start_on_the_replica_fails_team_start(
     with pytest.raises(ConfigError) as failed:
         async with clerk_team(ghost).start():
             raise AssertionError("the team started without its MCP server")
-    assert str(failed.value).startswith(
+    message = str(failed.value)
+    assert message.startswith(
         "worker 'clerk' (on its Ray replica) cannot start: MCP server 'ghost' "
         "(/nonexistent/mcp-server --x) could not be started: FileNotFoundError"
     )
+    # a path valid beside the team's process may not be on the node: the message says where
+    assert "a stdio server runs on the Ray node " in message
+    assert "in the replica's working directory /" in message
 
 
 async def test_a_team_files_mcp_servers_run_on_the_replica_and_their_calls_ask_approval(
