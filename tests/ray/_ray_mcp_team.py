@@ -49,14 +49,19 @@ def brain(request: ModelRequest) -> ModelResponse | str:
     return json.dumps(results)
 
 
-def clerk_team(*servers: MCPServer, max_restarts: int = 0) -> Team:
-    """A team whose one worker, on one Ray replica, gets the tools of ``servers``."""
+def clerk_team(
+    *servers: MCPServer, max_restarts: int = 0, otlp_endpoint: str | None = None
+) -> Team:
+    """A team whose one worker, on one Ray replica, gets the tools of ``servers``
+    (the replica's spans go to ``otlp_endpoint``, when given)."""
     model = ScriptedModel(brain)
     clerk = Worker(
         name="clerk",
         description="Calls the MCP tools.",
         model=model,
         tools=list(servers),
-        placement=Ray(replicas=1, num_cpus=0, max_restarts=max_restarts),
+        placement=Ray(
+            replicas=1, num_cpus=0, max_restarts=max_restarts, otlp_endpoint=otlp_endpoint
+        ),
     )
     return Team(name="office", planner=Planner(model=model), workers=[clerk])

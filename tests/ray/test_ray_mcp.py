@@ -22,6 +22,7 @@ from regiment.journal import SqliteJournal, ToolCallStarted
 from regiment.tools import EditArguments, MCPServer
 
 from ..mcp_tools.conftest import alive, start_http, stop
+from ..telemetry.otlp_receiver import OtlpReceiver
 from ._ray_mcp_team import CALLS, SERVER_COMMAND, clerk_team, planner_requests
 
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
@@ -35,9 +36,20 @@ async def test_a_replica_starts_the_workers_mcp_servers_and_its_steps_call_them(
     process, port = start_http()
     try:
         http = MCPServer.http(f"http://127.0.0.1:{port}/mcp", prefix="h_", include=["shout"])
-        result, server_pid = await _journaled_run(clerk_team(stdio, http), tmp_path / "runs.db")
+        with OtlpReceiver() as receiver:
+            team = clerk_team(stdio, http, otlp_endpoint=receiver.endpoint)
+            result, server_pid = await _journaled_run(team, tmp_path / "runs.db")
+            spans = receiver.spans()  # leaving the team flushed the replica's
     finally:
         stop(process)
+    # each call is an execute_tool span of the replica's, with the MCP attributes
+    called = {s.name: s for s in spans if s.name.startswith("execute_tool")}
+    assert set(called) == {f"execute_tool {name}" for name in CALLS}
+    add_span = called["execute_tool m_add"]
+    assert add_span.resource["service.name"] == "regiment-ray:clerk"
+    assert add_span.attributes["mcp.method.name"] == "tools/call"
+    assert add_span.attributes["network.transport"] == "pipe"
+    assert called["execute_tool h_shout"].attributes["network.transport"] == "tcp"
     assert alive([server_pid]) == []  # stopped with the replica, when the team stopped
     assert result.status == "completed"
     (step,) = result.steps
@@ -157,10 +169,9 @@ async def test_cancelling_a_run_mid_call_on_a_replica_keeps_its_mcp_session(
 
 
 def _server_pid(result: RunResult) -> int:
-    assert len(result.steps[0].tool_outcomes) == 3, [
-        (s.step_id, s.status, s.error) for s in result.steps
-    ]
-    outcome = result.steps[0].tool_outcomes[2].content
+    """The stdio server's process id, as its ``m_pid`` tool told the run's one step."""
+    (step,) = result.steps
+    outcome = next(o.content for o in step.tool_outcomes if o.tool == "m_pid")
     assert isinstance(outcome, dict)
     pid = outcome["result"]
     assert isinstance(pid, int)
