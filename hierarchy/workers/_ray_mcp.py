@@ -66,12 +66,18 @@ class ReplicaMCP:
         self._ready = anyio.Event()
         self._stop = anyio.Event()
         self._ended = anyio.Event()
+        self._active = False  # a serve call holds the servers
 
     async def serve(self) -> None:
         """Start every worker's servers, then hold them until :meth:`stop` (or a cancel)."""
-        if not self._workers or self._ready.is_set():  # nothing to serve, or served already
+        if not self._workers:
             self._finish(MCPStarted())
             return
+        if self._active:  # serving (or starting) already
+            return
+        if self._ended.is_set():  # served before and ended: a fresh start
+            self._ready, self._ended = anyio.Event(), anyio.Event()
+        self._active = True
         try:
             async with MCPHub.open() as hub:
                 for name, worker in self._workers.items():
@@ -84,6 +90,7 @@ class ReplicaMCP:
                 self._finish(MCPStarted(tools={n: listed_tools(t) for n, t in self._tools.items()}))
                 await self._stop.wait()
         finally:
+            self._active = False
             self._tools.clear()  # a step after this finds its servers stopped
             if not self._ready.is_set():  # cancelled while starting: Team.start() must not wait
                 name = next(iter(self._workers))
