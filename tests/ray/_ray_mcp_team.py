@@ -3,15 +3,14 @@ MCP test server (``tests/mcp_tools/server_app.py``), started in each replica.
 
 The brain is module-level, so the worker pickles for the replicas (which import
 this module as ``tests.ray._ray_mcp_team``: the Ray fixture puts the repository on
-their ``PYTHONPATH``); the server's command line is absolute, as a Ray node needs.
+their ``PYTHONPATH``); the servers' command line (``SERVER_COMMAND``) is absolute, as a
+Ray node needs.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
 
 from regiment._json import JsonValue
 from regiment.hierarchy import Planner, Ray, Team, Worker
@@ -19,9 +18,8 @@ from regiment.models import ModelRequest, ModelResponse, ScriptedModel, ToolResu
 from regiment.models import tool_call_response as call
 from regiment.tools import MCPServer
 
-__all__ = ("CALLS", "SERVER_COMMAND", "brain", "clerk_team", "planner_requests")
+__all__ = ("CALLS", "brain", "clerk_team", "planner_requests")
 
-SERVER_COMMAND = (sys.executable, str(Path(__file__).parents[1] / "mcp_tools" / "server_app.py"))
 CALLS = ("m_add", "m_meta_key", "m_pid", "h_shout")  # a step calls those it has, in turn
 _ARGUMENTS: dict[str, dict[str, JsonValue]] = {"m_add": {"a": 2, "b": 3}, "h_shout": {"text": "hi"}}
 planner_requests: list[ModelRequest] = []  # the team's process's planner calls (not a replica's)

@@ -21,9 +21,9 @@ from regiment.hierarchy import RunResult, Team
 from regiment.journal import SqliteJournal, ToolCallStarted
 from regiment.tools import EditArguments, MCPServer
 
-from ..mcp_tools.conftest import alive, start_http, stop
+from ..mcp_tools.conftest import SERVER_COMMAND, alive, start_http, stop
 from ..telemetry.otlp_receiver import OtlpReceiver
-from ._ray_mcp_team import CALLS, SERVER_COMMAND, clerk_team, planner_requests
+from ._ray_mcp_team import CALLS, clerk_team, planner_requests
 
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
 
