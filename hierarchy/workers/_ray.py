@@ -32,14 +32,13 @@ from regiment.hierarchy.workers._placement import Ray, not_started, pool_of
 from regiment.hierarchy.workers._ray_conduit import StepConduit
 from regiment.hierarchy.workers._ray_host import HostedWorker, StepHost
 from regiment.hierarchy.workers._ray_join import import_ray, join_ray, require_asyncio
-from regiment.hierarchy.workers._ray_mcp import ReplicaServers, planner_tools
+from regiment.hierarchy.workers._ray_mcp import PlacedTools, ReplicaServers
 from regiment.hierarchy.workers._ray_recipe import hosted_worker
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._wire import step_key
 from regiment.hierarchy.workers._worker import Worker, WorkerSpec
 from regiment.models import ModelSettings
 from regiment.telemetry import Telemetry, inject, semconv
-from regiment.tools import Toolset, WorkerTools
 
 __all__ = ("RayReplicas", "RayWorkerActor", "RunLinks", "start_ray_workers")
 
@@ -99,12 +98,12 @@ async def start_ray_workers(
             )
             started.append(replicas)
             for worker, _ in members:
-                tools = planner_tools(worker, replicas.mcp.tools.get(worker.name, ()))
-                spec = worker if tools is worker.toolset else LiveWorker(worker, WorkerTools(tools))
+                tools = PlacedTools(worker, replicas.mcp)
+                spec = LiveWorker(worker, tools) if worker.name in replicas.mcp.tools else worker
                 make = functools.partial(
                     RayWorkerActor, worker, telemetry, replicas, (links or {}).get(worker.name)
                 )
-                placed[worker.name] = (spec, functools.partial(make, toolset=tools))
+                placed[worker.name] = (spec, functools.partial(make, tools=tools))
     except BaseException:
         for replicas in started:
             replicas.kill()
@@ -203,8 +202,7 @@ class RayReplicas:
         key = step_key(assign)
         first = next(self._turn) % len(self._handles)
         try:
-            await self.mcp.revive(first, worker)  # its MCP servers, if Ray restarted it
-            return await self._call(self._handles[first], conduit, key, headers)
+            return await self._step_on(first, worker, conduit, key, headers)
         except WorkerLost as lost:
             self.mcp.lost(first)
             _log.warning(
@@ -216,11 +214,18 @@ class RayReplicas:
             )
         other = (first + 1) % len(self._handles)
         try:
-            await self.mcp.revive(other, worker)
-            return await self._call(self._handles[other], conduit, key, headers)
+            return await self._step_on(other, worker, conduit, key, headers)
         except WorkerLost:
             self.mcp.lost(other)
             raise
+
+    async def _step_on(
+        self, index: int, worker: str, conduit: StepConduit, key: str, headers: dict[str, str]
+    ) -> StepReport:
+        await self.mcp.revive(index, worker)  # its MCP servers, if Ray restarted it
+        report = await self._call(self._handles[index], conduit, key, headers)
+        await self.mcp.refresh(index, conduit.tools_version)  # a server changed its tools
+        return report
 
     async def _call(
         self, handle: Any, conduit: StepConduit, key: str, headers: dict[str, str]
@@ -331,7 +336,7 @@ class RayWorkerActor(StepActor):
         replicas: RayReplicas,
         links: RunLinks | None = None,
         *,
-        toolset: Toolset | None = None,
+        tools: PlacedTools | None = None,
     ) -> None:
         super().__init__(
             worker.name,
@@ -348,7 +353,7 @@ class RayWorkerActor(StepActor):
         self._replicas = replicas
         self._links = links or RunLinks()
         # its tools as the team's process knows them (its replicas' MCP tools too): approvals
-        self._toolset = worker.toolset if toolset is None else toolset
+        self._tools = tools
         self._packed: tuple[object, bytes] | None = None  # the last deps pickled, and their bytes
         replicas.acquire()
 
@@ -358,7 +363,7 @@ class RayWorkerActor(StepActor):
         run = links.runs(assign.run_id) if links.runs is not None else None
         conduit = StepConduit(
             assign,
-            self._toolset,
+            self._worker.toolset if self._tools is None else self._tools.current(),
             progress,
             run,
             live_sink(links.channels.get(assign.run_id), assign.run_id, name),

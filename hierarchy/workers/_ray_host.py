@@ -212,6 +212,10 @@ class StepHost:
         """Whether the MCP servers are up (or there are none): not after Ray restarted it."""
         return self._mcp.serving
 
+    async def mcp_tools(self) -> MCPStarted:
+        """The MCP servers' tools as they are now (after a server changed its list)."""
+        return self._mcp.now()
+
     async def mcp_stop(self) -> None:
         """Close the MCP sessions and stop the servers; return once they have stopped."""
         await self._mcp.stop()
@@ -277,7 +281,7 @@ class StepHost:
             report = progress.report(
                 assign, worker.name, "cancelled", error="cancelled by the planner"
             )
-        channel.finish(report)
+        channel.finish(report, self._mcp.version)
 
     async def ack(self, key: str, seq: int, payload: bytes) -> bool:
         """The caller's answer to message ``seq`` of step ``key`` (``False``: it has ended).

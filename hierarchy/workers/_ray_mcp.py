@@ -36,7 +36,7 @@ from regiment.tools import (
     served_elsewhere,
 )
 
-__all__ = ("MCPStarted", "ReplicaMCP", "ReplicaServers", "planner_tools")
+__all__ = ("MCPStarted", "PlacedTools", "ReplicaMCP", "ReplicaServers", "planner_tools")
 
 _log = logging.getLogger("regiment.ray")
 
@@ -49,10 +49,12 @@ class MCPStarted:
     Attributes:
         tools: by hosted worker (those with MCP servers), each server's listed tools.
         failed: the worker whose server did not start, and why; ``None`` if all did.
+        version: how many tool lists the replica's servers have given so far.
     """
 
     tools: Mapping[str, tuple[MCPToolList, ...]] = field(default_factory=dict)
     failed: tuple[str, str] | None = None
+    version: int = 0
 
 
 @final
@@ -87,7 +89,7 @@ class ReplicaMCP:
                         why = f"{str(exc) or type(exc).__name__}{_on_the_node(worker)}"
                         self._finish(MCPStarted(failed=(name, why)))
                         return
-                self._finish(MCPStarted(tools={n: listed_tools(t) for n, t in self._tools.items()}))
+                self._finish(self.now())
                 await self._stop.wait()
         finally:
             self._active = False
@@ -114,6 +116,16 @@ class ReplicaMCP:
         self._stop.set()
         if self._ready.is_set() and self._workers:
             await self._ended.wait()
+
+    @property
+    def version(self) -> int:
+        """How many tool lists the servers have given so far (a change adds one)."""
+        return sum(c.version for tools in self._tools.values() for c in tools.connections)
+
+    def now(self) -> MCPStarted:
+        """The servers' tools as they are now."""
+        listed = {name: listed_tools(tools) for name, tools in self._tools.items()}
+        return MCPStarted(tools=listed, version=self.version)
 
     @property
     def serving(self) -> bool:
@@ -150,6 +162,27 @@ def _on_the_node(worker: Worker) -> str:
     )
 
 
+@final
+class PlacedTools:
+    """A Ray-placed worker's tools as the team's process knows them now (see
+    :func:`planner_tools`), made again once its replicas' MCP tool lists changed."""
+
+    def __init__(self, worker: Worker, servers: ReplicaServers) -> None:
+        self._worker = worker
+        self._servers = servers
+        self._made = (-1, worker.toolset)
+
+    def current(self) -> Toolset:
+        """The tool set now (the planner's capabilities, the approvals' tools)."""
+        generation, made = self._made
+        if generation != self._servers.generation:
+            generation = self._servers.generation
+            lists = self._servers.tools.get(self._worker.name, ())
+            made = planner_tools(self._worker, lists)
+            self._made = (generation, made)
+        return made
+
+
 def planner_tools(worker: Worker, lists: tuple[MCPToolList, ...]) -> Toolset:
     """The Ray-placed ``worker``'s tools as the team's process knows them: its own,
     and a stand-in for each MCP tool its replicas listed (run there, never here).
@@ -183,6 +216,8 @@ class ReplicaServers:
         self._serving: list[Future[object] | None] = [None] * len(self._handles)
         self._reviving = [anyio.Lock() for _ in self._handles]
         self._suspect: set[int] = set()  # replicas where a step was lost
+        self._versions = [0] * len(self._handles)  # each replica's tool lists, as last seen
+        self.generation = 0  # goes up each time :attr:`tools` is replaced
         self.tools: Mapping[str, tuple[MCPToolList, ...]] = {}  # by worker, as the first listed
 
     async def start(self) -> None:
@@ -197,6 +232,7 @@ class ReplicaServers:
                 worker, why = started.failed
                 raise ConfigError(f"worker '{worker}' ({self._where}) cannot start: {why}")
         self.tools = listed[0].tools if listed else {}
+        self._versions = [started.version for started in listed]
         if not self.tools:  # no servers: their calls have ended already
             self._serving = [None] * len(self._handles)
 
@@ -205,6 +241,19 @@ class ReplicaServers:
         self._serving[index] = handle.mcp_serve.remote().future()  # held until mcp_stop
         started: MCPStarted = await handle.mcp_started.remote()
         return started
+
+    async def refresh(self, index: int, version: int) -> None:
+        """After a step on replica ``index``: if its servers' tool lists changed
+        (``version``), take its lists as the worker's tools from now on."""
+        if self._serving[index] is None or version == self._versions[index]:
+            return
+        self._versions[index] = version
+        try:
+            now: MCPStarted = await self._handles[index].mcp_tools.remote()
+        except Exception:
+            return  # the replica is gone: its next step finds out
+        self.tools, self._versions[index] = now.tools, now.version
+        self.generation += 1
 
     def lost(self, index: int) -> None:
         """A step on replica ``index`` was lost: check its servers before its next step."""
@@ -233,6 +282,7 @@ class ReplicaServers:
                 started = await self._serve(index)
             except Exception as exc:  # it died again meanwhile
                 started = MCPStarted(failed=(worker, f"{type(exc).__name__}: {exc}"))
+        self._versions[index] = started.version
         if started.failed is not None:
             raise WorkerLost(
                 f"worker '{worker}': Ray restarted one of its replicas, and its MCP servers "

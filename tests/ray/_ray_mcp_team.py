@@ -18,7 +18,7 @@ from regiment.models import ModelRequest, ModelResponse, ScriptedModel, ToolResu
 from regiment.models import tool_call_response as call
 from regiment.tools import MCPServer
 
-__all__ = ("CALLS", "brain", "clerk_team", "planner_requests")
+__all__ = ("CALLS", "brain", "clerk_team", "empty", "planner_requests")
 
 CALLS = ("m_add", "m_meta_key", "m_pid", "h_shout")  # a step calls those it has, in turn
 _ARGUMENTS: dict[str, dict[str, JsonValue]] = {"m_add": {"a": 2, "b": 3}, "h_shout": {"text": "hi"}}
@@ -29,7 +29,9 @@ def brain(request: ModelRequest) -> ModelResponse | str:
     if request.role == "planner":
         planner_requests.append(request)
         hang = re.search(r"hang on port (\d+)", str(request.messages))
-        task = f"hang {hang.group(1)}" if hang else "use the tools"
+        said = str(request.messages)
+        task = "grow" if "grow a tool" in said else "fresh" if "the fresh tool" in said else ""
+        task = f"hang {hang.group(1)}" if hang else task or "use the tools"
         return json.dumps({"steps": [{"id": "s1", "description": task, "worker": "clerk"}]})
     if request.role != "worker":
         return "done"
@@ -39,12 +41,22 @@ def brain(request: ModelRequest) -> ModelResponse | str:
     results = [
         p.content for m in request.messages for p in m.parts if isinstance(p, ToolResultPart)
     ]
+    first = str(request.messages[0])
+    if "Your step (s1): grow" in first:  # the server adds a tool, "fresh"
+        return "grown" if results else call("g_grow", {"name": "fresh"})
+    if "Your step (s1): fresh" in first:
+        return f"fresh: {results[0]}" if results else call("g_fresh", {})
     offered = {t.name for t in request.tools}
     calls = [name for name in CALLS if name in offered]
     if len(results) < len(calls):
         name = calls[len(results)]
         return call(name, _ARGUMENTS.get(name, {}))
     return json.dumps(results)
+
+
+def empty(arguments: object) -> bool:
+    """An approval rule: a call with no arguments needs approval."""
+    return not arguments
 
 
 def clerk_team(

@@ -19,11 +19,11 @@ from regiment.config import load_team
 from regiment.errors import ConfigError
 from regiment.hierarchy import RunResult, Team
 from regiment.journal import SqliteJournal, ToolCallStarted
-from regiment.tools import EditArguments, MCPServer
+from regiment.tools import Approve, EditArguments, MCPServer
 
 from ..mcp_tools.conftest import SERVER_COMMAND, alive, start_http, stop
 from ..telemetry.otlp_receiver import OtlpReceiver
-from ._ray_mcp_team import CALLS, clerk_team, planner_requests
+from ._ray_mcp_team import CALLS, clerk_team, empty, planner_requests
 
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
 
@@ -166,6 +166,25 @@ async def test_cancelling_a_run_mid_call_on_a_replica_keeps_its_mcp_session(
         after = await running.run("use the tools")
     assert after.status == "completed"
     assert _server_pid(after) == before
+
+
+async def test_a_tool_a_replicas_server_adds_later_asks_the_teams_approval(
+    ray_session: ModuleType, tmp_path: Path
+) -> None:
+    """``g_fresh`` appears once ``g_grow`` ran (``tools/list_changed`` on the replica);
+    the server's rule makes its calls need approval, so the team's process must know it:
+    the run pauses for it (it was denied, as a tool the team's process did not have)."""
+    grower = MCPServer.stdio(SERVER_COMMAND, prefix="g_", include=None, requires_approval=empty)
+    async with clerk_team(grower).start(journal=tmp_path / "runs.db") as running:
+        grown = await running.run("grow a tool")
+        assert grown.steps[0].output == "grown"
+        paused = await running.run("call the fresh tool")
+        assert paused.status == "paused"
+        (request,) = paused.pending_approvals
+        assert request.tool_name == "g_fresh"
+        await running.approve(request.request_id, Approve(), by="ana")
+        done = await running.resume(paused.run_id)
+    assert done.steps[0].output == 'fresh: {"result":"grown"}'  # it ran, on the replica
 
 
 def _server_pid(result: RunResult) -> int:
