@@ -44,7 +44,8 @@ def placed(
         )
     except ConfigError as exc:
         raise ConfigError(f"{source}: workers[{index}].placement: {exc}") from exc
-    return dataclasses.replace(worker, tools=worker.toolset, placement=ray)
+    # its MCP servers stay: its replicas start them (the replicas' own, built from the file)
+    return dataclasses.replace(worker, tools=(worker.toolset, *worker.mcp_servers), placement=ray)
 
 
 def place_on_ray(config: TeamConfig, *, address: str | None = None) -> TeamConfig:

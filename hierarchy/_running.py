@@ -38,6 +38,7 @@ from regiment.hierarchy._supervisor import (
 )
 from regiment.hierarchy._team_actors import (
     check_remote_deps,
+    local_mcp_servers,
     not_nested_in_itself,
     run_calls,
     runtime_of,
@@ -343,7 +344,7 @@ async def _spawn_team(
     runs = functools.partial(run_calls, channels)  # a worker's way to its step's run
     base = f"{prefix}{team.name}"
     if mcp is not None:  # all of this team's MCP servers start at once, not worker by worker
-        await mcp.start([s for w in team.workers if isinstance(w, Worker) for s in w.mcp_servers])
+        await mcp.start(local_mcp_servers(team))
     guards = role_guards(
         (*enclosing([t.guardrails for t in outer]), *team.guardrails), team.planner, team.critic
     )
@@ -353,7 +354,7 @@ async def _spawn_team(
         factory: Callable[[], StepActor]
         match worker:
             case Worker() if worker.placement is not None:
-                specs[worker.name], factory = worker, on_ray[worker.name]
+                specs[worker.name], factory = on_ray[worker.name]
             case Worker():
                 tools = await worker_tools(worker, mcp)
                 specs[worker.name] = LiveWorker(worker, tools) if worker.mcp_servers else worker

@@ -23,9 +23,11 @@ from regiment.tools import WorkerTools
 
 if TYPE_CHECKING:
     from regiment.hierarchy._team import Team
+    from regiment.tools import MCPServer
 
 __all__ = (
     "check_remote_deps",
+    "local_mcp_servers",
     "not_nested_in_itself",
     "run_calls",
     "runtime_of",
@@ -40,9 +42,10 @@ async def start_ray(
     telemetry: Telemetry,
     guards: RoleGuards,
     team_links: tuple[str, ApprovalDesk, RunLookup, Mapping[str, RunChannel]],
-) -> dict[str, Callable[[], StepActor]]:
-    """The Ray-placed workers' actor factories, their replicas started (a pool's at once);
-    their steps reach the team's runs (journal, live events, approvals) as local ones do."""
+) -> dict[str, tuple[WorkerSpec, Callable[[], StepActor]]]:
+    """The Ray-placed workers as the planner sees them and their actor factories, their
+    replicas (a pool's at once) and MCP servers started; their steps reach the team's
+    runs (journal, live events, approvals) as local ones do."""
     placed = [w for w in team.workers if isinstance(w, Worker) and w.placement is not None]
     if not placed:
         return {}
@@ -58,6 +61,17 @@ async def start_ray(
     return await start_ray_workers(
         placed, team.planner.prompts, telemetry, team.settings, guards.team, links
     )
+
+
+def local_mcp_servers(team: Team) -> list[MCPServer]:
+    """The MCP servers the team's process runs: its in-process workers' (a Ray-placed
+    worker's run in its replicas)."""
+    return [
+        s
+        for w in team.workers
+        if isinstance(w, Worker) and w.placement is None
+        for s in w.mcp_servers
+    ]
 
 
 def runtime_of(
@@ -119,7 +133,7 @@ def check_remote_deps(team: Team, deps: object) -> None:
     """Deps that Ray-placed workers cannot get are refused at ``run()``, not mid-step."""
     remote = [w.name for w in team.workers if isinstance(w, Worker) and w.placement is not None]
     if remote:
-        from regiment.hierarchy.workers._ray import check_remote_deps as check  # ray loads here
+        from regiment.hierarchy.workers._ray_join import check_remote_deps as check
 
         check(deps, remote)
 

@@ -31,6 +31,7 @@ __all__ = (
     "MCPServer",
     "MCPServerLost",
     "MCPToolError",
+    "MCPToolList",
     "RetryableToolError",
     "RunContext",
     "Tool",
@@ -42,7 +43,9 @@ __all__ = (
     "ToolsetItem",
     "WorkerTools",
     "abandoned_tool_calls",
+    "listed_tools",
     "require_mcp",
+    "served_elsewhere",
     "tool",
 )
 
@@ -69,6 +72,11 @@ _LAZY_NAMES = LazyNames(
         "regiment.tools._mcp_hub": (
             "MCPHub",
             "WorkerTools",
+        ),
+        "regiment.tools._mcp_remote": (
+            "MCPToolList",
+            "listed_tools",
+            "served_elsewhere",
         ),
         "regiment.tools._mcp_server": (
             "MCPServer",
@@ -106,6 +114,7 @@ if TYPE_CHECKING:
     from regiment.tools._definition import ToolDefinition
     from regiment.tools._mcp_connection import MCPConnection, MCPServerLost
     from regiment.tools._mcp_hub import MCPHub, WorkerTools
+    from regiment.tools._mcp_remote import MCPToolList, listed_tools, served_elsewhere
     from regiment.tools._mcp_server import MCPServer, require_mcp
     from regiment.tools._mcp_tools import MCPToolError
     from regiment.tools._policy import (

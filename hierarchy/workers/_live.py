@@ -8,13 +8,21 @@ told a worker's capabilities through this view, which reads the live list.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import final
+from typing import Protocol, final
 
 from regiment.errors import ConfigError
 from regiment.hierarchy.workers._worker import Worker
-from regiment.tools import MCPHub, WorkerTools
+from regiment.tools import MCPHub, Toolset, WorkerTools
 
-__all__ = ("LiveWorker", "worker_tools")
+__all__ = ("CurrentTools", "LiveWorker", "worker_tools")
+
+
+class CurrentTools(Protocol):
+    """A worker's tools that may change while the team runs (``WorkerTools``, say)."""
+
+    def current(self) -> Toolset:
+        """The tool set now."""
+        ...
 
 
 @final
@@ -23,7 +31,7 @@ class LiveWorker:
     """A :class:`~regiment.hierarchy.workers._worker.WorkerSpec` over a worker and its live tools."""
 
     worker: Worker
-    tools: WorkerTools
+    tools: CurrentTools
 
     @property
     def name(self) -> str:

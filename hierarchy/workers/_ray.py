@@ -8,7 +8,6 @@ worker starts; ``import regiment`` never loads it.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import functools
@@ -27,24 +26,27 @@ from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.guard._types import Guardrail
 from regiment.hierarchy.workers._approval_gate import Approvals
 from regiment.hierarchy.workers._journal_calls import RunCalls, RunLookup
+from regiment.hierarchy.workers._live import LiveWorker
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._placement import Ray, not_started, pool_of
 from regiment.hierarchy.workers._ray_conduit import StepConduit
 from regiment.hierarchy.workers._ray_host import HostedWorker, StepHost
-from regiment.hierarchy.workers._ray_join import import_ray, join_ray
+from regiment.hierarchy.workers._ray_join import import_ray, join_ray, require_asyncio
+from regiment.hierarchy.workers._ray_mcp import PlacedTools, ReplicaServers
 from regiment.hierarchy.workers._ray_recipe import hosted_worker
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._wire import step_key
-from regiment.hierarchy.workers._worker import Worker
+from regiment.hierarchy.workers._worker import Worker, WorkerSpec
 from regiment.models import ModelSettings
 from regiment.telemetry import Telemetry, inject, semconv
 
-__all__ = ("RayReplicas", "RayWorkerActor", "RunLinks", "check_remote_deps", "start_ray_workers")
+__all__ = ("RayReplicas", "RayWorkerActor", "RunLinks", "start_ray_workers")
 
 _log = logging.getLogger("regiment.ray")
 _CONTROL = "control"  # the replicas' concurrency group for acks
 _COLOURS = re.compile(r"\x1b\[[0-9;]*m")  # the terminal colours in Ray's error texts
 _CANCEL_WAIT = 10.0  # seconds a cancel waits for a remote step to end (a hung tool: logged)
+_MCP_STOP_WAIT = 10.0  # seconds the replicas have to stop their MCP servers (4 s each at most)
 
 
 async def start_ray_workers(
@@ -54,11 +56,12 @@ async def start_ray_workers(
     settings: ModelSettings | None = None,
     team_guardrails: Sequence[Guardrail] = (),
     links: Mapping[str, RunLinks] | None = None,
-) -> dict[str, Callable[[], StepActor]]:
+) -> dict[str, tuple[WorkerSpec, Callable[[], StepActor]]]:
     """Join Ray, start the replicas of the Ray-placed ``workers`` (one set per pool:
-    the workers of a named pool share theirs), and return, by worker name, the
-    factory of the actor that hands its steps to them (the team spawns it like any
-    worker actor).
+    the workers of a named pool share theirs) and their MCP servers, and return, by
+    worker name, how the planner sees it (with the tools its replicas' MCP servers
+    listed) and the factory of the actor that hands its steps to them (the team
+    spawns it like any worker actor).
 
     Args:
         workers: the team's Ray-placed workers (their pools' settings already agree).
@@ -71,11 +74,12 @@ async def start_ray_workers(
 
     Raises:
         ConfigError: not under asyncio, ray is not installed, a worker cannot be
-            built on a replica, its guardrails do not pickle, or replicas could not start.
+            built on a replica, its guardrails do not pickle, replicas or their MCP
+            servers could not start.
     """
     if not workers:
         return {}
-    _require_asyncio(workers[0].name)
+    require_asyncio(workers[0].name)
     pools = _pools(workers)
     ray = import_ray()
     hosted = {
@@ -83,7 +87,7 @@ async def start_ray_workers(
         for members in pools.values()
         for w, p in members
     }
-    factories: dict[str, Callable[[], StepActor]] = {}
+    placed: dict[str, tuple[WorkerSpec, Callable[[], StepActor]]] = {}
     started: list[RayReplicas] = []
     try:
         for members in pools.values():
@@ -94,14 +98,17 @@ async def start_ray_workers(
             )
             started.append(replicas)
             for worker, _ in members:
-                factories[worker.name] = functools.partial(
+                tools = PlacedTools(worker, replicas.mcp)
+                spec = LiveWorker(worker, tools) if worker.name in replicas.mcp.tools else worker
+                make = functools.partial(
                     RayWorkerActor, worker, telemetry, replicas, (links or {}).get(worker.name)
                 )
+                placed[worker.name] = (spec, functools.partial(make, tools=tools))
     except BaseException:
         for replicas in started:
             replicas.kill()
         raise
-    return factories
+    return placed
 
 
 def _pools(workers: Sequence[Worker]) -> dict[str, list[tuple[Worker, Ray]]]:
@@ -110,38 +117,8 @@ def _pools(workers: Sequence[Worker]) -> dict[str, list[tuple[Worker, Ray]]]:
     for worker in workers:
         placement = worker.placement
         assert placement is not None
-        if worker.mcp_servers:
-            raise ConfigError(
-                f"worker '{worker.name}' has MCP servers and is placed on Ray; MCP servers run "
-                "only in the team's process: keep this worker local, or give it plain tools"
-            )
         pools.setdefault(pool_of(worker.name, placement), []).append((worker, placement))
     return pools
-
-
-def check_remote_deps(deps: object, workers: Sequence[str]) -> None:
-    """Raise ``ConfigError`` unless ``deps`` pickles for the Ray replicas of ``workers``."""
-    try:
-        import_ray().cloudpickle.dumps(deps)
-    except ConfigError:
-        raise
-    except Exception as exc:
-        raise ConfigError(
-            f"run(deps=...) cannot be pickled for worker '{workers[0]}' on Ray "
-            f"({type(exc).__name__}: {exc}); give deps that pickle (plain data, or objects "
-            "that rebuild their connections when unpickled), or keep the worker in-process"
-        ) from exc
-
-
-def _require_asyncio(name: str) -> None:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        raise ConfigError(
-            f"worker '{name}' is placed on Ray, and Ray runs only under asyncio: start the "
-            "team under asyncio (anyio.run(main) or anyio.run(main, backend='asyncio')), "
-            "or remove the worker's placement"
-        ) from None
 
 
 @final
@@ -149,12 +126,17 @@ class RayReplicas:
     """A pool's Ray actors: steps go to them in turn; a lost step is retried once.
     The pool's workers share them; the last one to stop ends them."""
 
-    def __init__(self, ray: Any, name: str, handles: Sequence[Any]) -> None:
+    def __init__(
+        self, ray: Any, name: str, handles: Sequence[Any], start_timeout: float = 120.0
+    ) -> None:
         self._ray = ray
         self.name = name  # the pool's, or its one worker's
         self._handles = list(handles)
         self._turn = itertools.count()
         self._users = 0
+        # its workers' MCP servers (a restarted replica has start_timeout to come back)
+        unavailable = ray.exceptions.ActorUnavailableError
+        self.mcp = ReplicaServers(handles, "on its Ray replica", unavailable, start_timeout)
 
     @classmethod
     async def start(
@@ -169,8 +151,9 @@ class RayReplicas:
             "resources": dict(placement.resources),
             "max_restarts": placement.max_restarts,
             "max_task_retries": 0,  # the planner retries, with the same step key
-            # every hosted worker's steps, plus room for cancel and flush calls meanwhile
-            "max_concurrency": sum(w.max_concurrent_steps for w in workers) + 2,
+            # every hosted worker's steps, plus room for the MCP servers' call (held while
+            # the replica runs), and for cancel and flush calls meanwhile
+            "max_concurrency": sum(w.max_concurrent_steps for w in workers) + 3,
         }
         # Acks have their own group: steps waiting for an ack may hold every slot
         # of the default one, and an ack queued behind them would never run.
@@ -179,7 +162,7 @@ class RayReplicas:
             host.remote(list(hosted), label, placement.otlp_endpoint)
             for _ in range(placement.replicas)
         ]
-        replicas = cls(ray, label, handles)
+        replicas = cls(ray, label, handles, placement.start_timeout)
         where = f"worker {names}" if len(workers) == 1 else f"Ray pool '{label}' ({names})"
         try:
             with anyio.fail_after(placement.start_timeout):
@@ -191,6 +174,12 @@ class RayReplicas:
         except Exception as exc:
             replicas.kill()
             raise ConfigError(f"{where}: its Ray replicas did not start: {_why(exc)}") from exc
+        try:
+            await replicas.mcp.start()
+        except BaseException:
+            await replicas.mcp.stop(_MCP_STOP_WAIT)
+            replicas.kill()
+            raise
         return replicas
 
     @property
@@ -213,8 +202,9 @@ class RayReplicas:
         key = step_key(assign)
         first = next(self._turn) % len(self._handles)
         try:
-            return await self._call(self._handles[first], conduit, key, headers)
+            return await self._step_on(first, worker, conduit, key, headers)
         except WorkerLost as lost:
+            self.mcp.lost(first)
             _log.warning(
                 "%s %s: %s; retrying once on another replica",
                 worker,
@@ -222,8 +212,20 @@ class RayReplicas:
                 lost,
                 extra={"run_id": assign.run_id, "step_id": assign.step.id, "worker": worker},
             )
-        other = self._handles[(first + 1) % len(self._handles)]
-        return await self._call(other, conduit, key, headers)
+        other = (first + 1) % len(self._handles)
+        try:
+            return await self._step_on(other, worker, conduit, key, headers)
+        except WorkerLost:
+            self.mcp.lost(other)
+            raise
+
+    async def _step_on(
+        self, index: int, worker: str, conduit: StepConduit, key: str, headers: dict[str, str]
+    ) -> StepReport:
+        await self.mcp.revive(index, worker)  # its MCP servers, if Ray restarted it
+        report = await self._call(self._handles[index], conduit, key, headers)
+        await self.mcp.refresh(index, conduit.tools_version)  # a server changed its tools
+        return report
 
     async def _call(
         self, handle: Any, conduit: StepConduit, key: str, headers: dict[str, str]
@@ -287,6 +289,7 @@ class RayReplicas:
         self._users -= 1
         if self._users > 0:
             return
+        await self.mcp.stop(_MCP_STOP_WAIT)
         with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
             for handle in self._handles:
                 with contextlib.suppress(Exception):
@@ -332,6 +335,8 @@ class RayWorkerActor(StepActor):
         telemetry: Telemetry,
         replicas: RayReplicas,
         links: RunLinks | None = None,
+        *,
+        tools: PlacedTools | None = None,
     ) -> None:
         super().__init__(
             worker.name,
@@ -347,6 +352,8 @@ class RayWorkerActor(StepActor):
         self._worker = worker
         self._replicas = replicas
         self._links = links or RunLinks()
+        # its tools as the team's process knows them (its replicas' MCP tools too): approvals
+        self._tools = tools
         self._packed: tuple[object, bytes] | None = None  # the last deps pickled, and their bytes
         replicas.acquire()
 
@@ -356,7 +363,7 @@ class RayWorkerActor(StepActor):
         run = links.runs(assign.run_id) if links.runs is not None else None
         conduit = StepConduit(
             assign,
-            self._worker.toolset,
+            self._worker.toolset if self._tools is None else self._tools.current(),
             progress,
             run,
             live_sink(links.channels.get(assign.run_id), assign.run_id, name),

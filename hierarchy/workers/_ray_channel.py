@@ -96,9 +96,9 @@ class ReplicaChannel:
             waiting[1].append(payload)
             waiting[0].set()
 
-    def finish(self, report: StepReport) -> None:
-        """Send the report, the step's last message."""
-        self.tell(StepDone(report=report))
+    def finish(self, report: StepReport, tools_version: int = 0) -> None:
+        """Send the report, the step's last message (with the MCP tool lists' version)."""
+        self.tell(StepDone(report=report, tools_version=tools_version))
         self._send.close()
 
 

@@ -86,6 +86,7 @@ class StepConduit:
         self._live = live
         self._approvals = approvals
         self._deps = deps
+        self.tools_version = 0  # the replica's MCP tool lists' version, as the step ended
         self._responses: dict[str, ModelResponse] = {}
         self._intents: dict[ToolKey, ToolIntentRecord] = {}
         self._results: dict[ToolKey, ToolResultRecord] = {}
@@ -137,7 +138,8 @@ class StepConduit:
         self, message: StepMessage, ack: Ack, failures: list[Exception], tg: TaskGroup
     ) -> StepReport | None:
         match message:
-            case StepDone(report=report):
+            case StepDone(report=report, tools_version=version):
+                self.tools_version = version
                 return report
             case CallRecorded():
                 await self._recorded(message, ack)

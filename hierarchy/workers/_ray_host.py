@@ -37,6 +37,7 @@ from regiment.hierarchy.workers._ray_channel import (
     ReplicaLog,
     replica_live,
 )
+from regiment.hierarchy.workers._ray_mcp import MCPStarted, ReplicaMCP
 from regiment.hierarchy.workers._wire import RemoteStep, decode_step
 from regiment.hierarchy.workers._worker import Worker
 from regiment.models import ModelSettings
@@ -155,6 +156,7 @@ class StepHost:
             else Telemetry(tracing.provider, meter_provider=tracing.meter_provider)
         )
         self._hosted = {spec.name: self._build(spec) for spec in hosted}
+        self._mcp = ReplicaMCP({name: h.worker for name, h in self._hosted.items()})
         # The running steps, by key: their cancel scope, and an event set once they end.
         self._running: dict[str, tuple[anyio.CancelScope, anyio.Event, StepProgress]] = {}
         self._channels: dict[str, ReplicaChannel] = {}  # the running steps' channels, by key
@@ -198,11 +200,33 @@ class StepHost:
         """The replica's process id, once it has built its worker."""
         return os.getpid()
 
+    async def mcp_serve(self) -> None:
+        """Start the hosted workers' MCP servers and hold them until :meth:`mcp_stop`."""
+        await self._mcp.serve()
+
+    async def mcp_started(self) -> MCPStarted:
+        """What :meth:`mcp_serve` started (their tools), or why it did not, once it has."""
+        return await self._mcp.started()
+
+    async def mcp_serving(self) -> bool:
+        """Whether the MCP servers are up (or there are none): not after Ray restarted it."""
+        return self._mcp.serving
+
+    async def mcp_tools(self) -> MCPStarted:
+        """The MCP servers' tools as they are now (after a server changed its list)."""
+        return self._mcp.now()
+
+    async def mcp_stop(self) -> None:
+        """Close the MCP sessions and stop the servers; return once they have stopped."""
+        await self._mcp.stop()
+
     async def step(self, payload: bytes) -> AsyncIterator[bytes]:
         """Run one step (a Ray streaming generator): its records, live events and
         approval asks as they happen, its report last. Cancelled by ``ray.cancel``
         or :meth:`cancel`; :meth:`ack` answers what it waits for."""
         remote = decode_step(payload)
+        if not self._mcp.serving:  # Ray restarted this replica: the caller starts them first
+            return
         channel = ReplicaChannel()
         self._channels[remote.key] = channel
         try:
@@ -230,7 +254,7 @@ class StepHost:
                     description=worker.description,
                     system_prompt=worker.system_prompt,
                     max_iterations=worker.max_iterations,
-                    toolset=worker.toolset,
+                    toolset=self._mcp.toolset(worker),
                     caller=hosted.caller,
                     telemetry=self._telemetry,
                     prompts=hosted.prompts,
@@ -257,7 +281,7 @@ class StepHost:
             report = progress.report(
                 assign, worker.name, "cancelled", error="cancelled by the planner"
             )
-        channel.finish(report)
+        channel.finish(report, self._mcp.version)
 
     async def ack(self, key: str, seq: int, payload: bytes) -> bool:
         """The caller's answer to message ``seq`` of step ``key`` (``False``: it has ended).

@@ -16,13 +16,14 @@ import asyncio
 import atexit
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future
 from types import ModuleType
 from typing import Any
 
 from regiment.errors import ConfigError
 
-__all__ = ("import_ray", "join_ray")
+__all__ = ("check_remote_deps", "import_ray", "join_ray", "require_asyncio")
 
 _INSTALL = "workers on Ray need the ray extra: pip install 'regiment[ray]'"
 _lock = threading.Lock()  # one join at a time: a second waits, then finds Ray joined
@@ -103,3 +104,29 @@ def _join(ray: Any, address: str | None) -> bool:
             "a cluster with token authentication set RAY_AUTH_MODE=token and its token "
             "(RAY_AUTH_TOKEN or ~/.ray/auth_token)"
         ) from exc
+
+
+def check_remote_deps(deps: object, workers: Sequence[str]) -> None:
+    """Raise ``ConfigError`` unless ``deps`` pickles for the Ray replicas of ``workers``."""
+    try:
+        import_ray().cloudpickle.dumps(deps)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        raise ConfigError(
+            f"run(deps=...) cannot be pickled for worker '{workers[0]}' on Ray "
+            f"({type(exc).__name__}: {exc}); give deps that pickle (plain data, or objects "
+            "that rebuild their connections when unpickled), or keep the worker in-process"
+        ) from exc
+
+
+def require_asyncio(name: str) -> None:
+    """Raise ``ConfigError`` unless running under asyncio (Ray's only event loop)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        raise ConfigError(
+            f"worker '{name}' is placed on Ray, and Ray runs only under asyncio: start the "
+            "team under asyncio (anyio.run(main) or anyio.run(main, backend='asyncio')), "
+            "or remove the worker's placement"
+        ) from None

@@ -17,6 +17,7 @@ from regiment.hierarchy.workers._placement import Ray, WorkerBuild
 from regiment.hierarchy.workers._ray_host import HostedWorker
 from regiment.hierarchy.workers._worker import Worker
 from regiment.models import ModelSettings
+from regiment.tools import MCPServer, Toolset
 
 __all__ = ("hosted_worker",)
 
@@ -35,7 +36,9 @@ def hosted_worker(
     that says what to do, rather than deep inside Ray."""
     recipe: object = placement.build
     if recipe is None:
-        recipe = dataclasses.replace(worker, tools=worker.toolset, placement=None)
+        # its MCP servers too: each replica starts its own (see _ray_mcp)
+        tools: list[Toolset | MCPServer] = [worker.toolset, *worker.mcp_servers]
+        recipe = dataclasses.replace(worker, tools=tools, placement=None)
     try:
         ray.cloudpickle.dumps(recipe)
     except Exception as exc:

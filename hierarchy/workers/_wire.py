@@ -110,9 +110,13 @@ class ApprovalAsked(msgspec.Struct, frozen=True, kw_only=True, tag="approval"):
 
 
 class StepDone(msgspec.Struct, frozen=True, kw_only=True, tag="done"):
-    """The step's report: the last message of a step."""
+    """The step's report: the last message of a step.
+
+    ``tools_version`` counts the replica's MCP tool lists so far: the caller asks for
+    the new lists when it changed (a server announced ``tools/list_changed``)."""
 
     report: StepReport
+    tools_version: int = 0
 
 
 StepMessage: TypeAlias = CallRecorded | LiveEvent | ApprovalAsked | StepDone

@@ -45,6 +45,21 @@ def test_a_ray_placement_rebuilds_the_same_worker_from_the_file() -> None:
     assert rebuilt.description == comms.description
 
 
+def test_a_ray_placed_worker_keeps_its_mcp_servers() -> None:
+    """They were dropped in the team's process (the replica never started them, and the
+    planner never heard of their tools); its replicas start them now."""
+    mcp = '[[workers.mcp]]\ncommand = ["my-server"]\nprefix = "m_"\n\n'
+    text = _with_placement('kind = "ray"').replace(
+        "[workers.placement]", mcp + "[workers.placement]"
+    )
+    team = build_team(parse_config(text, format="toml"), model="scripted", source=str(REFUND))
+    comms = team.workers[1]
+    assert isinstance(comms, Worker)
+    assert isinstance(comms.placement, Ray)
+    (server,) = comms.mcp_servers
+    assert (server.name, server.prefix) == ("my-server", "m_")
+
+
 def test_workers_ray_places_every_model_backed_worker() -> None:
     config = place_on_ray(parse_config(REFUND.read_text(), format="toml"), address="10.0.0.5:6379")
     team = build_team(config, model="scripted", source=str(REFUND))
