@@ -17,6 +17,7 @@ from regiment.hierarchy._planner import Planner
 from regiment.hierarchy.guard._roles import GuardRole, RoleGuards
 from regiment.hierarchy.guard._types import Guardrail
 from regiment.hierarchy.run._structured import AnswerShape
+from regiment.hierarchy.workers._live import LiveWorker
 from regiment.hierarchy.workers._worker import WorkerSpec
 from regiment.models import ModelSettings
 from regiment.telemetry import Telemetry
@@ -71,15 +72,27 @@ class TeamRuntime:
         kinds = ("model_request", "model_reply")
         return any(self.guards.of(role, kind) for role in roles for kind in kinds)
 
-    @cached_property
+    @property
     def planner_system(self) -> str:
-        """The planner's system prompt (it names the workers and the checks)."""
-        return self.planner.prompts.planner_system(
-            team=self.name,
-            workers={n: (w.description, w.capabilities) for n, w in self.workers.items()},
-            checks={n: c.description for n, c in self.checks.items()},
-            max_steps=self.planner.max_steps,
-        )
+        """The planner's system prompt (it names the workers, their tools and the checks):
+        made once, and again when a worker's MCP servers changed their tools."""
+        live = self._live_workers
+        key = tuple(w.capabilities for w in live) if live else ()
+        made: tuple[tuple[tuple[str, ...], ...], str] | None = self.__dict__.get("_planner")
+        if made is None or made[0] != key:
+            made = key, self.planner.prompts.planner_system(
+                team=self.name,
+                workers={n: (w.description, w.capabilities) for n, w in self.workers.items()},
+                checks={n: c.description for n, c in self.checks.items()},
+                max_steps=self.planner.max_steps,
+            )
+            self.__dict__["_planner"] = made  # frozen: kept as cached_property keeps its own
+        return made[1]
+
+    @cached_property
+    def _live_workers(self) -> tuple[LiveWorker, ...]:
+        """The workers whose tools may change while the team runs (MCP servers)."""
+        return tuple(w for w in self.workers.values() if isinstance(w, LiveWorker))
 
     @cached_property
     def synthesizer_system(self) -> str:

@@ -224,3 +224,23 @@ async def test_a_journaled_call_sends_the_journal_s_idempotency_key(
     assert intent.idempotency_key == f"{result.run_id}/v1/s1/0"
     (sent,) = result.steps[0].tool_outcomes
     assert sent.content == {"result": intent.idempotency_key}  # what the server got in _meta
+
+
+async def test_the_planner_is_told_a_tool_a_server_added_since_the_last_run() -> None:
+    """A server that adds a tool (``tools/list_changed``): the next run's planner is told
+    it (it was told the list of the team's first run, for good)."""
+
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        return "learned" if results else tool_call_response("learn", {})
+
+    server = MCPServer.stdio(SERVER_COMMAND, name="calc")
+    plan = plan_json({"description": "learn a tool"})
+    team, brain = team_of(work, [server], plans=[plan, plan])
+    async with team.start() as running:
+        assert (await running.run("learn")).status == "completed"
+        await running.run("learn again")
+    first, second = (request.system for request in brain.plan_requests)
+    assert "taught" not in first
+    assert "taught" in second  # the tools line of w0 names it now
