@@ -245,7 +245,10 @@ class RunJournal:
             if self._error is None:
                 with contextlib.suppress(JournalError):
                     await self.flush()
-                if self._error is None:
+            if self._error is None:
+                await self._journal.release(self._lease)
+            else:  # the journal forgets the lease, and what refused its writes, as said below
+                with contextlib.suppress(JournalError):  # (a stale lease's release is a no-op)
                     await self._journal.release(self._lease)
         finally:
             closed.set()
