@@ -77,12 +77,17 @@ class _Service:
             )
         return self.runs
 
-    async def record(self, request: Request) -> RunRecord:
-        """The run this process drives or drove, else the journal's; 404 if neither has it."""
+    async def record(self, request: Request, *, as_followed: bool = False) -> RunRecord:
+        """The run this process drives or drove, else the journal's; 404 if neither has it.
+
+        A run another process took over from this one is the journal's view of it, but
+        ``as_followed``: this process's record, whose events its followers got, ending with
+        the ``RunFailed`` (``LeaseLost``) that says who took it over.
+        """
         run_id = request.path_params["run_id"]
         record = self.store.get(run_id)
         if record is not None:
-            return await self.latest(record)
+            return record if as_followed else await self.latest(record)
         if self.journal is not None:
             record = await journaled_record(self.journal, run_id)
         if record is None:
@@ -299,7 +304,7 @@ async def _cancel(s: _Service, request: Request) -> Response:
 
 
 async def _events(s: _Service, request: Request) -> Response:
-    record = await s.record(request)
+    record = await s.record(request, as_followed=True)  # a late follower gets the same end
     last = request.headers.get("last-event-id", "0").strip() or "0"
     if not last.isdigit():
         raise ApiError(422, "invalid Last-Event-ID", f"{last!r} is not an event number")
