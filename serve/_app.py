@@ -26,6 +26,7 @@ from ._http import (
     count,
     flag,
     json_response,
+    last_event_id,
     on_api_error,
     on_http_exception,
     on_journal_error,
@@ -305,13 +306,11 @@ async def _cancel(s: _Service, request: Request) -> Response:
 
 async def _events(s: _Service, request: Request) -> Response:
     record = await s.record(request, as_followed=True)  # a late follower gets the same end
-    last = request.headers.get("last-event-id", "0").strip() or "0"
-    if not last.isdigit():
-        raise ApiError(422, "invalid Last-Event-ID", f"{last!r} is not an event number")
+    last = last_event_id(request)  # 422 here, not a stream cut short by a 500
 
     async def frames() -> AsyncIterator[ServerSentEvent]:
         live = s.store.get(record.run_id) is record  # else read back from the journal
-        events = s.store.follow(record.run_id, int(last)) if live else replay(record, int(last))
+        events = s.store.follow(record.run_id, last) if live else replay(record, last)
         async for seq, event in events:
             data = to_json(event).decode()
             yield ServerSentEvent(data=data, event=type(event).__name__, id=str(seq))
