@@ -338,6 +338,13 @@ async def _decide(s: _Service, request: Request) -> Response:
         detail = str(exc)
         if exc.kind == "unknown":  # the CLI's hint does not fit here
             detail = f"no approval request {request_id!r}; GET /approvals lists the pending ones"
+        elif exc.kind == "no_journal":  # it said "start the team with journal=...": code
+            detail = (  # a service's user does not write
+                f"the run of request {request_id!r} has paused, and this service keeps no "
+                "journal to hold the decision for a resume (nor can it resume a run): serve "
+                "with --journal PATH_OR_URL (or create_app(team, journal=...)) so paused runs "
+                "can be decided and resumed"
+            )
         raise ApiError(_APPROVAL_STATUS.get(exc.kind, 422), f"cannot {body.kind}", detail) from exc
     except LeaseHeld as exc:  # its run is live in another process (the journal is fine)
         raise ApiError(

@@ -79,8 +79,8 @@ class Runs:
         """
         if run_id in self._resuming or (run_id in self._scopes and not self._ended(run_id)):
             raise LeaseHeld(
-                f"run {run_id!r} is running in this service already (resumed by an earlier "
-                f"request): follow it with GET /runs/{run_id}/events"
+                f"run {run_id!r} is running in this service already: follow it with "
+                f"GET /runs/{run_id}/events"
             )
         self._resuming.add(run_id)
         try:
