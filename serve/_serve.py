@@ -160,7 +160,11 @@ def _checked(options: ServeOptions, environ: Mapping[str, str]) -> tuple[str | N
             "--journal (an SQLite file or a postgresql:// URL)"
         )
     keep = KEEP_ENDED if options.keep_runs is None else options.keep_runs
-    return token, MemoryRunStore(keep=keep)  # ConfigError below 1
+    if isinstance(keep, int) and keep < 1:  # the store's own words name its argument, keep=
+        raise ConfigError(
+            f"--keep-runs {keep}: keep at least the last ended run (a whole number >= 1)"
+        )
+    return token, MemoryRunStore(keep=keep)
 
 
 def _stopping_server(config: uvicorn.Config, stop_runs: Callable[[], int]) -> uvicorn.Server:
