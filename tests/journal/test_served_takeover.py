@@ -120,6 +120,10 @@ def test_a_late_follower_of_the_old_owner_gets_the_take_over_and_the_old_owner_s
         last = _last_event(old.url, run_id)  # as an early follower's stream ended
         assert (last["type"], last["error_type"]) == ("RunFailed", "LeaseLost")
         assert f"pid {new.child.pid} on " in str(last["message"])
+        # With what the run got to, as a failed or cancelled run's ending has it (it had
+        # no plans, no usage, no model calls).
+        assert [plan["version"] for plan in last["plans"]] == [1]  # type: ignore[attr-defined]
+        assert last["model_calls"] == 1
         old.child.send_signal(signal.SIGTERM)
         exit_code, said = old.rest()
         assert exit_code == 0, said
