@@ -55,8 +55,8 @@ async def test_a_reconnect_with_last_event_id_gets_exactly_the_rest() -> None:
         assert first + rest == whole
         # A superscript two (b"\xb2") is a digit to str.isdigit(), not to int(), and int()
         # refuses 5,000 digits: both broke the stream they had started with a 500.
-        for bad in ("three", b"\xb2", "-1"):
-            refused = await c.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": bad})
+        for bad in (b"three", b"\xb2", b"-1"):
+            refused = await c.get(f"/runs/{run_id}/events", headers={b"Last-Event-ID": bad})
             assert refused.status_code == 422
             assert refused.json()["error"] == "invalid Last-Event-ID"
         past = await c.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": "9" * 5000})
