@@ -247,8 +247,10 @@ class RunJournal:
                     await self.flush()
             if self._error is None:
                 await self._journal.release(self._lease)
-            else:  # the journal forgets the lease, and what refused its writes, as said below
-                with contextlib.suppress(JournalError):  # (a stale lease's release is a no-op)
+            elif isinstance(self._error, LeaseLost):  # the journal answers, and the run is
+                # another's: it forgets the lease and what refused its writes (said below,
+                # not again by its close); the release of a stale lease writes nothing
+                with contextlib.suppress(JournalError):
                     await self._journal.release(self._lease)
         finally:
             closed.set()
