@@ -16,6 +16,8 @@ from typing import TextIO, final
 
 import anyio
 
+from regiment._signals import EXIT_INTERRUPTED, leave_now
+from regiment._signals import watch_signals as watch_until
 from regiment.tools import abandoned_tool_calls
 
 __all__ = (
@@ -30,7 +32,6 @@ __all__ = (
     "watch_signals",
 )
 
-EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away
 
 
@@ -49,14 +50,6 @@ def stdout_closed() -> int:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     return EXIT_BROKEN_PIPE
-
-
-def leave_now(code: int) -> None:
-    """Exit the process at once with ``code``, waiting for nothing (what a second
-    Ctrl-C asks for): stdout is flushed first, as far as it can be."""
-    with contextlib.suppress(Exception):  # the main thread may be writing stdout
-        sys.stdout.flush()
-    os._exit(code)
 
 
 @final
@@ -105,14 +98,7 @@ async def watch_signals(
     the service), noting the signal in ``got``; a second one exits at once, even while a
     tool that ignores cancellation holds the team's stop, saying how far the run got
     (the line the command would have ended with) and that its stop was cut short."""
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for signum in signals:
-            if interrupt.is_set():
-                last_words.say()
-                leave_now(EXIT_INTERRUPTED)
-            if got is not None:
-                got.append(signum)
-            interrupt.set()
+    await watch_until(interrupt, last_words.say, got)
 
 
 def wait_for_tool_threads(code: int) -> None:

@@ -176,14 +176,16 @@ async def _dispatch(
         if args.command == "mcp":
             return await _serve_mcp(config, args, environ, stderr)
         if args.command == "serve":
-            from regiment.cli._serve_cmd import serve_until_stopped  # the serve extra: only here
             from regiment.cli._serve_trace import serve_tracing  # the tracing SDK: only here
+            from regiment.serve import serve_command  # the serve extra: only here
 
             model = _choose_model(config, args.team_file, args.model, environ, stderr)
             with serve_tracing(args.trace, config, stderr) as (config, telemetry):
                 team = build_team(config, model=model, telemetry=telemetry, source=args.team_file)
                 try:
-                    return await serve_until_stopped(team, args, environ, stderr, interrupt)
+                    return await serve_command(
+                        team, args, environ=environ, stderr=stderr, stop=interrupt
+                    )
                 except JournalError as exc:  # it could not be opened: nothing was served
                     return _config_error(ConfigError(str(exc)), stderr)
         config = _placed(_flags_agree(args), config)

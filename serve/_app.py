@@ -26,6 +26,7 @@ from ._http import (
     count,
     flag,
     json_response,
+    last_event_id,
     on_api_error,
     on_http_exception,
     on_journal_error,
@@ -77,12 +78,17 @@ class _Service:
             )
         return self.runs
 
-    async def record(self, request: Request) -> RunRecord:
-        """The run this process drives or drove, else the journal's; 404 if neither has it."""
+    async def record(self, request: Request, *, as_followed: bool = False) -> RunRecord:
+        """The run this process drives or drove, else the journal's; 404 if neither has it.
+
+        A run another process took over from this one is the journal's view of it, but
+        ``as_followed``: this process's record, whose events its followers got, ending with
+        the ``RunFailed`` (``LeaseLost``) that says who took it over.
+        """
         run_id = request.path_params["run_id"]
         record = self.store.get(run_id)
         if record is not None:
-            return await self.latest(record)
+            return record if as_followed else await self.latest(record)
         if self.journal is not None:
             record = await journaled_record(self.journal, run_id)
         if record is None:
@@ -299,14 +305,12 @@ async def _cancel(s: _Service, request: Request) -> Response:
 
 
 async def _events(s: _Service, request: Request) -> Response:
-    record = await s.record(request)
-    last = request.headers.get("last-event-id", "0").strip() or "0"
-    if not last.isdigit():
-        raise ApiError(422, "invalid Last-Event-ID", f"{last!r} is not an event number")
+    record = await s.record(request, as_followed=True)  # a late follower gets the same end
+    last = last_event_id(request)  # 422 here, not a stream cut short by a 500
 
     async def frames() -> AsyncIterator[ServerSentEvent]:
         live = s.store.get(record.run_id) is record  # else read back from the journal
-        events = s.store.follow(record.run_id, int(last)) if live else replay(record, int(last))
+        events = s.store.follow(record.run_id, last) if live else replay(record, last)
         async for seq, event in events:
             data = to_json(event).decode()
             yield ServerSentEvent(data=data, event=type(event).__name__, id=str(seq))
@@ -334,6 +338,13 @@ async def _decide(s: _Service, request: Request) -> Response:
         detail = str(exc)
         if exc.kind == "unknown":  # the CLI's hint does not fit here
             detail = f"no approval request {request_id!r}; GET /approvals lists the pending ones"
+        elif exc.kind == "no_journal":  # it said "start the team with journal=...": code
+            detail = (  # a service's user does not write
+                f"the run of request {request_id!r} has paused, and this service keeps no "
+                "journal to hold the decision for a resume (nor can it resume a run): serve "
+                "with --journal PATH_OR_URL (or create_app(team, journal=...)) so paused runs "
+                "can be decided and resumed"
+            )
         raise ApiError(_APPROVAL_STATUS.get(exc.kind, 422), f"cannot {body.kind}", detail) from exc
     except LeaseHeld as exc:  # its run is live in another process (the journal is fine)
         raise ApiError(

@@ -17,14 +17,16 @@ from regiment.errors import JournalError
 from regiment.tools import ApprovalDecision, Approve, Deny, EditArguments
 
 __all__ = (
-    "flag",
     "MAX_BODY",
     "ApiError",
     "Decision",
     "NewRun",
     "check_token",
+    "count",
     "error_response",
+    "flag",
     "json_response",
+    "last_event_id",
     "on_api_error",
     "on_http_exception",
     "on_journal_error",
@@ -150,11 +152,35 @@ def count(request: Request, name: str, default: int) -> int:
     value = request.query_params.get(name)
     if value is None:
         return default
-    if not (value.isascii() and value.isdigit()) or int(value) < 1:
+    number = _whole(value)
+    if number is None or number < 1:
         raise ApiError(
             422, f"invalid ?{name}", f"?{name}={value!r}: use a whole number of 1 or more"
         )
-    return int(value)
+    return number
+
+
+def last_event_id(request: Request) -> int:
+    """The ``Last-Event-ID`` header's event number (absent or blank: 0); 422 for anything else."""
+    value = request.headers.get("last-event-id", "").strip() or "0"
+    number = _whole(value)
+    if number is None:
+        raise ApiError(422, "invalid Last-Event-ID", f"{value!r} is not an event number")
+    return number
+
+
+_BEYOND = 10**30
+"""A whole number with more digits stands for this one: past any run's events and any
+list, and ``int()`` refuses a number of more than 4,300 digits."""
+
+
+def _whole(value: str) -> int | None:
+    """``value`` as a whole number, or ``None`` unless it is ASCII digits alone (``'²'``
+    is a digit to ``str.isdigit``, not to ``int``)."""
+    if not (value.isascii() and value.isdigit()):
+        return None
+    digits = value.lstrip("0")
+    return _BEYOND if len(digits) > 30 else int(digits or "0")
 
 
 def _too_large() -> ApiError:

@@ -14,6 +14,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import final
 
 import anyio
+import msgspec
 from anyio.abc import TaskGroup, TaskStatus
 
 from regiment._json import JsonValue
@@ -79,8 +80,8 @@ class Runs:
         """
         if run_id in self._resuming or (run_id in self._scopes and not self._ended(run_id)):
             raise LeaseHeld(
-                f"run {run_id!r} is running in this service already (resumed by an earlier "
-                f"request): follow it with GET /runs/{run_id}/events"
+                f"run {run_id!r} is running in this service already: follow it with "
+                f"GET /runs/{run_id}/events"
             )
         self._resuming.add(run_id)
         try:
@@ -166,7 +167,7 @@ class Runs:
             if record is None:
                 raise  # before it started: the POST answers with the error
             if (owner := _new_owner(exc)) is not None:
-                self._taken_over(record, owner)
+                self._taken_over(record, owner, reader)
             elif last is not None:  # e.g. its journal failed as the run closed
                 log.warning(
                     "run ended, then failed while closing (its result stands): %s",
@@ -204,9 +205,10 @@ class Runs:
             log.info("run cancelled", extra={"run_id": record.run_id})
         self._release(record.run_id)
 
-    def _taken_over(self, record: RunRecord, owner: str) -> None:
+    def _taken_over(self, record: RunRecord, owner: str, reader: RunEvents | None) -> None:
         """Another process took the run over (its lease ran out while this one was frozen):
-        say so, end the record with it, and leave the run to the journal's view."""
+        say so, end the record with it (and with what the run got to, as the engine's
+        ending has it), and leave the run to the journal's view."""
         message = (
             f"run {record.run_id} was taken over by another process, {describe_owner(owner)}, "
             "which runs it now (this process's lease ran out: it was stopped or too slow to "
@@ -214,7 +216,12 @@ class Runs:
             f"that; GET /runs/{record.run_id} reads it from the journal"
         )
         log.warning("%s", message, extra={"run_id": record.run_id})
-        taken = RunFailed(run_id=record.run_id, error_type="LeaseLost", message=message)
+        ending = None if reader is None else reader.ending
+        taken = (
+            msgspec.structs.replace(ending, error_type="LeaseLost", message=message)
+            if isinstance(ending, RunFailed)
+            else RunFailed(run_id=record.run_id, error_type="LeaseLost", message=message)
+        )
         self._fail(record, taken)
         record.taken_over = owner
 

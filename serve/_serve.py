@@ -5,13 +5,17 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import signal
 import socket
+import threading
 from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Protocol, TextIO
 
 import anyio
 
 from regiment._logging import SDK_LOGGERS, ContextFormatter, level_for, logging_to
+from regiment._signals import EXIT_INTERRUPTED, watch_signals
 from regiment.errors import ConfigError
 from regiment.hierarchy import Team
 from regiment.journal import open_journal
@@ -58,8 +62,14 @@ async def serve_command(
     stderr: TextIO,
     stop: anyio.Event | None = None,
 ) -> int:
-    """Serve ``team`` until ``stop`` is set (without one: until SIGINT or SIGTERM, as
-    uvicorn handles them); returns the exit code.
+    """Serve ``team`` until ``stop`` is set, or, without one, until SIGINT or SIGTERM
+    (caught in the main thread, as ``regiment serve`` does); returns the exit code.
+
+    Stopping cancels the live runs (journaled so), stops the team and closes the
+    journal before it returns: 0, or 130 after a SIGINT (saying ``regiment:
+    interrupted``). A second signal exits the process at once, 130. (Left to uvicorn,
+    a SIGTERM killed the process once the server had stopped, before the journal was
+    closed or anything after this call ran, and a SIGINT raised ``KeyboardInterrupt``.)
 
     Raises:
         ConfigError: a public host without a token; ``--keep-runs`` below 1;
@@ -67,6 +77,34 @@ async def serve_command(
             address taken, say: uvicorn logs why).
         JournalError: the journal cannot be opened (before anything is served).
     """
+    if stop is not None:
+        return await _serve(team, options, environ, stderr, stop)
+    stop, got = anyio.Event(), list[int]()
+    refused: Exception | None = None  # raised as it is, not in a task group's exception group
+    async with anyio.create_task_group() as tg:
+        if threading.current_thread() is threading.main_thread():  # signals reach only it
+            tg.start_soon(watch_signals, stop, partial(_cut_short, stderr), got)
+        try:
+            code = await _serve(team, options, environ, stderr, stop)
+        except Exception as exc:  # ConfigError, JournalError: the caller explains them
+            refused = exc
+        tg.cancel_scope.cancel()  # stop watching signals
+    if refused is not None:
+        raise refused
+    if code == 0 and got[:1] == [signal.SIGINT]:
+        print("regiment: interrupted", file=stderr, flush=True)
+        return EXIT_INTERRUPTED
+    return code
+
+
+def _cut_short(stderr: TextIO) -> None:
+    print("regiment: interrupted; exiting without waiting", file=stderr, flush=True)
+
+
+async def _serve(
+    team: Team, options: ServeOptions, environ: Mapping[str, str], stderr: TextIO, stop: anyio.Event
+) -> int:
+    """Serve until ``stop`` is set; 0 (see ``serve_command``)."""
     import uvicorn  # the serve extra, checked on importing regiment.serve
 
     token, store = _checked(options, environ)
@@ -80,19 +118,18 @@ async def serve_command(
         config = uvicorn.Config(
             app, host=options.host, port=options.port, log_config=None, lifespan="on"
         )
-        server = _stopping_server(config, app.state.regiment_stop_runs, own_signals=stop is None)
+        server = _stopping_server(config, app.state.regiment_stop_runs)
         refused: str | int | None = None
         # INFO by default (a service's log), DEBUG with -vv; uvicorn's own records too.
         level = level_for(options.verbose, default=logging.INFO)
         with logging_to(stderr, level, ("regiment", "uvicorn", *SDK_LOGGERS)), frozen_heap():
             async with anyio.create_task_group() as tg:
-                if stop is not None:
 
-                    async def stop_when_set() -> None:
-                        await stop.wait()
-                        server.should_exit = True
+                async def stop_when_set() -> None:
+                    await stop.wait()
+                    server.should_exit = True
 
-                    tg.start_soon(stop_when_set)
+                tg.start_soon(stop_when_set)
                 try:
                     await server.serve()
                 except SystemExit as exc:  # uvicorn's way to say it could not start
@@ -123,30 +160,28 @@ def _checked(options: ServeOptions, environ: Mapping[str, str]) -> tuple[str | N
             "--journal (an SQLite file or a postgresql:// URL)"
         )
     keep = KEEP_ENDED if options.keep_runs is None else options.keep_runs
-    return token, MemoryRunStore(keep=keep)  # ConfigError below 1
+    if isinstance(keep, int) and keep < 1:  # the store's own words name its argument, keep=
+        raise ConfigError(
+            f"--keep-runs {keep}: keep at least the last ended run (a whole number >= 1)"
+        )
+    return token, MemoryRunStore(keep=keep)
 
 
-def _stopping_server(
-    config: uvicorn.Config, stop_runs: Callable[[], int], *, own_signals: bool
-) -> uvicorn.Server:
+def _stopping_server(config: uvicorn.Config, stop_runs: Callable[[], int]) -> uvicorn.Server:
     """uvicorn's server, which cancels the live runs as it starts to stop: it waits for
     open requests before it runs the app's shutdown, so a ``?wait=true`` request on a
     run that went on for minutes held the stop (SIGTERM, Ctrl-C) that long.
 
-    Unless ``own_signals``, it leaves SIGINT and SIGTERM alone: the caller stops it
-    (``regiment serve`` watches both). uvicorn's handling re-raises a SIGTERM once it
-    has stopped, which killed the process before the journal was closed.
+    It leaves SIGINT and SIGTERM alone: ``serve_command`` watches both. uvicorn's
+    handling re-raises a SIGTERM once it has stopped, which killed the process before
+    the journal was closed.
     """
     import uvicorn
 
     class Server(uvicorn.Server):
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
-            if own_signals:
-                with super().capture_signals():
-                    yield
-            else:
-                yield
+            yield
 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             stopped = stop_runs()

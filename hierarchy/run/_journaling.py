@@ -257,7 +257,12 @@ class RunJournal:
             if self._error is None:
                 with contextlib.suppress(JournalError):
                     await self.flush()
-                if self._error is None:
+            if self._error is None:
+                await self._journal.release(self._lease)
+            elif isinstance(self._error, LeaseLost):  # the journal answers, and the run is
+                # another's: it forgets the lease and what refused its writes (said below,
+                # not again by its close); the release of a stale lease writes nothing
+                with contextlib.suppress(JournalError):
                     await self._journal.release(self._lease)
         finally:
             closed.set()

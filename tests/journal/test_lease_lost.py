@@ -26,59 +26,64 @@ SCAN = "Please scan the warehouse for order 55001."
 TTL = 1.0  # the owner renews every third of a second
 
 
-async def test_a_run_taken_over_while_its_tool_waits_stops_at_once(where: str) -> None:
-    stuck = Stuck()
-    # Another process's journal, its clock past every lease this one takes.
+async def take_over(where: str, owner: str = "elsewhere:4242:1") -> str:
+    """Take the journal's one run over as another process does once the lease has run
+    out (this journal's clock is past every lease its owner took); the run's id."""
     thief = await open_journal(where, clock=lambda: time.time() + 3600)
-    failed: list[JournalError] = []
     try:
-        async with stuck_team(stuck).start(journal=where, lease_ttl=TTL) as running:
-
-            async def run() -> None:
-                try:
-                    await running.run(SCAN)
-                except JournalError as exc:
-                    failed.append(exc)
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(run)
-                await stuck.started.wait()  # the tool waits, and will wait for ever
-                (info,) = await thief.list_runs()
-                await thief.acquire(info.run_id, owner="thief", ttl=3600)
-            # The task group has ended: run() returned, its lease's next renewal refused.
-            await stuck.cancelled.wait()  # and the run cancelled its step's tool (the team is up)
-        (error,) = failed
-        assert "was taken over by another process" in str(error)
-        assert "the new owner finishes it" in str(error)
-        assert (await thief.get_run(info.run_id)).status == "running"  # the thief's now
+        (info,) = await thief.list_runs()
+        await thief.acquire(info.run_id, owner=owner, ttl=3600)
     finally:
         await thief.close()
+    return info.run_id
+
+
+async def test_a_run_taken_over_while_its_tool_waits_stops_at_once(where: str) -> None:
+    stuck = Stuck()
+    failed: list[JournalError] = []
+    async with stuck_team(stuck).start(journal=where, lease_ttl=TTL) as running:
+
+        async def run() -> None:
+            try:
+                await running.run(SCAN)
+            except JournalError as exc:
+                failed.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await stuck.started.wait()  # the tool waits, and will wait for ever
+            run_id = await take_over(where, owner="thief")
+        # The task group has ended: run() returned, its lease's next renewal refused.
+        await stuck.cancelled.wait()  # and the run cancelled its step's tool (the team is up)
+    (error,) = failed
+    assert "was taken over by another process" in str(error)
+    assert "the new owner finishes it" in str(error)
+    journal = await open_journal(where)
+    try:
+        assert (await journal.get_run(run_id)).status == "running"  # the thief's now
+    finally:
+        await journal.close()
 
 
 async def test_a_taken_over_runs_stream_ends_saying_so_and_by_whom(where: str) -> None:
     stuck = Stuck()
-    thief = await open_journal(where, clock=lambda: time.time() + 3600)
     events: list[Event] = []
-    try:
-        async with stuck_team(stuck).start(journal=where, lease_ttl=TTL) as running:
+    async with stuck_team(stuck).start(journal=where, lease_ttl=TTL) as running:
 
-            async def follow() -> None:
-                with pytest.raises(JournalError, match="was taken over by another process"):
-                    async with running.stream(SCAN) as stream:
-                        events.extend([event async for event in stream])
+        async def follow() -> None:
+            with pytest.raises(JournalError, match="was taken over by another process"):
+                async with running.stream(SCAN) as stream:
+                    events.extend([event async for event in stream])
 
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(follow)
-                await stuck.started.wait()
-                (info,) = await thief.list_runs()
-                await thief.acquire(info.run_id, owner="elsewhere:4242:1", ttl=3600)
-        # It said "RunError: the run's planner failed while handling CancelRun: LeaseLost: ...".
-        last = events[-1]
-        assert isinstance(last, RunFailed)
-        assert last.error_type == "LeaseLost"
-        assert last.message.startswith(
-            f"run {info.run_id} was taken over by another process, pid 4242 on elsewhere"
-        )
-        assert "the new owner finishes it" in last.message
-    finally:
-        await thief.close()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(follow)
+            await stuck.started.wait()
+            run_id = await take_over(where)
+    # It said "RunError: the run's planner failed while handling CancelRun: LeaseLost: ...".
+    last = events[-1]
+    assert isinstance(last, RunFailed)
+    assert last.error_type == "LeaseLost"
+    assert last.message.startswith(
+        f"run {run_id} was taken over by another process, pid 4242 on elsewhere"
+    )
+    assert "the new owner finishes it" in last.message

@@ -32,12 +32,18 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="signals need PO
 __all__ = ("where",)  # the fixture: SQLite and PostgreSQL
 
 
-def _take_over(run_id: str, new: Served) -> None:
-    """Resume ``run_id`` on ``new`` once the frozen owner's lease has run out."""
-    while (resumed := httpx.post(f"{new.url}/runs/{run_id}/resume")).status_code == 409:
-        assert "which still runs" in resumed.text, resumed.text  # its lease, not else
-        time.sleep(0.1)  # what is waited for is the lease's expiry in the journal
-    assert resumed.status_code == 202, resumed.text
+def _take_over(run_id: str, old: Served, new: Served) -> None:
+    """Freeze ``old`` (SIGSTOP), resume ``run_id`` on ``new`` once the frozen owner's lease
+    has run out, wake ``old`` up (SIGCONT), and read its log until it says it lost the run."""
+    os.kill(old.child.pid, signal.SIGSTOP)
+    try:
+        while (resumed := httpx.post(f"{new.url}/runs/{run_id}/resume")).status_code == 409:
+            assert "which still runs" in resumed.text, resumed.text  # its lease, not else
+            time.sleep(0.1)  # what is waited for is the lease's expiry in the journal
+        assert resumed.status_code == 202, resumed.text
+    finally:
+        os.kill(old.child.pid, signal.SIGCONT)
+    old.read_until("was taken over by another process")
 
 
 def _last_event(url: str, run_id: str) -> dict[str, object]:
@@ -76,12 +82,7 @@ def test_the_old_owner_says_the_run_was_taken_over_and_lists_it_as_the_journal_d
         (run_id,) = [r["run_id"] for r in httpx.get(f"{old.url}/runs").json()["runs"]]
         followed: Future[dict[str, object]] = threads.submit(_last_event, old.url, run_id)
         old.read_until('/events HTTP/1.1" 200')  # the follower is there
-        os.kill(old.child.pid, signal.SIGSTOP)
-        try:
-            _take_over(run_id, new)
-        finally:
-            os.kill(old.child.pid, signal.SIGCONT)
-        old.read_until("was taken over by another process")
+        _take_over(run_id, old, new)
         (line,) = [s for s in old.seen if "was taken over" in s]
         assert f"pid {new.child.pid} on " in line  # the process that runs it now
         assert "which runs it now" in line
@@ -101,3 +102,32 @@ def test_the_old_owner_says_the_run_was_taken_over_and_lists_it_as_the_journal_d
         new.child.send_signal(signal.SIGTERM)  # the new owner ends it: cancelled
         assert new.rest()[0] == 0
     assert _journaled(where, run_id)[0].status == "cancelled"
+
+
+def test_a_late_follower_of_the_old_owner_gets_the_take_over_and_the_old_owner_stops_cleanly(
+    tmp_path: Path, where: str
+) -> None:
+    # A follower that came after the take-over got no event at all (the journal's view of
+    # the run, which had none of the old owner's yet) and no end; and SIGTERM then made
+    # the old service exit 2, "regiment: error: ... took the run over (token 2)": its
+    # journal's close raised the refusal of the run's last writes, reported already.
+    team = write_team(tmp_path, "stuck")
+    flags = ("--journal", where, "--lease-ttl", "1")
+    with serving(team, *flags) as old, serving(team, *flags) as new:
+        run_id = httpx.post(f"{old.url}/runs", json={"goal": "wait"}).json()["run_id"]
+        old.read_until("run started")
+        _take_over(run_id, old, new)
+        last = _last_event(old.url, run_id)  # as an early follower's stream ended
+        assert (last["type"], last["error_type"]) == ("RunFailed", "LeaseLost")
+        assert f"pid {new.child.pid} on " in str(last["message"])
+        # With what the run got to, as a failed or cancelled run's ending has it (it had
+        # no plans, no usage, no model calls).
+        assert [plan["version"] for plan in last["plans"]] == [1]  # type: ignore[attr-defined]
+        assert last["model_calls"] == 1
+        old.child.send_signal(signal.SIGTERM)
+        exit_code, said = old.rest()
+        assert exit_code == 0, said
+        assert "regiment: error" not in said
+        new.child.send_signal(signal.SIGTERM)
+        assert new.rest()[0] == 0
+    assert _journaled(where, run_id)[0].status == "cancelled"  # the new owner's end

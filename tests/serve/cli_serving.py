@@ -17,7 +17,18 @@ import httpx2 as httpx
 from regiment.cli import run_async
 from tests.cli.helpers import read_until
 
-__all__ = ("GOAL", "REFUND", "Log", "Served", "free_port", "serve_and_ask", "served", "serving")
+__all__ = (
+    "EMBEDDED",
+    "GOAL",
+    "REFUND",
+    "REGIMENT",
+    "Log",
+    "Served",
+    "free_port",
+    "serve_and_ask",
+    "served",
+    "serving",
+)
 
 REFUND = str(Path(__file__).resolve().parents[2] / "examples" / "refund" / "team.toml")
 GOAL = "For order 88213 check refund eligibility, issue the refund if eligible, then email the customer."
@@ -98,15 +109,23 @@ class Served:
         return self.child.wait(timeout=timeout), "".join(self.seen) + rest
 
 
+REGIMENT = ("-m", "regiment")
+"""The ``regiment`` command, as ``python`` runs it."""
+EMBEDDED = (str(Path(__file__).with_name("embedded.py")),)
+"""A user's program that serves with ``serve_command`` (see ``embedded.py``)."""
+
+
 @contextmanager
-def serving(team: Path, *flags: str, env: dict[str, str] | None = None) -> Iterator[Served]:
+def serving(
+    team: Path, *flags: str, env: dict[str, str] | None = None, program: tuple[str, ...] = REGIMENT
+) -> Iterator[Served]:
     """``python -m regiment serve TEAM`` (its ``--app-dir`` the team file's folder, plus
-    ``flags``; ``env`` added to its environment) as a process of its own, once it
-    listens; killed on the way out if still up."""
+    ``flags``; ``env`` added to its environment), or ``program`` given those arguments,
+    as a process of its own, once it listens; killed on the way out if still up."""
     port = free_port()
     argv = ["serve", str(team), "--port", str(port), "--app-dir", str(team.parent), *flags]
     with subprocess.Popen(
-        [sys.executable, "-m", "regiment", *argv],
+        [sys.executable, *program, *argv],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

@@ -90,7 +90,13 @@ async def test_a_paused_run_without_a_journal_cannot_be_decided() -> None:
         assert pending["run_id"] == done["run_id"]
         refused = await c.post(f"/approvals/{pending['request_id']}", json={"decision": "approve"})
         assert refused.status_code == 409
-        assert "no journal" in refused.json()["detail"]
+        # It said "start the team with journal=...", code a service's user does not write.
+        assert refused.json()["detail"] == (
+            f"the run of request {pending['request_id']!r} has paused, and this service keeps "
+            "no journal to hold the decision for a resume (nor can it resume a run): serve "
+            "with --journal PATH_OR_URL (or create_app(team, journal=...)) so paused runs can "
+            "be decided and resumed"
+        )
         assert (await c.post("/approvals/x", json={"decision": "maybe"})).status_code == 422
     assert shop.refunds == []
 

@@ -53,8 +53,14 @@ async def test_a_reconnect_with_last_event_id_gets_exactly_the_rest() -> None:
         whole = await run_events(c, run_id)
         assert [f.id for f in first + rest] == [f.id for f in whole]
         assert first + rest == whole
-        bad = await c.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": "three"})
-        assert bad.status_code == 422
+        # A superscript two (b"\xb2") is a digit to str.isdigit(), not to int(), and int()
+        # refuses 5,000 digits: both broke the stream they had started with a 500.
+        for bad in (b"three", b"\xb2", b"-1"):
+            refused = await c.get(f"/runs/{run_id}/events", headers={b"Last-Event-ID": bad})
+            assert refused.status_code == 422
+            assert refused.json()["error"] == "invalid Last-Event-ID"
+        past = await c.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": "9" * 5000})
+        assert (past.status_code, past.text) == (200, "")  # past the end: nothing, and it ends
 
 
 async def test_an_idle_stream_sends_keep_alive_comments_then_cancel_ends_it() -> None:

@@ -19,8 +19,11 @@ from regiment.serve import create_app
 from regiment.telemetry import SpanCollector, Telemetry
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
 from tests.serve.sse import frames
+from tests.serve.teams import Stuck, stuck_team
 
 pytestmark = pytest.mark.anyio
+
+SCAN = "Please scan the warehouse for order 55001."
 
 
 async def test_a_paused_run_is_decided_and_resumed_over_http_in_one_trace(tmp_path: Path) -> None:
@@ -206,8 +209,24 @@ async def test_a_second_resume_of_a_run_this_service_runs_says_so(tmp_path: Path
         shop.release.set()
         assert (await _events(c, run_id))[-1][1] == "RunCompleted"
     assert again.status_code == 409
-    assert again.json()["detail"] == (
-        f"run {run_id!r} is running in this service already (resumed by an earlier request): "
-        f"follow it with GET /runs/{run_id}/events"
-    )
+    assert again.json()["detail"] == _running_here(run_id)
     assert shop.refunds == [("3", 10)]
+
+
+async def test_a_resume_of_a_run_this_service_started_says_so(tmp_path: Path) -> None:
+    # It said the run had been "resumed by an earlier request": it was started by one.
+    stuck = Stuck()
+    async with _client(stuck_team(stuck), str(tmp_path / "runs.db")) as c:
+        run_id = (await c.post("/runs", json={"goal": SCAN})).json()["run_id"]
+        await stuck.started.wait()
+        again = await c.post(f"/runs/{run_id}/resume")
+    assert again.status_code == 409
+    assert again.json()["detail"] == _running_here(run_id)
+
+
+def _running_here(run_id: str) -> str:
+    """What a resume of ``run_id`` says while this service runs it."""
+    return (
+        f"run {run_id!r} is running in this service already: follow it with "
+        f"GET /runs/{run_id}/events"
+    )

@@ -108,7 +108,10 @@ async def test_serve_refuses_keep_runs_below_one() -> None:
     out, err = io.StringIO(), io.StringIO()
     argv = ["serve", REFUND, "--keep-runs", "0", "--model", "scripted"]
     assert await run_async(argv, stdout=out, stderr=err, environ={}) == 2
-    assert "keep at least the last ended run" in err.getvalue()
+    # It said "keep=0: ... (keep >= 1, ...)", the library's argument, not the flag.
+    assert err.getvalue() == (
+        "regiment: error: --keep-runs 0: keep at least the last ended run (a whole number >= 1)\n"
+    )
 
 
 class _FailingStore:

@@ -18,19 +18,34 @@ from regiment.journal import open_journal
 from tests.cli.helpers import WAITING, write_napping_team, write_team
 from tests.telemetry.otlp_receiver import OtlpReceiver
 
-from .cli_serving import serving
+from .cli_serving import EMBEDDED, REGIMENT, serving
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="signals need POSIX")
+
+
+def _status(db: str, run_id: str) -> str:
+    async def status() -> str:
+        journal = await open_journal(db)
+        try:
+            return (await journal.get_run(run_id)).status
+        finally:
+            await journal.close()
+
+    return anyio.run(status)
 
 
 @pytest.mark.parametrize(
     ("signum", "code"), [(signal.SIGTERM, 0), (signal.SIGINT, 130)], ids=["sigterm", "sigint"]
 )
+@pytest.mark.parametrize("program", [REGIMENT, EMBEDDED], ids=["regiment-serve", "embedded"])
 def test_a_signal_cancels_the_live_runs_and_the_journal_says_so(
-    tmp_path: Path, signum: signal.Signals, code: int
+    tmp_path: Path, signum: signal.Signals, code: int, program: tuple[str, ...]
 ) -> None:
+    # Embedded (serve_command without a stop), uvicorn handled the signals: once it had
+    # stopped it re-raised a SIGTERM, which killed the program (-15) before the journal
+    # was closed or anything after the call ran, and a SIGINT raised KeyboardInterrupt.
     db = str(tmp_path / "runs.db")
-    with serving(write_team(tmp_path, "stuck"), "--journal", db) as served:
+    with serving(write_team(tmp_path, "stuck"), "--journal", db, program=program) as served:
         started = httpx.post(f"{served.url}/runs", json={"goal": "wait"})
         run_id = started.json()["run_id"]
         served.read_until("run started")
@@ -40,15 +55,10 @@ def test_a_signal_cancels_the_live_runs_and_the_journal_says_so(
     assert "stopping: 1 live run(s) cancelled" in said
     assert "Finished server process" in said  # the app's shutdown ran to its end
     assert "Traceback" not in said
-
-    async def status() -> str:
-        journal = await open_journal(db)
-        try:
-            return (await journal.get_run(run_id)).status
-        finally:
-            await journal.close()
-
-    assert anyio.run(status) == "cancelled"
+    if program == EMBEDDED:
+        assert f"serve_command returned {code}" in said  # the program went on after it
+    assert not Path(f"{db}-wal").exists()  # the journal was closed: SQLite folds its log in
+    assert _status(db, run_id) == "cancelled"
 
 
 @pytest.mark.parametrize("tool", ["nap", "doze"], ids=["sync", "async-swallows-cancel"])

@@ -1,0 +1,41 @@
+"""Stopping on SIGINT or SIGTERM: the first one asks for a wind-down, a second one leaves
+at once. Shared by ``regiment run`` and ``regiment serve`` (``serve_command``)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Callable
+
+import anyio
+
+__all__ = ("EXIT_INTERRUPTED", "leave_now", "watch_signals")
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+
+
+def leave_now(code: int) -> None:
+    """Exit the process at once with ``code``, waiting for nothing (what a second
+    Ctrl-C asks for): stdout is flushed first, as far as it can be."""
+    with contextlib.suppress(Exception):  # the main thread may be writing stdout
+        sys.stdout.flush()
+    os._exit(code)
+
+
+async def watch_signals(
+    interrupt: anyio.Event, say_last: Callable[[], None], got: list[int] | None = None
+) -> None:
+    """The first Ctrl-C (or SIGTERM) sets ``interrupt`` (which cancels the run, or stops
+    the service), noting the signal in ``got``; a second one exits at once (130), even
+    while a tool that ignores cancellation holds the team's stop, after ``say_last()``
+    (the line that says the stop was cut short)."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            if interrupt.is_set():
+                say_last()
+                leave_now(EXIT_INTERRUPTED)
+            if got is not None:
+                got.append(signum)
+            interrupt.set()
