@@ -7,7 +7,9 @@ is one; otherwise the call becomes a pending request on the team's
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import Protocol, final
 
 import anyio
@@ -73,7 +75,9 @@ class ApprovalGate:
         answers that call with its own error), so most calls build nothing here.
         The tool set's own approver (the application's policy) gets the request with
         the same fields a pending request has; otherwise the call waits on the desk.
-        Either way the run's wall clock stands still while the call waits.
+        Either way the run's wall clock and the step's ``step_timeout`` stand still
+        while the call waits (an approver that takes its time is a wait for a decision
+        too, but the run does not pause for it: the approver is there to answer).
         """
         tool = toolset.get(tool_name)
         if tool is None or not tool.requires_approval:
@@ -100,7 +104,7 @@ class ApprovalGate:
                 call_index=call_index,
                 expires_at=expires,
             )
-            with desk.waiting(at):
+            with desk.waiting(at), _deciding(progress):
                 if policy is not None:
                     return await desk.ask(request, policy)
                 return await self._on_desk(request, tool, progress, at)
@@ -130,7 +134,7 @@ class ApprovalGate:
             },
         ) as span:
             try:
-                decision = await self._desk.wait(request, tool, at)
+                decision = await self._desk.wait(request, tool, at, progress)
             except anyio.get_cancelled_exc_class() as exc:
                 if progress is None or not progress.paused:
                     raise
@@ -143,3 +147,13 @@ class ApprovalGate:
         if held is not None:
             raise held
         return decision
+
+
+@contextlib.contextmanager
+def _deciding(progress: StepProgress | None) -> Iterator[None]:
+    """The step's timeout stands still while its call waits for a decision."""
+    if progress is None:
+        yield
+        return
+    with progress.waiting_for_decision():
+        yield

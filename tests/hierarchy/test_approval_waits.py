@@ -157,3 +157,54 @@ async def test_a_decision_reaches_the_planner_before_a_step_that_ends_right_afte
         assert isinstance(last, RunCompleted)
         assert last.result.status == "completed", last.result.answer
     assert shop.refunds == [("1", 40)] * 5
+
+
+STEP_TIMEOUT = 0.4  # seconds a billing step may take
+LONG_WAIT = 1.0  # seconds a human takes here: more than the step's whole timeout
+
+
+def _timed(team: Team) -> Team:
+    """``team`` whose billing steps time out after ``STEP_TIMEOUT``."""
+    workers = [
+        dataclasses.replace(w, step_timeout=STEP_TIMEOUT)
+        if isinstance(w, Worker) and w.name == "billing"
+        else w
+        for w in team.workers
+    ]
+    return dataclasses.replace(team, workers=workers)
+
+
+async def test_an_approver_that_takes_its_time_does_not_time_its_step_out() -> None:
+    """A person answering `--approve ask` for longer than the step's timeout: the wait
+    is not the step being slow (the run does not pause for it either: it waits)."""
+    shop = Shop()
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        await anyio.sleep(LONG_WAIT)
+        return Approve()
+
+    plan = plan_json(step("s1", "billing", "refund 88213 40"))
+    team = _timed(_with_approver(shop_team(shop, plan), approver))
+    async with team.start() as running:
+        result = await running.run("refund order 88213")
+    assert result.status == "completed", result.answer
+    assert [r.status for r in result.steps] == ["done"]
+    assert shop.refunds == [("88213", 40)]
+
+
+async def test_a_wait_on_the_desk_while_another_step_works_does_not_time_its_step_out() -> None:
+    shop = Shop()
+    plan = plan_json(step("s1", "billing", "refund 88213 40"), step("s2", "slow", "slow work"))
+    team = _timed(shop_team(shop, plan))
+    async with team.start() as running, running.stream("refund") as events:
+        async for event in events:
+            if isinstance(event, ApprovalRequested):
+                await anyio.sleep(LONG_WAIT)  # the slow step keeps the run going meanwhile
+                await running.approve(event.request.request_id, Approve(), by="ana")
+            if isinstance(event, ApprovalResolved):
+                shop.release.set()
+            if isinstance(event, RunCompleted):
+                result = event.result
+    assert result.status == "completed", result.answer
+    assert {r.step_id: r.status for r in result.steps} == {"s1": "done", "s2": "done"}
+    assert shop.refunds == [("88213", 40)]
