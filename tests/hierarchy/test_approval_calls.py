@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from regiment import Approve, Planner, ScriptedModel, Team, Worker
+from regiment import Approve, Planner, ScriptedModel, Team, TeamWorker, Worker
 from regiment.errors import ApprovalError
 from regiment.hierarchy import (
     ApprovalRequested,
@@ -100,6 +100,47 @@ async def test_an_approved_call_runs_to_its_end_while_its_sibling_still_waits() 
     assert last.result.status == "paused"
     order = asked[0].arguments["order"]
     assert shop.log == [f"start {order}", f"end {order}"]  # run once, to its end
+    assert [r.request_id for r in last.result.pending_approvals] == [asked[1].request_id]
+
+
+async def test_a_nested_step_whose_approved_call_ends_while_its_sibling_waits_pauses_the_run() -> (
+    None
+):
+    """The same one team down: once the approved body is done, only waits are left in
+    the nested run, and no step reported: the top run must still hear of it and pause."""
+    shop = Refunds()
+    child = shop.team(plan_json({"id": "c1", "description": "refund 1 and 2", "worker": "billing"}))
+    top_plan = plan_json(
+        {"id": "t1", "description": "refunds via the shop", "worker": "desk"},
+        {"id": "t2", "description": "slow work", "worker": "slow"},
+    )
+    model = ScriptedModel(Brain(plans=[top_plan], work=shop.work))
+    top = Team(
+        name="top",
+        planner=Planner(model=model),
+        workers=[
+            TeamWorker(name="desk", description="the shop team", team=child),
+            Worker(name="slow", description="takes its time", model=model),
+        ],
+    )
+    asked: list[ApprovalRequest] = []
+    async with top.start() as running, running.stream("refund") as events:
+        with anyio.fail_after(10):
+            async for event in events:
+                if isinstance(event, ApprovalRequested):
+                    asked.append(event.request)
+                    if len(asked) == 2:
+                        await running.approve(asked[0].request_id, Approve())
+                        await shop.started.wait()
+                        shop.slow_go.set()  # t2 ends while the approved body runs
+                if isinstance(event, StepCompleted) and event.step_id == "t2":
+                    await anyio.wait_all_tasks_blocked()
+                    shop.go.set()
+                last = event
+    assert isinstance(last, RunCompleted)
+    assert last.result.status == "paused"
+    order = asked[0].arguments["order"]
+    assert shop.log == [f"start {order}", f"end {order}"]
     assert [r.request_id for r in last.result.pending_approvals] == [asked[1].request_id]
 
 
