@@ -33,7 +33,7 @@ from regiment.hierarchy._approval_entries import (
 from regiment.hierarchy._clock import RunClock
 from regiment.hierarchy._nested_calls import NestedCalls
 from regiment.hierarchy._nested_waits import InFlight, NestedWaits, StepCalls
-from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Deny
+from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Deny, ask_approver
 
 if TYPE_CHECKING:
     from regiment.journal import Journal
@@ -241,13 +241,13 @@ class ApprovalDesk:
         the approver not asked; otherwise the approver's decision is journaled by the run.
         """
         if self.journal is None:
-            return await policy(request)
+            return await ask_approver(policy, request)
         asked, decision, by = await journaled_decision(self.journal, request)
         if decision is not None:
             await self._tell(request.run_id, ApprovalSettled(request, decision, by, 0.0, True))
             return decision
         started = time.monotonic()
-        decision = await policy(request)
+        decision = await ask_approver(policy, request)
         if asked:  # still pending in the journal: the run records how it was decided
             waited = time.monotonic() - started
             settled = ApprovalSettled(request, decision, "approver", waited)

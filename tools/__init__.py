@@ -42,6 +42,7 @@ __all__ = (
     "ToolsetItem",
     "WorkerTools",
     "abandoned_tool_calls",
+    "ask_approver",
     "require_mcp",
     "tool",
 )
@@ -58,6 +59,7 @@ _LAZY_NAMES = LazyNames(
             "Approver",
             "Deny",
             "EditArguments",
+            "ask_approver",
         ),
         "regiment.tools._context": ("RunContext",),
         "regiment.tools._decorator": ("tool",),
@@ -100,6 +102,7 @@ if TYPE_CHECKING:
         Approver,
         Deny,
         EditArguments,
+        ask_approver,
     )
     from regiment.tools._context import RunContext
     from regiment.tools._decorator import tool

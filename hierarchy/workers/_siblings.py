@@ -20,7 +20,7 @@ import anyio
 
 from regiment.hierarchy.workers._progress import StepProgress
 from regiment.models import ToolCallPart
-from regiment.tools import ApprovalDecision, ApprovalRequest, Approver
+from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, ask_approver
 
 __all__ = ("SiblingCalls",)
 
@@ -67,7 +67,7 @@ class SiblingCalls:
                 while progress.calls_working > 0:
                     changed = self._changed = self._changed or anyio.Event()
                     await changed.wait()
-                return await ask(request)
+                return await ask_approver(ask, request)
             finally:
                 progress.calls_working += 1  # decided: the call works again (its body runs)
 
