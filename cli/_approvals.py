@@ -31,7 +31,7 @@ from regiment.cli._journal_cmds import (
 )
 from regiment.cli._resume import add_import_root, created_record, recorded_team_file
 from regiment.config import build_team, load_config
-from regiment.errors import ConfigError, JournalError
+from regiment.errors import ConfigError, JournalError, LeaseHeld
 from regiment.hierarchy import Team, decide_in_journal
 from regiment.journal import Journal, RunCreated, TeamFile
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approve, Deny, EditArguments
@@ -132,9 +132,17 @@ async def _decide(
                 "gone); pass --team TEAM_FILE"
             )
         team = _team_of(recorded)
-    request = await decide_in_journal(
-        journal, args.request_id, decision, args.by, run_id=args.run_id, team=team
-    )
+    try:
+        request = await decide_in_journal(
+            journal, args.request_id, decision, args.by, run_id=args.run_id, team=team
+        )
+    except LeaseHeld as held:
+        raise LeaseHeld(
+            f"run {args.run_id!r} is live in another process and takes no decision from "
+            "here while it runs; it pauses once nothing else of it can go on: decide then "
+            "(or where it runs: at its terminal with `regiment run --approve ask`, or its "
+            f"service's POST /approvals/{args.request_id}). The journal says: {held}"
+        ) from held
     what = type(decision).__name__.lower().replace("editarguments", "edit")
     resume = f"regiment resume {'' if recorded else 'TEAM_FILE '}{request.run_id}"
     print(

@@ -204,3 +204,26 @@ async def test_a_second_decision_says_what_the_first_was_and_when(tmp_path: Path
     decided = rf"approval request {request_id} \(issue_refund in run {run_id}\) was already"
     when = r"decided \(approve\) at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC; a decision cannot be"
     assert re.search(f"{decided} {when} changed", err), err
+
+
+async def test_approve_of_a_run_live_in_another_process_says_when_and_where_to_decide(
+    tmp_path: Path,
+) -> None:
+    """It said only that the run is owned by another process and 'can be resumed' once
+    that has stopped: nothing about deciding."""
+    journal = str(tmp_path / "runs.db")
+    run_id, request_id = await _paused_run(journal)
+    opened = await open_journal(journal)
+    try:  # another machine's process resumes the run and holds its lease
+        await opened.acquire(run_id, owner="elsewhere:4242", ttl=60)
+    finally:
+        await opened.close()
+    code, _, err = await run_cli("approve", run_id, request_id, "--journal", journal)
+    assert code == 2
+    assert (
+        f"run {run_id!r} is live in another process and takes no decision from here while "
+        "it runs; it pauses once nothing else of it can go on: decide then"
+    ) in err
+    assert "'elsewhere:4242'" in err  # who holds it, as the journal says
+    code, out, err = await run_cli("approvals", run_id, "--json", "--journal", journal)
+    assert [json.loads(x)["request_id"] for x in out.splitlines()] == [request_id]
