@@ -8,8 +8,9 @@ is one; otherwise the call becomes a pending request on the team's
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Protocol, final
 
 import anyio
@@ -20,7 +21,7 @@ from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy.workers._progress import StepProgress
 from regiment.telemetry import Telemetry
 from regiment.telemetry import semconv as sc
-from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Tool, Toolset
+from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Toolset
 
 __all__ = ("ApprovalGate", "Approvals")
 
@@ -106,19 +107,21 @@ class ApprovalGate:
             )
             with desk.waiting(at), _deciding(progress):
                 if policy is not None:
-                    return await desk.ask(request, policy)
-                return await self._on_desk(request, tool, progress, at)
+                    asked = functools.partial(desk.ask, request, policy)
+                    return await self._decided(request, progress, asked)
+                waited = functools.partial(desk.wait, request, tool, at, progress)
+                return await self._decided(request, progress, waited)
 
         return wait
 
-    async def _on_desk(
+    async def _decided(
         self,
         request: ApprovalRequest,
-        tool: Tool[..., object],
         progress: StepProgress | None,
-        at: StepAt,
+        decision_of: Callable[[], Awaitable[ApprovalDecision]],
     ) -> ApprovalDecision:
-        """Wait on the desk for a human's decision, in a ``regiment.approval`` span.
+        """Wait for the decision (a human's on the desk, or the in-process approver's), in
+        a ``regiment.approval`` span.
 
         Cut by its run's pause, the wait is not called off (the request stays pending
         for a resume): the span ends with no cancelled marker, and no decision.
@@ -134,7 +137,7 @@ class ApprovalGate:
             },
         ) as span:
             try:
-                decision = await self._desk.wait(request, tool, at, progress)
+                decision = await decision_of()
             except anyio.get_cancelled_exc_class() as exc:
                 if progress is None or not progress.paused:
                     raise
