@@ -221,7 +221,7 @@ class ApprovalDesk:
                     await entry.deciding.wait()  # a decision being recorded wins over expiry
             finally:
                 entry.ready = None
-                self._unhold(entry, woken=entry.told)
+                self._unhold(entry, waking=-1 if entry.told else 0)
         if entry.told:  # ``settle`` told the run's planner already
             return entry.decision or Deny(reason="no decision")
         if entry.decision is None:
@@ -282,19 +282,18 @@ class ApprovalDesk:
             entry.deciding.set()
             entry.deciding = None
         run_id = entry.request.run_id
-        if entry.ready is None or run_id in self._pausing:  # its run pauses: a resume applies it
-            if run_id not in self._planners:
+        if run_id not in self._planners:  # its run has paused: a resume applies it
+            if entry.ready is None:
                 self._entries.drop(request_id)  # (from the journal: this desk needs it no more)
-                return
-            # Its planner records the decision (no longer pending); a call not waiting yet
-            # finds it and goes on without telling again, one cut by the pause never does.
-            entry.told = entry.ready is None
+            return
+        if run_id in self._pausing:  # it pauses: the call wakes no more, a resume applies it
+            entry.told = entry.ready is None  # (one cut already tells nothing more)
             await self._tell(run_id, ApprovalSettled(entry.request, decision, by, 0.0, journaled))
             return
+        if entry.ready is None:  # not waiting yet: it finds the decision, and tells its run
+            return
         entry.told = True
-        self._unhold(entry)  # before its run hears of the decision
-        if entry.calls is not None:  # the call works again: its step is not just waiting
-            entry.calls.waking += 1
+        self._unhold(entry, waking=1)  # before its run hears of the decision
         entry.ready.set()
         waited = time.monotonic() - entry.started
         settled = ApprovalSettled(entry.request, decision, by, waited, journaled=journaled)
@@ -321,12 +320,12 @@ class ApprovalDesk:
         if calls is not None and calls.recheck is None:
             calls.recheck = functools.partial(self.recheck, at)
 
-    def _unhold(self, entry: Pending, *, woken: bool = False) -> None:
-        if entry.at is not None:  # (``woken``: by ``settle``, which counted it working)
-            self.nested_waits.release(entry.at)
+    def _unhold(self, entry: Pending, waking: int = 0) -> None:
+        if entry.at is not None:  # ``waking``: +1 as ``settle`` wakes the call (its step is
+            self.nested_waits.release(entry.at)  # not just waiting), -1 once it works
             entry.at = None
-        if woken and entry.calls is not None:
-            entry.calls.waking -= 1  # it works from here on: its step knows that now
+        if waking and entry.calls is not None:
+            entry.calls.waking += waking
         if entry.ready is None:
             entry.calls = None
 
