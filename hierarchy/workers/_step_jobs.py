@@ -160,7 +160,16 @@ class StepTimer:
     cuts the steps that are due, and sleeps again.
     """
 
-    __slots__ = ("_cut", "_jobs", "_running", "_seconds", "_sleep", "_start_soon", "_stopping")
+    __slots__ = (
+        "_cut",
+        "_jobs",
+        "_nudger",
+        "_running",
+        "_seconds",
+        "_sleep",
+        "_start_soon",
+        "_stopping",
+    )
 
     def __init__(
         self,
@@ -177,12 +186,13 @@ class StepTimer:
         self._stopping = stopping  # the worker stops: what its running steps do then
         self._running = False
         self._sleep: anyio.CancelScope | None = None  # the watch's sleep, while it sleeps
+        self._nudger = self._nudge  # (bound once: every step's progress gets it)
 
     def arm(self, job: StepJob, now: float) -> None:
         """Give a step its deadline as a runner starts it (``now``: the loop's clock)."""
         job.deadline = deadline = now + self._seconds
         if job.progress is not None:
-            job.progress.nudge = self._nudge
+            job.progress.nudge = self._nudger
         if not self._running:
             self._running = True
             self._start_soon(deadline)
