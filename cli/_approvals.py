@@ -29,7 +29,12 @@ from regiment.cli._journal_cmds import (
     journal_read,
     open_cli_journal,
 )
-from regiment.cli._resume import add_import_root, created_record, recorded_team_file
+from regiment.cli._resume import (
+    RESUMABLE,
+    add_import_root,
+    created_record,
+    recorded_team_file,
+)
 from regiment.config import build_team, load_config
 from regiment.errors import ConfigError, JournalError, LeaseHeld
 from regiment.hierarchy import Team, decide_in_journal
@@ -90,7 +95,9 @@ async def approval_command(
 
 async def _list(journal: Journal, run_id: str | None, as_json: bool, stdout: TextIO) -> None:
     if run_id is not None:
-        await journal.get_run(run_id)  # JournalError for an unknown run
+        info = await journal.get_run(run_id)  # JournalError for an unknown run
+        if info.status not in RESUMABLE:
+            return  # an ended run's undecided requests take no decision: none is pending
     for record in await journal.pending_approvals(run_id):
         r = record.request
         if as_json:
