@@ -29,9 +29,14 @@ from regiment.cli._journal_cmds import (
     journal_read,
     open_cli_journal,
 )
-from regiment.cli._resume import add_import_root, created_record, recorded_team_file
+from regiment.cli._resume import (
+    RESUMABLE,
+    add_import_root,
+    created_record,
+    recorded_team_file,
+)
 from regiment.config import build_team, load_config
-from regiment.errors import ConfigError, JournalError
+from regiment.errors import ConfigError, JournalError, LeaseHeld
 from regiment.hierarchy import Team, decide_in_journal
 from regiment.journal import Journal, RunCreated, TeamFile
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approve, Deny, EditArguments
@@ -90,7 +95,9 @@ async def approval_command(
 
 async def _list(journal: Journal, run_id: str | None, as_json: bool, stdout: TextIO) -> None:
     if run_id is not None:
-        await journal.get_run(run_id)  # JournalError for an unknown run
+        info = await journal.get_run(run_id)  # JournalError for an unknown run
+        if info.status not in RESUMABLE:
+            return  # an ended run's undecided requests take no decision: none is pending
     for record in await journal.pending_approvals(run_id):
         r = record.request
         if as_json:
@@ -132,9 +139,17 @@ async def _decide(
                 "gone); pass --team TEAM_FILE"
             )
         team = _team_of(recorded)
-    request = await decide_in_journal(
-        journal, args.request_id, decision, args.by, run_id=args.run_id, team=team
-    )
+    try:
+        request = await decide_in_journal(
+            journal, args.request_id, decision, args.by, run_id=args.run_id, team=team
+        )
+    except LeaseHeld as held:
+        raise LeaseHeld(
+            f"run {args.run_id!r} is live in another process and takes no decision from "
+            "here while it runs; it pauses once nothing else of it can go on: decide then "
+            "(or where it runs: at its terminal with `regiment run --approve ask`, or its "
+            f"service's POST /approvals/{args.request_id}). The journal says: {held}"
+        ) from held
     what = type(decision).__name__.lower().replace("editarguments", "edit")
     resume = f"regiment resume {'' if recorded else 'TEAM_FILE '}{request.run_id}"
     print(

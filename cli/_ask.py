@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+from collections.abc import Callable, Coroutine
 from typing import TextIO, final
 
 import anyio
@@ -23,7 +24,6 @@ from regiment.tools import (
     ApprovalDecision,
     ApprovalRequest,
     Approve,
-    Approver,
     Deny,
     EditArguments,
     MCPServer,
@@ -58,8 +58,11 @@ class TerminalApprover:
         self._stderr = stderr
         self._lock = anyio.Lock()
 
-    def for_tools(self, toolset: Toolset) -> Approver:
-        """The approver of one tool set: edited arguments are checked against its tools."""
+    def for_tools(
+        self, toolset: Toolset
+    ) -> Callable[[ApprovalRequest], Coroutine[object, object, ApprovalDecision]]:
+        """The approver of one tool set (an async one): edited arguments are checked
+        against its tools."""
 
         async def ask(request: ApprovalRequest, /) -> ApprovalDecision:
             tool = toolset.get(request.tool_name)

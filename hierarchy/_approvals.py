@@ -12,7 +12,7 @@ steps are cancelled; the request stays pending for a later resume).
 from __future__ import annotations
 
 import contextlib
-import logging
+import functools
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -21,16 +21,27 @@ from typing import TYPE_CHECKING, NamedTuple, final
 import anyio
 import msgspec
 
-from regiment.errors import ActorStopped, ApprovalError
-from regiment.hierarchy._approval_entries import Entries, Pending
+from regiment.errors import ActorStopped
+from regiment.hierarchy._approval_entries import (
+    Entries,
+    Pending,
+    asked_before,
+    decision_name,
+    journaled_decision,
+    request_id_for,
+)
 from regiment.hierarchy._clock import RunClock
 from regiment.hierarchy._nested_calls import NestedCalls
-from regiment.hierarchy._nested_waits import InFlight, NestedWaits
-from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Deny, EditArguments
+from regiment.hierarchy._nested_waits import InFlight, NestedWaits, StepCalls
+from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Deny, ask_approver
 
 if TYPE_CHECKING:
     from regiment.journal import Journal
     from regiment.tools import Tool
+
+# How long recording a request (the journal read, the notice to its run) may hold off
+# a cancel: as long as a stopped run's wind-down waits for its steps.
+_RECORD_GRACE = 5.0
 
 __all__ = (
     "ApprovalDesk",
@@ -42,12 +53,6 @@ __all__ = (
     "decision_name",
     "request_id_for",
 )
-
-# How long recording a request (the journal read, the notice to its run) may hold off
-# a cancel: as long as a stopped run's wind-down waits for its steps.
-_RECORD_GRACE = 5.0
-
-_log = logging.getLogger("regiment.run")
 
 
 @final
@@ -72,7 +77,8 @@ class ApprovalSettled(msgspec.Struct, frozen=True):
 @final
 class NestedStalled(msgspec.Struct, frozen=True):
     """A planner message: a run nested in this one has nothing left to do but wait for
-    decisions, so the step it serves waits too (the run may have to pause)."""
+    decisions, so the step it serves waits too; or (``run_id`` this run's own) a step
+    of this run whose decided call worked now only waits: the run may have to pause."""
 
     run_id: str
 
@@ -88,14 +94,7 @@ class StepAt(NamedTuple):
     step_id: str
 
 
-def request_id_for(top: StepAt, worker: str, step_id: str, call_index: int) -> str:
-    """A request id stable across resumes: the top-level step, the worker's path,
-    its own step and the call's number in it (never a nested run's own id)."""
-    key = "\x1f".join((top.run_id, str(top.plan_version), top.step_id, worker, step_id))
-    import hashlib  # OpenSSL's hashes load on first use (issue #22: import time)
-
-    digest = hashlib.sha256(f"{key}\x1f{call_index}".encode()).hexdigest()
-    return f"apr-{digest[:20]}"
+_EXPIRED = Deny(reason="no decision before the request expired")
 
 
 @final
@@ -107,6 +106,7 @@ class ApprovalDesk:
         self._planners: dict[str, Callable[[Notice], Awaitable[None]]] = {}
         self._parents: dict[str, StepAt] = {}
         self._entries = Entries()  # live runs' requests, and a bounded few of ended ones
+        self._pausing: set[str] = set()  # top-level runs winding down to a pause
         self.journal: Journal | None = None  # where a paused run's decisions are
         self.clocks: dict[str, RunClock] = {}  # the wall clocks of the runs in progress
         self.nested_calls = NestedCalls()  # how nested runs' calls are named in request ids
@@ -117,6 +117,7 @@ class ApprovalDesk:
     def open_run(self, run_id: str, notify: Callable[[Notice], Awaitable[None]]) -> None:
         """A top-level run started: its planner hears of its requests through ``notify``."""
         self._planners[run_id] = notify
+        self._pausing.discard(run_id)
         self._entries.live_again(run_id)
 
     def link(self, run_id: str, parent: StepAt, inflight: InFlight) -> None:
@@ -131,6 +132,7 @@ class ApprovalDesk:
         """The run ended: its decided requests are forgotten, and so are its undecided
         ones when a journal keeps them for a resume (else a bounded few stay listed)."""
         top = self._planners.pop(run_id, None) is not None
+        self._pausing.discard(run_id)
         self._parents.pop(run_id, None)
         self.nested_waits.unlink(run_id)
         self.clocks.pop(run_id, None)
@@ -162,16 +164,25 @@ class ApprovalDesk:
         return self._clock()
 
     def is_live(self, run_id: str) -> bool:
-        """Whether the top-level run is in progress in this process."""
-        return run_id in self._planners
+        """Whether the top-level run is in progress in this process (and not pausing)."""
+        return run_id in self._planners and run_id not in self._pausing
+
+    def pausing(self, run_id: str) -> None:
+        """The run winds down to a pause: a decision now wakes no call (the pause would
+        cut its body halfway), it is kept for the resume."""
+        self._pausing.add(run_id)
 
     # -- requests --------------------------------------------------------------
 
     async def wait(
-        self, request: ApprovalRequest, tool: Tool[..., object] | None, at: StepAt | None = None
+        self,
+        request: ApprovalRequest,
+        tool: Tool[..., object] | None,
+        at: StepAt | None = None,
+        calls: StepCalls | None = None,
     ) -> ApprovalDecision:
         """Register ``request`` (once), tell its run, and wait for the decision (``at``:
-        the step, maybe of a nested run, whose call waits).
+        the step, maybe of a nested run, whose call waits; ``calls``: that step's calls).
 
         An expired request is a denial. Cancelled (the run paused or stopped),
         the request stays pending.
@@ -183,20 +194,20 @@ class ApprovalDesk:
             # Journaled and told whole (shielded, for a bounded time): a pause that lands
             # meanwhile, because another call of the run asked first, must still find
             # this request pending.
-            journaled, decision, by = await _asked_before(self.journal, request)
+            journaled, decision, by = await asked_before(self.journal, request, _RECORD_GRACE)
             if decision is not None and entry.decision is None:  # (``approve`` may be quicker)
                 entry.decision, entry.by, entry.journaled = decision, by, True
         if entry.decision is not None:  # decided while the run was paused
-            settled = ApprovalSettled(
-                entry.request, entry.decision, entry.by, 0.0, journaled=entry.journaled
-            )
-            await self._tell(request.run_id, settled)
+            if not entry.told:  # (``settle`` may have told it already)
+                settled = ApprovalSettled(
+                    entry.request, entry.decision, entry.by, 0.0, journaled=entry.journaled
+                )
+                await self._tell(request.run_id, settled)
             return entry.decision
         started = entry.started = time.monotonic()
         if not self._expired(entry):
             if at is not None:  # counted before its run hears of it
-                entry.at = at
-                self.nested_waits.hold(at)
+                self._hold(entry, at, calls)
             with anyio.move_on_after(_RECORD_GRACE, shield=True):
                 await self._tell(request.run_id, ApprovalNoticed(entry.request, journaled))
             ready = entry.ready = anyio.Event()
@@ -210,14 +221,11 @@ class ApprovalDesk:
                     await entry.deciding.wait()  # a decision being recorded wins over expiry
             finally:
                 entry.ready = None
-                self._unhold(entry)
+                self._unhold(entry, waking=-1 if entry.told else 0)
         if entry.told:  # ``settle`` told the run's planner already
             return entry.decision or Deny(reason="no decision")
         if entry.decision is None:
-            entry.decision, entry.by = (
-                Deny(reason="no decision before the request expired"),
-                "timeout",
-            )
+            entry.decision, entry.by = _EXPIRED, "timeout"
         waited = time.monotonic() - started
         settled = ApprovalSettled(
             entry.request, entry.decision, entry.by, waited, journaled=entry.journaled
@@ -233,13 +241,13 @@ class ApprovalDesk:
         the approver not asked; otherwise the approver's decision is journaled by the run.
         """
         if self.journal is None:
-            return await policy(request)
-        asked, decision, by = await _journaled(self.journal, request)
+            return await ask_approver(policy, request)
+        asked, decision, by = await journaled_decision(self.journal, request)
         if decision is not None:
             await self._tell(request.run_id, ApprovalSettled(request, decision, by, 0.0, True))
             return decision
         started = time.monotonic()
-        decision = await policy(request)
+        decision = await ask_approver(policy, request)
         if asked:  # still pending in the journal: the run records how it was decided
             waited = time.monotonic() - started
             settled = ApprovalSettled(request, decision, "approver", waited)
@@ -253,40 +261,13 @@ class ApprovalDesk:
 
     def claim(self, request_id: str, decision: ApprovalDecision) -> bool:
         """Check a decision on a request this desk holds, and hold the request while the
-        decision is recorded (``settle`` or ``unclaim`` next); whether its run is live here.
-
-        Raises:
-            ApprovalError: it is decided (or being decided) already, or edited
-                arguments do not validate.
-        """
-        entry = self._entries.get(request_id)
-        assert entry is not None  # ``get`` found it, and nothing awaited since
-        request = entry.request
-        if entry.decision is not None or entry.deciding is not None:
-            by = f" by {entry.by}" if entry.by else ""  # no name given: none made up
-            done = _describe(entry.decision) if entry.decision else "being recorded"
-            raise ApprovalError(
-                f"approval request {request_id} ({request.tool_name} in run "
-                f"{request.run_id}) was already decided{by}: {done}; a decision cannot "
-                "be changed",
-                kind="decided",
-            )
-        if isinstance(decision, EditArguments) and entry.tool is not None:
-            problem = entry.tool.check_arguments(decision.arguments)
-            if problem is not None:
-                raise ApprovalError(
-                    f"the edited arguments for tool {request.tool_name!r} do not validate: "
-                    f"{problem}; request {request_id} stays pending, decide again"
-                )
-        entry.deciding = anyio.Event()
-        return self.is_live(request.run_id)
+        decision is recorded (``settle`` or ``unclaim`` next); whether its run is live here
+        (``ApprovalError``, see ``Entries.claim``, if the decision cannot be taken)."""
+        return self.is_live(self._entries.claim(request_id, decision).run_id)
 
     def unclaim(self, request_id: str) -> None:
         """The claimed decision could not be recorded: the request is pending again."""
-        entry = self._entries.get(request_id)
-        if entry is not None and entry.deciding is not None:
-            entry.deciding.set()
-            entry.deciding = None
+        self._entries.unclaim(request_id)
 
     async def settle(
         self, request_id: str, decision: ApprovalDecision, by: str, *, journaled: bool
@@ -300,16 +281,29 @@ class ApprovalDesk:
         if entry.deciding is not None:
             entry.deciding.set()
             entry.deciding = None
-        if entry.ready is None:  # no call waits (its run has paused): a resume applies it
-            if not self.is_live(entry.request.run_id):
+        run_id = entry.request.run_id
+        if run_id not in self._planners:  # its run has paused: a resume applies it
+            if entry.ready is None:
                 self._entries.drop(request_id)  # (from the journal: this desk needs it no more)
             return
+        if run_id in self._pausing:  # it pauses: the call wakes no more, a resume applies it
+            entry.told = entry.ready is None  # (one cut already tells nothing more)
+            await self._tell(run_id, ApprovalSettled(entry.request, decision, by, 0.0, journaled))
+            return
+        if entry.ready is None:  # not waiting yet: it finds the decision, and tells its run
+            return
         entry.told = True
-        self._unhold(entry)  # before its run hears of the decision
+        self._unhold(entry, waking=1)  # before its run hears of the decision
         entry.ready.set()
         waited = time.monotonic() - entry.started
         settled = ApprovalSettled(entry.request, decision, by, waited, journaled=journaled)
         await self._tell(entry.request.run_id, settled)
+
+    def withdraw(
+        self, request_id: str, decision: Deny
+    ) -> tuple[ApprovalDecision, str, bool] | None:
+        """See ``Entries.withdraw``: a request whose step ended while its run goes on."""
+        return self._entries.withdraw(request_id, decision)
 
     def pending(self, run_id: str | None = None) -> tuple[ApprovalRequest, ...]:
         """Undecided requests (of one top-level run), oldest first."""
@@ -319,17 +313,30 @@ class ApprovalDesk:
             if e.decision is None and run_id in (None, e.request.run_id)
         )
 
-    def _unhold(self, entry: Pending) -> None:
-        if entry.at is not None:
-            self.nested_waits.release(entry.at)
-            entry.at = None
+    def _hold(self, entry: Pending, at: StepAt, calls: StepCalls | None) -> None:
+        """Count ``entry``'s call as waiting in ``at``'s step (``calls``: the step's)."""
+        entry.at, entry.calls = at, calls
+        self.nested_waits.hold(at, calls)
+        if calls is not None and calls.recheck is None:
+            calls.recheck = functools.partial(self.recheck, at)
 
-    async def stall_news(self, run_id: str) -> None:
-        """Nested run ``run_id`` had news: if only waits are left in it, its top-level
-        run hears so (and pauses if nothing else of it goes on either)."""
-        if self.nested_waits.stalled(run_id):
-            top = self.top(StepAt(run_id, 0, ""))
-            await self._tell(top.run_id, NestedStalled(run_id))
+    def _unhold(self, entry: Pending, waking: int = 0) -> None:
+        if entry.at is not None:  # ``waking``: +1 as ``settle`` wakes the call (its step is
+            self.nested_waits.release(entry.at)  # not just waiting), -1 once it works
+            entry.at = None
+        if waking and entry.calls is not None:
+            entry.calls.waking += waking
+        if entry.ready is None:
+            entry.calls = None
+
+    async def recheck(self, at: StepAt) -> None:
+        """A step of ``at``'s run ended, or a call of it stopped working while others of it
+        wait for decisions: if only waits are left in the run (nested, or the step's own),
+        its top-level run hears so (and pauses if nothing else of it goes on either)."""
+        if at.run_id in self._planners:
+            await self._tell(at.run_id, NestedStalled(at.run_id))
+        elif self.nested_waits.stalled(at.run_id):
+            await self._tell(self.top(at).run_id, NestedStalled(at.run_id))
 
     def _expired(self, entry: Pending) -> bool:
         expires = entry.request.expires_at
@@ -342,57 +349,5 @@ class ApprovalDesk:
                 await notify(notice)
 
 
-async def _asked_before(
-    journal: Journal | None, request: ApprovalRequest
-) -> tuple[bool, ApprovalDecision | None, str]:
-    """``_journaled``, shielded from a pause's cancel for at most ``_RECORD_GRACE``;
-    a journal that does not answer by then counts as 'not asked before'."""
-    with anyio.move_on_after(_RECORD_GRACE, shield=True):
-        return await _journaled(journal, request)
-    _log.warning(
-        "the journal did not answer within %g s whether approval request %s "
-        "was asked before; it is taken as new",
-        _RECORD_GRACE,
-        request.request_id,
-    )
-    return False, None, ""
-
-
-async def _journaled(
-    journal: Journal | None, request: ApprovalRequest
-) -> tuple[bool, ApprovalDecision | None, str]:
-    """Whether a resumed run journaled ``request`` before, the decision taken since, and
-    by whom (a look-up of this approval's records, not a read of the whole run)."""
-    if journal is None:
-        return False, None, ""
-    found = await journal.approval(request.run_id, request.request_id)
-    if found is None:
-        return False, None, ""
-    if found.decision is None:
-        return True, None, ""
-    return True, found.decision.decision, found.decision.decided_by
-
-
 def _decided(entry: Pending) -> bool:
     return entry.decision is not None
-
-
-def decision_name(decision: ApprovalDecision) -> str:
-    """``approve``, ``deny`` or ``edit``."""
-    match decision:
-        case Deny():
-            return "deny"
-        case EditArguments():
-            return "edit"
-        case _:
-            return "approve"
-
-
-def _describe(decision: ApprovalDecision) -> str:
-    match decision:
-        case Deny(reason=reason):
-            return f"denied ({reason})"
-        case EditArguments():
-            return "approved with edited arguments"
-        case _:
-            return "approved"

@@ -21,7 +21,7 @@ from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, owner_name
 from regiment.hierarchy.workers._team_worker import TeamWorker
 from regiment.journal import ApprovalDecided, ApprovalRequested, Journal, Lease
-from regiment.tools import ApprovalDecision, ApprovalRequest, EditArguments, Tool
+from regiment.tools import ApprovalDecision, ApprovalRequest, Deny, EditArguments, Tool
 
 if TYPE_CHECKING:
     from regiment.hierarchy._team import Team
@@ -268,6 +268,8 @@ async def _already_decided(
     """The refusal of a second decision: what the first one was, who took it (when a
     name was given) and when the journal recorded it."""
     what = decision_name(decided.decision)
+    if isinstance(decided.decision, Deny):  # (a withdrawn request's says why)
+        what = f"{what}: {decided.decision.reason}"
     when = ""
     for entry in await journal.read(request.run_id):  # only on this refusal: a read is fine
         if entry.record == decided:

@@ -24,6 +24,7 @@ from regiment.tools import (
     RunContext,
     ToolResult,
     Toolset,
+    ask_approver,
 )
 
 __all__ = ("EventSink", "LiveChannel", "LiveSink", "live_sink", "observed_tool_call")
@@ -159,7 +160,7 @@ def _told_while_waiting(approver: Approver, asking: list[None]) -> Approver:
 
     async def decide(request: ApprovalRequest, /) -> ApprovalDecision:
         asking.append(None)
-        decision = await approver(request)
+        decision = await ask_approver(approver, request)
         asking.clear()
         return decision
 

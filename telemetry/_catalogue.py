@@ -57,7 +57,7 @@ SPANS = (
     ),
     Entry(
         sc.SPAN_APPROVAL,
-        "a tool call waiting for a human's decision on the approval desk",
+        "a tool call waiting for a decision: a human's on the approval desk, or an in-process approver's",
         "in the tool call's `execute_tool` span",
     ),
 )

@@ -43,6 +43,7 @@ __all__ = (
     "ToolsetItem",
     "WorkerTools",
     "abandoned_tool_calls",
+    "ask_approver",
     "listed_tools",
     "require_mcp",
     "served_elsewhere",
@@ -61,6 +62,7 @@ _LAZY_NAMES = LazyNames(
             "Approver",
             "Deny",
             "EditArguments",
+            "ask_approver",
         ),
         "regiment.tools._context": ("RunContext",),
         "regiment.tools._decorator": ("tool",),
@@ -108,6 +110,7 @@ if TYPE_CHECKING:
         Approver,
         Deny,
         EditArguments,
+        ask_approver,
     )
     from regiment.tools._context import RunContext
     from regiment.tools._decorator import tool

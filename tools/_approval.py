@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Awaitable
 from typing import Protocol, TypeAlias
 
 import msgspec
 
 from regiment._json import JsonObject
 
-__all__ = ("ApprovalDecision", "ApprovalRequest", "Approve", "Approver", "Deny", "EditArguments")
+__all__ = (
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "Approve",
+    "Approver",
+    "Deny",
+    "EditArguments",
+    "ask_approver",
+)
 
 
 class ApprovalRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -73,12 +84,46 @@ ApprovalDecision: TypeAlias = Approve | Deny | EditArguments
 class Approver(Protocol):
     """Decides on calls to tools marked ``requires_approval=True``.
 
-    Any ``async def approver(request: ApprovalRequest) -> ApprovalDecision`` fits.
-    It may wait as long as it needs (a human clicking a button); the wait does not
-    hold a concurrency slot. An exception it raises propagates out of the call,
-    because the approver is the application's code, not the model's mistake.
+    Any ``async def approver(request: ApprovalRequest) -> ApprovalDecision`` fits, and so
+    does a plain ``def`` (it runs in a worker thread, as a sync tool does, so one that
+    blocks on a person does not hold the event loop). It may wait as long as it needs (a
+    human clicking a button); the wait does not hold a concurrency slot, nor count
+    against the run's ``wall_clock`` or the step's ``step_timeout``. An exception it raises
+    propagates out of the call, because the approver is the application's code, not the
+    model's mistake; so does a ``TypeError`` for an answer that is not a decision.
     """
 
-    async def __call__(self, request: ApprovalRequest, /) -> ApprovalDecision:
-        """Return the decision for ``request``."""
+    def __call__(
+        self, request: ApprovalRequest, /
+    ) -> ApprovalDecision | Awaitable[ApprovalDecision]:
+        """Return the decision for ``request`` (or an awaitable of it)."""
         ...
+
+
+async def ask_approver(approver: Approver, request: ApprovalRequest) -> ApprovalDecision:
+    """``approver``'s decision on ``request``: an ``async def`` one is awaited, a plain
+    function runs in a worker thread.
+
+    Raises:
+        TypeError: the approver's answer is not a decision.
+    """
+    if _is_async(approver):
+        answer = await approver(request)  # type: ignore[misc]  # (async: an awaitable)
+    else:
+        from regiment.tools._thread import run_sync_abandonable  # (threads: only if used)
+
+        answer = await run_sync_abandonable(functools.partial(approver, request))
+        if inspect.isawaitable(answer):  # a plain function that hands back a coroutine
+            answer = await answer
+    if not isinstance(answer, Approve | Deny | EditArguments):
+        raise TypeError(
+            f"the approver answered {answer!r}, not a decision; return Approve(), "
+            "Deny(reason=...) or EditArguments(arguments=...)"
+        )
+    return answer
+
+
+def _is_async(fn: object) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
+    )

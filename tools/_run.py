@@ -21,6 +21,7 @@ from regiment.tools._approval import (
     Approver,
     Deny,
     EditArguments,
+    ask_approver,
 )
 from regiment.tools._outcome import NotJson, error_result, jsonable
 from regiment.tools._policy import ToolPolicy
@@ -225,7 +226,7 @@ async def request_approval(approver: Approver, request: ApprovalRequest) -> Appr
     about = {"gen_ai.tool.name": request.tool_name, "gen_ai.tool.call.id": request.call_id}
     span.add_event("regiment.approval.requested", about)
     try:
-        decision = await approver(request)
+        decision = await ask_approver(approver, request)
     except BaseException as exc:  # (an approver that raised: its error says so)
         if stray(exc):  # its own CancelledError must not end the worker (regiment._stray)
             raise RuntimeError(

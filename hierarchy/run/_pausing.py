@@ -10,13 +10,22 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import assert_never
 
-from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled, NestedStalled
+from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled, NestedStalled, StepAt
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import ApprovalAnswered, ApprovalAsked, RunChange
 from regiment.hierarchy.run._channel import RunChannel
-from regiment.hierarchy.run._phase import Done, Ending, EndPartial, EndPaused, Executing, Phase
+from regiment.hierarchy.run._phase import (
+    Done,
+    Ending,
+    EndPartial,
+    EndPaused,
+    Executing,
+    Phase,
+    WindingDown,
+)
+from regiment.tools import Deny
 
 __all__ = ("PausesForApprovals",)
 
@@ -44,9 +53,12 @@ class PausesForApprovals:
         decision. A nested run never pauses by itself: the run above hears of it."""
         if isinstance(news, StepReport):
             await self._on_report(news)
-            desk = self._book.channel.desk
-            if desk is not None and desk.nested_waits.waiting:  # (no call waits: no news)
-                await desk.stall_news(self._book.run_id)
+            if self._book.approvals.pending:
+                self._withdraw_left(news)
+            desk, run_id = self._book.channel.desk, self._book.run_id
+            # (no call waits: no news; a top-level run looks again below anyway)
+            if desk is not None and desk.nested_waits.waiting and desk.nested_waits.nested(run_id):
+                await desk.recheck(StepAt(run_id, 0, ""))
         elif not isinstance(news, NestedStalled):
             self._on_approval(news)
         self._pause_if_stalled()
@@ -72,6 +84,29 @@ class PausesForApprovals:
             case _:
                 assert_never(notice)
 
+    def _withdraw_left(self, report: StepReport) -> None:
+        """The step ``report`` ended while calls of it still wait for decisions, and the run
+        goes on (a replan cut the step, say): those requests can never apply, so they are
+        withdrawn (denied, saying so), not left pending for a human to decide in vain. A
+        pause's cut steps keep theirs for the resume; an ending run's are refused anyway."""
+        book, phase = self._book, self._phase
+        if isinstance(phase, Done | WindingDown):
+            return
+        key = (report.plan_version, report.step_id)
+        if any(k[:2] == key for k in book.dispatcher.inflight):
+            return  # another attempt of the step is out: it may still ask
+        desk = book.channel.desk
+        left = [r for r in book.approvals.pending.values() if (r.plan_version, r.step_id) == key]
+        for request in left:
+            why = Deny(
+                reason=f"withdrawn: step {report.step_id} of plan v{report.plan_version} "
+                f"ended ({report.status}) before this call was decided, so it can never run"
+            )
+            decided = (why, "", False) if desk is None else desk.withdraw(request.request_id, why)
+            if decided is not None:
+                decision, by, journaled = decided
+                self._record(ApprovalAnswered(request, decision, by, 0.0, journaled))
+
     def _pause_if_stalled(self) -> None:
         """Pause when every step in flight waits for a decision.
 
@@ -85,6 +120,8 @@ class PausesForApprovals:
             and approvals.pending
             and approvals.stalled(book.dispatcher.inflight, self._nested_working)
         ):
+            if (desk := book.channel.desk) is not None:
+                desk.pausing(book.run_id)  # a decision now wakes no call the pause cuts
             self._wind_down(EndPaused())
 
     def _nested_working(self, version: int, step_id: str) -> bool:

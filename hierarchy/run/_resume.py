@@ -159,6 +159,10 @@ async def reopen(
             "with its own team (or pass force=True / --force to continue it anyway)"
         )
     lease = await journal.acquire(run_id, owner=owner, ttl=ttl)
+    # Read (maybe by the caller) before the lease was ours: another resume may have gone
+    # on with the run since, and paused it again. Its records are this one's to replay.
+    if newer := await journal.read(run_id, after=entries[-1].seq):
+        entries = (*entries, *newer)
     replay = Replay.of(entries)
     run_journal = RunJournal(journal, lease, run_id, replay=replay, deps=deps, ttl=ttl)
     resumes = sum(isinstance(entry.record, RunResumed) for entry in entries)

@@ -7,7 +7,10 @@ is one; otherwise the call becomes a pending request on the team's
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import time
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Protocol, final
 
 import anyio
@@ -18,7 +21,7 @@ from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy.workers._progress import StepProgress
 from regiment.telemetry import Telemetry
 from regiment.telemetry import semconv as sc
-from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Tool, Toolset
+from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Toolset
 
 __all__ = ("ApprovalGate", "Approvals")
 
@@ -73,7 +76,9 @@ class ApprovalGate:
         answers that call with its own error), so most calls build nothing here.
         The tool set's own approver (the application's policy) gets the request with
         the same fields a pending request has; otherwise the call waits on the desk.
-        Either way the run's wall clock stands still while the call waits.
+        Either way the run's wall clock and the step's ``step_timeout`` stand still
+        while the call waits (an approver that takes its time is a wait for a decision
+        too, but the run does not pause for it: the approver is there to answer).
         """
         tool = toolset.get(tool_name)
         if tool is None or not tool.requires_approval:
@@ -100,21 +105,23 @@ class ApprovalGate:
                 call_index=call_index,
                 expires_at=expires,
             )
-            with desk.waiting(at):
+            with desk.waiting(at), _deciding(progress):
                 if policy is not None:
-                    return await desk.ask(request, policy)
-                return await self._on_desk(request, tool, progress, at)
+                    asked = functools.partial(desk.ask, request, policy)
+                    return await self._decided(request, progress, asked)
+                waited = functools.partial(desk.wait, request, tool, at, progress)
+                return await self._decided(request, progress, waited)
 
         return wait
 
-    async def _on_desk(
+    async def _decided(
         self,
         request: ApprovalRequest,
-        tool: Tool[..., object],
         progress: StepProgress | None,
-        at: StepAt,
+        decision_of: Callable[[], Awaitable[ApprovalDecision]],
     ) -> ApprovalDecision:
-        """Wait on the desk for a human's decision, in a ``regiment.approval`` span.
+        """Wait for the decision (a human's on the desk, or the in-process approver's), in
+        a ``regiment.approval`` span.
 
         Cut by its run's pause, the wait is not called off (the request stays pending
         for a resume): the span ends with no cancelled marker, and no decision.
@@ -130,7 +137,7 @@ class ApprovalGate:
             },
         ) as span:
             try:
-                decision = await self._desk.wait(request, tool, at)
+                decision = await decision_of()
             except anyio.get_cancelled_exc_class() as exc:
                 if progress is None or not progress.paused:
                     raise
@@ -143,3 +150,13 @@ class ApprovalGate:
         if held is not None:
             raise held
         return decision
+
+
+@contextlib.contextmanager
+def _deciding(progress: StepProgress | None) -> Iterator[None]:
+    """The step's timeout stands still while its call waits for a decision."""
+    if progress is None:
+        yield
+        return
+    with progress.waiting_for_decision():
+        yield

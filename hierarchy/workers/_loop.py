@@ -117,7 +117,7 @@ async def _call_tools(
         else:  # nor a span or a metric around it
             results[0] = await attempt(0, calls[0])
     elif allowed > 1:
-        siblings = SiblingCalls(allowed)
+        siblings = SiblingCalls(allowed, progress)
         async with anyio.create_task_group() as tg:
             for index in range(allowed):
                 tg.start_soon(siblings.run, one, index, calls[index])

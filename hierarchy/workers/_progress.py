@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+
+import anyio
 
 from regiment.hierarchy._messages import (
     AssignStep,
@@ -45,9 +48,43 @@ class StepProgress:
     # cut (``pausing``: by its run's pause).
     on_cut: Callable[[bool], None] | None = None
 
+    # Calls of the step waiting for a decision (a human's on the desk, an in-process
+    # approver's): its step_timeout stands still meanwhile, as the run's wall clock does.
+    deciding: int = 0
+    held_s: float = 0.0  # seconds the timeout stood still, for waits that have ended
+    held_from: float = 0.0  # when the current wait began (the loop's clock)
+    nudge: Callable[[], None] | None = None  # wakes the worker's step timer (set by it)
+    # The calls of the running reply that work (not done, not waiting for a decision;
+    # see SiblingCalls), and those decided that are about to work again: while one does,
+    # the step is not just waiting, even if other calls of it wait for decisions.
+    calls_working: int = 0
+    waking: int = 0
+    # Tells the step's run to look again whether it only waits (set by the approval gate
+    # once a call of the step waits on the desk; SiblingCalls calls it as a call ends).
+    recheck: Callable[[], Awaitable[None]] | None = None
+
     def __init__(self) -> None:
         self.outcomes: list[ToolOutcome] = []
         self.guard_notes: list[GuardNote] = []
+
+    def working(self) -> bool:
+        """Whether a call of the step works while others may wait for decisions."""
+        return self.calls_working > 0 or self.waking > 0
+
+    @contextmanager
+    def waiting_for_decision(self) -> Iterator[None]:
+        """Stop the step's timeout for the block (a call waits for a decision)."""
+        if self.deciding == 0:
+            self.held_from = anyio.current_time()
+        self.deciding += 1
+        try:
+            yield
+        finally:
+            self.deciding -= 1
+            if self.deciding == 0:
+                self.held_s += anyio.current_time() - self.held_from
+                if self.nudge is not None:
+                    self.nudge()  # its timeout counts again, from where it stood
 
     @property
     def calling(self) -> tuple[ToolCallPart, ...]:

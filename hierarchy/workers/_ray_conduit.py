@@ -44,7 +44,7 @@ from regiment.journal import ModelCallFinished
 from regiment.journal import ToolCallFinished as ToolResultRecord
 from regiment.journal import ToolCallStarted as ToolIntentRecord
 from regiment.models import ModelResponse
-from regiment.tools import ApprovalDecision, Deny, Toolset
+from regiment.tools import ApprovalDecision, Deny, Toolset, ask_approver
 
 __all__ = ("Ack", "StepConduit")
 
@@ -197,7 +197,7 @@ class StepConduit:
                 reason=f"tool '{tool}' needs approval on the Ray replica but not in the "
                 "team's process; build the worker the same way in both (Ray(build=...))"
             )
-        return await approver(asked.request)
+        return await ask_approver(approver, asked.request)
 
     def _journaled(self, replay: Replay) -> None:
         """What a resumed run's journal holds for this step."""

@@ -6,6 +6,9 @@ the steps. A step whose reply holds two calls, one working (a slow e-mail) and o
 asking for approval, is not waiting: it has work under way. So a call's request
 goes to its approver only when no sibling is working any more (each one either
 finished or waits for a decision too); then a pause cancels nothing but waits.
+The count lives in the step's progress, where the approval desk reads it: a call
+decided while a sibling still waits works again (its body runs), so the step is
+not just waiting until that body is done, and then its run looks again.
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ from typing import final
 
 import anyio
 
+from regiment.hierarchy.workers._progress import StepProgress
 from regiment.models import ToolCallPart
-from regiment.tools import ApprovalDecision, ApprovalRequest, Approver
+from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, ask_approver
 
 __all__ = ("SiblingCalls",)
 
@@ -27,40 +31,45 @@ class SiblingCalls:
 
     Args:
         calls: how many calls start together.
+        progress: the step's, which keeps the count (``calls_working``).
     """
 
-    __slots__ = ("_changed", "_working")
+    __slots__ = ("_changed", "_progress")
 
-    def __init__(self, calls: int) -> None:
-        self._working = calls
+    def __init__(self, calls: int, progress: StepProgress) -> None:
+        self._progress = progress
+        progress.calls_working = calls
         self._changed: anyio.Event | None = None
 
     async def run(
         self, call: Callable[[int, ToolCallPart], Awaitable[None]], index: int, part: ToolCallPart
     ) -> None:
         """``call(index, part)``, one of the calls; once it ends it no longer works."""
+        progress = self._progress
         try:
             await call(index, part)
         finally:
-            self._working -= 1
+            progress.calls_working -= 1
             self._tell()
+        if not progress.working() and progress.recheck is not None:
+            await progress.recheck()  # the others (if any) wait: maybe nothing else goes on
 
     def held(self, approver: Approver | None) -> Approver | None:
         """``approver``, asked only once no sibling of the call is working."""
         if approver is None:
             return None
-        ask = approver
+        ask, progress = approver, self._progress
 
         async def wait(request: ApprovalRequest, /) -> ApprovalDecision:
-            self._working -= 1  # waiting, not working
+            progress.calls_working -= 1  # waiting, not working
             self._tell()
             try:
-                while self._working > 0:
+                while progress.calls_working > 0:
                     changed = self._changed = self._changed or anyio.Event()
                     await changed.wait()
-                return await ask(request)
+                return await ask_approver(ask, request)
             finally:
-                self._working += 1  # decided: the call works again (its body runs)
+                progress.calls_working += 1  # decided: the call works again (its body runs)
 
         return wait
 

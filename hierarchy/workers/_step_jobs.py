@@ -75,6 +75,14 @@ class StepJob:
         if self.scope is not None:
             self.scope.cancel()
 
+    def due(self) -> float:
+        """When it times out: its deadline, later by the time its calls waited for
+        decisions (never while one waits)."""
+        progress = self.progress
+        if progress is None:
+            return self.deadline
+        return math.inf if progress.deciding else self.deadline + progress.held_s
+
     def waits_for_decision(self) -> bool:
         """Cut by its run's pause while it waited for a decision (not called off); a step
         a nested run's pause cut while it worked was cut short like any other."""
@@ -155,7 +163,16 @@ class StepTimer:
     cuts the steps that are due, and sleeps again.
     """
 
-    __slots__ = ("_cut", "_jobs", "_running", "_seconds", "_start_soon", "_stopping")
+    __slots__ = (
+        "_cut",
+        "_jobs",
+        "_nudger",
+        "_running",
+        "_seconds",
+        "_sleep",
+        "_start_soon",
+        "_stopping",
+    )
 
     def __init__(
         self,
@@ -171,10 +188,14 @@ class StepTimer:
         self._cut = cut  # times a running step out (and starts its cancel grace)
         self._stopping = stopping  # the worker stops: what its running steps do then
         self._running = False
+        self._sleep: anyio.CancelScope | None = None  # the watch's sleep, while it sleeps
+        self._nudger = self._nudge  # (bound once: every step's progress gets it)
 
     def arm(self, job: StepJob, now: float) -> None:
         """Give a step its deadline as a runner starts it (``now``: the loop's clock)."""
         job.deadline = deadline = now + self._seconds
+        if job.progress is not None:
+            job.progress.nudge = self._nudger
         if not self._running:
             self._running = True
             self._start_soon(deadline)
@@ -188,14 +209,23 @@ class StepTimer:
                 await self._stopping()
             raise
 
+    def _nudge(self) -> None:
+        """A step's wait for a decision ended: look at the deadlines again now (its own
+        is later by the wait, and may come before the watch would wake)."""
+        if self._sleep is not None:
+            self._sleep.deadline = anyio.current_time()
+
     async def _watch(self, wake: float) -> None:
         while True:
-            await anyio.sleep_until(wake)
+            with anyio.CancelScope(deadline=wake) as self._sleep:
+                await anyio.sleep_forever()
+            self._sleep = None
             now = anyio.current_time()
             wake = now + self._seconds
             for job in list(self._jobs.values()):  # a cut may start a task: no dict changes
-                if job.deadline <= now:
+                due = job.due()
+                if due <= now:
                     if job.stop is None and job.scope is not None:
                         self._cut(job)
-                elif job.deadline < wake:
-                    wake = job.deadline
+                elif due < wake:
+                    wake = due

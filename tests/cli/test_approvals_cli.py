@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import anyio
 import pytest
 
 from regiment.journal import ApprovalDecided, ToolCallFinished, open_journal
@@ -204,3 +205,57 @@ async def test_a_second_decision_says_what_the_first_was_and_when(tmp_path: Path
     decided = rf"approval request {request_id} \(issue_refund in run {run_id}\) was already"
     when = r"decided \(approve\) at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC; a decision cannot be"
     assert re.search(f"{decided} {when} changed", err), err
+
+
+async def test_approve_of_a_run_live_in_another_process_says_when_and_where_to_decide(
+    tmp_path: Path,
+) -> None:
+    """It said only that the run is owned by another process and 'can be resumed' once
+    that has stopped: nothing about deciding."""
+    journal = str(tmp_path / "runs.db")
+    run_id, request_id = await _paused_run(journal)
+    opened = await open_journal(journal)
+    try:  # another machine's process resumes the run and holds its lease
+        await opened.acquire(run_id, owner="elsewhere:4242", ttl=60)
+    finally:
+        await opened.close()
+    code, _, err = await run_cli("approve", run_id, request_id, "--journal", journal)
+    assert code == 2
+    assert (
+        f"run {run_id!r} is live in another process and takes no decision from here while "
+        "it runs; it pauses once nothing else of it can go on: decide then"
+    ) in err
+    assert "'elsewhere:4242'" in err  # who holds it, as the journal says
+    code, out, err = await run_cli("approvals", run_id, "--json", "--journal", journal)
+    assert [json.loads(x)["request_id"] for x in out.splitlines()] == [request_id]
+
+
+async def test_approvals_of_a_run_that_ended_without_deciding_lists_nothing(
+    tmp_path: Path,
+) -> None:
+    """A forced resume of a team that no longer asks before a refund ran it and finished:
+    `approvals RUN` still listed the request as pending (`approvals` without a run did
+    not), though no decision could be taken on it any more."""
+    journal = str(tmp_path / "runs.db")
+    run_id, request_id = await _paused_run(journal)
+    changed = anyio.Path(tmp_path / "team.toml")
+    text = await anyio.Path(TEAM).read_text()
+    await changed.write_text(text.replace('require_approval = ["issue_refund"]', ""))
+    code, _, err = await run_cli(
+        "resume",
+        str(changed),
+        run_id,
+        "--force",
+        "--model",
+        "scripted",
+        "--journal",
+        journal,
+        "--app-dir",
+        str(REPO),
+    )
+    assert code == 0, err
+    code, out, err = await run_cli("approvals", run_id, "--journal", journal)
+    assert (code, out) == (0, ""), err
+    code, _, err = await run_cli("approve", run_id, request_id, "--journal", journal)
+    assert code == 2
+    assert "has ended (completed): a decision would change nothing" in err

@@ -9,10 +9,12 @@ is an event), and a run whose clock kept going would end ``partial``.
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import anyio
 import pytest
 
+from regiment.errors import StepFailed
 from regiment.hierarchy import (
     ApprovalRequested,
     ApprovalResolved,
@@ -21,6 +23,7 @@ from regiment.hierarchy import (
     Team,
     Worker,
 )
+from regiment.models import ModelRequest, ModelResponse
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approve, Toolset
 
 from .approval_team import Shop, nested_team, plan_json, shop_team, step
@@ -157,3 +160,101 @@ async def test_a_decision_reaches_the_planner_before_a_step_that_ends_right_afte
         assert isinstance(last, RunCompleted)
         assert last.result.status == "completed", last.result.answer
     assert shop.refunds == [("1", 40)] * 5
+
+
+STEP_TIMEOUT = 0.4  # seconds a billing step may take
+LONG_WAIT = 1.0  # seconds a human takes here: more than the step's whole timeout
+
+
+def _timed(team: Team) -> Team:
+    """``team`` whose billing steps time out after ``STEP_TIMEOUT``."""
+    workers = [
+        dataclasses.replace(w, step_timeout=STEP_TIMEOUT)
+        if isinstance(w, Worker) and w.name == "billing"
+        else w
+        for w in team.workers
+    ]
+    return dataclasses.replace(team, workers=workers)
+
+
+async def test_an_approver_that_takes_its_time_does_not_time_its_step_out() -> None:
+    """A person answering `--approve ask` for longer than the step's timeout: the wait
+    is not the step being slow (the run does not pause for it either: it waits)."""
+    shop = Shop()
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        await anyio.sleep(LONG_WAIT)
+        return Approve()
+
+    plan = plan_json(step("s1", "billing", "refund 88213 40"))
+    team = _timed(_with_approver(shop_team(shop, plan), approver))
+    async with team.start() as running:
+        result = await running.run("refund order 88213")
+    assert result.status == "completed", result.answer
+    assert [r.status for r in result.steps] == ["done"]
+    assert shop.refunds == [("88213", 40)]
+
+
+async def test_a_wait_on_the_desk_while_another_step_works_does_not_time_its_step_out() -> None:
+    shop = Shop()
+    plan = plan_json(step("s1", "billing", "refund 88213 40"), step("s2", "slow", "slow work"))
+    team = _timed(shop_team(shop, plan))
+    async with team.start() as running, running.stream("refund") as events:
+        async for event in events:
+            if isinstance(event, ApprovalRequested):
+                await anyio.sleep(LONG_WAIT)  # the slow step keeps the run going meanwhile
+                await running.approve(event.request.request_id, Approve(), by="ana")
+            if isinstance(event, ApprovalResolved):
+                shop.release.set()
+            if isinstance(event, RunCompleted):
+                result = event.result
+    assert result.status == "completed", result.answer
+    assert {r.step_id: r.status for r in result.steps} == {"s1": "done", "s2": "done"}
+    assert shop.refunds == [("88213", 40)]
+
+
+async def test_a_plain_function_approver_runs_off_the_event_loop() -> None:
+    """A sync approver (one that blocks on a person, say) runs in a worker thread: here
+    it waits for a slow step of the same run to finish, which it could never do if it
+    held the event loop. Its decision counts like an async one's."""
+    shop = Shop()
+    slow_done = threading.Event()
+
+    def approver(request: ApprovalRequest) -> ApprovalDecision:
+        assert slow_done.wait(10), "the slow step never finished: the loop was held"
+        return Approve()
+
+    shop_work = shop.work
+
+    async def work(request: ModelRequest) -> ModelResponse | str:
+        answer = await shop_work(request)
+        if shop.slow_done:
+            slow_done.set()
+        return answer
+
+    shop.work = work  # type: ignore[method-assign]  # (this shop's slow step tells the thread)
+    plan = plan_json(step("s1", "billing", "refund 88213 40"), step("s2", "slow", "slow work"))
+    team = _with_approver(shop_team(shop, plan), approver)
+    shop.release.set()
+    with anyio.fail_after(20):
+        async with team.start() as running:
+            result = await running.run("refund order 88213")
+    assert result.status == "completed", result.answer
+    assert shop.refunds == [("88213", 40)]
+    assert shop.slow_done == ["slow work"]
+
+
+async def test_an_approver_that_answers_no_decision_fails_its_step_saying_so() -> None:
+    shop = Shop()
+
+    async def approver(request: ApprovalRequest) -> object:
+        return True
+
+    plan = plan_json(step("s1", "billing", "refund 88213 40"))
+    team = _with_approver(shop_team(shop, plan), approver)
+    team = dataclasses.replace(team, budget=Budget(replans=0))
+    async with team.start() as running:
+        with pytest.raises(StepFailed) as failed:
+            await running.run("refund order 88213")
+    assert "the approver answered True, not a decision" in str(failed.value)
+    assert shop.refunds == []

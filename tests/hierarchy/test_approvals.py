@@ -3,6 +3,7 @@ nothing else can go on, and a decision made while the run is live goes on at onc
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import pytest
@@ -20,7 +21,15 @@ from regiment.hierarchy import (
 )
 from regiment.models import ScriptedModel
 from regiment.telemetry import SpanCollector, Telemetry
-from regiment.tools import Approve, Deny, EditArguments, tool
+from regiment.tools import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Approve,
+    Deny,
+    EditArguments,
+    Toolset,
+    tool,
+)
 
 from .approval_team import Shop, nested_team, plan_json, shop_team, step
 
@@ -249,3 +258,31 @@ def test_a_worker_cannot_require_approval_for_a_tool_it_lacks() -> None:
     assert worker.toolset.get("lookup") is not None
     assert worker.toolset.get("lookup").requires_approval  # type: ignore[union-attr]
     assert not lookup.requires_approval  # the original tool is unchanged
+
+
+async def test_an_in_process_approvers_wait_is_a_regiment_approval_span_too() -> None:
+    """`--approve ask` is a person deciding too: the trace shows how long they took."""
+    collector = SpanCollector()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(collector)
+    shop = Shop()
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        return Deny(reason="not today")
+
+    team = shop_team(shop, plan_json(step("s1", "billing", "refund 8 40")))
+    (billing, slow) = team.workers
+    assert isinstance(billing, Worker)
+    tools = Toolset("billing", billing.toolset.tools, approver=approver)
+    billing = dataclasses.replace(billing, tools=tools)
+    team = dataclasses.replace(team, workers=[billing, slow], telemetry=Telemetry(provider))
+    result = await team.run("refund")
+    assert result.status == "completed"
+    (span,) = [s for s in collector.spans() if s.name == "regiment.approval"]
+    attributes = dict(span.attributes or {})
+    assert attributes["regiment.approval.decision"] == "deny"
+    assert attributes["regiment.worker"] == "shop/billing"
+    assert isinstance(attributes["regiment.approval.wait_s"], float)
+    (tool_span,) = [s for s in collector.spans() if s.name == "execute_tool issue_refund"]
+    assert span.parent is not None
+    assert span.parent.span_id == tool_span.context.span_id

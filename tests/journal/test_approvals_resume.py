@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from regiment.hierarchy import ApprovalRequested, ApprovalResolved, RunCompleted
+from regiment.hierarchy import ApprovalRequested, ApprovalResolved, JournaledEvents, RunCompleted
 from regiment.journal import (
     ApprovalDecided,
     Entry,
@@ -116,7 +116,8 @@ def _counting(location: str, counts: _Counts) -> type[SqliteJournal] | type[Post
     class Counting(base):  # type: ignore[valid-type,misc]  # (final: a test-only double)
         async def read(self, run_id: str, *, after: int = 0) -> tuple[Entry, ...]:
             entries: tuple[Entry, ...] = await super().read(run_id, after=after)
-            counts.reads.append(len(entries))
+            if not after:  # (a read of what came after one's own is no whole-run read)
+                counts.reads.append(len(entries))
             return entries
 
         async def approval(self, run_id: str, approval_id: str) -> JournaledApproval | None:
@@ -180,3 +181,31 @@ async def test_a_nested_teams_decided_call_is_applied_though_its_team_plans_anew
         assert await third.pending_approvals() == ()
     assert resumed.status == "completed"
     assert shop.refunds == [("5", 30)]
+
+
+async def test_a_resume_given_records_another_resume_has_outdated_runs_no_body_again(
+    location: str,
+) -> None:
+    """Two resumes at once (two services, say) each read the run first; the one whose
+    read is older takes the lease once the other has paused the run again: it must go
+    on from what the journal has now, not from its read, or it runs the approved
+    refund a second time (its result is journaled only in the records it did not see)."""
+    shop = Shop()
+    then = {"id": "s2", "description": "refund 2 300", "worker": "billing", "depends_on": ["s1"]}
+    plan = plan_json(step("s1", "billing", "refund 1 400"), then)
+    async with shop_team(shop, plan).start(journal=location) as running:
+        paused = await running.run("two refunds")
+        (first,) = paused.pending_approvals
+        await running.approve(first.request_id, Approve(), by="ana")
+        assert running.journal is not None
+        outdated = await JournaledEvents.read(running.journal, paused.run_id)
+        again = await running.resume(paused.run_id)  # refunds 1, then s2 waits
+        assert again.status == "paused"
+        assert shop.refunds == [("1", 400)]
+        async with running.resume_stream(paused.run_id, journaled=outdated) as events:
+            seen = [event async for event in events]
+    last = seen[-1]
+    assert isinstance(last, RunCompleted)
+    assert last.result.status == "paused"
+    assert [r.step_id for r in last.result.pending_approvals] == ["s2"]
+    assert shop.refunds == [("1", 400)]  # once
