@@ -80,11 +80,14 @@ class TeamRuntime:
         key = tuple(w.capabilities for w in live) if live else ()
         made: tuple[tuple[tuple[str, ...], ...], str] | None = self.__dict__.get("_planner")
         if made is None or made[0] != key:
-            made = key, self.planner.prompts.planner_system(
-                team=self.name,
-                workers={n: (w.description, w.capabilities) for n, w in self.workers.items()},
-                checks={n: c.description for n, c in self.checks.items()},
-                max_steps=self.planner.max_steps,
+            made = (
+                key,
+                self.planner.prompts.planner_system(
+                    team=self.name,
+                    workers={n: (w.description, w.capabilities) for n, w in self.workers.items()},
+                    checks={n: c.description for n, c in self.checks.items()},
+                    max_steps=self.planner.max_steps,
+                ),
             )
             self.__dict__["_planner"] = made  # frozen: kept as cached_property keeps its own
         return made[1]
