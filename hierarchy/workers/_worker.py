@@ -22,7 +22,7 @@ from regiment.errors import ConfigError
 from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._model_call import ModelCaller
-from regiment.hierarchy._prompts import Prompts, hook_failed
+from regiment.hierarchy._prompts import HookFailed, Prompts
 from regiment.hierarchy._ranges import at_least, model_given, seconds
 from regiment.hierarchy.guard._step import StepGuards
 from regiment.hierarchy.guard._types import GuardLike, Guardrail, as_guardrail
@@ -256,9 +256,8 @@ class WorkerActor(StepActor):
                 description=worker.description,
                 system_prompt=worker.system_prompt,
             )
-        except Exception as exc:  # Team.start() fails saying so (see spawn_worker)
-            why = hook_failed(prompts, "worker_system", exc)
-            raise ConfigError(f"worker {worker.name!r} cannot start: {why}") from exc
+        except HookFailed as exc:  # Team.start() fails saying so (see spawn_worker)
+            raise ConfigError(f"worker {worker.name!r} cannot start: {exc}") from exc.__cause__
 
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
         """Run the worker's tool loop for the step (the step scope holds its timeout)."""
