@@ -75,8 +75,10 @@ class Approver(Protocol):
 
     Any ``async def approver(request: ApprovalRequest) -> ApprovalDecision`` fits.
     It may wait as long as it needs (a human clicking a button); the wait does not
-    hold a concurrency slot. An exception it raises propagates out of the call,
-    because the approver is the application's code, not the model's mistake.
+    hold a concurrency slot. An exception it raises, or an answer that is not a
+    decision, fails the call with an ``ApprovalError`` naming the tool (the exception
+    as its cause), because the approver is the application's code, not the model's
+    mistake: the step fails.
     """
 
     async def __call__(self, request: ApprovalRequest, /) -> ApprovalDecision:

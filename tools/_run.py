@@ -14,6 +14,7 @@ from opentelemetry import trace
 
 from regiment._json import JsonObject
 from regiment._stray import stray, stray_reason
+from regiment.errors import ApprovalError, RegimentError
 from regiment.tools._approval import (
     ApprovalDecision,
     ApprovalRequest,
@@ -219,6 +220,12 @@ def describe_failure(exc: Exception, attempts: int) -> tuple[str, str]:
     return message, error_type
 
 
+_DECIDES = (
+    "an approver (Toolset(approver=...)) is an async function that returns Approve(), "
+    "Deny(reason=...) or EditArguments(arguments=...), or raises to fail the step"
+)
+
+
 async def request_approval(approver: Approver, request: ApprovalRequest) -> ApprovalDecision:
     """Ask ``approver``, recording the wait as events on the current span."""
     span = trace.get_current_span()
@@ -226,7 +233,14 @@ async def request_approval(approver: Approver, request: ApprovalRequest) -> Appr
     span.add_event("regiment.approval.requested", about)
     try:
         decision = await approver(request)
-    except BaseException as exc:  # (an approver that raised: its error says so)
+    except RegimentError:  # ours (a journal's, a desk's): it says what happened
+        raise
+    except Exception as exc:  # the application's code: the step fails saying whose
+        raise ApprovalError(
+            f"the approver of tool {request.tool_name!r} raised {type(exc).__name__}: {exc}; "
+            f"{_DECIDES}"
+        ) from exc
+    except BaseException as exc:
         if stray(exc):  # its own CancelledError must not end the worker (regiment._stray)
             raise RuntimeError(
                 f"the approver {stray_reason(exc)}; an approver must decide, or raise an Exception"
@@ -236,6 +250,11 @@ async def request_approval(approver: Approver, request: ApprovalRequest) -> Appr
         if isinstance(exc, anyio.get_cancelled_exc_class()) and span.is_recording():
             span.set_attribute("regiment.tool.outcome", "awaiting_approval")
         raise
+    if not isinstance(decision, Approve | Deny | EditArguments):
+        raise ApprovalError(
+            f"the approver of tool {request.tool_name!r} returned the "
+            f"{type(decision).__name__} {decision!r}, not a decision; {_DECIDES}"
+        )
     span.add_event(
         "regiment.approval.decided", {**about, "regiment.approval.decision": _word(decision)}
     )
