@@ -213,19 +213,27 @@ def _guarded(name: str, method: Callable[..., str]) -> Callable[..., str]:
     @functools.wraps(method)
     def call(self: Prompts, *args: Any, **kwargs: Any) -> str:
         try:
-            return method(self, *args, **kwargs)
+            text = method(self, *args, **kwargs)
         except HookFailed:  # a super() call's, named already
             raise
         except Exception as exc:
-            raise HookFailed(
-                f"the Prompts hook {type(self).__name__}.{name} raised "
-                f"{type(exc).__name__}: {exc}; fix that method (it must return the text), "
-                "or remove it to use regiment's default"
-            ) from exc
+            what = f"raised {type(exc).__name__}: {exc}"
+            raise HookFailed(_hook_failed(self, name, what)) from exc
         except BaseException as exc:
             what = f"{type(self).__name__}.{name}"
             raise_stray(exc, what, "return its text, or raise an Exception")
             raise
+        if not isinstance(text, str):  # it would fail far from here ("expected str instance")
+            what = f"returned the {type(text).__name__} {text!r:.100}, not the text (a str)"
+            raise HookFailed(_hook_failed(self, name, what))
+        return text
 
     call._stray_guard = True  # type: ignore[attr-defined]
     return call
+
+
+def _hook_failed(prompts: Prompts, hook: str, what: str) -> str:
+    return (
+        f"the Prompts hook {type(prompts).__name__}.{hook} {what}; fix that method (it must "
+        "return the text), or remove it to use regiment's default"
+    )

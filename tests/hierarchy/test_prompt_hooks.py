@@ -7,7 +7,7 @@ failed to start: ValueError(...)" and "actor 't/w' failed to start: KeyError(...
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -104,10 +104,15 @@ _AT_WORK = (
 )
 
 
-def _raises_in(hook: str) -> Prompts:
-    def broken(self: Prompts, *args: object, **kwargs: object) -> str:
-        raise KeyError("tone")
+def _raises(self: Prompts, *args: object, **kwargs: object) -> str:
+    raise KeyError("tone")
 
+
+def _returns_none(self: Prompts, *args: object, **kwargs: object) -> None:
+    return None
+
+
+def _raises_in(hook: str, broken: Callable[..., object] = _raises) -> Prompts:
     return type("Toneless", (Prompts,), {hook: broken})()  # type: ignore[no-any-return]
 
 
@@ -191,3 +196,30 @@ async def test_a_raising_step_request_fails_its_step_naming_it_without_replans()
                 f"KeyError: 'tone'; {FIX}"
             )
     assert len(brain.plan_requests) == 2  # one plan a run: a replan would fail alike
+
+
+# A hook that returns something not a str failed far from it: "TypeError: sequence item 0:
+# expected str instance, NoneType found" for step_request, "the synthesis model call
+# failed: TypeError: object of type 'int' has no len()" for synthesis_request.
+NOT_TEXT = "returned the NoneType None, not the text (a str)"
+
+
+@pytest.mark.parametrize("hook", ["planner_system", "replan_request", "synthesis_request"])
+async def test_a_hook_that_returns_no_text_fails_the_run_naming_it(hook: str) -> None:
+    async with _phases_team(_raises_in(hook, _returns_none)).start() as running:
+        for goal in ("first", "second"):
+            with pytest.raises(RunError) as caught:
+                await running.run(goal)
+            assert str(caught.value) == f"the Prompts hook Toneless.{hook} {NOT_TEXT}; {FIX}"
+
+
+async def test_a_step_request_that_returns_no_text_fails_its_step_naming_it() -> None:
+    model = ScriptedModel(Brain([plan_json({"description": "x"})]))
+    prompts = _raises_in("step_request", _returns_none)
+    worker = Worker(name="w", description="works", model=model)
+    team = Team(name="t", planner=Planner(model=model, prompts=prompts), workers=[worker])
+    with pytest.raises(StepFailed) as caught:
+        await team.run("goal")
+    assert caught.value.cause == (
+        f"step s1 (x) ended failed: the Prompts hook Toneless.step_request {NOT_TEXT}; {FIX}"
+    )
