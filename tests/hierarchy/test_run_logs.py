@@ -8,6 +8,7 @@ import logging
 import anyio
 import pytest
 
+from regiment.errors import ModelConnectionError
 from regiment.hierarchy import (
     Budget,
     BudgetExhausted,
@@ -175,7 +176,7 @@ async def test_a_failed_step_a_replan_recovers_from_is_logged_once(
     # only a StepErrored event, so a service's log never showed what went wrong.
     async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:
         if description == "flaky":
-            raise ConnectionResetError("the pricing service hung up")
+            raise ModelConnectionError("the pricing service hung up")
         return f"did: {description}"
 
     plans = [plan_json({"description": "flaky"}), plan_json({"description": "steady"})]
@@ -187,6 +188,6 @@ async def test_a_failed_step_a_replan_recovers_from_is_logged_once(
     assert result.status == "completed"
     (failed,) = [r for r in _run_records(caplog) if r.levelno >= logging.WARNING]
     assert failed.getMessage() == (
-        "w s1: step ended failed: ConnectionResetError: the pricing service hung up"
+        "w s1: step ended failed: ModelConnectionError: the pricing service hung up"
     )
     assert _context(failed) == (result.run_id, "s1", "w")
