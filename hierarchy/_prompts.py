@@ -213,7 +213,7 @@ def _guarded(name: str, method: Callable[..., str]) -> Callable[..., str]:
     @functools.wraps(method)
     def call(self: Prompts, *args: Any, **kwargs: Any) -> str:
         try:
-            text = method(self, *args, **kwargs)
+            text: object = method(self, *args, **kwargs)  # a user's hook may return anything
         except HookFailed:  # a super() call's, named already
             raise
         except Exception as exc:
