@@ -50,7 +50,8 @@ class Critic:
 
     def __post_init__(self) -> None:
         model_given("Critic", "model", self.model, optional=True)
-        object.__setattr__(self, "guardrails", as_guardrails(self.guardrails, "critic: "))
+        own = as_guardrails(self.guardrails, "critic: ", ("model_request", "model_reply"))
+        object.__setattr__(self, "guardrails", own)
 
 
 class Verdict(msgspec.Struct, frozen=True, kw_only=True):

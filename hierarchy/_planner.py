@@ -56,8 +56,11 @@ class Planner:
     synthesizer_guardrails: Sequence[GuardLike] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "guardrails", as_guardrails(self.guardrails, "planner: "))
-        synth = as_guardrails(self.synthesizer_guardrails, "synthesizer: ")
+        own = as_guardrails(self.guardrails, "planner: ", ("model_request", "model_reply", "plan"))
+        object.__setattr__(self, "guardrails", own)
+        synth = as_guardrails(
+            self.synthesizer_guardrails, "synthesizer: ", ("model_request", "model_reply", "answer")
+        )
         object.__setattr__(self, "synthesizer_guardrails", synth)
         model_given("Planner", "model", self.model)
         model_given("Planner", "synthesizer_model", self.synthesizer_model, optional=True)

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from regiment._stray import raise_stray
+from regiment.errors import ConfigError, RunError
 from regiment.hierarchy._messages import StepContext
 from regiment.hierarchy.plan._plan import Plan, PlanStep
 
-__all__ = ("Prompts", "hook_failed")
+__all__ = ("HookFailed", "Prompts")
 
 _PLANNER = """\
 Break the goal into steps for the workers below. Steps that do not depend on each
@@ -187,29 +188,52 @@ _BUILDERS = frozenset(
 )
 
 
+class HookFailed(ConfigError):
+    """A ``Prompts`` method of the user's raised: the message names the class, the hook,
+    what it raised and what to do; ``__cause__`` is what it raised. A step it built a
+    prompt for fails with that message (no replan: every step would fail alike); a run,
+    with :meth:`run_error`."""
+
+    def run_error(self) -> RunError:
+        """The run's error: this message, caused by what the hook raised."""
+        error = RunError(str(self))
+        error.__cause__ = self.__cause__
+        return error
+
+
 def _guarded(name: str, method: Callable[..., str]) -> Callable[..., str]:
-    """``method`` with a stray ``BaseException`` of its own (asyncio's ``CancelledError``
-    that nothing cancelled, ``GeneratorExit``) made a ``RuntimeError``: as raised, it
-    would end the planner or worker task that called it, not fail the run or the step
-    (see :mod:`regiment._stray`). Errors and real cancellations pass on as they are."""
+    """``method`` with its failures named: an ``Exception`` becomes :class:`HookFailed`
+    (naming the class and hook), so every hook that raises, wherever a run calls it,
+    says which one it was. A stray ``BaseException`` of its own (asyncio's
+    ``CancelledError`` that nothing cancelled, ``GeneratorExit``) becomes a
+    ``RuntimeError``: as raised, it would end the planner or worker task that called
+    it, not fail the run or the step (see :mod:`regiment._stray`). Real cancellations
+    pass on as they are."""
 
     @functools.wraps(method)
     def call(self: Prompts, *args: Any, **kwargs: Any) -> str:
         try:
-            return method(self, *args, **kwargs)
+            text: object = method(self, *args, **kwargs)  # a user's hook may return anything
+        except HookFailed:  # a super() call's, named already
+            raise
+        except Exception as exc:
+            what = f"raised {type(exc).__name__}: {exc}"
+            raise HookFailed(_hook_failed(self, name, what)) from exc
         except BaseException as exc:
             what = f"{type(self).__name__}.{name}"
             raise_stray(exc, what, "return its text, or raise an Exception")
             raise
+        if not isinstance(text, str):  # it would fail far from here ("expected str instance")
+            what = f"returned the {type(text).__name__} {text!r:.100}, not the text (a str)"
+            raise HookFailed(_hook_failed(self, name, what))
+        return text
 
     call._stray_guard = True  # type: ignore[attr-defined]
     return call
 
 
-def hook_failed(prompts: Prompts, hook: str, exc: Exception) -> str:
-    """What to say when the ``hook`` method of ``prompts`` raised ``exc``: which class's
-    which hook, what it raised, and what to do."""
+def _hook_failed(prompts: Prompts, hook: str, what: str) -> str:
     return (
-        f"the Prompts hook {type(prompts).__name__}.{hook} raised {type(exc).__name__}: {exc}; "
-        "fix that method (it must return the text), or remove it to use regiment's default"
+        f"the Prompts hook {type(prompts).__name__}.{hook} {what}; fix that method (it must "
+        "return the text), or remove it to use regiment's default"
     )

@@ -88,9 +88,10 @@ class Approver(Protocol):
     does a plain ``def`` (it runs in a worker thread, as a sync tool does, so one that
     blocks on a person does not hold the event loop). It may wait as long as it needs (a
     human clicking a button); the wait does not hold a concurrency slot, nor count
-    against the run's ``wall_clock`` or the step's ``step_timeout``. An exception it raises
-    propagates out of the call, because the approver is the application's code, not the
-    model's mistake; so does a ``TypeError`` for an answer that is not a decision.
+    against the run's ``wall_clock`` or the step's ``step_timeout``. An exception it
+    raises, or an answer that is not a decision, fails the call with an
+    ``ApprovalError`` naming the tool (the exception as its cause), because the approver
+    is the application's code, not the model's mistake: the step fails.
     """
 
     def __call__(
@@ -105,7 +106,7 @@ async def ask_approver(approver: Approver, request: ApprovalRequest) -> Approval
     function runs in a worker thread.
 
     Raises:
-        TypeError: the approver's answer is not a decision.
+        NotADecision: the approver's answer is not a decision (a ``TypeError``).
     """
     if _is_async(approver):
         answer = await approver(request)  # type: ignore[misc]  # (async: an awaitable)
@@ -116,11 +117,19 @@ async def ask_approver(approver: Approver, request: ApprovalRequest) -> Approval
         if inspect.isawaitable(answer):  # a plain function that hands back a coroutine
             answer = await answer
     if not isinstance(answer, Approve | Deny | EditArguments):
-        raise TypeError(
-            f"the approver answered {answer!r}, not a decision; return Approve(), "
-            "Deny(reason=...) or EditArguments(arguments=...)"
-        )
+        raise NotADecision(answer)
     return answer
+
+
+class NotADecision(TypeError):
+    """An approver answered something that is not a decision."""
+
+    def __init__(self, answer: object) -> None:
+        self.what = f"returned the {type(answer).__name__} {answer!r}, not a decision"
+        super().__init__(
+            f"the approver {self.what}; return Approve(), Deny(reason=...) or "
+            "EditArguments(arguments=...)"
+        )
 
 
 def _is_async(fn: object) -> bool:

@@ -6,7 +6,7 @@ import json
 
 from regiment._json import JsonObject, JsonValue
 from regiment._stray import raise_stray
-from regiment.errors import ConfigError
+from regiment.errors import ConfigError, ToolError
 from regiment.tools._policy import IdempotencyKey
 
 __all__ = ("check_key_names", "derive_key")
@@ -38,11 +38,22 @@ def derive_key(spec: IdempotencyKey | None, tool_name: str, arguments: JsonObjec
         return None
     if callable(spec):
         try:
-            return spec(arguments)
-        except BaseException as exc:
+            key = spec(arguments)
+        except BaseException as exc:  # an Exception fails the step saying whose code raised
             what = f"the idempotency_key function of tool {tool_name!r}"
+            if isinstance(exc, Exception):
+                raise ToolError(
+                    f"{what} raised {type(exc).__name__}: {exc}; fix it to return the key "
+                    "(a str) for the call's arguments"
+                ) from exc
             raise_stray(exc, what, "return the key, or raise an Exception")
             raise
+        if not isinstance(key, str):  # journaled and sent to the tool: it must be text
+            raise ToolError(
+                f"the idempotency_key function of tool {tool_name!r} returned the "
+                f"{type(key).__name__} {key!r:.100}, not the key (a str); fix it to return a str"
+            )
+        return key
     return f"{tool_name}:" + ",".join(f"{name}={_part(arguments[name])}" for name in spec)
 
 

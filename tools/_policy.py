@@ -11,7 +11,7 @@ import anyio
 
 from regiment._json import JsonObject
 from regiment._stray import raise_stray
-from regiment.errors import ConfigError, RetryableToolError
+from regiment.errors import ConfigError, RetryableToolError, ToolError
 
 __all__ = ("ApprovalRule", "IdempotencyKey", "OnToolError", "ToolOptions", "ToolPolicy")
 
@@ -89,13 +89,23 @@ class ToolPolicy:
                     "(cancellation and other BaseExceptions are never retried)"
                 )
 
-    def needs_approval(self, arguments: JsonObject) -> bool:
-        """Whether a call with these validated arguments must be approved first."""
+    def needs_approval(self, arguments: JsonObject, tool_name: str = "") -> bool:
+        """Whether a call with these validated arguments must be approved first.
+
+        Raises:
+            ToolError: the ``requires_approval`` predicate raised.
+        """
         rule = self.requires_approval
         if not callable(rule):
             return bool(rule)
         try:
             return rule(arguments)
+        except Exception as exc:  # the step fails saying whose code raised
+            raise ToolError(
+                f"the requires_approval predicate of tool {tool_name!r} raised "
+                f"{type(exc).__name__}: {exc}; fix it to return True or False for the "
+                "call's arguments"
+            ) from exc
         except BaseException as exc:
             raise_stray(exc, "the requires_approval predicate", "decide, or raise an Exception")
             raise

@@ -14,6 +14,7 @@ from opentelemetry import trace
 
 from regiment._json import JsonObject
 from regiment._stray import stray, stray_reason
+from regiment.errors import ApprovalError, RegimentError
 from regiment.tools._approval import (
     ApprovalDecision,
     ApprovalRequest,
@@ -21,6 +22,7 @@ from regiment.tools._approval import (
     Approver,
     Deny,
     EditArguments,
+    NotADecision,
     ask_approver,
 )
 from regiment.tools._outcome import NotJson, error_result, jsonable
@@ -220,6 +222,13 @@ def describe_failure(exc: Exception, attempts: int) -> tuple[str, str]:
     return message, error_type
 
 
+_DECIDES = (
+    "an approver (Toolset(approver=...)) is a function (async, or plain: it runs in a "
+    "thread) that returns Approve(), Deny(reason=...) or EditArguments(arguments=...), "
+    "or raises to fail the step"
+)
+
+
 async def request_approval(approver: Approver, request: ApprovalRequest) -> ApprovalDecision:
     """Ask ``approver``, recording the wait as events on the current span."""
     span = trace.get_current_span()
@@ -227,7 +236,18 @@ async def request_approval(approver: Approver, request: ApprovalRequest) -> Appr
     span.add_event("regiment.approval.requested", about)
     try:
         decision = await ask_approver(approver, request)
-    except BaseException as exc:  # (an approver that raised: its error says so)
+    except RegimentError:  # ours (a journal's, a desk's): it says what happened
+        raise
+    except NotADecision as exc:  # its answer (the check is ask_approver's)
+        raise ApprovalError(
+            f"the approver of tool {request.tool_name!r} {exc.what}; {_DECIDES}"
+        ) from None
+    except Exception as exc:  # the application's code: the step fails saying whose
+        raise ApprovalError(
+            f"the approver of tool {request.tool_name!r} raised {type(exc).__name__}: {exc}; "
+            f"{_DECIDES}"
+        ) from exc
+    except BaseException as exc:
         if stray(exc):  # its own CancelledError must not end the worker (regiment._stray)
             raise RuntimeError(
                 f"the approver {stray_reason(exc)}; an approver must decide, or raise an Exception"

@@ -241,7 +241,9 @@ class Tool(Generic[P, R_co]):
             )
         else:
             policy = self._policy
-            if policy.requires_approval is not False and policy.needs_approval(bound.as_json):
+            if policy.requires_approval is not False and policy.needs_approval(
+                bound.as_json, self._name
+            ):
                 gated = await _gate(self, bound, call_id, approver)
             else:
                 gated = bound

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeAlias, TypeVar, final
 
@@ -249,6 +249,33 @@ def _name(check: object) -> str:
     return str(getattr(check, "__name__", None) or type(check).__name__)
 
 
-def as_guardrails(values: Iterable[object], where: str = "") -> tuple[Guardrail, ...]:
-    """Each of ``values`` as a :class:`Guardrail` (see :func:`as_guardrail`)."""
-    return tuple(as_guardrail(value, where) for value in values)
+def as_guardrails(
+    values: Iterable[object], where: str = "", kinds: Collection[SubjectKind] = ()
+) -> tuple[Guardrail, ...]:
+    """Each of ``values`` as a :class:`Guardrail` (see :func:`as_guardrail`).
+
+    Raises:
+        ConfigError: ``kinds`` is given and a guard judges another kind of subject:
+            none comes where it was put, so it would never run.
+    """
+    guards = tuple(as_guardrail(value, where) for value in values)
+    for guard in guards:
+        if kinds and guard.kind not in kinds:
+            raise ConfigError(
+                f"{where}guardrail {guard.name!r} judges the {guard.kind}, but no {guard.kind} "
+                f"is judged here, so it would never run (here: {', '.join(kinds)}); "
+                f"put it on {_PLACES[guard.kind]}"
+            )
+    return guards
+
+
+_CALLS = "Team, Planner, Critic or Worker (guardrails=...)"
+_TOOLS = "Team(guardrails=...), Worker(guardrails=...) or Worker(tool_guardrails=...)"
+_PLACES: dict[SubjectKind, str] = {
+    "model_request": _CALLS,
+    "model_reply": _CALLS,
+    "plan": "Team(guardrails=...) or Planner(guardrails=...)",
+    "tool_call": _TOOLS,
+    "tool_result": _TOOLS,
+    "answer": "Team(guardrails=...) or Planner(synthesizer_guardrails=...)",
+}

@@ -219,6 +219,8 @@ class RunBook:
                 versions.reports.append(r)
                 if r.status != "budget_exhausted" and not quiet:
                     self.emit(errored(run_id, r))
+                    if r.status in ("failed", "timed_out"):  # not a cancel we asked for
+                        logs.step_ended_badly(run_id, r)
             case CheckRejected(check=check, reason=reason):
                 versions.reports.append(r)
                 self.emit(check_failed(run_id, r, check, reason))

@@ -18,6 +18,7 @@ __all__ = (
     "model_retry",
     "plan_truncated",
     "stale_report_dropped",
+    "step_ended_badly",
     "turn_failed_late",
 )
 
@@ -88,4 +89,18 @@ def cancel_not_sent(run_id: str) -> None:
         "(a worker's mailbox was full, and a crashed planner has no task to wait for room): "
         "those steps end when they finish or their worker stops",
         extra=_where(run_id),
+    )
+
+
+def step_ended_badly(run_id: str, report: StepReport) -> None:
+    """A step failed or timed out (WARNING): what raised in it (a tool with
+    ``on_tool_error="raise"``, a model, an approver, a ``Prompts`` hook) is told here
+    once, even when a replan recovers and the run's own error never shows it."""
+    _log.warning(
+        "%s %s: step ended %s: %s",
+        report.worker,
+        report.step_id,
+        report.status,
+        report.error,
+        extra=_where(run_id, report.step_id, report.worker),
     )

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeAlias, assert_never, final
 
-from regiment.errors import PlanError, RunError
+from regiment.errors import PlanError
 from regiment.hierarchy._planner import PlanningSession
-from regiment.hierarchy._prompts import hook_failed
+from regiment.hierarchy._prompts import HookFailed
 from regiment.hierarchy.plan._plan import Plan
 from regiment.hierarchy.run import _logs as logs
 from regiment.hierarchy.run._book import RunBook
@@ -60,19 +60,19 @@ class Prompting:
         self._goal = goal
         self._run_id = run_id  # for the log records
         self._history = history  # a session's earlier runs
-        prompts = self._prompts = team.planner.prompts
+        self._prompts = team.planner.prompts
         try:
             self._system = team.planner_system  # the same for every run of the team
-        except Exception as exc:  # the run fails saying so (see RunSpawner.spawn)
-            raise RunError(hook_failed(prompts, "planner_system", exc)) from exc
+        except HookFailed as exc:  # the run fails saying so (see RunSpawner.spawn)
+            raise exc.run_error() from exc.__cause__
 
     def first_session(self) -> PlanningSession:
         """The conversation that asks for plan version 1."""
         team, prompts = self._team, self._prompts
         try:
             request = prompts.plan_request(self._goal, memory=self._history)
-        except Exception as exc:  # as for planner_system: the run fails saying so
-            raise RunError(hook_failed(prompts, "plan_request", exc)) from exc
+        except HookFailed as exc:  # as for planner_system: the run fails saying so
+            raise exc.run_error() from exc.__cause__
         return PlanningSession(
             system=self._system,
             messages=[Message.user(request)],

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, final
 import msgspec
 
 from regiment._stray import raise_stray
-from regiment.errors import ConfigError, OutputInvalid
+from regiment.errors import ConfigError, OutputInvalid, RunError
 from regiment.hierarchy._result import RunResult, with_output
 from regiment.hierarchy.guard._roles import Caller
 from regiment.models import (
@@ -179,10 +179,24 @@ def _reask(
 
 
 def _validated(shape: AnswerShape, text: str) -> BaseModel:
-    """``text`` validated as ``shape``'s type; a validator's stray ``CancelledError``
-    (see :mod:`regiment._stray`) is a ``RuntimeError``, not a cancelled caller."""
+    """``text`` validated as ``shape``'s type. pydantic makes a validator's ``ValueError``
+    or ``AssertionError`` a ``ValidationError`` (the answer is asked for again); any
+    other exception is a bug in the validator: the run fails with a ``RunError`` naming
+    the type (it said "the synthesis model call failed", as if the model had). A
+    validator's stray ``CancelledError`` (see :mod:`regiment._stray`) is a
+    ``RuntimeError``, not a cancelled caller."""
+    from pydantic import ValidationError
+
     try:
         return shape.kind.model_validate_json(text)
+    except ValidationError:
+        raise
+    except Exception as exc:
+        raise RunError(
+            f"a validator of the output_type {shape.name} raised {type(exc).__name__}: {exc}; "
+            "a validator raises ValueError for an answer that does not fit (the synthesizer "
+            "is asked again); fix it to do so, or to accept the answer"
+        ) from exc
     except BaseException as exc:
         raise_stray(exc, f"a validator of {shape.name}", "return, or raise a ValueError")
         raise

@@ -35,6 +35,7 @@ from typing import final
 
 from regiment.actors import Actor, Envelope, Wakeup, in_context
 from regiment.errors import LeaseLost, RunCancelled, RunError
+from regiment.hierarchy._prompts import HookFailed
 from regiment.hierarchy.run import _logs as logs
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import RunAborted, RunChange
@@ -200,6 +201,8 @@ def _handler_failed(message: PlannerMessage, exc: Exception, run_id: str) -> Run
         error = RunError(taken_over(run_id, exc))
         error.__cause__ = exc
         return error
+    if isinstance(exc, HookFailed):  # it names the hook and what to do
+        return exc.run_error()
     error = RunError(
         f"the run's planner failed while handling {type(message).__name__}: "
         f"{type(exc).__name__}: {exc}"

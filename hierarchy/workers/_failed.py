@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from regiment.errors import ModelAPIError, StepFailed
 from regiment.hierarchy._messages import AssignStep, StepReport
+from regiment.hierarchy._prompts import HookFailed
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.telemetry import error_type
 
@@ -14,7 +15,10 @@ def is_fatal(exc: BaseException) -> bool:
     """Whether ``exc`` (or what caused it) is a failure no replan can fix: a model
     that refuses every call alike (``ModelAPIError.permanent``: a bad key, no
     permission, an unknown model, an invalid request), or a nested team's run that
-    ended on one (``StepFailed.fatal``, or its planner's call failing so)."""
+    ended on one (``StepFailed.fatal``, or its planner's call failing so); or a
+    ``Prompts`` hook of the user's that raised building the step's prompt (code to fix)."""
+    if isinstance(exc, HookFailed):
+        return True
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
@@ -35,7 +39,10 @@ def failed_report(
         assign,
         worker,
         "failed",
-        error=f"{where}{type(exc).__name__}: {exc}",
+        # A hook's failure says what raised; its own class name would only repeat it.
+        error=f"{where}{exc}"
+        if isinstance(exc, HookFailed)
+        else f"{where}{type(exc).__name__}: {exc}",
         error_type=error_type(exc),
         fatal=is_fatal(exc),
     )

@@ -24,7 +24,7 @@ from opentelemetry import context as otel_context
 from regiment.errors import ConfigError
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._model_call import ModelCaller
-from regiment.hierarchy._prompts import Prompts, hook_failed
+from regiment.hierarchy._prompts import HookFailed, Prompts
 from regiment.hierarchy.guard._step import StepGuards
 from regiment.hierarchy.guard._types import Guardrail, as_guardrail
 from regiment.hierarchy.workers._failed import failed_report
@@ -182,9 +182,8 @@ class StepHost:
                 description=worker.description,
                 system_prompt=worker.system_prompt,
             )
-        except Exception as exc:  # Team.start() fails naming the hook, as in-process
-            why = hook_failed(spec.prompts, "worker_system", exc)
-            raise ConfigError(f"worker {worker.name!r} cannot start: {why}") from exc
+        except HookFailed as exc:  # Team.start() fails naming the hook, as in-process
+            raise ConfigError(f"worker {worker.name!r} cannot start: {exc}") from exc.__cause__
         return _Hosted(worker, spec.prompts, caller, guards, system)
 
     def _hosting(self, name: str) -> _Hosted:

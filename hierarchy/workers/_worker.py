@@ -22,10 +22,11 @@ from regiment.errors import ConfigError
 from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._model_call import ModelCaller
-from regiment.hierarchy._prompts import Prompts, hook_failed
+from regiment.hierarchy._prompts import HookFailed, Prompts
 from regiment.hierarchy._ranges import at_least, model_given, seconds
+from regiment.hierarchy.guard._note import SubjectKind
 from regiment.hierarchy.guard._step import StepGuards
-from regiment.hierarchy.guard._types import GuardLike, Guardrail, as_guardrail
+from regiment.hierarchy.guard._types import GuardLike, Guardrail, as_guardrail, as_guardrails
 from regiment.hierarchy.workers._approval_gate import ApprovalGate
 from regiment.hierarchy.workers._grace import CANCEL_GRACE
 from regiment.hierarchy.workers._journal_calls import RunLookup, StepCalls
@@ -176,11 +177,11 @@ class Worker:
             raise ConfigError(f"worker '{self.name}': require_approval: {exc}") from None
         object.__setattr__(self, "toolset", toolset)
         where = f"worker '{self.name}': "
-        object.__setattr__(
-            self, "guardrails", tuple(as_guardrail(g, where) for g in self.guardrails)
-        )
+        tools: tuple[SubjectKind, ...] = ("tool_call", "tool_result")
+        own = as_guardrails(self.guardrails, where, ("model_request", "model_reply", *tools))
+        object.__setattr__(self, "guardrails", own)
         per_tool = {
-            tool: tuple(as_guardrail(g, f"{where}tool '{tool}': ") for g in guards)
+            tool: as_guardrails(guards, f"{where}tool_guardrails '{tool}': ", tools)
             for tool, guards in self.tool_guardrails.items()
         }
         object.__setattr__(self, "tool_guardrails", per_tool)
@@ -256,9 +257,8 @@ class WorkerActor(StepActor):
                 description=worker.description,
                 system_prompt=worker.system_prompt,
             )
-        except Exception as exc:  # Team.start() fails saying so (see spawn_worker)
-            why = hook_failed(prompts, "worker_system", exc)
-            raise ConfigError(f"worker {worker.name!r} cannot start: {why}") from exc
+        except HookFailed as exc:  # Team.start() fails saying so (see spawn_worker)
+            raise ConfigError(f"worker {worker.name!r} cannot start: {exc}") from exc.__cause__
 
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
         """Run the worker's tool loop for the step (the step scope holds its timeout)."""

@@ -256,5 +256,7 @@ async def test_an_approver_that_answers_no_decision_fails_its_step_saying_so() -
     async with team.start() as running:
         with pytest.raises(StepFailed) as failed:
             await running.run("refund order 88213")
-    assert "the approver answered True, not a decision" in str(failed.value)
+    assert "the approver of tool 'issue_refund' returned the bool True, not a decision" in str(
+        failed.value
+    )
     assert shop.refunds == []

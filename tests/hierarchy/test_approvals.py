@@ -9,11 +9,13 @@ from collections.abc import Callable
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
-from regiment.errors import ApprovalError, ConfigError
+from regiment.errors import ApprovalError, ConfigError, StepFailed
 from regiment.hierarchy import (
     ApprovalRequested,
     ApprovalResolved,
+    Budget,
     Event,
+    Planner,
     RunCompleted,
     RunningTeam,
     Team,
@@ -25,6 +27,7 @@ from regiment.tools import (
     ApprovalDecision,
     ApprovalRequest,
     Approve,
+    Approver,
     Deny,
     EditArguments,
     Toolset,
@@ -32,6 +35,7 @@ from regiment.tools import (
 )
 
 from .approval_team import Shop, nested_team, plan_json, shop_team, step
+from .brains import Brain
 
 pytestmark = pytest.mark.anyio
 
@@ -286,3 +290,44 @@ async def test_an_in_process_approvers_wait_is_a_regiment_approval_span_too() ->
     (tool_span,) = [s for s in collector.spans() if s.name == "execute_tool issue_refund"]
     assert span.parent is not None
     assert span.parent.span_id == tool_span.context.span_id
+
+
+async def _broken(request: ApprovalRequest) -> ApprovalDecision:
+    raise ValueError("approval service is down")
+
+
+async def _says_yes(request: ApprovalRequest) -> ApprovalDecision:
+    return True  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    ("approver", "said"),
+    [
+        (_broken, "raised ValueError: approval service is down"),
+        (_says_yes, "returned the bool True, not a decision"),
+    ],
+)
+async def test_an_approver_that_fails_fails_the_step_naming_it(
+    approver: Approver, said: str
+) -> None:
+    # It said "AssertionError: Expected code to be unreachable, but got: True", or only
+    # "ValueError: approval service is down", naming neither the approver nor its tool.
+    shop = Shop()
+    tools = Toolset("billing", shop.tools(), approver=approver)
+    plans = [plan_json(step("s1", "billing", "refund 7 5"))] * 2
+    model = ScriptedModel(Brain(plans, work=lambda _d, _r, request: shop.work(request)))
+    billing = Worker(name="billing", description="refunds", model=model, tools=tools)
+    team = Team(
+        name="shop", planner=Planner(model=model), workers=[billing], budget=Budget(replans=0)
+    )
+    async with team.start() as running:
+        for goal in ("first", "second"):  # the started team serves the next run
+            with pytest.raises(StepFailed) as caught:
+                await running.run(goal)
+            assert caught.value.cause == (
+                f"step s1 (refund 7 5) ended failed: ApprovalError: the approver of tool "
+                f"'issue_refund' {said}; an approver (Toolset(approver=...)) is a function "
+                "(async, or plain: it runs in a thread) that returns Approve(), "
+                "Deny(reason=...) or EditArguments(arguments=...), or raises to fail the step"
+            )
+    assert shop.refunds == []

@@ -8,6 +8,7 @@ import logging
 import anyio
 import pytest
 
+from regiment.errors import ModelConnectionError
 from regiment.hierarchy import (
     Budget,
     BudgetExhausted,
@@ -169,3 +170,27 @@ async def test_a_plan_cut_to_max_steps_is_logged_at_warning(
         "the other 2 will not run (raise max_steps, or ask for fewer steps)"
     )
     assert _context(cut) == (result.run_id, None, None)
+
+
+async def test_a_failed_step_a_replan_recovers_from_is_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Nothing logged it: a step whose model (or approver, or Prompts hook) raised was
+    # only a StepErrored event, so a service's log never showed what went wrong.
+    async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:
+        if description == "flaky":
+            raise ModelConnectionError("the pricing service hung up")
+        return f"did: {description}"
+
+    plans = [plan_json({"description": "flaky"}), plan_json({"description": "steady"})]
+    model = ScriptedModel(Brain(plans, work=work))
+    worker = Worker(name="w", description="does things", model=model)
+    team = Team(name="t", planner=Planner(model=model), workers=[worker])
+    with caplog.at_level(logging.INFO, logger="regiment"):
+        result = await _run(team)
+    assert result.status == "completed"
+    (failed,) = [r for r in _run_records(caplog) if r.levelno >= logging.WARNING]
+    assert failed.getMessage() == (
+        "w s1: step ended failed: ModelConnectionError: the pricing service hung up"
+    )
+    assert _context(failed) == (result.run_id, "s1", "w")

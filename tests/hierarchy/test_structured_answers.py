@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
-from regiment.errors import ConfigError, OutputInvalid
+from regiment.errors import ConfigError, OutputInvalid, RunError
 from regiment.hierarchy import Planner, RunResult, Team, Worker, result_from_json, to_json
 from regiment.hierarchy.run._config_hash import config_hash
 from regiment.models import (
@@ -202,3 +202,33 @@ async def test_a_journaled_structured_run_and_its_config_hash(tmp_path: Path) ->
     fewer = dataclasses.replace(team, output_retries=0)
     hashes = {config_hash(t) for t in (team, plain, other, fewer)}
     assert len(hashes) == 4  # a resume refuses a team whose answer shape changed
+
+
+class Checked(BaseModel):
+    """A refund whose validator has a bug: it raises something not a ValueError."""
+
+    amount: float
+
+    @field_validator("amount")
+    @classmethod
+    def _positive(cls, value: float) -> float:
+        raise LookupError("no currency table")
+
+
+async def test_a_validator_that_raises_fails_the_run_naming_the_output_type() -> None:
+    # It said "the synthesis model call failed: LookupError: ...", as if the model had.
+    seen: list[ModelRequest] = []
+    team = team_answering(iter(['{"amount": 1}'] * 2), seen, output_type=Checked)
+    async with team.start() as running:
+        for goal in ("first", "second"):  # the started team serves the next run
+            with pytest.raises(RunError) as caught:
+                await running.run(goal)
+            assert type(caught.value) is RunError
+            assert str(caught.value) == (
+                f"a validator of the output_type {__name__}.Checked raised LookupError: no "
+                "currency table; a validator raises ValueError for an answer that does not "
+                "fit (the synthesizer is asked again); fix it to do so, or to accept the answer"
+            )
+            assert isinstance(caught.value.__cause__, LookupError)
+            assert caught.value.failed is not None
+    assert len(seen) == 2  # asked once a run: a bug is not asked about again

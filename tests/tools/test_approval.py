@@ -12,6 +12,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from regiment._json import JsonObject
+from regiment.errors import ApprovalError
 from regiment.tools import (
     ApprovalDecision,
     ApprovalRequest,
@@ -133,14 +134,18 @@ async def test_tool_sets_pass_their_approver() -> None:
     assert ran == [{"order_id": "1", "amount": 2.0}]
 
 
-async def test_an_approver_exception_propagates() -> None:
+async def test_an_approver_exception_propagates_naming_the_approver() -> None:
     refund, ran = make_refund_tool()
 
     async def broken(request: ApprovalRequest) -> ApprovalDecision:
         raise RuntimeError("approval service is down")
 
-    with pytest.raises(RuntimeError, match="approval service is down"):
+    with pytest.raises(ApprovalError) as caught:
         await refund.call({"order_id": "1", "amount": 2}, call_id="c1", approver=broken)
+    assert str(caught.value).startswith(
+        "the approver of tool 'issue_refund' raised RuntimeError: approval service is down; "
+    )
+    assert isinstance(caught.value.__cause__, RuntimeError)
     assert ran == []
 
 

@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from regiment._json import JsonObject
-from regiment.errors import RetryableToolError
+from regiment.errors import RetryableToolError, ToolError
 from regiment.tools import Tool, Toolset, tool
 
 pytestmark = pytest.mark.anyio
@@ -204,6 +204,57 @@ async def test_idempotency_key_from_a_function() -> None:
 
     result = await issue_refund.call({"order_id": "1"}, call_id="c")
     assert result.idempotency_key == "refund/1"
+
+
+def _no_order(arguments: JsonObject) -> str:
+    raise KeyError("order_id")
+
+
+def _a_number(arguments: JsonObject) -> str:
+    return 42  # type: ignore[return-value]
+
+
+def _unsure(arguments: JsonObject) -> bool:
+    raise ValueError("no limits table")
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (
+            {"idempotency_key": _no_order},
+            "the idempotency_key function of tool 'pay' raised KeyError: 'order_id'; fix it "
+            "to return the key (a str) for the call's arguments",
+        ),
+        (
+            # It was kept as the key: a journaled run's record then could not be read.
+            {"idempotency_key": _a_number},
+            "the idempotency_key function of tool 'pay' returned the int 42, not the key "
+            "(a str); fix it to return a str",
+        ),
+        (
+            {"requires_approval": _unsure},
+            "the requires_approval predicate of tool 'pay' raised ValueError: no limits "
+            "table; fix it to return True or False for the call's arguments",
+        ),
+    ],
+)
+async def test_a_tool_option_function_that_fails_is_named(
+    options: dict[str, object], said: str
+) -> None:
+    # They raised "KeyError: 'order_id'" or "ValueError: ..." naming neither the option
+    # nor the tool.
+    ran: list[str] = []
+
+    def pay(order_id: str) -> str:
+        ran.append(order_id)
+        return "paid"
+
+    paying = Tool(pay, **options)  # type: ignore[arg-type]
+    with pytest.raises(ToolError) as caught:
+        await paying.call({"order_id": "1"}, call_id="c")
+    assert str(caught.value) == said
+    assert ran == []
 
 
 class InFlight:
