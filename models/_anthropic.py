@@ -185,8 +185,9 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
             return response_from_message(message)
 
     async def _streamed(self, params: CallParams, on_delta: DeltaHandler | None) -> ModelResponse:
+        # The raw events, read into the reply by our own reader (see PartIndexer).
         with self._translated():
-            stream = await self._client.messages.stream(**params).__aenter__()
+            stream = await self._client.messages.create(**params, stream=True)
         try:
             request_id = stream.response.headers.get("request-id")
             content_type = stream.response.headers.get("content-type")
@@ -213,12 +214,10 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
                     "its message_stop event; the reply is incomplete and was not retried, "
                     "as its pieces may already be handed out; try the call again"
                 )
-            with self._translated(reading=True, request_id=request_id):
-                message = await stream.get_final_message()
         finally:
             with anyio.CancelScope(shield=True):  # release the connection even when cancelled
                 await stream.close()
-        return response_from_message(message)
+        return indexer.response()
 
     @contextlib.contextmanager
     def _translated(
