@@ -27,6 +27,7 @@ from regiment.models import (
     ThinkingPart,
     ToolCallPart,
     ToolResultPart,
+    Usage,
     effective_settings,
     stream_response,
 )
@@ -99,7 +100,8 @@ class ModelCaller:
             raise ModelRefused(
                 f"model {self.model.name!r} declined to answer for {self.agent!r} (stop reason "
                 f"{response.stop_reason!r}; it wrote {response.text[:200]!r}); rephrase the "
-                "goal or the role's instructions, or give this role another model"
+                "goal or the role's instructions, or give this role another model",
+                usage=response.usage,  # billed all the same: the step or run is charged
             )
         if response.cut_off:  # a worker's tool calls in it are not run (run_tool_loop)
             _log.warning(
@@ -129,8 +131,13 @@ class ModelCaller:
         try:
             response = await self._traced(request, live)
         except Exception as exc:
+            spent = exc.usage if isinstance(exc, ModelRefused) else None  # a refusal is billed
             metrics.model_call(
-                attributes, time.perf_counter() - started, error_type=error_type(exc)
+                attributes,
+                time.perf_counter() - started,
+                error_type=error_type(exc),
+                input_tokens=None if spent is None else _whole_input(spent),
+                output_tokens=None if spent is None else spent.output_tokens,
             )
             raise
         if response.model:
@@ -139,7 +146,7 @@ class ModelCaller:
         metrics.model_call(
             attributes,
             time.perf_counter() - started,
-            input_tokens=usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+            input_tokens=_whole_input(usage),
             output_tokens=usage.output_tokens,
         )
         return response
@@ -170,7 +177,8 @@ class ModelCaller:
                 telemetry.recorder.chat_input(
                     span, system=request.system, messages=input_messages(request.messages)
                 )
-            response = self._checked(await _reply(model, request, live))
+            # Recorded before a refusal is refused: its span shows what it cost, and why.
+            response = valid_response(await _reply(model, request, live), model.name)
             if span.is_recording():
                 telemetry.recorder.chat_response(
                     span,
@@ -181,7 +189,14 @@ class ModelCaller:
                 )
                 if content:
                     telemetry.recorder.chat_output(span, output_messages(response))
+            if response.stop_reason in STOPPED_EARLY:
+                self._stopped_early(response)
             return response
+
+
+def _whole_input(usage: Usage) -> int:
+    """Every input token of a call, cached ones included (``gen_ai.client.token.usage``)."""
+    return usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
 
 
 def _tuning(applied: ModelSettings) -> dict[str, AttributeValue]:
