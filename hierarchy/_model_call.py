@@ -27,7 +27,6 @@ from regiment.models import (
     ThinkingPart,
     ToolCallPart,
     ToolResultPart,
-    Usage,
     effective_settings,
     stream_response,
 )
@@ -136,7 +135,7 @@ class ModelCaller:
                 attributes,
                 time.perf_counter() - started,
                 error_type=error_type(exc),
-                input_tokens=None if spent is None else _whole_input(spent),
+                input_tokens=None if spent is None else spent.whole_input_tokens,
                 output_tokens=None if spent is None else spent.output_tokens,
             )
             raise
@@ -146,7 +145,7 @@ class ModelCaller:
         metrics.model_call(
             attributes,
             time.perf_counter() - started,
-            input_tokens=_whole_input(usage),
+            input_tokens=usage.whole_input_tokens,
             output_tokens=usage.output_tokens,
         )
         return response
@@ -192,11 +191,6 @@ class ModelCaller:
             if response.stop_reason in STOPPED_EARLY:
                 self._stopped_early(response)
             return response
-
-
-def _whole_input(usage: Usage) -> int:
-    """Every input token of a call, cached ones included (``gen_ai.client.token.usage``)."""
-    return usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
 
 
 def _tuning(applied: ModelSettings) -> dict[str, AttributeValue]:
