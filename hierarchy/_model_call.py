@@ -41,6 +41,19 @@ __all__ = ("ModelCaller", "input_messages", "output_messages")
 _log = logging.getLogger("regiment.models")
 
 
+# What a reply cut short ran into, and what the operator can do about it.
+_MAX_TOKENS = ("its length limit", "raise max_tokens in this role's settings")
+_CUT_ADVICE = {
+    # Claude: the request and the reply filled the model's context window; no
+    # max_tokens gives the reply more room than the window has left.
+    "model_context_window_exceeded": (
+        "the model's context window",
+        "send this role less (fewer or shorter tool results, a smaller step, compression) "
+        "or give it a model with a larger context window",
+    ),
+}
+
+
 @final
 @dataclass(frozen=True, slots=True)
 class ModelCaller:
@@ -103,12 +116,14 @@ class ModelCaller:
                 usage=response.usage,  # billed all the same: the step or run is charged
             )
         if response.cut_off:  # a worker's tool calls in it are not run (run_tool_loop)
+            limit, advice = _CUT_ADVICE.get(response.stop_reason, _MAX_TOKENS)
             _log.warning(
-                "model %r's reply for %r reached its length limit (stop reason %r), so its "
-                "text is cut short; raise max_tokens in this role's settings",
+                "model %r's reply for %r reached %s (stop reason %r), so its text is cut short; %s",
                 self.model.name,
                 self.agent,
+                limit,
                 response.stop_reason,
+                advice,
             )
 
     async def _measured(

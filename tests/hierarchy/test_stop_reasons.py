@@ -198,15 +198,10 @@ def refusal_reason(provider: str) -> str:
     return "refusal" if provider == "anthropic" else "content_filter"
 
 
-async def test_an_answer_cut_at_max_tokens_is_logged_as_cut_short(
-    provider: str, api: StandIn, caplog: pytest.LogCaptureFixture
-) -> None:
-    if provider == "anthropic":
-        cut = messages_api.message(
-            [{"type": "text", "text": "Order 7 is"}], stop_reason="max_tokens"
-        )
-    else:
-        cut = chat_api.completion("Order 7 is", finish="length")
+async def _logged_cut_answer(
+    api: StandIn, provider: str, cut: Reply, caplog: pytest.LogCaptureFixture
+) -> str:
+    """The warning a synthesizer's answer ``cut`` short is logged with."""
     api.queue(cut)
     model = _model(provider, api, True)
     team = Team(
@@ -220,7 +215,32 @@ async def test_an_answer_cut_at_max_tokens_is_logged_as_cut_short(
     assert result.answer == "Order 7 is"
     (record,) = [r for r in caplog.records if r.name == "regiment.models"]
     assert "'synthesizer'" in record.getMessage()
-    assert "raise max_tokens" in record.getMessage()
+    return record.getMessage()
+
+
+async def test_an_answer_cut_at_max_tokens_is_logged_as_cut_short(
+    provider: str, api: StandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    if provider == "anthropic":
+        cut = messages_api.message(
+            [{"type": "text", "text": "Order 7 is"}], stop_reason="max_tokens"
+        )
+    else:
+        cut = chat_api.completion("Order 7 is", finish="length")
+    assert "raise max_tokens" in await _logged_cut_answer(api, provider, cut, caplog)
+
+
+@pytest.mark.parametrize("provider", ["anthropic"])  # Chat Completions has no such reason
+async def test_an_answer_cut_by_the_context_window_says_max_tokens_cannot_help(
+    provider: str, api: StandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    # It said "raise max_tokens", which gives no room the window does not have.
+    stop = "model_context_window_exceeded"
+    cut = messages_api.message([{"type": "text", "text": "Order 7 is"}], stop_reason=stop)
+    said = await _logged_cut_answer(api, provider, cut, caplog)
+    assert "reached the model's context window" in said
+    assert "a larger context window" in said
+    assert "raise max_tokens" not in said
 
 
 class Refund(BaseModel):
