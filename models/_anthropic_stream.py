@@ -55,9 +55,13 @@ class _Block:
     name: str = ""
     signature: str = ""
     redacted: str | None = None
+    opened_with: object = None  # a tool call's input as its block began (the API's: {})
 
     def part(self) -> ResponsePart:
         if self.kind == "tool_use":
+            given = self.opened_with
+            if not self.text and isinstance(given, dict) and given:  # whole, with no deltas
+                return ToolCallPart(id=self.id, name=self.name, arguments=dict(given))
             return ToolCallPart(id=self.id, name=self.name, arguments=tool_arguments(self.text))
         if self.kind == "text":
             return TextPart(text=self.text)
@@ -116,7 +120,8 @@ class PartIndexer:
         index = self._parts[api_index] = len(self._blocks)
         if kind == "tool_use":
             call_id, name = getattr(block, "id", ""), getattr(block, "name", "")
-            self._blocks.append(_Block("tool_use", id=call_id, name=name))
+            given = getattr(block, "input", None)
+            self._blocks.append(_Block("tool_use", id=call_id, name=name, opened_with=given))
             return ToolCallPartStart(index=index, id=call_id, name=name)
         if kind == "redacted_thinking":
             self._blocks.append(_Block("thinking", redacted=getattr(block, "data", "")))

@@ -258,3 +258,23 @@ async def test_streamed_tool_arguments_that_are_not_json_go_back_to_the_model(
     assert sink.arguments(1) == "{'city': 'Oslo'}"
     assert then.arguments == {"city": "Bergen"}
     assert (response.text, response.stop_reason) == ("Both.", "tool_use")
+
+
+async def test_a_tool_call_whose_input_comes_whole_at_its_start_is_kept(api: StandIn) -> None:
+    # A proxy may give the input in content_block_start and stream no input_json_delta;
+    # the stream reader must keep it (as the SDK's message stream did).
+    reply = message([TOOL_USE], stop_reason="tool_use")
+    events = []
+    for name, data in reply.events or []:
+        event = json.loads(data)
+        if event["type"] == "content_block_delta":
+            continue
+        if event["type"] == "content_block_start":
+            event["content_block"]["input"] = TOOL_USE["input"]
+        events.append((name, json.dumps(event)))
+    reply.events = events
+    api.queue(reply)
+    async with model_for(api) as model:
+        response = await model.complete(ask(tools=(WEATHER,)))
+    (call,) = response.tool_calls
+    assert call.arguments == {"city": "Oslo"}
