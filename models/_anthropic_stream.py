@@ -127,7 +127,8 @@ class PartIndexer:
             self._blocks.append(_Block("thinking", redacted=getattr(block, "data", "")))
             return None
         text = getattr(block, "thinking" if kind == "thinking" else "text", "") or ""
-        self._blocks.append(_Block(str(kind), text=text))
+        signature = getattr(block, "signature", "") or ""  # the API's: "", then deltas
+        self._blocks.append(_Block(str(kind), text=text, signature=signature))
         return TextPartDelta(index=index, text=text) if kind == "text" and text else None
 
     def _more(self, api_index: int, delta: object) -> PartDelta | None:
