@@ -15,7 +15,7 @@ from anthropic import AsyncAnthropic, not_given
 from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
 from regiment.models._anthropic_stream import PartIndexer
 from regiment.models._anthropic_wire import CallParams, call_params, response_from_message
-from regiment.models._api_errors import is_permanent, retry_note
+from regiment.models._api_errors import is_permanent, long_wait, retry_note
 from regiment.models._messages import ModelRequest, ModelResponse
 from regiment.models._sdk_model import SDKModel, not_an_event_stream
 from regiment.models._settings import ModelSettings, effective_settings
@@ -45,6 +45,8 @@ _RETRY_ADVICE = {
     429: "rate limited{}; lower the team's concurrency or raise max_retries",
     529: "the API is overloaded{}; try again later or raise max_retries",
 }
+
+_WAITED = {429: "rate limited", 529: "the API is overloaded"}
 
 
 @final
@@ -295,6 +297,9 @@ def _build_client(
             timeout=not_given if timeout is None else timeout,
             max_retries=max_retries,
             open_telemetry={} if sdk_tracing else False,
+            http_client=anthropic.DefaultAsyncHttpxClient(
+                event_hooks={"response": [_long_wait_is_final]}
+            ),
         )
     except anthropic.CredentialsError as exc:
         raise ConfigError(
@@ -307,6 +312,13 @@ def _build_client(
             "variable or pass AnthropicModel(..., api_key=...)"
         )
     return client
+
+
+async def _long_wait_is_final(response: httpx2.Response) -> None:
+    """Tell the SDK not to retry a reply that asks for a wait longer than LONGEST_WAIT
+    (a daily limit's retry-after): the SDK would sleep that long, once per retry."""
+    if response.status_code >= 400 and long_wait(response.headers) is not None:
+        response.headers["x-should-retry"] = "false"
 
 
 def _api_error(exc: anthropic.APIStatusError, model: str, max_retries: int) -> ModelAPIError:
@@ -330,7 +342,10 @@ def _api_error(exc: anthropic.APIStatusError, model: str, max_retries: int) -> M
     advice = _ADVICE.get(status)
     if advice is None and (status in _RETRY_ADVICE or status >= 500):
         retried = retry_note(exc.request, max_retries, exc.response.headers)
-        advice = _RETRY_ADVICE.get(status, "the API failed{}; try again later").format(retried)
+        if long_wait(exc.response.headers) is not None:  # a retry cannot come sooner
+            advice = f"{_WAITED.get(status, 'the API failed')}{retried}"
+        else:
+            advice = _RETRY_ADVICE.get(status, "the API failed{}; try again later").format(retried)
     return ModelAPIError(
         f"the Anthropic API answered {status} {error_type or 'error'} for model {model!r}: "
         f"{text} (request id {request_id}); {advice or 'see the message'}",
