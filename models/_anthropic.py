@@ -61,8 +61,9 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
     Transient failures (429, 529 overloaded, other 5xx, connection errors and
     timeouts) are retried by the SDK's own policy, which waits as the API's
     ``retry-after`` / ``retry-after-ms`` headers say, else backs off
-    exponentially from 0.5 s. What is left is raised as ``ModelAPIError`` or
-    ``ModelConnectionError``.
+    exponentially from 0.5 s. A reply that asks for a wait over 120 s is not
+    retried (by a client built here). What is left is raised as
+    ``ModelAPIError`` or ``ModelConnectionError``.
 
     Streaming: by default the reply is read through the SDK's streaming
     Messages API, and ``stream(request, on_delta)`` hands out its text and
