@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from regiment.hierarchy import RunFailed
+    from regiment.models import Usage
 
 __all__ = (
     "ActorError",
@@ -179,8 +180,19 @@ class ModelRefused(ModelError):
     ``refusal``) or was cut by the provider's content filter (``content_filter``).
 
     A team does not act on such a reply: a worker's step fails (the planner may
-    replan), a planner-side call fails the run.
+    replan), a planner-side call fails the run. What the reply cost is still
+    charged: to the step's or the run's usage, its budget and its ``chat`` span.
+
+    Attributes:
+        usage: the tokens the refused reply spent (``None`` when not known), with
+            those of the attempts before it when a structured answer was re-asked.
+        model_calls: the model calls that spent them.
     """
+
+    def __init__(self, message: str, *, usage: Usage | None = None, model_calls: int = 1) -> None:
+        super().__init__(message)
+        self.usage = usage
+        self.model_calls = model_calls
 
 
 class ScriptExhausted(ModelError):
@@ -256,13 +268,24 @@ class OutputInvalid(RunError):
         output_type: the qualified name of the pydantic model the answer must match.
         attempts: how many answers were asked for (the first and each re-ask).
         detail: the last validation error.
+        usage: the tokens every attempt spent together (``None`` when not known);
+            the run's usage and budget count them.
     """
 
-    def __init__(self, message: str, *, output_type: str, attempts: int, detail: str) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        output_type: str,
+        attempts: int,
+        detail: str,
+        usage: Usage | None = None,
+    ) -> None:
         super().__init__(message)
         self.output_type = output_type
         self.attempts = attempts
         self.detail = detail
+        self.usage = usage
 
 
 class RunCancelled(RunError):

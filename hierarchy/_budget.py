@@ -34,8 +34,9 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     Attributes:
         model_calls: model calls by every role (planner, workers, synthesis).
         tool_calls: tool calls by every worker.
-        tokens: input + output tokens over all model calls.
-        input_tokens: input tokens over all model calls.
+        tokens: input + output tokens over all model calls (``Usage.total_tokens``:
+            input read from or written to the prompt cache counts too).
+        input_tokens: input tokens over all model calls, cached ones included.
         output_tokens: output tokens over all model calls.
         replans: how many times the plan may be replaced.
         rounds: how many plan-execute-critique rounds a run may take (with a critic).
@@ -284,7 +285,7 @@ class BudgetLedger:
         spent = self.spent
         spent.model_calls += model_calls
         spent.tool_calls += tool_calls
-        spent.input_tokens += usage.input_tokens
+        spent.input_tokens += usage.whole_input_tokens  # cached input counts too
         spent.output_tokens += usage.output_tokens
 
     def can_replan(self) -> bool:
@@ -312,7 +313,7 @@ def over_allowance(
     needed = estimate_tokens(request)
     caps: tuple[tuple[BudgetLimit, str, int | None, int], ...] = (
         ("tokens", "token", tokens, usage.total_tokens),
-        ("input_tokens", "input token", inputs, usage.input_tokens),
+        ("input_tokens", "input token", inputs, usage.whole_input_tokens),
     )
     for limit, name, cap, spent in caps:
         if cap is not None and needed > cap - spent:

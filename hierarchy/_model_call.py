@@ -41,6 +41,19 @@ __all__ = ("ModelCaller", "input_messages", "output_messages")
 _log = logging.getLogger("regiment.models")
 
 
+# What a reply cut short ran into, and what the operator can do about it.
+_MAX_TOKENS = ("its length limit", "raise max_tokens in this role's settings")
+_CUT_ADVICE = {
+    # Claude: the request and the reply filled the model's context window; no
+    # max_tokens gives the reply more room than the window has left.
+    "model_context_window_exceeded": (
+        "the model's context window",
+        "send this role less (fewer or shorter tool results, a smaller step, compression) "
+        "or give it a model with a larger context window",
+    ),
+}
+
+
 @final
 @dataclass(frozen=True, slots=True)
 class ModelCaller:
@@ -99,15 +112,18 @@ class ModelCaller:
             raise ModelRefused(
                 f"model {self.model.name!r} declined to answer for {self.agent!r} (stop reason "
                 f"{response.stop_reason!r}; it wrote {response.text[:200]!r}); rephrase the "
-                "goal or the role's instructions, or give this role another model"
+                "goal or the role's instructions, or give this role another model",
+                usage=response.usage,  # billed all the same: the step or run is charged
             )
         if response.cut_off:  # a worker's tool calls in it are not run (run_tool_loop)
+            limit, advice = _CUT_ADVICE.get(response.stop_reason, _MAX_TOKENS)
             _log.warning(
-                "model %r's reply for %r reached its length limit (stop reason %r), so its "
-                "text is cut short; raise max_tokens in this role's settings",
+                "model %r's reply for %r reached %s (stop reason %r), so its text is cut short; %s",
                 self.model.name,
                 self.agent,
+                limit,
                 response.stop_reason,
+                advice,
             )
 
     async def _measured(
@@ -129,8 +145,13 @@ class ModelCaller:
         try:
             response = await self._traced(request, live)
         except Exception as exc:
+            spent = exc.usage if isinstance(exc, ModelRefused) else None  # a refusal is billed
             metrics.model_call(
-                attributes, time.perf_counter() - started, error_type=error_type(exc)
+                attributes,
+                time.perf_counter() - started,
+                error_type=error_type(exc),
+                input_tokens=None if spent is None else spent.whole_input_tokens,
+                output_tokens=None if spent is None else spent.output_tokens,
             )
             raise
         if response.model:
@@ -139,7 +160,7 @@ class ModelCaller:
         metrics.model_call(
             attributes,
             time.perf_counter() - started,
-            input_tokens=usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+            input_tokens=usage.whole_input_tokens,
             output_tokens=usage.output_tokens,
         )
         return response
@@ -170,7 +191,8 @@ class ModelCaller:
                 telemetry.recorder.chat_input(
                     span, system=request.system, messages=input_messages(request.messages)
                 )
-            response = self._checked(await _reply(model, request, live))
+            # Recorded before a refusal is refused: its span shows what it cost, and why.
+            response = valid_response(await _reply(model, request, live), model.name)
             if span.is_recording():
                 telemetry.recorder.chat_response(
                     span,
@@ -181,6 +203,8 @@ class ModelCaller:
                 )
                 if content:
                     telemetry.recorder.chat_output(span, output_messages(response))
+            if response.stop_reason in STOPPED_EARLY:
+                self._stopped_early(response)
             return response
 
 

@@ -15,7 +15,7 @@ from anthropic import AsyncAnthropic, not_given
 from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
 from regiment.models._anthropic_stream import PartIndexer
 from regiment.models._anthropic_wire import CallParams, call_params, response_from_message
-from regiment.models._api_errors import is_permanent, retry_note
+from regiment.models._api_errors import is_permanent, long_wait, retry_note
 from regiment.models._messages import ModelRequest, ModelResponse
 from regiment.models._sdk_model import SDKModel, not_an_event_stream
 from regiment.models._settings import ModelSettings, effective_settings
@@ -46,6 +46,8 @@ _RETRY_ADVICE = {
     529: "the API is overloaded{}; try again later or raise max_retries",
 }
 
+_WAITED = {429: "rate limited", 529: "the API is overloaded"}
+
 
 @final
 class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
@@ -59,8 +61,9 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
     Transient failures (429, 529 overloaded, other 5xx, connection errors and
     timeouts) are retried by the SDK's own policy, which waits as the API's
     ``retry-after`` / ``retry-after-ms`` headers say, else backs off
-    exponentially from 0.5 s. What is left is raised as ``ModelAPIError`` or
-    ``ModelConnectionError``.
+    exponentially from 0.5 s. A reply that asks for a wait over 120 s is not
+    retried (by a client built here). What is left is raised as
+    ``ModelAPIError`` or ``ModelConnectionError``.
 
     Streaming: by default the reply is read through the SDK's streaming
     Messages API, and ``stream(request, on_delta)`` hands out its text and
@@ -185,8 +188,9 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
             return response_from_message(message)
 
     async def _streamed(self, params: CallParams, on_delta: DeltaHandler | None) -> ModelResponse:
+        # The raw events, read into the reply by our own reader (see PartIndexer).
         with self._translated():
-            stream = await self._client.messages.stream(**params).__aenter__()
+            stream = await self._client.messages.create(**params, stream=True)
         try:
             request_id = stream.response.headers.get("request-id")
             content_type = stream.response.headers.get("content-type")
@@ -213,12 +217,10 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
                     "its message_stop event; the reply is incomplete and was not retried, "
                     "as its pieces may already be handed out; try the call again"
                 )
-            with self._translated(reading=True, request_id=request_id):
-                message = await stream.get_final_message()
         finally:
             with anyio.CancelScope(shield=True):  # release the connection even when cancelled
                 await stream.close()
-        return response_from_message(message)
+        return indexer.response()
 
     @contextlib.contextmanager
     def _translated(
@@ -296,6 +298,9 @@ def _build_client(
             timeout=not_given if timeout is None else timeout,
             max_retries=max_retries,
             open_telemetry={} if sdk_tracing else False,
+            http_client=anthropic.DefaultAsyncHttpxClient(
+                event_hooks={"response": [_long_wait_is_final]}
+            ),
         )
     except anthropic.CredentialsError as exc:
         raise ConfigError(
@@ -308,6 +313,13 @@ def _build_client(
             "variable or pass AnthropicModel(..., api_key=...)"
         )
     return client
+
+
+async def _long_wait_is_final(response: httpx2.Response) -> None:
+    """Tell the SDK not to retry a reply that asks for a wait longer than LONGEST_WAIT
+    (a daily limit's retry-after): the SDK would sleep that long, once per retry."""
+    if response.status_code >= 400 and long_wait(response.headers) is not None:
+        response.headers["x-should-retry"] = "false"
 
 
 def _api_error(exc: anthropic.APIStatusError, model: str, max_retries: int) -> ModelAPIError:
@@ -331,7 +343,10 @@ def _api_error(exc: anthropic.APIStatusError, model: str, max_retries: int) -> M
     advice = _ADVICE.get(status)
     if advice is None and (status in _RETRY_ADVICE or status >= 500):
         retried = retry_note(exc.request, max_retries, exc.response.headers)
-        advice = _RETRY_ADVICE.get(status, "the API failed{}; try again later").format(retried)
+        if long_wait(exc.response.headers) is not None:  # a retry cannot come sooner
+            advice = f"{_WAITED.get(status, 'the API failed')}{retried}"
+        else:
+            advice = _RETRY_ADVICE.get(status, "the API failed{}; try again later").format(retried)
     return ModelAPIError(
         f"the Anthropic API answered {status} {error_type or 'error'} for model {model!r}: "
         f"{text} (request id {request_id}); {advice or 'see the message'}",

@@ -3,9 +3,17 @@ was retried, and whether the same call could ever succeed."""
 
 from __future__ import annotations
 
+import email.utils
+import math
+import time
 from typing import Protocol
 
-__all__ = ("is_permanent", "retry_note")
+__all__ = ("LONGEST_WAIT", "is_permanent", "long_wait", "retry_note")
+
+# The longest a call waits before the SDK retries it when the server asks for a wait
+# (retry-after), as the openai SDK does; the anthropic SDK waits as long as it is
+# told, so a daily limit's "retry-after: 3600" held a call an hour per retry, silently.
+LONGEST_WAIT = 120.0
 
 # Statuses that answer the same call the same way every time: the key, its
 # permissions, the model's name and the request's shape (model, settings, tools)
@@ -30,6 +38,31 @@ class _Headers(Protocol):
 class _Sent(Protocol):
     @property
     def headers(self) -> _Headers: ...
+
+
+def server_wait(headers: _Headers) -> float | None:
+    """The seconds a reply asks the client to wait before it tries again
+    (``retry-after-ms``, else ``retry-after`` in seconds or as a date), if it says."""
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / scale
+        except ValueError:
+            date = email.utils.parsedate_tz(value)
+            if date is None:
+                continue
+            seconds = email.utils.mktime_tz(date) - time.time()
+        if math.isfinite(seconds):
+            return seconds
+    return None
+
+
+def long_wait(headers: _Headers | None) -> float | None:
+    """The wait a reply asks for, when it is longer than a call waits (``LONGEST_WAIT``)."""
+    wait = server_wait(headers) if headers is not None else None
+    return wait if wait is not None and wait > LONGEST_WAIT else None
 
 
 def is_permanent(status: int, code: str | None, text: str) -> bool:
@@ -59,6 +92,11 @@ def retry_note(
         return f" after {taken} {'retry' if taken == 1 else 'retries'}"
     if max_retries == 0:
         return " (not retried: max_retries=0)"
+    if (wait := long_wait(response_headers)) is not None:
+        return (
+            f" (not retried: the server asked to wait {wait:.0f} s, more than the "
+            f"{LONGEST_WAIT:.0f} s a call waits; try again after that)"
+        )
     if response_headers is not None and response_headers.get("x-should-retry") == "false":
         return " (not retried: the server's x-should-retry header said not to)"
     return " (not retried)"

@@ -210,14 +210,15 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
         )
 
     @property
+    def whole_input_tokens(self) -> int:
+        """Every input token: uncached, read from the prompt cache and written to it
+        (what OpenTelemetry's ``gen_ai.usage.input_tokens`` and a ``Budget`` count)."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+    @property
     def total_tokens(self) -> int:
         """Every token processed: input of all kinds plus output."""
-        return (
-            self.input_tokens
-            + self.output_tokens
-            + self.cache_read_tokens
-            + self.cache_write_tokens
-        )
+        return self.whole_input_tokens + self.output_tokens
 
 
 # Stop reasons that say a reply reached a length limit before the model finished it.

@@ -13,7 +13,7 @@ import httpx2
 import msgspec
 
 from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
-from regiment.models._api_errors import is_permanent, retry_note
+from regiment.models._api_errors import is_permanent, long_wait, retry_note
 
 try:
     import openai
@@ -273,9 +273,12 @@ def _api_error(exc: openai.APIStatusError, where: str, max_retries: int) -> Mode
         advice = "the account's quota is used up; check its plan and billing"
     elif advice is None and (status == 429 or status >= 500):
         retried = retry_note(exc.request, max_retries, exc.response.headers)
-        advice = (
-            _RATE_LIMITED if status == 429 else "the server failed{}; try again later"
-        ).format(retried)
+        if long_wait(exc.response.headers) is not None:  # a retry cannot come sooner
+            advice = f"{'rate limited' if status == 429 else 'the server failed'}{retried}"
+        else:
+            advice = (
+                _RATE_LIMITED if status == 429 else "the server failed{}; try again later"
+            ).format(retried)
     return ModelAPIError(
         f"the Chat Completions API at {where} answered {status} {exc.type or 'error'}: "
         f"{text} (request id {request_id}); {advice or 'see the message'}",

@@ -159,6 +159,11 @@ def _tool_choice(choice: Literal["auto", "any", "none"]) -> ChatCompletionToolCh
             assert_never(choice)
 
 
+# The stop reason a reply with a ``refusal`` gets, so the team never acts on it
+# (``ModelResponse.refused``); Chat Completions itself says only ``stop``.
+REFUSAL = "refusal"
+
+
 def parse_arguments(raw: str) -> JsonObject:
     """A tool call's JSON arguments; text that is not a JSON object is kept for the model."""
     if not raw.strip():
@@ -190,6 +195,9 @@ def response_from_completion(completion: ChatCompletion) -> ModelResponse:
     parts: list[TextPart | ToolCallPart] = (
         [TextPart(text=message.content)] if message.content else []
     )
+    stop_reason = cast("str | None", choice.finish_reason) or ""
+    if message.refusal:  # the model declined (structured outputs): its reason, as Claude's
+        parts, stop_reason = [TextPart(text=message.refusal), *parts], REFUSAL
     for call in message.tool_calls or ():
         if call.type == "function":
             arguments = parse_arguments(call.function.arguments)
@@ -197,7 +205,7 @@ def response_from_completion(completion: ChatCompletion) -> ModelResponse:
     return ModelResponse(
         parts=tuple(parts),
         # Typed as always there, but some compatible servers send null.
-        stop_reason=cast("str | None", choice.finish_reason) or "",
+        stop_reason=stop_reason,
         usage=usage_from(completion.usage),
         model=completion.model,
         response_id=completion.id,
@@ -219,6 +227,7 @@ class _ToolCallDelta(msgspec.Struct, frozen=True):
 
 class _Delta(msgspec.Struct, frozen=True):
     content: str | None = None
+    refusal: str | None = None
     tool_calls: list[_ToolCallDelta] | None = None
 
 
@@ -286,6 +295,7 @@ class ChunkReader:
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     response_id: str | None = None
+    refusal: str = ""  # why the model declined, if it did (not handed out as deltas)
 
     done: bool = False  # the server said [DONE]
 
@@ -318,6 +328,8 @@ class ChunkReader:
         for choice in chunk.choices[:1]:
             if choice.delta.content:
                 deltas.append(self._text(choice.delta.content))
+            if choice.delta.refusal:
+                self.refusal += choice.delta.refusal
             for piece in choice.delta.tool_calls or ():
                 deltas += self._call(piece)
             if choice.finish_reason is not None:
@@ -355,9 +367,12 @@ class ChunkReader:
             else ToolCallPart(id=part.id, name=part.name, arguments=parse_arguments(part.arguments))
             for part in self.parts
         )
+        stop_reason = self.stop_reason or ""
+        if self.refusal:  # as response_from_completion
+            parts, stop_reason = (TextPart(text=self.refusal), *parts), REFUSAL
         return ModelResponse(
             parts=parts,
-            stop_reason=self.stop_reason or "",
+            stop_reason=stop_reason,
             usage=self.usage,
             model=self.model,
             response_id=self.response_id,

@@ -81,7 +81,8 @@ class RunMetrics:
         output_tokens: int | None = None,
         error_type: str | None = None,
     ) -> None:
-        """One model call: its duration, and its tokens when it answered.
+        """One model call: its duration, and its tokens when it answered (or spent
+        them on a reply that failed it, such as a refusal).
 
         Args:
             attributes: ``gen_ai.operation.name``, ``gen_ai.provider.name``,
@@ -93,8 +94,8 @@ class RunMetrics:
         """
         if error_type is not None:
             self._duration.record(seconds, {**attributes, sc.ERROR_TYPE: error_type})
-            return
-        self._duration.record(seconds, attributes)
+        else:
+            self._duration.record(seconds, attributes)
         if input_tokens is not None:
             self._tokens.record(input_tokens, {**attributes, sc.GEN_AI_TOKEN_TYPE: "input"})
         if output_tokens is not None:

@@ -31,7 +31,7 @@ from regiment.hierarchy._messages import PAUSING, BudgetLimit, StepReport
 from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.guard._roles import GuardLog
 from regiment.hierarchy.run._book import RunBook
-from regiment.hierarchy.run._calls import PhaseCalls, SpanFacts, model_failure
+from regiment.hierarchy.run._calls import PhaseCalls, SpanFacts
 from regiment.hierarchy.run._changes import (
     BudgetRanOut,
     CheckRejected,
@@ -175,7 +175,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
             return  # superseded
         self._note_guards()  # what the role's request and reply guards did
         if reply.error is not None or reply.response is None:
-            self._fail(reply.error if isinstance(reply.error, RunError) else model_failure(reply))
+            self._failed_call(reply)
             return
         self._record(ModelCharged(reply.purpose, reply.response.usage, reply.response, reply.calls))
         text = reply.response.text

@@ -23,7 +23,7 @@ import msgspec
 from opentelemetry.trace import Span
 
 from regiment.actors import ActorContext
-from regiment.errors import RunError
+from regiment.errors import ModelRefused, OutputInvalid, RunError
 from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._clock import RunClock
 from regiment.hierarchy._live_events import LiveChannel, live_sink
@@ -42,10 +42,10 @@ from regiment.hierarchy.run._messages import (
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._structured import structured_call
 from regiment.hierarchy.run._trace import RunTrace
-from regiment.models import ModelRequest, ModelResponse, Role, estimate_tokens
+from regiment.models import ModelRequest, ModelResponse, Role, Usage, estimate_tokens
 from regiment.telemetry import semconv as sc
 
-__all__ = ("ROLES", "PhaseCalls", "SpanFacts", "model_failure")
+__all__ = ("ROLES", "PhaseCalls", "SpanFacts", "billed", "model_failure")
 
 Context = ActorContext[PlannerMessage, None]
 Deliver = Callable[[ModelReplied], Awaitable[None]]  # what a call's reply is handed to
@@ -287,6 +287,16 @@ async def _deadline(
 
     with scope:
         await clock.run(seconds, expired)
+
+
+def billed(error: Exception | None) -> tuple[Usage, int] | None:
+    """What a failed planner-side call spent all the same, and in how many model
+    calls: a refused reply, or structured answers that never validated."""
+    if isinstance(error, ModelRefused) and error.usage is not None:
+        return error.usage, error.model_calls
+    if isinstance(error, OutputInvalid) and error.usage is not None:
+        return error.usage, error.attempts
+    return None
 
 
 def model_failure(reply: ModelReplied) -> RunError:

@@ -16,10 +16,10 @@ from regiment.errors import PlanError, RunError
 from regiment.hierarchy.guard._judge import judging_within, ledger_purse
 from regiment.hierarchy.guard._roles import GuardRole
 from regiment.hierarchy.run._book import RunBook
-from regiment.hierarchy.run._calls import PhaseCalls
+from regiment.hierarchy.run._calls import PhaseCalls, billed, model_failure
 from regiment.hierarchy.run._changes import GuardsNoted, ModelCharged, PlanAdopted, RunChange
 from regiment.hierarchy.run._guarding import RunGuards, answer_verdict, plan_verdict
-from regiment.hierarchy.run._messages import GuardJudged, PlannerMessage, Purpose
+from regiment.hierarchy.run._messages import GuardJudged, ModelReplied, PlannerMessage, Purpose
 from regiment.hierarchy.run._phase import Executing, Phase, Planning, Synthesize, Synthesizing
 from regiment.hierarchy.run._prompting import PlanReading, Prompting
 from regiment.hierarchy.run._runtime import TeamRuntime
@@ -73,6 +73,14 @@ class GuardedActor(Actor[PlannerMessage, None]):
         while log.spent:  # usage only: a judge is not replayed, so its reply is not journaled
             role, response = log.spent.pop(0)
             self._record(ModelCharged(_PURPOSES[role], response.usage))
+
+    def _failed_call(self, reply: ModelReplied) -> None:
+        """Fail the run for a planner-side call that failed, charging what it spent all
+        the same (a refused reply, structured answers that never validated)."""
+        if (spent := billed(reply.error)) is not None:
+            self._record(ModelCharged(reply.purpose, spent[0], calls=spent[1]))
+        error = reply.error
+        self._fail(error if isinstance(error, RunError) else model_failure(reply))
 
     async def _on_plan_reply(
         self, planning: Planning, reply: ModelResponse, span: Span | None

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, final
 import msgspec
 
 from regiment._stray import raise_stray
-from regiment.errors import ConfigError, OutputInvalid, RunError
+from regiment.errors import ConfigError, ModelRefused, OutputInvalid, RunError
 from regiment.hierarchy._result import RunResult, with_output
 from regiment.hierarchy.guard._roles import Caller
 from regiment.models import (
@@ -132,7 +132,11 @@ async def structured_call(
     spent = Usage()
     detail = ""
     for attempt in range(1, shape.attempts + 1):
-        response = await caller.call(request)
+        try:
+            response = await caller.call(request)
+        except ModelRefused as exc:  # the attempts before it were spent too
+            exc.usage, exc.model_calls = spent + (exc.usage or Usage()), attempt
+            raise
         spent = spent + response.usage
         text = structured_text(response, shape.tool)
         if response.cut_off:  # cut JSON may still validate: the SDK reads it leniently
@@ -157,6 +161,7 @@ async def structured_call(
         output_type=shape.name,
         attempts=shape.attempts,
         detail=detail,
+        usage=spent,
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from regiment.errors import ModelAPIError, StepFailed
+from regiment.errors import ModelAPIError, ModelRefused, StepFailed
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._prompts import HookFailed
 from regiment.hierarchy.workers._loop import StepProgress
@@ -34,7 +34,12 @@ def is_fatal(exc: BaseException) -> bool:
 def failed_report(
     progress: StepProgress, assign: AssignStep, worker: str, exc: BaseException, where: str = ""
 ) -> StepReport:
-    """The report of a step that ended by raising ``exc`` (``where`` leads its error text)."""
+    """The report of a step that ended by raising ``exc`` (``where`` leads its error text).
+
+    A reply the model refused was billed all the same: the report counts it."""
+    if isinstance(exc, ModelRefused) and exc.usage is not None:
+        progress.model_calls += exc.model_calls
+        progress.usage = progress.usage + exc.usage
     return progress.report(
         assign,
         worker,

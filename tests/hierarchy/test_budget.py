@@ -11,6 +11,8 @@ from regiment.models import (
     ModelResponse,
     ScriptedModel,
     ToolResultPart,
+    Usage,
+    text_response,
     tool_call_response,
 )
 from regiment.tools import tool
@@ -109,3 +111,23 @@ async def test_wall_clock_budget_ends_a_hung_run_with_a_partial_result() -> None
     result = await team.run("goal")
     assert result.status == "partial"
     assert result.budget_exhausted == "wall_clock"
+
+
+@pytest.mark.parametrize("limit", ["tokens", "input_tokens"])
+async def test_input_read_from_the_prompt_cache_counts_against_token_budgets(limit: str) -> None:
+    # Claude's input_tokens leave out what the cache served (and Chat Completions'
+    # cached prompt tokens are read the same way); the ledger charged only the rest,
+    # so Budget(tokens=3000) let a run whose every call read 2000 cached tokens go on.
+    cached = Usage(input_tokens=10, cache_read_tokens=2000, output_tokens=7)
+
+    def brain(request: ModelRequest) -> ModelResponse:
+        if request.role == "planner":
+            steps = ({"description": "a"}, {"description": "b", "depends_on": ["s1"]})
+            return text_response(plan_json(*steps), usage=cached)
+        return text_response("done", usage=cached)
+
+    team, model = _team(brain, Budget(**{limit: 3000}))  # type: ignore[arg-type]
+    result = await team.run("goal")
+    assert (result.status, result.budget_exhausted) == ("partial", limit)
+    assert model.calls == 2  # the plan and the first step: 4034 tokens, 4020 of them input
+    assert result.usage.total_tokens == 2 * cached.total_tokens

@@ -4,8 +4,8 @@ over the HTTP stand-in.
 A worker's reply cut at its max_tokens limit in the middle of a tool call: the
 call is not run (its arguments may be cut short), and the model is told why.
 Claude's streamed ``input_json_delta`` s stop at ``{"order": 7, "amount": 15``
-(of 1500), which the Anthropic SDK reads leniently as ``{"order": 7, "amount":
-15}``; a Chat Completions reply ends with ``finish_reason: "length"``.
+(of 1500), which a lenient reader (the Anthropic SDK's) takes as ``{"order": 7,
+"amount": 15}``; a Chat Completions reply ends with ``finish_reason: "length"``.
 
 A reply the model declined to give (Claude's ``refusal``, a Chat Completions
 ``content_filter``) is never acted on: not run as a plan, not committed as a
@@ -18,11 +18,13 @@ import json
 from collections.abc import AsyncIterator
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
 from pydantic import BaseModel
 
 from regiment.errors import ModelRefused, RunError, StepFailed
 from regiment.hierarchy import Budget, Planner, Team, Worker
 from regiment.models import AnthropicModel, ModelResponse, OpenAIModel, ScriptedModel
+from regiment.telemetry import SpanCollector, Telemetry
 from regiment.tools import tool
 
 from ..models import chat_api, messages_api
@@ -154,15 +156,52 @@ async def test_a_worker_that_refuses_fails_its_step(provider: str, api: StandIn)
     assert "ModelRefused" in caught.value.cause
 
 
-async def test_an_answer_cut_at_max_tokens_is_logged_as_cut_short(
-    provider: str, api: StandIn, caplog: pytest.LogCaptureFixture
+async def test_a_refused_reply_is_charged_to_its_step_its_run_and_its_span(
+    provider: str, api: StandIn
 ) -> None:
+    # The provider bills a refusal like any reply; its step, the run's usage (and so
+    # its budget) and its chat span counted nothing of it.
     if provider == "anthropic":
-        cut = messages_api.message(
-            [{"type": "text", "text": "Order 7 is"}], stop_reason="max_tokens"
+        refusal = messages_api.message(
+            [{"type": "text", "text": "I can"}], stop_reason="refusal", input_tokens=500
         )
     else:
-        cut = chat_api.completion("Order 7 is", finish="length")
+        refusal = chat_api.completion("I can", finish="content_filter", prompt=500, output=7)
+    api.queue(refusal)
+    model = _model(provider, api, True)
+    collector = SpanCollector()
+    tracing = TracerProvider(shutdown_on_exit=False)
+    tracing.add_span_processor(collector)
+    worker = Worker(name="billing", description="Refunds.", model=model)
+    team = Team(
+        name="refunds",
+        planner=Planner(model=ScriptedModel(_planner)),
+        workers=[worker],
+        budget=Budget(replans=0),
+        telemetry=Telemetry(tracing),
+    )
+    async with model:
+        with pytest.raises(StepFailed) as caught:
+            await team.run("Refund order 7 in full")
+    assert caught.value.failed is not None
+    (step,) = caught.value.failed.steps
+    assert (step.model_calls, step.usage.input_tokens, step.usage.output_tokens) == (1, 500, 7)
+    assert caught.value.failed.usage.input_tokens >= 500
+    (chat,) = [s for s in collector.spans() if s.name == f"chat {model.name}"]
+    attributes = chat.attributes or {}
+    assert attributes["gen_ai.usage.input_tokens"] == 500
+    assert attributes["gen_ai.response.finish_reasons"] == (refusal_reason(provider),)
+    assert attributes["error.type"] == "regiment.errors.ModelRefused"
+
+
+def refusal_reason(provider: str) -> str:
+    return "refusal" if provider == "anthropic" else "content_filter"
+
+
+async def _logged_cut_answer(
+    api: StandIn, provider: str, cut: Reply, caplog: pytest.LogCaptureFixture
+) -> str:
+    """The warning a synthesizer's answer ``cut`` short is logged with."""
     api.queue(cut)
     model = _model(provider, api, True)
     team = Team(
@@ -176,7 +215,32 @@ async def test_an_answer_cut_at_max_tokens_is_logged_as_cut_short(
     assert result.answer == "Order 7 is"
     (record,) = [r for r in caplog.records if r.name == "regiment.models"]
     assert "'synthesizer'" in record.getMessage()
-    assert "raise max_tokens" in record.getMessage()
+    return record.getMessage()
+
+
+async def test_an_answer_cut_at_max_tokens_is_logged_as_cut_short(
+    provider: str, api: StandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    if provider == "anthropic":
+        cut = messages_api.message(
+            [{"type": "text", "text": "Order 7 is"}], stop_reason="max_tokens"
+        )
+    else:
+        cut = chat_api.completion("Order 7 is", finish="length")
+    assert "raise max_tokens" in await _logged_cut_answer(api, provider, cut, caplog)
+
+
+@pytest.mark.parametrize("provider", ["anthropic"])  # Chat Completions has no such reason
+async def test_an_answer_cut_by_the_context_window_says_max_tokens_cannot_help(
+    provider: str, api: StandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    # It said "raise max_tokens", which gives no room the window does not have.
+    stop = "model_context_window_exceeded"
+    cut = messages_api.message([{"type": "text", "text": "Order 7 is"}], stop_reason=stop)
+    said = await _logged_cut_answer(api, provider, cut, caplog)
+    assert "reached the model's context window" in said
+    assert "a larger context window" in said
+    assert "raise max_tokens" not in said
 
 
 class Refund(BaseModel):

@@ -160,6 +160,22 @@ async def test_an_answer_that_never_validates_fails_the_run_after_the_bound() ->
     assert "output_retries" in message
 
 
+async def test_answers_that_never_validate_are_charged_to_the_run() -> None:
+    # Each invalid answer was billed; the failed run's usage had none of them.
+    answer = tool_answer(MISSING_AMOUNT, "call-1")
+    team = team_answering(iter([answer] * 3), [], output_retries=2)
+
+    with pytest.raises(OutputInvalid) as caught:
+        await team.run("refund A-1?")
+
+    error = caught.value
+    assert error.usage == Usage(input_tokens=21)  # three attempts of 7
+    assert error.failed is not None
+    assert error.failed.model_calls == 5  # plan, worker, and three synthesis attempts
+    plan_and_step = error.failed.usage.input_tokens - 21
+    assert plan_and_step > 0  # the scripted model's estimates for the plan and the step
+
+
 def test_a_bad_output_type_or_retry_count_is_a_config_error() -> None:
     make: Callable[..., Team] = team_answering
     with pytest.raises(ConfigError, match="output_type must be a pydantic model class"):

@@ -18,8 +18,9 @@ def completion(
     prompt: int = 11,
     output: int = 7,
     cached: int = 0,
+    refusal: str | None = None,
 ) -> Reply:
-    message: dict[str, object] = {"role": "assistant", "content": content}
+    message: dict[str, object] = {"role": "assistant", "content": content, "refusal": refusal}
     if calls:
         message["tool_calls"] = [
             {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
@@ -39,16 +40,21 @@ def completion(
         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
         "usage": usage,
     }
-    events = chunk_events(content, calls, finish=finish, usage=usage)
+    events = chunk_events(content, calls, finish=finish, usage=usage, refusal=refusal)
     return Reply(200, body, {"x-request-id": "req_ok"}, events=events)
 
 
 def chunk_events(
-    content: str | None, calls: tuple[Call, ...], *, finish: str, usage: dict[str, object]
+    content: str | None,
+    calls: tuple[Call, ...],
+    *,
+    finish: str,
+    usage: dict[str, object],
+    refusal: str | None = None,
 ) -> list[SseEvent]:
     """The reply as Chat Completions streams it: a role chunk, text in pieces of a
-    few characters, each call's id and name then its arguments in two halves, the
-    finish reason, a usage chunk with no choices, and ``[DONE]``."""
+    few characters (a refusal's too), each call's id and name then its arguments in
+    two halves, the finish reason, a usage chunk with no choices, and ``[DONE]``."""
 
     def chunk(delta: dict[str, object], finish_reason: str | None = None) -> SseEvent:
         choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}
@@ -57,6 +63,8 @@ def chunk_events(
     events = [chunk({"role": "assistant", "content": ""})]
     text = content or ""
     events += [chunk({"content": text[i : i + 3]}) for i in range(0, len(text), 3)]
+    said = refusal or ""
+    events += [chunk({"refusal": said[i : i + 3]}) for i in range(0, len(said), 3)]
     for index, (call_id, name, arguments) in enumerate(calls):
         opened = {"index": index, "id": call_id, "type": "function"}
         events.append(

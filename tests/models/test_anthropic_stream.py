@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from regiment._json import UNPARSED_ARGUMENTS
 from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
 from regiment.models import (
     AnthropicModel,
@@ -231,3 +232,49 @@ async def test_redacted_thinking_goes_back_as_it_came(api: StandIn) -> None:
         await model.complete(ModelRequest(messages=messages))
     sent_back = api.requests[1].body["messages"][1]["content"]
     assert sent_back[0] == {"type": "redacted_thinking", "data": "EncryptedBlob=="}
+
+
+async def test_streamed_tool_arguments_that_are_not_json_go_back_to_the_model(
+    api: StandIn,
+) -> None:
+    # The SDK's message stream gave up on the whole reply (a ValueError, reported as
+    # "could not be read ... check base_url") when a call's streamed JSON did not parse.
+    second = {**TOOL_USE, "id": "toolu_2", "input": {"city": "Bergen"}}
+    reply = message([{"type": "text", "text": "Both."}, TOOL_USE, second], stop_reason="tool_use")
+    halves = ["{'city': ", "'Oslo'}"]  # what the model wrote: not JSON
+    events = []
+    for name, data in reply.events or []:
+        event = json.loads(data)
+        if event.get("index") == 1 and event["type"] == "content_block_delta":
+            event["delta"]["partial_json"] = halves.pop(0)
+        events.append((name, json.dumps(event)))
+    reply.events = events
+    api.queue(reply)
+    sink = Collected()
+    async with model_for(api) as model:
+        response = await model.stream(ask(tools=(WEATHER,)), sink)
+    first, then = response.tool_calls
+    assert first.arguments == {UNPARSED_ARGUMENTS: "{'city': 'Oslo'}"}
+    assert sink.arguments(1) == "{'city': 'Oslo'}"
+    assert then.arguments == {"city": "Bergen"}
+    assert (response.text, response.stop_reason) == ("Both.", "tool_use")
+
+
+async def test_a_tool_call_whose_input_comes_whole_at_its_start_is_kept(api: StandIn) -> None:
+    # A proxy may give the input in content_block_start and stream no input_json_delta;
+    # the stream reader must keep it (as the SDK's message stream did).
+    reply = message([TOOL_USE], stop_reason="tool_use")
+    events = []
+    for name, data in reply.events or []:
+        event = json.loads(data)
+        if event["type"] == "content_block_delta":
+            continue
+        if event["type"] == "content_block_start":
+            event["content_block"]["input"] = TOOL_USE["input"]
+        events.append((name, json.dumps(event)))
+    reply.events = events
+    api.queue(reply)
+    async with model_for(api) as model:
+        response = await model.complete(ask(tools=(WEATHER,)))
+    (call,) = response.tool_calls
+    assert call.arguments == {"city": "Oslo"}

@@ -187,6 +187,18 @@ async def test_usage_counts_cached_prompt_tokens_apart(api: StandIn) -> None:
     assert response.usage == Usage(input_tokens=200, output_tokens=20, cache_read_tokens=800)
 
 
+async def test_a_refusal_is_a_refused_reply(api: StandIn) -> None:
+    # Chat Completions says a model declined (structured outputs) in a refusal field,
+    # with finish_reason stop: read as an empty reply, a synthesizer's refusal was a
+    # completed run whose answer was '' (or answers asked for again, never valid).
+    said = "I'm sorry, I cannot help with that."
+    api.queue(completion(None, refusal=said))
+    async with model_for(api) as model:
+        response = await model.complete(ask())
+    assert response.refused
+    assert (response.stop_reason, response.text) == ("refusal", said)
+
+
 @pytest.mark.parametrize(
     "raw",
     [

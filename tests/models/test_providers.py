@@ -261,6 +261,24 @@ async def test_an_error_the_server_said_not_to_retry_says_so(wire: Wire, api: St
     assert len(api.requests) == 1
 
 
+@pytest.mark.parametrize("status", [429, 503])
+@pytest.mark.parametrize("header", ["retry-after", "retry-after-ms"])
+async def test_a_wait_longer_than_a_call_waits_is_not_retried_and_says_so(
+    wire: Wire, api: StandIn, status: int, header: str
+) -> None:
+    # A daily limit asks for an hour: the anthropic SDK slept that long before each
+    # retry, silently (the openai SDK gave up, saying only "not retried").
+    hour = "3600" if header == "retry-after" else "3600000"
+    api.queue(wire.error(status, "rate_limit_error", "daily limit", **{header: hour}))
+    api.queue(wire.reply("too late", ()))
+    async with wire.make(api, True, 2) as model:
+        with pytest.raises(ModelAPIError) as caught:
+            await model.complete(ask())
+    assert "not retried: the server asked to wait 3600 s" in str(caught.value)
+    assert "try again after that" in str(caught.value)
+    assert len(api.requests) == 1
+
+
 @pytest.mark.parametrize(
     ("retries", "said"), [(0, "(not retried: max_retries=0)"), (1, "after 1 retry")]
 )
