@@ -81,7 +81,6 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
         self._queued: deque[StepJob] = deque()
         self._idle = IdleRunners()  # runners waiting for a step
         self._taker = False  # a runner handing a report in takes the next step queued
-        self._new_scope: type[anyio.CancelScope] | None = None
         # With no step_timeout it times nothing out; its one task still sees the worker stop
         # (_stopping: a tool that ignores the cancel is named while the stop waits for it).
         seconds = math.inf if step_timeout is None else step_timeout
@@ -153,8 +152,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
         more = True
         while more:
             # The backend's class, found once (anyio.CancelScope() looks it up each call).
-            scope = self._new_scope() if self._new_scope is not None else anyio.CancelScope()
-            self._new_scope = type(scope)
+            scope = self.ctx.system.new_cancel_scope()
             lane = Lane(wakeup, self.ctx.system.loop_time())
             try:
                 with scope:
@@ -287,7 +285,8 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
                 job.ended.set()
 
     def _watch(self, first_deadline: float) -> None:
-        self.ctx.start_soon(self._timer.watch, first_deadline, name=f"{self._name} timeouts")
+        scope = self.ctx.system.new_cancel_scope  # the backend's class, found once
+        self.ctx.start_soon(self._timer.watch, first_deadline, scope, name=f"{self._name} timeouts")
 
 
 async def _stop_queued(queued: deque[StepJob], jobs: dict[_StepKey, StepJob], worker: str) -> None:

@@ -200,10 +200,13 @@ class StepTimer:
             self._running = True
             self._start_soon(deadline)
 
-    async def watch(self, wake: float) -> None:
-        """Cut every running step past its deadline, until cancelled (the worker stops)."""
+    async def watch(self, wake: float, new_scope: type[anyio.CancelScope]) -> None:
+        """Cut every running step past its deadline, until cancelled (the worker stops).
+
+        ``new_scope``: the backend's scope class, found once (``anyio.CancelScope()``
+        looks the backend up at every call)."""
         try:
-            await self._watch(wake)
+            await self._watch(wake, new_scope)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await self._stopping()
@@ -215,9 +218,9 @@ class StepTimer:
         if self._sleep is not None:
             self._sleep.deadline = anyio.current_time()
 
-    async def _watch(self, wake: float) -> None:
+    async def _watch(self, wake: float, new_scope: type[anyio.CancelScope]) -> None:
         while True:
-            with anyio.CancelScope(deadline=wake) as self._sleep:
+            with new_scope(deadline=wake) as self._sleep:
                 await anyio.sleep_forever()
             self._sleep = None
             now = anyio.current_time()
