@@ -18,7 +18,8 @@
 
 Exit codes: 0 the run finished (its answer is on stdout), 1 the run failed
 (the reason is on stderr), 2 a usage or config error, 3 the run paused for
-approvals (``regiment approvals RUN_ID`` lists them), 130 interrupted
+approvals (``regiment approvals RUN_ID`` lists them), 4 another process took the run
+over and finishes it (``regiment show RUN_ID`` follows it), 130 interrupted
 (Ctrl-C cancels the run cleanly and says how far it got).
 """
 
@@ -62,7 +63,14 @@ from regiment.config import (
     place_on_ray,
     team_files,
 )
-from regiment.errors import ApprovalError, ConfigError, JournalError, LeaseHeld, RegimentError
+from regiment.errors import (
+    ApprovalError,
+    ConfigError,
+    JournalError,
+    LeaseHeld,
+    LeaseLost,
+    RegimentError,
+)
 from regiment.tools import require_mcp
 
 if TYPE_CHECKING:
@@ -71,7 +79,7 @@ if TYPE_CHECKING:
 
 __all__ = ("main", "run_async")
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED, EXIT_TAKEN_OVER = 0, 1, 2, 3, 4
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -281,6 +289,13 @@ async def _guarded(
         return _config_error(exc, stderr)
     except LeaseHeld as exc:  # nothing ran: the run is someone else's for now
         return _config_error(ConfigError(str(exc)), stderr)
+    except JournalError as exc:
+        if not isinstance(exc.__cause__, LeaseLost):
+            print(f"regiment: run failed: {type(exc).__name__}: {exc}", file=stderr)
+            return EXIT_FAILED
+        # Not a failure: the run goes on in the process that took it over.
+        print(f"regiment: run goes on elsewhere: {exc}", file=stderr)
+        return EXIT_TAKEN_OVER
     except RegimentError as exc:
         print(f"regiment: run failed: {type(exc).__name__}: {exc}", file=stderr)
         return EXIT_FAILED
@@ -347,6 +362,8 @@ def _exit_code(outcome: Outcome) -> int:
             return EXIT_PAUSED
         case "interrupted":
             return EXIT_INTERRUPTED
+        case "taken_over":
+            return EXIT_TAKEN_OVER
 
 
 # The providers that need an API key, and its variable (an openai-compatible server needs none).

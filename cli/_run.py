@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ("Outcome", "RunOptions", "TraceMode", "drive")
 
-Outcome: TypeAlias = Literal["done", "failed", "paused", "interrupted"]
+Outcome: TypeAlias = Literal["done", "failed", "paused", "interrupted", "taken_over"]
 TraceMode: TypeAlias = Literal["jaeger", "console", "none"]
 _TICK = 0.25  # seconds between redraws of the live view's clocks
 
@@ -332,6 +332,9 @@ def _report(
     elif ending.interrupted:
         print(f"regiment: interrupted; cancelled the run {progress.summary()}", file=stderr)
         outcome = "interrupted"
+    elif ending.failure is not None and ending.failure.error_type == "LeaseLost":
+        print(f"regiment: run goes on elsewhere: {ending.failure.message}", file=stderr)
+        outcome = "taken_over"
     else:
         why = (
             f"{ending.failure.error_type}: {ending.failure.message}"
