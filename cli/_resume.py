@@ -27,7 +27,7 @@ __all__ = (
     "team_file_of",
 )
 
-RESUMABLE = ("stalled", "running", "awaiting_approval")
+RESUMABLE = ("stalled", "running", "paused")
 
 
 def team_file_of(path: str, app_dir: str | None) -> TeamFile:

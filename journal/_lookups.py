@@ -86,6 +86,8 @@ class JournalLookups(ABC):
         """Top-level runs, newest first, optionally only those of one status (a nested
         team's run is not listed: ``get_run`` and ``read`` take its id, see ``nested_run_id``)."""
         await self.flush()
+        if str(status) == "awaiting_approval":  # this status's name before it was "paused"
+            status = "paused"
         rows = await self._call(self._store.list_runs, status, limit, self._clock(), None)
         return tuple(row.info() for row in rows)
 

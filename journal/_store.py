@@ -180,7 +180,7 @@ def derive_status(
     if final is not None:
         return cast("RunStatus", final)
     if pending_approvals > 0:
-        return "awaiting_approval"
+        return "paused"
     return "running" if expires_at > now else "stalled"
 
 

@@ -287,6 +287,8 @@ async def _new_run(request: Request) -> NewRun:
 
 async def _list_runs(s: _Service, request: Request) -> Response:
     status = request.query_params.get("status")
+    if status == "awaiting_approval":  # what `regiment runs` called a paused run before
+        status = "paused"
     if status is not None and status not in get_args(RunState):
         known = ", ".join(get_args(RunState))
         raise ApiError(422, "invalid ?status", f"?status={status!r}: use one of {known}")

@@ -32,9 +32,8 @@ __all__ = ("journaled_record", "journaled_runs", "replay")
 _UNFINISHED: dict[str, RunState] = {
     "running": "running",
     "stalled": "stalled",
-    "awaiting_approval": "paused",  # a call waits for a decision (as a paused run's does)
+    "paused": "paused",  # a call waits for a decision
 }
-_JOURNAL_STATUS = {"paused": "awaiting_approval"}  # the service's status, as the journal lists it
 
 
 async def journaled_record(journal: Journal, run_id: str) -> RunRecord | None:
@@ -81,7 +80,7 @@ def _as_streamed(record: RunRecord) -> None:
 async def journaled_runs(journal: Journal, status: str | None, limit: int) -> list[RunRecord]:
     """The newest ``limit`` runs in the journal (of ``status``: the service's word for
     it), without their events."""
-    asked = cast("RunStatus | None", _JOURNAL_STATUS.get(status or "", status))
+    asked = cast("RunStatus | None", status)
     infos = await journal.list_runs(status=asked, limit=limit)
     return [r for r in map(_from_info, infos) if status in (None, r.status)]
 

@@ -71,15 +71,18 @@ async def test_a_pending_approval_pauses_the_run_until_decided(journal: Journal)
     await journal.create_run(created(running, minutes=2), owner="w", ttl=TTL)
     await journal.append(lease, approval(waiting, "a1"))
     await journal.append(lease, approval(waiting, "a2"), durable=True)
-    assert (await journal.get_run(waiting)).status == "awaiting_approval"
-    assert [i.run_id for i in await journal.list_runs(status="awaiting_approval")] == [waiting]
+    assert (await journal.get_run(waiting)).status == "paused"
+    assert [i.run_id for i in await journal.list_runs(status="paused")] == [waiting]
+    # The status's name before it was the word every other place uses, still understood:
+    old_name = await journal.list_runs(status="awaiting_approval")  # type: ignore[arg-type]
+    assert [i.run_id for i in old_name] == [waiting]
     assert [a.approval_id for a in await journal.pending_approvals()] == ["a1", "a2"]
     decided = ApprovalDecided(
         run_id=waiting, approval_id="a1", decision=Approve(), decided_by="ops"
     )
     await journal.append(lease, decided)
     assert await journal.pending_approvals(waiting) == (approval(waiting, "a2"),)
-    assert (await journal.get_run(waiting)).status == "awaiting_approval"
+    assert (await journal.get_run(waiting)).status == "paused"
     decided = ApprovalDecided(run_id=waiting, approval_id="a2", decision=Approve())
     await journal.append(lease, decided)
     assert (await journal.get_run(waiting)).status == "running"
