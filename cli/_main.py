@@ -54,7 +54,7 @@ from regiment.cli._journal_cmds import (
     show_command,
 )
 from regiment.cli._resume import add_import_root as _add_import_root
-from regiment.cli._resume import fill_in_team_file, team_file_of
+from regiment.cli._resume import fill_in_team_file, finished_already, team_file_of
 from regiment.cli._validate import validate
 from regiment.config import (
     TeamConfig,
@@ -64,6 +64,7 @@ from regiment.config import (
     team_files,
 )
 from regiment.errors import (
+    AlreadyFinished,
     ApprovalError,
     ConfigError,
     JournalError,
@@ -289,6 +290,8 @@ async def _guarded(
         return _config_error(exc, stderr)
     except LeaseHeld as exc:  # nothing ran: the run is someone else's for now
         return _config_error(ConfigError(str(exc)), stderr)
+    except AlreadyFinished as exc:  # a resume that raced this one finished it meanwhile
+        return _config_error(finished_already(options.resume or "", exc.status), stderr)
     except JournalError as exc:
         if not isinstance(exc.__cause__, LeaseLost):
             print(f"regiment: run failed: {type(exc).__name__}: {exc}", file=stderr)
