@@ -34,7 +34,7 @@ Keys
     response to replay instead of re-sending (``call_key`` is the engine's stable
     name for the call, e.g. ``"plan/1"``); ``approval(run_id, approval_id)`` gives
     an approval's request and, once taken, its decision. ``pending_approvals()`` lists requests
-    without a decision; ``session_history(session)`` gives the earlier runs of a
+    without a decision of the runs that have not ended; ``session_history(session)`` gives the earlier runs of a
     session (goal, status, answer, committed step outputs), oldest first.
 
 Nested runs
