@@ -38,6 +38,14 @@ import anyio
 from regiment._logging import level_for, logging_to
 from regiment.cli._approvals import approval_command
 from regiment.cli._args import parse as parse_command
+from regiment.cli._codes import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    config_error,
+    exit_code,
+    run_error,
+)
 from regiment.cli._exit import (
     EXIT_INTERRUPTED,
     LastWords,
@@ -54,7 +62,7 @@ from regiment.cli._journal_cmds import (
     show_command,
 )
 from regiment.cli._resume import add_import_root as _add_import_root
-from regiment.cli._resume import fill_in_team_file, finished_already, team_file_of
+from regiment.cli._resume import fill_in_team_file, team_file_of
 from regiment.cli._validate import validate
 from regiment.config import (
     TeamConfig,
@@ -64,23 +72,18 @@ from regiment.config import (
     team_files,
 )
 from regiment.errors import (
-    AlreadyFinished,
     ApprovalError,
     ConfigError,
     JournalError,
-    LeaseHeld,
-    LeaseLost,
     RegimentError,
 )
 from regiment.tools import require_mcp
 
 if TYPE_CHECKING:
     from regiment.cli._ask import TerminalApprover
-    from regiment.cli._run import Outcome, RunOptions
+    from regiment.cli._run import RunOptions
 
 __all__ = ("main", "run_async")
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED, EXIT_TAKEN_OVER = 0, 1, 2, 3, 4
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -169,7 +172,7 @@ async def _dispatch(
         try:
             _add_import_root(getattr(args, "app_dir", None))
         except ConfigError as exc:
-            return _config_error(exc, stderr)
+            return config_error(exc, stderr)
         return await _approvals(args, stdout, stderr, environ)
     try:
         await fill_in_team_file(args, environ)  # `regiment resume RUN_ID`: the run's file
@@ -196,11 +199,11 @@ async def _dispatch(
                         team, args, environ=environ, stderr=stderr, stop=interrupt
                     )
                 except JournalError as exc:  # it could not be opened: nothing was served
-                    return _config_error(ConfigError(str(exc)), stderr)
+                    return config_error(ConfigError(str(exc)), stderr)
         config = _placed(_flags_agree(args), config)
         options = _run_options(args, config, stdin, stderr, environ)
     except ConfigError as exc:
-        return _config_error(exc, stderr)
+        return config_error(exc, stderr)
     last_words = LastWords()
     async with anyio.create_task_group() as tg:
         if interrupt is None:
@@ -286,23 +289,9 @@ async def _guarded(
         outcome = await drive(
             config, options, stdout=stdout, stderr=stderr, stop=stop[0], last_words=stop[1]
         )
-    except ConfigError as exc:
-        return _config_error(exc, stderr)
-    except LeaseHeld as exc:  # nothing ran: the run is someone else's for now
-        return _config_error(ConfigError(str(exc)), stderr)
-    except AlreadyFinished as exc:  # a resume that raced this one finished it meanwhile
-        return _config_error(finished_already(options.resume or "", exc.status), stderr)
-    except JournalError as exc:
-        if not isinstance(exc.__cause__, LeaseLost):
-            print(f"regiment: run failed: {type(exc).__name__}: {exc}", file=stderr)
-            return EXIT_FAILED
-        # Not a failure: the run goes on in the process that took it over.
-        print(f"regiment: run goes on elsewhere: {exc}", file=stderr)
-        return EXIT_TAKEN_OVER
     except RegimentError as exc:
-        print(f"regiment: run failed: {type(exc).__name__}: {exc}", file=stderr)
-        return EXIT_FAILED
-    return _exit_code(outcome)
+        return run_error(exc, options.resume, stderr)
+    return exit_code(outcome)
 
 
 async def _serve_mcp(
@@ -342,31 +331,11 @@ async def _approvals(
             team = build_team(load_config(args.team), model="scripted", source=args.team)
         await approval_command(args, team, stdout, environ)
     except ConfigError as exc:
-        return _config_error(exc, stderr)
+        return config_error(exc, stderr)
     except (ApprovalError, JournalError) as exc:
         print(f"regiment: {args.command}: " + " ".join(str(exc).splitlines()), file=stderr)
         return EXIT_USAGE
     return EXIT_OK
-
-
-def _config_error(exc: ConfigError, stderr: TextIO) -> int:
-    # One line, whatever a user's module put in the message it raised while importing.
-    print("regiment: error: " + " ".join(str(exc).splitlines()), file=stderr)
-    return EXIT_USAGE
-
-
-def _exit_code(outcome: Outcome) -> int:
-    match outcome:
-        case "done":
-            return EXIT_OK
-        case "failed":
-            return EXIT_FAILED
-        case "paused":
-            return EXIT_PAUSED
-        case "interrupted":
-            return EXIT_INTERRUPTED
-        case "taken_over":
-            return EXIT_TAKEN_OVER
 
 
 # The providers that need an API key, and its variable (an openai-compatible server needs none).
@@ -408,4 +377,4 @@ def _validate_command(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) 
         _add_import_root(args.app_dir)
         return validate(load_config(args.team_file), args.team_file, stdout)
     except ConfigError as exc:
-        return _config_error(exc, stderr)
+        return config_error(exc, stderr)

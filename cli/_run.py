@@ -317,12 +317,10 @@ def _report(
         if options.prints_answer and not paused:
             ending.answer.finish(result.answer)
         if result.status == "partial":
-            print(
-                f"regiment: partial result: the {result.budget_exhausted} budget ran out",
-                file=stderr,
-            )
-        outcome = "paused" if result.status == "paused" else "done"
-        if outcome == "paused":
+            note = f"regiment: partial result: the {result.budget_exhausted} budget ran out"
+            print(note, file=stderr)
+        outcome = "paused" if paused else "done"
+        if paused:
             n = len(result.pending_approvals)
             line = f"paused: {n} approval(s) pending — regiment approvals {result.run_id}"
             if options.journal is None:  # no journal to list, decide and resume them from

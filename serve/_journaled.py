@@ -24,16 +24,9 @@ from regiment.journal import (
     RunStatus,
 )
 
-from ._registry import RunRecord, RunState, cancelled
+from ._registry import RunRecord, cancelled
 
 __all__ = ("journaled_record", "journaled_runs", "replay")
-
-# A run the journal has not seen finish, and that no live task of this app drives.
-_UNFINISHED: dict[str, RunState] = {
-    "running": "running",
-    "stalled": "stalled",
-    "paused": "paused",  # a call waits for a decision
-}
 
 
 async def journaled_record(journal: Journal, run_id: str) -> RunRecord | None:
@@ -92,5 +85,5 @@ async def replay(record: RunRecord, after: int) -> AsyncIterator[tuple[int, Even
 
 
 def _from_info(info: RunInfo) -> RunRecord:
-    status: RunState = _UNFINISHED.get(info.status) or info.status  # type: ignore[assignment]
-    return RunRecord(run_id=info.run_id, goal=info.goal, session=info.session, status=status)
+    # The journal's statuses are the service's (a run waiting for a decision: "paused").
+    return RunRecord(run_id=info.run_id, goal=info.goal, session=info.session, status=info.status)
