@@ -78,6 +78,8 @@ async def approval_command(
     """
     location = journal_read(args, environ)
     if not journal_exists(location):
+        if args.command == "approvals" and args.run_id is None and args.journal is None:
+            return  # the default journal, not made yet: nothing waits (as `regiment runs`)
         raise JournalError(
             f"no journal at {location}; `regiment run` journals there (or pass --journal, "
             "or set $REGIMENT_JOURNAL), then list and decide its approvals here"
