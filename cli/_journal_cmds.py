@@ -139,7 +139,7 @@ def _run_line(info: RunInfo) -> str:
     started = info.started_at.strftime("%Y-%m-%d %H:%M:%S")
     session = f"  [{info.session}]" if info.session else ""
     goal = info.goal if len(info.goal) <= 60 else info.goal[:57] + "..."
-    return f"{info.run_id}  {info.status:<17} {started}  {info.team}{session}  {goal}"
+    return f"{info.run_id}  {info.status:<9}  {started}  {info.team}{session}  {goal}"
 
 
 def _run_json(info: RunInfo) -> str:

@@ -64,6 +64,9 @@ async def test_a_paused_run_is_paused_in_runs_and_show(tmp_path: Path) -> None:
         assert [(r["run_id"], r["status"]) for r in map(json.loads, out.splitlines())] == [
             (run_id, "paused")
         ]
+    code, out, err = await run_cli("runs", "--journal", journal)
+    assert code == 0, err  # its column is as wide as the longest status, "completed"
+    assert re.match(rf"{run_id}  paused     \d{{4}}-\d\d-\d\d \S+  refunds  For order", out), out
     code, out, err = await run_cli("show", run_id, "--journal", journal)
     assert code == 0, err
     assert out.splitlines()[0] == f"run {run_id} (refunds): paused"
