@@ -31,7 +31,9 @@ The tree::
     └── JournalError                   the run journal cannot be opened, read or written
         ├── LeaseHeld                  another owner's lease on the run is alive
         ├── LeaseLost                  a write carried a stale fencing token (a zombie owner)
-        └── UnknownRun                 the journal has no run with that id
+        ├── UnknownRun                 the journal has no run with that id
+        └── AlreadyFinished            a resume of a run that has finished (another resume may
+                                       have just finished it): nothing to resume
 
 Errors about something a *model* produced (bad tool arguments, an invented tool
 name, an unparseable plan) are first handed back to the model as data; they only
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "ActorError",
+    "AlreadyFinished",
     "ApprovalError",
     "ActorFailed",
     "ActorStopped",
@@ -333,6 +336,18 @@ class LeaseLost(JournalError):
 
 class UnknownRun(JournalError):
     """The journal has no run with that id (the journal itself works); ``regiment runs`` lists them."""
+
+
+class AlreadyFinished(JournalError):
+    """A resume of a run that has finished: nothing to resume; ``regiment show`` shows it.
+
+    Attributes:
+        status: how it finished (``completed``, ``failed``, ``cancelled``, ...).
+    """
+
+    def __init__(self, message: str, *, status: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class GuardrailError(RunError):

@@ -30,7 +30,6 @@ from regiment.cli._journal_cmds import (
     open_cli_journal,
 )
 from regiment.cli._resume import (
-    RESUMABLE,
     add_import_root,
     created_record,
     recorded_team_file,
@@ -79,6 +78,8 @@ async def approval_command(
     """
     location = journal_read(args, environ)
     if not journal_exists(location):
+        if args.command == "approvals" and args.run_id is None and args.journal is None:
+            return  # the default journal, not made yet: nothing waits (as `regiment runs`)
         raise JournalError(
             f"no journal at {location}; `regiment run` journals there (or pass --journal, "
             "or set $REGIMENT_JOURNAL), then list and decide its approvals here"
@@ -95,9 +96,7 @@ async def approval_command(
 
 async def _list(journal: Journal, run_id: str | None, as_json: bool, stdout: TextIO) -> None:
     if run_id is not None:
-        info = await journal.get_run(run_id)  # JournalError for an unknown run
-        if info.status not in RESUMABLE:
-            return  # an ended run's undecided requests take no decision: none is pending
+        await journal.get_run(run_id)  # JournalError for an unknown run
     for record in await journal.pending_approvals(run_id):
         r = record.request
         if as_json:

@@ -22,7 +22,8 @@ def parser() -> argparse.ArgumentParser:
         prog="regiment",
         description="Run a team of agents declared in a TOML or YAML file.",
         epilog="exit codes: 0 done, 1 run failed, 2 usage or config error, "
-        "3 paused for approvals, 130 interrupted",
+        "3 paused for approvals, 4 taken over by another process (it finishes the run), "
+        "130 interrupted",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = commands.add_parser("run", help="run one goal and print the answer")

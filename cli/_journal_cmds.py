@@ -48,7 +48,7 @@ DEFAULT = Path(".regiment") / "journal.db"
 STATUSES = (
     "running",
     "stalled",
-    "awaiting_approval",
+    "paused",
     "completed",
     "partial",
     "failed",
@@ -69,10 +69,20 @@ def add_journal_option(parser: argparse.ArgumentParser, *, can_turn_off: bool = 
         group.add_argument("--no-journal", action="store_true", help="do not journal the run")
 
 
+def _status(word: str) -> str:
+    """A ``--status``; ``awaiting_approval``, a paused run's name before, is ``paused``."""
+    return "paused" if word == "awaiting_approval" else word
+
+
 def add_journal_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``regiment runs`` and ``regiment show``."""
     runs = commands.add_parser("runs", help="list the journal's runs, newest first")
-    runs.add_argument("--status", choices=STATUSES, help="only runs with this status")
+    runs.add_argument(
+        "--status",
+        type=_status,
+        choices=STATUSES,
+        help="only runs with this status (awaiting_approval: the same as paused)",
+    )
     runs.add_argument("--json", action="store_true", help="one JSON object per line")
     add_journal_option(runs)
     show = commands.add_parser("show", help="one run: plan versions, steps, answer, usage")
@@ -129,7 +139,7 @@ def _run_line(info: RunInfo) -> str:
     started = info.started_at.strftime("%Y-%m-%d %H:%M:%S")
     session = f"  [{info.session}]" if info.session else ""
     goal = info.goal if len(info.goal) <= 60 else info.goal[:57] + "..."
-    return f"{info.run_id}  {info.status:<17} {started}  {info.team}{session}  {goal}"
+    return f"{info.run_id}  {info.status:<9}  {started}  {info.team}{session}  {goal}"
 
 
 def _run_json(info: RunInfo) -> str:
@@ -252,7 +262,7 @@ def _in_flight(
 
 def _print_shown(shown: dict[str, object], stdout: TextIO) -> None:
     print(f"run {shown['run_id']} ({shown['team']}): {shown['status']}", file=stdout)
-    if shown["status"] == "stalled" and shown["paused"]:  # else it would list awaiting_approval
+    if shown["status"] == "stalled" and shown["paused"]:  # else it would list paused
         print(
             "paused, and its approval requests have all been decided since: it waits to be "
             f"resumed (regiment resume {shown['run_id']})",

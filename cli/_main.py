@@ -18,7 +18,8 @@
 
 Exit codes: 0 the run finished (its answer is on stdout), 1 the run failed
 (the reason is on stderr), 2 a usage or config error, 3 the run paused for
-approvals (``regiment approvals RUN_ID`` lists them), 130 interrupted
+approvals (``regiment approvals RUN_ID`` lists them), 4 another process took the run
+over and finishes it (``regiment show RUN_ID`` follows it), 130 interrupted
 (Ctrl-C cancels the run cleanly and says how far it got).
 """
 
@@ -37,6 +38,14 @@ import anyio
 from regiment._logging import level_for, logging_to
 from regiment.cli._approvals import approval_command
 from regiment.cli._args import parse as parse_command
+from regiment.cli._codes import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    config_error,
+    exit_code,
+    run_error,
+)
 from regiment.cli._exit import (
     EXIT_INTERRUPTED,
     LastWords,
@@ -62,16 +71,19 @@ from regiment.config import (
     place_on_ray,
     team_files,
 )
-from regiment.errors import ApprovalError, ConfigError, JournalError, LeaseHeld, RegimentError
+from regiment.errors import (
+    ApprovalError,
+    ConfigError,
+    JournalError,
+    RegimentError,
+)
 from regiment.tools import require_mcp
 
 if TYPE_CHECKING:
     from regiment.cli._ask import TerminalApprover
-    from regiment.cli._run import Outcome, RunOptions
+    from regiment.cli._run import RunOptions
 
 __all__ = ("main", "run_async")
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED = 0, 1, 2, 3
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -160,7 +172,7 @@ async def _dispatch(
         try:
             _add_import_root(getattr(args, "app_dir", None))
         except ConfigError as exc:
-            return _config_error(exc, stderr)
+            return config_error(exc, stderr)
         return await _approvals(args, stdout, stderr, environ)
     try:
         await fill_in_team_file(args, environ)  # `regiment resume RUN_ID`: the run's file
@@ -187,11 +199,11 @@ async def _dispatch(
                         team, args, environ=environ, stderr=stderr, stop=interrupt
                     )
                 except JournalError as exc:  # it could not be opened: nothing was served
-                    return _config_error(ConfigError(str(exc)), stderr)
+                    return config_error(ConfigError(str(exc)), stderr)
         config = _placed(_flags_agree(args), config)
         options = _run_options(args, config, stdin, stderr, environ)
     except ConfigError as exc:
-        return _config_error(exc, stderr)
+        return config_error(exc, stderr)
     last_words = LastWords()
     async with anyio.create_task_group() as tg:
         if interrupt is None:
@@ -277,14 +289,9 @@ async def _guarded(
         outcome = await drive(
             config, options, stdout=stdout, stderr=stderr, stop=stop[0], last_words=stop[1]
         )
-    except ConfigError as exc:
-        return _config_error(exc, stderr)
-    except LeaseHeld as exc:  # nothing ran: the run is someone else's for now
-        return _config_error(ConfigError(str(exc)), stderr)
     except RegimentError as exc:
-        print(f"regiment: run failed: {type(exc).__name__}: {exc}", file=stderr)
-        return EXIT_FAILED
-    return _exit_code(outcome)
+        return run_error(exc, options.resume, stderr)
+    return exit_code(outcome)
 
 
 async def _serve_mcp(
@@ -324,29 +331,11 @@ async def _approvals(
             team = build_team(load_config(args.team), model="scripted", source=args.team)
         await approval_command(args, team, stdout, environ)
     except ConfigError as exc:
-        return _config_error(exc, stderr)
+        return config_error(exc, stderr)
     except (ApprovalError, JournalError) as exc:
         print(f"regiment: {args.command}: " + " ".join(str(exc).splitlines()), file=stderr)
         return EXIT_USAGE
     return EXIT_OK
-
-
-def _config_error(exc: ConfigError, stderr: TextIO) -> int:
-    # One line, whatever a user's module put in the message it raised while importing.
-    print("regiment: error: " + " ".join(str(exc).splitlines()), file=stderr)
-    return EXIT_USAGE
-
-
-def _exit_code(outcome: Outcome) -> int:
-    match outcome:
-        case "done":
-            return EXIT_OK
-        case "failed":
-            return EXIT_FAILED
-        case "paused":
-            return EXIT_PAUSED
-        case "interrupted":
-            return EXIT_INTERRUPTED
 
 
 # The providers that need an API key, and its variable (an openai-compatible server needs none).
@@ -388,4 +377,4 @@ def _validate_command(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) 
         _add_import_root(args.app_dir)
         return validate(load_config(args.team_file), args.team_file, stdout)
     except ConfigError as exc:
-        return _config_error(exc, stderr)
+        return config_error(exc, stderr)

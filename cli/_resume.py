@@ -22,12 +22,13 @@ __all__ = (
     "add_import_root",
     "created_record",
     "fill_in_team_file",
+    "finished_already",
     "recorded_team_file",
     "resumable",
     "team_file_of",
 )
 
-RESUMABLE = ("stalled", "running", "awaiting_approval")
+RESUMABLE = ("stalled", "running", "paused")
 
 
 def team_file_of(path: str, app_dir: str | None) -> TeamFile:
@@ -56,10 +57,15 @@ async def resumable(journal: Journal, run_id: str) -> None:
     except JournalError as exc:
         raise ConfigError(str(exc)) from exc  # it says that `regiment runs` lists them
     if info.status not in RESUMABLE:
-        raise ConfigError(
-            f"run {run_id!r} has already finished ({info.status}); "
-            f"`regiment show {run_id}` shows it"
-        )
+        raise finished_already(run_id, info.status)
+
+
+def finished_already(run_id: str, status: str) -> ConfigError:
+    """The usage error of ``regiment resume`` for a run that has finished: the same whether
+    the check before the resume saw it, or a resume that raced this one finished it since."""
+    return ConfigError(
+        f"run {run_id!r} has already finished ({status}); `regiment show {run_id}` shows it"
+    )
 
 
 async def created_record(journal: Journal, run_id: str) -> RunCreated | None:

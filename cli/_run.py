@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ("Outcome", "RunOptions", "TraceMode", "drive")
 
-Outcome: TypeAlias = Literal["done", "failed", "paused", "interrupted"]
+Outcome: TypeAlias = Literal["done", "failed", "paused", "interrupted", "taken_over"]
 TraceMode: TypeAlias = Literal["jaeger", "console", "none"]
 _TICK = 0.25  # seconds between redraws of the live view's clocks
 
@@ -317,12 +317,10 @@ def _report(
         if options.prints_answer and not paused:
             ending.answer.finish(result.answer)
         if result.status == "partial":
-            print(
-                f"regiment: partial result: the {result.budget_exhausted} budget ran out",
-                file=stderr,
-            )
-        outcome = "paused" if result.status == "paused" else "done"
-        if outcome == "paused":
+            note = f"regiment: partial result: the {result.budget_exhausted} budget ran out"
+            print(note, file=stderr)
+        outcome = "paused" if paused else "done"
+        if paused:
             n = len(result.pending_approvals)
             line = f"paused: {n} approval(s) pending — regiment approvals {result.run_id}"
             if options.journal is None:  # no journal to list, decide and resume them from
@@ -332,6 +330,9 @@ def _report(
     elif ending.interrupted:
         print(f"regiment: interrupted; cancelled the run {progress.summary()}", file=stderr)
         outcome = "interrupted"
+    elif ending.failure is not None and ending.failure.error_type == "LeaseLost":
+        print(f"regiment: run goes on elsewhere: {ending.failure.message}", file=stderr)
+        outcome = "taken_over"
     else:
         why = (
             f"{ending.failure.error_type}: {ending.failure.message}"

@@ -34,7 +34,7 @@ Keys
     response to replay instead of re-sending (``call_key`` is the engine's stable
     name for the call, e.g. ``"plan/1"``); ``approval(run_id, approval_id)`` gives
     an approval's request and, once taken, its decision. ``pending_approvals()`` lists requests
-    without a decision; ``session_history(session)`` gives the earlier runs of a
+    without a decision of the runs that have not ended; ``session_history(session)`` gives the earlier runs of a
     session (goal, status, answer, committed step outputs), oldest first.
 
 Nested runs
@@ -71,7 +71,7 @@ Ownership
     :class:`LeaseLost` and nothing of it is kept. A run that has not finished and
     whose lease has expired (or was released), or whose owner is a process of this
     machine that is gone, lists as ``stalled``; one with an
-    undecided approval as ``awaiting_approval``. Leases use the journal's
+    undecided approval as ``paused``. Leases use the journal's
     ``clock`` (default ``time.time``), so processes sharing a database need
     clocks in step to well within a lease's ``ttl``.
 

@@ -86,6 +86,8 @@ class JournalLookups(ABC):
         """Top-level runs, newest first, optionally only those of one status (a nested
         team's run is not listed: ``get_run`` and ``read`` take its id, see ``nested_run_id``)."""
         await self.flush()
+        if str(status) == "awaiting_approval":  # this status's name before it was "paused"
+            status = "paused"
         rows = await self._call(self._store.list_runs, status, limit, self._clock(), None)
         return tuple(row.info() for row in rows)
 
@@ -116,10 +118,17 @@ class JournalLookups(ABC):
         return JournaledApproval(request=requests[0], decision=decisions[0] if decisions else None)
 
     async def pending_approvals(self, run_id: str | None = None) -> tuple[ApprovalRequested, ...]:
-        """Approval requests without a decision: of one run, or of every run awaiting one."""
+        """Approval requests without a decision: of one run, or of every run awaiting one.
+
+        A run that has ended (or that the journal does not have) has none: its undecided
+        requests can take no decision any more.
+        """
         await self.flush()
         kinds = ("approval_requested", "approval_decided")
         if run_id is not None:
+            row = await self._call(self._store.run_row, run_id, self._clock())
+            if row is None or row.status not in ("running", "stalled", "paused"):
+                return ()
             bodies = await self._call(self._store.read_kinds, run_id, kinds)
         else:  # every run's in one query, not one per run awaiting approval
             bodies = await self._call(self._store.awaiting, kinds)

@@ -174,7 +174,7 @@ class EventRecorded(_Base, frozen=True, kw_only=True, tag="event"):
 
 
 class ApprovalRequested(_Base, frozen=True, kw_only=True, tag="approval_requested"):
-    """A tool call waits for a decision; the run lists as ``awaiting_approval``."""
+    """A tool call waits for a decision; the run lists as ``paused``."""
 
     approval_id: str
     plan_version: int

@@ -55,7 +55,7 @@ _LISTED = (
     "SELECT run_id, team, goal, session, status, started_at, updated_at, owner FROM ("
     "SELECT run_id, team, goal, session, started_at, updated_at, owner, CASE"
     " WHEN final_status IS NOT NULL THEN final_status"
-    " WHEN pending_approvals > 0 THEN 'awaiting_approval'"
+    " WHEN pending_approvals > 0 THEN 'paused'"
     " WHEN owner IS NOT NULL AND lease_expires_at > ? THEN 'running'"
     " ELSE 'stalled' END AS status FROM journal_runs) AS listed"
 )

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, Protocol, cast
 
-from regiment.errors import JournalError, LeaseHeld, LeaseLost, UnknownRun
+from regiment.errors import AlreadyFinished, JournalError, LeaseHeld, LeaseLost, UnknownRun
 from regiment.journal._owners import local_owner, owners_gone
 from regiment.journal._views import Lease, RunInfo, RunStatus
 
@@ -180,7 +180,7 @@ def derive_status(
     if final is not None:
         return cast("RunStatus", final)
     if pending_approvals > 0:
-        return "awaiting_approval"
+        return "paused"
     return "running" if expires_at > now else "stalled"
 
 
@@ -214,9 +214,10 @@ def check_acquire(
     if state is None:
         raise UnknownRun(f"journal {where} has no run {run_id!r}; `regiment runs` lists them")
     if state.final_status is not None:
-        raise JournalError(
+        raise AlreadyFinished(
             f"run {run_id!r} in journal {where} has already finished ({state.final_status}); "
-            "there is nothing to resume"
+            "there is nothing to resume",
+            status=state.final_status,
         )
     if state.owner is None or state.expires_at <= now:
         return

@@ -27,12 +27,14 @@ __all__ = (
 )
 
 RunStatus: TypeAlias = Literal[
-    "running", "stalled", "awaiting_approval", "completed", "partial", "failed", "cancelled"
+    "running", "stalled", "paused", "completed", "partial", "failed", "cancelled"
 ]
 """``running``: its owner's lease is alive. ``stalled``: not finished and nobody
 holds a live lease (the owner died or let go; an owner that was a process of this
-machine and is gone counts as dead at once, its lease lapsed); resume it. ``awaiting_approval``:
-not finished and a tool call waits for a decision. The rest: how it finished."""
+machine and is gone counts as dead at once, its lease lapsed); resume it. ``paused``:
+not finished and a tool call waits for a decision (the word a paused ``RunResult``, the
+service and the README use; ``list_runs(status=...)`` takes ``awaiting_approval``, this
+status's name before, too). The rest: how it finished."""
 
 
 class Lease(msgspec.Struct, frozen=True, kw_only=True):

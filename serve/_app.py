@@ -35,7 +35,7 @@ from ._http import (
 from ._journaled import journaled_record, journaled_runs, replay
 from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
 from ._runs import Runs, check_lease_ttl, check_seconds, open_runs
-from ._views import approval_view, run_summary, run_view
+from ._views import approval_view, run_listed, run_view
 
 __all__ = ("LIST_LIMIT", "create_app")
 
@@ -287,11 +287,13 @@ async def _new_run(request: Request) -> NewRun:
 
 async def _list_runs(s: _Service, request: Request) -> Response:
     status = request.query_params.get("status")
+    if status == "awaiting_approval":  # what `regiment runs` called a paused run before
+        status = "paused"
     if status is not None and status not in get_args(RunState):
         known = ", ".join(get_args(RunState))
         raise ApiError(422, "invalid ?status", f"?status={status!r}: use one of {known}")
     limit = count(request, "limit", LIST_LIMIT)
-    return json_response({"runs": [run_summary(r) for r in await s.records(status, limit)]})
+    return json_response({"runs": [run_listed(r) for r in await s.records(status, limit)]})
 
 
 async def _get_run(s: _Service, request: Request) -> Response:

@@ -24,17 +24,9 @@ from regiment.journal import (
     RunStatus,
 )
 
-from ._registry import RunRecord, RunState, cancelled
+from ._registry import RunRecord, cancelled
 
 __all__ = ("journaled_record", "journaled_runs", "replay")
-
-# A run the journal has not seen finish, and that no live task of this app drives.
-_UNFINISHED: dict[str, RunState] = {
-    "running": "running",
-    "stalled": "stalled",
-    "awaiting_approval": "paused",  # a call waits for a decision (as a paused run's does)
-}
-_JOURNAL_STATUS = {"paused": "awaiting_approval"}  # the service's status, as the journal lists it
 
 
 async def journaled_record(journal: Journal, run_id: str) -> RunRecord | None:
@@ -81,7 +73,7 @@ def _as_streamed(record: RunRecord) -> None:
 async def journaled_runs(journal: Journal, status: str | None, limit: int) -> list[RunRecord]:
     """The newest ``limit`` runs in the journal (of ``status``: the service's word for
     it), without their events."""
-    asked = cast("RunStatus | None", _JOURNAL_STATUS.get(status or "", status))
+    asked = cast("RunStatus | None", status)
     infos = await journal.list_runs(status=asked, limit=limit)
     return [r for r in map(_from_info, infos) if status in (None, r.status)]
 
@@ -93,5 +85,5 @@ async def replay(record: RunRecord, after: int) -> AsyncIterator[tuple[int, Even
 
 
 def _from_info(info: RunInfo) -> RunRecord:
-    status: RunState = _UNFINISHED.get(info.status) or info.status  # type: ignore[assignment]
-    return RunRecord(run_id=info.run_id, goal=info.goal, session=info.session, status=status)
+    # The journal's statuses are the service's (a run waiting for a decision: "paused").
+    return RunRecord(run_id=info.run_id, goal=info.goal, session=info.session, status=info.status)

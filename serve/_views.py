@@ -9,11 +9,23 @@ from regiment.tools import ApprovalRequest
 
 from ._registry import RunRecord
 
-__all__ = ("approval_view", "run_summary", "run_view")
+__all__ = ("LISTED_GOAL", "approval_view", "run_listed", "run_summary", "run_view")
+
+LISTED_GOAL = 200
+"""``GET /runs`` shows at most this many characters of a goal, then ``…``: a listing of
+runs whose goals are long (up to 1 MiB each) stays small; ``GET /runs/{id}`` has it all."""
+
+
+def run_listed(record: RunRecord) -> dict[str, object]:
+    """A run in ``GET /runs``: its summary, with a long goal cut (see ``LISTED_GOAL``)."""
+    summary = run_summary(record)
+    if len(record.goal) > LISTED_GOAL:
+        summary["goal"] = record.goal[:LISTED_GOAL] + "…"
+    return summary
 
 
 def run_summary(record: RunRecord) -> dict[str, object]:
-    """A run in ``GET /runs``."""
+    """A run as ``GET /runs/{run_id}`` begins it: id, whole goal, session and status."""
     return {
         "run_id": record.run_id,
         "goal": record.goal,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from regiment.errors import ConfigError, JournalError, RunCancelled
+from regiment.errors import AlreadyFinished, ConfigError, JournalError, RunCancelled
 from regiment.hierarchy._replay import Replay
 from regiment.hierarchy.events import Event
 from regiment.hierarchy.run._channel import RunChannel
@@ -147,9 +147,10 @@ async def reopen(
         raise JournalError(f"run {run_id!r} in {journal.where} does not begin with its creation")
     last = entries[-1].record
     if isinstance(last, RunFinished):
-        raise JournalError(
+        raise AlreadyFinished(
             f"run {run_id!r} has already finished ({last.status}); there is nothing to "
-            f"resume: `regiment show {run_id}` shows its result"
+            f"resume: `regiment show {run_id}` shows its result",
+            status=last.status,
         )
     if not force and created.team == team.name:
         _same_config(created, team)

@@ -50,7 +50,7 @@ class SessionMemory:
         run = SessionRun(
             run_id=result.run_id,
             goal=result.goal[:budget],  # the context never shows more (a goal may be 1 MiB)
-            status="awaiting_approval" if result.status == "paused" else result.status,
+            status=result.status,
             started_at=datetime.now(UTC),
             answer=_cut(result.answer),
             steps=steps,

@@ -54,6 +54,24 @@ async def test_run_pauses_and_approvals_lists_the_request(tmp_path: Path) -> Non
     assert "no run 'run-nope'" in err
 
 
+async def test_a_paused_run_is_paused_in_runs_and_show(tmp_path: Path) -> None:
+    # `runs` called it "awaiting_approval", the service and the README "paused".
+    journal = str(tmp_path / "runs.db")
+    run_id, _ = await _paused_run(journal)
+    for status in ("paused", "awaiting_approval"):  # the old name still filters
+        code, out, err = await run_cli("runs", "--status", status, "--json", "--journal", journal)
+        assert code == 0, err
+        assert [(r["run_id"], r["status"]) for r in map(json.loads, out.splitlines())] == [
+            (run_id, "paused")
+        ]
+    code, out, err = await run_cli("runs", "--journal", journal)
+    assert code == 0, err  # its column is as wide as the longest status, "completed"
+    assert re.match(rf"{run_id}  paused     \d{{4}}-\d\d-\d\d \S+  refunds  For order", out), out
+    code, out, err = await run_cli("show", run_id, "--journal", journal)
+    assert code == 0, err
+    assert out.splitlines()[0] == f"run {run_id} (refunds): paused"
+
+
 async def test_show_names_the_call_a_paused_step_waits_on(tmp_path: Path) -> None:
     journal = str(tmp_path / "runs.db")
     run_id, request_id = await _paused_run(journal)

@@ -144,6 +144,12 @@ async def test_runs_with_a_journal_named_that_is_not_there_says_so(
     assert not missing.parent.exists()  # reading never creates one
     code, out, err = await _cli("runs")  # the default journal, not made yet: no runs
     assert (code, out, err) == (0, "", "")
+    # and no approvals (it was exit 2, "no journal at ...", where `runs` listed nothing)
+    code, out, err = await _cli("approvals")
+    assert (code, out, err) == (0, "", "")
+    code, out, err = await _cli("approvals", "--journal", str(missing))
+    assert (code, out) == (2, "")
+    assert f"no journal at {missing}" in err
     for command in ("runs", "show"):  # they only read: no --no-journal to offer
         code, _, _ = await _cli(command, "x" if command == "show" else "--json", "--no-journal")
         assert code == 2

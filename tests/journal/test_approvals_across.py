@@ -39,7 +39,7 @@ async def test_a_paused_run_is_decided_from_another_team_on_the_same_journal(
 
     journal = await open_journal(location)
     try:
-        assert (await journal.get_run(run_id)).status == "awaiting_approval"
+        assert (await journal.get_run(run_id)).status == "paused"
         journaled = await journal.pending_approvals(run_id)
         assert _by_id(r.request for r in journaled) == _by_id(result.pending_approvals)
         big = next(r for r in result.pending_approvals if r.arguments["order_id"] == "88213")
@@ -106,7 +106,7 @@ async def test_two_teams_deciding_one_request_at_once_record_one_decision(locati
     journal = await open_journal(location)
     try:
         records = [e.record for e in await journal.read(result.run_id)]
-        assert (await journal.get_run(result.run_id)).status == "awaiting_approval"  # s2's
+        assert (await journal.get_run(result.run_id)).status == "paused"  # s2's
     finally:
         await journal.close()
     assert len([r for r in records if isinstance(r, ApprovalDecided)]) == 1
@@ -129,7 +129,7 @@ async def test_a_decision_recorded_after_another_is_refused_under_the_runs_lease
         with pytest.raises(ApprovalError, match="already decided by ana") as refused:
             await record_decision(journal, big, Deny(reason="no"), "bo")
         records = [e.record for e in await journal.read(result.run_id)]
-        assert (await journal.get_run(result.run_id)).status == "awaiting_approval"  # s2's
+        assert (await journal.get_run(result.run_id)).status == "paused"  # s2's
     finally:
         await journal.close()
     assert refused.value.kind == "decided"

@@ -71,15 +71,18 @@ async def test_a_pending_approval_pauses_the_run_until_decided(journal: Journal)
     await journal.create_run(created(running, minutes=2), owner="w", ttl=TTL)
     await journal.append(lease, approval(waiting, "a1"))
     await journal.append(lease, approval(waiting, "a2"), durable=True)
-    assert (await journal.get_run(waiting)).status == "awaiting_approval"
-    assert [i.run_id for i in await journal.list_runs(status="awaiting_approval")] == [waiting]
+    assert (await journal.get_run(waiting)).status == "paused"
+    assert [i.run_id for i in await journal.list_runs(status="paused")] == [waiting]
+    # The status's name before it was the word every other place uses, still understood:
+    old_name = await journal.list_runs(status="awaiting_approval")  # type: ignore[arg-type]
+    assert [i.run_id for i in old_name] == [waiting]
     assert [a.approval_id for a in await journal.pending_approvals()] == ["a1", "a2"]
     decided = ApprovalDecided(
         run_id=waiting, approval_id="a1", decision=Approve(), decided_by="ops"
     )
     await journal.append(lease, decided)
     assert await journal.pending_approvals(waiting) == (approval(waiting, "a2"),)
-    assert (await journal.get_run(waiting)).status == "awaiting_approval"
+    assert (await journal.get_run(waiting)).status == "paused"
     decided = ApprovalDecided(run_id=waiting, approval_id="a2", decision=Approve())
     await journal.append(lease, decided)
     assert (await journal.get_run(waiting)).status == "running"
@@ -106,7 +109,10 @@ async def test_pending_approvals_of_every_run_come_oldest_run_first(journal: Jou
         (newer, "n1"),
         (newer, "a1"),
     ]
-    assert await journal.pending_approvals(done) == (approval(done, "d1"),)  # (asked for)
+    # Asked for by id, it has none either: an ended run's requests take no decision
+    # (`regiment approvals RUN_ID` and `approve` say so), so none of them is pending.
+    assert await journal.pending_approvals(done) == ()
+    assert await journal.pending_approvals(new_id()) == ()  # a run it does not have
 
 
 async def test_pending_approvals_of_every_run_are_one_query(tmp_path: Path) -> None:

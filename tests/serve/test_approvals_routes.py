@@ -125,6 +125,9 @@ async def test_a_request_whose_run_was_cancelled_by_a_restart_is_409_not_503(
     ):
         assert (await c.get(f"/runs/{run_id}")).json()["status"] == "cancelled"
         assert (await c.get("/approvals")).json() == {"approvals": []}
+        # Asked for by its run, too (it listed the request, which no decision can take)
+        by_run = (await c.get("/approvals", params={"run_id": run_id})).json()
+        assert by_run == {"approvals": []}
         late = await c.post(f"/approvals/{asked['request_id']}", json={"decision": "approve"})
     assert late.status_code == 409, late.text
     assert f"run {run_id} has ended (cancelled)" in late.json()["detail"]

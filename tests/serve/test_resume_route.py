@@ -143,12 +143,15 @@ async def test_a_paused_run_is_listed_paused_with_its_result_after_a_restart(
     async with _client(team, journal) as c:
         shown = (await c.get(f"/runs/{paused['run_id']}")).json()
         listed = (await c.get("/runs", params={"status": "paused"})).json()
+        # `regiment runs` called it that: the old name asks for the same runs
+        old_name = (await c.get("/runs", params={"status": "awaiting_approval"})).json()
     assert (shown["status"], shown["answer"], shown["plans"]) == (
         "paused",
         paused["answer"],
         paused["plans"],
     )
     assert [r["run_id"] for r in listed["runs"]] == [paused["run_id"]]
+    assert old_name == listed
 
 
 async def test_a_run_resumed_before_its_approval_is_decided_pauses_again(tmp_path: Path) -> None:

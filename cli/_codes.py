@@ -1,0 +1,63 @@
+"""The ``regiment`` command's exit codes, and the last line that goes with each."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TextIO
+
+from regiment.cli._exit import EXIT_INTERRUPTED
+from regiment.cli._resume import finished_already
+from regiment.errors import AlreadyFinished, ConfigError, LeaseHeld, LeaseLost, RegimentError
+
+if TYPE_CHECKING:
+    from regiment.cli._run import Outcome
+
+__all__ = (
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_PAUSED",
+    "EXIT_TAKEN_OVER",
+    "EXIT_USAGE",
+    "config_error",
+    "exit_code",
+    "run_error",
+)
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED, EXIT_TAKEN_OVER = 0, 1, 2, 3, 4
+
+
+def config_error(exc: ConfigError, stderr: TextIO) -> int:
+    """A usage or config error: one line, whatever a user's module put in the message it
+    raised while importing."""
+    print("regiment: error: " + " ".join(str(exc).splitlines()), file=stderr)
+    return EXIT_USAGE
+
+
+def run_error(exc: RegimentError, resume: str | None, stderr: TextIO) -> int:
+    """The exit code (and last line) of a ``run`` or ``resume`` (of run ``resume``) that
+    raised ``exc``."""
+    if isinstance(exc, ConfigError):
+        return config_error(exc, stderr)
+    if isinstance(exc, LeaseHeld):  # nothing ran: the run is someone else's for now
+        return config_error(ConfigError(str(exc)), stderr)
+    if isinstance(exc, AlreadyFinished):  # a resume that raced this one finished it meanwhile
+        return config_error(finished_already(resume or "", exc.status), stderr)
+    if isinstance(exc.__cause__, LeaseLost):  # not a failure: the run goes on over there
+        print(f"regiment: run goes on elsewhere: {exc}", file=stderr)
+        return EXIT_TAKEN_OVER
+    print(f"regiment: run failed: {type(exc).__name__}: {exc}", file=stderr)
+    return EXIT_FAILED
+
+
+def exit_code(outcome: Outcome) -> int:
+    """The exit code of a run that ended with ``outcome``."""
+    match outcome:
+        case "done":
+            return EXIT_OK
+        case "failed":
+            return EXIT_FAILED
+        case "paused":
+            return EXIT_PAUSED
+        case "interrupted":
+            return EXIT_INTERRUPTED
+        case "taken_over":
+            return EXIT_TAKEN_OVER
