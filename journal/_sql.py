@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from regiment.errors import JournalError
-from regiment.journal._nesting import NESTED_MARK
+from regiment.journal._nesting import NESTED_MARK, top_run_id
 from regiment.journal._store import (
     Batch,
     Creation,
@@ -23,16 +23,18 @@ from regiment.journal._store import (
     Pending,
     Refused,
     RunRow,
+    check_above,
     check_acquire,
     check_owner,
     lapsed,
+    nested_under,
     plan_commit,
+    with_tops,
 )
 from regiment.journal._views import Lease, RunStatus
 
 __all__ = ("SqlStore",)
 
-_STATE = "SELECT owner, token, lease_expires_at, final_status, last_seq FROM journal_runs WHERE run_id = ?"
 _INSERT_RUN = (
     "INSERT INTO journal_runs (run_id, team, goal, session, config_hash, started_at, updated_at,"
     " owner, token, lease_expires_at, last_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -41,6 +43,11 @@ _INSERT_RUN = (
 _RELEASE = (
     "UPDATE journal_runs SET owner = NULL, lease_expires_at = ?"
     " WHERE run_id = ? AND token = ? AND owner = ?"
+)
+# The nested runs (at any depth) whose leases the run's previous owner held: taken with it.
+_TAKE_NESTED = (
+    "UPDATE journal_runs SET owner = NULL, token = token + 1, lease_expires_at = ?"
+    " WHERE substr(run_id, 1, ?) = ? AND owner = ? AND final_status IS NULL"
 )
 _INSERT_RECORD = (
     "INSERT INTO journal_records (run_id, seq, kind, key, recorded_at, body)"
@@ -107,19 +114,21 @@ class SqlStore(ABC):
         cursor.execute(self._sql(statement), params)
         return list(cursor.fetchall()) if cursor.description is not None else []
 
-    def _state(self, run_id: str) -> LeaseState | None:
-        rows = self._execute(_STATE + self._for_update, (run_id,))
-        return LeaseState(*rows[0]) if rows else None
-
     def acquire(self, run_id: str, owner: str, now: float, ttl: float) -> tuple[Lease, int]:
+        top = top_run_id(run_id)
         with self._guard(f"acquiring run {run_id!r}"), self._write_transaction():
-            state = self._state(run_id)
-            check_acquire(state, run_id, owner, now, self.where)
+            states = self._states(with_tops([run_id]))  # a nested run's top run locked first
+            state = states.get(run_id)
+            above = None if top is None else states.get(top)
+            check_acquire(state, run_id, owner, now, self.where, above)
             assert state is not None
             self._execute(
                 "UPDATE journal_runs SET owner = ?, token = ?, lease_expires_at = ? WHERE run_id = ?",
                 (owner, state.token + 1, now + ttl, run_id),
             )
+            if state.owner is not None:  # its nested runs' leases go with it (see Store)
+                nested = nested_under(run_id)
+                self._execute(_TAKE_NESTED, (now, len(nested), nested, state.owner))
         lease = Lease(run_id=run_id, owner=owner, token=state.token + 1, expires_at=now + ttl)
         return lease, state.last_seq
 
@@ -167,8 +176,16 @@ class SqlStore(ABC):
         """Insert the new runs whose id is free (another process may have taken one: no
         error that would fail the whole batch) and their first records; the taken ones."""
         taken: dict[str, JournalError] = {}
+        tops = {top for c in creations if (top := top_run_id(c.row.run_id)) is not None}
+        above = self._states(sorted(tops)) if tops else {}
         cursor = self._cursor()
         for _, row, config_hash, lease in creations:
+            top = top_run_id(row.run_id)
+            try:  # a nested run is started by its top run's owner only
+                check_above(None if top is None else above.get(top), lease)
+            except JournalError as exc:
+                taken[row.run_id] = exc
+                continue
             cursor.execute(
                 self._sql(_INSERT_RUN),
                 (
