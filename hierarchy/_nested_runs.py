@@ -5,7 +5,9 @@ own, recorded in the same journal as any run is (plans, step reports, model repl
 tool intents and results, events), under an id derived from the step it serves (see
 ``regiment.journal.nested_run_id``): its parent run, plan version, step and attempt.
 It is owned by the process that owns the parent run (the same owner, its own lease,
-kept alive by its planner's heartbeat as every journaled run's is).
+kept alive by its planner's heartbeat as every journaled run's is). A process that takes
+the top run over takes its nested runs with it (the journal's ``acquire``): the old
+owner's late writes to them are refused, and the new owner takes each up at once.
 
 When a resumed parent sends the step again (it had not committed), the step finds its
 nested run in the journal and resumes it instead of starting it afresh: the steps it
@@ -113,11 +115,11 @@ async def _resumed(
     entries: tuple[Entry, ...],
     deps: object,
 ) -> RunJournal:
-    """The nested run, taken over by the run above's owner to finish it.
+    """The nested run, taken up by the run above's owner to finish it.
 
-    Its lease is the old owner's until that owner lets it go or it lapses (an owner of
-    this machine that is gone: at once). The run above was taken over already, so
-    this waits that out, a lease's length at most, then takes the run.
+    The take-over of the top run took the old owner's lease of it already, so it is
+    free at once; another process's short hold (a decision recorded on it) is waited
+    out, twice a lease's length at most.
     """
     ttl = journal.ttl
     deadline = anyio.current_time() + 2 * ttl

@@ -44,6 +44,10 @@ Nested runs
     :data:`NESTED_MARK`, which no top-level run's id has). ``list_runs`` leaves nested
     runs out; ``get_run`` and ``read`` take their ids; :func:`not_resumable_alone`
     says why one is not resumed by itself (its top-level run's resume finishes it).
+    A nested run belongs to whoever owns its top-level run: ``acquire`` of the top
+    run takes the leases its previous owner held on its nested runs with it (their
+    tokens go up, they are free for the new owner), and a nested run is neither
+    created nor acquired for another owner while one holds its top run.
 
 Writes and durability
     ``append`` encodes the record and buffers it; ``append(..., durable=True)``,

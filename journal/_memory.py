@@ -8,7 +8,7 @@ from typing import final
 
 from regiment.errors import JournalError
 from regiment.journal._buffered import BufferedJournal
-from regiment.journal._nesting import NESTED_MARK
+from regiment.journal._nesting import NESTED_MARK, top_run_id
 from regiment.journal._store import (
     Batch,
     LeaseKey,
@@ -16,10 +16,12 @@ from regiment.journal._store import (
     Pending,
     Refused,
     RunRow,
+    check_above,
     check_acquire,
     check_owner,
     derive_status,
     lapsed,
+    nested_under,
     plan_commit,
 )
 from regiment.journal._views import Lease, RunStatus
@@ -60,17 +62,36 @@ class _MemoryStore:
         return self._runs
 
     def acquire(self, run_id: str, owner: str, now: float, ttl: float) -> tuple[Lease, int]:
-        run = self._open_runs().get(run_id)
-        check_acquire(run.state() if run else None, run_id, owner, now, self.where)
+        runs = self._open_runs()
+        run, above = runs.get(run_id), self._above(run_id)
+        check_acquire(run.state() if run else None, run_id, owner, now, self.where, above)
         assert run is not None
+        previous = run.owner
         run.owner, run.token, run.expires_at = owner, run.token + 1, now + ttl
+        if previous is not None:  # its nested runs' leases go with it (see Store)
+            nested = nested_under(run_id)
+            for held in runs.values():
+                taken = held.owner == previous and held.final_status is None
+                if taken and held.row.run_id.startswith(nested):
+                    held.owner, held.token, held.expires_at = None, held.token + 1, now
         lease = Lease(run_id=run_id, owner=owner, token=run.token, expires_at=now + ttl)
         return lease, len(run.records)
+
+    def _above(self, run_id: str) -> LeaseState | None:
+        """The row of the top run ``run_id`` belongs to (``None``: a top-level run)."""
+        top = top_run_id(run_id)
+        held = None if top is None else self._runs.get(top)
+        return None if held is None else held.state()
 
     def commit(self, batch: Batch, now: float) -> Refused:
         runs = self._open_runs()
         taken: dict[str, JournalError] = {}
         for first, row, _, lease in batch.creations:
+            try:  # a nested run is started by its top run's owner only
+                check_above(self._above(row.run_id), lease)
+            except JournalError as exc:
+                taken[row.run_id] = exc
+                continue
             if row.run_id in runs:
                 taken[row.run_id] = JournalError(
                     f"journal {self.where} already has a run {row.run_id!r}"

@@ -36,14 +36,20 @@ class Journal(Protocol):
         ...
 
     async def create_run(self, run: RunCreated, *, owner: str, ttl: float) -> Lease:
-        """Record a new run durably (sequence number 1) and lease it to ``owner`` for ``ttl`` s."""
+        """Record a new run durably (sequence number 1) and lease it to ``owner`` for ``ttl`` s
+        (``LeaseLost`` for a nested run whose top-level run another owner holds)."""
         ...
 
     async def acquire(self, run_id: str, *, owner: str, ttl: float) -> Lease:
         """Take a run over (resume, a decision on an approval).
 
+        The leases its previous owner held on its nested runs (see ``nested_run_id``) are
+        taken with it: that owner's writes to them are refused from then on, and the
+        new owner acquires them at once.
+
         Raises:
-            LeaseHeld: another owner's lease is alive.
+            LeaseHeld: another owner's lease is alive (for a nested run: its own, or its
+                top-level run's).
             JournalError: no such run, or it has finished.
         """
         ...

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from regiment.errors import JournalError
-from regiment.journal._nesting import NESTED_MARK
+from regiment.journal._nesting import NESTED_MARK, top_run_id
 from regiment.journal._store import (
     Batch,
     Creation,
@@ -23,16 +23,18 @@ from regiment.journal._store import (
     Pending,
     Refused,
     RunRow,
+    check_above,
     check_acquire,
     check_owner,
     lapsed,
+    nested_under,
     plan_commit,
+    with_tops,
 )
 from regiment.journal._views import Lease, RunStatus
 
 __all__ = ("SqlStore",)
 
-_STATE = "SELECT owner, token, lease_expires_at, final_status, last_seq FROM journal_runs WHERE run_id = ?"
 _INSERT_RUN = (
     "INSERT INTO journal_runs (run_id, team, goal, session, config_hash, started_at, updated_at,"
     " owner, token, lease_expires_at, last_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -41,6 +43,11 @@ _INSERT_RUN = (
 _RELEASE = (
     "UPDATE journal_runs SET owner = NULL, lease_expires_at = ?"
     " WHERE run_id = ? AND token = ? AND owner = ?"
+)
+# The nested runs (at any depth) whose leases the run's previous owner held: taken with it.
+_HELD_NESTED = " WHERE substr(run_id, 1, ?) = ? AND owner = ? AND final_status IS NULL"
+_TAKE_NESTED = (
+    "UPDATE journal_runs SET owner = NULL, token = token + 1, lease_expires_at = ?" + _HELD_NESTED
 )
 _INSERT_RECORD = (
     "INSERT INTO journal_records (run_id, seq, kind, key, recorded_at, body)"
@@ -65,6 +72,14 @@ _NESTED = f"%{NESTED_MARK}%"  # a nested run's id (the mark is no LIKE wildcard)
 
 _NO_LIMIT = 2**63 - 1  # the largest LIMIT SQLite and PostgreSQL take
 _CHUNK = 500  # run ids per IN (...) list, well below every driver's parameter limit
+
+
+def _touched(batch: Batch) -> list[str]:
+    """The runs whose rows ``batch`` reads or writes, the new ones' top runs included, sorted."""
+    runs = {pending.run_id for pending in batch.records}
+    runs.update(lease.run_id for lease, _ in batch.renewals)
+    runs.update(lease.run_id for lease in batch.releases)
+    return with_tops([*runs, *(creation.row.run_id for creation in batch.creations)])
 
 
 def _advance(records: Sequence[Pending], now: float) -> tuple[object, ...]:
@@ -107,35 +122,51 @@ class SqlStore(ABC):
         cursor.execute(self._sql(statement), params)
         return list(cursor.fetchall()) if cursor.description is not None else []
 
-    def _state(self, run_id: str) -> LeaseState | None:
-        rows = self._execute(_STATE + self._for_update, (run_id,))
-        return LeaseState(*rows[0]) if rows else None
-
     def acquire(self, run_id: str, owner: str, now: float, ttl: float) -> tuple[Lease, int]:
+        top = top_run_id(run_id)
         with self._guard(f"acquiring run {run_id!r}"), self._write_transaction():
-            state = self._state(run_id)
-            check_acquire(state, run_id, owner, now, self.where)
+            states = self._states(with_tops([run_id]))  # a nested run's top run locked first
+            state = states.get(run_id)
+            above = None if top is None else states.get(top)
+            check_acquire(state, run_id, owner, now, self.where, above)
             assert state is not None
             self._execute(
                 "UPDATE journal_runs SET owner = ?, token = ?, lease_expires_at = ? WHERE run_id = ?",
                 (owner, state.token + 1, now + ttl, run_id),
             )
+            if state.owner is not None:  # its nested runs' leases go with it (see Store)
+                self._take_nested(run_id, state.owner, now)
         lease = Lease(run_id=run_id, owner=owner, token=state.token + 1, expires_at=now + ttl)
         return lease, state.last_seq
 
+    def _take_nested(self, run_id: str, owner: str, now: float) -> None:
+        """Free the nested runs of ``run_id`` (any depth) whose leases ``owner`` held."""
+        nested = nested_under(run_id)
+        held = (len(nested), nested, owner)
+        if self._for_update:  # their rows locked in run id order, as every write locks rows
+            self._execute(
+                f"SELECT run_id FROM journal_runs{_HELD_NESTED} ORDER BY run_id{self._for_update}",
+                held,
+            )
+        self._execute(_TAKE_NESTED, (now, *held))
+
     def commit(self, batch: Batch, now: float) -> Refused:
         with self._guard(f"writing {batch.size()} records"), self._write_transaction():
-            taken = self._create(batch.creations)
+            # Every row the batch touches, locked at once in run id order (a nested run's
+            # top run's before it), so no two writers wait for each other.
+            states = self._states(_touched(batch))
+            taken = self._create(batch.creations, states)
+            if new := sorted({c.row.run_id for c in batch.creations} - taken.keys()):
+                states.update(self._states(new))  # inserted (and so locked) just now
             refused: dict[LeaseKey, JournalError] = {}
             if batch.records:
-                states = self._states(sorted({pending.run_id for pending in batch.records}))
                 accepted, refused = plan_commit(batch.records, states, self.where)
                 if accepted:
                     self._insert([pending for records in accepted for pending in records])
                     self._cursor().executemany(
                         self._sql(_ADVANCE), [_advance(records, now) for records in accepted]
                     )
-            lost = self._renew(batch.renewals)
+            lost = self._renew(batch.renewals, states)
             if batch.releases:
                 self._cursor().executemany(
                     self._sql(_RELEASE),
@@ -143,11 +174,11 @@ class SqlStore(ABC):
                 )
         return Refused(refused, taken, lost)
 
-    def _renew(self, renewals: Sequence[tuple[Lease, float]]) -> dict[LeaseKey, JournalError]:
-        """Extend the leases that are still their runs' own; the others, and why."""
-        if not renewals:
-            return {}
-        states = self._states(sorted({lease.run_id for lease, _ in renewals}))
+    def _renew(
+        self, renewals: Sequence[tuple[Lease, float]], states: dict[str, LeaseState]
+    ) -> dict[LeaseKey, JournalError]:
+        """Extend the leases that are still their runs' own (``states``: the runs' rows);
+        the others, and why."""
         lost: dict[LeaseKey, JournalError] = {}
         kept: list[tuple[float, str]] = []
         for lease, expires_at in renewals:
@@ -163,12 +194,21 @@ class SqlStore(ABC):
             )
         return lost
 
-    def _create(self, creations: Sequence[Creation]) -> dict[str, JournalError]:
+    def _create(
+        self, creations: Sequence[Creation], states: dict[str, LeaseState]
+    ) -> dict[str, JournalError]:
         """Insert the new runs whose id is free (another process may have taken one: no
-        error that would fail the whole batch) and their first records; the taken ones."""
+        error that would fail the whole batch) and their first records; the taken ones
+        (``states``: the rows of the nested ones' top runs)."""
         taken: dict[str, JournalError] = {}
         cursor = self._cursor()
         for _, row, config_hash, lease in creations:
+            top = top_run_id(row.run_id)
+            try:  # a nested run is started by its top run's owner only
+                check_above(None if top is None else states.get(top), lease)
+            except JournalError as exc:
+                taken[row.run_id] = exc
+                continue
             cursor.execute(
                 self._sql(_INSERT_RUN),
                 (

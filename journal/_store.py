@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple, Protocol, cast
 
 from regiment.errors import AlreadyFinished, JournalError, LeaseHeld, LeaseLost, UnknownRun
+from regiment.journal._nesting import NESTED_MARK, top_run_id
 from regiment.journal._owners import local_owner, owners_gone
 from regiment.journal._views import Lease, RunInfo, RunStatus
 
@@ -26,12 +27,15 @@ __all__ = (
     "Refused",
     "RunRow",
     "Store",
+    "check_above",
     "check_acquire",
     "check_owner",
     "check_write",
     "derive_status",
     "lapsed",
+    "nested_under",
     "plan_commit",
+    "with_tops",
 )
 
 
@@ -129,12 +133,19 @@ class Store(Protocol):
     where: str
 
     def acquire(self, run_id: str, owner: str, now: float, ttl: float) -> tuple[Lease, int]:
-        """Take the run's lease (see ``check_acquire``); return it and the run's last seq."""
+        """Take the run's lease (see ``check_acquire``); return it and the run's last seq.
+
+        The leases of its nested runs (``nested_under``, any depth, not finished) that its
+        previous owner held are taken with it, in the same transaction: their tokens go up
+        and they are free for the new owner to acquire when it gets to them (that owner
+        took the run over, nested runs included), so the old owner's late writes to them
+        are refused, as its writes to the run are."""
         ...
 
     def commit(self, batch: Batch, now: float) -> Refused:
         """Write ``batch`` in one transaction: insert its new runs (each with its lease and
-        first record; a run id in use is refused), append its records (refused for a lease
+        first record; a run id in use is refused, and so is a nested run whose top run
+        another owner holds, see ``check_above``), append its records (refused for a lease
         that is not current, see ``check_write``), extend its renewed leases (refused for
         one that is not the run's current lease, see ``check_owner``), then give its
         released leases up (the run lists as stalled until someone acquires it; a stale
@@ -201,9 +212,16 @@ def lapsed(listed: Iterable[Sequence[Any]]) -> list[RunRow]:
 
 
 def check_acquire(
-    state: LeaseState | None, run_id: str, owner: str, now: float, where: str
+    state: LeaseState | None,
+    run_id: str,
+    owner: str,
+    now: float,
+    where: str,
+    above: LeaseState | None = None,
 ) -> None:
-    """Refuse to hand out a run that is unknown, finished, or owned by a live lease.
+    """Refuse to hand out a run that is unknown, finished, or owned by a live lease
+    (``above``: for a nested run, the row of the top run it belongs to, refused too
+    while another owner's lease of it is alive: the nested run is that owner's).
 
     Raises:
         JournalError: no such run, or it has finished.
@@ -219,6 +237,14 @@ def check_acquire(
             "there is nothing to resume",
             status=state.final_status,
         )
+    top = top_run_id(run_id)
+    if above is not None and top is not None and above.owner not in (None, owner):
+        _check_free(above, top, owner, now)
+    _check_free(state, run_id, owner, now)
+
+
+def _check_free(state: LeaseState, run_id: str, owner: str, now: float) -> None:
+    """Refuse ``owner`` a run whose lease is another's, alive, and held by one that may run."""
     if state.owner is None or state.expires_at <= now:
         return
     local = local_owner(state.owner)
@@ -264,6 +290,38 @@ def check_owner(state: LeaseState | None, lease: Lease, where: str) -> LeaseStat
             f"run {lease.run_id!r}: the lease of {lease.owner!r} was released; acquire it again"
         )
     return state
+
+
+def check_above(above: LeaseState | None, lease: Lease) -> None:
+    """Refuse to create nested run ``lease.run_id`` (``above``: the row of the top run it
+    belongs to) for an owner other than the one that holds that top run: it was taken
+    over, and the creator is the process that lost it (it must stop; its new nested run
+    would be worked on beside the new owner's).
+
+    Raises:
+        LeaseLost: another owner holds the top run.
+    """
+    if above is None or above.owner is None or above.owner == lease.owner:
+        return
+    raise LeaseLost(
+        f"run {lease.run_id!r}: {lease.owner!r} started it, but the run it belongs to, "
+        f"{top_run_id(lease.run_id)!r}, was taken over by {above.owner!r} (token "
+        f"{above.token}); this process must stop working on it",
+        owner=above.owner,
+    )
+
+
+def nested_under(run_id: str) -> str:
+    """What the ids of ``run_id``'s nested runs (at any depth) begin with."""
+    return f"{run_id}{NESTED_MARK}"
+
+
+def with_tops(run_ids: Iterable[str]) -> list[str]:
+    """``run_ids`` and the top runs of the nested ones, sorted (the order rows are locked in:
+    a top run's id sorts before its nested runs', so the top's row is locked first)."""
+    ids = set(run_ids)
+    ids.update(top for run_id in list(ids) if (top := top_run_id(run_id)) is not None)
+    return sorted(ids)
 
 
 def check_write(state: LeaseState | None, lease: Lease, first_seq: int, where: str) -> None:

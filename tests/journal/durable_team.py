@@ -13,9 +13,10 @@ a test that kills the process there): ``tool:STEP`` inside the tool body after
 its side effect, ``model:STEP:N`` at the step's N-th model call, ``replan`` at
 the replanner's call.
 
-Run as a script (``python durable_team.py JOURNAL FOLDER STOP_AT``) it is the
-child process of the crash tests: it prints ``run RUN_ID`` when the run starts
-and ``ready WHERE`` when it reaches ``STOP_AT``, then waits there to be killed.
+Run as a script (``python durable_team.py JOURNAL FOLDER STOP_AT [nested] [ttl=SECONDS]``)
+it is the child process of the crash tests: it prints ``run RUN_ID`` when the run starts
+and ``ready WHERE`` when it reaches ``STOP_AT``, then waits there to be killed
+(``nested``: the office runs, the team as its worker; ``ttl``: the run's lease time).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import anyio
 
 from regiment import Check, Planner, RunContext, ScriptedModel, Team, TeamWorker, Worker, tool
 from regiment.hierarchy import RunStarted, StepReport
+from regiment.hierarchy.run._journaling import LEASE_TTL
 from regiment.models import (
     ModelRequest,
     ModelResponse,
@@ -75,6 +77,13 @@ class Ledger:
         if not path.exists():
             return []
         return [json.loads(line) for line in path.read_text().splitlines()]
+
+    def body_runs(self) -> dict[str, int]:
+        """How many times the tool's body ran, per idempotency key."""
+        runs: dict[str, int] = {}
+        for key, _, _ in self.lines(self.bodies):
+            runs[str(key)] = runs.get(str(key), 0) + 1
+        return runs
 
 
 Stop = Callable[[str], Awaitable[None]]
@@ -224,9 +233,7 @@ def check_resumed(
     assert all(str(key).startswith(f"{run_id}/") for key in keys), keys
     expected = sorted((a, n) for _, a, n in baseline.lines(baseline.effects))
     assert sorted((a, n) for _, a, n in effects) == expected
-    runs: dict[str, int] = {}
-    for key, _, _ in ledger.lines(ledger.bodies):
-        runs[str(key)] = runs.get(str(key), 0) + 1
+    runs = ledger.body_runs()
     again = sorted(key for key, n in runs.items() if n > 1)
     assert all(n <= 2 for n in runs.values()), runs
     if in_flight is not None:  # the calls with an intent but no result at the kill
@@ -240,9 +247,12 @@ def check_resumed(
         assert in_flight is not None or again == [], (stop_at, runs)
 
 
-async def child(journal: str, folder: str, stop_at: str, nested: bool = False) -> None:
-    """The crash tests' child process: run the team (``nested``: the office, with the
-    team as its worker) until ``stop_at``, then wait."""
+async def child(journal: str, folder: str, stop_at: str, *options: str) -> None:
+    """The crash tests' child process: run the team (``nested`` in ``options``: the office,
+    with the team as its worker; ``ttl=SECONDS``: its lease time) until ``stop_at``, then
+    wait."""
+    nested = "nested" in options
+    ttl = next((float(o.removeprefix("ttl=")) for o in options if o.startswith("ttl=")), LEASE_TTL)
 
     async def ready(where: str) -> None:
         print("ready", where, flush=True)
@@ -256,7 +266,7 @@ async def child(journal: str, folder: str, stop_at: str, nested: bool = False) -
 
         team = dataclasses.replace(team, telemetry=Telemetry(TracerProvider()))
     async with (
-        team.start(journal=journal) as running,
+        team.start(journal=journal, lease_ttl=ttl) as running,
         running.stream(GOAL, deps=Ledger(Path(folder))) as events,
     ):
         async for event in events:
@@ -266,4 +276,4 @@ async def child(journal: str, folder: str, stop_at: str, nested: bool = False) -
 
 
 if __name__ == "__main__":
-    anyio.run(child, sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:] == ["nested"])
+    anyio.run(child, sys.argv[1], sys.argv[2], sys.argv[3], *sys.argv[4:])

@@ -26,13 +26,17 @@ SCAN = "Please scan the warehouse for order 55001."
 TTL = 1.0  # the owner renews every third of a second
 
 
-async def take_over(where: str, owner: str = "elsewhere:4242:1") -> str:
+async def take_over(where: str, owner: str = "elsewhere:4242:1", *, release: bool = False) -> str:
     """Take the journal's one run over as another process does once the lease has run
-    out (this journal's clock is past every lease its owner took); the run's id."""
+    out (this journal's clock is past every lease its owner took); the run's id.
+    ``release``: then let it go, as a process that took it over only to write one thing
+    (say, a decision) does."""
     thief = await open_journal(where, clock=lambda: time.time() + 3600)
     try:
         (info,) = await thief.list_runs()
-        await thief.acquire(info.run_id, owner=owner, ttl=3600)
+        lease = await thief.acquire(info.run_id, owner=owner, ttl=3600)
+        if release:
+            await thief.release(lease)
     finally:
         await thief.close()
     return info.run_id

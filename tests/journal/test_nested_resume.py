@@ -38,14 +38,6 @@ __all__ = ("where",)  # the fixture, shared
 NESTED_GOAL = "settle the accounts via the desk"
 
 
-def _bodies(ledger: Ledger) -> dict[str, int]:
-    """How many times the tool's body ran, per idempotency key."""
-    runs: dict[str, int] = {}
-    for key, _, _ in ledger.lines(ledger.bodies):
-        runs[str(key)] = runs.get(str(key), 0) + 1
-    return runs
-
-
 async def test_a_killed_nested_step_resumes_where_it_stopped(where: str, tmp_path: Path) -> None:
     folder = tmp_path / "crashed"
     async with stopped_child(where, folder, "tool:s2", "nested") as (run_id, process):
@@ -53,7 +45,7 @@ async def test_a_killed_nested_step_resumes_where_it_stopped(where: str, tmp_pat
         await process.wait()
     ledger = Ledger(folder)
     nested = nested_run_id(run_id, 1, "t1")
-    before = _bodies(ledger)
+    before = ledger.body_runs()
     assert before == {f"{nested}/v1/s1/0": 1, f"{nested}/v1/s2/0": 1}, before
 
     journal = await open_journal(where, clock=lambda: time.time() + LEASE_TTL + 1)
@@ -73,7 +65,7 @@ async def test_a_killed_nested_step_resumes_where_it_stopped(where: str, tmp_pat
         await journal.close()
     assert result.status == "completed"
     assert nested_status == "completed"
-    after = _bodies(ledger)
+    after = ledger.body_runs()
     # s1 was committed by the nested run: not run again; s2 was in flight: run again
     # with the same key; the rest ran once, under the same nested run.
     assert after[f"{nested}/v1/s1/0"] == 1
@@ -97,12 +89,12 @@ async def test_a_nested_run_paused_for_approval_resumes_after_the_decision(
         assert paused.status == "paused"
         (request,) = paused.pending_approvals
         nested = nested_run_id(paused.run_id, 1, "t1")
-        assert _bodies(ledger) == {f"{nested}/v1/s1/0": 1}
+        assert ledger.body_runs() == {f"{nested}/v1/s1/0": 1}
         await running.approve(request.request_id, Approve(), by="ana")
         with anyio.fail_after(20):
             done = await running.resume(paused.run_id)
     assert done.status == "completed"
-    bodies = _bodies(ledger)
+    bodies = ledger.body_runs()
     assert bodies[f"{nested}/v1/s1/0"] == 1  # committed before the pause: not again
     assert bodies[f"{nested}/v1/s2/0"] == 1  # approved, then run once
     assert all(n == 1 and key.startswith(f"{nested}/") for key, n in bodies.items()), bodies
@@ -176,7 +168,7 @@ async def test_a_nested_teams_tools_get_the_runs_deps(journaled: bool, tmp_path:
     async with office.start(journal=tmp_path / "runs.db" if journaled else None) as running:
         result = await running.run(NESTED_GOAL, deps=ledger)
     assert result.status == "completed"
-    assert len(_bodies(ledger)) == 4  # s1, s2, s3 (its check fails: a replan) and s4
+    assert len(ledger.body_runs()) == 4  # s1, s2, s3 (its check fails: a replan) and s4
 
 
 async def test_a_nested_run_that_finished_before_its_step_committed_is_not_redone(
@@ -190,7 +182,7 @@ async def test_a_nested_run_that_finished_before_its_step_committed_is_not_redon
         process.kill()
         await process.wait()
     ledger = Ledger(folder)
-    before = _bodies(ledger)
+    before = ledger.body_runs()
     journal = await open_journal(where, clock=lambda: time.time() + LEASE_TTL + 1)
     try:
         nested = nested_run_id(run_id, 1, "t1")
@@ -204,7 +196,7 @@ async def test_a_nested_run_that_finished_before_its_step_committed_is_not_redon
         await journal.close()
     assert result.status == "completed"
     assert result.steps[0].output  # the nested run's answer, from its journaled result
-    assert _bodies(ledger) == before
+    assert ledger.body_runs() == before
     desk = office.workers[0]
     assert isinstance(desk, TeamWorker)
     model = desk.team.planner.model
