@@ -77,30 +77,36 @@ class Refunds:
             checks={"fails": Check(description="never passes", predicate=lambda r: False)},
         )
 
+    async def approve_first_as_the_slow_step_ends(self, team: Team, slow_step: str) -> None:
+        """Run ``team``: of the two refunds that wait, approve the first; let the slow
+        step end while its body runs; then the run must pause only once the body is done
+        (run once, to its end), the second request still pending."""
+        asked: list[ApprovalRequest] = []
+        async with team.start() as running, running.stream("refund") as events:
+            with anyio.fail_after(10):
+                async for event in events:
+                    if isinstance(event, ApprovalRequested):
+                        asked.append(event.request)
+                        if len(asked) == 2:
+                            await running.approve(asked[0].request_id, Approve())
+                            await self.started.wait()
+                            self.slow_go.set()  # the slow step ends while the body runs
+                    if isinstance(event, StepCompleted) and event.step_id == slow_step:
+                        await anyio.wait_all_tasks_blocked()  # a pause now would cut the body
+                        self.go.set()
+                    last = event
+        assert isinstance(last, RunCompleted)
+        assert last.result.status == "paused"
+        order = asked[0].arguments["order"]
+        assert self.log == [f"start {order}", f"end {order}"]
+        assert [r.request_id for r in last.result.pending_approvals] == [asked[1].request_id]
+
 
 async def test_an_approved_call_runs_to_its_end_while_its_sibling_still_waits() -> None:
     """s1's two refunds wait; the first is approved and its body runs while s2 ends:
     the run must not pause then (cutting the refund halfway), only once it is done."""
     shop = Refunds()
-    asked: list[ApprovalRequest] = []
-    async with shop.team(_BOTH).start() as running, running.stream("refund") as events:
-        with anyio.fail_after(10):
-            async for event in events:
-                if isinstance(event, ApprovalRequested):
-                    asked.append(event.request)
-                    if len(asked) == 2:
-                        await running.approve(asked[0].request_id, Approve())
-                        await shop.started.wait()
-                        shop.slow_go.set()  # s2 ends while the approved body runs
-                if isinstance(event, StepCompleted) and event.step_id == "s2":
-                    await anyio.wait_all_tasks_blocked()  # a pause now would cut the body
-                    shop.go.set()
-                last = event
-    assert isinstance(last, RunCompleted)
-    assert last.result.status == "paused"
-    order = asked[0].arguments["order"]
-    assert shop.log == [f"start {order}", f"end {order}"]  # run once, to its end
-    assert [r.request_id for r in last.result.pending_approvals] == [asked[1].request_id]
+    await shop.approve_first_as_the_slow_step_ends(shop.team(_BOTH), "s2")
 
 
 async def test_a_nested_step_whose_approved_call_ends_while_its_sibling_waits_pauses_the_run() -> (
@@ -123,25 +129,7 @@ async def test_a_nested_step_whose_approved_call_ends_while_its_sibling_waits_pa
             Worker(name="slow", description="takes its time", model=model),
         ],
     )
-    asked: list[ApprovalRequest] = []
-    async with top.start() as running, running.stream("refund") as events:
-        with anyio.fail_after(10):
-            async for event in events:
-                if isinstance(event, ApprovalRequested):
-                    asked.append(event.request)
-                    if len(asked) == 2:
-                        await running.approve(asked[0].request_id, Approve())
-                        await shop.started.wait()
-                        shop.slow_go.set()  # t2 ends while the approved body runs
-                if isinstance(event, StepCompleted) and event.step_id == "t2":
-                    await anyio.wait_all_tasks_blocked()
-                    shop.go.set()
-                last = event
-    assert isinstance(last, RunCompleted)
-    assert last.result.status == "paused"
-    order = asked[0].arguments["order"]
-    assert shop.log == [f"start {order}", f"end {order}"]
-    assert [r.request_id for r in last.result.pending_approvals] == [asked[1].request_id]
+    await shop.approve_first_as_the_slow_step_ends(top, "t2")
 
 
 async def test_a_decision_taken_as_the_run_pauses_is_kept_for_the_resume(
