@@ -4,6 +4,7 @@ The tree::
 
     RegimentError                      root of everything regiment raises
     ├── ConfigError                    the programmer or the config file is wrong; fix the code
+    │   └── HookFailed                 a ``Prompts`` hook of the user's raised or returned no text
     ├── ActorError                     the actor runtime
     │   ├── MailboxFull                send_nowait on a full mailbox
     │   ├── ActorStopped               sending to, or asking, an actor that has stopped
@@ -61,6 +62,7 @@ __all__ = (
     "BudgetExceeded",
     "ConfigError",
     "GuardrailError",
+    "HookFailed",
     "JournalError",
     "LeaseHeld",
     "LeaseLost",
@@ -349,3 +351,16 @@ class GuardrailError(RunError):
         self.guardrail = guardrail
         self.subject = subject
         self.reason = reason
+
+
+class HookFailed(ConfigError):
+    """A ``Prompts`` method of the user's raised: the message names the class, the hook,
+    what it raised and what to do; ``__cause__`` is what it raised. A step it built a
+    prompt for fails with that message (no replan: every step would fail alike); a run,
+    with :meth:`run_error`. Its span's ``error.type`` is ``regiment.errors.HookFailed``."""
+
+    def run_error(self) -> RunError:
+        """The run's error: this message, caused by what the hook raised."""
+        error = RunError(str(self))
+        error.__cause__ = self.__cause__
+        return error
