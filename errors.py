@@ -123,7 +123,18 @@ class WorkerLost(ActorError):
 
 
 class ToolError(RegimentError):
-    """A tool could not be defined or called."""
+    """A tool could not be defined or called.
+
+    Attributes:
+        fatal: the application's code for the tool is broken (its ``idempotency_key``
+            function or ``requires_approval`` predicate raised, or returned the wrong
+            thing), so the call fails the same way every time: a step it fails ends its
+            run at once, with no replan.
+    """
+
+    def __init__(self, *args: object, fatal: bool = False) -> None:
+        super().__init__(*args)
+        self.fatal = fatal
 
 
 class ToolArgumentsInvalid(ToolError):
@@ -300,8 +311,10 @@ class ApprovalError(RegimentError):
 
     Attributes:
         kind: ``unknown``, ``decided``, ``invalid`` (edited arguments),
-            ``no_journal`` (a paused run, and nowhere to keep the decision) or
-            ``ended`` (its run finished, cancelled say, without a decision).
+            ``no_journal`` (a paused run, and nowhere to keep the decision),
+            ``ended`` (its run finished, cancelled say, without a decision) or
+            ``approver`` (the approver raised, or returned no decision: a step it fails
+            ends its run at once, with no replan, as every call would fail alike).
     """
 
     def __init__(self, message: str, *, kind: str = "invalid") -> None:

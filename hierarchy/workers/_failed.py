@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from regiment.errors import ModelAPIError, ModelRefused, StepFailed
+from regiment.errors import ApprovalError, ModelAPIError, ModelRefused, StepFailed, ToolError
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._prompts import HookFailed
 from regiment.hierarchy.workers._loop import StepProgress
@@ -16,8 +16,14 @@ def is_fatal(exc: BaseException) -> bool:
     that refuses every call alike (``ModelAPIError.permanent``: a bad key, no
     permission, an unknown model, an invalid request), or a nested team's run that
     ended on one (``StepFailed.fatal``, or its planner's call failing so); or a
-    ``Prompts`` hook of the user's that raised building the step's prompt (code to fix)."""
+    ``Prompts`` hook of the user's that raised building the step's prompt, an approver
+    that raised or gave no decision, or a tool's ``idempotency_key`` function or
+    ``requires_approval`` predicate that failed (code to fix, failing alike every time)."""
     if isinstance(exc, HookFailed):
+        return True
+    if isinstance(exc, ApprovalError) and exc.kind == "approver":
+        return True
+    if isinstance(exc, ToolError) and exc.fatal:
         return True
     seen: set[int] = set()
     cause: BaseException | None = exc
