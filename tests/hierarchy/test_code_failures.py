@@ -4,12 +4,13 @@ and every failure is named where it happened."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 
 import pytest
 
 from regiment.errors import StepFailed
-from regiment.hierarchy import Budget, Planner, Team, Worker
+from regiment.hierarchy import Budget, Check, Planner, StepReport, Team, Worker
 from regiment.models import (
     ModelRequest,
     ModelResponse,
@@ -93,3 +94,38 @@ async def test_code_that_fails_every_call_ends_the_run_without_replans(
             assert says in str(caught.value)
             assert "the run ends without a replan" in str(caught.value)
     assert len(brain.plan_requests) == 2  # one plan a run
+
+
+def _reads_total(report: StepReport) -> bool:
+    return int(report.output.split()[-1]) > 0  # "did: count" has no number
+
+
+@pytest.mark.parametrize(
+    ("check", "raised"),
+    [
+        (Check(description="a total", predicate=_reads_total), "invalid literal for int()"),
+        (
+            Check(description="a total", predicate=lambda r: False, explain=_reads_total),  # type: ignore[arg-type]
+            "explain failed",
+        ),
+    ],
+)
+async def test_a_check_that_raises_is_logged_once_with_the_step(
+    caplog: pytest.LogCaptureFixture, check: Check, raised: str
+) -> None:
+    # A check that raised failed (and replanned) with no log record, unlike a guard.
+    brain = Brain([plan_json({"description": "count", "check": "total"}), plan_json()])
+    model = ScriptedModel(brain)
+    worker = Worker(name="w", description="counts", model=model)
+    team = Team(name="t", planner=Planner(model=model), workers=[worker], checks={"total": check})
+    with caplog.at_level(logging.INFO, logger="regiment"):
+        result = await team.run("goal")
+    assert result.status == "completed"  # the replan gave up the step
+    (record,) = [r for r in caplog.records if "check 'total' raised" in r.getMessage()]
+    assert record.name.startswith("regiment")
+    assert record.levelno == logging.WARNING
+    assert record.exc_info is not None
+    assert raised in record.getMessage()
+    assert record.getMessage().startswith("w s1: check 'total' raised, so it failed (")
+    context = (record.__dict__["run_id"], record.__dict__["step_id"], record.__dict__["worker"])
+    assert context == (result.run_id, "s1", "w")
