@@ -29,6 +29,7 @@ from regiment.hierarchy._clock import RunClock
 from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
+from regiment.hierarchy._model_call import described
 from regiment.hierarchy.guard._judge import Purse, judging_within, ledger_purse
 from regiment.hierarchy.guard._roles import Caller, GuardLog, guarded
 from regiment.hierarchy.run._call_runner import CallRunner
@@ -301,8 +302,7 @@ def billed(error: Exception | None) -> tuple[Usage, int] | None:
 
 def model_failure(reply: ModelReplied) -> RunError:
     """The run's error for a failed planner-side call."""
-    error = RunError(
-        f"the {reply.purpose} model call failed: {type(reply.error).__name__}: {reply.error}"
-    )
+    why = "no detail" if reply.error is None else described(reply.error)
+    error = RunError(f"the {reply.purpose} model call failed: {why}")
     error.__cause__ = reply.error
     return error

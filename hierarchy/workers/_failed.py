@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from regiment.errors import ApprovalError, ModelAPIError, ModelRefused, StepFailed, ToolError
 from regiment.hierarchy._messages import AssignStep, StepReport
+from regiment.hierarchy._model_call import described
 from regiment.hierarchy._prompts import HookFailed
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.telemetry import error_type
@@ -51,9 +52,7 @@ def failed_report(
         worker,
         "failed",
         # A hook's failure says what raised; its own class name would only repeat it.
-        error=f"{where}{exc}"
-        if isinstance(exc, HookFailed)
-        else f"{where}{type(exc).__name__}: {exc}",
+        error=f"{where}{exc}" if isinstance(exc, HookFailed) else f"{where}{described(exc)}",
         error_type=error_type(exc),
         fatal=is_fatal(exc),
     )

@@ -4,18 +4,20 @@ and every failure is named where it happened."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 
 import pytest
 
-from regiment.errors import StepFailed
+from regiment.errors import RunError, StepFailed
 from regiment.hierarchy import Budget, Check, Planner, StepReport, Team, Worker
 from regiment.models import (
     ModelRequest,
     ModelResponse,
     ScriptedModel,
     ToolResultPart,
+    text_response,
     tool_call_response,
 )
 from regiment.tools import (
@@ -129,3 +131,50 @@ async def test_a_check_that_raises_is_logged_once_with_the_step(
     assert record.getMessage().startswith("w s1: check 'total' raised, so it failed (")
     context = (record.__dict__["run_id"], record.__dict__["step_id"], record.__dict__["worker"])
     assert context == (result.run_id, "s1", "w")
+
+
+class BrokenModel:
+    """A model of the application's whose code raises for one role."""
+
+    name = "mine"
+    provider = "in-house"
+
+    def __init__(self, broken: str) -> None:
+        self.broken = broken
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.role == self.broken:
+            raise ValueError("model broke")
+        if request.role == "planner":
+            return text_response(json.dumps({"steps": [{"id": "s1", "description": "x"}]}))
+        return text_response("done")
+
+
+BROKE = "model 'mine' (BrokenModel) raised ValueError: model broke"
+
+
+async def test_a_worker_model_that_raises_is_named_in_the_step_error() -> None:
+    # The step said only "ValueError: model broke".
+    model = BrokenModel("worker")
+    worker = Worker(name="w", description="works", model=model)
+    team = Team(name="t", planner=Planner(model=model), workers=[worker], budget=Budget(replans=0))
+    with pytest.raises(StepFailed) as caught:
+        await team.run("goal")
+    assert caught.value.cause == f"step s1 (x) ended failed: {BROKE}"
+
+
+@pytest.mark.parametrize(("role", "purpose"), [("planner", "plan"), ("synthesizer", "synthesis")])
+async def test_a_planner_side_model_that_raises_is_named_in_the_run_error(
+    role: str, purpose: str
+) -> None:
+    # The run said "the plan model call failed: ValueError: model broke".
+    model = BrokenModel(role)
+    team = Team(
+        name="t",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="works", model=model)],
+    )
+    with pytest.raises(RunError) as caught:
+        await team.run("goal")
+    assert str(caught.value) == f"the {purpose} model call failed: {BROKE}"
+    assert type(caught.value.__cause__) is ValueError  # the model's own exception, unchanged
