@@ -33,6 +33,7 @@ from regiment.hierarchy._model_call import described
 from regiment.hierarchy.guard._judge import Purse, judging_within, ledger_purse
 from regiment.hierarchy.guard._roles import Caller, GuardLog, guarded
 from regiment.hierarchy.run._call_runner import CallRunner
+from regiment.hierarchy.run._empty_answer import synthesized
 from regiment.hierarchy.run._lender import CallLender
 from regiment.hierarchy.run._messages import (
     DeadlineReached,
@@ -242,6 +243,8 @@ class PhaseCalls:
             if live is not None:
                 live.tell(request, response.text)
             return response, calls
+        if purpose == "synthesis":  # an empty answer is asked for again, once
+            return await synthesized(self._synth, request, live, self._run_id)
         return await self._caller(purpose).call(request, live), 1
 
     def tell_answer(self, answer: str) -> None:

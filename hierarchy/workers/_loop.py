@@ -24,6 +24,7 @@ from regiment.hierarchy.guard._judge import judging_within
 from regiment.hierarchy.guard._step import StepGuards, step_purse
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.workers._approval_gate import Approvals
+from regiment.hierarchy.workers._empty_reply import ask_again, empty_twice
 from regiment.hierarchy.workers._journal_calls import JournaledCaller, StepCalls
 from regiment.hierarchy.workers._progress import StepProgress
 from regiment.hierarchy.workers._siblings import SiblingCalls
@@ -301,6 +302,7 @@ async def run_tool_loop(
     progress.messages = messages = [_first_message(prompts, step, assign.context)]
     journaled, call = _step_caller(journaled, caller, guards, assign, progress, messages, worker)
     limited = _is_limited(allowance)
+    asked_again = False  # after an empty reply (below)
     for _ in range(max_iterations):
         request = _request(system, messages, tools, worker, step.id)
         if limited and (out := _out_of_allowance(assign, progress, request)) is not None:
@@ -311,7 +313,12 @@ async def run_tool_loop(
             continue  # a guard rejected the reply; the model is told why
         progress.took(response)
         if not (tool_calls := response.tool_calls):
-            return progress.report(assign, worker, "done")
+            if response.text.strip():
+                return progress.report(assign, worker, "done")
+            if asked_again:  # twice nothing: the step fails (a replan may word it better)
+                return progress.report(assign, worker, "failed", error=empty_twice(worker))
+            asked_again = ask_again(messages, assign, worker)
+            continue
         messages.append(Message(role="assistant", parts=response.parts))
         ran_before = len(progress.outcomes)
         if response.stop_reason in STOPPED_EARLY and response.cut_off:  # none run: the last
