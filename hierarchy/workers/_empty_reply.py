@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import logging
 
-from regiment.hierarchy._messages import AssignStep
-from regiment.models import Message, TextPart
+from regiment.hierarchy._messages import AssignStep, StepReport
+from regiment.hierarchy.workers._progress import StepProgress
+from regiment.models import Message, ModelResponse, TextPart
 
-__all__ = ("ask_again", "empty_twice")
+__all__ = ("answered", "ask_again")
 
 _log = logging.getLogger("regiment.worker")
 
@@ -33,9 +34,19 @@ def ask_again(messages: list[Message], assign: AssignStep, worker: str) -> bool:
     return True
 
 
-def empty_twice(worker: str) -> str:
+def _empty_twice(worker: str) -> str:
     return (
         f"the model of worker '{worker}' gave an empty reply (no text, no tool call), and again "
         "when asked once more; check the worker's model and instructions (a reply cut at "
         "max_tokens while it was thinking is empty too)"
     )
+
+
+def answered(
+    progress: StepProgress, assign: AssignStep, worker: str, response: ModelResponse
+) -> StepReport:
+    """The report of a step whose model answered (no tool call): ``done``, or ``failed``
+    when the answer is empty after it was asked again (a replan may word it better)."""
+    if response.text.strip():
+        return progress.report(assign, worker, "done")
+    return progress.report(assign, worker, "failed", error=_empty_twice(worker))
