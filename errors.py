@@ -150,7 +150,18 @@ class RetryableToolError(ToolError):
 
 
 class ModelError(RegimentError):
-    """A model call failed after the provider's own retries."""
+    """A model call failed after the provider's own retries.
+
+    Attributes:
+        usage: the tokens the provider reported for the failed call before it failed (a
+            stream that broke, or sent an error event, after ``message_start`` said its
+            input tokens; a refused reply), ``None`` when it reported none. A team
+            charges them to the step's or run's usage and budget.
+        model_calls: the model calls that spent them.
+    """
+
+    usage: Usage | None = None
+    model_calls: int = 1
 
 
 class ModelAPIError(ModelError):

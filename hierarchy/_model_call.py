@@ -146,7 +146,7 @@ class ModelCaller:
         try:
             response = await self._traced(request, live)
         except Exception as exc:
-            spent = exc.usage if isinstance(exc, ModelRefused) else None  # a refusal is billed
+            spent = exc.usage if isinstance(exc, ModelError) else None  # a refusal is billed
             metrics.model_call(
                 attributes,
                 time.perf_counter() - started,

@@ -23,7 +23,7 @@ import msgspec
 from opentelemetry.trace import Span
 
 from regiment.actors import ActorContext
-from regiment.errors import ModelRefused, OutputInvalid, RunError
+from regiment.errors import ModelError, OutputInvalid, RunError
 from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._clock import RunClock
 from regiment.hierarchy._live_events import LiveChannel, live_sink
@@ -296,7 +296,7 @@ async def _deadline(
 def billed(error: Exception | None) -> tuple[Usage, int] | None:
     """What a failed planner-side call spent all the same, and in how many model
     calls: a refused reply, or structured answers that never validated."""
-    if isinstance(error, ModelRefused) and error.usage is not None:
+    if isinstance(error, ModelError) and error.usage is not None:
         return error.usage, error.model_calls
     if isinstance(error, OutputInvalid) and error.usage is not None:
         return error.usage, error.attempts

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from regiment.errors import ModelRefused
+from regiment.errors import ModelError
 from regiment.models import Message, ModelRequest, ModelResponse, TextPart, Usage
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ async def synthesized(
     again = msgspec.structs.replace(request, messages=(*request.messages[:-1], noted))
     try:
         second = await caller.call(again, live)
-    except ModelRefused as exc:  # the empty reply was spent too
+    except ModelError as exc:  # the empty reply was spent too
         exc.usage, exc.model_calls = response.usage + (exc.usage or Usage()), 2
         raise
     if not second.text.strip():

@@ -7,7 +7,7 @@ import logging
 
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy.workers._progress import StepProgress
-from regiment.models import Message, ModelResponse, TextPart
+from regiment.models import Message, TextPart
 
 __all__ = ("answered", "ask_again")
 
@@ -42,11 +42,9 @@ def _empty_twice(worker: str) -> str:
     )
 
 
-def answered(
-    progress: StepProgress, assign: AssignStep, worker: str, response: ModelResponse
-) -> StepReport:
+def answered(progress: StepProgress, assign: AssignStep, worker: str) -> StepReport:
     """The report of a step whose model answered (no tool call): ``done``, or ``failed``
     when the answer is empty after it was asked again (a replan may word it better)."""
-    if response.text.strip():
+    if progress.last_text.strip():
         return progress.report(assign, worker, "done")
     return progress.report(assign, worker, "failed", error=_empty_twice(worker))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from regiment.errors import ApprovalError, ModelAPIError, ModelRefused, StepFailed, ToolError
+from regiment.errors import ApprovalError, ModelAPIError, ModelError, StepFailed, ToolError
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._model_call import described
 from regiment.hierarchy._prompts import HookFailed
@@ -43,8 +43,9 @@ def failed_report(
 ) -> StepReport:
     """The report of a step that ended by raising ``exc`` (``where`` leads its error text).
 
-    A reply the model refused was billed all the same: the report counts it."""
-    if isinstance(exc, ModelRefused) and exc.usage is not None:
+    A reply the model refused, or a stream that broke after the provider reported its
+    tokens, was billed all the same: the report counts it."""
+    if isinstance(exc, ModelError) and exc.usage is not None:
         progress.model_calls += exc.model_calls
         progress.usage = progress.usage + exc.usage
     return progress.report(

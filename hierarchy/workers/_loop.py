@@ -317,8 +317,8 @@ async def run_tool_loop(
             continue  # a guard rejected the reply; the model is told why
         progress.took(response)
         if not (tool_calls := response.tool_calls):
-            if response.text.strip() or asked_again:  # twice empty: the step fails
-                return answered(progress, assign, worker, response)
+            if progress.last_text.strip() or asked_again:  # twice empty: the step fails
+                return answered(progress, assign, worker)
             asked_again = ask_again(messages, assign, worker)
             continue
         messages.append(Message(role="assistant", parts=response.parts))
