@@ -272,7 +272,10 @@ async def _reply(model: Model, request: ModelRequest, live: LiveSink | None) -> 
     try:
         if live is None:
             return await model.complete(request)
-        return await stream_response(model, request, live.text_handler(request))
+        response = await stream_response(model, request, live.text_handler(request))
+        if response.refused:  # its text reached the reader: say it was declined
+            live.refused(request)
+        return response
     except BaseException as exc:  # a cancellation or an interrupt, as a rule
         if stray(exc):
             raise _stray_error(model, exc) from exc

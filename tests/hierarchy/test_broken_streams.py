@@ -1,6 +1,8 @@
-"""A Claude stream that breaks, or sends an error event, after its ``message_start``
-reported the call's input tokens: the provider bills them, so the step's and the run's
-usage (and so the budget) count them. They counted nothing of them."""
+"""Claude streams that do not end in an answer. One that breaks, or sends an error
+event, after its ``message_start`` reported the call's input tokens: the provider bills
+them, so the step's and the run's usage (and so the budget) count them; they counted
+nothing of them. One that turns out to be a refusal: its text reached ``stream()``
+readers as ``TextDelta`` s like an answer's; now a ``refused`` marker follows it."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from regiment.errors import RunError, StepFailed
-from regiment.hierarchy import Budget, Planner, Team, Worker
+from regiment.hierarchy import Budget, Planner, RunFailed, StepErrored, Team, TextDelta, Worker
 from regiment.models import AnthropicModel, ScriptedModel
 
 from ..models import messages_api
@@ -85,3 +87,31 @@ async def test_a_synthesizer_stream_that_breaks_is_charged(api: StandIn, how: st
     assert caught.value.failed is not None
     scripted = sum(s.usage.input_tokens for s in caught.value.failed.steps)
     assert caught.value.failed.usage.input_tokens >= 500 + scripted
+
+
+@pytest.mark.parametrize("role", ["worker", "synthesizer"])
+async def test_a_streamed_refusal_is_marked_after_its_text(api: StandIn, role: str) -> None:
+    api.queue(
+        messages_api.message([{"type": "text", "text": "I can't help"}], stop_reason="refusal")
+    )
+    model = AnthropicModel("claude-test-1", api_key="k", base_url=api.base_url)
+    scripted = ScriptedModel(["refunded"])
+    worker = Worker(
+        name="billing", description="Refunds.", model=model if role == "worker" else scripted
+    )
+    planner = Planner(
+        model=ScriptedModel(_planner), synthesizer_model=model if role == "synthesizer" else None
+    )
+    team = Team(name="refunds", planner=planner, workers=[worker], budget=Budget(replans=0))
+    async with model, team.start() as running, running.stream("Refund order 7") as events:
+        got = [event async for event in events]
+    deltas = [e for e in got if isinstance(e, TextDelta) and e.role == role]
+    assert "".join(d.text for d in deltas) == "I can't help"
+    assert [d.refused for d in deltas][-1] is True
+    assert not any(d.refused for d in deltas[:-1])
+    marker = got.index(deltas[-1])
+    assert isinstance(got[-1], RunFailed)
+    if role == "worker":
+        (errored,) = [e for e in got if isinstance(e, StepErrored)]
+        assert marker < got.index(errored)
+        assert (deltas[-1].worker, deltas[-1].step_id) == ("billing", "s1")
