@@ -4,6 +4,7 @@ The tree::
 
     RegimentError                      root of everything regiment raises
     ├── ConfigError                    the programmer or the config file is wrong; fix the code
+    │   └── HookFailed                 a ``Prompts`` hook of the user's raised or returned no text
     ├── ActorError                     the actor runtime
     │   ├── MailboxFull                send_nowait on a full mailbox
     │   ├── ActorStopped               sending to, or asking, an actor that has stopped
@@ -64,6 +65,7 @@ __all__ = (
     "BudgetExceeded",
     "ConfigError",
     "GuardrailError",
+    "HookFailed",
     "JournalError",
     "LeaseHeld",
     "LeaseLost",
@@ -124,7 +126,18 @@ class WorkerLost(ActorError):
 
 
 class ToolError(RegimentError):
-    """A tool could not be defined or called."""
+    """A tool could not be defined or called.
+
+    Attributes:
+        fatal: the application's code for the tool is broken (its ``idempotency_key``
+            function or ``requires_approval`` predicate raised, or returned the wrong
+            thing), so the call fails the same way every time: a step it fails ends its
+            run at once, with no replan.
+    """
+
+    def __init__(self, *args: object, fatal: bool = False) -> None:
+        super().__init__(*args)
+        self.fatal = fatal
 
 
 class ToolArgumentsInvalid(ToolError):
@@ -140,7 +153,18 @@ class RetryableToolError(ToolError):
 
 
 class ModelError(RegimentError):
-    """A model call failed after the provider's own retries."""
+    """A model call failed after the provider's own retries.
+
+    Attributes:
+        usage: the tokens the provider reported for the failed call before it failed (a
+            stream that broke, or sent an error event, after ``message_start`` said its
+            input tokens; a refused reply), ``None`` when it reported none. A team
+            charges them to the step's or run's usage and budget.
+        model_calls: the model calls that spent them.
+    """
+
+    usage: Usage | None = None
+    model_calls: int = 1
 
 
 class ModelAPIError(ModelError):
@@ -301,8 +325,10 @@ class ApprovalError(RegimentError):
 
     Attributes:
         kind: ``unknown``, ``decided``, ``invalid`` (edited arguments),
-            ``no_journal`` (a paused run, and nowhere to keep the decision) or
-            ``ended`` (its run finished, cancelled say, without a decision).
+            ``no_journal`` (a paused run, and nowhere to keep the decision),
+            ``ended`` (its run finished, cancelled say, without a decision) or
+            ``approver`` (the approver raised, or returned no decision: a step it fails
+            ends its run at once, with no replan, as every call would fail alike).
     """
 
     def __init__(self, message: str, *, kind: str = "invalid") -> None:
@@ -364,3 +390,16 @@ class GuardrailError(RunError):
         self.guardrail = guardrail
         self.subject = subject
         self.reason = reason
+
+
+class HookFailed(ConfigError):
+    """A ``Prompts`` method of the user's raised: the message names the class, the hook,
+    what it raised and what to do; ``__cause__`` is what it raised. A step it built a
+    prompt for fails with that message (no replan: every step would fail alike); a run,
+    with :meth:`run_error`. Its span's ``error.type`` is ``regiment.errors.HookFailed``."""
+
+    def run_error(self) -> RunError:
+        """The run's error: this message, caused by what the hook raised."""
+        error = RunError(str(self))
+        error.__cause__ = self.__cause__
+        return error

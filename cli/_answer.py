@@ -29,6 +29,14 @@ class AnswerOut:
     def delta(self, event: ev.TextDelta) -> None:
         if self.stream is None or event.role != "synthesizer":
             return
+        if event.refused:  # what streamed was declined: not the answer
+            if self.written:
+                self.stream.write(
+                    "\n[the model declined to answer; the text above is not the answer]\n"
+                )
+                self.stream.flush()
+            self.written, self.held = "", ""
+            return
         text = self.held + event.text
         if not self.written:
             text = text.lstrip()

@@ -107,9 +107,9 @@ class RunProgress:
                 self.phase = "replanning"
             case ev.SynthesisStarted():
                 self.phase, self.answer = "synthesizing", ""
-            case ev.TextDelta(role=role, text=text):
+            case ev.TextDelta(role=role, text=text, refused=refused):
                 if role == "synthesizer":
-                    self.answer += text
+                    self.answer = "" if refused else self.answer + text
             case ev.ToolCallStarted() | ev.ToolCallFinished():
                 pass
             case ev.ApprovalRequested(request=request):

@@ -9,7 +9,7 @@ planner model is told when it replans.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import final
 
 from regiment._stray import stray, stray_reason
@@ -21,10 +21,18 @@ __all__ = ("Check", "CheckOutcome")
 @final
 @dataclass(frozen=True, slots=True)
 class CheckOutcome:
-    """The verdict of one check on one report."""
+    """The verdict of one check on one report.
+
+    Attributes:
+        passed: the report is acceptable.
+        reason: why not (what the planner is told when it replans).
+        error: what the check's predicate (or its ``explain``) raised, when it raised:
+            the run logs it once, as it logs a guard that raised.
+    """
 
     passed: bool
     reason: str
+    error: BaseException | None = field(default=None, compare=False, repr=False)
 
 
 @final
@@ -49,14 +57,14 @@ class Check:
                 return CheckOutcome(passed=True, reason="")
         except BaseException as exc:  # a predicate that cannot read the report is a failed check
             reason = f"check could not read step {report.step_id}: {_why(exc)}"
-            return CheckOutcome(passed=False, reason=reason)
-        reason = self.description
+            return CheckOutcome(passed=False, reason=reason, error=exc)
+        reason, error = self.description, None
         if self.explain is not None:
             try:
                 reason = self.explain(report)
             except BaseException as exc:
-                reason = f"{self.description} (explain failed: {_why(exc)})"
-        return CheckOutcome(passed=False, reason=reason)
+                reason, error = f"{self.description} (explain failed: {_why(exc)})", exc
+        return CheckOutcome(passed=False, reason=reason, error=error)
 
 
 def _why(exc: BaseException) -> str:

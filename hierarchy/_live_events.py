@@ -61,6 +61,19 @@ class LiveSink:
 
         return on_delta
 
+    def refused(self, request: ModelRequest) -> None:
+        """Tell the reader the reply to ``request`` it was streamed is a refusal."""
+        self.emit(
+            TextDelta(
+                run_id=self.run_id,
+                role=request.role or "worker",
+                text="",
+                worker=request.worker,
+                step_id=request.step_id,
+                refused=True,
+            )
+        )
+
     def tell(self, request: ModelRequest, text: str) -> None:
         """Hand ``text``, the reply to ``request``, to the reader in one piece: a reply
         held back while guards judged it (a reader never sees text they tripped on)."""

@@ -36,7 +36,7 @@ from regiment.telemetry import semconv as sc
 if TYPE_CHECKING:
     from regiment.hierarchy._live_events import LiveSink
 
-__all__ = ("ModelCaller", "input_messages", "output_messages")
+__all__ = ("ModelCaller", "described", "input_messages", "output_messages")
 
 _log = logging.getLogger("regiment.models")
 
@@ -83,6 +83,7 @@ class ModelCaller:
                 except BaseException as exc:  # a cancellation or an interrupt, as a rule
                     if stray(exc):
                         raise _stray_error(self.model, exc) from exc
+                    _name_model(self.model, exc)
                     raise
                 response = valid_response(reply, self.model.name)
                 if response.stop_reason in STOPPED_EARLY:  # one look-up for the usual reply
@@ -145,7 +146,7 @@ class ModelCaller:
         try:
             response = await self._traced(request, live)
         except Exception as exc:
-            spent = exc.usage if isinstance(exc, ModelRefused) else None  # a refusal is billed
+            spent = exc.usage if isinstance(exc, ModelError) else None  # a refusal is billed
             metrics.model_call(
                 attributes,
                 time.perf_counter() - started,
@@ -271,11 +272,44 @@ async def _reply(model: Model, request: ModelRequest, live: LiveSink | None) -> 
     try:
         if live is None:
             return await model.complete(request)
-        return await stream_response(model, request, live.text_handler(request))
+        response = await stream_response(model, request, live.text_handler(request))
+        if response.refused:  # its text reached the reader: say it was declined
+            live.refused(request)
+        return response
     except BaseException as exc:  # a cancellation or an interrupt, as a rule
         if stray(exc):
             raise _stray_error(model, exc) from exc
+        _name_model(model, exc)
         raise
+
+
+# Set on what a model of the application's raised (not a ModelError): the model, named.
+_RAISED_BY = "_regiment_raised_by"
+
+
+def _name_model(model: Model, exc: BaseException) -> None:
+    """Mark ``exc``, raised by ``model``'s own code (not a ``ModelError``), with the model
+    that raised it: the step's or run's error names it (:func:`described`), and so does
+    the traceback (a note). The exception itself passes on unchanged, so spans keep its
+    class as ``error.type``."""
+    if not isinstance(exc, Exception) or isinstance(exc, ModelError):
+        return
+    if getattr(exc, _RAISED_BY, None) is not None:  # a nested call's, named already
+        return
+    who = f"model {model.name!r} ({type(model).__name__})"
+    try:
+        setattr(exc, _RAISED_BY, who)
+    except AttributeError:  # an exception class that takes no attributes: unnamed
+        return
+    exc.add_note(f"raised by {who}")
+
+
+def described(exc: BaseException) -> str:
+    """``exc`` as an error text: ``"<Class>: <message>"``, led by the model that raised
+    it when a model of the application's did (``"model 'mine' (MyModel) raised ..."``)."""
+    who = getattr(exc, _RAISED_BY, None)
+    text = f"{type(exc).__name__}: {exc}"
+    return f"{who} raised {text}" if isinstance(who, str) else text
 
 
 def _stray_error(model: Model, exc: BaseException) -> ModelError:

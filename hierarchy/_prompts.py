@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from regiment._stray import raise_stray
-from regiment.errors import ConfigError, RunError
+from regiment.errors import HookFailed
 from regiment.hierarchy._messages import StepContext
 from regiment.hierarchy.plan._plan import Plan, PlanStep
 
-__all__ = ("HookFailed", "Prompts")
+__all__ = ("HookFailed", "Prompts")  # HookFailed: regiment.errors's, re-exported
 
 _PLANNER = """\
 Break the goal into steps for the workers below. Steps that do not depend on each
@@ -186,19 +186,6 @@ class Prompts:
 _BUILDERS = frozenset(
     name for name, value in vars(Prompts).items() if callable(value) and not name.startswith("_")
 )
-
-
-class HookFailed(ConfigError):
-    """A ``Prompts`` method of the user's raised: the message names the class, the hook,
-    what it raised and what to do; ``__cause__`` is what it raised. A step it built a
-    prompt for fails with that message (no replan: every step would fail alike); a run,
-    with :meth:`run_error`."""
-
-    def run_error(self) -> RunError:
-        """The run's error: this message, caused by what the hook raised."""
-        error = RunError(str(self))
-        error.__cause__ = self.__cause__
-        return error
 
 
 def _guarded(name: str, method: Callable[..., str]) -> Callable[..., str]:

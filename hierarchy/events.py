@@ -139,12 +139,19 @@ class TextDelta(_Base, frozen=True, kw_only=True):
 
     The deltas of one model call, joined, are the text of its reply. ``worker``
     and ``step_id`` are set for ``role="worker"`` calls only.
+
+    A reply is known to be a refusal only once it has streamed. Then one more
+    ``TextDelta`` follows its text, with ``refused=True`` and ``text=""``: the text
+    this call streamed (since its role's last call began) was declined, not an
+    answer, and a reader drops it (``regiment run`` says so). The call then fails
+    with ``ModelRefused`` as an unstreamed one does.
     """
 
     role: Role
     text: str
     worker: str | None = None
     step_id: str | None = None
+    refused: bool = False
 
 
 class ToolCallStarted(_Base, frozen=True, kw_only=True):

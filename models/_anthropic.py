@@ -12,7 +12,7 @@ import anyio
 import httpx2
 from anthropic import AsyncAnthropic, not_given
 
-from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
+from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError, ModelError
 from regiment.models._anthropic_stream import PartIndexer
 from regiment.models._anthropic_wire import CallParams, call_params, response_from_message
 from regiment.models._api_errors import is_permanent, long_wait, retry_note
@@ -191,6 +191,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         # The raw events, read into the reply by our own reader (see PartIndexer).
         with self._translated():
             stream = await self._client.messages.create(**params, stream=True)
+        indexer = PartIndexer()
         try:
             request_id = stream.response.headers.get("request-id")
             content_type = stream.response.headers.get("content-type")
@@ -202,7 +203,6 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
                     status_code=stream.response.status_code,
                     request_id=request_id,
                 )
-            indexer = PartIndexer()
             while True:
                 with self._translated(reading=True, request_id=request_id):
                     event = await anext(stream, None)
@@ -217,6 +217,10 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
                     "its message_stop event; the reply is incomplete and was not retried, "
                     "as its pieces may already be handed out; try the call again"
                 )
+        except ModelError as exc:  # what message_start reported is billed all the same
+            if exc.usage is None:
+                exc.usage = indexer.spent()
+            raise
         finally:
             with anyio.CancelScope(shield=True):  # release the connection even when cancelled
                 await stream.close()

@@ -149,6 +149,10 @@ class PartIndexer:
             block.signature += getattr(delta, "signature", "")
         return None
 
+    def spent(self) -> Usage | None:
+        """The usage the stream reported so far (``None`` before ``message_start``)."""
+        return self._usage if self.started and self._usage != Usage() else None
+
     def response(self) -> ModelResponse:
         """The whole reply, once the stream has finished."""
         return ModelResponse(

@@ -44,14 +44,16 @@ def derive_key(spec: IdempotencyKey | None, tool_name: str, arguments: JsonObjec
             if isinstance(exc, Exception):
                 raise ToolError(
                     f"{what} raised {type(exc).__name__}: {exc}; fix it to return the key "
-                    "(a str) for the call's arguments"
+                    "(a str) for the call's arguments",
+                    fatal=True,
                 ) from exc
             raise_stray(exc, what, "return the key, or raise an Exception")
             raise
         if not isinstance(key, str):  # journaled and sent to the tool: it must be text
             raise ToolError(
                 f"the idempotency_key function of tool {tool_name!r} returned the "
-                f"{type(key).__name__} {key!r:.100}, not the key (a str); fix it to return a str"
+                f"{type(key).__name__} {key!r:.100}, not the key (a str); fix it to return a str",
+                fatal=True,
             )
         return key
     return f"{tool_name}:" + ",".join(f"{name}={_part(arguments[name])}" for name in spec)

@@ -104,7 +104,8 @@ class ToolPolicy:
             raise ToolError(
                 f"the requires_approval predicate of tool {tool_name!r} raised "
                 f"{type(exc).__name__}: {exc}; fix it to return True or False for the "
-                "call's arguments"
+                "call's arguments",
+                fatal=True,
             ) from exc
         except BaseException as exc:
             raise_stray(exc, "the requires_approval predicate", "decide, or raise an Exception")

@@ -240,12 +240,13 @@ async def request_approval(approver: Approver, request: ApprovalRequest) -> Appr
         raise
     except NotADecision as exc:  # its answer (the check is ask_approver's)
         raise ApprovalError(
-            f"the approver of tool {request.tool_name!r} {exc.what}; {_DECIDES}"
+            f"the approver of tool {request.tool_name!r} {exc.what}; {_DECIDES}", kind="approver"
         ) from None
     except Exception as exc:  # the application's code: the step fails saying whose
         raise ApprovalError(
             f"the approver of tool {request.tool_name!r} raised {type(exc).__name__}: {exc}; "
-            f"{_DECIDES}"
+            f"{_DECIDES}",
+            kind="approver",
         ) from exc
     except BaseException as exc:
         if stray(exc):  # its own CancelledError must not end the worker (regiment._stray)

@@ -23,15 +23,17 @@ import msgspec
 from opentelemetry.trace import Span
 
 from regiment.actors import ActorContext
-from regiment.errors import ModelRefused, OutputInvalid, RunError
+from regiment.errors import ModelError, OutputInvalid, RunError
 from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._clock import RunClock
 from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
+from regiment.hierarchy._model_call import described
 from regiment.hierarchy.guard._judge import Purse, judging_within, ledger_purse
 from regiment.hierarchy.guard._roles import Caller, GuardLog, guarded
 from regiment.hierarchy.run._call_runner import CallRunner
+from regiment.hierarchy.run._empty_answer import synthesized
 from regiment.hierarchy.run._lender import CallLender
 from regiment.hierarchy.run._messages import (
     DeadlineReached,
@@ -241,6 +243,8 @@ class PhaseCalls:
             if live is not None:
                 live.tell(request, response.text)
             return response, calls
+        if purpose == "synthesis":  # an empty answer is asked for again, once
+            return await synthesized(self._synth, request, live, self._run_id)
         return await self._caller(purpose).call(request, live), 1
 
     def tell_answer(self, answer: str) -> None:
@@ -292,7 +296,7 @@ async def _deadline(
 def billed(error: Exception | None) -> tuple[Usage, int] | None:
     """What a failed planner-side call spent all the same, and in how many model
     calls: a refused reply, or structured answers that never validated."""
-    if isinstance(error, ModelRefused) and error.usage is not None:
+    if isinstance(error, ModelError) and error.usage is not None:
         return error.usage, error.model_calls
     if isinstance(error, OutputInvalid) and error.usage is not None:
         return error.usage, error.attempts
@@ -301,8 +305,7 @@ def billed(error: Exception | None) -> tuple[Usage, int] | None:
 
 def model_failure(reply: ModelReplied) -> RunError:
     """The run's error for a failed planner-side call."""
-    error = RunError(
-        f"the {reply.purpose} model call failed: {type(reply.error).__name__}: {reply.error}"
-    )
+    why = "no detail" if reply.error is None else described(reply.error)
+    error = RunError(f"the {reply.purpose} model call failed: {why}")
     error.__cause__ = reply.error
     return error

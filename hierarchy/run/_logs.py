@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import logging
 
+from regiment.hierarchy._checks import CheckOutcome
 from regiment.hierarchy._messages import StepReport
 
 __all__ = (
     "budget_exhausted",
     "cancel_not_sent",
+    "check_raised",
     "model_retry",
     "plan_truncated",
     "stale_report_dropped",
@@ -102,5 +104,20 @@ def step_ended_badly(run_id: str, report: StepReport) -> None:
         report.step_id,
         report.status,
         report.error,
+        extra=_where(run_id, report.step_id, report.worker),
+    )
+
+
+def check_raised(run_id: str, report: StepReport, check: str, outcome: CheckOutcome) -> None:
+    """A check's predicate (or its ``explain``) raised (WARNING, with the traceback): the
+    check failed and the planner replans, but the bug is the application's to fix."""
+    _log.warning(
+        "%s %s: check '%s' raised, so it failed (%s); fix the check to return False for a "
+        "report it does not accept",
+        report.worker,
+        report.step_id,
+        check,
+        outcome.reason,
+        exc_info=outcome.error,
         extra=_where(run_id, report.step_id, report.worker),
     )

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, final
 import msgspec
 
 from regiment._stray import raise_stray
-from regiment.errors import ConfigError, ModelRefused, OutputInvalid, RunError
+from regiment.errors import ConfigError, ModelError, ModelRefused, OutputInvalid, RunError
 from regiment.hierarchy._result import RunResult, with_output
 from regiment.hierarchy.guard._roles import Caller
 from regiment.models import (
@@ -134,8 +134,9 @@ async def structured_call(
     for attempt in range(1, shape.attempts + 1):
         try:
             response = await caller.call(request)
-        except ModelRefused as exc:  # the attempts before it were spent too
-            exc.usage, exc.model_calls = spent + (exc.usage or Usage()), attempt
+        except ModelError as exc:  # the attempts before it were spent too
+            if isinstance(exc, ModelRefused) or exc.usage is not None or attempt > 1:
+                exc.usage, exc.model_calls = spent + (exc.usage or Usage()), attempt
             raise
         spent = spent + response.usage
         text = structured_text(response, shape.tool)

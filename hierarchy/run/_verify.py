@@ -12,6 +12,7 @@ from regiment.hierarchy._checks import Check, CheckOutcome
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.run._changes import CheckRejected, StepCommitted, StepEnded
+from regiment.hierarchy.run._logs import check_raised
 from regiment.hierarchy.run._phase import EndCancelled, Ending
 from regiment.hierarchy.run._trace import RunTrace
 from regiment.hierarchy.run._versions import PlanVersions
@@ -79,4 +80,6 @@ class Verifier:
         ):
             outcome = self._checks[check].run(report)
             self._trace.telemetry.recorder.check(span, passed=outcome.passed, detail=outcome.reason)
+        if outcome.error is not None:  # the application's code broke: told once, as a guard's
+            check_raised(report.run_id, report, check, outcome)
         return outcome

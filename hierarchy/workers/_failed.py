@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from regiment.errors import ModelAPIError, ModelRefused, StepFailed
+from regiment.errors import ApprovalError, ModelAPIError, ModelError, StepFailed, ToolError
 from regiment.hierarchy._messages import AssignStep, StepReport
+from regiment.hierarchy._model_call import described
 from regiment.hierarchy._prompts import HookFailed
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.telemetry import error_type
@@ -16,8 +17,14 @@ def is_fatal(exc: BaseException) -> bool:
     that refuses every call alike (``ModelAPIError.permanent``: a bad key, no
     permission, an unknown model, an invalid request), or a nested team's run that
     ended on one (``StepFailed.fatal``, or its planner's call failing so); or a
-    ``Prompts`` hook of the user's that raised building the step's prompt (code to fix)."""
+    ``Prompts`` hook of the user's that raised building the step's prompt, an approver
+    that raised or gave no decision, or a tool's ``idempotency_key`` function or
+    ``requires_approval`` predicate that failed (code to fix, failing alike every time)."""
     if isinstance(exc, HookFailed):
+        return True
+    if isinstance(exc, ApprovalError) and exc.kind == "approver":
+        return True
+    if isinstance(exc, ToolError) and exc.fatal:
         return True
     seen: set[int] = set()
     cause: BaseException | None = exc
@@ -36,8 +43,9 @@ def failed_report(
 ) -> StepReport:
     """The report of a step that ended by raising ``exc`` (``where`` leads its error text).
 
-    A reply the model refused was billed all the same: the report counts it."""
-    if isinstance(exc, ModelRefused) and exc.usage is not None:
+    A reply the model refused, or a stream that broke after the provider reported its
+    tokens, was billed all the same: the report counts it."""
+    if isinstance(exc, ModelError) and exc.usage is not None:
         progress.model_calls += exc.model_calls
         progress.usage = progress.usage + exc.usage
     return progress.report(
@@ -45,9 +53,7 @@ def failed_report(
         worker,
         "failed",
         # A hook's failure says what raised; its own class name would only repeat it.
-        error=f"{where}{exc}"
-        if isinstance(exc, HookFailed)
-        else f"{where}{type(exc).__name__}: {exc}",
+        error=f"{where}{exc}" if isinstance(exc, HookFailed) else f"{where}{described(exc)}",
         error_type=error_type(exc),
         fatal=is_fatal(exc),
     )

@@ -24,6 +24,7 @@ from regiment.hierarchy.guard._judge import judging_within
 from regiment.hierarchy.guard._step import StepGuards, step_purse
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.workers._approval_gate import Approvals
+from regiment.hierarchy.workers._empty_reply import answered, ask_again
 from regiment.hierarchy.workers._journal_calls import JournaledCaller, StepCalls
 from regiment.hierarchy.workers._progress import StepProgress
 from regiment.hierarchy.workers._siblings import SiblingCalls
@@ -255,10 +256,16 @@ def opening(
 ) -> tuple[str, Message]:
     """A step's system prompt and first message: how every worker step begins
     (the planner estimates a step's first call from the same two)."""
-    system = prompts.worker_system(
+    return _system(prompts, worker, description, system_prompt), _first_message(
+        prompts, step, context
+    )
+
+
+def _system(prompts: Prompts, worker: str, description: str, system_prompt: str) -> str:
+    """The worker's system prompt."""
+    return prompts.worker_system(
         worker=worker, description=description, system_prompt=system_prompt
     )
-    return system, _first_message(prompts, step, context)
 
 
 def _first_message(prompts: Prompts, step: PlanStep, context: StepContext) -> Message:
@@ -294,13 +301,12 @@ async def run_tool_loop(
         ToolError: a tool raised and ``on_tool_error`` (its own, else this one) is ``"raise"``.
     """
     if system is None:
-        system = prompts.worker_system(
-            worker=worker, description=description, system_prompt=system_prompt
-        )
+        system = _system(prompts, worker, description, system_prompt)
     step, allowance, tools = assign.step, assign.allowance, toolset.definitions
     progress.messages = messages = [_first_message(prompts, step, assign.context)]
     journaled, call = _step_caller(journaled, caller, guards, assign, progress, messages, worker)
     limited = _is_limited(allowance)
+    asked_again = False  # after an empty reply (below)
     for _ in range(max_iterations):
         request = _request(system, messages, tools, worker, step.id)
         if limited and (out := _out_of_allowance(assign, progress, request)) is not None:
@@ -311,13 +317,14 @@ async def run_tool_loop(
             continue  # a guard rejected the reply; the model is told why
         progress.took(response)
         if not (tool_calls := response.tool_calls):
-            return progress.report(assign, worker, "done")
+            if progress.last_text.strip() or asked_again:  # twice empty: the step fails
+                return answered(progress, assign, worker)
+            asked_again = ask_again(messages, assign, worker)
+            continue
         messages.append(Message(role="assistant", parts=response.parts))
         ran_before = len(progress.outcomes)
-        if response.stop_reason in STOPPED_EARLY and response.cut_off:  # none run: the last
-            # one's arguments may be cut short
-            results, failed = [_refused(c, progress, _CUT_OFF, "cut_off") for c in tool_calls], True
-            _not_run(telemetry, toolset, tool_calls, "cut_off", _CUT_OFF)
+        if response.stop_reason in STOPPED_EARLY and response.cut_off:
+            results, failed = _cut_off(tool_calls, progress, telemetry, toolset)
         else:
             results, failed = await _call_tools(
                 toolset, tool_calls, assign, progress, telemetry, journaled, guards, approvals
@@ -328,6 +335,15 @@ async def run_tool_loop(
             _check_failures(progress.outcomes[ran_before:], toolset, assign, worker, on_tool_error)
         messages.append(Message(role="user", parts=tuple(results)))
     return _capped(progress, assign, worker, max_iterations)
+
+
+def _cut_off(
+    calls: tuple[ToolCallPart, ...], progress: StepProgress, telemetry: Telemetry, toolset: Toolset
+) -> tuple[list[ToolResultPart], bool]:
+    """A reply cut at its length limit: none of its calls run (the last one's arguments
+    may be cut short); each gets a ``cut_off`` error result."""
+    _not_run(telemetry, toolset, calls, "cut_off", _CUT_OFF)
+    return [_refused(c, progress, _CUT_OFF, "cut_off") for c in calls], True
 
 
 def _capped(

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from regiment.errors import RegimentError
-from regiment.hierarchy import Planner, Team, Worker
+from regiment.hierarchy import Planner, PlanStep, Prompts, StepContext, Team, Worker
 from regiment.models import (
     ModelRequest,
     ModelResponse,
@@ -52,6 +52,7 @@ def _team(
     worker_brain: Callable[[ModelRequest], ModelResponse],
     step_timeout: float | None = None,
     tools: tuple[Tool[..., object], ...] = (lookup, wait_forever),
+    prompts: Prompts | None = None,
 ) -> Team:
     def brain(request: ModelRequest) -> ModelResponse:
         if request.role == "planner":
@@ -69,17 +70,21 @@ def _team(
         max_iterations=2,
         step_timeout=step_timeout,
     )
-    return Team(name="t", planner=Planner(model=model), workers=[worker], telemetry=telemetry)
+    planner = Planner(model=model, prompts=prompts or Prompts())
+    return Team(name="t", planner=planner, workers=[worker], telemetry=telemetry)
 
 
 async def _spans(
-    worker_brain: Callable[[ModelRequest], ModelResponse], step_timeout: float | None = None
+    worker_brain: Callable[[ModelRequest], ModelResponse],
+    step_timeout: float | None = None,
+    prompts: Prompts | None = None,
 ) -> list[ReceivedSpan]:
     with OtlpReceiver() as receiver:
         handle = configure_tracing("errors", endpoint=receiver.endpoint, set_global=False)
         # How the run ends is not the point here; the spans are.
         with contextlib.suppress(RegimentError):
-            await _team(Telemetry(handle.provider), worker_brain, step_timeout).run("go")
+            team = _team(Telemetry(handle.provider), worker_brain, step_timeout, prompts=prompts)
+            await team.run("go")
         handle.shutdown()
         return list(receiver.spans())
 
@@ -104,6 +109,18 @@ async def test_a_step_that_raised_has_the_exception_type() -> None:
     assert step.attributes["regiment.step.outcome"] == "failed"
     assert step.attributes["error.type"] == f"{LookupBroke.__module__}.LookupBroke"
     assert step.status_code == 2
+
+
+class BrokenStepRequest(Prompts):
+    def step_request(self, *, step: PlanStep, context: StepContext) -> str:
+        raise KeyError("tone")
+
+
+async def test_a_step_a_hook_failed_has_a_public_error_type() -> None:
+    # It was regiment.hierarchy._prompts.HookFailed: a private path, not one to match on.
+    spans = await _spans(_tool_fails_then_answers, prompts=BrokenStepRequest())
+    step = next(s for s in spans if s.name == "invoke_agent w")
+    assert step.attributes["error.type"] == "regiment.errors.HookFailed"
 
 
 async def test_a_step_out_of_iterations_has_a_defined_code() -> None:

@@ -1,0 +1,117 @@
+"""Claude streams that do not end in an answer. One that breaks, or sends an error
+event, after its ``message_start`` reported the call's input tokens: the provider bills
+them, so the step's and the run's usage (and so the budget) count them; they counted
+nothing of them. One that turns out to be a refusal: its text reached ``stream()``
+readers as ``TextDelta`` s like an answer's; now a ``refused`` marker follows it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+
+from regiment.errors import RunError, StepFailed
+from regiment.hierarchy import Budget, Planner, RunFailed, StepErrored, Team, TextDelta, Worker
+from regiment.models import AnthropicModel, ScriptedModel
+
+from ..models import messages_api
+from ..models.standin import Reply, StandIn, serve
+from .brains import plan_json
+
+# On trio, the SDK's SSE generators that an error event leaves half-read are only closed
+# by the garbage collector, and trio warns about that (as in tests/models); the
+# connection itself is closed by AnthropicModel.
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.filterwarnings(
+        "ignore:Async generator 'anthropic._streaming.:ResourceWarning",
+        "ignore::pytest.PytestUnraisableExceptionWarning",
+    ),
+]
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[StandIn]:
+    no_reply = messages_api.error(500, "api_error", "none", **{"x-should-retry": "false"})
+    async for server in serve(no_reply):
+        yield server
+
+
+def _broken(how: str) -> Reply:
+    """A reply whose stream reports 500 input tokens, writes a little, then breaks."""
+    reply = messages_api.message([{"type": "text", "text": "Refunding order 7"}], input_tokens=500)
+    assert reply.events is not None
+    if how == "cut":
+        reply.cut_after = 4  # message_start, ping, a block's start and first piece
+    else:
+        failure = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+        reply.events = [*reply.events[:4], ("error", json.dumps(failure))]
+    return reply
+
+
+def _planner(request: object) -> str:
+    return plan_json({"description": "refund order 7", "worker": "billing"})
+
+
+@pytest.mark.parametrize("how", ["cut", "error_event"])
+async def test_a_worker_stream_that_breaks_is_charged(api: StandIn, how: str) -> None:
+    api.queue(_broken(how))
+    model = AnthropicModel("claude-test-1", api_key="k", base_url=api.base_url)
+    worker = Worker(name="billing", description="Refunds.", model=model)
+    team = Team(
+        name="refunds",
+        planner=Planner(model=ScriptedModel(_planner)),
+        workers=[worker],
+        budget=Budget(replans=0),
+    )
+    async with model:
+        with pytest.raises(StepFailed) as caught:
+            await team.run("Refund order 7")
+    assert caught.value.failed is not None
+    (step,) = caught.value.failed.steps
+    assert (step.model_calls, step.usage.input_tokens) == (1, 500)
+    assert caught.value.failed.usage.input_tokens >= 500
+
+
+@pytest.mark.parametrize("how", ["cut", "error_event"])
+async def test_a_synthesizer_stream_that_breaks_is_charged(api: StandIn, how: str) -> None:
+    api.queue(_broken(how))
+    model = AnthropicModel("claude-test-1", api_key="k", base_url=api.base_url)
+    worker = Worker(name="billing", description="Refunds.", model=ScriptedModel(["refunded"]))
+    planner = Planner(model=ScriptedModel(_planner), synthesizer_model=model)
+    team = Team(name="refunds", planner=planner, workers=[worker])
+    async with model:
+        with pytest.raises(RunError) as caught:
+            await team.run("Refund order 7")
+    assert caught.value.failed is not None
+    scripted = sum(s.usage.input_tokens for s in caught.value.failed.steps)
+    assert caught.value.failed.usage.input_tokens >= 500 + scripted
+
+
+@pytest.mark.parametrize("role", ["worker", "synthesizer"])
+async def test_a_streamed_refusal_is_marked_after_its_text(api: StandIn, role: str) -> None:
+    api.queue(
+        messages_api.message([{"type": "text", "text": "I can't help"}], stop_reason="refusal")
+    )
+    model = AnthropicModel("claude-test-1", api_key="k", base_url=api.base_url)
+    scripted = ScriptedModel(["refunded"])
+    worker = Worker(
+        name="billing", description="Refunds.", model=model if role == "worker" else scripted
+    )
+    planner = Planner(
+        model=ScriptedModel(_planner), synthesizer_model=model if role == "synthesizer" else None
+    )
+    team = Team(name="refunds", planner=planner, workers=[worker], budget=Budget(replans=0))
+    async with model, team.start() as running, running.stream("Refund order 7") as events:
+        got = [event async for event in events]
+    deltas = [e for e in got if isinstance(e, TextDelta) and e.role == role]
+    assert "".join(d.text for d in deltas) == "I can't help"
+    assert [d.refused for d in deltas][-1] is True
+    assert not any(d.refused for d in deltas[:-1])
+    marker = got.index(deltas[-1])
+    assert isinstance(got[-1], RunFailed)
+    if role == "worker":
+        (errored,) = [e for e in got if isinstance(e, StepErrored)]
+        assert marker < got.index(errored)
+        assert (deltas[-1].worker, deltas[-1].step_id) == ("billing", "s1")
