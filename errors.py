@@ -33,8 +33,7 @@ The tree::
         ├── LeaseHeld                  another owner's lease on the run is alive
         ├── LeaseLost                  a write carried a stale fencing token (a zombie owner)
         ├── UnknownRun                 the journal has no run with that id
-        └── AlreadyFinished            a resume of a run that has finished (another resume may
-                                       have just finished it): nothing to resume
+        └── AlreadyFinished            a resume of a run that has already finished
 
 Errors about something a *model* produced (bad tool arguments, an invented tool
 name, an unparseable plan) are first handed back to the model as data; they only
@@ -345,10 +344,9 @@ class LeaseHeld(JournalError):
 
 
 class LeaseLost(JournalError):
-    """The write carried a stale fencing token: another owner took the run over.
-
-    The process holding the old lease is a zombie for that run and must stop
-    working on it; nothing it wrote after the takeover was kept.
+    """The write carried a stale fencing token: another owner took the run over. The
+    process holding the old lease is a zombie for that run and must stop working on it;
+    nothing it wrote after the takeover was kept.
 
     Attributes:
         owner: the owner that holds the run now (``host:pid:stamp``), if another
@@ -366,10 +364,7 @@ class UnknownRun(JournalError):
 
 class AlreadyFinished(JournalError):
     """A resume of a run that has finished: nothing to resume; ``regiment show`` shows it.
-
-    Attributes:
-        status: how it finished (``completed``, ``failed``, ``cancelled``, ...).
-    """
+    ``status``: how it finished (``completed``, ``failed``, ``cancelled``, ...)."""
 
     def __init__(self, message: str, *, status: str) -> None:
         super().__init__(message)
