@@ -140,6 +140,10 @@ def message_params(request: ModelRequest, *, cache: bool = False) -> list[Messag
     call, which repeats all of it, reads it from the cache.
     """
     params = [_message_param(message) for message in request.messages]
+    # The API refuses a message with no content, and an empty assistant reply (the
+    # planner's, re-sent with its re-prompt) has none once its empty text is left out.
+    # It joins consecutive turns of one role, so leaving such a reply out changes nothing.
+    params = [p for p in params if p["content"] or p["role"] == "user"]
     if cache and len(params) > 1:
         last = params[-1]["content"]
         if isinstance(last, list) and last:

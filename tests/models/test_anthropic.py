@@ -319,3 +319,21 @@ async def test_tool_input_that_is_not_an_object_goes_back_to_the_model(
             id="toolu_1", name="get_weather", arguments={"_unparsed_arguments": json.dumps(given)}
         ),
     )
+
+
+async def test_an_empty_reply_re_sent_with_a_re_prompt_is_left_out(api: StandIn) -> None:
+    """The planner asks again after an empty reply, sending it back: the Messages API
+    refuses a message with no content ("all messages must have non-empty content"), so
+    the empty assistant turn is left out and the two user turns go as they are (the API
+    joins consecutive turns of one role)."""
+    api.queue(message([{"type": "text", "text": '{"steps": []}'}]))
+    conversation = (
+        Message.user("Plan the goal."),
+        Message.assistant(""),
+        Message.user("Your reply was empty: answer with the plan as JSON."),
+    )
+    async with model_for(api) as model:
+        await model.complete(ModelRequest(messages=conversation))
+    sent = api.requests[0].body["messages"]
+    assert [m["role"] for m in sent] == ["user", "user"]
+    assert all(m["content"] for m in sent)
