@@ -13,7 +13,6 @@ planner is told the tool names and approvals are decided against their schemas
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import socket
@@ -250,8 +249,14 @@ class ReplicaServers:
         self._versions[index] = version
         try:
             now: MCPStarted = await self._handles[index].mcp_tools.remote()
-        except Exception:
-            return  # the replica is gone: its next step finds out
+        except Exception as exc:  # the replica is gone, as a rule: its next step finds out
+            _log.warning(
+                "a Ray replica did not give its MCP servers' changed tool lists "
+                "(%s: %s); the worker keeps the tools it knew",
+                type(exc).__name__,
+                exc,
+            )
+            return
         self.tools, self._versions[index] = now.tools, now.version
         self.generation += 1
 
@@ -317,5 +322,7 @@ class ReplicaServers:
 
 
 async def _stop_one(handle: Any) -> None:
-    with contextlib.suppress(Exception):  # a replica that is gone has nothing to stop
+    try:
         await handle.mcp_stop.remote()
+    except Exception as exc:  # a replica that is gone has nothing to stop (it is killed next)
+        _log.debug("a Ray replica's MCP servers were not stopped: %s: %s", type(exc).__name__, exc)
