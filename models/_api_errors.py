@@ -5,10 +5,23 @@ from __future__ import annotations
 
 import email.utils
 import math
+import random
 import time
-from typing import Protocol
+from typing import Protocol, TypeVar
 
-__all__ = ("LONGEST_WAIT", "is_permanent", "long_wait", "retry_note")
+__all__ = (
+    "LONGEST_WAIT",
+    "backoff",
+    "failed_mid_stream",
+    "is_permanent",
+    "long_wait",
+    "retry_note",
+    "stream_failed",
+    "transient_error",
+    "transient_stream_failure",
+)
+
+E = TypeVar("E", bound=BaseException)
 
 # The longest a call waits before the SDK retries it when the server asks for a wait
 # (retry-after), as the openai SDK does; the anthropic SDK waits as long as it is
@@ -29,6 +42,64 @@ _TOO_LONG = (
     "maximum context",
     "too many tokens",
 )
+
+
+# Both SDKs back a retry off exponentially from 0.5 s up to 8 s, less up to a quarter.
+_FIRST_WAIT, _LONGEST_BACKOFF = 0.5, 8.0
+
+# Set on a ModelError for a stream that began (200) and then failed in a way a new
+# attempt may not: an overload or server error event, a connection that broke off.
+_TRANSIENT = "_regiment_transient_stream"
+
+
+def backoff(retry: int) -> float:
+    """The seconds to wait before retry number ``retry`` (0 for the first), as the
+    SDKs wait before retrying an overloaded or failed call."""
+    return min(_FIRST_WAIT * 2.0 ** min(retry, 32), _LONGEST_BACKOFF) * (1 - 0.25 * random.random())
+
+
+def stream_failed(error: E, *, transient: bool = True) -> E:
+    """``error``, marked as a stream that failed after it began; ``transient``: the
+    same call may well succeed when made again (see ``transient_stream_failure``)."""
+    setattr(error, _TRANSIENT, transient)
+    return error
+
+
+# Error types of an error event in a stream that a new attempt may not meet, as the
+# statuses the SDKs retry (429, 5xx, Anthropic's 529): the Messages API's, OpenAI's,
+# and those compatible servers send (vLLM names the exception class).
+_TRANSIENT_TYPES = frozenset(
+    {
+        "overloaded_error",
+        "api_error",
+        "rate_limit_error",
+        "timeout_error",
+        "server_error",
+        "rate_limit_exceeded",
+        "timeout",
+        "InternalServerError",
+        "ServiceUnavailableError",
+    }
+)
+
+
+def transient_error(error_type: str | None, code: str | int | None = None) -> bool:
+    """Whether an error event sent mid-stream (its type, and the status some servers
+    give as its ``code``) says an overload, a rate limit or a server's failure."""
+    status = code if isinstance(code, int) else int(code) if code and code.isdigit() else None
+    return error_type in _TRANSIENT_TYPES or (
+        status is not None and (status == 429 or status >= 500)
+    )
+
+
+def transient_stream_failure(error: BaseException) -> bool:
+    """Whether ``error`` is a stream that began and then failed transiently."""
+    return getattr(error, _TRANSIENT, False) is True
+
+
+def failed_mid_stream(error: BaseException) -> bool:
+    """Whether ``error`` is a stream that began (the server read the request) and failed."""
+    return hasattr(error, _TRANSIENT)
 
 
 class _Headers(Protocol):

@@ -13,7 +13,7 @@ import httpx2
 import msgspec
 
 from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
-from regiment.models._api_errors import is_permanent, long_wait, retry_note
+from regiment.models._api_errors import is_permanent, long_wait, retry_note, stream_failed
 
 try:
     import openai
@@ -169,10 +169,11 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
             with anyio.CancelScope(shield=True):  # release the connection even when cancelled
                 await manager.__aexit__(None, None, None)
         if reader.stop_reason is None:
-            raise ModelConnectionError(
-                f"the stream from {self._where()} ended before its finish_reason; the reply "
-                "is incomplete and was not retried, as its pieces may already be handed out; "
-                "try the call again"
+            raise stream_failed(
+                ModelConnectionError(
+                    f"the stream from {self._where()} ended before its finish_reason, so the "
+                    "reply is incomplete"
+                )
             )
         return reader.response()
 
@@ -203,28 +204,32 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
                 "max_retries"
             ) from exc
         except StreamErrorEvent as exc:
-            raise ModelAPIError(
+            error = ModelAPIError(
                 f"the Chat Completions API at {self._where()} sent an error mid-stream: "
-                f"{exc.error_type or 'error'}: {exc} (request id {request_id}); the call was not "
-                "retried, as parts of the reply may already be handed out; try it again",
+                f"{exc.error_type or 'error'}: {exc} (request id {request_id})"
+                + ("" if exc.transient else "; not retried, as it would come again"),
                 error_type=exc.error_type,
                 request_id=request_id,
-            ) from exc
+            )
+            raise stream_failed(error, transient=exc.transient) from exc
         except httpx2.TransportError as exc:  # only mid-stream: the SDK retries the rest
-            raise ModelConnectionError(
-                f"the stream from {self._where()} broke off ({exc!r}); a broken stream is not "
-                "retried, as its pieces may already be handed out; try the call again"
+            raise stream_failed(
+                ModelConnectionError(
+                    f"the stream from {self._where()} broke off ({exc!r}); check the network "
+                    "and any proxy in between"
+                )
             ) from exc
         except _UNREADABLE as exc:
             # A body that is not JSON, or nests too deep to read, is read inside the call.
             if not reading and not isinstance(exc, json.JSONDecodeError | RecursionError):
                 raise
-            raise ModelAPIError(
+            unreadable = ModelAPIError(
                 f"the Chat Completions API at {self._where()} sent a reply that could not be "
                 f"read ({type(exc).__name__}: {exc}; request id {request_id}); check base_url "
                 "points at a Chat Completions server",
                 request_id=request_id,
-            ) from exc
+            )
+            raise stream_failed(unreadable, transient=False) from exc
 
     def __repr__(self) -> str:
         return f"OpenAIModel({self._model!r}, base_url={str(self._client.base_url)!r})"

@@ -20,6 +20,7 @@ from openai.types.shared_params import ResponseFormatJSONSchema
 from openai.types.shared_params.response_format_json_schema import JSONSchema
 
 from regiment._json import UNPARSED_ARGUMENTS, JsonObject
+from regiment.models._api_errors import transient_error
 from regiment.models._messages import (
     Message,
     ModelRequest,
@@ -249,6 +250,7 @@ class _ChunkUsage(msgspec.Struct, frozen=True):
 class _StreamError(msgspec.Struct, frozen=True):
     message: str = "an error occurred during streaming"
     type: str | None = None
+    code: str | int | None = None  # vLLM and others: the HTTP status it stands for
 
 
 class _Chunk(msgspec.Struct, frozen=True):
@@ -265,9 +267,10 @@ _decode_chunk = msgspec.json.Decoder(_Chunk).decode
 class StreamErrorEvent(Exception):
     """The server sent an error inside a stream that had begun with 200."""
 
-    def __init__(self, message: str, error_type: str | None) -> None:
+    def __init__(self, message: str, error_type: str | None, code: str | int | None = None) -> None:
         super().__init__(message)
         self.error_type = error_type
+        self.transient = transient_error(error_type, code)
 
 
 @final
@@ -317,7 +320,7 @@ class ChunkReader:
     def add(self, chunk: _Chunk) -> list[PartDelta]:
         """Take in one chunk; the deltas it carries, in order."""
         if chunk.error is not None:
-            raise StreamErrorEvent(chunk.error.message, chunk.error.type)
+            raise StreamErrorEvent(chunk.error.message, chunk.error.type, chunk.error.code)
         self.model = chunk.model or self.model
         self.response_id = chunk.id or self.response_id
         if (usage := chunk.usage) is not None:

@@ -11,18 +11,9 @@ from regiment.errors import ModelAPIError, ModelConnectionError
 from regiment.models import Message, ModelRequest, OpenAIModel, PartDelta
 
 from .chat_api import completion, error
-from .standin import Reply, StandIn, serve
+from .standin import Reply, StandIn, half_read_body, serve
 
 pytestmark = pytest.mark.anyio
-
-# On trio, an error mid-stream leaves the HTTP client's half-read body generators
-# to the garbage collector, and trio warns about that; the connection itself is
-# closed by OpenAIModel. Only the tests that break a stream on purpose ignore it.
-half_read_body = pytest.mark.filterwarnings(
-    "ignore:Async generator 'httpx2.:ResourceWarning",
-    "ignore:Async generator 'openai.:ResourceWarning",
-    "ignore::pytest.PytestUnraisableExceptionWarning",
-)
 
 
 @pytest.fixture
@@ -54,8 +45,10 @@ async def test_a_stream_without_a_finish_reason_is_an_error(api: StandIn) -> Non
     reply.events = [*(reply.events or [])[:3], (None, "[DONE]")]
     api.queue(reply)
     async with model_for(api) as model:
-        with pytest.raises(ModelConnectionError, match="ended before its finish_reason"):
-            await model.complete(ask())
+        with pytest.raises(ModelConnectionError, match="ended before its finish_reason") as caught:
+            await model.stream(ask(), Collected())  # its text was handed out: not retried
+    assert "already handed out" in str(caught.value)
+    assert len(api.requests) == 1
 
 
 @half_read_body
@@ -67,8 +60,9 @@ async def test_an_error_chunk_mid_stream_keeps_its_type(api: StandIn) -> None:
     api.queue(reply)
     async with model_for(api) as model:
         with pytest.raises(ModelAPIError, match="mid-stream") as caught:
-            await model.complete(ask())
+            await model.stream(ask(), Collected())
     assert (caught.value.error_type, caught.value.request_id) == ("server_error", "req_mid")
+    assert len(api.requests) == 1
     assert "The server is overloaded" in str(caught.value)
 
 
