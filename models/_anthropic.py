@@ -21,6 +21,7 @@ from regiment.models._api_errors import (
     retry_note,
     stream_failed,
     transient_error,
+    without_echo,
 )
 from regiment.models._messages import ModelRequest, ModelResponse
 from regiment.models._sdk_model import SDKModel, not_an_event_stream
@@ -366,9 +367,18 @@ def _api_error(exc: anthropic.APIStatusError, model: str, max_retries: int) -> M
             advice = _RETRY_ADVICE.get(status, "the API failed{}; try again later").format(retried)
     return ModelAPIError(
         f"the Anthropic API answered {status} {error_type or 'error'} for model {model!r}: "
-        f"{text} (request id {request_id}); {advice or 'see the message'}",
+        f"{without_echo(str(text), _sent(exc))} (request id {request_id}); "
+        f"{advice or 'see the message'}",
         status_code=status,
         error_type=error_type,
         request_id=request_id,
         permanent=is_permanent(status, error_type, str(text)),
     )
+
+
+def _sent(exc: anthropic.APIStatusError) -> bytes | None:
+    """The body of the request the error answers (what a server may quote back)."""
+    try:
+        return exc.request.content
+    except httpx2.RequestNotRead:  # a streamed body, not kept: nothing to look for
+        return None

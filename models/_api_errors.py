@@ -4,6 +4,7 @@ was retried, and whether the same call could ever succeed."""
 from __future__ import annotations
 
 import email.utils
+import json
 import math
 import random
 import time
@@ -18,6 +19,7 @@ __all__ = (
     "retry_note",
     "stream_failed",
     "transient_error",
+    "without_echo",
     "transient_stream_failure",
 )
 
@@ -100,6 +102,47 @@ def transient_stream_failure(error: BaseException) -> bool:
 def failed_mid_stream(error: BaseException) -> bool:
     """Whether ``error`` is a stream that began (the server read the request) and failed."""
     return hasattr(error, _TRANSIENT)
+
+
+# The most of a server's error text an error message keeps (some quote the whole request).
+_LONGEST_TEXT = 500
+# Request strings shorter than this are not looked for (a role, a tool's name).
+_SHORTEST_ECHO = 12
+
+
+def without_echo(text: str, sent: bytes | None) -> str:
+    """A server's error text with what it quotes of the request's prompt (its system
+    prompt and messages, in ``sent``, the request body) replaced by a placeholder, and
+    cut to a bound: some servers echo the input in a 400, and error texts reach logs,
+    events and journals whether or not a team captures content."""
+    for quoted in _prompt_strings(sent):
+        for form in (quoted, json.dumps(quoted)[1:-1], repr(quoted)[1:-1]):
+            if form in text:
+                text = text.replace(form, f"[{len(quoted)} characters of the request]")
+    if len(text) > _LONGEST_TEXT:
+        text = f"{text[:_LONGEST_TEXT]}... ({len(text) - _LONGEST_TEXT} more characters)"
+    return text
+
+
+def _prompt_strings(sent: bytes | None) -> list[str]:
+    """The longer strings of a request body's system prompt and messages, longest first."""
+    try:
+        body = json.loads(sent or b"{}")
+    except (ValueError, RecursionError):
+        return []
+    found: list[str] = []
+    stack: list[object] = (
+        [body.get(key) for key in ("system", "messages")] if isinstance(body, dict) else []
+    )
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str) and len(value) >= _SHORTEST_ECHO:
+            found.append(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return sorted(set(found), key=len, reverse=True)
 
 
 class _Headers(Protocol):

@@ -13,7 +13,13 @@ import httpx2
 import msgspec
 
 from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
-from regiment.models._api_errors import is_permanent, long_wait, retry_note, stream_failed
+from regiment.models._api_errors import (
+    is_permanent,
+    long_wait,
+    retry_note,
+    stream_failed,
+    without_echo,
+)
 
 try:
     import openai
@@ -286,9 +292,18 @@ def _api_error(exc: openai.APIStatusError, where: str, max_retries: int) -> Mode
             ).format(retried)
     return ModelAPIError(
         f"the Chat Completions API at {where} answered {status} {exc.type or 'error'}: "
-        f"{text} (request id {request_id}); {advice or 'see the message'}",
+        f"{without_echo(text, _sent(exc))} (request id {request_id}); "
+        f"{advice or 'see the message'}",
         status_code=status,
         error_type=exc.type,
         request_id=request_id,
         permanent=is_permanent(status, exc.code, text),
     )
+
+
+def _sent(exc: openai.APIStatusError) -> bytes | None:
+    """The body of the request the error answers (what a server may quote back)."""
+    try:
+        return exc.request.content
+    except httpx2.RequestNotRead:  # a streamed body, not kept: nothing to look for
+        return None
