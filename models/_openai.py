@@ -280,6 +280,12 @@ def _api_error(exc: openai.APIStatusError, where: str, max_retries: int) -> Mode
     if isinstance(body, dict) and isinstance(body.get("message"), str):
         text = body["message"]
     advice = _ADVICE.get(status)
+    path = exc.request.url.path
+    if status == 404 and "/v1/" not in path:  # the usual slip: base_url="http://host:11434"
+        advice = (
+            f"check the model name and base_url: the request went to {path}, without the "
+            "/v1 most Chat Completions servers serve under; try base_url ending in /v1"
+        )
     if exc.code == "insufficient_quota":  # a 429 that no retry can help
         advice = "the account's quota is used up; check its plan and billing"
     elif advice is None and (status == 429 or status >= 500):
