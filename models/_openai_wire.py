@@ -221,7 +221,7 @@ class _FunctionDelta(msgspec.Struct, frozen=True):
 
 
 class _ToolCallDelta(msgspec.Struct, frozen=True):
-    index: int
+    index: int | None = None  # required by the API, left out by some compatible servers
     id: str | None = None
     function: _FunctionDelta | None = None
 
@@ -280,6 +280,7 @@ class _Call:
     id: str
     name: str
     arguments: str = ""
+    named_by_server: bool = True  # its id is the server's, not one made up here
 
 
 @final
@@ -293,7 +294,8 @@ class ChunkReader:
 
     parts: list[TextPart | _Call] = field(default_factory=list)
     text_index: int | None = None
-    calls: dict[int, _Call] = field(default_factory=dict)
+    calls: dict[int, _Call] = field(default_factory=dict)  # by the server's index
+    last: _Call | None = None  # the call the last tool-call piece went to
     stop_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
     model: str = ""
@@ -352,11 +354,17 @@ class ChunkReader:
         key, function = piece.index, piece.function or _FunctionDelta()
         name, fragment = function.name or "", function.arguments or ""
         deltas: list[PartDelta] = []
-        call = self.calls.get(key)
-        if call is None:
-            call = self.calls[key] = _Call(len(self.parts), piece.id or f"call_{key}", name)
+        # A call's first piece carries its id, the rest none. Some servers leave the
+        # index out, or give every call index 0: a piece with a new id is a new call.
+        call = self.last if key is None else self.calls.get(key)
+        if call is None or (piece.id and piece.id != call.id and call.named_by_server):
+            number = len(self.parts) if key is None else key
+            call = _Call(len(self.parts), piece.id or f"call_{number}", name, "", bool(piece.id))
+            if key is not None:
+                self.calls[key] = call
             self.parts.append(call)
             deltas.append(ToolCallPartStart(index=call.index, id=call.id, name=call.name))
+        self.last = call
         if fragment:
             call.arguments += fragment
             deltas.append(ToolCallPartDelta(index=call.index, arguments=fragment))

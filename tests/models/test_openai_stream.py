@@ -87,3 +87,19 @@ async def test_a_plain_reply_without_choices_is_a_clear_error(api: StandIn) -> N
     ) as model:
         with pytest.raises(ModelAPIError, match="could not be read"):
             await model.complete(ask())
+
+
+async def test_parallel_calls_a_server_gives_one_index_are_kept_apart(api: StandIn) -> None:
+    """Servers that give every streamed tool call index 0 (or none): each new id is a
+    new call, so two calls do not melt into one with unreadable arguments."""
+    reply = completion(None, ("c1", "get_weather", '{"city": "Oslo"}'), ("c2", "get_time", "{}"))
+    reply.events = [
+        (name, data.replace('"index": 1,', '"index": 0,')) for name, data in reply.events or []
+    ]
+    api.queue(reply)
+    async with model_for(api) as model:
+        response = await model.complete(ask())
+    assert [(c.id, c.name, c.arguments) for c in response.tool_calls] == [
+        ("c1", "get_weather", {"city": "Oslo"}),
+        ("c2", "get_time", {}),
+    ]
