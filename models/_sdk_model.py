@@ -132,7 +132,7 @@ class SDKModel(Generic[ClientT, ParamsT]):
         """
         params = self._params(request)
         if self._stream:
-            return self._counted(request, await self._streamed_again(request, params, None))
+            return await self._streamed_again(request, params, None)
         return self._counted(request, await self._plain(params))
 
     async def stream(self, request: ModelRequest, on_delta: DeltaHandler) -> ModelResponse:
@@ -146,7 +146,7 @@ class SDKModel(Generic[ClientT, ParamsT]):
         """
         params = self._params(request)
         if self._stream:
-            return self._counted(request, await self._streamed_again(request, params, on_delta))
+            return await self._streamed_again(request, params, on_delta)
         response = self._counted(request, await self._plain(params))
         await emit_response(response, on_delta)
         return response
@@ -181,6 +181,7 @@ class SDKModel(Generic[ClientT, ParamsT]):
                 )
                 await anyio.sleep(wait)
                 continue
+            response = self._counted(request, response)  # before the failed attempts' usage
             if spent == _NO_USAGE:
                 return response
             return msgspec.structs.replace(response, usage=response.usage + spent)

@@ -131,3 +131,19 @@ async def test_a_chat_stream_broken_before_its_usage_is_charged_an_estimate(
     assert caught.value.usage == Usage(input_tokens=estimate_tokens(ask()))
     assert caught.value.usage_estimated
     assert any("usage is unknown" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("wire", ["openai"], indirect=True)
+async def test_a_retried_reply_without_usage_still_gets_its_estimate(
+    wire: Wire, api: StandIn
+) -> None:
+    """A server that reports no usage: the reply that came is estimated as ever, and
+    the failed attempt's estimate is added to it."""
+    answer = completion("Snow in Oslo.")
+    answer.events = [e for e in answer.events or [] if '"usage"' not in e[1]]
+    api.queue(wire.failing(answer, wire.head, "server_error"), answer)
+    async with wire.make(api, True, 2) as model:
+        response = await model.complete(ask())
+    first = wire.failed_usage(ask())
+    assert response.usage.output_tokens > 0  # the estimate of the reply itself
+    assert response.usage.input_tokens == 2 * first.input_tokens
