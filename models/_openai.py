@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 from collections.abc import Iterator
-from typing import final
+from typing import TYPE_CHECKING, TypeAlias, final
 
 import anyio
 import httpx2
@@ -41,7 +42,16 @@ from regiment.models._sdk_model import SDKModel, not_an_event_stream
 from regiment.models._settings import ModelSettings, effective_settings
 from regiment.models._stream import DeltaHandler
 
+if TYPE_CHECKING:
+    from openai import AsyncStream
+    from openai._response import AsyncAPIResponse, AsyncResponseContextManager
+    from openai.types.chat import ChatCompletionChunk
+
+    _Opened: TypeAlias = AsyncAPIResponse[AsyncStream[ChatCompletionChunk]]
+
 __all__ = ("OpenAIModel",)
+
+_log = logging.getLogger("regiment.models")
 
 _DEFAULT_RETRIES = 2
 # A key for servers that want none (Ollama, a local vLLM); the SDK insists on one.
@@ -112,6 +122,7 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
     ) -> None:
         self._model, self._stream, self._settings = model, stream, settings
         self._compatible = compatible
+        self._usage_asked = True  # streams ask for their usage (until a server refuses)
         self._owns_client = client is None
         if client is None:
             client = _build_client(api_key, base_url, timeout, max_retries, compatible)
@@ -145,10 +156,8 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
     async def _streamed(self, params: CallParams, on_delta: DeltaHandler | None) -> ModelResponse:
         # The raw event stream, read by our own lenient reader to its very end (the
         # SDK's chunk stream stops reading at [DONE], which trio warns about).
-        create = self._client.chat.completions.with_streaming_response.create
         with self._translated():
-            manager = create(**params, stream=True, stream_options={"include_usage": True})
-            response = await manager.__aenter__()
+            manager, response = await self._opened(params)
         try:
             request_id = response.headers.get("x-request-id")
             content_type = response.headers.get("content-type")
@@ -182,6 +191,31 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
                 )
             )
         return reader.response()
+
+    async def _opened(
+        self, params: CallParams
+    ) -> tuple[AsyncResponseContextManager[_Opened], _Opened]:
+        """The stream, asked to end with its usage; a server that refuses the
+        ``stream_options`` that asks (Mistral's 422, Azure's 400) is asked without, from
+        then on (its usage is estimated, see ``SDKModel._counted``)."""
+        create = self._client.chat.completions.with_streaming_response.create
+        if self._usage_asked:
+            manager = create(**params, stream=True, stream_options={"include_usage": True})
+            try:
+                return manager, await manager.__aenter__()
+            except openai.APIStatusError as exc:
+                said = f"{exc.message} {exc.body}"
+                if exc.status_code not in (400, 422) or "stream_options" not in said:
+                    raise
+            self._usage_asked = False
+            _log.warning(
+                "the server at %s refused stream_options.include_usage for model %r; its "
+                "streams are asked for without it, so their usage is estimated",
+                self._client.base_url,
+                self._model,
+            )
+        manager = create(**params, stream=True)
+        return manager, await manager.__aenter__()
 
     def _where(self) -> str:
         return f"{self._client.base_url} for model {self._model!r}"

@@ -103,3 +103,26 @@ async def test_parallel_calls_a_server_gives_one_index_are_kept_apart(api: Stand
         ("c1", "get_weather", {"city": "Oslo"}),
         ("c2", "get_time", {}),
     ]
+
+
+@pytest.mark.parametrize("status", [400, 422])
+async def test_a_server_that_refuses_stream_options_is_asked_without(
+    api: StandIn, status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Mistral answers 422 (extra inputs are not permitted) and some Azure deployments 400
+    to the stream_options that asks for usage: the call is made again without it, and so
+    are the model's later calls (their usage is estimated)."""
+    refusal = "body.stream_options.include_usage: Extra inputs are not permitted"
+    api.queue(error(status, "invalid_request_error", refusal), completion("Snow."))
+    api.queue(completion("More snow."))
+    async with model_for(api) as model:
+        first = await model.complete(ask())
+        second = await model.complete(ask())
+    assert (first.text, second.text) == ("Snow.", "More snow.")
+    assert [r.body.get("stream_options") for r in api.requests] == [
+        {"include_usage": True},
+        None,
+        None,
+    ]
+    refused = [r for r in caplog.records if "refused stream_options" in r.getMessage()]
+    assert len(refused) == 1
