@@ -106,43 +106,54 @@ def failed_mid_stream(error: BaseException) -> bool:
 
 # The most of a server's error text an error message keeps (some quote the whole request).
 _LONGEST_TEXT = 500
-# Request strings shorter than this are not looked for (a role, a tool's name).
-_SHORTEST_ECHO = 12
+# A run of this many characters of the error text that the prompt has too is a quote of it.
+_QUOTE = 24
 
 
 def without_echo(text: str, sent: bytes | None) -> str:
-    """A server's error text with what it quotes of the request's prompt (its system
-    prompt and messages, in ``sent``, the request body) replaced by a placeholder, and
-    cut to a bound: some servers echo the input in a 400, and error texts reach logs,
-    events and journals whether or not a team captures content."""
-    for quoted in _prompt_strings(sent):
-        for form in (quoted, json.dumps(quoted)[1:-1], repr(quoted)[1:-1]):
-            if form in text:
-                text = text.replace(form, f"[{len(quoted)} characters of the request]")
+    """A server's error text cut to a bound, with what it quotes of the request's prompt
+    (its system prompt and messages, in ``sent``, the request body; whole or in part,
+    raw or escaped) replaced by a placeholder: some servers echo the input in a 400,
+    and error texts reach logs, events and journals whether or not content is captured."""
     if len(text) > _LONGEST_TEXT:
         text = f"{text[:_LONGEST_TEXT]}... ({len(text) - _LONGEST_TEXT} more characters)"
-    return text
+    prompt = _prompt_text(sent)
+    if len(prompt) < _QUOTE:
+        return text
+    kept: list[str] = []
+    start = at = 0
+    while at + _QUOTE <= len(text):
+        if text[at : at + _QUOTE] not in prompt:
+            at += 1
+            continue
+        end = at + _QUOTE
+        while end < len(text) and text[at : end + 1] in prompt:
+            end += 1
+        kept += [text[start:at], f"[{end - at} characters of the request]"]
+        start = at = end
+    return "".join([*kept, text[start:]])
 
 
-def _prompt_strings(sent: bytes | None) -> list[str]:
-    """The longer strings of a request body's system prompt and messages, longest first."""
+def _prompt_text(sent: bytes | None) -> str:
+    """A request body's system prompt and message strings, as sent and escaped as
+    JSON and as Python would quote them, apart (a quote never spans two)."""
     try:
         body = json.loads(sent or b"{}")
     except (ValueError, RecursionError):
-        return []
+        return ""
     found: list[str] = []
     stack: list[object] = (
         [body.get(key) for key in ("system", "messages")] if isinstance(body, dict) else []
     )
     while stack:
         value = stack.pop()
-        if isinstance(value, str) and len(value) >= _SHORTEST_ECHO:
-            found.append(value)
+        if isinstance(value, str) and len(value) >= _QUOTE:
+            found += [value, json.dumps(value)[1:-1], repr(value)[1:-1]]
         elif isinstance(value, dict):
             stack.extend(value.values())
         elif isinstance(value, list):
             stack.extend(value)
-    return sorted(set(found), key=len, reverse=True)
+    return "\x00".join(found)
 
 
 class _Headers(Protocol):
