@@ -351,7 +351,8 @@ def _api_error(exc: anthropic.APIStatusError, model: str, max_retries: int) -> M
         return stream_failed(
             ModelAPIError(
                 f"the Anthropic API sent an error mid-stream for model {model!r}: "
-                f"{error_type or 'error'}: {text} (request id {request_id})"
+                f"{error_type or 'error'}: {without_echo(str(text), _sent(exc))} "
+                f"(request id {request_id})"
                 + ("" if transient else "; not retried, as it would come again"),
                 error_type=error_type,
                 request_id=request_id,

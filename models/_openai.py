@@ -160,6 +160,7 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
             manager, response = await self._opened(params)
         try:
             request_id = response.headers.get("x-request-id")
+            sent = response.http_request.content  # what an error event may quote back
             content_type = response.headers.get("content-type")
             if not_an_event_stream(content_type):
                 raise ModelAPIError(
@@ -172,7 +173,7 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
             reader = ChunkReader()
             lines = response.iter_lines()
             while True:
-                with self._translated(reading=True, request_id=request_id):
+                with self._translated(reading=True, request_id=request_id, sent=sent):
                     line = await anext(lines, None)
                     deltas = reader.line(line) if line is not None else []
                 if line is None:
@@ -222,7 +223,7 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
 
     @contextlib.contextmanager
     def _translated(
-        self, *, reading: bool = False, request_id: str | None = None
+        self, *, reading: bool = False, request_id: str | None = None, sent: bytes | None = None
     ) -> Iterator[None]:
         """Turn the SDK's and the transport's errors into ours (cancellation passes);
         ``reading``: the block reads the reply or its stream events, so bad data is
@@ -246,7 +247,8 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
         except StreamErrorEvent as exc:
             error = ModelAPIError(
                 f"the Chat Completions API at {self._where()} sent an error mid-stream: "
-                f"{exc.error_type or 'error'}: {exc} (request id {request_id})"
+                f"{exc.error_type or 'error'}: {without_echo(str(exc), sent)} "
+                f"(request id {request_id})"
                 + ("" if exc.transient else "; not retried, as it would come again"),
                 error_type=exc.error_type,
                 request_id=request_id,

@@ -147,3 +147,16 @@ async def test_a_retried_reply_without_usage_still_gets_its_estimate(
     first = wire.failed_usage(ask())
     assert response.usage.output_tokens > 0  # the estimate of the reply itself
     assert response.usage.input_tokens == 2 * first.input_tokens
+
+
+async def test_an_error_event_that_quotes_the_prompt_does_not_repeat_it(
+    wire: Wire, api: StandIn
+) -> None:
+    secret = "refund the order of card 4111 1111 1111 1111"
+    said = f"content {secret!r} is not allowed"
+    api.queue(wire.failing(wire.reply("never", ()), wire.head, "invalid_request_error", said))
+    async with wire.make(api, True, 2) as model:
+        with pytest.raises(ModelAPIError, match="is not allowed") as caught:
+            await model.complete(ModelRequest(messages=(Message.user(secret),)))
+    assert "4111" not in str(caught.value)
+    assert f"'[{len(secret)} characters of the request]'" in str(caught.value)

@@ -28,8 +28,9 @@ class Wire:
     error: Callable[[int, str, str], Reply]  # (status, the provider's error type, message)
     no_reply: Reply
     request_id_header: str
-    # The reply, its stream cut after ``kept`` events by an error event of ``error_type``.
-    failing: Callable[[Reply, int, str], Reply]
+    # The reply, its stream cut after ``kept`` events by an error event of ``error_type``
+    # (saying "Overloaded", or what is given).
+    failing: Callable[..., Reply]
     head: int  # how many events a stream sends before any piece of the reply
     # What a stream that failed before any piece is charged (Chat Completions says no
     # usage before its last chunk: an estimate of the input).
@@ -48,14 +49,14 @@ def _openai_reply(text: str, calls: tuple[Call, ...]) -> Reply:
     return chat_api.completion(text, *calls, finish="tool_calls" if calls else "stop")
 
 
-def _anthropic_failing(reply: Reply, kept: int, error_type: str) -> Reply:
-    failure = {"type": "error", "error": {"type": error_type, "message": "Overloaded"}}
+def _anthropic_failing(reply: Reply, kept: int, error_type: str, said: str = "Overloaded") -> Reply:
+    failure = {"type": "error", "error": {"type": error_type, "message": said}}
     events = [*(reply.events or [])[:kept], ("error", json.dumps(failure))]
     return Reply(reply.status, reply.body, reply.headers, events=events)
 
 
-def _openai_failing(reply: Reply, kept: int, error_type: str) -> Reply:
-    failure = {"error": {"message": "Overloaded", "type": error_type}}
+def _openai_failing(reply: Reply, kept: int, error_type: str, said: str = "Overloaded") -> Reply:
+    failure = {"error": {"message": said, "type": error_type}}
     events = [*(reply.events or [])[:kept], (None, json.dumps(failure))]
     return Reply(reply.status, reply.body, reply.headers, events=events)
 
