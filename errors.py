@@ -155,14 +155,15 @@ class ModelError(RegimentError):
     """A model call failed after the provider's own retries.
 
     Attributes:
-        usage: the tokens the provider reported for the failed call before it failed (a
-            stream that broke, or sent an error event, after ``message_start`` said its
-            input tokens; a refused reply), ``None`` when it reported none. A team
-            charges them to the step's or run's usage and budget.
+        usage: the tokens the failed call spent (a refused reply; a stream that failed after
+            it said them), an estimate of its input for a stream that broke before it said,
+            else ``None``; a team charges them to the step's or run's usage and budget.
+        usage_estimated: ``usage`` is such an estimate (``regiment.usage.estimated``).
         model_calls: the model calls that spent them.
     """
 
     usage: Usage | None = None
+    usage_estimated: bool = False
     model_calls: int = 1
 
 
@@ -269,10 +270,7 @@ class StepFailed(RunError):
         self, message: str, *, step_id: str, worker: str, cause: str, fatal: bool = False
     ) -> None:
         super().__init__(message)
-        self.step_id = step_id
-        self.worker = worker
-        self.cause = cause
-        self.fatal = fatal
+        self.step_id, self.worker, self.cause, self.fatal = step_id, worker, cause, fatal
 
 
 class BudgetExceeded(RunError):

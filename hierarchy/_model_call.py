@@ -192,8 +192,16 @@ class ModelCaller:
                 telemetry.recorder.chat_input(
                     span, system=request.system, messages=input_messages(request.messages)
                 )
+            try:
+                reply = await _reply(model, request, live)
+            except ModelError as exc:  # what a failed call spent is on its span too
+                if exc.usage is not None and span.is_recording():
+                    telemetry.recorder.chat_response(span, finish_reasons=(), usage=exc.usage)
+                    if exc.usage_estimated:
+                        span.set_attribute(sc.REGIMENT_USAGE_ESTIMATED, True)
+                raise
             # Recorded before a refusal is refused: its span shows what it cost, and why.
-            response = valid_response(await _reply(model, request, live), model.name)
+            response = valid_response(reply, model.name)
             if span.is_recording():
                 telemetry.recorder.chat_response(
                     span,

@@ -15,7 +15,14 @@ from anthropic import AsyncAnthropic, not_given
 from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError, ModelError
 from regiment.models._anthropic_stream import PartIndexer
 from regiment.models._anthropic_wire import CallParams, call_params, response_from_message
-from regiment.models._api_errors import is_permanent, long_wait, retry_note
+from regiment.models._api_errors import (
+    is_permanent,
+    long_wait,
+    retry_note,
+    stream_failed,
+    transient_error,
+    without_echo,
+)
 from regiment.models._messages import ModelRequest, ModelResponse
 from regiment.models._sdk_model import SDKModel, not_an_event_stream
 from regiment.models._settings import ModelSettings, effective_settings
@@ -212,10 +219,11 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
                 if delta is not None and on_delta is not None:
                     await on_delta(delta)
             if not indexer.stopped:
-                raise ModelConnectionError(
-                    f"the Anthropic API's stream for model {self._model!r} ended before "
-                    "its message_stop event; the reply is incomplete and was not retried, "
-                    "as its pieces may already be handed out; try the call again"
+                raise stream_failed(
+                    ModelConnectionError(
+                        f"the Anthropic API's stream for model {self._model!r} ended before "
+                        "its message_stop event, so the reply is incomplete"
+                    )
                 )
         except ModelError as exc:  # what message_start reported is billed all the same
             if exc.usage is None:
@@ -254,12 +262,13 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
             # A body that is not JSON, or nests too deep to read, is read inside the call.
             if not reading and not isinstance(exc, json.JSONDecodeError | RecursionError):
                 raise
-            raise ModelAPIError(
+            unreadable = ModelAPIError(
                 f"the Anthropic API sent a reply for model {self._model!r} that could not be "
                 f"read ({type(exc).__name__}: {exc}; request id {request_id}); check base_url "
                 "points at the Messages API, or try again",
                 request_id=request_id,
-            ) from exc
+            )
+            raise stream_failed(unreadable, transient=False) from exc
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self._model!r}, base_url={str(self._client.base_url)!r})"
@@ -279,10 +288,11 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
 
 
 def _broke_off(model: str, cause: BaseException) -> ModelConnectionError:
-    return ModelConnectionError(
-        f"the Anthropic API's stream for model {model!r} broke off ({cause!r}); "
-        "a broken stream is not retried, as its pieces may already be handed out; "
-        "try the call again, or check the network and any proxy in between"
+    return stream_failed(
+        ModelConnectionError(
+            f"the Anthropic API's stream for model {model!r} broke off ({cause!r}); "
+            "check the network and any proxy in between"
+        )
     )
 
 
@@ -337,12 +347,17 @@ def _api_error(exc: anthropic.APIStatusError, model: str, max_retries: int) -> M
     )
     status = exc.status_code
     if status < 400:  # an `error` event inside a stream that had begun with 200
-        return ModelAPIError(
-            f"the Anthropic API sent an error mid-stream for model {model!r}: "
-            f"{error_type or 'error'}: {text} (request id {request_id}); the call was not "
-            "retried, as parts of the reply may already be handed out; try it again",
-            error_type=error_type,
-            request_id=request_id,
+        transient = transient_error(error_type)
+        return stream_failed(
+            ModelAPIError(
+                f"the Anthropic API sent an error mid-stream for model {model!r}: "
+                f"{error_type or 'error'}: {without_echo(str(text), _sent(exc))} "
+                f"(request id {request_id})"
+                + ("" if transient else "; not retried, as it would come again"),
+                error_type=error_type,
+                request_id=request_id,
+            ),
+            transient=transient,
         )
     advice = _ADVICE.get(status)
     if advice is None and (status in _RETRY_ADVICE or status >= 500):
@@ -353,9 +368,18 @@ def _api_error(exc: anthropic.APIStatusError, model: str, max_retries: int) -> M
             advice = _RETRY_ADVICE.get(status, "the API failed{}; try again later").format(retried)
     return ModelAPIError(
         f"the Anthropic API answered {status} {error_type or 'error'} for model {model!r}: "
-        f"{text} (request id {request_id}); {advice or 'see the message'}",
+        f"{without_echo(str(text), _sent(exc))} (request id {request_id}); "
+        f"{advice or 'see the message'}",
         status_code=status,
         error_type=error_type,
         request_id=request_id,
         permanent=is_permanent(status, error_type, str(text)),
     )
+
+
+def _sent(exc: anthropic.APIStatusError) -> bytes | None:
+    """The body of the request the error answers (what a server may quote back)."""
+    try:
+        return exc.request.content
+    except httpx2.RequestNotRead:  # a streamed body, not kept: nothing to look for
+        return None

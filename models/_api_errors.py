@@ -4,11 +4,26 @@ was retried, and whether the same call could ever succeed."""
 from __future__ import annotations
 
 import email.utils
+import json
 import math
+import random
 import time
-from typing import Protocol
+from typing import Protocol, TypeVar
 
-__all__ = ("LONGEST_WAIT", "is_permanent", "long_wait", "retry_note")
+__all__ = (
+    "LONGEST_WAIT",
+    "backoff",
+    "failed_mid_stream",
+    "is_permanent",
+    "long_wait",
+    "retry_note",
+    "stream_failed",
+    "transient_error",
+    "without_echo",
+    "transient_stream_failure",
+)
+
+E = TypeVar("E", bound=BaseException)
 
 # The longest a call waits before the SDK retries it when the server asks for a wait
 # (retry-after), as the openai SDK does; the anthropic SDK waits as long as it is
@@ -29,6 +44,116 @@ _TOO_LONG = (
     "maximum context",
     "too many tokens",
 )
+
+
+# Both SDKs back a retry off exponentially from 0.5 s up to 8 s, less up to a quarter.
+_FIRST_WAIT, _LONGEST_BACKOFF = 0.5, 8.0
+
+# Set on a ModelError for a stream that began (200) and then failed in a way a new
+# attempt may not: an overload or server error event, a connection that broke off.
+_TRANSIENT = "_regiment_transient_stream"
+
+
+def backoff(retry: int) -> float:
+    """The seconds to wait before retry number ``retry`` (0 for the first), as the
+    SDKs wait before retrying an overloaded or failed call."""
+    return min(_FIRST_WAIT * 2.0 ** min(retry, 32), _LONGEST_BACKOFF) * (1 - 0.25 * random.random())
+
+
+def stream_failed(error: E, *, transient: bool = True) -> E:
+    """``error``, marked as a stream that failed after it began; ``transient``: the
+    same call may well succeed when made again (see ``transient_stream_failure``)."""
+    setattr(error, _TRANSIENT, transient)
+    return error
+
+
+# Error types of an error event in a stream that a new attempt may not meet, as the
+# statuses the SDKs retry (429, 5xx, Anthropic's 529): the Messages API's, OpenAI's,
+# and those compatible servers send (vLLM names the exception class).
+_TRANSIENT_TYPES = frozenset(
+    {
+        "overloaded_error",
+        "api_error",
+        "rate_limit_error",
+        "timeout_error",
+        "server_error",
+        "rate_limit_exceeded",
+        "timeout",
+        "InternalServerError",
+        "ServiceUnavailableError",
+    }
+)
+
+
+def transient_error(error_type: str | None, code: str | int | None = None) -> bool:
+    """Whether an error event sent mid-stream (its type, and the status some servers
+    give as its ``code``) says an overload, a rate limit or a server's failure."""
+    status = code if isinstance(code, int) else int(code) if code and code.isdigit() else None
+    return error_type in _TRANSIENT_TYPES or (
+        status is not None and (status == 429 or status >= 500)
+    )
+
+
+def transient_stream_failure(error: BaseException) -> bool:
+    """Whether ``error`` is a stream that began and then failed transiently."""
+    return getattr(error, _TRANSIENT, False) is True
+
+
+def failed_mid_stream(error: BaseException) -> bool:
+    """Whether ``error`` is a stream that began (the server read the request) and failed."""
+    return hasattr(error, _TRANSIENT)
+
+
+# The most of a server's error text an error message keeps (some quote the whole request).
+_LONGEST_TEXT = 500
+# A run of this many characters of the error text that the prompt has too is a quote of it.
+_QUOTE = 24
+
+
+def without_echo(text: str, sent: bytes | None) -> str:
+    """A server's error text cut to a bound, with what it quotes of the request's prompt
+    (its system prompt and messages, in ``sent``, the request body; whole or in part,
+    raw or escaped) replaced by a placeholder: some servers echo the input in a 400,
+    and error texts reach logs, events and journals whether or not content is captured."""
+    if len(text) > _LONGEST_TEXT:
+        text = f"{text[:_LONGEST_TEXT]}... ({len(text) - _LONGEST_TEXT} more characters)"
+    prompt = _prompt_text(sent)
+    if len(prompt) < _QUOTE:
+        return text
+    kept: list[str] = []
+    start = at = 0
+    while at + _QUOTE <= len(text):
+        if text[at : at + _QUOTE] not in prompt:
+            at += 1
+            continue
+        end = at + _QUOTE
+        while end < len(text) and text[at : end + 1] in prompt:
+            end += 1
+        kept += [text[start:at], f"[{end - at} characters of the request]"]
+        start = at = end
+    return "".join([*kept, text[start:]])
+
+
+def _prompt_text(sent: bytes | None) -> str:
+    """A request body's system prompt and message strings, as sent and escaped as
+    JSON and as Python would quote them, apart (a quote never spans two)."""
+    try:
+        body = json.loads(sent or b"{}")
+    except (ValueError, RecursionError):
+        return ""
+    found: list[str] = []
+    stack: list[object] = (
+        [body.get(key) for key in ("system", "messages")] if isinstance(body, dict) else []
+    )
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str) and len(value) >= _QUOTE:
+            found += [value, json.dumps(value)[1:-1], repr(value)[1:-1]]
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return "\x00".join(found)
 
 
 class _Headers(Protocol):

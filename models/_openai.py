@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 from collections.abc import Iterator
-from typing import final
+from typing import TYPE_CHECKING, TypeAlias, final
 
 import anyio
 import httpx2
 import msgspec
 
 from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
-from regiment.models._api_errors import is_permanent, long_wait, retry_note
+from regiment.models._api_errors import (
+    is_permanent,
+    long_wait,
+    retry_note,
+    stream_failed,
+    without_echo,
+)
 
 try:
     import openai
@@ -35,7 +42,16 @@ from regiment.models._sdk_model import SDKModel, not_an_event_stream
 from regiment.models._settings import ModelSettings, effective_settings
 from regiment.models._stream import DeltaHandler
 
+if TYPE_CHECKING:
+    from openai import AsyncStream
+    from openai._response import AsyncAPIResponse, AsyncResponseContextManager
+    from openai.types.chat import ChatCompletionChunk
+
+    _Opened: TypeAlias = AsyncAPIResponse[AsyncStream[ChatCompletionChunk]]
+
 __all__ = ("OpenAIModel",)
+
+_log = logging.getLogger("regiment.models")
 
 _DEFAULT_RETRIES = 2
 # A key for servers that want none (Ollama, a local vLLM); the SDK insists on one.
@@ -106,6 +122,7 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
     ) -> None:
         self._model, self._stream, self._settings = model, stream, settings
         self._compatible = compatible
+        self._usage_asked = True  # streams ask for their usage (until a server refuses)
         self._owns_client = client is None
         if client is None:
             client = _build_client(api_key, base_url, timeout, max_retries, compatible)
@@ -139,12 +156,11 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
     async def _streamed(self, params: CallParams, on_delta: DeltaHandler | None) -> ModelResponse:
         # The raw event stream, read by our own lenient reader to its very end (the
         # SDK's chunk stream stops reading at [DONE], which trio warns about).
-        create = self._client.chat.completions.with_streaming_response.create
         with self._translated():
-            manager = create(**params, stream=True, stream_options={"include_usage": True})
-            response = await manager.__aenter__()
+            manager, response = await self._opened(params)
         try:
             request_id = response.headers.get("x-request-id")
+            sent = response.http_request.content  # what an error event may quote back
             content_type = response.headers.get("content-type")
             if not_an_event_stream(content_type):
                 raise ModelAPIError(
@@ -157,7 +173,7 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
             reader = ChunkReader()
             lines = response.iter_lines()
             while True:
-                with self._translated(reading=True, request_id=request_id):
+                with self._translated(reading=True, request_id=request_id, sent=sent):
                     line = await anext(lines, None)
                     deltas = reader.line(line) if line is not None else []
                 if line is None:
@@ -169,19 +185,45 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
             with anyio.CancelScope(shield=True):  # release the connection even when cancelled
                 await manager.__aexit__(None, None, None)
         if reader.stop_reason is None:
-            raise ModelConnectionError(
-                f"the stream from {self._where()} ended before its finish_reason; the reply "
-                "is incomplete and was not retried, as its pieces may already be handed out; "
-                "try the call again"
+            raise stream_failed(
+                ModelConnectionError(
+                    f"the stream from {self._where()} ended before its finish_reason, so the "
+                    "reply is incomplete"
+                )
             )
         return reader.response()
+
+    async def _opened(
+        self, params: CallParams
+    ) -> tuple[AsyncResponseContextManager[_Opened], _Opened]:
+        """The stream, asked to end with its usage; a server that refuses the
+        ``stream_options`` that asks (Mistral's 422, Azure's 400) is asked without, from
+        then on (its usage is estimated, see ``SDKModel._counted``)."""
+        create = self._client.chat.completions.with_streaming_response.create
+        if self._usage_asked:
+            manager = create(**params, stream=True, stream_options={"include_usage": True})
+            try:
+                return manager, await manager.__aenter__()
+            except openai.APIStatusError as exc:
+                said = f"{exc.message} {exc.body}"
+                if exc.status_code not in (400, 422) or "stream_options" not in said:
+                    raise
+            self._usage_asked = False
+            _log.warning(
+                "the server at %s refused stream_options.include_usage for model %r; its "
+                "streams are asked for without it, so their usage is estimated",
+                self._client.base_url,
+                self._model,
+            )
+        manager = create(**params, stream=True)
+        return manager, await manager.__aenter__()
 
     def _where(self) -> str:
         return f"{self._client.base_url} for model {self._model!r}"
 
     @contextlib.contextmanager
     def _translated(
-        self, *, reading: bool = False, request_id: str | None = None
+        self, *, reading: bool = False, request_id: str | None = None, sent: bytes | None = None
     ) -> Iterator[None]:
         """Turn the SDK's and the transport's errors into ours (cancellation passes);
         ``reading``: the block reads the reply or its stream events, so bad data is
@@ -203,28 +245,33 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
                 "max_retries"
             ) from exc
         except StreamErrorEvent as exc:
-            raise ModelAPIError(
+            error = ModelAPIError(
                 f"the Chat Completions API at {self._where()} sent an error mid-stream: "
-                f"{exc.error_type or 'error'}: {exc} (request id {request_id}); the call was not "
-                "retried, as parts of the reply may already be handed out; try it again",
+                f"{exc.error_type or 'error'}: {without_echo(str(exc), sent)} "
+                f"(request id {request_id})"
+                + ("" if exc.transient else "; not retried, as it would come again"),
                 error_type=exc.error_type,
                 request_id=request_id,
-            ) from exc
+            )
+            raise stream_failed(error, transient=exc.transient) from exc
         except httpx2.TransportError as exc:  # only mid-stream: the SDK retries the rest
-            raise ModelConnectionError(
-                f"the stream from {self._where()} broke off ({exc!r}); a broken stream is not "
-                "retried, as its pieces may already be handed out; try the call again"
+            raise stream_failed(
+                ModelConnectionError(
+                    f"the stream from {self._where()} broke off ({exc!r}); check the network "
+                    "and any proxy in between"
+                )
             ) from exc
         except _UNREADABLE as exc:
             # A body that is not JSON, or nests too deep to read, is read inside the call.
             if not reading and not isinstance(exc, json.JSONDecodeError | RecursionError):
                 raise
-            raise ModelAPIError(
+            unreadable = ModelAPIError(
                 f"the Chat Completions API at {self._where()} sent a reply that could not be "
                 f"read ({type(exc).__name__}: {exc}; request id {request_id}); check base_url "
                 "points at a Chat Completions server",
                 request_id=request_id,
-            ) from exc
+            )
+            raise stream_failed(unreadable, transient=False) from exc
 
     def __repr__(self) -> str:
         return f"OpenAIModel({self._model!r}, base_url={str(self._client.base_url)!r})"
@@ -269,6 +316,12 @@ def _api_error(exc: openai.APIStatusError, where: str, max_retries: int) -> Mode
     if isinstance(body, dict) and isinstance(body.get("message"), str):
         text = body["message"]
     advice = _ADVICE.get(status)
+    path = exc.request.url.path
+    if status == 404 and "/v1/" not in path:  # the usual slip: base_url="http://host:11434"
+        advice = (
+            f"check the model name and base_url: the request went to {path}, without the "
+            "/v1 most Chat Completions servers serve under; try base_url ending in /v1"
+        )
     if exc.code == "insufficient_quota":  # a 429 that no retry can help
         advice = "the account's quota is used up; check its plan and billing"
     elif advice is None and (status == 429 or status >= 500):
@@ -281,9 +334,18 @@ def _api_error(exc: openai.APIStatusError, where: str, max_retries: int) -> Mode
             ).format(retried)
     return ModelAPIError(
         f"the Chat Completions API at {where} answered {status} {exc.type or 'error'}: "
-        f"{text} (request id {request_id}); {advice or 'see the message'}",
+        f"{without_echo(text, _sent(exc))} (request id {request_id}); "
+        f"{advice or 'see the message'}",
         status_code=status,
         error_type=exc.type,
         request_id=request_id,
         permanent=is_permanent(status, exc.code, text),
     )
+
+
+def _sent(exc: openai.APIStatusError) -> bytes | None:
+    """The body of the request the error answers (what a server may quote back)."""
+    try:
+        return exc.request.content
+    except httpx2.RequestNotRead:  # a streamed body, not kept: nothing to look for
+        return None

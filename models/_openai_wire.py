@@ -20,6 +20,7 @@ from openai.types.shared_params import ResponseFormatJSONSchema
 from openai.types.shared_params.response_format_json_schema import JSONSchema
 
 from regiment._json import UNPARSED_ARGUMENTS, JsonObject
+from regiment.models._api_errors import transient_error
 from regiment.models._messages import (
     Message,
     ModelRequest,
@@ -220,7 +221,7 @@ class _FunctionDelta(msgspec.Struct, frozen=True):
 
 
 class _ToolCallDelta(msgspec.Struct, frozen=True):
-    index: int
+    index: int | None = None  # required by the API, left out by some compatible servers
     id: str | None = None
     function: _FunctionDelta | None = None
 
@@ -249,6 +250,7 @@ class _ChunkUsage(msgspec.Struct, frozen=True):
 class _StreamError(msgspec.Struct, frozen=True):
     message: str = "an error occurred during streaming"
     type: str | None = None
+    code: str | int | None = None  # vLLM and others: the HTTP status it stands for
 
 
 class _Chunk(msgspec.Struct, frozen=True):
@@ -265,9 +267,10 @@ _decode_chunk = msgspec.json.Decoder(_Chunk).decode
 class StreamErrorEvent(Exception):
     """The server sent an error inside a stream that had begun with 200."""
 
-    def __init__(self, message: str, error_type: str | None) -> None:
+    def __init__(self, message: str, error_type: str | None, code: str | int | None = None) -> None:
         super().__init__(message)
         self.error_type = error_type
+        self.transient = transient_error(error_type, code)
 
 
 @final
@@ -277,6 +280,7 @@ class _Call:
     id: str
     name: str
     arguments: str = ""
+    named_by_server: bool = True  # its id is the server's, not one made up here
 
 
 @final
@@ -290,7 +294,8 @@ class ChunkReader:
 
     parts: list[TextPart | _Call] = field(default_factory=list)
     text_index: int | None = None
-    calls: dict[int, _Call] = field(default_factory=dict)
+    calls: dict[int, _Call] = field(default_factory=dict)  # by the server's index
+    last: _Call | None = None  # the call the last tool-call piece went to
     stop_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
     model: str = ""
@@ -317,7 +322,7 @@ class ChunkReader:
     def add(self, chunk: _Chunk) -> list[PartDelta]:
         """Take in one chunk; the deltas it carries, in order."""
         if chunk.error is not None:
-            raise StreamErrorEvent(chunk.error.message, chunk.error.type)
+            raise StreamErrorEvent(chunk.error.message, chunk.error.type, chunk.error.code)
         self.model = chunk.model or self.model
         self.response_id = chunk.id or self.response_id
         if (usage := chunk.usage) is not None:
@@ -349,11 +354,17 @@ class ChunkReader:
         key, function = piece.index, piece.function or _FunctionDelta()
         name, fragment = function.name or "", function.arguments or ""
         deltas: list[PartDelta] = []
-        call = self.calls.get(key)
-        if call is None:
-            call = self.calls[key] = _Call(len(self.parts), piece.id or f"call_{key}", name)
+        # A call's first piece carries its id, the rest none. Some servers leave the
+        # index out, or give every call index 0: a piece with a new id is a new call.
+        call = self.last if key is None else self.calls.get(key)
+        if call is None or (piece.id and piece.id != call.id and call.named_by_server):
+            number = len(self.parts) if key is None else key
+            call = _Call(len(self.parts), piece.id or f"call_{number}", name, "", bool(piece.id))
+            if key is not None:
+                self.calls[key] = call
             self.parts.append(call)
             deltas.append(ToolCallPartStart(index=call.index, id=call.id, name=call.name))
+        self.last = call
         if fragment:
             call.arguments += fragment
             deltas.append(ToolCallPartDelta(index=call.index, arguments=fragment))

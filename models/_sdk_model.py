@@ -6,12 +6,15 @@ import logging
 from types import TracebackType
 from typing import TYPE_CHECKING, Generic, Protocol, Self, TypeVar
 
+import anyio
 import msgspec
 
+from regiment.errors import ModelError
+from regiment.models._api_errors import backoff, failed_mid_stream, transient_stream_failure
 from regiment.models._estimate import estimate_tokens
 from regiment.models._messages import ModelRequest, ModelResponse, Usage
 from regiment.models._settings import ModelSettings
-from regiment.models._stream import DeltaHandler, emit_response
+from regiment.models._stream import DeltaHandler, PartDelta, emit_response
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -20,6 +23,23 @@ __all__ = ("SDKModel", "not_an_event_stream")
 
 _log = logging.getLogger("regiment.models")
 _NO_USAGE = Usage()
+
+
+def _noted(exc: ModelError, note: str) -> None:
+    exc.args = (f"{exc.args[0] if exc.args else ''}{note}", *exc.args[1:])
+
+
+_HANDED_OUT = "; not retried, as parts of the reply were already handed out; try the call again"
+
+
+def _tries(retries: int) -> str:
+    if retries == 0:
+        return "not retried (max_retries=0); try the call again"
+    return f"the call was made {retries + 1} times (max_retries={retries}); try again later"
+
+
+def _retry_of(retry: int, retries: int) -> str:
+    return f"retry {retry + 1} of {retries}"
 
 
 def not_an_event_stream(content_type: str | None) -> bool:
@@ -31,7 +51,23 @@ def not_an_event_stream(content_type: str | None) -> bool:
 
 
 class _Closable(Protocol):
+    @property
+    def max_retries(self) -> int: ...
+
     async def close(self) -> None: ...
+
+
+class _Handed:
+    """Passes a stream's pieces on to its handler, noting whether any was handed out."""
+
+    __slots__ = ("any", "on_delta")
+
+    def __init__(self, on_delta: DeltaHandler) -> None:
+        self.on_delta, self.any = on_delta, False
+
+    async def __call__(self, delta: PartDelta) -> None:
+        self.any = True
+        await self.on_delta(delta)
 
 
 ClientT = TypeVar("ClientT", bound=_Closable)
@@ -96,22 +132,77 @@ class SDKModel(Generic[ClientT, ParamsT]):
         """
         params = self._params(request)
         if self._stream:
-            return self._counted(request, await self._streamed(params, None))
+            return await self._streamed_again(request, params, None)
         return self._counted(request, await self._plain(params))
 
     async def stream(self, request: ModelRequest, on_delta: DeltaHandler) -> ModelResponse:
         """As ``complete``, awaiting ``on_delta`` with each piece of the reply as it arrives.
 
         With ``stream=False`` the reply comes in one piece and its parts are
-        handed to ``on_delta`` whole. A stream that breaks off is not retried
-        (pieces may already be handed out): it raises ``ModelConnectionError``.
+        handed to ``on_delta`` whole. A stream that fails (breaks off, or sends an
+        overload or server error event) before any piece reached ``on_delta`` is
+        made again, up to the client's ``max_retries``; one that fails after is not
+        (its pieces are out): it raises ``ModelConnectionError`` or ``ModelAPIError``.
         """
         params = self._params(request)
         if self._stream:
-            return self._counted(request, await self._streamed(params, on_delta))
+            return await self._streamed_again(request, params, on_delta)
         response = self._counted(request, await self._plain(params))
         await emit_response(response, on_delta)
         return response
+
+    async def _streamed_again(
+        self, request: ModelRequest, params: ParamsT, on_delta: DeltaHandler | None
+    ) -> ModelResponse:
+        """The streamed call, made again as the SDK retries an overloaded call when its
+        stream failed transiently before any piece of it was handed out. The tokens
+        of failed attempts are charged: to the reply's usage, or the error's."""
+        handed = None if on_delta is None else _Handed(on_delta)
+        spent, estimated, retries = _NO_USAGE, False, self._client.max_retries
+        for retry in range(retries + 1):
+            try:
+                response = await self._streamed(params, handed)
+            except ModelError as exc:
+                usage, guessed = self._failed_usage(request, exc)
+                spent, estimated = spent + usage, estimated or guessed
+                exc.usage = spent if spent != _NO_USAGE else exc.usage
+                exc.usage_estimated = estimated
+                if not transient_stream_failure(exc):
+                    raise
+                if handed is not None and handed.any:
+                    _noted(exc, _HANDED_OUT)
+                    raise
+                if retry == retries:
+                    _noted(exc, f"; {_tries(retries)}")
+                    raise
+                wait = backoff(retry)
+                _log.info(
+                    "%s; retrying the call in %.2f s (%s)", exc, wait, _retry_of(retry, retries)
+                )
+                await anyio.sleep(wait)
+                continue
+            response = self._counted(request, response)  # before the failed attempts' usage
+            if spent == _NO_USAGE:
+                return response
+            return msgspec.structs.replace(response, usage=response.usage + spent)
+        raise AssertionError("unreachable")
+
+    def _failed_usage(self, request: ModelRequest, exc: ModelError) -> tuple[Usage, bool]:
+        """What a failed attempt spent, and whether that is an estimate: the usage its
+        stream reported, else (a stream that began and broke before it said) an
+        estimate of its input tokens."""
+        if exc.usage is not None:
+            return exc.usage, False
+        if not failed_mid_stream(exc):
+            return _NO_USAGE, False  # refused before a stream began: nothing was read
+        _log.warning(
+            "the stream from %s for model %r failed before it reported the call's token "
+            "usage, so its usage is unknown; the step's or run's usage and budget are charged "
+            "an estimate of its input tokens (estimate_tokens)",
+            getattr(self, "base_url", "?"),
+            self._model,
+        )
+        return Usage(input_tokens=estimate_tokens(request)), True
 
     def _counted(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
         """``response``, with an estimated usage if the server reported none (some

@@ -213,6 +213,12 @@ ATTRIBUTES = (
     Entry(sc.REGIMENT_USAGE_CACHE_WRITE_TOKENS, "cache-write tokens of the whole run", "run"),
     Entry(sc.REGIMENT_USAGE_MODEL_CALLS, "model calls of the whole run", "run"),
     Entry(sc.REGIMENT_USAGE_TOOL_CALLS, "tool calls of the whole run", "run"),
+    Entry(
+        sc.REGIMENT_USAGE_ESTIMATED,
+        "`true`: the call's stream broke before it reported its usage, so its "
+        "`gen_ai.usage.*` are an estimate of its input tokens",
+        "chat (a failed call)",
+    ),
     Entry("mcp.method.name", "`tools/call`", "tool (MCP tools)"),
     Entry("mcp.protocol.version", "the MCP protocol version agreed", "tool (MCP tools)"),
     Entry("regiment.mcp.server", "the MCP server's name", "tool (MCP tools)"),

@@ -124,9 +124,9 @@ class SpanRecorder:
         if not span.is_recording():
             return
         # One set_attributes call: the SDK takes its lock and builds a dict per call.
-        attributes: dict[str, AttributeValue] = {
-            sc.GEN_AI_RESPONSE_FINISH_REASONS: tuple(finish_reasons)
-        }
+        attributes: dict[str, AttributeValue] = {}
+        if finish_reasons:  # none for a call that failed
+            attributes[sc.GEN_AI_RESPONSE_FINISH_REASONS] = tuple(finish_reasons)
         if response_model:
             attributes[sc.GEN_AI_RESPONSE_MODEL] = response_model
         if response_id:

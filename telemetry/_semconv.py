@@ -119,6 +119,7 @@ __all__ = (
     "REGIMENT_USAGE_INPUT_TOKENS",
     "REGIMENT_USAGE_MODEL_CALLS",
     "REGIMENT_USAGE_OUTPUT_TOKENS",
+    "REGIMENT_USAGE_ESTIMATED",
     "REGIMENT_USAGE_TOOL_CALLS",
     "REGIMENT_WORKER",
     "SPAN_APPROVAL",
@@ -229,6 +230,8 @@ REGIMENT_USAGE_CACHE_READ_TOKENS: Final = "regiment.usage.cache_read_tokens"
 REGIMENT_USAGE_CACHE_WRITE_TOKENS: Final = "regiment.usage.cache_write_tokens"
 REGIMENT_USAGE_MODEL_CALLS: Final = "regiment.usage.model_calls"
 REGIMENT_USAGE_TOOL_CALLS: Final = "regiment.usage.tool_calls"
+# A failed call whose stream broke before it reported usage: its tokens are an estimate.
+REGIMENT_USAGE_ESTIMATED: Final = "regiment.usage.estimated"
 
 # --- metrics ------------------------------------------------------------------
 METRIC_TOKEN_USAGE: Final = "gen_ai.client.token.usage"

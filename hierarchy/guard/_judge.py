@@ -8,10 +8,10 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import TypeAlias, final
 
-from regiment.errors import BudgetExceeded
+from regiment.errors import BudgetExceeded, ModelError
 from regiment.hierarchy._budget import BudgetLedger, BudgetLimit
 from regiment.hierarchy._model_call import ModelCaller
-from regiment.models import Model, ModelRequest, ModelResponse, estimate_tokens
+from regiment.models import Model, ModelRequest, ModelResponse, Usage, estimate_tokens
 from regiment.telemetry import Telemetry
 
 __all__ = ("Purse", "Spend", "judge", "judging_within", "ledger_purse", "spending")
@@ -90,6 +90,9 @@ async def judge(model: Model, request: ModelRequest) -> ModelResponse:
     itself count against the run's budget (the step's share, inside a step).
     Outside a guardrail it is a plain, untraced call.
 
+    A call that fails having spent tokens (a refused reply, ``ModelRefused``; a
+    stream that broke) is charged all the same, and its error passes on.
+
     Raises:
         BudgetExceeded: the budget has nothing left for the call; the model is not
             called, and the guard trips with this reason unless it catches it.
@@ -106,6 +109,17 @@ async def judge(model: Model, request: ModelRequest) -> ModelResponse:
             "or let the guard decide without a model",
             limit=limit,
         )
-    response = await ModelCaller(model, "guardrail", spend.telemetry).call(request)
+    try:
+        response = await ModelCaller(model, "guardrail", spend.telemetry).call(request)
+    except ModelError as exc:  # a refused reply, a broken stream: billed all the same
+        if exc.usage is not None:  # charged as replies: one model call each
+            spend.responses.append(_failed(exc.usage))
+            spend.responses.extend(_failed(Usage()) for _ in range(exc.model_calls - 1))
+        raise
     spend.responses.append(response)
     return response
+
+
+def _failed(usage: Usage) -> ModelResponse:
+    """A failed judge call, as the reply the chain charges (``Checked.spent``)."""
+    return ModelResponse(parts=(), stop_reason="error", usage=usage, model="")

@@ -112,7 +112,8 @@ class GuardedCaller:
         done = ReplySubject(role=role, worker=None, step_id=None, response=response)
         judged = await run_chain(self._reply, done, self._telemetry, self._log.notes, where)
         self._log.charge(role, judged)
-        if judged.tripped is not None:
+        if judged.tripped is not None:  # the reply was billed all the same: charge it
+            self._log.spent.append((role, response))
             raise tripped(judged, "model_reply")
         response = judged.subject.response
         if live is not None:

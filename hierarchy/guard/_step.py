@@ -123,13 +123,16 @@ class StepGuards:
             with judging_within(purse):
                 request = await self.check_request(request, step_id, progress)
             response = await caller.call(request)
-            with judging_within(purse):
-                checked = await self.check_reply(response, step_id, progress)
+            try:
+                with judging_within(purse):
+                    checked = await self.check_reply(response, step_id, progress)
+            except GuardrailError:  # a `fail_step` trip: the reply was billed all the same
+                _billed(progress, response)
+                raise
             if isinstance(checked, ModelResponse):
                 caller.passed(request, checked)
                 return checked
-            progress.model_calls += 1
-            progress.usage = progress.usage + response.usage
+            _billed(progress, response)
             messages.extend(checked)
             return None
 
@@ -297,6 +300,12 @@ def step_purse(allowance: StepAllowance, progress: StepProgress, pending: int = 
         return over_allowance(allowance, calls, usage, request, "the judge call")
 
     return left
+
+
+def _billed(progress: StepProgress, response: ModelResponse) -> None:
+    """Charge the step for a reply its guards rejected: the model was paid for it."""
+    progress.model_calls += 1
+    progress.usage = progress.usage + response.usage
 
 
 def _charge(progress: StepProgress, checked: Checked[Any]) -> None:

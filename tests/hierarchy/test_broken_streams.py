@@ -10,13 +10,17 @@ import json
 from collections.abc import AsyncIterator
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from regiment.errors import RunError, StepFailed
 from regiment.hierarchy import Budget, Planner, RunFailed, StepErrored, Team, TextDelta, Worker
-from regiment.models import AnthropicModel, ScriptedModel
+from regiment.models import AnthropicModel, OpenAIModel, ScriptedModel
+from regiment.telemetry import Telemetry
 
-from ..models import messages_api
-from ..models.standin import Reply, StandIn, serve
+from ..models import chat_api, messages_api
+from ..models.standin import Reply, StandIn, half_read_body, serve
 from .brains import plan_json
 
 # On trio, the SDK's SSE generators that an error event leaves half-read are only closed
@@ -24,10 +28,7 @@ from .brains import plan_json
 # connection itself is closed by AnthropicModel.
 pytestmark = [
     pytest.mark.anyio,
-    pytest.mark.filterwarnings(
-        "ignore:Async generator 'anthropic._streaming.:ResourceWarning",
-        "ignore::pytest.PytestUnraisableExceptionWarning",
-    ),
+    half_read_body,
 ]
 
 
@@ -115,3 +116,36 @@ async def test_a_streamed_refusal_is_marked_after_its_text(api: StandIn, role: s
         (errored,) = [e for e in got if isinstance(e, StepErrored)]
         assert marker < got.index(errored)
         assert (deltas[-1].worker, deltas[-1].step_id) == ("billing", "s1")
+
+
+async def test_a_chat_stream_that_breaks_before_its_usage_is_charged_an_estimate(
+    api: StandIn,
+) -> None:
+    """A Chat Completions stream says its usage only in its last chunk: one that breaks
+    before it is charged an estimate of its input, marked so on its ``chat`` span."""
+    reply = chat_api.completion("Refunding order 7, then telling the customer.")
+    reply.cut_after = 4
+    api.queue(reply)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    model = OpenAIModel("gpt-test-1", api_key="k", base_url=f"{api.base_url}/v1", max_retries=0)
+    worker = Worker(name="billing", description="Refunds.", model=model)
+    team = Team(
+        name="refunds",
+        planner=Planner(model=ScriptedModel(_planner)),
+        workers=[worker],
+        budget=Budget(replans=0),
+        telemetry=Telemetry(provider),
+    )
+    async with model:
+        with pytest.raises(StepFailed) as caught:
+            await team.run("Refund order 7")
+    assert caught.value.failed is not None
+    (step,) = caught.value.failed.steps
+    assert step.model_calls == 1
+    assert step.usage.input_tokens > 0
+    (chat,) = [s for s in exporter.get_finished_spans() if s.name == "chat gpt-test-1"]
+    attributes = dict(chat.attributes or {})
+    assert attributes["gen_ai.usage.input_tokens"] == step.usage.input_tokens
+    assert attributes["regiment.usage.estimated"] is True

@@ -1,6 +1,6 @@
 """A guard's judge call (``judge``) is refused up front when the run's budget, or
 the step's share of it, has nothing left: the guard trips with the reason and the
-judge's model is never called."""
+judge's model is never called. A judge call the model refuses is charged all the same."""
 
 from __future__ import annotations
 
@@ -20,7 +20,15 @@ from regiment.hierarchy import (
     Worker,
 )
 from regiment.hierarchy.guard import Outcome, Pass, ReplySubject, Trip, judge
-from regiment.models import Message, ModelRequest, ModelResponse, ScriptedModel, text_response
+from regiment.models import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    TextPart,
+    Usage,
+    text_response,
+)
 
 from .brains import Brain, plan_json
 
@@ -33,9 +41,14 @@ class Judge:
 
     asked: int = 0
     prompt: str = "judge"
+    refuses: bool = False
 
     def reply(self, request: ModelRequest) -> ModelResponse:
         self.asked += 1
+        if self.refuses:  # a refusal is billed: 900 tokens in, 9 out
+            usage = Usage(input_tokens=900, output_tokens=9)
+            parts = (TextPart(text="I can't judge that"),)
+            return ModelResponse(parts=parts, stop_reason="refusal", usage=usage, model="j")
         return text_response("ok")
 
     async def verdict(self) -> Outcome:
@@ -138,3 +151,19 @@ async def test_a_plan_judge_in_run_is_held_to_the_runs_budget_as_in_stream() -> 
     assert trip(list(result.events)).reason.startswith(
         "the guardrail's judge call was not made: the run's model_calls budget has none left"
     )
+
+
+@pytest.mark.parametrize("on", ["plan", "step"])
+async def test_a_refused_judge_call_is_charged(on: str) -> None:
+    judge_ = Judge(refuses=True)
+    seen = await run(judge_, Budget(replans=0, model_calls=10), on=on)
+    assert judge_.asked >= 1
+    assert {e.reason for e in seen if isinstance(e, GuardrailTripped)} == {"ModelRefused"}
+    last = seen[-1]
+    assert isinstance(last, RunFailed)
+    assert last.model_calls >= 1 + judge_.asked
+    assert last.usage.input_tokens >= 900 * judge_.asked
+    if on == "step":
+        (step,) = [r for r in last.steps if r.step_id == "s1"]
+        assert step.model_calls == 1 + judge_.asked
+        assert step.usage.input_tokens >= 900

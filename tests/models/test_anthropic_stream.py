@@ -128,8 +128,10 @@ async def test_a_stream_that_ends_early_without_message_stop_is_an_error(api: St
     reply.events = (reply.events or [])[:-2]  # no message_delta, no message_stop
     api.queue(reply)
     async with model_for(api) as model:
-        with pytest.raises(ModelConnectionError, match="ended before its message_stop"):
-            await model.complete(ask())
+        with pytest.raises(ModelConnectionError, match="ended before its message_stop") as caught:
+            await model.stream(ask(), Collected())  # its text was handed out: not retried
+    assert "already handed out" in str(caught.value)
+    assert len(api.requests) == 1
 
 
 async def test_an_error_event_mid_stream_keeps_its_type(api: StandIn) -> None:
@@ -139,10 +141,11 @@ async def test_an_error_event_mid_stream_keeps_its_type(api: StandIn) -> None:
     api.queue(reply)
     async with model_for(api) as model:
         with pytest.raises(ModelAPIError) as caught:
-            await model.complete(ask())
+            await model.stream(ask(), Collected())
     assert caught.value.error_type == "overloaded_error"
     assert "Overloaded" in str(caught.value)
     assert "mid-stream" in str(caught.value)
+    assert len(api.requests) == 1
 
 
 # On trio, the SDK's SSE generators that a JSON error leaves half-read are only

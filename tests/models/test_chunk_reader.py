@@ -6,10 +6,11 @@ from __future__ import annotations
 import itertools
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from regiment.models import TextPartDelta, ToolCallPartDelta, ToolCallPartStart
+from regiment.models import TextPartDelta, ToolCallPart, ToolCallPartDelta, ToolCallPartStart
 from regiment.models._openai_wire import ChunkReader
 
 
@@ -62,3 +63,34 @@ def test_any_chunking_reads_back_the_reply(
         assert json.loads(joined) == args
     assert reader.done
     assert response.stop_reason == ("tool_calls" if arguments else "stop")
+
+
+def _opened(call_id: str, name: str, arguments: str, index: int | None) -> dict[str, object]:
+    call: dict[str, object] = {"id": call_id, "function": {"name": name, "arguments": arguments}}
+    return call if index is None else {**call, "index": index}
+
+
+@pytest.mark.parametrize("index", [None, 0], ids=["no-index", "all-index-0"])
+def test_parallel_calls_from_servers_that_number_them_loosely_stay_apart(
+    index: int | None,
+) -> None:
+    """Some compatible servers leave a tool call's ``index`` out of its pieces, or give
+    every call index 0: a piece with a new id starts a new call, one without an id
+    continues the call before it."""
+    lines = [
+        _line({"tool_calls": [_opened("call_a", "weather", '{"city": ', index)]}),
+        _line({"tool_calls": [{"function": {"arguments": '"Oslo"}'}}]}),
+        _line({"tool_calls": [_opened("call_b", "time", '{"zone": "CET"}', index)]}),
+        _line({}, "tool_calls"),
+    ]
+    reader = ChunkReader()
+    starts = [d for line in lines for d in reader.line(line) if isinstance(d, ToolCallPartStart)]
+    assert [(d.index, d.id, d.name) for d in starts] == [
+        (0, "call_a", "weather"),
+        (1, "call_b", "time"),
+    ]
+    parts = reader.response().parts
+    assert parts == (
+        ToolCallPart(id="call_a", name="weather", arguments={"city": "Oslo"}),
+        ToolCallPart(id="call_b", name="time", arguments={"zone": "CET"}),
+    )

@@ -339,3 +339,20 @@ def test_a_missing_sdk_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setitem(sys.modules, "openai", None)  # makes `import openai` fail
     with pytest.raises(ConfigError, match=r"pip install 'regiment\[openai\]'"):
         models.__getattr__("OpenAIModel")
+
+
+@pytest.mark.parametrize("v1", [True, False], ids=["with-v1", "without-v1"])
+async def test_a_404_from_a_base_url_without_v1_says_so(api: StandIn, v1: bool) -> None:
+    """Ollama, vLLM and LM Studio answer Chat Completions under /v1; a base_url
+    without it gets their plain 404, and the error says where the request went."""
+    api.queue(Reply(404, {}, raw=b"404 page not found", content_type="text/plain"))
+    base_url = f"{api.base_url}/v1" if v1 else api.base_url
+    async with OpenAIModel(
+        "llama3.1", base_url=base_url, compatible=True, stream=api.streaming
+    ) as model:
+        with pytest.raises(ModelAPIError) as caught:
+            await model.complete(ask())
+    said = str(caught.value)
+    assert caught.value.permanent
+    assert ("went to /chat/completions, without the /v1" in said) is not v1
+    assert "check the model name and base_url" in said

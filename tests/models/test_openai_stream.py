@@ -11,18 +11,9 @@ from regiment.errors import ModelAPIError, ModelConnectionError
 from regiment.models import Message, ModelRequest, OpenAIModel, PartDelta
 
 from .chat_api import completion, error
-from .standin import Reply, StandIn, serve
+from .standin import Reply, StandIn, half_read_body, serve
 
 pytestmark = pytest.mark.anyio
-
-# On trio, an error mid-stream leaves the HTTP client's half-read body generators
-# to the garbage collector, and trio warns about that; the connection itself is
-# closed by OpenAIModel. Only the tests that break a stream on purpose ignore it.
-half_read_body = pytest.mark.filterwarnings(
-    "ignore:Async generator 'httpx2.:ResourceWarning",
-    "ignore:Async generator 'openai.:ResourceWarning",
-    "ignore::pytest.PytestUnraisableExceptionWarning",
-)
 
 
 @pytest.fixture
@@ -54,8 +45,10 @@ async def test_a_stream_without_a_finish_reason_is_an_error(api: StandIn) -> Non
     reply.events = [*(reply.events or [])[:3], (None, "[DONE]")]
     api.queue(reply)
     async with model_for(api) as model:
-        with pytest.raises(ModelConnectionError, match="ended before its finish_reason"):
-            await model.complete(ask())
+        with pytest.raises(ModelConnectionError, match="ended before its finish_reason") as caught:
+            await model.stream(ask(), Collected())  # its text was handed out: not retried
+    assert "already handed out" in str(caught.value)
+    assert len(api.requests) == 1
 
 
 @half_read_body
@@ -67,8 +60,9 @@ async def test_an_error_chunk_mid_stream_keeps_its_type(api: StandIn) -> None:
     api.queue(reply)
     async with model_for(api) as model:
         with pytest.raises(ModelAPIError, match="mid-stream") as caught:
-            await model.complete(ask())
+            await model.stream(ask(), Collected())
     assert (caught.value.error_type, caught.value.request_id) == ("server_error", "req_mid")
+    assert len(api.requests) == 1
     assert "The server is overloaded" in str(caught.value)
 
 
@@ -93,3 +87,42 @@ async def test_a_plain_reply_without_choices_is_a_clear_error(api: StandIn) -> N
     ) as model:
         with pytest.raises(ModelAPIError, match="could not be read"):
             await model.complete(ask())
+
+
+async def test_parallel_calls_a_server_gives_one_index_are_kept_apart(api: StandIn) -> None:
+    """Servers that give every streamed tool call index 0 (or none): each new id is a
+    new call, so two calls do not melt into one with unreadable arguments."""
+    reply = completion(None, ("c1", "get_weather", '{"city": "Oslo"}'), ("c2", "get_time", "{}"))
+    reply.events = [
+        (name, data.replace('"index": 1,', '"index": 0,')) for name, data in reply.events or []
+    ]
+    api.queue(reply)
+    async with model_for(api) as model:
+        response = await model.complete(ask())
+    assert [(c.id, c.name, c.arguments) for c in response.tool_calls] == [
+        ("c1", "get_weather", {"city": "Oslo"}),
+        ("c2", "get_time", {}),
+    ]
+
+
+@pytest.mark.parametrize("status", [400, 422])
+async def test_a_server_that_refuses_stream_options_is_asked_without(
+    api: StandIn, status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Mistral answers 422 (extra inputs are not permitted) and some Azure deployments 400
+    to the stream_options that asks for usage: the call is made again without it, and so
+    are the model's later calls (their usage is estimated)."""
+    refusal = "body.stream_options.include_usage: Extra inputs are not permitted"
+    api.queue(error(status, "invalid_request_error", refusal), completion("Snow."))
+    api.queue(completion("More snow."))
+    async with model_for(api) as model:
+        first = await model.complete(ask())
+        second = await model.complete(ask())
+    assert (first.text, second.text) == ("Snow.", "More snow.")
+    assert [r.body.get("stream_options") for r in api.requests] == [
+        {"include_usage": True},
+        None,
+        None,
+    ]
+    refused = [r for r in caplog.records if "refused stream_options" in r.getMessage()]
+    assert len(refused) == 1

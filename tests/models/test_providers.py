@@ -293,3 +293,22 @@ async def test_a_server_that_cannot_be_reached_says_how_often_it_was_retried(
         with pytest.raises(ModelConnectionError, match="could not be reached") as caught:
             await model.complete(ask())
     assert said in str(caught.value)
+
+
+async def test_an_error_that_quotes_the_prompt_does_not_repeat_it(wire: Wire, api: StandIn) -> None:
+    """Some servers echo the input in a 400; the error's text reaches logs and events
+    whether or not content is captured, so the prompt is left out of it, and a long
+    text is cut."""
+    secret = "my card is 4111 1111 1111 1111,\nrefund order 7"
+    cut = f"input_value={secret[:30]!r}..."  # as pydantic quotes a long input
+    echo = f"invalid input {json.dumps(secret)} (as {secret!r}, {cut}); {'detail ' * 200}"
+    api.queue(wire.error(400, "invalid_request_error", echo))
+    request = ModelRequest(system="You refund orders.", messages=(Message.user(secret),))
+    async with wire.make(api, True, 0) as model:
+        with pytest.raises(ModelAPIError) as caught:
+            await model.complete(request)
+    said = str(caught.value)
+    assert "4111" not in said
+    assert said.count("characters of the request]") == 3  # as JSON, as Python quotes, a part
+    assert "more characters)" in said
+    assert caught.value.permanent

@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from regiment.models import AnthropicModel, OpenAIModel
+from regiment.models import AnthropicModel, ModelRequest, OpenAIModel, Usage, estimate_tokens
 
 from . import chat_api, messages_api
 from .standin import Reply, StandIn
@@ -28,6 +28,13 @@ class Wire:
     error: Callable[[int, str, str], Reply]  # (status, the provider's error type, message)
     no_reply: Reply
     request_id_header: str
+    # The reply, its stream cut after ``kept`` events by an error event of ``error_type``
+    # (saying "Overloaded", or what is given).
+    failing: Callable[..., Reply]
+    head: int  # how many events a stream sends before any piece of the reply
+    # What a stream that failed before any piece is charged (Chat Completions says no
+    # usage before its last chunk: an estimate of the input).
+    failed_usage: Callable[[ModelRequest], Usage]
 
 
 def _anthropic_reply(text: str, calls: tuple[Call, ...]) -> Reply:
@@ -40,6 +47,18 @@ def _anthropic_reply(text: str, calls: tuple[Call, ...]) -> Reply:
 
 def _openai_reply(text: str, calls: tuple[Call, ...]) -> Reply:
     return chat_api.completion(text, *calls, finish="tool_calls" if calls else "stop")
+
+
+def _anthropic_failing(reply: Reply, kept: int, error_type: str, said: str = "Overloaded") -> Reply:
+    failure = {"type": "error", "error": {"type": error_type, "message": said}}
+    events = [*(reply.events or [])[:kept], ("error", json.dumps(failure))]
+    return Reply(reply.status, reply.body, reply.headers, events=events)
+
+
+def _openai_failing(reply: Reply, kept: int, error_type: str, said: str = "Overloaded") -> Reply:
+    failure = {"error": {"message": said, "type": error_type}}
+    events = [*(reply.events or [])[:kept], (None, json.dumps(failure))]
+    return Reply(reply.status, reply.body, reply.headers, events=events)
 
 
 WIRES = {
@@ -56,6 +75,9 @@ WIRES = {
             500, "api_error", "nothing queued", **{"x-should-retry": "false"}
         ),
         request_id_header="request-id",
+        failing=_anthropic_failing,
+        head=2,  # message_start (its usage: 11 in, 1 out), ping
+        failed_usage=lambda request: Usage(input_tokens=11, output_tokens=1),
     ),
     "openai": Wire(
         make=lambda api, stream, retries: OpenAIModel(
@@ -74,5 +96,8 @@ WIRES = {
             500, "server_error", "nothing queued", **{"x-should-retry": "false"}
         ),
         request_id_header="x-request-id",
+        failing=_openai_failing,
+        head=1,  # the role chunk
+        failed_usage=lambda request: Usage(input_tokens=estimate_tokens(request)),
     ),
 }
