@@ -119,7 +119,7 @@ class ModelCaller:
         if response.cut_off:  # a worker's tool calls in it are not run (run_tool_loop)
             limit, advice = _CUT_ADVICE.get(response.stop_reason, _MAX_TOKENS)
             _log.warning(
-                "model %r's reply for %r reached %s (stop reason %r), so its text is cut short; %s",
+                "the reply of model %r for %r reached %s (stop reason %r), so its text is cut short; %s",
                 self.model.name,
                 self.agent,
                 limit,
