@@ -10,7 +10,9 @@ over the public API: the tools call ``running.stream(goal)`` and
 A run that pauses for approvals ends its tool call with what to do: with a
 journal, the run id, the requests and the commands a person decides them with,
 after which the client calls ``resume``; without one, an error saying the run
-cannot go on (nothing would keep it until a decision).
+cannot go on (nothing would keep it until a decision). A run that another process
+took over (this server was frozen past its lease) ends its call with an error that
+says the run goes on there, who runs it, and how to follow it.
 
 This module imports the ``mcp`` SDK at the top; the CLI imports it only for
 ``regiment mcp``.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import socket
 from contextlib import AbstractAsyncContextManager
 from typing import TextIO
@@ -28,7 +31,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver import MCPServer as SDKServer
 from mcp.server.mcpserver.exceptions import ToolError as SDKToolError
 
-from regiment.errors import ConfigError, RegimentError
+from regiment.errors import ConfigError, LeaseLost, RegimentError
 from regiment.hierarchy import (
     CheckFailed,
     Event,
@@ -92,6 +95,8 @@ async def _answer(
     try:
         return await _follow(opened, ctx, journal)
     except RegimentError as exc:  # an empty goal, an unknown run id, ...
+        if isinstance(exc.__cause__, LeaseLost):  # its stream's close says whose it is now
+            raise SDKToolError(_elsewhere(str(exc), journal)) from exc
         raise SDKToolError(f"{type(exc).__name__}: {exc}") from exc
 
 
@@ -107,11 +112,26 @@ async def _follow(
             match event:
                 case RunCompleted(result=result):
                     return result.answer if result.status != "paused" else _paused(result, journal)
+                case RunFailed(error_type="LeaseLost", message=text):
+                    raise SDKToolError(_elsewhere(text, journal))  # not a failure
                 case RunFailed(error_type=kind, message=text):
                     raise SDKToolError(f"the run failed: {kind}: {text}")
                 case _:
                     pass
     raise SDKToolError("the run ended without a result")
+
+
+def _elsewhere(message: str, journal: str | None) -> str:
+    """What the client is told of a run another process took over: it goes on there,
+    run by whom the journal's words name, and how to follow it (in this server's
+    journal, which ``regiment show`` is pointed at)."""
+    if journal is not None:
+        message = re.sub(
+            r"`regiment show (\S+)`",
+            lambda m: f"`regiment show {m[1]} --journal {journal}`",
+            message,
+        )
+    return f"the run goes on elsewhere: {message}"
 
 
 def _paused(result: RunResult, journal: str | None) -> str:
