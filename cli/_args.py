@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from regiment.cli._approvals import add_approval_commands
 from regiment.cli._journal_cmds import add_journal_commands, add_journal_option
@@ -17,8 +19,18 @@ _HINTS = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors end with the line every other error of the
+    command has, ``regiment: error: ...``, instead of argparse's ``regiment run: error:``
+    (the usage above it names the command). Its subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"regiment: error: {message}; see `{self.prog} --help`\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = _Parser(
         prog="regiment",
         description="Run a team of agents declared in a TOML or YAML file.",
         epilog="exit codes: 0 done, 1 run failed, 2 usage or config error, "
@@ -57,7 +69,8 @@ def parser() -> argparse.ArgumentParser:
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line parsed; an option the command does not take is that command's
-    usage error (``regiment resume: error: ...``), not the top-level usage."""
+    usage error (its usage, then ``regiment: error: ...; see `regiment resume --help```),
+    not the top-level usage."""
     top = parser()
     args, extra = top.parse_known_args(argv)
     if extra:

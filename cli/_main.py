@@ -17,7 +17,8 @@
     regiment approve RUN_ID REQUEST_ID [--deny REASON | --edit JSON_OBJECT]
 
 Exit codes: 0 the run finished (its answer is on stdout), 1 the run failed
-(the reason is on stderr), 2 a usage or config error, 3 the run paused for
+(the reason is on stderr), 2 a usage or config error (its last line on stderr,
+as for every command: ``regiment: error: ...``), 3 the run paused for
 approvals (``regiment approvals RUN_ID`` lists them), 4 another process took the run
 over and finishes it (``regiment show RUN_ID`` follows it), 130 interrupted
 (Ctrl-C cancels the run cleanly and says how far it got).
@@ -316,8 +317,8 @@ async def _serve_mcp(
     except RegimentError as exc:
         if isinstance(exc, ConfigError):
             raise
-        print(f"regiment: mcp: {type(exc).__name__}: {exc}", file=stderr)
-        return EXIT_FAILED
+        stopped = RegimentError(f"the MCP server stopped: {type(exc).__name__}: {exc}")
+        return config_error(stopped, stderr, code=EXIT_FAILED)
     return EXIT_OK
 
 
@@ -330,11 +331,8 @@ async def _approvals(
         if getattr(args, "team", None):
             team = build_team(load_config(args.team), model="scripted", source=args.team)
         await approval_command(args, team, stdout, environ)
-    except ConfigError as exc:
+    except (ConfigError, ApprovalError, JournalError) as exc:
         return config_error(exc, stderr)
-    except (ApprovalError, JournalError) as exc:
-        print(f"regiment: {args.command}: " + " ".join(str(exc).splitlines()), file=stderr)
-        return EXIT_USAGE
     return EXIT_OK
 
 
