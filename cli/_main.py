@@ -4,17 +4,20 @@
 
     regiment run TEAM_FILE "goal" [--model SPEC] [--trace jaeger|console|none]
                                   [--events jsonl [--events-file PATH] [--events-deltas]]
-                                  [--plain] [-v|-vv]
+                                  [--plain] [-v|-vv] [--backend asyncio|trio] [--app-dir DIR]
                                   [--session S] [--journal PATH_OR_URL | --no-journal]
-                                  [--approve pause|ask]
+                                  [--approve pause|ask] [--workers local|ray [--ray-address ADDR]]
     regiment resume [TEAM_FILE] RUN_ID [--force] [the options of run, --approve ask too]
     regiment runs [--status S] [--json] [--journal PATH_OR_URL]
     regiment show RUN_ID [--json] [--journal PATH_OR_URL]
-    regiment serve TEAM_FILE [--host H] [--port P] [--token T] [--model SPEC] [-vv]
-    regiment validate TEAM_FILE
-    regiment mcp TEAM_FILE [--model SPEC] [--http PORT] [--journal J]
-    regiment approvals [RUN_ID] [--json]
-    regiment approve RUN_ID REQUEST_ID [--deny REASON | --edit JSON_OBJECT]
+    regiment validate TEAM_FILE [--app-dir DIR]
+    regiment mcp TEAM_FILE [--model SPEC] [--http PORT] [--journal J] [--backend asyncio|trio]
+                 [--app-dir DIR]
+    regiment serve TEAM_FILE [--host H] [--port P] [--token T] [--journal J] [--lease-ttl S]
+                   [--keep-runs N] [--model SPEC] [--trace jaeger|none] [--app-dir DIR] [-v|-vv]
+    regiment approvals [RUN_ID] [--json] [--journal PATH_OR_URL]
+    regiment approve RUN_ID REQUEST_ID [--deny REASON | --edit JSON_OBJECT] [--by NAME]
+                     [--team TEAM_FILE] [--app-dir DIR] [--journal PATH_OR_URL]
 
 Exit codes: 0 the run finished (its answer is on stdout), 1 the run failed
 (the reason is on stderr), 2 a usage or config error (its last line on stderr,
