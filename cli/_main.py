@@ -203,7 +203,7 @@ async def _dispatch(
                         team, args, environ=environ, stderr=stderr, stop=interrupt
                     )
                 except JournalError as exc:  # it could not be opened: nothing was served
-                    return config_error(ConfigError(str(exc)), stderr)
+                    return config_error(ConfigError(f"--journal {args.journal}: {exc}"), stderr)
         config = _placed(_flags_agree(args), config)
         options = _run_options(args, config, stdin, stderr, environ)
     except ConfigError as exc:
