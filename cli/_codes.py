@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TextIO
 
 from regiment.cli._exit import EXIT_INTERRUPTED
+from regiment.cli._lines import with_line
 from regiment.cli._resume import finished_already
 from regiment.errors import AlreadyFinished, ConfigError, LeaseHeld, LeaseLost, RegimentError
 
@@ -31,8 +32,9 @@ ERROR = "regiment: error:"  # how every error line of the command starts (see ``
 def config_error(exc: RegimentError, stderr: TextIO, *, code: int = EXIT_USAGE) -> int:
     """A usage or config error (or another error of the command itself, with its
     ``code``): one line, ``regiment: error: ...``, as every command and argparse's usage
-    errors say it, whatever a user's module put in the message it raised while importing."""
-    print(f"{ERROR} " + " ".join(str(exc).splitlines()), file=stderr)
+    errors say it, whatever a user's module put in the message it raised while importing;
+    a team file's key path gets its line (``team.toml:14: workers[1].tools[0]: ...``)."""
+    print(f"{ERROR} " + " ".join(with_line(str(exc)).splitlines()), file=stderr)
     return code
 
 
