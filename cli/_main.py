@@ -190,7 +190,7 @@ async def _dispatch(
         if args.command == "validate":
             return validate(config, args.team_file, stdout)
         if args.command == "mcp":
-            return await _serve_mcp(config, args, environ, stderr)
+            return await _serve_mcp(config, args, environ, stderr, interrupt)
         if args.command == "serve":
             from regiment.cli._serve_trace import serve_tracing  # the tracing SDK: only here
             from regiment.serve import serve_command  # the serve extra: only here
@@ -299,21 +299,27 @@ async def _guarded(
 
 
 async def _serve_mcp(
-    config: TeamConfig, args: argparse.Namespace, environ: Mapping[str, str], stderr: TextIO
+    config: TeamConfig,
+    args: argparse.Namespace,
+    environ: Mapping[str, str],
+    stderr: TextIO,
+    stop: anyio.Event | None,
 ) -> int:
-    """``regiment mcp``: serve the team until the client leaves (see ``regiment.cli._mcp_serve``)."""
+    """``regiment mcp``: serve the team until the client leaves, ``stop`` is set or, without
+    one, a signal comes (see ``regiment.cli._mcp_serve``)."""
     require_mcp()
     from regiment.cli._mcp_serve import serve_team  # the mcp extra, only for this command
 
     model = _choose_model(config, args.team_file, args.model, environ, stderr)
     team = build_team(config, model=model, source=args.team_file)
     try:
-        await serve_team(
+        return await serve_team(
             team,
             http_port=args.http,
             stderr=stderr,
             journal=args.journal,
             team_file=team_file_of(args.team_file, args.app_dir),
+            stop=stop,
         )
     except JournalError as exc:  # it could not be opened: nothing was served
         raise ConfigError(f"--journal {args.journal}: {exc}") from exc
@@ -322,7 +328,6 @@ async def _serve_mcp(
             raise
         stopped = RegimentError(f"the MCP server stopped: {type(exc).__name__}: {exc}")
         return config_error(stopped, stderr, code=EXIT_FAILED)
-    return EXIT_OK
 
 
 async def _approvals(
