@@ -50,8 +50,12 @@ def add_approval_commands(commands: argparse._SubParsersAction[argparse.Argument
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
     add_journal_option(listing)
     decide = commands.add_parser("approve", help="approve, deny or edit a pending request")
-    decide.add_argument("run_id", metavar="RUN_ID")
-    decide.add_argument("request_id", metavar="REQUEST_ID")
+    decide.add_argument(
+        "run_id", metavar="RUN_ID", help="the run, as `regiment approvals` lists it"
+    )
+    decide.add_argument(
+        "request_id", metavar="REQUEST_ID", help="its request, as `regiment approvals` lists it"
+    )
     how = decide.add_mutually_exclusive_group()
     how.add_argument("--deny", metavar="REASON", help="deny it; the worker is told the reason")
     how.add_argument("--edit", metavar="JSON_OBJECT", help="approve with these arguments")
@@ -63,7 +67,12 @@ def add_approval_commands(commands: argparse._SubParsersAction[argparse.Argument
         "file the run was started from, when `regiment run` recorded it)",
     )
     add_journal_option(decide)
-    decide.add_argument("--app-dir", metavar="DIR", default=".")
+    decide.add_argument(
+        "--app-dir",
+        metavar="DIR",
+        default=".",
+        help="where --team's module:attribute paths are imported from (default: .)",
+    )
 
 
 async def approval_command(

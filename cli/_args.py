@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from regiment.cli._approvals import add_approval_commands
 from regiment.cli._journal_cmds import add_journal_commands, add_journal_option
 
 __all__ = ("parse", "parser")
+
+_TEAM_FILE = "a .toml, .yaml or .yml team file"
+_APP_DIR = "where the file's module:attribute paths are imported from (default: .)"
+_BACKEND = "the event loop to run on (default: asyncio)"
 
 # What to say when an option of one command is given to another.
 _HINTS = {
@@ -17,8 +23,18 @@ _HINTS = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors end with the line every other error of the
+    command has, ``regiment: error: ...``, instead of argparse's ``regiment run: error:``
+    (the usage above it names the command). Its subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"regiment: error: {message}; see `{self.prog} --help`\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = _Parser(
         prog="regiment",
         description="Run a team of agents declared in a TOML or YAML file.",
         epilog="exit codes: 0 done, 1 run failed, 2 usage or config error, "
@@ -27,7 +43,7 @@ def parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = commands.add_parser("run", help="run one goal and print the answer")
-    run.add_argument("team_file", metavar="TEAM_FILE", help="a .toml, .yaml or .yml team file")
+    run.add_argument("team_file", metavar="TEAM_FILE", help=_TEAM_FILE)
     run.add_argument("goal", metavar="GOAL", help="what the team should do")
     run.add_argument("--session", metavar="S", help="the session the run belongs to")
     _add_run_options(run)
@@ -50,14 +66,15 @@ def parser() -> argparse.ArgumentParser:
     add_approval_commands(commands)
     _add_server_commands(commands)
     validate = commands.add_parser("validate", help="check a team file without running it")
-    validate.add_argument("team_file", metavar="TEAM_FILE")
-    validate.add_argument("--app-dir", metavar="DIR", default=".")
+    validate.add_argument("team_file", metavar="TEAM_FILE", help=_TEAM_FILE)
+    validate.add_argument("--app-dir", metavar="DIR", default=".", help=_APP_DIR)
     return parser
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line parsed; an option the command does not take is that command's
-    usage error (``regiment resume: error: ...``), not the top-level usage."""
+    usage error (its usage, then ``regiment: error: ...; see `regiment resume --help```),
+    not the top-level usage."""
     top = parser()
     args, extra = top.parse_known_args(argv)
     if extra:
@@ -106,7 +123,7 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--plain", action="store_true", help="plain event lines even on a terminal (no live view)"
     )
-    run.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    run.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio", help=_BACKEND)
     _add_verbose(run)
     run.add_argument(
         "--workers",
@@ -131,7 +148,7 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
 def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``regiment mcp`` and ``regiment serve``: a team behind a protocol."""
     mcp = commands.add_parser("mcp", help="serve the team as one MCP tool, run(goal), over stdio")
-    mcp.add_argument("team_file", metavar="TEAM_FILE")
+    mcp.add_argument("team_file", metavar="TEAM_FILE", help=_TEAM_FILE)
     mcp.add_argument("--model", metavar="SPEC", help="as for run")
     mcp.add_argument(
         "--http",
@@ -139,8 +156,13 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         type=_port,
         help="streamable HTTP on 127.0.0.1:PORT (0: a free port)",
     )
-    mcp.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
-    mcp.add_argument("--app-dir", metavar="DIR", default=".")
+    mcp.add_argument(
+        "--backend",
+        choices=("asyncio", "trio"),
+        default="asyncio",
+        help=f"{_BACKEND}; --http needs asyncio",
+    )
+    mcp.add_argument("--app-dir", metavar="DIR", default=".", help=_APP_DIR)
     mcp.add_argument(
         "--journal",
         metavar="J",
@@ -149,12 +171,12 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         "finishes it",
     )
     serve = commands.add_parser("serve", help="serve the team over HTTP (runs, events, cancel)")
-    serve.add_argument("team_file", metavar="TEAM_FILE")
+    serve.add_argument("team_file", metavar="TEAM_FILE", help=_TEAM_FILE)
     serve.add_argument("--model", metavar="SPEC", help="as for run")
     serve.add_argument(
         "--host", default="127.0.0.1", help="default 127.0.0.1 (others need a token)"
     )
-    serve.add_argument("--port", type=_port, default=8000)
+    serve.add_argument("--port", type=_port, default=8000, help="default 8000 (0: a free port)")
     serve.add_argument(
         "--journal", metavar="J", help="journal runs here (SQLite file or postgresql:// URL)"
     )
@@ -180,7 +202,7 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         help="jaeger: export each run's spans and metrics over OTLP/HTTP (localhost:4318, "
         "or OTEL_EXPORTER_OTLP_ENDPOINT)",
     )
-    serve.add_argument("--app-dir", metavar="DIR", default=".")
+    serve.add_argument("--app-dir", metavar="DIR", default=".", help=_APP_DIR)
     _add_verbose(serve, default="INFO")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TextIO
 
 from regiment.cli._exit import EXIT_INTERRUPTED
+from regiment.cli._lines import with_line
 from regiment.cli._resume import finished_already
 from regiment.errors import AlreadyFinished, ConfigError, LeaseHeld, LeaseLost, RegimentError
 
@@ -12,6 +13,7 @@ if TYPE_CHECKING:
     from regiment.cli._run import Outcome
 
 __all__ = (
+    "ERROR",
     "EXIT_FAILED",
     "EXIT_OK",
     "EXIT_PAUSED",
@@ -24,12 +26,16 @@ __all__ = (
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED, EXIT_TAKEN_OVER = 0, 1, 2, 3, 4
 
+ERROR = "regiment: error:"  # how every error line of the command starts (see ``_args``)
 
-def config_error(exc: ConfigError, stderr: TextIO) -> int:
-    """A usage or config error: one line, whatever a user's module put in the message it
-    raised while importing."""
-    print("regiment: error: " + " ".join(str(exc).splitlines()), file=stderr)
-    return EXIT_USAGE
+
+def config_error(exc: RegimentError, stderr: TextIO, *, code: int = EXIT_USAGE) -> int:
+    """A usage or config error (or another error of the command itself, with its
+    ``code``): one line, ``regiment: error: ...``, as every command and argparse's usage
+    errors say it, whatever a user's module put in the message it raised while importing;
+    a team file's key path gets its line (``team.toml:14: workers[1].tools[0]: ...``)."""
+    print(f"{ERROR} " + " ".join(with_line(str(exc)).splitlines()), file=stderr)
+    return code
 
 
 def run_error(exc: RegimentError, resume: str | None, stderr: TextIO) -> int:

@@ -86,7 +86,7 @@ def add_journal_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     runs.add_argument("--json", action="store_true", help="one JSON object per line")
     add_journal_option(runs)
     show = commands.add_parser("show", help="one run: plan versions, steps, answer, usage")
-    show.add_argument("run_id", metavar="RUN_ID")
+    show.add_argument("run_id", metavar="RUN_ID", help="as `regiment runs` lists it")
     show.add_argument("--json", action="store_true", help="one JSON object")
     add_journal_option(show)
 

@@ -4,20 +4,24 @@
 
     regiment run TEAM_FILE "goal" [--model SPEC] [--trace jaeger|console|none]
                                   [--events jsonl [--events-file PATH] [--events-deltas]]
-                                  [--plain] [-v|-vv]
+                                  [--plain] [-v|-vv] [--backend asyncio|trio] [--app-dir DIR]
                                   [--session S] [--journal PATH_OR_URL | --no-journal]
-                                  [--approve pause|ask]
+                                  [--approve pause|ask] [--workers local|ray [--ray-address ADDR]]
     regiment resume [TEAM_FILE] RUN_ID [--force] [the options of run, --approve ask too]
     regiment runs [--status S] [--json] [--journal PATH_OR_URL]
     regiment show RUN_ID [--json] [--journal PATH_OR_URL]
-    regiment serve TEAM_FILE [--host H] [--port P] [--token T] [--model SPEC] [-vv]
-    regiment validate TEAM_FILE
-    regiment mcp TEAM_FILE [--model SPEC] [--http PORT] [--journal J]
-    regiment approvals [RUN_ID] [--json]
-    regiment approve RUN_ID REQUEST_ID [--deny REASON | --edit JSON_OBJECT]
+    regiment validate TEAM_FILE [--app-dir DIR]
+    regiment mcp TEAM_FILE [--model SPEC] [--http PORT] [--journal J] [--backend asyncio|trio]
+                 [--app-dir DIR]
+    regiment serve TEAM_FILE [--host H] [--port P] [--token T] [--journal J] [--lease-ttl S]
+                   [--keep-runs N] [--model SPEC] [--trace jaeger|none] [--app-dir DIR] [-v|-vv]
+    regiment approvals [RUN_ID] [--json] [--journal PATH_OR_URL]
+    regiment approve RUN_ID REQUEST_ID [--deny REASON | --edit JSON_OBJECT] [--by NAME]
+                     [--team TEAM_FILE] [--app-dir DIR] [--journal PATH_OR_URL]
 
 Exit codes: 0 the run finished (its answer is on stdout), 1 the run failed
-(the reason is on stderr), 2 a usage or config error, 3 the run paused for
+(the reason is on stderr), 2 a usage or config error (its last line on stderr,
+as for every command: ``regiment: error: ...``), 3 the run paused for
 approvals (``regiment approvals RUN_ID`` lists them), 4 another process took the run
 over and finishes it (``regiment show RUN_ID`` follows it), 130 interrupted
 (Ctrl-C cancels the run cleanly and says how far it got).
@@ -186,7 +190,7 @@ async def _dispatch(
         if args.command == "validate":
             return validate(config, args.team_file, stdout)
         if args.command == "mcp":
-            return await _serve_mcp(config, args, environ, stderr)
+            return await _serve_mcp(config, args, environ, stderr, interrupt)
         if args.command == "serve":
             from regiment.cli._serve_trace import serve_tracing  # the tracing SDK: only here
             from regiment.serve import serve_command  # the serve extra: only here
@@ -199,7 +203,7 @@ async def _dispatch(
                         team, args, environ=environ, stderr=stderr, stop=interrupt
                     )
                 except JournalError as exc:  # it could not be opened: nothing was served
-                    return config_error(ConfigError(str(exc)), stderr)
+                    return config_error(ConfigError(f"--journal {args.journal}: {exc}"), stderr)
         config = _placed(_flags_agree(args), config)
         options = _run_options(args, config, stdin, stderr, environ)
     except ConfigError as exc:
@@ -295,30 +299,35 @@ async def _guarded(
 
 
 async def _serve_mcp(
-    config: TeamConfig, args: argparse.Namespace, environ: Mapping[str, str], stderr: TextIO
+    config: TeamConfig,
+    args: argparse.Namespace,
+    environ: Mapping[str, str],
+    stderr: TextIO,
+    stop: anyio.Event | None,
 ) -> int:
-    """``regiment mcp``: serve the team until the client leaves (see ``regiment.cli._mcp_serve``)."""
+    """``regiment mcp``: serve the team until the client leaves, ``stop`` is set or, without
+    one, a signal comes (see ``regiment.cli._mcp_serve``)."""
     require_mcp()
     from regiment.cli._mcp_serve import serve_team  # the mcp extra, only for this command
 
     model = _choose_model(config, args.team_file, args.model, environ, stderr)
     team = build_team(config, model=model, source=args.team_file)
     try:
-        await serve_team(
+        return await serve_team(
             team,
             http_port=args.http,
             stderr=stderr,
             journal=args.journal,
             team_file=team_file_of(args.team_file, args.app_dir),
+            stop=stop,
         )
     except JournalError as exc:  # it could not be opened: nothing was served
         raise ConfigError(f"--journal {args.journal}: {exc}") from exc
     except RegimentError as exc:
         if isinstance(exc, ConfigError):
             raise
-        print(f"regiment: mcp: {type(exc).__name__}: {exc}", file=stderr)
-        return EXIT_FAILED
-    return EXIT_OK
+        stopped = RegimentError(f"the MCP server stopped: {type(exc).__name__}: {exc}")
+        return config_error(stopped, stderr, code=EXIT_FAILED)
 
 
 async def _approvals(
@@ -330,11 +339,8 @@ async def _approvals(
         if getattr(args, "team", None):
             team = build_team(load_config(args.team), model="scripted", source=args.team)
         await approval_command(args, team, stdout, environ)
-    except ConfigError as exc:
+    except (ConfigError, ApprovalError, JournalError) as exc:
         return config_error(exc, stderr)
-    except (ApprovalError, JournalError) as exc:
-        print(f"regiment: {args.command}: " + " ".join(str(exc).splitlines()), file=stderr)
-        return EXIT_USAGE
     return EXIT_OK
 
 

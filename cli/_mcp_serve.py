@@ -10,7 +10,9 @@ over the public API: the tools call ``running.stream(goal)`` and
 A run that pauses for approvals ends its tool call with what to do: with a
 journal, the run id, the requests and the commands a person decides them with,
 after which the client calls ``resume``; without one, an error saying the run
-cannot go on (nothing would keep it until a decision).
+cannot go on (nothing would keep it until a decision). A run that another process
+took over (this server was frozen past its lease) ends its call with an error that
+says the run goes on there, who runs it, and how to follow it.
 
 This module imports the ``mcp`` SDK at the top; the CLI imports it only for
 ``regiment mcp``.
@@ -19,16 +21,23 @@ This module imports the ``mcp`` SDK at the top; the CLI imports it only for
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import re
+import signal
 import socket
+from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager
-from typing import TextIO
+from functools import partial
+from typing import TextIO, final
 
+import anyio
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver import MCPServer as SDKServer
 from mcp.server.mcpserver.exceptions import ToolError as SDKToolError
 
-from regiment.errors import ConfigError, RegimentError
+from regiment._signals import EXIT_INTERRUPTED, watch_signals
+from regiment.errors import ConfigError, LeaseLost, RegimentError
 from regiment.hierarchy import (
     CheckFailed,
     Event,
@@ -44,22 +53,27 @@ from regiment.hierarchy import (
 )
 from regiment.journal import TeamFile
 
-__all__ = ("serve_team", "team_server")
+__all__ = ("Calls", "serve_team", "team_server")
 
 logger = logging.getLogger("regiment.mcp")
 
 
-def team_server(running: RunningTeam, *, journal: str | None = None) -> SDKServer:
+def team_server(
+    running: RunningTeam, *, journal: str | None = None, calls: Calls | None = None
+) -> SDKServer:
     """An MCP server with the tool ``run(goal)`` that runs ``running``'s team; with
-    ``journal`` (where ``running``'s runs are journaled), ``resume(run_id)`` too."""
+    ``journal`` (where ``running``'s runs are journaled), ``resume(run_id)`` too.
+    ``calls``: where the calls in flight are kept, for a stop to cancel them."""
     team = running.team
+    calls = Calls() if calls is None else calls
     server: SDKServer = SDKServer(
         team.name, instructions=f"The team '{team.name}'; call run(goal).", log_level="WARNING"
     )
 
     async def run(goal: str, ctx: Context) -> str:
         """Run the team on the goal and return its answer."""
-        return await _answer(running.stream(goal), ctx, journal)
+        with calls.cut_short():
+            return await _answer(running.stream(goal), ctx, journal)
 
     workers = "; ".join(f"{w.name}: {w.description}" for w in team.workers)
     server.add_tool(
@@ -72,7 +86,8 @@ def team_server(running: RunningTeam, *, journal: str | None = None) -> SDKServe
 
         async def resume(run_id: str, ctx: Context) -> str:
             """Finish a run of this team that paused for approvals (or whose server died)."""
-            return await _answer(running.resume_stream(run_id), ctx, journal)
+            with calls.cut_short():
+                return await _answer(running.resume_stream(run_id), ctx, journal)
 
         server.add_tool(
             resume,
@@ -84,6 +99,39 @@ def team_server(running: RunningTeam, *, journal: str | None = None) -> SDKServe
     return server
 
 
+@final
+class Calls:
+    """The tool calls in flight, so that a stop of the server cancels them: their runs
+    end ``cancelled`` (journaled so), and each call ends with an error that says so."""
+
+    def __init__(self) -> None:
+        self._scopes: set[anyio.CancelScope] = set()
+        self._stopping = False
+
+    @contextlib.contextmanager
+    def cut_short(self) -> Iterator[None]:
+        """Inside, the call is cancelled when the server stops (an ``SDKToolError``)."""
+        with anyio.CancelScope() as scope:
+            if self._stopping:
+                scope.cancel()
+            self._scopes.add(scope)
+            try:
+                yield
+            finally:
+                self._scopes.discard(scope)
+        if scope.cancelled_caught:
+            raise SDKToolError(
+                "the server is stopping: the run was cancelled (a cancelled run is over; "
+                "call run again once the server is back)"
+            )
+
+    def cancel(self) -> None:
+        """Cancel every call in flight, and any that comes later."""
+        self._stopping = True
+        for scope in list(self._scopes):
+            scope.cancel()
+
+
 async def _answer(
     opened: AbstractAsyncContextManager[RunEvents], ctx: Context, journal: str | None
 ) -> str:
@@ -92,6 +140,8 @@ async def _answer(
     try:
         return await _follow(opened, ctx, journal)
     except RegimentError as exc:  # an empty goal, an unknown run id, ...
+        if isinstance(exc.__cause__, LeaseLost):  # its stream's close says whose it is now
+            raise SDKToolError(_elsewhere(str(exc), journal)) from exc
         raise SDKToolError(f"{type(exc).__name__}: {exc}") from exc
 
 
@@ -107,11 +157,26 @@ async def _follow(
             match event:
                 case RunCompleted(result=result):
                     return result.answer if result.status != "paused" else _paused(result, journal)
+                case RunFailed(error_type="LeaseLost", message=text):
+                    raise SDKToolError(_elsewhere(text, journal))  # not a failure
                 case RunFailed(error_type=kind, message=text):
                     raise SDKToolError(f"the run failed: {kind}: {text}")
                 case _:
                     pass
     raise SDKToolError("the run ended without a result")
+
+
+def _elsewhere(message: str, journal: str | None) -> str:
+    """What the client is told of a run another process took over: it goes on there,
+    run by whom the journal's words name, and how to follow it (in this server's
+    journal, which ``regiment show`` is pointed at)."""
+    if journal is not None:
+        message = re.sub(
+            r"`regiment show (\S+)`",
+            lambda m: f"`regiment show {m[1]} --journal {journal}`",
+            message,
+        )
+    return f"the run goes on elsewhere: {message}"
 
 
 def _paused(result: RunResult, journal: str | None) -> str:
@@ -175,28 +240,67 @@ async def serve_team(
     stderr: TextIO,
     journal: str | None = None,
     team_file: TeamFile | None = None,
-) -> None:
+    stop: anyio.Event | None = None,
+) -> int:
     """Start ``team`` (journaling its runs in ``journal``, if given, with the
     ``team_file`` it was built from, so ``regiment resume RUN_ID`` finds it) and serve
-    it over stdio, or over streamable HTTP on ``127.0.0.1:http_port`` (0: a free port),
-    until the client goes away (stdin closes) or the process is stopped (SIGINT/SIGTERM
-    for HTTP).
+    it over stdio until the client goes away (stdin closes), or over streamable HTTP on
+    ``127.0.0.1:http_port`` (0: a free port) until ``stop`` is set or, without one,
+    SIGINT or SIGTERM comes (a second one exits at once, 130); the exit code.
+
+    Stopping HTTP cancels the calls in flight (their runs end ``cancelled``, journaled
+    so; each call's result says so) and stops the team, its MCP servers and its journal
+    before it returns: 0, or 130 after a SIGINT (saying ``regiment: interrupted``).
+    (uvicorn's own handling re-raised a SIGTERM once it had stopped: exit 143, with
+    the team still up.) Over stdio the signals keep Python's defaults: a stop there
+    could not end the read of stdin in its thread until the client writes or leaves.
 
     Raises:
         ConfigError: HTTP was asked for on a backend other than asyncio.
     """
-    if http_port is not None and not _on_asyncio():
+    if http_port is None:
+        async with team.start(journal=journal, team_file=team_file) as running:
+            await team_server(running, journal=journal).run_stdio_async()
+        return 0
+    if not _on_asyncio():
         raise ConfigError("regiment mcp --http needs --backend asyncio (uvicorn runs on asyncio)")
-    async with team.start(journal=journal, team_file=team_file) as running:
-        server = team_server(running, journal=journal)
-        if http_port is None:
-            await server.run_stdio_async()
-        else:
-            await _serve_http(server, http_port, team.name, stderr)
+    got: list[int] = []
+    failed: Exception | None = None  # raised as it is, not in a task group's exception group
+    async with anyio.create_task_group() as tg:
+        if stop is None:
+            stop = anyio.Event()
+            tg.start_soon(watch_signals, stop, partial(_cut_short, stderr), got)
+        try:
+            async with team.start(journal=journal, team_file=team_file) as running:
+                calls = Calls()
+                server = team_server(running, journal=journal, calls=calls)
+                await _serve_http(server, http_port, stderr, stop, calls)
+        except Exception as exc:
+            failed = exc
+        tg.cancel_scope.cancel()  # stop watching signals
+    if failed is not None:
+        raise failed
+    if got[:1] == [signal.SIGINT]:
+        print("regiment: interrupted", file=stderr, flush=True)
+        return EXIT_INTERRUPTED
+    return 0
 
 
-async def _serve_http(server: SDKServer, port: int, name: str, stderr: TextIO) -> None:
+def _cut_short(stderr: TextIO) -> None:
+    print("regiment: interrupted; exiting without waiting", file=stderr, flush=True)
+
+
+async def _serve_http(
+    server: SDKServer, port: int, stderr: TextIO, stop: anyio.Event, calls: Calls
+) -> None:
+    """Serve over streamable HTTP until ``stop`` is set: the calls in flight are
+    cancelled, then uvicorn stops as it does on a signal."""
     import uvicorn
+
+    class Server(uvicorn.Server):  # the signals are serve_team's: uvicorn's own handling
+        @contextlib.contextmanager  # re-raised a SIGTERM, killing the process (exit 143)
+        def capture_signals(self) -> Iterator[None]:
+            yield
 
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -209,9 +313,19 @@ async def _serve_http(server: SDKServer, port: int, name: str, stderr: TextIO) -
             ) from None
         sock.listen(128)  # clients can connect from here on, so the URL is printed now
         url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-        print(f"regiment: serving team '{name}' at {url}", file=stderr, flush=True)
+        print(f"regiment: serving team '{server.name}' at {url}", file=stderr, flush=True)
         config = uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on")
-        await uvicorn.Server(config).serve(sockets=[sock])
+        http = Server(config)
+        async with anyio.create_task_group() as tg:
+
+            async def stop_when_set() -> None:
+                await stop.wait()
+                calls.cancel()
+                http.should_exit = True
+
+            tg.start_soon(stop_when_set)
+            await http.serve(sockets=[sock])
+            tg.cancel_scope.cancel()
 
 
 def _on_asyncio() -> bool:

@@ -262,7 +262,7 @@ async def _resume(s: _Service, request: Request) -> Response:
     try:
         record = await runs.resume(run_id)
     except UnknownRun as exc:
-        raise ApiError(404, "no such run", f"no run {run_id!r}; GET /runs lists them") from exc
+        raise ApiError(404, "unknown run", f"no run {run_id!r}; GET /runs lists them") from exc
     except (ConfigError, JournalError) as exc:  # no journal, finished, changed team, leased
         raise ApiError(409, "cannot resume", str(exc)) from exc
     if not wait:

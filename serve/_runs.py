@@ -32,7 +32,7 @@ from regiment.hierarchy import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from regiment.journal import Journal, describe_owner
+from regiment.journal import Journal, RunCreated, describe_owner
 
 from ._registry import RunRecord, RunStore, cancelled
 
@@ -91,7 +91,12 @@ class Runs:
             def stream() -> AbstractAsyncContextManager[RunEvents]:
                 return self.running.resume_stream(run_id, journaled=history)  # read once, here
 
-            record: RunRecord = await self._tg.start(self._drive, stream, None, history)
+            # its session is the one it was started with (the journal's first record)
+            session = next(
+                (e.record.session for e in history.entries if isinstance(e.record, RunCreated)),
+                None,
+            )
+            record: RunRecord = await self._tg.start(self._drive, stream, session, history)
         finally:
             self._resuming.discard(run_id)
         return record

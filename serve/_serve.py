@@ -71,19 +71,28 @@ async def serve_command(
     a SIGTERM killed the process once the server had stopped, before the journal was
     closed or anything after this call ran, and a SIGINT raised ``KeyboardInterrupt``.)
 
+    Called in another thread than the main one (where Python delivers signals), it
+    needs ``stop``: without one nothing could stop it, so it refuses to serve.
+
     Raises:
         ConfigError: a public host without a token; ``--keep-runs`` below 1;
-            ``--lease-ttl`` without ``--journal``; the server could not start (its
-            address taken, say: uvicorn logs why).
+            ``--lease-ttl`` without ``--journal``; no ``stop`` outside the main
+            thread; the server could not start (its address taken, say: uvicorn logs why).
         JournalError: the journal cannot be opened (before anything is served).
     """
     if stop is not None:
         return await _serve(team, options, environ, stderr, stop)
+    if threading.current_thread() is not threading.main_thread():
+        raise ConfigError(
+            "serve_command() runs in thread "
+            f"{threading.current_thread().name!r}, not the main thread, so it cannot watch "
+            "SIGINT and SIGTERM (Python delivers signals to the main thread only) and "
+            "nothing could stop it: pass stop=anyio.Event() and set it to stop serving"
+        )
     stop, got = anyio.Event(), list[int]()
     refused: Exception | None = None  # raised as it is, not in a task group's exception group
     async with anyio.create_task_group() as tg:
-        if threading.current_thread() is threading.main_thread():  # signals reach only it
-            tg.start_soon(watch_signals, stop, partial(_cut_short, stderr), got)
+        tg.start_soon(watch_signals, stop, partial(_cut_short, stderr), got)
         try:
             code = await _serve(team, options, environ, stderr, stop)
         except Exception as exc:  # ConfigError, JournalError: the caller explains them

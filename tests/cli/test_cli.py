@@ -116,7 +116,8 @@ async def test_claude_without_a_key_or_brain_is_a_config_error(
     )
     code, _, err = await run_cli("run", str(team), "goal")
     assert code == 2
-    assert "claude.toml: model: no Anthropic credentials" in err  # the key the file writes
+    # the key the file writes, and its line
+    assert "claude.toml:2: model: no Anthropic credentials" in err
     assert "ANTHROPIC_API_KEY" in err
 
 

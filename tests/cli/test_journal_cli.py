@@ -154,7 +154,8 @@ async def test_runs_with_a_journal_named_that_is_not_there_says_so(
         code, _, _ = await _cli(command, "x" if command == "show" else "--json", "--no-journal")
         assert code == 2
         err = capsys.readouterr().err
-        assert f"regiment {command}: error: unrecognized arguments: --no-journal" in err
+        assert "regiment: error: unrecognized arguments: --no-journal; " in err
+        assert f"see `regiment {command} --help`" in err
 
 
 async def test_an_option_another_command_takes_is_that_commands_usage_error(
@@ -165,7 +166,7 @@ async def test_an_option_another_command_takes_is_that_commands_usage_error(
     assert (code, out) == (2, "")
     err = capsys.readouterr().err
     assert err.startswith("usage: regiment resume ")
-    assert "regiment resume: error: unrecognized arguments: --session s1; " in err
+    assert "regiment: error: unrecognized arguments: --session s1; " in err
     assert "a resumed run keeps the session it was started with" in err
 
 

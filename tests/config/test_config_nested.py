@@ -294,7 +294,7 @@ async def test_validate_reports_the_nested_files_problems(
     _write(child, CHILD_TOML, brains=brains + "_missing")
     out, err = io.StringIO(), io.StringIO()
     assert await run_async(["validate", str(parent)], stdout=out, stderr=err) == 2
-    assert f"regiment: error: {child}: brain: cannot import" in err.getvalue()
+    assert f"regiment: error: {child}:3: brain: cannot import" in err.getvalue()
 
 
 CHILD_ON_CLAUDE_TOML = """

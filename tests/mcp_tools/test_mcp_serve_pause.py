@@ -25,12 +25,13 @@ REFUND = "For order 77120 refund 80"  # eligible: the refund step asks for appro
 
 
 @asynccontextmanager
-async def served(*options: str) -> AsyncIterator[ClientSession]:
+async def served(*options: str, team: str = TEAM) -> AsyncIterator[ClientSession]:
+    """``regiment mcp team *options`` over stdio, run from the clone's root."""
     env = get_default_environment()  # the SDK's minimal one; with this test's import path
     env.update({k: v for k, v in os.environ.items() if k == "PYTHONPATH"})
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "regiment", "mcp", TEAM, *options],
+        args=["-m", "regiment", "mcp", team, *options],
         cwd=str(ROOT),
         env=env,
     )

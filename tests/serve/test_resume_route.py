@@ -234,3 +234,19 @@ def _running_here(run_id: str) -> str:
         f"run {run_id!r} is running in this service already: follow it with "
         f"GET /runs/{run_id}/events"
     )
+
+
+async def test_a_resumed_run_keeps_its_session(tmp_path: Path) -> None:
+    # The resumed run's view said "session": null until the service restarted.
+    team = shop_team(Shop(), plan_json(step("s1", "billing", "refund 3 10")))
+    app = create_app(team, journal=str(tmp_path / "runs.db"))
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as c:
+        paused = await c.post("/runs?wait=true", json={"goal": "refund", "session": "desk-7"})
+        run_id = paused.json()["run_id"]
+        (request,) = (await c.get("/approvals", params={"run_id": run_id})).json()["approvals"]
+        await c.post(f"/approvals/{request['request_id']}", json={"decision": "approve"})
+        resumed = (await c.post(f"/runs/{run_id}/resume?wait=true")).json()
+        shown = (await c.get(f"/runs/{run_id}")).json()
+        (listed,) = (await c.get("/runs")).json()["runs"]
+    assert resumed["status"] == "completed"
+    assert [resumed["session"], shown["session"], listed["session"]] == ["desk-7"] * 3

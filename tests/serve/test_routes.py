@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx2 as httpx
 import pytest
@@ -158,3 +159,17 @@ async def test_the_result_round_trips_through_to_json() -> None:
     result = await team.run(GOAL)
     assert result_from_json(to_json(result)) == result
     assert [event_from_json(to_json(e)) for e in result.events] == list(result.events)
+
+
+async def test_every_route_names_an_unknown_run_alike(tmp_path: Path) -> None:
+    # POST .../resume answered {"error": "no such run"} where the others say "unknown run".
+    app = create_app(support_team(), journal=str(tmp_path / "runs.db"))
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as c:
+        routes = [("GET", ""), ("GET", "/events"), ("POST", "/cancel"), ("POST", "/resume")]
+        answers = [await c.request(method, f"/runs/run-404{route}") for method, route in routes]
+    for answer in answers:
+        assert answer.status_code == 404
+        assert answer.json() == {
+            "error": "unknown run",
+            "detail": "no run 'run-404'; GET /runs lists them",
+        }

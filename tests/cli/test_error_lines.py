@@ -1,0 +1,115 @@
+"""Every command says an error the same way: its last line on stderr is ``regiment:
+error: ...`` and it exits 2. ``approvals`` and ``approve`` said ``regiment: approvals:
+...`` / ``regiment: approve: ...``, and argparse's usage errors ``regiment run: error:
+...``, beside the ``regiment: error: ...`` of every other error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .helpers import run_cli
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[2]
+MISSING = "missing/runs.db"  # under the test's directory: never there
+
+CASES = {
+    "no command": [],
+    "unknown command": ["bogus"],
+    "run: no goal": ["run", "team.toml"],
+    "runs: bad status": ["runs", "--status", "done"],
+    "show: option of run": ["show", "run-1", "--no-journal"],
+    "validate: no file": ["validate", "nofile.toml"],
+    "mcp: no file": ["mcp", "nofile.toml"],
+    "serve: bad port": ["serve", "team.toml", "--port", "99999"],
+    "resume: no journal": ["resume", "run-1", "--journal", MISSING],
+    "show: no journal": ["show", "run-1", "--journal", MISSING],
+    "approvals: no journal": ["approvals", "--journal", MISSING],
+    "approve: no journal": ["approve", "run-1", "apr-1", "--journal", MISSING],
+    "approve: two decisions": ["approve", "run-1", "apr-1", "--deny", "no", "--edit", "{}"],
+}
+
+
+@pytest.mark.parametrize("argv", CASES.values(), ids=CASES.keys())
+async def test_every_error_line_reads_regiment_error(
+    argv: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = await run_cli(*argv)
+    said = capsys.readouterr().err + err  # argparse writes to sys.stderr itself
+    assert (code, out) == (2, ""), said
+    last = said.splitlines()[-1]
+    assert last.startswith("regiment: error: "), said
+    assert not [line for line in said.splitlines() if ": error:" in line and line != last]
+
+
+TEAM = '''name = "t"
+brain = "examples.refund.brain:refund_brain"
+
+[[workers]]
+name = "billing"
+description = "Issues refunds."
+system_prompt = """Be brief.
+[[workers]]
+name = "not a table: this is the prompt's text"
+"""
+tools = [
+    "examples.refund.tools:check_eligibility",
+    "examples.refund.tools:issue_refund",
+]
+
+[[workers]]
+name = "comms"
+description = "Writes e-mails."
+tools = ["examples.refund.tools:email_customer"]
+'''
+
+MISTAKES = {  # the mistake, and the line the error names
+    "unknown key": (('email_customer"]', 'email_customer"]\nmax_iteration = 3'), 20),
+    "wrong type": (('e-mails."', 'e-mails."\nmax_iterations = 2.5'), 19),
+    "cannot import": (("tools:issue_refund", "tools:refund"), 13),
+    "unknown table": (('[[workers]]\nname = "comms"', '[[worker]]\nname = "comms"'), 16),
+    "missing key": (('description = "Issues refunds."\n', ""), 4),
+}
+
+
+@pytest.mark.parametrize(("mistake", "line"), MISTAKES.values(), ids=MISTAKES.keys())
+async def test_a_team_file_mistake_names_its_line(
+    mistake: tuple[str, str], line: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It named the file and the key path, but not the line, which a long file needs.
+    team = tmp_path / "team.toml"
+    assert mistake[0] in TEAM
+    team.write_text(TEAM.replace(*mistake), encoding="utf-8")
+    code, _, err = await run_cli("validate", str(team), "--app-dir", str(ROOT))
+    assert code == 2
+    assert err.startswith(f"regiment: error: {team}:{line}: "), err
+
+
+async def test_a_yaml_mistake_names_its_line(tmp_path: Path) -> None:
+    team = tmp_path / "team.yaml"
+    team.write_text(
+        "name: t\nbrain: examples.refund.brain:refund_brain\nworkers:\n"
+        "  - name: billing\n    description: x\n"
+        "  - name: comms\n    description: y\n    max_iterations: '3'\n",
+        encoding="utf-8",
+    )
+    code, _, err = await run_cli("validate", str(team), "--app-dir", str(ROOT))
+    assert code == 2
+    assert err.startswith(f"regiment: error: {team}:8: workers[1].max_iterations: "), err
+
+
+async def test_an_error_without_a_key_path_is_left_as_it_is(tmp_path: Path) -> None:
+    team = tmp_path / "team.toml"
+    team.write_text(TEAM.replace('name = "comms"', 'name = "billing"'), encoding="utf-8")
+    code, _, err = await run_cli("validate", str(team), "--app-dir", str(ROOT))
+    assert code == 2
+    assert err == f"regiment: error: {team}: team 't' has two workers named billing; " + (
+        "worker names must be unique\n"
+    )
