@@ -10,7 +10,7 @@ from typing import Literal, TypeAlias, TypedDict, get_args
 import anyio
 
 from regiment._json import JsonObject
-from regiment._stray import raise_stray
+from regiment._stray import raised, users_failure
 from regiment.errors import ConfigError, RetryableToolError, ToolError
 
 __all__ = ("ApprovalRule", "IdempotencyKey", "OnToolError", "ToolOptions", "ToolPolicy")
@@ -100,16 +100,14 @@ class ToolPolicy:
             return bool(rule)
         try:
             return rule(arguments)
-        except Exception as exc:  # the step fails saying whose code raised
+        except BaseException as exc:  # its bug fails the step, saying whose code raised
+            if not users_failure(exc):
+                raise  # a real cancellation, or an interrupt
             raise ToolError(
-                f"the requires_approval predicate of tool {tool_name!r} raised "
-                f"{type(exc).__name__}: {exc}; fix it to return True or False for the "
-                "call's arguments",
+                f"the requires_approval predicate of tool {tool_name!r} {raised(exc)}; fix "
+                "it to return True or False for the call's arguments",
                 fatal=True,
             ) from exc
-        except BaseException as exc:
-            raise_stray(exc, "the requires_approval predicate", "decide, or raise an Exception")
-            raise
 
     def is_retryable(self, exc: Exception) -> bool:
         """Whether a failed attempt that raised ``exc`` is worth another try."""

@@ -250,8 +250,9 @@ async def request_approval(approver: Approver, request: ApprovalRequest) -> Appr
         ) from exc
     except BaseException as exc:
         if stray(exc):  # its own CancelledError must not end the worker (regiment._stray)
-            raise RuntimeError(
-                f"the approver {stray_reason(exc)}; an approver must decide, or raise an Exception"
+            raise ApprovalError(
+                f"the approver of tool {request.tool_name!r} {stray_reason(exc)}; {_DECIDES}",
+                kind="approver",
             ) from exc
         # Cut short undecided (its run paused, or was cancelled): the body never ran. The
         # call's events say `awaiting_approval`; so does its span, not just `cancelled`.
