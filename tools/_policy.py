@@ -13,7 +13,14 @@ from regiment._json import JsonObject
 from regiment._stray import raised, users_failure
 from regiment.errors import ConfigError, RetryableToolError, ToolError
 
-__all__ = ("ApprovalRule", "IdempotencyKey", "OnToolError", "ToolOptions", "ToolPolicy")
+__all__ = (
+    "ApprovalRule",
+    "IdempotencyKey",
+    "OnToolError",
+    "ToolOptions",
+    "ToolPolicy",
+    "result_limit",
+)
 
 ApprovalRule: TypeAlias = bool | Callable[[JsonObject], bool]
 """Whether a call needs approval: always (``True``), never, or when a predicate over
@@ -48,6 +55,10 @@ class ToolPolicy:
         on_tool_error: ``"raise"`` makes an exception from the body (after the
             retries) fail the step that called it; ``"tell_model"`` hands it to the
             model as an error result; ``None`` leaves it to the worker's setting.
+        max_result_chars: the longest result (or error message) the model gets, in
+            characters of ``ToolResult.text``; a longer one is cut there, with a note
+            saying so. ``None``: its tool set's (``Worker(max_tool_result_chars=...)``,
+            100,000 by default).
     """
 
     timeout: float | None = None
@@ -60,6 +71,7 @@ class ToolPolicy:
     idempotency_key: IdempotencyKey | None = None
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep
     on_tool_error: OnToolError | None = None
+    max_result_chars: int | None = None
 
     def __post_init__(self) -> None:
         if self.on_tool_error not in (None, *get_args(OnToolError)):
@@ -75,6 +87,8 @@ class ToolPolicy:
             raise ConfigError(f"retries must be 0 or more, not {self.retries!r}")
         if self.backoff < 0 or self.max_backoff < 0:
             raise ConfigError("backoff and max_backoff must be 0 or more seconds")
+        if self.max_result_chars is not None:
+            result_limit("max_result_chars", self.max_result_chars)
         if self.max_concurrency is not None and self.max_concurrency < 1:
             raise ConfigError(f"max_concurrency must be 1 or more, not {self.max_concurrency!r}")
         if not (isinstance(self.requires_approval, bool) or callable(self.requires_approval)):
@@ -131,3 +145,18 @@ class ToolOptions(TypedDict, total=False):
     idempotency_key: IdempotencyKey | None
     sleep: Callable[[float], Awaitable[None]]
     on_tool_error: OnToolError | None
+    max_result_chars: int | None
+
+
+def result_limit(name: str, chars: object) -> int:
+    """``chars`` as a result limit (a whole number of characters, 1 or more).
+
+    Raises:
+        ConfigError: it is not.
+    """
+    if isinstance(chars, bool) or not isinstance(chars, int) or chars < 1:
+        raise ConfigError(
+            f"{name} must be a whole number of characters, 1 or more, not {chars!r} "
+            "(a longer tool result is cut there, with a note saying so)"
+        )
+    return chars
