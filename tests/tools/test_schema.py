@@ -254,8 +254,14 @@ def test_var_args_are_a_config_error() -> None:
     def spread(*names: str) -> str:
         return ""
 
-    with pytest.raises(ConfigError, match=r"takes \*names"):
+    def options(**values: int) -> str:
+        return ""
+
+    # It said "takes *values or **values" of either.
+    with pytest.raises(ConfigError, match=r"tool 'spread' takes \*names; a tool needs named"):
         Tool(spread)
+    with pytest.raises(ConfigError, match=r"tool 'options' takes \*\*values; a tool needs named"):
+        Tool(options)
 
 
 def test_names_a_model_api_cannot_take_are_config_errors() -> None:
