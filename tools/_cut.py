@@ -8,12 +8,16 @@ holds what the model read, and a resumed run replays exactly that.
 
 Text that is not valid UTF-8 (a lone surrogate, such as ``surrogateescape`` makes of
 undecodable bytes) cannot be sent to a provider at all (the request fails before it
-leaves): such characters are written as their ``\\udcff`` escape.
+leaves): such characters are written as their ``\\udcff`` escape. A NaN or an
+infinity, which JSON has no word for (a journal writes it as ``null``), becomes the
+string the model reads (``"NaN"``), so a resumed run replays what the model read.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 from typing import cast
 
 import msgspec
@@ -33,9 +37,17 @@ def fitted(result: ToolResult, limit: int) -> ToolResult:
     """``result`` as the model may read it: valid text, cut to ``limit`` characters
     plus a note saying it was cut (a WARNING on ``regiment.tools`` says so too)."""
     content = result.content
-    if isinstance(content, str) and len(content) <= limit and content.isascii():
+    if not isinstance(content, str):
+        try:
+            text = json.dumps(content, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        except ValueError:  # NaN or an infinity: JSON has none (a journal writes null)
+            content = _cleaned(content)
+            result = msgspec.structs.replace(result, content=content)
+            text = result.text
+    elif len(content) <= limit and content.isascii():
         return result  # the usual result: nothing to do
-    text = result.text
+    else:
+        text = content
     if len(text) <= limit:
         if _valid(text):
             return result
@@ -81,11 +93,14 @@ def _escaped(text: str) -> str:
 
 
 def _cleaned(value: JsonValue) -> JsonValue:
-    """``value`` with every string in it made valid text (its structure kept)."""
+    """``value`` with every string in it made valid text, and every NaN or infinity
+    a string (its structure kept)."""
     if isinstance(value, str):
         return _escaped(value)
     if isinstance(value, list):
         return [_cleaned(item) for item in value]
     if isinstance(value, dict):
         return {_escaped(key): _cleaned(item) for key, item in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return json.dumps(value)  # "NaN", "Infinity", "-Infinity": what the model read
     return cast(JsonValue, value)

@@ -153,3 +153,27 @@ def test_a_limit_that_is_not_a_whole_number_of_characters_is_refused(value: obje
         Toolset("w", [dump], max_result_chars=value)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="max_tool_result_chars must be a whole number >= 1"):
         Worker(name="w", description="d", model=ScriptedModel([]), max_tool_result_chars=value)  # type: ignore[arg-type]
+
+
+async def test_nan_and_infinities_are_strings_so_the_journal_holds_what_the_model_read(
+    tmp_path: Path,
+) -> None:
+    # The model read NaN, the journal held null: a resumed run replayed another result.
+    @tool
+    def ratios(n: int) -> dict[str, float]:
+        """Ratios, some undefined."""
+        return {"a": float("nan"), "b": float("inf"), "c": 0.5}
+
+    model, seen = _calls("ratios", 1)
+    worker = Worker(name="w", description="divides", model=model, tools=[ratios])
+    team = Team(name="t", planner=Planner(model=model), workers=[worker])
+    result = await team.run("divide", journal=tmp_path / "runs.db")
+    (read,) = seen
+    assert read.content == '{"a":"NaN","b":"Infinity","c":0.5}'
+    journal = await SqliteJournal.open(tmp_path / "runs.db")
+    try:
+        records = [entry.record for entry in await journal.read(result.run_id)]
+    finally:
+        await journal.close()
+    (finished,) = [r for r in records if isinstance(r, ToolCallFinished)]
+    assert finished.result.text == read.content
