@@ -107,13 +107,13 @@ class ToolPolicy:
         """Whether a call with these validated arguments must be approved first.
 
         Raises:
-            ToolError: the ``requires_approval`` predicate raised.
+            ToolError: the ``requires_approval`` predicate raised, or returned no bool.
         """
         rule = self.requires_approval
         if not callable(rule):
             return bool(rule)
         try:
-            return rule(arguments)
+            needed: object = rule(arguments)
         except BaseException as exc:  # its bug fails the step, saying whose code raised
             if not users_failure(exc):
                 raise  # a real cancellation, or an interrupt
@@ -122,6 +122,14 @@ class ToolPolicy:
                 "it to return True or False for the call's arguments",
                 fatal=True,
             ) from exc
+        if not isinstance(needed, bool):  # a def that forgot its return gives None: no approval
+            raise ToolError(
+                f"the requires_approval predicate of tool {tool_name!r} returned the "
+                f"{type(needed).__name__} {needed!r:.100}, not True or False, so the call did "
+                "not run; fix it to return True or False for the call's arguments",
+                fatal=True,
+            )
+        return needed
 
     def is_retryable(self, exc: Exception) -> bool:
         """Whether a failed attempt that raised ``exc`` is worth another try."""

@@ -261,7 +261,9 @@ class Tool(Generic[P, R_co]):
                 result = no_context(self._name, call_id, gated.sent)
             else:
                 result = await self._execute(gated, call_id, limiters, context)
-        result = fitted(result, self._policy.max_result_chars or max_result_chars)
+        limit, content = self._policy.max_result_chars or max_result_chars, result.content
+        if not (isinstance(content, str) and len(content) <= limit and content.isascii()):
+            result = fitted(result, limit)  # short ASCII text, the usual result, needs nothing
         return msgspec.structs.replace(result, duration_s=time.perf_counter() - started)
 
     async def _execute(
