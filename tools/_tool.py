@@ -262,8 +262,9 @@ class Tool(Generic[P, R_co]):
             else:
                 result = await self._execute(gated, call_id, limiters, context)
         limit, content = self._policy.max_result_chars or max_result_chars, result.content
+        # Short ASCII text, the usual result, is as the model may read it already.
         if not (isinstance(content, str) and len(content) <= limit and content.isascii()):
-            result = fitted(result, limit)  # short ASCII text, the usual result, needs nothing
+            result = fitted(result, limit)
         return msgspec.structs.replace(result, duration_s=time.perf_counter() - started)
 
     async def _execute(
