@@ -28,6 +28,7 @@ from regiment.tools._approval import (
 from regiment.tools._outcome import NotJson, error_result, jsonable
 from regiment.tools._policy import ToolPolicy
 from regiment.tools._result import ToolResult
+from regiment.tools._thread import HeldTokens, held_tokens
 
 __all__ = (
     "Attempted",
@@ -160,17 +161,18 @@ async def _within(seconds: float | None, invoke: Callable[[], Awaitable[object]]
 async def _holding(limiters: Sequence[LoopLimiter]) -> AsyncIterator[None]:
     # A fresh borrower per attempt: a tool body that calls another tool of the same
     # set from the same task must not look like a task taking a second token.
-    borrower = object()
-    held: list[anyio.CapacityLimiter] = []
+    held = HeldTokens()
+    token = held_tokens.set(held)
     try:
         for limit in limiters:
             limiter = limit.current()
-            await limiter.acquire_on_behalf_of(borrower)
-            held.append(limiter)
+            await limiter.acquire_on_behalf_of(held.borrower)
+            held.limiters.append(limiter)
         yield
     finally:
-        for limiter in reversed(held):
-            limiter.release_on_behalf_of(borrower)
+        held_tokens.reset(token)
+        if not held.kept:  # else a sync body left running gives them back as it ends
+            held.release()
 
 
 def call_result(
