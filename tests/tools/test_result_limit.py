@@ -177,3 +177,13 @@ async def test_nan_and_infinities_are_strings_so_the_journal_holds_what_the_mode
         await journal.close()
     (finished,) = [r for r in records if isinstance(r, ToolCallFinished)]
     assert finished.result.text == read.content
+
+
+def test_a_sets_own_limit_survives_being_merged_into_a_worker() -> None:
+    model = ScriptedModel([])
+    reading = Toolset("reading", [rows], max_result_chars=500)
+    worker = Worker(name="w", description="d", model=model, tools=[Tool(dump), reading])
+    assert worker.toolset.max_result_chars == 500
+    assert (Toolset("a", [dump]) | reading).max_result_chars == 500
+    assert Toolset("a", [dump], max_result_chars=7).merged(reading).max_result_chars == 7
+    assert reading.filtered(["rows"]).prefixed("r_").max_result_chars == 500
