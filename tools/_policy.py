@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -96,6 +97,16 @@ class ToolPolicy:
                 "requires_approval takes True, False or a predicate over the arguments, "
                 f"not {self.requires_approval!r}"
             )
+        for option in ("requires_approval", "idempotency_key"):
+            function = getattr(self, option)
+            if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+                getattr(function, "__call__", None)  # noqa: B004 - an object with an async __call__
+            ):
+                raise ConfigError(
+                    f"{option} takes a plain (sync) function of the call's arguments, not the "
+                    f"async function {getattr(function, '__name__', function)!r}: it is called, "
+                    "not awaited, before each call"
+                )
         for kind in self.retry_on:
             if not (isinstance(kind, type) and issubclass(kind, Exception)):
                 raise ConfigError(
