@@ -68,6 +68,16 @@ class _Abandoned(Exception):
     """The caller gave up before the thread got to the body; nobody sees this."""
 
 
+class _Carried(Exception):
+    """A ``GeneratorExit`` the body raised, carried to the caller's task as an Exception:
+    set on the call's future as it is, asyncio throws it into the waiting coroutine,
+    which closes the whole chain of them, up to the event loop (``anyio.run`` raised it)."""
+
+    def __init__(self, raised: GeneratorExit) -> None:
+        super().__init__()
+        self.raised = raised
+
+
 class _Gate(Generic[T]):
     """Decides, under a lock, whether the body starts or the caller has gone.
 
@@ -90,6 +100,8 @@ class _Gate(Generic[T]):
             self._thread = threading.current_thread()
         try:
             return self._body()
+        except GeneratorExit as exc:
+            raise _Carried(exc) from None
         finally:
             with self._lock, _abandoned_lock:
                 _abandoned.discard(self)
@@ -122,6 +134,8 @@ async def run_sync_abandonable(body: Callable[[], T]) -> T:
     gate = _Gate(body)
     try:
         return await anyio.to_thread.run_sync(gate.run, abandon_on_cancel=True)
+    except _Carried as carried:  # raised here, it is the call's failure (regiment._stray)
+        raise carried.raised from None
     except anyio.get_cancelled_exc_class():
         held = held_tokens.get()
         if gate.abandon(None if held is None else held.release_from_thread) and held:

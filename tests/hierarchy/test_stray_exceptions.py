@@ -74,6 +74,15 @@ async def exits_generator(n: int) -> int:
     return n
 
 
+@tool
+def exits_generator_in_thread(n: int) -> int:
+    """Raises GeneratorExit in a sync body: set on the thread's future, asyncio threw it
+    into the waiting coroutines, closing them all up to anyio.run, which raised it."""
+    if n == 1:
+        raise GeneratorExit
+    return n
+
+
 _CANCELLED = (
     "CancelledError: the tool raised CancelledError while nothing had cancelled its call; "
     "a tool must not raise it itself (raise an Exception, such as TimeoutError or RuntimeError)"
@@ -87,7 +96,12 @@ _GENERATOR = (
 
 @pytest.mark.parametrize(
     ("body", "says"),
-    [(cancels_itself, _CANCELLED), (cancels_in_thread, _CANCELLED), (exits_generator, _GENERATOR)],
+    [
+        (cancels_itself, _CANCELLED),
+        (cancels_in_thread, _CANCELLED),
+        (exits_generator, _GENERATOR),
+        (exits_generator_in_thread, _GENERATOR),
+    ],
 )
 async def test_a_base_exception_a_tool_raises_is_one_failed_call(
     body: Tool[..., int], says: str
@@ -98,7 +112,9 @@ async def test_a_base_exception_a_tool_raises_is_one_failed_call(
     assert result.attempts == 1  # never retried
 
 
-@pytest.mark.parametrize("body", [cancels_itself, cancels_in_thread, exits_generator])
+@pytest.mark.parametrize(
+    "body", [cancels_itself, cancels_in_thread, exits_generator, exits_generator_in_thread]
+)
 async def test_the_worker_goes_on_serving_runs(body: Tool[..., int]) -> None:
     async def work(
         description: str, results: list[ToolResultPart], request: ModelRequest
