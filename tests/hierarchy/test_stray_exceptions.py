@@ -43,7 +43,15 @@ from regiment.models import (
     text_response,
     tool_call_response,
 )
-from regiment.tools import ApprovalDecision, ApprovalRequest, Approve, Tool, Toolset, tool
+from regiment.tools import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Approve,
+    Approver,
+    Tool,
+    Toolset,
+    tool,
+)
 
 from .brains import Brain, plan_json
 
@@ -189,11 +197,26 @@ def pay(n: int) -> int:
     return n
 
 
-async def test_an_approver_that_raises_cancelled_error_fails_the_step_not_the_worker() -> None:
-    async def approver(request: ApprovalRequest) -> ApprovalDecision:
-        if request.arguments["n"] == 1:
-            raise asyncio.CancelledError
-        return Approve()
+async def _cancels(request: ApprovalRequest) -> ApprovalDecision:
+    if request.arguments["n"] == 1:
+        raise asyncio.CancelledError
+    return Approve()
+
+
+def _exits_in_thread(request: ApprovalRequest) -> ApprovalDecision:
+    # A plain approver runs in a thread: on asyncio its GeneratorExit, thrown into the
+    # waiting coroutines, closed them all and came out of anyio.run.
+    if request.arguments["n"] == 1:
+        raise GeneratorExit
+    return Approve()
+
+
+@pytest.mark.parametrize(
+    ("approver", "kind"), [(_cancels, "CancelledError"), (_exits_in_thread, "GeneratorExit")]
+)
+async def test_an_approver_that_raises_cancelled_error_fails_the_step_not_the_worker(
+    approver: Approver, kind: str
+) -> None:
 
     async def work(
         description: str, results: list[ToolResultPart], request: ModelRequest
@@ -215,9 +238,9 @@ async def test_an_approver_that_raises_cancelled_error_fails_the_step_not_the_wo
     # A RuntimeError, so replanned (three times by default) like a passing failure,
     # where an approver's Exception ends the run at once: it would fail every call.
     assert caught.value.cause.startswith(
-        "step s1 (bad call) ended failed: ApprovalError: the approver of tool 'pay' raised "
-        "CancelledError while nothing had cancelled its call; an approver (Toolset(approver="
+        f"step s1 (bad call) ended failed: ApprovalError: the approver of tool 'pay' raised {kind}"
     )
+    assert "; an approver (Toolset(approver=" in caught.value.cause
     assert caught.value.fatal
     assert len(brain.plan_requests) == 2  # one a run: no replan
     assert second.steps[0].output == "paid: 2"
