@@ -14,7 +14,7 @@ from __future__ import annotations
 import anyio
 import sniffio
 
-__all__ = ("raise_stray", "stray", "stray_reason")
+__all__ = ("raise_stray", "raised", "stray", "stray_reason", "users_failure")
 
 
 def stray(exc: BaseException) -> bool:
@@ -60,3 +60,18 @@ def raise_stray(exc: BaseException, what: str, instead: str) -> None:
     if isinstance(exc, Exception) or not stray(exc):
         return
     raise RuntimeError(f"{what} {stray_reason(exc)}; it must {instead}") from exc
+
+
+def users_failure(exc: BaseException) -> bool:
+    """Whether ``exc``, raised by a function of the user's the library called, is that
+    function's failure: any ``Exception``, or a ``BaseException`` :func:`stray` says is
+    one. ``False`` for a real cancellation or an interrupt, which must pass on."""
+    return isinstance(exc, Exception) or stray(exc)
+
+
+def raised(exc: BaseException) -> str:
+    """What a user's function that failed with ``exc`` (:func:`users_failure`) did:
+    ``"raised KeyError: 'id'"``, or :func:`stray_reason`'s words for a ``BaseException``."""
+    if isinstance(exc, Exception):
+        return f"raised {type(exc).__name__}: {exc}"
+    return stray_reason(exc)

@@ -161,6 +161,7 @@ def asking(team: Team, approver: TerminalApprover) -> Team:
                 toolset.tools,
                 max_concurrency=toolset.max_concurrency,
                 approver=approver.for_tools(toolset),
+                max_result_chars=toolset.max_result_chars,
             )
             # An MCP worker keeps its servers; its live tools keep the set's approver.
             tools: Toolset | list[Toolset | MCPServer] = (

@@ -361,6 +361,7 @@ def _worker(config: WorkerConfig, index: int, models: RoleModels, source: str) -
             step_timeout=config.step_timeout,
             cancel_grace=config.cancel_grace,
             max_concurrent_steps=config.max_concurrent_steps,
+            max_tool_result_chars=config.max_tool_result_chars,
             artifact=config.artifact,
             settings=settings,
             guardrails=guards,

@@ -134,6 +134,7 @@ class WorkerConfig(_Section, frozen=True, kw_only=True):
     step_timeout: float | None = 300.0
     cancel_grace: float | None = 5.0
     max_concurrent_steps: int = 8
+    max_tool_result_chars: int | None = None
     artifact: bool = False
     settings: JsonObject | None = None
     guardrails: tuple[str, ...] = ()
@@ -289,6 +290,7 @@ MODEL_ONLY_KEYS = (
     "step_timeout",
     "cancel_grace",
     "max_concurrent_steps",
+    "max_tool_result_chars",
     "settings",
     "require_approval",
     "approval_timeout",

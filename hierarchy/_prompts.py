@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from regiment._stray import raise_stray
+from regiment._stray import raised, users_failure
 from regiment.errors import HookFailed
 from regiment.hierarchy._messages import StepContext
 from regiment.hierarchy.plan._plan import Plan, PlanStep
@@ -191,11 +191,10 @@ _BUILDERS = frozenset(
 def _guarded(name: str, method: Callable[..., str]) -> Callable[..., str]:
     """``method`` with its failures named: an ``Exception`` becomes :class:`HookFailed`
     (naming the class and hook), so every hook that raises, wherever a run calls it,
-    says which one it was. A stray ``BaseException`` of its own (asyncio's
-    ``CancelledError`` that nothing cancelled, ``GeneratorExit``) becomes a
-    ``RuntimeError``: as raised, it would end the planner or worker task that called
-    it, not fail the run or the step (see :mod:`regiment._stray`). Real cancellations
-    pass on as they are."""
+    says which one it was; so does a stray ``BaseException`` of its own (asyncio's
+    ``CancelledError`` that nothing cancelled, ``GeneratorExit``), which as raised would
+    end the planner or worker task that called it (see :mod:`regiment._stray`). Real
+    cancellations pass on as they are."""
 
     @functools.wraps(method)
     def call(self: Prompts, *args: Any, **kwargs: Any) -> str:
@@ -203,13 +202,10 @@ def _guarded(name: str, method: Callable[..., str]) -> Callable[..., str]:
             text: object = method(self, *args, **kwargs)  # a user's hook may return anything
         except HookFailed:  # a super() call's, named already
             raise
-        except Exception as exc:
-            what = f"raised {type(exc).__name__}: {exc}"
-            raise HookFailed(_hook_failed(self, name, what)) from exc
         except BaseException as exc:
-            what = f"{type(self).__name__}.{name}"
-            raise_stray(exc, what, "return its text, or raise an Exception")
-            raise
+            if not users_failure(exc):
+                raise  # a real cancellation, or an interrupt
+            raise HookFailed(_hook_failed(self, name, raised(exc))) from exc
         if not isinstance(text, str):  # it would fail far from here ("expected str instance")
             what = f"returned the {type(text).__name__} {text!r:.100}, not the text (a str)"
             raise HookFailed(_hook_failed(self, name, what))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from regiment._json import JsonObject, JsonValue
-from regiment._stray import raise_stray
+from regiment._stray import raised, users_failure
 from regiment.errors import ConfigError, ToolError
 from regiment.tools._policy import IdempotencyKey
 
@@ -39,16 +39,14 @@ def derive_key(spec: IdempotencyKey | None, tool_name: str, arguments: JsonObjec
     if callable(spec):
         try:
             key = spec(arguments)
-        except BaseException as exc:  # an Exception fails the step saying whose code raised
-            what = f"the idempotency_key function of tool {tool_name!r}"
-            if isinstance(exc, Exception):
-                raise ToolError(
-                    f"{what} raised {type(exc).__name__}: {exc}; fix it to return the key "
-                    "(a str) for the call's arguments",
-                    fatal=True,
-                ) from exc
-            raise_stray(exc, what, "return the key, or raise an Exception")
-            raise
+        except BaseException as exc:  # its bug fails the step, saying whose code raised
+            if not users_failure(exc):
+                raise  # a real cancellation, or an interrupt
+            raise ToolError(
+                f"the idempotency_key function of tool {tool_name!r} {raised(exc)}; fix it "
+                "to return the key (a str) for the call's arguments",
+                fatal=True,
+            ) from exc
         if not isinstance(key, str):  # journaled and sent to the tool: it must be text
             raise ToolError(
                 f"the idempotency_key function of tool {tool_name!r} returned the "

@@ -91,7 +91,11 @@ class WorkerTools:
                 tools.append(tool)
         base = self._base
         built = Toolset(
-            base.name, tools, max_concurrency=base.max_concurrency, approver=base.approver
+            base.name,
+            tools,
+            max_concurrency=base.max_concurrency,
+            approver=base.approver,
+            max_result_chars=base.max_result_chars,
         )
         return built.requiring_approval([n for n in self._approval if n in source])
 

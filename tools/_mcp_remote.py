@@ -67,7 +67,13 @@ def served_elsewhere(
     for listed in lists:
         for definition in listed.definitions:
             tools.append(_stand_in(listed.server, definition, where))
-    merged = Toolset(base.name, tools, max_concurrency=base.max_concurrency, approver=base.approver)
+    merged = Toolset(
+        base.name,
+        tools,
+        max_concurrency=base.max_concurrency,
+        approver=base.approver,
+        max_result_chars=base.max_result_chars,
+    )
     unknown = [name for name in require_approval if name not in merged.names]
     if unknown:
         raise ConfigError(

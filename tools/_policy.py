@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -10,10 +11,17 @@ from typing import Literal, TypeAlias, TypedDict, get_args
 import anyio
 
 from regiment._json import JsonObject
-from regiment._stray import raise_stray
+from regiment._stray import raised, users_failure
 from regiment.errors import ConfigError, RetryableToolError, ToolError
 
-__all__ = ("ApprovalRule", "IdempotencyKey", "OnToolError", "ToolOptions", "ToolPolicy")
+__all__ = (
+    "ApprovalRule",
+    "IdempotencyKey",
+    "OnToolError",
+    "ToolOptions",
+    "ToolPolicy",
+    "result_limit",
+)
 
 ApprovalRule: TypeAlias = bool | Callable[[JsonObject], bool]
 """Whether a call needs approval: always (``True``), never, or when a predicate over
@@ -48,6 +56,10 @@ class ToolPolicy:
         on_tool_error: ``"raise"`` makes an exception from the body (after the
             retries) fail the step that called it; ``"tell_model"`` hands it to the
             model as an error result; ``None`` leaves it to the worker's setting.
+        max_result_chars: the longest result (or error message) the model gets, in
+            characters of ``ToolResult.text``; a longer one is cut there, with a note
+            saying so. ``None``: its tool set's (``Worker(max_tool_result_chars=...)``,
+            100,000 by default).
     """
 
     timeout: float | None = None
@@ -60,6 +72,7 @@ class ToolPolicy:
     idempotency_key: IdempotencyKey | None = None
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep
     on_tool_error: OnToolError | None = None
+    max_result_chars: int | None = None
 
     def __post_init__(self) -> None:
         if self.on_tool_error not in (None, *get_args(OnToolError)):
@@ -75,6 +88,8 @@ class ToolPolicy:
             raise ConfigError(f"retries must be 0 or more, not {self.retries!r}")
         if self.backoff < 0 or self.max_backoff < 0:
             raise ConfigError("backoff and max_backoff must be 0 or more seconds")
+        if self.max_result_chars is not None:
+            result_limit("max_result_chars", self.max_result_chars)
         if self.max_concurrency is not None and self.max_concurrency < 1:
             raise ConfigError(f"max_concurrency must be 1 or more, not {self.max_concurrency!r}")
         if not (isinstance(self.requires_approval, bool) or callable(self.requires_approval)):
@@ -82,6 +97,16 @@ class ToolPolicy:
                 "requires_approval takes True, False or a predicate over the arguments, "
                 f"not {self.requires_approval!r}"
             )
+        for option in ("requires_approval", "idempotency_key"):
+            function = getattr(self, option)
+            if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+                getattr(function, "__call__", None)  # noqa: B004 - an object with an async __call__
+            ):
+                raise ConfigError(
+                    f"{option} takes a plain (sync) function of the call's arguments, not the "
+                    f"async function {getattr(function, '__name__', function)!r}: it is called, "
+                    "not awaited, before each call"
+                )
         for kind in self.retry_on:
             if not (isinstance(kind, type) and issubclass(kind, Exception)):
                 raise ConfigError(
@@ -93,23 +118,29 @@ class ToolPolicy:
         """Whether a call with these validated arguments must be approved first.
 
         Raises:
-            ToolError: the ``requires_approval`` predicate raised.
+            ToolError: the ``requires_approval`` predicate raised, or returned no bool.
         """
         rule = self.requires_approval
         if not callable(rule):
             return bool(rule)
         try:
-            return rule(arguments)
-        except Exception as exc:  # the step fails saying whose code raised
+            needed: object = rule(arguments)
+        except BaseException as exc:  # its bug fails the step, saying whose code raised
+            if not users_failure(exc):
+                raise  # a real cancellation, or an interrupt
             raise ToolError(
-                f"the requires_approval predicate of tool {tool_name!r} raised "
-                f"{type(exc).__name__}: {exc}; fix it to return True or False for the "
-                "call's arguments",
+                f"the requires_approval predicate of tool {tool_name!r} {raised(exc)}; fix "
+                "it to return True or False for the call's arguments",
                 fatal=True,
             ) from exc
-        except BaseException as exc:
-            raise_stray(exc, "the requires_approval predicate", "decide, or raise an Exception")
-            raise
+        if not isinstance(needed, bool):  # a def that forgot its return gives None: no approval
+            raise ToolError(
+                f"the requires_approval predicate of tool {tool_name!r} returned the "
+                f"{type(needed).__name__} {needed!r:.100}, not True or False, so the call did "
+                "not run; fix it to return True or False for the call's arguments",
+                fatal=True,
+            )
+        return needed
 
     def is_retryable(self, exc: Exception) -> bool:
         """Whether a failed attempt that raised ``exc`` is worth another try."""
@@ -133,3 +164,18 @@ class ToolOptions(TypedDict, total=False):
     idempotency_key: IdempotencyKey | None
     sleep: Callable[[float], Awaitable[None]]
     on_tool_error: OnToolError | None
+    max_result_chars: int | None
+
+
+def result_limit(name: str, chars: object) -> int:
+    """``chars`` as a result limit (a whole number of characters, 1 or more).
+
+    Raises:
+        ConfigError: it is not.
+    """
+    if isinstance(chars, bool) or not isinstance(chars, int) or chars < 1:
+        raise ConfigError(
+            f"{name} must be a whole number of characters, 1 or more, not {chars!r} "
+            "(a longer tool result is cut there, with a note saying so)"
+        )
+    return chars

@@ -28,6 +28,7 @@ from regiment.tools._approval import (
 from regiment.tools._outcome import NotJson, error_result, jsonable
 from regiment.tools._policy import ToolPolicy
 from regiment.tools._result import ToolResult
+from regiment.tools._thread import HeldTokens, held_tokens
 
 __all__ = (
     "Attempted",
@@ -160,17 +161,18 @@ async def _within(seconds: float | None, invoke: Callable[[], Awaitable[object]]
 async def _holding(limiters: Sequence[LoopLimiter]) -> AsyncIterator[None]:
     # A fresh borrower per attempt: a tool body that calls another tool of the same
     # set from the same task must not look like a task taking a second token.
-    borrower = object()
-    held: list[anyio.CapacityLimiter] = []
+    held = HeldTokens()
+    token = held_tokens.set(held)
     try:
         for limit in limiters:
             limiter = limit.current()
-            await limiter.acquire_on_behalf_of(borrower)
-            held.append(limiter)
+            await limiter.acquire_on_behalf_of(held.borrower)
+            held.limiters.append(limiter)
         yield
     finally:
-        for limiter in reversed(held):
-            limiter.release_on_behalf_of(borrower)
+        held_tokens.reset(token)
+        if not held.kept:  # else a sync body left running gives them back as it ends
+            held.release()
 
 
 def call_result(
@@ -250,8 +252,9 @@ async def request_approval(approver: Approver, request: ApprovalRequest) -> Appr
         ) from exc
     except BaseException as exc:
         if stray(exc):  # its own CancelledError must not end the worker (regiment._stray)
-            raise RuntimeError(
-                f"the approver {stray_reason(exc)}; an approver must decide, or raise an Exception"
+            raise ApprovalError(
+                f"the approver of tool {request.tool_name!r} {stray_reason(exc)}; {_DECIDES}",
+                kind="approver",
             ) from exc
         # Cut short undecided (its run paused, or was cancelled): the body never ran. The
         # call's events say `awaiting_approval`; so does its span, not just `cancelled`.

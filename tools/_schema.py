@@ -215,9 +215,11 @@ def _whole_numbers(value: object) -> object:
 
 def _field(param: inspect.Parameter, tool_name: str, doc: str | None) -> tuple[object, FieldInfo]:
     if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+        stars = "*" if param.kind is inspect.Parameter.VAR_POSITIONAL else "**"
         raise ConfigError(
-            f"tool {tool_name!r} takes *{param.name} or **{param.name}; a tool needs named, "
-            "typed parameters so the model can be told what to send"
+            f"tool {tool_name!r} takes {stars}{param.name}; a tool needs named, typed "
+            "parameters so the model can be told what to send (a model sends one JSON "
+            "object of named arguments: wrap the function in one with such parameters)"
         )
     if param.annotation is inspect.Parameter.empty:
         raise ConfigError(

@@ -2,14 +2,51 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Generic, TypeVar
 
 import anyio
+import anyio.from_thread
 import anyio.to_thread
 
-__all__ = ("abandoned_tool_calls", "run_sync_abandonable")
+__all__ = ("HeldTokens", "abandoned_tool_calls", "held_tokens", "run_sync_abandonable")
+
+_log = logging.getLogger("regiment.tools")
+
+
+class HeldTokens:
+    """The concurrency tokens one attempt of a tool call holds while its body runs.
+
+    A sync body left running (its call timed out or was cancelled) keeps them until
+    it ends, so a tool's ``max_concurrency`` counts the bodies that really run: with
+    ``max_concurrency=1`` a call never starts its body beside an abandoned one.
+    """
+
+    __slots__ = ("borrower", "kept", "limiters")
+
+    def __init__(self) -> None:
+        self.borrower = object()
+        self.limiters: list[anyio.CapacityLimiter] = []
+        self.kept = False  # a body left running holds them: it gives them back
+
+    def release(self) -> None:
+        """Give every token back (in the event loop's thread)."""
+        for limiter in reversed(self.limiters):
+            limiter.release_on_behalf_of(self.borrower)
+
+    def release_from_thread(self) -> None:
+        """Give them back from the thread of a body left running, now that it ended."""
+        try:
+            anyio.from_thread.run_sync(self.release)
+        except Exception:  # its event loop has ended, and the limits (one per loop) with it
+            _log.debug("a tool body left running ended after its event loop", exc_info=True)
+
+
+# The tokens the calling attempt holds (``_run``'s ``_holding`` sets it).
+held_tokens: ContextVar[HeldTokens | None] = ContextVar("regiment.tools.held", default=None)
 
 # The sync tool bodies still running whose callers gave up (cancelled, timed out).
 _abandoned: set[_Gate[object]] = set()
@@ -31,6 +68,16 @@ class _Abandoned(Exception):
     """The caller gave up before the thread got to the body; nobody sees this."""
 
 
+class _Carried(Exception):
+    """A ``GeneratorExit`` the body raised, carried to the caller's task as an Exception:
+    set on the call's future as it is, asyncio throws it into the waiting coroutine,
+    which closes the whole chain of them, up to the event loop (``anyio.run`` raised it)."""
+
+    def __init__(self, raised: GeneratorExit) -> None:
+        super().__init__()
+        self.raised = raised
+
+
 class _Gate(Generic[T]):
     """Decides, under a lock, whether the body starts or the caller has gone.
 
@@ -43,6 +90,7 @@ class _Gate(Generic[T]):
         self._lock = threading.Lock()
         self._open = True
         self._thread: threading.Thread | None = None  # while the body runs
+        self._on_end: Callable[[], None] | None = None  # left running: called as it ends
 
     def run(self) -> T:
         with self._lock:
@@ -52,17 +100,27 @@ class _Gate(Generic[T]):
             self._thread = threading.current_thread()
         try:
             return self._body()
+        except GeneratorExit as exc:
+            raise _Carried(exc) from None
         finally:
             with self._lock, _abandoned_lock:
                 _abandoned.discard(self)
                 self._thread = None
+                on_end, self._on_end = self._on_end, None
+            if on_end is not None:
+                on_end()
 
-    def abandon(self) -> None:
+    def abandon(self, on_end: Callable[[], None] | None = None) -> bool:
+        """Stop the body from starting; whether it runs on (then ``on_end`` is called
+        in its thread as it ends)."""
         with self._lock:
             self._open = False
-            if self._thread is not None:  # running: it goes on, unseen
-                with _abandoned_lock:
-                    _abandoned.add(self)  # type: ignore[arg-type]
+            if self._thread is None:
+                return False
+            with _abandoned_lock:  # running: it goes on, unseen
+                _abandoned.add(self)  # type: ignore[arg-type]
+            self._on_end = on_end
+            return True
 
 
 async def run_sync_abandonable(body: Callable[[], T]) -> T:
@@ -76,6 +134,10 @@ async def run_sync_abandonable(body: Callable[[], T]) -> T:
     gate = _Gate(body)
     try:
         return await anyio.to_thread.run_sync(gate.run, abandon_on_cancel=True)
+    except _Carried as carried:  # raised here, it is the call's failure (regiment._stray)
+        raise carried.raised from None
     except anyio.get_cancelled_exc_class():
-        gate.abandon()
+        held = held_tokens.get()
+        if gate.abandon(None if held is None else held.release_from_thread) and held:
+            held.kept = True  # the body keeps its call's tokens until it ends
         raise

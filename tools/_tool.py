@@ -19,6 +19,7 @@ from regiment._stray import stray
 from regiment.errors import ConfigError
 from regiment.tools._approval import ApprovalRequest, Approve, Approver, Deny, EditArguments
 from regiment.tools._context import RunContext
+from regiment.tools._cut import DEFAULT_MAX_RESULT_CHARS, fitted
 from regiment.tools._definition import ToolDefinition
 from regiment.tools._docstring import parse_docstring
 from regiment.tools._idempotency import check_key_names, derive_key
@@ -68,7 +69,7 @@ class Tool(Generic[P, R_co]):
             a JSON Schema validator); ``fn`` then gets the validated arguments as keywords.
         **options: the ``ToolPolicy`` fields (``timeout``, ``retries``, ``retry_on``,
             ``backoff``, ``max_backoff``, ``max_concurrency``, ``requires_approval``,
-            ``idempotency_key``, ``sleep``, ``on_tool_error``).
+            ``idempotency_key``, ``sleep``, ``on_tool_error``, ``max_result_chars``).
 
     Raises:
         ConfigError: the name is not valid for a model API, a parameter cannot be
@@ -211,7 +212,12 @@ class Tool(Generic[P, R_co]):
         a ``RunContext`` parameter gets ``context`` (a worker's tool loop passes it).
         """
         return self._call_limited(
-            arguments, call_id=call_id, approver=approver, limiters=(), context=context
+            arguments,
+            call_id=call_id,
+            approver=approver,
+            limiters=(),
+            context=context,
+            max_result_chars=DEFAULT_MAX_RESULT_CHARS,
         )
 
     @property
@@ -227,10 +233,12 @@ class Tool(Generic[P, R_co]):
         approver: Approver | None,
         limiters: Sequence[LoopLimiter],
         context: RunContext[object] | None = None,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
     ) -> ToolResult:
         """``call``, also holding a token of each of ``limiters`` while the body runs.
 
-        ``Toolset`` uses this for its shared limit.
+        ``Toolset`` uses this for its shared limit, and its result limit
+        (``max_result_chars``, for a tool that sets none of its own).
         """
         started = time.perf_counter()
         bound = self._bind(arguments)
@@ -253,6 +261,10 @@ class Tool(Generic[P, R_co]):
                 result = no_context(self._name, call_id, gated.sent)
             else:
                 result = await self._execute(gated, call_id, limiters, context)
+        limit, content = self._policy.max_result_chars or max_result_chars, result.content
+        # Short ASCII text, the usual result, is as the model may read it already.
+        if not (isinstance(content, str) and len(content) <= limit and content.isascii()):
+            result = fitted(result, limit)
         return msgspec.structs.replace(result, duration_s=time.perf_counter() - started)
 
     async def _execute(

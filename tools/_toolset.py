@@ -9,7 +9,9 @@ from regiment._json import JsonValue
 from regiment.errors import ConfigError
 from regiment.tools._approval import Approver
 from regiment.tools._context import RunContext
+from regiment.tools._cut import DEFAULT_MAX_RESULT_CHARS
 from regiment.tools._definition import ToolDefinition
+from regiment.tools._policy import result_limit
 from regiment.tools._result import ToolResult
 from regiment.tools._run import LoopLimiter
 from regiment.tools._tool import Tool
@@ -33,9 +35,13 @@ class Toolset:
         max_concurrency: how many calls across all these tools may run at once;
             ``None`` for no shared limit (each tool's own limit still applies).
         approver: decides on calls to tools that require approval.
+        max_result_chars: the longest result (or error message), in characters of
+            ``ToolResult.text``, that a call of one of its tools that sets no
+            ``max_result_chars`` of its own gives the model; a longer one is cut there,
+            with a note telling the model so and how to ask for less.
 
     Raises:
-        ConfigError: two tools share a name.
+        ConfigError: two tools share a name, or a limit is out of range.
     """
 
     def __init__(
@@ -45,7 +51,9 @@ class Toolset:
         *,
         max_concurrency: int | None = None,
         approver: Approver | None = None,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
     ) -> None:
+        self._max_result_chars = result_limit("max_result_chars", max_result_chars)
         if max_concurrency is not None and max_concurrency < 1:
             raise ConfigError(f"max_concurrency must be 1 or more, not {max_concurrency!r}")
         self._name = name
@@ -93,6 +101,21 @@ class Toolset:
     def max_concurrency(self) -> int | None:
         """The limit on calls running at once across the set, if any."""
         return self._max_concurrency
+
+    @property
+    def max_result_chars(self) -> int:
+        """The longest result a call of one of its tools (with no limit of its own) gives."""
+        return self._max_result_chars
+
+    def with_max_result_chars(self, chars: int) -> Toolset:
+        """The same set with ``max_result_chars=chars`` (a worker's ``max_tool_result_chars``)."""
+        return Toolset(
+            self._name,
+            self._tools.values(),
+            max_concurrency=self._max_concurrency,
+            approver=self._approver,
+            max_result_chars=chars,
+        )
 
     @property
     def approver(self) -> Approver | None:
@@ -153,6 +176,7 @@ class Toolset:
             approver=approver or self._approver,
             limiters=self._limiters,
             context=context,
+            max_result_chars=self._max_result_chars,
         )
 
     def _unknown(self, name: str) -> str:
@@ -200,6 +224,7 @@ class Toolset:
         name: str | None = None,
         max_concurrency: int | None = None,
         approver: Approver | None = None,
+        max_result_chars: int | None = None,
     ) -> Toolset:
         """A set with the tools of both.
 
@@ -208,6 +233,8 @@ class Toolset:
             name: the new set's name; defaults to ``"<this>+<other>"``.
             max_concurrency: a limit for the new set as a whole (each tool keeps its own).
             approver: defaults to whichever of the two sets has one.
+            max_result_chars: defaults to this set's, or the other's if only it has
+                one other than the default.
 
         Raises:
             ConfigError: both sets have a tool of the same name (use ``prefixed``),
@@ -220,6 +247,7 @@ class Toolset:
             (*self._tools.values(), *other._tools.values()),
             max_concurrency=max_concurrency,
             approver=approver,
+            max_result_chars=max_result_chars or _one_limit(self, other),
         )
 
     def __or__(self, other: Toolset) -> Toolset:
@@ -228,8 +256,18 @@ class Toolset:
     def _with(self, tools: Iterable[Tool[..., object]]) -> Toolset:
         # A derived set copies the settings; it gets its own shared limiter.
         return Toolset(
-            self._name, tools, max_concurrency=self._max_concurrency, approver=self._approver
+            self._name,
+            tools,
+            max_concurrency=self._max_concurrency,
+            approver=self._approver,
+            max_result_chars=self._max_result_chars,
         )
+
+
+def _one_limit(a: Toolset, b: Toolset) -> int:
+    if a.max_result_chars == DEFAULT_MAX_RESULT_CHARS:
+        return b.max_result_chars
+    return a.max_result_chars
 
 
 def _one_approver(a: Toolset, b: Toolset) -> Approver | None:

@@ -108,6 +108,10 @@ class Worker:
         on_tool_error: what an exception from one of its tools does (unless the
             tool sets its own): ``"tell_model"`` (the default) hands it to the model
             as an error result; ``"raise"`` fails the step.
+        max_tool_result_chars: the longest result (or error message) one of its tool
+            calls gives the model, in characters, unless the tool sets its own
+            ``max_result_chars``; a longer one is cut there, with a note telling the
+            model so and how to ask for less. ``None``: its tool set's (100,000 by default).
         settings: how its model calls are tuned, over the team's ``settings``.
         guardrails: guards around its steps' model calls and tool calls (after
             the team's); :class:`~regiment.hierarchy.Guardrail` s or callables
@@ -134,6 +138,7 @@ class Worker:
     max_concurrent_steps: int = 8
     artifact: bool = False
     on_tool_error: OnToolError = "tell_model"
+    max_tool_result_chars: int | None = None
     settings: ModelSettings | None = None
     guardrails: Sequence[GuardLike] = ()
     tool_guardrails: Mapping[str, Sequence[GuardLike]] = field(default_factory=dict)
@@ -154,6 +159,8 @@ class Worker:
         owner = f"worker {self.name!r}"
         at_least(owner, "max_iterations", self.max_iterations, 1)
         at_least(owner, "max_concurrent_steps", self.max_concurrent_steps, 1)
+        limit = self.max_tool_result_chars
+        at_least(owner, "max_tool_result_chars", limit, 1, none_means="its tool set's limit")
         seconds(owner, "step_timeout", self.step_timeout, default=STEP_TIMEOUT)
         seconds(owner, "cancel_grace", self.cancel_grace, default=CANCEL_GRACE)
         seconds(owner, "approval_timeout", self.approval_timeout)
@@ -169,6 +176,8 @@ class Worker:
         toolset = self.tools if isinstance(self.tools, Toolset) else Toolset(self.name, plain)
         for inner in (i for i in items if isinstance(i, Toolset)):
             toolset = toolset.merged(inner, name=self.name, max_concurrency=inner.max_concurrency)
+        if limit is not None:
+            toolset = toolset.with_max_result_chars(limit)
         # An MCP server's tools are known at Team.start(), which checks the other names.
         local = [n for n in self.require_approval if not servers or n in toolset.names]
         try:

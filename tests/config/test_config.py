@@ -228,3 +228,10 @@ def test_bad_yaml_and_unknown_suffix(tmp_path: Path) -> None:
         load_config(_write(tmp_path, "{}", "team.json"))
     with pytest.raises(ConfigError, match=r"expected `object`, got `array`"):
         load_config(_write(tmp_path, "- 1\n- 2\n", "list.yml"))
+
+
+def test_a_workers_tool_result_limit_comes_from_the_file() -> None:
+    text = GOOD.replace('name = "comms"\n', 'name = "comms"\nmax_tool_result_chars = 2000\n')
+    team = build_team(parse_config(text, format="toml"))
+    limits = [w.toolset.max_result_chars for w in team.workers if isinstance(w, Worker)]
+    assert limits == [100_000, 2000]  # the default, and the file's

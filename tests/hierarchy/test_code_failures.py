@@ -69,6 +69,11 @@ def _unsure(arguments: Mapping[str, object]) -> bool:
     raise ValueError("no limits table")
 
 
+def _forgets_to_return(arguments: Mapping[str, object]) -> bool:
+    # A predicate that forgot its return: the call ran with no approval asked.
+    return None  # type: ignore[return-value]
+
+
 @pytest.mark.parametrize(
     ("options", "approver", "says"),
     [
@@ -77,6 +82,12 @@ def _unsure(arguments: Mapping[str, object]) -> bool:
         ({"idempotency_key": _no_key}, _approves, "the idempotency_key function of tool 'pay'"),
         ({"idempotency_key": _a_number}, _approves, "the idempotency_key function of tool"),
         ({"requires_approval": _unsure}, _approves, "the requires_approval predicate of tool"),
+        (
+            {"requires_approval": _forgets_to_return},
+            _approves,
+            "the requires_approval predicate of tool 'pay' returned the NoneType None, not "
+            "True or False, so the call did not run",
+        ),
     ],
 )
 async def test_code_that_fails_every_call_ends_the_run_without_replans(

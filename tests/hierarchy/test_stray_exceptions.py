@@ -15,6 +15,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+import anyio
 import pytest
 from pydantic import BaseModel, field_validator
 
@@ -26,6 +27,7 @@ from regiment.hierarchy import (
     Planner,
     PlanStep,
     Prompts,
+    RunCompleted,
     RunFailed,
     RunningTeam,
     StepContext,
@@ -41,7 +43,15 @@ from regiment.models import (
     text_response,
     tool_call_response,
 )
-from regiment.tools import ApprovalDecision, ApprovalRequest, Approve, Tool, Toolset, tool
+from regiment.tools import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Approve,
+    Approver,
+    Tool,
+    Toolset,
+    tool,
+)
 
 from .brains import Brain, plan_json
 
@@ -72,6 +82,15 @@ async def exits_generator(n: int) -> int:
     return n
 
 
+@tool
+def exits_generator_in_thread(n: int) -> int:
+    """Raises GeneratorExit in a sync body: set on the thread's future, asyncio threw it
+    into the waiting coroutines, closing them all up to anyio.run, which raised it."""
+    if n == 1:
+        raise GeneratorExit
+    return n
+
+
 _CANCELLED = (
     "CancelledError: the tool raised CancelledError while nothing had cancelled its call; "
     "a tool must not raise it itself (raise an Exception, such as TimeoutError or RuntimeError)"
@@ -85,7 +104,12 @@ _GENERATOR = (
 
 @pytest.mark.parametrize(
     ("body", "says"),
-    [(cancels_itself, _CANCELLED), (cancels_in_thread, _CANCELLED), (exits_generator, _GENERATOR)],
+    [
+        (cancels_itself, _CANCELLED),
+        (cancels_in_thread, _CANCELLED),
+        (exits_generator, _GENERATOR),
+        (exits_generator_in_thread, _GENERATOR),
+    ],
 )
 async def test_a_base_exception_a_tool_raises_is_one_failed_call(
     body: Tool[..., int], says: str
@@ -96,7 +120,9 @@ async def test_a_base_exception_a_tool_raises_is_one_failed_call(
     assert result.attempts == 1  # never retried
 
 
-@pytest.mark.parametrize("body", [cancels_itself, cancels_in_thread, exits_generator])
+@pytest.mark.parametrize(
+    "body", [cancels_itself, cancels_in_thread, exits_generator, exits_generator_in_thread]
+)
 async def test_the_worker_goes_on_serving_runs(body: Tool[..., int]) -> None:
     async def work(
         description: str, results: list[ToolResultPart], request: ModelRequest
@@ -171,11 +197,26 @@ def pay(n: int) -> int:
     return n
 
 
-async def test_an_approver_that_raises_cancelled_error_fails_the_step_not_the_worker() -> None:
-    async def approver(request: ApprovalRequest) -> ApprovalDecision:
-        if request.arguments["n"] == 1:
-            raise asyncio.CancelledError
-        return Approve()
+async def _cancels(request: ApprovalRequest) -> ApprovalDecision:
+    if request.arguments["n"] == 1:
+        raise asyncio.CancelledError
+    return Approve()
+
+
+def _exits_in_thread(request: ApprovalRequest) -> ApprovalDecision:
+    # A plain approver runs in a thread: on asyncio its GeneratorExit, thrown into the
+    # waiting coroutines, closed them all and came out of anyio.run.
+    if request.arguments["n"] == 1:
+        raise GeneratorExit
+    return Approve()
+
+
+@pytest.mark.parametrize(
+    ("approver", "kind"), [(_cancels, "CancelledError"), (_exits_in_thread, "GeneratorExit")]
+)
+async def test_an_approver_that_raises_cancelled_error_fails_the_step_not_the_worker(
+    approver: Approver, kind: str
+) -> None:
 
     async def work(
         description: str, results: list[ToolResultPart], request: ModelRequest
@@ -185,19 +226,54 @@ async def test_an_approver_that_raises_cancelled_error_fails_the_step_not_the_wo
         return f"paid: {results[0].content}"
 
     plans = [plan_json({"description": "bad call"}), plan_json({"description": "good call"})]
-    model = ScriptedModel(Brain(plans, work=work))
+    brain = Brain(plans, work=work)
+    model = ScriptedModel(brain)
     tools = Toolset("w", [pay], approver=approver)
     worker = Worker(name="w", description="pays", model=model, tools=tools)
-    team = Team(name="t", planner=Planner(model=model), workers=[worker], budget=Budget(replans=0))
+    team = Team(name="t", planner=Planner(model=model), workers=[worker], budget=Budget())
     async with team.start() as running:
         with pytest.raises(StepFailed) as caught:
             await running.run("first")
         second = await running.run("second")
-    assert caught.value.cause == (
-        "step s1 (bad call) ended failed: RuntimeError: the approver raised CancelledError "
-        "while nothing had cancelled its call; an approver must decide, or raise an Exception"
+    # A RuntimeError, so replanned (three times by default) like a passing failure,
+    # where an approver's Exception ends the run at once: it would fail every call.
+    assert caught.value.cause.startswith(
+        f"step s1 (bad call) ended failed: ApprovalError: the approver of tool 'pay' raised {kind}"
     )
+    assert "; an approver (Toolset(approver=" in caught.value.cause
+    assert caught.value.fatal
+    assert len(brain.plan_requests) == 2  # one a run: no replan
     assert second.steps[0].output == "paid: 2"
+
+
+async def test_a_cancel_of_the_run_while_its_approver_waits_still_cancels_it() -> None:
+    # The approver's (and the key function's) own CancelledError is a bug of theirs;
+    # the one a cancel of the run delivers is not: the run is cancelled, not failed.
+    asked, cancelled = anyio.Event(), anyio.Event()
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        asked.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+        raise AssertionError("unreachable")
+
+    keyed = Tool(pay.__wrapped__, requires_approval=lambda a: True, idempotency_key=("n",))
+    brain = Brain([plan_json({"description": "bad call"})] * 2, work=_pays)
+    model = ScriptedModel(brain)
+    tools = Toolset("w", [keyed], approver=approver)
+    worker = Worker(name="w", description="pays", model=model, tools=tools)
+    team = Team(name="t", planner=Planner(model=model), workers=[worker], budget=Budget())
+    async with team.start() as running, running.stream("first") as events:
+        async for _ in events:
+            await asked.wait()
+            break  # leaving the stream cancels the run
+    assert cancelled.is_set()
+    ending = events.ending
+    assert isinstance(ending, RunCompleted)
+    assert ending.result.status == "cancelled"
+    assert len(brain.plan_requests) == 1
 
 
 def _refuses(report: StepReport) -> bool:
@@ -263,23 +339,27 @@ class _CarelessSynthesis(Prompts):
 async def test_prompts_that_raise_cancelled_error_fail_the_step_not_the_worker() -> None:
     # The worker's task ended: the run hung, later runs found 't/w' stopped.
     plans = [plan_json({"description": "bad"}), plan_json({"description": "good"})]
-    model = ScriptedModel(Brain(plans))
+    brain = Brain(plans)
+    model = ScriptedModel(brain)
     worker = Worker(name="w", description="works", model=model)
     team = Team(
         name="t",
         planner=Planner(model=model, prompts=_Careless()),
         workers=[worker],
-        budget=Budget(replans=0),
+        budget=Budget(),
     )
     async with team.start() as running:
         with pytest.raises(StepFailed) as caught:
             await running.run("first")
         second = await running.run("second")
+    # It was a RuntimeError, replanned as no other failure of step_request is.
     assert caught.value.cause == (
-        "step s1 (bad) ended failed: RuntimeError: _Careless.step_request raised "
-        "CancelledError while nothing had cancelled its call; it must return its text, or "
-        "raise an Exception"
+        "step s1 (bad) ended failed: the Prompts hook _Careless.step_request raised "
+        "CancelledError while nothing had cancelled its call; fix that method (it must "
+        "return the text), or remove it to use regiment's default"
     )
+    assert caught.value.fatal
+    assert len(brain.plan_requests) == 2  # one a run: no replan
     assert second.status == "completed"
 
 
@@ -303,7 +383,7 @@ def _gives_up(arguments: Mapping[str, object]) -> str:
 @pytest.mark.parametrize(
     ("options", "says"),
     [
-        ({"idempotency_key": _gives_up}, "the idempotency_key function of tool 'pay'"),
+        ({"idempotency_key": _gives_up}, "the idempotency_key function"),
         ({"requires_approval": _gives_up}, "the requires_approval predicate"),
     ],
 )
@@ -314,20 +394,24 @@ async def test_a_tool_option_function_that_raises_cancelled_error_fails_the_step
     # run of the team failed with "actor 't/w' has stopped".
     paying = Tool(pay.__wrapped__, **options)  # type: ignore[arg-type]
     plans = [plan_json({"description": "bad call"})] * 2
-    model = ScriptedModel(Brain(plans, work=_pays))
+    brain = Brain(plans, work=_pays)
+    model = ScriptedModel(brain)
     tools = Toolset("w", [paying], approver=_approves)
     worker = Worker(name="w", description="pays", model=model, tools=tools)
-    team = Team(name="t", planner=Planner(model=model), workers=[worker], budget=Budget(replans=0))
+    team = Team(name="t", planner=Planner(model=model), workers=[worker], budget=Budget())
     async with team.start() as running:
         for goal in ("first", "second"):  # the worker is still there for the second
             with pytest.raises(StepFailed) as caught:
                 await running.run(goal)
+            # It was a RuntimeError, replanned (three times) where an Exception is not.
             assert caught.value.cause == (
-                f"step s1 (bad call) ended failed: RuntimeError: {says} raised CancelledError "
-                "while nothing had cancelled its call; it must "
-                + ("return the key" if "idempotency" in says else "decide")
-                + ", or raise an Exception"
+                f"step s1 (bad call) ended failed: ToolError: {says} of tool 'pay' raised "
+                "CancelledError while nothing had cancelled its call; fix it to return "
+                + ("the key (a str)" if "idempotency" in says else "True or False")
+                + " for the call's arguments"
             )
+            assert caught.value.fatal
+    assert len(brain.plan_requests) == 2  # one a run: no replan
 
 
 async def _pays(

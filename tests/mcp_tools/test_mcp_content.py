@@ -65,3 +65,18 @@ async def test_a_reply_nested_too_deep_to_read_fails_the_call_not_hangs_it() -> 
         "tool returns"
     )
     assert not shallow.is_error
+
+
+async def test_a_long_mcp_result_is_cut_at_the_worker_or_server_limit() -> None:
+    # A server's result reached the model whatever its length.
+    limited = MCPServer.stdio(SERVER_COMMAND, name="limited", prefix="l_", max_result_chars=30)
+    server = MCPServer.stdio(SERVER_COMMAND, name="stdio-app")
+    async with MCPHub.open() as hub:
+        tools = await hub.worker_tools(Toolset("w", max_result_chars=50), [server, limited])
+        worker_cut = await tools.current().call("shout", {"text": "a" * 200}, call_id="c1")
+        server_cut = await tools.current().call("l_shout", {"text": "a" * 200}, call_id="c2")
+    assert isinstance(worker_cut.content, str)
+    assert isinstance(server_cut.content, str)
+    text = '{"result":"' + "A" * 200 + '"}'  # its structured content, as the model reads it
+    assert worker_cut.content.startswith(text[:50] + "\n\n[cut: this result was 213 characters")
+    assert server_cut.content.startswith(text[:30] + "\n\n[cut: this result was 213 characters")

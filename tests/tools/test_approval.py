@@ -193,3 +193,38 @@ async def test_approval_waits_are_events_on_the_current_span() -> None:
         ("regiment.approval.decided", {**about, "regiment.approval.decision": "deny"}),
     ]
     provider.shutdown()
+
+
+def test_a_cancelled_error_while_the_task_is_being_cancelled_still_cancels() -> None:
+    # asyncio: a predicate's or key function's own CancelledError fails the step
+    # (ToolError), but one raised while a cancel of the task is pending is that cancel.
+    import asyncio
+
+    from regiment.errors import ToolError
+    from regiment.tools import ToolPolicy
+
+    def gives_up(arguments: JsonObject) -> bool:
+        raise asyncio.CancelledError
+
+    policy = ToolPolicy(requires_approval=gives_up)
+    seen: list[str] = []
+
+    async def being_cancelled() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+        try:
+            policy.needs_approval({}, "pay")
+        except asyncio.CancelledError:
+            seen.append("CancelledError")
+            raise
+
+    async def main() -> None:
+        try:
+            policy.needs_approval({}, "pay")
+        except ToolError:
+            seen.append("ToolError")
+        await asyncio.gather(asyncio.create_task(being_cancelled()), return_exceptions=True)
+
+    asyncio.run(main())
+    assert seen == ["ToolError", "CancelledError"]

@@ -254,8 +254,14 @@ def test_var_args_are_a_config_error() -> None:
     def spread(*names: str) -> str:
         return ""
 
-    with pytest.raises(ConfigError, match=r"takes \*names"):
+    def options(**values: int) -> str:
+        return ""
+
+    # It said "takes *values or **values" of either.
+    with pytest.raises(ConfigError, match=r"tool 'spread' takes \*names; a tool needs named"):
         Tool(spread)
+    with pytest.raises(ConfigError, match=r"tool 'options' takes \*\*values; a tool needs named"):
+        Tool(options)
 
 
 def test_names_a_model_api_cannot_take_are_config_errors() -> None:
@@ -294,6 +300,10 @@ def test_idempotency_key_must_name_parameters() -> None:
         Tool(refund, idempotency_key=("order",))
 
 
+async def _over_limit(arguments: dict[str, object]) -> bool:
+    return True
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
@@ -303,6 +313,14 @@ def test_idempotency_key_must_name_parameters() -> None:
         ({"backoff": -0.1}, "backoff and max_backoff"),
         ({"max_concurrency": 0}, "max_concurrency must be 1 or more"),
         ({"retry_on": (KeyboardInterrupt,)}, "retry_on takes Exception subclasses"),
+        # An async one was called and never awaited: its coroutine was taken for a
+        # decision (always approve-first) or refused at the first call, with a warning.
+        (
+            {"requires_approval": _over_limit},
+            "requires_approval takes a plain \\(sync\\) function of the call's arguments, "
+            "not the async function '_over_limit'",
+        ),
+        ({"idempotency_key": _over_limit}, "idempotency_key takes a plain \\(sync\\) function"),
     ],
 )
 def test_out_of_range_options_are_config_errors(options: dict[str, object], message: str) -> None:

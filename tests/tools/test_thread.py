@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import anyio
+import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 import pytest
@@ -102,3 +103,46 @@ async def test_a_running_body_whose_call_was_given_up_is_listed_until_it_ends() 
 
     with anyio.fail_after(30):
         await anyio.to_thread.run_sync(none_left, limiter=anyio.CapacityLimiter(1))
+
+
+@pytest.mark.anyio
+async def test_a_body_left_running_keeps_its_tools_concurrency_token_until_it_ends() -> None:
+    # A timed-out or cancelled call gave its token back at once, so with
+    # max_concurrency=1 three calls that timed out ran three bodies at the same time.
+    import functools
+    import threading
+
+    from regiment.tools import Tool, ToolResult
+
+    started, release = anyio.Event(), threading.Event()
+    bodies: list[int] = []
+
+    def hold(n: int) -> str:
+        """Runs until released."""
+        bodies.append(n)
+        anyio.from_thread.run_sync(started.set)
+        release.wait(30)
+        return f"done {n}"
+
+    one_at_a_time = Tool(hold, max_concurrency=1)
+    with anyio.CancelScope() as first:  # its caller gives up; the body runs on
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(functools.partial(one_at_a_time.call, {"n": 1}, call_id="c1"))
+            await started.wait()
+            first.cancel()
+    results: list[ToolResult] = []
+    threads = anyio.to_thread.current_default_thread_limiter()
+    in_threads = threads.borrowed_tokens  # trio counts the first body's thread till it ends
+    async with anyio.create_task_group() as tg:
+
+        async def second() -> None:
+            results.append(await one_at_a_time.call({"n": 2}, call_id="c2"))
+
+        tg.start_soon(second)
+        await anyio.wait_all_tasks_blocked()
+        # The second waits for the first body's token, not for a thread to run it in.
+        assert threads.borrowed_tokens == in_threads
+        assert bodies == [1]
+        release.set()
+    assert bodies == [1, 2]
+    assert results[0].content == "done 2"
