@@ -17,6 +17,7 @@ from typing import Literal, TypeAlias, assert_never
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
+from regiment._text import clipped
 from regiment.hierarchy import Plan
 from regiment.hierarchy import events as ev
 from regiment.models import Usage
@@ -30,7 +31,7 @@ _NOT_STEP = "(planner)"  # tokens spent outside any step: planning, synthesis, c
 
 def tool_failure_line(event: ev.ToolFailed) -> str:
     """``billing s1: divide failed: ZeroDivisionError: division by zero``."""
-    message = " ".join(event.message.split())
+    message = clipped(" ".join(event.message.split()))
     return f"{event.worker} {event.step_id}: {event.tool} failed: {message}"
 
 

@@ -20,6 +20,7 @@ from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 
 from regiment._json import JsonObject, JsonValue
+from regiment._text import clipped
 from regiment.errors import ConfigError, ToolError
 from regiment.tools._context import RunContext
 from regiment.tools._mcp_server import MCPServer
@@ -245,12 +246,8 @@ def _describe(path: Iterable[str | int], message: str) -> str:
     where = ""
     for part in path:
         where += f"[{part}]" if isinstance(part, int) else f".{part}" if where else str(part)
-    return f"{where or 'arguments'}: {_clip(message)}"
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
+    return f"{where or 'arguments'}: {clipped(message, _MAX_SHOWN)}"
 
 
 def _shown(value: object) -> str:
-    return _clip(repr(value))
+    return clipped(repr(value), _MAX_SHOWN)

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
+from regiment._text import clipped
 from regiment.errors import ToolError
 from regiment.hierarchy._budget import over_allowance
 from regiment.hierarchy._messages import (
@@ -235,7 +236,7 @@ def _check_failures(
             worker,
             assign.step.id,
             outcome.tool,
-            outcome.content,
+            clipped(outcome.content),
             extra=where,
         )
         tool = toolset.get(outcome.tool)

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from regiment import Planner, ScriptedModel, Team, Worker, text_response, tool_call_response
+from regiment.cli._progress import tool_failure_line
 from regiment.errors import ConfigError
+from regiment.hierarchy import ToolFailed
 from regiment.journal import SqliteJournal, ToolCallFinished
 from regiment.models import ModelRequest, ModelResponse, ToolResultPart
 from regiment.tools import Tool, Toolset, tool
@@ -187,3 +189,31 @@ def test_a_sets_own_limit_survives_being_merged_into_a_worker() -> None:
     assert (Toolset("a", [dump]) | reading).max_result_chars == 500
     assert Toolset("a", [dump], max_result_chars=7).merged(reading).max_result_chars == 7
     assert reading.filtered(["rows"]).prefixed("r_").max_result_chars == 500
+
+
+async def test_a_long_error_is_whole_for_the_model_and_short_in_log_and_progress_lines(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The model reads a failed call's whole message (up to its limit); the WARNING on
+    ``regiment.worker`` and ``regiment run``'s progress line give its start and length
+    (before, both printed all of it: up to 100,000 characters on one line)."""
+    model, seen = _calls("fails", 20_000)
+    team = Team(
+        name="t",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="fails", model=model, tools=[Tool(fails)])],
+    )
+    with caplog.at_level(logging.WARNING, logger="regiment.worker"):
+        result = await team.run("fail")
+    (read,) = seen
+    assert read.content == "ValueError: " + "E" * 20_000  # under the default limit: whole
+    (record,) = [r for r in caplog.records if r.name == "regiment.worker"]
+    logged = record.getMessage()
+    assert len(logged) < 1_000
+    assert logged.endswith("... (20,012 characters in all)")
+    (failed,) = [e for e in result.events if isinstance(e, ToolFailed)]
+    assert failed.message == read.content
+    line = tool_failure_line(failed)
+    assert line.startswith("w s1: fails failed: ValueError: EEE")
+    assert line.endswith("... (20,012 characters in all)")
+    assert len(line) < 1_000
