@@ -236,7 +236,7 @@ def _check_failures(
             worker,
             assign.step.id,
             outcome.tool,
-            clipped(outcome.content),
+            clipped(str(outcome.content)),
             extra=where,
         )
         tool = toolset.get(outcome.tool)
