@@ -80,8 +80,15 @@ class _PostgresStore(SqlStore):
         self._statements: dict[str, str] = {}
         self._conn: psycopg.Connection[Any] | None = None
         self._closed = False
-        with self._guard("connecting"):
+        try:
             self._conn = self._connect()
+        except self._psycopg.Error as exc:
+            raise JournalError(
+                f"journal {self.where}: connecting failed: {_one_line(exc)}; check that the "
+                "server runs and takes connections at that address and that the URL's user, "
+                "password and database are right, then try again"
+            ) from exc
+        with self._guard("connecting"):
             try:
                 with self._write_transaction():
                     self._execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
@@ -232,6 +239,11 @@ class _PostgresStore(SqlStore):
         if self._conn is not None:
             with suppress(self._psycopg.Error):
                 self._conn.close()
+
+
+def _one_line(exc: Exception) -> str:
+    """The driver's message on one line (libpq's may hold several)."""
+    return " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
 
 
 def _last_line(exc: Exception) -> str:
