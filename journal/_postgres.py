@@ -43,6 +43,7 @@ _log = logging.getLogger("regiment.journal")
 _T = TypeVar("_T")
 _SCHEMA_LOCK = 0x7265_6769  # "regi": serialises schema creation and migration across processes
 _FIRST_WAIT, _LONGEST_WAIT = 0.1, 2.0  # seconds between attempts to reach a lost server
+_TABLES = ("journal_runs", "journal_records")  # a journal's tables besides journal_meta
 _ATTEMPTS = 3  # transactions a lost connection broke before their COMMIT, run again
 
 
@@ -93,12 +94,26 @@ class _PostgresStore(SqlStore):
                 with self._write_transaction():
                     self._execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
                     (found,) = self._execute("SELECT to_regclass('journal_meta')")[0]
+                    if found is None:
+                        self._refuse_foreign_tables()
                     prepare(
                         self._execute, has_meta=found is not None, blob="BYTEA", where=self.where
                     )
             except BaseException:
                 self._conn.close()
                 raise
+
+    def _refuse_foreign_tables(self) -> None:
+        """Refuse a database with no journal that has a table of a journal's name (another
+        program's): creating the journal there would fail half-way, or mix the two."""
+        names = [name for name in _TABLES if self._execute(f"SELECT to_regclass('{name}')")[0][0]]
+        if names:
+            raise JournalError(
+                f"{self.where} has no regiment journal but has the table(s) "
+                f"{', '.join(names)} of another program, so no journal can be made there; "
+                "it was left untouched: point the journal at another database, or at another "
+                "schema of this one (?options=-csearch_path%3Dmyschema in the URL)"
+            )
 
     def _connect(self) -> psycopg.Connection[Any]:
         timeout = max(1, round(self._connect_timeout))

@@ -38,6 +38,28 @@ async def test_a_database_of_a_newer_schema_is_refused_untouched(postgres_url: s
     assert row == ("99",)
 
 
+async def test_a_database_with_another_programs_journal_runs_table_is_refused_untouched(
+    postgres_url: str,
+) -> None:
+    # It failed half-way through creating the journal, as "connecting failed: relation
+    # "journal_runs" already exists".
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(b"CREATE TABLE journal_runs (ticket TEXT)")
+    with pytest.raises(JournalError) as caught:
+        await open_journal(postgres_url)
+    assert "has no regiment journal but has the table(s) journal_runs of another program" in (
+        str(caught.value)
+    )
+    assert "it was left untouched: point the journal at another database" in str(caught.value)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        assert conn.execute(b"SELECT to_regclass('journal_meta')").fetchone() == (None,)
+        columns = conn.execute(
+            b"SELECT column_name FROM information_schema.columns"
+            b" WHERE table_name = 'journal_runs' AND table_schema = current_schema()"
+        ).fetchall()
+    assert columns == [("ticket",)]
+
+
 async def test_a_version_1_database_is_migrated_and_keeps_its_runs(
     postgres_url: str, clock: Clock
 ) -> None:
