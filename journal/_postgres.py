@@ -4,18 +4,25 @@ psycopg 3's synchronous driver runs in a worker thread (so the journal works
 under asyncio and trio alike), one connection, one call at a time. Ownership is
 safe across processes because every lease check and every write runs in one
 transaction that locks the run's row (``SELECT ... FOR UPDATE``); creating or
-migrating the schema holds a transaction-scoped advisory lock. A connection the
-server closed while it was idle is replaced before a transaction begins on it (and
-before a read outside one is sent again): nothing had been sent, so nothing is
-written twice; one that breaks inside a transaction fails that commit.
+migrating the schema holds a transaction-scoped advisory lock.
+
+A server that goes away (a restart, a fail-over, an idle timeout, our backend
+terminated) is waited for: a connection it closed is replaced, connecting again with
+backoff for up to ``reconnect_timeout`` seconds, before a transaction begins on it
+(and before a read outside one is sent again), and a transaction it broke before its
+COMMIT was sent is run again on the new connection: the server had rolled it back, so
+nothing is written twice. One that breaks at its COMMIT (whose outcome is unknown), or
+a server still away after the timeout, fails that commit.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager, suppress
-from typing import TYPE_CHECKING, Any, Self, final
+from functools import partial
+from typing import TYPE_CHECKING, Any, Self, TypeVar, final
 
 import anyio
 
@@ -23,6 +30,8 @@ from regiment.errors import JournalError
 from regiment.journal._buffered import BufferedJournal
 from regiment.journal._schema import prepare
 from regiment.journal._sql import SqlStore
+from regiment.journal._store import Batch, Refused
+from regiment.journal._views import Lease
 
 if TYPE_CHECKING:
     import psycopg
@@ -31,7 +40,11 @@ __all__ = ("INSTALL_HINT", "PostgresJournal")
 
 INSTALL_HINT = "PostgreSQL journals need psycopg: pip install 'regiment[postgres]'"
 _log = logging.getLogger("regiment.journal")
+_T = TypeVar("_T")
 _SCHEMA_LOCK = 0x7265_6769  # "regi": serialises schema creation and migration across processes
+_FIRST_WAIT, _LONGEST_WAIT = 0.1, 2.0  # seconds between attempts to reach a lost server
+_TABLES = ("journal_runs", "journal_records")  # a journal's tables besides journal_meta
+_ATTEMPTS = 3  # transactions a lost connection broke before their COMMIT, run again
 
 
 def _import_psycopg() -> Any:
@@ -56,26 +69,51 @@ def _display(url: str, psycopg_module: Any) -> str:
 class _PostgresStore(SqlStore):
     _for_update = " FOR UPDATE"
 
-    def __init__(self, url: str, *, connect_timeout: float) -> None:
+    def __init__(self, url: str, *, connect_timeout: float, reconnect_timeout: float) -> None:
         self._psycopg = _import_psycopg()
         self._url = url
         self._connect_timeout = connect_timeout
+        self._reconnect_timeout = reconnect_timeout
+        self._begun = False  # the last transaction began on a live connection
+        self._committing = False  # its body ran: its COMMIT is being sent
+        self._given_up = False  # the server stayed away for a whole reconnect_timeout
         self.where = _display(url, self._psycopg)
         self._statements: dict[str, str] = {}
         self._conn: psycopg.Connection[Any] | None = None
         self._closed = False
-        with self._guard("connecting"):
+        try:
             self._conn = self._connect()
+        except self._psycopg.Error as exc:
+            raise JournalError(
+                f"journal {self.where}: connecting failed: {_one_line(exc)}; check that the "
+                "server runs and takes connections at that address and that the URL's user, "
+                "password and database are right, then try again"
+            ) from exc
+        with self._guard("connecting"):
             try:
                 with self._write_transaction():
                     self._execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
                     (found,) = self._execute("SELECT to_regclass('journal_meta')")[0]
+                    if found is None:
+                        self._refuse_foreign_tables()
                     prepare(
                         self._execute, has_meta=found is not None, blob="BYTEA", where=self.where
                     )
             except BaseException:
                 self._conn.close()
                 raise
+
+    def _refuse_foreign_tables(self) -> None:
+        """Refuse a database with no journal that has a table of a journal's name (another
+        program's): creating the journal there would fail half-way, or mix the two."""
+        names = [name for name in _TABLES if self._execute(f"SELECT to_regclass('{name}')")[0][0]]
+        if names:
+            raise JournalError(
+                f"{self.where} has no regiment journal but has the table(s) "
+                f"{', '.join(names)} of another program, so no journal can be made there; "
+                "it was left untouched: point the journal at another database, or at another "
+                "schema of this one (?options=-csearch_path%3Dmyschema in the URL)"
+            )
 
     def _connect(self) -> psycopg.Connection[Any]:
         timeout = max(1, round(self._connect_timeout))
@@ -88,17 +126,83 @@ class _PostgresStore(SqlStore):
         if self._closed or self._conn is None:
             raise JournalError(f"journal {self.where} is closed")
         if self._conn.closed:  # the server went away; a new connection may reach it again
-            self._conn = self._connect()
+            self._conn = self._reconnect()
         return self._conn
+
+    def _reconnect(self) -> psycopg.Connection[Any]:
+        """A new connection, trying again with backoff while the server cannot be reached
+        (restarting, failing over), for up to ``reconnect_timeout`` seconds; once it has
+        waited that long in vain, one attempt each, until the server is back."""
+        deadline = time.monotonic() + (0.0 if self._given_up else self._reconnect_timeout)
+        wait, tries = _FIRST_WAIT, 0
+        while True:
+            try:
+                connection = self._connect()
+            except self._psycopg.OperationalError as exc:
+                tries += 1
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self._give_up(tries, exc)
+                    raise
+                level = logging.WARNING if tries == 1 else logging.DEBUG
+                _log.log(
+                    level,
+                    "journal %s: the server cannot be reached (%s); trying again for up to %.0f s",
+                    self.where,
+                    _last_line(exc),
+                    left,
+                )
+                time.sleep(min(wait, left))  # (the journal's worker thread, not the event loop)
+                wait = min(wait * 2, _LONGEST_WAIT)
+            else:
+                if tries or self._given_up:
+                    _log.warning("journal %s: the server is reachable again", self.where)
+                self._given_up = False
+                return connection
+
+    def _give_up(self, tries: int, exc: Exception) -> None:
+        if not self._given_up and tries > 1:
+            _log.warning(
+                "journal %s: the server could not be reached for %.0f s (%s); this write "
+                "fails, and so do the next ones until it is back",
+                self.where,
+                self._reconnect_timeout,
+                _last_line(exc),
+            )
+        self._given_up = True
 
     def _cursor(self) -> Any:
         return self._connection().cursor()
 
     @contextmanager
     def _write_transaction(self) -> Iterator[None]:
+        self._begun = self._committing = False
         with ExitStack() as stack:
             stack.push(self._begin())  # begun already: it commits, or rolls back on an error
+            self._begun = True
             yield
+            self._committing = True  # from here on, a break leaves the outcome unknown
+
+    def acquire(self, run_id: str, owner: str, now: float, ttl: float) -> tuple[Lease, int]:
+        return self._again(partial(super().acquire, run_id, owner, now, ttl))
+
+    def commit(self, batch: Batch, now: float) -> Refused:
+        return self._again(partial(super().commit, batch, now))
+
+    def _again(self, transaction: Callable[[], _T]) -> _T:
+        """Run ``transaction`` again (on a new connection) when the connection was lost
+        after it began and before its COMMIT was sent: the server rolled it back, nothing
+        of it was written. (One that could not begin had waited for the server already.)"""
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                return transaction()
+            except JournalError as exc:
+                lost = isinstance(exc.__cause__, self._psycopg.OperationalError)
+                if attempt == _ATTEMPTS or not self._begun or self._committing or not lost:
+                    raise
+                if not self._connection_lost():
+                    raise
+        raise AssertionError("unreachable")
 
     def _begin(self) -> AbstractContextManager[object]:
         """A transaction begun on a live connection: one the server dropped while it was
@@ -152,6 +256,17 @@ class _PostgresStore(SqlStore):
                 self._conn.close()
 
 
+def _one_line(exc: Exception) -> str:
+    """The driver's message on one line (libpq's may hold several)."""
+    return " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+
+
+def _last_line(exc: Exception) -> str:
+    """The driver's message, its last line (libpq's hint about the server) only."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    return lines[-1] if lines else type(exc).__name__
+
+
 @final
 class PostgresJournal(BufferedJournal):
     """A journal in a PostgreSQL database, for several processes sharing runs.
@@ -170,15 +285,27 @@ class PostgresJournal(BufferedJournal):
         *,
         clock: Callable[[], float] | None = None,
         connect_timeout: float = 10.0,
+        reconnect_timeout: float = 15.0,
     ) -> Self:
         """Connect to ``url`` and prepare the schema.
+
+        Args:
+            url: ``postgresql://...``.
+            clock: seconds since the epoch, for leases and timestamps (default ``time.time``).
+            connect_timeout: how long one attempt to connect may take.
+            reconnect_timeout: once open, how long a server that went away (a restart, a
+                fail-over) is waited for, trying again with backoff, before a write or read
+                fails with ``JournalError`` (and the run with it). Opening does not wait:
+                a server that cannot be reached then fails at once.
 
         Raises:
             JournalError: psycopg is missing (with the install line), the server cannot
                 be reached, or the database holds a journal of a newer schema.
         """
         store = await anyio.to_thread.run_sync(
-            lambda: _PostgresStore(url, connect_timeout=connect_timeout)
+            lambda: _PostgresStore(
+                url, connect_timeout=connect_timeout, reconnect_timeout=reconnect_timeout
+            )
         )
         return cls(store, clock=clock)
 

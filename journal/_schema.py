@@ -90,6 +90,7 @@ def read_version(execute: Execute, where: str) -> int:
     if meta.get("format") != FORMAT or not str(meta.get("schema_version", "")).isdigit():
         raise JournalError(
             f"{where} has a journal_meta table but is not a regiment journal "
-            f"(format {meta.get('format')!r}); point --journal at another file. It was left untouched."
+            f"(format {meta.get('format')!r}); point the journal at another file or database. It "
+            "was left untouched."
         )
     return int(meta["schema_version"])

@@ -20,7 +20,22 @@ __all__ = ("SqliteJournal",)
 Synchronous = Literal["normal", "full"]
 
 
+# SQLite's primary result codes for a file it cannot write (as against one it cannot read
+# as a database): SQLITE_PERM, SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN.
+_CANNOT_WRITE = frozenset({3, 8, 10, 13, 14})
+_BUSY = 5  # SQLITE_BUSY: another connection held the lock for the whole busy timeout
+
+
 def _not_a_journal(path: Path, exc: Exception) -> JournalError:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(exc, OSError) or (isinstance(code, int) and code & 0xFF in _CANNOT_WRITE):
+        return JournalError(
+            f"journal {path} cannot be opened for writing ({exc}); the journal writes the "
+            f"file and creates {path.name}-wal and {path.name}-shm beside it: check that "
+            f"{path} is a file (or not there yet), that its directory exists or can be made, "
+            "that this process may write to both and that the disk has room; or point the "
+            "journal at another file. A journal already there was left untouched."
+        )
     return JournalError(
         f"{path} is not a regiment journal, or it is damaged ({exc}); it was left "
         "untouched: point the journal at another file, or move this one away"
@@ -30,6 +45,7 @@ def _not_a_journal(path: Path, exc: Exception) -> JournalError:
 class _SqliteStore(SqlStore):
     def __init__(self, path: Path, *, busy_timeout: float, synchronous: Synchronous) -> None:
         self.where = str(path)
+        self._busy_timeout = busy_timeout
         self._conn: sqlite3.Connection | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -97,6 +113,21 @@ class _SqliteStore(SqlStore):
                 with suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
             raise
+
+    @contextmanager
+    def _guard(self, action: str) -> Iterator[None]:
+        try:
+            with super()._guard(action):
+                yield
+        except JournalError as exc:
+            code = getattr(exc.__cause__, "sqlite_errorcode", None)
+            if not isinstance(code, int) or code & 0xFF != _BUSY:
+                raise
+            raise JournalError(
+                f"{exc}: another process held the file's write lock for the whole busy "
+                f"timeout ({self._busy_timeout} s); stop what holds it (a long transaction "
+                "in another program), or give SqliteJournal.open a longer busy_timeout"
+            ) from exc.__cause__
 
     def _sql(self, statement: str) -> str:
         return statement

@@ -259,7 +259,9 @@ def _check_free(state: LeaseState, run_id: str, owner: str, now: float) -> None:
     if pid == os.getpid():
         raise LeaseHeld(
             f"run {run_id!r} is running in this process already ({state.owner!r}, its "
-            f"lease alive for another {left:.1f} s): wait for that run to end"
+            f"lease alive for another {left:.1f} s): wait for that run to end; if it ended "
+            "because the journal could not be written (its lease was kept: a journal that "
+            f"failed is not written to again), its lease lapses in {left:.0f} s: resume it then"
         )
     if not gone:
         raise LeaseHeld(

@@ -270,8 +270,10 @@ class RunJournal:
             raise JournalError(taken_over(self.run_id, self._error)) from self._error
         if self._error is not None:
             raise JournalError(
-                f"run {self.run_id} could not be journaled ({self._error}); its result "
-                "is not durable: fix the journal and resume the run"
+                f"run {self.run_id} could not be journaled ({self._error}); it stopped "
+                "there, and what the journal holds of it is kept: once the journal can be "
+                f"written again, resume it (`regiment resume {self.run_id}`, or "
+                "running.resume(run_id)): what it committed is not done again"
             ) from self._error
 
 

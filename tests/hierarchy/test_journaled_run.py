@@ -5,12 +5,13 @@ Real journals only: a SQLite file and the in-memory backend, on asyncio and trio
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import msgspec
 import pytest
 
-from regiment.errors import JournalError
+from regiment.errors import JournalError, LeaseHeld
 from regiment.hierarchy import Planner, RunCompleted, Team, Worker
 from regiment.hierarchy.events import Event
 from regiment.journal import (
@@ -140,3 +141,43 @@ async def test_a_write_failing_mid_run_fails_the_run_with_a_journal_error(
     async with team.start(journal=journal) as running:
         with pytest.raises(JournalError, match="could not be journaled"):
             await running.run("do two things")
+
+
+async def test_a_run_the_journal_failed_says_how_to_resume_it_in_the_same_process(
+    tmp_path: Path,
+) -> None:
+    # A run whose journal write failed keeps its lease (the failed journal is not written
+    # to again), so its resume in the same process was refused with 'is running in this
+    # process already ...: wait for that run to end', though the run had ended.
+    path = tmp_path / "runs.db"
+    journal = await SqliteJournal.open(path, busy_timeout=0.05)
+    blocker = sqlite3.connect(path, isolation_level=None)
+
+    async def work(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:
+        if description == "first":
+            blocker.execute("BEGIN EXCLUSIVE")  # another program holds the file too long
+        return f"did: {description}"
+
+    model = ScriptedModel(Brain([PLAN], work=work))
+    team = Team(
+        name="journaled",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="does things", model=model)],
+    )
+    try:
+        async with team.start(journal=journal) as running:
+            with pytest.raises(JournalError) as failed:
+                await running.run("do two things")
+            assert "database is locked: another process held the file's write lock" in str(
+                failed.value
+            )
+            assert "resume it (`regiment resume run-" in str(failed.value)
+            blocker.execute("ROLLBACK")
+            (listed,) = await journal.list_runs()
+            with pytest.raises(LeaseHeld) as held:
+                await running.resume(listed.run_id)
+            assert "if it ended because the journal could not be written" in str(held.value)
+            assert "resume it then" in str(held.value)
+    finally:
+        blocker.close()
+        await journal.close()

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Sequence
+from functools import partial
 
+import anyio
 import psycopg
 import pytest
 
@@ -32,6 +36,28 @@ async def test_a_database_of_a_newer_schema_is_refused_untouched(postgres_url: s
             "SELECT value FROM journal_meta WHERE name = 'schema_version'"
         ).fetchone()
     assert row == ("99",)
+
+
+async def test_a_database_with_another_programs_journal_runs_table_is_refused_untouched(
+    postgres_url: str,
+) -> None:
+    # It failed half-way through creating the journal, as "connecting failed: relation
+    # "journal_runs" already exists".
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(b"CREATE TABLE journal_runs (ticket TEXT)")
+    with pytest.raises(JournalError) as caught:
+        await open_journal(postgres_url)
+    assert "has no regiment journal but has the table(s) journal_runs of another program" in (
+        str(caught.value)
+    )
+    assert "it was left untouched: point the journal at another database" in str(caught.value)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        assert conn.execute(b"SELECT to_regclass('journal_meta')").fetchone() == (None,)
+        columns = conn.execute(
+            b"SELECT column_name FROM information_schema.columns"
+            b" WHERE table_name = 'journal_runs' AND table_schema = current_schema()"
+        ).fetchall()
+    assert columns == [("ticket",)]
 
 
 async def test_a_version_1_database_is_migrated_and_keeps_its_runs(
@@ -90,7 +116,7 @@ async def test_a_connection_the_server_dropped_while_idle_is_replaced(
 async def test_a_database_that_stays_down_fails_the_write_and_the_run_never_continues(
     postgres_url: str, clock: Clock
 ) -> None:
-    journal = await PostgresJournal.open(postgres_url, clock=clock)
+    journal = await PostgresJournal.open(postgres_url, clock=clock, reconnect_timeout=0.3)
     run_id = new_id()
     lease = await journal.create_run(created(run_id), owner="w", ttl=TTL)
     await journal.append(lease, event(run_id, 0))
@@ -104,6 +130,93 @@ async def test_a_database_that_stays_down_fails_the_write_and_the_run_never_cont
         await journal.append(lease, event(run_id, 2), durable=True)  # the run must stop
     assert [e.seq for e in await journal.read(run_id)] == [1]  # reconnected for reading
     await journal.close()
+
+
+class _Seen(logging.Handler):
+    """Sets ``event`` at the first record of ``regiment.journal`` that says ``words``."""
+
+    def __init__(self, words: str) -> None:
+        super().__init__()
+        self.words = words
+        self.event = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.words in record.getMessage():
+            self.event.set()
+
+
+async def test_a_server_that_comes_back_while_the_journal_waits_for_it_loses_no_write(
+    postgres_url: str, clock: Clock
+) -> None:
+    # A restart of the server failed the next write (and its run) when the server could
+    # not be reached at that moment: now the journal tries again with backoff, and the
+    # write lands once the server is back.
+    journal = await PostgresJournal.open(postgres_url, clock=clock)
+    seen = _Seen("the server cannot be reached")
+    logging.getLogger("regiment.journal").addHandler(seen)
+    try:
+        run_id = new_id()
+        lease = await journal.create_run(created(run_id), owner="w", ttl=TTL)
+        await journal.append(lease, event(run_id, 0))
+
+        async def write() -> None:
+            try:
+                await journal.append(lease, event(run_id, 1), durable=True)
+            finally:
+                seen.event.set()  # (a write that failed at once ends the wait too)
+
+        _drop_connections(postgres_url, allow=False)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(write)
+                await anyio.to_thread.run_sync(seen.event.wait)  # it waits for the server
+                _drop_connections(postgres_url)  # the server takes connections again
+        finally:
+            _drop_connections(postgres_url)
+        assert [e.seq for e in await journal.read(run_id)] == [1, 2, 3]
+    finally:
+        logging.getLogger("regiment.journal").removeHandler(seen)
+        await journal.close()
+
+
+async def test_a_commit_whose_connection_was_terminated_mid_transaction_is_run_again(
+    postgres_url: str, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # pg_terminate_backend of the journal's connection while its commit waited for a row
+    # lock failed that commit, and its run: the server had rolled it back, nothing was
+    # written. Now it runs again on a new connection, once.
+    journal = await PostgresJournal.open(postgres_url, clock=clock)
+    try:
+        run_id = new_id()
+        lease = await journal.create_run(created(run_id), owner="w", ttl=TTL)
+        async with anyio.create_task_group() as tg:
+            with (
+                psycopg.connect(postgres_url, autocommit=True) as holder,
+                holder.transaction(),
+            ):
+                holder.execute(
+                    b"SELECT 1 FROM journal_runs WHERE run_id = %s FOR UPDATE", (run_id,)
+                )
+                tg.start_soon(partial(journal.append, lease, event(run_id, 0), durable=True))
+                waiter = await _waiting_for_a_lock(holder)
+                holder.execute(b"SELECT pg_terminate_backend(%s)", (waiter,))
+        assert [e.seq for e in await journal.read(run_id)] == [1, 2]
+        assert await journal.append(lease, event(run_id, 1), durable=True) == 3
+    finally:
+        await journal.close()
+    assert "the server closed the connection; connecting again" in caplog.text
+
+
+async def _waiting_for_a_lock(holder: psycopg.Connection[tuple[object, ...]]) -> int:
+    """The backend that waits for a lock ``holder`` holds (polled: the server's state)."""
+    while True:
+        row = holder.execute(
+            b"SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            b" AND pid <> pg_backend_pid()"
+        ).fetchone()
+        if row is not None:
+            return int(str(row[0]))
+        await anyio.sleep(0.01)
 
 
 async def test_the_url_in_messages_has_no_password(postgres_url: str) -> None:

@@ -144,7 +144,10 @@ async def test_a_write_that_cannot_commit_fails_the_run_instead_of_going_on(
     try:
         await journal.append(lease, event(run_id, 0))
         with pytest.raises(
-            JournalError, match=rf"journal {path}: writing 2 records failed: database is locked"
+            JournalError,
+            match=rf"journal {path}: writing 2 records failed: database is locked: another "
+            r"process held the file's write lock for the whole busy timeout \(0\.05 s\); stop "
+            "what holds it",
         ):
             await journal.append(lease, event(run_id, 1), durable=True)
     finally:
@@ -171,3 +174,25 @@ async def test_a_journal_locked_past_the_busy_timeout_at_open_says_so(tmp_path: 
         blocker.execute("ROLLBACK")
         blocker.close()
     await (await SqliteJournal.open(path, busy_timeout=0.05)).close()
+
+
+@pytest.mark.parametrize("where", ["under-a-file", "a-directory"])
+async def test_a_path_that_cannot_be_written_is_not_called_damaged(
+    tmp_path: Path, where: str
+) -> None:
+    # A journal path SQLite cannot open for writing (a read-only directory or file system,
+    # no permission, a disk full, a directory, a file where its directory should be) was
+    # "not a regiment journal, or it is damaged": a user moved a good journal away.
+    if where == "under-a-file":
+        (tmp_path / "notes.txt").write_text("not a directory\n")
+        path = tmp_path / "notes.txt" / "journal.db"
+    else:
+        path = tmp_path / "journal.db"
+        path.mkdir()
+    with pytest.raises(JournalError) as caught:
+        await open_journal(path)
+    message = str(caught.value)
+    assert message.startswith(f"journal {path} cannot be opened for writing (")
+    assert "journal.db-wal and journal.db-shm" in message
+    assert "may write to both" in message
+    assert "damaged" not in message

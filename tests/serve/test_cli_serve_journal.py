@@ -64,3 +64,26 @@ async def test_an_address_in_use_is_exit_2_with_what_to_do(tmp_path: Path) -> No
     last = err.getvalue().splitlines()[-1]
     assert last.startswith(f"regiment: error: could not serve on 127.0.0.1:{port}")
     assert "Traceback" not in err.getvalue()
+
+
+async def test_a_postgresql_journal_whose_server_is_down_is_one_line_and_exit_2() -> None:
+    # It was exit 2 already, but the line ended on libpq's question ("Is the server
+    # running on that host and accepting TCP/IP connections?") with nothing to do.
+    with socket.socket() as probe:  # a port nothing listens on: the server is down
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"postgresql://postgres:hunter2@127.0.0.1:{port}/runs"
+    err = io.StringIO()
+    argv = ["serve", REFUND, "--port", "1", "--model", "scripted", "--journal", url]
+    code = await run_async(argv, stdout=io.StringIO(), stderr=err, environ={})
+    assert code == 2
+    (line,) = err.getvalue().splitlines()
+    assert line.startswith(
+        f"regiment: error: journal postgresql://postgres@127.0.0.1:{port}/runs: connecting failed: "
+    )
+    assert "Connection refused" in line
+    assert line.endswith(
+        "check that the server runs and takes connections at that address and that the "
+        "URL's user, password and database are right, then try again"
+    )
+    assert "hunter2" not in line
