@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
+from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
@@ -37,6 +38,7 @@ __all__ = (
     "add_journal_commands",
     "add_journal_option",
     "journal_exists",
+    "journal_flag_error",
     "journal_read",
     "journal_spec",
     "open_cli_journal",
@@ -108,7 +110,23 @@ async def open_cli_journal(spec: str) -> Journal:
     try:
         return await open_journal(spec)
     except JournalError as exc:
-        raise ConfigError(f"--journal {spec}: {exc}") from exc
+        raise journal_flag_error(spec, exc) from exc
+
+
+def journal_flag_error(spec: str, exc: JournalError) -> ConfigError:
+    """``--journal SPEC: why``, with a URL's password left out (it is not the user's to
+    see in a log, a terminal's scroll-back or a CI page)."""
+    return ConfigError(f"--journal {shown_spec(spec)}: {exc}")
+
+
+def shown_spec(spec: str) -> str:
+    """``spec`` as a message may show it: a ``postgresql://`` URL without its password."""
+    parts = urlsplit(spec)
+    if parts.scheme not in ("postgresql", "postgres") or parts.password is None:
+        return spec
+    host = parts.netloc.rpartition("@")[2]
+    user = f"{parts.username}@" if parts.username else ""
+    return urlunsplit(parts._replace(netloc=f"{user}{host}"))
 
 
 def journal_exists(spec: str) -> bool:
@@ -121,7 +139,7 @@ async def runs_command(args: argparse.Namespace, spec: str, stdout: TextIO) -> i
     if not journal_exists(spec):
         if args.journal is not None:  # asked for by name: a typo, most likely
             raise ConfigError(
-                f"--journal {spec}: no journal there (reading never creates one); check the "
+                f"--journal {shown_spec(spec)}: no journal there (reading never creates one); check the "
                 "path, or run a goal with it first"
             )
         return 0  # the default journal, not made yet: no runs

@@ -60,6 +60,7 @@ from regiment.cli._exit import (
     watch_signals,
 )
 from regiment.cli._journal_cmds import (
+    journal_flag_error,
     journal_read,
     journal_spec,
     runs_command,
@@ -203,7 +204,7 @@ async def _dispatch(
                         team, args, environ=environ, stderr=stderr, stop=interrupt
                     )
                 except JournalError as exc:  # it could not be opened: nothing was served
-                    return config_error(ConfigError(f"--journal {args.journal}: {exc}"), stderr)
+                    return config_error(journal_flag_error(args.journal, exc), stderr)
         config = _placed(_flags_agree(args), config)
         options = _run_options(args, config, stdin, stderr, environ)
     except ConfigError as exc:
@@ -322,7 +323,7 @@ async def _serve_mcp(
             stop=stop,
         )
     except JournalError as exc:  # it could not be opened: nothing was served
-        raise ConfigError(f"--journal {args.journal}: {exc}") from exc
+        raise journal_flag_error(args.journal, exc) from exc
     except RegimentError as exc:
         if isinstance(exc, ConfigError):
             raise

@@ -5,6 +5,7 @@ error: ...`` and it exits 2. ``approvals`` and ``approve`` said ``regiment: appr
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,21 @@ async def test_an_error_without_a_key_path_is_left_as_it_is(tmp_path: Path) -> N
     assert err == f"regiment: error: {team}: team 't' has two workers named billing; " + (
         "worker names must be unique\n"
     )
+
+
+@pytest.mark.parametrize("command", [["runs"], ["approvals"], ["show", "run-1"]])
+async def test_a_journal_urls_password_is_never_shown(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--journal URL: ...`` named the URL as given, password and all."""
+    with socket.socket() as probe:  # a port nothing listens on: the server is down
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"postgresql://ops:s3cret-pw@127.0.0.1:{port}/runs"
+    code, out, err = await run_cli(*command, "--journal", url)
+    said = capsys.readouterr().err + err
+    assert code == 2, said
+    assert said.splitlines()[-1].startswith(
+        f"regiment: error: --journal postgresql://ops@127.0.0.1:{port}/runs: "
+    )
+    assert "s3cret" not in said + out

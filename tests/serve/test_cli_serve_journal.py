@@ -78,12 +78,13 @@ async def test_a_postgresql_journal_whose_server_is_down_is_one_line_and_exit_2(
     code = await run_async(argv, stdout=io.StringIO(), stderr=err, environ={})
     assert code == 2
     (line,) = err.getvalue().splitlines()
+    shown = f"postgresql://postgres@127.0.0.1:{port}/runs"  # the password left out
     assert line.startswith(
-        f"regiment: error: journal postgresql://postgres@127.0.0.1:{port}/runs: connecting failed: "
+        f"regiment: error: --journal {shown}: journal {shown}: connecting failed: "
     )
     assert "Connection refused" in line
     assert line.endswith(
         "check that the server runs and takes connections at that address and that the "
         "URL's user, password and database are right, then try again"
     )
-    assert "hunter2" not in line
+    assert "hunter2" not in line  # nor in the --journal the line starts with
