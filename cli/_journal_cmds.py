@@ -44,6 +44,7 @@ __all__ = (
     "open_cli_journal",
     "runs_command",
     "show_command",
+    "shown_spec",
 )
 
 DEFAULT = Path(".regiment") / "journal.db"

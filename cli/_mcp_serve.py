@@ -37,6 +37,7 @@ from mcp.server.mcpserver import MCPServer as SDKServer
 from mcp.server.mcpserver.exceptions import ToolError as SDKToolError
 
 from regiment._signals import EXIT_INTERRUPTED, watch_signals
+from regiment.cli._journal_cmds import shown_spec
 from regiment.errors import ConfigError, LeaseLost, RegimentError
 from regiment.hierarchy import (
     CheckFailed,
@@ -171,9 +172,10 @@ def _elsewhere(message: str, journal: str | None) -> str:
     run by whom the journal's words name, and how to follow it (in this server's
     journal, which ``regiment show`` is pointed at)."""
     if journal is not None:
+        shown = shown_spec(journal)  # a URL's password is not the client's (nor its model's)
         message = re.sub(
             r"`regiment show (\S+)`",
-            lambda m: f"`regiment show {m[1]} --journal {journal}`",
+            lambda m: f"`regiment show {m[1]} --journal {shown}`",
             message,
         )
     return f"the run goes on elsewhere: {message}"
@@ -191,7 +193,7 @@ def _paused(result: RunResult, journal: str | None) -> str:
             "cannot go on; serve the team with `regiment mcp TEAM_FILE --journal runs.db` "
             "to decide them with `regiment approve` and finish the run with resume(run_id)"
         )
-    run_id = result.run_id
+    run_id, journal = result.run_id, shown_spec(journal)  # without a URL's password
     return (
         f"paused: run {run_id} waits for {len(pending)} approval(s): {calls}. A person "
         f"decides each with `regiment approve {run_id} REQUEST_ID --journal {journal}` (add "
