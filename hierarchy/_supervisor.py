@@ -239,6 +239,9 @@ def cut_nested(ref: ActorRef[PlannerMessage, None], channel: RunChannel, pausing
     (its planner, when idle, takes the ``CancelRun`` at once, see ``_handle_now``),
     so none of them starts a tool meanwhile; ``close_run`` winds it down after."""
     channel.pausing = pausing
+    # Its steps start no tool from now on, even while its planner is busy and has yet to
+    # take the CancelRun (then its workers wait for their cuts in their turn).
+    channel.fence.cut(None, PAUSING if pausing else "the step this run serves was cut")
     with contextlib.suppress(MailboxFull, ActorStopped):  # close_run sends it then
         ref.send_nowait(CancelRun(PAUSING) if pausing else CancelRun())
 
