@@ -29,7 +29,14 @@ from regiment.hierarchy import (
 from regiment.hierarchy._messages import CancelStep, WorkerMessage
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, ToolCallPart
 from regiment.telemetry import SpanCollector, Telemetry
-from regiment.tools import Tool, tool
+from regiment.tools import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Approve,
+    Tool,
+    Toolset,
+    tool,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -117,8 +124,9 @@ class BusyDesk:
     waits behind that mail (their actors are busy), and one of the two steps is woken
     before its actor, whichever order the event loop runs them in."""
 
-    def __init__(self, poke: Callable[[str], None]) -> None:
+    def __init__(self, poke: Callable[[str], None], *, at_approval: bool = False) -> None:
         self.poke = poke  # queue harmless mail for a worker: its actor is busy until it reads it
+        self.at_approval = at_approval  # the calls wait in approval, not in the model
         self.asked: dict[str, anyio.Event] = {"7": anyio.Event(), "8": anyio.Event()}
         self.answer: dict[str, anyio.Event] = {"7": anyio.Event(), "8": anyio.Event()}
         self.log: list[str] = []
@@ -148,8 +156,9 @@ class BusyDesk:
             order = request.worker[-1]
             if len(request.messages) > 1:
                 return "refunded"
-            self.asked[order].set()
-            await self.answer[order].wait()
+            if not self.at_approval:
+                self.asked[order].set()
+                await self.answer[order].wait()
             call = ToolCallPart(id="c1", name="issue_refund", arguments={"order": order})
             return ModelResponse(parts=(call,), stop_reason="tool_use", model="scripted")
         if request.role == "worker":
@@ -157,6 +166,13 @@ class BusyDesk:
             await self.asked["8"].wait()
             return "order 7 is not eligible" if "check" in request.messages[0].text else "flagged"
         return "order 7 was flagged"
+
+    async def approver(self, request: ApprovalRequest) -> ApprovalDecision:
+        """Approve a refund once the eligibility check has judged (``at_approval``)."""
+        order = str(request.arguments["order"])
+        self.asked[order].set()
+        await self.answer[order].wait()
+        return Approve()
 
 
 @pytest.mark.parametrize("nested", [False, True], ids=["worker", "nested-team"])
@@ -219,3 +235,53 @@ async def test_a_busy_worker_starts_no_tool_of_a_disproved_plan(
     for span in spans:
         assert span.attributes is not None
         assert span.attributes["error.type"] == "cancelled"
+
+
+async def test_a_call_approved_as_its_plan_is_disproved_does_not_run() -> None:
+    """A call waiting for its approval as the plan is disproved, approved right then:
+    the fence is read again once the decision is in, so its body never runs, though
+    the step's worker is busy and has yet to read the step's cut."""
+    refs: dict[str, ActorRef[WorkerMessage, None]] = {}
+
+    def poke(worker: str) -> None:
+        refs[worker].send_nowait(CancelStep(run_id="no-such-run"))
+
+    desk = BusyDesk(poke, at_approval=True)
+
+    @tool
+    async def issue_refund(order: str) -> str:
+        """Refund an order."""
+        desk.log.append(f"refund {order}")
+        return "refunded"
+
+    def payer(name: str) -> Worker:
+        tools = Toolset(name, [issue_refund], approver=desk.approver)
+        return Worker(
+            name=name,
+            description="refunds",
+            model=model,
+            tools=tools,
+            require_approval=["issue_refund"],
+        )
+
+    model = ScriptedModel(desk.brain)
+    team = Team(
+        name="refunds",
+        planner=Planner(model=model),
+        workers=[
+            Worker(name="clerk", description="checks and flags orders", model=model),
+            payer("payer7"),
+            payer("payer8"),
+        ],
+        checks={"eligible": Check(description="the order is eligible", predicate=desk.eligible)},
+    )
+    async with team.start() as running:
+        refs.update(running._spawner.runtime.worker_refs)  # (only to queue the mail)
+        result = await running.run("refund orders 7 and 8 if order 7 is eligible")
+
+    assert desk.log == ["judged s1"]  # approved, yet neither refund's body ran
+    assert result.status == "completed"
+    dropped = sorted(
+        (e.step_id, e.status) for e in result.events if isinstance(e, StaleReportDropped)
+    )
+    assert dropped == [("s2", "cancelled"), ("s3", "cancelled")]
