@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
 import anyio
 import anyio.to_thread
+from opentelemetry import trace
 
-__all__ = ("abandoned_tool_calls", "run_sync_abandonable")
+__all__ = ("LEFT_RUNNING_EVENT", "abandoned_tool_calls", "run_sync_abandonable")
+
+_log = logging.getLogger("regiment.tools")
+
+LEFT_RUNNING_EVENT = "regiment.tool.left_running"
+"""The event on a cancelled call's span whose sync body went on running in its thread."""
 
 # The sync tool bodies still running whose callers gave up (cancelled, timed out).
 _abandoned: set[_Gate[object]] = set()
@@ -57,12 +64,15 @@ class _Gate(Generic[T]):
                 _abandoned.discard(self)
                 self._thread = None
 
-    def abandon(self) -> None:
+    def abandon(self) -> bool:
+        """Let the caller go; whether the body was running (it goes on, unseen)."""
         with self._lock:
             self._open = False
-            if self._thread is not None:  # running: it goes on, unseen
-                with _abandoned_lock:
-                    _abandoned.add(self)  # type: ignore[arg-type]
+            if self._thread is None:
+                return False
+            with _abandoned_lock:
+                _abandoned.add(self)  # type: ignore[arg-type]
+            return True
 
 
 async def run_sync_abandonable(body: Callable[[], T]) -> T:
@@ -77,5 +87,21 @@ async def run_sync_abandonable(body: Callable[[], T]) -> T:
     try:
         return await anyio.to_thread.run_sync(gate.run, abandon_on_cancel=True)
     except anyio.get_cancelled_exc_class():
-        gate.abandon()
+        if gate.abandon():
+            _left_running(body)
         raise
+
+
+def _left_running(body: Callable[[], object]) -> None:
+    """Say that a cancelled call's body runs on: its span (the call's, current) would
+    read cancelled, as if the body had stopped, yet its side effects still happen."""
+    name = getattr(getattr(body, "func", body), "__name__", "a sync tool")
+    trace.get_current_span().add_event(LEFT_RUNNING_EVENT, {"code.function": name})
+    _log.warning(
+        "%s was cancelled while its body ran in a worker thread: Python cannot stop a "
+        "thread, so the body runs to its end unseen and its result is dropped "
+        "(abandoned_tool_calls() counts such bodies); make the tool async if it must "
+        "stop when its step is cut",
+        name,
+        extra={"tool_function": name},
+    )
