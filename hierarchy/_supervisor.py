@@ -255,6 +255,9 @@ async def close_run(
     """Cancel the run if it is still going, wait (``grace`` seconds at most) for it to
     wind down, stop its actor."""
     if ref.is_alive and not channel.done:
+        # No step of the run starts a tool from now on, whether or not its planner is
+        # free to take the CancelRun at once (it may be busy with a report, say).
+        channel.fence.cut(None, PAUSING if channel.pausing else "the run was cancelled")
         with anyio.move_on_after(grace), contextlib.suppress(ActorStopped):
             # waits if the mailbox is full of reports
             await ref.send(CancelRun(PAUSING) if channel.pausing else CancelRun())
