@@ -19,11 +19,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from regiment.actors import ActorRef
 from regiment.hierarchy import (
     Check,
+    Pass,
     Planner,
     StaleReportDropped,
     StepReport,
     Team,
     TeamWorker,
+    ToolCallSubject,
     Worker,
 )
 from regiment.hierarchy._messages import CancelStep, WorkerMessage
@@ -124,9 +126,9 @@ class BusyDesk:
     waits behind that mail (their actors are busy), and one of the two steps is woken
     before its actor, whichever order the event loop runs them in."""
 
-    def __init__(self, poke: Callable[[str], None], *, at_approval: bool = False) -> None:
+    def __init__(self, poke: Callable[[str], None], *, waits_in: str = "model") -> None:
         self.poke = poke  # queue harmless mail for a worker: its actor is busy until it reads it
-        self.at_approval = at_approval  # the calls wait in approval, not in the model
+        self.waits_in = waits_in  # where the refund call waits: "model", "approval", "guard"
         self.asked: dict[str, anyio.Event] = {"7": anyio.Event(), "8": anyio.Event()}
         self.answer: dict[str, anyio.Event] = {"7": anyio.Event(), "8": anyio.Event()}
         self.log: list[str] = []
@@ -156,7 +158,7 @@ class BusyDesk:
             order = request.worker[-1]
             if len(request.messages) > 1:
                 return "refunded"
-            if not self.at_approval:
+            if self.waits_in == "model":
                 self.asked[order].set()
                 await self.answer[order].wait()
             call = ToolCallPart(id="c1", name="issue_refund", arguments={"order": order})
@@ -168,11 +170,18 @@ class BusyDesk:
         return "order 7 was flagged"
 
     async def approver(self, request: ApprovalRequest) -> ApprovalDecision:
-        """Approve a refund once the eligibility check has judged (``at_approval``)."""
-        order = str(request.arguments["order"])
+        """Approve a refund once the eligibility check has judged."""
+        await self._judged(str(request.arguments["order"]))
+        return Approve()
+
+    async def guard(self, call: ToolCallSubject) -> Pass:
+        """Let a refund through once the eligibility check has judged."""
+        await self._judged(str(call.arguments["order"]))
+        return Pass()
+
+    async def _judged(self, order: str) -> None:
         self.asked[order].set()
         await self.answer[order].wait()
-        return Approve()
 
 
 @pytest.mark.parametrize("nested", [False, True], ids=["worker", "nested-team"])
@@ -237,16 +246,17 @@ async def test_a_busy_worker_starts_no_tool_of_a_disproved_plan(
         assert span.attributes["error.type"] == "cancelled"
 
 
-async def test_a_call_approved_as_its_plan_is_disproved_does_not_run() -> None:
-    """A call waiting for its approval as the plan is disproved, approved right then:
-    the fence is read again once the decision is in, so its body never runs, though
-    the step's worker is busy and has yet to read the step's cut."""
+@pytest.mark.parametrize("waits_in", ["approval", "guard"])
+async def test_a_call_let_through_as_its_plan_is_disproved_does_not_run(waits_in: str) -> None:
+    """A call waiting for its approval (or its tool_call guard) as the plan is disproved,
+    let through right then: the fence is read again once the decision is in, so its
+    body never runs, though the step's worker is busy and has yet to read its cut."""
     refs: dict[str, ActorRef[WorkerMessage, None]] = {}
 
     def poke(worker: str) -> None:
         refs[worker].send_nowait(CancelStep(run_id="no-such-run"))
 
-    desk = BusyDesk(poke, at_approval=True)
+    desk = BusyDesk(poke, waits_in=waits_in)
 
     @tool
     async def issue_refund(order: str) -> str:
@@ -255,6 +265,15 @@ async def test_a_call_approved_as_its_plan_is_disproved_does_not_run() -> None:
         return "refunded"
 
     def payer(name: str) -> Worker:
+        if waits_in == "guard":
+            guards = {"issue_refund": [desk.guard]}
+            return Worker(
+                name=name,
+                description="refunds",
+                model=model,
+                tools=[issue_refund],
+                tool_guardrails=guards,
+            )
         tools = Toolset(name, [issue_refund], approver=desk.approver)
         return Worker(
             name=name,
@@ -279,7 +298,7 @@ async def test_a_call_approved_as_its_plan_is_disproved_does_not_run() -> None:
         refs.update(running._spawner.runtime.worker_refs)  # (only to queue the mail)
         result = await running.run("refund orders 7 and 8 if order 7 is eligible")
 
-    assert desk.log == ["judged s1"]  # approved, yet neither refund's body ran
+    assert desk.log == ["judged s1"]  # let through, yet neither refund's body ran
     assert result.status == "completed"
     dropped = sorted(
         (e.step_id, e.status) for e in result.events if isinstance(e, StaleReportDropped)
