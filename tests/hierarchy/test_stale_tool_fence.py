@@ -238,8 +238,8 @@ async def test_a_busy_worker_starts_no_tool_of_a_disproved_plan(
     # and an execute_tool span that says the call did not run, and why.
     held = [r for r in caplog.records if "not starting issue_refund" in r.getMessage()]
     spans = [s for s in collector.spans() if s.name == "execute_tool issue_refund"]
-    assert len(held) == len(spans) <= 2, (len(held), len(spans))
-    assert held or nested  # (a team's step may be reached by its run's cut first)
+    assert len(spans) <= 2
+    assert spans or nested  # (a team's step may be reached by its own run's cut first)
     for record in held:
         assert "plan v1 is over: plan v1 is being replaced" in record.getMessage()
     for span in spans:
