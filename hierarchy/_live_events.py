@@ -14,6 +14,7 @@ from typing import Protocol, final
 
 import anyio
 
+from regiment.hierarchy._fence import StepFence
 from regiment.hierarchy._text import valid_text
 from regiment.hierarchy.events import Event, TextDelta, ToolCallFinished, ToolCallStarted
 from regiment.models import DeltaHandler, ModelRequest, PartDelta, TextPartDelta, ToolCallPart
@@ -93,6 +94,8 @@ class LiveChannel(Protocol):
     """A run's event channel as live events see it (``RunChannel`` is one)."""
 
     streaming: bool
+    # Which of the run's steps may still start a tool (its planner moves it, see StepFence).
+    fence: StepFence
 
     def live(self, event: Event) -> None:
         """Deliver a live event to the run's reader."""

@@ -61,6 +61,7 @@ async def open_nested(
     deps = None if above is None or above.calls is None else above.calls.deps
     if journal is None:  # not journaled: a new run, as always
         async with child._open(goal, allowance, streaming=False, deps=deps, parent=parent) as pair:
+            _fenced_above(pair[0], above, parent)
             yield pair
         return
     run_id = nested_run_id(parent.run_id, parent.plan_version, parent.step_id, attempt)
@@ -93,12 +94,21 @@ async def open_nested(
         )
         async with opened as pair:
             started = True
+            _fenced_above(pair[0], above, parent)
             yield pair
     except BaseException:
         if not started:  # cut before the run began (cancelled): let go of its lease now
             with anyio.CancelScope(shield=True), contextlib.suppress(JournalError):
                 await nested.close()
         raise
+
+
+def _fenced_above(channel: RunChannel, above: RunChannel | None, parent: StepAt) -> None:
+    """The nested run's steps start no tool once the run above has fenced the step it
+    serves (``StepFence.above``): set before any of them can reach a tool (its planner
+    has yet to plan)."""
+    if above is not None:
+        channel.fence.above = (above.fence, parent.plan_version)
 
 
 async def _entries(journal: RunJournal, run_id: str) -> tuple[Entry, ...]:

@@ -239,6 +239,9 @@ def cut_nested(ref: ActorRef[PlannerMessage, None], channel: RunChannel, pausing
     (its planner, when idle, takes the ``CancelRun`` at once, see ``_handle_now``),
     so none of them starts a tool meanwhile; ``close_run`` winds it down after."""
     channel.pausing = pausing
+    # Its steps start no tool from now on, even while its planner is busy and has yet to
+    # take the CancelRun (then its workers wait for their cuts in their turn).
+    channel.fence.cut(None, PAUSING if pausing else "the step this run serves was cut")
     with contextlib.suppress(MailboxFull, ActorStopped):  # close_run sends it then
         ref.send_nowait(CancelRun(PAUSING) if pausing else CancelRun())
 
@@ -252,6 +255,9 @@ async def close_run(
     """Cancel the run if it is still going, wait (``grace`` seconds at most) for it to
     wind down, stop its actor."""
     if ref.is_alive and not channel.done:
+        # No step of the run starts a tool from now on, whether or not its planner is
+        # free to take the CancelRun at once (it may be busy with a report, say).
+        channel.fence.cut(None, PAUSING if channel.pausing else "the run was cancelled")
         with anyio.move_on_after(grace), contextlib.suppress(ActorStopped):
             # waits if the mailbox is full of reports
             await ref.send(CancelRun(PAUSING) if channel.pausing else CancelRun())

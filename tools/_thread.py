@@ -11,10 +11,20 @@ from typing import Generic, TypeVar
 import anyio
 import anyio.from_thread
 import anyio.to_thread
+from opentelemetry import trace
 
-__all__ = ("HeldTokens", "abandoned_tool_calls", "held_tokens", "run_sync_abandonable")
+__all__ = (
+    "LEFT_RUNNING_EVENT",
+    "HeldTokens",
+    "abandoned_tool_calls",
+    "held_tokens",
+    "run_sync_abandonable",
+)
 
 _log = logging.getLogger("regiment.tools")
+
+LEFT_RUNNING_EVENT = "regiment.tool.left_running"
+"""The event on a cancelled call's span whose sync body went on running in its thread."""
 
 
 class HeldTokens:
@@ -138,6 +148,23 @@ async def run_sync_abandonable(body: Callable[[], T]) -> T:
         raise carried.raised from None
     except anyio.get_cancelled_exc_class():
         held = held_tokens.get()
-        if gate.abandon(None if held is None else held.release_from_thread) and held:
-            held.kept = True  # the body keeps its call's tokens until it ends
+        if gate.abandon(None if held is None else held.release_from_thread):
+            _left_running(body)
+            if held:
+                held.kept = True  # the body keeps its call's tokens until it ends
         raise
+
+
+def _left_running(body: Callable[[], object]) -> None:
+    """Say that a cancelled call's body runs on: its span (the call's, current) would
+    read cancelled, as if the body had stopped, yet its side effects still happen."""
+    name = getattr(getattr(body, "func", body), "__name__", "a sync tool")
+    trace.get_current_span().add_event(LEFT_RUNNING_EVENT, {"code.function": name})
+    _log.warning(
+        "%s was cancelled while its body ran in a worker thread: Python cannot stop a "
+        "thread, so the body runs to its end unseen and its result is dropped "
+        "(abandoned_tool_calls() counts such bodies); make the tool async if it must "
+        "stop when its step is cut",
+        name,
+        extra={"tool_function": name},
+    )

@@ -104,7 +104,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
         self._team = team
         self._journal = channel.journal or UNJOURNALED  # one place for the no-journal case
         trace = RunTrace(team.telemetry, run_span)
-        dispatcher = Dispatcher(team, run_id, trace.headers)
+        dispatcher = Dispatcher(team, run_id, trace.headers, channel.fence)
         self._book = RunBook(run_id, goal, team, channel, trace, dispatcher)
         self._guards = RunGuards(*team.outcome_guards, trace, goal, GuardLog())
         lender = channel.lender or channel.supervisor  # who runs the calls: not the planner

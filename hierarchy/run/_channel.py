@@ -13,6 +13,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from regiment.errors import RunError
 from regiment.hierarchy._clock import RunClock
+from regiment.hierarchy._fence import StepFence
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy.events import Event, RunCompleted, RunFailed
 
@@ -68,6 +69,9 @@ class RunChannel:
     # A nested run's: cut its steps at once (``pausing``: for a pause), when the step
     # it serves is cut; None for a top-level run.
     cut: Callable[[bool], None] | None = None
+    # Which of its steps may still start a tool: moved by its planner as it decides a plan
+    # is over (``Dispatcher.cancel_all``), read by its in-process steps before each tool.
+    fence: StepFence = field(default_factory=StepFence)
 
     @classmethod
     def open(

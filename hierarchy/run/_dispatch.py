@@ -15,6 +15,7 @@ from typing import final
 from regiment.actors import ActorContext, ActorRef
 from regiment.errors import ActorStopped, MailboxFull
 from regiment.hierarchy._budget import BudgetLedger, BudgetLimit
+from regiment.hierarchy._fence import StepFence
 from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.run._changes import RunChange, StepSent
@@ -33,10 +34,18 @@ _NONE_RUNNING: dict[str, int] = {}
 class Dispatcher:
     """The steps of one run that are in flight, and the ones waiting to go."""
 
-    def __init__(self, team: TeamRuntime, run_id: str, headers: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        team: TeamRuntime,
+        run_id: str,
+        headers: Mapping[str, str],
+        fence: StepFence | None = None,
+    ) -> None:
         self._team = team
         self._run_id = run_id
         self._headers = headers
+        # What the run's in-process steps look at before they start a tool (its channel's).
+        self.fence = StepFence() if fence is None else fence
         self.inflight: dict[tuple[int, str, int], str] = {}  # (version, step, attempt) -> worker
         # inflight's step ids per plan version, with how many attempts of each are out
         self._running: dict[int, dict[str, int]] = {}
@@ -152,7 +161,11 @@ class Dispatcher:
             running[step_id] -= 1
 
     def cancel_all(self, ctx: ActorContext[PlannerMessage, None], reason: str) -> None:
-        """Ask every worker with a step of this run in flight to cancel it."""
+        """Fence every step of this run sent so far, now: none of them starts a tool
+        from here on, even while its worker is busy (``StepFence``); then ask every
+        worker with a step of this run in flight to cancel it."""
+        sent = max((version for version, _, _ in self.inflight), default=0)
+        self.fence.cut(max(sent, self._version), reason)
         message = CancelStep(run_id=self._run_id, reason=reason)
         for worker in set(self.inflight.values()):
             ref = self._team.worker_refs[worker]

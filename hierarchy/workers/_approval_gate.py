@@ -18,7 +18,9 @@ import msgspec
 
 from regiment.hierarchy._approvals import ApprovalDesk, StepAt, decision_name, request_id_for
 from regiment.hierarchy._messages import AssignStep
+from regiment.hierarchy.workers._not_run import held_back
 from regiment.hierarchy.workers._progress import StepProgress
+from regiment.models import ToolCallPart
 from regiment.telemetry import Telemetry
 from regiment.telemetry import semconv as sc
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Toolset
@@ -105,12 +107,18 @@ class ApprovalGate:
                 call_index=call_index,
                 expires_at=expires,
             )
+            decided: Callable[[], Awaitable[ApprovalDecision]]
             with desk.waiting(at), _deciding(progress):
                 if policy is not None:
-                    asked = functools.partial(desk.ask, request, policy)
-                    return await self._decided(request, progress, asked)
-                waited = functools.partial(desk.wait, request, tool, at, progress)
-                return await self._decided(request, progress, waited)
+                    decided = functools.partial(desk.ask, request, policy)
+                else:
+                    decided = functools.partial(desk.wait, request, tool, at, progress)
+                decision = await self._decided(request, progress, decided)
+            if progress is not None and progress.fenced(assign.plan_version):
+                # Its plan ended while the call waited (a replan, say): the body never runs.
+                call = ToolCallPart(id=request.call_id, name=tool_name, arguments=request.arguments)
+                await held_back(progress, assign, (call,), None, toolset)
+            return decision
 
         return wait
 

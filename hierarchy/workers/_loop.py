@@ -27,6 +27,7 @@ from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.workers._approval_gate import Approvals
 from regiment.hierarchy.workers._empty_reply import answered, ask_again
 from regiment.hierarchy.workers._journal_calls import JournaledCaller, StepCalls
+from regiment.hierarchy.workers._not_run import held_back, not_run
 from regiment.hierarchy.workers._progress import StepProgress
 from regiment.hierarchy.workers._siblings import SiblingCalls
 from regiment.hierarchy.workers._tool_span import traced_call
@@ -41,7 +42,7 @@ from regiment.models import (
 )
 from regiment.telemetry import Telemetry
 from regiment.telemetry import semconv as sc
-from regiment.tools import OnToolError, ToolDefinition, ToolResult, Toolset
+from regiment.tools import Approver, OnToolError, ToolDefinition, ToolResult, Toolset
 
 __all__ = ("StepProgress", "opening", "run_tool_loop")
 
@@ -79,8 +80,8 @@ async def _call_tools(
 ) -> tuple[list[ToolResultPart], bool]:
     """Run one response's tool calls at the same time; results keep the call order.
     Also says whether any of them failed (only then are the failures looked at)."""
-    if progress.stopped:  # cut as its model answered (a replan, say): no tool may start
-        await _stop_here()
+    if progress.fenced(assign.plan_version):  # its plan is over (a replan, say): no tool
+        await held_back(progress, assign, calls, telemetry, toolset)
     results: list[ToolResult | None] = [None] * len(calls)
     limit = assign.allowance.tool_calls
     traced = telemetry.tracing  # untraced: no span to open, nothing to record on one
@@ -92,7 +93,8 @@ async def _call_tools(
         approver = siblings.held(approver) if siblings is not None else approver
         if guards is None:
             return await journaled.tool(toolset, first + index, call, approver)
-        run = functools.partial(journaled.tool, toolset, first + index, approver=approver)
+        at = (assign, first + index)
+        run = functools.partial(_fenced_tool, journaled, toolset, at, approver, progress)
         tool = toolset.get(call.name)
         with judging_within(step_purse(assign.allowance, progress)):
             return await guards.call_tool(call, assign.step.id, progress, run, tool)
@@ -124,7 +126,7 @@ async def _call_tools(
             for index in range(allowed):
                 tg.start_soon(siblings.run, one, index, calls[index])
     if allowed < len(calls):  # refused below: none of them runs, yet the trace shows them
-        _not_run(telemetry, toolset, calls[allowed:], "budget_exhausted", _over_share(limit))
+        not_run(telemetry, toolset, calls[allowed:], "budget_exhausted", _over_share(limit))
     return _collect(calls, results, limit, progress)
 
 
@@ -179,25 +181,6 @@ def _refused(
 
 def _over_share(limit: int | None) -> str:
     return f"not run: this step's tool call allowance of {limit} is used up"
-
-
-def _not_run(
-    telemetry: Telemetry,
-    toolset: Toolset,
-    calls: tuple[ToolCallPart, ...],
-    error_type: str,
-    text: str,
-) -> None:
-    """An ``execute_tool`` span for each call the model asked for that is not run (its
-    reply was cut off, its step's share of tool calls is used up): the trace shows the
-    call, with ``error.type`` saying why it did not run. The tool is not touched."""
-    if not telemetry.tracing:
-        return
-    recorder = telemetry.recorder
-    for call in calls:
-        with telemetry.tool_span(call.name, call.id, agent_name=toolset.name) as span:
-            recorder.tool_arguments(span, call.arguments)
-            recorder.tool_outcome(span, error_type, error_type=error_type, description=text)
 
 
 # A cut reply may end inside a call's arguments, which a provider may read leniently
@@ -343,7 +326,7 @@ def _cut_off(
 ) -> tuple[list[ToolResultPart], bool]:
     """A reply cut at its length limit: none of its calls run (the last one's arguments
     may be cut short); each gets a ``cut_off`` error result."""
-    _not_run(telemetry, toolset, calls, "cut_off", _CUT_OFF)
+    not_run(telemetry, toolset, calls, "cut_off", _CUT_OFF)
     return [_refused(c, progress, _CUT_OFF, "cut_off") for c in calls], True
 
 
@@ -355,6 +338,22 @@ def _capped(
         f"worker '{worker}' reached its cap of {max_iterations} model calls without a final answer"
     )
     return progress.report(assign, worker, "iteration_limit", error=cap)
+
+
+async def _fenced_tool(
+    journaled: StepCalls,
+    toolset: Toolset,
+    at: tuple[AssignStep, int],
+    approver: Approver | None,
+    progress: StepProgress,
+    call: ToolCallPart,
+) -> ToolResult:
+    """Run call number ``at[1]`` once its guards let it through, unless the step's plan
+    was fenced (or the step cut) while they judged it."""
+    assign, index = at
+    if progress.fenced(assign.plan_version):
+        await held_back(progress, assign, (call,), None, toolset)
+    return await journaled.tool(toolset, index, call, approver)
 
 
 async def _stop_here() -> None:

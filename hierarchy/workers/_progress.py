@@ -7,6 +7,7 @@ from contextlib import contextmanager
 
 import anyio
 
+from regiment.hierarchy._fence import StepFence
 from regiment.hierarchy._messages import (
     AssignStep,
     BudgetLimit,
@@ -47,6 +48,9 @@ class StepProgress:
     # A step served by a nested run: cuts that run's steps at once when this one is
     # cut (``pausing``: by its run's pause).
     on_cut: Callable[[bool], None] | None = None
+    # Its run's fence (set by its worker, from the run's channel): moved by the planner as
+    # it decides the step's plan is over, before the step's cut reaches a busy worker.
+    fence: StepFence | None = None
 
     # Calls of the step waiting for a decision (a human's on the desk, an in-process
     # approver's): its step_timeout stands still meanwhile, as the run's wall clock does.
@@ -66,6 +70,12 @@ class StepProgress:
     def __init__(self) -> None:
         self.outcomes: list[ToolOutcome] = []
         self.guard_notes: list[GuardNote] = []
+
+    def fenced(self, version: int) -> bool:
+        """Whether its planner has fenced plan version ``version`` (or cut the step):
+        it must start no tool. Read before every tool starts."""
+        fence = self.fence
+        return self.stopped or (fence is not None and fence.holding(version) is not None)
 
     def working(self) -> bool:
         """Whether a call of the step works while others may wait for decisions."""

@@ -361,12 +361,15 @@ class RayWorkerActor(StepActor):
         """Run the step on a replica, under this step's ``invoke_agent`` span."""
         links, name = self._links, self._worker.name
         run = links.runs(assign.run_id) if links.runs is not None else None
+        channel = links.channels.get(assign.run_id)
+        if channel is not None:  # the run's fence: no ack for a tool once a plan is over
+            progress.fence = channel.fence
         conduit = StepConduit(
             assign,
             self._worker.toolset if self._tools is None else self._tools.current(),
             progress,
             run,
-            live_sink(links.channels.get(assign.run_id), assign.run_id, name),
+            live_sink(channel, assign.run_id, name),
             links.approvals,
             self._deps(run),
             worker=name,

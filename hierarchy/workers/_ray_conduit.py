@@ -154,10 +154,12 @@ class StepConduit:
 
     async def _recorded(self, recorded: CallRecorded, ack: Ack) -> None:
         record, progress = recorded.record, self._progress
-        if progress.stopped and type(record) is ToolIntentRecord:
-            # Cut (a replan, the run's end) as its replica asked to start a tool, which
-            # waits for this ack: it is never given, the step's cancel goes to the replica.
+        if type(record) is ToolIntentRecord and progress.fenced(record.plan_version):
+            # Cut, or its plan fenced (a replan, the run's end), as its replica asked to
+            # start a tool, which waits for this ack: it is never given; the step's cut
+            # (on its way, if its worker is busy) sends the cancel to the replica.
             await anyio.lowlevel.checkpoint_if_cancelled()
+            await anyio.sleep_forever()
         if self._run is not None:
             await self._run.append(record, durable=recorded.seq > 0)
         match record:

@@ -274,6 +274,8 @@ class WorkerActor(StepActor):
         worker = self._worker
         run_id = assign.run_id
         channel = self._channels.get(run_id) if self._channels else None
+        if channel is not None:  # the run's fence: its planner moves it as a plan ends
+            progress.fence = channel.fence
         return await run_tool_loop(
             worker=worker.name,
             description=worker.description,

@@ -10,6 +10,7 @@ from collections.abc import Awaitable
 import anyio
 import pytest
 
+from regiment.hierarchy._fence import StepFence
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._ray_conduit import StepConduit
 from regiment.hierarchy.workers._wire import CallRecorded, encode
@@ -55,3 +56,24 @@ async def test_an_intent_is_acked_unless_its_step_was_cut(cut: bool) -> None:
         await conduit.drain(_IntentArrives(), ack)
     assert acked == ([] if cut else [1])
     assert progress.tool_calls == (0 if cut else 1)
+
+
+async def test_an_intent_of_a_fenced_plan_waits_for_its_cut_unacked() -> None:
+    """Its plan fenced (the planner decided; the step's cut not yet read by its busy
+    worker): the intent gets no ack while the cut is on its way, nor after it."""
+    acked: list[int] = []
+
+    async def ack(seq: int, payload: bytes) -> None:
+        acked.append(seq)
+
+    progress = StepProgress()
+    progress.fence = StepFence()
+    progress.fence.cut(ASSIGN.plan_version, "plan v1 is being replaced")
+    conduit = StepConduit(ASSIGN, Toolset("payer"), progress)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(conduit.drain, _IntentArrives(), ack)
+        await anyio.wait_all_tasks_blocked()
+        assert acked == []  # it waits: on the old tree, the replica was told to go
+        tg.cancel_scope.cancel()  # the step's cut arrives
+    assert acked == []
+    assert progress.tool_calls == 0

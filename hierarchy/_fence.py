@@ -1,0 +1,62 @@
+"""One run's stale-step fence: which of its steps may still start a tool.
+
+The planner decides in its own turn that a plan is over (a check disproved it and
+it replans, the run pauses, is cancelled, or ends), and then sends each worker
+with a step in flight a ``CancelStep``. That message reaches a busy worker only
+when its actor reads its mail; meanwhile a step whose model has just answered
+would start the tools it asked for, for a plan that is over. So the run also
+holds this fence, which its in-process steps see by reference (through their
+run's channel): the planner moves it the moment it decides, in its own task, and
+a step's tool loop looks at it before it starts any tool. The messages then only
+wind the steps down.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import final
+
+__all__ = ("StepFence",)
+
+_ALL = sys.maxsize  # no plan version of the run may start a tool any more
+
+
+@final
+class StepFence:
+    """The plan versions of one run whose steps may still start a tool.
+
+    A nested run's fence also holds when the fence of the run above holds the step
+    the nested run serves (``above``): a cut there reaches the nested run's steps at
+    once, whatever the nested team's planner and workers are busy with.
+
+    Attributes:
+        below: steps of a plan version below this start no tool (0: none is fenced).
+        why: why the planner fenced them (the cut's reason), for the logs.
+        above: a nested run's: the fence of the run above, and the plan version of the
+            step the nested run serves.
+    """
+
+    __slots__ = ("above", "below", "why")
+
+    def __init__(self) -> None:
+        self.below = 0
+        self.why = ""
+        self.above: tuple[StepFence, int] | None = None
+
+    def cut(self, version: int | None, why: str) -> None:
+        """Fence the steps of ``version`` and older (``None``: every step, now and later)."""
+        below = _ALL if version is None else version + 1
+        if below > self.below:
+            self.below, self.why = below, why
+
+    def holding(self, version: int) -> StepFence | None:
+        """The fence (this one, or one above it) that holds a step of plan version
+        ``version``: it must start no tool; ``None`` if none does."""
+        fence: StepFence | None = self
+        while fence is not None:
+            if version < fence.below:
+                return fence
+            if fence.above is None:
+                return None
+            fence, version = fence.above
+        return None
