@@ -16,7 +16,13 @@ from typing import Protocol, final
 import anyio
 import msgspec
 
-from regiment.hierarchy._approvals import ApprovalDesk, StepAt, decision_name, request_id_for
+from regiment.hierarchy._approvals import (
+    ApprovalDesk,
+    StepAt,
+    ask_policy,
+    decision_name,
+    request_id_for,
+)
 from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy.workers._progress import StepProgress
 from regiment.telemetry import Telemetry
@@ -107,7 +113,7 @@ class ApprovalGate:
             )
             with desk.waiting(at), _deciding(progress):
                 if policy is not None:
-                    asked = functools.partial(desk.ask, request, policy)
+                    asked = functools.partial(ask_policy, desk, request, policy)
                     return await self._decided(request, progress, asked)
                 waited = functools.partial(desk.wait, request, tool, at, progress)
                 return await self._decided(request, progress, waited)
