@@ -90,6 +90,9 @@ class StepConduit:
         self._responses: dict[str, ModelResponse] = {}
         self._intents: dict[ToolKey, ToolIntentRecord] = {}
         self._results: dict[ToolKey, ToolResultRecord] = {}
+        # Calls decided to run whose result has not come back: their bodies work on the
+        # replica, so the step is not just waiting (see _progress.StepProgress.calls_working).
+        self._working: set[int] = set()
         if run is not None and not run.replay.empty:
             self._journaled(run.replay)
 
@@ -120,16 +123,20 @@ class StepConduit:
         """
         failures: list[Exception] = []
         report: StepReport | None = None
-        async with anyio.create_task_group() as tg:
-            try:
-                async for item in messages:
-                    for message in decode_messages(await item):
-                        report = await self._take(message, ack, failures, tg) or report
-                    if report is not None:
-                        break
-            except Exception as exc:  # not grouped: the caller translates Ray's errors
-                failures.append(exc)
-            tg.cancel_scope.cancel()  # approval waits of a step that has ended
+        try:
+            async with anyio.create_task_group() as tg:
+                try:
+                    async for item in messages:
+                        for message in decode_messages(await item):
+                            report = await self._take(message, ack, failures, tg) or report
+                        if report is not None:
+                            break
+                except Exception as exc:  # not grouped: the caller translates Ray's errors
+                    failures.append(exc)
+                tg.cancel_scope.cancel()  # approval waits of a step that has ended
+        finally:  # the step has ended on its replica (or is given up): no call works
+            self._progress.calls_working -= len(self._working)
+            self._working.clear()
         if failures:
             raise failures[0]
         return report
@@ -172,12 +179,29 @@ class StepConduit:
                 self._results[(record.plan_version, record.step_id, record.call_index)] = record
         if recorded.seq:
             await ack(recorded.seq, b"")
+        if type(record) is ToolResultRecord and record.call_index in self._working:
+            await self._stopped_working(record.call_index)
+
+    async def _stopped_working(self, call_index: int) -> None:
+        """A decided call's body is done on the replica: as an in-process step's calls
+        do, if only waits for decisions are left in the step, its run looks again."""
+        self._working.discard(call_index)
+        progress = self._progress
+        progress.calls_working -= 1
+        if not progress.working() and progress.recheck is not None:
+            await progress.recheck()
 
     async def _decide(
         self, asked: ApprovalAsked, ack: Ack, failures: list[Exception], scope: anyio.CancelScope
     ) -> None:
         try:
-            await ack(asked.seq, encode(await self._decision(asked)))
+            decision = await self._decision(asked)
+            if not isinstance(decision, Deny):
+                # Counted before the replica hears of it (and before the desk's count of
+                # the call being woken has gone): a pause must not cut its body halfway.
+                self._working.add(asked.call_index)
+                self._progress.calls_working += 1
+            await ack(asked.seq, encode(decision))
         except Exception as exc:  # the approver's (application code) or Ray's: the step fails
             failures.append(exc)
             scope.cancel()
