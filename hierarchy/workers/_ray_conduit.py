@@ -77,8 +77,11 @@ class StepConduit:
         deps: bytes | None = None,
         *,
         worker: str = "",
+        catch_up: Callable[[int], Awaitable[Toolset]] | None = None,
     ) -> None:
         self.worker = worker  # the worker the step is for (a pool's replica hosts several)
+        self.replica = -1  # the replica the step runs on (set as it is sent there)
+        self._catch_up = catch_up  # the tools once that replica's MCP lists are caught up
         self._assign = assign
         self._toolset = toolset
         self._progress = progress
@@ -208,6 +211,9 @@ class StepConduit:
 
     async def _decision(self, asked: ApprovalAsked) -> ApprovalDecision:
         tool = asked.request.tool_name
+        if self._toolset.get(tool) is None and self._catch_up is not None and self.replica >= 0:
+            # A tool the replica's MCP servers added since this step began here.
+            self._toolset = await self._catch_up(self.replica)
         approvals = self._approvals
         approver = (
             None
@@ -217,10 +223,7 @@ class StepConduit:
             )
         )
         if approver is None:
-            return Deny(
-                reason=f"tool '{tool}' needs approval on the Ray replica but not in the "
-                "team's process; build the worker the same way in both (Ray(build=...))"
-            )
+            return Deny(reason=_not_here(tool, self._toolset))
         return await ask_approver(approver, asked.request)
 
     def _journaled(self, replay: Replay) -> None:
@@ -230,3 +233,18 @@ class StepConduit:
         self._responses = {k: r for k, r in replay.responses.items() if k.startswith(prefix)}
         self._intents = {k: r for k, r in replay.intents.items() if k[:2] == (version, step_id)}
         self._results = {k: r for k, r in replay.results.items() if k[:2] == (version, step_id)}
+
+
+def _not_here(tool: str, toolset: Toolset) -> str:
+    """Why a call the replica asks approval for is denied in the team's process."""
+    if toolset.get(tool) is None:
+        return (
+            f"tool '{tool}' needs approval on the Ray replica, but the team's process does "
+            f"not know it, nor did the replica's MCP servers list it when asked (the tools "
+            f"known here: {', '.join(toolset.names) or '(none)'}); build the worker the "
+            "same way in both (Ray(build=...))"
+        )
+    return (
+        f"tool '{tool}' needs approval on the Ray replica but not in the team's process; "
+        "build the worker the same way in both (Ray(build=...))"
+    )
