@@ -61,12 +61,13 @@ class PausesForApprovals:
             await self._on_report(news)
             if self._book.approvals.pending:
                 self._withdraw_left(news)
-            desk, run_id = self._book.channel.desk, self._book.run_id
-            if desk is not None and desk.nested_waits.nested(run_id):
+            channel = self._book.channel
+            desk = channel.desk
+            if desk is not None and channel.in_flight is not None:  # a nested run's
                 await self._withdraw_nested(desk, news)
                 # (no call waits: no news; a top-level run looks again below anyway)
                 if desk.nested_waits.waiting:
-                    await desk.recheck(StepAt(run_id, 0, ""))
+                    await desk.recheck(StepAt(self._book.run_id, 0, ""))
         elif not isinstance(news, NestedStalled):
             self._on_approval(news)
         self._pause_if_stalled()
