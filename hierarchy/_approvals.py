@@ -129,16 +129,17 @@ class ApprovalDesk:
         self._parents[run_id] = parent
         self.nested_waits.link(run_id, parent, inflight)
 
-    def close_run(self, run_id: str) -> None:
+    def close_run(self, run_id: str, *, paused: bool = False) -> None:
         """The run ended: its decided requests are forgotten, and so are its undecided
-        ones when a journal keeps them for a resume (else a bounded few stay listed)."""
+        ones unless it ``paused`` with no journal to keep them for a resume (then a
+        bounded few stay listed); a run that ended otherwise (cancelled) takes none."""
         top = self._planners.pop(run_id, None) is not None
         self._pausing.discard(run_id)
         self._parents.pop(run_id, None)
         self.nested_waits.unlink(run_id)
         self.clocks.pop(run_id, None)
         if top:
-            self._entries.end_run(run_id, keep_undecided=self.journal is None)
+            self._entries.end_run(run_id, keep_undecided=paused and self.journal is None)
             self.nested_calls.forget(run_id)
 
     def top(self, at: StepAt) -> StepAt:
