@@ -57,6 +57,8 @@ class Pending:
     deciding: anyio.Event | None = None  # set while a decision is being recorded
     at: tuple[str, int, str] | None = None  # the step (maybe nested) that waits on it now
     calls: StepCalls | None = None  # that step's calls, while one waits on this request
+    step: tuple[str, int, str] | None = None  # the step (maybe nested) that asked it
+    cut: bool = False  # its step ended while a decision was being recorded: tell the run
 
 
 @final
@@ -130,11 +132,30 @@ class Entries:
         if entry is None:
             return decision, "", False
         if entry.deciding is not None:
+            entry.cut = True  # the decision's ``settle`` tells the run
             return None
         if entry.decision is None:
             entry.decision = decision
             return decision, "", False
         return entry.decision, entry.by, entry.journaled
+
+    def withdraw_step(
+        self, run_id: str, step: tuple[str, int, str], decision: Deny
+    ) -> list[Pending]:
+        """``step`` (of a run nested in top-level run ``run_id``) ended without its pending
+        requests while its run goes on: each is decided ``decision``; the ones so decided
+        (one whose decision is being recorded is left to it, marked ``cut``)."""
+        withdrawn: list[Pending] = []
+        for request_id in self._runs.get(run_id, ()):
+            entry = self._all.get(request_id)
+            if entry is None or entry.step != step or entry.decision is not None:
+                continue
+            if entry.deciding is not None:
+                entry.cut = True
+                continue
+            entry.decision = decision
+            withdrawn.append(entry)
+        return withdrawn
 
     def values(self) -> Iterator[Pending]:
         """Every entry, oldest first."""

@@ -50,6 +50,7 @@ __all__ = (
     "NestedStalled",
     "Notice",
     "StepAt",
+    "ask_policy",
     "decision_name",
     "request_id_for",
 )
@@ -128,16 +129,17 @@ class ApprovalDesk:
         self._parents[run_id] = parent
         self.nested_waits.link(run_id, parent, inflight)
 
-    def close_run(self, run_id: str) -> None:
+    def close_run(self, run_id: str, *, paused: bool = False) -> None:
         """The run ended: its decided requests are forgotten, and so are its undecided
-        ones when a journal keeps them for a resume (else a bounded few stay listed)."""
+        ones unless it ``paused`` with no journal to keep them for a resume (then a
+        bounded few stay listed); a run that ended otherwise (cancelled) takes none."""
         top = self._planners.pop(run_id, None) is not None
         self._pausing.discard(run_id)
         self._parents.pop(run_id, None)
         self.nested_waits.unlink(run_id)
         self.clocks.pop(run_id, None)
         if top:
-            self._entries.end_run(run_id, keep_undecided=self.journal is None)
+            self._entries.end_run(run_id, keep_undecided=paused and self.journal is None)
             self.nested_calls.forget(run_id)
 
     def top(self, at: StepAt) -> StepAt:
@@ -190,7 +192,7 @@ class ApprovalDesk:
         entry = self._entries.get(request.request_id)
         journaled = False
         if entry is None:
-            entry = self._entries.add(Pending(request, tool))
+            entry = self._entries.add(Pending(request, tool, step=at))
             # Journaled and told whole (shielded, for a bounded time): a pause that lands
             # meanwhile, because another call of the run asked first, must still find
             # this request pending.
@@ -202,14 +204,14 @@ class ApprovalDesk:
                 settled = ApprovalSettled(
                     entry.request, entry.decision, entry.by, 0.0, journaled=entry.journaled
                 )
-                await self._tell(request.run_id, settled)
+                await self.tell(request.run_id, settled)
             return entry.decision
         started = entry.started = time.monotonic()
         if not self._expired(entry):
             if at is not None:  # counted before its run hears of it
                 self._hold(entry, at, calls)
             with anyio.move_on_after(_RECORD_GRACE, shield=True):
-                await self._tell(request.run_id, ApprovalNoticed(entry.request, journaled))
+                await self.tell(request.run_id, ApprovalNoticed(entry.request, journaled))
             ready = entry.ready = anyio.Event()
             if _decided(entry):  # while the run was being told (mypy: an await came between)
                 ready.set()
@@ -230,29 +232,8 @@ class ApprovalDesk:
         settled = ApprovalSettled(
             entry.request, entry.decision, entry.by, waited, journaled=entry.journaled
         )
-        await self._tell(request.run_id, settled)
+        await self.tell(request.run_id, settled)
         return entry.decision
-
-    async def ask(self, request: ApprovalRequest, policy: Approver) -> ApprovalDecision:
-        """Let ``policy`` (an in-process approver) decide ``request`` at once.
-
-        A request of a resumed run that was journaled before the run paused is settled
-        like a human's: a decision taken meanwhile (``regiment approve``) is applied and
-        the approver not asked; otherwise the approver's decision is journaled by the run.
-        """
-        if self.journal is None:
-            return await ask_approver(policy, request)
-        asked, decision, by = await journaled_decision(self.journal, request)
-        if decision is not None:
-            await self._tell(request.run_id, ApprovalSettled(request, decision, by, 0.0, True))
-            return decision
-        started = time.monotonic()
-        decision = await ask_approver(policy, request)
-        if asked:  # still pending in the journal: the run records how it was decided
-            waited = time.monotonic() - started
-            settled = ApprovalSettled(request, decision, "approver", waited)
-            await self._tell(request.run_id, settled)
-        return decision
 
     def get(self, request_id: str) -> ApprovalRequest | None:
         """A request this desk holds, decided or not."""
@@ -286,9 +267,11 @@ class ApprovalDesk:
             if entry.ready is None:
                 self._entries.drop(request_id)  # (from the journal: this desk needs it no more)
             return
-        if run_id in self._pausing:  # it pauses: the call wakes no more, a resume applies it
+        # It pauses: the call wakes no more, a resume applies it. Or its step was cut (a
+        # replan) while the decision was recorded: no call will come to tell the run.
+        if run_id in self._pausing or (entry.cut and entry.ready is None):
             entry.told = entry.ready is None  # (one cut already tells nothing more)
-            await self._tell(run_id, ApprovalSettled(entry.request, decision, by, 0.0, journaled))
+            await self.tell(run_id, ApprovalSettled(entry.request, decision, by, 0.0, journaled))
             return
         if entry.ready is None:  # not waiting yet: it finds the decision, and tells its run
             return
@@ -297,13 +280,21 @@ class ApprovalDesk:
         entry.ready.set()
         waited = time.monotonic() - entry.started
         settled = ApprovalSettled(entry.request, decision, by, waited, journaled=journaled)
-        await self._tell(entry.request.run_id, settled)
+        await self.tell(entry.request.run_id, settled)
 
     def withdraw(
         self, request_id: str, decision: Deny
     ) -> tuple[ApprovalDecision, str, bool] | None:
         """See ``Entries.withdraw``: a request whose step ended while its run goes on."""
         return self._entries.withdraw(request_id, decision)
+
+    async def withdraw_step(self, at: StepAt, decision: Deny) -> None:
+        """``at``, a step of a nested run, ended while calls of it wait for decisions, and
+        its run goes on (its replan cut the step): those requests can never apply, so they
+        are decided ``decision`` at once, and the top-level run records it."""
+        run_id = self.top(at).run_id
+        for entry in self._entries.withdraw_step(run_id, at, decision):
+            await self.tell(run_id, ApprovalSettled(entry.request, decision, "", 0.0))
 
     def pending(self, run_id: str | None = None) -> tuple[ApprovalRequest, ...]:
         """Undecided requests (of one top-level run), oldest first."""
@@ -334,19 +325,43 @@ class ApprovalDesk:
         wait for decisions: if only waits are left in the run (nested, or the step's own),
         its top-level run hears so (and pauses if nothing else of it goes on either)."""
         if at.run_id in self._planners:
-            await self._tell(at.run_id, NestedStalled(at.run_id))
+            await self.tell(at.run_id, NestedStalled(at.run_id))
         elif self.nested_waits.stalled(at.run_id):
-            await self._tell(self.top(at).run_id, NestedStalled(at.run_id))
+            await self.tell(self.top(at).run_id, NestedStalled(at.run_id))
 
     def _expired(self, entry: Pending) -> bool:
         expires = entry.request.expires_at
         return expires is not None and self._clock() >= expires
 
-    async def _tell(self, run_id: str, notice: Notice) -> None:
+    async def tell(self, run_id: str, notice: Notice) -> None:
+        """Tell top-level run ``run_id``'s planner (if the run is in progress here)."""
         notify = self._planners.get(run_id)
         if notify is not None:
             with contextlib.suppress(ActorStopped):  # the run has just ended
                 await notify(notice)
+
+
+async def ask_policy(
+    desk: ApprovalDesk, request: ApprovalRequest, policy: Approver
+) -> ApprovalDecision:
+    """Let ``policy`` (an in-process approver) decide ``request`` at once.
+
+    A request of a resumed run that was journaled before the run paused is settled
+    like a human's: a decision taken meanwhile (``regiment approve``) is applied and
+    the approver not asked; otherwise the approver's decision is journaled by the run.
+    """
+    if desk.journal is None:
+        return await ask_approver(policy, request)
+    asked, decision, by = await journaled_decision(desk.journal, request)
+    if decision is not None:
+        await desk.tell(request.run_id, ApprovalSettled(request, decision, by, 0.0, True))
+        return decision
+    started = time.monotonic()
+    decision = await ask_approver(policy, request)
+    if asked:  # still pending in the journal: the run records how it was decided
+        waited = time.monotonic() - started
+        await desk.tell(request.run_id, ApprovalSettled(request, decision, "approver", waited))
+    return decision
 
 
 def _decided(entry: Pending) -> bool:

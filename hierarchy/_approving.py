@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from regiment.errors import ApprovalError, LeaseHeld
+from regiment.errors import AlreadyFinished, ApprovalError, LeaseHeld
 from regiment.hierarchy._approvals import ApprovalDesk, decision_name
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, owner_name
@@ -144,6 +144,8 @@ async def _record_now(
     record = ApprovalDecided(
         run_id=request.run_id, approval_id=request.request_id, decision=decision, decided_by=by
     )
+    if live is not None and live.ended is not None:  # it ends (cancelled, say) without it
+        raise _ended(request, live.ended)
     if live is None or not await live.decided(record):
         await record_decision(journal, request, decision, by)
 
@@ -173,12 +175,7 @@ async def decide_in_journal(
         raise await _already_decided(journal, request, decided)
     ended = (await journal.get_run(request.run_id)).status
     if ended in _ENDED:
-        raise ApprovalError(
-            f"approval request {request_id} ({request.tool_name}) was never decided and its "
-            f"run {request.run_id} has ended ({ended}): a decision would change nothing; "
-            "start a new run to do the call",
-            kind="ended",
-        )
+        raise _ended(request, ended)
     if team is not None:
         _check_edit(team, request, decision)
     await record_decision(journal, request, decision, by)
@@ -187,6 +184,16 @@ async def decide_in_journal(
 
 _ENDED = frozenset(("completed", "partial", "failed", "cancelled"))
 """A journaled run's statuses once it has finished: it takes no decision any more."""
+
+
+def _ended(request: ApprovalRequest, status: str) -> ApprovalError:
+    """The refusal of a decision on a request whose run has ended without it."""
+    return ApprovalError(
+        f"approval request {request.request_id} ({request.tool_name}) was never decided and "
+        f"its run {request.run_id} has ended ({status}): a decision would change nothing; "
+        "start a new run to do the call",
+        kind="ended",
+    )
 
 
 async def pending(
@@ -252,6 +259,8 @@ async def _decision_lease(journal: Journal, request: ApprovalRequest) -> Lease:
     for attempt in range(_DECISION_TRIES):
         try:
             return await journal.acquire(request.run_id, owner=owner_name(), ttl=LEASE_TTL)
+        except AlreadyFinished as exc:  # it ended (cancelled, say) as this decision came
+            raise _ended(request, exc.status) from None
         except LeaseHeld:
             found = await journal.approval(request.run_id, request.request_id)
             if found is not None and found.decision is not None:

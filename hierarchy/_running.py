@@ -314,7 +314,8 @@ class RunningTeam(DecidesApprovals):
                     await channel.journal.close()  # JournalError: the run is not durable
         finally:
             del self._channels[run_id]
-            self._desk.close_run(run_id)
+            result = channel.result
+            self._desk.close_run(run_id, paused=result is not None and result.status == "paused")
             channel.in_flight = channel.cut = None  # (a nested run: no cycle left for the GC)
             if session is not None and self.journal is None and channel.result is not None:
                 self.sessions.remember(session, channel.result, self.team)

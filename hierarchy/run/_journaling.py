@@ -89,6 +89,7 @@ class RunJournal:
         "_replay",
         "_ttl",
         "calls",
+        "ended",
         "resume",
         "run_id",
     )
@@ -114,6 +115,7 @@ class RunJournal:
         self._replay = None if replay.empty else replay
         self.calls = RunCalls(run_id, deps, journal, lease, replay)  # the workers' side
         self.resume: tuple[int, str | None] | None = None  # resumed: (number, first traceparent)
+        self.ended: str | None = None  # how the run ended, once its end is on its way in
 
     @classmethod
     async def create(
@@ -165,7 +167,8 @@ class RunJournal:
         self._pending.append(record)
 
     async def decided(self, record: ApprovalDecided) -> bool:
-        """Append a decision on this run now, durably; ``False`` once the run lets go of it."""
+        """Append a decision on this run now, durably; ``False`` once the run lets go of it
+        (check ``ended`` first: a decision cannot follow the run's end)."""
         if self._closed is not None:
             await self._closed.wait()  # then the journal takes it under a lease of its own
             return False
@@ -179,6 +182,8 @@ class RunJournal:
             return
         record = _record_for(self.run_id, change, result)
         if record is not None:
+            if type(record) is JournalFinished:  # nothing may follow it: no decision either
+                self.ended = record.status
             self._add(record)
 
     def _add(self, record: Record) -> None:

@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import assert_never
 
-from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled, NestedStalled, StepAt
+from regiment.hierarchy._approvals import (
+    ApprovalDesk,
+    ApprovalNoticed,
+    ApprovalSettled,
+    NestedStalled,
+    StepAt,
+)
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.run._book import RunBook
@@ -55,10 +61,13 @@ class PausesForApprovals:
             await self._on_report(news)
             if self._book.approvals.pending:
                 self._withdraw_left(news)
-            desk, run_id = self._book.channel.desk, self._book.run_id
-            # (no call waits: no news; a top-level run looks again below anyway)
-            if desk is not None and desk.nested_waits.waiting and desk.nested_waits.nested(run_id):
-                await desk.recheck(StepAt(run_id, 0, ""))
+            channel = self._book.channel
+            desk = channel.desk
+            if desk is not None and channel.in_flight is not None:  # a nested run's
+                await self._withdraw_nested(desk, news)
+                # (no call waits: no news; a top-level run looks again below anyway)
+                if desk.nested_waits.waiting:
+                    await desk.recheck(StepAt(self._book.run_id, 0, ""))
         elif not isinstance(news, NestedStalled):
             self._on_approval(news)
         self._pause_if_stalled()
@@ -84,17 +93,36 @@ class PausesForApprovals:
             case _:
                 assert_never(notice)
 
+    def _step_gone(self, report: StepReport) -> bool:
+        """Whether the step ``report`` ended and the run goes on without it: its requests
+        left undecided can never apply. A pause's cut steps keep theirs for the resume; an
+        ending run's are refused anyway; another attempt of the step may still ask."""
+        if isinstance(self._phase, Done | WindingDown):
+            return False
+        key = (report.plan_version, report.step_id)
+        return not any(k[:2] == key for k in self._book.dispatcher.inflight)
+
+    async def _withdraw_nested(self, desk: ApprovalDesk, report: StepReport) -> None:
+        """``_withdraw_left`` for a nested run, whose calls' requests are its top-level
+        run's: the desk decides them, and tells the top run at once (not when the step of
+        the top run that this run serves ends)."""
+        if self._step_gone(report):
+            book = self._book
+            why = Deny(
+                reason=f"withdrawn: step {report.step_id} of plan v{report.plan_version} of "
+                f"team '{book.team}' (nested run {book.run_id}) ended ({report.status}) before "
+                "this call was decided, so it can never run"
+            )
+            await desk.withdraw_step(StepAt(book.run_id, report.plan_version, report.step_id), why)
+
     def _withdraw_left(self, report: StepReport) -> None:
         """The step ``report`` ended while calls of it still wait for decisions, and the run
         goes on (a replan cut the step, say): those requests can never apply, so they are
-        withdrawn (denied, saying so), not left pending for a human to decide in vain. A
-        pause's cut steps keep theirs for the resume; an ending run's are refused anyway."""
-        book, phase = self._book, self._phase
-        if isinstance(phase, Done | WindingDown):
+        withdrawn (denied, saying so), not left pending for a human to decide in vain."""
+        book = self._book
+        if not self._step_gone(report):
             return
         key = (report.plan_version, report.step_id)
-        if any(k[:2] == key for k in book.dispatcher.inflight):
-            return  # another attempt of the step is out: it may still ask
         desk = book.channel.desk
         left = [r for r in book.approvals.pending.values() if (r.plan_version, r.step_id) == key]
         for request in left:

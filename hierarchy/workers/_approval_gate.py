@@ -16,7 +16,13 @@ from typing import Protocol, final
 import anyio
 import msgspec
 
-from regiment.hierarchy._approvals import ApprovalDesk, StepAt, decision_name, request_id_for
+from regiment.hierarchy._approvals import (
+    ApprovalDesk,
+    StepAt,
+    ask_policy,
+    decision_name,
+    request_id_for,
+)
 from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy.workers._not_run import held_back
 from regiment.hierarchy.workers._progress import StepProgress
@@ -110,7 +116,7 @@ class ApprovalGate:
             decided: Callable[[], Awaitable[ApprovalDecision]]
             with desk.waiting(at), _deciding(progress):
                 if policy is not None:
-                    decided = functools.partial(desk.ask, request, policy)
+                    decided = functools.partial(ask_policy, desk, request, policy)
                 else:
                     decided = functools.partial(desk.wait, request, tool, at, progress)
                 decision = await self._decided(request, progress, decided)

@@ -223,6 +223,7 @@ class RayReplicas:
         self, index: int, worker: str, conduit: StepConduit, key: str, headers: dict[str, str]
     ) -> StepReport:
         await self.mcp.revive(index, worker)  # its MCP servers, if Ray restarted it
+        conduit.replica = index
         report = await self._call(self._handles[index], conduit, key, headers)
         await self.mcp.refresh(index, conduit.tools_version)  # a server changed its tools
         return report
@@ -373,6 +374,7 @@ class RayWorkerActor(StepActor):
             links.approvals,
             self._deps(run),
             worker=name,
+            catch_up=None if self._tools is None else self._tools.caught_up,
         )
         report = await self._replicas.run(name, assign, inject(), conduit)
         progress.usage, progress.model_calls = report.usage, report.model_calls

@@ -77,8 +77,11 @@ class StepConduit:
         deps: bytes | None = None,
         *,
         worker: str = "",
+        catch_up: Callable[[int], Awaitable[Toolset]] | None = None,
     ) -> None:
         self.worker = worker  # the worker the step is for (a pool's replica hosts several)
+        self.replica = -1  # the replica the step runs on (set as it is sent there)
+        self._catch_up = catch_up  # the tools once that replica's MCP lists are caught up
         self._assign = assign
         self._toolset = toolset
         self._progress = progress
@@ -90,6 +93,9 @@ class StepConduit:
         self._responses: dict[str, ModelResponse] = {}
         self._intents: dict[ToolKey, ToolIntentRecord] = {}
         self._results: dict[ToolKey, ToolResultRecord] = {}
+        # Calls decided to run whose result has not come back: their bodies work on the
+        # replica, so the step is not just waiting (see _progress.StepProgress.calls_working).
+        self._working: set[int] = set()
         if run is not None and not run.replay.empty:
             self._journaled(run.replay)
 
@@ -120,16 +126,20 @@ class StepConduit:
         """
         failures: list[Exception] = []
         report: StepReport | None = None
-        async with anyio.create_task_group() as tg:
-            try:
-                async for item in messages:
-                    for message in decode_messages(await item):
-                        report = await self._take(message, ack, failures, tg) or report
-                    if report is not None:
-                        break
-            except Exception as exc:  # not grouped: the caller translates Ray's errors
-                failures.append(exc)
-            tg.cancel_scope.cancel()  # approval waits of a step that has ended
+        try:
+            async with anyio.create_task_group() as tg:
+                try:
+                    async for item in messages:
+                        for message in decode_messages(await item):
+                            report = await self._take(message, ack, failures, tg) or report
+                        if report is not None:
+                            break
+                except Exception as exc:  # not grouped: the caller translates Ray's errors
+                    failures.append(exc)
+                tg.cancel_scope.cancel()  # approval waits of a step that has ended
+        finally:  # the step has ended on its replica (or is given up): no call works
+            self._progress.calls_working -= len(self._working)
+            self._working.clear()
         if failures:
             raise failures[0]
         return report
@@ -174,18 +184,38 @@ class StepConduit:
                 self._results[(record.plan_version, record.step_id, record.call_index)] = record
         if recorded.seq:
             await ack(recorded.seq, b"")
+        if type(record) is ToolResultRecord and record.call_index in self._working:
+            await self._stopped_working(record.call_index)
+
+    async def _stopped_working(self, call_index: int) -> None:
+        """A decided call's body is done on the replica: as an in-process step's calls
+        do, if only waits for decisions are left in the step, its run looks again."""
+        self._working.discard(call_index)
+        progress = self._progress
+        progress.calls_working -= 1
+        if not progress.working() and progress.recheck is not None:
+            await progress.recheck()
 
     async def _decide(
         self, asked: ApprovalAsked, ack: Ack, failures: list[Exception], scope: anyio.CancelScope
     ) -> None:
         try:
-            await ack(asked.seq, encode(await self._decision(asked)))
+            decision = await self._decision(asked)
+            if not isinstance(decision, Deny):
+                # Counted before the replica hears of it (and before the desk's count of
+                # the call being woken has gone): a pause must not cut its body halfway.
+                self._working.add(asked.call_index)
+                self._progress.calls_working += 1
+            await ack(asked.seq, encode(decision))
         except Exception as exc:  # the approver's (application code) or Ray's: the step fails
             failures.append(exc)
             scope.cancel()
 
     async def _decision(self, asked: ApprovalAsked) -> ApprovalDecision:
         tool = asked.request.tool_name
+        if self._toolset.get(tool) is None and self._catch_up is not None and self.replica >= 0:
+            # A tool the replica's MCP servers added since this step began here.
+            self._toolset = await self._catch_up(self.replica)
         approvals = self._approvals
         approver = (
             None
@@ -195,10 +225,7 @@ class StepConduit:
             )
         )
         if approver is None:
-            return Deny(
-                reason=f"tool '{tool}' needs approval on the Ray replica but not in the "
-                "team's process; build the worker the same way in both (Ray(build=...))"
-            )
+            return Deny(reason=_not_here(tool, self._toolset))
         return await ask_approver(approver, asked.request)
 
     def _journaled(self, replay: Replay) -> None:
@@ -208,3 +235,18 @@ class StepConduit:
         self._responses = {k: r for k, r in replay.responses.items() if k.startswith(prefix)}
         self._intents = {k: r for k, r in replay.intents.items() if k[:2] == (version, step_id)}
         self._results = {k: r for k, r in replay.results.items() if k[:2] == (version, step_id)}
+
+
+def _not_here(tool: str, toolset: Toolset) -> str:
+    """Why a call the replica asks approval for is denied in the team's process."""
+    if toolset.get(tool) is None:
+        return (
+            f"tool '{tool}' needs approval on the Ray replica, but the team's process does "
+            f"not know it, nor did the replica's MCP servers list it when asked (the tools "
+            f"known here: {', '.join(toolset.names) or '(none)'}); build the worker the "
+            "same way in both (Ray(build=...))"
+        )
+    return (
+        f"tool '{tool}' needs approval on the Ray replica but not in the team's process; "
+        "build the worker the same way in both (Ray(build=...))"
+    )

@@ -181,6 +181,12 @@ class PlacedTools:
             self._made = (generation, made)
         return made
 
+    async def caught_up(self, replica: int) -> Toolset:
+        """The tool set once replica ``replica``'s tool lists are caught up with (a step
+        there asks about a tool its servers added since the step began)."""
+        await self._servers.catch_up(replica)
+        return self.current()
+
 
 def planner_tools(worker: Worker, lists: tuple[MCPToolList, ...]) -> Toolset:
     """The Ray-placed ``worker``'s tools as the team's process knows them: its own,
@@ -246,7 +252,15 @@ class ReplicaServers:
         (``version``), take its lists as the worker's tools from now on."""
         if self._serving[index] is None or version == self._versions[index]:
             return
-        self._versions[index] = version
+        if not await self.catch_up(index):
+            self._versions[index] = version  # it did not answer: not asked again for these
+
+    async def catch_up(self, index: int) -> bool:
+        """Take replica ``index``'s servers' tool lists as they are now, if they changed
+        since they were last seen (a step there called a tool that added one, say);
+        whether the replica answered."""
+        if self._serving[index] is None:
+            return True  # no servers there (or stopped): nothing to catch up with
         try:
             now: MCPStarted = await self._handles[index].mcp_tools.remote()
         except Exception as exc:  # the replica is gone, as a rule: its next step finds out
@@ -256,9 +270,11 @@ class ReplicaServers:
                 type(exc).__name__,
                 exc,
             )
-            return
-        self.tools, self._versions[index] = now.tools, now.version
-        self.generation += 1
+            return False
+        if now.version != self._versions[index]:
+            self.tools, self._versions[index] = now.tools, now.version
+            self.generation += 1
+        return True
 
     def lost(self, index: int) -> None:
         """A step on replica ``index`` was lost: check its servers before its next step."""

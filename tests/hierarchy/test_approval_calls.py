@@ -20,8 +20,9 @@ from regiment.hierarchy import (
     StepCompleted,
 )
 from regiment.hierarchy._approvals import ApprovalDesk, ApprovalSettled, Notice, StepAt
+from regiment.journal import open_journal
 from regiment.models import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart
-from regiment.tools import ApprovalDecision, ApprovalRequest, tool
+from regiment.tools import ApprovalDecision, ApprovalRequest, Deny, tool
 
 from .brains import Brain, plan_json
 
@@ -41,6 +42,7 @@ class Refunds:
         self.started = anyio.Event()
         self.go = anyio.Event()
         self.slow_go = anyio.Event()
+        self.hold = anyio.Event()  # the ``held work`` steps end once set
 
     async def work(
         self, description: str, results: list[ToolResultPart], request: ModelRequest
@@ -48,6 +50,9 @@ class Refunds:
         if description == "slow work":
             await self.slow_go.wait()
             return "slow done"
+        if description == "held work":
+            await self.hold.wait()
+            return "held done"
         if results:
             return "; ".join(str(r.content) for r in results)
         orders = [w for w in description.split() if w.isdigit()]
@@ -75,6 +80,18 @@ class Refunds:
                 Worker(name="slow", description="takes its time", model=model),
             ],
             checks={"fails": Check(description="never passes", predicate=lambda r: False)},
+        )
+
+    def top_team(self, child: Team, *plans: str) -> Team:
+        """A top team whose ``desk`` worker is ``child`` (and ``slow``, as the shop's)."""
+        model = ScriptedModel(Brain(plans=list(plans), work=self.work))
+        return Team(
+            name="top",
+            planner=Planner(model=model),
+            workers=[
+                TeamWorker(name="desk", description="the shop team", team=child),
+                Worker(name="slow", description="takes its time", model=model),
+            ],
         )
 
     async def approve_first_as_the_slow_step_ends(self, team: Team, slow_step: str) -> None:
@@ -120,16 +137,7 @@ async def test_a_nested_step_whose_approved_call_ends_while_its_sibling_waits_pa
         {"id": "t1", "description": "refunds via the shop", "worker": "desk"},
         {"id": "t2", "description": "slow work", "worker": "slow"},
     )
-    model = ScriptedModel(Brain(plans=[top_plan], work=shop.work))
-    top = Team(
-        name="top",
-        planner=Planner(model=model),
-        workers=[
-            TeamWorker(name="desk", description="the shop team", team=child),
-            Worker(name="slow", description="takes its time", model=model),
-        ],
-    )
-    await shop.approve_first_as_the_slow_step_ends(top, "t2")
+    await shop.approve_first_as_the_slow_step_ends(shop.top_team(child, top_plan), "t2")
 
 
 async def test_a_decision_taken_as_the_run_pauses_is_kept_for_the_resume(
@@ -231,3 +239,92 @@ async def test_a_request_whose_step_a_replan_cut_is_withdrawn(tmp_path: Path) ->
             done = await running.resume(paused.run_id)
     assert done.status == "completed", done.answer
     assert shop.log == ["start 2", "end 2"]  # order 1's refund never ran
+
+
+async def test_a_request_whose_nested_step_the_nested_replan_cut_is_withdrawn_at_once(
+    tmp_path: Path,
+) -> None:
+    """The same one team down: the nested run replans while c1's refund waits. The
+    request is withdrawn at once (its step cannot run again), not once the top step it
+    serves ends: while the top run's other step still works, only the fresh request of
+    the nested run's new plan is pending, on the desk and in the journal."""
+    shop = Refunds()
+    child = shop.team(
+        plan_json(
+            {"id": "c1", "description": "refund 1", "worker": "billing"},
+            {"id": "c2", "description": "slow work", "worker": "slow", "check": "fails"},
+        ),
+        plan_json({"id": "c3", "description": "refund 2", "worker": "billing"}),
+    )
+    top = shop.top_team(
+        child,
+        plan_json(
+            {"id": "t1", "description": "refunds via the shop", "worker": "desk"},
+            {"id": "t2", "description": "held work", "worker": "slow"},
+        ),
+    )
+    journal_path = tmp_path / "runs.db"
+    seen: list[Event] = []
+    async with top.start(journal=journal_path) as running:
+        with anyio.fail_after(10):
+            async with running.stream("refund") as events:
+                async for event in events:
+                    seen.append(event)
+                    if isinstance(event, ApprovalRequested):
+                        if event.request.arguments == {"order": "1"}:
+                            shop.slow_go.set()  # c2 fails its check: v2 replaces c1
+                            continue
+                        listed = await running.pending_approvals(event.run_id)
+                        assert [r.request_id for r in listed] == [event.request.request_id]
+                        shop.hold.set()  # t2 ends: the top run pauses
+        last = seen[-1]
+        assert isinstance(last, RunCompleted)
+        paused = last.result
+        stale, fresh = (e.request for e in seen if isinstance(e, ApprovalRequested))
+        (withdrawn,) = (e for e in seen if isinstance(e, ApprovalResolved))
+        t2 = next(e for e in seen if isinstance(e, StepCompleted) and e.step_id == "t2")
+        assert seen.index(withdrawn) < seen.index(t2)  # while the top run's t2 still worked
+        assert (withdrawn.request_id, withdrawn.decision) == (stale.request_id, "deny")
+        assert withdrawn.reason.startswith("withdrawn: step c1 of plan v1 of team 'shop'")
+        assert [r.request_id for r in paused.pending_approvals] == [fresh.request_id]
+        assert paused.answer == "paused: 1 approval(s) pending"
+        journal = await open_journal(journal_path)  # as another process reads it
+        try:
+            journaled = await journal.pending_approvals(paused.run_id)
+        finally:
+            await journal.close()
+        assert [r.approval_id for r in journaled] == [fresh.request_id]
+        with pytest.raises(ApprovalError, match="withdrawn: step c1"):
+            await running.approve(stale.request_id, Approve())
+        await running.approve(fresh.request_id, Approve())
+        shop.go.set()
+        with anyio.fail_after(10):
+            done = await running.resume(paused.run_id)
+    assert done.status == "completed", done.answer
+    assert shop.log == ["start 2", "end 2"]  # order 1's refund never ran
+
+
+async def test_a_decision_recorded_as_its_step_is_withdrawn_still_reaches_the_run() -> None:
+    """A human's decision is being recorded when a replan cuts the request's step: the
+    withdrawal leaves the request to it, and its run must still hear of the decision
+    (no call will come to wait on it and tell), or it would list the request as pending."""
+    desk = ApprovalDesk()
+    notices: list[Notice] = []
+
+    async def notify(notice: Notice) -> None:
+        notices.append(notice)
+
+    desk.open_run("run-1", notify)
+    request = ApprovalRequest(
+        tool_name="refund", call_id="c1", arguments={}, request_id="apr-1", run_id="run-1"
+    )
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(desk.wait, request, None, StepAt("run-1", 1, "s1"))
+        await anyio.wait_all_tasks_blocked()
+        tg.cancel_scope.cancel()  # the replan cuts the step
+    assert desk.claim("apr-1", Approve()) is True  # a human's decision, being recorded
+    assert desk.withdraw("apr-1", Deny(reason="withdrawn: cut")) is None
+    await desk.settle("apr-1", Approve(), "ana", journaled=True)
+    assert isinstance(notices[-1], ApprovalSettled)
+    assert (notices[-1].decision, notices[-1].by) == (Approve(), "ana")
+    assert desk.pending("run-1") == ()

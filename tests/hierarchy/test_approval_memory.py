@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from regiment.errors import ApprovalError
 from regiment.hierarchy import (
     ApprovalRequested,
     ApprovalResolved,
@@ -128,3 +129,25 @@ async def test_unjournaled_paused_runs_keep_the_requests_of_the_latest_runs_only
     assert [e.request.run_id for e in entries.values()] == ["run-2", "run-3", "run-4"]
     entries.end_run("run-4", keep_undecided=False)
     assert len(entries) == 2
+
+
+async def test_an_unjournaled_cancelled_run_leaves_no_request_pending() -> None:
+    """Without a journal a paused run's requests stay listed (for ``approve`` to say why
+    it cannot go on), but a cancelled run's can never apply: they go with it. They were
+    listed as pending, and deciding one said its run "has paused"."""
+    team = _team()
+    async with team.start() as running:
+        _Gate.event = anyio.Event()  # s2 works: the run does not pause
+        async with running.stream("pay order 7") as events:
+            async for event in events:
+                if isinstance(event, ApprovalRequested):
+                    request = event.request
+                    break  # the caller leaves: the run is cancelled
+        assert await running.pending_approvals() == ()
+        with pytest.raises(ApprovalError) as refused:
+            await running.approve(request.request_id, Approve())
+        assert refused.value.kind == "unknown"
+        paused = await running.run("pay order 7 alone")
+        assert paused.status == "paused"
+        (kept,) = await running.pending_approvals()
+        assert kept.run_id == paused.run_id

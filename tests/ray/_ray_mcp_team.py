@@ -9,8 +9,11 @@ Ray node needs.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
+from typing import Any, cast
 
 from regiment._json import JsonValue
 from regiment.hierarchy import Planner, Ray, Team, Worker
@@ -18,7 +21,7 @@ from regiment.models import ModelRequest, ModelResponse, ScriptedModel, ToolResu
 from regiment.models import tool_call_response as call
 from regiment.tools import MCPServer
 
-__all__ = ("CALLS", "brain", "clerk_team", "empty", "planner_requests")
+__all__ = ("CALLS", "brain", "clerk_team", "empty", "growing_team", "planner_requests")
 
 CALLS = ("m_add", "m_meta_key", "m_pid", "h_shout")  # a step calls those it has, in turn
 _ARGUMENTS: dict[str, dict[str, JsonValue]] = {"m_add": {"a": 2, "b": 3}, "h_shout": {"text": "hi"}}
@@ -75,3 +78,54 @@ def clerk_team(
         ),
     )
     return Team(name="office", planner=Planner(model=model), workers=[clerk])
+
+
+_GROWING = json.dumps(
+    {
+        "steps": [
+            {"id": "s1", "description": "grow and hold", "worker": "clerk"},
+            {"id": "s0", "description": "wait for the growth", "worker": "local"},
+            {"id": "s2", "description": "fresh", "worker": "clerk", "depends_on": ["s0"]},
+        ]
+    }
+)
+
+
+async def _growing_brain(probe: str, request: ModelRequest) -> ModelResponse | str:
+    """s1 (on the replica) grows ``g_fresh``, then holds in ``Probe.call`` until released;
+    s0 (in the team's process) waits until it holds; s2, sent to the replica only then,
+    calls ``g_fresh``, which the team's process has not heard of yet."""
+    import ray
+
+    if request.role == "planner":
+        return _GROWING
+    if request.role != "worker":
+        return "done"
+    results = [
+        p.content for m in request.messages for p in m.parts if isinstance(p, ToolResultPart)
+    ]
+    first, actor = str(request.messages[0]), cast(Any, ray.get_actor(probe))
+    if "Your step (s1)" in first:
+        if not results:
+            return call("g_grow", {"name": "fresh"})
+        await actor.call.remote(os.getpid())
+        return "grown"
+    if "Your step (s0)" in first:
+        await actor.wait_started.remote(1)
+        return "it grew"
+    return f"fresh: {results[0]}" if results else call("g_fresh", {})
+
+
+def growing_team(probe: str, grower: MCPServer) -> Team:
+    """The clerk (one Ray replica, ``grower``'s tools) and an in-process ``local`` worker,
+    planning and working by :func:`_growing_brain` (``probe``: a ``Probe`` actor's name)."""
+    model = ScriptedModel(functools.partial(_growing_brain, probe))
+    clerk = Worker(
+        name="clerk",
+        description="Calls the MCP tools.",
+        model=model,
+        tools=[grower],
+        placement=Ray(replicas=1, num_cpus=0),
+    )
+    local = Worker(name="local", description="Waits.", model=model)
+    return Team(name="office", planner=Planner(model=model), workers=[clerk, local])

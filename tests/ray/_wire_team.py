@@ -34,6 +34,7 @@ from regiment.models import (  # noqa: E402
     ModelRequest,
     ModelResponse,
     ScriptedModel,
+    ToolCallPart,
     ToolResultPart,
     text_response,
     tool_call_response,
@@ -82,7 +83,7 @@ def _payer_brain(request: ModelRequest) -> ModelResponse:
     return text_response("; ".join(seen))
 
 
-def _probe(name: str, namespace: str) -> Any:
+def _probe(name: str, namespace: str | None) -> Any:
     import ray
 
     return ray.get_actor(name, namespace=namespace)
@@ -187,28 +188,51 @@ def _refunder_brain(request: ModelRequest) -> ModelResponse:
     return tool_call_response("refund", {"order_id": "88213", "amount": 40})
 
 
-def refunder(ledger: str) -> Worker:
-    """A worker whose one tool, ``refund``, needs approval for every call."""
+def _pair_brain(request: ModelRequest) -> ModelResponse:
+    """Two refunds in one reply, then an answer with both results."""
+    seen = _results(request)
+    if seen:
+        return text_response("billing: " + "; ".join(seen))
+    calls = tuple(
+        ToolCallPart(id=f"c{order}", name="refund", arguments={"order_id": order, "amount": 40})
+        for order in ("88213", "88214")
+    )
+    return ModelResponse(parts=calls, stop_reason="tool_use", model="scripted")
+
+
+def refunder(ledger: str, probe: str | None = None) -> Worker:
+    """A worker whose one tool, ``refund``, needs approval for every call. With a
+    ``probe`` (a :class:`~tests.ray._ray_team.Probe` actor's name), its step asks for two
+    refunds at once, and each body waits in ``Probe.call`` (until the probe releases it)
+    between its ``started`` line in the ledger and its ``refund`` line."""
 
     @tool(requires_approval=True, idempotency_key=("order_id",))
-    def refund(order_id: str, amount: int) -> str:
+    async def refund(order_id: str, amount: int) -> str:
         """Refund an order."""
-        with open(ledger, "a", encoding="utf-8") as file:
-            file.write(json.dumps({"refund": order_id, "amount": amount, "pid": os.getpid()}))
-            file.write("\n")
+        if probe is not None:
+            _write(ledger, {"started": order_id})
+            await _probe(probe, None).call.remote(os.getpid())
+        _write(ledger, {"refund": order_id, "amount": amount, "pid": os.getpid()})
         return f"refunded {amount} on {order_id}"
 
+    brain = _refunder_brain if probe is None else _pair_brain
     return Worker(
         name="refunder",
         description="Refunds orders.",
-        model=ScriptedModel(_refunder_brain),
+        model=ScriptedModel(brain),
         tools=[refund],
     )
 
 
-def refunder_team(ledger: str, release: anyio.Event) -> Team:
-    """The Ray-placed refunder (step s1) and an in-process ``slow`` worker whose step
-    (s2) waits for ``release``, so the run does not pause while s1 waits for a decision."""
+def _write(ledger: str, line: dict[str, Any]) -> None:
+    with open(ledger, "a", encoding="utf-8") as file:
+        file.write(json.dumps(line) + "\n")
+
+
+def refunder_team(ledger: str, release: anyio.Event, probe: str | None = None) -> Team:
+    """The Ray-placed refunder (step s1; ``probe``: see :func:`refunder`) and an in-process
+    ``slow`` worker whose step (s2) waits for ``release``, so the run does not pause while
+    s1 waits for a decision."""
 
     async def slow_brain(request: ModelRequest) -> str:
         await release.wait()
@@ -226,7 +250,7 @@ def refunder_team(ledger: str, release: anyio.Event) -> Team:
     def planner(request: ModelRequest) -> ModelResponse:
         return text_response(plan if request.role in ("planner", "replanner") else "settled")
 
-    build = functools.partial(refunder, ledger)
+    build = functools.partial(refunder, ledger, probe)
     remote = dataclasses.replace(build(), placement=Ray(build=build, num_cpus=0))
     slow = Worker(name="slow", description="Works slowly.", model=ScriptedModel(slow_brain))
     return Team(

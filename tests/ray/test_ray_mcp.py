@@ -17,13 +17,13 @@ from anyio.abc import SocketAttribute, SocketListener
 
 from regiment.config import load_team
 from regiment.errors import ConfigError
-from regiment.hierarchy import RunResult, Team
+from regiment.hierarchy import ApprovalRequested, RunCompleted, RunResult, StepCompleted, Team
 from regiment.journal import SqliteJournal, ToolCallStarted
 from regiment.tools import Approve, EditArguments, MCPServer
 
 from ..mcp_tools.conftest import SERVER_COMMAND, alive, start_http, stop
 from ..telemetry.otlp_receiver import OtlpReceiver
-from ._ray_mcp_team import CALLS, clerk_team, empty, planner_requests
+from ._ray_mcp_team import CALLS, clerk_team, empty, growing_team, planner_requests
 
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
 
@@ -185,6 +185,31 @@ async def test_a_tool_a_replicas_server_adds_later_asks_the_teams_approval(
         await running.approve(request.request_id, Approve(), by="ana")
         done = await running.resume(paused.run_id)
     assert done.steps[0].output == 'fresh: {"result":"grown"}'  # it ran, on the replica
+
+
+async def test_a_tool_a_replicas_server_adds_during_a_step_asks_the_teams_approval(
+    probe: tuple[str, object],
+) -> None:
+    """``g_fresh`` appears while s1 still runs on the replica, and s2 starts there after
+    that: the team's process, which hears of changed tool lists as a step ends, has not
+    heard of it when s2's call asks for approval. It asks the replica for its lists then,
+    rather than denying the call as one of a tool it does not have."""
+    name, handle = probe
+    grower = MCPServer.stdio(SERVER_COMMAND, prefix="g_", include=None, requires_approval=empty)
+    asked: list[ApprovalRequested] = []
+    team = growing_team(name, grower)
+    async with team.start() as running, running.stream("grow, then call it") as events:
+        async for event in events:
+            if isinstance(event, ApprovalRequested):
+                asked.append(event)
+                await running.approve(event.request.request_id, Approve(), by="ana")
+            elif isinstance(event, StepCompleted) and event.step_id == "s2":
+                await handle.release.remote()  # type: ignore[attr-defined]  # s1 ends
+            elif isinstance(event, RunCompleted):
+                result = event.result
+    outputs = {step.step_id: step.output for step in result.steps}
+    assert outputs["s2"] == 'fresh: {"result":"grown"}'  # approved, and it ran on the replica
+    assert [e.request.tool_name for e in asked] == ["g_fresh"]
 
 
 def _server_pid(result: RunResult) -> int:

@@ -23,6 +23,7 @@ from regiment.hierarchy import (
     Event,
     RunCompleted,
     RunResult,
+    StepCompleted,
     Team,
     TextDelta,
     ToolCallFinished,
@@ -194,3 +195,35 @@ async def test_a_replicas_call_needing_approval_pauses_the_run_when_nothing_else
         (request,) = result.pending_approvals
         assert (request.worker, request.tool_name) == ("refunding/refunder", "refund")
     assert paid(ledger) == []
+
+
+async def test_a_replicas_approved_call_runs_to_its_end_before_the_run_pauses(
+    probe: tuple[str, object], tmp_path: Path
+) -> None:
+    """s1's two refunds (on a replica) wait; the first is approved and its body runs
+    there while s2 ends: the run must not pause then (cutting the refund halfway), only
+    once that body is done, as with an in-process worker; the second stays pending."""
+    name, handle = probe
+    ledger = str(tmp_path / "refunds.jsonl")
+    release = anyio.Event()
+    asked: list[ApprovalRequested] = []
+    team = refunder_team(ledger, release, name)
+    async with team.start() as running, running.stream("refund 88213 and 88214") as events:
+        async for event in events:
+            if isinstance(event, ApprovalRequested):
+                asked.append(event)
+                if len(asked) == 2:
+                    await running.approve(asked[0].request.request_id, Approve())
+                    await handle.wait_started.remote(1)  # type: ignore[attr-defined]
+                    release.set()  # s2 ends while the approved body runs
+            elif isinstance(event, StepCompleted) and event.step_id == "s2":
+                await anyio.wait_all_tasks_blocked()  # a pause now would cut the body
+                await handle.release.remote()  # type: ignore[attr-defined]
+            elif isinstance(event, RunCompleted):
+                result = event.result
+    assert result.status == "paused"
+    order = asked[0].request.arguments["order_id"]
+    lines = [{k: v for k, v in line.items() if k != "pid"} for line in paid(ledger)]
+    assert lines == [{"started": order}, {"refund": order, "amount": 40}]  # run once, to its end
+    pending = [r.request_id for r in result.pending_approvals]
+    assert pending == [asked[1].request.request_id]
