@@ -258,7 +258,8 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
         if report.refused_tool_calls and report.status != "budget_exhausted":
             ends = self._book.spending.refused_and_spent(more=report.refused_tool_calls)
             self._record(ToolCallsRefused(report, ends))
-            if ends:
+            if ends:  # judged (a done step is kept) as the run ends, no step follows from it
+                self._record(self._verifier.at_end(report, self._book.versions, EndPartial()))
                 self._exhausted("tool_calls", self._book.spending.refusals())
                 return
         artifact = report.worker in self._team.artifacts

@@ -9,7 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from regiment.hierarchy import Budget, BudgetExhausted, Planner, RunResult, Team, Worker
+from regiment.hierarchy import (
+    Budget,
+    BudgetExhausted,
+    Planner,
+    RunResult,
+    StepCompleted,
+    Team,
+    Worker,
+)
 from regiment.models import (
     ModelRequest,
     ModelResponse,
@@ -127,6 +135,24 @@ async def test_the_run_ends_partial_whatever_order_the_reports_come_in() -> None
     assert result.budget_exhausted == "tool_calls"
     notes = [(e.limit, e.step_id) for e in result.events if isinstance(e, BudgetExhausted)]
     assert notes == [("tool_calls", "s2"), ("tool_calls", None)]
+
+
+@pytest.mark.anyio
+async def test_the_step_whose_report_spends_the_last_tool_call_is_kept() -> None:
+    # One at a time, each step's share is one call of the two it asks for: both are
+    # refused their second and answer anyway. s2's report is the one that finds the
+    # run's tool calls spent; its work is done (its tool ran), so it is committed and
+    # in the answer, as a report that comes in while the run ends is.
+    probe = Probe([(2, []), (2, [])])
+    result = await probe.team(Budget(tool_calls=2), concurrency=1).run("two parts")
+    assert probe.bodies == 2
+    assert result.status == "partial"
+    assert result.budget_exhausted == "tool_calls"
+    assert result.committed == ("s1", "s2")
+    assert [r.step_id for r in result.steps] == ["s1", "s2"]
+    assert "did part 2 wants 2" in result.answer
+    done = [e.step_id for e in result.events if isinstance(e, StepCompleted)]
+    assert done == ["s1", "s2"]
 
 
 @pytest.mark.anyio
