@@ -251,7 +251,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
             if book.spending.refused_and_spent():
                 self._exhausted("tool_calls", book.spending.refusals())
             else:
-                self._next(self._prompting.after_plan(book))  # critique the round, or answer
+                self._after_plan()  # critique the round, or answer
 
     async def _apply(self, report: StepReport) -> None:
         step = self._book.versions.step(report.step_id)

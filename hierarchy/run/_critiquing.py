@@ -11,7 +11,7 @@ from regiment.hierarchy._messages import BudgetLimit
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import BudgetRanOut, CritiqueJudged, RoundBegun, RunChange
 from regiment.hierarchy.run._messages import Purpose
-from regiment.hierarchy.run._phase import Synthesize
+from regiment.hierarchy.run._phase import AfterCompress, AskCritic, Synthesize
 from regiment.hierarchy.run._prompting import Call, Prompting
 from regiment.hierarchy.run._rounds import CritiqueSession, rounds_spent
 from regiment.hierarchy.run._runtime import TeamRuntime
@@ -38,6 +38,25 @@ class JudgesRounds:
 
     def _exhausted(self, limit: BudgetLimit, detail: str) -> None:
         raise NotImplementedError  # PlannerActor's
+
+    def _next(self, then: AfterCompress) -> None:
+        raise NotImplementedError  # PlannerActor's
+
+    def _after_plan(self) -> None:
+        """A plan's steps are all committed: critique the round, or answer. A critique
+        the budget cannot pay for (with an answer after it) leaves the round unjudged, so
+        the run's answer is ``partial`` (or ``BudgetExceeded``), as when rounds run out."""
+        book = self._book
+        then = self._prompting.after_plan(book)
+        ledger = book.spending.ledger
+        if isinstance(then, AskCritic) and (limit := ledger.exhausted(model_calls_needed=2)):
+            why = f"no budget left to critique round {book.rounds.round} and then answer"
+            if self._team.budget.on_exhausted == "raise":
+                self._exhausted(limit, why)
+                return
+            self._record(BudgetRanOut(limit, why))
+            then = Synthesize()
+        self._next(then)
 
     def _on_critique(self, session: CritiqueSession, text: str) -> None:
         """The critic answered: ask again if it did not parse, else judge the round."""

@@ -96,13 +96,12 @@ class Prompting:
         )
 
     def after_plan(self, book: RunBook) -> AfterCompress:
-        """What follows a plan whose steps are all committed: a critique, or the answer."""
+        """What follows a plan whose steps are all committed: a critique, or the answer
+        (the planner checks the budget can pay for the critique and an answer after it)."""
         rounds = book.rounds
-        # A critique is only worth its call if a synthesis can still follow it, and
-        # if the round did something new to judge.
+        # A critique is only worth its call if the round did something new to judge.
         nothing_new = rounds.round > 1 and rounds.added == 0
-        exhausted = book.spending.ledger.exhausted(model_calls_needed=2) is not None
-        if self._team.critic is None or nothing_new or exhausted:
+        if self._team.critic is None or nothing_new:
             return Synthesize()
         return AskCritic()
 

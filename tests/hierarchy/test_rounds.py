@@ -41,14 +41,20 @@ class CriticBrain(Brain):
         return await super().__call__(request)
 
 
-def _team(brain: Brain, *, rounds: int = 3, on_exhausted: OnExhausted = "partial") -> Team:
+def _team(
+    brain: Brain,
+    *,
+    rounds: int = 3,
+    on_exhausted: OnExhausted = "partial",
+    model_calls: int | None = None,
+) -> Team:
     model = ScriptedModel(brain)
     return Team(
         name="t",
         planner=Planner(model=model),
         workers=[Worker(name="w", description="w", model=model)],
         critic=Critic(),
-        budget=Budget(rounds=rounds, on_exhausted=on_exhausted),
+        budget=Budget(rounds=rounds, on_exhausted=on_exhausted, model_calls=model_calls),
     )
 
 
@@ -115,6 +121,27 @@ async def test_a_passed_last_round_is_completed() -> None:
     brain = CriticBrain(plans, [_verdict(False, "not yet"), _verdict(True)])
     result = await _team(brain, rounds=2, on_exhausted="raise").run("something hard")
     assert (result.status, result.budget_exhausted, result.rounds) == ("completed", None, 2)
+
+
+async def test_a_round_the_budget_cannot_critique_is_answered_partial() -> None:
+    # Six model calls: plan, step, critique (not met), plan, step; the critique of
+    # round 2 and an answer after it would need two, so round 2 goes unjudged: the
+    # answer is written from what was done, and it is not "completed".
+    plans = [plan_json({"description": f"attempt {i}"}) for i in range(5)]
+    brain = CriticBrain(plans, [_verdict(False, "still not good")] * 5)
+    result = await _team(brain, model_calls=6).run("something hard")
+    assert len(brain.critic_requests) == 1
+    assert (result.status, result.budget_exhausted, result.rounds) == ("partial", "model_calls", 2)
+    assert result.answer == "final answer"
+    (ran_out,) = [e for e in result.events if isinstance(e, BudgetExhausted)]
+    assert "no budget left to critique round 2" in ran_out.detail
+    with pytest.raises(BudgetExceeded) as caught:
+        await _team(CriticBrain(plans, brain.verdicts), model_calls=6, on_exhausted="raise").run(
+            "something hard"
+        )
+    assert caught.value.limit == "model_calls"
+    assert caught.value.failed is not None
+    assert caught.value.failed.committed == ("s1", "s2")
 
 
 async def test_a_verdict_nested_thousands_deep_is_asked_again() -> None:
