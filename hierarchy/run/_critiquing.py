@@ -1,5 +1,6 @@
 """How a run's planner takes the critic's verdict on a round: another round, the
-answer, or (the rounds spent and the goal still unmet) a spent ``rounds`` budget.
+answer, or (the rounds spent and the goal still unmet) a spent ``rounds`` budget;
+and how it ends a run whose budget ran out.
 
 A part of :class:`~regiment.hierarchy.run._actor.PlannerActor`, kept here so the
 actor stays a router: the changes still go through its one door, ``_record``.
@@ -7,11 +8,22 @@ actor stays a router: the changes still go through its one door, ``_record``.
 
 from __future__ import annotations
 
+from regiment.errors import BudgetExceeded
 from regiment.hierarchy._messages import BudgetLimit
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import BudgetRanOut, CritiqueJudged, RoundBegun, RunChange
 from regiment.hierarchy.run._messages import Purpose
-from regiment.hierarchy.run._phase import AfterCompress, AskCritic, Synthesize
+from regiment.hierarchy.run._phase import (
+    AfterCompress,
+    AskCritic,
+    Done,
+    EndFailed,
+    Ending,
+    EndPartial,
+    Phase,
+    Synthesize,
+    WindingDown,
+)
 from regiment.hierarchy.run._prompting import Call, Prompting
 from regiment.hierarchy.run._rounds import CritiqueSession, rounds_spent
 from regiment.hierarchy.run._runtime import TeamRuntime
@@ -21,9 +33,11 @@ __all__ = ("JudgesRounds",)
 
 
 class JudgesRounds:
-    """The planner actor's critique handling (mixed into ``PlannerActor``)."""
+    """The planner actor's critique handling and its end on a spent budget (mixed
+    into ``PlannerActor``)."""
 
     _book: RunBook
+    _phase: Phase
     _team: TeamRuntime
     _prompting: Prompting
 
@@ -36,8 +50,21 @@ class JudgesRounds:
     def _enter(self, call: Call) -> None:
         raise NotImplementedError  # PlannerActor's
 
-    def _exhausted(self, limit: BudgetLimit, detail: str) -> None:
+    def _wind_down(self, ending: Ending, *, drain: bool = False) -> None:
         raise NotImplementedError  # PlannerActor's
+
+    def _exhausted(self, limit: BudgetLimit, detail: str, *, drain: bool = False) -> None:
+        """End the run on a spent budget; ``drain``: a step's own share ran out, and its
+        siblings in flight hold theirs, so they finish (not cancelled: no work lost)."""
+        if type(phase := self._phase) is WindingDown and phase.draining:
+            self._wind_down(phase.ending)  # the wall clock ran out meanwhile: cut them
+            return
+        if isinstance(phase, (Done, WindingDown)) or self._book.spending.exhausted:
+            return
+        self._record(BudgetRanOut(limit, detail))
+        raising = self._team.budget.on_exhausted == "raise"
+        error = BudgetExceeded(f"budget exhausted: {detail}", limit=limit)
+        self._wind_down(EndFailed(error) if raising else EndPartial(), drain=drain)
 
     def _next(self, then: AfterCompress) -> None:
         raise NotImplementedError  # PlannerActor's
