@@ -27,7 +27,7 @@ from regiment.hierarchy.run._phase import (
 from regiment.hierarchy.run._prompting import Call, Prompting
 from regiment.hierarchy.run._rounds import CritiqueSession, rounds_spent
 from regiment.hierarchy.run._runtime import TeamRuntime
-from regiment.models import ModelRequest
+from regiment.models import ModelRequest, estimate_tokens
 
 __all__ = ("JudgesRounds",)
 
@@ -59,9 +59,10 @@ class JudgesRounds:
         if type(phase := self._phase) is WindingDown and phase.draining:
             self._wind_down(phase.ending)  # the wall clock ran out meanwhile: cut them
             return
-        if isinstance(phase, (Done, WindingDown)) or self._book.spending.exhausted:
+        if isinstance(phase, (Done, WindingDown)):
             return
-        self._record(BudgetRanOut(limit, detail))
+        if not self._book.spending.exhausted:  # else noted: it answers from what was done
+            self._record(BudgetRanOut(limit, detail))
         raising = self._team.budget.on_exhausted == "raise"
         error = BudgetExceeded(f"budget exhausted: {detail}", limit=limit)
         self._wind_down(EndFailed(error) if raising else EndPartial(), drain=drain)
@@ -75,8 +76,7 @@ class JudgesRounds:
         the run's answer is ``partial`` (or ``BudgetExceeded``), as when rounds run out."""
         book = self._book
         then = self._prompting.after_plan(book)
-        ledger = book.spending.ledger
-        if isinstance(then, AskCritic) and (limit := ledger.exhausted(model_calls_needed=2)):
+        if isinstance(then, AskCritic) and (limit := self._unpaid_critique()):
             why = f"no budget left to critique round {book.rounds.round} and then answer"
             if self._team.budget.on_exhausted == "raise":
                 self._exhausted(limit, why)
@@ -84,6 +84,16 @@ class JudgesRounds:
             self._record(BudgetRanOut(limit, why))
             then = Synthesize()
         self._next(then)
+
+    def _unpaid_critique(self) -> BudgetLimit | None:
+        """The limit that cannot pay for a critique and an answer after it: two model
+        calls and, under a token limit, both requests' estimated input."""
+        book = self._book
+        ledger, tokens = book.spending.ledger, 0
+        if ledger.counts_tokens:
+            for then in (AskCritic(), Synthesize()):
+                tokens += estimate_tokens(self._prompting.call(then, book).request)
+        return ledger.exhausted(model_calls_needed=2, tokens_needed=tokens)
 
     def _on_critique(self, session: CritiqueSession, text: str) -> None:
         """The critic answered: ask again if it did not parse, else judge the round."""
