@@ -24,16 +24,15 @@ from typing import assert_never
 
 from opentelemetry.trace import Span
 
-from regiment.errors import BudgetExceeded, RunError, StepFailed
+from regiment.errors import RunError, StepFailed
 from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled, NestedStalled
 from regiment.hierarchy._budget import BudgetLedger
-from regiment.hierarchy._messages import PAUSING, BudgetLimit, StepReport
+from regiment.hierarchy._messages import PAUSING, StepReport
 from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.guard._roles import GuardLog
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._calls import PhaseCalls, SpanFacts
 from regiment.hierarchy.run._changes import (
-    BudgetRanOut,
     CheckRejected,
     MemoryAdopted,
     ModelCharged,
@@ -251,14 +250,15 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
             if book.spending.refused_and_spent():
                 self._exhausted("tool_calls", book.spending.refusals())
             else:
-                self._next(self._prompting.after_plan(book))  # critique the round, or answer
+                self._after_plan()  # critique the round, or answer
 
     async def _apply(self, report: StepReport) -> None:
         step = self._book.versions.step(report.step_id)
         if report.refused_tool_calls and report.status != "budget_exhausted":
             ends = self._book.spending.refused_and_spent(more=report.refused_tool_calls)
             self._record(ToolCallsRefused(report, ends))
-            if ends:
+            if ends:  # judged (a done step is kept) as the run ends, no step follows from it
+                self._record(self._verifier.at_end(report, self._book.versions, EndPartial()))
                 self._exhausted("tool_calls", self._book.spending.refusals())
                 return
         artifact = report.worker in self._team.artifacts
@@ -268,7 +268,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
             case StepCommitted():  # the first arm: the hot path
                 await self._dispatch_ready()
             case StepEnded(report=StepReport(status="budget_exhausted", exhausted=limit)):
-                self._exhausted(limit or "model_calls", change.detail)
+                self._exhausted(limit or "model_calls", change.detail, drain=True)
             case StepEnded() | CheckRejected():
                 self._replan_or_fail(report, change.detail)
             case _:
@@ -314,20 +314,13 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
         self._end()
         self._record(RunAborted(error))
 
-    def _exhausted(self, limit: BudgetLimit, detail: str) -> None:
-        if isinstance(self._phase, (Done, WindingDown)) or self._book.spending.exhausted:
-            return
-        self._record(BudgetRanOut(limit, detail))
-        raising = self._team.budget.on_exhausted == "raise"
-        error = BudgetExceeded(f"budget exhausted: {detail}", limit=limit)
-        self._wind_down(EndFailed(error) if raising else EndPartial())
-
-    def _wind_down(self, ending: Ending) -> None:
-        """Cancel everything in flight; end as ``ending`` once every step has reported."""
+    def _wind_down(self, ending: Ending, *, drain: bool = False) -> None:
+        """Cancel what is in flight (not if ``drain``); end as ``ending`` once all reported."""
         self._calls.supersede()
         self._guards.stop()
-        self._phase = WindingDown(ending)
-        self._book.dispatcher.cancel_all(self.ctx, _why_cut(ending))
+        self._phase = WindingDown(ending, drain)
+        if not drain:
+            self._book.dispatcher.cancel_all(self.ctx, _why_cut(ending))
         if not self._book.dispatcher.inflight:
             self._end_as(ending)
 

@@ -135,9 +135,7 @@ class RunBook:
                 self._not_committed(change)
             case ToolCallsRefused(report=r, ends_run=ends):
                 self.spending.refused_tool_calls += r.refused_tool_calls
-                if ends:
-                    self.versions.reports.append(r)  # kept, never applied: the run ends
-                else:
+                if not ends:  # else the run ends: the planner judges the report as it does
                     self.trace.budget_exhausted("tool_calls", r.step_id)
                     self.emit(share_refused(run_id, r))
             case ReplanBegun():

@@ -111,8 +111,9 @@ class StepEnded(msgspec.Struct, frozen=True):
 class ToolCallsRefused(msgspec.Struct, frozen=True):
     """A step's tool calls were refused for want of its tool-call share.
 
-    ``ends_run``: the run's own tool calls are all spent too, so the run ends
-    (the report is kept, not applied); otherwise the run goes on with a note.
+    ``ends_run``: the run's own tool calls are all spent too, so the run ends (the
+    report is then judged as one that came as the run ends: a ``done`` step is
+    committed); otherwise the run goes on with a note.
     """
 
     report: StepReport

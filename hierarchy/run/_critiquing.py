@@ -1,5 +1,6 @@
 """How a run's planner takes the critic's verdict on a round: another round, the
-answer, or (the rounds spent and the goal still unmet) a spent ``rounds`` budget.
+answer, or (the rounds spent and the goal still unmet) a spent ``rounds`` budget;
+and how it ends a run whose budget ran out.
 
 A part of :class:`~regiment.hierarchy.run._actor.PlannerActor`, kept here so the
 actor stays a router: the changes still go through its one door, ``_record``.
@@ -7,23 +8,36 @@ actor stays a router: the changes still go through its one door, ``_record``.
 
 from __future__ import annotations
 
+from regiment.errors import BudgetExceeded
 from regiment.hierarchy._messages import BudgetLimit
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import BudgetRanOut, CritiqueJudged, RoundBegun, RunChange
 from regiment.hierarchy.run._messages import Purpose
-from regiment.hierarchy.run._phase import Synthesize
+from regiment.hierarchy.run._phase import (
+    AfterCompress,
+    AskCritic,
+    Done,
+    EndFailed,
+    Ending,
+    EndPartial,
+    Phase,
+    Synthesize,
+    WindingDown,
+)
 from regiment.hierarchy.run._prompting import Call, Prompting
 from regiment.hierarchy.run._rounds import CritiqueSession, rounds_spent
 from regiment.hierarchy.run._runtime import TeamRuntime
-from regiment.models import ModelRequest
+from regiment.models import ModelRequest, estimate_tokens
 
 __all__ = ("JudgesRounds",)
 
 
 class JudgesRounds:
-    """The planner actor's critique handling (mixed into ``PlannerActor``)."""
+    """The planner actor's critique handling and its end on a spent budget (mixed
+    into ``PlannerActor``)."""
 
     _book: RunBook
+    _phase: Phase
     _team: TeamRuntime
     _prompting: Prompting
 
@@ -36,8 +50,50 @@ class JudgesRounds:
     def _enter(self, call: Call) -> None:
         raise NotImplementedError  # PlannerActor's
 
-    def _exhausted(self, limit: BudgetLimit, detail: str) -> None:
+    def _wind_down(self, ending: Ending, *, drain: bool = False) -> None:
         raise NotImplementedError  # PlannerActor's
+
+    def _exhausted(self, limit: BudgetLimit, detail: str, *, drain: bool = False) -> None:
+        """End the run on a spent budget; ``drain``: a step's own share ran out, and its
+        siblings in flight hold theirs, so they finish (not cancelled: no work lost)."""
+        if type(phase := self._phase) is WindingDown and phase.draining:
+            self._wind_down(phase.ending)  # the wall clock ran out meanwhile: cut them
+            return
+        if isinstance(phase, (Done, WindingDown)):
+            return
+        if not self._book.spending.exhausted:  # else noted: it answers from what was done
+            self._record(BudgetRanOut(limit, detail))
+        raising = self._team.budget.on_exhausted == "raise"
+        error = BudgetExceeded(f"budget exhausted: {detail}", limit=limit)
+        self._wind_down(EndFailed(error) if raising else EndPartial(), drain=drain)
+
+    def _next(self, then: AfterCompress) -> None:
+        raise NotImplementedError  # PlannerActor's
+
+    def _after_plan(self) -> None:
+        """A plan's steps are all committed: critique the round, or answer. A critique
+        the budget cannot pay for (with an answer after it) leaves the round unjudged, so
+        the run's answer is ``partial`` (or ``BudgetExceeded``), as when rounds run out."""
+        book = self._book
+        then = self._prompting.after_plan(book)
+        if isinstance(then, AskCritic) and (limit := self._unpaid_critique()):
+            why = f"no budget left to critique round {book.rounds.round} and then answer"
+            if self._team.budget.on_exhausted == "raise":
+                self._exhausted(limit, why)
+                return
+            self._record(BudgetRanOut(limit, why))
+            then = Synthesize()
+        self._next(then)
+
+    def _unpaid_critique(self) -> BudgetLimit | None:
+        """The limit that cannot pay for a critique and an answer after it: two model
+        calls and, under a token limit, both requests' estimated input."""
+        book = self._book
+        ledger, tokens = book.spending.ledger, 0
+        if ledger.counts_tokens:
+            for then in (AskCritic(), Synthesize()):
+                tokens += estimate_tokens(self._prompting.call(then, book).request)
+        return ledger.exhausted(model_calls_needed=2, tokens_needed=tokens)
 
     def _on_critique(self, session: CritiqueSession, text: str) -> None:
         """The critic answered: ask again if it did not parse, else judge the round."""

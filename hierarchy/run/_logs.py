@@ -17,6 +17,7 @@ __all__ = (
     "budget_exhausted",
     "cancel_not_sent",
     "check_raised",
+    "compression_skipped",
     "model_retry",
     "plan_truncated",
     "stale_report_dropped",
@@ -46,6 +47,18 @@ def stale_report_dropped(run_id: str, report: StepReport, current_version: int) 
 def budget_exhausted(run_id: str, limit: str, detail: str, step_id: str | None = None) -> None:
     """A budget limit ran out: the run ends early (WARNING)."""
     _log.warning("budget exhausted (%s): %s", limit, detail, extra=_where(run_id, step_id=step_id))
+
+
+def compression_skipped(run_id: str, limit: str, size: int) -> None:
+    """A compression was due but the budget could not pay for it and what follows (WARNING)."""
+    _log.warning(
+        "the carried context (about %d tokens) is past the compression threshold, but the "
+        "budget (%s) cannot pay for a compression and the calls after it: it goes on "
+        "uncompressed (raise the budget to have it compressed)",
+        size,
+        limit,
+        extra=_where(run_id),
+    )
 
 
 def plan_truncated(run_id: str, purpose: str, steps: int, max_steps: int) -> None:

@@ -79,7 +79,9 @@ class PausesForApprovals:
 
     def _in_flight(self) -> Collection[tuple[int, str, int]] | None:
         """The steps in flight while the run executes its plan (see ``NestedWaits``)."""
-        return self._book.dispatcher.inflight if type(self._phase) is Executing else None
+        phase = self._phase
+        working = type(phase) is Executing or (type(phase) is WindingDown and phase.draining)
+        return self._book.dispatcher.inflight if working else None
 
     def _on_approval(self, notice: ApprovalNoticed | ApprovalSettled) -> None:
         """Record a request or a decision of this run (or of a team nested in it)."""
@@ -141,13 +143,17 @@ class PausesForApprovals:
         The steps are cancelled; their requests stay pending (and journaled) for a
         resume, so the run's budget clock does not run while a human decides.
         """
-        book = self._book
+        book, phase = self._book, self._phase
         approvals = book.approvals
+        draining = type(phase) is WindingDown and phase.draining
         if (
-            type(self._phase) is Executing
+            (type(phase) is Executing or draining)
             and approvals.pending
             and approvals.stalled(book.dispatcher.inflight, self._nested_working)
         ):
+            if draining:  # an ending run waits for no decision: its steps are cut
+                self._wind_down(phase.ending)  # type: ignore[union-attr]
+                return
             if (desk := book.channel.desk) is not None:
                 desk.pausing(book.run_id)  # a decision now wakes no call the pause cuts
             self._wind_down(EndPaused())

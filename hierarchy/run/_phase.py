@@ -161,9 +161,12 @@ class Synthesizing:
 @dataclass(frozen=True, slots=True)
 class WindingDown:
     """Everything in flight was cancelled; the run ends as ``ending`` once the
-    last dispatched step has reported."""
+    last dispatched step has reported. ``draining``: nothing was cancelled (a step
+    ran out of its budget share): the steps in flight finish within their own
+    shares, and the wall clock, a cancel or a wait for a decision cuts them."""
 
     ending: Ending
+    draining: bool = False
 
 
 @final

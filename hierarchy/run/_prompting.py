@@ -32,7 +32,7 @@ from regiment.hierarchy.run._phase import (
 from regiment.hierarchy.run._rounds import CritiqueSession, compress_request, compression_due
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._versions import PlanVersions
-from regiment.models import Message, ModelRequest
+from regiment.models import Message, ModelRequest, estimate_tokens
 
 __all__ = ("Call", "PlanReading", "Prompting")
 
@@ -96,13 +96,12 @@ class Prompting:
         )
 
     def after_plan(self, book: RunBook) -> AfterCompress:
-        """What follows a plan whose steps are all committed: a critique, or the answer."""
+        """What follows a plan whose steps are all committed: a critique, or the answer
+        (the planner checks the budget can pay for the critique and an answer after it)."""
         rounds = book.rounds
-        # A critique is only worth its call if a synthesis can still follow it, and
-        # if the round did something new to judge.
+        # A critique is only worth its call if the round did something new to judge.
         nothing_new = rounds.round > 1 and rounds.added == 0
-        exhausted = book.spending.ledger.exhausted(model_calls_needed=2) is not None
-        if self._team.critic is None or nothing_new or exhausted:
+        if self._team.critic is None or nothing_new:
             return Synthesize()
         return AskCritic()
 
@@ -129,7 +128,11 @@ class Prompting:
                 assert_never(then)
 
     def compression(self, book: RunBook, then: AfterCompress) -> Call | None:
-        """The compressor's call when the carried context is past its threshold, else ``None``."""
+        """The compressor's call when the carried context is past its threshold, else ``None``.
+
+        Also ``None`` when the budget cannot pay for it, the call ``then`` asks for and an
+        answer after that: the context goes on as it is, rather than a compression taking
+        the call (or the tokens) the answer needed."""
         compression = self._team.compression
         before = compression_due(compression, book.versions, book.rounds)
         if before is None or compression is None:
@@ -141,6 +144,15 @@ class Prompting:
             versions=book.versions,
             rounds=book.rounds,
         )
+        calls = 2 if isinstance(then, Synthesize) else 3
+        ledger = book.spending.ledger
+        if ledger.counts_tokens or ledger.budget.model_calls is not None:
+            tokens = estimate_tokens(request) if ledger.counts_tokens else 0
+            if (
+                limit := ledger.exhausted(model_calls_needed=calls, tokens_needed=tokens)
+            ) is not None:
+                logs.compression_skipped(self._run_id, limit, before)
+                return None
         return Call(Compressing(before, then), "compress", request)
 
     def round(self, book: RunBook, feedback: str) -> Call:

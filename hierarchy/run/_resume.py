@@ -52,27 +52,36 @@ async def open_channel(
     ``traceparent`` of its root span, recorded so a resume continues the trace)."""
     run_id, goal, session = run
     journal, team, ttl = running.journal, running.team, running.lease_ttl
-    run_journal = resumed
+    run_journal, history = resumed, None
     if resumed is not None and resumed.resume is not None:  # (else a new nested run's)
         number, now = resumed.resume[0], datetime.now(UTC)
         resumed.buffer(RunResumed(run_id=run_id, number=number, trace=trace, resumed_at=now))
         await resumed.flush()  # durably, now: a resume killed at once still counts
     elif journal is not None:
-        run_journal = await RunJournal.create(
-            journal,
-            team,
-            run_id,
-            goal,
-            session,
-            owner_name(),
-            deps,
-            ttl=ttl,
-            trace=trace,
-            team_file=running.team_file,
-        )
+        # A new run's record, once queued, is written with some group commit even if its
+        # caller is cancelled while it waits: seen through (with the session's read, the
+        # last wait here), the run reaches the code that ends it, as cancelled. Cut here,
+        # it stayed listed as running, then stalled, and a resume would have run it.
+        with running._spawner.new_cancel_scope(shield=True):
+            run_journal = await RunJournal.create(
+                journal,
+                team,
+                run_id,
+                goal,
+                session,
+                owner_name(),
+                deps,
+                ttl=ttl,
+                trace=trace,
+                team_file=running.team_file,
+            )
+            if session is not None:
+                history = await session_context(journal, running.sessions, team, session, run_id)
     channel, events = RunChannel.open(streaming=streaming, lender=lender)
     if session is not None:
-        channel.history = await session_context(journal, running.sessions, team, session, run_id)
+        if history is None:
+            history = await session_context(journal, running.sessions, team, session, run_id)
+        channel.history = history
     channel.calls = RunCalls(run_id, deps) if deps is not None else None
     if run_journal is not None:
         channel.journal, channel.calls = run_journal, run_journal.calls

@@ -9,7 +9,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from regiment.hierarchy import Budget, BudgetExhausted, Planner, RunResult, Team, Worker
+from regiment.hierarchy import (
+    Budget,
+    BudgetExhausted,
+    Planner,
+    RunCompleted,
+    RunFailed,
+    RunResult,
+    StepCompleted,
+    Team,
+    Worker,
+)
 from regiment.models import (
     ModelRequest,
     ModelResponse,
@@ -127,6 +137,24 @@ async def test_the_run_ends_partial_whatever_order_the_reports_come_in() -> None
     assert result.budget_exhausted == "tool_calls"
     notes = [(e.limit, e.step_id) for e in result.events if isinstance(e, BudgetExhausted)]
     assert notes == [("tool_calls", "s2"), ("tool_calls", None)]
+
+
+@pytest.mark.anyio
+async def test_the_step_whose_report_spends_the_last_tool_call_is_kept() -> None:
+    # One at a time, each step's share is one call of the two it asks for: both are
+    # refused their second and answer anyway. s2's report is the one that finds the
+    # run's tool calls spent; its work is done (its tool ran), so it is committed and
+    # in the answer, as a report that comes in while the run ends is.
+    probe = Probe([(2, []), (2, [])])
+    result = await probe.team(Budget(tool_calls=2), concurrency=1).run("two parts")
+    assert probe.bodies == 2
+    assert result.status == "partial"
+    assert result.budget_exhausted == "tool_calls"
+    assert result.committed == ("s1", "s2")
+    assert [r.step_id for r in result.steps] == ["s1", "s2"]
+    assert "did part 2 wants 2" in result.answer
+    done = [e.step_id for e in result.events if isinstance(e, StepCompleted)]
+    assert done == ["s1", "s2"]
 
 
 @pytest.mark.anyio
@@ -258,3 +286,101 @@ def test_token_budgets_under_random_fan_outs(
         assert result.committed == unlimited.committed
     elif result.status == "partial":
         assert result.budget_exhausted == "tokens"
+
+
+class Heavy:
+    """A team of one step that calls ``probe`` until its token share runs out, beside
+    light steps that answer once ``gate`` is set (never, when not set)."""
+
+    def __init__(self, light: int, *, pay: bool = False) -> None:
+        self.gate = anyio.Event()
+        self.pay = pay  # the light steps then call ``pay``, which waits for approval
+        steps = [{"description": "heavy"}, *({"description": f"light {i}"} for i in range(light))]
+        self.brain = Brain([plan_json(*steps)], work=self._work)
+
+    async def _work(
+        self, description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        if description == "heavy":
+            return tool_call_response("probe", {"n": len(request.messages)})
+        await self.gate.wait()
+        if self.pay and not results:
+            return tool_call_response("pay", {"n": 1})
+        return f"did {description}"
+
+    def team(self, budget: Budget) -> Team:
+        @tool
+        async def probe(n: int) -> str:
+            """Probe."""
+            return "data " * 40
+
+        @tool
+        async def pay(n: int) -> str:
+            """Pay."""
+            return "paid"
+
+        model = ScriptedModel(self.brain)
+        worker = Worker(
+            name="w",
+            description="w",
+            model=model,
+            tools=[probe, pay],
+            max_iterations=20,
+            require_approval=["pay"],
+        )
+        return Team(name="t", planner=Planner(model=model), workers=[worker], budget=budget)
+
+    async def run(self, budget: Budget) -> RunCompleted | RunFailed:
+        """Stream a run (its last event); the light steps answer once the run has
+        ended its budget."""
+        async with self.team(budget).start() as running, running.stream("go") as events:
+            async for event in events:
+                if isinstance(event, BudgetExhausted):
+                    self.gate.set()
+        assert isinstance(events.ending, RunCompleted | RunFailed)
+        return events.ending
+
+
+@pytest.mark.anyio
+async def test_a_step_out_of_its_token_share_lets_its_siblings_finish() -> None:
+    # The heavy step outgrows its share of 4,000 tokens and ends the run partial; the
+    # light ones hold shares of their own, so they are not cut (their work would be
+    # lost): they answer, are committed and are in the answer, within the budget.
+    ending = await Heavy(light=3).run(Budget(tokens=4_000))
+    assert isinstance(ending, RunCompleted)
+    result = ending.result
+    assert (result.status, result.budget_exhausted) == ("partial", "tokens")
+    assert {r.step_id: r.status for r in result.steps} == {
+        "s1": "budget_exhausted",
+        "s2": "done",
+        "s3": "done",
+        "s4": "done",
+    }
+    assert sorted(result.committed) == ["s2", "s3", "s4"]
+    assert "did light 2" in result.answer
+    assert result.usage.total_tokens <= 4_000
+    failed = await Heavy(light=3).run(Budget(tokens=4_000, on_exhausted="raise"))
+    assert isinstance(failed, RunFailed)
+    assert failed.error_type == "BudgetExceeded"
+    assert sorted(failed.committed) == ["s2", "s3", "s4"]
+
+
+@pytest.mark.anyio
+async def test_the_wall_clock_cuts_siblings_left_to_finish() -> None:
+    heavy = Heavy(light=2)  # the light steps never answer
+    result = await heavy.team(Budget(tokens=4_000, wall_clock=0.5)).run("go")
+    assert (result.status, result.budget_exhausted) == ("partial", "tokens")
+    statuses = {r.step_id: r.status for r in result.steps}
+    assert statuses == {"s1": "budget_exhausted", "s2": "cancelled", "s3": "cancelled"}
+
+
+@pytest.mark.anyio
+async def test_siblings_left_to_finish_that_wait_for_a_decision_are_cut() -> None:
+    # An ending run waits for no human: once every sibling waits for approval, the
+    # run ends partial (it does not pause, nor hang until the requests time out).
+    ending = await Heavy(light=2, pay=True).run(Budget(tokens=4_000))
+    assert isinstance(ending, RunCompleted)
+    result = ending.result
+    assert (result.status, result.budget_exhausted) == ("partial", "tokens")
+    statuses = {r.step_id: r.status for r in result.steps}
+    assert statuses == {"s1": "budget_exhausted", "s2": "cancelled", "s3": "cancelled"}

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from regiment.hierarchy import (
+    Budget,
     Compression,
     ContextCompressed,
     Critic,
@@ -63,13 +64,14 @@ class SumBrain(Brain):
         return await super().__call__(request)
 
 
-def _team(brain: Brain, compression: Compression | None) -> Team:
+def _team(brain: Brain, compression: Compression | None, budget: Budget | None = None) -> Team:
     model = ScriptedModel(brain)
     return Team(
         name="t",
         planner=Planner(model=model),
         workers=[Worker(name="w", description="reads meters", model=model)],
         compression=compression,
+        budget=budget or Budget(),
     )
 
 
@@ -107,6 +109,21 @@ async def test_no_compression_below_the_threshold() -> None:
     assert brain.compressor_requests == []
     assert result.memory is None
     assert not any(isinstance(e, ContextCompressed) for e in result.events)
+
+
+async def test_a_compression_the_budget_cannot_pay_for_is_skipped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Five model calls: the plan, three steps and the answer. A compression would
+    # take the answer's call, and the run would end partial with the raw outputs;
+    # the answer is written from the context as it is instead, and a warning says so.
+    brain = SumBrain()
+    budget = Budget(model_calls=5)
+    result = await _team(brain, Compression(threshold_tokens=200), budget).run(GOAL)
+    assert brain.compressor_requests == []
+    assert (result.status, result.answer, result.memory) == ("completed", "total 42", None)
+    assert "goes on uncompressed" in caplog.text
+    assert "compressor" not in result.usage_by_role
 
 
 async def test_latest_critique_is_kept_through_compression() -> None:

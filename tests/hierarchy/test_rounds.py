@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 
 from regiment.errors import BudgetExceeded
@@ -41,14 +42,22 @@ class CriticBrain(Brain):
         return await super().__call__(request)
 
 
-def _team(brain: Brain, *, rounds: int = 3, on_exhausted: OnExhausted = "partial") -> Team:
+def _team(
+    brain: Brain,
+    *,
+    rounds: int = 3,
+    on_exhausted: OnExhausted = "partial",
+    model_calls: int | None = None,
+    tokens: int | None = None,
+) -> Team:
     model = ScriptedModel(brain)
+    budget = Budget(rounds=rounds, on_exhausted=on_exhausted, model_calls=model_calls)
     return Team(
         name="t",
         planner=Planner(model=model),
         workers=[Worker(name="w", description="w", model=model)],
         critic=Critic(),
-        budget=Budget(rounds=rounds, on_exhausted=on_exhausted),
+        budget=msgspec.structs.replace(budget, tokens=tokens),
     )
 
 
@@ -115,6 +124,59 @@ async def test_a_passed_last_round_is_completed() -> None:
     brain = CriticBrain(plans, [_verdict(False, "not yet"), _verdict(True)])
     result = await _team(brain, rounds=2, on_exhausted="raise").run("something hard")
     assert (result.status, result.budget_exhausted, result.rounds) == ("completed", None, 2)
+
+
+async def test_a_round_the_budget_cannot_critique_is_answered_partial() -> None:
+    # Six model calls: plan, step, critique (not met), plan, step; the critique of
+    # round 2 and an answer after it would need two, so round 2 goes unjudged: the
+    # answer is written from what was done, and it is not "completed".
+    plans = [plan_json({"description": f"attempt {i}"}) for i in range(5)]
+    brain = CriticBrain(plans, [_verdict(False, "still not good")] * 5)
+    result = await _team(brain, model_calls=6).run("something hard")
+    assert len(brain.critic_requests) == 1
+    assert (result.status, result.budget_exhausted, result.rounds) == ("partial", "model_calls", 2)
+    assert result.answer == "final answer"
+    (ran_out,) = [e for e in result.events if isinstance(e, BudgetExhausted)]
+    assert "no budget left to critique round 2" in ran_out.detail
+    with pytest.raises(BudgetExceeded) as caught:
+        await _team(CriticBrain(plans, brain.verdicts), model_calls=6, on_exhausted="raise").run(
+            "something hard"
+        )
+    assert caught.value.limit == "model_calls"
+    assert caught.value.failed is not None
+    assert caught.value.failed.committed == ("s1", "s2")
+
+
+async def test_a_critique_would_take_the_tokens_the_answer_needs_is_not_asked() -> None:
+    # The tokens left pay for the answer, not for a critique as well: the critique took
+    # them, and the run ended with no synthesised answer. The round goes unjudged now.
+    plans = [plan_json({"description": "attempt"})]
+    free = await _team(CriticBrain(plans, [_verdict(True)])).run("goal")
+    roles = free.usage_by_role
+    spent = [roles[role].total_tokens for role in ("planner", "w", "synthesizer")]
+    brain = CriticBrain(plans, [_verdict(True)])
+    result = await _team(brain, tokens=sum(spent) + 10).run("goal")
+    assert brain.critic_requests == []
+    assert (result.status, result.budget_exhausted) == ("partial", "tokens")
+    assert result.answer == "final answer"
+
+
+async def test_an_answer_the_tokens_left_cannot_pay_for_after_the_last_round_ends_it() -> None:
+    # The critic's long "no" spends the tokens the answer would have needed: the run
+    # answers from what was done, without a synthesis. (It waited for ever: the rounds
+    # had run out, and a second spent limit was not acted on.)
+    plans = [plan_json({"description": "attempt"})]
+    verdict = _verdict(False, "not good enough, " * 60)
+    free = await _team(CriticBrain(plans, [verdict]), rounds=1).run("goal")
+    roles = free.usage_by_role
+    need = roles["planner"].total_tokens + roles["w"].total_tokens
+    tokens = need + roles["critic"].input_tokens + roles["synthesizer"].input_tokens
+    brain = CriticBrain(plans, [verdict])
+    result = await _team(brain, rounds=1, tokens=tokens).run("goal")
+    assert len(brain.critic_requests) == 1
+    assert (result.status, result.budget_exhausted) == ("partial", "rounds")
+    assert result.answer.startswith("Partial result (budget exhausted: rounds)")
+    assert result.usage.total_tokens <= tokens + roles["critic"].output_tokens  # one reply over
 
 
 async def test_a_verdict_nested_thousands_deep_is_asked_again() -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
+import anyio
 import pytest
+from anyio import wait_all_tasks_blocked
 
 from regiment import Planner, RunContext, ScriptedModel, Team, Worker, text_response, tool
 from regiment.errors import ConfigError
@@ -100,3 +103,39 @@ async def test_a_session_that_is_no_id_is_a_config_error(
         assert await journal.list_runs() == ()
     finally:
         await journal.close()
+
+
+@pytest.mark.parametrize("session", [None, "s-1"])
+async def test_runs_cancelled_while_their_records_wait_are_journaled_cancelled(
+    session: str | None, tmp_path: Path
+) -> None:
+    # Another connection's write transaction holds the file, so the group commit that
+    # records two new runs waits; both callers are cancelled meanwhile. The record of
+    # the run that did not make the commit itself stayed queued and was written with a
+    # later commit, and nothing ended it: listed as running (its lease held), then
+    # stalled, where a resume would have run it. A run once recorded is now seen
+    # through to its start, and then cancelled like any other.
+    path = tmp_path / "runs.db"
+    async with _team().start(journal=path) as running:
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        scopes = [anyio.CancelScope(), anyio.CancelScope()]
+
+        async def run(scope: anyio.CancelScope) -> None:
+            with scope:
+                await running.run("who asks?", session=session)
+
+        async with anyio.create_task_group() as tg:
+            for scope in scopes:
+                tg.start_soon(run, scope)
+            await wait_all_tasks_blocked()
+            for scope in scopes:
+                scope.cancel()
+            other.execute("COMMIT")
+        other.close()
+    journal = await open_journal(str(path))
+    try:
+        listed = await journal.list_runs()
+    finally:
+        await journal.close()
+    assert [info.status for info in listed] == ["cancelled", "cancelled"]
