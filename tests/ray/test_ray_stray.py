@@ -41,9 +41,9 @@ async def test_prompts_that_raise_cancelled_error_fail_the_step_not_the_replica(
             await running.run("first")
         second = await running.run("second")
     assert caught.value.cause == (
-        "step s1 (bad call) ended failed: RuntimeError: CarelessPrompts.step_request raised "
-        "CancelledError while nothing had cancelled its call; it must return its text, or "
-        "raise an Exception"
+        "step s1 (bad call) ended failed: the Prompts hook CarelessPrompts.step_request raised "
+        "CancelledError while nothing had cancelled its call; fix that method (it must return "
+        "the text), or remove it to use regiment's default"
     )
     assert second.steps[0].output == "the tool said: 2"
 
