@@ -293,21 +293,30 @@ def _print_shown(shown: dict[str, object], stdout: TextIO) -> None:
     plans = shown["plans"]
     assert isinstance(plans, list)
     for plan in plans:
-        ids = ", ".join(str(s.get("id")) for s in plan["steps"])
+        ids = ", ".join(str(s.get("id")) for s in plan["steps"]) or "no steps"
         print(f"plan v{plan['version']}: {ids}", file=stdout)
     steps = shown["steps"]
     assert isinstance(steps, list)
     for step in steps:
-        mark = "committed" if step["committed"] else step["status"]
-        if mark == "dispatched":
-            mark = "dispatched, no report"
-        elif mark == "awaiting_approval":
-            mark = "waits for a decision on"
         said = step["output"] or step.get("error") or ""  # a failed step: why
-        print(f"  v{step['plan_version']} {step['step_id']} [{mark}] {said}", file=stdout)
+        line = f"  v{step['plan_version']} {step['step_id']} [{_mark(step, shown)}]"
+        print(f"{line} {said}" if said else line, file=stdout)  # no trailing space
     if shown["answer"] or (shown["answer"] is not None and not shown["error"]):
-        print(f"answer: {shown['answer']}", file=stdout)
+        print(f"answer: {shown['answer'] or '(empty)'}", file=stdout)
     if shown["error"]:
         print(f"error: {shown['error']}", file=stdout)
     if shown["usage"] is not None:
         print(f"usage: {msgspec.json.encode(shown['usage']).decode()}", file=stdout)
+
+
+def _mark(step: Mapping[str, object], shown: Mapping[str, object]) -> str:
+    """What ``show`` says of a step in brackets."""
+    if step["committed"]:
+        return "committed"
+    if step["status"] == "awaiting_approval":
+        return "waits for a decision on"
+    if step["status"] != "dispatched":
+        return str(step["status"])
+    if shown["paused"] and shown["status"] in ("paused", "stalled"):
+        return "dispatched, waits for a resume"  # its requests decided: a resume runs it
+    return "dispatched, no report"
