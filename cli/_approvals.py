@@ -159,12 +159,25 @@ async def _decide(
             f"service's POST /approvals/{args.request_id}). The journal says: {held}"
         ) from held
     what = type(decision).__name__.lower().replace("editarguments", "edit")
-    resume = f"regiment resume {'' if recorded else 'TEAM_FILE '}{request.run_id}"
     print(
         f"{what}: {request.tool_name} in run {request.run_id} "
-        f"({request.request_id}); continue with: {resume}",
+        f"({request.request_id}); continue with: {_resume_hint(created, recorded, request.run_id)}",
         file=stdout,
     )
+
+
+def _resume_hint(created: RunCreated | None, recorded: TeamFile | None, run_id: str) -> str:
+    """How the run goes on after a decision: it said ``regiment resume TEAM_FILE ...``
+    alone for a run a service started, which the service resumes (the command only with
+    a team file the user may not have)."""
+    if recorded is not None:
+        return f"regiment resume {run_id}"
+    if created is None or created.team_file is None:  # started by a service, or by code
+        return (
+            f"POST /runs/{run_id}/resume to the service that started it, "
+            f"or regiment resume TEAM_FILE {run_id}"
+        )
+    return f"regiment resume TEAM_FILE {run_id} (its team file {created.team_file.path} is gone)"
 
 
 def _recorded(created: RunCreated | None, run_id: str) -> TeamFile | None:

@@ -120,7 +120,7 @@ async def test_a_run_started_from_code_needs_its_team_file(tmp_path: Path) -> No
     (request,) = result.pending_approvals
     decided = regiment_process("approve", run_id, request.request_id, cwd=tmp_path, env=env)
     assert decided.returncode == 0, decided.stderr
-    assert f"continue with: regiment resume TEAM_FILE {run_id}" in decided.stdout
+    assert f"service that started it, or regiment resume TEAM_FILE {run_id}\n" in decided.stdout
 
     both = regiment_process(
         "resume",
