@@ -28,6 +28,7 @@ from regiment.cli._journal_cmds import (
     journal_exists,
     journal_read,
     open_cli_journal,
+    resume_hint,
 )
 from regiment.cli._resume import (
     add_import_root,
@@ -159,25 +160,12 @@ async def _decide(
             f"service's POST /approvals/{args.request_id}). The journal says: {held}"
         ) from held
     what = type(decision).__name__.lower().replace("editarguments", "edit")
+    on_record = None if created is None or created.team_file is None else created.team_file.path
     print(
         f"{what}: {request.tool_name} in run {request.run_id} "
-        f"({request.request_id}); continue with: {_resume_hint(created, recorded, request.run_id)}",
+        f"({request.request_id}); continue with: {resume_hint(on_record, request.run_id)}",
         file=stdout,
     )
-
-
-def _resume_hint(created: RunCreated | None, recorded: TeamFile | None, run_id: str) -> str:
-    """How the run goes on after a decision: it said ``regiment resume TEAM_FILE ...``
-    alone for a run a service started, which the service resumes (the command only with
-    a team file the user may not have)."""
-    if recorded is not None:
-        return f"regiment resume {run_id}"
-    if created is None or created.team_file is None:  # started by a service, or by code
-        return (
-            f"POST /runs/{run_id}/resume to the service that started it, "
-            f"or regiment resume TEAM_FILE {run_id}"
-        )
-    return f"regiment resume TEAM_FILE {run_id} (its team file {created.team_file.path} is gone)"
 
 
 def _recorded(created: RunCreated | None, run_id: str) -> TeamFile | None:

@@ -253,7 +253,9 @@ async def test_a_resumed_run_keeps_its_session(tmp_path: Path) -> None:
     assert [resumed["session"], shown["session"], listed["session"]] == ["desk-7"] * 3
 
 
-async def test_approve_on_the_command_line_points_at_the_service_s_resume(tmp_path: Path) -> None:
+async def test_approve_and_show_on_the_command_line_point_at_the_service_s_resume(
+    tmp_path: Path,
+) -> None:
     # It said "continue with: regiment resume TEAM_FILE run-...", a file a service's
     # user may not have, and not the route that resumes the run.
     shop, journal = Shop(), str(tmp_path / "runs.db")
@@ -272,6 +274,13 @@ async def test_approve_on_the_command_line_points_at_the_service_s_resume(tmp_pa
             f"approve: issue_refund in run {run_id} ({request['request_id']}); continue with: POST "
             f"/runs/{run_id}/resume to the service that started it, or regiment resume "
             f"TEAM_FILE {run_id}\n"
+        )
+        code, out, err = await run_cli("show", run_id, "--journal", journal)
+        assert code == 0, err  # it said "(regiment resume RUN_ID)", which needs a team file
+        assert out.splitlines()[1] == (
+            "paused, and its approval requests have all been decided since: it waits to be "
+            f"resumed (POST /runs/{run_id}/resume to the service that started it, or regiment "
+            f"resume TEAM_FILE {run_id})"
         )
         resumed = await c.post(f"/runs/{run_id}/resume?wait=true")  # what it says works
         assert resumed.json()["status"] == "completed", resumed.text
