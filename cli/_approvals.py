@@ -28,6 +28,7 @@ from regiment.cli._journal_cmds import (
     journal_exists,
     journal_read,
     open_cli_journal,
+    resume_hint,
 )
 from regiment.cli._resume import (
     add_import_root,
@@ -159,10 +160,10 @@ async def _decide(
             f"service's POST /approvals/{args.request_id}). The journal says: {held}"
         ) from held
     what = type(decision).__name__.lower().replace("editarguments", "edit")
-    resume = f"regiment resume {'' if recorded else 'TEAM_FILE '}{request.run_id}"
+    on_record = None if created is None or created.team_file is None else created.team_file.path
     print(
         f"{what}: {request.tool_name} in run {request.run_id} "
-        f"({request.request_id}); continue with: {resume}",
+        f"({request.request_id}); continue with: {resume_hint(on_record, request.run_id)}",
         file=stdout,
     )
 

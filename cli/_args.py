@@ -10,8 +10,9 @@ from typing import NoReturn
 
 from regiment.cli._approvals import add_approval_commands
 from regiment.cli._journal_cmds import add_journal_commands, add_journal_option
+from regiment.errors import ConfigError
 
-__all__ = ("parse", "parser")
+__all__ = ("parse", "parser", "session_of")
 
 _TEAM_FILE = "a .toml, .yaml or .yml team file"
 _APP_DIR = "where the file's module:attribute paths are imported from (default: .)"
@@ -214,6 +215,17 @@ def _add_verbose(parser: argparse.ArgumentParser, default: str = "warnings only"
         default=0,
         help=f"log to stderr: -v INFO, -vv DEBUG (default: {default})",
     )
+
+
+def session_of(args: argparse.Namespace) -> str | None:
+    """``--session``, refused when blank (the library's advice is for code and the service)."""
+    session: str | None = getattr(args, "session", None)
+    if session is not None and not session.strip():
+        raise ConfigError(
+            f"--session: the session is blank ({session!r}); give the id the run's "
+            "conversation goes by, or leave --session out for a run of no session"
+        )
+    return session
 
 
 def _port(text: str) -> int:

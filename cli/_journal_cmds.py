@@ -42,6 +42,7 @@ __all__ = (
     "journal_read",
     "journal_spec",
     "open_cli_journal",
+    "resume_hint",
     "runs_command",
     "show_command",
     "shown_spec",
@@ -284,7 +285,7 @@ def _print_shown(shown: dict[str, object], stdout: TextIO) -> None:
     if shown["status"] == "stalled" and shown["paused"]:  # else it would list paused
         print(
             "paused, and its approval requests have all been decided since: it waits to be "
-            f"resumed (regiment resume {shown['run_id']})",
+            f"resumed ({resume_hint(shown['team_file'], str(shown['run_id']))})",
             file=stdout,
         )
     print(f"goal: {shown['goal']}", file=stdout)
@@ -293,21 +294,43 @@ def _print_shown(shown: dict[str, object], stdout: TextIO) -> None:
     plans = shown["plans"]
     assert isinstance(plans, list)
     for plan in plans:
-        ids = ", ".join(str(s.get("id")) for s in plan["steps"])
+        ids = ", ".join(str(s.get("id")) for s in plan["steps"]) or "no steps"
         print(f"plan v{plan['version']}: {ids}", file=stdout)
     steps = shown["steps"]
     assert isinstance(steps, list)
     for step in steps:
-        mark = "committed" if step["committed"] else step["status"]
-        if mark == "dispatched":
-            mark = "dispatched, no report"
-        elif mark == "awaiting_approval":
-            mark = "waits for a decision on"
         said = step["output"] or step.get("error") or ""  # a failed step: why
-        print(f"  v{step['plan_version']} {step['step_id']} [{mark}] {said}", file=stdout)
+        line = f"  v{step['plan_version']} {step['step_id']} [{_mark(step, shown)}]"
+        print(f"{line} {said}" if said else line, file=stdout)  # no trailing space
     if shown["answer"] or (shown["answer"] is not None and not shown["error"]):
-        print(f"answer: {shown['answer']}", file=stdout)
+        print(f"answer: {shown['answer'] or '(empty)'}", file=stdout)
     if shown["error"]:
         print(f"error: {shown['error']}", file=stdout)
     if shown["usage"] is not None:
         print(f"usage: {msgspec.json.encode(shown['usage']).decode()}", file=stdout)
+
+
+def _mark(step: Mapping[str, object], shown: Mapping[str, object]) -> str:
+    """What ``show`` says of a step in brackets."""
+    if step["committed"]:
+        return "committed"
+    if step["status"] == "awaiting_approval":
+        return "waits for a decision on"
+    if step["status"] != "dispatched":
+        return str(step["status"])
+    if shown["paused"] and shown["status"] in ("paused", "stalled"):
+        return "dispatched, waits for a resume"  # its requests decided: a resume runs it
+    return "dispatched, no report"
+
+
+def resume_hint(team_file: object, run_id: str) -> str:
+    """How run ``run_id``, started from ``team_file`` (``None``: not by ``regiment run``),
+    goes on: ``regiment resume RUN_ID`` works only with its team file on record and there."""
+    if team_file is None:  # a service started it (or code)
+        return (
+            f"POST /runs/{run_id}/resume to the service that started it, "
+            f"or regiment resume TEAM_FILE {run_id}"
+        )
+    if not Path(str(team_file)).is_file():
+        return f"regiment resume TEAM_FILE {run_id} (its team file {team_file} is gone)"
+    return f"regiment resume {run_id}"

@@ -42,6 +42,7 @@ import anyio
 from regiment._logging import level_for, logging_to
 from regiment.cli._approvals import approval_command
 from regiment.cli._args import parse as parse_command
+from regiment.cli._args import session_of
 from regiment.cli._codes import (
     EXIT_FAILED,
     EXIT_OK,
@@ -234,6 +235,7 @@ def _run_options(
     # `run` alone needs the OpenTelemetry SDK (its trace report); validate stays lean.
     from regiment.cli._run import RunOptions
 
+    session = session_of(args)  # a usage error before the model's note
     ask = _asker(args, stdin, stderr)
     resume = getattr(args, "run_id", None)
     return RunOptions(
@@ -245,7 +247,7 @@ def _run_options(
         events_file=args.events_file,
         live=not args.plain and stderr.isatty() and not args.verbose and ask is None,
         journal=journal_spec(args, environ),
-        session=getattr(args, "session", None),
+        session=session,
         resume=resume,
         force=getattr(args, "force", False),
         events_deltas=args.events_deltas,

@@ -11,10 +11,13 @@ import msgspec
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Match, Route
 
 from regiment._json import JsonValue
 from regiment.errors import JournalError
 from regiment.tools import ApprovalDecision, Approve, Deny, EditArguments
+
+from ._plain import plain_problem
 
 __all__ = (
     "MAX_BODY",
@@ -112,7 +115,7 @@ async def read_json(request: Request, kind: type[T]) -> T:
     try:
         return msgspec.json.decode(body, type=kind)
     except msgspec.ValidationError as exc:  # JSON, but not of the shape the route takes
-        detail = f"{exc}; send {_SHAPES.get(kind, 'JSON')}"
+        detail = f"{plain_problem(exc, kind)}; send {_SHAPES.get(kind, 'JSON')}"
         raise ApiError(422, "invalid body", detail) from exc
     except msgspec.DecodeError as exc:
         raise ApiError(422, "invalid body", _decode_problem(body, exc)) from exc
@@ -200,8 +203,24 @@ def check_token(request: Request, token: str | None) -> None:
 async def on_http_exception(request: Request, exc: Exception) -> Response:
     """Starlette's own errors (unknown route, wrong method) as JSON."""
     assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        return _not_allowed(request)
     error = "not found" if exc.status_code == 404 else "http error"
     return error_response(exc.status_code, error, str(exc.detail))
+
+
+def _not_allowed(request: Request) -> Response:
+    """405 with the ``Allow`` header (RFC 9110) naming every method the path takes:
+    Starlette's own names only the first route's, and the JSON handler dropped it."""
+    allowed: set[str] = set()
+    for route in request.app.router.routes:
+        if isinstance(route, Route) and route.matches(request.scope)[0] is not Match.NONE:
+            allowed |= route.methods or set()
+    methods = sorted(allowed)
+    detail = f"{request.url.path} takes {', '.join(methods)}, not {request.method}"
+    response = error_response(405, "method not allowed", detail)
+    response.headers["Allow"] = ", ".join(methods)
+    return response
 
 
 async def on_api_error(request: Request, exc: Exception) -> Response:

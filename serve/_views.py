@@ -62,7 +62,7 @@ def _answer(record: RunRecord, result: RunResult) -> str:
     run_id = record.run_id
     return (
         "paused, and its approval requests have all been decided since: it waits to be "
-        f"resumed (`regiment resume {run_id}`, or POST /runs/{run_id}/resume)"
+        f"resumed (POST /runs/{run_id}/resume, or `regiment resume TEAM_FILE {run_id}`)"
     )
 
 

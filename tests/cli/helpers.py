@@ -46,6 +46,13 @@ async def stuck(request: ModelRequest) -> ModelResponse:
     raise AssertionError("unreachable")
 
 
+def idle(request: ModelRequest) -> ModelResponse:
+    """Plans nothing to do, then answers with nothing."""
+    if request.role in ("planner", "replanner"):
+        return text_response('{"steps": []}')
+    return text_response("")
+
+
 async def stuck_while_told(request: ModelRequest) -> ModelResponse:
     """As ``stuck`` while the working directory has a file named ``stuck``; else the
     worker answers and the run ends."""
@@ -131,7 +138,7 @@ def read_until(child: subprocess.Popen[str], text: str, seen: list[str]) -> None
 
 def write_team(directory: Path, brain: str, *, replans: int = 3) -> Path:
     """A one-worker team file whose scripted brain is ``brain`` (``garbage``, ``breaks``,
-    ``stuck`` or ``stuck_while_told``), allowing ``replans``."""
+    ``stuck``, ``stuck_while_told`` or ``idle``), allowing ``replans``."""
     module = f"cli_brains_{uuid.uuid4().hex[:8]}"  # unique: imported modules are cached
     (directory / f"{module}.py").write_text(BRAINS, encoding="utf-8")
     team = directory / "team.toml"

@@ -84,7 +84,9 @@ async def test_show_names_the_call_a_paused_step_waits_on(tmp_path: Path) -> Non
     code, _, err = await run_cli("approve", run_id, request_id, "--journal", journal)
     assert code == 0, err
     code, out, err = await run_cli("show", run_id, "--journal", journal)
-    assert "  v1 s2 [dispatched, no report] \n" in out  # decided: resume goes on with it
+    # It said "[dispatched, no report] " (a trailing space), as of a step lost in flight.
+    assert "  v1 s2 [dispatched, waits for a resume]\n" in out  # decided: resume runs it
+    assert [line for line in out.splitlines() if line != line.rstrip()] == []
     # It said only "stalled"; a service's GET /runs/{id} said "1 approval(s) pending".
     assert out.splitlines()[1] == (
         "paused, and its approval requests have all been decided since: it waits to be "

@@ -89,7 +89,15 @@ async def test_a_run_that_fails_exits_1_with_the_reason(tmp_path: Path) -> None:
         (["run", REFUND, "goal", "--model", "gpt-4"], "--model: expected 'anthropic:<model id>'"),
         (["run", REFUND, "   "], "the goal is empty"),
         (["run", REFUND, "order \udcff88213"], "'\\udcff' at position 6 is a lone surrogate"),
-        (["run", REFUND, "goal", "--session", ""], "the session is blank"),
+        # it said "or None (in the service: leave the key out)", advice for code and the service
+        (
+            ["run", REFUND, "goal", "--session", ""],
+            "or leave --session out for a run of no session",
+        ),
+        (
+            ["run", REFUND, "goal", "--session", " "],
+            "regiment: error: --session: the session is blank (' ')",
+        ),
         (["run", REFUND, "goal", "--session", "t-\udcff"], "the session is not valid text"),
         (["run", REFUND, "goal", "--events-file", "x.jsonl"], "--events-file needs --events jsonl"),
         (["validate", "team.ini"], "expected a .toml, .yaml or .yml team file"),

@@ -24,6 +24,8 @@ from regiment.journal import (
     StepDispatched,
 )
 
+from .helpers import run_cli, write_team
+
 pytestmark = pytest.mark.anyio
 
 REPO = Path(__file__).resolve().parents[2]
@@ -127,10 +129,24 @@ async def test_show_lists_a_stalled_run_s_step_that_was_sent_and_never_reported(
     code, out, err = await _cli("show", stalled)
     assert code == 0, err
     (line,) = [x for x in out.splitlines() if "[dispatched, no report]" in x]
-    assert line.startswith("  v1 s1 ")
+    assert line == "  v1 s1 [dispatched, no report]"  # it ended in a space
     code, out, err = await _cli("show", stalled, "--json")
     (step,) = json.loads(out)["steps"]
     assert (step["step_id"], step["status"], step["committed"]) == ("s1", "dispatched", False)
+
+
+async def test_show_of_a_plan_of_no_steps_and_an_empty_answer_ends_no_line_in_a_space(
+    tmp_path: Path,
+) -> None:
+    # "plan v1: " and "answer: " ended in a space, and said nothing.
+    team = write_team(tmp_path, "idle")
+    code, _, err = await run_cli("run", str(team), "nothing to do", "--app-dir", str(tmp_path))
+    assert code == 0, err
+    code, listed, err = await run_cli("runs", "--json")
+    code, out, err = await run_cli("show", json.loads(listed)["run_id"])
+    assert code == 0, err
+    assert "\nplan v1: no steps\nanswer: (empty)\n" in out
+    assert [line for line in out.splitlines() if line != line.rstrip()] == []
 
 
 async def test_runs_with_a_journal_named_that_is_not_there_says_so(

@@ -120,7 +120,7 @@ async def test_a_run_started_from_code_needs_its_team_file(tmp_path: Path) -> No
     (request,) = result.pending_approvals
     decided = regiment_process("approve", run_id, request.request_id, cwd=tmp_path, env=env)
     assert decided.returncode == 0, decided.stderr
-    assert f"continue with: regiment resume TEAM_FILE {run_id}" in decided.stdout
+    assert f"service that started it, or regiment resume TEAM_FILE {run_id}\n" in decided.stdout
 
     both = regiment_process(
         "resume",
@@ -145,11 +145,14 @@ async def test_a_team_file_that_is_gone_or_changed(tmp_path: Path, anyio_backend
     team.parent.mkdir()
     shutil.copy(EXAMPLE, team)
     run_id, request_id = _paused(team, tmp_path, anyio_backend, "--journal", journal)
-    decided = regiment_process("approve", run_id, request_id, "--journal", journal, cwd=tmp_path)
-    assert decided.returncode == 0, decided.stderr
-
     moved = tmp_path / "elsewhere.toml"
     team.rename(moved)
+    decided = regiment_process("approve", run_id, request_id, "--journal", journal, cwd=tmp_path)
+    assert decided.returncode == 0, decided.stderr
+    assert decided.stdout.endswith(  # it said "regiment resume TEAM_FILE ...", not why
+        f"continue with: regiment resume TEAM_FILE {run_id} (its team file {team} is gone)\n"
+    )
+
     gone = regiment_process(
         "resume", run_id, "--journal", journal, "--model", "scripted", cwd=tmp_path
     )

@@ -36,6 +36,12 @@ half_read_body = pytest.mark.filterwarnings(
 )
 
 SseEvent = tuple[str | None, str]  # (event name or None, data)
+_GONE = (
+    anyio.EndOfStream,
+    anyio.IncompleteRead,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+)
 
 
 @dataclass
@@ -81,34 +87,40 @@ class StandIn:
         self.replies.extend(replies)
 
     async def handle(self, stream: SocketStream) -> None:
+        """Serve one connection; a client that goes away (before, in or after a request's
+        body, or while it is answered) ends only its connection, not the server: an error
+        out of here would end the listener, and the test with it."""
         async with stream:
-            buffered = BufferedByteReceiveStream(stream)
-            while True:  # one connection carries several requests (keep-alive)
-                try:
-                    head = await buffered.receive_until(b"\r\n\r\n", 65536)
-                except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError):
-                    return  # the client closed the connection (or reset it: it read no more)
-                request_line, *lines = head.decode("latin-1").split("\r\n")
-                method, path, _ = request_line.split(" ", 2)
-                headers = {
-                    name.strip().lower(): value.strip()
-                    for name, value in (line.split(":", 1) for line in lines)
-                }
-                raw = await buffered.receive_exactly(int(headers.get("content-length", "0")))
-                recorded = Recorded(method, path, headers, json.loads(raw or b"{}"))
-                self.requests.append(recorded)
-                self.received.set()
-                reply = self.replies.popleft() if self.replies else self.no_reply
-                if reply.hold:
-                    continue  # the handler goes on waiting for a request that never comes
-                streamed = recorded.body.get("stream") is True and (
-                    reply.events is not None or reply.raw is not None
-                )
-                if not streamed or reply.content_type == "application/json":
-                    await stream.send(_json_answer(reply))
-                    continue
-                if not await _stream_answer(stream, reply):
-                    return  # cut short: drop the connection mid-body
+            try:
+                await self._answer(stream)
+            except _GONE:
+                return  # the client closed the connection (or reset it: it reads no more)
+
+    async def _answer(self, stream: SocketStream) -> None:
+        buffered = BufferedByteReceiveStream(stream)
+        while True:  # one connection carries several requests (keep-alive)
+            head = await buffered.receive_until(b"\r\n\r\n", 65536)
+            request_line, *lines = head.decode("latin-1").split("\r\n")
+            method, path, _ = request_line.split(" ", 2)
+            headers = {
+                name.strip().lower(): value.strip()
+                for name, value in (line.split(":", 1) for line in lines)
+            }
+            raw = await buffered.receive_exactly(int(headers.get("content-length", "0")))
+            recorded = Recorded(method, path, headers, json.loads(raw or b"{}"))
+            self.requests.append(recorded)
+            self.received.set()
+            reply = self.replies.popleft() if self.replies else self.no_reply
+            if reply.hold:
+                continue  # the handler goes on waiting for a request that never comes
+            streamed = recorded.body.get("stream") is True and (
+                reply.events is not None or reply.raw is not None
+            )
+            if not streamed or reply.content_type == "application/json":
+                await stream.send(_json_answer(reply))
+                continue
+            if not await _stream_answer(stream, reply):
+                return  # cut short: drop the connection mid-body
 
 
 def _head(reply: Reply, content_type: str, length: int) -> bytes:

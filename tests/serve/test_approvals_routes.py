@@ -203,6 +203,8 @@ async def test_a_paused_run_whose_requests_are_decided_says_it_waits_for_a_resum
             listed = (await c.get("/runs", params={"status": "stalled"})).json()["runs"]
         assert view["status"] == "stalled"
         assert [r["run_id"] for r in listed] == [run_id]
+        # it said "`regiment resume RUN_ID`", which needs the team file on record that a
+        # run a service started has not
         assert view["answer"] == (
-            f"{waits}resumed (`regiment resume {run_id}`, or POST /runs/{run_id}/resume)"
+            f"{waits}resumed (POST /runs/{run_id}/resume, or `regiment resume TEAM_FILE {run_id}`)"
         )

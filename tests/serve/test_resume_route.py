@@ -17,6 +17,7 @@ from regiment import Team
 from regiment.journal import Entry, SqliteJournal
 from regiment.serve import create_app
 from regiment.telemetry import SpanCollector, Telemetry
+from tests.cli.helpers import run_cli
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
 from tests.serve.sse import frames
 from tests.serve.teams import Stuck, stuck_team
@@ -250,3 +251,37 @@ async def test_a_resumed_run_keeps_its_session(tmp_path: Path) -> None:
         (listed,) = (await c.get("/runs")).json()["runs"]
     assert resumed["status"] == "completed"
     assert [resumed["session"], shown["session"], listed["session"]] == ["desk-7"] * 3
+
+
+async def test_approve_and_show_on_the_command_line_point_at_the_service_s_resume(
+    tmp_path: Path,
+) -> None:
+    # It said "continue with: regiment resume TEAM_FILE run-...", a file a service's
+    # user may not have, and not the route that resumes the run.
+    shop, journal = Shop(), str(tmp_path / "runs.db")
+    app = create_app(
+        shop_team(shop, plan_json(step("s1", "billing", "refund 3 10"))), journal=journal
+    )
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as c:
+        paused = (await c.post("/runs?wait=true", json={"goal": "refund"})).json()
+        run_id = paused["run_id"]
+        (request,) = (await c.get("/approvals", params={"run_id": run_id})).json()["approvals"]
+        code, out, err = await run_cli(
+            "approve", run_id, request["request_id"], "--journal", journal
+        )
+        assert code == 0, err
+        assert out == (
+            f"approve: issue_refund in run {run_id} ({request['request_id']}); continue with: POST "
+            f"/runs/{run_id}/resume to the service that started it, or regiment resume "
+            f"TEAM_FILE {run_id}\n"
+        )
+        code, out, err = await run_cli("show", run_id, "--journal", journal)
+        assert code == 0, err  # it said "(regiment resume RUN_ID)", which needs a team file
+        assert out.splitlines()[1] == (
+            "paused, and its approval requests have all been decided since: it waits to be "
+            f"resumed (POST /runs/{run_id}/resume to the service that started it, or regiment "
+            f"resume TEAM_FILE {run_id})"
+        )
+        resumed = await c.post(f"/runs/{run_id}/resume?wait=true")  # what it says works
+        assert resumed.json()["status"] == "completed", resumed.text
+    assert shop.refunds == [("3", 10)]
