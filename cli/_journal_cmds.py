@@ -106,10 +106,11 @@ def journal_read(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
     return spec or str(Path.cwd() / DEFAULT)
 
 
-async def open_cli_journal(spec: str) -> Journal:
-    """Open the journal; a file or database that cannot be used is a usage error naming it."""
+async def open_cli_journal(spec: str, *, read_only: bool = False) -> Journal:
+    """Open the journal; a file or database that cannot be used is a usage error naming it.
+    A command that only reads opens it ``read_only``: it reads a file it may not write."""
     try:
-        return await open_journal(spec)
+        return await open_journal(spec, read_only=read_only)
     except JournalError as exc:
         raise journal_flag_error(spec, exc) from exc
 
@@ -144,7 +145,7 @@ async def runs_command(args: argparse.Namespace, spec: str, stdout: TextIO) -> i
                 "path, or run a goal with it first"
             )
         return 0  # the default journal, not made yet: no runs
-    journal = await open_cli_journal(spec)
+    journal = await open_cli_journal(spec, read_only=True)
     try:
         found = await journal.list_runs(status=args.status)
     finally:
@@ -179,7 +180,7 @@ async def show_command(args: argparse.Namespace, spec: str, stdout: TextIO) -> i
     """``regiment show RUN_ID``: plan versions, steps with status and output, answer, usage."""
     if not journal_exists(spec):
         raise ConfigError(f"no journal at {spec}, so no run {args.run_id!r}")
-    journal = await open_cli_journal(spec)
+    journal = await open_cli_journal(spec, read_only=True)
     try:
         info = await journal.get_run(args.run_id)
         records = [entry.record for entry in await journal.read(args.run_id)]
