@@ -31,8 +31,11 @@ from regiment.journal import (
     StepDispatched,
     StepReported,
     TeamFile,
+    ToolCallFinished,
+    ToolCallStarted,
     open_journal,
 )
+from regiment.tools import Deny
 
 __all__ = (
     "add_journal_commands",
@@ -48,6 +51,7 @@ __all__ = (
 )
 
 DEFAULT = Path(".regiment") / "journal.db"
+_GOING = ("dispatched", "awaiting_approval")  # a step with no report (yet)
 STATUSES = (
     "running",
     "stalled",
@@ -238,7 +242,7 @@ def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
                 answer, error, usage = text, failure, result.get("usage", usage)
             case RunCreated() | _:
                 pass
-    steps.extend(_in_flight(sent, asked.values()))
+    steps = _with_unfinished_calls([*steps, *_in_flight(sent, asked.values())], records)
     return {
         "run_id": info.run_id,
         "team": info.team,
@@ -255,6 +259,52 @@ def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
         "usage": usage,
         "paused": paused,
     }
+
+
+def _with_unfinished_calls(
+    steps: list[dict[str, object]], records: Sequence[Record]
+) -> list[dict[str, object]]:
+    """``steps``, each with its ``unfinished_calls`` (see ``_unfinished_calls``)."""
+    unfinished = _unfinished_calls(records)
+    for step in steps:
+        step["unfinished_calls"] = unfinished.get((step["plan_version"], step["step_id"]), [])
+    return steps
+
+
+def _unfinished_calls(records: Sequence[Record]) -> dict[tuple[object, object], list[object]]:
+    """The tool calls whose intent is journaled with no result, by step: cut short (a
+    cancel, a replan), or in flight when the run stopped. Such a body may have acted.
+    A call whose approval is undecided, or was denied, has not run: it is left out."""
+    started: dict[tuple[int, str, int], ToolCallStarted] = {}
+    asked: dict[str, tuple[int, str, int]] = {}  # approval id -> its call's key
+    for record in records:
+        match record:
+            case ToolCallStarted(plan_version=version, step_id=step_id, call_index=index):
+                started[(version, step_id, index)] = record
+            case ToolCallFinished(plan_version=version, step_id=step_id, call_index=index):
+                started.pop((version, step_id, index), None)
+            case ApprovalRequested(plan_version=version, step_id=step_id, call_index=index):
+                asked[record.approval_id] = (version, step_id, index)
+            case ApprovalDecided(approval_id=approval_id, decision=decision):
+                key = asked.pop(approval_id, None)
+                if key is not None and isinstance(decision, Deny):
+                    started.pop(key, None)
+            case _:
+                pass
+    for key in asked.values():  # undecided: `show` says the step waits for a decision
+        started.pop(key, None)
+    calls: dict[tuple[object, object], list[object]] = {}
+    for (version, step_id, index), call in started.items():
+        calls.setdefault((version, step_id), []).append(
+            {
+                "call_index": index,
+                "tool": call.tool,
+                "call_id": call.call_id,
+                "arguments": call.arguments,
+                "idempotency_key": call.idempotency_key,
+            }
+        )
+    return calls
 
 
 def _in_flight(
@@ -306,9 +356,22 @@ def _print_shown(shown: dict[str, object], stdout: TextIO) -> None:
             mark = "waits for a decision on"
         said = step["output"] or step.get("error") or ""  # a failed step: why
         print(f"  v{step['plan_version']} {step['step_id']} [{mark}] {said}", file=stdout)
+        for call in step["unfinished_calls"]:
+            _print_unfinished(call, ended=step["status"] not in _GOING, stdout=stdout)
     if shown["answer"] or (shown["answer"] is not None and not shown["error"]):
         print(f"answer: {shown['answer']}", file=stdout)
     if shown["error"]:
         print(f"error: {shown['error']}", file=stdout)
     if shown["usage"] is not None:
         print(f"usage: {msgspec.json.encode(shown['usage']).decode()}", file=stdout)
+
+
+def _print_unfinished(call: dict[str, object], *, ended: bool, stdout: TextIO) -> None:
+    """A tool call started and never finished: its body may have acted before the cut."""
+    arguments = json.dumps(call["arguments"], sort_keys=True)
+    how = (
+        "cut short: started, never finished; what it did before the cut is not recorded"
+        if ended
+        else "started, no result yet (in flight when the run stopped, or still running)"
+    )
+    print(f"    call {call['tool']}({arguments}) [{how}]", file=stdout)
