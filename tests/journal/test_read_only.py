@@ -140,3 +140,24 @@ async def test_a_read_only_open_sees_what_a_live_writer_has_not_folded_in(
             await reader.close()
     finally:
         await writer.close()
+
+
+async def test_records_only_a_wal_file_holds_are_not_read_past_silently(
+    read_only: tuple[Path, Path],
+) -> None:
+    # A writer's FILE-wal left beside the file (copied while the writer ran: as a crash
+    # leaves it) with no FILE-shm, where none can be made: reading the file alone would
+    # miss those records, so the read-only open says why it cannot read them.
+    writable, seen = read_only
+    run_id = new_id()
+    writer = await SqliteJournal.open(writable / "live.db")
+    try:
+        lease = await writer.create_run(created(run_id), owner="me:1", ttl=60)
+        await writer.flush(lease)
+        for suffix in ("", "-wal"):
+            (writable / f"j.db{suffix}").write_bytes((writable / f"live.db{suffix}").read_bytes())
+    finally:
+        await writer.close()
+    _protect(writable)
+    with pytest.raises(JournalError, match=r"its j\.db-wal file holds records not yet in it"):
+        await open_journal(seen / "j.db", read_only=True)
