@@ -138,6 +138,10 @@ class _SqliteStore(SqlStore):
                 blob="BLOB",
                 where=self.where,
             )
+            # A write that changes nothing: SQLite opens a file it may not write read-only
+            # without a word (on a read-only mount with its -wal and -shm there, say), and
+            # the first run would fail at its first record. It fails here, at the open.
+            self._execute("UPDATE journal_meta SET value = value WHERE name = 'format'")
 
     def _check_readable(self) -> None:
         """A journal opened read-only must be one of this schema: it cannot be migrated."""

@@ -7,6 +7,7 @@ write bits. Either way SQLite can create nothing beside the file (no ``-shm``).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -54,6 +55,17 @@ def _protect(directory: Path) -> None:
         for path in directory.iterdir():
             path.chmod(stat.S_IRUSR)
         directory.chmod(stat.S_IRUSR | stat.S_IXUSR)
+
+
+def _open_files(directory: Path) -> list[str]:
+    """The files under ``directory`` this process holds open."""
+    held = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # (the listing's own descriptor, gone)
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith(f"{directory}/"):
+                held.append(target)
+    return held
 
 
 async def _write(path: Path) -> tuple[str, str]:
@@ -161,3 +173,31 @@ async def test_records_only_a_wal_file_holds_are_not_read_past_silently(
     _protect(writable)
     with pytest.raises(JournalError, match=r"its j\.db-wal file holds records not yet in it"):
         await open_journal(seen / "j.db", read_only=True)
+
+
+async def test_a_journal_it_cannot_write_is_refused_at_the_open_though_sqlite_opens_it(
+    read_only: tuple[Path, Path],
+) -> None:
+    # With its -wal and -shm beside it (a live writer's, copied; or left by a read-only
+    # open), SQLite opened the file on a read-only mount read-only without a word: the
+    # open went through, and the run failed at its first record ("attempt to write a
+    # readonly database"), a service once it had started serving.
+    writable, seen = read_only
+    writer = await SqliteJournal.open(writable / "live.db")
+    try:
+        lease = await writer.create_run(created(new_id()), owner="me:1", ttl=60)
+        await writer.flush(lease)
+        for suffix in ("", "-wal", "-shm"):
+            (writable / f"j.db{suffix}").write_bytes((writable / f"live.db{suffix}").read_bytes())
+    finally:
+        await writer.close()
+    _protect(writable)
+    with pytest.raises(JournalError, match=f"journal {seen / 'j.db'} cannot be opened for writing"):
+        await open_journal(seen / "j.db")
+    # and the refused open let go of the files (its failed statement kept them open)
+    assert _open_files(seen) == []
+    reader = await open_journal(seen / "j.db", read_only=True)  # reading it works
+    try:
+        assert len(await reader.list_runs()) == 1
+    finally:
+        await reader.close()
