@@ -94,7 +94,7 @@ async def approval_command(
             f"no journal at {location}; `regiment run` journals there (or pass --journal, "
             "or set $REGIMENT_JOURNAL), then list and decide its approvals here"
         )
-    journal = await open_cli_journal(location)
+    journal = await open_cli_journal(location, read_only=args.command == "approvals")
     try:
         if args.command == "approvals":
             await _list(journal, args.run_id, args.json, stdout)

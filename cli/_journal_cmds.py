@@ -31,8 +31,11 @@ from regiment.journal import (
     StepDispatched,
     StepReported,
     TeamFile,
+    ToolCallFinished,
+    ToolCallStarted,
     open_journal,
 )
+from regiment.tools import Deny
 
 __all__ = (
     "add_journal_commands",
@@ -49,6 +52,7 @@ __all__ = (
 )
 
 DEFAULT = Path(".regiment") / "journal.db"
+_GOING = ("dispatched", "awaiting_approval")  # a step with no report (yet)
 STATUSES = (
     "running",
     "stalled",
@@ -107,10 +111,11 @@ def journal_read(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
     return spec or str(Path.cwd() / DEFAULT)
 
 
-async def open_cli_journal(spec: str) -> Journal:
-    """Open the journal; a file or database that cannot be used is a usage error naming it."""
+async def open_cli_journal(spec: str, *, read_only: bool = False) -> Journal:
+    """Open the journal; a file or database that cannot be used is a usage error naming it.
+    A command that only reads opens it ``read_only``: it reads a file it may not write."""
     try:
-        return await open_journal(spec)
+        return await open_journal(spec, read_only=read_only)
     except JournalError as exc:
         raise journal_flag_error(spec, exc) from exc
 
@@ -145,7 +150,7 @@ async def runs_command(args: argparse.Namespace, spec: str, stdout: TextIO) -> i
                 "path, or run a goal with it first"
             )
         return 0  # the default journal, not made yet: no runs
-    journal = await open_cli_journal(spec)
+    journal = await open_cli_journal(spec, read_only=True)
     try:
         found = await journal.list_runs(status=args.status)
     finally:
@@ -180,7 +185,7 @@ async def show_command(args: argparse.Namespace, spec: str, stdout: TextIO) -> i
     """``regiment show RUN_ID``: plan versions, steps with status and output, answer, usage."""
     if not journal_exists(spec):
         raise ConfigError(f"no journal at {spec}, so no run {args.run_id!r}")
-    journal = await open_cli_journal(spec)
+    journal = await open_cli_journal(spec, read_only=True)
     try:
         info = await journal.get_run(args.run_id)
         records = [entry.record for entry in await journal.read(args.run_id)]
@@ -238,7 +243,7 @@ def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
                 answer, error, usage = text, failure, result.get("usage", usage)
             case RunCreated() | _:
                 pass
-    steps.extend(_in_flight(sent, asked.values()))
+    steps = _with_unfinished_calls([*steps, *_in_flight(sent, asked.values())], records)
     return {
         "run_id": info.run_id,
         "team": info.team,
@@ -255,6 +260,52 @@ def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
         "usage": usage,
         "paused": paused,
     }
+
+
+def _with_unfinished_calls(
+    steps: list[dict[str, object]], records: Sequence[Record]
+) -> list[dict[str, object]]:
+    """``steps``, each with its ``unfinished_calls`` (see ``_unfinished_calls``)."""
+    unfinished = _unfinished_calls(records)
+    for step in steps:
+        step["unfinished_calls"] = unfinished.get((step["plan_version"], step["step_id"]), [])
+    return steps
+
+
+def _unfinished_calls(records: Sequence[Record]) -> dict[tuple[object, object], list[object]]:
+    """The tool calls whose intent is journaled with no result, by step: cut short (a
+    cancel, a replan), or in flight when the run stopped. Such a body may have acted.
+    A call whose approval is undecided, or was denied, has not run: it is left out."""
+    started: dict[tuple[int, str, int], ToolCallStarted] = {}
+    asked: dict[str, tuple[int, str, int]] = {}  # approval id -> its call's key
+    for record in records:
+        match record:
+            case ToolCallStarted(plan_version=version, step_id=step_id, call_index=index):
+                started[(version, step_id, index)] = record
+            case ToolCallFinished(plan_version=version, step_id=step_id, call_index=index):
+                started.pop((version, step_id, index), None)
+            case ApprovalRequested(plan_version=version, step_id=step_id, call_index=index):
+                asked[record.approval_id] = (version, step_id, index)
+            case ApprovalDecided(approval_id=approval_id, decision=decision):
+                key = asked.pop(approval_id, None)
+                if key is not None and isinstance(decision, Deny):
+                    started.pop(key, None)
+            case _:
+                pass
+    for key in asked.values():  # undecided: `show` says the step waits for a decision
+        started.pop(key, None)
+    calls: dict[tuple[object, object], list[object]] = {}
+    for (version, step_id, index), call in started.items():
+        calls.setdefault((version, step_id), []).append(
+            {
+                "call_index": index,
+                "tool": call.tool,
+                "call_id": call.call_id,
+                "arguments": call.arguments,
+                "idempotency_key": call.idempotency_key,
+            }
+        )
+    return calls
 
 
 def _in_flight(
@@ -302,6 +353,8 @@ def _print_shown(shown: dict[str, object], stdout: TextIO) -> None:
         said = step["output"] or step.get("error") or ""  # a failed step: why
         line = f"  v{step['plan_version']} {step['step_id']} [{_mark(step, shown)}]"
         print(f"{line} {said}" if said else line, file=stdout)  # no trailing space
+        for call in step["unfinished_calls"]:
+            _print_unfinished(call, ended=step["status"] not in _GOING, stdout=stdout)
     if shown["answer"] or (shown["answer"] is not None and not shown["error"]):
         print(f"answer: {shown['answer'] or '(empty)'}", file=stdout)
     if shown["error"]:
@@ -334,3 +387,14 @@ def resume_hint(team_file: object, run_id: str) -> str:
     if not Path(str(team_file)).is_file():
         return f"regiment resume TEAM_FILE {run_id} (its team file {team_file} is gone)"
     return f"regiment resume {run_id}"
+
+
+def _print_unfinished(call: dict[str, object], *, ended: bool, stdout: TextIO) -> None:
+    """A tool call started and never finished: its body may have acted before the cut."""
+    arguments = json.dumps(call["arguments"], sort_keys=True)
+    how = (
+        "cut short: started, never finished; what it did before the cut is not recorded"
+        if ended
+        else "started, no result yet (in flight when the run stopped, or still running)"
+    )
+    print(f"    call {call['tool']}({arguments}) [{how}]", file=stdout)

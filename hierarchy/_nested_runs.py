@@ -76,17 +76,8 @@ async def open_nested(
     if entries:
         nested = await _resumed(journal, child, run_id, entries, deps)
     else:
-        nested = await RunJournal.create(
-            journal.store,
-            child.team,
-            run_id,
-            goal,
-            None,
-            journal.lease.owner,
-            deps,
-            ttl=journal.ttl,
-            parent=parent.run_id,
-        )
+        with anyio.CancelScope(shield=True):  # seen through: see _created
+            nested = await _created(journal, child, run_id, goal, deps, parent.run_id)
     started = False
     try:
         opened = child._open(
@@ -96,11 +87,40 @@ async def open_nested(
             started = True
             _fenced_above(pair[0], above, parent)
             yield pair
-    except BaseException:
-        if not started:  # cut before the run began (cancelled): let go of its lease now
-            with anyio.CancelScope(shield=True), contextlib.suppress(JournalError):
-                await nested.close()
+    except BaseException as exc:
+        if not started:  # cut before the run began: let go of it now
+            await _unbegun(nested, cut=isinstance(exc, anyio.get_cancelled_exc_class()))
         raise
+
+
+async def _created(
+    journal: RunJournal, child: RunningTeam, run_id: str, goal: str, deps: object, above: str
+) -> RunJournal:
+    """A new nested run, recorded; to be called shielded. Once queued, its record is
+    written with some group commit even if the step is cut while it waits: seen through,
+    the run reaches the code that ends it (as cancelled), as a top run's creation is
+    (``open_channel``). Cut there, it stayed listed as running, then stalled."""
+    return await RunJournal.create(
+        journal.store,
+        child.team,
+        run_id,
+        goal,
+        None,
+        journal.lease.owner,
+        deps,
+        ttl=journal.ttl,
+        parent=above,
+    )
+
+
+async def _unbegun(nested: RunJournal, *, cut: bool) -> None:
+    """Let go of a nested run that never began; one ``cut`` (cancelled) ends cancelled,
+    as a run cancelled later does, rather than stay listed as stalled for ever."""
+    if cut:
+        why = "RunCancelled: the step it serves was cut before its run began"
+        nested.buffer(RunFinished(run_id=nested.run_id, status="cancelled", error=why))
+    with anyio.CancelScope(shield=True), contextlib.suppress(JournalError):
+        await nested.close()
 
 
 def _fenced_above(channel: RunChannel, above: RunChannel | None, parent: StepAt) -> None:

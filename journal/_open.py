@@ -15,7 +15,9 @@ __all__ = ("JournalSpec", "open_journal")
 JournalSpec: TypeAlias = Journal | str | Path | None
 
 
-async def open_journal(spec: JournalSpec, *, clock: Callable[[], float] | None = None) -> Journal:
+async def open_journal(
+    spec: JournalSpec, *, clock: Callable[[], float] | None = None, read_only: bool = False
+) -> Journal:
     """A journal for ``spec``.
 
     Args:
@@ -24,6 +26,10 @@ async def open_journal(spec: JournalSpec, *, clock: Callable[[], float] | None =
             if missing; a ``Journal`` object is returned as it is.
         clock: seconds since the epoch, for leases (default ``time.time``); ignored
             for a ``Journal`` object.
+        read_only: for reading only (``list_runs``, ``get_run``, ``read``, approvals): an
+            SQLite file is opened read-only, so it can be read where this process may not
+            write (a read-only mount), and is never created, migrated or written; a write
+            raises ``JournalError``. Other journals are opened as always.
 
     Whoever opens a journal closes it: a ``Journal`` object passed through stays
     its owner's to close.
@@ -45,7 +51,7 @@ async def open_journal(spec: JournalSpec, *, clock: Callable[[], float] | None =
             raise ConfigError("the journal path is empty; give a file name or a postgresql:// URL")
         from regiment.journal._sqlite import SqliteJournal
 
-        return await SqliteJournal.open(spec, clock=clock)
+        return await SqliteJournal.open(spec, clock=clock, read_only=read_only)
     if isinstance(spec, Journal):
         return spec
     raise ConfigError(

@@ -119,7 +119,13 @@ class SqlStore(ABC):
 
     def _execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         cursor = self._cursor()
-        cursor.execute(self._sql(statement), params)
+        try:
+            cursor.execute(self._sql(statement), params)
+        except BaseException:
+            # Its statement, held by the traceback, would keep a closed SQLite connection's
+            # files open (a zombie until it is finalized): a failed open kept the journal.
+            cursor.close()
+            raise
         return list(cursor.fetchall()) if cursor.description is not None else []
 
     def acquire(self, run_id: str, owner: str, now: float, ttl: float) -> tuple[Lease, int]:

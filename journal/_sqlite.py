@@ -12,7 +12,7 @@ import anyio
 
 from regiment.errors import JournalError
 from regiment.journal._buffered import BufferedJournal
-from regiment.journal._schema import prepare, read_version
+from regiment.journal._schema import CURRENT_VERSION, prepare, read_version
 from regiment.journal._sql import SqlStore
 
 __all__ = ("SqliteJournal",)
@@ -24,10 +24,16 @@ Synchronous = Literal["normal", "full"]
 # as a database): SQLITE_PERM, SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN.
 _CANNOT_WRITE = frozenset({3, 8, 10, 13, 14})
 _BUSY = 5  # SQLITE_BUSY: another connection held the lock for the whole busy timeout
+_CANTOPEN = 14  # SQLITE_CANTOPEN: a read-only open with no -shm file and no right to make one
 
 
-def _not_a_journal(path: Path, exc: Exception) -> JournalError:
+def _not_a_journal(path: Path, exc: Exception, *, read_only: bool) -> JournalError:
     code = getattr(exc, "sqlite_errorcode", None)
+    if read_only and (isinstance(exc, OSError) or code == _CANTOPEN or code == 3):
+        return JournalError(
+            f"journal {path} cannot be read ({exc}): check that this process may read it "
+            "and its directory"
+        )
     if isinstance(exc, OSError) or (isinstance(code, int) and code & 0xFF in _CANNOT_WRITE):
         return JournalError(
             f"journal {path} cannot be opened for writing ({exc}); the journal writes the "
@@ -42,12 +48,56 @@ def _not_a_journal(path: Path, exc: Exception) -> JournalError:
     )
 
 
+def open_read_only(path: Path, busy_timeout: float) -> sqlite3.Connection:
+    """A connection that only reads ``path``, also where nothing may be written.
+
+    SQLite reads a WAL journal through its ``-shm`` file, which it creates when missing;
+    where it cannot (a read-only directory or file system) and there is no ``-wal``
+    file either (the last writer closed cleanly, leaving every record in the file),
+    the file is read as immutable. A ``-wal`` file with no way to read it is an error.
+    """
+    if not path.is_file():
+        what = "a directory, not a journal file" if path.is_dir() else "not there"
+        raise JournalError(
+            f"journal {path} is {what} (reading never creates one): check the path, or run "
+            "a goal with it first"
+        )
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    conn = sqlite3.connect(
+        uri, uri=True, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+    )
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master")
+        return conn
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if getattr(exc, "sqlite_errorcode", None) != _CANTOPEN:
+            raise
+        if Path(f"{path}-wal").exists():
+            raise JournalError(
+                f"journal {path} cannot be read read-only ({exc}): its {path.name}-wal file "
+                f"holds records not yet in it, and SQLite reads them through {path.name}-shm, "
+                "which it may not create there; let a process that may write the directory "
+                "open the journal once (its last close folds the records in), or read a copy"
+            ) from exc
+    return sqlite3.connect(
+        f"{uri}&immutable=1", uri=True, isolation_level=None, check_same_thread=False
+    )
+
+
 class _SqliteStore(SqlStore):
-    def __init__(self, path: Path, *, busy_timeout: float, synchronous: Synchronous) -> None:
+    def __init__(
+        self, path: Path, *, busy_timeout: float, synchronous: Synchronous, read_only: bool
+    ) -> None:
         self.where = str(path)
         self._busy_timeout = busy_timeout
+        self._read_only = read_only
         self._conn: sqlite3.Connection | None = None
         try:
+            if read_only:
+                self._conn = open_read_only(path, busy_timeout)
+                self._check_readable()
+                return
             path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(
                 path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
@@ -56,14 +106,14 @@ class _SqliteStore(SqlStore):
         except sqlite3.OperationalError as exc:
             self._close_quietly()
             if "locked" not in str(exc):
-                raise _not_a_journal(path, exc) from exc
+                raise _not_a_journal(path, exc, read_only=read_only) from exc
             raise JournalError(
                 f"journal {path} stayed locked by another process for the whole busy timeout "
                 f"({busy_timeout} s); try again when that process is done"
             ) from exc
         except (sqlite3.Error, OSError) as exc:
             self._close_quietly()
-            raise _not_a_journal(path, exc) from exc
+            raise _not_a_journal(path, exc, read_only=read_only) from exc
         except JournalError:
             self._close_quietly()
             raise
@@ -88,6 +138,35 @@ class _SqliteStore(SqlStore):
                 blob="BLOB",
                 where=self.where,
             )
+            # A write that changes nothing: SQLite opens a file it may not write read-only
+            # without a word (on a read-only mount with its -wal and -shm there, say), and
+            # the first run would fail at its first record. It fails here, at the open.
+            self._execute("UPDATE journal_meta SET value = value WHERE name = 'format'")
+
+    def _check_readable(self) -> None:
+        """A journal opened read-only must be one of this schema: it cannot be migrated."""
+        tables = self._tables()
+        if "journal_meta" not in tables:
+            raise JournalError(
+                f"{self.where} is not a regiment journal (it has "
+                f"{'the tables ' + ', '.join(sorted(tables)) if tables else 'no tables'}); "
+                "it was left untouched: point the journal at another file"
+            )
+        version = read_version(self._execute, self.where)
+        if version != CURRENT_VERSION:
+            newer = version > CURRENT_VERSION
+            raise JournalError(
+                f"journal {self.where} has schema version {version} and this regiment reads "
+                f"version {CURRENT_VERSION}; "
+                + (
+                    "upgrade regiment to read it."
+                    if newer
+                    else "it was opened read-only, so it cannot be migrated: open it once "
+                    "where it can be written (any regiment command that writes it, or "
+                    "open_journal without read_only), or read a copy made writable."
+                )
+                + " It was left untouched."
+            )
 
     def _tables(self) -> set[str]:
         rows = self._execute("SELECT name FROM sqlite_master WHERE type = 'table'")
@@ -103,6 +182,11 @@ class _SqliteStore(SqlStore):
 
     @contextmanager
     def _write_transaction(self) -> Iterator[None]:
+        if self._read_only:
+            raise JournalError(
+                f"journal {self.where} was opened read-only (read_only=True), so nothing can "
+                "be written to it: open it without read_only to run, resume or decide"
+            )
         conn = self._connection()
         conn.execute("BEGIN IMMEDIATE")  # the file's write lock, waiting up to the busy timeout
         try:
@@ -169,6 +253,7 @@ class SqliteJournal(BufferedJournal):
         clock: Callable[[], float] | None = None,
         busy_timeout: float = 30.0,
         synchronous: Synchronous = "normal",
+        read_only: bool = False,
     ) -> Self:
         """Open ``path``, creating it (and its directory) if missing, migrating an older schema.
 
@@ -178,13 +263,19 @@ class SqliteJournal(BufferedJournal):
             busy_timeout: how long a write waits for another process's transaction.
             synchronous: ``"normal"`` survives a crash of the process (the case resume
                 is for); ``"full"`` also a crash of the machine, at an fsync per commit.
+            read_only: only read it (list, get, read runs and approvals), never creating,
+                migrating or writing anything, so it works where the process may not write
+                (a read-only mount, say); a write raises ``JournalError``. The file must be
+                there and of this regiment's schema version.
 
         Raises:
             JournalError: the file is not a journal, is damaged, or is of a newer schema;
                 it is left untouched.
         """
         store = await anyio.to_thread.run_sync(
-            lambda: _SqliteStore(Path(path), busy_timeout=busy_timeout, synchronous=synchronous)
+            lambda: _SqliteStore(
+                Path(path), busy_timeout=busy_timeout, synchronous=synchronous, read_only=read_only
+            )
         )
         return cls(store, clock=clock)
 

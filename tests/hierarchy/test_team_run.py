@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from functools import partial
 from pathlib import Path
 
 import anyio
 import pytest
 from anyio import wait_all_tasks_blocked
 
-from regiment import Planner, RunContext, ScriptedModel, Team, Worker, text_response, tool
+from regiment import (
+    Planner,
+    RunContext,
+    ScriptedModel,
+    Team,
+    TeamWorker,
+    Worker,
+    text_response,
+    tool,
+)
 from regiment.errors import ConfigError
-from regiment.journal import open_journal
+from regiment.journal import nested_run_id, open_journal
 from regiment.models import ModelRequest, ModelResponse, ToolResultPart, tool_call_response
 
 pytestmark = pytest.mark.anyio
@@ -139,3 +150,44 @@ async def test_runs_cancelled_while_their_records_wait_are_journaled_cancelled(
     finally:
         await journal.close()
     assert [info.status for info in listed] == ["cancelled", "cancelled"]
+
+
+async def test_a_nested_run_cancelled_while_its_record_waits_is_journaled_cancelled(
+    tmp_path: Path,
+) -> None:
+    # As above, one level down: the planner's reply takes the file (another connection's
+    # write transaction), so the records that create the nested runs of the two steps it
+    # sends to a team worker wait for the group commit; the run is cancelled meanwhile.
+    # The creation that waited for the other's commit was not seen through, and one cut
+    # before its run began only let go of its lease: either nested run stayed with its
+    # creation record only, listed as running with its lease held, then stalled.
+    path = tmp_path / "runs.db"
+    other = sqlite3.connect(path, isolation_level=None)
+    held = anyio.Event()
+
+    def plan(request: ModelRequest) -> ModelResponse | str:
+        if request.role != "planner":
+            return text_response("done")
+        other.execute("BEGIN IMMEDIATE")
+        held.set()
+        steps = [{"id": s, "description": "ask the desk", "worker": "desk"} for s in "ab"]
+        return json.dumps({"steps": steps})
+
+    desk = TeamWorker(name="desk", description="the team below", team=_team())
+    top = Team(name="top", planner=Planner(model=ScriptedModel(plan)), workers=[desk])
+    async with top.start(journal=path) as running:
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(partial(running.run, "who asks?", deps={"user": "ana"}))
+                await held.wait()
+                await wait_all_tasks_blocked()
+                scope.cancel()
+                other.execute("COMMIT")
+        other.close()
+    journal = await open_journal(str(path))
+    try:
+        (info,) = await journal.list_runs()
+        nested = [await journal.get_run(nested_run_id(info.run_id, 1, s)) for s in "ab"]
+    finally:
+        await journal.close()
+    assert [info.status] + [run.status for run in nested] == ["cancelled"] * 3
