@@ -1,0 +1,161 @@
+"""``regiment mcp TEAM_FILE`` over stdio stopped by SIGTERM or Ctrl-C winds down as
+``regiment mcp --http`` does: the call in flight ends with an error result saying so,
+its run ends ``cancelled`` (journaled so), the team stops, and the command exits 0
+(130 after SIGINT, saying ``regiment: interrupted``); a second signal exits at once.
+
+SIGTERM killed it (exit 143: no answer, the run left ``stalled``, the team not
+stopped); SIGINT hung until the client wrote a line or closed stdin, since the SDK
+read stdin in a thread nothing could cancel.
+
+The client is a real process pipe speaking JSON-RPC lines, so the test holds the
+server's pid for its signals; the server runs on each backend.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.helpers import regiment_process, write_napping_team, write_team
+
+from .conftest import die_with_parent, stop
+
+STOPPING = "the server is stopping: the run was cancelled"
+BACKENDS = pytest.mark.parametrize("backend", ["asyncio", "trio"])
+
+
+class _Client:
+    """``regiment mcp`` of a team file, talked to over its stdin and stdout."""
+
+    def __init__(self, team: Path, backend: str, *options: str) -> None:
+        argv = ["mcp", str(team), "--app-dir", str(team.parent), "--backend", backend]
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "regiment", *argv, *options],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=team.parent,
+            preexec_fn=die_with_parent,
+        )
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}}
+        self.send("initialize", {**hello, "clientInfo": {"name": "t", "version": "1"}}, 1)
+        assert "serverInfo" in self.receive()["result"]
+        self.send("notifications/initialized")
+
+    def send(
+        self, method: str, params: dict[str, Any] | None = None, id: int | None = None
+    ) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        if id is not None:
+            message["id"] = id
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message) + "\n")
+        self.process.stdin.flush()
+
+    def receive(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        assert line, "the server closed its stdout"
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    def call_run(self) -> None:
+        """Call run(goal) and return once its plan's progress says the step works."""
+        params = {"name": "run", "arguments": {"goal": "wait"}, "_meta": {"progressToken": 1}}
+        self.send("tools/call", params, 2)
+        assert self.receive()["method"] == "notifications/progress"
+
+    def ended(self) -> tuple[int, str, list[dict[str, Any]]]:
+        """The exit code, what it said on stderr, and what else it wrote on stdout."""
+        assert self.process.stdout is not None
+        assert self.process.stderr is not None
+        rest = [json.loads(line) for line in self.process.stdout]
+        return self.process.wait(timeout=60), self.process.stderr.read(), rest
+
+    def close(self) -> None:
+        if self.process.stdin is not None and not self.process.stdin.closed:
+            self.process.stdin.close()
+        stop(self.process)
+
+
+def _statuses(journal: Path) -> list[str]:
+    runs = regiment_process("runs", "--json", "--journal", str(journal), cwd=journal.parent)
+    return [json.loads(line)["status"] for line in runs.stdout.splitlines()]
+
+
+def _cut_short(answer: dict[str, Any]) -> str:
+    result = answer["result"]
+    assert (answer["id"], result["isError"]) == (2, True)
+    text: str = result["content"][0]["text"]
+    return text
+
+
+@BACKENDS
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 0), (signal.SIGINT, 130)])
+def test_a_signal_cancels_the_call_in_flight(
+    tmp_path: Path, backend: str, signum: int, code: int
+) -> None:
+    journal = tmp_path / "runs.db"
+    client = _Client(write_team(tmp_path, "stuck"), backend, "--journal", str(journal))
+    try:
+        client.call_run()
+        client.process.send_signal(signum)
+        got, said, rest = client.ended()
+    finally:
+        client.close()
+    assert (got, said) == (code, "regiment: interrupted\n" if code else "")
+    (answer,) = rest
+    assert STOPPING in _cut_short(answer)
+    assert _statuses(journal) == ["cancelled"]
+
+
+@BACKENDS
+def test_sigterm_while_idle_exits_0(tmp_path: Path, backend: str) -> None:
+    client = _Client(write_team(tmp_path, "stuck"), backend)
+    try:
+        client.process.send_signal(signal.SIGTERM)
+        got, said, rest = client.ended()
+    finally:
+        client.close()
+    assert (got, said, rest) == (0, "", [])
+
+
+def test_a_second_signal_exits_at_once(tmp_path: Path) -> None:
+    # The step's tool swallows its cancel, so the team's stop waits for it.
+    client = _Client(write_napping_team(tmp_path, "doze"), "asyncio")
+    try:
+        client.call_run()
+        assert client.process.stderr is not None
+        assert client.process.stderr.readline() == "napping\n"  # the tool runs
+        client.process.send_signal(signal.SIGTERM)
+        assert STOPPING in _cut_short(client.receive())  # then the team's stop holds
+        client.process.send_signal(signal.SIGTERM)
+        got, said, _ = client.ended()
+    finally:
+        client.close()
+    assert got == 130
+    assert said.endswith("regiment: interrupted; exiting without waiting\n"), said
+
+
+@BACKENDS
+def test_the_client_closing_stdin_still_ends_it(tmp_path: Path, backend: str) -> None:
+    journal = tmp_path / "runs.db"
+    client = _Client(write_team(tmp_path, "stuck"), backend, "--journal", str(journal))
+    try:
+        client.call_run()
+        assert client.process.stdin is not None
+        client.process.stdin.close()
+        got, said, _ = client.ended()
+    finally:
+        client.close()
+    assert (got, said) == (0, "")
+    assert _statuses(journal) == ["cancelled"]
