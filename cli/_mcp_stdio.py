@@ -15,6 +15,7 @@ messages or break the wire with a stray print; both are restored afterwards.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
 from collections.abc import AsyncIterator, Iterator
@@ -84,18 +85,42 @@ def _pollable(fd: int) -> bool:
 
 
 class _Lines:
-    """The lines of ``fd``, read on the event loop; ``end()`` ends them at once."""
+    """The lines of ``fd``, read on the event loop; ``end()`` ends them at once.
+
+    At the end of ``fd`` the reader is told so only once the requests read have been
+    answered (but tool calls: the client leaving cancels those), so a client that
+    writes its requests and closes stdin at once (``regiment mcp T < requests``) still
+    gets their answers."""
 
     def __init__(self, fd: int) -> None:
         self._fd, self._pollable = fd, _pollable(fd)
         self._buffer = bytearray()
         self._ended = False
         self._waiting = anyio.CancelScope()
+        self._unanswered: set[str] = set()  # ids of requests read, but tool calls
+        self._answered = anyio.Event()
 
     def end(self) -> None:
         """No more lines: the reader sees the end of stdin, as when the client leaves."""
         self._ended = True
         self._waiting.cancel()
+        self._answered.set()
+
+    def written(self, text: str) -> None:
+        """``text`` was written to the client: the answer to a request, perhaps."""
+        if self._unanswered:
+            self._unanswered.discard(_field(text, "id"))
+            if not self._unanswered:
+                self._answered.set()
+
+    def _read_one(self, line: str) -> str:
+        message = _message(line)
+        params = message.get("params")
+        if message.get("method") == "notifications/cancelled" and isinstance(params, dict):
+            self._unanswered.discard(str(params.get("requestId")))  # never answered
+        elif "id" in message and message.get("method") not in (None, "tools/call"):
+            self._unanswered.add(str(message["id"]))
+        return line
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self
@@ -107,13 +132,19 @@ class _Lines:
             chunk = await self._read()
             if not chunk:
                 if not self._buffer or self._ended:
+                    await self._settled()
                     raise StopAsyncIteration
                 newline = len(self._buffer) - 1  # a last line without its newline
                 break
             self._buffer += chunk
         line = bytes(self._buffer[: newline + 1])
         del self._buffer[: newline + 1]
-        return line.decode("utf-8", errors="replace")
+        return self._read_one(line.decode("utf-8", errors="replace"))
+
+    async def _settled(self) -> None:
+        while self._unanswered and not self._ended:
+            await self._answered.wait()
+            self._answered = anyio.Event()
 
     async def _read(self) -> bytes:
         while not self._ended:
@@ -127,6 +158,19 @@ class _Lines:
             except BlockingIOError:
                 continue
         return b""
+
+
+def _message(line: str) -> dict[str, Any]:
+    """``line`` as a JSON object ({} if it is not one)."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return {}
+    return message if isinstance(message, dict) else {}
+
+
+def _field(line: str, key: str) -> str:
+    return str(_message(line).get(key))
 
 
 class _Out:
@@ -150,6 +194,7 @@ class _Out:
                 self._lines.end()
                 raise anyio.ClosedResourceError from None
         self._calls.written(text)
+        self._lines.written(text)
 
     async def flush(self) -> None:
         await anyio.lowlevel.checkpoint()

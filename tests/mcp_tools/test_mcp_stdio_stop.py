@@ -159,3 +159,33 @@ def test_the_client_closing_stdin_still_ends_it(tmp_path: Path, backend: str) ->
         client.close()
     assert (got, said) == (0, "")
     assert _statuses(journal) == ["cancelled"]
+
+
+@BACKENDS
+def test_requests_written_before_stdin_closes_are_answered(tmp_path: Path, backend: str) -> None:
+    # All of stdin is there at once, then its end: the quick answers still come.
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+        + "\n"
+        + json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        + "\n"
+        + json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),  # no newline
+        encoding="utf-8",
+    )
+    team = write_team(tmp_path, "stuck")
+    with requests.open(encoding="utf-8") as stdin:
+        done = subprocess.run(
+            [sys.executable, "-m", "regiment", "mcp", str(team), "--backend", backend],
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            cwd=tmp_path,
+        )
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [1, 2], done.stderr
+    assert [t["name"] for t in answers[1]["result"]["tools"]] == ["run"]
+    assert (done.returncode, done.stderr) == (0, "")
