@@ -162,6 +162,25 @@ def test_the_client_closing_stdin_still_ends_it(tmp_path: Path, backend: str) ->
 
 
 @BACKENDS
+def test_the_client_closing_its_stdout_ends_it(tmp_path: Path, backend: str) -> None:
+    # It served on, its run too, with no one to answer (until killed).
+    journal = tmp_path / "runs.db"
+    client = _Client(write_team(tmp_path, "stuck"), backend, "--journal", str(journal))
+    try:
+        client.call_run()
+        assert client.process.stdout is not None
+        client.process.stdout.close()
+        client.send("tools/list", None, 3)  # its answer finds no reader
+        got = client.process.wait(timeout=60)
+        assert client.process.stderr is not None
+        said = client.process.stderr.read()
+    finally:
+        client.close()
+    assert (got, said) == (0, "")
+    assert _statuses(journal) == ["cancelled"]
+
+
+@BACKENDS
 def test_requests_written_before_stdin_closes_are_answered(tmp_path: Path, backend: str) -> None:
     # All of stdin is there at once, then its end: the quick answers still come.
     hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}
