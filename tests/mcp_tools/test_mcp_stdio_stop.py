@@ -26,6 +26,25 @@ from tests.cli.helpers import regiment_process, write_napping_team, write_team
 
 from .conftest import die_with_parent, stop
 
+LOUD = """
+import json, sys
+from regiment.models import ModelRequest, ModelResponse, ToolCallPart, text_response
+from regiment.tools import tool
+
+@tool
+def shout() -> str:
+    \"\"\"Prints on stdout and reads stdin.\"\"\"
+    print("a stray line", flush=True)
+    return f"read {len(sys.stdin.read())} characters"
+
+def brain(request: ModelRequest) -> ModelResponse:
+    if request.role in ("planner", "replanner"):
+        return text_response(json.dumps({"steps": [{"description": "shout"}]}))
+    if request.role != "worker" or len(request.messages) > 1:
+        return text_response(str(request.messages[-1].parts[0]))
+    call = ToolCallPart(id="c1", name="shout", arguments={})
+    return ModelResponse(parts=(call,), stop_reason="tool_use", model="scripted")
+"""
 STOPPING = "the server is stopping: the run was cancelled"
 BACKENDS = pytest.mark.parametrize("backend", ["asyncio", "trio"])
 
@@ -208,3 +227,26 @@ def test_requests_written_before_stdin_closes_are_answered(tmp_path: Path, backe
     assert [a["id"] for a in answers] == [1, 2], done.stderr
     assert [t["name"] for t in answers[1]["result"]["tools"]] == ["run"]
     assert (done.returncode, done.stderr) == (0, "")
+
+
+@BACKENDS
+def test_a_tool_cannot_touch_the_wire(tmp_path: Path, backend: str) -> None:
+    (tmp_path / "loud.py").write_text(LOUD, encoding="utf-8")
+    team = tmp_path / "team.toml"
+    team.write_text(
+        'name = "loud"\nmodel = "scripted"\nbrain = "loud:brain"\n\n[[workers]]\n'
+        'name = "shouter"\ndescription = "Shouts."\ntools = ["loud:shout"]\n',
+        encoding="utf-8",
+    )
+    client = _Client(team, backend)
+    try:
+        client.send("tools/call", {"name": "run", "arguments": {"goal": "shout"}}, 2)
+        answer = client.receive()  # the stray line went to stderr, not here
+        assert client.process.stdin is not None
+        client.process.stdin.close()
+        got, said, rest = client.ended()
+    finally:
+        client.close()
+    assert not answer["result"]["isError"], answer
+    assert "read 0 characters" in answer["result"]["content"][0]["text"]  # /dev/null
+    assert (got, said, rest) == (0, "a stray line\n", [])
