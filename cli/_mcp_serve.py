@@ -27,6 +27,7 @@ import logging
 import re
 import signal
 import socket
+import sys
 from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager
 from functools import partial
@@ -286,10 +287,16 @@ async def serve_team(
     until the client wrote or left.)
 
     Raises:
-        ConfigError: HTTP was asked for on a backend other than asyncio.
+        ConfigError: HTTP was asked for on a backend other than asyncio, or stdio
+            with stdin or stdout closed.
     """
     if http_port is not None and not _on_asyncio():
         raise ConfigError("regiment mcp --http needs --backend asyncio (uvicorn runs on asyncio)")
+    if http_port is None and (sys.stdin is None or sys.stdout is None):  # fd 0 or 1 closed
+        raise ConfigError(
+            "regiment mcp serves over its stdin and stdout, and one of them is closed: let "
+            "an MCP client start it (it gives it pipes), or serve over HTTP with --http PORT"
+        )
     got: list[int] = []
     failed: Exception | None = None  # raised as it is, not in a task group's exception group
     async with anyio.create_task_group() as tg:

@@ -14,6 +14,7 @@ server's pid for its signals; the server runs on each backend.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -250,3 +251,26 @@ def test_a_tool_cannot_touch_the_wire(tmp_path: Path, backend: str) -> None:
     assert not answer["result"]["isError"], answer
     assert "read 0 characters" in answer["result"]["content"][0]["text"]  # /dev/null
     assert (got, said, rest) == (0, "a stray line\n", [])
+
+
+def _close_stdin() -> None:
+    os.close(0)
+
+
+def test_a_closed_stdin_is_a_clear_usage_error(tmp_path: Path) -> None:
+    # It was a traceback (AttributeError: 'NoneType' object has no attribute 'buffer').
+    done = subprocess.run(
+        [sys.executable, "-m", "regiment", "mcp", str(write_team(tmp_path, "stuck"))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+        preexec_fn=_close_stdin,
+    )
+    assert done.returncode == 2
+    assert done.stderr.endswith(
+        "regiment: error: regiment mcp serves over its stdin and stdout, and one of them is "
+        "closed: let an MCP client start it (it gives it pipes), or serve over HTTP with "
+        "--http PORT\n"
+    ), done.stderr
