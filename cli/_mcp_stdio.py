@@ -63,7 +63,7 @@ def _claimed(fd: int, mode: int, diversion: str | None) -> Iterator[int]:
     private = os.dup(fd)
     os.set_inheritable(private, False)
     flags = os.get_blocking(private)
-    if _pollable(private) and not os.isatty(private):
+    if _pollable(private) and not os.isatty(private) and not _is_stderr(private):
         os.set_blocking(private, False)  # restored below: the description may be shared
     spare = os.open(diversion, mode) if diversion is not None else os.dup(2)
     os.dup2(spare, fd)
@@ -75,6 +75,16 @@ def _claimed(fd: int, mode: int, diversion: str | None) -> Iterator[int]:
             os.dup2(private, fd)
             os.set_blocking(fd, flags)
         os.close(private)
+
+
+def _is_stderr(fd: int) -> bool:
+    """Whether ``fd`` is where stderr goes (``2>&1``): made non-blocking, stderr's
+    writes could fail when its reader lags."""
+    try:
+        mine, errors = os.fstat(fd), os.fstat(2)
+    except OSError:
+        return False
+    return (mine.st_dev, mine.st_ino) == (errors.st_dev, errors.st_ino)
 
 
 def _pollable(fd: int) -> bool:

@@ -274,3 +274,25 @@ def test_a_closed_stdin_is_a_clear_usage_error(tmp_path: Path) -> None:
         "closed: let an MCP client start it (it gives it pipes), or serve over HTTP with "
         "--http PORT\n"
     ), done.stderr
+
+
+def test_its_pipes_are_left_blocking(tmp_path: Path) -> None:
+    # It reads and writes them non-blocking while it serves; another holder of the
+    # same pipes (here this test) must find them as they were.
+    read_in, write_in = os.pipe()
+    read_out, write_out = os.pipe()
+    team = write_team(tmp_path, "stuck")
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "regiment", "mcp", str(team)],
+            stdin=read_in,
+            stdout=write_out,
+            cwd=tmp_path,
+            preexec_fn=die_with_parent,
+        )
+        os.close(write_in)  # the client leaves at once
+        assert process.wait(timeout=60) == 0
+        assert (os.get_blocking(read_in), os.get_blocking(write_out)) == (True, True)
+    finally:
+        for fd in (read_in, read_out, write_out):
+            os.close(fd)
