@@ -21,11 +21,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
+import psutil
 import pytest
+from mcp.types import CallToolResult
 
 from tests.cli.helpers import regiment_process, write_napping_team, write_team
 
 from .conftest import die_with_parent, stop
+from .test_mcp_serve_pause import served, text_of
 
 LOUD = """
 import json, sys
@@ -296,3 +300,38 @@ def test_its_pipes_are_left_blocking(tmp_path: Path) -> None:
     finally:
         for fd in (read_in, read_out, write_out):
             os.close(fd)
+
+
+def _served_by_us() -> psutil.Process:
+    (child,) = [
+        p for p in psutil.Process().children() if p.cmdline()[1:4] == ["-m", "regiment", "mcp"]
+    ]
+    return child
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_sdk_client_is_told_the_server_stops(tmp_path: Path) -> None:
+    journal = tmp_path / "runs.db"
+    team = str(write_team(tmp_path, "stuck"))
+    planned, results = anyio.Event(), list[CallToolResult]()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        planned.set()  # the run's step works now, and waits for ever
+
+    async with served("--app-dir", str(tmp_path), "--journal", str(journal), team=team) as session:
+        server = _served_by_us()
+        async with anyio.create_task_group() as tg:
+
+            async def call() -> None:
+                goal = {"goal": "wait"}
+                results.append(await session.call_tool("run", goal, progress_callback=on_progress))
+
+            tg.start_soon(call)
+            await planned.wait()
+            server.send_signal(signal.SIGTERM)
+        await anyio.to_thread.run_sync(server.wait, 60)  # its code is the SDK's to reap
+    (result,) = results
+    assert result.is_error
+    assert STOPPING in text_of(result)
+    assert _statuses(journal) == ["cancelled"]
