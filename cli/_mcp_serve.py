@@ -149,9 +149,13 @@ class Calls:
             self._owed.discard(str(json.loads(message).get("id")))
             self._changed.set()
 
-    def unheard(self) -> None:
-        """The client is gone: no answer is owed to it any more."""
-        self._owed.clear()
+    def unheard(self, request_id: str | None = None) -> None:
+        """The client cancelled the call ``request_id`` (``None``: the client is gone):
+        no answer is owed to it any more."""
+        if request_id is None:
+            self._owed.clear()
+        else:
+            self._owed.discard(request_id)
         self._changed.set()
 
     async def answered_all(self) -> None:

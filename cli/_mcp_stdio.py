@@ -38,7 +38,7 @@ async def serve_stdio(server: SDKServer, stop: anyio.Event, calls: Calls) -> Non
     stdin or ``stop`` is set: then the calls in flight are cancelled, their error
     results written, and the SDK is shown the end of stdin."""
     with _claimed(0, os.O_RDONLY, os.devnull) as fd_in, _claimed(1, os.O_WRONLY, None) as fd_out:
-        lines = _Lines(fd_in)
+        lines = _Lines(fd_in, calls)
         out = _Out(fd_out, calls, lines)
         async with anyio.create_task_group() as tg:
 
@@ -102,8 +102,8 @@ class _Lines:
     writes its requests and closes stdin at once (``regiment mcp T < requests``) still
     gets their answers."""
 
-    def __init__(self, fd: int) -> None:
-        self._fd, self._pollable = fd, _pollable(fd)
+    def __init__(self, fd: int, calls: Calls) -> None:
+        self._fd, self._pollable, self._calls = fd, _pollable(fd), calls
         self._buffer = bytearray()
         self._ended = False
         self._waiting = anyio.CancelScope()
@@ -127,7 +127,9 @@ class _Lines:
         message = _message(line)
         params = message.get("params")
         if message.get("method") == "notifications/cancelled" and isinstance(params, dict):
-            self._unanswered.discard(str(params.get("requestId")))  # never answered
+            cancelled = str(params.get("requestId"))  # never answered, so not waited for
+            self._unanswered.discard(cancelled)
+            self._calls.unheard(cancelled)
         elif "id" in message and message.get("method") not in (None, "tools/call"):
             self._unanswered.add(str(message["id"]))
         return line
