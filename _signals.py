@@ -1,5 +1,6 @@
 """Stopping on SIGINT or SIGTERM: the first one asks for a wind-down, a second one leaves
-at once. Shared by ``regiment run`` and ``regiment serve`` (``serve_command``)."""
+at once. Shared by ``regiment run``, ``regiment serve`` (``serve_command``) and
+``regiment mcp`` (``serve_team``)."""
 
 from __future__ import annotations
 

@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import re
 import signal
 import socket
+import sys
 from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager
 from functools import partial
@@ -73,7 +75,7 @@ def team_server(
 
     async def run(goal: str, ctx: Context) -> str:
         """Run the team on the goal and return its answer."""
-        with calls.cut_short():
+        with calls.cut_short(ctx.request_id):
             return await _answer(running.stream(goal), ctx, journal)
 
     workers = "; ".join(f"{w.name}: {w.description}" for w in team.workers)
@@ -87,7 +89,7 @@ def team_server(
 
         async def resume(run_id: str, ctx: Context) -> str:
             """Finish a run of this team that paused for approvals (or whose server died)."""
-            with calls.cut_short():
+            with calls.cut_short(ctx.request_id):
                 return await _answer(running.resume_stream(run_id), ctx, journal)
 
         server.add_tool(
@@ -107,11 +109,14 @@ class Calls:
 
     def __init__(self) -> None:
         self._scopes: set[anyio.CancelScope] = set()
+        self._owed: set[str] = set()  # ids of calls cut short whose answer is not written
+        self._changed = anyio.Event()
         self._stopping = False
 
     @contextlib.contextmanager
-    def cut_short(self) -> Iterator[None]:
-        """Inside, the call is cancelled when the server stops (an ``SDKToolError``)."""
+    def cut_short(self, request_id: str | None = None) -> Iterator[None]:
+        """Inside, the call is cancelled when the server stops (an ``SDKToolError``);
+        with its JSON-RPC ``request_id``, the stop waits until its answer is written."""
         with anyio.CancelScope() as scope:
             if self._stopping:
                 scope.cancel()
@@ -120,7 +125,10 @@ class Calls:
                 yield
             finally:
                 self._scopes.discard(scope)
+                self._changed.set()
         if scope.cancelled_caught:
+            if request_id is not None:
+                self._owed.add(request_id)
             raise SDKToolError(
                 "the server is stopping: the run was cancelled (a cancelled run is over; "
                 "call run again once the server is back)"
@@ -131,6 +139,31 @@ class Calls:
         self._stopping = True
         for scope in list(self._scopes):
             scope.cancel()
+
+    def written(self, message: str) -> None:
+        """The transport wrote ``message``, a JSON-RPC line: the answer to a call cut
+        short, perhaps."""
+        if not self._owed:
+            return
+        with contextlib.suppress(ValueError, AttributeError):
+            self._owed.discard(str(json.loads(message).get("id")))
+            self._changed.set()
+
+    def unheard(self, request_id: str | None = None) -> None:
+        """The client cancelled the call ``request_id`` (``None``: the client is gone):
+        no answer is owed to it any more."""
+        if request_id is None:
+            self._owed.clear()
+        else:
+            self._owed.discard(request_id)
+        self._changed.set()
+
+    async def answered_all(self) -> None:
+        """Once every call in flight has ended and the answers of those the stop cut
+        short are written."""
+        while self._scopes or self._owed:
+            await self._changed.wait()
+            self._changed = anyio.Event()
 
 
 async def _answer(
@@ -247,25 +280,27 @@ async def serve_team(
     """Start ``team`` (journaling its runs in ``journal``, if given, with the
     ``team_file`` it was built from, so ``regiment resume RUN_ID`` finds it) and serve
     it over stdio until the client goes away (stdin closes), or over streamable HTTP on
-    ``127.0.0.1:http_port`` (0: a free port) until ``stop`` is set or, without one,
-    SIGINT or SIGTERM comes (a second one exits at once, 130); the exit code.
+    ``127.0.0.1:http_port`` (0: a free port); on either, until ``stop`` is set or,
+    without one, SIGINT or SIGTERM comes (a second one exits at once, 130); the exit code.
 
-    Stopping HTTP cancels the calls in flight (their runs end ``cancelled``, journaled
-    so; each call's result says so) and stops the team, its MCP servers and its journal
+    A stop cancels the calls in flight (their runs end ``cancelled``, journaled so;
+    each call's result says so) and stops the team, its MCP servers and its journal
     before it returns: 0, or 130 after a SIGINT (saying ``regiment: interrupted``).
     (uvicorn's own handling re-raised a SIGTERM once it had stopped: exit 143, with
-    the team still up.) Over stdio the signals keep Python's defaults: a stop there
-    could not end the read of stdin in its thread until the client writes or leaves.
+    the team still up; over stdio, the SDK's read of stdin in a thread held a stop
+    until the client wrote or left.)
 
     Raises:
-        ConfigError: HTTP was asked for on a backend other than asyncio.
+        ConfigError: HTTP was asked for on a backend other than asyncio, or stdio
+            with stdin or stdout closed.
     """
-    if http_port is None:
-        async with team.start(journal=journal, team_file=team_file) as running:
-            await team_server(running, journal=journal).run_stdio_async()
-        return 0
-    if not _on_asyncio():
+    if http_port is not None and not _on_asyncio():
         raise ConfigError("regiment mcp --http needs --backend asyncio (uvicorn runs on asyncio)")
+    if http_port is None and (sys.stdin is None or sys.stdout is None):  # fd 0 or 1 closed
+        raise ConfigError(
+            "regiment mcp serves over its stdin and stdout, and one of them is closed: let "
+            "an MCP client start it (it gives it pipes), or serve over HTTP with --http PORT"
+        )
     got: list[int] = []
     failed: Exception | None = None  # raised as it is, not in a task group's exception group
     async with anyio.create_task_group() as tg:
@@ -276,7 +311,12 @@ async def serve_team(
             async with team.start(journal=journal, team_file=team_file) as running:
                 calls = Calls()
                 server = team_server(running, journal=journal, calls=calls)
-                await _serve_http(server, http_port, stderr, stop, calls)
+                if http_port is None:
+                    from regiment.cli._mcp_stdio import serve_stdio
+
+                    await serve_stdio(server, stop, calls)
+                else:
+                    await _serve_http(server, http_port, stderr, stop, calls)
         except Exception as exc:
             failed = exc
         tg.cancel_scope.cancel()  # stop watching signals
