@@ -23,7 +23,18 @@ import pytest
 from anyio.abc import SocketAttribute, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-__all__ = ("Recorded", "Reply", "SseEvent", "StandIn", "half_read_body", "serve", "sse")
+from regiment.models import PartDelta
+
+__all__ = (
+    "Collected",
+    "Recorded",
+    "Reply",
+    "SseEvent",
+    "StandIn",
+    "half_read_body",
+    "serve",
+    "sse",
+)
 
 # On trio, an error mid-stream leaves the SDKs' and the HTTP client's half-read body
 # generators to the garbage collector, and trio warns about that; the connection
@@ -159,3 +170,13 @@ async def serve(no_reply: Reply) -> AsyncIterator[StandIn]:
         tg.start_soon(listener.serve, server.handle)
         yield server
         tg.cancel_scope.cancel()
+
+
+class Collected:
+    """A stream handler that keeps every piece it is handed, in order."""
+
+    def __init__(self) -> None:
+        self.deltas: list[PartDelta] = []
+
+    async def __call__(self, delta: PartDelta) -> None:
+        self.deltas.append(delta)

@@ -14,7 +14,6 @@ from regiment.models import (
     Message,
     ModelRequest,
     ModelSettings,
-    PartDelta,
     TextPartDelta,
     ThinkingPart,
     ToolCallPartDelta,
@@ -24,6 +23,7 @@ from regiment.models import (
 from regiment.tools import ToolDefinition
 
 from .messages_api import Block, message, message_events
+from .standin import Collected as Pieces
 from .standin import Reply, StandIn, serve
 
 pytestmark = pytest.mark.anyio
@@ -59,13 +59,7 @@ def ask(text: str = "Weather in Oslo?", **fields: object) -> ModelRequest:
     return ModelRequest(messages=(Message.user(text),), **fields)  # type: ignore[arg-type]
 
 
-class Collected:
-    def __init__(self) -> None:
-        self.deltas: list[PartDelta] = []
-
-    async def __call__(self, delta: PartDelta) -> None:
-        self.deltas.append(delta)
-
+class Collected(Pieces):
     def text(self, index: int) -> str:
         return "".join(
             d.text for d in self.deltas if isinstance(d, TextPartDelta) and d.index == index

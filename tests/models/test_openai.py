@@ -18,7 +18,6 @@ from regiment.models import (
     ModelRequest,
     ModelSettings,
     OpenAIModel,
-    PartDelta,
     TextPartDelta,
     ToolCallPart,
     ToolCallPartStart,
@@ -29,6 +28,7 @@ from regiment.telemetry import SpanCollector, Telemetry, semconv
 from regiment.tools import ToolDefinition
 
 from .chat_api import completion, error
+from .standin import Collected as Pieces
 from .standin import Reply, StandIn, serve
 
 pytestmark = pytest.mark.anyio
@@ -70,13 +70,7 @@ def ask(text: str = "Weather in Oslo?", **fields: object) -> ModelRequest:
     return ModelRequest(messages=(Message.user(text),), **fields)  # type: ignore[arg-type]
 
 
-class Collected:
-    def __init__(self) -> None:
-        self.deltas: list[PartDelta] = []
-
-    async def __call__(self, delta: PartDelta) -> None:
-        self.deltas.append(delta)
-
+class Collected(Pieces):
     def joined(self, index: int) -> str:
         return "".join(
             d.text if isinstance(d, TextPartDelta) else d.arguments

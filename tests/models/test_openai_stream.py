@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from regiment.errors import ModelAPIError, ModelConnectionError
-from regiment.models import Message, ModelRequest, OpenAIModel, PartDelta
+from regiment.models import Message, ModelRequest, OpenAIModel
 
 from .chat_api import completion, error
-from .standin import Reply, StandIn, half_read_body, serve
+from .standin import Collected, Reply, StandIn, half_read_body, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -30,14 +30,6 @@ def model_for(api: StandIn) -> OpenAIModel:
 
 def ask() -> ModelRequest:
     return ModelRequest(messages=(Message.user("Weather in Oslo?"),))
-
-
-class Collected:
-    def __init__(self) -> None:
-        self.deltas: list[PartDelta] = []
-
-    async def __call__(self, delta: PartDelta) -> None:
-        self.deltas.append(delta)
 
 
 async def test_a_stream_without_a_finish_reason_is_an_error(api: StandIn) -> None:

@@ -18,7 +18,6 @@ from regiment.errors import ModelAPIError, ModelConnectionError
 from regiment.models import (
     Message,
     ModelRequest,
-    PartDelta,
     StreamingModel,
     TextPartDelta,
     ToolCallPartDelta,
@@ -28,6 +27,7 @@ from regiment.models import (
 )
 from regiment.tools import ToolDefinition
 
+from .standin import Collected as Pieces
 from .standin import Reply, StandIn, serve
 from .wires import WIRES, Wire
 
@@ -55,13 +55,7 @@ def ask() -> ModelRequest:
     return ModelRequest(messages=(Message.user("Weather in Oslo and Bergen?"),), tools=(WEATHER,))
 
 
-class Collected:
-    def __init__(self) -> None:
-        self.deltas: list[PartDelta] = []
-
-    async def __call__(self, delta: PartDelta) -> None:
-        self.deltas.append(delta)
-
+class Collected(Pieces):
     def joined(self, index: int) -> str:
         return "".join(
             d.text if isinstance(d, TextPartDelta) else d.arguments

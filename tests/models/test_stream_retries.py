@@ -11,10 +11,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from regiment.errors import ModelAPIError, ModelConnectionError
-from regiment.models import Message, ModelRequest, PartDelta, Usage, estimate_tokens
+from regiment.models import Message, ModelRequest, Usage, estimate_tokens
 
 from .chat_api import completion
-from .standin import StandIn, half_read_body, serve
+from .standin import Collected, StandIn, half_read_body, serve
 from .wires import WIRES, Wire
 
 pytestmark = [pytest.mark.anyio, half_read_body]
@@ -33,14 +33,6 @@ async def api(wire: Wire) -> AsyncIterator[StandIn]:
 
 def ask() -> ModelRequest:
     return ModelRequest(messages=(Message.user("Weather in Oslo?"),))
-
-
-class Collected:
-    def __init__(self) -> None:
-        self.deltas: list[PartDelta] = []
-
-    async def __call__(self, delta: PartDelta) -> None:
-        self.deltas.append(delta)
 
 
 async def test_an_overload_before_any_piece_is_retried_and_charged(

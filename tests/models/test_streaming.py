@@ -25,6 +25,8 @@ from regiment.models import (
     tool_call_response,
 )
 
+from .standin import Collected as Pieces
+
 pytestmark = pytest.mark.anyio
 
 
@@ -32,13 +34,7 @@ def ask(text: str = "go", **fields: object) -> ModelRequest:
     return ModelRequest(messages=(Message.user(text),), **fields)  # type: ignore[arg-type]
 
 
-class Collected:
-    def __init__(self) -> None:
-        self.deltas: list[PartDelta] = []
-
-    async def __call__(self, delta: PartDelta) -> None:
-        self.deltas.append(delta)
-
+class Collected(Pieces):
     def text(self, index: int = 0) -> str:
         return "".join(
             d.text for d in self.deltas if isinstance(d, TextPartDelta) and d.index == index
