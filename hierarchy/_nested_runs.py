@@ -110,6 +110,7 @@ async def _created(
         deps,
         ttl=journal.ttl,
         parent=above,
+        top=journal.top,
     )
 
 
@@ -165,7 +166,7 @@ async def _resumed(
                 force=True,
                 ttl=ttl,
                 entries=entries,
-                nested=True,
+                above=journal.top,
             )
         except LeaseHeld:
             if anyio.current_time() > deadline:

@@ -80,8 +80,11 @@ class BufferedJournal(JournalLookups):
 
     # -- ownership -------------------------------------------------------------
 
-    async def create_run(self, run: RunCreated, *, owner: str, ttl: float) -> Lease:
-        """Record a new run (its record gets sequence number 1) and lease it to ``owner``.
+    async def create_run(
+        self, run: RunCreated, *, owner: str, ttl: float, above: Lease | None = None
+    ) -> Lease:
+        """Record a new run (its record gets sequence number 1) and lease it to ``owner``
+        (``above``: for a nested run, the caller's lease of its top run, see ``Journal``).
 
         The run is written by the next group commit, with whatever else waits for one:
         runs created at once share a transaction.
@@ -91,7 +94,7 @@ class BufferedJournal(JournalLookups):
         started = run.created_at.timestamp()
         row = RunRow(run.run_id, run.team, run.goal, run.session, "running", started, now)
         first = encode_pending(lease, 1, run, now)
-        self._creations.append(Creation(first, row, run.config_hash, lease))
+        self._creations.append(Creation(first, row, run.config_hash, lease, above))
         self._appended += 1
         await self._wait_committed(self._appended)
         error = self._taken.pop(run.run_id, None)
@@ -100,10 +103,14 @@ class BufferedJournal(JournalLookups):
         self._next_seq[(lease.run_id, lease.token)] = 2
         return lease
 
-    async def acquire(self, run_id: str, *, owner: str, ttl: float) -> Lease:
-        """Take the run over: refused while another owner's lease is alive."""
+    async def acquire(
+        self, run_id: str, *, owner: str, ttl: float, above: Lease | None = None
+    ) -> Lease:
+        """Take the run over: refused while another owner's lease is alive (``above``:
+        for a nested run, the caller's lease of its top run, see ``Journal``)."""
         await self.flush()
-        lease, last_seq = await self._call(self._store.acquire, run_id, owner, self._clock(), ttl)
+        now = self._clock()
+        lease, last_seq = await self._call(self._store.acquire, run_id, owner, now, ttl, above)
         self._next_seq[(lease.run_id, lease.token)] = last_seq + 1
         return lease
 

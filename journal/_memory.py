@@ -61,10 +61,13 @@ class _MemoryStore:
             raise JournalError("the in-memory journal is closed")
         return self._runs
 
-    def acquire(self, run_id: str, owner: str, now: float, ttl: float) -> tuple[Lease, int]:
+    def acquire(
+        self, run_id: str, owner: str, now: float, ttl: float, top: Lease | None = None
+    ) -> tuple[Lease, int]:
         runs = self._open_runs()
         run, above = runs.get(run_id), self._above(run_id)
-        check_acquire(run.state() if run else None, run_id, owner, now, self.where, above)
+        state = run.state() if run else None
+        check_acquire(state, run_id, owner, now, self.where, above, top)
         assert run is not None
         previous = run.owner
         run.owner, run.token, run.expires_at = owner, run.token + 1, now + ttl
@@ -86,9 +89,9 @@ class _MemoryStore:
     def commit(self, batch: Batch, now: float) -> Refused:
         runs = self._open_runs()
         taken: dict[str, JournalError] = {}
-        for first, row, _, lease in batch.creations:
+        for first, row, _, lease, top in batch.creations:
             try:  # a nested run is started by its top run's owner only
-                check_above(self._above(row.run_id), lease)
+                check_above(self._above(row.run_id), lease, top)
             except JournalError as exc:
                 taken[row.run_id] = exc
                 continue

@@ -183,8 +183,10 @@ class _PostgresStore(SqlStore):
             yield
             self._committing = True  # from here on, a break leaves the outcome unknown
 
-    def acquire(self, run_id: str, owner: str, now: float, ttl: float) -> tuple[Lease, int]:
-        return self._again(partial(super().acquire, run_id, owner, now, ttl))
+    def acquire(
+        self, run_id: str, owner: str, now: float, ttl: float, top: Lease | None = None
+    ) -> tuple[Lease, int]:
+        return self._again(partial(super().acquire, run_id, owner, now, ttl, top))
 
     def commit(self, batch: Batch, now: float) -> Refused:
         return self._again(partial(super().commit, batch, now))

@@ -35,13 +35,20 @@ class Journal(Protocol):
         """The file or database, as error messages name it (never with a password)."""
         ...
 
-    async def create_run(self, run: RunCreated, *, owner: str, ttl: float) -> Lease:
+    async def create_run(
+        self, run: RunCreated, *, owner: str, ttl: float, above: Lease | None = None
+    ) -> Lease:
         """Record a new run durably (sequence number 1) and lease it to ``owner`` for ``ttl`` s
-        (``LeaseLost`` for a nested run whose top-level run another owner holds)."""
+        (``LeaseLost`` for a nested run whose top-level run another owner holds, or, given
+        ``above``, the caller's lease of that top run, when that lease is not its current
+        one: the run was taken over since, even if no one holds it now)."""
         ...
 
-    async def acquire(self, run_id: str, *, owner: str, ttl: float) -> Lease:
-        """Take a run over (resume, a decision on an approval).
+    async def acquire(
+        self, run_id: str, *, owner: str, ttl: float, above: Lease | None = None
+    ) -> Lease:
+        """Take a run over (resume, a decision on an approval; ``above``: for a nested run
+        taken up by the owner of its top run, that owner's lease of the top run).
 
         The leases its previous owner held on its nested runs (see ``nested_run_id``) are
         taken with it: that owner's writes to them are refused from then on, and the
@@ -50,6 +57,7 @@ class Journal(Protocol):
         Raises:
             LeaseHeld: another owner's lease is alive (for a nested run: its own, or its
                 top-level run's).
+            LeaseLost: ``above`` is stale: the top run was taken over since.
             JournalError: no such run, or it has finished.
         """
         ...

@@ -128,13 +128,15 @@ class SqlStore(ABC):
             raise
         return list(cursor.fetchall()) if cursor.description is not None else []
 
-    def acquire(self, run_id: str, owner: str, now: float, ttl: float) -> tuple[Lease, int]:
-        top = top_run_id(run_id)
+    def acquire(
+        self, run_id: str, owner: str, now: float, ttl: float, top: Lease | None = None
+    ) -> tuple[Lease, int]:
+        top_id = top_run_id(run_id)
         with self._guard(f"acquiring run {run_id!r}"), self._write_transaction():
             states = self._states(with_tops([run_id]))  # a nested run's top run locked first
             state = states.get(run_id)
-            above = None if top is None else states.get(top)
-            check_acquire(state, run_id, owner, now, self.where, above)
+            above = None if top_id is None else states.get(top_id)
+            check_acquire(state, run_id, owner, now, self.where, above, top)
             assert state is not None
             self._execute(
                 "UPDATE journal_runs SET owner = ?, token = ?, lease_expires_at = ? WHERE run_id = ?",
@@ -208,10 +210,10 @@ class SqlStore(ABC):
         (``states``: the rows of the nested ones' top runs)."""
         taken: dict[str, JournalError] = {}
         cursor = self._cursor()
-        for _, row, config_hash, lease in creations:
-            top = top_run_id(row.run_id)
+        for _, row, config_hash, lease, top in creations:
+            top_id = top_run_id(row.run_id)
             try:  # a nested run is started by its top run's owner only
-                check_above(None if top is None else states.get(top), lease)
+                check_above(None if top_id is None else states.get(top_id), lease, top)
             except JournalError as exc:
                 taken[row.run_id] = exc
                 continue

@@ -91,6 +91,7 @@ class Creation(NamedTuple):
     row: RunRow
     config_hash: str
     lease: Lease
+    top: Lease | None = None  # a nested run's: its creator's lease of the top run
 
 
 class Batch(NamedTuple):
@@ -132,8 +133,11 @@ class Store(Protocol):
 
     where: str
 
-    def acquire(self, run_id: str, owner: str, now: float, ttl: float) -> tuple[Lease, int]:
-        """Take the run's lease (see ``check_acquire``); return it and the run's last seq.
+    def acquire(
+        self, run_id: str, owner: str, now: float, ttl: float, top: Lease | None = None
+    ) -> tuple[Lease, int]:
+        """Take the run's lease (see ``check_acquire``; ``top``: for a nested run, the
+        caller's lease of its top run); return it and the run's last seq.
 
         The leases of its nested runs (``nested_under``, any depth, not finished) that its
         previous owner held are taken with it, in the same transaction: their tokens go up
@@ -218,13 +222,16 @@ def check_acquire(
     now: float,
     where: str,
     above: LeaseState | None = None,
+    top: Lease | None = None,
 ) -> None:
     """Refuse to hand out a run that is unknown, finished, or owned by a live lease
     (``above``: for a nested run, the row of the top run it belongs to, refused too
-    while another owner's lease of it is alive: the nested run is that owner's).
+    while another owner's lease of it is alive: the nested run is that owner's; and,
+    given ``top``, the caller's lease of that top run, refused if that lease is stale).
 
     Raises:
         JournalError: no such run, or it has finished.
+        LeaseLost: ``top`` is not the top run's current lease (see ``check_top``).
         LeaseHeld: another owner's lease has not expired and that owner may still run
             (an owner on this machine whose process is gone, see ``local_owner``, has
             no lease to wait out).
@@ -237,9 +244,10 @@ def check_acquire(
             "there is nothing to resume",
             status=state.final_status,
         )
-    top = top_run_id(run_id)
-    if above is not None and top is not None and above.owner not in (None, owner):
-        _check_free(above, top, owner, now)
+    check_top(above, run_id, top)
+    top_id = top_run_id(run_id)
+    if above is not None and top_id is not None and above.owner not in (None, owner):
+        _check_free(above, top_id, owner, now)
     _check_free(state, run_id, owner, now)
 
 
@@ -294,21 +302,37 @@ def check_owner(state: LeaseState | None, lease: Lease, where: str) -> LeaseStat
     return state
 
 
-def check_above(above: LeaseState | None, lease: Lease) -> None:
+def check_above(above: LeaseState | None, lease: Lease, top: Lease | None = None) -> None:
     """Refuse to create nested run ``lease.run_id`` (``above``: the row of the top run it
     belongs to) for an owner other than the one that holds that top run: it was taken
     over, and the creator is the process that lost it (it must stop; its new nested run
-    would be worked on beside the new owner's).
+    would be worked on beside the new owner's). Given ``top`` (the creator's lease of the
+    top run), refused too when that lease is stale, though no one holds the run now.
 
     Raises:
-        LeaseLost: another owner holds the top run.
+        LeaseLost: another owner holds the top run, or ``top`` is stale.
     """
+    check_top(above, lease.run_id, top)
     if above is None or above.owner is None or above.owner == lease.owner:
         return
     raise LeaseLost(
         f"run {lease.run_id!r}: {lease.owner!r} started it, but the run it belongs to, "
         f"{top_run_id(lease.run_id)!r}, was taken over by {above.owner!r} (token "
         f"{above.token}); this process must stop working on it",
+        owner=above.owner,
+    )
+
+
+def check_top(above: LeaseState | None, run_id: str, top: Lease | None) -> None:
+    """Refuse a nested run to a caller whose lease of its top run (``top``; ``above``:
+    that run's row) is stale (``LeaseLost``): the top run was taken over since, maybe let
+    go again by its new owner (a pause for approval), so its row has no owner now."""
+    if top is None or above is None or above.token == top.token:
+        return
+    raise LeaseLost(
+        f"run {run_id!r}: {top.owner!r} holds the run it belongs to, {top.run_id!r}, with "
+        f"fencing token {top.token}, but {above.owner or 'another owner'!r} took that run "
+        f"over since (token {above.token}); this process must stop working on it",
         owner=above.owner,
     )
 

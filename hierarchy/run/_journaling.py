@@ -92,6 +92,7 @@ class RunJournal:
         "ended",
         "resume",
         "run_id",
+        "top",
     )
 
     def __init__(
@@ -103,8 +104,11 @@ class RunJournal:
         replay: Replay = NO_REPLAY,
         deps: object = None,
         ttl: float = LEASE_TTL,
+        top: Lease | None = None,
     ) -> None:
         self._ttl = ttl
+        # This process's lease of the top run this run belongs to (its own, if it is one).
+        self.top = lease if top is None else top
         self._journal = journal
         self._lease = lease
         self.run_id = run_id
@@ -132,9 +136,11 @@ class RunJournal:
         trace: str | None = None,
         team_file: TeamFile | None = None,
         parent: str | None = None,
+        top: Lease | None = None,
     ) -> RunJournal:
         """Record a new run (durably) and own it (``trace``: its root span's ``traceparent``;
-        ``parent``: the run whose step a nested run serves)."""
+        ``parent``: the run whose step a nested run serves; ``top``: a nested run's owner's
+        lease of its top run, refused by the journal if stale)."""
         created = RunCreated(
             run_id=run_id,
             team=team.name,
@@ -146,8 +152,11 @@ class RunJournal:
             team_file=team_file,
             parent=parent,
         )
-        lease = await journal.create_run(created, owner=owner, ttl=ttl)
-        return cls(journal, lease, run_id, deps=deps, ttl=ttl)
+        if top is None:  # (a top run's: asked as of old, so journals without ``above`` work)
+            lease = await journal.create_run(created, owner=owner, ttl=ttl)
+        else:
+            lease = await journal.create_run(created, owner=owner, ttl=ttl, above=top)
+        return cls(journal, lease, run_id, deps=deps, ttl=ttl, top=top)
 
     @property
     def lease(self) -> Lease:

@@ -21,6 +21,7 @@ from regiment.hierarchy.workers._journal_calls import RunCalls
 from regiment.journal import (
     Entry,
     Journal,
+    Lease,
     RunCreated,
     RunFinished,
     RunResumed,
@@ -131,10 +132,11 @@ async def reopen(
     force: bool,
     ttl: float = LEASE_TTL,
     entries: tuple[Entry, ...] | None = None,
-    nested: bool = False,
+    above: Lease | None = None,
 ) -> tuple[RunJournal, RunCreated]:
     """Check that ``team`` may finish run ``run_id``, take its lease, and index its replay
-    (``nested``: a nested team's run, resumed by the run it serves; else it is refused).
+    (``above``: given for a nested team's run, resumed by the run it serves, this owner's
+    lease of the top run, refused by the journal if stale; else a nested run is refused).
 
     Raises:
         JournalError: the journal has no such run, or it has finished.
@@ -142,7 +144,7 @@ async def reopen(
             with, and ``force`` is false.
         LeaseHeld: another process is running it.
     """
-    refusal = None if nested else not_resumable_alone(run_id)
+    refusal = None if above is not None else not_resumable_alone(run_id)
     if refusal is not None:
         raise JournalError(refusal)
     if entries is None:  # else the caller has just read them
@@ -168,16 +170,26 @@ async def reopen(
             f"run {run_id!r} belongs to team {created.team!r}, not {team.name!r}; resume it "
             "with its own team (or pass force=True / --force to continue it anyway)"
         )
-    lease = await journal.acquire(run_id, owner=owner, ttl=ttl)
+    lease = await _acquire(journal, run_id, owner, ttl, above)
     # Read (maybe by the caller) before the lease was ours: another resume may have gone
     # on with the run since, and paused it again. Its records are this one's to replay.
     if newer := await journal.read(run_id, after=entries[-1].seq):
         entries = (*entries, *newer)
     replay = Replay.of(entries)
-    run_journal = RunJournal(journal, lease, run_id, replay=replay, deps=deps, ttl=ttl)
+    run_journal = RunJournal(journal, lease, run_id, replay=replay, deps=deps, ttl=ttl, top=above)
     resumes = sum(isinstance(entry.record, RunResumed) for entry in entries)
     run_journal.resume = (resumes + 1, created.trace)
     return run_journal, created
+
+
+async def _acquire(
+    journal: Journal, run_id: str, owner: str, ttl: float, above: Lease | None
+) -> Lease:
+    """The run's lease (``above``: a nested run's owner's lease of the top run, refused
+    if stale); a top run's asked for as of old, so journals without ``above`` work."""
+    if above is None:
+        return await journal.acquire(run_id, owner=owner, ttl=ttl)
+    return await journal.acquire(run_id, owner=owner, ttl=ttl, above=above)
 
 
 def _same_config(created: RunCreated, team: Team) -> None:

@@ -72,3 +72,30 @@ async def test_the_owner_of_the_top_run_starts_and_takes_up_its_nested_runs(
     assert (await journal.acquire(step, owner="a", ttl=TTL)).token == 2
     clock.advance(TTL + 1)  # the top run's lease lapsed: its nested runs are free to take
     assert (await journal.acquire(step, owner="d", ttl=TTL)).token == 3
+
+
+async def test_an_owner_whose_top_lease_is_stale_may_not_start_or_take_up_nested_runs(
+    journal: Journal, clock: Clock
+) -> None:
+    # A froze (SIGSTOP); b took the top run over, then let it go (a pause for approval):
+    # the top run has no owner now, but a's lease of it is stale, and a must stop.
+    top = new_id()
+    stale = await journal.create_run(created(top), owner="a", ttl=TTL)
+    step = nested_run_id(top, 1, "t1")
+    await journal.create_run(created(step), owner="a", ttl=TTL, above=stale)
+    clock.advance(TTL + 1)
+    taken = await journal.acquire(top, owner="b", ttl=TTL)
+    await journal.release(taken)
+
+    with pytest.raises(LeaseLost, match=f"{top}'.*token 1.*took that run over since .token 2"):
+        await journal.create_run(
+            created(nested_run_id(top, 1, "t2")), owner="a", ttl=TTL, above=stale
+        )
+    with pytest.raises(LeaseLost, match="this process must stop working on it"):
+        await journal.acquire(step, owner="a", ttl=TTL, above=stale)
+    assert (await journal.get_run(top)).status == "stalled"
+    # The new owner, back on the run, starts and takes up its nested runs with its lease.
+    resumed = await journal.acquire(top, owner="b", ttl=TTL)
+    assert (await journal.acquire(step, owner="b", ttl=TTL, above=resumed)).token == 3
+    fresh = nested_run_id(top, 1, "t3")
+    await journal.create_run(created(fresh), owner="b", ttl=TTL, above=resumed)
