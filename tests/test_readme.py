@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,14 @@ def test_quick_start_prints_its_answer(tmp_path: Path) -> None:
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
 def test_every_complete_program_runs(index: int, tmp_path: Path) -> None:
     assert _run(BLOCKS[index], tmp_path)
+
+
+def test_the_team_file_shown_is_the_example_file() -> None:
+    # The README prints examples/refund/team.toml; what it shows must decode to what the
+    # file holds (comments aside), so a key the file gains is not missing from the page.
+    text = README.read_text(encoding="utf-8")
+    match = re.search(r"`examples/refund/team.toml`:\n\n```toml\n(.*?)```", text, re.S)
+    assert match is not None, "README no longer shows examples/refund/team.toml"
+    shown = tomllib.loads(match.group(1))
+    example = README.parent / "examples" / "refund" / "team.toml"
+    assert shown == tomllib.loads(example.read_text(encoding="utf-8"))
