@@ -50,3 +50,16 @@ def test_the_team_file_shown_is_the_example_file() -> None:
     shown = tomllib.loads(match.group(1))
     example = README.parent / "examples" / "refund" / "team.toml"
     assert shown == tomllib.loads(example.read_text(encoding="utf-8"))
+
+
+def test_every_example_program_is_in_the_examples_table() -> None:
+    # "Each is a program you can run offline": a program in examples/ the table leaves
+    # out is one a reader never hears of (ping_pong.py was missing).
+    text = README.read_text(encoding="utf-8")
+    table = text[text.index("## Examples") : text.index("## The `regiment` command")]
+    examples = README.parent / "examples"
+    programs = [p for p in examples.glob("*.py") if p.name != "__init__.py"]
+    programs += list(examples.glob("*/main.py"))
+    assert programs
+    missing = [p for p in programs if f"examples/{p.relative_to(examples)}" not in table]
+    assert missing == []
