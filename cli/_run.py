@@ -129,10 +129,10 @@ async def drive(
         ConfigError: the team cannot be built, or the events file cannot be opened.
     """
     words = last_words or LastWords()
-    journal = await _open_journal(options)
     tracing = _Tracing.open(options.trace)
     if tracing.handle is not None and tracing.handle.endpoint is not None:
         config = trace_replicas(config, tracing.handle.endpoint)  # their spans go there too
+    journal: Journal | None = None
     try:
         team = build_team(
             config,
@@ -142,6 +142,7 @@ async def drive(
         )
         team = team if options.ask is None else asking(team, options.ask)
         try:
+            journal = await _open_journal(options)  # after the build: no stray .regiment/
             with _event_sink(options, stdout) as sink:
                 progress = RunProgress()
                 view = _view(options, progress, stderr, tracing.meter)

@@ -117,6 +117,8 @@ async def play() -> list[str]:
 def main() -> None:
     """Play on the backend named on the command line (asyncio by default)."""
     backend = sys.argv[1] if len(sys.argv) > 1 else "asyncio"
+    if backend not in ("asyncio", "trio"):
+        sys.exit(f"usage: ping_pong.py [asyncio|trio] (got {backend!r})")
     for line in anyio.run(play, backend=backend):
         print(line)
 

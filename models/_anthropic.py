@@ -18,6 +18,7 @@ from regiment.models._anthropic_wire import CallParams, call_params, response_fr
 from regiment.models._api_errors import (
     is_permanent,
     long_wait,
+    request_note,
     retry_note,
     stream_failed,
     transient_error,
@@ -205,7 +206,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
             if not_an_event_stream(content_type):
                 raise ModelAPIError(
                     f"the Anthropic API answered for model {self._model!r} with "
-                    f"{content_type}, not an event stream (request id {request_id}); check "
+                    f"{content_type}, not an event stream ({request_note(request_id)}); check "
                     "base_url points at the Messages API",
                     status_code=stream.response.status_code,
                     request_id=request_id,
@@ -264,7 +265,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
                 raise
             unreadable = ModelAPIError(
                 f"the Anthropic API sent a reply for model {self._model!r} that could not be "
-                f"read ({type(exc).__name__}: {exc}; request id {request_id}); check base_url "
+                f"read ({type(exc).__name__}: {exc}; {request_note(request_id)}); check base_url "
                 "points at the Messages API, or try again",
                 request_id=request_id,
             )
@@ -352,7 +353,7 @@ def _api_error(exc: anthropic.APIStatusError, model: str, max_retries: int) -> M
             ModelAPIError(
                 f"the Anthropic API sent an error mid-stream for model {model!r}: "
                 f"{error_type or 'error'}: {without_echo(str(text), _sent(exc))} "
-                f"(request id {request_id})"
+                f"({request_note(request_id)})"
                 + ("" if transient else "; not retried, as it would come again"),
                 error_type=error_type,
                 request_id=request_id,
@@ -368,7 +369,7 @@ def _api_error(exc: anthropic.APIStatusError, model: str, max_retries: int) -> M
             advice = _RETRY_ADVICE.get(status, "the API failed{}; try again later").format(retried)
     return ModelAPIError(
         f"the Anthropic API answered {status} {error_type or 'error'} for model {model!r}: "
-        f"{without_echo(str(text), _sent(exc))} (request id {request_id}); "
+        f"{without_echo(str(text), _sent(exc))} ({request_note(request_id)}); "
         f"{advice or 'see the message'}",
         status_code=status,
         error_type=error_type,

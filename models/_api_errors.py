@@ -16,6 +16,7 @@ __all__ = (
     "failed_mid_stream",
     "is_permanent",
     "long_wait",
+    "request_note",
     "retry_note",
     "stream_failed",
     "transient_error",
@@ -108,6 +109,11 @@ def failed_mid_stream(error: BaseException) -> bool:
 _LONGEST_TEXT = 500
 # A run of this many characters of the error text that the prompt has too is a quote of it.
 _QUOTE = 24
+
+
+def request_note(request_id: str | None) -> str:
+    """``request id X`` for an error message; local servers (Ollama, vLLM) send none."""
+    return "no request id" if request_id is None else f"request id {request_id}"
 
 
 def without_echo(text: str, sent: bytes | None) -> str:

@@ -17,6 +17,7 @@ from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
 from regiment.models._api_errors import (
     is_permanent,
     long_wait,
+    request_note,
     retry_note,
     stream_failed,
     without_echo,
@@ -165,7 +166,7 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
             if not_an_event_stream(content_type):
                 raise ModelAPIError(
                     f"the Chat Completions API at {self._where()} answered with {content_type}, "
-                    f"not an event stream (request id {request_id}); check base_url points at "
+                    f"not an event stream ({request_note(request_id)}); check base_url points at "
                     "a Chat Completions server",
                     status_code=response.status_code,
                     request_id=request_id,
@@ -248,7 +249,7 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
             error = ModelAPIError(
                 f"the Chat Completions API at {self._where()} sent an error mid-stream: "
                 f"{exc.error_type or 'error'}: {without_echo(str(exc), sent)} "
-                f"(request id {request_id})"
+                f"({request_note(request_id)})"
                 + ("" if exc.transient else "; not retried, as it would come again"),
                 error_type=exc.error_type,
                 request_id=request_id,
@@ -267,7 +268,7 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
                 raise
             unreadable = ModelAPIError(
                 f"the Chat Completions API at {self._where()} sent a reply that could not be "
-                f"read ({type(exc).__name__}: {exc}; request id {request_id}); check base_url "
+                f"read ({type(exc).__name__}: {exc}; {request_note(request_id)}); check base_url "
                 "points at a Chat Completions server",
                 request_id=request_id,
             )
@@ -334,7 +335,7 @@ def _api_error(exc: openai.APIStatusError, where: str, max_retries: int) -> Mode
             ).format(retried)
     return ModelAPIError(
         f"the Chat Completions API at {where} answered {status} {exc.type or 'error'}: "
-        f"{without_echo(text, _sent(exc))} (request id {request_id}); "
+        f"{without_echo(text, _sent(exc))} ({request_note(request_id)}); "
         f"{advice or 'see the message'}",
         status_code=status,
         error_type=exc.type,

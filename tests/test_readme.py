@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,27 @@ def test_quick_start_prints_its_answer(tmp_path: Path) -> None:
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
 def test_every_complete_program_runs(index: int, tmp_path: Path) -> None:
     assert _run(BLOCKS[index], tmp_path)
+
+
+def test_the_team_file_shown_is_the_example_file() -> None:
+    # The README prints examples/refund/team.toml; what it shows must decode to what the
+    # file holds (comments aside), so a key the file gains is not missing from the page.
+    text = README.read_text(encoding="utf-8")
+    match = re.search(r"`examples/refund/team.toml`:\n\n```toml\n(.*?)```", text, re.S)
+    assert match is not None, "README no longer shows examples/refund/team.toml"
+    shown = tomllib.loads(match.group(1))
+    example = README.parent / "examples" / "refund" / "team.toml"
+    assert shown == tomllib.loads(example.read_text(encoding="utf-8"))
+
+
+def test_every_example_program_is_in_the_examples_table() -> None:
+    # "Each is a program you can run offline": a program in examples/ the table leaves
+    # out is one a reader never hears of (ping_pong.py was missing).
+    text = README.read_text(encoding="utf-8")
+    table = text[text.index("## Examples") : text.index("## The `regiment` command")]
+    examples = README.parent / "examples"
+    programs = [p for p in examples.glob("*.py") if p.name != "__init__.py"]
+    programs += list(examples.glob("*/main.py"))
+    assert programs
+    missing = [p for p in programs if f"examples/{p.relative_to(examples)}" not in table]
+    assert missing == []

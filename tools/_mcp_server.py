@@ -7,6 +7,7 @@ optional extra, imported where a connection is opened.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,12 +24,15 @@ _INSTALL = "MCP servers need the mcp extra: pip install 'regiment[mcp]'"
 
 
 def require_mcp() -> None:
-    """Raise ``ConfigError`` with the install line unless the ``mcp`` extra is installed."""
-    try:
-        import jsonschema  # noqa: F401
-        import mcp  # noqa: F401
-    except ImportError as exc:
-        raise ConfigError(f"{_INSTALL} ({exc})") from exc
+    """Raise ``ConfigError`` with the install line unless the ``mcp`` extra is installed.
+
+    It only looks the packages up: importing the SDK takes about half a second, which
+    on a running event loop would stall every task on it (a connection imports it in
+    a worker thread).
+    """
+    for name in ("jsonschema", "mcp"):
+        if importlib.util.find_spec(name) is None:
+            raise ConfigError(f"{_INSTALL} (No module named {name!r})")
 
 
 @final

@@ -5,6 +5,7 @@ Everything here is entered and exited by the connection's owner task.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -48,6 +49,7 @@ async def open_session(
     the session sees any later message (the SDK hands notifications to a task of
     their own, which may run after the answer that followed them on the wire).
     """
+    await _load_sdk(server)
     from mcp.client.session import ClientSession
     from mcp.types import Implementation
 
@@ -66,6 +68,17 @@ async def open_session(
         info = Implementation(name="regiment", version="0.1.0")
         session = ClientSession(received, write, message_handler=on_message, client_info=info)
         yield await stack.enter_async_context(session)
+
+
+async def _load_sdk(server: MCPServer) -> None:
+    """Import the SDK's client in a worker thread the first time: it takes about half a
+    second, which on the event loop would stall every run and request sharing it."""
+    stdio = isinstance(server.transport, StdioTransport)
+    transport = "mcp.client.stdio" if stdio else "mcp.client.streamable_http"
+    modules = ["mcp.client.session", transport, "jsonschema"]  # jsonschema: the tools' schemas
+    missing = [name for name in modules if name not in sys.modules]
+    if missing:
+        await anyio.to_thread.run_sync(lambda: [importlib.import_module(m) for m in missing])
 
 
 async def _forward(

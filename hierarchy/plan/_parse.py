@@ -84,7 +84,7 @@ _MAX_REPLY_CHARS = 64_000
 def parse_plan(
     reply: str,
     *,
-    max_steps: int,
+    max_steps: int = 10,  # Planner.max_steps's default
     id_prefix: str = "s",
     start_index: int = 1,
     default_worker: str | None = None,
@@ -111,8 +111,8 @@ def parse_plan(
     Args:
         reply: the model's text. Lone surrogates (text no encoder accepts) are
             read as U+FFFD, so no step carries them.
-        max_steps: keep at most this many steps; more are cut and the original
-            count is recorded in ``truncated_from``.
+        max_steps: keep at most this many steps (10, as a ``Planner``, unless given);
+            more are cut and the original count is recorded in ``truncated_from``.
         id_prefix: prefix of generated ids.
         start_index: number of the first generated id.
         default_worker: the worker of a step that names none (``None``: left unset).

@@ -11,15 +11,19 @@ import pytest
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ping_pong.py"
 
 
-@pytest.mark.parametrize("backend", ["asyncio", "trio"])
-def test_ping_pong_prints_what_happened(backend: str) -> None:
-    done = subprocess.run(
+def _play(backend: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, "-W", "error", str(EXAMPLE), backend],
         capture_output=True,
         text=True,
         timeout=30,
         check=False,
     )
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_ping_pong_prints_what_happened(backend: str) -> None:
+    done = _play(backend)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "rally of 10 hits: ping 5, pong 5",
@@ -28,3 +32,9 @@ def test_ping_pong_prints_what_happened(backend: str) -> None:
         " the Serve message went to the dead letters",
         "system closed: ping alive False, dead letters 1 (stopped message to 'pong')",
     ]
+
+
+def test_an_unknown_backend_is_a_usage_line_not_a_traceback() -> None:
+    done = _play("curio")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == "usage: ping_pong.py [asyncio|trio] (got 'curio')\n"

@@ -335,3 +335,12 @@ def test_never_raises_and_keeps_its_promises(reply: str, max_steps: int, start_i
         assert parsed.steps == ()
     if parsed.truncated_from is not None:
         assert parsed.truncated_from > max_steps == len(parsed.steps)
+
+
+def test_a_reply_reads_as_a_planner_would_without_naming_max_steps() -> None:
+    # The README sends a reader to parse_plan to see how a reply is read; parse_plan(reply)
+    # was a TypeError (max_steps had no default), not the plan a Planner would get.
+    reply = "\n".join(f"{n}. step {n}" for n in range(1, 13))
+    parsed = parse_plan(reply)
+    assert [step.id for step in parsed.steps] == [f"s{n}" for n in range(1, 11)]
+    assert parsed.truncated_from == 12

@@ -243,6 +243,16 @@ async def test_bad_request_is_translated_with_request_id_and_type(api: StandIn) 
     assert len(api.requests) == 1  # a 400 is not retried
 
 
+async def test_an_error_without_a_request_id_does_not_print_none(api: StandIn) -> None:
+    # A proxy or a stand-in server sends no request-id header: the error said "request id None".
+    api.queue(Reply(404, {}, raw=b"404 page not found", content_type="text/plain"))
+    async with model_for(api) as model:
+        with pytest.raises(ModelAPIError) as caught:
+            await model.complete(ask("hi"))
+    assert caught.value.request_id is None
+    assert "(no request id)" in str(caught.value)
+
+
 async def test_connection_refused_is_translated() -> None:
     with socket.socket() as sock:  # a port that was free a moment ago and now refuses
         sock.bind(("127.0.0.1", 0))

@@ -350,3 +350,4 @@ async def test_a_404_from_a_base_url_without_v1_says_so(api: StandIn, v1: bool) 
     assert caught.value.permanent
     assert ("went to /chat/completions, without the /v1" in said) is not v1
     assert "check the model name and base_url" in said
+    assert "(no request id)" in said  # such servers send none; it said "request id None"
