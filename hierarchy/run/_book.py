@@ -211,6 +211,7 @@ class RunBook:
                         current_version=current,
                         step_id=r.step_id,
                         status=r.status,
+                        tool_outcomes=r.tool_outcomes,
                     )
                 )
             case StepEnded(quiet=quiet):
