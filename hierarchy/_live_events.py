@@ -120,9 +120,9 @@ async def observed_tool_call(
 ) -> ToolResult:
     """``toolset.call`` for one of a step's tool calls, told to ``live`` as it starts and ends.
 
-    A cancelled call is told as finished with the outcome ``"cancelled"`` (or
-    ``"awaiting_approval"`` if it waited for a decision: its body has not run),
-    one that raised with the exception's class name.
+    A call cut while it ran is told as finished with the outcome ``"cut"`` (its body
+    started and may have acted), or ``"awaiting_approval"`` if it waited for a decision
+    (its body has not run); one that raised with the exception's class name.
     """
     if live is None:
         return await toolset.call(
@@ -141,7 +141,7 @@ async def observed_tool_call(
         )
     )
     started = anyio.current_time()
-    outcome = "cancelled"
+    outcome = "cut"  # unless it returns or raises: cancelled as its body ran
     asking: list[None] = []
     if approver is not None:
         approver = _told_while_waiting(approver, asking)
@@ -155,7 +155,7 @@ async def observed_tool_call(
         outcome = type(exc).__name__
         raise
     finally:
-        if asking and outcome == "cancelled":
+        if asking and outcome == "cut":
             outcome = "awaiting_approval"
         live.emit(
             ToolCallFinished(

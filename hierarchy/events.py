@@ -24,7 +24,7 @@ import msgspec
 
 from regiment._json import JsonObject, JsonValue
 from regiment.hierarchy._critic import Verdict
-from regiment.hierarchy._messages import BudgetLimit, StepReport, StepStatus
+from regiment.hierarchy._messages import BudgetLimit, StepReport, StepStatus, ToolOutcome
 from regiment.hierarchy.plan._plan import Plan, PlanStep
 from regiment.models import Role, Usage
 from regiment.tools import ApprovalRequest
@@ -169,8 +169,11 @@ class ToolCallFinished(_Base, frozen=True, kw_only=True):
 
     ``outcome`` is ``"ok"``, or why it failed as ``ToolResult.error_type`` says
     (the exception's class name, ``"timeout"``, ``"invalid_arguments"``, ...);
-    ``"cancelled"`` for a call cancelled while it ran, ``"awaiting_approval"`` for
-    one that was still waiting for a decision (its run paused: the body has not run).
+    ``"cut"`` for a call whose step was cut (a cancel, a replan, a pause, its timeout)
+    while its body ran: it may have acted, and its step's report lists it with
+    ``error_type`` ``"cut"``; ``"awaiting_approval"`` for one that was still waiting
+    for a decision (the body has not run). A call held back before it started (its plan
+    was over) has no ``ToolCallStarted``/``ToolCallFinished`` at all.
     ``duration`` is in seconds.
     """
 
@@ -212,12 +215,17 @@ class StaleReportDropped(_Base, frozen=True, kw_only=True):
     arrived. While a replan is still being planned that is the version being
     replaced, so it may equal ``report_version``: the next version does not
     exist until its ``Replanned``/``PlanCreated``, and may never exist.
+
+    ``tool_outcomes`` are the dropped report's: none is applied, but each tool call in
+    it ran, or (``error_type`` ``"cut"``) started and was cut before it finished, so it
+    may have acted.
     """
 
     report_version: int
     current_version: int
     step_id: str
     status: StepStatus
+    tool_outcomes: tuple[ToolOutcome, ...] = ()
 
 
 class CritiqueCompleted(_Base, frozen=True, kw_only=True):

@@ -194,7 +194,9 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
     async def _on_report(self, report: StepReport) -> None:
         if isinstance(self._phase, Done):
             return  # the run has ended (its result is recorded): a late report changes nothing
-        self._record(ReportArrived(report))
+        phase = self._phase  # the caller left (below): no reader follows the run
+        left = type(phase) is WindingDown and type(phase.ending) is EndCancelled
+        self._record(ReportArrived(report, left))
         phase, versions = self._phase, self._book.versions
         current = report.plan_version == versions.version
         if type(phase) is Executing and current:  # the common case, kept cheap

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import assert_never, final
 
 from regiment.hierarchy._budget import BudgetLedger
-from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._result import RunResult, RunStatus
 from regiment.hierarchy.events import (
     BudgetExhausted,
@@ -107,7 +106,7 @@ class RunBook:
         # ``cast`` to narrow them: it is a Python call each (issue #22).
         kind = type(change)
         if kind is ReportArrived:
-            _arrived(self, change.report)  # type: ignore[union-attr]
+            _arrived(self, change)  # type: ignore[arg-type]
         elif kind is StepCommitted:
             self._commit(change)  # type: ignore[arg-type]
         elif kind is StepSent:
@@ -152,8 +151,8 @@ class RunBook:
                 self.approvals.apply(change, self.emit)
             case StepSent():
                 _sent(self, change)
-            case ReportArrived(report=r):
-                _arrived(self, r)
+            case ReportArrived():
+                _arrived(self, change)
             case StepCommitted():
                 self._commit(change)
             case _:
@@ -211,6 +210,7 @@ class RunBook:
                         current_version=current,
                         step_id=r.step_id,
                         status=r.status,
+                        tool_outcomes=r.tool_outcomes,
                     )
                 )
             case StepEnded(quiet=quiet):
@@ -342,12 +342,15 @@ def _sent(book: RunBook, change: StepSent) -> None:
     )
 
 
-def _arrived(book: RunBook, r: StepReport) -> None:
+def _arrived(book: RunBook, change: ReportArrived) -> None:
     """A dispatched step reported: it is no longer in flight; charge what it spent."""
+    r = change.report
     book.dispatcher.reported(r)
     spending = book.spending
     # the key the fan-out reserved under: (version, step, attempt)
     spending.ledger.release((r.plan_version, r.step_id, r.attempt))
     spending.charge(r.worker, r.usage, r.model_calls, r.tool_calls)
-    if r.tool_outcomes or r.guardrails:  # whatever the report's version
+    # Whatever the report's version; none when no reader follows the run (its caller left),
+    # as the step's own end is told to none (``Verifier.at_end``).
+    if (r.tool_outcomes or r.guardrails) and not change.quiet:
         book.emit_all(report_events(r))

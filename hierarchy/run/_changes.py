@@ -88,6 +88,7 @@ class ReportArrived(msgspec.Struct, frozen=True):
     """A dispatched step reported: it is no longer in flight, and what it spent is charged."""
 
     report: StepReport
+    quiet: bool = False  # came as a run ended that no reader follows: no event of its calls
 
 
 @final

@@ -28,6 +28,12 @@ from regiment.hierarchy.workers._approval_gate import Approvals
 from regiment.hierarchy.workers._empty_reply import answered, ask_again
 from regiment.hierarchy.workers._journal_calls import JournaledCaller, StepCalls
 from regiment.hierarchy.workers._not_run import held_back, not_run
+from regiment.hierarchy.workers._outcomes import (
+    collect,
+    cut_short,
+    refused,
+    while_deciding,
+)
 from regiment.hierarchy.workers._progress import StepProgress
 from regiment.hierarchy.workers._siblings import SiblingCalls
 from regiment.hierarchy.workers._tool_span import traced_call
@@ -40,7 +46,7 @@ from regiment.models import (
     ToolCallPart,
     ToolResultPart,
 )
-from regiment.telemetry import Telemetry
+from regiment.telemetry import RunMetrics, Telemetry
 from regiment.telemetry import semconv as sc
 from regiment.tools import Approver, OnToolError, ToolDefinition, ToolResult, Toolset
 
@@ -78,8 +84,7 @@ async def _call_tools(
     guards: StepGuards | None = None,
     gate: Approvals | None = None,
 ) -> tuple[list[ToolResultPart], bool]:
-    """Run one response's tool calls at the same time; results keep the call order.
-    Also says whether any of them failed (only then are the failures looked at)."""
+    """Run one response's tool calls at once (results in call order); did any fail?"""
     if progress.fenced(assign.plan_version):  # its plan is over (a replan, say): no tool
         await held_back(progress, assign, calls, telemetry, toolset)
     results: list[ToolResult | None] = [None] * len(calls)
@@ -87,13 +92,14 @@ async def _call_tools(
     traced = telemetry.tracing  # untraced: no span to open, nothing to record on one
 
     async def attempt(index: int, call: ToolCallPart) -> ToolResult:
-        approver = (
-            gate.approver(toolset, assign, first + index, call.name, progress) if gate else None
-        )
-        approver = siblings.held(approver) if siblings is not None else approver
+        n = first + index  # the call's number in its step
+        approver = gate.approver(toolset, assign, n, call.name, progress) if gate else None
+        if approver is not None:  # its body starts only once it is decided
+            approver = while_deciding(siblings.held(approver) if siblings else approver, begun, n)
         if guards is None:
-            return await journaled.tool(toolset, first + index, call, approver)
-        at = (assign, first + index)
+            begun.add(n)
+            return await journaled.tool(toolset, n, call, approver)
+        at = (assign, n, begun)
         run = functools.partial(_fenced_tool, journaled, toolset, at, approver, progress)
         tool = toolset.get(call.name)
         with judging_within(step_purse(assign.allowance, progress)):
@@ -107,80 +113,31 @@ async def _call_tools(
             replayed = functools.partial(journaled.replayed, first + index)
             result = await traced_call(telemetry, (toolset.name, call), progress, ran, replayed)
         if telemetry.metrics is not None:
-            outcome = (result.error_type or sc.ERROR_OTHER) if result.is_error else "ok"
-            telemetry.metrics.tool_call(call.name, outcome, result.duration_s)
+            _measured(telemetry.metrics, call.name, result)
         results[index] = result
 
-    siblings: SiblingCalls | None = None  # a reply's calls that run at once (below)
     allowed = len(calls) if limit is None else max(0, min(len(calls), limit - progress.tool_calls))
+    siblings = SiblingCalls(allowed, progress) if allowed > 1 else None  # they run at once
     progress.tool_calls += allowed
     first = journaled.reserve(allowed)
-    if allowed == 1:  # the common case needs no task group
-        if traced or telemetry.metrics is not None:
-            await one(0, calls[0])
-        else:  # nor a span or a metric around it
-            results[0] = await attempt(0, calls[0])
-    elif allowed > 1:
-        siblings = SiblingCalls(allowed, progress)
-        async with anyio.create_task_group() as tg:
-            for index in range(allowed):
-                tg.start_soon(siblings.run, one, index, calls[index])
-    if allowed < len(calls):  # refused below: none of them runs, yet the trace shows them
-        not_run(telemetry, toolset, calls[allowed:], "budget_exhausted", _over_share(limit))
-    return _collect(calls, results, limit, progress)
+    begun: set[int] = set()  # calls whose bodies started (a cut lists them: _outcomes)
+    try:
+        if allowed == 1:  # the common case needs no task group
+            if traced or telemetry.metrics is not None:
+                await one(0, calls[0])
+            else:  # nor a span or a metric around it
+                results[0] = await attempt(0, calls[0])
+        elif siblings is not None:
+            await siblings.run_all(one, calls[:allowed])
+    except BaseException:
+        cut_short(calls, results, begun, first, progress)
+        raise
+    return collect(calls, results, limit, progress, (telemetry, toolset))
 
 
-def _collect(
-    calls: tuple[ToolCallPart, ...],
-    results: list[ToolResult | None],
-    limit: int | None,
-    progress: StepProgress,
-) -> tuple[list[ToolResultPart], bool]:
-    """The results for the model, each call's outcome kept in ``progress``; any failed?"""
-    parts: list[ToolResultPart] = []
-    failed = False
-    for call, result in zip(calls, results, strict=True):
-        if result is None:  # the step's share cannot pay for it (the planner makes it an event)
-            progress.refused_tool_calls += 1
-            parts.append(_refused(call, progress, _over_share(limit), "budget_exhausted"))
-            failed = True
-            continue
-        failed = failed or result.is_error
-        progress.outcomes.append(
-            ToolOutcome(
-                tool=call.name,
-                call_id=call.id,
-                arguments=dict(result.arguments),
-                content=result.content,
-                is_error=result.is_error,
-                idempotency_key=result.idempotency_key,
-                error_type=result.error_type,
-                raised=result.raised,
-            )
-        )
-        parts.append(ToolResultPart(call_id=call.id, content=result.text, is_error=result.is_error))
-    return parts, failed
-
-
-def _refused(
-    call: ToolCallPart, progress: StepProgress, text: str, error_type: str
-) -> ToolResultPart:
-    """A call that is not run: an error the model sees, recorded like any outcome."""
-    progress.outcomes.append(
-        ToolOutcome(
-            tool=call.name,
-            call_id=call.id,
-            arguments=dict(call.arguments),
-            content=text,
-            is_error=True,
-            error_type=error_type,
-        )
-    )
-    return ToolResultPart(call_id=call.id, content=text, is_error=True)
-
-
-def _over_share(limit: int | None) -> str:
-    return f"not run: this step's tool call allowance of {limit} is used up"
+def _measured(metrics: RunMetrics, tool: str, result: ToolResult) -> None:
+    outcome = (result.error_type or sc.ERROR_OTHER) if result.is_error else "ok"
+    metrics.tool_call(tool, outcome, result.duration_s)
 
 
 # A cut reply may end inside a call's arguments, which a provider may read leniently
@@ -327,7 +284,7 @@ def _cut_off(
     """A reply cut at its length limit: none of its calls run (the last one's arguments
     may be cut short); each gets a ``cut_off`` error result."""
     not_run(telemetry, toolset, calls, "cut_off", _CUT_OFF)
-    return [_refused(c, progress, _CUT_OFF, "cut_off") for c in calls], True
+    return [refused(c, progress, _CUT_OFF, "cut_off") for c in calls], True
 
 
 def _capped(
@@ -343,16 +300,17 @@ def _capped(
 async def _fenced_tool(
     journaled: StepCalls,
     toolset: Toolset,
-    at: tuple[AssignStep, int],
+    at: tuple[AssignStep, int, set[int]],
     approver: Approver | None,
     progress: StepProgress,
     call: ToolCallPart,
 ) -> ToolResult:
     """Run call number ``at[1]`` once its guards let it through, unless the step's plan
-    was fenced (or the step cut) while they judged it."""
-    assign, index = at
+    was fenced (or the step cut) while they judged it; then it is one of ``at[2]``."""
+    assign, index, begun = at
     if progress.fenced(assign.plan_version):
         await held_back(progress, assign, (call,), None, toolset)
+    begun.add(index)
     return await journaled.tool(toolset, index, call, approver)
 
 

@@ -13,7 +13,7 @@ not just waiting until that body is done, and then its run looks again.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import final
 
 import anyio
@@ -40,6 +40,14 @@ class SiblingCalls:
         self._progress = progress
         progress.calls_working = calls
         self._changed: anyio.Event | None = None
+
+    async def run_all(
+        self, call: Callable[[int, ToolCallPart], Awaitable[None]], parts: Sequence[ToolCallPart]
+    ) -> None:
+        """``call(index, part)`` for each of ``parts``, at once (each with :meth:`run`)."""
+        async with anyio.create_task_group() as tg:
+            for index, part in enumerate(parts):
+                tg.start_soon(self.run, call, index, part)
 
     async def run(
         self, call: Callable[[int, ToolCallPart], Awaitable[None]], index: int, part: ToolCallPart

@@ -1,0 +1,142 @@
+"""What a reply's tool calls come to in the step's report: :func:`collect` for calls
+that ended, :func:`cut_short` for those a cut (a replan, a cancel, a pause, the
+step's timeout) stopped while their bodies ran.
+
+A call whose body started and never finished may have acted before the cut (charged
+a card, sent a mail): its report lists it as a failed outcome with ``error_type``
+``"cut"``, so a program reading the result can tell. A call that never started (held
+back by the fence, waiting for a guard or an approval, or not reached) is not listed.
+"""
+
+from __future__ import annotations
+
+from regiment.hierarchy._messages import ToolOutcome
+from regiment.hierarchy.workers._not_run import not_run
+from regiment.hierarchy.workers._progress import StepProgress
+from regiment.models import ToolCallPart, ToolResultPart
+from regiment.telemetry import Telemetry
+from regiment.tools import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Approver,
+    Deny,
+    ToolResult,
+    Toolset,
+    ask_approver,
+)
+
+__all__ = ("CUT", "collect", "cut_short", "over_share", "refused", "while_deciding")
+
+CUT = "cut"
+"""``ToolOutcome.error_type`` of a call whose body started and was cut before it finished."""
+
+_CUT_TEXT = (
+    "started, cut before it finished: what it did is not known (tool '{}' may have acted; "
+    "check before running it again, with its idempotency key if it has one)"
+)
+
+
+def _outcome(call: ToolCallPart, result: ToolResult) -> ToolOutcome:
+    return ToolOutcome(
+        tool=call.name,
+        call_id=call.id,
+        arguments=dict(result.arguments),
+        content=result.content,
+        is_error=result.is_error,
+        idempotency_key=result.idempotency_key,
+        error_type=result.error_type,
+        raised=result.raised,
+    )
+
+
+def collect(
+    calls: tuple[ToolCallPart, ...],
+    results: list[ToolResult | None],
+    limit: int | None,
+    progress: StepProgress,
+    traced: tuple[Telemetry, Toolset],
+) -> tuple[list[ToolResultPart], bool]:
+    """The results for the model, each call's outcome kept in ``progress``; any failed?
+
+    Calls with no result (the tail the step's share of tool calls cannot pay for) were
+    refused: none of them ran, yet the trace (``traced``) shows them."""
+    if results and results[-1] is None:
+        refused_calls = calls[results.index(None) :]
+        not_run(*traced, refused_calls, "budget_exhausted", over_share(limit))
+    parts: list[ToolResultPart] = []
+    failed = False
+    for call, result in zip(calls, results, strict=True):
+        if result is None:  # the step's share cannot pay for it (the planner makes it an event)
+            progress.refused_tool_calls += 1
+            parts.append(refused(call, progress, over_share(limit), "budget_exhausted"))
+            failed = True
+            continue
+        failed = failed or result.is_error
+        progress.outcomes.append(_outcome(call, result))
+        parts.append(ToolResultPart(call_id=call.id, content=result.text, is_error=result.is_error))
+    return parts, failed
+
+
+def cut_short(
+    calls: tuple[ToolCallPart, ...],
+    results: list[ToolResult | None],
+    begun: set[int],
+    first: int,
+    progress: StepProgress,
+) -> None:
+    """The reply's calls were cut: keep in ``progress`` the outcome of each that ended
+    (a sibling's, before the cut) and a ``cut`` outcome for each whose body started
+    (its index, from ``first``, in ``begun``) and never finished."""
+    for index, call in enumerate(calls):
+        result = results[index]
+        if result is not None:
+            progress.outcomes.append(_outcome(call, result))
+        elif first + index in begun:
+            progress.outcomes.append(
+                ToolOutcome(
+                    tool=call.name,
+                    call_id=call.id,
+                    arguments=dict(call.arguments),
+                    content=_CUT_TEXT.format(call.name),
+                    is_error=True,
+                    error_type=CUT,
+                )
+            )
+
+
+def while_deciding(approver: Approver | None, begun: set[int], index: int) -> Approver | None:
+    """``approver``, with call ``index`` out of ``begun`` while it waits for a decision
+    (its body has not started); back in once it may run."""
+    if approver is None:
+        return None
+    ask = approver
+
+    async def decide(request: ApprovalRequest, /) -> ApprovalDecision:
+        begun.discard(index)
+        decision = await ask_approver(ask, request)
+        if not isinstance(decision, Deny):
+            begun.add(index)
+        return decision
+
+    return decide
+
+
+def refused(
+    call: ToolCallPart, progress: StepProgress, text: str, error_type: str
+) -> ToolResultPart:
+    """A call that is not run: an error the model sees, recorded like any outcome."""
+    progress.outcomes.append(
+        ToolOutcome(
+            tool=call.name,
+            call_id=call.id,
+            arguments=dict(call.arguments),
+            content=text,
+            is_error=True,
+            error_type=error_type,
+        )
+    )
+    return ToolResultPart(call_id=call.id, content=text, is_error=True)
+
+
+def over_share(limit: int | None) -> str:
+    return f"not run: this step's tool call allowance of {limit} is used up"
