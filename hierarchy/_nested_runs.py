@@ -21,7 +21,7 @@ A run without a journal is untouched: its nested runs start as they always did.
 
 from __future__ import annotations
 
-import contextlib
+import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
@@ -37,6 +37,8 @@ from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._journaling import RunJournal
 from regiment.hierarchy.run._resume import Opened, reopen
 from regiment.journal import Entry, RunFinished, nested_run_id
+
+_log = logging.getLogger("regiment.run")
 
 if TYPE_CHECKING:
     from regiment.hierarchy._running import RunningTeam
@@ -120,8 +122,16 @@ async def _unbegun(nested: RunJournal, *, cut: bool) -> None:
     if cut:
         why = "RunCancelled: the step it serves was cut before its run began"
         nested.buffer(RunFinished(run_id=nested.run_id, status="cancelled", error=why))
-    with anyio.CancelScope(shield=True), contextlib.suppress(JournalError):
-        await nested.close()
+    with anyio.CancelScope(shield=True):
+        try:
+            await nested.close()
+        except JournalError as exc:  # the step's own outcome says why it ended; this says
+            # that the nested run's record may not show it (a resume of the top run does)
+            _log.warning(
+                "nested run %s, cut before it began, could not be closed in the journal: %s",
+                nested.run_id,
+                exc,
+            )
 
 
 def _fenced_above(channel: RunChannel, above: RunChannel | None, parent: StepAt) -> None:
