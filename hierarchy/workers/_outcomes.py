@@ -92,16 +92,7 @@ def cut_short(
         if result is not None:
             progress.outcomes.append(_outcome(call, result))
         elif first + index in begun:
-            progress.outcomes.append(
-                ToolOutcome(
-                    tool=call.name,
-                    call_id=call.id,
-                    arguments=dict(call.arguments),
-                    content=_CUT_TEXT.format(call.name),
-                    is_error=True,
-                    error_type=CUT,
-                )
-            )
+            progress.outcomes.append(_not_ended(call, _CUT_TEXT.format(call.name), CUT))
 
 
 def while_deciding(approver: Approver | None, begun: set[int], index: int) -> Approver | None:
@@ -125,17 +116,20 @@ def refused(
     call: ToolCallPart, progress: StepProgress, text: str, error_type: str
 ) -> ToolResultPart:
     """A call that is not run: an error the model sees, recorded like any outcome."""
-    progress.outcomes.append(
-        ToolOutcome(
-            tool=call.name,
-            call_id=call.id,
-            arguments=dict(call.arguments),
-            content=text,
-            is_error=True,
-            error_type=error_type,
-        )
-    )
+    progress.outcomes.append(_not_ended(call, text, error_type))
     return ToolResultPart(call_id=call.id, content=text, is_error=True)
+
+
+def _not_ended(call: ToolCallPart, text: str, error_type: str) -> ToolOutcome:
+    """The outcome of a call that has no result of its own (refused, or cut mid-body)."""
+    return ToolOutcome(
+        tool=call.name,
+        call_id=call.id,
+        arguments=dict(call.arguments),
+        content=text,
+        is_error=True,
+        error_type=error_type,
+    )
 
 
 def over_share(limit: int | None) -> str:
