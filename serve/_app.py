@@ -22,6 +22,7 @@ from ._http import (
     ApiError,
     Decision,
     NewRun,
+    check_query,
     check_token,
     count,
     flag,
@@ -41,7 +42,7 @@ __all__ = ("LIST_LIMIT", "create_app")
 
 LIST_LIMIT = 1_000  # GET /runs: the journal's newest runs it lists beside this process's
 
-Endpoint = Callable[[Request], Coroutine[Any, Any, Response]]
+Handler = Callable[["_Service", Request], Coroutine[Any, Any, Response]]
 _APPROVAL_STATUS = {
     "unknown": 404,
     "decided": 409,
@@ -208,24 +209,18 @@ async def _journal(spec: JournalSpec) -> AsyncIterator[Journal | None]:
 
 
 def _routes(s: _Service) -> list[Route]:
-    def guarded(endpoint: Callable[[_Service, Request], Coroutine[Any, Any, Response]]) -> Endpoint:
+    def guarded(method: str, path: str, endpoint: Handler, takes: tuple[str, ...]) -> Route:
+        route = f"{method} {path.replace('{run_id}', '{id}').replace('{request_id}', '{id}')}"
+
         async def call(request: Request) -> Response:
             check_token(request, s.token)
+            check_query(request, route, takes)  # a typo is refused, not ignored
             return await endpoint(s, request)
 
-        return call
+        return Route(path, call, methods=[method])
 
-    return [
-        Route("/health", _health, methods=["GET"]),
-        Route("/runs", guarded(_post_run), methods=["POST"]),
-        Route("/runs", guarded(_list_runs), methods=["GET"]),
-        Route("/runs/{run_id}", guarded(_get_run), methods=["GET"]),
-        Route("/runs/{run_id}/events", guarded(_events), methods=["GET"]),
-        Route("/runs/{run_id}/cancel", guarded(_cancel), methods=["POST"]),
-        Route("/runs/{run_id}/resume", guarded(_resume), methods=["POST"]),
-        Route("/approvals", guarded(_list_approvals), methods=["GET"]),
-        Route("/approvals/{request_id}", guarded(_decide), methods=["POST"]),
-    ]
+    # (``_GUARDED``, below the handlers: every route but /health)
+    return [Route("/health", _health, methods=["GET"])] + [guarded(*r) for r in _GUARDED]
 
 
 async def _health(request: Request) -> Response:
@@ -368,3 +363,16 @@ async def _all_decided(s: _Service, run_id: str) -> None:
         return  # without a journal a paused run cannot be resumed: it stays as it ended
     if not await s.live().running.pending_approvals(run_id):
         record.status = "stalled"
+
+
+_GUARDED: tuple[tuple[str, str, Handler, tuple[str, ...]], ...] = (
+    # method, path, handler, the query parameters it takes (any other is a 422)
+    ("POST", "/runs", _post_run, ("wait",)),
+    ("GET", "/runs", _list_runs, ("status", "limit")),
+    ("GET", "/runs/{run_id}", _get_run, ()),
+    ("GET", "/runs/{run_id}/events", _events, ()),
+    ("POST", "/runs/{run_id}/cancel", _cancel, ()),
+    ("POST", "/runs/{run_id}/resume", _resume, ("wait",)),
+    ("GET", "/approvals", _list_approvals, ("run_id",)),
+    ("POST", "/approvals/{request_id}", _decide, ()),
+)

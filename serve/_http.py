@@ -24,6 +24,7 @@ __all__ = (
     "ApiError",
     "Decision",
     "NewRun",
+    "check_query",
     "check_token",
     "count",
     "error_response",
@@ -148,6 +149,22 @@ def flag(request: Request, name: str) -> bool:
     if value in ("true", "1"):
         return True
     raise ApiError(422, f"invalid ?{name}", f"?{name}={value!r}: use true or false (or 1, 0)")
+
+
+def check_query(request: Request, route: str, takes: tuple[str, ...]) -> None:
+    """422 for a query parameter ``route`` does not take (a typo such as ``?wiat=true``
+    read as no parameter at all) or one given twice (which value was meant?)."""
+    params = request.query_params
+    for name in params:
+        if name not in takes:
+            known = ", ".join(f"?{t}" for t in takes)
+            detail = f"{route} takes no query parameter {name!r}; " + (
+                f"it takes {known}" if takes else "it takes none"
+            )
+            raise ApiError(422, f"unknown ?{name}", detail)
+        if len(params.getlist(name)) > 1:
+            detail = f"?{name} is given {len(params.getlist(name))} times; give it once"
+            raise ApiError(422, f"invalid ?{name}", detail)
 
 
 def count(request: Request, name: str, default: int) -> int:

@@ -111,8 +111,14 @@ async def test_bad_bodies_are_422_with_error_and_detail(body: bytes, detail: str
         ("POST", "/runs?wait=yes", "?wait='yes': use true or false"),
         ("POST", "/runs/run-1-00000000/resume?wait=maybe", "?wait='maybe': use true or false"),
         ("GET", "/runs?status=bogus", "?status='bogus': use one of running, stalled, completed"),
+        # a parameter the route does not take was ignored: 200, and the run did not wait
+        ("POST", "/runs?wiat=true", "POST /runs takes no query parameter 'wiat'; it takes ?wait"),
+        ("GET", "/runs?limit=2&stauts=failed", "GET /runs takes no query parameter 'stauts'; it takes ?status, ?limit"),
+        ("GET", "/runs/run-1-00000000?full=1", "GET /runs/{id} takes no query parameter 'full'; it takes none"),
+        ("GET", "/approvals?run=r", "GET /approvals takes no query parameter 'run'; it takes ?run_id"),
+        ("POST", "/runs?wait=true&wait=false", "?wait is given 2 times; give it once"),
     ],
-)
+)  # fmt: skip
 async def test_a_query_parameter_it_does_not_know_is_422_not_ignored(
     method: str, path: str, detail: str
 ) -> None:
