@@ -268,13 +268,7 @@ async def _resume(s: _Service, request: Request) -> Response:
 
 async def _new_run(request: Request) -> NewRun:
     """The body of ``POST /runs``; 422 for an empty goal or deps that are not an object."""
-    try:
-        body = await read_json(request, NewRun)
-    except ApiError as exc:
-        if "$.deps" not in exc.detail:
-            raise
-        hint = "deps must be a JSON object (tools read it as ctx.deps), or left out"
-        raise ApiError(exc.status, exc.error, f"{exc.detail}; {hint}") from exc
+    body = await read_json(request, NewRun)
     if not body.goal.strip():
         raise ApiError(422, "invalid body", "the goal is empty; say what the team should do")
     return body

@@ -90,6 +90,11 @@ _SHAPES: dict[type, str] = {
 }
 
 
+_WANTS: dict[type, dict[str, tuple[str, str]]] = {  # a field's type in better words
+    NewRun: {"$.deps": ("a JSON object", " (tools read it as ctx.deps; leave it out for none)")},
+}
+
+
 def json_response(value: object, status: int = 200) -> Response:
     return Response(msgspec.json.encode(value), status, media_type="application/json")
 
@@ -116,7 +121,8 @@ async def read_json(request: Request, kind: type[T]) -> T:
     try:
         return msgspec.json.decode(body, type=kind)
     except msgspec.ValidationError as exc:  # JSON, but not of the shape the route takes
-        detail = f"{plain_problem(exc, kind)}; send {_SHAPES.get(kind, 'JSON')}"
+        problem = plain_problem(exc, kind, _WANTS.get(kind, {}))
+        detail = f"{problem}; send {_SHAPES.get(kind, 'JSON')}"
         raise ApiError(422, "invalid body", detail) from exc
     except msgspec.DecodeError as exc:
         raise ApiError(422, "invalid body", _decode_problem(body, exc)) from exc
