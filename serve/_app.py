@@ -32,6 +32,7 @@ from ._http import (
     on_http_exception,
     on_journal_error,
     read_json,
+    under,
 )
 from ._journaled import journaled_record, journaled_runs, replay
 from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
@@ -93,7 +94,7 @@ class _Service:
         if self.journal is not None:
             record = await journaled_record(self.journal, run_id)
         if record is None:
-            detail = f"no run {run_id!r}; GET /runs lists them"
+            detail = f"no run {run_id!r}; GET {under(request, '/runs')} lists them"
             if self.journal is None:  # it may have ended long ago and been forgotten
                 detail += (
                     " (without a journal the app keeps only its latest ended runs: "
@@ -210,11 +211,11 @@ async def _journal(spec: JournalSpec) -> AsyncIterator[Journal | None]:
 
 def _routes(s: _Service) -> list[Route]:
     def guarded(method: str, path: str, endpoint: Handler, takes: tuple[str, ...]) -> Route:
-        route = f"{method} {path.replace('{run_id}', '{id}').replace('{request_id}', '{id}')}"
+        said = path.replace("{run_id}", "{id}").replace("{request_id}", "{id}")
 
         async def call(request: Request) -> Response:
             check_token(request, s.token)
-            check_query(request, route, takes)  # a typo is refused, not ignored
+            check_query(request, said, takes)  # a typo is refused, not ignored
             return await endpoint(s, request)
 
         return Route(path, call, methods=[method])
@@ -238,10 +239,7 @@ async def _post_run(s: _Service, request: Request) -> Response:
         raise ApiError(503, "journal unavailable", detail) from exc
     except ConfigError as exc:  # the team refuses this run (its check says why)
         raise ApiError(422, "cannot start the run", str(exc)) from exc
-    if not wait:
-        return json_response({"run_id": record.run_id}, 202)
-    await runs.wait(record, request.receive)
-    return json_response(run_view(await s.latest(record)))
+    return await _answer(s, request, record, wait)
 
 
 async def _resume(s: _Service, request: Request) -> Response:
@@ -255,15 +253,24 @@ async def _resume(s: _Service, request: Request) -> Response:
         )
         raise ApiError(409, "cannot resume", detail)
     try:
-        record = await runs.resume(run_id)
+        record = await runs.resume(run_id, follow=under(request, f"/runs/{run_id}/events"))
     except UnknownRun as exc:
-        raise ApiError(404, "unknown run", f"no run {run_id!r}; GET /runs lists them") from exc
+        detail = f"no run {run_id!r}; GET {under(request, '/runs')} lists them"
+        raise ApiError(404, "unknown run", detail) from exc
     except (ConfigError, JournalError) as exc:  # no journal, finished, changed team, leased
         raise ApiError(409, "cannot resume", str(exc)) from exc
+    return await _answer(s, request, record, wait)
+
+
+async def _answer(s: _Service, request: Request, record: RunRecord, wait: bool) -> Response:
+    """A run started (or resumed): 202 with its id and where it is (``Location``), or
+    with ``wait`` the run once it has ended (or as it is, once its client has left)."""
+    at = under(request, "")
     if not wait:
-        return json_response({"run_id": record.run_id}, 202)
-    await runs.wait(record, request.receive)
-    return json_response(run_view(await s.latest(record)))
+        location = {"Location": f"{at}/runs/{record.run_id}"}
+        return json_response({"run_id": record.run_id}, 202, location)
+    await s.live().wait(record, request.receive)
+    return json_response(run_view(await s.latest(record), at))
 
 
 async def _new_run(request: Request) -> NewRun:
@@ -286,7 +293,7 @@ async def _list_runs(s: _Service, request: Request) -> Response:
 
 
 async def _get_run(s: _Service, request: Request) -> Response:
-    return json_response(run_view(await s.record(request)))
+    return json_response(run_view(await s.record(request), under(request, "")))
 
 
 async def _cancel(s: _Service, request: Request) -> Response:
@@ -328,7 +335,8 @@ async def _decide(s: _Service, request: Request) -> Response:
     except ApprovalError as exc:
         detail = str(exc)
         if exc.kind == "unknown":  # the CLI's hint does not fit here
-            detail = f"no approval request {request_id!r}; GET /approvals lists the pending ones"
+            listed = under(request, "/approvals")
+            detail = f"no approval request {request_id!r}; GET {listed} lists the pending ones"
         elif exc.kind == "no_journal":  # it said "start the team with journal=...": code
             detail = (  # a service's user does not write
                 f"the run of request {request_id!r} has paused, and this service keeps no "

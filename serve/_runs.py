@@ -65,7 +65,7 @@ class Runs:
         record: RunRecord = await self._tg.start(self._drive, stream, session, NEW)
         return record
 
-    async def resume(self, run_id: str) -> RunRecord:
+    async def resume(self, run_id: str, *, follow: str = "") -> RunRecord:
         """Resume the journaled run ``run_id`` (``RunningTeam.resume_stream``); returns once
         it has started again.
 
@@ -76,12 +76,13 @@ class Runs:
 
         Raises:
             ConfigError, LeaseHeld, JournalError: as ``RunningTeam.resume`` does; ``LeaseHeld``
-                also when this service runs or is resuming the run already.
+                also when this service runs or is resuming the run already (its message
+                says to follow it at ``follow``: the events route, as a client reaches it).
         """
         if run_id in self._resuming or (run_id in self._scopes and not self._ended(run_id)):
+            events = follow or f"/runs/{run_id}/events"
             raise LeaseHeld(
-                f"run {run_id!r} is running in this service already: follow it with "
-                f"GET /runs/{run_id}/events"
+                f"run {run_id!r} is running in this service already: follow it with GET {events}"
             )
         self._resuming.add(run_id)
         try:
