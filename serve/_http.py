@@ -153,6 +153,9 @@ def _shape(kind: type) -> str:
 def _sent_as(request: Request, body: bytes) -> str:
     """Why a body that is not JSON may be so: not UTF-8, or sent as something else (a
     form, say: ``curl -d`` sends one unless told ``-H 'content-type: application/json'``)."""
+    encoded = request.headers.get("content-encoding", "identity").strip().lower()
+    if encoded != "identity":  # gzip, say: the app reads no encoded body
+        return f" (it came {encoded}-encoded: send it unencoded)"
     if body[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in body[:4]:
         return " (it looks like UTF-16 or UTF-32: JSON is sent as UTF-8)"
     sent = request.headers.get("content-type", "").partition(";")[0].strip()
