@@ -70,6 +70,16 @@ class _Service:
         requests before it runs the app's shutdown). How many there were."""
         return 0 if self.runs is None else self.runs.cancel_all()
 
+    def starting(self) -> Runs:
+        """The runs, to start one; 503 once the server has begun to stop."""
+        runs = self.live()
+        if runs.stopping:  # else a ?wait=true run started now held the stop until it ended
+            detail = (
+                "the service is stopping and starts no more runs: post it again once it is back"
+            )
+            raise ApiError(503, "stopping", detail)
+        return runs
+
     def live(self) -> Runs:
         if self.runs is None:
             raise ApiError(
@@ -231,7 +241,7 @@ async def _health(request: Request) -> Response:
 async def _post_run(s: _Service, request: Request) -> Response:
     wait = flag(request, "wait")  # a bad ?wait is refused before a run starts
     body = await _new_run(request)
-    runs = s.live()
+    runs = s.starting()
     try:
         record = await runs.start(body.goal, body.session, body.deps)
     except JournalError as exc:  # the run could not be journaled: it never started
@@ -245,7 +255,7 @@ async def _post_run(s: _Service, request: Request) -> Response:
 async def _resume(s: _Service, request: Request) -> Response:
     """``POST /runs/{run_id}/resume``: finish a journaled run that stopped or paused (in the
     run's trace); 202 with its id, or with ``?wait=true`` its view once it has ended."""
-    run_id, runs, wait = request.path_params["run_id"], s.live(), flag(request, "wait")
+    run_id, runs, wait = request.path_params["run_id"], s.starting(), flag(request, "wait")
     if s.journal is None:  # the library's "Team.start(journal=...)" is not this user's door
         detail = (
             "this service keeps no journal, so it cannot resume a run: serve with "
