@@ -382,7 +382,7 @@ _GUARDED: tuple[tuple[str, str, Handler, tuple[str, ...]], ...] = (
     ("POST", "/runs", _post_run, ("wait",)),
     ("GET", "/runs", _list_runs, ("status", "limit")),
     ("GET", "/runs/{run_id}", _get_run, ()),
-    ("GET", "/runs/{run_id}/events", _events, ()),
+    ("GET", "/runs/{run_id}/events", _events, ("lastEventId",)),  # (EventSource polyfills)
     ("POST", "/runs/{run_id}/cancel", _cancel, ()),
     ("POST", "/runs/{run_id}/resume", _resume, ("wait",)),
     ("GET", "/approvals", _list_approvals, ("run_id",)),

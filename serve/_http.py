@@ -221,8 +221,10 @@ def count(request: Request, name: str, default: int) -> int:
 
 
 def last_event_id(request: Request) -> int:
-    """The ``Last-Event-ID`` header's event number (absent or blank: 0); 422 for anything else."""
-    value = request.headers.get("last-event-id", "").strip() or "0"
+    """The ``Last-Event-ID`` header's event number, or else the ``?lastEventId=`` that
+    EventSource polyfills send on a reconnect (absent or blank: 0); 422 for anything else."""
+    value = request.headers.get("last-event-id", "").strip()
+    value = value or request.query_params.get("lastEventId", "").strip() or "0"
     number = _whole(value)
     if number is None:
         raise ApiError(422, "invalid Last-Event-ID", f"{value!r} is not an event number")
