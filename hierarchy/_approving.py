@@ -77,10 +77,9 @@ class DecidesApprovals:
             desk, journal, self.team, request_id, decision, by, run_id=run_id, runs=self._live
         )
 
-    def _live(self, run_id: str) -> RunJournal | None:
-        """The run journal of run ``run_id``, if it is in progress here."""
-        channel = self._channels.get(run_id)
-        return None if channel is None else channel.journal
+    def _live(self, run_id: str) -> RunChannel | None:
+        """The channel of run ``run_id``, if it is in progress here."""
+        return self._channels.get(run_id)
 
     async def pending_approvals(self, run_id: str | None = None) -> tuple[ApprovalRequest, ...]:
         """Undecided requests, of one run or of all: the live ones here, then the journal's."""
@@ -96,9 +95,9 @@ async def decide(
     by: str,
     *,
     run_id: str | None = None,
-    runs: Callable[[str], RunJournal | None] = lambda run_id: None,
+    runs: Callable[[str], RunChannel | None] = lambda run_id: None,
 ) -> ApprovalRequest:
-    """Decide ``request_id``; the request it decided (``runs``: the run journal of a run
+    """Decide ``request_id``; the request it decided (``runs``: the channel of a run
     live in this process, by run id).
 
     Raises:
@@ -109,6 +108,9 @@ async def decide(
     """
     request = desk.get(request_id)
     if request is not None:
+        channel = runs(request.run_id)
+        if channel is not None and channel.fence.cancelled():  # it winds down, no call wakes
+            raise _ended(request, "cancelled")
         live = desk.claim(request_id, decision)  # held until settled: one decision only
         try:
             if not live and journal is None:
@@ -121,7 +123,8 @@ async def decide(
             # Journaled at once, whatever the run does next: if it pauses at this moment,
             # another process's resume finds the decision.
             if journal is not None:
-                await _record_now(journal, runs(request.run_id), request, decision, by)
+                live_journal = None if channel is None else channel.journal
+                await _record_now(journal, live_journal, request, decision, by)
         except BaseException:
             desk.unclaim(request_id)
             raise

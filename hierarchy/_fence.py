@@ -16,6 +16,8 @@ from __future__ import annotations
 import sys
 from typing import final
 
+from regiment.hierarchy._messages import PAUSING
+
 __all__ = ("StepFence",)
 
 _ALL = sys.maxsize  # no plan version of the run may start a tool any more
@@ -48,6 +50,11 @@ class StepFence:
         below = _ALL if version is None else version + 1
         if below > self.below:
             self.below, self.why = below, why
+
+    def cancelled(self) -> bool:
+        """Whether every step of the run is fenced for good, not for a pause: the run
+        was cancelled and winds down (see ``close_run``); no call of it starts again."""
+        return self.below == _ALL and self.why != PAUSING
 
     def holding(self, version: int) -> StepFence | None:
         """The fence (this one, or one above it) that holds a step of plan version

@@ -22,6 +22,7 @@ from ._http import (
     ApiError,
     Decision,
     NewRun,
+    check_query,
     check_token,
     count,
     flag,
@@ -31,6 +32,7 @@ from ._http import (
     on_http_exception,
     on_journal_error,
     read_json,
+    under,
 )
 from ._journaled import journaled_record, journaled_runs, replay
 from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
@@ -41,7 +43,7 @@ __all__ = ("LIST_LIMIT", "create_app")
 
 LIST_LIMIT = 1_000  # GET /runs: the journal's newest runs it lists beside this process's
 
-Endpoint = Callable[[Request], Coroutine[Any, Any, Response]]
+Handler = Callable[["_Service", Request], Coroutine[Any, Any, Response]]
 _APPROVAL_STATUS = {
     "unknown": 404,
     "decided": 409,
@@ -68,6 +70,16 @@ class _Service:
         requests before it runs the app's shutdown). How many there were."""
         return 0 if self.runs is None else self.runs.cancel_all()
 
+    def starting(self) -> Runs:
+        """The runs, to start one; 503 once the server has begun to stop."""
+        runs = self.live()
+        if runs.stopping:  # else a ?wait=true run started now held the stop until it ended
+            detail = (
+                "the service is stopping and starts no more runs: post it again once it is back"
+            )
+            raise ApiError(503, "stopping", detail)
+        return runs
+
     def live(self) -> Runs:
         if self.runs is None:
             raise ApiError(
@@ -92,7 +104,7 @@ class _Service:
         if self.journal is not None:
             record = await journaled_record(self.journal, run_id)
         if record is None:
-            detail = f"no run {run_id!r}; GET /runs lists them"
+            detail = f"no run {run_id!r}; GET {under(request, '/runs')} lists them"
             if self.journal is None:  # it may have ended long ago and been forgotten
                 detail += (
                     " (without a journal the app keeps only its latest ended runs: "
@@ -208,24 +220,18 @@ async def _journal(spec: JournalSpec) -> AsyncIterator[Journal | None]:
 
 
 def _routes(s: _Service) -> list[Route]:
-    def guarded(endpoint: Callable[[_Service, Request], Coroutine[Any, Any, Response]]) -> Endpoint:
+    def guarded(method: str, path: str, endpoint: Handler, takes: tuple[str, ...]) -> Route:
+        said = path.replace("{run_id}", "{id}").replace("{request_id}", "{id}")
+
         async def call(request: Request) -> Response:
             check_token(request, s.token)
+            check_query(request, said, takes)  # a typo is refused, not ignored
             return await endpoint(s, request)
 
-        return call
+        return Route(path, call, methods=[method])
 
-    return [
-        Route("/health", _health, methods=["GET"]),
-        Route("/runs", guarded(_post_run), methods=["POST"]),
-        Route("/runs", guarded(_list_runs), methods=["GET"]),
-        Route("/runs/{run_id}", guarded(_get_run), methods=["GET"]),
-        Route("/runs/{run_id}/events", guarded(_events), methods=["GET"]),
-        Route("/runs/{run_id}/cancel", guarded(_cancel), methods=["POST"]),
-        Route("/runs/{run_id}/resume", guarded(_resume), methods=["POST"]),
-        Route("/approvals", guarded(_list_approvals), methods=["GET"]),
-        Route("/approvals/{request_id}", guarded(_decide), methods=["POST"]),
-    ]
+    # (``_GUARDED``, below the handlers: every route but /health)
+    return [Route("/health", _health, methods=["GET"])] + [guarded(*r) for r in _GUARDED]
 
 
 async def _health(request: Request) -> Response:
@@ -235,7 +241,7 @@ async def _health(request: Request) -> Response:
 async def _post_run(s: _Service, request: Request) -> Response:
     wait = flag(request, "wait")  # a bad ?wait is refused before a run starts
     body = await _new_run(request)
-    runs = s.live()
+    runs = s.starting()
     try:
         record = await runs.start(body.goal, body.session, body.deps)
     except JournalError as exc:  # the run could not be journaled: it never started
@@ -243,16 +249,13 @@ async def _post_run(s: _Service, request: Request) -> Response:
         raise ApiError(503, "journal unavailable", detail) from exc
     except ConfigError as exc:  # the team refuses this run (its check says why)
         raise ApiError(422, "cannot start the run", str(exc)) from exc
-    if not wait:
-        return json_response({"run_id": record.run_id}, 202)
-    await runs.wait(record, request.receive)
-    return json_response(run_view(await s.latest(record)))
+    return await _answer(s, request, record, wait)
 
 
 async def _resume(s: _Service, request: Request) -> Response:
     """``POST /runs/{run_id}/resume``: finish a journaled run that stopped or paused (in the
     run's trace); 202 with its id, or with ``?wait=true`` its view once it has ended."""
-    run_id, runs, wait = request.path_params["run_id"], s.live(), flag(request, "wait")
+    run_id, runs, wait = request.path_params["run_id"], s.starting(), flag(request, "wait")
     if s.journal is None:  # the library's "Team.start(journal=...)" is not this user's door
         detail = (
             "this service keeps no journal, so it cannot resume a run: serve with "
@@ -260,26 +263,29 @@ async def _resume(s: _Service, request: Request) -> Response:
         )
         raise ApiError(409, "cannot resume", detail)
     try:
-        record = await runs.resume(run_id)
+        record = await runs.resume(run_id, follow=under(request, f"/runs/{run_id}/events"))
     except UnknownRun as exc:
-        raise ApiError(404, "unknown run", f"no run {run_id!r}; GET /runs lists them") from exc
+        detail = f"no run {run_id!r}; GET {under(request, '/runs')} lists them"
+        raise ApiError(404, "unknown run", detail) from exc
     except (ConfigError, JournalError) as exc:  # no journal, finished, changed team, leased
         raise ApiError(409, "cannot resume", str(exc)) from exc
+    return await _answer(s, request, record, wait)
+
+
+async def _answer(s: _Service, request: Request, record: RunRecord, wait: bool) -> Response:
+    """A run started (or resumed): 202 with its id and where it is (``Location``), or
+    with ``wait`` the run once it has ended (or as it is, once its client has left)."""
+    at = under(request, "")
     if not wait:
-        return json_response({"run_id": record.run_id}, 202)
-    await runs.wait(record, request.receive)
-    return json_response(run_view(await s.latest(record)))
+        location = {"Location": f"{at}/runs/{record.run_id}"}
+        return json_response({"run_id": record.run_id}, 202, location)
+    await s.live().wait(record, request.receive)
+    return json_response(run_view(await s.latest(record), at))
 
 
 async def _new_run(request: Request) -> NewRun:
     """The body of ``POST /runs``; 422 for an empty goal or deps that are not an object."""
-    try:
-        body = await read_json(request, NewRun)
-    except ApiError as exc:
-        if "$.deps" not in exc.detail:
-            raise
-        hint = "deps must be a JSON object (tools read it as ctx.deps), or left out"
-        raise ApiError(exc.status, exc.error, f"{exc.detail}; {hint}") from exc
+    body = await read_json(request, NewRun)
     if not body.goal.strip():
         raise ApiError(422, "invalid body", "the goal is empty; say what the team should do")
     return body
@@ -297,7 +303,7 @@ async def _list_runs(s: _Service, request: Request) -> Response:
 
 
 async def _get_run(s: _Service, request: Request) -> Response:
-    return json_response(run_view(await s.record(request)))
+    return json_response(run_view(await s.record(request), under(request, "")))
 
 
 async def _cancel(s: _Service, request: Request) -> Response:
@@ -339,7 +345,8 @@ async def _decide(s: _Service, request: Request) -> Response:
     except ApprovalError as exc:
         detail = str(exc)
         if exc.kind == "unknown":  # the CLI's hint does not fit here
-            detail = f"no approval request {request_id!r}; GET /approvals lists the pending ones"
+            listed = under(request, "/approvals")
+            detail = f"no approval request {request_id!r}; GET {listed} lists the pending ones"
         elif exc.kind == "no_journal":  # it said "start the team with journal=...": code
             detail = (  # a service's user does not write
                 f"the run of request {request_id!r} has paused, and this service keeps no "
@@ -368,3 +375,16 @@ async def _all_decided(s: _Service, run_id: str) -> None:
         return  # without a journal a paused run cannot be resumed: it stays as it ended
     if not await s.live().running.pending_approvals(run_id):
         record.status = "stalled"
+
+
+_GUARDED: tuple[tuple[str, str, Handler, tuple[str, ...]], ...] = (
+    # method, path, handler, the query parameters it takes (any other is a 422)
+    ("POST", "/runs", _post_run, ("wait",)),
+    ("GET", "/runs", _list_runs, ("status", "limit")),
+    ("GET", "/runs/{run_id}", _get_run, ()),
+    ("GET", "/runs/{run_id}/events", _events, ("lastEventId",)),  # (EventSource polyfills)
+    ("POST", "/runs/{run_id}/cancel", _cancel, ()),
+    ("POST", "/runs/{run_id}/resume", _resume, ("wait",)),
+    ("GET", "/approvals", _list_approvals, ("run_id",)),
+    ("POST", "/approvals/{request_id}", _decide, ()),
+)

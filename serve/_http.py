@@ -24,6 +24,7 @@ __all__ = (
     "ApiError",
     "Decision",
     "NewRun",
+    "check_query",
     "check_token",
     "count",
     "error_response",
@@ -34,6 +35,7 @@ __all__ = (
     "on_http_exception",
     "on_journal_error",
     "read_json",
+    "under",
 )
 
 log = logging.getLogger("regiment.serve")
@@ -89,8 +91,23 @@ _SHAPES: dict[type, str] = {
 }
 
 
-def json_response(value: object, status: int = 200) -> Response:
-    return Response(msgspec.json.encode(value), status, media_type="application/json")
+_WANTS: dict[type, dict[str, tuple[str, str]]] = {  # a field's type in better words
+    NewRun: {"$.deps": ("a JSON object", " (tools read it as ctx.deps; leave it out for none)")},
+}
+
+
+def json_response(
+    value: object, status: int = 200, headers: dict[str, str] | None = None
+) -> Response:
+    return Response(
+        msgspec.json.encode(value), status, headers=headers, media_type="application/json"
+    )
+
+
+def under(request: Request, path: str) -> str:
+    """``path`` (one of the app's, such as ``/runs``) as a client reaches it: under the
+    prefix the app is mounted at (or served under, ``--root-path``)."""
+    return f"{request.scope.get('root_path', '')}{path}"
 
 
 def error_response(status: int, error: str, detail: str) -> Response:
@@ -109,19 +126,42 @@ async def read_json(request: Request, kind: type[T]) -> T:
         if size > MAX_BODY:
             raise _too_large()
         chunks.append(chunk)
-    body = b"".join(chunks)
+    body = b"".join(chunks).removeprefix(_BOM)  # as RFC 8259 lets a reader do
     if not body.strip():
-        raise ApiError(422, "invalid body", f"the body is empty; send {_SHAPES.get(kind, 'JSON')}")
+        raise ApiError(422, "invalid body", f"the body is empty; send {_shape(kind)}")
     try:
         return msgspec.json.decode(body, type=kind)
     except msgspec.ValidationError as exc:  # JSON, but not of the shape the route takes
-        detail = f"{plain_problem(exc, kind)}; send {_SHAPES.get(kind, 'JSON')}"
+        problem = plain_problem(exc, kind, _WANTS.get(kind, {}))
+        detail = f"{problem}; send {_shape(kind)}"
         raise ApiError(422, "invalid body", detail) from exc
     except msgspec.DecodeError as exc:
-        raise ApiError(422, "invalid body", _decode_problem(body, exc)) from exc
+        detail = f"{_decode_problem(body, exc)}{_sent_as(request, body)}; send {_shape(kind)}"
+        raise ApiError(422, "invalid body", detail) from exc
     except RecursionError as exc:  # arrays or objects nested thousands deep
         detail = "the body's JSON nests too deep to read; send flatter JSON"
         raise ApiError(422, "invalid body", detail) from exc
+
+
+_BOM = b"\xef\xbb\xbf"  # UTF-8's byte order mark, which some Windows tools put first
+
+
+def _shape(kind: type) -> str:
+    return _SHAPES.get(kind, "JSON")
+
+
+def _sent_as(request: Request, body: bytes) -> str:
+    """Why a body that is not JSON may be so: not UTF-8, or sent as something else (a
+    form, say: ``curl -d`` sends one unless told ``-H 'content-type: application/json'``)."""
+    encoded = request.headers.get("content-encoding", "identity").strip().lower()
+    if encoded != "identity":  # gzip, say: the app reads no encoded body
+        return f" (it came {encoded}-encoded: send it unencoded)"
+    if body[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in body[:4]:
+        return " (it looks like UTF-16 or UTF-32: JSON is sent as UTF-8)"
+    sent = request.headers.get("content-type", "").partition(";")[0].strip()
+    if sent and "json" not in sent:
+        return f" (it came as {sent}: the body must be JSON, whatever its content type says)"
+    return ""
 
 
 def _decode_problem(body: bytes, exc: msgspec.DecodeError) -> str:
@@ -150,6 +190,23 @@ def flag(request: Request, name: str) -> bool:
     raise ApiError(422, f"invalid ?{name}", f"?{name}={value!r}: use true or false (or 1, 0)")
 
 
+def check_query(request: Request, path: str, takes: tuple[str, ...]) -> None:
+    """422 for a query parameter the route at ``path`` does not take (a typo such as
+    ``?wiat=true`` read as no parameter at all) or one given twice (which value was meant?)."""
+    params = request.query_params
+    for name in params:
+        if name not in takes:
+            route = f"{request.method} {under(request, path)}"
+            known = ", ".join(f"?{t}" for t in takes)
+            detail = f"{route} takes no query parameter {name!r}; " + (
+                f"it takes {known}" if takes else "it takes none"
+            )
+            raise ApiError(422, f"unknown ?{name}", detail)
+        if len(params.getlist(name)) > 1:
+            detail = f"?{name} is given {len(params.getlist(name))} times; give it once"
+            raise ApiError(422, f"invalid ?{name}", detail)
+
+
 def count(request: Request, name: str, default: int) -> int:
     """A whole-number query parameter of at least 1 (absent: ``default``); 422 for anything else."""
     value = request.query_params.get(name)
@@ -164,8 +221,10 @@ def count(request: Request, name: str, default: int) -> int:
 
 
 def last_event_id(request: Request) -> int:
-    """The ``Last-Event-ID`` header's event number (absent or blank: 0); 422 for anything else."""
-    value = request.headers.get("last-event-id", "").strip() or "0"
+    """The ``Last-Event-ID`` header's event number, or else the ``?lastEventId=`` that
+    EventSource polyfills send on a reconnect (absent or blank: 0); 422 for anything else."""
+    value = request.headers.get("last-event-id", "").strip()
+    value = value or request.query_params.get("lastEventId", "").strip() or "0"
     number = _whole(value)
     if number is None:
         raise ApiError(422, "invalid Last-Event-ID", f"{value!r} is not an event number")

@@ -52,6 +52,7 @@ class Runs:
         self._scopes: dict[str, anyio.CancelScope] = {}
         self._resuming: set[str] = set()  # resumes of this service still starting
         self._waiters: dict[str, list[anyio.CancelScope]] = {}
+        self.stopping = False  # the server stops: no run starts any more
 
     async def start(
         self, goal: str, session: str | None, deps: dict[str, JsonValue] | None = None
@@ -65,7 +66,7 @@ class Runs:
         record: RunRecord = await self._tg.start(self._drive, stream, session, NEW)
         return record
 
-    async def resume(self, run_id: str) -> RunRecord:
+    async def resume(self, run_id: str, *, follow: str = "") -> RunRecord:
         """Resume the journaled run ``run_id`` (``RunningTeam.resume_stream``); returns once
         it has started again.
 
@@ -76,12 +77,13 @@ class Runs:
 
         Raises:
             ConfigError, LeaseHeld, JournalError: as ``RunningTeam.resume`` does; ``LeaseHeld``
-                also when this service runs or is resuming the run already.
+                also when this service runs or is resuming the run already (its message
+                says to follow it at ``follow``: the events route, as a client reaches it).
         """
         if run_id in self._resuming or (run_id in self._scopes and not self._ended(run_id)):
+            events = follow or f"/runs/{run_id}/events"
             raise LeaseHeld(
-                f"run {run_id!r} is running in this service already: follow it with "
-                f"GET /runs/{run_id}/events"
+                f"run {run_id!r} is running in this service already: follow it with GET {events}"
             )
         self._resuming.add(run_id)
         try:
@@ -115,7 +117,9 @@ class Runs:
         return True
 
     def cancel_all(self) -> int:
-        """Cancel every live run (the server is stopping); how many there were."""
+        """Cancel every live run (the server is stopping), and any run still starting as
+        it registers; how many there were."""
+        self.stopping = True
         scopes = list(self._scopes.values())
         for scope in scopes:
             scope.cancel()
@@ -154,11 +158,7 @@ class Runs:
                 async with stream() as reader:
                     async for event in reader:
                         if record is None:
-                            assert isinstance(event, RunStarted), event
-                            record = self.store.add(event.run_id, event.goal, session)
-                            record.events.extend(history.events)
-                            self._scopes[record.run_id] = scope
-                            log.info("run started", extra={"run_id": record.run_id})
+                            record = self._started(event, session, history, scope)
                             task_status.started(record)
                         # Live progress is not journaled: the n-th event must be the same
                         # after a restart. A resumed run's replayed events are there already.
@@ -198,6 +198,20 @@ class Runs:
         finally:  # also when the app's shutdown cancels every run
             if record is not None:
                 self._end(record, last or _unread(reader))
+
+    def _started(
+        self, event: Event, session: str | None, history: JournaledEvents, scope: anyio.CancelScope
+    ) -> RunRecord:
+        """The run's first event came (its ``RunStarted``): record the run (a resumed run's
+        with its journaled events) and hold its cancel scope."""
+        assert isinstance(event, RunStarted), event
+        record = self.store.add(event.run_id, event.goal, session)
+        record.events.extend(history.events)
+        self._scopes[record.run_id] = scope
+        if self.stopping:  # it was starting as the server began to stop
+            scope.cancel()
+        log.info("run started", extra={"run_id": record.run_id})
+        return record
 
     def _end(self, record: RunRecord, last: Event | None) -> None:
         """The run's stream has closed: tell its last event (now who waits is answered,

@@ -34,8 +34,9 @@ def run_summary(record: RunRecord) -> dict[str, object]:
     }
 
 
-def run_view(record: RunRecord) -> dict[str, object]:
-    """A run in ``GET /runs/{run_id}``: its summary, and its result once it has one.
+def run_view(record: RunRecord, root: str = "") -> dict[str, object]:
+    """A run in ``GET /runs/{run_id}``: its summary, and its result once it has one
+    (``root``: the prefix the app is mounted at, for the routes it names).
 
     ``output`` maps each committed step to its output; ``events`` is how many
     events the run has emitted so far (``GET .../events`` streams them).
@@ -43,7 +44,7 @@ def run_view(record: RunRecord) -> dict[str, object]:
     view = run_summary(record) | {"error": record.error, "events": len(record.events)}
     result = record.result
     if result is not None:
-        return view | _got_to(_answer(record, result), result)
+        return view | _got_to(_answer(record, result, root), result)
     last = record.events[-1] if record.events else None
     # A failed or cancelled run: what its RunFailed says it got to; nothing while it runs,
     # or when the RunFailed is the app's own with no tally (the service failed driving
@@ -53,7 +54,7 @@ def run_view(record: RunRecord) -> dict[str, object]:
     return view | {"answer": None, "output": None, "usage": None, "plans": [], "steps": []}
 
 
-def _answer(record: RunRecord, result: RunResult) -> str:
+def _answer(record: RunRecord, result: RunResult, root: str) -> str:
     """The run's answer; for a paused run listed ``stalled`` (the journal lists one with
     a request still pending ``paused``), what it waits for now: not "N approval(s)
     pending", as it said when it paused, but a resume."""
@@ -62,7 +63,7 @@ def _answer(record: RunRecord, result: RunResult) -> str:
     run_id = record.run_id
     return (
         "paused, and its approval requests have all been decided since: it waits to be "
-        f"resumed (POST /runs/{run_id}/resume, or `regiment resume TEAM_FILE {run_id}`)"
+        f"resumed (POST {root}/runs/{run_id}/resume, or `regiment resume TEAM_FILE {run_id}`)"
     )
 
 

@@ -40,11 +40,13 @@ class Shop:
 
     async def work(self, request: ModelRequest) -> ModelResponse | str:
         """Billing: ``refund ORDER AMOUNT`` / ``credit ORDER AMOUNT`` calls the tool once,
-        then answers with its result; ``slow`` waits for ``release``."""
+        then answers with its result; ``slow`` waits for ``release``, and so does
+        ``stubborn``, which a cancel does not stop either (its run winds down meanwhile)."""
         _, description = step_of(request)
         words = description.split()
-        if words[0] == "slow":
-            await self.release.wait()
+        if words[0] in ("slow", "stubborn"):
+            with anyio.CancelScope(shield=words[0] == "stubborn"):
+                await self.release.wait()
             self.slow_done.append(description)
             return "slow done"
         results = tool_results(request)

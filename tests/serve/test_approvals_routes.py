@@ -14,6 +14,8 @@ from regiment.journal import ApprovalDecided, open_journal
 from regiment.serve import create_app
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
 
+from .sse import run_events
+
 pytestmark = pytest.mark.anyio
 
 
@@ -208,3 +210,35 @@ async def test_a_paused_run_whose_requests_are_decided_says_it_waits_for_a_resum
         assert view["answer"] == (
             f"{waits}resumed (POST /runs/{run_id}/resume, or `regiment resume TEAM_FILE {run_id}`)"
         )
+
+
+@pytest.mark.parametrize("journaled", [False, True])
+async def test_a_decision_on_a_run_winding_down_from_its_cancel_is_409(
+    tmp_path: Path, journaled: bool
+) -> None:
+    # The run was cancelled and waits for a step that does not stop: a decision posted
+    # meanwhile answered 200 (journaled or not), and nothing ever applied it.
+    shop = Shop()
+    plan = plan_json(step("s1", "billing", "refund 2 500"), step("s2", "slow", "stubborn work"))
+    journal = str(tmp_path / "runs.db") if journaled else None
+    app = create_app(shop_team(shop, plan), journal=journal)
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as c:
+        run_id = (await c.post("/runs", json={"goal": "a big refund"})).json()["run_id"]
+        async with c.stream("GET", f"/runs/{run_id}/events") as events:
+            async for line in events.aiter_lines():
+                if line == "event: ApprovalRequested":
+                    break
+        (asked,) = (await c.get("/approvals")).json()["approvals"]
+        assert (await c.post(f"/runs/{run_id}/cancel")).json()["cancelling"] is True
+        await anyio.wait_all_tasks_blocked()  # the run winds down: its stubborn step holds it
+        late = await c.post(f"/approvals/{asked['request_id']}", json={"decision": "approve"})
+        shop.release.set()
+        last = (await run_events(c, run_id))[-1]
+        view = (await c.get(f"/runs/{run_id}")).json()
+        pending = (await c.get("/approvals")).json()
+    assert late.status_code == 409, late.text
+    assert f"its run {run_id} has ended (cancelled)" in late.json()["detail"]
+    assert last.data is not None
+    assert last.data["error_type"] == "RunCancelled"
+    assert (view["status"], pending) == ("cancelled", {"approvals": []})
+    assert shop.refunds == []

@@ -27,10 +27,20 @@ async def test_a_tool_reads_the_posted_deps() -> None:
 
 
 async def test_deps_of_the_wrong_type_are_422_and_start_no_run() -> None:
+    # It said "must be a JSON object or null, not a string; send {...}; deps must be a
+    # JSON object (tools read it as ctx.deps), or left out": twice what it takes.
     async with serving(create_app(deps_team())) as url, httpx.AsyncClient(base_url=url) as c:
-        for deps in ([1, 2], "u-42", 7, True):
+        for deps, got in (([1, 2], "an array"), ("u-42", "a string"), (7, "a whole number")):
             response = await c.post("/runs", json={"goal": GOAL, "deps": deps})
             assert response.status_code == 422, deps
-            assert response.json()["error"] == "invalid body"
-            assert "deps must be a JSON object" in response.json()["detail"]
+            assert response.json() == {
+                "error": "invalid body",
+                "detail": f"the field 'deps' (at $.deps) must be a JSON object, not {got} "
+                "(tools read it as ctx.deps; leave it out for none); "
+                'send {"goal": "...", "session": "..."?, "deps": {...}?}',
+            }
+        huge = await c.post("/runs", content=b'{"goal": "g", "deps": {"n": 1e999}}')
+        assert huge.json()["detail"].startswith(  # it was msgspec's "Number out of range"
+            "the field 'deps[...]' (at $.deps[...]) holds a number too large to read"
+        )
         assert (await c.get("/runs")).json() == {"runs": []}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+
 import httpx2 as httpx
 import pytest
 
@@ -59,3 +61,36 @@ async def test_a_method_a_route_does_not_take_is_405_with_allow(
         "error": "method not allowed",
         "detail": f"{path} takes {allowed}, not {method}",
     }
+
+
+NEW_RUN = '; send {"goal": "...", "session": "..."?, "deps": {...}?}'
+
+
+@pytest.mark.parametrize(
+    ("body", "sent_as", "detail"),
+    [
+        # each said "JSON is malformed: invalid character (byte 0)", and no more
+        (b"goal=hello", "application/x-www-form-urlencoded", "JSON is malformed: invalid character (byte 0) (it came as application/x-www-form-urlencoded: the body must be JSON, whatever its content type says)"),
+        ('{"goal": "g"}'.encode("utf-16"), "application/json", "JSON is malformed: invalid character (byte 0) (it looks like UTF-16 or UTF-32: JSON is sent as UTF-8)"),
+        (gzip.compress(b'{"goal": "g"}'), "application/json; gzip", "JSON is malformed: invalid character (byte 0) (it came gzip-encoded: send it unencoded)"),
+    ],
+)  # fmt: skip
+async def test_a_body_that_is_not_json_says_why_it_may_not_be(
+    body: bytes, sent_as: str, detail: str
+) -> None:
+    sent_as, _, encoded = sent_as.partition("; ")
+    headers = {"content-type": sent_as} | ({"content-encoding": encoded} if encoded else {})
+    async with serving(create_app(support_team())) as url, httpx.AsyncClient(base_url=url) as c:
+        response = await c.post("/runs", content=body, headers=headers)
+    assert response.status_code == 422
+    assert response.json() == {"error": "invalid body", "detail": detail + NEW_RUN}
+
+
+async def test_a_json_body_with_a_utf8_byte_order_mark_is_read() -> None:
+    # It was 422 "JSON is malformed: invalid character (byte 0)": a file saved with one
+    # (Windows editors do) and posted with `curl --data-binary @file`, say.
+    body = b'\xef\xbb\xbf{"goal": "What is the status of order 77120?"}'
+    async with serving(create_app(support_team())) as url, httpx.AsyncClient(base_url=url) as c:
+        done = await c.post("/runs?wait=true", content=body, headers={"content-type": "text/plain"})
+    assert done.status_code == 200, done.text
+    assert done.json()["answer"] == "order 77120: shipped 12 days ago"

@@ -209,7 +209,9 @@ async def test_a_second_resume_of_a_run_this_service_runs_says_so(tmp_path: Path
         run_id = (await c.post("/runs?wait=true", json={"goal": "refund"})).json()["run_id"]
         (request,) = (await c.get("/approvals", params={"run_id": run_id})).json()["approvals"]
         await c.post(f"/approvals/{request['request_id']}", json={"decision": "approve"})
-        assert (await c.post(f"/runs/{run_id}/resume")).status_code == 202  # live: held at s2
+        resumed = await c.post(f"/runs/{run_id}/resume")
+        assert resumed.status_code == 202  # live: held at s2
+        assert resumed.headers["location"] == f"/runs/{run_id}"  # (it had none)
         again = await c.post(f"/runs/{run_id}/resume")
         shop.release.set()
         assert (await _events(c, run_id))[-1][1] == "RunCompleted"

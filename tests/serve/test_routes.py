@@ -76,8 +76,8 @@ async def test_unknown_run_unknown_route_and_approvals() -> None:
         (b'{"goal": 3}', "the field 'goal' (at $.goal) must be a string, not a whole number"),
         (b'{"goal": "g", "colour": "red"}', "the field 'colour' (at $.colour) is not a field this route takes"),
         (b'{"goal": "  "}', "the goal is empty"),
-        (b'{"goal": "g", "deps": [1]}', "deps must be a JSON object"),
-        (b'{"goal": "g", "deps": "u-42"}', "the field 'deps' (at $.deps) must be a JSON object or null, not a string"),
+        (b'{"goal": "g", "deps": [1]}', "the field 'deps' (at $.deps) must be a JSON object, not an array"),
+        (b'{"goal": "g", "deps": "u-42"}', "the field 'deps' (at $.deps) must be a JSON object, not a string"),
         (b"", 'the body is empty; send {"goal": "..."'),
         (b"  \n", "the body is empty"),
         (b'{"goal": "a\\ud800b"}', "lone UTF-16 surrogate escape (such as \\ud800)"),
@@ -111,8 +111,14 @@ async def test_bad_bodies_are_422_with_error_and_detail(body: bytes, detail: str
         ("POST", "/runs?wait=yes", "?wait='yes': use true or false"),
         ("POST", "/runs/run-1-00000000/resume?wait=maybe", "?wait='maybe': use true or false"),
         ("GET", "/runs?status=bogus", "?status='bogus': use one of running, stalled, completed"),
+        # a parameter the route does not take was ignored: 200, and the run did not wait
+        ("POST", "/runs?wiat=true", "POST /runs takes no query parameter 'wiat'; it takes ?wait"),
+        ("GET", "/runs?limit=2&stauts=failed", "GET /runs takes no query parameter 'stauts'; it takes ?status, ?limit"),
+        ("GET", "/runs/run-1-00000000?full=1", "GET /runs/{id} takes no query parameter 'full'; it takes none"),
+        ("GET", "/approvals?run=r", "GET /approvals takes no query parameter 'run'; it takes ?run_id"),
+        ("POST", "/runs?wait=true&wait=false", "?wait is given 2 times; give it once"),
     ],
-)
+)  # fmt: skip
 async def test_a_query_parameter_it_does_not_know_is_422_not_ignored(
     method: str, path: str, detail: str
 ) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -21,6 +20,7 @@ from regiment.hierarchy import Event
 from regiment.serve import MemoryRunStore, RunRecord, create_app
 
 from .sse import frames
+from .stores import WrappedStore
 from .teams import Stuck, stuck_team, support_team
 
 pytestmark = pytest.mark.anyio
@@ -114,32 +114,23 @@ async def test_serve_refuses_keep_runs_below_one() -> None:
     )
 
 
-class _FailingStore:
+class _FailingStore(WrappedStore):
     """A user's ``RunStore`` (here a memory one) whose first run's third append fails,
     as a store backed by a database that just went away would."""
 
     def __init__(self) -> None:
-        self._inner = MemoryRunStore()
+        super().__init__()
         self._first: str | None = None
 
     def add(self, run_id: str, goal: str, session: str | None) -> RunRecord:
         self._first = self._first or run_id
-        return self._inner.add(run_id, goal, session)
-
-    def get(self, run_id: str) -> RunRecord | None:
-        return self._inner.get(run_id)
-
-    def list(self, status: str | None = None) -> list[RunRecord]:
-        return self._inner.list(status)
+        return super().add(run_id, goal, session)
 
     def append(self, run_id: str, event: Event) -> int:
-        record = self._inner.get(run_id)
+        record = self.get(run_id)
         if run_id == self._first and record is not None and len(record.events) >= 2:
             raise OSError("the run store's database went away")
-        return self._inner.append(run_id, event)
-
-    def follow(self, run_id: str, after: int) -> AsyncIterator[tuple[int, Event]]:
-        return self._inner.follow(run_id, after)
+        return super().append(run_id, event)
 
 
 async def test_a_store_that_fails_ends_that_run_as_failed_and_the_app_serves_on(
