@@ -16,6 +16,7 @@ __all__ = (
     "failed_mid_stream",
     "is_permanent",
     "long_wait",
+    "not_billed",
     "request_note",
     "retry_note",
     "stream_failed",
@@ -100,9 +101,21 @@ def transient_stream_failure(error: BaseException) -> bool:
     return getattr(error, _TRANSIENT, False) is True
 
 
+# Set on a stream failure whose request was not billed: Claude's error event sent in
+# place of message_start, the streamed form of an error status (a 529 overload).
+_NOT_BILLED = "_regiment_not_billed"
+
+
+def not_billed(error: E) -> E:
+    """``error``, marked as a failed stream whose request the API does not bill."""
+    setattr(error, _NOT_BILLED, True)
+    return error
+
+
 def failed_mid_stream(error: BaseException) -> bool:
-    """Whether ``error`` is a stream that began (the server read the request) and failed."""
-    return hasattr(error, _TRANSIENT)
+    """Whether ``error`` is a stream that began (the server read the request) and
+    failed, its request billed (``not_billed`` says otherwise)."""
+    return hasattr(error, _TRANSIENT) and not hasattr(error, _NOT_BILLED)
 
 
 # The most of a server's error text an error message keeps (some quote the whole request).
