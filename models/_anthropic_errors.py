@@ -7,6 +7,9 @@ import httpx2
 
 from regiment.errors import ModelAPIError, ModelConnectionError
 from regiment.models._api_errors import (
+    broke_off as stream_ended,
+)
+from regiment.models._api_errors import (
     is_permanent,
     long_wait,
     request_note,
@@ -52,8 +55,7 @@ def connection_error(
 def broke_off(model: str, cause: BaseException) -> ModelConnectionError:
     return stream_failed(
         ModelConnectionError(
-            f"the Anthropic API's stream for model {model!r} broke off ({cause!r}); "
-            "check the network and any proxy in between"
+            f"the Anthropic API's stream for model {model!r} {stream_ended(cause)}"
         )
     )
 

@@ -15,6 +15,7 @@ import msgspec
 
 from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
 from regiment.models._api_errors import (
+    broke_off,
     is_permanent,
     long_wait,
     request_note,
@@ -257,10 +258,7 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
             raise stream_failed(error, transient=exc.transient) from exc
         except httpx2.TransportError as exc:  # only mid-stream: the SDK retries the rest
             raise stream_failed(
-                ModelConnectionError(
-                    f"the stream from {self._where()} broke off ({exc!r}); check the network "
-                    "and any proxy in between"
-                )
+                ModelConnectionError(f"the stream from {self._where()} {broke_off(exc)}")
             ) from exc
         except _UNREADABLE as exc:
             # A body that is not JSON, or nests too deep to read, is read inside the call.
