@@ -82,7 +82,9 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         client: a ready client; then give none of the other client options.
         api_key: the API key; ``None`` lets the SDK find credentials.
         base_url: the API address; ``None`` means ``ANTHROPIC_BASE_URL`` or the public API.
-        timeout: seconds per HTTP request; ``None`` keeps the SDK default (10 minutes).
+        timeout: seconds the server may keep a request waiting (to connect, to
+            answer, between two pieces of a stream; not a whole stream's length);
+            ``None`` keeps the SDK default (10 minutes).
         max_retries: how often the SDK retries a transient failure.
         sdk_tracing: let the SDK emit its own span and ``traceparent`` header.
         stream: read replies as streams (``True``) or in one piece (``False``).

@@ -97,7 +97,9 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
         client: a ready ``AsyncOpenAI`` client; then give none of the client options.
         api_key: the API key; ``None`` reads ``OPENAI_API_KEY``.
         base_url: the server's address; ``None`` means ``OPENAI_BASE_URL`` or OpenAI.
-        timeout: seconds per HTTP request; ``None`` keeps the SDK default.
+        timeout: seconds the server may keep a request waiting (to connect, to
+            answer, between two pieces of a stream; not a whole stream's length);
+            ``None`` keeps the SDK default.
         max_retries: how often the SDK retries a transient failure.
         stream: read replies as streams (``True``) or in one piece (``False``).
         settings: settings for every call; a request's ``settings`` win over them.

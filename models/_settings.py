@@ -43,7 +43,10 @@ class ModelSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         temperature: sampling temperature, 0 to 2 (Anthropic accepts 0 to 1).
         top_p: nucleus sampling, above 0 and at most 1.
         stop_sequences: strings that end the reply when the model writes them.
-        timeout: seconds one HTTP request may take (above 0); overrides the client's.
+        timeout: seconds the server may keep a request waiting (above 0): to connect,
+            to answer, and between two pieces of a streamed reply; overrides the
+            client's. A stream that keeps sending may take longer as a whole (bound
+            a worker's step with ``step_timeout``, a run with ``Budget.wall_clock``).
         thinking_budget: Anthropic extended thinking: tokens Claude may think
             with (at least 1024, and below ``max_tokens``).
         extra: provider-specific body fields sent as they are (e.g.
