@@ -9,6 +9,9 @@ import logging
 from collections.abc import AsyncIterator
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from regiment.errors import ModelAPIError
 from regiment.hierarchy import Planner, Team, Worker
@@ -20,6 +23,7 @@ from regiment.models import (
     TextPartDelta,
     Usage,
 )
+from regiment.telemetry import Telemetry
 
 from ..hierarchy.brains import plan_json
 from .messages_api import Block, error, message
@@ -142,14 +146,22 @@ async def test_a_team_worker_gets_the_whole_turn_not_the_paused_part(api: StandI
     api.queue(paused(), message([{"type": "text", "text": "Snow in Oslo."}]))
     model = AnthropicModel("claude-test-1", api_key="k", base_url=api.base_url)
     plan = plan_json({"description": "find Oslo's weather", "worker": "research"})
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
     team = Team(
         name="weather",
         planner=Planner(model=ScriptedModel([plan, "Snow."])),
         workers=[Worker(name="research", description="Searches.", model=model)],
+        telemetry=Telemetry(provider),
     )
     async with model:
         result = await team.run("Weather in Oslo?")
     (step,) = result.steps
     assert step.output.endswith("Snow in Oslo.")
     assert step.usage.input_tokens == 111
+    assert step.model_calls == 1
+    (chat,) = [s for s in exporter.get_finished_spans() if s.name == "chat claude-test-1"]
+    assert (chat.attributes or {})["gen_ai.usage.input_tokens"] == 111
+    assert [e.name for e in chat.events] == ["regiment.model.pause_turn"]
     assert api.requests[1].body["messages"][-1]["role"] == "assistant"
