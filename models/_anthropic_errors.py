@@ -84,6 +84,8 @@ def api_error(exc: anthropic.APIStatusError, model: str, max_retries: int) -> Mo
             transient=transient,
         )
     advice = _ADVICE.get(status)
+    if status == 404 and error_type != "not_found_error":  # no Messages API answered
+        advice = _elsewhere(exc.request.url.path)
     if advice is None and (status in _RETRY_ADVICE or status >= 500):
         retried = retry_note(exc.request, max_retries, exc.response.headers)
         if long_wait(exc.response.headers) is not None:  # a retry cannot come sooner
@@ -98,6 +100,14 @@ def api_error(exc: anthropic.APIStatusError, model: str, max_retries: int) -> Mo
         error_type=error_type,
         request_id=request_id,
         permanent=is_permanent(status, error_type, str(text)),
+    )
+
+
+def _elsewhere(path: str) -> str:
+    """What to do about a 404 that is not the Messages API's: the request went astray."""
+    doubled = path.endswith("/v1/v1/messages")  # the usual slip: base_url="https://host/v1"
+    return f"check base_url: no Messages API answered at {path}" + (
+        " (the SDK adds /v1/messages to base_url: leave its /v1 out)" if doubled else ""
     )
 
 
