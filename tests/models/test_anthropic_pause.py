@@ -50,7 +50,8 @@ FOUND: Block = {
         }
     ],
 }
-PAUSED: list[Block] = [{"type": "text", "text": "Searching the web."}, SEARCH, FOUND]
+THOUGHT: Block = {"type": "thinking", "thinking": "Look it up.", "signature": "sig-1"}
+PAUSED: list[Block] = [THOUGHT, {"type": "text", "text": "Searching the web."}, SEARCH, FOUND]
 
 
 @pytest.fixture
@@ -86,13 +87,17 @@ async def test_a_paused_turn_is_continued_with_its_content_sent_back(
     (sent,) = second[len(first) :]
     assert sent["role"] == "assistant"
     assert [block["type"] for block in sent["content"]] == [
+        "thinking",
         "text",
         "server_tool_use",
         "web_search_tool_result",
     ]
-    assert sent["content"][0]["text"] == "Searching the web."
-    assert sent["content"][1]["input"] == {"query": "Oslo weather"}
-    assert sent["content"][2]["content"][0]["url"] == "https://weather.example/oslo"
+    thought, text, search, found = sent["content"]
+    assert (thought["thinking"], thought["signature"]) == ("Look it up.", "sig-1")
+    assert text["text"] == "Searching the web."
+    assert (search["id"], search["input"]) == ("srvtoolu_1", {"query": "Oslo weather"})
+    assert found["tool_use_id"] == "srvtoolu_1"
+    assert found["content"][0]["url"] == "https://weather.example/oslo"
     assert api.requests[1].body["model"] == "claude-test-1"
 
 
@@ -104,9 +109,11 @@ async def test_a_streamed_continuation_numbers_its_pieces_after_the_paused_ones(
     async with AnthropicModel("claude-test-1", api_key="k", base_url=api.base_url) as model:
         response = await model.stream(ask(), pieces)
     texts = [d for d in pieces.deltas if isinstance(d, TextPartDelta)]
-    assert {d.index for d in texts if d.text in "Searching the web."} == {0}
-    assert texts[-1].index == 1 == len(response.parts) - 1
-    assert "".join(d.text for d in texts if d.index == 1) == "Snow."
+    # parts: the paused leg's thinking (0) and text (1), then the continuation's text (2)
+    assert "".join(d.text for d in texts if d.index == 1) == "Searching the web."
+    assert "".join(d.text for d in texts if d.index == 2) == "Snow."
+    assert {d.index for d in texts} == {1, 2}
+    assert len(response.parts) == 3
 
 
 async def test_paused_turns_are_continued_a_bounded_number_of_times(
