@@ -194,6 +194,7 @@ async def test_a_server_that_reports_no_usage_gets_an_estimate_so_budgets_hold(
             await model.complete(ask())
     assert first.usage.input_tokens > 0
     assert first.usage.output_tokens == estimate_tokens(first) > 0
+    assert first.usage_estimated  # so its chat span says regiment.usage.estimated
     (warning,) = [r for r in caplog.records if r.name == "regiment.models"]
     assert "reported no token usage" in warning.getMessage()
 
