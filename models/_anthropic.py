@@ -91,9 +91,8 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         settings: settings for every call of this model; a request's
             ``settings`` (its role's) win over them.
         prompt_caching: put cache breakpoints on the system prompt and tools.
-        max_continuations: how often one call continues a turn the API paused
-            (stop reason ``pause_turn``, while server tools work) before it
-            raises ``ModelAPIError``.
+        max_continuations: how often a call goes on with a turn the API paused
+            (``pause_turn``) before it raises ``ModelAPIError``.
 
     Raises:
         regiment.errors.ConfigError: both a client and client options were
@@ -197,7 +196,12 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         self, params: CallParams, on_delta: DeltaHandler | None
     ) -> tuple[ModelResponse, Paused]:
         with self._translated():
-            message = await self._client.messages.create(**params)
+            try:
+                message = await self._client.messages.create(**params)
+            except ValueError as exc:  # the SDK's own check, before it sends anything
+                if "Streaming is required" not in str(exc):
+                    raise
+                raise _needs_streaming(self._model, params["max_tokens"]) from exc
         with self._translated(reading=True, request_id=getattr(message, "_request_id", None)):
             response = response_from_message(message)
         if response.stop_reason != PAUSED:
@@ -242,9 +246,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
             if exc.usage is None:
                 exc.usage = indexer.spent()
             if not indexer.started and isinstance(exc, ModelAPIError):
-                # An error event in place of the message is the streamed form of an
-                # error status (a 529): the message never began, and none is billed.
-                not_billed(exc)
+                not_billed(exc)  # in place of message_start: a streamed 529, not billed
             raise
         finally:
             with anyio.CancelScope(shield=True):  # release the connection even when cancelled
@@ -290,6 +292,15 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self._model!r}, base_url={str(self._client.base_url)!r})"
+
+
+def _needs_streaming(model: str, max_tokens: int) -> ConfigError:
+    return ConfigError(
+        f"AnthropicModel({model!r}, stream=False) cannot ask for max_tokens={max_tokens}: "
+        "the anthropic SDK refuses a plain call that may take over 10 minutes; read replies "
+        "as streams (stream=True, the default), lower the role's max_tokens, or give the "
+        "model a timeout"
+    )
 
 
 def _build_client(

@@ -26,6 +26,7 @@ from regiment.models import (
     Message,
     Model,
     ModelRequest,
+    ModelSettings,
     ToolCallPart,
     ToolResultPart,
     Usage,
@@ -274,6 +275,20 @@ async def test_a_404_names_the_model_or_the_base_url_as_the_404_says(api: StandI
     assert "no Messages API answered at /v1/v1/messages" in str(caught.value)
     assert "leave its /v1 out" in str(caught.value)
     assert "model name" not in str(caught.value)
+
+
+async def test_a_plain_call_the_sdk_will_not_make_is_a_config_error(api: StandIn) -> None:
+    """The anthropic SDK refuses a plain call whose max_tokens may take over 10 minutes
+    with a bare ValueError, which left the model as a crash of "your own" model."""
+    long = ModelRequest(messages=(Message.user("hi"),), settings=ModelSettings(max_tokens=64000))
+    async with model_for(api) as model:
+        if api.streaming:  # a stream may take as long as it needs
+            api.queue(message([{"type": "text", "text": "ok"}]))
+            assert (await model.complete(long)).text == "ok"
+            return
+        with pytest.raises(ConfigError, match=r"stream=False\) cannot ask for max_tokens=64000"):
+            await model.complete(long)
+    assert api.requests == []  # nothing was sent
 
 
 async def test_connection_refused_is_translated() -> None:
