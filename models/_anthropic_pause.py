@@ -73,7 +73,12 @@ async def whole_turn(
         )
         trace.get_current_span().add_event(
             "regiment.model.pause_turn",
-            {"regiment.model.continuation": continuation + 1, "gen_ai.request.model": model},
+            {  # what the paused leg spent (the chat span's usage is every leg's)
+                "regiment.model.continuation": continuation + 1,
+                "gen_ai.usage.input_tokens": response.usage.whole_input_tokens,
+                "gen_ai.usage.output_tokens": response.usage.output_tokens,
+                "gen_ai.response.id": response.response_id or "",
+            },
         )
     assert turn is not None
     error = ModelAPIError(

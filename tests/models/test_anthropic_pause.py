@@ -170,5 +170,12 @@ async def test_a_team_worker_gets_the_whole_turn_not_the_paused_part(api: StandI
     assert step.model_calls == 1
     (chat,) = [s for s in exporter.get_finished_spans() if s.name == "chat claude-test-1"]
     assert (chat.attributes or {})["gen_ai.usage.input_tokens"] == 111
-    assert [e.name for e in chat.events] == ["regiment.model.pause_turn"]
+    (event,) = chat.events
+    assert event.name == "regiment.model.pause_turn"
+    assert dict(event.attributes or {}) == {
+        "regiment.model.continuation": 1,
+        "gen_ai.usage.input_tokens": 100,
+        "gen_ai.usage.output_tokens": 20,
+        "gen_ai.response.id": "msg_0123",
+    }
     assert api.requests[1].body["messages"][-1]["role"] == "assistant"
