@@ -11,6 +11,7 @@ import json
 from collections.abc import AsyncIterator
 
 import anyio
+import msgspec
 import pytest
 from anyio.abc import SocketAttribute
 
@@ -18,6 +19,7 @@ from regiment.errors import ModelAPIError, ModelConnectionError
 from regiment.models import (
     Message,
     ModelRequest,
+    ModelSettings,
     StreamingModel,
     TextPartDelta,
     ToolCallPartDelta,
@@ -172,6 +174,22 @@ def _no_usage(value: object, counts: bool = False) -> object:
     if isinstance(value, dict):
         return {key: _no_usage(item, counts or key == "usage") for key, item in value.items()}
     return 0 if counts and isinstance(value, int) else value
+
+
+async def test_tools_in_extra_go_next_to_the_requests_own(wire: Wire, api: StandIn) -> None:
+    """``extra`` wins over the body, and its ``tools`` replaced the request's: a worker
+    given Claude's web search (a server tool) lost its own tools, silently."""
+    search = {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
+    settings = ModelSettings(extra={"tools": [search], "top_k": 5})
+    api.queue(wire.reply("Snow.", ()))
+    async with wire.make(api, True, 0) as model:
+        await model.complete(msgspec.structs.replace(ask(), settings=settings))
+    (sent,) = api.requests
+    tools = sent.body["tools"]
+    assert len(tools) == 2
+    assert WEATHER.name in json.dumps(tools[0])
+    assert tools[1] == search
+    assert sent.body["top_k"] == 5
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "plain"])
