@@ -15,6 +15,7 @@ import msgspec
 import pytest
 from anyio.abc import SocketAttribute
 
+from regiment._json import JsonObject
 from regiment.errors import ModelAPIError, ModelConnectionError
 from regiment.models import (
     Message,
@@ -179,7 +180,7 @@ def _no_usage(value: object, counts: bool = False) -> object:
 async def test_tools_in_extra_go_next_to_the_requests_own(wire: Wire, api: StandIn) -> None:
     """``extra`` wins over the body, and its ``tools`` replaced the request's: a worker
     given Claude's web search (a server tool) lost its own tools, silently."""
-    search = {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
+    search: JsonObject = {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
     settings = ModelSettings(extra={"tools": [search], "top_k": 5})
     api.queue(wire.reply("Snow.", ()))
     async with wire.make(api, True, 0) as model:
