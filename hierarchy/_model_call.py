@@ -210,6 +210,8 @@ class ModelCaller:
                     response_model=response.model,
                     response_id=response.response_id,
                 )
+                if response.usage_estimated:
+                    span.set_attribute(sc.REGIMENT_USAGE_ESTIMATED, True)
                 if content:
                     telemetry.recorder.chat_output(span, output_messages(response))
             if response.stop_reason in STOPPED_EARLY:

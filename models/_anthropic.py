@@ -13,16 +13,15 @@ import httpx2
 from anthropic import AsyncAnthropic, not_given
 
 from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError, ModelError
+from regiment.models._anthropic_errors import api_error, broke_off, connection_error
+from regiment.models._anthropic_pause import PAUSED, Paused, content_of, whole_turn
 from regiment.models._anthropic_stream import PartIndexer
 from regiment.models._anthropic_wire import CallParams, call_params, response_from_message
 from regiment.models._api_errors import (
-    is_permanent,
     long_wait,
+    not_billed,
     request_note,
-    retry_note,
     stream_failed,
-    transient_error,
-    without_echo,
 )
 from regiment.models._messages import ModelRequest, ModelResponse
 from regiment.models._sdk_model import SDKModel, not_an_event_stream
@@ -35,26 +34,11 @@ if TYPE_CHECKING:
 __all__ = ("AnthropicModel",)
 
 _DEFAULT_RETRIES = 2
+_DEFAULT_CONTINUATIONS = 5
 
 # What the SDK raises when a stream event is not what the Messages API sends
 # (bad JSON, events out of order, a block missing its fields).
 _UNREADABLE = (ValueError, RuntimeError, TypeError, AttributeError, KeyError, IndexError)
-
-# What to do about an error status that is still there after the SDK's retries.
-_ADVICE = {
-    400: "fix the request (messages, tools, max_tokens for this model)",
-    401: "check the API key (ANTHROPIC_API_KEY or api_key=)",
-    403: "the key may not use this model or feature; check its workspace permissions",
-    404: "check the model name",
-    413: "the request is too large; shorten the conversation or the tool results",
-}
-# ... and about one that may pass when tried again (``{}``: how often it was retried).
-_RETRY_ADVICE = {
-    429: "rate limited{}; lower the team's concurrency or raise max_retries",
-    529: "the API is overloaded{}; try again later or raise max_retries",
-}
-
-_WAITED = {429: "rate limited", 529: "the API is overloaded"}
 
 
 @final
@@ -98,13 +82,17 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         client: a ready client; then give none of the other client options.
         api_key: the API key; ``None`` lets the SDK find credentials.
         base_url: the API address; ``None`` means ``ANTHROPIC_BASE_URL`` or the public API.
-        timeout: seconds per HTTP request; ``None`` keeps the SDK default (10 minutes).
+        timeout: seconds the server may keep a request waiting (to connect, to
+            answer, between two pieces of a stream; not a whole stream's length);
+            ``None`` keeps the SDK default (10 minutes).
         max_retries: how often the SDK retries a transient failure.
         sdk_tracing: let the SDK emit its own span and ``traceparent`` header.
         stream: read replies as streams (``True``) or in one piece (``False``).
         settings: settings for every call of this model; a request's
             ``settings`` (its role's) win over them.
         prompt_caching: put cache breakpoints on the system prompt and tools.
+        max_continuations: how often a call goes on with a turn the API paused
+            (``pause_turn``) before it raises ``ModelAPIError``.
 
     Raises:
         regiment.errors.ConfigError: both a client and client options were
@@ -124,8 +112,12 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         stream: bool = True,
         settings: ModelSettings | None = None,
         prompt_caching: bool = True,
+        max_continuations: int = _DEFAULT_CONTINUATIONS,
     ) -> None:
+        if max_continuations < 0:
+            raise ConfigError(f"max_continuations must be 0 or more; got {max_continuations}")
         self._model = model
+        self._continuations = max_continuations
         self._stream = stream
         self._settings = settings
         self._prompt_caching = prompt_caching
@@ -180,6 +172,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
             stream=self._stream,
             settings=self._settings,
             prompt_caching=self._prompt_caching,
+            max_continuations=self._continuations,
         )
         traced._owns_client = False
         self._traced = (tracer_provider, traced)
@@ -190,16 +183,38 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         return call_params(self._model, request, settings, prompt_caching=self._prompt_caching)
 
     async def _plain(self, params: CallParams) -> ModelResponse:
-        with self._translated():
-            message = await self._client.messages.create(**params)
-        with self._translated(reading=True, request_id=getattr(message, "_request_id", None)):
-            return response_from_message(message)
+        return await whole_turn(
+            self._plain_leg, params, None, model=self._model, most=self._continuations
+        )
 
     async def _streamed(self, params: CallParams, on_delta: DeltaHandler | None) -> ModelResponse:
+        return await whole_turn(
+            self._streamed_leg, params, on_delta, model=self._model, most=self._continuations
+        )
+
+    async def _plain_leg(
+        self, params: CallParams, on_delta: DeltaHandler | None
+    ) -> tuple[ModelResponse, Paused]:
+        with self._translated():
+            try:
+                message = await self._client.messages.create(**params)
+            except ValueError as exc:  # the SDK's own check, before it sends anything
+                if "Streaming is required" not in str(exc):
+                    raise
+                raise _needs_streaming(self._model, params["max_tokens"]) from exc
+        with self._translated(reading=True, request_id=getattr(message, "_request_id", None)):
+            response = response_from_message(message)
+        if response.stop_reason != PAUSED:
+            return response, []
+        return response, [block.to_dict(mode="json") for block in message.content]
+
+    async def _streamed_leg(
+        self, params: CallParams, on_delta: DeltaHandler | None
+    ) -> tuple[ModelResponse, Paused]:
         # The raw events, read into the reply by our own reader (see PartIndexer).
         with self._translated():
             stream = await self._client.messages.create(**params, stream=True)
-        indexer = PartIndexer()
+        indexer, seen = PartIndexer(), []
         try:
             request_id = stream.response.headers.get("request-id")
             content_type = stream.response.headers.get("content-type")
@@ -217,6 +232,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
                     delta = indexer.delta(event) if event is not None else None
                 if event is None:
                     break
+                seen.append(event)  # a paused reply is sent back as it came
                 if delta is not None and on_delta is not None:
                     await on_delta(delta)
             if not indexer.stopped:
@@ -229,11 +245,14 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         except ModelError as exc:  # what message_start reported is billed all the same
             if exc.usage is None:
                 exc.usage = indexer.spent()
+            if not indexer.started and isinstance(exc, ModelAPIError):
+                not_billed(exc)  # in place of message_start: a streamed 529, not billed
             raise
         finally:
             with anyio.CancelScope(shield=True):  # release the connection even when cancelled
                 await stream.close()
-        return indexer.response()
+        response = indexer.response()
+        return response, content_of(seen) if response.stop_reason == PAUSED else []
 
     @contextlib.contextmanager
     def _translated(
@@ -245,11 +264,11 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         try:
             yield
         except anthropic.APIStatusError as exc:
-            raise _api_error(exc, self._model, self._client.max_retries) from exc
+            raise api_error(exc, self._model, self._client.max_retries) from exc
         except anthropic.APIConnectionError as exc:
             if reading:  # newer SDKs wrap a failed read of the body: the stream broke off
-                raise _broke_off(self._model, exc.__cause__ or exc) from exc
-            raise self._connection_error(exc) from exc
+                raise broke_off(self._model, exc.__cause__ or exc) from exc
+            raise connection_error(exc, self._model, self._client) from exc
         except anthropic.APIResponseValidationError as exc:
             raise ModelAPIError(
                 f"the Anthropic API answered for model {self._model!r} with a body the SDK "
@@ -258,7 +277,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
                 request_id=exc.response.headers.get("request-id"),
             ) from exc
         except httpx2.TransportError as exc:  # only mid-stream: the SDK retries the rest
-            raise _broke_off(self._model, exc) from exc
+            raise broke_off(self._model, exc) from exc
         except _UNREADABLE as exc:
             # A body that is not JSON, or nests too deep to read, is read inside the call.
             if not reading and not isinstance(exc, json.JSONDecodeError | RecursionError):
@@ -274,26 +293,13 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
     def __repr__(self) -> str:
         return f"AnthropicModel({self._model!r}, base_url={str(self._client.base_url)!r})"
 
-    def _connection_error(self, exc: anthropic.APIConnectionError) -> ModelConnectionError:
-        what = (
-            "did not answer in time"
-            if isinstance(exc, anthropic.APITimeoutError)
-            else ("could not be reached")
-        )
-        cause = f" ({exc.__cause__!r})" if exc.__cause__ is not None else ""
-        retried = retry_note(exc.request, self._client.max_retries)
-        return ModelConnectionError(
-            f"the Anthropic API at {self._client.base_url} {what} for model {self._model!r}"
-            f"{retried}{cause}; check the network and base_url, or raise timeout / max_retries"
-        )
 
-
-def _broke_off(model: str, cause: BaseException) -> ModelConnectionError:
-    return stream_failed(
-        ModelConnectionError(
-            f"the Anthropic API's stream for model {model!r} broke off ({cause!r}); "
-            "check the network and any proxy in between"
-        )
+def _needs_streaming(model: str, max_tokens: int) -> ConfigError:
+    return ConfigError(
+        f"AnthropicModel({model!r}, stream=False) cannot ask for max_tokens={max_tokens}: "
+        "the anthropic SDK refuses a plain call that may take over 10 minutes; read replies "
+        "as streams (stream=True, the default), lower the role's max_tokens, or give the "
+        "model a timeout"
     )
 
 
@@ -335,52 +341,3 @@ async def _long_wait_is_final(response: httpx2.Response) -> None:
     (a daily limit's retry-after): the SDK would sleep that long, once per retry."""
     if response.status_code >= 400 and long_wait(response.headers) is not None:
         response.headers["x-should-retry"] = "false"
-
-
-def _api_error(exc: anthropic.APIStatusError, model: str, max_retries: int) -> ModelAPIError:
-    body = exc.body if isinstance(exc.body, dict) else {}
-    error = body.get("error")
-    detail = error if isinstance(error, dict) else {}
-    error_type = detail.get("type") if isinstance(detail.get("type"), str) else None
-    text = detail.get("message") if isinstance(detail.get("message"), str) else exc.message
-    request_id = exc.response.headers.get("request-id") or (
-        body.get("request_id") if isinstance(body.get("request_id"), str) else None
-    )
-    status = exc.status_code
-    if status < 400:  # an `error` event inside a stream that had begun with 200
-        transient = transient_error(error_type)
-        return stream_failed(
-            ModelAPIError(
-                f"the Anthropic API sent an error mid-stream for model {model!r}: "
-                f"{error_type or 'error'}: {without_echo(str(text), _sent(exc))} "
-                f"({request_note(request_id)})"
-                + ("" if transient else "; not retried, as it would come again"),
-                error_type=error_type,
-                request_id=request_id,
-            ),
-            transient=transient,
-        )
-    advice = _ADVICE.get(status)
-    if advice is None and (status in _RETRY_ADVICE or status >= 500):
-        retried = retry_note(exc.request, max_retries, exc.response.headers)
-        if long_wait(exc.response.headers) is not None:  # a retry cannot come sooner
-            advice = f"{_WAITED.get(status, 'the API failed')}{retried}"
-        else:
-            advice = _RETRY_ADVICE.get(status, "the API failed{}; try again later").format(retried)
-    return ModelAPIError(
-        f"the Anthropic API answered {status} {error_type or 'error'} for model {model!r}: "
-        f"{without_echo(str(text), _sent(exc))} ({request_note(request_id)}); "
-        f"{advice or 'see the message'}",
-        status_code=status,
-        error_type=error_type,
-        request_id=request_id,
-        permanent=is_permanent(status, error_type, str(text)),
-    )
-
-
-def _sent(exc: anthropic.APIStatusError) -> bytes | None:
-    """The body of the request the error answers (what a server may quote back)."""
-    try:
-        return exc.request.content
-    except httpx2.RequestNotRead:  # a streamed body, not kept: nothing to look for
-        return None

@@ -32,7 +32,7 @@ from regiment.models._messages import (
     ToolResultPart,
     Usage,
 )
-from regiment.models._settings import ModelSettings
+from regiment.models._settings import ModelSettings, extra_tools
 from regiment.tools import ToolDefinition
 
 __all__ = (
@@ -80,7 +80,9 @@ def call_params(
         regiment.errors.ConfigError: ``thinking_budget`` is not below ``max_tokens``.
     """
     defined = (*request.tools, request.output) if request.output else request.tools
-    tools = tool_params(defined, cache=prompt_caching) if defined else omit
+    added, extra_body = extra_tools(settings)  # a server tool goes next to the request's
+    given = [*(tool_params(defined, cache=prompt_caching) if defined else []), *added]
+    tools = cast("list[ToolParam]", given) if given else omit
     choice = tool_choice_param(request.tool_choice) if request.tool_choice else omit
     if request.output is not None:  # a structured answer: Claude must call its tool
         if settings.thinking_budget is not None:
@@ -108,7 +110,7 @@ def call_params(
         "tool_choice": choice,
         "stop_sequences": list(stops) if stops else omit,
         "thinking": thinking,
-        "extra_body": _extra_body(settings),
+        "extra_body": _extra_body(settings, extra_body),
         "timeout": not_given if settings.timeout is None else settings.timeout,
     }
 
@@ -121,14 +123,16 @@ def _system_param(system: str, *, cache: bool) -> str | list[TextBlockParam] | O
     return [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
 
 
-def _extra_body(settings: ModelSettings) -> dict[str, object] | None:
+def _extra_body(
+    settings: ModelSettings, extra: dict[str, object] | None
+) -> dict[str, object] | None:
     # SDK 2.x has no `temperature` / `top_p` arguments; the request body still carries them.
     body: dict[str, object] = {}
     if settings.temperature is not None:
         body["temperature"] = settings.temperature
     if settings.top_p is not None:
         body["top_p"] = settings.top_p
-    body.update(settings.extra)
+    body.update(extra or {})
     return body or None
 
 

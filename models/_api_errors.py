@@ -10,12 +10,16 @@ import random
 import time
 from typing import Protocol, TypeVar
 
+import httpx2
+
 __all__ = (
     "LONGEST_WAIT",
     "backoff",
+    "broke_off",
     "failed_mid_stream",
     "is_permanent",
     "long_wait",
+    "not_billed",
     "request_note",
     "retry_note",
     "stream_failed",
@@ -100,9 +104,38 @@ def transient_stream_failure(error: BaseException) -> bool:
     return getattr(error, _TRANSIENT, False) is True
 
 
+# Set on a stream failure whose request was not billed: Claude's error event sent in
+# place of message_start, the streamed form of an error status (a 529 overload).
+_NOT_BILLED = "_regiment_not_billed"
+
+
+def not_billed(error: E) -> E:
+    """``error``, marked as a failed stream whose request the API does not bill."""
+    setattr(error, _NOT_BILLED, True)
+    return error
+
+
+def broke_off(cause: BaseException) -> str:
+    """How a stream that began ended early, and what to do: a server that stalled (sent
+    nothing for a whole read timeout) is not a network that broke."""
+    if not isinstance(cause, httpx2.TimeoutException):
+        return f"broke off ({cause!r}); check the network and any proxy in between"
+    try:
+        limit = cause.request.extensions.get("timeout", {}).get("read")
+    except RuntimeError:  # an exception raised without its request
+        limit = None
+    waited = f" {limit:g} s" if isinstance(limit, int | float) else " a whole read timeout"
+    return (
+        f"stalled: the server sent nothing more for{waited} ({type(cause).__name__}); "
+        "raise the model's timeout (or the role's ModelSettings.timeout) if it is slow, "
+        "or check the server"
+    )
+
+
 def failed_mid_stream(error: BaseException) -> bool:
-    """Whether ``error`` is a stream that began (the server read the request) and failed."""
-    return hasattr(error, _TRANSIENT)
+    """Whether ``error`` is a stream that began (the server read the request) and
+    failed, its request billed (``not_billed`` says otherwise)."""
+    return hasattr(error, _TRANSIENT) and not hasattr(error, _NOT_BILLED)
 
 
 # The most of a server's error text an error message keeps (some quote the whole request).

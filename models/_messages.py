@@ -244,6 +244,9 @@ class ModelResponse(msgspec.Struct, frozen=True, kw_only=True):
         usage: the tokens this call spent.
         model: the model that answered (as the provider names it).
         response_id: the provider's id for the response, if it gives one.
+        usage_estimated: ``usage`` is partly or wholly an estimate (``estimate_tokens``):
+            the server reported none, or an attempt whose stream broke before it
+            said its usage was charged one (``regiment.usage.estimated`` on spans).
     """
 
     parts: tuple[ResponsePart, ...]
@@ -251,6 +254,7 @@ class ModelResponse(msgspec.Struct, frozen=True, kw_only=True):
     usage: Usage = msgspec.field(default_factory=Usage)
     model: str
     response_id: str | None = None
+    usage_estimated: bool = False
 
     @property
     def text(self) -> str:

@@ -15,6 +15,7 @@ import msgspec
 
 from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
 from regiment.models._api_errors import (
+    broke_off,
     is_permanent,
     long_wait,
     request_note,
@@ -96,7 +97,9 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
         client: a ready ``AsyncOpenAI`` client; then give none of the client options.
         api_key: the API key; ``None`` reads ``OPENAI_API_KEY``.
         base_url: the server's address; ``None`` means ``OPENAI_BASE_URL`` or OpenAI.
-        timeout: seconds per HTTP request; ``None`` keeps the SDK default.
+        timeout: seconds the server may keep a request waiting (to connect, to
+            answer, between two pieces of a stream; not a whole stream's length);
+            ``None`` keeps the SDK default.
         max_retries: how often the SDK retries a transient failure.
         stream: read replies as streams (``True``) or in one piece (``False``).
         settings: settings for every call; a request's ``settings`` win over them.
@@ -257,10 +260,7 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
             raise stream_failed(error, transient=exc.transient) from exc
         except httpx2.TransportError as exc:  # only mid-stream: the SDK retries the rest
             raise stream_failed(
-                ModelConnectionError(
-                    f"the stream from {self._where()} broke off ({exc!r}); check the network "
-                    "and any proxy in between"
-                )
+                ModelConnectionError(f"the stream from {self._where()} {broke_off(exc)}")
             ) from exc
         except _UNREADABLE as exc:
             # A body that is not JSON, or nests too deep to read, is read inside the call.

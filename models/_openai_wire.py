@@ -30,7 +30,7 @@ from regiment.models._messages import (
     ToolResultPart,
     Usage,
 )
-from regiment.models._settings import ModelSettings
+from regiment.models._settings import ModelSettings, extra_tools
 from regiment.models._stream import PartDelta, TextPartDelta, ToolCallPartDelta, ToolCallPartStart
 from regiment.tools import ToolDefinition
 
@@ -72,11 +72,12 @@ def call_params(
     """
     most = settings.max_tokens
     stops = settings.stop_sequences
+    added, extra_body = extra_tools(settings)  # sent after the request's own tools
+    given = [_tool_param(t.name, t.description, t.input_schema) for t in request.tools]
     return {
         "model": model,
         "messages": message_params(request),
-        "tools": [_tool_param(t.name, t.description, t.input_schema) for t in request.tools]
-        or omit,
+        "tools": cast("list[ChatCompletionFunctionToolParam]", [*given, *added]) or omit,
         "tool_choice": _tool_choice(request.tool_choice) if request.tool_choice else omit,
         "max_completion_tokens": most if most is not None and not compatible else omit,
         "max_tokens": most if most is not None and compatible else omit,
@@ -84,7 +85,7 @@ def call_params(
         "top_p": omit if settings.top_p is None else settings.top_p,
         "stop": list(stops) if stops else omit,
         "response_format": _response_format(request.output) if request.output else omit,
-        "extra_body": dict(settings.extra) or None,
+        "extra_body": extra_body,
         "timeout": not_given if settings.timeout is None else settings.timeout,
     }
 

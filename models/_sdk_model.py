@@ -184,7 +184,11 @@ class SDKModel(Generic[ClientT, ParamsT]):
             response = self._counted(request, response)  # before the failed attempts' usage
             if spent == _NO_USAGE:
                 return response
-            return msgspec.structs.replace(response, usage=response.usage + spent)
+            return msgspec.structs.replace(
+                response,
+                usage=response.usage + spent,
+                usage_estimated=response.usage_estimated or estimated,
+            )
         raise AssertionError("unreachable")
 
     def _failed_usage(self, request: ModelRequest, exc: ModelError) -> tuple[Usage, bool]:
@@ -221,7 +225,7 @@ class SDKModel(Generic[ClientT, ParamsT]):
         usage = Usage(
             input_tokens=estimate_tokens(request), output_tokens=estimate_tokens(response)
         )
-        return msgspec.structs.replace(response, usage=usage)
+        return msgspec.structs.replace(response, usage=usage, usage_estimated=True)
 
     def _params(self, request: ModelRequest) -> ParamsT:
         raise NotImplementedError

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
 import msgspec
 
@@ -19,7 +19,7 @@ from regiment.errors import ConfigError
 if TYPE_CHECKING:
     from regiment.models._messages import ModelRequest
 
-__all__ = ("ModelSettings", "effective_settings")
+__all__ = ("ModelSettings", "effective_settings", "extra_tools")
 
 # Fields ModelSettings owns; `extra` may not repeat them (two spellings of one setting).
 _NAMED = (
@@ -30,6 +30,9 @@ _NAMED = (
     "timeout",
     "thinking_budget",
 )
+
+# Body fields a call is built around; an `extra` that replaced them would break the call.
+_BUILT = ("model", "messages", "stream")
 
 
 class ModelSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -43,12 +46,18 @@ class ModelSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         temperature: sampling temperature, 0 to 2 (Anthropic accepts 0 to 1).
         top_p: nucleus sampling, above 0 and at most 1.
         stop_sequences: strings that end the reply when the model writes them.
-        timeout: seconds one HTTP request may take (above 0); overrides the client's.
+        timeout: seconds the server may keep a request waiting (above 0): to connect,
+            to answer, and between two pieces of a streamed reply; overrides the
+            client's. A stream that keeps sending may take longer as a whole (bound
+            a worker's step with ``step_timeout``, a run with ``Budget.wall_clock``).
         thinking_budget: Anthropic extended thinking: tokens Claude may think
             with (at least 1024, and below ``max_tokens``).
         extra: provider-specific body fields sent as they are (e.g.
             ``{"reasoning_effort": "low"}`` for OpenAI, ``{"top_k": 5}`` for
-            Anthropic); they win over everything else in the request body.
+            Anthropic); they win over everything else in the request body, but
+            ``tools`` (a list of tool objects, such as Claude's server tools) is
+            sent after the request's own tools, and ``model``, ``messages`` and
+            ``stream`` may not be given.
     """
 
     max_tokens: int | None = None
@@ -121,6 +130,13 @@ def effective_settings(
     return base.merge(model_settings).merge(request.settings)
 
 
+def extra_tools(settings: ModelSettings) -> tuple[list[JsonObject], dict[str, object] | None]:
+    """The tools ``settings.extra`` adds to a request's own, and the rest of ``extra``
+    as the body fields to send (``None``: none)."""
+    rest: dict[str, object] = {k: v for k, v in settings.extra.items() if k != "tools"}
+    return cast("list[JsonObject]", settings.extra.get("tools", [])), rest or None
+
+
 def _check(settings: ModelSettings) -> None:
     _at_least("max_tokens", settings.max_tokens, 1)
     _at_least("thinking_budget", settings.thinking_budget, 1024)
@@ -132,6 +148,19 @@ def _check(settings: ModelSettings) -> None:
     for stop in settings.stop_sequences or ():
         if not stop:
             raise ConfigError("setting 'stop_sequences' holds an empty string; remove it")
+    built = sorted(set(settings.extra) & set(_BUILT))
+    if built:
+        raise ConfigError(
+            f"setting 'extra' may not give {', '.join(repr(b) for b in built)}: every call "
+            "builds them (the model's id, the conversation, whether it streams)"
+        )
+    tools = settings.extra.get("tools", [])
+    if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+        raise ConfigError(
+            "setting 'extra': 'tools' must be a list of tool objects (e.g. "
+            '[{"type": "web_search_20250305", "name": "web_search"}]), sent after the '
+            f"request's own tools; got {tools!r:.80}"
+        )
     clashes = sorted(set(settings.extra) & set(_NAMED))
     if clashes:
         raise ConfigError(

@@ -51,8 +51,11 @@ def _broken(how: str) -> Reply:
     return reply
 
 
+_STEP = {"description": "refund order 7", "worker": "billing"}
+
+
 def _planner(request: object) -> str:
-    return plan_json({"description": "refund order 7", "worker": "billing"})
+    return plan_json(_STEP)
 
 
 @pytest.mark.parametrize("how", ["cut", "error_event"])
@@ -145,6 +148,35 @@ async def test_a_chat_stream_that_breaks_before_its_usage_is_charged_an_estimate
     (step,) = caught.value.failed.steps
     assert step.model_calls == 1
     assert step.usage.input_tokens > 0
+    (chat,) = [s for s in exporter.get_finished_spans() if s.name == "chat gpt-test-1"]
+    attributes = dict(chat.attributes or {})
+    assert attributes["gen_ai.usage.input_tokens"] == step.usage.input_tokens
+    assert attributes["regiment.usage.estimated"] is True
+
+
+async def test_a_reply_charged_an_estimate_for_a_broken_attempt_says_so_on_its_span(
+    api: StandIn,
+) -> None:
+    """A Chat Completions stream that broke before its usage, then succeeded when made
+    again: its reply's usage holds the estimate for the broken attempt, and only the
+    WARNING said so; its ``chat`` span now has ``regiment.usage.estimated`` too."""
+    cut = chat_api.completion("Refunding order 7, then telling the customer.")
+    cut.cut_after = 4
+    api.queue(cut, chat_api.completion("Refunded order 7."))
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    model = OpenAIModel("gpt-test-1", api_key="k", base_url=f"{api.base_url}/v1", max_retries=1)
+    team = Team(
+        name="refunds",
+        planner=Planner(model=ScriptedModel([plan_json(_STEP), "Done."])),
+        workers=[Worker(name="billing", description="Refunds.", model=model)],
+        telemetry=Telemetry(provider),
+    )
+    async with model:
+        result = await team.run("Refund order 7")
+    (step,) = result.steps
+    assert step.output == "Refunded order 7."
     (chat,) = [s for s in exporter.get_finished_spans() if s.name == "chat gpt-test-1"]
     attributes = dict(chat.attributes or {})
     assert attributes["gen_ai.usage.input_tokens"] == step.usage.input_tokens

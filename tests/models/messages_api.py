@@ -27,7 +27,7 @@ def message(content: list[Block], *, stop_reason: str = "end_turn", **usage: int
 
 def message_events(body: dict[str, object]) -> list[SseEvent]:
     """``body`` as the Messages API streams it: text in pieces of a few characters,
-    tool input JSON in two halves, usage split between message_start and message_delta."""
+    tool input JSON in two halves (a server tool's too; its result comes whole), usage split between message_start and message_delta."""
     content: list[Block] = body["content"]  # type: ignore[assignment]
     usage: dict[str, int] = body["usage"]  # type: ignore[assignment]
     start = {**body, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
@@ -50,7 +50,7 @@ def _block_events(index: int, block: Block) -> list[SseEvent]:
     def event(kind: str, **fields: object) -> SseEvent:
         return (kind, json.dumps({"type": kind, "index": index, **fields}))
 
-    if block["type"] == "tool_use":
+    if block["type"] in ("tool_use", "server_tool_use"):
         opened = event("content_block_start", content_block={**block, "input": {}})
         encoded = json.dumps(block["input"])
         halves = [encoded[: len(encoded) // 2], encoded[len(encoded) // 2 :]]
@@ -58,7 +58,7 @@ def _block_events(index: int, block: Block) -> list[SseEvent]:
             event("content_block_delta", delta={"type": "input_json_delta", "partial_json": half})
             for half in halves
         ]
-    elif block["type"] == "redacted_thinking":
+    elif block["type"] not in ("thinking", "text"):  # redacted thinking, server tool results
         opened, deltas = event("content_block_start", content_block=block), []
     elif block["type"] == "thinking":
         opened = event(

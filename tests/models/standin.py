@@ -3,8 +3,8 @@
 It records every request and answers each with the next queued ``Reply``: a
 JSON body, or, when the request asked to stream (``"stream": true`` in its
 body) and the reply has ``events``, a server-sent-event stream. A reply can
-cut its stream short (the connection closes mid-body), hold forever (for
-cancellation tests), or carry raw bytes (for malformed streams). The wire
+cut its stream short (the connection closes mid-body), stall mid-body (for
+read timeouts), hold forever (for cancellation tests), or carry raw bytes (for malformed streams). The wire
 format of the bodies is the caller's business: ``test_anthropic`` and
 ``test_openai`` build Messages API and Chat Completions bodies for it.
 """
@@ -71,6 +71,7 @@ class Reply:
     hold: bool = False  # never answer: for cancellation tests
     events: list[SseEvent] | None = None  # the streamed form of `body`
     cut_after: int | None = None  # stream only this many events, then drop the connection
+    stall_after: int | None = None  # stream only this many events, then send nothing more
     raw: bytes | None = None  # a body sent as it is (malformed-reply tests)
     content_type: str | None = None  # instead of the usual one (JSON, or an event stream)
 
@@ -152,6 +153,9 @@ async def _stream_answer(stream: SocketStream, reply: Reply) -> bool:
     events = reply.events or []
     payload = reply.raw if reply.raw is not None else sse(events)
     await stream.send(_head(reply, reply.content_type or "text/event-stream", len(payload)))
+    if reply.stall_after is not None:
+        await stream.send(sse(events[: reply.stall_after]))
+        await anyio.sleep_forever()  # the connection stays open; the client must time out
     if reply.cut_after is None:
         await stream.send(payload)
         return True

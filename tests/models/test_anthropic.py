@@ -26,6 +26,7 @@ from regiment.models import (
     Message,
     Model,
     ModelRequest,
+    ModelSettings,
     ToolCallPart,
     ToolResultPart,
     Usage,
@@ -251,6 +252,43 @@ async def test_an_error_without_a_request_id_does_not_print_none(api: StandIn) -
             await model.complete(ask("hi"))
     assert caught.value.request_id is None
     assert "(no request id)" in str(caught.value)
+
+
+async def test_a_404_names_the_model_or_the_base_url_as_the_404_says(api: StandIn) -> None:
+    """The API's own 404 (not_found_error) is about the model; any other is a request
+    that went astray, as a base_url ending in /v1 sends it to /v1/v1/messages: that one
+    said "check the model name" too."""
+    api.queue(error(404, "not_found_error", "model: claude-test-1"))
+    api.queue(Reply(404, {"detail": "Not Found"}))
+    async with model_for(api) as model:
+        with pytest.raises(ModelAPIError, match="check the model name") as unknown:
+            await model.complete(ask("hi"))
+    astray = AnthropicModel(
+        "claude-test-1", api_key="k", base_url=f"{api.base_url}/v1", stream=api.streaming
+    )
+    async with astray:
+        with pytest.raises(ModelAPIError, match="check base_url") as caught:
+            await astray.complete(ask("hi"))
+    assert unknown.value.permanent
+    assert caught.value.permanent
+    assert api.requests[-1].path == "/v1/v1/messages"
+    assert "no Messages API answered at /v1/v1/messages" in str(caught.value)
+    assert "leave its /v1 out" in str(caught.value)
+    assert "model name" not in str(caught.value)
+
+
+async def test_a_plain_call_the_sdk_will_not_make_is_a_config_error(api: StandIn) -> None:
+    """The anthropic SDK refuses a plain call whose max_tokens may take over 10 minutes
+    with a bare ValueError, which left the model as a crash of "your own" model."""
+    long = ModelRequest(messages=(Message.user("hi"),), settings=ModelSettings(max_tokens=64000))
+    async with model_for(api) as model:
+        if api.streaming:  # a stream may take as long as it needs
+            api.queue(message([{"type": "text", "text": "ok"}]))
+            assert (await model.complete(long)).text == "ok"
+            return
+        with pytest.raises(ConfigError, match=r"stream=False\) cannot ask for max_tokens=64000"):
+            await model.complete(long)
+    assert api.requests == []  # nothing was sent
 
 
 async def test_connection_refused_is_translated() -> None:

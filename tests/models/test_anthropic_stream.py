@@ -24,7 +24,7 @@ from regiment.tools import ToolDefinition
 
 from .messages_api import Block, message, message_events
 from .standin import Collected as Pieces
-from .standin import Reply, StandIn, serve
+from .standin import Reply, StandIn, half_read_body, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -140,6 +140,30 @@ async def test_an_error_event_mid_stream_keeps_its_type(api: StandIn) -> None:
     assert "Overloaded" in str(caught.value)
     assert "mid-stream" in str(caught.value)
     assert len(api.requests) == 1
+
+
+@half_read_body
+@pytest.mark.parametrize("retries", [0, 1])
+async def test_an_error_event_before_message_start_is_not_charged(
+    api: StandIn, retries: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An error event in place of the message is the streamed form of an error status
+    (a 529), which the API does not bill: it was charged an estimate of the input."""
+    answer = message([{"type": "text", "text": "Snow."}])
+    failure = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    api.queue(Reply(200, answer.body, answer.headers, events=[("error", json.dumps(failure))]))
+    api.queue(answer)
+    async with model_for(api, max_retries=retries) as model:
+        if retries == 0:
+            with pytest.raises(ModelAPIError, match="Overloaded") as caught:
+                await model.complete(ask())
+            assert caught.value.usage is None
+            assert not caught.value.usage_estimated
+        else:
+            response = await model.complete(ask())
+            assert response.usage == Usage(input_tokens=11, output_tokens=7)  # the answer's
+            assert not response.usage_estimated
+    assert not [r for r in caplog.records if "estimate" in r.getMessage()]
 
 
 # On trio, the SDK's SSE generators that a JSON error leaves half-read are only

@@ -11,13 +11,16 @@ import json
 from collections.abc import AsyncIterator
 
 import anyio
+import msgspec
 import pytest
 from anyio.abc import SocketAttribute
 
+from regiment._json import JsonObject
 from regiment.errors import ModelAPIError, ModelConnectionError
 from regiment.models import (
     Message,
     ModelRequest,
+    ModelSettings,
     StreamingModel,
     TextPartDelta,
     ToolCallPartDelta,
@@ -174,6 +177,22 @@ def _no_usage(value: object, counts: bool = False) -> object:
     return 0 if counts and isinstance(value, int) else value
 
 
+async def test_tools_in_extra_go_next_to_the_requests_own(wire: Wire, api: StandIn) -> None:
+    """``extra`` wins over the body, and its ``tools`` replaced the request's: a worker
+    given Claude's web search (a server tool) lost its own tools, silently."""
+    search: JsonObject = {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
+    settings = ModelSettings(extra={"tools": [search], "top_k": 5})
+    api.queue(wire.reply("Snow.", ()))
+    async with wire.make(api, True, 0) as model:
+        await model.complete(msgspec.structs.replace(ask(), settings=settings))
+    (sent,) = api.requests
+    tools = sent.body["tools"]
+    assert len(tools) == 2
+    assert WEATHER.name in json.dumps(tools[0])
+    assert tools[1] == search
+    assert sent.body["top_k"] == 5
+
+
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "plain"])
 async def test_a_server_that_reports_no_usage_gets_an_estimate_so_budgets_hold(
     wire: Wire, api: StandIn, stream: bool, caplog: pytest.LogCaptureFixture
@@ -194,6 +213,7 @@ async def test_a_server_that_reports_no_usage_gets_an_estimate_so_budgets_hold(
             await model.complete(ask())
     assert first.usage.input_tokens > 0
     assert first.usage.output_tokens == estimate_tokens(first) > 0
+    assert first.usage_estimated  # so its chat span says regiment.usage.estimated
     (warning,) = [r for r in caplog.records if r.name == "regiment.models"]
     assert "reported no token usage" in warning.getMessage()
 

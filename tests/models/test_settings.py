@@ -32,6 +32,11 @@ from regiment.models import (
         ({"thinking_budget": 1000}, "'thinking_budget' must be at least 1024"),
         ({"stop_sequences": ("END", "")}, "empty string"),
         ({"extra": {"temperature": 1}}, "'extra' repeats 'temperature'"),
+        # the body fields every call builds: replacing them dropped the conversation
+        ({"extra": {"messages": []}}, "'extra' may not give 'messages'"),
+        ({"extra": {"model": "x", "stream": False}}, "may not give 'model', 'stream'"),
+        ({"extra": {"tools": {"type": "web_search_20250305"}}}, "a list of tool objects"),
+        ({"extra": {"tools": ["web_search"]}}, "a list of tool objects"),
     ],
 )
 def test_out_of_range_settings_are_refused(fields: dict[str, object], message: str) -> None:

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from regiment.errors import ModelAPIError, ModelConnectionError
-from regiment.models import Message, ModelRequest, Usage, estimate_tokens
+from regiment.models import Message, ModelRequest, ModelSettings, Usage, estimate_tokens
 
 from .chat_api import completion
 from .standin import Collected, StandIn, half_read_body, serve
@@ -105,6 +105,24 @@ async def test_a_failure_after_pieces_were_handed_out_is_not_retried(
             await model.stream(ask(), sink)
     assert len(api.requests) == 1
     assert sink.deltas
+
+
+async def test_a_stream_that_stalls_is_timed_out_and_says_it_stalled(
+    wire: Wire, api: StandIn
+) -> None:
+    """A server that stops sending mid-body: the call ends at the read timeout (each
+    attempt), and the error says the server stalled and which timeout to raise; it said
+    the stream "broke off (ReadTimeout(''))" and to check the network."""
+    stalled = wire.reply("Snow in Oslo.", ())
+    stalled.stall_after = wire.head
+    api.queue(stalled, stalled)
+    slow = ModelRequest(messages=ask().messages, settings=ModelSettings(timeout=0.2))
+    async with wire.make(api, True, 1) as model:
+        with pytest.raises(ModelConnectionError, match=r"stalled: .* for 0.2 s") as caught:
+            await model.complete(slow)
+    assert "ModelSettings.timeout" in str(caught.value)
+    assert "made 2 times" in str(caught.value)
+    assert len(api.requests) == 2
 
 
 @pytest.mark.parametrize("wire", ["openai"], indirect=True)
