@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, cast
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.util.types import AttributeValue
 
 from regiment._json import JsonObject
@@ -62,6 +63,7 @@ class _Call:
     key: str | None
     reply: MemoryObjectSendStream[CallToolResult | ToolError]
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    trace: dict[str, str] = field(default_factory=dict)  # the caller's W3C trace context
 
 
 class MCPConnection:
@@ -125,7 +127,8 @@ class MCPConnection:
         reply: MemoryObjectSendStream[CallToolResult | ToolError]
         answer: MemoryObjectReceiveStream[CallToolResult | ToolError]
         reply, answer = anyio.create_memory_object_stream(1)
-        request = _Call(name, arguments, key, reply)
+        # The owner task sends it; the caller's span (its execute_tool) is current here.
+        request = _Call(name, arguments, key, reply, trace=_trace_context())
         with answer:
             try:
                 self._send.send_nowait(request)
@@ -272,7 +275,7 @@ class MCPConnection:
             with request.scope:
                 try:
                     outcome = await session.call_tool(
-                        request.name, dict(request.arguments), meta=_meta(request.key)
+                        request.name, dict(request.arguments), meta=_meta(request)
                     )
                 except MCPError as exc:
                     if exc.error.code == CONNECTION_CLOSED:
@@ -334,9 +337,24 @@ def _unreadable(server: str, in_flight: set[_Call], exc: Exception) -> None:
     in_flight.clear()
 
 
-def _meta(key: str | None) -> RequestParamsMeta | None:
-    """A ``tools/call``'s ``_meta``: the call's idempotency key, for the server to deduplicate."""
-    return None if key is None else cast("RequestParamsMeta", {IDEMPOTENCY_META_KEY: key})
+def _meta(request: _Call) -> RequestParamsMeta | None:
+    """A ``tools/call``'s ``_meta``: the call's idempotency key, for the server to deduplicate,
+    and its W3C trace context (``traceparent``, ``tracestate``), as the OpenTelemetry MCP
+    conventions carry it, so a traced server's spans join the run's trace."""
+    meta: dict[str, str] = dict(request.trace)
+    if request.key is not None:
+        meta[IDEMPOTENCY_META_KEY] = request.key
+    return cast("RequestParamsMeta", meta) if meta else None
+
+
+_W3C = TraceContextTextMapPropagator()
+
+
+def _trace_context() -> dict[str, str]:
+    """The current span as W3C headers (none when nothing is traced)."""
+    carrier: dict[str, str] = {}
+    _W3C.inject(carrier)
+    return carrier
 
 
 async def _then_cancel(event: anyio.Event, scope: anyio.CancelScope) -> None:
