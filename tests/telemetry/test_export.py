@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import socket
 import sys
 from pathlib import Path
@@ -189,3 +190,49 @@ async def test_cli_says_when_the_sdk_variable_turned_tracing_off(
     assert lines == [
         "regiment: no trace: OTEL_SDK_DISABLED=true turns tracing off; unset it to trace"
     ]
+
+
+def test_a_failing_collector_is_one_warning_per_outage_not_one_per_batch(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # An application that configured logging (caplog's handler is on the root logger)
+    # got the exporter's ERROR for every batch, every few seconds while the collector
+    # failed; a collector that takes only traces did the same for every metrics export.
+    with OtlpReceiver() as receiver:
+        receiver.failing.update({"/v1/traces": 500, "/v1/metrics": 404})
+        handle = configure_tracing(
+            "t", endpoint=receiver.endpoint, set_global=False, export_timeout=0.5
+        )
+        assert handle.meter_provider is not None
+        tracer = handle.provider.get_tracer("t")
+        counter = handle.meter_provider.get_meter("m").create_counter("c")
+
+        def batches(n: int) -> None:
+            for _ in range(n):
+                with tracer.start_as_current_span("work"):
+                    counter.add(1)
+                handle.force_flush()
+
+        with caplog.at_level(logging.INFO):
+            batches(3)
+            del receiver.failing["/v1/traces"]  # the collector is back, for traces
+            batches(2)
+            receiver.failing["/v1/traces"] = 503  # and fails again
+            batches(2)
+            handle.shutdown()
+        refused = receiver.refusals()
+    said = [(r.name, r.levelname, r.getMessage()) for r in caplog.records]
+    assert [s for s in said if s[0].startswith("opentelemetry")] == []
+    traces, metrics = receiver.endpoint, receiver.endpoint.replace("traces", "metrics")
+    assert [(name, level, message.split(": ")[0]) for name, level, message in said] == [
+        ("regiment.telemetry", "WARNING", f"could not export spans to {traces}"),
+        ("regiment.telemetry", "WARNING", f"could not export metrics to {metrics}"),
+        ("regiment.telemetry", "INFO", f"spans are exported to {traces} again"),
+        ("regiment.telemetry", "WARNING", f"could not export spans to {traces}"),
+    ]
+    assert "code: 500" in said[0][2]
+    assert "code: 404" in said[1][2]
+    assert "no export went through within the export timeout" in said[3][2]
+    assert refused.count("/v1/metrics") >= 7  # each export was tried, and said once
+    assert handle.export_failure is not None
+    assert handle.export_failure.startswith("Failed to export spans batch code: 500")
