@@ -53,7 +53,7 @@ SPANS = (
     Entry("execute_tool {tool}", "one tool call", "under the step"),
     Entry(
         sc.SPAN_GUARDRAIL,
-        "one guardrail judging one subject",
+        "one guardrail judging one subject (a guard that raised: ERROR, `error.type` its exception's type)",
         "a model request's or reply's: in the phase or step span the call is made in; "
         "a tool call's or result's: in its `execute_tool` span; a plan's or the answer's: "
         "under the run, after the `plan`, `replan` or `synthesize` span that made it",
