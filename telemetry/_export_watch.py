@@ -19,6 +19,8 @@ from typing import final
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from regiment.telemetry._content import redact
+
 __all__ = ("ExportWatch",)
 
 # The OTLP exporters log through loggers under this name, one per signal.
@@ -108,6 +110,7 @@ class ExportWatch(SpanExporter):
             else:
                 told = signal not in self._down and not self._closing
                 self._down.add(signal)
+        endpoint = redact(endpoint)  # a URL's password is not the log's
         if told and ok:
             log.info("%s are exported to %s again", signal, endpoint)
         elif told:

@@ -236,3 +236,33 @@ def test_a_failing_collector_is_one_warning_per_outage_not_one_per_batch(
     assert refused.count("/v1/metrics") >= 7  # each export was tried, and said once
     assert handle.export_failure is not None
     assert handle.export_failure.startswith("Failed to export spans batch code: 500")
+
+
+@pytest.mark.anyio
+async def test_an_endpoint_s_password_is_never_printed_nor_logged(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The CLI's line named the endpoint as given, a basic-auth password and all; so
+    # did the watch's WARNING.
+    with OtlpReceiver() as receiver:
+        port = receiver.endpoint.split(":")[2].split("/")[0]
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://ann:pw-s3cret@127.0.0.1:{port}")
+        out, err = io.StringIO(), io.StringIO()
+        code = await run_async(
+            ["run", REFUND, GOAL, "--trace", "jaeger"], stdout=out, stderr=err, environ={}
+        )
+        assert code == 0, err.getvalue()
+        sent = err.getvalue()
+        assert receiver.spans()  # the password went where it belongs: to the collector
+        receiver.failing["/v1/traces"] = 500
+        handle = configure_tracing("t", set_global=False, export_timeout=0.5)
+        with caplog.at_level(logging.WARNING, logger="regiment.telemetry"):
+            with handle.provider.get_tracer("t").start_as_current_span("work"):
+                pass
+            handle.force_flush()
+        handle.shutdown()
+    endpoint = f"http://ann:[REDACTED]@127.0.0.1:{port}/v1/traces"
+    assert f" sent to {endpoint}\n" in sent
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "regiment.telemetry"]
+    assert warning.startswith(f"could not export spans to {endpoint}: ")
+    assert "s3cret" not in sent + warning
