@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, cast
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from opentelemetry import context as otel_context
+from opentelemetry.context import Context
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.util.types import AttributeValue
 
@@ -63,7 +65,10 @@ class _Call:
     key: str | None
     reply: MemoryObjectSendStream[CallToolResult | ToolError]
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
-    trace: dict[str, str] = field(default_factory=dict)  # the caller's W3C trace context
+    # The caller's OpenTelemetry context (its execute_tool span current): the owner task
+    # sends the call in it, so the SDK's own client span and the _meta trace context
+    # belong to the run's trace, not to whatever the owner task started in.
+    context: Context = field(default_factory=otel_context.get_current)
 
 
 class MCPConnection:
@@ -127,8 +132,7 @@ class MCPConnection:
         reply: MemoryObjectSendStream[CallToolResult | ToolError]
         answer: MemoryObjectReceiveStream[CallToolResult | ToolError]
         reply, answer = anyio.create_memory_object_stream(1)
-        # The owner task sends it; the caller's span (its execute_tool) is current here.
-        request = _Call(name, arguments, key, reply, trace=_trace_context())
+        request = _Call(name, arguments, key, reply)  # in the caller's context (see _Call)
         with answer:
             try:
                 self._send.send_nowait(request)
@@ -272,6 +276,7 @@ class MCPConnection:
         with request.reply:
             outcome: CallToolResult | ToolError
             self._in_flight.add(request)
+            token = otel_context.attach(request.context)
             with request.scope:
                 try:
                     outcome = await session.call_tool(
@@ -288,6 +293,8 @@ class MCPConnection:
                         )
                 except Exception as exc:  # a result the SDK could not read, say
                     outcome = ToolError(f"MCP server {self.server.name!r}: {_why(exc)}")
+                finally:
+                    otel_context.detach(token)
                 with suppress(anyio.BrokenResourceError, anyio.WouldBlock):
                     request.reply.send_nowait(outcome)
             self._in_flight.discard(request)
@@ -341,20 +348,14 @@ def _meta(request: _Call) -> RequestParamsMeta | None:
     """A ``tools/call``'s ``_meta``: the call's idempotency key, for the server to deduplicate,
     and its W3C trace context (``traceparent``, ``tracestate``), as the OpenTelemetry MCP
     conventions carry it, so a traced server's spans join the run's trace."""
-    meta: dict[str, str] = dict(request.trace)
+    meta: dict[str, str] = {}
+    _W3C.inject(meta, context=request.context)
     if request.key is not None:
         meta[IDEMPOTENCY_META_KEY] = request.key
     return cast("RequestParamsMeta", meta) if meta else None
 
 
 _W3C = TraceContextTextMapPropagator()
-
-
-def _trace_context() -> dict[str, str]:
-    """The current span as W3C headers (none when nothing is traced)."""
-    carrier: dict[str, str] = {}
-    _W3C.inject(carrier)
-    return carrier
 
 
 async def _then_cancel(event: anyio.Event, scope: anyio.CancelScope) -> None:
