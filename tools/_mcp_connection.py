@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
-from contextlib import suppress
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
@@ -276,8 +276,7 @@ class MCPConnection:
         with request.reply:
             outcome: CallToolResult | ToolError
             self._in_flight.add(request)
-            token = otel_context.attach(request.context)
-            with request.scope:
+            with request.scope, _attached(request.context):
                 try:
                     outcome = await session.call_tool(
                         request.name, dict(request.arguments), meta=_meta(request)
@@ -293,8 +292,6 @@ class MCPConnection:
                         )
                 except Exception as exc:  # a result the SDK could not read, say
                     outcome = ToolError(f"MCP server {self.server.name!r}: {_why(exc)}")
-                finally:
-                    otel_context.detach(token)
                 with suppress(anyio.BrokenResourceError, anyio.WouldBlock):
                     request.reply.send_nowait(outcome)
             self._in_flight.discard(request)
@@ -356,6 +353,15 @@ def _meta(request: _Call) -> RequestParamsMeta | None:
 
 
 _W3C = TraceContextTextMapPropagator()
+
+
+@contextmanager
+def _attached(context: Context) -> Iterator[None]:
+    token = otel_context.attach(context)
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
 
 
 async def _then_cancel(event: anyio.Event, scope: anyio.CancelScope) -> None:
