@@ -70,6 +70,7 @@ class ExportWatch(SpanExporter):
         self._handler = _ReasonHandler()
         self._reasons: dict[str, str] = {}  # per signal: the failing export's first reason
         self._down: set[str] = set()  # the signals whose last export failed
+        self._threads: set[int] = set()  # the threads in one of this watch's exports
         logging.getLogger(_EXPORTER_LOGGER).addHandler(self._handler)
         for name in _SIGNAL_LOGGERS:
             _Quiet.on(logging.getLogger(name)).sinks.append(self._take)
@@ -85,7 +86,8 @@ class ExportWatch(SpanExporter):
         with self._lock:
             if self._closing and self._failure is not None:
                 return SpanExportResult.FAILURE
-        result = self._exporter.export(spans)
+        with self.exporting():
+            result = self._exporter.export(spans)
         ok = result is SpanExportResult.SUCCESS
         with self._lock:
             if ok:
@@ -124,14 +126,30 @@ class ExportWatch(SpanExporter):
                 signal,
             )
 
-    def _take(self, record: logging.LogRecord) -> None:
-        """An exporter's log record: kept as the reason of its signal's export."""
-        signal = _SIGNAL_LOGGERS.get(record.name)
-        reason = _reason_of(record)
-        if signal is None or reason is None:
-            return
+    @contextmanager
+    def exporting(self) -> Iterator[None]:
+        """Around one export: the exporters' log records made in this thread meanwhile are
+        this watch's (an exporter of the application's own, in its own thread, keeps its)."""
+        thread = threading.get_ident()
         with self._lock:
-            self._reasons.setdefault(signal, reason)
+            self._threads.add(thread)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._threads.discard(thread)
+
+    def _take(self, record: logging.LogRecord) -> bool:
+        """An exporter's log record: if one of this watch's exports made it, kept as the
+        reason of its signal's export (``True``: the record is this watch's to drop)."""
+        signal = _SIGNAL_LOGGERS.get(record.name)
+        with self._lock:
+            if record.thread not in self._threads:
+                return False
+            reason = _reason_of(record)
+            if signal is not None and reason is not None:
+                self._reasons.setdefault(signal, reason)
+        return True
 
     @property
     def closing_after_failure(self) -> bool:
@@ -182,12 +200,12 @@ class ExportWatch(SpanExporter):
 
 
 class _Quiet(logging.Filter):
-    """On one exporter logger: hands each record to the watches attached, then drops it
-    (the watches say it once); with none attached, records pass as they always did."""
+    """On one exporter logger: hands each record to the watches attached, and drops one a
+    watch's export made (the watch says it once); others pass as they always did."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.sinks: list[Callable[[logging.LogRecord], None]] = []
+        self.sinks: list[Callable[[logging.LogRecord], bool]] = []
 
     @classmethod
     def on(cls, logger: logging.Logger) -> _Quiet:
@@ -198,16 +216,14 @@ class _Quiet(logging.Filter):
             logger.addFilter(found)
         return found
 
-    def drop(self, sink: Callable[[logging.LogRecord], None]) -> None:
+    def drop(self, sink: Callable[[logging.LogRecord], bool]) -> None:
         """Stop handing records to ``sink``."""
         if sink in self.sinks:
             self.sinks.remove(sink)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        sinks = list(self.sinks)
-        for sink in sinks:
-            sink(record)
-        return not sinks
+        taken = [sink(record) for sink in list(self.sinks)]  # each watch sees each record
+        return not any(taken)
 
 
 class _ReasonHandler(logging.Handler):

@@ -30,7 +30,8 @@ class GatedLogExporter(LogRecordExporter):
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         if self._watch.closing_after_failure:
             return LogRecordExportResult.FAILURE
-        result = self._exporter.export(batch)
+        with self._watch.exporting():
+            result = self._exporter.export(batch)
         self._watch.outcome("logs", result is LogRecordExportResult.SUCCESS, self._url)
         return result
 

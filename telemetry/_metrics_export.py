@@ -75,7 +75,8 @@ class _Gated(MetricExporter):
     ) -> MetricExportResult:
         if self._watch.closing_after_failure:
             return MetricExportResult.FAILURE
-        result = self._exporter.export(metrics_data, timeout_millis=timeout_millis, **kwargs)
+        with self._watch.exporting():
+            result = self._exporter.export(metrics_data, timeout_millis=timeout_millis, **kwargs)
         self._watch.outcome("metrics", result is MetricExportResult.SUCCESS, self._url)
         return result
 

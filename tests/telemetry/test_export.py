@@ -266,3 +266,33 @@ async def test_an_endpoint_s_password_is_never_printed_nor_logged(
     (warning,) = [r.getMessage() for r in caplog.records if r.name == "regiment.telemetry"]
     assert warning.startswith(f"could not export spans to {endpoint}: ")
     assert "s3cret" not in sent + warning
+
+
+def test_an_exporter_of_the_application_s_own_keeps_its_records(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The watch takes only what its own exports log: an application's exporter, in a
+    # provider of its own, still says each of its failures.
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    with OtlpReceiver() as receiver:
+        receiver.failing["/v1/traces"] = 500
+        handle = configure_tracing("t", endpoint=receiver.endpoint, set_global=False)
+        own = TracerProvider(shutdown_on_exit=False)
+        own.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=receiver.endpoint)))
+        with caplog.at_level(logging.WARNING):
+            with own.get_tracer("app").start_as_current_span("mine"):
+                pass
+            own.force_flush()
+        own.shutdown()
+        handle.shutdown()
+    said = [(r.name, r.getMessage()) for r in caplog.records]
+    assert said == [
+        (
+            "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+            "Failed to export spans batch code: 500, reason: Internal Server Error",
+        )
+    ]
+    assert handle.export_failure is None
