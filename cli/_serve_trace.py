@@ -8,7 +8,7 @@ from typing import TextIO
 
 from regiment.cli._trace_report import SDK_DISABLED
 from regiment.config import TeamConfig, trace_replicas
-from regiment.telemetry import Telemetry, TracingHandle, configure_tracing
+from regiment.telemetry import Telemetry, TracingHandle, configure_tracing, redact
 
 __all__ = ("serve_tracing",)
 
@@ -29,7 +29,8 @@ def serve_tracing(
         handle.shutdown()  # the last runs' spans leave before the command exits
         if handle.export_failure is not None:
             print(
-                f"regiment: could not export traces to {handle.endpoint}: {handle.export_failure}",
+                f"regiment: could not export traces to {redact(handle.endpoint or '')}: "
+                f"{handle.export_failure}",
                 file=stderr,
             )
 
@@ -40,7 +41,8 @@ def _traced(
     if not handle.enabled:
         print(SDK_DISABLED, file=stderr)
         return config, None
-    print(f"regiment: tracing each run to {handle.endpoint} (OTLP/HTTP)", file=stderr)
+    shown = redact(handle.endpoint or "")  # without a URL's password
+    print(f"regiment: tracing each run to {shown} (OTLP/HTTP)", file=stderr)
     if handle.endpoint is not None:
         config = trace_replicas(config, handle.endpoint)  # Ray replicas' spans go there too
     telemetry = Telemetry(handle.provider, meter_provider=handle.meter_provider)

@@ -9,7 +9,7 @@ from typing import TextIO, final
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from regiment.telemetry import SpanCollector, TracingHandle
+from regiment.telemetry import SpanCollector, TracingHandle, redact
 
 __all__ = ("SDK_DISABLED", "RootTraceId", "report_trace")
 
@@ -59,14 +59,11 @@ def report_trace(
         print(f"\ntrace {shown}:\n{tree}", file=stderr)
     if handle is None or not handle.endpoint:
         return
-    failure = handle.export_failure
+    failure, endpoint = handle.export_failure, redact(handle.endpoint)  # no URL's password
     if failure is None:
-        print(f"regiment: trace {shown} sent to {handle.endpoint}", file=stderr)
+        print(f"regiment: trace {shown} sent to {endpoint}", file=stderr)
     else:
-        print(
-            f"regiment: could not export trace {shown} to {handle.endpoint}: {failure}",
-            file=stderr,
-        )
+        print(f"regiment: could not export trace {shown} to {endpoint}: {failure}", file=stderr)
 
 
 def _sdk_disabled() -> bool:

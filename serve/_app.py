@@ -17,6 +17,7 @@ from starlette.routing import Route
 from regiment.errors import ApprovalError, ConfigError, JournalError, LeaseHeld, UnknownRun
 from regiment.hierarchy import RunningTeam, Team, to_json
 from regiment.journal import Journal, JournalSpec, open_journal
+from regiment.telemetry import joined_trace
 
 from ._http import (
     ApiError,
@@ -243,7 +244,8 @@ async def _post_run(s: _Service, request: Request) -> Response:
     body = await _new_run(request)
     runs = s.starting()
     try:
-        record = await runs.start(body.goal, body.session, body.deps)
+        with joined_trace(request.headers):  # a caller's traceparent: the run joins its trace
+            record = await runs.start(body.goal, body.session, body.deps)
     except JournalError as exc:  # the run could not be journaled: it never started
         detail = f"{exc}; the run was not started: post it again once the journal is back"
         raise ApiError(503, "journal unavailable", detail) from exc
@@ -263,7 +265,8 @@ async def _resume(s: _Service, request: Request) -> Response:
         )
         raise ApiError(409, "cannot resume", detail)
     try:
-        record = await runs.resume(run_id, follow=under(request, f"/runs/{run_id}/events"))
+        with joined_trace(request.headers):  # the resumed root links to the caller's span
+            record = await runs.resume(run_id, follow=under(request, f"/runs/{run_id}/events"))
     except UnknownRun as exc:
         detail = f"no run {run_id!r}; GET {under(request, '/runs')} lists them"
         raise ApiError(404, "unknown run", detail) from exc

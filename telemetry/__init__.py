@@ -20,6 +20,7 @@ from regiment.telemetry._propagation import (
     extract_context,
     headers_for,
     inject,
+    joined_trace,
     trace_id_hex,
 )
 from regiment.telemetry._scope import error_type, mark_error, record_cancellation
@@ -43,6 +44,7 @@ __all__ = (
     "genai",
     "headers_for",
     "inject",
+    "joined_trace",
     "mark_error",
     "record_cancellation",
     "redact",

@@ -28,8 +28,11 @@ SPANS = (
     Entry(
         "invoke_agent {team}",
         "a run: the root of the trace (kind INTERNAL); a resumed run's continues the run's "
-        "trace and links to its first root span (`regiment.run.resume` on the span and the link)",
-        "parent: the caller's span; resumed: the run's first root span",
+        "trace and links to its first root span (`regiment.run.resume` on the span and the link), "
+        "and to the span that resumed it when that one is in another trace "
+        "(`regiment.run.resumed_by` on the link)",
+        "parent: the caller's span (the service: a `traceparent` header on `POST /runs`); "
+        "resumed: the run's first root span",
     ),
     Entry(
         "invoke_agent {worker}",
@@ -50,7 +53,7 @@ SPANS = (
     Entry("execute_tool {tool}", "one tool call", "under the step"),
     Entry(
         sc.SPAN_GUARDRAIL,
-        "one guardrail judging one subject",
+        "one guardrail judging one subject (a guard that raised: ERROR, `error.type` its exception's type)",
         "a model request's or reply's: in the phase or step span the call is made in; "
         "a tool call's or result's: in its `execute_tool` span; a plan's or the answer's: "
         "under the run, after the `plan`, `replan` or `synthesize` span that made it",
@@ -116,6 +119,11 @@ ATTRIBUTES = (
         sc.REGIMENT_RUN_RESUME,
         "which resume of a journaled run this is (1 for the first)",
         "resumed run; its link to the first root",
+    ),
+    Entry(
+        sc.REGIMENT_RUN_RESUMED_BY,
+        "`true`: this link goes to the span that resumed the run (a request's)",
+        "a resumed run's link",
     ),
     Entry(sc.REGIMENT_RUN_STEPS, "step reports the run received", "run"),
     Entry(sc.REGIMENT_GOAL_LENGTH, "the goal's length (never its text)", "run"),

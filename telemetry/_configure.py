@@ -175,7 +175,7 @@ def configure_tracing(
         return TracingHandle(NoOpTracerProvider(), enabled=False, service_name=name, endpoint=None)
     if set_global:
         refuse_if_installed(trace.get_tracer_provider())
-    watch = None if url is None else ExportWatch(_otlp_exporter(url, export_timeout, environ))
+    watch = None if url is None else ExportWatch(_otlp_exporter(url, export_timeout, environ), url)
     provider = _tracer_provider(name, _exporters(watch, file, exporters), console=console)
     meters = _meters(url, export_timeout, environ, provider.resource, watch)
     if set_global:

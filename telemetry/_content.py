@@ -76,6 +76,14 @@ _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], s
         ),
         _REDACTED,
     ),
+    # A URL's password (postgresql://app:PASSWORD@db/runs, a base_url with userinfo); the
+    # user name stays. Bounded, so text with many "://" is not scanned over and over.
+    (
+        re.compile(
+            r"(?i)(?P<name>\b[a-z][a-z0-9+.\-]{0,30}://[^\s/:@]{0,256}:)[^\s/@]{1,256}(?=@)"
+        ),
+        lambda match: match["name"] + _REDACTED,
+    ),
     # Headers and fields that always hold a credential: any value, a scheme and all.
     (
         re.compile(
@@ -140,7 +148,8 @@ def redact(text: str) -> str:
 
     That is: API keys (Anthropic/OpenAI ``sk-``, AWS access key ids, Google
     ``AIza`` keys), bearer and basic credentials, GitHub and Slack tokens, JWTs,
-    private key (PEM) blocks, and the value of a field or variable named like a
+    private key (PEM) blocks, a URL's password (``scheme://user:[REDACTED]@host``),
+    and the value of a field or variable named like a
     secret (a name ending in token, secret, password, passwd, api_key,
     access_key, private_key or secret_key, in any case: ``"password": "..."``,
     ``DB_PASSWORD=...``, ``X-Auth-Token: ...``). An unquoted ``name: value``

@@ -2,8 +2,9 @@
 
 The OTLP exporter never raises; it logs (a warning per retry, then an error)
 and returns ``FAILURE``. ``ExportWatch`` turns that into one reason a program
-can print, and, once the provider is closing, stops retrying a collector that
-is not there so the exit is not held up.
+can print and one WARNING per outage on ``regiment.telemetry`` (not one record
+per batch and retry), and, once the provider is closing, stops retrying a
+collector that is not there so the exit is not held up.
 """
 
 from __future__ import annotations
@@ -11,17 +12,25 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import final
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from regiment.telemetry._content import redact
+
 __all__ = ("ExportWatch",)
 
-# The OTLP exporters log through loggers under this name.
+# The OTLP exporters log through loggers under this name, one per signal.
 _EXPORTER_LOGGER = "opentelemetry.exporter.otlp"
+_SIGNAL_LOGGERS = {
+    "opentelemetry.exporter.otlp.proto.http.trace_exporter": "spans",
+    "opentelemetry.exporter.otlp.proto.http.metric_exporter": "metrics",
+    "opentelemetry.exporter.otlp.proto.http._log_exporter": "logs",
+}
+log = logging.getLogger("regiment.telemetry")
 _ERRNO = re.compile(r"\[Errno -?\d+\][^'\")]*")
 _REASON_LIMIT = 200
 # What the exporter's last word means when no attempt logged a reason of its own:
@@ -36,17 +45,22 @@ _NO_ANSWER = (
 class ExportWatch(SpanExporter):
     """Wraps ``exporter``: counts the spans it exported and keeps why an export failed.
 
-    While it is attached, the exporter's log records are taken by this watch
-    (they become :attr:`failure`) instead of reaching Python's last-resort
-    handler, so a missing collector prints nothing by itself. An application
-    that configured logging still gets the records through its own handlers.
+    While it is attached, the exporters' log records (a warning per retry, an error
+    per batch) are taken by this watch (they become :attr:`failure`) and reach no
+    handler: an application that configured logging gets one WARNING on
+    ``regiment.telemetry`` when an export of spans, metrics or logs first fails,
+    none for the batches that fail after it, and an INFO once one goes through
+    again. Nothing is logged while the provider is closing (:attr:`failure` says
+    it then), so a missing collector prints nothing by itself at exit.
 
     Args:
         exporter: the exporter that does the sending.
+        endpoint: where it sends (named in the WARNING).
     """
 
-    def __init__(self, exporter: SpanExporter) -> None:
+    def __init__(self, exporter: SpanExporter, endpoint: str = "") -> None:
         self._exporter = exporter
+        self._endpoint = endpoint
         self._lock = threading.Lock()
         self._failure: str | None = None
         self._closing = False
@@ -54,7 +68,12 @@ class ExportWatch(SpanExporter):
         self._holds = 0
         self.exported = 0
         self._handler = _ReasonHandler()
+        self._reasons: dict[str, str] = {}  # per signal: the failing export's first reason
+        self._down: set[str] = set()  # the signals whose last export failed
+        self._threads: set[int] = set()  # the threads in one of this watch's exports
         logging.getLogger(_EXPORTER_LOGGER).addHandler(self._handler)
+        for name in _SIGNAL_LOGGERS:
+            _Quiet.on(logging.getLogger(name)).sinks.append(self._take)
 
     @property
     def failure(self) -> str | None:
@@ -67,13 +86,70 @@ class ExportWatch(SpanExporter):
         with self._lock:
             if self._closing and self._failure is not None:
                 return SpanExportResult.FAILURE
-        result = self._exporter.export(spans)
+        with self.exporting():
+            result = self._exporter.export(spans)
+        ok = result is SpanExportResult.SUCCESS
         with self._lock:
-            if result is SpanExportResult.SUCCESS:
+            if ok:
                 self.exported += len(spans)
             elif self._failure is None:
-                self._failure = self._handler.reason() or "the exporter reported a failure"
+                self._failure = (
+                    self._reasons.get("spans")
+                    or self._handler.reason()
+                    or "the exporter reported a failure"
+                )
+        self.outcome("spans", ok, self._endpoint)
         return result
+
+    def outcome(self, signal: str, ok: bool, endpoint: str) -> None:
+        """One export of ``signal`` (``spans``, ``metrics``, ``logs``) to ``endpoint`` ended:
+        the first failure of an outage is a WARNING, the first success after it an INFO."""
+        with self._lock:
+            reason = self._reasons.pop(signal, None) or "the exporter reported a failure"
+            if ok:
+                told = signal in self._down
+                self._down.discard(signal)
+            else:
+                told = signal not in self._down and not self._closing
+                self._down.add(signal)
+        endpoint = redact(endpoint)  # a URL's password is not the log's
+        if told and ok:
+            log.info("%s are exported to %s again", signal, endpoint)
+        elif told:
+            log.warning(
+                "could not export %s to %s: %s; each batch is tried in turn and dropped if it "
+                "fails, and no more failures are logged until one goes through (is the "
+                "collector up at that address, and does it take %s?)",
+                signal,
+                endpoint,
+                reason,
+                signal,
+            )
+
+    @contextmanager
+    def exporting(self) -> Iterator[None]:
+        """Around one export: the exporters' log records made in this thread meanwhile are
+        this watch's (an exporter of the application's own, in its own thread, keeps its)."""
+        thread = threading.get_ident()
+        with self._lock:
+            self._threads.add(thread)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._threads.discard(thread)
+
+    def _take(self, record: logging.LogRecord) -> bool:
+        """An exporter's log record: if one of this watch's exports made it, kept as the
+        reason of its signal's export (``True``: the record is this watch's to drop)."""
+        signal = _SIGNAL_LOGGERS.get(record.name)
+        with self._lock:
+            if record.thread not in self._threads:
+                return False
+            reason = _reason_of(record)
+            if signal is not None and reason is not None:
+                self._reasons.setdefault(signal, reason)
+        return True
 
     @property
     def closing_after_failure(self) -> bool:
@@ -115,10 +191,39 @@ class ExportWatch(SpanExporter):
             free = self._shut and self._holds == 0
         if free:
             logging.getLogger(_EXPORTER_LOGGER).removeHandler(self._handler)
+            for name in _SIGNAL_LOGGERS:
+                _Quiet.on(logging.getLogger(name)).drop(self._take)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Flush the wrapped exporter."""
         return self._exporter.force_flush(timeout_millis)
+
+
+class _Quiet(logging.Filter):
+    """On one exporter logger: hands each record to the watches attached, and drops one a
+    watch's export made (the watch says it once); others pass as they always did."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sinks: list[Callable[[logging.LogRecord], bool]] = []
+
+    @classmethod
+    def on(cls, logger: logging.Logger) -> _Quiet:
+        """The logger's filter (one, shared by every watch), added if missing."""
+        found = next((f for f in logger.filters if isinstance(f, _Quiet)), None)
+        if found is None:
+            found = cls()
+            logger.addFilter(found)
+        return found
+
+    def drop(self, sink: Callable[[logging.LogRecord], bool]) -> None:
+        """Stop handing records to ``sink``."""
+        if sink in self.sinks:
+            self.sinks.remove(sink)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        taken = [sink(record) for sink in list(self.sinks)]  # each watch sees each record
+        return not any(taken)
 
 
 class _ReasonHandler(logging.Handler):
@@ -144,6 +249,8 @@ def _reason_of(record: logging.LogRecord) -> str | None:
         if isinstance(arg, BaseException):
             return _short(arg)
     message = record.getMessage()
+    if message.startswith("Transient error") and args:  # a retry's warning: what was wrong
+        return f"the collector answered {args[0]} until the export timeout ran out"[:_REASON_LIMIT]
     if "due to timeout" in message:  # after a retry's warning, that one is kept instead
         return _NO_ANSWER
     return message[:_REASON_LIMIT]

@@ -107,7 +107,7 @@ class LogExport:
         self.provider = LoggerProvider(resource=resource, shutdown_on_exit=False)  # the handle's
         exporter: LogRecordExporter = OTLPLogExporter(endpoint=url, timeout=timeout)
         if watch is not None:
-            exporter = GatedLogExporter(exporter, watch)
+            exporter = GatedLogExporter(exporter, watch, url)
         self.provider.add_log_record_processor(BatchLogRecordProcessor(exporter))
         self._handler = _OtlpHandler(self.provider.get_logger(LOGGER_NAME))
         logging.getLogger(LOGGER_NAME).addHandler(self._handler)

@@ -22,14 +22,18 @@ class GatedLogExporter(LogRecordExporter):
     as the metrics do: no second wait for a collector known to be gone, and no record
     of the exporter's own failure on the terminal."""
 
-    def __init__(self, exporter: LogRecordExporter, watch: ExportWatch) -> None:
+    def __init__(self, exporter: LogRecordExporter, watch: ExportWatch, url: str) -> None:
         self._exporter = exporter
         self._watch = watch
+        self._url = url
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         if self._watch.closing_after_failure:
             return LogRecordExportResult.FAILURE
-        return self._exporter.export(batch)
+        with self._watch.exporting():
+            result = self._exporter.export(batch)
+        self._watch.outcome("logs", result is LogRecordExportResult.SUCCESS, self._url)
+        return result
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         return self._exporter.force_flush(timeout_millis)

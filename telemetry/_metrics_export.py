@@ -50,7 +50,7 @@ def otlp_meter_provider(
 
     exporter: MetricExporter = OTLPMetricExporter(endpoint=url, timeout=timeout)
     if watch is not None:
-        exporter = _Gated(exporter, watch)
+        exporter = _Gated(exporter, watch, url)
     reader = PeriodicExportingMetricReader(exporter, export_interval_millis=_INTERVAL_MILLIS)
     # shut down by the TracingHandle (at exit too), after the spans
     return MeterProvider(resource=resource, metric_readers=[reader], shutdown_on_exit=False)
@@ -58,22 +58,27 @@ def otlp_meter_provider(
 
 @final
 class _Gated(MetricExporter):
-    """Skips the export while closing once the span export found the collector missing."""
+    """Skips the export while closing once the span export found the collector missing;
+    tells the watch how each export went (it logs an outage once)."""
 
-    def __init__(self, exporter: MetricExporter, watch: ExportWatch) -> None:
+    def __init__(self, exporter: MetricExporter, watch: ExportWatch, url: str) -> None:
         super().__init__(
             preferred_temporality=exporter._preferred_temporality,
             preferred_aggregation=exporter._preferred_aggregation,
         )
         self._exporter = exporter
         self._watch = watch
+        self._url = url
 
     def export(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
     ) -> MetricExportResult:
         if self._watch.closing_after_failure:
             return MetricExportResult.FAILURE
-        return self._exporter.export(metrics_data, timeout_millis=timeout_millis, **kwargs)
+        with self._watch.exporting():
+            result = self._exporter.export(metrics_data, timeout_millis=timeout_millis, **kwargs)
+        self._watch.outcome("metrics", result is MetricExportResult.SUCCESS, self._url)
+        return result
 
     def force_flush(self, timeout_millis: float = 10_000) -> bool:
         return self._exporter.force_flush(timeout_millis=timeout_millis)

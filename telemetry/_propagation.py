@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import final
 
 from opentelemetry import context as otel_context
@@ -12,7 +12,14 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-__all__ = ("OTelPropagator", "extract_context", "headers_for", "inject", "trace_id_hex")
+__all__ = (
+    "OTelPropagator",
+    "extract_context",
+    "headers_for",
+    "inject",
+    "joined_trace",
+    "trace_id_hex",
+)
 
 # W3C trace context only (``traceparent`` / ``tracestate``): the envelope format
 # must not change with whatever OTEL_PROPAGATORS a process happens to set.
@@ -54,6 +61,22 @@ def extract_context(headers: Mapping[str, str]) -> Context:
             _extracted.clear()  # a whole clear is one atomic step for other threads
         _extracted[key] = found
     return found
+
+
+def joined_trace(headers: Mapping[str, str]) -> AbstractContextManager[None]:
+    """Make the trace a caller's W3C headers name current for the block, so a run started
+    in it joins the caller's trace (its root span a child of the caller's span).
+
+    A span that is current already wins (an application's own HTTP instrumentation made
+    one for the request, itself a child of those headers): the block then changes nothing.
+    Headers without a valid ``traceparent`` change nothing either.
+    """
+    if trace.get_current_span().get_span_context().is_valid:
+        return nullcontext()
+    remote = extract_context(headers)
+    if not trace.get_current_span(remote).get_span_context().is_valid:
+        return nullcontext()
+    return _activated(remote)
 
 
 _TRACEPARENT = "traceparent"

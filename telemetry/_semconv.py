@@ -108,6 +108,7 @@ __all__ = (
     "REGIMENT_ROUND",
     "REGIMENT_RUN_ID",
     "REGIMENT_RUN_RESUME",
+    "REGIMENT_RUN_RESUMED_BY",
     "REGIMENT_RUN_STATUS",
     "REGIMENT_RUN_STEPS",
     "REGIMENT_STEP_ATTEMPT",
@@ -189,6 +190,8 @@ GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
 REGIMENT_RUN_ID: Final = "regiment.run.id"
 # Which resume of a journaled run this root span (and its link to the first root) is.
 REGIMENT_RUN_RESUME: Final = "regiment.run.resume"
+# On a resumed root's link to the span that resumed it (an HTTP request's, in another trace).
+REGIMENT_RUN_RESUMED_BY: Final = "regiment.run.resumed_by"
 REGIMENT_RUN_STATUS: Final = "regiment.run.status"
 REGIMENT_RUN_STEPS: Final = "regiment.run.steps"
 REGIMENT_GOAL_LENGTH: Final = "regiment.goal.length"

@@ -163,7 +163,8 @@ class Telemetry:
         ``gen_ai.conversation.id`` (left out when ``None``); of the goal only its length is kept.
         With metrics on, the run counts in ``regiment.runs.active`` while the span is open.
         A resumed run passes ``resume``: which resume it is (from 1) and its first root span's
-        ``traceparent``; the span continues that trace, under and linked to the first root.
+        ``traceparent``; the span continues that trace, under and linked to the first root
+        (and linked to a current span of another trace: whoever resumed it).
         """
         scope = _NOT_TRACING
         if self.tracing:
@@ -330,14 +331,19 @@ def _continued(
     first = None if context is None else trace.get_current_span(context).get_span_context()
     if first is None or not first.is_valid:
         return _open(telemetry, name, attributes=attributes)  # the run was not traced before
-    link = Link(first, {sc.REGIMENT_RUN_RESUME: number})
+    links = [Link(first, {sc.REGIMENT_RUN_RESUME: number})]
+    # Whoever resumed it (an HTTP request's span, a span of the caller's): the parent is
+    # the first root, so the resumer is reached through a link of its own.
+    resumer = trace.get_current_span().get_span_context()
+    if resumer.is_valid and resumer.trace_id != first.trace_id:
+        links.append(Link(resumer, {sc.REGIMENT_RUN_RESUMED_BY: True}))
     return open_span(
         telemetry.tracer,
         name,
         attributes=attributes,
         context=context,
         capture=telemetry.recorder.capture,
-        links=(link,),
+        links=links,
     )
 
 

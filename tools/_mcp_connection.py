@@ -21,14 +21,17 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
-from contextlib import suppress
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from opentelemetry import context as otel_context
+from opentelemetry.context import Context
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.util.types import AttributeValue
 
 from regiment._json import JsonObject
@@ -62,6 +65,10 @@ class _Call:
     key: str | None
     reply: MemoryObjectSendStream[CallToolResult | ToolError]
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    # The caller's OpenTelemetry context (its execute_tool span current): the owner task
+    # sends the call in it, so the SDK's own client span and the _meta trace context
+    # belong to the run's trace, not to whatever the owner task started in.
+    context: Context = field(default_factory=otel_context.get_current)
 
 
 class MCPConnection:
@@ -125,7 +132,7 @@ class MCPConnection:
         reply: MemoryObjectSendStream[CallToolResult | ToolError]
         answer: MemoryObjectReceiveStream[CallToolResult | ToolError]
         reply, answer = anyio.create_memory_object_stream(1)
-        request = _Call(name, arguments, key, reply)
+        request = _Call(name, arguments, key, reply)  # in the caller's context (see _Call)
         with answer:
             try:
                 self._send.send_nowait(request)
@@ -269,10 +276,10 @@ class MCPConnection:
         with request.reply:
             outcome: CallToolResult | ToolError
             self._in_flight.add(request)
-            with request.scope:
+            with request.scope, _attached(request.context):
                 try:
                     outcome = await session.call_tool(
-                        request.name, dict(request.arguments), meta=_meta(request.key)
+                        request.name, dict(request.arguments), meta=_meta(request)
                     )
                 except MCPError as exc:
                     if exc.error.code == CONNECTION_CLOSED:
@@ -334,9 +341,27 @@ def _unreadable(server: str, in_flight: set[_Call], exc: Exception) -> None:
     in_flight.clear()
 
 
-def _meta(key: str | None) -> RequestParamsMeta | None:
-    """A ``tools/call``'s ``_meta``: the call's idempotency key, for the server to deduplicate."""
-    return None if key is None else cast("RequestParamsMeta", {IDEMPOTENCY_META_KEY: key})
+def _meta(request: _Call) -> RequestParamsMeta | None:
+    """A ``tools/call``'s ``_meta``: the call's idempotency key, for the server to deduplicate,
+    and its W3C trace context (``traceparent``, ``tracestate``), as the OpenTelemetry MCP
+    conventions carry it, so a traced server's spans join the run's trace."""
+    meta: dict[str, str] = {}
+    _W3C.inject(meta, context=request.context)
+    if request.key is not None:
+        meta[IDEMPOTENCY_META_KEY] = request.key
+    return cast("RequestParamsMeta", meta) if meta else None
+
+
+_W3C = TraceContextTextMapPropagator()
+
+
+@contextmanager
+def _attached(context: Context) -> Iterator[None]:
+    token = otel_context.attach(context)
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
 
 
 async def _then_cancel(event: anyio.Event, scope: anyio.CancelScope) -> None:

@@ -8,7 +8,7 @@ import inspect
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar, final
+from typing import TYPE_CHECKING, Generic, TypeVar, final
 
 from regiment._stray import stray, stray_reason
 from regiment.errors import BudgetExceeded
@@ -16,8 +16,11 @@ from regiment.hierarchy.guard._judge import Spend, spending
 from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._types import KINDS, Guardrail, Outcome, Pass, Rewrite, Trip
 from regiment.models import ModelResponse
-from regiment.telemetry import Telemetry, redact
+from regiment.telemetry import Telemetry, error_type, mark_error, redact
 from regiment.telemetry import semconv as sc
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 __all__ = ("Checked", "GUARD_SPAN", "Where", "run_chain")
 
@@ -81,7 +84,7 @@ async def _run(
             GUARD_SPAN,
             {sc.REGIMENT_GUARDRAIL_NAME: guard.name, sc.REGIMENT_GUARDRAIL_SUBJECT: kind},
         ) as span:
-            outcome = await _judge(guard, subject)
+            outcome = await _judge(guard, subject, span, telemetry.capture_content)
             match outcome:
                 case Pass():
                     span.set_attribute(sc.REGIMENT_GUARDRAIL_OUTCOME, "pass")
@@ -115,7 +118,9 @@ async def _run(
     return Checked(subject)
 
 
-async def _judge(guard: Guardrail, subject: object) -> Outcome:
+async def _judge(guard: Guardrail, subject: object, span: Span, capture: bool) -> Outcome:
+    """What ``guard`` says of ``subject``; a guard that raised trips, and its span is then
+    marked ERROR with the exception's type (the guard failed, it did not judge)."""
     try:
         outcome: object = guard.check(subject)
         if inspect.isawaitable(outcome):
@@ -124,6 +129,7 @@ async def _judge(guard: Guardrail, subject: object) -> Outcome:
         return Trip(str(exc))
     except Exception as exc:  # a guard that raises trips: fail closed
         _log.warning("guardrail %s raised %s: %s", guard.name, type(exc).__name__, exc)
+        mark_error(span, error_type(exc), f"{type(exc).__name__}: {exc}", capture=capture)
         return Trip(type(exc).__name__)
     except BaseException as exc:  # a cancellation or an interrupt, as a rule
         if not stray(exc):

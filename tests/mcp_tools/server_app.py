@@ -108,10 +108,10 @@ def build(name: str) -> MCPServer:
         return "ok"
 
     @app.tool()
-    def meta_key(ctx: Context) -> str:
-        """The ``regiment/idempotency_key`` of this call's ``_meta`` ("" if none)."""
+    def meta_key(ctx: Context, key: str = "regiment/idempotency_key") -> str:
+        """The ``key`` of this call's ``_meta`` ("" if none), its idempotency key by default."""
         meta = ctx.request_context.meta or {}
-        return str(meta.get("regiment/idempotency_key", ""))
+        return str(meta.get(key, ""))
 
     return app
 

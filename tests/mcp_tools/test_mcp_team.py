@@ -3,6 +3,7 @@ any other tool, the planner sees them, and stopping or cancelling leaks nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import uuid
@@ -24,8 +25,9 @@ from regiment.models import (
     ToolResultPart,
     tool_call_response,
 )
-from regiment.telemetry import SpanCollector, Telemetry
+from regiment.telemetry import SpanCollector, Telemetry, configure_tracing
 from regiment.tools import MCPServer, Tool
+from tests.telemetry.otlp_receiver import OtlpReceiver
 
 from .brain import Brain, WorkFn, plan_json
 from .conftest import SDK_HTTP_LEAKS, SERVER_COMMAND, alive, server_children
@@ -244,3 +246,28 @@ async def test_the_planner_is_told_a_tool_a_server_added_since_the_last_run() ->
     first, second = (request.system for request in brain.plan_requests)
     assert "taught" not in first
     assert "taught" in second  # the tools line of w0 names it now
+
+
+async def test_a_call_sends_its_trace_context_in_meta(server: MCPServer) -> None:
+    """The MCP conventions carry W3C trace context in ``params._meta``: a traced server's
+    spans are children of the call's ``execute_tool`` span, in the run's trace."""
+
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        if results:
+            return str(results[0].content)
+        return tool_call_response("calc_meta_key", {"key": "traceparent"})
+
+    team, _ = team_of(work, [server], plans=[plan_json({"id": "s1", "description": "trace"})])
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("mcp", endpoint=receiver.endpoint, set_global=False)
+        result = await dataclasses.replace(team, telemetry=Telemetry(handle.provider)).run("go")
+        handle.shutdown()
+        spans = receiver.spans()
+    (call,) = [s for s in spans if s.name == "execute_tool calc_meta_key"]
+    (sent,) = result.steps[0].tool_outcomes
+    assert isinstance(sent.content, dict)
+    version, trace_id, parent, _flags = str(sent.content["result"]).split("-")
+    assert (version, trace_id, parent) == ("00", result.trace_id, call.span_id)
+    assert call.trace_id == result.trace_id

@@ -235,6 +235,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_error(404)
             return
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        refused = self.receiver.failing.get(self.path)
+        if refused is not None:  # a collector in trouble: the request is answered, not kept
+            self.receiver._refused(self.path)
+            self.send_response(refused)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         encoding = self.headers.get("Content-Encoding", "")
         if encoding == "gzip":
             body = gzip.decompress(body)
@@ -281,6 +288,19 @@ class OtlpReceiver:
         self._encodings: list[str] = []
         self._metrics: list[ReceivedMetric] = []
         self._logs: list[ReceivedLog] = []
+        self._refusals: list[str] = []
+        # path -> the HTTP status to answer it with instead of taking the data (a test
+        # may change it while the receiver runs: a collector that fails, then recovers)
+        self.failing: dict[str, int] = {}
+
+    def refusals(self) -> tuple[str, ...]:
+        """The paths of the requests answered from ``failing``, in arrival order."""
+        with self._lock:
+            return tuple(self._refusals)
+
+    def _refused(self, path: str) -> None:
+        with self._lock:
+            self._refusals.append(path)
 
     @property
     def endpoint(self) -> str:

@@ -5,13 +5,23 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 import pytest
 
 from regiment.errors import RegimentError
-from regiment.hierarchy import Planner, PlanStep, Prompts, StepContext, Team, Worker
+from regiment.hierarchy import (
+    Guardrail,
+    Pass,
+    Planner,
+    PlanStep,
+    Prompts,
+    StepContext,
+    Team,
+    ToolCallSubject,
+    Worker,
+)
 from regiment.models import (
     ModelRequest,
     ModelResponse,
@@ -53,6 +63,7 @@ def _team(
     step_timeout: float | None = None,
     tools: tuple[Tool[..., object], ...] = (lookup, wait_forever),
     prompts: Prompts | None = None,
+    guardrails: Sequence[Guardrail | Callable[..., object]] = (),
 ) -> Team:
     def brain(request: ModelRequest) -> ModelResponse:
         if request.role == "planner":
@@ -69,6 +80,7 @@ def _team(
         tools=list(tools),
         max_iterations=2,
         step_timeout=step_timeout,
+        guardrails=list(guardrails),
     )
     planner = Planner(model=model, prompts=prompts or Prompts())
     return Team(name="t", planner=planner, workers=[worker], telemetry=telemetry)
@@ -78,12 +90,16 @@ async def _spans(
     worker_brain: Callable[[ModelRequest], ModelResponse],
     step_timeout: float | None = None,
     prompts: Prompts | None = None,
+    guardrails: Sequence[Guardrail | Callable[..., object]] = (),
 ) -> list[ReceivedSpan]:
     with OtlpReceiver() as receiver:
         handle = configure_tracing("errors", endpoint=receiver.endpoint, set_global=False)
         # How the run ends is not the point here; the spans are.
         with contextlib.suppress(RegimentError):
-            team = _team(Telemetry(handle.provider), worker_brain, step_timeout, prompts=prompts)
+            telemetry = Telemetry(handle.provider)
+            team = _team(
+                telemetry, worker_brain, step_timeout, prompts=prompts, guardrails=guardrails
+            )
             await team.run("go")
         handle.shutdown()
         return list(receiver.spans())
@@ -229,3 +245,22 @@ async def test_a_cancelled_run_reads_cancelled_not_failed(
     assert run.attributes["regiment.cancelled"] is True
     assert run.status_code == 0
     assert "error.type" not in run.attributes
+
+
+async def test_a_guard_that_raised_marks_its_span_with_the_exception_type() -> None:
+    # A guard that raised tripped, but its span read like any trip (outcome=trip, status
+    # unset): a reader could not tell a guard's verdict from a guard's crash.
+    def card_check(call: ToolCallSubject) -> Pass:
+        raise ValueError(f"bad card {call.arguments}")
+
+    spans = await _spans(_tool_fails_then_answers, guardrails=[card_check])
+    guards = [s for s in spans if s.name == semconv.SPAN_GUARDRAIL]
+    assert guards  # one per attempt of the step
+    for guard in guards:
+        assert guard.attributes[semconv.REGIMENT_GUARDRAIL_OUTCOME] == "trip"
+        assert (guard.status_code, guard.status_message) == (2, "ValueError")
+        assert guard.attributes["error.type"] == "ValueError"
+        assert guard.attributes["regiment.error.message_length"] == len(
+            "ValueError: bad card {'customer': 'ann'}"
+        )
+        assert not any("bad card" in str(v) for v in guard.attributes.values())

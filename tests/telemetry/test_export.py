@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import socket
 import sys
 from pathlib import Path
@@ -189,3 +190,109 @@ async def test_cli_says_when_the_sdk_variable_turned_tracing_off(
     assert lines == [
         "regiment: no trace: OTEL_SDK_DISABLED=true turns tracing off; unset it to trace"
     ]
+
+
+def test_a_failing_collector_is_one_warning_per_outage_not_one_per_batch(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # An application that configured logging (caplog's handler is on the root logger)
+    # got the exporter's ERROR for every batch, every few seconds while the collector
+    # failed; a collector that takes only traces did the same for every metrics export.
+    with OtlpReceiver() as receiver:
+        receiver.failing.update({"/v1/traces": 500, "/v1/metrics": 404})
+        handle = configure_tracing(
+            "t", endpoint=receiver.endpoint, set_global=False, export_timeout=0.5
+        )
+        assert handle.meter_provider is not None
+        tracer = handle.provider.get_tracer("t")
+        counter = handle.meter_provider.get_meter("m").create_counter("c")
+
+        def batches(n: int) -> None:
+            for _ in range(n):
+                with tracer.start_as_current_span("work"):
+                    counter.add(1)
+                handle.force_flush()
+
+        with caplog.at_level(logging.INFO):
+            batches(3)
+            del receiver.failing["/v1/traces"]  # the collector is back, for traces
+            batches(2)
+            receiver.failing["/v1/traces"] = 503  # and fails again
+            batches(2)
+            handle.shutdown()
+        refused = receiver.refusals()
+    said = [(r.name, r.levelname, r.getMessage()) for r in caplog.records]
+    assert [s for s in said if s[0].startswith("opentelemetry")] == []
+    traces, metrics = receiver.endpoint, receiver.endpoint.replace("traces", "metrics")
+    assert [(name, level, message.split(": ")[0]) for name, level, message in said] == [
+        ("regiment.telemetry", "WARNING", f"could not export spans to {traces}"),
+        ("regiment.telemetry", "WARNING", f"could not export metrics to {metrics}"),
+        ("regiment.telemetry", "INFO", f"spans are exported to {traces} again"),
+        ("regiment.telemetry", "WARNING", f"could not export spans to {traces}"),
+    ]
+    assert "code: 500" in said[0][2]
+    assert "code: 404" in said[1][2]
+    assert "no export went through within the export timeout" in said[3][2]
+    assert refused.count("/v1/metrics") >= 7  # each export was tried, and said once
+    assert handle.export_failure is not None
+    assert handle.export_failure.startswith("Failed to export spans batch code: 500")
+
+
+@pytest.mark.anyio
+async def test_an_endpoint_s_password_is_never_printed_nor_logged(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The CLI's line named the endpoint as given, a basic-auth password and all; so
+    # did the watch's WARNING.
+    with OtlpReceiver() as receiver:
+        port = receiver.endpoint.split(":")[2].split("/")[0]
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://ann:pw-s3cret@127.0.0.1:{port}")
+        out, err = io.StringIO(), io.StringIO()
+        code = await run_async(
+            ["run", REFUND, GOAL, "--trace", "jaeger"], stdout=out, stderr=err, environ={}
+        )
+        assert code == 0, err.getvalue()
+        sent = err.getvalue()
+        assert receiver.spans()  # the password went where it belongs: to the collector
+        receiver.failing["/v1/traces"] = 500
+        handle = configure_tracing("t", set_global=False, export_timeout=0.5)
+        with caplog.at_level(logging.WARNING, logger="regiment.telemetry"):
+            with handle.provider.get_tracer("t").start_as_current_span("work"):
+                pass
+            handle.force_flush()
+        handle.shutdown()
+    endpoint = f"http://ann:[REDACTED]@127.0.0.1:{port}/v1/traces"
+    assert f" sent to {endpoint}\n" in sent
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "regiment.telemetry"]
+    assert warning.startswith(f"could not export spans to {endpoint}: ")
+    assert "s3cret" not in sent + warning
+
+
+def test_an_exporter_of_the_application_s_own_keeps_its_records(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The watch takes only what its own exports log: an application's exporter, in a
+    # provider of its own, still says each of its failures.
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    with OtlpReceiver() as receiver:
+        receiver.failing["/v1/traces"] = 500
+        handle = configure_tracing("t", endpoint=receiver.endpoint, set_global=False)
+        own = TracerProvider(shutdown_on_exit=False)
+        own.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=receiver.endpoint)))
+        with caplog.at_level(logging.WARNING):
+            with own.get_tracer("app").start_as_current_span("mine"):
+                pass
+            own.force_flush()
+        own.shutdown()
+        handle.shutdown()
+    said = [(r.name, r.getMessage()) for r in caplog.records]
+    assert said == [
+        (
+            "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+            "Failed to export spans batch code: 500, reason: Internal Server Error",
+        )
+    ]
+    assert handle.export_failure is None

@@ -4,13 +4,19 @@ Exported over real OTLP/HTTP and decoded from protobuf."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+import uuid
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 from regiment.errors import RunError
+from regiment.hierarchy import Planner, Team, Worker
+from regiment.models import OpenAIModel
 from regiment.telemetry import Telemetry, configure_tracing
 
+from ..models.chat_api import error
+from ..models.standin import StandIn, serve
 from ._pii_team import SynthesisBroke, pii_team
 from .otlp_receiver import OtlpReceiver, ReceivedSpan
 
@@ -108,3 +114,45 @@ async def test_a_failed_run_keeps_its_totals_on_the_root_span() -> None:
     # synthesis never answered, so it is not counted
     assert root.attributes["regiment.usage.model_calls"] == 6
     assert root.attributes["regiment.reports.stale_dropped"] == 0
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[StandIn]:
+    async for server in serve(error(500, "server_error", "nothing queued")):
+        yield server
+
+
+@pytest.mark.parametrize("capture", [False, True])
+async def test_a_url_password_in_an_error_never_reaches_the_collector(
+    api: StandIn, capture: bool
+) -> None:
+    """A model API at a base_url with a password in it answers 400, quoting the prompt:
+    with capture off its error's text stays off the spans; with it on (and logs
+    exported) the URL's password is redacted wherever the text goes."""
+    password = f"pw-{uuid.uuid4().hex}"
+    api.queue(error(400, "invalid_request_error", "your prompt 'refund ann' is bad"))
+    host = api.base_url.removeprefix("http://")
+    model = OpenAIModel(
+        "gpt-x", api_key="k", base_url=f"http://ann:{password}@{host}/v1", max_retries=0
+    )
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("pii", endpoint=receiver.endpoint, set_global=False, logs=True)
+        team = Team(
+            name="t",
+            planner=Planner(model=model),
+            workers=[Worker(name="w", description="w", model=model)],
+            telemetry=Telemetry(handle.provider, capture_content=capture),
+        )
+        async with model:
+            with pytest.raises(RunError) as raised:
+                await team.run("refund ann")
+        logging.getLogger("regiment.run").warning("the run failed: %s", raised.value)
+        handle.shutdown()
+        spans, logs = receiver.spans(), receiver.logs()
+    assert password in str(raised.value)  # the caller's own error is left as it is
+    texts = [text for span in spans for _, text in _texts(span)]
+    texts += [log.body for log in logs] + [str(log.attributes) for log in logs]
+    assert [text for text in texts if password in text] == []
+    on_spans = [text for span in spans for _, text in _texts(span) if "ann:[REDACTED]@" in text]
+    assert bool(on_spans) is capture  # an exception's message only with capture on
+    assert any("ann:[REDACTED]@" in log.body for log in logs)
