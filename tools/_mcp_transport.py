@@ -16,6 +16,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from opentelemetry.util.types import AttributeValue
 
+from regiment.tools._mcp_guard import guarded
 from regiment.tools._mcp_server import HttpTransport, MCPServer, StdioTransport
 
 if TYPE_CHECKING:
@@ -100,14 +101,14 @@ async def _forward(
 
 
 def _stdio(transport: StdioTransport) -> Transport:
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    """The SDK's stdio transport, the server guarded against outliving this process."""
+    from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 
-    params = StdioServerParameters(
-        command=transport.command,
-        args=list(transport.args),
-        env=None if transport.env is None else dict(transport.env),
-        cwd=transport.cwd,
+    env = None if transport.env is None else dict(transport.env)
+    command, args = guarded(
+        transport.command, transport.args, get_default_environment() | (env or {}), transport.cwd
     )
+    params = StdioServerParameters(command=command, args=args, env=env, cwd=transport.cwd)
     return stdio_client(params, errlog=sys.stderr)
 
 

@@ -39,11 +39,14 @@ def alive(pids: list[int]) -> list[int]:
 
 
 def server_children() -> list[psutil.Process]:
-    """Processes of ``server_app.py`` that this test process started (any depth)."""
+    """Processes of ``server_app.py`` that this test process started (any depth); not
+    the watchdog each has on Linux (``python -I -S -c GUARD ... server_app.py``), which
+    ends with its server."""
     found = []
     for child in psutil.Process().children(recursive=True):
         try:
-            if APP in child.cmdline() and "--http" not in child.cmdline():
+            line = child.cmdline()
+            if APP in line and "--http" not in line and "-c" not in line[:4]:
                 found.append(child)
         except psutil.NoSuchProcess:
             continue

@@ -56,6 +56,20 @@ def build(name: str) -> MCPServer:
         return "unreachable"
 
     @app.tool()
+    async def watch(port: int) -> str:
+        """Tell the test on ``port`` that the call arrived, then wait; when the call is
+        cancelled (the client sent ``notifications/cancelled``), say so there."""
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+        async with stream:
+            await stream.send(b"started\n")
+            try:
+                await anyio.sleep_forever()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await stream.send(b"cancelled\n")
+        return "unreachable"
+
+    @app.tool()
     def crash() -> str:
         """Exit the process in the middle of the call."""
         os._exit(3)
