@@ -62,10 +62,13 @@ SDK_HTTP_LEAKS = (
 )
 
 
-def start_http(port: int = 0, name: str = "httpserver") -> tuple[subprocess.Popen[str], int]:
-    """``server_app.py --http`` on ``port`` (0: a free one); returns once its socket listens."""
+def start_http(
+    port: int = 0, name: str = "httpserver", *options: str
+) -> tuple[subprocess.Popen[str], int]:
+    """``server_app.py --http`` on ``port`` (0: a free one), with ``options``
+    (``--token T``); returns once its socket listens."""
     process = subprocess.Popen(
-        [*SERVER_COMMAND, "--http", "--name", name, "--port", str(port)],
+        [*SERVER_COMMAND, "--http", "--name", name, "--port", str(port), *options],
         stdout=subprocess.PIPE,
         text=True,
         preexec_fn=die_with_parent,

@@ -1,7 +1,8 @@
 """A real MCP server for the tests, run as a subprocess.
 
 ``python server_app.py`` serves over stdio; ``--http`` serves streamable HTTP on a
-free 127.0.0.1 port (or ``--port``), printing ``PORT <n>`` once its socket listens;
+free 127.0.0.1 port (or ``--port``), printing ``PORT <n>`` once its socket listens
+(with ``--token T``, a request without ``Authorization: Bearer T`` is answered 401);
 ``--stubborn`` ignores SIGTERM and keeps running after its stdin closes, so
 only SIGKILL stops it; ``--twins`` adds two tools whose names a model API sees alike.
 """
@@ -21,6 +22,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from mcp.types import ToolListChangedNotification
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 
 def build(name: str) -> MCPServer:
@@ -130,7 +132,24 @@ def build(name: str) -> MCPServer:
     return app
 
 
-def _serve_http(app: MCPServer, port: int) -> None:
+def _guarded(app: ASGIApp, token: str | None) -> ASGIApp:
+    """``app``, answering 401 to a request without ``Authorization: Bearer <token>``."""
+    if token is None:
+        return app
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        wanted = f"Bearer {token}".encode()
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != wanted:
+            challenge = (b"www-authenticate", b'Bearer realm="tests"')
+            await send({"type": "http.response.start", "status": 401, "headers": [challenge]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def _serve_http(app: MCPServer, port: int, token: str | None) -> None:
     import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -138,7 +157,8 @@ def _serve_http(app: MCPServer, port: int) -> None:
     sock.bind(("127.0.0.1", port))
     sock.listen(128)  # clients may connect from now on; uvicorn accepts when it runs
     print(f"PORT {sock.getsockname()[1]}", flush=True)
-    config = uvicorn.Config(app.streamable_http_app(), log_level="error", lifespan="on")
+    asgi = _guarded(app.streamable_http_app(), token)
+    config = uvicorn.Config(asgi, log_level="error", lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
 
 
@@ -148,6 +168,7 @@ def main() -> None:
     parser.add_argument("--stubborn", action="store_true")
     parser.add_argument("--name", default="testserver")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--token", help="with --http: refuse requests without this bearer token")
     parser.add_argument("--twins", action="store_true", help="two tools alike to a model API")
     args = parser.parse_args()
     app = build(args.name)
@@ -157,7 +178,7 @@ def main() -> None:
     if args.stubborn:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if args.http:
-        _serve_http(app, args.port)
+        _serve_http(app, args.port, args.token)
     else:
         app.run()
     if args.stubborn:
