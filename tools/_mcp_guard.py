@@ -80,8 +80,8 @@ def guarded(
 
 @functools.cache
 def _can_guard() -> bool:
-    if sys.platform != "linux" or not hasattr(os, "pidfd_open"):
-        return False
+    if sys.platform != "linux" or not hasattr(os, "pidfd_open") or not sys.executable:
+        return False  # (an embedded interpreter may have no executable to run the guard)
     try:
         os.close(os.pidfd_open(os.getpid()))
     except OSError:  # a kernel before 5.3, or a sandbox that refuses it

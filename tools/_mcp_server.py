@@ -135,7 +135,8 @@ class MCPServer:
 
         ``env`` is added to a minimal inherited environment (``PATH``, ``HOME``, ...),
         as the SDK does. On shutdown the server's stdin is closed; a server still
-        running 2 s later gets SIGTERM (its whole process group), then SIGKILL.
+        running 2 s later gets SIGTERM (its whole process group), then SIGKILL. On
+        Linux a watchdog does the same if this process is killed outright.
 
         Raises:
             ConfigError: the command is empty, an option is out of range, or the
