@@ -32,3 +32,20 @@ async def test_a_server_that_wants_a_token_gets_it_from_headers_or_says_what_it_
         'HTTP 401 Unauthorized (WWW-Authenticate: Bearer realm="tests"): it wants credentials; '
         'give them in headers= (headers sent: none), e.g. headers={"Authorization": "Bearer ..."}'
     )
+
+
+async def test_a_key_in_the_url_stays_out_of_names_and_messages() -> None:
+    # The URL was the server's name as given: its key went to logs, spans, and (in a
+    # lost call's error) to the model and the journal.
+    process, port = start_http(0, "guarded", "--token", "s3cret")
+    url = f"http://KEY1@127.0.0.1:{port}/mcp?api_key=KEY2&v=1"
+    try:
+        async with MCPHub.open() as hub:
+            with pytest.raises(ToolError) as refused:
+                await hub.worker_tools(Toolset("w"), [MCPServer.http(url)])
+    finally:
+        stop(process)
+    shown = f"http://127.0.0.1:{port}/mcp?api_key=...&v=..."
+    assert MCPServer.http(url).name == shown
+    assert str(refused.value).startswith(f"MCP server '{shown}' could not be connected to: ")
+    assert "KEY" not in str(refused.value)
