@@ -4,7 +4,8 @@
 free 127.0.0.1 port (or ``--port``), printing ``PORT <n>`` once its socket listens
 (with ``--token T``, a request without ``Authorization: Bearer T`` is answered 401);
 ``--stubborn`` ignores SIGTERM and keeps running after its stdin closes, so
-only SIGKILL stops it; ``--twins`` adds two tools whose names a model API sees alike.
+only SIGKILL stops it; ``--slow-start S`` waits S seconds before it serves; ``--twins``
+adds two tools whose names a model API sees alike.
 """
 
 from __future__ import annotations
@@ -169,8 +170,10 @@ def main() -> None:
     parser.add_argument("--name", default="testserver")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--token", help="with --http: refuse requests without this bearer token")
+    parser.add_argument("--slow-start", type=float, default=0.0, help="seconds before serving")
     parser.add_argument("--twins", action="store_true", help="two tools alike to a model API")
     args = parser.parse_args()
+    time.sleep(args.slow_start)
     app = build(args.name)
     if args.twins:  # 'twin.tool' is 'twin_tool' to a model API, as is 'twin_tool'
         app.add_tool(lambda: "dotted", name="twin.tool", description="One twin.")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from regiment.errors import ConfigError
+from regiment.errors import ConfigError, ToolError
 from regiment.tools import MCPHub, MCPServer, Toolset
 
 from .conftest import SERVER_COMMAND
@@ -103,3 +103,15 @@ async def test_a_tool_whose_schema_refers_nowhere_is_left_out_not_a_crash(
     # a ref under an $id of its own is found out by the call, which never reaches the server
     assert (scoped.is_error, scoped.error_type) == (True, "invalid_arguments")
     assert "the server's input schema cannot be checked (" in str(scoped.content)
+
+
+async def test_a_server_too_slow_to_start_says_which_timeout_to_raise() -> None:
+    # It said "no answer in time (start_timeout)": neither the value nor what to do.
+    slow = MCPServer.stdio([*SERVER_COMMAND, "--slow-start", "30"], name="slow", start_timeout=1)
+    async with MCPHub.open() as hub:
+        with pytest.raises(ToolError) as failed:
+            await hub.worker_tools(Toolset("w"), [slow])
+    assert str(failed.value).endswith(
+        "could not be started: it did not start and list its tools within start_timeout=1s; "
+        "raise start_timeout for a server that starts slowly"
+    )
