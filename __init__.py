@@ -117,6 +117,7 @@ __all__ = (
     "configure_tracing",
     "guardrail",
     "load_team",
+    "run_main",
     "text_response",
     "tool",
     "tool_call_response",
@@ -164,6 +165,7 @@ _LAZY = LazyNames(
         ),
         # configure_tracing needs the OpenTelemetry SDK (~50 ms); a library user may never call it.
         "regiment.telemetry": ("SpanCollector", "Telemetry", "configure_tracing"),
+        "regiment._script": ("run_main",),
         # Team files (tomllib, the config schema, imports by dotted path) load on first use.
         "regiment.config": ("TeamConfig", "load_team"),
         "regiment.tools": (
@@ -182,6 +184,7 @@ _LAZY = LazyNames(
 )
 
 if TYPE_CHECKING:
+    from regiment._script import run_main
     from regiment.config import TeamConfig, load_team
     from regiment.hierarchy import (
         Budget,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import signal
 import sys
 import threading
@@ -16,6 +15,7 @@ from typing import TextIO, final
 
 import anyio
 
+from regiment._script import EXIT_BROKEN_PIPE, reader_left, stdout_closed
 from regiment._signals import EXIT_INTERRUPTED, leave_now
 from regiment._signals import watch_signals as watch_until
 from regiment.tools import abandoned_tool_calls
@@ -31,25 +31,6 @@ __all__ = (
     "wait_for_tool_threads",
     "watch_signals",
 )
-
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away
-
-
-def reader_left(exc: BaseException) -> bool:
-    """Whether ``exc`` is a closed stdout (alone, or all of an exception group)."""
-    if isinstance(exc, BaseExceptionGroup):
-        rest = exc.split(BrokenPipeError)[1]
-        return rest is None
-    return isinstance(exc, BrokenPipeError)
-
-
-def stdout_closed() -> int:
-    """`regiment runs | head -1`: the reader closed stdout. Quietly stop, as a command
-    killed by SIGPIPE would (exit 141); stdout goes to /dev/null so that the
-    interpreter's last flush of it does not complain again."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    return EXIT_BROKEN_PIPE
 
 
 @final

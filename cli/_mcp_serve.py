@@ -26,7 +26,6 @@ import json
 import logging
 import re
 import signal
-import socket
 import sys
 from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager
@@ -316,7 +315,9 @@ async def serve_team(
 
                     await serve_stdio(server, stop, calls)
                 else:
-                    await _serve_http(server, http_port, stderr, stop, calls)
+                    from regiment.cli._mcp_http import serve_http
+
+                    await serve_http(server, http_port, stderr, stop, calls)
         except Exception as exc:
             failed = exc
         tg.cancel_scope.cancel()  # stop watching signals
@@ -330,44 +331,6 @@ async def serve_team(
 
 def _cut_short(stderr: TextIO) -> None:
     print("regiment: interrupted; exiting without waiting", file=stderr, flush=True)
-
-
-async def _serve_http(
-    server: SDKServer, port: int, stderr: TextIO, stop: anyio.Event, calls: Calls
-) -> None:
-    """Serve over streamable HTTP until ``stop`` is set: the calls in flight are
-    cancelled, then uvicorn stops as it does on a signal."""
-    import uvicorn
-
-    class Server(uvicorn.Server):  # the signals are serve_team's: uvicorn's own handling
-        @contextlib.contextmanager  # re-raised a SIGTERM, killing the process (exit 143)
-        def capture_signals(self) -> Iterator[None]:
-            yield
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError as exc:
-            raise ConfigError(
-                f"cannot serve MCP on 127.0.0.1:{port} ({exc.strerror or exc}): pick another "
-                "--http port (0 takes a free one), or stop what holds it"
-            ) from None
-        sock.listen(128)  # clients can connect from here on, so the URL is printed now
-        url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-        print(f"regiment: serving team '{server.name}' at {url}", file=stderr, flush=True)
-        config = uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on")
-        http = Server(config)
-        async with anyio.create_task_group() as tg:
-
-            async def stop_when_set() -> None:
-                await stop.wait()
-                calls.cancel()
-                http.should_exit = True
-
-            tg.start_soon(stop_when_set)
-            await http.serve(sockets=[sock])
-            tg.cancel_scope.cancel()
 
 
 def _on_asyncio() -> bool:

@@ -11,6 +11,7 @@ from typing import assert_never
 import anyio
 import msgspec
 
+from regiment import run_main
 from regiment.actors import Actor, ActorRef, open_actor_system
 from regiment.errors import ActorStopped
 
@@ -119,7 +120,11 @@ def main() -> None:
     backend = sys.argv[1] if len(sys.argv) > 1 else "asyncio"
     if backend not in ("asyncio", "trio"):
         sys.exit(f"usage: ping_pong.py [asyncio|trio] (got {backend!r})")
-    for line in anyio.run(play, backend=backend):
+    run_main(show, backend=backend)  # anyio.run(show, ...), quiet when piped into `head`
+
+
+async def show() -> None:
+    for line in await play():
         print(line)
 
 

@@ -26,6 +26,7 @@ if __package__ in (None, ""):  # run as a script: load this folder as its packag
     _spec.loader.exec_module(sys.modules[_spec.name])
     __package__ = _spec.name
 
+from regiment import run_main
 from regiment.hierarchy import RunResult
 from regiment.models import ScriptedModel
 
@@ -62,4 +63,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    trio.run(main)
+    run_main(main, backend="trio")  # trio.run(main), quiet when piped into `head`

@@ -186,7 +186,8 @@ class MCPConnection:
                     if not ready:
                         if isinstance(inner, ConfigError):
                             raise inner from None
-                        raise ToolError(not_started(self.server, _why(inner))) from exc
+                        why = _why(inner, self.server.start_timeout)
+                        raise ToolError(not_started(self.server, why)) from exc
                     reason = _why(inner)
                 wait = self._restarts.after_loss(reason, was_up=self._version > listed)
                 if isinstance(wait, str):
@@ -376,10 +377,16 @@ def _innermost(exc: BaseException) -> BaseException:
     return exc
 
 
-def _why(exc: BaseException) -> str:
-    """The innermost useful message of an exception."""
+def _why(exc: BaseException, start_timeout: float | None = None) -> str:
+    """The innermost useful message of an exception (with the ``start_timeout`` of a
+    server that did not start, what to do about it)."""
     exc = _innermost(exc)
     if isinstance(exc, TimeoutError) and not str(exc):
-        return "no answer in time (start_timeout)"
+        if start_timeout is None:
+            return "no answer in time (start_timeout)"
+        return (
+            f"it did not start and list its tools within start_timeout={start_timeout:g}s; "
+            "raise start_timeout for a server that starts slowly"
+        )
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Unpack, final
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from regiment.errors import ConfigError
 from regiment.tools._policy import ToolOptions, ToolPolicy
@@ -59,8 +60,13 @@ class HttpTransport:
     headers: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def describe(self) -> str:
-        """The URL, for messages."""
-        return self.url
+        """The URL, for messages, logs and spans (and the server's name by default): with
+        no user or password, and each query value as ``...``, since a key may be in either
+        (``https://KEY@host/mcp``, ``https://host/mcp?api_key=KEY``)."""
+        parts = urlsplit(self.url)
+        host = parts.netloc.rpartition("@")[2]
+        query = "&".join(f"{key}=..." for key, _ in parse_qsl(parts.query, keep_blank_values=True))
+        return urlunsplit((parts.scheme, host, parts.path, query, ""))
 
 
 @final
@@ -135,7 +141,8 @@ class MCPServer:
 
         ``env`` is added to a minimal inherited environment (``PATH``, ``HOME``, ...),
         as the SDK does. On shutdown the server's stdin is closed; a server still
-        running 2 s later gets SIGTERM (its whole process group), then SIGKILL.
+        running 2 s later gets SIGTERM (its whole process group), then SIGKILL. On
+        Linux a watchdog does the same if this process is killed outright.
 
         Raises:
             ConfigError: the command is empty, an option is out of range, or the

@@ -74,6 +74,12 @@ class JsonSchemaArguments:
             raise ToolError(
                 f"tool {tool_name!r} has an invalid input schema: {exc.message}"
             ) from exc
+        unresolved = _unresolved_ref(schema)
+        if unresolved is not None:
+            raise ToolError(
+                f"tool {tool_name!r} has an input schema whose $ref {unresolved}: no call "
+                "could be checked against it"
+            )
         self._validator: Validator = kind(schema)
         self._schema = schema
         properties = schema.get("properties")
@@ -93,8 +99,14 @@ class JsonSchemaArguments:
         """Check ``arguments`` against the schema; bind them as keywords."""
         if not isinstance(arguments, Mapping):
             return f"arguments must be a JSON object (got {_shown(arguments)})"
+        from referencing.exceptions import Unresolvable
+
         data = cast(JsonObject, dict(arguments))
-        errors = sorted(self._validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+        try:
+            found = list(self._validator.iter_errors(data))
+        except Unresolvable as exc:  # a $ref below an $id of its own, that points nowhere
+            return f"the server's input schema cannot be checked ({exc}); do not call this tool"
+        errors = sorted(found, key=lambda e: list(e.absolute_path))
         if errors:
             described = [_describe(e.absolute_path, e.message) for e in errors[:_MAX_ERRORS]]
             if len(errors) > _MAX_ERRORS:
@@ -108,6 +120,44 @@ class JsonSchemaArguments:
         """The body's arguments: the run's context (``None`` outside a run) first,
         then the validated arguments as keywords."""
         return (context,), bound.kwargs
+
+
+def _unresolved_ref(schema: JsonObject) -> str | None:
+    """The first ``$ref`` of ``schema`` that points nowhere (within it, or outside it:
+    no other document is fetched) and why, or ``None``. A schema with an ``$id`` below
+    its root, which moves the base of the refs under it, is left to the calls."""
+    from referencing import Registry, Resource
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
+    refs: list[str] = []
+    if _walk(schema, refs, root=True):
+        return None
+    root = Resource.from_contents(schema, default_specification=DRAFT202012)
+    resolver = Registry().resolver_with_root(root)
+    for ref in refs:
+        try:
+            resolver.lookup(ref)
+        except Unresolvable as exc:
+            return f"{ref!r} cannot be resolved ({type(exc).__name__})"
+    return None
+
+
+def _walk(node: object, refs: list[str], *, root: bool = False) -> bool:
+    """Collect the ``$ref`` strings under ``node``; whether an ``$id`` is below the root."""
+    children: Iterable[object] = ()
+    moved = False
+    if isinstance(node, list):
+        children = node
+    elif isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            refs.append(ref)
+        moved = not root and isinstance(node.get("$id"), str)
+        children = node.values()
+    for child in children:  # every child: each one's refs are wanted
+        moved = _walk(child, refs) or moved
+    return moved
 
 
 def tool_name_for(server: MCPServer, listed_name: str) -> str:

@@ -16,9 +16,12 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from opentelemetry.util.types import AttributeValue
 
+from regiment._text import clipped
+from regiment.tools._mcp_guard import guarded
 from regiment.tools._mcp_server import HttpTransport, MCPServer, StdioTransport
 
 if TYPE_CHECKING:
+    import httpx2
     from mcp.client import Transport
     from mcp.client._transport import TransportStreams
     from mcp.client.session import ClientSession, MessageHandlerFnT
@@ -100,14 +103,14 @@ async def _forward(
 
 
 def _stdio(transport: StdioTransport) -> Transport:
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    """The SDK's stdio transport, the server guarded against outliving this process."""
+    from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 
-    params = StdioServerParameters(
-        command=transport.command,
-        args=list(transport.args),
-        env=None if transport.env is None else dict(transport.env),
-        cwd=transport.cwd,
+    env = None if transport.env is None else dict(transport.env)
+    command, args = guarded(
+        transport.command, transport.args, get_default_environment() | (env or {}), transport.cwd
     )
+    params = StdioServerParameters(command=command, args=args, env=env, cwd=transport.cwd)
     return stdio_client(params, errlog=sys.stderr)
 
 
@@ -120,12 +123,42 @@ async def _http_streams(transport: HttpTransport) -> AsyncIterator[TransportStre
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
+    refused: list[httpx2.Response] = []
+
+    async def note(response: httpx2.Response) -> None:
+        if response.status_code in (401, 403):
+            refused.append(response)
+
     timeout = httpx2.Timeout(_CONNECT_TIMEOUT, read=_READ_TIMEOUT)
-    async with (
-        httpx2.AsyncClient(headers=dict(transport.headers), timeout=timeout) as client,
-        streamable_http_client(transport.url, http_client=client) as streams,
-    ):
-        yield streams
+    hooks = {"response": [note]}
+    try:
+        async with (
+            httpx2.AsyncClient(
+                headers=dict(transport.headers), timeout=timeout, event_hooks=hooks
+            ) as client,
+            streamable_http_client(transport.url, http_client=client) as streams,
+        ):
+            yield streams
+    except Exception as exc:
+        if not refused:
+            raise
+        # The SDK says only "Server returned an error response"; the status says what to do.
+        raise PermissionError(_refusal(transport, refused[-1])) from exc
+
+
+def _refusal(transport: HttpTransport, response: httpx2.Response) -> str:
+    """What a server that refused our credentials (401, 403) means for the user."""
+    said = f"the server answered HTTP {response.status_code} {response.reason_phrase}"
+    challenge = response.headers.get("www-authenticate")
+    if challenge:
+        said += f" (WWW-Authenticate: {clipped(challenge, 200)})"
+    if response.status_code == 403:
+        return f"{said}: the credentials sent are not accepted; check the headers= given"
+    given = ", ".join(sorted(transport.headers)) or "none"
+    return (
+        f"{said}: it wants credentials; give them in headers= (headers sent: {given}), "
+        'e.g. headers={"Authorization": "Bearer ..."}'
+    )
 
 
 def span_attributes(server: MCPServer, protocol_version: str | None) -> dict[str, AttributeValue]:

@@ -22,7 +22,7 @@ from pathlib import Path
 import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from regiment import Planner, RunContext, ScriptedModel, Team, Worker, tool
+from regiment import Planner, RunContext, ScriptedModel, Team, Worker, run_main, tool
 from regiment.journal import SqliteJournal
 from regiment.models import ModelRequest, ModelResponse, ToolResultPart, tool_call_response
 
@@ -158,4 +158,4 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--child"]:
         anyio.run(child, sys.argv[2])
     else:
-        anyio.run(main)
+        run_main(main)  # anyio.run(main), quiet when piped into `head`

@@ -12,8 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-import anyio
-
+from regiment import run_main
 from regiment.hierarchy import Planner, Team, Worker
 from regiment.models import (
     ModelRequest,
@@ -58,4 +57,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    run_main(main)  # anyio.run(main), quiet when piped into `head`

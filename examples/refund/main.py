@@ -8,8 +8,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import anyio
-
 if __package__ in (None, ""):  # run as a script: load this folder as its package
     # (sys.path is left alone: regiment comes from the installed package, and the
     # repository's own tools/ or telemetry/ never shadow a module of yours).
@@ -27,6 +25,7 @@ if __package__ in (None, ""):  # run as a script: load this folder as its packag
 
 from opentelemetry.sdk.trace import TracerProvider
 
+from regiment import run_main
 from regiment.hierarchy import (
     Plan,
     PlanCreated,
@@ -91,4 +90,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    run_main(main)  # anyio.run(main), quiet when piped into `head`

@@ -31,6 +31,7 @@ if __package__ in (None, ""):  # run as a script: load this folder as its packag
     _spec.loader.exec_module(sys.modules[_spec.name])
     __package__ = _spec.name
 
+from regiment import run_main
 from regiment.models import ScriptedModel
 
 from .app import build_app
@@ -73,4 +74,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    run_main(main)  # anyio.run(main), quiet when piped into `head`

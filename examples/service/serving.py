@@ -22,10 +22,20 @@ async def serving(app: ASGIApp) -> AsyncIterator[str]:
     sock.listen(128)  # clients queue here until uvicorn, after the lifespan, accepts
     port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_config=None, lifespan="on"))
+    stopped = anyio.Event()
+
+    async def serve() -> None:
+        try:
+            await server.serve([sock])
+        finally:
+            stopped.set()
+
     with sock:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(server.serve, [sock])
+            tg.start_soon(serve)
             try:
                 yield f"http://127.0.0.1:{port}"
-            finally:
+            finally:  # even when the block failed: a cancelled uvicorn logs a traceback
                 server.should_exit = True
+                with anyio.move_on_after(10, shield=True):
+                    await stopped.wait()

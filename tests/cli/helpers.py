@@ -195,3 +195,25 @@ async def run_cli(*argv: str, environ: dict[str, str] | None = None) -> tuple[in
     out, err = io.StringIO(), io.StringIO()
     code = await run_async(list(argv), stdout=out, stderr=err, environ=environ or {})
     return code, out.getvalue(), err.getvalue()
+
+
+def with_stdout_closed(
+    argv: list[str], *, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``argv`` run from the repository's root with a stdout whose reader is gone before
+    it writes a byte (as ``| head`` leaves it, sooner); stderr captured."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(
+            argv,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=Path(__file__).resolve().parents[2],
+            env=env,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write)

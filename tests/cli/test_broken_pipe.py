@@ -10,27 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.helpers import with_stdout_closed
+
 ROOT = Path(__file__).resolve().parents[2]
 REFUND = str(ROOT / "examples" / "refund" / "team.toml")
 GOAL = "For order 88213 check refund eligibility, issue the refund if eligible, then email the customer."
 
 
 def _with_stdout_closed(*args: str) -> subprocess.CompletedProcess[str]:
-    read, write = os.pipe()
-    os.close(read)  # the reader is gone before the command writes a byte
-    try:
-        return subprocess.run(
-            [sys.executable, "-m", "regiment", *args],
-            stdout=write,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-            env={**os.environ, "ANTHROPIC_API_KEY": ""},
-            timeout=120,
-            check=False,
-        )
-    finally:
-        os.close(write)
+    return with_stdout_closed(
+        [sys.executable, "-m", "regiment", *args], env={**os.environ, "ANTHROPIC_API_KEY": ""}
+    )
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.helpers import with_stdout_closed
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
@@ -102,3 +104,22 @@ def test_durable_kills_a_run_mid_refund_and_resumes_it_paying_each_order_once() 
         # body ran again with the same idempotency key and the bank paid it once.
         "refund tool bodies ran for: 1001, 1002, 1002, 1003",
     ]
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "ping_pong.py",
+        "trio_app.py",
+        "refund/main.py",
+        "research_report/main.py",
+        "mcp/main.py",
+        "durable/main.py",
+        "service/main.py",
+    ],
+)
+def test_an_example_whose_reader_left_ends_quietly(script: str) -> None:
+    """``python examples/refund/main.py | head -3``: exit 141, as a command killed by
+    SIGPIPE, not a ``BrokenPipeError`` traceback (``regiment.run_main``)."""
+    done = with_stdout_closed([sys.executable, "-W", "error", str(EXAMPLES / script)])
+    assert (done.returncode, done.stderr) == (141, "")

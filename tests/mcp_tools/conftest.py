@@ -39,11 +39,14 @@ def alive(pids: list[int]) -> list[int]:
 
 
 def server_children() -> list[psutil.Process]:
-    """Processes of ``server_app.py`` that this test process started (any depth)."""
+    """Processes of ``server_app.py`` that this test process started (any depth); not
+    the watchdog each has on Linux (``python -I -S -c GUARD ... server_app.py``), which
+    ends with its server."""
     found = []
     for child in psutil.Process().children(recursive=True):
         try:
-            if APP in child.cmdline() and "--http" not in child.cmdline():
+            line = child.cmdline()
+            if APP in line and "--http" not in line and "-c" not in line[:4]:
                 found.append(child)
         except psutil.NoSuchProcess:
             continue
@@ -59,10 +62,13 @@ SDK_HTTP_LEAKS = (
 )
 
 
-def start_http(port: int = 0, name: str = "httpserver") -> tuple[subprocess.Popen[str], int]:
-    """``server_app.py --http`` on ``port`` (0: a free one); returns once its socket listens."""
+def start_http(
+    port: int = 0, name: str = "httpserver", *options: str
+) -> tuple[subprocess.Popen[str], int]:
+    """``server_app.py --http`` on ``port`` (0: a free one), with ``options``
+    (``--token T``); returns once its socket listens."""
     process = subprocess.Popen(
-        [*SERVER_COMMAND, "--http", "--name", name, "--port", str(port)],
+        [*SERVER_COMMAND, "--http", "--name", name, "--port", str(port), *options],
         stdout=subprocess.PIPE,
         text=True,
         preexec_fn=die_with_parent,

@@ -1,6 +1,7 @@
 """An MCP server written by hand, for replies the SDK's own server cannot send: one
 tool, ``deep``, answered with ``structuredContent`` nested 100,000 levels deep (past
-the client's JSON parser), and ``shallow``, answered normally. Serves stdio."""
+the client's JSON parser), and ``shallow``, answered normally; and tools whose input
+schemas have a ``$ref`` that points nowhere. Serves stdio."""
 
 from __future__ import annotations
 
@@ -10,6 +11,15 @@ import sys
 _TOOLS = [
     {"name": name, "description": name, "inputSchema": {"type": "object", "properties": {}}}
     for name in ("deep", "shallow")
+]
+_NOWHERE = {  # input schemas whose $ref points nowhere: here, elsewhere, under an $id
+    "dangling": {"$ref": "#/$defs/Missing"},
+    "remote": {"$ref": "https://schemas.example.invalid/x.json"},
+    "scoped": {"$id": "https://example.invalid/x", "$ref": "#/$defs/Missing"},
+}
+_TOOLS += [
+    {"name": name, "description": name, "inputSchema": {"type": "object", "properties": {"x": x}}}
+    for name, x in _NOWHERE.items()
 ]
 
 

@@ -1,9 +1,11 @@
 """A real MCP server for the tests, run as a subprocess.
 
 ``python server_app.py`` serves over stdio; ``--http`` serves streamable HTTP on a
-free 127.0.0.1 port (or ``--port``), printing ``PORT <n>`` once its socket listens;
+free 127.0.0.1 port (or ``--port``), printing ``PORT <n>`` once its socket listens
+(with ``--token T``, a request without ``Authorization: Bearer T`` is answered 401);
 ``--stubborn`` ignores SIGTERM and keeps running after its stdin closes, so
-only SIGKILL stops it; ``--twins`` adds two tools whose names a model API sees alike.
+only SIGKILL stops it; ``--slow-start S`` waits S seconds before it serves; ``--twins``
+adds two tools whose names a model API sees alike.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from mcp.types import ToolListChangedNotification
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 
 def build(name: str) -> MCPServer:
@@ -53,6 +56,20 @@ def build(name: str) -> MCPServer:
         with socket.create_connection(("127.0.0.1", port)):
             pass
         await anyio.sleep_forever()
+        return "unreachable"
+
+    @app.tool()
+    async def watch(port: int) -> str:
+        """Tell the test on ``port`` that the call arrived, then wait; when the call is
+        cancelled (the client sent ``notifications/cancelled``), say so there."""
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+        async with stream:
+            await stream.send(b"started\n")
+            try:
+                await anyio.sleep_forever()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await stream.send(b"cancelled\n")
         return "unreachable"
 
     @app.tool()
@@ -116,7 +133,24 @@ def build(name: str) -> MCPServer:
     return app
 
 
-def _serve_http(app: MCPServer, port: int) -> None:
+def _guarded(app: ASGIApp, token: str | None) -> ASGIApp:
+    """``app``, answering 401 to a request without ``Authorization: Bearer <token>``."""
+    if token is None:
+        return app
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        wanted = f"Bearer {token}".encode()
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != wanted:
+            challenge = (b"www-authenticate", b'Bearer realm="tests"')
+            await send({"type": "http.response.start", "status": 401, "headers": [challenge]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def _serve_http(app: MCPServer, port: int, token: str | None) -> None:
     import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -124,7 +158,8 @@ def _serve_http(app: MCPServer, port: int) -> None:
     sock.bind(("127.0.0.1", port))
     sock.listen(128)  # clients may connect from now on; uvicorn accepts when it runs
     print(f"PORT {sock.getsockname()[1]}", flush=True)
-    config = uvicorn.Config(app.streamable_http_app(), log_level="error", lifespan="on")
+    asgi = _guarded(app.streamable_http_app(), token)
+    config = uvicorn.Config(asgi, log_level="error", lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
 
 
@@ -134,8 +169,11 @@ def main() -> None:
     parser.add_argument("--stubborn", action="store_true")
     parser.add_argument("--name", default="testserver")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--token", help="with --http: refuse requests without this bearer token")
+    parser.add_argument("--slow-start", type=float, default=0.0, help="seconds before serving")
     parser.add_argument("--twins", action="store_true", help="two tools alike to a model API")
     args = parser.parse_args()
+    time.sleep(args.slow_start)
     app = build(args.name)
     if args.twins:  # 'twin.tool' is 'twin_tool' to a model API, as is 'twin_tool'
         app.add_tool(lambda: "dotted", name="twin.tool", description="One twin.")
@@ -143,7 +181,7 @@ def main() -> None:
     if args.stubborn:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if args.http:
-        _serve_http(app, args.port)
+        _serve_http(app, args.port, args.token)
     else:
         app.run()
     if args.stubborn:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from regiment.errors import ConfigError
+from regiment.errors import ConfigError, ToolError
 from regiment.tools import MCPHub, MCPServer, Toolset
 
 from .conftest import SERVER_COMMAND
@@ -80,3 +80,38 @@ async def test_a_long_mcp_result_is_cut_at_the_worker_or_server_limit() -> None:
     text = '{"result":"' + "A" * 200 + '"}'  # its structured content, as the model reads it
     assert worker_cut.content.startswith(text[:50] + "\n\n[cut: this result was 213 characters")
     assert server_cut.content.startswith(text[:30] + "\n\n[cut: this result was 213 characters")
+
+
+async def test_a_tool_whose_schema_refers_nowhere_is_left_out_not_a_crash(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Every call of such a tool raised jsonschema's referencing error out of the call.
+    server = MCPServer.stdio([sys.executable, RAW_SERVER], name="raw")
+    async with MCPHub.open() as hub:
+        tools = (await hub.worker_tools(Toolset("w"), [server])).current()
+        scoped = await tools.call("scoped", {"x": 1}, call_id="c1")
+    assert [t.name for t in tools.definitions] == ["deep", "shallow", "scoped"]
+    left_out = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
+    assert left_out == [
+        "MCP server 'raw': tool 'dangling' left out: tool 'dangling' has an input schema whose "
+        "$ref '#/$defs/Missing' cannot be resolved (PointerToNowhere): no call could be "
+        "checked against it",
+        "MCP server 'raw': tool 'remote' left out: tool 'remote' has an input schema whose "
+        "$ref 'https://schemas.example.invalid/x.json' cannot be resolved (Unresolvable): no "
+        "call could be checked against it",
+    ]
+    # a ref under an $id of its own is found out by the call, which never reaches the server
+    assert (scoped.is_error, scoped.error_type) == (True, "invalid_arguments")
+    assert "the server's input schema cannot be checked (" in str(scoped.content)
+
+
+async def test_a_server_too_slow_to_start_says_which_timeout_to_raise() -> None:
+    # It said "no answer in time (start_timeout)": neither the value nor what to do.
+    slow = MCPServer.stdio([*SERVER_COMMAND, "--slow-start", "30"], name="slow", start_timeout=1)
+    async with MCPHub.open() as hub:
+        with pytest.raises(ToolError) as failed:
+            await hub.worker_tools(Toolset("w"), [slow])
+    assert str(failed.value).endswith(
+        "could not be started: it did not start and list its tools within start_timeout=1s; "
+        "raise start_timeout for a server that starts slowly"
+    )

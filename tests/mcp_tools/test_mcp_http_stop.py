@@ -4,7 +4,9 @@ does: the calls in flight end with an error result saying so, their runs end
 SIGINT, saying ``regiment: interrupted``).
 
 uvicorn took the signals and re-raised a SIGTERM once it had stopped: the process died
-(exit 143) with the team up and its runs left ``running`` in the journal.
+(exit 143) with the team up and its runs left ``running`` in the journal. And it waited
+for every open response to end, a client's idle GET stream too, which ends only when the
+client lets go: the stop took as long as the client held it (its read timeout).
 """
 
 from __future__ import annotations
@@ -90,6 +92,44 @@ async def test_sigterm_cancels_the_calls_in_flight_and_exits_0(tmp_path: Path) -
         assert [r.status for r in await opened.list_runs()] == ["cancelled"]
     finally:
         await opened.close()
+
+
+async def test_sigterm_ends_an_idle_clients_open_stream_and_exits(tmp_path: Path) -> None:
+    process, url = _serving(tmp_path)
+    try:
+        async with httpx2.AsyncClient(timeout=None) as http:  # a client that waits for ever
+            headers = await _initialized(http, url)
+            get = http.stream("GET", url, headers={**headers, "accept": "text/event-stream"})
+            async with get as stream:
+                assert stream.status_code == 200
+                process.send_signal(signal.SIGTERM)
+                rest = [chunk async for chunk in stream.aiter_bytes()]  # until the stream ends
+            code = await anyio.to_thread.run_sync(process.wait)
+        assert process.stderr is not None
+        said = process.stderr.read()
+    finally:
+        stop(process)
+    assert code == 0, said
+    assert (rest, said) == ([], "")  # no event, and nothing to say: a clean end
+
+
+async def _initialized(http: httpx2.AsyncClient, url: str) -> dict[str, str]:
+    """An MCP session opened by hand (initialize, then initialized); its headers."""
+    version = "2025-11-25"
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t"}},
+    }
+    accept = {"accept": "application/json, text/event-stream"}
+    opened = await http.post(url, json=hello, headers=accept)
+    assert opened.status_code == 200, opened.text
+    headers = {"mcp-session-id": opened.headers["mcp-session-id"]}
+    headers["mcp-protocol-version"] = version
+    told = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert (await http.post(url, json=told, headers={**accept, **headers})).status_code == 202
+    return headers
 
 
 async def test_ctrl_c_exits_130_saying_so(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import cast
 
 import anyio
+import psutil
 import pytest
 from anyio.abc import SocketAttribute, SocketListener
 from opentelemetry.sdk.trace import TracerProvider
@@ -177,7 +178,9 @@ async def test_leaving_team_start_reaps_five_servers_even_ones_that_ignore_sigte
         pids = [p.pid for p in running]
         assert len(pids) == 5
         assert sum("--stubborn" in p.cmdline() for p in running) == 2
+        watchdogs = [w for p in running for w in p.children()]  # on Linux, one each
     assert alive(pids) == []  # reaped: stdin closed, SIGTERM, then SIGKILL for the stubborn
+    await anyio.to_thread.run_sync(psutil.wait_procs, watchdogs)  # each ends with its server
     assert server_children() == []
 
 

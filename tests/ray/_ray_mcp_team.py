@@ -35,6 +35,8 @@ def brain(request: ModelRequest) -> ModelResponse | str:
         said = str(request.messages)
         task = "grow" if "grow a tool" in said else "fresh" if "the fresh tool" in said else ""
         task = f"hang {hang.group(1)}" if hang else task or "use the tools"
+        listed = re.search(r"please call ([\w, :]+)", said)  # a goal: "please call a, b"
+        task = f"call {listed.group(1)}" if listed else task
         return json.dumps({"steps": [{"id": "s1", "description": task, "worker": "clerk"}]})
     if request.role != "worker":
         return "done"
@@ -45,6 +47,13 @@ def brain(request: ModelRequest) -> ModelResponse | str:
         p.content for m in request.messages for p in m.parts if isinstance(p, ToolResultPart)
     ]
     first = str(request.messages[0])
+    listed = re.search(r"Your step \(s1\): call ([\w, :]+)", first)
+    if listed:  # "call m_pid, m_watch:4242": these tools in turn (":N", a port argument)
+        wanted = [name.strip() for name in listed.group(1).split(",")]
+        if len(results) == len(wanted):
+            return json.dumps([str(r) for r in results])
+        name, _, number = wanted[len(results)].partition(":")
+        return call(name, {"port": int(number)} if number else {})
     if "Your step (s1): grow" in first:  # the server adds a tool, "fresh"
         return "grown" if results else call("g_grow", {"name": "fresh"})
     if "Your step (s1): fresh" in first:
