@@ -132,6 +132,10 @@ class Store(Protocol):
     """Rows in, rows out; raises ``JournalError`` for anything that went wrong."""
 
     where: str
+    refusing_reads: str | None
+    """Set while reads are refused at once (a write waits for a server that went away):
+    the ``JournalError`` message they raise. Read on the event loop, set in the store's
+    thread, so a read does not queue behind that write."""
 
     def acquire(
         self, run_id: str, owner: str, now: float, ttl: float, top: Lease | None = None
