@@ -132,10 +132,7 @@ class Store(Protocol):
     """Rows in, rows out; raises ``JournalError`` for anything that went wrong."""
 
     where: str
-    refusing_reads: str | None
-    """Set while reads are refused at once (a write waits for a server that went away):
-    the ``JournalError`` message they raise. Read on the event loop, set in the store's
-    thread, so a read does not queue behind that write."""
+    refusing_reads: str | None  # while set (a write waits for the server), reads raise it
 
     def acquire(
         self, run_id: str, owner: str, now: float, ttl: float, top: Lease | None = None
