@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from regiment.errors import JournalError, UnknownRun
 from regiment.journal._codec import approval_key, model_key, tool_key
+from regiment.journal._patience import reads_wait
 from regiment.journal._records import (
     ApprovalDecided,
     ApprovalRequested,
@@ -56,8 +57,9 @@ class JournalLookups(ABC):
 
     async def _fresh(self) -> None:
         """Before a read: refuse it at once while a write waits for the store (a server
-        that went away), else commit what is buffered (reads see this process's writes)."""
-        if (why := self._store.refusing_reads) is not None:
+        that went away; a run's own read waits too, see ``patient_reads``), else commit
+        what is buffered (reads see this process's writes)."""
+        if (why := self._store.refusing_reads) is not None and not reads_wait():
             raise JournalError(why)
         await self.flush()
 

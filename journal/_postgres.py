@@ -12,10 +12,11 @@ backoff for up to ``reconnect_timeout`` seconds, before a transaction begins on 
 (and before a read outside one is sent again), and a transaction it broke before its
 COMMIT was sent is run again on the new connection: the server had rolled it back, so
 nothing is written twice. One that breaks at its COMMIT (whose outcome is unknown), or
-a server still away after the timeout, fails that commit. Reads do not wait: a read
-tries to connect once, and fails at once (``JournalError``, "unavailable") while the
-server cannot be reached, or while a write waits for it (``refusing_reads``), so a listing or
-a service's ``GET`` answers at once instead of queueing behind the writes.
+a server still away after the timeout, fails that commit. Reads do not wait (but a
+run's own, see ``patient_reads``): a read tries to connect once, and fails at once
+(``JournalError``, "unavailable") while the server cannot be reached, or while a write
+waits for it (``refusing_reads``), so a listing or a service's ``GET`` answers at once
+instead of queueing behind the writes.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import anyio
 
 from regiment.errors import JournalError
 from regiment.journal._buffered import BufferedJournal
+from regiment.journal._patience import reads_wait
 from regiment.journal._schema import prepare
 from regiment.journal._sql import SqlStore
 from regiment.journal._store import Batch, Refused
@@ -139,7 +141,7 @@ class _PostgresStore(SqlStore):
         be reached (restarting, failing over), for up to ``reconnect_timeout`` seconds (once
         it has waited that long in vain, one attempt each, until the server is back). For a
         read: one attempt, and a ``JournalError`` saying the journal is unavailable."""
-        if not self._writing:
+        if not self._writing and not reads_wait():
             try:
                 connection = self._connect()
             except self._psycopg.OperationalError as exc:

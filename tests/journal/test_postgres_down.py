@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from regiment.journal import JournalError, PostgresJournal
+from regiment.journal import JournalError, PostgresJournal, patient_reads
 
 from .records import Clock, created, event, new_id
 from .test_postgres import TTL, _Seen
@@ -75,6 +75,35 @@ async def test_reads_fail_at_once_while_the_server_is_down_and_writes_wait_for_i
         assert written == [2]  # the write waited, and landed
         assert [entry.seq for entry in await journal.read(run_id)] == [1, 2]
         assert [info.run_id for info in await journal.list_runs()] == [run_id]
+    finally:
+        logging.getLogger("regiment.journal").removeHandler(seen)
+        await journal.close()
+
+
+async def test_a_runs_own_read_waits_for_the_server_as_its_writes_do(
+    server: PostgresServer, clock: Clock
+) -> None:
+    # A session's history, an approval's look-up, a resume's replay are part of a run in
+    # progress: a restart of the server holds them up (as the run's writes), not fails them.
+    journal = await PostgresJournal.open(server.url, clock=clock, reconnect_timeout=_WAIT)
+    seen = _Seen("the server cannot be reached")
+    logging.getLogger("regiment.journal").addHandler(seen)
+    try:
+        run_id = new_id()
+        await journal.create_run(created(run_id), owner="w", ttl=TTL)
+        await anyio.to_thread.run_sync(server.halt)
+        read: list[int] = []
+
+        async def patient() -> None:
+            with patient_reads():
+                read.extend(entry.seq for entry in await journal.read(run_id))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(patient)
+            await anyio.to_thread.run_sync(seen.event.wait)  # the read waits for the server
+            assert "is unavailable" in await _unavailable(lambda: journal.get_run(run_id))
+            await anyio.to_thread.run_sync(server.start_again)
+        assert read == [1]
     finally:
         logging.getLogger("regiment.journal").removeHandler(seen)
         await journal.close()
