@@ -42,6 +42,8 @@ class JournalLookups(ABC):
 
     _store: Store
     _clock: Callable[[], float]
+    _appended: int  # records (and lease changes) appended, and committed: see BufferedJournal
+    _committed: int
 
     @abstractmethod
     async def flush(self) -> None:
@@ -59,8 +61,11 @@ class JournalLookups(ABC):
         """Before a read: refuse it at once while a write waits for the store (a server
         that went away; a run's own read waits too, see ``patient_reads``), else commit
         what is buffered (reads see this process's writes)."""
-        if (why := self._store.refusing_reads) is not None and not reads_wait():
-            raise JournalError(why)
+        if not reads_wait():
+            if (why := self._store.refusing_reads) is not None:
+                raise JournalError(why)
+            if self._committed < self._appended:  # it would lead a commit: is the store there?
+                await self._call(self._store.probe)
         await self.flush()
 
     @property

@@ -53,6 +53,9 @@ class _MemoryStore:
     where = "(in memory)"
     refusing_reads: str | None = None
 
+    def probe(self) -> None:
+        """Always there."""
+
     def __init__(self) -> None:
         self._runs: dict[str, _Run] = {}
         self._closed = False

@@ -206,6 +206,12 @@ class _PostgresStore(SqlStore):
     def _cursor(self) -> Any:
         return self._connection().cursor()
 
+    def probe(self) -> None:
+        """A round trip, before a read commits what is buffered: a server that went away
+        unseen fails it at once (``unavailable``) rather than the commit waiting for it."""
+        with self._guard("reaching the server"):
+            self._execute("SELECT 1")
+
     @contextmanager
     def _write_transaction(self) -> Iterator[None]:
         self._begun = self._committing = False

@@ -171,6 +171,9 @@ class _SqliteStore(SqlStore):
                 + " It was left untouched."
             )
 
+    def probe(self) -> None:
+        """Nothing to reach for a file (see ``Store.probe``)."""
+
     def _tables(self) -> set[str]:
         rows = self._execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         return {name for (name,) in rows}

@@ -107,3 +107,22 @@ async def test_a_runs_own_read_waits_for_the_server_as_its_writes_do(
     finally:
         logging.getLogger("regiment.journal").removeHandler(seen)
         await journal.close()
+
+
+async def test_a_read_that_would_commit_first_fails_at_once_and_the_records_wait(
+    server: PostgresServer, clock: Clock
+) -> None:
+    # A service's runs buffer records all the time: the first read after the server went
+    # away led their commit, and so waited for the server as a write does.
+    journal = await PostgresJournal.open(server.url, clock=clock, reconnect_timeout=_WAIT)
+    try:
+        run_id = new_id()
+        lease = await journal.create_run(created(run_id), owner="w", ttl=TTL)
+        await journal.append(lease, event(run_id, 0))  # buffered, not committed
+        await anyio.to_thread.run_sync(server.halt)
+        assert "is unavailable" in await _unavailable(lambda: journal.list_runs())
+        await anyio.to_thread.run_sync(server.start_again)
+        assert await journal.append(lease, event(run_id, 1), durable=True) == 3
+        assert [entry.seq for entry in await journal.read(run_id)] == [1, 2, 3]
+    finally:
+        await journal.close()
