@@ -53,15 +53,7 @@ __all__ = (
 
 DEFAULT = Path(".regiment") / "journal.db"
 _GOING = ("dispatched", "awaiting_approval")  # a step with no report (yet)
-STATUSES = (
-    "running",
-    "stalled",
-    "paused",
-    "completed",
-    "partial",
-    "failed",
-    "cancelled",
-)
+STATUSES = ("running", "stalled", "paused", "completed", "partial", "failed", "cancelled")
 
 
 def add_journal_option(parser: argparse.ArgumentParser, *, can_turn_off: bool = False) -> None:
@@ -82,6 +74,13 @@ def _status(word: str) -> str:
     return "paused" if word == "awaiting_approval" else word
 
 
+def _count(text: str) -> int:
+    """A ``--limit``: a whole number of at least 1."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return int(text)
+
+
 def add_journal_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``regiment runs`` and ``regiment show``."""
     runs = commands.add_parser("runs", help="list the journal's runs, newest first")
@@ -92,6 +91,7 @@ def add_journal_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         help="only runs with this status (awaiting_approval: the same as paused)",
     )
     runs.add_argument("--json", action="store_true", help="one JSON object per line")
+    runs.add_argument("--limit", metavar="N", type=_count, help="only the N newest runs")
     add_journal_option(runs)
     show = commands.add_parser("show", help="one run: plan versions, steps, answer, usage")
     show.add_argument("run_id", metavar="RUN_ID", help="as `regiment runs` lists it")
@@ -152,7 +152,7 @@ async def runs_command(args: argparse.Namespace, spec: str, stdout: TextIO) -> i
         return 0  # the default journal, not made yet: no runs
     journal = await open_cli_journal(spec, read_only=True)
     try:
-        found = await journal.list_runs(status=args.status)
+        found = await journal.list_runs(status=args.status, limit=args.limit)
     finally:
         await journal.close()
     for info in found:

@@ -228,7 +228,10 @@ async def journaled_decision(
     by whom (a look-up of this approval's records, not a read of the whole run)."""
     if journal is None:
         return False, None, ""
-    found = await journal.approval(request.run_id, request.request_id)
+    from regiment.journal import patient_reads  # (a journaled run has loaded the room)
+
+    with patient_reads():  # the run's own: it waits for a restarting server
+        found = await journal.approval(request.run_id, request.request_id)
     if found is None:
         return False, None, ""
     if found.decision is None:

@@ -36,7 +36,7 @@ from regiment.hierarchy._result import RunResult
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._journaling import RunJournal
 from regiment.hierarchy.run._resume import Opened, reopen
-from regiment.journal import Entry, RunFinished, nested_run_id
+from regiment.journal import Entry, RunFinished, nested_run_id, patient_reads
 
 _log = logging.getLogger("regiment.run")
 
@@ -144,7 +144,8 @@ def _fenced_above(channel: RunChannel, above: RunChannel | None, parent: StepAt)
 
 async def _entries(journal: RunJournal, run_id: str) -> tuple[Entry, ...]:
     try:
-        return await journal.store.read(run_id)
+        with patient_reads():  # the run's own: it waits for a restarting server
+            return await journal.store.read(run_id)
     except UnknownRun:
         return ()
 

@@ -163,6 +163,10 @@ class Team:
 
             opened = await open_journal(journal)
         try:
+            if opened is not None:
+                from regiment.hierarchy._journal_fit import check_journal_fits
+
+                check_journal_fits(opened, self)
             # The hub outlives the actors: a worker's last tool call ends before its MCP
             # sessions close. Servers start here, eagerly (see regiment.tools.MCPHub).
             async with MCPHub.open() as mcp, open_actor_system() as system:

@@ -150,6 +150,7 @@ __all__ = (
     "nested_run_id",
     "not_resumable_alone",
     "open_journal",
+    "patient_reads",
     "process_owner",
     "top_run_id",
 )
@@ -164,6 +165,7 @@ _LAZY_NAMES = LazyNames(
         "regiment.journal._sqlite": ("SqliteJournal",),
         "regiment.journal._heartbeat": ("heartbeat",),
         "regiment.journal._owners": ("describe_owner", "process_owner"),
+        "regiment.journal._patience": ("patient_reads",),
         "regiment.journal._memory": ("MemoryJournal",),
         "regiment.journal._nesting": (
             "NESTED_MARK",
@@ -217,6 +219,7 @@ if TYPE_CHECKING:
     )
     from regiment.journal._open import JournalSpec, open_journal
     from regiment.journal._owners import describe_owner, process_owner
+    from regiment.journal._patience import patient_reads
     from regiment.journal._postgres import PostgresJournal
     from regiment.journal._protocol import Journal
     from regiment.journal._records import (

@@ -27,7 +27,16 @@ from regiment.journal._records import (
     Record,
     RunCreated,
 )
-from regiment.journal._store import Batch, Creation, LeaseKey, Pending, Refused, RunRow, Store
+from regiment.journal._store import (
+    Batch,
+    Creation,
+    LeaseKey,
+    Pending,
+    Refused,
+    RunRow,
+    Store,
+    nested_under,
+)
 from regiment.journal._views import (
     Lease,
 )
@@ -59,6 +68,7 @@ class BufferedJournal(JournalLookups):
         self._next_seq: dict[LeaseKey, int] = {}
         self._broken: dict[LeaseKey, JournalError] = {}
         self._unreported: set[LeaseKey] = set()
+        self._held: dict[LeaseKey, Lease] = {}  # leases handed out and not released
 
     async def __aenter__(self) -> Self:
         return self
@@ -101,17 +111,21 @@ class BufferedJournal(JournalLookups):
         if error is not None:
             raise error
         self._next_seq[(lease.run_id, lease.token)] = 2
+        self._held[(lease.run_id, lease.token)] = lease
         return lease
 
     async def acquire(
         self, run_id: str, *, owner: str, ttl: float, above: Lease | None = None
     ) -> Lease:
         """Take the run over: refused while another owner's lease is alive (``above``:
-        for a nested run, the caller's lease of its top run, see ``Journal``)."""
+        for a nested run, the caller's lease of its top run, see ``Journal``). Leases of
+        the run that this journal handed out and whose writes failed are let go of first."""
+        _let_go_of_failed(self, run_id)
         await self.flush()
         now = self._clock()
         lease, last_seq = await self._call(self._store.acquire, run_id, owner, now, ttl, above)
         self._next_seq[(lease.run_id, lease.token)] = last_seq + 1
+        self._held[(lease.run_id, lease.token)] = lease
         return lease
 
     async def renew(self, lease: Lease, *, ttl: float) -> Lease:
@@ -142,6 +156,7 @@ class BufferedJournal(JournalLookups):
         await self._wait_committed(self._appended)  # a stale lease's release is a no-op
         key = (lease.run_id, lease.token)
         self._next_seq.pop(key, None)
+        self._held.pop(key, None)
         # The lease is done: its refusal is reported here, once, and not kept for good.
         error = self._broken.pop(key, None)
         self._unreported.discard(key)
@@ -273,6 +288,7 @@ class BufferedJournal(JournalLookups):
         Raises:
             JournalError: a write failed and no call of its lease has reported it yet.
         """
+        _let_go_of_failed(self, None)  # (best-effort: a failed commit is reported below)
         try:
             await self.flush()
         finally:
@@ -288,3 +304,19 @@ def _refuse_all(batch: Batch, error: JournalError) -> Refused:
     return Refused(
         leases, runs, {(lease.run_id, lease.token): error for lease, _ in batch.renewals}
     )
+
+
+def _let_go_of_failed(journal: BufferedJournal, run_id: str | None) -> None:
+    """Queue the release of the leases ``journal`` handed out whose writes failed (of
+    ``run_id`` and its nested runs; ``None``: all). Their runs stopped at the failure
+    keeping them (a journal that failed is not written to as a run ends), so a resume
+    through this journal waited for them to lapse; they write no more, so letting go is
+    safe. Best-effort: the journal may still be failing (then the lease is kept)."""
+    nested = "" if run_id is None else nested_under(run_id)
+    for key, lease in list(journal._held.items()):
+        mine = run_id is None or key[0] == run_id or key[0].startswith(nested)
+        if mine and key in journal._broken:
+            del journal._held[key]
+            journal._next_seq.pop(key, None)
+            journal._releases.append(lease)
+            journal._appended += 1

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from regiment.errors import UnknownRun
+from regiment.errors import JournalError, UnknownRun
 from regiment.journal._codec import approval_key, model_key, tool_key
+from regiment.journal._patience import reads_wait
 from regiment.journal._records import (
     ApprovalDecided,
     ApprovalRequested,
@@ -41,6 +42,8 @@ class JournalLookups(ABC):
 
     _store: Store
     _clock: Callable[[], float]
+    _appended: int  # records (and lease changes) appended, and committed: see BufferedJournal
+    _committed: int
 
     @abstractmethod
     async def flush(self) -> None:
@@ -54,6 +57,17 @@ class JournalLookups(ABC):
     def _decode(self, body: bytes) -> Record:
         """One stored record."""
 
+    async def _fresh(self) -> None:
+        """Before a read: refuse it at once while a write waits for the store (a server
+        that went away; a run's own read waits too, see ``patient_reads``), else commit
+        what is buffered (reads see this process's writes)."""
+        if not reads_wait():
+            if (why := self._store.refusing_reads) is not None:
+                raise JournalError(why)
+            if self._committed < self._appended:  # it would lead a commit: is the store there?
+                await self._call(self._store.probe)
+        await self.flush()
+
     @property
     def where(self) -> str:
         """The file or database, as error messages name it."""
@@ -61,7 +75,7 @@ class JournalLookups(ABC):
 
     async def read(self, run_id: str, *, after: int = 0) -> tuple[Entry, ...]:
         """The run's records after sequence number ``after``, in order."""
-        await self.flush()
+        await self._fresh()
         rows = await self._call(self._store.read, run_id, after)
         if not rows and after == 0:
             await self.get_run(run_id)  # raises for an unknown run
@@ -72,7 +86,7 @@ class JournalLookups(ABC):
 
     async def get_run(self, run_id: str) -> RunInfo:
         """The run's listing; ``JournalError`` naming the journal if there is no such run."""
-        await self.flush()
+        await self._fresh()
         row = await self._call(self._store.run_row, run_id, self._clock())
         if row is None:
             raise UnknownRun(
@@ -85,7 +99,7 @@ class JournalLookups(ABC):
     ) -> tuple[RunInfo, ...]:
         """Top-level runs, newest first, optionally only those of one status (a nested
         team's run is not listed: ``get_run`` and ``read`` take its id, see ``nested_run_id``)."""
-        await self.flush()
+        await self._fresh()
         if str(status) == "awaiting_approval":  # this status's name before it was "paused"
             status = "paused"
         rows = await self._call(self._store.list_runs, status, limit, self._clock(), None)
@@ -123,7 +137,7 @@ class JournalLookups(ABC):
         A run that has ended (or that the journal does not have) has none: its undecided
         requests can take no decision any more.
         """
-        await self.flush()
+        await self._fresh()
         kinds = ("approval_requested", "approval_decided")
         if run_id is not None:
             row = await self._call(self._store.run_row, run_id, self._clock())
@@ -144,7 +158,7 @@ class JournalLookups(ABC):
         self, session: str, *, exclude: str | None = None
     ) -> tuple[SessionRun, ...]:
         """The session's runs, oldest first (``exclude``: usually the current run's id)."""
-        await self.flush()
+        await self._fresh()
         rows = await self._call(self._store.list_runs, None, None, self._clock(), session)
         history: list[SessionRun] = []
         for row in reversed(rows):
@@ -155,7 +169,7 @@ class JournalLookups(ABC):
         return tuple(history)
 
     async def _keyed(self, run_id: str, key: str) -> list[Record]:
-        await self.flush()
+        await self._fresh()
         return [self._decode(body) for body in await self._call(self._store.keyed, run_id, key)]
 
 

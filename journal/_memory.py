@@ -51,6 +51,10 @@ class _Run:
 
 class _MemoryStore:
     where = "(in memory)"
+    refusing_reads: str | None = None
+
+    def probe(self) -> None:
+        """Always there."""
 
     def __init__(self) -> None:
         self._runs: dict[str, _Run] = {}

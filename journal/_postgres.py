@@ -12,7 +12,11 @@ backoff for up to ``reconnect_timeout`` seconds, before a transaction begins on 
 (and before a read outside one is sent again), and a transaction it broke before its
 COMMIT was sent is run again on the new connection: the server had rolled it back, so
 nothing is written twice. One that breaks at its COMMIT (whose outcome is unknown), or
-a server still away after the timeout, fails that commit.
+a server still away after the timeout, fails that commit. Reads do not wait (but a
+run's own, see ``patient_reads``): a read tries to connect once, and fails at once
+(``JournalError``, "unavailable") while the server cannot be reached, or while a write
+waits for it (``refusing_reads``), so a listing or a service's ``GET`` answers at once
+instead of queueing behind the writes.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import anyio
 
 from regiment.errors import JournalError
 from regiment.journal._buffered import BufferedJournal
+from regiment.journal._patience import reads_wait
 from regiment.journal._schema import prepare
 from regiment.journal._sql import SqlStore
 from regiment.journal._store import Batch, Refused
@@ -77,6 +82,8 @@ class _PostgresStore(SqlStore):
         self._begun = False  # the last transaction began on a live connection
         self._committing = False  # its body ran: its COMMIT is being sent
         self._given_up = False  # the server stayed away for a whole reconnect_timeout
+        self._writing = False  # in a write transaction: a lost server is waited for
+        self.refusing_reads: str | None = None  # while a write waits for the server: why
         self.where = _display(url, self._psycopg)
         self._statements: dict[str, str] = {}
         self._conn: psycopg.Connection[Any] | None = None
@@ -130,9 +137,33 @@ class _PostgresStore(SqlStore):
         return self._conn
 
     def _reconnect(self) -> psycopg.Connection[Any]:
-        """A new connection, trying again with backoff while the server cannot be reached
-        (restarting, failing over), for up to ``reconnect_timeout`` seconds; once it has
-        waited that long in vain, one attempt each, until the server is back."""
+        """A new connection. For a write: trying again with backoff while the server cannot
+        be reached (restarting, failing over), for up to ``reconnect_timeout`` seconds (once
+        it has waited that long in vain, one attempt each, until the server is back). For a
+        read: one attempt, and a ``JournalError`` saying the journal is unavailable."""
+        if not self._writing and not reads_wait():
+            try:
+                connection = self._connect()
+            except self._psycopg.OperationalError as exc:
+                raise JournalError(self.unavailable(_last_line(exc))) from exc
+            if self._given_up:
+                _log.warning("journal %s: the server is reachable again", self.where)
+            self._given_up = False
+            return connection
+        try:
+            return self._reconnect_patiently()
+        finally:
+            self.refusing_reads = None
+
+    def unavailable(self, why: str) -> str:
+        """What a read says while the server cannot be reached."""
+        return (
+            f"journal {self.where} is unavailable: the server cannot be reached ({why}); a "
+            f"read fails at once while it is away (runs' writes wait up to "
+            f"{self._reconnect_timeout:g} s for it)"
+        )
+
+    def _reconnect_patiently(self) -> psycopg.Connection[Any]:
         deadline = time.monotonic() + (0.0 if self._given_up else self._reconnect_timeout)
         wait, tries = _FIRST_WAIT, 0
         while True:
@@ -144,6 +175,7 @@ class _PostgresStore(SqlStore):
                 if left <= 0:
                     self._give_up(tries, exc)
                     raise
+                self.refusing_reads = self.unavailable(_last_line(exc))  # reads fail at once
                 level = logging.WARNING if tries == 1 else logging.DEBUG
                 _log.log(
                     level,
@@ -174,14 +206,24 @@ class _PostgresStore(SqlStore):
     def _cursor(self) -> Any:
         return self._connection().cursor()
 
+    def probe(self) -> None:
+        """A round trip, before a read commits what is buffered: a server that went away
+        unseen fails it at once (``unavailable``) rather than the commit waiting for it."""
+        with self._guard("reaching the server"):
+            self._execute("SELECT 1")
+
     @contextmanager
     def _write_transaction(self) -> Iterator[None]:
         self._begun = self._committing = False
-        with ExitStack() as stack:
-            stack.push(self._begin())  # begun already: it commits, or rolls back on an error
-            self._begun = True
-            yield
-            self._committing = True  # from here on, a break leaves the outcome unknown
+        self._writing = True
+        try:
+            with ExitStack() as stack:
+                stack.push(self._begin())  # begun already: it commits, or rolls back on an error
+                self._begun = True
+                yield
+                self._committing = True  # from here on, a break leaves the outcome unknown
+        finally:
+            self._writing = False
 
     def acquire(
         self, run_id: str, owner: str, now: float, ttl: float, top: Lease | None = None

@@ -92,6 +92,7 @@ class SqlStore(ABC):
     """A ``Store`` over a DB-API connection; subclasses open it and name its dialect."""
 
     where: str
+    refusing_reads: str | None = None
     _for_update = ""
 
     @abstractmethod

@@ -161,12 +161,18 @@ class _SqliteStore(SqlStore):
                 + (
                     "upgrade regiment to read it."
                     if newer
-                    else "it was opened read-only, so it cannot be migrated: open it once "
-                    "where it can be written (any regiment command that writes it, or "
-                    "open_journal without read_only), or read a copy made writable."
+                    else "it was opened read-only (as regiment runs, show and approvals "
+                    "open it), which never migrates: migrate it by opening it once for "
+                    "writing, where this process may write it (the next regiment run, "
+                    "resume or approve with this --journal does; from Python, "
+                    "`await open_journal(path)`, then close it), or read a copy made "
+                    "writable."
                 )
                 + " It was left untouched."
             )
+
+    def probe(self) -> None:
+        """Nothing to reach for a file (see ``Store.probe``)."""
 
     def _tables(self) -> set[str]:
         rows = self._execute("SELECT name FROM sqlite_master WHERE type = 'table'")

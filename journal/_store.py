@@ -1,9 +1,8 @@
 """The synchronous storage seam under every journal, and the lease rules they share.
 
-A ``Store`` is called by one thread at a time (the journal's writer thread, or
-the event loop for the in-memory store). It speaks rows and encoded bodies; the
-async ``BufferedJournal`` above it owns buffering, group commit, encoding and
-decoding, so every backend has the same semantics by construction.
+A ``Store`` is called by one thread at a time (the journal's writer thread, or the event
+loop for the in-memory store). It speaks rows and encoded bodies; the async ``BufferedJournal``
+above it owns buffering, group commit, encoding and decoding: every backend behaves alike.
 """
 
 from __future__ import annotations
@@ -95,10 +94,9 @@ class Creation(NamedTuple):
 
 
 class Batch(NamedTuple):
-    """What one commit writes, in one transaction and in this order: new runs, records,
-    renewed leases (each with its new expiry), released leases. So runs created, written,
-    kept alive and released at once share one commit (one fsync on PostgreSQL) instead of
-    a transaction each."""
+    """What one commit writes, in one transaction and in this order: new runs, records, renewed
+    leases (each with its new expiry), released leases. So runs created, written, kept alive
+    and released at once share one commit (one fsync on PostgreSQL), not a transaction each."""
 
     creations: Sequence[Creation] = ()
     records: Sequence[Pending] = ()
@@ -132,6 +130,10 @@ class Store(Protocol):
     """Rows in, rows out; raises ``JournalError`` for anything that went wrong."""
 
     where: str
+    refusing_reads: str | None  # while set (a write waits for the server), reads raise it
+
+    def probe(self) -> None:
+        """Before a read that must commit first: ``JournalError`` at once if unreachable."""
 
     def acquire(
         self, run_id: str, owner: str, now: float, ttl: float, top: Lease | None = None

@@ -26,6 +26,7 @@ from regiment.journal import (
     RunFinished,
     RunResumed,
     not_resumable_alone,
+    patient_reads,
 )
 
 if TYPE_CHECKING:
@@ -148,7 +149,8 @@ async def reopen(
     if refusal is not None:
         raise JournalError(refusal)
     if entries is None:  # else the caller has just read them
-        entries = await journal.read(run_id)
+        with patient_reads():  # as its acquire, it waits for a restarting server
+            entries = await journal.read(run_id)
     if not entries:
         raise JournalError(
             f"journal {journal.where} has no run {run_id!r}; `regiment runs` lists the runs it has"
@@ -173,8 +175,9 @@ async def reopen(
     lease = await _acquire(journal, run_id, owner, ttl, above)
     # Read (maybe by the caller) before the lease was ours: another resume may have gone
     # on with the run since, and paused it again. Its records are this one's to replay.
-    if newer := await journal.read(run_id, after=entries[-1].seq):
-        entries = (*entries, *newer)
+    with patient_reads():
+        newer = await journal.read(run_id, after=entries[-1].seq)
+    entries = (*entries, *newer)
     replay = Replay.of(entries)
     run_journal = RunJournal(journal, lease, run_id, replay=replay, deps=deps, ttl=ttl, top=above)
     resumes = sum(isinstance(entry.record, RunResumed) for entry in entries)

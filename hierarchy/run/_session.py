@@ -14,7 +14,7 @@ from collections import OrderedDict, deque
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from regiment.journal import CommittedStep, Journal, SessionRun
+from regiment.journal import CommittedStep, Journal, SessionRun, patient_reads
 
 if TYPE_CHECKING:
     from regiment.hierarchy._result import RunResult
@@ -77,7 +77,8 @@ async def session_context(
 ) -> str:
     """The earlier runs of ``session`` as text for the planner; ``""`` if there are none."""
     if journal is not None:
-        earlier = await journal.session_history(session, exclude=run_id)
+        with patient_reads():  # the run's own: it waits for a restarting server
+            earlier = await journal.session_history(session, exclude=run_id)
     else:
         earlier = memory.history(session, exclude=run_id)
     if not earlier:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
@@ -272,3 +273,28 @@ async def test_resume_refuses_a_changed_team_file_unless_forced(tmp_path: Path) 
         "resume", str(changed), stalled, "--model", "scripted", "--app-dir", str(REPO), "--force"
     )
     assert code == 0, err
+
+
+async def test_runs_limit_lists_only_the_newest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `regiment runs` had no way to list less than the whole journal: on one of 300,000
+    # runs it took seconds before it printed its first line, whatever read it.
+    path = tmp_path / "runs.db"
+    async with await SqliteJournal.open(path) as journal:
+        for n in range(5):
+            run = RunCreated(
+                run_id=f"run-{n}",
+                team="t",
+                config_hash="c",
+                goal=f"goal {n}",
+                session=None,
+                created_at=datetime(2027, 1, 1, n, tzinfo=UTC),
+            )
+            await journal.release(await journal.create_run(run, owner="o", ttl=30))
+    code, out, err = await _cli("runs", "--limit", "2", "--journal", str(path))
+    assert code == 0, err
+    assert [line.split()[0] for line in out.splitlines()] == ["run-4", "run-3"]
+    code, out, _ = await _cli("runs", "--limit", "0", "--journal", str(path))
+    assert (code, out) == (2, "")
+    assert "--limit: must be a whole number of at least 1, not '0'" in capsys.readouterr().err

@@ -11,6 +11,7 @@ import contextlib
 import io
 import json
 import os
+import sqlite3
 import stat
 import subprocess
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from regiment.errors import JournalError
 from regiment.journal import SqliteJournal, open_journal
 
 from .records import approval, created, event, intent, new_id, one_of_each
+from .v1_schema import RUN_ID, write_v1
 
 pytestmark = pytest.mark.anyio
 
@@ -201,3 +203,23 @@ async def test_a_journal_it_cannot_write_is_refused_at_the_open_though_sqlite_op
         assert len(await reader.list_runs()) == 1
     finally:
         await reader.close()
+
+
+async def test_runs_on_a_journal_of_an_older_schema_says_how_to_migrate_it(
+    tmp_path: Path,
+) -> None:
+    # It said to open it with "any regiment command that writes it", and no command of
+    # the reading three does: it now names the ones that do, and the call from Python.
+    path = tmp_path / "v1.db"
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        write_v1(conn.execute, blob="BLOB", mark="?")
+    code, out, err = await _cli("runs", "--journal", str(path))
+    assert (code, out) == (2, "")
+    assert "has schema version 1 and this regiment reads version 2" in err
+    assert "(as regiment runs, show and approvals open it), which never migrates" in err
+    assert "the next regiment run, resume or approve with this --journal does" in err
+    assert "`await open_journal(path)`, then close it" in err
+    await (await open_journal(path)).close()  # as it says
+    code, out, err = await _cli("runs", "--journal", str(path))
+    assert code == 0, err
+    assert out.startswith(f"{RUN_ID}  ")
