@@ -21,7 +21,6 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from regiment.actors import ActorRef, ActorSystem
 from regiment.hierarchy._approvals import ApprovalDesk, StepAt
 from regiment.hierarchy._approving import DecidesApprovals
-from regiment.hierarchy._goal import check_goal
 from regiment.hierarchy._messages import StepAllowance, WorkerMessage
 from regiment.hierarchy._nested_runs import open_nested
 from regiment.hierarchy._ranges import run_concurrency
@@ -37,7 +36,7 @@ from regiment.hierarchy._supervisor import (
     wind_down,
 )
 from regiment.hierarchy._team_actors import (
-    check_remote_deps,
+    check_run,
     local_mcp_servers,
     not_nested_in_itself,
     run_calls,
@@ -165,8 +164,18 @@ class RunningTeam(DecidesApprovals):
             BudgetExceeded: a budget ran out and the budget says ``on_exhausted="raise"``.
             RunError: anything else that ended the run without a result.
         """
+        check_run(self.team, goal, session, concurrency, deps)
+        # A burst's callers wait here, before each makes its run's context manager and
+        # generator: every object a waiting caller holds, each garbage collection walks.
+        await self._starting.acquire()
         opened = self._open(
-            goal, allowance, streaming=False, concurrency=concurrency, session=session, deps=deps
+            goal,
+            allowance,
+            streaming=False,
+            concurrency=concurrency,
+            session=session,
+            deps=deps,
+            held=True,
         )
         return await finished(opened)
 
@@ -239,16 +248,15 @@ class RunningTeam(DecidesApprovals):
         deps: object = None,
         resumed: RunJournal | None = None,
         parent: StepAt | None = None,
+        held: bool = False,  # run() checked its arguments and took a start slot
     ) -> AsyncIterator[Opened]:
-        check_goal(goal, session)
-        concurrency = run_concurrency(concurrency, self.team.concurrency)
-        if deps is not None:
-            check_remote_deps(self.team, deps)
-        # A burst of runs (a service's callers, say) waits here before it holds
-        # anything; a few at a time get their planner actor and first message.
-        await self._starting.acquire()
-        starting = True
+        starting = held
         try:
+            if not held:  # a burst of runs waits here (as in run()) before it holds anything
+                check_run(self.team, goal, session, concurrency, deps)
+                await self._starting.acquire()
+                starting = True
+            limit = run_concurrency(concurrency, self.team.concurrency)  # checked: no raise
             run_id = resumed.run_id if resumed else _new_run_id(self._ids)
             budget, tel = capped(self.team.budget, allowance), self._telemetry
             provider = self.team.planner.model.provider
@@ -270,7 +278,7 @@ class RunningTeam(DecidesApprovals):
                 self._channels[run_id] = hold.channel = channel
                 ref: RunRef | None = None
                 try:
-                    spawn = SpawnRun(run_id, goal, channel, span, budget, concurrency)
+                    spawn = SpawnRun(run_id, goal, channel, span, budget, limit)
                     ref = self._spawn_run(spawn, parent)
                     await ref.send(StartRun())
                     # A loop turn before the next caller may start a run, so a burst
