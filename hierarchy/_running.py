@@ -69,12 +69,9 @@ if TYPE_CHECKING:
 
 __all__ = ("RunningTeam",)
 
-# How many runs of one started team may be starting at once (between entering
-# run() and their planner actor having handled its first message, plus one loop
-# turn). A start no longer waits for an actor task, so this is about how many
-# runs a burst starts per loop turn: 8 let row 5's burst hold more runs alive
-# at once than the team can step: the garbage collector ran twice as often as
-# with 2 or 4, 5 full collections in place of 2 (bench/README.md, seventh round).
+# How many runs of one started team may be starting at once (from their start
+# slot to their planner's first message, plus a loop turn): 2 a turn, as 8 held more
+# runs alive than the team steps and doubled the collections (bench/README.md, 7th round).
 STARTING_AT_ONCE = 2
 
 
@@ -165,8 +162,8 @@ class RunningTeam(DecidesApprovals):
             RunError: anything else that ended the run without a result.
         """
         check_run(self.team, goal, session, concurrency, deps)
-        # A burst's callers wait here, before each makes its run's context manager and
-        # generator: every object a waiting caller holds, each garbage collection walks.
+        # A burst's callers wait before each makes its run's context manager and generator:
+        # every object a waiting caller holds, each garbage collection walks (17th round).
         await self._starting.acquire()
         opened = self._open(
             goal,
@@ -230,8 +227,16 @@ class RunningTeam(DecidesApprovals):
         left early, a ``RunCompleted`` with status ``cancelled`` and what it got to).
         ``allowance``, ``concurrency``, ``session`` and ``deps`` are as for :meth:`run`.
         """
+        check_run(self.team, goal, session, concurrency, deps)
+        await self._starting.acquire()  # as in run(): before the run's own generator
         opened = self._open(
-            goal, allowance, streaming=True, concurrency=concurrency, session=session, deps=deps
+            goal,
+            allowance,
+            streaming=True,
+            concurrency=concurrency,
+            session=session,
+            deps=deps,
+            held=True,
         )
         async with opened as (channel, events):
             yield RunEvents(events, self._spawner.checkpoint_if_cancelled, channel)
@@ -330,8 +335,7 @@ class RunningTeam(DecidesApprovals):
 
 
 def _new_run_id(ids: Iterator[int]) -> str:
-    """Unique within the team by the counter, and across teams and processes with high
-    probability; no system call (uuid4 reads the OS's random source)."""
+    """Unique in the team by the counter, across teams very likely; no system call."""
     return f"run-{next(ids)}-{getrandbits(32):08x}"
 
 
