@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from random import getrandbits
 from typing import TYPE_CHECKING, assert_never, final
 
@@ -161,19 +161,7 @@ class RunningTeam(DecidesApprovals):
             BudgetExceeded: a budget ran out and the budget says ``on_exhausted="raise"``.
             RunError: anything else that ended the run without a result.
         """
-        check_run(self.team, goal, session, concurrency, deps)
-        # A burst's callers wait before each makes its run's context manager and generator:
-        # every object a waiting caller holds, each garbage collection walks (17th round).
-        await self._starting.acquire()
-        opened = self._open(
-            goal,
-            allowance,
-            streaming=False,
-            concurrency=concurrency,
-            session=session,
-            deps=deps,
-            held=True,
-        )
+        opened = await _let_in(self, goal, allowance, False, concurrency, session, deps)
         return await finished(opened)
 
     async def resume(self, run_id: str, *, deps: object = None, force: bool = False) -> RunResult:
@@ -227,17 +215,7 @@ class RunningTeam(DecidesApprovals):
         left early, a ``RunCompleted`` with status ``cancelled`` and what it got to).
         ``allowance``, ``concurrency``, ``session`` and ``deps`` are as for :meth:`run`.
         """
-        check_run(self.team, goal, session, concurrency, deps)
-        await self._starting.acquire()  # as in run(): before the run's own generator
-        opened = self._open(
-            goal,
-            allowance,
-            streaming=True,
-            concurrency=concurrency,
-            session=session,
-            deps=deps,
-            held=True,
-        )
+        opened = await _let_in(self, goal, allowance, True, concurrency, session, deps)
         async with opened as (channel, events):
             yield RunEvents(events, self._spawner.checkpoint_if_cancelled, channel)
 
@@ -332,6 +310,24 @@ class RunningTeam(DecidesApprovals):
             channel.in_flight = channel.cut = None  # (a nested run: no cycle left for the GC)
             if session is not None and self.journal is None and channel.result is not None:
                 self.sessions.remember(session, channel.result, self.team)
+
+
+async def _let_in(
+    running: RunningTeam,
+    goal: str,
+    allowance: StepAllowance | None,
+    stream: bool,
+    limit: int | None,
+    session: str | None,
+    deps: object,
+) -> AbstractAsyncContextManager[Opened]:
+    """A run's arguments checked, a start slot taken, and only then its context manager
+    made: each garbage collection walks what a burst's waiting callers hold."""
+    check_run(running.team, goal, session, limit, deps)
+    await running._starting.acquire()
+    return running._open(
+        goal, allowance, streaming=stream, concurrency=limit, session=session, deps=deps, held=True
+    )
 
 
 def _new_run_id(ids: Iterator[int]) -> str:
