@@ -105,18 +105,16 @@ def instrument(recorder: Recorder) -> None:
     handle_run = asyncio.events.Handle._run
 
     def timed_run_once(loop: asyncio.AbstractEventLoop) -> None:
-        if not recorder.on:
-            run_once(loop)
-            return
+        # Every turn is timed: the one that turns the recorder on is the first burst's.
         recorder.current = turn = Turn(0.0, 0.0, 0, 0.0)
         run_once(loop)
         recorder.current = None
-        if turn.callbacks:
+        if turn.callbacks and recorder.on:
             recorder.turns.append(turn)
 
     def timed_handle(handle: asyncio.Handle) -> None:
         turn = recorder.current
-        if turn is None:
+        if turn is None:  # a callback run outside _run_once
             handle_run(handle)
             return
         wall, cpu = time.perf_counter(), time.thread_time()
