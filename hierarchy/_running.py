@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from random import getrandbits
 from typing import TYPE_CHECKING, assert_never, final
 
@@ -21,7 +21,6 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from regiment.actors import ActorRef, ActorSystem
 from regiment.hierarchy._approvals import ApprovalDesk, StepAt
 from regiment.hierarchy._approving import DecidesApprovals
-from regiment.hierarchy._goal import check_goal
 from regiment.hierarchy._messages import StepAllowance, WorkerMessage
 from regiment.hierarchy._nested_runs import open_nested
 from regiment.hierarchy._ranges import run_concurrency
@@ -37,7 +36,7 @@ from regiment.hierarchy._supervisor import (
     wind_down,
 )
 from regiment.hierarchy._team_actors import (
-    check_remote_deps,
+    check_run,
     local_mcp_servers,
     not_nested_in_itself,
     run_calls,
@@ -70,12 +69,9 @@ if TYPE_CHECKING:
 
 __all__ = ("RunningTeam",)
 
-# How many runs of one started team may be starting at once (between entering
-# run() and their planner actor having handled its first message, plus one loop
-# turn). A start no longer waits for an actor task, so this is about how many
-# runs a burst starts per loop turn: 8 let row 5's burst hold more runs alive
-# at once than the team can step: the garbage collector ran twice as often as
-# with 2 or 4, 5 full collections in place of 2 (bench/README.md, seventh round).
+# How many runs of one started team may be starting at once (from their start
+# slot to their planner's first message, plus a loop turn): 2 a turn, as 8 held more
+# runs alive than the team steps and doubled the collections (bench/README.md, 7th round).
 STARTING_AT_ONCE = 2
 
 
@@ -165,9 +161,7 @@ class RunningTeam(DecidesApprovals):
             BudgetExceeded: a budget ran out and the budget says ``on_exhausted="raise"``.
             RunError: anything else that ended the run without a result.
         """
-        opened = self._open(
-            goal, allowance, streaming=False, concurrency=concurrency, session=session, deps=deps
-        )
+        opened = await _let_in(self, goal, allowance, False, concurrency, session, deps)
         return await finished(opened)
 
     async def resume(self, run_id: str, *, deps: object = None, force: bool = False) -> RunResult:
@@ -221,9 +215,7 @@ class RunningTeam(DecidesApprovals):
         left early, a ``RunCompleted`` with status ``cancelled`` and what it got to).
         ``allowance``, ``concurrency``, ``session`` and ``deps`` are as for :meth:`run`.
         """
-        opened = self._open(
-            goal, allowance, streaming=True, concurrency=concurrency, session=session, deps=deps
-        )
+        opened = await _let_in(self, goal, allowance, True, concurrency, session, deps)
         async with opened as (channel, events):
             yield RunEvents(events, self._spawner.checkpoint_if_cancelled, channel)
 
@@ -239,16 +231,15 @@ class RunningTeam(DecidesApprovals):
         deps: object = None,
         resumed: RunJournal | None = None,
         parent: StepAt | None = None,
+        held: bool = False,  # run() checked its arguments and took a start slot
     ) -> AsyncIterator[Opened]:
-        check_goal(goal, session)
-        concurrency = run_concurrency(concurrency, self.team.concurrency)
-        if deps is not None:
-            check_remote_deps(self.team, deps)
-        # A burst of runs (a service's callers, say) waits here before it holds
-        # anything; a few at a time get their planner actor and first message.
-        await self._starting.acquire()
-        starting = True
+        starting = held
         try:
+            if not held:  # a burst of runs waits here (as in run()) before it holds anything
+                check_run(self.team, goal, session, concurrency, deps)
+                await self._starting.acquire()
+                starting = True
+            limit = run_concurrency(concurrency, self.team.concurrency)  # checked: no raise
             run_id = resumed.run_id if resumed else _new_run_id(self._ids)
             budget, tel = capped(self.team.budget, allowance), self._telemetry
             provider = self.team.planner.model.provider
@@ -270,7 +261,7 @@ class RunningTeam(DecidesApprovals):
                 self._channels[run_id] = hold.channel = channel
                 ref: RunRef | None = None
                 try:
-                    spawn = SpawnRun(run_id, goal, channel, span, budget, concurrency)
+                    spawn = SpawnRun(run_id, goal, channel, span, budget, limit)
                     ref = self._spawn_run(spawn, parent)
                     await ref.send(StartRun())
                     # A loop turn before the next caller may start a run, so a burst
@@ -321,9 +312,26 @@ class RunningTeam(DecidesApprovals):
                 self.sessions.remember(session, channel.result, self.team)
 
 
+async def _let_in(
+    running: RunningTeam,
+    goal: str,
+    allowance: StepAllowance | None,
+    stream: bool,
+    limit: int | None,
+    session: str | None,
+    deps: object,
+) -> AbstractAsyncContextManager[Opened]:
+    """A run's arguments checked, a start slot taken, and only then its context manager
+    made: each garbage collection walks what a burst's waiting callers hold."""
+    check_run(running.team, goal, session, limit, deps)
+    await running._starting.acquire()
+    return running._open(
+        goal, allowance, streaming=stream, concurrency=limit, session=session, deps=deps, held=True
+    )
+
+
 def _new_run_id(ids: Iterator[int]) -> str:
-    """Unique within the team by the counter, and across teams and processes with high
-    probability; no system call (uuid4 reads the OS's random source)."""
+    """Unique in the team by the counter, across teams very likely; no system call."""
     return f"run-{next(ids)}-{getrandbits(32):08x}"
 
 

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 from regiment.actors import ActorRef, ActorSystem
 from regiment.errors import ActorFailed, ConfigError
 from regiment.hierarchy._approvals import ApprovalDesk
+from regiment.hierarchy._goal import check_goal
 from regiment.hierarchy._messages import WorkerMessage
+from regiment.hierarchy._ranges import run_concurrency
 from regiment.hierarchy.guard._roles import RoleGuards
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._runtime import TeamRuntime
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "check_remote_deps",
+    "check_run",
     "local_mcp_servers",
     "not_nested_in_itself",
     "run_calls",
@@ -136,6 +139,18 @@ def check_remote_deps(team: Team, deps: object) -> None:
         from regiment.hierarchy.workers._ray_join import check_remote_deps as check
 
         check(deps, remote)
+
+
+def check_run(team: Team, goal: str, session: str | None, limit: int | None, deps: object) -> None:
+    """A run's goal, session, concurrency and ``deps``, checked before it waits to start.
+
+    Raises:
+        ConfigError: one of them is wrong (the message says which, and what to pass).
+    """
+    check_goal(goal, session)
+    run_concurrency(limit, team.concurrency)
+    if deps is not None:
+        check_remote_deps(team, deps)
 
 
 def run_calls(channels: Mapping[str, RunChannel], run_id: str) -> RunCalls | None:

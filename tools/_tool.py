@@ -296,7 +296,10 @@ class Tool(Generic[P, R_co]):
                 attempted = Attempted(value, None, 1)
         else:
             attempted = await _attempts(self, bound, limiters, context)
-        return call_result(self._name, attempted, call_id, bound.sent, key)
+        try:
+            return call_result(self._name, attempted, call_id, bound.sent, key)
+        finally:  # a failure's traceback holds this frame: no cycle left for the collector
+            del attempted
 
     def __repr__(self) -> str:
         return f"Tool({self._name!r})"

@@ -80,6 +80,7 @@ class RunJournal:
     """
 
     __slots__ = (
+        "_beating",
         "_calls",
         "_closed",
         "_error",
@@ -116,6 +117,7 @@ class RunJournal:
         self._calls: dict[str, int] = {}
         self._error: JournalError | None = None
         self._closed: anyio.Event | None = None  # set once the run has let go of its lease
+        self._beating = anyio.CancelScope()  # the heartbeat's: the run's end cancels it
         self._replay = None if replay.empty else replay
         self.calls = RunCalls(run_id, deps, journal, lease, replay)  # the workers' side
         self.resume: tuple[int, str | None] | None = None  # resumed: (number, first traceparent)
@@ -193,6 +195,7 @@ class RunJournal:
         if record is not None:
             if type(record) is JournalFinished:  # nothing may follow it: no decision either
                 self.ended = record.status
+                self._beating.cancel()  # the lease has 2/3 of its ttl left to write it in
             self._add(record)
 
     def _add(self, record: Record) -> None:
@@ -228,13 +231,12 @@ class RunJournal:
         self._add(event_record(self.run_id, event))
 
     async def beat(self, planner: ActorRef[PlannerMessage, None]) -> None:
-        """Keep the run's lease alive while it runs. A failure fails the run now: the
-        ``planner`` is told to stop the run's work (its steps are cancelled), then fails
-        with the error as it records that. (Told at its next change only, a run waiting
-        on a slow tool went on unseen as a zombie beside the process that took it over.)
-        """
+        """Keep the lease alive until the run's end is noted (not cancelled by its actor's stop:
+        anyio would leave a cycle). A failure fails the run now, not at its next change (a run
+        on a slow tool went on as a zombie): the ``planner`` is told to stop, then fails."""
         try:
-            await heartbeat(self._journal, self._lease, ttl=self._ttl)
+            with self._beating:
+                await heartbeat(self._journal, self._lease, ttl=self._ttl)
         except JournalError as exc:
             self.calls.error = self.calls.error or exc
             reason = f"this process can no longer write the run's journal: {exc}"

@@ -216,4 +216,7 @@ async def finished(opened: AbstractAsyncContextManager[Opened]) -> RunResult:
                 pass
     if channel.result is not None:
         return channel.result
-    raise channel.error or RunCancelled("the run ended without a result")
+    try:
+        raise channel.error or RunCancelled("the run ended without a result")
+    finally:  # the error's traceback holds this frame: no cycle left for the collector
+        del channel

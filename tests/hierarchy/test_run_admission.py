@@ -4,6 +4,10 @@ one of them still finishes, or goes away cleanly when cancelled while waiting.""
 
 from __future__ import annotations
 
+import functools
+import gc
+import types
+
 import anyio
 import anyio.lowlevel
 import pytest
@@ -77,3 +81,40 @@ async def test_runs_cancelled_while_waiting_to_be_let_in_leave_nothing_behind(
     if anyio_backend == "asyncio":  # the first few were let in, and only they ran
         assert len(done) == STARTING_AT_ONCE
     assert all(r.status == "completed" for r in done)
+
+
+def _opened_runs() -> int:
+    """Run context generators alive: one per caller that is past the start gate (a
+    caller still waiting to be let in must hold none, only its wait)."""
+    gc.collect()  # earlier tests' garbage
+    return sum(
+        1
+        for obj in gc.get_objects()
+        if isinstance(obj, types.AsyncGeneratorType) and obj.ag_code is _OPEN_CODE
+    )
+
+
+_OPEN_CODE = RunningTeam._open.__wrapped__.__code__  # type: ignore[attr-defined]
+
+
+async def _streamed(running: RunningTeam, goal: str) -> None:
+    async with running.stream(goal) as events:
+        async for _ in events:
+            pass
+
+
+@pytest.mark.parametrize("way", ["run", "stream"])
+async def test_callers_waiting_to_be_let_in_hold_no_run_yet(anyio_backend: str, way: str) -> None:
+    # Every object a waiting caller holds is walked by each garbage collection while a
+    # burst waits, and makes the next one come sooner: a run's context manager and
+    # generator are made once the caller is let in, not while it waits.
+    async with _team().start() as running, anyio.create_task_group() as tg:
+        await running.run("warm up")
+        for _ in range(_BURST):
+            tg.start_soon(
+                running.run if way == "run" else functools.partial(_streamed, running), "goal"
+            )
+        await anyio.lowlevel.checkpoint()
+        assert _opened_runs() <= STARTING_AT_ONCE
+    assert _opened_runs() == 0
+    assert running.active_runs == 0
