@@ -8,10 +8,11 @@ from __future__ import annotations
 import anyio
 import msgspec
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from regiment.hierarchy import (
+    Budget,
     Check,
     Event,
     Planner,
@@ -55,10 +56,14 @@ async def _run(plans: list[str], worker_text: str, *, replan: bool) -> list[Even
     return events
 
 
-def _assert_story(events: list[Event]) -> None:
+def _assert_story(events: list[Event], *, replans: bool = False) -> None:
     last = events[-1]
     assert isinstance(last, RunCompleted | RunFailed)
-    if isinstance(last, RunFailed):
+    if isinstance(last, RunFailed) and replans and last.error_type == "StepFailed":
+        # a garbage replan that reads as prose is a plan: its step may fail and replan
+        # again, until Budget.replans is spent
+        assert "no replans left" in last.message, last.message
+    elif isinstance(last, RunFailed):
         assert last.error_type == "PlanError", last.message
     else:
         assert last.result.status == "completed"
@@ -85,10 +90,13 @@ def test_a_garbage_planner_ends_in_plan_error_or_a_valid_run(
     replies=st.lists(GARBAGE, min_size=_ATTEMPTS, max_size=_ATTEMPTS),
     worker_text=GARBAGE,
 )
+@example(replies=["", "", "0"], worker_text=" ")  # a prose replan whose step fails again
 def test_garbage_replans_end_in_plan_error_or_a_valid_run(
     backend: str, replies: list[str], worker_text: str
 ) -> None:
-    """The first plan is good but its first step fails its check; every replan reply is garbage."""
+    """The first plan is good but its first step fails its check; every replan reply is
+    garbage: the same replies again for each replan, as many as Budget.replans can ask for."""
     first = plan_json({"description": "probe", "check": "never"}, {"description": "other"})
-    events = anyio.run(lambda: _run([first, *replies], worker_text, replan=True), backend=backend)
-    _assert_story(events)
+    plans = [first, *replies * Budget().replans]
+    events = anyio.run(lambda: _run(plans, worker_text, replan=True), backend=backend)
+    _assert_story(events, replans=True)
