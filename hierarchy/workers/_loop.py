@@ -21,6 +21,7 @@ from regiment.hierarchy._messages import (
 )
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy._top_up import call_need
 from regiment.hierarchy.guard._judge import judging_within
 from regiment.hierarchy.guard._step import StepGuards, step_purse
 from regiment.hierarchy.plan._plan import PlanStep
@@ -68,10 +69,36 @@ def _is_limited(a: StepAllowance) -> bool:
 def _out_of_allowance(
     assign: AssignStep, progress: StepProgress, request: ModelRequest
 ) -> tuple[BudgetLimit, str] | None:
-    """Why the step's next call must not start (``over_allowance``)."""
-    return over_allowance(
-        assign.allowance, progress.model_calls, progress.usage, request, "the next call"
-    )
+    """Why the step's next call must not start (``over_allowance``), even once its run
+    has topped its share up with what it can spare (``TopUps``)."""
+    held = progress.allowance or assign.allowance
+    calls, usage = progress.model_calls, progress.usage
+    out = over_allowance(held, calls, usage, request, "the next call")
+    if out is None or (top_ups := progress.top_ups) is None:
+        return out
+    need = call_need(held, calls, usage, request)
+    if (grown := top_ups.grant(_key(assign), need)) is None:
+        return out
+    progress.allowance = grown
+    return over_allowance(grown, calls, usage, request, "the next call")
+
+
+def _key(assign: AssignStep) -> tuple[int, str, int]:
+    """The key its run reserved the step's share under."""
+    return assign.plan_version, assign.step.id, assign.attempt
+
+
+def _more_tool_calls(assign: AssignStep, progress: StepProgress, limit: int, asked: int) -> int:
+    """How many tool calls the step may have made once ``asked`` more are run, when its
+    share of ``limit`` is short: topped up by its run, if the run can spare some."""
+    if progress.top_ups is None:
+        return limit
+    short = progress.tool_calls + asked - limit
+    grown = progress.top_ups.grant(_key(assign), {"tool_calls": (1, short)})
+    if grown is None:
+        return limit
+    progress.allowance = grown
+    return grown.tool_calls or limit
 
 
 async def _call_tools(
@@ -88,7 +115,9 @@ async def _call_tools(
     if progress.fenced(assign.plan_version):  # its plan is over (a replan, say): no tool
         await held_back(progress, assign, calls, telemetry, toolset)
     results: list[ToolResult | None] = [None] * len(calls)
-    limit = assign.allowance.tool_calls
+    limit = (progress.allowance or assign.allowance).tool_calls
+    if limit is not None and progress.tool_calls + len(calls) > limit:  # short: ask for more
+        limit = _more_tool_calls(assign, progress, limit, len(calls))
     traced = telemetry.tracing  # untraced: no span to open, nothing to record on one
 
     async def attempt(index: int, call: ToolCallPart) -> ToolResult:
