@@ -16,7 +16,6 @@ import anyio
 
 from regiment.hierarchy._fence import StepFence
 from regiment.hierarchy._text import valid_text
-from regiment.hierarchy._top_up import TopUps
 from regiment.hierarchy.events import Event, TextDelta, ToolCallFinished, ToolCallStarted
 from regiment.models import DeltaHandler, ModelRequest, PartDelta, TextPartDelta, ToolCallPart
 from regiment.tools import (
@@ -97,8 +96,6 @@ class LiveChannel(Protocol):
     streaming: bool
     # Which of the run's steps may still start a tool (its planner moves it, see StepFence).
     fence: StepFence
-    # What its in-process steps draw on when their shares run short (see TopUps).
-    top_ups: TopUps
 
     def live(self, event: Event) -> None:
         """Deliver a live event to the run's reader."""

@@ -143,8 +143,8 @@ def _linked_above(
     before any of them can reach a tool (its planner has yet to plan)."""
     if above is not None:
         channel.fence.above = (above.fence, parent.plan_version)
-        top_ups = channel.top_ups
-        top_ups.above = (above.top_ups, (parent.plan_version, parent.step_id, attempt))
+        top_ups = channel.fence.top_ups
+        top_ups.above = (above.fence.top_ups, (parent.plan_version, parent.step_id, attempt))
         top_ups.own = child.team.budget
 
 

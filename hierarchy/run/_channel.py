@@ -15,7 +15,6 @@ from regiment.errors import RunError
 from regiment.hierarchy._clock import RunClock
 from regiment.hierarchy._fence import StepFence
 from regiment.hierarchy._result import RunResult
-from regiment.hierarchy._top_up import TopUps
 from regiment.hierarchy.events import Event, RunCompleted, RunFailed
 
 if TYPE_CHECKING:
@@ -73,8 +72,6 @@ class RunChannel:
     # Which of its steps may still start a tool: moved by its planner as it decides a plan
     # is over (``Dispatcher.cancel_all``), read by its in-process steps before each tool.
     fence: StepFence = field(default_factory=StepFence)
-    # What its in-process steps draw on when their shares run short (set up by its planner).
-    top_ups: TopUps = field(default_factory=TopUps)
 
     @classmethod
     def open(

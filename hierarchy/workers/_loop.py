@@ -71,13 +71,16 @@ def _out_of_allowance(
 ) -> tuple[BudgetLimit, str] | None:
     """Why the step's next call must not start (``over_allowance``), even once its run
     has topped its share up with what it can spare (``TopUps``)."""
-    held = progress.allowance or assign.allowance
-    calls, usage = progress.model_calls, progress.usage
+    held, calls, usage = (
+        progress.allowance or assign.allowance,
+        progress.model_calls,
+        progress.usage,
+    )
     out = over_allowance(held, calls, usage, request, "the next call")
-    if out is None or (top_ups := progress.top_ups) is None:
+    if out is None or progress.fence is None:  # the usual case; or no run to ask
         return out
     need = call_need(held, calls, usage, request)
-    if (grown := top_ups.grant(_key(assign), need)) is None:
+    if (grown := progress.fence.top_ups.grant(_key(assign), need)) is None:
         return out
     progress.allowance = grown
     return over_allowance(grown, calls, usage, request, "the next call")
@@ -88,17 +91,18 @@ def _key(assign: AssignStep) -> tuple[int, str, int]:
     return assign.plan_version, assign.step.id, assign.attempt
 
 
-def _more_tool_calls(assign: AssignStep, progress: StepProgress, limit: int, asked: int) -> int:
-    """How many tool calls the step may have made once ``asked`` more are run, when its
-    share of ``limit`` is short: topped up by its run, if the run can spare some."""
-    if progress.top_ups is None:
+def _tool_call_limit(assign: AssignStep, progress: StepProgress, asked: int) -> int | None:
+    """How many tool calls the step may have made once ``asked`` more are run: its
+    share, topped up by its run if that is short and the run can spare some."""
+    limit = (progress.allowance or assign.allowance).tool_calls
+    if limit is None or progress.tool_calls + asked <= limit or progress.fence is None:
         return limit
     short = progress.tool_calls + asked - limit
-    grown = progress.top_ups.grant(_key(assign), {"tool_calls": (1, short)})
+    grown = progress.fence.top_ups.grant(_key(assign), {"tool_calls": (1, short)})
     if grown is None:
         return limit
     progress.allowance = grown
-    return grown.tool_calls or limit
+    return grown.tool_calls
 
 
 async def _call_tools(
@@ -115,9 +119,7 @@ async def _call_tools(
     if progress.fenced(assign.plan_version):  # its plan is over (a replan, say): no tool
         await held_back(progress, assign, calls, telemetry, toolset)
     results: list[ToolResult | None] = [None] * len(calls)
-    limit = (progress.allowance or assign.allowance).tool_calls
-    if limit is not None and progress.tool_calls + len(calls) > limit:  # short: ask for more
-        limit = _more_tool_calls(assign, progress, limit, len(calls))
+    limit = _tool_call_limit(assign, progress, len(calls))
     traced = telemetry.tracing  # untraced: no span to open, nothing to record on one
 
     async def attempt(index: int, call: ToolCallPart) -> ToolResult:

@@ -16,7 +16,6 @@ from regiment.hierarchy._messages import (
     StepStatus,
     ToolOutcome,
 )
-from regiment.hierarchy._top_up import TopUps
 from regiment.hierarchy.guard._note import GuardNote
 from regiment.models import Message, ModelResponse, ToolCallPart, Usage
 
@@ -53,9 +52,8 @@ class StepProgress:
     # Its run's fence (set by its worker, from the run's channel): moved by the planner as
     # it decides the step's plan is over, before the step's cut reaches a busy worker.
     fence: StepFence | None = None
-    # Its run's top-ups (set by its worker, from the run's channel), and its allowance
-    # once one has topped it up (until then, its ``AssignStep``'s).
-    top_ups: TopUps | None = None
+    # Its allowance once its run has topped it up (``fence.top_ups``); until then, its
+    # ``AssignStep``'s.
     allowance: StepAllowance | None = None
 
     # Calls of the step waiting for a decision (a human's on the desk, an in-process

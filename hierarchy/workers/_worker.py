@@ -275,7 +275,7 @@ class WorkerActor(StepActor):
         run_id = assign.run_id
         channel = self._channels.get(run_id) if self._channels else None
         if channel is not None:  # the run's fence: its planner moves it as a plan ends
-            progress.fence, progress.top_ups = channel.fence, channel.top_ups
+            progress.fence = channel.fence
         return await run_tool_loop(
             worker=worker.name,
             description=worker.description,

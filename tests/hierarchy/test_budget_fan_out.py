@@ -20,6 +20,7 @@ from regiment.hierarchy import (
     Team,
     Worker,
 )
+from regiment.journal import Journal
 from regiment.models import (
     ModelRequest,
     ModelResponse,
@@ -38,9 +39,14 @@ class Probe:
     (``"part 3 wants 2"``), one call per model reply, then answer."""
 
     def __init__(
-        self, steps: list[tuple[int, list[int]]], *, hold: anyio.Event | None = None
+        self,
+        steps: list[tuple[int, list[int]]],
+        *,
+        hold: anyio.Event | None = None,
+        reported: int = 0,
     ) -> None:
         self.hold = hold  # tool bodies wait for it, when given
+        self.reported = reported  # then set by stream() once this many steps completed
         self.answered: list[str] = []
         self.bodies = 0
         self.replies: list[ModelResponse | str] = []
@@ -64,7 +70,7 @@ class Probe:
         self.replies.append(reply)
         if isinstance(reply, str):
             self.answered.append(description)
-            if self.hold is not None:
+            if self.hold is not None and not self.reported:
                 self.hold.set()  # the first answer lets the tool bodies go on
         return reply
 
@@ -75,6 +81,17 @@ class Probe:
             [estimate_tokens(r) for r in self.replies if not isinstance(r, str)]
             + [estimate_tokens(t) + 3 for t in texts]
         )
+
+    async def stream(self, team: Team, journal: Journal | None = None) -> RunResult:
+        """Stream a run of ``team``: ``hold`` is set once ``reported`` steps completed."""
+        completed = 0
+        async with team.start(journal=journal) as running, running.stream("goal") as events:
+            async for event in events:
+                completed += isinstance(event, StepCompleted)
+                if self.hold is not None and completed == self.reported:
+                    self.hold.set()
+        assert isinstance(events.ending, RunCompleted)
+        return events.ending.result
 
     def team(self, budget: Budget, *, concurrency: int = 8) -> Team:
         @tool
