@@ -138,10 +138,11 @@ class RunProgress:
 
     def _budget(self, event: ev.BudgetExhausted | ev.BudgetToppedUp) -> None:
         """A step topped up, or a budget (a step's share, or the run's) ran out."""
-        if isinstance(event, ev.BudgetToppedUp) or event.step_id is not None:
-            self._row(event.step_id, "").note = event.detail  # the run goes on
-        else:
+        if event.step_id is None:  # the run's own budget: it ends
+            assert isinstance(event, ev.BudgetExhausted)
             self.phase = f"budget exhausted ({event.limit})"
+        else:  # a step topped up, or only its share ran out: the run goes on
+            self._row(event.step_id, "").note = event.detail
 
     def summary(self) -> str:
         """How far the run got, in one line (for an interrupted run)."""

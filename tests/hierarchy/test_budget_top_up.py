@@ -34,7 +34,7 @@ from .test_budget_fan_out import Probe, _refused
 # share of it; its tool bodies wait until the seven have been committed, as a real
 # model's calls take longer than a step that answers at once.
 _SHORT = 7
-_LONG_BESIDE_SHORT = [(5, []), *[(0, [])] * _SHORT]
+_LONG_BESIDE_SHORT: list[tuple[int, list[int]]] = [(5, []), *[(0, [])] * _SHORT]
 
 
 def _waiting_probe() -> Probe:
