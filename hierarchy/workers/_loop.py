@@ -77,8 +77,8 @@ def _out_of_allowance(
         progress.usage,
     )
     out = over_allowance(held, calls, usage, request, "the next call")
-    if out is None or progress.fence is None:  # the usual case; or no run to ask
-        return out
+    if out is None or progress.fence is None or progress.fenced(assign.plan_version):
+        return out  # the usual case; or no run to ask, or its plan is over
     need = call_need(held, calls, usage, request)
     if (grown := progress.fence.top_ups.grant(_key(assign), need)) is None:
         return out
@@ -96,7 +96,7 @@ def _tool_call_limit(assign: AssignStep, progress: StepProgress, asked: int) -> 
     share, topped up by its run if that is short and the run can spare some."""
     limit = (progress.allowance or assign.allowance).tool_calls
     if limit is None or progress.tool_calls + asked <= limit or progress.fence is None:
-        return limit
+        return limit  # (a fenced step starts no tool: _call_tools has ended it)
     short = progress.tool_calls + asked - limit
     grown = progress.fence.top_ups.grant(_key(assign), {"tool_calls": (1, short)})
     if grown is None:
