@@ -176,7 +176,9 @@ async def test_the_step_whose_report_spends_the_last_tool_call_is_kept() -> None
 
 @pytest.mark.anyio
 async def test_a_step_that_outgrows_its_share_is_told_and_the_run_goes_on() -> None:
-    # 4 tool calls for 2 steps: 2 each; s1 asks for 3, s2 for none.
+    # 4 tool calls for 2 steps: 2 each; s1 asks for 3, s2 for none. s1 asks before s2
+    # has reported (the scripted model answers at once): s2 still holds its share, so
+    # there is nothing to top s1 up with (test_budget_top_up: once s2 has reported).
     probe = Probe([(3, []), (0, [])])
     result = await probe.team(Budget(tool_calls=4)).run("two parts")
     assert probe.bodies == 2
