@@ -20,7 +20,7 @@ from regiment.hierarchy import (
     Team,
     Worker,
 )
-from regiment.journal import Journal
+from regiment.journal import JournalSpec
 from regiment.models import (
     ModelRequest,
     ModelResponse,
@@ -82,7 +82,7 @@ class Probe:
             + [estimate_tokens(t) + 3 for t in texts]
         )
 
-    async def stream(self, team: Team, journal: Journal | None = None) -> RunResult:
+    async def stream(self, team: Team, journal: JournalSpec = None) -> RunResult:
         """Stream a run of ``team``: ``hold`` is set once ``reported`` steps completed."""
         completed = 0
         async with team.start(journal=journal) as running, running.stream("goal") as events:
@@ -93,8 +93,10 @@ class Probe:
         assert isinstance(events.ending, RunCompleted)
         return events.ending.result
 
-    def team(self, budget: Budget, *, concurrency: int = 8) -> Team:
-        @tool
+    def team(self, budget: Budget, *, concurrency: int = 8, ask_at: int = -1) -> Team:
+        """``ask_at``: the ``probe`` call (by ``n``) that waits for an approval."""
+
+        @tool(requires_approval=lambda args: args["n"] == ask_at)
         async def probe(n: int) -> int:
             """Probe."""
             self.bodies += 1

@@ -5,6 +5,7 @@ before it gives up."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import anyio
 import pytest
@@ -25,6 +26,7 @@ from regiment.hierarchy._top_up import TopUps
 from regiment.hierarchy.workers._team_worker import TeamWorker
 from regiment.journal import EventRecorded, MemoryJournal
 from regiment.models import ScriptedModel, Usage
+from regiment.tools import Approve
 
 from .brains import Brain, plan_json
 from .test_budget_fan_out import Probe, _refused
@@ -104,6 +106,27 @@ async def test_a_top_up_is_journaled_with_the_run() -> None:
     kinds = [e.record.kind for e in entries if isinstance(e.record, EventRecorded)]
     assert kinds.count("BudgetToppedUp") == 1
     await journal.close()
+
+
+@pytest.mark.anyio
+async def test_a_run_paused_after_a_top_up_resumes_and_completes(tmp_path: Path) -> None:
+    # The long step's last call waits for an approval, after its top-up: the run pauses.
+    # Its share is not journaled: the resumed run works it out again from what its journal
+    # says was spent, replays the step's calls and tops it up again, and completes.
+    need = await _unlimited_tokens()
+    probe, path = _waiting_probe(), tmp_path / "runs.db"
+    team = probe.team(Budget(tokens=3 * need), ask_at=4)
+    paused = await probe.stream(team, path)
+    assert paused.status == "paused"
+    assert [e.step_id for e in _top_ups(paused)] == ["s1"]
+    async with team.start(journal=path) as running:
+        (asked,) = await running.pending_approvals(paused.run_id)
+        await running.approve(asked.request_id, Approve(), by="ana")
+        done = await running.resume(paused.run_id)
+    assert (done.status, done.budget_exhausted) == ("completed", None)
+    assert probe.bodies == 5  # each call's body ran once
+    assert done.usage.total_tokens <= 3 * need
+    assert "s1" in [e.step_id for e in _top_ups(done)]
 
 
 def test_a_top_up_leaves_the_steps_still_to_come_and_the_synthesis_their_parts() -> None:
