@@ -2,7 +2,9 @@
 
 The planner reserves each step's share *before* it dispatches the step, so
 steps that run at the same time cannot overshoot a limit together; the step's
-report then settles the reservation with what was really spent.
+report then settles the reservation with what was really spent. A step in flight
+whose share runs short may have its reservation grown (``grow``: a top-up, under the
+rule in :mod:`regiment.hierarchy._top_up`), never past what the budget has left.
 """
 
 from __future__ import annotations
