@@ -184,9 +184,8 @@ def test_tool_calls_never_overshoot_with_top_ups(
         assert topped.granted.tool_calls >= 1
         assert topped.allowance.tool_calls is not None
         assert topped.allowance.tool_calls <= tool_calls
-    if sum(w for w, _ in steps) <= tool_calls and concurrency == 1:  # one at a time:
-        assert result.status == "completed"  # each step draws what the others left
-        assert probe.bodies == sum(w for w, _ in steps)
+    if tool_calls >= len(steps) * max(w for w, _ in steps):  # even shares suffice
+        assert (result.status, _refused(result)) == ("completed", 0)
 
 
 def _nested(budget: Budget) -> tuple[Team, Probe]:
