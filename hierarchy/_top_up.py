@@ -72,6 +72,13 @@ class TopUps:
         self.above: tuple[TopUps, Hashable] | None = None
         self.own: Budget | None = None
 
+    def close(self) -> None:
+        """The run has ended: no more top-ups, and let go of its ledger, book and
+        dispatcher (held, they would make a cycle with the run's channel that only
+        the garbage collector could free)."""
+        self.ledger = self.told = self.above = None
+        self.unsent = _none_unsent
+
     def grant(self, key: Hashable, need: Need, who: str = "") -> StepAllowance | None:
         """Top up the step reserved under ``key`` (``(version, step id, attempt)``) by
         what it ``need`` s; its new allowance, or ``None`` when the run cannot spare
