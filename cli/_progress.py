@@ -126,11 +126,8 @@ class RunProgress:
                 | ev.GuardrailTripped()
             ):
                 pass
-            case ev.BudgetExhausted(limit=limit, step_id=sid, detail=detail):
-                if sid is None:
-                    self.phase = f"budget exhausted ({limit})"
-                else:  # only the step's share ran out; the run goes on
-                    self._row(sid, "").note = detail
+            case ev.BudgetExhausted() | ev.BudgetToppedUp():
+                self._budget(event)
             case ev.RunCompleted(result=result):
                 self.phase, self.finished = result.status, True
                 self.tokens = result.usage.total_tokens
@@ -138,6 +135,14 @@ class RunProgress:
                 self.phase, self.finished = "failed", True
             case _:
                 assert_never(event)
+
+    def _budget(self, event: ev.BudgetExhausted | ev.BudgetToppedUp) -> None:
+        """A step topped up, or a budget (a step's share, or the run's) ran out."""
+        if event.step_id is None:  # the run's own budget: it ends
+            assert isinstance(event, ev.BudgetExhausted)
+            self.phase = f"budget exhausted ({event.limit})"
+        else:  # a step topped up, or only its share ran out: the run goes on
+            self._row(event.step_id, "").note = event.detail
 
     def summary(self) -> str:
         """How far the run got, in one line (for an interrupted run)."""

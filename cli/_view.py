@@ -91,8 +91,8 @@ def describe(event: ev.Event) -> str | None:
             return f"context compressed: {before} -> {after} tokens"
         case ev.SynthesisStarted(committed_steps=steps):
             return f"synthesizing the answer from {', '.join(steps) or 'no steps'}"
-        case ev.BudgetExhausted(limit=limit, detail=detail):
-            return f"budget exhausted ({limit}): {detail}"
+        case ev.BudgetExhausted() | ev.BudgetToppedUp():
+            return _budget_line(event)
         case ev.GuardrailTripped(guardrail=name, subject=subject, reason=reason):
             return f"  !! guardrail {name} tripped on the {subject}: {cut(reason)}"
         case ev.GuardrailRewrote(guardrail=name, subject=subject):
@@ -108,6 +108,12 @@ def describe(event: ev.Event) -> str | None:
             return f"run failed ({kind}): {event.model_calls} model calls, {event.tool_calls} tool calls, {event.usage.total_tokens} tokens"
         case _:
             assert_never(event)
+
+
+def _budget_line(event: ev.BudgetExhausted | ev.BudgetToppedUp) -> str:
+    if isinstance(event, ev.BudgetToppedUp):
+        return f"  +  {event.detail}"
+    return f"budget exhausted ({event.limit}): {event.detail}"
 
 
 class PlainView:

@@ -2,7 +2,9 @@
 
 The planner reserves each step's share *before* it dispatches the step, so
 steps that run at the same time cannot overshoot a limit together; the step's
-report then settles the reservation with what was really spent.
+report then settles the reservation with what was really spent. A step in flight
+whose share runs short may have its reservation grown (``grow``: a top-up, under the
+rule in :mod:`regiment.hierarchy._top_up`), never past what the budget has left.
 """
 
 from __future__ import annotations
@@ -279,6 +281,46 @@ class BudgetLedger:
             self._tokens -= allowance.tokens or 0
             self._inputs -= allowance.input_tokens or 0
             self._outputs -= allowance.output_tokens or 0
+
+    def room(self, name: str) -> tuple[int, int] | None:
+        """What is left of budget field ``name`` (a :class:`StepAllowance` field): not
+        spent, and of that not reserved either; ``None`` when the field has no limit."""
+        limit: int | None = getattr(self.budget, name)
+        if limit is None:
+            return None
+        s = self.spent
+        spent, held = {
+            "model_calls": (s.model_calls, self._model_calls),
+            "tool_calls": (s.tool_calls, self._tool_calls),
+            "tokens": (self._tokens_spent(), self._tokens),
+            "input_tokens": (s.input_tokens, self._inputs),
+            "output_tokens": (s.output_tokens, self._outputs),
+        }[name]
+        unspent = max(0, limit - spent)
+        return unspent, max(0, unspent - held)
+
+    def grow(self, key: Hashable, extra: dict[str, int]) -> StepAllowance | None:
+        """Add ``extra`` (field -> amount) to the reservation under ``key``, a top-up for
+        a step in flight; its new allowance (``None``: no such reservation)."""
+        held = self.reserved.get(key)
+        if held is None:
+            return None
+        fields = {name: (getattr(held, name) or 0) + n for name, n in extra.items()}
+        grown = msgspec.structs.replace(held, **fields)
+        self.release(key)
+        self.reserved[key] = grown
+        self._model_calls += grown.model_calls or 0
+        self._tool_calls += grown.tool_calls or 0
+        self._tokens += grown.tokens or 0
+        self._inputs += grown.input_tokens or 0
+        self._outputs += grown.output_tokens or 0
+        return grown
+
+    def widen(self, name: str, by: int) -> None:
+        """Raise budget field ``name`` by ``by`` (a nested run's limit, when the step
+        above it was topped up for it)."""
+        limit: int = getattr(self.budget, name)
+        self.budget = msgspec.structs.replace(self.budget, **{name: limit + by})
 
     def charge(self, usage: Usage, model_calls: int = 0, tool_calls: int = 0) -> None:
         """Record what was really spent."""

@@ -9,6 +9,10 @@ holds this fence, which its in-process steps see by reference (through their
 run's channel): the planner moves it the moment it decides, in its own task, and
 a step's tool loop looks at it before it starts any tool. The messages then only
 wind the steps down.
+
+The fence also carries the run's ``TopUps`` (what a step whose share runs short draws
+on): the one object of its run a step already holds, so a step that never needs a
+top-up pays nothing for it.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import sys
 from typing import final
 
 from regiment.hierarchy._messages import PAUSING
+from regiment.hierarchy._top_up import TopUps
 
 __all__ = ("StepFence",)
 
@@ -36,14 +41,16 @@ class StepFence:
         why: why the planner fenced them (the cut's reason), for the logs.
         above: a nested run's: the fence of the run above, and the plan version of the
             step the nested run serves.
+        top_ups: what the run's steps draw on when their shares run short.
     """
 
-    __slots__ = ("above", "below", "why")
+    __slots__ = ("above", "below", "top_ups", "why")
 
     def __init__(self) -> None:
         self.below = 0
         self.why = ""
         self.above: tuple[StepFence, int] | None = None
+        self.top_ups = TopUps()
 
     def cut(self, version: int | None, why: str) -> None:
         """Fence the steps of ``version`` and older (``None``: every step, now and later)."""

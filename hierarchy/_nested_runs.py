@@ -63,7 +63,7 @@ async def open_nested(
     deps = None if above is None or above.calls is None else above.calls.deps
     if journal is None:  # not journaled: a new run, as always
         async with child._open(goal, allowance, streaming=False, deps=deps, parent=parent) as pair:
-            _fenced_above(pair[0], above, parent)
+            _linked_above(pair[0], above, parent, attempt, child)
             yield pair
         return
     run_id = nested_run_id(parent.run_id, parent.plan_version, parent.step_id, attempt)
@@ -87,7 +87,7 @@ async def open_nested(
         )
         async with opened as pair:
             started = True
-            _fenced_above(pair[0], above, parent)
+            _linked_above(pair[0], above, parent, attempt, child)
             yield pair
     except BaseException as exc:
         if not started:  # cut before the run began: let go of it now
@@ -134,12 +134,18 @@ async def _unbegun(nested: RunJournal, *, cut: bool) -> None:
             )
 
 
-def _fenced_above(channel: RunChannel, above: RunChannel | None, parent: StepAt) -> None:
+def _linked_above(
+    channel: RunChannel, above: RunChannel | None, parent: StepAt, attempt: int, child: RunningTeam
+) -> None:
     """The nested run's steps start no tool once the run above has fenced the step it
-    serves (``StepFence.above``): set before any of them can reach a tool (its planner
-    has yet to plan)."""
+    serves (``StepFence.above``), and draw top-ups through that step's share once their
+    own run's budget is short (``TopUps.above``), within its team's own budget: set
+    before any of them can reach a tool (its planner has yet to plan)."""
     if above is not None:
         channel.fence.above = (above.fence, parent.plan_version)
+        top_ups = channel.fence.top_ups
+        top_ups.above = (above.fence.top_ups, (parent.plan_version, parent.step_id, attempt))
+        top_ups.own = child.team.budget
 
 
 async def _entries(journal: RunJournal, run_id: str) -> tuple[Entry, ...]:

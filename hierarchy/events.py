@@ -24,7 +24,13 @@ import msgspec
 
 from regiment._json import JsonObject, JsonValue
 from regiment.hierarchy._critic import Verdict
-from regiment.hierarchy._messages import BudgetLimit, StepReport, StepStatus, ToolOutcome
+from regiment.hierarchy._messages import (
+    BudgetLimit,
+    StepAllowance,
+    StepReport,
+    StepStatus,
+    ToolOutcome,
+)
 from regiment.hierarchy.plan._plan import Plan, PlanStep
 from regiment.models import Role, Usage
 from regiment.tools import ApprovalRequest
@@ -36,6 +42,7 @@ __all__ = (
     "ApprovalRequested",
     "ApprovalResolved",
     "BudgetExhausted",
+    "BudgetToppedUp",
     "CheckFailed",
     "ContextCompressed",
     "CritiqueCompleted",
@@ -267,6 +274,17 @@ class BudgetExhausted(_Base, frozen=True, kw_only=True):
     step_id: str | None = None
 
 
+class BudgetToppedUp(_Base, frozen=True, kw_only=True):
+    """A step in flight whose share could not pay for its next call drew more from
+    what its run had left (``granted``: the amounts added; ``allowance``: its share now)."""
+
+    plan_version: int
+    step_id: str
+    granted: StepAllowance
+    allowance: StepAllowance
+    detail: str
+
+
 class GuardrailTripped(_Base, frozen=True, kw_only=True):
     """A guardrail stopped a subject: ``subject`` says what (``model_request``,
     ``model_reply``, ``plan``, ``tool_call``, ``tool_result``, ``answer``);
@@ -371,6 +389,7 @@ Event: TypeAlias = (
     | ContextCompressed
     | SynthesisStarted
     | BudgetExhausted
+    | BudgetToppedUp
     | GuardrailTripped
     | GuardrailRewrote
     | ApprovalRequested

@@ -290,14 +290,16 @@ class StepGuards:
 
 def step_purse(allowance: StepAllowance, progress: StepProgress, pending: int = 0) -> Purse:
     """The step's allowance as a purse for its guards' judge calls; ``pending``
-    model calls of the step are in flight, not yet charged."""
+    model calls of the step are in flight, not yet charged. A step topped up since
+    it began (``progress.allowance``) judges within what it holds now."""
 
     def left(
         request: ModelRequest, made: Sequence[ModelResponse]
     ) -> tuple[BudgetLimit, str] | None:
         calls = progress.model_calls + pending + len(made)
         usage = sum((r.usage for r in made), progress.usage)
-        return over_allowance(allowance, calls, usage, request, "the judge call")
+        held = progress.allowance or allowance
+        return over_allowance(held, calls, usage, request, "the judge call")
 
     return left
 

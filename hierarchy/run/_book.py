@@ -160,6 +160,7 @@ class RunBook:
 
     def _ran_out(self, change: BudgetRanOut) -> None:
         self.spending.exhausted = change.limit
+        self.channel.fence.top_ups.ledger = None  # steps left finish in their shares
         logs.budget_exhausted(self.run_id, change.limit, change.detail)
         self.trace.budget_exhausted(change.limit)
         self.emit(BudgetExhausted(run_id=self.run_id, limit=change.limit, detail=change.detail))

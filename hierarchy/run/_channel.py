@@ -98,6 +98,7 @@ class RunChannel:
         durably), so its reader never sees the end before the journal has it.
         """
         self.ending = event
+        self.fence.top_ups.close()
         if self.streaming and self.journal is not None:
             self.journal.event(event)
             self.done, self.last = True, event

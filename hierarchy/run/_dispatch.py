@@ -64,6 +64,10 @@ class Dispatcher:
         """Ids of the steps of ``version`` dispatched and not yet reported (read only)."""
         return self._running.get(version, _NONE_RUNNING)
 
+    def unsent(self) -> int:
+        """How many steps of the current plan are still to be sent."""
+        return len(self._waiting)
+
     def _index(self, versions: PlanVersions) -> None:
         """Index the current version's steps: which are waiting, which of them are ready."""
         committed, version = versions.committed, versions.version

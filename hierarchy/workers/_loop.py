@@ -21,6 +21,7 @@ from regiment.hierarchy._messages import (
 )
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy._top_up import call_need
 from regiment.hierarchy.guard._judge import judging_within
 from regiment.hierarchy.guard._step import StepGuards, step_purse
 from regiment.hierarchy.plan._plan import PlanStep
@@ -68,10 +69,40 @@ def _is_limited(a: StepAllowance) -> bool:
 def _out_of_allowance(
     assign: AssignStep, progress: StepProgress, request: ModelRequest
 ) -> tuple[BudgetLimit, str] | None:
-    """Why the step's next call must not start (``over_allowance``)."""
-    return over_allowance(
-        assign.allowance, progress.model_calls, progress.usage, request, "the next call"
+    """Why the step's next call must not start (``over_allowance``), even once its run
+    has topped its share up with what it can spare (``TopUps``)."""
+    held, calls, usage = (
+        progress.allowance or assign.allowance,
+        progress.model_calls,
+        progress.usage,
     )
+    out = over_allowance(held, calls, usage, request, "the next call")
+    if out is None or progress.fence is None or progress.fenced(assign.plan_version):
+        return out  # the usual case; or no run to ask, or its plan is over
+    need = call_need(held, calls, usage, request)
+    if (grown := progress.fence.top_ups.grant(_key(assign), need)) is None:
+        return out
+    progress.allowance = grown
+    return over_allowance(grown, calls, usage, request, "the next call")
+
+
+def _key(assign: AssignStep) -> tuple[int, str, int]:
+    """The key its run reserved the step's share under."""
+    return assign.plan_version, assign.step.id, assign.attempt
+
+
+def _tool_call_limit(assign: AssignStep, progress: StepProgress, asked: int) -> int | None:
+    """How many tool calls the step may have made once ``asked`` more are run: its
+    share, topped up by its run if that is short and the run can spare some."""
+    limit = (progress.allowance or assign.allowance).tool_calls
+    if limit is None or progress.tool_calls + asked <= limit or progress.fence is None:
+        return limit  # (a fenced step starts no tool: _call_tools has ended it)
+    short = progress.tool_calls + asked - limit
+    grown = progress.fence.top_ups.grant(_key(assign), {"tool_calls": (1, short)})
+    if grown is None:
+        return limit
+    progress.allowance = grown
+    return grown.tool_calls
 
 
 async def _call_tools(
@@ -88,7 +119,7 @@ async def _call_tools(
     if progress.fenced(assign.plan_version):  # its plan is over (a replan, say): no tool
         await held_back(progress, assign, calls, telemetry, toolset)
     results: list[ToolResult | None] = [None] * len(calls)
-    limit = assign.allowance.tool_calls
+    limit = _tool_call_limit(assign, progress, len(calls))
     traced = telemetry.tracing  # untraced: no span to open, nothing to record on one
 
     async def attempt(index: int, call: ToolCallPart) -> ToolResult:

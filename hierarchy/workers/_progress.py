@@ -11,6 +11,7 @@ from regiment.hierarchy._fence import StepFence
 from regiment.hierarchy._messages import (
     AssignStep,
     BudgetLimit,
+    StepAllowance,
     StepReport,
     StepStatus,
     ToolOutcome,
@@ -51,6 +52,9 @@ class StepProgress:
     # Its run's fence (set by its worker, from the run's channel): moved by the planner as
     # it decides the step's plan is over, before the step's cut reaches a busy worker.
     fence: StepFence | None = None
+    # Its allowance once its run has topped it up (``fence.top_ups``); until then, its
+    # ``AssignStep``'s.
+    allowance: StepAllowance | None = None
 
     # Calls of the step waiting for a decision (a human's on the desk, an in-process
     # approver's): its step_timeout stands still meanwhile, as the run's wall clock does.

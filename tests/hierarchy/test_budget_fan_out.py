@@ -20,6 +20,7 @@ from regiment.hierarchy import (
     Team,
     Worker,
 )
+from regiment.journal import JournalSpec
 from regiment.models import (
     ModelRequest,
     ModelResponse,
@@ -38,9 +39,14 @@ class Probe:
     (``"part 3 wants 2"``), one call per model reply, then answer."""
 
     def __init__(
-        self, steps: list[tuple[int, list[int]]], *, hold: anyio.Event | None = None
+        self,
+        steps: list[tuple[int, list[int]]],
+        *,
+        hold: anyio.Event | None = None,
+        reported: int = 0,
     ) -> None:
         self.hold = hold  # tool bodies wait for it, when given
+        self.reported = reported  # then set by stream() once this many steps completed
         self.answered: list[str] = []
         self.bodies = 0
         self.replies: list[ModelResponse | str] = []
@@ -64,7 +70,7 @@ class Probe:
         self.replies.append(reply)
         if isinstance(reply, str):
             self.answered.append(description)
-            if self.hold is not None:
+            if self.hold is not None and not self.reported:
                 self.hold.set()  # the first answer lets the tool bodies go on
         return reply
 
@@ -76,8 +82,21 @@ class Probe:
             + [estimate_tokens(t) + 3 for t in texts]
         )
 
-    def team(self, budget: Budget, *, concurrency: int = 8) -> Team:
-        @tool
+    async def stream(self, team: Team, journal: JournalSpec = None) -> RunResult:
+        """Stream a run of ``team``: ``hold`` is set once ``reported`` steps completed."""
+        completed = 0
+        async with team.start(journal=journal) as running, running.stream("goal") as events:
+            async for event in events:
+                completed += isinstance(event, StepCompleted)
+                if self.hold is not None and completed == self.reported:
+                    self.hold.set()
+        assert isinstance(events.ending, RunCompleted)
+        return events.ending.result
+
+    def team(self, budget: Budget, *, concurrency: int = 8, ask_at: int = -1) -> Team:
+        """``ask_at``: the ``probe`` call (by ``n``) that waits for an approval."""
+
+        @tool(requires_approval=lambda args: args["n"] == ask_at)
         async def probe(n: int) -> int:
             """Probe."""
             self.bodies += 1
@@ -159,7 +178,9 @@ async def test_the_step_whose_report_spends_the_last_tool_call_is_kept() -> None
 
 @pytest.mark.anyio
 async def test_a_step_that_outgrows_its_share_is_told_and_the_run_goes_on() -> None:
-    # 4 tool calls for 2 steps: 2 each; s1 asks for 3, s2 for none.
+    # 4 tool calls for 2 steps: 2 each; s1 asks for 3, s2 for none. s1 asks before s2
+    # has reported (the scripted model answers at once): s2 still holds its share, so
+    # there is nothing to top s1 up with (test_budget_top_up: once s2 has reported).
     probe = Probe([(3, []), (0, [])])
     result = await probe.team(Budget(tool_calls=4)).run("two parts")
     assert probe.bodies == 2

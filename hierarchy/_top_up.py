@@ -1,0 +1,197 @@
+"""Mid-step top-ups: a step whose share cannot pay for its next call asks its run
+for more before it gives up.
+
+A step's share is fixed when it is sent, but the run's budget is not all reserved
+then (a step sent alone gets its even share of what the steps still to come will
+need), and a sibling that reports gives back what it did not spend. A step whose
+share runs short (its next model call's estimated input does not fit, its output
+tokens or model calls are used up, it asks for more tool calls than it has left)
+draws from that, at once and without waiting, under one fair rule:
+
+* it may draw only what is neither spent nor reserved by a step in flight, less
+  what the steps of the plan still to be sent would get as even shares of what
+  is unspent (shared by them and the steps in flight); for tokens the synthesis
+  counts as one more step still to come, and one model call per step still to be
+  sent, and one for the synthesis, are kept back;
+* it gets what its call needs, or an even part (between the steps in flight) of
+  what it may draw if that is more, so a long loop does not ask before every call.
+
+A nested run (a step given to a ``TeamWorker``) draws from its own budget first,
+then through the step it serves from the run above (whose rule applies there),
+and its own limit grows by what it got there, never past its team's own budget.
+
+In-process steps hold their run's ``TopUps`` by reference (through the run's
+channel), as they hold its ``StepFence``: the planner's ledger is only ever
+touched synchronously, in the one event loop, so a top-up needs no lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Hashable
+from typing import final
+
+from regiment.hierarchy._budget import Budget, BudgetLedger
+from regiment.hierarchy._messages import StepAllowance
+from regiment.hierarchy.events import BudgetToppedUp, Event
+from regiment.models import ModelRequest, Usage, estimate_tokens
+
+__all__ = ("Need", "TopUps", "call_need")
+
+_log = logging.getLogger("regiment.run")
+
+Need = dict[str, tuple[int, int]]
+"""What a step asks for: budget field -> (the least that helps, what it wants)."""
+
+_TOKENS = ("tokens", "input_tokens", "output_tokens")
+
+
+def _none_unsent() -> int:
+    return 0
+
+
+@final
+class TopUps:
+    """One run's top-ups for its steps in flight (see the module's docstring).
+
+    Attributes:
+        ledger: the run's ledger (set by its planner as the run starts).
+        unsent: how many steps of the current plan are still to be sent.
+        told: emits an event of the run (its book's ``emit``).
+        above: a nested run's: the run above's top-ups and the key of the step served.
+        own: a nested run's: its team's own budget, which a top-up never goes past.
+    """
+
+    __slots__ = ("above", "ledger", "own", "run_id", "told", "unsent")
+
+    def __init__(self) -> None:
+        self.ledger: BudgetLedger | None = None
+        self.run_id = ""
+        self.unsent: Callable[[], int] = _none_unsent
+        self.told: Callable[[Event], None] | None = None
+        self.above: tuple[TopUps, Hashable] | None = None
+        self.own: Budget | None = None
+
+    def close(self) -> None:
+        """The run has ended: no more top-ups, and let go of its ledger, book and
+        dispatcher (held, they would make a cycle with the run's channel that only
+        the garbage collector could free)."""
+        self.ledger = self.told = self.above = None
+        self.unsent = _none_unsent
+
+    def grant(self, key: Hashable, need: Need, who: str = "") -> StepAllowance | None:
+        """Top up the step reserved under ``key`` (``(version, step id, attempt)``) by
+        what it ``need`` s; its new allowance, or ``None`` when the run cannot spare
+        the least of every field it needs (the step then ends as it would have)."""
+        ledger = self.ledger
+        if ledger is None or key not in ledger.reserved:
+            return None
+        extra: dict[str, int] = {}
+        for name, (least, wanted) in need.items():
+            got = self._draw(ledger, name, least, wanted)
+            if got < least:
+                return None
+            extra[name] = got
+        allowance = ledger.grow(key, extra)
+        if allowance is not None:
+            self._tell(key, extra, allowance, who)
+        return allowance
+
+    def _draw(self, ledger: BudgetLedger, name: str, least: int, wanted: int) -> int:
+        """How much of field ``name`` the step gets: 0 if not even ``least``."""
+        drawable = self._drawable(ledger, name)
+        if drawable < least and self.above is not None:
+            drawable += self._from_above(ledger, name, least - drawable)
+        if drawable < least:
+            return 0
+        running = max(1, len(ledger.reserved))
+        return min(drawable, max(wanted, drawable // running))
+
+    def _drawable(self, ledger: BudgetLedger, name: str) -> int:
+        room = ledger.room(name)
+        if room is None:
+            return 0
+        unspent, free = room
+        unsent = self.unsent()
+        if name == "model_calls":
+            return max(0, free - unsent - 1)  # one each to start, one for the synthesis
+        later = unsent + (1 if name in _TOKENS else 0)  # the synthesis' part of tokens
+        if later == 0:
+            return free
+        even = unspent // (len(ledger.reserved) + later)
+        return max(0, free - later * even)
+
+    def _from_above(self, ledger: BudgetLedger, name: str, short: int) -> int:
+        """Draw ``short`` of ``name`` through the step this nested run serves; its
+        own limit grows by what it got, within its team's own budget."""
+        assert self.above is not None
+        above, key = self.above
+        limit: int | None = getattr(ledger.budget, name)
+        ceiling = None if self.own is None else getattr(self.own, name)
+        if limit is None:
+            return 0
+        if ceiling is not None:
+            short = min(short, ceiling - limit)
+        held = None if above.ledger is None else above.ledger.reserved.get(key)
+        if short <= 0 or held is None:
+            return 0
+        grown = above.grant(key, {name: (short, short)}, "for the run it hands its step to")
+        if grown is None:
+            return 0
+        got: int = getattr(grown, name) - getattr(held, name)
+        if ceiling is not None:
+            got = min(got, ceiling - limit)
+        ledger.widen(name, got)
+        return got
+
+    def _tell(
+        self, key: Hashable, extra: dict[str, int], allowance: StepAllowance, who: str
+    ) -> None:
+        version, step_id = (key[0], key[1]) if isinstance(key, tuple) else (0, str(key))
+        given = ", ".join(f"{n} {name}" for name, n in extra.items())
+        detail = f"step {step_id}: topped up by {given} from what the run had left"
+        _log.info(
+            "run %s: %s (%s)",
+            self.run_id,
+            detail,
+            who or "its share ran short",
+            extra={"run_id": self.run_id, "step_id": step_id},
+        )
+        if self.told is not None:
+            granted = StepAllowance(**extra)
+            self.told(
+                BudgetToppedUp(
+                    run_id=self.run_id,
+                    plan_version=version,
+                    step_id=step_id,
+                    granted=granted,
+                    allowance=allowance,
+                    detail=detail,
+                )
+            )
+
+
+def call_need(
+    allowance: StepAllowance, model_calls: int, usage: Usage, request: ModelRequest
+) -> Need:
+    """What a step's share lacks for its next model call (``request``), after
+    ``model_calls`` calls that spent ``usage``: each field that cannot pay, by how much."""
+    need: Need = {}
+    if allowance.model_calls is not None and model_calls >= allowance.model_calls:
+        need["model_calls"] = (1, 1)
+    outputs = allowance.output_tokens
+    if outputs is not None and usage.output_tokens >= outputs:
+        short = usage.output_tokens - outputs + 1
+        need["output_tokens"] = (short, short)
+    if allowance.tokens is None and allowance.input_tokens is None:
+        return need
+    needed = estimate_tokens(request)
+    caps = (
+        ("tokens", allowance.tokens, usage.total_tokens),
+        ("input_tokens", allowance.input_tokens, usage.whole_input_tokens),
+    )
+    for name, cap, spent in caps:
+        if cap is not None and needed > cap - spent:
+            short = needed - (cap - spent)
+            need[name] = (short, short)
+    return need
