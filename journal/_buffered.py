@@ -7,7 +7,9 @@ becomes the leader and commits the whole buffer, every run's records in it, in
 one transaction; callers that arrive meanwhile wait for that commit and, if their
 records came after it started, lead the next one. So a sequence of records is
 always committed as a prefix: when record *n* is durable, so is every record
-before it.
+before it. A commit that holds a record appended with ``durable=True`` is marked
+``Batch.durable``: the store makes it reach the disk before it returns (an SQLite
+journal under ``synchronous="normal"`` fsyncs only those commits).
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class BufferedJournal(JournalLookups):
         self._taken: dict[str, JournalError] = {}  # new runs refused, until create_run reads it
         self._appended = 0
         self._committed = 0
+        self._durable_to = 0  # the last position appended with durable=True
         self._committing: anyio.Event | None = None
         self._next_seq: dict[LeaseKey, int] = {}
         self._broken: dict[LeaseKey, JournalError] = {}
@@ -183,6 +186,8 @@ class BufferedJournal(JournalLookups):
         ]
         self._next_seq[(lease.run_id, lease.token)] = first + len(records)
         self._appended += len(records)
+        if durable:
+            self._durable_to = self._appended  # its commit must reach the disk
         if durable or len(self._buffer) >= self.max_buffered:
             await self._wait_committed(self._appended)
             self._raise_if_broken(lease)
@@ -237,7 +242,8 @@ class BufferedJournal(JournalLookups):
                     await self._commit_in_thread()
 
     def _take_buffer(self) -> Batch:
-        batch = Batch(self._creations, self._buffer, self._renewals, self._releases)
+        durable = self._durable_to > self._committed  # (no batch is in flight: it starts there)
+        batch = Batch(self._creations, self._buffer, self._renewals, self._releases, durable)
         self._creations, self._buffer, self._renewals, self._releases = [], [], [], []
         return batch
 
