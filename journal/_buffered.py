@@ -234,21 +234,15 @@ class BufferedJournal(JournalLookups):
             if self._committing is not None:
                 await self._committing.wait()
             elif not self._threaded:
-                self._commit(self._take_buffer(), self._store.commit)
+                self._commit(_take_buffer(self), self._store.commit)
             else:
                 # Tasks the last commit woke append first, so they share the next one.
                 await anyio.lowlevel.checkpoint()
                 if self._committing is None and self._committed < position:
                     await self._commit_in_thread()
 
-    def _take_buffer(self) -> Batch:
-        durable = self._durable_to > self._committed  # (no batch is in flight: it starts there)
-        batch = Batch(self._creations, self._buffer, self._renewals, self._releases, durable)
-        self._creations, self._buffer, self._renewals, self._releases = [], [], [], []
-        return batch
-
     async def _commit_in_thread(self) -> None:
-        batch = self._take_buffer()
+        batch = _take_buffer(self)
         done = self._committing = anyio.Event()
         refused = Refused({}, {}, {})
         try:
@@ -301,6 +295,15 @@ class BufferedJournal(JournalLookups):
             await self._call(self._store.close)
         for key in sorted(self._unreported):
             raise self._broken[key]
+
+
+def _take_buffer(journal: BufferedJournal) -> Batch:
+    """What waits for a commit, as one batch, leaving the buffers empty. No batch is in
+    flight, so it starts at ``_committed``: it is durable if a record after that was."""
+    durable = journal._durable_to > journal._committed
+    parts = (journal._creations, journal._buffer, journal._renewals, journal._releases)
+    journal._creations, journal._buffer, journal._renewals, journal._releases = [], [], [], []
+    return Batch(*parts, durable)
 
 
 def _refuse_all(batch: Batch, error: JournalError) -> Refused:
