@@ -55,7 +55,9 @@ Writes and durability
     commits everything buffered, every run's records, in one transaction while the
     others wait and join the next (group commit), so appends are cheap and a
     record that must survive a crash before a side effect (a tool call intent, a
-    pending approval, the result) is awaited as durable. Commits keep append
+    pending approval, the result) is awaited as durable: its commit reaches the
+    disk (SQLite fsyncs only such commits under its default ``synchronous="normal"``;
+    ``flush`` commits without one). Commits keep append
     order: when record *n* is durable, so is every record before it. A write that
     fails (disk full, database down, a lock held past ``busy_timeout``) raises
     :class:`JournalError` from that call and from every later call of the same

@@ -7,7 +7,9 @@ becomes the leader and commits the whole buffer, every run's records in it, in
 one transaction; callers that arrive meanwhile wait for that commit and, if their
 records came after it started, lead the next one. So a sequence of records is
 always committed as a prefix: when record *n* is durable, so is every record
-before it.
+before it. A commit that holds a record appended with ``durable=True`` is marked
+``Batch.durable``: the store makes it reach the disk before it returns (an SQLite
+journal under ``synchronous="normal"`` fsyncs only those commits).
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class BufferedJournal(JournalLookups):
         self._taken: dict[str, JournalError] = {}  # new runs refused, until create_run reads it
         self._appended = 0
         self._committed = 0
+        self._durable_to = 0  # the last position appended with durable=True
         self._committing: anyio.Event | None = None
         self._next_seq: dict[LeaseKey, int] = {}
         self._broken: dict[LeaseKey, JournalError] = {}
@@ -183,6 +186,8 @@ class BufferedJournal(JournalLookups):
         ]
         self._next_seq[(lease.run_id, lease.token)] = first + len(records)
         self._appended += len(records)
+        if durable:
+            self._durable_to = self._appended  # its commit must reach the disk
         if durable or len(self._buffer) >= self.max_buffered:
             await self._wait_committed(self._appended)
             self._raise_if_broken(lease)
@@ -229,20 +234,15 @@ class BufferedJournal(JournalLookups):
             if self._committing is not None:
                 await self._committing.wait()
             elif not self._threaded:
-                self._commit(self._take_buffer(), self._store.commit)
+                self._commit(_take_buffer(self), self._store.commit)
             else:
                 # Tasks the last commit woke append first, so they share the next one.
                 await anyio.lowlevel.checkpoint()
                 if self._committing is None and self._committed < position:
                     await self._commit_in_thread()
 
-    def _take_buffer(self) -> Batch:
-        batch = Batch(self._creations, self._buffer, self._renewals, self._releases)
-        self._creations, self._buffer, self._renewals, self._releases = [], [], [], []
-        return batch
-
     async def _commit_in_thread(self) -> None:
-        batch = self._take_buffer()
+        batch = _take_buffer(self)
         done = self._committing = anyio.Event()
         refused = Refused({}, {}, {})
         try:
@@ -295,6 +295,15 @@ class BufferedJournal(JournalLookups):
             await self._call(self._store.close)
         for key in sorted(self._unreported):
             raise self._broken[key]
+
+
+def _take_buffer(journal: BufferedJournal) -> Batch:
+    """What waits for a commit, as one batch, leaving the buffers empty. No batch is in
+    flight, so it starts at ``_committed``: it is durable if a record after that was."""
+    durable = journal._durable_to > journal._committed
+    parts = (journal._creations, journal._buffer, journal._renewals, journal._releases)
+    journal._creations, journal._buffer, journal._renewals, journal._releases = [], [], [], []
+    return Batch(*parts, durable)
 
 
 def _refuse_all(batch: Batch, error: JournalError) -> Refused:

@@ -74,8 +74,10 @@ class Journal(Protocol):
         """Append one record and return its sequence number.
 
         Records are committed in groups. With ``durable=True`` the call returns
-        only once this record (and every one before it) is committed: use it for a
-        record that must survive a crash before a side effect, like a tool call intent.
+        only once this record (and every one before it) is committed and on the disk
+        (an SQLite journal fsyncs that commit, unless opened with ``synchronous="off"``):
+        use it for a record that must survive a crash, of the process or the machine,
+        before a side effect, like a tool call intent.
         """
         ...
 

@@ -10,14 +10,17 @@ from typing import Any, Literal, Self, final
 
 import anyio
 
-from regiment.errors import JournalError
+from regiment.errors import ConfigError, JournalError
 from regiment.journal._buffered import BufferedJournal
 from regiment.journal._schema import CURRENT_VERSION, prepare, read_version
 from regiment.journal._sql import SqlStore
+from regiment.journal._store import Batch, Refused
+from regiment.journal._views import Lease
 
 __all__ = ("SqliteJournal",)
 
-Synchronous = Literal["normal", "full"]
+Synchronous = Literal["off", "normal", "full"]
+_LEVELS: tuple[Synchronous, ...] = ("off", "normal", "full")
 
 
 # SQLite's primary result codes for a file it cannot write (as against one it cannot read
@@ -92,6 +95,7 @@ class _SqliteStore(SqlStore):
         self.where = str(path)
         self._busy_timeout = busy_timeout
         self._read_only = read_only
+        self._synchronous = self._level = synchronous  # asked for; the connection's now
         self._conn: sqlite3.Connection | None = None
         try:
             if read_only:
@@ -171,6 +175,29 @@ class _SqliteStore(SqlStore):
                 + " It was left untouched."
             )
 
+    def commit(self, batch: Batch, now: float) -> Refused:
+        # Under "normal", a commit holding a durable record (a tool call's intent before its
+        # body runs, say) runs under FULL: in WAL mode SQLite then fsyncs the -wal file as it
+        # commits, which takes every commit before it to the disk too; the others, not.
+        if self._synchronous == "normal":
+            self._use("full" if batch.durable else "normal")
+        return super().commit(batch, now)
+
+    def acquire(
+        self, run_id: str, owner: str, now: float, ttl: float, top: Lease | None = None
+    ) -> tuple[Lease, int]:
+        if self._synchronous == "normal":
+            self._use("normal")
+        return super().acquire(run_id, owner, now, ttl, top)
+
+    def _use(self, level: Synchronous) -> None:
+        """Set the connection's synchronous level for its next transactions (SQLite
+        refuses to change it inside one; none is open between the store's calls)."""
+        if level != self._level:
+            with self._guard(f"setting synchronous={level.upper()}"):
+                self._connection().execute(f"PRAGMA synchronous={level.upper()}")
+            self._level = level
+
     def probe(self) -> None:
         """Nothing to reach for a file (see ``Store.probe``)."""
 
@@ -238,6 +265,18 @@ class _SqliteStore(SqlStore):
         self._conn = None
 
 
+def _level(synchronous: object) -> Synchronous:
+    """``synchronous`` as one of the levels; SQLite itself takes a misspelt one as NORMAL."""
+    for level in _LEVELS:
+        if isinstance(synchronous, str) and synchronous.lower() == level:
+            return level
+    raise ConfigError(
+        f"synchronous={synchronous!r} is not a level of SqliteJournal.open: use 'normal' "
+        "(the default: the commits of durable records reach the disk), 'full' (every "
+        "commit does) or 'off' (none does)"
+    )
+
+
 @final
 class SqliteJournal(BufferedJournal):
     """A journal in one SQLite file: the default wherever a file is wanted.
@@ -267,8 +306,13 @@ class SqliteJournal(BufferedJournal):
             path: the journal file.
             clock: seconds since the epoch, for leases and timestamps (default ``time.time``).
             busy_timeout: how long a write waits for another process's transaction.
-            synchronous: ``"normal"`` survives a crash of the process (the case resume
-                is for); ``"full"`` also a crash of the machine, at an fsync per commit.
+            synchronous: when a commit reaches the disk (an fsync of the ``-wal`` file).
+                ``"normal"``: the commits that hold a record written durably (a tool
+                call's intent before its body runs, its result, an approval's decision,
+                a run's end or pause), and with each every commit before it; the others
+                survive a crash of the process, not of the machine. ``"full"``: every
+                commit. ``"off"``: none, not even those: a crash of the machine may lose
+                any of the journal, or damage the file (for throw-away journals).
             read_only: only read it (list, get, read runs and approvals), never creating,
                 migrating or writing anything, so it works where the process may not write
                 (a read-only mount, say); a write raises ``JournalError``. The file must be
@@ -277,10 +321,12 @@ class SqliteJournal(BufferedJournal):
         Raises:
             JournalError: the file is not a journal, is damaged, or is of a newer schema;
                 it is left untouched.
+            ConfigError: ``synchronous`` is none of ``"off"``, ``"normal"``, ``"full"``.
         """
+        level = _level(synchronous)
         store = await anyio.to_thread.run_sync(
             lambda: _SqliteStore(
-                Path(path), busy_timeout=busy_timeout, synchronous=synchronous, read_only=read_only
+                Path(path), busy_timeout=busy_timeout, synchronous=level, read_only=read_only
             )
         )
         return cls(store, clock=clock)

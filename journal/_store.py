@@ -96,12 +96,14 @@ class Creation(NamedTuple):
 class Batch(NamedTuple):
     """What one commit writes, in one transaction and in this order: new runs, records, renewed
     leases (each with its new expiry), released leases. So runs created, written, kept alive
-    and released at once share one commit (one fsync on PostgreSQL), not a transaction each."""
+    and released at once share one commit (one fsync on PostgreSQL), not a transaction each.
+    ``durable``: it holds a record appended ``durable=True``; the commit must reach the disk."""
 
     creations: Sequence[Creation] = ()
     records: Sequence[Pending] = ()
     renewals: Sequence[tuple[Lease, float]] = ()
     releases: Sequence[Lease] = ()
+    durable: bool = False
 
     def size(self) -> int:
         return len(self.creations) + len(self.records) + len(self.renewals) + len(self.releases)
@@ -257,8 +259,7 @@ def _check_free(state: LeaseState, run_id: str, owner: str, now: float) -> None:
     """Refuse ``owner`` a run whose lease is another's, alive, and held by one that may run."""
     if state.owner is None or state.expires_at <= now:
         return
-    local = local_owner(state.owner)
-    left = state.expires_at - now
+    local, left = local_owner(state.owner), state.expires_at - now
     if local is None:
         raise LeaseHeld(
             f"run {run_id!r} is owned by {state.owner!r}, whose lease is alive for another "
@@ -378,9 +379,8 @@ def plan_commit(
     it is updated as groups are accepted, so a zombie's and its heir's records in
     one batch are judged in order.
     """
-    accepted: list[list[Pending]] = []
-    refused: dict[LeaseKey, JournalError] = {}
-    groups: dict[LeaseKey, list[Pending]] = {}
+    accepted, refused = list[list[Pending]](), dict[LeaseKey, JournalError]()
+    groups = dict[LeaseKey, list[Pending]]()
     for pending in batch:
         groups.setdefault((pending.run_id, pending.token), []).append(pending)
     for (run_id, token), records in groups.items():

@@ -18,6 +18,7 @@ from regiment.models import Usage, text_response
 from regiment.tools import Approve
 
 from .records import approval, created, intent, new_id, reported, result
+from .sql_trace import traced
 
 pytestmark = pytest.mark.anyio
 
@@ -126,8 +127,7 @@ async def test_pending_approvals_of_every_run_are_one_query(tmp_path: Path) -> N
             lease = await journal.create_run(created(run_id, minutes=index), owner="w", ttl=TTL)
             await journal.append(lease, approval(run_id, f"a{index}"))
         await journal.flush()
-        statements: list[str] = []
-        journal._store._connection().set_trace_callback(statements.append)  # type: ignore[attr-defined]
+        statements = traced(journal)
         pending = await journal.pending_approvals()
     finally:
         await journal.close()
