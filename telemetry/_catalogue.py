@@ -52,6 +52,15 @@ SPANS = (
     ),
     Entry("execute_tool {tool}", "one tool call", "under the step"),
     Entry(
+        "tools/call {tool}",
+        "one MCP request (kind CLIENT, named by the MCP conventions with the server's name of "
+        "the tool); the `traceparent` in its `_meta` names it (or, when the application "
+        "installed a global provider, the MCP SDK's own CLIENT span inside it); a tool "
+        "result marked `isError`: ERROR, `error.type=tool_error`; a lost connection: ERROR, "
+        "`error.type` its exception's type; none when tracing is off",
+        "in the MCP tool's `execute_tool` span (on a Ray replica too)",
+    ),
+    Entry(
         sc.SPAN_GUARDRAIL,
         "one guardrail judging one subject (a guard that raised: ERROR, `error.type` its exception's type)",
         "a model request's or reply's: in the phase or step span the call is made in; "
@@ -97,12 +106,16 @@ ATTRIBUTES = (
         "tracing on, names them `gen_ai.usage.cache_write.input_tokens`)",
         "chat",
     ),
-    Entry(sc.GEN_AI_TOOL_NAME, "the tool", "tool, approval; approval events"),
+    Entry(
+        sc.GEN_AI_TOOL_NAME,
+        "the tool (on an MCP client span, the server's name of it)",
+        "tool, MCP client, approval; approval events",
+    ),
     Entry(sc.GEN_AI_TOOL_CALL_ID, "the model's id for the call", "tool; approval events"),
     Entry(sc.GEN_AI_TOOL_TYPE, "`function`", "tool"),
     Entry(sc.GEN_AI_TOKEN_TYPE, "`input` or `output`", "metric `gen_ai.client.token.usage`"),
-    Entry(sc.SERVER_ADDRESS, "the model API's (or MCP server's) host", "chat, tool"),
-    Entry(sc.SERVER_PORT, "its port", "chat, tool"),
+    Entry(sc.SERVER_ADDRESS, "the model API's (or MCP server's) host", "chat, tool, MCP client"),
+    Entry(sc.SERVER_PORT, "its port", "chat, tool, MCP client"),
     Entry(
         sc.ERROR_TYPE,
         "the exception's type, or a code listed under values",
@@ -227,11 +240,13 @@ ATTRIBUTES = (
         "`gen_ai.usage.*` are an estimate of its input tokens",
         "chat (a failed call)",
     ),
-    Entry("mcp.method.name", "`tools/call`", "tool (MCP tools)"),
-    Entry("mcp.protocol.version", "the MCP protocol version agreed", "tool (MCP tools)"),
-    Entry("regiment.mcp.server", "the MCP server's name", "tool (MCP tools)"),
-    Entry("network.transport", "`pipe` (stdio) or `tcp`", "tool (MCP tools)"),
-    Entry("network.protocol.name", "`http`", "tool (MCP tools over HTTP)"),
+    Entry("mcp.method.name", "`tools/call`", "tool (MCP tools), MCP client"),
+    Entry(
+        "mcp.protocol.version", "the MCP protocol version agreed", "tool (MCP tools), MCP client"
+    ),
+    Entry("regiment.mcp.server", "the MCP server's name", "tool (MCP tools), MCP client"),
+    Entry("network.transport", "`pipe` (stdio) or `tcp`", "tool (MCP tools), MCP client"),
+    Entry("network.protocol.name", "`http`", "tool and MCP client (over HTTP)"),
     Entry("exception.type", "the exception's type", "exception and cancelled events"),
     Entry("exception.message", "capture on: the message (redacted)", "exception event"),
     Entry("exception.stacktrace", "capture on: the stack (redacted)", "exception event"),

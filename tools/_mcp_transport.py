@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.util.types import AttributeValue
 
 from regiment._text import clipped
@@ -27,8 +31,9 @@ if TYPE_CHECKING:
     from mcp.client.session import ClientSession, MessageHandlerFnT
     from mcp.shared._stream_protocols import ReadStream
     from mcp.shared.message import SessionMessage
+    from mcp.types import CallToolResult, RequestParamsMeta
 
-__all__ = ("open_session", "span_attributes")
+__all__ = ("attached", "open_session", "request_meta", "span_attributes", "traced")
 
 # Reads may wait long on a slow tool; the tool's own timeout is what bounds a call.
 _CONNECT_TIMEOUT = 30.0
@@ -181,3 +186,69 @@ def span_attributes(server: MCPServer, protocol_version: str | None) -> dict[str
     if parts.port:
         attributes["server.port"] = parts.port
     return attributes
+
+
+async def traced(
+    tracer: trace.Tracer,
+    tool: str,
+    attributes: Mapping[str, AttributeValue],
+    call: Awaitable[CallToolResult],
+) -> CallToolResult:
+    """Await ``call`` (one ``tools/call`` request) in its CLIENT span, as the OpenTelemetry
+    MCP conventions name it (``tools/call {tool}``), current while the request is sent, so
+    the ``_meta`` trace context names it. A failed call, or a result marked ``isError``,
+    has ``error.type``; a cancelled one ``regiment.cancelled`` (as every span a
+    cancellation cut short), not an error. Tracing off (the caller's span does not
+    record): no span, no cost."""
+    if not trace.get_current_span().is_recording():
+        return await call
+    with tracer.start_as_current_span(
+        f"tools/call {tool}",
+        kind=trace.SpanKind.CLIENT,
+        attributes={
+            **attributes,
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": tool,
+        },
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        try:
+            result = await call
+        except anyio.get_cancelled_exc_class():
+            span.set_attribute("regiment.cancelled", True)
+            span.add_event("regiment.cancelled")
+            raise
+        except Exception as exc:
+            span.set_attribute("error.type", f"{type(exc).__module__}.{type(exc).__qualname__}")
+            span.set_status(trace.StatusCode.ERROR)
+            raise
+        if result.is_error:
+            span.set_attribute("error.type", "tool_error")
+            span.set_status(trace.StatusCode.ERROR)
+        return result
+
+
+def request_meta(context: Context, key: str | None, key_name: str) -> RequestParamsMeta | None:
+    """A ``tools/call``'s ``_meta``: the call's idempotency key (under ``key_name``), for
+    the server to deduplicate, and the W3C trace context (``traceparent``, ``tracestate``)
+    of ``context`` (the call's CLIENT span, when traced), as the OpenTelemetry MCP
+    conventions carry it, so a traced server's spans join the run's trace."""
+    meta: dict[str, str] = {}
+    _W3C.inject(meta, context=context)
+    if key is not None:
+        meta[key_name] = key
+    return cast("RequestParamsMeta", meta) if meta else None
+
+
+_W3C = TraceContextTextMapPropagator()
+
+
+@contextmanager
+def attached(context: Context) -> Iterator[None]:
+    """``context`` current for the block (the caller's, in the owner task)."""
+    token = otel_context.attach(context)
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
