@@ -76,7 +76,12 @@ SPANS = (
 
 ATTRIBUTES = (
     Entry(
-        sc.GEN_AI_OPERATION_NAME, "`invoke_agent`, `plan`, `chat` or `execute_tool`", "GenAI spans"
+        sc.GEN_AI_OPERATION_NAME,
+        "`invoke_agent`, `chat` or `execute_tool` (the conventions' values); `plan`, `replan`, "
+        "`critique`, `compress` or `synthesize` (ours: a planner phase that asks a model, named "
+        "as its span; no value of the conventions names one)",
+        "GenAI spans: run, step, chat, tool, MCP client, phases (not `verify`: a check is a "
+        "predicate, not a GenAI operation)",
     ),
     Entry(
         sc.GEN_AI_PROVIDER_NAME,
@@ -307,6 +312,10 @@ EVENTS = (
 VALUES = (
     Entry(sc.OPERATION_INVOKE_AGENT, "`gen_ai.operation.name` of a run or step"),
     Entry(sc.OPERATION_PLAN, "`gen_ai.operation.name` of planning"),
+    Entry(sc.SPAN_REPLAN, "`gen_ai.operation.name` of replacing the plan's tail"),
+    Entry(sc.SPAN_CRITIQUE, "`gen_ai.operation.name` of the critic's judgement"),
+    Entry(sc.SPAN_COMPRESS, "`gen_ai.operation.name` of compressing the context"),
+    Entry(sc.SPAN_SYNTHESIZE, "`gen_ai.operation.name` of writing the answer"),
     Entry(sc.OPERATION_CHAT, "`gen_ai.operation.name` of a model call"),
     Entry(sc.OPERATION_EXECUTE_TOOL, "`gen_ai.operation.name` of a tool call"),
     Entry(sc.PROVIDER_ANTHROPIC, "`gen_ai.provider.name` of Claude"),
