@@ -167,6 +167,9 @@ ATTRIBUTES = (
     ),
     Entry(sc.REGIMENT_GUARDRAIL_OUTCOME, "`pass`, `rewrite` or `trip`", "guardrail"),
     Entry(sc.REGIMENT_GUARDRAIL_REASON, "capture on: why it tripped", "guardrail"),
+    Entry(
+        sc.REGIMENT_GUARDRAIL_REASON_LENGTH, "capture off: the trip reason's length", "guardrail"
+    ),
     Entry(sc.REGIMENT_REPLAN_REASON_LENGTH, "capture off: the reason's length", "replan"),
     Entry(
         sc.REGIMENT_ERROR_CODE,
