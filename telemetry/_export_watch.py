@@ -75,7 +75,7 @@ class ExportWatch(SpanExporter):
         self._reasons: dict[str, str] = {}  # per signal: the failing export's first reason
         self._down: set[str] = set()  # the signals whose last export failed
         self._threads: set[int] = set()  # the threads in one of this watch's exports
-        self._heard: str | None = None  # the collector's last error answer in this export
+        self._heard: dict[str, str] = {}  # "spans": the collector's error answer, this export
         logging.getLogger(_EXPORTER_LOGGER).addHandler(self._handler)
         for name in _SIGNAL_LOGGERS:
             _Quiet.on(logging.getLogger(name)).sinks.append(self._take)
@@ -92,13 +92,13 @@ class ExportWatch(SpanExporter):
             if self._closing and self._failure is not None:
                 return SpanExportResult.FAILURE
         with self._lock:
-            self._heard = None
+            self._heard.clear()
         with self.exporting():
             result = self._exporter.export(spans)
         ok = result is SpanExportResult.SUCCESS
         with self._lock:
-            if not ok and self._heard:
-                self._reasons["spans"] = _answered(self._reasons.get("spans"), self._heard)
+            if not ok and "spans" in self._heard:
+                self._reasons["spans"] = _answered(self._reasons.get("spans"), self._heard["spans"])
             if ok:
                 self.exported += len(spans)
             elif self._failure is None:
@@ -141,7 +141,7 @@ class ExportWatch(SpanExporter):
         left no time for the retry whose warning would have quoted it."""
         if response.status_code >= 400:
             with self._lock:
-                self._heard = f"{response.status_code} {response.reason}".strip()
+                self._heard["spans"] = f"{response.status_code} {response.reason}".strip()
 
     @contextmanager
     def exporting(self) -> Iterator[None]:
