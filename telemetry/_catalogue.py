@@ -61,6 +61,15 @@ SPANS = (
         "in the MCP tool's `execute_tool` span (on a Ray replica too)",
     ),
     Entry(
+        "regiment.mcp.start {server}",
+        "an MCP server's session starting: the handshake and the first `tools/list` (the "
+        "MCP SDK's own spans of them inside, when it traces); `regiment.mcp.tools` the tools "
+        "it gave, `regiment.mcp.restart` the restarts before it; a server that did not "
+        "answer in `start_timeout`: ERROR, `error.type`",
+        "a trace of its own, at team start and at each restart (under the span current "
+        "where the team started, if any)",
+    ),
+    Entry(
         sc.SPAN_GUARDRAIL,
         "one guardrail judging one subject (a guard that raised: ERROR, `error.type` its exception's type)",
         "a model request's or reply's: in the phase or step span the call is made in; "
@@ -254,6 +263,10 @@ ATTRIBUTES = (
     ),
     Entry("regiment.mcp.server", "the MCP server's name", "tool (MCP tools), MCP client"),
     Entry("network.transport", "`pipe` (stdio) or `tcp`", "tool (MCP tools), MCP client"),
+    Entry(
+        "regiment.mcp.tools", "the tools the server gave (`include`/`exclude` applied)", "MCP start"
+    ),
+    Entry("regiment.mcp.restart", "restarts of the server before this session", "MCP start"),
     Entry("network.protocol.name", "`http`", "tool and MCP client (over HTTP)"),
     Entry("exception.type", "the exception's type", "exception and cancelled events"),
     Entry("exception.message", "capture on: the message (redacted)", "exception event"),

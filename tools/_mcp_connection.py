@@ -44,6 +44,8 @@ from regiment.tools._mcp_transport import (
     open_session,
     request_meta,
     span_attributes,
+    started,
+    starting,
     traced,
 )
 from regiment.tools._tool import Tool
@@ -226,11 +228,13 @@ class MCPConnection:
         ended = anyio.Event()
         with changed_send, changed:
             async with open_session(self.server, on_message, ended, tools_changed) as session:
-                with anyio.fail_after(self.server.start_timeout):
+                start = starting(self._tracer, self.server, self._restarts.used)
+                with start as span, anyio.fail_after(self.server.start_timeout):
                     initialized = await session.initialize()
                     attributes = span_attributes(self.server, initialized.protocol_version)
                     self._attributes = attributes
                     await self._list(session, attributes, strict=True)
+                    started(span, attributes, len(self._tools))
                 on_ready()
                 await self._serve(session, changed, attributes, ended)
 

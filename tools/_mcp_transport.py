@@ -33,7 +33,15 @@ if TYPE_CHECKING:
     from mcp.shared.message import SessionMessage
     from mcp.types import CallToolResult, RequestParamsMeta
 
-__all__ = ("attached", "open_session", "request_meta", "span_attributes", "traced")
+__all__ = (
+    "attached",
+    "open_session",
+    "request_meta",
+    "span_attributes",
+    "started",
+    "starting",
+    "traced",
+)
 
 # Reads may wait long on a slow tool; the tool's own timeout is what bounds a call.
 _CONNECT_TIMEOUT = 30.0
@@ -252,3 +260,40 @@ def attached(context: Context) -> Iterator[None]:
         yield
     finally:
         otel_context.detach(token)
+
+
+@contextmanager
+def starting(tracer: trace.Tracer, server: MCPServer, restart: int) -> Iterator[trace.Span]:
+    """The span of one session's start, ``regiment.mcp.start {server}``: the handshake
+    (``initialize``) and the first ``tools/list``, the MCP SDK's own spans of them inside
+    (they would each be a trace of their own). It is a trace of its own (a team's start is
+    no run's), unless a span was current where the team started. A server that did not
+    start has ``error.type``; ``regiment.mcp.restart`` counts the restarts before it."""
+    attributes: dict[str, AttributeValue] = {
+        "regiment.mcp.server": server.name,
+        "regiment.mcp.restart": restart,
+    }
+    with tracer.start_as_current_span(
+        f"regiment.mcp.start {server.name}",
+        attributes=attributes,
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        try:
+            yield span
+        except anyio.get_cancelled_exc_class():
+            span.set_attribute("regiment.cancelled", True)
+            span.add_event("regiment.cancelled")
+            raise
+        except Exception as exc:
+            span.set_attribute("error.type", f"{type(exc).__module__}.{type(exc).__qualname__}")
+            span.set_status(trace.StatusCode.ERROR)
+            raise
+
+
+def started(span: trace.Span, attributes: Mapping[str, AttributeValue], tools: int) -> None:
+    """What a started session's span says: the protocol version, the transport, and how
+    many tools it gives (``include``/``exclude`` applied)."""
+    if span.is_recording():
+        span.set_attributes({k: v for k, v in attributes.items() if k != "mcp.method.name"})
+        span.set_attribute("regiment.mcp.tools", tools)

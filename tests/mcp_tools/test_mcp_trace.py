@@ -58,3 +58,14 @@ def test_the_sdk_s_client_span_and_the_sent_context_join_the_run_s_trace() -> No
     assert call.trace_id == ours.trace_id == sdk.trace_id == trace_id
     _version, sent_trace, sent_parent, _flags = content["result"].split("-")
     assert (sent_trace, sent_parent) == (trace_id, sdk.span_id)
+    # the session's start is one trace: the SDK's initialize and tools/list sit inside it
+    roots = sorted(s.name for s in spans if s.parent_span_id is None)
+    assert roots == ["invoke_agent t", "regiment.mcp.start calc"]
+    (start,) = [s for s in spans if s.name == "regiment.mcp.start calc"]
+    inside = sorted(s.name for s in spans if s.parent_span_id == start.span_id)
+    assert inside == ["MCP send initialize", "MCP send tools/list"]
+    listed = start.attributes["regiment.mcp.tools"]  # the tools it gave: server_app.py's
+    assert isinstance(listed, int) and listed > 1
+    assert start.attributes["regiment.mcp.restart"] == 0
+    assert start.attributes["network.transport"] == "pipe"
+    assert "error.type" not in start.attributes
