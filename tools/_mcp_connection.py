@@ -227,12 +227,13 @@ class MCPConnection:
 
         ended = anyio.Event()
         with changed_send, changed:
-            async with open_session(self.server, on_message, ended, tools_changed) as session:
+            seen: dict[str, AttributeValue] = {}  # mcp.session.id, over HTTP
+            async with open_session(self.server, on_message, ended, tools_changed, seen) as session:
                 start = starting(self._tracer, self.server, self._restarts.used)
                 with start as span, anyio.fail_after(self.server.start_timeout):
                     initialized = await session.initialize()
-                    attributes = span_attributes(self.server, initialized.protocol_version)
-                    self._attributes = attributes
+                    version = initialized.protocol_version
+                    self._attributes = attributes = span_attributes(self.server, version) | seen
                     await self._list(session, attributes, strict=True)
                     started(span, attributes, len(self._tools))
                 on_ready()

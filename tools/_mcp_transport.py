@@ -55,6 +55,7 @@ async def open_session(
     on_message: MessageHandlerFnT,
     ended: anyio.Event,
     tools_changed: Callable[[], None],
+    seen: dict[str, AttributeValue] | None = None,
 ) -> AsyncIterator[ClientSession]:
     """A client session to ``server``, not yet initialized; closing it stops the server
     (stdio: close stdin, wait 2 s, SIGTERM the process group, SIGKILL 2 s later).
@@ -64,6 +65,7 @@ async def open_session(
     ``tools_changed`` is called for each ``notifications/tools/list_changed`` before
     the session sees any later message (the SDK hands notifications to a task of
     their own, which may run after the answer that followed them on the wire).
+    ``seen`` gets the ``mcp.session.id`` an HTTP server gives the session.
     """
     await _load_sdk(server)
     from mcp.client.session import ClientSession
@@ -74,7 +76,7 @@ async def open_session(
         if isinstance(transport, StdioTransport):
             read, write = await stack.enter_async_context(_stdio(transport))
         else:
-            read, write = await stack.enter_async_context(_http(transport))
+            read, write = await stack.enter_async_context(_http(transport, seen))
         pump = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(pump.cancel_scope.cancel)  # runs first on exit: the pump never ends alone
         forward: MemoryObjectSendStream[SessionMessage | Exception]
@@ -127,18 +129,23 @@ def _stdio(transport: StdioTransport) -> Transport:
     return stdio_client(params, errlog=sys.stderr)
 
 
-def _http(transport: HttpTransport) -> Transport:
-    return _http_streams(transport)
+def _http(transport: HttpTransport, seen: dict[str, AttributeValue] | None) -> Transport:
+    return _http_streams(transport, {} if seen is None else seen)
 
 
 @asynccontextmanager
-async def _http_streams(transport: HttpTransport) -> AsyncIterator[TransportStreams]:
+async def _http_streams(
+    transport: HttpTransport, seen: dict[str, AttributeValue]
+) -> AsyncIterator[TransportStreams]:
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
     refused: list[httpx2.Response] = []
 
     async def note(response: httpx2.Response) -> None:
+        session_id = response.headers.get("mcp-session-id")
+        if session_id:  # the MCP conventions' mcp.session.id, on the calls' CLIENT spans
+            seen["mcp.session.id"] = session_id
         if response.status_code in (401, 403):
             refused.append(response)
 

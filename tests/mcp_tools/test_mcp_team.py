@@ -281,6 +281,9 @@ async def test_a_call_is_a_client_span_whose_context_it_sends_in_meta(server: MC
         "error.type": None,
     }
     assert client.attributes["mcp.protocol.version"]
+    # over HTTP, the session id the server gave (stdio has none)
+    over_http = call.attributes["network.transport"] == "tcp"
+    assert bool(client.attributes.get("mcp.session.id")) == over_http
     (sent,) = result.steps[0].tool_outcomes
     assert isinstance(sent.content, dict)
     version, trace_id, parent, _flags = str(sent.content["result"]).split("-")
