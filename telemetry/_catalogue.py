@@ -264,6 +264,11 @@ ATTRIBUTES = (
     Entry("regiment.mcp.server", "the MCP server's name", "tool (MCP tools), MCP client"),
     Entry("network.transport", "`pipe` (stdio) or `tcp`", "tool (MCP tools), MCP client"),
     Entry(
+        "mcp.session.id",
+        "the session id an MCP server over HTTP gave (its `Mcp-Session-Id`)",
+        "tool (MCP tools over HTTP), MCP client",
+    ),
+    Entry(
         "regiment.mcp.tools", "the tools the server gave (`include`/`exclude` applied)", "MCP start"
     ),
     Entry("regiment.mcp.restart", "restarts of the server before this session", "MCP start"),
