@@ -291,6 +291,24 @@ async def test_a_call_is_a_client_span_whose_context_it_sends_in_meta(server: MC
     assert call.trace_id == result.trace_id
 
 
+async def test_a_call_the_server_marks_failed_is_an_error_client_span(server: MCPServer) -> None:
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        if results:
+            return "it refused"
+        return tool_call_response("calc_refuse", {"reason": "not today"})
+
+    team, _ = team_of(work, [server], plans=[plan_json({"id": "s1", "description": "refuse"})])
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("mcp", endpoint=receiver.endpoint, set_global=False)
+        await dataclasses.replace(team, telemetry=Telemetry(handle.provider)).run("go")
+        handle.shutdown()
+        spans = receiver.spans()
+    (client,) = [s for s in spans if s.name == "tools/call refuse"]
+    assert (client.status_code, client.attributes["error.type"]) == (2, "tool_error")  # 2: ERROR
+
+
 _CLIENT_KEYS = (
     "mcp.method.name",
     "gen_ai.operation.name",

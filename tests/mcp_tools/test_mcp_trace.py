@@ -65,7 +65,8 @@ def test_the_sdk_s_client_span_and_the_sent_context_join_the_run_s_trace() -> No
     inside = sorted(s.name for s in spans if s.parent_span_id == start.span_id)
     assert inside == ["MCP send initialize", "MCP send tools/list"]
     listed = start.attributes["regiment.mcp.tools"]  # the tools it gave: server_app.py's
-    assert isinstance(listed, int) and listed > 1
+    assert isinstance(listed, int)
+    assert listed > 1
     assert start.attributes["regiment.mcp.restart"] == 0
     assert start.attributes["network.transport"] == "pipe"
     assert "error.type" not in start.attributes
