@@ -164,6 +164,7 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         help=f"{_BACKEND}; --http needs asyncio",
     )
     mcp.add_argument("--app-dir", metavar="DIR", default=".", help=_APP_DIR)
+    _add_trace(mcp, "each run's", " (parented by the client's _meta traceparent)")
     mcp.add_argument(
         "--journal",
         metavar="J",
@@ -196,15 +197,19 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         type=int,
         help="ended runs kept in memory (default 1000; the journal keeps them all)",
     )
-    serve.add_argument(
+    _add_trace(serve, "each run's", "")
+    serve.add_argument("--app-dir", metavar="DIR", default=".", help=_APP_DIR)
+    _add_verbose(serve, default="INFO")
+
+
+def _add_trace(parser: argparse.ArgumentParser, whose: str, parent: str) -> None:
+    parser.add_argument(
         "--trace",
         choices=("jaeger", "none"),
         default="none",
-        help="jaeger: export each run's spans and metrics over OTLP/HTTP (localhost:4318, "
-        "or OTEL_EXPORTER_OTLP_ENDPOINT)",
+        help=f"jaeger: export {whose} spans and metrics over OTLP/HTTP (localhost:4318, "
+        f"or OTEL_EXPORTER_OTLP_ENDPOINT){parent}",
     )
-    serve.add_argument("--app-dir", metavar="DIR", default=".", help=_APP_DIR)
-    _add_verbose(serve, default="INFO")
 
 
 def _add_verbose(parser: argparse.ArgumentParser, default: str = "warnings only") -> None:

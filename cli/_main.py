@@ -12,7 +12,7 @@
     regiment show RUN_ID [--json] [--journal PATH_OR_URL]
     regiment validate TEAM_FILE [--app-dir DIR]
     regiment mcp TEAM_FILE [--model SPEC] [--http PORT] [--journal J] [--backend asyncio|trio]
-                 [--app-dir DIR]
+                 [--trace jaeger|none] [--app-dir DIR]
     regiment serve TEAM_FILE [--host H] [--port P] [--token T] [--journal J] [--lease-ttl S]
                    [--keep-runs N] [--model SPEC] [--trace jaeger|none] [--app-dir DIR] [-v|-vv]
     regiment approvals [RUN_ID] [--json] [--journal PATH_OR_URL]
@@ -312,18 +312,22 @@ async def _serve_mcp(
     one, a signal comes (see ``regiment.cli._mcp_serve``)."""
     require_mcp()
     from regiment.cli._mcp_serve import serve_team  # the mcp extra, only for this command
+    from regiment.cli._serve_trace import serve_tracing  # the tracing SDK: only with --trace
 
     model = _choose_model(config, args.team_file, args.model, environ, stderr)
-    team = build_team(config, model=model, source=args.team_file)
     try:
-        return await serve_team(
-            team,
-            http_port=args.http,
-            stderr=stderr,
-            journal=args.journal,
-            team_file=team_file_of(args.team_file, args.app_dir),
-            stop=stop,
-        )
+        # Not the global provider: the MCP SDK's spans of each message (initialize, tools/list,
+        # ...) would be a trace each. A run's root is parented by the client's _meta.
+        with serve_tracing(args.trace, config, stderr) as (config, telemetry):
+            team = build_team(config, model=model, telemetry=telemetry, source=args.team_file)
+            return await serve_team(
+                team,
+                http_port=args.http,
+                stderr=stderr,
+                journal=args.journal,
+                team_file=team_file_of(args.team_file, args.app_dir),
+                stop=stop,
+            )
     except JournalError as exc:  # it could not be opened: nothing was served
         raise journal_flag_error(args.journal, exc) from exc
     except RegimentError as exc:

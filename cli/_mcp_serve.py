@@ -54,6 +54,7 @@ from regiment.hierarchy import (
     Team,
 )
 from regiment.journal import TeamFile
+from regiment.telemetry import joined_trace
 
 __all__ = ("Calls", "serve_team", "team_server")
 
@@ -74,7 +75,7 @@ def team_server(
 
     async def run(goal: str, ctx: Context) -> str:
         """Run the team on the goal and return its answer."""
-        with calls.cut_short(ctx.request_id):
+        with calls.cut_short(ctx.request_id), joined_trace(_w3c(ctx)):
             return await _answer(running.stream(goal), ctx, journal)
 
     workers = "; ".join(f"{w.name}: {w.description}" for w in team.workers)
@@ -88,7 +89,7 @@ def team_server(
 
         async def resume(run_id: str, ctx: Context) -> str:
             """Finish a run of this team that paused for approvals (or whose server died)."""
-            with calls.cut_short(ctx.request_id):
+            with calls.cut_short(ctx.request_id), joined_trace(_w3c(ctx)):
                 return await _answer(running.resume_stream(run_id), ctx, journal)
 
         server.add_tool(
@@ -99,6 +100,13 @@ def team_server(
             "paused run's result gave; returns the team's answer.",
         )
     return server
+
+
+def _w3c(ctx: Context) -> dict[str, str]:
+    """The W3C trace context a client sent in the request's ``_meta`` (as the OpenTelemetry
+    MCP conventions carry it): a traced run joins the client's trace."""
+    meta = ctx.request_context.meta or {}
+    return {k: v for k in ("traceparent", "tracestate") if isinstance(v := meta.get(k), str)}
 
 
 @final

@@ -1,4 +1,5 @@
-"""``regiment serve --trace jaeger``: the served runs' spans and metrics over OTLP."""
+"""``regiment serve --trace jaeger`` and ``regiment mcp --trace jaeger``: the served runs'
+spans and metrics over OTLP."""
 
 from __future__ import annotations
 

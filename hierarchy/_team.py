@@ -169,7 +169,8 @@ class Team:
                 check_journal_fits(opened, self)
             # The hub outlives the actors: a worker's last tool call ends before its MCP
             # sessions close. Servers start here, eagerly (see regiment.tools.MCPHub).
-            async with MCPHub.open() as mcp, open_actor_system() as system:
+            tracer = None if self.telemetry is None else self.telemetry.tracer
+            async with MCPHub.open(tracer) as mcp, open_actor_system() as system:
                 running = await RunningTeam.spawn(self, system, mcp=mcp)
                 running.journal, running.lease_ttl = opened, lease_ttl
                 running.team_file = team_file

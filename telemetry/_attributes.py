@@ -7,12 +7,15 @@ from collections.abc import Mapping
 from opentelemetry.util.types import AttributeValue
 
 from regiment.telemetry import _semconv as sc
+from regiment.telemetry._content import redact, truncate
 
 __all__ = (
     "agent_attributes",
     "chat_attributes",
     "drop_none",
+    "phase_attributes",
     "plan_attributes",
+    "replan_attributes",
     "run_attributes",
     "server_attributes",
     "tool_attributes",
@@ -33,6 +36,37 @@ def plan_attributes(planner: str, plan_version: int | None) -> dict[str, Attribu
             sc.REGIMENT_PLAN_VERSION: plan_version,
         }
     )
+
+
+def replan_attributes(old_version: int, reason: str, *, capture: bool) -> dict[str, AttributeValue]:
+    """A replan's. The reason (user data) is kept, redacted, only with capture on, else
+    its length."""
+    attributes: dict[str, AttributeValue] = {
+        sc.GEN_AI_OPERATION_NAME: sc.SPAN_REPLAN,
+        sc.REGIMENT_PLAN_OLD_VERSION: old_version,
+    }
+    if capture:
+        attributes[sc.REGIMENT_REPLAN_REASON] = truncate(redact(reason), _REASON_LIMIT)
+    else:
+        attributes[sc.REGIMENT_REPLAN_REASON_LENGTH] = len(reason)
+    return attributes
+
+
+_REASON_LIMIT = 512
+
+
+def phase_attributes(
+    name: str, attributes: Mapping[str, AttributeValue] | None
+) -> dict[str, AttributeValue]:
+    """A planner phase's: one that asks a model (``critique``, ``compress``,
+    ``synthesize``) has its name as ``gen_ai.operation.name``, a custom value as ``plan``
+    is (none of the conventions' values names it); ``verify`` has none: it is a predicate,
+    not a GenAI operation."""
+    base: dict[str, AttributeValue] = {}
+    if name != sc.SPAN_VERIFY:
+        base[sc.GEN_AI_OPERATION_NAME] = name
+    base.update(attributes or {})
+    return base
 
 
 def verify_attributes(

@@ -52,6 +52,24 @@ SPANS = (
     ),
     Entry("execute_tool {tool}", "one tool call", "under the step"),
     Entry(
+        "tools/call {tool}",
+        "one MCP request (kind CLIENT, named by the MCP conventions with the server's name of "
+        "the tool); the `traceparent` in its `_meta` names it (or, when the application "
+        "installed a global provider, the MCP SDK's own CLIENT span inside it); a tool "
+        "result marked `isError`: ERROR, `error.type=tool_error`; a lost connection: ERROR, "
+        "`error.type` its exception's type; none when tracing is off",
+        "in the MCP tool's `execute_tool` span (on a Ray replica too)",
+    ),
+    Entry(
+        "regiment.mcp.start {server}",
+        "an MCP server's session starting: the handshake and the first `tools/list` (the "
+        "MCP SDK's own spans of them inside, when it traces); `regiment.mcp.tools` the tools "
+        "it gave, `regiment.mcp.restart` the restarts before it; a server that did not "
+        "answer in `start_timeout`: ERROR, `error.type`",
+        "a trace of its own, at team start and at each restart (under the span current "
+        "where the team started, if any)",
+    ),
+    Entry(
         sc.SPAN_GUARDRAIL,
         "one guardrail judging one subject (a guard that raised: ERROR, `error.type` its exception's type)",
         "a model request's or reply's: in the phase or step span the call is made in; "
@@ -67,7 +85,12 @@ SPANS = (
 
 ATTRIBUTES = (
     Entry(
-        sc.GEN_AI_OPERATION_NAME, "`invoke_agent`, `plan`, `chat` or `execute_tool`", "GenAI spans"
+        sc.GEN_AI_OPERATION_NAME,
+        "`invoke_agent`, `chat` or `execute_tool` (the conventions' values); `plan`, `replan`, "
+        "`critique`, `compress` or `synthesize` (ours: a planner phase that asks a model, named "
+        "as its span; no value of the conventions names one)",
+        "GenAI spans: run, step, chat, tool, MCP client, phases (not `verify`: a check is a "
+        "predicate, not a GenAI operation)",
     ),
     Entry(
         sc.GEN_AI_PROVIDER_NAME,
@@ -97,12 +120,16 @@ ATTRIBUTES = (
         "tracing on, names them `gen_ai.usage.cache_write.input_tokens`)",
         "chat",
     ),
-    Entry(sc.GEN_AI_TOOL_NAME, "the tool", "tool, approval; approval events"),
+    Entry(
+        sc.GEN_AI_TOOL_NAME,
+        "the tool (on an MCP client span, the server's name of it)",
+        "tool, MCP client, approval; approval events",
+    ),
     Entry(sc.GEN_AI_TOOL_CALL_ID, "the model's id for the call", "tool; approval events"),
     Entry(sc.GEN_AI_TOOL_TYPE, "`function`", "tool"),
     Entry(sc.GEN_AI_TOKEN_TYPE, "`input` or `output`", "metric `gen_ai.client.token.usage`"),
-    Entry(sc.SERVER_ADDRESS, "the model API's (or MCP server's) host", "chat, tool"),
-    Entry(sc.SERVER_PORT, "its port", "chat, tool"),
+    Entry(sc.SERVER_ADDRESS, "the model API's (or MCP server's) host", "chat, tool, MCP client"),
+    Entry(sc.SERVER_PORT, "its port", "chat, tool, MCP client"),
     Entry(
         sc.ERROR_TYPE,
         "the exception's type, or a code listed under values",
@@ -149,6 +176,9 @@ ATTRIBUTES = (
     ),
     Entry(sc.REGIMENT_GUARDRAIL_OUTCOME, "`pass`, `rewrite` or `trip`", "guardrail"),
     Entry(sc.REGIMENT_GUARDRAIL_REASON, "capture on: why it tripped", "guardrail"),
+    Entry(
+        sc.REGIMENT_GUARDRAIL_REASON_LENGTH, "capture off: the trip reason's length", "guardrail"
+    ),
     Entry(sc.REGIMENT_REPLAN_REASON_LENGTH, "capture off: the reason's length", "replan"),
     Entry(
         sc.REGIMENT_ERROR_CODE,
@@ -227,11 +257,22 @@ ATTRIBUTES = (
         "`gen_ai.usage.*` are an estimate of its input tokens",
         "chat (a failed call)",
     ),
-    Entry("mcp.method.name", "`tools/call`", "tool (MCP tools)"),
-    Entry("mcp.protocol.version", "the MCP protocol version agreed", "tool (MCP tools)"),
-    Entry("regiment.mcp.server", "the MCP server's name", "tool (MCP tools)"),
-    Entry("network.transport", "`pipe` (stdio) or `tcp`", "tool (MCP tools)"),
-    Entry("network.protocol.name", "`http`", "tool (MCP tools over HTTP)"),
+    Entry("mcp.method.name", "`tools/call`", "tool (MCP tools), MCP client"),
+    Entry(
+        "mcp.protocol.version", "the MCP protocol version agreed", "tool (MCP tools), MCP client"
+    ),
+    Entry("regiment.mcp.server", "the MCP server's name", "tool (MCP tools), MCP client"),
+    Entry("network.transport", "`pipe` (stdio) or `tcp`", "tool (MCP tools), MCP client"),
+    Entry(
+        "mcp.session.id",
+        "the session id an MCP server over HTTP gave (its `Mcp-Session-Id`)",
+        "tool (MCP tools over HTTP), MCP client",
+    ),
+    Entry(
+        "regiment.mcp.tools", "the tools the server gave (`include`/`exclude` applied)", "MCP start"
+    ),
+    Entry("regiment.mcp.restart", "restarts of the server before this session", "MCP start"),
+    Entry("network.protocol.name", "`http`", "tool and MCP client (over HTTP)"),
     Entry("exception.type", "the exception's type", "exception and cancelled events"),
     Entry("exception.message", "capture on: the message (redacted)", "exception event"),
     Entry("exception.stacktrace", "capture on: the stack (redacted)", "exception event"),
@@ -292,6 +333,10 @@ EVENTS = (
 VALUES = (
     Entry(sc.OPERATION_INVOKE_AGENT, "`gen_ai.operation.name` of a run or step"),
     Entry(sc.OPERATION_PLAN, "`gen_ai.operation.name` of planning"),
+    Entry(sc.SPAN_REPLAN, "`gen_ai.operation.name` of replacing the plan's tail"),
+    Entry(sc.SPAN_CRITIQUE, "`gen_ai.operation.name` of the critic's judgement"),
+    Entry(sc.SPAN_COMPRESS, "`gen_ai.operation.name` of compressing the context"),
+    Entry(sc.SPAN_SYNTHESIZE, "`gen_ai.operation.name` of writing the answer"),
     Entry(sc.OPERATION_CHAT, "`gen_ai.operation.name` of a model call"),
     Entry(sc.OPERATION_EXECUTE_TOOL, "`gen_ai.operation.name` of a tool call"),
     Entry(sc.PROVIDER_ANTHROPIC, "`gen_ai.provider.name` of Claude"),

@@ -175,7 +175,7 @@ def configure_tracing(
         return TracingHandle(NoOpTracerProvider(), enabled=False, service_name=name, endpoint=None)
     if set_global:
         refuse_if_installed(trace.get_tracer_provider())
-    watch = None if url is None else ExportWatch(_otlp_exporter(url, export_timeout, environ), url)
+    watch = None if url is None else _watched(url, export_timeout, environ)
     provider = _tracer_provider(name, _exporters(watch, file, exporters), console=console)
     meters = _meters(url, export_timeout, environ, provider.resource, watch)
     if set_global:
@@ -248,12 +248,27 @@ def _timeout(timeout: float | None, environ: Mapping[str, str]) -> float | None:
     return timeout
 
 
-def _otlp_exporter(url: str, timeout: float | None, environ: Mapping[str, str]) -> SpanExporter:
+def _watched(url: str, timeout: float | None, environ: Mapping[str, str]) -> ExportWatch:
+    """The OTLP span exporter to ``url``, watched; its session's responses are heard, so
+    a failure names the collector's error answer (a 503, say)."""
     timeout = _timeout(timeout, environ)
     # Imported only when exporting: it loads protobuf and requests (most of a second).
+    import requests
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    return OTLPSpanExporter(endpoint=url, timeout=timeout)
+    # A credential provider named in the environment makes the exporter's own session.
+    own = not any(environ.get(v, "").strip() for v in _CREDENTIAL_VARIABLES)
+    session = requests.Session() if own else None
+    watch = ExportWatch(OTLPSpanExporter(endpoint=url, timeout=timeout, session=session), url)
+    if session is not None:
+        session.hooks["response"].append(watch.heard)
+    return watch
+
+
+_CREDENTIAL_VARIABLES = (
+    "OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER",
+    "OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER",
+)
 
 
 def _exporters(

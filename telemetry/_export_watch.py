@@ -14,12 +14,15 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import final
+from typing import TYPE_CHECKING, final
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from regiment.telemetry._content import redact
+
+if TYPE_CHECKING:
+    from requests import Response
 
 __all__ = ("ExportWatch",)
 
@@ -33,6 +36,7 @@ _SIGNAL_LOGGERS = {
 log = logging.getLogger("regiment.telemetry")
 _ERRNO = re.compile(r"\[Errno -?\d+\][^'\")]*")
 _REASON_LIMIT = 200
+_RETRIED = " until the export timeout ran out"
 # What the exporter's last word means when no attempt logged a reason of its own:
 # the deadline passed, whether the collector never answered or kept refusing.
 _NO_ANSWER = (
@@ -71,6 +75,7 @@ class ExportWatch(SpanExporter):
         self._reasons: dict[str, str] = {}  # per signal: the failing export's first reason
         self._down: set[str] = set()  # the signals whose last export failed
         self._threads: set[int] = set()  # the threads in one of this watch's exports
+        self._heard: dict[str, str] = {}  # "spans": the collector's error answer, this export
         logging.getLogger(_EXPORTER_LOGGER).addHandler(self._handler)
         for name in _SIGNAL_LOGGERS:
             _Quiet.on(logging.getLogger(name)).sinks.append(self._take)
@@ -86,10 +91,14 @@ class ExportWatch(SpanExporter):
         with self._lock:
             if self._closing and self._failure is not None:
                 return SpanExportResult.FAILURE
+        with self._lock:
+            self._heard.clear()
         with self.exporting():
             result = self._exporter.export(spans)
         ok = result is SpanExportResult.SUCCESS
         with self._lock:
+            if not ok and "spans" in self._heard:
+                self._reasons["spans"] = _answered(self._reasons.get("spans"), self._heard["spans"])
             if ok:
                 self.exported += len(spans)
             elif self._failure is None:
@@ -125,6 +134,14 @@ class ExportWatch(SpanExporter):
                 reason,
                 signal,
             )
+
+    def heard(self, response: Response, *args: object, **kwargs: object) -> None:
+        """A response hook for the exporter's ``requests`` session: notes an error answer
+        (``503 Service Unavailable``), so a failure says it even when the export timeout
+        left no time for the retry whose warning would have quoted it."""
+        if response.status_code >= 400:
+            with self._lock:
+                self._heard["spans"] = f"{response.status_code} {response.reason}".strip()
 
     @contextmanager
     def exporting(self) -> Iterator[None]:
@@ -250,10 +267,25 @@ def _reason_of(record: logging.LogRecord) -> str | None:
             return _short(arg)
     message = record.getMessage()
     if message.startswith("Transient error") and args:  # a retry's warning: what was wrong
-        return f"the collector answered {args[0]} until the export timeout ran out"[:_REASON_LIMIT]
+        return f"the collector answered {args[0]}{_RETRIED}"[:_REASON_LIMIT]
     if "due to timeout" in message:  # after a retry's warning, that one is kept instead
         return _NO_ANSWER
     return message[:_REASON_LIMIT]
+
+
+def _answered(known: str | None, answer: str) -> str:
+    """The reason of a failed export whose collector answered ``answer`` (``503 Service
+    Unavailable``): the exporter's own words name no status (``Service Unavailable`` in a
+    retry's warning) or none at all (it gave up before a retry, "due to timeout")."""
+    if known is None or known == _NO_ANSWER:
+        return (
+            f"the collector answered {answer}, and the export timeout ran out before a retry "
+            "could go through (see why the collector refuses; if it is only busy, raise "
+            "export_timeout= or OTEL_EXPORTER_OTLP_TIMEOUT)"
+        )
+    if known.startswith("the collector answered ") and known.endswith(_RETRIED):
+        return f"the collector answered {answer}{_RETRIED}"
+    return known
 
 
 def _short(error: BaseException) -> str:

@@ -96,6 +96,7 @@ __all__ = (
     "REGIMENT_GUARDRAIL_NAME",
     "REGIMENT_GUARDRAIL_OUTCOME",
     "REGIMENT_GUARDRAIL_REASON",
+    "REGIMENT_GUARDRAIL_REASON_LENGTH",
     "REGIMENT_GUARDRAIL_SUBJECT",
     "REGIMENT_REPLAN_REASON",
     "REGIMENT_REPLAYED",
@@ -206,6 +207,7 @@ REGIMENT_GUARDRAIL_NAME: Final = "regiment.guardrail.name"
 REGIMENT_GUARDRAIL_SUBJECT: Final = "regiment.guardrail.subject"
 REGIMENT_GUARDRAIL_OUTCOME: Final = "regiment.guardrail.outcome"
 REGIMENT_GUARDRAIL_REASON: Final = "regiment.guardrail.reason"
+REGIMENT_GUARDRAIL_REASON_LENGTH: Final = "regiment.guardrail.reason_length"
 REGIMENT_REPLAN_REASON_LENGTH: Final = "regiment.replan.reason_length"
 REGIMENT_ERROR_CODE: Final = "regiment.error.code"
 REGIMENT_ERROR_MESSAGE_LENGTH: Final = "regiment.error.message_length"

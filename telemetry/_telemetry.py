@@ -16,12 +16,14 @@ from regiment._version import __version__
 from regiment.telemetry import _semconv as sc
 from regiment.telemetry._attributes import agent_attributes as _agent_attributes
 from regiment.telemetry._attributes import chat_attributes as _chat_attributes
+from regiment.telemetry._attributes import phase_attributes as _phase_attributes
 from regiment.telemetry._attributes import plan_attributes as _plan_attributes
+from regiment.telemetry._attributes import replan_attributes as _replan_attributes
 from regiment.telemetry._attributes import run_attributes as _run_attributes
 from regiment.telemetry._attributes import server_attributes as _server_attributes
 from regiment.telemetry._attributes import tool_attributes as _tool_attributes
 from regiment.telemetry._attributes import verify_attributes as _verify_attributes
-from regiment.telemetry._content import capture_from_env, redact, truncate
+from regiment.telemetry._content import capture_from_env
 from regiment.telemetry._logs import correlate_logs
 from regiment.telemetry._metrics import RunMetrics, meter_provider_records
 from regiment.telemetry._propagation import OTelPropagator, extract_context, headers_for, inject
@@ -38,7 +40,6 @@ PhaseName: TypeAlias = Literal["plan", "replan", "verify", "critique", "compress
 SpanScope: TypeAlias = AbstractContextManager[Span]
 """What every span method returns: ``with telemetry.x_span(...) as span:``."""
 
-_REASON_LIMIT = 512
 _INSTRUMENTATION = "regiment"
 
 
@@ -203,11 +204,7 @@ class Telemetry:
         The reason (user data) is kept, redacted, only with capture on, else its length."""
         if not self.tracing:
             return _NOT_TRACING
-        attributes: dict[str, AttributeValue] = {sc.REGIMENT_PLAN_OLD_VERSION: old_version}
-        if self.capture_content:
-            attributes[sc.REGIMENT_REPLAN_REASON] = truncate(redact(reason), _REASON_LIMIT)
-        else:
-            attributes[sc.REGIMENT_REPLAN_REASON_LENGTH] = len(reason)
+        attributes = _replan_attributes(old_version, reason, capture=self.capture_content)
         return _open(self, sc.SPAN_REPLAN, attributes=attributes, end_on_exit=end_on_exit)
 
     def verify_span(
@@ -227,7 +224,8 @@ class Telemetry:
         ``semconv``; ``end_on_exit`` as for ``plan_span``."""
         if not self.tracing:
             return _NOT_TRACING
-        return _open(self, name, attributes=dict(attributes or {}), end_on_exit=end_on_exit)
+        base = _phase_attributes(name, attributes)  # gen_ai.operation.name, but not verify's
+        return _open(self, name, attributes=base, end_on_exit=end_on_exit)
 
     def agent_span(
         self,

@@ -21,17 +21,17 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Coroutine
+from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from opentelemetry import context as otel_context
+from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.util.types import AttributeValue
 
 from regiment._json import JsonObject
@@ -39,12 +39,20 @@ from regiment.errors import ConfigError, ToolError
 from regiment.tools._mcp_restarts import Restarts, not_started
 from regiment.tools._mcp_server import MCPServer
 from regiment.tools._mcp_tools import check_include, list_all, mcp_tools
-from regiment.tools._mcp_transport import open_session, span_attributes
+from regiment.tools._mcp_transport import (
+    attached,
+    open_session,
+    request_meta,
+    span_attributes,
+    started,
+    starting,
+    traced,
+)
 from regiment.tools._tool import Tool
 
 if TYPE_CHECKING:
     from mcp.client.session import ClientSession, IncomingMessage
-    from mcp.types import CallToolResult, RequestParamsMeta
+    from mcp.types import CallToolResult
 
 __all__ = ("IDEMPOTENCY_META_KEY", "MCPConnection", "MCPServerLost")
 
@@ -79,8 +87,11 @@ class MCPConnection:
     close the session and stop the server.
     """
 
-    def __init__(self, server: MCPServer) -> None:
+    def __init__(self, server: MCPServer, tracer: trace.Tracer | None = None) -> None:
         self.server = server
+        # Opens each call's CLIENT span (the team's tracer); None: the global provider's.
+        self._tracer = tracer or trace.get_tracer("regiment")
+        self._attributes: dict[str, AttributeValue] = {}  # the calls' mcp.*/network.*
         # Unbounded on purpose: a caller must never block on the owner, whose only
         # work per request is to start one task.
         self._send, self._requests = anyio.create_memory_object_stream[_Call](math.inf)
@@ -129,6 +140,9 @@ class MCPConnection:
         """
         if self._gone is not None:
             raise MCPServerLost(self._gone)
+        return await traced(self._tracer, name, self._attributes, self._call(name, arguments, key))
+
+    async def _call(self, name: str, arguments: JsonObject, key: str | None) -> CallToolResult:
         reply: MemoryObjectSendStream[CallToolResult | ToolError]
         answer: MemoryObjectReceiveStream[CallToolResult | ToolError]
         reply, answer = anyio.create_memory_object_stream(1)
@@ -213,11 +227,15 @@ class MCPConnection:
 
         ended = anyio.Event()
         with changed_send, changed:
-            async with open_session(self.server, on_message, ended, tools_changed) as session:
-                with anyio.fail_after(self.server.start_timeout):
+            seen: dict[str, AttributeValue] = {}  # mcp.session.id, over HTTP
+            async with open_session(self.server, on_message, ended, tools_changed, seen) as session:
+                start = starting(self._tracer, self.server, self._restarts.used)
+                with start as span, anyio.fail_after(self.server.start_timeout):
                     initialized = await session.initialize()
-                    attributes = span_attributes(self.server, initialized.protocol_version)
+                    version = initialized.protocol_version
+                    self._attributes = attributes = span_attributes(self.server, version) | seen
                     await self._list(session, attributes, strict=True)
+                    started(span, attributes, len(self._tools))
                 on_ready()
                 await self._serve(session, changed, attributes, ended)
 
@@ -255,20 +273,12 @@ class MCPConnection:
             tg.start_soon(relist)
             held, self._held = self._held, []
             for request in held:
-                self._dispatch(tg, session, request, broken)
+                _dispatch(tg, self._handle, session, request, broken)
             async for request in self._requests:
                 if broken.is_set():  # keep it for the next session: it was never sent
                     self._held.append(request)
                     return
-                self._dispatch(tg, session, request, broken)
-
-    def _dispatch(
-        self, tg: TaskGroup, session: ClientSession, request: _Call, broken: anyio.Event
-    ) -> None:
-        if request.scope.cancel_called:  # its caller gave up while it waited
-            request.reply.close()
-        else:
-            tg.start_soon(self._handle, session, request, broken)
+                _dispatch(tg, self._handle, session, request, broken)
 
     async def _handle(self, session: ClientSession, request: _Call, broken: anyio.Event) -> None:
         from mcp.shared.exceptions import MCPError
@@ -277,10 +287,11 @@ class MCPConnection:
         with request.reply:
             outcome: CallToolResult | ToolError
             self._in_flight.add(request)
-            with request.scope, _attached(request.context):
+            with request.scope, attached(request.context):
                 try:
+                    meta = request_meta(request.context, request.key, IDEMPOTENCY_META_KEY)
                     outcome = await session.call_tool(
-                        request.name, dict(request.arguments), meta=_meta(request)
+                        request.name, dict(request.arguments), meta=meta
                     )
                 except MCPError as exc:
                     if exc.error.code == CONNECTION_CLOSED:
@@ -310,16 +321,29 @@ class MCPConnection:
         self._listed = anyio.Event()
 
     async def _refuse(self) -> None:
+        why = self._gone or self._restarts.lost_mid_call()
         for request in self._held:
-            with request.reply:
-                request.reply.send_nowait(
-                    MCPServerLost(self._gone or self._restarts.lost_mid_call())
-                )
+            _lost(request, why)
         async for request in self._requests:
-            with request.reply:
-                request.reply.send_nowait(
-                    MCPServerLost(self._gone or self._restarts.lost_mid_call())
-                )
+            _lost(request, why)
+
+
+def _dispatch(
+    tg: TaskGroup,
+    handle: Callable[[ClientSession, _Call, anyio.Event], Coroutine[object, object, None]],
+    session: ClientSession,
+    request: _Call,
+    broken: anyio.Event,
+) -> None:
+    if request.scope.cancel_called:  # its caller gave up while it waited
+        request.reply.close()
+    else:
+        tg.start_soon(handle, session, request, broken)
+
+
+def _lost(request: _Call, why: str) -> None:
+    with request.reply:
+        request.reply.send_nowait(MCPServerLost(why))
 
 
 def _unreadable(server: str, in_flight: set[_Call], exc: Exception) -> None:
@@ -340,29 +364,6 @@ def _unreadable(server: str, in_flight: set[_Call], exc: Exception) -> None:
             request.reply.send_nowait(ToolError(message))
         request.scope.cancel()
     in_flight.clear()
-
-
-def _meta(request: _Call) -> RequestParamsMeta | None:
-    """A ``tools/call``'s ``_meta``: the call's idempotency key, for the server to deduplicate,
-    and its W3C trace context (``traceparent``, ``tracestate``), as the OpenTelemetry MCP
-    conventions carry it, so a traced server's spans join the run's trace."""
-    meta: dict[str, str] = {}
-    _W3C.inject(meta, context=request.context)
-    if request.key is not None:
-        meta[IDEMPOTENCY_META_KEY] = request.key
-    return cast("RequestParamsMeta", meta) if meta else None
-
-
-_W3C = TraceContextTextMapPropagator()
-
-
-@contextmanager
-def _attached(context: Context) -> Iterator[None]:
-    token = otel_context.attach(context)
-    try:
-        yield
-    finally:
-        otel_context.detach(token)
 
 
 async def _then_cancel(event: anyio.Event, scope: anyio.CancelScope) -> None:

@@ -24,6 +24,8 @@ from regiment.errors import ConfigError, ToolError
 from regiment.tools._toolset import Toolset
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
+
     from regiment.tools._mcp_connection import MCPConnection
     from regiment.tools._mcp_server import MCPServer
 
@@ -111,15 +113,20 @@ class MCPHub:
             result = await tools.current().call("read_file", {"path": "a"}, call_id="c1")
     """
 
-    def __init__(self, task_group: TaskGroup) -> None:
+    def __init__(self, task_group: TaskGroup, tracer: Tracer | None = None) -> None:
         self._tg = task_group
+        self._tracer = tracer
         self._connections: dict[int, MCPConnection] = {}
         self._starting: dict[int, anyio.Event] = {}
 
     @classmethod
-    def open(cls) -> AbstractAsyncContextManager[MCPHub]:
-        """A hub whose connections all close, and whose servers all stop, on exit."""
-        return _HubScope()
+    def open(cls, tracer: Tracer | None = None) -> AbstractAsyncContextManager[MCPHub]:
+        """A hub whose connections all close, and whose servers all stop, on exit.
+
+        ``tracer`` opens each call's ``tools/call {tool}`` CLIENT span (the team's
+        ``Telemetry.tracer``); without it, the global tracer provider's.
+        """
+        return _HubScope(tracer)
 
     @property
     def connections(self) -> tuple[MCPConnection, ...]:
@@ -160,7 +167,7 @@ class MCPHub:
                 await self._starting[key].wait()
                 return
             self._starting[key] = anyio.Event()
-            connection = MCPConnection(server)
+            connection = MCPConnection(server, self._tracer)
             try:
                 await self._tg.start(connection.run)
                 self._connections[key] = connection
@@ -182,15 +189,16 @@ class MCPHub:
 class _HubScope(AbstractAsyncContextManager[MCPHub]):
     """Owns the hub's task group; the ``async with`` body's error comes out as itself."""
 
-    def __init__(self) -> None:
+    def __init__(self, tracer: Tracer | None) -> None:
         self._tg: TaskGroup | None = None
+        self._tracer = tracer
 
     async def __aenter__(self) -> MCPHub:
         if self._tg is not None:
             raise ConfigError("an MCPHub.open() context can be entered only once")
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
-        return MCPHub(self._tg)
+        return MCPHub(self._tg, self._tracer)
 
     async def __aexit__(
         self,

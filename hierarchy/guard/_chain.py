@@ -102,6 +102,8 @@ async def _run(
                 if telemetry.capture_content:  # content: redacted and cut as all of it is
                     reason = redact(outcome.reason)[: telemetry.content_limit]
                     span.set_attribute(sc.REGIMENT_GUARDRAIL_REASON, reason)
+                else:  # as a replan's reason and a check's detail: its length only
+                    span.set_attribute(sc.REGIMENT_GUARDRAIL_REASON_LENGTH, len(outcome.reason))
                 notes.append(_note(guard, kind, "tripped", outcome.reason, where))
                 _log.info(
                     "guardrail %s tripped on a %s: %s",

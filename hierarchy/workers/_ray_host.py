@@ -156,7 +156,8 @@ class StepHost:
             else Telemetry(tracing.provider, meter_provider=tracing.meter_provider)
         )
         self._hosted = {spec.name: self._build(spec) for spec in hosted}
-        self._mcp = ReplicaMCP({name: h.worker for name, h in self._hosted.items()})
+        workers = {name: h.worker for name, h in self._hosted.items()}
+        self._mcp = ReplicaMCP(workers, self._telemetry.tracer)
         # The running steps, by key: their cancel scope, and an event set once they end.
         self._running: dict[str, tuple[anyio.CancelScope, anyio.Event, StepProgress]] = {}
         self._channels: dict[str, ReplicaChannel] = {}  # the running steps' channels, by key

@@ -19,7 +19,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, final
+from typing import TYPE_CHECKING, Any, final
 
 import anyio
 
@@ -34,6 +34,9 @@ from regiment.tools import (
     listed_tools,
     served_elsewhere,
 )
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
 
 __all__ = ("MCPStarted", "PlacedTools", "ReplicaMCP", "ReplicaServers", "planner_tools")
 
@@ -60,7 +63,8 @@ class MCPStarted:
 class ReplicaMCP:
     """The MCP servers of one replica's workers (their sessions live in :meth:`serve`)."""
 
-    def __init__(self, workers: Mapping[str, Worker]) -> None:
+    def __init__(self, workers: Mapping[str, Worker], tracer: Tracer | None = None) -> None:
+        self._tracer = tracer  # the replica's: each MCP call's CLIENT span
         self._workers = {n: w for n, w in workers.items() if w.mcp_servers}
         self._tools: dict[str, WorkerTools] = {}
         self._started: MCPStarted | None = None
@@ -80,7 +84,7 @@ class ReplicaMCP:
             self._ready, self._ended = anyio.Event(), anyio.Event()
         self._active = True
         try:
-            async with MCPHub.open() as hub:
+            async with MCPHub.open(self._tracer) as hub:
                 for name, worker in self._workers.items():
                     try:
                         self._tools[name] = await worker_tools(worker, hub)

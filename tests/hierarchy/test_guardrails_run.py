@@ -31,8 +31,9 @@ from regiment.hierarchy import (
 )
 from regiment.hierarchy.guard import Outcome, Pass, ReplySubject, judge, redact_pii
 from regiment.models import Message, ModelRequest, ModelResponse, ScriptedModel, text_response
-from regiment.telemetry import SpanCollector, Telemetry
+from regiment.telemetry import SpanCollector, Telemetry, configure_tracing
 
+from ..telemetry.otlp_receiver import OtlpReceiver
 from .brains import Brain, plan_json
 
 pytestmark = pytest.mark.anyio
@@ -180,28 +181,31 @@ async def test_a_tripped_role_request_fails_the_run() -> None:
 
 @pytest.mark.parametrize("capture", [False, True])
 async def test_every_guard_is_a_span_the_reason_only_with_capture(capture: bool) -> None:
-    collector = SpanCollector()
-    provider = TracerProvider()
-    provider.add_span_processor(collector)
+    """Exported over real OTLP: a trip's reason (user-facing text) only with capture on;
+    with it off, its length, as a replan's reason and a check's detail."""
     brain = Brain([plan_json({"description": "refund order 7"}), plan_json({"description": "x"})])
     model = ScriptedModel(brain)
-    team = make_team(
-        model,
-        guardrails=[refund_first],
-        telemetry=Telemetry(provider, capture_content=capture),
-    )
-    async with team.start() as running:
-        await running.run("refund order 7")
-    spans = [s for s in collector.spans() if s.name == "regiment.guardrail"]
-    outcomes = [dict(s.attributes or {}) for s in spans]
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("guards", endpoint=receiver.endpoint, set_global=False)
+        telemetry = Telemetry(handle.provider, capture_content=capture)
+        team = make_team(model, guardrails=[refund_first], telemetry=telemetry)
+        async with team.start() as running:
+            await running.run("refund order 7")
+        handle.shutdown()
+        spans = [s for s in receiver.spans() if s.name == "regiment.guardrail"]
+    outcomes = [dict(s.attributes) for s in spans]
     assert [(a["regiment.guardrail.name"], a["regiment.guardrail.outcome"]) for a in outcomes] == [
         ("refund_first", "trip"),
         ("refund_first", "pass"),
     ]
     assert all(a["regiment.guardrail.subject"] == "plan" for a in outcomes)
+    said = "check eligibility before refunding"
     reason = outcomes[0].get("regiment.guardrail.reason")
-    assert reason == ("check eligibility before refunding" if capture else None)
-    assert all(s.parent is not None for s in spans)  # inside the run's trace
+    assert reason == (said if capture else None)
+    length = outcomes[0].get("regiment.guardrail.reason_length")
+    assert length == (None if capture else len(said))
+    assert "regiment.guardrail.reason_length" not in outcomes[1]  # a pass has no reason
+    assert all(s.parent_span_id is not None for s in spans)  # inside the run's trace
 
 
 async def test_a_captured_trip_reason_has_its_secrets_redacted() -> None:

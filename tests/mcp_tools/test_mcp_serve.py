@@ -4,15 +4,19 @@ driven by the SDK's own client."""
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.types import TextContent
+from mcp.types import RequestParamsMeta, TextContent
+
+from tests.telemetry.otlp_receiver import OtlpReceiver
 
 from .conftest import SDK_HTTP_LEAKS, die_with_parent, stop
 
@@ -105,3 +109,31 @@ async def test_http_on_trio_is_a_clear_usage_error() -> None:
     code = await run_async(argv, stdout=out, stderr=err, environ={})
     assert code == 2
     assert "regiment mcp --http needs --backend asyncio" in err.getvalue()
+
+
+async def test_trace_jaeger_parents_each_run_by_the_client_s_meta_traceparent() -> None:
+    """``regiment mcp --trace jaeger``: the runs' spans go over OTLP, and a run is a child
+    of the span the client named in the request's ``_meta`` (the MCP conventions' carrier)."""
+    client_trace, client_span = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+    with OtlpReceiver() as receiver:
+        collector = receiver.endpoint.removesuffix("/v1/traces")
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "regiment", "mcp", "examples/mcp/team.toml", "--trace", "jaeger"],
+            cwd=str(ROOT),
+            env={**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": collector},
+        )
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            sent = {"traceparent": f"00-{client_trace}-{client_span}-01"}
+            meta = cast("RequestParamsMeta", sent)  # extra keys: mypy reads it as closed
+            result = await session.call_tool("run", {"goal": "heat pumps"}, meta=meta)
+            assert not result.is_error
+            untraced = await session.call_tool("run", {"goal": "wind"})  # no _meta: a new trace
+            assert not untraced.is_error
+        spans = receiver.spans()  # the server flushed them as it stopped
+    first, second = [s for s in spans if s.name == "invoke_agent writers"]
+    assert (first.trace_id, first.parent_span_id) == (client_trace, client_span)
+    assert [s.name for s in spans if s.trace_id == client_trace and s.parent_span_id is None] == []
+    assert second.parent_span_id is None
+    assert second.trace_id != client_trace

@@ -251,9 +251,10 @@ async def test_the_planner_is_told_a_tool_a_server_added_since_the_last_run() ->
     assert "taught" in second  # the tools line of w0 names it now
 
 
-async def test_a_call_sends_its_trace_context_in_meta(server: MCPServer) -> None:
-    """The MCP conventions carry W3C trace context in ``params._meta``: a traced server's
-    spans are children of the call's ``execute_tool`` span, in the run's trace."""
+async def test_a_call_is_a_client_span_whose_context_it_sends_in_meta(server: MCPServer) -> None:
+    """As the OpenTelemetry MCP conventions have it, each request is a CLIENT span
+    ``tools/call {tool}`` (inside the call's ``execute_tool`` span), and its W3C trace
+    context goes in ``params._meta``: a traced server's spans are its children."""
 
     async def work(
         description: str, results: list[ToolResultPart], request: ModelRequest
@@ -269,8 +270,50 @@ async def test_a_call_sends_its_trace_context_in_meta(server: MCPServer) -> None
         handle.shutdown()
         spans = receiver.spans()
     (call,) = [s for s in spans if s.name == "execute_tool calc_meta_key"]
+    (client,) = [s for s in spans if s.parent_span_id == call.span_id]
+    assert (client.name, client.kind) == ("tools/call meta_key", 3)  # 3: CLIENT
+    assert {k: client.attributes.get(k) for k in _CLIENT_KEYS} == {
+        "mcp.method.name": "tools/call",
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "meta_key",  # the server's name of it, not the prefixed one
+        "network.transport": call.attributes["network.transport"],  # pipe, or tcp
+        "regiment.mcp.server": "calc",
+        "error.type": None,
+    }
+    assert client.attributes["mcp.protocol.version"]
+    # over HTTP, the session id the server gave (stdio has none)
+    over_http = call.attributes["network.transport"] == "tcp"
+    assert bool(client.attributes.get("mcp.session.id")) == over_http
     (sent,) = result.steps[0].tool_outcomes
     assert isinstance(sent.content, dict)
     version, trace_id, parent, _flags = str(sent.content["result"]).split("-")
-    assert (version, trace_id, parent) == ("00", result.trace_id, call.span_id)
+    assert (version, trace_id, parent) == ("00", result.trace_id, client.span_id)
     assert call.trace_id == result.trace_id
+
+
+async def test_a_call_the_server_marks_failed_is_an_error_client_span(server: MCPServer) -> None:
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        if results:
+            return "it refused"
+        return tool_call_response("calc_refuse", {"reason": "not today"})
+
+    team, _ = team_of(work, [server], plans=[plan_json({"id": "s1", "description": "refuse"})])
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("mcp", endpoint=receiver.endpoint, set_global=False)
+        await dataclasses.replace(team, telemetry=Telemetry(handle.provider)).run("go")
+        handle.shutdown()
+        spans = receiver.spans()
+    (client,) = [s for s in spans if s.name == "tools/call refuse"]
+    assert (client.status_code, client.attributes["error.type"]) == (2, "tool_error")  # 2: ERROR
+
+
+_CLIENT_KEYS = (
+    "mcp.method.name",
+    "gen_ai.operation.name",
+    "gen_ai.tool.name",
+    "network.transport",
+    "regiment.mcp.server",
+    "error.type",
+)

@@ -1,6 +1,7 @@
 """An MCP tool call in a run's trace when the application installed the global tracer
 provider (as ``configure_tracing()`` does by default): the MCP SDK's own client span, and
-the trace context it sends in ``_meta``, sit under the call's ``execute_tool`` span.
+the trace context it sends in ``_meta``, sit under regiment's ``tools/call {tool}`` CLIENT
+span, inside the call's ``execute_tool`` span.
 
 The SDK traces through the global provider, which a process installs once: the run is a
 fresh interpreter's, exporting to a real OTLP receiver in this one."""
@@ -50,8 +51,22 @@ def test_the_sdk_s_client_span_and_the_sent_context_join_the_run_s_trace() -> No
         spans = receiver.spans()
     trace_id, content = json.loads(out)
     (call,) = [s for s in spans if s.name == "execute_tool calc_meta_key"]
-    (client,) = [s for s in spans if s.parent_span_id == call.span_id]
-    assert client.kind == 3  # CLIENT: the SDK's span of the request it sent
-    assert call.trace_id == client.trace_id == trace_id
+    (ours,) = [s for s in spans if s.parent_span_id == call.span_id]
+    assert (ours.name, ours.kind) == ("tools/call meta_key", 3)  # CLIENT: regiment's
+    (sdk,) = [s for s in spans if s.parent_span_id == ours.span_id]
+    assert sdk.kind == 3  # CLIENT: the SDK's span of the request it sent
+    assert call.trace_id == ours.trace_id == sdk.trace_id == trace_id
     _version, sent_trace, sent_parent, _flags = content["result"].split("-")
-    assert (sent_trace, sent_parent) == (trace_id, client.span_id)
+    assert (sent_trace, sent_parent) == (trace_id, sdk.span_id)
+    # the session's start is one trace: the SDK's initialize and tools/list sit inside it
+    roots = sorted(s.name for s in spans if s.parent_span_id is None)
+    assert roots == ["invoke_agent t", "regiment.mcp.start calc"]
+    (start,) = [s for s in spans if s.name == "regiment.mcp.start calc"]
+    inside = sorted(s.name for s in spans if s.parent_span_id == start.span_id)
+    assert inside == ["MCP send initialize", "MCP send tools/list"]
+    listed = start.attributes["regiment.mcp.tools"]  # the tools it gave: server_app.py's
+    assert isinstance(listed, int)
+    assert listed > 1
+    assert start.attributes["regiment.mcp.restart"] == 0
+    assert start.attributes["network.transport"] == "pipe"
+    assert "error.type" not in start.attributes

@@ -50,6 +50,13 @@ async def test_a_replica_starts_the_workers_mcp_servers_and_its_steps_call_them(
     assert add_span.attributes["mcp.method.name"] == "tools/call"
     assert add_span.attributes["network.transport"] == "pipe"
     assert called["execute_tool h_shout"].attributes["network.transport"] == "tcp"
+    # inside it, the request's CLIENT span, the replica's too (its _meta names it)
+    (client,) = [s for s in spans if s.parent_span_id == add_span.span_id]
+    assert (client.name, client.kind, client.resource["service.name"]) == (
+        "tools/call add",
+        3,  # CLIENT
+        "regiment-ray:clerk",
+    )
     assert alive([server_pid]) == []  # stopped with the replica, when the team stopped
     assert result.status == "completed"
     (step,) = result.steps

@@ -59,6 +59,24 @@ def test_a_collector_that_never_answers_is_named_as_such() -> None:
     assert handle.export_failure.startswith("no export went through within the export timeout")
 
 
+@pytest.mark.parametrize(("timeout", "said"), [(0.5, ", and the export timeout ran out"), (3, "")])
+def test_a_collector_answering_503_is_named_with_its_status(timeout: float, said: str) -> None:
+    # With a timeout too short for the exporter's first retry (it waits about a second),
+    # the 503 was lost: the reason read as if the collector never answered.
+    with OtlpReceiver() as receiver:
+        receiver.failing["/v1/traces"] = 503
+        handle = configure_tracing(
+            "t", endpoint=receiver.endpoint, set_global=False, export_timeout=timeout
+        )
+        with handle.provider.get_tracer("t").start_as_current_span("work"):
+            pass
+        handle.shutdown()
+    assert handle.export_failure is not None
+    assert handle.export_failure.startswith(
+        f"the collector answered 503 Service Unavailable{said or ' until the export timeout'}"
+    )
+
+
 def test_a_missing_collector_puts_no_log_export_noise_on_the_terminal() -> None:
     # The span export's failure was kept quiet, but the log export's, which
     # closes after it, reached Python's last-resort handler on stderr.
@@ -232,7 +250,8 @@ def test_a_failing_collector_is_one_warning_per_outage_not_one_per_batch(
     ]
     assert "code: 500" in said[0][2]
     assert "code: 404" in said[1][2]
-    assert "no export went through within the export timeout" in said[3][2]
+    # the 503 was answered too fast for a retry in the timeout: it is named all the same
+    assert "the collector answered 503 Service Unavailable, and the export timeout" in said[3][2]
     assert refused.count("/v1/metrics") >= 7  # each export was tried, and said once
     assert handle.export_failure is not None
     assert handle.export_failure.startswith("Failed to export spans batch code: 500")

@@ -56,6 +56,9 @@ async def test_refund_run_reads_as_one_trace_over_otlp() -> None:
     verify = _one(spans, "verify")
     for phase in (plan, replan, synth, verify):
         assert phase.parent_span_id == root.span_id, phase.name
+    # a phase that asks a model names its operation; a check (a predicate) is no GenAI one
+    operations = [p.attributes.get("gen_ai.operation.name") for p in (plan, replan, synth, verify)]
+    assert operations == ["plan", "replan", "synthesize", None]
     assert replan.attributes["regiment.plan.old_version"] == 1
     assert "regiment.replan.reason" not in replan.attributes  # content, and capture is off
     reason_length = replan.attributes["regiment.replan.reason_length"]
