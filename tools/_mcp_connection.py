@@ -39,7 +39,7 @@ from regiment.errors import ConfigError, ToolError
 from regiment.tools._mcp_restarts import Restarts, not_started
 from regiment.tools._mcp_server import MCPServer
 from regiment.tools._mcp_tools import check_include, list_all, mcp_tools
-from regiment.tools._mcp_transport import open_session, span_attributes
+from regiment.tools._mcp_transport import Refusals, open_session, span_attributes
 from regiment.tools._tool import Tool
 
 if TYPE_CHECKING:
@@ -93,6 +93,7 @@ class MCPConnection:
         self._held: list[_Call] = []  # taken from the stream after the session broke
         self._in_flight: set[_Call] = set()  # sent to the server, not answered yet
         self._listed = anyio.Event()
+        self._refusals = Refusals()  # the server's 401 and 403 answers
 
     @property
     def tools(self) -> tuple[Tool[..., object], ...]:
@@ -213,7 +214,8 @@ class MCPConnection:
 
         ended = anyio.Event()
         with changed_send, changed:
-            async with open_session(self.server, on_message, ended, tools_changed) as session:
+            opened = open_session(self.server, on_message, ended, tools_changed, self._refusals)
+            async with opened as session:
                 with anyio.fail_after(self.server.start_timeout):
                     initialized = await session.initialize()
                     attributes = span_attributes(self.server, initialized.protocol_version)
@@ -277,6 +279,7 @@ class MCPConnection:
         with request.reply:
             outcome: CallToolResult | ToolError
             self._in_flight.add(request)
+            refused = self._refusals.count
             with request.scope, _attached(request.context):
                 try:
                     outcome = await session.call_tool(
@@ -287,10 +290,10 @@ class MCPConnection:
                         broken.set()
                         outcome = MCPServerLost(self._restarts.lost_mid_call())
                     else:
-                        outcome = ToolError(
-                            f"MCP server {self.server.name!r} answered with error "
-                            f"{exc.error.code}: {exc.error.message}"
-                        )
+                        why = self._refusals.since(self.server.transport, refused, during=True)
+                        said = f"{exc.error.code}: {exc.error.message}"
+                        said = f"refused the call: {why}" if why else f"answered with error {said}"
+                        outcome = ToolError(f"MCP server {self.server.name!r} {said}")
                 except Exception as exc:  # a result the SDK could not read, say
                     outcome = ToolError(f"MCP server {self.server.name!r}: {_why(exc)}")
                 with suppress(anyio.BrokenResourceError, anyio.WouldBlock):

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from mcp.shared._stream_protocols import ReadStream
     from mcp.shared.message import SessionMessage
 
-__all__ = ("open_session", "span_attributes")
+__all__ = ("Refusals", "open_session", "span_attributes")
 
 # Reads may wait long on a slow tool; the tool's own timeout is what bounds a call.
 _CONNECT_TIMEOUT = 30.0
@@ -42,6 +42,7 @@ async def open_session(
     on_message: MessageHandlerFnT,
     ended: anyio.Event,
     tools_changed: Callable[[], None],
+    refusals: Refusals,
 ) -> AsyncIterator[ClientSession]:
     """A client session to ``server``, not yet initialized; closing it stops the server
     (stdio: close stdin, wait 2 s, SIGTERM the process group, SIGKILL 2 s later).
@@ -51,6 +52,7 @@ async def open_session(
     ``tools_changed`` is called for each ``notifications/tools/list_changed`` before
     the session sees any later message (the SDK hands notifications to a task of
     their own, which may run after the answer that followed them on the wire).
+    ``refusals`` counts the HTTP 401 and 403 answers the session gets.
     """
     await _load_sdk(server)
     from mcp.client.session import ClientSession
@@ -61,7 +63,7 @@ async def open_session(
         if isinstance(transport, StdioTransport):
             read, write = await stack.enter_async_context(_stdio(transport))
         else:
-            read, write = await stack.enter_async_context(_http(transport))
+            read, write = await stack.enter_async_context(_http_streams(transport, refusals))
         pump = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(pump.cancel_scope.cancel)  # runs first on exit: the pump never ends alone
         forward: MemoryObjectSendStream[SessionMessage | Exception]
@@ -114,23 +116,42 @@ def _stdio(transport: StdioTransport) -> Transport:
     return stdio_client(params, errlog=sys.stderr)
 
 
-def _http(transport: HttpTransport) -> Transport:
-    return _http_streams(transport)
+class Refusals:
+    """The HTTP 401 and 403 answers a server gave: the SDK turns each into a bare
+    "Server returned an error response", and the status is what says what to do."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._last: httpx2.Response | None = None
+
+    async def note(self, response: httpx2.Response) -> None:
+        """An httpx response hook."""
+        if response.status_code in (401, 403):
+            self.count += 1
+            self._last = response
+
+    def since(
+        self, transport: HttpTransport | StdioTransport, mark: int, *, during: bool
+    ) -> str | None:
+        """What a refusal after the ``mark``-th one means for the user (``None``: none came).
+
+        ``mark`` is ``count`` when the session opened (the server refused to start it)
+        or, ``during`` a session, when a call was sent (credentials it took are refused)."""
+        if self.count == mark or self._last is None or isinstance(transport, StdioTransport):
+            return None
+        return _refusal(transport, self._last, during=during)
 
 
 @asynccontextmanager
-async def _http_streams(transport: HttpTransport) -> AsyncIterator[TransportStreams]:
+async def _http_streams(
+    transport: HttpTransport, refusals: Refusals
+) -> AsyncIterator[TransportStreams]:
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
-    refused: list[httpx2.Response] = []
-
-    async def note(response: httpx2.Response) -> None:
-        if response.status_code in (401, 403):
-            refused.append(response)
-
+    mark = refusals.count
     timeout = httpx2.Timeout(_CONNECT_TIMEOUT, read=_READ_TIMEOUT)
-    hooks = {"response": [note]}
+    hooks = {"response": [refusals.note]}
     try:
         async with (
             httpx2.AsyncClient(
@@ -140,21 +161,28 @@ async def _http_streams(transport: HttpTransport) -> AsyncIterator[TransportStre
         ):
             yield streams
     except Exception as exc:
-        if not refused:
+        refused = refusals.since(transport, mark, during=False)
+        if refused is None:
             raise
         # The SDK says only "Server returned an error response"; the status says what to do.
-        raise PermissionError(_refusal(transport, refused[-1])) from exc
+        raise PermissionError(refused) from exc
 
 
-def _refusal(transport: HttpTransport, response: httpx2.Response) -> str:
+def _refusal(transport: HttpTransport, response: httpx2.Response, *, during: bool) -> str:
     """What a server that refused our credentials (401, 403) means for the user."""
     said = f"the server answered HTTP {response.status_code} {response.reason_phrase}"
     challenge = response.headers.get("www-authenticate")
     if challenge:
         said += f" (WWW-Authenticate: {clipped(challenge, 200)})"
+    given = ", ".join(sorted(transport.headers)) or "none"
+    if during:  # they were good enough to open the session
+        return (
+            f"{said} to this call, though it took the same credentials (headers sent: "
+            f"{given}) when the session began: they may have expired or been revoked; "
+            "give current ones in headers= and start the team again"
+        )
     if response.status_code == 403:
         return f"{said}: the credentials sent are not accepted; check the headers= given"
-    given = ", ".join(sorted(transport.headers)) or "none"
     return (
         f"{said}: it wants credentials; give them in headers= (headers sent: {given}), "
         'e.g. headers={"Authorization": "Bearer ..."}'
