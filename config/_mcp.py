@@ -40,6 +40,7 @@ class MCPConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     timeout: float | None = None
     retries: int = 0
     requires_approval: bool = False
+    max_result_chars: int | None = None
     max_restarts: int = 3
     start_timeout: float = 30.0
 
@@ -56,6 +57,12 @@ class MCPConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
             if count < 0:
                 problem = f"must be a whole number >= 0 (0 for none); got {count!r}"
                 raise InvalidValue("[[workers.mcp]]", key, problem)
+        if self.max_result_chars is not None and self.max_result_chars < 1:
+            problem = (
+                "must be a whole number of characters >= 1, or leave the key out for the "
+                f"worker's max_tool_result_chars; got {self.max_result_chars!r}"
+            )
+            raise InvalidValue("[[workers.mcp]]", "max_result_chars", problem)
 
 
 def mcp_server(config: MCPConfig, where: str) -> MCPServer:
@@ -105,6 +112,9 @@ def mcp_server(config: MCPConfig, where: str) -> MCPServer:
 
 
 def _options(config: MCPConfig) -> ToolOptions:
-    return ToolOptions(
+    options = ToolOptions(
         timeout=config.timeout, retries=config.retries, requires_approval=config.requires_approval
     )
+    if config.max_result_chars is not None:  # else the worker's, or the tool set's, limit
+        options["max_result_chars"] = config.max_result_chars
+    return options
