@@ -290,10 +290,7 @@ class MCPConnection:
                         broken.set()
                         outcome = MCPServerLost(self._restarts.lost_mid_call())
                     else:
-                        why = self._refusals.since(self.server.transport, refused, during=True)
-                        said = f"{exc.error.code}: {exc.error.message}"
-                        said = f"refused the call: {why}" if why else f"answered with error {said}"
-                        outcome = ToolError(f"MCP server {self.server.name!r} {said}")
+                        outcome = ToolError(self._refusals.call_error(self.server, refused, exc))
                 except Exception as exc:  # a result the SDK could not read, say
                     outcome = ToolError(f"MCP server {self.server.name!r}: {_why(exc)}")
                 with suppress(anyio.BrokenResourceError, anyio.WouldBlock):

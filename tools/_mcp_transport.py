@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
     from mcp.client.session import ClientSession, MessageHandlerFnT
     from mcp.shared._stream_protocols import ReadStream
+    from mcp.shared.exceptions import MCPError
     from mcp.shared.message import SessionMessage
 
 __all__ = ("Refusals", "open_session", "span_attributes")
@@ -140,6 +141,15 @@ class Refusals:
         if self.count == mark or self._last is None or isinstance(transport, StdioTransport):
             return None
         return _refusal(transport, self._last, during=during)
+
+    def call_error(self, server: MCPServer, mark: int, exc: MCPError) -> str:
+        """What a call sent after the ``mark``-th refusal that failed with ``exc`` means."""
+        why = self.since(server.transport, mark, during=True)
+        if why is not None:  # the SDK's own words would be "Server returned an error response"
+            return f"MCP server {server.name!r} refused the call: {why}"
+        return (
+            f"MCP server {server.name!r} answered with error {exc.error.code}: {exc.error.message}"
+        )
 
 
 @asynccontextmanager

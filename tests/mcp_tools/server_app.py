@@ -48,6 +48,11 @@ def build(name: str) -> MCPServer:
         raise ToolError(reason)
 
     @app.tool()
+    def getenv(name: str) -> str:
+        """The value of the server's environment variable ``name`` ("" if unset)."""
+        return os.environ.get(name, "")
+
+    @app.tool()
     def pid() -> int:
         """The server's process id."""
         return os.getpid()
