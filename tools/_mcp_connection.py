@@ -354,6 +354,7 @@ def _meta(request: _Call) -> RequestParamsMeta | None:
 
 
 _W3C = TraceContextTextMapPropagator()
+_CLOSED = -32000  # mcp.types.CONNECTION_CLOSED, without importing the SDK here
 
 
 @contextmanager
@@ -389,4 +390,9 @@ def _why(exc: BaseException, start_timeout: float | None = None) -> str:
             "raise start_timeout for a server that starts slowly"
         )
     text = str(exc)
+    if start_timeout is not None and getattr(exc, "code", None) == _CLOSED:  # the SDK's MCPError
+        return (
+            "it closed the connection before it was up (a stdio server that exited, or that "
+            "wrote something other than MCP messages to stdout: see what it wrote to stderr)"
+        )
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

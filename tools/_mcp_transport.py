@@ -9,7 +9,7 @@ import importlib
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 from urllib.parse import urlsplit
 
 import anyio
@@ -114,7 +114,17 @@ def _stdio(transport: StdioTransport) -> Transport:
         transport.command, transport.args, get_default_environment() | (env or {}), transport.cwd
     )
     params = StdioServerParameters(command=command, args=args, env=env, cwd=transport.cwd)
-    return stdio_client(params, errlog=sys.stderr)
+    return stdio_client(params, errlog=_errlog())
+
+
+def _errlog() -> TextIO:
+    """Where a stdio server's stderr goes: ours, or the process's own when ours is no file
+    (a notebook's, or a test's capture): a child process can only write to a file."""
+    try:
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return sys.__stderr__ or sys.stderr
+    return sys.stderr
 
 
 class Refusals:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,26 @@ name = "remote"
         "worker files: scripted; the tools of MCP servers '/nonexistent/calc-server', "
         "'remote' (http://127.0.0.1:9/mcp) (listed when the team starts)"
     ) in capsys.readouterr().out
+
+
+def test_run_with_a_server_that_speaks_no_mcp_prints_no_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The SDK's "Failed to parse JSONRPC message from server" came with a pydantic
+    # traceback (Python's last-resort handler), then "could not be started: MCPError:
+    # Connection closed".
+    team = tmp_path / "team.toml"
+    command = [sys.executable, "-c", "print('hello, not MCP')"]
+    team.write_text(TEAM.format(mcp=f"[[workers.mcp]]\ncommand = {json.dumps(command)}"))
+    assert main(["run", str(team), "add", "--app-dir", str(REPO), "--no-journal"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert (
+        " ERROR mcp.client.stdio: Failed to parse JSONRPC message from server (ValidationError: "
+        in err
+    )
+    assert err.endswith(
+        "could not be started: it closed the connection before it was up (a stdio server that "
+        "exited, or that wrote something other than MCP messages to stdout: see what it wrote "
+        "to stderr)\n"
+    )
