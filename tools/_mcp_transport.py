@@ -203,9 +203,15 @@ def _refusal(transport: HttpTransport, response: httpx2.Response, *, during: boo
         )
     if response.status_code == 403:
         return f"{said}: the credentials sent are not accepted; check the headers= given"
+    if transport.headers:  # it did get some: they are wrong, not missing
+        return (
+            f"{said}: it refused the credentials sent (headers sent: {given}); check their "
+            "values (a mistyped, expired or revoked token?)"
+        )
     return (
-        f"{said}: it wants credentials; give them in headers= (headers sent: {given}), "
-        'e.g. headers={"Authorization": "Bearer ..."}'
+        f"{said}: it wants credentials; give them in headers= (headers sent: none), "
+        'e.g. headers={"Authorization": "Bearer ..."} (in a team file: headers = '
+        '{ Authorization = "Bearer ${TOKEN}" }, the token read from the environment)'
     )
 
 

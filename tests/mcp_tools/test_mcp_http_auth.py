@@ -30,7 +30,9 @@ async def test_a_server_that_wants_a_token_gets_it_from_headers_or_says_what_it_
     assert str(refused.value) == (
         f"MCP server 'bare' ({url}) could not be connected to: PermissionError: the server answered "
         'HTTP 401 Unauthorized (WWW-Authenticate: Bearer realm="tests"): it wants credentials; '
-        'give them in headers= (headers sent: none), e.g. headers={"Authorization": "Bearer ..."}'
+        'give them in headers= (headers sent: none), e.g. headers={"Authorization": "Bearer ..."} '
+        '(in a team file: headers = { Authorization = "Bearer ${TOKEN}" }, the token read from '
+        "the environment)"
     )
 
 

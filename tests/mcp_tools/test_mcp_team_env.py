@@ -73,7 +73,7 @@ def test_a_header_reads_its_token_from_the_environment_and_never_shows_it(
     else:  # refused: the error names the header, not its value
         assert ran != 0
         assert "HTTP 401 Unauthorized" in err
-        assert "headers sent: Authorization" in err
+        assert "it refused the credentials sent (headers sent: Authorization); check their " in err
     for shown in (out, err, caplog.text, repr(load_config(path))):
         assert token not in shown
 
