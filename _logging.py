@@ -7,6 +7,7 @@ Records of a run carry ``run_id``, ``step_id`` and ``worker`` in ``extra``
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -18,14 +19,31 @@ __all__ = ("CONTEXT", "SDK_LOGGERS", "ContextFormatter", "level_for", "logging_t
 
 CONTEXT = ("run_id", "step_id", "worker", "trace_id")
 
-# The SDKs log their own retries ("Retrying request to ...") at INFO: shown with -v.
-SDK_LOGGERS = ("anthropic", "openai")
+# The SDKs log their own retries ("Retrying request to ...") at INFO: shown with -v. The
+# MCP SDK logs a line a stdio server wrote that is not MCP with a traceback.
+SDK_LOGGERS = ("anthropic", "openai", "mcp")
 
 
 class ContextFormatter(logging.Formatter):
-    """Appends the record's ``run_id``/``step_id``/``worker``/``trace_id`` (from ``extra``)."""
+    """Appends the record's ``run_id``/``step_id``/``worker``/``trace_id`` (from ``extra``).
+
+    With ``sdk_tracebacks=False``, an SDK's record (a logger outside ``regiment``) that
+    carries an exception shows it as one line, ``(Type: message)``, not a traceback: the
+    SDK's code is not the user's to debug; ``-vv`` shows it whole.
+    """
+
+    def __init__(self, fmt: str, *, sdk_tracebacks: bool = True) -> None:
+        super().__init__(fmt)
+        self._sdk_tracebacks = sdk_tracebacks
 
     def format(self, record: logging.LogRecord) -> str:
+        if record.exc_info and not self._sdk_tracebacks and not record.name.startswith("regiment"):
+            exc = record.exc_info[1]
+            first = str(exc).strip().splitlines()[:1]
+            said = f"{type(exc).__name__}: {first[0]}" if first else type(exc).__name__
+            record = copy.copy(record)  # other handlers may still want the traceback
+            record.msg, record.args = f"{record.getMessage()} ({said})", None
+            record.exc_info, record.exc_text = None, None
         line = super().format(record)
         context = [f"{k}={getattr(record, k)}" for k in CONTEXT if getattr(record, k, None)]
         return f"{line} [{' '.join(context)}]" if context else line
@@ -40,12 +58,14 @@ def level_for(verbosity: int, *, default: int = logging.WARNING) -> int:
 
 @contextmanager
 def logging_to(
-    stream: TextIO, level: int, names: Sequence[str] = ("regiment", *SDK_LOGGERS)
+    stream: TextIO, level: int, names: Sequence[str] | None = None
 ) -> Iterator[logging.Handler]:
-    """While inside, a handler on the ``names`` loggers writes records of ``level`` and
-    above to ``stream``; the loggers' levels and handlers are put back afterwards."""
+    """While inside, a handler on the ``names`` loggers (``regiment`` and the SDKs') writes
+    records of ``level`` and above to ``stream``; their levels and handlers are put back."""
+    names = ("regiment", *SDK_LOGGERS) if names is None else names
     handler = logging.StreamHandler(stream)
-    handler.setFormatter(ContextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    form = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    handler.setFormatter(ContextFormatter(form, sdk_tracebacks=level <= logging.DEBUG))
     handler.addFilter(RunContextFilter())  # an SDK's retry names the run and step it is in
     loggers = [logging.getLogger(name) for name in names]
     levels = [logger.level for logger in loggers]

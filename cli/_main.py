@@ -34,7 +34,6 @@ import functools
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from contextlib import nullcontext
 from typing import TYPE_CHECKING, TextIO
 
 import anyio
@@ -217,7 +216,8 @@ async def _dispatch(
             tg.start_soon(watch_signals, interrupt, last_words)
         with (
             slow_stop_notice(stderr),
-            logging_to(stderr, level_for(args.verbose)) if args.verbose else nullcontext(),
+            # Without -v, only the MCP SDK's warnings (one line each, not a traceback).
+            logging_to(stderr, level_for(args.verbose), None if args.verbose else ("mcp",)),
         ):
             code = await _guarded(config, options, stdout, stderr, (interrupt, last_words))
         tg.cancel_scope.cancel()  # stop watching signals

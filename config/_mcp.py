@@ -14,18 +14,22 @@ import math
 
 import msgspec
 
+from regiment.config._env import expand, expand_url
+from regiment.config._text import key_text
 from regiment.errors import ConfigError
 from regiment.hierarchy import InvalidValue
 from regiment.tools import MCPServer, ToolOptions
 
-__all__ = ("MCPConfig", "mcp_server")
+__all__ = ("MCPConfig", "mcp_server", "read_environment")
 
 
 class MCPConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One ``[[workers.mcp]]`` entry: see ``MCPServer.stdio`` and ``MCPServer.http``.
 
     Exactly one of ``command`` (a subprocess over stdio; ``env`` and ``cwd`` go
-    with it) and ``url`` (streamable HTTP; ``headers`` go with it).
+    with it) and ``url`` (streamable HTTP; ``headers`` go with it). In a file, the
+    values of ``env`` and ``headers`` (and ``url``'s user, password and query values)
+    may be ``${NAME}`` references to environment variables (see ``read_environment``).
     """
 
     command: tuple[str, ...] | None = None
@@ -40,6 +44,7 @@ class MCPConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     timeout: float | None = None
     retries: int = 0
     requires_approval: bool = False
+    max_result_chars: int | None = None
     max_restarts: int = 3
     start_timeout: float = 30.0
 
@@ -56,6 +61,45 @@ class MCPConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
             if count < 0:
                 problem = f"must be a whole number >= 0 (0 for none); got {count!r}"
                 raise InvalidValue("[[workers.mcp]]", key, problem)
+        if self.max_result_chars is not None and self.max_result_chars < 1:
+            problem = (
+                "must be a whole number of characters >= 1, or leave the key out for the "
+                f"worker's max_tool_result_chars; got {self.max_result_chars!r}"
+            )
+            raise InvalidValue("[[workers.mcp]]", "max_result_chars", problem)
+
+    def __repr__(self) -> str:
+        # What env and headers hold may be secrets read from the environment: names only.
+        fields = {name: getattr(self, name) for name in self.__struct_fields__}
+        for name in ("env", "headers"):
+            if fields[name] is not None:
+                fields[name] = dict.fromkeys(fields[name], "...")
+        if self.url is not None:
+            fields["url"] = "..."
+        return f"MCPConfig({', '.join(f'{k}={v!r}' for k, v in fields.items())})"
+
+
+def read_environment(config: MCPConfig, where: str) -> MCPConfig:
+    """``config`` with the ``${NAME}`` references in ``env`` and ``headers`` values and in
+    ``url`` read from the environment (``$$`` is a ``$``); ``where`` (file and key path)
+    starts every error.
+
+    Raises:
+        ConfigError: a variable is not set, or a ``$`` is not a reference (see ``expand``).
+    """
+    if config.env is None and config.headers is None and config.url is None:
+        return config
+    changed: dict[str, object] = {}
+    for field in ("env", "headers"):
+        table: dict[str, str] | None = getattr(config, field)
+        if table is not None:
+            changed[field] = {
+                key: expand(value, f"{where}.{field}.{key_text(key)}")
+                for key, value in table.items()
+            }
+    if config.url is not None:
+        changed["url"] = expand_url(config.url, f"{where}.url")
+    return msgspec.structs.replace(config, **changed)
 
 
 def mcp_server(config: MCPConfig, where: str) -> MCPServer:
@@ -105,6 +149,9 @@ def mcp_server(config: MCPConfig, where: str) -> MCPServer:
 
 
 def _options(config: MCPConfig) -> ToolOptions:
-    return ToolOptions(
+    options = ToolOptions(
         timeout=config.timeout, retries=config.retries, requires_approval=config.requires_approval
     )
+    if config.max_result_chars is not None:  # else the worker's, or the tool set's, limit
+        options["max_result_chars"] = config.max_result_chars
+    return options

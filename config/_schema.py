@@ -46,7 +46,7 @@ import msgspec
 
 from regiment._json import JsonObject
 from regiment.config._errors import explain
-from regiment.config._mcp import MCPConfig
+from regiment.config._mcp import MCPConfig, read_environment
 from regiment.config._text import ConfigFormat, decode_bytes, parse_text
 from regiment.errors import ConfigError
 from regiment.hierarchy import Budget
@@ -279,7 +279,25 @@ def parse_config(text: str, *, format: ConfigFormat, source: str = "<config>") -
     for index, entry in enumerate(raw["workers"]):
         # The keys as written: a model-only key set to its default is still a mistake.
         _refuse_model_keys(entry.get("team"), entry.keys(), source, index)
-    return config
+    return _read_environment(config, source)
+
+
+def _read_environment(config: TeamConfig, source: str) -> TeamConfig:
+    """``config`` with the ``${NAME}`` references of its MCP entries read, once, here:
+    a Ray replica builds its worker from this config, with the values read here."""
+    workers = tuple(
+        msgspec.structs.replace(
+            worker,
+            mcp=tuple(
+                read_environment(entry, f"{source}: workers[{i}].mcp[{j}]")
+                for j, entry in enumerate(worker.mcp)
+            ),
+        )
+        if worker.mcp
+        else worker
+        for i, worker in enumerate(config.workers)
+    )
+    return msgspec.structs.replace(config, workers=workers)
 
 
 MODEL_ONLY_KEYS = (

@@ -40,7 +40,10 @@ from regiment.tools._mcp_restarts import Restarts, not_started
 from regiment.tools._mcp_server import MCPServer
 from regiment.tools._mcp_tools import check_include, list_all, mcp_tools
 from regiment.tools._mcp_transport import (
+    Refusals,
     attached,
+    failure_text,
+    innermost,
     open_session,
     request_meta,
     span_attributes,
@@ -104,6 +107,7 @@ class MCPConnection:
         self._held: list[_Call] = []  # taken from the stream after the session broke
         self._in_flight: set[_Call] = set()  # sent to the server, not answered yet
         self._listed = anyio.Event()
+        self._refusals = Refusals()  # the server's 401 and 403 answers
 
     @property
     def tools(self) -> tuple[Tool[..., object], ...]:
@@ -196,13 +200,13 @@ class MCPConnection:
                     await self._lifetime(on_ready)
                     reason = "it closed the connection"
                 except Exception as exc:  # the SDK's task groups may wrap it in a group
-                    inner = _innermost(exc)
+                    inner = innermost(exc)
                     if not ready:
                         if isinstance(inner, ConfigError):
                             raise inner from None
-                        why = _why(inner, self.server.start_timeout)
+                        why = failure_text(inner, self.server.start_timeout)
                         raise ToolError(not_started(self.server, why)) from exc
-                    reason = _why(inner)
+                    reason = failure_text(inner)
                 wait = self._restarts.after_loss(reason, was_up=self._version > listed)
                 if isinstance(wait, str):
                     self._gone = wait
@@ -228,7 +232,9 @@ class MCPConnection:
         ended = anyio.Event()
         with changed_send, changed:
             seen: dict[str, AttributeValue] = {}  # mcp.session.id, over HTTP
-            async with open_session(self.server, on_message, ended, tools_changed, seen) as session:
+            refusals = self._refusals
+            opened = open_session(self.server, on_message, ended, tools_changed, refusals, seen)
+            async with opened as session:
                 start = starting(self._tracer, self.server, self._restarts.used)
                 with start as span, anyio.fail_after(self.server.start_timeout):
                     initialized = await session.initialize()
@@ -265,7 +271,7 @@ class MCPConnection:
                         logger.warning(
                             "listing the tools of MCP server %r failed: %s",
                             self.server.name,
-                            _why(exc),
+                            failure_text(exc),
                         )
                         broken.set()
 
@@ -287,6 +293,7 @@ class MCPConnection:
         with request.reply:
             outcome: CallToolResult | ToolError
             self._in_flight.add(request)
+            refused = self._refusals.count
             with request.scope, attached(request.context):
                 try:
                     meta = request_meta(request.context, request.key, IDEMPOTENCY_META_KEY)
@@ -298,12 +305,9 @@ class MCPConnection:
                         broken.set()
                         outcome = MCPServerLost(self._restarts.lost_mid_call())
                     else:
-                        outcome = ToolError(
-                            f"MCP server {self.server.name!r} answered with error "
-                            f"{exc.error.code}: {exc.error.message}"
-                        )
+                        outcome = ToolError(self._refusals.call_error(self.server, refused, exc))
                 except Exception as exc:  # a result the SDK could not read, say
-                    outcome = ToolError(f"MCP server {self.server.name!r}: {_why(exc)}")
+                    outcome = ToolError(f"MCP server {self.server.name!r}: {failure_text(exc)}")
                 with suppress(anyio.BrokenResourceError, anyio.WouldBlock):
                     request.reply.send_nowait(outcome)
             self._in_flight.discard(request)
@@ -369,25 +373,3 @@ def _unreadable(server: str, in_flight: set[_Call], exc: Exception) -> None:
 async def _then_cancel(event: anyio.Event, scope: anyio.CancelScope) -> None:
     await event.wait()
     scope.cancel()
-
-
-def _innermost(exc: BaseException) -> BaseException:
-    """The exception inside task-group wrappers that hold just one."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def _why(exc: BaseException, start_timeout: float | None = None) -> str:
-    """The innermost useful message of an exception (with the ``start_timeout`` of a
-    server that did not start, what to do about it)."""
-    exc = _innermost(exc)
-    if isinstance(exc, TimeoutError) and not str(exc):
-        if start_timeout is None:
-            return "no answer in time (start_timeout)"
-        return (
-            f"it did not start and list its tools within start_timeout={start_timeout:g}s; "
-            "raise start_timeout for a server that starts slowly"
-        )
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

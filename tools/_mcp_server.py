@@ -50,6 +50,10 @@ class StdioTransport:
         """The command line, for messages."""
         return shlex.join((self.command, *self.args))
 
+    def __repr__(self) -> str:  # env may hold secrets: its names only
+        env = None if self.env is None else sorted(self.env)
+        return f"StdioTransport({self.describe()!r}, env={env!r}, cwd={self.cwd!r})"
+
 
 @final
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +71,9 @@ class HttpTransport:
         host = parts.netloc.rpartition("@")[2]
         query = "&".join(f"{key}=..." for key, _ in parse_qsl(parts.query, keep_blank_values=True))
         return urlunsplit((parts.scheme, host, parts.path, query, ""))
+
+    def __repr__(self) -> str:  # the headers and the URL's key may be secrets
+        return f"HttpTransport({self.describe()!r}, headers={sorted(self.headers)!r})"
 
 
 @final
@@ -183,9 +190,11 @@ class MCPServer:
                 ``mcp`` extra is not installed.
         """
         require_mcp()
-        if not url.startswith(("http://", "https://")):
-            raise ConfigError(f"MCPServer.http needs an http:// or https:// URL, not {url!r}")
         transport = HttpTransport(url=url, headers=MappingProxyType(dict(headers or {})))
+        if not url.startswith(("http://", "https://")):  # shown without a key it may hold
+            raise ConfigError(
+                f"MCPServer.http needs an http:// or https:// URL, not {transport.describe()!r}"
+            )
         return cls._make(
             transport, name, include, exclude, prefix, max_restarts, start_timeout, options
         )

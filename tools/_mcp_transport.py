@@ -9,7 +9,7 @@ import importlib
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TextIO, cast
 from urllib.parse import urlsplit
 
 import anyio
@@ -30,11 +30,15 @@ if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
     from mcp.client.session import ClientSession, MessageHandlerFnT
     from mcp.shared._stream_protocols import ReadStream
+    from mcp.shared.exceptions import MCPError
     from mcp.shared.message import SessionMessage
     from mcp.types import CallToolResult, RequestParamsMeta
 
 __all__ = (
+    "Refusals",
     "attached",
+    "failure_text",
+    "innermost",
     "open_session",
     "request_meta",
     "span_attributes",
@@ -55,6 +59,7 @@ async def open_session(
     on_message: MessageHandlerFnT,
     ended: anyio.Event,
     tools_changed: Callable[[], None],
+    refusals: Refusals,
     seen: dict[str, AttributeValue] | None = None,
 ) -> AsyncIterator[ClientSession]:
     """A client session to ``server``, not yet initialized; closing it stops the server
@@ -65,7 +70,8 @@ async def open_session(
     ``tools_changed`` is called for each ``notifications/tools/list_changed`` before
     the session sees any later message (the SDK hands notifications to a task of
     their own, which may run after the answer that followed them on the wire).
-    ``seen`` gets the ``mcp.session.id`` an HTTP server gives the session.
+    ``refusals`` counts the HTTP 401 and 403 answers the session gets; ``seen`` gets the
+    ``mcp.session.id`` an HTTP server gives the session.
     """
     await _load_sdk(server)
     from mcp.client.session import ClientSession
@@ -76,7 +82,8 @@ async def open_session(
         if isinstance(transport, StdioTransport):
             read, write = await stack.enter_async_context(_stdio(transport))
         else:
-            read, write = await stack.enter_async_context(_http(transport, seen))
+            streams = _http_streams(transport, refusals, {} if seen is None else seen)
+            read, write = await stack.enter_async_context(streams)
         pump = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(pump.cancel_scope.cancel)  # runs first on exit: the pump never ends alone
         forward: MemoryObjectSendStream[SessionMessage | Exception]
@@ -126,28 +133,68 @@ def _stdio(transport: StdioTransport) -> Transport:
         transport.command, transport.args, get_default_environment() | (env or {}), transport.cwd
     )
     params = StdioServerParameters(command=command, args=args, env=env, cwd=transport.cwd)
-    return stdio_client(params, errlog=sys.stderr)
+    return stdio_client(params, errlog=_errlog())
 
 
-def _http(transport: HttpTransport, seen: dict[str, AttributeValue] | None) -> Transport:
-    return _http_streams(transport, {} if seen is None else seen)
+def _errlog() -> TextIO:
+    """Where a stdio server's stderr goes: ours, or the process's own when ours is no file
+    (a notebook's, or a test's capture): a child process can only write to a file."""
+    try:
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return sys.__stderr__ or sys.stderr
+    return sys.stderr
+
+
+class Refusals:
+    """The HTTP 401 and 403 answers a server gave: the SDK turns each into a bare
+    "Server returned an error response", and the status is what says what to do."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._last: httpx2.Response | None = None
+
+    async def note(self, response: httpx2.Response) -> None:
+        """An httpx response hook."""
+        if response.status_code in (401, 403):
+            self.count += 1
+            self._last = response
+
+    def since(
+        self, transport: HttpTransport | StdioTransport, mark: int, *, during: bool
+    ) -> str | None:
+        """What a refusal after the ``mark``-th one means for the user (``None``: none came).
+
+        ``mark`` is ``count`` when the session opened (the server refused to start it)
+        or, ``during`` a session, when a call was sent (credentials it took are refused)."""
+        if self.count == mark or self._last is None or isinstance(transport, StdioTransport):
+            return None
+        return _refusal(transport, self._last, during=during)
+
+    def call_error(self, server: MCPServer, mark: int, exc: MCPError) -> str:
+        """What a call sent after the ``mark``-th refusal that failed with ``exc`` means."""
+        why = self.since(server.transport, mark, during=True)
+        if why is not None:  # the SDK's own words would be "Server returned an error response"
+            return f"MCP server {server.name!r} refused the call: {why}"
+        return (
+            f"MCP server {server.name!r} answered with error {exc.error.code}: {exc.error.message}"
+        )
 
 
 @asynccontextmanager
 async def _http_streams(
-    transport: HttpTransport, seen: dict[str, AttributeValue]
+    transport: HttpTransport, refusals: Refusals, seen: dict[str, AttributeValue]
 ) -> AsyncIterator[TransportStreams]:
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
-    refused: list[httpx2.Response] = []
+    mark = refusals.count
 
     async def note(response: httpx2.Response) -> None:
         session_id = response.headers.get("mcp-session-id")
         if session_id:  # the MCP conventions' mcp.session.id, on the calls' CLIENT spans
             seen["mcp.session.id"] = session_id
-        if response.status_code in (401, 403):
-            refused.append(response)
+        await refusals.note(response)
 
     timeout = httpx2.Timeout(_CONNECT_TIMEOUT, read=_READ_TIMEOUT)
     hooks = {"response": [note]}
@@ -160,24 +207,37 @@ async def _http_streams(
         ):
             yield streams
     except Exception as exc:
-        if not refused:
+        refused = refusals.since(transport, mark, during=False)
+        if refused is None:
             raise
         # The SDK says only "Server returned an error response"; the status says what to do.
-        raise PermissionError(_refusal(transport, refused[-1])) from exc
+        raise PermissionError(refused) from exc
 
 
-def _refusal(transport: HttpTransport, response: httpx2.Response) -> str:
+def _refusal(transport: HttpTransport, response: httpx2.Response, *, during: bool) -> str:
     """What a server that refused our credentials (401, 403) means for the user."""
     said = f"the server answered HTTP {response.status_code} {response.reason_phrase}"
     challenge = response.headers.get("www-authenticate")
     if challenge:
         said += f" (WWW-Authenticate: {clipped(challenge, 200)})"
+    given = ", ".join(sorted(transport.headers)) or "none"
+    if during:  # they were good enough to open the session
+        return (
+            f"{said} to this call, though it took the same credentials (headers sent: "
+            f"{given}) when the session began: they may have expired or been revoked; "
+            "give current ones in headers= and start the team again"
+        )
     if response.status_code == 403:
         return f"{said}: the credentials sent are not accepted; check the headers= given"
-    given = ", ".join(sorted(transport.headers)) or "none"
+    if transport.headers:  # it did get some: they are wrong, not missing
+        return (
+            f"{said}: it refused the credentials sent (headers sent: {given}); check their "
+            "values (a mistyped, expired or revoked token?)"
+        )
     return (
-        f"{said}: it wants credentials; give them in headers= (headers sent: {given}), "
-        'e.g. headers={"Authorization": "Bearer ..."}'
+        f"{said}: it wants credentials; give them in headers= (headers sent: none), "
+        'e.g. headers={"Authorization": "Bearer ..."} (in a team file: headers = '
+        '{ Authorization = "Bearer ${TOKEN}" }, the token read from the environment)'
     )
 
 
@@ -304,3 +364,33 @@ def started(span: trace.Span, attributes: Mapping[str, AttributeValue], tools: i
     if span.is_recording():
         span.set_attributes({k: v for k, v in attributes.items() if k != "mcp.method.name"})
         span.set_attribute("regiment.mcp.tools", tools)
+
+
+_CLOSED = -32000  # mcp.types.CONNECTION_CLOSED, without importing the SDK here
+
+
+def innermost(exc: BaseException) -> BaseException:
+    """The exception inside task-group wrappers that hold just one."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def failure_text(exc: BaseException, start_timeout: float | None = None) -> str:
+    """The innermost useful message of an exception (with the ``start_timeout`` of a
+    server that did not start, what to do about it)."""
+    exc = innermost(exc)
+    if isinstance(exc, TimeoutError) and not str(exc):
+        if start_timeout is None:
+            return "no answer in time (start_timeout)"
+        return (
+            f"it did not start and list its tools within start_timeout={start_timeout:g}s; "
+            "raise start_timeout for a server that starts slowly"
+        )
+    text = str(exc)
+    if start_timeout is not None and getattr(exc, "code", None) == _CLOSED:  # the SDK's MCPError
+        return (
+            "it closed the connection before it was up (a stdio server that exited, or that "
+            "wrote something other than MCP messages to stdout: see what it wrote to stderr)"
+        )
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

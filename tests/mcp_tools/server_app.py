@@ -2,7 +2,9 @@
 
 ``python server_app.py`` serves over stdio; ``--http`` serves streamable HTTP on a
 free 127.0.0.1 port (or ``--port``), printing ``PORT <n>`` once its socket listens
-(with ``--token T``, a request without ``Authorization: Bearer T`` is answered 401);
+(with ``--token T``, a request without ``Authorization: Bearer T`` is answered 401,
+and the tool ``rotate_token`` makes the server want ``T-rotated`` from then on, as a
+token that expires mid-session);
 ``--stubborn`` ignores SIGTERM and keeps running after its stdin closes, so
 only SIGKILL stops it; ``--slow-start S`` waits S seconds before it serves; ``--twins``
 adds two tools whose names a model API sees alike.
@@ -44,6 +46,11 @@ def build(name: str) -> MCPServer:
     def refuse(reason: str) -> str:
         """Always fails, with the reason as the message."""
         raise ToolError(reason)
+
+    @app.tool()
+    def getenv(name: str) -> str:
+        """The value of the server's environment variable ``name`` ("" if unset)."""
+        return os.environ.get(name, "")
 
     @app.tool()
     def pid() -> int:
@@ -133,13 +140,13 @@ def build(name: str) -> MCPServer:
     return app
 
 
-def _guarded(app: ASGIApp, token: str | None) -> ASGIApp:
-    """``app``, answering 401 to a request without ``Authorization: Bearer <token>``."""
+def _guarded(app: ASGIApp, token: list[str] | None) -> ASGIApp:
+    """``app``, answering 401 to a request without ``Authorization: Bearer <token[0]>``."""
     if token is None:
         return app
 
     async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
-        wanted = f"Bearer {token}".encode()
+        wanted = f"Bearer {token[0]}".encode()
         if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != wanted:
             challenge = (b"www-authenticate", b'Bearer realm="tests"')
             await send({"type": "http.response.start", "status": 401, "headers": [challenge]})
@@ -153,12 +160,21 @@ def _guarded(app: ASGIApp, token: str | None) -> ASGIApp:
 def _serve_http(app: MCPServer, port: int, token: str | None) -> None:
     import uvicorn
 
+    wanted = None if token is None else [token]
+    if wanted is not None:
+
+        @app.tool()
+        def rotate_token() -> str:
+            """Want another token from now on, as if the one given had expired."""
+            wanted[0] = f"{token}-rotated"
+            return "rotated"
+
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
     sock.listen(128)  # clients may connect from now on; uvicorn accepts when it runs
     print(f"PORT {sock.getsockname()[1]}", flush=True)
-    asgi = _guarded(app.streamable_http_app(), token)
+    asgi = _guarded(app.streamable_http_app(), wanted)
     config = uvicorn.Config(asgi, log_level="error", lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
 

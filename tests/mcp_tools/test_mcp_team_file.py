@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from regiment.config._build import check_config
 from regiment.config._schema import parse_config
 from regiment.errors import ConfigError
 from regiment.hierarchy import Worker
-from regiment.tools import MCPServer
+from regiment.tools import MCPHub, MCPServer
 from regiment.tools._mcp_server import HttpTransport, StdioTransport
 
 from .conftest import SERVER_COMMAND
@@ -95,6 +96,7 @@ def test_bad_entries_name_the_file_and_key(entry: str, message: str) -> None:
         ("start_timeout = inf", "start_timeout: must be a finite number of seconds > 0"),
         ("retries = -1", "retries: must be a whole number >= 0"),
         ("max_restarts = -1", "max_restarts: must be a whole number >= 0"),
+        ("max_result_chars = 0", "max_result_chars: must be a whole number of characters >= 1"),
     ],
 )
 def test_a_number_out_of_range_names_its_key_and_what_to_write(entry: str, message: str) -> None:
@@ -104,6 +106,28 @@ def test_a_number_out_of_range_names_its_key_and_what_to_write(entry: str, messa
         worker_of(f'[[workers.mcp]]\ncommand = ["x"]\n{entry}\n')
     assert str(info.value).startswith(f"team.toml: workers[0].mcp[0].{message}")
     assert "None" not in str(info.value)
+
+
+@pytest.mark.anyio
+async def test_max_result_chars_cuts_the_results_of_an_entry_s_tools() -> None:
+    # `[[workers.mcp]]` had no such key (unknown key `max_result_chars =`): only code could
+    # set it, through the tool options.
+    worker = worker_of(
+        f"""
+max_tool_result_chars = 1000
+[[workers.mcp]]
+command = {json.dumps(list(SERVER_COMMAND))}
+max_result_chars = 20
+"""
+    )
+    (server,) = worker.mcp_servers
+    async with MCPHub.open() as hub:
+        tools = (await hub.worker_tools(worker.toolset, [server])).current()
+        result = await tools.call("shout", {"text": "a" * 200}, call_id="c1")
+    assert server.options["max_result_chars"] == 20
+    assert isinstance(result.content, str)
+    assert result.content.startswith('{"result":"AAAAAAAAA\n\n[cut: this result was 213 ')
+    assert "over the limit of 20," in result.content
 
 
 def test_require_approval_may_name_a_worker_s_mcp_tools() -> None:
@@ -140,3 +164,26 @@ name = "remote"
         "worker files: scripted; the tools of MCP servers '/nonexistent/calc-server', "
         "'remote' (http://127.0.0.1:9/mcp) (listed when the team starts)"
     ) in capsys.readouterr().out
+
+
+def test_run_with_a_server_that_speaks_no_mcp_prints_no_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The SDK's "Failed to parse JSONRPC message from server" came with a pydantic
+    # traceback (Python's last-resort handler), then "could not be started: MCPError:
+    # Connection closed".
+    team = tmp_path / "team.toml"
+    command = [sys.executable, "-c", "print('hello, not MCP')"]
+    team.write_text(TEAM.format(mcp=f"[[workers.mcp]]\ncommand = {json.dumps(command)}"))
+    assert main(["run", str(team), "add", "--app-dir", str(REPO), "--no-journal"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert (
+        " ERROR mcp.client.stdio: Failed to parse JSONRPC message from server (ValidationError: "
+        in err
+    )
+    assert err.endswith(
+        "could not be started: it closed the connection before it was up (a stdio server that "
+        "exited, or that wrote something other than MCP messages to stdout: see what it wrote "
+        "to stderr)\n"
+    )

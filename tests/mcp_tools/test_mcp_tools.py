@@ -4,6 +4,7 @@ the live tool set, against real servers over stdio and streamable HTTP."""
 from __future__ import annotations
 
 import functools
+import io
 import logging
 import socket
 import sys
@@ -387,3 +388,30 @@ def test_bad_options_fail_at_config_time() -> None:
 def test_worker_tools_without_servers_is_the_plain_set() -> None:
     base = Toolset("w", [Tool(add)])
     assert WorkerTools(base).current() is base
+
+
+@pytest.mark.parametrize("body", ["raise SystemExit(3)", "print('not MCP')"])
+async def test_a_server_that_exits_or_speaks_no_mcp_at_start_says_so(body: str) -> None:
+    # It said only "could not be started: MCPError: Connection closed".
+    server = MCPServer.stdio([sys.executable, "-c", body], name="broken")
+    async with MCPHub.open() as hub:
+        with pytest.raises(ToolError) as info:
+            await hub.worker_tools(Toolset("w"), [server])
+    assert str(info.value).startswith(f"MCP server 'broken' ({sys.executable} -c ")
+    assert str(info.value).endswith(
+        "could not be started: it closed the connection before it was up (a stdio server "
+        "that exited, or that wrote something other than MCP messages to stdout: see what "
+        "it wrote to stderr)"
+    )
+
+
+async def test_a_stdio_server_starts_when_sys_stderr_is_not_a_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A notebook's (or a capture's) sys.stderr has no file descriptor, and the server could
+    # not start: "could not be started: UnsupportedOperation: fileno".
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    async with MCPHub.open() as hub:
+        tools = (await hub.worker_tools(Toolset("w"), [MCPServer.stdio(SERVER_COMMAND)])).current()
+        added = await tools.call("add", {"a": 2, "b": 3}, call_id="c1")
+    assert added.content == {"result": 5}
