@@ -93,6 +93,7 @@ class Prompting:
             workers=team.workers,
             checks=team.checks,
             known_ids=tuple(versions.committed),
+            kept={s.id: s for s in versions.plan.steps if s.id in versions.committed},
         )
 
     def after_plan(self, book: RunBook) -> AfterCompress:
