@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from regiment.hierarchy import Replanned
+from regiment.models import ModelRequest, TextPart
 
 from .brains import Brain, plan_json
-from .replan_team import PROBE, replan_team
+from .replan_team import PROBE, RECOVER, replan_team
 
 pytestmark = pytest.mark.anyio
 
@@ -46,3 +47,20 @@ async def test_a_replan_that_gives_a_kept_id_to_other_work_is_sent_back() -> Non
     problem = brain.plan_requests[2].messages[-1].parts[0]
     assert "'s1' is already used by a completed step" in getattr(problem, "text", "")
     assert [s.id for s in result.plans[-1].steps] == ["s1", "s3"]
+
+
+def _text(request: ModelRequest) -> str:
+    return "\n".join(p.text for m in request.messages for p in m.parts if isinstance(p, TextPart))
+
+
+async def test_a_rejected_step_is_told_as_rejected_to_later_steps_and_the_answer() -> None:
+    brain = Brain([plan_json(PROBE), RECOVER])
+    result = await replan_team(brain).run("goal")
+    assert result.status == "completed"
+    recover = next(r for r in brain.worker_requests if "Your step (s2)" in _text(r))
+    assert "- s1: [rejected by its check 'fails': never passes] did: probe" in _text(recover)
+    (synthesis,) = brain.synthesis_requests
+    assert "- s1 (probe) [rejected by its check 'fails': never passes]: did: probe" in _text(
+        synthesis
+    )
+    assert "- s2 (recover): did: recover" in _text(synthesis)
