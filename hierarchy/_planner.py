@@ -102,6 +102,7 @@ class PlanningSession:
     # The steps a replan (or a new round) keeps, by id: a reply that restates one of
     # them (same id, same description) is read as naming it, not as a new step.
     kept: Mapping[str, PlanStep] = field(default_factory=dict)
+    replaced_ids: Sequence[str] = ()  # the unfinished steps of the version a replan replaces
     attempts: int = 0
 
     def request(self) -> ModelRequest:
@@ -127,6 +128,7 @@ class PlanningSession:
                 known_ids=self.known_ids,
                 checks=tuple(self.checks),
                 written_as=parsed.written_as,
+                replaced_ids=self.replaced_ids,
             )
         if cut_off:
             problems = (_CUT_OFF, *problems)

@@ -64,3 +64,20 @@ async def test_a_rejected_step_is_told_as_rejected_to_later_steps_and_the_answer
         synthesis
     )
     assert "- s2 (recover): did: recover" in _text(synthesis)
+
+
+async def test_a_replan_that_builds_on_a_dropped_step_is_told_the_step_was_dropped() -> None:
+    on_dropped = plan_json({"id": "s3", "description": "use more", "depends_on": ["s2"]})
+    again = plan_json(
+        {"id": "s2", "description": "more"},
+        {"id": "s3", "description": "use more", "depends_on": ["s2"]},
+    )
+    brain = Brain([_WHOLE_PLAN, on_dropped, again])
+    result = await replan_team(brain).run("goal")
+    problem = _text(brain.plan_requests[2]).rsplit("That plan cannot be run:", 1)[1]
+    assert "step s3 depends on step 's2' of the plan being replaced, which did not finish" in (
+        problem
+    )
+    assert "give 's2' again as a step of your reply" in problem
+    assert [s.id for s in result.plans[-1].steps] == ["s1", "s2", "s3"]
+    assert result.committed == ("s1", "s2", "s3")
