@@ -244,10 +244,10 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
         refs, headers, journal = self._team.worker_refs, book.trace.headers, self._journal
         # After most reports nothing is ready: then no send_all coroutine is made.
         if sends and (replayed := await send_all(sends, self._record, journal, refs, headers)):
-            for report, stale in replayed:
-                if stale:  # dropped before the resume: its version is replaced again
+            for report, current in replayed:
+                if current is not None:  # dropped before the resume: dropped again, as it was
                     self._record(ReportArrived(report))
-                    self._record(ReportDropped(report, versions.version))
+                    self._record(ReportDropped(report, current))
                 else:
                     await self._on_report(report)
             return

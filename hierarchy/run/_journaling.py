@@ -217,9 +217,9 @@ class RunJournal:
             return None
         return self._replay.responses.get(f"{purpose}/{self._calls.get(purpose, 0) + 1}")
 
-    def committed(self, assign: AssignStep) -> tuple[StepReport, bool] | None:
+    def committed(self, assign: AssignStep) -> tuple[StepReport, int | None] | None:
         """The journaled report of a step committed before a resume, or dropped as stale
-        (``True``): see :meth:`Replay.report_before`."""
+        (with the version then current): see :meth:`Replay.report_before`."""
         if self._replay is None:
             return None
         if (found := self._replay.report_before(assign.plan_version, assign.step.id)) is None:
@@ -320,7 +320,7 @@ class Unjournaled:
         """Nothing to replay."""
         return None
 
-    def committed(self, assign: AssignStep) -> tuple[StepReport, bool] | None:
+    def committed(self, assign: AssignStep) -> tuple[StepReport, int | None] | None:
         """Nothing committed before."""
         return None
 

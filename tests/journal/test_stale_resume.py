@@ -7,7 +7,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from regiment.hierarchy import StaleReportDropped, StepCompleted
+from regiment.hierarchy import JournaledEvents, StaleReportDropped, StepCompleted
+from regiment.journal import open_journal
 from regiment.models import ModelRequest, ModelResponse, ToolResultPart, tool_call_response
 from regiment.tools import Approve, tool
 from tests.hierarchy.brains import Brain, plan_json
@@ -81,6 +82,17 @@ async def test_a_resumed_run_drops_a_stale_report_again(tmp_path: Path) -> None:
         (request,) = paused.pending_approvals
         await running.approve(request.request_id, Approve(), by="ana")
         result = await running.resume(paused.run_id)
+    journal = await open_journal(tmp_path / "runs.db")
+    try:
+        journaled = (await JournaledEvents.read(journal, paused.run_id)).events
+    finally:
+        await journal.close()
+    told = [
+        (e.report_version, e.current_version)
+        for e in journaled
+        if isinstance(e, StaleReportDropped)
+    ]
+    assert told == [(1, 2)]  # the drop is journaled once, as the run first told it
     assert result.status == "completed"
     assert brain.charges == ["charged"]  # the stale step's tool ran once, before the pause
     assert result.committed == ("s1", "s3")
