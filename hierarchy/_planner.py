@@ -6,11 +6,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import final
 
+import msgspec
+
 from regiment.hierarchy._checks import Check
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._ranges import at_least, model_given
 from regiment.hierarchy.guard._types import GuardLike, as_guardrails
 from regiment.hierarchy.plan._parse import ParsedPlan, parse_plan
+from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.plan._validate import validate_plan
 from regiment.hierarchy.workers._worker import WorkerSpec
 from regiment.models import Message, Model, ModelRequest, ModelSettings
@@ -96,6 +99,10 @@ class PlanningSession:
     workers: Mapping[str, WorkerSpec]
     checks: Mapping[str, Check]
     known_ids: Sequence[str] = ()
+    # The steps a replan (or a new round) keeps, by id: a reply that restates one of
+    # them (same id, same description) is read as naming it, not as a new step.
+    kept: Mapping[str, PlanStep] = field(default_factory=dict)
+    replaced_ids: Sequence[str] = ()  # the unfinished steps of the version a replan replaces
     attempts: int = 0
 
     def request(self) -> ModelRequest:
@@ -109,6 +116,8 @@ class PlanningSession:
         parsed = parse_plan(
             reply, max_steps=self.max_steps, start_index=self.start_index, default_worker=sole
         )
+        if self.kept and parsed.error is None:
+            parsed = _without_restated(parsed, self.kept)
         steps = parsed.steps
         if parsed.error is not None:
             problems: tuple[str, ...] = (parsed.error,)
@@ -119,6 +128,7 @@ class PlanningSession:
                 known_ids=self.known_ids,
                 checks=tuple(self.checks),
                 written_as=parsed.written_as,
+                replaced_ids=self.replaced_ids,
             )
         if cut_off:
             problems = (_CUT_OFF, *problems)
@@ -127,3 +137,21 @@ class PlanningSession:
 
     def reprompt(self, problems: Sequence[str], prompts: Prompts) -> None:
         self.messages.append(Message.user(prompts.plan_problems(problems)))
+
+
+def _without_restated(parsed: ParsedPlan, kept: Mapping[str, PlanStep]) -> ParsedPlan:
+    """``parsed`` without the steps that restate a kept step: a model asked for the new
+    steps often repeats the whole plan, the finished steps included. Such a step keeps
+    its result (dependencies on its id name the kept step); a step that takes a kept id
+    for other work is left in, for the validator to send back."""
+    new = tuple(step for step in parsed.steps if not _restates(step, kept.get(step.id)))
+    if len(new) == len(parsed.steps):
+        return parsed
+    return msgspec.structs.replace(parsed, steps=new)
+
+
+def _restates(step: PlanStep, kept: PlanStep | None) -> bool:
+    if kept is None:
+        return False
+    same = " ".join(step.description.split()).casefold()
+    return same == " ".join(kept.description.split()).casefold()

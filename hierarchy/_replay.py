@@ -49,6 +49,10 @@ class Replay:
     intents: dict[ToolKey, ToolCallStarted] = field(default_factory=dict)
     results: dict[ToolKey, ToolCallFinished] = field(default_factory=dict)
     committed: dict[tuple[int, str], StepReport] = field(default_factory=dict)
+    # Steps whose report the run dropped as stale (a replan replaced their version), with
+    # the version its event named current, and the reports not committed, as journaled.
+    dropped: dict[tuple[int, str], int] = field(default_factory=dict)
+    uncommitted: dict[tuple[int, str], object] = field(default_factory=dict)
     versions: set[int] = field(default_factory=set)
     dispatched: set[tuple[int, str, int]] = field(default_factory=set)
     reported: set[tuple[int, str, int, str]] = field(default_factory=set)
@@ -80,14 +84,31 @@ class Replay:
                 self.reported.add(_reported(record))
             case StepReported():
                 self.reported.add(_reported(record))
+                self.uncommitted[(record.plan_version, record.step_id)] = record.report
             case PlanVersion(version=version):
                 self.versions.add(version)
             case StepDispatched():
                 self.dispatched.add((record.plan_version, record.step_id, record.attempt))
             case EventRecorded():
                 self.events[msgspec.json.encode(record)] += 1
+                if record.kind == "StaleReportDropped":
+                    event = record.event
+                    stale, step_id = event.get("report_version"), event.get("step_id")
+                    current = event.get("current_version")
+                    if isinstance(stale, int) and isinstance(step_id, str):
+                        self.dropped[(stale, step_id)] = current if isinstance(current, int) else 0
             case _:
                 pass
+
+    def report_before(self, version: int, step_id: str) -> tuple[StepReport, int | None] | None:
+        """The journaled report of a step the run committed before a resume (``None``),
+        or dropped as stale (the version then current: it is dropped again, as it was)."""
+        key = (version, step_id)
+        if (report := self.committed.get(key)) is not None:
+            return report, None
+        if key in self.dropped and key in self.uncommitted:
+            return msgspec.convert(self.uncommitted[key], StepReport), self.dropped[key]
+        return None
 
     def already(self, record: Record) -> bool:
         """Whether ``record`` was journaled before the resume (an event counts once)."""

@@ -25,6 +25,7 @@ def validate_plan(
     known_ids: Collection[str] = (),
     checks: Collection[str] = (),
     written_as: Mapping[str, str] | None = None,
+    replaced_ids: Collection[str] = (),
 ) -> tuple[str, ...]:
     """The problems with a plan; an empty tuple means it is valid.
 
@@ -37,6 +38,7 @@ def validate_plan(
         checks: names of the registered checks a step may ask for.
         written_as: :attr:`ParsedPlan.written_as`: a dependency on no step is
             quoted as the model wrote it (``7``), not as the id it was read as.
+        replaced_ids: a replaced version's unfinished steps: depending on one is told so.
 
     Returns:
         One sentence per problem, in a stable order: ids first, then each
@@ -60,7 +62,9 @@ def validate_plan(
             problems.extend(_worker_problems(step, workers))
         if not known.issuperset(step.depends_on) or step.id in step.depends_on:
             targets = [*dict.fromkeys(plan_ids), *_sorted(set(known_ids) - set(plan_ids))]
-            problems.extend(_dependency_problems(step, known, _listing(targets), written_as or {}))
+            problems.extend(
+                _dependency_problems(step, known, _listing(targets), written_as or {}, replaced_ids)
+            )
         if step.check is not None and step.check not in checks:
             problems.extend(_check_problems(step, checks))
         if not forward and not earlier.issuperset(step.depends_on):
@@ -112,11 +116,21 @@ def _worker_problems(step: PlanStep, workers: Collection[str]) -> Iterator[str]:
 
 
 def _dependency_problems(
-    step: PlanStep, valid: set[str], targets: str, written_as: Mapping[str, str]
+    step: PlanStep,
+    valid: set[str],
+    targets: str,
+    written_as: Mapping[str, str],
+    replaced: Collection[str],
 ) -> Iterator[str]:
     for dep in step.depends_on:
         if dep == step.id:
             yield f"step {step.id} depends on itself; remove {dep!r} from its depends_on"
+        elif dep not in valid and dep in replaced:
+            yield (
+                f"step {step.id} depends on step {dep!r} of the plan being replaced, which "
+                f"did not finish and is dropped with it; to build on it, give {dep!r} again "
+                f"as a step of your reply, else a step may depend on: {targets}"
+            )
         elif dep not in valid and dep in written_as:
             written = written_as[dep]
             shown = written if written.isdigit() else repr(written)

@@ -247,8 +247,12 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
         refs, headers, journal = self._team.worker_refs, book.trace.headers, self._journal
         # After most reports nothing is ready: then no send_all coroutine is made.
         if sends and (replayed := await send_all(sends, self._record, journal, refs, headers)):
-            for report in replayed:
-                await self._on_report(report)
+            for report, current in replayed:
+                if current is not None:  # dropped before the resume: dropped again, as it was
+                    self._record(ReportArrived(report))
+                    self._record(ReportDropped(report, current))
+                else:
+                    await self._on_report(report)
             return
         # Steps of older versions still winding down do not hold up the current plan.
         if not dispatcher.running_ids(versions.version) and versions.all_committed():

@@ -223,7 +223,7 @@ class RunBook:
             case CheckRejected(check=check, reason=reason):
                 versions.reports.append(r)
                 self.emit(check_failed(run_id, r, check, reason))
-                versions.commit(r)  # kept as evidence for the replan
+                versions.reject(r, check, reason)  # kept as evidence for the replan
                 self.dispatcher.committed(r)
             case _:
                 assert_never(change)

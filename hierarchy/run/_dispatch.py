@@ -192,10 +192,10 @@ async def send_all(
     journal: RunJournal | Unjournaled,
     refs: Mapping[str, ActorRef[WorkerMessage, None]],
     headers: Mapping[str, str],
-) -> list[StepReport]:
-    """Record and send each step; a step committed before a resume is not sent again:
-    its journaled report is returned instead."""
-    replayed: list[StepReport] = []
+) -> list[tuple[StepReport, int | None]]:
+    """Record and send each step; a step committed (or dropped as stale: with the version
+    then current) before a resume is not sent again: its journaled report is returned."""
+    replayed: list[tuple[StepReport, int | None]] = []
     committed = None if journal is UNJOURNALED else journal.committed
     for sent in sends:
         record(sent)

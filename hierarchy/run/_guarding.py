@@ -189,6 +189,7 @@ def plan_verdict(
             workers=tuple(session.workers),
             known_ids=session.known_ids,
             checks=tuple(session.checks),
+            replaced_ids=session.replaced_ids,
         )
         if not invalid:
             rewritten = msgspec.structs.replace(plan, steps=steps)

@@ -217,14 +217,14 @@ class RunJournal:
             return None
         return self._replay.responses.get(f"{purpose}/{self._calls.get(purpose, 0) + 1}")
 
-    def committed(self, assign: AssignStep) -> StepReport | None:
-        """The journaled report of a step the run had committed before a resume."""
+    def committed(self, assign: AssignStep) -> tuple[StepReport, int | None] | None:
+        """The journaled report of a step committed before a resume, or dropped as stale
+        (with the version then current): see :meth:`Replay.report_before`."""
         if self._replay is None:
             return None
-        report = self._replay.committed.get((assign.plan_version, assign.step.id))
-        if report is None:
+        if (found := self._replay.report_before(assign.plan_version, assign.step.id)) is None:
             return None
-        return msgspec.structs.replace(report, attempt=assign.attempt)
+        return msgspec.structs.replace(found[0], attempt=assign.attempt), found[1]
 
     def event(self, event: Event) -> None:
         """Buffer one event of the run, in order."""
@@ -320,7 +320,7 @@ class Unjournaled:
         """Nothing to replay."""
         return None
 
-    def committed(self, assign: AssignStep) -> StepReport | None:
+    def committed(self, assign: AssignStep) -> tuple[StepReport, int | None] | None:
         """Nothing committed before."""
         return None
 

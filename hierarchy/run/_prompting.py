@@ -93,6 +93,8 @@ class Prompting:
             workers=team.workers,
             checks=team.checks,
             known_ids=tuple(versions.committed),
+            kept={s.id: s for s in versions.plan.steps if s.id in versions.committed},
+            replaced_ids=[s.id for s in versions.plan.steps if s.id not in versions.committed],
         )
 
     def after_plan(self, book: RunBook) -> AfterCompress:

@@ -29,6 +29,8 @@ class PlanVersions:
     artifacts: list[str] = field(default_factory=list)
     memory: WorkingMemory | None = None
     stale_dropped: int = 0
+    # Kept steps whose check rejected their report: step id -> why, told with its output.
+    rejected: dict[str, str] = field(default_factory=dict)
     version: int = 0  # the current version's number (0 before the first plan)
     # The current version's steps by id and its outline, built once per version.
     _index: dict[str, PlanStep] = field(default_factory=dict)
@@ -55,6 +57,12 @@ class PlanVersions:
             self._open -= 1
         self.committed[step_id] = report
 
+    def reject(self, report: StepReport, check: str, reason: str) -> None:
+        """Keep ``report`` as the evidence of a step its check rejected: later steps and
+        the answer see its output with that said, never as a result that held."""
+        self.commit(report)
+        self.rejected[report.step_id] = f"rejected by its check '{check}': {reason}"
+
     def step(self, step_id: str) -> PlanStep:
         """The current plan's step with this id (``KeyError`` naming the steps if none)."""
         found = self._index.get(step_id)
@@ -72,16 +80,20 @@ class PlanVersions:
 
     def carried_output(self, step_id: str) -> str:
         """A committed step's result as later steps see it: its facts once the
-        context has been compressed, else its full output."""
+        context has been compressed, else its full output; a rejected step's says so."""
         if self.memory is not None and step_id in self.memory.facts:
-            return self.memory.facts[step_id]
-        return self.committed[step_id].output
+            output = self.memory.facts[step_id]
+        else:
+            output = self.committed[step_id].output
+        if step_id in self.rejected:
+            return f"[{self.rejected[step_id]}] {output}"
+        return output
 
     def carried_outputs(self, step_ids: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
         """:meth:`carried_output` of each of ``step_ids``, as a step's context carries them."""
         if not step_ids:
             return ()
-        if self.memory is None:
+        if self.memory is None and not self.rejected:
             committed = self.committed
             return tuple([(d, committed[d].output) for d in step_ids])
         return tuple([(d, self.carried_output(d)) for d in step_ids])
@@ -90,12 +102,15 @@ class PlanVersions:
         """The committed results as prompt lines, ``- <id> (<description>): <result>``.
 
         Once the context has been compressed, a step's line carries its facts from
-        the working memory; steps committed since then carry their full output.
+        the working memory; steps committed since then carry their full output. A step
+        its check rejected says so: ``- <id> (<description>) [rejected by its check ...]``.
         """
-        described = self._descriptions()
+        described, rejected = self._descriptions(), self.rejected
         facts = {} if self.memory is None else self.memory.facts  # what carried_output reads
         lines = [
-            f"- {sid} ({described.get(sid, '')}): {facts.get(sid, report.output)}"
+            f"- {sid} ({described.get(sid, '')})"
+            + (f" [{rejected[sid]}]" if sid in rejected else "")
+            + f": {facts.get(sid, report.output)}"
             for sid, report in self.committed.items()
         ]
         if self.memory is not None and self.memory.open_questions:

@@ -100,6 +100,7 @@ class Brain:
     synthesis: str = "final answer"
     plan_requests: list[ModelRequest] = field(default_factory=list)
     worker_requests: list[ModelRequest] = field(default_factory=list)
+    synthesis_requests: list[ModelRequest] = field(default_factory=list)
 
     async def __call__(self, request: ModelRequest) -> ModelResponse | str:
         if request.role in ("planner", "replanner"):
@@ -114,6 +115,7 @@ class Brain:
             _, description = step_of(request)
             return await self.work(description, tool_results(request), request)
         if request.role == "synthesizer":
+            self.synthesis_requests.append(request)
             return text_response(self.synthesis)
         raise AssertionError(f"unknown role: {request.role!r}")
 
