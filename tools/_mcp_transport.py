@@ -288,20 +288,28 @@ async def traced(
         record_exception=False,
         set_status_on_exception=False,
     ) as span:
-        try:
+        with _marked(span):
             result = await call
-        except anyio.get_cancelled_exc_class():
-            span.set_attribute("regiment.cancelled", True)
-            span.add_event("regiment.cancelled")
-            raise
-        except Exception as exc:
-            span.set_attribute("error.type", f"{type(exc).__module__}.{type(exc).__qualname__}")
-            span.set_status(trace.StatusCode.ERROR)
-            raise
         if result.is_error:
             span.set_attribute("error.type", "tool_error")
             span.set_status(trace.StatusCode.ERROR)
         return result
+
+
+@contextmanager
+def _marked(span: trace.Span) -> Iterator[None]:
+    """Mark ``span`` as cut (``regiment.cancelled``) or failed (``error.type``, the
+    exception's qualified type) by what leaves the block, and let it through."""
+    try:
+        yield
+    except anyio.get_cancelled_exc_class():
+        span.set_attribute("regiment.cancelled", True)
+        span.add_event("regiment.cancelled")
+        raise
+    except Exception as exc:
+        span.set_attribute("error.type", f"{type(exc).__module__}.{type(exc).__qualname__}")
+        span.set_status(trace.StatusCode.ERROR)
+        raise
 
 
 def request_meta(context: Context, key: str | None, key_name: str) -> RequestParamsMeta | None:
@@ -340,22 +348,16 @@ def starting(tracer: trace.Tracer, server: MCPServer, restart: int) -> Iterator[
         "regiment.mcp.server": server.name,
         "regiment.mcp.restart": restart,
     }
-    with tracer.start_as_current_span(
-        f"regiment.mcp.start {server.name}",
-        attributes=attributes,
-        record_exception=False,
-        set_status_on_exception=False,
-    ) as span:
-        try:
-            yield span
-        except anyio.get_cancelled_exc_class():
-            span.set_attribute("regiment.cancelled", True)
-            span.add_event("regiment.cancelled")
-            raise
-        except Exception as exc:
-            span.set_attribute("error.type", f"{type(exc).__module__}.{type(exc).__qualname__}")
-            span.set_status(trace.StatusCode.ERROR)
-            raise
+    with (
+        tracer.start_as_current_span(
+            f"regiment.mcp.start {server.name}",
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span,
+        _marked(span),
+    ):
+        yield span
 
 
 def started(span: trace.Span, attributes: Mapping[str, AttributeValue], tools: int) -> None:
