@@ -72,6 +72,17 @@ class TopUps:
         self.above: tuple[TopUps, Hashable] | None = None
         self.own: Budget | None = None
 
+    def wire(
+        self,
+        ledger: BudgetLedger,
+        run_id: str,
+        unsent: Callable[[], int],
+        told: Callable[[Event], None],
+    ) -> None:
+        """Set by the run's planner as the run starts: its ledger, id, how many steps of
+        its plan are still to be sent, and how to emit an event of the run."""
+        self.ledger, self.run_id, self.unsent, self.told = ledger, run_id, unsent, told
+
     def close(self) -> None:
         """The run has ended: no more top-ups, and let go of its ledger, book and
         dispatcher (held, they would make a cycle with the run's channel that only

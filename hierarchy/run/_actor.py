@@ -105,9 +105,8 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
         trace = RunTrace(team.telemetry, run_span)
         dispatcher = Dispatcher(team, run_id, trace.headers, channel.fence)
         self._book = book = RunBook(run_id, goal, team, channel, trace, dispatcher)
-        top_ups = channel.fence.top_ups  # what its steps draw on when their shares run short
-        top_ups.ledger, top_ups.run_id = book.spending.ledger, run_id
-        top_ups.unsent, top_ups.told = dispatcher.unsent, book.emit
+        # what its steps draw on when their shares run short
+        channel.fence.top_ups.wire(book.spending.ledger, run_id, dispatcher.unsent, book.emit)
         self._guards = RunGuards(*team.outcome_guards, trace, goal, GuardLog())
         lender = channel.lender or channel.supervisor  # who runs the calls: not the planner
         replayed, log = self._journal.replayed, self._guards.log
