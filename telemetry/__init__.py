@@ -17,6 +17,8 @@ from regiment.telemetry._logs import LogExport, TraceContextHandler
 from regiment.telemetry._metrics import RunMetrics
 from regiment.telemetry._propagation import (
     OTelPropagator,
+    activated,
+    context_headers,
     extract_context,
     headers_for,
     inject,
@@ -38,7 +40,9 @@ __all__ = (
     "Telemetry",
     "TraceContextHandler",
     "TracingHandle",
+    "activated",
     "configure_tracing",
+    "context_headers",
     "error_type",
     "extract_context",
     "genai",

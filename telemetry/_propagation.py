@@ -14,6 +14,8 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 __all__ = (
     "OTelPropagator",
+    "activated",
+    "context_headers",
     "extract_context",
     "headers_for",
     "inject",
@@ -38,8 +40,14 @@ def inject() -> dict[str, str]:
 
 def headers_for(span: Span) -> dict[str, str]:
     """Headers that make ``span`` the parent on the receiving side."""
+    return context_headers(trace.set_span_in_context(span))
+
+
+def context_headers(context: Context) -> dict[str, str]:
+    """The W3C ``traceparent`` / ``tracestate`` headers of ``context`` (empty when it
+    holds no valid span)."""
     headers: dict[str, str] = {}
-    _W3C.inject(headers, context=trace.set_span_in_context(span))
+    _W3C.inject(headers, context=context)
     return headers
 
 
@@ -76,7 +84,7 @@ def joined_trace(headers: Mapping[str, str]) -> AbstractContextManager[None]:
     remote = extract_context(headers)
     if not trace.get_current_span(remote).get_span_context().is_valid:
         return nullcontext()
-    return _activated(remote)
+    return activated(remote)
 
 
 _TRACEPARENT = "traceparent"
@@ -114,11 +122,12 @@ class OTelPropagator:
         without trace headers starts its spans in a new trace instead of under
         whatever span happened to be current when the actor was started.
         """
-        return _activated(extract_context(headers))
+        return activated(extract_context(headers))
 
 
 @contextmanager
-def _activated(ctx: Context) -> Iterator[None]:
+def activated(ctx: Context) -> Iterator[None]:
+    """``ctx`` current for the block, the context before it current again after."""
     token = otel_context.attach(ctx)
     try:
         yield

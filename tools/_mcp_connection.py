@@ -36,12 +36,12 @@ from opentelemetry.util.types import AttributeValue
 
 from regiment._json import JsonObject
 from regiment.errors import ConfigError, ToolError
+from regiment.telemetry import activated
 from regiment.tools._mcp_restarts import Restarts, not_started
 from regiment.tools._mcp_server import MCPServer
 from regiment.tools._mcp_tools import check_include, list_all, mcp_tools
 from regiment.tools._mcp_transport import (
     Refusals,
-    attached,
     failure_text,
     innermost,
     open_session,
@@ -294,7 +294,7 @@ class MCPConnection:
             outcome: CallToolResult | ToolError
             self._in_flight.add(request)
             refused = self._refusals.count
-            with request.scope, attached(request.context):
+            with request.scope, activated(request.context):
                 try:
                     meta = request_meta(request.context, request.key, IDEMPOTENCY_META_KEY)
                     outcome = await session.call_tool(

@@ -14,13 +14,12 @@ from urllib.parse import urlsplit
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.util.types import AttributeValue
 
 from regiment._text import clipped
+from regiment.telemetry import context_headers, error_type, record_cancellation
 from regiment.tools._mcp_guard import guarded
 from regiment.tools._mcp_server import HttpTransport, MCPServer, StdioTransport
 
@@ -36,7 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = (
     "Refusals",
-    "attached",
     "failure_text",
     "innermost",
     "open_session",
@@ -302,12 +300,11 @@ def _marked(span: trace.Span) -> Iterator[None]:
     exception's qualified type) by what leaves the block, and let it through."""
     try:
         yield
-    except anyio.get_cancelled_exc_class():
-        span.set_attribute("regiment.cancelled", True)
-        span.add_event("regiment.cancelled")
+    except anyio.get_cancelled_exc_class() as exc:
+        record_cancellation(span, exc)
         raise
     except Exception as exc:
-        span.set_attribute("error.type", f"{type(exc).__module__}.{type(exc).__qualname__}")
+        span.set_attribute("error.type", error_type(exc))
         span.set_status(trace.StatusCode.ERROR)
         raise
 
@@ -317,24 +314,10 @@ def request_meta(context: Context, key: str | None, key_name: str) -> RequestPar
     the server to deduplicate, and the W3C trace context (``traceparent``, ``tracestate``)
     of ``context`` (the call's CLIENT span, when traced), as the OpenTelemetry MCP
     conventions carry it, so a traced server's spans join the run's trace."""
-    meta: dict[str, str] = {}
-    _W3C.inject(meta, context=context)
+    meta = context_headers(context)
     if key is not None:
         meta[key_name] = key
     return cast("RequestParamsMeta", meta) if meta else None
-
-
-_W3C = TraceContextTextMapPropagator()
-
-
-@contextmanager
-def attached(context: Context) -> Iterator[None]:
-    """``context`` current for the block (the caller's, in the owner task)."""
-    token = otel_context.attach(context)
-    try:
-        yield
-    finally:
-        otel_context.detach(token)
 
 
 @contextmanager
