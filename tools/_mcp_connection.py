@@ -37,11 +37,11 @@ from opentelemetry.util.types import AttributeValue
 from regiment._json import JsonObject
 from regiment.errors import ConfigError, ToolError
 from regiment.telemetry import activated
+from regiment.tools._mcp_http_answers import Refusals
 from regiment.tools._mcp_restarts import Restarts, not_started
 from regiment.tools._mcp_server import MCPServer
 from regiment.tools._mcp_tools import check_include, list_all, mcp_tools
 from regiment.tools._mcp_transport import (
-    Refusals,
     failure_text,
     innermost,
     open_session,
@@ -107,7 +107,7 @@ class MCPConnection:
         self._held: list[_Call] = []  # taken from the stream after the session broke
         self._in_flight: set[_Call] = set()  # sent to the server, not answered yet
         self._listed = anyio.Event()
-        self._refusals = Refusals()  # the server's 401 and 403 answers
+        self._refusals = Refusals()  # the server's error statuses
 
     @property
     def tools(self) -> tuple[Tool[..., object], ...]:

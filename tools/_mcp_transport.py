@@ -18,9 +18,9 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.util.types import AttributeValue
 
-from regiment._text import clipped
 from regiment.telemetry import context_headers, error_type, record_cancellation
 from regiment.tools._mcp_guard import guarded
+from regiment.tools._mcp_http_answers import Refusals
 from regiment.tools._mcp_server import HttpTransport, MCPServer, StdioTransport
 
 if TYPE_CHECKING:
@@ -29,12 +29,10 @@ if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
     from mcp.client.session import ClientSession, MessageHandlerFnT
     from mcp.shared._stream_protocols import ReadStream
-    from mcp.shared.exceptions import MCPError
     from mcp.shared.message import SessionMessage
     from mcp.types import CallToolResult, RequestParamsMeta
 
 __all__ = (
-    "Refusals",
     "failure_text",
     "innermost",
     "open_session",
@@ -144,41 +142,6 @@ def _errlog() -> TextIO:
     return sys.stderr
 
 
-class Refusals:
-    """The HTTP 401 and 403 answers a server gave: the SDK turns each into a bare
-    "Server returned an error response", and the status is what says what to do."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._last: httpx2.Response | None = None
-
-    async def note(self, response: httpx2.Response) -> None:
-        """An httpx response hook."""
-        if response.status_code in (401, 403):
-            self.count += 1
-            self._last = response
-
-    def since(
-        self, transport: HttpTransport | StdioTransport, mark: int, *, during: bool
-    ) -> str | None:
-        """What a refusal after the ``mark``-th one means for the user (``None``: none came).
-
-        ``mark`` is ``count`` when the session opened (the server refused to start it)
-        or, ``during`` a session, when a call was sent (credentials it took are refused)."""
-        if self.count == mark or self._last is None or isinstance(transport, StdioTransport):
-            return None
-        return _refusal(transport, self._last, during=during)
-
-    def call_error(self, server: MCPServer, mark: int, exc: MCPError) -> str:
-        """What a call sent after the ``mark``-th refusal that failed with ``exc`` means."""
-        why = self.since(server.transport, mark, during=True)
-        if why is not None:  # the SDK's own words would be "Server returned an error response"
-            return f"MCP server {server.name!r} refused the call: {why}"
-        return (
-            f"MCP server {server.name!r} answered with error {exc.error.code}: {exc.error.message}"
-        )
-
-
 @asynccontextmanager
 async def _http_streams(
     transport: HttpTransport, refusals: Refusals, seen: dict[str, AttributeValue]
@@ -186,7 +149,7 @@ async def _http_streams(
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
-    mark = refusals.count
+    mark, failed = refusals.count, refusals.failures
 
     async def note(response: httpx2.Response) -> None:
         session_id = response.headers.get("mcp-session-id")
@@ -205,38 +168,11 @@ async def _http_streams(
         ):
             yield streams
     except Exception as exc:
-        refused = refusals.since(transport, mark, during=False)
-        if refused is None:
-            raise
         # The SDK says only "Server returned an error response"; the status says what to do.
-        raise PermissionError(refused) from exc
-
-
-def _refusal(transport: HttpTransport, response: httpx2.Response, *, during: bool) -> str:
-    """What a server that refused our credentials (401, 403) means for the user."""
-    said = f"the server answered HTTP {response.status_code} {response.reason_phrase}"
-    challenge = response.headers.get("www-authenticate")
-    if challenge:
-        said += f" (WWW-Authenticate: {clipped(challenge, 200)})"
-    given = ", ".join(sorted(transport.headers)) or "none"
-    if during:  # they were good enough to open the session
-        return (
-            f"{said} to this call, though it took the same credentials (headers sent: "
-            f"{given}) when the session began: they may have expired or been revoked; "
-            "give current ones in headers= and start the team again"
-        )
-    if response.status_code == 403:
-        return f"{said}: the credentials sent are not accepted; check the headers= given"
-    if transport.headers:  # it did get some: they are wrong, not missing
-        return (
-            f"{said}: it refused the credentials sent (headers sent: {given}); check their "
-            "values (a mistyped, expired or revoked token?)"
-        )
-    return (
-        f"{said}: it wants credentials; give them in headers= (headers sent: none), "
-        'e.g. headers={"Authorization": "Bearer ..."} (in a team file: headers = '
-        '{ Authorization = "Bearer ${TOKEN}" }, the token read from the environment)'
-    )
+        told = refusals.start_failure(transport, mark, failed, innermost(exc))
+        if told is None:
+            raise
+        raise told from exc
 
 
 def span_attributes(server: MCPServer, protocol_version: str | None) -> dict[str, AttributeValue]:
