@@ -33,6 +33,7 @@ from ._http import (
     on_http_exception,
     on_journal_error,
     read_json,
+    ticketed,
     under,
 )
 from ._journaled import journaled_record, journaled_runs, replay
@@ -225,7 +226,7 @@ def _routes(s: _Service) -> list[Route]:
         said = path.replace("{run_id}", "{id}").replace("{request_id}", "{id}")
 
         async def call(request: Request) -> Response:
-            check_token(request, s.token)
+            check_token(request, s.token, ticket="ticket" in takes)
             check_query(request, said, takes)  # a typo is refused, not ignored
             return await endpoint(s, request)
 
@@ -281,9 +282,11 @@ async def _answer(s: _Service, request: Request, record: RunRecord, wait: bool) 
     at = under(request, "")
     if not wait:
         location = {"Location": f"{at}/runs/{record.run_id}"}
-        return json_response({"run_id": record.run_id}, 202, location)
+        return json_response(
+            ticketed({"run_id": record.run_id}, s.token, record.run_id), 202, location
+        )
     await s.live().wait(record, request.receive)
-    return json_response(run_view(await s.latest(record), at))
+    return json_response(ticketed(run_view(await s.latest(record), at), s.token, record.run_id))
 
 
 async def _new_run(request: Request) -> NewRun:
@@ -306,7 +309,8 @@ async def _list_runs(s: _Service, request: Request) -> Response:
 
 
 async def _get_run(s: _Service, request: Request) -> Response:
-    return json_response(run_view(await s.record(request), under(request, "")))
+    record = await s.record(request)
+    return json_response(ticketed(run_view(record, under(request, "")), s.token, record.run_id))
 
 
 async def _cancel(s: _Service, request: Request) -> Response:
@@ -385,7 +389,8 @@ _GUARDED: tuple[tuple[str, str, Handler, tuple[str, ...]], ...] = (
     ("POST", "/runs", _post_run, ("wait",)),
     ("GET", "/runs", _list_runs, ("status", "limit")),
     ("GET", "/runs/{run_id}", _get_run, ()),
-    ("GET", "/runs/{run_id}/events", _events, ("lastEventId",)),  # (EventSource polyfills)
+    # ?lastEventId: EventSource polyfills; ?ticket: EventSource cannot send a token
+    ("GET", "/runs/{run_id}/events", _events, ("lastEventId", "ticket")),
     ("POST", "/runs/{run_id}/cancel", _cancel, ()),
     ("POST", "/runs/{run_id}/resume", _resume, ("wait",)),
     ("GET", "/approvals", _list_approvals, ("run_id",)),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import logging
@@ -28,6 +29,7 @@ __all__ = (
     "check_token",
     "count",
     "error_response",
+    "events_ticket",
     "flag",
     "json_response",
     "last_event_id",
@@ -35,6 +37,7 @@ __all__ = (
     "on_http_exception",
     "on_journal_error",
     "read_json",
+    "ticketed",
     "under",
 )
 
@@ -249,14 +252,37 @@ def _too_large() -> ApiError:
     return ApiError(413, "body too large", f"the body is over {MAX_BODY} bytes; send less")
 
 
-def check_token(request: Request, token: str | None) -> None:
-    """Without a ``Bearer`` header equal to ``token`` (constant-time), answer 401."""
+def check_token(request: Request, token: str | None, *, ticket: bool = False) -> None:
+    """Without a ``Bearer`` header equal to ``token`` (constant-time), answer 401; a
+    route that takes a ``ticket`` (a run's events) takes that run's instead."""
     if token is None:
         return
-    given = request.headers.get("authorization", "")
-    scheme, _, value = given.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(value.encode(), token.encode()):
-        raise ApiError(401, "unauthorized", "send the header 'Authorization: Bearer <token>'")
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and hmac.compare_digest(value.encode(), token.encode()):
+        return
+    if ticket and "ticket" in request.query_params:
+        given = request.query_params["ticket"].encode()
+        if hmac.compare_digest(given, events_ticket(token, request.path_params["run_id"]).encode()):
+            return
+        raise ApiError(
+            401,
+            "unauthorized",
+            "the ticket is not this run's: take its events_ticket from POST /runs or "
+            "GET /runs/{id}, or send the header 'Authorization: Bearer <token>'",
+        )
+    raise ApiError(401, "unauthorized", "send the header 'Authorization: Bearer <token>'")
+
+
+def events_ticket(token: str, run_id: str) -> str:
+    """What lets a client that cannot send headers (a browser's ``EventSource``) read
+    one run's events, and nothing else: ``?ticket=``, a MAC of the run's id under the
+    token (so the token itself never goes into a URL, where logs and history keep it)."""
+    return hmac.new(token.encode(), f"events {run_id}".encode(), hashlib.sha256).hexdigest()
+
+
+def ticketed(view: dict[str, object], token: str | None, run_id: str) -> dict[str, object]:
+    """A run's ``view``, with its ``events_ticket`` when the routes need ``token``."""
+    return view if token is None else view | {"events_ticket": events_ticket(token, run_id)}
 
 
 async def on_http_exception(request: Request, exc: Exception) -> Response:
