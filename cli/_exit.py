@@ -15,7 +15,7 @@ from typing import TextIO, final
 
 import anyio
 
-from regiment._script import EXIT_BROKEN_PIPE, reader_left, stdout_closed
+from regiment._script import EXIT_BROKEN_PIPE, all_of, reader_left, stdout_closed
 from regiment._signals import EXIT_INTERRUPTED, leave_now
 from regiment._signals import watch_signals as watch_until
 from regiment.tools import abandoned_tool_calls
@@ -24,6 +24,7 @@ __all__ = (
     "EXIT_BROKEN_PIPE",
     "EXIT_INTERRUPTED",
     "LastWords",
+    "interrupted",
     "leave_now",
     "reader_left",
     "slow_stop_notice",
@@ -80,6 +81,13 @@ async def watch_signals(
     tool that ignores cancellation holds the team's stop, saying how far the run got
     (the line the command would have ended with) and that its stop was cut short."""
     await watch_until(interrupt, last_words.say, got)
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Ctrl-C that came before the command watched for it (while it
+    imported a team file's modules, say): alone, or all of an exception group, as trio
+    raises it out of the task group it landed in."""
+    return all_of(exc, KeyboardInterrupt)
 
 
 def wait_for_tool_threads(code: int) -> None:

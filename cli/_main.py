@@ -53,6 +53,7 @@ from regiment.cli._codes import (
 from regiment.cli._exit import (
     EXIT_INTERRUPTED,
     LastWords,
+    interrupted,
     reader_left,
     slow_stop_notice,
     stdout_closed,
@@ -96,9 +97,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = _main(argv)
     except BaseException as exc:
-        if not reader_left(exc):
+        if reader_left(exc):
+            return stdout_closed()
+        if not interrupted(exc):
             raise
-        return stdout_closed()
+        # Before the signal watcher was up (`validate`, or a team file's imports), or a
+        # second Ctrl-C: no traceback, whatever task group it came through.
+        print("regiment: interrupted", file=sys.stderr)
+        code = EXIT_INTERRUPTED
     wait_for_tool_threads(code)
     return code
 
@@ -122,11 +128,7 @@ def _main(argv: Sequence[str] | None) -> int:
         interrupt=None,
         stdin=sys.stdin,
     )
-    try:
-        return anyio.run(run, backend=backend)
-    except KeyboardInterrupt:  # before the signal watcher was up, or a second Ctrl-C
-        print("regiment: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    return anyio.run(run, backend=backend)
 
 
 async def run_async(

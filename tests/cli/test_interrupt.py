@@ -245,3 +245,49 @@ def test_a_forced_exit_says_how_far_the_run_got(tmp_path: Path, second: signal.S
     assert ending["type"] == "RunFailed"
     assert ending["error_type"] == "RunCancelled"
     assert ending["message"].startswith("interrupted; cancelled the run after ")
+
+
+# A tools module that takes its time to import (as one that imports a large library
+# does); it says when it has begun. Ctrl-C is Python's own there, as in a shell, even
+# under a parent that ignores it.
+_SLOW_IMPORT = """
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
+print("importing", file=sys.stderr, flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")
+@pytest.mark.parametrize(
+    "argv",
+    [["validate"], ["run", "--backend", "asyncio"], ["run", "--backend", "trio"]],
+    ids=["validate", "run-asyncio", "run-trio"],
+)
+def test_sigint_while_the_team_file_imports_exits_130_without_a_traceback(
+    tmp_path: Path, argv: list[str]
+) -> None:
+    # It came before the command watched for signals: validate gave Python's
+    # KeyboardInterrupt traceback, and run on trio an exception group's (exit 1).
+    (tmp_path / "slow_tools.py").write_text(_SLOW_IMPORT, encoding="utf-8")
+    team = tmp_path / "team.toml"
+    team.write_text(
+        'name = "slow"\nmodel = "scripted"\nbrain = "slow_tools:brain"\n\n[[workers]]\n'
+        'name = "w"\ndescription = "Waits."\ntools = ["slow_tools:nap"]\n',
+        encoding="utf-8",
+    )
+    command, *options = argv
+    goal = ["go", "--no-journal"] if command == "run" else []
+    with subprocess.Popen(
+        [sys.executable, "-m", "regiment", command, str(team), *goal, *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    ) as child:
+        read_until(child, "importing", [])
+        child.send_signal(signal.SIGINT)
+        assert child.stderr is not None
+        rest = child.stderr.read()
+        assert child.wait(timeout=30) == 130, rest
+    assert rest == "regiment: interrupted\n"
