@@ -190,6 +190,13 @@ def test_a_misspelt_key_is_suggested_in_the_syntax_the_file_needs(
         ("yaml", "name: t\nworkers: [{name: a, description: d, step_timeout: 5 s}]\n", "workers[0].step_timeout: expected `float | null`, got `str`; write a number, without quotes (`step_timeout: 5.0`), or leave the key out"),
         ("yaml", "name: t\nplanner: p\nworkers: [{name: a, description: d}]\n", "planner: expected `object`, got `str`; write a mapping under `planner:`"),
         ("yaml", "- name: t\n", "expected `object`, got `array`; write the file as a mapping of keys (`name:`, `workers:`, ...)"),
+        # An item of a list of tables: it said to write a `[workers]` table (which the file
+        # cannot have), or in YAML a mapping under `"":`.
+        ("toml", 'name = "t"\nworkers = ["billing"]\n', "workers[0]: expected `object`, got `str`; write a `[[workers]]` table"),
+        ("toml", TEAM + "mcp = [5]\n", "workers[0].mcp[0]: expected `object`, got `int`; write a `[[workers.mcp]]` table"),
+        ("yaml", "name: t\nworkers:\n  - billing\n", "workers[0]: expected `object`, got `str`; write the item as a mapping (`- name: ...`)"),
+        ("yaml", "name: t\nworkers:\n  - name: a\n    description: d\n  -\n", "workers[1]: expected `object`, got `null`; write the item as a mapping (`- name: ...`)"),
+        ("yaml", "name: t\nworkers:\n  - name: a\n    description: d\n    mcp: [python]\n", "workers[0].mcp[0]: expected `object`, got `str`; write the item as a mapping (`- command: ...`)"),
     ],
 )  # fmt: skip
 def test_a_value_of_the_wrong_type_says_what_to_write_instead(
