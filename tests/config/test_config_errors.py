@@ -357,3 +357,24 @@ def test_what_the_file_got_wrong_is_said_once_and_names_what_fits(tmp_path: Path
     assert "`[settings]`" in message
     assert "`[checks.<name>]`" in message
     assert "`[settings.<name>]`" not in message
+
+
+def test_a_tools_module_that_imports_a_missing_package_is_told_apart_from_a_missing_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The module was found; a package it imports was not. The error asked whether the
+    # module's directory was on the import path, which it was.
+    (tmp_path / "needs_numpyx.py").write_text("import numpyx_not_installed\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    team = _write(tmp_path / "team.toml", TEAM + 'tools = ["needs_numpyx:f", "nowhere_mod:g"]\n')
+    assert _error(team) == (
+        f"{team}: workers[0].tools[0]: cannot import 'needs_numpyx:f': importing 'needs_numpyx' "
+        "raised ModuleNotFoundError: no module named 'numpyx_not_installed', which it imports "
+        "(install the package that provides it, or put its directory on the import path)"
+    )
+    _write(team, TEAM + 'tools = ["nowhere_mod:g"]\n')
+    assert _error(team) == (
+        f"{team}: workers[0].tools[0]: cannot import 'nowhere_mod:g': no module named "
+        "'nowhere_mod' (is its directory on the import path? `regiment` adds the current "
+        "directory, or the one --app-dir DIR names)"
+    )
