@@ -131,6 +131,12 @@ def _import_module(name: str, spec: str, where: str) -> ModuleType:
             "(is its directory on the import path? `regiment` adds the current directory, "
             "or the one --app-dir DIR names)"
         ) from exc
+    except SystemExit as exc:  # a script's top level, say: its exit is not the command's
+        raise ConfigError(
+            f"{where}: cannot import {spec!r}: importing {name!r} called sys.exit({exc.code!r}); "
+            "a module a team file names must not exit when imported (put a script's work "
+            "under `if __name__ == '__main__':`)"
+        ) from exc
     except Exception as exc:  # the user's module raised while importing
         raise ConfigError(
             f"{where}: cannot import {spec!r}: importing {name!r} raised "

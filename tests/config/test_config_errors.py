@@ -378,3 +378,17 @@ def test_a_tools_module_that_imports_a_missing_package_is_told_apart_from_a_miss
         "'nowhere_mod' (is its directory on the import path? `regiment` adds the current "
         "directory, or the one --app-dir DIR names)"
     )
+
+
+def test_a_module_that_exits_when_imported_is_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `regiment validate` ended silently with the module's exit code (3 here).
+    (tmp_path / "exits_on_import.py").write_text("import sys\nsys.exit(3)\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    team = _write(tmp_path / "team.toml", TEAM + 'tools = ["exits_on_import:f"]\n')
+    assert _error(team) == (
+        f"{team}: workers[0].tools[0]: cannot import 'exits_on_import:f': importing "
+        "'exits_on_import' called sys.exit(3); a module a team file names must not exit when "
+        "imported (put a script's work under `if __name__ == '__main__':`)"
+    )
