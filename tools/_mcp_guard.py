@@ -101,6 +101,6 @@ def find_command(command: str, env: Mapping[str, str], cwd: str | None) -> str:
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), command)
         return path
     found = shutil.which(command, path=env.get("PATH", os.defpath))
-    if found is None:
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
+    if found is None:  # the words say where it was looked for
+        raise FileNotFoundError(errno.ENOENT, "No such command on PATH", command)
     return found

@@ -240,3 +240,16 @@ def test_validate_leaves_the_servers_of_a_worker_placed_on_ray_unchecked(
     team.write_text(TEAM.format(mcp=mcp))
     assert main(["validate", str(team), "--app-dir", str(REPO)]) == 0
     assert "MCP server 'no-such-mcp-server'" in capsys.readouterr().out
+
+
+def test_run_says_a_missing_command_was_looked_for_on_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It said "[Errno 2] No such file or directory", as of a file given by its path.
+    team = tmp_path / "team.toml"
+    team.write_text(TEAM.format(mcp='[[workers.mcp]]\ncommand = ["no-such-mcp-server"]'))
+    assert main(["run", str(team), "add", "--app-dir", str(REPO), "--no-journal"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "MCP server 'no-such-mcp-server' could not be started: FileNotFoundError: [Errno 2] "
+        "No such command on PATH: 'no-such-mcp-server'\n"
+    )
