@@ -146,6 +146,9 @@ class RunProgress:
 
     def summary(self) -> str:
         """How far the run got, in one line (for an interrupted run)."""
+        if not self.version:  # not "plan v0: 0 of 0 steps done"
+            before = "its first plan" if self.run_id else "the team had started"
+            return f"after {self.elapsed():.1f} s, before {before}"
         current = [r for r in self.steps.values() if r.state != "replaced"]
         done = [r.id for r in current if r.state == "done"]
         running = [f"{r.id} ({r.worker})" for r in current if r.state == "running"]

@@ -291,3 +291,53 @@ def test_sigint_while_the_team_file_imports_exits_130_without_a_traceback(
         rest = child.stderr.read()
         assert child.wait(timeout=30) == 130, rest
     assert rest == "regiment: interrupted\n"
+
+
+async def test_an_interrupt_before_the_first_plan_says_so(tmp_path: Path) -> None:
+    # It said "plan v0: 0 of 0 steps done", of a plan there was not.
+    team = write_team(tmp_path, "unplanned")
+    stop = anyio.Event()
+    out, err = io.StringIO(), io.StringIO()
+    codes: list[int] = []
+
+    async def command() -> None:
+        argv = ["run", str(team), "wait", "--app-dir", str(tmp_path), "--no-journal"]
+        codes.append(await run_async(argv, stdout=out, stderr=err, environ={}, interrupt=stop))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(command)
+        await wait_all_tasks_blocked()  # the planner's model call never answers
+        assert "run started" in err.getvalue()
+        stop.set()
+    assert codes == [130]
+    last = err.getvalue().splitlines()[-1]
+    assert last.startswith("regiment: interrupted; cancelled the run after "), last
+    assert last.endswith(" s, before its first plan"), last
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")
+def test_sigint_while_the_team_starts_says_so(tmp_path: Path) -> None:
+    # An MCP server that takes its time to come up: the team is still starting.
+    (tmp_path / "slow_server.py").write_text(
+        'import sys, time\nprint("starting", file=sys.stderr, flush=True)\ntime.sleep(60)\n',
+        encoding="utf-8",
+    )
+    team = write_team(tmp_path, "stuck")
+    command = json.dumps([sys.executable, str(tmp_path / "slow_server.py")])
+    with team.open("a", encoding="utf-8") as file:
+        file.write(f"\n[[workers.mcp]]\ncommand = {command}\n")
+    argv = ["run", str(team), "wait", "--app-dir", str(tmp_path), "--no-journal"]
+    with subprocess.Popen(
+        [sys.executable, "-m", "regiment", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as child:
+        read_until(child, "starting", [])
+        child.send_signal(signal.SIGINT)
+        assert child.stderr is not None
+        rest = child.stderr.read()
+        assert child.wait(timeout=30) == 130, rest
+    last = rest.splitlines()[-1]
+    assert last.startswith("regiment: interrupted; cancelled the run after "), rest
+    assert last.endswith(" s, before the team had started"), rest
