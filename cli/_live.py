@@ -23,6 +23,7 @@ _STYLES = {
     "failed": "red",
     "check failed": "magenta",
     "replaced": "dim strike",
+    "cancelled": "red",
 }
 
 

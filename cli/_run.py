@@ -197,6 +197,7 @@ async def _watch(
             async def cancel_on_stop() -> None:
                 await stop.wait()
                 ending.interrupted = True
+                progress.interrupt()  # the live table's last frame says so
                 tg.cancel_scope.cancel()
 
             tg.start_soon(cancel_on_stop)
@@ -216,10 +217,8 @@ async def _watch(
 
 def _end_events(ending: _Ending, progress: RunProgress, sink: Callable[[ev.Event], None]) -> None:
     """End an interrupted run's events (once, if they have no end), so an events file
-    always has an ending, a forced exit's too.
-
-    The run itself never gets to emit one: the stream it writes to is what was cancelled.
-    """
+    always has an ending, a forced exit's too. (The run itself never gets to emit one:
+    the stream it writes to is what was cancelled.)"""
     if ending.result is None and ending.failure is None and not ending.events_ended:
         ending.events_ended = True
         sink(_cancelled(progress, ending.events))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import select
 import signal
 import subprocess
 import sys
@@ -341,3 +343,50 @@ def test_sigint_while_the_team_starts_says_so(tmp_path: Path) -> None:
     last = rest.splitlines()[-1]
     assert last.startswith("regiment: interrupted; cancelled the run after "), rest
     assert last.endswith(" s, before the team had started"), rest
+
+
+def _read_terminal(leader: int, until: bytes | None = None) -> bytes:
+    """What the command wrote to its terminal: until ``until`` appears, else until it
+    closes it (EIO on Linux once no process holds the other side)."""
+    seen = b""
+    while until is None or until not in seen:
+        ready, _, _ = select.select([leader], [], [], 30)
+        assert ready, f"the command wrote nothing for 30 s: {seen[-500:]!r}"
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            assert until is None, f"the command ended before writing {until!r}: {seen!r}"
+            return seen
+        seen += chunk
+    return seen
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal needs POSIX")
+def test_sigint_leaves_the_live_table_saying_the_run_was_interrupted(tmp_path: Path) -> None:
+    # Its last frame still showed the step running, and the run working.
+    team = write_team(tmp_path, "stuck")
+    leader, follower = os.openpty()
+    argv = ["run", str(team), "wait", "--app-dir", str(tmp_path), "--no-journal"]
+    with subprocess.Popen(
+        [sys.executable, "-m", "regiment", *argv],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env={**os.environ, "TERM": "xterm-256color", "COLUMNS": "120"},
+    ) as child:
+        os.close(follower)
+        try:
+            _read_terminal(leader, b"running")
+            child.send_signal(signal.SIGINT)
+            rest = _read_terminal(leader).decode()
+        finally:
+            os.close(leader)
+        assert child.wait(timeout=30) == 130, rest
+    last_frame, said = rest.rsplit("team waiters", 1)[1].split("regiment: interrupted; ")
+    assert "plan v1" in last_frame, last_frame
+    assert "interrupted" in last_frame, last_frame
+    assert "cancelled" in last_frame, last_frame
+    assert "running" not in last_frame, last_frame
+    assert said.startswith("cancelled the run after"), said
