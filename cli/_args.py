@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from regiment._version import __version__
 from regiment.cli._approvals import add_approval_commands
 from regiment.cli._journal_cmds import add_journal_commands, add_journal_option
 from regiment.errors import ConfigError
@@ -65,6 +66,7 @@ def parser() -> argparse.ArgumentParser:
         "3 paused for approvals, 4 taken over by another process (it finishes the run), "
         "130 interrupted",
     )
+    parser.add_argument("--version", action="version", version=f"regiment {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = commands.add_parser("run", help="run one goal and print the answer")
     run.add_argument("team_file", metavar="TEAM_FILE", help=_TEAM_FILE)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import regiment
 from regiment.cli import main
 from regiment.cli._args import parser
 
@@ -89,3 +90,9 @@ def _listing() -> list[argparse.Action]:
     top = parser()
     (commands,) = [a for a in top._actions if isinstance(a, argparse._SubParsersAction)]
     return list(commands._choices_actions)
+
+
+def test_version_prints_the_version(capsys: pytest.CaptureFixture[str]) -> None:
+    # `regiment --version` was a usage error: "the following arguments are required: COMMAND".
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"regiment {regiment.__version__}\n"
