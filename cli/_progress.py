@@ -17,7 +17,7 @@ from typing import Literal, TypeAlias, assert_never
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from regiment._text import clipped
+from regiment._text import clipped, visible
 from regiment.hierarchy import Plan
 from regiment.hierarchy import events as ev
 from regiment.models import Usage
@@ -169,7 +169,7 @@ class RunProgress:
             f"{len(done)} of {len(current)} steps done"
         )
         text += f" ({', '.join(done)})" if done else ""
-        return text + (f"; was running {', '.join(running)}" if running else "")
+        return visible(text + (f"; was running {', '.join(running)}" if running else ""))
 
     def _take_plan(self, plan: Plan) -> None:
         self.version = plan.version

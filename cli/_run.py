@@ -13,6 +13,7 @@ import msgspec
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
+from regiment._text import visible
 from regiment.cli._answer import AnswerOut
 from regiment.cli._ask import TerminalApprover, asking
 from regiment.cli._exit import LastWords
@@ -339,7 +340,7 @@ def _report(
             if ending.failure
             else "it ended without a result"
         )
-        print(f"regiment: run failed: {why}", file=stderr)
+        print(visible(f"regiment: run failed: {why}"), file=stderr)  # a model's words, maybe
     _report_trace(result, tracing, stderr)
     return outcome
 
