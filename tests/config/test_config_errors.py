@@ -392,3 +392,15 @@ def test_a_module_that_exits_when_imported_is_a_config_error(
         "'exits_on_import' called sys.exit(3); a module a team file names must not exit when "
         "imported (put a script's work under `if __name__ == '__main__':`)"
     )
+
+
+@pytest.mark.parametrize("suffix", ["toml", "yaml"])
+def test_a_byte_order_mark_first_is_no_mistake(tmp_path: Path, suffix: str) -> None:
+    # Saved by Notepad as "UTF-8 with BOM": the TOML one was "not valid TOML: Invalid
+    # statement (at line 1, column 1)", of a first line that looks right.
+    text = (
+        TEAM if suffix == "toml" else "name: t\nworkers:\n  - name: billing\n    description: d\n"
+    )
+    plain = load_config(_write(tmp_path / f"plain.{suffix}", text))
+    marked = _write(tmp_path / f"marked.{suffix}", b"\xef\xbb\xbf" + text.encode())
+    assert load_config(marked) == plain
