@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import sys
 import threading
@@ -28,6 +29,7 @@ __all__ = (
     "leave_now",
     "reader_left",
     "slow_stop_notice",
+    "stand_in_for_closed_streams",
     "stdout_closed",
     "wait_for_tool_threads",
     "watch_signals",
@@ -88,6 +90,16 @@ def interrupted(exc: BaseException) -> bool:
     imported a team file's modules, say): alone, or all of an exception group, as trio
     raises it out of the task group it landed in."""
     return all_of(exc, KeyboardInterrupt)
+
+
+def stand_in_for_closed_streams(*names: str) -> None:
+    """A command started with its stderr (or stdout) closed, ``2>&-``: Python then has
+    ``sys.stderr`` ``None``, which ``print(file=...)`` takes for stdout, so notes went into
+    the answer, and writing to it failed. /dev/null takes its place (and its descriptor,
+    for the processes the command starts): what would go there goes nowhere, as asked."""
+    for name in names:
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
 
 
 def wait_for_tool_threads(code: int) -> None:

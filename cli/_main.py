@@ -56,6 +56,7 @@ from regiment.cli._exit import (
     interrupted,
     reader_left,
     slow_stop_notice,
+    stand_in_for_closed_streams,
     stdout_closed,
     wait_for_tool_threads,
     watch_signals,
@@ -94,6 +95,7 @@ __all__ = ("main", "run_async")
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``regiment`` command line; returns the exit code."""
+    stand_in_for_closed_streams("stderr")
     try:
         code = _main(argv)
     except BaseException as exc:
@@ -114,6 +116,8 @@ def _main(argv: Sequence[str] | None) -> int:
         args = parse_command(argv)
     except SystemExit as exc:  # --help (0) or a usage error (2, already explained)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    if args.command != "mcp":  # which needs a stdout to serve on: without one, it says so
+        stand_in_for_closed_streams("stdout")
     if args.command == "validate":
         # Reading a file and importing its tools needs no event loop, so no asyncio and
         # no anyio backend get imported for it (issue #22).
