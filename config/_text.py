@@ -86,7 +86,8 @@ def _yaml(text: str, source: str) -> object:
         import yaml
     except ImportError as exc:  # pyyaml is the `cli` extra
         raise ConfigError(
-            f"{source}: reading YAML needs pyyaml; install regiment[cli] or use a .toml file"
+            f"{source}: reading YAML needs pyyaml, the cli extra: pip install 'regiment[cli]' "
+            "(or write the team file in TOML)"
         ) from exc
     try:
         raw: object = yaml.load(text, Loader=_strict_loader())

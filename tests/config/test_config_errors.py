@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -404,3 +406,22 @@ def test_a_byte_order_mark_first_is_no_mistake(tmp_path: Path, suffix: str) -> N
     plain = load_config(_write(tmp_path / f"plain.{suffix}", text))
     marked = _write(tmp_path / f"marked.{suffix}", b"\xef\xbb\xbf" + text.encode())
     assert load_config(marked) == plain
+
+
+def test_a_yaml_file_without_pyyaml_gives_the_install_line(tmp_path: Path) -> None:
+    # It said "install regiment[cli]": not a command, and unquoted a shell's glob.
+    # (tests/cli/test_plain_install.py checks it in an environment without pyyaml; here,
+    # `import yaml` fails as it does there.)
+    team = _write(tmp_path / "team.yaml", "name: t\n")
+    code = (
+        "import sys; sys.modules['yaml'] = None\n"
+        "from regiment.config import load_config\n"
+        f"load_config({str(team)!r})\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"regiment.errors.ConfigError: {team}: reading YAML needs pyyaml, the cli extra: "
+        "pip install 'regiment[cli]' (or write the team file in TOML)"
+    )
