@@ -6,12 +6,14 @@ retitle the terminal, clear it or write to its clipboard."""
 from __future__ import annotations
 
 import io
+import logging
 import uuid
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
+from regiment._logging import logging_to
 from regiment.cli._live import LiveView
 from regiment.cli._progress import RunProgress, TokenMeter
 from regiment.config import load_team
@@ -87,3 +89,13 @@ async def test_the_live_table_shows_escapes_as_text(
     assert "\x1b[2J" not in drawn
     assert "\x9b" not in drawn
     assert f"s1{SHOWN}" in drawn
+
+
+def test_log_lines_show_escapes_as_text() -> None:
+    # `regiment run -v` and `regiment serve` log what SDKs and MCP servers wrote, too.
+    stream = io.StringIO()
+    with logging_to(stream, logging.INFO):
+        logging.getLogger("mcp.client.stdio").warning("the server wrote %s", ESCAPES)
+    line = stream.getvalue()
+    assert "\x1b" not in line
+    assert line.endswith(f"WARNING mcp.client.stdio: the server wrote {SHOWN}\n")
