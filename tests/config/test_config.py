@@ -193,7 +193,8 @@ BAD = [
     ),
     (
         GOOD.replace('name = "comms"', 'name = "billing"'),
-        "team.toml: team 'refunds' has two workers named billing",
+        "team.toml: workers[1].name: 'billing' is also workers[0]'s name; worker names must "
+        "be unique (a plan assigns steps by name)",
     ),
     (
         GOOD.replace('name = "comms"', 'name = "comms team"'),
