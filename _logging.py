@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TextIO
 
+from regiment._text import visible
 from regiment.hierarchy import RunContextFilter
 
 __all__ = ("CONTEXT", "SDK_LOGGERS", "ContextFormatter", "level_for", "logging_to")
@@ -25,7 +26,8 @@ SDK_LOGGERS = ("anthropic", "openai", "mcp")
 
 
 class ContextFormatter(logging.Formatter):
-    """Appends the record's ``run_id``/``step_id``/``worker``/``trace_id`` (from ``extra``).
+    """Appends the record's ``run_id``/``step_id``/``worker``/``trace_id`` (from ``extra``);
+    control characters are shown as ``\\xNN`` escapes (see ``regiment._text.visible``).
 
     With ``sdk_tracebacks=False``, an SDK's record (a logger outside ``regiment``) that
     carries an exception shows it as one line, ``(Type: message)``, not a traceback: the
@@ -46,7 +48,8 @@ class ContextFormatter(logging.Formatter):
             record.exc_info, record.exc_text = None, None
         line = super().format(record)
         context = [f"{k}={getattr(record, k)}" for k in CONTEXT if getattr(record, k, None)]
-        return f"{line} [{' '.join(context)}]" if context else line
+        # What a model, a tool or an MCP server wrote may be in it: shown, not obeyed.
+        return visible(f"{line} [{' '.join(context)}]" if context else line)
 
 
 def level_for(verbosity: int, *, default: int = logging.WARNING) -> int:

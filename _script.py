@@ -15,7 +15,7 @@ from typing import TypeVar, TypeVarTuple
 
 import anyio
 
-__all__ = ("EXIT_BROKEN_PIPE", "reader_left", "run_main", "stdout_closed")
+__all__ = ("EXIT_BROKEN_PIPE", "all_of", "reader_left", "run_main", "stdout_closed")
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away
 
@@ -23,12 +23,18 @@ T = TypeVar("T")
 PosArgsT = TypeVarTuple("PosArgsT")
 
 
+def all_of(exc: BaseException, kind: type[BaseException]) -> bool:
+    """Whether ``exc`` is a ``kind`` (alone, or every exception of an exception group, as
+    a task group raises what its tasks did)."""
+    if isinstance(exc, BaseExceptionGroup):
+        rest = exc.split(kind)[1]
+        return rest is None
+    return isinstance(exc, kind)
+
+
 def reader_left(exc: BaseException) -> bool:
     """Whether ``exc`` is a closed stdout (alone, or all of an exception group)."""
-    if isinstance(exc, BaseExceptionGroup):
-        rest = exc.split(BrokenPipeError)[1]
-        return rest is None
-    return isinstance(exc, BrokenPipeError)
+    return all_of(exc, BrokenPipeError)
 
 
 def stdout_closed() -> int:

@@ -1,8 +1,16 @@
-"""Text shortened for a line a person reads (a log record, a progress line, an error)."""
+"""Text for a line a person reads (a log record, a progress line, an error): shortened, and
+safe to show on a terminal."""
 
 from __future__ import annotations
 
-__all__ = ("clipped",)
+__all__ = ("clipped", "visible")
+
+# Control characters (C0 but tab and newline, DEL, C1) as the escapes Python writes them.
+_CONTROLS = {
+    code: f"\\x{code:02x}"
+    for code in (*range(0x20), 0x7F, *range(0x80, 0xA0))
+    if chr(code) not in "\t\n"
+}
 
 
 def clipped(text: str, limit: int = 500) -> str:
@@ -14,3 +22,10 @@ def clipped(text: str, limit: int = 500) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text):,} characters in all)"
+
+
+def visible(text: str) -> str:
+    """``text`` with its control characters written as ``\\xNN``, for a terminal: what a
+    model or a tool wrote (an escape sequence, a bell) cannot move its cursor, clear it,
+    retitle it or write to its clipboard."""
+    return text.translate(_CONTROLS)

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from regiment._version import __version__
 from regiment.cli._approvals import add_approval_commands
 from regiment.cli._journal_cmds import add_journal_commands, add_journal_option
 from regiment.errors import ConfigError
@@ -17,6 +18,29 @@ __all__ = ("parse", "parser", "session_of")
 _TEAM_FILE = "a .toml, .yaml or .yml team file"
 _APP_DIR = "where the file's module:attribute paths are imported from (default: .)"
 _BACKEND = "the event loop to run on (default: asyncio)"
+
+_RUN_EXITS = (
+    "0 done (a partial run too, with a note), 1 run failed, 2 usage or config error, "
+    "3 paused for approvals, 4 taken over by another process (it finishes the run), "
+    "130 interrupted"
+)
+_READ_EXITS = "0 done, 2 usage error or a journal that cannot be read"
+# Each command's --help ends with what its exit codes mean.
+_EXITS = {
+    "run": _RUN_EXITS,
+    "resume": _RUN_EXITS,
+    "runs": _READ_EXITS,
+    "show": f"{_READ_EXITS}, or a run it does not have",
+    "approvals": _READ_EXITS,
+    "approve": "0 decided, 2 usage error, an unknown or already decided request, an invalid "
+    "edit, or a journal that cannot be written",
+    "mcp": "0 stopped (the client closed stdin, or SIGTERM), 1 the server failed, 2 usage or "
+    "config error (a team that cannot start too), 130 interrupted",
+    "serve": "0 stopped (SIGTERM), 2 usage or config error (a team that cannot start, a port "
+    "in use too), 130 interrupted",
+    "validate": "0 the file is good (a summary of the team follows), 2 it is not (the error "
+    "names the file, the line and the key), 130 interrupted",
+}
 
 # What to say when an option of one command is given to another.
 _HINTS = {
@@ -42,6 +66,7 @@ def parser() -> argparse.ArgumentParser:
         "3 paused for approvals, 4 taken over by another process (it finishes the run), "
         "130 interrupted",
     )
+    parser.add_argument("--version", action="version", version=f"regiment {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = commands.add_parser("run", help="run one goal and print the answer")
     run.add_argument("team_file", metavar="TEAM_FILE", help=_TEAM_FILE)
@@ -69,7 +94,18 @@ def parser() -> argparse.ArgumentParser:
     validate = commands.add_parser("validate", help="check a team file without running it")
     validate.add_argument("team_file", metavar="TEAM_FILE", help=_TEAM_FILE)
     validate.add_argument("--app-dir", metavar="DIR", default=".", help=_APP_DIR)
+    _describe(commands)
     return parser
+
+
+def _describe(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Each command's ``--help`` says what it does (the line ``regiment --help`` lists it
+    with) and what its exit codes mean."""
+    for listed in commands._choices_actions:
+        command = commands.choices[listed.dest]
+        assert listed.help is not None
+        command.description = f"{listed.help[0].upper()}{listed.help[1:]}."
+        command.epilog = f"exit codes: {_EXITS[listed.dest]}"
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
+from regiment._text import visible
 from regiment.cli._exit import EXIT_INTERRUPTED
 from regiment.cli._lines import with_line
 from regiment.cli._resume import finished_already
@@ -34,7 +35,7 @@ def config_error(exc: RegimentError, stderr: TextIO, *, code: int = EXIT_USAGE) 
     ``code``): one line, ``regiment: error: ...``, as every command and argparse's usage
     errors say it, whatever a user's module put in the message it raised while importing;
     a team file's key path gets its line (``team.toml:14: workers[1].tools[0]: ...``)."""
-    print(f"{ERROR} " + " ".join(with_line(str(exc)).splitlines()), file=stderr)
+    print(f"{ERROR} " + visible(" ".join(with_line(str(exc)).splitlines())), file=stderr)
     return code
 
 
@@ -50,7 +51,7 @@ def run_error(exc: RegimentError, resume: str | None, stderr: TextIO) -> int:
     if isinstance(exc.__cause__, LeaseLost):  # not a failure: the run goes on over there
         print(f"regiment: run goes on elsewhere: {exc}", file=stderr)
         return EXIT_TAKEN_OVER
-    print(f"regiment: run failed: {type(exc).__name__}: {exc}", file=stderr)
+    print(visible(f"regiment: run failed: {type(exc).__name__}: {exc}"), file=stderr)
     return EXIT_FAILED
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import sys
 import threading
@@ -15,7 +16,7 @@ from typing import TextIO, final
 
 import anyio
 
-from regiment._script import EXIT_BROKEN_PIPE, reader_left, stdout_closed
+from regiment._script import EXIT_BROKEN_PIPE, all_of, reader_left, stdout_closed
 from regiment._signals import EXIT_INTERRUPTED, leave_now
 from regiment._signals import watch_signals as watch_until
 from regiment.tools import abandoned_tool_calls
@@ -24,9 +25,11 @@ __all__ = (
     "EXIT_BROKEN_PIPE",
     "EXIT_INTERRUPTED",
     "LastWords",
+    "interrupted",
     "leave_now",
     "reader_left",
     "slow_stop_notice",
+    "stand_in_for_closed_streams",
     "stdout_closed",
     "wait_for_tool_threads",
     "watch_signals",
@@ -80,6 +83,23 @@ async def watch_signals(
     tool that ignores cancellation holds the team's stop, saying how far the run got
     (the line the command would have ended with) and that its stop was cut short."""
     await watch_until(interrupt, last_words.say, got)
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Ctrl-C that came before the command watched for it (while it
+    imported a team file's modules, say): alone, or all of an exception group, as trio
+    raises it out of the task group it landed in."""
+    return all_of(exc, KeyboardInterrupt)
+
+
+def stand_in_for_closed_streams(*names: str) -> None:
+    """A command started with its stderr (or stdout) closed, ``2>&-``: Python then has
+    ``sys.stderr`` ``None``, which ``print(file=...)`` takes for stdout, so notes went into
+    the answer, and writing to it failed. /dev/null takes its place (and its descriptor,
+    for the processes the command starts): what would go there goes nowhere, as asked."""
+    for name in names:
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
 
 
 def wait_for_tool_threads(code: int) -> None:

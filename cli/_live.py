@@ -10,6 +10,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from regiment._text import visible
 from regiment.cli._progress import RunProgress, StepRow, TokenMeter
 from regiment.cli._view import cut
 from regiment.hierarchy import events as ev
@@ -23,6 +24,7 @@ _STYLES = {
     "failed": "red",
     "check failed": "magenta",
     "replaced": "dim strike",
+    "cancelled": "red",
 }
 
 
@@ -74,11 +76,11 @@ class LiveView:
         now = p.clock()
         for row in p.steps.values():
             table.add_row(*self._cells(row, now))
-        replans = [Text(f"replan {line}", style="magenta") for line in p.replans]
+        replans = [Text(visible(f"replan {line}"), style="magenta") for line in p.replans]
         failures = [Text(cut(line, 160), style="red") for line in p.tool_failures]
         # The answer as it streams; once the run ends it is printed to stdout instead.
         answer = p.answer.strip() and not p.finished
-        writing = [Text(_tail(p.answer, _ANSWER_LINES), style="bold")] if answer else []
+        writing = [Text(visible(_tail(p.answer, _ANSWER_LINES)), style="bold")] if answer else []
         return Group(head, table, *replans, *failures, *writing)
 
     def _cells(self, row: StepRow, now: float) -> tuple[str | Text, ...]:
@@ -86,8 +88,8 @@ class LiveView:
         # Reported once the step ends (with tracing off too); while it runs, its spans'.
         tokens = row.tokens or self._meter.step_tokens(row.id)
         return (
-            row.id,
-            row.worker,
+            visible(row.id),  # a model's plan names it
+            visible(row.worker),
             Text(row.state, style=_STYLES[row.state]),
             "" if elapsed is None else f"{elapsed:.1f} s",
             f"{tokens:,}" if tokens else "",

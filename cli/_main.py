@@ -53,8 +53,10 @@ from regiment.cli._codes import (
 from regiment.cli._exit import (
     EXIT_INTERRUPTED,
     LastWords,
+    interrupted,
     reader_left,
     slow_stop_notice,
+    stand_in_for_closed_streams,
     stdout_closed,
     wait_for_tool_threads,
     watch_signals,
@@ -93,12 +95,18 @@ __all__ = ("main", "run_async")
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``regiment`` command line; returns the exit code."""
+    stand_in_for_closed_streams("stderr")
     try:
         code = _main(argv)
     except BaseException as exc:
-        if not reader_left(exc):
+        if reader_left(exc):
+            return stdout_closed()
+        if not interrupted(exc):
             raise
-        return stdout_closed()
+        # Before the signal watcher was up (`validate`, or a team file's imports), or a
+        # second Ctrl-C: no traceback, whatever task group it came through.
+        print("regiment: interrupted", file=sys.stderr)
+        code = EXIT_INTERRUPTED
     wait_for_tool_threads(code)
     return code
 
@@ -108,6 +116,8 @@ def _main(argv: Sequence[str] | None) -> int:
         args = parse_command(argv)
     except SystemExit as exc:  # --help (0) or a usage error (2, already explained)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    if args.command != "mcp":  # which needs a stdout to serve on: without one, it says so
+        stand_in_for_closed_streams("stdout")
     if args.command == "validate":
         # Reading a file and importing its tools needs no event loop, so no asyncio and
         # no anyio backend get imported for it (issue #22).
@@ -122,11 +132,7 @@ def _main(argv: Sequence[str] | None) -> int:
         interrupt=None,
         stdin=sys.stdin,
     )
-    try:
-        return anyio.run(run, backend=backend)
-    except KeyboardInterrupt:  # before the signal watcher was up, or a second Ctrl-C
-        print("regiment: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    return anyio.run(run, backend=backend)
 
 
 async def run_async(

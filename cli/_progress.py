@@ -17,7 +17,7 @@ from typing import Literal, TypeAlias, assert_never
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from regiment._text import clipped
+from regiment._text import clipped, visible
 from regiment.hierarchy import Plan
 from regiment.hierarchy import events as ev
 from regiment.models import Usage
@@ -25,7 +25,9 @@ from regiment.telemetry import semconv as sc
 
 __all__ = ("RunProgress", "StepRow", "StepState", "TokenMeter", "tool_failure_line")
 
-StepState: TypeAlias = Literal["waiting", "running", "done", "failed", "check failed", "replaced"]
+StepState: TypeAlias = Literal[
+    "waiting", "running", "done", "failed", "check failed", "replaced", "cancelled"
+]
 _NOT_STEP = "(planner)"  # tokens spent outside any step: planning, synthesis, critique
 
 
@@ -144,17 +146,30 @@ class RunProgress:
         else:  # a step topped up, or only its share ran out: the run goes on
             self._row(event.step_id, "").note = event.detail
 
+    def interrupt(self) -> None:
+        """Ctrl-C cancelled the run: its running steps are cancelled (no report will say
+        so: the stream of events is what was cancelled)."""
+        now = self.clock()
+        self.phase = "interrupted"
+        for row in self.steps.values():
+            if row.state == "running":
+                row.state, row.finished = "cancelled", now
+
     def summary(self) -> str:
         """How far the run got, in one line (for an interrupted run)."""
+        if not self.version:  # not "plan v0: 0 of 0 steps done"
+            before = "its first plan" if self.run_id else "the team had started"
+            return f"after {self.elapsed():.1f} s, before {before}"
         current = [r for r in self.steps.values() if r.state != "replaced"]
         done = [r.id for r in current if r.state == "done"]
-        running = [f"{r.id} ({r.worker})" for r in current if r.state == "running"]
+        cut_short = ("running", "cancelled")
+        running = [f"{r.id} ({r.worker})" for r in current if r.state in cut_short]
         text = (
             f"after {self.elapsed():.1f} s, plan v{self.version}: "
             f"{len(done)} of {len(current)} steps done"
         )
         text += f" ({', '.join(done)})" if done else ""
-        return text + (f"; was running {', '.join(running)}" if running else "")
+        return visible(text + (f"; was running {', '.join(running)}" if running else ""))
 
     def _take_plan(self, plan: Plan) -> None:
         self.version = plan.version

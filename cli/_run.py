@@ -13,6 +13,7 @@ import msgspec
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
+from regiment._text import visible
 from regiment.cli._answer import AnswerOut
 from regiment.cli._ask import TerminalApprover, asking
 from regiment.cli._exit import LastWords
@@ -197,6 +198,7 @@ async def _watch(
             async def cancel_on_stop() -> None:
                 await stop.wait()
                 ending.interrupted = True
+                progress.interrupt()  # the live table's last frame says so
                 tg.cancel_scope.cancel()
 
             tg.start_soon(cancel_on_stop)
@@ -216,10 +218,8 @@ async def _watch(
 
 def _end_events(ending: _Ending, progress: RunProgress, sink: Callable[[ev.Event], None]) -> None:
     """End an interrupted run's events (once, if they have no end), so an events file
-    always has an ending, a forced exit's too.
-
-    The run itself never gets to emit one: the stream it writes to is what was cancelled.
-    """
+    always has an ending, a forced exit's too. (The run itself never gets to emit one:
+    the stream it writes to is what was cancelled.)"""
     if ending.result is None and ending.failure is None and not ending.events_ended:
         ending.events_ended = True
         sink(_cancelled(progress, ending.events))
@@ -340,7 +340,7 @@ def _report(
             if ending.failure
             else "it ended without a result"
         )
-        print(f"regiment: run failed: {why}", file=stderr)
+        print(visible(f"regiment: run failed: {why}"), file=stderr)  # a model's words, maybe
     _report_trace(result, tracing, stderr)
     return outcome
 

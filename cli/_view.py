@@ -10,6 +10,7 @@ import json
 from types import TracebackType
 from typing import Protocol, Self, TextIO, assert_never
 
+from regiment._text import visible
 from regiment.cli._progress import RunProgress, tool_failure_line
 from regiment.hierarchy import events as ev
 from regiment.models import Usage
@@ -38,7 +39,9 @@ class ProgressView(Protocol):
 
 
 def cut(text: str, limit: int = _OUTPUT_CHARS) -> str:
-    flat = " ".join(text.split())
+    """``text`` on one line, at most ``limit`` characters, its control characters shown
+    as escapes (a model's text must not drive the terminal)."""
+    flat = visible(" ".join(text.split()))
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
@@ -127,7 +130,8 @@ class PlainView:
         """Print the event's line."""
         line = describe(event)
         if line is not None:
-            self._stream.write(f"[{self._progress.elapsed():6.1f}s] {line}\n")
+            # visible(): step ids and worker names come from a model's plan too.
+            self._stream.write(f"[{self._progress.elapsed():6.1f}s] {visible(line)}\n")
             self._stream.flush()
 
     def tick(self) -> None:

@@ -17,7 +17,7 @@ from regiment.config._imports import (
     import_tool,
     nested_team_file,
 )
-from regiment.config._mcp import mcp_server
+from regiment.config._mcp import check_commands, mcp_server
 from regiment.config._models import RoleModels, parse_model_spec
 from regiment.config._placement import placed
 from regiment.config._schema import (
@@ -182,6 +182,7 @@ def _root_chain(source: str) -> IncludeChain:
 def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) -> Team:
     if tree.checking:
         _check_models(config, source)
+        check_commands(config, source)
     models = RoleModels(config, source, tree.model)
     workers = [
         _team_worker(w, i, tree, source, chain)
@@ -240,7 +241,6 @@ def _check_models(config: TeamConfig, source: str) -> None:
 def _team_worker(
     config: WorkerConfig, index: int, tree: _Tree, source: str, chain: IncludeChain
 ) -> TeamWorker:
-    key = f"workers[{index}]"
     assert config.team is not None
     conflict = team_worker_conflict(config)  # a config made in Python skipped parse_config's check
     if conflict is not None:
@@ -249,7 +249,7 @@ def _team_worker(
     team = _build(nested, tree, nested_source, nested_chain)
     return _checked(
         source,
-        key,
+        f"workers[{index}]",
         lambda: TeamWorker(
             name=config.name, description=config.description, team=team, artifact=config.artifact
         ),

@@ -104,6 +104,11 @@ def _write_instead(spot: _Spot, fmt: ConfigFormat) -> str:
     if _is_struct(kind) or origin is dict:
         if not spot.path:
             return "; write the file as a mapping of keys (`name:`, `workers:`, ...)"
+        if not spot.key:  # an item of a list of tables (`[[workers]]`, `- name: ...`)
+            if toml:
+                return f"; write a `[[{spot.header}]]` table"
+            first = _fields(kind)[0] if _is_struct(kind) else "key"
+            return f"; write the item as a mapping (`- {first}: ...`)"
         return (
             f"; write a `[{spot.header}]` table" if toml else f"; write a mapping under `{name}:`"
         )

@@ -120,10 +120,22 @@ def _import_module(name: str, spec: str, where: str) -> ModuleType:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         missing = exc.name or name
+        if not (name == missing or name.startswith(f"{missing}.")):  # found; its import not
+            raise ConfigError(
+                f"{where}: cannot import {spec!r}: importing {name!r} raised "
+                f"ModuleNotFoundError: no module named {missing!r}, which it imports (install "
+                "the package that provides it, or put its directory on the import path)"
+            ) from exc
         raise ConfigError(
             f"{where}: cannot import {spec!r}: no module named {missing!r} "
             "(is its directory on the import path? `regiment` adds the current directory, "
             "or the one --app-dir DIR names)"
+        ) from exc
+    except SystemExit as exc:  # a script's top level, say: its exit is not the command's
+        raise ConfigError(
+            f"{where}: cannot import {spec!r}: importing {name!r} called sys.exit({exc.code!r}); "
+            "a module a team file names must not exit when imported (put a script's work "
+            "under `if __name__ == '__main__':`)"
         ) from exc
     except Exception as exc:  # the user's module raised while importing
         raise ConfigError(

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -20,7 +21,10 @@ from regiment.errors import ConfigError
 from regiment.hierarchy import InvalidValue
 from regiment.tools import MCPServer, ToolOptions
 
-__all__ = ("MCPConfig", "mcp_server", "read_environment")
+if TYPE_CHECKING:
+    from regiment.config._schema import TeamConfig
+
+__all__ = ("MCPConfig", "check_commands", "mcp_server", "read_environment")
 
 
 class MCPConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -146,6 +150,27 @@ def mcp_server(config: MCPConfig, where: str) -> MCPServer:
         )
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from exc
+
+
+def check_commands(config: TeamConfig, source: str) -> None:
+    """``check_config``'s look at the stdio servers of the file's in-process workers: each
+    command is found and may be run, each ``cwd`` is a directory (``MCPServer.check_command``),
+    as the team's start would need. A worker placed on Ray is left out: its servers start
+    in its replicas, maybe on other machines.
+
+    Raises:
+        ConfigError: naming the file and the entry (``workers[0].mcp[1]``).
+    """
+    for index, worker in enumerate(config.workers):
+        if worker.placement is not None:
+            continue
+        for number, entry in enumerate(worker.mcp):
+            where = f"{source}: workers[{index}].mcp[{number}]"
+            server = mcp_server(entry, where)
+            try:
+                server.check_command()
+            except ConfigError as exc:
+                raise ConfigError(f"{where}: {exc}") from exc
 
 
 def _options(config: MCPConfig) -> ToolOptions:

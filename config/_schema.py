@@ -279,6 +279,13 @@ def parse_config(text: str, *, format: ConfigFormat, source: str = "<config>") -
     for index, entry in enumerate(raw["workers"]):
         # The keys as written: a model-only key set to its default is still a mistake.
         _refuse_model_keys(entry.get("team"), entry.keys(), source, index)
+    names = [worker.name for worker in config.workers]
+    for index, name in enumerate(names):
+        if name in names[:index]:  # the second one is the mistake; its line is the one shown
+            raise ConfigError(
+                f"{source}: workers[{index}].name: {name!r} is also workers[{names.index(name)}]'s "
+                "name; worker names must be unique (a plan assigns steps by name)"
+            )
     return _read_environment(config, source)
 
 

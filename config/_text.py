@@ -47,9 +47,10 @@ def key_text(key: object) -> str:
 
 
 def decode_bytes(data: bytes, source: str) -> str:
-    """The file's text; a ``ConfigError`` naming the file and the first bad byte if not UTF-8."""
+    """The file's text; a ``ConfigError`` naming the file and the first bad byte if not UTF-8.
+    A byte-order mark some editors (Notepad) put first is dropped, as YAML's parser does."""
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise ConfigError(
@@ -85,7 +86,8 @@ def _yaml(text: str, source: str) -> object:
         import yaml
     except ImportError as exc:  # pyyaml is the `cli` extra
         raise ConfigError(
-            f"{source}: reading YAML needs pyyaml; install regiment[cli] or use a .toml file"
+            f"{source}: reading YAML needs pyyaml, the cli extra: pip install 'regiment[cli]' "
+            "(or write the team file in TOML)"
         ) from exc
     try:
         raw: object = yaml.load(text, Loader=_strict_loader())

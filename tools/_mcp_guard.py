@@ -25,7 +25,7 @@ import shutil
 import sys
 from collections.abc import Mapping, Sequence
 
-__all__ = ("guarded",)
+__all__ = ("find_command", "guarded")
 
 # Runs with -I -S (no site, no user paths): a few milliseconds, whatever the
 # environment. argv: OWNER_PID EXECUTABLE ARGV0 ARGS...
@@ -73,7 +73,7 @@ def guarded(
     """
     if not _can_guard():
         return command, list(args)
-    executable = _found(command, env, cwd)
+    executable = find_command(command, env, cwd)
     owner = str(os.getpid())
     return sys.executable, ["-I", "-S", "-c", _GUARD, owner, executable, command, *args]
 
@@ -89,8 +89,10 @@ def _can_guard() -> bool:
     return True
 
 
-def _found(command: str, env: Mapping[str, str], cwd: str | None) -> str:
-    """Where ``command`` is, as the SDK's own start would find it; its error otherwise."""
+def find_command(command: str, env: Mapping[str, str], cwd: str | None) -> str:
+    """Where ``command`` is, as the SDK's own start would find it (on ``env``'s ``PATH``,
+    or, with a path separator in it, relative to ``cwd``, else to this process's
+    directory); its error otherwise (a ``FileNotFoundError`` or ``PermissionError``)."""
     if os.sep in command:
         path = os.path.join(cwd or os.getcwd(), command)
         if not os.path.isfile(path):
@@ -99,6 +101,6 @@ def _found(command: str, env: Mapping[str, str], cwd: str | None) -> str:
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), command)
         return path
     found = shutil.which(command, path=env.get("PATH", os.defpath))
-    if found is None:
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
+    if found is None:  # the words say where it was looked for
+        raise FileNotFoundError(errno.ENOENT, "No such command on PATH", command)
     return found

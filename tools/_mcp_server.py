@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Unpack, final
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from regiment.errors import ConfigError
+from regiment.tools._mcp_guard import find_command
 from regiment.tools._policy import ToolOptions, ToolPolicy
 
 __all__ = ("HttpTransport", "MCPServer", "StdioTransport", "require_mcp")
@@ -221,6 +223,42 @@ class MCPServer:
             max_restarts=max_restarts,
             start_timeout=start_timeout,
         )
+
+    def check_command(self) -> None:
+        """What can be known of a stdio server without starting it: its ``cwd`` is a
+        directory, and its command is found (on ``PATH``, the one its ``env`` sets or
+        this process's; or, with a path separator in it, relative to ``cwd``, else to
+        the current directory) and may be run. Nothing is checked of an HTTP server.
+
+        Raises:
+            ConfigError: says which, and what to do.
+        """
+        transport = self.transport
+        if not isinstance(transport, StdioTransport):
+            return
+        cwd, command, env = transport.cwd, transport.command, transport.env or {}
+        if cwd is not None and not os.path.isdir(cwd):
+            raise ConfigError(f"cwd {cwd!r} is not a directory; fix the path or create it")
+        path = env.get("PATH", os.environ.get("PATH", os.defpath))
+        try:
+            find_command(command, {"PATH": path}, cwd)
+        except PermissionError:
+            raise ConfigError(
+                f"command {command!r} is not executable; make it so (chmod +x) or run "
+                f"it through its interpreter (['python', {command!r}, ...])"
+            ) from None
+        except FileNotFoundError:
+            if os.sep in command:
+                where = os.path.abspath(os.path.join(cwd or os.getcwd(), command))
+                raise ConfigError(
+                    f"command {command!r} does not exist (looked for {where}); a relative "
+                    "path is read from the server's cwd, else the current directory"
+                ) from None
+            # Not the PATH itself: the env's may be a value read from the environment.
+            whose = "the PATH its env sets" if "PATH" in env else "PATH"
+            raise ConfigError(
+                f"command {command!r} is not found on {whose}; install it, or give its full path"
+            ) from None
 
     def keeps(self, tool_name: str) -> bool:
         """Whether the server's tool ``tool_name`` passes ``include`` and ``exclude``."""

@@ -46,6 +46,12 @@ async def stuck(request: ModelRequest) -> ModelResponse:
     raise AssertionError("unreachable")
 
 
+async def unplanned(request: ModelRequest) -> ModelResponse:
+    """A planner that never answers."""
+    await anyio.sleep_forever()
+    raise AssertionError("unreachable")
+
+
 def idle(request: ModelRequest) -> ModelResponse:
     """Plans nothing to do, then answers with nothing."""
     if request.role in ("planner", "replanner"):
@@ -138,7 +144,7 @@ def read_until(child: subprocess.Popen[str], text: str, seen: list[str]) -> None
 
 def write_team(directory: Path, brain: str, *, replans: int = 3) -> Path:
     """A one-worker team file whose scripted brain is ``brain`` (``garbage``, ``breaks``,
-    ``stuck``, ``stuck_while_told`` or ``idle``), allowing ``replans``."""
+    ``stuck``, ``stuck_while_told``, ``unplanned`` or ``idle``), allowing ``replans``."""
     module = f"cli_brains_{uuid.uuid4().hex[:8]}"  # unique: imported modules are cached
     (directory / f"{module}.py").write_text(BRAINS, encoding="utf-8")
     team = directory / "team.toml"

@@ -54,3 +54,33 @@ def test_runs_with_a_closed_stdout_ends_quietly(tmp_path: Path) -> None:
     done = _with_stdout_closed("runs", "--journal", journal)
     assert done.returncode == 141, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _started_without(fd: int, *args: str) -> subprocess.CompletedProcess[str]:
+    """The command started with descriptor ``fd`` closed (``2>&-`` or ``>&-``)."""
+    return subprocess.run(
+        [sys.executable, "-m", "regiment", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "ANTHROPIC_API_KEY": ""},
+        preexec_fn=lambda: os.close(fd),  # after the pipes are in place, before the exec
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_closed_stderr_keeps_the_notes_out_of_the_answer() -> None:
+    # sys.stderr was None: print(file=None) put the offline note on stdout, before the
+    # answer, and the run then failed on stderr.isatty() (exit 1, its traceback lost).
+    done = _started_without(2, "run", REFUND, GOAL, "--no-journal")
+    assert done.returncode == 0
+    assert done.stdout.startswith("Summary of what was done:\n"), done.stdout
+    assert "regiment:" not in done.stdout
+
+
+def test_a_closed_stdout_loses_the_events_without_a_traceback() -> None:
+    done = _started_without(1, "run", REFUND, GOAL, "--no-journal", "--events", "jsonl")
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "] run completed: " in done.stderr

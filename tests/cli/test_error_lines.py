@@ -77,6 +77,8 @@ MISTAKES = {  # the mistake, and the line the error names
     "cannot import": (("tools:issue_refund", "tools:refund"), 13),
     "unknown table": (('[[workers]]\nname = "comms"', '[[worker]]\nname = "comms"'), 16),
     "missing key": (('description = "Issues refunds."\n', ""), 4),
+    # It had no key path, so no line: "team 't' has two workers named billing".
+    "a name twice": (('name = "comms"', 'name = "billing"'), 17),
 }
 
 
@@ -108,12 +110,12 @@ async def test_a_yaml_mistake_names_its_line(tmp_path: Path) -> None:
 
 async def test_an_error_without_a_key_path_is_left_as_it_is(tmp_path: Path) -> None:
     team = tmp_path / "team.toml"
-    team.write_text(TEAM.replace('name = "comms"', 'name = "billing"'), encoding="utf-8")
+    brain = "examples.refund.brain:refund_brain"
+    team.write_text(f'name = "t"\nmodel = "scripted"\nbrain = "{brain}"\nworkers = []\n')
     code, _, err = await run_cli("validate", str(team), "--app-dir", str(ROOT))
     assert code == 2
-    assert err == f"regiment: error: {team}: team 't' has two workers named billing; " + (
-        "worker names must be unique\n"
-    )
+    assert err.startswith(f"regiment: error: {team}: "), err
+    assert err.endswith(": team 't' has no workers; give it at least one Worker\n"), err
 
 
 @pytest.mark.parametrize("command", [["runs"], ["approvals"], ["show", "run-1"]])

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import regiment
+from regiment.cli import main
 from regiment.cli._args import parser
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -55,3 +57,42 @@ def test_the_readme_shows_every_option(command: str) -> None:
             assert re.search(rf"(?<![\w-]){re.escape(written)}(?![\w-])", shown), (
                 f"README: regiment {command} does not show {written}"
             )
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_every_command_s_help_says_what_it_does_and_what_its_exit_codes_mean(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `regiment validate --help` showed its usage and options alone: neither what the
+    # command does (only `regiment --help` said) nor what its exit codes mean.
+    assert main([command, "--help"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())  # unwrapped
+    listed = {a.dest: a.help for a in _listing()}[command]
+    assert listed is not None
+    assert f"{listed[0].upper()}{listed[1:]}." in shown
+    assert re.search(r"exit codes: 0 [^,]+, .*\b2 ", shown), shown
+
+
+def test_validate_s_help_says_what_a_bad_file_exits_with(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["validate", "--help"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "Check a team file without running it." in shown
+    assert shown.endswith(
+        "exit codes: 0 the file is good (a summary of the team follows), 2 it is not (the "
+        "error names the file, the line and the key), 130 interrupted"
+    )
+
+
+def _listing() -> list[argparse.Action]:
+    """The commands as ``regiment --help`` lists them, each with its one line."""
+    top = parser()
+    (commands,) = [a for a in top._actions if isinstance(a, argparse._SubParsersAction)]
+    return list(commands._choices_actions)
+
+
+def test_version_prints_the_version(capsys: pytest.CaptureFixture[str]) -> None:
+    # `regiment --version` was a usage error: "the following arguments are required: COMMAND".
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"regiment {regiment.__version__}\n"

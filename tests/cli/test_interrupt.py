@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import select
 import signal
 import subprocess
 import sys
@@ -245,3 +247,146 @@ def test_a_forced_exit_says_how_far_the_run_got(tmp_path: Path, second: signal.S
     assert ending["type"] == "RunFailed"
     assert ending["error_type"] == "RunCancelled"
     assert ending["message"].startswith("interrupted; cancelled the run after ")
+
+
+# A tools module that takes its time to import (as one that imports a large library
+# does); it says when it has begun. Ctrl-C is Python's own there, as in a shell, even
+# under a parent that ignores it.
+_SLOW_IMPORT = """
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
+print("importing", file=sys.stderr, flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")
+@pytest.mark.parametrize(
+    "argv",
+    [["validate"], ["run", "--backend", "asyncio"], ["run", "--backend", "trio"]],
+    ids=["validate", "run-asyncio", "run-trio"],
+)
+def test_sigint_while_the_team_file_imports_exits_130_without_a_traceback(
+    tmp_path: Path, argv: list[str]
+) -> None:
+    # It came before the command watched for signals: validate gave Python's
+    # KeyboardInterrupt traceback, and run on trio an exception group's (exit 1).
+    (tmp_path / "slow_tools.py").write_text(_SLOW_IMPORT, encoding="utf-8")
+    team = tmp_path / "team.toml"
+    team.write_text(
+        'name = "slow"\nmodel = "scripted"\nbrain = "slow_tools:brain"\n\n[[workers]]\n'
+        'name = "w"\ndescription = "Waits."\ntools = ["slow_tools:nap"]\n',
+        encoding="utf-8",
+    )
+    command, *options = argv
+    goal = ["go", "--no-journal"] if command == "run" else []
+    with subprocess.Popen(
+        [sys.executable, "-m", "regiment", command, str(team), *goal, *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    ) as child:
+        read_until(child, "importing", [])
+        child.send_signal(signal.SIGINT)
+        assert child.stderr is not None
+        rest = child.stderr.read()
+        assert child.wait(timeout=30) == 130, rest
+    assert rest == "regiment: interrupted\n"
+
+
+async def test_an_interrupt_before_the_first_plan_says_so(tmp_path: Path) -> None:
+    # It said "plan v0: 0 of 0 steps done", of a plan there was not.
+    team = write_team(tmp_path, "unplanned")
+    stop = anyio.Event()
+    out, err = io.StringIO(), io.StringIO()
+    codes: list[int] = []
+
+    async def command() -> None:
+        argv = ["run", str(team), "wait", "--app-dir", str(tmp_path), "--no-journal"]
+        codes.append(await run_async(argv, stdout=out, stderr=err, environ={}, interrupt=stop))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(command)
+        await wait_all_tasks_blocked()  # the planner's model call never answers
+        assert "run started" in err.getvalue()
+        stop.set()
+    assert codes == [130]
+    last = err.getvalue().splitlines()[-1]
+    assert last.startswith("regiment: interrupted; cancelled the run after "), last
+    assert last.endswith(" s, before its first plan"), last
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")
+def test_sigint_while_the_team_starts_says_so(tmp_path: Path) -> None:
+    # An MCP server that takes its time to come up: the team is still starting.
+    (tmp_path / "slow_server.py").write_text(
+        'import sys, time\nprint("starting", file=sys.stderr, flush=True)\ntime.sleep(60)\n',
+        encoding="utf-8",
+    )
+    team = write_team(tmp_path, "stuck")
+    command = json.dumps([sys.executable, str(tmp_path / "slow_server.py")])
+    with team.open("a", encoding="utf-8") as file:
+        file.write(f"\n[[workers.mcp]]\ncommand = {command}\n")
+    argv = ["run", str(team), "wait", "--app-dir", str(tmp_path), "--no-journal"]
+    with subprocess.Popen(
+        [sys.executable, "-m", "regiment", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as child:
+        read_until(child, "starting", [])
+        child.send_signal(signal.SIGINT)
+        assert child.stderr is not None
+        rest = child.stderr.read()
+        assert child.wait(timeout=30) == 130, rest
+    last = rest.splitlines()[-1]
+    assert last.startswith("regiment: interrupted; cancelled the run after "), rest
+    assert last.endswith(" s, before the team had started"), rest
+
+
+def _read_terminal(leader: int, until: bytes | None = None) -> bytes:
+    """What the command wrote to its terminal: until ``until`` appears, else until it
+    closes it (EIO on Linux once no process holds the other side)."""
+    seen = b""
+    while until is None or until not in seen:
+        ready, _, _ = select.select([leader], [], [], 30)
+        assert ready, f"the command wrote nothing for 30 s: {seen[-500:]!r}"
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            assert until is None, f"the command ended before writing {until!r}: {seen!r}"
+            return seen
+        seen += chunk
+    return seen
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal needs POSIX")
+def test_sigint_leaves_the_live_table_saying_the_run_was_interrupted(tmp_path: Path) -> None:
+    # Its last frame still showed the step running, and the run working.
+    team = write_team(tmp_path, "stuck")
+    leader, follower = os.openpty()
+    argv = ["run", str(team), "wait", "--app-dir", str(tmp_path), "--no-journal"]
+    with subprocess.Popen(
+        [sys.executable, "-m", "regiment", *argv],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env={**os.environ, "TERM": "xterm-256color", "COLUMNS": "120"},
+    ) as child:
+        os.close(follower)
+        try:
+            _read_terminal(leader, b"running")
+            child.send_signal(signal.SIGINT)
+            rest = _read_terminal(leader).decode()
+        finally:
+            os.close(leader)
+        assert child.wait(timeout=30) == 130, rest
+    last_frame, said = rest.rsplit("team waiters", 1)[1].split("regiment: interrupted; ")
+    assert "plan v1" in last_frame, last_frame
+    assert "interrupted" in last_frame, last_frame
+    assert "cancelled" in last_frame, last_frame
+    assert "running" not in last_frame, last_frame
+    assert said.startswith("cancelled the run after"), said

@@ -146,7 +146,8 @@ def test_a_yaml_team_file_says_what_to_install(plain: PlainInstall) -> None:
     done = plain.run("regiment", "validate", str(team))
     _clean(done, code=2)
     assert done.stderr.strip().splitlines() == [
-        f"regiment: error: {team}: reading YAML needs pyyaml; install regiment[cli] or use a .toml file"
+        f"regiment: error: {team}: reading YAML needs pyyaml, the cli extra: pip install "
+        "'regiment[cli]' (or write the team file in TOML)"
     ]
 
 

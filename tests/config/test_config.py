@@ -193,7 +193,8 @@ BAD = [
     ),
     (
         GOOD.replace('name = "comms"', 'name = "billing"'),
-        "team.toml: team 'refunds' has two workers named billing",
+        "team.toml: workers[1].name: 'billing' is also workers[0]'s name; worker names must "
+        "be unique (a plan assigns steps by name)",
     ),
     (
         GOOD.replace('name = "comms"', 'name = "comms team"'),
@@ -235,3 +236,13 @@ def test_a_workers_tool_result_limit_comes_from_the_file() -> None:
     team = build_team(parse_config(text, format="toml"))
     limits = [w.toolset.max_result_chars for w in team.workers if isinstance(w, Worker)]
     assert limits == [100_000, 2000]  # the default, and the file's
+
+
+@pytest.mark.anyio
+async def test_the_refund_team_in_yaml_is_the_toml_one() -> None:
+    # The README promised TOML or YAML, but showed and shipped TOML only.
+    yaml_file = REFUND.with_suffix(".yaml")
+    assert load_config(yaml_file) == load_config(REFUND)
+    result = await load_team(yaml_file, model="scripted").run(GOAL)
+    assert result.status == "completed"
+    assert [plan.version for plan in result.plans] == [1, 2]  # the replan, as in the demo

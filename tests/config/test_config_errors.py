@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -190,6 +192,13 @@ def test_a_misspelt_key_is_suggested_in_the_syntax_the_file_needs(
         ("yaml", "name: t\nworkers: [{name: a, description: d, step_timeout: 5 s}]\n", "workers[0].step_timeout: expected `float | null`, got `str`; write a number, without quotes (`step_timeout: 5.0`), or leave the key out"),
         ("yaml", "name: t\nplanner: p\nworkers: [{name: a, description: d}]\n", "planner: expected `object`, got `str`; write a mapping under `planner:`"),
         ("yaml", "- name: t\n", "expected `object`, got `array`; write the file as a mapping of keys (`name:`, `workers:`, ...)"),
+        # An item of a list of tables: it said to write a `[workers]` table (which the file
+        # cannot have), or in YAML a mapping under `"":`.
+        ("toml", 'name = "t"\nworkers = ["billing"]\n', "workers[0]: expected `object`, got `str`; write a `[[workers]]` table"),
+        ("toml", TEAM + "mcp = [5]\n", "workers[0].mcp[0]: expected `object`, got `int`; write a `[[workers.mcp]]` table"),
+        ("yaml", "name: t\nworkers:\n  - billing\n", "workers[0]: expected `object`, got `str`; write the item as a mapping (`- name: ...`)"),
+        ("yaml", "name: t\nworkers:\n  - name: a\n    description: d\n  -\n", "workers[1]: expected `object`, got `null`; write the item as a mapping (`- name: ...`)"),
+        ("yaml", "name: t\nworkers:\n  - name: a\n    description: d\n    mcp: [python]\n", "workers[0].mcp[0]: expected `object`, got `str`; write the item as a mapping (`- command: ...`)"),
     ],
 )  # fmt: skip
 def test_a_value_of_the_wrong_type_says_what_to_write_instead(
@@ -350,3 +359,69 @@ def test_what_the_file_got_wrong_is_said_once_and_names_what_fits(tmp_path: Path
     assert "`[settings]`" in message
     assert "`[checks.<name>]`" in message
     assert "`[settings.<name>]`" not in message
+
+
+def test_a_tools_module_that_imports_a_missing_package_is_told_apart_from_a_missing_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The module was found; a package it imports was not. The error asked whether the
+    # module's directory was on the import path, which it was.
+    (tmp_path / "needs_numpyx.py").write_text("import numpyx_not_installed\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    team = _write(tmp_path / "team.toml", TEAM + 'tools = ["needs_numpyx:f", "nowhere_mod:g"]\n')
+    assert _error(team) == (
+        f"{team}: workers[0].tools[0]: cannot import 'needs_numpyx:f': importing 'needs_numpyx' "
+        "raised ModuleNotFoundError: no module named 'numpyx_not_installed', which it imports "
+        "(install the package that provides it, or put its directory on the import path)"
+    )
+    _write(team, TEAM + 'tools = ["nowhere_mod:g"]\n')
+    assert _error(team) == (
+        f"{team}: workers[0].tools[0]: cannot import 'nowhere_mod:g': no module named "
+        "'nowhere_mod' (is its directory on the import path? `regiment` adds the current "
+        "directory, or the one --app-dir DIR names)"
+    )
+
+
+def test_a_module_that_exits_when_imported_is_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `regiment validate` ended silently with the module's exit code (3 here).
+    (tmp_path / "exits_on_import.py").write_text("import sys\nsys.exit(3)\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    team = _write(tmp_path / "team.toml", TEAM + 'tools = ["exits_on_import:f"]\n')
+    assert _error(team) == (
+        f"{team}: workers[0].tools[0]: cannot import 'exits_on_import:f': importing "
+        "'exits_on_import' called sys.exit(3); a module a team file names must not exit when "
+        "imported (put a script's work under `if __name__ == '__main__':`)"
+    )
+
+
+@pytest.mark.parametrize("suffix", ["toml", "yaml"])
+def test_a_byte_order_mark_first_is_no_mistake(tmp_path: Path, suffix: str) -> None:
+    # Saved by Notepad as "UTF-8 with BOM": the TOML one was "not valid TOML: Invalid
+    # statement (at line 1, column 1)", of a first line that looks right.
+    text = (
+        TEAM if suffix == "toml" else "name: t\nworkers:\n  - name: billing\n    description: d\n"
+    )
+    plain = load_config(_write(tmp_path / f"plain.{suffix}", text))
+    marked = _write(tmp_path / f"marked.{suffix}", b"\xef\xbb\xbf" + text.encode())
+    assert load_config(marked) == plain
+
+
+def test_a_yaml_file_without_pyyaml_gives_the_install_line(tmp_path: Path) -> None:
+    # It said "install regiment[cli]": not a command, and unquoted a shell's glob.
+    # (tests/cli/test_plain_install.py checks it in an environment without pyyaml; here,
+    # `import yaml` fails as it does there.)
+    team = _write(tmp_path / "team.yaml", "name: t\n")
+    code = (
+        "import sys; sys.modules['yaml'] = None\n"
+        "from regiment.config import load_config\n"
+        f"load_config({str(team)!r})\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"regiment.errors.ConfigError: {team}: reading YAML needs pyyaml, the cli extra: "
+        "pip install 'regiment[cli]' (or write the team file in TOML)"
+    )

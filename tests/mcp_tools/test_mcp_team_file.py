@@ -151,7 +151,7 @@ def test_validate_names_a_worker_s_mcp_servers_without_starting_them(
         TEAM.format(
             mcp="""
 [[workers.mcp]]
-command = ["/nonexistent/calc-server"]
+command = ["true", "--calc"]
 
 [[workers.mcp]]
 url = "http://127.0.0.1:9/mcp"
@@ -161,7 +161,7 @@ name = "remote"
     )
     assert main(["validate", str(team), "--app-dir", str(REPO)]) == 0
     assert (
-        "worker files: scripted; the tools of MCP servers '/nonexistent/calc-server', "
+        "worker files: scripted; the tools of MCP servers 'true --calc', "
         "'remote' (http://127.0.0.1:9/mcp) (listed when the team starts)"
     ) in capsys.readouterr().out
 
@@ -186,4 +186,70 @@ def test_run_with_a_server_that_speaks_no_mcp_prints_no_traceback(
         "could not be started: it closed the connection before it was up (a stdio server that "
         "exited, or that wrote something other than MCP messages to stdout: see what it wrote "
         "to stderr)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        (
+            'command = ["no-such-mcp-server", "--stdio"]',
+            "command 'no-such-mcp-server' is not found on PATH; install it, or give its full path",
+        ),
+        (
+            'command = ["python3", "server.py"]\nenv = {{ PATH = "/nonexistent" }}',
+            "command 'python3' is not found on the PATH its env sets; install it, or give its "
+            "full path",
+        ),
+        (
+            'command = ["./server.py"]\ncwd = "{tmp}"',
+            "command './server.py' does not exist (looked for {tmp}/server.py); a relative path "
+            "is read from the server's cwd, else the current directory",
+        ),
+        (
+            'command = ["{tmp}/plain.txt"]',
+            "command '{tmp}/plain.txt' is not executable; make it so (chmod +x) or run it "
+            "through its interpreter (['python', '{tmp}/plain.txt', ...])",
+        ),
+        (
+            'command = ["python3", "server.py"]\ncwd = "{tmp}/gone"',
+            "cwd '{tmp}/gone' is not a directory; fix the path or create it",
+        ),
+    ],
+    ids=["not-on-path", "not-on-env-path", "no-such-file", "not-executable", "no-such-cwd"],
+)
+def test_validate_refuses_a_stdio_server_that_cannot_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], entry: str, problem: str
+) -> None:
+    # `regiment validate` said "ok" of them; `regiment run` then could not start the team.
+    (tmp_path / "plain.txt").write_text("not a program")
+    team = tmp_path / "team.toml"
+    team.write_text(TEAM.format(mcp="[[workers.mcp]]\n" + entry.format(tmp=tmp_path)))
+    assert main(["validate", str(team), "--app-dir", str(REPO)]) == 2
+    assert capsys.readouterr().err == (
+        f"regiment: error: {team}:10: workers[0].mcp[0]: {problem.format(tmp=tmp_path)}\n"
+    )
+
+
+def test_validate_leaves_the_servers_of_a_worker_placed_on_ray_unchecked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # They start in its replicas, which may run on machines that have the command.
+    mcp = '[[workers.mcp]]\ncommand = ["no-such-mcp-server"]\n[workers.placement]\nkind = "ray"'
+    team = tmp_path / "team.toml"
+    team.write_text(TEAM.format(mcp=mcp))
+    assert main(["validate", str(team), "--app-dir", str(REPO)]) == 0
+    assert "MCP server 'no-such-mcp-server'" in capsys.readouterr().out
+
+
+def test_run_says_a_missing_command_was_looked_for_on_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It said "[Errno 2] No such file or directory", as of a file given by its path.
+    team = tmp_path / "team.toml"
+    team.write_text(TEAM.format(mcp='[[workers.mcp]]\ncommand = ["no-such-mcp-server"]'))
+    assert main(["run", str(team), "add", "--app-dir", str(REPO), "--no-journal"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "MCP server 'no-such-mcp-server' could not be started: FileNotFoundError: [Errno 2] "
+        "No such command on PATH: 'no-such-mcp-server'\n"
     )

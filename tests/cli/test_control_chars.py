@@ -1,0 +1,101 @@
+"""What a model wrote reaches the terminal as text: its escape sequences are shown, not
+obeyed. A plan's step ids and descriptions, a step's output, an error, a failure's last
+line went to stderr as written, so a model (or a page a tool fetched for it) could
+retitle the terminal, clear it or write to its clipboard."""
+
+from __future__ import annotations
+
+import io
+import logging
+import uuid
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from regiment._logging import logging_to
+from regiment.cli._live import LiveView
+from regiment.cli._progress import RunProgress, TokenMeter
+from regiment.config import load_team
+
+from .helpers import run_cli
+
+pytestmark = pytest.mark.anyio
+
+ESCAPES = "\x1b]0;pwned\x07\x1b[2J\x9b"
+SHOWN = "\\x1b]0;pwned\\x07\\x1b[2J\\x9b"
+
+BRAIN = f"""
+import json
+from regiment.models import text_response
+
+E = {ESCAPES!r}
+
+
+def calm(request):
+    if request.role == "planner":
+        return json.dumps({{"steps": [{{"id": "s1" + E, "description": "look" + E}}]}})
+    if request.role == "worker":
+        return text_response("found it" + E)
+    return text_response("the answer" + E)
+
+
+def brain(request):
+    if request.role == "synthesizer":
+        raise RuntimeError("the synthesizer broke" + E)
+    return calm(request)
+"""
+
+
+def _team(directory: Path, brain: str = "brain") -> Path:
+    module = f"escaping_{uuid.uuid4().hex[:8]}"  # unique: imported modules are cached
+    (directory / f"{module}.py").write_text(BRAIN, encoding="utf-8")
+    team = directory / "team.toml"
+    team.write_text(
+        f'name = "t"\nmodel = "scripted"\nbrain = "{module}:{brain}"\n\n'
+        '[[workers]]\nname = "w"\ndescription = "Looks."\n',
+        encoding="utf-8",
+    )
+    return team
+
+
+async def test_progress_lines_and_the_failure_line_show_escapes_as_text(tmp_path: Path) -> None:
+    team = _team(tmp_path)
+    argv = ["run", str(team), "go", "--app-dir", str(tmp_path), "--no-journal", "--plain"]
+    code, _, err = await run_cli(*argv)
+    assert code == 1
+    assert "\x1b" not in err
+    assert "\x07" not in err
+    assert "\x9b" not in err
+    assert f"plan v1: s1{SHOWN} [w] look{SHOWN}" in err
+    assert f"  <- s1{SHOWN} done by w" in err
+    assert f": found it{SHOWN}" in err
+    assert err.splitlines()[-1].endswith(f"the synthesizer broke{SHOWN}")
+
+
+async def test_the_live_table_shows_escapes_as_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = await load_team(_team(tmp_path, "calm")).run("go")
+    progress, screen = RunProgress(), io.StringIO()
+    view = LiveView(progress, Console(file=screen, width=200, force_terminal=True), TokenMeter())
+    with view:
+        for event in result.events:
+            progress.apply(event)
+            view.tick()
+    drawn = screen.getvalue()
+    assert "\x1b]0;pwned" not in drawn
+    assert "\x1b[2J" not in drawn
+    assert "\x9b" not in drawn
+    assert f"s1{SHOWN}" in drawn
+
+
+def test_log_lines_show_escapes_as_text() -> None:
+    # `regiment run -v` and `regiment serve` log what SDKs and MCP servers wrote, too.
+    stream = io.StringIO()
+    with logging_to(stream, logging.INFO):
+        logging.getLogger("mcp.client.stdio").warning("the server wrote %s", ESCAPES)
+    line = stream.getvalue()
+    assert "\x1b" not in line
+    assert line.endswith(f"WARNING mcp.client.stdio: the server wrote {SHOWN}\n")
