@@ -24,7 +24,7 @@ from regiment.models._api_errors import (
     stream_failed,
 )
 from regiment.models._messages import ModelRequest, ModelResponse
-from regiment.models._sdk_model import SDKModel, not_an_event_stream
+from regiment.models._sdk_model import SDKModel, check_base_url, not_an_event_stream
 from regiment.models._settings import ModelSettings, effective_settings
 from regiment.models._stream import DeltaHandler
 
@@ -333,6 +333,7 @@ def _build_client(
             "no Anthropic credentials found; set the ANTHROPIC_API_KEY environment "
             "variable or pass AnthropicModel(..., api_key=...)"
         )
+    check_base_url(client.base_url, model="AnthropicModel", env="ANTHROPIC_BASE_URL")
     return client
 
 

@@ -40,7 +40,7 @@ from regiment.models._openai_wire import (
     call_params,
     response_from_completion,
 )
-from regiment.models._sdk_model import SDKModel, not_an_event_stream
+from regiment.models._sdk_model import SDKModel, check_base_url, not_an_event_stream
 from regiment.models._settings import ModelSettings, effective_settings
 from regiment.models._stream import DeltaHandler
 
@@ -287,13 +287,15 @@ def _build_client(
             "no OpenAI API key found; set the OPENAI_API_KEY environment variable or pass "
             "OpenAIModel(..., api_key=...) (a local server needs compatible=True, and no key)"
         )
-    return AsyncOpenAI(
+    client = AsyncOpenAI(
         api_key=key,
         base_url=base_url,
         timeout=not_given if timeout is None else timeout,
         max_retries=retries,
         http_client=openai.DefaultAsyncHttpxClient(event_hooks={"response": [_quota_is_final]}),
     )
+    check_base_url(client.base_url, model="OpenAIModel", env="OPENAI_BASE_URL")
+    return client
 
 
 async def _quota_is_final(response: httpx2.Response) -> None:

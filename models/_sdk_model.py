@@ -7,9 +7,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Generic, Protocol, Self, TypeVar
 
 import anyio
+import httpx2
 import msgspec
 
-from regiment.errors import ModelError
+from regiment.errors import ConfigError, ModelError
 from regiment.models._api_errors import backoff, failed_mid_stream, transient_stream_failure
 from regiment.models._estimate import estimate_tokens
 from regiment.models._messages import ModelRequest, ModelResponse, Usage
@@ -19,7 +20,7 @@ from regiment.models._stream import DeltaHandler, PartDelta, emit_response
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
-__all__ = ("SDKModel", "not_an_event_stream")
+__all__ = ("SDKModel", "check_base_url", "not_an_event_stream")
 
 _log = logging.getLogger("regiment.models")
 _NO_USAGE = Usage()
@@ -48,6 +49,17 @@ def not_an_event_stream(content_type: str | None) -> bool:
     Other types are read as events, for servers that label their stream loosely."""
     kind = (content_type or "").split(";", 1)[0].strip().lower()
     return kind in ("application/json", "text/html")
+
+
+def check_base_url(url: httpx2.URL, *, model: str, env: str) -> None:
+    """Refuse a base URL that is no web address (``localhost:11434/v1``, without its
+    ``http://``): the SDK would take it, and every call would fail to connect."""
+    if url.scheme in ("http", "https") and url.host:
+        return
+    raise ConfigError(
+        f"{model}: base_url {str(url).rstrip('/')!r} (from base_url= or {env}) is not an "
+        "http:// or https:// address; write it whole, e.g. 'http://localhost:11434/v1'"
+    )
 
 
 class _Closable(Protocol):

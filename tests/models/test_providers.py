@@ -16,7 +16,7 @@ import pytest
 from anyio.abc import SocketAttribute
 
 from regiment._json import JsonObject
-from regiment.errors import ModelAPIError, ModelConnectionError
+from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
 from regiment.models import (
     Message,
     ModelRequest,
@@ -140,6 +140,16 @@ async def test_cancellation_is_not_translated(wire: Wire, api: StandIn, stream: 
 def test_every_provider_is_a_streaming_model(wire: Wire) -> None:
     standin = StandIn(base_url="http://127.0.0.1:9", no_reply=wire.no_reply)
     assert isinstance(wire.make(standin, True, 0), StreamingModel)
+
+
+@pytest.mark.parametrize("address", ["localhost:11434/v1", "127.0.0.1:8000", "http//localhost/v1"])
+def test_a_base_url_that_is_no_web_address_is_a_config_error(wire: Wire, address: str) -> None:
+    # The SDKs took it, and every call then failed to connect ("UnsupportedProtocol").
+    standin = StandIn(base_url=address, no_reply=wire.no_reply)
+    with pytest.raises(ConfigError) as caught:
+        wire.make(standin, True, 0)
+    assert "is not an http:// or https:// address" in str(caught.value)
+    assert "_BASE_URL" in str(caught.value)  # where else it may have come from
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "plain"])
