@@ -187,10 +187,26 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
             self._plain_leg, params, None, model=self._model, most=self._continuations
         )
 
-    async def _streamed(self, params: CallParams, on_delta: DeltaHandler | None) -> ModelResponse:
-        return await whole_turn(
-            self._streamed_leg, params, on_delta, model=self._model, most=self._continuations
-        )
+    async def _streamed_again(
+        self, request: ModelRequest, params: CallParams, on_delta: DeltaHandler | None
+    ) -> ModelResponse:
+        """The streamed turn, each of its legs made again on its own as ``_retried``
+        says: a continuation that fails is, not the legs before it (their server tools
+        ran and were billed, and their pieces may be out)."""
+
+        async def leg(
+            leg_params: CallParams, handler: DeltaHandler | None
+        ) -> tuple[ModelResponse, Paused]:
+            kept: list[Paused] = []
+
+            async def once(attempt_handler: DeltaHandler | None) -> ModelResponse:
+                response, content = await self._streamed_leg(leg_params, attempt_handler)
+                kept.append(content)
+                return response
+
+            return await self._retried(request, once, handler), kept[-1]
+
+        return await whole_turn(leg, params, on_delta, model=self._model, most=self._continuations)
 
     async def _plain_leg(
         self, params: CallParams, on_delta: DeltaHandler | None

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Generic, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, Self, TypeAlias, TypeVar
 
 import anyio
 import httpx2
@@ -82,6 +84,9 @@ class _Handed:
         await self.on_delta(delta)
 
 
+Attempt: TypeAlias = Callable[[DeltaHandler | None], Awaitable[ModelResponse]]
+"""One streamed request of a call, its pieces going to the handler it is given."""
+
 ClientT = TypeVar("ClientT", bound=_Closable)
 ParamsT = TypeVar("ParamsT")
 
@@ -90,7 +95,8 @@ class SDKModel(Generic[ClientT, ParamsT]):
     """A provider over an official SDK client; subclasses build the wire calls.
 
     A subclass sets ``_model``, ``_stream``, ``_settings``, ``_client`` and
-    ``_owns_client`` and implements ``_params``, ``_plain`` and ``_streamed``.
+    ``_owns_client`` and implements ``_params``, ``_plain`` and ``_streamed`` (or
+    ``_streamed_again``, for a call made of several requests, each retried on its own).
     """
 
     _model: str
@@ -166,14 +172,20 @@ class SDKModel(Generic[ClientT, ParamsT]):
     async def _streamed_again(
         self, request: ModelRequest, params: ParamsT, on_delta: DeltaHandler | None
     ) -> ModelResponse:
-        """The streamed call, made again as the SDK retries an overloaded call when its
-        stream failed transiently before any piece of it was handed out. The tokens
-        of failed attempts are charged: to the reply's usage, or the error's."""
+        """The streamed call, made again as ``_retried`` says."""
+        return await self._retried(request, functools.partial(self._streamed, params), on_delta)
+
+    async def _retried(
+        self, request: ModelRequest, attempt: Attempt, on_delta: DeltaHandler | None
+    ) -> ModelResponse:
+        """``attempt`` (one streamed request), made again as the SDK retries an overloaded
+        call when its stream failed transiently before any piece of it was handed out.
+        The tokens of failed attempts are charged: to the reply's usage, or the error's."""
         handed = None if on_delta is None else _Handed(on_delta)
         spent, estimated, retries = _NO_USAGE, False, self._client.max_retries
         for retry in range(retries + 1):
             try:
-                response = await self._streamed(params, handed)
+                response = await attempt(handed)
             except ModelError as exc:
                 usage, guessed = self._failed_usage(request, exc)
                 spent, estimated = spent + usage, estimated or guessed
