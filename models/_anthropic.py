@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, final
@@ -14,7 +15,13 @@ from anthropic import AsyncAnthropic, not_given
 
 from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError, ModelError
 from regiment.models._anthropic_errors import api_error, broke_off, connection_error
-from regiment.models._anthropic_pause import PAUSED, Paused, content_of, whole_turn
+from regiment.models._anthropic_pause import (
+    PAUSED,
+    Paused,
+    content_of,
+    each_retried,
+    whole_turn,
+)
 from regiment.models._anthropic_stream import PartIndexer
 from regiment.models._anthropic_wire import CallParams, call_params, response_from_message
 from regiment.models._api_errors import (
@@ -68,14 +75,13 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
     ``Usage`` of a reply counts ``cache_read_tokens`` and ``cache_write_tokens``.
     ``prompt_caching=False`` sends no breakpoints.
 
-    Tracing: each model call gets one ``chat`` span. A client built here has
-    the SDK's OpenTelemetry spans (and its ``traceparent`` header) turned off,
-    and a team opens its own ``chat {model}`` span. ``sdk_tracing=True`` turns
-    the SDK's spans on; then the SDK's ``anthropic.messages.create`` span is the
-    call's ``chat`` span (a team opens none of its own) and it goes to the
-    team's ``Telemetry`` tracer provider. For a client you give, its own
-    ``open_telemetry`` option decides the same way (a ``tracer_provider`` it
-    names is kept).
+    Tracing: each model call gets one ``chat`` span. A client built here has the
+    SDK's OpenTelemetry spans (and its ``traceparent`` header) turned off, and a
+    team opens its own ``chat {model}`` span. ``sdk_tracing=True`` turns the SDK's
+    spans on; then the SDK's ``anthropic.messages.create`` span is the call's
+    ``chat`` span (a team opens none of its own) and it goes to the team's
+    ``Telemetry`` tracer provider. For a client you give, its own ``open_telemetry``
+    option decides the same way (a ``tracer_provider`` it names is kept).
 
     Args:
         model: the model id, e.g. ``"claude-sonnet-4-5"``.
@@ -190,22 +196,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
     async def _streamed_again(
         self, request: ModelRequest, params: CallParams, on_delta: DeltaHandler | None
     ) -> ModelResponse:
-        """The streamed turn, each of its legs made again on its own as ``_retried``
-        says: a continuation that fails is, not the legs before it (their server tools
-        ran and were billed, and their pieces may be out)."""
-
-        async def leg(
-            leg_params: CallParams, handler: DeltaHandler | None
-        ) -> tuple[ModelResponse, Paused]:
-            kept: list[Paused] = []
-
-            async def once(attempt_handler: DeltaHandler | None) -> ModelResponse:
-                response, content = await self._streamed_leg(leg_params, attempt_handler)
-                kept.append(content)
-                return response
-
-            return await self._retried(request, once, handler), kept[-1]
-
+        leg = each_retried(self._streamed_leg, functools.partial(self._retried, request))
         return await whole_turn(leg, params, on_delta, model=self._model, most=self._continuations)
 
     async def _plain_leg(
