@@ -38,10 +38,10 @@ from regiment.models._stream import DeltaHandler
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
-__all__ = ("AnthropicModel",)
+__all__ = ("DEFAULT_CONTINUATIONS", "AnthropicModel")
 
 _DEFAULT_RETRIES = 2
-_DEFAULT_CONTINUATIONS = 5
+DEFAULT_CONTINUATIONS = 5
 
 # What the SDK raises when a stream event is not what the Messages API sends
 # (bad JSON, events out of order, a block missing its fields).
@@ -118,7 +118,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         stream: bool = True,
         settings: ModelSettings | None = None,
         prompt_caching: bool = True,
-        max_continuations: int = _DEFAULT_CONTINUATIONS,
+        max_continuations: int = DEFAULT_CONTINUATIONS,
     ) -> None:
         if max_continuations < 0:
             raise ConfigError(f"max_continuations must be 0 or more; got {max_continuations}")
