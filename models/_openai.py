@@ -76,6 +76,12 @@ _ADVICE = {
     404: "check the model name and base_url",
     413: "the request is too large; shorten the conversation or the tool results",
 }
+# Azure serves a deployment at <endpoint>/openai/deployments/<model>/...: no /v1 in it.
+_AZURE_ADVICE = {
+    401: "check the Azure OpenAI client's api_key (AZURE_OPENAI_API_KEY) or its token provider",
+    404: "check the deployment name (OpenAIModel's model), the client's azure_endpoint "
+    "and its api_version",
+}
 _RATE_LIMITED = "rate limited{}; lower the team's concurrency or raise max_retries"
 
 
@@ -320,7 +326,9 @@ def _api_error(exc: openai.APIStatusError, where: str, max_retries: int) -> Mode
         text = body["message"]
     advice = _ADVICE.get(status)
     path = exc.request.url.path
-    if status == 404 and "/v1/" not in path:  # the usual slip: base_url="http://host:11434"
+    if "/openai/deployments/" in path:  # Azure OpenAI (a ready AsyncAzureOpenAI client)
+        advice = _AZURE_ADVICE.get(status, advice)
+    elif status == 404 and "/v1/" not in path:  # the usual slip: base_url="http://host:11434"
         advice = (
             f"check the model name and base_url: the request went to {path}, without the "
             "/v1 most Chat Completions servers serve under; try base_url ending in /v1"
