@@ -31,7 +31,12 @@ from regiment.models._api_errors import (
     stream_failed,
 )
 from regiment.models._messages import ModelRequest, ModelResponse
-from regiment.models._sdk_model import SDKModel, check_base_url, not_an_event_stream
+from regiment.models._sdk_model import (
+    SDKModel,
+    check_base_url,
+    check_client_options,
+    not_an_event_stream,
+)
 from regiment.models._settings import ModelSettings, effective_settings
 from regiment.models._stream import DeltaHandler
 
@@ -318,6 +323,7 @@ def _build_client(
     *,
     sdk_tracing: bool,
 ) -> AsyncAnthropic:
+    check_client_options(timeout, max_retries, model="AnthropicModel")
     # `not_given` keeps the SDK default; passing None would mean "never time out".
     try:
         client = AsyncAnthropic(

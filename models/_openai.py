@@ -40,7 +40,12 @@ from regiment.models._openai_wire import (
     call_params,
     response_from_completion,
 )
-from regiment.models._sdk_model import SDKModel, check_base_url, not_an_event_stream
+from regiment.models._sdk_model import (
+    SDKModel,
+    check_base_url,
+    check_client_options,
+    not_an_event_stream,
+)
 from regiment.models._settings import ModelSettings, effective_settings
 from regiment.models._stream import DeltaHandler
 
@@ -287,6 +292,7 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
 def _build_client(
     api_key: str | None, base_url: str | None, timeout: float | None, retries: int, compatible: bool
 ) -> AsyncOpenAI:
+    check_client_options(timeout, retries, model="OpenAIModel")
     key = api_key or os.environ.get("OPENAI_API_KEY") or (_NO_KEY if compatible else None)
     if key is None:
         raise ConfigError(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Generic, Protocol, Self, TypeAlias, TypeVar
@@ -22,7 +23,7 @@ from regiment.models._stream import DeltaHandler, PartDelta, emit_response
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
-__all__ = ("SDKModel", "check_base_url", "not_an_event_stream")
+__all__ = ("SDKModel", "check_base_url", "check_client_options", "not_an_event_stream")
 
 _log = logging.getLogger("regiment.models")
 _NO_USAGE = Usage()
@@ -51,6 +52,21 @@ def not_an_event_stream(content_type: str | None) -> bool:
     Other types are read as events, for servers that label their stream loosely."""
     kind = (content_type or "").split(";", 1)[0].strip().lower()
     return kind in ("application/json", "text/html")
+
+
+def check_client_options(timeout: float | None, max_retries: int, *, model: str) -> None:
+    """Refuse a timeout or retry count no call could work with: the SDKs took a timeout
+    of 0 or less (every call then "did not answer in time"), and a negative
+    ``max_retries`` failed inside the call."""
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise ConfigError(
+            f"{model}: timeout must be a finite number of seconds > 0, or None for the SDK's "
+            f"default; got {timeout}"
+        )
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise ConfigError(
+            f"{model}: max_retries must be a whole number >= 0 (0: no retries); got {max_retries!r}"
+        )
 
 
 def check_base_url(url: httpx2.URL, *, model: str, env: str) -> None:

@@ -18,9 +18,11 @@ from anyio.abc import SocketAttribute
 from regiment._json import JsonObject
 from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
 from regiment.models import (
+    AnthropicModel,
     Message,
     ModelRequest,
     ModelSettings,
+    OpenAIModel,
     StreamingModel,
     TextPartDelta,
     ToolCallPartDelta,
@@ -150,6 +152,26 @@ def test_a_base_url_that_is_no_web_address_is_a_config_error(wire: Wire, address
         wire.make(standin, True, 0)
     assert "is not an http:// or https:// address" in str(caught.value)
     assert "_BASE_URL" in str(caught.value)  # where else it may have come from
+
+
+@pytest.mark.parametrize("provider", [AnthropicModel, OpenAIModel])
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        # AnthropicModel failed every call with AssertionError('unreachable'), OpenAIModel
+        # raised the SDK's bare ValueError
+        ({"max_retries": -1}, "max_retries must be a whole number >= 0"),
+        # every call "did not answer in time after 2 retries"; NaN: a bare ValueError
+        ({"timeout": 0}, "timeout must be a finite number of seconds > 0"),
+        ({"timeout": -1.5}, "timeout must be a finite number of seconds > 0"),
+        ({"timeout": float("nan")}, "timeout must be a finite number of seconds > 0"),
+    ],
+)
+def test_a_timeout_or_retry_count_no_call_can_use_is_a_config_error(
+    provider: type[AnthropicModel | OpenAIModel], options: dict[str, float], said: str
+) -> None:
+    with pytest.raises(ConfigError, match=said):
+        provider("m", api_key="k", base_url="http://127.0.0.1:9", **options)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "plain"])
