@@ -10,12 +10,15 @@ builds hierarchy objects; ``regiment.hierarchy`` never imports it.
 from regiment.config._build import build_team, check_config, load_team, team_files
 from regiment.config._placement import place_on_ray, placed, rebuild_worker, trace_replicas
 from regiment.config._schema import (
+    AnthropicConfig,
     CheckConfig,
     CompressionConfig,
     ConfigFormat,
     CriticConfig,
     PlannerConfig,
     PromptsConfig,
+    ProviderConfig,
+    ProvidersConfig,
     TeamConfig,
     WorkerConfig,
     load_config,
@@ -23,12 +26,15 @@ from regiment.config._schema import (
 )
 
 __all__ = (
+    "AnthropicConfig",
     "CheckConfig",
     "CompressionConfig",
     "ConfigFormat",
     "CriticConfig",
     "PlannerConfig",
     "PromptsConfig",
+    "ProviderConfig",
+    "ProvidersConfig",
     "TeamConfig",
     "WorkerConfig",
     "build_team",

@@ -4,7 +4,8 @@
 Specs are read by :func:`regiment.models.parse_model_spec` and models made by
 :func:`regiment.models.model_from_spec`, the one parser the library has; roles
 may mix providers. ``openai-compatible`` reads its server's address from
-``OPENAI_BASE_URL``.
+``OPENAI_BASE_URL``. ``[providers.anthropic]`` and ``[providers.openai]`` give the
+models' options (``timeout``, ``max_retries``, ``stream``; Claude's ``max_continuations``).
 """
 
 from __future__ import annotations
@@ -50,8 +51,18 @@ class RoleModels:
     def _make(self, spec: str, where: str) -> Model:
         kind, _ = parse_model_spec(spec, where=where)
         if kind != "scripted":
+            providers = self._config.providers
+            options = providers.anthropic if kind == "anthropic" else providers.openai
+            continuing = providers.anthropic.max_continuations if kind == "anthropic" else None
             try:  # the provider's SDK loads only when a role uses it
-                return model_from_spec(spec, where=where)
+                return model_from_spec(
+                    spec,
+                    where=where,
+                    timeout=options.timeout,
+                    max_retries=options.max_retries,
+                    stream=options.stream,
+                    max_continuations=continuing,
+                )
             except ConfigError as exc:
                 if str(exc).startswith(f"{where}:"):
                     raise

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -52,6 +52,7 @@ from regiment.errors import ConfigError
 from regiment.hierarchy import Budget
 
 __all__ = (
+    "AnthropicConfig",
     "CheckConfig",
     "CompressionConfig",
     "ConfigFormat",
@@ -59,6 +60,8 @@ __all__ = (
     "PlacementConfig",
     "PlannerConfig",
     "PromptsConfig",
+    "ProviderConfig",
+    "ProvidersConfig",
     "TeamConfig",
     "WorkerConfig",
     "load_config",
@@ -176,6 +179,34 @@ class CompressionConfig(_Section, frozen=True, kw_only=True):
     settings: JsonObject | None = None
 
 
+_Retries = Annotated[int, msgspec.Meta(ge=0)]
+_Seconds = Annotated[float, msgspec.Meta(gt=0)]
+
+
+class ProviderConfig(_Section, frozen=True, kw_only=True):
+    """``[providers.openai]`` (``openai:`` and ``openai-compatible:`` models) and
+    ``[providers.anthropic]``: how the models a file names are made (their
+    constructors' options; unset keys keep the constructors' defaults)."""
+
+    timeout: _Seconds | None = None
+    max_retries: _Retries | None = None
+    stream: bool | None = None
+
+
+class AnthropicConfig(ProviderConfig, frozen=True, kw_only=True):
+    """``[providers.anthropic]``: as ``[providers.openai]``, and ``max_continuations``
+    (how often a call goes on with a turn the API paused, ``pause_turn``)."""
+
+    max_continuations: _Retries | None = None
+
+
+class ProvidersConfig(_Section, frozen=True, kw_only=True):
+    """``[providers]``: options of each provider's models."""
+
+    anthropic: AnthropicConfig = AnthropicConfig()
+    openai: ProviderConfig = ProviderConfig()
+
+
 class TeamConfig(_Section, frozen=True, kw_only=True):
     """A whole team file.
 
@@ -200,6 +231,7 @@ class TeamConfig(_Section, frozen=True, kw_only=True):
             ``tool_guardrails``, by tool name).
         output_type: ``module:Model`` of a pydantic model the answer must match
             (``Team.output_type``); ``output_retries``: re-asks of an invalid answer.
+        providers: options of the models the file names, by provider.
     """
 
     name: str
@@ -216,6 +248,7 @@ class TeamConfig(_Section, frozen=True, kw_only=True):
     guardrails: tuple[str, ...] = ()
     output_type: str | None = None
     output_retries: int = 2
+    providers: ProvidersConfig = ProvidersConfig()
 
     def model_specs(self) -> dict[str, str]:
         """Every role's model spec, keyed by key path (``planner.model``, ``workers[0].model``, ...).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, final
@@ -14,7 +15,13 @@ from anthropic import AsyncAnthropic, not_given
 
 from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError, ModelError
 from regiment.models._anthropic_errors import api_error, broke_off, connection_error
-from regiment.models._anthropic_pause import PAUSED, Paused, content_of, whole_turn
+from regiment.models._anthropic_pause import (
+    PAUSED,
+    Paused,
+    content_of,
+    each_retried,
+    whole_turn,
+)
 from regiment.models._anthropic_stream import PartIndexer
 from regiment.models._anthropic_wire import CallParams, call_params, response_from_message
 from regiment.models._api_errors import (
@@ -24,17 +31,22 @@ from regiment.models._api_errors import (
     stream_failed,
 )
 from regiment.models._messages import ModelRequest, ModelResponse
-from regiment.models._sdk_model import SDKModel, not_an_event_stream
+from regiment.models._sdk_model import (
+    SDKModel,
+    check_base_url,
+    check_client_options,
+    not_an_event_stream,
+)
 from regiment.models._settings import ModelSettings, effective_settings
 from regiment.models._stream import DeltaHandler
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
-__all__ = ("AnthropicModel",)
+__all__ = ("DEFAULT_CONTINUATIONS", "AnthropicModel")
 
 _DEFAULT_RETRIES = 2
-_DEFAULT_CONTINUATIONS = 5
+DEFAULT_CONTINUATIONS = 5
 
 # What the SDK raises when a stream event is not what the Messages API sends
 # (bad JSON, events out of order, a block missing its fields).
@@ -68,14 +80,13 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
     ``Usage`` of a reply counts ``cache_read_tokens`` and ``cache_write_tokens``.
     ``prompt_caching=False`` sends no breakpoints.
 
-    Tracing: each model call gets one ``chat`` span. A client built here has
-    the SDK's OpenTelemetry spans (and its ``traceparent`` header) turned off,
-    and a team opens its own ``chat {model}`` span. ``sdk_tracing=True`` turns
-    the SDK's spans on; then the SDK's ``anthropic.messages.create`` span is the
-    call's ``chat`` span (a team opens none of its own) and it goes to the
-    team's ``Telemetry`` tracer provider. For a client you give, its own
-    ``open_telemetry`` option decides the same way (a ``tracer_provider`` it
-    names is kept).
+    Tracing: each model call gets one ``chat`` span. A client built here has the
+    SDK's OpenTelemetry spans (and its ``traceparent`` header) turned off, and a
+    team opens its own ``chat {model}`` span. ``sdk_tracing=True`` turns the SDK's
+    spans on; then the SDK's ``anthropic.messages.create`` span is the call's
+    ``chat`` span (a team opens none of its own) and it goes to the team's
+    ``Telemetry`` tracer provider. For a client you give, its own ``open_telemetry``
+    option decides the same way (a ``tracer_provider`` it names is kept).
 
     Args:
         model: the model id, e.g. ``"claude-sonnet-4-5"``.
@@ -112,7 +123,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         stream: bool = True,
         settings: ModelSettings | None = None,
         prompt_caching: bool = True,
-        max_continuations: int = _DEFAULT_CONTINUATIONS,
+        max_continuations: int = DEFAULT_CONTINUATIONS,
     ) -> None:
         if max_continuations < 0:
             raise ConfigError(f"max_continuations must be 0 or more; got {max_continuations}")
@@ -187,10 +198,11 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
             self._plain_leg, params, None, model=self._model, most=self._continuations
         )
 
-    async def _streamed(self, params: CallParams, on_delta: DeltaHandler | None) -> ModelResponse:
-        return await whole_turn(
-            self._streamed_leg, params, on_delta, model=self._model, most=self._continuations
-        )
+    async def _streamed_again(
+        self, request: ModelRequest, params: CallParams, on_delta: DeltaHandler | None
+    ) -> ModelResponse:
+        leg = each_retried(self._streamed_leg, functools.partial(self._retried, request))
+        return await whole_turn(leg, params, on_delta, model=self._model, most=self._continuations)
 
     async def _plain_leg(
         self, params: CallParams, on_delta: DeltaHandler | None
@@ -311,6 +323,7 @@ def _build_client(
     *,
     sdk_tracing: bool,
 ) -> AsyncAnthropic:
+    check_client_options(timeout, max_retries, model="AnthropicModel")
     # `not_given` keeps the SDK default; passing None would mean "never time out".
     try:
         client = AsyncAnthropic(
@@ -333,6 +346,7 @@ def _build_client(
             "no Anthropic credentials found; set the ANTHROPIC_API_KEY environment "
             "variable or pass AnthropicModel(..., api_key=...)"
         )
+    check_base_url(client.base_url, model="AnthropicModel", env="ANTHROPIC_BASE_URL")
     return client
 
 

@@ -23,9 +23,10 @@ from opentelemetry import trace
 from regiment.errors import ModelAPIError, ModelError
 from regiment.models._anthropic_wire import CallParams
 from regiment.models._messages import ModelResponse
+from regiment.models._sdk_model import Attempt
 from regiment.models._stream import DeltaHandler, PartDelta
 
-__all__ = ("PAUSED", "Leg", "Paused", "content_of", "whole_turn")
+__all__ = ("PAUSED", "Leg", "Paused", "content_of", "each_retried", "whole_turn")
 
 PAUSED = "pause_turn"
 
@@ -35,7 +36,30 @@ Paused = list[dict[str, object]]
 Leg = Callable[[CallParams, DeltaHandler | None], Awaitable[tuple[ModelResponse, Paused]]]
 """One request of a turn: its reply, and the reply's content as sent (for a paused one)."""
 
+Retried = Callable[[Attempt, DeltaHandler | None], Awaitable[ModelResponse]]
+"""Makes one request again as long as it may be (``SDKModel._retried``)."""
+
 _log = logging.getLogger("regiment.models")
+
+
+def each_retried(leg: Leg, retried: Retried) -> Leg:
+    """``leg``, each request made again on its own by ``retried``: a continuation that
+    fails is, not the legs before it (their server tools ran and were billed, and their
+    pieces may be out)."""
+
+    async def retried_leg(
+        params: CallParams, on_delta: DeltaHandler | None
+    ) -> tuple[ModelResponse, Paused]:
+        kept: list[Paused] = []
+
+        async def once(handler: DeltaHandler | None) -> ModelResponse:
+            response, content = await leg(params, handler)
+            kept.append(content)
+            return response
+
+        return await retried(once, on_delta), kept[-1]
+
+    return retried_leg
 
 
 async def whole_turn(

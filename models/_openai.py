@@ -40,7 +40,12 @@ from regiment.models._openai_wire import (
     call_params,
     response_from_completion,
 )
-from regiment.models._sdk_model import SDKModel, not_an_event_stream
+from regiment.models._sdk_model import (
+    SDKModel,
+    check_base_url,
+    check_client_options,
+    not_an_event_stream,
+)
 from regiment.models._settings import ModelSettings, effective_settings
 from regiment.models._stream import DeltaHandler
 
@@ -75,6 +80,12 @@ _ADVICE = {
     403: "the key may not use this model; check the project's permissions",
     404: "check the model name and base_url",
     413: "the request is too large; shorten the conversation or the tool results",
+}
+# Azure serves a deployment at <endpoint>/openai/deployments/<model>/...: no /v1 in it.
+_AZURE_ADVICE = {
+    401: "check the Azure OpenAI client's api_key (AZURE_OPENAI_API_KEY) or its token provider",
+    404: "check the deployment name (OpenAIModel's model), the client's azure_endpoint "
+    "and its api_version",
 }
 _RATE_LIMITED = "rate limited{}; lower the team's concurrency or raise max_retries"
 
@@ -281,19 +292,22 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
 def _build_client(
     api_key: str | None, base_url: str | None, timeout: float | None, retries: int, compatible: bool
 ) -> AsyncOpenAI:
+    check_client_options(timeout, retries, model="OpenAIModel")
     key = api_key or os.environ.get("OPENAI_API_KEY") or (_NO_KEY if compatible else None)
     if key is None:
         raise ConfigError(
             "no OpenAI API key found; set the OPENAI_API_KEY environment variable or pass "
             "OpenAIModel(..., api_key=...) (a local server needs compatible=True, and no key)"
         )
-    return AsyncOpenAI(
+    client = AsyncOpenAI(
         api_key=key,
         base_url=base_url,
         timeout=not_given if timeout is None else timeout,
         max_retries=retries,
         http_client=openai.DefaultAsyncHttpxClient(event_hooks={"response": [_quota_is_final]}),
     )
+    check_base_url(client.base_url, model="OpenAIModel", env="OPENAI_BASE_URL")
+    return client
 
 
 async def _quota_is_final(response: httpx2.Response) -> None:
@@ -318,7 +332,9 @@ def _api_error(exc: openai.APIStatusError, where: str, max_retries: int) -> Mode
         text = body["message"]
     advice = _ADVICE.get(status)
     path = exc.request.url.path
-    if status == 404 and "/v1/" not in path:  # the usual slip: base_url="http://host:11434"
+    if "/openai/deployments/" in path:  # Azure OpenAI (a ready AsyncAzureOpenAI client)
+        advice = _AZURE_ADVICE.get(status, advice)
+    elif status == 404 and "/v1/" not in path:  # the usual slip: base_url="http://host:11434"
         advice = (
             f"check the model name and base_url: the request went to {path}, without the "
             "/v1 most Chat Completions servers serve under; try base_url ending in /v1"

@@ -121,7 +121,7 @@ def _message_params(message: Message) -> list[ChatCompletionMessageParam]:
                 {
                     "id": call.id,
                     "type": "function",
-                    "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                    "function": {"name": call.name, "arguments": _arguments_text(call)},
                 }
                 for call in calls
             ]
@@ -135,6 +135,15 @@ def _message_params(message: Message) -> list[ChatCompletionMessageParam]:
     if text:
         params.append({"role": "user", "content": text})
     return params
+
+
+def _arguments_text(call: ToolCallPart) -> str:
+    """A call's arguments as the model sent them: text that was no JSON object goes
+    back as it came, not wrapped in the key it is kept under, which the model never wrote."""
+    raw = call.arguments.get(UNPARSED_ARGUMENTS)
+    if isinstance(raw, str) and len(call.arguments) == 1:
+        return raw
+    return json.dumps(call.arguments)
 
 
 def _result_text(part: ToolResultPart) -> str:

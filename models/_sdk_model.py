@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+import math
+from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Generic, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, Self, TypeAlias, TypeVar
 
 import anyio
+import httpx2
 import msgspec
 
-from regiment.errors import ModelError
+from regiment.errors import ConfigError, ModelError
 from regiment.models._api_errors import backoff, failed_mid_stream, transient_stream_failure
 from regiment.models._estimate import estimate_tokens
 from regiment.models._messages import ModelRequest, ModelResponse, Usage
@@ -19,7 +23,7 @@ from regiment.models._stream import DeltaHandler, PartDelta, emit_response
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
-__all__ = ("SDKModel", "not_an_event_stream")
+__all__ = ("SDKModel", "check_base_url", "check_client_options", "not_an_event_stream")
 
 _log = logging.getLogger("regiment.models")
 _NO_USAGE = Usage()
@@ -50,6 +54,32 @@ def not_an_event_stream(content_type: str | None) -> bool:
     return kind in ("application/json", "text/html")
 
 
+def check_client_options(timeout: float | None, max_retries: int, *, model: str) -> None:
+    """Refuse a timeout or retry count no call could work with: the SDKs took a timeout
+    of 0 or less (every call then "did not answer in time"), and a negative
+    ``max_retries`` failed inside the call."""
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise ConfigError(
+            f"{model}: timeout must be a finite number of seconds > 0, or None for the SDK's "
+            f"default; got {timeout}"
+        )
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise ConfigError(
+            f"{model}: max_retries must be a whole number >= 0 (0: no retries); got {max_retries!r}"
+        )
+
+
+def check_base_url(url: httpx2.URL, *, model: str, env: str) -> None:
+    """Refuse a base URL that is no web address (``localhost:11434/v1``, without its
+    ``http://``): the SDK would take it, and every call would fail to connect."""
+    if url.scheme in ("http", "https") and url.host:
+        return
+    raise ConfigError(
+        f"{model}: base_url {str(url).rstrip('/')!r} (from base_url= or {env}) is not an "
+        "http:// or https:// address; write it whole, e.g. 'http://localhost:11434/v1'"
+    )
+
+
 class _Closable(Protocol):
     @property
     def max_retries(self) -> int: ...
@@ -70,6 +100,9 @@ class _Handed:
         await self.on_delta(delta)
 
 
+Attempt: TypeAlias = Callable[[DeltaHandler | None], Awaitable[ModelResponse]]
+"""One streamed request of a call, its pieces going to the handler it is given."""
+
 ClientT = TypeVar("ClientT", bound=_Closable)
 ParamsT = TypeVar("ParamsT")
 
@@ -78,7 +111,8 @@ class SDKModel(Generic[ClientT, ParamsT]):
     """A provider over an official SDK client; subclasses build the wire calls.
 
     A subclass sets ``_model``, ``_stream``, ``_settings``, ``_client`` and
-    ``_owns_client`` and implements ``_params``, ``_plain`` and ``_streamed``.
+    ``_owns_client`` and implements ``_params``, ``_plain`` and ``_streamed`` (or
+    ``_streamed_again``, for a call made of several requests, each retried on its own).
     """
 
     _model: str
@@ -154,14 +188,20 @@ class SDKModel(Generic[ClientT, ParamsT]):
     async def _streamed_again(
         self, request: ModelRequest, params: ParamsT, on_delta: DeltaHandler | None
     ) -> ModelResponse:
-        """The streamed call, made again as the SDK retries an overloaded call when its
-        stream failed transiently before any piece of it was handed out. The tokens
-        of failed attempts are charged: to the reply's usage, or the error's."""
+        """The streamed call, made again as ``_retried`` says."""
+        return await self._retried(request, functools.partial(self._streamed, params), on_delta)
+
+    async def _retried(
+        self, request: ModelRequest, attempt: Attempt, on_delta: DeltaHandler | None
+    ) -> ModelResponse:
+        """``attempt`` (one streamed request), made again as the SDK retries an overloaded
+        call when its stream failed transiently before any piece of it was handed out.
+        The tokens of failed attempts are charged: to the reply's usage, or the error's."""
         handed = None if on_delta is None else _Handed(on_delta)
         spent, estimated, retries = _NO_USAGE, False, self._client.max_retries
         for retry in range(retries + 1):
             try:
-                response = await self._streamed(params, handed)
+                response = await attempt(handed)
             except ModelError as exc:
                 usage, guessed = self._failed_usage(request, exc)
                 spent, estimated = spent + usage, estimated or guessed

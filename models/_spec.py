@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, TypedDict
 
 from regiment.errors import ConfigError
 from regiment.models._protocol import Model
@@ -21,6 +21,29 @@ _FORMS = (
     "(e.g. 'openai:gpt-4.1'), 'openai-compatible:<model id>' (a Chat Completions server "
     "at a base URL) or 'scripted'"
 )
+
+
+class _Options(TypedDict, total=False):
+    timeout: float
+    max_retries: int
+    stream: bool
+
+
+def _given(timeout: float | None, max_retries: int | None, stream: bool | None) -> _Options:
+    """The options a caller gave (``None``: the model's default)."""
+    options: _Options = {}
+    if timeout is not None:
+        options["timeout"] = timeout
+    if max_retries is not None:
+        options["max_retries"] = max_retries
+    if stream is not None:
+        options["stream"] = stream
+    return options
+
+
+def _claudes_only(provider: Provider, max_continuations: int | None, where: str) -> None:
+    if max_continuations is not None and provider != "anthropic":
+        raise ConfigError(f"{where}: max_continuations applies to 'anthropic:' models only")
 
 
 def parse_model_spec(spec: str, *, where: str = "model") -> tuple[Provider, str]:
@@ -51,6 +74,10 @@ def model_from_spec(
     settings: ModelSettings | None = None,
     script: ScriptFunction | None = None,
     environ: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+    stream: bool | None = None,
+    max_continuations: int | None = None,
 ) -> Model:
     """The model a spec names, ready to call.
 
@@ -62,22 +89,30 @@ def model_from_spec(
         settings: settings for every call of the model.
         script: the function a ``"scripted"`` spec answers with.
         environ: the environment to read ``OPENAI_BASE_URL`` from (default: ``os.environ``).
+        timeout, max_retries, stream, max_continuations: the model's (``None``: its default).
 
     Raises:
-        regiment.errors.ConfigError: a bad spec, ``"scripted"`` without a
-            script, ``openai-compatible`` without a base URL, missing
+        regiment.errors.ConfigError: a bad spec, ``"scripted"`` without a script (or
+            with options), ``openai-compatible`` without a base URL, missing
             credentials, or an SDK that is not installed.
     """
     provider, model_id = parse_model_spec(spec, where=where)
+    options = _given(timeout, max_retries, stream)
+    _claudes_only(provider, max_continuations, where)
     match provider:
         case "scripted":
             if script is None:
                 raise ConfigError(f"{where}: 'scripted' needs a script function (a brain)")
+            if options:  # the options a provider's model is made with
+                raise ConfigError(f"{where}: a scripted model takes no {', '.join(options)}")
             return ScriptedModel(script)
         case "anthropic":
-            from regiment.models._anthropic import AnthropicModel
+            from regiment.models._anthropic import DEFAULT_CONTINUATIONS, AnthropicModel
 
-            return AnthropicModel(model_id, base_url=base_url, settings=settings)
+            most = DEFAULT_CONTINUATIONS if max_continuations is None else max_continuations
+            return AnthropicModel(
+                model_id, base_url=base_url, settings=settings, max_continuations=most, **options
+            )
         case "openai" | "openai-compatible":
             from regiment.models._openai import OpenAIModel
 
@@ -88,4 +123,6 @@ def model_from_spec(
                     f"{where}: {spec!r} needs the server's base URL (e.g. "
                     "'http://localhost:11434/v1' for Ollama); give base_url or set OPENAI_BASE_URL"
                 )
-            return OpenAIModel(model_id, base_url=url, settings=settings, compatible=compatible)
+            return OpenAIModel(
+                model_id, base_url=url, settings=settings, compatible=compatible, **options
+            )

@@ -27,9 +27,10 @@ from regiment.telemetry import Telemetry
 
 from ..hierarchy.brains import plan_json
 from .messages_api import Block, error, message
-from .standin import Collected, Reply, StandIn, serve
+from .standin import Collected, Reply, StandIn, half_read_body, serve
+from .wires import WIRES
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, half_read_body]
 
 SEARCH: Block = {
     "type": "server_tool_use",
@@ -146,6 +147,29 @@ async def test_a_failed_continuation_is_charged_the_legs_before_it(api: StandIn)
         with pytest.raises(ModelAPIError, match="bad continuation") as caught:
             await model.complete(ask())
     assert caught.value.usage == Usage(input_tokens=100, output_tokens=20)
+
+
+@pytest.mark.parametrize("streamed", [True, False], ids=["stream", "complete"])
+async def test_a_continuation_that_fails_transiently_is_made_again_alone(
+    api: StandIn, streamed: bool
+) -> None:
+    """The whole turn was made again, from its first leg: the paused leg's server tools
+    ran (and were billed) twice, and a stream() whose first leg was out failed outright."""
+    answer = message([{"type": "text", "text": "Snow in Oslo."}])
+    overloaded = WIRES["anthropic"].failing(answer, 2, "overloaded_error")  # after message_start
+    api.queue(paused(), overloaded, answer)
+    pieces = Collected()
+    async with AnthropicModel(
+        "claude-test-1", api_key="k", base_url=api.base_url, max_retries=1
+    ) as model:
+        response = await (model.stream(ask(), pieces) if streamed else model.complete(ask()))
+    assert response.text == "Searching the web.Snow in Oslo."
+    first, failed, again = (r.body["messages"] for r in api.requests)
+    assert again == failed  # the continuation again, with the paused content as before
+    assert again[-1]["role"] == "assistant"
+    assert len(again) == len(first) + 1
+    # the paused leg (100 in, 20 out), the failed one (11 in, 1 out), the last (11, 7)
+    assert response.usage == Usage(input_tokens=122, output_tokens=28)
 
 
 async def test_a_team_worker_gets_the_whole_turn_not_the_paused_part(api: StandIn) -> None:

@@ -208,6 +208,23 @@ async def test_unparseable_tool_arguments_go_back_to_the_model(api: StandIn, raw
     assert response.tool_calls[0].arguments == {"_unparsed_arguments": raw}
 
 
+async def test_unparseable_tool_arguments_are_sent_back_as_the_model_wrote_them(
+    api: StandIn,
+) -> None:
+    # They went back wrapped as {"_unparsed_arguments": ...}, a key the model never wrote.
+    raw = "{city: Oslo"
+    api.queue(completion(None, ("call_9", "get_weather", raw), finish="tool_calls"))
+    api.queue(completion("Sorry."))
+    first = ask(tools=(WEATHER,))
+    async with model_for(api) as model:
+        response = await model.complete(first)
+        result = ToolResultPart(call_id="call_9", content="not JSON", is_error=True)
+        messages = (*first.messages, response.to_message(), Message.tool_results((result,)))
+        await model.complete(ModelRequest(messages=messages, tools=(WEATHER,)))
+    (call,) = api.requests[1].body["messages"][1]["tool_calls"]
+    assert call["function"] == {"name": "get_weather", "arguments": raw}
+
+
 async def test_an_error_status_after_retries_is_translated(api: StandIn) -> None:
     api.queue(error(400, "invalid_request_error", "max_completion_tokens is too large"))
     async with model_for(api) as model:

@@ -16,11 +16,13 @@ import pytest
 from anyio.abc import SocketAttribute
 
 from regiment._json import JsonObject
-from regiment.errors import ModelAPIError, ModelConnectionError
+from regiment.errors import ConfigError, ModelAPIError, ModelConnectionError
 from regiment.models import (
+    AnthropicModel,
     Message,
     ModelRequest,
     ModelSettings,
+    OpenAIModel,
     StreamingModel,
     TextPartDelta,
     ToolCallPartDelta,
@@ -140,6 +142,36 @@ async def test_cancellation_is_not_translated(wire: Wire, api: StandIn, stream: 
 def test_every_provider_is_a_streaming_model(wire: Wire) -> None:
     standin = StandIn(base_url="http://127.0.0.1:9", no_reply=wire.no_reply)
     assert isinstance(wire.make(standin, True, 0), StreamingModel)
+
+
+@pytest.mark.parametrize("address", ["localhost:11434/v1", "127.0.0.1:8000", "http//localhost/v1"])
+def test_a_base_url_that_is_no_web_address_is_a_config_error(wire: Wire, address: str) -> None:
+    # The SDKs took it, and every call then failed to connect ("UnsupportedProtocol").
+    standin = StandIn(base_url=address, no_reply=wire.no_reply)
+    with pytest.raises(ConfigError) as caught:
+        wire.make(standin, True, 0)
+    assert "is not an http:// or https:// address" in str(caught.value)
+    assert "_BASE_URL" in str(caught.value)  # where else it may have come from
+
+
+@pytest.mark.parametrize("provider", [AnthropicModel, OpenAIModel])
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        # AnthropicModel failed every call with AssertionError('unreachable'), OpenAIModel
+        # raised the SDK's bare ValueError
+        ({"max_retries": -1}, "max_retries must be a whole number >= 0"),
+        # every call "did not answer in time after 2 retries"; NaN: a bare ValueError
+        ({"timeout": 0}, "timeout must be a finite number of seconds > 0"),
+        ({"timeout": -1.5}, "timeout must be a finite number of seconds > 0"),
+        ({"timeout": float("nan")}, "timeout must be a finite number of seconds > 0"),
+    ],
+)
+def test_a_timeout_or_retry_count_no_call_can_use_is_a_config_error(
+    provider: type[AnthropicModel | OpenAIModel], options: dict[str, float], said: str
+) -> None:
+    with pytest.raises(ConfigError, match=said):
+        provider("m", api_key="k", base_url="http://127.0.0.1:9", **options)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "plain"])
