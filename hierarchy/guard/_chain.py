@@ -14,6 +14,7 @@ from regiment._stray import stray, stray_reason
 from regiment.errors import BudgetExceeded
 from regiment.hierarchy.guard._judge import Spend, spending
 from regiment.hierarchy.guard._note import GuardNote
+from regiment.hierarchy.guard._rewrites import checked_rewrite
 from regiment.hierarchy.guard._types import KINDS, Guardrail, Outcome, Pass, Rewrite, Trip
 from regiment.models import ModelResponse
 from regiment.telemetry import Telemetry, error_type, mark_error, redact
@@ -89,14 +90,14 @@ async def _run(
                 case Pass():
                     span.set_attribute(sc.REGIMENT_GUARDRAIL_OUTCOME, "pass")
                 case Rewrite(subject=new):
-                    if type(new) is not type(subject):
-                        outcome = Trip(
-                            f"rewrote a {type(subject).__name__} into a {type(new).__name__}"
-                        )
+                    usable = checked_rewrite(subject, new)
+                    if isinstance(usable, str):  # a bug in the guard: it fails closed
+                        _log.warning("guardrail %s %s", guard.name, usable)
+                        outcome = Trip(usable)
                     else:
                         span.set_attribute(sc.REGIMENT_GUARDRAIL_OUTCOME, "rewrite")
                         notes.append(_note(guard, kind, "rewrote", "", where))
-                        subject = new
+                        subject = usable  # type: ignore[assignment]
             if isinstance(outcome, Trip):
                 span.set_attribute(sc.REGIMENT_GUARDRAIL_OUTCOME, "trip")
                 if telemetry.capture_content:  # content: redacted and cut as all of it is
