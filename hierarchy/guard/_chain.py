@@ -10,6 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar, final
 
+import anyio
+import anyio.to_thread
+
 from regiment._stray import stray, stray_reason
 from regiment.errors import BudgetExceeded
 from regiment.hierarchy.guard._judge import Spend, spending
@@ -125,7 +128,10 @@ async def _judge(guard: Guardrail, subject: object, span: Span, capture: bool) -
     """What ``guard`` says of ``subject``; a guard that raised trips, and its span is then
     marked ERROR with the exception's type (the guard failed, it did not judge)."""
     try:
-        outcome: object = guard.check(subject)
+        if guard._in_thread:
+            outcome: object = await _in_thread(guard, subject)
+        else:
+            outcome = guard.check(subject)
         if inspect.isawaitable(outcome):
             outcome = await outcome
     except BudgetExceeded as exc:  # a judge call the budget refused: say why
@@ -142,6 +148,34 @@ async def _judge(guard: Guardrail, subject: object, span: Span, capture: bool) -
     if not isinstance(outcome, Pass | Rewrite | Trip):
         return Trip(f"returned {type(outcome).__name__}, not Pass, Rewrite or Trip")
     return outcome
+
+
+class _Carried(Exception):
+    """A ``BaseException`` a sync guard raised in its thread, carried to the chain's task
+    (a ``GeneratorExit`` set on the thread's future as it is would close the task)."""
+
+    def __init__(self, raised: BaseException) -> None:
+        super().__init__()
+        self.raised = raised
+
+
+async def _in_thread(guard: Guardrail, subject: object) -> object:
+    """``guard.check(subject)`` in a worker thread: a guard that blocks holds no other
+    step or run up, and a cancel (the run's, the step's timeout) does not wait for it
+    (Python cannot stop the thread: it runs to its end unseen)."""
+
+    def check() -> object:
+        try:
+            return guard.check(subject)
+        except Exception:
+            raise
+        except BaseException as exc:
+            raise _Carried(exc) from None
+
+    try:
+        return await anyio.to_thread.run_sync(check, abandon_on_cancel=True)
+    except _Carried as carried:
+        raise carried.raised from None
 
 
 def _note(guard: Guardrail, kind: str, outcome: str, reason: str, where: Where) -> GuardNote:

@@ -88,6 +88,7 @@ def make_team(
     team_guards: list[GuardLike] | None = None,
     worker_guards: list[GuardLike] | None = None,
     tool_guards: dict[str, list[GuardLike]] | None = None,
+    step_timeout: float | None = None,
 ) -> Team:
     model = ScriptedModel(brain)
     worker = Worker(
@@ -97,6 +98,7 @@ def make_team(
         tools=till.tools(),  # type: ignore[arg-type]
         guardrails=worker_guards or [],
         tool_guardrails=tool_guards or {},
+        **({} if step_timeout is None else {"step_timeout": step_timeout}),  # type: ignore[arg-type]
     )
     return Team(
         name="t",
