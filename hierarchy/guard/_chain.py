@@ -110,9 +110,9 @@ async def _run(
                     span.set_attribute(sc.REGIMENT_GUARDRAIL_REASON_LENGTH, len(outcome.reason))
                 notes.append(_note(guard, kind, "tripped", outcome.reason, where))
                 _log.info(
-                    "guardrail %s tripped on a %s: %s",
+                    "guardrail %s tripped on the %s: %s",
                     guard.name,
-                    kind,
+                    kind.replace("_", " "),
                     outcome.reason,
                     extra={
                         "guardrail": guard.name,

@@ -19,6 +19,7 @@ import msgspec
 from regiment.actors import ActorContext
 from regiment.errors import GuardrailError, PlanError
 from regiment.hierarchy._critic import Critic
+from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.events import Event, GuardrailRewrote, GuardrailTripped
@@ -55,6 +56,7 @@ class RunGuards:
     trace: RunTrace
     goal: str
     log: GuardLog
+    run_id: str = ""  # what the guards' log records carry (see ``log_context``)
     answer_retried: bool = False
     _token: int = 0
     _scope: anyio.CancelScope | None = None
@@ -116,7 +118,7 @@ class RunGuards:
         token: int,
         scope: anyio.CancelScope,
     ) -> None:
-        with scope:
+        with scope, log_context(self.run_id):
             with self.trace.in_run():
                 checked: Checked[PlanSubject | AnswerSubject] = await run_chain(
                     chain, subject, self.trace.telemetry, self.log.notes, where
