@@ -38,6 +38,7 @@ from regiment.hierarchy.plan._validate import validate_plan
 from regiment.hierarchy.run._changes import PlanAdopted
 from regiment.hierarchy.run._messages import GuardJudged, PlannerMessage
 from regiment.hierarchy.run._phase import Planning
+from regiment.hierarchy.run._structured import AnswerShape
 from regiment.hierarchy.run._trace import RunTrace
 from regiment.models import Message, ModelRequest
 
@@ -57,6 +58,7 @@ class RunGuards:
     goal: str
     log: GuardLog
     run_id: str = ""  # what the guards' log records carry (see ``log_context``)
+    shape: AnswerShape | None = None  # a structured answer: a rewrite must still fit it
     answer_retried: bool = False
     _token: int = 0
     _scope: anyio.CancelScope | None = None
@@ -123,8 +125,30 @@ class RunGuards:
                 checked: Checked[PlanSubject | AnswerSubject] = await run_chain(
                     chain, subject, self.trace.telemetry, self.log.notes, where
                 )
+            if isinstance(subject, AnswerSubject) and checked.subject is not subject:
+                checked = self._fitted(checked, where)
             self.log.charge("planner" if adopted is not None else "synthesizer", checked)
             await ctx.self_ref.send(GuardJudged(token, checked, adopted))
+
+    def _fitted(self, checked: Checked[Any], where: Where) -> Checked[Any]:
+        """A rewritten answer, held to the team's ``output_type`` as the synthesizer's is:
+        one that no longer validates trips on the guard that last rewrote it."""
+        problem = None if self.shape is None else self.shape.problem(checked.subject.text)
+        if problem is None:
+            return checked
+        name = next(n.guardrail for n in reversed(self.log.notes) if n.outcome == "rewrote" and n.subject == "answer")
+        guard = next(g for g in reversed(self.answer) if g.name == name)
+        reason = f"rewrote the answer into one that does not validate against {problem}"
+        self.log.notes.append(
+            GuardNote(
+                guardrail=name,
+                subject="answer",
+                outcome="tripped",
+                reason=reason,
+                role="synthesizer",
+            )
+        )
+        return Checked(checked.subject, guard, reason, checked.spent)
 
 
 _CALL_KINDS = frozenset({"model_request", "model_reply", "tool_call", "tool_result"})
