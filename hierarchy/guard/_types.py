@@ -219,7 +219,18 @@ GuardLike: TypeAlias = Guardrail | Callable[..., Any]
 def guardrail(
     kind: SubjectKind, *, name: str = "", on_trip: OnTrip = "fail_step"
 ) -> Callable[[Check], Guardrail]:
-    """Decorate a check as a :class:`Guardrail` over ``kind``."""
+    """Decorate a check as a :class:`Guardrail` over ``kind``.
+
+    Raises:
+        ConfigError: ``kind`` is not a kind of subject: ``@guardrail`` written without
+            its kind would otherwise turn the check into this decorator.
+    """
+    if callable(kind):
+        raise ConfigError(
+            f"@guardrail needs the kind of subject first: write @guardrail('answer') (or "
+            f"another kind, with on_trip=... if wanted) above {_name(kind)!r}, or leave the "
+            "decorator off if its parameter is annotated with a subject type"
+        )
 
     def wrap(check: Check) -> Guardrail:
         return Guardrail(check, kind, name=name, on_trip=on_trip)

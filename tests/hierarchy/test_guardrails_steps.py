@@ -333,6 +333,15 @@ def test_a_callable_without_a_subject_annotation_is_a_config_error() -> None:
         Guardrail(no_refunds, "tool_call", on_trip="ignore")  # type: ignore[arg-type]
 
 
+def test_guardrail_written_without_its_kind_says_so() -> None:
+    # It made the check into the decorator's own inner function, refused later as
+    # "guardrail 'wrap': cannot tell which subject it checks", the check's name gone.
+    with pytest.raises(
+        ConfigError, match=r"@guardrail needs the kind of subject first: .*'no_refunds'"
+    ):
+        guardrail(no_refunds)  # type: ignore[arg-type]
+
+
 def test_tool_guardrails_must_name_a_tool_of_the_worker() -> None:
     with pytest.raises(ConfigError, match="names tool 'refund', which it does not have"):
         make_team(Till(), brain(), tool_guards={"refund": [no_refunds]})
