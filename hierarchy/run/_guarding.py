@@ -136,7 +136,11 @@ class RunGuards:
         problem = None if self.shape is None else self.shape.problem(checked.subject.text)
         if problem is None:
             return checked
-        name = next(n.guardrail for n in reversed(self.log.notes) if n.outcome == "rewrote" and n.subject == "answer")
+        name = next(
+            n.guardrail
+            for n in reversed(self.log.notes)
+            if n.outcome == "rewrote" and n.subject == "answer"
+        )
         guard = next(g for g in reversed(self.answer) if g.name == name)
         reason = f"rewrote the answer into one that does not validate against {problem}"
         self.log.notes.append(
