@@ -126,21 +126,18 @@ class RunGuards:
                     chain, subject, self.trace.telemetry, self.log.notes, where
                 )
             if isinstance(subject, AnswerSubject) and checked.subject is not subject:
-                checked = self._fitted(checked, where)
+                checked = self._fitted(checked)
             self.log.charge("planner" if adopted is not None else "synthesizer", checked)
             await ctx.self_ref.send(GuardJudged(token, checked, adopted))
 
-    def _fitted(self, checked: Checked[Any], where: Where) -> Checked[Any]:
+    def _fitted(self, checked: Checked[Any]) -> Checked[Any]:
         """A rewritten answer, held to the team's ``output_type`` as the synthesizer's is:
         one that no longer validates trips on the guard that last rewrote it."""
         problem = None if self.shape is None else self.shape.problem(checked.subject.text)
         if problem is None:
             return checked
-        name = next(
-            n.guardrail
-            for n in reversed(self.log.notes)
-            if n.outcome == "rewrote" and n.subject == "answer"
-        )
+        rewrote = [n for n in self.log.notes if n.outcome == "rewrote" and n.subject == "answer"]
+        name = rewrote[-1].guardrail if rewrote else self.answer[-1].name
         guard = next(g for g in reversed(self.answer) if g.name == name)
         reason = f"rewrote the answer into one that does not validate against {problem}"
         self.log.notes.append(
