@@ -145,14 +145,15 @@ def _import_module(name: str, spec: str, where: str) -> ModuleType:
 
 
 def _offered(target: object) -> list[str]:
-    """Public tools, functions and classes defined in ``target``, the likely meant names."""
+    """Public tools, guardrails, functions and classes defined in ``target``, the likely
+    meant names (a ``Guardrail`` made with ``guardrail()`` or a built-in is no function)."""
     home = getattr(target, "__name__", None)
     names = []
     for name, value in vars(target).items() if hasattr(target, "__dict__") else ():
         if name.startswith("_"):
             continue
         own = getattr(value, "__module__", None) == home
-        if isinstance(value, Tool) or (own and callable(value)):
+        if isinstance(value, Tool | Guardrail) or (own and callable(value)):
             names.append(name)
     return sorted(names)
 

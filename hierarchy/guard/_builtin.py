@@ -22,6 +22,7 @@ from regiment.hierarchy.guard._types import (
     Rewrite,
     ToolResultSubject,
     Trip,
+    inline,
 )
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.models import Message, TextPart, ToolResultPart
@@ -81,7 +82,7 @@ def redact_pii(
             return Pass()
         return Rewrite(dataclasses.replace(subject, system=system, messages=messages))
 
-    return Guardrail(check, "model_request", name=name)
+    return Guardrail(inline(check), "model_request", name=name)
 
 
 def _clean_message(message: Message, clean: Any) -> Message:
@@ -127,7 +128,7 @@ def max_length(
         size = len(_text_of(subject))
         return Pass() if size <= limit else Trip(f"{size} characters, over the limit of {limit}")
 
-    return Guardrail(check, kind, name=name, on_trip=on_trip)
+    return Guardrail(inline(check), kind, name=name, on_trip=on_trip)
 
 
 def _mentions(step: PlanStep, words: Iterable[str]) -> bool:
@@ -167,7 +168,7 @@ def requires_step_before(
                 )
         return Pass()
 
-    return Guardrail(check, "plan", name=name or f"{tool}_requires_{first}")
+    return Guardrail(inline(check), "plan", name=name or f"{tool}_requires_{first}")
 
 
 def _after(step: PlanStep, by_id: Mapping[str, PlanStep], words: tuple[str, ...]) -> bool:
@@ -221,4 +222,4 @@ def tool_result_schema(
             f"{subject.tool} returned data that does not match its schema at {where}: {error.message}"
         )
 
-    return Guardrail(check, "tool_result", name=name, on_trip=on_trip)
+    return Guardrail(inline(check), "tool_result", name=name, on_trip=on_trip)

@@ -10,10 +10,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar, final
 
+import anyio
+import anyio.to_thread
+
 from regiment._stray import stray, stray_reason
 from regiment.errors import BudgetExceeded
 from regiment.hierarchy.guard._judge import Spend, spending
 from regiment.hierarchy.guard._note import GuardNote
+from regiment.hierarchy.guard._rewrites import checked_rewrite
 from regiment.hierarchy.guard._types import KINDS, Guardrail, Outcome, Pass, Rewrite, Trip
 from regiment.models import ModelResponse
 from regiment.telemetry import Telemetry, error_type, mark_error, redact
@@ -89,14 +93,14 @@ async def _run(
                 case Pass():
                     span.set_attribute(sc.REGIMENT_GUARDRAIL_OUTCOME, "pass")
                 case Rewrite(subject=new):
-                    if type(new) is not type(subject):
-                        outcome = Trip(
-                            f"rewrote a {type(subject).__name__} into a {type(new).__name__}"
-                        )
+                    usable = checked_rewrite(subject, new)
+                    if isinstance(usable, str):  # a bug in the guard: it fails closed
+                        _log.warning("guardrail %s %s", guard.name, usable)
+                        outcome = Trip(usable)
                     else:
                         span.set_attribute(sc.REGIMENT_GUARDRAIL_OUTCOME, "rewrite")
                         notes.append(_note(guard, kind, "rewrote", "", where))
-                        subject = new
+                        subject = usable  # type: ignore[assignment]
             if isinstance(outcome, Trip):
                 span.set_attribute(sc.REGIMENT_GUARDRAIL_OUTCOME, "trip")
                 if telemetry.capture_content:  # content: redacted and cut as all of it is
@@ -106,9 +110,9 @@ async def _run(
                     span.set_attribute(sc.REGIMENT_GUARDRAIL_REASON_LENGTH, len(outcome.reason))
                 notes.append(_note(guard, kind, "tripped", outcome.reason, where))
                 _log.info(
-                    "guardrail %s tripped on a %s: %s",
+                    "guardrail %s tripped on the %s: %s",
                     guard.name,
-                    kind,
+                    kind.replace("_", " "),
                     outcome.reason,
                     extra={
                         "guardrail": guard.name,
@@ -124,7 +128,10 @@ async def _judge(guard: Guardrail, subject: object, span: Span, capture: bool) -
     """What ``guard`` says of ``subject``; a guard that raised trips, and its span is then
     marked ERROR with the exception's type (the guard failed, it did not judge)."""
     try:
-        outcome: object = guard.check(subject)
+        if guard._in_thread:
+            outcome: object = await _in_thread(guard, subject)
+        else:
+            outcome = guard.check(subject)
         if inspect.isawaitable(outcome):
             outcome = await outcome
     except BudgetExceeded as exc:  # a judge call the budget refused: say why
@@ -141,6 +148,34 @@ async def _judge(guard: Guardrail, subject: object, span: Span, capture: bool) -
     if not isinstance(outcome, Pass | Rewrite | Trip):
         return Trip(f"returned {type(outcome).__name__}, not Pass, Rewrite or Trip")
     return outcome
+
+
+class _Carried(Exception):
+    """A ``BaseException`` a sync guard raised in its thread, carried to the chain's task
+    (a ``GeneratorExit`` set on the thread's future as it is would close the task)."""
+
+    def __init__(self, raised: BaseException) -> None:
+        super().__init__()
+        self.raised = raised
+
+
+async def _in_thread(guard: Guardrail, subject: object) -> object:
+    """``guard.check(subject)`` in a worker thread: a guard that blocks holds no other
+    step or run up, and a cancel (the run's, the step's timeout) does not wait for it
+    (Python cannot stop the thread: it runs to its end unseen)."""
+
+    def check() -> object:
+        try:
+            return guard.check(subject)
+        except Exception:
+            raise
+        except BaseException as exc:
+            raise _Carried(exc) from None
+
+    try:
+        return await anyio.to_thread.run_sync(check, abandon_on_cancel=True)
+    except _Carried as carried:
+        raise carried.raised from None
 
 
 def _note(guard: Guardrail, kind: str, outcome: str, reason: str, where: Where) -> GuardNote:

@@ -157,6 +157,13 @@ KINDS: dict[type[Any], SubjectKind] = {
     AnswerSubject: "answer",
 }
 Check: TypeAlias = Callable[[Any], Outcome | Awaitable[Outcome]]
+INLINE = "_regiment_inline"  # set on a sync check that is quick enough for the event loop
+
+
+def inline(check: Check) -> Check:
+    """``check``, marked to run in the event loop (the built-ins: they never block)."""
+    setattr(check, INLINE, True)
+    return check
 
 
 @final
@@ -183,7 +190,7 @@ class Guardrail:
     name: str = ""
     on_trip: OnTrip = "fail_step"
     source: str = field(default="", compare=False, repr=False)
-    _is_async: bool = field(default=False, init=False, repr=False, compare=False)
+    _in_thread: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS.values():
@@ -196,7 +203,14 @@ class Guardrail:
             )
         if not self.name:
             object.__setattr__(self, "name", _name(self.check))
-        object.__setattr__(self, "_is_async", inspect.iscoroutinefunction(self.check))
+        # A plain function may block (a moderation service called over HTTP): it runs in
+        # a worker thread, as a sync tool does; the built-ins, quick and pure, need not.
+        check = self.check
+        is_async = inspect.iscoroutinefunction(check) or inspect.iscoroutinefunction(
+            getattr(check, "__call__", None)  # noqa: B004 - an object with an async __call__
+        )
+        in_thread = not is_async and not getattr(check, INLINE, False)
+        object.__setattr__(self, "_in_thread", in_thread)
 
 
 GuardLike: TypeAlias = Guardrail | Callable[..., Any]
@@ -205,7 +219,18 @@ GuardLike: TypeAlias = Guardrail | Callable[..., Any]
 def guardrail(
     kind: SubjectKind, *, name: str = "", on_trip: OnTrip = "fail_step"
 ) -> Callable[[Check], Guardrail]:
-    """Decorate a check as a :class:`Guardrail` over ``kind``."""
+    """Decorate a check as a :class:`Guardrail` over ``kind``.
+
+    Raises:
+        ConfigError: ``kind`` is not a kind of subject: ``@guardrail`` written without
+            its kind would otherwise turn the check into this decorator.
+    """
+    if callable(kind):
+        raise ConfigError(
+            f"@guardrail needs the kind of subject first: write @guardrail('answer') (or "
+            f"another kind, with on_trip=... if wanted) above {_name(kind)!r}, or leave the "
+            "decorator off if its parameter is annotated with a subject type"
+        )
 
     def wrap(check: Check) -> Guardrail:
         return Guardrail(check, kind, name=name, on_trip=on_trip)

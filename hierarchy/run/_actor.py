@@ -107,7 +107,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
         self._book = book = RunBook(run_id, goal, team, channel, trace, dispatcher)
         # what its steps draw on when their shares run short
         channel.fence.top_ups.wire(book.spending.ledger, run_id, dispatcher.unsent, book.emit)
-        self._guards = RunGuards(*team.outcome_guards, trace, goal, GuardLog())
+        self._guards = RunGuards(*team.outcome_guards, trace, goal, GuardLog(), run_id, team.output)
         lender = channel.lender or channel.supervisor  # who runs the calls: not the planner
         replayed, log = self._journal.replayed, self._guards.log
         self._calls = PhaseCalls(team, trace, run_id, replayed, channel, log, lender)

@@ -19,6 +19,7 @@ import msgspec
 from regiment.actors import ActorContext
 from regiment.errors import GuardrailError, PlanError
 from regiment.hierarchy._critic import Critic
+from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.events import Event, GuardrailRewrote, GuardrailTripped
@@ -37,6 +38,7 @@ from regiment.hierarchy.plan._validate import validate_plan
 from regiment.hierarchy.run._changes import PlanAdopted
 from regiment.hierarchy.run._messages import GuardJudged, PlannerMessage
 from regiment.hierarchy.run._phase import Planning
+from regiment.hierarchy.run._structured import AnswerShape
 from regiment.hierarchy.run._trace import RunTrace
 from regiment.models import Message, ModelRequest
 
@@ -55,6 +57,8 @@ class RunGuards:
     trace: RunTrace
     goal: str
     log: GuardLog
+    run_id: str = ""  # what the guards' log records carry (see ``log_context``)
+    shape: AnswerShape | None = None  # a structured answer: a rewrite must still fit it
     answer_retried: bool = False
     _token: int = 0
     _scope: anyio.CancelScope | None = None
@@ -116,13 +120,36 @@ class RunGuards:
         token: int,
         scope: anyio.CancelScope,
     ) -> None:
-        with scope:
+        with scope, log_context(self.run_id):
             with self.trace.in_run():
                 checked: Checked[PlanSubject | AnswerSubject] = await run_chain(
                     chain, subject, self.trace.telemetry, self.log.notes, where
                 )
+            if isinstance(subject, AnswerSubject) and checked.subject is not subject:
+                checked = self._fitted(checked)
             self.log.charge("planner" if adopted is not None else "synthesizer", checked)
             await ctx.self_ref.send(GuardJudged(token, checked, adopted))
+
+    def _fitted(self, checked: Checked[Any]) -> Checked[Any]:
+        """A rewritten answer, held to the team's ``output_type`` as the synthesizer's is:
+        one that no longer validates trips on the guard that last rewrote it."""
+        problem = None if self.shape is None else self.shape.problem(checked.subject.text)
+        if problem is None:
+            return checked
+        rewrote = [n for n in self.log.notes if n.outcome == "rewrote" and n.subject == "answer"]
+        name = rewrote[-1].guardrail if rewrote else self.answer[-1].name
+        guard = next(g for g in reversed(self.answer) if g.name == name)
+        reason = f"rewrote the answer into one that does not validate against {problem}"
+        self.log.notes.append(
+            GuardNote(
+                guardrail=name,
+                subject="answer",
+                outcome="tripped",
+                reason=reason,
+                role="synthesizer",
+            )
+        )
+        return Checked(checked.subject, guard, reason, checked.spent)
 
 
 _CALL_KINDS = frozenset({"model_request", "model_reply", "tool_call", "tool_result"})

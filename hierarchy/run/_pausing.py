@@ -7,6 +7,7 @@ actor stays a router: the changes still go through its one door, ``_record``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection
 from typing import assert_never
 
@@ -22,6 +23,7 @@ from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import ApprovalAnswered, ApprovalAsked, RunChange
 from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.run._guarding import RunGuards
 from regiment.hierarchy.run._phase import (
     Done,
     Ending,
@@ -35,12 +37,15 @@ from regiment.tools import Deny
 
 __all__ = ("PausesForApprovals",)
 
+_log = logging.getLogger("regiment.guardrail")
+
 
 class PausesForApprovals:
     """The planner actor's approval handling (mixed into ``PlannerActor``)."""
 
     _phase: Phase
     _book: RunBook
+    _guards: RunGuards
 
     def _record(self, change: RunChange) -> None:
         raise NotImplementedError  # PlannerActor's
@@ -170,4 +175,22 @@ class PausesForApprovals:
             if not pending:  # a nested run: its calls' requests are the top run's
                 return "paused: the run it serves waits for approval(s)", "paused"
             return f"paused: {pending} approval(s) pending", "paused"
+        if self._guards.answer:  # nothing synthesized for them to judge: fail closed
+            return self._withheld(), "partial"
         return self._book.partial_answer(), "partial"
+
+    def _withheld(self) -> str:
+        """The answer of a partial run whose team has answer guards: the committed
+        outputs would go out unjudged, so the answer says where they are instead."""
+        book = self._book
+        _log.info(
+            "run %s ends partial: its answer is withheld, as no answer was synthesized "
+            "for the answer guardrails to judge",
+            book.run_id,
+            extra={"run_id": book.run_id},
+        )
+        return (
+            f"Partial result (budget exhausted: {book.spending.exhausted or ''}): withheld, "
+            "as the team's answer guardrails could not judge it (no answer was synthesized); "
+            "the committed steps' outputs are in RunResult.steps"
+        )

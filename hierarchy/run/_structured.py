@@ -91,11 +91,23 @@ class AnswerShape:
         """The model's qualified name, for messages."""
         return f"{self.kind.__module__}.{self.kind.__qualname__}"
 
+    def problem(self, text: str) -> str | None:
+        """What keeps ``text`` from validating as this shape's type (``"Reply: ..."``),
+        or ``None`` when it validates."""
+        from pydantic import ValidationError
+
+        try:
+            _validated(self, text)
+        except ValidationError as exc:
+            return f"{self.kind.__name__}: {exc}"
+        return None
+
     def attach(self, result: RunResult) -> RunResult:
         """``result`` with its ``output``: the completed answer, validated.
 
-        An answer guard may have edited the validated JSON; an edit that no longer
-        validates leaves ``output`` empty (and is logged), the answer stays as edited.
+        An answer guard's edit is held to the type before it is taken (``RunGuards``);
+        an answer that no longer validates all the same leaves ``output`` empty (and is
+        logged), the answer stays as it is.
         """
         from pydantic import ValidationError
 

@@ -44,10 +44,20 @@ class SiblingCalls:
     async def run_all(
         self, call: Callable[[int, ToolCallPart], Awaitable[None]], parts: Sequence[ToolCallPart]
     ) -> None:
-        """``call(index, part)`` for each of ``parts``, at once (each with :meth:`run`)."""
-        async with anyio.create_task_group() as tg:
-            for index, part in enumerate(parts):
-                tg.start_soon(self.run, call, index, part)
+        """``call(index, part)`` for each of ``parts``, at once (each with :meth:`run`).
+
+        Raises:
+            Exception: the first failure of a call that failed its step (a guard's
+                ``GuardrailError``, say), as one call alone raises it, not wrapped in an
+                ``ExceptionGroup`` that names none of it; a group holding a cancellation
+                or another ``BaseException`` passes on as it is.
+        """
+        try:
+            async with anyio.create_task_group() as tg:
+                for index, part in enumerate(parts):
+                    tg.start_soon(self.run, call, index, part)
+        except ExceptionGroup as group:
+            raise _first(group) from None
 
     async def run(
         self, call: Callable[[int, ToolCallPart], Awaitable[None]], index: int, part: ToolCallPart
@@ -85,3 +95,8 @@ class SiblingCalls:
         changed, self._changed = self._changed, None
         if changed is not None:
             changed.set()
+
+
+def _first(group: BaseExceptionGroup[Exception]) -> Exception:
+    first = group.exceptions[0]
+    return _first(first) if isinstance(first, BaseExceptionGroup) else first

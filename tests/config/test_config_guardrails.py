@@ -113,3 +113,16 @@ def test_a_bad_guardrail_path_names_the_file_and_key(files: Path) -> None:
     path.write_text(TEAM.replace('"file_guards:plan_guard"', '"file_guards:missing"'))
     with pytest.raises(ConfigError, match=r"planner\.guardrails\[0\]: cannot import"):
         load_team(path)
+
+
+def test_a_misspelt_guardrail_path_lists_the_guardrails_the_module_has(files: Path) -> None:
+    # `short` and `critic_guard` are Guardrail objects (a built-in, a decorated function),
+    # no functions: the list said only the plain functions were there.
+    path = files / "team.toml"
+    path.write_text(TEAM.replace('"file_guards:short"', '"file_guards:shrot"'))
+    with pytest.raises(ConfigError) as caught:
+        load_team(path)
+    assert str(caught.value).endswith(
+        "no attribute 'shrot' (it has: answer_guard, critic_guard, plan_guard, short, "
+        "team_guard, tool_guard, vague, worker_guard)"
+    )

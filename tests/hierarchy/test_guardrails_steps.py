@@ -88,6 +88,7 @@ def make_team(
     team_guards: list[GuardLike] | None = None,
     worker_guards: list[GuardLike] | None = None,
     tool_guards: dict[str, list[GuardLike]] | None = None,
+    step_timeout: float | None = None,
 ) -> Team:
     model = ScriptedModel(brain)
     worker = Worker(
@@ -97,6 +98,7 @@ def make_team(
         tools=till.tools(),  # type: ignore[arg-type]
         guardrails=worker_guards or [],
         tool_guardrails=tool_guards or {},
+        **({} if step_timeout is None else {"step_timeout": step_timeout}),  # type: ignore[arg-type]
     )
     return Team(
         name="t",
@@ -329,6 +331,15 @@ def test_a_callable_without_a_subject_annotation_is_a_config_error() -> None:
         make_team(Till(), brain(), worker_guards=[vague])
     with pytest.raises(ConfigError, match="on_trip must be 'fail_step' or 'tell_model'"):
         Guardrail(no_refunds, "tool_call", on_trip="ignore")  # type: ignore[arg-type]
+
+
+def test_guardrail_written_without_its_kind_says_so() -> None:
+    # It made the check into the decorator's own inner function, refused later as
+    # "guardrail 'wrap': cannot tell which subject it checks", the check's name gone.
+    with pytest.raises(
+        ConfigError, match=r"@guardrail needs the kind of subject first: .*'no_refunds'"
+    ):
+        guardrail(no_refunds)  # type: ignore[arg-type]
 
 
 def test_tool_guardrails_must_name_a_tool_of_the_worker() -> None:
