@@ -73,26 +73,40 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     warning: str | None = None
 
 
-class _Reply(msgspec.Struct):
-    passed: bool
-    feedback: str = ""
-    open_questions: list[str] = []
+_WORDS = {"true": True, "false": False, "yes": True, "no": False}
 
 
 def parse_verdict(text: str, *, round: int) -> Verdict | None:
-    """Read a critic reply (JSON, possibly fenced or inside prose); ``None`` if it does not parse."""
+    """Read a critic reply (JSON, possibly fenced or inside prose); ``None`` if it does not parse.
+
+    Only ``passed`` must be clear (``true``/``false``, or those words as a string):
+    a ``"feedback"`` that is ``null`` or a list, or ``"open_questions"`` given as one
+    string, is read as meant, so a critic's plain "no" is never lost to its wording.
+    """
     for candidate in _json_candidates(text):
         try:
-            reply = msgspec.convert(json.loads(candidate), _Reply)
-        except (ValueError, RecursionError, msgspec.ValidationError):  # RecursionError: nested deep
+            reply = json.loads(candidate)
+        except (ValueError, RecursionError):  # RecursionError: nested deep
+            continue
+        passed = reply.get("passed") if isinstance(reply, dict) else None
+        if isinstance(passed, str):
+            passed = _WORDS.get(passed.strip().lower())
+        if not isinstance(passed, bool):
             continue
         return Verdict(
             round=round,
-            passed=reply.passed,
-            feedback=reply.feedback.strip(),
-            open_questions=tuple(q.strip() for q in reply.open_questions if q.strip()),
+            passed=passed,
+            feedback="\n".join(_texts(reply.get("feedback"))),
+            open_questions=_texts(reply.get("open_questions")),
         )
     return None
+
+
+def _texts(value: object) -> tuple[str, ...]:
+    """The non-blank texts in ``value``: a string, a list of them, or ``null``."""
+    items = value if isinstance(value, list) else [value]
+    texts = (i if isinstance(i, str) else json.dumps(i) for i in items if i is not None)
+    return tuple(t.strip() for t in texts if t.strip())
 
 
 def _json_candidates(text: str) -> list[str]:

@@ -201,6 +201,20 @@ async def test_unparseable_critic_is_asked_again_then_taken_as_passed_with_warni
     assert result.rounds == 1
 
 
+async def test_a_plain_no_is_a_no_whatever_the_wording_of_its_other_fields() -> None:
+    # A "passed": false with a null feedback (or a list, or one open question as a
+    # string) did not parse, so after one more such reply the round was taken as passed.
+    plans = [plan_json({"description": d}) for d in ("x", "y", "z")]
+    no = json.dumps({"passed": False, "feedback": None, "open_questions": "is y done?"})
+    listed = json.dumps({"passed": "false", "feedback": ["add y", "cite it"]})
+    brain = CriticBrain(plans, [no, listed, _verdict(True)])
+    result = await _team(brain).run("goal")
+    assert [(v.passed, v.warning) for v in result.verdicts] == [(False, None)] * 2 + [(True, None)]
+    assert result.verdicts[0].open_questions == ("is y done?",)
+    assert result.verdicts[1].feedback == "add y\ncite it"
+    assert (result.rounds, result.status) == (3, "completed")
+
+
 async def test_planner_may_finish_a_round_with_nothing_more_to_do() -> None:
     plans = [plan_json({"description": "x"}), '{"steps": []}']
     brain = CriticBrain(plans, [_verdict(False, "could be better")])
