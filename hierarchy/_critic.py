@@ -11,8 +11,6 @@ verdict, in the events and on the result, so nothing is hidden.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import final
@@ -20,6 +18,7 @@ from typing import final
 import msgspec
 
 from regiment.hierarchy._ranges import model_given
+from regiment.hierarchy._reply_json import json_objects, texts_of
 from regiment.hierarchy.guard._types import GuardLike, as_guardrails
 from regiment.models import Model, ModelSettings
 
@@ -83,34 +82,15 @@ def parse_verdict(text: str, *, round: int) -> Verdict | None:
     a ``"feedback"`` that is ``null`` or a list, or ``"open_questions"`` given as one
     string, is read as meant, so a critic's plain "no" is never lost to its wording.
     """
-    for candidate in _json_candidates(text):
-        try:
-            reply = json.loads(candidate)
-        except (ValueError, RecursionError):  # RecursionError: nested deep
-            continue
-        passed = reply.get("passed") if isinstance(reply, dict) else None
+    for reply in json_objects(text):
+        passed = reply.get("passed")
         if isinstance(passed, str):
             passed = _WORDS.get(passed.strip().lower())
-        if not isinstance(passed, bool):
-            continue
-        return Verdict(
-            round=round,
-            passed=passed,
-            feedback="\n".join(_texts(reply.get("feedback"))),
-            open_questions=_texts(reply.get("open_questions")),
-        )
+        if isinstance(passed, bool):
+            return Verdict(
+                round=round,
+                passed=passed,
+                feedback="\n".join(texts_of(reply.get("feedback"))),
+                open_questions=texts_of(reply.get("open_questions")),
+            )
     return None
-
-
-def _texts(value: object) -> tuple[str, ...]:
-    """The non-blank texts in ``value``: a string, a list of them, or ``null``."""
-    items = value if isinstance(value, list) else [value]
-    texts = (i if isinstance(i, str) else json.dumps(i) for i in items if i is not None)
-    return tuple(t.strip() for t in texts if t.strip())
-
-
-def _json_candidates(text: str) -> list[str]:
-    fenced = re.findall(r"```(?:json)?\s*(.*?)```", text, re.S)
-    start, end = text.find("{"), text.rfind("}")
-    whole = [text[start : end + 1]] if 0 <= start < end else []
-    return [*fenced, *whole]
