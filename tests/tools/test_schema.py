@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import functools
+from collections.abc import Callable
 from typing import Annotated, Literal, NotRequired
 
 import pytest
@@ -107,6 +108,52 @@ def test_descriptions_from_annotated_and_from_the_docstring() -> None:
             "additionalProperties": False,
         },
     )
+
+
+def _numpy_style(order_id: str, amount: float = 0.0) -> str:
+    """Refund an order.
+
+    Parameters
+    ----------
+    order_id : str
+        The order number,
+        as printed on the receipt.
+    amount : float, optional
+        How much to refund.
+
+    Returns
+    -------
+    str
+        A receipt.
+    """
+    return order_id
+
+
+def _sphinx_style(order_id: str, amount: float = 0.0) -> str:
+    """Refund an order.
+
+    :param order_id: The order number,
+        as printed on the receipt.
+    :param float amount: How much to refund.
+    :type order_id: str
+    :returns: A receipt.
+    """
+    return order_id
+
+
+@pytest.mark.parametrize("fn", [_numpy_style, _sphinx_style], ids=["numpy", "sphinx"])
+def test_numpy_and_sphinx_docstrings_describe_the_parameters(fn: Callable[..., str]) -> None:
+    # Only Google style was read: the whole Parameters section (or every :param:
+    # line) was the tool's description, and no parameter had one of its own.
+    refund = tool(fn)
+    assert refund.description == "Refund an order."
+    properties = refund.definition.input_schema["properties"]
+    assert isinstance(properties, dict)
+    described = {name: p["description"] for name, p in properties.items() if isinstance(p, dict)}
+    assert described == {
+        "order_id": "The order number, as printed on the receipt.",
+        "amount": "How much to refund.",
+    }
 
 
 def test_enums_literals_and_optionals() -> None:
