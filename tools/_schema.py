@@ -15,6 +15,7 @@ has one kind of number).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from collections.abc import Callable, Mapping
@@ -100,7 +101,10 @@ class ArgumentSpec:
         # pydantic costs ~40 ms to import: it loads with the first tool, not with regiment.
         import pydantic
 
-        every = tuple(signature.parameters.values())
+        # What a partial binds by keyword is the application's, not the model's: its
+        # value (an API key, say) is neither shown in the schema nor open to change.
+        fixed = fn.keywords if isinstance(fn, functools.partial) else {}
+        every = tuple(p for p in signature.parameters.values() if p.name not in fixed)
         context = _context_parameter(every, tool_name)
         params = tuple(p for p in every if p is not context)
         fields = {f"p{i}": _field(p, tool_name, docs.get(p.name)) for i, p in enumerate(params)}

@@ -289,6 +289,26 @@ def test_partial_functions_need_a_name_and_keep_their_schema() -> None:
     assert doubled.definition.input_schema["required"] == ["value"]
 
 
+@pytest.mark.anyio
+async def test_what_a_partial_binds_is_neither_shown_to_the_model_nor_open_to_change() -> None:
+    # The bound keyword was a parameter with its value as the default: the schema sent
+    # to the provider carried it (an API key, say), and the model could send another.
+    def send(to: str, api_key: str) -> str:
+        """Send a message."""
+        return f"sent to {to} with {api_key[:3]}"
+
+    sender = Tool(functools.partial(send, api_key="sk-secret"), name="send")
+    assert sender.definition.input_schema == {
+        "type": "object",
+        "properties": {"to": {"type": "string"}},
+        "required": ["to"],
+        "additionalProperties": False,
+    }
+    assert (await sender.call({"to": "ana"}, call_id="c1")).content == "sent to ana with sk-"
+    changed = await sender.call({"to": "ana", "api_key": "mine"}, call_id="c2")
+    assert (changed.is_error, changed.error_type) == (True, "invalid_arguments")
+
+
 def test_missing_annotation_is_a_config_error() -> None:
     def untyped(order_id) -> str:  # type: ignore[no-untyped-def]
         return str(order_id)
