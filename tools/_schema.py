@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, cast, get_args, get_origin
@@ -111,7 +112,11 @@ class ArgumentSpec:
         try:
             config = pydantic.ConfigDict(extra="forbid")
             model = pydantic.create_model(f"{tool_name}_arguments", __config__=config, **fields)  # type: ignore[call-overload]
-            schema = clean_schema(model.model_json_schema())
+            with warnings.catch_warnings():
+                # A default JSON cannot write (a sentinel) is left out of the schema, as
+                # meant: the model can only leave such a parameter out. No warning needed.
+                warnings.simplefilter("ignore", pydantic.json_schema.PydanticJsonSchemaWarning)
+                schema = clean_schema(model.model_json_schema())
         except pydantic.PydanticUserError as exc:  # includes PydanticSchemaGenerationError
             raise ConfigError(f"cannot build a JSON schema for tool {tool_name!r}: {exc}") from exc
         positional = sum(1 for p in params if p.kind is inspect.Parameter.POSITIONAL_ONLY)
@@ -185,9 +190,16 @@ class ArgumentSpec:
         return BoundArguments(
             tuple(values[:at]),
             dict(zip(self.names[at:], values[at:], strict=True)),
-            instance.model_dump(mode="json", by_alias=True),
+            instance.model_dump(mode="json", by_alias=True, fallback=_unshown),
             cast(JsonObject, dict(arguments)),
         )
+
+
+def _unshown(value: object) -> str:
+    """How the record of a call writes a value JSON has no word for: a default such as
+    a sentinel object (the model can only leave such a parameter out). Its type, not its
+    ``repr``, so an idempotency key derived from it is the same in every process."""
+    return f"<{type(value).__name__}>"
 
 
 def _context_parameter(
