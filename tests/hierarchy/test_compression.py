@@ -189,7 +189,9 @@ async def test_facts_given_as_json_data_are_kept(caplog: pytest.LogCaptureFixtur
     result = await _team(SumBrain(as_data=True), Compression(threshold_tokens=200)).run(GOAL)
     assert result.memory is not None
     assert result.memory.facts == {
-        f"s{n}": f'{{"reading":{v}}}' for n, v in zip((1, 2, 3), (17, 20, 5))
+        "s1": '{"reading":17}',
+        "s2": '{"reading":20}',
+        "s3": '{"reading":5}',
     }
     assert result.memory.open_questions == ()
     assert result.answer == "total 42"

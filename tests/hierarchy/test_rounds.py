@@ -225,6 +225,16 @@ async def test_planner_may_finish_a_round_with_nothing_more_to_do() -> None:
     assert result.answer == "final answer"
 
 
+async def test_a_first_plan_with_nothing_to_do_goes_straight_to_the_answer() -> None:
+    # The critic judged the empty round 1, and its "no" made the planner plan work it
+    # had found unneeded, round after round.
+    brain = CriticBrain(['{"steps": []}'], [_verdict(False, "do something")])
+    result = await _team(brain).run("what is 2 + 2?")
+    assert brain.critic_requests == []
+    assert (result.rounds, result.verdicts, result.steps) == (1, (), ())
+    assert (result.status, result.answer) == ("completed", "final answer")
+
+
 async def test_without_a_critic_there_is_one_round() -> None:
     brain = Brain([plan_json({"description": "x"})])
     model = ScriptedModel(brain)
