@@ -208,10 +208,16 @@ def call_result(
     )
 
 
+_MAY_HAVE_ACTED = (
+    "it had started, so it may have acted (check before calling it again if it changes anything)"
+)
+
+
 def describe_failure(exc: Exception, attempts: int) -> tuple[str, str]:
     """The message the model reads for a failed call, and its ``error_type``."""
     if isinstance(exc, TimedOut):
-        message, error_type = str(exc), "timeout"
+        # It had started: a model told only "timed out" may call a refund again.
+        message, error_type = f"{exc}; {_MAY_HAVE_ACTED}", "timeout"
     elif isinstance(exc, ToolExited):
         message, error_type = f"SystemExit: {exc}", "SystemExit"
     elif isinstance(exc, ToolRaisedBase):
