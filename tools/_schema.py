@@ -250,6 +250,8 @@ def _field(param: inspect.Parameter, tool_name: str, doc: str | None) -> tuple[o
     if isinstance(default, FieldInfo):
         # ``x: int = Field(3, description=...)``: let pydantic merge it as metadata.
         annotation, default = Annotated[annotation, default], inspect.Parameter.empty
+    if (said := _annotated_text(annotation)) is not None:
+        doc = said  # ``Annotated[str, "The city"]``: the parameter's own words win
     if doc and not _has_description(annotation):
         # Only when set: an explicit ``description=None`` would override the Annotated one.
         annotation = Annotated[annotation, Field(description=doc)]
@@ -264,6 +266,14 @@ def _has_description(annotation: object) -> bool:
     if get_origin(annotation) is not Annotated:
         return False
     return any(isinstance(m, FieldInfo) and m.description for m in get_args(annotation)[1:])
+
+
+def _annotated_text(annotation: object) -> str | None:
+    """The plain string an ``Annotated`` type carries as its description, if any (as
+    several agent libraries read it; pydantic itself ignores it)."""
+    if get_origin(annotation) is not Annotated:
+        return None
+    return next((m for m in get_args(annotation)[1:] if isinstance(m, str) and m.strip()), None)
 
 
 def clean_schema(schema: JsonValue) -> JsonObject:

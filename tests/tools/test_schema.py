@@ -156,6 +156,27 @@ def test_numpy_and_sphinx_docstrings_describe_the_parameters(fn: Callable[..., s
     }
 
 
+def test_a_plain_string_in_annotated_describes_the_parameter() -> None:
+    # pydantic ignores it, so the schema had no description (or the docstring's).
+    @tool
+    def forecast(
+        city: Annotated[str, "The city, as its people spell it"],
+        days: Annotated[int, Field(description="Field wins"), "not this"] = 3,
+    ) -> str:
+        """Forecast.
+
+        Args:
+            city: the docstring's words, not these.
+        """
+        return city
+
+    properties = forecast.definition.input_schema["properties"]
+    assert properties == {
+        "city": {"type": "string", "description": "The city, as its people spell it"},
+        "days": {"type": "integer", "description": "Field wins", "default": 3},
+    }
+
+
 def test_enums_literals_and_optionals() -> None:
     def paint(
         colour: Colour,
