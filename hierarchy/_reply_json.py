@@ -15,15 +15,28 @@ from collections.abc import Iterator
 __all__ = ("json_objects", "texts_of")
 
 
+# Where an object may start, at most: a reply is read, not searched without end.
+_STARTS = 64
+
+
 def json_objects(text: str) -> Iterator[dict[str, object]]:
-    """The JSON objects ``text`` may hold: each fenced block, then the span from its
-    first ``{`` to its last ``}``; candidates that do not parse are skipped."""
+    """The JSON objects ``text`` may hold: each fenced block, the span from its first
+    ``{`` to its last ``}``, then the object that starts at each ``{`` (prose around
+    it may hold braces of its own); candidates that do not parse are skipped."""
     start, end = text.find("{"), text.rfind("}")
     whole = [text[start : end + 1]] if 0 <= start < end else []
     for candidate in [*re.findall(r"```(?:json)?\s*(.*?)```", text, re.S), *whole]:
         try:
             value = json.loads(candidate)
         except (ValueError, RecursionError):  # RecursionError: nested thousands deep
+            continue
+        if isinstance(value, dict):
+            yield value
+    decoder = json.JSONDecoder()
+    for at in [m.start() for m in re.finditer("{", text)][:_STARTS]:
+        try:
+            value, _ = decoder.raw_decode(text, at)
+        except (ValueError, RecursionError):
             continue
         if isinstance(value, dict):
             yield value

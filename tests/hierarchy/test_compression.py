@@ -211,3 +211,9 @@ async def test_a_compressor_reply_that_does_not_parse_is_logged(
     assert result.answer == "total 42"
     assert "did not parse ('Sure! The readings are all in order.')" in caplog.text
     assert "s1, s2, s3: they are carried with their own output" in caplog.text
+
+
+def test_a_memory_in_prose_that_has_braces_of_its_own_is_read() -> None:
+    reply = 'Kept {all} of it: {"facts": {"s1": "reading=17"}} (see {log}).'
+    memory = parse_memory(reply, committed={"s1": "noise reading=17 noise"})
+    assert memory.facts == {"s1": "reading=17"}

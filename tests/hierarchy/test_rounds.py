@@ -18,6 +18,7 @@ from regiment.hierarchy import (
     RoundStarted,
     Team,
     Worker,
+    parse_verdict,
 )
 from regiment.hierarchy._budget import OnExhausted
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, TextPart
@@ -223,6 +224,15 @@ async def test_planner_may_finish_a_round_with_nothing_more_to_do() -> None:
     assert result.committed == ("s1",)
     assert len(brain.critic_requests) == 1  # nothing new was done, so nothing new to judge
     assert result.answer == "final answer"
+
+
+def test_a_verdict_in_prose_that_has_braces_of_its_own_is_read() -> None:
+    # Only the span from the first "{" to the last "}" was tried: prose braces around
+    # the verdict made it unreadable, and two such replies were taken as passed.
+    reply = 'Steps {s1, s2} are weak. {"passed": false, "feedback": "add the tax"} See {notes}.'
+    verdict = parse_verdict(reply, round=1)
+    assert verdict is not None
+    assert (verdict.passed, verdict.feedback) == (False, "add the tax")
 
 
 async def test_a_first_plan_with_nothing_to_do_goes_straight_to_the_answer() -> None:
