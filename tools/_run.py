@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -196,6 +197,9 @@ def call_result(
             "result cannot be shown (a tool returns text, numbers, lists, dicts or "
             "pydantic models)"
         )
+        if inspect.iscoroutine(attempted.value):  # an async call it did not await
+            attempted.value.close()  # never run: no "was never awaited" warning later
+            message += "; it called an async function without awaiting it: make the tool async"
         n = attempted.attempts
         return error_result(name, call_id, message, "TypeError", sent, key, n)
     return ToolResult(

@@ -81,3 +81,22 @@ async def test_a_step_whose_tool_returns_what_cannot_be_shown_tells_the_model(
         result = await team.run("read the blob")
     assert result.status == "completed"
     assert [(p.is_error, p.content[: len(told)]) for p in seen] == [(True, told)]
+
+
+async def test_a_plain_tool_that_returns_a_coroutine_is_told_to_be_async() -> None:
+    # It said only "returned a coroutine, not JSON data" (on trio: "Trio expected a sync
+    # function, but 'TrioBackend.run_sync_in_worker_thread.<locals>.wrapper' appears to
+    # be asynchronous"), and the coroutine, never closed, warned later, elsewhere.
+    async def fetch(url: str) -> str:
+        return url
+
+    @tool
+    def wrapper(url: str) -> object:
+        """Fetches, but forgets to await."""
+        return fetch(url)
+
+    result = await wrapper.call({"url": "u"}, call_id="c")
+    assert (result.is_error, result.error_type) == (True, "TypeError")
+    assert str(result.content).endswith(
+        "; it called an async function without awaiting it: make the tool async"
+    )
