@@ -120,6 +120,8 @@ class _Gate(Generic[T]):
             self._thread = threading.current_thread()
         try:
             value = self._body()
+            if inspect.isgenerator(value):  # its body runs as it is read: read it here,
+                return cast(T, list(value))  # not on the event loop, beyond any timeout
             if inspect.iscoroutine(value):  # trio refuses it, naming its own internals
                 return cast(T, _Coroutine(value))
             return value
