@@ -11,8 +11,6 @@ verdict, in the events and on the result, so nothing is hidden.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import final
@@ -20,6 +18,7 @@ from typing import final
 import msgspec
 
 from regiment.hierarchy._ranges import model_given
+from regiment.hierarchy._reply_json import json_objects, texts_of
 from regiment.hierarchy.guard._types import GuardLike, as_guardrails
 from regiment.models import Model, ModelSettings
 
@@ -73,30 +72,25 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     warning: str | None = None
 
 
-class _Reply(msgspec.Struct):
-    passed: bool
-    feedback: str = ""
-    open_questions: list[str] = []
+_WORDS = {"true": True, "false": False, "yes": True, "no": False}
 
 
 def parse_verdict(text: str, *, round: int) -> Verdict | None:
-    """Read a critic reply (JSON, possibly fenced or inside prose); ``None`` if it does not parse."""
-    for candidate in _json_candidates(text):
-        try:
-            reply = msgspec.convert(json.loads(candidate), _Reply)
-        except (ValueError, RecursionError, msgspec.ValidationError):  # RecursionError: nested deep
-            continue
-        return Verdict(
-            round=round,
-            passed=reply.passed,
-            feedback=reply.feedback.strip(),
-            open_questions=tuple(q.strip() for q in reply.open_questions if q.strip()),
-        )
+    """Read a critic reply (JSON, possibly fenced or inside prose); ``None`` if it does not parse.
+
+    Only ``passed`` must be clear (``true``/``false``, or those words as a string):
+    a ``"feedback"`` that is ``null`` or a list, or ``"open_questions"`` given as one
+    string, is read as meant, so a critic's plain "no" is never lost to its wording.
+    """
+    for reply in json_objects(text):
+        passed = reply.get("passed")
+        if isinstance(passed, str):
+            passed = _WORDS.get(passed.strip().lower())
+        if isinstance(passed, bool):
+            return Verdict(
+                round=round,
+                passed=passed,
+                feedback="\n".join(texts_of(reply.get("feedback"))),
+                open_questions=texts_of(reply.get("open_questions")),
+            )
     return None
-
-
-def _json_candidates(text: str) -> list[str]:
-    fenced = re.findall(r"```(?:json)?\s*(.*?)```", text, re.S)
-    start, end = text.find("{"), text.rfind("}")
-    whole = [text[start : end + 1]] if 0 <= start < end else []
-    return [*fenced, *whole]

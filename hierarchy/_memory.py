@@ -4,14 +4,12 @@ compressed by a model call when it grows past a threshold.
 What must survive compression is enforced by structure, not by trust: the goal
 is never given to the compressor (it is kept verbatim beside the memory), every
 committed step id keeps an entry (a step the compressor left out keeps its
-original output, cut to a bounded length), and the latest critique is kept as
-it was.
+own output, in full: a cut one could lose the fact a later step needs), and
+the latest critique is kept as it was.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import final
@@ -19,9 +17,10 @@ from typing import final
 import msgspec
 
 from regiment.hierarchy._ranges import InvalidValue, at_least, fraction, model_given
+from regiment.hierarchy._reply_json import json_objects, texts_of
 from regiment.models import Model, ModelSettings
 
-__all__ = ("Compression", "WorkingMemory", "parse_memory")
+__all__ = ("Compression", "MemoryReply", "WorkingMemory", "parse_memory", "read_reply")
 
 _PROMPT = """\
 Compress the committed step results below into working memory for the rest of the
@@ -29,9 +28,6 @@ run. Keep every fact a later step could need (ids, numbers, names, tool results,
 decisions); drop wording. Reply with JSON only:
 {"facts": {"<step id>": "<its key facts>", ...}, "open_questions": ["..."]}
 Every step id below must appear under "facts"."""
-
-# A step the compressor left out keeps at most this much of its own output.
-_FALLBACK_CHARS = 2000
 
 
 @final
@@ -97,28 +93,32 @@ class WorkingMemory(msgspec.Struct, frozen=True, kw_only=True):
         return "\n".join(lines)
 
 
-class _Reply(msgspec.Struct):
+class MemoryReply(msgspec.Struct, frozen=True):
+    """What a compressor's reply says: facts per step id, and open questions."""
+
     facts: dict[str, str]
-    open_questions: list[str] = []
+    open_questions: tuple[str, ...] = ()
+
+
+def read_reply(text: str) -> MemoryReply | None:
+    """The compressor's reply read leniently (a fact given as JSON data is kept as
+    compact JSON); ``None`` when it holds no object with a ``"facts"`` object."""
+    for reply in json_objects(text):
+        facts = reply.get("facts")
+        if isinstance(facts, dict):
+            given = {str(sid): "\n".join(texts_of(fact)) for sid, fact in facts.items()}
+            return MemoryReply(given, texts_of(reply.get("open_questions")))
+    return None
 
 
 def parse_memory(text: str, *, committed: Mapping[str, str]) -> WorkingMemory:
-    """Read a compressor reply; every committed step id gets an entry whatever the reply says.
+    """Read a compressor reply; every committed step id gets an entry whatever the reply
+    says: a step it leaves out (or gives no facts) keeps its own output, in full.
 
     Args:
         text: the compressor's reply.
         committed: committed step id -> its full output.
     """
-    reply = _Reply(facts={})
-    start, end = text.find("{"), text.rfind("}")
-    for candidate in [*re.findall(r"```(?:json)?\s*(.*?)```", text, re.S), text[start : end + 1]]:
-        try:
-            reply = msgspec.convert(json.loads(candidate), _Reply)
-            break
-        except (ValueError, RecursionError, msgspec.ValidationError):  # RecursionError: nested deep
-            continue
-    facts = {
-        sid: (reply.facts.get(sid) or "").strip() or output[:_FALLBACK_CHARS]
-        for sid, output in committed.items()
-    }
-    return WorkingMemory(facts=facts, open_questions=tuple(q for q in reply.open_questions if q))
+    reply = read_reply(text) or MemoryReply({})
+    facts = {sid: reply.facts.get(sid) or output for sid, output in committed.items()}
+    return WorkingMemory(facts=facts, open_questions=reply.open_questions)

@@ -43,7 +43,10 @@ def fitted(result: ToolResult, limit: int) -> ToolResult:
         except ValueError:  # NaN or an infinity: JSON has none (a journal writes null)
             content = _cleaned(content)
             result = msgspec.structs.replace(result, content=content)
-            text = result.text
+            try:
+                text = result.text
+            except ValueError as exc:  # an int of more digits than Python writes as text
+                return _unwritable(result, exc)
     elif len(content) <= limit and content.isascii():
         return result  # the usual result: nothing to do
     else:
@@ -65,6 +68,16 @@ def fitted(result: ToolResult, limit: int) -> ToolResult:
         limit,
     )
     return msgspec.structs.replace(result, content=kept + _note(len(text), limit))
+
+
+def _unwritable(result: ToolResult, exc: ValueError) -> ToolResult:
+    """An error result for a value that cannot be written as text at all: it ran, so
+    say so (a model reading "failed" may call it again), and what to return."""
+    message = (
+        f"TypeError: tool {result.tool_name!r} ran, but its result cannot be written as "
+        f"text ({exc}), so it cannot be shown; return such a value as a string"
+    )
+    return msgspec.structs.replace(result, content=message, is_error=True, error_type="TypeError")
 
 
 def _note(length: int, limit: int) -> str:

@@ -39,6 +39,11 @@ _ARGS_SECTIONS = frozenset(
 )
 # "name: text" or "name (type): text", as Google style writes an argument.
 _ARG_LINE = re.compile(r"^\*{0,2}(?P<name>\w+)\s*(\([^)]*\))?\s*:\s*(?P<text>.*)$")
+# "name : type" (or just "name"), as NumPy style writes an argument; its text follows.
+_NUMPY_ARG = re.compile(r"^\*{0,2}(?P<name>\w+)\s*(:.*)?$")
+# ":param name: text" or ":param type name: text", and the other Sphinx fields.
+_SPHINX_FIELD = re.compile(r"^:(?P<kind>\w+)(?P<rest>[^:]*):\s*(?P<text>.*)$")
+_SPHINX_PARAMS = frozenset({"param", "parameter", "arg", "argument", "key", "keyword"})
 
 
 @dataclass(frozen=True)
@@ -49,47 +54,79 @@ class Docstring:
     params: dict[str, str] = field(default_factory=dict)
 
 
-def parse_docstring(doc: str | None) -> Docstring:
-    """Split a (Google-style) docstring into its description and its ``Args:`` entries.
+@dataclass
+class _Reading:
+    """Where a docstring's reader is: its section, and the entry it adds lines to."""
 
-    The description is everything before the first section header, so a summary
-    line plus the paragraphs that explain when to use the tool all reach the model.
+    section: str | None = None  # a section name, "sphinx" in :param: fields, None at the top
+    numpy: bool = False  # the section's header was underlined (NumPy style)
+    entry_indent: int | None = None
+    current: list[str] | None = None
+
+
+def parse_docstring(doc: str | None) -> Docstring:
+    """Split a docstring (Google, NumPy or Sphinx style) into its description and
+    its parameters' entries.
+
+    The description is everything before the first section header (or Sphinx
+    field), so a summary line plus the paragraphs that explain when to use the tool
+    all reach the model.
     """
     if not doc:
         return Docstring("")
     lines = inspect.cleandoc(doc).splitlines()
     description: list[str] = []
     params: dict[str, list[str]] = {}
-    section: str | None = None
-    current: list[str] | None = None
-    entry_indent: int | None = None
-    for line in lines:
-        header = _section_header(line)
-        if header is not None:
-            section, current, entry_indent = header, None, None
-            continue
-        if section is None:
+    at = _Reading()
+    for i, line in enumerate(lines):
+        following = lines[i + 1] if i + 1 < len(lines) else ""
+        if (header := _section_header(line, following)) is not None:
+            at = _Reading(section=header, numpy=_underline(following))
+        elif at.numpy and at.entry_indent is None and _underline(line):
+            continue  # the header's underline
+        elif not line[:1].isspace() and (sphinx := _SPHINX_FIELD.match(line)) is not None:
+            at = _Reading(section="sphinx")
+            if sphinx["kind"] in _SPHINX_PARAMS and sphinx["rest"].split():
+                at.current = params.setdefault(sphinx["rest"].split()[-1], [sphinx["text"]])
+        elif at.section is None:
             description.append(line)
-            continue
-        if section not in _ARGS_SECTIONS or not line.strip():
-            continue
-        indent = len(line) - len(line.lstrip())
-        if entry_indent is None:
-            entry_indent = indent
-        match = _ARG_LINE.match(line.strip())
-        if indent <= entry_indent and match is not None:
-            current = params.setdefault(match["name"], [])
-            current.append(match["text"])
-        elif current is not None:
-            current.append(line.strip())
+        elif line.strip() and (at.section in _ARGS_SECTIONS or at.section == "sphinx"):
+            _entry_line(at, line, params)
     return Docstring(
         "\n".join(description).strip(),
         {name: " ".join(part for part in text if part) for name, text in params.items()},
     )
 
 
-def _section_header(line: str) -> str | None:
-    if line[:1].isspace() or not line.rstrip().endswith(":"):
+def _entry_line(at: _Reading, line: str, params: dict[str, list[str]]) -> None:
+    """A line of an arguments section: a new entry, or more text of the current one."""
+    indent = len(line) - len(line.lstrip())
+    if at.section != "sphinx" and (at.entry_indent is None or indent <= at.entry_indent):
+        at.entry_indent = indent
+        if at.numpy and (numpy := _NUMPY_ARG.match(line.strip())) is not None:
+            at.current = params.setdefault(numpy["name"], [])
+            return
+        if not at.numpy and (google := _ARG_LINE.match(line.strip())) is not None:
+            at.current = params.setdefault(google["name"], [google["text"]])
+            return
+    if at.current is not None:
+        at.current.append(line.strip())
+
+
+def _underline(line: str) -> bool:
+    stripped = line.strip()
+    return len(stripped) >= 3 and set(stripped) == {"-"}
+
+
+def _section_header(line: str, following: str) -> str | None:
+    """The section a line opens: ``Args:`` (Google), or ``Parameters`` over a line of
+    dashes (NumPy)."""
+    if line[:1].isspace():
         return None
-    name = line.strip()[:-1].strip().lower()
+    text = line.strip()
+    if text.endswith(":"):
+        text = text[:-1]
+    elif not _underline(following):
+        return None
+    name = text.strip().lower()
     return name if name in _SECTIONS else None

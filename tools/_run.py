@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -196,6 +197,9 @@ def call_result(
             "result cannot be shown (a tool returns text, numbers, lists, dicts or "
             "pydantic models)"
         )
+        if inspect.iscoroutine(attempted.value):  # an async call it did not await
+            attempted.value.close()  # never run: no "was never awaited" warning later
+            message += "; it called an async function without awaiting it: make the tool async"
         n = attempted.attempts
         return error_result(name, call_id, message, "TypeError", sent, key, n)
     return ToolResult(
@@ -208,10 +212,16 @@ def call_result(
     )
 
 
+_MAY_HAVE_ACTED = (
+    "it had started, so it may have acted (check before calling it again if it changes anything)"
+)
+
+
 def describe_failure(exc: Exception, attempts: int) -> tuple[str, str]:
     """The message the model reads for a failed call, and its ``error_type``."""
     if isinstance(exc, TimedOut):
-        message, error_type = str(exc), "timeout"
+        # It had started: a model told only "timed out" may call a refund again.
+        message, error_type = f"{exc}; {_MAY_HAVE_ACTED}", "timeout"
     elif isinstance(exc, ToolExited):
         message, error_type = f"SystemExit: {exc}", "SystemExit"
     elif isinstance(exc, ToolRaisedBase):

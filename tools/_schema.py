@@ -15,8 +15,10 @@ has one kind of number).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, cast, get_args, get_origin
@@ -100,14 +102,21 @@ class ArgumentSpec:
         # pydantic costs ~40 ms to import: it loads with the first tool, not with regiment.
         import pydantic
 
-        every = tuple(signature.parameters.values())
+        # What a partial binds by keyword is the application's, not the model's: its
+        # value (an API key, say) is neither shown in the schema nor open to change.
+        fixed = fn.keywords if isinstance(fn, functools.partial) else {}
+        every = tuple(p for p in signature.parameters.values() if p.name not in fixed)
         context = _context_parameter(every, tool_name)
         params = tuple(p for p in every if p is not context)
         fields = {f"p{i}": _field(p, tool_name, docs.get(p.name)) for i, p in enumerate(params)}
         try:
             config = pydantic.ConfigDict(extra="forbid")
             model = pydantic.create_model(f"{tool_name}_arguments", __config__=config, **fields)  # type: ignore[call-overload]
-            schema = clean_schema(model.model_json_schema())
+            with warnings.catch_warnings():
+                # A default JSON cannot write (a sentinel) is left out of the schema, as
+                # meant: the model can only leave such a parameter out. No warning needed.
+                warnings.simplefilter("ignore", pydantic.json_schema.PydanticJsonSchemaWarning)
+                schema = clean_schema(model.model_json_schema())
         except pydantic.PydanticUserError as exc:  # includes PydanticSchemaGenerationError
             raise ConfigError(f"cannot build a JSON schema for tool {tool_name!r}: {exc}") from exc
         positional = sum(1 for p in params if p.kind is inspect.Parameter.POSITIONAL_ONLY)
@@ -181,9 +190,16 @@ class ArgumentSpec:
         return BoundArguments(
             tuple(values[:at]),
             dict(zip(self.names[at:], values[at:], strict=True)),
-            instance.model_dump(mode="json", by_alias=True),
+            instance.model_dump(mode="json", by_alias=True, fallback=_unshown),
             cast(JsonObject, dict(arguments)),
         )
+
+
+def _unshown(value: object) -> str:
+    """How the record of a call writes a value JSON has no word for: a default such as
+    a sentinel object (the model can only leave such a parameter out). Its type, not its
+    ``repr``, so an idempotency key derived from it is the same in every process."""
+    return f"<{type(value).__name__}>"
 
 
 def _context_parameter(
@@ -234,6 +250,8 @@ def _field(param: inspect.Parameter, tool_name: str, doc: str | None) -> tuple[o
     if isinstance(default, FieldInfo):
         # ``x: int = Field(3, description=...)``: let pydantic merge it as metadata.
         annotation, default = Annotated[annotation, default], inspect.Parameter.empty
+    if (said := _annotated_text(annotation)) is not None:
+        doc = said  # ``Annotated[str, "The city"]``: the parameter's own words win
     if doc and not _has_description(annotation):
         # Only when set: an explicit ``description=None`` would override the Annotated one.
         annotation = Annotated[annotation, Field(description=doc)]
@@ -248,6 +266,14 @@ def _has_description(annotation: object) -> bool:
     if get_origin(annotation) is not Annotated:
         return False
     return any(isinstance(m, FieldInfo) and m.description for m in get_args(annotation)[1:])
+
+
+def _annotated_text(annotation: object) -> str | None:
+    """The plain string an ``Annotated`` type carries as its description, if any (as
+    several agent libraries read it; pydantic itself ignores it)."""
+    if get_origin(annotation) is not Annotated:
+        return None
+    return next((m for m in get_args(annotation)[1:] if isinstance(m, str) and m.strip()), None)
 
 
 def clean_schema(schema: JsonValue) -> JsonObject:

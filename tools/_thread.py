@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 import anyio
 import anyio.from_thread
@@ -88,6 +89,15 @@ class _Carried(Exception):
         self.raised = raised
 
 
+class _Coroutine:
+    """A coroutine a body returned, carried out of its thread in a box."""
+
+    __slots__ = ("coroutine",)
+
+    def __init__(self, coroutine: object) -> None:
+        self.coroutine = coroutine
+
+
 class _Gate(Generic[T]):
     """Decides, under a lock, whether the body starts or the caller has gone.
 
@@ -109,7 +119,12 @@ class _Gate(Generic[T]):
             self._open = False  # started: abandoning now no longer stops it
             self._thread = threading.current_thread()
         try:
-            return self._body()
+            value = self._body()
+            if inspect.isgenerator(value):  # its body runs as it is read: read it here,
+                return cast(T, list(value))  # not on the event loop, beyond any timeout
+            if inspect.iscoroutine(value):  # trio refuses it, naming its own internals
+                return cast(T, _Coroutine(value))
+            return value
         except GeneratorExit as exc:
             raise _Carried(exc) from None
         finally:
@@ -143,7 +158,10 @@ async def run_sync_abandonable(body: Callable[[], T]) -> T:
     """
     gate = _Gate(body)
     try:
-        return await anyio.to_thread.run_sync(gate.run, abandon_on_cancel=True)
+        value = await anyio.to_thread.run_sync(gate.run, abandon_on_cancel=True)
+        # A coroutine a plain body returned (an async call it did not await): the
+        # caller says what is wrong with it, on either backend.
+        return cast(T, value.coroutine) if isinstance(value, _Coroutine) else value
     except _Carried as carried:  # raised here, it is the call's failure (regiment._stray)
         raise carried.raised from None
     except anyio.get_cancelled_exc_class():

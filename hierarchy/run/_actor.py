@@ -184,7 +184,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
             case Planning():
                 await self._on_plan_reply(phase, reply.response, reply.span)
             case Compressing(before_tokens=before, then=then):
-                self._record(MemoryAdopted(read_memory(text, self._book.versions), before))
+                self._record(MemoryAdopted(read_memory(text, self._book), before))
                 self._enter(self._prompting.call(then, self._book))
             case Critiquing(session=session):
                 self._on_critique(session, text)

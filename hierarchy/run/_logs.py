@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+from regiment._text import clipped
 from regiment.hierarchy._checks import CheckOutcome
 from regiment.hierarchy._messages import StepReport
 
@@ -18,6 +19,7 @@ __all__ = (
     "cancel_not_sent",
     "check_raised",
     "compression_skipped",
+    "compressor_left_out",
     "model_retry",
     "plan_truncated",
     "stale_report_dropped",
@@ -57,6 +59,19 @@ def compression_skipped(run_id: str, limit: str, size: int) -> None:
         "uncompressed (raise the budget to have it compressed)",
         size,
         limit,
+        extra=_where(run_id),
+    )
+
+
+def compressor_left_out(run_id: str, steps: list[str], unread: str | None) -> None:
+    """The compressor's reply gave no facts for ``steps`` (``unread``: the reply, when
+    it held no facts object at all): they are carried uncompressed (WARNING)."""
+    why = "gave no facts for" if unread is None else f"did not parse ({clipped(unread, 200)!r}); so"
+    _log.warning(
+        "the compressor's reply %s step(s) %s: they are carried with their own output, "
+        'uncompressed (its prompt asks for JSON with a "facts" entry per step id)',
+        why,
+        ", ".join(steps),
         extra=_where(run_id),
     )
 

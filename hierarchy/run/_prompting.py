@@ -101,8 +101,9 @@ class Prompting:
         """What follows a plan whose steps are all committed: a critique, or the answer
         (the planner checks the budget can pay for the critique and an answer after it)."""
         rounds = book.rounds
-        # A critique is only worth its call if the round did something new to judge.
-        nothing_new = rounds.round > 1 and rounds.added == 0
+        # A critique is only worth its call if the round did something new to judge; a
+        # first plan with no steps is the planner's "nothing to do": straight to the answer.
+        nothing_new = rounds.added == 0 if rounds.round > 1 else not book.versions.committed
         if self._team.critic is None or nothing_new:
             return Synthesize()
         return AskCritic()

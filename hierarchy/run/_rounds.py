@@ -8,15 +8,18 @@ knows *what* to ask and how to read the reply.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import final
+from typing import TYPE_CHECKING, final
 
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._critic import Critic, Verdict, parse_verdict
-from regiment.hierarchy._memory import Compression, WorkingMemory, parse_memory
+from regiment.hierarchy._memory import Compression, WorkingMemory, parse_memory, read_reply
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.run import _logs as logs
 from regiment.hierarchy.run._versions import PlanVersions
 from regiment.models import Message, ModelRequest, estimate_tokens
+
+if TYPE_CHECKING:
+    from regiment.hierarchy.run._book import RunBook
 
 __all__ = (
     "CritiqueSession",
@@ -128,9 +131,15 @@ def compress_request(
     )
 
 
-def read_memory(reply: str, versions: PlanVersions) -> WorkingMemory:
-    """The working memory a compressor's reply gives for the committed steps."""
-    return parse_memory(reply, committed={sid: r.output for sid, r in versions.committed.items()})
+def read_memory(reply: str, book: RunBook) -> WorkingMemory:
+    """The working memory a compressor's reply gives for the committed steps (a
+    WARNING names the steps it left out: they are carried as they were)."""
+    committed = {sid: r.output for sid, r in book.versions.committed.items()}
+    read = read_reply(reply)
+    given = {} if read is None else read.facts
+    if left := [sid for sid in committed if not given.get(sid)]:
+        logs.compressor_left_out(book.run_id, left, reply if read is None else None)
+    return parse_memory(reply, committed=committed)
 
 
 def carried_tokens(versions: PlanVersions, rounds: Rounds) -> int:

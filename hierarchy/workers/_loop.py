@@ -325,6 +325,9 @@ def _capped(
     cap = (
         f"worker '{worker}' reached its cap of {max_iterations} model calls without a final answer"
     )
+    if progress.outcomes and (last := progress.outcomes[-1]).is_error:
+        # Why the loop went round, as a rule (the model kept sending bad arguments, say).
+        cap += f"; its last tool call, {last.tool}, failed: {clipped(str(last.content), 300)}"
     return progress.report(assign, worker, "iteration_limit", error=cap)
 
 

@@ -133,4 +133,9 @@ def _not_ended(call: ToolCallPart, text: str, error_type: str) -> ToolOutcome:
 
 
 def over_share(limit: int | None) -> str:
-    return f"not run: this step's tool call allowance of {limit} is used up"
+    # Said so the model can act on it: a model told only "used up" may ask again (and
+    # each ask is a model call) until the step's max_iterations end it.
+    return (
+        f"not run: this step's tool call allowance of {limit} is used up; answer from the "
+        "results you have (a tool call now is refused too, unless the run frees some)"
+    )

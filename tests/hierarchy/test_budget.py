@@ -97,6 +97,29 @@ async def test_tool_call_allowance_is_split_across_parallel_steps() -> None:
     assert result.tool_calls <= 2
 
 
+async def test_a_refused_tool_call_tells_the_model_to_answer_with_what_it_has() -> None:
+    # It said only "not run: ... is used up": a model that asked again spent a model
+    # call per ask, every one refused, up to the step's max_iterations.
+    refusals: list[str] = []
+
+    async def keeps_asking(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        refusals.extend(str(r.content) for r in results if r.is_error)
+        if refusals:
+            return "done from the one result"
+        return tool_call_response("probe", {"n": len(request.messages)})
+
+    brain = Brain([plan_json({"description": "probe twice"})], work=keeps_asking)
+    team, _ = _team(brain, Budget(tool_calls=1))
+    result = await team.run("goal")
+    assert result.tool_calls == 1
+    assert refusals == [
+        "not run: this step's tool call allowance of 1 is used up; answer from the results "
+        "you have (a tool call now is refused too, unless the run frees some)"
+    ]
+
+
 async def test_wall_clock_budget_ends_a_hung_run_with_a_partial_result() -> None:
     import anyio
 

@@ -38,10 +38,14 @@ class SumBrain(Brain):
     numbers the committed lines carry — so it gets the same total from raw
     outputs and from working memory, but only if no step was dropped."""
 
-    def __init__(self, *, forget: str | None = None) -> None:
+    def __init__(
+        self, *, forget: str | None = None, noise: int = 80, as_data: bool = False
+    ) -> None:
         steps = [{"description": f"read meter {name}"} for name in READINGS]
         super().__init__([plan_json(*steps)])
         self.forget = forget  # a step id the compressor "forgets" to mention
+        self.noise = noise  # lines of noise around each reading
+        self.as_data = as_data  # facts as JSON objects, and no open questions (null)
         self.compressor_requests: list[ModelRequest] = []
         self.synthesis_requests: list[ModelRequest] = []
 
@@ -51,15 +55,16 @@ class SumBrain(Brain):
             facts = {}
             for sid, value in re.findall(r"- (s\d+) \([^)]*\): .*?reading=(\d+)", _text(request)):
                 if sid != self.forget:
-                    facts[sid] = f"reading={value}"
-            return json.dumps({"facts": facts, "open_questions": ["is gamma calibrated?"]})
+                    facts[sid] = {"reading": int(value)} if self.as_data else f"reading={value}"
+            questions = None if self.as_data else ["is gamma calibrated?"]
+            return json.dumps({"facts": facts, "open_questions": questions})
         if request.role == "synthesizer":
             self.synthesis_requests.append(request)
-            numbers = re.findall(r"reading=(\d+)", _text(request))
+            numbers = re.findall(r"reading\W{1,3}(\d+)", _text(request))
             return text_response(f"total {sum(int(n) for n in numbers)}")
         if request.role == "worker":
             _, description = step_of(request)
-            noise = "calibration log line; " * 80
+            noise = "calibration log line; " * self.noise
             return f"{noise} reading={READINGS[description.split()[-1]]} {noise}"
         return await super().__call__(request)
 
@@ -164,3 +169,51 @@ def test_a_compressor_reply_nested_thousands_deep_keeps_each_steps_own_output() 
     memory = parse_memory(deep, committed={"s1": "42 apples"})
     assert memory.facts == {"s1": "42 apples"}
     assert memory.open_questions == ()
+
+
+async def test_a_step_the_compressor_leaves_out_keeps_all_of_its_output(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Was cut to its first 2,000 characters, silently: a reading past them was lost.
+    brain = SumBrain(forget="s2", noise=200)
+    result = await _team(brain, Compression(threshold_tokens=200)).run(GOAL)
+    assert result.memory is not None
+    assert "reading=20" in result.memory.facts["s2"]
+    assert result.answer == "total 42"
+    assert "gave no facts for step(s) s2: they are carried with their own output" in caplog.text
+
+
+async def test_facts_given_as_json_data_are_kept(caplog: pytest.LogCaptureFixture) -> None:
+    # A fact given as an object (or "open_questions": null) made the whole reply
+    # unreadable: every step kept its raw output, and the compression was lost.
+    result = await _team(SumBrain(as_data=True), Compression(threshold_tokens=200)).run(GOAL)
+    assert result.memory is not None
+    assert result.memory.facts == {
+        "s1": '{"reading":17}',
+        "s2": '{"reading":20}',
+        "s3": '{"reading":5}',
+    }
+    assert result.memory.open_questions == ()
+    assert result.answer == "total 42"
+    assert "compressor" not in caplog.text
+
+
+async def test_a_compressor_reply_that_does_not_parse_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Chatty(SumBrain):
+        async def __call__(self, request: ModelRequest) -> ModelResponse | str:
+            if request.role == "compressor":
+                return "Sure! The readings are all in order."
+            return await super().__call__(request)
+
+    result = await _team(Chatty(), Compression(threshold_tokens=200)).run(GOAL)
+    assert result.answer == "total 42"
+    assert "did not parse ('Sure! The readings are all in order.')" in caplog.text
+    assert "s1, s2, s3: they are carried with their own output" in caplog.text
+
+
+def test_a_memory_in_prose_that_has_braces_of_its_own_is_read() -> None:
+    reply = 'Kept {all} of it: {"facts": {"s1": "reading=17"}} (see {log}).'
+    memory = parse_memory(reply, committed={"s1": "noise reading=17 noise"})
+    assert memory.facts == {"s1": "reading=17"}

@@ -105,6 +105,23 @@ async def test_iteration_cap_is_a_reported_outcome() -> None:
     assert len(brain.worker_requests) == 3
 
 
+async def test_an_iteration_cap_after_failed_tool_calls_says_how_the_last_one_failed() -> None:
+    # It said only "reached its cap ... without a final answer": why the loop went round
+    # (bad arguments every time) was in INFO lines on regiment.worker, not in the error.
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> object:
+        return tool_call_response("lookup", {"key": 7})  # an int: never valid
+
+    brain = Brain([plan_json({"description": "loop"})], work=work)  # type: ignore[arg-type]
+    with pytest.raises(StepFailed) as info:
+        await _team(brain, max_iterations=2).run("goal")
+    assert (
+        "reached its cap of 2 model calls without a final answer; its last tool call, lookup, "
+        "failed: invalid arguments for tool 'lookup': key: Input should be a valid string"
+    ) in info.value.cause
+
+
 async def test_invented_tool_name_goes_back_to_the_model() -> None:
     async def work(
         description: str, results: list[ToolResultPart], request: ModelRequest

@@ -18,6 +18,7 @@ from regiment.hierarchy import (
     RoundStarted,
     Team,
     Worker,
+    parse_verdict,
 )
 from regiment.hierarchy._budget import OnExhausted
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, TextPart
@@ -201,6 +202,20 @@ async def test_unparseable_critic_is_asked_again_then_taken_as_passed_with_warni
     assert result.rounds == 1
 
 
+async def test_a_plain_no_is_a_no_whatever_the_wording_of_its_other_fields() -> None:
+    # A "passed": false with a null feedback (or a list, or one open question as a
+    # string) did not parse, so after one more such reply the round was taken as passed.
+    plans = [plan_json({"description": d}) for d in ("x", "y", "z")]
+    no = json.dumps({"passed": False, "feedback": None, "open_questions": "is y done?"})
+    listed = json.dumps({"passed": "false", "feedback": ["add y", "cite it"]})
+    brain = CriticBrain(plans, [no, listed, _verdict(True)])
+    result = await _team(brain).run("goal")
+    assert [(v.passed, v.warning) for v in result.verdicts] == [(False, None)] * 2 + [(True, None)]
+    assert result.verdicts[0].open_questions == ("is y done?",)
+    assert result.verdicts[1].feedback == "add y\ncite it"
+    assert (result.rounds, result.status) == (3, "completed")
+
+
 async def test_planner_may_finish_a_round_with_nothing_more_to_do() -> None:
     plans = [plan_json({"description": "x"}), '{"steps": []}']
     brain = CriticBrain(plans, [_verdict(False, "could be better")])
@@ -209,6 +224,25 @@ async def test_planner_may_finish_a_round_with_nothing_more_to_do() -> None:
     assert result.committed == ("s1",)
     assert len(brain.critic_requests) == 1  # nothing new was done, so nothing new to judge
     assert result.answer == "final answer"
+
+
+def test_a_verdict_in_prose_that_has_braces_of_its_own_is_read() -> None:
+    # Only the span from the first "{" to the last "}" was tried: prose braces around
+    # the verdict made it unreadable, and two such replies were taken as passed.
+    reply = 'Steps {s1, s2} are weak. {"passed": false, "feedback": "add the tax"} See {notes}.'
+    verdict = parse_verdict(reply, round=1)
+    assert verdict is not None
+    assert (verdict.passed, verdict.feedback) == (False, "add the tax")
+
+
+async def test_a_first_plan_with_nothing_to_do_goes_straight_to_the_answer() -> None:
+    # The critic judged the empty round 1, and its "no" made the planner plan work it
+    # had found unneeded, round after round.
+    brain = CriticBrain(['{"steps": []}'], [_verdict(False, "do something")])
+    result = await _team(brain).run("what is 2 + 2?")
+    assert brain.critic_requests == []
+    assert (result.rounds, result.verdicts, result.steps) == (1, (), ())
+    assert (result.status, result.answer) == ("completed", "final answer")
 
 
 async def test_without_a_critic_there_is_one_round() -> None:

@@ -51,6 +51,19 @@ def make_refund_tool() -> tuple[Tool[..., object], list[JsonObject]]:
     return issue_refund, ran
 
 
+async def test_a_plain_approver_that_hands_back_a_coroutine_is_awaited() -> None:
+    # On trio the worker thread refused the coroutine ("Trio expected a sync function,
+    # but ... appears to be asynchronous"): the call failed with an ApprovalError.
+    refund, ran = make_refund_tool()
+    asked = Scripted(Approve())
+
+    def approver(request: ApprovalRequest) -> object:
+        return asked(request)  # a plain function handing an async one's coroutine back
+
+    result = await refund.call({"order_id": "1", "amount": 5}, call_id="c1", approver=approver)  # type: ignore[arg-type]
+    assert (result.is_error, ran) == (False, [{"order_id": "1", "amount": 5.0}])
+
+
 async def test_approved_calls_run_and_the_approver_sees_the_whole_call() -> None:
     refund, ran = make_refund_tool()
     approver = Scripted(Approve())

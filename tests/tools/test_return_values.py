@@ -39,11 +39,27 @@ async def test_a_value_pydantic_cannot_encode_is_an_error_result(value: object, 
     )
 
 
-async def test_a_step_whose_tool_returns_undecodable_bytes_tells_the_model() -> None:
+_PNG = (
+    "TypeError: tool 'read_blob' ran, but returned a bytes, not JSON data, so its result "
+    "cannot be shown (a tool returns text, numbers, lists, dicts or pydantic models)"
+)
+# Was a failed step: the int passed as JSON data, then writing it as text raised.
+_HUGE = (
+    "TypeError: tool 'read_blob' ran, but its result cannot be written as text (Exceeds "
+    "the limit (4300 digits) for integer string conversion"
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "told"), [(b"\x89PNG\xff", _PNG), (10**5000, _HUGE)], ids=["bytes", "huge_int"]
+)
+async def test_a_step_whose_tool_returns_what_cannot_be_shown_tells_the_model(
+    value: object, told: str
+) -> None:
     @tool
-    def read_blob() -> bytes:
+    def read_blob() -> object:
         """Reads a binary blob."""
-        return b"\x89PNG\xff"
+        return value
 
     seen: list[ToolResultPart] = []
 
@@ -64,11 +80,23 @@ async def test_a_step_whose_tool_returns_undecodable_bytes_tells_the_model() -> 
     with anyio.fail_after(10):
         result = await team.run("read the blob")
     assert result.status == "completed"
-    assert [(p.is_error, p.content) for p in seen] == [
-        (
-            True,
-            "TypeError: tool 'read_blob' ran, but returned a bytes, not JSON data, so its "
-            "result cannot be shown (a tool returns text, numbers, lists, dicts or pydantic "
-            "models)",
-        )
-    ]
+    assert [(p.is_error, p.content[: len(told)]) for p in seen] == [(True, told)]
+
+
+async def test_a_plain_tool_that_returns_a_coroutine_is_told_to_be_async() -> None:
+    # It said only "returned a coroutine, not JSON data" (on trio: "Trio expected a sync
+    # function, but 'TrioBackend.run_sync_in_worker_thread.<locals>.wrapper' appears to
+    # be asynchronous"), and the coroutine, never closed, warned later, elsewhere.
+    async def fetch(url: str) -> str:
+        return url
+
+    @tool
+    def wrapper(url: str) -> object:
+        """Fetches, but forgets to await."""
+        return fetch(url)
+
+    result = await wrapper.call({"url": "u"}, call_id="c")
+    assert (result.is_error, result.error_type) == (True, "TypeError")
+    assert str(result.content).endswith(
+        "; it called an async function without awaiting it: make the tool async"
+    )

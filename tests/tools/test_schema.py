@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import functools
+from collections.abc import Callable
 from typing import Annotated, Literal, NotRequired
 
 import pytest
@@ -107,6 +108,73 @@ def test_descriptions_from_annotated_and_from_the_docstring() -> None:
             "additionalProperties": False,
         },
     )
+
+
+def _numpy_style(order_id: str, amount: float = 0.0) -> str:
+    """Refund an order.
+
+    Parameters
+    ----------
+    order_id : str
+        The order number,
+        as printed on the receipt.
+    amount : float, optional
+        How much to refund.
+
+    Returns
+    -------
+    str
+        A receipt.
+    """
+    return order_id
+
+
+def _sphinx_style(order_id: str, amount: float = 0.0) -> str:
+    """Refund an order.
+
+    :param order_id: The order number,
+        as printed on the receipt.
+    :param float amount: How much to refund.
+    :type order_id: str
+    :returns: A receipt.
+    """
+    return order_id
+
+
+@pytest.mark.parametrize("fn", [_numpy_style, _sphinx_style], ids=["numpy", "sphinx"])
+def test_numpy_and_sphinx_docstrings_describe_the_parameters(fn: Callable[..., str]) -> None:
+    # Only Google style was read: the whole Parameters section (or every :param:
+    # line) was the tool's description, and no parameter had one of its own.
+    refund = tool(fn)
+    assert refund.description == "Refund an order."
+    properties = refund.definition.input_schema["properties"]
+    assert isinstance(properties, dict)
+    described = {name: p["description"] for name, p in properties.items() if isinstance(p, dict)}
+    assert described == {
+        "order_id": "The order number, as printed on the receipt.",
+        "amount": "How much to refund.",
+    }
+
+
+def test_a_plain_string_in_annotated_describes_the_parameter() -> None:
+    # pydantic ignores it, so the schema had no description (or the docstring's).
+    @tool
+    def forecast(
+        city: Annotated[str, "The city, as its people spell it"],
+        days: Annotated[int, Field(description="Field wins"), "not this"] = 3,
+    ) -> str:
+        """Forecast.
+
+        Args:
+            city: the docstring's words, not these.
+        """
+        return city
+
+    properties = forecast.definition.input_schema["properties"]
+    assert properties == {
+        "city": {"type": "string", "description": "The city, as its people spell it"},
+        "days": {"type": "integer", "description": "Field wins", "default": 3},
+    }
 
 
 def test_enums_literals_and_optionals() -> None:
@@ -240,6 +308,26 @@ def test_partial_functions_need_a_name_and_keep_their_schema() -> None:
     doubled = Tool(functools.partial(scale, factor=2.0), name="double")
     assert doubled.description == "Multiply."
     assert doubled.definition.input_schema["required"] == ["value"]
+
+
+@pytest.mark.anyio
+async def test_what_a_partial_binds_is_neither_shown_to_the_model_nor_open_to_change() -> None:
+    # The bound keyword was a parameter with its value as the default: the schema sent
+    # to the provider carried it (an API key, say), and the model could send another.
+    def send(to: str, api_key: str) -> str:
+        """Send a message."""
+        return f"sent to {to} with {api_key[:3]}"
+
+    sender = Tool(functools.partial(send, api_key="sk-secret"), name="send")
+    assert sender.definition.input_schema == {
+        "type": "object",
+        "properties": {"to": {"type": "string"}},
+        "required": ["to"],
+        "additionalProperties": False,
+    }
+    assert (await sender.call({"to": "ana"}, call_id="c1")).content == "sent to ana with sk-"
+    changed = await sender.call({"to": "ana", "api_key": "mine"}, call_id="c2")
+    assert (changed.is_error, changed.error_type) == (True, "invalid_arguments")
 
 
 def test_missing_annotation_is_a_config_error() -> None:

@@ -146,3 +146,36 @@ async def test_a_body_left_running_keeps_its_tools_concurrency_token_until_it_en
         release.set()
     assert bodies == [1, 2]
     assert results[0].content == "done 2"
+
+
+@pytest.mark.anyio
+async def test_a_plain_generator_tool_is_read_in_its_thread_within_its_timeout() -> None:
+    # Its body ran as pydantic read the generator, on the event loop, after the thread
+    # had returned: it blocked every other task, and no timeout could cut it.
+    import threading
+
+    release = threading.Event()
+    read: list[int] = []
+
+    @tool(timeout=0.05)
+    def rows() -> object:
+        """Rows, read one at a time."""
+        yield 1
+        release.wait(30)  # a slow read: the loop must not wait for it
+        read.append(2)
+        yield 2
+
+    try:
+        with anyio.fail_after(10):
+            result = await rows.call({}, call_id="c")
+        assert read == []  # the slow read had not ended: the timeout came first
+    finally:
+        release.set()
+    assert (result.is_error, result.error_type) == (True, "timeout")
+
+    @tool
+    def quick() -> object:
+        """Rows, all at once."""
+        yield from range(3)
+
+    assert (await quick.call({}, call_id="c")).content == [0, 1, 2]

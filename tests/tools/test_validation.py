@@ -246,3 +246,25 @@ async def test_arguments_nested_too_deep_go_back_to_the_model(depth: int) -> Non
         "invalid arguments for tool 'keep': the arguments nest too deep to read; send flatter JSON"
     )
     assert ran == []
+
+
+class _Unset:
+    """A default meaning "not given", as many Python APIs use one."""
+
+
+_UNSET = _Unset()
+
+
+@pytest.mark.anyio
+async def test_a_default_that_is_not_json_data_is_used_when_the_model_leaves_it_out() -> None:
+    # Every call of such a tool raised PydanticSerializationError (a failed step):
+    # the record of its arguments could not write the sentinel.
+    @tool
+    def search(query: str, limit: object = _UNSET) -> str:
+        """Search."""
+        return f"{query}: {'no limit' if limit is _UNSET else limit}"
+
+    result = await search.call({"query": "anyio"}, call_id="c1")
+    assert (result.is_error, result.content) == (False, "anyio: no limit")
+    assert search.validated({"query": "anyio"}) == {"query": "anyio", "limit": "<_Unset>"}
+    assert (await search.call({"query": "q", "limit": 3}, call_id="c2")).content == "q: 3"
