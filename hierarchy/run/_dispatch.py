@@ -59,6 +59,9 @@ class Dispatcher:
         self._blocked: dict[str, int] = {}
         self._dependents: dict[str, list[str]] = {}
         self._position: dict[str, int] = {}
+        # A resume's replayed reports dropped as stale before it, each held (no longer in
+        # flight) until the version its drop named is announced again: see ``hold``.
+        self._held: list[tuple[StepReport, int]] = []
 
     def running_ids(self, version: int) -> Collection[str]:
         """Ids of the steps of ``version`` dispatched and not yet reported (read only)."""
@@ -163,6 +166,21 @@ class Dispatcher:
             del running[step_id]
         else:
             running[step_id] -= 1
+
+    def hold(self, report: StepReport, current: int) -> None:
+        """Keep a replayed ``report`` whose drop named version ``current``, not yet adopted
+        by the resumed run, until it is (``held``): it ended before the resume, so it is
+        no longer in flight, but its drop may name only a version already announced."""
+        self.reported(report)
+        self._held.append((report, current))
+
+    def held(self, upto: int | None) -> list[tuple[StepReport, int]]:
+        """The held reports whose drop names a version ``<= upto`` (all: ``None``), let go."""
+        if not self._held:
+            return []
+        due = [h for h in self._held if upto is None or h[1] <= upto]
+        self._held = [h for h in self._held if h not in due]
+        return due
 
     def cancel_all(self, ctx: ActorContext[PlannerMessage, None], reason: str) -> None:
         """Fence every step of this run sent so far, now: none of them starts a tool

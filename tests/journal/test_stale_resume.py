@@ -7,7 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from regiment.hierarchy import JournaledEvents, StaleReportDropped, StepCompleted
+from regiment.hierarchy import JournaledEvents, PlanCreated, StaleReportDropped, StepCompleted
 from regiment.journal import open_journal
 from regiment.models import ModelRequest, ModelResponse, ToolResultPart, tool_call_response
 from regiment.tools import Approve, tool
@@ -105,3 +105,25 @@ async def test_a_resumed_run_drops_a_stale_report_again(tmp_path: Path) -> None:
     assert dropped == [(1, "s2")]
     synthesis = brain.synthesis_requests[-1].messages[-1].parts[0]
     assert "SIDE-DONE" not in getattr(synthesis, "text", "")
+
+
+async def test_a_resumed_run_tells_the_drop_after_the_version_it_names(tmp_path: Path) -> None:
+    # The resume replays the stale report as its step is sent (under v1); its drop names
+    # v2, so it comes once v2 is announced, as in the run before the resume.
+    brain = _Story()
+    team = replan_team(brain, tools=brain.tools())  # type: ignore[arg-type]
+    async with team.start(journal=tmp_path / "runs.db") as running:
+        paused = await running.run("goal")
+        (request,) = paused.pending_approvals
+        await running.approve(request.request_id, Approve(), by="ana")
+        result = await running.resume(paused.run_id)
+    for told in (paused.events, result.events):
+        order = [
+            ("plan", e.plan.version)
+            if isinstance(e, PlanCreated)
+            else ("dropped", e.current_version)
+            for e in told
+            if isinstance(e, (PlanCreated, StaleReportDropped))
+        ]
+        assert order == [("plan", 1), ("plan", 2), ("dropped", 2)]
+    assert result.stale_reports_dropped == 1
