@@ -78,7 +78,8 @@ async def test_a_resumed_run_drops_a_stale_report_again(tmp_path: Path) -> None:
     async with team.start(journal=tmp_path / "runs.db") as running:
         paused = await running.run("goal")
         assert paused.status == "paused"
-        assert paused.committed == ("s1",)
+        assert paused.committed == ()
+        assert paused.rejected == ("s1",)
         (request,) = paused.pending_approvals
         await running.approve(request.request_id, Approve(), by="ana")
         result = await running.resume(paused.run_id)
@@ -95,7 +96,8 @@ async def test_a_resumed_run_drops_a_stale_report_again(tmp_path: Path) -> None:
     assert told == [(1, 2)]  # the drop is journaled once, as the run first told it
     assert result.status == "completed"
     assert brain.charges == ["charged"]  # the stale step's tool ran once, before the pause
-    assert result.committed == ("s1", "s3")
+    assert result.committed == ("s3",)
+    assert result.rejected == ("s1",)
     assert [[s.id for s in plan.steps] for plan in result.plans] == [["s2", "s1"], ["s1", "s3"]]
     completed = [(e.plan_version, e.step_id) for e in result.events if isinstance(e, StepCompleted)]
     assert completed == [(2, "s3")]
