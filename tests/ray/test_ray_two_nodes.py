@@ -40,7 +40,7 @@ def test_refund_story_across_two_nodes(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     told = json.loads(done.stdout.strip().splitlines()[-1])
     assert told["status"] == "completed"
-    assert told["committed"] == ["s1", "s4", "s5"]
+    assert told["committed"] == ["s4", "s5"]  # s1: rejected by its check
     assert "could not be made" in told["answer"]
     nodes = told["nodes"]
     assert nodes.keys() == {"node_a", "node_b"}
