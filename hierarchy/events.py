@@ -205,7 +205,12 @@ class CheckFailed(_Base, frozen=True, kw_only=True):
 
 
 class Replanned(_Base, frozen=True, kw_only=True):
-    """The unfinished tail was replaced by a new version."""
+    """The unfinished tail was replaced by a new version.
+
+    ``kept``: the steps the new version keeps with their reports (a step its check
+    rejected among them, as evidence); ``removed``: the unfinished steps it drops;
+    ``added``: its new steps, a rejected step it runs again among them.
+    """
 
     old_version: int
     new_version: int
