@@ -12,7 +12,9 @@ from regiment.hierarchy import (
     Budget,
     Check,
     CheckFailed,
+    Pass,
     Planner,
+    PlanSubject,
     Replanned,
     RunFailed,
     StepReport,
@@ -106,3 +108,19 @@ async def test_a_partial_answer_tells_a_rejected_step_as_rejected() -> None:
     result = await dataclasses.replace(team, budget=Budget(model_calls=3)).run("goal")
     assert result.status == "partial"
     assert "s1: [rejected by its check 'fails': never passes] did: probe" in result.answer
+
+
+async def test_a_plan_guard_sees_a_rejected_step_run_again_as_a_new_step() -> None:
+    seen: list[tuple[list[str], list[str]]] = []
+
+    def judge(plan: PlanSubject) -> Pass:
+        seen.append(([s.id for s in plan.steps], [s.id for s in plan.committed]))
+        return Pass()
+
+    brain = Brain([plan_json(_PROBE, _USE), plan_json(_PROBE, _USE)])
+    team = _lucky_team(brain)
+    guarded = dataclasses.replace(team.planner, guardrails=[judge])
+    result = await dataclasses.replace(team, planner=guarded).run("goal")
+    assert result.status == "completed"
+    assert seen == [(["s1", "s2"], []), (["s1", "s2"], [])]  # v2: nothing kept but evidence
+    assert result.committed == ("s1", "s2")
