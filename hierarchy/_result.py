@@ -34,7 +34,7 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True, dict=True):
             on without a decision on ``pending_approvals``.
         plans: every plan version, oldest first.
         steps: every report that reached the planner for a current version,
-            in arrival order (committed ones have status ``done``).
+            in arrival order (committed and rejected ones have status ``done``).
         committed: ids of the committed steps, in commit order: the steps whose result
             held (a step its check rejected is not one: see ``rejected``).
         rejected: ids of the steps whose check rejected their output, in the order
