@@ -205,12 +205,7 @@ class CheckFailed(_Base, frozen=True, kw_only=True):
 
 
 class Replanned(_Base, frozen=True, kw_only=True):
-    """The unfinished tail was replaced by a new version.
-
-    ``kept``: the steps the new version keeps with their reports (a step its check
-    rejected among them, as evidence); ``removed``: the unfinished steps it drops;
-    ``added``: its new steps, a rejected step it runs again among them.
-    """
+    """The unfinished tail was replaced (a rejected step: ``kept``, or ``added`` if run again)."""
 
     old_version: int
     new_version: int

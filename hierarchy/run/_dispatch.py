@@ -168,18 +168,29 @@ class Dispatcher:
             running[step_id] -= 1
 
     def hold(self, report: StepReport, current: int) -> None:
-        """Keep a replayed ``report`` whose drop named version ``current``, not yet adopted
-        by the resumed run, until it is (``held``): it ended before the resume, so it is
-        no longer in flight, but its drop may name only a version already announced."""
-        self.reported(report)
+        """Keep a replayed ``report`` the run dropped as stale before its resume, naming
+        version ``current``, until the resumed run has replaced its version and announced
+        ``current`` (``held``). It ended before the resume, so the run's end does not wait
+        for it; but it holds its slot of the team's concurrency, as it did before."""
+        self.inflight.pop((report.plan_version, report.step_id, report.attempt), None)
         self._held.append((report, current))
 
     def held(self, upto: int | None) -> list[tuple[StepReport, int]]:
-        """The held reports whose drop names a version ``<= upto`` (all: ``None``), let go."""
+        """The held reports (see ``hold``) due once version ``upto`` is adopted (all:
+        ``None``), let go, their slots freed."""
         if not self._held:
             return []
-        due = [h for h in self._held if upto is None or h[1] <= upto]
-        self._held = [h for h in self._held if h not in due]
+        due: list[tuple[StepReport, int]] = []
+        waiting, self._held = self._held, []
+        for report, current in waiting:
+            if upto is None or (current <= upto and report.plan_version < upto):
+                due.append((report, current))
+                running = self._running[report.plan_version]
+                running[report.step_id] -= 1
+                if not running[report.step_id]:
+                    del running[report.step_id]
+            else:
+                self._held.append((report, current))
         return due
 
     def cancel_all(self, ctx: ActorContext[PlannerMessage, None], reason: str) -> None:

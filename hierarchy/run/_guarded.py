@@ -121,15 +121,12 @@ class GuardedActor(Actor[PlannerMessage, None]):
     def _drop_again(self, report: StepReport, current: int) -> None:
         """Drop again, as it was, a replayed report the run dropped as stale before its
         resume. The resume replays it as its step is sent, before the replan that replaced
-        its version: it is held until that version (``current``) is announced again."""
-        if current > self._book.versions.version:
-            self._book.dispatcher.hold(report, current)
-            return
-        self._record(ReportArrived(report))
-        self._record(ReportDropped(report, current))
+        its version: it is held until the resumed run has replaced that version and
+        announced the one its drop named (``current``), as the run was then."""
+        self._book.dispatcher.hold(report, current)
 
     def _drop_held(self, upto: int | None) -> None:
-        """Drop the held reports whose version is now announced (``upto``; all at the run's
+        """Drop the held reports due once version ``upto`` is adopted (all at the run's
         end, each naming at most the version it reached)."""
         version = self._book.versions.version
         for report, current in self._book.dispatcher.held(upto):

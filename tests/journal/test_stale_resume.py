@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import anyio
 import pytest
 
-from regiment.hierarchy import JournaledEvents, PlanCreated, StaleReportDropped, StepCompleted
+from regiment.hierarchy import (
+    JournaledEvents,
+    PlanCreated,
+    StaleReportDropped,
+    StepCompleted,
+    StepDispatched,
+)
 from regiment.journal import open_journal
 from regiment.models import ModelRequest, ModelResponse, ToolResultPart, tool_call_response
 from regiment.tools import Approve, tool
@@ -40,6 +47,8 @@ class _Story(Brain):
     async def _work(
         self, description: str, results: list[ToolResultPart], request: ModelRequest
     ) -> ModelResponse | str:
+        if description in ("quick", "extra"):  # see the last test
+            return f"did: {description}"
         tools = {"side": "charge", "probe": "look", "recover": "refund"}
         if not results:
             return tool_call_response(tools[description], {})
@@ -129,3 +138,32 @@ async def test_a_resumed_run_tells_the_drop_after_the_version_it_names(tmp_path:
         ]
         assert order == [("plan", 1), ("plan", 2), ("dropped", 2)]
     assert result.stale_reports_dropped == 1
+
+
+async def test_a_resumed_run_sends_no_step_the_run_before_it_never_sent(tmp_path: Path) -> None:
+    # Two steps at a time: the side step holds its slot until the replan drops its report,
+    # so 'extra' never goes before v1 is replaced. The resume replays the side step's
+    # report at once; it must keep holding the slot, or 'quick''s replayed commit would
+    # send 'extra' (and s1) into the freed slots: work the run before it never did.
+    brain = _Story()
+    brain.plans = [
+        plan_json(
+            {"id": "s2", "description": "side"},
+            {"id": "s0", "description": "quick"},
+            {"id": "s1", "description": "probe", "check": "fails"},
+            {"id": "s5", "description": "extra"},
+        ),
+        REPLAN,
+    ]
+    team = replan_team(brain, tools=brain.tools())  # type: ignore[arg-type]
+    team = dataclasses.replace(team, concurrency=2)
+    async with team.start(journal=tmp_path / "runs.db") as running:
+        paused = await running.run("goal")
+        assert paused.status == "paused"
+        (request,) = paused.pending_approvals
+        await running.approve(request.request_id, Approve(), by="ana")
+        result = await running.resume(paused.run_id)
+    assert result.status == "completed"
+    sent = [(e.plan_version, e.step_id) for e in result.events if isinstance(e, StepDispatched)]
+    assert [s for _, s in sent] == ["s2", "s0", "s1", "s3"]
+    assert result.committed == ("s0", "s3")
