@@ -22,7 +22,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_refund_story_across_two_nodes(tmp_path: Path) -> None:
     ledger = str(tmp_path / "ledger.jsonl")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # The caller's PYTHONPATH kept (as conftest's runtime_env does): the driver imports the
+    # regiment under test, not whatever an installed copy points at.
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path}
     with OtlpReceiver() as receiver:
         began = time.perf_counter()
         done = subprocess.run(
