@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
+from regiment.cli._show_marks import judgements, step_mark
 from regiment.errors import ConfigError, JournalError
 from regiment.journal import (
     ApprovalDecided,
@@ -265,10 +266,13 @@ def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
 def _with_unfinished_calls(
     steps: list[dict[str, object]], records: Sequence[Record]
 ) -> list[dict[str, object]]:
-    """``steps``, each with its ``unfinished_calls`` (see ``_unfinished_calls``)."""
-    unfinished = _unfinished_calls(records)
+    """``steps``, each with its ``unfinished_calls`` (see ``_unfinished_calls``) and, for a
+    report not committed, why (``judged``: its check rejected it, a replan dropped it)."""
+    unfinished, judged = _unfinished_calls(records), judgements(records)
     for step in steps:
-        step["unfinished_calls"] = unfinished.get((step["plan_version"], step["step_id"]), [])
+        key = (step["plan_version"], step["step_id"])
+        step["unfinished_calls"] = unfinished.get(key, [])
+        step["judged"] = None if step["committed"] else judged.get(key)
     return steps
 
 
@@ -351,7 +355,7 @@ def _print_shown(shown: dict[str, object], stdout: TextIO) -> None:
     assert isinstance(steps, list)
     for step in steps:
         said = step["output"] or step.get("error") or ""  # a failed step: why
-        line = f"  v{step['plan_version']} {step['step_id']} [{_mark(step, shown)}]"
+        line = f"  v{step['plan_version']} {step['step_id']} [{step_mark(step, shown)}]"
         print(f"{line} {said}" if said else line, file=stdout)  # no trailing space
         for call in step["unfinished_calls"]:
             _print_unfinished(call, ended=step["status"] not in _GOING, stdout=stdout)
@@ -361,19 +365,6 @@ def _print_shown(shown: dict[str, object], stdout: TextIO) -> None:
         print(f"error: {shown['error']}", file=stdout)
     if shown["usage"] is not None:
         print(f"usage: {msgspec.json.encode(shown['usage']).decode()}", file=stdout)
-
-
-def _mark(step: Mapping[str, object], shown: Mapping[str, object]) -> str:
-    """What ``show`` says of a step in brackets."""
-    if step["committed"]:
-        return "committed"
-    if step["status"] == "awaiting_approval":
-        return "waits for a decision on"
-    if step["status"] != "dispatched":
-        return str(step["status"])
-    if shown["paused"] and shown["status"] in ("paused", "stalled"):
-        return "dispatched, waits for a resume"  # its requests decided: a resume runs it
-    return "dispatched, no report"
 
 
 def resume_hint(team_file: object, run_id: str) -> str:

@@ -54,8 +54,12 @@ async def main() -> None:
     for order in goals:
         result = results[order]
         versions = " -> ".join(f"v{p.version}" for p in result.plans)
+        rejected = (
+            f" (rejected by its check: {', '.join(result.rejected)})" if result.rejected else ""
+        )
         print(
-            f"order {order}: {result.status}, plan {versions}, steps {', '.join(result.committed)}"
+            f"order {order}: {result.status}, plan {versions}, "
+            f"steps {', '.join(result.committed)}{rejected}"
         )
     print(f"a run with no time left was cancelled: {scope.cancelled_caught}")
     print(f"refunds issued: {ledger.refunds}; exceptions flagged: {ledger.exceptions}")

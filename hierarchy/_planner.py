@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import final
 
@@ -102,6 +102,9 @@ class PlanningSession:
     # The steps a replan (or a new round) keeps, by id: a reply that restates one of
     # them (same id, same description) is read as naming it, not as a new step.
     kept: Mapping[str, PlanStep] = field(default_factory=dict)
+    # Of ``known_ids``, the steps kept as evidence though their check rejected them: a
+    # reply that lists one again (by its id) runs it again, in place of its evidence.
+    rejected: Collection[str] = ()
     replaced_ids: Sequence[str] = ()  # the unfinished steps of the version a replan replaces
     attempts: int = 0
 
@@ -125,7 +128,7 @@ class PlanningSession:
             problems = validate_plan(
                 steps,
                 workers=tuple(self.workers),
-                known_ids=self.known_ids,
+                known_ids=self.known_for(steps),
                 checks=tuple(self.checks),
                 written_as=parsed.written_as,
                 replaced_ids=self.replaced_ids,
@@ -134,6 +137,14 @@ class PlanningSession:
             problems = (_CUT_OFF, *problems)
         self.messages.append(Message.assistant(reply))
         return PlanAttempt(parsed=parsed, problems=problems, reply=reply)
+
+    def known_for(self, steps: Sequence[PlanStep]) -> Sequence[str]:
+        """The ids ``steps`` may not take: the kept steps' but a rejected step's that
+        ``steps`` lists again (run again)."""
+        if not self.rejected:
+            return self.known_ids
+        again = {step.id for step in steps if step.id in self.rejected}
+        return [sid for sid in self.known_ids if sid not in again] if again else self.known_ids
 
     def reprompt(self, problems: Sequence[str], prompts: Prompts) -> None:
         self.messages.append(Message.user(prompts.plan_problems(problems)))

@@ -34,6 +34,14 @@ _SYNTHESIZER = """\
 Write the final answer to the goal from the results of the committed steps.
 Be faithful to the results; do not invent facts they do not contain."""
 
+# How a kept step its check rejected is marked in the committed lines (PlanVersions),
+# and what a replan or round is told when one is there.
+_REJECTED = "[rejected by its check"
+_RETRY = (
+    "A step marked rejected by its check is kept as evidence; list it again (its id) "
+    "only to run it again.\n\n"
+)
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Prompts:
@@ -109,6 +117,7 @@ class Prompts:
         return (
             f"REPLAN. Goal: {goal}\n\n"
             f"Committed steps of plan version {plan.version} (kept; new steps may depend on them by id):\n{committed or '- none'}\n\n"
+            f"{_RETRY if _REJECTED in committed else ''}"
             f"Why the plan must change: {reason}\n\n"
             f"Unfinished steps of version {plan.version}, which your reply replaces:\n{todo or '- none'}\n\n"
             f"Reply with the new steps only, as JSON. Number new ids from s{next_id}."
@@ -121,6 +130,7 @@ class Prompts:
         return (
             f"ROUND {round}. Goal: {goal}\n\n"
             f"Results so far (kept; new steps may depend on them by id):\n{committed or '- none'}\n\n"
+            f"{_RETRY if _REJECTED in committed else ''}"
             f"The critic says the goal is not met yet: {feedback}\n\n"
             "Reply with only the additional steps that close the gap, as JSON "
             f'(or {{"steps": []}} if nothing more can be done). Number new ids from s{next_id}.'

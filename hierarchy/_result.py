@@ -34,8 +34,14 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True, dict=True):
             on without a decision on ``pending_approvals``.
         plans: every plan version, oldest first.
         steps: every report that reached the planner for a current version,
-            in arrival order (committed ones have status ``done``).
-        committed: ids of the committed steps, in commit order.
+            in arrival order (committed and rejected ones have status ``done``).
+        committed: ids of the committed steps, in commit order: the steps whose result
+            held (a step its check rejected is not one: see ``rejected``).
+        rejected: ids of the steps whose check rejected their output, in the order
+            judged. Each is kept as evidence (its report is in ``steps``, the reason in
+            its ``CheckFailed`` event): later steps and the answer are told its output
+            as rejected. A replan that lists one again runs it again: once its new
+            report holds it is committed, and no longer here.
         artifacts: finished artefacts produced by steps, verbatim.
         usage_by_role: usage per role (``planner``, ``synthesizer``, each worker name).
         usage: total usage.
@@ -69,6 +75,7 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     plans: tuple[Plan, ...]
     steps: tuple[StepReport, ...]
     committed: tuple[str, ...]
+    rejected: tuple[str, ...] = ()
     artifacts: tuple[str, ...] = ()
     usage_by_role: dict[str, Usage] = {}
     usage: Usage = Usage()
@@ -107,7 +114,7 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True, dict=True):
 
     def as_failed(self, error_type: str, message: str) -> _events.RunFailed:
         """A ``RunFailed`` (``error_type``, ``message``) carrying what this run got to: its
-        plans, step reports, committed steps, usage, model and tool calls, the budget limit
+        plans, step reports, committed and rejected steps, usage, model and tool calls, the budget limit
         that ran out and the trace id. E.g. the last event a reader that left a run early
         reports for it, from the ``RunCompleted`` (status ``cancelled``) it did not read."""
         return _events.RunFailed(
@@ -117,6 +124,7 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True, dict=True):
             plans=self.plans,
             steps=self.steps,
             committed=self.committed,
+            rejected=self.rejected,
             usage=self.usage,
             model_calls=self.model_calls,
             tool_calls=self.tool_calls,
@@ -133,8 +141,13 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True, dict=True):
         """The committed output of a step.
 
         Raises:
-            KeyError: the step was not committed.
+            KeyError: the step was not committed (its check rejected it, say).
         """
+        if step_id in self.rejected:
+            raise KeyError(
+                f"step {step_id!r} was rejected by its check (see its CheckFailed event); "
+                f"its report, kept as evidence, is in steps; committed: {', '.join(self.committed)}"
+            )
         for report in self.steps:
             if report.step_id == step_id and report.status == "done":
                 return report.output

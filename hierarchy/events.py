@@ -205,7 +205,7 @@ class CheckFailed(_Base, frozen=True, kw_only=True):
 
 
 class Replanned(_Base, frozen=True, kw_only=True):
-    """The unfinished tail was replaced by a new version."""
+    """The unfinished tail was replaced (a rejected step: ``kept``, or ``added`` if run again)."""
 
     old_version: int
     new_version: int
@@ -354,7 +354,7 @@ class RunFailed(_Base, frozen=True, kw_only=True):
     Besides why (``error_type``, ``message``), it carries what the run got to, as
     ``RunResult`` names it: every plan version, every step report (the one that
     failed, and its siblings cancelled as the run wound down), the committed step
-    ids, usage, model and tool calls, the budget limit that ran out, and the trace
+    ids (and those its checks rejected), usage, model and tool calls, the budget limit that ran out, and the trace
     id. A ``RunFailed`` made outside a run (a cancelled stream, a service's own
     failure) leaves them empty.
     """
@@ -364,6 +364,7 @@ class RunFailed(_Base, frozen=True, kw_only=True):
     plans: tuple[Plan, ...] = ()
     steps: tuple[StepReport, ...] = ()
     committed: tuple[str, ...] = ()
+    rejected: tuple[str, ...] = ()
     usage: Usage = Usage()
     model_calls: int = 0
     tool_calls: int = 0

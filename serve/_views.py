@@ -80,6 +80,7 @@ def _got_to(answer: str | None, got: RunResult | RunFailed) -> dict[str, object]
         "plans": msgspec.to_builtins(got.plans),
         "steps": msgspec.to_builtins(got.steps),
         "committed": list(got.committed),
+        "rejected": list(got.rejected),
         "model_calls": got.model_calls,
         "tool_calls": got.tool_calls,
         "budget_exhausted": got.budget_exhausted,

@@ -248,8 +248,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
         if sends and (replayed := await send_all(sends, self._record, journal, refs, headers)):
             for report, current in replayed:
                 if current is not None:  # dropped before the resume: dropped again, as it was
-                    self._record(ReportArrived(report))
-                    self._record(ReportDropped(report, current))
+                    self._drop_again(report, current)
                 else:
                     await self._on_report(report)
             return
@@ -310,6 +309,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
         self._record(RunFinished(answer, status))
 
     def _end(self) -> None:
+        self._drop_held(None)  # a resume that never reached the version a drop named
         self._phase = Done()
         self._calls.stop()
         self._guards.stop()

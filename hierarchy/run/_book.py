@@ -126,7 +126,7 @@ class RunBook:
             case PlanAdopted():
                 self._adopt(change)
             case SynthesisBegun():
-                committed = tuple(self.versions.committed)
+                committed = self.versions.held()
                 self.emit(SynthesisStarted(run_id=run_id, committed_steps=committed))
             case RunFinished() | RunAborted():
                 self._end(change)
@@ -230,12 +230,13 @@ class RunBook:
 
     def _adopt(self, change: PlanAdopted) -> None:
         versions, plan, old = self.versions, change.plan, change.replaced
+        again = versions.adopt(plan, change.added)  # rejected steps it runs again
         kept = tuple(versions.committed)
-        versions.adopt(plan)
         if change.kind == "round":
             self.rounds.added = len(change.added)
         if change.kind == "replan" and old is not None:
-            removed = tuple(s for s in old.steps if s.id not in versions.committed)
+            gone = versions.committed.keys() | again  # a rejected step run again is in added
+            removed = tuple(s for s in old.steps if s.id not in gone)
             self.emit(
                 Replanned(
                     run_id=self.run_id,
@@ -295,10 +296,8 @@ class RunBook:
 
     def partial_answer(self) -> str:
         """The answer of a run whose budget ran out: what it committed, verbatim."""
-        versions = self.versions
-        done = [f"{sid}: {r.output}" for sid, r in versions.committed.items() if r.status == "done"]
-        exhausted = self.spending.exhausted or ""
-        answer = f"Partial result (budget exhausted: {exhausted}).\n" + "\n".join(done)
+        exhausted, versions = self.spending.exhausted or "", self.versions
+        answer = f"Partial result (budget exhausted: {exhausted}).\n" + versions.outputs_told()
         return "\n\n".join([answer, *versions.artifacts])
 
     def result(self, answer: str, status: RunStatus) -> RunResult:
@@ -311,7 +310,8 @@ class RunBook:
             status=status,
             plans=tuple(versions.plans),
             steps=tuple(versions.reports),
-            committed=tuple(versions.committed),
+            committed=versions.held(),
+            rejected=tuple(versions.rejected),
             artifacts=tuple(versions.artifacts),
             usage_by_role=by_role,
             usage=sum(by_role.values(), Usage()),

@@ -59,6 +59,9 @@ class Dispatcher:
         self._blocked: dict[str, int] = {}
         self._dependents: dict[str, list[str]] = {}
         self._position: dict[str, int] = {}
+        # A resume's replayed reports dropped as stale before it, each held (no longer in
+        # flight) until the version its drop named is announced again: see ``hold``.
+        self._held: list[tuple[StepReport, int]] = []
 
     def running_ids(self, version: int) -> Collection[str]:
         """Ids of the steps of ``version`` dispatched and not yet reported (read only)."""
@@ -163,6 +166,32 @@ class Dispatcher:
             del running[step_id]
         else:
             running[step_id] -= 1
+
+    def hold(self, report: StepReport, current: int) -> None:
+        """Keep a replayed ``report`` the run dropped as stale before its resume, naming
+        version ``current``, until the resumed run has replaced its version and announced
+        ``current`` (``held``). It ended before the resume, so the run's end does not wait
+        for it; but it holds its slot of the team's concurrency, as it did before."""
+        self.inflight.pop((report.plan_version, report.step_id, report.attempt), None)
+        self._held.append((report, current))
+
+    def held(self, upto: int | None) -> list[tuple[StepReport, int]]:
+        """The held reports (see ``hold``) due once version ``upto`` is adopted (all:
+        ``None``), let go, their slots freed."""
+        if not self._held:
+            return []
+        due: list[tuple[StepReport, int]] = []
+        waiting, self._held = self._held, []
+        for report, current in waiting:
+            if upto is None or (current <= upto and report.plan_version < upto):
+                due.append((report, current))
+                running = self._running[report.plan_version]
+                running[report.step_id] -= 1
+                if not running[report.step_id]:
+                    del running[report.step_id]
+            else:
+                self._held.append((report, current))
+        return due
 
     def cancel_all(self, ctx: ActorContext[PlannerMessage, None], reason: str) -> None:
         """Fence every step of this run sent so far, now: none of them starts a tool

@@ -13,11 +13,19 @@ from opentelemetry.trace import Span
 
 from regiment.actors import Actor
 from regiment.errors import PlanError, RunError
+from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy.guard._judge import judging_within, ledger_purse
 from regiment.hierarchy.guard._roles import GuardRole
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._calls import PhaseCalls, billed, model_failure
-from regiment.hierarchy.run._changes import GuardsNoted, ModelCharged, PlanAdopted, RunChange
+from regiment.hierarchy.run._changes import (
+    GuardsNoted,
+    ModelCharged,
+    PlanAdopted,
+    ReportArrived,
+    ReportDropped,
+    RunChange,
+)
 from regiment.hierarchy.run._guarding import RunGuards, answer_verdict, plan_verdict
 from regiment.hierarchy.run._messages import GuardJudged, ModelReplied, PlannerMessage, Purpose
 from regiment.hierarchy.run._phase import Executing, Phase, Planning, Synthesize, Synthesizing
@@ -100,6 +108,7 @@ class GuardedActor(Actor[PlannerMessage, None]):
         match reading:
             case PlanAdopted():
                 self._record(reading)
+                self._drop_held(reading.plan.version)
                 self._phase = Executing()
                 await self._dispatch_ready()
             case ModelRequest():
@@ -108,6 +117,21 @@ class GuardedActor(Actor[PlannerMessage, None]):
                 self._fail(reading)
             case _:
                 assert_never(reading)
+
+    def _drop_again(self, report: StepReport, current: int) -> None:
+        """Drop again, as it was, a replayed report the run dropped as stale before its
+        resume. The resume replays it as its step is sent, before the replan that replaced
+        its version: it is held until the resumed run has replaced that version and
+        announced the one its drop named (``current``), as the run was then."""
+        self._book.dispatcher.hold(report, current)
+
+    def _drop_held(self, upto: int | None) -> None:
+        """Drop the held reports due once version ``upto`` is adopted (all at the run's
+        end, each naming at most the version it reached)."""
+        version = self._book.versions.version
+        for report, current in self._book.dispatcher.held(upto):
+            self._record(ReportArrived(report))
+            self._record(ReportDropped(report, min(current, version)))
 
     def _on_answer(self, text: str) -> None:
         if self._guards.answer:

@@ -71,11 +71,12 @@ class RunGuards:
 
     def start_plan(self, ctx: Context, adopted: PlanAdopted, committed: tuple[str, ...]) -> None:
         plan = adopted.plan
-        kept = tuple(s for s in plan.steps if s.id in committed)
+        again = {s.id for s in adopted.added}  # a rejected step listed again is a new step
+        kept = tuple(s for s in plan.steps if s.id in committed and s.id not in again)
         subject = PlanSubject(
             goal=self.goal,
             version=plan.version,
-            steps=tuple(s for s in plan.steps if s.id not in committed),
+            steps=tuple(s for s in plan.steps if s.id not in committed or s.id in again),
             committed=kept,
         )
         self._start(ctx, self.plan, subject, adopted, Where("planner"))
@@ -214,7 +215,7 @@ def plan_verdict(
         invalid = validate_plan(
             subject.steps,
             workers=tuple(session.workers),
-            known_ids=session.known_ids,
+            known_ids=session.known_for(subject.steps),
             checks=tuple(session.checks),
             replaced_ids=session.replaced_ids,
         )

@@ -93,7 +93,8 @@ class Prompting:
             workers=team.workers,
             checks=team.checks,
             known_ids=tuple(versions.committed),
-            kept={s.id: s for s in versions.plan.steps if s.id in versions.committed},
+            kept={s.id: s for s in versions.plan.steps if versions.held_by(s.id)},
+            rejected=tuple(versions.rejected),
             replaced_ids=[s.id for s in versions.plan.steps if s.id not in versions.committed],
         )
 
@@ -209,7 +210,8 @@ class Prompting:
             )
             return PlanAdopted(plan, "plan", None, parsed.steps)
         old = versions.plan
-        keep = tuple(versions.committed)
+        again = {step.id for step in parsed.steps}  # a rejected step listed again runs again
+        keep = tuple([sid for sid in versions.committed if sid not in again])
         plan = old.with_tail(
             keep=keep,
             new_steps=parsed.steps,

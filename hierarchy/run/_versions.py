@@ -8,8 +8,11 @@ version. Only the planner actor touches this object, through its ``_record``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import final
+
+import msgspec
 
 from regiment.hierarchy._memory import WorkingMemory
 from regiment.hierarchy._messages import StepReport
@@ -41,13 +44,16 @@ class PlanVersions:
     def plan(self) -> Plan:
         return self.plans[-1]
 
-    def adopt(self, plan: Plan) -> None:
-        """Make ``plan`` the current version."""
+    def adopt(self, plan: Plan, added: Sequence[PlanStep] = ()) -> frozenset[str]:
+        """Make ``plan`` the current version (``added``: its new steps); the ids of the
+        rejected steps it runs again (see :meth:`retry`)."""
+        again = self.retry(added) if self.rejected else frozenset()
         self.plans.append(plan)
         self.version = plan.version
         self._index = {step.id: step for step in plan.steps}
         self._outline = ""
         self._open = len(self._index.keys() - self.committed.keys())
+        return again
 
     def commit(self, report: StepReport) -> None:
         """Record ``report`` as its step's committed result (or its evidence, for a
@@ -62,6 +68,41 @@ class PlanVersions:
         the answer see its output with that said, never as a result that held."""
         self.commit(report)
         self.rejected[report.step_id] = f"rejected by its check '{check}': {reason}"
+
+    def held(self) -> tuple[str, ...]:
+        """The committed steps whose result held (not those their check rejected)."""
+        rejected = self.rejected
+        if not rejected:
+            return tuple(self.committed)
+        return tuple([sid for sid in self.committed if sid not in rejected])
+
+    def held_by(self, step_id: str) -> bool:
+        """Whether ``step_id`` is committed and its result held."""
+        return step_id in self.committed and step_id not in self.rejected
+
+    def retry(self, steps: Sequence[PlanStep]) -> frozenset[str]:
+        """Of ``steps`` (a new version's added steps), the ids of steps its check rejected:
+        their evidence is let go (the old report stays in ``reports``), so each runs again
+        and the steps that depend on it wait for its new result."""
+        again = frozenset([s.id for s in steps if s.id in self.rejected])
+        for step_id in again:
+            del self.committed[step_id], self.rejected[step_id]
+        memory = self.memory
+        if again and memory is not None and again & memory.facts.keys():
+            facts = {sid: f for sid, f in memory.facts.items() if sid not in again}
+            self.memory = msgspec.structs.replace(memory, facts=facts)
+        return again
+
+    def outputs_told(self) -> str:
+        """Each kept step's output as a line, ``<id>: <output>`` (a rejected one's says so)."""
+        return "\n".join(
+            [f"{sid}: {self.told(sid, r.output)}" for sid, r in self.committed.items()]
+        )
+
+    def told(self, step_id: str, output: str) -> str:
+        """``output`` of a kept step as it is told: a rejected step's says so."""
+        why = self.rejected.get(step_id)
+        return output if why is None else f"[{why}] {output}"
 
     def step(self, step_id: str) -> PlanStep:
         """The current plan's step with this id (``KeyError`` naming the steps if none)."""
@@ -85,9 +126,7 @@ class PlanVersions:
             output = self.memory.facts[step_id]
         else:
             output = self.committed[step_id].output
-        if step_id in self.rejected:
-            return f"[{self.rejected[step_id]}] {output}"
-        return output
+        return self.told(step_id, output)
 
     def carried_outputs(self, step_ids: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
         """:meth:`carried_output` of each of ``step_ids``, as a step's context carries them."""

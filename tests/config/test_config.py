@@ -64,7 +64,8 @@ async def test_the_refund_file_runs_the_refund_story() -> None:
     team = load_team(REFUND, model="scripted")
     result = await team.run(GOAL)
     assert [p.version for p in result.plans] == [1, 2]
-    assert result.committed == ("s1", "s4", "s5")
+    assert result.committed == ("s4", "s5")
+    assert result.rejected == ("s1",)
     assert "not eligible" in result.plans[1].reason
 
 

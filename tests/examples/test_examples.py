@@ -67,7 +67,7 @@ def test_service_serves_concurrent_goals_and_cancels_when_a_client_leaves() -> N
 def test_trio_app_runs_the_library_under_trio() -> None:
     lines = _run(str(EXAMPLES / "trio_app.py"))
     assert lines[:4] == [
-        "order 88213: completed, plan v1 -> v2, steps s1, s4, s5",
+        "order 88213: completed, plan v1 -> v2, steps s4, s5 (rejected by its check: s1)",
         "order 77120: completed, plan v1, steps s1, s2, s3",
         "a run with no time left was cancelled: True",
         "refunds issued: ['77120']; exceptions flagged: ['88213']",

@@ -214,7 +214,8 @@ async def test_a_step_given_up_is_reported_once_and_its_run_goes_on() -> None:
         team = Team(name="t", planner=team.planner, workers=[worker], checks=team.checks)
         async with team.start() as running:
             result = await running.run("goal")
-    assert result.committed == ("s1", "s3")
+    assert result.committed == ("s3",)
+    assert result.rejected == ("s1",)
     dropped = [e for e in result.events if isinstance(e, StaleReportDropped)]
     assert [(e.step_id, e.status) for e in dropped] == [("s2", "cancelled")]
     assert calls == ["hold"]

@@ -189,7 +189,8 @@ async def test_parent_replan_cancels_the_child_run_and_drops_its_late_report() -
     ]
     assert result.stale_reports_dropped == 1
     assert [p.version for p in result.plans] == [1, 2]
-    assert result.committed == ("s1", "s3")
+    assert result.committed == ("s3",)
+    assert result.rejected == ("s1",)
     assert all(r.step_id != "s2" for r in result.steps)
     assert result.status == "completed"
 

@@ -58,7 +58,7 @@ async def test_blank_reply_is_sent_back_not_taken_as_nothing_to_do() -> None:
 
 
 async def test_a_replan_that_never_parses_keeps_what_the_run_got_to_on_the_error() -> None:
-    # run() raises; the committed step, its report and the usage were lost with it.
+    # run() raises; the rejected step, its report and the usage were lost with it.
     garbage = plan_json({"description": "undo", "depends_on": ["nowhere"]})
     brain = Brain([plan_json(PROBE), garbage, garbage, garbage])
     with pytest.raises(PlanError) as caught:
@@ -67,7 +67,8 @@ async def test_a_replan_that_never_parses_keeps_what_the_run_got_to_on_the_error
     assert failed is not None
     assert failed.error_type == "PlanError"
     assert failed.message == str(caught.value)
-    assert failed.committed == ("s1",)
+    assert failed.committed == ()
+    assert failed.rejected == ("s1",)  # its check rejected it: kept as evidence
     assert [(r.step_id, r.status, r.output) for r in failed.steps] == [("s1", "done", "did: probe")]
     assert [p.version for p in failed.plans] == [1]
     assert failed.model_calls == 5  # the plan, the probe, three replies to the replan

@@ -37,9 +37,10 @@ async def test_ineligible_order_replans_and_never_refunds() -> None:
     assert v2.parent_version == 1
     assert "not eligible" in v2.reason
     assert "40 days" in v2.reason
-    # The committed check step stays as evidence; the tail is new.
+    # The rejected check step stays as evidence (not committed); the tail is new.
     assert [s.id for s in v2.steps] == ["s1", "s4", "s5"]
-    assert result.committed == ("s1", "s4", "s5")
+    assert result.committed == ("s4", "s5")
+    assert result.rejected == ("s1",)
     assert ledger.refunds == []  # issue_refund never ran
     assert ledger.exceptions == ["88213"]
     assert len(ledger.emails) == 1

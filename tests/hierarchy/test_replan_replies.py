@@ -14,39 +14,47 @@ from .replan_team import PROBE, RECOVER, replan_team
 pytestmark = pytest.mark.anyio
 
 _WHOLE_PLAN = plan_json(PROBE, {"id": "s2", "description": "more", "depends_on": ["s1"]})
+# A step that holds, then the probe its check rejects: a replan keeps both.
+_HELD_FIRST = plan_json(
+    {"id": "s1", "description": "first"},
+    {"id": "s2", "description": "probe", "check": "fails", "depends_on": ["s1"]},
+)
+_MORE = {"id": "s3", "description": "more", "depends_on": ["s1"]}
 
 
 @pytest.mark.parametrize(
     "reply",
     [
-        _WHOLE_PLAN,  # the same plan again, the kept step with it
-        plan_json(  # reordered, the kept step restated with other spacing and case
-            {"id": "s2", "description": "more", "depends_on": ["s1"]},
-            {"id": "s1", "description": "  Probe ", "check": "fails"},
-        ),
+        plan_json({"id": "s1", "description": "first"}, _MORE),  # the kept step with it
+        plan_json(_MORE, {"id": "s1", "description": "  First "}),  # reordered, other spacing
     ],
 )
 async def test_a_replan_that_restates_the_kept_steps_runs_its_new_steps(reply: str) -> None:
-    brain = Brain([_WHOLE_PLAN, reply])
+    brain = Brain([_HELD_FIRST, reply])
     result = await replan_team(brain).run("goal")
     assert result.status == "completed"
     assert len(brain.plan_requests) == 2  # the replan was read, not sent back
-    assert [[s.id for s in plan.steps] for plan in result.plans] == [["s1", "s2"], ["s1", "s2"]]
-    assert result.plans[1].step("s1").description == "probe"  # the kept step, as it was
+    assert [[s.id for s in plan.steps] for plan in result.plans] == [
+        ["s1", "s2"],
+        ["s1", "s2", "s3"],
+    ]
+    assert result.plans[1].step("s1").description == "first"  # the kept step, as it was
     (replanned,) = [e for e in result.events if isinstance(e, Replanned)]
-    assert replanned.kept == ("s1",)
-    assert [s.id for s in replanned.added] == ["s2"]
-    assert result.committed == ("s1", "s2")
+    assert replanned.kept == ("s1", "s2")  # s2 as the evidence its check rejected
+    assert [s.id for s in replanned.added] == ["s3"]
+    assert result.committed == ("s1", "s3")
+    assert result.rejected == ("s2",)
 
 
 async def test_a_replan_that_gives_a_kept_id_to_other_work_is_sent_back() -> None:
     taken = plan_json({"id": "s1", "description": "something else"})
-    brain = Brain([_WHOLE_PLAN, taken, plan_json({"id": "s3", "description": "something else"})])
+    again = plan_json({"id": "s3", "description": "something else"})
+    brain = Brain([_HELD_FIRST, taken, again])
     result = await replan_team(brain).run("goal")
     assert len(brain.plan_requests) == 3
     problem = brain.plan_requests[2].messages[-1].parts[0]
     assert "'s1' is already used by a completed step" in getattr(problem, "text", "")
-    assert [s.id for s in result.plans[-1].steps] == ["s1", "s3"]
+    assert [s.id for s in result.plans[-1].steps] == ["s1", "s2", "s3"]
 
 
 def _text(request: ModelRequest) -> str:
@@ -80,4 +88,5 @@ async def test_a_replan_that_builds_on_a_dropped_step_is_told_the_step_was_dropp
     )
     assert "give 's2' again as a step of your reply" in problem
     assert [s.id for s in result.plans[-1].steps] == ["s1", "s2", "s3"]
-    assert result.committed == ("s1", "s2", "s3")
+    assert result.committed == ("s2", "s3")
+    assert result.rejected == ("s1",)

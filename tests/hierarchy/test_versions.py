@@ -75,7 +75,8 @@ async def test_late_report_of_old_version_is_never_committed_or_built_on() -> No
     assert dropped[0].status == "done"  # it really finished, and still was not applied
     assert result.stale_reports_dropped == 1
     assert "s2" not in result.committed
-    assert result.committed == ("s1", "s4")
+    assert result.committed == ("s4",)
+    assert result.rejected == ("s1",)
     assert all("SLOW-DRAFT-OUTPUT" not in _text(r) for r in brain.worker_requests)
     assert "SLOW-DRAFT-OUTPUT" not in result.answer
     assert all(r.step_id != "s2" for r in result.steps)
@@ -121,7 +122,8 @@ async def test_a_run_ends_only_once_the_steps_a_replan_cancelled_have_reported()
     assert [(e.step_id, e.report_version, e.current_version) for e in dropped] == [("s2", 1, 2)]
     assert result.stale_reports_dropped == 1
     assert result.model_calls == model.calls == 6  # two plans, three steps, the answer
-    assert result.committed == ("s1", "s3")
+    assert result.committed == ("s3",)
+    assert result.rejected == ("s1",)
     assert "SLOW-DRAFT-OUTPUT" not in result.answer
 
 

@@ -90,7 +90,8 @@ def test_old_version_reports_are_never_applied(backend: str, order: list[str]) -
     # a late report is dropped if it arrives while the run is still going; once the
     # run has finished it is a dead letter. Either way it is never committed.
     assert dropped <= {"s2", "s3"} - committed_v1
-    assert set(result.committed) == {"s1", "s4"} | committed_v1
+    assert set(result.committed) == {"s4"} | committed_v1
+    assert result.rejected == ("s1",)  # the probe: kept as evidence, never committed
     assert result.stale_reports_dropped == len(dropped)
     # what was dropped never reached a later prompt or the answer
     for step_id in dropped:

@@ -47,7 +47,8 @@ async def test_refund_story_on_ray_matches_in_process(
 
     assert remote.status == local.status == "completed"
     assert remote.answer == local.answer
-    assert remote.committed == local.committed == ("s1", "s4", "s5")
+    assert remote.committed == local.committed == ("s4", "s5")
+    assert remote.rejected == local.rejected == ("s1",)
     assert [p.version for p in remote.plans] == [1, 2]
     assert _story(remote) == _story(local)
     assert remote.model_calls == local.model_calls

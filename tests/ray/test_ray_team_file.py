@@ -66,7 +66,8 @@ async def test_a_team_file_places_a_worker_on_ray(ray_session: ModuleType, tmp_p
     emails_before = len(LEDGER.emails)
     result = await team.run(GOAL)
     assert result.status == "completed"
-    assert result.committed == ("s1", "s4", "s5")
+    assert result.committed == ("s4", "s5")
+    assert result.rejected == ("s1",)
     assert "could not be made" in result.answer
     assert len(LEDGER.emails) == emails_before  # the e-mail went out from a replica
     assert LEDGER.exceptions[-1:] == ["88213"]  # billing stayed in this process
