@@ -128,6 +128,7 @@ async def test_a_stream_that_ends_early_without_message_stop_is_an_error(api: St
     assert len(api.requests) == 1
 
 
+@half_read_body
 async def test_an_error_event_mid_stream_keeps_its_type(api: StandIn) -> None:
     reply = message([{"type": "text", "text": "Starting to answer"}])
     failure = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
