@@ -10,7 +10,7 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from typing import Generic, ParamSpec, TypeVar, Unpack, assert_never, cast, final
+from typing import Generic, ParamSpec, TypeVar, Unpack, assert_never, final
 
 import msgspec
 
@@ -106,6 +106,8 @@ class Tool(Generic[P, R_co]):
         self._spec: ArgumentValidator = (
             validator if validator is not None else ArgumentSpec.of(fn, name, docs.params)
         )
+        # Asked at every call (by the tool set's caller, then here): found once.
+        self._takes_context = getattr(self._spec, "context", None) is not None
         self._description = description if description is not None else docs.description
         self._definition = ToolDefinition(
             name=name, description=self._description, input_schema=self._spec.schema
@@ -223,7 +225,7 @@ class Tool(Generic[P, R_co]):
     @property
     def takes_context(self) -> bool:
         """Whether the function has a ``RunContext`` parameter (a call needs one)."""
-        return getattr(self._spec, "context", None) is not None
+        return self._takes_context
 
     async def _call_limited(
         self,
@@ -279,8 +281,11 @@ class Tool(Generic[P, R_co]):
         if self._is_async and not (limiters or self._limiters or policy.timeout is not None):
             # The usual tool: nothing to hold, no deadline, so no frames in between.
             args, kwargs = _arguments(self._spec, bound, context)
+            # Typed by annotation, not cast(): a cast spelt with Callable[..., Awaitable[object]]
+            # builds two generic aliases at every tool call.
+            body: Callable[..., Awaitable[object]] = self._fn  # type: ignore[assignment]
             try:
-                value = await cast(Callable[..., Awaitable[object]], self._fn)(*args, **kwargs)
+                value = await body(*args, **kwargs)
             except Exception as exc:
                 if policy.retries == 0 or not policy.is_retryable(exc):
                     attempted = Attempted(None, exc, 1)
