@@ -26,7 +26,7 @@ from .profiled import CallCounter, Matches
 pytestmark = pytest.mark.anyio
 
 _ROOT = Path(__file__).resolve().parents[2]  # the regiment package
-_TOOLS = str(_ROOT / "tools")
+_TOOLS, _WORKERS = str(_ROOT / "tools"), str(_ROOT / "hierarchy" / "workers")
 _TYPING = (typing.__file__, "<frozen _collections_abc>")
 
 
@@ -83,3 +83,17 @@ async def test_a_tool_asked_whether_it_takes_a_context_looks_nothing_up() -> Non
         )
 
     assert await _counted(getattr_in_tools) == 0
+
+
+async def test_a_lone_tool_call_runs_with_no_closure_around_it() -> None:
+    # The common reply (one call; no guards, spans or metrics) awaits the call itself:
+    # no per-reply closures, no coroutine in between.
+    def closure_in_workers(frame: FrameType, event: str, _: object) -> bool:
+        code = frame.f_code
+        return (
+            event == "call"
+            and "<locals>" in code.co_qualname
+            and code.co_filename.startswith(_WORKERS)
+        )
+
+    assert await _counted(closure_in_workers) == 0
