@@ -9,8 +9,8 @@ import inspect
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from typing import Generic, ParamSpec, TypeVar, Unpack, assert_never, cast, final
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Generic, ParamSpec, TypeVar, Unpack, assert_never, final
 
 import msgspec
 
@@ -98,14 +98,14 @@ class Tool(Generic[P, R_co]):
                 "'_' or '-'; pass name=... to Tool() or @tool()"
             )
         docs = parse_docstring(getattr(target, "__doc__", None))
-        self._fn = fn
-        self._is_async = _is_async(fn)
+        self._fn, self._is_async = fn, _is_async(fn)
         self._name = name
         self._key_name = name  # stays when the tool is renamed, so keys name the side effect
         self._policy = ToolPolicy(**options)
         self._spec: ArgumentValidator = (
             validator if validator is not None else ArgumentSpec.of(fn, name, docs.params)
         )
+        self._takes_context = getattr(self._spec, "context", None) is not None  # asked per call
         self._description = description if description is not None else docs.description
         self._definition = ToolDefinition(
             name=name, description=self._description, input_schema=self._spec.schema
@@ -223,7 +223,7 @@ class Tool(Generic[P, R_co]):
     @property
     def takes_context(self) -> bool:
         """Whether the function has a ``RunContext`` parameter (a call needs one)."""
-        return getattr(self._spec, "context", None) is not None
+        return self._takes_context
 
     async def _call_limited(
         self,
@@ -279,8 +279,8 @@ class Tool(Generic[P, R_co]):
         if self._is_async and not (limiters or self._limiters or policy.timeout is not None):
             # The usual tool: nothing to hold, no deadline, so no frames in between.
             args, kwargs = _arguments(self._spec, bound, context)
-            try:
-                value = await cast(Callable[..., Awaitable[object]], self._fn)(*args, **kwargs)
+            try:  # (a cast() would build two generic aliases at every call)
+                value = await self._fn(*args, **kwargs)  # type: ignore[arg-type,misc]
             except Exception as exc:
                 if policy.retries == 0 or not policy.is_retryable(exc):
                     attempted = Attempted(None, exc, 1)

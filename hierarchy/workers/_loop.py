@@ -22,8 +22,7 @@ from regiment.hierarchy._messages import (
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._top_up import call_need
-from regiment.hierarchy.guard._judge import judging_within
-from regiment.hierarchy.guard._step import StepGuards, step_purse
+from regiment.hierarchy.guard._step import StepGuards
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.workers._approval_gate import Approvals
 from regiment.hierarchy.workers._empty_reply import answered, ask_again
@@ -33,11 +32,9 @@ from regiment.hierarchy.workers._outcomes import (
     collect,
     cut_short,
     refused,
-    while_deciding,
 )
 from regiment.hierarchy.workers._progress import StepProgress
-from regiment.hierarchy.workers._siblings import SiblingCalls
-from regiment.hierarchy.workers._tool_span import traced_call
+from regiment.hierarchy.workers._tool_calls import approver_of, call_around
 from regiment.models import (
     STOPPED_EARLY,
     Message,
@@ -47,9 +44,8 @@ from regiment.models import (
     ToolCallPart,
     ToolResultPart,
 )
-from regiment.telemetry import RunMetrics, Telemetry
-from regiment.telemetry import semconv as sc
-from regiment.tools import Approver, OnToolError, ToolDefinition, ToolResult, Toolset
+from regiment.telemetry import Telemetry
+from regiment.tools import OnToolError, ToolDefinition, ToolResult, Toolset
 
 __all__ = ("StepProgress", "opening", "run_tool_loop")
 
@@ -120,55 +116,27 @@ async def _call_tools(
         await held_back(progress, assign, calls, telemetry, toolset)
     results: list[ToolResult | None] = [None] * len(calls)
     limit = _tool_call_limit(assign, progress, len(calls))
-    traced = telemetry.tracing  # untraced: no span to open, nothing to record on one
-
-    async def attempt(index: int, call: ToolCallPart) -> ToolResult:
-        n = first + index  # the call's number in its step
-        approver = gate.approver(toolset, assign, n, call.name, progress) if gate else None
-        if approver is not None:  # its body starts only once it is decided
-            approver = while_deciding(siblings.held(approver) if siblings else approver, begun, n)
-        if guards is None:
-            begun.add(n)
-            return await journaled.tool(toolset, n, call, approver)
-        at = (assign, n, begun)
-        run = functools.partial(_fenced_tool, journaled, toolset, at, approver, progress)
-        tool = toolset.get(call.name)
-        with judging_within(step_purse(assign.allowance, progress)):
-            return await guards.call_tool(call, assign.step.id, progress, run, tool)
-
-    async def one(index: int, call: ToolCallPart) -> None:
-        if not traced:
-            result = await attempt(index, call)
-        else:
-            ran = functools.partial(attempt, index, call)
-            replayed = functools.partial(journaled.replayed, first + index)
-            result = await traced_call(telemetry, (toolset.name, call), progress, ran, replayed)
-        if telemetry.metrics is not None:
-            _measured(telemetry.metrics, call.name, result)
-        results[index] = result
-
     allowed = len(calls) if limit is None else max(0, min(len(calls), limit - progress.tool_calls))
-    siblings = SiblingCalls(allowed, progress) if allowed > 1 else None  # they run at once
     progress.tool_calls += allowed
     first = journaled.reserve(allowed)
     begun: set[int] = set()  # calls whose bodies started (a cut lists them: _outcomes)
     try:
-        if allowed == 1:  # the common case needs no task group
-            if traced or telemetry.metrics is not None:
-                await one(0, calls[0])
-            else:  # nor a span or a metric around it
-                results[0] = await attempt(0, calls[0])
-        elif siblings is not None:
-            await siblings.run_all(one, calls[:allowed])
+        if allowed == 1 and guards is None and telemetry.metrics is None and not telemetry.tracing:
+            # The common case: one call, nothing around it (no task group, span, metric or
+            # guard), so it is awaited here, with no closure made for it.
+            call, at = calls[0], (assign, first, begun)
+            approver = approver_of(gate, toolset, at, call, progress, None) if gate else None
+            begun.add(first)
+            results[0] = await journaled.tool(toolset, first, call, approver)
+        elif allowed:
+            at = (assign, first, begun)
+            await call_around(
+                toolset, calls[:allowed], at, progress, telemetry, journaled, results, guards, gate
+            )
     except BaseException:
         cut_short(calls, results, begun, first, progress)
         raise
     return collect(calls, results, limit, progress, (telemetry, toolset))
-
-
-def _measured(metrics: RunMetrics, tool: str, result: ToolResult) -> None:
-    outcome = (result.error_type or sc.ERROR_OTHER) if result.is_error else "ok"
-    metrics.tool_call(tool, outcome, result.duration_s)
 
 
 # A cut reply may end inside a call's arguments, which a provider may read leniently
@@ -329,23 +297,6 @@ def _capped(
         # Why the loop went round, as a rule (the model kept sending bad arguments, say).
         cap += f"; its last tool call, {last.tool}, failed: {clipped(str(last.content), 300)}"
     return progress.report(assign, worker, "iteration_limit", error=cap)
-
-
-async def _fenced_tool(
-    journaled: StepCalls,
-    toolset: Toolset,
-    at: tuple[AssignStep, int, set[int]],
-    approver: Approver | None,
-    progress: StepProgress,
-    call: ToolCallPart,
-) -> ToolResult:
-    """Run call number ``at[1]`` once its guards let it through, unless the step's plan
-    was fenced (or the step cut) while they judged it; then it is one of ``at[2]``."""
-    assign, index, begun = at
-    if progress.fenced(assign.plan_version):
-        await held_back(progress, assign, (call,), None, toolset)
-    begun.add(index)
-    return await journaled.tool(toolset, index, call, approver)
 
 
 async def _stop_here() -> None:

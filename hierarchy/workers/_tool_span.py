@@ -8,11 +8,11 @@ import anyio
 
 from regiment.hierarchy.workers._progress import StepProgress
 from regiment.models import ToolCallPart
-from regiment.telemetry import Telemetry
+from regiment.telemetry import RunMetrics, Telemetry
 from regiment.telemetry import semconv as sc
 from regiment.tools import ToolResult
 
-__all__ = ("traced_call",)
+__all__ = ("measured", "traced_call")
 
 
 async def traced_call(
@@ -47,3 +47,9 @@ async def traced_call(
     if held is not None:
         raise held
     return result
+
+
+def measured(metrics: RunMetrics, tool: str, result: ToolResult) -> None:
+    """Count one tool call's outcome and duration in ``metrics``."""
+    outcome = (result.error_type or sc.ERROR_OTHER) if result.is_error else "ok"
+    metrics.tool_call(tool, outcome, result.duration_s)

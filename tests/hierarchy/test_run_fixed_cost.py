@@ -9,8 +9,6 @@ first run has warmed it up), so the counts are exact on either backend.
 from __future__ import annotations
 
 import contextlib
-import sys
-from collections.abc import Callable
 from types import FrameType
 
 import anyio
@@ -20,10 +18,9 @@ from regiment.hierarchy import Planner, Team, Worker
 from regiment.models import ScriptedModel
 
 from .brains import Brain, plan_json
+from .profiled import CallCounter, Matches
 
 pytestmark = pytest.mark.anyio
-
-Matches = Callable[[FrameType], bool]
 
 
 def _team() -> Team:
@@ -35,27 +32,9 @@ def _team() -> Team:
     )
 
 
-class _Counter:
-    """Counts the Python calls that ``matches`` accepts while it profiles."""
-
-    def __init__(self, matches: Matches) -> None:
-        self.matches = matches
-        self.count = 0
-
-    def __enter__(self) -> None:
-        sys.setprofile(self._profile)
-
-    def __exit__(self, *exc: object) -> None:
-        sys.setprofile(None)
-
-    def _profile(self, frame: FrameType, event: str, _arg: object) -> None:
-        if event == "call" and self.matches(frame):
-            self.count += 1
-
-
 async def _calls_in_one_run(matches: Matches) -> int:
     """How many Python calls that ``matches`` accepts one 1-step run makes."""
-    counter = _Counter(matches)
+    counter = CallCounter(matches)
     async with _team().start() as running:
         assert (await running.run("warm up")).status == "completed"
         with counter:
@@ -68,7 +47,7 @@ async def test_a_run_makes_its_cancel_scopes_without_a_backend_lookup() -> None:
     # anyio.CancelScope() finds the running backend on every call: the run's model
     # calls and its end make their scopes from the class the actor system found once.
     lookup = anyio.CancelScope.__new__.__code__
-    counter = _Counter(lambda frame: frame.f_code is lookup)
+    counter = CallCounter(lambda frame, event, _: event == "call" and frame.f_code is lookup)
     with counter:
         anyio.CancelScope()
     assert counter.count == 1  # what is counted is what anyio.CancelScope() calls
@@ -81,8 +60,8 @@ async def test_a_run_enters_no_generator_based_context_manager_of_ours() -> None
     # scopes use some: only regiment's count.)
     made = contextlib._GeneratorContextManager.__init__.__code__
 
-    def ours(frame: FrameType) -> bool:
-        if frame.f_code is not made:
+    def ours(frame: FrameType, event: str, _: object) -> bool:
+        if event != "call" or frame.f_code is not made:
             return False
         manager, func = frame.f_locals.get("self"), frame.f_locals.get("func")
         return type(manager) is contextlib._GeneratorContextManager and getattr(

@@ -1,0 +1,99 @@
+"""What a worker's tool call costs beyond the tool (issue #22): a reply with one tool
+call, in a step with no guards, spans or metrics, runs the call with nothing made
+around it. Counted exactly by the interpreter's profiler over a warmed-up team's run."""
+
+from __future__ import annotations
+
+import typing
+from pathlib import Path
+from types import FrameType
+
+import pytest
+
+from regiment.hierarchy import Planner, Team, Worker
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    ToolResultPart,
+    tool_call_response,
+)
+from regiment.tools import tool
+
+from .brains import Brain, plan_json
+from .profiled import CallCounter, Matches
+
+pytestmark = pytest.mark.anyio
+
+_ROOT = Path(__file__).resolve().parents[2]  # the regiment package
+_TOOLS, _WORKERS = str(_ROOT / "tools"), str(_ROOT / "hierarchy" / "workers")
+_TYPING = (typing.__file__, "<frozen _collections_abc>")
+
+
+@tool
+async def noop() -> str:
+    """Do nothing."""
+    return "ok"
+
+
+async def _call_once(
+    description: str, results: list[ToolResultPart], request: ModelRequest
+) -> ModelResponse | str:
+    return "done" if results else tool_call_response("noop", {}, call_id="c1")
+
+
+async def _counted(matches: Matches) -> int:
+    """How many calls ``matches`` accepts in one 1-step run whose step calls a tool once."""
+    brain = Brain([plan_json({"description": "call it"})] * 2, work=_call_once)
+    model = ScriptedModel(brain)
+    team = Team(
+        name="tooled",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="calls noop", model=model, tools=[noop])],
+    )
+    counter = CallCounter(matches)
+    async with team.start() as running:
+        assert (await running.run("warm up")).status == "completed"
+        with counter:
+            result = await running.run("do it")
+    assert result.status == "completed"
+    assert [o.tool for o in result.steps[0].tool_outcomes] == ["noop"]
+    return counter.count
+
+
+async def test_a_tool_call_makes_no_typing_call() -> None:
+    # cast(Callable[..., Awaitable[object]], fn) built two generic aliases a call.
+    def typing_from_tools(frame: FrameType, event: str, _: object) -> bool:
+        caller = frame.f_back
+        return (
+            event == "call"
+            and frame.f_code.co_filename in _TYPING
+            and caller is not None
+            and caller.f_code.co_filename.startswith(_TOOLS)
+        )
+
+    assert await _counted(typing_from_tools) == 0
+
+
+async def test_a_tool_asked_whether_it_takes_a_context_looks_nothing_up() -> None:
+    # Asked twice a call (by the step's calls, then by the tool): found once, when made.
+    def getattr_in_tools(frame: FrameType, event: str, called: object) -> bool:
+        return (
+            event == "c_call" and called is getattr and frame.f_code.co_filename.startswith(_TOOLS)
+        )
+
+    assert await _counted(getattr_in_tools) == 0
+
+
+async def test_a_lone_tool_call_runs_with_no_closure_around_it() -> None:
+    # The common reply (one call; no guards, spans or metrics) awaits the call itself:
+    # no per-reply closures, no coroutine in between.
+    def closure_in_workers(frame: FrameType, event: str, _: object) -> bool:
+        code = frame.f_code
+        return (
+            event == "call"
+            and "<locals>" in code.co_qualname
+            and code.co_filename.startswith(_WORKERS)
+        )
+
+    assert await _counted(closure_in_workers) == 0
