@@ -121,6 +121,12 @@ class _Service:
             return record
         return await journaled_record(self.journal, record.run_id) or record
 
+    async def view(self, record: RunRecord, root: str) -> dict[str, object]:
+        """``run_view``, with the requests a paused run waits for now."""
+        paused = record.status == "paused" and self.runs is not None
+        pending = await self.live().running.pending_approvals(record.run_id) if paused else ()
+        return run_view(record, root, pending)
+
     async def records(self, status: str | None, limit: int) -> list[RunRecord]:
         """At most ``limit`` runs: this process's (the one started or resumed last first),
         then, with a journal, the journal's others, newest first (one query). A run
@@ -283,7 +289,7 @@ async def _answer(s: _Service, request: Request, record: RunRecord, wait: bool) 
         location = {"Location": f"{at}/runs/{record.run_id}"}
         return json_response({"run_id": record.run_id}, 202, location)
     await s.live().wait(record, request.receive)
-    return json_response(run_view(await s.latest(record), at))
+    return json_response(await s.view(await s.latest(record), at))
 
 
 async def _new_run(request: Request) -> NewRun:
@@ -306,7 +312,7 @@ async def _list_runs(s: _Service, request: Request) -> Response:
 
 
 async def _get_run(s: _Service, request: Request) -> Response:
-    return json_response(run_view(await s.record(request), under(request, "")))
+    return json_response(await s.view(await s.record(request), under(request, "")))
 
 
 async def _cancel(s: _Service, request: Request) -> Response:

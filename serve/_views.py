@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgspec
 
 from regiment.hierarchy import RunFailed, RunResult
@@ -34,14 +36,18 @@ def run_summary(record: RunRecord) -> dict[str, object]:
     }
 
 
-def run_view(record: RunRecord, root: str = "") -> dict[str, object]:
+def run_view(
+    record: RunRecord, root: str = "", pending: Sequence[ApprovalRequest] = ()
+) -> dict[str, object]:
     """A run in ``GET /runs/{run_id}``: its summary, and its result once it has one
     (``root``: the prefix the app is mounted at, for the routes it names).
 
     ``output`` maps each committed step to its output; ``events`` is how many
-    events the run has emitted so far (``GET .../events`` streams them).
+    events the run has emitted so far (``GET .../events`` streams them);
+    ``pending_approvals`` the requests a paused run waits for now (``pending``).
     """
     view = run_summary(record) | {"error": record.error, "events": len(record.events)}
+    view["pending_approvals"] = [approval_view(request) for request in pending]
     result = record.result
     if result is not None:
         return view | _got_to(_answer(record, result, root), result)
