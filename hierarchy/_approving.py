@@ -68,8 +68,8 @@ class DecidesApprovals:
 
         Raises:
             ApprovalError: the request is unknown or decided already, edited
-                arguments do not validate (it stays pending), or its run has paused
-                and the team has no journal.
+                arguments do not validate or a denial has no reason (it stays
+                pending), or its run has paused and the team has no journal.
             LeaseHeld: the run is live in another process; decide there.
         """
         desk, journal, by = self._desk, self.journal, by or ""
@@ -106,6 +106,7 @@ async def decide(
             and there is no journal to hold the decision.
         LeaseHeld: the run is live in another process; decide there.
     """
+    _check_reason(request_id, decision)
     request = desk.get(request_id)
     if request is not None:
         channel = runs(request.run_id)
@@ -170,6 +171,7 @@ async def decide_in_journal(
             ``team``'s tool (it stays pending).
         LeaseHeld: the run is live in another process; decide there.
     """
+    _check_reason(request_id, decision)
     requested, decided = await journaled_request(journal, request_id, run_id)
     if requested is None:
         raise _unknown(request_id, f"journal {journal.where}")
@@ -315,6 +317,16 @@ def _check_edit(team: Team, request: ApprovalRequest, decision: ApprovalDecision
         raise ApprovalError(
             f"the edited arguments for tool {request.tool_name!r} do not validate: {problem}; "
             f"request {request.request_id} stays pending, decide again"
+        )
+
+
+def _check_reason(request_id: str, decision: ApprovalDecision) -> None:
+    """A denial without a reason would tell the worker's model only ``denied: ``."""
+    if isinstance(decision, Deny) and not decision.reason.strip():
+        raise ApprovalError(
+            "a denial needs a reason: the worker's model is told `denied: <reason>` "
+            "(Deny(reason=...), `regiment approve --deny REASON`, the service's "
+            f'"reason"); request {request_id} stays pending, decide again'
         )
 
 

@@ -39,20 +39,13 @@ from ._http import (
 from ._journaled import journaled_record, journaled_runs, replay
 from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
 from ._runs import Runs, check_lease_ttl, check_seconds, open_runs
-from ._views import approval_view, run_listed, run_view
+from ._views import approval_view, not_decided, run_listed, run_view
 
 __all__ = ("LIST_LIMIT", "create_app")
 
 LIST_LIMIT = 1_000  # GET /runs: the journal's newest runs it lists beside this process's
 
 Handler = Callable[["_Service", Request], Coroutine[Any, Any, Response]]
-_APPROVAL_STATUS = {
-    "unknown": 404,
-    "decided": 409,
-    "ended": 409,
-    "no_journal": 409,
-    "invalid": 422,
-}
 
 
 @final
@@ -121,6 +114,12 @@ class _Service:
         if record.taken_over is None or self.journal is None:
             return record
         return await journaled_record(self.journal, record.run_id) or record
+
+    async def view(self, record: RunRecord, root: str) -> dict[str, object]:
+        """``run_view``, with the requests a paused run waits for now."""
+        paused = record.status == "paused" and self.runs is not None
+        pending = await self.live().running.pending_approvals(record.run_id) if paused else ()
+        return ticketed(run_view(record, root, pending), self.token, record.run_id)
 
     async def records(self, status: str | None, limit: int) -> list[RunRecord]:
         """At most ``limit`` runs: this process's (the one started or resumed last first),
@@ -286,7 +285,7 @@ async def _answer(s: _Service, request: Request, record: RunRecord, wait: bool) 
             ticketed({"run_id": record.run_id}, s.token, record.run_id), 202, location
         )
     await s.live().wait(record, request.receive)
-    return json_response(ticketed(run_view(await s.latest(record), at), s.token, record.run_id))
+    return json_response(await s.view(await s.latest(record), at))
 
 
 async def _new_run(request: Request) -> NewRun:
@@ -309,8 +308,7 @@ async def _list_runs(s: _Service, request: Request) -> Response:
 
 
 async def _get_run(s: _Service, request: Request) -> Response:
-    record = await s.record(request)
-    return json_response(ticketed(run_view(record, under(request, "")), s.token, record.run_id))
+    return json_response(await s.view(await s.record(request), under(request, "")))
 
 
 async def _cancel(s: _Service, request: Request) -> Response:
@@ -350,18 +348,8 @@ async def _decide(s: _Service, request: Request) -> Response:
     try:
         decided = await s.live().running.approve(request_id, body.decision(), by=body.by)
     except ApprovalError as exc:
-        detail = str(exc)
-        if exc.kind == "unknown":  # the CLI's hint does not fit here
-            listed = under(request, "/approvals")
-            detail = f"no approval request {request_id!r}; GET {listed} lists the pending ones"
-        elif exc.kind == "no_journal":  # it said "start the team with journal=...": code
-            detail = (  # a service's user does not write
-                f"the run of request {request_id!r} has paused, and this service keeps no "
-                "journal to hold the decision for a resume (nor can it resume a run): serve "
-                "with --journal PATH_OR_URL (or create_app(team, journal=...)) so paused runs "
-                "can be decided and resumed"
-            )
-        raise ApiError(_APPROVAL_STATUS.get(exc.kind, 422), f"cannot {body.kind}", detail) from exc
+        listed = under(request, "/approvals")
+        raise not_decided(exc, request_id, body.kind, listed) from exc
     except LeaseHeld as exc:  # its run is live in another process (the journal is fine)
         raise ApiError(
             409,

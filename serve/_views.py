@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgspec
 
+from regiment.errors import ApprovalError
 from regiment.hierarchy import RunFailed, RunResult
 from regiment.tools import ApprovalRequest
 
+from ._http import ApiError
 from ._registry import RunRecord
 
-__all__ = ("LISTED_GOAL", "approval_view", "run_listed", "run_summary", "run_view")
+__all__ = ("LISTED_GOAL", "approval_view", "not_decided", "run_listed", "run_summary", "run_view")
 
 LISTED_GOAL = 200
 """``GET /runs`` shows at most this many characters of a goal, then ``…``: a listing of
@@ -34,14 +38,18 @@ def run_summary(record: RunRecord) -> dict[str, object]:
     }
 
 
-def run_view(record: RunRecord, root: str = "") -> dict[str, object]:
+def run_view(
+    record: RunRecord, root: str = "", pending: Sequence[ApprovalRequest] = ()
+) -> dict[str, object]:
     """A run in ``GET /runs/{run_id}``: its summary, and its result once it has one
     (``root``: the prefix the app is mounted at, for the routes it names).
 
     ``output`` maps each committed step to its output; ``events`` is how many
-    events the run has emitted so far (``GET .../events`` streams them).
+    events the run has emitted so far (``GET .../events`` streams them);
+    ``pending_approvals`` the requests a paused run waits for now (``pending``).
     """
     view = run_summary(record) | {"error": record.error, "events": len(record.events)}
+    view["pending_approvals"] = [approval_view(request) for request in pending]
     result = record.result
     if result is not None:
         return view | _got_to(_answer(record, result, root), result)
@@ -100,3 +108,28 @@ def approval_view(request: ApprovalRequest) -> dict[str, object]:
         "idempotency_key": request.idempotency_key,
         "expires_at": request.expires_at,
     }
+
+
+_APPROVAL_STATUS = {
+    "unknown": 404,
+    "decided": 409,
+    "ended": 409,
+    "no_journal": 409,
+    "invalid": 422,
+}
+
+
+def not_decided(exc: ApprovalError, request_id: str, kind: str, listed: str) -> ApiError:
+    """What ``POST /approvals/{request_id}`` answers when the decision was refused
+    (``listed``: where ``GET /approvals`` is, under the app's prefix)."""
+    detail = str(exc)
+    if exc.kind == "unknown":  # the CLI's hint does not fit here
+        detail = f"no approval request {request_id!r}; GET {listed} lists the pending ones"
+    elif exc.kind == "no_journal":  # it said "start the team with journal=...": code
+        detail = (  # a service's user does not write
+            f"the run of request {request_id!r} has paused, and this service keeps no "
+            "journal to hold the decision for a resume (nor can it resume a run): serve "
+            "with --journal PATH_OR_URL (or create_app(team, journal=...)) so paused runs "
+            "can be decided and resumed"
+        )
+    return ApiError(_APPROVAL_STATUS.get(exc.kind, 422), f"cannot {kind}", detail)

@@ -16,7 +16,9 @@ from pathlib import Path
 import anyio
 import pytest
 
+from regiment import Deny
 from regiment.config import load_team
+from regiment.errors import ApprovalError
 from regiment.journal import ApprovalDecided, open_journal
 
 from .helpers import run_cli
@@ -121,3 +123,37 @@ async def test_a_module_that_cannot_be_imported_points_at_app_dir(tmp_path: Path
     assert done.returncode == 2
     assert "no module named 'examples'" in stderr
     assert "or the one --app-dir DIR names" in stderr
+
+
+@pytest.mark.parametrize("reason", ["", "  "])
+async def test_a_denial_needs_a_reason(tmp_path: Path, reason: str) -> None:
+    """A blank reason would tell the worker's model only ``denied: `` (the service
+    refused one already; the command and ``approve()`` took it)."""
+    journal = str(tmp_path / "runs.db")
+    code, _, err = await run_cli("run", TEAM, GOAL, "--model", "scripted", "--journal", journal)
+    assert code == 3, err
+    run_id = err.splitlines()[-1].rsplit(" ", 1)[1]
+    (row,) = await _pending(journal, run_id)
+    request_id = str(row["request_id"])
+    code, _, err = await run_cli(
+        "approve", run_id, request_id, "--deny", reason, "--journal", journal
+    )
+    assert code == 2
+    assert err.splitlines()[-1] == (
+        "regiment: error: a denial needs a reason: the worker's model is told `denied: <reason>` "
+        '(Deny(reason=...), `regiment approve --deny REASON`, the service\'s "reason"); '
+        f"request {request_id} stays pending, decide again"
+    )
+    assert await _decisions(journal, run_id) == []
+    async with load_team(TEAM, model="scripted").start(journal=journal) as running:
+        with pytest.raises(ApprovalError, match="a denial needs a reason") as caught:
+            await running.approve(request_id, Deny(reason=reason))
+        assert caught.value.kind == "invalid"
+    assert await _decisions(journal, run_id) == []
+    assert [r["request_id"] for r in await _pending(journal, run_id)] == [request_id]
+    # Without a journal, the paused run's request is this team's alone: refused alike.
+    async with load_team(TEAM, model="scripted").start() as running:
+        (request,) = (await running.run(GOAL)).pending_approvals
+        with pytest.raises(ApprovalError, match="a denial needs a reason"):
+            await running.approve(request.request_id, Deny(reason=reason))
+        assert await running.pending_approvals() == (request,)

@@ -242,3 +242,45 @@ async def test_a_decision_on_a_run_winding_down_from_its_cancel_is_409(
     assert last.data["error_type"] == "RunCancelled"
     assert (view["status"], pending) == ("cancelled", {"approvals": []})
     assert shop.refunds == []
+
+
+@pytest.mark.parametrize("journaled", [False, True])
+async def test_a_paused_run_names_the_requests_it_waits_for(
+    tmp_path: Path, journaled: bool
+) -> None:
+    # A paused run's view said "paused: 2 approval(s) pending" and named none of them
+    # (RunResult.pending_approvals): a client needed GET /approvals?run_id=... as well.
+    journal = str(tmp_path / "runs.db") if journaled else None
+    plan = plan_json(step("s1", "billing", "refund 2 500"), step("s2", "billing", "refund 3 600"))
+    async with (
+        serving(create_app(shop_team(Shop(), plan), journal=journal)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
+        done = (await c.post("/runs?wait=true", json={"goal": "two refunds"})).json()
+        run_id = done["run_id"]
+        listed = (await c.get("/approvals")).json()["approvals"]
+        assert done["status"] == "paused"
+        assert done["pending_approvals"] == listed
+        assert [a["arguments"] for a in listed] == [
+            {"order_id": "2", "amount": 500},
+            {"order_id": "3", "amount": 600},
+        ]
+        assert (await c.get(f"/runs/{run_id}")).json()["pending_approvals"] == listed
+        if not journaled:
+            return
+        first, second = (a["request_id"] for a in listed)
+        decided = await c.post(f"/approvals/{first}", json={"decision": "approve"})
+        assert decided.status_code == 200, decided.text
+        # the one left is what the run waits for now
+        assert (await c.get(f"/runs/{run_id}")).json()["pending_approvals"] == listed[1:]
+    async with (
+        serving(create_app(shop_team(Shop(), plan), journal=journal)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
+        assert (await c.get(f"/runs/{run_id}")).json()["pending_approvals"] == listed[1:]
+        denied = await c.post(f"/approvals/{second}", json={"decision": "deny", "reason": "no"})
+        assert denied.status_code == 200, denied.text
+        assert (await c.get(f"/runs/{run_id}")).json()["pending_approvals"] == []
+        done = (await c.post(f"/runs/{run_id}/resume?wait=true")).json()
+        assert done["status"] == "completed"
+        assert done["pending_approvals"] == []
