@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
+from regiment.cli._show_marks import mark, print_unfinished
 from regiment.errors import ConfigError, JournalError
 from regiment.journal import (
     ApprovalDecided,
@@ -52,7 +53,6 @@ __all__ = (
 )
 
 DEFAULT = Path(".regiment") / "journal.db"
-_GOING = ("dispatched", "awaiting_approval")  # a step with no report (yet)
 STATUSES = ("running", "stalled", "paused", "completed", "partial", "failed", "cancelled")
 
 
@@ -351,29 +351,16 @@ def _print_shown(shown: dict[str, object], stdout: TextIO) -> None:
     assert isinstance(steps, list)
     for step in steps:
         said = step["output"] or step.get("error") or ""  # a failed step: why
-        line = f"  v{step['plan_version']} {step['step_id']} [{_mark(step, shown)}]"
+        line = f"  v{step['plan_version']} {step['step_id']} [{mark(step, shown)}]"
         print(f"{line} {said}" if said else line, file=stdout)  # no trailing space
         for call in step["unfinished_calls"]:
-            _print_unfinished(call, ended=step["status"] not in _GOING, stdout=stdout)
+            print_unfinished(call, step, shown, stdout=stdout)
     if shown["answer"] or (shown["answer"] is not None and not shown["error"]):
         print(f"answer: {shown['answer'] or '(empty)'}", file=stdout)
     if shown["error"]:
         print(f"error: {shown['error']}", file=stdout)
     if shown["usage"] is not None:
         print(f"usage: {msgspec.json.encode(shown['usage']).decode()}", file=stdout)
-
-
-def _mark(step: Mapping[str, object], shown: Mapping[str, object]) -> str:
-    """What ``show`` says of a step in brackets."""
-    if step["committed"]:
-        return "committed"
-    if step["status"] == "awaiting_approval":
-        return "waits for a decision on"
-    if step["status"] != "dispatched":
-        return str(step["status"])
-    if shown["paused"] and shown["status"] in ("paused", "stalled"):
-        return "dispatched, waits for a resume"  # its requests decided: a resume runs it
-    return "dispatched, no report"
 
 
 def resume_hint(team_file: object, run_id: str) -> str:
@@ -387,14 +374,3 @@ def resume_hint(team_file: object, run_id: str) -> str:
     if not Path(str(team_file)).is_file():
         return f"regiment resume TEAM_FILE {run_id} (its team file {team_file} is gone)"
     return f"regiment resume {run_id}"
-
-
-def _print_unfinished(call: dict[str, object], *, ended: bool, stdout: TextIO) -> None:
-    """A tool call started and never finished: its body may have acted before the cut."""
-    arguments = json.dumps(call["arguments"], sort_keys=True)
-    how = (
-        "cut short: started, never finished; what it did before the cut is not recorded"
-        if ended
-        else "started, no result yet (in flight when the run stopped, or still running)"
-    )
-    print(f"    call {call['tool']}({arguments}) [{how}]", file=stdout)
