@@ -17,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
-from regiment.cli._show_marks import judgements, step_mark
+from regiment.cli._show_marks import judgements, print_unfinished, step_mark
 from regiment.errors import ConfigError, JournalError
 from regiment.journal import (
     ApprovalDecided,
@@ -53,7 +53,6 @@ __all__ = (
 )
 
 DEFAULT = Path(".regiment") / "journal.db"
-_GOING = ("dispatched", "awaiting_approval")  # a step with no report (yet)
 STATUSES = ("running", "stalled", "paused", "completed", "partial", "failed", "cancelled")
 
 
@@ -358,7 +357,7 @@ def _print_shown(shown: dict[str, object], stdout: TextIO) -> None:
         line = f"  v{step['plan_version']} {step['step_id']} [{step_mark(step, shown)}]"
         print(f"{line} {said}" if said else line, file=stdout)  # no trailing space
         for call in step["unfinished_calls"]:
-            _print_unfinished(call, ended=step["status"] not in _GOING, stdout=stdout)
+            print_unfinished(call, step, shown, stdout=stdout)
     if shown["answer"] or (shown["answer"] is not None and not shown["error"]):
         print(f"answer: {shown['answer'] or '(empty)'}", file=stdout)
     if shown["error"]:
@@ -378,14 +377,3 @@ def resume_hint(team_file: object, run_id: str) -> str:
     if not Path(str(team_file)).is_file():
         return f"regiment resume TEAM_FILE {run_id} (its team file {team_file} is gone)"
     return f"regiment resume {run_id}"
-
-
-def _print_unfinished(call: dict[str, object], *, ended: bool, stdout: TextIO) -> None:
-    """A tool call started and never finished: its body may have acted before the cut."""
-    arguments = json.dumps(call["arguments"], sort_keys=True)
-    how = (
-        "cut short: started, never finished; what it did before the cut is not recorded"
-        if ended
-        else "started, no result yet (in flight when the run stopped, or still running)"
-    )
-    print(f"    call {call['tool']}({arguments}) [{how}]", file=stdout)

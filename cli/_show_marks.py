@@ -1,13 +1,21 @@
 """What ``regiment show`` says of a step in brackets: committed, or why its report was
-not (its check rejected it, a replan dropped it as stale), or that it has none yet."""
+not (its check rejected it, a replan dropped it as stale), or that it has none yet; and of
+a tool call it left unfinished."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from typing import TextIO
 
 from regiment.journal import EventRecorded, Record
 
-__all__ = ("judgements", "step_mark")
+__all__ = ("judgements", "print_unfinished", "step_mark")
+
+_GOING = ("dispatched", "awaiting_approval")  # a step with no report (yet)
+_OVER = ("completed", "partial", "failed", "cancelled")
+"""A run's statuses once it has ended: a step it left without a report goes on no more
+(a Ctrl-C can stop the team under the run before its steps report)."""
 
 
 def judgements(records: Sequence[Record]) -> dict[tuple[object, object], str]:
@@ -37,10 +45,34 @@ def step_mark(step: Mapping[str, object], shown: Mapping[str, object]) -> str:
         return "committed"
     if step.get("judged"):
         return str(step["judged"])
-    if step["status"] == "awaiting_approval":
-        return "waits for a decision on"
+    if step["status"] == "awaiting_approval":  # `approve` refuses one of a run that ended
+        return (
+            "undecided when the run ended"
+            if shown["status"] in _OVER
+            else "waits for a decision on"
+        )
     if step["status"] != "dispatched":
         return str(step["status"])
     if shown["paused"] and shown["status"] in ("paused", "stalled"):
         return "dispatched, waits for a resume"  # its requests decided: a resume runs it
     return "dispatched, no report"
+
+
+def print_unfinished(
+    call: Mapping[str, object],
+    step: Mapping[str, object],
+    shown: Mapping[str, object],
+    *,
+    stdout: TextIO,
+) -> None:
+    """A tool call of ``step`` started and never finished: its body may have acted before
+    the cut (a cut it was when its step ended, or its run did; else it is in flight, or
+    was when the run stopped, and a resume runs it again)."""
+    ended = step["status"] not in _GOING or shown["status"] in _OVER
+    arguments = json.dumps(call["arguments"], sort_keys=True)
+    how = (
+        "cut short: started, never finished; what it did before the cut is not recorded"
+        if ended
+        else "started, no result yet (in flight when the run stopped, or still running)"
+    )
+    print(f"    call {call['tool']}({arguments}) [{how}]", file=stdout)
