@@ -13,7 +13,8 @@ Without a journal the same objects still hand every tool its ``RunContext``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Awaitable, Callable
 from typing import Protocol, final
 
 from opentelemetry import trace
@@ -141,6 +142,13 @@ class StepCalls:
         self._live = live  # a streamed run's: text deltas and tool-call events go to it
         self._model_calls = 0
         self._tool_calls = 0
+
+    def model_call(self, caller: ModelCaller) -> Callable[[ModelRequest], Awaitable[ModelResponse]]:
+        """How the step asks ``caller`` with no guards in between: through :meth:`model`,
+        or straight (a frame fewer a call) when nothing is replayed, recorded or streamed."""
+        if self._live is None and not (self._replay.responses or self._journaled):
+            return caller.call
+        return functools.partial(self.model, caller)
 
     async def model(
         self, caller: ModelCaller, request: ModelRequest, *, held: bool = False

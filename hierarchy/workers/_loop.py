@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -319,7 +318,7 @@ def _step_caller(
     replayed or journaled, between its guards if any."""
     journaled = journaled or StepCalls(None, assign, worker)
     if guards is None:  # no JournaledCaller in between: its call would only forward
-        return journaled, functools.partial(journaled.model, caller)
+        return journaled, journaled.model_call(caller)
     model = JournaledCaller(journaled, caller, held=bool(guards.reply))
     return journaled, guards.caller(model, assign, progress, messages)
 

@@ -1,6 +1,7 @@
-"""What a worker's tool call costs beyond the tool (issue #22): a reply with one tool
-call, in a step with no guards, spans or metrics, runs the call with nothing made
-around it. Counted exactly by the interpreter's profiler over a warmed-up team's run."""
+"""What a worker's step costs beyond its model and its tool (issue #22): a reply with
+one tool call, in a step with no guards, spans or metrics, runs the call with nothing
+made around it, and a step nothing records asks its model with no frame in between.
+Counted exactly by the interpreter's profiler over a warmed-up team's run."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from types import FrameType
 import pytest
 
 from regiment.hierarchy import Planner, Team, Worker
+from regiment.hierarchy.workers._journal_calls import StepCalls
 from regiment.models import (
     ModelRequest,
     ModelResponse,
@@ -97,3 +99,13 @@ async def test_a_lone_tool_call_runs_with_no_closure_around_it() -> None:
         )
 
     assert await _counted(closure_in_workers) == 0
+
+
+async def test_a_step_nothing_records_asks_its_model_with_no_frame_between() -> None:
+    # With no journal, no replay and no stream, StepCalls.model would only forward.
+    forwards = StepCalls.model.__code__
+
+    def forwarded(frame: FrameType, event: str, _: object) -> bool:
+        return event == "call" and frame.f_code is forwards
+
+    assert await _counted(forwarded) == 0
