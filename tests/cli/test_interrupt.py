@@ -9,6 +9,7 @@ import select
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -25,25 +26,37 @@ pytestmark = pytest.mark.anyio
 # wait_all_tasks_blocked() would return while it does, before the step is dispatched.
 
 
-async def test_interrupt_cancels_the_run_and_reports_progress(tmp_path: Path) -> None:
-    team = write_team(tmp_path, "stuck")
+async def _interrupted(argv: list[str], waiting: Callable[[str], None]) -> tuple[int, str, str]:
+    """``regiment ARGV`` (a run that never ends), interrupted once all its tasks wait
+    (``waiting`` checks its stderr there): its exit code, stdout and stderr. The task
+    group only exits once the command returned: the run and the team have stopped."""
     stop = anyio.Event()
     out, err = io.StringIO(), io.StringIO()
     codes: list[int] = []
 
     async def command() -> None:
-        argv = ["run", str(team), "wait", "--app-dir", str(tmp_path), "--no-journal"]
         codes.append(await run_async(argv, stdout=out, stderr=err, environ={}, interrupt=stop))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(command)
-        await wait_all_tasks_blocked()  # the step is dispatched and its model never answers
-        assert "-> s1 to waiter" in err.getvalue()
+        await wait_all_tasks_blocked()
+        waiting(err.getvalue())
         stop.set()
-    # The task group only exits once the command returned: the run and the team have stopped.
-    assert codes == [130]
-    assert out.getvalue() == ""
-    last = err.getvalue().splitlines()[-1]
+    (code,) = codes
+    return code, out.getvalue(), err.getvalue()
+
+
+async def test_interrupt_cancels_the_run_and_reports_progress(tmp_path: Path) -> None:
+    team = write_team(tmp_path, "stuck")
+    argv = ["run", str(team), "wait", "--app-dir", str(tmp_path), "--no-journal"]
+
+    def waiting(err: str) -> None:  # the step is dispatched and its model never answers
+        assert "-> s1 to waiter" in err
+
+    code, out, err = await _interrupted(argv, waiting)
+    assert code == 130
+    assert out == ""
+    last = err.splitlines()[-1]
     assert last.startswith("regiment: interrupted; cancelled the run after")
     assert "plan v1: 0 of 1 steps done; was running s1 (waiter)" in last
 
@@ -82,22 +95,15 @@ def test_sigint_exits_130_without_a_traceback(tmp_path: Path, backend: str) -> N
 async def test_interrupt_ends_the_events_file_with_a_cancelled_event(tmp_path: Path) -> None:
     team = write_team(tmp_path, "stuck")
     events_file = tmp_path / "events.jsonl"
-    stop = anyio.Event()
-    out, err = io.StringIO(), io.StringIO()
-    codes: list[int] = []
     argv = ["run", str(team), "wait", "--app-dir", str(tmp_path), "--no-journal"]
     argv += ["--events", "jsonl", "--events-file", str(events_file)]
 
-    async def command() -> None:
-        codes.append(await run_async(argv, stdout=out, stderr=err, environ={}, interrupt=stop))
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(command)
-        await wait_all_tasks_blocked()
+    def waiting(err: str) -> None:
         # Written and flushed line by line: the dispatch is in the file while the run waits.
         assert '"type":"StepDispatched"' in events_file.read_text(encoding="utf-8")
-        stop.set()
-    assert codes == [130]
+
+    code, _, _ = await _interrupted(argv, waiting)
+    assert code == 130
     lines = [json.loads(line) for line in events_file.read_text(encoding="utf-8").splitlines()]
     assert [e["type"] for e in lines] == [
         "RunStarted",
@@ -298,21 +304,14 @@ def test_sigint_while_the_team_file_imports_exits_130_without_a_traceback(
 async def test_an_interrupt_before_the_first_plan_says_so(tmp_path: Path) -> None:
     # It said "plan v0: 0 of 0 steps done", of a plan there was not.
     team = write_team(tmp_path, "unplanned")
-    stop = anyio.Event()
-    out, err = io.StringIO(), io.StringIO()
-    codes: list[int] = []
+    argv = ["run", str(team), "wait", "--app-dir", str(tmp_path), "--no-journal"]
 
-    async def command() -> None:
-        argv = ["run", str(team), "wait", "--app-dir", str(tmp_path), "--no-journal"]
-        codes.append(await run_async(argv, stdout=out, stderr=err, environ={}, interrupt=stop))
+    def waiting(err: str) -> None:  # the planner's model call never answers
+        assert "run started" in err
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(command)
-        await wait_all_tasks_blocked()  # the planner's model call never answers
-        assert "run started" in err.getvalue()
-        stop.set()
-    assert codes == [130]
-    last = err.getvalue().splitlines()[-1]
+    code, _, err = await _interrupted(argv, waiting)
+    assert code == 130
+    last = err.splitlines()[-1]
     assert last.startswith("regiment: interrupted; cancelled the run after "), last
     assert last.endswith(" s, before its first plan"), last
 
