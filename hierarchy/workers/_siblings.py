@@ -13,6 +13,7 @@ not just waiting until that body is done, and then its run looks again.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import final
 
@@ -23,6 +24,8 @@ from regiment.models import ToolCallPart
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, ask_approver
 
 __all__ = ("SiblingCalls",)
+
+_log = logging.getLogger("regiment.worker")
 
 
 @final
@@ -98,5 +101,8 @@ class SiblingCalls:
 
 
 def _first(group: BaseExceptionGroup[Exception]) -> Exception:
-    first = group.exceptions[0]
+    """The group's first failure; any other is logged, not lost unseen."""
+    first, *others = group.exceptions
+    for other in others:
+        _log.warning("a sibling tool call failed too: %r", other, exc_info=other)
     return _first(first) if isinstance(first, BaseExceptionGroup) else first
