@@ -28,7 +28,14 @@ from regiment.tools import (
     ask_approver,
 )
 
-__all__ = ("EventSink", "LiveChannel", "LiveSink", "live_sink", "observed_tool_call")
+__all__ = (
+    "EventSink",
+    "LiveChannel",
+    "LiveSink",
+    "live_sink",
+    "observed_tool_call",
+    "told_unrun",
+)
 
 EventSink = Callable[[Event], None]
 """Delivers one event to a run's reader without waiting."""
@@ -181,3 +188,35 @@ def _told_while_waiting(approver: Approver, asking: list[None]) -> Approver:
         return decision
 
     return decide
+
+
+def told_unrun(live: LiveSink, call: ToolCallPart, step_id: str, outcome: str, took: float) -> None:
+    """Tell ``live`` of a call that ended before its tool was reached (a guardrail refused
+    it, or its rewritten arguments did not validate), as a call whose tool failed is told:
+    started, then finished with ``outcome`` (``"guardrail"``, ``"invalid_arguments"``, or
+    ``"GuardrailError"`` when the refusal fails the step); ``took`` is how long it was judged.
+    """
+    run_id, worker, tool, call_id = live.run_id, live.worker, call.name, call.id
+    arguments = dict(call.arguments)
+    live.emit(
+        ToolCallStarted(
+            run_id=run_id,
+            worker=worker,
+            step_id=step_id,
+            tool=tool,
+            call_id=call_id,
+            arguments=arguments,
+        )
+    )
+    live.emit(
+        ToolCallFinished(
+            run_id=run_id,
+            worker=worker,
+            step_id=step_id,
+            tool=tool,
+            call_id=call_id,
+            arguments=arguments,
+            duration=max(0.0, took),
+            outcome=outcome,
+        )
+    )

@@ -179,9 +179,9 @@ class ToolCallFinished(_Base, frozen=True, kw_only=True):
     ``"cut"`` for a call whose step was cut (a cancel, a replan, a pause, its timeout)
     while its body ran: it may have acted, and its step's report lists it with
     ``error_type`` ``"cut"``; ``"awaiting_approval"`` for one that was still waiting
-    for a decision (the body has not run). A call held back before it started (its plan
-    was over) has no ``ToolCallStarted``/``ToolCallFinished`` at all.
-    ``duration`` is in seconds.
+    for a decision (the body has not run); ``"guardrail"`` for one a guard refused
+    (``"GuardrailError"`` if that fails the step). A call held back before it started (its
+    plan was over) has no ``ToolCallStarted``/``ToolCallFinished``. ``duration``: seconds.
     """
 
     worker: str

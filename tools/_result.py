@@ -10,6 +10,8 @@ from regiment._json import JsonObject, JsonValue
 
 __all__ = ("ToolResult",)
 
+_NOT_RAISED = frozenset(("timeout", "guardrail"))
+
 
 class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
     """The outcome of one tool call.
@@ -21,8 +23,10 @@ class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
             message when ``is_error``.
         is_error: whether the call failed; the model is told so.
         error_type: why it failed: ``"invalid_arguments"``, ``"unknown_tool"``,
-            ``"timeout"``, ``"approval_denied"``, ``"approval_unavailable"``, or the
-            class name of the exception the tool raised (``"ValueError"``).
+            ``"timeout"``, ``"approval_denied"``, ``"approval_unavailable"``,
+            ``"guardrail"`` (a guardrail refused the call, or withheld or rewrote a
+            successful result into an error), or the class name of the exception the
+            tool raised (``"ValueError"``).
         duration_s: seconds from the call to its result, approval wait included.
         attempts: how many times the function body was started (0: it never ran).
         idempotency_key: the key the tool derived from the arguments, if it declares one.
@@ -44,8 +48,9 @@ class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def raised(self) -> bool:
         """Whether the tool body raised (its last attempt): not a timeout, not a call
-        refused before the body ran (invalid arguments, unknown tool, no approval)."""
-        return self.is_error and self.attempts > 0 and self.error_type != "timeout"
+        refused before the body ran (invalid arguments, unknown tool, no approval), not
+        a result a guardrail withheld or turned into an error (``"guardrail"``)."""
+        return self.is_error and self.attempts > 0 and self.error_type not in _NOT_RAISED
 
     @property
     def text(self) -> str:

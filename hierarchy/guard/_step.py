@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, final
 
 import msgspec
 
-from regiment._json import JsonObject
+from regiment._json import JsonObject, JsonValue
 from regiment.errors import GuardrailError
 from regiment.hierarchy._budget import over_allowance
 from regiment.hierarchy._messages import BudgetLimit, StepAllowance
@@ -246,11 +246,11 @@ class StepGuards:
             if guard.on_trip == "fail_step":
                 raise tripped(judged, "tool_result")
             text = f"result withheld by guardrail '{guard.name}': {judged.reason}"
-            return msgspec.structs.replace(
-                result, content=text, is_error=True, error_type="guardrail"
-            )
+            return _flagged(result, text, is_error=True)
         new = judged.subject
-        return msgspec.structs.replace(result, content=new.content, is_error=new.is_error)
+        if new is done:
+            return result
+        return _flagged(result, new.content, is_error=new.is_error)
 
     async def _check_call(
         self,
@@ -315,6 +315,23 @@ def _charge(progress: StepProgress, checked: Checked[Any]) -> None:
     for response in checked.spent:
         progress.model_calls += 1
         progress.usage = progress.usage + response.usage
+
+
+def _flagged(result: ToolResult, content: JsonValue, *, is_error: bool) -> ToolResult:
+    """``result`` as a guard left it, its ``error_type`` agreeing with ``is_error``: an
+    error made a success has none; a success made an error (rewritten, or withheld) is the
+    guard's, ``"guardrail"``, not the tool's (``raised`` is then false: ``on_tool_error``
+    does not act on it); an error that stays one keeps its type (withheld or reworded,
+    the tool's failure is still what happened)."""
+    if not is_error:
+        error_type = None
+    elif result.is_error:
+        error_type = result.error_type
+    else:
+        error_type = "guardrail"
+    return msgspec.structs.replace(
+        result, content=content, is_error=is_error, error_type=error_type
+    )
 
 
 def _refused(call: ToolCallPart, guard: Guardrail, reason: str) -> ToolResult:

@@ -20,7 +20,7 @@ from typing import Protocol, final
 from opentelemetry import trace
 
 from regiment.errors import JournalError
-from regiment.hierarchy._live_events import LiveSink, observed_tool_call
+from regiment.hierarchy._live_events import LiveSink, observed_tool_call, told_unrun
 from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._replay import NO_REPLAY, Replay
@@ -181,6 +181,11 @@ class StepCalls:
         """Stream the text of a reply held back while guards judged it, in one piece."""
         if self._live is not None:
             self._live.tell(request, response.text)
+
+    def unrun(self, call: ToolCallPart, outcome: str, took: float) -> None:
+        """Stream a call that ended before its tool was reached (see ``told_unrun``)."""
+        if self._live is not None:
+            told_unrun(self._live, call, self._assign.step.id, outcome, took)
 
     def replayed(self, index: int) -> bool:
         """Whether tool call number ``index`` of the step was the journaled one, replayed."""

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Awaitable, Callable
 
+import anyio
+
+from regiment.errors import GuardrailError
 from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy.guard._judge import judging_within
 from regiment.hierarchy.guard._step import StepGuards, step_purse
@@ -47,9 +51,7 @@ async def call_around(
         run = functools.partial(
             _fenced_tool, journaled, toolset, (assign, n, begun), approver, progress
         )
-        tool = toolset.get(call.name)
-        with judging_within(step_purse(assign.allowance, progress)):
-            return await guards.call_tool(call, assign.step.id, progress, run, tool)
+        return await _guarded(guards, journaled, call, (assign, progress), run, toolset)
 
     async def one(index: int, call: ToolCallPart) -> None:
         if not traced:
@@ -85,6 +87,38 @@ def approver_of(
     if approver is None:
         return None
     return while_deciding(siblings.held(approver) if siblings else approver, begun, n)
+
+
+async def _guarded(
+    guards: StepGuards,
+    journaled: StepCalls,
+    call: ToolCallPart,
+    at: tuple[AssignStep, StepProgress],
+    run: Callable[[ToolCallPart], Awaitable[ToolResult]],
+    toolset: Toolset,
+) -> ToolResult:
+    """``call`` between its guards; one they answer without reaching the tool (refused, or
+    rewritten into arguments that do not validate) is streamed as a failed call is."""
+    assign, progress = at
+    reached: list[ToolCallPart] = []
+
+    async def reach(checked: ToolCallPart) -> ToolResult:
+        reached.append(checked)
+        return await run(checked)
+
+    began = anyio.current_time()
+    try:
+        with judging_within(step_purse(assign.allowance, progress)):
+            result = await guards.call_tool(
+                call, assign.step.id, progress, reach, toolset.get(call.name)
+            )
+    except GuardrailError as exc:  # a `fail_step` trip
+        if not reached:
+            journaled.unrun(call, type(exc).__name__, anyio.current_time() - began)
+        raise
+    if not reached:
+        journaled.unrun(call, result.error_type or "error", anyio.current_time() - began)
+    return result
 
 
 async def _fenced_tool(
