@@ -339,7 +339,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
             case EndFailed(error=error):
                 self._abort(error)
             case EndPartial() | EndPaused():
-                self._finish(*self._closing(ending))
+                self._close(ending)
             case EndAnswered(answer=answer, status=status):
                 self._finish(answer, status)
             case _:

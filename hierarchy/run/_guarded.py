@@ -14,6 +14,7 @@ from opentelemetry.trace import Span
 from regiment.actors import Actor
 from regiment.errors import PlanError, RunError
 from regiment.hierarchy._messages import StepReport
+from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.guard._judge import judging_within, ledger_purse
 from regiment.hierarchy.guard._roles import GuardRole
 from regiment.hierarchy.run._book import RunBook
@@ -26,9 +27,22 @@ from regiment.hierarchy.run._changes import (
     ReportDropped,
     RunChange,
 )
-from regiment.hierarchy.run._guarding import RunGuards, answer_verdict, plan_verdict
+from regiment.hierarchy.run._guarding import (
+    RunGuards,
+    answer_verdict,
+    partial_verdict,
+    plan_verdict,
+)
 from regiment.hierarchy.run._messages import GuardJudged, ModelReplied, PlannerMessage, Purpose
-from regiment.hierarchy.run._phase import Executing, Phase, Planning, Synthesize, Synthesizing
+from regiment.hierarchy.run._phase import (
+    EndPartial,
+    Executing,
+    Phase,
+    Planning,
+    Synthesize,
+    Synthesizing,
+    WindingDown,
+)
 from regiment.hierarchy.run._prompting import PlanReading, Prompting
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.models import ModelRequest, ModelResponse
@@ -65,6 +79,9 @@ class GuardedActor(Actor[PlannerMessage, None]):
         raise NotImplementedError
 
     def _finish_answer(self, answer: str) -> None:
+        raise NotImplementedError
+
+    def _finish(self, answer: str, status: RunStatus) -> None:
         raise NotImplementedError
 
     async def _dispatch_ready(self) -> None:
@@ -151,6 +168,9 @@ class GuardedActor(Actor[PlannerMessage, None]):
                 phase, judged.adopted, checked, planner.prompts, planner.max_plan_attempts
             )
             await self._take_plan(phase, verdict)
+        elif type(phase) is WindingDown and type(phase.ending) is EndPartial:
+            exhausted = self._book.spending.exhausted or ""
+            self._finish(partial_verdict(checked, exhausted, self._book.run_id), "partial")
         elif isinstance(phase, Synthesizing):
             synthesis = self._prompting.call(Synthesize(), self._book).request
             match answer_verdict(self._guards, checked, synthesis):

@@ -9,6 +9,8 @@ as a ``GuardJudged`` message.
 
 from __future__ import annotations
 
+import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, final
@@ -20,10 +22,12 @@ from regiment.actors import ActorContext
 from regiment.errors import GuardrailError, PlanError
 from regiment.hierarchy._critic import Critic
 from regiment.hierarchy._log_context import log_context
+from regiment.hierarchy._messages import BudgetLimit
 from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.events import Event, GuardrailRewrote, GuardrailTripped
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
+from regiment.hierarchy.guard._judge import Purse, judging_within
 from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._roles import GuardLog, GuardRole, RoleGuards
 from regiment.hierarchy.guard._step import tripped
@@ -40,11 +44,20 @@ from regiment.hierarchy.run._messages import GuardJudged, PlannerMessage
 from regiment.hierarchy.run._phase import Planning
 from regiment.hierarchy.run._structured import AnswerShape
 from regiment.hierarchy.run._trace import RunTrace
-from regiment.models import Message, ModelRequest
+from regiment.models import Message, ModelRequest, ModelResponse
 
-__all__ = ("RunGuards", "answer_verdict", "enclosing", "note_events", "plan_verdict", "role_guards")
+__all__ = (
+    "RunGuards",
+    "answer_verdict",
+    "enclosing",
+    "note_events",
+    "partial_verdict",
+    "plan_verdict",
+    "role_guards",
+)
 
 Context = ActorContext[PlannerMessage, None]
+_log = logging.getLogger("regiment.guardrail")
 
 
 @final
@@ -84,6 +97,59 @@ class RunGuards:
     def start_answer(self, ctx: Context, text: str) -> None:
         subject = AnswerSubject(goal=self.goal, text=text)
         self._start(ctx, self.answer, subject, None, Where("synthesizer"))
+
+    @property
+    def judging(self) -> bool:
+        """Whether a check is in flight."""
+        return self._scope is not None
+
+    def start_partial(
+        self, ctx: Context, text: str, limit: BudgetLimit, seconds: float | None
+    ) -> None:
+        """Judge the answer of a run whose ``limit`` ran out before its synthesis: no judge
+        call is made (the budget is spent), and ``seconds``, if given, bound the guards."""
+        self._token += 1
+        self._scope = anyio.CancelScope()
+        purse = _spent_purse(limit)
+        ctx.start_soon(self._run_partial, ctx, text, (purse, seconds), self._token, self._scope)
+
+    async def _run_partial(
+        self,
+        ctx: Context,
+        text: str,
+        within: tuple[Purse, float | None],
+        token: int,
+        scope: anyio.CancelScope,
+    ) -> None:
+        purse, seconds = within
+        with scope, log_context(self.run_id), judging_within(purse):
+            subject = AnswerSubject(goal=self.goal, text=text)
+            telemetry, where = self.trace.telemetry, Where("synthesizer")
+            deadline = math.inf if seconds is None else anyio.current_time() + seconds
+            checked: Checked[Any] = Checked(subject)
+            for guard in self.answer:  # one by one: a guard out of time is named
+                one: Checked[Any] | None = None
+                with self.trace.in_run(), anyio.CancelScope(deadline=deadline):
+                    one = await run_chain(
+                        (guard,), checked.subject, telemetry, self.log.notes, where
+                    )
+                if one is None:
+                    reason = f"it did not judge it within {seconds:g} s (see Budget.wall_clock)"
+                    self.log.notes.append(
+                        GuardNote(
+                            guardrail=guard.name,
+                            subject="answer",
+                            outcome="tripped",
+                            reason=reason,
+                            role="synthesizer",
+                        )
+                    )
+                    checked = Checked(checked.subject, guard, reason)
+                    break
+                checked = one
+                if one.tripped is not None:
+                    break
+            await ctx.self_ref.send(GuardJudged(token, checked, None))
 
     def accept(self, judged: GuardJudged) -> bool:
         """Whether ``judged`` answers the latest check (not one cancelled since)."""
@@ -230,6 +296,38 @@ def plan_verdict(
         return PlanError(message, last_reply=session.messages[-1].text, problems=(problem,))
     session.reprompt((problem,), prompts)
     return session.request()
+
+
+def _spent_purse(limit: BudgetLimit) -> Purse:
+    """A partial run's budget, for its answer guards' judge calls: spent, whatever is left."""
+    why = (
+        f"the run's budget ran out ({limit}) before its answer was synthesized, and a judge "
+        "call would overspend it"
+    )
+
+    def left(request: ModelRequest, made: Sequence[ModelResponse]) -> tuple[BudgetLimit, str]:
+        return limit, why
+
+    return left
+
+
+def partial_verdict(checked: Checked[Any], exhausted: str, run_id: str) -> str:
+    """A partial run's answer as its answer guards leave it, or withheld, saying why."""
+    if checked.tripped is None:
+        answer: str = checked.subject.text
+        return answer
+    name = checked.tripped.name
+    _log.info(
+        "run %s ends partial: its answer is withheld by guardrail %s: %s",
+        run_id,
+        name,
+        checked.reason,
+        extra={"run_id": run_id, "guardrail": name},
+    )
+    return (
+        f"Partial result (budget exhausted: {exhausted}): withheld by guardrail '{name}': "
+        f"{checked.reason}; the committed steps' outputs are in RunResult.steps"
+    )
 
 
 def answer_verdict(

@@ -7,10 +7,10 @@ actor stays a router: the changes still go through its one door, ``_record``.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection
 from typing import assert_never
 
+from regiment.actors import ActorContext
 from regiment.hierarchy._approvals import (
     ApprovalDesk,
     ApprovalNoticed,
@@ -24,6 +24,7 @@ from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import ApprovalAnswered, ApprovalAsked, RunChange
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._guarding import RunGuards
+from regiment.hierarchy.run._messages import PlannerMessage
 from regiment.hierarchy.run._phase import (
     Done,
     Ending,
@@ -33,11 +34,14 @@ from regiment.hierarchy.run._phase import (
     Phase,
     WindingDown,
 )
+from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.tools import Deny
 
 __all__ = ("PausesForApprovals",)
 
-_log = logging.getLogger("regiment.guardrail")
+# What share of the run's wall_clock budget the answer guards have to judge a partial
+# answer: its time is spent (or the other limit that ran out left it little).
+PARTIAL_JUDGING = 0.1
 
 
 class PausesForApprovals:
@@ -46,11 +50,16 @@ class PausesForApprovals:
     _phase: Phase
     _book: RunBook
     _guards: RunGuards
+    _team: TeamRuntime
+    ctx: ActorContext[PlannerMessage, None]
 
     def _record(self, change: RunChange) -> None:
         raise NotImplementedError  # PlannerActor's
 
     def _wind_down(self, ending: Ending) -> None:
+        raise NotImplementedError  # PlannerActor's
+
+    def _finish(self, answer: str, status: RunStatus) -> None:
         raise NotImplementedError  # PlannerActor's
 
     async def _on_report(self, report: StepReport) -> None:
@@ -168,29 +177,22 @@ class PausesForApprovals:
         desk = self._book.channel.desk
         return desk is not None and desk.nested_waits.busy((self._book.run_id, version, step_id))
 
-    def _closing(self, ending: EndPartial | EndPaused) -> tuple[str, RunStatus]:
-        """The answer and status of a run that ends partial or paused."""
+    def _close(self, ending: EndPartial | EndPaused) -> None:
+        """End a run that ends partial or paused; with answer guards on the team, a
+        partial answer goes through them first (see ``RunGuards.start_partial``)."""
         if isinstance(ending, EndPaused):
             pending = len(self._book.approvals.pending)
             if not pending:  # a nested run: its calls' requests are the top run's
-                return "paused: the run it serves waits for approval(s)", "paused"
-            return f"paused: {pending} approval(s) pending", "paused"
-        if self._guards.answer:  # nothing synthesized for them to judge: fail closed
-            return self._withheld(), "partial"
-        return self._book.partial_answer(), "partial"
-
-    def _withheld(self) -> str:
-        """The answer of a partial run whose team has answer guards: the committed
-        outputs would go out unjudged, so the answer says where they are instead."""
-        book = self._book
-        _log.info(
-            "run %s ends partial: its answer is withheld, as no answer was synthesized "
-            "for the answer guardrails to judge",
-            book.run_id,
-            extra={"run_id": book.run_id},
-        )
-        return (
-            f"Partial result (budget exhausted: {book.spending.exhausted or ''}): withheld, "
-            "as the team's answer guardrails could not judge it (no answer was synthesized); "
-            "the committed steps' outputs are in RunResult.steps"
-        )
+                self._finish("paused: the run it serves waits for approval(s)", "paused")
+            else:
+                self._finish(f"paused: {pending} approval(s) pending", "paused")
+            return
+        book, guards = self._book, self._guards
+        if not guards.answer:
+            self._finish(book.partial_answer(), "partial")
+        elif not guards.judging:  # (a late report ends the run again: it is being judged)
+            wall_clock = self._team.budget.wall_clock
+            seconds = None if wall_clock is None else wall_clock * PARTIAL_JUDGING
+            guards.start_partial(
+                self.ctx, book.partial_answer(), book.spending.exhausted or "model_calls", seconds
+            )
