@@ -210,18 +210,24 @@ class StepGuards:
         progress: StepProgress,
         run: Callable[[ToolCallPart], Awaitable[ToolResult]],
         tool: Tool[..., object] | None,
+        passed: JsonObject | None = None,
     ) -> ToolResult:
         """Run one tool call (``run`` runs it) between its guards.
 
         The call guards see the arguments as ``tool``'s schema reads them; a call
         whose arguments do not validate (or of a tool the worker lacks) goes to
-        ``run`` unguarded, which answers it with the usual tool error.
+        ``run`` unguarded, which answers it with the usual tool error. ``passed``: the
+        arguments the call ran with before the run's resume (the journal holds its
+        intent); its call guards let it through then, as they left it, so it runs
+        with those, not judged again (it may have acted; its result guards judge it).
 
         Raises:
             GuardrailError: a ``fail_step`` guard tripped on the call or its result.
         """
         where = Where("worker", self.worker, step_id)
         before = self.tool_call.get(call.name, self.any_call)
+        if passed is not None:
+            before, call = (), msgspec.structs.replace(call, arguments=passed)
         validated = None if tool is None or not before else tool.validated(call.arguments)
         if tool is not None and isinstance(validated, dict):
             checked = await self._check_call(before, call, validated, tool, progress, where)

@@ -19,6 +19,7 @@ from typing import Protocol, final
 
 from opentelemetry import trace
 
+from regiment._json import JsonObject
 from regiment.errors import JournalError
 from regiment.hierarchy._live_events import LiveSink, observed_tool_call, told_unrun
 from regiment.hierarchy._messages import AssignStep
@@ -186,6 +187,12 @@ class StepCalls:
         """Stream a call that ended before its tool was reached (see ``told_unrun``)."""
         if self._live is not None:
             told_unrun(self._live, call, self._assign.step.id, outcome, took)
+
+    def passed(self, index: int) -> JsonObject | None:
+        """The arguments tool call number ``index`` ran with before the run's resume (its
+        intent is journaled: its guards had let it through, as they left it), if it did."""
+        intent = self._replay.intents.get((self._assign.plan_version, self._assign.step.id, index))
+        return None if intent is None else intent.arguments
 
     def replayed(self, index: int) -> bool:
         """Whether tool call number ``index`` of the step was the journaled one, replayed."""

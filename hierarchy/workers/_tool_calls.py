@@ -51,7 +51,7 @@ async def call_around(
         run = functools.partial(
             _fenced_tool, journaled, toolset, (assign, n, begun), approver, progress
         )
-        return await _guarded(guards, journaled, call, (assign, progress), run, toolset)
+        return await _guarded(guards, journaled, call, (assign, progress, n), run, toolset)
 
     async def one(index: int, call: ToolCallPart) -> None:
         if not traced:
@@ -93,13 +93,13 @@ async def _guarded(
     guards: StepGuards,
     journaled: StepCalls,
     call: ToolCallPart,
-    at: tuple[AssignStep, StepProgress],
+    at: tuple[AssignStep, StepProgress, int],
     run: Callable[[ToolCallPart], Awaitable[ToolResult]],
     toolset: Toolset,
 ) -> ToolResult:
     """``call`` between its guards; one they answer without reaching the tool (refused, or
     rewritten into arguments that do not validate) is streamed as a failed call is."""
-    assign, progress = at
+    assign, progress, _ = at
     reached: list[ToolCallPart] = []
 
     async def reach(checked: ToolCallPart) -> ToolResult:
@@ -109,9 +109,8 @@ async def _guarded(
     began = anyio.current_time()
     try:
         with judging_within(step_purse(assign.allowance, progress)):
-            result = await guards.call_tool(
-                call, assign.step.id, progress, reach, toolset.get(call.name)
-            )
+            tool, passed = toolset.get(call.name), journaled.passed(at[2])
+            result = await guards.call_tool(call, assign.step.id, progress, reach, tool, passed)
     except GuardrailError as exc:  # a `fail_step` trip
         if not reached:
             journaled.unrun(call, type(exc).__name__, anyio.current_time() - began)

@@ -1,0 +1,142 @@
+"""A resumed run and the guards of a tool call in flight at the crash: the call whose
+intent the journal holds had passed its guards, and ran (or began to) with the
+arguments as they left them. The resume runs it again with exactly those arguments and
+the same key; it does not judge it anew (a guard that rewrites differently now, or trips
+now, would run another call than the one that may have acted, or refuse one that did)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import anyio
+import pytest
+
+from regiment import Planner, ScriptedModel, Team, Worker
+from regiment.hierarchy import RunCompleted, RunningTeam, RunStarted
+from regiment.hierarchy.guard import Outcome, Rewrite, ToolCallSubject, Trip
+from regiment.hierarchy.run._journaling import LEASE_TTL
+from regiment.journal import SqliteJournal
+from regiment.models import ModelRequest, ModelResponse, ToolResultPart, tool_call_response
+from regiment.tools import RunContext, tool
+
+pytestmark = pytest.mark.anyio
+
+PLAN = json.dumps({"steps": [{"id": "s1", "description": "refund order 7"}]})
+GOAL = "refund order 7"
+
+
+@dataclasses.dataclass
+class Till:
+    """What the refund tool was asked to do, by key; ``crash`` runs inside its body."""
+
+    refunds: list[tuple[int, str]] = dataclasses.field(default_factory=list)
+    crash: Callable[[], Awaitable[None]] | None = None
+
+
+def team_of(till: Till, guard: Callable[[ToolCallSubject], Outcome]) -> Team:
+    @tool
+    async def issue_refund(ctx: RunContext[None], order_id: int) -> str:
+        """Refund an order."""
+        till.refunds.append((order_id, ctx.idempotency_key))
+        if till.crash is not None:
+            await till.crash()
+        return f"refunded {order_id}"
+
+    def brain(request: ModelRequest) -> ModelResponse | str:
+        if request.role == "planner":
+            return PLAN
+        if request.role == "worker":
+            results = [p for p in request.messages[-1].parts if isinstance(p, ToolResultPart)]
+            if not results:
+                return tool_call_response("issue_refund", {"order_id": 7}, call_id="c1")
+            return f"done: {results[0].content}"
+        return "refunded"
+
+    model = ScriptedModel(brain)
+    worker = Worker(
+        name="billing",
+        description="refunds",
+        model=model,
+        tools=[issue_refund],
+        tool_guardrails={"issue_refund": [guard]},
+    )
+    return Team(name="t", planner=Planner(model=model), workers=[worker])
+
+
+async def crashed_in_the_tool(tmp_path: Path, till: Till, team: Team) -> tuple[Path, str]:
+    """Run ``team`` until its tool body runs; the journal as a kill -9 there would leave it."""
+    live, copy = tmp_path / "live.db", tmp_path / "crashed.db"
+    reached, run_ids = anyio.Event(), []
+
+    async def crash() -> None:
+        with sqlite3.connect(live) as source, sqlite3.connect(copy) as target:
+            source.backup(target)
+        source.close()
+        target.close()
+        reached.set()
+        await anyio.Event().wait()  # until the run is cancelled
+
+    till.crash = crash
+
+    async def go(running: RunningTeam) -> None:
+        async with running.stream(GOAL) as stream:
+            async for event in stream:
+                if isinstance(event, RunStarted):
+                    run_ids.append(event.run_id)
+
+    async with team.start(journal=live) as running, anyio.create_task_group() as tg:
+        tg.start_soon(go, running)
+        await reached.wait()
+        tg.cancel_scope.cancel()
+    till.crash = None
+    return copy, run_ids[0]
+
+
+async def resumed(path: Path, run_id: str, team: Team) -> RunCompleted:
+    journal = await SqliteJournal.open(path, clock=lambda: time.time() + LEASE_TTL + 1)
+    try:
+        async with team.start(journal=journal) as running, running.resume_stream(run_id) as s:
+            events = [event async for event in s]
+    finally:
+        await journal.close()
+    last = events[-1]
+    assert isinstance(last, RunCompleted), last
+    return last
+
+
+async def test_a_call_in_flight_runs_again_with_the_arguments_its_guard_gave_it(
+    tmp_path: Path,
+) -> None:
+    rewrites = iter([101, 102])  # a guard that rewrites differently each time it is asked
+
+    def reroute(subject: ToolCallSubject) -> Outcome:
+        return Rewrite(dataclasses.replace(subject, arguments={"order_id": next(rewrites)}))
+
+    till = Till()
+    path, run_id = await crashed_in_the_tool(tmp_path, till, team_of(till, reroute))
+    assert [order for order, _ in till.refunds] == [101]
+    done = await resumed(path, run_id, team_of(till, reroute))
+    (first, key), (again, same) = till.refunds
+    assert (first, again) == (101, 101)
+    assert key == same
+    assert "refunded 101" in done.result.steps[0].output
+
+
+async def test_a_call_in_flight_is_not_refused_at_the_resume_by_a_guard_that_now_trips(
+    tmp_path: Path,
+) -> None:
+    verdicts = iter([False, True])  # passes the call, then would refuse it
+
+    def flaky(subject: ToolCallSubject) -> Outcome:
+        return Trip("not now") if next(verdicts, True) else Rewrite(subject)
+
+    till = Till()
+    path, run_id = await crashed_in_the_tool(tmp_path, till, team_of(till, flaky))
+    done = await resumed(path, run_id, team_of(till, flaky))
+    assert [order for order, _ in till.refunds] == [7, 7]
+    assert "refunded 7" in done.result.steps[0].output
