@@ -18,9 +18,11 @@ from typing import final
 
 import msgspec
 
+from regiment._json import JsonObject
 from regiment.errors import UnknownRun
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy.events import Event
+from regiment.hierarchy.plan._plan import Plan
 from regiment.journal import (
     Entry,
     EventRecorded,
@@ -54,6 +56,7 @@ class Replay:
     dropped: dict[tuple[int, str], int] = field(default_factory=dict)
     uncommitted: dict[tuple[int, str], object] = field(default_factory=dict)
     versions: set[int] = field(default_factory=set)
+    plans: dict[int, JsonObject] = field(default_factory=dict)  # each version, as adopted
     dispatched: set[tuple[int, str, int]] = field(default_factory=set)
     reported: set[tuple[int, str, int, str]] = field(default_factory=set)
     events: Counter[bytes] = field(default_factory=Counter)
@@ -85,8 +88,9 @@ class Replay:
             case StepReported():
                 self.reported.add(_reported(record))
                 self.uncommitted[(record.plan_version, record.step_id)] = record.report
-            case PlanVersion(version=version):
+            case PlanVersion(version=version, plan=plan):
                 self.versions.add(version)
+                self.plans[version] = plan
             case StepDispatched():
                 self.dispatched.add((record.plan_version, record.step_id, record.attempt))
             case EventRecorded():
@@ -99,6 +103,11 @@ class Replay:
                         self.dropped[(stale, step_id)] = current if isinstance(current, int) else 0
             case _:
                 pass
+
+    def plan_before(self, version: int) -> Plan | None:
+        """Plan version ``version`` as the run adopted it before a resume, if it did."""
+        body = self.plans.get(version)
+        return None if body is None else msgspec.convert(body, Plan)
 
     def report_before(self, version: int, step_id: str) -> tuple[StepReport, int | None] | None:
         """The journaled report of a step the run committed before a resume (``None``),

@@ -30,6 +30,7 @@ from regiment.hierarchy.run._changes import (
 from regiment.hierarchy.run._guarding import (
     RunGuards,
     answer_verdict,
+    as_before,
     partial_verdict,
     plan_verdict,
 )
@@ -167,6 +168,9 @@ class GuardedActor(Actor[PlannerMessage, None]):
             verdict = plan_verdict(
                 phase, judged.adopted, checked, planner.prompts, planner.max_plan_attempts
             )
+            if isinstance(verdict, PlanAdopted) and (journal := self._book.channel.journal):
+                before = journal.calls.replay.plan_before(verdict.plan.version)
+                verdict = as_before(verdict, before, checked.subject)
             await self._take_plan(phase, verdict)
         elif type(phase) is WindingDown and type(phase.ending) is EndPartial:
             exhausted = self._book.spending.exhausted or ""

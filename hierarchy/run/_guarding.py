@@ -38,6 +38,7 @@ from regiment.hierarchy.guard._types import (
     PlanSubject,
     as_guardrails,
 )
+from regiment.hierarchy.plan._plan import Plan
 from regiment.hierarchy.plan._validate import validate_plan
 from regiment.hierarchy.run._changes import PlanAdopted
 from regiment.hierarchy.run._messages import GuardJudged, PlannerMessage
@@ -49,6 +50,7 @@ from regiment.models import Message, ModelRequest, ModelResponse
 __all__ = (
     "RunGuards",
     "answer_verdict",
+    "as_before",
     "enclosing",
     "note_events",
     "partial_verdict",
@@ -328,6 +330,16 @@ def partial_verdict(checked: Checked[Any], exhausted: str, run_id: str) -> str:
         f"Partial result (budget exhausted: {exhausted}): withheld by guardrail '{name}': "
         f"{checked.reason}; the committed steps' outputs are in RunResult.steps"
     )
+
+
+def as_before(verdict: PlanAdopted, before: Plan | None, judged: object) -> PlanAdopted:
+    """The plan version a resumed run adopts: as its guards adopted it before the resume,
+    if they did (a guard that rewrites otherwise now would change the plan the journaled
+    steps and calls belong to); ``judged``: the plan subject its guards judged now."""
+    if before is None or before.steps == verdict.plan.steps:
+        return verdict
+    kept = len(judged.committed) if isinstance(judged, PlanSubject) else 0
+    return PlanAdopted(before, verdict.kind, verdict.replaced, before.steps[kept:])
 
 
 def answer_verdict(

@@ -14,11 +14,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 
 from regiment import Planner, ScriptedModel, Team, Worker
 from regiment.hierarchy import RunCompleted, RunningTeam, RunStarted
-from regiment.hierarchy.guard import Outcome, Rewrite, ToolCallSubject, Trip
+from regiment.hierarchy.guard import Outcome, PlanSubject, Rewrite, ToolCallSubject, Trip
 from regiment.hierarchy.run._journaling import LEASE_TTL
 from regiment.journal import SqliteJournal
 from regiment.models import ModelRequest, ModelResponse, ToolResultPart, tool_call_response
@@ -140,3 +141,33 @@ async def test_a_call_in_flight_is_not_refused_at_the_resume_by_a_guard_that_now
     done = await resumed(path, run_id, team_of(till, flaky))
     assert [order for order, _ in till.refunds] == [7, 7]
     assert "refunded 7" in done.result.steps[0].output
+
+
+async def test_a_plan_a_guard_rewrote_before_the_crash_is_the_plan_resumed(
+    tmp_path: Path,
+) -> None:
+    passes = iter(range(1, 10))  # a plan guard that rewrites differently each time
+
+    def stamp(subject: PlanSubject) -> Outcome:
+        n = next(passes)
+        steps = tuple(
+            msgspec.structs.replace(s, description=f"{s.description} (pass {n})")
+            for s in subject.steps
+        )
+        return Rewrite(dataclasses.replace(subject, steps=steps))
+
+    def allow(subject: ToolCallSubject) -> Outcome:
+        return Rewrite(subject)
+
+    till = Till()
+    team = team_of(till, allow)
+    path, run_id = await crashed_in_the_tool(
+        tmp_path, till, dataclasses.replace(team, guardrails=[stamp])
+    )
+    done = await resumed(
+        path, run_id, dataclasses.replace(team_of(till, allow), guardrails=[stamp])
+    )
+    (plan,) = done.result.plans
+    assert [s.description for s in plan.steps] == ["refund order 7 (pass 1)"]
+    (step,) = done.result.steps
+    assert step.output == "done: refunded 7"
