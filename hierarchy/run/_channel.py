@@ -40,7 +40,6 @@ _LAG = 256
 _JOIN = 64
 
 
-
 class _Held:
     """A call's first text delta still unread, and its text with the pieces sent since:
     every ``_JOIN`` pieces joined into one string."""
@@ -311,10 +310,10 @@ class RunEvents:
 def current_task_of(backend: str) -> Callable[[], object]:
     """The running backend's own ``current_task`` (cheaper than anyio's, per event)."""
     if backend == "trio":
-        import trio.lowlevel  # noqa: PLC0415 - trio is only there when it runs
+        import trio.lowlevel  # trio is only there when it runs
 
         return trio.lowlevel.current_task
-    import asyncio  # noqa: PLC0415 - as trio
+    import asyncio
 
     return asyncio.current_task
 

@@ -15,12 +15,12 @@ from regiment.hierarchy import (
     Event,
     Planner,
     RunCompleted,
+    RunEvents,
     StepCompleted,
     Team,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
-    RunEvents,
     Worker,
 )
 from regiment.hierarchy.run._channel import _LAG, RunChannel
@@ -69,7 +69,7 @@ async def test_a_second_task_reading_the_same_events_is_refused() -> None:
     seen: list[Event] = []
     refused: list[RuntimeError] = []
 
-    async def second(events: anyio.abc.AsyncIterable[Event]) -> None:
+    async def second(events: RunEvents) -> None:
         try:
             async for event in events:
                 seen.append(event)
@@ -111,9 +111,9 @@ async def test_an_unread_stream_holds_a_calls_text_not_each_delta() -> None:
     call's stretch of text (it was one per character), and nothing else is lost."""
     async with _team().start() as running, running.stream("add up") as events:
         with anyio.fail_after(30):
-            while events.ending is None:  # the run goes on without its reader
+            while events.ending is None:  # noqa: ASYNC110 - no event says the run ended
                 await anyio.sleep(0.01)
-        waiting = events._receive.statistics().current_buffer_used  # noqa: SLF001
+        waiting = events._receive.statistics().current_buffer_used
         received = [event async for event in events]
     assert len(received) == waiting
     deltas = [e for e in received if isinstance(e, TextDelta)]
@@ -131,9 +131,9 @@ async def test_an_unread_stream_holds_a_calls_text_not_each_delta() -> None:
 
 
 def _delta(text: str, step_id: str | None = None) -> TextDelta:
-    role = "synthesizer" if step_id is None else "worker"
-    worker = None if step_id is None else "clerk"
-    return TextDelta(run_id="run-1", role=role, text=text, worker=worker, step_id=step_id)
+    if step_id is None:
+        return TextDelta(run_id="run-1", role="synthesizer", text=text)
+    return TextDelta(run_id="run-1", role="worker", text=text, worker="clerk", step_id=step_id)
 
 
 async def test_only_deltas_that_wait_are_joined_and_none_past_another_event() -> None:
