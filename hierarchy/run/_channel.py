@@ -265,6 +265,8 @@ class RunEvents:
                 pass
             except anyio.EndOfStream:
                 raise StopAsyncIteration from None
+            except anyio.ClosedResourceError:
+                raise _closed() from None
             else:
                 self._streak += 1
                 return self._taken(event) if self._channel is not None else event
@@ -273,6 +275,8 @@ class RunEvents:
             event = await receive.receive()
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
+        except anyio.ClosedResourceError:
+            raise _closed() from None
         return self._taken(event) if self._channel is not None else event
 
     def _taken(self, event: Event) -> Event:
@@ -305,6 +309,13 @@ class RunEvents:
                 "hand each event on to the others (e.g. over a memory object stream each)"
             )
         self._reader = task
+
+
+def _closed() -> RuntimeError:
+    return RuntimeError(
+        "this run's events are closed: its stream() block was left (which ends the run), "
+        "so read them inside the block; after it, events.ending is the run's last event"
+    )
 
 
 def current_task_of(backend: str) -> Callable[[], object]:

@@ -183,3 +183,14 @@ async def test_only_deltas_that_wait_are_joined_and_none_past_another_event() ->
     ]
     assert channel.joined == {}
     assert channel.unread == {}
+
+
+async def test_reading_after_the_block_says_why_there_is_nothing() -> None:
+    """It raised anyio's ``ClosedResourceError`` with no message."""
+    async with _team().start() as running:
+        async with running.stream("add up") as events:
+            pass
+        with pytest.raises(RuntimeError, match=r"stream\(\) block was left") as caught:
+            await events.__anext__()
+    assert "events.ending" in str(caught.value)
+    assert events.ending is not None
