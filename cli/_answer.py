@@ -37,6 +37,9 @@ class AnswerOut:
                 self.stream.flush()
             self.written, self.held = "", ""
             return
+        if event.void:  # the stream broke and the call is made again: it comes again
+            self._voided(event.void)
+            return
         text = self.held + event.text
         if not self.written:
             text = text.lstrip()
@@ -46,6 +49,27 @@ class AnswerOut:
             self.stream.write(body)
             self.stream.flush()
             self.written += body
+
+    def _voided(self, void: int) -> None:
+        """Drop the last ``void`` characters streamed: held back ones simply go; one
+        written already is followed by a line saying the answer starts again."""
+        if void <= len(self.held):
+            self.held = self.held[: len(self.held) - void]
+            return
+        void -= len(self.held)
+        self.held, kept = "", self.written[: max(0, len(self.written) - void)]
+        assert self.stream is not None
+        if kept != self.written:
+            self.stream.write(
+                "\n[the model's stream broke off and the answer is being written again; "
+                "the text above is void]\n"
+            )
+            self.stream.flush()
+            self.written = ""
+            if kept:  # the part before it stands: written again, as it is still the answer
+                self.stream.write(kept)
+                self.stream.flush()
+                self.written = kept
 
     def finish(self, answer: str) -> None:
         if self.done:

@@ -110,9 +110,10 @@ class RunProgress:
                 self.phase = "replanning"
             case ev.SynthesisStarted():
                 self.phase, self.answer = "synthesizing", ""
-            case ev.TextDelta(role=role, text=text, refused=refused):
-                if role == "synthesizer":
-                    self.answer = "" if refused else self.answer + text
+            case ev.TextDelta(role=role, text=text, refused=refused, void=void):
+                if role == "synthesizer":  # void: the call streams that much again
+                    kept = self.answer[: max(0, len(self.answer) - void)] if void else self.answer
+                    self.answer = "" if refused else kept + text
             case ev.ToolCallStarted() | ev.ToolCallFinished():
                 pass
             case ev.ApprovalRequested(request=request):

@@ -17,7 +17,14 @@ import anyio
 from regiment.hierarchy._fence import StepFence
 from regiment.hierarchy._text import valid_text
 from regiment.hierarchy.events import Event, TextDelta, ToolCallFinished, ToolCallStarted
-from regiment.models import DeltaHandler, ModelRequest, PartDelta, TextPartDelta, ToolCallPart
+from regiment.models import (
+    DeltaHandler,
+    ModelRequest,
+    PartDelta,
+    StreamRestart,
+    TextPartDelta,
+    ToolCallPart,
+)
 from regiment.tools import (
     ApprovalDecision,
     ApprovalRequest,
@@ -57,15 +64,39 @@ class LiveSink:
     worker: str = ""
 
     def text_handler(self, request: ModelRequest) -> DeltaHandler:
-        """A delta handler that turns the text of ``request``'s reply into ``TextDelta`` s."""
+        """A delta handler that turns the text of ``request``'s reply into ``TextDelta`` s.
+
+        A ``StreamRestart`` (the call is made again) becomes a ``TextDelta`` with
+        ``void`` set to how many characters of the text it handed out are void."""
         run_id, emit = self.run_id, self.emit
         role = request.role or "worker"
         worker, step_id = request.worker, request.step_id
+        told = 0  # characters handed out
+        starts: dict[int, int] = {}  # a text part's index -> where its text began in them
 
         async def on_delta(delta: PartDelta) -> None:
+            nonlocal told
             if isinstance(delta, TextPartDelta) and delta.text:
                 text = valid_text(delta.text)
+                if delta.index not in starts:
+                    starts[delta.index] = told
+                told += len(text)
                 emit(TextDelta(run_id=run_id, role=role, text=text, worker=worker, step_id=step_id))
+            elif isinstance(delta, StreamRestart):
+                void = [index for index in starts if index >= delta.index]
+                if void:  # the text of those parts is void: it comes again
+                    since = min(starts.pop(index) for index in void)
+                    told, voided = since, told - since
+                    emit(
+                        TextDelta(
+                            run_id=run_id,
+                            role=role,
+                            text="",
+                            worker=worker,
+                            step_id=step_id,
+                            void=voided,
+                        )
+                    )
 
         return on_delta
 

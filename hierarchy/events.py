@@ -145,13 +145,12 @@ class TextDelta(_Base, frozen=True, kw_only=True):
     """More text of a model's reply, as it streams (a live event; see the module docstring).
 
     The deltas of one model call, joined, are the text of its reply. ``worker``
-    and ``step_id`` are set for ``role="worker"`` calls only.
-
-    A reply is known to be a refusal only once it has streamed. Then one more
-    ``TextDelta`` follows its text, with ``refused=True`` and ``text=""``: the text
-    this call streamed (since its role's last call began) was declined, not an
-    answer, and a reader drops it (``regiment run`` says so). The call then fails
-    with ``ModelRefused`` as an unstreamed one does.
+    and ``step_id`` are set for ``role="worker"`` calls only. A refusal is known once
+    it has streamed: one more ``TextDelta`` follows, ``refused=True`` and ``text=""``:
+    the text this call streamed (since its role's last call began) was declined, and
+    a reader drops it (``regiment run`` says so); the call fails with ``ModelRefused``.
+    A call whose stream broke after some text and is made again sends ``text=""`` and
+    ``void=N``: drop the last N characters this call streamed; they come again.
     """
 
     role: Role
@@ -159,6 +158,7 @@ class TextDelta(_Base, frozen=True, kw_only=True):
     worker: str | None = None
     step_id: str | None = None
     refused: bool = False
+    void: int = 0
 
 
 class ToolCallStarted(_Base, frozen=True, kw_only=True):

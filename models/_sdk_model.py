@@ -18,7 +18,7 @@ from regiment.models._api_errors import backoff, failed_mid_stream, transient_st
 from regiment.models._estimate import estimate_tokens
 from regiment.models._messages import ModelRequest, ModelResponse, Usage
 from regiment.models._settings import ModelSettings
-from regiment.models._stream import DeltaHandler, PartDelta, emit_response
+from regiment.models._stream import DeltaHandler, PartDelta, StreamRestart, emit_response
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -31,9 +31,6 @@ _NO_USAGE = Usage()
 
 def _noted(exc: ModelError, note: str) -> None:
     exc.args = (f"{exc.args[0] if exc.args else ''}{note}", *exc.args[1:])
-
-
-_HANDED_OUT = "; not retried, as parts of the reply were already handed out; try the call again"
 
 
 def _tries(retries: int) -> str:
@@ -174,9 +171,10 @@ class SDKModel(Generic[ClientT, ParamsT]):
 
         With ``stream=False`` the reply comes in one piece and its parts are
         handed to ``on_delta`` whole. A stream that fails (breaks off, or sends an
-        overload or server error event) before any piece reached ``on_delta`` is
-        made again, up to the client's ``max_retries``; one that fails after is not
-        (its pieces are out): it raises ``ModelConnectionError`` or ``ModelAPIError``.
+        overload or server error event) is made again, up to the client's
+        ``max_retries``; if some of its pieces had reached ``on_delta``, a
+        ``StreamRestart`` tells it first that they are void (the retry hands them out
+        again). The last failure raises ``ModelConnectionError`` or ``ModelAPIError``.
         """
         params = self._params(request)
         if self._stream:
@@ -195,8 +193,9 @@ class SDKModel(Generic[ClientT, ParamsT]):
         self, request: ModelRequest, attempt: Attempt, on_delta: DeltaHandler | None
     ) -> ModelResponse:
         """``attempt`` (one streamed request), made again as the SDK retries an overloaded
-        call when its stream failed transiently before any piece of it was handed out.
-        The tokens of failed attempts are charged: to the reply's usage, or the error's."""
+        call when its stream failed transiently; a handler that was handed some of its
+        pieces is told first (``StreamRestart``) they are void. The tokens of failed
+        attempts are charged: to the reply's usage, or the error's."""
         handed = None if on_delta is None else _Handed(on_delta)
         spent, estimated, retries = _NO_USAGE, False, self._client.max_retries
         for retry in range(retries + 1):
@@ -209,9 +208,6 @@ class SDKModel(Generic[ClientT, ParamsT]):
                 exc.usage_estimated = estimated
                 if not transient_stream_failure(exc):
                     raise
-                if handed is not None and handed.any:
-                    _noted(exc, _HANDED_OUT)
-                    raise
                 if retry == retries:
                     _noted(exc, f"; {_tries(retries)}")
                     raise
@@ -219,6 +215,9 @@ class SDKModel(Generic[ClientT, ParamsT]):
                 _log.info(
                     "%s; retrying the call in %.2f s (%s)", exc, wait, _retry_of(retry, retries)
                 )
+                if handed is not None and handed.any:  # its pieces so far are void
+                    handed.any = False
+                    await handed.on_delta(StreamRestart(index=0, error=str(exc)))
                 await anyio.sleep(wait)
                 continue
             response = self._counted(request, response)  # before the failed attempts' usage

@@ -26,6 +26,7 @@ from regiment.models._protocol import Model
 __all__ = (
     "DeltaHandler",
     "PartDelta",
+    "StreamRestart",
     "StreamingModel",
     "TextPartDelta",
     "ToolCallPartDelta",
@@ -76,8 +77,23 @@ class ToolCallPartDelta(msgspec.Struct, frozen=True, kw_only=True, tag="tool_cal
     arguments: str
 
 
-PartDelta: TypeAlias = TextPartDelta | ToolCallPartStart | ToolCallPartDelta
-"""Any piece of a streamed reply."""
+class StreamRestart(msgspec.Struct, frozen=True, kw_only=True, tag="stream_restart"):
+    """The call's stream failed after some of its pieces were handed out, and the call
+    is made again: the pieces handed out for the parts at ``index`` and after are void,
+    and those parts come again, whole, in the pieces that follow.
+
+    Attributes:
+        index: the first part whose pieces are void (0 for a plain call; a later
+            leg's first part for a Claude turn continued after ``pause_turn``).
+        error: why the stream failed (the error the retry recovers from).
+    """
+
+    index: int
+    error: str
+
+
+PartDelta: TypeAlias = TextPartDelta | ToolCallPartStart | ToolCallPartDelta | StreamRestart
+"""Any piece of a streamed reply (a ``StreamRestart`` says the pieces before are void)."""
 
 DeltaHandler: TypeAlias = Callable[[PartDelta], Awaitable[None]]
 """Awaited with each piece of a reply, in order; it may wait (back pressure)."""

@@ -9,13 +9,15 @@ from typing import TYPE_CHECKING
 
 import anyio
 import anyio.lowlevel
+import msgspec
+import sniffio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from regiment.errors import RunError
 from regiment.hierarchy._clock import RunClock
 from regiment.hierarchy._fence import StepFence
 from regiment.hierarchy._result import RunResult
-from regiment.hierarchy.events import Event, RunCompleted, RunFailed
+from regiment.hierarchy.events import Event, RunCompleted, RunFailed, TextDelta
 
 if TYPE_CHECKING:
     from regiment.hierarchy._approvals import ApprovalDesk
@@ -32,6 +34,36 @@ def not_executing() -> None:
 
 # Events a reader takes back to back, while more are waiting, before it yields once.
 _STREAK = 64
+# Events waiting for the reader before its text deltas are joined per call.
+_LAG = 256
+# The pieces of text an unread delta holds before the last so many are joined into one.
+_JOIN = 64
+
+
+class _Held:
+    """A call's first text delta still unread, and its text with the pieces sent since:
+    every ``_JOIN`` pieces joined into one string."""
+
+    __slots__ = ("event", "loose", "parts")
+
+    def __init__(self, event: TextDelta) -> None:
+        self.event, self.parts, self.loose = event, [event.text], 1
+
+    def add(self, text: str) -> None:
+        parts = self.parts
+        parts.append(text)
+        self.loose += 1
+        if self.loose == _JOIN:
+            parts[-_JOIN:] = ["".join(parts[-_JOIN:])]
+            self.loose = 0
+
+    def taken(self) -> TextDelta:
+        """The delta as its reader gets it: with all of the call's text sent since."""
+        return msgspec.structs.replace(self.event, text="".join(self.parts))
+
+
+# A call's deltas (role, worker, step id) -> its text delta still unread, if any.
+_Unread = dict[tuple[str, str | None, str | None], _Held]
 
 
 @dataclass(slots=True)
@@ -72,6 +104,13 @@ class RunChannel:
     # Which of its steps may still start a tool: moved by its planner as it decides a plan
     # is over (``Dispatcher.cancel_all``), read by its in-process steps before each tool.
     fence: StepFence = field(default_factory=StepFence)
+    # Text deltas sent since the last other event and not read yet, by call: a call's
+    # next delta joins its unread one, so a lagging reader holds text, not events.
+    unread: _Unread = field(default_factory=dict)
+    # The unread deltas that more text joined (by id: each is in the stream till read).
+    joined: dict[int, _Held] = field(default_factory=dict)
+    sent: int = 0  # events sent to the reader, and taken by it: the difference waits
+    taken: int = 0
 
     @classmethod
     def open(
@@ -121,8 +160,30 @@ class RunChannel:
 
     def live(self, event: Event) -> None:
         """Deliver a live event (a text delta, a tool call starting or ending):
-        to a streaming reader only, never to the journal."""
+        to a streaming reader only, never to the journal.
+
+        Once ``_LAG`` events wait for the reader, a text delta whose call has one
+        still unread (sent since the last other event) is added to that one instead
+        (the reader gets the text joined), so a reader that lags, or never reads,
+        holds a call's text, not each piece of it. Nothing else is joined or dropped.
+        """
         if self.streaming and not self.done:
+            unread = self.unread
+            if type(event) is TextDelta and event.text:
+                key = (event.role, event.worker, event.step_id)
+                if self.sent - self.taken >= _LAG:
+                    held = unread.get(key)
+                    if held is not None:
+                        if held.loose == 1 and len(held.parts) == 1:  # its first join:
+                            self.joined[id(held.event)] = held  # the reader finds it by id
+                        held.add(event.text)
+                        return
+                    unread[key] = _Held(event)
+                elif unread:
+                    unread.pop(key, None)  # no later delta of its call moves past it
+            elif unread:
+                unread.clear()  # no delta moves past another event
+            self.sent += 1
             try:  # noqa: SIM105 - suppress() would cost three calls per text delta
                 self.send.send_nowait(event)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -133,6 +194,9 @@ class RunChannel:
         if self.journal is not None:
             self.journal.event(event)
         if self.streaming:
+            if self.unread:
+                self.unread.clear()  # no delta moves past another event
+            self.sent += 1
             try:  # noqa: SIM105 - suppress() would cost two calls per event of every run
                 self.send.send_nowait(event)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -143,6 +207,11 @@ class RunEvents:
     """A run's events as its reader takes them (what ``stream()`` yields), and, once
     the run has ended, its last event (``ending``), read or not.
 
+    One task reads them: each event goes to one reader, so a second task that reads
+    while the first has not ended is refused (``RuntimeError``) rather than left to
+    split the events with it. A reader that lags gets the text deltas of a call that
+    piled up meanwhile as one (see ``RunChannel.live``).
+
     An event already waiting is taken without a loop turn: the memory stream's
     own ``receive()`` yields to the event loop before every item, a turn per
     event for a reader the planner had already sent several to. A cancelled
@@ -150,7 +219,7 @@ class RunEvents:
     waiting yields every ``_STREAK`` of them, so it never holds the loop long.
     """
 
-    __slots__ = ("_channel", "_check", "_receive", "_streak")
+    __slots__ = ("_channel", "_check", "_current", "_reader", "_receive", "_streak")
 
     def __init__(
         self,
@@ -163,6 +232,8 @@ class RunEvents:
         self._streak = 0
         # The actor system's, its backend found once; anyio's looks it up per call.
         self._check = checkpoint_if_cancelled or anyio.lowlevel.checkpoint_if_cancelled
+        self._current: Callable[[], object] | None = None  # the backend's current_task
+        self._reader: object = None  # the task that reads the events
 
     @property
     def ending(self) -> RunCompleted | RunFailed | None:
@@ -182,6 +253,9 @@ class RunEvents:
         return self
 
     async def __anext__(self) -> Event:
+        current = self._current
+        if current is None or current() is not self._reader:
+            self._claim()
         receive = self._receive
         if self._streak < _STREAK:
             await self._check()
@@ -191,11 +265,74 @@ class RunEvents:
                 pass
             except anyio.EndOfStream:
                 raise StopAsyncIteration from None
+            except anyio.ClosedResourceError:
+                raise _closed() from None
             else:
                 self._streak += 1
-                return event
+                return self._taken(event) if self._channel is not None else event
         self._streak = 0
         try:
-            return await receive.receive()
+            event = await receive.receive()
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
+        except anyio.ClosedResourceError:
+            raise _closed() from None
+        return self._taken(event) if self._channel is not None else event
+
+    def _taken(self, event: Event) -> Event:
+        """``event``, counted as taken; a text delta with its call's text sent since,
+        if more joined it while it waited."""
+        channel = self._channel
+        assert channel is not None
+        channel.taken += 1
+        if type(event) is not TextDelta:
+            return event
+        unread, joined = channel.unread, channel.joined
+        if unread:  # taken now: the call's next delta is sent, not joined to this one
+            key = (event.role, event.worker, event.step_id)
+            held = unread.get(key)
+            if held is not None and held.event is event:
+                del unread[key]
+        if joined and (held := joined.pop(id(event), None)) is not None:
+            return held.taken()
+        return event
+
+    def _claim(self) -> None:
+        """Make the current task the reader, unless another task reads and has not ended."""
+        if self._current is None:
+            self._current = current_task_of(sniffio.current_async_library())
+        task = self._current()
+        if self._reader is not None and not task_ended(self._reader):
+            raise RuntimeError(
+                "a run's events (RunEvents) are read by one task, and another task reads "
+                "these (each event would go to one of them); read them in one task and "
+                "hand each event on to the others (e.g. over a memory object stream each)"
+            )
+        self._reader = task
+
+
+def _closed() -> RuntimeError:
+    return RuntimeError(
+        "this run's events are closed: its stream() block was left (which ends the run), "
+        "so read them inside the block; after it, events.ending is the run's last event"
+    )
+
+
+def current_task_of(backend: str) -> Callable[[], object]:
+    """The running backend's own ``current_task`` (cheaper than anyio's, per event)."""
+    if backend == "trio":
+        import trio.lowlevel  # trio is only there when it runs
+
+        return trio.lowlevel.current_task
+    import asyncio
+
+    return asyncio.current_task
+
+
+def task_ended(task: object) -> bool:
+    """Whether ``task`` (an asyncio or a trio task) has ended."""
+    done = getattr(task, "done", None)
+    if callable(done):
+        return bool(done())
+    coro = getattr(task, "coro", None)  # a trio task's: closed once it returned
+    return coro is None or getattr(coro, "cr_frame", None) is None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from typing import cast
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
@@ -14,12 +15,15 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from regiment.errors import ModelAPIError
-from regiment.hierarchy import Planner, Team, Worker
+from regiment.hierarchy import Planner, Team, TextDelta, Worker
+from regiment.hierarchy._live_events import LiveSink
 from regiment.models import (
     AnthropicModel,
     Message,
     ModelRequest,
+    PartDelta,
     ScriptedModel,
+    StreamRestart,
     TextPartDelta,
     Usage,
 )
@@ -170,6 +174,41 @@ async def test_a_continuation_that_fails_transiently_is_made_again_alone(
     assert len(again) == len(first) + 1
     # the paused leg (100 in, 20 out), the failed one (11 in, 1 out), the last (11, 7)
     assert response.usage == Usage(input_tokens=122, output_tokens=28)
+
+
+async def test_a_continuation_that_breaks_after_its_text_voids_only_its_own_pieces(
+    api: StandIn,
+) -> None:
+    """A ``StreamRestart`` for a continuation names its first part (2), not 0: the paused
+    leg's pieces (part 1) stay valid, and a run's reader is told to drop only the
+    continuation's text."""
+    answer = message([{"type": "text", "text": "Snow in Oslo, and more snow tomorrow."}])
+    broken = WIRES["anthropic"].failing(answer, 5, "overloaded_error")  # after some text
+    api.queue(paused(), broken, answer)
+    pieces = Collected()
+    told: list[TextDelta] = []
+    live = LiveSink("run-1", lambda event: told.append(cast(TextDelta, event)))
+    handler = live.text_handler(ask())
+
+    async def both(delta: PartDelta) -> None:
+        pieces.deltas.append(delta)
+        await handler(delta)
+
+    async with AnthropicModel(
+        "claude-test-1", api_key="k", base_url=api.base_url, max_retries=1
+    ) as model:
+        response = await model.stream(ask(), both)
+    assert response.text == "Searching the web.Snow in Oslo, and more snow tomorrow."
+    (restart,) = [d for d in pieces.deltas if isinstance(d, StreamRestart)]
+    assert restart.index == 2
+    (marker,) = [d for d in told if d.void]
+    voided = told[: told.index(marker)]
+    assert "".join(d.text for d in voided).startswith("Searching the web.Snow")
+    assert marker.void == len("".join(d.text for d in voided)) - len("Searching the web.")
+    kept = ""
+    for delta in told:
+        kept = kept[: len(kept) - delta.void] + delta.text
+    assert kept == response.text
 
 
 async def test_a_team_worker_gets_the_whole_turn_not_the_paused_part(api: StandIn) -> None:

@@ -120,12 +120,14 @@ async def test_cache_tokens_are_read_from_the_stream(api: StandIn) -> None:
 async def test_a_stream_that_ends_early_without_message_stop_is_an_error(api: StandIn) -> None:
     reply = message([{"type": "text", "text": "Half a reply"}])
     reply.events = (reply.events or [])[:-2]  # no message_delta, no message_stop
-    api.queue(reply)
+    api.queue(reply, reply, reply)
+    sink = Collected()
     async with model_for(api) as model:
         with pytest.raises(ModelConnectionError, match="ended before its message_stop") as caught:
-            await model.stream(ask(), Collected())  # its text was handed out: not retried
-    assert "already handed out" in str(caught.value)
-    assert len(api.requests) == 1
+            await model.stream(ask(), sink)  # made again, its handed-out text void
+    assert "made 3 times" in str(caught.value)
+    assert len(api.requests) == 3
+    assert [type(d).__name__ for d in sink.deltas].count("StreamRestart") == 2
 
 
 @half_read_body
@@ -133,14 +135,14 @@ async def test_an_error_event_mid_stream_keeps_its_type(api: StandIn) -> None:
     reply = message([{"type": "text", "text": "Starting to answer"}])
     failure = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
     reply.events = [*(reply.events or [])[:4], ("error", json.dumps(failure))]
-    api.queue(reply)
+    api.queue(reply, reply, reply)  # made again twice (the text so far void)
     async with model_for(api) as model:
         with pytest.raises(ModelAPIError) as caught:
             await model.stream(ask(), Collected())
     assert caught.value.error_type == "overloaded_error"
     assert "Overloaded" in str(caught.value)
     assert "mid-stream" in str(caught.value)
-    assert len(api.requests) == 1
+    assert len(api.requests) == 3
 
 
 @half_read_body

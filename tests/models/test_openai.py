@@ -20,7 +20,7 @@ from regiment.models import (
     OpenAIModel,
     TextPartDelta,
     ToolCallPart,
-    ToolCallPartStart,
+    ToolCallPartDelta,
     ToolResultPart,
     Usage,
 )
@@ -75,7 +75,7 @@ class Collected(Pieces):
         return "".join(
             d.text if isinstance(d, TextPartDelta) else d.arguments
             for d in self.deltas
-            if not isinstance(d, ToolCallPartStart) and d.index == index
+            if isinstance(d, TextPartDelta | ToolCallPartDelta) and d.index == index
         )
 
 

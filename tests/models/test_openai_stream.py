@@ -35,12 +35,14 @@ def ask() -> ModelRequest:
 async def test_a_stream_without_a_finish_reason_is_an_error(api: StandIn) -> None:
     reply = completion("Half a reply")
     reply.events = [*(reply.events or [])[:3], (None, "[DONE]")]
-    api.queue(reply)
+    api.queue(reply, reply, reply)
+    sink = Collected()
     async with model_for(api) as model:
         with pytest.raises(ModelConnectionError, match="ended before its finish_reason") as caught:
-            await model.stream(ask(), Collected())  # its text was handed out: not retried
-    assert "already handed out" in str(caught.value)
-    assert len(api.requests) == 1
+            await model.stream(ask(), sink)  # made again, its handed-out text void
+    assert "made 3 times" in str(caught.value)
+    assert len(api.requests) == 3
+    assert [type(d).__name__ for d in sink.deltas].count("StreamRestart") == 2
 
 
 @half_read_body
@@ -49,12 +51,12 @@ async def test_an_error_chunk_mid_stream_keeps_its_type(api: StandIn) -> None:
     failure = {"error": {"message": "The server is overloaded", "type": "server_error"}}
     reply.events = [*(reply.events or [])[:3], (None, json.dumps(failure))]
     reply.headers["x-request-id"] = "req_mid"
-    api.queue(reply)
+    api.queue(reply, reply, reply)  # made again twice (the text so far void)
     async with model_for(api) as model:
         with pytest.raises(ModelAPIError, match="mid-stream") as caught:
             await model.stream(ask(), Collected())
     assert (caught.value.error_type, caught.value.request_id) == ("server_error", "req_mid")
-    assert len(api.requests) == 1
+    assert len(api.requests) == 3
     assert "The server is overloaded" in str(caught.value)
 
 

@@ -11,7 +11,15 @@ from collections.abc import AsyncIterator
 import pytest
 
 from regiment.errors import ModelAPIError, ModelConnectionError
-from regiment.models import Message, ModelRequest, ModelSettings, Usage, estimate_tokens
+from regiment.models import (
+    Message,
+    ModelRequest,
+    ModelSettings,
+    StreamRestart,
+    TextPartDelta,
+    Usage,
+    estimate_tokens,
+)
 
 from .chat_api import completion
 from .standin import Collected, StandIn, half_read_body, serve
@@ -94,17 +102,42 @@ async def test_an_error_that_would_come_again_is_not_retried(wire: Wire, api: St
     assert caught.value.usage == wire.failed_usage(ask())
 
 
-async def test_a_failure_after_pieces_were_handed_out_is_not_retried(
+async def test_a_failure_after_pieces_were_handed_out_is_retried_and_they_are_void(
     wire: Wire, api: StandIn
 ) -> None:
+    """It was not retried ("already handed out"): the step failed on a blip. Now a
+    ``StreamRestart`` tells the handler its pieces so far are void, and the call is made
+    again; its pieces after the marker are the whole reply."""
     answer = wire.reply("Snow in Oslo, and more snow tomorrow.", ())
     api.queue(wire.failing(answer, wire.head + 3, "overloaded_error"), answer)
     sink = Collected()
     async with wire.make(api, True, 2) as model:
-        with pytest.raises(ModelAPIError, match="already handed out; try the call again"):
+        response = await model.stream(ask(), sink)
+    assert response.text == "Snow in Oslo, and more snow tomorrow."
+    assert len(api.requests) == 2
+    (restart,) = [d for d in sink.deltas if isinstance(d, StreamRestart)]
+    before = sink.deltas[: sink.deltas.index(restart)]
+    after = sink.deltas[sink.deltas.index(restart) + 1 :]
+    assert before
+    assert all(isinstance(d, TextPartDelta) for d in before)
+    assert restart.index == 0
+    assert "overloaded" in restart.error.lower()
+    assert "".join(d.text for d in after if isinstance(d, TextPartDelta)) == response.text
+    assert response.usage == Usage(input_tokens=11, output_tokens=7) + wire.failed_usage(ask())
+
+
+async def test_a_stream_that_keeps_failing_after_pieces_says_how_often_it_was_made(
+    wire: Wire, api: StandIn
+) -> None:
+    answer = wire.reply("Snow in Oslo, and more snow tomorrow.", ())
+    failing = wire.failing(answer, wire.head + 3, "overloaded_error")
+    api.queue(failing, failing)
+    sink = Collected()
+    async with wire.make(api, True, 1) as model:
+        with pytest.raises(ModelAPIError, match="made 2 times"):
             await model.stream(ask(), sink)
-    assert len(api.requests) == 1
-    assert sink.deltas
+    assert len(api.requests) == 2
+    assert len([d for d in sink.deltas if isinstance(d, StreamRestart)]) == 1
 
 
 async def test_a_stream_that_stalls_is_timed_out_and_says_it_stalled(
@@ -135,7 +168,7 @@ async def test_a_chat_stream_broken_before_its_usage_is_charged_an_estimate(
     reply.cut_after = 4
     api.queue(reply)
     caplog.set_level(logging.WARNING, logger="regiment")
-    async with wire.make(api, True, 2) as model:
+    async with wire.make(api, True, 0) as model:
         with pytest.raises(ModelConnectionError, match="broke off") as caught:
             await model.stream(ask(), Collected())
     assert caught.value.usage == Usage(input_tokens=estimate_tokens(ask()))
