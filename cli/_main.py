@@ -55,6 +55,7 @@ from regiment.cli._exit import (
     LastWords,
     interrupted,
     reader_left,
+    signal_exit_code,
     slow_stop_notice,
     stand_in_for_closed_streams,
     stdout_closed,
@@ -215,11 +216,11 @@ async def _dispatch(
         options = _run_options(args, config, stdin, stderr, environ)
     except ConfigError as exc:
         return config_error(exc, stderr)
-    last_words = LastWords()
+    last_words, got = LastWords(), list[int]()
     async with anyio.create_task_group() as tg:
         if interrupt is None:
             interrupt = anyio.Event()
-            tg.start_soon(watch_signals, interrupt, last_words)
+            tg.start_soon(watch_signals, interrupt, last_words, got)
         with (
             slow_stop_notice(stderr),
             # Without -v, only the MCP SDK's warnings (one line each, not a traceback).
@@ -227,7 +228,9 @@ async def _dispatch(
         ):
             code = await _guarded(config, options, stdout, stderr, (interrupt, last_words))
         tg.cancel_scope.cancel()  # stop watching signals
-    return code
+    # Stopped by SIGTERM (a service manager, `kill`, `timeout`): 143, as a terminated
+    # process exits, not Ctrl-C's 130.
+    return signal_exit_code(got[0]) if code == EXIT_INTERRUPTED and got else code
 
 
 def _run_options(
