@@ -35,6 +35,7 @@ __all__ = (
     "stand_in_for_closed_streams",
     "stdout_closed",
     "wait_for_tool_threads",
+    "was_closed",
     "watch_signals",
 )
 
@@ -102,7 +103,18 @@ def stand_in_for_closed_streams(*names: str) -> None:
     for the processes the command starts): what would go there goes nowhere, as asked."""
     for name in names:
         if getattr(sys, name) is None:
-            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+            stand_in = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+            _STAND_INS.add(id(stand_in))
+            setattr(sys, name, stand_in)
+
+
+def was_closed(stream: TextIO) -> bool:
+    """Whether ``stream`` stands in for a stream the command was started without (``>&-``):
+    what is written to it is lost, which for a run's answer is an error."""
+    return id(stream) in _STAND_INS
+
+
+_STAND_INS: set[int] = set()  # the ids of the /dev/null streams in closed ones' places
 
 
 def wait_for_tool_threads(code: int) -> None:
