@@ -9,6 +9,7 @@ is a usage error naming the file, and is never written.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
+from regiment._text import visible
 from regiment.cli._show_marks import judgements, print_unfinished, step_mark
 from regiment.errors import ConfigError, JournalError
 from regiment.journal import (
@@ -156,7 +158,8 @@ async def runs_command(args: argparse.Namespace, spec: str, stdout: TextIO) -> i
     finally:
         await journal.close()
     for info in found:
-        print(_run_json(info) if args.json else _run_line(info), file=stdout)
+        # A goal is anyone's text: its control characters as \xNN (JSON escapes them).
+        print(_run_json(info) if args.json else visible(_run_line(info)), file=stdout)
     return 0
 
 
@@ -196,8 +199,11 @@ async def show_command(args: argparse.Namespace, spec: str, stdout: TextIO) -> i
     shown = _shown(info, records)
     if args.json:
         print(json.dumps(shown), file=stdout)
-    else:
-        _print_shown(shown, stdout)
+    else:  # what models and tools wrote, control characters as \xNN (JSON escapes them)
+        text = io.StringIO()
+        _print_shown(shown, text)
+        stdout.write(visible(text.getvalue()))
+        stdout.flush()
     return 0
 
 
