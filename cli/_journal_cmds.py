@@ -47,6 +47,7 @@ __all__ = (
     "journal_flag_error",
     "journal_read",
     "journal_spec",
+    "limit_count",
     "open_cli_journal",
     "resume_hint",
     "runs_command",
@@ -76,7 +77,7 @@ def _status(word: str) -> str:
     return "paused" if word == "awaiting_approval" else word
 
 
-def _count(text: str) -> int:
+def limit_count(text: str) -> int:
     """A ``--limit``: a whole number of at least 1."""
     if not text.strip().isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
@@ -93,7 +94,7 @@ def add_journal_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         help="only runs with this status (awaiting_approval: the same as paused)",
     )
     runs.add_argument("--json", action="store_true", help="one JSON object per line")
-    runs.add_argument("--limit", metavar="N", type=_count, help="only the N newest runs")
+    runs.add_argument("--limit", metavar="N", type=limit_count, help="only the N newest runs")
     add_journal_option(runs)
     show = commands.add_parser("show", help="one run: plan versions, steps, answer, usage")
     show.add_argument("run_id", metavar="RUN_ID", help="as `regiment runs` lists it")
