@@ -21,6 +21,7 @@ from regiment.cli._exit import LastWords
 from regiment.cli._journal_cmds import journal_exists, open_cli_journal
 from regiment.cli._progress import RunProgress, TokenMeter
 from regiment.cli._resume import resumable
+from regiment.cli._start_error import start_error
 from regiment.cli._trace_report import RootTraceId, report_trace
 from regiment.cli._view import PlainView, ProgressView
 from regiment.config import TeamConfig, build_team, trace_replicas
@@ -276,7 +277,7 @@ async def _consume(
                 team.start(journal=journal, team_file=options.source)
             )
         except ToolError as exc:  # an MCP server could not be started: nothing ran
-            raise ConfigError(f"the team could not start: {exc}") from exc
+            raise start_error(exc, team, options.team_file) from exc
         events = ending.events = await stack.enter_async_context(_stream(running, options))
         # From here a stop cancels the reading alone: leaving the stream cancels the run,
         # which winds down (its steps cut, each report it gets journaled), then the team
