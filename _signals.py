@@ -12,9 +12,15 @@ from collections.abc import Callable
 
 import anyio
 
-__all__ = ("EXIT_INTERRUPTED", "leave_now", "watch_signals")
+__all__ = ("EXIT_INTERRUPTED", "EXIT_TERMINATED", "leave_now", "signal_exit_code", "watch_signals")
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+
+def signal_exit_code(signum: int) -> int:
+    """The exit code of a process that ``signum`` stopped, as a shell reports it (128 + it)."""
+    return EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED
 
 
 def leave_now(code: int) -> None:
@@ -29,14 +35,15 @@ async def watch_signals(
     interrupt: anyio.Event, say_last: Callable[[], None], got: list[int] | None = None
 ) -> None:
     """The first Ctrl-C (or SIGTERM) sets ``interrupt`` (which cancels the run, or stops
-    the service), noting the signal in ``got``; a second one exits at once (130), even
-    while a tool that ignores cancellation holds the team's stop, after ``say_last()``
-    (the line that says the stop was cut short)."""
+    the service), noting the signal in ``got``; a second one exits at once (130, or 143
+    for a SIGTERM, as a terminated process does), even while a tool that ignores
+    cancellation holds the team's stop, after ``say_last()`` (the line that says the stop
+    was cut short)."""
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for signum in signals:
             if interrupt.is_set():
                 say_last()
-                leave_now(EXIT_INTERRUPTED)
+                leave_now(signal_exit_code(signum))
             if got is not None:
                 got.append(signum)
             interrupt.set()

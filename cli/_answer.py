@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 from typing import TextIO
 
+from regiment.cli._exit import was_closed
+from regiment.cli._journal_cmds import shown_spec
 from regiment.hierarchy import events as ev
 
-__all__ = ("AnswerOut",)
+__all__ = ("AnswerOut", "say_unwritten")
 
 
 @dataclass(slots=True)
@@ -18,6 +21,11 @@ class AnswerOut:
     artefacts after it), so whitespace at either end is held back until more
     text follows it. With ``stream=None`` nothing streams: ``finish`` prints
     the whole answer.
+
+    A write that fails (a full disk; a stdout the command was started without,
+    ``>&-``) is kept in ``failed`` and nothing more is written: the run goes on to
+    its end, and the command then says the answer is not out. A reader that left
+    (``BrokenPipeError``) ends the command as before.
     """
 
     stream: TextIO | None
@@ -25,16 +33,17 @@ class AnswerOut:
     written: str = ""
     held: str = ""
     done: bool = False
+    failed: OSError | None = None
 
     def delta(self, event: ev.TextDelta) -> None:
         if self.stream is None or event.role != "synthesizer":
             return
         if event.refused:  # what streamed was declined: not the answer
             if self.written:
-                self.stream.write(
-                    "\n[the model declined to answer; the text above is not the answer]\n"
+                self._write(
+                    self.stream,
+                    "\n[the model declined to answer; the text above is not the answer]\n",
                 )
-                self.stream.flush()
             self.written, self.held = "", ""
             return
         if event.void:  # the stream broke and the call is made again: it comes again
@@ -46,8 +55,7 @@ class AnswerOut:
         body = text.rstrip()
         self.held = text[len(body) :]
         if body:
-            self.stream.write(body)
-            self.stream.flush()
+            self._write(self.stream, body)
             self.written += body
 
     def _voided(self, void: int) -> None:
@@ -76,8 +84,35 @@ class AnswerOut:
             return
         self.done = True
         if not self.written:
-            print(answer, file=self.out, flush=True)
+            self._write(self.out, f"{answer}\n")
         elif answer.startswith(self.written):
-            print(answer[len(self.written) :], file=self.out, flush=True)
+            self._write(self.out, f"{answer[len(self.written) :]}\n")
         else:  # the answer is not what streamed (it was replaced): print it whole
-            print(f"\n\n{answer}", file=self.out, flush=True)
+            self._write(self.out, f"\n\n{answer}\n")
+
+    def _write(self, stream: TextIO, text: str) -> None:
+        if self.failed is not None:
+            return
+        if was_closed(stream):
+            self.failed = OSError(errno.EBADF, "stdout is closed")
+            return
+        try:
+            stream.write(text)
+            stream.flush()
+        except BrokenPipeError:
+            raise  # the reader left: the command ends quietly (141)
+        except OSError as exc:
+            self.failed = exc
+
+
+def say_unwritten(failed: OSError, run_id: str, journal: str | None, stderr: TextIO) -> None:
+    """The command's last line when the answer could not be written: why, and where it is."""
+    why = failed.strerror or str(failed)
+    if journal is None:
+        where = "--no-journal kept it out of the journal, so it is lost: run it again with "
+        where += "a stdout that can be written (or with a journal)"
+    else:
+        where = f"the journal has it: regiment show {run_id} --journal {shown_spec(journal)}"
+    print(
+        f"regiment: error: the answer could not be written to stdout ({why}); {where}", file=stderr
+    )

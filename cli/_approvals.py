@@ -2,7 +2,7 @@
 
 ::
 
-    regiment approvals [RUN_ID] [--json] [--journal PATH_OR_URL]
+    regiment approvals [RUN_ID] [--json] [--limit N] [--journal PATH_OR_URL]
     regiment approve RUN_ID REQUEST_ID [--deny REASON | --edit JSON_OBJECT] [--by NAME]
                      [--team TEAM_FILE] [--journal PATH_OR_URL]
 
@@ -23,10 +23,12 @@ from typing import TextIO
 
 import msgspec
 
+from regiment._text import visible
 from regiment.cli._journal_cmds import (
     add_journal_option,
     journal_exists,
     journal_read,
+    limit_count,
     open_cli_journal,
     resume_hint,
 )
@@ -36,7 +38,7 @@ from regiment.cli._resume import (
     recorded_team_file,
 )
 from regiment.config import build_team, load_config
-from regiment.errors import ConfigError, JournalError, LeaseHeld
+from regiment.errors import ApprovalError, ConfigError, JournalError, LeaseHeld, UnknownRun
 from regiment.hierarchy import Team, decide_in_journal
 from regiment.journal import Journal, RunCreated, TeamFile
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approve, Deny, EditArguments
@@ -49,6 +51,12 @@ def add_approval_commands(commands: argparse._SubParsersAction[argparse.Argument
     listing = commands.add_parser("approvals", help="list the approval requests runs wait for")
     listing.add_argument("run_id", metavar="RUN_ID", nargs="?", help="only this run's")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    listing.add_argument(
+        "--limit",
+        metavar="N",
+        type=limit_count,
+        help="only the first N (stderr says how many more)",
+    )
     add_journal_option(listing)
     decide = commands.add_parser("approve", help="approve, deny or edit a pending request")
     decide.add_argument(
@@ -77,7 +85,11 @@ def add_approval_commands(commands: argparse._SubParsersAction[argparse.Argument
 
 
 async def approval_command(
-    args: argparse.Namespace, team: Team | None, stdout: TextIO, environ: Mapping[str, str]
+    args: argparse.Namespace,
+    team: Team | None,
+    stdout: TextIO,
+    environ: Mapping[str, str],
+    stderr: TextIO,
 ) -> None:
     """Run ``approvals`` or ``approve``.
 
@@ -97,26 +109,45 @@ async def approval_command(
     journal = await open_cli_journal(location, read_only=args.command == "approvals")
     try:
         if args.command == "approvals":
-            await _list(journal, args.run_id, args.json, stdout)
+            await _list(journal, args, stdout, stderr)
         else:
             await _decide(journal, args, team, stdout)
     finally:
         await journal.close()
 
 
-async def _list(journal: Journal, run_id: str | None, as_json: bool, stdout: TextIO) -> None:
-    if run_id is not None:
-        await journal.get_run(run_id)  # JournalError for an unknown run
-    for record in await journal.pending_approvals(run_id):
+async def _list(journal: Journal, args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
+    if args.run_id is not None:
+        await _known_run(journal, args.run_id)
+    pending = await journal.pending_approvals(args.run_id)
+    shown = pending if args.limit is None else pending[: args.limit]
+    for record in shown:
         r = record.request
-        if as_json:
+        if args.json:
             print(json.dumps(_row(r), sort_keys=True), file=stdout)
         else:
             arguments = json.dumps(r.arguments, sort_keys=True)
-            print(
-                f"{r.request_id}  {r.run_id}  {r.worker}  {r.step_id}  {r.tool_name}({arguments})",
-                file=stdout,
+            line = (
+                f"{r.request_id}  {r.run_id}  {r.worker}  {r.step_id}  {r.tool_name}({arguments})"
             )
+            print(visible(line), file=stdout)  # a model chose the arguments
+    if len(pending) > len(shown):  # not on stdout, which a script may read
+        more = len(pending) - len(shown)
+        print(
+            f"regiment: {more} more pending request(s) not listed; raise --limit to see them",
+            file=stderr,
+        )
+
+
+async def _known_run(journal: Journal, run_id: str) -> None:
+    """Nothing if ``journal`` has run ``run_id``; else a ``JournalError`` saying the run id
+    is wrong and where the right ones are."""
+    try:
+        await journal.get_run(run_id)
+    except UnknownRun as exc:
+        raise UnknownRun(
+            f"RUN_ID is wrong: {exc}; `regiment approvals` lists each pending request with its run"
+        ) from exc
 
 
 def _row(r: ApprovalRequest) -> dict[str, object]:
@@ -135,7 +166,7 @@ def _row(r: ApprovalRequest) -> dict[str, object]:
 async def _decide(
     journal: Journal, args: argparse.Namespace, team: Team | None, stdout: TextIO
 ) -> None:
-    await journal.get_run(args.run_id)  # JournalError for an unknown run
+    await _known_run(journal, args.run_id)
     decision = _decision(args.deny, args.edit)
     created = await created_record(journal, args.run_id)
     recorded = _recorded(created, args.run_id)
@@ -152,6 +183,10 @@ async def _decide(
         request = await decide_in_journal(
             journal, args.request_id, decision, args.by, run_id=args.run_id, team=team
         )
+    except ApprovalError as exc:
+        if exc.kind != "unknown":
+            raise
+        raise await _wrong_request(journal, args.run_id, args.request_id) from exc
     except LeaseHeld as held:
         raise LeaseHeld(
             f"run {args.run_id!r} is live in another process and takes no decision from "
@@ -165,6 +200,24 @@ async def _decide(
         f"{what}: {request.tool_name} in run {request.run_id} "
         f"({request.request_id}); continue with: {resume_hint(on_record, request.run_id)}",
         file=stdout,
+    )
+
+
+async def _wrong_request(journal: Journal, run_id: str, request_id: str) -> ApprovalError:
+    """What to say of a request run ``run_id`` does not have: whose it is, if another
+    run's, and how to list the right ones."""
+    others = [r.request for r in await journal.pending_approvals() if r.request.run_id != run_id]
+    if (found := next((r for r in others if r.request_id == request_id), None)) is not None:
+        return ApprovalError(
+            f"REQUEST_ID {request_id} is of run {found.run_id}, not of run {run_id}: decide "
+            f"it with `regiment approve {found.run_id} {request_id}`; `regiment approvals "
+            f"{run_id}` lists the requests of run {run_id}",
+            kind="unknown",
+        )
+    return ApprovalError(
+        f"REQUEST_ID is wrong: run {run_id} has no approval request {request_id!r}; "
+        f"`regiment approvals {run_id}` lists its pending ones",
+        kind="unknown",
     )
 
 

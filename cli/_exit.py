@@ -17,9 +17,11 @@ from typing import TextIO, final
 import anyio
 
 from regiment._script import EXIT_BROKEN_PIPE, all_of, reader_left, stdout_closed
-from regiment._signals import EXIT_INTERRUPTED, leave_now
+from regiment._signals import EXIT_INTERRUPTED, leave_now, signal_exit_code
 from regiment._signals import watch_signals as watch_until
 from regiment.tools import abandoned_tool_calls
+
+_SIGNAL_CODES = (EXIT_INTERRUPTED, signal_exit_code(signal.SIGTERM))
 
 __all__ = (
     "EXIT_BROKEN_PIPE",
@@ -28,10 +30,12 @@ __all__ = (
     "interrupted",
     "leave_now",
     "reader_left",
+    "signal_exit_code",
     "slow_stop_notice",
     "stand_in_for_closed_streams",
     "stdout_closed",
     "wait_for_tool_threads",
+    "was_closed",
     "watch_signals",
 )
 
@@ -99,20 +103,31 @@ def stand_in_for_closed_streams(*names: str) -> None:
     for the processes the command starts): what would go there goes nowhere, as asked."""
     for name in names:
         if getattr(sys, name) is None:
-            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+            stand_in = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+            _STAND_INS.add(id(stand_in))
+            setattr(sys, name, stand_in)
+
+
+def was_closed(stream: TextIO) -> bool:
+    """Whether ``stream`` stands in for a stream the command was started without (``>&-``):
+    what is written to it is lost, which for a run's answer is an error."""
+    return id(stream) in _STAND_INS
+
+
+_STAND_INS: set[int] = set()  # the ids of the /dev/null streams in closed ones' places
 
 
 def wait_for_tool_threads(code: int) -> None:
     """Say so when sync tool bodies whose calls were given up (a Ctrl-C, a timeout) still
     run in threads: Python cannot stop them and waits for them before it exits. A
-    Ctrl-C meanwhile exits at once, with ``code`` (130 if that was 0)."""
+    Ctrl-C (or SIGTERM) meanwhile exits at once, with ``code``; when that was 0 or a
+    signal's own (130, 143), with the code of the signal that forced the exit."""
     busy = abandoned_tool_calls()
     if not busy:
         return
-    leave = code or EXIT_INTERRUPTED
 
     def exit_now(signum: int, frame: FrameType | None) -> None:
-        leave_now(leave)
+        leave_now(code if code not in (0, *_SIGNAL_CODES) else signal_exit_code(signum))
 
     if threading.current_thread() is threading.main_thread():
         # Before the line is printed: a Ctrl-C that comes as soon as it is read must not

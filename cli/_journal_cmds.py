@@ -9,6 +9,7 @@ is a usage error naming the file, and is never written.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
+from regiment._text import visible
 from regiment.cli._show_marks import judgements, print_unfinished, step_mark
 from regiment.errors import ConfigError, JournalError
 from regiment.journal import (
@@ -45,6 +47,7 @@ __all__ = (
     "journal_flag_error",
     "journal_read",
     "journal_spec",
+    "limit_count",
     "open_cli_journal",
     "resume_hint",
     "runs_command",
@@ -74,7 +77,7 @@ def _status(word: str) -> str:
     return "paused" if word == "awaiting_approval" else word
 
 
-def _count(text: str) -> int:
+def limit_count(text: str) -> int:
     """A ``--limit``: a whole number of at least 1."""
     if not text.strip().isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
@@ -91,7 +94,7 @@ def add_journal_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         help="only runs with this status (awaiting_approval: the same as paused)",
     )
     runs.add_argument("--json", action="store_true", help="one JSON object per line")
-    runs.add_argument("--limit", metavar="N", type=_count, help="only the N newest runs")
+    runs.add_argument("--limit", metavar="N", type=limit_count, help="only the N newest runs")
     add_journal_option(runs)
     show = commands.add_parser("show", help="one run: plan versions, steps, answer, usage")
     show.add_argument("run_id", metavar="RUN_ID", help="as `regiment runs` lists it")
@@ -156,7 +159,8 @@ async def runs_command(args: argparse.Namespace, spec: str, stdout: TextIO) -> i
     finally:
         await journal.close()
     for info in found:
-        print(_run_json(info) if args.json else _run_line(info), file=stdout)
+        # A goal is anyone's text: its control characters as \xNN (JSON escapes them).
+        print(_run_json(info) if args.json else visible(_run_line(info)), file=stdout)
     return 0
 
 
@@ -196,8 +200,11 @@ async def show_command(args: argparse.Namespace, spec: str, stdout: TextIO) -> i
     shown = _shown(info, records)
     if args.json:
         print(json.dumps(shown), file=stdout)
-    else:
-        _print_shown(shown, stdout)
+    else:  # what models and tools wrote, control characters as \xNN (JSON escapes them)
+        text = io.StringIO()
+        _print_shown(shown, text)
+        stdout.write(visible(text.getvalue()))
+        stdout.flush()
     return 0
 
 

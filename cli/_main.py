@@ -15,7 +15,7 @@
                  [--trace jaeger|none] [--app-dir DIR]
     regiment serve TEAM_FILE [--host H] [--port P] [--token T] [--journal J] [--lease-ttl S]
                    [--keep-runs N] [--model SPEC] [--trace jaeger|none] [--app-dir DIR] [-v|-vv]
-    regiment approvals [RUN_ID] [--json] [--journal PATH_OR_URL]
+    regiment approvals [RUN_ID] [--json] [--limit N] [--journal PATH_OR_URL]
     regiment approve RUN_ID REQUEST_ID [--deny REASON | --edit JSON_OBJECT] [--by NAME]
                      [--team TEAM_FILE] [--app-dir DIR] [--journal PATH_OR_URL]
 
@@ -55,6 +55,7 @@ from regiment.cli._exit import (
     LastWords,
     interrupted,
     reader_left,
+    signal_exit_code,
     slow_stop_notice,
     stand_in_for_closed_streams,
     stdout_closed,
@@ -103,8 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return stdout_closed()
         if not interrupted(exc):
             raise
-        # Before the signal watcher was up (`validate`, or a team file's imports), or a
-        # second Ctrl-C: no traceback, whatever task group it came through.
+        # Before the signal watcher was up (validate, a team file's imports): no traceback.
         print("regiment: interrupted", file=sys.stderr)
         code = EXIT_INTERRUPTED
     wait_for_tool_threads(code)
@@ -215,11 +215,11 @@ async def _dispatch(
         options = _run_options(args, config, stdin, stderr, environ)
     except ConfigError as exc:
         return config_error(exc, stderr)
-    last_words = LastWords()
+    last_words, got = LastWords(), list[int]()
     async with anyio.create_task_group() as tg:
         if interrupt is None:
             interrupt = anyio.Event()
-            tg.start_soon(watch_signals, interrupt, last_words)
+            tg.start_soon(watch_signals, interrupt, last_words, got)
         with (
             slow_stop_notice(stderr),
             # Without -v, only the MCP SDK's warnings (one line each, not a traceback).
@@ -227,7 +227,8 @@ async def _dispatch(
         ):
             code = await _guarded(config, options, stdout, stderr, (interrupt, last_words))
         tg.cancel_scope.cancel()  # stop watching signals
-    return code
+    # Stopped by SIGTERM (`kill`, `timeout`, a service manager): 143, not Ctrl-C's 130.
+    return signal_exit_code(got[0]) if code == EXIT_INTERRUPTED and got else code
 
 
 def _run_options(
@@ -351,7 +352,7 @@ async def _approvals(
         team = None
         if getattr(args, "team", None):
             team = build_team(load_config(args.team), model="scripted", source=args.team)
-        await approval_command(args, team, stdout, environ)
+        await approval_command(args, team, stdout, environ, stderr)
     except (ConfigError, ApprovalError, JournalError) as exc:
         return config_error(exc, stderr)
     return EXIT_OK

@@ -77,6 +77,10 @@ class RunProgress:
     def __post_init__(self) -> None:
         self.started = self.clock()
 
+    def rejected(self) -> list[str]:
+        """The steps whose check rejected their output, and that were not done since."""
+        return [sid for sid, row in self.steps.items() if row.state == "check failed"]
+
     def elapsed(self) -> float:
         """Seconds since the run started."""
         return self.clock() - self.started

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, contextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TextIO, TypeAlias
 
@@ -14,12 +14,14 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
 from regiment._text import visible
-from regiment.cli._answer import AnswerOut
+from regiment.cli._answer import AnswerOut, say_unwritten
 from regiment.cli._ask import TerminalApprover, asking
+from regiment.cli._events_out import event_sink
 from regiment.cli._exit import LastWords
 from regiment.cli._journal_cmds import journal_exists, open_cli_journal
 from regiment.cli._progress import RunProgress, TokenMeter
 from regiment.cli._resume import resumable
+from regiment.cli._start_error import start_error
 from regiment.cli._trace_report import RootTraceId, report_trace
 from regiment.cli._view import PlainView, ProgressView
 from regiment.config import TeamConfig, build_team, trace_replicas
@@ -110,6 +112,9 @@ class _Ending:
     interrupted: bool = False
     events_ended: bool = False  # an interrupted run's closing event is written
     events: RunEvents | None = None  # the run's events; its ending once they have closed
+    # What a stop cancels: the whole command until the run's events stream, then only
+    # their reading, so the run winds down as a stream left early does (see _consume).
+    cut: anyio.CancelScope | None = None
 
 
 async def drive(
@@ -144,7 +149,7 @@ async def drive(
         team = team if options.ask is None else asking(team, options.ask)
         try:
             journal = await _open_journal(options)  # after the build: no stray .regiment/
-            with _event_sink(options, stdout) as sink:
+            with event_sink(options.events_jsonl, options.events_file, stdout) as sink:
                 progress = RunProgress()
                 view = _view(options, progress, stderr, tracing.meter)
                 streams = options.prints_answer and isinstance(view, PlainView)
@@ -199,8 +204,9 @@ async def _watch(
                 await stop.wait()
                 ending.interrupted = True
                 progress.interrupt()  # the live table's last frame says so
-                tg.cancel_scope.cancel()
+                (ending.cut or tg.cancel_scope).cancel()
 
+            ending.cut = tg.cancel_scope
             tg.start_soon(cancel_on_stop)
             if not isinstance(view, PlainView):
                 tg.start_soon(_tick, view)
@@ -271,24 +277,43 @@ async def _consume(
                 team.start(journal=journal, team_file=options.source)
             )
         except ToolError as exc:  # an MCP server could not be started: nothing ran
-            raise ConfigError(f"the team could not start: {exc}") from exc
+            raise start_error(exc, team, options.team_file) from exc
         events = ending.events = await stack.enter_async_context(_stream(running, options))
-        async for event in events:
-            progress.apply(event)
-            # A streamed answer's line ends before the last progress line is shown.
-            streamed = ending.answer.stream is not None and options.prints_answer
-            if streamed and isinstance(event, ev.RunCompleted) and event.result.status != "paused":
-                ending.answer.finish(event.result.answer)
-            view.show(event)
-            if isinstance(event, ev.TextDelta):
-                ending.answer.delta(event)
-                if not options.events_deltas:
-                    continue  # they are many: in the events file only when asked for
-            sink(event)
-            if isinstance(event, ev.RunCompleted):
-                ending.result = event.result
-            elif isinstance(event, ev.RunFailed):
-                ending.failure = event
+        # From here a stop cancels the reading alone: leaving the stream cancels the run,
+        # which winds down (its steps cut, each report it gets journaled), then the team
+        # stops. Cancelled with the rest, the team's actors were stopped under the run, so
+        # a report its planner had yet to take (a step just done) was lost to the journal.
+        with anyio.CancelScope() as ending.cut:
+            if ending.interrupted:
+                ending.cut.cancel()  # the stop came as the stream opened
+            await _read(events, options, progress, view, sink, ending)
+
+
+async def _read(
+    events: RunEvents,
+    options: RunOptions,
+    progress: RunProgress,
+    view: ProgressView,
+    sink: Callable[[ev.Event], None],
+    ending: _Ending,
+) -> None:
+    """Show, write and keep the run's events as they come."""
+    async for event in events:
+        progress.apply(event)
+        # A streamed answer's line ends before the last progress line is shown.
+        streamed = ending.answer.stream is not None and options.prints_answer
+        if streamed and isinstance(event, ev.RunCompleted) and event.result.status != "paused":
+            ending.answer.finish(event.result.answer)
+        view.show(event)
+        if isinstance(event, ev.TextDelta):
+            ending.answer.delta(event)
+            if not options.events_deltas:
+                continue  # they are many: in the events file only when asked for
+        sink(event)
+        if isinstance(event, ev.RunCompleted):
+            ending.result = event.result
+        elif isinstance(event, ev.RunFailed):
+            ending.failure = event
 
 
 def _stream(running: RunningTeam, options: RunOptions) -> AbstractAsyncContextManager[RunEvents]:
@@ -342,40 +367,15 @@ def _report(
         )
         print(visible(f"regiment: run failed: {why}"), file=stderr)  # a model's words, maybe
     _report_trace(result, tracing, stderr)
+    if result is not None and ending.answer.failed is not None:  # the last line: not a success
+        say_unwritten(ending.answer.failed, result.run_id, options.journal, stderr)
+        outcome = "failed"
     return outcome
 
 
 def _report_trace(result: RunResult | None, tracing: _Tracing, stderr: TextIO) -> None:
     trace_id = result.trace_id if result is not None and result.trace_id else tracing.root.trace_id
     report_trace(trace_id, collector=tracing.collector, handle=tracing.handle, stderr=stderr)
-
-
-@contextmanager
-def _event_sink(options: RunOptions, stdout: TextIO) -> Iterator[Callable[[ev.Event], None]]:
-    """Where ``--events jsonl`` lines go (nowhere without it)."""
-    if not options.events_jsonl:
-        yield lambda event: None
-        return
-    encoder = msgspec.json.Encoder()
-    if options.events_file is None:
-        yield _jsonl_writer(stdout, encoder)
-        return
-    try:
-        file = open(options.events_file, "w", encoding="utf-8")  # noqa: SIM115 (closed below)
-    except OSError as exc:
-        raise ConfigError(f"--events-file: cannot write {options.events_file}: {exc}") from exc
-    with file:
-        yield _jsonl_writer(file, encoder)
-
-
-def _jsonl_writer(stream: TextIO, encoder: msgspec.json.Encoder) -> Callable[[ev.Event], None]:
-    """A writer of one JSON line per event (the ``type`` key is the event's class name)."""
-
-    def write(event: ev.Event) -> None:
-        stream.write(encoder.encode(event).decode() + "\n")
-        stream.flush()
-
-    return write
 
 
 async def _close_models(team: Team) -> None:

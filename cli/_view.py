@@ -129,6 +129,10 @@ class PlainView:
     def show(self, event: ev.Event) -> None:
         """Print the event's line."""
         line = describe(event)
+        if isinstance(event, ev.SynthesisStarted) and (left := self._progress.rejected()):
+            n = len(left)
+            line = f"{line}; {n} step{'s' if n > 1 else ''} rejected by "
+            line += f"{'their checks' if n > 1 else 'its check'}, left out: {', '.join(left)}"
         if line is not None:
             # visible(): step ids and worker names come from a model's plan too.
             self._stream.write(f"[{self._progress.elapsed():6.1f}s] {visible(line)}\n")

@@ -6,6 +6,7 @@ retitle the terminal, clear it or write to its clipboard."""
 from __future__ import annotations
 
 import io
+import json
 import logging
 import uuid
 from pathlib import Path
@@ -99,3 +100,26 @@ def test_log_lines_show_escapes_as_text() -> None:
     line = stream.getvalue()
     assert "\x1b" not in line
     assert line.endswith(f"WARNING mcp.client.stdio: the server wrote {SHOWN}\n")
+
+
+async def test_show_and_runs_show_escapes_as_text(tmp_path: Path) -> None:
+    # `regiment show` printed a journaled run's plan, outputs and answer as written, and
+    # `regiment runs` its goal: the terminal obeyed what a model (or a goal) held.
+    journal = str(tmp_path / "runs.db")
+    argv = ["run", str(_team(tmp_path, "calm")), "go" + ESCAPES, "--app-dir", str(tmp_path)]
+    code, _, _ = await run_cli(*argv, "--journal", journal)
+    assert code == 0
+    code, listed, _ = await run_cli("runs", "--journal", journal)
+    assert code == 0
+    assert listed.rstrip("\n").endswith(f"  go{SHOWN}")
+    run_id = listed.split()[0]
+    code, shown, _ = await run_cli("show", run_id, "--journal", journal)
+    assert code == 0
+    assert f"goal: go{SHOWN}\n" in shown
+    assert f"plan v1: s1{SHOWN}\n" in shown
+    assert f"  v1 s1{SHOWN} [committed] found it{SHOWN}\n" in shown
+    assert f"answer: the answer{SHOWN}" in shown
+    assert not set("\x1b\x07\x9b") & set(shown + listed)
+    code, as_json, _ = await run_cli("show", run_id, "--journal", journal, "--json")
+    assert code == 0
+    assert json.loads(as_json)["steps"][0]["output"] == "found it" + ESCAPES  # JSON: exact

@@ -62,5 +62,8 @@ async def test_a_team_whose_mcp_server_cannot_start_is_a_config_error(tmp_path: 
     code = await run_async(argv, stdout=io.StringIO(), stderr=err, environ={})
     assert code == 2, err.getvalue()
     last = err.getvalue().splitlines()[-1]
-    assert last.startswith("regiment: error: the team could not start: MCP server")
+    # the file, the line of the server's entry, and the entry (as validate names them)
+    line = len(text.splitlines()) + 2  # the [[workers.mcp]] header, after a blank line
+    start = f"regiment: error: {team}:{line}: workers[0].mcp[0]: the team could not start: "
+    assert last.startswith(f"{start}MCP server"), last
     assert "/no/such/server" in last

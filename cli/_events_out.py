@@ -1,0 +1,45 @@
+"""``regiment run --events jsonl``: one JSON line per event, on stdout or in a file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TextIO
+
+import msgspec
+
+from regiment.errors import ConfigError
+from regiment.hierarchy import events as ev
+
+__all__ = ("event_sink",)
+
+
+@contextmanager
+def event_sink(
+    jsonl: bool, path: str | None, stdout: TextIO
+) -> Iterator[Callable[[ev.Event], None]]:
+    """Where ``--events jsonl`` lines go: ``path`` (``--events-file``), else ``stdout``;
+    nowhere without ``jsonl``."""
+    if not jsonl:
+        yield lambda event: None
+        return
+    encoder = msgspec.json.Encoder()
+    if path is None:
+        yield _jsonl_writer(stdout, encoder)
+        return
+    try:
+        file = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed below)
+    except OSError as exc:
+        raise ConfigError(f"--events-file: cannot write {path}: {exc}") from exc
+    with file:
+        yield _jsonl_writer(file, encoder)
+
+
+def _jsonl_writer(stream: TextIO, encoder: msgspec.json.Encoder) -> Callable[[ev.Event], None]:
+    """A writer of one JSON line per event (the ``type`` key is the event's class name)."""
+
+    def write(event: ev.Event) -> None:
+        stream.write(encoder.encode(event).decode() + "\n")
+        stream.flush()
+
+    return write
