@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import os
 
+import anyio
 import msgspec
 
 from regiment.hierarchy import Budget, Planner, Ray, Team, Worker
@@ -47,14 +48,20 @@ def _answer(request: ModelRequest) -> ModelResponse:
     return msgspec.structs.replace(text_response("done"), usage=ANSWERED)
 
 
-def looper(probe: str) -> Worker:
-    @tool(name="probe")
+def looper(probe: str, hang_at: int = -1) -> Worker:
+    """``hang_at``: the first body of that call tells the probe it started (with its
+    process id, for the test to kill the replica) and never returns."""
+
+    @tool(name="probe", idempotency_key=("n",))
     async def probe_call(n: int) -> int:
         """Probe once (the first call waits until the test lets it go)."""
         actor = _probe(probe)
-        await actor.effect.remote(f"probe:{n}")  # counts the bodies that ran, by call
+        asked = await actor.effect.remote(f"probe:{n}")  # counts the bodies that ran, by call
         if n == 0:
             await actor.call.remote(os.getpid())
+        if n == hang_at and asked == 1:
+            await actor.start.remote(os.getpid())
+            await anyio.sleep_forever()
         return n
 
     return Worker(
@@ -66,11 +73,14 @@ def looper(probe: str) -> Worker:
     )
 
 
-def top_up_team(probe: str, budget: Budget, loops: int, shorts: int = 1) -> Team:
+def top_up_team(
+    probe: str, budget: Budget, loops: int, shorts: int = 1, hang_at: int = -1, replicas: int = 1
+) -> Team:
     """``looper`` on Ray (step s1, ``loops`` tool calls) beside ``shorts`` in-process
     steps (s2, s3, ...) that answer at once."""
-    build = functools.partial(looper, probe)
-    placed = dataclasses.replace(build(), placement=Ray(build=build, num_cpus=0))
+    build = functools.partial(looper, probe, hang_at)
+    placement = Ray(build=build, num_cpus=0, replicas=replicas)
+    placed = dataclasses.replace(build(), placement=placement)
     short = Worker(name="short", description="Answers.", model=ScriptedModel(_answer))
     plan = plan_text(
         {"id": "s1", "description": f"loop {loops} times", "worker": "looper"},

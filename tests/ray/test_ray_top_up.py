@@ -4,6 +4,9 @@ as an in-process step (the same ``BudgetToppedUp`` event; tool calls never overs
 
 from __future__ import annotations
 
+import os
+import signal
+
 import anyio
 import pytest
 
@@ -76,3 +79,31 @@ async def test_a_step_on_a_replica_whose_output_tokens_ran_out_is_topped_up(
     assert (long.status, long.model_calls) == ("done", 3)
     assert long.usage.output_tokens == 3 * LOOPED.output_tokens
     assert result.answer == "the answer"  # the synthesis still got its call
+
+
+async def test_a_step_retried_after_its_replica_died_keeps_its_top_up(
+    probe: tuple[str, object],
+) -> None:
+    # As above, the long step is topped up by 2 for its third tool call; that call's
+    # replica is killed mid-body. The retry on the other replica replays the first two
+    # calls and runs the third again (same key): it must be sent with the share it was
+    # topped up to, since the run's ledger holds that for it and has none left to give.
+    name, handle = probe
+    team = top_up_team(name, Budget(tool_calls=4), loops=3, hang_at=2, replicas=2)
+    async with anyio.create_task_group() as tg:
+
+        async def kill_the_replica() -> None:
+            # the first start is the first call's (it waits in the probe), the second the
+            # third call's, in the same replica
+            _, pid = await handle.wait_started.remote(2)  # type: ignore[attr-defined]
+            os.kill(pid, signal.SIGKILL)
+
+        tg.start_soon(kill_the_replica)
+        result = await _run(team, handle)
+    assert (result.status, result.budget_exhausted) == ("completed", None)
+    (long,) = [s for s in result.steps if s.step_id == "s1"]
+    assert (long.status, long.output) == ("done", "looped 3 times")
+    state = await handle.state.remote()  # type: ignore[attr-defined]
+    # the killed call ran again with its key; the two before it were replayed
+    assert state["asked"] == {"probe:0": 1, "probe:1": 1, "probe:2": 2}
+    assert [e.step_id for e in result.events if isinstance(e, BudgetToppedUp)] == ["s1"]
