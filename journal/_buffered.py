@@ -100,10 +100,8 @@ class BufferedJournal(JournalLookups):
         (``above``: for a nested run, the caller's lease of its top run, see ``Journal``).
 
         The run is written by the next group commit, with whatever else waits for one:
-        runs created at once share a transaction. That commit is durable (it reaches the
-        disk before this returns): the run's id leaves the process once it has started
-        (the service's answer, ``regiment run``'s line, a stream's ``RunStarted``), and
-        a crash of the machine must not leave it naming no run.
+        runs created at once share a transaction. That commit is durable: the run's id
+        leaves the process next, and a crash of the machine must not leave it naming no run.
         """
         now = self._clock()
         lease = Lease(run_id=run.run_id, owner=owner, token=1, expires_at=now + ttl)
