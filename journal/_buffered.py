@@ -100,7 +100,8 @@ class BufferedJournal(JournalLookups):
         (``above``: for a nested run, the caller's lease of its top run, see ``Journal``).
 
         The run is written by the next group commit, with whatever else waits for one:
-        runs created at once share a transaction.
+        runs created at once share a transaction. That commit is durable: the run's id
+        leaves the process next, and a crash of the machine must not leave it naming no run.
         """
         now = self._clock()
         lease = Lease(run_id=run.run_id, owner=owner, token=1, expires_at=now + ttl)
@@ -109,6 +110,7 @@ class BufferedJournal(JournalLookups):
         first = encode_pending(lease, 1, run, now)
         self._creations.append(Creation(first, row, run.config_hash, lease, above))
         self._appended += 1
+        self._durable_to = self._appended
         await self._wait_committed(self._appended)
         error = self._taken.pop(run.run_id, None)
         if error is not None:

@@ -81,6 +81,39 @@ def _out_of_allowance(
     return over_allowance(grown, calls, usage, request, "the next call")
 
 
+async def _out_of_share(
+    assign: AssignStep, progress: StepProgress, request: ModelRequest
+) -> tuple[BudgetLimit, str] | None:
+    """``_out_of_allowance``; for a step on a Ray replica, whose run is in the team's
+    process, that run is asked across the hop (``progress.ask_more``) instead."""
+    out = _out_of_allowance(assign, progress, request)
+    ask = progress.ask_more
+    if out is None or ask is None or progress.stopped:
+        return out
+    held, calls, usage = (
+        progress.allowance or assign.allowance,
+        progress.model_calls,
+        progress.usage,
+    )
+    if (grown := await ask(call_need(held, calls, usage, request))) is None:
+        return out
+    progress.allowance = grown
+    return over_allowance(grown, calls, usage, request, "the next call")
+
+
+async def _tool_calls_across(progress: StepProgress, limit: int, asked: int) -> int:
+    """``_tool_call_limit`` for a step on a Ray replica: its run is asked across the hop."""
+    ask = progress.ask_more
+    short = progress.tool_calls + asked - limit
+    if ask is None or short <= 0 or progress.stopped:
+        return limit
+    grown = await ask({"tool_calls": (1, short)})
+    if grown is None:
+        return limit
+    progress.allowance = grown
+    return limit if grown.tool_calls is None else grown.tool_calls
+
+
 def _key(assign: AssignStep) -> tuple[int, str, int]:
     """The key its run reserved the step's share under."""
     return assign.plan_version, assign.step.id, assign.attempt
@@ -115,6 +148,8 @@ async def _call_tools(
         await held_back(progress, assign, calls, telemetry, toolset)
     results: list[ToolResult | None] = [None] * len(calls)
     limit = _tool_call_limit(assign, progress, len(calls))
+    if limit is not None and progress.ask_more is not None:
+        limit = await _tool_calls_across(progress, limit, len(calls))
     allowed = len(calls) if limit is None else max(0, min(len(calls), limit - progress.tool_calls))
     progress.tool_calls += allowed
     first = journaled.reserve(allowed)
@@ -248,10 +283,8 @@ async def run_tool_loop(
     asked_again = False  # after an empty reply (below)
     for _ in range(max_iterations):
         request = _request(system, messages, tools, worker, step.id)
-        if limited and (out := _out_of_allowance(assign, progress, request)) is not None:
-            return progress.report(
-                assign, worker, "budget_exhausted", error=out[1], exhausted=out[0]
-            )
+        if limited and (out := await _out_of_share(assign, progress, request)) is not None:
+            return _exhausted(progress, assign, worker, out)
         if (response := await call(request)) is None:
             continue  # a guard rejected the reply; the model is told why
         progress.took(response)
@@ -283,6 +316,13 @@ def _cut_off(
     may be cut short); each gets a ``cut_off`` error result."""
     not_run(telemetry, toolset, calls, "cut_off", _CUT_OFF)
     return [refused(c, progress, _CUT_OFF, "cut_off") for c in calls], True
+
+
+def _exhausted(
+    progress: StepProgress, assign: AssignStep, worker: str, out: tuple[BudgetLimit, str]
+) -> StepReport:
+    """The report of a step whose share (topped up as far as its run could) ran out."""
+    return progress.report(assign, worker, "budget_exhausted", error=out[1], exhausted=out[0])
 
 
 def _capped(

@@ -16,6 +16,7 @@ from regiment.hierarchy._messages import (
     StepStatus,
     ToolOutcome,
 )
+from regiment.hierarchy._top_up import Need
 from regiment.hierarchy.guard._note import GuardNote
 from regiment.models import Message, ModelResponse, ToolCallPart, Usage
 
@@ -55,6 +56,9 @@ class StepProgress:
     # Its allowance once its run has topped it up (``fence.top_ups``); until then, its
     # ``AssignStep``'s.
     allowance: StepAllowance | None = None
+    # A step on a Ray replica, whose run (and its ``fence``) is in another process: asks
+    # its run across the hop for a top-up, under the same rule (``None`` in-process).
+    ask_more: Callable[[Need], Awaitable[StepAllowance | None]] | None = None
 
     # Calls of the step waiting for a decision (a human's on the desk, an in-process
     # approver's): its step_timeout stands still meanwhile, as the run's wall clock does.

@@ -6,7 +6,8 @@ the step's run as the replica sees it: its records go to the caller, which
 journals them (a durable one before the replica goes on: a tool's intent
 before its body, its result before the model sees it), and the replay the
 caller sent answers what is journaled already. :class:`ReplicaApprovals` asks
-the caller's approval gate for a decision. Live events go to the caller
+the caller's approval gate for a decision, and :func:`replica_top_ups` asks the
+step's run for a top-up of its budget share. Live events go to the caller
 without waiting. This module runs in the Ray process and does not import ``ray``.
 """
 
@@ -17,13 +18,15 @@ import contextlib
 import itertools
 import math
 import pickle
+from collections.abc import Awaitable, Callable
 from typing import final
 
 import anyio
 
 from regiment.hierarchy._live_events import LiveSink
-from regiment.hierarchy._messages import AssignStep, StepReport
+from regiment.hierarchy._messages import AssignStep, StepAllowance, StepReport
 from regiment.hierarchy._replay import Replay
+from regiment.hierarchy._top_up import Need
 from regiment.hierarchy.events import Event, TextDelta, ToolCallFinished, ToolCallStarted
 from regiment.hierarchy.workers._progress import StepProgress
 from regiment.hierarchy.workers._wire import (
@@ -33,6 +36,8 @@ from regiment.hierarchy.workers._wire import (
     RemoteStep,
     StepDone,
     StepMessage,
+    TopUpAsked,
+    decode_allowance,
     decode_decision,
     encode,
 )
@@ -41,7 +46,7 @@ from regiment.journal import ToolCallFinished as ToolResultRecord
 from regiment.journal import ToolCallStarted as ToolIntentRecord
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Toolset
 
-__all__ = ("ReplicaApprovals", "ReplicaChannel", "ReplicaLog", "replica_live")
+__all__ = ("ReplicaApprovals", "ReplicaChannel", "ReplicaLog", "replica_live", "replica_top_ups")
 
 
 @final
@@ -72,7 +77,7 @@ class ReplicaChannel:
                 messages.append(self.outgoing.receive_nowait())
         return encode(messages)
 
-    async def ask(self, message: CallRecorded | ApprovalAsked) -> bytes:
+    async def ask(self, message: CallRecorded | ApprovalAsked | TopUpAsked) -> bytes:
         """Send ``message`` (its ``seq`` from :meth:`next_seq`) and wait for its ack."""
         arrived, payload = anyio.Event(), list[bytes]()
         self._acks[message.seq] = (arrived, payload)
@@ -173,3 +178,13 @@ def replica_live(channel: ReplicaChannel, remote: RemoteStep, worker: str) -> Li
             channel.tell(LiveEvent(event=event))
 
     return LiveSink(remote.assign.run_id, emit, worker)
+
+
+def replica_top_ups(channel: ReplicaChannel) -> Callable[[Need], Awaitable[StepAllowance | None]]:
+    """How a step on the replica asks its run for a top-up (``StepProgress.ask_more``):
+    the run, in the team's process, grants it under its rule, or not (``None``)."""
+
+    async def ask_more(need: Need) -> StepAllowance | None:
+        return decode_allowance(await channel.ask(TopUpAsked(seq=channel.next_seq(), need=need)))
+
+    return ask_more

@@ -7,7 +7,8 @@ keys as an in-process worker's (``step/{version}/{step}/{n}`` for model calls,
 once it is durable, so a tool body never runs before its intent is journaled.
 Model usage is charged to the step's progress as it arrives, so a step
 cancelled mid-way still reports what its replica spent. Live events go to the
-run's reader; approval asks go to the team's approval gate.
+run's reader; approval asks go to the team's approval gate; a top-up ask goes to
+the run's ``TopUps`` (its fence's), as an in-process step's does.
 
 The conduit also remembers what the step journaled, so a retry on another
 replica (after ``WorkerLost``) replays the committed calls instead of running
@@ -21,6 +22,7 @@ from typing import assert_never, final
 
 import anyio
 import anyio.lowlevel
+import msgspec
 from anyio.abc import TaskGroup
 
 from regiment.hierarchy._live_events import LiveSink
@@ -37,6 +39,7 @@ from regiment.hierarchy.workers._wire import (
     StepDone,
     StepMessage,
     StepReplay,
+    TopUpAsked,
     decode_messages,
     encode,
 )
@@ -106,8 +109,11 @@ class StepConduit:
             intents=list(self._intents.values()),
             results=list(self._results.values()),
         )
+        assign = self._assign
+        if (grown := self._progress.allowance) is not None:  # topped up on a lost replica
+            assign = msgspec.structs.replace(assign, allowance=grown)
         step = RemoteStep(
-            assign=self._assign,
+            assign=assign,
             headers=headers,
             key=key,
             worker=self.worker,
@@ -158,6 +164,8 @@ class StepConduit:
                     self._live.emit(event)
             case ApprovalAsked():
                 tg.start_soon(self._decide, message, ack, failures, tg.cancel_scope)
+            case TopUpAsked(seq=seq, need=need):
+                await ack(seq, self._top_up(need))
             case _:
                 assert_never(message)
         return None
@@ -186,6 +194,19 @@ class StepConduit:
             await ack(recorded.seq, b"")
         if type(record) is ToolResultRecord and record.call_index in self._working:
             await self._stopped_working(record.call_index)
+
+    def _top_up(self, need: dict[str, tuple[int, int]]) -> bytes:
+        """Top the step's share up from its run, under the run's rule (as
+        ``_loop._out_of_allowance`` does in-process): its allowance now, or empty."""
+        assign, progress = self._assign, self._progress
+        fence = progress.fence
+        if fence is None or progress.fenced(assign.plan_version):
+            return b""  # no run to ask (it has ended), or the step's plan is over
+        key = (assign.plan_version, assign.step.id, assign.attempt)
+        if (grown := fence.top_ups.grant(key, need)) is None:
+            return b""
+        progress.allowance = grown  # a retry on another replica is sent with it
+        return encode(grown)
 
     async def _stopped_working(self, call_index: int) -> None:
         """A decided call's body is done on the replica: as an in-process step's calls

@@ -36,6 +36,7 @@ from regiment.hierarchy.workers._ray_channel import (
     ReplicaChannel,
     ReplicaLog,
     replica_live,
+    replica_top_ups,
 )
 from regiment.hierarchy.workers._ray_mcp import MCPStarted, ReplicaMCP
 from regiment.hierarchy.workers._wire import RemoteStep, decode_step
@@ -243,6 +244,7 @@ class StepHost:
         report: StepReport | None = None
         scope, ended = anyio.CancelScope(), anyio.Event()
         progress = StepProgress()
+        progress.ask_more = replica_top_ups(channel)
         self._running[remote.key] = (scope, ended, progress)
         # The replica's spans (model calls, tool calls) are children of the planner
         # side's invoke_agent span, so the run stays one trace.

@@ -7,7 +7,8 @@ another replica; what the caller's journal already holds for the step; the
 run's deps, pickled). The replica answers on a two-way channel: its step
 method streams :data:`StepMessage` s back (items of a Ray streaming generator,
 each the messages sent since the last item, so an instant step is one item), and where it must wait for the caller (a tool call's
-intent must be durable before its body runs; an approval decision) it waits
+intent must be durable before its body runs; an approval decision; a top-up
+of its budget share) it waits
 for an ack the caller sends with a second actor method. Everything is plain
 bytes, so Ray's pickling never sees a regiment object on the hot path.
 """
@@ -18,7 +19,7 @@ from typing import TypeAlias
 
 import msgspec
 
-from regiment.hierarchy._messages import AssignStep, StepReport
+from regiment.hierarchy._messages import AssignStep, StepAllowance, StepReport
 from regiment.hierarchy.events import TextDelta, ToolCallFinished, ToolCallStarted
 from regiment.journal import ModelCallFinished
 from regiment.journal import ToolCallFinished as ToolResultRecord
@@ -36,6 +37,8 @@ __all__ = (
     "StepDone",
     "StepMessage",
     "StepReplay",
+    "TopUpAsked",
+    "decode_allowance",
     "decode_decision",
     "decode_messages",
     "decode_step",
@@ -109,6 +112,15 @@ class ApprovalAsked(msgspec.Struct, frozen=True, kw_only=True, tag="approval"):
     request: ApprovalRequest
 
 
+class TopUpAsked(msgspec.Struct, frozen=True, kw_only=True, tag="top_up"):
+    """The step's share cannot pay for its next call: ``need`` (budget field -> the
+    least that helps, what it wants) is asked of its run, under the run's top-up rule;
+    the ack carries the step's allowance now (empty: the run cannot spare it)."""
+
+    seq: int
+    need: dict[str, tuple[int, int]]
+
+
 class StepDone(msgspec.Struct, frozen=True, kw_only=True, tag="done"):
     """The step's report: the last message of a step.
 
@@ -119,7 +131,7 @@ class StepDone(msgspec.Struct, frozen=True, kw_only=True, tag="done"):
     tools_version: int = 0
 
 
-StepMessage: TypeAlias = CallRecorded | LiveEvent | ApprovalAsked | StepDone
+StepMessage: TypeAlias = CallRecorded | LiveEvent | ApprovalAsked | TopUpAsked | StepDone
 """What a replica's step sends to the caller."""
 
 
@@ -132,9 +144,10 @@ _encoder = msgspec.msgpack.Encoder()
 _step_decoder = msgspec.msgpack.Decoder(RemoteStep)
 _messages_decoder = msgspec.msgpack.Decoder(list[StepMessage])
 _decision_decoder = msgspec.msgpack.Decoder(ApprovalDecision)
+_allowance_decoder = msgspec.msgpack.Decoder(StepAllowance)
 
 
-def encode(value: RemoteStep | list[StepMessage] | ApprovalDecision) -> bytes:
+def encode(value: RemoteStep | list[StepMessage] | ApprovalDecision | StepAllowance) -> bytes:
     """Any of the wire's values, as bytes."""
     return _encoder.encode(value)
 
@@ -150,3 +163,8 @@ def decode_messages(data: bytes) -> list[StepMessage]:
 
 def decode_decision(data: bytes) -> ApprovalDecision:
     return _decision_decoder.decode(data)
+
+
+def decode_allowance(data: bytes) -> StepAllowance | None:
+    """A top-up's ack: the step's allowance now, or ``None`` (empty: not granted)."""
+    return _allowance_decoder.decode(data) if data else None
