@@ -27,12 +27,14 @@ import msgspec
 
 from regiment._json import JsonObject, JsonValue
 from regiment.errors import ConfigError
+from regiment.tools._closed import closed_json_schema, closed_validator, fields_at
 from regiment.tools._context import is_context_annotation
 from regiment.tools._plain import is_plain_annotation, is_plain_data
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
     from pydantic.fields import FieldInfo
+    from pydantic_core import SchemaValidator
 
 __all__ = ("ArgumentSpec", "BoundArguments", "clean_schema")
 
@@ -45,6 +47,7 @@ _SCHEMA_ONE = frozenset(
 _SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
 _MAX_SHOWN = 80
 _PLAIN = frozenset({str, int, bool, type(None)})  # JSON values _whole_numbers leaves alone
+_UNKNOWN_KEY = frozenset({"extra_forbidden", "unexpected_keyword_argument"})
 
 
 class BoundArguments(msgspec.Struct, frozen=True):
@@ -78,6 +81,9 @@ class ArgumentSpec:
     context_position: int | None = None
     # Every parameter a plain JSON type (``_plain``): plain arguments skip the JSON text.
     plain: bool = False
+    # The model's validator with its nested classes closed to unknown keys (``_closed``);
+    # None: there are none to close, and the model's own validator does.
+    closed: SchemaValidator | None = None
     # The generated model's field of each parameter, in order (``p0``, ``p1``, ...).
     fields: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
@@ -116,7 +122,8 @@ class ArgumentSpec:
                 # A default JSON cannot write (a sentinel) is left out of the schema, as
                 # meant: the model can only leave such a parameter out. No warning needed.
                 warnings.simplefilter("ignore", pydantic.json_schema.PydanticJsonSchemaWarning)
-                schema = clean_schema(model.model_json_schema())
+                schema = clean_schema(closed_json_schema(model))
+            closed = closed_validator(model)
         except pydantic.PydanticUserError as exc:  # includes PydanticSchemaGenerationError
             raise ConfigError(f"cannot build a JSON schema for tool {tool_name!r}: {exc}") from exc
         positional = sum(1 for p in params if p.kind is inspect.Parameter.POSITIONAL_ONLY)
@@ -126,7 +133,7 @@ class ArgumentSpec:
         if context is not None and context.kind is inspect.Parameter.POSITIONAL_ONLY:
             at = every.index(context)
         name = None if context is None else context.name
-        return cls(model, names, positional, schema, name, at, plain)
+        return cls(model, names, positional, schema, name, at, plain, closed)
 
     def call_arguments(
         self, bound: BoundArguments, context: object
@@ -163,14 +170,18 @@ class ArgumentSpec:
         except (TypeError, ValueError) as exc:
             return f"arguments must be JSON data: {exc}"
         try:
-            instance = self.model.model_validate_json(text, strict=True)
+            if self.closed is None:
+                instance = self.model.model_validate_json(text, strict=True)
+            else:
+                instance = self.closed.validate_json(text, strict=True)
         except Exception as exc:
             # Imported only here: the import statement costs two calls on every call.
             from pydantic import ValidationError  # loaded since this spec was built
 
             if not isinstance(exc, ValidationError):
                 raise
-            return "; ".join(_describe(error) for error in exc.errors(include_url=False))
+            errors = exc.errors(include_url=False)
+            return "; ".join(_describe(error, self.schema) for error in errors)
         return self._bound(instance, arguments)
 
     def _plain(self, arguments: dict[str, object]) -> BoundArguments | None:
@@ -301,12 +312,20 @@ def _clean(schema: JsonValue) -> JsonValue:
     return out
 
 
-def _describe(error: Mapping[str, object]) -> str:
+def _describe(error: Mapping[str, object], schema: JsonObject) -> str:
     loc = error.get("loc", ())
     assert isinstance(loc, tuple)
     where = _location(loc)
+    kind = error["type"]
+    if kind in _UNKNOWN_KEY:  # pydantic's words differ for a dataclass; say what to send
+        text = f"{where}: no such field"
+        names = fields_at(schema, loc[:-1])
+        if names is not None:  # no "; ": it separates the problems
+            owner = f"{_location(loc[:-1])} has" if len(loc) > 1 else "the arguments have"
+            text += f", {owner} only {', '.join(names) or 'no fields'}"
+        return f"{text} (got {_shown(error.get('input'))})"
     text = f"{where}: {error['msg']}"
-    if error["type"] != "missing":
+    if kind != "missing":
         text += f" (got {_shown(error.get('input'))})"
     return text
 

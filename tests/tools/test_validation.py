@@ -58,7 +58,7 @@ async def test_every_wrong_field_is_named_with_what_was_expected() -> None:
         "order_id: Field required; "
         "amount: Input should be a valid number (got 'ten'); "
         "kind: Input should be 'full' or 'partial' (got 'some'); "
-        "notes: Extra inputs are not permitted (got 'x')"
+        "notes: no such field, the arguments have only order_id, amount, kind, note (got 'x')"
     )
     assert result.arguments == {"amount": "ten", "kind": "some", "notes": "x"}
 
