@@ -18,8 +18,9 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import math
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, cast, get_args, get_origin
 
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from pydantic.fields import FieldInfo
     from pydantic_core import SchemaValidator
 
-__all__ = ("ArgumentSpec", "BoundArguments", "clean_schema")
+__all__ = ("ArgumentSpec", "BoundArguments", "clean_schema", "non_finite")
 
 # JSON Schema keywords whose value is a map of names to schemas, or one schema,
 # or a list of schemas; everything else (enum, default, const, ...) is data.
@@ -169,6 +170,9 @@ class ArgumentSpec:
             text = json.dumps(_whole_numbers(arguments))
         except (TypeError, ValueError) as exc:
             return f"arguments must be JSON data: {exc}"
+        # NaN and Infinity, as a lenient JSON parser reads them: JSON has none, nor has
+        # the schema's "number" (pydantic's float takes them).
+        unfinite = non_finite(arguments) if "NaN" in text or "Infinity" in text else []
         try:
             if self.closed is None:
                 instance = self.model.model_validate_json(text, strict=True)
@@ -181,7 +185,9 @@ class ArgumentSpec:
             if not isinstance(exc, ValidationError):
                 raise
             errors = exc.errors(include_url=False)
-            return "; ".join(_describe(error, self.schema) for error in errors)
+            return "; ".join([*(_describe(error, self.schema) for error in errors), *unfinite])
+        if unfinite:
+            return "; ".join(unfinite)
         return self._bound(instance, arguments)
 
     def _plain(self, arguments: dict[str, object]) -> BoundArguments | None:
@@ -204,6 +210,27 @@ class ArgumentSpec:
             instance.model_dump(mode="json", by_alias=True, fallback=_unshown),
             cast(JsonObject, dict(arguments)),
         )
+
+
+def non_finite(arguments: object) -> list[str]:
+    """What is wrong with each number in ``arguments`` that is NaN or infinite (as a
+    lenient JSON parser reads ``NaN`` and ``Infinity``); none: ``[]``."""
+    found: list[str] = []
+    _non_finite(arguments, (), found)
+    return found
+
+
+def _non_finite(value: object, at: tuple[object, ...], found: list[str]) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        found.append(f"{_location(at)}: Input should be a finite number (got {value!r})")
+        return
+    items: Iterable[tuple[object, object]] = ()
+    if isinstance(value, Mapping):
+        items = value.items()
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    for key, item in items:
+        _non_finite(item, (*at, key), found)
 
 
 def _unshown(value: object) -> str:

@@ -39,6 +39,11 @@ def build(name: str) -> MCPServer:
         return a + b
 
     @app.tool()
+    def half(x: float) -> float:
+        """Half of a number."""
+        return x / 2
+
+    @app.tool()
     def shout(text: str) -> str:
         """Upper-case a text."""
         return text.upper()
