@@ -192,6 +192,7 @@ class MCPServer:
                 ``mcp`` extra is not installed.
         """
         require_mcp()
+        _check_url(url)
         transport = HttpTransport(url=url, headers=MappingProxyType(dict(headers or {})))
         if not url.startswith(("http://", "https://")):  # shown without a key it may hold
             raise ConfigError(
@@ -274,3 +275,22 @@ def _names(names: Iterable[str], what: str) -> tuple[str, ...]:
     if isinstance(names, str):
         raise ConfigError(f"MCPServer {what}= takes a list of tool names, not the string {names!r}")
     return tuple(names)
+
+
+def _check_url(url: str) -> None:
+    """``url`` parses, with a host and a port in range: else a ``ConfigError`` (the URL
+    itself not shown, as it may hold a key). A URL that did not parse failed the server's
+    start with an ``ExceptionGroup`` of the ``ValueError``, raised again by the message
+    that was to name it."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # reading it checks it: a ValueError if it is no number or too big
+    except ValueError as exc:
+        raise ConfigError(
+            f"MCPServer.http needs a valid URL, such as http://127.0.0.1:8000/mcp; the one "
+            f"given does not parse ({exc})"
+        ) from None
+    if parts.scheme in ("http", "https") and not parts.hostname:
+        raise ConfigError(
+            "MCPServer.http needs a URL with a host, such as http://127.0.0.1:8000/mcp"
+        )
