@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -193,6 +194,7 @@ class MCPServer:
         """
         require_mcp()
         _check_url(url)
+        _check_headers(headers or {})
         transport = HttpTransport(url=url, headers=MappingProxyType(dict(headers or {})))
         if not url.startswith(("http://", "https://")):  # shown without a key it may hold
             raise ConfigError(
@@ -294,3 +296,32 @@ def _check_url(url: str) -> None:
         raise ConfigError(
             "MCPServer.http needs a URL with a host, such as http://127.0.0.1:8000/mcp"
         )
+
+
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP header name (RFC 9110 token)
+
+
+def _check_headers(headers: Mapping[str, str]) -> None:
+    """Each header can be sent: else a ``ConfigError`` naming it, never showing its value
+    (a credential, often). httpx's own error quoted the value: a token read from a file
+    with its newline was printed, and logged, whole."""
+    for name, value in headers.items():
+        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+            raise ConfigError(
+                f"MCPServer.http: {name!r} is not a valid HTTP header name (letters, digits "
+                "and !#$%&'*+.^_`|~- only)"
+            )
+        if not isinstance(value, str):
+            raise ConfigError(
+                f"MCPServer.http: header {name!r} must be a string, not {type(value).__name__}"
+            )
+        if any(c in value for c in "\r\n\0"):
+            raise ConfigError(
+                f"MCPServer.http: header {name!r} has a line break or NUL in its value (a "
+                "token read from a file with its newline? strip it)"
+            )
+        if not value.isascii():
+            raise ConfigError(
+                f"MCPServer.http: header {name!r} has a character that is not ASCII in its "
+                "value; HTTP headers carry ASCII (encode it as the server expects)"
+            )

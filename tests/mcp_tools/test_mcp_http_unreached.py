@@ -104,3 +104,23 @@ def test_a_url_that_does_not_parse_is_a_config_error_at_once(url: str, why: str)
     with pytest.raises(ConfigError, match=r"MCPServer\.http needs a ") as info:
         MCPServer.http(url, name="h")
     assert why in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("headers", "why"),
+    [
+        ({"Authorization": "Bearer s3cret\n"}, "header 'Authorization' has a line break or NUL"),
+        ({"X-Key": "s3cret\r"}, "header 'X-Key' has a line break"),
+        ({"X Key": "s3cret"}, "'X Key' is not a valid HTTP header name"),
+        ({"X-Key": "s3crét"}, "header 'X-Key' has a character that is not ASCII"),
+    ],
+)
+def test_a_header_that_cannot_be_sent_is_named_and_its_value_never_shown(
+    headers: dict[str, str], why: str
+) -> None:
+    """httpx's error at the start quoted the value ("Illegal header value b'Bearer ...'"):
+    a token read from a file with its newline went whole into the error and the log."""
+    with pytest.raises(ConfigError, match=r"MCPServer\.http: ") as info:
+        MCPServer.http("http://127.0.0.1:8000/mcp", headers, name="h")
+    assert why in str(info.value)
+    assert "s3cr" not in str(info.value)
