@@ -25,10 +25,15 @@ import anyio
 from mcp.server.mcpserver import MCPServer as SDKServer
 from mcp.server.stdio import stdio_server
 
+from regiment.errors import ConfigError
+
 if TYPE_CHECKING:
+    from mcp.shared._stream_protocols import ReadStream, WriteStream
+    from mcp.shared.message import SessionMessage
+
     from regiment.cli._mcp_serve import Calls
 
-__all__ = ("serve_stdio",)
+__all__ = ("serve_stdio", "serve_streams")
 
 _CHUNK = 65536
 
@@ -51,9 +56,40 @@ async def serve_stdio(server: SDKServer, stop: anyio.Event, calls: Calls) -> Non
             tg.start_soon(stop_when_set)
             # The SDK reads ``async for line in stdin`` and writes ``write``/``flush``.
             async with stdio_server(cast(Any, lines), cast(Any, out)) as (read, write):
-                low = server._lowlevel_server  # MCPServer.run_stdio_async, with our streams
-                await low.run(read, write, low.create_initialization_options())
+                await serve_streams(server, read, write)
             tg.cancel_scope.cancel()
+
+
+async def serve_streams(
+    server: SDKServer,
+    read: ReadStream[SessionMessage | Exception],
+    write: WriteStream[SessionMessage],
+) -> None:
+    """Serve ``server`` on ``read`` and ``write`` until ``read`` ends, as the SDK's own
+    ``MCPServer.run_stdio_async`` does with the streams of a ``stdio_server()`` it opens.
+
+    The SDK (mcp 2.3) has no public way to serve an ``MCPServer`` on streams of one's
+    own: only its low-level server has one, and that is the private
+    ``_lowlevel_server`` (the SDK's own in-memory client reaches it the same way). This
+    is the one place regiment touches it; ``tests/mcp_tools/test_mcp_serve_sdk.py``
+    fails if the SDK stops serving stdio this way.
+
+    Raises:
+        ConfigError: the installed SDK has no such server (a version regiment does not
+            support).
+    """
+    low = getattr(server, "_lowlevel_server", None)
+    run = getattr(low, "run", None)
+    options = getattr(low, "create_initialization_options", None)
+    if run is None or options is None:
+        from importlib.metadata import version
+
+        raise ConfigError(
+            f"regiment mcp cannot serve over stdio with the installed mcp SDK "
+            f"({version('mcp')}): its MCPServer has no low-level server to run on streams; "
+            "install a supported one: pip install 'mcp>=2.3,<3'"
+        )
+    await run(read, write, options())
 
 
 @contextlib.contextmanager

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TypeVar, cast
 
@@ -247,13 +248,9 @@ def _team_worker(
         raise team_worker_error(source, index, conflict, config.team)
     nested, nested_source, nested_chain = _load_nested(config.team, index, source, chain)
     team = _build(nested, tree, nested_source, nested_chain)
-    return _checked(
-        source,
-        f"workers[{index}]",
-        lambda: TeamWorker(
-            name=config.name, description=config.description, team=team, artifact=config.artifact
-        ),
-    )
+    c, where = config, f"workers[{index}]"
+    build = partial(TeamWorker, name=c.name, description=c.description, artifact=c.artifact)
+    return _checked(source, where, lambda: build(team=team, step_timeout=c.step_timeout))
 
 
 def _settings(table: JsonObject | None, source: str, key: str) -> ModelSettings | None:

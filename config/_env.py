@@ -86,7 +86,12 @@ def expand_url(url: str, where: str, environ: Mapping[str, str] | None = None) -
     Raises:
         ConfigError: as ``expand``, or a reference elsewhere in the URL.
     """
-    parts = urlsplit(url.replace("$$", ""))
+    try:
+        parts = urlsplit(url.replace("$$", ""))
+    except ValueError as exc:  # a bracketed host not closed, say
+        raise ConfigError(
+            f"{where}: not a valid URL ({exc}); write one such as http://127.0.0.1:8000/mcp"
+        ) from None
     keys = [key for key, _, _ in (p.partition("=") for p in parts.query.split("&"))]
     shown = [parts.scheme, parts.netloc.rpartition("@")[2], parts.path, parts.fragment, *keys]
     if any("$" in part for part in shown):

@@ -122,8 +122,9 @@ class WorkerConfig(_Section, frozen=True, kw_only=True):
     ``[[workers.mcp]]`` entries are MCP servers it gets tools from (see ``MCPConfig``).
 
     With ``team`` (a team file's path, relative to the file declaring it) the
-    entry is a ``TeamWorker``: it takes ``name``, ``description`` and
-    ``artifact`` only, since the nested file has its own models and workers.
+    entry is a ``TeamWorker``: it takes ``name``, ``description``, ``artifact`` and
+    ``step_timeout`` (none unless given) only, since the nested file has its own models
+    and workers.
     """
 
     name: str
@@ -309,9 +310,14 @@ def parse_config(text: str, *, format: ConfigFormat, source: str = "<config>") -
         why = explain(str(exc), raw, TeamConfig, format, cause=exc.__cause__)
         raise ConfigError(f"{source}: {why}") from exc
     assert isinstance(raw, dict)  # it decoded into a TeamConfig
+    workers = list(config.workers)
     for index, entry in enumerate(raw["workers"]):
         # The keys as written: a model-only key set to its default is still a mistake.
         _refuse_model_keys(entry.get("team"), entry.keys(), source, index)
+        if entry.get("team") is not None and "step_timeout" not in entry:
+            # A nested team's steps have no limit unless given one, as in code (TeamWorker).
+            workers[index] = msgspec.structs.replace(workers[index], step_timeout=None)
+    config = msgspec.structs.replace(config, workers=tuple(workers))
     names = [worker.name for worker in config.workers]
     for index, name in enumerate(names):
         if name in names[:index]:  # the second one is the mistake; its line is the one shown
@@ -345,7 +351,6 @@ MODEL_ONLY_KEYS = (
     "tools",
     "max_iterations",
     "system_prompt",
-    "step_timeout",
     "cancel_grace",
     "max_concurrent_steps",
     "max_tool_result_chars",

@@ -273,6 +273,13 @@ ATTRIBUTES = (
     ),
     Entry("regiment.mcp.restart", "restarts of the server before this session", "MCP start"),
     Entry("network.protocol.name", "`http`", "tool and MCP client (over HTTP)"),
+    Entry("network.protocol.version", "the HTTP version (`1.1`)", "tool, MCP client (HTTP)"),
+    Entry("jsonrpc.request.id", "the `tools/call` request's JSON-RPC id", "MCP client"),
+    Entry(
+        "rpc.response.status_code",
+        "the JSON-RPC error code the server answered with (`error.type` is the same)",
+        "MCP client (a call answered with an error)",
+    ),
     Entry("exception.type", "the exception's type", "exception and cancelled events"),
     Entry("exception.message", "capture on: the message (redacted)", "exception event"),
     Entry("exception.stacktrace", "capture on: the stack (redacted)", "exception event"),

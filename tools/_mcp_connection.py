@@ -44,6 +44,7 @@ from regiment.tools._mcp_tools import check_include, list_all, mcp_tools
 from regiment.tools._mcp_transport import (
     failure_text,
     innermost,
+    note_request_ids,
     open_session,
     request_meta,
     span_attributes,
@@ -295,6 +296,7 @@ class MCPConnection:
             self._in_flight.add(request)
             refused = self._refusals.count
             with request.scope, activated(request.context):
+                note_request_ids(trace.get_current_span())  # the call's CLIENT span, if traced
                 try:
                     meta = request_meta(request.context, request.key, IDEMPOTENCY_META_KEY)
                     outcome = await session.call_tool(
@@ -306,6 +308,7 @@ class MCPConnection:
                         outcome = MCPServerLost(self._restarts.lost_mid_call())
                     else:
                         outcome = ToolError(self._refusals.call_error(self.server, refused, exc))
+                        outcome.__cause__ = exc  # its code: the CLIENT span's error.type
                 except Exception as exc:  # a result the SDK could not read, say
                     outcome = ToolError(f"MCP server {self.server.name!r}: {failure_text(exc)}")
                 with suppress(anyio.BrokenResourceError, anyio.WouldBlock):

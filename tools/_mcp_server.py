@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -192,6 +193,8 @@ class MCPServer:
                 ``mcp`` extra is not installed.
         """
         require_mcp()
+        _check_url(url)
+        _check_headers(headers or {})
         transport = HttpTransport(url=url, headers=MappingProxyType(dict(headers or {})))
         if not url.startswith(("http://", "https://")):  # shown without a key it may hold
             raise ConfigError(
@@ -274,3 +277,51 @@ def _names(names: Iterable[str], what: str) -> tuple[str, ...]:
     if isinstance(names, str):
         raise ConfigError(f"MCPServer {what}= takes a list of tool names, not the string {names!r}")
     return tuple(names)
+
+
+def _check_url(url: str) -> None:
+    """``url`` parses, with a host and a port in range: else a ``ConfigError`` (the URL
+    itself not shown, as it may hold a key). A URL that did not parse failed the server's
+    start with an ``ExceptionGroup`` of the ``ValueError``, raised again by the message
+    that was to name it."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # reading it checks it: a ValueError if it is no number or too big
+    except ValueError as exc:
+        raise ConfigError(
+            f"MCPServer.http needs a valid URL, such as http://127.0.0.1:8000/mcp; the one "
+            f"given does not parse ({exc})"
+        ) from None
+    if parts.scheme in ("http", "https") and not parts.hostname:
+        raise ConfigError(
+            "MCPServer.http needs a URL with a host, such as http://127.0.0.1:8000/mcp"
+        )
+
+
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP header name (RFC 9110 token)
+
+
+def _check_headers(headers: Mapping[str, str]) -> None:
+    """Each header can be sent: else a ``ConfigError`` naming it, never showing its value
+    (a credential, often). httpx's own error quoted the value: a token read from a file
+    with its newline was printed, and logged, whole."""
+    for name, value in headers.items():
+        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+            raise ConfigError(
+                f"MCPServer.http: {name!r} is not a valid HTTP header name (letters, digits "
+                "and !#$%&'*+.^_`|~- only)"
+            )
+        if not isinstance(value, str):
+            raise ConfigError(
+                f"MCPServer.http: header {name!r} must be a string, not {type(value).__name__}"
+            )
+        if any(c in value for c in "\r\n\0"):
+            raise ConfigError(
+                f"MCPServer.http: header {name!r} has a line break or NUL in its value (a "
+                "token read from a file with its newline? strip it)"
+            )
+        if not value.isascii():
+            raise ConfigError(
+                f"MCPServer.http: header {name!r} has a character that is not ASCII in its "
+                "value; HTTP headers carry ASCII (encode it as the server expects)"
+            )

@@ -24,7 +24,7 @@ from regiment._text import clipped
 from regiment.errors import ConfigError, ToolError
 from regiment.tools._context import RunContext
 from regiment.tools._mcp_server import MCPServer
-from regiment.tools._schema import BoundArguments
+from regiment.tools._schema import BoundArguments, non_finite
 from regiment.tools._tool import Tool
 
 if TYPE_CHECKING:
@@ -107,11 +107,14 @@ class JsonSchemaArguments:
         except Unresolvable as exc:  # a $ref below an $id of its own, that points nowhere
             return f"the server's input schema cannot be checked ({exc}); do not call this tool"
         errors = sorted(found, key=lambda e: list(e.absolute_path))
-        if errors:
+        # NaN and Infinity (a lenient JSON parser's reading): a schema's "number" takes them,
+        # but no JSON carries them to the server.
+        unfinite = non_finite(data)
+        if errors or unfinite:
             described = [_describe(e.absolute_path, e.message) for e in errors[:_MAX_ERRORS]]
             if len(errors) > _MAX_ERRORS:
                 described.append(f"... and {len(errors) - _MAX_ERRORS} more")
-            return "; ".join(described)
+            return "; ".join([*described, *unfinite[:_MAX_ERRORS]])
         return BoundArguments(args=(), kwargs=dict(data), as_json=data, sent=data)
 
     def call_arguments(

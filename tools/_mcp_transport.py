@@ -9,6 +9,8 @@ import importlib
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from contextvars import ContextVar
+from types import TracebackType
 from typing import TYPE_CHECKING, TextIO, cast
 from urllib.parse import urlsplit
 
@@ -28,13 +30,14 @@ if TYPE_CHECKING:
     from mcp.client import Transport
     from mcp.client._transport import TransportStreams
     from mcp.client.session import ClientSession, MessageHandlerFnT
-    from mcp.shared._stream_protocols import ReadStream
+    from mcp.shared._stream_protocols import ReadStream, WriteStream
     from mcp.shared.message import SessionMessage
     from mcp.types import CallToolResult, RequestParamsMeta
 
 __all__ = (
     "failure_text",
     "innermost",
+    "note_request_ids",
     "open_session",
     "request_meta",
     "span_attributes",
@@ -47,6 +50,20 @@ __all__ = (
 _CONNECT_TIMEOUT = 30.0
 _READ_TIMEOUT = 300.0
 _TOOLS_CHANGED = "notifications/tools/list_changed"
+
+# The CLIENT span of the tools/call a task sends, if traced: the session's write stream
+# notes the JSON-RPC id the SDK gives the request on it (the SDK chooses the id as it
+# writes, in the task that calls, and says it nowhere else).
+_CALL_SPAN: ContextVar[trace.Span | None] = ContextVar("regiment_mcp_call_span", default=None)
+
+
+def note_request_ids(span: trace.Span) -> None:
+    """Put the JSON-RPC id of the ``tools/call`` this task sends next on ``span``
+    (``jsonrpc.request.id``, as the OpenTelemetry MCP conventions ask). Call it in the
+    task that sends the request, which must be a task of its own: the note stays set
+    for the rest of the task."""
+    if span.is_recording():
+        _CALL_SPAN.set(span)
 
 
 @asynccontextmanager
@@ -80,6 +97,7 @@ async def open_session(
         else:
             streams = _http_streams(transport, refusals, {} if seen is None else seen)
             read, write = await stack.enter_async_context(streams)
+        write = _NotedWrites(write)
         pump = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(pump.cancel_scope.cancel)  # runs first on exit: the pump never ends alone
         forward: MemoryObjectSendStream[SessionMessage | Exception]
@@ -120,6 +138,39 @@ async def _forward(
     ended.set()
 
 
+class _NotedWrites:
+    """The session's write stream, noting each ``tools/call``'s JSON-RPC id on the
+    CLIENT span of the task that sends it (see :func:`note_request_ids`)."""
+
+    def __init__(self, write: WriteStream[SessionMessage]) -> None:
+        self._write = write
+
+    async def send(self, item: SessionMessage, /) -> None:
+        span = _CALL_SPAN.get()
+        if span is not None:
+            message = item.message
+            if getattr(message, "method", None) == "tools/call":
+                request_id = getattr(message, "id", None)
+                if request_id is not None:
+                    span.set_attribute("jsonrpc.request.id", str(request_id))
+        await self._write.send(item)
+
+    async def aclose(self) -> None:
+        await self._write.aclose()
+
+    async def __aenter__(self) -> _NotedWrites:
+        await self._write.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        return await self._write.__aexit__(exc_type, exc_val, exc_tb)
+
+
 def _stdio(transport: StdioTransport) -> Transport:
     """The SDK's stdio transport, the server guarded against outliving this process."""
     from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
@@ -155,6 +206,9 @@ async def _http_streams(
         session_id = response.headers.get("mcp-session-id")
         if session_id:  # the MCP conventions' mcp.session.id, on the calls' CLIENT spans
             seen["mcp.session.id"] = session_id
+        version = response.http_version.removeprefix("HTTP/")
+        if version:  # "1.1", "2": network.protocol.version
+            seen["network.protocol.version"] = version
         await refusals.note(response)
 
     timeout = httpx2.Timeout(_CONNECT_TIMEOUT, read=_READ_TIMEOUT)
@@ -240,9 +294,25 @@ def _marked(span: trace.Span) -> Iterator[None]:
         record_cancellation(span, exc)
         raise
     except Exception as exc:
-        span.set_attribute("error.type", error_type(exc))
+        code = _answered_code(exc)
+        if code is None:
+            span.set_attribute("error.type", error_type(exc))
+        else:  # the conventions' words for a call the server answered with an error
+            span.set_attributes({"error.type": code, "rpc.response.status_code": code})
         span.set_status(trace.StatusCode.ERROR)
         raise
+
+
+def _answered_code(exc: Exception) -> str | None:
+    """The JSON-RPC error code the server answered a call with, when that is what ``exc``
+    (a ``ToolError`` raised from the SDK's ``MCPError``) says; else ``None``."""
+    cause = exc.__cause__
+    code = getattr(cause, "code", None)
+    if cause is None or not isinstance(code, int) or code == _CLOSED:
+        return None
+    from mcp.shared.exceptions import MCPError  # loaded: a call was made
+
+    return str(code) if isinstance(cause, MCPError) else None
 
 
 def request_meta(context: Context, key: str | None, key_name: str) -> RequestParamsMeta | None:

@@ -18,8 +18,9 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import math
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, cast, get_args, get_origin
 
@@ -27,14 +28,16 @@ import msgspec
 
 from regiment._json import JsonObject, JsonValue
 from regiment.errors import ConfigError
+from regiment.tools._closed import closed_json_schema, closed_validator, fields_at
 from regiment.tools._context import is_context_annotation
 from regiment.tools._plain import is_plain_annotation, is_plain_data
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
     from pydantic.fields import FieldInfo
+    from pydantic_core import SchemaValidator
 
-__all__ = ("ArgumentSpec", "BoundArguments", "clean_schema")
+__all__ = ("ArgumentSpec", "BoundArguments", "clean_schema", "non_finite")
 
 # JSON Schema keywords whose value is a map of names to schemas, or one schema,
 # or a list of schemas; everything else (enum, default, const, ...) is data.
@@ -45,6 +48,7 @@ _SCHEMA_ONE = frozenset(
 _SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
 _MAX_SHOWN = 80
 _PLAIN = frozenset({str, int, bool, type(None)})  # JSON values _whole_numbers leaves alone
+_UNKNOWN_KEY = frozenset({"extra_forbidden", "unexpected_keyword_argument"})
 
 
 class BoundArguments(msgspec.Struct, frozen=True):
@@ -78,6 +82,9 @@ class ArgumentSpec:
     context_position: int | None = None
     # Every parameter a plain JSON type (``_plain``): plain arguments skip the JSON text.
     plain: bool = False
+    # The model's validator with its nested classes closed to unknown keys (``_closed``);
+    # None: there are none to close, and the model's own validator does.
+    closed: SchemaValidator | None = None
     # The generated model's field of each parameter, in order (``p0``, ``p1``, ...).
     fields: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
@@ -116,7 +123,8 @@ class ArgumentSpec:
                 # A default JSON cannot write (a sentinel) is left out of the schema, as
                 # meant: the model can only leave such a parameter out. No warning needed.
                 warnings.simplefilter("ignore", pydantic.json_schema.PydanticJsonSchemaWarning)
-                schema = clean_schema(model.model_json_schema())
+                schema = clean_schema(closed_json_schema(model))
+            closed = closed_validator(model)
         except pydantic.PydanticUserError as exc:  # includes PydanticSchemaGenerationError
             raise ConfigError(f"cannot build a JSON schema for tool {tool_name!r}: {exc}") from exc
         positional = sum(1 for p in params if p.kind is inspect.Parameter.POSITIONAL_ONLY)
@@ -126,7 +134,7 @@ class ArgumentSpec:
         if context is not None and context.kind is inspect.Parameter.POSITIONAL_ONLY:
             at = every.index(context)
         name = None if context is None else context.name
-        return cls(model, names, positional, schema, name, at, plain)
+        return cls(model, names, positional, schema, name, at, plain, closed)
 
     def call_arguments(
         self, bound: BoundArguments, context: object
@@ -162,15 +170,24 @@ class ArgumentSpec:
             text = json.dumps(_whole_numbers(arguments))
         except (TypeError, ValueError) as exc:
             return f"arguments must be JSON data: {exc}"
+        # NaN and Infinity, as a lenient JSON parser reads them: JSON has none, nor has
+        # the schema's "number" (pydantic's float takes them).
+        unfinite = non_finite(arguments) if "NaN" in text or "Infinity" in text else []
         try:
-            instance = self.model.model_validate_json(text, strict=True)
+            if self.closed is None:
+                instance = self.model.model_validate_json(text, strict=True)
+            else:
+                instance = self.closed.validate_json(text, strict=True)
         except Exception as exc:
             # Imported only here: the import statement costs two calls on every call.
             from pydantic import ValidationError  # loaded since this spec was built
 
             if not isinstance(exc, ValidationError):
                 raise
-            return "; ".join(_describe(error) for error in exc.errors(include_url=False))
+            errors = exc.errors(include_url=False)
+            return "; ".join([*(_describe(error, self.schema) for error in errors), *unfinite])
+        if unfinite:
+            return "; ".join(unfinite)
         return self._bound(instance, arguments)
 
     def _plain(self, arguments: dict[str, object]) -> BoundArguments | None:
@@ -193,6 +210,27 @@ class ArgumentSpec:
             instance.model_dump(mode="json", by_alias=True, fallback=_unshown),
             cast(JsonObject, dict(arguments)),
         )
+
+
+def non_finite(arguments: object) -> list[str]:
+    """What is wrong with each number in ``arguments`` that is NaN or infinite (as a
+    lenient JSON parser reads ``NaN`` and ``Infinity``); none: ``[]``."""
+    found: list[str] = []
+    _non_finite(arguments, (), found)
+    return found
+
+
+def _non_finite(value: object, at: tuple[object, ...], found: list[str]) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        found.append(f"{_location(at)}: Input should be a finite number (got {value!r})")
+        return
+    items: Iterable[tuple[object, object]] = ()
+    if isinstance(value, Mapping):
+        items = value.items()
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    for key, item in items:
+        _non_finite(item, (*at, key), found)
 
 
 def _unshown(value: object) -> str:
@@ -301,12 +339,20 @@ def _clean(schema: JsonValue) -> JsonValue:
     return out
 
 
-def _describe(error: Mapping[str, object]) -> str:
+def _describe(error: Mapping[str, object], schema: JsonObject) -> str:
     loc = error.get("loc", ())
     assert isinstance(loc, tuple)
     where = _location(loc)
+    kind = error["type"]
+    if kind in _UNKNOWN_KEY:  # pydantic's words differ for a dataclass; say what to send
+        text = f"{where}: no such field"
+        names = fields_at(schema, loc[:-1])
+        if names is not None:  # no "; ": it separates the problems
+            owner = f"{_location(loc[:-1])} has" if len(loc) > 1 else "the arguments have"
+            text += f", {owner} only {', '.join(names) or 'no fields'}"
+        return f"{text} (got {_shown(error.get('input'))})"
     text = f"{where}: {error['msg']}"
-    if error["type"] != "missing":
+    if kind != "missing":
         text += f" (got {_shown(error.get('input'))})"
     return text
 

@@ -81,6 +81,8 @@ def _config_parts(team: Team) -> list[str]:
                     for name, guards in sorted(worker.tool_guardrails.items())
                 )
             case TeamWorker(team=child):
+                if worker.step_timeout is not None:  # unset: the hash runs journaled before had
+                    parts.append(f"step_timeout {worker.step_timeout!r}")
                 parts.extend(_config_parts(child))
     return parts
 

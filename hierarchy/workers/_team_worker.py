@@ -33,6 +33,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from regiment.errors import RunCancelled
 from regiment.hierarchy._approvals import StepAt
 from regiment.hierarchy._messages import AssignStep, StepAllowance, StepReport
+from regiment.hierarchy._ranges import seconds
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy.events import Event
 from regiment.hierarchy.run._channel import RunChannel
@@ -73,15 +74,22 @@ class TeamWorker:
         description: what the sub-team is good at; the parent's planner reads this.
         team: the child team; it is started with the parent and plans its own steps.
         artifact: its answers are finished artefacts, kept verbatim by the parent's synthesis.
+        step_timeout: seconds one of its steps (one run of the child team) may take
+            before it ends as ``timed_out``, as a :class:`Worker`'s step does: the child
+            run is cancelled (its own steps, model calls and tool calls with it) and
+            ends ``cancelled``, and what it spent counts. Finite, > 0; ``None`` (the
+            default): no limit but the child team's own ``Budget(wall_clock=...)``.
     """
 
     name: str
     description: str
     team: Team
     artifact: bool = False
+    step_timeout: float | None = None
 
     def __post_init__(self) -> None:
         check_worker_name(self.name)
+        seconds(f"worker {self.name!r}", "step_timeout", self.step_timeout)
 
     @property
     def capabilities(self) -> tuple[str, ...]:
@@ -126,6 +134,7 @@ class TeamWorkerActor(StepActor):
         super().__init__(
             worker.name,
             telemetry,
+            step_timeout=worker.step_timeout,
             span_attributes={semconv.GEN_AI_AGENT_DESCRIPTION: worker.description},
         )
         self._worker = worker

@@ -235,6 +235,25 @@ def test_a_missing_nested_file_names_the_parent_and_the_path(tmp_path: Path, bra
     assert "fix the path or create the file" in message
 
 
+@pytest.mark.parametrize(("line", "wanted"), [("", None), ("step_timeout = 600", 600.0)])
+def test_a_nested_team_s_step_timeout_is_none_unless_the_file_gives_one(
+    tmp_path: Path, brains: str, line: str, wanted: float | None
+) -> None:
+    """Not the 300 s of a model-backed worker's entry: as ``TeamWorker``'s in code."""
+    _write(tmp_path / "research.toml", CHILD_TOML, brains=brains)
+    text = PARENT_TOML.replace('team = "{child}"', f'team = "{{child}}"\n{line}')
+    parent = _write(tmp_path / "parent.toml", text, brains=brains, child="research.toml")
+    research, writer = load_team(parent, model="scripted").workers
+    assert isinstance(research, TeamWorker)
+    assert research.step_timeout == wanted
+    assert isinstance(writer, Worker)
+    assert writer.step_timeout == 300.0
+    if line:  # and a value out of range names its key, as a worker's does
+        bad = text.replace(line, "step_timeout = -1")
+        path = _write(tmp_path / "bad.toml", bad, brains=brains, child="research.toml")
+        assert "workers[0].step_timeout" in _error(lambda: load_team(path, model="scripted"))
+
+
 @pytest.mark.parametrize(
     ("line", "key"),
     [

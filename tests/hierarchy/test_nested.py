@@ -8,11 +8,14 @@ import anyio
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 
+from regiment.errors import ConfigError
 from regiment.hierarchy import (
     Check,
     Planner,
     RunCompleted,
+    RunFailed,
     StaleReportDropped,
+    StepErrored,
     StepReport,
     Team,
     TeamWorker,
@@ -266,3 +269,41 @@ async def test_leaving_the_parent_block_mid_child_run_leaves_no_tasks() -> None:
     assert child_started.is_set()
     assert busy_tasks() == before
     assert idle_runners() == 0
+
+
+async def test_a_team_worker_s_step_timeout_stops_the_child_run_and_reports_timed_out() -> None:
+    """As a ``Worker``'s: the step ends ``timed_out``, and the child run really stops
+    (its hung step is cancelled, its run span ends cancelled, no task is left)."""
+    dig = Hang()
+    child_brain = Brain([plan_json({"description": "dig forever"})], work=dig)
+    parent_brain = Brain([plan_json({"description": "delegate", "worker": "research"})])
+    telemetry, provider, collector = _tracing()
+    child = _child_team(child_brain)
+    team = Team(
+        name="parent",
+        planner=Planner(model=ScriptedModel(parent_brain)),
+        workers=[TeamWorker(name="research", description="d", team=child, step_timeout=0.2)],
+        telemetry=telemetry,
+    )
+    before = busy_tasks()
+    async with team.start() as running, running.stream("goal") as stream:
+        events = [event async for event in stream]
+    assert dig.cancelled == ["dig forever"]  # the child's own step was cut
+    (errored,) = [e for e in events if isinstance(e, StepErrored)]
+    assert (errored.step_id, errored.worker, errored.status) == ("s1", "research", "timed_out")
+    assert "step_timeout of 0.2s" in errored.error
+    closing = events[-1]
+    assert isinstance(closing, RunFailed)
+    assert busy_tasks() == before
+    assert idle_runners() == 0
+    provider.shutdown()
+    child_root = _one(collector.spans(), "invoke_agent research-team")
+    assert child_root.attributes is not None
+    assert child_root.attributes["regiment.run.status"] == "cancelled"
+
+
+def test_a_team_worker_s_step_timeout_is_checked_as_a_worker_s() -> None:
+    child = _child_team(Brain([plan_json({"description": "x"})]))
+    with pytest.raises(ConfigError, match="step_timeout must be a finite number of seconds > 0"):
+        TeamWorker(name="research", description="d", team=child, step_timeout=-1)
+    assert TeamWorker(name="research", description="d", team=child).step_timeout is None

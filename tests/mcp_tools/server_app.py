@@ -24,6 +24,7 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
+from mcp.shared.exceptions import MCPError
 from mcp.types import ToolListChangedNotification
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -38,6 +39,11 @@ def build(name: str) -> MCPServer:
         return a + b
 
     @app.tool()
+    def half(x: float) -> float:
+        """Half of a number."""
+        return x / 2
+
+    @app.tool()
     def shout(text: str) -> str:
         """Upper-case a text."""
         return text.upper()
@@ -46,6 +52,11 @@ def build(name: str) -> MCPServer:
     def refuse(reason: str) -> str:
         """Always fails, with the reason as the message."""
         raise ToolError(reason)
+
+    @app.tool()
+    def protocol_error(code: int) -> str:
+        """Answer with a JSON-RPC error of ``code``, not a result."""
+        raise MCPError(code=code, message=f"error {code}, as asked")
 
     @app.tool()
     def getenv(name: str) -> str:

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from regiment.errors import ToolError
+from regiment.errors import ConfigError, ToolError
 from regiment.tools import MCPHub, MCPServer, Toolset
 
 from .conftest import SDK_HTTP_LEAKS
@@ -87,3 +87,40 @@ async def test_a_server_that_failed_says_to_read_its_log(plain_http: ThreadingHT
     plain_http.status = 502  # type: ignore[attr-defined]
     said = await _start_error(f"http://127.0.0.1:{plain_http.server_address[1]}/mcp")
     assert said == "the server failed with HTTP 502 Bad Gateway: see the server's own log"
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("http://[::1/mcp", "does not parse (Invalid IPv6 URL)"),
+        ("http://127.0.0.1:99999/mcp", "does not parse (Port out of range 0-65535)"),
+        ("http://127.0.0.1:port/mcp", "does not parse (Port could not be cast"),
+        ("http:///mcp", "needs a URL with a host"),
+    ],
+)
+def test_a_url_that_does_not_parse_is_a_config_error_at_once(url: str, why: str) -> None:
+    """It was an ``ExceptionGroup`` of a ``ValueError`` when the team started (the
+    message meant to name the server could not parse its URL either)."""
+    with pytest.raises(ConfigError, match=r"MCPServer\.http needs a ") as info:
+        MCPServer.http(url, name="h")
+    assert why in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("headers", "why"),
+    [
+        ({"Authorization": "Bearer s3cret\n"}, "header 'Authorization' has a line break or NUL"),
+        ({"X-Key": "s3cret\r"}, "header 'X-Key' has a line break"),
+        ({"X Key": "s3cret"}, "'X Key' is not a valid HTTP header name"),
+        ({"X-Key": "s3crét"}, "header 'X-Key' has a character that is not ASCII"),
+    ],
+)
+def test_a_header_that_cannot_be_sent_is_named_and_its_value_never_shown(
+    headers: dict[str, str], why: str
+) -> None:
+    """httpx's error at the start quoted the value ("Illegal header value b'Bearer ...'"):
+    a token read from a file with its newline went whole into the error and the log."""
+    with pytest.raises(ConfigError, match=r"MCPServer\.http: ") as info:
+        MCPServer.http("http://127.0.0.1:8000/mcp", headers, name="h")
+    assert why in str(info.value)
+    assert "s3cr" not in str(info.value)

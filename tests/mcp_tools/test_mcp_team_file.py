@@ -88,6 +88,21 @@ def test_bad_entries_name_the_file_and_key(entry: str, message: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("http://[::1/mcp", "workers[0].mcp[0].url: not a valid URL (Invalid IPv6 URL)"),
+        ("http://127.0.0.1:99999/mcp", "workers[0].mcp[0]: MCPServer.http needs a valid URL"),
+        ("http:///mcp", "workers[0].mcp[0]: MCPServer.http needs a URL with a host"),
+    ],
+)
+def test_a_url_that_does_not_parse_is_one_line_naming_its_key(url: str, message: str) -> None:
+    """``regiment validate`` printed a traceback of the ``ValueError`` for the first."""
+    with pytest.raises(ConfigError) as info:
+        worker_of(f'[[workers.mcp]]\nurl = "{url}"\n')
+    assert str(info.value).startswith(f"team.toml: {message}")
+
+
+@pytest.mark.parametrize(
     ("entry", "message"),
     [
         ("timeout = -3", "timeout: must be a finite number of seconds > 0, or leave the key out"),

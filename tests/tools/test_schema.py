@@ -214,6 +214,7 @@ def test_nested_models_typed_dicts_and_containers() -> None:
                     "zip_code": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
                 },
                 "required": ["street"],
+                "additionalProperties": False,  # a nested model is closed too
             },
             "LineItem": {
                 "type": "object",
@@ -247,6 +248,7 @@ def test_recursive_model_keeps_its_definition() -> None:
                 "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}, "default": []},
             },
             "required": ["label"],
+            "additionalProperties": False,
         }
     }
 

@@ -58,7 +58,7 @@ async def test_every_wrong_field_is_named_with_what_was_expected() -> None:
         "order_id: Field required; "
         "amount: Input should be a valid number (got 'ten'); "
         "kind: Input should be 'full' or 'partial' (got 'some'); "
-        "notes: Extra inputs are not permitted (got 'x')"
+        "notes: no such field, the arguments have only order_id, amount, kind, note (got 'x')"
     )
     assert result.arguments == {"amount": "ten", "kind": "some", "notes": "x"}
 
@@ -268,3 +268,29 @@ async def test_a_default_that_is_not_json_data_is_used_when_the_model_leaves_it_
     assert (result.is_error, result.content) == (False, "anyio: no limit")
     assert search.validated({"query": "anyio"}) == {"query": "anyio", "limit": "<_Unset>"}
     assert (await search.call({"query": "q", "limit": 3}, call_id="c2")).content == "q: 3"
+
+
+@pytest.mark.anyio
+async def test_nan_and_infinity_are_refused_by_field() -> None:
+    """A lenient JSON parser reads ``NaN`` and ``Infinity``; no schema "number" is one.
+    They reached the body (a refund of ``nan``)."""
+    made, ran = make_refund_tool()
+    for bad in (float("nan"), float("inf"), float("-inf")):
+        result = await call(made, {"order_id": "o", "amount": bad, "kind": "full"})
+        assert ran == []
+        assert result.error_type == "invalid_arguments"
+        assert result.content == (
+            "invalid arguments for tool 'issue_refund': "
+            f"amount: Input should be a finite number (got {bad!r})"
+        )
+
+    @tool
+    def ship(to: Address, weights: list[float]) -> str:
+        return "shipped"
+
+    result = await call(ship, {"to": {"street": "s", "zip": "1"}, "weights": [1.5, float("nan")]})
+    assert result.content == (
+        "invalid arguments for tool 'ship': "
+        "to.zip: no such field, to has only street, zip_code (got '1'); "  # reported together
+        "weights[1]: Input should be a finite number (got nan)"
+    )
