@@ -92,6 +92,25 @@ class ModelCaller:
             return await self._traced(request, live)
         return await self._measured(request, live, metrics)
 
+    def capped(self, request: ModelRequest, room: int | None) -> tuple[ModelRequest, int]:
+        """``request`` with its reply held to ``room`` tokens (what a budget has left for
+        it) over every layer of settings, and the ``max_tokens`` it is made with; as it
+        is when it asks for no more (``room`` ``None``: no limit)."""
+        own = request.settings if self.settings is None else self.settings.merge(request.settings)
+        applied = effective_settings(
+            getattr(self.model, "settings", None),
+            request if own is request.settings else msgspec.structs.replace(request, settings=own),
+        )
+        wanted = request.max_tokens if applied.max_tokens is None else applied.max_tokens
+        if room is None or wanted <= room:
+            return request, wanted
+        cap = ModelSettings(max_tokens=room)
+        thinking = applied.thinking_budget
+        if thinking is not None and thinking >= room and room > 1024:
+            cap = ModelSettings(max_tokens=room, thinking_budget=room - 1)  # must stay below
+        held = cap if request.settings is None else request.settings.merge(cap)
+        return msgspec.structs.replace(request, settings=held), room
+
     def _checked(self, response: ModelResponse) -> ModelResponse:
         """``response`` made encodable (``valid_response``), unless the model refused.
 

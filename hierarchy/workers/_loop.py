@@ -20,7 +20,7 @@ from regiment.hierarchy._messages import (
 )
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
-from regiment.hierarchy._top_up import call_need
+from regiment.hierarchy._top_up import call_need, reply_room
 from regiment.hierarchy.guard._step import StepGuards
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.workers._approval_gate import Approvals
@@ -79,6 +79,30 @@ def _out_of_allowance(
         return out
     progress.allowance = grown
     return over_allowance(grown, calls, usage, request, "the next call")
+
+
+def _within_allowance(
+    assign: AssignStep,
+    progress: StepProgress,
+    request: ModelRequest,
+    caller: ModelCaller,
+    worker: str,
+) -> tuple[ModelRequest, StepReport | None]:
+    """The step's next call held to its share (``_held_to_room``), or the step's report
+    when its share (topped up if its run can spare it) cannot pay for it."""
+    if (out := _out_of_allowance(assign, progress, request)) is not None:
+        report = progress.report(assign, worker, "budget_exhausted", error=out[1], exhausted=out[0])
+        return request, report
+    return _held_to_room(assign, progress, request, caller), None
+
+
+def _held_to_room(
+    assign: AssignStep, progress: StepProgress, request: ModelRequest, caller: ModelCaller
+) -> ModelRequest:
+    """``request`` with its reply held to what the step's share has left of its output
+    tokens (and tokens), so steps at width cannot together spend past their run's limit."""
+    room = reply_room(progress.allowance or assign.allowance, progress.usage, request)
+    return request if room is None else caller.capped(request, room)[0]
 
 
 def _key(assign: AssignStep) -> tuple[int, str, int]:
@@ -248,10 +272,10 @@ async def run_tool_loop(
     asked_again = False  # after an empty reply (below)
     for _ in range(max_iterations):
         request = _request(system, messages, tools, worker, step.id)
-        if limited and (out := _out_of_allowance(assign, progress, request)) is not None:
-            return progress.report(
-                assign, worker, "budget_exhausted", error=out[1], exhausted=out[0]
-            )
+        if limited:
+            request, spent = _within_allowance(assign, progress, request, caller, worker)
+            if spent is not None:
+                return spent
         if (response := await call(request)) is None:
             continue  # a guard rejected the reply; the model is told why
         progress.took(response)
