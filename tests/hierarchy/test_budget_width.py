@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from regiment.hierarchy import Budget, Planner, RunResult, Team, Worker
+from regiment.hierarchy import Budget, Planner, RunResult, Team, TeamWorker, Worker
 from regiment.models import (
     ModelRequest,
     ModelResponse,
@@ -95,3 +95,27 @@ async def test_a_roomy_budget_leaves_max_tokens_as_set() -> None:
     result, wide = await _run(5, Budget(output_tokens=100_000), ModelSettings(max_tokens=700))
     assert (result.status, result.usage.output_tokens) == ("completed", 150 + 6 * WANT)
     assert {limit for role, limit in wide.max_tokens if role == "worker"} == {700}
+
+
+async def test_nested_teams_at_width_spend_no_more_than_the_run_above_allows() -> None:
+    # Five steps, each handed to a nested team that plans five steps of its own: before,
+    # the run spent 5,600 output tokens on a budget of 3,000 (each child run's calls
+    # asked for their own max_tokens on the share its step was given).
+    model = ScriptedModel(Wide(5))
+    child = Team(
+        name="inner",
+        planner=Planner(model=model, max_steps=5),
+        workers=[Worker(name="w", description="does parts", model=model)],
+        concurrency=5,
+    )
+    team = Team(
+        name="outer",
+        planner=Planner(model=model, max_steps=5),
+        workers=[TeamWorker(name="inner", description="a team of parts", team=child)],
+        budget=Budget(output_tokens=3000),
+        concurrency=5,
+    )
+    async with team.start() as running:
+        result = await running.run("do parts of parts")
+    assert result.usage.output_tokens <= 3000
+    assert (result.status, result.budget_exhausted) == ("partial", "output_tokens")
