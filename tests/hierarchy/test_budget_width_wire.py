@@ -1,0 +1,79 @@
+"""The reply limit a budget holds a call to reaches each provider's wire: five steps at
+once on ``Budget(output_tokens=...)``, over the HTTP stand-in, ask for no more than the
+run has left between them, whatever the model's own settings say."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from regiment.hierarchy import Budget, Planner, Team, Worker
+from regiment.models import AnthropicModel, ModelSettings, OpenAIModel, ScriptedModel
+
+from ..models import chat_api, messages_api
+from ..models.standin import Reply, StandIn, serve
+from .brains import plan_json
+
+pytestmark = pytest.mark.anyio
+
+WIDTH, LIMIT = 5, 1000
+
+
+def _reply(provider: str) -> Reply:
+    if provider == "anthropic":
+        return messages_api.message([{"type": "text", "text": "part done"}], output_tokens=30)
+    return chat_api.completion("part done", output=30)
+
+
+@pytest.fixture(params=["anthropic", "openai"])
+def provider(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+async def api(provider: str) -> AsyncIterator[StandIn]:
+    no_reply = _reply(provider)
+    async for server in serve(no_reply):
+        yield server
+
+
+def _worker_model(provider: str, api: StandIn, stream: bool) -> AnthropicModel | OpenAIModel:
+    roomy = ModelSettings(max_tokens=8000)  # the model's own layer asks for more than fits
+    if provider == "anthropic":
+        return AnthropicModel(
+            "claude-test-1", api_key="k", base_url=api.base_url, stream=stream, settings=roomy
+        )
+    return OpenAIModel(
+        "gpt-test-1", api_key="k", base_url=f"{api.base_url}/v1", stream=stream, settings=roomy
+    )
+
+
+def _planner(request: object) -> str:
+    return plan_json(*({"id": f"s{i}", "description": f"part {i}"} for i in range(WIDTH)))
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "plain"])
+async def test_steps_at_width_ask_the_provider_for_no_more_than_the_budget_has_left(
+    provider: str, api: StandIn, stream: bool
+) -> None:
+    planned = ScriptedModel(_planner)  # the synthesis, too, is the planner's model here
+    model = _worker_model(provider, api, stream)
+    team = Team(
+        name="wide",
+        planner=Planner(model=planned, max_steps=WIDTH),
+        workers=[Worker(name="w", description="does parts", model=model)],
+        budget=Budget(output_tokens=LIMIT),
+        concurrency=WIDTH,
+    )
+    async with model, team.start() as running:
+        result = await running.run("do five parts")
+    assert result.status == "completed"
+    key = "max_tokens" if provider == "anthropic" else "max_completion_tokens"
+    asked = [r.body[key] for r in api.requests]
+    assert len(asked) == WIDTH
+    # Each step asked for its share of what the plan left (under the 8,000 the model's
+    # settings ask for); together, no more than the budget.
+    assert sum(asked) <= LIMIT
+    assert max(asked) <= LIMIT // WIDTH
+    assert max(asked) - min(asked) <= 1
