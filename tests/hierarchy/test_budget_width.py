@@ -5,6 +5,7 @@ what its step's share (or, for the planner side's calls, the run) has left."""
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -89,6 +90,26 @@ async def test_a_role_setting_does_not_lift_a_reply_past_its_share() -> None:
     result, wide = await _run(10, Budget(output_tokens=1000), ModelSettings(max_tokens=8000))
     assert result.usage.output_tokens <= 1000
     assert all(limit <= 100 for role, limit in wide.max_tokens if role == "worker")
+
+
+async def test_a_reply_the_budget_cut_short_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    # The cut was the budget's doing: the WARNING says so, not "raise max_tokens".
+    with caplog.at_level(logging.WARNING, logger="regiment.models"):
+        await _run(10, Budget(output_tokens=1000), ModelSettings(max_tokens=8000))
+    cuts = [r.getMessage() for r in caplog.records if "cut short" in r.getMessage()]
+    assert cuts
+    assert all("tokens its budget had left for it" in cut for cut in cuts)
+    assert not any("raise max_tokens" in cut for cut in cuts)
+
+
+async def test_a_reply_cut_at_the_roles_own_limit_still_says_raise_max_tokens(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="regiment.models"):
+        await _run(2, Budget(output_tokens=100_000), ModelSettings(max_tokens=WANT - 1))
+    cuts = [r.getMessage() for r in caplog.records if "cut short" in r.getMessage()]
+    assert cuts
+    assert all("raise max_tokens in this role's settings" in cut for cut in cuts)
 
 
 async def test_a_roomy_budget_leaves_max_tokens_as_set() -> None:
