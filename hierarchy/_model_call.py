@@ -43,6 +43,7 @@ _log = logging.getLogger("regiment.models")
 
 # What a reply cut short ran into, and what the operator can do about it.
 _MAX_TOKENS = ("its length limit", "raise max_tokens in this role's settings")
+_LEAST_THINKING = 1024  # Claude's least thinking budget; max_tokens must be above it
 _HELD = (
     "what a step's share (or the run) had left of Budget.output_tokens or Budget.tokens: "
     "give the run a larger budget, or fewer steps at once (Team.concurrency)"
@@ -105,10 +106,11 @@ class ModelCaller:
             return None
         return most if self.settings is None or self.settings.max_tokens != most else None
 
-    def capped(self, request: ModelRequest, room: int | None) -> tuple[ModelRequest, int]:
+    def capped(self, request: ModelRequest, room: int | None) -> ModelRequest | None:
         """``request`` with its reply held to ``room`` tokens (what a budget has left for
-        it) over every layer of settings, and the ``max_tokens`` it is made with; as it
-        is when it asks for no more (``room`` ``None``: no limit)."""
+        it) over every layer of settings; as it is when it asks for no more (``room``
+        ``None``: no limit). ``None`` when no such call can be made: Claude thinking with
+        ``thinking_budget`` (at least 1024, and below ``max_tokens``) needs more room."""
         own = request.settings if self.settings is None else self.settings.merge(request.settings)
         applied = effective_settings(
             getattr(self.model, "settings", None),
@@ -116,13 +118,15 @@ class ModelCaller:
         )
         wanted = request.max_tokens if applied.max_tokens is None else applied.max_tokens
         if room is None or wanted <= room:
-            return request, wanted
+            return request
         cap = ModelSettings(max_tokens=room)
         thinking = applied.thinking_budget
-        if thinking is not None and thinking >= room and room > 1024:
+        if thinking is not None and thinking >= room and self.model.provider == "anthropic":
+            if room <= _LEAST_THINKING:
+                return None
             cap = ModelSettings(max_tokens=room, thinking_budget=room - 1)  # must stay below
         held = cap if request.settings is None else request.settings.merge(cap)
-        return msgspec.structs.replace(request, settings=held, max_tokens=room), room
+        return msgspec.structs.replace(request, settings=held, max_tokens=room)
 
     def _checked(self, response: ModelResponse, request: ModelRequest) -> ModelResponse:
         """``response`` made encodable (``valid_response``), unless the model refused.

@@ -142,7 +142,10 @@ class PhaseCalls:
             return limit
         request = msgspec.structs.replace(request, role=REQUEST_ROLES[purpose])
         if (room := ledger.reply_room(needed)) is not None:  # its reply fits what is left
-            request = self._model_caller(purpose).capped(request, room)[0]
+            held = self._model_caller(purpose).capped(request, room)
+            if held is None:  # it thinks, and a reply that small leaves it no room to
+                return "tokens" if ledger.budget.output_tokens is None else "output_tokens"
+            request = held
         self._token += 1
         self._scope = ctx.system.new_cancel_scope()  # the backend's class: no lookup
         replayed = self._replayed(purpose)

@@ -88,21 +88,26 @@ def _within_allowance(
     caller: ModelCaller,
     worker: str,
 ) -> tuple[ModelRequest, StepReport | None]:
-    """The step's next call held to its share (``_held_to_room``), or the step's report
-    when its share (topped up if its run can spare it) cannot pay for it."""
-    if (out := _out_of_allowance(assign, progress, request)) is not None:
-        report = progress.report(assign, worker, "budget_exhausted", error=out[1], exhausted=out[0])
-        return request, report
-    return _held_to_room(assign, progress, request, caller), None
-
-
-def _held_to_room(
-    assign: AssignStep, progress: StepProgress, request: ModelRequest, caller: ModelCaller
-) -> ModelRequest:
-    """``request`` with its reply held to what the step's share has left of its output
-    tokens (and tokens), so steps at width cannot together spend past their run's limit."""
-    room = reply_room(progress.allowance or assign.allowance, progress.usage, request)
-    return request if room is None else caller.capped(request, room)[0]
+    """The step's next call with its reply held to what the step's share has left of its
+    output tokens (and tokens), so steps at width cannot together spend past their run's
+    limit; or the step's report when its share (topped up if its run can spare some)
+    cannot pay for the call."""
+    out = _out_of_allowance(assign, progress, request)
+    if out is None:
+        held = progress.allowance or assign.allowance
+        room = reply_room(held, progress.usage, request)
+        if (capped := caller.capped(request, room)) is not None:
+            return capped, None
+        limit: BudgetLimit = "tokens" if held.output_tokens is None else "output_tokens"
+        out = (
+            limit,
+            (
+                f"the step's share has {room} tokens left for the next reply, too few for a "
+                "call that thinks (thinking_budget is at least 1024, and below max_tokens)"
+            ),
+        )
+    report = progress.report(assign, worker, "budget_exhausted", error=out[1], exhausted=out[0])
+    return request, report
 
 
 def _key(assign: AssignStep) -> tuple[int, str, int]:

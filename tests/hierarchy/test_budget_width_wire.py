@@ -77,3 +77,46 @@ async def test_steps_at_width_ask_the_provider_for_no_more_than_the_budget_has_l
     assert sum(asked) <= LIMIT
     assert max(asked) <= LIMIT // WIDTH
     assert max(asked) - min(asked) <= 1
+
+
+def _thinking_team(api: StandIn, budget: Budget) -> tuple[Team, AnthropicModel]:
+    thinks = ModelSettings(max_tokens=8000, thinking_budget=4000)
+    model = AnthropicModel("claude-test-1", api_key="k", base_url=api.base_url, settings=thinks)
+    team = Team(
+        name="wide",
+        planner=Planner(model=ScriptedModel(_planner), max_steps=WIDTH),
+        workers=[Worker(name="w", description="does parts", model=model)],
+        budget=budget,
+        concurrency=WIDTH,
+    )
+    return team, model
+
+
+@pytest.mark.parametrize("provider", ["anthropic"])
+async def test_a_held_reply_lowers_claudes_thinking_budget_below_it(api: StandIn) -> None:
+    team, model = _thinking_team(api, Budget(output_tokens=16_000))
+    async with model, team.start() as running:
+        result = await running.run("do five parts")
+    assert result.status == "completed"
+    assert len(api.requests) == WIDTH
+    for request in api.requests:
+        most = request.body["max_tokens"]
+        assert most <= 16_000 // WIDTH
+        assert request.body["thinking"] == {"type": "enabled", "budget_tokens": most - 1}
+
+
+@pytest.mark.parametrize("provider", ["anthropic"])
+async def test_a_share_too_small_to_think_in_ends_the_step_without_calling(
+    api: StandIn,
+) -> None:
+    # A share of 200 cannot hold a reply that thinks (Claude needs max_tokens above a
+    # thinking budget of at least 1024): the call is not made, rather than made with its
+    # thinking budget above its max_tokens, which the model refuses (ConfigError).
+    team, model = _thinking_team(api, Budget(output_tokens=LIMIT))
+    async with model, team.start() as running:
+        result = await running.run("do five parts")
+    assert api.requests == []  # no call the API would refuse
+    assert (result.status, result.budget_exhausted) == ("partial", "output_tokens")
+    errors = [r.error or "" for r in result.steps]
+    assert errors
+    assert all("too few for a call that thinks" in e for e in errors)
