@@ -39,7 +39,9 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         tokens: input + output tokens over all model calls (``Usage.total_tokens``:
             input read from or written to the prompt cache counts too).
         input_tokens: input tokens over all model calls, cached ones included.
-        output_tokens: output tokens over all model calls.
+        output_tokens: output tokens over all model calls. With this (or ``tokens``)
+            set, each call's ``max_tokens`` is lowered to what is left for its reply
+            (its step's share, or the run's unheld rest), so steps at width hold it.
         replans: how many times the plan may be replaced.
         rounds: how many plan-execute-critique rounds a run may take (with a critic).
         wall_clock: seconds from the start of the run, not counting the time calls
@@ -124,6 +126,7 @@ class BudgetLedger:
         "_tool_calls",
         "budget",
         "counts_tokens",
+        "holds_replies",
         "replans",
         "reserved",
         "spent",
@@ -147,6 +150,8 @@ class BudgetLedger:
         )
         # Whether a call's estimated input tokens matter to :meth:`exhausted`.
         self.counts_tokens = budget.tokens is not None or budget.input_tokens is not None
+        # Whether a call's reply is held to what is left (:meth:`reply_room`).
+        self.holds_replies = budget.tokens is not None or budget.output_tokens is not None
         # Whether :meth:`exhausted` has any limit to check (none by default).
         self._limited = self.counts_tokens or not (
             budget.model_calls is None and budget.output_tokens is None

@@ -111,13 +111,15 @@ class ModelCaller:
         it) over every layer of settings; as it is when it asks for no more (``room``
         ``None``: no limit). ``None`` when no such call can be made: Claude thinking with
         ``thinking_budget`` (at least 1024, and below ``max_tokens``) needs more room."""
+        if room is None:  # the usual case: nothing to hold it to
+            return request
         own = request.settings if self.settings is None else self.settings.merge(request.settings)
         applied = effective_settings(
             getattr(self.model, "settings", None),
             request if own is request.settings else msgspec.structs.replace(request, settings=own),
         )
         wanted = request.max_tokens if applied.max_tokens is None else applied.max_tokens
-        if room is None or wanted <= room:
+        if wanted <= room:
             return request
         cap = ModelSettings(max_tokens=room)
         thinking = applied.thinking_budget

@@ -141,7 +141,8 @@ class PhaseCalls:
         if limit is not None:
             return limit
         request = msgspec.structs.replace(request, role=REQUEST_ROLES[purpose])
-        if (room := ledger.reply_room(needed)) is not None:  # its reply fits what is left
+        if ledger.holds_replies and (room := ledger.reply_room(needed)) is not None:
+            # its reply is held to what the run has left
             held = self._model_caller(purpose).capped(request, room)
             if held is None:  # it thinks, and a reply that small leaves it no room to
                 return "tokens" if ledger.budget.output_tokens is None else "output_tokens"

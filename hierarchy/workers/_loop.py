@@ -95,6 +95,8 @@ def _within_allowance(
     out = _out_of_allowance(assign, progress, request)
     if out is None:
         held = progress.allowance or assign.allowance
+        if held.output_tokens is None and held.tokens is None:
+            return request, None  # the usual case: no reply to hold
         room = reply_room(held, progress.usage, request)
         if (capped := caller.capped(request, room)) is not None:
             return capped, None
