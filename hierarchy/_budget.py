@@ -39,7 +39,9 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         tokens: input + output tokens over all model calls (``Usage.total_tokens``:
             input read from or written to the prompt cache counts too).
         input_tokens: input tokens over all model calls, cached ones included.
-        output_tokens: output tokens over all model calls.
+        output_tokens: output tokens over all model calls. With this (or ``tokens``)
+            set, each call's ``max_tokens`` is lowered to what is left for its reply
+            (its step's share, or the run's unheld rest), so steps at width hold it.
         replans: how many times the plan may be replaced.
         rounds: how many plan-execute-critique rounds a run may take (with a critic).
         wall_clock: seconds from the start of the run, not counting the time calls
@@ -124,6 +126,7 @@ class BudgetLedger:
         "_tool_calls",
         "budget",
         "counts_tokens",
+        "holds_replies",
         "replans",
         "reserved",
         "spent",
@@ -147,6 +150,8 @@ class BudgetLedger:
         )
         # Whether a call's estimated input tokens matter to :meth:`exhausted`.
         self.counts_tokens = budget.tokens is not None or budget.input_tokens is not None
+        # Whether a call's reply is held to what is left (:meth:`reply_room`).
+        self.holds_replies = budget.tokens is not None or budget.output_tokens is not None
         # Whether :meth:`exhausted` has any limit to check (none by default).
         self._limited = self.counts_tokens or not (
             budget.model_calls is None and budget.output_tokens is None
@@ -184,6 +189,17 @@ class BudgetLedger:
         if self._left_outputs() == 0:
             return "output_tokens"
         return None
+
+    def reply_room(self, tokens_needed: int = 0) -> int | None:
+        """The most output tokens the next run-level call's reply may have: what is left
+        (neither spent nor held by a step in flight) of ``output_tokens``, and of
+        ``tokens`` less the call's estimated input ``tokens_needed``; at least 1 (a call
+        that has no room is refused by :meth:`exhausted` first). ``None``: no such limit."""
+        outputs, tokens = self._left_outputs(), self._left_tokens()
+        if tokens is not None:
+            tokens -= tokens_needed
+            outputs = tokens if outputs is None else min(outputs, tokens)
+        return None if outputs is None else max(1, outputs)
 
     def split(self, ways: int) -> list[Share]:
         """Split what is left now between ``ways`` steps dispatched together.

@@ -43,6 +43,11 @@ _log = logging.getLogger("regiment.models")
 
 # What a reply cut short ran into, and what the operator can do about it.
 _MAX_TOKENS = ("its length limit", "raise max_tokens in this role's settings")
+_LEAST_THINKING = 1024  # Claude's least thinking budget; max_tokens must be above it
+_HELD = (
+    "what a step's share (or the run) had left of Budget.output_tokens or Budget.tokens: "
+    "give the run a larger budget, or fewer steps at once (Team.concurrency)"
+)
 _CUT_ADVICE = {
     # Claude: the request and the reply filled the model's context window; no
     # max_tokens gives the reply more room than the window has left.
@@ -87,12 +92,45 @@ class ModelCaller:
                     raise
                 response = valid_response(reply, self.model.name)
                 if response.stop_reason in STOPPED_EARLY:  # one look-up for the usual reply
-                    self._stopped_early(response)
+                    self._stopped_early(response, request)
                 return response
             return await self._traced(request, live)
         return await self._measured(request, live, metrics)
 
-    def _checked(self, response: ModelResponse) -> ModelResponse:
+    def _held(self, request: ModelRequest) -> int | None:
+        """The ``max_tokens`` a budget held ``request`` (its role's settings merged in) to
+        (``capped`` sets it in both the request and its settings); ``None``: not held."""
+        s = request.settings
+        most = None if s is None else s.max_tokens
+        if most is None or most != request.max_tokens:
+            return None
+        return most if self.settings is None or self.settings.max_tokens != most else None
+
+    def capped(self, request: ModelRequest, room: int | None) -> ModelRequest | None:
+        """``request`` with its reply held to ``room`` tokens (what a budget has left for
+        it) over every layer of settings; as it is when it asks for no more (``room``
+        ``None``: no limit). ``None`` when no such call can be made: Claude thinking with
+        ``thinking_budget`` (at least 1024, and below ``max_tokens``) needs more room."""
+        if room is None:  # the usual case: nothing to hold it to
+            return request
+        own = request.settings if self.settings is None else self.settings.merge(request.settings)
+        applied = effective_settings(
+            getattr(self.model, "settings", None),
+            request if own is request.settings else msgspec.structs.replace(request, settings=own),
+        )
+        wanted = request.max_tokens if applied.max_tokens is None else applied.max_tokens
+        if wanted <= room:
+            return request
+        cap = ModelSettings(max_tokens=room)
+        thinking = applied.thinking_budget
+        if thinking is not None and thinking >= room and self.model.provider == "anthropic":
+            if room <= _LEAST_THINKING:
+                return None
+            cap = ModelSettings(max_tokens=room, thinking_budget=room - 1)  # must stay below
+        held = cap if request.settings is None else request.settings.merge(cap)
+        return msgspec.structs.replace(request, settings=held, max_tokens=room)
+
+    def _checked(self, response: ModelResponse, request: ModelRequest) -> ModelResponse:
         """``response`` made encodable (``valid_response``), unless the model refused.
 
         Raises:
@@ -100,10 +138,10 @@ class ModelCaller:
         """
         response = valid_response(response, self.model.name)
         if response.stop_reason in STOPPED_EARLY:
-            self._stopped_early(response)
+            self._stopped_early(response, request)
         return response
 
-    def _stopped_early(self, response: ModelResponse) -> None:
+    def _stopped_early(self, response: ModelResponse, request: ModelRequest) -> None:
         """Refuse a refusal; log a reply cut at its length limit.
 
         Raises:
@@ -118,6 +156,8 @@ class ModelCaller:
             )
         if response.cut_off:  # a worker's tool calls in it are not run (run_tool_loop)
             limit, advice = _CUT_ADVICE.get(response.stop_reason, _MAX_TOKENS)
+            if response.stop_reason not in _CUT_ADVICE and (held := self._held(request)):
+                limit, advice = f"the {held} tokens its budget had left for it", _HELD
             _log.warning(
                 "the reply of model %r for %r reached %s (stop reason %r), so its text is cut short; %s",
                 self.model.name,
@@ -170,13 +210,13 @@ class ModelCaller:
         telemetry = self.telemetry
         model = self.model
         if not telemetry.tracing:  # no span: nothing to work out for one
-            return self._checked(await _reply(model, request, live))
+            return self._checked(await _reply(model, request, live), request)
         # getattr first: a runtime protocol check is slow, and only SDK models say yes.
         sdk = getattr(model, "sdk_spans", False) is True
         if sdk and isinstance(model, SelfTracingModel):
             # The SDK's own span is this call's one `chat` span; send it to our provider.
             traced = model.with_tracer_provider(telemetry.tracer_provider)
-            return self._checked(await _reply(traced, request, live))
+            return self._checked(await _reply(traced, request, live), request)
         # The applied settings go in with the span's start attributes (one dict, no
         # second call on the span); content is built only when it will be recorded.
         tuning = _tuning(effective_settings(getattr(model, "settings", None), request))
@@ -215,7 +255,7 @@ class ModelCaller:
                 if content:
                     telemetry.recorder.chat_output(span, output_messages(response))
             if response.stop_reason in STOPPED_EARLY:
-                self._stopped_early(response)
+                self._stopped_early(response, request)
             return response
 
 

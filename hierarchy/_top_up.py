@@ -36,7 +36,7 @@ from regiment.hierarchy._messages import StepAllowance
 from regiment.hierarchy.events import BudgetToppedUp, Event
 from regiment.models import ModelRequest, Usage, estimate_tokens
 
-__all__ = ("Need", "TopUps", "call_need")
+__all__ = ("Need", "TopUps", "call_need", "reply_room")
 
 _log = logging.getLogger("regiment.run")
 
@@ -206,3 +206,19 @@ def call_need(
             short = needed - (cap - spent)
             need[name] = (short, short)
     return need
+
+
+def reply_room(allowance: StepAllowance, usage: Usage, request: ModelRequest) -> int | None:
+    """The most output tokens a step's next reply (to ``request``) may have once the
+    step spent ``usage``: what its share has left of ``output_tokens``, and of ``tokens``
+    less the call's estimated input; at least 1 (``over_allowance`` refuses a call with
+    no room first). ``None``: the share limits neither, so the reply is not held."""
+    outputs, tokens = allowance.output_tokens, allowance.tokens
+    if outputs is None and tokens is None:
+        return None
+    rooms: list[int] = []
+    if outputs is not None:
+        rooms.append(outputs - usage.output_tokens)
+    if tokens is not None:
+        rooms.append(tokens - usage.total_tokens - estimate_tokens(request))
+    return max(1, min(rooms))

@@ -29,7 +29,7 @@ from regiment.hierarchy._clock import RunClock
 from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
-from regiment.hierarchy._model_call import described
+from regiment.hierarchy._model_call import ModelCaller, described
 from regiment.hierarchy.guard._judge import Purse, judging_within, ledger_purse
 from regiment.hierarchy.guard._roles import Caller, GuardLog, guarded
 from regiment.hierarchy.run._call_runner import CallRunner
@@ -141,6 +141,12 @@ class PhaseCalls:
         if limit is not None:
             return limit
         request = msgspec.structs.replace(request, role=REQUEST_ROLES[purpose])
+        if ledger.holds_replies and (room := ledger.reply_room(needed)) is not None:
+            # its reply is held to what the run has left
+            held = self._model_caller(purpose).capped(request, room)
+            if held is None:  # it thinks, and a reply that small leaves it no room to
+                return "tokens" if ledger.budget.output_tokens is None else "output_tokens"
+            request = held
         self._token += 1
         self._scope = ctx.system.new_cancel_scope()  # the backend's class: no lookup
         replayed = self._replayed(purpose)
@@ -179,6 +185,13 @@ class PhaseCalls:
         """Count the run's wall-clock budget down on ``clock`` (approval waits hold it)."""
         self._deadline = ctx.system.new_cancel_scope()
         ctx.start_soon(_deadline, ctx, seconds, self._deadline, clock)
+
+    def _model_caller(self, purpose: Purpose) -> ModelCaller:
+        """The role's own model caller (under any guards), whose settings a call takes."""
+        planner, synth, critic, compressor = self._team.role_callers
+        return {"critique": critic, "compress": compressor, "synthesis": synth}.get(
+            purpose, planner
+        )
 
     def _caller(self, purpose: Purpose) -> Caller:
         match purpose:

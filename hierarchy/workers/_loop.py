@@ -20,7 +20,7 @@ from regiment.hierarchy._messages import (
 )
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
-from regiment.hierarchy._top_up import call_need
+from regiment.hierarchy._top_up import call_need, reply_room
 from regiment.hierarchy.guard._step import StepGuards
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.workers._approval_gate import Approvals
@@ -112,6 +112,36 @@ async def _tool_calls_across(progress: StepProgress, limit: int, asked: int) -> 
         return limit
     progress.allowance = grown
     return limit if grown.tool_calls is None else grown.tool_calls
+
+
+async def _within_allowance(
+    assign: AssignStep,
+    progress: StepProgress,
+    request: ModelRequest,
+    caller: ModelCaller,
+    worker: str,
+) -> tuple[ModelRequest, StepReport | None]:
+    """The step's next call with its reply held to what the step's share has left of its
+    output tokens (and tokens), so steps at width cannot together spend past their run's
+    limit; or the step's report when its share (topped up if its run can spare some)
+    cannot pay for the call."""
+    out = await _out_of_share(assign, progress, request)
+    if out is None:
+        held = progress.allowance or assign.allowance
+        if held.output_tokens is None and held.tokens is None:
+            return request, None  # the usual case: no reply to hold
+        room = reply_room(held, progress.usage, request)
+        if (capped := caller.capped(request, room)) is not None:
+            return capped, None
+        limit: BudgetLimit = "tokens" if held.output_tokens is None else "output_tokens"
+        out = (
+            limit,
+            (
+                f"the step's share has {room} tokens left for the next reply, too few for a "
+                "call that thinks (thinking_budget is at least 1024, and below max_tokens)"
+            ),
+        )
+    return request, _exhausted(progress, assign, worker, out)
 
 
 def _key(assign: AssignStep) -> tuple[int, str, int]:
@@ -283,8 +313,10 @@ async def run_tool_loop(
     asked_again = False  # after an empty reply (below)
     for _ in range(max_iterations):
         request = _request(system, messages, tools, worker, step.id)
-        if limited and (out := await _out_of_share(assign, progress, request)) is not None:
-            return _exhausted(progress, assign, worker, out)
+        if limited:
+            request, spent = await _within_allowance(assign, progress, request, caller, worker)
+            if spent is not None:
+                return spent
         if (response := await call(request)) is None:
             continue  # a guard rejected the reply; the model is told why
         progress.took(response)
