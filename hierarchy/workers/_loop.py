@@ -9,18 +9,14 @@ import anyio
 
 from regiment._text import clipped
 from regiment.errors import ToolError
-from regiment.hierarchy._budget import over_allowance
 from regiment.hierarchy._messages import (
     AssignStep,
-    BudgetLimit,
-    StepAllowance,
     StepContext,
     StepReport,
     ToolOutcome,
 )
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import Prompts
-from regiment.hierarchy._top_up import call_need, reply_room
 from regiment.hierarchy.guard._step import StepGuards
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.workers._approval_gate import Approvals
@@ -33,6 +29,12 @@ from regiment.hierarchy.workers._outcomes import (
     refused,
 )
 from regiment.hierarchy.workers._progress import StepProgress
+from regiment.hierarchy.workers._share import (
+    is_limited,
+    tool_call_limit,
+    tool_calls_across,
+    within_allowance,
+)
 from regiment.hierarchy.workers._tool_calls import approver_of, call_around
 from regiment.models import (
     STOPPED_EARLY,
@@ -51,118 +53,6 @@ __all__ = ("StepProgress", "opening", "run_tool_loop")
 _log = logging.getLogger("regiment.worker")
 
 
-def _is_limited(a: StepAllowance) -> bool:
-    """Whether the allowance caps model calls or tokens (else no check before each call)."""
-    return (
-        a.model_calls is not None
-        or a.tokens is not None
-        or a.input_tokens is not None
-        or a.output_tokens is not None
-    )
-
-
-def _out_of_allowance(
-    assign: AssignStep, progress: StepProgress, request: ModelRequest
-) -> tuple[BudgetLimit, str] | None:
-    """Why the step's next call must not start (``over_allowance``), even once its run
-    has topped its share up with what it can spare (``TopUps``)."""
-    held, calls, usage = (
-        progress.allowance or assign.allowance,
-        progress.model_calls,
-        progress.usage,
-    )
-    out = over_allowance(held, calls, usage, request, "the next call")
-    if out is None or progress.fence is None or progress.fenced(assign.plan_version):
-        return out  # the usual case; or no run to ask, or its plan is over
-    need = call_need(held, calls, usage, request)
-    if (grown := progress.fence.top_ups.grant(_key(assign), need)) is None:
-        return out
-    progress.allowance = grown
-    return over_allowance(grown, calls, usage, request, "the next call")
-
-
-async def _out_of_share(
-    assign: AssignStep, progress: StepProgress, request: ModelRequest
-) -> tuple[BudgetLimit, str] | None:
-    """``_out_of_allowance``; for a step on a Ray replica, whose run is in the team's
-    process, that run is asked across the hop (``progress.ask_more``) instead."""
-    out = _out_of_allowance(assign, progress, request)
-    ask = progress.ask_more
-    if out is None or ask is None or progress.stopped:
-        return out
-    held, calls, usage = (
-        progress.allowance or assign.allowance,
-        progress.model_calls,
-        progress.usage,
-    )
-    if (grown := await ask(call_need(held, calls, usage, request))) is None:
-        return out
-    progress.allowance = grown
-    return over_allowance(grown, calls, usage, request, "the next call")
-
-
-async def _tool_calls_across(progress: StepProgress, limit: int, asked: int) -> int:
-    """``_tool_call_limit`` for a step on a Ray replica: its run is asked across the hop."""
-    ask = progress.ask_more
-    short = progress.tool_calls + asked - limit
-    if ask is None or short <= 0 or progress.stopped:
-        return limit
-    grown = await ask({"tool_calls": (1, short)})
-    if grown is None:
-        return limit
-    progress.allowance = grown
-    return limit if grown.tool_calls is None else grown.tool_calls
-
-
-async def _within_allowance(
-    assign: AssignStep,
-    progress: StepProgress,
-    request: ModelRequest,
-    caller: ModelCaller,
-    worker: str,
-) -> tuple[ModelRequest, StepReport | None]:
-    """The step's next call with its reply held to what the step's share has left of its
-    output tokens (and tokens), so steps at width cannot together spend past their run's
-    limit; or the step's report when its share (topped up if its run can spare some)
-    cannot pay for the call."""
-    out = await _out_of_share(assign, progress, request)
-    if out is None:
-        held = progress.allowance or assign.allowance
-        if held.output_tokens is None and held.tokens is None:
-            return request, None  # the usual case: no reply to hold
-        room = reply_room(held, progress.usage, request)
-        if (capped := caller.capped(request, room)) is not None:
-            return capped, None
-        limit: BudgetLimit = "tokens" if held.output_tokens is None else "output_tokens"
-        out = (
-            limit,
-            (
-                f"the step's share has {room} tokens left for the next reply, too few for a "
-                "call that thinks (thinking_budget is at least 1024, and below max_tokens)"
-            ),
-        )
-    return request, _exhausted(progress, assign, worker, out)
-
-
-def _key(assign: AssignStep) -> tuple[int, str, int]:
-    """The key its run reserved the step's share under."""
-    return assign.plan_version, assign.step.id, assign.attempt
-
-
-def _tool_call_limit(assign: AssignStep, progress: StepProgress, asked: int) -> int | None:
-    """How many tool calls the step may have made once ``asked`` more are run: its
-    share, topped up by its run if that is short and the run can spare some."""
-    limit = (progress.allowance or assign.allowance).tool_calls
-    if limit is None or progress.tool_calls + asked <= limit or progress.fence is None:
-        return limit  # (a fenced step starts no tool: _call_tools has ended it)
-    short = progress.tool_calls + asked - limit
-    grown = progress.fence.top_ups.grant(_key(assign), {"tool_calls": (1, short)})
-    if grown is None:
-        return limit
-    progress.allowance = grown
-    return grown.tool_calls
-
-
 async def _call_tools(
     toolset: Toolset,
     calls: tuple[ToolCallPart, ...],
@@ -177,9 +67,9 @@ async def _call_tools(
     if progress.fenced(assign.plan_version):  # its plan is over (a replan, say): no tool
         await held_back(progress, assign, calls, telemetry, toolset)
     results: list[ToolResult | None] = [None] * len(calls)
-    limit = _tool_call_limit(assign, progress, len(calls))
+    limit = tool_call_limit(assign, progress, len(calls))
     if limit is not None and progress.ask_more is not None:
-        limit = await _tool_calls_across(progress, limit, len(calls))
+        limit = await tool_calls_across(progress, limit, len(calls))
     allowed = len(calls) if limit is None else max(0, min(len(calls), limit - progress.tool_calls))
     progress.tool_calls += allowed
     first = journaled.reserve(allowed)
@@ -309,12 +199,12 @@ async def run_tool_loop(
     step, allowance, tools = assign.step, assign.allowance, toolset.definitions
     progress.messages = messages = [_first_message(prompts, step, assign.context)]
     journaled, call = _step_caller(journaled, caller, guards, assign, progress, messages, worker)
-    limited = _is_limited(allowance)
+    limited = is_limited(allowance)
     asked_again = False  # after an empty reply (below)
     for _ in range(max_iterations):
         request = _request(system, messages, tools, worker, step.id)
         if limited:
-            request, spent = await _within_allowance(assign, progress, request, caller, worker)
+            request, spent = await within_allowance(assign, progress, request, caller, worker)
             if spent is not None:
                 return spent
         if (response := await call(request)) is None:
@@ -348,13 +238,6 @@ def _cut_off(
     may be cut short); each gets a ``cut_off`` error result."""
     not_run(telemetry, toolset, calls, "cut_off", _CUT_OFF)
     return [refused(c, progress, _CUT_OFF, "cut_off") for c in calls], True
-
-
-def _exhausted(
-    progress: StepProgress, assign: AssignStep, worker: str, out: tuple[BudgetLimit, str]
-) -> StepReport:
-    """The report of a step whose share (topped up as far as its run could) ran out."""
-    return progress.report(assign, worker, "budget_exhausted", error=out[1], exhausted=out[0])
 
 
 def _capped(
