@@ -19,7 +19,7 @@ from opentelemetry.util.types import AttributeValue
 
 from regiment.actors import Actor, Envelope
 from regiment.errors import ConfigError
-from regiment.hierarchy._log_context import log_context
+from regiment.hierarchy._log_context import LOG_MARK, log_context
 from regiment.hierarchy._messages import (
     AssignStep,
     CancelStep,
@@ -211,8 +211,12 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
     async def _run_step(self, job: StepJob) -> StepReport:
         assign = job.assign
         if not self._telemetry.tracing:  # no span to open or to mark: a call and a scope fewer
-            with log_context(assign.run_id, assign.step.id, self._name):
+            # log_context's mark, set and reset with no Python call between (issue #22)
+            mark = LOG_MARK.set((assign.run_id, assign.step.id, self._name))
+            try:
                 return await self._outcome(job)
+            finally:
+                LOG_MARK.reset(mark)
         cut: BaseException | None = None
         # The step's span is parented by the trace context its envelope carried,
         # so a worker serving many runs links each step to its own run.
