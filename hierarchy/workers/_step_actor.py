@@ -187,7 +187,8 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
                 continue
             lane.job = job = self._queued.popleft()
             job.scope = scope
-            report = await self._run_step(job)
+            # Untraced, the step's own coroutine is awaited (no _run_step frame between).
+            report = await (self._run_step(job) if self._telemetry.tracing else self._outcome(job))
             lane.job = None
             if scope.cancel_called:
                 # Cancelled as the step ended: its report stands, the scope is spent.
@@ -210,13 +211,8 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
 
     async def _run_step(self, job: StepJob) -> StepReport:
         assign = job.assign
-        if not self._telemetry.tracing:  # no span to open or to mark: a call and a scope fewer
-            # log_context's mark, set and reset with no Python call between (issue #22)
-            mark = LOG_MARK.set((assign.run_id, assign.step.id, self._name))
-            try:
-                return await self._outcome(job)
-            finally:
-                LOG_MARK.reset(mark)
+        if not self._telemetry.tracing:  # no span to open: _outcome marks the step's logs
+            return await self._outcome(job)
         cut: BaseException | None = None
         # The step's span is parented by the trace context its envelope carried,
         # so a worker serving many runs links each step to its own run.
@@ -262,6 +258,8 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
     async def _outcome(self, job: StepJob) -> StepReport:
         assign = job.assign
         job.progress = progress = StepProgress()
+        # log_context's mark (see _run_step), set and reset with no Python call (issue #22)
+        mark = LOG_MARK.set((assign.run_id, assign.step.id, self._name))
         try:
             if job.stop is not None:
                 # Cancelled while it waited for a runner: it must not start at all
@@ -287,6 +285,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
             job.scope = None
             if job.ended is not None:  # it was cut: its cancel grace ends here
                 job.ended.set()
+            LOG_MARK.reset(mark)
 
     def _watch(self, first_deadline: float) -> None:
         scope = self.ctx.system.new_cancel_scope  # the backend's class, found once

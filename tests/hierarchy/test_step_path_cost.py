@@ -25,6 +25,7 @@ from .profiled import CallCounter, Matches
 pytestmark = pytest.mark.anyio
 
 _FAN_OUT = reserve_fan_out.__code__.co_filename
+_STEP_ACTOR = StepActor._outcome.__code__.co_filename
 _STEPS = 3
 _log = logging.getLogger("regiment.tests.step_path")
 
@@ -75,10 +76,15 @@ async def test_a_step_marks_its_log_context_with_no_python_call() -> None:
             event == "call"
             and frame.f_code in codes
             and caller is not None
-            and caller.f_code is StepActor._run_step.__code__
+            and caller.f_code.co_filename == _STEP_ACTOR
         )
 
     assert await _counted(from_a_step) == 0
+
+
+async def test_an_untraced_step_is_awaited_with_no_frame_between() -> None:
+    # _run_step only opens the step's span; untraced, the runner awaits the step itself.
+    assert await _counted(_code_called(StepActor._run_step.__code__)) == 0
 
 
 async def test_a_fan_out_makes_no_comprehension_frame() -> None:
