@@ -144,4 +144,6 @@ def _outline_line(step: PlanStep) -> str:
     head = f"{step.id} [{worker}] {step.description}" if worker else f"{step.id} {step.description}"
     if not check:
         return f"{head} (after {', '.join(deps)})" if deps else head
-    return f"{head} (after {', '.join(deps)}; check: {check})" if deps else f"{head} (check: {check})"
+    return (
+        f"{head} (after {', '.join(deps)}; check: {check})" if deps else f"{head} (check: {check})"
+    )
