@@ -123,9 +123,6 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
             self._journal.note(change, self._book.channel.result)
 
     async def _handle(self, message: PlannerMessage) -> None:
-        if type(message) is StepReport and self._journal is UNJOURNALED:  # a step's: hot path
-            await self._on_step_news(message)  # (no class pattern tried, no flush to await)
-            return
         match message:
             case StartRun():
                 self._start()

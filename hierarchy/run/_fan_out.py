@@ -49,13 +49,13 @@ def reserve_fan_out(
     """
     version, outline, default = versions.version, versions.outline(), team.default_worker
     ways = max(len(ready), pending)
-    contexts: list[StepContext] | None = None  # made up front only to estimate tokens
+    # Each step's context is made as it is sent, up front only to estimate tokens (#22).
+    contexts: list[StepContext] | None = None
     if ledger.counts_tokens:  # estimating costs a pass over prompts and schemas
         contexts = [_context(goal, outline, versions, step) for step in ready]
         ways = _ways_that_fit(ledger, _needs(team, ready, contexts), ways)
     caps = team.model_call_caps
     sends: list[StepSent] = []
-    # Each step's context is made as it is sent (no list, no comprehension frame: issue #22).
     for index, (step, share) in enumerate(zip(ready, ledger.split(ways), strict=False)):
         worker = step.worker or default
         key, cap = (version, step.id, 1), caps[worker]
@@ -70,15 +70,13 @@ def reserve_fan_out(
             run_id=run_id,
             plan_version=version,
             step=step,
-            context=(
-                StepContext(
-                    goal=goal,
-                    plan_outline=outline,
-                    dependency_outputs=versions.carried_outputs(step.depends_on),
-                )
-                if contexts is None
-                else contexts[index]
-            ),
+            context=StepContext(
+                goal=goal,
+                plan_outline=outline,
+                dependency_outputs=versions.carried_outputs(step.depends_on),
+            )
+            if contexts is None
+            else contexts[index],
             attempt=1,
             allowance=allowance,
         )

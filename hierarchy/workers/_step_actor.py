@@ -187,7 +187,6 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
                 continue
             lane.job = job = self._queued.popleft()
             job.scope = scope
-            # Untraced, the step's own coroutine is awaited (no _run_step frame between).
             report = await (self._run_step(job) if self._telemetry.tracing else self._outcome(job))
             lane.job = None
             if scope.cancel_called:
@@ -211,7 +210,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
 
     async def _run_step(self, job: StepJob) -> StepReport:
         assign = job.assign
-        if not self._telemetry.tracing:  # no span to open: _outcome marks the step's logs
+        if not self._telemetry.tracing:  # no span to open (_steps awaits _outcome itself)
             return await self._outcome(job)
         cut: BaseException | None = None
         # The step's span is parented by the trace context its envelope carried,
