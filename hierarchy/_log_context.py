@@ -14,7 +14,7 @@ import logging
 from contextvars import ContextVar, Token
 from typing import final
 
-__all__ = ("RunContextFilter", "log_context")
+__all__ = ("LOG_MARK", "RunContextFilter", "log_context")
 
 _FIELDS = ("run_id", "step_id", "worker")
 # Each anyio task starts with a copy of its parent's context, so a mark set in a
@@ -22,6 +22,10 @@ _FIELDS = ("run_id", "step_id", "worker")
 _CURRENT: ContextVar[tuple[str, str | None, str | None] | None] = ContextVar(
     "regiment_log_context", default=None
 )
+# The variable itself, for the one path that marks every step (``StepActor._run_step``):
+# ``LOG_MARK.set((run_id, step_id, worker))`` and ``reset`` are C calls, where entering
+# and leaving a ``log_context`` is three Python calls a step (issue #22).
+LOG_MARK = _CURRENT
 
 
 @final

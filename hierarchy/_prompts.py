@@ -163,19 +163,18 @@ class Prompts:
 
     def step_request(self, *, step: PlanStep, context: StepContext) -> str:
         """The user message that hands one step to a worker."""
+        # Made for every step: pieces joined once, no list of sections joined again.
         parts = [
-            f"Goal of the run: {context.goal}",
-            f"Plan:\n{context.plan_outline}",
-            f"Your step ({step.id}): {step.description}",
+            f"Goal of the run: {context.goal}\n\nPlan:\n{context.plan_outline}"
+            f"\n\nYour step ({step.id}): {step.description}"
         ]
         if context.dependency_outputs:
-            results = ["Results of the steps it depends on:"]
+            parts.append("\n\nResults of the steps it depends on:")
             for sid, out in context.dependency_outputs:  # a loop: this runs every step
-                results.append(f"- {sid}: {out}")
-            parts.append("\n".join(results))
+                parts.append(f"\n- {sid}: {out}")
         if context.notes:
-            parts.append(context.notes)
-        return "\n\n".join(parts)
+            parts.append(f"\n\n{context.notes}")
+        return "".join(parts)
 
     def synthesizer_system(self, *, team: str) -> str:
         """The synthesizer's system prompt."""

@@ -135,15 +135,15 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
 
         Example line: ``s2 [billing] Issue the refund (after s1; check: refund_issued)``.
         """
-        return "\n".join(_outline_line(step) for step in self.steps)
+        return "\n".join([_outline_line(step) for step in self.steps])
 
 
 def _outline_line(step: PlanStep) -> str:
-    worker = f" [{step.worker}]" if step.worker else ""
-    notes = []
-    if step.depends_on:
-        notes.append("after " + ", ".join(step.depends_on))
-    if step.check:
-        notes.append(f"check: {step.check}")
-    suffix = f" ({'; '.join(notes)})" if notes else ""
-    return f"{step.id}{worker} {step.description}{suffix}"
+    # Made for every step of every plan a run adopts: one f-string per case, no list.
+    worker, deps, check = step.worker, step.depends_on, step.check
+    head = f"{step.id} [{worker}] {step.description}" if worker else f"{step.id} {step.description}"
+    if not check:
+        return f"{head} (after {', '.join(deps)})" if deps else head
+    return (
+        f"{head} (after {', '.join(deps)}; check: {check})" if deps else f"{head} (check: {check})"
+    )

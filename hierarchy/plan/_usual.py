@@ -20,7 +20,7 @@ import msgspec
 
 from regiment.hierarchy.plan._lines import _NOTHING_FULL, _looks_like_json, _meaningful
 from regiment.hierarchy.plan._plan import PlanStep
-from regiment.hierarchy.plan._shape import _numeric
+from regiment.hierarchy.plan._shape import _NUMBER_START, _numeric
 
 __all__ = ("_kept_as_written", "_one_pass")
 
@@ -77,10 +77,13 @@ def _kept_as_written(label: str, deps: tuple[str, ...], ids: set[str]) -> tuple[
     """A step's dependencies as the general rules keep them, when they keep its id
     ``label`` and its dependencies as written: the id is new (it joins ``ids``) and
     neither it nor any dependency is a number. ``None`` when they would not."""
-    if not label or label in ids or _numeric(label) is not None:
+    # ``_numeric``'s own first test, made here: most ids ("s1") fail it, and then no
+    # Python call is made for them (it runs for every step of every plan: issue #22).
+    starts = _NUMBER_START.match
+    if not label or label in ids or (starts(label.strip()) and _numeric(label) is not None):
         return None
     for dep in deps:
-        if _numeric(dep) is not None:
+        if starts(dep.strip()) is not None and _numeric(dep) is not None:
             return None
     ids.add(label)
     if len(deps) > 1 and len(set(deps)) < len(deps):

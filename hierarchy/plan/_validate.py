@@ -53,7 +53,7 @@ def validate_plan(
     known = set(plan_ids) | set(known_ids)
     usual = not known_ids and len(known) == len(steps)  # unique ids, nothing kept
     problems: list[str] = []
-    earlier = set(known_ids)  # a plan whose steps only wait on earlier ones has no cycle
+    earlier = set(known_ids).difference(plan_ids)  # kept; a reused id is not earlier
     forward = False
     for step in steps:  # the messages are only built for a step with a problem
         if usual and not (step.id.strip() and step.description.strip()):

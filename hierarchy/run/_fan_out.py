@@ -48,20 +48,15 @@ def reserve_fan_out(
         not be sent, the budget field that stopped them.
     """
     version, outline, default = versions.version, versions.outline(), team.default_worker
-    contexts = [
-        StepContext(
-            goal=goal,
-            plan_outline=outline,
-            dependency_outputs=versions.carried_outputs(step.depends_on),
-        )
-        for step in ready
-    ]
     ways = max(len(ready), pending)
+    # Each step's context is made as it is sent, up front only to estimate tokens (#22).
+    contexts: list[StepContext] | None = None
     if ledger.counts_tokens:  # estimating costs a pass over prompts and schemas
+        contexts = [_context(goal, outline, versions, step) for step in ready]
         ways = _ways_that_fit(ledger, _needs(team, ready, contexts), ways)
     caps = team.model_call_caps
     sends: list[StepSent] = []
-    for step, context, share in zip(ready, contexts, ledger.split(ways), strict=False):
+    for index, (step, share) in enumerate(zip(ready, ledger.split(ways), strict=False)):
         worker = step.worker or default
         key, cap = (version, step.id, 1), caps[worker]
         allowance = ledger.reserve(key, model_calls_cap=cap, keep_model_calls=1, share=share)
@@ -75,7 +70,13 @@ def reserve_fan_out(
             run_id=run_id,
             plan_version=version,
             step=step,
-            context=context,
+            context=StepContext(
+                goal=goal,
+                plan_outline=outline,
+                dependency_outputs=versions.carried_outputs(step.depends_on),
+            )
+            if contexts is None
+            else contexts[index],
             attempt=1,
             allowance=allowance,
         )
@@ -85,6 +86,15 @@ def reserve_fan_out(
     if ways < len(ready) and len(sends) == ways:
         return sends, "tokens" if ledger.budget.tokens is not None else "input_tokens"
     return sends, ledger.exhausted(model_calls_needed=2) or "model_calls"
+
+
+def _context(goal: str, outline: str, versions: PlanVersions, step: PlanStep) -> StepContext:
+    """What a step is told besides its own text: the goal, the plan, what it depends on."""
+    return StepContext(
+        goal=goal,
+        plan_outline=outline,
+        dependency_outputs=versions.carried_outputs(step.depends_on),
+    )
 
 
 def _others_running(ledger: BudgetLedger, key: tuple[int, str, int]) -> bool:

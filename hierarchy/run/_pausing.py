@@ -84,7 +84,8 @@ class PausesForApprovals:
                     await desk.recheck(StepAt(self._book.run_id, 0, ""))
         elif not isinstance(news, NestedStalled):
             self._on_approval(news)
-        self._pause_if_stalled()
+        if self._book.approvals.pending:  # else nothing waits for a decision: no call made
+            self._pause_if_stalled()
 
     def _show_in_flight(self, channel: RunChannel) -> None:
         """A nested run's channel reads its steps in flight from here (a top run's: no)."""

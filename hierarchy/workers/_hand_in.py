@@ -42,7 +42,8 @@ class HandsIn:
     def _handing_in(self, job: StepJob, report: StepReport) -> Awaitable[None] | None:
         """Hand a report in: ``None`` once queued; what to await if the idle planner
         handles it in this task, or if its mailbox is full (a wait for room)."""
-        self._count(job, report)
+        if self._telemetry.metrics is not None:  # else nothing to count: no call a step
+            self._count(job, report)
         try:
             return job.reply_to.send_here(report)
         except MailboxFull:

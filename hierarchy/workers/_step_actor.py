@@ -19,7 +19,7 @@ from opentelemetry.util.types import AttributeValue
 
 from regiment.actors import Actor, Envelope
 from regiment.errors import ConfigError
-from regiment.hierarchy._log_context import log_context
+from regiment.hierarchy._log_context import LOG_MARK, log_context
 from regiment.hierarchy._messages import (
     AssignStep,
     CancelStep,
@@ -187,7 +187,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
                 continue
             lane.job = job = self._queued.popleft()
             job.scope = scope
-            report = await self._run_step(job)
+            report = await (self._run_step(job) if self._telemetry.tracing else self._outcome(job))
             lane.job = None
             if scope.cancel_called:
                 # Cancelled as the step ended: its report stands, the scope is spent.
@@ -210,9 +210,8 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
 
     async def _run_step(self, job: StepJob) -> StepReport:
         assign = job.assign
-        if not self._telemetry.tracing:  # no span to open or to mark: a call and a scope fewer
-            with log_context(assign.run_id, assign.step.id, self._name):
-                return await self._outcome(job)
+        if not self._telemetry.tracing:  # no span to open (_steps awaits _outcome itself)
+            return await self._outcome(job)
         cut: BaseException | None = None
         # The step's span is parented by the trace context its envelope carried,
         # so a worker serving many runs links each step to its own run.
@@ -258,6 +257,8 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
     async def _outcome(self, job: StepJob) -> StepReport:
         assign = job.assign
         job.progress = progress = StepProgress()
+        # log_context's mark (see _run_step), set and reset with no Python call (issue #22)
+        mark = LOG_MARK.set((assign.run_id, assign.step.id, self._name))
         try:
             if job.stop is not None:
                 # Cancelled while it waited for a runner: it must not start at all
@@ -283,6 +284,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
             job.scope = None
             if job.ended is not None:  # it was cut: its cancel grace ends here
                 job.ended.set()
+            LOG_MARK.reset(mark)
 
     def _watch(self, first_deadline: float) -> None:
         scope = self.ctx.system.new_cancel_scope  # the backend's class, found once

@@ -1,0 +1,118 @@
+"""What a plan step pays for beyond its hops (issue #22): in a run with no journal,
+spans, metrics or approvals, a step marks its log context with no Python call, the
+fan-out that sends it makes no comprehension frame, and its report asks for no pause
+check and no metric count. Counted exactly by the interpreter's profiler over the
+steps of a warmed-up team's run; the mark itself still reaches a record made in a
+step (``tests/models/test_retry_log_context.py`` and the test below)."""
+
+from __future__ import annotations
+
+import logging
+from types import FrameType
+
+import pytest
+
+from regiment.hierarchy import Planner, RunContextFilter, Team, Worker
+from regiment.hierarchy._log_context import log_context
+from regiment.hierarchy.run._fan_out import reserve_fan_out
+from regiment.hierarchy.run._pausing import PausesForApprovals
+from regiment.hierarchy.workers._step_actor import StepActor
+from regiment.models import ModelRequest, ScriptedModel, ToolResultPart
+
+from .brains import Brain, plan_json
+from .profiled import CallCounter, Matches
+
+pytestmark = pytest.mark.anyio
+
+_FAN_OUT = reserve_fan_out.__code__.co_filename
+_STEP_ACTOR = StepActor._outcome.__code__.co_filename
+_STEPS = 3
+_log = logging.getLogger("regiment.tests.step_path")
+
+
+async def _work(description: str, results: list[ToolResultPart], request: ModelRequest) -> str:
+    _log.warning("working on %s", description)
+    return f"did {description}"
+
+
+async def _counted(matches: Matches) -> int:
+    """How many calls ``matches`` accepts in one run of a ``_STEPS``-step sequential plan."""
+    steps = [
+        {"id": f"s{i}", "description": f"part {i}", "depends_on": [f"s{i - 1}"] if i > 1 else []}
+        for i in range(1, _STEPS + 1)
+    ]
+    brain = Brain([plan_json(*steps)] * 2, work=_work)
+    model = ScriptedModel(brain)
+    team = Team(
+        name="steps",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="does parts", model=model)],
+    )
+    counter = CallCounter(matches)
+    async with team.start() as running:
+        assert (await running.run("warm up")).status == "completed"
+        with counter:
+            result = await running.run("do the parts")
+    assert result.status == "completed"
+    assert [s.step_id for s in result.steps] == [f"s{i}" for i in range(1, _STEPS + 1)]
+    return counter.count
+
+
+def _code_called(*codes: object) -> Matches:
+    def matches(frame: FrameType, event: str, _: object) -> bool:
+        return event == "call" and frame.f_code in codes
+
+    return matches
+
+
+async def test_a_step_marks_its_log_context_with_no_python_call() -> None:
+    # Entering and leaving a log_context was three Python calls a step.
+    marks = (log_context.__init__, log_context.__enter__, log_context.__exit__)
+    codes = tuple(m.__code__ for m in marks)
+
+    def from_a_step(frame: FrameType, event: str, _: object) -> bool:
+        caller = frame.f_back
+        return (
+            event == "call"
+            and frame.f_code in codes
+            and caller is not None
+            and caller.f_code.co_filename == _STEP_ACTOR
+        )
+
+    assert await _counted(from_a_step) == 0
+
+
+async def test_an_untraced_step_is_awaited_with_no_frame_between() -> None:
+    # _run_step only opens the step's span; untraced, the runner awaits the step itself.
+    assert await _counted(_code_called(StepActor._run_step.__code__)) == 0
+
+
+async def test_a_fan_out_makes_no_comprehension_frame() -> None:
+    # Without a token budget the step contexts are made as the steps are sent.
+    def comprehension(frame: FrameType, event: str, _: object) -> bool:
+        code = frame.f_code
+        return event == "call" and code.co_filename == _FAN_OUT and code.co_name.startswith("<")
+
+    assert await _counted(comprehension) == 0
+
+
+async def test_a_report_with_no_approval_pending_asks_for_no_pause_check() -> None:
+    assert await _counted(_code_called(PausesForApprovals._pause_if_stalled.__code__)) == 0
+
+
+async def test_a_report_with_no_metrics_is_not_counted() -> None:
+    assert await _counted(_code_called(StepActor._count.__code__)) == 0
+
+
+async def test_a_record_made_in_a_step_still_carries_its_mark(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.handler.addFilter(RunContextFilter())
+    with caplog.at_level(logging.WARNING, logger=_log.name):
+        assert await _counted(lambda *_: False) == 0
+    marked = [
+        (r.__dict__["step_id"], r.__dict__["worker"])
+        for r in caplog.records
+        if r.name == _log.name and r.getMessage() == "working on part 2"
+    ]
+    assert marked == [("s2", "w")] * 2  # the warm-up run's and the counted run's
