@@ -50,6 +50,11 @@ _SCHEMA_LOCK = 0x7265_6769  # "regi": serialises schema creation and migration a
 _FIRST_WAIT, _LONGEST_WAIT = 0.1, 2.0  # seconds between attempts to reach a lost server
 _TABLES = ("journal_runs", "journal_records")  # a journal's tables besides journal_meta
 _ATTEMPTS = 3  # transactions a lost connection broke before their COMMIT, run again
+# A session idle inside a transaction this long is ended by the server, its locks freed: a
+# process frozen mid-transaction (SIGSTOP, a paused VM) would otherwise hold its run's row
+# lock, and every other process's take-over, resume or decision waits for it without end.
+# Our transactions send their statements back to back, so none is idle near this long.
+_IDLE_IN_TRANSACTION = "10s"
 
 
 def _import_psycopg() -> Any:
@@ -127,6 +132,11 @@ class _PostgresStore(SqlStore):
         connection: psycopg.Connection[Any] = self._psycopg.connect(
             self._url, autocommit=True, connect_timeout=timeout
         )
+        (idle,) = connection.execute("SHOW idle_in_transaction_session_timeout").fetchone() or ("",)
+        if idle == "0":  # not set by the URL's options, the role or the server: ours
+            connection.execute(
+                f"SET idle_in_transaction_session_timeout = '{_IDLE_IN_TRANSACTION}'"
+            )
         return connection
 
     def _connection(self) -> psycopg.Connection[Any]:
