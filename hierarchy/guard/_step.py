@@ -16,8 +16,9 @@ from regiment._json import JsonObject, JsonValue
 from regiment.errors import GuardrailError
 from regiment.hierarchy._budget import over_allowance
 from regiment.hierarchy._messages import BudgetLimit, StepAllowance
+from regiment.hierarchy._top_up import reply_room
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
-from regiment.hierarchy.guard._judge import Purse, judging_within
+from regiment.hierarchy.guard._judge import JudgeTape, Purse, judging_within
 from regiment.hierarchy.guard._types import (
     Guardrail,
     ReplySubject,
@@ -31,6 +32,7 @@ from regiment.models import (
     ModelResponse,
     ToolCallPart,
     ToolResultPart,
+    Usage,
 )
 from regiment.telemetry import Telemetry
 from regiment.tools import Tool, ToolResult
@@ -110,21 +112,23 @@ class StepGuards:
         assign: AssignStep,
         progress: StepProgress,
         messages: list[Message],
+        tape: JudgeTape | None = None,
     ) -> Callable[[ModelRequest], Awaitable[ModelResponse | None]]:
         """``caller.call`` between the step's request and reply guards: ``None`` for a
         reply a ``tell_model`` guard rejected (charged to ``progress`` here, and
-        ``messages`` given the reply and the reason)."""
+        ``messages`` given the reply and the reason); their judge calls go on ``tape``."""
         step_id = assign.step.id
 
         # a judge runs while the step's own call is pending (not yet charged)
         purse = step_purse(assign.allowance, progress, pending=1)
 
         async def call(request: ModelRequest) -> ModelResponse | None:
-            with judging_within(purse):
+            with judging_within(purse, tape):
                 request = await self.check_request(request, step_id, progress)
             response = await caller.call(request)
-            try:
-                with judging_within(purse):
+            try:  # the reply is not charged yet: its judges see what it spent
+                unpaid = step_purse(assign.allowance, progress, pending=1, unpaid=response.usage)
+                with judging_within(unpaid, tape):
                     checked = await self.check_reply(response, step_id, progress)
             except GuardrailError:  # a `fail_step` trip: the reply was billed all the same
                 _billed(progress, response)
@@ -294,18 +298,25 @@ class StepGuards:
         return msgspec.structs.replace(call, arguments=rewritten)
 
 
-def step_purse(allowance: StepAllowance, progress: StepProgress, pending: int = 0) -> Purse:
+def step_purse(
+    allowance: StepAllowance, progress: StepProgress, pending: int = 0, unpaid: Usage | None = None
+) -> Purse:
     """The step's allowance as a purse for its guards' judge calls; ``pending``
-    model calls of the step are in flight, not yet charged. A step topped up since
-    it began (``progress.allowance``) judges within what it holds now."""
+    model calls of the step are in flight, not yet charged (``unpaid``: what a reply
+    not charged yet spent). A step topped up since
+    it began (``progress.allowance``) judges within what it holds now, each judge's
+    reply held to what that has left (``reply_room``)."""
 
     def left(
         request: ModelRequest, made: Sequence[ModelResponse]
-    ) -> tuple[BudgetLimit, str] | None:
+    ) -> tuple[BudgetLimit, str] | int | None:
         calls = progress.model_calls + pending + len(made)
         usage = sum((r.usage for r in made), progress.usage)
+        if unpaid is not None:
+            usage = usage + unpaid
         held = progress.allowance or allowance
-        return over_allowance(held, calls, usage, request, "the judge call")
+        out = over_allowance(held, calls, usage, request, "the judge call")
+        return out if out is not None else reply_room(held, usage, request)
 
     return left
 

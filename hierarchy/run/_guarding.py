@@ -27,7 +27,7 @@ from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.events import Event, GuardrailRewrote, GuardrailTripped
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
-from regiment.hierarchy.guard._judge import Purse, judging_within
+from regiment.hierarchy.guard._judge import JudgeTape, Purse, judging_within
 from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._roles import GuardLog, GuardRole, RoleGuards
 from regiment.hierarchy.guard._step import tripped
@@ -45,6 +45,8 @@ from regiment.hierarchy.run._messages import GuardJudged, PlannerMessage
 from regiment.hierarchy.run._phase import Planning
 from regiment.hierarchy.run._structured import AnswerShape
 from regiment.hierarchy.run._trace import RunTrace
+from regiment.hierarchy.workers._journal_calls import RunCalls
+from regiment.journal import ModelCallFinished
 from regiment.models import Message, ModelRequest, ModelResponse
 
 __all__ = (
@@ -56,6 +58,7 @@ __all__ = (
     "partial_verdict",
     "plan_verdict",
     "role_guards",
+    "run_tape",
 )
 
 Context = ActorContext[PlannerMessage, None]
@@ -74,6 +77,7 @@ class RunGuards:
     log: GuardLog
     run_id: str = ""  # what the guards' log records carry (see ``log_context``)
     shape: AnswerShape | None = None  # a structured answer: a rewrite must still fit it
+    tape: JudgeTape | None = None  # where the guards' judge calls are journaled (replayed)
     answer_retried: bool = False
     _token: int = 0
     _scope: anyio.CancelScope | None = None
@@ -124,7 +128,7 @@ class RunGuards:
         scope: anyio.CancelScope,
     ) -> None:
         purse, seconds = within
-        with scope, log_context(self.run_id), judging_within(purse):
+        with scope, log_context(self.run_id), judging_within(purse, self.tape):
             subject = AnswerSubject(goal=self.goal, text=text)
             telemetry, where = self.trace.telemetry, Where("synthesizer")
             deadline = math.inf if seconds is None else anyio.current_time() + seconds
@@ -298,6 +302,17 @@ def plan_verdict(
         return PlanError(message, last_reply=session.messages[-1].text, problems=(problem,))
     session.reprompt((problem,), prompts)
     return session.request()
+
+
+def run_tape(calls: RunCalls) -> JudgeTape:
+    """Where the judge calls of a journaled run's planner side (its role, plan and
+    answer guards) are journaled, and replayed from on a resume."""
+
+    async def write(key: str, response: ModelResponse) -> None:  # durably: it was paid for
+        record = ModelCallFinished(run_id=calls.run_id, call_key=key, response=response)
+        await calls.append(record, durable=True)
+
+    return JudgeTape("run/", calls.replay.responses, write)
 
 
 def _spent_purse(limit: BudgetLimit) -> Purse:

@@ -25,6 +25,7 @@ from regiment.hierarchy._live_events import LiveSink, observed_tool_call, told_u
 from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._replay import NO_REPLAY, Replay
+from regiment.hierarchy.guard._judge import JudgeTape
 from regiment.journal import (
     Journal,
     Lease,
@@ -124,6 +125,7 @@ class StepCalls:
         "_replay",
         "_run",
         "_run_id",
+        "_tape",
         "_tool_calls",
         "_worker",
     )
@@ -143,6 +145,7 @@ class StepCalls:
         self._live = live  # a streamed run's: text deltas and tool-call events go to it
         self._model_calls = 0
         self._tool_calls = 0
+        self._tape: JudgeTape | None = None
 
     def model_call(self, caller: ModelCaller) -> Callable[[ModelRequest], Awaitable[ModelResponse]]:
         """How the step asks ``caller`` with no guards in between: through :meth:`model`,
@@ -177,6 +180,21 @@ class StepCalls:
             record = ModelCallFinished(run_id=self._run_id, call_key=key, response=response)
             await self._run.append(record)
         return response
+
+    def judge_tape(self) -> JudgeTape | None:
+        """Where the step's guards' judge calls are journaled and replayed from (``None``:
+        nothing records or replays them)."""
+        if self._tape is None and (self._replay.responses or self._journaled):
+            a = self._assign  # one tape a step: it numbers the step's questions
+            prefix = f"step/{a.plan_version}/{a.step.id}/a{a.attempt}/"
+            self._tape = JudgeTape(prefix, self._replay.responses, self._judged)
+        return self._tape
+
+    async def _judged(self, key: str, response: ModelResponse) -> None:
+        """Journal a judge's reply durably: the call was paid for, whatever comes next."""
+        if self._journaled and self._run is not None:
+            record = ModelCallFinished(run_id=self._run_id, call_key=key, response=response)
+            await self._run.append(record, durable=True)
 
     def tell(self, request: ModelRequest, response: ModelResponse) -> None:
         """Stream the text of a reply held back while guards judged it, in one piece."""

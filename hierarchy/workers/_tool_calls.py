@@ -108,7 +108,7 @@ async def _guarded(
 
     began = anyio.current_time()
     try:
-        with judging_within(step_purse(assign.allowance, progress)):
+        with judging_within(step_purse(assign.allowance, progress), journaled.judge_tape()):
             tool, passed = toolset.get(call.name), journaled.passed(at[2])
             result = await guards.call_tool(call, assign.step.id, progress, reach, tool, passed)
     except GuardrailError as exc:  # a `fail_step` trip
