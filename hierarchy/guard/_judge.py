@@ -5,7 +5,6 @@ resumed run replays a judge's reply instead of asking, and paying, again)."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
@@ -59,6 +58,8 @@ class JudgeTape:
 
     def key(self, request: ModelRequest) -> str:
         """The key of the next judge call made with ``request``."""
+        import hashlib  # here: a run with no judge never loads it (it loads OpenSSL)
+
         digest = hashlib.sha256(msgspec.json.encode(request)).hexdigest()[:24]
         n = self._seen[digest] = self._seen.get(digest, 0) + 1
         return f"{self._prefix}guard/{digest}/{n}"

@@ -30,7 +30,7 @@ from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
 from regiment.hierarchy._model_call import ModelCaller, described
-from regiment.hierarchy.guard._judge import JudgeTape, Purse, judging_within, ledger_purse
+from regiment.hierarchy.guard._judge import Purse, judging_within, ledger_purse
 from regiment.hierarchy.guard._roles import Caller, GuardLog, guarded
 from regiment.hierarchy.run._call_runner import CallRunner
 from regiment.hierarchy.run._empty_answer import synthesized
@@ -97,16 +97,15 @@ class PhaseCalls:
         channel: LiveChannel | None = None,
         guard_log: GuardLog | None = None,
         lender: CallLender | None = None,
-        tape: JudgeTape | None = None,
     ) -> None:
         self._team = team
-        self._tape = tape  # where its guards' judge calls are journaled (replayed)
         self._trace = trace
         self._run_id = run_id  # the log context of its calls (an SDK's retries name the run)
         self._replayed = replayed  # a resumed run's journaled responses, by call
         self._live = live_sink(channel, run_id)  # a streamed run's: calls stream text to it
         telemetry, guards = team.telemetry, team.guards
         log = GuardLog() if guard_log is None else guard_log  # what the role guards did
+        self._tape = log.tape  # where their judge calls are journaled (replayed)
         planner_call, synth, critic_call, self._compressor = team.role_callers  # made once
         self._planner: Caller = planner_call
         self._synth: Caller = synth

@@ -13,7 +13,7 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, final
+from typing import TYPE_CHECKING, Any, final
 
 import anyio
 import msgspec
@@ -45,9 +45,11 @@ from regiment.hierarchy.run._messages import GuardJudged, PlannerMessage
 from regiment.hierarchy.run._phase import Planning
 from regiment.hierarchy.run._structured import AnswerShape
 from regiment.hierarchy.run._trace import RunTrace
-from regiment.hierarchy.workers._journal_calls import RunCalls
 from regiment.journal import ModelCallFinished
 from regiment.models import Message, ModelRequest, ModelResponse
+
+if TYPE_CHECKING:
+    from regiment.hierarchy.run._journaling import RunJournal
 
 __all__ = (
     "RunGuards",
@@ -77,7 +79,6 @@ class RunGuards:
     log: GuardLog
     run_id: str = ""  # what the guards' log records carry (see ``log_context``)
     shape: AnswerShape | None = None  # a structured answer: a rewrite must still fit it
-    tape: JudgeTape | None = None  # where the guards' judge calls are journaled (replayed)
     answer_retried: bool = False
     _token: int = 0
     _scope: anyio.CancelScope | None = None
@@ -128,7 +129,7 @@ class RunGuards:
         scope: anyio.CancelScope,
     ) -> None:
         purse, seconds = within
-        with scope, log_context(self.run_id), judging_within(purse, self.tape):
+        with scope, log_context(self.run_id), judging_within(purse, self.log.tape):
             subject = AnswerSubject(goal=self.goal, text=text)
             telemetry, where = self.trace.telemetry, Where("synthesizer")
             deadline = math.inf if seconds is None else anyio.current_time() + seconds
@@ -304,9 +305,12 @@ def plan_verdict(
     return session.request()
 
 
-def run_tape(calls: RunCalls) -> JudgeTape:
+def run_tape(journal: RunJournal | None) -> JudgeTape | None:
     """Where the judge calls of a journaled run's planner side (its role, plan and
     answer guards) are journaled, and replayed from on a resume."""
+    if journal is None:
+        return None
+    calls = journal.calls
 
     async def write(key: str, response: ModelResponse) -> None:  # durably: it was paid for
         record = ModelCallFinished(run_id=calls.run_id, call_key=key, response=response)
