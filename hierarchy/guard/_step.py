@@ -19,6 +19,7 @@ from regiment.hierarchy._messages import BudgetLimit, StepAllowance
 from regiment.hierarchy._top_up import reply_room
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
 from regiment.hierarchy.guard._judge import JudgeTape, Purse, judging_within
+from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._types import (
     Guardrail,
     ReplySubject,
@@ -214,7 +215,8 @@ class StepGuards:
         progress: StepProgress,
         run: Callable[[ToolCallPart], Awaitable[ToolResult]],
         tool: Tool[..., object] | None,
-        passed: JsonObject | None = None,
+        passed: tuple[JsonObject, tuple[GuardNote, ...]] | None = None,
+        noted: list[GuardNote] | None = None,
     ) -> ToolResult:
         """Run one tool call (``run`` runs it) between its guards.
 
@@ -223,7 +225,8 @@ class StepGuards:
         ``run`` unguarded, which answers it with the usual tool error. ``passed``: the
         arguments the call ran with before the run's resume (the journal holds its
         intent); its call guards let it through then, as they left it, so it runs
-        with those, not judged again (it may have acted; its result guards judge it).
+        with those, not judged again (it may have acted; its result guards judge it), and
+        what its guards did then is told again. ``noted`` gets what its call guards do now.
 
         Raises:
             GuardrailError: a ``fail_step`` guard tripped on the call or its result.
@@ -231,10 +234,12 @@ class StepGuards:
         where = Where("worker", self.worker, step_id)
         before = self.tool_call.get(call.name, self.any_call)
         if passed is not None:
-            before, call = (), msgspec.structs.replace(call, arguments=passed)
+            before, call = (), msgspec.structs.replace(call, arguments=passed[0])
+            progress.guard_notes.extend(passed[1])  # they rewrote it then: told again
         validated = None if tool is None or not before else tool.validated(call.arguments)
         if tool is not None and isinstance(validated, dict):
-            checked = await self._check_call(before, call, validated, tool, progress, where)
+            mine: list[GuardNote] = [] if noted is None else noted
+            checked = await self._check_call(before, call, validated, (tool, mine), progress, where)
             if isinstance(checked, ToolResult):
                 return checked
             call = checked
@@ -267,15 +272,18 @@ class StepGuards:
         before: tuple[Guardrail, ...],
         call: ToolCallPart,
         arguments: JsonObject,
-        tool: Tool[..., object],
+        held: tuple[Tool[..., object], list[GuardNote]],
         progress: StepProgress,
         where: Where,
     ) -> ToolCallPart | ToolResult:
-        """The call as the guards leave it, or the result that answers it instead."""
+        """The call as the guards leave it, or the result that answers it instead (what
+        they did goes to the step's notes and to ``held[1]``)."""
         subject = ToolCallSubject(
             worker=self.worker, step_id=str(where.step_id), tool=call.name, arguments=arguments
         )
-        checked = await run_chain(before, subject, self.telemetry, progress.guard_notes, where)
+        tool, notes = held
+        checked = await run_chain(before, subject, self.telemetry, notes, where)
+        progress.guard_notes.extend(notes)
         _charge(progress, checked)
         if (guard := checked.tripped) is not None:
             if guard.on_trip == "fail_step":
