@@ -20,7 +20,16 @@ from regiment.models import Model, ModelRequest, ModelResponse, Usage, estimate_
 from regiment.telemetry import Telemetry
 from regiment.telemetry import semconv as sc
 
-__all__ = ("JudgeTape", "Purse", "Spend", "judge", "judging_within", "ledger_purse", "spending")
+__all__ = (
+    "JudgeTape",
+    "Purse",
+    "Spend",
+    "judge",
+    "judging_reply",
+    "judging_within",
+    "ledger_purse",
+    "spending",
+)
 
 # What a judge's call may spend, given its request and the calls the chain's guards
 # made so far (not yet charged): the limit in the way and why (it must not start), or
@@ -93,6 +102,31 @@ _PURSE: ContextVar[Purse | None] = ContextVar("regiment_guard_purse", default=No
 _TAPE: ContextVar[JudgeTape | None] = ContextVar("regiment_guard_tape", default=None)
 
 
+# What a reply the guards judge spent (not charged until they are done): a run's purse
+# counts it (``judging_reply``; a step's purse is given it: ``step_purse(unpaid=...)``).
+_UNPAID: ContextVar[Usage | None] = ContextVar("regiment_guard_unpaid", default=None)
+_NONE = Usage()
+
+
+@final
+class judging_reply:  # lower case: used like a function, as ``judging_within``
+    """Count ``usage`` (a planner-side reply its guards judge) in what the judges of
+    this block may spend."""
+
+    __slots__ = ("_token", "_usage")
+
+    def __init__(self, usage: Usage) -> None:
+        self._usage = usage
+        self._token: Token[Usage | None] | None = None
+
+    def __enter__(self) -> None:
+        self._token = _UNPAID.set(self._usage)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            _UNPAID.reset(self._token)
+
+
 def spending() -> ContextVar[Spend | None]:
     return _CURRENT
 
@@ -131,14 +165,15 @@ def ledger_purse(ledger: BudgetLedger, pending: int = 0) -> Purse:
     def left(
         request: ModelRequest, made: Sequence[ModelResponse]
     ) -> tuple[BudgetLimit, str] | int | None:
-        spent = sum(r.usage.total_tokens for r in made)
+        unpaid = _UNPAID.get() or _NONE  # a reply its guards judge, not charged till then
+        spent = sum(r.usage.total_tokens for r in made) + unpaid.total_tokens
         needed = estimate_tokens(request) + spent
         limit = ledger.exhausted(model_calls_needed=1 + pending + len(made), tokens_needed=needed)
         if limit is not None:
             return limit, f"the run's {limit} budget has none left"
         if not ledger.holds_replies:
             return None
-        outputs = sum(r.usage.output_tokens for r in made)
+        outputs = sum(r.usage.output_tokens for r in made) + unpaid.output_tokens
         return ledger.reply_room(tokens_needed=needed, outputs_needed=outputs)
 
     return left

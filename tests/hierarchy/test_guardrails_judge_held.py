@@ -132,3 +132,22 @@ async def test_a_reply_judge_is_held_to_what_the_share_has_left_after_that_reply
         assert (await running.run("look")).status == "completed"
     # the step's reply spent 25 of its 260, not charged yet when its judge asks
     assert held.judge == [300 - 40 - 25]
+
+
+async def test_a_planner_reply_judge_is_held_to_what_the_run_has_left_after_that_reply() -> None:
+    held = Held()
+
+    async def reply_judge(subject: ReplySubject) -> Outcome:
+        return await held.verdict()
+
+    model = ScriptedModel(held.brain)
+    team = Team(
+        name="held",
+        planner=Planner(model=model, guardrails=[reply_judge]),
+        workers=[Worker(name="w", description="looks", model=model)],
+        budget=Budget(output_tokens=300),
+    )
+    async with team.start() as running:
+        assert (await running.run("look")).status == "completed"
+    # the plan's reply (40) is judged before it is charged: the judge has 260, not 300
+    assert held.judge == [300 - 40]
