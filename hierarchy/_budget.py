@@ -190,12 +190,15 @@ class BudgetLedger:
             return "output_tokens"
         return None
 
-    def reply_room(self, tokens_needed: int = 0) -> int | None:
+    def reply_room(self, tokens_needed: int = 0, outputs_needed: int = 0) -> int | None:
         """The most output tokens the next run-level call's reply may have: what is left
-        (neither spent nor held by a step in flight) of ``output_tokens``, and of
-        ``tokens`` less the call's estimated input ``tokens_needed``; at least 1 (a call
-        that has no room is refused by :meth:`exhausted` first). ``None``: no such limit."""
+        (neither spent nor held by a step in flight) of ``output_tokens`` less
+        ``outputs_needed`` (spent, not yet charged), and of ``tokens`` less the call's
+        estimated input ``tokens_needed``; at least 1 (a call that has no room is refused
+        by :meth:`exhausted` first). ``None``: no such limit."""
         outputs, tokens = self._left_outputs(), self._left_tokens()
+        if outputs is not None:
+            outputs -= outputs_needed
         if tokens is not None:
             tokens -= tokens_needed
             outputs = tokens if outputs is None else min(outputs, tokens)

@@ -138,7 +138,9 @@ class ToolCallStarted(_Base, frozen=True, kw_only=True, tag="tool_call_started")
 
     Keyed by ``(run_id, plan_version, step_id, call_index)``. An intent without a
     ``ToolCallFinished`` after a crash means the call was in flight: run it again
-    with the same ``idempotency_key`` so the tool can deduplicate.
+    with the same ``idempotency_key`` so the tool can deduplicate. ``guardrails``: what
+    the call's guards did to it before it ran (the engine's notes of their rewrites, as
+    JSON), so a resume that runs it again without judging it still tells of them.
     """
 
     plan_version: int
@@ -148,6 +150,7 @@ class ToolCallStarted(_Base, frozen=True, kw_only=True, tag="tool_call_started")
     call_id: str = ""
     arguments: JsonObject = msgspec.field(default_factory=dict)
     idempotency_key: str
+    guardrails: list[JsonObject] = msgspec.field(default_factory=list)
 
 
 class ToolCallFinished(_Base, frozen=True, kw_only=True, tag="tool_call_finished"):

@@ -1,24 +1,83 @@
 """A guard's own model calls (LLM-as-judge): traced like every model call of the
-run, and charged to the run's budget (to the step's, inside a step)."""
+run, charged to the run's budget (to the step's, inside a step), each reply held to
+what that budget has left, and journaled like the run's other model replies (a
+resumed run replays a judge's reply instead of asking, and paying, again)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import TypeAlias, final
+
+import msgspec
+from opentelemetry import trace
 
 from regiment.errors import BudgetExceeded, ModelError
 from regiment.hierarchy._budget import BudgetLedger, BudgetLimit
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.models import Model, ModelRequest, ModelResponse, Usage, estimate_tokens
 from regiment.telemetry import Telemetry
+from regiment.telemetry import semconv as sc
 
-__all__ = ("Purse", "Spend", "judge", "judging_within", "ledger_purse", "spending")
+__all__ = (
+    "JudgeTape",
+    "Purse",
+    "Spend",
+    "judge",
+    "judging_reply",
+    "judging_within",
+    "ledger_purse",
+    "spending",
+)
 
-# Why a judge's call must not start: given its request and the calls the chain's
-# guards made so far (not yet charged), the limit in the way and what is left.
-Purse: TypeAlias = Callable[[ModelRequest, Sequence[ModelResponse]], tuple[BudgetLimit, str] | None]
+# What a judge's call may spend, given its request and the calls the chain's guards
+# made so far (not yet charged): the limit in the way and why (it must not start), or
+# the most output tokens its reply may have (``None``: no limit holds it).
+Purse: TypeAlias = Callable[
+    [ModelRequest, Sequence[ModelResponse]], tuple[BudgetLimit, str] | int | None
+]
+
+_CHAT = {sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT}  # what was replayed: a model reply
+
+
+@final
+class JudgeTape:
+    """Where the judge calls of one step (or of the planner side of one run) are
+    journaled, and replayed from on a resume.
+
+    A call's key is ``{prefix}guard/{digest}/{n}``: the digest of the request the guard
+    made, and which time that request was made in this scope. So a resumed run's judge
+    gets the reply its question had before the crash, whatever order concurrent guards
+    ask in, and a question never asked before goes to the model.
+    """
+
+    __slots__ = ("_prefix", "_responses", "_seen", "_write")
+
+    def __init__(
+        self,
+        prefix: str,
+        responses: Mapping[str, ModelResponse],
+        write: Callable[[str, ModelResponse], Awaitable[None]],
+    ) -> None:
+        self._prefix = prefix
+        self._responses = responses  # the resumed run's journaled replies (empty: a new run)
+        self._write = write
+        self._seen: dict[str, int] = {}
+
+    def key(self, request: ModelRequest) -> str:
+        """The key of the next judge call made with ``request``."""
+        import hashlib  # here: a run with no judge never loads it (it loads OpenSSL)
+
+        digest = hashlib.sha256(msgspec.json.encode(request)).hexdigest()[:24]
+        n = self._seen[digest] = self._seen.get(digest, 0) + 1
+        return f"{self._prefix}guard/{digest}/{n}"
+
+    def replayed(self, key: str) -> ModelResponse | None:
+        return self._responses.get(key)
+
+    async def record(self, key: str, response: ModelResponse) -> None:
+        await self._write(key, response)
 
 
 @final
@@ -39,6 +98,34 @@ _CURRENT: ContextVar[Spend | None] = ContextVar("regiment_guard_spend", default=
 # chains (a step's tool loop, the planner's calls and plan/answer checks).
 _PURSE: ContextVar[Purse | None] = ContextVar("regiment_guard_purse", default=None)
 
+# Where they are journaled and replayed from: set with the purse (``None``: nowhere).
+_TAPE: ContextVar[JudgeTape | None] = ContextVar("regiment_guard_tape", default=None)
+
+
+# What a reply the guards judge spent (not charged until they are done): a run's purse
+# counts it (``judging_reply``; a step's purse is given it: ``step_purse(unpaid=...)``).
+_UNPAID: ContextVar[Usage | None] = ContextVar("regiment_guard_unpaid", default=None)
+_NONE = Usage()
+
+
+@final
+class judging_reply:  # lower case: used like a function, as ``judging_within``
+    """Count ``usage`` (a planner-side reply its guards judge) in what the judges of
+    this block may spend."""
+
+    __slots__ = ("_token", "_usage")
+
+    def __init__(self, usage: Usage) -> None:
+        self._usage = usage
+        self._token: Token[Usage | None] | None = None
+
+    def __enter__(self) -> None:
+        self._token = _UNPAID.set(self._usage)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            _UNPAID.reset(self._token)
+
 
 def spending() -> ContextVar[Spend | None]:
     return _CURRENT
@@ -47,22 +134,27 @@ def spending() -> ContextVar[Spend | None]:
 @final
 class judging_within:  # lower case: used like the function it was, ``with judging_within(...)``
     """Hold the guards' model calls made in this block (and in tasks started in it)
-    to ``purse``.
+    to ``purse``, and journal them on ``tape`` (replay them from it on a resume).
 
     A class, not ``@contextmanager``: every planner-side model call enters one, and a
     generator-based manager costs a generator and three calls more each time.
     """
 
-    __slots__ = ("_purse", "_token")
+    __slots__ = ("_purse", "_tape", "_tape_token", "_token")
 
-    def __init__(self, purse: Purse | None) -> None:
+    def __init__(self, purse: Purse | None, tape: JudgeTape | None = None) -> None:
         self._purse = purse
+        self._tape = tape
         self._token: Token[Purse | None] | None = None
+        self._tape_token: Token[JudgeTape | None] | None = None
 
     def __enter__(self) -> None:
         self._token = _PURSE.set(self._purse)
+        self._tape_token = _TAPE.set(self._tape)
 
     def __exit__(self, *exc: object) -> None:
+        if self._tape_token is not None:
+            _TAPE.reset(self._tape_token)
         if self._token is not None:
             _PURSE.reset(self._token)
 
@@ -72,13 +164,17 @@ def ledger_purse(ledger: BudgetLedger, pending: int = 0) -> Purse:
 
     def left(
         request: ModelRequest, made: Sequence[ModelResponse]
-    ) -> tuple[BudgetLimit, str] | None:
-        spent = sum(r.usage.total_tokens for r in made)
-        limit = ledger.exhausted(
-            model_calls_needed=1 + pending + len(made),
-            tokens_needed=estimate_tokens(request) + spent,
-        )
-        return None if limit is None else (limit, f"the run's {limit} budget has none left")
+    ) -> tuple[BudgetLimit, str] | int | None:
+        unpaid = _UNPAID.get() or _NONE  # a reply its guards judge, not charged till then
+        spent = sum(r.usage.total_tokens for r in made) + unpaid.total_tokens
+        needed = estimate_tokens(request) + spent
+        limit = ledger.exhausted(model_calls_needed=1 + pending + len(made), tokens_needed=needed)
+        if limit is not None:
+            return limit, f"the run's {limit} budget has none left"
+        if not ledger.holds_replies:
+            return None
+        outputs = sum(r.usage.output_tokens for r in made) + unpaid.output_tokens
+        return ledger.reply_room(tokens_needed=needed, outputs_needed=outputs)
 
     return left
 
@@ -87,7 +183,9 @@ async def judge(model: Model, request: ModelRequest) -> ModelResponse:
     """Call ``model`` from inside a guardrail (an LLM-as-judge).
 
     The call is a ``chat`` span of the run's trace, and its usage and the call
-    itself count against the run's budget (the step's share, inside a step).
+    itself count against the run's budget (the step's share, inside a step); its reply
+    is held (``max_tokens``) to the output tokens that budget has left. Its reply is
+    journaled with the run: a resumed run replays it rather than asking again.
     Outside a guardrail it is a plain, untraced call.
 
     A call that fails having spent tokens (a refused reply, ``ModelRefused``; a
@@ -100,24 +198,55 @@ async def judge(model: Model, request: ModelRequest) -> ModelResponse:
     spend = _CURRENT.get()
     if spend is None:
         return await model.complete(request)
-    purse = _PURSE.get()
-    refused = None if purse is None else purse(request, tuple(spend.responses))
-    if refused is not None:
-        limit, why = refused
-        raise BudgetExceeded(
-            f"the guardrail's judge call was not made: {why}; raise the budget, "
-            "or let the guard decide without a model",
-            limit=limit,
-        )
+    tape = _TAPE.get()
+    key = None if tape is None else tape.key(request)
+    if tape is not None and key is not None and (replayed := tape.replayed(key)) is not None:
+        if spend.telemetry.tracing:  # no chat span (the model is not asked): the guard's says so
+            trace.get_current_span().add_event(sc.REPLAYED_EVENT, _CHAT)
+        spend.responses.append(replayed)  # charged again: the resumed budget counts it
+        return replayed
+    caller = ModelCaller(model, "guardrail", spend.telemetry)
+    request = _held(caller, request, spend)
     try:
-        response = await ModelCaller(model, "guardrail", spend.telemetry).call(request)
+        response = await caller.call(request)
     except ModelError as exc:  # a refused reply, a broken stream: billed all the same
         if exc.usage is not None:  # charged as replies: one model call each
             spend.responses.append(_failed(exc.usage))
             spend.responses.extend(_failed(Usage()) for _ in range(exc.model_calls - 1))
         raise
     spend.responses.append(response)
+    if tape is not None and key is not None:
+        await tape.record(key, response)
     return response
+
+
+def _held(caller: ModelCaller, request: ModelRequest, spend: Spend) -> ModelRequest:
+    """``request`` with its reply held to what the purse has left (``ModelCaller.capped``).
+
+    Raises:
+        BudgetExceeded: nothing is left for it, or too little for a call that thinks.
+    """
+    purse = _PURSE.get()
+    verdict = None if purse is None else purse(request, tuple(spend.responses))
+    if isinstance(verdict, tuple):
+        limit, why = verdict
+        raise BudgetExceeded(
+            f"the guardrail's judge call was not made: {why}; raise the budget, "
+            "or let the guard decide without a model",
+            limit=limit,
+        )
+    if verdict is None:
+        return request
+    held = caller.capped(request, verdict)
+    if held is None:
+        raise BudgetExceeded(
+            f"the guardrail's judge call was not made: the budget has {verdict} tokens left "
+            "for its reply, too few for a call that thinks (thinking_budget is at least "
+            "1024, and below max_tokens); raise the budget, or let the guard decide "
+            "without a model",
+            limit="output_tokens",
+        )
+    return held
 
 
 def _failed(usage: Usage) -> ModelResponse:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, final
 import msgspec
 
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
+from regiment.hierarchy.guard._judge import JudgeTape, judging_reply
 from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._step import tripped
 from regiment.hierarchy.guard._types import Guardrail, ReplySubject, RequestSubject
@@ -32,10 +33,12 @@ ROLES: tuple[GuardRole, ...] = ("planner", "critic", "synthesizer")
 @dataclass(slots=True)
 class GuardLog:
     """What the planner side's guards did since the run's actor last looked: their
-    trips and rewrites, and their own model calls (by role, to charge them)."""
+    trips and rewrites, and their own model calls (by role, to charge them); ``tape``:
+    where those calls are journaled, in a journaled run (and replayed from, resumed)."""
 
     notes: list[GuardNote] = field(default_factory=list)
     spent: list[tuple[GuardRole, ModelResponse]] = field(default_factory=list)
+    tape: JudgeTape | None = None
 
     def charge(self, role: GuardRole, checked: Checked[Any]) -> None:
         self.spent.extend((role, response) for response in checked.spent)
@@ -110,7 +113,8 @@ class GuardedCaller:
             return await self._caller.call(request, live)
         response = await self._caller.call(request, None)  # a reader sees only what passes
         done = ReplySubject(role=role, worker=None, step_id=None, response=response)
-        judged = await run_chain(self._reply, done, self._telemetry, self._log.notes, where)
+        with judging_reply(response.usage):  # charged after: its judges count it spent
+            judged = await run_chain(self._reply, done, self._telemetry, self._log.notes, where)
         self._log.charge(role, judged)
         if judged.tripped is not None:  # the reply was billed all the same: charge it
             self._log.spent.append((role, response))

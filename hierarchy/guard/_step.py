@@ -16,8 +16,10 @@ from regiment._json import JsonObject, JsonValue
 from regiment.errors import GuardrailError
 from regiment.hierarchy._budget import over_allowance
 from regiment.hierarchy._messages import BudgetLimit, StepAllowance
+from regiment.hierarchy._top_up import reply_room
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
-from regiment.hierarchy.guard._judge import Purse, judging_within
+from regiment.hierarchy.guard._judge import JudgeTape, Purse, judging_within
+from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._types import (
     Guardrail,
     ReplySubject,
@@ -31,6 +33,7 @@ from regiment.models import (
     ModelResponse,
     ToolCallPart,
     ToolResultPart,
+    Usage,
 )
 from regiment.telemetry import Telemetry
 from regiment.tools import Tool, ToolResult
@@ -110,21 +113,23 @@ class StepGuards:
         assign: AssignStep,
         progress: StepProgress,
         messages: list[Message],
+        tape: JudgeTape | None = None,
     ) -> Callable[[ModelRequest], Awaitable[ModelResponse | None]]:
         """``caller.call`` between the step's request and reply guards: ``None`` for a
         reply a ``tell_model`` guard rejected (charged to ``progress`` here, and
-        ``messages`` given the reply and the reason)."""
+        ``messages`` given the reply and the reason); their judge calls go on ``tape``."""
         step_id = assign.step.id
 
         # a judge runs while the step's own call is pending (not yet charged)
         purse = step_purse(assign.allowance, progress, pending=1)
 
         async def call(request: ModelRequest) -> ModelResponse | None:
-            with judging_within(purse):
+            with judging_within(purse, tape):
                 request = await self.check_request(request, step_id, progress)
             response = await caller.call(request)
-            try:
-                with judging_within(purse):
+            try:  # the reply is not charged yet: its judges see what it spent
+                unpaid = step_purse(assign.allowance, progress, pending=1, unpaid=response.usage)
+                with judging_within(unpaid, tape):
                     checked = await self.check_reply(response, step_id, progress)
             except GuardrailError:  # a `fail_step` trip: the reply was billed all the same
                 _billed(progress, response)
@@ -210,7 +215,8 @@ class StepGuards:
         progress: StepProgress,
         run: Callable[[ToolCallPart], Awaitable[ToolResult]],
         tool: Tool[..., object] | None,
-        passed: JsonObject | None = None,
+        passed: tuple[JsonObject, tuple[GuardNote, ...]] | None = None,
+        noted: list[GuardNote] | None = None,
     ) -> ToolResult:
         """Run one tool call (``run`` runs it) between its guards.
 
@@ -219,7 +225,8 @@ class StepGuards:
         ``run`` unguarded, which answers it with the usual tool error. ``passed``: the
         arguments the call ran with before the run's resume (the journal holds its
         intent); its call guards let it through then, as they left it, so it runs
-        with those, not judged again (it may have acted; its result guards judge it).
+        with those, not judged again (it may have acted; its result guards judge it), and
+        what its guards did then is told again. ``noted`` gets what its call guards do now.
 
         Raises:
             GuardrailError: a ``fail_step`` guard tripped on the call or its result.
@@ -227,10 +234,12 @@ class StepGuards:
         where = Where("worker", self.worker, step_id)
         before = self.tool_call.get(call.name, self.any_call)
         if passed is not None:
-            before, call = (), msgspec.structs.replace(call, arguments=passed)
+            before, call = (), msgspec.structs.replace(call, arguments=passed[0])
+            progress.guard_notes.extend(passed[1])  # they rewrote it then: told again
         validated = None if tool is None or not before else tool.validated(call.arguments)
         if tool is not None and isinstance(validated, dict):
-            checked = await self._check_call(before, call, validated, tool, progress, where)
+            mine: list[GuardNote] = [] if noted is None else noted
+            checked = await self._check_call(before, call, validated, (tool, mine), progress, where)
             if isinstance(checked, ToolResult):
                 return checked
             call = checked
@@ -263,15 +272,18 @@ class StepGuards:
         before: tuple[Guardrail, ...],
         call: ToolCallPart,
         arguments: JsonObject,
-        tool: Tool[..., object],
+        held: tuple[Tool[..., object], list[GuardNote]],
         progress: StepProgress,
         where: Where,
     ) -> ToolCallPart | ToolResult:
-        """The call as the guards leave it, or the result that answers it instead."""
+        """The call as the guards leave it, or the result that answers it instead (what
+        they did goes to the step's notes and to ``held[1]``)."""
         subject = ToolCallSubject(
             worker=self.worker, step_id=str(where.step_id), tool=call.name, arguments=arguments
         )
-        checked = await run_chain(before, subject, self.telemetry, progress.guard_notes, where)
+        tool, notes = held
+        checked = await run_chain(before, subject, self.telemetry, notes, where)
+        progress.guard_notes.extend(notes)
         _charge(progress, checked)
         if (guard := checked.tripped) is not None:
             if guard.on_trip == "fail_step":
@@ -294,18 +306,25 @@ class StepGuards:
         return msgspec.structs.replace(call, arguments=rewritten)
 
 
-def step_purse(allowance: StepAllowance, progress: StepProgress, pending: int = 0) -> Purse:
+def step_purse(
+    allowance: StepAllowance, progress: StepProgress, pending: int = 0, unpaid: Usage | None = None
+) -> Purse:
     """The step's allowance as a purse for its guards' judge calls; ``pending``
-    model calls of the step are in flight, not yet charged. A step topped up since
-    it began (``progress.allowance``) judges within what it holds now."""
+    model calls of the step are in flight, not yet charged (``unpaid``: what a reply
+    not charged yet spent). A step topped up since
+    it began (``progress.allowance``) judges within what it holds now, each judge's
+    reply held to what that has left (``reply_room``)."""
 
     def left(
         request: ModelRequest, made: Sequence[ModelResponse]
-    ) -> tuple[BudgetLimit, str] | None:
+    ) -> tuple[BudgetLimit, str] | int | None:
         calls = progress.model_calls + pending + len(made)
         usage = sum((r.usage for r in made), progress.usage)
+        if unpaid is not None:
+            usage = usage + unpaid
         held = progress.allowance or allowance
-        return over_allowance(held, calls, usage, request, "the judge call")
+        out = over_allowance(held, calls, usage, request, "the judge call")
+        return out if out is not None else reply_room(held, usage, request)
 
     return left
 

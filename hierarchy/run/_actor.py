@@ -52,7 +52,7 @@ from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._critiquing import JudgesRounds
 from regiment.hierarchy.run._dispatch import Dispatcher, send_all
 from regiment.hierarchy.run._guarded import GuardedActor
-from regiment.hierarchy.run._guarding import RunGuards
+from regiment.hierarchy.run._guarding import RunGuards, run_tape
 from regiment.hierarchy.run._journaling import UNJOURNALED
 from regiment.hierarchy.run._messages import (
     CancelRun,
@@ -107,10 +107,10 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
         self._book = book = RunBook(run_id, goal, team, channel, trace, dispatcher)
         # what its steps draw on when their shares run short
         channel.fence.top_ups.wire(book.spending.ledger, run_id, dispatcher.unsent, book.emit)
-        self._guards = RunGuards(*team.outcome_guards, trace, goal, GuardLog(), run_id, team.output)
+        log = GuardLog(tape=run_tape(channel.journal))  # its judges' replies: journaled
+        self._guards = RunGuards(*team.outcome_guards, trace, goal, log, run_id, team.output)
         lender = channel.lender or channel.supervisor  # who runs the calls: not the planner
-        replayed, log = self._journal.replayed, self._guards.log
-        self._calls = PhaseCalls(team, trace, run_id, replayed, channel, log, lender)
+        self._calls = PhaseCalls(team, trace, run_id, self._journal.replayed, channel, log, lender)
         self._verifier = Verifier(team.checks, trace, team.artifacts)
         self._prompting = Prompting(team, goal, run_id, channel.history)
         self._phase: Phase = Planning("plan", self._prompting.first_session(), "initial")

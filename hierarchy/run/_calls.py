@@ -105,6 +105,7 @@ class PhaseCalls:
         self._live = live_sink(channel, run_id)  # a streamed run's: calls stream text to it
         telemetry, guards = team.telemetry, team.guards
         log = GuardLog() if guard_log is None else guard_log  # what the role guards did
+        self._tape = log.tape  # where their judge calls are journaled (replayed)
         planner_call, synth, critic_call, self._compressor = team.role_callers  # made once
         self._planner: Caller = planner_call
         self._synth: Caller = synth
@@ -221,7 +222,7 @@ class PhaseCalls:
             with (
                 scope,
                 log_context(self._run_id, worker=self._team.planner.name),
-                judging_within(purse),
+                judging_within(purse, self._tape),
                 self._trace.in_run(),
                 self._span(purpose, facts) as span,
             ):

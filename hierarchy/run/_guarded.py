@@ -96,7 +96,7 @@ class GuardedActor(Actor[PlannerMessage, None]):
         log = self._guards.log
         if log.notes:
             self._record(GuardsNoted(self._guards.drain()))
-        while log.spent:  # usage only: a judge is not replayed, so its reply is not journaled
+        while log.spent:  # usage only: a judge's reply is journaled as it comes (JudgeTape)
             role, response = log.spent.pop(0)
             self._record(ModelCharged(_PURPOSES[role], response.usage))
 
@@ -117,7 +117,7 @@ class GuardedActor(Actor[PlannerMessage, None]):
         if isinstance(reading, PlanAdopted) and span is not None:  # the call's span, still open
             self._team.telemetry.recorder.plan_steps(span, len(reading.plan.steps))
         if isinstance(reading, PlanAdopted) and self._guards.plan:
-            with judging_within(ledger_purse(self._book.spending.ledger)):
+            with judging_within(ledger_purse(self._book.spending.ledger), self._guards.log.tape):
                 self._guards.start_plan(self.ctx, reading, tuple(self._book.versions.committed))
             return
         await self._take_plan(planning, reading)
@@ -153,7 +153,7 @@ class GuardedActor(Actor[PlannerMessage, None]):
 
     def _on_answer(self, text: str) -> None:
         if self._guards.answer:
-            with judging_within(ledger_purse(self._book.spending.ledger)):
+            with judging_within(ledger_purse(self._book.spending.ledger), self._guards.log.tape):
                 self._guards.start_answer(self.ctx, text)
         else:
             self._finish_answer(text)

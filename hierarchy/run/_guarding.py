@@ -13,7 +13,7 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, final
+from typing import TYPE_CHECKING, Any, final
 
 import anyio
 import msgspec
@@ -27,7 +27,7 @@ from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.events import Event, GuardrailRewrote, GuardrailTripped
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
-from regiment.hierarchy.guard._judge import Purse, judging_within
+from regiment.hierarchy.guard._judge import JudgeTape, Purse, judging_within
 from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._roles import GuardLog, GuardRole, RoleGuards
 from regiment.hierarchy.guard._step import tripped
@@ -45,7 +45,11 @@ from regiment.hierarchy.run._messages import GuardJudged, PlannerMessage
 from regiment.hierarchy.run._phase import Planning
 from regiment.hierarchy.run._structured import AnswerShape
 from regiment.hierarchy.run._trace import RunTrace
+from regiment.journal import ModelCallFinished
 from regiment.models import Message, ModelRequest, ModelResponse
+
+if TYPE_CHECKING:
+    from regiment.hierarchy.run._journaling import RunJournal
 
 __all__ = (
     "RunGuards",
@@ -56,6 +60,7 @@ __all__ = (
     "partial_verdict",
     "plan_verdict",
     "role_guards",
+    "run_tape",
 )
 
 Context = ActorContext[PlannerMessage, None]
@@ -124,7 +129,7 @@ class RunGuards:
         scope: anyio.CancelScope,
     ) -> None:
         purse, seconds = within
-        with scope, log_context(self.run_id), judging_within(purse):
+        with scope, log_context(self.run_id), judging_within(purse, self.log.tape):
             subject = AnswerSubject(goal=self.goal, text=text)
             telemetry, where = self.trace.telemetry, Where("synthesizer")
             deadline = math.inf if seconds is None else anyio.current_time() + seconds
@@ -298,6 +303,20 @@ def plan_verdict(
         return PlanError(message, last_reply=session.messages[-1].text, problems=(problem,))
     session.reprompt((problem,), prompts)
     return session.request()
+
+
+def run_tape(journal: RunJournal | None) -> JudgeTape | None:
+    """Where the judge calls of a journaled run's planner side (its role, plan and
+    answer guards) are journaled, and replayed from on a resume."""
+    if journal is None:
+        return None
+    calls = journal.calls
+
+    async def write(key: str, response: ModelResponse) -> None:  # durably: it was paid for
+        record = ModelCallFinished(run_id=calls.run_id, call_key=key, response=response)
+        await calls.append(record, durable=True)
+
+    return JudgeTape("run/", calls.replay.responses, write)
 
 
 def _spent_purse(limit: BudgetLimit) -> Purse:

@@ -17,6 +17,7 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import Protocol, final
 
+import msgspec
 from opentelemetry import trace
 
 from regiment._json import JsonObject
@@ -25,6 +26,8 @@ from regiment.hierarchy._live_events import LiveSink, observed_tool_call, told_u
 from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._replay import NO_REPLAY, Replay
+from regiment.hierarchy.guard._judge import JudgeTape
+from regiment.hierarchy.guard._note import GuardNote
 from regiment.journal import (
     Journal,
     Lease,
@@ -121,9 +124,11 @@ class StepCalls:
         "_journaled",
         "_live",
         "_model_calls",
+        "_notes",
         "_replay",
         "_run",
         "_run_id",
+        "_tape",
         "_tool_calls",
         "_worker",
     )
@@ -143,6 +148,8 @@ class StepCalls:
         self._live = live  # a streamed run's: text deltas and tool-call events go to it
         self._model_calls = 0
         self._tool_calls = 0
+        self._tape: JudgeTape | None = None
+        self._notes: dict[int, list[JsonObject]] = {}  # by call: its guards' rewrites
 
     def model_call(self, caller: ModelCaller) -> Callable[[ModelRequest], Awaitable[ModelResponse]]:
         """How the step asks ``caller`` with no guards in between: through :meth:`model`,
@@ -178,6 +185,21 @@ class StepCalls:
             await self._run.append(record)
         return response
 
+    def judge_tape(self) -> JudgeTape | None:
+        """Where the step's guards' judge calls are journaled and replayed from (``None``:
+        nothing records or replays them)."""
+        if self._tape is None and (self._replay.responses or self._journaled):
+            a = self._assign  # one tape a step: it numbers the step's questions
+            prefix = f"step/{a.plan_version}/{a.step.id}/a{a.attempt}/"
+            self._tape = JudgeTape(prefix, self._replay.responses, self._judged)
+        return self._tape
+
+    async def _judged(self, key: str, response: ModelResponse) -> None:
+        """Journal a judge's reply durably: the call was paid for, whatever comes next."""
+        if self._journaled and self._run is not None:
+            record = ModelCallFinished(run_id=self._run_id, call_key=key, response=response)
+            await self._run.append(record, durable=True)
+
     def tell(self, request: ModelRequest, response: ModelResponse) -> None:
         """Stream the text of a reply held back while guards judged it, in one piece."""
         if self._live is not None:
@@ -188,11 +210,20 @@ class StepCalls:
         if self._live is not None:
             told_unrun(self._live, call, self._assign.step.id, outcome, took)
 
-    def passed(self, index: int) -> JsonObject | None:
+    def passed(self, index: int) -> tuple[JsonObject, tuple[GuardNote, ...]] | None:
         """The arguments tool call number ``index`` ran with before the run's resume (its
-        intent is journaled: its guards had let it through, as they left it), if it did."""
+        intent is journaled: its guards had let it through, as they left it), if it did,
+        and what its guards did to it then (their rewrites)."""
         intent = self._replay.intents.get((self._assign.plan_version, self._assign.step.id, index))
-        return None if intent is None else intent.arguments
+        if intent is None:
+            return None
+        return intent.arguments, tuple(msgspec.convert(n, GuardNote) for n in intent.guardrails)
+
+    def noted(self, index: int, notes: list[GuardNote]) -> None:
+        """What the guards of tool call number ``index`` did to it: journaled with its
+        intent, so a resume that runs the call again unjudged still tells of it."""
+        if notes and self._journaled:
+            self._notes[index] = [msgspec.to_builtins(n) for n in notes]
 
     def replayed(self, index: int) -> bool:
         """Whether tool call number ``index`` of the step was the journaled one, replayed."""
@@ -270,6 +301,7 @@ class StepCalls:
             call_id=call.id,
             arguments=dict(call.arguments),
             idempotency_key=key,
+            guardrails=self._notes.pop(index, []) if self._notes else [],
         )
 
     def _done(self, index: int, result: ToolResult) -> ToolCallFinished:

@@ -275,7 +275,7 @@ def _step_caller(
     if guards is None:  # no JournaledCaller in between: its call would only forward
         return journaled, journaled.model_call(caller)
     model = JournaledCaller(journaled, caller, held=bool(guards.reply))
-    return journaled, guards.caller(model, assign, progress, messages)
+    return journaled, guards.caller(model, assign, progress, messages, journaled.judge_tape())
 
 
 def _request(

@@ -10,6 +10,7 @@ import anyio
 from regiment.errors import GuardrailError
 from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy.guard._judge import judging_within
+from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._step import StepGuards, step_purse
 from regiment.hierarchy.workers._approval_gate import Approvals
 from regiment.hierarchy.workers._journal_calls import StepCalls
@@ -99,18 +100,22 @@ async def _guarded(
 ) -> ToolResult:
     """``call`` between its guards; one they answer without reaching the tool (refused, or
     rewritten into arguments that do not validate) is streamed as a failed call is."""
-    assign, progress, _ = at
+    assign, progress, index = at
     reached: list[ToolCallPart] = []
+    noted: list[GuardNote] = []  # what its call guards did: journaled with its intent
 
     async def reach(checked: ToolCallPart) -> ToolResult:
         reached.append(checked)
+        journaled.noted(index, noted)
         return await run(checked)
 
     began = anyio.current_time()
     try:
-        with judging_within(step_purse(assign.allowance, progress)):
-            tool, passed = toolset.get(call.name), journaled.passed(at[2])
-            result = await guards.call_tool(call, assign.step.id, progress, reach, tool, passed)
+        with judging_within(step_purse(assign.allowance, progress), journaled.judge_tape()):
+            tool, passed = toolset.get(call.name), journaled.passed(index)
+            result = await guards.call_tool(
+                call, assign.step.id, progress, reach, tool, passed, noted
+            )
     except GuardrailError as exc:  # a `fail_step` trip
         if not reached:
             journaled.unrun(call, type(exc).__name__, anyio.current_time() - began)

@@ -18,10 +18,10 @@ import msgspec
 import pytest
 
 from regiment import Planner, ScriptedModel, Team, Worker
-from regiment.hierarchy import RunCompleted, RunningTeam, RunStarted
+from regiment.hierarchy import GuardrailRewrote, RunCompleted, RunningTeam, RunStarted
 from regiment.hierarchy.guard import Outcome, PlanSubject, Rewrite, ToolCallSubject, Trip
 from regiment.hierarchy.run._journaling import LEASE_TTL
-from regiment.journal import SqliteJournal
+from regiment.journal import EventRecorded, SqliteJournal, ToolCallStarted
 from regiment.models import ModelRequest, ModelResponse, ToolResultPart, tool_call_response
 from regiment.tools import RunContext, tool
 
@@ -171,3 +171,35 @@ async def test_a_plan_a_guard_rewrote_before_the_crash_is_the_plan_resumed(
     assert [s.description for s in plan.steps] == ["refund order 7 (pass 1)"]
     (step,) = done.result.steps
     assert step.output == "done: refunded 7"
+
+
+async def test_a_resumed_call_in_flight_still_tells_which_guard_rewrote_it(
+    tmp_path: Path,
+) -> None:
+    """Its guards are not run again at the resume, but the rewrite they made before the
+    crash is journaled with the call's intent: the resumed run's events (and so its
+    journal, which ``regiment show`` reads) name the guard, once."""
+
+    def reroute(subject: ToolCallSubject) -> Outcome:
+        return Rewrite(dataclasses.replace(subject, arguments={"order_id": 101}))
+
+    till = Till()
+    path, run_id = await crashed_in_the_tool(tmp_path, till, team_of(till, reroute))
+    journal = await SqliteJournal.open(path, clock=lambda: time.time() + LEASE_TTL + 1)
+    try:
+        team = team_of(till, reroute)
+        async with team.start(journal=journal) as running, running.resume_stream(run_id) as s:
+            events = [event async for event in s]
+        records = [e.record for e in await journal.read(run_id)]
+    finally:
+        await journal.close()
+    told = [(e.guardrail, e.subject, e.step_id) for e in events if isinstance(e, GuardrailRewrote)]
+    assert told == [("reroute", "tool_call", "s1")]
+    kept = [
+        r.event["guardrail"]
+        for r in records
+        if isinstance(r, EventRecorded) and r.kind == "GuardrailRewrote"
+    ]
+    assert kept == ["reroute"]
+    (intent,) = [r for r in records if isinstance(r, ToolCallStarted)]
+    assert [n["guardrail"] for n in intent.guardrails] == ["reroute"]

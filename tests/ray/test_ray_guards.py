@@ -21,6 +21,8 @@ from regiment.hierarchy import (
     RunFailed,
     RunResult,
     Team,
+    ToolCallFinished,
+    ToolCallStarted,
 )
 
 from ._ray_guarded import CAP_LOCKED, OnTrip, guarded_team
@@ -37,8 +39,18 @@ async def _run(team: Team, goal: str) -> tuple[RunResult | RunFailed, list[Event
     return (last.result if isinstance(last, RunCompleted) else last), seen
 
 
-# Streamed as they happen in-process; a replica does not stream them (yet).
+# Live progress: streamed as it happens, so its order among the step's events is not
+# fixed (a replica's comes over the wire); compared on its own (``_calls``).
 _LIVE = {"TextDelta", "ToolCallStarted", "ToolCallFinished"}
+
+
+def _calls(seen: list[Event]) -> list[tuple[object, ...]]:
+    """The tool-call events, with what they say (not the model's call ids, nor times)."""
+    return [
+        (type(e).__name__, e.worker, e.step_id, e.tool, e.arguments, getattr(e, "outcome", None))
+        for e in seen
+        if isinstance(e, ToolCallStarted | ToolCallFinished)
+    ]
 
 
 def _story(seen: list[Event]) -> list[tuple[object, ...]]:
@@ -103,6 +115,14 @@ async def test_a_tool_guard_that_trips_on_the_replica_acts_as_in_process(
     local, local_seen = await _run(guarded_team(here, on_trip), "refund order 13")
     remote, remote_seen = await _run(guarded_team(there, on_trip, num_cpus=0), "refund order 13")
     assert _story(remote_seen) == _story(local_seen)
+    # the refused call is told as in-process: started, then finished as the guard's
+    outcome = "guardrail" if on_trip == "tell_model" else "GuardrailError"
+    asked = {"order_id": 13, "amount": 500}  # as the model asked it
+    assert _calls(remote_seen) == _calls(local_seen)
+    assert _calls(remote_seen) == [
+        ("ToolCallStarted", "billing", "s1", "issue_refund", asked, None),
+        ("ToolCallFinished", "billing", "s1", "issue_refund", asked, outcome),
+    ]
     trips = [e for e in remote_seen if isinstance(e, GuardrailTripped)]
     assert [(e.guardrail, e.subject, e.reason, e.worker) for e in trips] == [
         ("blocked_orders", "tool_call", "order 13 is under investigation", "billing")
