@@ -69,6 +69,7 @@ from regiment.cli._journal_cmds import (
     runs_command,
     show_command,
 )
+from regiment.cli._printed import printed
 from regiment.cli._resume import add_import_root as _add_import_root
 from regiment.cli._resume import fill_in_team_file, team_file_of
 from regiment.cli._validate import validate
@@ -189,10 +190,8 @@ async def _dispatch(
         await fill_in_team_file(args, environ)  # `regiment resume RUN_ID`: the run's file
         _add_import_root(getattr(args, "app_dir", None))
         if args.command in ("runs", "show"):
-            spec = journal_read(args, environ)
-            if args.command == "runs":
-                return await runs_command(args, spec, stdout)
-            return await show_command(args, spec, stdout)
+            command = runs_command if args.command == "runs" else show_command
+            return await printed(command, args, journal_read(args, environ), stdout, stderr)
         config = load_config(args.team_file)
         if args.command == "validate":
             return validate(config, args.team_file, stdout)
