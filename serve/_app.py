@@ -9,6 +9,7 @@ from typing import Any, final, get_args
 import anyio
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -37,7 +38,7 @@ from ._http import (
     under,
 )
 from ._journaled import journaled_record, journaled_runs, replay
-from ._live import follow_live
+from ._live import LiveTap, follow_live
 from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
 from ._runs import Runs, check_lease_ttl, check_seconds, open_runs
 from ._views import approval_view, not_decided, run_listed, run_view
@@ -322,14 +323,14 @@ async def _events(s: _Service, request: Request) -> Response:
     record = await s.record(request, as_followed=True)  # a late follower gets the same end
     last = last_event_id(request)  # 422 here, not a stream cut short by a 500
     progress = flag(request, "live")  # also the live run's progress, unnumbered
+    tap = LiveTap()  # what progress this follower has not read yet, if it asks for it
 
     async def frames() -> AsyncIterator[ServerSentEvent]:
         live = s.store.get(record.run_id) is record  # else read back from the journal
-        events: AsyncIterator[tuple[int | None, Event]]
-        if not live:
-            events = replay(record, last)
-        else:
-            events = follow_live(record, last) if progress else s.store.follow(record.run_id, last)
+        events: AsyncIterator[tuple[int | None, Event]] = replay(record, last)
+        if live:
+            follow = s.store.follow(record.run_id, last)
+            events = follow_live(record, last, tap) if progress else follow
         async for seq, event in events:
             data, name = to_json(event).decode(), type(event).__name__
             # Progress has no id: a reconnect's Last-Event-ID stays the last numbered event's.
@@ -340,7 +341,10 @@ async def _events(s: _Service, request: Request) -> Response:
             # logged 'socket.send() raised exception.' for each past the fourth.
             await anyio.lowlevel.checkpoint()
 
-    return EventSourceResponse(frames(), ping=s.keepalive)
+    async def done() -> None:  # also when the client hung up, its generator left open
+        record.taps.discard(tap)
+
+    return EventSourceResponse(frames(), ping=s.keepalive, background=BackgroundTask(done))
 
 
 async def _list_approvals(s: _Service, request: Request) -> Response:

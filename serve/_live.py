@@ -88,10 +88,14 @@ def tell_live(record: RunRecord, event: Event) -> None:
     record.changed = anyio.Event()
 
 
-async def follow_live(record: RunRecord, after: int) -> AsyncIterator[tuple[int | None, Event]]:
+async def follow_live(
+    record: RunRecord, after: int, tap: LiveTap
+) -> AsyncIterator[tuple[int | None, Event]]:
     """The run's events numbered above ``after`` and, from now on, its progress (number
-    ``None``), in the order they came, to the run's end."""
-    tap = LiveTap()
+    ``None``, through ``tap``), in the order they came, to the run's end. The tap is the
+    run's until the follower's response is done (``record.taps.discard(tap)``): the SSE
+    response does not close the generator of a client that hung up, which held the tap
+    (and the progress it gathered) for as long as the run went on."""
     record.taps.add(tap)
     try:
         seq = after

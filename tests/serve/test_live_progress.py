@@ -15,9 +15,10 @@ import httpx2 as httpx
 import pytest
 
 from examples.service.serving import serving
-from regiment.hierarchy import Planner, Team, Worker
+from regiment.hierarchy import Planner, RunFailed, RunStarted, Team, TextDelta, Worker
 from regiment.models import ModelRequest, ScriptedModel
-from regiment.serve import create_app
+from regiment.serve import MemoryRunStore, RunRecord, create_app
+from regiment.serve._live import LAG, LiveTap, follow_live, tell_live
 
 from ..hierarchy.brains import plan_json
 from ..models.standin import Reply, StandIn, half_read_body, serve
@@ -132,3 +133,50 @@ async def test_live_progress_is_not_replayed_and_a_bad_live_flag_is_refused(
         refused = await c.get(f"/runs/{run_id}/events?live=yes")
         assert refused.status_code == 422
         assert refused.json()["error"] == "invalid ?live"
+
+
+async def test_a_follower_that_lags_holds_a_calls_text_not_each_piece() -> None:
+    record = RunRecord(run_id="r", goal="g", session=None)
+    record.events.append(RunStarted(run_id="r", goal="g", team="t"))
+    follower = follow_live(record, 0, LiveTap())
+    seq, first = await follower.__anext__()  # on: its tap is there
+    assert (seq, type(first)) == (1, RunStarted)
+    pieces = [f"{i} " for i in range(5 * LAG)]
+    for piece in pieces:
+        tell_live(record, TextDelta(run_id="r", role="synthesizer", text=piece))
+    (tap,) = record.taps
+    assert len(tap.items) == LAG  # the rest joined the last one waiting
+    record.events.append(RunFailed(run_id="r", error_type="RunCancelled", message="m"))
+    record.ended.set()
+    rest = [event async for _, event in follower]
+    deltas = [e for e in rest if isinstance(e, TextDelta)]
+    assert len(deltas) == LAG
+    assert "".join(d.text for d in deltas) == "".join(pieces)  # nothing lost
+    assert isinstance(rest[-1], RunFailed)
+    assert not record.taps  # gone with its follower
+
+
+async def test_a_live_follower_that_hangs_up_leaves_no_tap_behind(wire: Wire, api: StandIn) -> None:
+    api.queue(Reply(200, {}, hold=True))  # the synthesis never answers
+    go = anyio.Event()
+    store = MemoryRunStore()
+    app = create_app(_team(wire, api, go), store=store)
+    async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as c:
+        run_id = (await c.post("/runs", json={"goal": "Refund order 7"})).json()["run_id"]
+        record = store.get(run_id)
+        assert record is not None
+        async with (
+            httpx.AsyncClient(base_url=url, timeout=30) as follower,
+            follower.stream("GET", f"/runs/{run_id}/events?live=true") as response,
+        ):
+            async for frame in frames(response):
+                if frame.event == "RunStarted":
+                    go.set()
+                if frame.event == "TextDelta":
+                    assert len(record.taps) == 1
+                    break  # the client hangs up here, mid-run (its connection closes)
+        with anyio.fail_after(10):
+            while record.taps:  # noqa: ASYNC110 (the tap is dropped as the stream ends)
+                await anyio.sleep(0.01)
+        cancelled = await c.post(f"/runs/{run_id}/cancel")
+        assert cancelled.status_code == 202
