@@ -6,6 +6,7 @@ command with a traceback."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -102,3 +103,62 @@ def test_runs_and_show_to_a_closed_or_full_stdout_fail_the_command(
             f"regiment: error: the {command} output could not be written to stdout ({why}); "
             "run it again with a stdout that can be written"
         )
+
+
+_REPO = Path(__file__).resolve().parents[2]  # the team file's brain imports from here
+_REFUNDS = _REPO / "examples" / "refund" / "team_approval.toml"
+
+
+def _failed_writes(
+    cwd: Path,
+    argv: tuple[str, ...],
+    name: str,
+    then: str = "run it again with a stdout that can be written",
+) -> list[subprocess.CompletedProcess[str]]:
+    """``argv`` to a closed stdout and to a full disk: each exit 1 with one stderr line."""
+    outs = [("stdout is closed", _regiment(cwd, *argv, closed=True))]
+    if _FULL.exists():
+        with _FULL.open("w", encoding="utf-8") as full:
+            outs.append(("No space left on device", _regiment(cwd, *argv, stdout=full.fileno())))
+    for why, done in outs:
+        assert done.returncode == 1, (why, done.stderr)
+        assert done.stderr.strip().splitlines()[-1] == (
+            f"regiment: error: the {name} output could not be written to stdout ({why}); {then}"
+        )
+        assert "Traceback" not in done.stderr
+    return [done for _, done in outs]
+
+
+def test_validate_to_a_closed_or_full_stdout_fails(tmp_path: Path) -> None:
+    argv = ("validate", str(_REFUNDS))
+    fine = _regiment(_REPO, *argv)
+    assert fine.returncode == 0, fine.stderr
+    assert ": ok, team 'refunds'" in fine.stdout
+    _failed_writes(_REPO, argv, "validate")
+    bad = _regiment(_REPO, "validate", str(tmp_path / "nope.toml"), closed=True)
+    assert bad.returncode == 2  # its config error first, as before
+
+
+def test_approvals_and_approve_to_a_closed_or_full_stdout_fail(tmp_path: Path) -> None:
+    journal = str(tmp_path / "runs.db")
+    goal = "For order 77120 check refund eligibility, issue the refund if eligible, then email."
+    ran = _regiment(_REPO, "run", str(_REFUNDS), goal, "--model", "scripted", "--journal", journal)
+    assert ran.returncode == 3, ran.stderr  # paused for an approval
+    listed = _regiment(_REPO, "approvals", "--json", "--journal", journal)
+    assert listed.returncode == 0, listed.stderr
+    row = json.loads(listed.stdout)
+    _failed_writes(_REPO, ("approvals", "--json", "--journal", journal), "approvals")
+    argv = ("approve", row["run_id"], row["request_id"], "--journal", journal)
+    recorded = "the decision was recorded all the same (regiment approvals lists what waits)"
+    closed = _regiment(_REPO, *argv, "--by", "ana", closed=True)
+    assert closed.returncode == 1, closed.stderr
+    assert closed.stderr.strip() == (
+        "regiment: error: the approve output could not be written to stdout (stdout is "
+        f"closed); {recorded}"
+    )
+    # the first one's decision was recorded all the same: the next is refused as decided,
+    # and, having printed nothing to stdout, it does not say its output was lost
+    again = _regiment(_REPO, *argv, closed=True)
+    assert again.returncode == 2
+    assert "already decided" in again.stderr
+    assert "could not be written" not in again.stderr
