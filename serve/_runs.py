@@ -163,10 +163,10 @@ class Runs:
                             task_status.started(record)
                         # Live progress is not journaled: the n-th event must be the same
                         # after a restart. A resumed run's replayed events are there already.
-                        if history.is_replay(event):
-                            continue
                         if isinstance(event, _LIVE):  # to who follows it live (?live=true)
                             tell_live(record, event)
+                            continue
+                        if history.is_replay(event):
                             continue
                         if isinstance(event, _LAST):  # held until the stream has closed,
                             last = event  # which commits the run's end to its journal
