@@ -133,7 +133,9 @@ async def read_json(request: Request, kind: type[T]) -> T:
     if not body.strip():
         raise ApiError(422, "invalid body", f"the body is empty; send {_shape(kind)}")
     try:
-        return msgspec.json.decode(body, type=kind)
+        decoded = msgspec.json.decode(body, type=kind)
+        _check_unique(body, kind)
+        return decoded
     except msgspec.ValidationError as exc:  # JSON, but not of the shape the route takes
         problem = plain_problem(exc, kind, _WANTS.get(kind, {}))
         detail = f"{problem}; send {_shape(kind)}"
@@ -144,6 +146,25 @@ async def read_json(request: Request, kind: type[T]) -> T:
     except RecursionError as exc:  # arrays or objects nested thousands deep
         detail = "the body's JSON nests too deep to read; send flatter JSON"
         raise ApiError(422, "invalid body", detail) from exc
+
+
+def _check_unique(body: bytes, kind: type) -> None:
+    """422 for an object that names a field twice (``{"goal": "a", "goal": "b"}``): the
+    last one won, so a run started on a goal its client may not have meant."""
+
+    def pairs(items: list[tuple[str, object]]) -> dict[str, object]:
+        seen: set[str] = set()
+        for name, _ in items:
+            if name in seen:
+                detail = f"the body names {name!r} twice in one object; name it once"
+                raise ApiError(422, "invalid body", f"{detail}; send {_shape(kind)}")
+            seen.add(name)
+        return dict(items)
+
+    try:
+        json.loads(body, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):  # what msgspec read, the standard library may not
+        return
 
 
 _BOM = b"\xef\xbb\xbf"  # UTF-8's byte order mark, which some Windows tools put first
