@@ -1,4 +1,4 @@
-"""A body that names a field twice is refused (422), not read as its last value.
+"""A body that names one of its fields twice is refused (422), not read as its last value.
 
 ``{"goal": "a", "goal": "b"}`` started a run on "b" (202), and ``{"decision": "deny",
 "decision": "approve"}`` approved: which one the client meant is not known, as for a
@@ -23,9 +23,10 @@ DECISION = '; send {"decision": "approve" | "deny" | "edit", "reason"?, "argumen
 @pytest.mark.parametrize(
     ("path", "body", "detail"),
     [
-        ("/runs", b'{"goal": "refund 1", "goal": "refund 2"}', "the body names 'goal' twice in one object; name it once" + RUN),
-        ("/runs", b'{"goal": "x", "deps": {"user": "a", "user": "b"}}', "the body names 'user' twice in one object; name it once" + RUN),
-        ("/approvals/r-1", b'{"decision": "deny", "reason": "no", "decision": "approve"}', "the body names 'decision' twice in one object; name it once" + DECISION),
+        ("/runs", b'{"goal": "refund 1", "goal": "refund 2"}', "the body names the field 'goal' twice; name it once" + RUN),
+        ("/runs", b'{"goal": "x", "session": "a", "deps": {}, "session": "b"}', "the body names the field 'session' twice; name it once" + RUN),
+        ("/runs", b'{"goal": "x", "go\\u0061l": "y"}', "the body names the field 'goal' twice; name it once" + RUN),
+        ("/approvals/r-1", b'{"decision": "deny", "reason": "no", "decision": "approve"}', "the body names the field 'decision' twice; name it once" + DECISION),
     ],
 )  # fmt: skip
 async def test_a_field_named_twice_is_422_and_starts_nothing(
@@ -39,7 +40,7 @@ async def test_a_field_named_twice_is_422_and_starts_nothing(
     assert listed == []
 
 
-async def test_the_same_name_in_two_objects_is_fine() -> None:
+async def test_the_same_name_in_deps_is_the_callers() -> None:
     body = b'{"goal": "What is the status of order 88213?", "deps": {"goal": {"goal": 1}}}'
     async with serving(create_app(support_team())) as url, httpx.AsyncClient(base_url=url) as c:
         response = await c.post("/runs?wait=true", content=body)
