@@ -34,13 +34,14 @@ class AnswerOut:
     held: str = ""
     done: bool = False
     failed: OSError | None = None
+    what: str = "the answer"  # what stdout carries: "the events" with ``--events jsonl``
 
     def delta(self, event: ev.TextDelta) -> None:
         if self.stream is None or event.role != "synthesizer":
             return
         if event.refused:  # what streamed was declined: not the answer
             if self.written:
-                self._write(
+                self.put(
                     self.stream,
                     "\n[the model declined to answer; the text above is not the answer]\n",
                 )
@@ -55,7 +56,7 @@ class AnswerOut:
         body = text.rstrip()
         self.held = text[len(body) :]
         if body:
-            self._write(self.stream, body)
+            self.put(self.stream, body)
             self.written += body
 
     def _voided(self, void: int) -> None:
@@ -84,13 +85,14 @@ class AnswerOut:
             return
         self.done = True
         if not self.written:
-            self._write(self.out, f"{answer}\n")
+            self.put(self.out, f"{answer}\n")
         elif answer.startswith(self.written):
-            self._write(self.out, f"{answer[len(self.written) :]}\n")
+            self.put(self.out, f"{answer[len(self.written) :]}\n")
         else:  # the answer is not what streamed (it was replaced): print it whole
-            self._write(self.out, f"\n\n{answer}\n")
+            self.put(self.out, f"\n\n{answer}\n")
 
-    def _write(self, stream: TextIO, text: str) -> None:
+    def put(self, stream: TextIO, text: str) -> None:
+        """Write ``text`` to ``stream`` (stdout), unless a write to it has failed."""
         if self.failed is not None:
             return
         if was_closed(stream):
@@ -105,14 +107,15 @@ class AnswerOut:
             self.failed = exc
 
 
-def say_unwritten(failed: OSError, run_id: str, journal: str | None, stderr: TextIO) -> None:
-    """The command's last line when the answer could not be written: why, and where it is."""
+def say_unwritten(out: AnswerOut, run_id: str, journal: str | None, stderr: TextIO) -> None:
+    """The command's last line when what ``out`` wrote (the answer, or the events) could
+    not be written (``out.failed``): why, and where it is."""
+    what, failed = out.what, out.failed
+    assert failed is not None
     why = failed.strerror or str(failed)
     if journal is None:
         where = "--no-journal kept it out of the journal, so it is lost: run it again with "
         where += "a stdout that can be written (or with a journal)"
     else:
         where = f"the journal has it: regiment show {run_id} --journal {shown_spec(journal)}"
-    print(
-        f"regiment: error: the answer could not be written to stdout ({why}); {where}", file=stderr
-    )
+    print(f"regiment: error: {what} could not be written to stdout ({why}); {where}", file=stderr)

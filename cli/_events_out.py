@@ -8,6 +8,7 @@ from typing import TextIO
 
 import msgspec
 
+from regiment.cli._answer import AnswerOut
 from regiment.errors import ConfigError
 from regiment.hierarchy import events as ev
 
@@ -16,16 +17,21 @@ __all__ = ("event_sink",)
 
 @contextmanager
 def event_sink(
-    jsonl: bool, path: str | None, stdout: TextIO
+    jsonl: bool, path: str | None, out: AnswerOut
 ) -> Iterator[Callable[[ev.Event], None]]:
-    """Where ``--events jsonl`` lines go: ``path`` (``--events-file``), else ``stdout``;
-    nowhere without ``jsonl``."""
+    """Where ``--events jsonl`` lines go: ``path`` (``--events-file``), else stdout
+    (``out.out``); nowhere without ``jsonl``.
+
+    On stdout they go as the answer would: a write that fails (a stdout the command was
+    started without, ``>&-``; a full disk) is kept in ``out.failed``, the run goes on to
+    its end, and the command then says the events are not out and exits 1."""
     if not jsonl:
         yield lambda event: None
         return
     encoder = msgspec.json.Encoder()
     if path is None:
-        yield _jsonl_writer(stdout, encoder)
+        out.what = "the events"
+        yield lambda event: out.put(out.out, encoder.encode(event).decode() + "\n")
         return
     try:
         file = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed below)

@@ -69,9 +69,10 @@ from regiment.cli._journal_cmds import (
     runs_command,
     show_command,
 )
+from regiment.cli._printed import printed
 from regiment.cli._resume import add_import_root as _add_import_root
 from regiment.cli._resume import fill_in_team_file, team_file_of
-from regiment.cli._validate import validate
+from regiment.cli._validate import validate, validate_command
 from regiment.config import (
     TeamConfig,
     build_team,
@@ -121,7 +122,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "validate":
         # Reading a file and importing its tools needs no event loop, so no asyncio and
         # no anyio backend get imported for it (issue #22).
-        return _validate_command(args, sys.stdout, sys.stderr)
+        return validate_command(args, sys.stdout, sys.stderr)
     backend = getattr(args, "backend", "asyncio")
     run = functools.partial(
         _dispatch,
@@ -184,15 +185,15 @@ async def _dispatch(
             _add_import_root(getattr(args, "app_dir", None))
         except ConfigError as exc:
             return config_error(exc, stderr)
-        return await _approvals(args, stdout, stderr, environ)
+        decided = functools.partial(_approvals, args, stderr=stderr, environ=environ)
+        return await printed(decided, args.command, stdout, stderr)
     try:
         await fill_in_team_file(args, environ)  # `regiment resume RUN_ID`: the run's file
         _add_import_root(getattr(args, "app_dir", None))
         if args.command in ("runs", "show"):
-            spec = journal_read(args, environ)
-            if args.command == "runs":
-                return await runs_command(args, spec, stdout)
-            return await show_command(args, spec, stdout)
+            command = runs_command if args.command == "runs" else show_command
+            shown = functools.partial(command, args, journal_read(args, environ))
+            return await printed(shown, args.command, stdout, stderr)
         config = load_config(args.team_file)
         if args.command == "validate":
             return validate(config, args.team_file, stdout)
@@ -389,12 +390,3 @@ def _choose_model(
         )
         return "scripted"
     return None
-
-
-def _validate_command(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    """``regiment validate`` outside an event loop (what ``_dispatch`` does for it inside one)."""
-    try:
-        _add_import_root(args.app_dir)
-        return validate(load_config(args.team_file), args.team_file, stdout)
-    except ConfigError as exc:
-        return config_error(exc, stderr)

@@ -112,8 +112,7 @@ class _Ending:
     interrupted: bool = False
     events_ended: bool = False  # an interrupted run's closing event is written
     events: RunEvents | None = None  # the run's events; its ending once they have closed
-    # What a stop cancels: the whole command until the run's events stream, then only
-    # their reading, so the run winds down as a stream left early does (see _consume).
+    # What a stop cancels: the command, then only the events' reading (see _consume).
     cut: anyio.CancelScope | None = None
 
 
@@ -149,11 +148,12 @@ async def drive(
         team = team if options.ask is None else asking(team, options.ask)
         try:
             journal = await _open_journal(options)  # after the build: no stray .regiment/
-            with event_sink(options.events_jsonl, options.events_file, stdout) as sink:
+            ending = _Ending(AnswerOut(None, stdout))  # streamed only with a plain view
+            with event_sink(options.events_jsonl, options.events_file, ending.answer) as sink:
                 progress = RunProgress()
                 view = _view(options, progress, stderr, tracing.meter)
-                streams = options.prints_answer and isinstance(view, PlainView)
-                ending = _Ending(AnswerOut(stdout if streams else None, stdout))
+                if options.prints_answer and isinstance(view, PlainView):
+                    ending.answer.stream = stdout
                 with words.told(progress.summary, lambda: _end_events(ending, progress, sink)):
                     await _watch(team, options, journal, progress, view, sink, stop, ending)
         finally:
@@ -368,7 +368,7 @@ def _report(
         print(visible(f"regiment: run failed: {why}"), file=stderr)  # a model's words, maybe
     _report_trace(result, tracing, stderr)
     if result is not None and ending.answer.failed is not None:  # the last line: not a success
-        say_unwritten(ending.answer.failed, result.run_id, options.journal, stderr)
+        say_unwritten(ending.answer, result.run_id, options.journal, stderr)
         outcome = "failed"
     return outcome
 

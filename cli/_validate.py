@@ -2,14 +2,32 @@
 
 from __future__ import annotations
 
+import argparse
+import io
 from typing import TYPE_CHECKING, TextIO
 
-from regiment.config import TeamConfig, check_config
+from regiment.cli._codes import config_error
+from regiment.cli._printed import put_out
+from regiment.cli._resume import add_import_root
+from regiment.config import TeamConfig, check_config, load_config
+from regiment.errors import ConfigError
 
 if TYPE_CHECKING:
     from regiment.hierarchy import TeamWorker, Worker
 
-__all__ = ("validate",)
+__all__ = ("validate", "validate_command")
+
+
+def validate_command(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    """``regiment validate`` outside an event loop (what ``_dispatch`` does for it inside
+    one); what it says that cannot be written to stdout fails it (``put_out``)."""
+    try:
+        add_import_root(args.app_dir)
+        said = io.StringIO()
+        code = validate(load_config(args.team_file), args.team_file, said)
+    except ConfigError as exc:
+        return config_error(exc, stderr)
+    return put_out(said.getvalue(), "validate", stdout, stderr) or code
 
 
 def validate(config: TeamConfig, source: str, stdout: TextIO) -> int:

@@ -9,13 +9,14 @@ from typing import Any, final, get_args
 import anyio
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from regiment.errors import ApprovalError, ConfigError, JournalError, LeaseHeld, UnknownRun
-from regiment.hierarchy import RunningTeam, Team, to_json
+from regiment.hierarchy import Event, RunningTeam, Team, to_json
 from regiment.journal import Journal, JournalSpec, open_journal
 from regiment.telemetry import joined_trace
 
@@ -37,6 +38,7 @@ from ._http import (
     under,
 )
 from ._journaled import journaled_record, journaled_runs, replay
+from ._live import LiveTap, follow_live
 from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
 from ._runs import Runs, check_lease_ttl, check_seconds, open_runs
 from ._views import approval_view, not_decided, run_listed, run_view
@@ -320,20 +322,29 @@ async def _cancel(s: _Service, request: Request) -> Response:
 async def _events(s: _Service, request: Request) -> Response:
     record = await s.record(request, as_followed=True)  # a late follower gets the same end
     last = last_event_id(request)  # 422 here, not a stream cut short by a 500
+    progress = flag(request, "live")  # also the live run's progress, unnumbered
+    tap = LiveTap()  # what progress this follower has not read yet, if it asks for it
 
     async def frames() -> AsyncIterator[ServerSentEvent]:
         live = s.store.get(record.run_id) is record  # else read back from the journal
-        events = s.store.follow(record.run_id, last) if live else replay(record, last)
+        events: AsyncIterator[tuple[int | None, Event]] = replay(record, last)
+        if live:
+            follow = s.store.follow(record.run_id, last)
+            events = follow_live(record, last, tap) if progress else follow
         async for seq, event in events:
-            data = to_json(event).decode()
-            yield ServerSentEvent(data=data, event=type(event).__name__, id=str(seq))
+            data, name = to_json(event).decode(), type(event).__name__
+            # Progress has no id: a reconnect's Last-Event-ID stays the last numbered event's.
+            yield ServerSentEvent(data=data, event=name, id=None if seq is None else str(seq))
             # One loop turn between frames: a client that hung up mid-burst is seen
             # (the server drops writes to it, the stream is cancelled) before the next
             # frame; else every frame of the burst went to the dead socket, and asyncio
             # logged 'socket.send() raised exception.' for each past the fourth.
             await anyio.lowlevel.checkpoint()
 
-    return EventSourceResponse(frames(), ping=s.keepalive)
+    async def done() -> None:  # also when the client hung up, its generator left open
+        record.taps.discard(tap)
+
+    return EventSourceResponse(frames(), ping=s.keepalive, background=BackgroundTask(done))
 
 
 async def _list_approvals(s: _Service, request: Request) -> Response:
@@ -378,7 +389,8 @@ _GUARDED: tuple[tuple[str, str, Handler, tuple[str, ...]], ...] = (
     ("GET", "/runs", _list_runs, ("status", "limit")),
     ("GET", "/runs/{run_id}", _get_run, ()),
     # ?lastEventId: EventSource polyfills; ?ticket: EventSource cannot send a token
-    ("GET", "/runs/{run_id}/events", _events, ("lastEventId", "ticket")),
+    # ?live: the run's progress too (TextDelta, ToolCallStarted, ToolCallFinished)
+    ("GET", "/runs/{run_id}/events", _events, ("lastEventId", "ticket", "live")),
     ("POST", "/runs/{run_id}/cancel", _cancel, ()),
     ("POST", "/runs/{run_id}/resume", _resume, ("wait",)),
     ("GET", "/approvals", _list_approvals, ("run_id",)),

@@ -11,12 +11,15 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypeAlias, final
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, final
 
 import anyio
 
 from regiment.errors import ConfigError
 from regiment.hierarchy import Event, RunCompleted, RunFailed, RunResult
+
+if TYPE_CHECKING:
+    from ._live import LiveTap
 
 __all__ = ("KEEP_ENDED", "MemoryRunStore", "RunRecord", "RunState", "RunStore", "cancelled")
 
@@ -46,6 +49,8 @@ class RunRecord:
     taken_over: str | None = None
     """The owner (``host:pid:stamp``) that took the run over from this process: the
     journal's view of the run stands, not this record's."""
+    taps: set[LiveTap] = field(default_factory=set)
+    """The followers of the run's live progress (``GET .../events?live=true``)."""
 
 
 def cancelled(run_id: str, got: RunResult | None = None) -> RunFailed:

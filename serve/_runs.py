@@ -34,6 +34,7 @@ from regiment.hierarchy import (
 )
 from regiment.journal import Journal, RunCreated, describe_owner
 
+from ._live import tell_live
 from ._registry import RunRecord, RunStore, cancelled
 
 __all__ = ("Runs", "open_runs")
@@ -162,7 +163,10 @@ class Runs:
                             task_status.started(record)
                         # Live progress is not journaled: the n-th event must be the same
                         # after a restart. A resumed run's replayed events are there already.
-                        if isinstance(event, _LIVE) or history.is_replay(event):
+                        if isinstance(event, _LIVE):  # to who follows it live (?live=true)
+                            tell_live(record, event)
+                            continue
+                        if history.is_replay(event):
                             continue
                         if isinstance(event, _LAST):  # held until the stream has closed,
                             last = event  # which commits the run's end to its journal
@@ -309,7 +313,7 @@ once, a service killed in between had answered 'completed' for a run its journal
 still listed as running."""
 
 _LIVE = (TextDelta, ToolCallStarted, ToolCallFinished)
-"""Live progress events: the service's streams carry the run-state events only."""
+"""Live progress events: numbered streams carry the run-state events only (see ``_live``)."""
 
 
 @asynccontextmanager

@@ -79,8 +79,11 @@ def test_a_closed_stderr_keeps_the_notes_out_of_the_answer() -> None:
     assert "regiment:" not in done.stdout
 
 
-def test_a_closed_stdout_loses_the_events_without_a_traceback() -> None:
+def test_a_closed_stdout_fails_the_events_without_a_traceback() -> None:
+    # The run goes on to its end; the events are lost, which is no success (it exited 0).
     done = _started_without(1, "run", REFUND, GOAL, "--no-journal", "--events", "jsonl")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     assert "] run completed: " in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("regiment: error: the events could not be written to stdout"), last
