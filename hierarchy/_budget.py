@@ -9,15 +9,17 @@ rule in :mod:`regiment.hierarchy._top_up`), never past what the budget has left.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Literal, NamedTuple, TypeAlias, final, get_args
 
 import msgspec
 
+from regiment.hierarchy._allowance import over_allowance
 from regiment.hierarchy._messages import BudgetLimit, StepAllowance
 from regiment.hierarchy._ranges import NO_LIMIT, InvalidValue, at_least, seconds
-from regiment.models import ModelRequest, Usage, estimate_tokens
+from regiment.models import Usage
 
 __all__ = ("Budget", "BudgetLedger", "BudgetLimit", "OnExhausted", "Share", "over_allowance")
 
@@ -42,6 +44,11 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         output_tokens: output tokens over all model calls. With this (or ``tokens``)
             set, each call's ``max_tokens`` is lowered to what is left for its reply
             (its step's share, or the run's unheld rest), so steps at width hold it.
+        usd: US dollars over all model calls, at each model's ``Price`` (every model of
+            the team needs one: a ``ConfigError`` at team start names one without).
+            Held as ``output_tokens`` is: each call's reply is held to what its step's
+            share (or the run) has left at its model's output price, and every
+            response's cost (``Usage.micro_usd``) is charged. Kept in micro-dollars.
         replans: how many times the plan may be replaced.
         rounds: how many plan-execute-critique rounds a run may take (with a critic).
         wall_clock: seconds from the start of the run, not counting the time calls
@@ -55,6 +62,7 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     tokens: int | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    usd: float | None = None
     replans: int = 3
     rounds: int = 3
     wall_clock: float | None = None
@@ -63,6 +71,15 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     def __post_init__(self) -> None:
         for name in ("model_calls", "tool_calls", "tokens", "input_tokens", "output_tokens"):
             at_least("Budget", name, getattr(self, name), 0, none_means=NO_LIMIT)
+        if self.usd is not None and (
+            isinstance(self.usd, bool)
+            or not isinstance(self.usd, int | float)
+            or not math.isfinite(self.usd)
+            or self.usd < 0
+        ):
+            raise InvalidValue(
+                "Budget", "usd", f"must be a finite number of US dollars, 0 or more; got {self.usd!r}"
+            )
         at_least("Budget", "replans", self.replans, 0)
         at_least("Budget", "rounds", self.rounds, 1)
         seconds("Budget", "wall_clock", self.wall_clock)
@@ -83,6 +100,7 @@ class Share(NamedTuple):
     tokens: int | None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    micro_usd: int | None = None
 
 
 _UNLIMITED = Share(None, None)
@@ -102,6 +120,7 @@ class _Spent:
     tool_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    micro_usd: int = 0
 
 
 @final
@@ -119,13 +138,16 @@ class BudgetLedger:
         "_free",
         "_inputs",
         "_limited",
+        "_micro",
         "_model_calls",
         "_outputs",
         "_shared",
         "_tokens",
         "_tool_calls",
+        "_usd",
         "budget",
         "counts_tokens",
+        "holds_money",
         "holds_replies",
         "replans",
         "reserved",
@@ -140,6 +162,9 @@ class BudgetLedger:
         self.replans = 0
         # Running totals of ``reserved``.
         self._model_calls = self._tool_calls = self._tokens = self._inputs = self._outputs = 0
+        self._micro = 0  # micro-dollars reserved
+        # The money limit in micro-dollars (``None``: none).
+        self._usd = None if b.usd is None else round(b.usd * 1_000_000)
         # Whether a fan-out has anything to split (else every share is unlimited).
         # Spelled out, not any() over a generator: every run makes a ledger.
         self._shared = not (
@@ -147,14 +172,16 @@ class BudgetLedger:
             and b.tokens is None
             and b.input_tokens is None
             and b.output_tokens is None
+            and b.usd is None
         )
         # Whether a call's estimated input tokens matter to :meth:`exhausted`.
         self.counts_tokens = budget.tokens is not None or budget.input_tokens is not None
         # Whether a call's reply is held to what is left (:meth:`reply_room`).
         self.holds_replies = budget.tokens is not None or budget.output_tokens is not None
+        self.holds_money = budget.usd is not None  # and to what its money pays for
         # Whether :meth:`exhausted` has any limit to check (none by default).
         self._limited = self.counts_tokens or not (
-            budget.model_calls is None and budget.output_tokens is None
+            budget.model_calls is None and budget.output_tokens is None and budget.usd is None
         )
         # No count limit at all (the default): a reservation holds nothing back and no
         # total is read, so each step gets a shared allowance of its own cap, untracked.
@@ -164,7 +191,7 @@ class BudgetLedger:
         return self.spent.input_tokens + self.spent.output_tokens
 
     def exhausted(
-        self, *, model_calls_needed: int = 1, tokens_needed: int = 0
+        self, *, model_calls_needed: int = 1, tokens_needed: int = 0, usd_needed: int = 0
     ) -> BudgetLimit | None:
         """The first limit that leaves less than what one more model call needs.
 
@@ -172,6 +199,8 @@ class BudgetLedger:
             model_calls_needed: model calls that must be left.
             tokens_needed: the next call's estimated input tokens; at least one
                 token must be left either way.
+            usd_needed: what the next call costs at least, in micro-dollars (its
+                estimated input and one output token); at least 1 must be left.
         """
         if not self._limited:
             return None
@@ -188,6 +217,9 @@ class BudgetLedger:
             return "input_tokens"
         if self._left_outputs() == 0:
             return "output_tokens"
+        micro_left = self.micro_usd_left()
+        if micro_left is not None and micro_left < max(1, usd_needed):
+            return "usd"
         return None
 
     def reply_room(self, tokens_needed: int = 0) -> int | None:
@@ -216,7 +248,10 @@ class BudgetLedger:
         tokens = _split(self._left_tokens(), ways)
         inputs = _split(self._left_inputs(), ways)
         outputs = _split(self._left_outputs(), ways)
-        return [Share(*parts) for parts in zip(tools, tokens, inputs, outputs, strict=True)]
+        micro = _split(self.micro_usd_left(), ways)
+        return [
+            Share(*parts) for parts in zip(tools, tokens, inputs, outputs, micro, strict=True)
+        ]
 
     def _left_tool_calls(self) -> int | None:
         return _left(self.budget.tool_calls, self.spent.tool_calls + self._tool_calls)
@@ -229,6 +264,10 @@ class BudgetLedger:
 
     def _left_outputs(self) -> int | None:
         return _left(self.budget.output_tokens, self.spent.output_tokens + self._outputs)
+
+    def micro_usd_left(self) -> int | None:
+        """Micro-dollars neither spent nor held by a step in flight (``None``: no limit)."""
+        return _left(self._usd, self.spent.micro_usd + self._micro)
 
     def reserve(
         self,
@@ -268,8 +307,8 @@ class BudgetLedger:
             return None
         if share is None:
             share = self.split(1)[0] if self._shared else _UNLIMITED
-        tool_calls, tokens, inputs, outputs = share
-        if tokens == 0 or inputs == 0 or outputs == 0:
+        tool_calls, tokens, inputs, outputs, micro = share
+        if tokens == 0 or inputs == 0 or outputs == 0 or micro == 0:
             return None
         allowance = StepAllowance(
             model_calls=calls,
@@ -277,6 +316,7 @@ class BudgetLedger:
             tokens=tokens,
             input_tokens=inputs,
             output_tokens=outputs,
+            micro_usd=micro,
         )
         if key in self.reserved:
             self.release(key)  # a key reserved twice replaces its old reservation
@@ -286,6 +326,7 @@ class BudgetLedger:
         self._tokens += tokens or 0
         self._inputs += inputs or 0
         self._outputs += outputs or 0
+        self._micro += micro or 0
         return allowance
 
     def release(self, key: Hashable) -> None:
@@ -297,11 +338,12 @@ class BudgetLedger:
             self._tokens -= allowance.tokens or 0
             self._inputs -= allowance.input_tokens or 0
             self._outputs -= allowance.output_tokens or 0
+            self._micro -= allowance.micro_usd or 0
 
     def room(self, name: str) -> tuple[int, int] | None:
         """What is left of budget field ``name`` (a :class:`StepAllowance` field): not
         spent, and of that not reserved either; ``None`` when the field has no limit."""
-        limit: int | None = getattr(self.budget, name)
+        limit: int | None = self._usd if name == "micro_usd" else getattr(self.budget, name)
         if limit is None:
             return None
         s = self.spent
@@ -311,6 +353,7 @@ class BudgetLedger:
             "tokens": (self._tokens_spent(), self._tokens),
             "input_tokens": (s.input_tokens, self._inputs),
             "output_tokens": (s.output_tokens, self._outputs),
+            "micro_usd": (s.micro_usd, self._micro),
         }[name]
         unspent = max(0, limit - spent)
         return unspent, max(0, unspent - held)
@@ -330,6 +373,7 @@ class BudgetLedger:
         self._tokens += grown.tokens or 0
         self._inputs += grown.input_tokens or 0
         self._outputs += grown.output_tokens or 0
+        self._micro += grown.micro_usd or 0
         return grown
 
     def widen(self, name: str, by: int) -> None:
@@ -345,38 +389,8 @@ class BudgetLedger:
         spent.tool_calls += tool_calls
         spent.input_tokens += usage.whole_input_tokens  # cached input counts too
         spent.output_tokens += usage.output_tokens
+        spent.micro_usd += usage.micro_usd
 
     def can_replan(self) -> bool:
         """Whether another plan version is allowed."""
         return self.replans < self.budget.replans
-
-
-def over_allowance(
-    allowance: StepAllowance, model_calls: int, usage: Usage, request: ModelRequest, call: str
-) -> tuple[BudgetLimit, str] | None:
-    """Why a step's next model call (``request``, described as ``call``) must not start,
-    after ``model_calls`` calls that spent ``usage``: no model call or output token left,
-    or its estimated input does not fit in the tokens (all, or input) left. So a step
-    goes over a token share by at most one reply, which ``max_tokens`` bounds."""
-    if allowance.model_calls is not None and model_calls >= allowance.model_calls:
-        return (
-            "model_calls",
-            f"the step's model call allowance of {allowance.model_calls} is used up",
-        )
-    tokens, inputs, outputs = allowance.tokens, allowance.input_tokens, allowance.output_tokens
-    if outputs is not None and usage.output_tokens >= outputs:
-        return "output_tokens", f"the step's output token allowance of {outputs} is used up"
-    if tokens is None and inputs is None:
-        return None  # the usual case: no estimate to make
-    needed = estimate_tokens(request)
-    caps: tuple[tuple[BudgetLimit, str, int | None, int], ...] = (
-        ("tokens", "token", tokens, usage.total_tokens),
-        ("input_tokens", "input token", inputs, usage.whole_input_tokens),
-    )
-    for limit, name, cap, spent in caps:
-        if cap is not None and needed > cap - spent:
-            return limit, (
-                f"the step's {name} allowance of {cap} has {max(0, cap - spent)} left, "
-                f"{call} needs about {needed}"
-            )
-    return None

@@ -22,12 +22,14 @@ from regiment.models import (
     ModelResponse,
     ModelSettings,
     Part,
+    Price,
     SelfTracingModel,
     TextPart,
     ThinkingPart,
     ToolCallPart,
     ToolResultPart,
     effective_settings,
+    priced,
     stream_response,
 )
 from regiment.telemetry import RunMetrics, Telemetry, error_type, genai
@@ -83,19 +85,28 @@ class ModelCaller:
         metrics = telemetry.metrics
         if metrics is None:
             if live is None and not telemetry.tracing:  # the plain call: nothing around it
+                model = self.model
                 try:
-                    reply = await self.model.complete(request)
+                    reply = await model.complete(request)
                 except BaseException as exc:  # a cancellation or an interrupt, as a rule
                     if stray(exc):
-                        raise _stray_error(self.model, exc) from exc
-                    _name_model(self.model, exc)
+                        raise _stray_error(model, exc) from exc
+                    _name_model(model, exc)
+                    _price_spent(model, exc)
                     raise
+                if (price := getattr(model, "price", None)) is not None:
+                    reply = _priced(reply, price)
                 response = valid_response(reply, self.model.name)
                 if response.stop_reason in STOPPED_EARLY:  # one look-up for the usual reply
                     self._stopped_early(response, request)
                 return response
             return await self._traced(request, live)
         return await self._measured(request, live, metrics)
+
+    def model_price(self) -> Price | None:
+        """Its model's ``Price`` (``None``: none given)."""
+        price = getattr(self.model, "price", None)
+        return price if isinstance(price, Price) else None
 
     def _held(self, request: ModelRequest) -> int | None:
         """The ``max_tokens`` a budget held ``request`` (its role's settings merged in) to
@@ -321,16 +332,31 @@ async def _reply(model: Model, request: ModelRequest, live: LiveSink | None) -> 
     """The model's reply: streamed to ``live`` as it is written, or in one piece."""
     try:
         if live is None:
-            return await model.complete(request)
-        response = await stream_response(model, request, live.text_handler(request))
-        if response.refused:  # its text reached the reader: say it was declined
-            live.refused(request)
-        return response
+            response = await model.complete(request)
+        else:
+            response = await stream_response(model, request, live.text_handler(request))
+            if response.refused:  # its text reached the reader: say it was declined
+                live.refused(request)
     except BaseException as exc:  # a cancellation or an interrupt, as a rule
         if stray(exc):
             raise _stray_error(model, exc) from exc
         _name_model(model, exc)
+        _price_spent(model, exc)
         raise
+    price = getattr(model, "price", None)
+    return response if price is None else _priced(response, price)
+
+
+def _priced(response: ModelResponse, price: Price) -> ModelResponse:
+    """``response`` with what it cost at ``price`` in its usage (``Usage.micro_usd``)."""
+    return msgspec.structs.replace(response, usage=priced(response.usage, price))
+
+
+def _price_spent(model: Model, exc: BaseException) -> None:
+    """A failed call's spent usage (billed all the same) priced at its model's price."""
+    price = getattr(model, "price", None)
+    if price is not None and isinstance(exc, ModelError) and exc.usage is not None:
+        exc.usage = priced(exc.usage, price)
 
 
 # Set on what a model of the application's raised (not a ModelError): the model, named.

@@ -31,6 +31,7 @@ from regiment.models._api_errors import (
     stream_failed,
 )
 from regiment.models._messages import ModelRequest, ModelResponse
+from regiment.models._price import Price, checked_price
 from regiment.models._sdk_model import (
     SDKModel,
     check_base_url,
@@ -104,6 +105,8 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         prompt_caching: put cache breakpoints on the system prompt and tools.
         max_continuations: how often a call goes on with a turn the API paused
             (``pause_turn``) before it raises ``ModelAPIError``.
+        price: what its tokens cost (``Price``, US dollars per million tokens), which
+            a ``Budget(usd=...)`` needs; there is no built-in list.
 
     Raises:
         regiment.errors.ConfigError: both a client and client options were
@@ -124,7 +127,9 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         settings: ModelSettings | None = None,
         prompt_caching: bool = True,
         max_continuations: int = DEFAULT_CONTINUATIONS,
+        price: Price | None = None,
     ) -> None:
+        self._price = checked_price(price, "AnthropicModel")
         if max_continuations < 0:
             raise ConfigError(f"max_continuations must be 0 or more; got {max_continuations}")
         self._model = model
@@ -184,6 +189,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
             settings=self._settings,
             prompt_caching=self._prompt_caching,
             max_continuations=self._continuations,
+            price=self._price,
         )
         traced._owns_client = False
         self._traced = (tracer_provider, traced)
