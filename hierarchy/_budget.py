@@ -78,7 +78,9 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
             or self.usd < 0
         ):
             raise InvalidValue(
-                "Budget", "usd", f"must be a finite number of US dollars, 0 or more; got {self.usd!r}"
+                "Budget",
+                "usd",
+                f"must be a finite number of US dollars, 0 or more; got {self.usd!r}",
             )
         at_least("Budget", "replans", self.replans, 0)
         at_least("Budget", "rounds", self.rounds, 1)
@@ -249,9 +251,7 @@ class BudgetLedger:
         inputs = _split(self._left_inputs(), ways)
         outputs = _split(self._left_outputs(), ways)
         micro = _split(self.micro_usd_left(), ways)
-        return [
-            Share(*parts) for parts in zip(tools, tokens, inputs, outputs, micro, strict=True)
-        ]
+        return [Share(*parts) for parts in zip(tools, tokens, inputs, outputs, micro, strict=True)]
 
     def _left_tool_calls(self) -> int | None:
         return _left(self.budget.tool_calls, self.spent.tool_calls + self._tool_calls)

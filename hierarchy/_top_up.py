@@ -207,7 +207,9 @@ def call_need(
         least = 1 if rates is None else least_cost(rates, estimate_tokens(request))
         short = least - (micro - usage.micro_usd)
         if short > 0:
-            want = short if rates is None else short + micro_usd(rates, (0, request.max_tokens, 0, 0))
+            want = (
+                short if rates is None else short + micro_usd(rates, (0, request.max_tokens, 0, 0))
+            )
             need["micro_usd"] = (short, want)
     if allowance.model_calls is not None and model_calls >= allowance.model_calls:
         need["model_calls"] = (1, 1)

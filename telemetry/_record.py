@@ -137,6 +137,8 @@ class SpanRecorder:
             attributes[sc.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output_tokens
             attributes[sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read_tokens
             attributes[sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_write_tokens
+            if micro := getattr(usage, "micro_usd", 0):  # priced (see Price)
+                attributes[sc.REGIMENT_USAGE_COST_USD] = micro / 1_000_000
         span.set_attributes(attributes)
 
     def tool_outcome(
@@ -276,6 +278,8 @@ class SpanRecorder:
             attributes[sc.REGIMENT_USAGE_OUTPUT_TOKENS] = usage.output_tokens
             attributes[sc.REGIMENT_USAGE_CACHE_READ_TOKENS] = usage.cache_read_tokens
             attributes[sc.REGIMENT_USAGE_CACHE_WRITE_TOKENS] = usage.cache_write_tokens
+            if micro := getattr(usage, "micro_usd", 0):
+                attributes[sc.REGIMENT_USAGE_COST_USD] = micro / 1_000_000
         if model_calls is not None:
             attributes[sc.REGIMENT_USAGE_MODEL_CALLS] = model_calls
         if tool_calls is not None:
