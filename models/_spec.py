@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from typing import Literal, TypeAlias, TypedDict
 
 from regiment.errors import ConfigError
+from regiment.models._price import Price
 from regiment.models._protocol import Model
 from regiment.models._scripted import ScriptedModel, ScriptFunction
-from regiment.models._price import Price
 from regiment.models._settings import ModelSettings
 
 __all__ = ("Provider", "model_from_spec", "parse_model_spec")

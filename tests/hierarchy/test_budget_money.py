@@ -180,7 +180,7 @@ def test_a_model_without_a_price_under_a_money_budget_is_refused_at_team_start(
 
 def test_a_nested_teams_unpriced_model_is_refused_too() -> None:
     child = _team(Budget(), worker=ScriptedModel([], name="inner-model"))
-    with pytest.raises(ConfigError, match="team worker 'inner'.*'inner-model' has none"):
+    with pytest.raises(ConfigError, match=r"team worker 'inner'.*'inner-model' has none"):
         Team(
             name="outer",
             planner=Planner(model=ScriptedModel([], price=WHOLE)),
