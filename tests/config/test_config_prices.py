@@ -64,7 +64,7 @@ output = 4.0
 model = "openai:gpt-b"
 """
     team = _team("openai:gpt-a", extra)
-    assert getattr(team.workers[0], "model").price == Price(input=2.0, output=8.0)
+    assert team.workers[0].model.price == Price(input=2.0, output=8.0)
     assert getattr(team.planner.model, "price", None) == Price(input=1.0, output=4.0)
 
 
