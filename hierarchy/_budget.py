@@ -125,27 +125,39 @@ class _Spent:
     micro_usd: int = 0
 
 
+class _Held:
+    """Running totals of what a ledger's reservations hold, so each reservation and
+    release is O(1) (summing the reservations per dispatch made a fan-out quadratic)."""
+
+    __slots__ = ("_inputs", "_micro", "_model_calls", "_outputs", "_tokens", "_tool_calls")
+
+    def __init__(self) -> None:
+        self._model_calls = self._tool_calls = self._tokens = self._inputs = self._outputs = 0
+        self._micro = 0  # micro-dollars
+
+    def _hold(self, held: StepAllowance, sign: int = 1) -> None:
+        """Add what ``held`` holds to the totals (``sign`` -1: take it away)."""
+        self._model_calls += sign * (held.model_calls or 0)
+        self._tool_calls += sign * (held.tool_calls or 0)
+        self._tokens += sign * (held.tokens or 0)
+        self._inputs += sign * (held.input_tokens or 0)
+        self._outputs += sign * (held.output_tokens or 0)
+        self._micro += sign * (held.micro_usd or 0)
+
+
 @final
-class BudgetLedger:
+class BudgetLedger(_Held):
     """Spent and reserved amounts for one run, checked against a :class:`Budget`.
 
-    Only the run's planner touches its ledger, so it needs no lock. Each
-    reservation and release is O(1): the ledger keeps running totals of what
-    is reserved (summing the reservations per dispatch made a fan-out
-    quadratic), and a budget with no tool-call or token limit has nothing to
-    split.
+    Only the run's planner touches its ledger, so it needs no lock. It keeps running
+    totals of what is reserved (``_Held``), and a budget with no tool-call, token or
+    money limit has nothing to split.
     """
 
     __slots__ = (
         "_free",
-        "_inputs",
         "_limited",
-        "_micro",
-        "_model_calls",
-        "_outputs",
         "_shared",
-        "_tokens",
-        "_tool_calls",
         "_usd",
         "budget",
         "counts_tokens",
@@ -162,9 +174,7 @@ class BudgetLedger:
         # key (any hashable: the dispatcher uses (version, step, attempt)) -> allowance
         self.reserved: dict[Hashable, StepAllowance] = {}
         self.replans = 0
-        # Running totals of ``reserved``.
-        self._model_calls = self._tool_calls = self._tokens = self._inputs = self._outputs = 0
-        self._micro = 0  # micro-dollars reserved
+        super().__init__()  # the running totals of ``reserved``
         # The money limit in micro-dollars (``None``: none).
         self._usd = None if b.usd is None else round(b.usd * 1_000_000)
         # Whether a fan-out has anything to split (else every share is unlimited).
@@ -321,24 +331,14 @@ class BudgetLedger:
         if key in self.reserved:
             self.release(key)  # a key reserved twice replaces its old reservation
         self.reserved[key] = allowance
-        self._model_calls += calls
-        self._tool_calls += tool_calls or 0
-        self._tokens += tokens or 0
-        self._inputs += inputs or 0
-        self._outputs += outputs or 0
-        self._micro += micro or 0
+        self._hold(allowance)
         return allowance
 
     def release(self, key: Hashable) -> None:
         """Drop a reservation (the step reported, was cancelled, or was never sent)."""
         allowance = self.reserved.pop(key, None)
         if allowance is not None:
-            self._model_calls -= allowance.model_calls or 0
-            self._tool_calls -= allowance.tool_calls or 0
-            self._tokens -= allowance.tokens or 0
-            self._inputs -= allowance.input_tokens or 0
-            self._outputs -= allowance.output_tokens or 0
-            self._micro -= allowance.micro_usd or 0
+            self._hold(allowance, -1)
 
     def room(self, name: str) -> tuple[int, int] | None:
         """What is left of budget field ``name`` (a :class:`StepAllowance` field): not
@@ -368,12 +368,7 @@ class BudgetLedger:
         grown = msgspec.structs.replace(held, **fields)
         self.release(key)
         self.reserved[key] = grown
-        self._model_calls += grown.model_calls or 0
-        self._tool_calls += grown.tool_calls or 0
-        self._tokens += grown.tokens or 0
-        self._inputs += grown.input_tokens or 0
-        self._outputs += grown.output_tokens or 0
-        self._micro += grown.micro_usd or 0
+        self._hold(grown)
         return grown
 
     def widen(self, name: str, by: int) -> None:

@@ -54,6 +54,10 @@ DEFAULT_CONTINUATIONS = 5
 _UNREADABLE = (ValueError, RuntimeError, TypeError, AttributeError, KeyError, IndexError)
 
 
+# The client options (api_key, base_url, timeout, max_retries, sdk_tracing) left unset.
+_NO_OPTIONS = (None, None, None, _DEFAULT_RETRIES, False)
+
+
 @final
 class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
     """A Claude model served by the Anthropic Messages API.
@@ -132,21 +136,12 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         self._price = checked_price(price, "AnthropicModel")
         if max_continuations < 0:
             raise ConfigError(f"max_continuations must be 0 or more; got {max_continuations}")
-        self._model = model
-        self._continuations = max_continuations
-        self._stream = stream
-        self._settings = settings
-        self._prompt_caching = prompt_caching
+        self._model, self._continuations, self._stream = model, max_continuations, stream
+        self._settings, self._prompt_caching = settings, prompt_caching
         self._owns_client = client is None
         if client is None:
             client = _build_client(api_key, base_url, timeout, max_retries, sdk_tracing=sdk_tracing)
-        elif (api_key, base_url, timeout, max_retries, sdk_tracing) != (
-            None,
-            None,
-            None,
-            _DEFAULT_RETRIES,
-            False,
-        ):
+        elif (api_key, base_url, timeout, max_retries, sdk_tracing) != _NO_OPTIONS:
             raise ConfigError(
                 "AnthropicModel got a ready client and client options (api_key, base_url, "
                 "timeout, max_retries, sdk_tracing); configure the client itself, or pass "

@@ -122,20 +122,29 @@ def model_from_spec(
                 **options,
             )
         case "openai" | "openai-compatible":
-            from regiment.models._openai import OpenAIModel
-
-            compatible = provider == "openai-compatible"
             url = base_url or (os.environ if environ is None else environ).get("OPENAI_BASE_URL")
-            if compatible and not url:
-                raise ConfigError(
-                    f"{where}: {spec!r} needs the server's base URL (e.g. "
-                    "'http://localhost:11434/v1' for Ollama); give base_url or set OPENAI_BASE_URL"
-                )
-            return OpenAIModel(
-                model_id,
-                base_url=url,
-                settings=settings,
-                compatible=compatible,
-                price=price,
-                **options,
-            )
+            return _openai(spec, provider, model_id, url, settings, price, options, where)
+
+
+def _openai(
+    spec: str,
+    provider: Provider,
+    model_id: str,
+    url: str | None,
+    settings: ModelSettings | None,
+    price: Price | None,
+    options: _Options,
+    where: str,
+) -> Model:
+    """``model_from_spec`` for an ``openai`` or ``openai-compatible`` spec."""
+    from regiment.models._openai import OpenAIModel
+
+    compatible = provider == "openai-compatible"
+    if compatible and not url:
+        raise ConfigError(
+            f"{where}: {spec!r} needs the server's base URL (e.g. "
+            "'http://localhost:11434/v1' for Ollama); give base_url or set OPENAI_BASE_URL"
+        )
+    return OpenAIModel(
+        model_id, base_url=url, settings=settings, compatible=compatible, price=price, **options
+    )
