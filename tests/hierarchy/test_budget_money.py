@@ -23,6 +23,7 @@ from regiment.hierarchy import (
     Worker,
 )
 from regiment.hierarchy._budget import BudgetLedger
+from regiment.hierarchy.run._config_hash import _config_parts
 from regiment.models import AnthropicModel, Price, ScriptedModel, Usage, priced
 from regiment.tools import Approve, tool
 
@@ -242,3 +243,14 @@ def test_the_ledger_splits_money_evenly_and_holds_what_steps_reserved() -> None:
     assert ledger.micro_usd_left() == 34
     assert ledger.reserve(9, model_calls_cap=4, share=ledger.split(1)[0]) is not None
     assert ledger.reserve(10, model_calls_cap=4, share=ledger.split(1)[0]) is None
+
+
+def test_a_budget_without_usd_hashes_as_before_so_old_paused_runs_resume() -> None:
+    # Adding Budget.usd must not change the config hash of a team that sets no money
+    # limit: a run paused before would be refused on resume as "differently configured".
+    old = (
+        '{"model_calls":null,"tool_calls":null,"tokens":null,"input_tokens":null,'
+        '"output_tokens":null,"replans":3,"rounds":3,"wall_clock":null,"on_exhausted":"partial"}'
+    )
+    assert old in _config_parts(_team(Budget()))
+    assert any('"usd":1.0' in part for part in _config_parts(_team(Budget(usd=1.0))))
