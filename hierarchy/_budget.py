@@ -9,7 +9,6 @@ rule in :mod:`regiment.hierarchy._top_up`), never past what the budget has left.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Literal, NamedTuple, TypeAlias, final, get_args
@@ -24,6 +23,7 @@ from regiment.models import Usage
 __all__ = ("Budget", "BudgetLedger", "BudgetLimit", "OnExhausted", "Share", "over_allowance")
 
 OnExhausted: TypeAlias = Literal["partial", "raise"]
+_MOST_USD = 1e12  # kept in micro-dollars as an int, so no float overflows on the way
 
 
 class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -74,13 +74,10 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         if self.usd is not None and (
             isinstance(self.usd, bool)
             or not isinstance(self.usd, int | float)
-            or not math.isfinite(self.usd)
-            or self.usd < 0
+            or not 0 <= self.usd <= _MOST_USD
         ):
             raise InvalidValue(
-                "Budget",
-                "usd",
-                f"must be a finite number of US dollars, 0 or more; got {self.usd!r}",
+                "Budget", "usd", f"must be a number of US dollars from 0 to 1e12; got {self.usd!r}"
             )
         at_least("Budget", "replans", self.replans, 0)
         at_least("Budget", "rounds", self.rounds, 1)

@@ -9,8 +9,6 @@ so a ledger adds them up exactly.
 
 from __future__ import annotations
 
-import math
-
 import msgspec
 
 from regiment.errors import ConfigError
@@ -19,6 +17,7 @@ from regiment.models._messages import Usage
 __all__ = ("Price",)
 
 _PER_MILLION = 1_000_000
+_MOST = 1e9  # dollars per million tokens: kept as whole pico-dollars per token, no overflow
 
 
 class Price(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -44,12 +43,11 @@ class Price(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
             if (
                 isinstance(value, bool)
                 or not isinstance(value, int | float)
-                or not math.isfinite(value)
-                or value < 0
+                or not 0 <= value <= _MOST
             ):
                 raise ConfigError(
-                    f"Price: {name} must be a finite number of US dollars per million "
-                    f"tokens, 0 or more (Price(input=3.0, output=15.0)); got {value!r}"
+                    f"Price: {name} must be a number of US dollars per million tokens from "
+                    f"0 to 1e9 (Price(input=3.0, output=15.0)); got {value!r}"
                 )
 
     def rates(self) -> tuple[int, int, int, int]:

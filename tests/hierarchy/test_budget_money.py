@@ -201,7 +201,7 @@ def test_a_ray_worker_under_a_money_budget_is_refused() -> None:
         )
 
 
-@pytest.mark.parametrize("usd", [-0.01, float("nan"), float("inf"), "5", True])
+@pytest.mark.parametrize("usd", [-0.01, float("nan"), float("inf"), 1e308, "5", True])
 def test_a_bad_money_limit_is_refused(usd: object) -> None:
     with pytest.raises(ConfigError, match="usd"):
         Budget(usd=usd)  # type: ignore[arg-type]
@@ -209,9 +209,10 @@ def test_a_bad_money_limit_is_refused(usd: object) -> None:
 
 @pytest.mark.parametrize("field", ["input", "output", "cache_read", "cache_write"])
 def test_a_bad_price_is_refused(field: str) -> None:
-    given = {"input": 1.0, "output": 1.0, field: -1.0}
-    with pytest.raises(ConfigError, match=f"Price: {field} must be"):
-        Price(**given)
+    for bad in (-1.0, float("nan"), 1e304):  # (1e304 once overflowed working out a cost)
+        given = {"input": 1.0, "output": 1.0, field: bad}
+        with pytest.raises(ConfigError, match=f"Price: {field} must be"):
+            Price(**given)
 
 
 def test_a_model_given_something_else_as_its_price_says_so() -> None:
