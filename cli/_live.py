@@ -14,6 +14,7 @@ from regiment._text import visible
 from regiment.cli._progress import RunProgress, StepRow, TokenMeter
 from regiment.cli._view import cut
 from regiment.hierarchy import events as ev
+from regiment.models import usd_text
 
 __all__ = ("LiveView",)
 
@@ -69,6 +70,7 @@ class LiveView:
             f"  plan v{p.version}  ",
             (p.phase, "cyan"),
             f"  {p.elapsed():.1f} s  {max(self._meter.total(), p.tokens):,} tokens",
+            f"  {usd_text(p.micro_usd)}" if p.micro_usd else "",
         )
         table = Table(show_edge=False, pad_edge=False, expand=False)
         for column in ("step", "worker", "status", "elapsed", "tokens", "description"):

@@ -73,6 +73,7 @@ class RunProgress:
     finished: bool = False
     answer: str = ""  # the synthesizer's text so far, as it streams
     tokens: int = 0  # reported so far: the steps', then the whole run's
+    micro_usd: int = 0  # what they cost (priced models only), as tokens
 
     def __post_init__(self) -> None:
         self.started = self.clock()
@@ -138,6 +139,7 @@ class RunProgress:
             case ev.RunCompleted(result=result):
                 self.phase, self.finished = result.status, True
                 self.tokens = result.usage.total_tokens
+                self.micro_usd = result.usage.micro_usd
             case ev.RunFailed():
                 self.phase, self.finished = "failed", True
             case _:
@@ -193,6 +195,7 @@ class RunProgress:
     def _spent(self, row: StepRow, usage: Usage) -> StepRow:
         row.tokens += usage.total_tokens
         self.tokens += usage.total_tokens
+        self.micro_usd += usage.micro_usd
         return row
 
     @staticmethod

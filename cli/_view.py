@@ -13,7 +13,7 @@ from typing import Protocol, Self, TextIO, assert_never
 from regiment._text import visible
 from regiment.cli._progress import RunProgress, tool_failure_line
 from regiment.hierarchy import events as ev
-from regiment.models import Usage
+from regiment.models import Usage, usd_text
 
 __all__ = ("PlainView", "ProgressView", "cut", "describe")
 
@@ -47,9 +47,14 @@ def cut(text: str, limit: int = _OUTPUT_CHARS) -> str:
 
 def _tokens(usage: Usage) -> str:
     """``, N tokens`` for the step's model calls, from its report (so with tracing
-    off too); nothing for a step that made none."""
+    off too), and what they cost when priced; nothing for a step that made none."""
     used = usage.total_tokens
-    return f", {used} tokens" if used else ""
+    return f", {used} tokens{cost(usage)}" if used else ""
+
+
+def cost(usage: Usage) -> str:
+    """``, $0.001234`` when ``usage`` was priced (its models have a ``Price``), else nothing."""
+    return f", {usd_text(usage.micro_usd)}" if usage.micro_usd else ""
 
 
 def describe(event: ev.Event) -> str | None:
@@ -106,9 +111,9 @@ def describe(event: ev.Event) -> str | None:
         case ev.ApprovalResolved(request_id=rid, tool=tool, decision=decision, decided_by=by):
             return f"  {'no' if decision == 'deny' else 'ok'} {tool} [{rid}]: {decision}{f' by {by}' if by else ''}"
         case ev.RunCompleted(result=result):
-            return f"run {result.status}: {result.model_calls} model calls, {result.tool_calls} tool calls, {result.usage.total_tokens} tokens"
+            return f"run {result.status}: {result.model_calls} model calls, {result.tool_calls} tool calls, {result.usage.total_tokens} tokens{cost(result.usage)}"
         case ev.RunFailed(error_type=kind):  # why: the command's last line says it once
-            return f"run failed ({kind}): {event.model_calls} model calls, {event.tool_calls} tool calls, {event.usage.total_tokens} tokens"
+            return f"run failed ({kind}): {event.model_calls} model calls, {event.tool_calls} tool calls, {event.usage.total_tokens} tokens{cost(event.usage)}"
         case _:
             assert_never(event)
 

@@ -19,7 +19,7 @@ from regiment.config._imports import (
     nested_team_file,
 )
 from regiment.config._mcp import check_commands, mcp_server
-from regiment.config._models import RoleModels, parse_model_spec
+from regiment.config._models import RoleModels, check_prices, parse_model_spec
 from regiment.config._placement import placed
 from regiment.config._schema import (
     CheckConfig,
@@ -46,7 +46,7 @@ from regiment.hierarchy import (
     TeamWorker,
     Worker,
 )
-from regiment.models import Model, ModelSettings, ScriptedModel
+from regiment.models import Model, ModelSettings, Price, ScriptedModel
 from regiment.telemetry import Telemetry
 
 __all__ = (
@@ -125,7 +125,9 @@ def check_config(config: TeamConfig, *, source: str = "<config>") -> Team:
     Raises:
         ConfigError: as ``build_team``.
     """
-    tree = _Tree(ScriptedModel([], name="stand-in"), None, checking=True)
+    # priced, as a Budget.usd wants (check_prices checks the file's own prices)
+    free = Price(input=0, output=0)
+    tree = _Tree(ScriptedModel([], name="stand-in", price=free), None, checking=True)
     return _build(config, tree, source, _root_chain(source))
 
 
@@ -225,6 +227,7 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
 
 
 def _check_models(config: TeamConfig, source: str) -> None:
+    check_prices(config, source)
     for role_key, spec in config.model_specs().items():
         key = "model" if spec == config.model else role_key  # the key the file writes it at
         kind, _ = parse_model_spec(spec, where=f"{source}: {key}")

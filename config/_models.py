@@ -23,7 +23,7 @@ from regiment.models import (
     parse_model_spec,
 )
 
-__all__ = ("KEEP_REQUESTS", "RoleModels", "parse_model_spec")
+__all__ = ("KEEP_REQUESTS", "RoleModels", "check_prices", "parse_model_spec")
 
 KEEP_REQUESTS = 100  # requests a team file's scripted model keeps (the latest)
 
@@ -62,6 +62,7 @@ class RoleModels:
                     max_retries=options.max_retries,
                     stream=options.stream,
                     max_continuations=continuing,
+                    price=self._config.prices.get(spec, options.price),
                 )
             except ConfigError as exc:
                 if str(exc).startswith(f"{where}:"):
@@ -78,4 +79,25 @@ class RoleModels:
         )
         # A file's brain may serve for good (`regiment serve --model scripted`): its model
         # keeps the latest requests only, so memory stays bounded however many runs it answers.
-        return ScriptedModel(cast(ScriptFunction, fn), keep_requests=KEEP_REQUESTS)
+        price = self._config.prices.get(spec)
+        return ScriptedModel(cast(ScriptFunction, fn), keep_requests=KEEP_REQUESTS, price=price)
+
+
+def check_prices(config: TeamConfig, source: str) -> None:
+    """With a ``[budget]`` ``usd``: a ``ConfigError`` naming the first role whose model has
+    no price (in ``[prices]``, or its provider's ``price``); every ``[prices]`` key must be
+    a model spec."""
+    for spec in config.prices:
+        parse_model_spec(spec, where=f"{source}: prices")
+    if config.budget.usd is None:
+        return
+    providers = config.providers
+    for role_key, spec in config.model_specs().items():
+        kind, _ = parse_model_spec(spec, where=f"{source}: {role_key}")
+        by_provider = {"anthropic": providers.anthropic.price, "scripted": None}
+        if config.prices.get(spec, by_provider.get(kind, providers.openai.price)) is None:
+            raise ConfigError(
+                f"{source}: {role_key}: [budget] usd needs a price for every model, and "
+                f"{spec!r} has none; add [prices.{spec!r}] input = ..., output = ... (US "
+                "dollars per million tokens), or a price on its [providers] table"
+            )

@@ -50,6 +50,7 @@ from regiment.config._mcp import MCPConfig, read_environment
 from regiment.config._text import ConfigFormat, decode_bytes, parse_text
 from regiment.errors import ConfigError
 from regiment.hierarchy import Budget
+from regiment.models import Price
 
 __all__ = (
     "AnthropicConfig",
@@ -187,11 +188,14 @@ _Seconds = Annotated[float, msgspec.Meta(gt=0)]
 class ProviderConfig(_Section, frozen=True, kw_only=True):
     """``[providers.openai]`` (``openai:`` and ``openai-compatible:`` models) and
     ``[providers.anthropic]``: how the models a file names are made (their
-    constructors' options; unset keys keep the constructors' defaults)."""
+    constructors' options; unset keys keep the constructors' defaults). ``price`` (a
+    ``Price`` table: US dollars per million tokens) prices every model of the provider
+    the file's ``[prices]`` does not; a ``Budget.usd`` needs one for each model."""
 
     timeout: _Seconds | None = None
     max_retries: _Retries | None = None
     stream: bool | None = None
+    price: Price | None = None
 
 
 class AnthropicConfig(ProviderConfig, frozen=True, kw_only=True):
@@ -233,6 +237,8 @@ class TeamConfig(_Section, frozen=True, kw_only=True):
         output_type: ``module:Model`` of a pydantic model the answer must match
             (``Team.output_type``); ``output_retries``: re-asks of an invalid answer.
         providers: options of the models the file names, by provider.
+        prices: a ``Price`` for each model spec (``"anthropic:<id>"``, ``"scripted"``),
+            over its provider's ``price``.
     """
 
     name: str
@@ -250,6 +256,7 @@ class TeamConfig(_Section, frozen=True, kw_only=True):
     output_type: str | None = None
     output_retries: int = 2
     providers: ProvidersConfig = ProvidersConfig()
+    prices: dict[str, Price] = {}
 
     def model_specs(self) -> dict[str, str]:
         """Every role's model spec, keyed by key path (``planner.model``, ``workers[0].model``, ...).

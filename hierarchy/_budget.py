@@ -15,13 +15,15 @@ from typing import Literal, NamedTuple, TypeAlias, final, get_args
 
 import msgspec
 
+from regiment.hierarchy._allowance import over_allowance
 from regiment.hierarchy._messages import BudgetLimit, StepAllowance
 from regiment.hierarchy._ranges import NO_LIMIT, InvalidValue, at_least, seconds
-from regiment.models import ModelRequest, Usage, estimate_tokens
+from regiment.models import Usage
 
 __all__ = ("Budget", "BudgetLedger", "BudgetLimit", "OnExhausted", "Share", "over_allowance")
 
 OnExhausted: TypeAlias = Literal["partial", "raise"]
+_MOST_USD = 1e12  # kept in micro-dollars as an int, so no float overflows on the way
 
 
 class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -42,6 +44,11 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         output_tokens: output tokens over all model calls. With this (or ``tokens``)
             set, each call's ``max_tokens`` is lowered to what is left for its reply
             (its step's share, or the run's unheld rest), so steps at width hold it.
+        usd: US dollars over all model calls, at each model's ``Price`` (every model of
+            the team needs one: a ``ConfigError`` at team start names one without).
+            Held as ``output_tokens`` is: each call's reply is held to what its step's
+            share (or the run) has left at its model's output price, and every
+            response's cost (``Usage.micro_usd``) is charged. Kept in micro-dollars.
         replans: how many times the plan may be replaced.
         rounds: how many plan-execute-critique rounds a run may take (with a critic).
         wall_clock: seconds from the start of the run, not counting the time calls
@@ -55,6 +62,7 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     tokens: int | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    usd: float | None = None
     replans: int = 3
     rounds: int = 3
     wall_clock: float | None = None
@@ -63,6 +71,14 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     def __post_init__(self) -> None:
         for name in ("model_calls", "tool_calls", "tokens", "input_tokens", "output_tokens"):
             at_least("Budget", name, getattr(self, name), 0, none_means=NO_LIMIT)
+        if self.usd is not None and (
+            isinstance(self.usd, bool)
+            or not isinstance(self.usd, int | float)
+            or not 0 <= self.usd <= _MOST_USD
+        ):
+            raise InvalidValue(
+                "Budget", "usd", f"must be a number of US dollars from 0 to 1e12; got {self.usd!r}"
+            )
         at_least("Budget", "replans", self.replans, 0)
         at_least("Budget", "rounds", self.rounds, 1)
         seconds("Budget", "wall_clock", self.wall_clock)
@@ -83,6 +99,7 @@ class Share(NamedTuple):
     tokens: int | None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    micro_usd: int | None = None
 
 
 _UNLIMITED = Share(None, None)
@@ -102,30 +119,46 @@ class _Spent:
     tool_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    micro_usd: int = 0
+
+
+class _Held:
+    """Running totals of what a ledger's reservations hold, so each reservation and
+    release is O(1) (summing the reservations per dispatch made a fan-out quadratic)."""
+
+    __slots__ = ("_inputs", "_micro", "_model_calls", "_outputs", "_tokens", "_tool_calls")
+
+    def __init__(self) -> None:
+        self._model_calls = self._tool_calls = self._tokens = self._inputs = self._outputs = 0
+        self._micro = 0  # micro-dollars
+
+    def _hold(self, held: StepAllowance, sign: int = 1) -> None:
+        """Add what ``held`` holds to the totals (``sign`` -1: take it away)."""
+        self._model_calls += sign * (held.model_calls or 0)
+        self._tool_calls += sign * (held.tool_calls or 0)
+        self._tokens += sign * (held.tokens or 0)
+        self._inputs += sign * (held.input_tokens or 0)
+        self._outputs += sign * (held.output_tokens or 0)
+        self._micro += sign * (held.micro_usd or 0)
 
 
 @final
-class BudgetLedger:
+class BudgetLedger(_Held):
     """Spent and reserved amounts for one run, checked against a :class:`Budget`.
 
-    Only the run's planner touches its ledger, so it needs no lock. Each
-    reservation and release is O(1): the ledger keeps running totals of what
-    is reserved (summing the reservations per dispatch made a fan-out
-    quadratic), and a budget with no tool-call or token limit has nothing to
-    split.
+    Only the run's planner touches its ledger, so it needs no lock. It keeps running
+    totals of what is reserved (``_Held``), and a budget with no tool-call, token or
+    money limit has nothing to split.
     """
 
     __slots__ = (
         "_free",
-        "_inputs",
         "_limited",
-        "_model_calls",
-        "_outputs",
         "_shared",
-        "_tokens",
-        "_tool_calls",
+        "_usd",
         "budget",
         "counts_tokens",
+        "holds_money",
         "holds_replies",
         "replans",
         "reserved",
@@ -138,8 +171,9 @@ class BudgetLedger:
         # key (any hashable: the dispatcher uses (version, step, attempt)) -> allowance
         self.reserved: dict[Hashable, StepAllowance] = {}
         self.replans = 0
-        # Running totals of ``reserved``.
-        self._model_calls = self._tool_calls = self._tokens = self._inputs = self._outputs = 0
+        super().__init__()  # the running totals of ``reserved``
+        # The money limit in micro-dollars (``None``: none).
+        self._usd = None if b.usd is None else round(b.usd * 1_000_000)
         # Whether a fan-out has anything to split (else every share is unlimited).
         # Spelled out, not any() over a generator: every run makes a ledger.
         self._shared = not (
@@ -147,14 +181,16 @@ class BudgetLedger:
             and b.tokens is None
             and b.input_tokens is None
             and b.output_tokens is None
+            and b.usd is None
         )
         # Whether a call's estimated input tokens matter to :meth:`exhausted`.
         self.counts_tokens = budget.tokens is not None or budget.input_tokens is not None
         # Whether a call's reply is held to what is left (:meth:`reply_room`).
         self.holds_replies = budget.tokens is not None or budget.output_tokens is not None
+        self.holds_money = budget.usd is not None  # and to what its money pays for
         # Whether :meth:`exhausted` has any limit to check (none by default).
         self._limited = self.counts_tokens or not (
-            budget.model_calls is None and budget.output_tokens is None
+            budget.model_calls is None and budget.output_tokens is None and budget.usd is None
         )
         # No count limit at all (the default): a reservation holds nothing back and no
         # total is read, so each step gets a shared allowance of its own cap, untracked.
@@ -164,7 +200,7 @@ class BudgetLedger:
         return self.spent.input_tokens + self.spent.output_tokens
 
     def exhausted(
-        self, *, model_calls_needed: int = 1, tokens_needed: int = 0
+        self, *, model_calls_needed: int = 1, tokens_needed: int = 0, usd_needed: int = 0
     ) -> BudgetLimit | None:
         """The first limit that leaves less than what one more model call needs.
 
@@ -172,6 +208,8 @@ class BudgetLedger:
             model_calls_needed: model calls that must be left.
             tokens_needed: the next call's estimated input tokens; at least one
                 token must be left either way.
+            usd_needed: what the next call costs at least, in micro-dollars (its
+                estimated input and one output token); at least 1 must be left.
         """
         if not self._limited:
             return None
@@ -188,6 +226,9 @@ class BudgetLedger:
             return "input_tokens"
         if self._left_outputs() == 0:
             return "output_tokens"
+        micro_left = self.micro_usd_left()
+        if micro_left is not None and micro_left < max(1, usd_needed):
+            return "usd"
         return None
 
     def reply_room(self, tokens_needed: int = 0, outputs_needed: int = 0) -> int | None:
@@ -219,7 +260,8 @@ class BudgetLedger:
         tokens = _split(self._left_tokens(), ways)
         inputs = _split(self._left_inputs(), ways)
         outputs = _split(self._left_outputs(), ways)
-        return [Share(*parts) for parts in zip(tools, tokens, inputs, outputs, strict=True)]
+        micro = _split(self.micro_usd_left(), ways)
+        return [Share(*parts) for parts in zip(tools, tokens, inputs, outputs, micro, strict=True)]
 
     def _left_tool_calls(self) -> int | None:
         return _left(self.budget.tool_calls, self.spent.tool_calls + self._tool_calls)
@@ -232,6 +274,10 @@ class BudgetLedger:
 
     def _left_outputs(self) -> int | None:
         return _left(self.budget.output_tokens, self.spent.output_tokens + self._outputs)
+
+    def micro_usd_left(self) -> int | None:
+        """Micro-dollars neither spent nor held by a step in flight (``None``: no limit)."""
+        return _left(self._usd, self.spent.micro_usd + self._micro)
 
     def reserve(
         self,
@@ -271,8 +317,8 @@ class BudgetLedger:
             return None
         if share is None:
             share = self.split(1)[0] if self._shared else _UNLIMITED
-        tool_calls, tokens, inputs, outputs = share
-        if tokens == 0 or inputs == 0 or outputs == 0:
+        tool_calls, tokens, inputs, outputs, micro = share
+        if tokens == 0 or inputs == 0 or outputs == 0 or micro == 0:
             return None
         allowance = StepAllowance(
             model_calls=calls,
@@ -280,31 +326,24 @@ class BudgetLedger:
             tokens=tokens,
             input_tokens=inputs,
             output_tokens=outputs,
+            micro_usd=micro,
         )
         if key in self.reserved:
             self.release(key)  # a key reserved twice replaces its old reservation
         self.reserved[key] = allowance
-        self._model_calls += calls
-        self._tool_calls += tool_calls or 0
-        self._tokens += tokens or 0
-        self._inputs += inputs or 0
-        self._outputs += outputs or 0
+        self._hold(allowance)
         return allowance
 
     def release(self, key: Hashable) -> None:
         """Drop a reservation (the step reported, was cancelled, or was never sent)."""
         allowance = self.reserved.pop(key, None)
         if allowance is not None:
-            self._model_calls -= allowance.model_calls or 0
-            self._tool_calls -= allowance.tool_calls or 0
-            self._tokens -= allowance.tokens or 0
-            self._inputs -= allowance.input_tokens or 0
-            self._outputs -= allowance.output_tokens or 0
+            self._hold(allowance, -1)
 
     def room(self, name: str) -> tuple[int, int] | None:
         """What is left of budget field ``name`` (a :class:`StepAllowance` field): not
         spent, and of that not reserved either; ``None`` when the field has no limit."""
-        limit: int | None = getattr(self.budget, name)
+        limit: int | None = self._usd if name == "micro_usd" else getattr(self.budget, name)
         if limit is None:
             return None
         s = self.spent
@@ -314,6 +353,7 @@ class BudgetLedger:
             "tokens": (self._tokens_spent(), self._tokens),
             "input_tokens": (s.input_tokens, self._inputs),
             "output_tokens": (s.output_tokens, self._outputs),
+            "micro_usd": (s.micro_usd, self._micro),
         }[name]
         unspent = max(0, limit - spent)
         return unspent, max(0, unspent - held)
@@ -328,11 +368,7 @@ class BudgetLedger:
         grown = msgspec.structs.replace(held, **fields)
         self.release(key)
         self.reserved[key] = grown
-        self._model_calls += grown.model_calls or 0
-        self._tool_calls += grown.tool_calls or 0
-        self._tokens += grown.tokens or 0
-        self._inputs += grown.input_tokens or 0
-        self._outputs += grown.output_tokens or 0
+        self._hold(grown)
         return grown
 
     def widen(self, name: str, by: int) -> None:
@@ -348,38 +384,8 @@ class BudgetLedger:
         spent.tool_calls += tool_calls
         spent.input_tokens += usage.whole_input_tokens  # cached input counts too
         spent.output_tokens += usage.output_tokens
+        spent.micro_usd += usage.micro_usd
 
     def can_replan(self) -> bool:
         """Whether another plan version is allowed."""
         return self.replans < self.budget.replans
-
-
-def over_allowance(
-    allowance: StepAllowance, model_calls: int, usage: Usage, request: ModelRequest, call: str
-) -> tuple[BudgetLimit, str] | None:
-    """Why a step's next model call (``request``, described as ``call``) must not start,
-    after ``model_calls`` calls that spent ``usage``: no model call or output token left,
-    or its estimated input does not fit in the tokens (all, or input) left. So a step
-    goes over a token share by at most one reply, which ``max_tokens`` bounds."""
-    if allowance.model_calls is not None and model_calls >= allowance.model_calls:
-        return (
-            "model_calls",
-            f"the step's model call allowance of {allowance.model_calls} is used up",
-        )
-    tokens, inputs, outputs = allowance.tokens, allowance.input_tokens, allowance.output_tokens
-    if outputs is not None and usage.output_tokens >= outputs:
-        return "output_tokens", f"the step's output token allowance of {outputs} is used up"
-    if tokens is None and inputs is None:
-        return None  # the usual case: no estimate to make
-    needed = estimate_tokens(request)
-    caps: tuple[tuple[BudgetLimit, str, int | None, int], ...] = (
-        ("tokens", "token", tokens, usage.total_tokens),
-        ("input_tokens", "input token", inputs, usage.whole_input_tokens),
-    )
-    for limit, name, cap, spent in caps:
-        if cap is not None and needed > cap - spent:
-            return limit, (
-                f"the step's {name} allowance of {cap} has {max(0, cap - spent)} left, "
-                f"{call} needs about {needed}"
-            )
-    return None

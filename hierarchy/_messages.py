@@ -35,6 +35,7 @@ BudgetLimit: TypeAlias = Literal[
     "tokens",
     "input_tokens",
     "output_tokens",
+    "usd",
     "replans",
     "rounds",
     "wall_clock",
@@ -58,6 +59,7 @@ class StepAllowance(msgspec.Struct, frozen=True, kw_only=True):
     tokens: int | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    micro_usd: int | None = None  # millionths of a US dollar (``Budget.usd``)
 
 
 class StepContext(msgspec.Struct, frozen=True, kw_only=True):

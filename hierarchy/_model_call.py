@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, assert_never, final
 from urllib.parse import urlsplit
 
@@ -22,12 +22,14 @@ from regiment.models import (
     ModelResponse,
     ModelSettings,
     Part,
+    Price,
     SelfTracingModel,
     TextPart,
     ThinkingPart,
     ToolCallPart,
     ToolResultPart,
     effective_settings,
+    priced,
     stream_response,
 )
 from regiment.telemetry import RunMetrics, Telemetry, error_type, genai
@@ -69,6 +71,11 @@ class ModelCaller:
     agent: str
     telemetry: Telemetry
     settings: ModelSettings | None = None  # the role's, already merged over the team's
+    price: Price | None = field(init=False, default=None)  # its model's (``Price``), if any
+
+    def __post_init__(self) -> None:
+        price = getattr(self.model, "price", None)  # looked up once, not per call
+        object.__setattr__(self, "price", price if isinstance(price, Price) else None)
 
     async def call(self, request: ModelRequest, live: LiveSink | None = None) -> ModelResponse:
         """One model call; the reply's text is made encodable (see :mod:`regiment.hierarchy._text`).
@@ -89,13 +96,20 @@ class ModelCaller:
                     if stray(exc):
                         raise _stray_error(self.model, exc) from exc
                     _name_model(self.model, exc)
+                    _price_spent(self.price, exc)
                     raise
+                if (price := self.price) is not None:
+                    reply = _priced(reply, price)
                 response = valid_response(reply, self.model.name)
                 if response.stop_reason in STOPPED_EARLY:  # one look-up for the usual reply
                     self._stopped_early(response, request)
                 return response
             return await self._traced(request, live)
         return await self._measured(request, live, metrics)
+
+    def model_price(self) -> Price | None:
+        """Its model's ``Price`` (``None``: none given)."""
+        return self.price
 
     def _held(self, request: ModelRequest) -> int | None:
         """The ``max_tokens`` a budget held ``request`` (its role's settings merged in) to
@@ -210,13 +224,13 @@ class ModelCaller:
         telemetry = self.telemetry
         model = self.model
         if not telemetry.tracing:  # no span: nothing to work out for one
-            return self._checked(await _reply(model, request, live), request)
+            return self._checked(await _reply(model, request, live, self.price), request)
         # getattr first: a runtime protocol check is slow, and only SDK models say yes.
         sdk = getattr(model, "sdk_spans", False) is True
         if sdk and isinstance(model, SelfTracingModel):
             # The SDK's own span is this call's one `chat` span; send it to our provider.
             traced = model.with_tracer_provider(telemetry.tracer_provider)
-            return self._checked(await _reply(traced, request, live), request)
+            return self._checked(await _reply(traced, request, live, self.price), request)
         # The applied settings go in with the span's start attributes (one dict, no
         # second call on the span); content is built only when it will be recorded.
         tuning = _tuning(effective_settings(getattr(model, "settings", None), request))
@@ -233,7 +247,7 @@ class ModelCaller:
                     span, system=request.system, messages=input_messages(request.messages)
                 )
             try:
-                reply = await _reply(model, request, live)
+                reply = await _reply(model, request, live, self.price)
             except ModelError as exc:  # what a failed call spent is on its span too
                 if exc.usage is not None and span.is_recording():
                     telemetry.recorder.chat_response(span, finish_reasons=(), usage=exc.usage)
@@ -317,20 +331,35 @@ def _part(part: Part) -> genai.GenAIValue:
             assert_never(part)
 
 
-async def _reply(model: Model, request: ModelRequest, live: LiveSink | None) -> ModelResponse:
-    """The model's reply: streamed to ``live`` as it is written, or in one piece."""
+async def _reply(
+    model: Model, request: ModelRequest, live: LiveSink | None, price: Price | None
+) -> ModelResponse:
+    """The model's reply, priced: streamed to ``live`` as it is written, or in one piece."""
     try:
         if live is None:
-            return await model.complete(request)
-        response = await stream_response(model, request, live.text_handler(request))
-        if response.refused:  # its text reached the reader: say it was declined
-            live.refused(request)
-        return response
+            response = await model.complete(request)
+        else:
+            response = await stream_response(model, request, live.text_handler(request))
+            if response.refused:  # its text reached the reader: say it was declined
+                live.refused(request)
     except BaseException as exc:  # a cancellation or an interrupt, as a rule
         if stray(exc):
             raise _stray_error(model, exc) from exc
         _name_model(model, exc)
+        _price_spent(price, exc)
         raise
+    return response if price is None else _priced(response, price)
+
+
+def _priced(response: ModelResponse, price: Price) -> ModelResponse:
+    """``response`` with what it cost at ``price`` in its usage (``Usage.micro_usd``)."""
+    return msgspec.structs.replace(response, usage=priced(response.usage, price))
+
+
+def _price_spent(price: Price | None, exc: BaseException) -> None:
+    """A failed call's spent usage (billed all the same) priced at its model's ``price``."""
+    if price is not None and isinstance(exc, ModelError) and exc.usage is not None:
+        exc.usage = priced(exc.usage, price)
 
 
 # Set on what a model of the application's raised (not a ModelError): the model, named.

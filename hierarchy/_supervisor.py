@@ -206,8 +206,8 @@ class Supervisor(Actor[Never, None]):
 
 
 def capped(budget: Budget, allowance: StepAllowance | None) -> Budget:
-    """The budget with model calls, tool calls and tokens (all, input, output) capped
-    by ``allowance``."""
+    """The budget with model calls, tool calls, tokens (all, input, output) and money
+    capped by ``allowance``."""
     if allowance is None:
         return budget
     return msgspec.structs.replace(
@@ -217,7 +217,15 @@ def capped(budget: Budget, allowance: StepAllowance | None) -> Budget:
         tokens=_min(budget.tokens, allowance.tokens),
         input_tokens=_min(budget.input_tokens, allowance.input_tokens),
         output_tokens=_min(budget.output_tokens, allowance.output_tokens),
+        usd=_min_usd(budget.usd, allowance.micro_usd),
     )
+
+
+def _min_usd(usd: float | None, micro: int | None) -> float | None:
+    """A nested run's money limit: its team's, capped by its step's share (micro-dollars)."""
+    if micro is None:
+        return usd
+    return micro / 1_000_000 if usd is None else min(usd, micro / 1_000_000)
 
 
 def _min(a: int | None, b: int | None) -> int | None:

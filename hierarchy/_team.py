@@ -27,6 +27,7 @@ import anyio
 from regiment.actors import open_actor_system
 from regiment.errors import ConfigError
 from regiment.hierarchy._budget import Budget
+from regiment.hierarchy._money import check_money
 from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._ranges import LEASE_TTL, seconds
 from regiment.hierarchy.guard._types import GuardLike, as_guardrails
@@ -122,6 +123,7 @@ class Team:
         except ConfigError as exc:
             raise ConfigError(f"team '{self.name}': {exc}") from None
         object.__setattr__(self, "guardrails", as_guardrails(self.guardrails, "team: "))
+        check_money(self)
         if self.output_type is not None:
             self.output_shape()  # a bad output_type or output_retries fails here
 

@@ -31,10 +31,18 @@ import logging
 from collections.abc import Callable, Hashable
 from typing import final
 
+from regiment.hierarchy._allowance import Rates
 from regiment.hierarchy._budget import Budget, BudgetLedger
 from regiment.hierarchy._messages import StepAllowance
 from regiment.hierarchy.events import BudgetToppedUp, Event
-from regiment.models import ModelRequest, Usage, estimate_tokens
+from regiment.models import (
+    ModelRequest,
+    Usage,
+    estimate_tokens,
+    least_cost,
+    micro_usd,
+    reply_tokens,
+)
 
 __all__ = ("Need", "TopUps", "call_need", "reply_room")
 
@@ -43,7 +51,7 @@ _log = logging.getLogger("regiment.run")
 Need = dict[str, tuple[int, int]]
 """What a step asks for: budget field -> (the least that helps, what it wants)."""
 
-_TOKENS = ("tokens", "input_tokens", "output_tokens")
+_TOKENS = ("tokens", "input_tokens", "output_tokens", "micro_usd")
 
 
 def _none_unsent() -> int:
@@ -137,6 +145,8 @@ class TopUps:
         own limit grows by what it got, within its team's own budget."""
         assert self.above is not None
         above, key = self.above
+        if name == "micro_usd":  # a money budget does not cover nested teams (checked at start)
+            return 0
         limit: int | None = getattr(ledger.budget, name)
         ceiling = None if self.own is None else getattr(self.own, name)
         if limit is None:
@@ -183,11 +193,24 @@ class TopUps:
 
 
 def call_need(
-    allowance: StepAllowance, model_calls: int, usage: Usage, request: ModelRequest
+    allowance: StepAllowance,
+    model_calls: int,
+    usage: Usage,
+    request: ModelRequest,
+    rates: Rates | None = None,
 ) -> Need:
-    """What a step's share lacks for its next model call (``request``), after
-    ``model_calls`` calls that spent ``usage``: each field that cannot pay, by how much."""
+    """What a step's share lacks for its next model call (``request``, to a model priced
+    at ``rates``), after ``model_calls`` calls that spent ``usage``: each field that cannot
+    pay, by how much (for money: the call's least cost, and what its reply could cost)."""
     need: Need = {}
+    if (micro := allowance.micro_usd) is not None:
+        least = 1 if rates is None else least_cost(rates, estimate_tokens(request))
+        short = least - (micro - usage.micro_usd)
+        if short > 0:
+            want = (
+                short if rates is None else short + micro_usd(rates, (0, request.max_tokens, 0, 0))
+            )
+            need["micro_usd"] = (short, want)
     if allowance.model_calls is not None and model_calls >= allowance.model_calls:
         need["model_calls"] = (1, 1)
     outputs = allowance.output_tokens
@@ -208,17 +231,23 @@ def call_need(
     return need
 
 
-def reply_room(allowance: StepAllowance, usage: Usage, request: ModelRequest) -> int | None:
+def reply_room(
+    allowance: StepAllowance, usage: Usage, request: ModelRequest, rates: Rates | None = None
+) -> int | None:
     """The most output tokens a step's next reply (to ``request``) may have once the
     step spent ``usage``: what its share has left of ``output_tokens``, and of ``tokens``
-    less the call's estimated input; at least 1 (``over_allowance`` refuses a call with
-    no room first). ``None``: the share limits neither, so the reply is not held."""
-    outputs, tokens = allowance.output_tokens, allowance.tokens
-    if outputs is None and tokens is None:
+    less the call's estimated input, and what its money left pays for at ``rates`` once
+    the input is paid; at least 1 (``over_allowance`` refuses a call with no room
+    first). ``None``: the share limits none of them, so the reply is not held."""
+    outputs, tokens, micro = allowance.output_tokens, allowance.tokens, allowance.micro_usd
+    if outputs is None and tokens is None and micro is None:
         return None
     rooms: list[int] = []
+    if micro is not None and rates is not None:
+        left = micro - usage.micro_usd
+        rooms.append(reply_tokens(rates, left, estimate_tokens(request)))
     if outputs is not None:
         rooms.append(outputs - usage.output_tokens)
     if tokens is not None:
         rooms.append(tokens - usage.total_tokens - estimate_tokens(request))
-    return max(1, min(rooms))
+    return max(1, min(rooms)) if rooms else None

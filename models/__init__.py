@@ -30,6 +30,14 @@ from regiment.models._messages import (
     text_response,
     tool_call_response,
 )
+from regiment.models._price import (
+    Price,
+    least_cost,
+    micro_usd,
+    priced,
+    reply_tokens,
+    usd_text,
+)
 from regiment.models._protocol import Model, SelfTracingModel
 from regiment.models._scripted import Reply, ScriptedModel, ScriptFunction
 from regiment.models._settings import ModelSettings, effective_settings
@@ -57,6 +65,7 @@ __all__ = (
     "OpenAIModel",
     "Part",
     "PartDelta",
+    "Price",
     "Reply",
     "ResponsePart",
     "Role",
@@ -77,12 +86,17 @@ __all__ = (
     "effective_settings",
     "emit_response",
     "estimate_tokens",
+    "least_cost",
+    "micro_usd",
     "model_from_spec",
     "parse_model_spec",
+    "priced",
+    "reply_tokens",
     "stream_response",
     "structured_text",
     "text_response",
     "tool_call_response",
+    "usd_text",
 )
 
 if TYPE_CHECKING:

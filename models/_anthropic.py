@@ -31,6 +31,7 @@ from regiment.models._api_errors import (
     stream_failed,
 )
 from regiment.models._messages import ModelRequest, ModelResponse
+from regiment.models._price import Price, checked_price
 from regiment.models._sdk_model import (
     SDKModel,
     check_base_url,
@@ -51,6 +52,10 @@ DEFAULT_CONTINUATIONS = 5
 # What the SDK raises when a stream event is not what the Messages API sends
 # (bad JSON, events out of order, a block missing its fields).
 _UNREADABLE = (ValueError, RuntimeError, TypeError, AttributeError, KeyError, IndexError)
+
+
+# The client options (api_key, base_url, timeout, max_retries, sdk_tracing) left unset.
+_NO_OPTIONS = (None, None, None, _DEFAULT_RETRIES, False)
 
 
 @final
@@ -104,6 +109,8 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         prompt_caching: put cache breakpoints on the system prompt and tools.
         max_continuations: how often a call goes on with a turn the API paused
             (``pause_turn``) before it raises ``ModelAPIError``.
+        price: what its tokens cost (``Price``, US dollars per million tokens), which
+            a ``Budget(usd=...)`` needs; there is no built-in list.
 
     Raises:
         regiment.errors.ConfigError: both a client and client options were
@@ -124,24 +131,17 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         settings: ModelSettings | None = None,
         prompt_caching: bool = True,
         max_continuations: int = DEFAULT_CONTINUATIONS,
+        price: Price | None = None,
     ) -> None:
+        self._price = checked_price(price, "AnthropicModel")
         if max_continuations < 0:
             raise ConfigError(f"max_continuations must be 0 or more; got {max_continuations}")
-        self._model = model
-        self._continuations = max_continuations
-        self._stream = stream
-        self._settings = settings
-        self._prompt_caching = prompt_caching
+        self._model, self._continuations, self._stream = model, max_continuations, stream
+        self._settings, self._prompt_caching = settings, prompt_caching
         self._owns_client = client is None
         if client is None:
             client = _build_client(api_key, base_url, timeout, max_retries, sdk_tracing=sdk_tracing)
-        elif (api_key, base_url, timeout, max_retries, sdk_tracing) != (
-            None,
-            None,
-            None,
-            _DEFAULT_RETRIES,
-            False,
-        ):
+        elif (api_key, base_url, timeout, max_retries, sdk_tracing) != _NO_OPTIONS:
             raise ConfigError(
                 "AnthropicModel got a ready client and client options (api_key, base_url, "
                 "timeout, max_retries, sdk_tracing); configure the client itself, or pass "
@@ -184,6 +184,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
             settings=self._settings,
             prompt_caching=self._prompt_caching,
             max_continuations=self._continuations,
+            price=self._price,
         )
         traced._owns_client = False
         self._traced = (tracer_provider, traced)

@@ -192,12 +192,15 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
         output_tokens: generated tokens.
         cache_read_tokens: input tokens served from the prompt cache.
         cache_write_tokens: input tokens written to the prompt cache.
+        micro_usd: what the calls cost in millionths of a US dollar, at their models'
+            ``Price`` (0 for a model with none); ``usd`` gives it in dollars.
     """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    micro_usd: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
@@ -207,7 +210,13 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
             output_tokens=self.output_tokens + other.output_tokens,
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            micro_usd=self.micro_usd + other.micro_usd,
         )
+
+    @property
+    def usd(self) -> float:
+        """What the calls cost in US dollars (``micro_usd`` / 1e6)."""
+        return self.micro_usd / 1_000_000
 
     @property
     def whole_input_tokens(self) -> int:

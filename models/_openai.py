@@ -40,6 +40,7 @@ from regiment.models._openai_wire import (
     call_params,
     response_from_completion,
 )
+from regiment.models._price import Price, checked_price
 from regiment.models._sdk_model import (
     SDKModel,
     check_base_url,
@@ -116,6 +117,8 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
         settings: settings for every call; a request's ``settings`` win over them.
         compatible: the server is not OpenAI's: send ``max_tokens`` rather than
             ``max_completion_tokens``, and need no API key.
+        price: what its tokens cost (``Price``, US dollars per million tokens), which
+            a ``Budget(usd=...)`` needs; there is no built-in list.
 
     Raises:
         regiment.errors.ConfigError: both a client and client options were
@@ -134,7 +137,9 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
         stream: bool = True,
         settings: ModelSettings | None = None,
         compatible: bool = False,
+        price: Price | None = None,
     ) -> None:
+        self._price = checked_price(price, "OpenAIModel")
         self._model, self._stream, self._settings = model, stream, settings
         self._compatible = compatible
         self._usage_asked = True  # streams ask for their usage (until a server refuses)

@@ -13,6 +13,7 @@ import msgspec
 from regiment.errors import ConfigError, ScriptExhausted
 from regiment.models._estimate import estimate_tokens
 from regiment.models._messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, Usage
+from regiment.models._price import Price, checked_price
 from regiment.models._stream import (
     DeltaHandler,
     TextPartDelta,
@@ -66,6 +67,7 @@ class ScriptedModel:
         delta_size: the least number of characters in a streamed text piece.
         keep_requests: how many of the latest requests ``requests`` keeps
             (``None``: every one).
+        price: what its tokens cost, for a ``Budget(usd=...)``.
 
     Raises:
         regiment.errors.ConfigError: ``script`` is a bare string, ``delta_size``
@@ -79,7 +81,9 @@ class ScriptedModel:
         name: str = "scripted",
         delta_size: int = 32,
         keep_requests: int | None = None,
+        price: Price | None = None,
     ) -> None:
+        self.price = checked_price(price, "ScriptedModel")
         if isinstance(script, str):
             raise ConfigError(
                 f"ScriptedModel got the string {script[:40]!r} as its script; "

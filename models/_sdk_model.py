@@ -17,6 +17,7 @@ from regiment.errors import ConfigError, ModelError
 from regiment.models._api_errors import backoff, failed_mid_stream, transient_stream_failure
 from regiment.models._estimate import estimate_tokens
 from regiment.models._messages import ModelRequest, ModelResponse, Usage
+from regiment.models._price import Price
 from regiment.models._settings import ModelSettings
 from regiment.models._stream import DeltaHandler, PartDelta, StreamRestart, emit_response
 
@@ -118,6 +119,12 @@ class SDKModel(Generic[ClientT, ParamsT]):
     _client: ClientT
     _owns_client: bool
     _warned_usage: bool = False  # told once per model that its server reports no usage
+    _price: Price | None = None
+
+    @property
+    def price(self) -> Price | None:
+        """What its tokens cost (the user's ``Price``; ``None``: not given)."""
+        return self._price
 
     @property
     def name(self) -> str:

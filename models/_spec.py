@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Literal, TypeAlias, TypedDict
 
 from regiment.errors import ConfigError
+from regiment.models._price import Price
 from regiment.models._protocol import Model
 from regiment.models._scripted import ScriptedModel, ScriptFunction
 from regiment.models._settings import ModelSettings
@@ -78,6 +79,7 @@ def model_from_spec(
     max_retries: int | None = None,
     stream: bool | None = None,
     max_continuations: int | None = None,
+    price: Price | None = None,
 ) -> Model:
     """The model a spec names, ready to call.
 
@@ -90,6 +92,7 @@ def model_from_spec(
         script: the function a ``"scripted"`` spec answers with.
         environ: the environment to read ``OPENAI_BASE_URL`` from (default: ``os.environ``).
         timeout, max_retries, stream, max_continuations: the model's (``None``: its default).
+        price: what its tokens cost (needed under a ``Budget(usd=...)``).
 
     Raises:
         regiment.errors.ConfigError: a bad spec, ``"scripted"`` without a script (or
@@ -105,24 +108,43 @@ def model_from_spec(
                 raise ConfigError(f"{where}: 'scripted' needs a script function (a brain)")
             if options:  # the options a provider's model is made with
                 raise ConfigError(f"{where}: a scripted model takes no {', '.join(options)}")
-            return ScriptedModel(script)
+            return ScriptedModel(script, price=price)
         case "anthropic":
             from regiment.models._anthropic import DEFAULT_CONTINUATIONS, AnthropicModel
 
             most = DEFAULT_CONTINUATIONS if max_continuations is None else max_continuations
             return AnthropicModel(
-                model_id, base_url=base_url, settings=settings, max_continuations=most, **options
+                model_id,
+                base_url=base_url,
+                settings=settings,
+                max_continuations=most,
+                price=price,
+                **options,
             )
         case "openai" | "openai-compatible":
-            from regiment.models._openai import OpenAIModel
-
-            compatible = provider == "openai-compatible"
             url = base_url or (os.environ if environ is None else environ).get("OPENAI_BASE_URL")
-            if compatible and not url:
-                raise ConfigError(
-                    f"{where}: {spec!r} needs the server's base URL (e.g. "
-                    "'http://localhost:11434/v1' for Ollama); give base_url or set OPENAI_BASE_URL"
-                )
-            return OpenAIModel(
-                model_id, base_url=url, settings=settings, compatible=compatible, **options
-            )
+            return _openai(spec, provider, model_id, url, settings, price, options, where)
+
+
+def _openai(
+    spec: str,
+    provider: Provider,
+    model_id: str,
+    url: str | None,
+    settings: ModelSettings | None,
+    price: Price | None,
+    options: _Options,
+    where: str,
+) -> Model:
+    """``model_from_spec`` for an ``openai`` or ``openai-compatible`` spec."""
+    from regiment.models._openai import OpenAIModel
+
+    compatible = provider == "openai-compatible"
+    if compatible and not url:
+        raise ConfigError(
+            f"{where}: {spec!r} needs the server's base URL (e.g. "
+            "'http://localhost:11434/v1' for Ollama); give base_url or set OPENAI_BASE_URL"
+        )
+    return OpenAIModel(
+        model_id, base_url=url, settings=settings, compatible=compatible, price=price, **options
+    )

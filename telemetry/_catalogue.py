@@ -249,6 +249,12 @@ ATTRIBUTES = (
     Entry(sc.REGIMENT_USAGE_OUTPUT_TOKENS, "output tokens of the whole run", "run"),
     Entry(sc.REGIMENT_USAGE_CACHE_READ_TOKENS, "cache-read tokens of the whole run", "run"),
     Entry(sc.REGIMENT_USAGE_CACHE_WRITE_TOKENS, "cache-write tokens of the whole run", "run"),
+    Entry(
+        sc.REGIMENT_USAGE_COST_USD,
+        "what the call (on a run: the whole run) cost in US dollars at its models' `Price`; "
+        "only when priced (no GenAI convention names a cost)",
+        "chat, run",
+    ),
     Entry(sc.REGIMENT_USAGE_MODEL_CALLS, "model calls of the whole run", "run"),
     Entry(sc.REGIMENT_USAGE_TOOL_CALLS, "tool calls of the whole run", "run"),
     Entry(

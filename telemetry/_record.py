@@ -137,6 +137,7 @@ class SpanRecorder:
             attributes[sc.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output_tokens
             attributes[sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read_tokens
             attributes[sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_write_tokens
+            _cost(attributes, usage)
         span.set_attributes(attributes)
 
     def tool_outcome(
@@ -272,10 +273,7 @@ class SpanRecorder:
             sc.REGIMENT_REPORTS_STALE_DROPPED: stale_dropped,
         }
         if usage is not None:
-            attributes[sc.REGIMENT_USAGE_INPUT_TOKENS] = usage.input_tokens
-            attributes[sc.REGIMENT_USAGE_OUTPUT_TOKENS] = usage.output_tokens
-            attributes[sc.REGIMENT_USAGE_CACHE_READ_TOKENS] = usage.cache_read_tokens
-            attributes[sc.REGIMENT_USAGE_CACHE_WRITE_TOKENS] = usage.cache_write_tokens
+            _run_usage(attributes, usage)
         if model_calls is not None:
             attributes[sc.REGIMENT_USAGE_MODEL_CALLS] = model_calls
         if tool_calls is not None:
@@ -289,3 +287,18 @@ class SpanRecorder:
             record_exception(span, error, capture=self.capture)
         elif error_type is not None:
             mark_error(span, error_type, f"run ended with status {status}", capture=self.capture)
+
+
+def _cost(attributes: dict[str, AttributeValue], usage: UsageLike) -> None:
+    """``regiment.usage.cost_usd``, when ``usage`` was priced (its ``micro_usd``)."""
+    if micro := getattr(usage, "micro_usd", 0):
+        attributes[sc.REGIMENT_USAGE_COST_USD] = micro / 1_000_000
+
+
+def _run_usage(attributes: dict[str, AttributeValue], usage: UsageLike) -> None:
+    """A whole run's usage as its span's ``regiment.usage.*`` attributes."""
+    attributes[sc.REGIMENT_USAGE_INPUT_TOKENS] = usage.input_tokens
+    attributes[sc.REGIMENT_USAGE_OUTPUT_TOKENS] = usage.output_tokens
+    attributes[sc.REGIMENT_USAGE_CACHE_READ_TOKENS] = usage.cache_read_tokens
+    attributes[sc.REGIMENT_USAGE_CACHE_WRITE_TOKENS] = usage.cache_write_tokens
+    _cost(attributes, usage)

@@ -118,6 +118,7 @@ __all__ = (
     "REGIMENT_TOOL_OUTCOME",
     "REGIMENT_USAGE_CACHE_READ_TOKENS",
     "REGIMENT_USAGE_CACHE_WRITE_TOKENS",
+    "REGIMENT_USAGE_COST_USD",
     "REGIMENT_USAGE_INPUT_TOKENS",
     "REGIMENT_USAGE_MODEL_CALLS",
     "REGIMENT_USAGE_OUTPUT_TOKENS",
@@ -233,6 +234,8 @@ REGIMENT_USAGE_INPUT_TOKENS: Final = "regiment.usage.input_tokens"
 REGIMENT_USAGE_OUTPUT_TOKENS: Final = "regiment.usage.output_tokens"
 REGIMENT_USAGE_CACHE_READ_TOKENS: Final = "regiment.usage.cache_read_tokens"
 REGIMENT_USAGE_CACHE_WRITE_TOKENS: Final = "regiment.usage.cache_write_tokens"
+# No GenAI convention names a cost: ours, in US dollars at the models' given prices.
+REGIMENT_USAGE_COST_USD: Final = "regiment.usage.cost_usd"
 REGIMENT_USAGE_MODEL_CALLS: Final = "regiment.usage.model_calls"
 REGIMENT_USAGE_TOOL_CALLS: Final = "regiment.usage.tool_calls"
 # A failed call whose stream broke before it reported usage: its tokens are an estimate.

@@ -24,6 +24,7 @@ from opentelemetry.trace import Span
 
 from regiment.actors import ActorContext
 from regiment.errors import ModelError, OutputInvalid, RunError
+from regiment.hierarchy._allowance import Rates
 from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._clock import RunClock
 from regiment.hierarchy._live_events import LiveChannel, live_sink
@@ -44,7 +45,15 @@ from regiment.hierarchy.run._messages import (
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._structured import structured_call
 from regiment.hierarchy.run._trace import RunTrace
-from regiment.models import ModelRequest, ModelResponse, Role, Usage, estimate_tokens
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    Role,
+    Usage,
+    estimate_tokens,
+    least_cost,
+    reply_tokens,
+)
 from regiment.telemetry import semconv as sc
 
 __all__ = ("ROLES", "PhaseCalls", "SpanFacts", "billed", "model_failure")
@@ -137,16 +146,23 @@ class PhaseCalls:
         while the call is queued or running (it is the planner's: held for longer,
         it would close a reference cycle through the planner).
         """
-        needed = estimate_tokens(request) if ledger.counts_tokens else 0  # a pass over it
-        limit = ledger.exhausted(tokens_needed=needed)
+        money = ledger.holds_money
+        needed = estimate_tokens(request) if ledger.counts_tokens or money else 0  # a pass
+        rates = self._rates(purpose) if money else None
+        usd_needed = 0 if rates is None else least_cost(rates, needed)
+        limit = ledger.exhausted(tokens_needed=needed, usd_needed=usd_needed)
         if limit is not None:
             return limit
         request = msgspec.structs.replace(request, role=REQUEST_ROLES[purpose])
-        if ledger.holds_replies and (room := ledger.reply_room(needed)) is not None:
-            # its reply is held to what the run has left
+        if ledger.holds_replies or rates is not None:
+            # its reply is held to what the run has left (of tokens, and of money)
+            room = ledger.reply_room(needed) if ledger.holds_replies else None
+            if rates is not None:
+                paid = reply_tokens(rates, ledger.micro_usd_left() or 0, needed)
+                room = paid if room is None else min(room, paid)
             held = self._model_caller(purpose).capped(request, room)
             if held is None:  # it thinks, and a reply that small leaves it no room to
-                return "tokens" if ledger.budget.output_tokens is None else "output_tokens"
+                return held_limit(ledger)
             request = held
         self._token += 1
         self._scope = ctx.system.new_cancel_scope()  # the backend's class: no lookup
@@ -186,6 +202,11 @@ class PhaseCalls:
         """Count the run's wall-clock budget down on ``clock`` (approval waits hold it)."""
         self._deadline = ctx.system.new_cancel_scope()
         ctx.start_soon(_deadline, ctx, seconds, self._deadline, clock)
+
+    def _rates(self, purpose: Purpose) -> Rates | None:
+        """The prices of the model a call for ``purpose`` goes to (``None``: none given)."""
+        price = self._model_caller(purpose).model_price()
+        return None if price is None else price.rates()
 
     def _model_caller(self, purpose: Purpose) -> ModelCaller:
         """The role's own model caller (under any guards), whose settings a call takes."""
@@ -323,3 +344,11 @@ def model_failure(reply: ModelReplied) -> RunError:
     error = RunError(f"the {reply.purpose} model call failed: {why}")
     error.__cause__ = reply.error
     return error
+
+
+def held_limit(ledger: BudgetLedger) -> BudgetLimit:
+    """The limit that held a thinking call's reply to too little room to think in."""
+    budget = ledger.budget
+    if budget.output_tokens is not None:
+        return "output_tokens"
+    return "usd" if budget.tokens is None else "tokens"

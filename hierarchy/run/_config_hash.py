@@ -12,6 +12,7 @@ from regiment.hierarchy.workers._team_worker import TeamWorker
 from regiment.hierarchy.workers._worker import Worker
 
 if TYPE_CHECKING:
+    from regiment.hierarchy._budget import Budget
     from regiment.hierarchy._memory import Compression
     from regiment.hierarchy._team import Team
     from regiment.models import Model
@@ -44,7 +45,7 @@ def _config_parts(team: Team) -> list[str]:
     parts = [
         team.name,
         str(team.concurrency),
-        msgspec.json.encode(team.budget).decode(),
+        _budget(team.budget),
         ",".join(sorted(team.checks)),
         _model(planner.model),
         _model(synth) if synth is not None else "",
@@ -114,3 +115,13 @@ def _guards(guards: Sequence[GuardLike]) -> str:
 
 def _model(model: Model | None) -> str:
     return "" if model is None else f"{model.provider}/{model.name}"
+
+
+def _budget(budget: Budget) -> str:
+    """``budget`` as JSON; without ``usd`` when it has none, so a team that sets no money
+    limit hashes as it did before ``Budget.usd`` was added (its paused runs resume)."""
+    if budget.usd is not None:
+        return msgspec.json.encode(budget).decode()
+    fields = msgspec.structs.asdict(budget)
+    del fields["usd"]
+    return msgspec.json.encode(fields).decode()

@@ -18,7 +18,7 @@ class Spending:
     """What the run has spent, by role, against its budget."""
 
     ledger: BudgetLedger
-    # role -> its usage's four counts, added up in place (no Usage made per charge)
+    # role -> its usage's five counts, added up in place (no Usage made per charge)
     _roles: dict[str, list[int]] = field(default_factory=dict)
     exhausted: BudgetLimit | None = None  # the limit that ran out, if one did
     refused_tool_calls: int = 0  # refused for want of a step's tool-call share
@@ -48,6 +48,7 @@ class Spending:
                 output_tokens=counts[1],
                 cache_read_tokens=counts[2],
                 cache_write_tokens=counts[3],
+                micro_usd=counts[4],
             )
             for role, counts in self._roles.items()
         }
@@ -57,8 +58,9 @@ class Spending:
         self.ledger.charge(usage, model_calls, tool_calls)
         counts = self._roles.get(role)
         if counts is None:
-            self._roles[role] = counts = [0, 0, 0, 0]
+            self._roles[role] = counts = [0, 0, 0, 0, 0]
         counts[0] += usage.input_tokens
         counts[1] += usage.output_tokens
         counts[2] += usage.cache_read_tokens
         counts[3] += usage.cache_write_tokens
+        counts[4] += usage.micro_usd

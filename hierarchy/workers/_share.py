@@ -4,7 +4,7 @@ each reply held to what the share has left."""
 
 from __future__ import annotations
 
-from regiment.hierarchy._budget import over_allowance
+from regiment.hierarchy._allowance import Rates, over_allowance
 from regiment.hierarchy._messages import AssignStep, BudgetLimit, StepAllowance, StepReport
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._top_up import call_need, reply_room
@@ -21,11 +21,12 @@ def is_limited(a: StepAllowance) -> bool:
         or a.tokens is not None
         or a.input_tokens is not None
         or a.output_tokens is not None
+        or a.micro_usd is not None
     )
 
 
 def _out_of_allowance(
-    assign: AssignStep, progress: StepProgress, request: ModelRequest
+    assign: AssignStep, progress: StepProgress, request: ModelRequest, rates: Rates | None
 ) -> tuple[BudgetLimit, str] | None:
     """Why the step's next call must not start (``over_allowance``), even once its run
     has topped its share up with what it can spare (``TopUps``)."""
@@ -34,22 +35,22 @@ def _out_of_allowance(
         progress.model_calls,
         progress.usage,
     )
-    out = over_allowance(held, calls, usage, request, "the next call")
+    out = over_allowance(held, calls, usage, request, "the next call", rates)
     if out is None or progress.fence is None or progress.fenced(assign.plan_version):
         return out  # the usual case; or no run to ask, or its plan is over
-    need = call_need(held, calls, usage, request)
+    need = call_need(held, calls, usage, request, rates)
     if (grown := progress.fence.top_ups.grant(_key(assign), need)) is None:
         return out
     progress.allowance = grown
-    return over_allowance(grown, calls, usage, request, "the next call")
+    return over_allowance(grown, calls, usage, request, "the next call", rates)
 
 
 async def _out_of_share(
-    assign: AssignStep, progress: StepProgress, request: ModelRequest
+    assign: AssignStep, progress: StepProgress, request: ModelRequest, rates: Rates | None
 ) -> tuple[BudgetLimit, str] | None:
     """``_out_of_allowance``; for a step on a Ray replica, whose run is in the team's
     process, that run is asked across the hop (``progress.ask_more``) instead."""
-    out = _out_of_allowance(assign, progress, request)
+    out = _out_of_allowance(assign, progress, request, rates)
     ask = progress.ask_more
     if out is None or ask is None or progress.stopped:
         return out
@@ -58,10 +59,10 @@ async def _out_of_share(
         progress.model_calls,
         progress.usage,
     )
-    if (grown := await ask(call_need(held, calls, usage, request))) is None:
+    if (grown := await ask(call_need(held, calls, usage, request, rates))) is None:
         return out
     progress.allowance = grown
-    return over_allowance(grown, calls, usage, request, "the next call")
+    return over_allowance(grown, calls, usage, request, "the next call", rates)
 
 
 async def tool_calls_across(progress: StepProgress, limit: int, asked: int) -> int:
@@ -88,15 +89,20 @@ async def within_allowance(
     output tokens (and tokens), so steps at width cannot together spend past their run's
     limit; or the step's report when its share (topped up if its run can spare some)
     cannot pay for the call."""
-    out = await _out_of_share(assign, progress, request)
+    rates = None
+    if (assign.allowance.micro_usd is not None) and (price := caller.model_price()) is not None:
+        rates = price.rates()
+    out = await _out_of_share(assign, progress, request, rates)
     if out is None:
         held = progress.allowance or assign.allowance
-        if held.output_tokens is None and held.tokens is None:
+        if held.output_tokens is None and held.tokens is None and held.micro_usd is None:
             return request, None  # the usual case: no reply to hold
-        room = reply_room(held, progress.usage, request)
+        room = reply_room(held, progress.usage, request, rates)
         if (capped := caller.capped(request, room)) is not None:
             return capped, None
         limit: BudgetLimit = "tokens" if held.output_tokens is None else "output_tokens"
+        if held.micro_usd is not None:
+            limit = "usd"
         out = (
             limit,
             (

@@ -1,0 +1,56 @@
+"""A money budget's checks at team start: every model the team can call has a price,
+and every step runs where the budget can hold it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from regiment.errors import ConfigError
+from regiment.hierarchy.workers._worker import Worker
+from regiment.models import Model, Price
+
+if TYPE_CHECKING:
+    from regiment.hierarchy._team import Team
+
+__all__ = ("check_money",)
+
+
+def _models(team: Team, where: str) -> Iterator[tuple[str, Model]]:
+    """Each model ``team`` (and the teams its ``TeamWorker`` s run) calls, and its role."""
+    planner = team.planner
+    yield f"{where}planner", planner.model
+    if planner.synthesizer_model is not None:
+        yield f"{where}synthesizer_model", planner.synthesizer_model
+    if team.critic is not None and team.critic.model is not None:
+        yield f"{where}critic", team.critic.model
+    if team.compression is not None and team.compression.model is not None:
+        yield f"{where}compression", team.compression.model
+    for worker in team.workers:
+        if isinstance(worker, Worker):
+            if worker.placement is not None:
+                raise ConfigError(
+                    f"{where}worker '{worker.name}' runs on Ray, and a money budget "
+                    "(Budget.usd) does not yet cover Ray workers; run it in-process "
+                    "(placement=None) or drop Budget.usd"
+                )
+            yield f"{where}worker '{worker.name}'", worker.model
+        else:  # a TeamWorker: its run's budget is capped by its step's share of money
+            child = worker.team
+            yield from _models(child, f"{where}team worker '{worker.name}' (team '{child.name}'): ")
+
+
+def check_money(team: Team) -> None:
+    """A ``ConfigError`` naming the first model of ``team`` with no ``Price`` (or a Ray
+    worker) when its budget limits money (``Budget.usd``)."""
+    if team.budget.usd is None:
+        return
+    for role, model in _models(team, ""):
+        if not isinstance(getattr(model, "price", None), Price):
+            raise ConfigError(
+                f"team '{team.name}': Budget(usd={team.budget.usd}) needs a price for every "
+                f"model, and {role}'s model {model.name!r} has none; give it one, e.g. "
+                f"AnthropicModel(..., price=Price(input=3.0, output=15.0)) (US dollars per "
+                "million tokens; a team file: price = {input = 3.0, output = 15.0} on its "
+                "provider or model entry)"
+            )
