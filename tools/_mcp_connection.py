@@ -38,6 +38,7 @@ from regiment._json import JsonObject
 from regiment.errors import ConfigError, ToolError
 from regiment.telemetry import activated
 from regiment.tools._mcp_http_answers import Refusals
+from regiment.tools._mcp_listing import Listings
 from regiment.tools._mcp_restarts import Restarts, not_started
 from regiment.tools._mcp_server import MCPServer
 from regiment.tools._mcp_tools import check_include, list_all, mcp_tools
@@ -109,11 +110,18 @@ class MCPConnection:
         self._in_flight: set[_Call] = set()  # sent to the server, not answered yet
         self._listed = anyio.Event()
         self._refusals = Refusals()  # the server's error statuses
+        self._listings = Listings(server)  # tools the SDK could not read, left out
 
     @property
     def tools(self) -> tuple[Tool[..., object], ...]:
         """The server's tools as last listed (filtered and prefixed)."""
         return self._tools
+
+    @property
+    def left_out(self) -> dict[str, str]:
+        """The tools the server last listed that cannot be used (name → why): their
+        listing could not be read, or their input schema is not valid JSON Schema."""
+        return dict(self._listings.left_out)
 
     @property
     def version(self) -> int:
@@ -234,7 +242,10 @@ class MCPConnection:
         with changed_send, changed:
             seen: dict[str, AttributeValue] = {}  # mcp.session.id, over HTTP
             refusals = self._refusals
-            opened = open_session(self.server, on_message, ended, tools_changed, refusals, seen)
+            listings = self._listings
+            opened = open_session(
+                self.server, on_message, ended, tools_changed, refusals, seen, listings
+            )
             async with opened as session:
                 start = starting(self._tracer, self.server, self._restarts.used)
                 with start as span, anyio.fail_after(self.server.start_timeout):
@@ -319,9 +330,11 @@ class MCPConnection:
         self, session: ClientSession, attributes: dict[str, AttributeValue], *, strict: bool
     ) -> None:
         covers = self._noticed  # a list asked for now reflects every change noticed so far
+        self._listings.left_out.clear()
         listed = await list_all(session)
-        check_include(self.server, listed, strict=strict)
-        self._tools = mcp_tools(self.server, listed, self.call, attributes)
+        left_out = self._listings.left_out
+        check_include(self.server, listed, left_out, strict=strict)
+        self._tools = mcp_tools(self.server, listed, self.call, attributes, left_out)
         self._covered = max(self._covered, covers)
         self._version += 1
         self._listed.set()
