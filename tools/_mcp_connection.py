@@ -119,8 +119,7 @@ class MCPConnection:
 
     @property
     def left_out(self) -> dict[str, str]:
-        """The tools the server last listed that cannot be used (name → why): their
-        listing could not be read, or their input schema is not valid JSON Schema."""
+        """The listed tools that cannot be used (name → why: unreadable, a bad schema)."""
         return dict(self._listings.left_out)
 
     @property
@@ -220,7 +219,7 @@ class MCPConnection:
                 if isinstance(wait, str):
                     self._gone = wait
                     self._listed.set()  # calls waiting for a refreshed list stop waiting
-                    await self._refuse()
+                    await _refuse(self._held, self._requests, wait)
                     return
                 await anyio.sleep(wait)
 
@@ -241,10 +240,8 @@ class MCPConnection:
         ended = anyio.Event()
         with changed_send, changed:
             seen: dict[str, AttributeValue] = {}  # mcp.session.id, over HTTP
-            refusals = self._refusals
-            listings = self._listings
             opened = open_session(
-                self.server, on_message, ended, tools_changed, refusals, seen, listings
+                self.server, on_message, ended, tools_changed, self._refusals, seen, self._listings
             )
             async with opened as session:
                 start = starting(self._tracer, self.server, self._restarts.used)
@@ -330,22 +327,13 @@ class MCPConnection:
         self, session: ClientSession, attributes: dict[str, AttributeValue], *, strict: bool
     ) -> None:
         covers = self._noticed  # a list asked for now reflects every change noticed so far
-        self._listings.left_out.clear()
-        listed = await list_all(session)
-        left_out = self._listings.left_out
+        listed, left_out = await list_all(session), self._listings.left_out
         check_include(self.server, listed, left_out, strict=strict)
         self._tools = mcp_tools(self.server, listed, self.call, attributes, left_out)
         self._covered = max(self._covered, covers)
         self._version += 1
         self._listed.set()
         self._listed = anyio.Event()
-
-    async def _refuse(self) -> None:
-        why = self._gone or self._restarts.lost_mid_call()
-        for request in self._held:
-            _lost(request, why)
-        async for request in self._requests:
-            _lost(request, why)
 
 
 def _dispatch(
@@ -359,6 +347,14 @@ def _dispatch(
         request.reply.close()
     else:
         tg.start_soon(handle, session, request, broken)
+
+
+async def _refuse(held: list[_Call], requests: MemoryObjectReceiveStream[_Call], why: str) -> None:
+    """Every call held or still coming fails: the server is gone for good."""
+    for request in held:
+        _lost(request, why)
+    async for request in requests:
+        _lost(request, why)
 
 
 def _lost(request: _Call, why: str) -> None:

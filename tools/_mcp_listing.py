@@ -42,12 +42,14 @@ class Listings:
         self._version: str | None = None  # the protocol version the server answered
         self.left_out: dict[str, str] = {}
 
-    def sent(self, method: str | None, request_id: str | int | None) -> None:
-        """Note a request the session writes."""
+    def sent(self, method: str | None, request_id: str | int | None, params: object) -> None:
+        """Note a request the session writes (a listing's first page starts ``left_out`` anew)."""
         if request_id is None:
             return
         if method == _TOOLS_LIST:
             self._asked.add(request_id)
+            if not isinstance(params, dict) or params.get("cursor") is None:
+                self.left_out.clear()
         elif method == _INITIALIZE:
             self._initialize = request_id
 

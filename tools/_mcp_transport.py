@@ -155,9 +155,10 @@ class _NotedWrites:
 
     async def send(self, item: SessionMessage, /) -> None:
         message = item.message
-        self._listings.sent(getattr(message, "method", None), getattr(message, "id", None))
+        method, params = getattr(message, "method", None), getattr(message, "params", None)
+        self._listings.sent(method, getattr(message, "id", None), params)
         span = _CALL_SPAN.get()
-        if span is not None and getattr(message, "method", None) == "tools/call":
+        if span is not None and method == "tools/call":
             request_id = getattr(message, "id", None)
             if request_id is not None:
                 span.set_attribute("jsonrpc.request.id", str(request_id))
