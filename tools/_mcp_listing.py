@@ -50,8 +50,9 @@ class Listings:
             self._asked.add(request_id)
             if not isinstance(params, dict) or params.get("cursor") is None:
                 self.left_out.clear()
-        elif method == _INITIALIZE:
-            self._initialize = request_id
+        elif method == _INITIALIZE:  # a new session: its ids start anew
+            self._initialize, self._version = request_id, None
+            self._asked.clear()
 
     def received(self, item: SessionMessage | Exception) -> None:
         """Look at a message the server sent before the session does; a ``tools/list``
