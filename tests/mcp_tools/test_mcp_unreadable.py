@@ -7,7 +7,9 @@ had no ``"type"``, so the server did not start and none of its tools could be us
 from __future__ import annotations
 
 import logging
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,9 @@ from regiment.hierarchy import Planner, Team, Worker
 from regiment.models import ScriptedModel
 from regiment.tools import MCPHub, MCPServer, Toolset
 
-pytestmark = pytest.mark.anyio
+from .conftest import SDK_HTTP_LEAKS, die_with_parent, stop
+
+pytestmark = [pytest.mark.anyio, *SDK_HTTP_LEAKS]
 
 SERVER = [sys.executable, str(Path(__file__).with_name("unreadable_server.py"))]
 
@@ -25,10 +29,26 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
 
 
+@pytest.fixture(params=["stdio", "http"])
+def odd(request: pytest.FixtureRequest) -> Iterator[MCPServer]:
+    if request.param == "stdio":
+        yield MCPServer.stdio(SERVER, name="odd")
+        return
+    process = subprocess.Popen(
+        [*SERVER, "--http"], stdout=subprocess.PIPE, text=True, preexec_fn=die_with_parent
+    )
+    assert process.stdout is not None
+    port = int(process.stdout.readline().split()[1])  # printed once it listens
+    try:
+        yield MCPServer.http(f"http://127.0.0.1:{port}/mcp", name="odd")
+    finally:
+        stop(process)
+
+
 async def test_only_the_unreadable_tools_are_left_out_each_with_a_warning(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, odd: MCPServer
 ) -> None:
-    server = MCPServer.stdio(SERVER, name="odd")
+    server = odd
     with caplog.at_level(logging.WARNING, logger="regiment.tools.mcp"):
         async with MCPHub.open() as hub:
             tools = await hub.worker_tools(Toolset("w"), [server])
