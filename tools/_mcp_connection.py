@@ -38,6 +38,7 @@ from regiment._json import JsonObject
 from regiment.errors import ConfigError, ToolError
 from regiment.telemetry import activated
 from regiment.tools._mcp_http_answers import Refusals
+from regiment.tools._mcp_listing import Listings
 from regiment.tools._mcp_restarts import Restarts, not_started
 from regiment.tools._mcp_server import MCPServer
 from regiment.tools._mcp_tools import check_include, list_all, mcp_tools
@@ -109,11 +110,17 @@ class MCPConnection:
         self._in_flight: set[_Call] = set()  # sent to the server, not answered yet
         self._listed = anyio.Event()
         self._refusals = Refusals()  # the server's error statuses
+        self._listings = Listings(server)  # tools the SDK could not read, left out
 
     @property
     def tools(self) -> tuple[Tool[..., object], ...]:
         """The server's tools as last listed (filtered and prefixed)."""
         return self._tools
+
+    @property
+    def left_out(self) -> dict[str, str]:
+        """The listed tools that cannot be used (name → why: unreadable, a bad schema)."""
+        return dict(self._listings.left_out)
 
     @property
     def version(self) -> int:
@@ -212,7 +219,7 @@ class MCPConnection:
                 if isinstance(wait, str):
                     self._gone = wait
                     self._listed.set()  # calls waiting for a refreshed list stop waiting
-                    await self._refuse()
+                    await _refuse(self._held, self._requests, wait)
                     return
                 await anyio.sleep(wait)
 
@@ -233,8 +240,9 @@ class MCPConnection:
         ended = anyio.Event()
         with changed_send, changed:
             seen: dict[str, AttributeValue] = {}  # mcp.session.id, over HTTP
-            refusals = self._refusals
-            opened = open_session(self.server, on_message, ended, tools_changed, refusals, seen)
+            opened = open_session(
+                self.server, on_message, ended, tools_changed, self._refusals, seen, self._listings
+            )
             async with opened as session:
                 start = starting(self._tracer, self.server, self._restarts.used)
                 with start as span, anyio.fail_after(self.server.start_timeout):
@@ -319,20 +327,13 @@ class MCPConnection:
         self, session: ClientSession, attributes: dict[str, AttributeValue], *, strict: bool
     ) -> None:
         covers = self._noticed  # a list asked for now reflects every change noticed so far
-        listed = await list_all(session)
-        check_include(self.server, listed, strict=strict)
-        self._tools = mcp_tools(self.server, listed, self.call, attributes)
+        listed, left_out = await list_all(session), self._listings.left_out
+        check_include(self.server, listed, left_out, strict=strict)
+        self._tools = mcp_tools(self.server, listed, self.call, attributes, left_out)
         self._covered = max(self._covered, covers)
         self._version += 1
         self._listed.set()
         self._listed = anyio.Event()
-
-    async def _refuse(self) -> None:
-        why = self._gone or self._restarts.lost_mid_call()
-        for request in self._held:
-            _lost(request, why)
-        async for request in self._requests:
-            _lost(request, why)
 
 
 def _dispatch(
@@ -346,6 +347,14 @@ def _dispatch(
         request.reply.close()
     else:
         tg.start_soon(handle, session, request, broken)
+
+
+async def _refuse(held: list[_Call], requests: MemoryObjectReceiveStream[_Call], why: str) -> None:
+    """Every call held or still coming fails: the server is gone for good."""
+    for request in held:
+        _lost(request, why)
+    async for request in requests:
+        _lost(request, why)
 
 
 def _lost(request: _Call, why: str) -> None:

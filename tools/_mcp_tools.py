@@ -222,9 +222,13 @@ async def list_all(session: ClientSession) -> list[ListedTool]:
             return listed
 
 
-def check_include(server: MCPServer, listed: list[ListedTool], *, strict: bool) -> None:
-    """``include`` must name tools the server has: an error at start, a warning later."""
-    have = {t.name for t in listed}
+def check_include(
+    server: MCPServer, listed: list[ListedTool], left_out: Mapping[str, str], *, strict: bool
+) -> None:
+    """``include`` must name tools the server has: an error at start, a warning later.
+    A tool the server has but that was ``left_out`` (name → why: it was warned about
+    already) is not missing."""
+    have = {t.name for t in listed} | set(left_out)
     missing = [n for n in server.include or () if n not in have]
     if not missing:
         return
@@ -242,9 +246,10 @@ def mcp_tools(
     listed: Iterable[ListedTool],
     send: MCPCall,
     attributes: Mapping[str, AttributeValue],
+    left_out: dict[str, str] | None = None,
 ) -> tuple[Tool[..., object], ...]:
     """The tools a worker gets of those listed: ``include``/``exclude`` applied, and any
-    whose schema cannot be used left out (with a warning)."""
+    whose schema cannot be used left out (with a warning, and noted in ``left_out``)."""
     tools: list[Tool[..., object]] = []
     for item in listed:
         if not server.keeps(item.name):
@@ -253,6 +258,8 @@ def mcp_tools(
             tools.append(mcp_tool(server, item, send, attributes))
         except (ToolError, ConfigError) as exc:
             logger.warning("MCP server %r: tool %r left out: %s", server.name, item.name, exc)
+            if left_out is not None:
+                left_out[item.name] = str(exc)
     return tuple(tools)
 
 

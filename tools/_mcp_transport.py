@@ -23,6 +23,7 @@ from opentelemetry.util.types import AttributeValue
 from regiment.telemetry import context_headers, error_type, record_cancellation
 from regiment.tools._mcp_guard import guarded
 from regiment.tools._mcp_http_answers import Refusals
+from regiment.tools._mcp_listing import Listings
 from regiment.tools._mcp_server import HttpTransport, MCPServer, StdioTransport
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ async def open_session(
     tools_changed: Callable[[], None],
     refusals: Refusals,
     seen: dict[str, AttributeValue] | None = None,
+    listings: Listings | None = None,
 ) -> AsyncIterator[ClientSession]:
     """A client session to ``server``, not yet initialized; closing it stops the server
     (stdio: close stdin, wait 2 s, SIGTERM the process group, SIGKILL 2 s later).
@@ -84,7 +86,8 @@ async def open_session(
     the session sees any later message (the SDK hands notifications to a task of
     their own, which may run after the answer that followed them on the wire).
     ``refusals`` counts the HTTP 401 and 403 answers the session gets; ``seen`` gets the
-    ``mcp.session.id`` an HTTP server gives the session.
+    ``mcp.session.id`` an HTTP server gives the session. ``listings`` takes out of each
+    ``tools/list`` answer the tools the SDK would refuse (see :class:`Listings`).
     """
     await _load_sdk(server)
     from mcp.client.session import ClientSession
@@ -97,13 +100,14 @@ async def open_session(
         else:
             streams = _http_streams(transport, refusals, {} if seen is None else seen)
             read, write = await stack.enter_async_context(streams)
-        write = _NotedWrites(write)
+        listings = listings or Listings(server)
+        write = _NotedWrites(write, listings)
         pump = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(pump.cancel_scope.cancel)  # runs first on exit: the pump never ends alone
         forward: MemoryObjectSendStream[SessionMessage | Exception]
         received: MemoryObjectReceiveStream[SessionMessage | Exception]
         forward, received = anyio.create_memory_object_stream(0)
-        pump.start_soon(_forward, read, forward, ended, tools_changed)
+        pump.start_soon(_forward, read, forward, ended, tools_changed, listings)
         info = Implementation(name="regiment", version="0.1.0")
         session = ClientSession(received, write, message_handler=on_message, client_info=info)
         yield await stack.enter_async_context(session)
@@ -125,6 +129,7 @@ async def _forward(
     forward: MemoryObjectSendStream[SessionMessage | Exception],
     ended: anyio.Event,
     tools_changed: Callable[[], None],
+    listings: Listings,
 ) -> None:
     """Pass the server's messages on to the session, and note list changes and the end."""
     from mcp.types.jsonrpc import JSONRPCNotification
@@ -134,25 +139,29 @@ async def _forward(
             message = getattr(item, "message", None)
             if isinstance(message, JSONRPCNotification) and message.method == _TOOLS_CHANGED:
                 tools_changed()
+            listings.received(item)
             await forward.send(item)
     ended.set()
 
 
 class _NotedWrites:
     """The session's write stream, noting each ``tools/call``'s JSON-RPC id on the
-    CLIENT span of the task that sends it (see :func:`note_request_ids`)."""
+    CLIENT span of the task that sends it (see :func:`note_request_ids`), and the
+    requests whose answers ``listings`` looks at."""
 
-    def __init__(self, write: WriteStream[SessionMessage]) -> None:
+    def __init__(self, write: WriteStream[SessionMessage], listings: Listings) -> None:
         self._write = write
+        self._listings = listings
 
     async def send(self, item: SessionMessage, /) -> None:
+        message = item.message
+        method, params = getattr(message, "method", None), getattr(message, "params", None)
+        self._listings.sent(method, getattr(message, "id", None), params)
         span = _CALL_SPAN.get()
-        if span is not None:
-            message = item.message
-            if getattr(message, "method", None) == "tools/call":
-                request_id = getattr(message, "id", None)
-                if request_id is not None:
-                    span.set_attribute("jsonrpc.request.id", str(request_id))
+        if span is not None and method == "tools/call":
+            request_id = getattr(message, "id", None)
+            if request_id is not None:
+                span.set_attribute("jsonrpc.request.id", str(request_id))
         await self._write.send(item)
 
     async def aclose(self) -> None:

@@ -7,6 +7,7 @@ told a worker's capabilities through this view, which reads the live list.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Protocol, final
 
@@ -15,6 +16,8 @@ from regiment.hierarchy.workers._worker import Worker
 from regiment.tools import MCPHub, Toolset, WorkerTools
 
 __all__ = ("CurrentTools", "LiveWorker", "worker_tools")
+
+_log = logging.getLogger("regiment.worker")
 
 
 class CurrentTools(Protocol):
@@ -70,6 +73,7 @@ async def worker_tools(worker: Worker, mcp: MCPHub | None) -> WorkerTools:
         )
     needs = tuple(worker.require_approval)  # a tuple since Worker.__post_init__
     tools = await mcp.worker_tools(worker.toolset, worker.mcp_servers, needs)
+    _say_unusable(worker.name, tools)
     names = tools.current().names
     unknown = [name for name in needs if name not in names]
     if unknown:
@@ -78,3 +82,22 @@ async def worker_tools(worker: Worker, mcp: MCPHub | None) -> WorkerTools:
             f"neither it nor its MCP servers have; its tools are: {', '.join(names) or '(none)'}"
         )
     return tools
+
+
+def _say_unusable(worker: str, tools: WorkerTools) -> None:
+    """A server of the worker's whose tools (those ``include``/``exclude`` keep) were all
+    left out as unusable gives it nothing: say so at start, not at its first step."""
+    for connection in tools.connections:
+        left_out = connection.left_out
+        if connection.tools or not left_out:
+            continue
+        why = "; ".join(f"{name!r}: {reason}" for name, reason in list(left_out.items())[:5])
+        _log.warning(
+            "worker %r gets no tools from MCP server %r: every tool of it the worker is "
+            "configured to use was left out as unusable (%s); fix the server's tool "
+            "listings, or configure the worker with other tools",
+            worker,
+            connection.server.name,
+            why,
+            extra={"worker": worker, "mcp_server": connection.server.name},
+        )

@@ -81,7 +81,7 @@ async def test_an_unknown_name_is_a_config_error_listing_the_mcp_tools_too() -> 
             pass
     message = str(caught.value)
     assert "worker 'adder': require_approval names tool 'calc_mul'" in message
-    assert "its tools are: note, calc_add, calc_shout" in message
+    assert "its tools are: note, calc_add, calc_half, calc_shout" in message
 
 
 def test_a_worker_without_mcp_servers_still_refuses_an_unknown_name_at_once() -> None:
