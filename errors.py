@@ -11,6 +11,7 @@ The tree::
     │   ├── AskTimeout                 ask() got no reply in time (also a TimeoutError)
     │   ├── ActorFailed                an actor exceeded its restart limit (escalation)
     │   └── WorkerLost                 a worker's Ray replica died (process killed, node lost) mid-step
+    │       └── ClusterLost            the whole Ray cluster went away: the run stops, resumable
     ├── ToolError                      a tool could not be built or called
     │   ├── ToolArgumentsInvalid       arguments did not validate against the schema
     │   └── RetryableToolError         raised by a tool body: this attempt failed, try again
@@ -62,6 +63,7 @@ __all__ = (
     "ActorStopped",
     "AskTimeout",
     "BudgetExceeded",
+    "ClusterLost",
     "ConfigError",
     "GuardrailError",
     "HookFailed",
@@ -122,6 +124,22 @@ class WorkerLost(ActorError):
     The step is retried once on another replica with the same step key; a
     second loss fails the step with this error as its cause.
     """
+
+
+class ClusterLost(WorkerLost):
+    """The whole Ray cluster went away mid-step (its head, the GCS, answers no more):
+    no replica is left to retry on, and no replan can help. A journaled run stops
+    unfinished, so ``resume`` finishes it once the cluster is back (or in-process);
+    the run's ``StepFailed`` has this error as its ``__cause__``.
+
+    Attributes:
+        address: the cluster's GCS address, as the team joined it (``None`` on the
+            run's error: the step's error text names it).
+    """
+
+    def __init__(self, message: str, *, address: str | None = None) -> None:
+        super().__init__(message)
+        self.address = address
 
 
 class ToolError(RegimentError):

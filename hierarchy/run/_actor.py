@@ -86,6 +86,7 @@ from regiment.hierarchy.run._phase import (
 from regiment.hierarchy.run._prompting import Call, Prompting
 from regiment.hierarchy.run._rounds import read_memory
 from regiment.hierarchy.run._runtime import TeamRuntime
+from regiment.hierarchy.run._step_events import CLUSTER_LOST, cluster_lost
 from regiment.hierarchy.run._trace import RunTrace
 from regiment.hierarchy.run._turns import TakesTurns
 from regiment.hierarchy.run._verify import Verifier
@@ -283,6 +284,11 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
 
     def _replan_or_fail(self, report: StepReport, reason: str) -> None:
         book = self._book
+        if report.error_type == CLUSTER_LOST:  # no replica left anywhere: no replan either
+            self._fail(
+                cluster_lost(report, book.run_id, journaled=self._journal is not UNJOURNALED)
+            )
+            return
         if error := _no_replan(report, reason, book.spending.ledger, self._team.budget.replans):
             self._fail(error)
             return
