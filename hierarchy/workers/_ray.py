@@ -202,8 +202,8 @@ class RayReplicas:
             WorkerLost: the replicas running the step died both times.
             ClusterLost: the Ray cluster itself is gone: no retry, nor replan, can help.
         """
-        key = step_key(assign)
-        first = next(self._turn) % len(self._handles)
+        self.cluster.check(worker)  # gone already: no replica to try
+        key, first = step_key(assign), next(self._turn) % len(self._handles)
         try:
             return await self._step_on(first, worker, conduit, key, headers)
         except WorkerLost as lost:

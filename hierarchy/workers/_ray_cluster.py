@@ -32,9 +32,10 @@ _T = TypeVar("_T")
 class ClusterProbe:
     """The GCS address of the cluster a team's replicas run on, and whether it answers."""
 
-    __slots__ = ("_last", "address")
+    __slots__ = ("_last", "address", "went")
 
     def __init__(self, ray: Any) -> None:
+        self.went: str | None = None  # why the cluster is known to be gone: every step fails
         try:
             self.address: str | None = str(ray.get_runtime_context().gcs_address)
         except Exception:  # an older Ray, or one that has no address to give: no probe
@@ -104,10 +105,17 @@ class ClusterProbe:
 
     def lost(self, worker: str, cause: BaseException) -> ClusterLost:
         """The error of ``worker``'s step once the cluster is gone (logged: nobody may be
-        reading the run's events)."""
+        reading the run's events); from now on every step of the pool fails so at once."""
+        if self.went is None:
+            self.went = f"{cause}"
         message = (
             f"worker '{worker}': the Ray cluster at {self.address} went away mid-step "
-            f"({cause}); no replica is left to run the step"
+            f"({self.went}); no replica is left to run the step"
         )
         _log.error("%s", message, extra={"worker": worker})
         return ClusterLost(message, address=self.address)
+
+    def check(self, worker: str) -> None:
+        """Raise ``ClusterLost`` if the pool's cluster is known to be gone."""
+        if self.went is not None:
+            raise self.lost(worker, WorkerLost(self.went))

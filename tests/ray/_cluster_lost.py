@@ -108,4 +108,5 @@ if __name__ == "__main__":  # the team by import path: a replica imports it (no 
     from tests.ray import _cluster_lost
 
     logging.basicConfig(level=logging.WARNING)  # as `regiment run` shows its warnings
-    anyio.run(_cluster_lost._drive, *sys.argv[1:4])
+    address, journal, path = sys.argv[1:4]
+    anyio.run(_cluster_lost._drive, address, journal, path)
