@@ -36,15 +36,14 @@ The tree::
         ├── UnknownRun                 the journal has no run with that id
         └── AlreadyFinished            a resume of a run that has already finished
 
-Errors about something a *model* produced (bad tool arguments, an invented tool
-name, an unparseable plan) are first handed back to the model as data; they only
-surface as exceptions once the bounded number of attempts is used up.
+Errors about something a *model* produced (bad tool arguments, an invented tool name, an
+unparseable plan) are first handed back to the model as data; they only surface as
+exceptions once the bounded number of attempts is used up.
 
-``JournalError`` is its own branch, not a ``RunError``: the storage is broken
-(a corrupt file, a database that is down, a disk that is full, a journal from a
-newer regiment), so an operator must act, and ``except RunError`` around a run
-must not hide it. A run whose journal write fails ends with the
-``JournalError`` itself; it never continues unjournaled.
+``JournalError`` is its own branch, not a ``RunError``: the storage is broken (a corrupt file, a
+database that is down, a disk that is full, a journal from a newer regiment), so an operator must
+act, and ``except RunError`` around a run must not hide it. A run whose journal write fails ends
+with the ``JournalError`` itself; it never continues unjournaled.
 """
 
 from __future__ import annotations
@@ -119,27 +118,12 @@ class ActorFailed(ActorError):
 
 
 class WorkerLost(ActorError):
-    """A worker's remote replica (a Ray actor) died while it ran a step.
-
-    The step is retried once on another replica with the same step key; a
-    second loss fails the step with this error as its cause.
-    """
+    """A worker's remote replica (a Ray actor) died while it ran a step: the step is retried once
+    on another replica with the same step key; a second loss fails it with this as its cause."""
 
 
 class ClusterLost(WorkerLost):
-    """The whole Ray cluster went away mid-step (its head, the GCS, answers no more):
-    no replica is left to retry on, and no replan can help. A journaled run stops
-    unfinished, so ``resume`` finishes it once the cluster is back (or in-process);
-    the run's ``StepFailed`` has this error as its ``__cause__``.
-
-    Attributes:
-        address: the cluster's GCS address, as the team joined it (``None`` on the
-            run's error: the step's error text names it).
-    """
-
-    def __init__(self, message: str, *, address: str | None = None) -> None:
-        super().__init__(message)
-        self.address = address
+    """The whole Ray cluster went away mid-step: the run stops, unfinished when journaled."""
 
 
 class ToolError(RegimentError):

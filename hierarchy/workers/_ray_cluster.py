@@ -113,7 +113,7 @@ class ClusterProbe:
             f"({self.went}); no replica is left to run the step"
         )
         _log.error("%s", message, extra={"worker": worker})
-        return ClusterLost(message, address=self.address)
+        return ClusterLost(message)
 
     def check(self, worker: str) -> None:
         """Raise ``ClusterLost`` if the pool's cluster is known to be gone."""
