@@ -61,7 +61,7 @@ class ClusterProbe:
             group.start_soon(waiting)
             while True:
                 await anyio.sleep(_EVERY)
-                if not await self._answers():
+                if not await self._answers() and await self.gone():  # not a blip: gone
                     break
             group.cancel_scope.cancel()
         if not outcome:
@@ -86,12 +86,14 @@ class ClusterProbe:
         return answered
 
     async def gone(self, probes: int = _PROBES) -> bool:
-        """Whether the GCS stopped answering: any of a few connects, a moment apart, fails
-        (a head being stopped still answers for a moment). A step is not retried before
-        this: a call to a replica Ray restarts waits for a GCS that is gone."""
+        """Whether the GCS stopped answering: two connects in a row fail, within a few a
+        moment apart (a head being stopped still answers for a moment; a blip is not a
+        loss). A step is not retried before this: a call to a replica Ray restarts waits
+        for a GCS that is gone."""
         if self.address is None:
             return False
         host, _, port = self.address.rpartition(":")
+        failed = 0
         for probe in range(probes):
             if probe:
                 await anyio.sleep(_GAP)
@@ -99,7 +101,11 @@ class ClusterProbe:
                 with anyio.fail_after(_CONNECT_WAIT):
                     stream = await anyio.connect_tcp(host.strip("[]"), int(port))
             except (OSError, TimeoutError):
-                return True
+                failed += 1
+                if failed == 2 or probes == 1:
+                    return True
+                continue
+            failed = 0
             await stream.aclose()
         return False
 
