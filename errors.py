@@ -11,6 +11,7 @@ The tree::
     │   ├── AskTimeout                 ask() got no reply in time (also a TimeoutError)
     │   ├── ActorFailed                an actor exceeded its restart limit (escalation)
     │   └── WorkerLost                 a worker's Ray replica died (process killed, node lost) mid-step
+    │       └── ClusterLost            the whole Ray cluster went away: the run stops, resumable
     ├── ToolError                      a tool could not be built or called
     │   ├── ToolArgumentsInvalid       arguments did not validate against the schema
     │   └── RetryableToolError         raised by a tool body: this attempt failed, try again
@@ -35,15 +36,14 @@ The tree::
         ├── UnknownRun                 the journal has no run with that id
         └── AlreadyFinished            a resume of a run that has already finished
 
-Errors about something a *model* produced (bad tool arguments, an invented tool
-name, an unparseable plan) are first handed back to the model as data; they only
-surface as exceptions once the bounded number of attempts is used up.
+Errors about something a *model* produced (bad tool arguments, an invented tool name, an
+unparseable plan) are first handed back to the model as data; they only surface as
+exceptions once the bounded number of attempts is used up.
 
-``JournalError`` is its own branch, not a ``RunError``: the storage is broken
-(a corrupt file, a database that is down, a disk that is full, a journal from a
-newer regiment), so an operator must act, and ``except RunError`` around a run
-must not hide it. A run whose journal write fails ends with the
-``JournalError`` itself; it never continues unjournaled.
+``JournalError`` is its own branch, not a ``RunError``: the storage is broken (a corrupt file, a
+database that is down, a disk that is full, a journal from a newer regiment), so an operator must
+act, and ``except RunError`` around a run must not hide it. A run whose journal write fails ends
+with the ``JournalError`` itself; it never continues unjournaled.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ __all__ = (
     "ActorStopped",
     "AskTimeout",
     "BudgetExceeded",
+    "ClusterLost",
     "ConfigError",
     "GuardrailError",
     "HookFailed",
@@ -117,11 +118,12 @@ class ActorFailed(ActorError):
 
 
 class WorkerLost(ActorError):
-    """A worker's remote replica (a Ray actor) died while it ran a step.
+    """A worker's remote replica (a Ray actor) died while it ran a step: the step is retried once
+    on another replica with the same step key; a second loss fails it with this as its cause."""
 
-    The step is retried once on another replica with the same step key; a
-    second loss fails the step with this error as its cause.
-    """
+
+class ClusterLost(WorkerLost):
+    """The whole Ray cluster went away mid-step: the run stops, unfinished when journaled."""
 
 
 class ToolError(RegimentError):

@@ -26,7 +26,6 @@ from opentelemetry.trace import Span
 
 from regiment.errors import RunError, StepFailed
 from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled, NestedStalled
-from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._messages import PAUSING, StepReport
 from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.guard._roles import GuardLog
@@ -86,6 +85,7 @@ from regiment.hierarchy.run._phase import (
 from regiment.hierarchy.run._prompting import Call, Prompting
 from regiment.hierarchy.run._rounds import read_memory
 from regiment.hierarchy.run._runtime import TeamRuntime
+from regiment.hierarchy.run._step_events import CLUSTER_LOST, cluster_lost
 from regiment.hierarchy.run._trace import RunTrace
 from regiment.hierarchy.run._turns import TakesTurns
 from regiment.hierarchy.run._verify import Verifier
@@ -282,8 +282,8 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
                 assert_never(change)
 
     def _replan_or_fail(self, report: StepReport, reason: str) -> None:
-        book = self._book
-        if error := _no_replan(report, reason, book.spending.ledger, self._team.budget.replans):
+        book, journaled = self._book, self._journal is not UNJOURNALED
+        if error := _no_replan(report, reason, book, self._team.budget.replans, journaled):
             self._fail(error)
             return
         self._record(ReplanBegun(reason))
@@ -347,12 +347,14 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
 
 
 def _no_replan(
-    report: StepReport, reason: str, ledger: BudgetLedger, allowed: int
+    report: StepReport, reason: str, book: RunBook, allowed: int, journaled: bool
 ) -> StepFailed | None:
     """Why ``report``'s failure ends its run with no replan, if it does."""
+    if report.error_type == CLUSTER_LOST:  # no replica left anywhere: stop, resumably
+        return cluster_lost(report, book.run_id, journaled=journaled)
     if report.fatal:  # a replan would send the step to the same broken model again
         return _not_replanned(report, reason)
-    if not ledger.can_replan():
+    if not book.spending.ledger.can_replan():
         return _no_replans_left(report, reason, allowed)
     return None
 

@@ -16,7 +16,7 @@ import anyio
 import msgspec
 
 from regiment.actors import ActorRef
-from regiment.errors import ActorStopped, JournalError, LeaseLost, RunCancelled
+from regiment.errors import ActorStopped, ClusterLost, JournalError, LeaseLost, RunCancelled
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._ranges import LEASE_TTL
 from regiment.hierarchy._replay import NO_REPLAY, Replay, event_record
@@ -376,13 +376,13 @@ def _record_for(run_id: str, change: RunChange, result: RunResult | None) -> Rec
                 return None  # not an end: the run lists as awaiting approval until resumed
             body = msgspec.to_builtins(result) if result is not None else {}
             return JournalFinished(run_id=run_id, status=status, answer=answer, result=body)
-        case RunAborted(error=error):
+        case RunAborted(error=error) if not isinstance(error.__cause__, ClusterLost):
             message = f"{type(error).__name__}: {error}"
             # Stopped under a live run (Ctrl-C, the service's shutdown): cancelled, not failed.
             if isinstance(error, RunCancelled):
                 return JournalFinished(run_id=run_id, status="cancelled", error=message)
             return JournalFinished(run_id=run_id, status="failed", error=message)
-        case _:
+        case _:  # (a run whose Ray cluster went away stops unfinished: a resume finishes it)
             return None
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from regiment.errors import LeaseLost
+from regiment.errors import ClusterLost, LeaseLost, StepFailed
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy.events import (
@@ -15,7 +15,17 @@ from regiment.hierarchy.events import (
 )
 from regiment.hierarchy.run._guarding import note_events
 
-__all__ = ("check_failed", "errored", "failed", "report_events", "share_refused")
+__all__ = (
+    "CLUSTER_LOST",
+    "check_failed",
+    "cluster_lost",
+    "errored",
+    "failed",
+    "report_events",
+    "share_refused",
+)
+
+CLUSTER_LOST = f"{ClusterLost.__module__}.{ClusterLost.__qualname__}"  # a report's error_type
 
 
 def share_refused(run_id: str, report: StepReport) -> BudgetExhausted:
@@ -40,8 +50,34 @@ def check_failed(run_id: str, report: StepReport, check: str, reason: str) -> Ch
 def failed(tally: RunResult, error: BaseException) -> RunFailed:
     """The last event of a failed run: why, and what it got to (``tally``). A run taken
     over by another process says ``LeaseLost``, as a service's record of it does."""
-    lost = isinstance(error.__cause__, LeaseLost)
-    return tally.as_failed("LeaseLost" if lost else type(error).__name__, str(error))
+    cause = error.__cause__
+    if isinstance(cause, (LeaseLost, ClusterLost)):  # what a caller acts on: resume, or not
+        return tally.as_failed(type(cause).__name__, str(error))
+    return tally.as_failed(type(error).__name__, str(error))
+
+
+def cluster_lost(report: StepReport, run_id: str, *, journaled: bool) -> StepFailed:
+    """The error of a run whose step found its Ray cluster gone: no replan is spent (none
+    could run anywhere); a journaled run stops unfinished, so a resume finishes it."""
+    detail = (report.error or "").removeprefix("ClusterLost: ")
+    if journaled:
+        then = (
+            f"the run stopped unfinished and its journal is kept: start the cluster again "
+            f"and `regiment resume {run_id}` (or running.resume(run_id); its workers may "
+            "run in-process too); a tool call that was in flight runs again under its "
+            "same idempotency key"
+        )
+    else:
+        then = "the run has no journal, so it cannot be resumed: run it again"
+    error = StepFailed(
+        f"step {report.step_id}: {detail}; {then}",
+        step_id=report.step_id,
+        worker=report.worker,
+        cause=detail,
+        fatal=True,
+    )
+    error.__cause__ = ClusterLost(detail)
+    return error
 
 
 def errored(run_id: str, report: StepReport) -> StepErrored:

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from regiment.errors import ApprovalError, ModelAPIError, ModelError, StepFailed, ToolError
+from regiment.errors import (
+    ApprovalError,
+    ClusterLost,
+    ModelAPIError,
+    ModelError,
+    StepFailed,
+    ToolError,
+)
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._model_call import described
 from regiment.hierarchy._prompts import HookFailed
@@ -19,8 +26,9 @@ def is_fatal(exc: BaseException) -> bool:
     ended on one (``StepFailed.fatal``, or its planner's call failing so); or a
     ``Prompts`` hook of the user's that raised building the step's prompt, an approver
     that raised or gave no decision, or a tool's ``idempotency_key`` function or
-    ``requires_approval`` predicate that failed (code to fix, failing alike every time)."""
-    if isinstance(exc, HookFailed):
+    ``requires_approval`` predicate that failed (code to fix, failing alike every time);
+    or the Ray cluster a step ran on went away (``ClusterLost``: no replica is left)."""
+    if isinstance(exc, (HookFailed, ClusterLost)):
         return True
     if isinstance(exc, ApprovalError) and exc.kind == "approver":
         return True

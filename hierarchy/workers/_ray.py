@@ -29,6 +29,7 @@ from regiment.hierarchy.workers._journal_calls import RunCalls, RunLookup
 from regiment.hierarchy.workers._live import LiveWorker
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._placement import Ray, not_started, pool_of
+from regiment.hierarchy.workers._ray_cluster import ClusterProbe
 from regiment.hierarchy.workers._ray_conduit import StepConduit
 from regiment.hierarchy.workers._ray_host import HostedWorker, StepHost
 from regiment.hierarchy.workers._ray_join import import_ray, join_ray, require_asyncio
@@ -137,6 +138,7 @@ class RayReplicas:
         # its workers' MCP servers (a restarted replica has start_timeout to come back)
         unavailable = ray.exceptions.ActorUnavailableError
         self.mcp = ReplicaServers(handles, "on its Ray replica", unavailable, start_timeout)
+        self.cluster = ClusterProbe(ray)  # whether a lost step lost the whole cluster
 
     @classmethod
     async def start(
@@ -193,30 +195,31 @@ class RayReplicas:
     async def run(
         self, worker: str, assign: AssignStep, headers: dict[str, str], conduit: StepConduit
     ) -> StepReport:
-        """Run ``worker``'s step on the next replica; on ``WorkerLost``, once more on
-        another, with what the first attempt journaled (so committed calls are replayed).
+        """Run ``worker``'s step on the next replica; on ``WorkerLost``, unless the whole
+        cluster is gone, once more on another, with what the first attempt journaled.
 
         Raises:
             WorkerLost: the replicas running the step died both times.
+            ClusterLost: the Ray cluster itself is gone: no retry, nor replan, can help.
         """
-        key = step_key(assign)
-        first = next(self._turn) % len(self._handles)
+        self.cluster.check(worker)  # gone already: no replica to try
+        key, first = step_key(assign), next(self._turn) % len(self._handles)
         try:
             return await self._step_on(first, worker, conduit, key, headers)
         except WorkerLost as lost:
             self.mcp.lost(first)
-            _log.warning(
-                "%s %s: %s; retrying once on another replica",
-                worker,
-                assign.step.id,
-                lost,
-                extra={"run_id": assign.run_id, "step_id": assign.step.id, "worker": worker},
-            )
+            if await self.cluster.gone():
+                raise self.cluster.lost(worker, lost) from lost
+            extra = {"run_id": assign.run_id, "step_id": assign.step.id, "worker": worker}
+            retry = "%s %s: %s; retrying once on another replica"
+            _log.warning(retry, worker, assign.step.id, lost, extra=extra)
         other = (first + 1) % len(self._handles)
         try:
             return await self._step_on(other, worker, conduit, key, headers)
-        except WorkerLost:
+        except WorkerLost as lost:
             self.mcp.lost(other)
+            if await self.cluster.gone():
+                raise self.cluster.lost(worker, lost) from lost
             raise
 
     async def _step_on(
@@ -234,12 +237,15 @@ class RayReplicas:
         worker = conduit.worker
         stream = handle.step.remote(conduit.payload(key, headers))
         try:
-            report = await conduit.drain(stream, functools.partial(_ack, handle, key))
+            drain = functools.partial(conduit.drain, stream, functools.partial(_ack, handle, key))
+            report = await self.cluster.watched(drain, worker)
         except self._ray.exceptions.RayActorError as exc:
             raise WorkerLost(
                 f"worker '{worker}': its Ray replica died mid-step "
                 f"({type(exc).__name__}); Ray restarts it up to Ray(max_restarts=...) times"
             ) from exc
+        except WorkerLost:  # the cluster answers no more: nothing to cancel there
+            raise
         except BaseException:
             # Cancelled (the run, a replan, the step timeout), or the journal failed:
             # stop the remote step too, and wait (bounded) until it has ended there, so
