@@ -14,6 +14,7 @@ from typing import Protocol, final
 
 import anyio
 
+from regiment._json import JsonObject
 from regiment.hierarchy._fence import StepFence
 from regiment.hierarchy._text import valid_text
 from regiment.hierarchy.events import Event, TextDelta, ToolCallFinished, ToolCallStarted
@@ -166,18 +167,8 @@ async def observed_tool_call(
         return await toolset.call(
             call.name, call.arguments, call_id=call.id, context=context, approver=approver
         )
-    run_id, worker = live.run_id, live.worker
-    tool, call_id, arguments = call.name, call.id, dict(call.arguments)
-    live.emit(
-        ToolCallStarted(
-            run_id=run_id,
-            worker=worker,
-            step_id=step_id,
-            tool=tool,
-            call_id=call_id,
-            arguments=arguments,
-        )
-    )
+    arguments = dict(call.arguments)
+    _tell_started(live, call, step_id, arguments)
     started = anyio.current_time()
     outcome = "cut"  # unless it returns or raises: cancelled as its body ran
     asking: list[None] = []
@@ -185,7 +176,7 @@ async def observed_tool_call(
         approver = _told_while_waiting(approver, asking)
     try:
         result = await toolset.call(
-            tool, call.arguments, call_id=call_id, context=context, approver=approver
+            call.name, call.arguments, call_id=call.id, context=context, approver=approver
         )
         outcome = (result.error_type or "error") if result.is_error else "ok"
         return result
@@ -195,18 +186,7 @@ async def observed_tool_call(
     finally:
         if asking and outcome == "cut":
             outcome = "awaiting_approval"
-        live.emit(
-            ToolCallFinished(
-                run_id=run_id,
-                worker=worker,
-                step_id=step_id,
-                tool=tool,
-                call_id=call_id,
-                arguments=arguments,
-                duration=max(0.0, anyio.current_time() - started),
-                outcome=outcome,
-            )
-        )
+        _tell_finished(live, call, step_id, arguments, anyio.current_time() - started, outcome)
 
 
 def _told_while_waiting(approver: Approver, asking: list[None]) -> Approver:
@@ -227,25 +207,39 @@ def told_unrun(live: LiveSink, call: ToolCallPart, step_id: str, outcome: str, t
     started, then finished with ``outcome`` (``"guardrail"``, ``"invalid_arguments"``, or
     ``"GuardrailError"`` when the refusal fails the step); ``took`` is how long it was judged.
     """
-    run_id, worker, tool, call_id = live.run_id, live.worker, call.name, call.id
     arguments = dict(call.arguments)
+    _tell_started(live, call, step_id, arguments)
+    _tell_finished(live, call, step_id, arguments, took, outcome)
+
+
+def _tell_started(live: LiveSink, call: ToolCallPart, step_id: str, arguments: JsonObject) -> None:
     live.emit(
         ToolCallStarted(
-            run_id=run_id,
-            worker=worker,
+            run_id=live.run_id,
+            worker=live.worker,
             step_id=step_id,
-            tool=tool,
-            call_id=call_id,
+            tool=call.name,
+            call_id=call.id,
             arguments=arguments,
         )
     )
+
+
+def _tell_finished(
+    live: LiveSink,
+    call: ToolCallPart,
+    step_id: str,
+    arguments: JsonObject,
+    took: float,
+    outcome: str,
+) -> None:
     live.emit(
         ToolCallFinished(
-            run_id=run_id,
-            worker=worker,
+            run_id=live.run_id,
+            worker=live.worker,
             step_id=step_id,
-            tool=tool,
-            call_id=call_id,
+            tool=call.name,
+            call_id=call.id,
             arguments=arguments,
             duration=max(0.0, took),
             outcome=outcome,

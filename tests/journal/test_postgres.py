@@ -271,19 +271,13 @@ async def test_a_session_frozen_in_a_transaction_is_ended_by_the_server(postgres
     """A process frozen mid-transaction (SIGSTOP) held its run's row lock, and another
     process's take-over waited for it without end; the journal's session now has an
     idle-in-transaction timeout, unless the URL (or role, or server) set one."""
-    journal = await PostgresJournal.open(postgres_url)
-    try:
-        connection = journal._store._conn  # type: ignore[attr-defined]
-        (value,) = connection.execute("SHOW idle_in_transaction_session_timeout").fetchone()
-        assert value == "10s"
-    finally:
-        await journal.close()
     own = postgres_url + ("&" if "?" in postgres_url else "?")
     own += "options=-cidle_in_transaction_session_timeout%3D3min"
-    journal = await PostgresJournal.open(own)
-    try:
-        connection = journal._store._conn  # type: ignore[attr-defined]
-        (value,) = connection.execute("SHOW idle_in_transaction_session_timeout").fetchone()
-        assert value == "3min"
-    finally:
-        await journal.close()
+    for url, expected in ((postgres_url, "10s"), (own, "3min")):
+        journal = await PostgresJournal.open(url)
+        try:
+            connection = journal._store._conn  # type: ignore[attr-defined]
+            (value,) = connection.execute("SHOW idle_in_transaction_session_timeout").fetchone()
+            assert value == expected
+        finally:
+            await journal.close()
