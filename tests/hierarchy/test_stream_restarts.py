@@ -19,7 +19,7 @@ from regiment.cli._progress import RunProgress
 from regiment.hierarchy import Event, Planner, RunCompleted, Team, TextDelta, Worker
 from regiment.models import ModelRequest, ScriptedModel
 
-from ..models.standin import Reply, StandIn, half_read_body, serve
+from ..models.standin import StandIn, half_read_body, serve
 from ..models.wires import WIRES, Wire
 from .brains import plan_json
 
@@ -38,15 +38,6 @@ def wire(request: pytest.FixtureRequest) -> Wire:
 async def api(wire: Wire) -> AsyncIterator[StandIn]:
     async for server in serve(wire.no_reply):
         yield server
-
-
-def _broken(wire: Wire, text: str, how: str) -> Reply:
-    """``text``'s reply, its stream failing after the first pieces of its text."""
-    reply = wire.reply(text, ())
-    if how == "cut":
-        reply.cut_after = wire.head + 3
-        return reply
-    return wire.failing(reply, wire.head + 3, "overloaded_error")
 
 
 def _team(wire: Wire, api: StandIn, role: str) -> Team:
@@ -83,7 +74,7 @@ async def test_a_call_whose_stream_broke_after_text_is_made_again_and_its_text_v
     wire: Wire, api: StandIn, role: str, how: str
 ) -> None:
     text = ANSWER if role == "synthesizer" else REPORT
-    api.queue(_broken(wire, text, how), wire.reply(text, ()))
+    api.queue(wire.broken(text, how), wire.reply(text, ()))
     team = _team(wire, api, role)
     async with team.start() as running, running.stream("Refund order 7") as stream:
         events = [event async for event in stream]

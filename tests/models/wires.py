@@ -36,6 +36,15 @@ class Wire:
     # usage before its last chunk: an estimate of the input).
     failed_usage: Callable[[ModelRequest], Usage]
 
+    def broken(self, text: str, how: str) -> Reply:
+        """``text``'s reply, its stream failing after the first pieces of its text: the
+        connection ``"cut"``, or else an overloaded error event."""
+        reply = self.reply(text, ())
+        if how == "cut":
+            reply.cut_after = self.head + 3
+            return reply
+        return self.failing(reply, self.head + 3, "overloaded_error")
+
 
 def _anthropic_reply(text: str, calls: tuple[Call, ...]) -> Reply:
     blocks: list[messages_api.Block] = [{"type": "text", "text": text}]

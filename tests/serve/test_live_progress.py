@@ -42,14 +42,6 @@ async def api(wire: Wire) -> AsyncIterator[StandIn]:
         yield server
 
 
-def _broken(wire: Wire, text: str, how: str) -> Reply:
-    reply = wire.reply(text, ())
-    if how == "cut":
-        reply.cut_after = wire.head + 3
-        return reply
-    return wire.failing(reply, wire.head + 3, "overloaded_error")
-
-
 def _team(wire: Wire, api: StandIn, go: anyio.Event) -> Team:
     """The synthesizer asks the stand-in; the planner waits for ``go`` (the follower is
     on), so the follower sees every delta."""
@@ -81,7 +73,7 @@ def _kept(got: list[Frame]) -> str:
 async def test_a_live_follower_gets_the_deltas_and_the_void_of_a_restarted_call(
     wire: Wire, api: StandIn, how: str
 ) -> None:
-    api.queue(_broken(wire, ANSWER, how), wire.reply(ANSWER, ()))
+    api.queue(wire.broken(ANSWER, how), wire.reply(ANSWER, ()))
     go = anyio.Event()
     app = create_app(_team(wire, api, go))
     async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as c:
