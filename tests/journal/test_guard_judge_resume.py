@@ -5,7 +5,6 @@ to the model. The replayed reply still counts in the resumed run's usage."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable
@@ -25,15 +24,14 @@ from regiment.models import (
     ModelRequest,
     ModelResponse,
     TextPart,
-    ToolResultPart,
     Usage,
-    tool_call_response,
 )
 from regiment.tools import tool
 
+from .test_guard_resume_calls import refund_brain
+
 pytestmark = pytest.mark.anyio
 
-PLAN = json.dumps({"steps": [{"id": "s1", "description": "refund order 7"}]})
 GOAL = "refund order 7"
 JUDGED = Usage(input_tokens=7000, output_tokens=3)  # a judge's call, easy to tell apart
 
@@ -76,17 +74,7 @@ def team_of(judge_: Judge, crash: Callable[[], Awaitable[None]] | None = None) -
     async def answer_judge(subject: AnswerSubject) -> Outcome:
         return await judge_.verdict(f"may I answer: {subject.text}")
 
-    def brain(request: ModelRequest) -> ModelResponse | str:
-        if request.role == "planner":
-            return PLAN
-        if request.role == "worker":
-            results = [p for p in request.messages[-1].parts if isinstance(p, ToolResultPart)]
-            if not results:
-                return tool_call_response("issue_refund", {"order_id": 7}, call_id="c1")
-            return f"done: {results[0].content}"
-        return "refunded"
-
-    model = ScriptedModel(brain)
+    model = ScriptedModel(refund_brain)
     worker = Worker(
         name="billing",
         description="refunds",

@@ -39,6 +39,18 @@ class Till:
     crash: Callable[[], Awaitable[None]] | None = None
 
 
+def refund_brain(request: ModelRequest) -> ModelResponse | str:
+    """The plan; a worker that refunds order 7 once, then says what its tool said."""
+    if request.role == "planner":
+        return PLAN
+    if request.role == "worker":
+        results = [p for p in request.messages[-1].parts if isinstance(p, ToolResultPart)]
+        if not results:
+            return tool_call_response("issue_refund", {"order_id": 7}, call_id="c1")
+        return f"done: {results[0].content}"
+    return "refunded"
+
+
 def team_of(till: Till, guard: Callable[[ToolCallSubject], Outcome]) -> Team:
     @tool
     async def issue_refund(ctx: RunContext[None], order_id: int) -> str:
@@ -48,17 +60,7 @@ def team_of(till: Till, guard: Callable[[ToolCallSubject], Outcome]) -> Team:
             await till.crash()
         return f"refunded {order_id}"
 
-    def brain(request: ModelRequest) -> ModelResponse | str:
-        if request.role == "planner":
-            return PLAN
-        if request.role == "worker":
-            results = [p for p in request.messages[-1].parts if isinstance(p, ToolResultPart)]
-            if not results:
-                return tool_call_response("issue_refund", {"order_id": 7}, call_id="c1")
-            return f"done: {results[0].content}"
-        return "refunded"
-
-    model = ScriptedModel(brain)
+    model = ScriptedModel(refund_brain)
     worker = Worker(
         name="billing",
         description="refunds",
