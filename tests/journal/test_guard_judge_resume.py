@@ -6,7 +6,6 @@ to the model. The replayed reply still counts in the resumed run's usage."""
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,9 +14,8 @@ import anyio
 import pytest
 
 from regiment import Planner, ScriptedModel, Team, Worker
-from regiment.hierarchy import RunCompleted, RunningTeam, RunStarted
+from regiment.hierarchy import RunningTeam, RunStarted
 from regiment.hierarchy.guard import AnswerSubject, Outcome, Pass, RequestSubject, Trip, judge
-from regiment.hierarchy.run._journaling import LEASE_TTL
 from regiment.journal import ModelCallFinished, SqliteJournal
 from regiment.models import (
     Message,
@@ -28,7 +26,7 @@ from regiment.models import (
 )
 from regiment.tools import tool
 
-from .test_guard_resume_calls import refund_brain
+from .test_guard_resume_calls import refund_brain, resumed
 
 pytestmark = pytest.mark.anyio
 
@@ -114,18 +112,6 @@ async def crashed(live: Path, team: Team, reached: anyio.Event) -> str:
         await reached.wait()
         tg.cancel_scope.cancel()
     return run_ids[0]
-
-
-async def resumed(path: Path, run_id: str, team: Team) -> RunCompleted:
-    journal = await SqliteJournal.open(path, clock=lambda: time.time() + LEASE_TTL + 1)
-    try:
-        async with team.start(journal=journal) as running, running.resume_stream(run_id) as s:
-            events = [event async for event in s]
-    finally:
-        await journal.close()
-    last = events[-1]
-    assert isinstance(last, RunCompleted), last
-    return last
 
 
 async def test_a_steps_judge_asked_before_the_crash_is_replayed_not_asked_again(
