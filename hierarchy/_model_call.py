@@ -107,10 +107,6 @@ class ModelCaller:
             return await self._traced(request, live)
         return await self._measured(request, live, metrics)
 
-    def model_price(self) -> Price | None:
-        """Its model's ``Price`` (``None``: none given)."""
-        return self.price
-
     def _held(self, request: ModelRequest) -> int | None:
         """The ``max_tokens`` a budget held ``request`` (its role's settings merged in) to
         (``capped`` sets it in both the request and its settings); ``None``: not held."""

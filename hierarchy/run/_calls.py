@@ -205,7 +205,7 @@ class PhaseCalls:
 
     def _rates(self, purpose: Purpose) -> Rates | None:
         """The prices of the model a call for ``purpose`` goes to (``None``: none given)."""
-        price = self._model_caller(purpose).model_price()
+        price = self._model_caller(purpose).price
         return None if price is None else price.rates()
 
     def _model_caller(self, purpose: Purpose) -> ModelCaller:

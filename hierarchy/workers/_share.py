@@ -90,7 +90,7 @@ async def within_allowance(
     limit; or the step's report when its share (topped up if its run can spare some)
     cannot pay for the call."""
     rates = None
-    if (assign.allowance.micro_usd is not None) and (price := caller.model_price()) is not None:
+    if (assign.allowance.micro_usd is not None) and (price := caller.price) is not None:
         rates = price.rates()
     out = await _out_of_share(assign, progress, request, rates)
     if out is None:
