@@ -29,7 +29,7 @@ from regiment.tools import Approve, tool
 
 from .test_budget_fan_out import Probe
 from .test_budget_top_up import _LONG_BESIDE_SHORT, _SHORT
-from .test_budget_width import WANT, Wide
+from .test_budget_width import WANT, Wide, nested_wide
 
 pytestmark = pytest.mark.anyio
 
@@ -85,19 +85,7 @@ async def test_a_roomy_money_budget_leaves_replies_as_asked() -> None:
 
 async def test_nested_teams_at_width_spend_no_more_money_than_the_run_above_allows() -> None:
     model = ScriptedModel(Wide(5), price=CLAUDE)
-    child = Team(
-        name="inner",
-        planner=Planner(model=model, max_steps=5),
-        workers=[Worker(name="w", description="does parts", model=model)],
-        concurrency=5,
-    )
-    team = Team(
-        name="outer",
-        planner=Planner(model=model, max_steps=5),
-        workers=[TeamWorker(name="inner", description="a team of parts", team=child)],
-        budget=Budget(usd=0.05),
-        concurrency=5,
-    )
+    team = nested_wide(model, Budget(usd=0.05))
     async with team.start() as running:
         result = await running.run("do parts of parts")
     assert result.usage.micro_usd <= 50_000

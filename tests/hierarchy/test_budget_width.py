@@ -67,6 +67,23 @@ async def _run(
         return await running.run("do fifty parts"), wide
 
 
+def nested_wide(model: ScriptedModel, budget: Budget) -> Team:
+    """Five steps at once, each handed to a nested team that plans five of its own."""
+    child = Team(
+        name="inner",
+        planner=Planner(model=model, max_steps=5),
+        workers=[Worker(name="w", description="does parts", model=model)],
+        concurrency=5,
+    )
+    return Team(
+        name="outer",
+        planner=Planner(model=model, max_steps=5),
+        workers=[TeamWorker(name="inner", description="a team of parts", team=child)],
+        budget=budget,
+        concurrency=5,
+    )
+
+
 async def test_fifty_steps_at_once_spend_no_more_output_tokens_than_the_budget() -> None:
     # Before: each of the 50 steps asked for its own max_tokens (4096) on a share of
     # about 96, and the run spent 15,200 output tokens on a budget of 5,000.
@@ -123,19 +140,7 @@ async def test_nested_teams_at_width_spend_no_more_than_the_run_above_allows() -
     # the run spent 5,600 output tokens on a budget of 3,000 (each child run's calls
     # asked for their own max_tokens on the share its step was given).
     model = ScriptedModel(Wide(5))
-    child = Team(
-        name="inner",
-        planner=Planner(model=model, max_steps=5),
-        workers=[Worker(name="w", description="does parts", model=model)],
-        concurrency=5,
-    )
-    team = Team(
-        name="outer",
-        planner=Planner(model=model, max_steps=5),
-        workers=[TeamWorker(name="inner", description="a team of parts", team=child)],
-        budget=Budget(output_tokens=3000),
-        concurrency=5,
-    )
+    team = nested_wide(model, Budget(output_tokens=3000))
     async with team.start() as running:
         result = await running.run("do parts of parts")
     assert result.usage.output_tokens <= 3000
