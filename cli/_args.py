@@ -22,7 +22,8 @@ _BACKEND = "the event loop to run on (default: asyncio)"
 _RUN_EXITS = (
     "0 done (a partial run too, with a note), 1 run failed, 2 usage or config error, "
     "3 paused for approvals, 4 taken over by another process (it finishes the run), "
-    "130 interrupted (Ctrl-C), 143 terminated (SIGTERM)"
+    "5 stopped unfinished, resumable (its Ray cluster went away: `regiment resume` it once "
+    "the cluster is back), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM)"
 )
 _READ_EXITS = "0 done, 2 usage error or a journal that cannot be read"
 # Each command's --help ends with what its exit codes mean.
@@ -64,6 +65,7 @@ def parser() -> argparse.ArgumentParser:
         description="Run a team of agents declared in a TOML or YAML file.",
         epilog="exit codes: 0 done, 1 run failed, 2 usage or config error, "
         "3 paused for approvals, 4 taken over by another process (it finishes the run), "
+        "5 stopped unfinished, resumable (`regiment resume` it), "
         "130 interrupted (Ctrl-C), 143 terminated (SIGTERM)",
     )
     parser.add_argument("--version", action="version", version=f"regiment {__version__}")

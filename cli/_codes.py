@@ -12,20 +12,24 @@ from regiment.errors import AlreadyFinished, ConfigError, LeaseHeld, LeaseLost, 
 
 if TYPE_CHECKING:
     from regiment.cli._run import Outcome
+    from regiment.hierarchy.events import RunFailed
 
 __all__ = (
     "ERROR",
     "EXIT_FAILED",
     "EXIT_OK",
     "EXIT_PAUSED",
+    "EXIT_RESUMABLE",
     "EXIT_TAKEN_OVER",
     "EXIT_USAGE",
     "config_error",
+    "ended_early",
     "exit_code",
     "run_error",
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED, EXIT_TAKEN_OVER = 0, 1, 2, 3, 4
+EXIT_RESUMABLE = 5  # stopped unfinished, journaled: `regiment resume` once its cause is fixed
 
 ERROR = "regiment: error:"  # how every error line of the command starts (see ``_args``)
 
@@ -68,3 +72,21 @@ def exit_code(outcome: Outcome) -> int:
             return EXIT_INTERRUPTED
         case "taken_over":
             return EXIT_TAKEN_OVER
+        case "stopped":
+            return EXIT_RESUMABLE
+
+
+def ended_early(failure: RunFailed | None, journaled: bool, stderr: TextIO) -> Outcome:
+    """The outcome (and last line) of a run that ended without a result: taken over by
+    another process, stopped unfinished where a resume finishes it (its Ray cluster
+    went away: ``ClusterLost``, in a journaled run), or failed."""
+    if failure is not None and failure.error_type == "LeaseLost":
+        print(f"regiment: run goes on elsewhere: {failure.message}", file=stderr)
+        return "taken_over"
+    if failure is not None and failure.error_type == "ClusterLost" and journaled:
+        line = f"regiment: run stopped, resumable: {failure.error_type}: {failure.message}"
+        print(visible(line), file=stderr)
+        return "stopped"
+    why = f"{failure.error_type}: {failure.message}" if failure else "it ended without a result"
+    print(visible(f"regiment: run failed: {why}"), file=stderr)  # a model's words, maybe
+    return "failed"

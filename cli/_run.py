@@ -13,9 +13,9 @@ import msgspec
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
-from regiment._text import visible
 from regiment.cli._answer import AnswerOut, say_unwritten
 from regiment.cli._ask import TerminalApprover, asking
+from regiment.cli._codes import ended_early
 from regiment.cli._events_out import event_sink
 from regiment.cli._exit import LastWords
 from regiment.cli._journal_cmds import journal_exists, open_cli_journal
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ("Outcome", "RunOptions", "TraceMode", "drive")
 
-Outcome: TypeAlias = Literal["done", "failed", "paused", "interrupted", "taken_over"]
+Outcome: TypeAlias = Literal["done", "failed", "paused", "interrupted", "taken_over", "stopped"]
 TraceMode: TypeAlias = Literal["jaeger", "console", "none"]
 _TICK = 0.25  # seconds between redraws of the live view's clocks
 
@@ -356,16 +356,8 @@ def _report(
     elif ending.interrupted:
         print(f"regiment: interrupted; cancelled the run {progress.summary()}", file=stderr)
         outcome = "interrupted"
-    elif ending.failure is not None and ending.failure.error_type == "LeaseLost":
-        print(f"regiment: run goes on elsewhere: {ending.failure.message}", file=stderr)
-        outcome = "taken_over"
     else:
-        why = (
-            f"{ending.failure.error_type}: {ending.failure.message}"
-            if ending.failure
-            else "it ended without a result"
-        )
-        print(visible(f"regiment: run failed: {why}"), file=stderr)  # a model's words, maybe
+        outcome = ended_early(ending.failure, options.journal is not None, stderr)
     _report_trace(result, tracing, stderr)
     if result is not None and ending.answer.failed is not None:  # the last line: not a success
         say_unwritten(ending.answer, result.run_id, options.journal, stderr)

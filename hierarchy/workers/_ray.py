@@ -45,8 +45,12 @@ __all__ = ("RayReplicas", "RayWorkerActor", "RunLinks", "start_ray_workers")
 
 _log = logging.getLogger("regiment.ray")
 _CONTROL = "control"  # the replicas' concurrency group for acks
-_COLOURS = re.compile(r"\x1b\[[0-9;]*m")  # the terminal colours in Ray's error texts
+_COLOURS = re.compile(r"\x1b\[[0-9;]*m")  # Ray's error texts' terminal colours
 _CANCEL_WAIT = 10.0  # seconds a cancel waits for a remote step to end (a hung tool: logged)
+_CANCEL_FAILED = (
+    "worker '%s': cancelling step %s on its Ray replica failed (%s: %s); "
+    "the step may still run there until its replica stops"
+)
 _MCP_STOP_WAIT = 10.0  # seconds the replicas have to stop their MCP servers (4 s each at most)
 
 
@@ -247,6 +251,8 @@ class RayReplicas:
         except WorkerLost:  # the cluster answers no more: nothing to cancel there
             raise
         except BaseException:
+            if self.cluster.went is not None:  # gone (another pool found out): no one to ask
+                raise
             # Cancelled (the run, a replan, the step timeout), or the journal failed:
             # stop the remote step too, and wait (bounded) until it has ended there, so
             # no remote work of a cancelled step goes on once the cancel is over. Not
@@ -268,14 +274,7 @@ class RayReplicas:
             except self._ray.exceptions.RayActorError:
                 return  # the replica is gone: nothing of the step runs any more
             except Exception as exc:
-                _log.warning(
-                    "worker '%s': cancelling step %s on its Ray replica failed (%s: %s); "
-                    "the step may still run there until its replica stops",
-                    worker,
-                    key,
-                    type(exc).__name__,
-                    exc,
-                )
+                _log.warning(_CANCEL_FAILED, worker, key, type(exc).__name__, exc)
                 return
         if waited.cancelled_caught:
             _log.warning(
@@ -294,7 +293,7 @@ class RayReplicas:
     async def release(self) -> None:
         """A worker actor stopped; the last one flushes the replicas' spans and ends them."""
         self._users -= 1
-        if self._users > 0:
+        if self._users > 0 or self.cluster.went is not None:  # (gone: nothing answers there)
             return
         await self.mcp.stop(_MCP_STOP_WAIT)
         with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):

@@ -6,7 +6,12 @@ GCS, answering: the step is retried on another replica. When the head itself goe
 retry or a replan would only fail again: the step fails with ``ClusterLost``, and
 the run stops where ``resume`` can finish it. The GCS is probed with plain TCP
 connects to the address the team joined: Ray's own clients wait up to a minute for
-a GCS to come back before they give up.
+a GCS to come back before they give up, and then end the whole process: once a
+cluster is known to be gone, this process disconnects from Ray (``leave_lost``), so
+it lives on, and a team started later joins Ray again. Every pool on that cluster
+learns of the loss at once: its steps fail with ``ClusterLost`` rather than reaching
+for a Ray that is shut down, and nothing is asked of the replicas any more (no
+cancel, no MCP stop, no span flush: each would wait seconds for no answer).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any, TypeVar
 import anyio
 
 from regiment.errors import ClusterLost, WorkerLost
+from regiment.hierarchy.workers._ray_join import leave_lost
 
 __all__ = ("ClusterProbe",)
 
@@ -27,19 +33,22 @@ _PROBES = 12  # connects, _GAP apart: a head being stopped still answers for a m
 _GAP = 0.25
 _EVERY = 2.0  # seconds between the GCS probes while steps wait on the cluster (one per pool)
 _T = TypeVar("_T")
+_gone: dict[str, str] = {}  # GCS address -> why: clusters this process knows are gone
 
 
 class ClusterProbe:
     """The GCS address of the cluster a team's replicas run on, and whether it answers."""
 
-    __slots__ = ("_last", "address", "went")
+    __slots__ = ("_last", "_ray", "_went", "address")
 
     def __init__(self, ray: Any) -> None:
-        self.went: str | None = None  # why the cluster is known to be gone: every step fails
+        self._ray = ray
+        self._went: str | None = None  # why the cluster is known to be gone: every step fails
         try:
             self.address: str | None = str(ray.get_runtime_context().gcs_address)
         except Exception:  # an older Ray, or one that has no address to give: no probe
             self.address = None
+        _gone.pop(self.address or "", None)  # its replicas just started there: it is back
         self._last = (float("-inf"), True)  # when the GCS was last probed, and if it answered
 
     async def watched(self, wait: Callable[[], Awaitable[_T]], worker: str) -> _T:
@@ -109,11 +118,22 @@ class ClusterProbe:
             await stream.aclose()
         return False
 
+    @property
+    def went(self) -> str | None:
+        """Why the cluster is known to be gone (learnt by this pool or another), if it is."""
+        if self._went is None and self.address is not None:
+            self._went = _gone.get(self.address)
+        return self._went
+
     def lost(self, worker: str, cause: BaseException) -> ClusterLost:
         """The error of ``worker``'s step once the cluster is gone (logged: nobody may be
-        reading the run's events); from now on every step of the pool fails so at once."""
+        reading the run's events); from now on every step on the cluster fails so at
+        once. The first loss disconnects this process from Ray."""
         if self.went is None:
-            self.went = f"{cause}"
+            self._went = f"{cause}"
+            if self.address is not None:
+                _gone[self.address] = self._went
+            leave_lost(self._ray, self.address)
         message = (
             f"worker '{worker}': the Ray cluster at {self.address} went away mid-step "
             f"({self.went}); no replica is left to run the step"

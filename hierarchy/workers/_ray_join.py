@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -23,9 +24,10 @@ from typing import Any
 
 from regiment.errors import ConfigError
 
-__all__ = ("check_remote_deps", "import_ray", "join_ray", "require_asyncio")
+__all__ = ("check_remote_deps", "import_ray", "join_ray", "leave_lost", "require_asyncio")
 
 _INSTALL = "workers on Ray need the ray extra: pip install 'regiment[ray]'"
+_log = logging.getLogger("regiment.ray")
 _lock = threading.Lock()  # one join at a time: a second waits, then finds Ray joined
 
 
@@ -45,7 +47,7 @@ async def join_ray(ray: Any, address: str | None) -> None:
     Raises:
         ConfigError: the cluster at ``address`` cannot be joined.
     """
-    if ray.is_initialized():
+    if ray.is_initialized() and not _lock.locked():
         return  # this process joined a Ray already (its own ray.init): use that one
     done: Future[None] = Future()
     keeper = threading.Thread(
@@ -77,9 +79,46 @@ def _keep(ray: Any, address: str | None, done: Future[None]) -> None:
 def _leave(ray: Any) -> None:
     """At exit: shut the Ray this process joined down and wait for the processes it
     started to end. Ray's own exit hook does not wait, so a head it started was killed
-    with this thread before it could stop its agents, which lingered for minutes."""
-    if ray.is_initialized():
-        ray.shutdown(wait_for_processes=True)
+    with this thread before it could stop its agents, which lingered for minutes. (It
+    also waits for a ``leave_lost`` under way.)"""
+    with _lock:
+        if ray.is_initialized():
+            ray.shutdown(wait_for_processes=True)
+
+
+def leave_lost(ray: Any, address: str | None) -> None:
+    """Disconnect this process from Ray once its cluster (at ``address``) is known to
+    be gone, in a thread of its own (it takes seconds): Ray's client would otherwise
+    end the whole process once the GCS has been away for a minute (its
+    ``gcs_rpc_server_reconnect_timeout_s``). A later ``Team.start()`` joins Ray again
+    (a join meanwhile waits for this to end), and the process's exit waits for it."""
+    held = _lock.acquire(blocking=False)  # now: a join from here on waits for the leave
+    atexit.register(_leave, ray)
+
+    def leave() -> None:
+        if not held:
+            _lock.acquire()
+        try:
+            if ray.is_initialized():
+                ray.shutdown(wait_for_processes=True)
+        except Exception as exc:  # nothing to do but say so: the process may yet be ended
+            _log.error(
+                "could not disconnect from the Ray cluster at %s, which went away (%s: %s); "
+                "Ray may end this process once it gives up on the cluster",
+                address,
+                type(exc).__name__,
+                exc,
+            )
+        else:
+            _log.warning(
+                "disconnected from the Ray cluster at %s, which went away; a team that "
+                "starts Ray-placed workers from now on joins Ray again",
+                address,
+            )
+        finally:
+            _lock.release()
+
+    threading.Thread(target=leave, name="regiment ray leave", daemon=True).start()
 
 
 def _join(ray: Any, address: str | None) -> bool:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, TypeAlias, assert_never, final
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from regiment.errors import RunCancelled
+from regiment.errors import ClusterLost, RunCancelled
 from regiment.hierarchy._approvals import StepAt
 from regiment.hierarchy._messages import AssignStep, StepAllowance, StepReport
 from regiment.hierarchy._ranges import seconds
@@ -173,6 +173,8 @@ class TeamWorkerActor(StepActor):
         result, error = channel.result, channel.error
         if result is None:
             error = error or RunCancelled(f"the run of team '{team}' ended without a result")
+            if isinstance(error.__cause__, ClusterLost):  # its Ray cluster went: so does ours
+                return failed_report(progress, assign, name, _cluster_lost(team, error))
             if not isinstance(error, RunCancelled):
                 return failed_report(progress, assign, name, error, f"team '{team}': ")
             return progress.report(
@@ -193,6 +195,13 @@ class TeamWorkerActor(StepActor):
                 return progress.report(assign, name, "cancelled", error=result.answer)
             case _:
                 assert_never(result.status)
+
+
+def _cluster_lost(team: str, error: BaseException) -> ClusterLost:
+    """The step's error when its child run stopped because its Ray cluster went away:
+    ``ClusterLost`` too, so the parent run stops unfinished (resumable when journaled,
+    its resume resuming the child's run) rather than failing for good."""
+    return ClusterLost(f"team '{team}': {error.__cause__}")
 
 
 def _absorb(progress: StepProgress, result: RunResult) -> None:
