@@ -109,8 +109,8 @@ def leave_lost(ray: Any, address: str | None) -> None:
                 type(exc).__name__,
                 exc,
             )
-        else:
-            _log.warning(
+        else:  # (debug: a command's last line is its own, and it may have been written)
+            _log.debug(
                 "disconnected from the Ray cluster at %s, which went away; a team that "
                 "starts Ray-placed workers from now on joins Ray again",
                 address,

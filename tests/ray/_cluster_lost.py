@@ -1,112 +1,159 @@
-"""A team whose one worker holds an order on a Ray cluster of the test's own, and
-the driver process that runs it there (``python -m tests.ray._cluster_lost ADDRESS
-JOURNAL LEDGER``): the test stops that cluster under the step, as ``ray stop`` on
-its head would, and resumes the run in its own process.
+"""Teams whose one worker holds an order on a Ray cluster of the test's own, and the
+driver processes that run them there: ``regiment run`` of a team file (``team_file``)
+and ``python -m tests.ray._cluster_lost ADDRESS JOURNAL`` for a nested team (a
+``TeamWorker`` whose child team's worker is on Ray). The test stops that cluster under
+both steps, as ``ray stop`` on its head would, and resumes the runs in its own process.
 
-The ``hold`` tool appends to a ledger file the key it was asked under, and the
-effect once per key; on a Ray replica it then waits (for the cluster to go away),
+The ``hold`` tool appends to a ledger file (``REGIMENT_TEST_LEDGER``, set on the
+cluster's processes and the drivers alike) the order and key it was asked under, and
+the effect once per key; on a Ray replica it then waits (for the cluster to go away),
 in the test's process it answers.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 
-from regiment.hierarchy import Planner, Ray, RunFailed, Team, Worker
+from regiment.hierarchy import Planner, Ray, RunFailed, Team, TeamWorker, Worker
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, text_response
 from regiment.models import tool_call_response as call
 from regiment.tools import RunContext, tool
 
 from ._ray_team import plan_text
 
-__all__ = ("ledger", "holding_team")
+__all__ = ("LEDGER", "brain", "front_team", "hold", "ledger", "team_file")
+
+LEDGER = "REGIMENT_TEST_LEDGER"  # the environment variable naming the ledger file
+HERE = "REGIMENT_TEST_IN_PROCESS"  # set in the test's process: its `hold` answers
+FLAT, NESTED = "88213", "88214"  # the order the team file's run holds, and the nested one's
 
 
 def ledger(path: str | Path) -> list[dict[str, Any]]:
-    """The ledger's lines: ``{"asked": key, "pid": ...}`` and ``{"performed": key}``."""
+    """The ledger's lines: ``{"asked": key, "order": ..., "pid": ..., "on_ray": ...}``
+    and ``{"performed": key}``."""
     file = Path(path)
     return [json.loads(line) for line in file.read_text().splitlines()] if file.exists() else []
 
 
-def _write(path: str, line: dict[str, Any]) -> None:
-    with open(path, "a", encoding="utf-8") as file:
+def _write(line: dict[str, Any]) -> None:
+    with open(os.environ[LEDGER], "a", encoding="utf-8") as file:
         file.write(json.dumps(line) + "\n")
         file.flush()
 
 
-def _brain(request: ModelRequest) -> ModelResponse:
+def _order(request: ModelRequest) -> str:
+    """The order the goal (or the step) names."""
+    text = request.system + msgspec.json.encode(request.messages).decode()
+    return NESTED if NESTED in text else FLAT
+
+
+def _plan(request: ModelRequest, worker: str) -> str:
+    return plan_text({"id": "s1", "description": f"Hold {_order(request)}", "worker": worker})
+
+
+def brain(request: ModelRequest) -> ModelResponse:
+    """The holding team's every role: a plan of one step for ``holder``, its ``hold``."""
     if request.role in ("planner", "replanner"):
-        return text_response(
-            plan_text({"id": "s1", "description": "Hold 88213", "worker": "holder"})
-        )
+        return text_response(_plan(request, "holder"))
     if request.role == "synthesizer":
-        return text_response("order 88213 is held")
+        return text_response(f"order {_order(request)} is held")
     last = request.messages[-1]
     if last.role == "user" and any(getattr(p, "call_id", None) for p in last.parts):
         return text_response(f"held: {getattr(last.parts[0], 'content', '')}")
-    return call("hold", {"order_id": "88213"})
+    return call("hold", {"order_id": _order(request)})
 
 
-def holder(path: str) -> Worker:
-    """The ``holder`` worker, its ``hold`` calls written to the ledger at ``path``."""
+def _front_brain(request: ModelRequest) -> ModelResponse:
+    """The front team's planner: one step for its nested ``desk`` team."""
+    if request.role == "synthesizer":
+        return text_response(f"order {_order(request)} is held, says the desk")
+    return text_response(_plan(request, "desk"))
 
-    @tool(idempotency_key=("order_id",))
-    async def hold(ctx: RunContext[None], order_id: str) -> str:
-        """Hold the order."""
-        import ray
 
-        key = ctx.idempotency_key
-        _write(path, {"asked": key, "pid": os.getpid(), "on_ray": ray.is_initialized()})
-        if any(line.get("performed") == key for line in ledger(path)):
-            return "already held"
-        _write(path, {"performed": key})
-        if ray.is_initialized():  # on the replica: the test stops the cluster meanwhile
-            await anyio.sleep_forever()
-        return "held"
+@tool(idempotency_key=("order_id",))
+async def hold(ctx: RunContext[None], order_id: str) -> str:
+    """Hold the order."""
+    import ray
 
+    key = ctx.idempotency_key
+    on_ray = ray.is_initialized()
+    _write({"asked": key, "order": order_id, "pid": os.getpid(), "on_ray": on_ray})
+    if any(line.get("performed") == key for line in ledger(os.environ[LEDGER])):
+        return "already held"
+    _write({"performed": key})
+    if on_ray and HERE not in os.environ:  # on the replica: the test stops the cluster
+        await anyio.sleep_forever()
+    return "held"
+
+
+def team_file(directory: Path) -> Path:
+    """The holding team as a file (its worker in-process unless ``--workers ray``)."""
+    path = directory / "holding.toml"
+    path.write_text(
+        'name = "holding"\nmodel = "scripted"\nbrain = "tests.ray._cluster_lost:brain"\n\n'
+        '[[workers]]\nname = "holder"\ndescription = "Holds orders."\n'
+        'tools = ["tests.ray._cluster_lost:hold"]\n'
+    )
+    return path
+
+
+def front_team(address: str | None = None) -> Team:
+    """A team whose one worker is the holding team; ``address``: the holding team's
+    worker on the Ray cluster there, else in-process."""
+    holder = _holder()
+    if address is not None:
+        placement = Ray(build="tests.ray._cluster_lost:_holder", address=address, num_cpus=0)
+        holder = dataclasses.replace(holder, placement=placement)
+    holding = Team(name="holding", planner=Planner(model=ScriptedModel(brain)), workers=[holder])
+    desk = TeamWorker(name="desk", description="Holds orders, as a team.", team=holding)
+    return Team(name="front", planner=Planner(model=ScriptedModel(_front_brain)), workers=[desk])
+
+
+def _holder() -> Worker:
     return Worker(
-        name="holder", description="Holds orders.", model=ScriptedModel(_brain), tools=[hold]
+        name="holder", description="Holds orders.", model=ScriptedModel(brain), tools=[hold]
     )
 
 
-def holding_team(path: str, address: str | None = None) -> Team:
-    """The team; ``address``: its worker on the Ray cluster there, else in-process."""
-    worker = holder(path)
-    if address is not None:
-        build = functools.partial(holder, path)
-        worker = dataclasses.replace(
-            worker, placement=Ray(build=build, address=address, num_cpus=0)
-        )
-    return Team(name="holding", planner=Planner(model=ScriptedModel(_brain)), workers=[worker])
+async def _drive(address: str, journal: str) -> None:
+    """Run the nested goal on the cluster; print its events' types and its last event,
+    and whether this process is still joined to Ray once the team has stopped."""
+    import ray
 
-
-async def _drive(address: str, journal: str, path: str) -> None:
-    """Run the goal on the cluster; print its events' types and its last event."""
-    team = holding_team(path, address)
-    async with team.start(journal=journal) as running, running.stream("hold 88213") as events:
+    team = front_team(address)
+    async with team.start(journal=journal) as running, running.stream(f"hold {NESTED}") as events:
         seen = [event async for event in events]
     last = seen[-1]
     assert isinstance(last, RunFailed), last
+    await anyio.to_thread.run_sync(_left, ray)  # it disconnects in a thread of its own
     print(json.dumps({
         "events": [type(e).__name__ for e in seen],
         "run_id": last.run_id,
         "error_type": last.error_type,
         "message": last.message,
+        "joined": ray.is_initialized(),
     }), flush=True)  # fmt: skip
+
+
+def _left(ray: Any) -> None:
+    deadline = time.monotonic() + 60
+    while ray.is_initialized() and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 if __name__ == "__main__":  # the team by import path: a replica imports it (no pickled copy)
     from tests.ray import _cluster_lost
 
     logging.basicConfig(level=logging.WARNING)  # as `regiment run` shows its warnings
-    address, journal, path = sys.argv[1:4]
-    anyio.run(_cluster_lost._drive, address, journal, path)
+    address, journal = sys.argv[1:3]
+    anyio.run(_cluster_lost._drive, address, journal)
