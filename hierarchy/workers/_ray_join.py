@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import atexit
 import logging
+import os
+import socket
 import threading
 import time
 from collections.abc import Sequence
@@ -28,6 +30,7 @@ __all__ = ("check_remote_deps", "import_ray", "join_ray", "leave_lost", "require
 
 _INSTALL = "workers on Ray need the ray extra: pip install 'regiment[ray]'"
 _log = logging.getLogger("regiment.ray")
+_CONNECT_WAIT = 5.0  # seconds a connect to the GCS may take before nothing answers there
 _lock = threading.Lock()  # one join at a time: a second waits, then finds Ray joined
 
 
@@ -128,6 +131,9 @@ def _join(ray: Any, address: str | None) -> bool:
     # The replicas' output stays in Ray's log files: the caller's stdout may be
     # machine-read (``regiment run --events jsonl``).
     options = {"include_dashboard": False, "log_to_driver": False}
+    silent = _silent(address if address is not None else os.environ.get("RAY_ADDRESS"))
+    if silent is not None:
+        raise ConfigError(silent)
     try:
         if address is not None:
             ray.init(address=address, **options)
@@ -143,6 +149,25 @@ def _join(ray: Any, address: str | None) -> bool:
             "a cluster with token authentication set RAY_AUTH_MODE=token and its token "
             "(RAY_AUTH_TOKEN or ~/.ray/auth_token)"
         ) from exc
+
+
+def _silent(address: str | None) -> str | None:
+    """Why nothing answers at ``address`` (a ``host:port`` GCS address), if nothing does.
+    ``ray.init`` waits minutes for a GCS that is not there (a cluster not started yet,
+    or gone): a run, or the resume of a run whose cluster went away, would hang."""
+    text = address or ""
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or "://" in text:  # "auto", "local", "ray://..."
+        return None
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=_CONNECT_WAIT):
+            return None
+    except OSError as exc:
+        return (
+            f"cannot join the Ray cluster at {address!r}: nothing answers there "
+            f"({exc.strerror or exc}); start the cluster (`ray start --head --port={port}` on "
+            "its head node), or check the address"
+        )
 
 
 def check_remote_deps(deps: object, workers: Sequence[str]) -> None:
