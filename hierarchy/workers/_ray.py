@@ -250,9 +250,8 @@ class RayReplicas:
             ) from exc
         except WorkerLost:  # the cluster answers no more: nothing to cancel there
             raise
-        except BaseException:
-            if self.cluster.went is not None:  # gone (another pool found out): no one to ask
-                raise
+        except BaseException as exc:
+            self.cluster.check(worker, exc)  # gone (another pool found out): no one to ask
             # Cancelled (the run, a replan, the step timeout), or the journal failed:
             # stop the remote step too, and wait (bounded) until it has ended there, so
             # no remote work of a cancelled step goes on once the cancel is over. Not

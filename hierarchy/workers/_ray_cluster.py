@@ -48,7 +48,7 @@ class ClusterProbe:
             self.address: str | None = str(ray.get_runtime_context().gcs_address)
         except Exception:  # an older Ray, or one that has no address to give: no probe
             self.address = None
-        _gone.pop(self.address or "", None)  # its replicas just started there: it is back
+        _gone.pop(self.address or "", None)  # this process just joined it: it is back
         self._last = (float("-inf"), True)  # when the GCS was last probed, and if it answered
 
     async def watched(self, wait: Callable[[], Awaitable[_T]], worker: str) -> _T:
@@ -141,7 +141,12 @@ class ClusterProbe:
         _log.error("%s", message, extra={"worker": worker})
         return ClusterLost(message)
 
-    def check(self, worker: str) -> None:
-        """Raise ``ClusterLost`` if the pool's cluster is known to be gone."""
-        if self.went is not None:
-            raise self.lost(worker, WorkerLost(self.went))
+    def check(self, worker: str, during: BaseException | None = None) -> None:
+        """Raise ``ClusterLost`` if the pool's cluster is known to be gone: the error of a
+        step that raised ``during`` (a Ray shut down under it, say) then, unless that was
+        a cancellation, raised as it is."""
+        if self.went is None:
+            return
+        if during is not None and not isinstance(during, Exception):
+            raise during
+        raise self.lost(worker, WorkerLost(self.went)) from during

@@ -17,6 +17,7 @@ import atexit
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -50,6 +51,7 @@ async def join_ray(ray: Any, address: str | None) -> None:
     Raises:
         ConfigError: the cluster at ``address`` cannot be joined.
     """
+    _errors_to_stderr()
     if ray.is_initialized() and not _lock.locked():
         return  # this process joined a Ray already (its own ray.init): use that one
     done: Future[None] = Future()
@@ -58,6 +60,23 @@ async def join_ray(ray: Any, address: str | None) -> None:
     )
     keeper.start()
     await asyncio.wrap_future(done)
+
+
+def _errors_to_stderr() -> None:
+    """Ray's driver prints what the cluster tells it (a replica that died, "The autoscaler
+    failed ..." as a head goes away) to stdout, whatever ``log_to_driver`` says; a
+    program's stdout may be machine-read (``regiment run --events jsonl``, its answer):
+    those lines go to stderr. (Ray's own printer, wrapped; left alone if it has moved.)"""
+    worker = sys.modules.get("ray._private.worker")
+    printer = getattr(worker, "print_to_stdstream", None)
+    if printer is None or getattr(printer, "regiment_stderr", False):
+        return
+
+    def to_stderr(data: dict[str, Any], ignore_prefix: bool) -> None:
+        printer({**data, "is_err": True}, ignore_prefix)
+
+    to_stderr.regiment_stderr = True  # type: ignore[attr-defined]
+    worker.print_to_stdstream = to_stderr  # type: ignore[union-attr]
 
 
 def _keep(ray: Any, address: str | None, done: Future[None]) -> None:
