@@ -1,0 +1,97 @@
+"""Clients that hang up, fifty times over (under real uvicorn): a ``?wait=true`` POST whose
+client leaves cancels its run, as the README says, and neither it nor an events follower
+that leaves (with ``?live=true`` or not) leaves a task, a waiter or a live tap behind."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+
+import anyio
+import httpx2 as httpx
+import pytest
+
+from examples.service.serving import serving
+from regiment.serve import MemoryRunStore, create_app
+from tests.serve.teams import Stuck, stuck_team
+
+pytestmark = pytest.mark.anyio
+
+SCAN = "Please scan the warehouse for order 55001."
+TIMES = 50
+
+
+async def _settled(before: set[asyncio.Task[object]]) -> set[asyncio.Task[object]]:
+    """The tasks there are beyond ``before`` once the server has wound the requests down
+    (each connection's task ends a few loop turns after its client left)."""
+    with anyio.move_on_after(10):  # a guard against a hang, not a timing: it asserts below
+        while asyncio.all_tasks() - before:
+            await anyio.sleep(0.01)
+    return asyncio.all_tasks() - before
+
+
+async def _hang_up_waiting(c: httpx.AsyncClient, stuck: Stuck) -> None:
+    """POST a run with ``?wait=true`` and hang up once it is in its tool."""
+    stuck.started = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(functools.partial(c.post, "/runs?wait=true", json={"goal": SCAN}))
+        await stuck.started.wait()
+        tg.cancel_scope.cancel()
+
+
+async def test_fifty_waiting_clients_that_hang_up_cancel_their_runs_and_leave_nothing() -> None:
+    stuck, store = Stuck(), MemoryRunStore()
+    async with (
+        serving(create_app(stuck_team(stuck), store=store)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
+        await _hang_up_waiting(c, stuck)  # the first run starts the team's own tasks
+        (first,) = store.list()
+        await first.ended.wait()
+        before = asyncio.all_tasks()
+        for _ in range(TIMES):
+            await _hang_up_waiting(c, stuck)
+        runs = store.list()
+        for record in runs:
+            with anyio.fail_after(10):
+                await record.ended.wait()
+        assert len(runs) == TIMES + 1
+        assert {r.status for r in runs} == {"cancelled"}  # each ended when its client left
+        assert await _settled(before) == set()  # no run's drive, request or waiter is left
+        assert all(not r.taps for r in runs)
+        listed = (await c.get("/runs", params={"status": "running"})).json()["runs"]
+        assert listed == []
+
+
+async def _follow_and_hang_up(c: httpx.AsyncClient, run_id: str, *, live: bool) -> None:
+    """Follow the run's events (its progress too, if ``live``); hang up at the first."""
+    params = {"live": "true"} if live else {}
+    async with c.stream("GET", f"/runs/{run_id}/events", params=params) as response:
+        async for line in response.aiter_lines():
+            if line.startswith("id: "):
+                break
+
+
+async def test_fifty_followers_that_hang_up_leave_the_run_going_and_nothing_behind() -> None:
+    stuck, store = Stuck(), MemoryRunStore()
+    async with (
+        serving(create_app(stuck_team(stuck), store=store)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
+        run_id = (await c.post("/runs", json={"goal": SCAN})).json()["run_id"]
+        await stuck.started.wait()
+        record = store.get(run_id)
+        assert record is not None
+        # the first stream starts sse-starlette's one watcher of the server's stop
+        await _follow_and_hang_up(c, run_id, live=False)
+        before = asyncio.all_tasks()
+        for n in range(TIMES):
+            await _follow_and_hang_up(c, run_id, live=n % 2 == 1)
+        assert await _settled(before) == set()
+        assert record.taps == set()
+        assert not record.ended.is_set()  # a follower that leaves does not end the run
+        assert (await c.get(f"/runs/{run_id}")).json()["status"] == "running"
+        await c.post(f"/runs/{run_id}/cancel")
+        with anyio.fail_after(10):
+            await record.ended.wait()
+        assert record.status == "cancelled"
