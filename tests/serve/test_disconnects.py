@@ -25,9 +25,9 @@ async def _settled(before: set[asyncio.Task[object]]) -> set[asyncio.Task[object
     """The tasks there are beyond ``before`` once the server has wound the requests down
     (each connection's task ends a few loop turns after its client left)."""
     with anyio.move_on_after(10):  # a guard against a hang, not a timing: it asserts below
-        while asyncio.all_tasks() - before:
-            await anyio.sleep(0.01)
-    return asyncio.all_tasks() - before
+        while extra := asyncio.all_tasks() - before - {asyncio.current_task()}:
+            await asyncio.wait(extra)  # (a task they start on the way is waited for next)
+    return asyncio.all_tasks() - before - {asyncio.current_task()}
 
 
 async def _hang_up_waiting(c: httpx.AsyncClient, stuck: Stuck) -> None:
