@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from pathlib import Path
 
 import anyio
 import httpx2 as httpx
@@ -13,6 +14,8 @@ import pytest
 
 from examples.service.serving import serving
 from regiment.serve import MemoryRunStore, create_app
+from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
+from tests.serve.sse import run_events
 from tests.serve.teams import Stuck, stuck_team
 
 pytestmark = pytest.mark.anyio
@@ -95,3 +98,44 @@ async def test_fifty_followers_that_hang_up_leave_the_run_going_and_nothing_behi
         with anyio.fail_after(10):
             await record.ended.wait()
         assert record.status == "cancelled"
+
+
+async def _dispatched_after(c: httpx.AsyncClient, run_id: str, last: int) -> bool:
+    """Whether the run's events after ``last`` have a ``StepDispatched`` (read up to it)."""
+    headers = {"Last-Event-ID": str(last)}
+    async with c.stream("GET", f"/runs/{run_id}/events", headers=headers) as events:
+        async for line in events.aiter_lines():
+            if line == "event: StepDispatched":
+                return True
+    return False
+
+
+async def test_a_client_that_hangs_up_on_a_resumes_wait_cancels_the_run_for_good(
+    tmp_path: Path,
+) -> None:
+    # As on POST /runs: the request asked to wait for the run, and left. A cancelled run
+    # is not resumed (README): a resume that must outlive its connection leaves ?wait out.
+    shop = Shop()
+    plan = plan_json(
+        step("s1", "billing", "refund 2 500"),
+        {**step("s2", "slow", "slow 1"), "depends_on": ["s1"]},
+    )
+    app = create_app(shop_team(shop, plan), journal=str(tmp_path / "runs.db"))
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as c:
+        paused = (await c.post("/runs?wait=true", json={"goal": "refund, then slow"})).json()
+        run_id = paused["run_id"]
+        (asked,) = paused["pending_approvals"]
+        await c.post(f"/approvals/{asked['request_id']}", json={"decision": "approve"})
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(c.post, f"/runs/{run_id}/resume?wait=true")
+            while not await _dispatched_after(c, run_id, 5):  # (the paused run's, at first)
+                pass
+            tg.cancel_scope.cancel()  # the resume's client hangs up
+        last = (await run_events(c, run_id))[-1]
+        assert last.data is not None
+        assert (last.event, last.data["error_type"]) == ("RunFailed", "RunCancelled")
+        again = await c.post(f"/runs/{run_id}/resume")
+        assert again.status_code == 409
+        assert "cancelled" in again.json()["detail"]
+    assert shop.refunds == [("2", 500)]
+    assert shop.slow_done == []
