@@ -36,7 +36,10 @@ async def test_a_rejected_step_says_why_live_ended_and_after_a_restart(tmp_path:
 
     journal = str(tmp_path / "runs.db")
     team = replan_team(Brain([plan_json(PROBE), RECOVER], work=work))
-    async with serving(create_app(team, journal=journal)) as url, httpx.AsyncClient(base_url=url) as c:
+    async with (
+        serving(create_app(team, journal=journal)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
         run_id = (await c.post("/runs", json={"goal": "probe, then recover"})).json()["run_id"]
         await recovering.wait()
         live = (await c.get(f"/runs/{run_id}")).json()
@@ -49,7 +52,10 @@ async def test_a_rejected_step_says_why_live_ended_and_after_a_restart(tmp_path:
         assert ended["status"] == "completed"
         assert (ended["committed"], ended["rejected"]) == (["s2"], ["s1"])
         assert ended["rejections"] == WHY  # it had the ids only: the reason was in an event
-    async with serving(create_app(team, journal=journal)) as url, httpx.AsyncClient(base_url=url) as c:
+    async with (
+        serving(create_app(team, journal=journal)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
         replayed = (await c.get(f"/runs/{run_id}")).json()
     assert (replayed["rejected"], replayed["rejections"]) == (["s1"], WHY)
 
