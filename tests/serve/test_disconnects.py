@@ -11,6 +11,8 @@ from pathlib import Path
 import anyio
 import httpx2 as httpx
 import pytest
+from hypercorn.config import Config
+from hypercorn.trio import serve
 
 from examples.service.serving import serving
 from regiment.serve import MemoryRunStore, create_app
@@ -139,3 +141,26 @@ async def test_a_client_that_hangs_up_on_a_resumes_wait_cancels_the_run_for_good
         assert "cancelled" in again.json()["detail"]
     assert shop.refunds == [("2", 500)]
     assert shop.slow_done == []
+
+
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+async def test_a_waiting_client_that_hangs_up_cancels_its_run_on_trio_too() -> None:
+    # The wait reads the request's http.disconnect, which hypercorn sends on trio as
+    # uvicorn does on asyncio.
+    stuck, store = Stuck(), MemoryRunStore()
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    shutdown = anyio.Event()
+    app = create_app(stuck_team(stuck), store=store)
+    async with anyio.create_task_group() as tg:
+        (url,) = await tg.start(
+            functools.partial(serve, app, config, shutdown_trigger=shutdown.wait)  # type: ignore[arg-type]
+        )
+        async with httpx.AsyncClient(base_url=url) as c:
+            await _hang_up_waiting(c, stuck)
+        (record,) = store.list()
+        with anyio.fail_after(10):
+            await record.ended.wait()
+        shutdown.set()
+    assert record.status == "cancelled"
+    assert stuck.cancelled.is_set()  # its tool was cancelled with it
