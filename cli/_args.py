@@ -6,7 +6,7 @@ import argparse
 import math
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from regiment._version import __version__
 from regiment.cli._approvals import add_approval_commands
@@ -186,20 +186,22 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     """``regiment mcp`` and ``regiment serve``: a team behind a protocol."""
     mcp = commands.add_parser("mcp", help="serve the team as one MCP tool, run(goal), over stdio")
     mcp.add_argument("team_file", metavar="TEAM_FILE", help=_TEAM_FILE)
-    mcp.add_argument("--model", metavar="SPEC", help="as for run")
+    mcp.add_argument("--model", metavar="SPEC", help="as for run", action=_Once)
     mcp.add_argument(
         "--http",
         metavar="PORT",
         type=_port,
         help="streamable HTTP on 127.0.0.1:PORT (0: a free port)",
+        action=_Once,
     )
     mcp.add_argument(
         "--backend",
         choices=("asyncio", "trio"),
         default="asyncio",
         help=f"{_BACKEND}; --http needs asyncio",
+        action=_Once,
     )
-    mcp.add_argument("--app-dir", metavar="DIR", default=".", help=_APP_DIR)
+    mcp.add_argument("--app-dir", metavar="DIR", default=".", help=_APP_DIR, action=_Once)
     _add_trace(mcp, "each run's", " (parented by the client's _meta traceparent)")
     mcp.add_argument(
         "--journal",
@@ -207,18 +209,35 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         help="journal runs here (SQLite file or postgresql:// URL): a run that pauses for "
         "approvals then waits there for `regiment approve`, and the tool resume(run_id) "
         "finishes it",
+        action=_Once,
     )
+    _add_serve(commands)
+
+
+def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``regiment serve``: the team as a web service. (A server command's option that takes
+    a value is refused when given twice, ``_Once``.)"""
     serve = commands.add_parser("serve", help="serve the team over HTTP (runs, events, cancel)")
     serve.add_argument("team_file", metavar="TEAM_FILE", help=_TEAM_FILE)
-    serve.add_argument("--model", metavar="SPEC", help="as for run")
+    serve.add_argument("--model", metavar="SPEC", help="as for run", action=_Once)
     serve.add_argument(
-        "--host", default="127.0.0.1", help="default 127.0.0.1 (others need a token)"
+        "--host",
+        default="127.0.0.1",
+        help="default 127.0.0.1 (others need a token)",
+        action=_Once,
     )
-    serve.add_argument("--port", type=_port, default=8000, help="default 8000 (0: a free port)")
     serve.add_argument(
-        "--journal", metavar="J", help="journal runs here (SQLite file or postgresql:// URL)"
+        "--port", type=_port, default=8000, help="default 8000 (0: a free port)", action=_Once
     )
-    serve.add_argument("--token", metavar="T", help="bearer token (default: $REGIMENT_TOKEN)")
+    serve.add_argument(
+        "--journal",
+        metavar="J",
+        help="journal runs here (SQLite file or postgresql:// URL)",
+        action=_Once,
+    )
+    serve.add_argument(
+        "--token", metavar="T", help="bearer token (default: $REGIMENT_TOKEN)", action=_Once
+    )
     serve.add_argument(
         "--lease-ttl",
         metavar="S",
@@ -226,26 +245,54 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         help="seconds a journaled run stays this service's without a heartbeat (default 30; "
         "needs --journal): how long another service waits before it takes the runs of one "
         "that died on another machine over",
+        action=_Once,
     )
     serve.add_argument(
         "--keep-runs",
         metavar="N",
         type=int,
         help="ended runs kept in memory (default 1000; the journal keeps them all)",
+        action=_Once,
     )
     _add_trace(serve, "each run's", "")
-    serve.add_argument("--app-dir", metavar="DIR", default=".", help=_APP_DIR)
+    serve.add_argument("--app-dir", metavar="DIR", default=".", help=_APP_DIR, action=_Once)
     _add_verbose(serve, default="INFO")
 
 
 def _add_trace(parser: argparse.ArgumentParser, whose: str, parent: str) -> None:
     parser.add_argument(
         "--trace",
+        action=_Once,
         choices=("jaeger", "none"),
         default="none",
         help=f"jaeger: export {whose} spans and metrics over OTLP/HTTP (localhost:4318, "
         f"or OTEL_EXPORTER_OTLP_ENDPOINT){parent}",
     )
+
+
+class _Once(argparse._StoreAction):
+    """An option of a long-running server command (``mcp``, ``serve``) that takes one
+    value: given twice (``--http 8001 ... --http 8002``, a script's default and an
+    override, say) it is a usage error, not the last one silently winning."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.given: str | None = None
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        if self.given is not None:  # (no values in the message: one may be the --token)
+            named = (
+                self.given if self.given == option_string else f"{self.given}, then {option_string}"
+            )
+            parser.error(f"{named} is given twice; give it once (which one was meant?)")
+        self.given = option_string or self.dest
+        super().__call__(parser, namespace, values, option_string)
 
 
 def _add_verbose(parser: argparse.ArgumentParser, default: str = "warnings only") -> None:
