@@ -1,5 +1,4 @@
-"""A money budget's checks at team start: every model the team can call has a price,
-and every step runs where the budget can hold it."""
+"""A money budget's check at team start: every model the team can call has a price."""
 
 from __future__ import annotations
 
@@ -27,13 +26,7 @@ def _models(team: Team, where: str) -> Iterator[tuple[str, Model]]:
     if team.compression is not None and team.compression.model is not None:
         yield f"{where}compression", team.compression.model
     for worker in team.workers:
-        if isinstance(worker, Worker):
-            if worker.placement is not None:
-                raise ConfigError(
-                    f"{where}worker '{worker.name}' runs on Ray, and a money budget "
-                    "(Budget.usd) does not yet cover Ray workers; run it in-process "
-                    "(placement=None) or drop Budget.usd"
-                )
+        if isinstance(worker, Worker):  # on Ray too: its replicas charge at this price
             yield f"{where}worker '{worker.name}'", worker.model
         else:  # a TeamWorker: its run's budget is capped by its step's share of money
             child = worker.team
@@ -41,8 +34,8 @@ def _models(team: Team, where: str) -> Iterator[tuple[str, Model]]:
 
 
 def check_money(team: Team) -> None:
-    """A ``ConfigError`` naming the first model of ``team`` with no ``Price`` (or a Ray
-    worker) when its budget limits money (``Budget.usd``)."""
+    """A ``ConfigError`` naming the first model of ``team`` with no ``Price`` when its
+    budget limits money (``Budget.usd``)."""
     if team.budget.usd is None:
         return
     for role, model in _models(team, ""):

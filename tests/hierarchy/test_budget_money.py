@@ -178,15 +178,20 @@ def test_a_nested_teams_unpriced_model_is_refused_too() -> None:
         )
 
 
-def test_a_ray_worker_under_a_money_budget_is_refused() -> None:
-    model = ScriptedModel([], price=WHOLE)
-    with pytest.raises(ConfigError, match="does not yet cover Ray workers"):
+def test_a_ray_workers_unpriced_model_is_refused_as_any_other() -> None:
+    # Ray workers are held to money as in-process ones (tests/ray/test_ray_money.py); the
+    # price their replicas charge at is checked here, in the team's process.
+    priced_model = ScriptedModel([], price=WHOLE)
+    unpriced = ScriptedModel([], name="remote-model")
+    with pytest.raises(ConfigError, match="worker 'w''s model 'remote-model' has none"):
         Team(
             name="t",
-            planner=Planner(model=model),
-            workers=[Worker(name="w", description="d", model=model, placement=Ray())],
+            planner=Planner(model=priced_model),
+            workers=[Worker(name="w", description="d", model=unpriced, placement=Ray())],
             budget=Budget(usd=1.0),
         )
+    placed = Worker(name="w", description="d", model=priced_model, placement=Ray())
+    Team(name="t", planner=Planner(model=priced_model), workers=[placed], budget=Budget(usd=1.0))
 
 
 @pytest.mark.parametrize("usd", [-0.01, float("nan"), float("inf"), 1e308, "5", True])
