@@ -343,7 +343,7 @@ class BudgetLedger(_Held):
     def room(self, name: str) -> tuple[int, int] | None:
         """What is left of budget field ``name`` (a :class:`StepAllowance` field): not
         spent, and of that not reserved either; ``None`` when the field has no limit."""
-        limit: int | None = self._usd if name == "micro_usd" else getattr(self.budget, name)
+        limit = self.limit(name)
         if limit is None:
             return None
         s = self.spent
@@ -371,9 +371,22 @@ class BudgetLedger(_Held):
         self._hold(grown)
         return grown
 
+    def limit(self, name: str) -> int | None:
+        """The limit of :class:`StepAllowance` field ``name`` (``micro_usd``: ``usd`` in
+        micro-dollars); ``None``: none."""
+        if name == "micro_usd":
+            return self._usd
+        limit: int | None = getattr(self.budget, name)
+        return limit
+
     def widen(self, name: str, by: int) -> None:
-        """Raise budget field ``name`` by ``by`` (a nested run's limit, when the step
-        above it was topped up for it)."""
+        """Raise the limit of :class:`StepAllowance` field ``name`` by ``by`` (a nested
+        run's, when the step above it was topped up for it)."""
+        if name == "micro_usd":
+            assert self._usd is not None  # (a field with no limit is never topped up)
+            self._usd += by
+            self.budget = msgspec.structs.replace(self.budget, usd=self._usd / 1_000_000)
+            return
         limit: int = getattr(self.budget, name)
         self.budget = msgspec.structs.replace(self.budget, **{name: limit + by})
 
