@@ -196,6 +196,11 @@ class BudgetLedger(_Held):
         # total is read, so each step gets a shared allowance of its own cap, untracked.
         self._free: dict[int, StepAllowance] | None = None if self._limited or self._shared else {}
 
+    @property
+    def limited(self) -> bool:
+        """Whether a model call has any limit to be checked against (none by default)."""
+        return self._limited
+
     def _tokens_spent(self) -> int:
         return self.spent.input_tokens + self.spent.output_tokens
 
