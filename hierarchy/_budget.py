@@ -160,6 +160,7 @@ class BudgetLedger(_Held):
         "counts_tokens",
         "holds_money",
         "holds_replies",
+        "judges_warned",
         "replans",
         "reserved",
         "spent",
@@ -188,6 +189,7 @@ class BudgetLedger(_Held):
         # Whether a call's reply is held to what is left (:meth:`reply_room`).
         self.holds_replies = budget.tokens is not None or budget.output_tokens is not None
         self.holds_money = budget.usd is not None  # and to what its money pays for
+        self.judges_warned: set[tuple[str, str]] | None = None  # unpriced judges named
         # Whether :meth:`exhausted` has any limit to check (none by default).
         self._limited = self.counts_tokens or not (
             budget.model_calls is None and budget.output_tokens is None and budget.usd is None
@@ -195,11 +197,6 @@ class BudgetLedger(_Held):
         # No count limit at all (the default): a reservation holds nothing back and no
         # total is read, so each step gets a shared allowance of its own cap, untracked.
         self._free: dict[int, StepAllowance] | None = None if self._limited or self._shared else {}
-
-    @property
-    def limited(self) -> bool:
-        """Whether a model call has any limit to be checked against (none by default)."""
-        return self._limited
 
     def _tokens_spent(self) -> int:
         return self.spent.input_tokens + self.spent.output_tokens
@@ -348,7 +345,7 @@ class BudgetLedger(_Held):
     def room(self, name: str) -> tuple[int, int] | None:
         """What is left of budget field ``name`` (a :class:`StepAllowance` field): not
         spent, and of that not reserved either; ``None`` when the field has no limit."""
-        limit = self.limit(name)
+        limit: int | None = self._usd if name == "micro_usd" else getattr(self.budget, name)
         if limit is None:
             return None
         s = self.spent
@@ -376,24 +373,13 @@ class BudgetLedger(_Held):
         self._hold(grown)
         return grown
 
-    def limit(self, name: str) -> int | None:
-        """The limit of :class:`StepAllowance` field ``name`` (``micro_usd``: ``usd`` in
-        micro-dollars); ``None``: none."""
-        if name == "micro_usd":
-            return self._usd
-        limit: int | None = getattr(self.budget, name)
-        return limit
-
     def widen(self, name: str, by: int) -> None:
-        """Raise the limit of :class:`StepAllowance` field ``name`` by ``by`` (a nested
-        run's, when the step above it was topped up for it)."""
-        if name == "micro_usd":
-            assert self._usd is not None  # (a field with no limit is never topped up)
-            self._usd += by
-            self.budget = msgspec.structs.replace(self.budget, usd=self._usd / 1_000_000)
-            return
-        limit: int = getattr(self.budget, name)
-        self.budget = msgspec.structs.replace(self.budget, **{name: limit + by})
+        """Raise field ``name``'s limit by ``by`` (a nested run's, as its step is topped up)."""
+        money = name == "micro_usd"  # kept in micro-dollars, a Budget's usd in dollars
+        grown: int = ((self._usd or 0) if money else getattr(self.budget, name)) + by
+        self._usd = grown if money else self._usd
+        field, value = ("usd", grown / 1_000_000) if money else (name, grown)
+        self.budget = msgspec.structs.replace(self.budget, **{field: value})
 
     def charge(self, usage: Usage, model_calls: int = 0, tool_calls: int = 0) -> None:
         """Record what was really spent."""

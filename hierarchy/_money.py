@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from regiment.errors import ConfigError
+from regiment.hierarchy.guard._types import Guardrail, as_guardrail
 from regiment.hierarchy.workers._worker import Worker
 from regiment.models import Model, Price
 
@@ -15,9 +16,28 @@ if TYPE_CHECKING:
 __all__ = ("check_money",)
 
 
+def _guards(team: Team) -> Iterator[Guardrail]:
+    """Every guard of ``team`` itself (not of the teams it nests)."""
+    planner, critic = team.planner, team.critic
+    yield from (as_guardrail(g) for g in team.guardrails)
+    yield from (as_guardrail(g) for g in planner.guardrails)
+    yield from (as_guardrail(g) for g in planner.synthesizer_guardrails)
+    if critic is not None:
+        yield from (as_guardrail(g) for g in critic.guardrails)
+    for worker in team.workers:
+        if isinstance(worker, Worker):
+            yield from (as_guardrail(g) for g in worker.guardrails)
+            for given in worker.tool_guardrails.values():
+                yield from (as_guardrail(g) for g in given)
+
+
 def _models(team: Team, where: str) -> Iterator[tuple[str, Model]]:
-    """Each model ``team`` (and the teams its ``TeamWorker`` s run) calls, and its role."""
+    """Each model ``team`` (and the teams its ``TeamWorker`` s run) calls, and its role:
+    its guards' judges too, where a guard names its model (``Guardrail.model``)."""
     planner = team.planner
+    for guard in _guards(team):
+        if guard.model is not None:
+            yield f"{where}guardrail '{guard.name}' (its judge)", guard.model
     yield f"{where}planner", planner.model
     if planner.synthesizer_model is not None:
         yield f"{where}synthesizer_model", planner.synthesizer_model

@@ -145,7 +145,10 @@ class TopUps:
         own limit grows by what it got, within its team's own budget."""
         assert self.above is not None
         above, key = self.above
-        limit, ceiling = ledger.limit(name), None if self.own is None else _limit(self.own, name)
+        limit, ceiling = (
+            _limit(ledger.budget, name),
+            None if self.own is None else _limit(self.own, name),
+        )
         if limit is None:
             return 0
         if ceiling is not None:

@@ -36,13 +36,13 @@ from regiment.hierarchy.guard._roles import Caller, GuardLog, guarded
 from regiment.hierarchy.run._call_runner import CallRunner
 from regiment.hierarchy.run._empty_answer import synthesized
 from regiment.hierarchy.run._lender import CallLender
-from regiment.hierarchy.run._reask import Reasks
 from regiment.hierarchy.run._messages import (
     DeadlineReached,
     ModelReplied,
     PlannerMessage,
     Purpose,
 )
+from regiment.hierarchy.run._reask import Reasks
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._structured import structured_call
 from regiment.hierarchy.run._trace import RunTrace
@@ -276,7 +276,7 @@ class PhaseCalls:
         if purpose == "synthesis" and self._team.guards.answer:
             live = None  # a reader sees only an answer the guards let through (tell_answer)
         reasks = None  # asked again (below): each ask held to what the run has left
-        if purpose == "synthesis" and (ledger := self._ledger) is not None and ledger.limited:
+        if purpose == "synthesis" and (ledger := self._ledger) is not None:
             reasks = Reasks(ledger, self._team.role_callers[1])
         if purpose == "synthesis" and shape is not None:  # validated, re-asked (bounded)
             # Told once valid: a re-asked invalid answer, or Claude's answer (a forced

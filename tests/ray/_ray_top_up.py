@@ -62,9 +62,7 @@ def _answer(request: ModelRequest) -> ModelResponse:
     return msgspec.structs.replace(text_response("done"), usage=ANSWERED)
 
 
-def looper(
-    probe: str, hang_at: int = -1, price: Price | None = None, held: bool = False
-) -> Worker:
+def looper(probe: str, hang_at: int = -1, price: Price | None = None, held: bool = False) -> Worker:
     """``hang_at``: the first body of that call tells the probe it started (with its
     process id, for the test to kill the replica) and never returns. ``price``: its
     model's; ``held``: its replies keep to ``max_tokens`` (``_held_looper_brain``)."""

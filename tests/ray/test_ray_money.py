@@ -82,9 +82,7 @@ async def test_a_tight_money_budget_is_never_overspent_through_a_replica(
     name, handle = probe
     full = 6 * _cost(LOOPED) + 5 * _cost(Usage(input_tokens=1, output_tokens=10))
     usd = int(full * times)
-    team = top_up_team(
-        name, Budget(usd=usd / 1_000_000), loops=5, shorts=3, price=WHOLE, held=True
-    )
+    team = top_up_team(name, Budget(usd=usd / 1_000_000), loops=5, shorts=3, price=WHOLE, held=True)
     result = await _released_once(team, handle)
     assert (result.status, result.budget_exhausted) == ("partial", "usd")
     assert 0 < result.usage.micro_usd <= usd
