@@ -17,7 +17,7 @@ from regiment.hierarchy import (
 )
 from regiment.models import Price, Usage
 
-from ._ray_top_up import LOOPED, top_up_team
+from ._ray_top_up import ANSWERED, LOOPED, top_up_team
 from .test_ray_top_up import _run
 
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
@@ -27,6 +27,9 @@ WHOLE = Price(input=1.0, output=2.0)  # whole micro-dollars a token: input + 2 x
 
 def _cost(usage: Usage) -> int:
     return usage.whole_input_tokens + 2 * usage.output_tokens
+
+
+FULL = 6 * _cost(LOOPED) + 5 * _cost(ANSWERED)  # the run unlimited: the loop, and 5 others
 
 
 def _looper(result: RunResult) -> Usage:
@@ -39,24 +42,21 @@ async def test_a_step_on_a_replica_is_charged_at_its_price_and_topped_up_with_mo
 ) -> None:
     # The replicas build the looper's model with no price: its calls are charged at the
     # price the team's process checked, on the replica (each response's usage carries it).
+    # Three times what the run spends, in four shares: the long step's share pays for
+    # three of its six calls (a call's estimated input costs more than its 1 token);
+    # its siblings give back most of theirs, and it is topped up across the hop.
     name, handle = probe
-    unlimited = await _run(top_up_team(name, Budget(), loops=5, shorts=3, price=WHOLE), handle, 3)
-    need = unlimited.usage.micro_usd
-    assert _looper(unlimited).micro_usd == 6 * _cost(LOOPED) > 0
-    assert need == _cost(unlimited.usage)
-    # Three times that, in four shares: the long step's share pays for three of its six
-    # calls; its siblings give back most of theirs, and it is topped up across the hop.
-    team = top_up_team(name, Budget(usd=3 * need / 1_000_000), loops=5, shorts=3, price=WHOLE)
+    team = top_up_team(name, Budget(usd=3 * FULL / 1_000_000), loops=5, shorts=3, price=WHOLE)
     result = await _run(team, handle, shorts=3)
     assert (result.status, result.budget_exhausted) == ("completed", None)
     (topped,) = [e for e in result.events if isinstance(e, BudgetToppedUp)]
     assert topped.step_id == "s1"
     assert (topped.granted.micro_usd or 0) > 0
     assert topped.allowance.micro_usd is not None
-    assert topped.allowance.micro_usd < 3 * need
-    assert _looper(result).micro_usd == 6 * _cost(LOOPED)
+    assert topped.allowance.micro_usd < 3 * FULL
+    assert _looper(result).micro_usd == 6 * _cost(LOOPED) > 0
     assert result.usage_by_role["looper"].micro_usd == 6 * _cost(LOOPED)
-    assert result.usage.micro_usd == need <= 3 * need
+    assert result.usage.micro_usd == FULL == _cost(result.usage)
 
 
 async def _released_once(team: Team, handle: object) -> RunResult:
@@ -72,16 +72,14 @@ async def _released_once(team: Team, handle: object) -> RunResult:
     return events.ending.result
 
 
-@pytest.mark.parametrize("times", [1.5, 2.0])
 async def test_a_tight_money_budget_is_never_overspent_through_a_replica(
-    probe: tuple[str, object], times: float
+    probe: tuple[str, object],
 ) -> None:
     # Replies keep to max_tokens here, as a provider's do: the replica holds each to what
     # the step's share (topped up across the hop) can pay at the model's output price.
-    # ``full``: what the run spends unlimited; a call's estimated input costs more.
+    # (A call's estimated input costs more than the 1 token its reply says it read.)
     name, handle = probe
-    full = 6 * _cost(LOOPED) + 5 * _cost(Usage(input_tokens=1, output_tokens=10))
-    usd = int(full * times)
+    usd = 2 * FULL  # the long step runs short, is topped up, and runs short again
     team = top_up_team(name, Budget(usd=usd / 1_000_000), loops=5, shorts=3, price=WHOLE, held=True)
     result = await _released_once(team, handle)
     assert (result.status, result.budget_exhausted) == ("partial", "usd")
