@@ -207,6 +207,11 @@ class Guardrail:
             )
         if not self.name:
             object.__setattr__(self, "name", _name(self.check))
+        if self.model is not None and not isinstance(self.model, Model):
+            raise ConfigError(
+                f"guardrail {self.name!r}: model must be the Model its check asks through "
+                f"judge() (e.g. AnthropicModel(...)), not {self.model!r}"
+            )
         # A plain function may block (a moderation service called over HTTP): it runs in
         # a worker thread, as a sync tool does; the built-ins, quick and pure, need not.
         check = self.check

@@ -94,6 +94,11 @@ def test_a_guard_naming_an_unpriced_model_is_refused_at_team_start() -> None:
         )
 
 
+def test_a_guard_given_something_else_as_its_model_says_so() -> None:
+    with pytest.raises(ConfigError, match="model must be the Model its check asks"):
+        Guardrail(lambda s: Pass(), "answer", name="g", model="claude")  # type: ignore[arg-type]
+
+
 async def test_an_unpriced_judge_is_named_in_a_warning_once_per_run(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
