@@ -47,7 +47,8 @@ _log = logging.getLogger("regiment.models")
 _MAX_TOKENS = ("its length limit", "raise max_tokens in this role's settings")
 _LEAST_THINKING = 1024  # Claude's least thinking budget; max_tokens must be above it
 _HELD = (
-    "what a step's share (or the run) had left of Budget.output_tokens or Budget.tokens: "
+    "what a step's share (or the run) had left of Budget.output_tokens, Budget.tokens or "
+    "Budget.usd: "
     "give the run a larger budget, or fewer steps at once (Team.concurrency)"
 )
 _CUT_ADVICE = {

@@ -108,15 +108,20 @@ async def test_an_empty_answer_is_asked_again_held_to_what_the_first_left() -> N
     assert (result.status, result.answer) == ("completed", "the answer")
 
 
-async def test_money_is_not_spent_twice_through_a_second_ask() -> None:
+async def test_money_is_not_spent_twice_through_a_second_ask(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     unheld, _ = await _unheld()
     before = unheld.usage.micro_usd - unheld.usage_by_role["synthesizer"].micro_usd
     asked = unheld.usage_by_role["synthesizer"].input_tokens // 2  # about its first input
     # the synthesis' first ask may write about 100 tokens (2 micro-dollars each)
     usd = before + asked + 200
     synth = Synth(first=10_000)
-    result = await _team(synth, Budget(usd=usd / 1_000_000), WHOLE).run("goal")
+    with caplog.at_level(logging.WARNING, logger="regiment.models"):
+        result = await _team(synth, Budget(usd=usd / 1_000_000), WHOLE).run("goal")
     assert len(synth.asked) == 1  # its empty reply spent what was left: not asked again
+    (cut,) = [r for r in caplog.records if "its budget had left for it" in r.getMessage()]
+    assert "Budget.usd" in cut.getMessage()  # the limit that held it is named
     assert result.usage.micro_usd <= usd
     assert result.answer == ""
 
