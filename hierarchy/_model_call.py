@@ -47,7 +47,8 @@ _log = logging.getLogger("regiment.models")
 _MAX_TOKENS = ("its length limit", "raise max_tokens in this role's settings")
 _LEAST_THINKING = 1024  # Claude's least thinking budget; max_tokens must be above it
 _HELD = (
-    "what a step's share (or the run) had left of Budget.output_tokens or Budget.tokens: "
+    "what a step's share (or the run) had left of Budget.output_tokens, Budget.tokens or "
+    "Budget.usd: "
     "give the run a larger budget, or fewer steps at once (Team.concurrency)"
 )
 _CUT_ADVICE = {
@@ -71,11 +72,14 @@ class ModelCaller:
     agent: str
     telemetry: Telemetry
     settings: ModelSettings | None = None  # the role's, already merged over the team's
-    price: Price | None = field(init=False, default=None)  # its model's (``Price``), if any
+    # its model's (``Price``), if any; given: the price for a model that has none (a Ray
+    # replica's, built there, charged at the price the team's process checked)
+    price: Price | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         price = getattr(self.model, "price", None)  # looked up once, not per call
-        object.__setattr__(self, "price", price if isinstance(price, Price) else None)
+        if isinstance(price, Price) or self.price is None:
+            object.__setattr__(self, "price", price if isinstance(price, Price) else None)
 
     async def call(self, request: ModelRequest, live: LiveSink | None = None) -> ModelResponse:
         """One model call; the reply's text is made encodable (see :mod:`regiment.hierarchy._text`).

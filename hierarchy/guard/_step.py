@@ -18,7 +18,13 @@ from regiment.hierarchy._budget import over_allowance
 from regiment.hierarchy._messages import BudgetLimit, StepAllowance
 from regiment.hierarchy._top_up import reply_room
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
-from regiment.hierarchy.guard._judge import JudgeTape, Purse, judging_within
+from regiment.hierarchy.guard._judge import (
+    JudgeCall,
+    JudgeTape,
+    Purse,
+    judging_within,
+    unpriced_judge,
+)
 from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._types import (
     Guardrail,
@@ -316,17 +322,34 @@ def step_purse(
     reply held to what that has left (``reply_room``)."""
 
     def left(
-        request: ModelRequest, made: Sequence[ModelResponse]
+        request: ModelRequest, made: Sequence[ModelResponse], call: JudgeCall
     ) -> tuple[BudgetLimit, str] | int | None:
         calls = progress.model_calls + pending + len(made)
         usage = sum((r.usage for r in made), progress.usage)
         if unpaid is not None:
             usage = usage + unpaid
         held = progress.allowance or allowance
-        out = over_allowance(held, calls, usage, request, "the judge call")
-        return out if out is not None else reply_room(held, usage, request)
+        rates = call.rates
+        if held.micro_usd is not None and rates is None:
+            unpriced_judge(_warned(progress), call)
+        out = over_allowance(held, calls, usage, request, "the judge call", rates)
+        return out if out is not None else reply_room(held, usage, request, rates)
 
     return left
+
+
+def _warned(progress: StepProgress) -> set[tuple[str, str]]:
+    """Where the unpriced judges already named are kept: the step's run's (in-process),
+    else the step's own (on a Ray replica)."""
+    fence = progress.fence
+    ledger = None if fence is None else fence.top_ups.ledger
+    if ledger is not None:
+        if ledger.judges_warned is None:
+            ledger.judges_warned = set()
+        return ledger.judges_warned
+    if progress.judges_warned is None:
+        progress.judges_warned = set()
+    return progress.judges_warned
 
 
 def _billed(progress: StepProgress, response: ModelResponse) -> None:
