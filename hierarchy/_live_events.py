@@ -8,6 +8,8 @@ other run there is no :class:`LiveSink`, and models answer in one piece.
 
 from __future__ import annotations
 
+import itertools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, final
@@ -41,12 +43,32 @@ __all__ = (
     "LiveChannel",
     "LiveSink",
     "live_sink",
+    "new_call",
     "observed_tool_call",
     "told_unrun",
 )
 
 EventSink = Callable[[Event], None]
 """Delivers one event to a run's reader without waiting."""
+
+# Each model call's ``TextDelta.call``: this process's mark (a step on a Ray replica
+# streams from another process) and a number, new for every call.
+_mark = os.urandom(4).hex()
+_numbers = itertools.count(1)
+
+
+def _renew_mark() -> None:
+    """A forked child streams calls of its own: it gets a mark of its own."""
+    global _mark, _numbers  # noqa: PLW0603 - the process's, renewed once per fork
+    _mark, _numbers = os.urandom(4).hex(), itertools.count(1)
+
+
+os.register_at_fork(after_in_child=_renew_mark)
+
+
+def new_call() -> str:
+    """A model call's ``TextDelta.call``: unique to it among the run's calls."""
+    return f"{_mark}.{next(_numbers)}"
 
 
 @final
@@ -64,8 +86,14 @@ class LiveSink:
     emit: EventSink
     worker: str = ""
 
-    def text_handler(self, request: ModelRequest) -> DeltaHandler:
-        """A delta handler that turns the text of ``request``'s reply into ``TextDelta`` s.
+    @staticmethod
+    def new_call() -> str:
+        """A model call's ``TextDelta.call`` (see ``new_call``)."""
+        return new_call()
+
+    def text_handler(self, request: ModelRequest, call: str) -> DeltaHandler:
+        """A delta handler that turns the text of ``request``'s reply into ``TextDelta`` s
+        of the model call ``call`` (``new_call()``, the same on each of them).
 
         A ``StreamRestart`` (the call is made again) becomes a ``TextDelta`` with
         ``void`` set to how many characters of the text it handed out are void."""
@@ -82,7 +110,16 @@ class LiveSink:
                 if delta.index not in starts:
                     starts[delta.index] = told
                 told += len(text)
-                emit(TextDelta(run_id=run_id, role=role, text=text, worker=worker, step_id=step_id))
+                emit(
+                    TextDelta(
+                        run_id=run_id,
+                        role=role,
+                        text=text,
+                        worker=worker,
+                        step_id=step_id,
+                        call=call,
+                    )
+                )
             elif isinstance(delta, StreamRestart):
                 void = [index for index in starts if index >= delta.index]
                 if void:  # the text of those parts is void: it comes again
@@ -96,13 +133,14 @@ class LiveSink:
                             worker=worker,
                             step_id=step_id,
                             void=voided,
+                            call=call,
                         )
                     )
 
         return on_delta
 
-    def refused(self, request: ModelRequest) -> None:
-        """Tell the reader the reply to ``request`` it was streamed is a refusal."""
+    def refused(self, request: ModelRequest, call: str) -> None:
+        """Tell the reader the reply to ``request`` it was streamed (as ``call``) is a refusal."""
         self.emit(
             TextDelta(
                 run_id=self.run_id,
@@ -111,6 +149,7 @@ class LiveSink:
                 worker=request.worker,
                 step_id=request.step_id,
                 refused=True,
+                call=call,
             )
         )
 
@@ -125,6 +164,7 @@ class LiveSink:
                     text=valid_text(text),
                     worker=request.worker,
                     step_id=request.step_id,
+                    call=new_call(),
                 )
             )
 

@@ -335,9 +335,10 @@ async def _reply(
         if live is None:
             response = await model.complete(request)
         else:
-            response = await stream_response(model, request, live.text_handler(request))
+            call = live.new_call()  # the reader keys this call's text on it
+            response = await stream_response(model, request, live.text_handler(request, call))
             if response.refused:  # its text reached the reader: say it was declined
-                live.refused(request)
+                live.refused(request, call)
     except BaseException as exc:  # a cancellation or an interrupt, as a rule
         if stray(exc):
             raise _stray_error(model, exc) from exc

@@ -147,10 +147,15 @@ class TextDelta(_Base, frozen=True, kw_only=True):
     The deltas of one model call, joined, are the text of its reply. ``worker``
     and ``step_id`` are set for ``role="worker"`` calls only. A refusal is known once
     it has streamed: one more ``TextDelta`` follows, ``refused=True`` and ``text=""``:
-    the text this call streamed (since its role's last call began) was declined, and
-    a reader drops it (``regiment run`` says so); the call fails with ``ModelRefused``.
+    the text this call streamed was declined, and a reader drops it (``regiment run``
+    says so); the call fails with ``ModelRefused``.
     A call whose stream broke after some text and is made again sends ``text=""`` and
     ``void=N``: drop the last N characters this call streamed; they come again.
+
+    ``call`` names the model call the delta belongs to: the same on each of its deltas
+    (its ``refused`` and ``void`` ones too), another for every other call of the run,
+    so a reader of two calls of one role streaming at once keys each call's text on it
+    (``""`` only on a delta made by hand).
     """
 
     role: Role
@@ -159,6 +164,7 @@ class TextDelta(_Base, frozen=True, kw_only=True):
     step_id: str | None = None
     refused: bool = False
     void: int = 0
+    call: str = ""
 
 
 class ToolCallStarted(_Base, frozen=True, kw_only=True):
