@@ -59,7 +59,7 @@ _numbers = itertools.count(1)
 
 def _renew_mark() -> None:
     """A forked child streams calls of its own: it gets a mark of its own."""
-    global _mark, _numbers  # noqa: PLW0603 - the process's, renewed once per fork
+    global _mark, _numbers  # the process's, renewed once per fork
     _mark, _numbers = os.urandom(4).hex(), itertools.count(1)
 
 
