@@ -22,11 +22,14 @@ from regiment.hierarchy._text import valid_text
 from regiment.hierarchy.events import Event, TextDelta, ToolCallFinished, ToolCallStarted
 from regiment.models import (
     DeltaHandler,
+    Model,
     ModelRequest,
+    ModelResponse,
     PartDelta,
     StreamRestart,
     TextPartDelta,
     ToolCallPart,
+    stream_response,
 )
 from regiment.tools import (
     ApprovalDecision,
@@ -85,6 +88,15 @@ class LiveSink:
     run_id: str
     emit: EventSink
     worker: str = ""
+
+    async def streamed(self, model: Model, request: ModelRequest) -> ModelResponse:
+        """``model``'s reply to ``request``, its text streamed to the reader as the
+        ``TextDelta`` s of one call (``new_call()``); a refusal is told once it has."""
+        call = new_call()  # the reader keys this call's text on it
+        response = await stream_response(model, request, self.text_handler(request, call))
+        if response.refused:  # its text reached the reader: say it was declined
+            self.refused(request, call)
+        return response
 
     @staticmethod
     def new_call() -> str:
