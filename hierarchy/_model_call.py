@@ -30,7 +30,6 @@ from regiment.models import (
     ToolResultPart,
     effective_settings,
     priced,
-    stream_response,
 )
 from regiment.telemetry import RunMetrics, Telemetry, error_type, genai
 from regiment.telemetry import semconv as sc
@@ -339,9 +338,7 @@ async def _reply(
         if live is None:
             response = await model.complete(request)
         else:
-            response = await stream_response(model, request, live.text_handler(request))
-            if response.refused:  # its text reached the reader: say it was declined
-                live.refused(request)
+            response = await live.streamed(model, request)
     except BaseException as exc:  # a cancellation or an interrupt, as a rule
         if stray(exc):
             raise _stray_error(model, exc) from exc
