@@ -24,6 +24,7 @@ from typing import TextIO
 import msgspec
 
 from regiment._text import visible
+from regiment.cli._hints import journal_flag
 from regiment.cli._journal_cmds import (
     add_journal_option,
     journal_exists,
@@ -111,7 +112,7 @@ async def approval_command(
         if args.command == "approvals":
             await _list(journal, args, stdout, stderr)
         else:
-            await _decide(journal, args, team, stdout)
+            await _decide(journal, args, team, stdout, journal_flag(location, environ))
     finally:
         await journal.close()
 
@@ -164,7 +165,7 @@ def _row(r: ApprovalRequest) -> dict[str, object]:
 
 
 async def _decide(
-    journal: Journal, args: argparse.Namespace, team: Team | None, stdout: TextIO
+    journal: Journal, args: argparse.Namespace, team: Team | None, stdout: TextIO, flag: str
 ) -> None:
     await _known_run(journal, args.run_id)
     decision = _decision(args.deny, args.edit)
@@ -198,7 +199,7 @@ async def _decide(
     on_record = None if created is None or created.team_file is None else created.team_file.path
     print(
         f"{what}: {request.tool_name} in run {request.run_id} "
-        f"({request.request_id}); continue with: {resume_hint(on_record, request.run_id)}",
+        f"({request.request_id}); continue with: {resume_hint(on_record, request.run_id, flag)}",
         file=stdout,
     )
 

@@ -373,14 +373,15 @@ def _print_shown(shown: dict[str, object], stdout: TextIO) -> None:
         print(f"usage: {msgspec.json.encode(shown['usage']).decode()}", file=stdout)
 
 
-def resume_hint(team_file: object, run_id: str) -> str:
+def resume_hint(team_file: object, run_id: str, flag: str = "") -> str:
     """How run ``run_id``, started from ``team_file`` (``None``: not by ``regiment run``),
-    goes on: ``regiment resume RUN_ID`` works only with its team file on record and there."""
+    goes on: ``regiment resume RUN_ID`` works only with its team file on record and there.
+    ``flag`` is what the command needs to find the journal (`` --journal J``)."""
     if team_file is None:  # a service started it (or code)
         return (
             f"POST /runs/{run_id}/resume to the service that started it, "
-            f"or regiment resume TEAM_FILE {run_id}"
+            f"or regiment resume TEAM_FILE {run_id}{flag}"
         )
     if not Path(str(team_file)).is_file():
-        return f"regiment resume TEAM_FILE {run_id} (its team file {team_file} is gone)"
-    return f"regiment resume {run_id}"
+        return f"regiment resume TEAM_FILE {run_id}{flag} (its team file {team_file} is gone)"
+    return f"regiment resume {run_id}{flag}"

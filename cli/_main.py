@@ -62,6 +62,7 @@ from regiment.cli._exit import (
     wait_for_tool_threads,
     watch_signals,
 )
+from regiment.cli._hints import journal_flag
 from regiment.cli._journal_cmds import (
     journal_flag_error,
     journal_read,
@@ -254,7 +255,8 @@ def _run_options(
         events_jsonl=args.events == "jsonl",
         events_file=args.events_file,
         live=not args.plain and stderr.isatty() and not args.verbose and ask is None,
-        journal=journal_spec(args, environ),
+        journal=(journal := journal_spec(args, environ)),
+        journal_flag="" if journal is None else journal_flag(journal, environ),
         session=session,
         resume=resume,
         force=getattr(args, "force", False),
