@@ -284,6 +284,8 @@ def _flags_agree(args: argparse.Namespace) -> argparse.Namespace:
         raise ConfigError("--events-deltas needs --events jsonl")
     if args.ray_address is not None and args.workers != "ray":
         raise ConfigError("--ray-address needs --workers ray")
+    if args.workers == "ray" and args.backend == "trio":
+        raise ConfigError("--workers ray needs --backend asyncio (the default; Ray has no trio)")
     return args
 
 
