@@ -187,7 +187,7 @@ async def _decide(
     except ApprovalError as exc:
         if exc.kind != "unknown":
             raise
-        raise await _wrong_request(journal, args.run_id, args.request_id) from exc
+        raise await _wrong_request(journal, args.run_id, args.request_id, flag) from exc
     except LeaseHeld as held:
         raise LeaseHeld(
             f"run {args.run_id!r} is live in another process and takes no decision from "
@@ -204,20 +204,22 @@ async def _decide(
     )
 
 
-async def _wrong_request(journal: Journal, run_id: str, request_id: str) -> ApprovalError:
+async def _wrong_request(
+    journal: Journal, run_id: str, request_id: str, flag: str
+) -> ApprovalError:
     """What to say of a request run ``run_id`` does not have: whose it is, if another
-    run's, and how to list the right ones."""
+    run's, and how to list the right ones (``flag``: the commands' `` --journal J``)."""
     others = [r.request for r in await journal.pending_approvals() if r.request.run_id != run_id]
     if (found := next((r for r in others if r.request_id == request_id), None)) is not None:
         return ApprovalError(
             f"REQUEST_ID {request_id} is of run {found.run_id}, not of run {run_id}: decide "
-            f"it with `regiment approve {found.run_id} {request_id}`; `regiment approvals "
-            f"{run_id}` lists the requests of run {run_id}",
+            f"it with `regiment approve {found.run_id} {request_id}{flag}`; `regiment approvals "
+            f"{run_id}{flag}` lists the requests of run {run_id}",
             kind="unknown",
         )
     return ApprovalError(
         f"REQUEST_ID is wrong: run {run_id} has no approval request {request_id!r}; "
-        f"`regiment approvals {run_id}` lists its pending ones",
+        f"`regiment approvals {run_id}{flag}` lists its pending ones",
         kind="unknown",
     )
 
