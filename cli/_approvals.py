@@ -213,13 +213,13 @@ async def _wrong_request(
     if (found := next((r for r in others if r.request_id == request_id), None)) is not None:
         return ApprovalError(
             f"REQUEST_ID {request_id} is of run {found.run_id}, not of run {run_id}: decide "
-            f"it with `regiment approve {found.run_id} {request_id}{flag}`; `regiment approvals "
-            f"{run_id}{flag}` lists the requests of run {run_id}",
+            f"it with `regiment approve{flag} {found.run_id} {request_id}`; `regiment approvals"
+            f"{flag} {run_id}` lists the requests of run {run_id}",
             kind="unknown",
         )
     return ApprovalError(
         f"REQUEST_ID is wrong: run {run_id} has no approval request {request_id!r}; "
-        f"`regiment approvals {run_id}{flag}` lists its pending ones",
+        f"`regiment approvals{flag} {run_id}` lists its pending ones",
         kind="unknown",
     )
 

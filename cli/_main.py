@@ -192,8 +192,12 @@ async def _dispatch(
         await fill_in_team_file(args, environ)  # `regiment resume RUN_ID`: the run's file
         _add_import_root(getattr(args, "app_dir", None))
         if args.command in ("runs", "show"):
-            command = runs_command if args.command == "runs" else show_command
-            shown = functools.partial(command, args, journal_read(args, environ))
+            spec = journal_read(args, environ)
+            shown = functools.partial(runs_command, args, spec)
+            if args.command == "show":  # what it suggests names the journal
+                shown = functools.partial(
+                    show_command, args, spec, flag=journal_flag(spec, environ)
+                )
             return await printed(shown, args.command, stdout, stderr)
         config = load_config(args.team_file)
         if args.command == "validate":

@@ -348,8 +348,8 @@ def _report(
             print(note, file=stderr)
         outcome = "paused" if paused else "done"
         if paused:
-            n, listing = len(result.pending_approvals), result.run_id + options.journal_flag
-            line = f"paused: {n} approval(s) pending — regiment approvals {listing}"
+            n, flag = len(result.pending_approvals), options.journal_flag
+            line = f"paused: {n} approval(s) pending — regiment approvals{flag} {result.run_id}"
             if options.journal is None:  # no journal to list, decide and resume them from
                 line = f"paused: {n} approval(s) pending, but --no-journal kept the run out of "
                 line += "the journal, so it cannot go on: run it with a journal (or --approve ask)"

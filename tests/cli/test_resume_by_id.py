@@ -42,7 +42,7 @@ def _paused(team: Path, cwd: Path, backend: str, *journal: str) -> tuple[str, st
     )
     assert run.returncode == 3, run.stderr
     (line,) = [x for x in run.stderr.splitlines() if x.startswith("paused:")]
-    run_id = line.split("regiment approvals ", 1)[1].split()[0]
+    run_id = line.rsplit(" ", 1)[1]
     listed = regiment_process("approvals", run_id, "--json", *journal, cwd=cwd)
     assert listed.returncode == 0, listed.stderr
     (row,) = [json.loads(x) for x in listed.stdout.splitlines()]
@@ -150,7 +150,7 @@ async def test_a_team_file_that_is_gone_or_changed(tmp_path: Path, anyio_backend
     decided = regiment_process("approve", run_id, request_id, "--journal", journal, cwd=tmp_path)
     assert decided.returncode == 0, decided.stderr
     assert decided.stdout.endswith(  # it said "regiment resume TEAM_FILE ...", not why
-        f"continue with: regiment resume TEAM_FILE {run_id} --journal {journal} "
+        f"continue with: regiment resume --journal {journal} TEAM_FILE {run_id} "
         f"(its team file {team} is gone)\n"
     )
 
