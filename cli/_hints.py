@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import argparse
+import functools
 import shlex
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
+from typing import TextIO
 
-from regiment.cli._journal_cmds import DEFAULT, shown_spec
+from regiment.cli._journal_cmds import (
+    DEFAULT,
+    journal_read,
+    runs_command,
+    show_command,
+    shown_spec,
+)
 
-__all__ = ("journal_flag",)
+__all__ = ("journal_flag", "journal_reader")
 
 
 def journal_flag(spec: str, environ: Mapping[str, str]) -> str:
@@ -21,3 +30,14 @@ def journal_flag(spec: str, environ: Mapping[str, str]) -> str:
     ):
         return ""
     return f" --journal {shlex.quote(shown_spec(spec))}"
+
+
+def journal_reader(
+    args: argparse.Namespace, environ: Mapping[str, str]
+) -> Callable[[TextIO], Awaitable[int]]:
+    """``regiment runs`` or ``regiment show``, given where to print; what ``show`` suggests
+    (``regiment resume ...``) names the journal it read."""
+    spec = journal_read(args, environ)
+    if args.command == "show":
+        return functools.partial(show_command, args, spec, flag=journal_flag(spec, environ))
+    return functools.partial(runs_command, args, spec)

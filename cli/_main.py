@@ -62,13 +62,10 @@ from regiment.cli._exit import (
     wait_for_tool_threads,
     watch_signals,
 )
-from regiment.cli._hints import journal_flag
+from regiment.cli._hints import journal_flag, journal_reader
 from regiment.cli._journal_cmds import (
     journal_flag_error,
-    journal_read,
     journal_spec,
-    runs_command,
-    show_command,
 )
 from regiment.cli._printed import printed
 from regiment.cli._resume import add_import_root as _add_import_root
@@ -192,13 +189,7 @@ async def _dispatch(
         await fill_in_team_file(args, environ)  # `regiment resume RUN_ID`: the run's file
         _add_import_root(getattr(args, "app_dir", None))
         if args.command in ("runs", "show"):
-            spec = journal_read(args, environ)
-            shown = functools.partial(runs_command, args, spec)
-            if args.command == "show":  # what it suggests names the journal
-                shown = functools.partial(
-                    show_command, args, spec, flag=journal_flag(spec, environ)
-                )
-            return await printed(shown, args.command, stdout, stderr)
+            return await printed(journal_reader(args, environ), args.command, stdout, stderr)
         config = load_config(args.team_file)
         if args.command == "validate":
             return validate(config, args.team_file, stdout)
