@@ -19,27 +19,31 @@ _TEAM_FILE = "a .toml, .yaml or .yml team file"
 _APP_DIR = "where the file's module:attribute paths are imported from (default: .)"
 _BACKEND = "the event loop to run on (default: asyncio)"
 
+_READER_LEFT = "141 its reader closed stdout (`| head`)"
 _RUN_EXITS = (
-    "0 done (a partial run too, with a note), 1 run failed, 2 usage or config error, "
-    "3 paused for approvals, 4 taken over by another process (it finishes the run), "
-    "130 interrupted (Ctrl-C), 143 terminated (SIGTERM)"
+    "0 done (a partial run too, with a note), 1 run failed (or its answer could not be "
+    "written), 2 usage or config error, 3 paused for approvals, 4 taken over by another "
+    f"process (it finishes the run), 130 interrupted (Ctrl-C), {_READER_LEFT}, "
+    "143 terminated (SIGTERM)"
 )
-_READ_EXITS = "0 done, 2 usage error or a journal that cannot be read"
+_UNWRITTEN = "1 what it prints could not be written (a full disk, a closed stdout)"
+_READ_EXITS = f"0 done, {_UNWRITTEN}, 2 usage error or a journal that cannot be read"
 # Each command's --help ends with what its exit codes mean.
 _EXITS = {
     "run": _RUN_EXITS,
     "resume": _RUN_EXITS,
-    "runs": _READ_EXITS,
-    "show": f"{_READ_EXITS}, or a run it does not have",
-    "approvals": _READ_EXITS,
-    "approve": "0 decided, 2 usage error, an unknown or already decided request, an invalid "
-    "edit, or a journal that cannot be written",
+    "runs": f"{_READ_EXITS}, {_READER_LEFT}",
+    "show": f"{_READ_EXITS}, or a run it does not have, {_READER_LEFT}",
+    "approvals": f"{_READ_EXITS}, {_READER_LEFT}",
+    "approve": f"0 decided, {_UNWRITTEN} (the decision was recorded), 2 usage error, an "
+    "unknown or already decided request, an invalid edit, or a journal that cannot be "
+    f"written, {_READER_LEFT}",
     "mcp": "0 stopped (the client closed stdin, or SIGTERM), 1 the server failed, 2 usage or "
     "config error (a team that cannot start too), 130 interrupted",
     "serve": "0 stopped (SIGTERM), 2 usage or config error (a team that cannot start, a port "
     "in use too), 130 interrupted",
-    "validate": "0 the file is good (a summary of the team follows), 2 it is not (the error "
-    "names the file, the line and the key), 130 interrupted",
+    "validate": f"0 the file is good (a summary of the team follows), {_UNWRITTEN}, 2 it "
+    f"is not (the error names the file, the line and the key), 130 interrupted, {_READER_LEFT}",
 }
 
 # What to say when an option of one command is given to another.
@@ -64,7 +68,7 @@ def parser() -> argparse.ArgumentParser:
         description="Run a team of agents declared in a TOML or YAML file.",
         epilog="exit codes: 0 done, 1 run failed, 2 usage or config error, "
         "3 paused for approvals, 4 taken over by another process (it finishes the run), "
-        "130 interrupted (Ctrl-C), 143 terminated (SIGTERM)",
+        f"130 interrupted (Ctrl-C), {_READER_LEFT}, 143 terminated (SIGTERM)",
     )
     parser.add_argument("--version", action="version", version=f"regiment {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
