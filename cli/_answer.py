@@ -3,14 +3,32 @@
 from __future__ import annotations
 
 import errno
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TextIO
 
 from regiment.cli._exit import was_closed
 from regiment.cli._journal_cmds import shown_spec
 from regiment.hierarchy import events as ev
 
-__all__ = ("AnswerOut", "say_unwritten")
+__all__ = ("AnswerOut", "say_unwritten", "void_of_call")
+
+
+def void_of_call(text: str, told: dict[str, int], call: str, void: int) -> str:
+    """``text`` (the synthesizer's calls' text, in the order they streamed) without the
+    last ``void`` characters of ``call``'s (``told``: how many each call streamed, in
+    the order of their first text; updated). Another call's text that came after it
+    stays: two calls streaming at once each drop only their own."""
+    after = 0
+    for name in reversed(told):
+        if name == call:
+            break
+        after += told[name]
+    else:  # none of that call's text is here (it was declined, say): nothing to drop
+        return text
+    void = min(void, told[call])
+    told[call] -= void
+    end = max(0, len(text) - after)
+    return text[: max(0, end - void)] + text[end:]
 
 
 @dataclass(slots=True)
@@ -35,6 +53,8 @@ class AnswerOut:
     done: bool = False
     failed: OSError | None = None
     what: str = "the answer"  # what stdout carries: "the events" with ``--events jsonl``
+    # How many characters each synthesizer call streamed (``TextDelta.call``), in order.
+    told: dict[str, int] = field(default_factory=dict)
 
     def delta(self, event: ev.TextDelta) -> None:
         if self.stream is None or event.role != "synthesizer":
@@ -46,10 +66,12 @@ class AnswerOut:
                     "\n[the model declined to answer; the text above is not the answer]\n",
                 )
             self.written, self.held = "", ""
+            self.told.clear()
             return
         if event.void:  # the stream broke and the call is made again: it comes again
-            self._voided(event.void)
+            self._voided(event.call, event.void)
             return
+        self.told[event.call] = self.told.get(event.call, 0) + len(event.text)
         text = self.held + event.text
         if not self.written:
             text = text.lstrip()
@@ -59,26 +81,24 @@ class AnswerOut:
             self.put(self.stream, body)
             self.written += body
 
-    def _voided(self, void: int) -> None:
-        """Drop the last ``void`` characters streamed: held back ones simply go; one
-        written already is followed by a line saying the answer starts again."""
-        if void <= len(self.held):
-            self.held = self.held[: len(self.held) - void]
+    def _voided(self, call: str, void: int) -> None:
+        """Drop the last ``void`` characters ``call`` streamed: held back ones simply go;
+        if written ones go, a line says the answer starts again, and what stands of it
+        is written again."""
+        now = void_of_call(self.written + self.held, self.told, call, void)
+        if now.startswith(self.written):
+            self.held = now[len(self.written) :]
             return
-        void -= len(self.held)
-        self.held, kept = "", self.written[: max(0, len(self.written) - void)]
         assert self.stream is not None
-        if kept != self.written:
-            self.stream.write(
-                "\n[the model's stream broke off and the answer is being written again; "
-                "the text above is void]\n"
-            )
-            self.stream.flush()
-            self.written = ""
-            if kept:  # the part before it stands: written again, as it is still the answer
-                self.stream.write(kept)
-                self.stream.flush()
-                self.written = kept
+        self.put(
+            self.stream,
+            "\n[the model's stream broke off and the answer is being written again; "
+            "the text above is void]\n",
+        )
+        body = now.rstrip()
+        self.written, self.held = body, now[len(body) :]
+        if body:  # the part before it stands: written again, as it is still the answer
+            self.put(self.stream, body)
 
     def finish(self, answer: str) -> None:
         if self.done:

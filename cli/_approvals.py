@@ -24,6 +24,7 @@ from typing import TextIO
 import msgspec
 
 from regiment._text import visible
+from regiment.cli._hints import journal_flag
 from regiment.cli._journal_cmds import (
     add_journal_option,
     journal_exists,
@@ -111,7 +112,7 @@ async def approval_command(
         if args.command == "approvals":
             await _list(journal, args, stdout, stderr)
         else:
-            await _decide(journal, args, team, stdout)
+            await _decide(journal, args, team, stdout, journal_flag(location, environ))
     finally:
         await journal.close()
 
@@ -164,7 +165,7 @@ def _row(r: ApprovalRequest) -> dict[str, object]:
 
 
 async def _decide(
-    journal: Journal, args: argparse.Namespace, team: Team | None, stdout: TextIO
+    journal: Journal, args: argparse.Namespace, team: Team | None, stdout: TextIO, flag: str
 ) -> None:
     await _known_run(journal, args.run_id)
     decision = _decision(args.deny, args.edit)
@@ -186,7 +187,7 @@ async def _decide(
     except ApprovalError as exc:
         if exc.kind != "unknown":
             raise
-        raise await _wrong_request(journal, args.run_id, args.request_id) from exc
+        raise await _wrong_request(journal, args.run_id, args.request_id, flag) from exc
     except LeaseHeld as held:
         raise LeaseHeld(
             f"run {args.run_id!r} is live in another process and takes no decision from "
@@ -198,25 +199,27 @@ async def _decide(
     on_record = None if created is None or created.team_file is None else created.team_file.path
     print(
         f"{what}: {request.tool_name} in run {request.run_id} "
-        f"({request.request_id}); continue with: {resume_hint(on_record, request.run_id)}",
+        f"({request.request_id}); continue with: {resume_hint(on_record, request.run_id, flag)}",
         file=stdout,
     )
 
 
-async def _wrong_request(journal: Journal, run_id: str, request_id: str) -> ApprovalError:
+async def _wrong_request(
+    journal: Journal, run_id: str, request_id: str, flag: str
+) -> ApprovalError:
     """What to say of a request run ``run_id`` does not have: whose it is, if another
-    run's, and how to list the right ones."""
+    run's, and how to list the right ones (``flag``: the commands' `` --journal J``)."""
     others = [r.request for r in await journal.pending_approvals() if r.request.run_id != run_id]
     if (found := next((r for r in others if r.request_id == request_id), None)) is not None:
         return ApprovalError(
             f"REQUEST_ID {request_id} is of run {found.run_id}, not of run {run_id}: decide "
-            f"it with `regiment approve {found.run_id} {request_id}`; `regiment approvals "
-            f"{run_id}` lists the requests of run {run_id}",
+            f"it with `regiment approve{flag} {found.run_id} {request_id}`; `regiment approvals"
+            f"{flag} {run_id}` lists the requests of run {run_id}",
             kind="unknown",
         )
     return ApprovalError(
         f"REQUEST_ID is wrong: run {run_id} has no approval request {request_id!r}; "
-        f"`regiment approvals {run_id}` lists its pending ones",
+        f"`regiment approvals{flag} {run_id}` lists its pending ones",
         kind="unknown",
     )
 

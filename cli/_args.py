@@ -6,7 +6,7 @@ import argparse
 import math
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from regiment._version import __version__
 from regiment.cli._approvals import add_approval_commands
@@ -19,28 +19,32 @@ _TEAM_FILE = "a .toml, .yaml or .yml team file"
 _APP_DIR = "where the file's module:attribute paths are imported from (default: .)"
 _BACKEND = "the event loop to run on (default: asyncio)"
 
+_READER_LEFT = "141 its reader closed stdout (`| head`)"
 _RUN_EXITS = (
-    "0 done (a partial run too, with a note), 1 run failed, 2 usage or config error, "
-    "3 paused for approvals, 4 taken over by another process (it finishes the run), "
-    "5 stopped unfinished, resumable (its Ray cluster went away: `regiment resume` it once "
-    "the cluster is back), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM)"
+    "0 done (a partial run too, with a note), 1 run failed (or its answer could not be "
+    "written), 2 usage or config error, 3 paused for approvals, 4 taken over by another "
+    "process (it finishes the run), 5 stopped unfinished, resumable (its Ray cluster went "
+    "away: `regiment resume` it once the cluster is back), 130 interrupted (Ctrl-C), "
+    f"{_READER_LEFT}, 143 terminated (SIGTERM)"
 )
-_READ_EXITS = "0 done, 2 usage error or a journal that cannot be read"
+_UNWRITTEN = "1 what it prints could not be written (a full disk, a closed stdout)"
+_READ_EXITS = f"0 done, {_UNWRITTEN}, 2 usage error or a journal that cannot be read"
 # Each command's --help ends with what its exit codes mean.
 _EXITS = {
     "run": _RUN_EXITS,
     "resume": _RUN_EXITS,
-    "runs": _READ_EXITS,
-    "show": f"{_READ_EXITS}, or a run it does not have",
-    "approvals": _READ_EXITS,
-    "approve": "0 decided, 2 usage error, an unknown or already decided request, an invalid "
-    "edit, or a journal that cannot be written",
+    "runs": f"{_READ_EXITS}, {_READER_LEFT}",
+    "show": f"{_READ_EXITS}, or a run it does not have, {_READER_LEFT}",
+    "approvals": f"{_READ_EXITS}, {_READER_LEFT}",
+    "approve": f"0 decided, {_UNWRITTEN} (the decision was recorded), 2 usage error, an "
+    "unknown or already decided request, an invalid edit, or a journal that cannot be "
+    f"written, {_READER_LEFT}",
     "mcp": "0 stopped (the client closed stdin, or SIGTERM), 1 the server failed, 2 usage or "
     "config error (a team that cannot start too), 130 interrupted",
     "serve": "0 stopped (SIGTERM), 2 usage or config error (a team that cannot start, a port "
     "in use too), 130 interrupted",
-    "validate": "0 the file is good (a summary of the team follows), 2 it is not (the error "
-    "names the file, the line and the key), 130 interrupted",
+    "validate": f"0 the file is good (a summary of the team follows), {_UNWRITTEN}, 2 it "
+    f"is not (the error names the file, the line and the key), 130 interrupted, {_READER_LEFT}",
 }
 
 # What to say when an option of one command is given to another.
@@ -66,7 +70,7 @@ def parser() -> argparse.ArgumentParser:
         epilog="exit codes: 0 done, 1 run failed, 2 usage or config error, "
         "3 paused for approvals, 4 taken over by another process (it finishes the run), "
         "5 stopped unfinished, resumable (`regiment resume` it), "
-        "130 interrupted (Ctrl-C), 143 terminated (SIGTERM)",
+        f"130 interrupted (Ctrl-C), {_READER_LEFT}, 143 terminated (SIGTERM)",
     )
     parser.add_argument("--version", action="version", version=f"regiment {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -188,20 +192,22 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     """``regiment mcp`` and ``regiment serve``: a team behind a protocol."""
     mcp = commands.add_parser("mcp", help="serve the team as one MCP tool, run(goal), over stdio")
     mcp.add_argument("team_file", metavar="TEAM_FILE", help=_TEAM_FILE)
-    mcp.add_argument("--model", metavar="SPEC", help="as for run")
+    mcp.add_argument("--model", metavar="SPEC", help="as for run", action=_Once)
     mcp.add_argument(
         "--http",
         metavar="PORT",
         type=_port,
         help="streamable HTTP on 127.0.0.1:PORT (0: a free port)",
+        action=_Once,
     )
     mcp.add_argument(
         "--backend",
         choices=("asyncio", "trio"),
         default="asyncio",
         help=f"{_BACKEND}; --http needs asyncio",
+        action=_Once,
     )
-    mcp.add_argument("--app-dir", metavar="DIR", default=".", help=_APP_DIR)
+    mcp.add_argument("--app-dir", metavar="DIR", default=".", help=_APP_DIR, action=_Once)
     _add_trace(mcp, "each run's", " (parented by the client's _meta traceparent)")
     mcp.add_argument(
         "--journal",
@@ -209,18 +215,35 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         help="journal runs here (SQLite file or postgresql:// URL): a run that pauses for "
         "approvals then waits there for `regiment approve`, and the tool resume(run_id) "
         "finishes it",
+        action=_Once,
     )
+    _add_serve(commands)
+
+
+def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``regiment serve``: the team as a web service. (A server command's option that takes
+    a value is refused when given twice, ``_Once``.)"""
     serve = commands.add_parser("serve", help="serve the team over HTTP (runs, events, cancel)")
     serve.add_argument("team_file", metavar="TEAM_FILE", help=_TEAM_FILE)
-    serve.add_argument("--model", metavar="SPEC", help="as for run")
+    serve.add_argument("--model", metavar="SPEC", help="as for run", action=_Once)
     serve.add_argument(
-        "--host", default="127.0.0.1", help="default 127.0.0.1 (others need a token)"
+        "--host",
+        default="127.0.0.1",
+        help="default 127.0.0.1 (others need a token)",
+        action=_Once,
     )
-    serve.add_argument("--port", type=_port, default=8000, help="default 8000 (0: a free port)")
     serve.add_argument(
-        "--journal", metavar="J", help="journal runs here (SQLite file or postgresql:// URL)"
+        "--port", type=_port, default=8000, help="default 8000 (0: a free port)", action=_Once
     )
-    serve.add_argument("--token", metavar="T", help="bearer token (default: $REGIMENT_TOKEN)")
+    serve.add_argument(
+        "--journal",
+        metavar="J",
+        help="journal runs here (SQLite file or postgresql:// URL)",
+        action=_Once,
+    )
+    serve.add_argument(
+        "--token", metavar="T", help="bearer token (default: $REGIMENT_TOKEN)", action=_Once
+    )
     serve.add_argument(
         "--lease-ttl",
         metavar="S",
@@ -228,26 +251,54 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         help="seconds a journaled run stays this service's without a heartbeat (default 30; "
         "needs --journal): how long another service waits before it takes the runs of one "
         "that died on another machine over",
+        action=_Once,
     )
     serve.add_argument(
         "--keep-runs",
         metavar="N",
         type=int,
         help="ended runs kept in memory (default 1000; the journal keeps them all)",
+        action=_Once,
     )
     _add_trace(serve, "each run's", "")
-    serve.add_argument("--app-dir", metavar="DIR", default=".", help=_APP_DIR)
+    serve.add_argument("--app-dir", metavar="DIR", default=".", help=_APP_DIR, action=_Once)
     _add_verbose(serve, default="INFO")
 
 
 def _add_trace(parser: argparse.ArgumentParser, whose: str, parent: str) -> None:
     parser.add_argument(
         "--trace",
+        action=_Once,
         choices=("jaeger", "none"),
         default="none",
         help=f"jaeger: export {whose} spans and metrics over OTLP/HTTP (localhost:4318, "
         f"or OTEL_EXPORTER_OTLP_ENDPOINT){parent}",
     )
+
+
+class _Once(argparse._StoreAction):
+    """An option of a long-running server command (``mcp``, ``serve``) that takes one
+    value: given twice (``--http 8001 ... --http 8002``, a script's default and an
+    override, say) it is a usage error, not the last one silently winning."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.given: str | None = None
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        if self.given is not None:  # (no values in the message: one may be the --token)
+            named = (
+                self.given if self.given == option_string else f"{self.given}, then {option_string}"
+            )
+            parser.error(f"{named} is given twice; give it once (which one was meant?)")
+        self.given = option_string or self.dest
+        super().__call__(parser, namespace, values, option_string)
 
 
 def _add_verbose(parser: argparse.ArgumentParser, default: str = "warnings only") -> None:

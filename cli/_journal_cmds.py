@@ -185,8 +185,11 @@ def _run_json(info: RunInfo) -> str:
     )
 
 
-async def show_command(args: argparse.Namespace, spec: str, stdout: TextIO) -> int:
-    """``regiment show RUN_ID``: plan versions, steps with status and output, answer, usage."""
+async def show_command(
+    args: argparse.Namespace, spec: str, stdout: TextIO, *, flag: str = ""
+) -> int:
+    """``regiment show RUN_ID``: plan versions, steps with status and output, answer, usage
+    (``flag``: what a command it suggests adds to read ``spec``, `` --journal J``)."""
     if not journal_exists(spec):
         raise ConfigError(f"no journal at {spec}, so no run {args.run_id!r}")
     journal = await open_cli_journal(spec, read_only=True)
@@ -202,7 +205,7 @@ async def show_command(args: argparse.Namespace, spec: str, stdout: TextIO) -> i
         print(json.dumps(shown), file=stdout)
     else:  # what models and tools wrote, control characters as \xNN (JSON escapes them)
         text = io.StringIO()
-        _print_shown(shown, text)
+        _print_shown(shown, text, flag)
         stdout.write(visible(text.getvalue()))
         stdout.flush()
     return 0
@@ -341,12 +344,12 @@ def _in_flight(
     ]
 
 
-def _print_shown(shown: dict[str, object], stdout: TextIO) -> None:
+def _print_shown(shown: dict[str, object], stdout: TextIO, flag: str) -> None:
     print(f"run {shown['run_id']} ({shown['team']}): {shown['status']}", file=stdout)
     if shown["status"] == "stalled" and shown["paused"]:  # else it would list paused
         print(
             "paused, and its approval requests have all been decided since: it waits to be "
-            f"resumed ({resume_hint(shown['team_file'], str(shown['run_id']))})",
+            f"resumed ({resume_hint(shown['team_file'], str(shown['run_id']), flag)})",
             file=stdout,
         )
     print(f"goal: {shown['goal']}", file=stdout)
@@ -373,14 +376,15 @@ def _print_shown(shown: dict[str, object], stdout: TextIO) -> None:
         print(f"usage: {msgspec.json.encode(shown['usage']).decode()}", file=stdout)
 
 
-def resume_hint(team_file: object, run_id: str) -> str:
+def resume_hint(team_file: object, run_id: str, flag: str = "") -> str:
     """How run ``run_id``, started from ``team_file`` (``None``: not by ``regiment run``),
-    goes on: ``regiment resume RUN_ID`` works only with its team file on record and there."""
+    goes on: ``regiment resume RUN_ID`` works only with its team file on record and there.
+    ``flag`` is what the command needs to find the journal (`` --journal J``)."""
     if team_file is None:  # a service started it (or code)
         return (
             f"POST /runs/{run_id}/resume to the service that started it, "
-            f"or regiment resume TEAM_FILE {run_id}"
+            f"or regiment resume{flag} TEAM_FILE {run_id}"
         )
     if not Path(str(team_file)).is_file():
-        return f"regiment resume TEAM_FILE {run_id} (its team file {team_file} is gone)"
-    return f"regiment resume {run_id}"
+        return f"regiment resume{flag} TEAM_FILE {run_id} (its team file {team_file} is gone)"
+    return f"regiment resume{flag} {run_id}"

@@ -62,12 +62,10 @@ from regiment.cli._exit import (
     wait_for_tool_threads,
     watch_signals,
 )
+from regiment.cli._hints import journal_flag, journal_reader
 from regiment.cli._journal_cmds import (
     journal_flag_error,
-    journal_read,
     journal_spec,
-    runs_command,
-    show_command,
 )
 from regiment.cli._printed import printed
 from regiment.cli._resume import add_import_root as _add_import_root
@@ -191,9 +189,7 @@ async def _dispatch(
         await fill_in_team_file(args, environ)  # `regiment resume RUN_ID`: the run's file
         _add_import_root(getattr(args, "app_dir", None))
         if args.command in ("runs", "show"):
-            command = runs_command if args.command == "runs" else show_command
-            shown = functools.partial(command, args, journal_read(args, environ))
-            return await printed(shown, args.command, stdout, stderr)
+            return await printed(journal_reader(args, environ), args.command, stdout, stderr)
         config = load_config(args.team_file)
         if args.command == "validate":
             return validate(config, args.team_file, stdout)
@@ -254,7 +250,8 @@ def _run_options(
         events_jsonl=args.events == "jsonl",
         events_file=args.events_file,
         live=not args.plain and stderr.isatty() and not args.verbose and ask is None,
-        journal=journal_spec(args, environ),
+        journal=(journal := journal_spec(args, environ)),
+        journal_flag="" if journal is None else journal_flag(journal, environ),
         session=session,
         resume=resume,
         force=getattr(args, "force", False),
@@ -282,6 +279,8 @@ def _flags_agree(args: argparse.Namespace) -> argparse.Namespace:
         raise ConfigError("--events-deltas needs --events jsonl")
     if args.ray_address is not None and args.workers != "ray":
         raise ConfigError("--ray-address needs --workers ray")
+    if args.workers == "ray" and args.backend == "trio":
+        raise ConfigError("--workers ray needs --backend asyncio (the default; Ray has no trio)")
     return args
 
 

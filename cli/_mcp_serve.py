@@ -75,6 +75,7 @@ def team_server(
 
     async def run(goal: str, ctx: Context) -> str:
         """Run the team on the goal and return its answer."""
+        _only(ctx, "run", "goal")
         with calls.cut_short(ctx.request_id), joined_trace(_w3c(ctx)):
             return await _answer(running.stream(goal), ctx, journal)
 
@@ -89,6 +90,7 @@ def team_server(
 
         async def resume(run_id: str, ctx: Context) -> str:
             """Finish a run of this team that paused for approvals (or whose server died)."""
+            _only(ctx, "resume", "run_id")
             with calls.cut_short(ctx.request_id), joined_trace(_w3c(ctx)):
                 return await _answer(running.resume_stream(run_id), ctx, journal)
 
@@ -100,6 +102,21 @@ def team_server(
             "paused run's result gave; returns the team's answer.",
         )
     return server
+
+
+def _only(ctx: Context, tool: str, takes: str) -> None:
+    """Refuse a call of ``tool`` with an argument other than ``takes`` (the SDK drops an
+    unknown one without a word: ``run(goal, session=...)`` ran with no session, and the
+    client, a model often, believed it had one)."""
+    params = ctx.request_context.params or {}
+    given = params.get("arguments") or {}
+    extra = [repr(name) for name in given if name != takes] if isinstance(given, dict) else []
+    if extra:
+        logger.info("refused a call of %s with %s", tool, ", ".join(extra))
+        raise SDKToolError(
+            f"{tool} takes one argument, {takes!r}, not {', '.join(extra)}: call it with "
+            f'{{"{takes}": "..."}} alone; nothing was run'
+        )
 
 
 def _w3c(ctx: Context) -> dict[str, str]:

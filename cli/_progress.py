@@ -18,6 +18,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from regiment._text import clipped, visible
+from regiment.cli._answer import void_of_call
 from regiment.hierarchy import Plan
 from regiment.hierarchy import events as ev
 from regiment.models import Usage
@@ -72,11 +73,25 @@ class RunProgress:
     started: float = 0.0
     finished: bool = False
     answer: str = ""  # the synthesizer's text so far, as it streams
+    # How many characters each of its calls streamed (``TextDelta.call``), in order.
+    answer_told: dict[str, int] = field(default_factory=dict)
     tokens: int = 0  # reported so far: the steps', then the whole run's
     micro_usd: int = 0  # what they cost (priced models only), as tokens
 
     def __post_init__(self) -> None:
         self.started = self.clock()
+
+    def _answer_text(self, event: ev.TextDelta) -> None:
+        """More of the answer; or a call's text void (it streams again), or declined."""
+        if event.refused:
+            self.answer = ""
+            self.answer_told.clear()
+        elif event.void:
+            self.answer = void_of_call(self.answer, self.answer_told, event.call, event.void)
+        else:
+            told = self.answer_told
+            told[event.call] = told.get(event.call, 0) + len(event.text)
+            self.answer += event.text
 
     def rejected(self) -> list[str]:
         """The steps whose check rejected their output, and that were not done since."""
@@ -115,10 +130,11 @@ class RunProgress:
                 self.phase = "replanning"
             case ev.SynthesisStarted():
                 self.phase, self.answer = "synthesizing", ""
-            case ev.TextDelta(role=role, text=text, refused=refused, void=void):
-                if role == "synthesizer":  # void: the call streams that much again
-                    kept = self.answer[: max(0, len(self.answer) - void)] if void else self.answer
-                    self.answer = "" if refused else kept + text
+                self.answer_told.clear()
+            case ev.TextDelta(role="synthesizer"):
+                self._answer_text(event)
+            case ev.TextDelta():
+                pass
             case ev.ToolCallStarted() | ev.ToolCallFinished():
                 pass
             case ev.ApprovalRequested(request=request):

@@ -60,6 +60,7 @@ class RunOptions:
     events_deltas: bool = False
     ask: TerminalApprover | None = None  # --approve ask: decides approvals on the terminal
     source: TeamFile | None = None  # journaled with a new run, for `regiment resume RUN_ID`
+    journal_flag: str = ""  # what a command the output suggests adds: ` --journal J`
 
     @property
     def prints_answer(self) -> bool:
@@ -347,8 +348,8 @@ def _report(
             print(note, file=stderr)
         outcome = "paused" if paused else "done"
         if paused:
-            n = len(result.pending_approvals)
-            line = f"paused: {n} approval(s) pending — regiment approvals {result.run_id}"
+            n, flag = len(result.pending_approvals), options.journal_flag
+            line = f"paused: {n} approval(s) pending — regiment approvals{flag} {result.run_id}"
             if options.journal is None:  # no journal to list, decide and resume them from
                 line = f"paused: {n} approval(s) pending, but --no-journal kept the run out of "
                 line += "the journal, so it cannot go on: run it with a journal (or --approve ask)"

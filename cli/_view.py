@@ -135,9 +135,8 @@ class PlainView:
         """Print the event's line."""
         line = describe(event)
         if isinstance(event, ev.SynthesisStarted) and (left := self._progress.rejected()):
-            n = len(left)
-            line = f"{line}; {n} step{'s' if n > 1 else ''} rejected by "
-            line += f"{'their checks' if n > 1 else 'its check'}, left out: {', '.join(left)}"
+            checks = "their checks" if len(left) > 1 else "its check"
+            line = f"{line}; {', '.join(left)} too, marked as rejected by {checks}"
         if line is not None:
             # visible(): step ids and worker names come from a model's plan too.
             self._stream.write(f"[{self._progress.elapsed():6.1f}s] {visible(line)}\n")

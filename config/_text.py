@@ -78,7 +78,29 @@ def _toml(text: str, source: str) -> object:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{source}: not valid TOML: {_one_line(str(exc))}") from exc
+        problem = _one_line(str(exc))
+        raise ConfigError(
+            f"{source}: not valid TOML: {problem}{_toml_hint(problem, text)}"
+        ) from exc
+
+
+def _toml_hint(problem: str, text: str) -> str:
+    """What to do about the mistakes tomllib words in its own terms: a key given twice in
+    a table ("Cannot overwrite a value"), a table declared twice ("Cannot declare ...")."""
+    found = re.search(r"\(at line (\d+), column \d+\)$", problem)
+    lines = text.splitlines()
+    if found is None or not 0 < int(found[1]) <= len(lines):
+        return ""
+    line = lines[int(found[1]) - 1].strip()
+    if problem.startswith("Cannot overwrite a value") and not line.startswith("["):
+        key = line.split("=", 1)[0].strip()
+        return f"; the key `{key}` is given twice in its table: keep one"
+    if problem.startswith(("Cannot overwrite a value", "Cannot declare")):
+        return (
+            f"; `{line}` names a table (or key) the file has already: a table is declared "
+            "once, with all of its keys under it (a list of tables is `[[name]]` for each item)"
+        )
+    return ""
 
 
 def _yaml(text: str, source: str) -> object:

@@ -160,6 +160,7 @@ class BudgetLedger(_Held):
         "counts_tokens",
         "holds_money",
         "holds_replies",
+        "judges_warned",
         "replans",
         "reserved",
         "spent",
@@ -188,6 +189,7 @@ class BudgetLedger(_Held):
         # Whether a call's reply is held to what is left (:meth:`reply_room`).
         self.holds_replies = budget.tokens is not None or budget.output_tokens is not None
         self.holds_money = budget.usd is not None  # and to what its money pays for
+        self.judges_warned: set[tuple[str, str]] | None = None  # unpriced judges named
         # Whether :meth:`exhausted` has any limit to check (none by default).
         self._limited = self.counts_tokens or not (
             budget.model_calls is None and budget.output_tokens is None and budget.usd is None
@@ -372,10 +374,12 @@ class BudgetLedger(_Held):
         return grown
 
     def widen(self, name: str, by: int) -> None:
-        """Raise budget field ``name`` by ``by`` (a nested run's limit, when the step
-        above it was topped up for it)."""
-        limit: int = getattr(self.budget, name)
-        self.budget = msgspec.structs.replace(self.budget, **{name: limit + by})
+        """Raise field ``name``'s limit by ``by`` (a nested run's, as its step is topped up)."""
+        money = name == "micro_usd"  # kept in micro-dollars, a Budget's usd in dollars
+        grown: int = ((self._usd or 0) if money else getattr(self.budget, name)) + by
+        self._usd = grown if money else self._usd
+        field, value = ("usd", grown / 1_000_000) if money else (name, grown)
+        self.budget = msgspec.structs.replace(self.budget, **{field: value})
 
     def charge(self, usage: Usage, model_calls: int = 0, tool_calls: int = 0) -> None:
         """Record what was really spent."""

@@ -8,6 +8,8 @@ other run there is no :class:`LiveSink`, and models answer in one piece.
 
 from __future__ import annotations
 
+import itertools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, final
@@ -20,11 +22,14 @@ from regiment.hierarchy._text import valid_text
 from regiment.hierarchy.events import Event, TextDelta, ToolCallFinished, ToolCallStarted
 from regiment.models import (
     DeltaHandler,
+    Model,
     ModelRequest,
+    ModelResponse,
     PartDelta,
     StreamRestart,
     TextPartDelta,
     ToolCallPart,
+    stream_response,
 )
 from regiment.tools import (
     ApprovalDecision,
@@ -41,12 +46,32 @@ __all__ = (
     "LiveChannel",
     "LiveSink",
     "live_sink",
+    "new_call",
     "observed_tool_call",
     "told_unrun",
 )
 
 EventSink = Callable[[Event], None]
 """Delivers one event to a run's reader without waiting."""
+
+# Each model call's ``TextDelta.call``: this process's mark (a step on a Ray replica
+# streams from another process) and a number, new for every call.
+_mark = os.urandom(4).hex()
+_numbers = itertools.count(1)
+
+
+def _renew_mark() -> None:
+    """A forked child streams calls of its own: it gets a mark of its own."""
+    global _mark, _numbers  # the process's, renewed once per fork
+    _mark, _numbers = os.urandom(4).hex(), itertools.count(1)
+
+
+os.register_at_fork(after_in_child=_renew_mark)
+
+
+def new_call() -> str:
+    """A model call's ``TextDelta.call``: unique to it among the run's calls."""
+    return f"{_mark}.{next(_numbers)}"
 
 
 @final
@@ -64,8 +89,23 @@ class LiveSink:
     emit: EventSink
     worker: str = ""
 
-    def text_handler(self, request: ModelRequest) -> DeltaHandler:
-        """A delta handler that turns the text of ``request``'s reply into ``TextDelta`` s.
+    async def streamed(self, model: Model, request: ModelRequest) -> ModelResponse:
+        """``model``'s reply to ``request``, its text streamed to the reader as the
+        ``TextDelta`` s of one call (``new_call()``); a refusal is told once it has."""
+        call = new_call()  # the reader keys this call's text on it
+        response = await stream_response(model, request, self.text_handler(request, call))
+        if response.refused:  # its text reached the reader: say it was declined
+            self.refused(request, call)
+        return response
+
+    @staticmethod
+    def new_call() -> str:
+        """A model call's ``TextDelta.call`` (see ``new_call``)."""
+        return new_call()
+
+    def text_handler(self, request: ModelRequest, call: str) -> DeltaHandler:
+        """A delta handler that turns the text of ``request``'s reply into ``TextDelta`` s
+        of the model call ``call`` (``new_call()``, the same on each of them).
 
         A ``StreamRestart`` (the call is made again) becomes a ``TextDelta`` with
         ``void`` set to how many characters of the text it handed out are void."""
@@ -82,7 +122,16 @@ class LiveSink:
                 if delta.index not in starts:
                     starts[delta.index] = told
                 told += len(text)
-                emit(TextDelta(run_id=run_id, role=role, text=text, worker=worker, step_id=step_id))
+                emit(
+                    TextDelta(
+                        run_id=run_id,
+                        role=role,
+                        text=text,
+                        worker=worker,
+                        step_id=step_id,
+                        call=call,
+                    )
+                )
             elif isinstance(delta, StreamRestart):
                 void = [index for index in starts if index >= delta.index]
                 if void:  # the text of those parts is void: it comes again
@@ -96,13 +145,14 @@ class LiveSink:
                             worker=worker,
                             step_id=step_id,
                             void=voided,
+                            call=call,
                         )
                     )
 
         return on_delta
 
-    def refused(self, request: ModelRequest) -> None:
-        """Tell the reader the reply to ``request`` it was streamed is a refusal."""
+    def refused(self, request: ModelRequest, call: str) -> None:
+        """Tell the reader the reply to ``request`` it was streamed (as ``call``) is a refusal."""
         self.emit(
             TextDelta(
                 run_id=self.run_id,
@@ -111,6 +161,7 @@ class LiveSink:
                 worker=request.worker,
                 step_id=request.step_id,
                 refused=True,
+                call=call,
             )
         )
 
@@ -125,6 +176,7 @@ class LiveSink:
                     text=valid_text(text),
                     worker=request.worker,
                     step_id=request.step_id,
+                    call=new_call(),
                 )
             )
 

@@ -30,7 +30,6 @@ from regiment.models import (
     ToolResultPart,
     effective_settings,
     priced,
-    stream_response,
 )
 from regiment.telemetry import RunMetrics, Telemetry, error_type, genai
 from regiment.telemetry import semconv as sc
@@ -47,7 +46,8 @@ _log = logging.getLogger("regiment.models")
 _MAX_TOKENS = ("its length limit", "raise max_tokens in this role's settings")
 _LEAST_THINKING = 1024  # Claude's least thinking budget; max_tokens must be above it
 _HELD = (
-    "what a step's share (or the run) had left of Budget.output_tokens or Budget.tokens: "
+    "what a step's share (or the run) had left of Budget.output_tokens, Budget.tokens or "
+    "Budget.usd: "
     "give the run a larger budget, or fewer steps at once (Team.concurrency)"
 )
 _CUT_ADVICE = {
@@ -71,11 +71,14 @@ class ModelCaller:
     agent: str
     telemetry: Telemetry
     settings: ModelSettings | None = None  # the role's, already merged over the team's
-    price: Price | None = field(init=False, default=None)  # its model's (``Price``), if any
+    # its model's (``Price``), if any; given: the price for a model that has none (a Ray
+    # replica's, built there, charged at the price the team's process checked)
+    price: Price | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         price = getattr(self.model, "price", None)  # looked up once, not per call
-        object.__setattr__(self, "price", price if isinstance(price, Price) else None)
+        if isinstance(price, Price) or self.price is None:
+            object.__setattr__(self, "price", price if isinstance(price, Price) else None)
 
     async def call(self, request: ModelRequest, live: LiveSink | None = None) -> ModelResponse:
         """One model call; the reply's text is made encodable (see :mod:`regiment.hierarchy._text`).
@@ -335,9 +338,7 @@ async def _reply(
         if live is None:
             response = await model.complete(request)
         else:
-            response = await stream_response(model, request, live.text_handler(request))
-            if response.refused:  # its text reached the reader: say it was declined
-                live.refused(request)
+            response = await live.streamed(model, request)
     except BaseException as exc:  # a cancellation or an interrupt, as a rule
         if stray(exc):
             raise _stray_error(model, exc) from exc

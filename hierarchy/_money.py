@@ -1,5 +1,4 @@
-"""A money budget's checks at team start: every model the team can call has a price,
-and every step runs where the budget can hold it."""
+"""A money budget's check at team start: every model the team can call has a price."""
 
 from __future__ import annotations
 
@@ -7,6 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from regiment.errors import ConfigError
+from regiment.hierarchy.guard._types import Guardrail, as_guardrail
 from regiment.hierarchy.workers._worker import Worker
 from regiment.models import Model, Price
 
@@ -16,9 +16,28 @@ if TYPE_CHECKING:
 __all__ = ("check_money",)
 
 
+def _guards(team: Team) -> Iterator[Guardrail]:
+    """Every guard of ``team`` itself (not of the teams it nests)."""
+    planner, critic = team.planner, team.critic
+    yield from (as_guardrail(g) for g in team.guardrails)
+    yield from (as_guardrail(g) for g in planner.guardrails)
+    yield from (as_guardrail(g) for g in planner.synthesizer_guardrails)
+    if critic is not None:
+        yield from (as_guardrail(g) for g in critic.guardrails)
+    for worker in team.workers:
+        if isinstance(worker, Worker):
+            yield from (as_guardrail(g) for g in worker.guardrails)
+            for given in worker.tool_guardrails.values():
+                yield from (as_guardrail(g) for g in given)
+
+
 def _models(team: Team, where: str) -> Iterator[tuple[str, Model]]:
-    """Each model ``team`` (and the teams its ``TeamWorker`` s run) calls, and its role."""
+    """Each model ``team`` (and the teams its ``TeamWorker`` s run) calls, and its role:
+    its guards' judges too, where a guard names its model (``Guardrail.model``)."""
     planner = team.planner
+    for guard in _guards(team):
+        if guard.model is not None:
+            yield f"{where}guardrail '{guard.name}' (its judge)", guard.model
     yield f"{where}planner", planner.model
     if planner.synthesizer_model is not None:
         yield f"{where}synthesizer_model", planner.synthesizer_model
@@ -27,13 +46,7 @@ def _models(team: Team, where: str) -> Iterator[tuple[str, Model]]:
     if team.compression is not None and team.compression.model is not None:
         yield f"{where}compression", team.compression.model
     for worker in team.workers:
-        if isinstance(worker, Worker):
-            if worker.placement is not None:
-                raise ConfigError(
-                    f"{where}worker '{worker.name}' runs on Ray, and a money budget "
-                    "(Budget.usd) does not yet cover Ray workers; run it in-process "
-                    "(placement=None) or drop Budget.usd"
-                )
+        if isinstance(worker, Worker):  # on Ray too: its replicas charge at this price
             yield f"{where}worker '{worker.name}'", worker.model
         else:  # a TeamWorker: its run's budget is capped by its step's share of money
             child = worker.team
@@ -41,8 +54,8 @@ def _models(team: Team, where: str) -> Iterator[tuple[str, Model]]:
 
 
 def check_money(team: Team) -> None:
-    """A ``ConfigError`` naming the first model of ``team`` with no ``Price`` (or a Ray
-    worker) when its budget limits money (``Budget.usd``)."""
+    """A ``ConfigError`` naming the first model of ``team`` with no ``Price`` when its
+    budget limits money (``Budget.usd``)."""
     if team.budget.usd is None:
         return
     for role, model in _models(team, ""):

@@ -17,7 +17,7 @@ from regiment.errors import HookFailed
 from regiment.hierarchy._messages import StepContext
 from regiment.hierarchy.plan._plan import Plan, PlanStep
 
-__all__ = ("HookFailed", "Prompts")  # HookFailed: regiment.errors's, re-exported
+__all__ = ("HookFailed", "Prompts", "with_rejected")  # HookFailed: regiment.errors's, re-exported
 
 _PLANNER = """\
 Break the goal into steps for the workers below. Steps that do not depend on each
@@ -35,11 +35,15 @@ Write the final answer to the goal from the results of the committed steps.
 Be faithful to the results; do not invent facts they do not contain."""
 
 # How a kept step its check rejected is marked in the committed lines (PlanVersions),
-# and what a replan or round is told when one is there.
+# and what a replan or round, and the synthesis, are told when one is there.
 _REJECTED = "[rejected by its check"
 _RETRY = (
     "A step marked rejected by its check is kept as evidence; list it again (its id) "
-    "only to run it again.\n\n"
+    "only to run it again."
+)
+_NOT_A_RESULT = (
+    "A step marked rejected by its check did not hold: its output is evidence, "
+    "not a result; do not give it as one."
 )
 
 
@@ -51,11 +55,19 @@ class Prompts:
         planner: instructions for the planner (``{max_steps}`` is filled in).
         worker: default instructions for a worker that has no system prompt.
         synthesizer: instructions for the final answer.
+        rejected_replan: the line a replan's or round's request has when a step its
+            check rejected is among the committed ones (what listing it again does).
+        rejected_answer: the line the synthesis request has then (its output is no
+            result). A ``replan_request``, ``round_request`` or ``synthesis_request``
+            of yours that leaves its line out gets it appended (place it yourself with
+            ``self.rejected_replan`` / ``self.rejected_answer``; ``""``: none).
     """
 
     planner: str = _PLANNER
     worker: str = _WORKER
     synthesizer: str = _SYNTHESIZER
+    rejected_replan: str = _RETRY
+    rejected_answer: str = _NOT_A_RESULT
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # Not super(): @dataclass(slots=True) made a new class, which the cell does not name.
@@ -117,7 +129,7 @@ class Prompts:
         return (
             f"REPLAN. Goal: {goal}\n\n"
             f"Committed steps of plan version {plan.version} (kept; new steps may depend on them by id):\n{committed or '- none'}\n\n"
-            f"{_RETRY if _REJECTED in committed else ''}"
+            f"{self._rejected(self.rejected_replan, committed)}"
             f"Why the plan must change: {reason}\n\n"
             f"Unfinished steps of version {plan.version}, which your reply replaces:\n{todo or '- none'}\n\n"
             f"Reply with the new steps only, as JSON. Number new ids from s{next_id}."
@@ -130,7 +142,7 @@ class Prompts:
         return (
             f"ROUND {round}. Goal: {goal}\n\n"
             f"Results so far (kept; new steps may depend on them by id):\n{committed or '- none'}\n\n"
-            f"{_RETRY if _REJECTED in committed else ''}"
+            f"{self._rejected(self.rejected_replan, committed)}"
             f"The critic says the goal is not met yet: {feedback}\n\n"
             "Reply with only the additional steps that close the gap, as JSON "
             f'(or {{"steps": []}} if nothing more can be done). Number new ids from s{next_id}.'
@@ -186,9 +198,23 @@ class Prompts:
         text = (
             f"Goal: {goal}\n\nCommitted step results:\n{results or '- none (nothing needed doing)'}"
         )
+        text += self._rejected(self.rejected_answer, committed, before="\n\n", after="")
         if artifacts:
             text += f"\n\n{len(artifacts)} finished artefact(s) will be appended verbatim after your text; do not repeat them, introduce them."
         return text
+
+    @staticmethod
+    def _rejected(line: str, committed: str, before: str = "", after: str = "\n\n") -> str:
+        """``line`` (framed) if ``committed`` has a step its check rejected, else ``""``."""
+        return f"{before}{line}{after}" if line and _REJECTED in committed else ""
+
+
+def with_rejected(text: str, line: str, committed: str) -> str:
+    """A request ``text`` a ``Prompts`` hook wrote from ``committed``, with ``line`` (see
+    ``Prompts.rejected_replan``) appended if it needs it and the hook left it out."""
+    if line and _REJECTED in committed and line not in text:
+        return f"{text}\n\n{line}"
+    return text
 
 
 # The methods a run calls; a subclass's own are wrapped by ``Prompts.__init_subclass__``.

@@ -145,10 +145,10 @@ class TopUps:
         own limit grows by what it got, within its team's own budget."""
         assert self.above is not None
         above, key = self.above
-        if name == "micro_usd":  # a money budget does not cover nested teams (checked at start)
-            return 0
-        limit: int | None = getattr(ledger.budget, name)
-        ceiling = None if self.own is None else getattr(self.own, name)
+        limit, ceiling = (
+            _limit(ledger.budget, name),
+            None if self.own is None else _limit(self.own, name),
+        )
         if limit is None:
             return 0
         if ceiling is not None:
@@ -190,6 +190,14 @@ class TopUps:
                     detail=detail,
                 )
             )
+
+
+def _limit(budget: Budget, name: str) -> int | None:
+    """Budget field ``name`` (``micro_usd``: ``usd`` in micro-dollars)."""
+    if name == "micro_usd":
+        return None if budget.usd is None else round(budget.usd * 1_000_000)
+    limit: int | None = getattr(budget, name)
+    return limit
 
 
 def call_need(

@@ -144,13 +144,12 @@ class ToolFailed(_Base, frozen=True, kw_only=True):
 class TextDelta(_Base, frozen=True, kw_only=True):
     """More text of a model's reply, as it streams (a live event; see the module docstring).
 
-    The deltas of one model call, joined, are the text of its reply. ``worker``
-    and ``step_id`` are set for ``role="worker"`` calls only. A refusal is known once
-    it has streamed: one more ``TextDelta`` follows, ``refused=True`` and ``text=""``:
-    the text this call streamed (since its role's last call began) was declined, and
-    a reader drops it (``regiment run`` says so); the call fails with ``ModelRefused``.
-    A call whose stream broke after some text and is made again sends ``text=""`` and
-    ``void=N``: drop the last N characters this call streamed; they come again.
+    A call's deltas, joined, are its reply's text; ``call`` names the call (the same on
+    each of its deltas, another for each other call of the run: key a call's text on it,
+    as two calls of one role may stream at once). ``worker`` and ``step_id``: for
+    ``role="worker"``. Once a refusal has streamed, one more delta has ``refused=True``:
+    drop the call's text (it fails with ``ModelRefused``). A call whose stream broke and
+    is made again sends ``text=""``, ``void=N``: drop the last N characters it streamed.
     """
 
     role: Role
@@ -159,6 +158,7 @@ class TextDelta(_Base, frozen=True, kw_only=True):
     step_id: str | None = None
     refused: bool = False
     void: int = 0
+    call: str = ""
 
 
 class ToolCallStarted(_Base, frozen=True, kw_only=True):

@@ -10,7 +10,7 @@ from typing import Literal, TypeVar
 
 import msgspec
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Match, Route
 
@@ -124,11 +124,19 @@ async def read_json(request: Request, kind: type[T]) -> T:
         raise _too_large()
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY:
-            raise _too_large()
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY:
+                raise _too_large()
+            chunks.append(chunk)
+    except ClientDisconnect as exc:  # else uvicorn logged an ERROR with a traceback for it
+        log.info(
+            "the client hung up before it had sent its body (%d bytes came); nothing was done",
+            size,
+            extra={"path": request.url.path},
+        )
+        raise ApiError(400, "client left", "the client hung up before its body came") from exc
     body = b"".join(chunks).removeprefix(_BOM)  # as RFC 8259 lets a reader do
     if not body.strip():
         raise ApiError(422, "invalid body", f"the body is empty; send {_shape(kind)}")

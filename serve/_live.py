@@ -46,8 +46,8 @@ class _Item:
             and isinstance(mine, TextDelta)
             and self.at == at
             and not (event.void or event.refused or mine.void or mine.refused)
-            and (mine.run_id, mine.role, mine.worker, mine.step_id)
-            == (event.run_id, event.role, event.worker, event.step_id)
+            and (mine.run_id, mine.role, mine.worker, mine.step_id, mine.call)
+            == (event.run_id, event.role, event.worker, event.step_id, event.call)
         )
 
     def taken(self) -> Event:

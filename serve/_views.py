@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import msgspec
 
 from regiment.errors import ApprovalError
-from regiment.hierarchy import RunFailed, RunResult
+from regiment.hierarchy import CheckFailed, Event, RunFailed, RunResult, StepCompleted
 from regiment.tools import ApprovalRequest
 
 from ._http import ApiError
@@ -46,20 +46,44 @@ def run_view(
 
     ``output`` maps each committed step to its output; ``events`` is how many
     events the run has emitted so far (``GET .../events`` streams them);
-    ``pending_approvals`` the requests a paused run waits for now (``pending``).
+    ``pending_approvals`` the requests a paused run waits for now (``pending``);
+    ``rejections`` why each step in ``rejected`` was (``"rejected by its check 'c':
+    <reason>"``, as ``regiment show`` says it), a live run's so far too.
     """
     view = run_summary(record) | {"error": record.error, "events": len(record.events)}
     view["pending_approvals"] = [approval_view(request) for request in pending]
+    rejections = _rejections(record.events)
     result = record.result
     if result is not None:
-        return view | _got_to(_answer(record, result, root), result)
+        return view | _got_to(_answer(record, result, root), result, rejections)
     last = record.events[-1] if record.events else None
     # A failed or cancelled run: what its RunFailed says it got to; nothing while it runs,
     # or when the RunFailed is the app's own with no tally (the service failed driving
     # the run, or a cancelled run did not wind down in time: its actor was stopped).
     if isinstance(last, RunFailed) and (last.plans or last.model_calls):
-        return view | _got_to(None, last)
-    return view | {"answer": None, "output": None, "usage": None, "plans": [], "steps": []}
+        return view | _got_to(None, last, rejections)
+    return view | {
+        "answer": None,
+        "output": None,
+        "usage": None,
+        "plans": [],
+        "steps": [],
+        "rejected": list(rejections),  # so far: a reader sees a rejected step while it runs
+        "rejections": rejections,
+    }
+
+
+def _rejections(events: Sequence[Event]) -> dict[str, str]:
+    """Why each step whose check rejected its output was, by step id, from the run's
+    events: its last ``CheckFailed``, unless the step was run again and held since."""
+    why: dict[str, str] = {}
+    for event in events:
+        if isinstance(event, CheckFailed):
+            why.pop(event.step_id, None)  # the latest rejection last, as ``rejected`` orders
+            why[event.step_id] = f"rejected by its check {event.check!r}: {event.reason}"
+        elif isinstance(event, StepCompleted):
+            why.pop(event.step_id, None)
+    return why
 
 
 def _answer(record: RunRecord, result: RunResult, root: str) -> str:
@@ -75,8 +99,11 @@ def _answer(record: RunRecord, result: RunResult, root: str) -> str:
     )
 
 
-def _got_to(answer: str | None, got: RunResult | RunFailed) -> dict[str, object]:
-    """A run's answer and what it got to (``RunResult`` and ``RunFailed`` name it alike)."""
+def _got_to(
+    answer: str | None, got: RunResult | RunFailed, why: dict[str, str]
+) -> dict[str, object]:
+    """A run's answer and what it got to (``RunResult`` and ``RunFailed`` name it alike;
+    ``why``: the run's rejections, see ``_rejections``)."""
     done: dict[str, str] = {}
     for report in got.steps:  # a step's output is its first "done" report's, as in output_of
         if report.status == "done":
@@ -89,11 +116,16 @@ def _got_to(answer: str | None, got: RunResult | RunFailed) -> dict[str, object]
         "steps": msgspec.to_builtins(got.steps),
         "committed": list(got.committed),
         "rejected": list(got.rejected),
+        "rejections": {step_id: why.get(step_id, _REJECTED) for step_id in got.rejected},
         "model_calls": got.model_calls,
         "tool_calls": got.tool_calls,
         "budget_exhausted": got.budget_exhausted,
         "trace_id": got.trace_id,
     }
+
+
+_REJECTED = "rejected by its check"
+"""A rejected step whose ``CheckFailed`` the record lacks (not expected; said plainly)."""
 
 
 def approval_view(request: ApprovalRequest) -> dict[str, object]:

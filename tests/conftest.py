@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+_TESTS = Path(__file__).resolve().parent
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -23,3 +26,15 @@ def _half_read_bodies_collected(request: pytest.FixtureRequest) -> Iterator[None
     marks = request.node.iter_markers("filterwarnings")
     if any("Async generator 'anthropic." in str(arg) for mark in marks for arg in mark.args):
         gc.collect()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """``make test`` runs the suite on pytest-xdist workers with ``--dist loadgroup``. Each
+    file's tests go to one worker, so a module's costly fixtures (a built venv, a
+    PostgreSQL server) are made once; every Ray test goes to one worker, so the session
+    starts one local Ray, not one per worker."""
+    for item in items:
+        where = item.path.resolve().relative_to(_TESTS).as_posix()
+        group = "ray" if where.startswith("ray/") else where
+        item.add_marker(pytest.mark.xdist_group(group))

@@ -30,8 +30,9 @@ class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
         duration_s: seconds from the call to its result, approval wait included.
         attempts: how many times the function body was started (0: it never ran).
         idempotency_key: the key the tool derived from the arguments, if it declares one.
-        arguments: the arguments as the model sent them (as the approver edited
-            them, if it did), whether or not they validated; the function got
+        arguments: the arguments as the model sent them (as a guard rewrote them or
+            the approver edited them, if one did; for a call a guard refused, as the
+            guard judged them), whether or not they validated; the function got
             their typed form.
     """
 

@@ -66,7 +66,7 @@ async def run_chain(
     spend = Spend(telemetry)
     token = spending().set(spend)
     try:
-        checked = await _run(guards, subject, telemetry, notes, where)
+        checked = await _run(guards, subject, telemetry, notes, where, spend)
     finally:
         spending().reset(token)
     if not spend.responses:
@@ -80,9 +80,11 @@ async def _run(
     telemetry: Telemetry,
     notes: list[GuardNote],
     where: Where,
+    spend: Spend,
 ) -> Checked[S]:
     kind = KINDS[type(subject)]
     for guard in guards:
+        spend.guard = guard.name  # who a judge call is made for (``judge``)
         # Through Telemetry, as every span: a guard cancelled with its run is marked so.
         with telemetry.span(
             GUARD_SPAN,

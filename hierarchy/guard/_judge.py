@@ -5,22 +5,33 @@ resumed run replays a judge's reply instead of asking, and paying, again)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
-from typing import TypeAlias, final
+from typing import NamedTuple, TypeAlias, final
 
 import msgspec
 from opentelemetry import trace
 
 from regiment.errors import BudgetExceeded, ModelError
+from regiment.hierarchy._allowance import Rates
 from regiment.hierarchy._budget import BudgetLedger, BudgetLimit
 from regiment.hierarchy._model_call import ModelCaller
-from regiment.models import Model, ModelRequest, ModelResponse, Usage, estimate_tokens
+from regiment.models import (
+    Model,
+    ModelRequest,
+    ModelResponse,
+    Usage,
+    estimate_tokens,
+    least_cost,
+    reply_tokens,
+)
 from regiment.telemetry import Telemetry
 from regiment.telemetry import semconv as sc
 
 __all__ = (
+    "JudgeCall",
     "JudgeTape",
     "Purse",
     "Spend",
@@ -29,14 +40,46 @@ __all__ = (
     "judging_within",
     "ledger_purse",
     "spending",
+    "unpriced_judge",
 )
 
-# What a judge's call may spend, given its request and the calls the chain's guards
-# made so far (not yet charged): the limit in the way and why (it must not start), or
-# the most output tokens its reply may have (``None``: no limit holds it).
+_log = logging.getLogger("regiment.guardrail")
+
+
+class JudgeCall(NamedTuple):
+    """Who makes a judge call: the guard, its model's name, and the model's price
+    (``Price.rates()``; ``None``: it has none)."""
+
+    guard: str
+    model: str
+    rates: Rates | None
+
+
+# What a judge's call (``JudgeCall``) may spend, given its request and the calls the
+# chain's guards made so far (not yet charged): the limit in the way and why (it must
+# not start), or the most output tokens its reply may have (``None``: no limit holds it).
 Purse: TypeAlias = Callable[
-    [ModelRequest, Sequence[ModelResponse]], tuple[BudgetLimit, str] | int | None
+    [ModelRequest, Sequence[ModelResponse], JudgeCall], tuple[BudgetLimit, str] | int | None
 ]
+
+
+def unpriced_judge(warned: set[tuple[str, str]], call: JudgeCall) -> None:
+    """A WARNING (once per run, for each guard and model: ``warned``) that ``call``'s
+    model has no price under the run's money limit: it costs $0 there, silently else."""
+    if (call.guard, call.model) in warned:
+        return
+    warned.add((call.guard, call.model))
+    _log.warning(
+        "guardrail %r asks model %r through judge(), and that model has no price: under "
+        "the run's money limit (Budget.usd) its calls cost $0 and are not held to the money "
+        "left; give the model a price (e.g. ScriptedModel(..., price=Price(input=3.0, "
+        "output=15.0))), and name it on the guard (Guardrail(..., model=...)) so that "
+        "Team(...) checks it",
+        call.guard,
+        call.model,
+        extra={"guardrail": call.guard},
+    )
+
 
 _CHAT = {sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT}  # what was replayed: a model reply
 
@@ -83,10 +126,11 @@ class JudgeTape:
 @final
 @dataclass(slots=True)
 class Spend:
-    """The model calls the guards of one chain made."""
+    """The model calls the guards of one chain made, and the guard judging now."""
 
     telemetry: Telemetry
     responses: list[ModelResponse] = field(default_factory=list)
+    guard: str = ""
 
 
 # Which chain a guard's call belongs to: set by ``run_chain`` around its guards
@@ -160,21 +204,37 @@ class judging_within:  # lower case: used like the function it was, ``with judgi
 
 
 def ledger_purse(ledger: BudgetLedger, pending: int = 0) -> Purse:
-    """The run's budget as a purse; ``pending`` model calls are in flight, not yet charged."""
+    """The run's budget as a purse; ``pending`` model calls are in flight, not yet charged.
+    Under a money limit, a priced judge's call is held to the money left; an unpriced
+    one's is not, and is named in a WARNING once per run."""
 
     def left(
-        request: ModelRequest, made: Sequence[ModelResponse]
+        request: ModelRequest, made: Sequence[ModelResponse], call: JudgeCall
     ) -> tuple[BudgetLimit, str] | int | None:
         unpaid = _UNPAID.get() or _NONE  # a reply its guards judge, not charged till then
         spent = sum(r.usage.total_tokens for r in made) + unpaid.total_tokens
-        needed = estimate_tokens(request) + spent
-        limit = ledger.exhausted(model_calls_needed=1 + pending + len(made), tokens_needed=needed)
+        estimate = estimate_tokens(request)
+        needed = estimate + spent
+        rates = call.rates if ledger.holds_money else None
+        micro = sum(r.usage.micro_usd for r in made) + unpaid.micro_usd
+        usd = 0 if rates is None else least_cost(rates, estimate) + micro
+        limit = ledger.exhausted(
+            model_calls_needed=1 + pending + len(made), tokens_needed=needed, usd_needed=usd
+        )
         if limit is not None:
             return limit, f"the run's {limit} budget has none left"
-        if not ledger.holds_replies:
-            return None
-        outputs = sum(r.usage.output_tokens for r in made) + unpaid.output_tokens
-        return ledger.reply_room(tokens_needed=needed, outputs_needed=outputs)
+        if ledger.holds_money and rates is None:
+            if ledger.judges_warned is None:
+                ledger.judges_warned = set()
+            unpriced_judge(ledger.judges_warned, call)
+        room = None
+        if ledger.holds_replies:
+            outputs = sum(r.usage.output_tokens for r in made) + unpaid.output_tokens
+            room = ledger.reply_room(tokens_needed=needed, outputs_needed=outputs)
+        if rates is not None:
+            paid = reply_tokens(rates, (ledger.micro_usd_left() or 0) - micro, estimate)
+            room = max(1, paid if room is None else min(room, paid))
+        return room
 
     return left
 
@@ -206,7 +266,9 @@ async def judge(model: Model, request: ModelRequest) -> ModelResponse:
         spend.responses.append(replayed)  # charged again: the resumed budget counts it
         return replayed
     caller = ModelCaller(model, "guardrail", spend.telemetry)
-    request = _held(caller, request, spend)
+    price = caller.price
+    who = JudgeCall(spend.guard, model.name, None if price is None else price.rates())
+    request = _held(caller, request, spend, who)
     try:
         response = await caller.call(request)
     except ModelError as exc:  # a refused reply, a broken stream: billed all the same
@@ -220,14 +282,14 @@ async def judge(model: Model, request: ModelRequest) -> ModelResponse:
     return response
 
 
-def _held(caller: ModelCaller, request: ModelRequest, spend: Spend) -> ModelRequest:
+def _held(caller: ModelCaller, request: ModelRequest, spend: Spend, who: JudgeCall) -> ModelRequest:
     """``request`` with its reply held to what the purse has left (``ModelCaller.capped``).
 
     Raises:
         BudgetExceeded: nothing is left for it, or too little for a call that thinks.
     """
     purse = _PURSE.get()
-    verdict = None if purse is None else purse(request, tuple(spend.responses))
+    verdict = None if purse is None else purse(request, tuple(spend.responses), who)
     if isinstance(verdict, tuple):
         limit, why = verdict
         raise BudgetExceeded(

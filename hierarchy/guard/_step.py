@@ -18,7 +18,13 @@ from regiment.hierarchy._budget import over_allowance
 from regiment.hierarchy._messages import BudgetLimit, StepAllowance
 from regiment.hierarchy._top_up import reply_room
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
-from regiment.hierarchy.guard._judge import JudgeTape, Purse, judging_within
+from regiment.hierarchy.guard._judge import (
+    JudgeCall,
+    JudgeTape,
+    Purse,
+    judging_within,
+    unpriced_judge,
+)
 from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._types import (
     Guardrail,
@@ -217,16 +223,17 @@ class StepGuards:
         tool: Tool[..., object] | None,
         passed: tuple[JsonObject, tuple[GuardNote, ...]] | None = None,
         noted: list[GuardNote] | None = None,
+        tripped_on: list[JsonObject] | None = None,
     ) -> ToolResult:
         """Run one tool call (``run`` runs it) between its guards.
 
-        The call guards see the arguments as ``tool``'s schema reads them; a call
-        whose arguments do not validate (or of a tool the worker lacks) goes to
-        ``run`` unguarded, which answers it with the usual tool error. ``passed``: the
-        arguments the call ran with before the run's resume (the journal holds its
-        intent); its call guards let it through then, as they left it, so it runs
-        with those, not judged again (it may have acted; its result guards judge it), and
-        what its guards did then is told again. ``noted`` gets what its call guards do now.
+        The call guards see the arguments as ``tool``'s schema reads them; a call whose
+        arguments do not validate (or of a tool the worker lacks) goes to ``run``
+        unguarded (the usual tool error). ``passed``: the arguments the call ran with
+        before the run's resume (the journal holds its intent); its call guards let it
+        through then, so it runs with those, not judged again (its result guards judge
+        it), and what its guards did then is told again. ``noted`` gets what its guards
+        do now; ``tripped_on``, the arguments a ``fail_step`` guard tripped on.
 
         Raises:
             GuardrailError: a ``fail_step`` guard tripped on the call or its result.
@@ -239,7 +246,8 @@ class StepGuards:
         validated = None if tool is None or not before else tool.validated(call.arguments)
         if tool is not None and isinstance(validated, dict):
             mine: list[GuardNote] = [] if noted is None else noted
-            checked = await self._check_call(before, call, validated, (tool, mine), progress, where)
+            held = (tool, mine, tripped_on)
+            checked = await self._check_call(before, call, validated, held, progress, where)
             if isinstance(checked, ToolResult):
                 return checked
             call = checked
@@ -272,23 +280,27 @@ class StepGuards:
         before: tuple[Guardrail, ...],
         call: ToolCallPart,
         arguments: JsonObject,
-        held: tuple[Tool[..., object], list[GuardNote]],
+        held: tuple[Tool[..., object], list[GuardNote], list[JsonObject] | None],
         progress: StepProgress,
         where: Where,
     ) -> ToolCallPart | ToolResult:
         """The call as the guards leave it, or the result that answers it instead (what
-        they did goes to the step's notes and to ``held[1]``)."""
+        they did goes to the step's notes and to ``held[1]``; the arguments a ``fail_step``
+        guard tripped on, to ``held[2]``)."""
         subject = ToolCallSubject(
             worker=self.worker, step_id=str(where.step_id), tool=call.name, arguments=arguments
         )
-        tool, notes = held
+        tool, notes, tripped_on = held
         checked = await run_chain(before, subject, self.telemetry, notes, where)
         progress.guard_notes.extend(notes)
         _charge(progress, checked)
         if (guard := checked.tripped) is not None:
+            judged = dict(checked.subject.arguments)  # as the guards before it left them
             if guard.on_trip == "fail_step":
+                if tripped_on is not None:
+                    tripped_on.append(judged)
                 raise tripped(checked, "tool_call")
-            return _refused(call, guard, checked.reason)
+            return _refused(call, guard, checked.reason, judged)
         if checked.subject is subject:
             return call
         rewritten = dict(checked.subject.arguments)
@@ -316,17 +328,34 @@ def step_purse(
     reply held to what that has left (``reply_room``)."""
 
     def left(
-        request: ModelRequest, made: Sequence[ModelResponse]
+        request: ModelRequest, made: Sequence[ModelResponse], call: JudgeCall
     ) -> tuple[BudgetLimit, str] | int | None:
         calls = progress.model_calls + pending + len(made)
         usage = sum((r.usage for r in made), progress.usage)
         if unpaid is not None:
             usage = usage + unpaid
         held = progress.allowance or allowance
-        out = over_allowance(held, calls, usage, request, "the judge call")
-        return out if out is not None else reply_room(held, usage, request)
+        rates = call.rates
+        if held.micro_usd is not None and rates is None:
+            unpriced_judge(_warned(progress), call)
+        out = over_allowance(held, calls, usage, request, "the judge call", rates)
+        return out if out is not None else reply_room(held, usage, request, rates)
 
     return left
+
+
+def _warned(progress: StepProgress) -> set[tuple[str, str]]:
+    """Where the unpriced judges already named are kept: the step's run's (in-process),
+    else the step's own (on a Ray replica)."""
+    fence = progress.fence
+    ledger = None if fence is None else fence.top_ups.ledger
+    if ledger is not None:
+        if ledger.judges_warned is None:
+            ledger.judges_warned = set()
+        return ledger.judges_warned
+    if progress.judges_warned is None:
+        progress.judges_warned = set()
+    return progress.judges_warned
 
 
 def _billed(progress: StepProgress, response: ModelResponse) -> None:
@@ -359,12 +388,13 @@ def _flagged(result: ToolResult, content: JsonValue, *, is_error: bool) -> ToolR
     )
 
 
-def _refused(call: ToolCallPart, guard: Guardrail, reason: str) -> ToolResult:
+def _refused(call: ToolCallPart, guard: Guardrail, reason: str, judged: JsonObject) -> ToolResult:
+    """The result of ``call`` refused by ``guard``: with the arguments it ``judged``."""
     return ToolResult(
         call_id=call.id,
         tool_name=call.name,
         content=f"not run: guardrail '{guard.name}' refused this call: {reason}",
         is_error=True,
         error_type="guardrail",
-        arguments=dict(call.arguments),
+        arguments=judged,
     )

@@ -16,7 +16,7 @@ from regiment._json import JsonValue
 from regiment.errors import ConfigError
 from regiment.hierarchy.guard._note import SubjectKind
 from regiment.hierarchy.plan._plan import PlanStep
-from regiment.models import Message, ModelResponse
+from regiment.models import Message, Model, ModelResponse
 
 __all__ = (
     "AnswerSubject",
@@ -183,12 +183,16 @@ class Guardrail:
         source: the ``"module:attribute"`` path a team file named it by (set by the
             team file's loader); a Ray replica imports it from there instead of
             receiving it pickled.
+        model: the model its check asks through ``judge(model, ...)``, if it asks one:
+            named here, a team whose ``Budget.usd`` limits money checks at ``Team(...)``
+            that it has a price (``ConfigError`` else).
     """
 
     check: Check
     kind: SubjectKind
     name: str = ""
     on_trip: OnTrip = "fail_step"
+    model: Model | None = field(default=None, compare=False)
     source: str = field(default="", compare=False, repr=False)
     _in_thread: bool = field(default=False, init=False, repr=False, compare=False)
 
@@ -203,6 +207,11 @@ class Guardrail:
             )
         if not self.name:
             object.__setattr__(self, "name", _name(self.check))
+        if self.model is not None and not isinstance(self.model, Model):
+            raise ConfigError(
+                f"guardrail {self.name!r}: model must be the Model its check asks through "
+                f"judge() (e.g. AnthropicModel(...)), not {self.model!r}"
+            )
         # A plain function may block (a moderation service called over HTTP): it runs in
         # a worker thread, as a sync tool does; the built-ins, quick and pure, need not.
         check = self.check
@@ -217,9 +226,10 @@ GuardLike: TypeAlias = Guardrail | Callable[..., Any]
 
 
 def guardrail(
-    kind: SubjectKind, *, name: str = "", on_trip: OnTrip = "fail_step"
+    kind: SubjectKind, *, name: str = "", on_trip: OnTrip = "fail_step", model: Model | None = None
 ) -> Callable[[Check], Guardrail]:
-    """Decorate a check as a :class:`Guardrail` over ``kind``.
+    """Decorate a check as a :class:`Guardrail` over ``kind`` (``model``: the one it asks
+    through ``judge``, if any; see :class:`Guardrail`).
 
     Raises:
         ConfigError: ``kind`` is not a kind of subject: ``@guardrail`` written without
@@ -233,7 +243,7 @@ def guardrail(
         )
 
     def wrap(check: Check) -> Guardrail:
-        return Guardrail(check, kind, name=name, on_trip=on_trip)
+        return Guardrail(check, kind, name=name, on_trip=on_trip, model=model)
 
     return wrap
 

@@ -42,6 +42,7 @@ from regiment.hierarchy.run._messages import (
     PlannerMessage,
     Purpose,
 )
+from regiment.hierarchy.run._reask import Reasks
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._structured import structured_call
 from regiment.hierarchy.run._trace import RunTrace
@@ -128,6 +129,7 @@ class PhaseCalls:
         self._deadline: anyio.CancelScope | None = None  # while a wall-clock deadline runs
         self._runner: CallRunner | None = None  # made by the first call
         self._lender = lender  # run()'s caller, or the supervisor: the calls run in its task
+        self._ledger: BudgetLedger | None = None  # the synthesis': set as it starts
 
     def start(
         self,
@@ -147,6 +149,8 @@ class PhaseCalls:
         it would close a reference cycle through the planner).
         """
         money = ledger.holds_money
+        if purpose == "synthesis":  # the ledger its later asks are held to (``Reasks``)
+            self._ledger = ledger
         needed = estimate_tokens(request) if ledger.counts_tokens or money else 0  # a pass
         rates = self._rates(purpose) if money else None
         usd_needed = 0 if rates is None else least_cost(rates, needed)
@@ -271,15 +275,18 @@ class PhaseCalls:
         shape, live = self._team.output, self._live
         if purpose == "synthesis" and self._team.guards.answer:
             live = None  # a reader sees only an answer the guards let through (tell_answer)
+        reasks = None  # asked again (below): each ask held to what the run has left
+        if purpose == "synthesis" and (ledger := self._ledger) is not None:
+            reasks = Reasks(ledger, self._team.role_callers[1])
         if purpose == "synthesis" and shape is not None:  # validated, re-asked (bounded)
             # Told once valid: a re-asked invalid answer, or Claude's answer (a forced
             # tool call's arguments, no text), would otherwise not show as it should.
-            response, calls = await structured_call(self._synth, request, shape)
+            response, calls = await structured_call(self._synth, request, shape, reasks)
             if live is not None:
                 live.tell(request, response.text)
             return response, calls
         if purpose == "synthesis":  # an empty answer is asked for again, once
-            return await synthesized(self._synth, request, live, self._run_id)
+            return await synthesized(self._synth, request, live, self._run_id, reasks)
         return await self._caller(purpose).call(request, live), 1
 
     def tell_answer(self, answer: str) -> None:

@@ -62,8 +62,8 @@ class _Held:
         return msgspec.structs.replace(self.event, text="".join(self.parts))
 
 
-# A call's deltas (role, worker, step id) -> its text delta still unread, if any.
-_Unread = dict[tuple[str, str | None, str | None], _Held]
+# A call's deltas (role, worker, step id, call) -> its text delta still unread, if any.
+_Unread = dict[tuple[str, str | None, str | None, str], _Held]
 
 
 @dataclass(slots=True)
@@ -170,7 +170,7 @@ class RunChannel:
         if self.streaming and not self.done:
             unread = self.unread
             if type(event) is TextDelta and event.text:
-                key = (event.role, event.worker, event.step_id)
+                key = (event.role, event.worker, event.step_id, event.call)
                 if self.sent - self.taken >= _LAG:
                     held = unread.get(key)
                     if held is not None:
@@ -289,7 +289,7 @@ class RunEvents:
             return event
         unread, joined = channel.unread, channel.joined
         if unread:  # taken now: the call's next delta is sent, not joined to this one
-            key = (event.role, event.worker, event.step_id)
+            key = (event.role, event.worker, event.step_id, event.call)
             held = unread.get(key)
             if held is not None and held.event is event:
                 del unread[key]

@@ -15,6 +15,7 @@ from regiment.models import Message, ModelRequest, ModelResponse, TextPart, Usag
 if TYPE_CHECKING:
     from regiment.hierarchy._live_events import LiveSink
     from regiment.hierarchy.guard._roles import Caller
+    from regiment.hierarchy.run._reask import Reasks
 
 __all__ = ("synthesized",)
 
@@ -27,18 +28,36 @@ _NOTE = (
 
 
 async def synthesized(
-    caller: Caller, request: ModelRequest, live: LiveSink | None, run_id: str
+    caller: Caller,
+    request: ModelRequest,
+    live: LiveSink | None,
+    run_id: str,
+    reasks: Reasks | None = None,
 ) -> tuple[ModelResponse, int]:
     """The synthesizer's reply, and how many model calls it took: an empty one is asked
-    for again once (both are charged); a second empty one is the answer, with a WARNING."""
+    for again once (both are charged), held to what the run's budget has left after the
+    first (``reasks``; not asked when nothing is: the empty reply is the answer, with a
+    WARNING); a second empty one is the answer, with a WARNING."""
     response = await caller.call(request, live)
     if response.text.strip():
         return response, 1
     where = {"run_id": run_id, "step_id": None, "worker": None}
-    _log.info("the synthesizer's reply was empty; asking again once", extra=where)
     last = request.messages[-1]
     noted = Message(role=last.role, parts=(*last.parts, TextPart(text=_NOTE)))
     again = msgspec.structs.replace(request, messages=(*request.messages[:-1], noted))
+    if reasks is not None:
+        held = reasks.held(again, response.usage, 1)
+        if isinstance(held, str):
+            _log.warning(
+                "the synthesizer's reply was empty, and it is not asked again: %s; the run's "
+                "answer is empty (the steps' outputs are in its result); give the run a "
+                "larger budget, or check the synthesizer's model and instructions",
+                held,
+                extra=where,
+            )
+            return response, 1
+        again = held
+    _log.info("the synthesizer's reply was empty; asking again once", extra=where)
     try:
         second = await caller.call(again, live)
     except ModelError as exc:  # the empty reply was spent too

@@ -27,7 +27,7 @@ from regiment.hierarchy._planner import Planner
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.events import Event, GuardrailRewrote, GuardrailTripped
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
-from regiment.hierarchy.guard._judge import JudgeTape, Purse, judging_within
+from regiment.hierarchy.guard._judge import JudgeCall, JudgeTape, Purse, judging_within
 from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._roles import GuardLog, GuardRole, RoleGuards
 from regiment.hierarchy.guard._step import tripped
@@ -326,7 +326,9 @@ def _spent_purse(limit: BudgetLimit) -> Purse:
         "call would overspend it"
     )
 
-    def left(request: ModelRequest, made: Sequence[ModelResponse]) -> tuple[BudgetLimit, str]:
+    def left(
+        request: ModelRequest, made: Sequence[ModelResponse], call: JudgeCall
+    ) -> tuple[BudgetLimit, str]:
         return limit, why
 
     return left

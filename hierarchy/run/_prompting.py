@@ -12,7 +12,7 @@ from typing import TypeAlias, assert_never, final
 
 from regiment.errors import PlanError
 from regiment.hierarchy._planner import PlanningSession
-from regiment.hierarchy._prompts import HookFailed
+from regiment.hierarchy._prompts import HookFailed, with_rejected
 from regiment.hierarchy.plan._plan import Plan
 from regiment.hierarchy.run import _logs as logs
 from regiment.hierarchy.run._book import RunBook
@@ -163,13 +163,15 @@ class Prompting:
         """The planner's call for the next round's steps (``book.rounds.round`` is that round)."""
         versions = book.versions
         reason = f"round {book.rounds.round}: the critic found the goal unmet: {feedback}"
-        text = self._prompts.round_request(
+        prompts, committed = self._prompts, versions.committed_text()
+        text = prompts.round_request(
             goal=self._goal,
             round=book.rounds.round,
-            committed=versions.committed_text(),
+            committed=committed,
             feedback=feedback,
             next_id=versions.next_step_number(),
         )
+        text = with_rejected(text, prompts.rejected_replan, committed)
         return self.tail("round", book, text, reason)
 
     def tail(self, kind: PlanKind, book: RunBook, text: str, reason: str) -> Call:
@@ -222,19 +224,21 @@ class Prompting:
 
     def _replan_text(self, book: RunBook, reason: str) -> str:
         versions = book.versions
-        plan = versions.plan
-        return self._prompts.replan_request(
+        plan, prompts, committed = versions.plan, self._prompts, versions.committed_text()
+        text = prompts.replan_request(
             goal=self._goal,
             plan=plan,
-            committed=versions.committed_text(),
+            committed=committed,
             unfinished=[s for s in plan.steps if s.id not in versions.committed],
             reason=reason,
             next_id=versions.next_step_number(),
         )
+        return with_rejected(text, prompts.rejected_replan, committed)
 
     def _synthesis(self, book: RunBook) -> ModelRequest:
-        prompts, versions = self._prompts, book.versions
+        prompts, committed = self._prompts, book.versions.committed_text()
         text = prompts.synthesis_request(
-            goal=self._goal, committed=versions.committed_text(), artifacts=versions.artifacts
+            goal=self._goal, committed=committed, artifacts=book.versions.artifacts
         )
+        text = with_rejected(text, prompts.rejected_answer, committed)
         return ModelRequest(system=self._team.synthesizer_system, messages=(Message.user(text),))

@@ -37,6 +37,8 @@ from regiment.tools import ToolDefinition
 if TYPE_CHECKING:  # pydantic loads on first use (see tests/test_import_cost.py)
     from pydantic import BaseModel
 
+    from regiment.hierarchy.run._reask import Reasks
+
 __all__ = ("AnswerShape", "shaped", "structured_call")
 
 logger = logging.getLogger("regiment")
@@ -129,8 +131,11 @@ async def structured_call(
     caller: Caller,
     request: ModelRequest,
     shape: AnswerShape,
+    reasks: Reasks | None = None,
 ) -> tuple[ModelResponse, int]:
-    """Ask for the answer until it validates, at most ``shape.attempts`` times.
+    """Ask for the answer until it validates, at most ``shape.attempts`` times, each ask
+    after the first held to what the run's budget has left after those before it
+    (``reasks``: not made when nothing is).
 
     Returns the last reply reduced to the answer's JSON text, charged with the
     usage of every attempt, and the number of attempts.
@@ -144,6 +149,11 @@ async def structured_call(
     spent = Usage()
     detail = ""
     for attempt in range(1, shape.attempts + 1):
+        if attempt > 1 and reasks is not None:
+            held = reasks.held(request, spent, attempt - 1)
+            if isinstance(held, str):
+                raise _invalid(shape, attempt - 1, f"{detail} (not asked again: {held})", spent)
+            request = held
         try:
             response = await caller.call(request)
         except ModelError as exc:  # the attempts before it were spent too
@@ -166,13 +176,18 @@ async def structured_call(
             continue
         parts = (TextPart(text=text),)
         return msgspec.structs.replace(response, parts=parts, usage=spent), attempt
-    raise OutputInvalid(
+    raise _invalid(shape, shape.attempts, detail, spent)
+
+
+def _invalid(shape: AnswerShape, attempts: int, detail: str, spent: Usage) -> OutputInvalid:
+    """No answer validated in ``attempts`` asks, which spent ``spent``."""
+    return OutputInvalid(
         f"the synthesizer's answer did not validate against {shape.name} in "
-        f"{shape.attempts} attempt(s); last error: {detail}. Make the model easier to "
+        f"{attempts} attempt(s); last error: {detail}. Make the model easier to "
         "fill (fewer required fields, plainer types), raise Team(output_retries=...), "
         "or use a stronger synthesizer model",
         output_type=shape.name,
-        attempts=shape.attempts,
+        attempts=attempts,
         detail=detail,
         usage=spent,
     )

@@ -59,6 +59,9 @@ class StepProgress:
     # A step on a Ray replica, whose run (and its ``fence``) is in another process: asks
     # its run across the hop for a top-up, under the same rule (``None`` in-process).
     ask_more: Callable[[Need], Awaitable[StepAllowance | None]] | None = None
+    # (guard, model) of the unpriced judges a WARNING named already, for a step with no
+    # run's ledger in its process (on a Ray replica); made on first use.
+    judges_warned: set[tuple[str, str]] | None = None
 
     # Calls of the step waiting for a decision (a human's on the desk, an in-process
     # approver's): its step_timeout stands still meanwhile, as the run's wall clock does.

@@ -41,7 +41,7 @@ from regiment.hierarchy.workers._ray_channel import (
 from regiment.hierarchy.workers._ray_mcp import MCPStarted, ReplicaMCP
 from regiment.hierarchy.workers._wire import RemoteStep, decode_step
 from regiment.hierarchy.workers._worker import Worker
-from regiment.models import ModelSettings
+from regiment.models import ModelSettings, Price
 from regiment.telemetry import (
     Telemetry,
     TracingHandle,
@@ -97,6 +97,9 @@ class HostedWorker:
         guardrails: the team's step guards, then the worker's own: pickled, or (a team
             file's) the ``"module:attribute"`` path the replica imports it from.
         tool_guardrails: the worker's guards of one tool, by tool name (as ``guardrails``).
+        price: the worker's model's price in the team's process (the one a money budget
+            was checked against): the replica charges its calls at it when the model it
+            built has no price of its own.
     """
 
     name: str
@@ -105,6 +108,7 @@ class HostedWorker:
     settings: ModelSettings | None = None
     guardrails: tuple[Guardrail | str, ...] = ()
     tool_guardrails: Mapping[str, tuple[Guardrail | str, ...]] = field(default_factory=dict)
+    price: Price | None = None
 
 
 @final
@@ -171,7 +175,7 @@ class StepHost:
                 "make it build the worker of that name"
             )
         telemetry = self._telemetry
-        caller = ModelCaller(worker.model, worker.name, telemetry, spec.settings)
+        caller = ModelCaller(worker.model, worker.name, telemetry, spec.settings, price=spec.price)
         guards = StepGuards.build(
             worker.name,
             tuple(_guard(g) for g in spec.guardrails),

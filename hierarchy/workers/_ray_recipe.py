@@ -16,7 +16,7 @@ from regiment.hierarchy.guard._types import Guardrail, as_guardrail
 from regiment.hierarchy.workers._placement import Ray, WorkerBuild
 from regiment.hierarchy.workers._ray_host import HostedWorker
 from regiment.hierarchy.workers._worker import Worker
-from regiment.models import ModelSettings
+from regiment.models import ModelSettings, Price
 from regiment.tools import MCPServer, Toolset
 
 __all__ = ("hosted_worker",)
@@ -55,8 +55,10 @@ def hosted_worker(
         tool: tuple(as_guardrail(g) for g in given)
         for tool, given in worker.tool_guardrails.items()
     }
+    price = getattr(worker.model, "price", None)
     return HostedWorker(
         name=worker.name,
+        price=price if isinstance(price, Price) else None,
         build=cast("WorkerBuild | Worker", recipe),
         prompts=prompts,
         settings=worker.settings if settings is None else settings.merge(worker.settings),

@@ -6,7 +6,9 @@ import functools
 from collections.abc import Awaitable, Callable
 
 import anyio
+import msgspec
 
+from regiment._json import JsonObject
 from regiment.errors import GuardrailError
 from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy.guard._judge import judging_within
@@ -99,10 +101,13 @@ async def _guarded(
     toolset: Toolset,
 ) -> ToolResult:
     """``call`` between its guards; one they answer without reaching the tool (refused, or
-    rewritten into arguments that do not validate) is streamed as a failed call is."""
+    rewritten into arguments that do not validate) is streamed as a failed call is, with
+    the arguments they judged (as the guards before the one that refused it rewrote
+    them), not the model's."""
     assign, progress, index = at
     reached: list[ToolCallPart] = []
     noted: list[GuardNote] = []  # what its call guards did: journaled with its intent
+    judged: list[JsonObject] = []  # the arguments a fail_step guard tripped on
 
     async def reach(checked: ToolCallPart) -> ToolResult:
         reached.append(checked)
@@ -114,15 +119,24 @@ async def _guarded(
         with judging_within(step_purse(assign.allowance, progress), journaled.judge_tape()):
             tool, passed = toolset.get(call.name), journaled.passed(index)
             result = await guards.call_tool(
-                call, assign.step.id, progress, reach, tool, passed, noted
+                call, assign.step.id, progress, reach, tool, passed, noted, judged
             )
     except GuardrailError as exc:  # a `fail_step` trip
         if not reached:
-            journaled.unrun(call, type(exc).__name__, anyio.current_time() - began)
+            told = _with(call, judged[-1]) if judged else call
+            journaled.unrun(told, type(exc).__name__, anyio.current_time() - began)
         raise
     if not reached:
-        journaled.unrun(call, result.error_type or "error", anyio.current_time() - began)
+        told = _with(call, result.arguments)
+        journaled.unrun(told, result.error_type or "error", anyio.current_time() - began)
     return result
+
+
+def _with(call: ToolCallPart, arguments: JsonObject) -> ToolCallPart:
+    """``call`` with ``arguments`` (as its guards judged them)."""
+    if arguments == call.arguments:
+        return call
+    return msgspec.structs.replace(call, arguments=arguments)
 
 
 async def _fenced_tool(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 
 import anyio
@@ -26,7 +27,10 @@ async def _paused_run(journal: str) -> tuple[str, str]:
     assert code == 3, err
     assert out == ""  # no answer yet
     (line,) = [x for x in err.splitlines() if x.startswith("paused:")]
-    assert line.startswith("paused: 1 approval(s) pending — regiment approvals run-")
+    # The command it names reads this journal: it said `regiment approvals RUN_ID` alone,
+    # which reads the default journal instead ("no journal at .../.regiment/journal.db").
+    flag = f"--journal {shlex.quote(journal)}"
+    assert line.startswith(f"paused: 1 approval(s) pending — regiment approvals {flag} run-")
     # the refund's call was waiting when the run paused: not run, not "cancelled"
     assert "     s2 issue_refund: not run, awaits a decision\n" in err
     assert "issue_refund: cancelled" not in err
@@ -52,6 +56,32 @@ async def test_run_pauses_and_approvals_lists_the_request(tmp_path: Path) -> Non
     code, _, err = await run_cli("approvals", "run-nope", "--journal", journal)
     assert code == 2
     assert "no run 'run-nope'" in err
+
+
+async def test_the_commands_the_output_suggests_read_the_journal_in_use(tmp_path: Path) -> None:
+    # Typed as printed, they find the run; with $REGIMENT_JOURNAL they need no --journal.
+    journal = str(tmp_path / "my runs.db")  # a space: the command quotes it
+    run_id, request_id = await _paused_run(journal)
+    code, _, err = await run_cli("run", TEAM, GOAL, "--model", "scripted", "--journal", journal)
+    (line,) = [x for x in err.splitlines() if x.startswith("paused:")]
+    code, out, err = await run_cli(*shlex.split(line.split(" — regiment ", 1)[1]))
+    assert code == 0, err
+    assert "issue_refund(" in out
+    code, out, err = await run_cli("approve", run_id, request_id, "--journal", journal)
+    assert code == 0, err
+    hint = out.split("continue with: regiment ", 1)[1].strip()
+    assert hint == f"resume --journal '{journal}' {run_id}"
+    code, out, err = await run_cli("show", run_id, "--journal", journal)
+    assert code == 0, err
+    assert f"it waits to be resumed (regiment {hint})" in out
+    code, out, err = await run_cli(*shlex.split(hint), "--model", "scripted")
+    assert code == 0, err
+    assert "on the way" in out
+    env = {"REGIMENT_JOURNAL": journal}
+    code, _, err = await run_cli("run", TEAM, GOAL, "--model", "scripted", environ=env)
+    assert code == 3, err
+    assert err.splitlines()[-1].split(" — ")[1].startswith("regiment approvals run-")
+    assert "--journal" not in err.splitlines()[-1]
 
 
 async def test_a_paused_run_is_paused_in_runs_and_show(tmp_path: Path) -> None:
@@ -90,7 +120,7 @@ async def test_show_names_the_call_a_paused_step_waits_on(tmp_path: Path) -> Non
     # It said only "stalled"; a service's GET /runs/{id} said "1 approval(s) pending".
     assert out.splitlines()[1] == (
         "paused, and its approval requests have all been decided since: it waits to be "
-        f"resumed (regiment resume {run_id})"
+        f"resumed (regiment resume --journal {journal} {run_id})"
     )
 
 
@@ -131,7 +161,7 @@ async def test_approve_records_a_decision_once_and_checks_edits(tmp_path: Path) 
         journal,
     )
     assert code == 0, err
-    assert f"continue with: regiment resume {run_id}\n" in out
+    assert f"continue with: regiment resume --journal {journal} {run_id}\n" in out
     code, _, err = await run_cli(
         "approve", run_id, request_id, "--deny", "no", "--journal", journal
     )
@@ -175,7 +205,7 @@ async def test_run_approve_resume_issues_the_refund_once(tmp_path: Path) -> None
         "approve", run_id, request_id, "--by", "ana", "--journal", journal
     )
     assert code == 0, err
-    assert f"continue with: regiment resume {run_id}\n" in out
+    assert f"continue with: regiment resume --journal {journal} {run_id}\n" in out
     code, out, err = await run_cli(
         "resume", TEAM, run_id, "--model", "scripted", "--journal", journal
     )

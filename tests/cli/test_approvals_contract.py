@@ -83,7 +83,10 @@ async def test_an_edit_on_a_run_without_a_team_file_needs_team(tmp_path: Path) -
     good = ("--edit", '{"order_id": "77120"}', "--team", TEAM, "--journal", journal)
     code, out, err = await run_cli("approve", result.run_id, request.request_id, *good)
     assert code == 0, err
-    assert f"to the service that started it, or regiment resume TEAM_FILE {result.run_id}\n" in out
+    assert (
+        f"to the service that started it, or regiment resume --journal {journal} TEAM_FILE "
+        f"{result.run_id}\n"
+    ) in out
     (decided,) = await _decisions(journal, result.run_id)
     assert decided.approval_id == request.request_id
 

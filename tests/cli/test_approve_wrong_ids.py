@@ -35,9 +35,9 @@ async def test_a_request_of_another_run_names_its_run(tmp_path: Path) -> None:
     (line,) = err.splitlines()
     assert line == (
         f"regiment: error: REQUEST_ID {first_request} is of run {first}, not of run {second}: "
-        f"decide it with `regiment approve {first} {first_request}`; "
-        f"`regiment approvals {second}` lists the requests of run {second}"
-    )
+        f"decide it with `regiment approve --journal {journal} {first} {first_request}`; "
+        f"`regiment approvals --journal {journal} {second}` lists the requests of run {second}"
+    )  # the commands name the journal: without it they read the default one
     code, out, _ = await run_cli("approvals", "--journal", journal)  # both still pending
     assert (code, len(out.splitlines())) == (0, 2)
 
@@ -49,7 +49,7 @@ async def test_an_unknown_request_is_named_as_the_wrong_id(tmp_path: Path) -> No
     assert code == 2
     (line,) = err.splitlines()
     assert line.startswith(f"regiment: error: REQUEST_ID is wrong: run {run_id} has no ")
-    assert f"`regiment approvals {run_id}` lists its pending ones" in line
+    assert f"`regiment approvals --journal {journal} {run_id}` lists its pending ones" in line
 
 
 async def test_approvals_limit_lists_n_and_says_how_many_more(

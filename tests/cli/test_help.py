@@ -80,9 +80,23 @@ def test_validate_s_help_says_what_a_bad_file_exits_with(
     shown = " ".join(capsys.readouterr().out.split())
     assert "Check a team file without running it." in shown
     assert shown.endswith(
-        "exit codes: 0 the file is good (a summary of the team follows), 2 it is not (the "
-        "error names the file, the line and the key), 130 interrupted"
+        "exit codes: 0 the file is good (a summary of the team follows), 1 what it prints "
+        "could not be written (a full disk, a closed stdout), 2 it is not (the error names "
+        "the file, the line and the key), 130 interrupted, 141 its reader closed stdout "
+        "(`| head`)"
     )
+
+
+@pytest.mark.parametrize("command", ["run", "resume", "runs", "show", "approvals", "approve"])
+def test_the_help_of_a_command_that_prints_names_its_output_exit_codes(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The README lists 141 (`regiment runs | head -1`) and 1 (an output that could not be
+    # written) for these; their --help named neither.
+    assert main([command, "--help"]) == 0
+    codes = " ".join(capsys.readouterr().out.split()).split("exit codes: ", 1)[1]
+    assert "141 its reader closed stdout" in codes
+    assert re.search(r"\b1 (run failed \(or its answer could not be written|what it prints)", codes)
 
 
 def _listing() -> list[argparse.Action]:

@@ -150,7 +150,8 @@ async def test_a_team_file_that_is_gone_or_changed(tmp_path: Path, anyio_backend
     decided = regiment_process("approve", run_id, request_id, "--journal", journal, cwd=tmp_path)
     assert decided.returncode == 0, decided.stderr
     assert decided.stdout.endswith(  # it said "regiment resume TEAM_FILE ...", not why
-        f"continue with: regiment resume TEAM_FILE {run_id} (its team file {team} is gone)\n"
+        f"continue with: regiment resume --journal {journal} TEAM_FILE {run_id} "
+        f"(its team file {team} is gone)\n"
     )
 
     gone = regiment_process(

@@ -1,5 +1,5 @@
 """The progress line that says the answer is being written says which steps it is written
-from, and how many (and which) were left out as their checks rejected them."""
+from, and how many (and which) its request gives marked as rejected by their checks."""
 
 from __future__ import annotations
 
@@ -30,8 +30,10 @@ def test_the_synthesis_line_counts_the_rejected_steps() -> None:
         ev.SynthesisStarted(run_id=run, committed_steps=("s1", "s3")),
     )
     assert lines[-1] == (
-        "synthesizing the answer from s1, s3; 1 step rejected by its check, left out: s2"
+        "synthesizing the answer from s1, s3; s2 too, marked as rejected by its check"
     )
+    # It said "left out: s2", but the synthesizer's request has s2's output, marked
+    # "[rejected by its check 'c': no]" (as the README says), and the answer may quote it.
 
 
 def test_without_rejected_steps_the_line_is_as_before() -> None:

@@ -425,3 +425,23 @@ def test_a_yaml_file_without_pyyaml_gives_the_install_line(tmp_path: Path) -> No
         f"regiment.errors.ConfigError: {team}: reading YAML needs pyyaml, the cli extra: "
         "pip install 'regiment[cli]' (or write the team file in TOML)"
     )
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        ("concurrency = 2\nconcurrency = 3\n", "the key `concurrency` is given twice in its"),
+        ("[planner]\nmax_steps = 2\n[planner]\nname = 'p'\n", "`[planner]` names a table"),
+        ("[workers]\nname = 'x'\n", "`[workers]` names a table (or key) the file has already"),
+    ],
+)
+def test_a_key_or_table_given_twice_says_which_and_what_to_do(
+    tmp_path: Path, extra: str, said: str
+) -> None:
+    # It was tomllib's "Cannot overwrite a value (at line 7, column 16)" alone, which names
+    # neither the key nor that it is there twice (the YAML error said "given twice").
+    path = _write(tmp_path / "team.toml", TEAM + extra)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value).startswith(f"{path}: not valid TOML: Cannot ")
+    assert said in str(caught.value)

@@ -113,6 +113,8 @@ async def test_a_streamed_refusal_is_marked_after_its_text(api: StandIn, role: s
     assert "".join(d.text for d in deltas) == "I can't help"
     assert [d.refused for d in deltas][-1] is True
     assert not any(d.refused for d in deltas[:-1])
+    (call,) = {d.call for d in deltas}  # the marker names the call whose text it declines
+    assert call
     marker = got.index(deltas[-1])
     assert isinstance(got[-1], RunFailed)
     if role == "worker":

@@ -27,6 +27,7 @@ from regiment.hierarchy.run._config_hash import _config_parts
 from regiment.models import AnthropicModel, Price, ScriptedModel, Usage, priced
 from regiment.tools import Approve, tool
 
+from .brains import Brain, plan_json
 from .test_budget_fan_out import Probe
 from .test_budget_top_up import _LONG_BESIDE_SHORT, _SHORT
 from .test_budget_width import WANT, Wide, nested_wide
@@ -126,6 +127,38 @@ async def test_a_long_step_is_topped_up_with_money_its_siblings_left() -> None:
     assert (topped[0].granted.micro_usd or 0) > 0
 
 
+def _nested(budget: Budget) -> tuple[Team, _PricedProbe]:
+    """The parent's step s1 goes to a nested team whose one long step waits in its tools
+    until the parent's seven short steps have been committed (all priced at ``WHOLE``)."""
+    child = _PricedProbe([(5, [])], hold=anyio.Event(), reported=_SHORT)
+    steps = [{"description": "dig", "worker": "research"}]
+    steps += [{"description": f"note {i}", "worker": "w"} for i in range(_SHORT)]
+    model = ScriptedModel(Brain([plan_json(*steps)]), price=WHOLE)
+    workers: list[Worker | TeamWorker] = [
+        TeamWorker(name="research", description="digs", team=child.team(Budget())),
+        Worker(name="w", description="notes", model=model),
+    ]
+    team = Team(name="parent", planner=Planner(model=model), workers=workers, budget=budget)
+    return team, child
+
+
+async def test_a_nested_team_draws_money_through_the_step_it_serves() -> None:
+    # As tokens do: the nested run's long step outgrows the nested run's money (its
+    # step's share), and draws the rest through that step from the run above.
+    team, child = _nested(Budget())
+    need = (await child.stream(team)).usage.micro_usd
+    team, child = _nested(Budget(usd=3 * need / 1_000_000))
+    result = await child.stream(team)
+    assert (result.status, result.budget_exhausted) == ("completed", None)
+    assert child.bodies == 5
+    assert result.usage.micro_usd <= 3 * need
+    topped = [e for e in result.events if isinstance(e, BudgetToppedUp)]
+    assert [e.step_id for e in topped] == ["s1"]  # the parent's step, for its run
+    assert (topped[0].granted.micro_usd or 0) > 0
+    (report,) = [r for r in result.steps if r.step_id == "s1"]
+    assert report.status == "done"
+
+
 async def test_money_spent_before_a_pause_counts_after_resume(tmp_path: Path) -> None:
     probe = _probe()
     need = (await probe.stream(probe.team(Budget()))).usage.micro_usd
@@ -178,15 +211,20 @@ def test_a_nested_teams_unpriced_model_is_refused_too() -> None:
         )
 
 
-def test_a_ray_worker_under_a_money_budget_is_refused() -> None:
-    model = ScriptedModel([], price=WHOLE)
-    with pytest.raises(ConfigError, match="does not yet cover Ray workers"):
+def test_a_ray_workers_unpriced_model_is_refused_as_any_other() -> None:
+    # Ray workers are held to money as in-process ones (tests/ray/test_ray_money.py); the
+    # price their replicas charge at is checked here, in the team's process.
+    priced_model = ScriptedModel([], price=WHOLE)
+    unpriced = ScriptedModel([], name="remote-model")
+    with pytest.raises(ConfigError, match="worker 'w''s model 'remote-model' has none"):
         Team(
             name="t",
-            planner=Planner(model=model),
-            workers=[Worker(name="w", description="d", model=model, placement=Ray())],
+            planner=Planner(model=priced_model),
+            workers=[Worker(name="w", description="d", model=unpriced, placement=Ray())],
             budget=Budget(usd=1.0),
         )
+    placed = Worker(name="w", description="d", model=priced_model, placement=Ray())
+    Team(name="t", planner=Planner(model=priced_model), workers=[placed], budget=Budget(usd=1.0))
 
 
 @pytest.mark.parametrize("usd", [-0.01, float("nan"), float("inf"), 1e308, "5", True])

@@ -77,11 +77,15 @@ def _assert_story(events: list[Event], *, replans: bool = False) -> None:
     replies=st.lists(GARBAGE, min_size=_ATTEMPTS, max_size=_ATTEMPTS),
     worker_text=GARBAGE,
 )
+@example(replies=["", "", "0"], worker_text=" ")  # a prose plan whose step fails: replans
 def test_a_garbage_planner_ends_in_plan_error_or_a_valid_run(
     backend: str, replies: list[str], worker_text: str
 ) -> None:
-    events = anyio.run(lambda: _run(replies, worker_text, replan=False), backend=backend)
-    _assert_story(events)
+    """Garbage that reads as a plan may give a step that fails (a blank worker reply);
+    its replans get the same replies again, as many as Budget.replans can ask for."""
+    plans = replies * (1 + Budget().replans)
+    events = anyio.run(lambda: _run(plans, worker_text, replan=False), backend=backend)
+    _assert_story(events, replans=True)
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])

@@ -1,13 +1,13 @@
 """A journaled run with guardrails: a judge's reply is charged, and journaled under a
 judge's own key, never as one of the planner's calls (a resume would replay it as the
 plan), and a
-resumed run shows the guardrail events an uninterrupted run shows."""
+resumed run shows the guardrail events an uninterrupted run shows. On SQLite and
+PostgreSQL."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -29,10 +29,19 @@ from regiment.hierarchy import (
 )
 from regiment.hierarchy.guard import Outcome, Pass, ReplySubject, Trip, judge
 from regiment.hierarchy.run._journaling import LEASE_TTL
-from regiment.journal import ModelCallFinished, SqliteJournal
+from regiment.journal import ModelCallFinished, open_journal
 from regiment.models import Message, ModelRequest, ModelResponse, text_response
 
+from .snapshot import crash_sites, snapshot
+
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def sites(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    """A journal, and where what a crash leaves of it goes."""
+    return crash_sites(str(request.param), tmp_path, request)
+
 
 PLAN = json.dumps({"steps": [{"id": "s1", "description": "look"}]})
 
@@ -43,7 +52,9 @@ async def brain(request: ModelRequest) -> ModelResponse | str:
     return "looked" if request.role == "worker" else "answer"
 
 
-async def test_a_planner_judges_reply_is_not_journaled_as_a_planner_call(tmp_path: Path) -> None:
+async def test_a_planner_judges_reply_is_not_journaled_as_a_planner_call(
+    sites: tuple[str, str],
+) -> None:
     verdicts = ScriptedModel(lambda request: text_response("ok"))
 
     async def reply_judge(subject: ReplySubject) -> Outcome:
@@ -56,11 +67,11 @@ async def test_a_planner_judges_reply_is_not_journaled_as_a_planner_call(tmp_pat
         planner=Planner(model=model, guardrails=[reply_judge]),
         workers=[Worker(name="w", description="looks", model=model)],
     )
-    path = tmp_path / "runs.db"
+    path = sites[0]
     async with team.start(journal=path) as running:
         result = await running.run("look once")
     assert result.model_calls == 4  # the plan, its judge, the step, the synthesis
-    journal = await SqliteJournal.open(path)
+    journal = await open_journal(path)
     try:
         records = [e.record for e in await journal.read(result.run_id)]
     finally:
@@ -131,7 +142,7 @@ def guard_events(events: list[Event]) -> list[tuple[str, str, str, str | None]]:
 
 
 async def test_a_resumed_run_shows_the_guard_events_of_an_uninterrupted_one(
-    tmp_path: Path,
+    tmp_path: Path, sites: tuple[str, str]
 ) -> None:
     team = guarded_team(None, [])
     async with team.start(journal=tmp_path / "whole.db") as running, running.stream(GOAL) as stream:
@@ -143,15 +154,12 @@ async def test_a_resumed_run_shows_the_guard_events_of_an_uninterrupted_one(
         ("GuardrailRewrote", "sign", "model_request", "s2"),
     ]
 
-    live, copy = tmp_path / "live.db", tmp_path / "crashed.db"
+    live, copy = sites
     reached, run_ids = anyio.Event(), []
     asked: list[str | None] = []
 
     async def crash() -> None:  # in s2's model call: keep what a kill -9 would leave
-        with sqlite3.connect(live) as source, sqlite3.connect(copy) as target:
-            source.backup(target)
-        source.close()
-        target.close()
+        await anyio.to_thread.run_sync(snapshot, live, copy)
         reached.set()
         await anyio.Event().wait()  # until the run is cancelled
 
@@ -169,7 +177,7 @@ async def test_a_resumed_run_shows_the_guard_events_of_an_uninterrupted_one(
         await reached.wait()
         tg.cancel_scope.cancel()
 
-    journal = await SqliteJournal.open(copy, clock=lambda: time.time() + LEASE_TTL + 1)
+    journal = await open_journal(copy, clock=lambda: time.time() + LEASE_TTL + 1)
     try:
         team = guarded_team(None, asked)
         async with team.start(journal=journal) as running, running.resume_stream(run_ids[0]) as s:

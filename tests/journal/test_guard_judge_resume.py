@@ -1,11 +1,12 @@
 """A guard's judge calls (``judge``) are journaled like the run's other model replies:
 a run resumed after a crash replays the reply a judge had before it, instead of asking
 its model (and paying for the call) again; a question not asked before the crash goes
-to the model. The replayed reply still counts in the resumed run's usage."""
+to the model. The replayed reply still counts in the resumed run's usage. On SQLite and
+PostgreSQL: the crash is a copy of what the journal had committed (``snapshot``)."""
 
 from __future__ import annotations
 
-import sqlite3
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,9 +15,10 @@ import anyio
 import pytest
 
 from regiment import Planner, ScriptedModel, Team, Worker
-from regiment.hierarchy import RunningTeam, RunStarted
+from regiment.hierarchy import RunCompleted, RunningTeam, RunStarted
 from regiment.hierarchy.guard import AnswerSubject, Outcome, Pass, RequestSubject, Trip, judge
-from regiment.journal import ModelCallFinished, SqliteJournal
+from regiment.hierarchy.run._journaling import LEASE_TTL
+from regiment.journal import ModelCallFinished, open_journal
 from regiment.models import (
     Message,
     ModelRequest,
@@ -26,7 +28,8 @@ from regiment.models import (
 )
 from regiment.tools import tool
 
-from .test_guard_resume_calls import refund_brain, resumed
+from .snapshot import crash_sites, snapshot
+from .test_guard_resume_calls import refund_brain
 
 pytestmark = pytest.mark.anyio
 
@@ -84,21 +87,37 @@ def team_of(judge_: Judge, crash: Callable[[], Awaitable[None]] | None = None) -
     return Team(name="t", planner=planner, workers=[worker])
 
 
-def keeper(live: Path, copy: Path, reached: anyio.Event) -> Callable[[], Awaitable[None]]:
+@pytest.fixture(params=["sqlite", "postgres"])
+def sites(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    """The run's journal, and where what a crash leaves of it goes."""
+    return crash_sites(str(request.param), tmp_path, request)
+
+
+def keeper(live: str, copy: str, reached: anyio.Event) -> Callable[[], Awaitable[None]]:
     """What a kill -9 here would leave of the journal, copied to ``copy``; then hang."""
 
     async def crash() -> None:
-        with sqlite3.connect(live) as source, sqlite3.connect(copy) as target:
-            source.backup(target)
-        source.close()
-        target.close()
+        await anyio.to_thread.run_sync(snapshot, live, copy)
         reached.set()
         await anyio.Event().wait()  # until the run is cancelled
 
     return crash
 
 
-async def crashed(live: Path, team: Team, reached: anyio.Event) -> str:
+async def resumed(copy: str, run_id: str, team: Team) -> RunCompleted:
+    """The run resumed from ``copy`` by another owner, once the crashed one's lease ran out."""
+    journal = await open_journal(copy, clock=lambda: time.time() + LEASE_TTL + 1)
+    try:
+        async with team.start(journal=journal) as running, running.resume_stream(run_id) as s:
+            events = [event async for event in s]
+    finally:
+        await journal.close()
+    last = events[-1]
+    assert isinstance(last, RunCompleted), last
+    return last
+
+
+async def crashed(live: str, team: Team, reached: anyio.Event) -> str:
     run_ids: list[str] = []
 
     async def go(running: RunningTeam) -> None:
@@ -115,9 +134,9 @@ async def crashed(live: Path, team: Team, reached: anyio.Event) -> str:
 
 
 async def test_a_steps_judge_asked_before_the_crash_is_replayed_not_asked_again(
-    tmp_path: Path,
+    sites: tuple[str, str],
 ) -> None:
-    live, copy, reached = tmp_path / "live.db", tmp_path / "crashed.db", anyio.Event()
+    (live, copy), reached = sites, anyio.Event()
     before = Judge()
     run_id = await crashed(live, team_of(before, keeper(live, copy, reached)), reached)
     (first,) = before.asked  # the step's first request: its answer is the tool call
@@ -134,9 +153,9 @@ async def test_a_steps_judge_asked_before_the_crash_is_replayed_not_asked_again(
 
 
 async def test_an_answer_judge_asked_before_the_crash_is_replayed_not_asked_again(
-    tmp_path: Path,
+    sites: tuple[str, str],
 ) -> None:
-    live, copy, reached = tmp_path / "live.db", tmp_path / "crashed.db", anyio.Event()
+    (live, copy), reached = sites, anyio.Event()
     before = Judge()
     original = before.verdict
 
@@ -154,7 +173,7 @@ async def test_an_answer_judge_asked_before_the_crash_is_replayed_not_asked_agai
     done = await resumed(copy, run_id, team_of(after))
     assert done.result.answer == "refunded"
     assert after.asked == []  # every judge question was answered before the crash
-    journal = await SqliteJournal.open(copy)
+    journal = await open_journal(copy)
     try:
         keys = [
             e.record.call_key

@@ -2,13 +2,13 @@
 intent the journal holds had passed its guards, and ran (or began to) with the
 arguments as they left them. The resume runs it again with exactly those arguments and
 the same key; it does not judge it anew (a guard that rewrites differently now, or trips
-now, would run another call than the one that may have acted, or refuse one that did)."""
+now, would run another call than the one that may have acted, or refuse one that did).
+On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -21,11 +21,20 @@ from regiment import Planner, ScriptedModel, Team, Worker
 from regiment.hierarchy import GuardrailRewrote, RunCompleted, RunningTeam, RunStarted
 from regiment.hierarchy.guard import Outcome, PlanSubject, Rewrite, ToolCallSubject, Trip
 from regiment.hierarchy.run._journaling import LEASE_TTL
-from regiment.journal import EventRecorded, SqliteJournal, ToolCallStarted
+from regiment.journal import EventRecorded, ToolCallStarted, open_journal
 from regiment.models import ModelRequest, ModelResponse, ToolResultPart, tool_call_response
 from regiment.tools import RunContext, tool
 
+from .snapshot import crash_sites, snapshot
+
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def sites(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    """The run's journal, and where what a crash leaves of it goes."""
+    return crash_sites(str(request.param), tmp_path, request)
+
 
 PLAN = json.dumps({"steps": [{"id": "s1", "description": "refund order 7"}]})
 GOAL = "refund order 7"
@@ -71,16 +80,13 @@ def team_of(till: Till, guard: Callable[[ToolCallSubject], Outcome]) -> Team:
     return Team(name="t", planner=Planner(model=model), workers=[worker])
 
 
-async def crashed_in_the_tool(tmp_path: Path, till: Till, team: Team) -> tuple[Path, str]:
+async def crashed_in_the_tool(sites: tuple[str, str], till: Till, team: Team) -> tuple[str, str]:
     """Run ``team`` until its tool body runs; the journal as a kill -9 there would leave it."""
-    live, copy = tmp_path / "live.db", tmp_path / "crashed.db"
+    live, copy = sites
     reached, run_ids = anyio.Event(), []
 
     async def crash() -> None:
-        with sqlite3.connect(live) as source, sqlite3.connect(copy) as target:
-            source.backup(target)
-        source.close()
-        target.close()
+        await anyio.to_thread.run_sync(snapshot, live, copy)
         reached.set()
         await anyio.Event().wait()  # until the run is cancelled
 
@@ -100,8 +106,8 @@ async def crashed_in_the_tool(tmp_path: Path, till: Till, team: Team) -> tuple[P
     return copy, run_ids[0]
 
 
-async def resumed(path: Path, run_id: str, team: Team) -> RunCompleted:
-    journal = await SqliteJournal.open(path, clock=lambda: time.time() + LEASE_TTL + 1)
+async def resumed(path: str, run_id: str, team: Team) -> RunCompleted:
+    journal = await open_journal(path, clock=lambda: time.time() + LEASE_TTL + 1)
     try:
         async with team.start(journal=journal) as running, running.resume_stream(run_id) as s:
             events = [event async for event in s]
@@ -113,7 +119,7 @@ async def resumed(path: Path, run_id: str, team: Team) -> RunCompleted:
 
 
 async def test_a_call_in_flight_runs_again_with_the_arguments_its_guard_gave_it(
-    tmp_path: Path,
+    sites: tuple[str, str],
 ) -> None:
     rewrites = iter([101, 102])  # a guard that rewrites differently each time it is asked
 
@@ -121,7 +127,7 @@ async def test_a_call_in_flight_runs_again_with_the_arguments_its_guard_gave_it(
         return Rewrite(dataclasses.replace(subject, arguments={"order_id": next(rewrites)}))
 
     till = Till()
-    path, run_id = await crashed_in_the_tool(tmp_path, till, team_of(till, reroute))
+    path, run_id = await crashed_in_the_tool(sites, till, team_of(till, reroute))
     assert [order for order, _ in till.refunds] == [101]
     done = await resumed(path, run_id, team_of(till, reroute))
     (first, key), (again, same) = till.refunds
@@ -131,7 +137,7 @@ async def test_a_call_in_flight_runs_again_with_the_arguments_its_guard_gave_it(
 
 
 async def test_a_call_in_flight_is_not_refused_at_the_resume_by_a_guard_that_now_trips(
-    tmp_path: Path,
+    sites: tuple[str, str],
 ) -> None:
     verdicts = iter([False, True])  # passes the call, then would refuse it
 
@@ -139,14 +145,14 @@ async def test_a_call_in_flight_is_not_refused_at_the_resume_by_a_guard_that_now
         return Trip("not now") if next(verdicts, True) else Rewrite(subject)
 
     till = Till()
-    path, run_id = await crashed_in_the_tool(tmp_path, till, team_of(till, flaky))
+    path, run_id = await crashed_in_the_tool(sites, till, team_of(till, flaky))
     done = await resumed(path, run_id, team_of(till, flaky))
     assert [order for order, _ in till.refunds] == [7, 7]
     assert "refunded 7" in done.result.steps[0].output
 
 
 async def test_a_plan_a_guard_rewrote_before_the_crash_is_the_plan_resumed(
-    tmp_path: Path,
+    sites: tuple[str, str],
 ) -> None:
     passes = iter(range(1, 10))  # a plan guard that rewrites differently each time
 
@@ -164,7 +170,7 @@ async def test_a_plan_a_guard_rewrote_before_the_crash_is_the_plan_resumed(
     till = Till()
     team = team_of(till, allow)
     path, run_id = await crashed_in_the_tool(
-        tmp_path, till, dataclasses.replace(team, guardrails=[stamp])
+        sites, till, dataclasses.replace(team, guardrails=[stamp])
     )
     done = await resumed(
         path, run_id, dataclasses.replace(team_of(till, allow), guardrails=[stamp])
@@ -176,7 +182,7 @@ async def test_a_plan_a_guard_rewrote_before_the_crash_is_the_plan_resumed(
 
 
 async def test_a_resumed_call_in_flight_still_tells_which_guard_rewrote_it(
-    tmp_path: Path,
+    sites: tuple[str, str],
 ) -> None:
     """Its guards are not run again at the resume, but the rewrite they made before the
     crash is journaled with the call's intent: the resumed run's events (and so its
@@ -186,8 +192,8 @@ async def test_a_resumed_call_in_flight_still_tells_which_guard_rewrote_it(
         return Rewrite(dataclasses.replace(subject, arguments={"order_id": 101}))
 
     till = Till()
-    path, run_id = await crashed_in_the_tool(tmp_path, till, team_of(till, reroute))
-    journal = await SqliteJournal.open(path, clock=lambda: time.time() + LEASE_TTL + 1)
+    path, run_id = await crashed_in_the_tool(sites, till, team_of(till, reroute))
+    journal = await open_journal(path, clock=lambda: time.time() + LEASE_TTL + 1)
     try:
         team = team_of(till, reroute)
         async with team.start(journal=journal) as running, running.resume_stream(run_id) as s:

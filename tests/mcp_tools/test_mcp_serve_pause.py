@@ -100,7 +100,9 @@ async def test_a_paused_run_is_decided_from_the_cli_and_finished_by_resume(
         done = await anyio.run_process([*approve, "--journal", journal], cwd=ROOT, check=False)
         assert done.returncode == 0, done.stderr.decode()
         # the team file was journaled with the run: the CLI could resume it by id alone
-        assert f"continue with: regiment resume {run_id}" in done.stdout.decode()
+        assert (
+            f"continue with: regiment resume --journal {journal} {run_id}" in done.stdout.decode()
+        )
 
         finished = await session.call_tool("resume", {"run_id": run_id})
         assert not finished.is_error

@@ -188,7 +188,7 @@ async def test_a_continuation_that_breaks_after_its_text_voids_only_its_own_piec
     pieces = Collected()
     told: list[TextDelta] = []
     live = LiveSink("run-1", lambda event: told.append(cast(TextDelta, event)))
-    handler = live.text_handler(ask())
+    handler = live.text_handler(ask(), LiveSink.new_call())
 
     async def both(delta: PartDelta) -> None:
         pieces.deltas.append(delta)

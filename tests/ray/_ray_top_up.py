@@ -19,9 +19,11 @@ from regiment.hierarchy import Budget, Planner, Ray, Team, Worker
 from regiment.models import (
     ModelRequest,
     ModelResponse,
+    Price,
     ScriptedModel,
     ToolResultPart,
     Usage,
+    effective_settings,
     text_response,
 )
 from regiment.models import tool_call_response as call
@@ -44,13 +46,26 @@ def _looper_brain(request: ModelRequest) -> ModelResponse:
     return msgspec.structs.replace(reply, usage=LOOPED)
 
 
+def _held_looper_brain(request: ModelRequest) -> ModelResponse:
+    """``_looper_brain``, its reply cut at the call's ``max_tokens`` when that is lower
+    (a budget held it), as every provider's API keeps to it."""
+    reply = _looper_brain(request)
+    limit = effective_settings(None, request).max_tokens or request.max_tokens
+    if limit >= LOOPED.output_tokens:
+        return reply
+    return msgspec.structs.replace(
+        reply, usage=Usage(input_tokens=1, output_tokens=limit), stop_reason="max_tokens"
+    )
+
+
 def _answer(request: ModelRequest) -> ModelResponse:
     return msgspec.structs.replace(text_response("done"), usage=ANSWERED)
 
 
-def looper(probe: str, hang_at: int = -1) -> Worker:
+def looper(probe: str, hang_at: int = -1, price: Price | None = None, held: bool = False) -> Worker:
     """``hang_at``: the first body of that call tells the probe it started (with its
-    process id, for the test to kill the replica) and never returns."""
+    process id, for the test to kill the replica) and never returns. ``price``: its
+    model's; ``held``: its replies keep to ``max_tokens`` (``_held_looper_brain``)."""
 
     @tool(name="probe", idempotency_key=("n",))
     async def probe_call(n: int) -> int:
@@ -67,21 +82,30 @@ def looper(probe: str, hang_at: int = -1) -> Worker:
     return Worker(
         name="looper",
         description="Loops.",
-        model=ScriptedModel(_looper_brain),
+        model=ScriptedModel(_held_looper_brain if held else _looper_brain, price=price),
         tools=[probe_call],
         max_iterations=10,
     )
 
 
 def top_up_team(
-    probe: str, budget: Budget, loops: int, shorts: int = 1, hang_at: int = -1, replicas: int = 1
+    probe: str,
+    budget: Budget,
+    loops: int,
+    shorts: int = 1,
+    hang_at: int = -1,
+    replicas: int = 1,
+    price: Price | None = None,
+    held: bool = False,
 ) -> Team:
     """``looper`` on Ray (step s1, ``loops`` tool calls) beside ``shorts`` in-process
-    steps (s2, s3, ...) that answer at once."""
-    build = functools.partial(looper, probe, hang_at)
+    steps (s2, s3, ...) that answer at once. ``price``: every model's in the team's
+    process; the replicas build the looper's model without one (it is charged at the
+    price the team's process has). ``held``: the looper's replies keep to ``max_tokens``."""
+    build = functools.partial(looper, probe, hang_at, held=held)
     placement = Ray(build=build, num_cpus=0, replicas=replicas)
-    placed = dataclasses.replace(build(), placement=placement)
-    short = Worker(name="short", description="Answers.", model=ScriptedModel(_answer))
+    placed = dataclasses.replace(looper(probe, hang_at, price, held), placement=placement)
+    short = Worker(name="short", description="Answers.", model=ScriptedModel(_answer, price=price))
     plan = plan_text(
         {"id": "s1", "description": f"loop {loops} times", "worker": "looper"},
         *(
@@ -96,7 +120,7 @@ def top_up_team(
 
     return Team(
         name="topping",
-        planner=Planner(model=ScriptedModel(planner)),
+        planner=Planner(model=ScriptedModel(planner, price=price)),
         workers=[placed, short],
         budget=budget,
     )

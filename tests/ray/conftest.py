@@ -44,11 +44,3 @@ def probe(ray_session: ModuleType, request: pytest.FixtureRequest) -> Iterator[t
     handle = ray_session.remote(Probe).options(name=name).remote()
     yield name, handle
     ray_session.kill(handle)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``--dist loadgroup``) every Ray test goes to one worker, so the
-    session starts one local Ray, not one per worker."""
-    for item in items:
-        if "tests/ray/" in str(item.path).replace(os.sep, "/"):
-            item.add_marker(pytest.mark.xdist_group("ray"))

@@ -6,25 +6,27 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx2 as httpx
+import msgspec
 import pytest
 
 from examples.service.serving import serving
+from regiment.journal import Record, RunCreated, StepReported, open_journal
 from regiment.serve import create_app
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
-from tests.journal.test_postgres_down import server
+from tests.journal.conftest import postgres_server, postgres_url
 
-from .sse import run_events
+from .sse import Frame, frames, run_events
 
 pytestmark = pytest.mark.anyio
 
-__all__ = ("server",)  # the fixture, shared
+__all__ = ("postgres_server", "postgres_url")  # the fixtures: one server, a schema per test
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def journal(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("server").url)
+    return str(request.getfixturevalue("postgres_url"))
 
 
 async def test_a_paused_run_is_decided_and_resumed_after_a_restart(journal: str) -> None:
@@ -95,3 +97,76 @@ async def test_a_run_cancelled_over_http_stays_cancelled_after_a_restart(journal
         refused = await c.post(f"/runs/{run_id}/resume")
         assert refused.status_code == 409
     assert shop.slow_done == []
+
+
+CREDIT_THEN_SLOW = plan_json(
+    step("s1", "billing", "credit 2 50"), {**step("s2", "slow", "slow 1"), "depends_on": ["s1"]}
+)
+
+
+async def _stalled_copy(spec: str, run_id: str) -> str:
+    """What a service killed mid-run leaves: the head of ``run_id``'s records, up to its
+    first step's report, under a new run id that nobody holds. The new id."""
+    journal = await open_journal(spec)
+    try:
+        records = [e.record for e in await journal.read(run_id)]
+        cut = 1 + next(i for i, r in enumerate(records) if isinstance(r, StepReported))
+        stalled = f"{run_id}-x"
+        moved = [
+            msgspec.json.decode(
+                msgspec.json.encode(r).replace(run_id.encode(), stalled.encode()), type=Record
+            )
+            for r in records[:cut]
+        ]
+        assert isinstance(moved[0], RunCreated)
+        lease = await journal.create_run(moved[0], owner="dead:1", ttl=60)
+        await journal.append_all(lease, moved[1:])
+        await journal.release(lease)
+    finally:
+        await journal.close()
+    return stalled
+
+
+async def test_a_resumed_runs_live_stream_replays_its_journal_once_then_goes_on(
+    journal: str,
+) -> None:
+    # A run stalled after its first step (its service died), resumed by a restarted
+    # service: GET .../events?live=true gives the journaled events once, in order, under
+    # their numbers, then the resumed run's, numbered and live, as they come.
+    done = Shop()
+    done.release.set()
+    async with (
+        serving(create_app(shop_team(done, CREDIT_THEN_SLOW), journal=journal)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
+        ran = (await c.post("/runs?wait=true", json={"goal": "credit, then slow"})).json()
+        assert ran["status"] == "completed"
+    run_id = await _stalled_copy(journal, ran["run_id"])
+    shop = Shop()  # its slow step waits until the follower has seen it dispatched
+    async with (
+        serving(create_app(shop_team(shop, CREDIT_THEN_SLOW), journal=journal)) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
+        journaled = await run_events(c, run_id)
+        assert [f.event for f in journaled] == [
+            "RunStarted", "PlanCreated", "StepDispatched", "StepCompleted"
+        ]  # fmt: skip
+        assert (await c.post(f"/runs/{run_id}/resume")).status_code == 202
+        got: list[Frame] = []
+        async with c.stream("GET", f"/runs/{run_id}/events?live=true") as response:
+            async for frame in frames(response):
+                if frame.comment is None:
+                    got.append(frame)
+                if frame.event == "StepDispatched" and frame.id == len(journaled) + 1:
+                    shop.release.set()
+        numbered = [f for f in got if f.id is not None]
+        assert [f.id for f in numbered] == list(range(1, len(numbered) + 1))  # no gap, no twice
+        assert numbered[: len(journaled)] == journaled  # the journal's, once, as they were
+        assert [f.event for f in numbered[len(journaled) :]] == [
+            "StepDispatched", "StepCompleted", "SynthesisStarted", "RunCompleted"
+        ]  # fmt: skip
+        progress = [i for i, f in enumerate(got) if f.id is None]
+        assert progress  # the resumed run's live progress came too ...
+        assert min(progress) > got.index(journaled[-1])  # ... after the replay, not in it
+        assert shop.refunds == []  # s1's tool ran before the stall, not again
+        assert await run_events(c, run_id) == numbered  # a replay after it is the same

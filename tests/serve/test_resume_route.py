@@ -275,14 +275,14 @@ async def test_approve_and_show_on_the_command_line_point_at_the_service_s_resum
         assert out == (
             f"approve: issue_refund in run {run_id} ({request['request_id']}); continue with: POST "
             f"/runs/{run_id}/resume to the service that started it, or regiment resume "
-            f"TEAM_FILE {run_id}\n"
+            f"--journal {journal} TEAM_FILE {run_id}\n"
         )
         code, out, err = await run_cli("show", run_id, "--journal", journal)
         assert code == 0, err  # it said "(regiment resume RUN_ID)", which needs a team file
         assert out.splitlines()[1] == (
             "paused, and its approval requests have all been decided since: it waits to be "
             f"resumed (POST /runs/{run_id}/resume to the service that started it, or regiment "
-            f"resume TEAM_FILE {run_id})"
+            f"resume --journal {journal} TEAM_FILE {run_id})"
         )
         resumed = await c.post(f"/runs/{run_id}/resume?wait=true")  # what it says works
         assert resumed.json()["status"] == "completed", resumed.text

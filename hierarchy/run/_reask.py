@@ -1,0 +1,67 @@
+"""The synthesis asked again (an empty answer; a structured answer cut short or not
+valid), held to the budget as its first ask was.
+
+The first ask is checked and its reply held (``max_tokens``) to what the run has
+left when it starts (``PhaseCalls.start``). What it spent is charged only once the
+synthesis is done, so the ask after it must count that spend itself: it starts only
+if the run still has a model call, tokens and money for it once the earlier asks are
+counted, and its reply is held to what is left after them. Without that, each ask
+could spend up to what was left once more.
+"""
+
+from __future__ import annotations
+
+from typing import final
+
+from regiment.hierarchy._allowance import Rates
+from regiment.hierarchy._budget import BudgetLedger
+from regiment.hierarchy._model_call import ModelCaller
+from regiment.models import ModelRequest, Usage, estimate_tokens, least_cost, reply_tokens
+
+__all__ = ("Reasks",)
+
+
+@final
+class Reasks:
+    """Holds a synthesis' later asks to what its run's ``ledger`` has left."""
+
+    __slots__ = ("_caller", "_ledger", "_rates")
+
+    def __init__(self, ledger: BudgetLedger, caller: ModelCaller) -> None:
+        self._ledger = ledger
+        self._caller = caller  # the synthesizer's: its settings, its model's price
+        price = caller.price if ledger.holds_money else None
+        self._rates: Rates | None = None if price is None else price.rates()
+
+    def held(self, request: ModelRequest, spent: Usage, calls: int) -> ModelRequest | str:
+        """``request`` (the ask after ``calls`` asks that spent ``spent``, not yet
+        charged) with its reply held to what the run has left after them; or why the
+        run cannot pay for it (then it is not made)."""
+        ledger, rates = self._ledger, self._rates
+        needed = estimate_tokens(request)
+        usd_needed = 0 if rates is None else least_cost(rates, needed) + spent.micro_usd
+        limit = ledger.exhausted(
+            model_calls_needed=calls + 1,
+            tokens_needed=needed + spent.total_tokens,
+            usd_needed=usd_needed,
+        )
+        if limit is None and ledger.holds_replies:
+            outputs = ledger.room("output_tokens")
+            if outputs is not None and outputs[1] - spent.output_tokens <= 0:
+                limit = "output_tokens"
+        if limit is not None:
+            return f"the run's {limit} budget has nothing left for it once the first is counted"
+        if not ledger.holds_replies and rates is None:
+            return request
+        room = ledger.reply_room(needed + spent.total_tokens, spent.output_tokens)
+        if rates is not None:
+            left = (ledger.micro_usd_left() or 0) - spent.micro_usd
+            paid = reply_tokens(rates, left, needed)
+            room = paid if room is None else min(room, paid)
+        held = self._caller.capped(request, room)
+        if held is None:
+            return (
+                f"the run has {room} tokens left for its reply, too few for a call that "
+                "thinks (thinking_budget is at least 1024, and below max_tokens)"
+            )
+        return held
