@@ -117,11 +117,12 @@ async def test_a_tool_guard_that_trips_on_the_replica_acts_as_in_process(
     assert _story(remote_seen) == _story(local_seen)
     # the refused call is told as in-process: started, then finished as the guard's
     outcome = "guardrail" if on_trip == "tell_model" else "GuardrailError"
-    asked = {"order_id": 13, "amount": 500}  # as the model asked it
+    # as the guard that tripped judged it: the team's cap had rewritten the model's 500
+    judged = {"order_id": 13, "amount": 100}
     assert _calls(remote_seen) == _calls(local_seen)
     assert _calls(remote_seen) == [
-        ("ToolCallStarted", "billing", "s1", "issue_refund", asked, None),
-        ("ToolCallFinished", "billing", "s1", "issue_refund", asked, outcome),
+        ("ToolCallStarted", "billing", "s1", "issue_refund", judged, None),
+        ("ToolCallFinished", "billing", "s1", "issue_refund", judged, outcome),
     ]
     trips = [e for e in remote_seen if isinstance(e, GuardrailTripped)]
     assert [(e.guardrail, e.subject, e.reason, e.worker) for e in trips] == [
