@@ -113,7 +113,7 @@ class Child:
             if self.process.poll() is not None:
                 return None
             time.sleep(0.003)
-        raise TimeoutError(f"no event from {self.process.args} in {timeout} s: {self.tail()}")
+        raise TimeoutError(f"no event from {self.process.args!r} in {timeout} s: {self.tail()}")
 
     def kill_after(self, delay: float) -> int:
         """SIGKILL after ``delay`` s unless it ended first; its exit code (-9: killed)."""
@@ -215,6 +215,7 @@ class Trial:
     tally: Tally
     rng: random.Random
     kills: int
+    reach: float = 1.2  # kills land within this many lengths of the uninterrupted run
     run_id: str | None = None
     may_repeat: set[str] = field(default_factory=set)
     count: int = 0
@@ -232,7 +233,7 @@ class Trial:
             code = child.kill_after(self.rng.uniform(0, 1.5))
         else:
             child.first_event()
-            code = child.kill_after(self.rng.uniform(0, self.base.seconds * 1.2))
+            code = child.kill_after(self.rng.uniform(0, self.base.seconds * self.reach))
         if code == -9:
             self.tally.kills += 1
             self._after_kill()
@@ -321,9 +322,12 @@ class Trial:
         self.tally.anomaly(found, f"{self.run_id} in {self.scenario.folder}")
 
 
-def torture(scenario: Scenario, base: Baseline, tally: Tally, *, seed: int, kills: int) -> None:
-    """One trial: ``scenario``'s run, killed up to ``kills`` times, resumed, checked."""
-    Trial(scenario, base, tally, random.Random(seed), kills).go()
+def torture(
+    scenario: Scenario, base: Baseline, tally: Tally, *, seed: int, kills: int, reach: float = 1.2
+) -> None:
+    """One trial: ``scenario``'s run, killed up to ``kills`` times (each at a random
+    moment within ``reach`` lengths of the uninterrupted run), resumed, checked."""
+    Trial(scenario, base, tally, random.Random(seed), kills, reach).go()
 
 
 def _journals(backend: str, folder: Path, server: object) -> str:
