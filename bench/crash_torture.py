@@ -18,27 +18,20 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 import random
-import subprocess
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import anyio
 from crash_checks import Anomaly, Ledger, check_journal, check_ledger, in_flight
+from crash_children import HERE, TEAMS, Child, Scenario, answer_of, pending, phase, read_run
 
-from regiment.journal import open_journal
-from regiment.journal._records import EventRecorded, ModelCallFinished, RunFinished
-from regiment.journal._views import Entry
+from regiment.journal import Entry, EventRecorded, ToolCallStarted
 
-__all__ = ("Scenario", "Tally", "Trial", "baseline", "torture")
+__all__ = ("TEAMS", "Baseline", "Scenario", "Tally", "Trial", "baseline", "torture")
 
-HERE = Path(__file__).resolve().parent / "torture"
 GOAL = "settle the accounts"
-TEAMS = {"plain": HERE / "team.toml", "approvals": HERE / "team_approval.toml"}
 
 
 @dataclass
@@ -61,142 +54,31 @@ class Tally:
 
 
 @dataclass(frozen=True)
-class Scenario:
-    """One team file on one journal (a fresh SQLite file or PostgreSQL schema per trial)."""
-
-    name: str
-    journal: str
-    folder: Path
-    jitter: float = 0.004
-    loop: str = "asyncio"  # the children's anyio backend
-
-    @property
-    def team(self) -> Path:
-        return TEAMS[self.name]
-
-    def env(self) -> dict[str, str]:
-        env = dict(os.environ, TORTURE_LEDGER=str(self.folder), TORTURE_JITTER=str(self.jitter))
-        env["REGIMENT_JOURNAL"] = self.journal
-        return env
-
-
-def regiment(*args: str) -> list[str]:
-    return [sys.executable, "-m", "regiment", *args]
-
-
-class Child:
-    """A ``regiment`` subprocess writing its events to a file (the handshake: its first line)."""
-
-    def __init__(self, scenario: Scenario, name: str, *args: str, events: bool = True) -> None:
-        self.log = scenario.folder / f"{name}.log"
-        self.events = scenario.folder / f"{name}.events"
-        extra = ["--events", "jsonl", "--events-file", str(self.events)] if events else []
-        if args[0] in ("run", "resume"):
-            extra += ["--backend", scenario.loop]
-        with self.log.open("w") as log:
-            self.process = subprocess.Popen(
-                regiment(*args, *extra),
-                env=scenario.env(),
-                stdout=subprocess.DEVNULL,
-                stderr=log,
-                stdin=subprocess.DEVNULL,
-            )
-
-    def first_event(self, timeout: float = 60) -> str | None:
-        """The first event line, or None if the process ended before writing one."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.events.exists():
-                text = self.events.read_text()
-                if "\n" in text:
-                    return text.split("\n", 1)[0]
-            if self.process.poll() is not None:
-                return None
-            time.sleep(0.003)
-        raise TimeoutError(f"no event from {self.process.args!r} in {timeout} s: {self.tail()}")
-
-    def kill_after(self, delay: float) -> int:
-        """SIGKILL after ``delay`` s unless it ended first; its exit code (-9: killed)."""
-        try:
-            return self.process.wait(timeout=delay)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
-
-    def wait(self, timeout: float = 120) -> int:
-        return self.process.wait(timeout=timeout)
-
-    def tail(self) -> str:
-        lines = self.log.read_text().strip().splitlines() if self.log.exists() else []
-        return lines[-1] if lines else ""
-
-
-async def _read(journal_url: str, run_id: str | None) -> tuple[str, tuple[Entry, ...], str]:
-    """The run (the journal's only one when ``run_id`` is None): id, records, status."""
-    journal = await open_journal(journal_url)
-    try:
-        if run_id is None:
-            run_id = (await journal.list_runs())[0].run_id
-        return run_id, await journal.read(run_id), (await journal.get_run(run_id)).status
-    finally:
-        await journal.close()
-
-
-async def _pending(journal_url: str, run_id: str) -> list[str]:
-    journal = await open_journal(journal_url)
-    try:
-        return [p.approval_id for p in await journal.pending_approvals(run_id)]
-    finally:
-        await journal.close()
-
-
-def read_run(journal_url: str, run_id: str | None = None) -> tuple[str, tuple[Entry, ...], str]:
-    return anyio.run(_read, journal_url, run_id)
-
-
-def _phase(entries: tuple[Entry, ...]) -> str:
-    """Where a kill landed: the last event journaled before it, and the last record (a
-    model reply: what it answered, ``replan``, ``critique``, ``synthesis``...)."""
-    last_event, last = "nothing", "nothing"
-    for entry in entries:
-        record = entry.record
-        if isinstance(record, EventRecorded):
-            last_event, last = record.kind, "event"
-        elif isinstance(record, ModelCallFinished):
-            last = "reply " + record.call_key.split("/")[0]
-        else:
-            last = type(record).__name__
-    return f"after {last_event}, {last}"
-
-
-def answer_of(entries: tuple[Entry, ...]) -> str | None:
-    ends = [e.record for e in entries if isinstance(e.record, RunFinished)]
-    return ends[-1].answer if ends else None
-
-
-@dataclass(frozen=True)
 class Baseline:
     answer: str | None
     entries: tuple[Entry, ...]
     ledger: Ledger
-    seconds: float
+
+    @property
+    def events(self) -> int:
+        """About how many event lines its ``--events jsonl`` wrote (the journal's events
+        and a tool call's start and end each)."""
+        return sum(isinstance(e.record, EventRecorded | ToolCallStarted) for e in self.entries) + 8
 
 
 def baseline(scenario: Scenario) -> Baseline:
-    """The uninterrupted run (for ``approvals``: paused, approved, resumed once); its
-    ``seconds``: from its first record to its last (to its pause, for ``approvals``)."""
+    """The uninterrupted run (for ``approvals``: paused, approved, resumed once); its"""
     scenario.folder.mkdir(parents=True, exist_ok=True)
     child = Child(scenario, "baseline", "run", str(scenario.team), GOAL, "--app-dir", str(HERE))
     code = child.wait()
     run_id, entries, _ = read_run(scenario.journal)
-    seconds = (entries[-1].recorded_at - entries[0].recorded_at).total_seconds()
     if code == 3:
-        for approval in anyio.run(_pending, scenario.journal, run_id):
+        for approval in pending(scenario.journal, run_id):
             Child(scenario, "approve", "approve", run_id, approval, events=False).wait()
         code = Child(scenario, "resume", "resume", run_id).wait()
         run_id, entries, _ = read_run(scenario.journal, run_id)
     assert code == 0, f"the uninterrupted run exited {code}: {child.tail()}"
-    return Baseline(answer_of(entries), entries, Ledger(scenario.folder), seconds)
+    return Baseline(answer_of(entries), entries, Ledger(scenario.folder))
 
 
 def _category(code: int, child: Child) -> str:
@@ -215,7 +97,7 @@ class Trial:
     tally: Tally
     rng: random.Random
     kills: int
-    reach: float = 1.2  # kills land within this many lengths of the uninterrupted run
+    reach: float = 1.0  # kills land before this share of the uninterrupted run's events
     run_id: str | None = None
     may_repeat: set[str] = field(default_factory=set)
     count: int = 0
@@ -225,15 +107,17 @@ class Trial:
         return Child(self.scenario, f"{what}{self.count}", what, *args, events=events)
 
     def _maybe_kill(self, child: Child, kill: bool) -> int:
-        """Let the child end, or kill it at a random moment: mostly after its first event,
-        within the uninterrupted run's length; now and then before it (start-up, replay)."""
+        """Let the child end, or kill it at a random moment: mostly after a random one of
+        its events (a resume writes the replayed ones too); now and then within its first
+        1.5 s (start-up, the journal's open, the lease, the replay)."""
         if not kill:
             return child.wait()
         if self.rng.random() < 0.1:
             code = child.kill_after(self.rng.uniform(0, 1.5))
         else:
             child.first_event()
-            code = child.kill_after(self.rng.uniform(0, self.base.seconds * self.reach))
+            nth = self.rng.randint(1, max(1, int(self.base.events * self.reach)))
+            code = child.kill_at_event(nth, self.rng.uniform(0, self.scenario.jitter * 2))
         if code == -9:
             self.tally.kills += 1
             self._after_kill()
@@ -246,7 +130,7 @@ class Trial:
             self.tally.phases["before the run existed"] += 1
             return
         self.may_repeat |= in_flight(entries)
-        self.tally.phases[_phase(entries)] += 1
+        self.tally.phases[phase(entries)] += 1
 
     def _run(self) -> None:
         team = str(self.scenario.team)
@@ -263,19 +147,30 @@ class Trial:
     def _resume(self, kill: bool) -> int:
         assert self.run_id is not None
         child = self._child("resume", self.run_id)
+        twin = self._child("resume", self.run_id) if self.rng.random() < 0.25 else None
         code = self._maybe_kill(child, kill)
+        if twin is not None:  # two resumes at once: one runs it, the other is refused
+            self._twin(twin)
         self.tally.resumes += 1
         self.tally.outcomes[f"resume {_category(code, child)}"] += 1
         if code not in (0, 3, -9):
             self.tally.anomaly([("resume refused or failed", child.tail())], self.run_id)
         return code
 
+    def _twin(self, twin: Child) -> None:
+        code = twin.wait()
+        self.tally.resumes += 1
+        self.tally.outcomes[f"twin resume {_category(code, twin)}"] += 1
+        refused = code == 2 and any(w in twin.tail() for w in ("is owned by", "already finished"))
+        if code not in (0, 3) and not refused:
+            self.tally.anomaly([("twin resume refused or failed", twin.tail())], str(self.run_id))
+
     def _approve_racing_resume(self, kill: bool) -> int:
         assert self.run_id is not None
-        pending = anyio.run(_pending, self.scenario.journal, self.run_id)
+        asked = pending(self.scenario.journal, self.run_id)
         child = self._child("resume", self.run_id)
         time.sleep(self.rng.uniform(0, 1.5))  # the decision races the resume's start-up and replay
-        for approval in pending:
+        for approval in asked:
             approve = self._child("approve", self.run_id, approval, events=False)
             code = approve.wait()
             self.tally.approves += 1
@@ -323,10 +218,11 @@ class Trial:
 
 
 def torture(
-    scenario: Scenario, base: Baseline, tally: Tally, *, seed: int, kills: int, reach: float = 1.2
+    scenario: Scenario, base: Baseline, tally: Tally, *, seed: int, kills: int, reach: float = 1.0
 ) -> None:
     """One trial: ``scenario``'s run, killed up to ``kills`` times (each at a random
-    moment within ``reach`` lengths of the uninterrupted run), resumed, checked."""
+    moment: once it has written its n-th event, n at random up to ``reach`` times the
+    uninterrupted run's events, and a little after), resumed, checked."""
     Trial(scenario, base, tally, random.Random(seed), kills, reach).go()
 
 

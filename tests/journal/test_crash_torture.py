@@ -39,8 +39,7 @@ async def _baseline(name: str, folder: Path) -> Baseline:
         entries = await journal.read(result.run_id)
     finally:
         await journal.close()
-    seconds = (entries[-1].recorded_at - entries[0].recorded_at).total_seconds()
-    return Baseline(result.answer, entries, Ledger(folder), seconds)
+    return Baseline(result.answer, entries, Ledger(folder))
 
 
 @pytest.mark.parametrize(
@@ -71,7 +70,7 @@ def test_a_run_killed_at_random_resumes_as_if_never_killed(
         journal = str(request.getfixturevalue("postgres_url"))
     scenario = Scenario(name, journal, tmp_path / "trial", loop=loop)
     tally = Tally()
-    torture(scenario, base, tally, seed=len(request.node.name), kills=1, reach=0.8)
+    torture(scenario, base, tally, seed=len(request.node.name), kills=1, reach=0.7)
     assert tally.kills == 1, tally
     assert tally.trials == 1, tally.details
     assert not tally.anomalies, tally.details
