@@ -172,9 +172,16 @@ class Trial:
         time.sleep(self.rng.uniform(0, 1.5))  # the decision races the resume's start-up and replay
         for approval in asked:
             approve = self._child("approve", self.run_id, approval, events=False)
-            code = approve.wait()
+            if self.rng.random() < 0.25:  # killed as it decides: the decision is or is not in
+                code = approve.kill_after(self.rng.uniform(0, 2.5))
+                self.tally.kills += code == -9
+            else:
+                code = approve.wait()
             self.tally.approves += 1
             self.tally.outcomes[f"approve {_category(code, approve)}"] += 1
+            told = ("is live in another process", "was already decided")
+            if code not in (0, -9) and not any(w in approve.tail() for w in told):
+                self.tally.anomaly([("approve refused or failed", approve.tail())], self.run_id)
         code = self._maybe_kill(child, kill)
         self.tally.resumes += 1
         self.tally.outcomes[f"resume {_category(code, child)}"] += 1
