@@ -49,17 +49,21 @@ def regiment(*args: str) -> list[str]:
 class Child:
     """A ``regiment`` subprocess writing its events to a file (the handshake: its first line)."""
 
-    def __init__(self, scenario: Scenario, name: str, *args: str, events: bool = True) -> None:
+    def __init__(
+        self, scenario: Scenario, name: str, *args: str, events: bool = True, hold: str = ""
+    ) -> None:
         self.log = scenario.folder / f"{name}.log"
+        self.out = scenario.folder / f"{name}.out"
         self.events = scenario.folder / f"{name}.events"
         extra = ["--events", "jsonl", "--events-file", str(self.events)] if events else []
         if args[0] in ("run", "resume"):
             extra += ["--backend", scenario.loop]
-        with self.log.open("w") as log:
+        env = scenario.env() | ({"TORTURE_HOLD": hold} if hold else {})
+        with self.log.open("w") as log, self.out.open("w") as out:
             self.process = subprocess.Popen(
                 regiment(*args, *extra),
-                env=scenario.env(),
-                stdout=subprocess.DEVNULL,
+                env=env,
+                stdout=out,
                 stderr=log,
                 stdin=subprocess.DEVNULL,
             )
@@ -85,6 +89,16 @@ class Child:
                 return self.kill_after(delay)
             time.sleep(0.002)
         return self.process.wait()
+
+    def kill_when_held(self, timeout: float = 60) -> int:
+        """SIGKILL once the team says it holds at the role ``hold`` named (its brain's
+        line on stdout); its exit code."""
+        deadline = time.monotonic() + timeout
+        while self.process.poll() is None and time.monotonic() < deadline:
+            if "holding at" in self.out.read_text():
+                return self.kill_after(0)
+            time.sleep(0.005)
+        return self.kill_after(0)
 
     def kill_after(self, delay: float) -> int:
         """SIGKILL after ``delay`` s unless it ended first; its exit code (-9: killed)."""

@@ -98,6 +98,7 @@ class Trial:
     rng: random.Random
     kills: int
     reach: float = 1.0  # kills land before this share of the uninterrupted run's events
+    hold: str = ""  # the run's first kill: where its brain holds at this role's call
     run_id: str | None = None
     may_repeat: set[str] = field(default_factory=set)
     count: int = 0
@@ -123,20 +124,28 @@ class Trial:
             self._after_kill()
         return code
 
-    def _after_kill(self) -> None:
+    def _after_kill(self, how: str = "") -> None:
         try:
             self.run_id, entries, _ = read_run(self.scenario.journal, self.run_id)
         except IndexError:  # killed before the run was created: nothing to resume
             self.tally.phases["before the run existed"] += 1
             return
         self.may_repeat |= in_flight(entries)
-        self.tally.phases[phase(entries)] += 1
+        self.tally.phases[how + phase(entries)] += 1
 
     def _run(self) -> None:
         team = str(self.scenario.team)
         for _ in range(5):
-            child = self._child("run", team, GOAL, "--app-dir", str(HERE))
-            code = self._maybe_kill(child, kill=True)
+            if self.hold:
+                self.count += 1
+                args = ("run", team, GOAL, "--app-dir", str(HERE))
+                child = Child(self.scenario, f"run{self.count}", *args, hold=self.hold)
+                code = child.kill_when_held()
+                self.tally.kills += code == -9
+                self._after_kill(f"held at {self.hold}: ")
+            else:
+                child = self._child("run", team, GOAL, "--app-dir", str(HERE))
+                code = self._maybe_kill(child, kill=True)
             self.tally.outcomes[f"run {_category(code, child)}"] += 1
             if self.run_id is None and code == -9:
                 continue
@@ -185,7 +194,8 @@ class Trial:
         code = self._maybe_kill(child, kill)
         self.tally.resumes += 1
         self.tally.outcomes[f"resume {_category(code, child)}"] += 1
-        if code not in (0, 3, -9):
+        held = code == 2 and "is owned by" in child.tail()  # the approve held the lease
+        if code not in (0, 3, -9) and not held:
             self.tally.anomaly([("resume refused or failed", child.tail())], self.run_id)
         return code
 
@@ -225,12 +235,20 @@ class Trial:
 
 
 def torture(
-    scenario: Scenario, base: Baseline, tally: Tally, *, seed: int, kills: int, reach: float = 1.0
+    scenario: Scenario,
+    base: Baseline,
+    tally: Tally,
+    *,
+    seed: int,
+    kills: int,
+    reach: float = 1.0,
+    hold: str = "",
 ) -> None:
     """One trial: ``scenario``'s run, killed up to ``kills`` times (each at a random
     moment: once it has written its n-th event, n at random up to ``reach`` times the
-    uninterrupted run's events, and a little after), resumed, checked."""
-    Trial(scenario, base, tally, random.Random(seed), kills, reach).go()
+    uninterrupted run's events, and a little after; ``hold``: the first kill where the
+    team's brain holds at that role's first call), resumed, checked."""
+    Trial(scenario, base, tally, random.Random(seed), kills, reach, hold).go()
 
 
 def _journals(backend: str, folder: Path, server: object) -> str:
@@ -280,6 +298,11 @@ def main() -> None:
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--scenarios", default="plain,approvals")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--holds",
+        default="replanner,critic,synthesizer",
+        help="every third trial's first kill is where the team holds at one of these roles",
+    )
     parser.add_argument("--jitter", type=float, default=0.01, help="max s each reply/tool sleeps")
     parser.add_argument("--folder", type=Path, default=None, help="kept; default: a temporary one")
     args = parser.parse_args()
@@ -298,9 +321,10 @@ def main() -> None:
                 at = functools.partial(_scenario, root, backend, name, server, args.jitter)
                 base = baseline(at("baseline"))
                 for n in range(args.trials):
-                    torture(
-                        at(f"t{n}"), base, tally, seed=args.seed * 100_000 + n, kills=args.kills
-                    )
+                    holds = args.holds.split(",") if args.holds else []
+                    hold = holds[n // 3 % len(holds)] if holds and n % 3 == 0 else ""
+                    seed = args.seed * 100_000 + n
+                    torture(at(f"t{n}"), base, tally, seed=seed, kills=args.kills, hold=hold)
                     print(
                         f"{backend} {name} trial {n}: kills {tally.kills}, "
                         f"anomalies {sum(tally.anomalies.values())}",

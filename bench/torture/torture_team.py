@@ -16,6 +16,9 @@ that resumes the run gives the same replies to the calls that were not journaled
 reply and tool body sleeps a few random milliseconds so a kill at a random moment lands
 anywhere in the run.
 
+``$TORTURE_HOLD`` names a role whose first call never answers (it says so on stdout),
+for a test that kills the process there.
+
 The tools write to the folder ``$TORTURE_LEDGER``: every body run is a line of
 ``bodies.jsonl`` (key, tool, arguments, pid); the side effect is a line of
 ``effects.jsonl``, written once per idempotency key (the tool deduplicates, as
@@ -114,6 +117,9 @@ def _critic(request: ModelRequest) -> str:
 
 async def brain(request: ModelRequest) -> ModelResponse | str:
     await _jitter()
+    if request.role == os.environ.get("TORTURE_HOLD"):  # a test kills the process here
+        print(f"holding at {request.role}", flush=True)
+        await anyio.sleep_forever()
     match request.role:
         case "planner" | "replanner" if "AUDIT-NEEDED" in _all_text(request):
             return json.dumps(ROUND_2)
