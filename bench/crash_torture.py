@@ -158,21 +158,20 @@ class Trial:
         child = self._child("resume", self.run_id)
         twin = self._child("resume", self.run_id) if self.rng.random() < 0.25 else None
         code = self._maybe_kill(child, kill)
+        self._resumed(code, child, "resume", rival=twin is not None)
         if twin is not None:  # two resumes at once: one runs it, the other is refused
-            self._twin(twin)
-        self.tally.resumes += 1
-        self.tally.outcomes[f"resume {_category(code, child)}"] += 1
-        if code not in (0, 3, -9):
-            self.tally.anomaly([("resume refused or failed", child.tail())], self.run_id)
+            self._resumed(twin.wait(), twin, "twin resume", rival=True)
         return code
 
-    def _twin(self, twin: Child) -> None:
-        code = twin.wait()
+    def _resumed(self, code: int, child: Child, what: str, *, rival: bool) -> None:
+        """Count a resume's outcome; with a ``rival`` (another resume, an approve) at the
+        same time, a refusal saying the rival holds the run or finished it is expected."""
         self.tally.resumes += 1
-        self.tally.outcomes[f"twin resume {_category(code, twin)}"] += 1
-        refused = code == 2 and any(w in twin.tail() for w in ("is owned by", "already finished"))
-        if code not in (0, 3) and not refused:
-            self.tally.anomaly([("twin resume refused or failed", twin.tail())], str(self.run_id))
+        self.tally.outcomes[f"{what} {_category(code, child)}"] += 1
+        told = ("is owned by", "already finished")
+        refused = rival and code == 2 and any(w in child.tail() for w in told)
+        if code not in (0, 3, -9) and not refused:
+            self.tally.anomaly([(f"{what} refused or failed", child.tail())], str(self.run_id))
 
     def _approve_racing_resume(self, kill: bool) -> int:
         assert self.run_id is not None
@@ -192,11 +191,7 @@ class Trial:
             if code not in (0, -9) and not any(w in approve.tail() for w in told):
                 self.tally.anomaly([("approve refused or failed", approve.tail())], self.run_id)
         code = self._maybe_kill(child, kill)
-        self.tally.resumes += 1
-        self.tally.outcomes[f"resume {_category(code, child)}"] += 1
-        held = code == 2 and "is owned by" in child.tail()  # the approve held the lease
-        if code not in (0, 3, -9) and not held:
-            self.tally.anomaly([("resume refused or failed", child.tail())], self.run_id)
+        self._resumed(code, child, "resume", rival=bool(asked))  # the approve holds the lease
         return code
 
     def go(self) -> None:

@@ -2,13 +2,14 @@
 
 ``regiment run`` of ``bench/torture/team.toml`` (parallel steps, a replan, a critique
 round, tools whose side effects go to files outside the journal) is SIGKILLed at a
-random moment, ``regiment resume`` finishes it, and the run must end as the
-uninterrupted one did (run here in this process): the same answer and committed steps,
-each side effect once per idempotency key, a tool body run twice only if it was in
-flight at the kill, the journal in order with no record twice. The approvals team's
+random moment, ``regiment resume`` finishes it (SQLite, asyncio), and the run must end
+as the uninterrupted one did (run here in this process): the same answer and committed
+steps, each side effect once per idempotency key, a tool body run twice only if it was
+in flight at the kill, the journal in order with no record twice. The approvals team's
 run pauses for omni's charge (or is killed first); ``regiment approve`` in another
-process races the ``regiment resume``. Each case runs three or four ``regiment``
-processes (a process's start is most of its ~1.5 s).
+process races the ``regiment resume`` (PostgreSQL, trio). Each case runs two to four
+``regiment`` processes (a process's start is most of its ~1.5 s); the long version
+kills hundreds of times.
 """
 
 from __future__ import annotations
@@ -44,11 +45,7 @@ async def _baseline(name: str, folder: Path) -> Baseline:
 
 @pytest.mark.parametrize(
     ("name", "backend", "loop"),
-    [
-        ("plain", "sqlite", "asyncio"),
-        ("plain", "postgres", "trio"),
-        ("approvals", "sqlite", "trio"),
-    ],
+    [("plain", "sqlite", "asyncio"), ("approvals", "postgres", "trio")],
 )
 def test_a_run_killed_at_random_resumes_as_if_never_killed(
     name: str,
@@ -70,7 +67,8 @@ def test_a_run_killed_at_random_resumes_as_if_never_killed(
         journal = str(request.getfixturevalue("postgres_url"))
     scenario = Scenario(name, journal, tmp_path / "trial", loop=loop)
     tally = Tally()
-    torture(scenario, base, tally, seed=len(request.node.name), kills=1, reach=0.7)
-    assert tally.kills == 1, tally
+    reach = 0.4 if name == "approvals" else 0.7  # the approvals run pauses 3/5 through
+    torture(scenario, base, tally, seed=len(request.node.name), kills=1, reach=reach)
+    assert tally.kills >= 1, tally  # (an approve may be killed too)
     assert tally.trials == 1, tally.details
     assert not tally.anomalies, tally.details
