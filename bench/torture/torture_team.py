@@ -105,7 +105,7 @@ def _worker(request: ModelRequest) -> ModelResponse | str:
             ToolCallPart(id=f"{step_id}-{c.id}", name=c.name, arguments=c.arguments)
             for c in _calls(description)
         ]
-        return ModelResponse(parts=list(calls), stop_reason="tool_use", model="scripted")
+        return ModelResponse(parts=tuple(calls), stop_reason="tool_use", model="scripted")
     return f"{step_id}: " + "; ".join(sorted(str(r.content) for r in results))
 
 
