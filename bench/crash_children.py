@@ -91,12 +91,12 @@ class Child:
         return self.process.wait()
 
     def kill_when_held(self, timeout: float = 60) -> int:
-        """SIGKILL once the team says it holds at the role ``hold`` named (its brain's
-        line on stdout); its exit code."""
+        """SIGKILL 1.5 s after the team says it holds at the role ``hold`` named (its
+        brain's line on stdout); its exit code."""
         deadline = time.monotonic() + timeout
         while self.process.poll() is None and time.monotonic() < deadline:
             if "holding at" in self.out.read_text():
-                return self.kill_after(0)
+                return self.kill_after(1.5)  # what waits is committed within a second
             time.sleep(0.005)
         return self.kill_after(0)
 
