@@ -32,6 +32,12 @@ from regiment.journal import Entry, EventRecorded, ToolCallStarted
 __all__ = ("TEAMS", "Baseline", "Scenario", "Tally", "Trial", "baseline", "torture")
 
 GOAL = "settle the accounts"
+# Where the journal must end when the team held at a role for 1.5 s before the kill.
+HELD = {
+    "replanner": "after CheckFailed",
+    "critic": "after StepCompleted",
+    "synthesizer": "after SynthesisStarted",
+}
 
 
 @dataclass
@@ -124,14 +130,15 @@ class Trial:
             self._after_kill()
         return code
 
-    def _after_kill(self, how: str = "") -> None:
+    def _after_kill(self, how: str = "") -> str:
         try:
             self.run_id, entries, _ = read_run(self.scenario.journal, self.run_id)
         except IndexError:  # killed before the run was created: nothing to resume
             self.tally.phases["before the run existed"] += 1
-            return
+            return ""
         self.may_repeat |= in_flight(entries)
         self.tally.phases[how + phase(entries)] += 1
+        return phase(entries)
 
     def _run(self) -> None:
         team = str(self.scenario.team)
@@ -142,7 +149,9 @@ class Trial:
                 child = Child(self.scenario, f"run{self.count}", *args, hold=self.hold)
                 code = child.kill_when_held()
                 self.tally.kills += code == -9
-                self._after_kill(f"held at {self.hold}: ")
+                where = self._after_kill(f"held at {self.hold}: ")
+                if code == -9 and not where.startswith(HELD[self.hold]):  # 1.5 s to commit
+                    self.tally.anomaly([("records lost at a kill", f"{self.hold}: {where}")], "")
             else:
                 child = self._child("run", team, GOAL, "--app-dir", str(HERE))
                 code = self._maybe_kill(child, kill=True)
