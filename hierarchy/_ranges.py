@@ -26,6 +26,7 @@ import math
 from regiment.errors import ConfigError
 
 __all__ = (
+    "COMMIT_WAIT",
     "LEASE_TTL",
     "NO_LIMIT",
     "InvalidValue",
@@ -39,6 +40,7 @@ __all__ = (
 NO_LIMIT = "no limit"
 # Here, not in run/_journaling, so that Team (its default) loads without the engine.
 LEASE_TTL = 30.0  # seconds a run's lease lives without a heartbeat
+COMMIT_WAIT = 1.0  # seconds a run's records may wait uncommitted (a process's crash loses them)
 
 
 class InvalidValue(ConfigError, ValueError):

@@ -94,7 +94,7 @@ class Replay:
             case StepDispatched():
                 self.dispatched.add((record.plan_version, record.step_id, record.attempt))
             case EventRecorded():
-                self.events[msgspec.json.encode(record)] += 1
+                self.events[_event_key(record)] += 1
                 if record.kind == "StaleReportDropped":
                     event = record.event
                     stale, step_id = event.get("report_version"), event.get("step_id")
@@ -133,7 +133,7 @@ class Replay:
             case EventRecorded():
                 if _paused(record):  # it paused again: that is news, not a replay
                     return False
-                body = msgspec.json.encode(record)
+                body = _event_key(record)
                 if self.events[body] > 0:
                     self.events[body] -= 1
                     return True
@@ -146,6 +146,27 @@ def event_record(run_id: str, event: object) -> EventRecorded:
     """The journal's record of one of the run's events."""
     body = msgspec.to_builtins(event)
     return EventRecorded(run_id=run_id, kind=type(event).__name__, event=body)
+
+
+# An event's fields that list step ids in the order the steps committed: parallel steps
+# commit in either order, and a resume replays the committed ones in plan order, so a
+# replayed event may list them otherwise than the journaled one, and is the same event.
+_COMMIT_ORDER = {
+    "Replanned": "kept",
+    "SynthesisStarted": "committed_steps",
+    "ContextCompressed": "kept_step_ids",
+}
+
+
+def _event_key(record: EventRecorded) -> bytes:
+    """What tells a replayed event from a new one: the record, with the step ids its
+    event lists in commit order sorted."""
+    name = _COMMIT_ORDER.get(record.kind)
+    ids = record.event.get(name) if name is not None else None
+    if name is not None and isinstance(ids, list):
+        event: JsonObject = {**record.event, name: sorted(ids, key=str)}
+        record = EventRecorded(run_id=record.run_id, kind=record.kind, event=event)
+    return msgspec.json.encode(record)
 
 
 def _paused(record: EventRecorded) -> bool:

@@ -18,7 +18,7 @@ import msgspec
 from regiment.actors import ActorRef
 from regiment.errors import ActorStopped, ClusterLost, JournalError, LeaseLost, RunCancelled
 from regiment.hierarchy._messages import AssignStep, StepReport
-from regiment.hierarchy._ranges import LEASE_TTL
+from regiment.hierarchy._ranges import COMMIT_WAIT, LEASE_TTL
 from regiment.hierarchy._replay import NO_REPLAY, Replay, event_record
 from regiment.hierarchy.run._changes import (
     ApprovalAnswered,
@@ -236,7 +236,7 @@ class RunJournal:
         on a slow tool went on as a zombie): the ``planner`` is told to stop, then fails."""
         try:
             with self._beating:
-                await heartbeat(self._journal, self._lease, ttl=self._ttl)
+                await heartbeat(self._journal, self._lease, ttl=self._ttl, commit_every=COMMIT_WAIT)
         except JournalError as exc:
             self.calls.error = self.calls.error or exc
             reason = f"this process can no longer write the run's journal: {exc}"

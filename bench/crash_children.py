@@ -1,0 +1,164 @@
+"""The torture's processes (``crash_torture.py``): ``regiment`` subprocesses and the
+journal reads between them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from regiment.journal import open_journal
+from regiment.journal._records import EventRecorded, ModelCallFinished, RunFinished
+from regiment.journal._views import Entry
+
+__all__ = ("TEAMS", "Child", "Scenario", "answer_of", "pending", "phase", "read_run", "regiment")
+
+HERE = Path(__file__).resolve().parent / "torture"
+TEAMS = {"plain": HERE / "team.toml", "approvals": HERE / "team_approval.toml"}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One team file on one journal (a fresh SQLite file or PostgreSQL schema per trial)."""
+
+    name: str
+    journal: str
+    folder: Path
+    jitter: float = 0.004
+    loop: str = "asyncio"  # the children's anyio backend
+
+    @property
+    def team(self) -> Path:
+        return TEAMS[self.name]
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ, TORTURE_LEDGER=str(self.folder), TORTURE_JITTER=str(self.jitter))
+        env["REGIMENT_JOURNAL"] = self.journal
+        return env
+
+
+def regiment(*args: str) -> list[str]:
+    return [sys.executable, "-m", "regiment", *args]
+
+
+class Child:
+    """A ``regiment`` subprocess writing its events to a file (the handshake: its first line)."""
+
+    def __init__(
+        self, scenario: Scenario, name: str, *args: str, events: bool = True, hold: str = ""
+    ) -> None:
+        self.log = scenario.folder / f"{name}.log"
+        self.out = scenario.folder / f"{name}.out"
+        self.events = scenario.folder / f"{name}.events"
+        extra = ["--events", "jsonl", "--events-file", str(self.events)] if events else []
+        if args[0] in ("run", "resume"):
+            extra += ["--backend", scenario.loop]
+        env = scenario.env() | ({"TORTURE_HOLD": hold} if hold else {})
+        with self.log.open("w") as log, self.out.open("w") as out:
+            self.process = subprocess.Popen(
+                regiment(*args, *extra),
+                env=env,
+                stdout=out,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+            )
+
+    def first_event(self, timeout: float = 60) -> str | None:
+        """The first event line, or None if the process ended before writing one."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.events.exists():
+                text = self.events.read_text()
+                if "\n" in text:
+                    return text.split("\n", 1)[0]
+            if self.process.poll() is not None:
+                return None
+            time.sleep(0.003)
+        raise TimeoutError(f"no event from {self.process.args!r} in {timeout} s: {self.tail()}")
+
+    def kill_at_event(self, nth: int, delay: float) -> int:
+        """SIGKILL ``delay`` s after it has written its ``nth`` event, unless it ended
+        first; its exit code (-9: killed)."""
+        while self.process.poll() is None:
+            if self.events.exists() and self.events.read_bytes().count(b"\n") >= nth:
+                return self.kill_after(delay)
+            time.sleep(0.002)
+        return self.process.wait()
+
+    def kill_when_held(self, timeout: float = 60) -> int:
+        """SIGKILL 1.5 s after the team says it holds at the role ``hold`` named (its
+        brain's line on stdout); its exit code."""
+        deadline = time.monotonic() + timeout
+        while self.process.poll() is None and time.monotonic() < deadline:
+            if "holding at" in self.out.read_text():
+                return self.kill_after(1.5)  # what waits is committed within a second
+            time.sleep(0.005)
+        return self.kill_after(0)
+
+    def kill_after(self, delay: float) -> int:
+        """SIGKILL after ``delay`` s unless it ended first; its exit code (-9: killed)."""
+        try:
+            return self.process.wait(timeout=delay)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+
+    def wait(self, timeout: float = 120) -> int:
+        return self.process.wait(timeout=timeout)
+
+    def tail(self) -> str:
+        lines = self.log.read_text().strip().splitlines() if self.log.exists() else []
+        return lines[-1] if lines else ""
+
+
+async def _read(journal_url: str, run_id: str | None) -> tuple[str, tuple[Entry, ...], str]:
+    """The run (the journal's only one when ``run_id`` is None): id, records, status."""
+    journal = await open_journal(journal_url)
+    try:
+        if run_id is None:
+            run_id = (await journal.list_runs())[0].run_id
+        return run_id, await journal.read(run_id), (await journal.get_run(run_id)).status
+    finally:
+        await journal.close()
+
+
+async def _pending_async(journal_url: str, run_id: str) -> list[str]:
+    journal = await open_journal(journal_url)
+    try:
+        return [p.approval_id for p in await journal.pending_approvals(run_id)]
+    finally:
+        await journal.close()
+
+
+def pending(journal_url: str, run_id: str) -> list[str]:
+    """The run's pending approval requests' ids."""
+    return anyio.run(_pending_async, journal_url, run_id)
+
+
+def read_run(journal_url: str, run_id: str | None = None) -> tuple[str, tuple[Entry, ...], str]:
+    return anyio.run(_read, journal_url, run_id)
+
+
+def phase(entries: tuple[Entry, ...]) -> str:
+    """Where a kill landed: the last event journaled before it, and the last record (a
+    model reply: what it answered, ``replan``, ``critique``, ``synthesis``...)."""
+    last_event, last = "nothing", "nothing"
+    for entry in entries:
+        record = entry.record
+        if isinstance(record, EventRecorded):
+            last_event, last = record.kind, "event"
+        elif isinstance(record, ModelCallFinished):
+            last = "reply " + record.call_key.split("/")[0]
+        else:
+            last = type(record).__name__
+    return f"after {last_event}, {last}"
+
+
+def answer_of(entries: tuple[Entry, ...]) -> str | None:
+    ends = [e.record for e in entries if isinstance(e.record, RunFinished)]
+    return ends[-1].answer if ends else None
