@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from regiment.hierarchy import Planner, Ray, RunFailed, Team, TeamWorker, Worker
+from regiment.hierarchy import Planner, Ray, Team, TeamWorker, Worker
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, text_response
 from regiment.models import tool_call_response as call
 from regiment.tools import RunContext, tool
@@ -126,21 +126,32 @@ def _holder() -> Worker:
 
 
 async def _drive(address: str, journal: str) -> None:
-    """Run the nested goal on the cluster; print its events' types and its last event,
-    and whether this process is still joined to Ray once the team has stopped."""
+    """Serve the front team (``create_app``, under uvicorn) and run the nested goal on
+    the cluster through it; print the run as the service lists it once it has ended
+    (its events' types, its error, its status), and whether this process is still
+    joined to Ray once the run has ended."""
+    import httpx2 as httpx
     import ray
 
-    team = front_team(address)
-    async with team.start(journal=journal) as running, running.stream(f"hold {NESTED}") as events:
-        seen = [event async for event in events]
-    last = seen[-1]
-    assert isinstance(last, RunFailed), last
-    await anyio.to_thread.run_sync(_left, ray)  # it disconnects in a thread of its own
+    from examples.service.serving import serving
+    from regiment.serve import create_app
+    from tests.serve.sse import run_events
+
+    app = create_app(front_team(address), journal=journal)
+    async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=180) as client:
+        posted = await client.post("/runs?wait=true", json={"goal": f"hold {NESTED}"})
+        assert posted.status_code == 200, posted.text
+        view = posted.json()
+        frames = await run_events(client, view["run_id"])
+        await anyio.to_thread.run_sync(_left, ray)  # it disconnects in a thread of its own
+        listed = (await client.get(f"/runs/{view['run_id']}")).json()
+    error_type, _, message = view["error"].partition(": ")
     print(json.dumps({
-        "events": [type(e).__name__ for e in seen],
-        "run_id": last.run_id,
-        "error_type": last.error_type,
-        "message": last.message,
+        "events": [frame.event for frame in frames],
+        "run_id": view["run_id"],
+        "error_type": error_type,
+        "message": message,
+        "status": listed["status"],
         "joined": ray.is_initialized(),
     }), flush=True)  # fmt: skip
 

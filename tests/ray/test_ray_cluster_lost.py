@@ -1,12 +1,13 @@
 """The whole Ray cluster goes away mid-step (its head's processes sent SIGTERM, as
 ``ray stop`` does), under two runs at once: ``regiment run --workers ray`` of a team
-file, and a nested team (a ``TeamWorker`` whose child team's worker is on Ray) run in
-code. Each run stops at once, spending no replan against a cluster that is gone,
-unfinished in its journal, with a message saying how to go on; the command exits 5
-(stopped, resumable), and the driver that ran the nested team has disconnected from
-Ray (Ray's client would end it a minute later). A resume (here in-process) finishes
-each, running the tool call that was in flight once more under its same key, and
-its side effect happens once.
+file, and a nested team (a ``TeamWorker`` whose child team's worker is on Ray) run by
+a service (``create_app`` under uvicorn). Each run stops at once, spending no replan
+against a cluster that is gone, unfinished in its journal, with a message saying how
+to go on; the command exits 5 (stopped, resumable), the service lists its run
+``stalled`` as the journal does, and the driver that ran the nested team has
+disconnected from Ray (Ray's client would end it a minute later). A resume (here
+in-process) finishes each, running the tool call that was in flight once more under
+its same key, and its side effect happens once.
 
 The cluster is one of the test's own (``ray start --head`` in a temporary
 directory), run by driver processes of their own: the session's Ray stays untouched.
@@ -160,6 +161,7 @@ async def test_runs_whose_cluster_went_away_stop_resumably_and_resume(
     assert "Replanned" not in nested["events"]
     assert nested["joined"] is False  # disconnected: Ray's client will not end the process
     assert "the Ray cluster at" in nested_err  # logged too: nobody may be reading the events
+    assert nested["status"] == "stalled"  # the service lists it as its journal does
 
     journal = str(tmp_path / "runs.db")
     async with load_team(team_file(tmp_path)).start(journal=journal) as running:
