@@ -14,6 +14,7 @@ import pytest
 
 from regiment.hierarchy import Planner, RunContextFilter, Team, Worker
 from regiment.hierarchy._log_context import log_context
+from regiment.hierarchy.run._actor import PlannerActor
 from regiment.hierarchy.run._fan_out import reserve_fan_out
 from regiment.hierarchy.run._pausing import PausesForApprovals
 from regiment.hierarchy.workers._step_actor import StepActor
@@ -98,6 +99,12 @@ async def test_a_fan_out_makes_no_comprehension_frame() -> None:
 
 async def test_a_report_with_no_approval_pending_asks_for_no_pause_check() -> None:
     assert await _counted(_code_called(PausesForApprovals._pause_if_stalled.__code__)) == 0
+
+
+async def test_a_report_is_not_offered_to_the_planners_handle_now() -> None:
+    # Only the run's StartRun is handled there; a report took and passed a turn and
+    # entered the planner's context for nothing, every step.
+    assert await _counted(_code_called(PlannerActor._handle_now.__code__)) == 1
 
 
 async def test_a_report_with_no_metrics_is_not_counted() -> None:
