@@ -88,8 +88,10 @@ class Cell(Generic[M, R]):
     async def deliver(self, envelope: Envelope[M, R]) -> None:
         # Fast path: room in the mailbox (or the actor waiting for mail) needs no
         # checkpoint; only a full mailbox makes the sender wait.
-        if self.inline is not None and self._taken_now(envelope):
-            return
+        inline = self.inline  # an idle actor with nothing queued may take it in this task
+        if inline is not None and envelope.reply_to is None and self.idle:
+            if inline.receive_now(envelope):
+                return
         try:
             self.mailbox.put_nowait(envelope)
         except anyio.WouldBlock:
@@ -101,13 +103,6 @@ class Cell(Generic[M, R]):
             self.refuse(envelope)
         if self.sleeper is not None:  # queued mail needs the actor's task
             wake_dormant(self)
-
-    def _taken_now(self, envelope: Envelope[M, R]) -> bool:
-        """An idle actor with nothing queued takes a sent message in the sender's task."""
-        inline = self.inline
-        if inline is None or envelope.reply_to is not None or not self.idle:
-            return False
-        return inline.receive_now(envelope)
 
     def deliver_here(self, envelope: Envelope[M, R]) -> Awaitable[None] | None:
         """Queue ``envelope``, or have an idle actor take it in the sender's task:
@@ -123,8 +118,12 @@ class Cell(Generic[M, R]):
         return None
 
     def deliver_nowait(self, envelope: Envelope[M, R]) -> None:
-        if self.inline is not None and self._taken_now(envelope):
-            return
+        # An idle actor with nothing queued takes it in the sender's task (no frame
+        # between: a plan step is sent this way, issue #22).
+        inline = self.inline
+        if inline is not None and envelope.reply_to is None and self.idle:
+            if inline.receive_now(envelope):
+                return
         self._queue_nowait(envelope)
 
     def _queue_nowait(self, envelope: Envelope[M, R]) -> None:

@@ -12,6 +12,7 @@ from types import FrameType
 
 import pytest
 
+from regiment.actors._cell import Cell
 from regiment.hierarchy import Planner, RunContextFilter, Team, Worker
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy.run._actor import PlannerActor
@@ -105,6 +106,23 @@ async def test_a_report_is_not_offered_to_the_planners_handle_now() -> None:
     # Only the run's StartRun is handled there; a report took and passed a turn and
     # entered the planner's context for nothing, every step.
     assert await _counted(_code_called(PlannerActor._handle_now.__code__)) == 1
+
+
+async def test_a_step_is_taken_by_its_worker_with_no_frame_between() -> None:
+    # send_nowait -> deliver_nowait -> the idle worker's receive_now: _taken_now, a
+    # frame that only repeated deliver_nowait's own test, is gone.
+    taker = StepActor.receive_now.__code__
+
+    def taken(frame: FrameType, event: str, _: object) -> bool:
+        caller = frame.f_back
+        return (
+            event == "call"
+            and frame.f_code is taker
+            and caller is not None
+            and caller.f_code is Cell.deliver_nowait.__code__
+        )
+
+    assert await _counted(taken) == _STEPS
 
 
 async def test_a_report_with_no_metrics_is_not_counted() -> None:
