@@ -89,9 +89,13 @@ class Cell(Generic[M, R]):
         # Fast path: room in the mailbox (or the actor waiting for mail) needs no
         # checkpoint; only a full mailbox makes the sender wait.
         inline = self.inline  # an idle actor with nothing queued may take it in this task
-        if inline is not None and envelope.reply_to is None and self.idle:
-            if inline.receive_now(envelope):
-                return
+        if (
+            inline is not None
+            and envelope.reply_to is None
+            and (self.mailbox.waiting or self.idle)  # the attribute first: a waiting task's
+            and inline.receive_now(envelope)
+        ):
+            return
         try:
             self.mailbox.put_nowait(envelope)
         except anyio.WouldBlock:
@@ -108,7 +112,7 @@ class Cell(Generic[M, R]):
         """Queue ``envelope``, or have an idle actor take it in the sender's task:
         then what handles it is returned, for the sender to await at once."""
         inline = self.inline
-        if inline is not None and envelope.reply_to is None and self.idle:
+        if inline is not None and envelope.reply_to is None and (self.mailbox.waiting or self.idle):
             if inline.receive_now(envelope):
                 return None
             here = inline.receive_here(envelope)
@@ -121,9 +125,13 @@ class Cell(Generic[M, R]):
         # An idle actor with nothing queued takes it in the sender's task (no frame
         # between: a plan step is sent this way, issue #22).
         inline = self.inline
-        if inline is not None and envelope.reply_to is None and self.idle:
-            if inline.receive_now(envelope):
-                return
+        if (
+            inline is not None
+            and envelope.reply_to is None
+            and (self.mailbox.waiting or self.idle)  # the attribute first: a waiting task's
+            and inline.receive_now(envelope)
+        ):
+            return
         self._queue_nowait(envelope)
 
     def _queue_nowait(self, envelope: Envelope[M, R]) -> None:

@@ -125,6 +125,23 @@ async def test_a_step_is_taken_by_its_worker_with_no_frame_between() -> None:
     assert await _counted(taken) == _STEPS
 
 
+async def test_a_step_sent_to_a_waiting_worker_asks_no_idle_property() -> None:
+    # The worker's task waits on its mailbox: that attribute answers, with no call of
+    # Cell.idle (which a report to the planner, an actor with no task, still asks).
+    idle = Cell.idle.fget.__code__
+
+    def asked_for_a_step(frame: FrameType, event: str, _: object) -> bool:
+        caller = frame.f_back
+        return (
+            event == "call"
+            and frame.f_code is idle
+            and caller is not None
+            and caller.f_code is Cell.deliver_nowait.__code__
+        )
+
+    assert await _counted(asked_for_a_step) == 0
+
+
 async def test_a_report_with_no_metrics_is_not_counted() -> None:
     assert await _counted(_code_called(StepActor._count.__code__)) == 0
 
