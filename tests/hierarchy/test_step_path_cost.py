@@ -16,6 +16,7 @@ from regiment.actors._cell import Cell
 from regiment.hierarchy import Planner, RunContextFilter, Team, Worker
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy.run._actor import PlannerActor
+from regiment.hierarchy.run._dispatch import Dispatcher
 from regiment.hierarchy.run._fan_out import reserve_fan_out
 from regiment.hierarchy.run._pausing import PausesForApprovals
 from regiment.hierarchy.workers._step_actor import StepActor
@@ -140,6 +141,12 @@ async def test_a_step_sent_to_a_waiting_worker_asks_no_idle_property() -> None:
         )
 
     assert await _counted(asked_for_a_step) == 0
+
+
+async def test_a_dispatch_that_sent_steps_asks_for_no_running_ids() -> None:
+    # A step just sent is in flight, so the plan cannot be done: only the last report
+    # (nothing left to send) looks at what still runs, besides the plan's indexing.
+    assert await _counted(_code_called(Dispatcher.running_ids.__code__)) == 2  # was 5
 
 
 async def test_a_report_with_no_metrics_is_not_counted() -> None:
