@@ -97,8 +97,6 @@ __all__ = ("PlannerActor",)
 class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
     """Drives one run from goal to answer."""
 
-    _now_types = (StartRun, CancelRun)  # what _handle_now may take (see TakesTurns)
-
     def __init__(
         self, team: TeamRuntime, run_id: str, goal: str, channel: RunChannel, run_span: Span
     ) -> None:
