@@ -14,6 +14,7 @@ import pytest
 
 from regiment.actors._cell import Cell
 from regiment.hierarchy import Planner, RunContextFilter, Team, Worker
+from regiment.hierarchy._live_events import live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy.run._actor import PlannerActor
 from regiment.hierarchy.run._dispatch import Dispatcher
@@ -147,6 +148,11 @@ async def test_a_dispatch_that_sent_steps_asks_for_no_running_ids() -> None:
     # A step just sent is in flight, so the plan cannot be done: only the last report
     # (nothing left to send) looks at what still runs, besides the plan's indexing.
     assert await _counted(_code_called(Dispatcher.running_ids.__code__)) == 2  # was 5
+
+
+async def test_a_step_of_a_run_nobody_streams_looks_for_no_live_sink() -> None:
+    # Once a run for the planner's calls (PhaseCalls); it was once more every step.
+    assert await _counted(_code_called(live_sink.__code__)) == 1
 
 
 async def test_a_report_with_no_metrics_is_not_counted() -> None:
