@@ -88,7 +88,13 @@ class Cell(Generic[M, R]):
     async def deliver(self, envelope: Envelope[M, R]) -> None:
         # Fast path: room in the mailbox (or the actor waiting for mail) needs no
         # checkpoint; only a full mailbox makes the sender wait.
-        if self.inline is not None and self._taken_now(envelope):
+        inline = self.inline  # an idle actor with nothing queued may take it in this task
+        if (
+            inline is not None
+            and envelope.reply_to is None
+            and (self.mailbox.waiting or self.idle)  # the attribute first: a waiting task's
+            and inline.receive_now(envelope)
+        ):
             return
         try:
             self.mailbox.put_nowait(envelope)
@@ -102,18 +108,11 @@ class Cell(Generic[M, R]):
         if self.sleeper is not None:  # queued mail needs the actor's task
             wake_dormant(self)
 
-    def _taken_now(self, envelope: Envelope[M, R]) -> bool:
-        """An idle actor with nothing queued takes a sent message in the sender's task."""
-        inline = self.inline
-        if inline is None or envelope.reply_to is not None or not self.idle:
-            return False
-        return inline.receive_now(envelope)
-
     def deliver_here(self, envelope: Envelope[M, R]) -> Awaitable[None] | None:
         """Queue ``envelope``, or have an idle actor take it in the sender's task:
         then what handles it is returned, for the sender to await at once."""
         inline = self.inline
-        if inline is not None and envelope.reply_to is None and self.idle:
+        if inline is not None and envelope.reply_to is None and (self.mailbox.waiting or self.idle):
             if inline.receive_now(envelope):
                 return None
             here = inline.receive_here(envelope)
@@ -123,7 +122,15 @@ class Cell(Generic[M, R]):
         return None
 
     def deliver_nowait(self, envelope: Envelope[M, R]) -> None:
-        if self.inline is not None and self._taken_now(envelope):
+        # An idle actor with nothing queued takes it in the sender's task (no frame
+        # between: a plan step is sent this way, issue #22).
+        inline = self.inline
+        if (
+            inline is not None
+            and envelope.reply_to is None
+            and (self.mailbox.waiting or self.idle)  # the attribute first: a waiting task's
+            and inline.receive_now(envelope)
+        ):
             return
         self._queue_nowait(envelope)
 

@@ -245,8 +245,8 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
             return
         refs, headers, journal = self._team.worker_refs, book.trace.headers, self._journal
         # After most reports nothing is ready: then no send_all coroutine is made.
-        if sends and (replayed := await send_all(sends, self._record, journal, refs, headers)):
-            for report, current in replayed:
+        if sends:  # steps now in flight: the plan is not done (no look at what runs)
+            for report, current in await send_all(sends, self._record, journal, refs, headers):
                 if current is not None:  # dropped before the resume: dropped again, as it was
                     self._drop_again(report, current)
                 else:

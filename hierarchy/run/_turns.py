@@ -40,7 +40,7 @@ from regiment.hierarchy.run import _logs as logs
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import RunAborted, RunChange
 from regiment.hierarchy.run._journaling import taken_over
-from regiment.hierarchy.run._messages import PlannerMessage
+from regiment.hierarchy.run._messages import CancelRun, PlannerMessage, StartRun
 from regiment.hierarchy.run._own_task import fail_in_own_task, reraise
 
 __all__ = ("TakesTurns", "planner_crashed")
@@ -54,6 +54,9 @@ class TakesTurns(Actor[PlannerMessage, None]):
     _busy = False  # a handler is running, or the turn was handed to a waiter
     _waiters: deque[_Waiter] | None = None  # made the first time a task has to wait
     _context: contextvars.Context | None = None  # the actor task's, from on_start
+    # The message types PlannerActor's ``_handle_now`` may take; any other is not tried
+    # there (a step's report: no turn taken and passed, no context entered, issue #22).
+    _now_types: tuple[type, ...] = (StartRun, CancelRun)
 
     _book: RunBook
 
@@ -111,11 +114,10 @@ class TakesTurns(Actor[PlannerMessage, None]):
             self._pass_turn()
 
     def receive_now(self, envelope: Envelope[PlannerMessage, None]) -> bool:
-        context = self._context
-        if self._busy or context is None:
+        context, message = self._context, envelope.message
+        if self._busy or context is None or type(message) not in self._now_types:
             return False
         self._busy = True
-        message = envelope.message
         try:
             return context.run(self._handle_now, message)
         except Exception as exc:

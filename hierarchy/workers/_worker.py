@@ -294,7 +294,10 @@ class WorkerActor(StepActor):
                 self._runs and self._runs(run_id),
                 assign,
                 worker.name,
-                None if channel is None else live_sink(channel, run_id, worker.name),
+                # a run nobody streams: no sink, and no call to find that out (issue #22)
+                live_sink(channel, run_id, worker.name)
+                if channel is not None and channel.streaming
+                else None,
             ),
             guards=self._guards,
             system=self._system,

@@ -12,8 +12,12 @@ from types import FrameType
 
 import pytest
 
+from regiment.actors._cell import Cell
 from regiment.hierarchy import Planner, RunContextFilter, Team, Worker
+from regiment.hierarchy._live_events import live_sink
 from regiment.hierarchy._log_context import log_context
+from regiment.hierarchy.run._actor import PlannerActor
+from regiment.hierarchy.run._dispatch import Dispatcher
 from regiment.hierarchy.run._fan_out import reserve_fan_out
 from regiment.hierarchy.run._pausing import PausesForApprovals
 from regiment.hierarchy.workers._step_actor import StepActor
@@ -98,6 +102,57 @@ async def test_a_fan_out_makes_no_comprehension_frame() -> None:
 
 async def test_a_report_with_no_approval_pending_asks_for_no_pause_check() -> None:
     assert await _counted(_code_called(PausesForApprovals._pause_if_stalled.__code__)) == 0
+
+
+async def test_a_report_is_not_offered_to_the_planners_handle_now() -> None:
+    # Only the run's StartRun is handled there; a report took and passed a turn and
+    # entered the planner's context for nothing, every step.
+    assert await _counted(_code_called(PlannerActor._handle_now.__code__)) == 1
+
+
+async def test_a_step_is_taken_by_its_worker_with_no_frame_between() -> None:
+    # send_nowait -> deliver_nowait -> the idle worker's receive_now: _taken_now, a
+    # frame that only repeated deliver_nowait's own test, is gone.
+    taker = StepActor.receive_now.__code__
+
+    def taken(frame: FrameType, event: str, _: object) -> bool:
+        caller = frame.f_back
+        return (
+            event == "call"
+            and frame.f_code is taker
+            and caller is not None
+            and caller.f_code is Cell.deliver_nowait.__code__
+        )
+
+    assert await _counted(taken) == _STEPS
+
+
+async def test_a_step_sent_to_a_waiting_worker_asks_no_idle_property() -> None:
+    # The worker's task waits on its mailbox: that attribute answers, with no call of
+    # Cell.idle (which a report to the planner, an actor with no task, still asks).
+    idle = vars(Cell)["idle"].fget.__code__  # the property's getter
+
+    def asked_for_a_step(frame: FrameType, event: str, _: object) -> bool:
+        caller = frame.f_back
+        return (
+            event == "call"
+            and frame.f_code is idle
+            and caller is not None
+            and caller.f_code is Cell.deliver_nowait.__code__
+        )
+
+    assert await _counted(asked_for_a_step) == 0
+
+
+async def test_a_dispatch_that_sent_steps_asks_for_no_running_ids() -> None:
+    # A step just sent is in flight, so the plan cannot be done: only the last report
+    # (nothing left to send) looks at what still runs, besides the plan's indexing.
+    assert await _counted(_code_called(Dispatcher.running_ids.__code__)) == 2  # was 5
+
+
+async def test_a_step_of_a_run_nobody_streams_looks_for_no_live_sink() -> None:
+    # Once a run for the planner's calls (PhaseCalls); it was once more every step.
+    assert await _counted(_code_called(live_sink.__code__)) == 1
 
 
 async def test_a_report_with_no_metrics_is_not_counted() -> None:
