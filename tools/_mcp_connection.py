@@ -41,7 +41,8 @@ from regiment.tools._mcp_http_answers import Refusals
 from regiment.tools._mcp_listing import Listings
 from regiment.tools._mcp_restarts import Restarts, not_started
 from regiment.tools._mcp_server import MCPServer
-from regiment.tools._mcp_tools import check_include, list_all, mcp_tools
+from regiment.tools._mcp_stray import StrayOutput
+from regiment.tools._mcp_tools import check_include, list_all, mcp_tools, unlisted
 from regiment.tools._mcp_transport import (
     failure_text,
     innermost,
@@ -111,6 +112,8 @@ class MCPConnection:
         self._listed = anyio.Event()
         self._refusals = Refusals()  # the server's error statuses
         self._listings = Listings(server)  # tools the SDK could not read, left out
+        self._names: frozenset[str] = frozenset()  # the server-side names last listed
+        self._stray = StrayOutput(server.name)  # stdout lines that are no MCP message
 
     @property
     def tools(self) -> tuple[Tool[..., object], ...]:
@@ -148,10 +151,12 @@ class MCPConnection:
 
         Raises:
             MCPServerLost: the connection broke during the call, or the server is stopped.
-            ToolError: the server answered with a protocol error.
+            ToolError: the server answered with a protocol error, or no longer lists ``name``.
         """
         if self._gone is not None:
             raise MCPServerLost(self._gone)
+        if self._version and name not in self._names:  # a step looked it up before a change
+            unlisted(self.server, name, None)
         return await traced(self._tracer, name, self._attributes, self._call(name, arguments, key))
 
     async def _call(self, name: str, arguments: JsonObject, key: str | None) -> CallToolResult:
@@ -171,10 +176,12 @@ class MCPConnection:
                 raise MCPServerLost(self._gone or self._restarts.lost_mid_call()) from None
             finally:
                 request.scope.cancel()  # a no-op once answered; else stops the call in the owner
-        if isinstance(outcome, ToolError):
-            raise outcome
         if self._covered < self._noticed:
             await self._settled()
+        if name not in self._names and not isinstance(outcome, MCPServerLost):
+            unlisted(self.server, name, outcome)  # its tool list changed since
+        if isinstance(outcome, ToolError):
+            raise outcome
         return outcome
 
     async def _settled(self) -> None:
@@ -235,7 +242,8 @@ class MCPConnection:
         async def on_message(message: IncomingMessage) -> None:
             if isinstance(message, Exception):
                 logger.debug("MCP server %r transport: %r", self.server.name, message)
-                _unreadable(self.server.name, self._in_flight, message)
+                if not self._stray.ignored(message):  # a print() can be no call's answer
+                    _unreadable(self.server.name, self._in_flight, message)
 
         ended = anyio.Event()
         with changed_send, changed:
@@ -330,6 +338,7 @@ class MCPConnection:
         listed, left_out = await list_all(session), self._listings.left_out
         check_include(self.server, listed, left_out, strict=strict)
         self._tools = mcp_tools(self.server, listed, self.call, attributes, left_out)
+        self._names = frozenset(tool.name for tool in listed) | frozenset(left_out)
         self._covered = max(self._covered, covers)
         self._version += 1
         self._listed.set()

@@ -41,6 +41,7 @@ __all__ = (
     "mcp_tool",
     "mcp_tools",
     "tool_name_for",
+    "unlisted",
 )
 
 MCPCall = Callable[[str, JsonObject, str | None], Awaitable["CallToolResult"]]
@@ -261,6 +262,27 @@ def mcp_tools(
             if left_out is not None:
                 left_out[item.name] = str(exc)
     return tuple(tools)
+
+
+def unlisted(server: MCPServer, name: str, outcome: CallToolResult | ToolError | None) -> None:
+    """A call of a tool ``name`` the server no longer lists (its tool list changed since
+    the caller looked the tool up) fails saying so: before it is sent (``outcome`` None),
+    or when its answer, an error, came with the change (and what the server said).
+
+    Raises:
+        ToolError: ``outcome`` is None or an error.
+    """
+    said = ""
+    if isinstance(outcome, ToolError):
+        said = f"; it said: {clipped(str(outcome), _MAX_SHOWN)}"
+    elif outcome is not None:
+        if not outcome.is_error:
+            return
+        said = f"; it said: {clipped(_text(outcome), _MAX_SHOWN)}"
+    raise ToolError(
+        f"MCP server {server.name!r} no longer has tool {name!r} (its tool list changed"
+        f"{said}); use the tools offered now"
+    )
 
 
 def result_content(result: CallToolResult) -> JsonValue:

@@ -1,7 +1,8 @@
 """An MCP server written by hand, for replies the SDK's own server cannot send: one
 tool, ``deep``, answered with ``structuredContent`` nested 100,000 levels deep (past
-the client's JSON parser), and ``shallow``, answered normally; and tools whose input
-schemas have a ``$ref`` that points nowhere. Serves stdio."""
+the client's JSON parser), and ``shallow``, answered normally; ``chatty``, which
+writes lines that are no MCP message to stdout (as a ``print()`` would) before its
+answer; and tools whose input schemas have a ``$ref`` that points nowhere. Serves stdio."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 
 _TOOLS = [
     {"name": name, "description": name, "inputSchema": {"type": "object", "properties": {}}}
-    for name in ("deep", "shallow")
+    for name in ("deep", "shallow", "chatty")
 ]
 _NOWHERE = {  # input schemas whose $ref points nowhere: here, elsewhere, under an $id
     "dangling": {"$ref": "#/$defs/Missing"},
@@ -41,6 +42,9 @@ def _answer(request: dict[str, object]) -> str:
         nested = "[" * depth + "]" * depth
         text = '{"content": [], "structuredContent": {"a": ' + nested + "}}"
         return f'{{"jsonrpc": "2.0", "id": {json.dumps(request["id"])}, "result": {text}}}'
+    elif method == "tools/call" and params is not None and params["name"] == "chatty":
+        sys.stdout.write("working on it...\n\n   \n")
+        result = {"content": [{"type": "text", "text": "chatty done"}]}
     elif method == "tools/call":
         result = {"content": [{"type": "text", "text": "shallow"}]}
     return json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result})

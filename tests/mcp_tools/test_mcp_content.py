@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -67,6 +68,28 @@ async def test_a_reply_nested_too_deep_to_read_fails_the_call_not_hangs_it() -> 
     assert not shallow.is_error
 
 
+async def test_lines_that_are_no_mcp_message_are_ignored_with_one_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A server that print()s in a tool failed every call in flight, though no such line
+    # can be an answer and the answers came next.
+    server = MCPServer.stdio([sys.executable, RAW_SERVER], name="raw")
+    async with MCPHub.open() as hub:
+        tools = (await hub.worker_tools(Toolset("w"), [server])).current()
+        with caplog.at_level(logging.DEBUG, logger="regiment.tools.mcp"):
+            first = await tools.call("chatty", {}, call_id="c1")
+            second = await tools.call("chatty", {}, call_id="c2")
+    assert (first.is_error, first.content) == (False, "chatty done")
+    assert (second.is_error, second.content) == (False, "chatty done")
+    stray = [r for r in caplog.records if "not an MCP message" in r.getMessage()]
+    assert [r.levelno for r in stray] == [logging.WARNING] + [logging.DEBUG] * 5  # 3 a call
+    assert stray[0].getMessage() == (
+        "MCP server 'raw' wrote a line to stdout that is not an MCP message, ignored "
+        "('working on it...'); a stdio server must write only MCP messages to stdout (its "
+        "logs go to stderr)"
+    )
+
+
 async def test_a_long_mcp_result_is_cut_at_the_worker_or_server_limit() -> None:
     # A server's result reached the model whatever its length.
     limited = MCPServer.stdio(SERVER_COMMAND, name="limited", prefix="l_", max_result_chars=30)
@@ -90,7 +113,7 @@ async def test_a_tool_whose_schema_refers_nowhere_is_left_out_not_a_crash(
     async with MCPHub.open() as hub:
         tools = (await hub.worker_tools(Toolset("w"), [server])).current()
         scoped = await tools.call("scoped", {"x": 1}, call_id="c1")
-    assert [t.name for t in tools.definitions] == ["deep", "shallow", "scoped"]
+    assert [t.name for t in tools.definitions] == ["deep", "shallow", "chatty", "scoped"]
     left_out = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
     assert left_out == [
         "MCP server 'raw': tool 'dangling' left out: tool 'dangling' has an input schema whose "

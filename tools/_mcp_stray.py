@@ -1,0 +1,48 @@
+"""A line a stdio server wrote to stdout that is no MCP message at all.
+
+A server whose code prints (a banner, a debug ``print()`` in a tool) writes lines
+that are not JSON-RPC in between its messages. Such a line cannot be any call's
+answer: an answer is a JSON object (a batch, an array), so the calls in flight go
+on waiting for theirs, which follow. The line is dropped (the SDK has logged it),
+with one WARNING per connection that says what to fix; later ones are DEBUG.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from regiment._text import clipped
+
+__all__ = ("StrayOutput",)
+
+logger = logging.getLogger("regiment.tools.mcp")
+
+
+class StrayOutput:
+    """Tells the lines that are no MCP message from unreadable messages, for one server."""
+
+    def __init__(self, server: str) -> None:
+        self._server = server
+        self._warned = False
+
+    def ignored(self, exc: Exception) -> bool:
+        """Whether ``exc`` (a message the SDK could not read) is a line that is not
+        JSON-RPC at all, so no call's answer: it is logged and ignored."""
+        from pydantic import ValidationError
+
+        if not isinstance(exc, ValidationError):
+            return False
+        errors = exc.errors(include_url=False)
+        line = errors[0].get("input") if errors and errors[0]["type"] == "json_invalid" else None
+        if not isinstance(line, str) or line.lstrip()[:1] in ("{", "["):
+            return False  # could be an answer the client cannot read
+        level = logging.DEBUG if self._warned else logging.WARNING
+        self._warned = True
+        logger.log(
+            level,
+            "MCP server %r wrote a line to stdout that is not an MCP message, ignored (%r); "
+            "a stdio server must write only MCP messages to stdout (its logs go to stderr)",
+            self._server,
+            clipped(line, 200),
+        )
+        return True
