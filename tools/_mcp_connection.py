@@ -41,7 +41,7 @@ from regiment.tools._mcp_http_answers import Refusals
 from regiment.tools._mcp_listing import Listings
 from regiment.tools._mcp_restarts import Restarts, not_started
 from regiment.tools._mcp_server import MCPServer
-from regiment.tools._mcp_stray import StrayOutput
+from regiment.tools._mcp_stray import StrayOutput, unreadable_text
 from regiment.tools._mcp_tools import check_include, list_all, mcp_tools, unlisted
 from regiment.tools._mcp_transport import (
     failure_text,
@@ -143,11 +143,10 @@ class MCPConnection:
     async def call(
         self, name: str, arguments: JsonObject, key: str | None = None
     ) -> CallToolResult:
-        """Call the server's tool ``name`` (its own name, unprefixed) through the owner.
-
-        ``key``, the call's idempotency key, goes in the request's ``_meta`` under
-        :data:`IDEMPOTENCY_META_KEY`. If the server said its tool list changed before
-        it answered, this returns once the list is refreshed (at most ``start_timeout``).
+        """Call the server's tool ``name`` (its own, unprefixed name) through the owner;
+        ``key``, the call's idempotency key, goes in the request's ``_meta`` (under
+        :data:`IDEMPOTENCY_META_KEY`). A list change the server sent before it answered
+        is waited out: this returns once the list is refreshed (at most ``start_timeout``).
 
         Raises:
             MCPServerLost: the connection broke during the call, or the server is stopped.
@@ -304,9 +303,6 @@ class MCPConnection:
                 _dispatch(tg, self._handle, session, request, broken)
 
     async def _handle(self, session: ClientSession, request: _Call, broken: anyio.Event) -> None:
-        from mcp.shared.exceptions import MCPError
-        from mcp.types import CONNECTION_CLOSED
-
         with request.reply:
             outcome: CallToolResult | ToolError
             self._in_flight.add(request)
@@ -318,15 +314,11 @@ class MCPConnection:
                     outcome = await session.call_tool(
                         request.name, dict(request.arguments), meta=meta
                     )
-                except MCPError as exc:
-                    if exc.error.code == CONNECTION_CLOSED:
+                except Exception as exc:
+                    outcome = _failed(self.server, self._refusals, refused, exc)
+                    if isinstance(outcome, MCPServerLost):
                         broken.set()
                         outcome = MCPServerLost(self._restarts.lost_mid_call())
-                    else:
-                        outcome = ToolError(self._refusals.call_error(self.server, refused, exc))
-                        outcome.__cause__ = exc  # its code: the CLIENT span's error.type
-                except Exception as exc:  # a result the SDK could not read, say
-                    outcome = ToolError(f"MCP server {self.server.name!r}: {failure_text(exc)}")
                 with suppress(anyio.BrokenResourceError, anyio.WouldBlock):
                     request.reply.send_nowait(outcome)
             self._in_flight.discard(request)
@@ -343,6 +335,21 @@ class MCPConnection:
         self._version += 1
         self._listed.set()
         self._listed = anyio.Event()
+
+
+def _failed(server: MCPServer, refusals: Refusals, refused: int, exc: Exception) -> ToolError:
+    """What a call that raised ``exc`` ends as: :class:`MCPServerLost` (the connection
+    closed), or the server's protocol error, or a result the SDK could not read."""
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import CONNECTION_CLOSED
+
+    if isinstance(exc, MCPError) and exc.error.code == CONNECTION_CLOSED:
+        return MCPServerLost(str(exc))
+    if isinstance(exc, MCPError):
+        failed = ToolError(refusals.call_error(server, refused, exc))
+        failed.__cause__ = exc  # its code: the CLIENT span's error.type
+        return failed
+    return ToolError(f"MCP server {server.name!r}: {failure_text(exc)}")
 
 
 def _dispatch(
@@ -377,13 +384,7 @@ def _unreadable(server: str, in_flight: set[_Call], exc: Exception) -> None:
     wait for it for ever (a tool has no timeout by default): each fails instead."""
     if not in_flight:
         return
-    text = " ".join(line.strip() for line in str(exc).splitlines())
-    detail = f"{type(exc).__name__}: {text[:200]}{'...' if len(text) > 200 else ''}"
-    message = (
-        f"MCP server {server!r} sent a message that could not be read ({detail}); it may "
-        "have been this call's answer, so the call failed. Check what the server's tool returns"
-    )
-    logger.warning("%s", message)
+    message = unreadable_text(server, exc)
     for request in in_flight:
         with suppress(anyio.BrokenResourceError, anyio.WouldBlock, anyio.ClosedResourceError):
             request.reply.send_nowait(ToolError(message))

@@ -1,4 +1,4 @@
-"""A line a stdio server wrote to stdout that is no MCP message at all.
+"""Messages from a server that the client cannot read, and lines that are no message.
 
 A server whose code prints (a banner, a debug ``print()`` in a tool) writes lines
 that are not JSON-RPC in between its messages. Such a line cannot be any call's
@@ -13,7 +13,7 @@ import logging
 
 from regiment._text import clipped
 
-__all__ = ("StrayOutput",)
+__all__ = ("StrayOutput", "unreadable_text")
 
 logger = logging.getLogger("regiment.tools.mcp")
 
@@ -46,3 +46,16 @@ class StrayOutput:
             clipped(line, 200),
         )
         return True
+
+
+def unreadable_text(server: str, exc: Exception) -> str:
+    """The error of each call in flight when ``server`` sent a message the SDK could not
+    read (``exc``), which may have been its answer; logged once as a WARNING."""
+    text = " ".join(line.strip() for line in str(exc).splitlines())
+    detail = f"{type(exc).__name__}: {text[:200]}{'...' if len(text) > 200 else ''}"
+    message = (
+        f"MCP server {server!r} sent a message that could not be read ({detail}); it may "
+        "have been this call's answer, so the call failed. Check what the server's tool returns"
+    )
+    logger.warning("%s", message)
+    return message
