@@ -106,25 +106,30 @@ async def test_cancelling_a_run_mid_call_keeps_the_session_and_leaks_nothing(
     async def work(
         description: str, results: list[ToolResultPart], request: ModelRequest
     ) -> ModelResponse | str:
-        if description.startswith("hang"):
-            return tool_call_response("hang", {"port": port})
+        if description.startswith("watch"):
+            return tool_call_response("watch", {"port": port})
         if not results:
             return tool_call_response("pid", {})
         pids.append(int(json.loads(results[0].content)["result"]))
         return "pid noted"
 
-    plans = [plan_json({"description": "hang on port"}), plan_json({"description": "pid"})]
+    plans = [plan_json({"description": "watch on port"}), plan_json({"description": "pid"})]
     team, _ = team_of(work, [server], plans=plans)
     caplog.set_level(logging.WARNING)
     async with await anyio.create_tcp_listener(local_host="127.0.0.1") as listener:
         port = listener.extra(SocketAttribute.local_port)
         async with team.start() as running:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(running.run, "hang, please")
+                tg.start_soon(running.run, "watch, please")
                 with anyio.fail_after(30):
                     stream = await cast(SocketListener, listener.listeners[0]).accept()
-                await stream.aclose()  # the call is in the server now
+                    said = await stream.receive()  # the call is in the server now
                 tg.cancel_scope.cancel()
+            with anyio.fail_after(10):  # the server got notifications/cancelled for it
+                while not said.endswith(b"cancelled\n"):
+                    said += await stream.receive()
+            await stream.aclose()
+            assert said == b"started\ncancelled\n"
             result = await running.run("tell the pid")  # the same session, after the cancel
             assert result.steps[0].output == "pid noted"
             assert alive(pids) == pids
