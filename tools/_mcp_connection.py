@@ -113,7 +113,7 @@ class MCPConnection:
         self._refusals = Refusals()  # the server's error statuses
         self._listings = Listings(server)  # tools the SDK could not read, left out
         self._names: frozenset[str] = frozenset()  # the server-side names last listed
-        self._stray = StrayOutput(server.name)  # stdout lines that are no MCP message
+        self._stray = StrayOutput(server)  # stdout lines that are no MCP message
 
     @property
     def tools(self) -> tuple[Tool[..., object], ...]:

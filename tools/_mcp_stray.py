@@ -1,10 +1,11 @@
 """Messages from a server that the client cannot read, and lines that are no message.
 
-A server whose code prints (a banner, a debug ``print()`` in a tool) writes lines
-that are not JSON-RPC in between its messages. Such a line cannot be any call's
+A stdio server whose code prints (a banner, a debug ``print()`` in a tool) writes
+lines to stdout that are not JSON-RPC in between its messages. Such a line cannot be any call's
 answer: an answer is a JSON object (a batch, an array), so the calls in flight go
 on waiting for theirs, which follow. The line is dropped (the SDK has logged it),
-with one WARNING per connection that says what to fix; later ones are DEBUG.
+with one WARNING per connection that says what to fix; later ones are DEBUG. Over
+HTTP nothing is told apart: an event that is no message may be all a call's stream has.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 
 from regiment._text import clipped
+from regiment.tools._mcp_server import MCPServer, StdioTransport
 
 __all__ = ("StrayOutput", "unreadable_text")
 
@@ -19,10 +21,12 @@ logger = logging.getLogger("regiment.tools.mcp")
 
 
 class StrayOutput:
-    """Tells the lines that are no MCP message from unreadable messages, for one server."""
+    """Tells the lines that are no MCP message from unreadable messages, for one stdio
+    server (over HTTP, an event that is no message may be all a call's stream brings)."""
 
-    def __init__(self, server: str) -> None:
-        self._server = server
+    def __init__(self, server: MCPServer) -> None:
+        self._server = server.name
+        self._stdio = isinstance(server.transport, StdioTransport)
         self._warned = False
 
     def ignored(self, exc: Exception) -> bool:
@@ -30,7 +34,7 @@ class StrayOutput:
         JSON-RPC at all, so no call's answer: it is logged and ignored."""
         from pydantic import ValidationError
 
-        if not isinstance(exc, ValidationError):
+        if not self._stdio or not isinstance(exc, ValidationError):
             return False
         errors = exc.errors(include_url=False)
         line = errors[0].get("input") if errors and errors[0]["type"] == "json_invalid" else None
