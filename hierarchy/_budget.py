@@ -106,8 +106,7 @@ _UNLIMITED = Share(None, None)
 
 
 def _split(left: int | None, ways: int, first: int) -> list[int | None]:
-    """The ``first`` parts of ``left`` in ``ways`` parts differing by at most one,
-    larger parts first."""
+    """The first ``first`` of ``left`` in ``ways`` parts (differing by one at most, larger first)."""
     if left is None:
         return [None] * first
     base, extra = divmod(left, ways)
@@ -195,9 +194,7 @@ class BudgetLedger(_Held):
         self._limited = self.counts_tokens or not (
             budget.model_calls is None and budget.output_tokens is None and budget.usd is None
         )
-        # No count limit at all (the default): a reservation holds nothing back and no
-        # total is read, so each step gets a shared allowance of its own cap (>= 1),
-        # untracked; a fan-out takes it from here with no call (#22).
+        # No count limit (the default): each step gets its cap's shared allowance, untracked.
         self.free: dict[int, StepAllowance] | None = None if self._limited or self._shared else {}
 
     def _tokens_spent(self) -> int:
@@ -255,9 +252,7 @@ class BudgetLedger(_Held):
         The shares are fixed when the fan-out begins (reserving one step's share
         does not shrink the next one's), differ by at most one, and add up to
         what was left: a budget that covers every step starves none of them.
-        ``first``: only the first so many shares (those of the steps sent now; the
-        rest of ``ways`` are steps to come, so a long plan's fan-outs make no share
-        for each of its pending steps, #22).
+        ``first``: only the first so many (the steps sent now; the rest are to come, #22).
         """
         first = ways if first is None else max(0, min(first, ways))
         if ways < 1:
@@ -310,12 +305,9 @@ class BudgetLedger(_Held):
             model call (the caller then waits for running steps or stops).
         """
         if (free := self.free) is not None:  # nothing to hold back: the per-step path
-            if model_calls_cap < 1:
-                return None
-            allowance = free.get(model_calls_cap)
-            if allowance is None:
+            if (allowance := free.get(model_calls_cap)) is None and model_calls_cap >= 1:
                 allowance = free[model_calls_cap] = StepAllowance(model_calls=model_calls_cap)
-            return allowance
+            return allowance  # (None for a cap below 1: never kept)
         limit = self.budget.model_calls
         # Model calls go first come, first served up to the step's cap: an even
         # split could leave every parallel step too few calls to finish.

@@ -26,6 +26,8 @@ from regiment.models import ModelRequest, estimate_tokens
 
 __all__ = ("reserve_fan_out",)
 
+_NO_SHARES: Iterable[Share | None] = repeat(None)  # a fan-out under no limit: one each
+
 
 def reserve_fan_out(
     *,
@@ -39,15 +41,12 @@ def reserve_fan_out(
 ) -> tuple[list[StepSent], BudgetLimit | None]:
     """Reserve allowances for as many of ``ready`` as the budget lets start now.
 
-    ``pending`` counts the current plan's steps still to be sent (the ready ones
-    and those after them): what is left is shared between all of them, so steps
-    sent later are not starved by larger shares held by steps sent earlier.
+    ``pending`` counts the current plan's steps still to be sent (the ready ones and
+    those after them): what is left is shared between all of them, so steps sent later
+    are not starved by larger shares held by steps sent earlier.
 
-    Returns:
-        The steps to send (each reserved under ``(version, step id, attempt)``,
-        the key a ``ReportArrived`` releases), and, when some of ``ready`` could
-        not be sent, the budget field that stopped them.
-    """
+    Returns the steps to send (each reserved under ``(version, step id, attempt)``, the
+    key a ``ReportArrived`` releases), and the budget field that stopped the others."""
     version, outline, default = versions.version, versions.outline(), team.default_worker
     ways = max(len(ready), pending)
     # Each step's context is made as it is sent, up front only to estimate tokens (#22).
@@ -56,9 +55,7 @@ def reserve_fan_out(
         contexts = [_context(goal, outline, versions, step) for step in ready]
         ways = _ways_that_fit(ledger, _needs(team, ready, contexts), ways)
     caps, free = team.model_call_caps, ledger.free  # free: no limit, nothing to split
-    shares: Iterable[Share | None] = (
-        repeat(None) if free is not None else ledger.split(ways, len(ready))
-    )
+    shares = _NO_SHARES if free is not None else ledger.split(ways, len(ready))
     sends: list[StepSent] = []
     for index, (step, share) in enumerate(zip(ready, shares, strict=False)):
         worker = step.worker or default
