@@ -105,12 +105,12 @@ class Share(NamedTuple):
 _UNLIMITED = Share(None, None)
 
 
-def _split(left: int | None, ways: int) -> list[int | None]:
-    """``left`` in ``ways`` parts differing by at most one, larger parts first."""
+def _split(left: int | None, ways: int, first: int) -> list[int | None]:
+    """The first ``first`` of ``left`` in ``ways`` parts (differing by one at most, larger first)."""
     if left is None:
-        return [None] * ways
+        return [None] * first
     base, extra = divmod(left, ways)
-    return [base + (1 if i < extra else 0) for i in range(ways)]
+    return [base + (1 if i < extra else 0) for i in range(first)]
 
 
 @dataclass(slots=True)
@@ -152,12 +152,12 @@ class BudgetLedger(_Held):
     """
 
     __slots__ = (
-        "_free",
         "_limited",
         "_shared",
         "_usd",
         "budget",
         "counts_tokens",
+        "free",
         "holds_money",
         "holds_replies",
         "judges_warned",
@@ -194,9 +194,8 @@ class BudgetLedger(_Held):
         self._limited = self.counts_tokens or not (
             budget.model_calls is None and budget.output_tokens is None and budget.usd is None
         )
-        # No count limit at all (the default): a reservation holds nothing back and no
-        # total is read, so each step gets a shared allowance of its own cap, untracked.
-        self._free: dict[int, StepAllowance] | None = None if self._limited or self._shared else {}
+        # No count limit (the default): each step gets its cap's shared allowance, untracked.
+        self.free: dict[int, StepAllowance] | None = None if self._limited or self._shared else {}
 
     def _tokens_spent(self) -> int:
         return self.spent.input_tokens + self.spent.output_tokens
@@ -247,22 +246,24 @@ class BudgetLedger(_Held):
             outputs = tokens if outputs is None else min(outputs, tokens)
         return None if outputs is None else max(1, outputs)
 
-    def split(self, ways: int) -> list[Share]:
+    def split(self, ways: int, first: int | None = None) -> list[Share]:
         """Split what is left now between ``ways`` steps dispatched together.
 
         The shares are fixed when the fan-out begins (reserving one step's share
         does not shrink the next one's), differ by at most one, and add up to
         what was left: a budget that covers every step starves none of them.
+        ``first``: only the first so many (the steps sent now; the rest are to come, #22).
         """
+        first = ways if first is None else max(0, min(first, ways))
         if ways < 1:
             return []
         if not self._shared:
-            return [_UNLIMITED] * ways  # nothing to split: the per-step path stays cheap
-        tools = _split(self._left_tool_calls(), ways)
-        tokens = _split(self._left_tokens(), ways)
-        inputs = _split(self._left_inputs(), ways)
-        outputs = _split(self._left_outputs(), ways)
-        micro = _split(self.micro_usd_left(), ways)
+            return [_UNLIMITED] * first  # nothing to split: the per-step path stays cheap
+        tools = _split(self._left_tool_calls(), ways, first)
+        tokens = _split(self._left_tokens(), ways, first)
+        inputs = _split(self._left_inputs(), ways, first)
+        outputs = _split(self._left_outputs(), ways, first)
+        micro = _split(self.micro_usd_left(), ways, first)
         return [Share(*parts) for parts in zip(tools, tokens, inputs, outputs, micro, strict=True)]
 
     def _left_tool_calls(self) -> int | None:
@@ -303,11 +304,10 @@ class BudgetLedger(_Held):
             The allowance, or ``None`` when there is not enough left for even one
             model call (the caller then waits for running steps or stops).
         """
-        if (free := self._free) is not None:  # nothing to hold back: the per-step path
-            allowance = free.get(model_calls_cap)
-            if allowance is None:
+        if (free := self.free) is not None:  # nothing to hold back: the per-step path
+            if (allowance := free.get(model_calls_cap)) is None and model_calls_cap >= 1:
                 allowance = free[model_calls_cap] = StepAllowance(model_calls=model_calls_cap)
-            return allowance if model_calls_cap >= 1 else None
+            return allowance  # (None for a cap below 1: never kept)
         limit = self.budget.model_calls
         # Model calls go first come, first served up to the step's cap: an even
         # split could leave every parallel step too few calls to finish.

@@ -349,7 +349,8 @@ def _arrived(book: RunBook, change: ReportArrived) -> None:
     book.dispatcher.reported(r)
     spending = book.spending
     # the key the fan-out reserved under: (version, step, attempt)
-    spending.ledger.release((r.plan_version, r.step_id, r.attempt))
+    if (ledger := spending.ledger).reserved:  # none with no limit (BudgetLedger.free)
+        ledger.release((r.plan_version, r.step_id, r.attempt))
     spending.charge(r.worker, r.usage, r.model_calls, r.tool_calls)
     # Whatever the report's version; none when no reader follows the run (its caller left),
     # as the step's own end is told to none (``Verifier.at_end``).

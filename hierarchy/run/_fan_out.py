@@ -10,7 +10,8 @@ tokens. A step sent with a share that cannot fit would only end at once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from itertools import repeat
 
 from regiment.hierarchy._budget import BudgetLedger, BudgetLimit, Share
 from regiment.hierarchy._messages import AssignStep, StepContext
@@ -25,6 +26,8 @@ from regiment.models import ModelRequest, estimate_tokens
 
 __all__ = ("reserve_fan_out",)
 
+_NO_SHARES: Iterable[Share | None] = repeat(None)  # a fan-out under no limit: one each
+
 
 def reserve_fan_out(
     *,
@@ -38,15 +41,12 @@ def reserve_fan_out(
 ) -> tuple[list[StepSent], BudgetLimit | None]:
     """Reserve allowances for as many of ``ready`` as the budget lets start now.
 
-    ``pending`` counts the current plan's steps still to be sent (the ready ones
-    and those after them): what is left is shared between all of them, so steps
-    sent later are not starved by larger shares held by steps sent earlier.
+    ``pending`` counts the current plan's steps still to be sent (the ready ones and
+    those after them): what is left is shared between all of them, so steps sent later
+    are not starved by larger shares held by steps sent earlier.
 
-    Returns:
-        The steps to send (each reserved under ``(version, step id, attempt)``,
-        the key a ``ReportArrived`` releases), and, when some of ``ready`` could
-        not be sent, the budget field that stopped them.
-    """
+    Returns the steps to send (each reserved under ``(version, step id, attempt)``, the
+    key a ``ReportArrived`` releases), and the budget field that stopped the others."""
     version, outline, default = versions.version, versions.outline(), team.default_worker
     ways = max(len(ready), pending)
     # Each step's context is made as it is sent, up front only to estimate tokens (#22).
@@ -54,12 +54,14 @@ def reserve_fan_out(
     if ledger.counts_tokens:  # estimating costs a pass over prompts and schemas
         contexts = [_context(goal, outline, versions, step) for step in ready]
         ways = _ways_that_fit(ledger, _needs(team, ready, contexts), ways)
-    caps = team.model_call_caps
+    caps, free = team.model_call_caps, ledger.free  # free: no limit, nothing to split
+    shares = _NO_SHARES if free is not None else ledger.split(ways, len(ready))
     sends: list[StepSent] = []
-    for index, (step, share) in enumerate(zip(ready, ledger.split(ways), strict=False)):
+    for index, (step, share) in enumerate(zip(ready, shares, strict=False)):
         worker = step.worker or default
         key, cap = (version, step.id, 1), caps[worker]
-        allowance = ledger.reserve(key, model_calls_cap=cap, keep_model_calls=1, share=share)
+        if free is None or (allowance := free.get(cap)) is None:  # else reserved before
+            allowance = ledger.reserve(key, model_calls_cap=cap, keep_model_calls=1, share=share)
         if allowance is None:
             break
         calls = allowance.model_calls
@@ -127,7 +129,7 @@ def _ways_that_fit(ledger: BudgetLedger, needs: Sequence[int], pending: int) -> 
     """How many ways to split what is left so that the first steps' token shares
     each pay for their first call; the first ``min(ways, len(needs))`` are sent."""
     for ways in range(pending, 0, -1):
-        shares = ledger.split(ways)
+        shares = ledger.split(ways, len(needs))
         if all(_pays(s, n) for s, n in zip(shares, needs, strict=False)):
             return ways
     return 0

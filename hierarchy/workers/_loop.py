@@ -30,7 +30,6 @@ from regiment.hierarchy.workers._outcomes import (
 )
 from regiment.hierarchy.workers._progress import StepProgress
 from regiment.hierarchy.workers._share import (
-    is_limited,
     tool_call_limit,
     tool_calls_across,
     within_allowance,
@@ -196,10 +195,10 @@ async def run_tool_loop(
     """
     if system is None:
         system = _system(prompts, worker, description, system_prompt)
-    step, allowance, tools = assign.step, assign.allowance, toolset.definitions
+    step, tools = assign.step, toolset.definitions
     progress.messages = messages = [_first_message(prompts, step, assign.context)]
-    journaled, call = _step_caller(journaled, caller, guards, assign, progress, messages, worker)
-    limited = is_limited(allowance)
+    at = (assign, progress, messages, worker, max_iterations)
+    journaled, call, limited = _step_caller(journaled, caller, guards, at)
     asked_again = False  # after an empty reply (below)
     for _ in range(max_iterations):
         request = _request(system, messages, tools, worker, step.id)
@@ -264,18 +263,34 @@ def _step_caller(
     journaled: StepCalls | None,
     caller: ModelCaller,
     guards: StepGuards | None,
-    assign: AssignStep,
-    progress: StepProgress,
-    messages: list[Message],
-    worker: str,
-) -> tuple[StepCalls, Callable[[ModelRequest], Awaitable[ModelResponse | None]]]:
-    """The step's calls (journaled and replayed by key), and how it calls its model:
-    replayed or journaled, between its guards if any."""
+    at: tuple[AssignStep, StepProgress, list[Message], str, int],
+) -> tuple[StepCalls, Callable[[ModelRequest], Awaitable[ModelResponse | None]], bool]:
+    """The step's calls (journaled and replayed by key); how it calls its model:
+    replayed or journaled, between its guards if any; and whether each call is checked
+    against the step's allowance first (``within_allowance``).
+
+    A check can stop the step only if its allowance caps tokens, input, output or
+    money, or fewer model calls than its loop may make (``at``'s iterations more, one
+    each, unless guards count rejected replies too). A step whose only cap is its
+    iteration cap (a run with no money or token limit, #22) is checked by its loop."""
+    assign, progress, messages, worker, iterations = at
+    a = assign.allowance
+    limited = (
+        a.tokens is not None
+        or a.input_tokens is not None
+        or a.output_tokens is not None
+        or a.micro_usd is not None
+        or (
+            a.model_calls is not None
+            and (guards is not None or progress.model_calls + iterations > a.model_calls)
+        )
+    )
     journaled = journaled or StepCalls(None, assign, worker)
     if guards is None:  # no JournaledCaller in between: its call would only forward
-        return journaled, journaled.model_call(caller)
+        return journaled, journaled.model_call(caller), limited
     model = JournaledCaller(journaled, caller, held=bool(guards.reply))
-    return journaled, guards.caller(model, assign, progress, messages, journaled.judge_tape())
+    call = guards.caller(model, assign, progress, messages, journaled.judge_tape())
+    return journaled, call, limited
 
 
 def _request(

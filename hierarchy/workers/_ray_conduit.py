@@ -197,7 +197,7 @@ class StepConduit:
 
     def _top_up(self, need: dict[str, tuple[int, int]]) -> bytes:
         """Top the step's share up from its run, under the run's rule (as
-        ``_share._out_of_allowance`` does in-process): its allowance now, or empty."""
+        ``_share._topped_up`` does in-process): its allowance now, or empty."""
         assign, progress = self._assign, self._progress
         fence = progress.fence
         if fence is None or progress.fenced(assign.plan_version):

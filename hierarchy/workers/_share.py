@@ -5,39 +5,31 @@ each reply held to what the share has left."""
 from __future__ import annotations
 
 from regiment.hierarchy._allowance import Rates, over_allowance
-from regiment.hierarchy._messages import AssignStep, BudgetLimit, StepAllowance, StepReport
+from regiment.hierarchy._messages import AssignStep, BudgetLimit, StepReport
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._top_up import call_need, reply_room
 from regiment.hierarchy.workers._progress import StepProgress
 from regiment.models import ModelRequest
 
-__all__ = ("is_limited", "tool_call_limit", "tool_calls_across", "within_allowance")
+__all__ = ("tool_call_limit", "tool_calls_across", "within_allowance")
 
 
-def is_limited(a: StepAllowance) -> bool:
-    """Whether the allowance caps model calls or tokens (else no check before each call)."""
-    return (
-        a.model_calls is not None
-        or a.tokens is not None
-        or a.input_tokens is not None
-        or a.output_tokens is not None
-        or a.micro_usd is not None
-    )
-
-
-def _out_of_allowance(
-    assign: AssignStep, progress: StepProgress, request: ModelRequest, rates: Rates | None
+def _topped_up(
+    assign: AssignStep,
+    progress: StepProgress,
+    request: ModelRequest,
+    rates: Rates | None,
+    out: tuple[BudgetLimit, str],
 ) -> tuple[BudgetLimit, str] | None:
-    """Why the step's next call must not start (``over_allowance``), even once its run
-    has topped its share up with what it can spare (``TopUps``)."""
+    """Why the step's next call must not start (``out``, from ``over_allowance``), even
+    once its run has topped its share up with what it can spare (``TopUps``)."""
+    if progress.fence is None or progress.fenced(assign.plan_version):
+        return out  # no run to ask, or its plan is over
     held, calls, usage = (
         progress.allowance or assign.allowance,
         progress.model_calls,
         progress.usage,
     )
-    out = over_allowance(held, calls, usage, request, "the next call", rates)
-    if out is None or progress.fence is None or progress.fenced(assign.plan_version):
-        return out  # the usual case; or no run to ask, or its plan is over
     need = call_need(held, calls, usage, request, rates)
     if (grown := progress.fence.top_ups.grant(_key(assign), need)) is None:
         return out
@@ -45,22 +37,26 @@ def _out_of_allowance(
     return over_allowance(grown, calls, usage, request, "the next call", rates)
 
 
-async def _out_of_share(
-    assign: AssignStep, progress: StepProgress, request: ModelRequest, rates: Rates | None
+async def _short(
+    assign: AssignStep,
+    progress: StepProgress,
+    request: ModelRequest,
+    rates: Rates | None,
+    out: tuple[BudgetLimit, str],
 ) -> tuple[BudgetLimit, str] | None:
-    """``_out_of_allowance``; for a step on a Ray replica, whose run is in the team's
-    process, that run is asked across the hop (``progress.ask_more``) instead."""
-    out = _out_of_allowance(assign, progress, request, rates)
+    """``_topped_up``; for a step on a Ray replica, whose run is in the team's process,
+    that run is asked across the hop (``progress.ask_more``) instead."""
+    still = _topped_up(assign, progress, request, rates, out)
     ask = progress.ask_more
-    if out is None or ask is None or progress.stopped:
-        return out
+    if still is None or ask is None or progress.stopped:
+        return still
     held, calls, usage = (
         progress.allowance or assign.allowance,
         progress.model_calls,
         progress.usage,
     )
     if (grown := await ask(call_need(held, calls, usage, request, rates))) is None:
-        return out
+        return still
     progress.allowance = grown
     return over_allowance(grown, calls, usage, request, "the next call", rates)
 
@@ -92,9 +88,14 @@ async def within_allowance(
     rates = None
     if (assign.allowance.micro_usd is not None) and (price := caller.price) is not None:
         rates = price.rates()
-    out = await _out_of_share(assign, progress, request, rates)
+    held = progress.allowance or assign.allowance
+    out = over_allowance(
+        held, progress.model_calls, progress.usage, request, "the next call", rates
+    )
+    if out is not None:  # short: its run may top the share up
+        out = await _short(assign, progress, request, rates, out)
     if out is None:
-        held = progress.allowance or assign.allowance
+        held = progress.allowance or held
         if held.output_tokens is None and held.tokens is None and held.micro_usd is None:
             return request, None  # the usual case: no reply to hold
         room = reply_room(held, progress.usage, request, rates)

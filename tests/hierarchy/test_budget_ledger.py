@@ -127,3 +127,18 @@ def test_a_budget_with_no_count_limit_gives_each_step_its_cap_and_holds_nothing(
     for n in range(len(caps)):
         ledger.release(("v1", n))  # releasing what was never held changes nothing
     assert ledger.reserve("after", model_calls_cap=3) == ledger.reserve("again", model_calls_cap=3)
+
+
+@given(
+    usd=st.none() | st.floats(0, 10),
+    tokens=st.none() | st.integers(0, 5_000),
+    ways=st.integers(0, 12),
+    first=st.integers(0, 14),
+)
+def test_the_first_shares_of_a_fan_out_are_those_of_the_whole_split(
+    usd: float | None, tokens: int | None, ways: int, first: int
+) -> None:
+    # A fan-out makes only the shares of the steps it sends now (#22): they are the
+    # first of the shares a split between every pending step makes.
+    ledger = BudgetLedger(Budget(usd=usd, tokens=tokens, output_tokens=tokens))
+    assert ledger.split(ways, first) == ledger.split(ways)[:first]

@@ -13,13 +13,16 @@ from types import FrameType
 import pytest
 
 from regiment.actors._cell import Cell
-from regiment.hierarchy import Planner, RunContextFilter, Team, Worker
+from regiment.hierarchy import Budget, Planner, RunContextFilter, Team, Worker
+from regiment.hierarchy._allowance import over_allowance
+from regiment.hierarchy._budget import BudgetLedger, Share
 from regiment.hierarchy._live_events import live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy.run._actor import PlannerActor
 from regiment.hierarchy.run._dispatch import Dispatcher
 from regiment.hierarchy.run._fan_out import reserve_fan_out
 from regiment.hierarchy.run._pausing import PausesForApprovals
+from regiment.hierarchy.workers._share import within_allowance
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.models import ModelRequest, ScriptedModel, ToolResultPart
 
@@ -39,8 +42,9 @@ async def _work(description: str, results: list[ToolResultPart], request: ModelR
     return f"did {description}"
 
 
-async def _counted(matches: Matches) -> int:
-    """How many calls ``matches`` accepts in one run of a ``_STEPS``-step sequential plan."""
+async def _counted(matches: Matches, budget: Budget | None = None) -> int:
+    """How many calls ``matches`` accepts in one run of a ``_STEPS``-step sequential plan
+    (under ``budget``, if given)."""
     steps = [
         {"id": f"s{i}", "description": f"part {i}", "depends_on": [f"s{i - 1}"] if i > 1 else []}
         for i in range(1, _STEPS + 1)
@@ -51,6 +55,7 @@ async def _counted(matches: Matches) -> int:
         name="steps",
         planner=Planner(model=model),
         workers=[Worker(name="w", description="does parts", model=model)],
+        budget=budget or Budget(),
     )
     counter = CallCounter(matches)
     async with team.start() as running:
@@ -171,3 +176,50 @@ async def test_a_record_made_in_a_step_still_carries_its_mark(
         if r.name == _log.name and r.getMessage() == "working on part 2"
     ]
     assert marked == [("s2", "w")] * 2  # the warm-up run's and the counted run's
+
+
+_LEDGER = (BudgetLedger.split, BudgetLedger.reserve, BudgetLedger.release)
+
+
+async def test_a_run_with_no_limit_pays_nothing_for_its_budget() -> None:
+    # The fan-out split nothing and reserved the cap's shared allowance through two
+    # calls, the report released a reservation nobody held, and each model call went
+    # through four calls to learn that a step may make its loop's model calls.
+    ledger = _code_called(*(f.__code__ for f in _LEDGER))
+    # Once a run: its ledger's first reservation makes the cap's allowance.
+    assert await _counted(ledger) == 1  # was 3 a step (9)
+    assert await _counted(_code_called(within_allowance.__code__)) == 0  # was 1 a call
+
+
+async def test_a_model_call_limit_the_steps_caps_fit_in_checks_no_call() -> None:
+    # Each step's allowance is its iteration cap (8): its loop cannot go past it.
+    budget = Budget(model_calls=1_000)
+    assert await _counted(_code_called(within_allowance.__code__), budget) == 0
+
+
+async def test_a_model_call_limit_below_the_cap_is_checked_before_each_call() -> None:
+    # After the plan's call, with one kept back for synthesis, each step may have at
+    # most 5 of the 7 calls, fewer than its loop's 8: its one model call is checked.
+    budget = Budget(model_calls=7)
+    assert await _counted(_code_called(within_allowance.__code__), budget) == _STEPS
+
+
+async def test_a_token_limit_checks_each_call_with_one_frame_between() -> None:
+    # is_limited once a step, then within_allowance asked _out_of_share, which asked
+    # _out_of_allowance, which asked over_allowance: five calls a one-call step, two now
+    # (within_allowance and over_allowance; a top-up is asked for only when short).
+    files = (within_allowance.__code__.co_filename, over_allowance.__code__.co_filename)
+
+    def checks(frame: FrameType, event: str, _: object) -> bool:
+        return event == "call" and frame.f_code.co_filename in files
+
+    assert await _counted(checks, Budget(tokens=1_000_000)) == 2 * _STEPS  # was 5 a step
+
+
+async def test_a_fan_out_makes_shares_only_for_the_steps_it_sends() -> None:
+    # A 3-step sequential plan sends one step at a time; each fan-out split what is
+    # left in as many shares as steps are pending, twice with a token limit (the fit,
+    # then the reservation): 3+3, 2+2, 1+1 shares; now one and one.
+    made = _code_called(Share.__new__.__code__)
+    assert await _counted(made, Budget(tokens=1_000_000)) == 2 * _STEPS  # was 12
+    assert await _counted(made, Budget(tool_calls=1_000)) == _STEPS  # was 6
