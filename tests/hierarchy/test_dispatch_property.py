@@ -4,8 +4,6 @@ a step is committed (the dispatcher keeps that set incrementally)."""
 
 from __future__ import annotations
 
-import asyncio
-
 import anyio
 import pytest
 from hypothesis import given, settings
@@ -23,7 +21,7 @@ from regiment.hierarchy import (
 )
 from regiment.models import ModelRequest, ScriptedModel, ToolResultPart
 
-from .brains import Brain, plan_json
+from .brains import Brain, all_blocked, plan_json
 
 IDS = "abcdefgh"
 
@@ -36,22 +34,6 @@ def _graphs(draw: st.DrawFn) -> list[tuple[str, ...]]:
         tuple(draw(st.lists(st.sampled_from(IDS[:i]), unique=True)) if i else ())
         for i in range(count)
     ]
-
-
-async def _all_blocked(backend: str) -> None:
-    """``anyio.wait_all_tasks_blocked``, which on asyncio re-checks only every 0.1 s (most
-    of this test's time on asyncio: up to eight waits in each of its 30 examples). Here the
-    same check (every other task waits on a future not yet done) is made after each pass
-    of the event loop; on trio, anyio's own."""
-    if backend != "asyncio":
-        await anyio.wait_all_tasks_blocked()
-        return
-    this = asyncio.current_task()
-    while True:
-        await asyncio.sleep(0)
-        waiting = (t._fut_waiter for t in asyncio.all_tasks() if t is not this)  # type: ignore[attr-defined]
-        if all(w is not None and not w.done() for w in waiting):
-            return
 
 
 async def _run(
@@ -86,7 +68,7 @@ async def _run(
 
         tg.start_soon(one)
         for _ in graph:
-            await _all_blocked(backend)
+            await all_blocked(backend)
             waiting = [s for s in started if not gates[s].is_set()]
             assert waiting, f"no step is running; started: {started}"
             gates[min(waiting, key=lambda s: priorities[IDS.index(s)])].set()
