@@ -7,6 +7,7 @@ the file and line to fix.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,14 +106,18 @@ def _imports(module: str, path: Path) -> Iterator[Import]:
     yield from visit(tree, False, False)
 
 
-IMPORTS = {module: list(_imports(module, path)) for module, path in MODULES.items()}
+@functools.cache
+def _all_imports() -> dict[str, list[Import]]:
+    """Every module's imports, parsed on first use: at collection time every xdist worker
+    would parse the whole package, though only the worker running this file reads them."""
+    return {module: list(_imports(module, path)) for module, path in MODULES.items()}
 
 
 def test_the_scan_sees_the_package() -> None:
     assert "regiment.hierarchy.run._actor" in MODULES
-    targets = {i.target for i in IMPORTS["regiment.hierarchy.run._actor"]}
+    targets = {i.target for i in _all_imports()["regiment.hierarchy.run._actor"]}
     assert "regiment.hierarchy.run._book" in targets
-    assert any(i.type_checking for i in IMPORTS["regiment.hierarchy"])
+    assert any(i.type_checking for i in _all_imports()["regiment.hierarchy"])
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -134,7 +139,7 @@ def test_units_are_small(module: str) -> None:
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_rooms_import_only_downwards(module: str) -> None:
     forbidden = FORBIDDEN.get(_room(module), set())
-    for imp in IMPORTS[module]:
+    for imp in _all_imports()[module]:
         if not imp.target.startswith("regiment") or (module, imp.target) in ALLOWED:
             continue
         room = _room(imp.target)
@@ -154,7 +159,7 @@ def test_rooms_meet_only_through_their_public_surface(module: str) -> None:
 
     The root's own helpers (``regiment._json``, ``regiment.errors``) belong to no room.
     """
-    for imp in IMPORTS[module]:
+    for imp in _all_imports()[module]:
         room = _room(imp.target)
         if not imp.target.startswith("regiment.") or room in ("root", _room(module)):
             continue
@@ -177,7 +182,7 @@ def test_no_import_cycles_outside_type_checking() -> None:
             for i in imports
             if i.at_import_time and not i.type_checking and i.target in MODULES
         }
-        for module, imports in IMPORTS.items()
+        for module, imports in _all_imports().items()
     }
     cycles = [sorted(c) for c in _strongly_connected(graph) if len(c) > 1]
     assert not cycles, f"import cycles: {cycles}"

@@ -188,7 +188,8 @@ async def test_a_team_file_that_is_gone_or_changed(tmp_path: Path, anyio_backend
     assert refund.result.arguments == {"order_id": "77120"}
 
 
-async def test_unknown_runs_and_no_journal(tmp_path: Path) -> None:
+def test_unknown_runs_and_no_journal(tmp_path: Path) -> None:
+    # Only regiment processes (no await): a plain test, not once per anyio backend.
     no_run = regiment_process("resume", str(EXAMPLE), cwd=tmp_path)
     assert no_run.returncode == 2
     assert "that is a team file; give the run too" in no_run.stderr

@@ -3,6 +3,7 @@ list, workers that answer from their step text, and a synthesizer."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -202,3 +203,19 @@ async def left_early(
             break
         await busy.wait()
     return list((await JournaledEvents.read(journal, run_id)).events)
+
+
+async def all_blocked(backend: str) -> None:
+    """``anyio.wait_all_tasks_blocked``, which on asyncio re-checks only every 0.1 s (most of
+    the asyncio time of the property tests that wait for it between their steps). Here the
+    same check (every other task waits on a future not yet done) is made after each pass
+    of the event loop; on trio, anyio's own."""
+    if backend != "asyncio":
+        await anyio.wait_all_tasks_blocked()
+        return
+    this = asyncio.current_task()
+    while True:
+        await asyncio.sleep(0)
+        waiting = (t._fut_waiter for t in asyncio.all_tasks() if t is not this)  # type: ignore[attr-defined]
+        if all(w is not None and not w.done() for w in waiting):
+            return

@@ -21,7 +21,7 @@ from regiment.hierarchy import (
 )
 from regiment.models import ModelRequest, ScriptedModel, ToolResultPart
 
-from .brains import Brain, plan_json
+from .brains import Brain, all_blocked, plan_json
 
 IDS = "abcdefgh"
 
@@ -36,7 +36,9 @@ def _graphs(draw: st.DrawFn) -> list[tuple[str, ...]]:
     ]
 
 
-async def _run(graph: list[tuple[str, ...]], priorities: list[int], concurrency: int) -> RunResult:
+async def _run(
+    graph: list[tuple[str, ...]], priorities: list[int], concurrency: int, backend: str
+) -> RunResult:
     """Run the plan, finishing one started step at a time: the started one that
     comes first by ``priorities``."""
     gates = {IDS[i]: anyio.Event() for i in range(len(graph))}
@@ -66,7 +68,7 @@ async def _run(graph: list[tuple[str, ...]], priorities: list[int], concurrency:
 
         tg.start_soon(one)
         for _ in graph:
-            await anyio.wait_all_tasks_blocked()
+            await all_blocked(backend)
             waiting = [s for s in started if not gates[s].is_set()]
             assert waiting, f"no step is running; started: {started}"
             gates[min(waiting, key=lambda s: priorities[IDS.index(s)])].set()
@@ -123,7 +125,7 @@ def _batches_against_a_full_scan(result: RunResult, concurrency: int) -> list[st
 def test_each_commit_sends_what_a_full_scan_finds_ready(
     backend: str, graph: list[tuple[str, ...]], priorities: list[int], concurrency: int
 ) -> None:
-    result = anyio.run(_run, graph, priorities, concurrency, backend=backend)
+    result = anyio.run(_run, graph, priorities, concurrency, backend, backend=backend)
     assert result.status == "completed", result
     assert sorted(result.committed) == sorted(IDS[: len(graph)])
     assert _batches_against_a_full_scan(result, concurrency) == []

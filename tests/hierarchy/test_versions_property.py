@@ -22,7 +22,7 @@ from regiment.hierarchy import (
 )
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, TextPart, ToolResultPart
 
-from .brains import Brain, plan_json, step_of
+from .brains import Brain, all_blocked, plan_json, step_of
 from .versions import announced_violations
 
 STEPS = ("probe", "left", "right")
@@ -32,7 +32,7 @@ def _fails(report: StepReport) -> bool:
     return "probe" not in report.output
 
 
-async def _run(order: tuple[str, ...]) -> tuple[RunResult, Brain]:
+async def _run(order: tuple[str, ...], backend: str) -> tuple[RunResult, Brain]:
     gates = {name: anyio.Event() for name in STEPS}
 
     async def work(
@@ -64,7 +64,7 @@ async def _run(order: tuple[str, ...]) -> tuple[RunResult, Brain]:
 
         tg.start_soon(one)
         for name in order:
-            await anyio.wait_all_tasks_blocked()
+            await all_blocked(backend)
             gates[name].set()
     return result[0], brain
 
@@ -77,7 +77,7 @@ def _text(request: ModelRequest) -> str:
 @settings(max_examples=25, deadline=None)
 @given(order=st.permutations(STEPS))
 def test_old_version_reports_are_never_applied(backend: str, order: list[str]) -> None:
-    result, brain = anyio.run(_run, tuple(order), backend=backend)
+    result, brain = anyio.run(_run, tuple(order), backend, backend=backend)
     events = result.events
     assert announced_violations(events) == []
     replan_at = next(i for i, e in enumerate(events) if isinstance(e, Replanned))

@@ -22,9 +22,14 @@ from .conftest import SDK_HTTP_LEAKS, die_with_parent, stop
 
 pytestmark = [pytest.mark.anyio, *SDK_HTTP_LEAKS]
 
+# ``regiment mcp`` runs in a process of its own (on the CLI's loop); the tests marked so
+# run only the MCP SDK's client under this test's backend: once is enough.
+_CLIENT_ONLY = pytest.mark.parametrize("anyio_backend", ["asyncio"])
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@_CLIENT_ONLY
 async def test_the_team_is_one_tool_with_progress_per_step() -> None:
     seen: list[tuple[float, float | None, str | None]] = []
 
@@ -80,6 +85,7 @@ def served_url() -> Iterator[str]:
         stop(process)
 
 
+@_CLIENT_ONLY
 async def test_the_team_over_streamable_http(served_url: str) -> None:
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
@@ -111,6 +117,7 @@ async def test_http_on_trio_is_a_clear_usage_error() -> None:
     assert "regiment mcp --http needs --backend asyncio" in err.getvalue()
 
 
+@_CLIENT_ONLY
 async def test_trace_jaeger_parents_each_run_by_the_client_s_meta_traceparent() -> None:
     """``regiment mcp --trace jaeger``: the runs' spans go over OTLP, and a run is a child
     of the span the client named in the request's ``_meta`` (the MCP conventions' carrier)."""

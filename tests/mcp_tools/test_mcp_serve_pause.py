@@ -17,7 +17,9 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 from mcp.types import CallToolResult, TextContent
 
-pytestmark = pytest.mark.anyio
+# Each test talks to ``regiment mcp`` in a process of its own (on the CLI's loop) through
+# the MCP SDK's stdio client: this test's backend runs only that client, so once is enough.
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 
 ROOT = Path(__file__).resolve().parents[2]
 TEAM = "examples/refund/team_approval.toml"  # every refund waits for approval
