@@ -73,6 +73,7 @@ def _serve_http() -> None:
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # connections queue from now on (refused before: a loaded test failed)
     print(f"PORT {sock.getsockname()[1]}", flush=True)
     server = uvicorn.Server(uvicorn.Config(_app, log_level="warning", lifespan="off"))
     server.run(sockets=[sock])
