@@ -28,13 +28,11 @@ def _half_read_bodies_collected(request: pytest.FixtureRequest) -> Iterator[None
         gc.collect()
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_itemcollected(item: pytest.Item) -> None:
     """``make test`` runs the suite on pytest-xdist workers with ``--dist loadgroup``. Each
     file's tests go to one worker, so a module's costly fixtures (a built venv, a
     PostgreSQL server) are made once; every Ray test goes to one worker, so the session
-    starts one local Ray, not one per worker."""
-    for item in items:
-        where = item.path.resolve().relative_to(_TESTS).as_posix()
-        group = "ray" if where.startswith("ray/") else where
-        item.add_marker(pytest.mark.xdist_group(group))
+    starts one local Ray, not one per worker. (Marked as each test is collected: xdist
+    reads the marks in its own ``pytest_collection_modifyitems``, which runs first.)"""
+    where = item.path.resolve().relative_to(_TESTS).as_posix()
+    item.add_marker(pytest.mark.xdist_group("ray" if where.startswith("ray/") else where))
