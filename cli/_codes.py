@@ -43,15 +43,15 @@ def config_error(exc: RegimentError, stderr: TextIO, *, code: int = EXIT_USAGE) 
     return code
 
 
-def run_error(exc: RegimentError, resume: str | None, stderr: TextIO) -> int:
+def run_error(exc: RegimentError, resume: str | None, stderr: TextIO, flag: str = "") -> int:
     """The exit code (and last line) of a ``run`` or ``resume`` (of run ``resume``) that
-    raised ``exc``."""
+    raised ``exc`` (``flag``: what a command it suggests adds, `` --journal J``)."""
     if isinstance(exc, ConfigError):
         return config_error(exc, stderr)
     if isinstance(exc, LeaseHeld):  # nothing ran: the run is someone else's for now
         return config_error(ConfigError(str(exc)), stderr)
     if isinstance(exc, AlreadyFinished):  # a resume that raced this one finished it meanwhile
-        return config_error(finished_already(resume or "", exc.status), stderr)
+        return config_error(finished_already(resume or "", exc.status, flag), stderr)
     if isinstance(exc.__cause__, LeaseLost):  # not a failure: the run goes on over there
         print(f"regiment: run goes on elsewhere: {exc}", file=stderr)
         return EXIT_TAKEN_OVER

@@ -304,7 +304,7 @@ async def _guarded(
             config, options, stdout=stdout, stderr=stderr, stop=stop[0], last_words=stop[1]
         )
     except RegimentError as exc:
-        return run_error(exc, options.resume, stderr)
+        return run_error(exc, options.resume, stderr, options.journal_flag)
     return exit_code(outcome)
 
 

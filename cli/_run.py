@@ -180,7 +180,7 @@ async def _open_journal(options: RunOptions) -> Journal | None:
     journal = await open_cli_journal(options.journal)
     if options.resume is not None:
         try:
-            await resumable(journal, options.resume)
+            await resumable(journal, options.resume, options.journal, options.journal_flag)
         except ConfigError:
             await journal.close()
             raise
