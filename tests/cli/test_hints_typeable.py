@@ -22,7 +22,7 @@ TEAM = str(REPO / "examples" / "refund" / "team.toml")
 GOAL = "For order 88213 check refund eligibility"
 
 
-def _suggested(err: str) -> list[str]:
+def _suggested(err: str) -> list[list[str]]:
     """The argument lists of the ``regiment ...`` commands in backticks on ``err``'s line."""
     (line,) = err.splitlines()
     return [shlex.split(command)[1:] for command in re.findall(r"`(regiment [^`]*)`", line)]
