@@ -143,9 +143,8 @@ def shown_spec(spec: str) -> str:
 def no_run(spec: str, run_id: str, flag: str) -> ConfigError:
     """The usage error for a run the journal ``spec`` does not have (``flag``: what the
     ``regiment runs`` it suggests adds to list that journal's runs, `` --journal J``)."""
-    return ConfigError(
-        f"journal {shown_spec(spec)} has no run {run_id!r}; `regiment runs{flag}` lists them"
-    )
+    where = shown_spec(spec)
+    return ConfigError(f"journal {where} has no run {run_id!r}; `regiment runs{flag}` lists them")
 
 
 def journal_exists(spec: str) -> bool:
