@@ -263,10 +263,9 @@ def _told_while_waiting(approver: Approver, wait: _Wait) -> Approver:
 
     async def decide(request: ApprovalRequest, /) -> ApprovalDecision:
         wait.since = anyio.current_time()
-        try:
-            return await ask_approver(approver, request)
-        finally:
-            wait.total, wait.since = wait.seconds(anyio.current_time()), None
+        decision = await ask_approver(approver, request)  # cut: it is still waiting
+        wait.total, wait.since = wait.seconds(anyio.current_time()), None
+        return decision
 
     return decide
 
