@@ -4,12 +4,14 @@ run that has finished or that the journal does not have)."""
 
 from __future__ import annotations
 
+import io
 import re
 import shlex
 from pathlib import Path
 
 import pytest
 
+from regiment.cli import run_async
 from regiment.errors import UnknownRun
 from regiment.journal import open_journal
 
@@ -88,3 +90,17 @@ async def test_the_journal_layer_names_its_journal_in_the_command(tmp_path: Path
     finally:
         await journal.close()
     assert str(caught.value).endswith(f"`regiment runs --journal {shlex.quote(where)}` lists them")
+
+
+async def test_ask_without_a_terminal_names_the_journal_in_its_commands(tmp_path: Path) -> None:
+    # Its way without a terminal (pause, `regiment approvals RUN_ID`, `regiment approve
+    # ...`, `regiment resume RUN_ID`) read the default journal, not the run's.
+    journal = str(tmp_path / "runs.db")
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["run", TEAM, GOAL, "--model", "scripted", "--approve", "ask", "--journal", journal]
+    code = await run_async(argv, stdout=out, stderr=err, environ={}, stdin=io.StringIO())
+    assert code == 2
+    commands = re.findall(r"`(regiment [^`]*)`", err.getvalue())
+    assert len(commands) == 4, err.getvalue()
+    for command in commands:
+        assert shlex.split(command)[2:4] == ["--journal", journal], command
