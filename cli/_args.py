@@ -228,6 +228,7 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument("--model", metavar="SPEC", help="as for run", action=_Once)
     serve.add_argument(
         "--host",
+        type=_host,
         default="127.0.0.1",
         help="default 127.0.0.1 (others need a token)",
         action=_Once,
@@ -333,6 +334,13 @@ def _port(text: str) -> int:
     return port
 
 
+def _host(text: str) -> str:
+    """An address to bind to: not blank (which no server binds to, by that name)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("it is blank; give an address, such as 127.0.0.1")
+    return text
+
+
 def _lease_ttl(text: str) -> float:
     """Seconds, at least 1: a shorter lease lapses in an ordinary slow commit, and another
     service sharing the journal would take this one's live runs over."""
@@ -340,7 +348,9 @@ def _lease_ttl(text: str) -> float:
         ttl = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not math.isfinite(ttl) or ttl < 1:
+    if not math.isfinite(ttl):
+        raise argparse.ArgumentTypeError(f"not a finite number of seconds: {text!r}")
+    if ttl < 1:
         raise argparse.ArgumentTypeError(
             f"{text} s is too short: give at least 1 (a shorter lease lapses in an ordinary "
             "slow commit, and another service would take this one's live runs over)"

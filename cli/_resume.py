@@ -110,12 +110,13 @@ async def fill_in_team_file(args: argparse.Namespace, environ: Mapping[str, str]
     """
     if args.command != "resume" or args.team_file is not None:
         return
+    spec = journal_spec(args, environ)
     if args.run_id.endswith((".toml", ".yaml", ".yml")):
+        flag = "" if spec is None else journal_flag(spec, environ)
         raise ConfigError(
             f"regiment resume {args.run_id}: that is a team file; give the run too: "
-            "regiment resume [TEAM_FILE] RUN_ID (`regiment runs` lists the runs)"
+            f"regiment resume [TEAM_FILE] RUN_ID (`regiment runs{flag}` lists the runs)"
         )
-    spec = journal_spec(args, environ)
     if spec is None:
         raise ConfigError("regiment resume continues a journaled run: drop --no-journal")
     if not journal_exists(spec):
