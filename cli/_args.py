@@ -142,6 +142,7 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--model",
         metavar="SPEC",
+        type=_spec,
         help="the model for every role: 'anthropic:<model id>', 'openai:<model id>', "
         "'openai-compatible:<model id>' (at OPENAI_BASE_URL) or 'scripted' (the file's brain)",
     )
@@ -192,7 +193,7 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     """``regiment mcp`` and ``regiment serve``: a team behind a protocol."""
     mcp = commands.add_parser("mcp", help="serve the team as one MCP tool, run(goal), over stdio")
     mcp.add_argument("team_file", metavar="TEAM_FILE", help=_TEAM_FILE)
-    mcp.add_argument("--model", metavar="SPEC", help="as for run", action=_Once)
+    mcp.add_argument("--model", metavar="SPEC", type=_spec, help="as for run", action=_Once)
     mcp.add_argument(
         "--http",
         metavar="PORT",
@@ -225,7 +226,7 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     a value is refused when given twice, ``_Once``.)"""
     serve = commands.add_parser("serve", help="serve the team over HTTP (runs, events, cancel)")
     serve.add_argument("team_file", metavar="TEAM_FILE", help=_TEAM_FILE)
-    serve.add_argument("--model", metavar="SPEC", help="as for run", action=_Once)
+    serve.add_argument("--model", metavar="SPEC", type=_spec, help="as for run", action=_Once)
     serve.add_argument(
         "--host",
         type=_host,
@@ -332,6 +333,13 @@ def _port(text: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{port} is not a port: use 0 to 65535")
     return port
+
+
+def _spec(text: str) -> str:
+    """A model spec: not blank (which would quietly mean the file's own models)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("it is blank; give a model spec, or leave it out")
+    return text
 
 
 def _host(text: str) -> str:

@@ -20,6 +20,8 @@ CASES = [
     (("serve", TEAM, "--lease-ttl", "nan"), "argument --lease-ttl: not a finite number of seconds"),
     (("serve", TEAM, "--lease-ttl", "inf"), "argument --lease-ttl: not a finite number of seconds"),
     (("serve", TEAM, "--host", " "), "argument --host: it is blank; give an address"),
+    (("run", TEAM, "goal", "--model", ""), "argument --model: it is blank; give a model spec"),
+    (("mcp", TEAM, "--model", " "), "argument --model: it is blank; give a model spec"),
     (
         ("run", TEAM, "goal", "--model", "scripted", "--no-journal", *_EVENTS_TO, ""),
         "--events-file is blank; give the file to write the events to",
