@@ -32,6 +32,7 @@ from regiment.cli._journal_cmds import (
     limit_count,
     open_cli_journal,
     resume_hint,
+    shown_spec,
 )
 from regiment.cli._resume import (
     add_import_root,
@@ -108,18 +109,19 @@ async def approval_command(
             "or set $REGIMENT_JOURNAL), then list and decide its approvals here"
         )
     journal = await open_cli_journal(location, read_only=args.command == "approvals")
+    flag = journal_flag(location, environ)
     try:
+        if args.run_id is not None:
+            await _known_run(journal, args.run_id, location, flag)
         if args.command == "approvals":
             await _list(journal, args, stdout, stderr)
         else:
-            await _decide(journal, args, team, stdout, journal_flag(location, environ))
+            await _decide(journal, args, team, stdout, flag)
     finally:
         await journal.close()
 
 
 async def _list(journal: Journal, args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
-    if args.run_id is not None:
-        await _known_run(journal, args.run_id)
     pending = await journal.pending_approvals(args.run_id)
     shown = pending if args.limit is None else pending[: args.limit]
     for record in shown:
@@ -140,14 +142,16 @@ async def _list(journal: Journal, args: argparse.Namespace, stdout: TextIO, stde
         )
 
 
-async def _known_run(journal: Journal, run_id: str) -> None:
-    """Nothing if ``journal`` has run ``run_id``; else a ``JournalError`` saying the run id
-    is wrong and where the right ones are."""
+async def _known_run(journal: Journal, run_id: str, location: str, flag: str) -> None:
+    """Nothing if ``journal`` (``location``) has run ``run_id``; else a ``JournalError``
+    saying the run id is wrong and where the right ones are (the command to list them adds
+    ``flag``, `` --journal J``, to read this journal)."""
     try:
         await journal.get_run(run_id)
     except UnknownRun as exc:
         raise UnknownRun(
-            f"RUN_ID is wrong: {exc}; `regiment approvals` lists each pending request with its run"
+            f"RUN_ID is wrong: journal {shown_spec(location)} has no run {run_id!r}; "
+            f"`regiment approvals{flag}` lists each pending request with its run"
         ) from exc
 
 
@@ -167,7 +171,6 @@ def _row(r: ApprovalRequest) -> dict[str, object]:
 async def _decide(
     journal: Journal, args: argparse.Namespace, team: Team | None, stdout: TextIO, flag: str
 ) -> None:
-    await _known_run(journal, args.run_id)
     decision = _decision(args.deny, args.edit)
     created = await created_record(journal, args.run_id)
     recorded = _recorded(created, args.run_id)

@@ -142,6 +142,7 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--model",
         metavar="SPEC",
+        type=_spec,
         help="the model for every role: 'anthropic:<model id>', 'openai:<model id>', "
         "'openai-compatible:<model id>' (at OPENAI_BASE_URL) or 'scripted' (the file's brain)",
     )
@@ -192,7 +193,7 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     """``regiment mcp`` and ``regiment serve``: a team behind a protocol."""
     mcp = commands.add_parser("mcp", help="serve the team as one MCP tool, run(goal), over stdio")
     mcp.add_argument("team_file", metavar="TEAM_FILE", help=_TEAM_FILE)
-    mcp.add_argument("--model", metavar="SPEC", help="as for run", action=_Once)
+    mcp.add_argument("--model", metavar="SPEC", type=_spec, help="as for run", action=_Once)
     mcp.add_argument(
         "--http",
         metavar="PORT",
@@ -225,9 +226,10 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     a value is refused when given twice, ``_Once``.)"""
     serve = commands.add_parser("serve", help="serve the team over HTTP (runs, events, cancel)")
     serve.add_argument("team_file", metavar="TEAM_FILE", help=_TEAM_FILE)
-    serve.add_argument("--model", metavar="SPEC", help="as for run", action=_Once)
+    serve.add_argument("--model", metavar="SPEC", type=_spec, help="as for run", action=_Once)
     serve.add_argument(
         "--host",
+        type=_host,
         default="127.0.0.1",
         help="default 127.0.0.1 (others need a token)",
         action=_Once,
@@ -333,6 +335,20 @@ def _port(text: str) -> int:
     return port
 
 
+def _spec(text: str) -> str:
+    """A model spec: not blank (which would quietly mean the file's own models)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("it is blank; give a model spec, or leave it out")
+    return text
+
+
+def _host(text: str) -> str:
+    """An address to bind to: not blank (which no server binds to, by that name)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("it is blank; give an address, such as 127.0.0.1")
+    return text
+
+
 def _lease_ttl(text: str) -> float:
     """Seconds, at least 1: a shorter lease lapses in an ordinary slow commit, and another
     service sharing the journal would take this one's live runs over."""
@@ -340,7 +356,9 @@ def _lease_ttl(text: str) -> float:
         ttl = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not math.isfinite(ttl) or ttl < 1:
+    if not math.isfinite(ttl):
+        raise argparse.ArgumentTypeError(f"not a finite number of seconds: {text!r}")
+    if ttl < 1:
         raise argparse.ArgumentTypeError(
             f"{text} s is too short: give at least 1 (a shorter lease lapses in an ordinary "
             "slow commit, and another service would take this one's live runs over)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, TextIO
 
 from regiment._text import visible
@@ -26,6 +27,7 @@ __all__ = (
     "ended_early",
     "exit_code",
     "run_error",
+    "typeable",
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED, EXIT_TAKEN_OVER = 0, 1, 2, 3, 4
@@ -43,19 +45,30 @@ def config_error(exc: RegimentError, stderr: TextIO, *, code: int = EXIT_USAGE) 
     return code
 
 
-def run_error(exc: RegimentError, resume: str | None, stderr: TextIO) -> int:
+_SUGGESTED = re.compile(r"`regiment (runs|show|resume|approvals|approve)\b(?! --journal)")
+
+
+def typeable(message: str, flag: str) -> str:
+    """``message`` (a run's words: it knows no command line) with ``flag`` (`` --journal
+    J``) in each ``regiment`` command it suggests, so that typed as printed it reads the
+    journal this command used."""
+    return _SUGGESTED.sub(lambda m: f"`regiment {m[1]}{flag}", message) if flag else message
+
+
+def run_error(exc: RegimentError, resume: str | None, stderr: TextIO, flag: str = "") -> int:
     """The exit code (and last line) of a ``run`` or ``resume`` (of run ``resume``) that
-    raised ``exc``."""
+    raised ``exc`` (``flag``: what a command it suggests adds, `` --journal J``)."""
     if isinstance(exc, ConfigError):
         return config_error(exc, stderr)
     if isinstance(exc, LeaseHeld):  # nothing ran: the run is someone else's for now
-        return config_error(ConfigError(str(exc)), stderr)
+        return config_error(ConfigError(typeable(str(exc), flag)), stderr)
     if isinstance(exc, AlreadyFinished):  # a resume that raced this one finished it meanwhile
-        return config_error(finished_already(resume or "", exc.status), stderr)
+        return config_error(finished_already(resume or "", exc.status, flag), stderr)
     if isinstance(exc.__cause__, LeaseLost):  # not a failure: the run goes on over there
-        print(f"regiment: run goes on elsewhere: {exc}", file=stderr)
+        print(f"regiment: run goes on elsewhere: {typeable(str(exc), flag)}", file=stderr)
         return EXIT_TAKEN_OVER
-    print(visible(f"regiment: run failed: {type(exc).__name__}: {exc}"), file=stderr)
+    said = typeable(str(exc), flag)
+    print(visible(f"regiment: run failed: {type(exc).__name__}: {said}"), file=stderr)
     return EXIT_FAILED
 
 
@@ -76,17 +89,23 @@ def exit_code(outcome: Outcome) -> int:
             return EXIT_RESUMABLE
 
 
-def ended_early(failure: RunFailed | None, journaled: bool, stderr: TextIO) -> Outcome:
+def ended_early(
+    failure: RunFailed | None, journaled: bool, stderr: TextIO, flag: str = ""
+) -> Outcome:
     """The outcome (and last line) of a run that ended without a result: taken over by
     another process, stopped unfinished where a resume finishes it (its Ray cluster
     went away: ``ClusterLost``, in a journaled run), or failed."""
     if failure is not None and failure.error_type == "LeaseLost":
-        print(f"regiment: run goes on elsewhere: {failure.message}", file=stderr)
+        print(f"regiment: run goes on elsewhere: {typeable(failure.message, flag)}", file=stderr)
         return "taken_over"
     if failure is not None and failure.error_type == "ClusterLost" and journaled:
-        line = f"regiment: run stopped, resumable: {failure.error_type}: {failure.message}"
+        line = f"regiment: run stopped, resumable: {failure.error_type}: {typeable(failure.message, flag)}"
         print(visible(line), file=stderr)
         return "stopped"
-    why = f"{failure.error_type}: {failure.message}" if failure else "it ended without a result"
+    why = (
+        f"{failure.error_type}: {typeable(failure.message, flag)}"
+        if failure
+        else "it ended without a result"
+    )
     print(visible(f"regiment: run failed: {why}"), file=stderr)  # a model's words, maybe
     return "failed"

@@ -33,6 +33,8 @@ def event_sink(
         out.what = "the events"
         yield lambda event: out.put(out.out, encoder.encode(event).decode() + "\n")
         return
+    if not path.strip():
+        raise ConfigError("--events-file is blank; give the file to write the events to")
     try:
         file = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed below)
     except OSError as exc:

@@ -20,7 +20,7 @@ import msgspec
 
 from regiment._text import visible
 from regiment.cli._show_marks import judgements, print_unfinished, step_mark
-from regiment.errors import ConfigError, JournalError
+from regiment.errors import ConfigError, JournalError, UnknownRun
 from regiment.journal import (
     ApprovalDecided,
     ApprovalRequested,
@@ -48,6 +48,7 @@ __all__ = (
     "journal_read",
     "journal_spec",
     "limit_count",
+    "no_run",
     "open_cli_journal",
     "resume_hint",
     "runs_command",
@@ -139,6 +140,13 @@ def shown_spec(spec: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}{host}"))
 
 
+def no_run(spec: str, run_id: str, flag: str) -> ConfigError:
+    """The usage error for a run the journal ``spec`` does not have (``flag``: what the
+    ``regiment runs`` it suggests adds to list that journal's runs, `` --journal J``)."""
+    where = shown_spec(spec)
+    return ConfigError(f"journal {where} has no run {run_id!r}; `regiment runs{flag}` lists them")
+
+
 def journal_exists(spec: str) -> bool:
     """Whether ``spec`` names a journal that may hold runs (a URL, or a file that exists)."""
     return spec.startswith(("postgresql://", "postgres://")) or Path(spec).exists()
@@ -196,8 +204,10 @@ async def show_command(
     try:
         info = await journal.get_run(args.run_id)
         records = [entry.record for entry in await journal.read(args.run_id)]
+    except UnknownRun as exc:
+        raise no_run(spec, args.run_id, flag) from exc
     except JournalError as exc:
-        raise ConfigError(str(exc)) from exc  # it says that `regiment runs` lists them
+        raise ConfigError(str(exc)) from exc
     finally:
         await journal.close()
     shown = _shown(info, records)

@@ -49,6 +49,7 @@ from regiment.cli._codes import (
     config_error,
     exit_code,
     run_error,
+    typeable,
 )
 from regiment.cli._exit import (
     EXIT_INTERRUPTED,
@@ -240,7 +241,9 @@ def _run_options(
     from regiment.cli._run import RunOptions
 
     session = session_of(args)  # a usage error before the model's note
-    ask = _asker(args, stdin, stderr)
+    journal = journal_spec(args, environ)
+    flag = "" if journal is None else journal_flag(journal, environ)
+    ask = _asker(args, stdin, stderr, flag)
     resume = getattr(args, "run_id", None)
     return RunOptions(
         team_file=args.team_file,
@@ -250,8 +253,8 @@ def _run_options(
         events_jsonl=args.events == "jsonl",
         events_file=args.events_file,
         live=not args.plain and stderr.isatty() and not args.verbose and ask is None,
-        journal=(journal := journal_spec(args, environ)),
-        journal_flag="" if journal is None else journal_flag(journal, environ),
+        journal=journal,
+        journal_flag=flag,
         session=session,
         resume=resume,
         force=getattr(args, "force", False),
@@ -261,13 +264,19 @@ def _run_options(
     )
 
 
-def _asker(args: argparse.Namespace, stdin: TextIO, stderr: TextIO) -> TerminalApprover | None:
-    """With ``--approve ask``, the terminal's approver (a usage error without a terminal)."""
+def _asker(
+    args: argparse.Namespace, stdin: TextIO, stderr: TextIO, flag: str
+) -> TerminalApprover | None:
+    """With ``--approve ask``, the terminal's approver (a usage error without a terminal,
+    whose commands add ``flag``, `` --journal J``)."""
     if getattr(args, "approve", "pause") != "ask":
         return None
     from regiment.cli._ask import TerminalApprover, check_terminal
 
-    check_terminal(stdin)
+    try:
+        check_terminal(stdin)
+    except ConfigError as exc:
+        raise ConfigError(typeable(str(exc), flag)) from exc
     return TerminalApprover(stdin, stderr)
 
 
@@ -304,7 +313,7 @@ async def _guarded(
             config, options, stdout=stdout, stderr=stderr, stop=stop[0], last_words=stop[1]
         )
     except RegimentError as exc:
-        return run_error(exc, options.resume, stderr)
+        return run_error(exc, options.resume, stderr, options.journal_flag)
     return exit_code(outcome)
 
 

@@ -14,8 +14,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from regiment.cli._journal_cmds import journal_exists, journal_spec, open_cli_journal
-from regiment.errors import ConfigError, JournalError
+from regiment.cli._hints import journal_flag
+from regiment.cli._journal_cmds import journal_exists, journal_spec, no_run, open_cli_journal
+from regiment.errors import ConfigError, JournalError, UnknownRun
 from regiment.journal import Journal, RunCreated, TeamFile, not_resumable_alone
 
 __all__ = (
@@ -46,25 +47,29 @@ def add_import_root(app_dir: str | None) -> None:
         sys.path.insert(0, root)
 
 
-async def resumable(journal: Journal, run_id: str) -> None:
-    """Raise a ``ConfigError`` (a usage error) unless ``journal`` has ``run_id``, unfinished
-    and top-level (a nested team's run is resumed with the run it serves)."""
-    nested = not_resumable_alone(run_id)
+async def resumable(journal: Journal, run_id: str, spec: str, flag: str) -> None:
+    """Raise a ``ConfigError`` (a usage error) unless ``journal`` (``spec``) has ``run_id``,
+    unfinished and top-level (a nested team's run is resumed with the run it serves); the
+    commands it suggests add ``flag`` (`` --journal J``) to read that journal."""
+    nested = not_resumable_alone(run_id, journal_flag=flag)
     if nested is not None:
         raise ConfigError(nested)
     try:
         info = await journal.get_run(run_id)
+    except UnknownRun as exc:
+        raise no_run(spec, run_id, flag) from exc
     except JournalError as exc:
-        raise ConfigError(str(exc)) from exc  # it says that `regiment runs` lists them
+        raise ConfigError(str(exc)) from exc
     if info.status not in RESUMABLE:
-        raise finished_already(run_id, info.status)
+        raise finished_already(run_id, info.status, flag)
 
 
-def finished_already(run_id: str, status: str) -> ConfigError:
+def finished_already(run_id: str, status: str, flag: str) -> ConfigError:
     """The usage error of ``regiment resume`` for a run that has finished: the same whether
-    the check before the resume saw it, or a resume that raced this one finished it since."""
+    the check before the resume saw it, or a resume that raced this one finished it since
+    (``flag``: what the ``regiment show`` it suggests adds, `` --journal J``)."""
     return ConfigError(
-        f"run {run_id!r} has already finished ({status}); `regiment show {run_id}` shows it"
+        f"run {run_id!r} has already finished ({status}); `regiment show{flag} {run_id}` shows it"
     )
 
 
@@ -105,19 +110,20 @@ async def fill_in_team_file(args: argparse.Namespace, environ: Mapping[str, str]
     """
     if args.command != "resume" or args.team_file is not None:
         return
+    spec = journal_spec(args, environ)
     if args.run_id.endswith((".toml", ".yaml", ".yml")):
+        flag = "" if spec is None else journal_flag(spec, environ)
         raise ConfigError(
             f"regiment resume {args.run_id}: that is a team file; give the run too: "
-            "regiment resume [TEAM_FILE] RUN_ID (`regiment runs` lists the runs)"
+            f"regiment resume [TEAM_FILE] RUN_ID (`regiment runs{flag}` lists the runs)"
         )
-    spec = journal_spec(args, environ)
     if spec is None:
         raise ConfigError("regiment resume continues a journaled run: drop --no-journal")
     if not journal_exists(spec):
         raise ConfigError(f"no journal at {spec}, so no run {args.run_id!r}")
     journal = await open_cli_journal(spec)
     try:
-        await resumable(journal, args.run_id)
+        await resumable(journal, args.run_id, spec, journal_flag(spec, environ))
         created = await created_record(journal, args.run_id)
     finally:
         await journal.close()

@@ -180,7 +180,7 @@ async def _open_journal(options: RunOptions) -> Journal | None:
     journal = await open_cli_journal(options.journal)
     if options.resume is not None:
         try:
-            await resumable(journal, options.resume)
+            await resumable(journal, options.resume, options.journal, options.journal_flag)
         except ConfigError:
             await journal.close()
             raise
@@ -358,7 +358,8 @@ def _report(
         print(f"regiment: interrupted; cancelled the run {progress.summary()}", file=stderr)
         outcome = "interrupted"
     else:
-        outcome = ended_early(ending.failure, options.journal is not None, stderr)
+        journaled = options.journal is not None
+        outcome = ended_early(ending.failure, journaled, stderr, options.journal_flag)
     _report_trace(result, tracing, stderr)
     if result is not None and ending.answer.failed is not None:  # the last line: not a success
         say_unwritten(ending.answer, result.run_id, options.journal, stderr)

@@ -17,6 +17,7 @@ from regiment.config._schema import TeamConfig
 from regiment.errors import ConfigError
 from regiment.models import (
     Model,
+    NoCredentials,
     ScriptedModel,
     ScriptFunction,
     model_from_spec,
@@ -64,6 +65,14 @@ class RoleModels:
                     max_continuations=continuing,
                     price=self._config.prices.get(spec, options.price),
                 )
+            except NoCredentials as exc:  # its words are for code: `api_key=`, `base_url=`
+                offline = (
+                    "; or run offline on the file's brain: --model scripted"
+                    if self._config.brain
+                    else ""
+                )
+                advice = _unset(spec, exc.env) + (offline if self._override else "")
+                raise ConfigError(f"{where}: {advice}") from exc
             except ConfigError as exc:
                 if str(exc).startswith(f"{where}:"):
                     raise
@@ -81,6 +90,21 @@ class RoleModels:
         # keeps the latest requests only, so memory stays bounded however many runs it answers.
         price = self._config.prices.get(spec)
         return ScriptedModel(cast(ScriptFunction, fn), keep_requests=KEEP_REQUESTS, price=price)
+
+
+def _unset(spec: str, env: str) -> str:
+    """What a team file's user does about model ``spec`` without ``env``: a file names
+    models, never keys or servers, so the environment it runs in gives them."""
+    if env == "OPENAI_BASE_URL":
+        return (
+            f"{spec!r} needs its server's URL: set OPENAI_BASE_URL in the environment "
+            "(e.g. OPENAI_BASE_URL=http://localhost:11434/v1 for Ollama)"
+        )
+    which = "OpenAI API key" if env == "OPENAI_API_KEY" else "Anthropic credentials"
+    advice = f"no {which} for {spec!r}: set {env} in the environment (a team file holds no keys"
+    if env == "OPENAI_API_KEY":  # a local server that wants none
+        advice += "; a local server that needs none is 'openai-compatible:<id>' at OPENAI_BASE_URL"
+    return advice + ")"
 
 
 def check_prices(config: TeamConfig, source: str) -> None:

@@ -5,7 +5,7 @@ Run with ``.venv/bin/python examples/ping_pong.py [asyncio|trio]``.
 
 from __future__ import annotations
 
-import sys
+import argparse
 from typing import assert_never
 
 import anyio
@@ -117,9 +117,11 @@ async def play() -> list[str]:
 
 def main() -> None:
     """Play on the backend named on the command line (asyncio by default)."""
-    backend = sys.argv[1] if len(sys.argv) > 1 else "asyncio"
-    if backend not in ("asyncio", "trio"):
-        sys.exit(f"usage: ping_pong.py [asyncio|trio] (got {backend!r})")
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument(
+        "backend", nargs="?", choices=("asyncio", "trio"), default="asyncio", help="anyio's backend"
+    )
+    backend = parser.parse_args().backend  # a bad one: usage, and exit 2
     run_main(show, backend=backend)  # anyio.run(show, ...), quiet when piped into `head`
 
 

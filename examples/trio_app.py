@@ -6,6 +6,7 @@ regiment is written against anyio, so it runs inside ``trio.run`` as it is.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -67,4 +68,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    # It takes no arguments: -h says what it does; any other is a usage error (exit 2).
+    argparse.ArgumentParser(description=__doc__).parse_args()
     run_main(main, backend="trio")  # trio.run(main), quiet when piped into `head`

@@ -223,9 +223,9 @@ async def observed_tool_call(
     _tell_started(live, call, step_id, arguments)
     started = anyio.current_time()
     outcome = "cut"  # unless it returns or raises: cancelled as its body ran
-    asking: list[None] = []
+    wait = _Wait()
     if approver is not None:
-        approver = _told_while_waiting(approver, asking)
+        approver = _told_while_waiting(approver, wait)
     try:
         result = await toolset.call(
             call.name, call.arguments, call_id=call.id, context=context, approver=approver
@@ -236,18 +236,35 @@ async def observed_tool_call(
         outcome = type(exc).__name__
         raise
     finally:
-        if asking and outcome == "cut":
+        now = anyio.current_time()
+        if wait.since is not None and outcome == "cut":
             outcome = "awaiting_approval"
-        _tell_finished(live, call, step_id, arguments, anyio.current_time() - started, outcome)
+        waited = wait.seconds(now)
+        _tell_finished(live, call, step_id, arguments, (now - started - waited, waited), outcome)
 
 
-def _told_while_waiting(approver: Approver, asking: list[None]) -> Approver:
-    """``approver``, with ``asking`` non-empty while it has not decided."""
+@final
+class _Wait:
+    """How long a call has waited for approval decisions: ``since`` (while it waits, when
+    it was asked) and ``total`` (the waits that ended)."""
+
+    __slots__ = ("since", "total")
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+        self.total = 0.0
+
+    def seconds(self, now: float) -> float:
+        return self.total + (0.0 if self.since is None else now - self.since)
+
+
+def _told_while_waiting(approver: Approver, wait: _Wait) -> Approver:
+    """``approver``, timed by ``wait`` while it has not decided."""
 
     async def decide(request: ApprovalRequest, /) -> ApprovalDecision:
-        asking.append(None)
-        decision = await ask_approver(approver, request)
-        asking.clear()
+        wait.since = anyio.current_time()
+        decision = await ask_approver(approver, request)  # cut: it is still waiting
+        wait.total, wait.since = wait.seconds(anyio.current_time()), None
         return decision
 
     return decide
@@ -261,7 +278,7 @@ def told_unrun(live: LiveSink, call: ToolCallPart, step_id: str, outcome: str, t
     """
     arguments = dict(call.arguments)
     _tell_started(live, call, step_id, arguments)
-    _tell_finished(live, call, step_id, arguments, took, outcome)
+    _tell_finished(live, call, step_id, arguments, (took, 0.0), outcome)
 
 
 def _tell_started(live: LiveSink, call: ToolCallPart, step_id: str, arguments: JsonObject) -> None:
@@ -282,9 +299,11 @@ def _tell_finished(
     call: ToolCallPart,
     step_id: str,
     arguments: JsonObject,
-    took: float,
+    took: tuple[float, float],
     outcome: str,
 ) -> None:
+    """Emit the call's ``ToolCallFinished``; ``took``: its own seconds, then its wait for
+    approval decisions."""
     live.emit(
         ToolCallFinished(
             run_id=live.run_id,
@@ -293,7 +312,8 @@ def _tell_finished(
             tool=call.name,
             call_id=call.id,
             arguments=arguments,
-            duration=max(0.0, took),
+            duration=max(0.0, took[0]),
+            approval_wait=took[1],
             outcome=outcome,
         )
     )

@@ -3,17 +3,16 @@
 ``RunningTeam.stream(goal)`` yields them as they happen, and ``RunResult.events``
 holds the same sequence, so the stream and the result tell the same story.
 
-Three events are live progress rather than run state: ``TextDelta`` (a piece of
-a model's reply as it streams), ``ToolCallStarted`` and ``ToolCallFinished``.
-Only ``stream(goal)`` carries them (``run(goal)`` streams nothing), and they
-are neither in ``RunResult.events`` nor journaled: they are many, and what
-they tell is already recorded (the replies, the tool outcomes in each step's
-report). A consumer that only wants the answer as it is written keeps the
-``TextDelta`` s whose ``role`` is ``"synthesizer"``.
+Three events are live progress rather than run state: ``TextDelta`` (a piece of a model's reply
+as it streams), ``ToolCallStarted`` and ``ToolCallFinished``. Only ``stream(goal)`` carries
+them (``run(goal)`` streams nothing), and they are neither in ``RunResult.events`` nor
+journaled: they are many, and what they tell is already recorded (the replies, the tool
+outcomes in each step's report). A consumer that only wants the answer as it is written keeps
+the ``TextDelta`` s whose ``role`` is ``"synthesizer"``.
 
-The event types are listed once, in ``__all__`` here: ``regiment.hierarchy``
-re-exports them from it, and code that handles every event matches on
-``events.<Type>`` (``from regiment.hierarchy import events``).
+The event types are listed once, in ``__all__`` here: ``regiment.hierarchy`` re-exports them
+from it, and code that handles every event matches on ``events.<Type>`` (``from
+regiment.hierarchy import events``).
 """
 
 from __future__ import annotations
@@ -65,7 +64,6 @@ __all__ = (
     "ToolCallStarted",
     "ToolFailed",
 )
-
 
 _NO_USAGE = Usage()  # events journaled before steps' events carried their usage
 
@@ -181,7 +179,8 @@ class ToolCallFinished(_Base, frozen=True, kw_only=True):
     ``error_type`` ``"cut"``; ``"awaiting_approval"`` for one that was still waiting
     for a decision (the body has not run); ``"guardrail"`` for one a guard refused
     (``"GuardrailError"`` if that fails the step). A call held back before it started (its
-    plan was over) has no ``ToolCallStarted``/``ToolCallFinished``. ``duration``: seconds.
+    plan was over) has no ``ToolCallStarted``/``ToolCallFinished``. ``duration``: seconds,
+    less ``approval_wait``: those it waited for a person's (an approver's) decisions.
     """
 
     worker: str
@@ -191,6 +190,7 @@ class ToolCallFinished(_Base, frozen=True, kw_only=True):
     arguments: dict[str, JsonValue]
     duration: float
     outcome: str
+    approval_wait: float = 0.0
 
 
 class CheckFailed(_Base, frozen=True, kw_only=True):

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from regiment.errors import JournalError, UnknownRun
+from regiment.errors import JournalError
 from regiment.journal._codec import approval_key, model_key, tool_key
 from regiment.journal._patience import reads_wait
 from regiment.journal._records import (
@@ -29,6 +29,7 @@ from regiment.journal._views import (
     RunInfo,
     RunStatus,
     SessionRun,
+    unknown_run,
 )
 from regiment.models import ModelResponse
 
@@ -89,9 +90,7 @@ class JournalLookups(ABC):
         await self._fresh()
         row = await self._call(self._store.run_row, run_id, self._clock())
         if row is None:
-            raise UnknownRun(
-                f"journal {self.where} has no run {run_id!r}; `regiment runs` lists them"
-            )
+            raise unknown_run(self.where, run_id)
         return row.info()
 
     async def list_runs(

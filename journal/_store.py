@@ -12,10 +12,10 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, Protocol, cast
 
-from regiment.errors import AlreadyFinished, JournalError, LeaseHeld, LeaseLost, UnknownRun
+from regiment.errors import AlreadyFinished, JournalError, LeaseHeld, LeaseLost
 from regiment.journal._nesting import NESTED_MARK, top_run_id
 from regiment.journal._owners import local_owner, owners_gone
-from regiment.journal._views import Lease, RunInfo, RunStatus
+from regiment.journal._views import Lease, RunInfo, RunStatus, unknown_run
 
 __all__ = (
     "Batch",
@@ -241,7 +241,7 @@ def check_acquire(
             no lease to wait out).
     """
     if state is None:
-        raise UnknownRun(f"journal {where} has no run {run_id!r}; `regiment runs` lists them")
+        raise unknown_run(where, run_id)
     if state.final_status is not None:
         raise AlreadyFinished(
             f"run {run_id!r} in journal {where} has already finished ({state.final_status}); "

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
 from datetime import datetime
 from typing import Literal, TypeAlias
 
 import msgspec
 
+from regiment.errors import UnknownRun
 from regiment.journal._records import (
     ApprovalDecided,
     ApprovalRequested,
@@ -24,6 +26,7 @@ __all__ = (
     "RunInfo",
     "RunStatus",
     "SessionRun",
+    "unknown_run",
 )
 
 RunStatus: TypeAlias = Literal[
@@ -113,3 +116,12 @@ class SessionRun(msgspec.Struct, frozen=True, kw_only=True):
     started_at: datetime
     answer: str | None = None
     steps: tuple[CommittedStep, ...] = ()
+
+
+def unknown_run(where: str, run_id: str) -> UnknownRun:
+    """The error for a run id journal ``where`` does not have; the command it suggests
+    names that journal, so it lists this one's runs wherever it is typed."""
+    return UnknownRun(
+        f"journal {where} has no run {run_id!r}; "
+        f"`regiment runs --journal {shlex.quote(where)}` lists them"
+    )

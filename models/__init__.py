@@ -12,6 +12,7 @@ any model.
 
 from typing import TYPE_CHECKING
 
+from regiment.models._credentials import NoCredentials
 from regiment.models._estimate import estimate_tokens
 from regiment.models._messages import (
     STOPPED_EARLY,
@@ -62,6 +63,7 @@ __all__ = (
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
+    "NoCredentials",
     "OpenAIModel",
     "Part",
     "PartDelta",

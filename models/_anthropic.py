@@ -30,6 +30,7 @@ from regiment.models._api_errors import (
     request_note,
     stream_failed,
 )
+from regiment.models._credentials import NoCredentials
 from regiment.models._messages import ModelRequest, ModelResponse
 from regiment.models._price import Price, checked_price
 from regiment.models._sdk_model import (
@@ -343,9 +344,10 @@ def _build_client(
             "or pass AnthropicModel(..., api_key=...)"
         ) from exc
     if client.api_key is None and client.auth_token is None and client.credentials is None:
-        raise ConfigError(
+        raise NoCredentials(
             "no Anthropic credentials found; set the ANTHROPIC_API_KEY environment "
-            "variable or pass AnthropicModel(..., api_key=...)"
+            "variable or pass AnthropicModel(..., api_key=...)",
+            env="ANTHROPIC_API_KEY",
         )
     check_base_url(client.base_url, model="AnthropicModel", env="ANTHROPIC_BASE_URL")
     return client

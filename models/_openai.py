@@ -23,6 +23,7 @@ from regiment.models._api_errors import (
     stream_failed,
     without_echo,
 )
+from regiment.models._credentials import NoCredentials
 
 try:
     import openai
@@ -300,9 +301,10 @@ def _build_client(
     check_client_options(timeout, retries, model="OpenAIModel")
     key = api_key or os.environ.get("OPENAI_API_KEY") or (_NO_KEY if compatible else None)
     if key is None:
-        raise ConfigError(
+        raise NoCredentials(
             "no OpenAI API key found; set the OPENAI_API_KEY environment variable or pass "
-            "OpenAIModel(..., api_key=...) (a local server needs compatible=True, and no key)"
+            "OpenAIModel(..., api_key=...) (a local server needs compatible=True, and no key)",
+            env="OPENAI_API_KEY",
         )
     client = AsyncOpenAI(
         api_key=key,

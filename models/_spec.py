@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Literal, TypeAlias, TypedDict
 
 from regiment.errors import ConfigError
+from regiment.models._credentials import NoCredentials
 from regiment.models._price import Price
 from regiment.models._protocol import Model
 from regiment.models._scripted import ScriptedModel, ScriptFunction
@@ -141,9 +142,10 @@ def _openai(
 
     compatible = provider == "openai-compatible"
     if compatible and not url:
-        raise ConfigError(
+        raise NoCredentials(
             f"{where}: {spec!r} needs the server's base URL (e.g. "
-            "'http://localhost:11434/v1' for Ollama); give base_url or set OPENAI_BASE_URL"
+            "'http://localhost:11434/v1' for Ollama); give base_url or set OPENAI_BASE_URL",
+            env="OPENAI_BASE_URL",
         )
     return OpenAIModel(
         model_id, base_url=url, settings=settings, compatible=compatible, price=price, **options

@@ -27,7 +27,8 @@ class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
             ``"guardrail"`` (a guardrail refused the call, or withheld or rewrote a
             successful result into an error), or the class name of the exception the
             tool raised (``"ValueError"``).
-        duration_s: seconds from the call to its result, approval wait included.
+        duration_s: seconds from the call to its result, less the wait for an approval
+            decision (a person's pace is not the tool's).
         attempts: how many times the function body was started (0: it never ran).
         idempotency_key: the key the tool derived from the arguments, if it declares one.
         arguments: the arguments as the model sent them (as a guard rewrote them or

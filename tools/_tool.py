@@ -240,7 +240,7 @@ class Tool(Generic[P, R_co]):
         ``Toolset`` uses this for its shared limit, and its result limit
         (``max_result_chars``, for a tool that sets none of its own).
         """
-        started = time.perf_counter()
+        started, waited = time.perf_counter(), 0.0  # waited: for an approval decision
         bound = self._bind(arguments)
         if isinstance(bound, str):
             message = f"invalid arguments for tool {self._name!r}: {bound}"
@@ -252,7 +252,7 @@ class Tool(Generic[P, R_co]):
             if policy.requires_approval is not False and policy.needs_approval(
                 bound.as_json, self._name
             ):
-                gated = await _gate(self, bound, call_id, approver)
+                gated, waited = await _timed_gate(self, bound, call_id, approver)
             else:
                 gated = bound
             if isinstance(gated, ToolResult):
@@ -265,7 +265,7 @@ class Tool(Generic[P, R_co]):
         # Short ASCII text, the usual result, is as the model may read it already.
         if not (isinstance(content, str) and len(content) <= limit and content.isascii()):
             result = fitted(result, limit)
-        return msgspec.structs.replace(result, duration_s=time.perf_counter() - started)
+        return msgspec.structs.replace(result, duration_s=time.perf_counter() - started - waited)
 
     async def _execute(
         self,
@@ -339,6 +339,15 @@ async def _invoke(
     return await run_sync_abandonable(functools.partial(fn, *args, **kwargs))
 
 
+async def _timed_gate(
+    tool: Tool[..., object], bound: BoundArguments, call_id: str, approver: Approver | None
+) -> tuple[BoundArguments | ToolResult, float]:
+    """``_gate``, and the seconds it took: the wait for a decision, not the tool's time."""
+    asked = time.perf_counter()
+    gated = await _gate(tool, bound, call_id, approver)
+    return gated, time.perf_counter() - asked
+
+
 async def _gate(
     tool: Tool[..., object], bound: BoundArguments, call_id: str, approver: Approver | None
 ) -> BoundArguments | ToolResult:
@@ -346,10 +355,8 @@ async def _gate(
     (edited ones validated again), or the error result the model gets instead."""
     key = derive_key(tool._policy.idempotency_key, tool._key_name, bound.as_json)
     if approver is None:
-        message = (
-            f"tool {tool._name!r} needs approval before it runs, but no approver is "
-            "configured, so it was not run"
-        )
+        message = f"tool {tool._name!r} needs approval before it runs, but no approver is "
+        message += "configured, so it was not run"
         return error_result(tool._name, call_id, message, "approval_unavailable", bound.sent, key)
     request = ApprovalRequest(
         tool_name=tool._name,

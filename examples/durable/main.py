@@ -10,6 +10,7 @@ with the same idempotency key (so the bank pays it once), the third runs live.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import shutil
@@ -155,7 +156,12 @@ async def _wait_for_the_lease(path: Path, run_id: str) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--child"]:
-        anyio.run(child, sys.argv[2])
+    # It takes no arguments (--child FOLDER is how it starts its own child process):
+    # -h says what it does; any other is a usage error (exit 2).
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--child", metavar="FOLDER", help=argparse.SUPPRESS)
+    folder = parser.parse_args().child
+    if folder is not None:
+        anyio.run(child, folder)
     else:
         run_main(main)  # anyio.run(main), quiet when piped into `head`

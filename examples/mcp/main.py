@@ -8,6 +8,7 @@ scripted brain stands in for Claude, so this runs offline::
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -57,4 +58,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    # It takes no arguments: -h says what it does; any other is a usage error (exit 2).
+    argparse.ArgumentParser(description=__doc__).parse_args()
     run_main(main)  # anyio.run(main), quiet when piped into `head`

@@ -5,6 +5,7 @@ Run it with ``make demo`` (or ``.venv/bin/python examples/refund/main.py``).
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -90,4 +91,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    # It takes no arguments: -h says what it does; any other is a usage error (exit 2).
+    argparse.ArgumentParser(description=__doc__).parse_args()
     run_main(main)  # anyio.run(main), quiet when piped into `head`

@@ -9,6 +9,7 @@ once it started, which cancels his run.
 
 from __future__ import annotations
 
+import argparse
 import functools
 import sys
 from pathlib import Path
@@ -74,4 +75,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    # It takes no arguments: -h says what it does; any other is a usage error (exit 2).
+    argparse.ArgumentParser(description=__doc__).parse_args()
     run_main(main)  # anyio.run(main), quiet when piped into `head`

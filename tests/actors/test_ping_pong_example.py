@@ -36,5 +36,10 @@ def test_ping_pong_prints_what_happened(backend: str) -> None:
 
 def test_an_unknown_backend_is_a_usage_line_not_a_traceback() -> None:
     done = _play("curio")
-    assert (done.returncode, done.stdout) == (1, "")
-    assert done.stderr == "usage: ping_pong.py [asyncio|trio] (got 'curio')\n"
+    # A usage error is exit 2, as for any command (it was 1, a failure's).
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "usage: ping_pong.py [-h] [{asyncio,trio}]\n"
+        "ping_pong.py: error: argument backend: invalid choice: 'curio' "
+        "(choose from 'asyncio', 'trio')\n"
+    )

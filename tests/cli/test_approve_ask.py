@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import io
+import json
+import os
 import threading
 from pathlib import Path
+from typing import TextIO
 
 import anyio
 import pytest
@@ -161,3 +164,55 @@ async def test_a_cancelled_question_leaves_no_thread_that_holds_the_process() ->
         assert reader.daemon  # blocked on the terminal, but the process can still exit
         assert PROMPT in err.getvalue()
     reader.join()  # the terminal closed: its read ended
+
+
+class _Screen(io.StringIO):
+    """A stderr that tells ``asked`` once the question's prompt is on it (the terminal
+    approver writes it from its reader thread)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = threading.Event()
+
+    def write(self, text: str, /) -> int:
+        if PROMPT in text:
+            self.asked.set()
+        return super().write(text)
+
+
+def _pty() -> tuple[int, TextIO]:
+    """A pseudo-terminal: its leader's descriptor (what a person types into), and its
+    follower as the command's stdin."""
+    leader, follower = os.openpty()
+    return leader, open(follower, encoding="utf-8")  # the caller closes it
+
+
+async def test_a_calls_duration_leaves_out_the_persons_wait(tmp_path: Path) -> None:
+    # ToolCallFinished.duration of the approved refund was the time the person took to
+    # answer; it is the call's own time now, and the wait is its approval_wait.
+    events, out, err = tmp_path / "events.jsonl", io.StringIO(), _Screen()
+    argv = ["run", TEAM, GOAL, "--model", "scripted", "--approve", "ask", "--no-journal"]
+    argv += ["--events", "jsonl", "--events-file", str(events)]
+    leader, stdin = _pty()
+    pause = 0.5  # how long the person takes, once asked
+
+    async def person() -> None:
+        await anyio.to_thread.run_sync(err.asked.wait)
+        await anyio.sleep(pause)
+        os.write(leader, b"y\n")
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(person)
+            code = await run_async(argv, stdout=out, stderr=err, environ={}, stdin=stdin)
+    finally:
+        os.close(leader)
+        stdin.close()
+    assert code == 0, err.getvalue()
+    lines = [json.loads(x) for x in events.read_text(encoding="utf-8").splitlines()]
+    finished = {e["tool"]: e for e in lines if e["type"] == "ToolCallFinished"}
+    refund, check = finished["issue_refund"], finished["check_eligibility"]
+    assert refund["outcome"] == "ok"
+    assert refund["approval_wait"] >= pause  # the question was out before the pause began
+    assert refund["duration"] < refund["approval_wait"]  # a trivial body, not the wait
+    assert check["approval_wait"] == 0.0  # it needs no approval

@@ -22,7 +22,10 @@ async def test_an_unknown_run_is_named_as_the_wrong_id(tmp_path: Path) -> None:
     assert code == 2
     (line,) = err.splitlines()
     assert line.startswith(f"regiment: error: RUN_ID is wrong: journal {journal} has no run ")
-    assert "`regiment approvals` lists each pending request with its run" in line
+    # the command it suggests reads this journal, not the default one
+    assert line.endswith(
+        f"`regiment approvals --journal {journal}` lists each pending request with its run"
+    )
 
 
 async def test_a_request_of_another_run_names_its_run(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ failed: it goes on in the other process. Now it exits 4, its last line says so.
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -53,5 +54,7 @@ def test_regiment_run_says_its_run_was_taken_over_and_by_whom(tmp_path: Path) ->
         f"regiment: run goes on elsewhere: run {run_id} was taken over by another "
         "process, pid 4242 on elsewhere (elsewhere:4242:1), which runs it now"
     ), err
-    assert last.endswith(f"the new owner finishes it (`regiment show {run_id}`)")
+    # the command it suggests reads the run's journal (typed here, it read the default one)
+    flag = f"--journal {shlex.quote(journal)}"
+    assert last.endswith(f"the new owner finishes it (`regiment show {flag} {run_id}`)")
     assert "Traceback" not in err

@@ -123,3 +123,33 @@ def test_an_example_whose_reader_left_ends_quietly(script: str) -> None:
     SIGPIPE, not a ``BrokenPipeError`` traceback (``regiment.run_main``)."""
     done = with_stdout_closed([sys.executable, "-W", "error", str(EXAMPLES / script)])
     assert (done.returncode, done.stderr) == (141, "")
+
+
+PROGRAMS = [
+    "ping_pong.py",
+    "trio_app.py",
+    "refund/main.py",
+    "research_report/main.py",
+    "service/main.py",
+    "mcp/main.py",
+    "durable/main.py",
+]
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_an_argument_an_example_does_not_take_is_a_usage_error(program: str) -> None:
+    # ping_pong.py exited 1 (a failure's code) for a bad argument; the others ignored any
+    # argument, `--help` too, and ran the whole story.
+    path = str(EXAMPLES / program)
+    wrong = subprocess.run(
+        [sys.executable, path, "--bogus"], capture_output=True, text=True, timeout=60
+    )
+    assert (wrong.returncode, wrong.stdout) == (2, ""), wrong.stderr
+    assert wrong.stderr.splitlines()[-1].endswith("error: unrecognized arguments: --bogus")
+    helped = subprocess.run(
+        [sys.executable, path, "-h"], capture_output=True, text=True, timeout=60
+    )
+    assert (helped.returncode, helped.stderr) == (0, "")
+    assert helped.stdout.startswith(f"usage: {Path(program).name} [-h]")
+    first = (EXAMPLES / program).read_text(encoding="utf-8").splitlines()[0].strip('"')
+    assert " ".join(first.split()[:4]) in " ".join(helped.stdout.split())  # what it does
