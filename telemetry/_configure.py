@@ -20,6 +20,7 @@ from regiment.errors import ConfigError
 from regiment.telemetry._console import ConsoleTraceProcessor
 from regiment.telemetry._export_watch import ExportWatch
 from regiment.telemetry._file_export import OtlpJsonFileExporter
+from regiment.telemetry._headers import check_header_variables
 from regiment.telemetry._logs import LogExport, resolve_logs_endpoint
 from regiment.telemetry._metrics_export import otlp_meter_provider, resolve_metrics_endpoint
 
@@ -166,13 +167,17 @@ def configure_tracing(
 
     Raises:
         ConfigError: ``set_global`` is on and another global tracer provider is
-            installed (OpenTelemetry allows one), or ``export_timeout`` is not positive.
+            installed (OpenTelemetry allows one), ``export_timeout`` is not positive, or
+            (exporting over OTLP) an ``OTEL_EXPORTER_OTLP[_TRACES|_METRICS|_LOGS]_HEADERS``
+            entry is not ``name=value`` (the exporters would drop it, quoting it in a log).
     """
     environ = os.environ
     name = service_name or environ.get("OTEL_SERVICE_NAME") or _DEFAULT_SERVICE
     url = resolve_traces_endpoint(endpoint, environ) if otlp else None
     if _sdk_disabled(environ):
         return TracingHandle(NoOpTracerProvider(), enabled=False, service_name=name, endpoint=None)
+    if url is not None:  # before an exporter reads (and logs) a malformed one
+        check_header_variables(environ)
     if set_global:
         refuse_if_installed(trace.get_tracer_provider())
     watch = None if url is None else _watched(url, export_timeout, environ)
