@@ -166,18 +166,14 @@ def configure_tracing(
         A handle with the providers; it flushes on ``shutdown()``, ``with`` exit, and at exit.
 
     Raises:
-        ConfigError: ``set_global`` is on and another global tracer provider is
-            installed (OpenTelemetry allows one), ``export_timeout`` is not positive, or
-            (exporting over OTLP) an ``OTEL_EXPORTER_OTLP[_TRACES|_METRICS|_LOGS]_HEADERS``
-            entry is not ``name=value`` (the exporters would drop it, quoting it in a log).
+        ConfigError: another global tracer provider is installed (``set_global``), or
+            ``export_timeout`` is not positive, or an OTLP headers entry is not name=value.
     """
     environ = os.environ
     name = service_name or environ.get("OTEL_SERVICE_NAME") or _DEFAULT_SERVICE
     url = resolve_traces_endpoint(endpoint, environ) if otlp else None
     if _sdk_disabled(environ):
         return TracingHandle(NoOpTracerProvider(), enabled=False, service_name=name, endpoint=None)
-    if url is not None:  # before an exporter reads (and logs) a malformed one
-        check_header_variables(environ)
     if set_global:
         refuse_if_installed(trace.get_tracer_provider())
     watch = None if url is None else _watched(url, export_timeout, environ)
@@ -255,7 +251,9 @@ def _timeout(timeout: float | None, environ: Mapping[str, str]) -> float | None:
 
 def _watched(url: str, timeout: float | None, environ: Mapping[str, str]) -> ExportWatch:
     """The OTLP span exporter to ``url``, watched; its session's responses are heard, so
-    a failure names the collector's error answer (a 503, say)."""
+    a failure names the collector's error answer (a 503, say). The first exporter made:
+    the headers variables are checked before one reads (and logs) a malformed entry."""
+    check_header_variables(environ)
     timeout = _timeout(timeout, environ)
     # Imported only when exporting: it loads protobuf and requests (most of a second).
     import requests
