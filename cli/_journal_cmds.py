@@ -131,13 +131,20 @@ def journal_flag_error(spec: str, exc: JournalError) -> ConfigError:
 
 
 def shown_spec(spec: str) -> str:
-    """``spec`` as a message may show it: a ``postgresql://`` URL without its password."""
+    """``spec`` as a message may show it: a ``postgresql://`` URL without its password,
+    whether in the URL's user part or a ``password=`` / ``sslpassword=`` parameter."""
     parts = urlsplit(spec)
-    if parts.scheme not in ("postgresql", "postgres") or parts.password is None:
+    if parts.scheme not in ("postgresql", "postgres"):
+        return spec
+    kept = [p for p in parts.query.split("&") if p.partition("=")[0].lower() not in _SECRETS]
+    if parts.password is None and len(kept) == len(parts.query.split("&")):
         return spec
     host = parts.netloc.rpartition("@")[2]
     user = f"{parts.username}@" if parts.username else ""
-    return urlunsplit(parts._replace(netloc=f"{user}{host}"))
+    return urlunsplit(parts._replace(netloc=f"{user}{host}", query="&".join(kept)))
+
+
+_SECRETS = ("password", "sslpassword")  # libpq's connection parameters that hold one
 
 
 def no_run(spec: str, run_id: str, flag: str) -> ConfigError:

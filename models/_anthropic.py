@@ -28,6 +28,7 @@ from regiment.models._api_errors import (
     long_wait,
     not_billed,
     request_note,
+    shown_url,
     stream_failed,
 )
 from regiment.models._credentials import NoCredentials
@@ -158,8 +159,9 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
 
     @property
     def base_url(self) -> str:
-        """The API address the client sends to (``server.address`` on ``chat`` spans)."""
-        return str(self._client.base_url)
+        """The API address the client sends to (``server.address`` on ``chat`` spans),
+        without a password its user part holds."""
+        return shown_url(self._client.base_url)
 
     @property
     def sdk_spans(self) -> bool:
@@ -305,7 +307,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
             raise stream_failed(unreadable, transient=False) from exc
 
     def __repr__(self) -> str:
-        return f"AnthropicModel({self._model!r}, base_url={str(self._client.base_url)!r})"
+        return f"AnthropicModel({self._model!r}, base_url={self.base_url!r})"
 
 
 def _needs_streaming(model: str, max_tokens: int) -> ConfigError:

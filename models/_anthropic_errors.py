@@ -14,6 +14,7 @@ from regiment.models._api_errors import (
     long_wait,
     request_note,
     retry_note,
+    shown_url,
     stream_failed,
     transient_error,
     without_echo,
@@ -47,7 +48,7 @@ def connection_error(
     cause = f" ({exc.__cause__!r})" if exc.__cause__ is not None else ""
     retried = retry_note(exc.request, client.max_retries)
     return ModelConnectionError(
-        f"the Anthropic API at {client.base_url} {what} for model {model!r}"
+        f"the Anthropic API at {shown_url(client.base_url)} {what} for model {model!r}"
         f"{retried}{cause}; check the network and base_url, or raise timeout / max_retries"
     )
 

@@ -9,6 +9,7 @@ import math
 import random
 import time
 from typing import Protocol, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 
@@ -22,6 +23,7 @@ __all__ = (
     "not_billed",
     "request_note",
     "retry_note",
+    "shown_url",
     "stream_failed",
     "transient_error",
     "without_echo",
@@ -264,3 +266,18 @@ def retry_note(
     if response_headers is not None and response_headers.get("x-should-retry") == "false":
         return " (not retried: the server's x-should-retry header said not to)"
     return " (not retried)"
+
+
+def shown_url(url: object) -> str:
+    """``url`` as a message or a log may show it: without the password its user part may
+    hold (``http://ann:...@host/v1`` is shown ``http://ann@host/v1``), as an error is
+    journaled, logged, printed and served to others."""
+    text = str(url)
+    try:
+        parts = urlsplit(text)
+        if parts.password is None:
+            return text
+    except ValueError:  # not a URL urllib can read (a bad port): show none of it
+        return "(a URL that could not be read)"
+    user = f"{parts.username}@" if parts.username else ""
+    return urlunsplit(parts._replace(netloc=user + parts.netloc.rpartition("@")[2]))

@@ -20,6 +20,7 @@ from regiment.models._api_errors import (
     long_wait,
     request_note,
     retry_note,
+    shown_url,
     stream_failed,
     without_echo,
 )
@@ -161,8 +162,9 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
 
     @property
     def base_url(self) -> str:
-        """The API address the client sends to (``server.address`` on ``chat`` spans)."""
-        return str(self._client.base_url)
+        """The API address the client sends to (``server.address`` on ``chat`` spans),
+        without a password its user part holds."""
+        return shown_url(self._client.base_url)
 
     def _params(self, request: ModelRequest) -> CallParams:
         settings = effective_settings(self._settings, request)
@@ -233,14 +235,14 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
             _log.warning(
                 "the server at %s refused stream_options.include_usage for model %r; its "
                 "streams are asked for without it, so their usage is estimated",
-                self._client.base_url,
+                self.base_url,
                 self._model,
             )
         manager = create(**params, stream=True)
         return manager, await manager.__aenter__()
 
     def _where(self) -> str:
-        return f"{self._client.base_url} for model {self._model!r}"
+        return f"{self.base_url} for model {self._model!r}"
 
     @contextlib.contextmanager
     def _translated(
@@ -292,7 +294,7 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
             raise stream_failed(unreadable, transient=False) from exc
 
     def __repr__(self) -> str:
-        return f"OpenAIModel({self._model!r}, base_url={str(self._client.base_url)!r})"
+        return f"OpenAIModel({self._model!r}, base_url={self.base_url!r})"
 
 
 def _build_client(

@@ -14,7 +14,12 @@ import httpx2
 import msgspec
 
 from regiment.errors import ConfigError, ModelError
-from regiment.models._api_errors import backoff, failed_mid_stream, transient_stream_failure
+from regiment.models._api_errors import (
+    backoff,
+    failed_mid_stream,
+    shown_url,
+    transient_stream_failure,
+)
 from regiment.models._estimate import estimate_tokens
 from regiment.models._messages import ModelRequest, ModelResponse, Usage
 from regiment.models._price import Price
@@ -73,7 +78,7 @@ def check_base_url(url: httpx2.URL, *, model: str, env: str) -> None:
     if url.scheme in ("http", "https") and url.host:
         return
     raise ConfigError(
-        f"{model}: base_url {str(url).rstrip('/')!r} (from base_url= or {env}) is not an "
+        f"{model}: base_url {shown_url(url).rstrip('/')!r} (from base_url= or {env}) is not an "
         "http:// or https:// address; write it whole, e.g. 'http://localhost:11434/v1'"
     )
 

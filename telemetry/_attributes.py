@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from opentelemetry.util.types import AttributeValue
 
 from regiment.telemetry import _semconv as sc
-from regiment.telemetry._content import redact, truncate
+from regiment.telemetry._content import redacted_cut
 
 __all__ = (
     "agent_attributes",
@@ -46,7 +46,7 @@ def replan_attributes(old_version: int, reason: str, *, capture: bool) -> dict[s
         sc.REGIMENT_PLAN_OLD_VERSION: old_version,
     }
     if capture:
-        attributes[sc.REGIMENT_REPLAN_REASON] = truncate(redact(reason), _REASON_LIMIT)
+        attributes[sc.REGIMENT_REPLAN_REASON] = redacted_cut(reason, _REASON_LIMIT)
     else:
         attributes[sc.REGIMENT_REPLAN_REASON_LENGTH] = len(reason)
     return attributes

@@ -50,7 +50,7 @@ SPANS = (
         "one model call (kind CLIENT); with the Anthropic SDK's tracing on, the SDK's `anthropic.messages.create` span instead",
         "under a phase or step",
     ),
-    Entry("execute_tool {tool}", "one tool call", "under the step"),
+    Entry("execute_tool {tool}", "one tool call (`_OTHER`: not the worker's)", "under the step"),
     Entry(
         "tools/call {tool}",
         "one MCP request (kind CLIENT, named by the MCP conventions with the server's name of "
@@ -122,7 +122,7 @@ ATTRIBUTES = (
     ),
     Entry(
         sc.GEN_AI_TOOL_NAME,
-        "the tool (on an MCP client span, the server's name of it)",
+        "the tool (an MCP client span: the server's name of it; `_OTHER`: not the worker's)",
         "tool, MCP client, approval; approval events",
     ),
     Entry(sc.GEN_AI_TOOL_CALL_ID, "the model's id for the call", "tool; approval events"),
@@ -288,7 +288,7 @@ ATTRIBUTES = (
     ),
     Entry("exception.type", "the exception's type", "exception and cancelled events"),
     Entry("exception.message", "capture on: the message (redacted)", "exception event"),
-    Entry("exception.stacktrace", "capture on: the stack (redacted)", "exception event"),
+    Entry("exception.stacktrace", "capture on: its last 8,192 characters", "exception event"),
 )
 
 METRICS = (

@@ -20,6 +20,7 @@ from regiment.errors import ConfigError
 from regiment.telemetry._console import ConsoleTraceProcessor
 from regiment.telemetry._export_watch import ExportWatch
 from regiment.telemetry._file_export import OtlpJsonFileExporter
+from regiment.telemetry._headers import check_header_variables
 from regiment.telemetry._logs import LogExport, resolve_logs_endpoint
 from regiment.telemetry._metrics_export import otlp_meter_provider, resolve_metrics_endpoint
 
@@ -165,8 +166,8 @@ def configure_tracing(
         A handle with the providers; it flushes on ``shutdown()``, ``with`` exit, and at exit.
 
     Raises:
-        ConfigError: ``set_global`` is on and another global tracer provider is
-            installed (OpenTelemetry allows one), or ``export_timeout`` is not positive.
+        ConfigError: another global tracer provider is installed (``set_global``), or
+            ``export_timeout`` is not positive, or an OTLP headers entry is not name=value.
     """
     environ = os.environ
     name = service_name or environ.get("OTEL_SERVICE_NAME") or _DEFAULT_SERVICE
@@ -250,7 +251,9 @@ def _timeout(timeout: float | None, environ: Mapping[str, str]) -> float | None:
 
 def _watched(url: str, timeout: float | None, environ: Mapping[str, str]) -> ExportWatch:
     """The OTLP span exporter to ``url``, watched; its session's responses are heard, so
-    a failure names the collector's error answer (a 503, say)."""
+    a failure names the collector's error answer (a 503, say). The first exporter made:
+    the headers variables are checked before one reads (and logs) a malformed entry."""
+    check_header_variables(environ)
     timeout = _timeout(timeout, environ)
     # Imported only when exporting: it loads protobuf and requests (most of a second).
     import requests

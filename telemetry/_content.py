@@ -17,6 +17,8 @@ __all__ = (
     "capture_from_env",
     "fit_json",
     "redact",
+    "redacted_cut",
+    "redacted_tail",
     "to_attribute_text",
     "truncate",
 )
@@ -170,6 +172,20 @@ def truncate(text: str, limit: int) -> str:
     return text[: limit - len(_CUT_MARKER)] + _CUT_MARKER
 
 
+def redacted_cut(text: str, limit: int) -> str:
+    """``text`` redacted and cut to ``limit`` characters (see ``truncate``). It is cut
+    before it is redacted, so a huge text (a 1 MB tool result, an error quoting one) costs
+    what ``limit`` characters cost; the margin keeps a key that straddles the limit long
+    enough to still be recognised as one."""
+    return truncate(redact(text[: limit + _REDACT_MARGIN]), limit)
+
+
+def redacted_tail(text: str, limit: int) -> str:
+    """The last ``limit`` characters of ``text``, redacted (a stack's telling frames are
+    its innermost); cut before it is redacted, as in ``redacted_cut``."""
+    return redact(text[-(limit + _REDACT_MARGIN) :])[-limit:]
+
+
 def to_attribute_text(value: object, limit: int) -> str:
     """Serialise content for a span attribute: text as it is, anything else as JSON;
     redacted, and cut to ``limit`` characters.
@@ -185,20 +201,22 @@ def to_attribute_text(value: object, limit: int) -> str:
     if isinstance(value, str):
         # Cut before redacting so a huge payload stays cheap; the margin keeps a key
         # that straddles the limit long enough to still be recognised as one.
-        return truncate(redact(value[: limit + _REDACT_MARGIN]), limit)
+        return redacted_cut(value, limit)
     try:
         fitted = fit_json(msgspec.to_builtins(value), limit)
     except (TypeError, msgspec.EncodeError):
         fitted = None
     if fitted is not None:
         return fitted
-    return truncate(redact(repr(value)[: limit + _REDACT_MARGIN]), limit)
+    return redacted_cut(repr(value), limit)
 
 
 def fit_json(value: GenAIValue, limit: int, *, messages: bool = False) -> str | None:
     """``value`` as JSON text of at most ``limit`` characters, secrets redacted.
 
-    Strings are redacted one by one (so a redaction never breaks the JSON). When
+    Strings are redacted one by one (so a redaction never breaks the JSON), each cut
+    first to a little more than ``limit`` (no longer one can fit, and a huge one would
+    cost its whole length in every pattern; a longer one is still marked cut). When
     the text is too long, every content string longer than a common cap is cut to
     it, ending with ``...[truncated]``, using the largest cap that fits; if even
     that does not fit, the oldest items of a top-level list are dropped.
@@ -213,7 +231,7 @@ def fit_json(value: GenAIValue, limit: int, *, messages: bool = False) -> str | 
     Returns:
         The JSON text, or ``None`` when not even an empty value fits ``limit``.
     """
-    clean = _redacted(value)
+    clean = _redacted(value, limit + _REDACT_MARGIN)
     while True:
         text = _fit_strings(clean, limit, inside=not messages)
         if text is not None:
@@ -227,16 +245,17 @@ def _encode(value: GenAIValue) -> str:
     return msgspec.json.encode(value).decode()
 
 
-def _redacted(value: GenAIValue) -> GenAIValue:
+def _redacted(value: GenAIValue, room: int | None = None) -> GenAIValue:
+    """``value`` with its strings (each first cut to ``room``, if given) redacted."""
     if isinstance(value, str):
-        return redact(value)
+        return redact(value if room is None else value[:room])
     if isinstance(value, Mapping):
         return {
-            key: _REDACTED if _SECRET_KEY.match(key) else _redacted(item)
+            key: _REDACTED if _SECRET_KEY.match(key) else _redacted(item, room)
             for key, item in value.items()
         }
     if isinstance(value, Sequence):
-        return [_redacted(item) for item in value]
+        return [_redacted(item, room) for item in value]
     return value
 
 

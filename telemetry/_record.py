@@ -14,7 +14,7 @@ from opentelemetry.util.types import AttributeValue
 
 from regiment.errors import ConfigError, RunCancelled
 from regiment.telemetry import _semconv as sc
-from regiment.telemetry._content import redact, to_attribute_text, truncate
+from regiment.telemetry._content import redacted_cut, to_attribute_text
 from regiment.telemetry._genai import GenAIValue, fit_json, text_part
 from regiment.telemetry._scope import mark_error, record_exception
 
@@ -209,7 +209,7 @@ class SpanRecorder:
             return
         # The explanation quotes the step's output: content, so opt-in only.
         if self.capture:
-            span.set_attribute(sc.REGIMENT_CHECK_DETAIL, truncate(redact(detail), _DETAIL_LIMIT))
+            span.set_attribute(sc.REGIMENT_CHECK_DETAIL, redacted_cut(detail, _DETAIL_LIMIT))
         else:
             span.set_attribute(sc.REGIMENT_CHECK_DETAIL_LENGTH, len(detail))
 

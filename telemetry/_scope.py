@@ -15,7 +15,7 @@ from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import Attributes, AttributeValue
 
 from regiment.telemetry import _semconv as sc
-from regiment.telemetry._content import redact, truncate
+from regiment.telemetry._content import redacted_cut, redacted_tail
 
 __all__ = (
     "error_code",
@@ -152,7 +152,7 @@ def mark_error(
         return
     span.set_attribute(sc.ERROR_TYPE, error_type)
     if capture:
-        text = truncate(redact(description), _ERROR_TEXT_LIMIT)
+        text = redacted_cut(description, _ERROR_TEXT_LIMIT)
     else:
         text = error_type
         if description:
@@ -188,9 +188,9 @@ def record_exception(span: Span, exc: BaseException, *, capture: bool) -> None:
     }
     if capture:
         stack = "".join(traceback.format_exception(exc))
-        attributes["exception.message"] = truncate(redact(message), _ERROR_TEXT_LIMIT)
+        attributes["exception.message"] = redacted_cut(message, _ERROR_TEXT_LIMIT)
         # The innermost frames are the telling ones, so keep the tail.
-        attributes["exception.stacktrace"] = redact(stack)[-_STACK_LIMIT:]
+        attributes["exception.stacktrace"] = redacted_tail(stack, _STACK_LIMIT)
     span.add_event("exception", attributes)
     span.set_attribute(sc.REGIMENT_ERROR_CODE, error_code(exc))
     mark_error(span, error_type(exc), message, capture=capture)

@@ -106,7 +106,10 @@ async def _run(
             if isinstance(outcome, Trip):
                 span.set_attribute(sc.REGIMENT_GUARDRAIL_OUTCOME, "trip")
                 if telemetry.capture_content:  # content: redacted and cut as all of it is
-                    reason = redact(outcome.reason)[: telemetry.content_limit]
+                    # cut first (with room for a key across the cut): a huge reason
+                    # would cost its whole length in every pattern of redact
+                    limit = telemetry.content_limit
+                    reason = redact(outcome.reason[: limit + 256])[:limit]
                     span.set_attribute(sc.REGIMENT_GUARDRAIL_REASON, reason)
                 else:  # as a replan's reason and a check's detail: its length only
                     span.set_attribute(sc.REGIMENT_GUARDRAIL_REASON_LENGTH, len(outcome.reason))

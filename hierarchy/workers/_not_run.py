@@ -11,6 +11,7 @@ import anyio.lowlevel
 
 from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy.workers._progress import StepProgress
+from regiment.hierarchy.workers._tool_span import shown_tool
 from regiment.models import ToolCallPart
 from regiment.telemetry import Telemetry
 from regiment.tools import Toolset
@@ -35,7 +36,8 @@ def not_run(
         return
     recorder = telemetry.recorder
     for call in calls:
-        with telemetry.tool_span(call.name, call.id, agent_name=toolset.name) as span:
+        name = shown_tool(toolset, call.name)  # not a made-up name: content
+        with telemetry.tool_span(name, call.id, agent_name=toolset.name) as span:
             recorder.tool_arguments(span, call.arguments)
             recorder.tool_outcome(span, error_type, error_type=error_type, description=text)
 

@@ -20,7 +20,7 @@ from regiment.hierarchy.workers._not_run import held_back
 from regiment.hierarchy.workers._outcomes import while_deciding
 from regiment.hierarchy.workers._progress import StepProgress
 from regiment.hierarchy.workers._siblings import SiblingCalls
-from regiment.hierarchy.workers._tool_span import measured, traced_call
+from regiment.hierarchy.workers._tool_span import measured, shown_tool, traced_call
 from regiment.models import ToolCallPart
 from regiment.telemetry import Telemetry
 from regiment.tools import Approver, ToolResult, Toolset
@@ -62,9 +62,9 @@ async def call_around(
         else:
             ran = functools.partial(attempt, index, call)
             replayed = functools.partial(journaled.replayed, first + index)
-            result = await traced_call(telemetry, (toolset.name, call), progress, ran, replayed)
+            result = await traced_call(telemetry, (toolset, call), progress, ran, replayed)
         if telemetry.metrics is not None:
-            measured(telemetry.metrics, call.name, result)
+            measured(telemetry.metrics, shown_tool(toolset, call.name), result)
         results[index] = result
 
     if siblings is None:  # one call needs no task group

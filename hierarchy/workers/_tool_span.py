@@ -10,27 +10,28 @@ from regiment.hierarchy.workers._progress import StepProgress
 from regiment.models import ToolCallPart
 from regiment.telemetry import RunMetrics, Telemetry
 from regiment.telemetry import semconv as sc
-from regiment.tools import ToolResult
+from regiment.tools import ToolResult, Toolset
 
-__all__ = ("measured", "traced_call")
+__all__ = ("measured", "shown_tool", "traced_call")
 
 
 async def traced_call(
     telemetry: Telemetry,
-    call: tuple[str | None, ToolCallPart],
+    call: tuple[Toolset, ToolCallPart],
     progress: StepProgress,
     attempt: Callable[[], Awaitable[ToolResult]],
     replayed: Callable[[], bool],
 ) -> ToolResult:
     """Run ``attempt`` (the call, approvals and guards included) in the call's span.
 
-    ``call`` is the tool set's name and the call. A call its run's pause cut while it
+    ``call`` is the tool set and the call. A call its run's pause cut while it
     waited for a decision was not called off: its span says ``awaiting_approval`` (set
     as the wait was cut) with no cancelled marker; any other cut reads cancelled.
     """
     toolset, part = call
     held: BaseException | None = None
-    with telemetry.tool_span(part.name, part.id, agent_name=toolset) as span:
+    name = shown_tool(toolset, part.name)
+    with telemetry.tool_span(name, part.id, agent_name=toolset.name) as span:
         telemetry.recorder.tool_arguments(span, part.arguments)
         try:
             result = await attempt()
@@ -47,6 +48,14 @@ async def traced_call(
     if held is not None:
         raise held
     return result
+
+
+def shown_tool(toolset: Toolset, name: str) -> str:
+    """The tool's name as a span's name, ``gen_ai.tool.name`` and a metric show it: the
+    name itself for a tool of ``toolset``, else ``_OTHER``. A name the model made up is
+    text it wrote, which content capture off must keep out (``email ann@example.com``),
+    and without bound (a metric's series per name)."""
+    return name if name in toolset else sc.ERROR_OTHER
 
 
 def measured(metrics: RunMetrics, tool: str, result: ToolResult) -> None:

@@ -134,3 +134,29 @@ async def test_a_journal_urls_password_is_never_shown(
         f"regiment: error: --journal postgresql://ops@127.0.0.1:{port}/runs: "
     )
     assert "s3cret" not in said + out
+
+
+@pytest.mark.parametrize(
+    ("query", "kept"),
+    [
+        ("?password=s3cret-pw", ""),  # libpq takes a password as a URL parameter too
+        ("?sslmode=disable&sslpassword=s3cret-pw", "?sslmode=disable"),
+        ("?PASSWORD=s3cret-pw&connect_timeout=3", "?connect_timeout=3"),
+    ],
+)
+async def test_a_journal_urls_password_parameter_is_never_shown(
+    query: str, kept: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--journal URL: ...`` named a URL's ``password=`` (or ``sslpassword=``) parameter."""
+    with socket.socket() as probe:  # a port nothing listens on: the server is down
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code, out, err = await run_cli(
+        "runs", "--journal", f"postgresql://ops@127.0.0.1:{port}/runs{query}"
+    )
+    said = capsys.readouterr().err + err
+    assert code == 2, said
+    assert said.splitlines()[-1].startswith(
+        f"regiment: error: --journal postgresql://ops@127.0.0.1:{port}/runs{kept}: "
+    ), said
+    assert "s3cret" not in said + out

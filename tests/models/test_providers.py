@@ -358,3 +358,34 @@ async def test_an_error_that_quotes_the_prompt_does_not_repeat_it(wire: Wire, ap
     assert said.count("characters of the request]") == 3  # as JSON, as Python quotes, a part
     assert "more characters)" in said
     assert caught.value.permanent
+
+
+async def test_a_base_urls_password_is_in_no_message_log_or_repr(
+    wire: Wire, api: StandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The model's errors are journaled, logged, printed and served to others: they, its
+    warnings, its repr and ``base_url`` named the URL with its password."""
+    password = "pw-8c1d5e0a"
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(SocketAttribute.local_port)
+    await listener.aclose()  # nothing listens there now: every connection is refused
+    for where in (api.base_url, f"http://127.0.0.1:{port}"):
+        at = where.replace("http://", f"http://ann:{password}@")
+        reply = wire.reply("snow", ())
+        reply.body = _no_usage(reply.body)  # type: ignore[assignment]
+        api.queue(reply)  # warned about: no usage
+        async with wire.make(StandIn(base_url=at, no_reply=wire.no_reply), False, 0) as model:
+            with caplog.at_level("DEBUG"):
+                try:
+                    await model.complete(ask())
+                except ModelConnectionError as exc:
+                    said = str(exc)
+                else:
+                    said = ""
+            shown = f"{model!r} {model.base_url} {said}"
+        assert shown.count(f"http://ann@{where.removeprefix('http://')}") == 2 + bool(said)
+    assert said  # the closed port's call failed, naming the URL
+    # ours (the HTTP client's own INFO line "HTTP Request: POST <url>" is not ours to edit)
+    logged = [r.getMessage() for r in caplog.records if r.name.startswith("regiment")]
+    assert any("reported no token usage" in m and "http://ann@" in m for m in logged)
+    assert [m for m in [*logged, shown] if password in m] == []

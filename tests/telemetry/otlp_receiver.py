@@ -235,6 +235,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_error(404)
             return
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.receiver._heard(self.path, {k.lower(): v for k, v in self.headers.items()})
         refused = self.receiver.failing.get(self.path)
         if refused is not None:  # a collector in trouble: the request is answered, not kept
             self.receiver._refused(self.path)
@@ -289,6 +290,7 @@ class OtlpReceiver:
         self._metrics: list[ReceivedMetric] = []
         self._logs: list[ReceivedLog] = []
         self._refusals: list[str] = []
+        self._headers: list[tuple[str, dict[str, str]]] = []
         # path -> the HTTP status to answer it with instead of taking the data (a test
         # may change it while the receiver runs: a collector that fails, then recovers)
         self.failing: dict[str, int] = {}
@@ -297,6 +299,15 @@ class OtlpReceiver:
         """The paths of the requests answered from ``failing``, in arrival order."""
         with self._lock:
             return tuple(self._refusals)
+
+    def headers(self) -> tuple[tuple[str, dict[str, str]], ...]:
+        """Each request's path and HTTP headers (names lower-cased), in arrival order."""
+        with self._lock:
+            return tuple(self._headers)
+
+    def _heard(self, path: str, headers: dict[str, str]) -> None:
+        with self._lock:
+            self._headers.append((path, headers))
 
     def _refused(self, path: str) -> None:
         with self._lock:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
 
 from regiment.errors import ConfigError
-from regiment.telemetry import redact
+from regiment.telemetry import Telemetry, genai, redact
 from regiment.telemetry._content import capture_from_env, to_attribute_text, truncate
 
 KEY = "sk-ant-api03-" + "Zz9_-" * 10
@@ -151,3 +153,33 @@ def test_capture_variable(value: str, expected: bool) -> None:
 def test_a_capture_variable_that_is_neither_true_nor_false_is_refused() -> None:
     with pytest.raises(ConfigError, match="set it to 'true'"):
         capture_from_env({"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "sometimes"})
+
+
+def test_huge_content_costs_what_its_limit_costs(provider: TracerProvider) -> None:
+    """Each string was redacted whole before it was cut: a 1 MB goal in every captured
+    prompt ran every secret pattern over all of it (a minute of a run with a few such
+    calls went there, the event loop held), and encoded it whole. Measured in memory,
+    not time: what the recording allocates stays near its limit whatever the size."""
+    huge = "a" * 95 + " " + KEY + " " + "b" * 4_000_000
+    tail = f"{KEY} end"
+    messages = [genai.chat_message("user", [genai.text_part(huge + tail)])]
+    telemetry = Telemetry(provider, capture_content=True)
+    recorder = telemetry.recorder
+    with telemetry.span("s") as span:
+        tracemalloc.start()
+        try:
+            recorder.chat_input(span, system=huge, messages=messages)
+            recorder.check(span, passed=False, detail=huge)
+            recorder.tool_result(span, {"content": huge})
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        attributes = dict(span.attributes or {})  # type: ignore[attr-defined]
+    assert peak < 400_000, peak  # the string alone is 4 MB; encoding it whole was as much again
+    for key in ("gen_ai.input.messages", "gen_ai.system_instructions", "gen_ai.tool.call.result"):
+        text = str(attributes[key])
+        assert len(text) <= telemetry.content_limit
+        assert "...[truncated]" in text
+        assert "sk-ant" not in text
+        json.loads(text)  # still JSON
+    assert "sk-ant" not in str(attributes["regiment.check.detail"])

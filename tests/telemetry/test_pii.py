@@ -4,6 +4,7 @@ Exported over real OTLP/HTTP and decoded from protobuf."""
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -12,8 +13,16 @@ import pytest
 
 from regiment.errors import RunError
 from regiment.hierarchy import Planner, Team, Worker
-from regiment.models import OpenAIModel
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    OpenAIModel,
+    ScriptedModel,
+    text_response,
+    tool_call_response,
+)
 from regiment.telemetry import Telemetry, configure_tracing
+from regiment.tools import tool
 
 from ..models.chat_api import error
 from ..models.standin import StandIn, serve
@@ -149,10 +158,59 @@ async def test_a_url_password_in_an_error_never_reaches_the_collector(
         logging.getLogger("regiment.run").warning("the run failed: %s", raised.value)
         handle.shutdown()
         spans, logs = receiver.spans(), receiver.logs()
-    assert password in str(raised.value)  # the caller's own error is left as it is
+    # nor is it in the caller's own error, which is journaled, logged and served: the
+    # URL is named without it
+    assert password not in str(raised.value)
+    assert f"http://ann@{host}/v1" in str(raised.value)
     texts = [text for span in spans for _, text in _texts(span)]
     texts += [log.body for log in logs] + [str(log.attributes) for log in logs]
     assert [text for text in texts if password in text] == []
-    on_spans = [text for span in spans for _, text in _texts(span) if "ann:[REDACTED]@" in text]
+    on_spans = [text for span in spans for _, text in _texts(span) if f"ann@{host}" in text]
     assert bool(on_spans) is capture  # an exception's message only with capture on
-    assert any("ann:[REDACTED]@" in log.body for log in logs)
+    assert any(f"ann@{host}" in log.body for log in logs)
+
+
+@pytest.mark.parametrize("capture", [False, True])
+async def test_a_made_up_tool_name_is_other_on_spans_and_metrics(capture: bool) -> None:
+    """The name of a tool the model made up is text it wrote: it named the call's span
+    and its ``gen_ai.tool.name`` and ``regiment.tool.duration`` series with capture off."""
+    marker = f"pii-{uuid.uuid4().hex}@example.com"
+
+    @tool
+    def lookup(customer: str) -> str:
+        """Find a customer."""
+        return "found"
+
+    def brain(request: ModelRequest) -> ModelResponse:
+        if request.role == "planner":
+            return text_response(json.dumps({"steps": [{"id": "s1", "description": "mail"}]}))
+        if request.role == "worker" and len(request.messages) == 1:
+            return tool_call_response(f"email {marker}", {"to": "ann"})
+        return text_response("done")
+
+    model = ScriptedModel(brain)
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("pii", endpoint=receiver.endpoint, set_global=False)
+        telemetry = Telemetry(
+            handle.provider, meter_provider=handle.meter_provider, capture_content=capture
+        )
+        worker = Worker(name="w", description="mails", model=model, tools=[lookup])
+        team = Team(name="t", planner=Planner(model=model), workers=[worker], telemetry=telemetry)
+        await team.run("mail ann")
+        handle.shutdown()
+        spans, metrics = receiver.spans(), receiver.metrics()
+    (call,) = [s for s in spans if s.name.startswith("execute_tool")]
+    assert call.name == "execute_tool _OTHER"
+    assert call.attributes["gen_ai.tool.name"] == "_OTHER"
+    assert call.attributes["error.type"] == "unknown_tool"
+    durations = [m for m in metrics if m.name == "regiment.tool.duration"]
+    assert {p.attributes["gen_ai.tool.name"] for m in durations for p in m.points} == {"_OTHER"}
+    assert str(metrics).count(marker) == 0
+    # with capture on, the model's reply and the tool's error result name it, as captured
+    # content does; with it off, nothing does
+    captured = {
+        ("chat scripted", "attribute gen_ai.output.messages"),
+        ("chat scripted", "attribute gen_ai.input.messages"),
+        ("execute_tool _OTHER", "attribute gen_ai.tool.call.result"),
+    }
+    assert _where(spans, marker) == (captured if capture else set())
