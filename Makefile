@@ -24,7 +24,7 @@ demo: $(STAMP)
 	$(PY) examples/refund/main.py
 
 test: $(STAMP)
-	$(PY) -m pytest --numprocesses auto --maxprocesses 4 --dist loadgroup
+	$(PY) -m pytest --numprocesses auto --maxprocesses 4 --dist loadfile
 
 check: $(STAMP) .typecheck/regiment
 	$(VENV)/bin/ruff check .

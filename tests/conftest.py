@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterator
-from pathlib import Path
+from typing import Any
 
 import pytest
-
-_TESTS = Path(__file__).resolve().parent
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -28,11 +26,17 @@ def _half_read_bodies_collected(request: pytest.FixtureRequest) -> Iterator[None
         gc.collect()
 
 
-def pytest_itemcollected(item: pytest.Item) -> None:
-    """``make test`` runs the suite on pytest-xdist workers with ``--dist loadgroup``. Each
-    file's tests go to one worker, so a module's costly fixtures (a built venv, a
-    PostgreSQL server) are made once; every Ray test goes to one worker, so the session
-    starts one local Ray, not one per worker. (Marked as each test is collected: xdist
-    reads the marks in its own ``pytest_collection_modifyitems``, which runs first.)"""
-    where = item.path.resolve().relative_to(_TESTS).as_posix()
-    item.add_marker(pytest.mark.xdist_group("ray" if where.startswith("ray/") else where))
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``make test`` runs the suite on pytest-xdist workers. Each test file goes to one
+    worker, so a module's costly fixtures (a built venv, a PostgreSQL server) are made
+    once; every Ray test goes to one worker, so the session starts one local Ray, not one
+    per worker. (xdist's own ``xdist_group`` marks do not group under pytest 9: its
+    ``--dist loadgroup`` renames nodes through an attribute pytest no longer reads.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):  # type: ignore[misc]  # (xdist ships no types)
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "tests/ray" if path.startswith("tests/ray/") else path
+
+    return ByFile(config, log)
