@@ -112,7 +112,7 @@ async def test_a_nested_run_id_is_refused_by_the_command_line_resume(tmp_path: P
         nested = nested_run_id(result.run_id, 1, "t1")
         assert (await journal.get_run(nested)).status == "completed"
         with pytest.raises(ConfigError, match=f"regiment resume {result.run_id}"):
-            await resumable(journal, nested)
+            await resumable(journal, nested, str(db), "")
     finally:
         await journal.close()
 
