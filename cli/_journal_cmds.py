@@ -14,12 +14,12 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
-from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
 from regiment._text import visible
 from regiment.cli._show_marks import judgements, print_unfinished, step_mark
+from regiment.cli._shown import shown_spec
 from regiment.errors import ConfigError, JournalError, UnknownRun
 from regiment.journal import (
     ApprovalDecided,
@@ -128,23 +128,6 @@ def journal_flag_error(spec: str, exc: JournalError) -> ConfigError:
     """``--journal SPEC: why``, with a URL's password left out (it is not the user's to
     see in a log, a terminal's scroll-back or a CI page)."""
     return ConfigError(f"--journal {shown_spec(spec)}: {exc}")
-
-
-def shown_spec(spec: str) -> str:
-    """``spec`` as a message may show it: a ``postgresql://`` URL without its password,
-    whether in the URL's user part or a ``password=`` / ``sslpassword=`` parameter."""
-    parts = urlsplit(spec)
-    if parts.scheme not in ("postgresql", "postgres"):
-        return spec
-    kept = [p for p in parts.query.split("&") if p.partition("=")[0].lower() not in _SECRETS]
-    if parts.password is None and len(kept) == len(parts.query.split("&")):
-        return spec
-    host = parts.netloc.rpartition("@")[2]
-    user = f"{parts.username}@" if parts.username else ""
-    return urlunsplit(parts._replace(netloc=f"{user}{host}", query="&".join(kept)))
-
-
-_SECRETS = ("password", "sslpassword")  # libpq's connection parameters that hold one
 
 
 def no_run(spec: str, run_id: str, flag: str) -> ConfigError:

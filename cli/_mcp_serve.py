@@ -38,7 +38,7 @@ from mcp.server.mcpserver import MCPServer as SDKServer
 from mcp.server.mcpserver.exceptions import ToolError as SDKToolError
 
 from regiment._signals import EXIT_INTERRUPTED, watch_signals
-from regiment.cli._journal_cmds import shown_spec
+from regiment.cli._shown import shown_spec
 from regiment.errors import ConfigError, LeaseLost, RegimentError
 from regiment.hierarchy import (
     CheckFailed,

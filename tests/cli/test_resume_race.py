@@ -60,6 +60,6 @@ def test_a_resume_beaten_by_another_says_the_run_has_finished(tmp_path: Path) ->
     assert beaten.stdout == ""
     assert beaten.stderr.splitlines()[-1] == (
         f"regiment: error: run {run_id!r} has already finished (completed); "
-        f"`regiment show {run_id}` shows it"
+        f"`regiment show --journal {journal} {run_id}` shows it"
     )
     assert "Traceback" not in beaten.stderr

@@ -20,7 +20,8 @@ class Spy:
             seen.append(name)
         return None
 sys.meta_path.insert(0, Spy)
-runpy.run_path(sys.argv[1], run_name="__main__")
+sys.argv = sys.argv[1:]  # as `python main.py` gives it: no arguments
+runpy.run_path(sys.argv[0], run_name="__main__")
 print("imported on the event loop:", seen)
 """
 

@@ -147,7 +147,7 @@ async def test_runs_whose_cluster_went_away_stop_resumably_and_resume(
     assert re.match(
         rf"regiment: run stopped, resumable: ClusterLost: step s1: worker 'holder': {went}", last
     )
-    assert f"`regiment resume {run_id}`" in last
+    assert f"`regiment resume --journal {tmp_path / 'runs.db'} {run_id}`" in last  # typeable
     types = [event["type"] for event in events]
     assert "Replanned" not in types  # no replan spent on a cluster that is gone
     assert (types.count("PlanCreated"), types.count("StepDispatched")) == (1, 1)
