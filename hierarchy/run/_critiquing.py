@@ -1,6 +1,6 @@
 """How a run's planner takes the critic's verdict on a round: another round, the
 answer, or (the rounds spent and the goal still unmet) a spent ``rounds`` budget;
-and how it ends a run whose budget ran out.
+and how it ends a run whose budget ran out (its synthesis' second ask unpaid too).
 
 A part of :class:`~regiment.hierarchy.run._actor.PlannerActor`, kept here so the
 actor stays a router: the changes still go through its one door, ``_record``.
@@ -25,6 +25,7 @@ from regiment.hierarchy.run._phase import (
     WindingDown,
 )
 from regiment.hierarchy.run._prompting import Call, Prompting
+from regiment.hierarchy.run._reask import Unpaid
 from regiment.hierarchy.run._rounds import CritiqueSession, rounds_spent
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.models import ModelRequest, estimate_tokens
@@ -53,6 +54,9 @@ class JudgesRounds:
     def _wind_down(self, ending: Ending, *, drain: bool = False) -> None:
         raise NotImplementedError  # PlannerActor's
 
+    def _on_answer(self, text: str) -> None:
+        raise NotImplementedError  # GuardedActor's
+
     def _exhausted(self, limit: BudgetLimit, detail: str, *, drain: bool = False) -> None:
         """End the run on a spent budget; ``drain``: a step's own share ran out, and its
         siblings in flight hold theirs, so they finish (not cancelled: no work lost)."""
@@ -66,6 +70,15 @@ class JudgesRounds:
         raising = self._team.budget.on_exhausted == "raise"
         error = BudgetExceeded(f"budget exhausted: {detail}", limit=limit)
         self._wind_down(EndFailed(error) if raising else EndPartial(), drain=drain)
+
+    def _on_synthesis(self, text: str, unpaid: Unpaid | None) -> None:
+        """The synthesizer's answer ``text``; one that was empty (or not valid) and that
+        the budget could not pay to ask for again (``unpaid``) is not the answer: the run
+        ends on that limit, as any budget stop does."""
+        if unpaid is None:
+            self._on_answer(text)
+        else:
+            self._exhausted(unpaid.limit, unpaid.detail(text))
 
     def _next(self, then: AfterCompress) -> None:
         raise NotImplementedError  # PlannerActor's
