@@ -31,6 +31,7 @@ from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
 from regiment.hierarchy._model_call import ModelCaller, described
+from regiment.hierarchy._top_up import afford
 from regiment.hierarchy.guard._judge import Purse, judging_within, ledger_purse
 from regiment.hierarchy.guard._roles import Caller, GuardLog, guarded
 from regiment.hierarchy.run._call_runner import CallRunner
@@ -113,6 +114,8 @@ class PhaseCalls:
         self._run_id = run_id  # the log context of its calls (an SDK's retries name the run)
         self._replayed = replayed  # a resumed run's journaled responses, by call
         self._live = live_sink(channel, run_id)  # a streamed run's: calls stream text to it
+        # A nested run's calls draw what they lack through the step it serves (``afford``).
+        self._top_ups = None if channel is None else channel.fence.top_ups
         telemetry, guards = team.telemetry, team.guards
         log = GuardLog() if guard_log is None else guard_log  # what the role guards did
         self._tape = log.tape  # where their judge calls are journaled (replayed)
@@ -154,7 +157,7 @@ class PhaseCalls:
         needed = estimate_tokens(request) if ledger.counts_tokens or money else 0  # a pass
         rates = self._rates(purpose) if money else None
         usd_needed = 0 if rates is None else least_cost(rates, needed)
-        limit = ledger.exhausted(tokens_needed=needed, usd_needed=usd_needed)
+        limit = afford(ledger, self._top_ups, tokens_needed=needed, usd_needed=usd_needed)
         if limit is not None:
             return limit
         request = msgspec.structs.replace(request, role=REQUEST_ROLES[purpose])
@@ -171,7 +174,8 @@ class PhaseCalls:
         self._token += 1
         self._scope = ctx.system.new_cancel_scope()  # the backend's class: no lookup
         replayed = self._replayed(purpose)
-        call = (self._token, self._scope, replayed, ledger_purse(ledger, pending=1), deliver)
+        purse = ledger_purse(ledger, pending=1, top_ups=self._top_ups)
+        call = (self._token, self._scope, replayed, purse, deliver)
         runner = self._runner
         if runner is None:
             runner = self._runner = CallRunner(ctx, self._lender)
@@ -284,7 +288,7 @@ class PhaseCalls:
             live = None  # a reader sees only an answer the guards let through (tell_answer)
         reasks = None  # asked again (below): each ask held to what the run has left
         if (ledger := self._ledger) is not None:
-            reasks = Reasks(ledger, self._team.role_callers[1])
+            reasks = Reasks(ledger, self._team.role_callers[1], self._top_ups)
         if shape is not None:  # validated, re-asked (bounded)
             response, calls = await structured_call(self._synth, request, shape, reasks)
             # Told once valid: a re-asked invalid answer, or Claude's answer (a forced

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from regiment.errors import BudgetExceeded
 from regiment.hierarchy._messages import BudgetLimit
+from regiment.hierarchy._top_up import afford
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import BudgetRanOut, CritiqueJudged, RoundBegun, RunChange
 from regiment.hierarchy.run._messages import Purpose
@@ -28,7 +29,7 @@ from regiment.hierarchy.run._prompting import Call, Prompting
 from regiment.hierarchy.run._reask import Unpaid
 from regiment.hierarchy.run._rounds import CritiqueSession, rounds_spent
 from regiment.hierarchy.run._runtime import TeamRuntime
-from regiment.models import ModelRequest, estimate_tokens
+from regiment.models import ModelRequest, estimate_tokens, least_cost
 
 __all__ = ("JudgesRounds",)
 
@@ -100,13 +101,19 @@ class JudgesRounds:
 
     def _unpaid_critique(self) -> BudgetLimit | None:
         """The limit that cannot pay for a critique and an answer after it: two model
-        calls and, under a token limit, both requests' estimated input."""
+        calls and, under a token or money limit, both requests' estimated input (at
+        their models' prices); a nested run draws what they lack from the run above."""
         book = self._book
-        ledger, tokens = book.spending.ledger, 0
-        if ledger.counts_tokens:
-            for then in (AskCritic(), Synthesize()):
-                tokens += estimate_tokens(self._prompting.call(then, book).request)
-        return ledger.exhausted(model_calls_needed=2, tokens_needed=tokens)
+        ledger, tokens, usd = book.spending.ledger, 0, 0
+        if ledger.counts_tokens or ledger.holds_money:
+            _, synth, critic, _ = self._team.role_callers
+            for then, caller in ((AskCritic(), critic), (Synthesize(), synth)):
+                needed = estimate_tokens(self._prompting.call(then, book).request)
+                tokens += needed
+                if ledger.holds_money and caller.price is not None:
+                    usd += least_cost(caller.price.rates(), needed)
+        top_ups = book.channel.fence.top_ups
+        return afford(ledger, top_ups, model_calls_needed=2, tokens_needed=tokens, usd_needed=usd)
 
     def _on_critique(self, session: CritiqueSession, text: str) -> None:
         """The critic answered: ask again if it did not parse, else judge the round."""

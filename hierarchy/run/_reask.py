@@ -21,6 +21,7 @@ from typing import NamedTuple, final
 from regiment.hierarchy._allowance import Rates
 from regiment.hierarchy._budget import BudgetLedger, BudgetLimit
 from regiment.hierarchy._model_call import ModelCaller
+from regiment.hierarchy._top_up import TopUps, afford
 from regiment.models import ModelRequest, Usage, estimate_tokens, least_cost, reply_tokens
 
 __all__ = ("Reasks", "Unpaid", "held_limit")
@@ -46,10 +47,13 @@ class Reasks:
         unpaid: set when an ask was not made for want of budget (the run then ends on it).
     """
 
-    __slots__ = ("_caller", "_ledger", "_rates", "unpaid")
+    __slots__ = ("_caller", "_ledger", "_rates", "_top_ups", "unpaid")
 
-    def __init__(self, ledger: BudgetLedger, caller: ModelCaller) -> None:
+    def __init__(
+        self, ledger: BudgetLedger, caller: ModelCaller, top_ups: TopUps | None = None
+    ) -> None:
         self._ledger = ledger
+        self._top_ups = top_ups  # a nested run's: it draws what an ask lacks from above
         self._caller = caller  # the synthesizer's: its settings, its model's price
         price = caller.price if ledger.holds_money else None
         self._rates: Rates | None = None if price is None else price.rates()
@@ -68,7 +72,9 @@ class Reasks:
         ledger, rates = self._ledger, self._rates
         needed = estimate_tokens(request)
         usd_needed = 0 if rates is None else least_cost(rates, needed) + spent.micro_usd
-        limit = ledger.exhausted(
+        limit = afford(
+            ledger,
+            self._top_ups,
             model_calls_needed=calls + 1,
             tokens_needed=needed + spent.total_tokens,
             usd_needed=usd_needed,
