@@ -6,12 +6,16 @@ nested run whose synthesis its share could not pay for ended ``partial`` (its st
 
 from __future__ import annotations
 
+import json
+from typing import Literal, TypeAlias
+
 import anyio
 import pytest
 
 from regiment.hierarchy import (
     Budget,
     BudgetToppedUp,
+    Critic,
     Planner,
     RunResult,
     StepCompleted,
@@ -40,24 +44,33 @@ SHORT = 7  # the run above's short steps beside the one it gives the nested team
 FINDING = "dug up " * 2000  # what the nested team's worker finds: its synthesis reads it
 
 
+Dear: TypeAlias = Literal["synthesis", "round", "judge"]
+
+
 class Nest:
     """A run above whose step s1 goes to a nested team, beside ``SHORT`` short steps.
     The nested team's worker answers once the short steps have been committed (they
-    then gave back what they did not spend); its planner's model, dear, plans and then
-    writes the nested run's answer from that long finding (``judged``: its planner is
-    cheap, and a guard of its answer asks a dear judge about the finding)."""
+    then gave back what they did not spend); then a call that reads its long finding,
+    at a dear price, is more than the nested run's share can pay for: its planner
+    writing the answer (``synthesis``), its planner planning a second round after its
+    critic found the goal unmet (``round``: its answer then by a cheap model), or a
+    guard of its answer asking a dear judge (``judge``: its planner cheap)."""
 
-    def __init__(self, judged: bool = False) -> None:
+    def __init__(self, dear: Dear = "synthesis") -> None:
         self.hold = anyio.Event()
-        self.judged = judged
-        self.asked: list[
-            str
-        ] = []  # the roles the nested planner's (and judge's) model was asked in
+        self.mode = dear
+        self.asked: list[str] = []  # the roles the nested team's models were asked in
+        self.critiques = 0
 
     def dear(self, request: ModelRequest) -> ModelResponse | str:
         self.asked.append(request.role or "judge")  # a judge asks with no role
-        if request.role in ("planner", "replanner"):
+        if request.role == "planner":
             return plan_json({"id": "c1", "description": "dig"})
+        if request.role == "replanner":
+            return plan_json()  # nothing more to do: the answer
+        if request.role == "critic":
+            self.critiques += 1
+            return json.dumps({"passed": self.critiques > 1, "feedback": "dig deeper"})
         return "the nested answer"
 
     async def digger(self, request: ModelRequest) -> ModelResponse | str:
@@ -72,15 +85,18 @@ class Nest:
             await judge(dear, ModelRequest(messages=(Message.user(FINDING),)))
             return Pass()
 
+        cheap = ScriptedModel(self.dear, price=CHEAP)
         child = Team(
             name="inner",
             planner=Planner(
-                model=ScriptedModel(self.dear, price=CHEAP) if self.judged else dear,
-                synthesizer_guardrails=[checked] if self.judged else [],
+                model=cheap if self.mode == "judge" else dear,
+                synthesizer_model=cheap if self.mode == "round" else None,
+                synthesizer_guardrails=[checked] if self.mode == "judge" else [],
             ),
             workers=[
                 Worker(name="d", description="digs", model=ScriptedModel(self.digger, price=CHEAP))
             ],
+            critic=Critic(model=cheap) if self.mode == "round" else None,
         )
         steps = [{"id": "s1", "description": "research", "worker": "research"}]
         steps += [{"id": f"s{i}", "description": f"note {i}", "worker": "w"} for i in range(2, 9)]
@@ -112,26 +128,33 @@ class Nest:
         return events.ending.result
 
 
-async def _need(judged: bool = False) -> tuple[int, int]:
+async def _need(dear: Dear = "synthesis") -> tuple[int, int]:
     """What the whole run spends with no limit, and the nested run."""
-    nest = Nest(judged)
+    nest = Nest(dear)
     result = await nest.run(Budget())
     assert result.status == "completed"
     (s1,) = [r for r in result.steps if r.step_id == "s1"]
     return result.usage.micro_usd, s1.usage.micro_usd
 
 
-@pytest.mark.parametrize("judged", [False, True], ids=["synthesis", "answer judge"])
-async def test_a_nested_call_draws_the_money_it_lacks_from_the_run_above(judged: bool) -> None:
-    need, nested = await _need(judged)
+ASKED: dict[Dear, list[str]] = {
+    "synthesis": ["planner", "synthesizer"],
+    "round": ["planner", "critic", "replanner", "synthesizer"],  # a round of no step: answered
+    "judge": ["planner", "synthesizer", "judge"],
+}
+
+
+@pytest.mark.parametrize("dear", ["synthesis", "round", "judge"])
+async def test_a_nested_call_draws_the_money_it_lacks_from_the_run_above(dear: Dear) -> None:
+    need, nested = await _need(dear)
     usd = 3 * need
     # The nested run's share is about an eighth of what the run above had: its dear
-    # synthesis (or its answer's judge: most of what it spends) does not fit in it.
+    # call (most of what it spends) does not fit in it.
     assert nested > usd // 8
-    nest = Nest(judged)
+    nest = Nest(dear)
     result = await nest.run(Budget(usd=usd / 1_000_000))
     assert (result.status, result.budget_exhausted) == ("completed", None)
-    assert nest.asked == ["planner", "synthesizer", *(["judge"] if judged else [])]
+    assert nest.asked == ASKED[dear]
     assert result.usage.micro_usd <= usd
     (s1,) = [r for r in result.steps if r.step_id == "s1"]
     assert (s1.status, s1.output) == ("done", "the nested answer")
