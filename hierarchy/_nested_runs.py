@@ -21,6 +21,7 @@ A run without a journal is untouched: its nested runs start as they always did.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -61,9 +62,13 @@ async def open_nested(
     journal = None if above is None else above.journal
     # The run above's deps are its nested runs' too (not journaled, as a run's are not).
     deps = None if above is None or above.calls is None else above.calls.deps
+    # Tied to the step it serves before its planner starts (its first call may draw).
+    link = functools.partial(
+        _linked_above, above=above, parent=parent, attempt=attempt, child=child
+    )
     if journal is None:  # not journaled: a new run, as always
-        async with child._open(goal, allowance, streaming=False, deps=deps, parent=parent) as pair:
-            _linked_above(pair[0], above, parent, attempt, child)
+        opened = child._open(goal, allowance, streaming=False, deps=deps, parent=parent, link=link)
+        async with opened as pair:
             yield pair
         return
     run_id = nested_run_id(parent.run_id, parent.plan_version, parent.step_id, attempt)
@@ -83,11 +88,10 @@ async def open_nested(
     started = False
     try:
         opened = child._open(
-            goal, allowance, streaming=False, deps=deps, resumed=nested, parent=parent
+            goal, allowance, streaming=False, deps=deps, resumed=nested, parent=parent, link=link
         )
         async with opened as pair:
             started = True
-            _linked_above(pair[0], above, parent, attempt, child)
             yield pair
     except BaseException as exc:
         if not started:  # cut before the run began: let go of it now
@@ -135,12 +139,17 @@ async def _unbegun(nested: RunJournal, *, cut: bool) -> None:
 
 
 def _linked_above(
-    channel: RunChannel, above: RunChannel | None, parent: StepAt, attempt: int, child: RunningTeam
+    channel: RunChannel,
+    *,
+    above: RunChannel | None,
+    parent: StepAt,
+    attempt: int,
+    child: RunningTeam,
 ) -> None:
     """The nested run's steps start no tool once the run above has fenced the step it
-    serves (``StepFence.above``), and draw top-ups through that step's share once their
-    own run's budget is short (``TopUps.above``), within its team's own budget: set
-    before any of them can reach a tool (its planner has yet to plan)."""
+    serves (``StepFence.above``), and they and its own calls draw top-ups through that
+    step's share once their own run's budget is short (``TopUps.above``), within its
+    team's own budget: set before its planner starts (its plan call may draw)."""
     if above is not None:
         channel.fence.above = (above.fence, parent.plan_version)
         top_ups = channel.fence.top_ups

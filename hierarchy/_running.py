@@ -232,6 +232,7 @@ class RunningTeam(DecidesApprovals):
         resumed: RunJournal | None = None,
         parent: StepAt | None = None,
         held: bool = False,  # run() checked its arguments and took a start slot
+        link: Callable[[RunChannel], None] | None = None,  # a nested run's, to the run above
     ) -> AsyncIterator[Opened]:
         starting = held
         try:
@@ -258,15 +259,16 @@ class RunningTeam(DecidesApprovals):
                 )
                 if lender is None:  # its caller reads events: the supervisor runs its calls
                     channel.supervisor = SupervisorLender(self._spawner.start_helper, run_id)
+                if link is not None:  # before StartRun: its planner's first call may draw
+                    link(channel)
                 self._channels[run_id] = hold.channel = channel
                 ref: RunRef | None = None
                 try:
                     spawn = SpawnRun(run_id, goal, channel, span, budget, limit)
                     ref = self._spawn_run(spawn, parent)
                     await ref.send(StartRun())
-                    # A loop turn before the next caller may start a run, so a burst
-                    # starts a few a turn. Not for a step's child run: a cancel landing
-                    # here lost its channel, and the step reported none of its spend.
+                    # A loop turn before the next caller may start a run (a burst starts a few
+                    # a turn); not for a step's child run: a cancel here lost its spend.
                     if parent is None:
                         await self._spawner.checkpoint()
                     starting = False

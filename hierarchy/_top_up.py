@@ -19,6 +19,9 @@ draws from that, at once and without waiting, under one fair rule:
 A nested run (a step given to a ``TeamWorker``) draws from its own budget first,
 then through the step it serves from the run above (whose rule applies there),
 and its own limit grows by what it got there, never past its team's own budget.
+So do a nested run's own calls (its planner's, critic's, compressor's and
+synthesizer's, and their guards' judges: ``afford``): a call its run cannot pay
+for draws what it lacks through the step the run serves before the run gives up.
 
 In-process steps hold their run's ``TopUps`` by reference (through the run's
 channel), as they hold its ``StepFence``: the planner's ledger is only ever
@@ -32,7 +35,7 @@ from collections.abc import Callable, Hashable
 from typing import final
 
 from regiment.hierarchy._allowance import Rates
-from regiment.hierarchy._budget import Budget, BudgetLedger
+from regiment.hierarchy._budget import Budget, BudgetLedger, BudgetLimit
 from regiment.hierarchy._messages import StepAllowance
 from regiment.hierarchy.events import BudgetToppedUp, Event
 from regiment.models import (
@@ -44,7 +47,7 @@ from regiment.models import (
     reply_tokens,
 )
 
-__all__ = ("Need", "TopUps", "call_need", "reply_room")
+__all__ = ("Need", "TopUps", "afford", "call_need", "reply_room")
 
 _log = logging.getLogger("regiment.run")
 
@@ -120,7 +123,7 @@ class TopUps:
         """How much of field ``name`` the step gets: 0 if not even ``least``."""
         drawable = self._drawable(ledger, name)
         if drawable < least and self.above is not None:
-            drawable += self._from_above(ledger, name, least - drawable)
+            drawable += self.draw_above(ledger, name, least - drawable)
         if drawable < least:
             return 0
         running = max(1, len(ledger.reserved))
@@ -140,7 +143,7 @@ class TopUps:
         even = unspent // (len(ledger.reserved) + later)
         return max(0, free - later * even)
 
-    def _from_above(self, ledger: BudgetLedger, name: str, short: int) -> int:
+    def draw_above(self, ledger: BudgetLedger, name: str, short: int) -> int:
         """Draw ``short`` of ``name`` through the step this nested run serves; its
         own limit grows by what it got, within its team's own budget."""
         assert self.above is not None
@@ -190,6 +193,51 @@ class TopUps:
                     detail=detail,
                 )
             )
+
+
+def afford(
+    ledger: BudgetLedger,
+    top_ups: TopUps | None,
+    *,
+    model_calls_needed: int = 1,
+    tokens_needed: int = 0,
+    usd_needed: int = 0,
+) -> BudgetLimit | None:
+    """``ledger.exhausted(...)`` for a run's own model call (planner, critic, compressor,
+    synthesis, their judges); in a nested run (``top_ups.above``), a limit in the way
+    first draws what the call lacks through the step the run serves, as that run's
+    steps do, and the limit is checked again. The limit that still stops it, if any."""
+    needs = (model_calls_needed, tokens_needed, usd_needed)
+    limit = ledger.exhausted(
+        model_calls_needed=model_calls_needed, tokens_needed=tokens_needed, usd_needed=usd_needed
+    )
+    drawn: set[str] = set()  # each field once: what it got is what the rule allows
+    while limit is not None and top_ups is not None and top_ups.above is not None:
+        name = "micro_usd" if limit == "usd" else limit
+        room = ledger.room(name) if name not in drawn else None
+        if room is None:
+            return limit
+        drawn.add(name)
+        short = _needed(name, needs) - room[1]
+        if short <= 0 or top_ups.draw_above(ledger, name, short) < short:
+            return limit
+        limit = ledger.exhausted(
+            model_calls_needed=model_calls_needed,
+            tokens_needed=tokens_needed,
+            usd_needed=usd_needed,
+        )
+    return limit
+
+
+def _needed(name: str, needs: tuple[int, int, int]) -> int:
+    """What a call needs left of budget field ``name`` (as ``BudgetLedger.exhausted``
+    checks it) to start: its model calls, estimated input, least cost; one output token."""
+    model_calls, tokens, micro = needs
+    if name == "model_calls":
+        return model_calls
+    if name == "micro_usd":
+        return max(1, micro)
+    return 1 if name == "output_tokens" else max(1, tokens)
 
 
 def _limit(budget: Budget, name: str) -> int | None:

@@ -18,6 +18,7 @@ from regiment.errors import BudgetExceeded, ModelError
 from regiment.hierarchy._allowance import Rates
 from regiment.hierarchy._budget import BudgetLedger, BudgetLimit
 from regiment.hierarchy._model_call import ModelCaller
+from regiment.hierarchy._top_up import TopUps, afford
 from regiment.models import (
     Model,
     ModelRequest,
@@ -203,10 +204,11 @@ class judging_within:  # lower case: used like the function it was, ``with judgi
             _PURSE.reset(self._token)
 
 
-def ledger_purse(ledger: BudgetLedger, pending: int = 0) -> Purse:
+def ledger_purse(ledger: BudgetLedger, pending: int = 0, top_ups: TopUps | None = None) -> Purse:
     """The run's budget as a purse; ``pending`` model calls are in flight, not yet charged.
     Under a money limit, a priced judge's call is held to the money left; an unpriced
-    one's is not, and is named in a WARNING once per run."""
+    one's is not, and is named in a WARNING once per run. A nested run's (``top_ups``)
+    draws what a call lacks through the step it serves (``afford``)."""
 
     def left(
         request: ModelRequest, made: Sequence[ModelResponse], call: JudgeCall
@@ -218,8 +220,12 @@ def ledger_purse(ledger: BudgetLedger, pending: int = 0) -> Purse:
         rates = call.rates if ledger.holds_money else None
         micro = sum(r.usage.micro_usd for r in made) + unpaid.micro_usd
         usd = 0 if rates is None else least_cost(rates, estimate) + micro
-        limit = ledger.exhausted(
-            model_calls_needed=1 + pending + len(made), tokens_needed=needed, usd_needed=usd
+        limit = afford(
+            ledger,
+            top_ups,
+            model_calls_needed=1 + pending + len(made),
+            tokens_needed=needed,
+            usd_needed=usd,
         )
         if limit is not None:
             return limit, f"the run's {limit} budget has none left"

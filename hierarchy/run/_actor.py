@@ -189,7 +189,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
             case Critiquing(session=session):
                 self._on_critique(session, text)
             case Synthesizing():
-                self._on_answer(text)
+                self._on_synthesis(text, reply.unpaid)
             case _:
                 assert_never(phase)
 

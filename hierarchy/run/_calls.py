@@ -31,6 +31,7 @@ from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
 from regiment.hierarchy._model_call import ModelCaller, described
+from regiment.hierarchy._top_up import afford
 from regiment.hierarchy.guard._judge import Purse, judging_within, ledger_purse
 from regiment.hierarchy.guard._roles import Caller, GuardLog, guarded
 from regiment.hierarchy.run._call_runner import CallRunner
@@ -42,7 +43,7 @@ from regiment.hierarchy.run._messages import (
     PlannerMessage,
     Purpose,
 )
-from regiment.hierarchy.run._reask import Reasks
+from regiment.hierarchy.run._reask import Reasks, Unpaid, held_limit
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._structured import structured_call
 from regiment.hierarchy.run._trace import RunTrace
@@ -113,6 +114,8 @@ class PhaseCalls:
         self._run_id = run_id  # the log context of its calls (an SDK's retries name the run)
         self._replayed = replayed  # a resumed run's journaled responses, by call
         self._live = live_sink(channel, run_id)  # a streamed run's: calls stream text to it
+        # A nested run's calls draw what they lack through the step it serves (``afford``).
+        self._top_ups = None if channel is None else channel.fence.top_ups
         telemetry, guards = team.telemetry, team.guards
         log = GuardLog() if guard_log is None else guard_log  # what the role guards did
         self._tape = log.tape  # where their judge calls are journaled (replayed)
@@ -154,7 +157,7 @@ class PhaseCalls:
         needed = estimate_tokens(request) if ledger.counts_tokens or money else 0  # a pass
         rates = self._rates(purpose) if money else None
         usd_needed = 0 if rates is None else least_cost(rates, needed)
-        limit = ledger.exhausted(tokens_needed=needed, usd_needed=usd_needed)
+        limit = afford(ledger, self._top_ups, tokens_needed=needed, usd_needed=usd_needed)
         if limit is not None:
             return limit
         request = msgspec.structs.replace(request, role=REQUEST_ROLES[purpose])
@@ -171,7 +174,8 @@ class PhaseCalls:
         self._token += 1
         self._scope = ctx.system.new_cancel_scope()  # the backend's class: no lookup
         replayed = self._replayed(purpose)
-        call = (self._token, self._scope, replayed, ledger_purse(ledger, pending=1), deliver)
+        purse = ledger_purse(ledger, pending=1, top_ups=self._top_ups)
+        call = (self._token, self._scope, replayed, purse, deliver)
         runner = self._runner
         if runner is None:
             runner = self._runner = CallRunner(ctx, self._lender)
@@ -256,10 +260,12 @@ class PhaseCalls:
                 if replayed is not None and span.is_recording():  # journaled: not asked again
                     span.set_attribute(sc.REGIMENT_REPLAYED, True)
                 try:
-                    response, calls = (
-                        (replayed, 1) if replayed else await self._ask(purpose, request)
+                    response, calls, unpaid = (
+                        (replayed, 1, None) if replayed else await self._ask(purpose, request)
                     )
-                    reply = ModelReplied(purpose, token, response, calls=calls, span=span)
+                    reply = ModelReplied(
+                        purpose, token, response, calls=calls, span=span, unpaid=unpaid
+                    )
                 except Exception as exc:  # any failure of the model ends the run with it
                     self._trace.telemetry.recorder.failure(span, exc)
                     reply = ModelReplied(purpose, token, None, exc, span=span)
@@ -270,24 +276,28 @@ class PhaseCalls:
             if span is not None:
                 span.end()
 
-    async def _ask(self, purpose: Purpose, request: ModelRequest) -> tuple[ModelResponse, int]:
-        """The reply to one call, and how many model calls it took."""
+    async def _ask(
+        self, purpose: Purpose, request: ModelRequest
+    ) -> tuple[ModelResponse, int, Unpaid | None]:
+        """The reply to one call, how many model calls it took, and (a synthesis) the
+        budget that could not pay to ask again for an empty or invalid answer."""
+        if purpose != "synthesis":
+            return await self._caller(purpose).call(request, self._live), 1, None
         shape, live = self._team.output, self._live
-        if purpose == "synthesis" and self._team.guards.answer:
+        if self._team.guards.answer:
             live = None  # a reader sees only an answer the guards let through (tell_answer)
         reasks = None  # asked again (below): each ask held to what the run has left
-        if purpose == "synthesis" and (ledger := self._ledger) is not None:
-            reasks = Reasks(ledger, self._team.role_callers[1])
-        if purpose == "synthesis" and shape is not None:  # validated, re-asked (bounded)
+        if (ledger := self._ledger) is not None:
+            reasks = Reasks(ledger, self._team.role_callers[1], self._top_ups)
+        if shape is not None:  # validated, re-asked (bounded)
+            response, calls = await structured_call(self._synth, request, shape, reasks)
             # Told once valid: a re-asked invalid answer, or Claude's answer (a forced
             # tool call's arguments, no text), would otherwise not show as it should.
-            response, calls = await structured_call(self._synth, request, shape, reasks)
-            if live is not None:
+            if live is not None and (reasks is None or reasks.unpaid is None):
                 live.tell(request, response.text)
-            return response, calls
-        if purpose == "synthesis":  # an empty answer is asked for again, once
-            return await synthesized(self._synth, request, live, self._run_id, reasks)
-        return await self._caller(purpose).call(request, live), 1
+        else:  # an empty answer is asked for again, once
+            response, calls = await synthesized(self._synth, request, live, self._run_id, reasks)
+        return response, calls, None if reasks is None else reasks.unpaid
 
     def tell_answer(self, answer: str) -> None:
         """Stream the answer the answer guards let through (held back while they judged)."""
@@ -351,11 +361,3 @@ def model_failure(reply: ModelReplied) -> RunError:
     error = RunError(f"the {reply.purpose} model call failed: {why}")
     error.__cause__ = reply.error
     return error
-
-
-def held_limit(ledger: BudgetLedger) -> BudgetLimit:
-    """The limit that held a thinking call's reply to too little room to think in."""
-    budget = ledger.budget
-    if budget.output_tokens is not None:
-        return "output_tokens"
-    return "usd" if budget.tokens is None else "tokens"

@@ -1,6 +1,6 @@
 """How a run's planner takes the critic's verdict on a round: another round, the
 answer, or (the rounds spent and the goal still unmet) a spent ``rounds`` budget;
-and how it ends a run whose budget ran out.
+and how it ends a run whose budget ran out (its synthesis' second ask unpaid too).
 
 A part of :class:`~regiment.hierarchy.run._actor.PlannerActor`, kept here so the
 actor stays a router: the changes still go through its one door, ``_record``.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from regiment.errors import BudgetExceeded
 from regiment.hierarchy._messages import BudgetLimit
+from regiment.hierarchy._top_up import afford
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import BudgetRanOut, CritiqueJudged, RoundBegun, RunChange
 from regiment.hierarchy.run._messages import Purpose
@@ -25,9 +26,10 @@ from regiment.hierarchy.run._phase import (
     WindingDown,
 )
 from regiment.hierarchy.run._prompting import Call, Prompting
+from regiment.hierarchy.run._reask import Unpaid
 from regiment.hierarchy.run._rounds import CritiqueSession, rounds_spent
 from regiment.hierarchy.run._runtime import TeamRuntime
-from regiment.models import ModelRequest, estimate_tokens
+from regiment.models import ModelRequest, estimate_tokens, least_cost
 
 __all__ = ("JudgesRounds",)
 
@@ -53,6 +55,9 @@ class JudgesRounds:
     def _wind_down(self, ending: Ending, *, drain: bool = False) -> None:
         raise NotImplementedError  # PlannerActor's
 
+    def _on_answer(self, text: str) -> None:
+        raise NotImplementedError  # GuardedActor's
+
     def _exhausted(self, limit: BudgetLimit, detail: str, *, drain: bool = False) -> None:
         """End the run on a spent budget; ``drain``: a step's own share ran out, and its
         siblings in flight hold theirs, so they finish (not cancelled: no work lost)."""
@@ -66,6 +71,15 @@ class JudgesRounds:
         raising = self._team.budget.on_exhausted == "raise"
         error = BudgetExceeded(f"budget exhausted: {detail}", limit=limit)
         self._wind_down(EndFailed(error) if raising else EndPartial(), drain=drain)
+
+    def _on_synthesis(self, text: str, unpaid: Unpaid | None) -> None:
+        """The synthesizer's answer ``text``; one that was empty (or not valid) and that
+        the budget could not pay to ask for again (``unpaid``) is not the answer: the run
+        ends on that limit, as any budget stop does."""
+        if unpaid is None:
+            self._on_answer(text)
+        else:
+            self._exhausted(unpaid.limit, unpaid.detail(text))
 
     def _next(self, then: AfterCompress) -> None:
         raise NotImplementedError  # PlannerActor's
@@ -87,13 +101,19 @@ class JudgesRounds:
 
     def _unpaid_critique(self) -> BudgetLimit | None:
         """The limit that cannot pay for a critique and an answer after it: two model
-        calls and, under a token limit, both requests' estimated input."""
+        calls and, under a token or money limit, both requests' estimated input (at
+        their models' prices); a nested run draws what they lack from the run above."""
         book = self._book
-        ledger, tokens = book.spending.ledger, 0
-        if ledger.counts_tokens:
-            for then in (AskCritic(), Synthesize()):
-                tokens += estimate_tokens(self._prompting.call(then, book).request)
-        return ledger.exhausted(model_calls_needed=2, tokens_needed=tokens)
+        ledger, tokens, usd = book.spending.ledger, 0, 0
+        if ledger.counts_tokens or ledger.holds_money:
+            _, synth, critic, _ = self._team.role_callers
+            for then, caller in ((AskCritic(), critic), (Synthesize(), synth)):
+                needed = estimate_tokens(self._prompting.call(then, book).request)
+                tokens += needed
+                if ledger.holds_money and caller.price is not None:
+                    usd += least_cost(caller.price.rates(), needed)
+        top_ups = book.channel.fence.top_ups
+        return afford(ledger, top_ups, model_calls_needed=2, tokens_needed=tokens, usd_needed=usd)
 
     def _on_critique(self, session: CritiqueSession, text: str) -> None:
         """The critic answered: ask again if it did not parse, else judge the round."""

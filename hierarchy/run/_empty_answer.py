@@ -1,6 +1,8 @@
 """A synthesizer reply with no text: asked again once, then kept and logged.
 
-Kept as it was, the run completed with the answer ``''`` and nothing said so."""
+Kept as it was, the run completed with the answer ``''`` and nothing said so. When
+the budget cannot pay for the second ask, it is not made, and the run ends on that
+limit (``Reasks.unpaid``: ``partial``, or ``BudgetExceeded``), as other budget stops do."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from regiment.errors import ModelError
+from regiment.hierarchy.run._reask import Unpaid
 from regiment.models import Message, ModelRequest, ModelResponse, TextPart, Usage
 
 if TYPE_CHECKING:
@@ -36,8 +39,8 @@ async def synthesized(
 ) -> tuple[ModelResponse, int]:
     """The synthesizer's reply, and how many model calls it took: an empty one is asked
     for again once (both are charged), held to what the run's budget has left after the
-    first (``reasks``; not asked when nothing is: the empty reply is the answer, with a
-    WARNING); a second empty one is the answer, with a WARNING."""
+    first (``reasks``; not asked when nothing is: ``reasks.unpaid`` then says why, and
+    the run ends on it); a second empty one is the answer, with a WARNING."""
     response = await caller.call(request, live)
     if response.text.strip():
         return response, 1
@@ -47,12 +50,10 @@ async def synthesized(
     again = msgspec.structs.replace(request, messages=(*request.messages[:-1], noted))
     if reasks is not None:
         held = reasks.held(again, response.usage, 1)
-        if isinstance(held, str):
-            _log.warning(
-                "the synthesizer's reply was empty, and it is not asked again: %s; the run's "
-                "answer is empty (the steps' outputs are in its result); give the run a "
-                "larger budget, or check the synthesizer's model and instructions",
-                held,
+        if isinstance(held, Unpaid):  # the run ends on the limit (a WARNING names it)
+            _log.info(
+                "the synthesizer's reply was empty, and it is not asked again: %s",
+                held.why,
                 extra=where,
             )
             return response, 1

@@ -15,7 +15,7 @@ from regiment.actors import Actor
 from regiment.errors import PlanError, RunError
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._result import RunStatus
-from regiment.hierarchy.guard._judge import judging_within, ledger_purse
+from regiment.hierarchy.guard._judge import Purse, judging_within, ledger_purse
 from regiment.hierarchy.guard._roles import GuardRole
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._calls import PhaseCalls, billed, model_failure
@@ -117,7 +117,7 @@ class GuardedActor(Actor[PlannerMessage, None]):
         if isinstance(reading, PlanAdopted) and span is not None:  # the call's span, still open
             self._team.telemetry.recorder.plan_steps(span, len(reading.plan.steps))
         if isinstance(reading, PlanAdopted) and self._guards.plan:
-            with judging_within(ledger_purse(self._book.spending.ledger), self._guards.log.tape):
+            with judging_within(self._purse(), self._guards.log.tape):
                 self._guards.start_plan(self.ctx, reading, tuple(self._book.versions.committed))
             return
         await self._take_plan(planning, reading)
@@ -151,9 +151,15 @@ class GuardedActor(Actor[PlannerMessage, None]):
             self._record(ReportArrived(report))
             self._record(ReportDropped(report, min(current, version)))
 
+    def _purse(self) -> Purse:
+        """The run's budget for its plan and answer guards' judges (a nested run's draws
+        what a judge's call lacks through the step it serves)."""
+        book = self._book
+        return ledger_purse(book.spending.ledger, top_ups=book.channel.fence.top_ups)
+
     def _on_answer(self, text: str) -> None:
         if self._guards.answer:
-            with judging_within(ledger_purse(self._book.spending.ledger), self._guards.log.tape):
+            with judging_within(self._purse(), self._guards.log.tape):
                 self._guards.start_answer(self.ctx, text)
         else:
             self._finish_answer(text)

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from regiment.hierarchy.guard._chain import Checked
     from regiment.hierarchy.guard._types import AnswerSubject, PlanSubject
     from regiment.hierarchy.run._changes import PlanAdopted
+    from regiment.hierarchy.run._reask import Unpaid
 
 __all__ = (
     "CancelRun",
@@ -47,6 +48,9 @@ class ModelReplied:
     error: Exception | None = None
     calls: int = 1  # model calls made for it (a structured answer's re-asks count)
     span: Span | None = None
+    # A synthesis whose reply was empty (or not valid) and that the budget could not
+    # ask again: the run ends on that limit (``Reasks``), the reply not its answer.
+    unpaid: Unpaid | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from typing import TypeAlias, assert_never, final
 from regiment.errors import PlanError
 from regiment.hierarchy._planner import PlanningSession
 from regiment.hierarchy._prompts import HookFailed, with_rejected
+from regiment.hierarchy._top_up import afford
 from regiment.hierarchy.plan._plan import Plan
 from regiment.hierarchy.run import _logs as logs
 from regiment.hierarchy.run._book import RunBook
@@ -152,8 +153,9 @@ class Prompting:
         ledger = book.spending.ledger
         if ledger.counts_tokens or ledger.budget.model_calls is not None:
             tokens = estimate_tokens(request) if ledger.counts_tokens else 0
+            top_ups = book.channel.fence.top_ups  # a nested run's draws through its step
             if (
-                limit := ledger.exhausted(model_calls_needed=calls, tokens_needed=tokens)
+                limit := afford(ledger, top_ups, model_calls_needed=calls, tokens_needed=tokens)
             ) is not None:
                 logs.compression_skipped(self._run_id, limit, before)
                 return None

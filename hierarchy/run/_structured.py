@@ -135,7 +135,8 @@ async def structured_call(
 ) -> tuple[ModelResponse, int]:
     """Ask for the answer until it validates, at most ``shape.attempts`` times, each ask
     after the first held to what the run's budget has left after those before it
-    (``reasks``: not made when nothing is).
+    (``reasks``: not made when nothing is; the last reply, not valid, is then returned
+    with ``reasks.unpaid`` saying why, and the run ends on that limit).
 
     Returns the last reply reduced to the answer's JSON text, charged with the
     usage of every attempt, and the number of attempts.
@@ -148,11 +149,13 @@ async def structured_call(
     request = msgspec.structs.replace(request, output=shape.tool)
     spent = Usage()
     detail = ""
+    response: ModelResponse | None = None  # the last reply (none before the first ask)
     for attempt in range(1, shape.attempts + 1):
-        if attempt > 1 and reasks is not None:
+        if response is not None and reasks is not None:
             held = reasks.held(request, spent, attempt - 1)
-            if isinstance(held, str):
-                raise _invalid(shape, attempt - 1, f"{detail} (not asked again: {held})", spent)
+            if not isinstance(held, ModelRequest):  # ``reasks.unpaid``: the run ends on it
+                logger.info("the structured answer is not asked again: %s", held.why)
+                return msgspec.structs.replace(response, usage=spent), attempt - 1
             request = held
         try:
             response = await caller.call(request)

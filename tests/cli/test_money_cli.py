@@ -58,3 +58,38 @@ async def test_a_money_budget_too_small_ends_the_run_partial_and_says_so(tmp_pat
     assert code == 0, err  # a partial run is done, with a note
     assert "budget exhausted (usd)" in err
     assert "] run partial:" in err
+
+
+_EMPTY_ANSWER = '''
+from regiment.models import ModelRequest, ModelResponse, TextPart, Usage, effective_settings
+from regiment.models import estimate_tokens, text_response
+
+
+def brain(request: ModelRequest) -> ModelResponse:
+    """One step; the synthesizer writes all its reply may hold, with no text."""
+    if request.role in ("planner", "replanner"):
+        return text_response('{"steps": [{"id": "s1", "description": "count"}]}')
+    if request.role != "synthesizer":
+        return text_response("counted: 42")
+    held = effective_settings(None, request).max_tokens or request.max_tokens
+    usage = Usage(input_tokens=estimate_tokens(request), output_tokens=held)
+    return ModelResponse(parts=(), usage=usage, stop_reason="max_tokens", model="scripted")
+'''
+
+
+async def test_an_empty_answer_money_cannot_ask_again_ends_partial(tmp_path: Path) -> None:
+    # It ended "run completed" with an empty answer (exit 0, nothing on stdout, no note):
+    # the run that money stopped is partial, as other budget stops are, and says so.
+    module = f"empty_answer_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{module}.py").write_text(_EMPTY_ANSWER, encoding="utf-8")
+    team = tmp_path / "team.toml"
+    team.write_text(
+        f'name = "counters"\nmodel = "scripted"\nbrain = "{module}:brain"\n\n'
+        '[budget]\nusd = 0.05\n\n[[workers]]\nname = "w"\ndescription = "Counts."\n' + PRICED,
+        encoding="utf-8",
+    )
+    code, out, err = await run_cli("run", str(team), "count", "--plain", "--no-journal")
+    assert code == 0, err  # a partial run is done, with a note
+    assert "] run partial:" in err
+    assert "budget exhausted (usd): the synthesizer's answer was empty" in err
+    assert out.startswith("Partial result (budget exhausted: usd).\ns1: counted: 42")
