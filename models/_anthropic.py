@@ -329,9 +329,7 @@ def _build_client(
     sdk_tracing: bool,
 ) -> AsyncAnthropic:
     check_client_options(timeout, max_retries, model="AnthropicModel")
-    http_client = anthropic.DefaultAsyncHttpxClient(
-        event_hooks={"response": [_long_wait_is_final]}
-    )
+    http_client = anthropic.DefaultAsyncHttpxClient(event_hooks={"response": [_long_wait_is_final]})
     # `not_given` keeps the SDK default; passing None would mean "never time out".
     try:
         client = AsyncAnthropic(
