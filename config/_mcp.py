@@ -73,13 +73,16 @@ class MCPConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
             raise InvalidValue("[[workers.mcp]]", "max_result_chars", problem)
 
     def __repr__(self) -> str:
-        # What env and headers hold may be secrets read from the environment: names only.
+        # What env and headers hold may be secrets read from the environment: names only;
+        # the URL and the command's arguments may hold one too.
         fields = {name: getattr(self, name) for name in self.__struct_fields__}
         for name in ("env", "headers"):
             if fields[name] is not None:
                 fields[name] = dict.fromkeys(fields[name], "...")
         if self.url is not None:
             fields["url"] = "..."
+        if self.command is not None and len(self.command) > 1:  # --token X may be there
+            fields["command"] = (self.command[0], "...")
         return f"MCPConfig({', '.join(f'{k}={v!r}' for k, v in fields.items())})"
 
 

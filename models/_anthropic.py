@@ -39,6 +39,7 @@ from regiment.models._sdk_model import (
     check_base_url,
     check_client_options,
     not_an_event_stream,
+    password_to_auth,
 )
 from regiment.models._settings import ModelSettings, effective_settings
 from regiment.models._stream import DeltaHandler
@@ -328,6 +329,7 @@ def _build_client(
     sdk_tracing: bool,
 ) -> AsyncAnthropic:
     check_client_options(timeout, max_retries, model="AnthropicModel")
+    http_client = anthropic.DefaultAsyncHttpxClient(event_hooks={"response": [_long_wait_is_final]})
     # `not_given` keeps the SDK default; passing None would mean "never time out".
     try:
         client = AsyncAnthropic(
@@ -336,9 +338,7 @@ def _build_client(
             timeout=not_given if timeout is None else timeout,
             max_retries=max_retries,
             open_telemetry={} if sdk_tracing else False,
-            http_client=anthropic.DefaultAsyncHttpxClient(
-                event_hooks={"response": [_long_wait_is_final]}
-            ),
+            http_client=http_client,
         )
     except anthropic.CredentialsError as exc:
         raise ConfigError(
@@ -352,6 +352,7 @@ def _build_client(
             env="ANTHROPIC_API_KEY",
         )
     check_base_url(client.base_url, model="AnthropicModel", env="ANTHROPIC_BASE_URL")
+    password_to_auth(client, http_client)
     return client
 
 

@@ -48,6 +48,7 @@ from regiment.models._sdk_model import (
     check_base_url,
     check_client_options,
     not_an_event_stream,
+    password_to_auth,
 )
 from regiment.models._settings import ModelSettings, effective_settings
 from regiment.models._stream import DeltaHandler
@@ -308,14 +309,16 @@ def _build_client(
             "OpenAIModel(..., api_key=...) (a local server needs compatible=True, and no key)",
             env="OPENAI_API_KEY",
         )
+    http_client = openai.DefaultAsyncHttpxClient(event_hooks={"response": [_quota_is_final]})
     client = AsyncOpenAI(
         api_key=key,
         base_url=base_url,
         timeout=not_given if timeout is None else timeout,
         max_retries=retries,
-        http_client=openai.DefaultAsyncHttpxClient(event_hooks={"response": [_quota_is_final]}),
+        http_client=http_client,
     )
     check_base_url(client.base_url, model="OpenAIModel", env="OPENAI_BASE_URL")
+    password_to_auth(client, http_client)
     return client
 
 

@@ -29,7 +29,13 @@ from regiment.models._stream import DeltaHandler, PartDelta, StreamRestart, emit
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
-__all__ = ("SDKModel", "check_base_url", "check_client_options", "not_an_event_stream")
+__all__ = (
+    "SDKModel",
+    "check_base_url",
+    "check_client_options",
+    "not_an_event_stream",
+    "password_to_auth",
+)
 
 _log = logging.getLogger("regiment.models")
 _NO_USAGE = Usage()
@@ -81,6 +87,27 @@ def check_base_url(url: httpx2.URL, *, model: str, env: str) -> None:
         f"{model}: base_url {shown_url(url).rstrip('/')!r} (from base_url= or {env}) is not an "
         "http:// or https:// address; write it whole, e.g. 'http://localhost:11434/v1'"
     )
+
+
+class _SDKClient(Protocol):
+    @property
+    def base_url(self) -> httpx2.URL: ...
+
+    @base_url.setter
+    def base_url(self, url: httpx2.URL | str) -> None: ...
+
+
+def password_to_auth(client: _SDKClient, http_client: httpx2.AsyncClient) -> None:
+    """Take a password out of ``client``'s base URL (``http://ann:pw@host/v1``): the SDK
+    builds every request's URL from it, and the HTTP client's INFO line (``HTTP Request:
+    POST http://ann:pw@host/v1/...``) and the SDK's debug lines show that URL. The HTTP
+    client sends it as Basic auth instead, the ``Authorization`` header it built from the
+    URL before; the URL keeps the user part."""
+    url = client.base_url
+    if not url.password:
+        return
+    http_client.auth = httpx2.BasicAuth(url.username, url.password)
+    client.base_url = url.copy_with(userinfo=url.userinfo.partition(b":")[0])
 
 
 class _Closable(Protocol):

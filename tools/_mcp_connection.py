@@ -24,6 +24,7 @@ import math
 from collections.abc import Callable, Coroutine
 from contextlib import suppress
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
@@ -38,7 +39,7 @@ from regiment._json import JsonObject
 from regiment.errors import ConfigError, ToolError
 from regiment.telemetry import activated
 from regiment.tools._mcp_http_answers import Refusals
-from regiment.tools._mcp_listing import Listings
+from regiment.tools._mcp_listing import Listings, list_again
 from regiment.tools._mcp_restarts import Restarts, not_started
 from regiment.tools._mcp_server import MCPServer
 from regiment.tools._mcp_stray import StrayOutput, unreadable_text
@@ -280,16 +281,9 @@ class MCPConnection:
 
             async def relist() -> None:
                 async for _ in changed:
-                    try:
-                        with anyio.fail_after(self.server.start_timeout):
-                            await self._list(session, attributes, strict=False)
-                    except Exception as exc:
-                        logger.warning(
-                            "listing the tools of MCP server %r failed: %s",
-                            self.server.name,
-                            failure_text(exc),
-                        )
-                        broken.set()
+                    listing = partial(self._list, session, attributes, strict=False)
+                    if not await list_again(self.server, listing, self._old_list_stands):
+                        broken.set()  # the connection closed: restart it
 
             tg.start_soon(watch)
             tg.start_soon(relist)
@@ -322,6 +316,12 @@ class MCPConnection:
                 with suppress(anyio.BrokenResourceError, anyio.WouldBlock):
                     request.reply.send_nowait(outcome)
             self._in_flight.discard(request)
+
+    def _old_list_stands(self) -> None:
+        """A new list could not be had: calls waiting for it go on with the one listed."""
+        self._covered = self._noticed
+        self._listed.set()
+        self._listed = anyio.Event()
 
     async def _list(
         self, session: ClientSession, attributes: dict[str, AttributeValue], *, strict: bool

@@ -12,7 +12,10 @@ schemas, header maps) from what it reads. Nothing else of the message changes.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
+
+import anyio
 
 from regiment._text import clipped
 
@@ -21,13 +24,62 @@ if TYPE_CHECKING:
 
     from regiment.tools._mcp_server import MCPServer
 
-__all__ = ("Listings",)
+__all__ = ("Listings", "list_again")
 
 logger = logging.getLogger("regiment.tools.mcp")
 
 _TOOLS_LIST = "tools/list"
 _INITIALIZE = "initialize"
 _SHOWN = 300
+_RELIST_WAITS = (0.5, 1.0, 2.0)  # before each further try of a failed list
+
+
+async def list_again(
+    server: MCPServer, listing: Callable[[], Awaitable[None]], old_list_stands: Callable[[], None]
+) -> bool:
+    """List a server's tools again after ``notifications/tools/list_changed``; ``False``
+    when the connection closed meanwhile (the connection is then restarted).
+
+    Any other failure (an error answer, no answer within ``start_timeout``, a list that
+    could not be read) keeps the tools listed before: calls waiting for the new list go on
+    with them (``old_list_stands``), and the list is asked for again 0.5 s, 1 s and 2 s
+    later. Restarting a server that still answers would cut the calls it is running and
+    spend a restart; its next list_changed notification asks again."""
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import CONNECTION_CLOSED
+
+    from regiment.tools._mcp_transport import failure_text
+
+    for wait in (*_RELIST_WAITS, None):
+        try:
+            with anyio.fail_after(server.start_timeout):
+                await listing()
+            return True
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+            return False
+        except Exception as exc:
+            if isinstance(exc, MCPError) and exc.error.code == CONNECTION_CLOSED:
+                return False
+            why = failure_text(exc)
+        old_list_stands()
+        if wait is None:
+            logger.error(
+                "listing the tools of MCP server %r failed %d times (last: %s); its tools as "
+                "listed before stay offered until it says its tools changed again",
+                server.name,
+                len(_RELIST_WAITS) + 1,
+                why,
+            )
+            return True
+        logger.warning(
+            "listing the tools of MCP server %r failed (%s); its tools as listed before stay "
+            "offered, and it is asked again in %g s",
+            server.name,
+            why,
+            wait,
+        )
+        await anyio.sleep(wait)
+    return True
 
 
 class Listings:

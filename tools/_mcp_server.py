@@ -50,12 +50,49 @@ class StdioTransport:
     cwd: str | None = None
 
     def describe(self) -> str:
-        """The command line, for messages."""
-        return shlex.join((self.command, *self.args))
+        """The command line, for messages, logs and spans (and the server's name by
+        default), its secret-looking arguments ``[REDACTED]`` (see ``shown_args``)."""
+        line = shlex.join((self.command, *shown_args(self.args)))
+        return line.replace(f"'{_REDACTED}'", _REDACTED)  # not quoted: it runs nowhere
 
     def __repr__(self) -> str:  # env may hold secrets: its names only
         env = None if self.env is None else sorted(self.env)
         return f"StdioTransport({self.describe()!r}, env={env!r}, cwd={self.cwd!r})"
+
+
+# An option named like a secret, whose value is the next argument or follows ``=``:
+# --token X, --api-key=X, --password X, -p? no (too short to tell), --client-secret X.
+_SECRET_OPTION = re.compile(
+    r"(?i)^--?(?:[a-z0-9]+[_.-])*(?:token|secret|password|passwd|pass|pwd|api[_-]?key|key"
+    r"|access[_-]?key|private[_-]?key|auth|credentials?)(?P<rest>=.*)?$",
+    re.DOTALL,
+)
+_REDACTED = "[REDACTED]"
+
+
+def shown_args(args: Iterable[str]) -> list[str]:
+    """A stdio server's arguments as they may be shown: the value of an option named like
+    a secret (``--token X``, ``--api-key=X``) and what ``regiment.telemetry.redact`` finds
+    (a URL's password, ``Authorization: Bearer ...``, ``DB_PASSWORD=...``, ``sk-...``
+    keys) become ``[REDACTED]``."""
+    from regiment.telemetry import redact  # loaded by any team that runs
+
+    shown: list[str] = []
+    value_next = False
+    for arg in args:
+        if value_next:
+            shown.append(_REDACTED)
+            value_next = False
+            continue
+        option = _SECRET_OPTION.match(arg)
+        if option is None:
+            shown.append(redact(arg))
+        elif option["rest"] is None:
+            shown.append(arg)
+            value_next = True
+        else:
+            shown.append(arg[: option.start("rest") + 1] + _REDACTED)
+    return shown
 
 
 @final

@@ -385,7 +385,10 @@ async def test_a_base_urls_password_is_in_no_message_log_or_repr(
             shown = f"{model!r} {model.base_url} {said}"
         assert shown.count(f"http://ann@{where.removeprefix('http://')}") == 2 + bool(said)
     assert said  # the closed port's call failed, naming the URL
-    # ours (the HTTP client's own INFO line "HTTP Request: POST <url>" is not ours to edit)
-    logged = [r.getMessage() for r in caplog.records if r.name.startswith("regiment")]
+    # every logger's: ours, the SDK's debug lines, the HTTP client's "HTTP Request: POST <url>"
+    logged = [r.getMessage() for r in caplog.records]
     assert any("reported no token usage" in m and "http://ann@" in m for m in logged)
+    assert any(m.startswith("HTTP Request: POST http://ann@127.0.0.1:") for m in logged)
     assert [m for m in [*logged, shown] if password in m] == []
+    # and the server got the password as before: Basic auth, as the HTTP client sends a URL's
+    assert api.requests[0].headers["authorization"] == "Basic YW5uOnB3LThjMWQ1ZTBh"

@@ -11,6 +11,7 @@ from regiment.models import (
     ModelRequest,
     ModelResponse,
     ScriptedModel,
+    ScriptFunction,
     TextPart,
     ToolResultPart,
     text_response,
@@ -19,7 +20,7 @@ from regiment.models import (
 from regiment.telemetry import Telemetry
 from regiment.tools import tool
 
-__all__ = ("SynthesisBroke", "pii_team")
+__all__ = ("SynthesisBroke", "pii_brain", "pii_team", "pii_worker")
 
 
 class SynthesisBroke(RuntimeError):
@@ -31,14 +32,8 @@ def _user_text(request: ModelRequest) -> str:
     return "\n".join(p.text for p in last.parts if isinstance(p, TextPart))
 
 
-def pii_team(telemetry: Telemetry) -> tuple[Team, str, str]:
-    """The team, its goal and the marker; the run fails while synthesizing."""
-    marker = f"pii-{uuid.uuid4().hex}@example.com"
-
-    @tool
-    def lookup(customer: str) -> str:
-        """Find a customer's record."""
-        return f"record of {customer}: {marker}"
+def pii_brain(marker: str) -> ScriptFunction:
+    """The scripted model of every role: the marker in each thing it writes."""
 
     def brain(request: ModelRequest) -> ModelResponse:
         if request.role in ("planner", "replanner"):
@@ -55,17 +50,35 @@ def pii_team(telemetry: Telemetry) -> tuple[Team, str, str]:
             return text_response("done")
         raise SynthesisBroke(f"could not write the answer for {marker}")
 
+    return brain
+
+
+def pii_worker(marker: str) -> Worker:
+    """The worker (built here, or in a Ray replica: it is named by import path)."""
+
+    @tool
+    def lookup(customer: str) -> str:
+        """Find a customer's record."""
+        return f"record of {customer}: {marker}"
+
+    model = ScriptedModel(pii_brain(marker))
+    return Worker(name="w", description="looks customers up", model=model, tools=[lookup])
+
+
+def pii_team(telemetry: Telemetry) -> tuple[Team, str, str]:
+    """The team, its goal and the marker; the run fails while synthesizing."""
+    marker = f"pii-{uuid.uuid4().hex}@example.com"
+
     def known(report: StepReport) -> bool:
         return False
 
     def why(report: StepReport) -> str:
         return f"the customer {marker} is unknown"
 
-    model = ScriptedModel(brain)
     team = Team(
         name="pii",
-        planner=Planner(model=model),
-        workers=[Worker(name="w", description="looks customers up", model=model, tools=[lookup])],
+        planner=Planner(model=ScriptedModel(pii_brain(marker))),
+        workers=[pii_worker(marker)],
         checks={"known": Check(description="customer known", predicate=known, explain=why)},
         telemetry=telemetry,
     )

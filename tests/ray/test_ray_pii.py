@@ -1,0 +1,54 @@
+"""Content capture off, workers on a local Ray: no user text (the goal, a tool's
+arguments and result, a model's reply, a check's explanation, an exception's message)
+in any span or span event the planner side and the replicas export over real OTLP, nor
+in any log record the planner side exports."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import logging
+from types import ModuleType
+
+import pytest
+
+from regiment.errors import RunError
+from regiment.hierarchy import Ray, Worker
+from regiment.telemetry import Telemetry, configure_tracing
+
+from ..telemetry._pii_team import SynthesisBroke, pii_team, pii_worker
+from ..telemetry.otlp_receiver import OtlpReceiver
+
+pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
+
+
+async def test_capture_off_keeps_user_text_out_of_the_replicas_spans(
+    ray_session: ModuleType, caplog: pytest.LogCaptureFixture
+) -> None:
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing(
+            "planner-side", endpoint=receiver.endpoint, set_global=False, logs=True
+        )
+        team, goal, marker = pii_team(Telemetry(handle.provider, capture_content=False))
+        (local,) = team.workers
+        assert isinstance(local, Worker)
+        placement = Ray(
+            build=functools.partial(pii_worker, marker), num_cpus=0, otlp_endpoint=receiver.endpoint
+        )
+        team = dataclasses.replace(team, workers=[dataclasses.replace(local, placement=placement)])
+        with caplog.at_level(logging.DEBUG, "regiment"), pytest.raises((RunError, SynthesisBroke)):
+            await team.run(goal)  # leaving the team flushes the replicas' spans
+        handle.shutdown()
+        spans, logs = receiver.spans(), receiver.logs()
+
+    remote = [s for s in spans if s.resource["service.name"] != "planner-side"]
+    # the replica ran the step's tool call and model calls, and exported them
+    assert {"execute_tool lookup", "chat scripted"} <= {s.name for s in remote}
+    assert {"verify", "replan", "synthesize"} <= {s.name for s in spans}
+    texts = [
+        json.dumps([s.name, s.status_message, s.attributes, s.events], default=str) for s in spans
+    ]
+    texts += [f"{log.body} {log.attributes}" for log in logs]
+    texts += [r.getMessage() for r in caplog.records]  # and what it logged here
+    assert [text for text in texts if marker in text] == []
