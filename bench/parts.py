@@ -20,7 +20,7 @@ __all__ = ("PARTS", "by_part", "part_of")
 PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("OpenTelemetry SDK and API (the floor of tracing)", ("/opentelemetry/",)),
     ("span bookkeeping (regiment's telemetry/, run/_trace)", ("/telemetry/", "run/_trace.py")),
-    ("event construction (events.py, run/_channel)", ("hierarchy/events.py", "run/_channel.py")),
+    ("event construction (events/, run/_channel)", ("hierarchy/events/", "run/_channel.py")),
     ("budget ledger (_budget, run/_fan_out)", ("hierarchy/_budget.py", "run/_fan_out.py")),
     (
         "plan-version checks (run/_versions, run/_verify, plan/)",

@@ -10,6 +10,7 @@ from regiment.cli._exit import EXIT_INTERRUPTED
 from regiment.cli._lines import with_line
 from regiment.cli._resume import finished_already
 from regiment.errors import AlreadyFinished, ConfigError, LeaseHeld, LeaseLost, RegimentError
+from regiment.hierarchy import stopped_resumably
 
 if TYPE_CHECKING:
     from regiment.cli._run import Outcome
@@ -98,7 +99,7 @@ def ended_early(
     if failure is not None and failure.error_type == "LeaseLost":
         print(f"regiment: run goes on elsewhere: {typeable(failure.message, flag)}", file=stderr)
         return "taken_over"
-    if failure is not None and failure.error_type == "ClusterLost" and journaled:
+    if failure is not None and stopped_resumably(failure, journaled=journaled):
         line = f"regiment: run stopped, resumable: {failure.error_type}: {typeable(failure.message, flag)}"
         print(visible(line), file=stderr)
         return "stopped"

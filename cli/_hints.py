@@ -13,9 +13,9 @@ from regiment.cli._journal_cmds import (
     DEFAULT,
     journal_read,
     runs_command,
-    show_command,
     shown_spec,
 )
+from regiment.cli._show import show_command
 
 __all__ = ("journal_flag", "journal_reader")
 

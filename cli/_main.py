@@ -41,7 +41,6 @@ import anyio
 from regiment._logging import level_for, logging_to
 from regiment.cli._approvals import approval_command
 from regiment.cli._args import parse as parse_command
-from regiment.cli._args import session_of
 from regiment.cli._codes import (
     EXIT_FAILED,
     EXIT_OK,
@@ -49,7 +48,6 @@ from regiment.cli._codes import (
     config_error,
     exit_code,
     run_error,
-    typeable,
 )
 from regiment.cli._exit import (
     EXIT_INTERRUPTED,
@@ -63,11 +61,9 @@ from regiment.cli._exit import (
     wait_for_tool_threads,
     watch_signals,
 )
-from regiment.cli._hints import journal_flag, journal_reader
-from regiment.cli._journal_cmds import (
-    journal_flag_error,
-    journal_spec,
-)
+from regiment.cli._hints import journal_reader
+from regiment.cli._journal_cmds import journal_flag_error
+from regiment.cli._options import choose_model, flags_agree, placed, run_options
 from regiment.cli._printed import printed
 from regiment.cli._resume import add_import_root as _add_import_root
 from regiment.cli._resume import fill_in_team_file, team_file_of
@@ -76,8 +72,6 @@ from regiment.config import (
     TeamConfig,
     build_team,
     load_config,
-    place_on_ray,
-    team_files,
 )
 from regiment.errors import (
     ApprovalError,
@@ -88,7 +82,6 @@ from regiment.errors import (
 from regiment.tools import require_mcp
 
 if TYPE_CHECKING:
-    from regiment.cli._ask import TerminalApprover
     from regiment.cli._run import RunOptions
 
 __all__ = ("main", "run_async")
@@ -200,7 +193,7 @@ async def _dispatch(
             from regiment.cli._serve_trace import serve_tracing  # the tracing SDK: only here
             from regiment.serve import serve_command  # the serve extra: only here
 
-            model = _choose_model(config, args.team_file, args.model, environ, stderr)
+            model = choose_model(config, args.team_file, args.model, environ, stderr)
             with serve_tracing(args.trace, config, stderr) as (config, telemetry):
                 team = build_team(config, model=model, telemetry=telemetry, source=args.team_file)
                 try:
@@ -209,8 +202,8 @@ async def _dispatch(
                     )
                 except JournalError as exc:  # it could not be opened: nothing was served
                     return config_error(journal_flag_error(args.journal, exc), stderr)
-        config = _placed(_flags_agree(args), config)
-        options = _run_options(args, config, stdin, stderr, environ)
+        config = placed(flags_agree(args), config)
+        options = run_options(args, config, stdin, stderr, environ)
     except ConfigError as exc:
         return config_error(exc, stderr)
     last_words, got = LastWords(), list[int]()
@@ -227,75 +220,6 @@ async def _dispatch(
         tg.cancel_scope.cancel()  # stop watching signals
     # Stopped by SIGTERM (`kill`, `timeout`, a service manager): 143, not Ctrl-C's 130.
     return signal_exit_code(got[0]) if code == EXIT_INTERRUPTED and got else code
-
-
-def _run_options(
-    args: argparse.Namespace,
-    config: TeamConfig,
-    stdin: TextIO,
-    stderr: TextIO,
-    environ: Mapping[str, str],
-) -> RunOptions:
-    """What ``run`` or ``resume`` was asked to do (a ``ConfigError`` for a usage error)."""
-    # `run` alone needs the OpenTelemetry SDK (its trace report); validate stays lean.
-    from regiment.cli._run import RunOptions
-
-    session = session_of(args)  # a usage error before the model's note
-    journal = journal_spec(args, environ)
-    flag = "" if journal is None else journal_flag(journal, environ)
-    ask = _asker(args, stdin, stderr, flag)
-    resume = getattr(args, "run_id", None)
-    return RunOptions(
-        team_file=args.team_file,
-        goal=getattr(args, "goal", ""),
-        model=_choose_model(config, args.team_file, args.model, environ, stderr),
-        trace=args.trace,
-        events_jsonl=args.events == "jsonl",
-        events_file=args.events_file,
-        live=not args.plain and stderr.isatty() and not args.verbose and ask is None,
-        journal=journal,
-        journal_flag=flag,
-        session=session,
-        resume=resume,
-        force=getattr(args, "force", False),
-        events_deltas=args.events_deltas,
-        ask=ask,
-        source=team_file_of(args.team_file, args.app_dir) if resume is None else None,
-    )
-
-
-def _asker(
-    args: argparse.Namespace, stdin: TextIO, stderr: TextIO, flag: str
-) -> TerminalApprover | None:
-    """With ``--approve ask``, the terminal's approver (a usage error without a terminal,
-    whose commands add ``flag``, `` --journal J``)."""
-    if getattr(args, "approve", "pause") != "ask":
-        return None
-    from regiment.cli._ask import TerminalApprover, check_terminal
-
-    try:
-        check_terminal(stdin)
-    except ConfigError as exc:
-        raise ConfigError(typeable(str(exc), flag)) from exc
-    return TerminalApprover(stdin, stderr)
-
-
-def _flags_agree(args: argparse.Namespace) -> argparse.Namespace:
-    """``args`` when the run's flags fit together; else a ``ConfigError`` saying which."""
-    if args.events_file and args.events != "jsonl":
-        raise ConfigError("--events-file needs --events jsonl")
-    if args.events_deltas and args.events != "jsonl":
-        raise ConfigError("--events-deltas needs --events jsonl")
-    if args.ray_address is not None and args.workers != "ray":
-        raise ConfigError("--ray-address needs --workers ray")
-    if args.workers == "ray" and args.backend == "trio":
-        raise ConfigError("--workers ray needs --backend asyncio (the default; Ray has no trio)")
-    return args
-
-
-def _placed(args: argparse.Namespace, config: TeamConfig) -> TeamConfig:
-    """The team file with every worker on Ray when ``--workers ray`` asks for it."""
-    return place_on_ray(config, address=args.ray_address) if args.workers == "ray" else config
 
 
 async def _guarded(
@@ -330,7 +254,7 @@ async def _serve_mcp(
     from regiment.cli._mcp_serve import serve_team  # the mcp extra, only for this command
     from regiment.cli._serve_trace import serve_tracing  # the tracing SDK: only with --trace
 
-    model = _choose_model(config, args.team_file, args.model, environ, stderr)
+    model = choose_model(config, args.team_file, args.model, environ, stderr)
     try:
         # Not the global provider: the MCP SDK's spans of each message (initialize, tools/list,
         # ...) would be a trace each. A run's root is parented by the client's _meta.
@@ -365,36 +289,3 @@ async def _approvals(
     except (ConfigError, ApprovalError, JournalError) as exc:
         return config_error(exc, stderr)
     return EXIT_OK
-
-
-# The providers that need an API key, and its variable (an openai-compatible server needs none).
-_API_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
-
-
-def _choose_model(
-    config: TeamConfig,
-    source: str,
-    option: str | None,
-    environ: Mapping[str, str],
-    stderr: TextIO,
-) -> str | None:
-    """``--model`` if given; the files' brains when the tree wants a provider whose
-    API key is not set (Claude, OpenAI).
-
-    The fallback needs a brain in every file of the tree (nested team files
-    included), since ``scripted`` makes each file answer with its own.
-    """
-    if option:
-        return option
-    files = team_files(config, source=source)
-    wanted = {spec.partition(":")[0] for _, c in files for spec in c.model_specs().values()}
-    missing = [key for name, key in _API_KEYS.items() if name in wanted and not environ.get(key)]
-    if missing and all(c.brain for _, c in files):
-        brains = ", ".join(f"{name}: {c.brain}" for name, c in files)
-        print(
-            f"regiment: no {' or '.join(missing)} and no --model, so running offline on the "
-            f"team's scripted brain ({brains})",
-            file=stderr,
-        )
-        return "scripted"
-    return None

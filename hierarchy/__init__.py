@@ -39,6 +39,7 @@ __all__ = (
     "decide_in_journal",
     "event_from_json",
     "result_from_json",
+    "stopped_resumably",
     "to_json",
     "AssignStep",
     "Budget",
@@ -98,6 +99,7 @@ _LAZY = LazyNames(
     {
         "regiment.hierarchy._approving": ("decide_in_journal",),
         "regiment.hierarchy._replay": ("JournaledEvents",),
+        "regiment.hierarchy._resumable": ("stopped_resumably",),
         "regiment.hierarchy._budget": (
             "Budget",
             "BudgetLimit",
@@ -195,6 +197,7 @@ if TYPE_CHECKING:
     from regiment.hierarchy._ranges import InvalidValue
     from regiment.hierarchy._replay import JournaledEvents
     from regiment.hierarchy._result import RunResult, RunStatus
+    from regiment.hierarchy._resumable import stopped_resumably
     from regiment.hierarchy._running import RunningTeam
     from regiment.hierarchy._team import Team
     from regiment.hierarchy.guard import (

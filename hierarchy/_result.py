@@ -11,6 +11,7 @@ from regiment.hierarchy._critic import Verdict
 from regiment.hierarchy._memory import WorkingMemory
 from regiment.hierarchy._messages import BudgetLimit, StepReport
 from regiment.hierarchy.events import Event
+from regiment.hierarchy.events import _run as _run_events
 from regiment.hierarchy.plan._plan import Plan
 from regiment.models import Usage
 from regiment.tools import ApprovalRequest
@@ -156,9 +157,9 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True, dict=True):
         )
 
 
-# events names RunResult (in RunCompleted) only for type checkers, since this module
-# imports it; reading RunCompleted's fields (msgspec decoding, help()) needs the name there.
-vars(_events).setdefault("RunResult", RunResult)
+# The run's events name RunResult (in RunCompleted) only for type checkers, since this module
+# imports them; reading RunCompleted's fields (msgspec decoding, help()) needs the name there.
+vars(_run_events).setdefault("RunResult", RunResult)
 
 
 def with_output(result: RunResult, output: object) -> RunResult:

@@ -18,7 +18,7 @@ import msgspec
 from anyio.abc import TaskGroup, TaskStatus
 
 from regiment._json import JsonValue
-from regiment.errors import ClusterLost, ConfigError, LeaseHeld, LeaseLost, RegimentError
+from regiment.errors import ConfigError, LeaseHeld, LeaseLost, RegimentError
 from regiment.hierarchy import (
     Event,
     JournaledEvents,
@@ -31,6 +31,7 @@ from regiment.hierarchy import (
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
+    stopped_resumably,
 )
 from regiment.journal import Journal, RunCreated, describe_owner
 
@@ -223,7 +224,7 @@ class Runs:
         self._scopes.pop(record.run_id, None)
         if last is not None and not record.ended.is_set():
             self.store.append(record.run_id, last)
-            if _stopped_resumably(last) and self.running.journal is not None:
+            if stopped_resumably(last, journaled=self.running.journal is not None):
                 record.status = "stalled"  # as the journal lists it: a resume finishes it
         if not record.ended.is_set():  # the stream ended without its last event
             self.store.append(record.run_id, cancelled(record.run_id))
@@ -378,9 +379,3 @@ async def _started(
     )
     async with start as running:
         yield running
-
-
-def _stopped_resumably(last: Event) -> bool:
-    """A journaled run that ended so is unfinished in its journal, which lists it
-    ``stalled``: its Ray cluster went away (``ClusterLost``), and a resume goes on."""
-    return isinstance(last, RunFailed) and last.error_type == ClusterLost.__name__

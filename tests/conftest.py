@@ -1,12 +1,21 @@
-"""Every async test runs on both anyio backends."""
+"""Every async test runs on both anyio backends; ``wire`` and ``api`` put a test on each
+provider's wire over the HTTP stand-in (tests/models/wires.py)."""
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from tests.models.standin import StandIn
+    from tests.models.wires import Wire
+
+# The keys of tests/models/wires.py's WIRES, which is imported on first use: it loads the
+# providers' SDKs, which most tests never need (test_providers checks the two agree).
+WIRE_NAMES = ("anthropic", "openai")
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -24,6 +33,24 @@ def _half_read_bodies_collected(request: pytest.FixtureRequest) -> Iterator[None
     marks = request.node.iter_markers("filterwarnings")
     if any("Async generator 'anthropic." in str(arg) for mark in marks for arg in mark.args):
         gc.collect()
+
+
+@pytest.fixture(params=WIRE_NAMES)
+def wire(request: pytest.FixtureRequest) -> Wire:
+    """Each provider's wire in turn (the test runs once per provider)."""
+    from tests.models.wires import WIRES
+
+    return WIRES[request.param]
+
+
+@pytest.fixture
+async def api(wire: Wire) -> AsyncIterator[StandIn]:
+    """``wire``'s stand-in on a free local port, for the test's length; a call with no reply
+    queued gets a 500 that is not retried."""
+    from tests.models.standin import serve
+
+    async for server in serve(wire.no_reply):
+        yield server
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -232,3 +233,16 @@ def _strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
 def test_the_cycle_finder_finds_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert [c for c in _strongly_connected(graph) if len(c) > 1] == [{"a", "b", "c"}]
+
+
+def test_every_package_is_installed() -> None:
+    """pyproject lists the packages one by one: a sub-package left out of that list is
+    missing from an installed copy, whose first import of it fails."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    listed = set(config["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(("regiment", *init.parent.relative_to(ROOT).parts))
+        for room in ROOMS
+        for init in (ROOT / room).rglob("__init__.py")
+    }
+    assert found - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"

@@ -11,8 +11,6 @@ provider speaks its own wire format on the HTTP stand-in.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from regiment.errors import ModelAPIError, StepFailed
@@ -20,8 +18,8 @@ from regiment.hierarchy import Budget, Planner, Team, TeamWorker, Worker
 from regiment.hierarchy.events import Event, Replanned, RunFailed, StepCompleted, StepErrored
 from regiment.models import ModelRequest, ScriptedModel
 
-from ..models.standin import StandIn, serve
-from ..models.wires import WIRES, Wire
+from ..models.standin import StandIn
+from ..models.wires import Wire
 from .brains import Brain, Hang, plan_json
 
 pytestmark = pytest.mark.anyio
@@ -30,17 +28,6 @@ TWO_STEPS = plan_json(
     {"description": "look it up", "worker": "research"},
     {"description": "draft it", "worker": "writer"},
 )
-
-
-@pytest.fixture(params=sorted(WIRES))
-def wire(request: pytest.FixtureRequest) -> Wire:
-    return WIRES[request.param]
-
-
-@pytest.fixture
-async def api(wire: Wire) -> AsyncIterator[StandIn]:
-    async for server in serve(wire.no_reply):  # a 500 that is not retried, for any other call
-        yield server
 
 
 def _team(brain: Brain, research: Worker, budget: Budget | None = None) -> Team:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import AsyncIterator
 
 import anyio
 import pytest
@@ -26,8 +25,8 @@ from regiment.hierarchy.run._channel import _LAG, RunChannel, RunEvents
 from regiment.models import Message, ModelRequest, ModelResponse
 from regiment.telemetry import Telemetry
 
-from ..models.standin import Reply, StandIn, half_read_body, serve
-from ..models.wires import WIRES, Wire
+from ..models.standin import Reply, StandIn, half_read_body
+from ..models.wires import Wire
 
 pytestmark = [pytest.mark.anyio, half_read_body]
 
@@ -51,17 +50,6 @@ class ByPrompt:
         body = json.dumps(self.api.requests[-1].body)
         (name,) = [name for name in self.replies if f"call {name}" in body]
         return self.replies[name].pop(0)
-
-
-@pytest.fixture(params=sorted(WIRES))
-def wire(request: pytest.FixtureRequest) -> Wire:
-    return WIRES[request.param]
-
-
-@pytest.fixture
-async def api(wire: Wire) -> AsyncIterator[StandIn]:
-    async for server in serve(wire.no_reply):
-        yield server
 
 
 async def _two_calls_at_once(wire: Wire, api: StandIn) -> tuple[list[Event], list[str]]:

@@ -10,7 +10,6 @@ the HTTP stand-in (an error event, and a connection cut), on asyncio and trio.""
 from __future__ import annotations
 
 import io
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -19,25 +18,14 @@ from regiment.cli._progress import RunProgress
 from regiment.hierarchy import Event, Planner, RunCompleted, Team, TextDelta, Worker
 from regiment.models import ModelRequest, ScriptedModel
 
-from ..models.standin import StandIn, half_read_body, serve
-from ..models.wires import WIRES, Wire
+from ..models.standin import StandIn, half_read_body
+from ..models.wires import Wire
 from .brains import plan_json
 
 pytestmark = [pytest.mark.anyio, half_read_body]
 
 ANSWER = "Order 7 was refunded in full, and the customer was told by mail."
 REPORT = "Refunded order 7: 42 euros back to the card."
-
-
-@pytest.fixture(params=sorted(WIRES))
-def wire(request: pytest.FixtureRequest) -> Wire:
-    return WIRES[request.param]
-
-
-@pytest.fixture
-async def api(wire: Wire) -> AsyncIterator[StandIn]:
-    async for server in serve(wire.no_reply):
-        yield server
 
 
 def _team(wire: Wire, api: StandIn, role: str) -> Team:

@@ -8,7 +8,6 @@ is in ``test_anthropic*.py`` and ``test_openai*.py``.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 
 import anyio
 import msgspec
@@ -31,9 +30,10 @@ from regiment.models import (
     stream_response,
 )
 from regiment.tools import ToolDefinition
+from tests.conftest import WIRE_NAMES
 
 from .standin import Collected as Pieces
-from .standin import Reply, StandIn, serve
+from .standin import Reply, StandIn
 from .wires import WIRES, Wire
 
 pytestmark = pytest.mark.anyio
@@ -45,15 +45,8 @@ WEATHER = ToolDefinition(
 )
 
 
-@pytest.fixture(params=sorted(WIRES))
-def wire(request: pytest.FixtureRequest) -> Wire:
-    return WIRES[request.param]
-
-
-@pytest.fixture
-async def api(wire: Wire) -> AsyncIterator[StandIn]:
-    async for server in serve(wire.no_reply):
-        yield server
+def test_the_wire_fixture_runs_every_wire() -> None:
+    assert tuple(sorted(WIRES)) == WIRE_NAMES  # tests/conftest.py names them without importing
 
 
 def ask() -> ModelRequest:

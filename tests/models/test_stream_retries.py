@@ -6,7 +6,6 @@ charged. Runs over both providers' wires on the HTTP stand-in, on asyncio and tr
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -22,21 +21,10 @@ from regiment.models import (
 )
 
 from .chat_api import completion
-from .standin import Collected, StandIn, half_read_body, serve
-from .wires import WIRES, Wire
+from .standin import Collected, StandIn, half_read_body
+from .wires import Wire
 
 pytestmark = [pytest.mark.anyio, half_read_body]
-
-
-@pytest.fixture(params=sorted(WIRES))
-def wire(request: pytest.FixtureRequest) -> Wire:
-    return WIRES[request.param]
-
-
-@pytest.fixture
-async def api(wire: Wire) -> AsyncIterator[StandIn]:
-    async for server in serve(wire.no_reply):
-        yield server
 
 
 def ask() -> ModelRequest:

@@ -8,8 +8,6 @@ provider stand-in whose stream breaks mid-way (as tests/hierarchy/test_stream_re
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import anyio
 import httpx2 as httpx
 import pytest
@@ -21,25 +19,14 @@ from regiment.serve import MemoryRunStore, RunRecord, create_app
 from regiment.serve._live import LAG, LiveTap, follow_live, tell_live
 
 from ..hierarchy.brains import plan_json
-from ..models.standin import Reply, StandIn, half_read_body, serve
-from ..models.wires import WIRES, Wire
+from ..models.standin import Reply, StandIn, half_read_body
+from ..models.wires import Wire
 from .sse import Frame, frames, run_events
 
 pytestmark = [pytest.mark.anyio, half_read_body]
 
 ANSWER = "Order 7 was refunded in full, and the customer was told by mail."
 REPORT = "Refunded order 7: 42 euros back to the card."
-
-
-@pytest.fixture(params=sorted(WIRES))
-def wire(request: pytest.FixtureRequest) -> Wire:
-    return WIRES[request.param]
-
-
-@pytest.fixture
-async def api(wire: Wire) -> AsyncIterator[StandIn]:
-    async for server in serve(wire.no_reply):
-        yield server
 
 
 def _team(wire: Wire, api: StandIn, go: anyio.Event) -> Team:

@@ -1,0 +1,124 @@
+"""What ``regiment run`` and ``regiment resume`` were asked to do: their flags checked
+together, the model chosen (the offline fallback included), the terminal's approver."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, TextIO
+
+from regiment.cli._args import session_of
+from regiment.cli._codes import typeable
+from regiment.cli._hints import journal_flag
+from regiment.cli._journal_cmds import journal_spec
+from regiment.cli._resume import team_file_of
+from regiment.config import TeamConfig, place_on_ray, team_files
+from regiment.errors import ConfigError
+
+if TYPE_CHECKING:
+    from regiment.cli._ask import TerminalApprover
+    from regiment.cli._run import RunOptions
+
+__all__ = ("choose_model", "flags_agree", "placed", "run_options")
+
+
+def run_options(
+    args: argparse.Namespace,
+    config: TeamConfig,
+    stdin: TextIO,
+    stderr: TextIO,
+    environ: Mapping[str, str],
+) -> RunOptions:
+    """What ``run`` or ``resume`` was asked to do (a ``ConfigError`` for a usage error)."""
+    # `run` alone needs the OpenTelemetry SDK (its trace report); validate stays lean.
+    from regiment.cli._run import RunOptions
+
+    session = session_of(args)  # a usage error before the model's note
+    journal = journal_spec(args, environ)
+    flag = "" if journal is None else journal_flag(journal, environ)
+    ask = _asker(args, stdin, stderr, flag)
+    resume = getattr(args, "run_id", None)
+    return RunOptions(
+        team_file=args.team_file,
+        goal=getattr(args, "goal", ""),
+        model=choose_model(config, args.team_file, args.model, environ, stderr),
+        trace=args.trace,
+        events_jsonl=args.events == "jsonl",
+        events_file=args.events_file,
+        live=not args.plain and stderr.isatty() and not args.verbose and ask is None,
+        journal=journal,
+        journal_flag=flag,
+        session=session,
+        resume=resume,
+        force=getattr(args, "force", False),
+        events_deltas=args.events_deltas,
+        ask=ask,
+        source=team_file_of(args.team_file, args.app_dir) if resume is None else None,
+    )
+
+
+def _asker(
+    args: argparse.Namespace, stdin: TextIO, stderr: TextIO, flag: str
+) -> TerminalApprover | None:
+    """With ``--approve ask``, the terminal's approver (a usage error without a terminal,
+    whose commands add ``flag``, `` --journal J``)."""
+    if getattr(args, "approve", "pause") != "ask":
+        return None
+    from regiment.cli._ask import TerminalApprover, check_terminal
+
+    try:
+        check_terminal(stdin)
+    except ConfigError as exc:
+        raise ConfigError(typeable(str(exc), flag)) from exc
+    return TerminalApprover(stdin, stderr)
+
+
+def flags_agree(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` when the run's flags fit together; else a ``ConfigError`` saying which."""
+    if args.events_file and args.events != "jsonl":
+        raise ConfigError("--events-file needs --events jsonl")
+    if args.events_deltas and args.events != "jsonl":
+        raise ConfigError("--events-deltas needs --events jsonl")
+    if args.ray_address is not None and args.workers != "ray":
+        raise ConfigError("--ray-address needs --workers ray")
+    if args.workers == "ray" and args.backend == "trio":
+        raise ConfigError("--workers ray needs --backend asyncio (the default; Ray has no trio)")
+    return args
+
+
+def placed(args: argparse.Namespace, config: TeamConfig) -> TeamConfig:
+    """The team file with every worker on Ray when ``--workers ray`` asks for it."""
+    return place_on_ray(config, address=args.ray_address) if args.workers == "ray" else config
+
+
+# The providers that need an API key, and its variable (an openai-compatible server needs none).
+_API_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+
+
+def choose_model(
+    config: TeamConfig,
+    source: str,
+    option: str | None,
+    environ: Mapping[str, str],
+    stderr: TextIO,
+) -> str | None:
+    """``--model`` if given; the files' brains when the tree wants a provider whose
+    API key is not set (Claude, OpenAI).
+
+    The fallback needs a brain in every file of the tree (nested team files
+    included), since ``scripted`` makes each file answer with its own.
+    """
+    if option:
+        return option
+    files = team_files(config, source=source)
+    wanted = {spec.partition(":")[0] for _, c in files for spec in c.model_specs().values()}
+    missing = [key for name, key in _API_KEYS.items() if name in wanted and not environ.get(key)]
+    if missing and all(c.brain for _, c in files):
+        brains = ", ".join(f"{name}: {c.brain}" for name, c in files)
+        print(
+            f"regiment: no {' or '.join(missing)} and no --model, so running offline on the "
+            f"team's scripted brain ({brains})",
+            file=stderr,
+        )
+        return "scripted"
+    return None

@@ -1,0 +1,228 @@
+"""``regiment show RUN_ID``: a run as its journal records it (plan versions, steps with their
+status, output and unfinished tool calls, answer, usage), as text or one JSON object."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TextIO
+
+import msgspec
+
+from regiment._text import visible
+from regiment.cli._journal_cmds import journal_exists, no_run, open_cli_journal, resume_hint
+from regiment.cli._show_marks import judgements, print_unfinished, step_mark
+from regiment.errors import ConfigError, JournalError, UnknownRun
+from regiment.journal import (
+    ApprovalDecided,
+    ApprovalRequested,
+    EventRecorded,
+    PlanVersion,
+    Record,
+    RunCreated,
+    RunFinished,
+    RunInfo,
+    StepDispatched,
+    StepReported,
+    TeamFile,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from regiment.tools import Deny
+
+__all__ = ("show_command",)
+
+
+async def show_command(
+    args: argparse.Namespace, spec: str, stdout: TextIO, *, flag: str = ""
+) -> int:
+    """``regiment show RUN_ID``: plan versions, steps with status and output, answer, usage
+    (``flag``: what a command it suggests adds to read ``spec``, `` --journal J``)."""
+    if not journal_exists(spec):
+        raise ConfigError(f"no journal at {spec}, so no run {args.run_id!r}")
+    journal = await open_cli_journal(spec, read_only=True)
+    try:
+        info = await journal.get_run(args.run_id)
+        records = [entry.record for entry in await journal.read(args.run_id)]
+    except UnknownRun as exc:
+        raise no_run(spec, args.run_id, flag) from exc
+    except JournalError as exc:
+        raise ConfigError(str(exc)) from exc
+    finally:
+        await journal.close()
+    shown = _shown(info, records)
+    if args.json:
+        print(json.dumps(shown), file=stdout)
+    else:  # what models and tools wrote, control characters as \xNN (JSON escapes them)
+        text = io.StringIO()
+        _print_shown(shown, text, flag)
+        stdout.write(visible(text.getvalue()))
+        stdout.flush()
+    return 0
+
+
+def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
+    plans: list[object] = []
+    steps: list[dict[str, object]] = []
+    answer, usage, error = None, None, None
+    paused = False
+    team_file: str | None = None
+    app_dir: str | None = None
+    sent: dict[tuple[int, str], str] = {}  # dispatched steps with no report yet: their worker
+    asked: dict[str, ApprovalRequested] = {}  # undecided approvals, by id
+    for record in records:
+        match record:
+            case RunCreated(team_file=TeamFile(path=team_file, app_dir=app_dir)):
+                pass
+            case PlanVersion(version=version, plan=plan):
+                plans.append({"version": version, "steps": plan.get("steps", [])})
+            case StepDispatched(plan_version=version, step_id=step_id, worker=worker):
+                sent[(version, step_id)] = worker
+            case StepReported():
+                sent.pop((record.plan_version, record.step_id), None)
+                steps.append(
+                    {
+                        "plan_version": record.plan_version,
+                        "step_id": record.step_id,
+                        "worker": record.worker,
+                        "status": record.status,
+                        "committed": record.committed,
+                        "output": record.output,
+                        "error": record.report.get("error"),
+                    }
+                )
+            case ApprovalRequested(approval_id=approval_id):
+                asked[approval_id] = record
+            case ApprovalDecided(approval_id=approval_id):
+                asked.pop(approval_id, None)
+            case EventRecorded(event={"type": "RunFailed", "usage": spent}):
+                usage = spent  # what a failed run spent (its RunFinished has no result)
+            case EventRecorded(event={"type": "RunCompleted", "result": {"status": status}}):
+                paused = status == "paused"  # its last stop; a resume goes on after it
+            case RunFinished(answer=text, error=failure, result=result):
+                answer, error, usage = text, failure, result.get("usage", usage)
+            case RunCreated() | _:
+                pass
+    steps = _with_unfinished_calls([*steps, *_in_flight(sent, asked.values())], records)
+    return {
+        "run_id": info.run_id,
+        "team": info.team,
+        "team_file": team_file,
+        "app_dir": app_dir,
+        "goal": info.goal,
+        "status": info.status,
+        "session": info.session,
+        "started_at": info.started_at.isoformat(),
+        "plans": plans,
+        "steps": steps,
+        "answer": answer,
+        "error": error,
+        "usage": usage,
+        "paused": paused,
+    }
+
+
+def _with_unfinished_calls(
+    steps: list[dict[str, object]], records: Sequence[Record]
+) -> list[dict[str, object]]:
+    """``steps``, each with its ``unfinished_calls`` (see ``_unfinished_calls``) and, for a
+    report not committed, why (``judged``: its check rejected it, a replan dropped it)."""
+    unfinished, judged = _unfinished_calls(records), judgements(records)
+    for step in steps:
+        key = (step["plan_version"], step["step_id"])
+        step["unfinished_calls"] = unfinished.get(key, [])
+        step["judged"] = None if step["committed"] else judged.get(key)
+    return steps
+
+
+def _unfinished_calls(records: Sequence[Record]) -> dict[tuple[object, object], list[object]]:
+    """The tool calls whose intent is journaled with no result, by step: cut short (a
+    cancel, a replan), or in flight when the run stopped. Such a body may have acted.
+    A call whose approval is undecided, or was denied, has not run: it is left out."""
+    started: dict[tuple[int, str, int], ToolCallStarted] = {}
+    asked: dict[str, tuple[int, str, int]] = {}  # approval id -> its call's key
+    for record in records:
+        match record:
+            case ToolCallStarted(plan_version=version, step_id=step_id, call_index=index):
+                started[(version, step_id, index)] = record
+            case ToolCallFinished(plan_version=version, step_id=step_id, call_index=index):
+                started.pop((version, step_id, index), None)
+            case ApprovalRequested(plan_version=version, step_id=step_id, call_index=index):
+                asked[record.approval_id] = (version, step_id, index)
+            case ApprovalDecided(approval_id=approval_id, decision=decision):
+                key = asked.pop(approval_id, None)
+                if key is not None and isinstance(decision, Deny):
+                    started.pop(key, None)
+            case _:
+                pass
+    for key in asked.values():  # undecided: `show` says the step waits for a decision
+        started.pop(key, None)
+    calls: dict[tuple[object, object], list[object]] = {}
+    for (version, step_id, index), call in started.items():
+        calls.setdefault((version, step_id), []).append(
+            {
+                "call_index": index,
+                "tool": call.tool,
+                "call_id": call.call_id,
+                "arguments": call.arguments,
+                "idempotency_key": call.idempotency_key,
+            }
+        )
+    return calls
+
+
+def _in_flight(
+    sent: Mapping[tuple[int, str], str], asked: Iterable[ApprovalRequested]
+) -> list[dict[str, object]]:
+    """The steps dispatched with no report (in flight when the run stopped, say); one
+    whose tool call waits for a decision is ``awaiting_approval``, with the call."""
+    waiting: dict[tuple[int, str], list[str]] = {}
+    for request in asked:
+        call = f"{request.request.tool_name} ({request.approval_id})"
+        waiting.setdefault((request.plan_version, request.step_id), []).append(call)
+    return [
+        {
+            "plan_version": version,
+            "step_id": step_id,
+            "worker": worker,
+            "status": "awaiting_approval" if (version, step_id) in waiting else "dispatched",
+            "committed": False,
+            "output": ", ".join(waiting.get((version, step_id), ())),
+            "error": None,
+        }
+        for (version, step_id), worker in sent.items()
+    ]
+
+
+def _print_shown(shown: dict[str, object], stdout: TextIO, flag: str) -> None:
+    print(f"run {shown['run_id']} ({shown['team']}): {shown['status']}", file=stdout)
+    if shown["status"] == "stalled" and shown["paused"]:  # else it would list paused
+        print(
+            "paused, and its approval requests have all been decided since: it waits to be "
+            f"resumed ({resume_hint(shown['team_file'], str(shown['run_id']), flag)})",
+            file=stdout,
+        )
+    print(f"goal: {shown['goal']}", file=stdout)
+    if shown["team_file"] is not None:
+        print(f"team file: {shown['team_file']}", file=stdout)
+    plans = shown["plans"]
+    assert isinstance(plans, list)
+    for plan in plans:
+        ids = ", ".join(str(s.get("id")) for s in plan["steps"]) or "no steps"
+        print(f"plan v{plan['version']}: {ids}", file=stdout)
+    steps = shown["steps"]
+    assert isinstance(steps, list)
+    for step in steps:
+        said = step["output"] or step.get("error") or ""  # a failed step: why
+        line = f"  v{step['plan_version']} {step['step_id']} [{step_mark(step, shown)}]"
+        print(f"{line} {said}" if said else line, file=stdout)  # no trailing space
+        for call in step["unfinished_calls"]:
+            print_unfinished(call, step, shown, stdout=stdout)
+    if shown["answer"] or (shown["answer"] is not None and not shown["error"]):
+        print(f"answer: {shown['answer'] or '(empty)'}", file=stdout)
+    if shown["error"]:
+        print(f"error: {shown['error']}", file=stdout)
+    if shown["usage"] is not None:
+        print(f"usage: {msgspec.json.encode(shown['usage']).decode()}", file=stdout)
