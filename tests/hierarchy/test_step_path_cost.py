@@ -13,18 +13,21 @@ from types import FrameType
 import pytest
 
 from regiment.actors._cell import Cell
-from regiment.hierarchy import Budget, Planner, RunContextFilter, Team, Worker
+from regiment.hierarchy import Budget, Check, Planner, RunContextFilter, Team, Worker
 from regiment.hierarchy._allowance import over_allowance
 from regiment.hierarchy._budget import BudgetLedger, Share
 from regiment.hierarchy._live_events import live_sink
 from regiment.hierarchy._log_context import log_context
+from regiment.hierarchy._spent import Spent
 from regiment.hierarchy.run._actor import PlannerActor
 from regiment.hierarchy.run._dispatch import Dispatcher
 from regiment.hierarchy.run._fan_out import reserve_fan_out
 from regiment.hierarchy.run._pausing import PausesForApprovals
+from regiment.hierarchy.run._verify import Verifier
+from regiment.hierarchy.workers import _empty_reply, _loop
 from regiment.hierarchy.workers._share import within_allowance
 from regiment.hierarchy.workers._step_actor import StepActor
-from regiment.models import ModelRequest, ScriptedModel, ToolResultPart
+from regiment.models import ModelRequest, ScriptedModel, ToolResultPart, Usage
 
 from .brains import Brain, plan_json
 from .profiled import CallCounter, Matches
@@ -34,6 +37,8 @@ pytestmark = pytest.mark.anyio
 _FAN_OUT = reserve_fan_out.__code__.co_filename
 _STEP_ACTOR = StepActor._outcome.__code__.co_filename
 _STEPS = 3
+_EMPTY_REPLY = _empty_reply.__file__
+_FIRST = _loop._first_message.__code__  # opening()'s, for the planner's estimates
 _log = logging.getLogger("regiment.tests.step_path")
 
 
@@ -42,11 +47,12 @@ async def _work(description: str, results: list[ToolResultPart], request: ModelR
     return f"did {description}"
 
 
-async def _counted(matches: Matches, budget: Budget | None = None) -> int:
+async def _counted(matches: Matches, budget: Budget | None = None, *, checked: bool = False) -> int:
     """How many calls ``matches`` accepts in one run of a ``_STEPS``-step sequential plan
-    (under ``budget``, if given)."""
+    (under ``budget``, if given; ``checked``: every step has the check ``has_text``)."""
     steps = [
         {"id": f"s{i}", "description": f"part {i}", "depends_on": [f"s{i - 1}"] if i > 1 else []}
+        | ({"check": "has_text"} if checked else {})
         for i in range(1, _STEPS + 1)
     ]
     brain = Brain([plan_json(*steps)] * 2, work=_work)
@@ -56,6 +62,7 @@ async def _counted(matches: Matches, budget: Budget | None = None) -> int:
         planner=Planner(model=model),
         workers=[Worker(name="w", description="does parts", model=model)],
         budget=budget or Budget(),
+        checks={"has_text": Check(description="has text", predicate=lambda r: bool(r.output))},
     )
     counter = CallCounter(matches)
     async with team.start() as running:
@@ -223,3 +230,33 @@ async def test_a_fan_out_makes_shares_only_for_the_steps_it_sends() -> None:
     made = _code_called(Share.__new__.__code__)
     assert await _counted(made, Budget(tokens=1_000_000)) == 2 * _STEPS  # was 12
     assert await _counted(made, Budget(tool_calls=1_000)) == _STEPS  # was 6
+
+
+async def test_a_reply_is_charged_in_one_call() -> None:
+    # Spending.charge charged the role and called BudgetLedger.charge for the totals,
+    # which asked Usage.whole_input_tokens: three calls a model reply, one now (Spent).
+    charges = _code_called(Spent.charge.__code__)
+    assert await _counted(charges) == _STEPS + 2  # the steps', the plan's and the answer's
+    whole = vars(Usage)["whole_input_tokens"].fget.__code__
+    assert await _counted(_code_called(whole)) == 0
+
+
+async def test_a_done_step_with_no_check_is_committed_without_the_verifier() -> None:
+    judged = _code_called(Verifier.judge.__code__)
+    assert await _counted(judged) == 0  # was one a step
+    # A step with a check still goes through it (and its check runs).
+    assert await _counted(judged, checked=True) == _STEPS
+
+
+async def test_an_answered_step_is_reported_by_its_loop() -> None:
+    # answered() only asked whether the answer had text; the loop asks that itself.
+    # The step's first message is made where the step begins (no _first_message frame).
+    loop = _loop.__file__
+
+    def helpers(frame: FrameType, event: str, _: object) -> bool:
+        code = frame.f_code
+        return event == "call" and (
+            code.co_filename == _EMPTY_REPLY or (code.co_filename == loop and code is _FIRST)
+        )
+
+    assert await _counted(helpers) == 0  # was two a step
