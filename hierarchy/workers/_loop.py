@@ -206,8 +206,7 @@ async def run_tool_loop(
                 return spent
         if (response := await call(request)) is None:
             continue  # a guard rejected the reply; the model is told why
-        progress.took(response)
-        if not (tool_calls := response.tool_calls):  # answered
+        if not (tool_calls := progress.took(response)):  # answered (counted, its text kept)
             if progress.last_text.strip():
                 return progress.report(assign, worker, "done")
             if asked_again:  # twice empty: the step fails

@@ -24,10 +24,12 @@ from regiment.hierarchy.run._dispatch import Dispatcher
 from regiment.hierarchy.run._fan_out import reserve_fan_out
 from regiment.hierarchy.run._pausing import PausesForApprovals
 from regiment.hierarchy.run._verify import Verifier
+from regiment.hierarchy.run._versions import PlanVersions
 from regiment.hierarchy.workers import _empty_reply, _loop
+from regiment.hierarchy.workers._progress import StepProgress
 from regiment.hierarchy.workers._share import within_allowance
 from regiment.hierarchy.workers._step_actor import StepActor
-from regiment.models import ModelRequest, ScriptedModel, ToolResultPart, Usage
+from regiment.models import ModelRequest, ModelResponse, ScriptedModel, ToolResultPart, Usage
 
 from .brains import Brain, plan_json
 from .profiled import CallCounter, Matches
@@ -260,3 +262,37 @@ async def test_an_answered_step_is_reported_by_its_loop() -> None:
         )
 
     assert await _counted(helpers) == 0  # was two a step
+
+
+async def test_a_workers_reply_is_read_in_one_pass() -> None:
+    # StepProgress.took read ModelResponse.text and the loop ModelResponse.tool_calls:
+    # two property calls a reply; took reads both in one pass over the parts.
+    getters = {vars(ModelResponse)[name].fget.__code__ for name in ("text", "tool_calls")}
+    worker_files = {_loop.__file__, StepProgress.took.__code__.co_filename}
+
+    def read_by_the_worker(frame: FrameType, event: str, _: object) -> bool:
+        caller = frame.f_back
+        return (
+            event == "call"
+            and frame.f_code in getters
+            and caller is not None
+            and caller.f_code.co_filename in worker_files
+        )
+
+    assert await _counted(read_by_the_worker) == 0  # was 2 a step
+
+
+async def test_a_steps_carried_outputs_make_no_comprehension_frame() -> None:
+    versions = PlanVersions.carried_outputs.__code__
+
+    def comprehension(frame: FrameType, event: str, _: object) -> bool:
+        caller = frame.f_back
+        return (
+            event == "call"
+            and frame.f_code.co_name.startswith("<")
+            and caller is not None
+            and caller.f_code is versions
+        )
+
+    assert await _counted(comprehension) == 0  # was one a step with a dependency
+    assert await _counted(_code_called(versions)) == _STEPS  # (and it is asked)
