@@ -189,7 +189,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
             job.scope = scope
             report = await (self._run_step(job) if self._telemetry.tracing else self._outcome(job))
             lane.job = None
-            if scope.cancel_called:
+            if job.stop is not None and scope.cancel_called:  # only a cut cancels it (#22)
                 # Cancelled as the step ended: its report stands, the scope is spent.
                 with anyio.CancelScope(shield=True):
                     await self._hand_in(job, report)

@@ -296,3 +296,36 @@ async def test_a_steps_carried_outputs_make_no_comprehension_frame() -> None:
 
     assert await _counted(comprehension) == 0  # was one a step with a dependency
     assert await _counted(_code_called(versions)) == _STEPS  # (and it is asked)
+
+
+async def test_a_report_to_the_dormant_planner_asks_no_idle_property() -> None:
+    # deliver_here (a report to the planner, an actor with no task) asked Cell.idle.
+    idle = vars(Cell)["idle"].fget.__code__
+
+    def asked_for_a_report(frame: FrameType, event: str, _: object) -> bool:
+        caller = frame.f_back
+        return (
+            event == "call"
+            and frame.f_code is idle
+            and caller is not None
+            and caller.f_code is Cell.deliver_here.__code__
+        )
+
+    assert await _counted(asked_for_a_report) == 0  # was one a step
+
+
+async def test_a_step_nobody_cut_asks_its_scope_nothing() -> None:
+    # The runner asked its scope's cancel_called after every step (an anyio property,
+    # on either backend); only a cut, which sets job.stop first, cancels it.
+    steps = StepActor._steps.__code__
+
+    def asked(frame: FrameType, event: str, _: object) -> bool:
+        caller = frame.f_back
+        return (
+            event == "call"
+            and frame.f_code.co_name == "cancel_called"
+            and caller is not None
+            and caller.f_code is steps
+        )
+
+    assert await _counted(asked) == 0  # was one a step
