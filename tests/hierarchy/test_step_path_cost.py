@@ -19,6 +19,7 @@ from regiment.hierarchy._budget import BudgetLedger, Share
 from regiment.hierarchy._live_events import live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._spent import Spent
+from regiment.hierarchy.plan._plan import Plan
 from regiment.hierarchy.run._actor import PlannerActor
 from regiment.hierarchy.run._dispatch import Dispatcher
 from regiment.hierarchy.run._fan_out import reserve_fan_out
@@ -329,3 +330,22 @@ async def test_a_step_nobody_cut_asks_its_scope_nothing() -> None:
         )
 
     assert await _counted(asked) == 0  # was one a step
+
+
+async def test_a_plans_outline_is_made_with_no_frame_a_step() -> None:
+    # Plan.outline made each step's line in _outline_line, from a list comprehension.
+    outline = Plan.outline.__code__
+
+    def below_the_outline(frame: FrameType, event: str, _: object) -> bool:
+        caller = frame.f_back
+        return event == "call" and caller is not None and caller.f_code is outline
+
+    assert await _counted(below_the_outline) == 0  # was one a plan step, and one a plan
+    assert await _counted(_code_called(outline)) == 1  # (and the plan's outline is made)
+
+
+async def test_a_model_call_asks_its_model_no_name() -> None:
+    # valid_response took the model's name, a property of every model, for its error
+    # only; it takes the model and asks only when the reply is not a ModelResponse.
+    name = vars(ScriptedModel)["name"].fget.__code__
+    assert await _counted(_code_called(name)) == 0  # was one a model call (5 a run)
