@@ -26,7 +26,7 @@ from regiment.hierarchy.run._fan_out import reserve_fan_out
 from regiment.hierarchy.run._pausing import PausesForApprovals
 from regiment.hierarchy.run._verify import Verifier
 from regiment.hierarchy.run._versions import PlanVersions
-from regiment.hierarchy.workers import _empty_reply, _loop
+from regiment.hierarchy.workers import _empty_reply, _loop, _step_actor
 from regiment.hierarchy.workers._progress import StepProgress
 from regiment.hierarchy.workers._share import within_allowance
 from regiment.hierarchy.workers._step_actor import StepActor
@@ -349,3 +349,23 @@ async def test_a_model_call_asks_its_model_no_name() -> None:
     # only; it takes the model and asks only when the reply is not a ModelResponse.
     name = vars(ScriptedModel)["name"].fget.__code__
     assert await _counted(_code_called(name)) == 0  # was one a model call (5 a run)
+
+
+async def test_a_runner_reads_the_clock_once_a_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    # It read the loop's clock to arm the step's deadline and again, after the step, to
+    # see whether it had held the loop for HOLD; one reading serves both now (the next
+    # step's start is the last one's end). HOLD out of reach: timing cannot add a turn.
+    monkeypatch.setattr(_step_actor, "HOLD", 1e9)
+    actor = _step_actor.__file__
+
+    def clock_read(frame: FrameType, event: str, _: object) -> bool:
+        caller = frame.f_back
+        return (
+            event == "call"
+            and frame.f_code.co_name in ("time", "current_time")
+            and caller is not None
+            and caller.f_code.co_filename == actor
+        )
+
+    # One a step, and one as a runner wakes for the first; was two a step (6).
+    assert await _counted(clock_read) == _STEPS + 1
