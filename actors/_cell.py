@@ -109,10 +109,14 @@ class Cell(Generic[M, R]):
             wake_dormant(self)
 
     def deliver_here(self, envelope: Envelope[M, R]) -> Awaitable[None] | None:
-        """Queue ``envelope``, or have an idle actor take it in the sender's task:
-        then what handles it is returned, for the sender to await at once."""
+        """Queue ``envelope``, or have an idle actor (``idle`` spelled out: a step's report
+        asks, #22) take it in the sender's task, then returning what handles it, to await."""
         inline = self.inline
-        if inline is not None and envelope.reply_to is None and (self.mailbox.waiting or self.idle):
+        if (
+            inline is not None
+            and envelope.reply_to is None
+            and (self.mailbox.waiting or (self.sleeper is not None and not self.system.closing))
+        ):
             if inline.receive_now(envelope):
                 return None
             here = inline.receive_here(envelope)

@@ -10,7 +10,6 @@ rule in :mod:`regiment.hierarchy._top_up`), never past what the budget has left.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass
 from typing import Literal, NamedTuple, TypeAlias, final, get_args
 
 import msgspec
@@ -18,7 +17,7 @@ import msgspec
 from regiment.hierarchy._allowance import over_allowance
 from regiment.hierarchy._messages import BudgetLimit, StepAllowance
 from regiment.hierarchy._ranges import NO_LIMIT, InvalidValue, at_least, seconds
-from regiment.models import Usage
+from regiment.hierarchy._spent import Spent
 
 __all__ = ("Budget", "BudgetLedger", "BudgetLimit", "OnExhausted", "Share", "over_allowance")
 
@@ -113,15 +112,6 @@ def _split(left: int | None, ways: int, first: int) -> list[int | None]:
     return [base + (1 if i < extra else 0) for i in range(first)]
 
 
-@dataclass(slots=True)
-class _Spent:
-    model_calls: int = 0
-    tool_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    micro_usd: int = 0
-
-
 class _Held:
     """Running totals of what a ledger's reservations hold, so each reservation and
     release is O(1) (summing the reservations per dispatch made a fan-out quadratic)."""
@@ -168,7 +158,7 @@ class BudgetLedger(_Held):
 
     def __init__(self, budget: Budget) -> None:
         self.budget = b = budget
-        self.spent = _Spent()
+        self.spent = Spent()  # what was really spent (and by whom): charged there
         # key (any hashable: the dispatcher uses (version, step, attempt)) -> allowance
         self.reserved: dict[Hashable, StepAllowance] = {}
         self.replans = 0
@@ -380,15 +370,6 @@ class BudgetLedger(_Held):
         self._usd = grown if money else self._usd
         field, value = ("usd", grown / 1_000_000) if money else (name, grown)
         self.budget = msgspec.structs.replace(self.budget, **{field: value})
-
-    def charge(self, usage: Usage, model_calls: int = 0, tool_calls: int = 0) -> None:
-        """Record what was really spent."""
-        spent = self.spent
-        spent.model_calls += model_calls
-        spent.tool_calls += tool_calls
-        spent.input_tokens += usage.whole_input_tokens  # cached input counts too
-        spent.output_tokens += usage.output_tokens
-        spent.micro_usd += usage.micro_usd
 
     def can_replan(self) -> bool:
         """Whether another plan version is allowed."""

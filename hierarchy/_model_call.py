@@ -103,7 +103,7 @@ class ModelCaller:
                     raise
                 if (price := self.price) is not None:
                     reply = _priced(reply, price)
-                response = valid_response(reply, self.model.name)
+                response = valid_response(reply, self.model)
                 if response.stop_reason in STOPPED_EARLY:  # one look-up for the usual reply
                     self._stopped_early(response, request)
                 return response
@@ -149,7 +149,7 @@ class ModelCaller:
         Raises:
             ModelRefused: the reply is a refusal (nothing a run may act on).
         """
-        response = valid_response(response, self.model.name)
+        response = valid_response(response, self.model)
         if response.stop_reason in STOPPED_EARLY:
             self._stopped_early(response, request)
         return response
@@ -254,7 +254,7 @@ class ModelCaller:
                         span.set_attribute(sc.REGIMENT_USAGE_ESTIMATED, True)
                 raise
             # Recorded before a refusal is refused: its span shows what it cost, and why.
-            response = valid_response(reply, model.name)
+            response = valid_response(reply, model)
             if span.is_recording():
                 telemetry.recorder.chat_response(
                     span,

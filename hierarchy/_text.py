@@ -15,7 +15,7 @@ import msgspec
 
 from regiment._json import JsonObject, JsonValue
 from regiment.errors import ConfigError
-from regiment.models import ModelResponse, TextPart, ThinkingPart, ToolCallPart
+from regiment.models import Model, ModelResponse, TextPart, ThinkingPart, ToolCallPart
 
 __all__ = ("valid_response", "valid_text")
 
@@ -31,15 +31,18 @@ def valid_text(text: str) -> str:
     return text
 
 
-def valid_response(response: ModelResponse, model: str = "") -> ModelResponse:
+def valid_response(response: ModelResponse, model: Model | None = None) -> ModelResponse:
     """``response`` with every text the model wrote passed through :func:`valid_text`.
 
+    ``model``: the one that replied; its ``name`` (a property call, #22) is read only
+    for the error.
+
     Raises:
-        ConfigError: ``response`` is not a ``ModelResponse`` (a custom ``Model`` of
-            ``model``, its name, returned something else).
+        ConfigError: ``response`` is not a ``ModelResponse`` (a custom ``Model``,
+            ``model``, returned something else).
     """
     if not isinstance(response, ModelResponse):
-        _not_a_response(response, model)
+        _not_a_response(response, "" if model is None else model.name)
     # Once per model call: a plain loop, and a new tuple only if a part changed.
     parts = response.parts
     for index, part in enumerate(parts):

@@ -135,15 +135,21 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
 
         Example line: ``s2 [billing] Issue the refund (after s1; check: refund_issued)``.
         """
-        return "\n".join([_outline_line(step) for step in self.steps])
-
-
-def _outline_line(step: PlanStep) -> str:
-    # Made for every step of every plan a run adopts: one f-string per case, no list.
-    worker, deps, check = step.worker, step.depends_on, step.check
-    head = f"{step.id} [{worker}] {step.description}" if worker else f"{step.id} {step.description}"
-    if not check:
-        return f"{head} (after {', '.join(deps)})" if deps else head
-    return (
-        f"{head} (after {', '.join(deps)}; check: {check})" if deps else f"{head} (check: {check})"
-    )
+        # Made for every plan a run adopts: a plain loop with each step's line made here
+        # (a function a step and a comprehension frame were one call a step more, #22),
+        # one f-string per case, no list per line.
+        lines: list[str] = []
+        for step in self.steps:
+            worker, deps, check = step.worker, step.depends_on, step.check
+            head = (
+                f"{step.id} [{worker}] {step.description}"
+                if worker
+                else f"{step.id} {step.description}"
+            )
+            if not check:
+                lines.append(f"{head} (after {', '.join(deps)})" if deps else head)
+            elif deps:
+                lines.append(f"{head} (after {', '.join(deps)}; check: {check})")
+            else:
+                lines.append(f"{head} (check: {check})")
+        return "\n".join(lines)

@@ -3,8 +3,8 @@
 It is made of parts with one job each: ``RunBook`` (the state: ``PlanVersions``,
 ``Dispatcher``, ``Rounds``, ``Spending``), ``PhaseCalls`` (the planner-side
 model calls), ``Prompting`` (what those calls ask, and reading the planner's
-reply), ``Verifier`` (judging a report, running its check) and ``RunTrace``
-(the run span). The actor holds one ``Phase`` and routes each message to the
+reply), ``Verifier`` (judging a report, running its check), ``RunTrace``
+(the run span) and ``EndsRun`` (how the run ends). The actor holds one ``Phase`` and routes each message to the
 part that handles it.
 
 Every state change goes through :meth:`PlannerActor._record`: the decisions
@@ -24,10 +24,9 @@ from typing import assert_never
 
 from opentelemetry.trace import Span
 
-from regiment.errors import RunError, StepFailed
+from regiment.errors import StepFailed
 from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled, NestedStalled
 from regiment.hierarchy._messages import PAUSING, StepReport
-from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.guard._roles import GuardLog
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._calls import PhaseCalls, SpanFacts
@@ -38,10 +37,8 @@ from regiment.hierarchy.run._changes import (
     ReplanBegun,
     ReportArrived,
     ReportDropped,
-    RunAborted,
     RunBegan,
     RunChange,
-    RunFinished,
     StepCommitted,
     StepEnded,
     SynthesisBegun,
@@ -50,6 +47,7 @@ from regiment.hierarchy.run._changes import (
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._critiquing import JudgesRounds
 from regiment.hierarchy.run._dispatch import Dispatcher, send_all
+from regiment.hierarchy.run._ending import EndsRun, why_cancelled
 from regiment.hierarchy.run._guarded import GuardedActor
 from regiment.hierarchy.run._guarding import RunGuards, run_tape
 from regiment.hierarchy.run._journaling import UNJOURNALED
@@ -69,10 +67,7 @@ from regiment.hierarchy.run._phase import (
     Compressing,
     Critiquing,
     Done,
-    EndAnswered,
     EndCancelled,
-    EndFailed,
-    Ending,
     EndPartial,
     EndPaused,
     Executing,
@@ -94,7 +89,7 @@ from regiment.models import ModelRequest
 __all__ = ("PlannerActor",)
 
 
-class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
+class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
     """Drives one run from goal to answer."""
 
     def __init__(
@@ -150,7 +145,7 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
             self._start()
             return True
         if type(message) is CancelRun and not isinstance(self._phase, Done):  # cut its steps
-            self._book.dispatcher.cancel_all(self.ctx, _why_cancelled(message))
+            self._book.dispatcher.cancel_all(self.ctx, why_cancelled(message))
         return False
 
     async def on_stop(self) -> None:
@@ -269,7 +264,11 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
                 self._exhausted("tool_calls", self._book.spending.refusals())
                 return
         artifact = report.worker in self._team.artifacts
-        change = self._verifier.judge(report, step, artifact=artifact)
+        change: StepEnded | CheckRejected | StepCommitted
+        if report.status == "done" and step.check is None:  # nothing to judge (#22)
+            change = StepCommitted(report, artifact)
+        else:
+            change = self._verifier.judge(report, step, artifact=artifact)
         self._record(change)
         match change:
             case StepCommitted():  # the first arm: the hot path
@@ -294,56 +293,6 @@ class PlannerActor(TakesTurns, PausesForApprovals, GuardedActor, JudgesRounds):
         """Make the call ``then`` asks for, compressing the carried context first if due."""
         prompting = self._prompting
         self._enter(prompting.compression(self._book, then) or prompting.call(then, self._book))
-
-    def _finish_answer(self, text: str) -> None:
-        partial = self._book.spending.exhausted is not None
-        ending = EndAnswered(self._book.answer(text), "partial" if partial else "completed")
-        if self._book.dispatcher.inflight:  # cancelled steps of older versions, still ending
-            self._calls.stop()
-            self._phase = WindingDown(ending)
-        else:
-            self._end_as(ending)
-
-    def _finish(self, answer: str, status: RunStatus) -> None:
-        self._end()
-        self._record(RunFinished(answer, status))
-
-    def _end(self) -> None:
-        self._drop_held(None)  # a resume that never reached the version a drop named
-        self._phase = Done()
-        self._calls.stop()
-        self._guards.stop()
-
-    def _fail(self, error: RunError) -> None:  # once every step in flight has reported
-        self._wind_down(EndFailed(error))
-
-    def _abort(self, error: RunError) -> None:  # now: what is in flight is cancelled
-        self._book.dispatcher.cancel_all(self.ctx, "the run failed")
-        self._end()
-        self._record(RunAborted(error))
-
-    def _wind_down(self, ending: Ending, *, drain: bool = False) -> None:
-        """Cancel what is in flight (not if ``drain``); end as ``ending`` once all reported."""
-        self._calls.supersede()
-        self._guards.stop()
-        self._phase = WindingDown(ending, drain)
-        if not drain:
-            self._book.dispatcher.cancel_all(self.ctx, _why_cut(ending))
-        if not self._book.dispatcher.inflight:
-            self._end_as(ending)
-
-    def _end_as(self, ending: Ending) -> None:
-        match ending:
-            case EndCancelled(reason=reason):
-                self._finish(f"cancelled: {reason}", "cancelled")
-            case EndFailed(error=error):
-                self._abort(error)
-            case EndPartial() | EndPaused():
-                self._close(ending)
-            case EndAnswered(answer=answer, status=status):
-                self._finish(answer, status)
-            case _:
-                assert_never(ending)
 
 
 def _no_replan(
@@ -371,19 +320,3 @@ def _not_replanned(report: StepReport, reason: str) -> StepFailed:
     )
     worker, step = report.worker, report.step_id
     return StepFailed(message, step_id=step, worker=worker, cause=reason, fatal=True)
-
-
-def _why_cut(ending: Ending) -> str:
-    """Why a wind-down cuts the steps in flight: a pause's steps wait for decisions
-    (they were not called off); any other ending's are cancelled."""
-    return PAUSING if type(ending) is EndPaused else _ENDING
-
-
-_ENDING = "the run is ending"
-
-
-def _why_cancelled(cancel: CancelRun) -> str:
-    """Why a ``CancelRun`` cuts the run's steps: taken in the sender's task (the
-    actor idle), its steps are cut at once, so none starts a tool while the message
-    waits for the actor's turn; ``_handle`` then winds the run down."""
-    return PAUSING if cancel.reason == PAUSING else _ENDING

@@ -120,7 +120,7 @@ class RunBook:
         # isinstance each): a step's changes take the fast path in ``apply``.
         match change:
             case ModelCharged(purpose=purpose, usage=usage, calls=calls):
-                self.spending.charge(ROLES[purpose], usage, calls)
+                self.spending.ledger.spent.charge(ROLES[purpose], usage, calls)
             case RunBegan():
                 self.emit(RunStarted(run_id=run_id, goal=self.goal, team=self.team))
             case PlanAdopted():
@@ -351,7 +351,7 @@ def _arrived(book: RunBook, change: ReportArrived) -> None:
     # the key the fan-out reserved under: (version, step, attempt)
     if (ledger := spending.ledger).reserved:  # none with no limit (BudgetLedger.free)
         ledger.release((r.plan_version, r.step_id, r.attempt))
-    spending.charge(r.worker, r.usage, r.model_calls, r.tool_calls)
+    ledger.spent.charge(r.worker, r.usage, r.model_calls, r.tool_calls)
     # Whatever the report's version; none when no reader follows the run (its caller left),
     # as the step's own end is told to none (``Verifier.at_end``).
     if (r.tool_outcomes or r.guardrails) and not change.quiet:

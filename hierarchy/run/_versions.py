@@ -134,7 +134,12 @@ class PlanVersions:
             return ()
         if self.memory is None and not self.rejected:
             committed = self.committed
-            return tuple([(d, committed[d].output) for d in step_ids])
+            carried: list[
+                tuple[str, str]
+            ] = []  # a plain loop: a comprehension is a frame of its own (#22)
+            for d in step_ids:
+                carried.append((d, committed[d].output))
+            return tuple(carried)
         return tuple([(d, self.carried_output(d)) for d in step_ids])
 
     def committed_text(self) -> str:

@@ -9,7 +9,7 @@ from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy.workers._progress import StepProgress
 from regiment.models import Message, TextPart
 
-__all__ = ("answered", "ask_again")
+__all__ = ("ask_again", "empty_twice")
 
 _log = logging.getLogger("regiment.worker")
 
@@ -34,17 +34,13 @@ def ask_again(messages: list[Message], assign: AssignStep, worker: str) -> bool:
     return True
 
 
-def _empty_twice(worker: str) -> str:
-    return (
+def empty_twice(progress: StepProgress, assign: AssignStep, worker: str) -> StepReport:
+    """The report of a step whose model answered with nothing, and again when asked once
+    more: ``failed`` (a replan may word it better). A step whose answer has text is
+    ``done``: its loop reports that itself (no call here, #22)."""
+    error = (
         f"the model of worker '{worker}' gave an empty reply (no text, no tool call), and again "
         "when asked once more; check the worker's model and instructions (a reply cut at "
         "max_tokens while it was thinking is empty too)"
     )
-
-
-def answered(progress: StepProgress, assign: AssignStep, worker: str) -> StepReport:
-    """The report of a step whose model answered (no tool call): ``done``, or ``failed``
-    when the answer is empty after it was asked again (a replan may word it better)."""
-    if progress.last_text.strip():
-        return progress.report(assign, worker, "done")
-    return progress.report(assign, worker, "failed", error=_empty_twice(worker))
+    return progress.report(assign, worker, "failed", error=error)

@@ -20,7 +20,7 @@ from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.guard._step import StepGuards
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.workers._approval_gate import Approvals
-from regiment.hierarchy.workers._empty_reply import answered, ask_again
+from regiment.hierarchy.workers._empty_reply import ask_again, empty_twice
 from regiment.hierarchy.workers._journal_calls import JournaledCaller, StepCalls
 from regiment.hierarchy.workers._not_run import held_back, not_run
 from regiment.hierarchy.workers._outcomes import (
@@ -193,12 +193,10 @@ async def run_tool_loop(
     Raises:
         ToolError: a tool raised and ``on_tool_error`` (its own, else this one) is ``"raise"``.
     """
-    if system is None:
-        system = _system(prompts, worker, description, system_prompt)
+    system = _system(prompts, worker, description, system_prompt) if system is None else system
     step, tools = assign.step, toolset.definitions
-    progress.messages = messages = [_first_message(prompts, step, assign.context)]
-    at = (assign, progress, messages, worker, max_iterations)
-    journaled, call, limited = _step_caller(journaled, caller, guards, at)
+    at = (assign, progress, worker, max_iterations)
+    messages, journaled, call, limited = _begin(prompts, journaled, caller, guards, at)
     asked_again = False  # after an empty reply (below)
     for _ in range(max_iterations):
         request = _request(system, messages, tools, worker, step.id)
@@ -208,10 +206,11 @@ async def run_tool_loop(
                 return spent
         if (response := await call(request)) is None:
             continue  # a guard rejected the reply; the model is told why
-        progress.took(response)
-        if not (tool_calls := response.tool_calls):
-            if progress.last_text.strip() or asked_again:  # twice empty: the step fails
-                return answered(progress, assign, worker)
+        if not (tool_calls := progress.took(response)):  # answered (counted, its text kept)
+            if progress.last_text.strip():
+                return progress.report(assign, worker, "done")
+            if asked_again:  # twice empty: the step fails
+                return empty_twice(progress, assign, worker)
             asked_again = ask_again(messages, assign, worker)
             continue
         messages.append(Message(role="assistant", parts=response.parts))
@@ -259,21 +258,28 @@ async def _stop_here() -> None:
     await anyio.lowlevel.checkpoint_if_cancelled()
 
 
-def _step_caller(
+def _begin(
+    prompts: Prompts,
     journaled: StepCalls | None,
     caller: ModelCaller,
     guards: StepGuards | None,
-    at: tuple[AssignStep, StepProgress, list[Message], str, int],
-) -> tuple[StepCalls, Callable[[ModelRequest], Awaitable[ModelResponse | None]], bool]:
-    """The step's calls (journaled and replayed by key); how it calls its model:
-    replayed or journaled, between its guards if any; and whether each call is checked
-    against the step's allowance first (``within_allowance``).
+    at: tuple[AssignStep, StepProgress, str, int],
+) -> tuple[
+    list[Message], StepCalls, Callable[[ModelRequest], Awaitable[ModelResponse | None]], bool
+]:
+    """How a step begins: its conversation (the step's request, as ``_first_message``
+    makes it, spelled out here: one call less a step, #22); its calls (journaled and
+    replayed by key); how it calls its model: replayed or journaled, between its guards
+    if any; and whether each call is checked against the step's allowance first
+    (``within_allowance``).
 
     A check can stop the step only if its allowance caps tokens, input, output or
     money, or fewer model calls than its loop may make (``at``'s iterations more, one
     each, unless guards count rejected replies too). A step whose only cap is its
     iteration cap (a run with no money or token limit, #22) is checked by its loop."""
-    assign, progress, messages, worker, iterations = at
+    assign, progress, worker, iterations = at
+    request = prompts.step_request(step=assign.step, context=assign.context)
+    progress.messages = messages = [Message(role="user", parts=(TextPart(text=request),))]
     a = assign.allowance
     limited = (
         a.tokens is not None
@@ -287,10 +293,10 @@ def _step_caller(
     )
     journaled = journaled or StepCalls(None, assign, worker)
     if guards is None:  # no JournaledCaller in between: its call would only forward
-        return journaled, journaled.model_call(caller), limited
+        return messages, journaled, journaled.model_call(caller), limited
     model = JournaledCaller(journaled, caller, held=bool(guards.reply))
     call = guards.caller(model, assign, progress, messages, journaled.judge_tape())
-    return journaled, call, limited
+    return messages, journaled, call, limited
 
 
 def _request(

@@ -18,7 +18,7 @@ from regiment.hierarchy._messages import (
 )
 from regiment.hierarchy._top_up import Need
 from regiment.hierarchy.guard._note import GuardNote
-from regiment.models import Message, ModelResponse, ToolCallPart, Usage
+from regiment.models import Message, ModelResponse, TextPart, ToolCallPart, Usage
 
 __all__ = ("StepProgress",)
 
@@ -115,12 +115,23 @@ class StepProgress:
             return ()
         return tuple(p for p in last.parts if isinstance(p, ToolCallPart))
 
-    def took(self, response: ModelResponse) -> None:
-        """Count one model call's reply."""
+    def took(self, response: ModelResponse) -> tuple[ToolCallPart, ...]:
+        """Count one model call's reply, keep its text (``last_text``); its tool calls.
+
+        One pass over its parts (``ModelResponse.text`` and ``.tool_calls`` were two
+        property calls a reply, #22)."""
         self.model_calls += 1
         spent = self.usage
         self.usage = response.usage if spent == _NO_USAGE else spent + response.usage
-        self.last_text = response.text
+        text = ""
+        calls: list[ToolCallPart] = []
+        for part in response.parts:
+            if isinstance(part, TextPart):
+                text += part.text
+            elif isinstance(part, ToolCallPart):
+                calls.append(part)
+        self.last_text = text
+        return tuple(calls)
 
     def report(
         self,

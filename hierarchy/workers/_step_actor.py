@@ -100,7 +100,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
                 self._start(message, self.ctx.envelope)
             case CancelStep():
                 for job in self._cancel(message):  # cut before a runner took it
-                    await self._hand_in(job, await self._run_step(job))  # "cancelled"
+                    await self._hand_in(job, await self._run_step(job, math.inf))  # never armed
             case _:
                 assert_never(message)
 
@@ -185,11 +185,15 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
                     return False  # enough runners wait already; a burst's extra ones end
                 lane.since = self.ctx.system.loop_time()
                 continue
+            if (now := self.ctx.system.loop_time()) - lane.since >= HOLD:  # once a step, #22
+                await self.ctx.system.checkpoint()
+                lane.since = self.ctx.system.loop_time()
+                continue  # (the queue may have changed meanwhile)
             lane.job = job = self._queued.popleft()
             job.scope = scope
-            report = await (self._run_step(job) if self._telemetry.tracing else self._outcome(job))
+            report = await (self._run_step if self._telemetry.tracing else self._outcome)(job, now)
             lane.job = None
-            if scope.cancel_called:
+            if job.stop is not None and scope.cancel_called:  # only a cut cancels it (#22)
                 # Cancelled as the step ended: its report stands, the scope is spent.
                 with anyio.CancelScope(shield=True):
                     await self._hand_in(job, report)
@@ -203,15 +207,11 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
                 self._taker = False
             if contextvars.copy_context() != context:
                 return False  # the step changed a context variable: the next one gets a fresh task
-            if self._queued and self.ctx.system.loop_time() - lane.since >= HOLD:
-                # steps that never wait (an instant model) let others run now and then
-                await self.ctx.system.checkpoint()
-                lane.since = self.ctx.system.loop_time()
 
-    async def _run_step(self, job: StepJob) -> StepReport:
+    async def _run_step(self, job: StepJob, now: float) -> StepReport:
         assign = job.assign
         if not self._telemetry.tracing:  # no span to open (_steps awaits _outcome itself)
-            return await self._outcome(job)
+            return await self._outcome(job, now)
         cut: BaseException | None = None
         # The step's span is parented by the trace context its envelope carried,
         # so a worker serving many runs links each step to its own run.
@@ -228,7 +228,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
             log_context(assign.run_id, assign.step.id, self._name),
         ):
             try:
-                report: StepReport | None = await self._outcome(job)
+                report: StepReport | None = await self._outcome(job, now)
             except anyio.get_cancelled_exc_class() as exc:
                 # Cut short (by the planner; with no report: the worker is stopping). The
                 # span ends with the step's outcome, and the cancellation goes on to the
@@ -254,7 +254,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
         assert report is not None  # not cut short, so _outcome returned it
         return report
 
-    async def _outcome(self, job: StepJob) -> StepReport:
+    async def _outcome(self, job: StepJob, now: float) -> StepReport:  # now: as it was taken
         assign = job.assign
         job.progress = progress = StepProgress()
         # log_context's mark (see _run_step), set and reset with no Python call (issue #22)
@@ -264,7 +264,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
                 # Cancelled while it waited for a runner: it must not start at all
                 # (work() may reach a model or a tool before its first checkpoint).
                 return progress.report(assign, self._name, "cancelled", error=job.cancel_error())
-            self._timer.arm(job, self.ctx.system.loop_time())
+            self._timer.arm(job, now)
             return await self.work(assign, progress)
         except Exception as exc:  # a crash of this step, not of the worker: report it
             return failed_report(progress, assign, self._name, exc)

@@ -266,7 +266,7 @@ def test_the_ledger_splits_money_evenly_and_holds_what_steps_reserved() -> None:
     assert ledger.micro_usd_left() == 0
     assert ledger.exhausted() == "usd"
     ledger.release(0)
-    ledger.charge(Usage(micro_usd=300))
+    ledger.spent.charge("w", Usage(micro_usd=300))
     assert ledger.micro_usd_left() == 34
     assert ledger.reserve(9, model_calls_cap=4, share=ledger.split(1)[0]) is not None
     assert ledger.reserve(10, model_calls_cap=4, share=ledger.split(1)[0]) is None

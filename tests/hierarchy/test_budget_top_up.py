@@ -138,7 +138,7 @@ def test_a_top_up_leaves_the_steps_still_to_come_and_the_synthesis_their_parts()
     assert top_ups.grant(0, {"tokens": (1, 1)}) is None  # the others hold the rest
     for sibling in (1, 2, 3):  # each spent 100 tokens and gave back the rest
         ledger.release(sibling)
-        ledger.charge(Usage(input_tokens=100))
+        ledger.spent.charge(f"w{sibling}", Usage(input_tokens=100))
     # 900 unspent, 300 of it held by step 0: it may draw what leaves the synthesis an
     # even part of what is unspent (450); the tool calls have no synthesis to keep for
     grown = top_ups.grant(0, {"tokens": (10, 10), "tool_calls": (1, 1)})

@@ -13,18 +13,24 @@ from types import FrameType
 import pytest
 
 from regiment.actors._cell import Cell
-from regiment.hierarchy import Budget, Planner, RunContextFilter, Team, Worker
+from regiment.hierarchy import Budget, Check, Planner, RunContextFilter, Team, Worker
 from regiment.hierarchy._allowance import over_allowance
 from regiment.hierarchy._budget import BudgetLedger, Share
 from regiment.hierarchy._live_events import live_sink
 from regiment.hierarchy._log_context import log_context
+from regiment.hierarchy._spent import Spent
+from regiment.hierarchy.plan._plan import Plan
 from regiment.hierarchy.run._actor import PlannerActor
 from regiment.hierarchy.run._dispatch import Dispatcher
 from regiment.hierarchy.run._fan_out import reserve_fan_out
 from regiment.hierarchy.run._pausing import PausesForApprovals
+from regiment.hierarchy.run._verify import Verifier
+from regiment.hierarchy.run._versions import PlanVersions
+from regiment.hierarchy.workers import _empty_reply, _loop, _step_actor
+from regiment.hierarchy.workers._progress import StepProgress
 from regiment.hierarchy.workers._share import within_allowance
 from regiment.hierarchy.workers._step_actor import StepActor
-from regiment.models import ModelRequest, ScriptedModel, ToolResultPart
+from regiment.models import ModelRequest, ModelResponse, ScriptedModel, ToolResultPart, Usage
 
 from .brains import Brain, plan_json
 from .profiled import CallCounter, Matches
@@ -34,6 +40,8 @@ pytestmark = pytest.mark.anyio
 _FAN_OUT = reserve_fan_out.__code__.co_filename
 _STEP_ACTOR = StepActor._outcome.__code__.co_filename
 _STEPS = 3
+_EMPTY_REPLY = _empty_reply.__file__
+_FIRST = _loop._first_message.__code__  # opening()'s, for the planner's estimates
 _log = logging.getLogger("regiment.tests.step_path")
 
 
@@ -42,11 +50,12 @@ async def _work(description: str, results: list[ToolResultPart], request: ModelR
     return f"did {description}"
 
 
-async def _counted(matches: Matches, budget: Budget | None = None) -> int:
+async def _counted(matches: Matches, budget: Budget | None = None, *, checked: bool = False) -> int:
     """How many calls ``matches`` accepts in one run of a ``_STEPS``-step sequential plan
-    (under ``budget``, if given)."""
+    (under ``budget``, if given; ``checked``: every step has the check ``has_text``)."""
     steps = [
         {"id": f"s{i}", "description": f"part {i}", "depends_on": [f"s{i - 1}"] if i > 1 else []}
+        | ({"check": "has_text"} if checked else {})
         for i in range(1, _STEPS + 1)
     ]
     brain = Brain([plan_json(*steps)] * 2, work=_work)
@@ -56,6 +65,7 @@ async def _counted(matches: Matches, budget: Budget | None = None) -> int:
         planner=Planner(model=model),
         workers=[Worker(name="w", description="does parts", model=model)],
         budget=budget or Budget(),
+        checks={"has_text": Check(description="has text", predicate=lambda r: bool(r.output))},
     )
     counter = CallCounter(matches)
     async with team.start() as running:
@@ -223,3 +233,139 @@ async def test_a_fan_out_makes_shares_only_for_the_steps_it_sends() -> None:
     made = _code_called(Share.__new__.__code__)
     assert await _counted(made, Budget(tokens=1_000_000)) == 2 * _STEPS  # was 12
     assert await _counted(made, Budget(tool_calls=1_000)) == _STEPS  # was 6
+
+
+async def test_a_reply_is_charged_in_one_call() -> None:
+    # Spending.charge charged the role and called BudgetLedger.charge for the totals,
+    # which asked Usage.whole_input_tokens: three calls a model reply, one now (Spent).
+    charges = _code_called(Spent.charge.__code__)
+    assert await _counted(charges) == _STEPS + 2  # the steps', the plan's and the answer's
+    whole = vars(Usage)["whole_input_tokens"].fget.__code__
+    assert await _counted(_code_called(whole)) == 0
+
+
+async def test_a_done_step_with_no_check_is_committed_without_the_verifier() -> None:
+    judged = _code_called(Verifier.judge.__code__)
+    assert await _counted(judged) == 0  # was one a step
+    # A step with a check still goes through it (and its check runs).
+    assert await _counted(judged, checked=True) == _STEPS
+
+
+async def test_an_answered_step_is_reported_by_its_loop() -> None:
+    # answered() only asked whether the answer had text; the loop asks that itself.
+    # The step's first message is made where the step begins (no _first_message frame).
+    loop = _loop.__file__
+
+    def helpers(frame: FrameType, event: str, _: object) -> bool:
+        code = frame.f_code
+        return event == "call" and (
+            code.co_filename == _EMPTY_REPLY or (code.co_filename == loop and code is _FIRST)
+        )
+
+    assert await _counted(helpers) == 0  # was two a step
+
+
+async def test_a_workers_reply_is_read_in_one_pass() -> None:
+    # StepProgress.took read ModelResponse.text and the loop ModelResponse.tool_calls:
+    # two property calls a reply; took reads both in one pass over the parts.
+    getters = {vars(ModelResponse)[name].fget.__code__ for name in ("text", "tool_calls")}
+    worker_files = {_loop.__file__, StepProgress.took.__code__.co_filename}
+
+    def read_by_the_worker(frame: FrameType, event: str, _: object) -> bool:
+        caller = frame.f_back
+        return (
+            event == "call"
+            and frame.f_code in getters
+            and caller is not None
+            and caller.f_code.co_filename in worker_files
+        )
+
+    assert await _counted(read_by_the_worker) == 0  # was 2 a step
+
+
+async def test_a_steps_carried_outputs_make_no_comprehension_frame() -> None:
+    versions = PlanVersions.carried_outputs.__code__
+
+    def comprehension(frame: FrameType, event: str, _: object) -> bool:
+        caller = frame.f_back
+        return (
+            event == "call"
+            and frame.f_code.co_name.startswith("<")
+            and caller is not None
+            and caller.f_code is versions
+        )
+
+    assert await _counted(comprehension) == 0  # was one a step with a dependency
+    assert await _counted(_code_called(versions)) == _STEPS  # (and it is asked)
+
+
+async def test_a_report_to_the_dormant_planner_asks_no_idle_property() -> None:
+    # deliver_here (a report to the planner, an actor with no task) asked Cell.idle.
+    idle = vars(Cell)["idle"].fget.__code__
+
+    def asked_for_a_report(frame: FrameType, event: str, _: object) -> bool:
+        caller = frame.f_back
+        return (
+            event == "call"
+            and frame.f_code is idle
+            and caller is not None
+            and caller.f_code is Cell.deliver_here.__code__
+        )
+
+    assert await _counted(asked_for_a_report) == 0  # was one a step
+
+
+async def test_a_step_nobody_cut_asks_its_scope_nothing() -> None:
+    # The runner asked its scope's cancel_called after every step (an anyio property,
+    # on either backend); only a cut, which sets job.stop first, cancels it.
+    steps = StepActor._steps.__code__
+
+    def asked(frame: FrameType, event: str, _: object) -> bool:
+        caller = frame.f_back
+        return (
+            event == "call"
+            and frame.f_code.co_name == "cancel_called"
+            and caller is not None
+            and caller.f_code is steps
+        )
+
+    assert await _counted(asked) == 0  # was one a step
+
+
+async def test_a_plans_outline_is_made_with_no_frame_a_step() -> None:
+    # Plan.outline made each step's line in _outline_line, from a list comprehension.
+    outline = Plan.outline.__code__
+
+    def below_the_outline(frame: FrameType, event: str, _: object) -> bool:
+        caller = frame.f_back
+        return event == "call" and caller is not None and caller.f_code is outline
+
+    assert await _counted(below_the_outline) == 0  # was one a plan step, and one a plan
+    assert await _counted(_code_called(outline)) == 1  # (and the plan's outline is made)
+
+
+async def test_a_model_call_asks_its_model_no_name() -> None:
+    # valid_response took the model's name, a property of every model, for its error
+    # only; it takes the model and asks only when the reply is not a ModelResponse.
+    name = vars(ScriptedModel)["name"].fget.__code__
+    assert await _counted(_code_called(name)) == 0  # was one a model call (5 a run)
+
+
+async def test_a_runner_reads_the_clock_once_a_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    # It read the loop's clock to arm the step's deadline and again, after the step, to
+    # see whether it had held the loop for HOLD; one reading serves both now (the next
+    # step's start is the last one's end). HOLD out of reach: timing cannot add a turn.
+    monkeypatch.setattr(_step_actor, "HOLD", 1e9)
+    actor = _step_actor.__file__
+
+    def clock_read(frame: FrameType, event: str, _: object) -> bool:
+        caller = frame.f_back
+        return (
+            event == "call"
+            and frame.f_code.co_name in ("time", "current_time")
+            and caller is not None
+            and caller.f_code.co_filename == actor
+        )
+
+    # One a step, and one as a runner wakes for the first; was two a step (6).
+    assert await _counted(clock_read) == _STEPS + 1

@@ -1,0 +1,64 @@
+"""What a run has really spent: in total (checked against its budget by the ledger)
+and by role (the result's ``usage_by_role``), charged in one call per model reply or
+step report (#22: the role's counts and the ledger's totals were two calls)."""
+
+from __future__ import annotations
+
+from typing import final
+
+from regiment.models import Usage
+
+__all__ = ("Spent",)
+
+
+@final
+class Spent:
+    """Running totals of what was spent, and the same by role."""
+
+    __slots__ = (
+        "_roles",
+        "input_tokens",
+        "micro_usd",
+        "model_calls",
+        "output_tokens",
+        "tool_calls",
+    )
+
+    def __init__(self) -> None:
+        self.model_calls = self.tool_calls = self.input_tokens = self.output_tokens = 0
+        self.micro_usd = 0
+        # role -> its usage's five counts, added up in place (no Usage made per charge)
+        self._roles: dict[str, list[int]] = {}
+
+    def charge(self, role: str, usage: Usage, model_calls: int = 0, tool_calls: int = 0) -> None:
+        """Charge one report's or one call's ``usage`` (with its model and tool calls)
+        to the totals and to ``role``."""
+        self.model_calls += model_calls
+        self.tool_calls += tool_calls
+        # Usage.whole_input_tokens, spelled out (a property call per charge): cached
+        # input counts too.
+        inputs = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+        self.input_tokens += inputs
+        self.output_tokens += usage.output_tokens
+        self.micro_usd += usage.micro_usd
+        counts = self._roles.get(role)
+        if counts is None:
+            self._roles[role] = counts = [0, 0, 0, 0, 0]
+        counts[0] += usage.input_tokens
+        counts[1] += usage.output_tokens
+        counts[2] += usage.cache_read_tokens
+        counts[3] += usage.cache_write_tokens
+        counts[4] += usage.micro_usd
+
+    def by_role(self) -> dict[str, Usage]:
+        """What each role has used, in the order the roles first spent."""
+        return {
+            role: Usage(
+                input_tokens=counts[0],
+                output_tokens=counts[1],
+                cache_read_tokens=counts[2],
+                cache_write_tokens=counts[3],
+                micro_usd=counts[4],
+            )
+            for role, counts in self._roles.items()
+        }
