@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
@@ -153,7 +154,8 @@ async def reopen(
             entries = await journal.read(run_id)
     if not entries:
         raise JournalError(
-            f"journal {journal.where} has no run {run_id!r}; `regiment runs` lists the runs it has"
+            f"journal {journal.where} has no run {run_id!r}; "
+            f"`regiment runs --journal {shlex.quote(journal.where)}` lists the runs it has"
         )
     created = entries[0].record
     if not isinstance(created, RunCreated):
@@ -162,7 +164,8 @@ async def reopen(
     if isinstance(last, RunFinished):
         raise AlreadyFinished(
             f"run {run_id!r} has already finished ({last.status}); there is nothing to "
-            f"resume: `regiment show {run_id}` shows its result",
+            f"resume: `regiment show {run_id} --journal {shlex.quote(journal.where)}` "
+            "shows its result",
             status=last.status,
         )
     if not force and created.team == team.name:
