@@ -80,13 +80,22 @@ class Decision(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
                 return Approve()
             case "deny":
                 if not self.reason.strip():
-                    raise ApiError(422, "invalid body", "a denial needs a reason")
+                    raise ApiError(422, "invalid body", _NO_REASON)
                 return Deny(reason=self.reason)
             case "edit":
                 if self.arguments is None:
-                    raise ApiError(422, "invalid body", "an edit needs the arguments object")
+                    raise ApiError(422, "invalid body", _NO_ARGUMENTS)
                 return EditArguments(arguments=self.arguments, reason=self.reason)
 
+
+_NO_REASON = (
+    "a denial needs a reason (the worker's model is told `denied: <reason>`); the request "
+    'stays pending: send {"decision": "deny", "reason": "..."}'
+)
+_NO_ARGUMENTS = (
+    "an edit needs the arguments the tool runs with; the request stays pending: send "
+    '{"decision": "edit", "arguments": {...}}'
+)
 
 _SHAPES: dict[type, str] = {
     NewRun: '{"goal": "...", "session": "..."?, "deps": {...}?}',
