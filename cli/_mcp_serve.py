@@ -30,12 +30,13 @@ import sys
 from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager
 from functools import partial
-from typing import TextIO, final
+from typing import Any, TextIO, final
 
 import anyio
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver import MCPServer as SDKServer
 from mcp.server.mcpserver.exceptions import ToolError as SDKToolError
+from mcp.types import CallToolResult, InputRequiredResult
 
 from regiment._signals import EXIT_INTERRUPTED, watch_signals
 from regiment.cli._shown import shown_spec
@@ -69,7 +70,7 @@ def team_server(
     ``calls``: where the calls in flight are kept, for a stop to cancel them."""
     team = running.team
     calls = Calls() if calls is None else calls
-    server: SDKServer = SDKServer(
+    server: SDKServer = _TeamServer(
         team.name, instructions=f"The team '{team.name}'; call run(goal).", log_level="WARNING"
     )
 
@@ -102,6 +103,28 @@ def team_server(
             "paused run's result gave; returns the team's answer.",
         )
     return server
+
+
+_TAKES = {"run": "goal", "resume": "run_id"}  # each tool's one argument
+
+
+class _TeamServer(SDKServer):
+    """The SDK's server, but a call of ``run`` or ``resume`` without its one string
+    argument is told what to send (the SDK answered with pydantic's ``Field required``
+    and a link to pydantic's pages)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        takes = _TAKES.get(name)
+        if takes is not None and not isinstance(arguments.get(takes), str):
+            given = "is missing" if takes not in arguments else "is not a string"
+            logger.info("refused a call of %s: its %r %s", name, takes, given)
+            raise SDKToolError(
+                f"{name} takes one argument, {takes!r}, a string, and {takes!r} {given}: "
+                f'call it with {{"{takes}": "..."}}; nothing was run'
+            )
+        return await super().call_tool(name, arguments, context)
 
 
 def _only(ctx: Context, tool: str, takes: str) -> None:
