@@ -342,8 +342,13 @@ async def on_http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 405:
         return _not_allowed(request)
-    error = "not found" if exc.status_code == 404 else "http error"
-    return error_response(exc.status_code, error, str(exc.detail))
+    if exc.status_code == 404:  # Starlette's detail was "Not Found", naming no way on
+        paths = dict.fromkeys(r.path for r in request.app.router.routes if isinstance(r, Route))
+        served = ", ".join(under(request, path) for path in paths)
+        return error_response(
+            404, "not found", f"no route {request.url.path}; this app serves {served}"
+        )
+    return error_response(exc.status_code, "http error", str(exc.detail))
 
 
 def _not_allowed(request: Request) -> Response:
