@@ -38,6 +38,7 @@ from mcp.server.mcpserver import MCPServer as SDKServer
 from mcp.server.mcpserver.exceptions import ToolError as SDKToolError
 from mcp.types import CallToolResult, InputRequiredResult
 
+from regiment._logging import logging_to
 from regiment._signals import EXIT_INTERRUPTED, watch_signals
 from regiment.cli._shown import shown_spec
 from regiment.errors import ConfigError, LeaseLost, RegimentError
@@ -70,9 +71,16 @@ def team_server(
     ``calls``: where the calls in flight are kept, for a stop to cancel them."""
     team = running.team
     calls = Calls() if calls is None else calls
-    server: SDKServer = _TeamServer(
-        team.name, instructions=f"The team '{team.name}'; call run(goal).", log_level="WARNING"
-    )
+    # The SDK's server calls logging.basicConfig: a RichHandler on the root logger, which
+    # wrapped regiment's warnings over several lines. With a handler there, it adds none.
+    placeholder = logging.NullHandler()
+    logging.getLogger().addHandler(placeholder)
+    try:
+        server: SDKServer = _TeamServer(
+            team.name, instructions=f"The team '{team.name}'; call run(goal).", log_level="WARNING"
+        )
+    finally:
+        logging.getLogger().removeHandler(placeholder)
 
     async def run(goal: str, ctx: Context) -> str:
         """Run the team on the goal and return its answer."""
@@ -354,18 +362,19 @@ async def serve_team(
         if stop is None:
             stop = anyio.Event()
             tg.start_soon(watch_signals, stop, partial(_cut_short, stderr), got)
-        try:
-            async with team.start(journal=journal, team_file=team_file) as running:
-                calls = Calls()
-                server = team_server(running, journal=journal, calls=calls)
-                if http_port is None:
-                    from regiment.cli._mcp_stdio import serve_stdio
+        try:  # it prints no progress: regiment's warnings show, one line each
+            with logging_to(stderr, logging.WARNING, ("regiment",)):
+                async with team.start(journal=journal, team_file=team_file) as running:
+                    calls = Calls()
+                    server = team_server(running, journal=journal, calls=calls)
+                    if http_port is None:
+                        from regiment.cli._mcp_stdio import serve_stdio
 
-                    await serve_stdio(server, stop, calls)
-                else:
-                    from regiment.cli._mcp_http import serve_http
+                        await serve_stdio(server, stop, calls)
+                    else:
+                        from regiment.cli._mcp_http import serve_http
 
-                    await serve_http(server, http_port, stderr, stop, calls)
+                        await serve_http(server, http_port, stderr, stop, calls)
         except Exception as exc:
             failed = exc
         tg.cancel_scope.cancel()  # stop watching signals
