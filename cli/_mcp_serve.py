@@ -341,9 +341,8 @@ async def serve_team(
     A stop cancels the calls in flight (their runs end ``cancelled``, journaled so;
     each call's result says so) and stops the team, its MCP servers and its journal
     before it returns: 0, or 130 after a SIGINT (saying ``regiment: interrupted``).
-    (uvicorn's own handling re-raised a SIGTERM once it had stopped: exit 143, with
-    the team still up; over stdio, the SDK's read of stdin in a thread held a stop
-    until the client wrote or left.)
+    (uvicorn re-raised a SIGTERM once it had stopped: exit 143, the team still up; over
+    stdio, the SDK's read of stdin in a thread held a stop until the client wrote.)
 
     Raises:
         ConfigError: HTTP was asked for on a backend other than asyncio, or stdio

@@ -167,8 +167,7 @@ def create_app(
 
     Raises:
         ConfigError: the token is empty; ``keepalive`` is not a finite number > 0;
-            ``lease_ttl`` is not, is under 1 s, has no ``journal``, or is given with a
-            ``RunningTeam``.
+            ``lease_ttl`` is under 1 s, has no ``journal``, or comes with a ``RunningTeam``.
     """
     _check(team, token, keepalive)
     check_lease_ttl(team, lease_ttl, journal)

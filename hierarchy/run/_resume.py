@@ -136,14 +136,12 @@ async def reopen(
     entries: tuple[Entry, ...] | None = None,
     above: Lease | None = None,
 ) -> tuple[RunJournal, RunCreated]:
-    """Check that ``team`` may finish run ``run_id``, take its lease, and index its replay
-    (``above``: given for a nested team's run, resumed by the run it serves, this owner's
-    lease of the top run, refused by the journal if stale; else a nested run is refused).
+    """Check that ``team`` may finish run ``run_id``, take its lease, index its replay
+    (``above``: for a nested run, this owner's lease of the top run; else one is refused).
 
     Raises:
         JournalError: the journal has no such run, or it has finished.
-        ConfigError: the team's configuration is not the one the run started
-            with, and ``force`` is false.
+        ConfigError: the team's configuration is not the run's, and ``force`` is false.
         LeaseHeld: another process is running it.
     """
     refusal = None if above is not None else not_resumable_alone(run_id)
