@@ -30,13 +30,15 @@ import sys
 from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager
 from functools import partial
-from typing import TextIO, final
+from typing import Any, TextIO, final
 
 import anyio
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver import MCPServer as SDKServer
 from mcp.server.mcpserver.exceptions import ToolError as SDKToolError
+from mcp.types import CallToolResult, InputRequiredResult
 
+from regiment._logging import logging_to
 from regiment._signals import EXIT_INTERRUPTED, watch_signals
 from regiment.cli._shown import shown_spec
 from regiment.errors import ConfigError, LeaseLost, RegimentError
@@ -69,9 +71,16 @@ def team_server(
     ``calls``: where the calls in flight are kept, for a stop to cancel them."""
     team = running.team
     calls = Calls() if calls is None else calls
-    server: SDKServer = SDKServer(
-        team.name, instructions=f"The team '{team.name}'; call run(goal).", log_level="WARNING"
-    )
+    # The SDK's server calls logging.basicConfig: a RichHandler on the root logger, which
+    # wrapped regiment's warnings over several lines. With a handler there, it adds none.
+    placeholder = logging.NullHandler()
+    logging.getLogger().addHandler(placeholder)
+    try:
+        server: SDKServer = _TeamServer(
+            team.name, instructions=f"The team '{team.name}'; call run(goal).", log_level="WARNING"
+        )
+    finally:
+        logging.getLogger().removeHandler(placeholder)
 
     async def run(goal: str, ctx: Context) -> str:
         """Run the team on the goal and return its answer."""
@@ -102,6 +111,28 @@ def team_server(
             "paused run's result gave; returns the team's answer.",
         )
     return server
+
+
+_TAKES = {"run": "goal", "resume": "run_id"}  # each tool's one argument
+
+
+class _TeamServer(SDKServer):
+    """The SDK's server, but a call of ``run`` or ``resume`` without its one string
+    argument is told what to send (the SDK answered with pydantic's ``Field required``
+    and a link to pydantic's pages)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        takes = _TAKES.get(name)
+        if takes is not None and not isinstance(arguments.get(takes), str):
+            given = "is missing" if takes not in arguments else "is not a string"
+            logger.info("refused a call of %s: its %r %s", name, takes, given)
+            raise SDKToolError(
+                f"{name} takes one argument, {takes!r}, a string, and {takes!r} {given}: "
+                f'call it with {{"{takes}": "..."}}; nothing was run'
+            )
+        return await super().call_tool(name, arguments, context)
 
 
 def _only(ctx: Context, tool: str, takes: str) -> None:
@@ -310,9 +341,8 @@ async def serve_team(
     A stop cancels the calls in flight (their runs end ``cancelled``, journaled so;
     each call's result says so) and stops the team, its MCP servers and its journal
     before it returns: 0, or 130 after a SIGINT (saying ``regiment: interrupted``).
-    (uvicorn's own handling re-raised a SIGTERM once it had stopped: exit 143, with
-    the team still up; over stdio, the SDK's read of stdin in a thread held a stop
-    until the client wrote or left.)
+    (uvicorn re-raised a SIGTERM once it had stopped: exit 143, the team still up; over
+    stdio, the SDK's read of stdin in a thread held a stop until the client wrote.)
 
     Raises:
         ConfigError: HTTP was asked for on a backend other than asyncio, or stdio
@@ -331,18 +361,19 @@ async def serve_team(
         if stop is None:
             stop = anyio.Event()
             tg.start_soon(watch_signals, stop, partial(_cut_short, stderr), got)
-        try:
-            async with team.start(journal=journal, team_file=team_file) as running:
-                calls = Calls()
-                server = team_server(running, journal=journal, calls=calls)
-                if http_port is None:
-                    from regiment.cli._mcp_stdio import serve_stdio
+        try:  # it prints no progress: regiment's warnings show, one line each
+            with logging_to(stderr, logging.WARNING, ("regiment",)):
+                async with team.start(journal=journal, team_file=team_file) as running:
+                    calls = Calls()
+                    server = team_server(running, journal=journal, calls=calls)
+                    if http_port is None:
+                        from regiment.cli._mcp_stdio import serve_stdio
 
-                    await serve_stdio(server, stop, calls)
-                else:
-                    from regiment.cli._mcp_http import serve_http
+                        await serve_stdio(server, stop, calls)
+                    else:
+                        from regiment.cli._mcp_http import serve_http
 
-                    await serve_http(server, http_port, stderr, stop, calls)
+                        await serve_http(server, http_port, stderr, stop, calls)
         except Exception as exc:
             failed = exc
         tg.cancel_scope.cancel()  # stop watching signals

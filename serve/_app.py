@@ -167,9 +167,10 @@ def create_app(
 
     Raises:
         ConfigError: the token is empty; ``keepalive`` is not a finite number > 0;
-            ``lease_ttl`` is not, or is given with a ``RunningTeam``.
+            ``lease_ttl`` is under 1 s, has no ``journal``, or comes with a ``RunningTeam``.
     """
-    _check(team, token, keepalive, lease_ttl)
+    _check(team, token, keepalive)
+    check_lease_ttl(team, lease_ttl, journal)
     service = _Service(store or MemoryRunStore(), token, keepalive)
 
     @asynccontextmanager
@@ -197,13 +198,10 @@ def create_app(
     return app
 
 
-def _check(
-    team: Team | RunningTeam, token: str | None, keepalive: float, lease_ttl: float | None
-) -> None:
+def _check(team: Team | RunningTeam, token: str | None, keepalive: float) -> None:
     """``create_app``'s arguments, checked before anything starts (see its Raises)."""
     if token is not None and not token.strip():
         raise ConfigError("the token is empty; pass a secret, or None for no auth")
-    check_lease_ttl(team, lease_ttl)
     check_seconds("keepalive", keepalive)  # else every event stream failed with a 500
 
 

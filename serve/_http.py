@@ -80,13 +80,22 @@ class Decision(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
                 return Approve()
             case "deny":
                 if not self.reason.strip():
-                    raise ApiError(422, "invalid body", "a denial needs a reason")
+                    raise ApiError(422, "invalid body", _NO_REASON)
                 return Deny(reason=self.reason)
             case "edit":
                 if self.arguments is None:
-                    raise ApiError(422, "invalid body", "an edit needs the arguments object")
+                    raise ApiError(422, "invalid body", _NO_ARGUMENTS)
                 return EditArguments(arguments=self.arguments, reason=self.reason)
 
+
+_NO_REASON = (
+    "a denial needs a reason (the worker's model is told `denied: <reason>`); the request "
+    'stays pending: send {"decision": "deny", "reason": "..."}'
+)
+_NO_ARGUMENTS = (
+    "an edit needs the arguments the tool runs with; the request stays pending: send "
+    '{"decision": "edit", "arguments": {...}}'
+)
 
 _SHAPES: dict[type, str] = {
     NewRun: '{"goal": "...", "session": "..."?, "deps": {...}?}',
@@ -333,8 +342,13 @@ async def on_http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 405:
         return _not_allowed(request)
-    error = "not found" if exc.status_code == 404 else "http error"
-    return error_response(exc.status_code, error, str(exc.detail))
+    if exc.status_code == 404:  # Starlette's detail was "Not Found", naming no way on
+        paths = dict.fromkeys(r.path for r in request.app.router.routes if isinstance(r, Route))
+        served = ", ".join(under(request, path) for path in paths)
+        return error_response(
+            404, "not found", f"no route {request.url.path}; this app serves {served}"
+        )
+    return error_response(exc.status_code, "http error", str(exc.detail))
 
 
 def _not_allowed(request: Request) -> Response:

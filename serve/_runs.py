@@ -333,12 +333,15 @@ async def open_runs(
         tg.cancel_scope.cancel()  # shutdown: live runs end cancelled
 
 
-def check_lease_ttl(team: Team | RunningTeam, lease_ttl: float | None) -> None:
-    """Refuse a ``lease_ttl`` the app cannot use, before anything starts.
+def check_lease_ttl(
+    team: Team | RunningTeam, lease_ttl: float | None, journal: object = None
+) -> None:
+    """Refuse a ``lease_ttl`` the app cannot use, before anything starts, as ``regiment
+    serve --lease-ttl`` does (under 1 s, a lease lapses in an ordinary slow commit).
 
     Raises:
-        ConfigError: a started team (it keeps the lease it was started with), or not a
-            finite number of seconds > 0.
+        ConfigError: a started team (it keeps the lease it was started with), no
+            ``journal``, or not a finite number of seconds >= 1.
     """
     if lease_ttl is None:
         return
@@ -348,6 +351,16 @@ def check_lease_ttl(team: Team | RunningTeam, lease_ttl: float | None) -> None:
             "started with: start it with Team.start(journal=..., lease_ttl=...)"
         )
     check_seconds("lease_ttl", lease_ttl)
+    if lease_ttl < 1:
+        raise ConfigError(
+            f"lease_ttl={lease_ttl!r} s is too short: give at least 1 (a shorter lease lapses "
+            "in an ordinary slow commit, and another service would take this one's runs over)"
+        )
+    if journal is None:
+        raise ConfigError(
+            "lease_ttl is how long a journaled run stays this app's; it needs "
+            "create_app(team, journal=...) (an SQLite file or a postgresql:// URL)"
+        )
 
 
 def check_seconds(name: str, seconds: object) -> None:

@@ -53,6 +53,15 @@ class Toolset:
         approver: Approver | None = None,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
     ) -> None:
+        if not isinstance(name, str) or not name.strip():
+            # Toolset([tool], approver=...) took the list for the name, and the set had no
+            # tools: every call came back "has no tool", the approver never asked.
+            raise ConfigError(
+                f"Toolset(name, tools, ...): the name comes first and must be a non-blank "
+                f"string (the set's name, usually the worker's), not the "
+                f"{type(name).__name__} {name!r}; e.g. "
+                "Toolset('billing', [issue_refund], approver=...)"
+            )
         self._max_result_chars = result_limit("max_result_chars", max_result_chars)
         if max_concurrency is not None and max_concurrency < 1:
             raise ConfigError(f"max_concurrency must be 1 or more, not {max_concurrency!r}")

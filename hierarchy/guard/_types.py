@@ -260,6 +260,14 @@ def as_guardrail(value: object, where: str = "") -> Guardrail:
     if not callable(value):
         raise ConfigError(f"{where}guardrail {value!r} is not callable; give a function")
     kind = _annotated_kind(value)
+    if kind is None and _makes_guardrails(value):
+        name = _name(value)
+        raise ConfigError(
+            f"{where}guardrail {name!r} makes a guardrail rather than being one: call it "
+            f"({name}(...)) and give what it returns; in a team file, name a module "
+            f"attribute that holds it (pii = {name}(...) in myapp/guards.py, then "
+            '"myapp.guards:pii")'
+        )
     if kind is None:
         kinds = ", ".join(cls.__name__ for cls in KINDS)
         raise ConfigError(
@@ -278,6 +286,15 @@ def _annotated_kind(fn: Callable[..., Any]) -> SubjectKind | None:
         return None
     first = hints.get(params[0]) if params else None
     return KINDS.get(first) if isinstance(first, type) else None
+
+
+def _makes_guardrails(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` is a factory of guardrails (``redact_pii``, given without its call)."""
+    try:
+        made = typing.get_type_hints(fn).get("return")
+    except (NameError, TypeError, ValueError):
+        return False
+    return isinstance(made, type) and issubclass(made, Guardrail)
 
 
 def _name(check: object) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
@@ -135,14 +136,12 @@ async def reopen(
     entries: tuple[Entry, ...] | None = None,
     above: Lease | None = None,
 ) -> tuple[RunJournal, RunCreated]:
-    """Check that ``team`` may finish run ``run_id``, take its lease, and index its replay
-    (``above``: given for a nested team's run, resumed by the run it serves, this owner's
-    lease of the top run, refused by the journal if stale; else a nested run is refused).
+    """Check that ``team`` may finish run ``run_id``, take its lease, index its replay
+    (``above``: for a nested run, this owner's lease of the top run; else one is refused).
 
     Raises:
         JournalError: the journal has no such run, or it has finished.
-        ConfigError: the team's configuration is not the one the run started
-            with, and ``force`` is false.
+        ConfigError: the team's configuration is not the run's, and ``force`` is false.
         LeaseHeld: another process is running it.
     """
     refusal = None if above is not None else not_resumable_alone(run_id)
@@ -153,7 +152,8 @@ async def reopen(
             entries = await journal.read(run_id)
     if not entries:
         raise JournalError(
-            f"journal {journal.where} has no run {run_id!r}; `regiment runs` lists the runs it has"
+            f"journal {journal.where} has no run {run_id!r}; "
+            f"`regiment runs --journal {shlex.quote(journal.where)}` lists the runs it has"
         )
     created = entries[0].record
     if not isinstance(created, RunCreated):
@@ -162,7 +162,8 @@ async def reopen(
     if isinstance(last, RunFinished):
         raise AlreadyFinished(
             f"run {run_id!r} has already finished ({last.status}); there is nothing to "
-            f"resume: `regiment show {run_id}` shows its result",
+            f"resume: `regiment show {run_id} --journal {shlex.quote(journal.where)}` "
+            "shows its result",
             status=last.status,
         )
     if not force and created.team == team.name:

@@ -7,6 +7,7 @@ starts, in :mod:`._ray`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, final
@@ -82,11 +83,7 @@ class Ray:
             raise ConfigError(f"Ray(replicas={self.replicas!r}): give a whole number >= 1")
         if self.replicas < 1:
             raise ConfigError(f"Ray(replicas={self.replicas}): a worker needs at least 1 replica")
-        if self.num_cpus < 0 or self.num_gpus < 0:
-            raise ConfigError(
-                f"Ray(num_cpus={self.num_cpus}, num_gpus={self.num_gpus}): "
-                "resources cannot be negative"
-            )
+        _check_amounts(self)
         if self.max_restarts < -1:
             raise ConfigError(
                 f"Ray(max_restarts={self.max_restarts}): give -1 (no limit), 0 or more"
@@ -106,6 +103,30 @@ class Ray:
                 f"Ray(pool={self.pool!r}): give the pool a non-empty name, or None "
                 "for replicas of the worker's own"
             )
+
+
+def _check_amounts(placement: Ray) -> None:
+    """``num_cpus``, ``num_gpus`` and each of ``resources`` are finite amounts >= 0
+    (Ray took a negative custom resource, or NaN, only at ``Team.start()``, if at all)."""
+    given = {"num_cpus": placement.num_cpus, "num_gpus": placement.num_gpus}
+    resources = placement.resources
+    if not isinstance(resources, Mapping):
+        raise ConfigError(
+            f"Ray(resources={resources!r}): give a mapping of resource names to amounts, "
+            "e.g. resources={'db_zone': 1}"
+        )
+    given.update({f"resources[{name!r}]": amount for name, amount in resources.items()})
+    for where, amount in given.items():
+        number = isinstance(amount, int | float) and not isinstance(amount, bool)
+        if not (number and 0 <= amount < math.inf):  # also refuses NaN
+            raise ConfigError(
+                f"Ray({where}={amount!r}): give a finite number of 0 or more "
+                "(resources cannot be negative)"
+            )
+    if any(not isinstance(name, str) or not name.strip() for name in resources):
+        raise ConfigError(
+            f"Ray(resources={dict(resources)!r}): name each resource with a non-empty string"
+        )
 
 
 POOL_KEYS = (

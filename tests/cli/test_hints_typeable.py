@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from regiment.cli import run_async
-from regiment.errors import UnknownRun
+from regiment.config import load_team
+from regiment.errors import AlreadyFinished, UnknownRun
 from regiment.journal import open_journal
 
 from .helpers import run_cli
@@ -104,3 +105,23 @@ async def test_ask_without_a_terminal_names_the_journal_in_its_commands(tmp_path
     assert len(commands) == 4, err.getvalue()
     for command in commands:
         assert shlex.split(command)[2:4] == ["--journal", journal], command
+
+
+async def test_a_programs_resume_of_a_finished_run_names_its_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # RunningTeam.resume (what the service's POST /runs/{id}/resume and `regiment mcp`'s
+    # resume tool call) said "`regiment show RUN` shows its result": typed as printed, it
+    # read the default journal, not the one the run is in.
+    journal = str(tmp_path / "served runs.db")
+    run_id = await _finished_run(journal)
+    team = load_team(TEAM, model="scripted")
+    async with team.start(journal=journal) as running:
+        with pytest.raises(AlreadyFinished) as caught:
+            await running.resume(run_id)
+    (command,) = re.findall(r"`(regiment [^`]*)`", str(caught.value))
+    assert command == f"regiment show {run_id} --journal {shlex.quote(journal)}"
+    monkeypatch.chdir(REPO / "examples")  # elsewhere, with no journal of its own
+    code, out, err = await run_cli(*shlex.split(command)[1:])
+    assert code == 0, err
+    assert run_id in out

@@ -126,3 +126,20 @@ def test_a_misspelt_guardrail_path_lists_the_guardrails_the_module_has(files: Pa
         "no attribute 'shrot' (it has: answer_guard, critic_guard, plan_guard, short, "
         "team_guard, tool_guard, vague, worker_guard)"
     )
+
+
+def test_a_built_in_named_without_its_call_says_to_call_it(files: Path) -> None:
+    # "regiment.hierarchy.guard:redact_pii" (or Team(guardrails=[redact_pii])) names the
+    # factory, not a guard: it was refused with "annotate its parameter with one of ...",
+    # advice that fits a function of one's own, not a built-in that only needs calling.
+    path = files / "team.toml"
+    path.write_text(
+        TEAM.replace('"file_guards:team_guard"', '"regiment.hierarchy.guard:redact_pii"')
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_team(path)
+    message = str(caught.value)
+    assert f"{path}: guardrails[0]: 'regiment.hierarchy.guard:redact_pii'" in message
+    assert "'redact_pii' makes a guardrail rather than being one: call it" in message
+    assert "pii = redact_pii(...) in myapp/guards.py" in message
+    assert "annotate its parameter" not in message

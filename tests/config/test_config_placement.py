@@ -75,6 +75,9 @@ def test_workers_ray_places_every_model_backed_worker() -> None:
         ('kind = "cloud"', r"kind"),
         ('kind = "ray"\nstart_timeout = -1', r"workers\[1\]\.placement: Ray\(start_timeout=-1"),
         ('kind = "ray"\nreplica = 2', r"replica"),
+        # a negative custom resource or a NaN amount got as far as Ray at Team.start()
+        ('kind = "ray"\nresources = {db_zone = -1}', r"Ray\(resources\['db_zone'\]=-1(\.0)?\)"),
+        ('kind = "ray"\nnum_cpus = nan', r"Ray\(num_cpus=nan\): give a finite number"),
     ],
 )
 def test_a_wrong_placement_names_the_key(block: str, message: str) -> None:
@@ -168,3 +171,25 @@ def test_workers_ray_puts_the_workers_without_a_placement_in_one_pool() -> None:
         if isinstance(w, Worker) and w.placement is not None
     }
     assert pools == {"workers"}
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"resources": {"db_zone": -1}}, r"Ray\(resources\['db_zone'\]=-1(\.0)?\)"),
+        ({"resources": {"db_zone": float("inf")}}, r"resources\['db_zone'\]=inf"),
+        ({"num_gpus": float("nan")}, r"Ray\(num_gpus=nan\)"),
+        ({"num_cpus": True}, r"Ray\(num_cpus=True\)"),
+        ({"num_cpus": -1}, r"resources cannot be negative"),
+        ({"resources": {"": 1}}, r"name each resource"),
+        ({"resources": ["db_zone"]}, r"give a mapping"),
+    ],
+)
+def test_a_ray_amount_that_is_no_amount_is_refused(given: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        Ray(**given)  # type: ignore[arg-type]
+
+
+def test_ray_amounts_of_zero_and_more_are_taken() -> None:
+    placed = Ray(num_cpus=0, num_gpus=0.5, resources={"db_zone": 1})
+    assert (placed.num_cpus, placed.num_gpus, dict(placed.resources)) == (0, 0.5, {"db_zone": 1})

@@ -26,7 +26,7 @@ import psutil
 import pytest
 from mcp.types import CallToolResult
 
-from tests.cli.helpers import regiment_process, write_napping_team, write_team
+from tests.cli.helpers import read_until, regiment_process, write_napping_team, write_team
 
 from .conftest import die_with_parent, stop
 from .test_mcp_serve_pause import served, text_of
@@ -335,3 +335,25 @@ async def test_the_sdk_client_is_told_the_server_stops(tmp_path: Path) -> None:
     assert result.is_error
     assert STOPPING in text_of(result)
     assert _statuses(journal) == ["cancelled"]
+
+
+def test_regiments_warnings_show_one_line_each(tmp_path: Path) -> None:
+    # Without -v (which `regiment mcp` does not take) only the SDK's warnings had a handler;
+    # regiment's went to the RichHandler the SDK put on the root logger, wrapped over many
+    # lines of a table (and, with that handler gone, nowhere).
+    client = _Client(write_napping_team(tmp_path, "nap"), "asyncio")
+    seen: list[str] = []
+    try:
+        client.call_run()
+        read_until(client.process, "napping", seen)  # the sync body runs in its thread
+        client.process.send_signal(signal.SIGTERM)
+        assert STOPPING in _cut_short(client.receive())
+        read_until(client.process, "was cancelled while its body ran in a worker thread", seen)
+        client.process.send_signal(signal.SIGTERM)  # the nap would hold the stop a minute
+        client.ended()
+    finally:
+        client.close()
+    (line,) = [line for line in seen if "was cancelled while its body" in line]
+    assert " WARNING regiment.tools" in line, line
+    assert "must stop when its step is cut [run_id=run-" in line, line  # the whole record
+    assert line.endswith(" step_id=s1 worker=napper]\n"), line

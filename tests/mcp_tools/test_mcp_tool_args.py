@@ -44,3 +44,32 @@ async def test_run_and_resume_refuse_an_argument_they_do_not_take(tmp_path: Path
         ran = await client.call_tool("run", {"goal": GOAL})  # as it takes it: it runs
         assert not ran.is_error, _text(ran)
         assert _text(ran) == "order 77120: shipped 12 days ago"
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "says"),
+    [
+        ("run", {}, "run takes one argument, 'goal', a string, and 'goal' is missing"),
+        ("run", {"goal": 7}, "run takes one argument, 'goal', a string, and 'goal' is not a"),
+        ("resume", {}, "resume takes one argument, 'run_id', a string, and 'run_id' is missing"),
+    ],
+)
+async def test_a_call_without_its_one_argument_is_told_what_to_send(
+    tmp_path: Path, tool: str, arguments: dict[str, object], says: str
+) -> None:
+    # The SDK answered with pydantic's "1 validation error for runArguments ... Field
+    # required [type=missing, ...] For further information visit https://errors.pydantic..."
+    journal = str(tmp_path / "runs.db")
+    async with (
+        support_team().start(journal=journal) as running,
+        Client(team_server(running, journal=journal)) as client,
+    ):
+        refused = await client.call_tool(tool, arguments)
+        assert refused.is_error
+        text = _text(refused)
+        assert text.startswith(says), text
+        takes = "goal" if tool == "run" else "run_id"
+        assert text.endswith(f'call it with {{"{takes}": "..."}}; nothing was run'), text
+        assert "pydantic" not in text
+        assert running.journal is not None
+        assert list(await running.journal.list_runs()) == []  # nothing was run

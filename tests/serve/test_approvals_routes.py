@@ -66,6 +66,15 @@ async def _decide_both(c: httpx.AsyncClient, run_id: str, asked: list[dict[str, 
     assert "stays pending" in bad.json()["detail"]
     no_reason = await c.post(f"/approvals/{big['request_id']}", json={"decision": "deny"})
     assert no_reason.status_code == 422
+    # it said only "a denial needs a reason": not what to send, nor that nothing was decided
+    assert no_reason.json()["detail"].endswith(
+        'the request stays pending: send {"decision": "deny", "reason": "..."}'
+    )
+    no_arguments = await c.post(f"/approvals/{big['request_id']}", json={"decision": "edit"})
+    assert no_arguments.status_code == 422
+    assert no_arguments.json()["detail"].endswith(
+        'the request stays pending: send {"decision": "edit", "arguments": {...}}'
+    )
     edited = await c.post(
         f"/approvals/{big['request_id']}",
         json={"decision": "edit", "arguments": {"order_id": "2", "amount": 100}, "by": "ana"},

@@ -70,3 +70,26 @@ async def test_create_app_refuses_a_lease_ttl_it_cannot_use() -> None:
     async with support_team().start() as running:
         with pytest.raises(ConfigError, match=r"Team.start\(journal=..., lease_ttl=...\)"):
             create_app(running, lease_ttl=10)
+
+
+@pytest.mark.parametrize(
+    ("journal", "lease_ttl", "says"),
+    [
+        # regiment serve refused these; create_app took them (0.5 s: a lease that lapses in
+        # a slow commit, so another service takes live runs over; no journal: unused)
+        ("runs.db", 0.5, r"lease_ttl=0.5 s is too short: give at least 1"),
+        (None, 10, r"it needs create_app\(team, journal=...\)"),
+    ],
+)
+def test_create_app_refuses_what_serve_refuses(
+    tmp_path: Path, journal: str | None, lease_ttl: float, says: str
+) -> None:
+    spec = None if journal is None else str(tmp_path / journal)
+    with pytest.raises(ConfigError, match=says):
+        create_app(support_team(), journal=spec, lease_ttl=lease_ttl)
+    assert not (tmp_path / "runs.db").exists()  # refused before anything opened
+
+
+def test_create_app_takes_a_lease_ttl_of_one_second_with_a_journal(tmp_path: Path) -> None:
+    app = create_app(support_team(), journal=str(tmp_path / "runs.db"), lease_ttl=1)
+    assert app.state.regiment_stop_runs is not None

@@ -53,6 +53,11 @@ async def test_what_it_answers_names_the_routes_under_the_prefix(tmp_path: Path)
         assert unknown.json()["detail"] == "no run 'run-404'; GET /agents/runs lists them"
         undecided = await c.post("/agents/approvals/apr-1", json={"decision": "approve"})
         assert undecided.json()["detail"].endswith("; GET /agents/approvals lists the pending ones")
+        nowhere = await c.get("/agents/run")
+        assert nowhere.status_code == 404
+        assert nowhere.json()["detail"].startswith(
+            "no route /agents/run; this app serves /agents/health, /agents/runs, "
+        )
         typo = await c.post("/agents/runs?wiat=true", json={"goal": SCAN})
         assert typo.json()["detail"] == (
             "POST /agents/runs takes no query parameter 'wiat'; it takes ?wait"

@@ -60,6 +60,11 @@ async def test_unknown_run_unknown_route_and_approvals() -> None:
         assert nowhere.status_code == 404
         assert nowhere.headers["content-type"] == "application/json"
         assert nowhere.json()["error"] == "not found"
+        assert nowhere.json()["detail"] == (  # it was Starlette's "Not Found"
+            "no route /nowhere; this app serves /health, /runs, /runs/{run_id}, "
+            "/runs/{run_id}/events, /runs/{run_id}/cancel, /runs/{run_id}/resume, "
+            "/approvals, /approvals/{request_id}"
+        )
         assert (await c.get("/approvals")).json() == {"approvals": []}
         unknown = await c.post("/approvals/r-1", json={"decision": "approve"})
         assert unknown.status_code == 404

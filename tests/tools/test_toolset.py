@@ -173,3 +173,21 @@ def test_merging_sets_with_different_approvers_needs_a_choice() -> None:
 def test_max_concurrency_must_be_positive() -> None:
     with pytest.raises(ConfigError, match="max_concurrency must be 1 or more"):
         Toolset("x", [], max_concurrency=0)
+
+
+@pytest.mark.parametrize("name", [[issue_refund], (issue_refund,), issue_refund, 3, None, "", "  "])
+def test_a_name_that_is_not_one_is_refused(name: object) -> None:
+    # Toolset([issue_refund], approver=...) took the list for the set's name and gave the
+    # worker no tools at all: every call of the model came back "has no tool", and the run
+    # completed with the approver never asked.
+    with pytest.raises(ConfigError) as caught:
+        Toolset(name, [check_eligibility])  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert "Toolset(name, tools" in message
+    assert "Toolset('billing', [issue_refund], approver=...)" in message
+
+
+def test_a_worker_given_a_named_toolset_asks_its_approver() -> None:
+    tools = Toolset("billing", [issue_refund], approver=approve_all)
+    assert tools.names == ("issue_refund",)
+    assert tools.approver is approve_all
