@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import logging
 import os
+import signal
 import socket
 import sys
 import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future
-from types import ModuleType
+from types import FrameType, ModuleType
 from typing import Any
 
 from regiment.errors import ConfigError
@@ -32,6 +34,7 @@ __all__ = ("check_remote_deps", "import_ray", "join_ray", "leave_lost", "require
 _INSTALL = "workers on Ray need the ray extra: pip install 'regiment[ray]'"
 _log = logging.getLogger("regiment.ray")
 _CONNECT_WAIT = 5.0  # seconds a connect to the GCS may take before nothing answers there
+_END_WAIT = 5.0  # seconds the local Ray's processes have to end at each signal, at exit
 _lock = threading.Lock()  # one join at a time: a second waits, then finds Ray joined
 
 
@@ -54,12 +57,30 @@ async def join_ray(ray: Any, address: str | None) -> None:
     _errors_to_stderr()
     if ray.is_initialized() and not _lock.locked():
         return  # this process joined a Ray already (its own ray.init): use that one
-    done: Future[None] = Future()
+    done: Future[bool] = Future()
     keeper = threading.Thread(
         target=_keep, args=(ray, address, done), name="regiment ray", daemon=True
     )
     keeper.start()
-    await asyncio.wrap_future(done)
+    if await asyncio.wrap_future(done):
+        _exit_on_sigterm()
+
+
+def _exit_on_sigterm() -> None:
+    """Make a SIGTERM exit the process (``SystemExit(143)``: the stack unwinds, the team
+    stops, the exit hooks run), as ``ray.init`` does on the main thread, unless the
+    program handles SIGTERM itself. ``ray.init`` runs on a thread of its own here, where
+    it sets no handler: a SIGTERM killed the process outright, and the agents and
+    replicas of a Ray it had started lingered for a minute or more."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def leave(signum: int, frame: FrameType | None) -> None:
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, leave)
 
 
 def _errors_to_stderr() -> None:
@@ -79,7 +100,7 @@ def _errors_to_stderr() -> None:
     worker.print_to_stdstream = to_stderr  # type: ignore[union-attr]
 
 
-def _keep(ray: Any, address: str | None, done: Future[None]) -> None:
+def _keep(ray: Any, address: str | None, done: Future[bool]) -> None:
     """Join Ray, then stay alive as long as Ray is joined (a local Ray may have been
     started by the join, through ``address="auto"`` too: ``RAY_ADDRESS=local``)."""
     done.set_running_or_notify_cancel()  # a cancelled start no longer cancels the join
@@ -91,7 +112,7 @@ def _keep(ray: Any, address: str | None, done: Future[None]) -> None:
         return
     if joined:
         atexit.register(_leave, ray)  # before Ray's own exit hook, which does not wait
-    done.set_result(None)
+    done.set_result(joined)
     # A head started here shares this thread's life: it ends with the process,
     # or once Ray is shut down (the head is gone then anyway).
     while joined and ray.is_initialized():
@@ -105,7 +126,71 @@ def _leave(ray: Any) -> None:
     also waits for a ``leave_lost`` under way.)"""
     with _lock:
         if ray.is_initialized():
-            ray.shutdown(wait_for_processes=True)
+            _shut_down(ray)
+
+
+def _shut_down(ray: Any) -> None:
+    """``ray.shutdown``, then end what is left of a local Ray this process started.
+    Ray stops the head's own processes (the raylet, the GCS server), giving the raylet
+    a second before it kills it; under load that is too little for it to stop the
+    processes it started (its agents, the replicas' workers), which then lingered for
+    a minute or two, till each noticed its raylet was gone. Those are known before
+    the shutdown (the head's processes' descendants) and ended after it."""
+    started = _local_ray_processes()
+    ray.shutdown(wait_for_processes=True)
+    if started:
+        _end(started)
+
+
+def _local_ray_processes() -> list[Any]:
+    """The processes of the local Ray this process started (none for a Ray it joined):
+    the head's, and every one they started."""
+    node = getattr(sys.modules.get("ray._private.worker"), "_global_node", None)
+    infos = getattr(node, "all_processes", None)
+    if not isinstance(infos, dict):
+        return []
+    try:
+        import psutil  # Ray's own (it ships one): loaded with ray
+
+        heads = [psutil.Process(i.process.pid) for kind in infos.values() for i in kind]
+        return [p for head in heads for p in (head, *head.children(recursive=True))]
+    except Exception as exc:  # an older Ray, or a head gone already: Ray's shutdown only
+        _log.debug("cannot list the local Ray's processes (%s: %s)", type(exc).__name__, exc)
+        return []
+
+
+def _end(processes: list[Any]) -> None:
+    """SIGTERM the ones still running, SIGKILL those that outlive ``_END_WAIT``, and
+    wait (bounded) until they are gone; logged if some are not."""
+    import psutil
+
+    for signal_them in ("terminate", "kill"):
+        left = [p for p in processes if _running(p)]
+        for process in left:
+            with contextlib.suppress(psutil.Error):
+                getattr(process, signal_them)()
+        deadline = time.monotonic() + _END_WAIT
+        while left and time.monotonic() < deadline:
+            time.sleep(0.05)
+            left = [p for p in left if _running(p)]
+        if not left:
+            return
+    _log.warning(
+        "the local Ray this process started left processes running after its shutdown "
+        "and a SIGKILL: %s",
+        ", ".join(f"{p.pid}" for p in left),
+    )
+
+
+def _running(process: Any) -> bool:
+    """Whether ``process`` (a ``psutil.Process``) runs: not gone, nor a zombie (an
+    orphan's exit, not reaped yet by the process it was handed to)."""
+    import psutil
+
+    try:
+        return bool(process.is_running() and process.status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
 
 
 def leave_lost(ray: Any, address: str | None) -> None:
@@ -122,7 +207,7 @@ def leave_lost(ray: Any, address: str | None) -> None:
             _lock.acquire()
         try:
             if ray.is_initialized():
-                ray.shutdown(wait_for_processes=True)
+                _shut_down(ray)
         except Exception as exc:  # nothing to do but say so: the process may yet be ended
             _log.error(
                 "could not disconnect from the Ray cluster at %s, which went away (%s: %s); "
