@@ -235,9 +235,11 @@ def _join(ray: Any, address: str | None) -> bool:
     # The replicas' output stays in Ray's log files: the caller's stdout may be
     # machine-read (``regiment run --events jsonl``).
     options = {"include_dashboard": False, "log_to_driver": False}
-    silent = _silent(address if address is not None else os.environ.get("RAY_ADDRESS"))
+    named = address if address is not None else os.environ.get("RAY_ADDRESS")
+    silent = _silent(named)
     if silent is not None:
         raise ConfigError(silent)
+    where = f"{address!r}" if address is not None else f"{named!r} (RAY_ADDRESS)"
     try:
         if address is not None:
             ray.init(address=address, **options)
@@ -249,9 +251,16 @@ def _join(ray: Any, address: str | None) -> bool:
         return True
     except ConnectionError as exc:
         raise ConfigError(
-            f"cannot join the Ray cluster at {address!r} ({exc}); check the address, and for "
+            f"cannot join the Ray cluster at {where} ({exc}); check the address, and for "
             "a cluster with token authentication set RAY_AUTH_MODE=token and its token "
             "(RAY_AUTH_TOKEN or ~/.ray/auth_token)"
+        ) from exc
+    except ValueError as exc:  # an address Ray cannot read ("", "host", "http://...")
+        why = " ".join(f"{exc}".split())
+        raise ConfigError(
+            f"cannot join the Ray cluster at {where}: {why}; give the GCS address of the "
+            "cluster's head as host:port (the one `ray start --head` prints), or no "
+            "address for a local Ray"
         ) from exc
 
 

@@ -137,3 +137,21 @@ def test_regiment_run_workers_ray_at_an_address_nothing_answers_is_a_usage_error
         f"there (Connection refused); start the cluster (`ray start --head --port={port}` on "
         "its head node), or check the address"
     )
+
+
+@pytest.mark.parametrize(
+    ("address", "why"),
+    [("foo", "Invalid address format: foo"), ("", "Invalid address format:")],
+)
+def test_regiment_run_workers_ray_at_an_address_ray_cannot_read_is_a_usage_error(
+    address: str, why: str
+) -> None:
+    # Ray's ValueError came out as a traceback, exit 1.
+    done = _run_on_ray(address)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr.splitlines()[-1] == (
+        f"regiment: error: cannot join the Ray cluster at {address!r}: {why}; give the GCS "
+        "address of the cluster's head as host:port (the one `ray start --head` prints), or "
+        "no address for a local Ray"
+    )
+    assert "Traceback" not in done.stderr
