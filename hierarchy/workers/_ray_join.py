@@ -27,6 +27,7 @@ from concurrent.futures import Future
 from types import FrameType, ModuleType
 from typing import Any
 
+from regiment._signals import at_leave_now
 from regiment.errors import ConfigError
 
 __all__ = ("check_remote_deps", "import_ray", "join_ray", "leave_lost", "require_asyncio")
@@ -55,6 +56,9 @@ async def join_ray(ray: Any, address: str | None) -> None:
         ConfigError: the cluster at ``address`` cannot be joined.
     """
     _errors_to_stderr()
+    # (Ray's note that its join's thread is not the main one, where it sets a SIGTERM
+    # handler: the join sets one itself when it may, and the command has its own.)
+    logging.getLogger("ray._private.worker").addFilter(_no_sigterm_note)
     if ray.is_initialized() and not _lock.locked():
         return  # this process joined a Ray already (its own ray.init): use that one
     done: Future[bool] = Future()
@@ -64,6 +68,10 @@ async def join_ray(ray: Any, address: str | None) -> None:
     keeper.start()
     if await asyncio.wrap_future(done):
         _exit_on_sigterm()
+
+
+def _no_sigterm_note(record: logging.LogRecord) -> bool:
+    return not f"{record.msg}".startswith("SIGTERM handler is not set")
 
 
 def _exit_on_sigterm() -> None:
@@ -112,6 +120,7 @@ def _keep(ray: Any, address: str | None, done: Future[bool]) -> None:
         return
     if joined:
         atexit.register(_leave, ray)  # before Ray's own exit hook, which does not wait
+        at_leave_now(_kill_local_ray)  # a second Ctrl-C: no exit hook runs
     done.set_result(joined)
     # A head started here shares this thread's life: it ends with the process,
     # or once Ray is shut down (the head is gone then anyway).
@@ -123,10 +132,14 @@ def _leave(ray: Any) -> None:
     """At exit: shut the Ray this process joined down and wait for the processes it
     started to end. Ray's own exit hook does not wait, so a head it started was killed
     with this thread before it could stop its agents, which lingered for minutes. (It
-    also waits for a ``leave_lost`` under way.)"""
-    with _lock:
-        if ray.is_initialized():
-            _shut_down(ray)
+    also waits for a ``leave_lost`` under way.) A Ctrl-C meanwhile (the command's
+    second one, coming once it is exiting) cuts the wait short: the process leaves."""
+    try:
+        with _lock:
+            if ray.is_initialized():
+                _shut_down(ray)
+    except KeyboardInterrupt:  # its Ray is killed: an exit hook's traceback says nothing
+        return
 
 
 def _shut_down(ray: Any) -> None:
@@ -137,9 +150,15 @@ def _shut_down(ray: Any) -> None:
     a minute or two, till each noticed its raylet was gone. Those are known before
     the shutdown (the head's processes' descendants) and ended after it."""
     started = _local_ray_processes()
-    ray.shutdown(wait_for_processes=True)
-    if started:
-        _end(started)
+    try:
+        ray.shutdown(wait_for_processes=True)
+        if started:
+            _end(started)
+    except KeyboardInterrupt:  # no more waiting, but nothing left behind
+        for process in started:
+            with contextlib.suppress(Exception):
+                process.kill()
+        raise
 
 
 def _local_ray_processes() -> list[Any]:
@@ -157,6 +176,15 @@ def _local_ray_processes() -> list[Any]:
     except Exception as exc:  # an older Ray, or a head gone already: Ray's shutdown only
         _log.debug("cannot list the local Ray's processes (%s: %s)", type(exc).__name__, exc)
         return []
+
+
+def _kill_local_ray() -> None:
+    """SIGKILL the local Ray this process started, waiting for nothing: the process
+    leaves at once (a second Ctrl-C), without its exit hooks; the head would die with it,
+    but its agents and the replicas' workers ran on for a minute."""
+    for process in _local_ray_processes():
+        with contextlib.suppress(Exception):
+            process.kill()
 
 
 def _end(processes: list[Any]) -> None:
