@@ -12,7 +12,14 @@ from collections.abc import Callable
 
 import anyio
 
-__all__ = ("EXIT_INTERRUPTED", "EXIT_TERMINATED", "leave_now", "signal_exit_code", "watch_signals")
+__all__ = (
+    "EXIT_INTERRUPTED",
+    "EXIT_TERMINATED",
+    "at_leave_now",
+    "leave_now",
+    "signal_exit_code",
+    "watch_signals",
+)
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM
@@ -23,11 +30,25 @@ def signal_exit_code(signum: int) -> int:
     return EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED
 
 
+_AT_ONCE: list[Callable[[], None]] = []  # what leave_now does first (no exit hooks run)
+
+
+def at_leave_now(hook: Callable[[], None]) -> None:
+    """Have :func:`leave_now` call ``hook`` (quick, waiting for nothing) before it exits:
+    what the exit hooks would have stopped that would otherwise outlive the process."""
+    if hook not in _AT_ONCE:
+        _AT_ONCE.append(hook)
+
+
 def leave_now(code: int) -> None:
     """Exit the process at once with ``code``, waiting for nothing (what a second
-    Ctrl-C asks for): stdout is flushed first, as far as it can be."""
+    Ctrl-C asks for): stdout is flushed first, as far as it can be, and the
+    :func:`at_leave_now` hooks run."""
     with contextlib.suppress(Exception):  # the main thread may be writing stdout
         sys.stdout.flush()
+    for hook in _AT_ONCE:
+        with contextlib.suppress(Exception):  # leaving matters more
+            hook()
     os._exit(code)
 
 

@@ -14,17 +14,20 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import logging
 import os
+import signal
 import socket
 import sys
 import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future
-from types import ModuleType
+from types import FrameType, ModuleType
 from typing import Any
 
+from regiment._signals import at_leave_now
 from regiment.errors import ConfigError
 
 __all__ = ("check_remote_deps", "import_ray", "join_ray", "leave_lost", "require_asyncio")
@@ -32,6 +35,7 @@ __all__ = ("check_remote_deps", "import_ray", "join_ray", "leave_lost", "require
 _INSTALL = "workers on Ray need the ray extra: pip install 'regiment[ray]'"
 _log = logging.getLogger("regiment.ray")
 _CONNECT_WAIT = 5.0  # seconds a connect to the GCS may take before nothing answers there
+_END_WAIT = 5.0  # seconds the local Ray's processes have to end at each signal, at exit
 _lock = threading.Lock()  # one join at a time: a second waits, then finds Ray joined
 
 
@@ -52,14 +56,46 @@ async def join_ray(ray: Any, address: str | None) -> None:
         ConfigError: the cluster at ``address`` cannot be joined.
     """
     _errors_to_stderr()
+    # (Ray's note that its join's thread is not the main one, where it sets a SIGTERM
+    # handler: the join sets one itself when it may, and the command has its own.)
+    logging.getLogger("ray._private.worker").addFilter(_no_sigterm_note)
     if ray.is_initialized() and not _lock.locked():
         return  # this process joined a Ray already (its own ray.init): use that one
-    done: Future[None] = Future()
+    done: Future[bool] = Future()
     keeper = threading.Thread(
         target=_keep, args=(ray, address, done), name="regiment ray", daemon=True
     )
     keeper.start()
-    await asyncio.wrap_future(done)
+    if await asyncio.wrap_future(done):
+        _exit_on_sigterm()
+
+
+def _no_sigterm_note(record: logging.LogRecord) -> bool:
+    return not f"{record.msg}".startswith("SIGTERM handler is not set")
+
+
+def _exit_on_sigterm() -> None:
+    """Make a SIGTERM exit the process (``SystemExit(143)``: the stack unwinds, the team
+    stops, the exit hooks run), as ``ray.init`` does on the main thread, unless the
+    program handles SIGTERM itself. ``ray.init`` runs on a thread of its own here, where
+    it sets no handler: a SIGTERM killed the process outright, and the agents and
+    replicas of a Ray it had started lingered for a minute or more.
+
+    The program's own handler (``regiment run``'s, ``regiment serve``'s) is set again:
+    Ray's driver puts a crash reporter in front of it, which printed a stack dump
+    ("*** SIGTERM received at time=...") to stderr at every SIGTERM, a clean stop."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    current = signal.getsignal(signal.SIGTERM)
+    if current is not signal.SIG_DFL:
+        if callable(current) or current is signal.SIG_IGN:
+            signal.signal(signal.SIGTERM, current)
+        return
+
+    def leave(signum: int, frame: FrameType | None) -> None:
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, leave)
 
 
 def _errors_to_stderr() -> None:
@@ -79,7 +115,7 @@ def _errors_to_stderr() -> None:
     worker.print_to_stdstream = to_stderr  # type: ignore[union-attr]
 
 
-def _keep(ray: Any, address: str | None, done: Future[None]) -> None:
+def _keep(ray: Any, address: str | None, done: Future[bool]) -> None:
     """Join Ray, then stay alive as long as Ray is joined (a local Ray may have been
     started by the join, through ``address="auto"`` too: ``RAY_ADDRESS=local``)."""
     done.set_running_or_notify_cancel()  # a cancelled start no longer cancels the join
@@ -91,7 +127,8 @@ def _keep(ray: Any, address: str | None, done: Future[None]) -> None:
         return
     if joined:
         atexit.register(_leave, ray)  # before Ray's own exit hook, which does not wait
-    done.set_result(None)
+        at_leave_now(_kill_local_ray)  # a second Ctrl-C: no exit hook runs
+    done.set_result(joined)
     # A head started here shares this thread's life: it ends with the process,
     # or once Ray is shut down (the head is gone then anyway).
     while joined and ray.is_initialized():
@@ -102,10 +139,93 @@ def _leave(ray: Any) -> None:
     """At exit: shut the Ray this process joined down and wait for the processes it
     started to end. Ray's own exit hook does not wait, so a head it started was killed
     with this thread before it could stop its agents, which lingered for minutes. (It
-    also waits for a ``leave_lost`` under way.)"""
-    with _lock:
-        if ray.is_initialized():
-            ray.shutdown(wait_for_processes=True)
+    also waits for a ``leave_lost`` under way.) A Ctrl-C meanwhile (the command's
+    second one, coming once it is exiting) cuts the wait short: the process leaves."""
+    try:
+        with _lock:
+            if ray.is_initialized():
+                _shut_down(ray)
+    except KeyboardInterrupt:  # its Ray is killed: an exit hook's traceback says nothing
+        return
+
+
+def _shut_down(ray: Any) -> None:
+    """``ray.shutdown``, then end what is left of a local Ray this process started.
+    Ray stops the head's own processes (the raylet, the GCS server), giving the raylet
+    a second before it kills it; under load that is too little for it to stop the
+    processes it started (its agents, the replicas' workers), which then lingered for
+    a minute or two, till each noticed its raylet was gone. Those are known before
+    the shutdown (the head's processes' descendants) and ended after it."""
+    started = _local_ray_processes()
+    try:
+        ray.shutdown(wait_for_processes=True)
+        if started:
+            _end(started)
+    except KeyboardInterrupt:  # no more waiting, but nothing left behind
+        for process in started:
+            with contextlib.suppress(Exception):
+                process.kill()
+        raise
+
+
+def _local_ray_processes() -> list[Any]:
+    """The processes of the local Ray this process started (none for a Ray it joined):
+    the head's, and every one they started."""
+    node = getattr(sys.modules.get("ray._private.worker"), "_global_node", None)
+    infos = getattr(node, "all_processes", None)
+    if not isinstance(infos, dict):
+        return []
+    try:
+        import psutil  # Ray's own (it ships one): loaded with ray
+
+        heads = [psutil.Process(i.process.pid) for kind in infos.values() for i in kind]
+        return [p for head in heads for p in (head, *head.children(recursive=True))]
+    except Exception as exc:  # an older Ray, or a head gone already: Ray's shutdown only
+        _log.debug("cannot list the local Ray's processes (%s: %s)", type(exc).__name__, exc)
+        return []
+
+
+def _kill_local_ray() -> None:
+    """SIGKILL the local Ray this process started, waiting for nothing: the process
+    leaves at once (a second Ctrl-C), without its exit hooks; the head would die with it,
+    but its agents and the replicas' workers ran on for a minute."""
+    for process in _local_ray_processes():
+        with contextlib.suppress(Exception):
+            process.kill()
+
+
+def _end(processes: list[Any]) -> None:
+    """SIGTERM the ones still running, SIGKILL those that outlive ``_END_WAIT``, and
+    wait (bounded) until they are gone; logged if some are not."""
+    import psutil
+
+    for signal_them in ("terminate", "kill"):
+        left = [p for p in processes if _running(p)]
+        for process in left:
+            with contextlib.suppress(psutil.Error):
+                getattr(process, signal_them)()
+        deadline = time.monotonic() + _END_WAIT
+        while left and time.monotonic() < deadline:
+            time.sleep(0.05)
+            left = [p for p in left if _running(p)]
+        if not left:
+            return
+    _log.warning(
+        "the local Ray this process started left processes running after its shutdown "
+        "and a SIGKILL: %s",
+        ", ".join(f"{p.pid}" for p in left),
+    )
+
+
+def _running(process: Any) -> bool:
+    """Whether ``process`` (a ``psutil.Process``) runs: not gone, nor a zombie (an
+    orphan's exit, not reaped yet by the process it was handed to)."""
+    import psutil
+
+    try:
+        return bool(process.is_running() and process.status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
 
 
 def leave_lost(ray: Any, address: str | None) -> None:
@@ -122,7 +242,7 @@ def leave_lost(ray: Any, address: str | None) -> None:
             _lock.acquire()
         try:
             if ray.is_initialized():
-                ray.shutdown(wait_for_processes=True)
+                _shut_down(ray)
         except Exception as exc:  # nothing to do but say so: the process may yet be ended
             _log.error(
                 "could not disconnect from the Ray cluster at %s, which went away (%s: %s); "
@@ -150,9 +270,11 @@ def _join(ray: Any, address: str | None) -> bool:
     # The replicas' output stays in Ray's log files: the caller's stdout may be
     # machine-read (``regiment run --events jsonl``).
     options = {"include_dashboard": False, "log_to_driver": False}
-    silent = _silent(address if address is not None else os.environ.get("RAY_ADDRESS"))
+    named = address if address is not None else os.environ.get("RAY_ADDRESS")
+    silent = _silent(named)
     if silent is not None:
         raise ConfigError(silent)
+    where = f"{address!r}" if address is not None else f"{named!r} (RAY_ADDRESS)"
     try:
         if address is not None:
             ray.init(address=address, **options)
@@ -164,9 +286,16 @@ def _join(ray: Any, address: str | None) -> bool:
         return True
     except ConnectionError as exc:
         raise ConfigError(
-            f"cannot join the Ray cluster at {address!r} ({exc}); check the address, and for "
+            f"cannot join the Ray cluster at {where} ({exc}); check the address, and for "
             "a cluster with token authentication set RAY_AUTH_MODE=token and its token "
             "(RAY_AUTH_TOKEN or ~/.ray/auth_token)"
+        ) from exc
+    except ValueError as exc:  # an address Ray cannot read ("", "host", "http://...")
+        why = " ".join(f"{exc}".split())
+        raise ConfigError(
+            f"cannot join the Ray cluster at {where}: {why}; give the GCS address of the "
+            "cluster's head as host:port (the one `ray start --head` prints), or no "
+            "address for a local Ray"
         ) from exc
 
 

@@ -7,12 +7,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 
+import psutil
 import pytest
 
 from examples.refund.team import GOAL
@@ -21,6 +24,8 @@ from regiment.config import load_team
 from regiment.hierarchy import Ray, Worker
 
 from ..telemetry.otlp_receiver import OtlpReceiver
+from ._cluster_lost import LEDGER as HOLD_LEDGER
+from ._cluster_lost import team_file
 
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
 
@@ -137,3 +142,64 @@ def test_regiment_run_workers_ray_at_an_address_nothing_answers_is_a_usage_error
         f"there (Connection refused); start the cluster (`ray start --head --port={port}` on "
         "its head node), or check the address"
     )
+
+
+@pytest.mark.parametrize(
+    ("address", "why"),
+    [("foo", "Invalid address format: foo"), ("", "Invalid address format:")],
+)
+def test_regiment_run_workers_ray_at_an_address_ray_cannot_read_is_a_usage_error(
+    address: str, why: str
+) -> None:
+    # Ray's ValueError came out as a traceback, exit 1.
+    done = _run_on_ray(address)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr.splitlines()[-1] == (
+        f"regiment: error: cannot join the Ray cluster at {address!r}: {why}; give the GCS "
+        "address of the cluster's head as host:port (the one `ray start --head` prints), or "
+        "no address for a local Ray"
+    )
+    assert "Traceback" not in done.stderr
+
+
+def test_a_sigterm_stops_regiment_run_workers_ray_quietly_leaving_no_ray_process(
+    tmp_path: Path,
+) -> None:
+    """On a local Ray of the command's own: a SIGTERM mid-step stops it as Ctrl-C does,
+    and none of that Ray's processes outlives it. Ray's driver put a crash reporter in
+    front of the command's SIGTERM handler: a clean stop printed a stack dump
+    ("*** SIGTERM received at time=...") to stderr."""
+    ledger = tmp_path / "ledger.jsonl"
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    argv = [sys.executable, "-m", "regiment", "run", str(team_file(tmp_path)), "hold 88213"]
+    env = {**os.environ, "RAY_ADDRESS": "local", "PYTHONPATH": path, HOLD_LEDGER: str(ledger)}
+    child = subprocess.Popen(
+        [*argv, "--workers", "ray"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=env,
+    )
+    try:
+        while not (ledger.exists() and "performed" in ledger.read_text()):  # mid-step
+            assert child.poll() is None, child.communicate()[1][-3000:]
+            time.sleep(0.1)
+        ours = {p: p.name() for p in psutil.Process(child.pid).children(recursive=True)}
+        child.send_signal(signal.SIGTERM)
+        _, stderr = child.communicate(timeout=120)
+    finally:
+        child.kill()
+    assert child.returncode == 143, stderr[-3000:]
+    assert stderr.splitlines()[-1].startswith("regiment: interrupted; cancelled the run")
+    assert "SIGTERM received" not in stderr
+    assert "SIGTERM handler is not set" not in stderr  # Ray's note: the command has one
+    assert {"gcs_server", "raylet", "ray::StepHost"} <= set(ours.values())
+    assert [name for p, name in ours.items() if _running(p)] == []
+
+
+def _running(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
