@@ -17,7 +17,7 @@ from regiment.errors import ConfigError
 if TYPE_CHECKING:
     from regiment.hierarchy.workers._worker import Worker
 
-__all__ = ("POOL_KEYS", "Ray", "WorkerBuild", "check_pools", "not_started", "pool_of")
+__all__ = ("POOL_KEYS", "Ray", "WorkerBuild", "by_pool", "check_pools", "not_started", "pool_of")
 
 WorkerBuild = str | Callable[[], "Worker"]
 """How a Ray replica makes its worker: a ``"module:function"`` import path, or a
@@ -156,6 +156,16 @@ def not_started(placement: Ray) -> str:
 def pool_of(worker: str, placement: Ray) -> str:
     """The pool a Ray-placed worker's replicas belong to: its named pool, else its own."""
     return placement.pool if placement.pool is not None else f"worker:{worker}"
+
+
+def by_pool(workers: Iterable[Worker]) -> dict[str, list[tuple[Worker, Ray]]]:
+    """The Ray-placed ``workers`` by pool (a worker without one is a pool of its own)."""
+    pools: dict[str, list[tuple[Worker, Ray]]] = {}
+    for worker in workers:
+        placement = worker.placement
+        assert placement is not None
+        pools.setdefault(pool_of(worker.name, placement), []).append((worker, placement))
+    return pools
 
 
 def check_pools(placed: Iterable[tuple[str, Ray]]) -> None:

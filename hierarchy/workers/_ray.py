@@ -28,7 +28,7 @@ from regiment.hierarchy.workers._approval_gate import Approvals
 from regiment.hierarchy.workers._journal_calls import RunCalls, RunLookup
 from regiment.hierarchy.workers._live import LiveWorker
 from regiment.hierarchy.workers._loop import StepProgress
-from regiment.hierarchy.workers._placement import Ray, not_started, pool_of
+from regiment.hierarchy.workers._placement import Ray, by_pool, not_started
 from regiment.hierarchy.workers._ray_cluster import ClusterProbe
 from regiment.hierarchy.workers._ray_conduit import StepConduit
 from regiment.hierarchy.workers._ray_host import HostedWorker, StepHost
@@ -85,7 +85,7 @@ async def start_ray_workers(
     if not workers:
         return {}
     require_asyncio(workers[0].name)
-    pools = _pools(workers)
+    pools = by_pool(workers)
     ray = import_ray()
     hosted = {
         w.name: hosted_worker(ray, w, p, prompts, settings, team_guardrails)
@@ -98,8 +98,10 @@ async def start_ray_workers(
         for members in pools.values():
             placement = members[0][1]
             await join_ray(ray, placement.address)
+            members_hosted = [hosted[w.name] for w, _ in members]
+            content = (telemetry.recorder.capture, telemetry.recorder.limit)
             replicas = await RayReplicas.start(
-                ray, [w for w, _ in members], placement, [hosted[w.name] for w, _ in members]
+                ray, [w for w, _ in members], placement, members_hosted, content
             )
             started.append(replicas)
             for worker, _ in members:
@@ -114,16 +116,6 @@ async def start_ray_workers(
             replicas.kill()
         raise
     return placed
-
-
-def _pools(workers: Sequence[Worker]) -> dict[str, list[tuple[Worker, Ray]]]:
-    """The Ray-placed workers by pool (a worker without one is a pool of its own)."""
-    pools: dict[str, list[tuple[Worker, Ray]]] = {}
-    for worker in workers:
-        placement = worker.placement
-        assert placement is not None
-        pools.setdefault(pool_of(worker.name, placement), []).append((worker, placement))
-    return pools
 
 
 @final
@@ -146,9 +138,15 @@ class RayReplicas:
 
     @classmethod
     async def start(
-        cls, ray: Any, workers: Sequence[Worker], placement: Ray, hosted: Sequence[HostedWorker]
+        cls,
+        ray: Any,
+        workers: Sequence[Worker],
+        placement: Ray,
+        hosted: Sequence[HostedWorker],
+        content: tuple[bool, int],
     ) -> RayReplicas:
-        """Start ``placement.replicas`` replicas, each hosting every one of ``workers``."""
+        """Start ``placement.replicas`` replicas, each hosting every one of ``workers``
+        (``content``: the team's content capture flag and limit, which they follow)."""
         names = ", ".join(f"'{w.name}'" for w in workers)
         label = placement.pool if placement.pool is not None else workers[0].name
         options = {
@@ -165,7 +163,7 @@ class RayReplicas:
         # of the default one, and an ack queued behind them would never run.
         host = ray.remote(concurrency_groups={_CONTROL: 4})(StepHost).options(**options)
         handles = [
-            host.remote(list(hosted), label, placement.otlp_endpoint)
+            host.remote(list(hosted), label, placement.otlp_endpoint, content)
             for _ in range(placement.replicas)
         ]
         replicas = cls(ray, label, handles, placement.start_timeout)

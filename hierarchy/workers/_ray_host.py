@@ -145,7 +145,11 @@ class StepHost:
     running steps."""
 
     def __init__(
-        self, hosted: Sequence[HostedWorker], name: str, otlp_endpoint: str | None
+        self,
+        hosted: Sequence[HostedWorker],
+        name: str,
+        otlp_endpoint: str | None,
+        content: tuple[bool, int] | None = None,
     ) -> None:
         self._tracing: TracingHandle | None = None
         endpoint = otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -154,11 +158,15 @@ class StepHost:
                 f"regiment-ray:{name}", endpoint=endpoint, set_global=False
             )
         tracing = self._tracing
-        # The replica's model calls are metered here, where they are made, next to their spans.
-        self._telemetry = (
-            Telemetry()
-            if tracing is None
-            else Telemetry(tracing.provider, meter_provider=tracing.meter_provider)
+        # The replica's model calls are metered here, where they are made, next to their
+        # spans; they capture content as the team's process does (``content``: its capture
+        # flag and limit), not as the replica's own environment would say.
+        capture, limit = (None, 4096) if content is None else content
+        self._telemetry = Telemetry(
+            None if tracing is None else tracing.provider,
+            capture_content=capture,
+            content_limit=limit,
+            meter_provider=None if tracing is None else tracing.meter_provider,
         )
         self._hosted = {spec.name: self._build(spec) for spec in hosted}
         workers = {name: h.worker for name, h in self._hosted.items()}

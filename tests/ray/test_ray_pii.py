@@ -52,3 +52,27 @@ async def test_capture_off_keeps_user_text_out_of_the_replicas_spans(
     texts += [f"{log.body} {log.attributes}" for log in logs]
     texts += [r.getMessage() for r in caplog.records]  # and what it logged here
     assert [text for text in texts if marker in text] == []
+
+
+async def test_the_replicas_capture_content_as_the_team_says(ray_session: ModuleType) -> None:
+    """Capture on in the team's process, off in the replicas' environment: the replicas'
+    spans carry the step's content, as an in-process worker's would. Before, a replica
+    read only its own environment, so it captured nothing here (and, the other way round,
+    would capture where the team said not to)."""
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("planner-side", endpoint=receiver.endpoint, set_global=False)
+        team, goal, marker = pii_team(Telemetry(handle.provider, capture_content=True))
+        (local,) = team.workers
+        assert isinstance(local, Worker)
+        placement = Ray(
+            build=functools.partial(pii_worker, marker), num_cpus=0, otlp_endpoint=receiver.endpoint
+        )
+        team = dataclasses.replace(team, workers=[dataclasses.replace(local, placement=placement)])
+        with pytest.raises((RunError, SynthesisBroke)):
+            await team.run(goal)
+        handle.shutdown()
+        spans = receiver.spans()
+
+    remote = {s.name: s for s in spans if s.resource["service.name"] != "planner-side"}
+    assert marker in json.dumps(remote["execute_tool lookup"].attributes, default=str)
+    assert marker in json.dumps(remote["chat scripted"].attributes, default=str)
