@@ -54,9 +54,10 @@ def check_stream(seen: list[Frame], replay: list[Frame]) -> list[Anomaly]:
     if extra:
         found.append(("stream extra", f"ids {extra} followed but not replayed"))
     by_id = {f[0]: f for f in replay}
-    differ = [f[0] for f in seen if f[0] in by_id and by_id[f[0]][:2] != f[:2]]
+    differ = [f for f in seen if f[0] in by_id and by_id[f[0]] != f]
     if differ:
-        found.append(("stream differs", f"ids {differ}: {[by_id[i][1] for i in differ]}"))
+        said = [f"{f[0]} {f[1]} {f[2][:200]} / replayed: {by_id[f[0]][2][:200]}" for f in differ]
+        found.append(("stream differs", "; ".join(said)))
     return found
 
 
