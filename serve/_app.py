@@ -37,7 +37,7 @@ from ._http import (
     ticketed,
     under,
 )
-from ._journaled import journaled_record, journaled_runs, replay
+from ._journaled import journaled_first, journaled_record, journaled_runs, replay
 from ._live import LiveTap, follow_live
 from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
 from ._runs import Runs, check_lease_ttl, check_seconds, open_runs
@@ -329,6 +329,8 @@ async def _events(s: _Service, request: Request) -> Response:
         if live:
             follow = s.store.follow(record.run_id, last)
             events = follow_live(record, last, tap) if progress else follow
+            if s.journal is not None:  # a Last-Event-ID names an event a kill leaves
+                events = journaled_first(events, s.journal)
         async for seq, event in events:
             data, name = to_json(event).decode(), type(event).__name__
             # Progress has no id: a reconnect's Last-Event-ID stays the last numbered event's.

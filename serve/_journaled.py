@@ -26,7 +26,7 @@ from regiment.journal import (
 
 from ._registry import RunRecord, cancelled
 
-__all__ = ("journaled_record", "journaled_runs", "replay")
+__all__ = ("journaled_first", "journaled_record", "journaled_runs", "replay")
 
 
 async def journaled_record(journal: Journal, run_id: str) -> RunRecord | None:
@@ -76,6 +76,23 @@ async def journaled_runs(journal: Journal, status: str | None, limit: int) -> li
     asked = cast("RunStatus | None", status)
     infos = await journal.list_runs(status=asked, limit=limit)
     return [r for r in map(_from_info, infos) if status in (None, r.status)]
+
+
+async def journaled_first(
+    events: AsyncIterator[tuple[int | None, Event]], journal: Journal
+) -> AsyncIterator[tuple[int | None, Event]]:
+    """A live run's stream, each numbered event sent once the journal has committed it.
+
+    The run's records wait in the journal's buffer for a durable one or the heartbeat's
+    commit (a second): a service killed meanwhile had sent events the journal never
+    got, the resumed run numbered others the same, and a follower reconnecting with the
+    ``Last-Event-ID`` it had skipped them. One commit serves a burst of events (the
+    first ``flush`` commits them all, the others find nothing waiting).
+    """
+    async for seq, event in events:
+        if seq is not None:
+            await journal.flush()
+        yield seq, event
 
 
 async def replay(record: RunRecord, after: int) -> AsyncIterator[tuple[int, Event]]:
