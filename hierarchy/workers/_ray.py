@@ -94,15 +94,13 @@ async def start_ray_workers(
     }
     placed: dict[str, tuple[WorkerSpec, Callable[[], StepActor]]] = {}
     started: list[RayReplicas] = []
+    content = (telemetry.recorder.capture, telemetry.recorder.limit)  # the replicas follow it
     try:
         for members in pools.values():
             placement = members[0][1]
             await join_ray(ray, placement.address)
-            members_hosted = [hosted[w.name] for w, _ in members]
-            content = (telemetry.recorder.capture, telemetry.recorder.limit)
-            replicas = await RayReplicas.start(
-                ray, [w for w, _ in members], placement, members_hosted, content
-            )
+            on = [w for w, _ in members]
+            replicas = await RayReplicas.start(ray, on, placement, hosted, content)
             started.append(replicas)
             for worker, _ in members:
                 tools = PlacedTools(worker, replicas.mcp)
@@ -142,11 +140,11 @@ class RayReplicas:
         ray: Any,
         workers: Sequence[Worker],
         placement: Ray,
-        hosted: Sequence[HostedWorker],
+        hosted: Mapping[str, HostedWorker],
         content: tuple[bool, int],
     ) -> RayReplicas:
-        """Start ``placement.replicas`` replicas, each hosting every one of ``workers``
-        (``content``: the team's content capture flag and limit, which they follow)."""
+        """Start ``placement.replicas`` replicas, each hosting every one of ``workers`` (their
+        ``hosted`` forms by name; ``content``: the team's capture flag and limit, for them)."""
         names = ", ".join(f"'{w.name}'" for w in workers)
         label = placement.pool if placement.pool is not None else workers[0].name
         options = {
@@ -163,7 +161,7 @@ class RayReplicas:
         # of the default one, and an ack queued behind them would never run.
         host = ray.remote(concurrency_groups={_CONTROL: 4})(StepHost).options(**options)
         handles = [
-            host.remote(list(hosted), label, placement.otlp_endpoint, content)
+            host.remote([hosted[w.name] for w in workers], label, placement.otlp_endpoint, content)
             for _ in range(placement.replicas)
         ]
         replicas = cls(ray, label, handles, placement.start_timeout)
