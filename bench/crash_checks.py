@@ -23,7 +23,7 @@ from regiment.journal._records import (
 )
 from regiment.journal._views import Entry
 
-__all__ = ("Anomaly", "Ledger", "check_journal", "check_ledger", "in_flight")
+__all__ = ("Anomaly", "Ledger", "check_journal", "check_ledger", "journaled_calls", "reruns")
 
 Anomaly = tuple[str, str]
 
@@ -62,28 +62,53 @@ class Ledger:
             (str(t), json.dumps(a, sort_keys=True)) for _, t, a, _ in self.lines("effects.jsonl")
         )
 
-    def body_runs(self) -> Counter[str]:
-        return Counter(str(line[0]) for line in self.lines("bodies.jsonl"))
+    def body_runs(self) -> dict[str, list[int]]:
+        """The pids that ran each key's body, in the order they ran it."""
+        runs: dict[str, list[int]] = {}
+        for line in self.lines("bodies.jsonl"):
+            runs.setdefault(str(line[0]), []).append(int(str(line[3])))
+        return runs
+
+    def kills(self) -> dict[int, float]:
+        """The pids the torture SIGKILLed, each with a time it was dead by."""
+        return {int(str(pid)): float(str(at)) for pid, at in self.lines("kills.jsonl")}
 
 
-def in_flight(entries: Sequence[Entry]) -> set[str]:
-    """The idempotency keys of calls with a journaled intent and no result."""
-    started: dict[tuple[int, str, int], str] = {}
-    done: set[tuple[int, str, int]] = set()
+def journaled_calls(entries: Sequence[Entry]) -> dict[str, float | None]:
+    """Each journaled intent's idempotency key, with when its result was recorded
+    (None: no result)."""
+    keys: dict[tuple[int, str, int], str] = {}
+    results: dict[tuple[int, str, int], float] = {}
     for entry in entries:
         record = entry.record
-        if isinstance(record, ToolCallStarted):
-            started[(record.plan_version, record.step_id, record.call_index)] = (
-                record.idempotency_key
-            )
-        elif isinstance(record, ToolCallFinished):
-            done.add((record.plan_version, record.step_id, record.call_index))
-    return {key for where, key in started.items() if where not in done}
+        if isinstance(record, ToolCallStarted | ToolCallFinished):
+            where = (record.plan_version, record.step_id, record.call_index)
+            if isinstance(record, ToolCallStarted):
+                keys[where] = record.idempotency_key
+            else:
+                results.setdefault(where, entry.recorded_at.timestamp())
+    return {key: results.get(where) for where, key in keys.items()}
 
 
-def check_ledger(ledger: Ledger, baseline: Ledger, may_repeat: set[str]) -> list[Anomaly]:
-    """Every side effect once per key and the same as the uninterrupted run's; a body
-    that ran more than once only for a key that was in flight at a kill."""
+def reruns(key: str, pids: list[int], kills: dict[int, float], done: float | None) -> list[str]:
+    """Why ``key``'s body runs by ``pids`` break the promise: a body runs again only in
+    another process, after the one before it was killed, before its result was journaled."""
+    why = []
+    if len(set(pids)) < len(pids):
+        why.append(f"{key}: twice in one process ({pids})")
+    for pid in pids[:-1]:
+        if pid not in kills:
+            why.append(f"{key}: again after pid {pid}, which was not killed ({pids})")
+        elif done is not None and done < kills[pid]:
+            why.append(f"{key}: again after pid {pid} had journaled its result ({pids})")
+    return why
+
+
+def check_ledger(ledger: Ledger, baseline: Ledger, entries: Sequence[Entry]) -> list[Anomaly]:
+    """Every side effect once per key and the same as the uninterrupted run's; every
+    body run under a journaled intent whose result is journaled; a body that ran more
+    than once only in another process after a kill of the one before, the call's result
+    not yet journaled then (read from the final journal, the ledger and the kills)."""
     found: list[Anomaly] = []
     keys = [str(line[0]) for line in ledger.lines("effects.jsonl")]
     repeated = sorted(k for k, n in Counter(keys).items() if n > 1)
@@ -91,9 +116,15 @@ def check_ledger(ledger: Ledger, baseline: Ledger, may_repeat: set[str]) -> list
         found.append(("effect repeated", f"keys {repeated}"))
     if ledger.effects() != baseline.effects():
         found.append(("effects differ", f"{ledger.effects()} != {baseline.effects()}"))
-    again = {k: n for k, n in ledger.body_runs().items() if n > 1 and k not in may_repeat}
+    calls, kills = journaled_calls(entries), ledger.kills()
+    runs = ledger.body_runs()
+    if missing := sorted(set(runs) - set(calls)):
+        found.append(("body ran with no journaled intent", f"keys {missing}"))
+    if open_calls := sorted(k for k, done in calls.items() if done is None):
+        found.append(("call left without a result", f"keys {open_calls}"))
+    again = [w for key, pids in runs.items() for w in reruns(key, pids, kills, calls.get(key))]
     if again:
-        found.append(("body ran again, not in flight", f"{again}; in flight: {sorted(may_repeat)}"))
+        found.append(("body ran again, not after a kill in flight", "; ".join(again)))
     return found
 
 

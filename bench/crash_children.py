@@ -3,6 +3,7 @@ journal reads between them."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,7 +17,17 @@ from regiment.journal import open_journal
 from regiment.journal._records import EventRecorded, ModelCallFinished, RunFinished
 from regiment.journal._views import Entry
 
-__all__ = ("TEAMS", "Child", "Scenario", "answer_of", "pending", "phase", "read_run", "regiment")
+__all__ = (
+    "TEAMS",
+    "Child",
+    "Scenario",
+    "answer_of",
+    "killed",
+    "pending",
+    "phase",
+    "read_run",
+    "regiment",
+)
 
 HERE = Path(__file__).resolve().parent / "torture"
 TEAMS = {"plain": HERE / "team.toml", "approvals": HERE / "team_approval.toml"}
@@ -42,6 +53,16 @@ class Scenario:
         return env
 
 
+def killed(folder: Path, process: subprocess.Popen[bytes]) -> int:
+    """SIGKILL ``process``, wait for it and note its pid and the time it was dead by in
+    ``kills.jsonl`` (the ledger's check reads it); -9."""
+    process.kill()
+    code = process.wait()
+    with (folder / "kills.jsonl").open("a") as f:
+        f.write(json.dumps([process.pid, time.time()]) + "\n")
+    return code
+
+
 def regiment(*args: str) -> list[str]:
     return [sys.executable, "-m", "regiment", *args]
 
@@ -52,6 +73,7 @@ class Child:
     def __init__(
         self, scenario: Scenario, name: str, *args: str, events: bool = True, hold: str = ""
     ) -> None:
+        self.folder = scenario.folder
         self.log = scenario.folder / f"{name}.log"
         self.out = scenario.folder / f"{name}.out"
         self.events = scenario.folder / f"{name}.events"
@@ -105,8 +127,7 @@ class Child:
         try:
             return self.process.wait(timeout=delay)
         except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
+            return killed(self.folder, self.process)
 
     def wait(self, timeout: float = 120) -> int:
         return self.process.wait(timeout=timeout)

@@ -26,7 +26,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from crash_checks import Anomaly, Ledger, check_journal, check_ledger, in_flight
+from crash_checks import Anomaly, Ledger, check_journal, check_ledger
 from crash_children import HERE, Child, Scenario, answer_of, phase, read_run
 from crash_service import Follower, Frame, Service
 from crash_torture import GOAL, Baseline, Tally, _category, _report, _scenario
@@ -72,7 +72,6 @@ class ServeTrial:
     kills: int
     run_id: str = ""
     seen: list[Frame] = field(default_factory=list)
-    may_repeat: set[str] = field(default_factory=set)
     count: int = 0
     service: Service | None = None
 
@@ -114,7 +113,6 @@ class ServeTrial:
         if killed:
             self.tally.kills += 1
             _, entries, _ = read_run(self.scenario.journal, self.run_id)
-            self.may_repeat |= in_flight(entries)
             self.tally.phases[phase(entries)] += 1
         elif follower.got and not follower.terminal():
             self.tally.outcomes["stream ended without a last event"] += 1
@@ -229,7 +227,7 @@ class ServeTrial:
         elif answer_of(entries) != self.base.answer:
             found.append(("answer differs", f"{answer_of(entries)!r} != {self.base.answer!r}"))
         found += check_journal(entries, self.base.entries)
-        found += check_ledger(Ledger(self.scenario.folder), self.base.ledger, self.may_repeat)
+        found += check_ledger(Ledger(self.scenario.folder), self.base.ledger, entries)
         if status == "completed":
             found += self._final_view()
         self.tally.anomaly(found, f"{self.run_id} in {self.scenario.folder}")

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 import httpx2 as httpx
-from crash_children import HERE, Scenario, regiment
+from crash_children import HERE, Scenario, killed, regiment
 
 __all__ = ("Follower", "Frame", "Service", "frames")
 
@@ -28,6 +28,7 @@ class Service:
     """A ``regiment serve`` of the scenario's team on its journal, on a free port."""
 
     def __init__(self, scenario: Scenario, name: str) -> None:
+        self.folder = scenario.folder
         self.log = scenario.folder / f"{name}.log"
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -55,8 +56,7 @@ class Service:
         try:
             return self.process.wait(timeout=delay)
         except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
+            return killed(self.folder, self.process)
         finally:
             self.http.close()  # its connections died with it
 

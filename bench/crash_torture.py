@@ -7,8 +7,9 @@ round, tools with side effects in files outside the journal) as ``regiment run``
 subprocesses, SIGKILLs each at a random moment after its first event, resumes it with
 ``regiment resume`` (killed at random too, up to ``--kills`` times), and then checks that
 the run completed with the uninterrupted run's answer, committed the same steps, did
-every side effect once per idempotency key (a body ran twice only for a call in flight
-at a kill), and that its journal reads in order with no record twice. ``approvals``
+every side effect once per idempotency key (a body ran again only in another process,
+after a kill of the one before and before its result was journaled: read from the final
+journal, the ledger and ``kills.jsonl``, not at the kill), and that its journal reads in order with no record twice. ``approvals``
 runs ``team_approval.toml``, whose omni charge waits for a decision: the paused run is
 approved by ``regiment approve`` in another process racing a ``regiment resume``.
 It prints the counts: kills, resumes, outcomes, where the kills landed, anomalies by kind.
@@ -24,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crash_checks import Anomaly, Ledger, check_journal, check_ledger, in_flight
+from crash_checks import Anomaly, Ledger, check_journal, check_ledger
 from crash_children import HERE, TEAMS, Child, Scenario, answer_of, pending, phase, read_run
 
 from regiment.journal import Entry, EventRecorded, ToolCallStarted
@@ -106,7 +107,6 @@ class Trial:
     reach: float = 1.0  # kills land before this share of the uninterrupted run's events
     hold: str = ""  # the run's first kill: where its brain holds at this role's call
     run_id: str | None = None
-    may_repeat: set[str] = field(default_factory=set)
     count: int = 0
 
     def _child(self, what: str, *args: str, events: bool = True) -> Child:
@@ -136,7 +136,6 @@ class Trial:
         except IndexError:  # killed before the run was created: nothing to resume
             self.tally.phases["before the run existed"] += 1
             return ""
-        self.may_repeat |= in_flight(entries)
         self.tally.phases[how + phase(entries)] += 1
         return phase(entries)
 
@@ -234,7 +233,7 @@ class Trial:
         elif answer_of(entries) != self.base.answer:
             found.append(("answer differs", f"{answer_of(entries)!r} != {self.base.answer!r}"))
         found += check_journal(entries, self.base.entries)
-        found += check_ledger(Ledger(self.scenario.folder), self.base.ledger, self.may_repeat)
+        found += check_ledger(Ledger(self.scenario.folder), self.base.ledger, entries)
         self.tally.anomaly(found, f"{self.run_id} in {self.scenario.folder}")
 
 

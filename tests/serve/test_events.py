@@ -74,13 +74,21 @@ async def test_an_idle_stream_sends_keep_alive_comments_then_cancel_ends_it() ->
         run_id = (await c.post("/runs", json={"goal": SCAN})).json()["run_id"]
         await stuck.started.wait()
         seen: list[Frame] = []
+        pings = 0
         async with c.stream("GET", f"/runs/{run_id}/events") as response:
             async for frame in frames(response):
                 seen.append(frame)
-                if frame.comment is not None and frame.comment.startswith("ping"):
+                if frame.comment is None or not frame.comment.startswith("ping"):
+                    continue
+                pings += 1
+                if pings == 1:
+                    # Cancel once, at the first ping: the run winds down after it and
+                    # more pings may come before its last event (under load they did,
+                    # and a second cancel of a run already over says cancelling False).
                     cancel = await c.post(f"/runs/{run_id}/cancel")
                     assert cancel.status_code == 202
                     assert cancel.json() == {"run_id": run_id, "cancelling": True}
+        assert pings >= 1
         await stuck.cancelled.wait()  # the tool itself was cancelled
         events = [f for f in seen if f.comment is None]
         assert events[-1].event == "RunFailed"
