@@ -23,8 +23,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) examples/refund/main.py
 
+# --max-worker-restart 0: a worker that dies fails the test it was running, by name; with
+# restarts, our load-by-file scheduler (tests/conftest.py) hung waiting on the new worker.
 test: $(STAMP)
-	$(PY) -m pytest --numprocesses auto --maxprocesses 4 --dist loadfile
+	$(PY) -m pytest --numprocesses auto --maxprocesses 4 --dist loadfile --max-worker-restart 0
 
 check: $(STAMP) .typecheck/regiment
 	$(VENV)/bin/ruff check .
