@@ -18,7 +18,7 @@ from regiment.hierarchy import Ray, Worker
 from regiment.telemetry import Telemetry, configure_tracing
 
 from ..telemetry._pii_team import SynthesisBroke, pii_team, pii_worker
-from ..telemetry.otlp_receiver import OtlpReceiver
+from ..telemetry.otlp_receiver import OtlpReceiver, ReceivedLog, ReceivedSpan
 
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
 
@@ -26,21 +26,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # R
 async def test_capture_off_keeps_user_text_out_of_the_replicas_spans(
     ray_session: ModuleType, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with OtlpReceiver() as receiver:
-        handle = configure_tracing(
-            "planner-side", endpoint=receiver.endpoint, set_global=False, logs=True
-        )
-        team, goal, marker = pii_team(Telemetry(handle.provider, capture_content=False))
-        (local,) = team.workers
-        assert isinstance(local, Worker)
-        placement = Ray(
-            build=functools.partial(pii_worker, marker), num_cpus=0, otlp_endpoint=receiver.endpoint
-        )
-        team = dataclasses.replace(team, workers=[dataclasses.replace(local, placement=placement)])
-        with caplog.at_level(logging.DEBUG, "regiment"), pytest.raises((RunError, SynthesisBroke)):
-            await team.run(goal)  # leaving the team flushes the replicas' spans
-        handle.shutdown()
-        spans, logs = receiver.spans(), receiver.logs()
+    with caplog.at_level(logging.DEBUG, "regiment"):
+        marker, spans, logs = await _run_on_ray(capture=False)
 
     remote = [s for s in spans if s.resource["service.name"] != "planner-side"]
     # the replica ran the step's tool call and model calls, and exported them
@@ -59,9 +46,24 @@ async def test_the_replicas_capture_content_as_the_team_says(ray_session: Module
     spans carry the step's content, as an in-process worker's would. Before, a replica
     read only its own environment, so it captured nothing here (and, the other way round,
     would capture where the team said not to)."""
+    marker, spans, _ = await _run_on_ray(capture=True)
+
+    remote = {s.name: s for s in spans if s.resource["service.name"] != "planner-side"}
+    assert marker in json.dumps(remote["execute_tool lookup"].attributes, default=str)
+    assert marker in json.dumps(remote["chat scripted"].attributes, default=str)
+
+
+async def _run_on_ray(
+    *, capture: bool
+) -> tuple[str, tuple[ReceivedSpan, ...], tuple[ReceivedLog, ...]]:
+    """The PII team with its worker on the session's Ray, traced to a local OTLP receiver
+    (the replicas export their own spans there), ``capture`` content in the team's process:
+    the marker, and the spans and log records exported."""
     with OtlpReceiver() as receiver:
-        handle = configure_tracing("planner-side", endpoint=receiver.endpoint, set_global=False)
-        team, goal, marker = pii_team(Telemetry(handle.provider, capture_content=True))
+        handle = configure_tracing(
+            "planner-side", endpoint=receiver.endpoint, set_global=False, logs=True
+        )
+        team, goal, marker = pii_team(Telemetry(handle.provider, capture_content=capture))
         (local,) = team.workers
         assert isinstance(local, Worker)
         placement = Ray(
@@ -69,10 +71,6 @@ async def test_the_replicas_capture_content_as_the_team_says(ray_session: Module
         )
         team = dataclasses.replace(team, workers=[dataclasses.replace(local, placement=placement)])
         with pytest.raises((RunError, SynthesisBroke)):
-            await team.run(goal)
+            await team.run(goal)  # leaving the team flushes the replicas' spans
         handle.shutdown()
-        spans = receiver.spans()
-
-    remote = {s.name: s for s in spans if s.resource["service.name"] != "planner-side"}
-    assert marker in json.dumps(remote["execute_tool lookup"].attributes, default=str)
-    assert marker in json.dumps(remote["chat scripted"].attributes, default=str)
+        return marker, receiver.spans(), receiver.logs()
