@@ -11,14 +11,14 @@ its exit, or at a SIGTERM.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
+
+from ._sigterm import running, sigterm_mid_step
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -90,7 +90,7 @@ def test_a_local_ray_the_team_started_survives_idle_pooled_threads_and_ends_with
     assert lines[2].startswith("ray processes "), lines
     pids = [int(pid) for pid in lines[2].split()[2:]]
     assert len(pids) >= 4  # the GCS server, the raylet, its agents, the replicas' workers
-    assert [psutil.Process(p).name() for p in pids if _running(p)] == []
+    assert [psutil.Process(p).name() for p in pids if running(p)] == []
 
 
 _HOLDING = """
@@ -125,33 +125,7 @@ def test_a_sigterm_ends_a_program_whose_team_started_ray_and_all_its_ray_process
     ledger = tmp_path / "ledger.jsonl"
     env = dict(os.environ, RAY_ADDRESS="local", REGIMENT_TEST_LEDGER=str(ledger))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    child = subprocess.Popen(
-        [sys.executable, "-c", _HOLDING],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        while not (ledger.exists() and "performed" in ledger.read_text()):  # mid-step
-            assert child.poll() is None, child.communicate()[1][-3000:]
-            time.sleep(0.1)
-        ours = {p: p.name() for p in psutil.Process(child.pid).children(recursive=True)}
-        child.send_signal(signal.SIGTERM)
-        _, stderr = child.communicate(timeout=120)
-    finally:
-        child.kill()
-    assert child.returncode == 143, stderr[-3000:]
-    assert {"gcs_server", "raylet", "ray::StepHost"} <= set(ours.values())
-    assert [name for p, name in ours.items() if _running(p)] == []
-
-
-def _running(process: int | psutil.Process) -> bool:
-    """Whether ``process`` (a pid, or one seen running: not a later one with its pid)
-    runs: an orphan's zombie, not reaped yet, has ended."""
-    try:
-        found = psutil.Process(process) if isinstance(process, int) else process
-        return found.is_running() and found.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
+    stopped = sigterm_mid_step([sys.executable, "-c", _HOLDING], cwd=ROOT, env=env, ledger=ledger)
+    assert stopped.returncode == 143, stopped.stderr[-3000:]
+    assert {"gcs_server", "raylet", "ray::StepHost"} <= stopped.started
+    assert stopped.left == []

@@ -7,15 +7,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import ModuleType
 
-import psutil
 import pytest
 
 from examples.refund.team import GOAL
@@ -26,6 +23,7 @@ from regiment.hierarchy import Ray, Worker
 from ..telemetry.otlp_receiver import OtlpReceiver
 from ._cluster_lost import LEDGER as HOLD_LEDGER
 from ._cluster_lost import team_file
+from ._sigterm import sigterm_mid_step
 
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
 
@@ -173,33 +171,11 @@ def test_a_sigterm_stops_regiment_run_workers_ray_quietly_leaving_no_ray_process
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     argv = [sys.executable, "-m", "regiment", "run", str(team_file(tmp_path)), "hold 88213"]
     env = {**os.environ, "RAY_ADDRESS": "local", "PYTHONPATH": path, HOLD_LEDGER: str(ledger)}
-    child = subprocess.Popen(
-        [*argv, "--workers", "ray"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-        env=env,
-    )
-    try:
-        while not (ledger.exists() and "performed" in ledger.read_text()):  # mid-step
-            assert child.poll() is None, child.communicate()[1][-3000:]
-            time.sleep(0.1)
-        ours = {p: p.name() for p in psutil.Process(child.pid).children(recursive=True)}
-        child.send_signal(signal.SIGTERM)
-        _, stderr = child.communicate(timeout=120)
-    finally:
-        child.kill()
-    assert child.returncode == 143, stderr[-3000:]
+    stopped = sigterm_mid_step([*argv, "--workers", "ray"], cwd=REPO, env=env, ledger=ledger)
+    stderr = stopped.stderr
+    assert stopped.returncode == 143, stderr[-3000:]
     assert stderr.splitlines()[-1].startswith("regiment: interrupted; cancelled the run")
     assert "SIGTERM received" not in stderr
     assert "SIGTERM handler is not set" not in stderr  # Ray's note: the command has one
-    assert {"gcs_server", "raylet", "ray::StepHost"} <= set(ours.values())
-    assert [name for p, name in ours.items() if _running(p)] == []
-
-
-def _running(process: psutil.Process) -> bool:
-    try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
+    assert {"gcs_server", "raylet", "ray::StepHost"} <= stopped.started
+    assert stopped.left == []
