@@ -162,9 +162,7 @@ def _shut_down(ray: Any) -> None:
         if started:
             _end(started)
     except KeyboardInterrupt:  # no more waiting, but nothing left behind
-        for process in started:
-            with contextlib.suppress(Exception):
-                process.kill()
+        _kill(started)
         raise
 
 
@@ -189,7 +187,12 @@ def _kill_local_ray() -> None:
     """SIGKILL the local Ray this process started, waiting for nothing: the process
     leaves at once (a second Ctrl-C), without its exit hooks; the head would die with it,
     but its agents and the replicas' workers ran on for a minute."""
-    for process in _local_ray_processes():
+    _kill(_local_ray_processes())
+
+
+def _kill(processes: list[Any]) -> None:
+    """SIGKILL ``processes`` (``psutil.Process`` objects), those gone already included."""
+    for process in processes:
         with contextlib.suppress(Exception):
             process.kill()
 
