@@ -319,7 +319,7 @@ async def _cancel(s: _Service, request: Request) -> Response:
 
 async def _events(s: _Service, request: Request) -> Response:
     record = await s.record(request, as_followed=True)  # a late follower gets the same end
-    last = last_event_id(request)  # 422 here, not a stream cut short by a 500
+    last = last_event_id(request, len(record.events))  # 422 here, not a stream cut short
     progress = flag(request, "live")  # also the live run's progress, unnumbered
     tap = LiveTap()  # what progress this follower has not read yet, if it asks for it
 
