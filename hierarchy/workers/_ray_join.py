@@ -311,8 +311,9 @@ def _no_crash_reporter() -> None:
     and the process aborted (-6) on its way out. Ray reads the setting as its driver
     connects (its ``RAY_DISABLE_FAILURE_SIGNAL_HANDLER``); the replicas keep theirs."""
     constants = sys.modules.get("ray._private.ray_constants")
-    if constants is not None and hasattr(constants, "RAY_DISABLE_FAILURE_SIGNAL_HANDLER"):
-        constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = True
+    name = "RAY_DISABLE_FAILURE_SIGNAL_HANDLER"
+    if constants is not None and hasattr(constants, name):  # (else a Ray that moved it)
+        setattr(constants, name, True)
 
 
 def _silent(address: str | None) -> str | None:

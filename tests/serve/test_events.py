@@ -66,6 +66,7 @@ async def test_a_reconnect_with_last_event_id_gets_exactly_the_rest() -> None:
         # Past the run's last event: it was a 200 with an empty stream, which ends as a cut
         # one does (no last event), so a client reconnected with it again and again.
         total = whole[-1].id
+        assert total is not None
         for past in (str(total + 1), "9" * 5000):
             refused = await c.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": past})
             assert refused.status_code == 422
