@@ -70,6 +70,7 @@ class ServeTrial:
     tally: Tally
     rng: random.Random
     kills: int
+    nth: int | None = None  # the first kill right after the follower got this event
     run_id: str = ""
     seen: list[Frame] = field(default_factory=list)
     count: int = 0
@@ -96,7 +97,15 @@ class ServeTrial:
         random one of the events (or at a random moment), or let the stream end."""
         follower = Follower(service.url, self.run_id, self._last()).start()
         killed = False
-        if kill:
+        if kill and self.nth is not None:  # at once after a known event (then at random)
+            nth, self.nth = self.nth, None
+            while follower.count() < nth and follower.thread and follower.thread.is_alive():
+                time.sleep(0.001)
+            killed = service.kill_after(0) == -9
+            if follower.count() < nth:
+                said = f"the stream ended ({follower.ended}) after {follower.count()} events"
+                self.tally.anomaly([(f"no kill after event {nth}", said)], self.run_id)
+        elif kill:
             if self.rng.random() < 0.4:  # a follower may lag: kills by the clock too
                 killed = service.kill_after(self.rng.uniform(0, 3.0)) == -9
             else:
@@ -114,6 +123,12 @@ class ServeTrial:
             self.tally.kills += 1
             _, entries, _ = read_run(self.scenario.journal, self.run_id)
             self.tally.phases[phase(entries)] += 1
+            # A follower's Last-Event-ID must name an event the journal kept: the resumed
+            # run numbers its events after the journaled ones, so one it lost is skipped.
+            journaled = sum(isinstance(e.record, EventRecorded) for e in entries)
+            if journaled < self._last():
+                lost = f"followed up to event {self._last()}, the journal kept {journaled}"
+                self.tally.anomaly([("followed an event the journal lost", lost)], self.run_id)
         elif follower.got and not follower.terminal():
             self.tally.outcomes["stream ended without a last event"] += 1
         return killed
@@ -234,10 +249,17 @@ class ServeTrial:
 
 
 def serve_torture(
-    scenario: Scenario, base: Baseline, tally: Tally, *, seed: int, kills: int
+    scenario: Scenario,
+    base: Baseline,
+    tally: Tally,
+    *,
+    seed: int,
+    kills: int,
+    nth: int | None = None,
 ) -> None:
-    """One trial (see the module's text)."""
-    ServeTrial(scenario, base, tally, random.Random(seed), kills).go()
+    """One trial (see the module's text); ``nth``: the first kill comes right after the
+    follower got that event, not at random."""
+    ServeTrial(scenario, base, tally, random.Random(seed), kills, nth).go()
 
 
 def main() -> None:

@@ -37,7 +37,7 @@ from ._http import (
     ticketed,
     under,
 )
-from ._journaled import journaled_first, journaled_record, journaled_runs, replay
+from ._journaled import journaled_first, journaled_record, journaled_runs, replay, unfinished
 from ._live import LiveTap, follow_live
 from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
 from ._runs import Runs, check_lease_ttl, check_seconds, open_runs
@@ -319,7 +319,7 @@ async def _cancel(s: _Service, request: Request) -> Response:
 
 async def _events(s: _Service, request: Request) -> Response:
     record = await s.record(request, as_followed=True)  # a late follower gets the same end
-    last = last_event_id(request)  # 422 here, not a stream cut short by a 500
+    last = last_event_id(request, len(record.events))  # 422 here, not a stream cut short
     progress = flag(request, "live")  # also the live run's progress, unnumbered
     tap = LiveTap()  # what progress this follower has not read yet, if it asks for it
 
@@ -340,6 +340,8 @@ async def _events(s: _Service, request: Request) -> Response:
             # frame; else every frame of the burst went to the dead socket, and asyncio
             # logged 'socket.send() raised exception.' for each past the fourth.
             await anyio.lowlevel.checkpoint()
+        if not live and (end := unfinished(record, under(request, ""))) is not None:
+            yield end  # the run goes on (or waits) where no one here runs it: says so
 
     async def done() -> None:  # also when the client hung up, its generator left open
         record.taps.discard(tap)

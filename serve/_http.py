@@ -275,14 +275,23 @@ def count(request: Request, name: str, default: int) -> int:
     return number
 
 
-def last_event_id(request: Request) -> int:
+def last_event_id(request: Request, known: int) -> int:
     """The ``Last-Event-ID`` header's event number, or else the ``?lastEventId=`` that
-    EventSource polyfills send on a reconnect (absent or blank: 0); 422 for anything else."""
+    EventSource polyfills send on a reconnect (absent or blank: 0); 422 for anything else,
+    and for a number past ``known``, the run's events so far (no stream gave it: an empty
+    stream would end as a cut one does, and its client reconnected with it again)."""
     value = request.headers.get("last-event-id", "").strip()
     value = value or request.query_params.get("lastEventId", "").strip() or "0"
     number = _whole(value)
     if number is None:
         raise ApiError(422, "invalid Last-Event-ID", f"{value!r} is not an event number")
+    if number > known:
+        shown = value if len(value) <= 30 else f"{value[:30]}…"
+        detail = (
+            f"Last-Event-ID {shown} is past the run's last event, {known}: send the id of "
+            "the last event the stream gave you (or none, for all of it)"
+        )
+        raise ApiError(422, "invalid Last-Event-ID", detail)
     return number
 
 

@@ -12,9 +12,10 @@ from collections.abc import AsyncIterator
 from typing import cast
 
 import msgspec
+from sse_starlette import ServerSentEvent
 
 from regiment.errors import UnknownRun
-from regiment.hierarchy import Event, RunCompleted, RunResult
+from regiment.hierarchy import Event, RunCompleted, RunFailed, RunResult
 from regiment.journal import (
     EventRecorded,
     Journal,
@@ -26,7 +27,18 @@ from regiment.journal import (
 
 from ._registry import RunRecord, cancelled
 
-__all__ = ("journaled_first", "journaled_record", "journaled_runs", "replay")
+__all__ = (
+    "STREAM_END",
+    "journaled_first",
+    "journaled_record",
+    "journaled_runs",
+    "replay",
+    "unfinished",
+)
+
+STREAM_END = "StreamEnd"
+"""The ``event:`` of the last frame of a run's stream that ends before the run does (no
+process of this service runs it): the frame says why, and what to do."""
 
 
 async def journaled_record(journal: Journal, run_id: str) -> RunRecord | None:
@@ -99,6 +111,30 @@ async def replay(record: RunRecord, after: int) -> AsyncIterator[tuple[int, Even
     """A journaled run's events numbered above ``after``."""
     for seq in range(after + 1, len(record.events) + 1):
         yield seq, record.events[seq - 1]
+
+
+def unfinished(record: RunRecord, root: str) -> ServerSentEvent | None:
+    """The ``StreamEnd`` frame (no ``id``) for a run read back from the journal whose events
+    stop before its last one (``None`` if they end with it): without it the stream just
+    stopped, and a follower could not tell a run nobody runs from a cut connection."""
+    if record.events and isinstance(record.events[-1], RunCompleted | RunFailed):
+        return None
+    seen, run_id = len(record.events), record.run_id
+    again = f"then GET {root}/runs/{run_id}/events with Last-Event-ID: {seen} for the rest"
+    if record.status == "stalled":
+        detail = (
+            f"no process runs run {run_id} (it stopped before its end): POST "
+            f"{root}/runs/{run_id}/resume finishes it, {again}"
+        )
+    elif record.status == "running":
+        detail = (
+            f"run {run_id} runs in another process that shares this service's journal: "
+            f"the events it has journaled so far were sent; wait, {again}"
+        )
+    else:  # the journal has its end but not its last event (a journal from before it had)
+        detail = f"run {run_id} is {record.status}; the journal has no more of its events"
+    data = {"run_id": run_id, "status": record.status, "last_event_id": seen, "detail": detail}
+    return ServerSentEvent(data=msgspec.json.encode(data).decode(), event=STREAM_END)
 
 
 def _from_info(info: RunInfo) -> RunRecord:

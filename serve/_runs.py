@@ -53,6 +53,7 @@ class Runs:
         self._tg = tg
         self._scopes: dict[str, anyio.CancelScope] = {}
         self._resuming: set[str] = set()  # resumes of this service still starting
+        self._cancel_asked: set[str] = set()  # of those, the ones cancelled as they start
         self._waiters: dict[str, list[anyio.CancelScope]] = {}
         self.stopping = False  # the server stops: no run starts any more
 
@@ -103,6 +104,7 @@ class Runs:
             record: RunRecord = await self._tg.start(self._drive, stream, session, history)
         finally:
             self._resuming.discard(run_id)
+            self._cancel_asked.discard(run_id)
         return record
 
     def _ended(self, run_id: str) -> bool:
@@ -111,10 +113,14 @@ class Runs:
         return record is not None and record.ended.is_set()
 
     def cancel(self, run_id: str) -> bool:
-        """Cancel a live run; ``False`` if it is unknown or already over."""
+        """Cancel a live run, or one whose resume is starting (it is cancelled as it
+        registers); ``False`` if it is unknown or already over."""
         scope = self._scopes.get(run_id)
         if scope is None:
-            return False
+            if run_id not in self._resuming:
+                return False
+            self._cancel_asked.add(run_id)  # else the run went on, the cancel answered 202
+            return True
         scope.cancel()
         return True
 
@@ -213,7 +219,7 @@ class Runs:
         record = self.store.add(event.run_id, event.goal, session)
         record.events.extend(history.events)
         self._scopes[record.run_id] = scope
-        if self.stopping:  # it was starting as the server began to stop
+        if self.stopping or record.run_id in self._cancel_asked:  # cancelled as it started
             scope.cancel()
         log.info("run started", extra={"run_id": record.run_id})
         return record

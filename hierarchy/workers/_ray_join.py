@@ -278,6 +278,7 @@ def _join(ray: Any, address: str | None) -> bool:
     if silent is not None:
         raise ConfigError(silent)
     where = f"{address!r}" if address is not None else f"{named!r} (RAY_ADDRESS)"
+    _no_crash_reporter()
     try:
         if address is not None:
             ray.init(address=address, **options)
@@ -300,6 +301,19 @@ def _join(ray: Any, address: str | None) -> bool:
             "cluster's head as host:port (the one `ray start --head` prints), or no "
             "address for a local Ray"
         ) from exc
+
+
+def _no_crash_reporter() -> None:
+    """Keep Ray's driver from putting its crash reporter in front of the program's SIGTERM
+    handler. ``_exit_on_sigterm`` puts the handler back once the join is done, but a
+    SIGTERM while ``ray.init`` connected (the seconds a ``regiment serve`` or ``mcp`` of a
+    Ray team takes to start) met the reporter: a stack dump ("*** SIGTERM received ...")
+    and the process aborted (-6) on its way out. Ray reads the setting as its driver
+    connects (its ``RAY_DISABLE_FAILURE_SIGNAL_HANDLER``); the replicas keep theirs."""
+    constants = sys.modules.get("ray._private.ray_constants")
+    name = "RAY_DISABLE_FAILURE_SIGNAL_HANDLER"
+    if constants is not None and hasattr(constants, name):  # (else a Ray that moved it)
+        setattr(constants, name, True)
 
 
 def _silent(address: str | None) -> str | None:

@@ -17,7 +17,7 @@ from hypercorn.trio import serve
 from examples.service.serving import serving
 from regiment.serve import MemoryRunStore, create_app
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
-from tests.serve.sse import run_events
+from tests.serve.sse import Frame, run_events
 from tests.serve.teams import Stuck, stuck_team
 
 pytestmark = pytest.mark.anyio
@@ -164,3 +164,40 @@ async def test_a_waiting_client_that_hangs_up_cancels_its_run_on_trio_too() -> N
         shutdown.set()
     assert record.status == "cancelled"
     assert stuck.cancelled.is_set()  # its tool was cancelled with it
+
+
+async def test_a_follower_that_hangs_up_leaves_a_waited_run_to_its_waiter_and_followers() -> None:
+    # What a follower leaving means does not depend on how the run was posted: only the
+    # ?wait=true request's own client leaving cancels it (README), never a follower's.
+    shop, store = Shop(), MemoryRunStore()
+    app = create_app(shop_team(shop, plan_json(step("s1", "slow", "slow 1"))), store=store)
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as c:
+        waited: list[httpx.Response] = []
+        stayed: list[Frame] = []
+        async with anyio.create_task_group() as tg:
+
+            async def wait() -> None:
+                waited.append(await c.post("/runs?wait=true", json={"goal": "slow"}))
+
+            tg.start_soon(wait)
+            while not (await c.get("/runs")).json()["runs"]:
+                pass  # until the run has started
+            (record,) = store.list()
+
+            async def stay() -> None:
+                stayed.extend(await run_events(c, record.run_id))
+
+            tg.start_soon(stay)
+            await _follow_and_hang_up(c, record.run_id, live=False)
+            await _follow_and_hang_up(c, record.run_id, live=True)
+            before = asyncio.all_tasks()
+            await _follow_and_hang_up(c, record.run_id, live=False)
+            assert await _settled(before) == set()  # the server is done with the leavers
+            assert not record.ended.is_set()
+            assert (await c.get(f"/runs/{record.run_id}")).json()["status"] == "running"
+            shop.release.set()
+        (answer,) = waited
+        assert answer.json()["status"] == "completed"
+        assert stayed[-1].event == "RunCompleted"
+        assert [f.id for f in stayed] == list(range(1, len(stayed) + 1))
+    assert shop.slow_done == ["slow 1"]

@@ -63,8 +63,20 @@ async def test_a_reconnect_with_last_event_id_gets_exactly_the_rest() -> None:
             refused = await c.get(f"/runs/{run_id}/events", headers={b"Last-Event-ID": bad})
             assert refused.status_code == 422
             assert refused.json()["error"] == "invalid Last-Event-ID"
-        past = await c.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": "9" * 5000})
-        assert (past.status_code, past.text) == (200, "")  # past the end: nothing, and it ends
+        # Past the run's last event: it was a 200 with an empty stream, which ends as a cut
+        # one does (no last event), so a client reconnected with it again and again.
+        total = whole[-1].id
+        assert total is not None
+        for past in (str(total + 1), "9" * 5000):
+            refused = await c.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": past})
+            assert refused.status_code == 422
+            shown = past if len(past) < 30 else "9" * 30 + "…"
+            assert refused.json() == {
+                "error": "invalid Last-Event-ID",
+                "detail": f"Last-Event-ID {shown} is past the run's last event, {total}: send "
+                "the id of the last event the stream gave you (or none, for all of it)",
+            }
+        assert await run_events(c, run_id, last=total) == []  # the last one: nothing more
 
 
 async def test_an_idle_stream_sends_keep_alive_comments_then_cancel_ends_it() -> None:
