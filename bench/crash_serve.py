@@ -25,10 +25,10 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from crash_checks import Anomaly, Ledger, check_journal, check_ledger
-from crash_children import HERE, Child, Scenario, answer_of, phase, read_run
+from crash_checks import Anomaly
+from crash_children import HERE, Child, Scenario, phase, read_run
 from crash_service import Follower, Frame, Service
-from crash_torture import GOAL, Baseline, Tally, _category, run_trials
+from crash_torture import GOAL, Baseline, Tally, _category, checked_run, run_trials
 
 from regiment.journal import EventRecorded
 
@@ -218,14 +218,7 @@ class ServeTrial:
 
     def check(self) -> None:
         self.tally.trials += 1
-        _, entries, status = read_run(self.scenario.journal, self.run_id)
-        found: list[Anomaly] = []
-        if status != "completed":
-            found.append(("never completed", f"{status} after {self.count} processes"))
-        elif answer_of(entries) != self.base.answer:
-            found.append(("answer differs", f"{answer_of(entries)!r} != {self.base.answer!r}"))
-        found += check_journal(entries, self.base.entries)
-        found += check_ledger(Ledger(self.scenario.folder), self.base.ledger, entries)
+        status, found = checked_run(self.scenario, self.base, self.run_id, self.count)
         if status == "completed":
             found += self._final_view()
         self.tally.anomaly(found, f"{self.run_id} in {self.scenario.folder}")

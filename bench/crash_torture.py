@@ -40,6 +40,7 @@ __all__ = (
     "Trial",
     "TrialOf",
     "baseline",
+    "checked_run",
     "run_trials",
     "torture",
 )
@@ -242,15 +243,25 @@ class Trial:
     def check(self) -> None:
         assert self.run_id is not None
         self.tally.trials += 1
-        _, entries, status = read_run(self.scenario.journal, self.run_id)
-        found: list[Anomaly] = []
-        if status != "completed":
-            found.append(("never completed", f"{status} after {self.count} processes"))
-        elif answer_of(entries) != self.base.answer:
-            found.append(("answer differs", f"{answer_of(entries)!r} != {self.base.answer!r}"))
-        found += check_journal(entries, self.base.entries)
-        found += check_ledger(Ledger(self.scenario.folder), self.base.ledger, entries)
+        _, found = checked_run(self.scenario, self.base, self.run_id, self.count)
         self.tally.anomaly(found, f"{self.run_id} in {self.scenario.folder}")
+
+
+def checked_run(
+    scenario: Scenario, base: Baseline, run_id: str, processes: int
+) -> tuple[str, list[Anomaly]]:
+    """Run ``run_id``'s status as its journal ends, and what is wrong with it against
+    ``base`` (unfinished after ``processes`` processes ran it, another answer, its journal,
+    its tool bodies' ledger)."""
+    _, entries, status = read_run(scenario.journal, run_id)
+    found: list[Anomaly] = []
+    if status != "completed":
+        found.append(("never completed", f"{status} after {processes} processes"))
+    elif answer_of(entries) != base.answer:
+        found.append(("answer differs", f"{answer_of(entries)!r} != {base.answer!r}"))
+    found += check_journal(entries, base.entries)
+    found += check_ledger(Ledger(scenario.folder), base.ledger, entries)
+    return status, found
 
 
 def torture(
