@@ -38,8 +38,8 @@ from mcp.server.mcpserver.exceptions import ToolError as SDKToolError
 from mcp.types import CallToolResult, InputRequiredResult
 
 from regiment._logging import logging_to
+from regiment._shown import shown_spec
 from regiment._signals import EXIT_INTERRUPTED, watch_signals
-from regiment.cli._shown import shown_spec
 from regiment.errors import ConfigError, LeaseLost, RegimentError
 from regiment.hierarchy import (
     CheckFailed,

@@ -33,10 +33,19 @@ def _commands(message: str) -> list[list[str]]:
     return [shlex.split(command)[1:] for command in re.findall(r"`(regiment [^`]*)`", message)]
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def journal(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A journal file whose name needs quoting, or a PostgreSQL journal in a schema of its
+    own (named by the URL's ``options``: a command without them reads another schema)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "office runs.db")
+    return str(request.getfixturevalue("postgres_url"))
+
+
 async def test_a_programs_resume_of_a_nested_run_says_how_to_resume_its_top_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    journal: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    journal = str(tmp_path / "office runs.db")
+    # (PostgreSQL: the journal's name in messages left the URL's options out)
     async with make_office(ledger=Ledger(tmp_path)).start(journal=journal) as running:
         top = (await running.run(NESTED_GOAL)).run_id
         with pytest.raises(JournalError) as caught:
