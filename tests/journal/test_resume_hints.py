@@ -5,7 +5,8 @@ printed anywhere, reads that journal.
 A resume of a nested team's run said "(`regiment resume TOP`)": typed as printed, that
 read the default journal of the directory it was typed in, not the program's, and told a
 program nothing it could call. An in-memory journal's finished run was told to run
-`regiment show RUN --journal '(in memory)'`, a file no command can open.
+`regiment show RUN --journal '(in memory)'` (and an unknown run's, `regiment runs --journal
+'(in memory)'`), a file no command can open.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from regiment.errors import AlreadyFinished, JournalError
+from regiment.errors import AlreadyFinished, JournalError, UnknownRun
 from regiment.journal import MemoryJournal, nested_run_id
 from tests.cli.helpers import run_cli
 
@@ -68,10 +69,15 @@ async def test_an_in_memory_journals_messages_suggest_no_command(tmp_path: Path)
             await running.resume(top)
         with pytest.raises(JournalError) as nested:
             await running.resume(nested_run_id(top, 1, "t1"))
+        with pytest.raises(UnknownRun) as unknown:
+            await running.resume("run-nope")
+    assert str(unknown.value) == (
+        "journal (in memory) has no run 'run-nope'; journal.list_runs() lists them"
+    )
     assert str(finished.value).endswith(
         f"there is nothing to resume: in code, journal.get_run({top!r}) and journal.read({top!r})"
     )
     assert f"resume {top!r} (running.resume({top!r}) on a team started with that journal)" in str(
         nested.value
     )
-    assert "regiment" not in str(finished.value) + str(nested.value)
+    assert "regiment" not in str(finished.value) + str(nested.value) + str(unknown.value)
