@@ -21,16 +21,14 @@ event missing or twice, numbers rising.
 from __future__ import annotations
 
 import argparse
-import functools
 import random
 import time
 from dataclasses import dataclass, field
 
-from crash_checks import Anomaly, Ledger, check_journal, check_ledger
-from crash_children import HERE, Child, Scenario, answer_of, phase, read_run
+from crash_checks import Anomaly
+from crash_children import HERE, Child, Scenario, phase, read_run
 from crash_service import Follower, Frame, Service
-from crash_torture import GOAL, Baseline, Tally, _category, _report, _scenario
-from crash_torture import baseline as _baseline
+from crash_torture import GOAL, Baseline, Tally, _category, checked_run, run_trials
 
 from regiment.journal import EventRecorded
 
@@ -235,14 +233,7 @@ class ServeTrial:
 
     def check(self) -> None:
         self.tally.trials += 1
-        _, entries, status = read_run(self.scenario.journal, self.run_id)
-        found: list[Anomaly] = []
-        if status != "completed":
-            found.append(("never completed", f"{status} after {self.count} processes"))
-        elif answer_of(entries) != self.base.answer:
-            found.append(("answer differs", f"{answer_of(entries)!r} != {self.base.answer!r}"))
-        found += check_journal(entries, self.base.entries)
-        found += check_ledger(Ledger(self.scenario.folder), self.base.ledger, entries)
+        status, found = checked_run(self.scenario, self.base, self.run_id, self.count)
         if status == "completed":
             found += self._final_view()
         self.tally.anomaly(found, f"{self.run_id} in {self.scenario.folder}")
@@ -272,34 +263,11 @@ def main() -> None:
     parser.add_argument("--jitter", type=float, default=0.1, help="max s each reply/tool sleeps")
     parser.add_argument("--folder", default=None, help="kept; default: a temporary one")
     args = parser.parse_args()
-    import tempfile
-    from pathlib import Path
 
-    from pg_server import PostgresServer
+    def trial(scenario: Scenario, base: Baseline, tally: Tally, seed: int, n: int) -> None:
+        serve_torture(scenario, base, tally, seed=seed, kills=args.kills)
 
-    root = Path(args.folder or tempfile.mkdtemp(prefix="crash-serve-"))
-    server = PostgresServer(fsync=False) if "postgres" in args.backends else None
-    if server is not None:
-        server.start()
-    tally, started = Tally(), time.monotonic()
-    try:
-        for backend in args.backends.split(","):
-            for name in args.scenarios.split(","):
-                at = functools.partial(_scenario, root, backend, name, server, args.jitter)
-                base = _baseline(at("baseline"))
-                for n in range(args.trials):
-                    seed = args.seed * 100_000 + n
-                    serve_torture(at(f"t{n}"), base, tally, seed=seed, kills=args.kills)
-                    print(
-                        f"{backend} {name} trial {n}: kills {tally.kills}, "
-                        f"anomalies {sum(tally.anomalies.values())}",
-                        flush=True,
-                    )
-    finally:
-        if server is not None:
-            server.stop()
-    _report(tally, time.monotonic() - started)
-    print("folder:", root)
+    run_trials(args, "crash-serve-", trial)
 
 
 if __name__ == "__main__":

@@ -22,15 +22,28 @@ import functools
 import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeAlias
 
 from crash_checks import Anomaly, Ledger, check_journal, check_ledger
 from crash_children import HERE, TEAMS, Child, Scenario, answer_of, pending, phase, read_run
 
 from regiment.journal import Entry, EventRecorded, ToolCallStarted
 
-__all__ = ("TEAMS", "Baseline", "Scenario", "Tally", "Trial", "baseline", "torture")
+__all__ = (
+    "TEAMS",
+    "Baseline",
+    "Scenario",
+    "Tally",
+    "Trial",
+    "TrialOf",
+    "baseline",
+    "checked_run",
+    "run_trials",
+    "torture",
+)
 
 GOAL = "settle the accounts"
 # Where the journal must end when the team held at a role for 1.5 s before the kill.
@@ -71,6 +84,10 @@ class Baseline:
         """About how many event lines its ``--events jsonl`` wrote (the journal's events
         and a tool call's start and end each)."""
         return sum(isinstance(e.record, EventRecorded | ToolCallStarted) for e in self.entries) + 8
+
+
+TrialOf: TypeAlias = Callable[[Scenario, Baseline, Tally, int, int], None]
+"""One trial of a torture: ``(scenario, baseline, tally, seed, n)``, ``n`` counting from 0."""
 
 
 def baseline(scenario: Scenario) -> Baseline:
@@ -226,15 +243,25 @@ class Trial:
     def check(self) -> None:
         assert self.run_id is not None
         self.tally.trials += 1
-        _, entries, status = read_run(self.scenario.journal, self.run_id)
-        found: list[Anomaly] = []
-        if status != "completed":
-            found.append(("never completed", f"{status} after {self.count} processes"))
-        elif answer_of(entries) != self.base.answer:
-            found.append(("answer differs", f"{answer_of(entries)!r} != {self.base.answer!r}"))
-        found += check_journal(entries, self.base.entries)
-        found += check_ledger(Ledger(self.scenario.folder), self.base.ledger, entries)
+        _, found = checked_run(self.scenario, self.base, self.run_id, self.count)
         self.tally.anomaly(found, f"{self.run_id} in {self.scenario.folder}")
+
+
+def checked_run(
+    scenario: Scenario, base: Baseline, run_id: str, processes: int
+) -> tuple[str, list[Anomaly]]:
+    """Run ``run_id``'s status as its journal ends, and what is wrong with it against
+    ``base`` (unfinished after ``processes`` processes ran it, another answer, its journal,
+    its tool bodies' ledger)."""
+    _, entries, status = read_run(scenario.journal, run_id)
+    found: list[Anomaly] = []
+    if status != "completed":
+        found.append(("never completed", f"{status} after {processes} processes"))
+    elif answer_of(entries) != base.answer:
+        found.append(("answer differs", f"{answer_of(entries)!r} != {base.answer!r}"))
+    found += check_journal(entries, base.entries)
+    found += check_ledger(Ledger(scenario.folder), base.ledger, entries)
+    return status, found
 
 
 def torture(
@@ -309,11 +336,25 @@ def main() -> None:
     parser.add_argument("--jitter", type=float, default=0.01, help="max s each reply/tool sleeps")
     parser.add_argument("--folder", type=Path, default=None, help="kept; default: a temporary one")
     args = parser.parse_args()
+    holds = args.holds.split(",") if args.holds else []
+
+    def trial(scenario: Scenario, base: Baseline, tally: Tally, seed: int, n: int) -> None:
+        hold = holds[n // 3 % len(holds)] if holds and n % 3 == 0 else ""
+        torture(scenario, base, tally, seed=seed, kills=args.kills, hold=hold)
+
+    run_trials(args, "crash-torture-", trial)
+
+
+def run_trials(args: argparse.Namespace, prefix: str, trial: TrialOf) -> None:
+    """A torture's trials: for each of ``args.backends`` and ``args.scenarios`` a baseline,
+    then ``args.trials`` trials (``trial(scenario, baseline, tally, seed, n)``), a line
+    after each, in ``args.folder`` (else a temporary folder named ``prefix...``), on a
+    PostgreSQL server of its own if one is asked for; then the report."""
     import tempfile
 
     from pg_server import PostgresServer
 
-    root = args.folder or Path(tempfile.mkdtemp(prefix="crash-torture-"))
+    root = Path(args.folder or tempfile.mkdtemp(prefix=prefix))
     server = PostgresServer(fsync=False) if "postgres" in args.backends else None
     if server is not None:
         server.start()
@@ -324,10 +365,7 @@ def main() -> None:
                 at = functools.partial(_scenario, root, backend, name, server, args.jitter)
                 base = baseline(at("baseline"))
                 for n in range(args.trials):
-                    holds = args.holds.split(",") if args.holds else []
-                    hold = holds[n // 3 % len(holds)] if holds and n % 3 == 0 else ""
-                    seed = args.seed * 100_000 + n
-                    torture(at(f"t{n}"), base, tally, seed=seed, kills=args.kills, hold=hold)
+                    trial(at(f"t{n}"), base, tally, args.seed * 100_000 + n, n)
                     print(
                         f"{backend} {name} trial {n}: kills {tally.kills}, "
                         f"anomalies {sum(tally.anomalies.values())}",

@@ -6,8 +6,8 @@ import errno
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from regiment._shown import shown_spec
 from regiment.cli._exit import was_closed
-from regiment.cli._shown import shown_spec
 from regiment.hierarchy import events as ev
 
 __all__ = ("AnswerOut", "say_unwritten", "void_of_call")

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
+from regiment._shown import shown_spec
 from regiment._text import visible
-from regiment.cli._shown import shown_spec
 from regiment.errors import ConfigError, JournalError
 from regiment.journal import (
     Journal,

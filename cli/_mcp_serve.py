@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import re
 import signal
 import sys
 from collections.abc import Iterator
@@ -39,8 +38,8 @@ from mcp.server.mcpserver.exceptions import ToolError as SDKToolError
 from mcp.types import CallToolResult, InputRequiredResult
 
 from regiment._logging import logging_to
+from regiment._shown import shown_spec
 from regiment._signals import EXIT_INTERRUPTED, watch_signals
-from regiment.cli._shown import shown_spec
 from regiment.errors import ConfigError, LeaseLost, RegimentError
 from regiment.hierarchy import (
     CheckFailed,
@@ -230,7 +229,7 @@ async def _answer(
         return await _follow(opened, ctx, journal)
     except RegimentError as exc:  # an empty goal, an unknown run id, ...
         if isinstance(exc.__cause__, LeaseLost):  # its stream's close says whose it is now
-            raise SDKToolError(_elsewhere(str(exc), journal)) from exc
+            raise SDKToolError(_elsewhere(str(exc))) from exc
         raise SDKToolError(f"{type(exc).__name__}: {exc}") from exc
 
 
@@ -247,7 +246,7 @@ async def _follow(
                 case RunCompleted(result=result):
                     return result.answer if result.status != "paused" else _paused(result, journal)
                 case RunFailed(error_type="LeaseLost", message=text):
-                    raise SDKToolError(_elsewhere(text, journal))  # not a failure
+                    raise SDKToolError(_elsewhere(text))  # not a failure
                 case RunFailed(error_type=kind, message=text):
                     raise SDKToolError(f"the run failed: {kind}: {text}")
                 case _:
@@ -255,17 +254,10 @@ async def _follow(
     raise SDKToolError("the run ended without a result")
 
 
-def _elsewhere(message: str, journal: str | None) -> str:
-    """What the client is told of a run another process took over: it goes on there,
-    run by whom the journal's words name, and how to follow it (in this server's
-    journal, which ``regiment show`` is pointed at)."""
-    if journal is not None:
-        shown = shown_spec(journal)  # a URL's password is not the client's (nor its model's)
-        message = re.sub(
-            r"`regiment show (\S+)`",
-            lambda m: f"`regiment show {m[1]} --journal {shown}`",
-            message,
-        )
+def _elsewhere(message: str) -> str:
+    """What the client is told of a run another process took over: it goes on there, run
+    by whom the journal's words name, and how to follow it (the run's words name this
+    server's journal, its URL's password left out)."""
     return f"the run goes on elsewhere: {message}"
 
 

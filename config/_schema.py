@@ -118,14 +118,18 @@ class PlacementConfig(_Section, frozen=True, kw_only=True):
     start_timeout: float = 120.0
 
 
+class _Unsaid(float):
+    """A ``step_timeout`` not given (not a 300.0 given): ``None`` for a team, else 300.0."""
+
+
 class WorkerConfig(_Section, frozen=True, kw_only=True):
     """One ``[[workers]]`` entry: see ``Worker``. ``tools`` are ``module:attribute`` paths;
     ``[[workers.mcp]]`` entries are MCP servers it gets tools from (see ``MCPConfig``).
 
     With ``team`` (a team file's path, relative to the file declaring it) the
     entry is a ``TeamWorker``: it takes ``name``, ``description``, ``artifact`` and
-    ``step_timeout`` (none unless given) only, since the nested file has its own models
-    and workers.
+    ``step_timeout`` only, since the nested file has its own models and workers; its
+    ``step_timeout`` is ``None`` unless given, as ``TeamWorker``'s (a worker's: 300.0).
     """
 
     name: str
@@ -136,7 +140,7 @@ class WorkerConfig(_Section, frozen=True, kw_only=True):
     mcp: tuple[MCPConfig, ...] = ()
     max_iterations: int = 8
     system_prompt: str = ""
-    step_timeout: float | None = 300.0
+    step_timeout: float | None = _Unsaid(300.0)  # ``Worker``'s default
     cancel_grace: float | None = 5.0
     max_concurrent_steps: int = 8
     max_tool_result_chars: int | None = None
@@ -147,6 +151,11 @@ class WorkerConfig(_Section, frozen=True, kw_only=True):
     require_approval: tuple[str, ...] = ()
     approval_timeout: float | None = None
     placement: PlacementConfig | None = None
+
+    def __post_init__(self) -> None:
+        if type(self.step_timeout) is _Unsaid:  # none given: the default of its kind
+            given = None if self.team is not None else float(self.step_timeout)
+            msgspec.structs.force_setattr(self, "step_timeout", given)
 
 
 class CheckConfig(_Section, frozen=True, kw_only=True):
@@ -317,14 +326,9 @@ def parse_config(text: str, *, format: ConfigFormat, source: str = "<config>") -
         why = explain(str(exc), raw, TeamConfig, format, cause=exc.__cause__)
         raise ConfigError(f"{source}: {why}") from exc
     assert isinstance(raw, dict)  # it decoded into a TeamConfig
-    workers = list(config.workers)
     for index, entry in enumerate(raw["workers"]):
         # The keys as written: a model-only key set to its default is still a mistake.
         _refuse_model_keys(entry.get("team"), entry.keys(), source, index)
-        if entry.get("team") is not None and "step_timeout" not in entry:
-            # A nested team's steps have no limit unless given one, as in code (TeamWorker).
-            workers[index] = msgspec.structs.replace(workers[index], step_timeout=None)
-    config = msgspec.structs.replace(config, workers=tuple(workers))
     names = [worker.name for worker in config.workers]
     for index, name in enumerate(names):
         if name in names[:index]:  # the second one is the mistake; its line is the one shown

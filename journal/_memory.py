@@ -24,7 +24,7 @@ from regiment.journal._store import (
     nested_under,
     plan_commit,
 )
-from regiment.journal._views import Lease, RunStatus
+from regiment.journal._views import IN_MEMORY, Lease, RunStatus
 
 __all__ = ("MemoryJournal",)
 
@@ -50,7 +50,7 @@ class _Run:
 
 
 class _MemoryStore:
-    where = "(in memory)"
+    where = IN_MEMORY
     refusing_reads: str | None = None
 
     def probe(self) -> None:

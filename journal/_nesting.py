@@ -29,15 +29,19 @@ def top_run_id(run_id: str) -> str | None:
     return top if mark else None
 
 
-def not_resumable_alone(run_id: str, *, journal_flag: str = "") -> str | None:
+def not_resumable_alone(
+    run_id: str, *, journal_flag: str = "", how: str | None = None
+) -> str | None:
     """Why nested run ``run_id`` cannot be resumed by itself (``None``: a top-level run):
     what a ``resume`` of it says, naming the run to resume instead (``journal_flag``: what
-    the ``regiment resume`` it suggests adds to read the journal in use, `` --journal J``)."""
+    the ``regiment resume`` it suggests adds to read the journal in use, `` --journal J``;
+    ``how``: how to resume that run, said instead of that command)."""
     top = top_run_id(run_id)
     if top is None:
         return None
+    how = how or f"`regiment resume{journal_flag} {top}`"
     return (
         f"run {run_id!r} is the run of a nested team (a step of run {top!r}); it is "
-        f"resumed with that run: resume {top!r} (`regiment resume{journal_flag} {top}`), which "
-        "finishes this one where it stopped"
+        f"resumed with that run: resume {top!r} ({how}), which finishes this one where "
+        "it stopped"
     )

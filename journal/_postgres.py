@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, final
 
 import anyio
 
+from regiment._shown import shown_spec
 from regiment.errors import JournalError
 from regiment.journal._buffered import BufferedJournal
 from regiment.journal._patience import reads_wait
@@ -65,15 +66,13 @@ def _import_psycopg() -> Any:
     return psycopg
 
 
-def _display(url: str, psycopg_module: Any) -> str:
-    """The URL without its password, for messages."""
+def _display(url: str) -> str:
+    """The URL without its password, for messages: as given otherwise (its schema in
+    ``options``, a socket's ``host``), so a command it is pasted into reads this journal."""
     try:
-        parts = psycopg_module.conninfo.conninfo_to_dict(url)
-    except psycopg_module.Error:
+        return shown_spec(url)
+    except ValueError:  # (a port that is not a number, say): psycopg refuses it too
         return "postgresql://(unparseable URL)"
-    user = f"{parts['user']}@" if parts.get("user") else ""
-    port = f":{parts['port']}" if parts.get("port") else ""
-    return f"postgresql://{user}{parts.get('host', '')}{port}/{parts.get('dbname', '')}"
 
 
 class _PostgresStore(SqlStore):
@@ -89,7 +88,7 @@ class _PostgresStore(SqlStore):
         self._given_up = False  # the server stayed away for a whole reconnect_timeout
         self._writing = False  # in a write transaction: a lost server is waited for
         self.refusing_reads: str | None = None  # while a write waits for the server: why
-        self.where = _display(url, self._psycopg)
+        self.where = _display(url)
         self._statements: dict[str, str] = {}
         self._conn: psycopg.Connection[Any] | None = None
         self._closed = False

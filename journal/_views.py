@@ -26,6 +26,7 @@ __all__ = (
     "RunInfo",
     "RunStatus",
     "SessionRun",
+    "IN_MEMORY",
     "unknown_run",
 )
 
@@ -118,9 +119,16 @@ class SessionRun(msgspec.Struct, frozen=True, kw_only=True):
     steps: tuple[CommittedStep, ...] = ()
 
 
+IN_MEMORY = "(in memory)"
+"""A ``MemoryJournal``'s ``where``: no other process, so no command, can read it."""
+
+
 def unknown_run(where: str, run_id: str) -> UnknownRun:
     """The error for a run id journal ``where`` does not have; the command it suggests
-    names that journal, so it lists this one's runs wherever it is typed."""
+    names that journal, so it lists this one's runs wherever it is typed (an in-memory
+    journal's are listed in code only)."""
+    if where == IN_MEMORY:
+        return UnknownRun(f"journal {where} has no run {run_id!r}; journal.list_runs() lists them")
     return UnknownRun(
         f"journal {where} has no run {run_id!r}; "
         f"`regiment runs --journal {shlex.quote(where)}` lists them"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, final
 
@@ -30,6 +29,7 @@ from regiment.models._api_errors import (
     request_note,
     shown_url,
     stream_failed,
+    unreadable_reply,
 )
 from regiment.models._credentials import NoCredentials
 from regiment.models._messages import ModelRequest, ModelResponse
@@ -296,16 +296,16 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         except httpx2.TransportError as exc:  # only mid-stream: the SDK retries the rest
             raise broke_off(self._model, exc) from exc
         except _UNREADABLE as exc:
-            # A body that is not JSON, or nests too deep to read, is read inside the call.
-            if not reading and not isinstance(exc, json.JSONDecodeError | RecursionError):
-                raise
-            unreadable = ModelAPIError(
-                f"the Anthropic API sent a reply for model {self._model!r} that could not be "
-                f"read ({type(exc).__name__}: {exc}; {request_note(request_id)}); check base_url "
-                "points at the Messages API, or try again",
+            unreadable = unreadable_reply(
+                exc,
+                reading=reading,
+                reply=f"the Anthropic API sent a reply for model {self._model!r}",
+                advice="check base_url points at the Messages API, or try again",
                 request_id=request_id,
             )
-            raise stream_failed(unreadable, transient=False) from exc
+            if unreadable is None:
+                raise
+            raise unreadable from exc
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self._model!r}, base_url={self.base_url!r})"

@@ -13,6 +13,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 
+from regiment.errors import ModelAPIError
+
 __all__ = (
     "LONGEST_WAIT",
     "backoff",
@@ -28,6 +30,7 @@ __all__ = (
     "transient_error",
     "without_echo",
     "transient_stream_failure",
+    "unreadable_reply",
 )
 
 E = TypeVar("E", bound=BaseException)
@@ -281,3 +284,21 @@ def shown_url(url: object) -> str:
         return "(a URL that could not be read)"
     user = f"{parts.username}@" if parts.username else ""
     return urlunsplit(parts._replace(netloc=user + parts.netloc.rpartition("@")[2]))
+
+
+def unreadable_reply(
+    exc: BaseException, *, reading: bool, reply: str, advice: str, request_id: str | None
+) -> ModelAPIError | None:
+    """The error of a ``reply`` (``"the ... API sent a reply"``) that ``exc`` says could not
+    be read, with what to do (``advice``), marked as a stream failure not worth a retry;
+    ``None`` when ``exc`` is not that (re-raise it). Outside the reading of a stream
+    (``reading`` false), only a body that is not JSON, or nests too deep to read, is: the
+    SDK reads it inside the call."""
+    if not reading and not isinstance(exc, json.JSONDecodeError | RecursionError):
+        return None
+    error = ModelAPIError(
+        f"{reply} that could not be read ({type(exc).__name__}: {exc}; "
+        f"{request_note(request_id)}); {advice}",
+        request_id=request_id,
+    )
+    return stream_failed(error, transient=False)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from regiment.models._api_errors import (
     retry_note,
     shown_url,
     stream_failed,
+    unreadable_reply,
     without_echo,
 )
 from regiment.models._credentials import NoCredentials
@@ -283,16 +283,16 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
                 ModelConnectionError(f"the stream from {self._where()} {broke_off(exc)}")
             ) from exc
         except _UNREADABLE as exc:
-            # A body that is not JSON, or nests too deep to read, is read inside the call.
-            if not reading and not isinstance(exc, json.JSONDecodeError | RecursionError):
-                raise
-            unreadable = ModelAPIError(
-                f"the Chat Completions API at {self._where()} sent a reply that could not be "
-                f"read ({type(exc).__name__}: {exc}; {request_note(request_id)}); check base_url "
-                "points at a Chat Completions server",
+            unreadable = unreadable_reply(
+                exc,
+                reading=reading,
+                reply=f"the Chat Completions API at {self._where()} sent a reply",
+                advice="check base_url points at a Chat Completions server",
                 request_id=request_id,
             )
-            raise stream_failed(unreadable, transient=False) from exc
+            if unreadable is None:
+                raise
+            raise unreadable from exc
 
     def __repr__(self) -> str:
         return f"OpenAIModel({self._model!r}, base_url={self.base_url!r})"

@@ -281,8 +281,8 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
                 assert_never(change)
 
     def _replan_or_fail(self, report: StepReport, reason: str) -> None:
-        book, journaled = self._book, self._journal is not UNJOURNALED
-        if error := _no_replan(report, reason, book, self._team.budget.replans, journaled):
+        book = self._book
+        if error := _no_replan(report, reason, book, self._team.budget.replans):
             self._fail(error)
             return
         self._record(ReplanBegun(reason))
@@ -295,12 +295,11 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         self._enter(prompting.compression(self._book, then) or prompting.call(then, self._book))
 
 
-def _no_replan(
-    report: StepReport, reason: str, book: RunBook, allowed: int, journaled: bool
-) -> StepFailed | None:
+def _no_replan(report: StepReport, reason: str, book: RunBook, allowed: int) -> StepFailed | None:
     """Why ``report``'s failure ends its run with no replan, if it does."""
     if report.error_type == CLUSTER_LOST:  # no replica left anywhere: stop, resumably
-        return cluster_lost(report, book.run_id, journaled=journaled)
+        journal = book.channel.journal
+        return cluster_lost(report, book.run_id, None if journal is None else journal.store)
     if report.fatal:  # a replan would send the step to the same broken model again
         return _not_replanned(report, reason)
     if not book.spending.ledger.can_replan():

@@ -36,6 +36,7 @@ from regiment.hierarchy.run._changes import (
     ToolCallsRefused,
 )
 from regiment.hierarchy.run._config_hash import config_hash
+from regiment.hierarchy.run._hints import resume_advice, taken_over
 from regiment.hierarchy.run._messages import CancelRun, PlannerMessage
 from regiment.hierarchy.workers._journal_calls import RunCalls
 from regiment.journal import (
@@ -61,7 +62,7 @@ if TYPE_CHECKING:
     from regiment.hierarchy.events import Event
     from regiment.models import ModelResponse
 
-__all__ = ("LEASE_TTL", "UNJOURNALED", "RunJournal", "Unjournaled", "owner_name", "taken_over")
+__all__ = ("LEASE_TTL", "UNJOURNALED", "RunJournal", "Unjournaled", "owner_name")
 
 
 def owner_name() -> str:
@@ -283,29 +284,15 @@ class RunJournal:
         finally:
             closed.set()
         if isinstance(self._error, LeaseLost):  # another process owns the run now
-            raise JournalError(taken_over(self.run_id, self._error)) from self._error
+            said = taken_over(self.run_id, self._error, self._journal)
+            raise JournalError(said) from self._error
         if self._error is not None:
             raise JournalError(
                 f"run {self.run_id} could not be journaled ({self._error}); it stopped "
                 "there, and what the journal holds of it is kept: once the journal can be "
-                f"written again, resume it (`regiment resume {self.run_id}`, or "
-                "running.resume(run_id)): what it committed is not done again"
+                f"written again, resume it ({resume_advice(self._journal, self.run_id)}): "
+                "what it committed is not done again"
             ) from self._error
-
-
-def taken_over(run_id: str, lost: LeaseLost) -> str:
-    """What the old owner of a run that another process took over says: the same in
-    ``run()``'s ``JournalError``, a stream's last event and the CLI's last line."""
-    if lost.owner is None:  # the lease was let go, not taken: the journal's words say how
-        who = f"another process ({lost})"
-    else:  # loaded only now: a run that is never taken over does not load the owners module
-        from regiment.journal import describe_owner
-
-        who = f"another process, {describe_owner(lost.owner)}, which runs it now"
-    return (
-        f"run {run_id} was taken over by {who}; nothing this process did after that was "
-        f"kept: the new owner finishes it (`regiment show {run_id}`)"
-    )
 
 
 class Unjournaled:

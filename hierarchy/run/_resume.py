@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
@@ -15,6 +14,7 @@ from regiment.hierarchy._replay import Replay
 from regiment.hierarchy.events import Event
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._config_hash import config_hash
+from regiment.hierarchy.run._hints import list_advice, nested_refusal, show_advice
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, owner_name
 from regiment.hierarchy.run._lender import Lender
 from regiment.hierarchy.run._session import session_context
@@ -26,7 +26,6 @@ from regiment.journal import (
     RunCreated,
     RunFinished,
     RunResumed,
-    not_resumable_alone,
     patient_reads,
 )
 
@@ -144,17 +143,14 @@ async def reopen(
         ConfigError: the team's configuration is not the run's, and ``force`` is false.
         LeaseHeld: another process is running it.
     """
-    refusal = None if above is not None else not_resumable_alone(run_id)
+    refusal = None if above is not None else nested_refusal(journal, run_id)
     if refusal is not None:
         raise JournalError(refusal)
     if entries is None:  # else the caller has just read them
         with patient_reads():  # as its acquire, it waits for a restarting server
             entries = await journal.read(run_id)
     if not entries:
-        raise JournalError(
-            f"journal {journal.where} has no run {run_id!r}; "
-            f"`regiment runs --journal {shlex.quote(journal.where)}` lists the runs it has"
-        )
+        raise JournalError(f"journal {journal.where} has no run {run_id!r}; {list_advice(journal)}")
     created = entries[0].record
     if not isinstance(created, RunCreated):
         raise JournalError(f"run {run_id!r} in {journal.where} does not begin with its creation")
@@ -162,8 +158,7 @@ async def reopen(
     if isinstance(last, RunFinished):
         raise AlreadyFinished(
             f"run {run_id!r} has already finished ({last.status}); there is nothing to "
-            f"resume: `regiment show {run_id} --journal {shlex.quote(journal.where)}` "
-            "shows its result",
+            f"resume: {show_advice(journal, run_id)}",
             status=last.status,
         )
     if not force and created.team == team.name:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from regiment.errors import ClusterLost, LeaseLost, StepFailed
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._result import RunResult
@@ -14,6 +16,10 @@ from regiment.hierarchy.events import (
     ToolFailed,
 )
 from regiment.hierarchy.run._guarding import note_events
+from regiment.hierarchy.run._hints import resume_advice
+
+if TYPE_CHECKING:
+    from regiment.journal import Journal
 
 __all__ = (
     "CLUSTER_LOST",
@@ -56,16 +62,16 @@ def failed(tally: RunResult, error: BaseException) -> RunFailed:
     return tally.as_failed(type(error).__name__, str(error))
 
 
-def cluster_lost(report: StepReport, run_id: str, *, journaled: bool) -> StepFailed:
+def cluster_lost(report: StepReport, run_id: str, journal: Journal | None) -> StepFailed:
     """The error of a run whose step found its Ray cluster gone: no replan is spent (none
-    could run anywhere); a journaled run stops unfinished, so a resume finishes it."""
+    could run anywhere); a run in a ``journal`` stops unfinished, so a resume finishes it."""
     detail = (report.error or "").removeprefix("ClusterLost: ")
-    if journaled:
+    if journal is not None:
         then = (
             f"the run stopped unfinished and its journal is kept: start the cluster again "
-            f"and `regiment resume {run_id}` (or running.resume(run_id); its workers may "
-            "run in-process too); a tool call that was in flight runs again under its "
-            "same idempotency key"
+            f"and resume it ({resume_advice(journal, run_id)}; its workers may run "
+            "in-process too); a tool call that was in flight runs again under its same "
+            "idempotency key"
         )
     else:
         then = "the run has no journal, so it cannot be resumed: run it again"

@@ -39,7 +39,7 @@ from regiment.hierarchy._prompts import HookFailed
 from regiment.hierarchy.run import _logs as logs
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import RunAborted, RunChange
-from regiment.hierarchy.run._journaling import taken_over
+from regiment.hierarchy.run._hints import taken_over
 from regiment.hierarchy.run._messages import CancelRun, PlannerMessage, StartRun
 from regiment.hierarchy.run._own_task import fail_in_own_task, reraise
 
@@ -150,7 +150,7 @@ class TakesTurns(Actor[PlannerMessage, None]):
         """A handler raised ``exc``; before the actor fails (and its supervisor sees
         it), the run fails with it as the cause."""
         if not self._book.channel.done:
-            failure = _handler_failed(message, exc, self._book.run_id)
+            failure = _handler_failed(message, exc, self._book)
             self._abort(failure)  # at once: the actor is failing
 
     async def _wait_turn(self) -> None:
@@ -198,9 +198,10 @@ def planner_crashed(exc: Exception) -> RunError:
     return error
 
 
-def _handler_failed(message: PlannerMessage, exc: Exception, run_id: str) -> RunError:
-    if isinstance(exc, LeaseLost):  # not the planner's fault: another process took the run
-        error = RunError(taken_over(run_id, exc))
+def _handler_failed(message: PlannerMessage, exc: Exception, book: RunBook) -> RunError:
+    journal = book.channel.journal
+    if isinstance(exc, LeaseLost) and journal is not None:  # another process took the run
+        error = RunError(taken_over(book.run_id, exc, journal.store))
         error.__cause__ = exc
         return error
     if isinstance(exc, HookFailed):  # it names the hook and what to do

@@ -37,9 +37,9 @@ from regiment.hierarchy.workers._ray_mcp import PlacedTools, ReplicaServers
 from regiment.hierarchy.workers._ray_recipe import hosted_worker
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._wire import step_key
-from regiment.hierarchy.workers._worker import Worker, WorkerSpec
+from regiment.hierarchy.workers._worker import Worker, WorkerSpec, step_limits
 from regiment.models import ModelSettings
-from regiment.telemetry import Telemetry, inject, semconv
+from regiment.telemetry import Telemetry, inject
 
 __all__ = ("RayReplicas", "RayWorkerActor", "RunLinks", "start_ray_workers")
 
@@ -339,17 +339,7 @@ class RayWorkerActor(StepActor):
         *,
         tools: PlacedTools | None = None,
     ) -> None:
-        super().__init__(
-            worker.name,
-            telemetry,
-            max_concurrent=worker.max_concurrent_steps * replicas.count,
-            step_timeout=worker.step_timeout,
-            cancel_grace=worker.cancel_grace,
-            span_attributes={
-                semconv.GEN_AI_PROVIDER_NAME: worker.model.provider,
-                semconv.GEN_AI_AGENT_DESCRIPTION: worker.description,
-            },
-        )
+        super().__init__(worker.name, telemetry, **step_limits(worker, replicas.count))
         self._worker = worker
         self._replicas = replicas
         self._links = links or RunLinks()

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, final
+from typing import TYPE_CHECKING, Protocol, TypedDict, final
+
+from opentelemetry.util.types import AttributeValue
 
 from regiment.errors import ConfigError
 from regiment.hierarchy._live_events import LiveChannel, live_sink
@@ -40,7 +42,7 @@ from regiment.tools import OnToolError, Tool, Toolset, WorkerTools
 if TYPE_CHECKING:
     from regiment.tools import MCPServer
 
-__all__ = ("Worker", "WorkerActor", "WorkerSpec", "check_worker_name")
+__all__ = ("StepLimits", "Worker", "WorkerActor", "WorkerSpec", "check_worker_name", "step_limits")
 
 STEP_TIMEOUT = 300.0  # seconds a step may take, by default
 
@@ -214,6 +216,30 @@ class Worker:
         return self.max_iterations
 
 
+class StepLimits(TypedDict):
+    """A :class:`StepActor`'s options for a :class:`Worker`'s steps (see ``step_limits``)."""
+
+    max_concurrent: int
+    step_timeout: float | None
+    cancel_grace: float | None
+    span_attributes: Mapping[str, AttributeValue]
+
+
+def step_limits(worker: Worker, replicas: int = 1) -> StepLimits:
+    """How ``worker``'s steps run, in this process or on Ray (``replicas``: each takes
+    ``max_concurrent_steps`` at once): its limits, and the attributes of each step's
+    ``invoke_agent`` span (the model's provider, the worker's description)."""
+    return StepLimits(
+        max_concurrent=worker.max_concurrent_steps * replicas,
+        step_timeout=worker.step_timeout,
+        cancel_grace=worker.cancel_grace,
+        span_attributes={
+            semconv.GEN_AI_PROVIDER_NAME: worker.model.provider,
+            semconv.GEN_AI_AGENT_DESCRIPTION: worker.description,
+        },
+    )
+
+
 class WorkerActor(StepActor):
     """Runs a :class:`Worker`'s steps; one actor per worker per started team."""
 
@@ -229,17 +255,7 @@ class WorkerActor(StepActor):
         settings: ModelSettings | None = None,
         team_guardrails: Sequence[Guardrail] = (),
     ) -> None:
-        super().__init__(
-            worker.name,
-            telemetry,
-            max_concurrent=worker.max_concurrent_steps,
-            step_timeout=worker.step_timeout,
-            cancel_grace=worker.cancel_grace,
-            span_attributes={
-                semconv.GEN_AI_PROVIDER_NAME: worker.model.provider,
-                semconv.GEN_AI_AGENT_DESCRIPTION: worker.description,
-            },
-        )
+        super().__init__(worker.name, telemetry, **step_limits(worker))
         self._worker = worker
         self._tools = tools if tools is not None else WorkerTools(worker.toolset)
         # Without MCP servers the tool set never changes: no need to ask for it each step.

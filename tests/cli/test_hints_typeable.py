@@ -120,7 +120,7 @@ async def test_a_programs_resume_of_a_finished_run_names_its_journal(
         with pytest.raises(AlreadyFinished) as caught:
             await running.resume(run_id)
     (command,) = re.findall(r"`(regiment [^`]*)`", str(caught.value))
-    assert command == f"regiment show {run_id} --journal {shlex.quote(journal)}"
+    assert command == f"regiment show --journal {shlex.quote(journal)} {run_id}"
     monkeypatch.chdir(REPO / "examples")  # elsewhere, with no journal of its own
     code, out, err = await run_cli(*shlex.split(command)[1:])
     assert code == 0, err

@@ -56,5 +56,5 @@ def test_regiment_run_says_its_run_was_taken_over_and_by_whom(tmp_path: Path) ->
     ), err
     # the command it suggests reads the run's journal (typed here, it read the default one)
     flag = f"--journal {shlex.quote(journal)}"
-    assert last.endswith(f"the new owner finishes it (`regiment show {flag} {run_id}`)")
+    assert f"the new owner finishes it (`regiment show {flag} {run_id}` shows it; " in last
     assert "Traceback" not in err

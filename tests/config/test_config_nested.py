@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import msgspec
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 
@@ -252,6 +253,36 @@ def test_a_nested_team_s_step_timeout_is_none_unless_the_file_gives_one(
         bad = text.replace(line, "step_timeout = -1")
         path = _write(tmp_path / "bad.toml", bad, brains=brains, child="research.toml")
         assert "workers[0].step_timeout" in _error(lambda: load_team(path, model="scripted"))
+
+
+@pytest.mark.parametrize("given", [None, 300.0])
+def test_a_nested_team_entry_built_in_python_has_no_step_timeout_unless_given_one(
+    tmp_path: Path, brains: str, given: float | None
+) -> None:
+    """``WorkerConfig(team=...)`` in code had the 300 s of a model-backed worker's entry,
+    where the same entry in a file (and ``TeamWorker``) has none: one team, two limits."""
+    _write(tmp_path / "research.toml", CHILD_TOML, brains=brains)
+    parent = _write(tmp_path / "parent.toml", PARENT_TOML, brains=brains, child="research.toml")
+    keys = {"name": "research", "description": "finds", "team": "research.toml"}
+    built = (
+        WorkerConfig(name="research", description="finds", team="research.toml")
+        if given is None
+        else WorkerConfig(
+            name="research", description="finds", team="research.toml", step_timeout=given
+        )
+    )
+    decoded = msgspec.convert(
+        keys if given is None else {**keys, "step_timeout": given}, WorkerConfig
+    )
+    assert (built.step_timeout, decoded.step_timeout) == (given, given)
+    from_file = load_config(parent)
+    config = msgspec.structs.replace(from_file, workers=(built, *from_file.workers[1:]))
+    research, writer = build_team(config, model="scripted", source=str(parent)).workers
+    assert isinstance(research, TeamWorker)
+    assert research.step_timeout == given
+    assert isinstance(writer, Worker)
+    assert writer.step_timeout == 300.0
+    assert WorkerConfig(name="w", description="d").step_timeout == 300.0  # as Worker's
 
 
 @pytest.mark.parametrize(

@@ -58,7 +58,9 @@ async def test_a_journaled_run_stops_unfinished_and_a_resume_finishes_it(tmp_pat
         assert failed.value.fatal
         assert failed.value.failed is not None
         run_id = failed.value.failed.run_id
-        assert f"`regiment resume {run_id}`" in str(failed.value)
+        said = str(failed.value)  # how to resume, in code and typed anywhere
+        assert f"running.resume({run_id!r}) on a team started with that journal" in said
+        assert f"`regiment resume --journal {journal} {run_id}`" in said
         assert running.journal is not None
         assert (await running.journal.get_run(run_id)).status == "stalled"
     back = ScriptedModel([text_response("held")])

@@ -175,7 +175,9 @@ async def test_a_run_the_journal_failed_resumes_in_the_same_process_once_it_work
             assert "database is locked: another process held the file's write lock" in str(
                 failed.value
             )
-            assert "resume it (`regiment resume run-" in str(failed.value)
+            said = str(failed.value)  # how to resume, in code and typed anywhere
+            assert "resume it (running.resume('run-" in said
+            assert f"`regiment resume --journal {path} run-" in said
             blocker.execute("ROLLBACK")
             (listed,) = await journal.list_runs()
             resumed = await running.resume(listed.run_id)

@@ -16,7 +16,7 @@ from regiment.tools import MCPHub, MCPServer, Toolset
 
 pytestmark = pytest.mark.anyio
 
-SERVER = [sys.executable, str(Path(__file__).with_name("changing_server.py"))]
+SERVER = [sys.executable, str(Path(__file__).with_name("hand_server.py")), "changing"]
 
 
 async def test_a_relisted_bad_tool_is_left_out_and_a_removed_one_says_so(

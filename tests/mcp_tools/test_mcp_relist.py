@@ -16,7 +16,7 @@ from regiment.tools import MCPHub, MCPServer, Toolset
 
 pytestmark = pytest.mark.anyio
 
-SERVER = [sys.executable, str(Path(__file__).with_name("relist_server.py"))]
+SERVER = [sys.executable, str(Path(__file__).with_name("hand_server.py")), "relist"]
 
 
 class _GaveUp(logging.Handler):

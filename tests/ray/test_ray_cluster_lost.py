@@ -157,7 +157,10 @@ async def test_runs_whose_cluster_went_away_stop_resumably_and_resume(
     nested = json.loads(nested_out.splitlines()[-1])
     assert nested["error_type"] == "ClusterLost"
     assert re.search(rf"step s1: team 'holding': worker 'holder': {went}", nested["message"])
-    assert f"`regiment resume {nested['run_id']}`" in nested["message"]
+    # how to resume, from code and typed anywhere (it said `regiment resume RUN`, no journal)
+    nested_id, runs_db = nested["run_id"], tmp_path / "runs.db"
+    assert f"running.resume({nested_id!r}) on a team started with that journal" in nested["message"]
+    assert f"`regiment resume --journal {runs_db} {nested_id}`" in nested["message"]
     assert "Replanned" not in nested["events"]
     assert nested["joined"] is False  # disconnected: Ray's client will not end the process
     assert "the Ray cluster at" in nested_err  # logged too: nobody may be reading the events
