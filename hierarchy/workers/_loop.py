@@ -74,7 +74,7 @@ async def _call_tools(
     first = journaled.reserve(allowed)
     begun: set[int] = set()  # calls whose bodies started (a cut lists them: _outcomes)
     try:
-        if allowed == 1 and guards is None and telemetry.metrics is None and not telemetry.tracing:
+        if allowed == 1 and guards is None and telemetry.metrics is None and not telemetry.traced:
             # The common case: one call, nothing around it (no task group, span, metric or
             # guard), so it is awaited here, with no closure made for it.
             call, at = calls[0], (assign, first, begun)

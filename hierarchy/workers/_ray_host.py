@@ -257,6 +257,9 @@ class StepHost:
         scope, ended = anyio.CancelScope(), anyio.Event()
         progress = StepProgress()
         progress.ask_more = replica_top_ups(channel)
+        # The loop reads ``traced``; asked here, a global provider installed in this
+        # process after the replica started is seen from its next step on.
+        _ = self._telemetry.tracing
         self._running[remote.key] = (scope, ended, progress)
         # The replica's spans (model calls, tool calls) are children of the planner
         # side's invoke_agent span, so the run stays one trace.
