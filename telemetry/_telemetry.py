@@ -67,8 +67,6 @@ class Telemetry:
     block marks it ERROR with ``error.type``, while cancellation (asyncio or trio)
     only sets ``regiment.cancelled`` (and its event) and leaves the status unset.
     Message content is recorded only when capture is on, redacted and truncated.
-    ``traced`` is what ``tracing`` last answered (every run asks as it starts): a plain
-    attribute, for the per-step checks.
 
     Args:
         tracer_provider: the provider to use; ``None`` uses the global one
@@ -109,10 +107,8 @@ class Telemetry:
         meters = metrics.get_meter_provider() if meter_provider is None else meter_provider
         # None while nothing records metrics: then the hierarchy does no metric work at all.
         self.metrics = RunMetrics(meters, __version__) if meter_provider_records(meters) else None
-        # ``tracing`` as last asked, a plain attribute: a step's path reads it (the
-        # property is a call a read, twice a step). Asking ``tracing`` refreshes it, and
-        # every run asks as it opens its span, so a provider installed after the team
-        # started is seen from the next run on (a run is traced whole, or not at all).
+        # What ``tracing`` last said, read with no call on a step's path; asking ``tracing``
+        # refreshes it, as every run does when it opens its span (a later provider counts).
         self.traced = self.tracing
 
     @property
