@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import assert_never, final
 
+from msgspec.structs import replace
+
 from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._result import RunResult, RunStatus
 from regiment.hierarchy.events import (
@@ -301,9 +303,11 @@ class RunBook:
         return "\n\n".join([answer, *versions.artifacts])
 
     def result(self, answer: str, status: RunStatus) -> RunResult:
-        versions, spending = self.versions, self.spending
+        # At most 15 keywords a call (more: a dict built and unpacked, #22); the fields most
+        # runs leave at their defaults go in by a replace, only when one is set.
+        versions, spending, rounds = self.versions, self.spending, self.rounds
         spent, by_role = spending.ledger.spent, spending.usage_by_role
-        return RunResult(
+        result = RunResult(
             run_id=self.run_id,
             goal=self.goal,
             answer=answer,
@@ -317,14 +321,24 @@ class RunBook:
             usage=sum(by_role.values(), Usage()),
             model_calls=spent.model_calls,
             tool_calls=spent.tool_calls,
+            trace_id=trace_id_hex(self.trace.span),
+            events=tuple(self.events),
+        )
+        pending = tuple(self.approvals.pending.values()) if status == "paused" else ()
+        if (
+            rounds.round == 1
+            and not (versions.stale_dropped or spending.exhausted or rounds.verdicts or pending)
+            and versions.memory is None
+        ):
+            return result
+        return replace(
+            result,
             stale_reports_dropped=versions.stale_dropped,
             budget_exhausted=spending.exhausted,
-            trace_id=trace_id_hex(self.trace.span),
-            rounds=self.rounds.round,
-            verdicts=tuple(self.rounds.verdicts),
+            rounds=rounds.round,
+            verdicts=tuple(rounds.verdicts),
             memory=versions.memory,
-            pending_approvals=tuple(self.approvals.pending.values()) if status == "paused" else (),
-            events=tuple(self.events),
+            pending_approvals=pending,
         )
 
 
