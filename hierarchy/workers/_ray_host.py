@@ -268,8 +268,7 @@ class StepHost:
             with scope:
                 report = await run_tool_loop(
                     worker=worker.name,
-                    description=worker.description,
-                    system_prompt=worker.system_prompt,
+                    system=hosted.system,
                     max_iterations=worker.max_iterations,
                     toolset=self._mcp.toolset(worker),
                     caller=hosted.caller,
@@ -279,7 +278,6 @@ class StepHost:
                     progress=progress,
                     on_tool_error=worker.on_tool_error,
                     guards=hosted.guards,
-                    system=hosted.system,
                     approvals=ReplicaApprovals(channel),
                     journaled=StepCalls(
                         ReplicaLog(channel, remote),

@@ -19,8 +19,9 @@ from types import CodeType, FrameType
 import pytest
 
 import regiment
+from regiment.tools import Toolset
 
-from .test_step_path_cost import _counted
+from .test_step_path_cost import _code_called, _counted
 
 pytestmark = pytest.mark.anyio
 
@@ -99,3 +100,11 @@ async def test_a_step_packs_no_keywords_into_a_dict() -> None:
     finally:
         sys.settrace(None)
     assert runs == []
+
+
+async def test_a_step_of_a_worker_with_fixed_tools_asks_no_definitions_property() -> None:
+    # Toolset.definitions (a property) was read once a step; a worker with no MCP servers
+    # (its tool set cannot change) reads it once, as it starts. One with MCP servers still
+    # reads the current set's each step (tests/mcp_tools/test_mcp_list_changed.py).
+    definitions = vars(Toolset)["definitions"].fget.__code__
+    assert await _counted(_code_called(definitions)) == 0  # was one a step (3)
