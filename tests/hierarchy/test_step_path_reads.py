@@ -15,6 +15,7 @@ import dis
 import sys
 from pathlib import Path
 from types import CodeType, FrameType
+from typing import Any
 
 import pytest
 
@@ -78,7 +79,7 @@ async def test_a_step_packs_no_keywords_into_a_dict() -> None:
     seen: dict[CodeType, set[int]] = {}
     runs: list[str] = []
 
-    def tracer(frame: FrameType, event: str, _: object) -> object:
+    def tracer(frame: FrameType, event: str, _: object) -> Any:
         code = frame.f_code
         if event == "call":
             if code not in seen:
