@@ -92,7 +92,7 @@ class ModelCaller:
         telemetry = self.telemetry
         metrics = telemetry.metrics
         if metrics is None:
-            if live is None and not telemetry.tracing:  # the plain call: nothing around it
+            if live is None and not telemetry.traced:  # the plain call: nothing around it
                 try:
                     reply = await self.model.complete(request)
                 except BaseException as exc:  # a cancellation or an interrupt, as a rule
@@ -222,7 +222,7 @@ class ModelCaller:
     async def _traced(self, request: ModelRequest, live: LiveSink | None) -> ModelResponse:
         telemetry = self.telemetry
         model = self.model
-        if not telemetry.tracing:  # no span: nothing to work out for one
+        if not telemetry.traced:  # no span: nothing to work out for one
             return self._checked(await _reply(model, request, live, self.price), request)
         # getattr first: a runtime protocol check is slow, and only SDK models say yes.
         sdk = getattr(model, "sdk_spans", False) is True

@@ -107,6 +107,9 @@ class Telemetry:
         meters = metrics.get_meter_provider() if meter_provider is None else meter_provider
         # None while nothing records metrics: then the hierarchy does no metric work at all.
         self.metrics = RunMetrics(meters, __version__) if meter_provider_records(meters) else None
+        # What ``tracing`` last said, read with no call on a step's path; asking ``tracing``
+        # refreshes it, as every run does when it opens its span (a later provider counts).
+        self.traced = self.tracing
 
     @property
     def tracing(self) -> bool:
@@ -118,7 +121,7 @@ class Telemetry:
         installed = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
         if installed is None:  # still nothing: asked again next time (checked ~9 times a run)
             return False
-        self._provider_records = _records_once_installed(installed)
+        self._provider_records = self.traced = _records_once_installed(installed)
         return self._provider_records
 
     @property

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import assert_never, final
 
+from msgspec.structs import replace
+
 from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._result import RunResult, RunStatus
 from regiment.hierarchy.events import (
@@ -71,6 +73,7 @@ from regiment.hierarchy.run._trace import RunTrace
 from regiment.hierarchy.run._versions import PlanVersions
 from regiment.models import Usage
 from regiment.telemetry import trace_id_hex
+from regiment.tools import ApprovalRequest
 
 __all__ = ("RunBook",)
 
@@ -303,7 +306,8 @@ class RunBook:
     def result(self, answer: str, status: RunStatus) -> RunResult:
         versions, spending = self.versions, self.spending
         spent, by_role = spending.ledger.spent, spending.usage_by_role
-        return RunResult(
+        # At most 15 keywords (more: a dict built and unpacked, #22); _rarer adds the rest.
+        result = RunResult(
             run_id=self.run_id,
             goal=self.goal,
             answer=answer,
@@ -317,15 +321,11 @@ class RunBook:
             usage=sum(by_role.values(), Usage()),
             model_calls=spent.model_calls,
             tool_calls=spent.tool_calls,
-            stale_reports_dropped=versions.stale_dropped,
-            budget_exhausted=spending.exhausted,
             trace_id=trace_id_hex(self.trace.span),
-            rounds=self.rounds.round,
-            verdicts=tuple(self.rounds.verdicts),
-            memory=versions.memory,
-            pending_approvals=tuple(self.approvals.pending.values()) if status == "paused" else (),
             events=tuple(self.events),
         )
+        pending = tuple(self.approvals.pending.values()) if status == "paused" else ()
+        return _rarer(result, versions, spending, self.rounds, pending)
 
 
 def _sent(book: RunBook, change: StepSent) -> None:
@@ -356,3 +356,28 @@ def _arrived(book: RunBook, change: ReportArrived) -> None:
     # as the step's own end is told to none (``Verifier.at_end``).
     if (r.tool_outcomes or r.guardrails) and not change.quiet:
         book.emit_all(report_events(r))
+
+
+def _rarer(
+    result: RunResult,
+    versions: PlanVersions,
+    spending: Spending,
+    rounds: Rounds,
+    pending: tuple[ApprovalRequest, ...],
+) -> RunResult:
+    """``result`` with the fields most runs leave at their defaults, if any is not."""
+    if (
+        rounds.round == 1
+        and not (versions.stale_dropped or spending.exhausted or rounds.verdicts or pending)
+        and versions.memory is None
+    ):
+        return result
+    return replace(
+        result,
+        stale_reports_dropped=versions.stale_dropped,
+        budget_exhausted=spending.exhausted,
+        rounds=rounds.round,
+        verdicts=tuple(rounds.verdicts),
+        memory=versions.memory,
+        pending_approvals=pending,
+    )

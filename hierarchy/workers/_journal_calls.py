@@ -174,9 +174,8 @@ class StepCalls:
         key = f"step/{assign.plan_version}/{assign.step.id}/{self._model_calls}"
         replayed = responses.get(key)
         if replayed is not None:
-            if (
-                caller.telemetry.tracing
-            ):  # no chat span (the model is not asked): the step's says so
+            # No chat span (the model is not asked): the step's span says so.
+            if caller.telemetry.traced:
                 trace.get_current_span().add_event(sc.REPLAYED_EVENT, _CHAT)
             return replayed
         response = await caller.call(request, live)

@@ -74,7 +74,7 @@ async def _call_tools(
     first = journaled.reserve(allowed)
     begun: set[int] = set()  # calls whose bodies started (a cut lists them: _outcomes)
     try:
-        if allowed == 1 and guards is None and telemetry.metrics is None and not telemetry.tracing:
+        if allowed == 1 and guards is None and telemetry.metrics is None and not telemetry.traced:
             # The common case: one call, nothing around it (no task group, span, metric or
             # guard), so it is awaited here, with no closure made for it.
             call, at = calls[0], (assign, first, begun)
@@ -171,10 +171,10 @@ def _first_message(prompts: Prompts, step: PlanStep, context: StepContext) -> Me
 async def run_tool_loop(
     *,
     worker: str,
-    description: str,
-    system_prompt: str,
+    system: str,
     max_iterations: int,
     toolset: Toolset,
+    definitions: tuple[ToolDefinition, ...] | None = None,
     caller: ModelCaller,
     telemetry: Telemetry,
     prompts: Prompts,
@@ -184,17 +184,17 @@ async def run_tool_loop(
     approvals: Approvals | None = None,
     journaled: StepCalls | None = None,
     guards: StepGuards | None = None,
-    system: str | None = None,
 ) -> StepReport:
     """Run one step to an answer, or to the iteration cap, or to the allowance's end.
 
-    ``system``: the worker's system prompt, if made already (a worker actor makes it once).
+    ``system``: the worker's system prompt (made once, as its actor starts).
+    ``definitions``: ``toolset``'s, if read already (a set that cannot change: read once).
+    At most 15 keywords a call: more, and CPython 3.11 packs them into a dict (#22).
 
     Raises:
         ToolError: a tool raised and ``on_tool_error`` (its own, else this one) is ``"raise"``.
     """
-    system = _system(prompts, worker, description, system_prompt) if system is None else system
-    step, tools = assign.step, toolset.definitions
+    step, tools = assign.step, toolset.definitions if definitions is None else definitions
     at = (assign, progress, worker, max_iterations)
     messages, journaled, call, limited = _begin(prompts, journaled, caller, guards, at)
     asked_again = False  # after an empty reply (below)

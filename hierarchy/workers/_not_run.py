@@ -32,7 +32,7 @@ def not_run(
     reply was cut off, its step's share of tool calls is used up, its plan is over): the
     trace shows the call, with ``error.type`` saying why it did not run. The tool is not
     touched."""
-    if not telemetry.tracing:
+    if not telemetry.traced:
         return
     recorder = telemetry.recorder
     for call in calls:

@@ -257,6 +257,9 @@ class StepHost:
         scope, ended = anyio.CancelScope(), anyio.Event()
         progress = StepProgress()
         progress.ask_more = replica_top_ups(channel)
+        # The loop reads ``traced``; asked here, a global provider installed in this
+        # process after the replica started is seen from its next step on.
+        _ = self._telemetry.tracing
         self._running[remote.key] = (scope, ended, progress)
         # The replica's spans (model calls, tool calls) are children of the planner
         # side's invoke_agent span, so the run stays one trace.
@@ -265,8 +268,7 @@ class StepHost:
             with scope:
                 report = await run_tool_loop(
                     worker=worker.name,
-                    description=worker.description,
-                    system_prompt=worker.system_prompt,
+                    system=hosted.system,
                     max_iterations=worker.max_iterations,
                     toolset=self._mcp.toolset(worker),
                     caller=hosted.caller,
@@ -276,7 +278,6 @@ class StepHost:
                     progress=progress,
                     on_tool_error=worker.on_tool_error,
                     guards=hosted.guards,
-                    system=hosted.system,
                     approvals=ReplicaApprovals(channel),
                     journaled=StepCalls(
                         ReplicaLog(channel, remote),

@@ -191,7 +191,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
                 continue  # (the queue may have changed meanwhile)
             lane.job = job = self._queued.popleft()
             job.scope = scope
-            report = await (self._run_step if self._telemetry.tracing else self._outcome)(job, now)
+            report = await (self._run_step if self._telemetry.traced else self._outcome)(job, now)
             lane.job = None
             if job.stop is not None and scope.cancel_called:  # only a cut cancels it (#22)
                 # Cancelled as the step ended: its report stands, the scope is spent.
@@ -210,7 +210,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
 
     async def _run_step(self, job: StepJob, now: float) -> StepReport:
         assign = job.assign
-        if not self._telemetry.tracing:  # no span to open (_steps awaits _outcome itself)
+        if not self._telemetry.traced:  # no span to open (_steps awaits _outcome itself)
             return await self._outcome(job, now)
         cut: BaseException | None = None
         # The step's span is parented by the trace context its envelope carried,

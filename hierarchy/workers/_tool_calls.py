@@ -42,7 +42,7 @@ async def call_around(
     """Run ``calls`` (numbered from ``at[1]``) into ``results``, each in its span, metric
     and guards as the step has them; several at once."""
     assign, first, begun = at
-    traced = telemetry.tracing  # untraced: no span to open, nothing to record on one
+    traced = telemetry.traced  # untraced: no span to open, nothing to record on one
     siblings = SiblingCalls(len(calls), progress) if len(calls) > 1 else None  # at once
 
     async def attempt(index: int, call: ToolCallPart) -> ToolResult:

@@ -260,6 +260,8 @@ class WorkerActor(StepActor):
         self._tools = tools if tools is not None else WorkerTools(worker.toolset)
         # Without MCP servers the tool set never changes: no need to ask for it each step.
         self._fixed_tools = None if self._tools.connections else self._tools.current()
+        # And so are its definitions (a property of the set: a call a step, #22).
+        self._definitions = None if self._fixed_tools is None else self._fixed_tools.definitions
         self._prompts = prompts
         self._approvals = approvals
         # The team's settings under the worker's own (Team passes them merged).
@@ -294,11 +296,11 @@ class WorkerActor(StepActor):
             progress.fence = channel.fence
         return await run_tool_loop(
             worker=worker.name,
-            description=worker.description,
-            system_prompt=worker.system_prompt,
+            system=self._system,
             max_iterations=worker.max_iterations,
             # MCP tool lists may change between steps
             toolset=self._tools.current() if self._fixed_tools is None else self._fixed_tools,
+            definitions=self._definitions,
             caller=self._caller,
             telemetry=self._telemetry,
             prompts=self._prompts,
@@ -316,5 +318,4 @@ class WorkerActor(StepActor):
                 else None,
             ),
             guards=self._guards,
-            system=self._system,
         )

@@ -31,6 +31,7 @@ from regiment.hierarchy.workers._progress import StepProgress
 from regiment.hierarchy.workers._share import within_allowance
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, ToolResultPart, Usage
+from regiment.telemetry import Telemetry
 
 from .brains import Brain, plan_json
 from .profiled import CallCounter, Matches
@@ -369,3 +370,11 @@ async def test_a_runner_reads_the_clock_once_a_step(monkeypatch: pytest.MonkeyPa
 
     # One a step, and one as a runner wakes for the first; was two a step (6).
     assert await _counted(clock_read) == _STEPS + 1
+
+
+async def test_a_step_asks_no_tracing_property() -> None:
+    # The runner and the model call asked Telemetry.tracing (a property), twice a step;
+    # they read `traced`, which the run's own asks (as it opens its span) refresh.
+    tracing = vars(Telemetry)["tracing"].fget.__code__
+    # Five a run, as it starts and ends, whatever its length; was two a step more (11).
+    assert await _counted(_code_called(tracing)) == 5

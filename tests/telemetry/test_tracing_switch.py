@@ -132,3 +132,49 @@ def test_a_no_op_global_provider_keeps_tracing_off() -> None:
         """
     )
     assert out == ["False", "False"]
+
+
+def test_a_started_team_traces_its_steps_from_the_run_after_a_provider_is_installed() -> None:
+    # A step reads ``traced``, what ``tracing`` last answered; each run asks as it starts.
+    out = run_python(
+        """
+        import json
+        import anyio
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+            InMemorySpanExporter,
+        )
+        from regiment.hierarchy import Planner, Team, Worker
+        from regiment.models import ModelResponse, ScriptedModel, TextPart
+
+        plan = json.dumps({"steps": [{"id": "s1", "description": "one part"}]})
+
+        def brain(request):
+            text = plan if request.role == "planner" else "done it"
+            return ModelResponse(parts=(TextPart(text=text),), stop_reason="end_turn", model="m")
+
+        model = ScriptedModel(brain)
+        team = Team(
+            name="t",
+            planner=Planner(model=model),
+            workers=[Worker(name="w", description="does parts", model=model)],
+        )
+        exporter = InMemorySpanExporter()
+
+        async def main():
+            async with team.start() as running:
+                first = await running.run("before")
+                provider = TracerProvider()
+                provider.add_span_processor(SimpleSpanProcessor(exporter))
+                trace.set_tracer_provider(provider)
+                second = await running.run("after")
+            print(first.status, second.status)
+            names = {s.name.split()[0] for s in exporter.get_finished_spans()}
+            print("invoke_agent" in names, "chat" in names)
+
+        anyio.run(main)
+        """
+    )
+    assert out == ["completed", "completed", "True", "True"]
