@@ -23,7 +23,7 @@ from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import HookFailed, Prompts
-from regiment.hierarchy._ranges import at_least, model_given, seconds
+from regiment.hierarchy._ranges import InvalidValue, at_least, model_given, seconds
 from regiment.hierarchy.guard._note import SubjectKind
 from regiment.hierarchy.guard._step import StepGuards
 from regiment.hierarchy.guard._types import GuardLike, Guardrail, as_guardrail, as_guardrails
@@ -80,7 +80,9 @@ def _split_tools(
 def check_worker_name(name: str) -> None:
     """Raise ``ConfigError`` unless ``name`` can be used as an assignee in plans."""
     if not name or not all(c.isalnum() or c in "_-" for c in name):
-        raise ConfigError(f"worker name {name!r} must be non-empty letters, digits, '_' or '-'")
+        raise InvalidValue(  # names the field: a team file's error names the key and line
+            "Worker", "name", f"must be non-empty letters, digits, '_' or '-'; got {name!r}"
+        )
 
 
 @final

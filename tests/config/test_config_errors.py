@@ -15,12 +15,14 @@ from hypothesis import strategies as st
 
 import regiment.config
 import regiment.hierarchy
+from regiment.cli._lines import with_line
 from regiment.config import check_config, load_config, load_team
 from regiment.errors import ConfigError
-from regiment.hierarchy import Budget, Compression, Planner, Worker
+from regiment.hierarchy import Budget, Compression, Planner, Team, Worker
 from regiment.models import ScriptedModel
 
 MODEL = ScriptedModel([])
+WORKER = Worker(name="billing", description="d", model=MODEL)
 
 TEAM = """
 name = "t"
@@ -445,3 +447,33 @@ def test_a_key_or_table_given_twice_says_which_and_what_to_do(
         load_config(path)
     assert str(caught.value).startswith(f"{path}: not valid TOML: Cannot ")
     assert said in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "made"),
+    [
+        ('name = ""', "name", lambda: Team(name="", planner=Planner(model=MODEL), workers=[WORKER])),
+        ("concurrency = 0", "concurrency", lambda: Team(name="t", planner=Planner(model=MODEL), workers=[WORKER], concurrency=0)),
+        ("output_retries = -1", "output_retries", lambda: Team(name="t", planner=Planner(model=MODEL), workers=[WORKER], output_retries=-1)),
+        ('name = "bill ing"', "workers[0].name", lambda: Worker(name="bill ing", description="d", model=MODEL)),
+    ],
+)  # fmt: skip
+def test_a_team_level_value_out_of_range_names_its_key_and_line(
+    tmp_path: Path, line: str, key: str, made: Callable[[], object]
+) -> None:
+    # These said `team 't': concurrency must be ...` (or `Team: name ...`, `workers[0]:
+    # worker name ...`) with no key path, so the command could not give the line either.
+    if key == "name":
+        text = TEAM.replace('name = "t"', line)
+    elif key == "workers[0].name":
+        text = TEAM.replace('name = "billing"', line)
+    else:
+        text = TEAM.replace('name = "t"\n', f'name = "t"\n{line}\n')
+    team = _write(tmp_path / "team.toml", text)
+    from_file = _error(team)
+    with pytest.raises(ConfigError) as caught:
+        made()
+    problem = str(caught.value).split(f"{key.rsplit('.', 1)[-1]} ", 1)[1]
+    assert from_file == f"{team}: {key}: {problem}"
+    number = text.splitlines().index(line) + 1
+    assert with_line(from_file).startswith(f"{team}:{number}: {key}: ")
