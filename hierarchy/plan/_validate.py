@@ -62,8 +62,9 @@ def validate_plan(
             problems.extend(_worker_problems(step, workers))
         if not known.issuperset(step.depends_on) or step.id in step.depends_on:
             targets = [*dict.fromkeys(plan_ids), *_sorted(set(known_ids) - set(plan_ids))]
+            others = [target for target in targets if target != step.id]  # not itself
             problems.extend(
-                _dependency_problems(step, known, _listing(targets), written_as or {}, replaced_ids)
+                _dependency_problems(step, known, others, written_as or {}, replaced_ids)
             )
         if step.check is not None and step.check not in checks:
             problems.extend(_check_problems(step, checks))
@@ -118,10 +119,16 @@ def _worker_problems(step: PlanStep, workers: Collection[str]) -> Iterator[str]:
 def _dependency_problems(
     step: PlanStep,
     valid: set[str],
-    targets: str,
+    others: Sequence[str],
     written_as: Mapping[str, str],
     replaced: Collection[str],
 ) -> Iterator[str]:
+    # The steps it may depend on, never itself (which the next sentence would refuse).
+    may = (
+        f"{step.id} may depend on: {_listing(others)}"
+        if others
+        else f"remove it from {step.id}'s depends_on: there is no other step to depend on"
+    )
     for dep in step.depends_on:
         if dep == step.id:
             yield f"step {step.id} depends on itself; remove {dep!r} from its depends_on"
@@ -129,7 +136,7 @@ def _dependency_problems(
             yield (
                 f"step {step.id} depends on step {dep!r} of the plan being replaced, which "
                 f"did not finish and is dropped with it; to build on it, give {dep!r} again "
-                f"as a step of your reply, else a step may depend on: {targets}"
+                f"as a step of your reply, else {may}"
             )
         elif dep not in valid and dep in written_as:
             written = written_as[dep]
@@ -138,13 +145,10 @@ def _dependency_problems(
             yield (
                 f"step {step.id} depends on {shown}, which is no step of the plan (no step "
                 f"is number {number.group() if number else shown}, and none has the id "
-                f"{dep!r}); a step may depend on: {targets}"
+                f"{dep!r}); {may}"
             )
         elif dep not in valid:
-            yield (
-                f"step {step.id} depends on step {dep!r}, which does not exist; "
-                f"a step may depend on: {targets}"
-            )
+            yield (f"step {step.id} depends on step {dep!r}, which does not exist; {may}")
 
 
 def _check_problems(step: PlanStep, checks: Collection[str]) -> Iterator[str]:

@@ -103,7 +103,7 @@ async def test_a_numbered_dependency_on_no_step_is_quoted_as_the_model_wrote_it(
     assert result.committed == ("s1", "s2")
     assert (
         f"step s2 depends on {quoted}, which is no step of the plan (no step is number 7, "
-        "and none has the id 's7'); a step may depend on: s1, s2"
+        "and none has the id 's7'); s2 may depend on: s1"
     ) in _last_user_text(brain.plan_requests[1])
 
 
