@@ -18,7 +18,7 @@ from regiment.hierarchy.plan._validate import validate_plan
 from regiment.hierarchy.workers._worker import WorkerSpec
 from regiment.models import Message, Model, ModelRequest, ModelSettings
 
-__all__ = ("PlanAttempt", "Planner", "PlanningSession")
+__all__ = ("PlanAttempt", "Planner", "PlanningSession", "no_plan_advice")
 
 
 @final
@@ -166,3 +166,14 @@ def _restates(step: PlanStep, kept: PlanStep | None) -> bool:
         return False
     same = " ".join(step.description.split()).casefold()
     return same == " ".join(kept.description.split()).casefold()
+
+
+def no_plan_advice(attempts: int) -> str:
+    """What a ``PlanError``'s reader can do once the planner's replies ran out: its
+    problems are worded for the model ("reply with ..."), not for the user."""
+    return (
+        "; each reply went back to the planner's model with what was wrong "
+        "(PlanError.last_reply is its last reply): give the planner a model or prompt that "
+        f"plans better, or raise Planner.max_plan_attempts ({attempts}; `max_plan_attempts` "
+        "under `[planner]` in a team file)"
+    )

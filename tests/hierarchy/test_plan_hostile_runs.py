@@ -77,6 +77,16 @@ async def test_garbage_plans_are_reprompted_with_the_error_then_plan_error(garba
     (problem,) = info.value.problems
     assert problem in _last_user_text(brain.plan_requests[1])  # the re-prompt carried it
     assert info.value.last_reply == garbage
+    # The message ends saying what the user (not the model) can do about it.
+    assert str(info.value).startswith(f"the planner gave no valid plan in 3 attempts: {problem}")
+    assert str(info.value).endswith(_ADVICE)
+
+
+_ADVICE = (
+    "; each reply went back to the planner's model with what was wrong "
+    "(PlanError.last_reply is its last reply): give the planner a model or prompt that "
+    "plans better, or raise Planner.max_plan_attempts (3; `max_plan_attempts` under `[planner]` in a team file)"
+)
 
 
 async def test_a_non_string_description_goes_back_to_the_model_then_runs() -> None:
