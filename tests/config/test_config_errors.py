@@ -201,6 +201,10 @@ def test_a_misspelt_key_is_suggested_in_the_syntax_the_file_needs(
         ("yaml", "name: t\nworkers:\n  - billing\n", "workers[0]: expected `object`, got `str`; write the item as a mapping (`- name: ...`)"),
         ("yaml", "name: t\nworkers:\n  - name: a\n    description: d\n  -\n", "workers[1]: expected `object`, got `null`; write the item as a mapping (`- name: ...`)"),
         ("yaml", "name: t\nworkers:\n  - name: a\n    description: d\n    mcp: [python]\n", "workers[0].mcp[0]: expected `object`, got `str`; write the item as a mapping (`- command: ...`)"),
+        # A table of named tables: it said to write a `[checks]` table, which holds no check.
+        ("toml", TEAM + '[[checks]]\ndescription = "d"\n', "checks: expected `object`, got `array`; write one `[checks.<name>]` table per entry"),
+        ("toml", TEAM + "[[prices]]\ninput = 3.0\n", 'prices: expected `object`, got `array`; write one `[prices."<model spec>"]` table per entry'),
+        ("yaml", "name: t\nworkers: [{name: a, description: d}]\nchecks: [{description: d}]\n", "checks: expected `object`, got `array`; write a mapping under `checks:`, one `<name>:` mapping per entry"),
     ],
 )  # fmt: skip
 def test_a_value_of_the_wrong_type_says_what_to_write_instead(
