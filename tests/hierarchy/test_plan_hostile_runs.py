@@ -79,6 +79,7 @@ async def test_garbage_plans_are_reprompted_with_the_error_then_plan_error(garba
     assert info.value.last_reply == garbage
     # The message ends saying what the user (not the model) can do about it.
     assert str(info.value).startswith(f"the planner gave no valid plan in 3 attempts: {problem}")
+    assert not problem[0].isupper()  # a clause of that sentence ("...: The reply starts like JSON")
     assert str(info.value).endswith(_ADVICE)
 
 
