@@ -481,3 +481,66 @@ def test_a_team_level_value_out_of_range_names_its_key_and_line(
     assert from_file == f"{team}: {key}: {problem}"
     number = text.splitlines().index(line) + 1
     assert with_line(from_file).startswith(f"{team}:{number}: {key}: ")
+
+
+_FUNCTIONS = """
+def no_argument():
+    return "x"
+
+
+def two_arguments(request, extra):
+    return "x"
+
+
+def one_and_defaults(request, extra=1, *more, flag=False):
+    return "x"
+
+
+def only_keywords(*, request):
+    return "x"
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "spec", "shape"),
+    [
+        ('brain = "arity_funcs:no_argument"', "brain", "arity_funcs:no_argument", "no_argument()"),
+        ('brain = "arity_funcs:two_arguments"', "brain", "arity_funcs:two_arguments", "two_arguments(request, extra)"),
+        ('brain = "arity_funcs:only_keywords"', "brain", "arity_funcs:only_keywords", "only_keywords(*, request)"),
+        ('[checks.c]\ndescription = "d"\npredicate = "arity_funcs:no_argument"', "checks.c.predicate", "arity_funcs:no_argument", "no_argument()"),
+        ('[checks.c]\ndescription = "d"\npredicate = "arity_funcs:one_and_defaults"\nexplain = "arity_funcs:two_arguments"', "checks.c.explain", "arity_funcs:two_arguments", "two_arguments(request, extra)"),
+    ],
+)  # fmt: skip
+def test_a_function_that_cannot_take_its_one_argument_is_refused_naming_its_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, key: str, spec: str, shape: str
+) -> None:
+    # A brain of no argument passed `regiment validate`, then every run failed with "the plan
+    # model call failed: ... TypeError: no_argument() takes 0 positional arguments but 1 was
+    # given", naming neither the file nor the key; a check's predicate failed each step's check.
+    (tmp_path / "arity_funcs.py").write_text(_FUNCTIONS, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    head, _, tail = TEAM.partition("[[workers]]")
+    body = (
+        head.replace('brain = "examples.refund.brain:refund_brain"\n', "")
+        if key == "brain"
+        else head
+    )
+    top, table = (text, "") if key == "brain" else ("", text)
+    team = _write(tmp_path / "team.toml", f"{body}{top}\n[[workers]]{tail}{table}\n")
+    what = "a ModelRequest" if key == "brain" else "a StepReport"
+    assert _error(team) == (
+        f"{team}: {key}: {spec!r} is {shape}, which cannot be called with one argument; "
+        f"expected a function of {what}"
+    )
+
+
+def test_a_function_of_one_argument_with_defaults_is_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "arity_funcs.py").write_text(_FUNCTIONS, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    head, _, tail = TEAM.partition("[[workers]]")
+    body = head.replace("examples.refund.brain:refund_brain", "arity_funcs:one_and_defaults")
+    text = f'{body}[[workers]]{tail}[checks.c]\ndescription = "d"\npredicate = "arity_funcs:one_and_defaults"\n'
+    team = load_team(_write(tmp_path / "team.toml", text))
+    assert set(team.checks) == {"c"}
