@@ -220,3 +220,29 @@ async def test_stale_report_mid_replan_names_only_announced_versions() -> None:
     assert isinstance(last, RunFailed)
     assert last.error_type == "PlanError"
     assert announced_violations(events) == []
+
+
+async def test_a_dependency_on_a_step_past_max_steps_says_it_was_cut() -> None:
+    # The re-prompt said "step b depends on step 'c', which does not exist", of a step
+    # the model did write: max_steps had cut it, which nothing said.
+    too_long = plan_json(
+        {"id": "a", "description": "A"},
+        {"id": "b", "description": "B", "depends_on": ["c"]},
+        {"id": "c", "description": "C"},
+    )
+    fitting = plan_json({"id": "a", "description": "A"}, {"id": "c", "description": "C"})
+    brain = Brain([too_long, fitting])
+    model = ScriptedModel(brain)
+    team = Team(
+        name="t",
+        planner=Planner(model=model, max_steps=2),
+        workers=[Worker(name="w", description="does things", model=model)],
+    )
+    result = await team.run("goal")
+    assert result.committed == ("a", "c")
+    assert (
+        "step b depends on step 'c', which is past the 2 steps a plan may have (the plan "
+        "had 3), so it was cut and never runs; plan at most 2 steps, each depending only "
+        "on steps among them"
+    ) in _last_user_text(brain.plan_requests[1])
+    assert "does not exist" not in _last_user_text(brain.plan_requests[1])
