@@ -92,6 +92,8 @@ def describe(event: ev.Event) -> str | None:
             return f"  x  dropped a stale report of {sid} (v{v}, current v{cur})"
         case ev.CritiqueCompleted(verdict=verdict):
             passed = "passed" if verdict.passed else f"not met: {cut(verdict.feedback)}"
+            if verdict.warning:  # no reply of the critic parsed: passed by rule
+                passed = f"passed, unjudged ({cut(verdict.warning)})"
             return f"critique of round {verdict.round}: {passed}"
         case ev.RoundStarted(round=number):
             return f"round {number} started"

@@ -91,6 +91,16 @@ def plan_truncated(run_id: str, purpose: str, steps: int, max_steps: int) -> Non
     )
 
 
+def critique_unread(run_id: str, round: int, warning: str) -> None:
+    """No critic reply of a round parsed: the round is taken as passed, unjudged (WARNING)."""
+    _log.warning(
+        '%s (round %d; the critic must reply with JSON such as {"passed": true})',
+        warning,
+        round,
+        extra=_where(run_id),
+    )
+
+
 def model_retry(run_id: str, purpose: str, agent: str, why: str) -> None:
     """A model call is made again because its reply could not be used (INFO)."""
     _log.info(
