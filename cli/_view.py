@@ -91,10 +91,7 @@ def describe(event: ev.Event) -> str | None:
         case ev.StaleReportDropped(step_id=sid, report_version=v, current_version=cur):
             return f"  x  dropped a stale report of {sid} (v{v}, current v{cur})"
         case ev.CritiqueCompleted(verdict=verdict):
-            passed = "passed" if verdict.passed else f"not met: {cut(verdict.feedback)}"
-            if verdict.warning:  # no reply of the critic parsed: passed by rule
-                passed = f"passed, unjudged ({cut(verdict.warning)})"
-            return f"critique of round {verdict.round}: {passed}"
+            return f"critique of round {verdict.round}: {_judged(verdict)}"
         case ev.RoundStarted(round=number):
             return f"round {number} started"
         case ev.ContextCompressed(before_tokens=before, after_tokens=after):
@@ -118,6 +115,12 @@ def describe(event: ev.Event) -> str | None:
             return f"run failed ({kind}): {event.model_calls} model calls, {event.tool_calls} tool calls, {event.usage.total_tokens} tokens{cost(event.usage)}"
         case _:
             assert_never(event)
+
+
+def _judged(verdict: ev.Verdict) -> str:
+    if verdict.warning:  # no reply of the critic parsed: passed by rule, not judged
+        return f"passed, unjudged ({cut(verdict.warning)})"
+    return "passed" if verdict.passed else f"not met: {cut(verdict.feedback)}"
 
 
 def _budget_line(event: ev.BudgetExhausted | ev.BudgetToppedUp) -> str:

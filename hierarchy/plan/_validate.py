@@ -85,12 +85,17 @@ def validate_plan(
         earlier.add(step.id)
     if not usual:  # ids first: blank, repeated or taken ones
         problems[:0] = _id_problems(steps, known_ids)
-    for cycle in _cycles(steps) if forward else ():
-        problems.append(
+    if forward:  # only a dependency on a later step can close a cycle
+        problems.extend(_cycle_problems(steps))
+    return tuple(problems)
+
+
+def _cycle_problems(steps: Sequence[PlanStep]) -> Iterator[str]:
+    for cycle in _cycles(steps):
+        yield (
             f"steps {' -> '.join(cycle)} depend on each other in a cycle, so none of them "
             "could ever start; remove one of these dependencies"
         )
-    return tuple(problems)
 
 
 def _id_problems(steps: Sequence[PlanStep], known_ids: Collection[str]) -> Iterator[str]:
