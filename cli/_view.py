@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 from types import TracebackType
-from typing import Protocol, Self, TextIO, assert_never
+from typing import TYPE_CHECKING, Protocol, Self, TextIO, assert_never
 
 from regiment._text import visible
 from regiment.cli._progress import RunProgress, tool_failure_line
 from regiment.hierarchy import events as ev
 from regiment.models import Usage, usd_text
+
+if TYPE_CHECKING:
+    from regiment.hierarchy import Verdict
 
 __all__ = ("PlainView", "ProgressView", "cut", "describe")
 
@@ -117,7 +120,7 @@ def describe(event: ev.Event) -> str | None:
             assert_never(event)
 
 
-def _judged(verdict: ev.Verdict) -> str:
+def _judged(verdict: Verdict) -> str:
     if verdict.warning:  # no reply of the critic parsed: passed by rule, not judged
         return f"passed, unjudged ({cut(verdict.warning)})"
     return "passed" if verdict.passed else f"not met: {cut(verdict.feedback)}"
