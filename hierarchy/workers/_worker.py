@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, final
+from typing import TYPE_CHECKING, Any, Protocol, final
 
 from regiment.errors import ConfigError
 from regiment.hierarchy._live_events import LiveChannel, live_sink
@@ -75,6 +75,22 @@ def _split_tools(
 
     servers = tuple(i for i in items if isinstance(i, MCPServer))
     return servers, [i for i in items if not isinstance(i, MCPServer | Toolset)]
+
+
+def _tool_items(worker: str, given: object) -> tuple[Tool[..., object] | Toolset | MCPServer, ...]:
+    """``Worker.tools`` as a tuple; a lone tool (a function, a ``Tool``, an ``MCPServer``)
+    or a string is refused naming it, not left to a ``TypeError`` (``not iterable``).
+    The items are checked by the tool set they make."""
+    tools: Any = given
+    if isinstance(tools, Iterable) and not isinstance(tools, str | bytes) and not callable(tools):
+        return tuple(tools)
+    name = getattr(tools, "name", None) or getattr(tools, "__name__", None)
+    kind = type(tools).__name__ if isinstance(tools, Tool) or not callable(tools) else "function"
+    shown = f"the {kind} {name}" if isinstance(name, str) else f"the {kind} {tools!r:.60}"
+    listed = f" (put it in a list: tools=[{name}])" if isinstance(name, str) else ""
+    raise ConfigError(
+        f"worker '{worker}': tools must be a list of tools, or a Toolset; got {shown}{listed}"
+    )
 
 
 def check_worker_name(name: str) -> None:
@@ -173,7 +189,7 @@ class Worker:
                 f"worker '{self.name}': placement must be None (in-process) or Ray(...), "
                 f"not {self.placement!r}"
             )
-        items = () if isinstance(self.tools, Toolset) else tuple(self.tools)
+        items = () if isinstance(self.tools, Toolset) else _tool_items(self.name, self.tools)
         servers, plain = _split_tools(items)
         toolset = self.tools if isinstance(self.tools, Toolset) else Toolset(self.name, plain)
         for inner in (i for i in items if isinstance(i, Toolset)):
