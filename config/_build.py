@@ -379,10 +379,14 @@ def _check(config: CheckConfig, name: str, source: str) -> Check:
     explain = None
     if config.explain:
         explain = import_callable(config.explain, where=f"{key}.explain", expected=expected)
-    return Check(
-        description=config.description,
-        predicate=cast(Callable[[StepReport], bool], predicate),
-        explain=cast(Callable[[StepReport], str] | None, explain),
+    return _checked(
+        source,
+        f"checks.{name}",
+        lambda: Check(
+            description=config.description,
+            predicate=cast(Callable[[StepReport], bool], predicate),
+            explain=cast(Callable[[StepReport], str] | None, explain),
+        ),
     )
 
 

@@ -18,7 +18,7 @@ import regiment.hierarchy
 from regiment.cli._lines import with_line
 from regiment.config import check_config, load_config, load_team
 from regiment.errors import ConfigError
-from regiment.hierarchy import Budget, Compression, Planner, Team, Worker
+from regiment.hierarchy import Budget, Check, Compression, Planner, Team, Worker
 from regiment.models import ScriptedModel
 
 MODEL = ScriptedModel([])
@@ -460,6 +460,7 @@ def test_a_key_or_table_given_twice_says_which_and_what_to_do(
         ("concurrency = 0", "concurrency", lambda: Team(name="t", planner=Planner(model=MODEL), workers=[WORKER], concurrency=0)),
         ("output_retries = -1", "output_retries", lambda: Team(name="t", planner=Planner(model=MODEL), workers=[WORKER], output_retries=-1)),
         ('name = "bill ing"', "workers[0].name", lambda: Worker(name="bill ing", description="d", model=MODEL)),
+        ('description = " "', "checks.c.description", lambda: Check(description=" ", predicate=bool)),
     ],
 )  # fmt: skip
 def test_a_team_level_value_out_of_range_names_its_key_and_line(
@@ -471,6 +472,8 @@ def test_a_team_level_value_out_of_range_names_its_key_and_line(
         text = TEAM.replace('name = "t"', line)
     elif key == "workers[0].name":
         text = TEAM.replace('name = "billing"', line)
+    elif key.startswith("checks."):  # "[checks.c]" has a description, then a predicate
+        text = TEAM + f'\n[checks.c]\n{line}\npredicate = "examples.refund.checks:eligible"\n'
     else:
         text = TEAM.replace('name = "t"\n', f'name = "t"\n{line}\n')
     team = _write(tmp_path / "team.toml", text)
