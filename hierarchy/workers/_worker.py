@@ -86,8 +86,10 @@ def _tool_items(worker: str, given: object) -> tuple[Tool[..., object] | Toolset
         return tuple(tools)
     name = getattr(tools, "name", None) or getattr(tools, "__name__", None)
     kind = type(tools).__name__ if isinstance(tools, Tool) or not callable(tools) else "function"
-    shown = f"the {kind} {name}" if isinstance(name, str) else f"the {kind} {tools!r:.60}"
-    listed = f" (put it in a list: tools=[{name}])" if isinstance(name, str) else ""
+    item = name if isinstance(name, str) and name.isidentifier() else "..."
+    called = name if item == name else repr(name) if isinstance(name, str) else None
+    shown = f"the {kind} {called}" if called else f"the {kind} {tools!r:.60}"
+    listed = f" (put it in a list: tools=[{item}])" if callable(tools) or name else ""
     raise ConfigError(
         f"worker '{worker}': tools must be a list of tools, or a Toolset; got {shown}{listed}"
     )
