@@ -317,6 +317,16 @@ def test_bad_arguments_are_a_config_error(max_steps: int, start_index: int) -> N
         parse_plan("a", max_steps=max_steps, start_index=start_index)
 
 
+@pytest.mark.parametrize(("reply", "kind"), [(None, "NoneType"), (5, "int"), (b"[]", "bytes")])
+def test_a_reply_that_is_not_text_is_a_config_error(reply: object, kind: str) -> None:
+    # An AttributeError ('NoneType' object has no attribute 'strip'), or a TypeError.
+    with pytest.raises(ConfigError) as caught:
+        parse_plan(reply)  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        f"parse_plan reads a model's reply as text (a str); got {kind}: {reply!r}"
+    )
+
+
 def test_pathological_brackets_are_handled() -> None:
     parsed = _parse("[" * 5000 + '"a"' + "]" * 5000 + "\n" + "{" * 3000)
     assert len(parsed.steps) <= 10
