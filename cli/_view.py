@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 from types import TracebackType
-from typing import Protocol, Self, TextIO, assert_never
+from typing import TYPE_CHECKING, Protocol, Self, TextIO, assert_never
 
 from regiment._text import visible
 from regiment.cli._progress import RunProgress, tool_failure_line
 from regiment.hierarchy import events as ev
 from regiment.models import Usage, usd_text
+
+if TYPE_CHECKING:
+    from regiment.hierarchy import Verdict
 
 __all__ = ("PlainView", "ProgressView", "cut", "describe")
 
@@ -91,8 +94,7 @@ def describe(event: ev.Event) -> str | None:
         case ev.StaleReportDropped(step_id=sid, report_version=v, current_version=cur):
             return f"  x  dropped a stale report of {sid} (v{v}, current v{cur})"
         case ev.CritiqueCompleted(verdict=verdict):
-            passed = "passed" if verdict.passed else f"not met: {cut(verdict.feedback)}"
-            return f"critique of round {verdict.round}: {passed}"
+            return f"critique of round {verdict.round}: {_judged(verdict)}"
         case ev.RoundStarted(round=number):
             return f"round {number} started"
         case ev.ContextCompressed(before_tokens=before, after_tokens=after):
@@ -116,6 +118,12 @@ def describe(event: ev.Event) -> str | None:
             return f"run failed ({kind}): {event.model_calls} model calls, {event.tool_calls} tool calls, {event.usage.total_tokens} tokens{cost(event.usage)}"
         case _:
             assert_never(event)
+
+
+def _judged(verdict: Verdict) -> str:
+    if verdict.warning:  # no reply of the critic parsed: passed by rule, not judged
+        return f"passed, unjudged ({cut(verdict.warning)})"
+    return "passed" if verdict.passed else f"not met: {cut(verdict.feedback)}"
 
 
 def _budget_line(event: ev.BudgetExhausted | ev.BudgetToppedUp) -> str:

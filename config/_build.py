@@ -373,17 +373,15 @@ def _worker(config: WorkerConfig, index: int, models: RoleModels, source: str) -
 
 
 def _check(config: CheckConfig, name: str, source: str) -> Check:
-    key = f"{source}: checks.{name}"
-    expected = "a function of a StepReport"
-    predicate = import_callable(config.predicate, where=f"{key}.predicate", expected=expected)
+    key, expected = f"checks.{name}", "a function of a StepReport"
+    found = import_callable(config.predicate, where=f"{source}: {key}.predicate", expected=expected)
+    predicate = cast(Callable[[StepReport], bool], found)
     explain = None
     if config.explain:
-        explain = import_callable(config.explain, where=f"{key}.explain", expected=expected)
-    return Check(
-        description=config.description,
-        predicate=cast(Callable[[StepReport], bool], predicate),
-        explain=cast(Callable[[StepReport], str] | None, explain),
-    )
+        found = import_callable(config.explain, where=f"{source}: {key}.explain", expected=expected)
+        explain = cast(Callable[[StepReport], str], found)
+    made = partial(Check, description=config.description, predicate=predicate, explain=explain)
+    return _checked(source, key, made)
 
 
 def _checked(source: str, key: str, make: Callable[[], _T]) -> _T:

@@ -109,6 +109,11 @@ def _write_instead(spot: _Spot, fmt: ConfigFormat) -> str:
                 return f"; write a `[[{spot.header}]]` table"
             first = _fields(kind)[0] if _is_struct(kind) else "key"
             return f"; write the item as a mapping (`- {first}: ...`)"
+        if origin is dict and args and _is_struct(_unwrap(args[-1])):  # `[checks.<name>]`
+            entry = '"<model spec>"' if spot.header == "prices" else "<name>"
+            if toml:
+                return f"; write one `[{spot.header}.{entry}]` table per entry"
+            return f"; write a mapping under `{name}:`, one `{entry}:` mapping per entry"
         return (
             f"; write a `[{spot.header}]` table" if toml else f"; write a mapping under `{name}:`"
         )

@@ -99,6 +99,21 @@ def import_callable(spec: str, *, where: str, expected: str) -> Callable[..., ob
     found = import_object(spec, where=where)
     if not callable(found) or inspect.isclass(found):
         raise ConfigError(f"{where}: {spec!r} is {_kind(found)}; expected {expected}")
+    # Each is called with one argument: a function that cannot take it would fail every
+    # call of every run, with a TypeError that names neither the file nor the key.
+    try:
+        signature = inspect.signature(found)
+    except (TypeError, ValueError):  # a builtin without one: it is called as it is
+        return found
+    try:
+        signature.bind(None)
+    except TypeError:
+        name = getattr(found, "__name__", type(found).__name__)
+        shown = str(signature).split(" -> ", 1)[0]
+        raise ConfigError(
+            f"{where}: {spec!r} is {name}{shown}, which cannot be called with one argument; "
+            f"expected {expected}"
+        ) from None
     return found
 
 

@@ -14,6 +14,7 @@ from typing import final
 
 from regiment._stray import stray, stray_reason
 from regiment.hierarchy._messages import StepReport
+from regiment.hierarchy._ranges import InvalidValue
 
 __all__ = ("Check", "CheckOutcome")
 
@@ -50,6 +51,20 @@ class Check:
     predicate: Callable[[StepReport], bool]
     explain: Callable[[StepReport], str] | None = None
 
+    def __post_init__(self) -> None:
+        # Refused when made: a check that cannot be called failed every step it judged.
+        if not isinstance(self.description, str) or not self.description.strip():
+            problem = "must say what the check verifies (the planner reads it)"
+            raise InvalidValue("Check", "description", f"{problem}; got {self.description!r}")
+        predicate: object = self.predicate  # what the caller gave, whatever its annotation
+        explain: object = self.explain
+        if not callable(predicate):
+            problem = "must be a function of a StepReport (True when the report is acceptable)"
+            raise InvalidValue("Check", "predicate", f"{problem}; got {_shown(predicate)}")
+        if explain is not None and not callable(explain):
+            problem = "must be a function of a StepReport (the reason it was not acceptable)"
+            raise InvalidValue("Check", "explain", f"{problem}, or None; got {_shown(explain)}")
+
     def run(self, report: StepReport) -> CheckOutcome:
         """Apply the check; never raises for a bad report."""
         try:
@@ -65,6 +80,10 @@ class Check:
             except BaseException as exc:
                 reason, error = f"{self.description} (explain failed: {_why(exc)})", exc
         return CheckOutcome(passed=False, reason=reason, error=error)
+
+
+def _shown(value: object) -> str:
+    return "None" if value is None else f"the {type(value).__name__} {value!r:.60}"
 
 
 def _why(exc: BaseException) -> str:

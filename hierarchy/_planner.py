@@ -14,11 +14,11 @@ from regiment.hierarchy._ranges import at_least, model_given
 from regiment.hierarchy.guard._types import GuardLike, as_guardrails
 from regiment.hierarchy.plan._parse import ParsedPlan, parse_plan
 from regiment.hierarchy.plan._plan import PlanStep
-from regiment.hierarchy.plan._validate import validate_plan
+from regiment.hierarchy.plan._validate import CutSteps, validate_plan
 from regiment.hierarchy.workers._worker import WorkerSpec
 from regiment.models import Message, Model, ModelRequest, ModelSettings
 
-__all__ = ("PlanAttempt", "Planner", "PlanningSession")
+__all__ = ("PlanAttempt", "Planner", "PlanningSession", "no_plan_advice")
 
 
 @final
@@ -132,11 +132,23 @@ class PlanningSession:
                 checks=tuple(self.checks),
                 written_as=parsed.written_as,
                 replaced_ids=self.replaced_ids,
+                cut=self._cut(reply, parsed),
             )
         if cut_off:
             problems = (_CUT_OFF, *problems)
         self.messages.append(Message.assistant(reply))
         return PlanAttempt(parsed=parsed, problems=problems, reply=reply)
+
+    def _cut(self, reply: str, parsed: ParsedPlan) -> CutSteps | None:
+        """The steps of ``reply`` that ``max_steps`` cut from ``parsed`` (read again, whole,
+        only for a reply that was cut)."""
+        written = parsed.truncated_from
+        if written is None:
+            return None
+        whole = parse_plan(reply, max_steps=written, start_index=self.start_index)
+        kept = {step.id for step in parsed.steps}
+        ids = [step.id for step in whole.steps[self.max_steps :] if step.id not in kept]
+        return CutSteps(ids, self.max_steps, written)
 
     def known_for(self, steps: Sequence[PlanStep]) -> Sequence[str]:
         """The ids ``steps`` may not take: the kept steps' but a rejected step's that
@@ -166,3 +178,14 @@ def _restates(step: PlanStep, kept: PlanStep | None) -> bool:
         return False
     same = " ".join(step.description.split()).casefold()
     return same == " ".join(kept.description.split()).casefold()
+
+
+def no_plan_advice(attempts: int) -> str:
+    """What a ``PlanError``'s reader can do once the planner's replies ran out: its
+    problems are worded for the model ("reply with ..."), not for the user."""
+    return (
+        "; each reply went back to the planner's model with what was wrong "
+        "(PlanError.last_reply is its last reply): give the planner a model or prompt that "
+        f"plans better, or raise Planner.max_plan_attempts ({attempts}; `max_plan_attempts` "
+        "under `[planner]` in a team file)"
+    )

@@ -169,7 +169,11 @@ def spawn_known(
 
 
 def _stopped(name: str) -> ActorStopped:
-    return ActorStopped(f"actor {name!r} has stopped: the team is stopping, so no run can start")
+    return ActorStopped(
+        f"actor {name!r} has stopped: the team is stopping or has stopped (its "
+        "`async with team.start()` block was left), so no run can start; run goals inside "
+        "that block, or start the team again"
+    )
 
 
 class Supervisor(Actor[Never, None]):

@@ -29,7 +29,7 @@ from regiment.errors import ConfigError
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._money import check_money
 from regiment.hierarchy._planner import Planner
-from regiment.hierarchy._ranges import LEASE_TTL, seconds
+from regiment.hierarchy._ranges import LEASE_TTL, InvalidValue, seconds
 from regiment.hierarchy.guard._types import GuardLike, as_guardrails
 from regiment.hierarchy.workers._placement import check_pools
 from regiment.hierarchy.workers._worker import Worker
@@ -104,18 +104,19 @@ class Team:
             raise ConfigError(
                 f"team '{self.name}' has two workers named {', '.join(dupes)}; worker names must be unique"
             )
-        if isinstance(self.concurrency, bool) or not isinstance(self.concurrency, int):
-            raise ConfigError(
-                f"team '{self.name}': concurrency must be a whole number of at least 1, "
-                f"got {self.concurrency!r}"
-            )
-        if self.concurrency < 1:
-            raise ConfigError(
-                f"team '{self.name}': concurrency must be at least 1, got {self.concurrency}"
+        # InvalidValue names the field, so a team file's error names its key and line.
+        concurrency: object = self.concurrency
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise InvalidValue(
+                f"team '{self.name}'",
+                "concurrency",
+                f"must be a whole number of at least 1, got {concurrency!r}",
             )
         if self.output_retries < 0:
-            raise ConfigError(
-                f"team '{self.name}': output_retries must be 0 or more, got {self.output_retries}"
+            raise InvalidValue(
+                f"team '{self.name}'",
+                "output_retries",
+                f"must be 0 or more, got {self.output_retries}",
             )
         placed = [(w.name, w.placement) for w in self.workers if isinstance(w, Worker)]
         try:
@@ -204,7 +205,7 @@ def _check_parts(team: Team) -> None:
     """A ``ConfigError`` naming the part of ``team`` that is not of its type (a dict for
     a ``Budget``, one ``Worker`` for the list), before a run trips over it."""
     if not isinstance(team.name, str) or not team.name.strip():
-        raise ConfigError(f"Team: name must be the team's name (text); got {team.name!r}")
+        raise InvalidValue("Team", "name", f"must be the team's name (text); got {team.name!r}")
     owner = f"team '{team.name}'"
     if not isinstance(team.planner, Planner):
         raise ConfigError(f"{owner}: planner must be a Planner(model=...); got {_a(team.planner)}")

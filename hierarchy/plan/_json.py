@@ -63,7 +63,7 @@ def _read_json_reply(whole: str, fences: list[str]) -> _Reading:
         if end is not None:  # one JSON value, then prose ("Hope this helps")
             value = _decode(whole[:end])
     if isinstance(value, _Undecodable):
-        reading = _Reading([], error=_not_json("The reply", whole, value.reason))
+        reading = _Reading([], error=_not_json("the reply", whole, value.reason))
     else:
         found = _interpret(value, strict=True)
         assert found is not None  # strict reading never declines
@@ -80,7 +80,7 @@ def _read_fences(bodies: list[str]) -> _Reading:
     for body in bodies:
         value = _decode(body)
         if isinstance(value, _Undecodable):
-            reading = _Reading([], error=_not_json("The ```json block", body, value.reason))
+            reading = _Reading([], error=_not_json("the ```json block", body, value.reason))
         else:
             found = _interpret(value, strict=True)
             assert found is not None

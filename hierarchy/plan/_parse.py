@@ -118,14 +118,15 @@ def parse_plan(
         default_worker: the worker of a step that names none (``None``: left unset).
 
     Raises:
-        ConfigError: ``max_steps`` < 1 or ``start_index`` < 0. Nothing the
-            model wrote raises: that is ``ParsedPlan.error``.
+        ConfigError: ``reply`` is not a ``str``, or ``max_steps`` < 1 or ``start_index``
+            < 0. Nothing the model wrote raises: that is ``ParsedPlan.error``.
     """
     if max_steps < 1 or start_index < 0:
         raise ConfigError(
             f"parse_plan needs max_steps >= 1 and start_index >= 0, got "
             f"max_steps={max_steps}, start_index={start_index}"
         )
+    _check_text(reply)
     if not reply.strip():
         return ParsedPlan(steps=(), source="empty", error=_NO_STEPS)
     if len(reply) > _MAX_REPLY_CHARS:
@@ -138,6 +139,13 @@ def parse_plan(
     if reading is not None:
         return _finish(reading, "json", max_steps, naming)
     return _finish(_from_lines(reply), "lines", max_steps, naming)
+
+
+def _check_text(reply: object) -> None:
+    """A ``ConfigError`` for a reply that is not a ``str`` (an ``AttributeError`` else)."""
+    if not isinstance(reply, str):
+        shown = f"{type(reply).__name__}: {reply!r:.80}"
+        raise ConfigError(f"parse_plan reads a model's reply as text (a str); got {shown}")
 
 
 def _too_long(length: int) -> str:

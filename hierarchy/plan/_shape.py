@@ -249,8 +249,11 @@ def _label(item: dict[str, object], number: int, problems: list[str]) -> str | N
             text = value.strip()
             if key in ("id", "step_id") or _numeric(text) is not None:
                 return text
-        elif key in ("id", "step_id") and value is not None:
-            problems.append(f'step {number}\'s "{key}" is {_a(value)}; use a short string')
+        elif key in ("id", "step_id") and not (value is None or isinstance(value, str)):
+            # a blank string is no id, as a missing one: the step gets the next free sN
+            problems.append(
+                f'step {number}\'s "{key}" is {_a(value)}; use a short string such as "s1"'
+            )
     return None
 
 

@@ -11,11 +11,21 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
+from typing import NamedTuple
 
 from regiment.errors import ConfigError
 from regiment.hierarchy.plan._plan import PlanStep
 
-__all__ = ("validate_plan",)
+__all__ = ("CutSteps", "validate_plan")
+
+
+class CutSteps(NamedTuple):
+    """The steps of a reply past ``Planner.max_steps``, which were cut: a dependency on
+    one is told so, not that the step (which the model did write) does not exist."""
+
+    ids: Collection[str]
+    limit: int  # max_steps
+    written: int  # how many steps the reply had
 
 
 def validate_plan(
@@ -26,6 +36,7 @@ def validate_plan(
     checks: Collection[str] = (),
     written_as: Mapping[str, str] | None = None,
     replaced_ids: Collection[str] = (),
+    cut: CutSteps | None = None,
 ) -> tuple[str, ...]:
     """The problems with a plan; an empty tuple means it is valid.
 
@@ -39,6 +50,7 @@ def validate_plan(
         written_as: :attr:`ParsedPlan.written_as`: a dependency on no step is
             quoted as the model wrote it (``7``), not as the id it was read as.
         replaced_ids: a replaced version's unfinished steps: depending on one is told so.
+        cut: the reply's steps past ``max_steps``: depending on one is told so.
 
     Returns:
         One sentence per problem, in a stable order: ids first, then each
@@ -62,8 +74,9 @@ def validate_plan(
             problems.extend(_worker_problems(step, workers))
         if not known.issuperset(step.depends_on) or step.id in step.depends_on:
             targets = [*dict.fromkeys(plan_ids), *_sorted(set(known_ids) - set(plan_ids))]
+            others = [target for target in targets if target != step.id]  # not itself
             problems.extend(
-                _dependency_problems(step, known, _listing(targets), written_as or {}, replaced_ids)
+                _dependency_problems(step, known, others, written_as or {}, replaced_ids, cut)
             )
         if step.check is not None and step.check not in checks:
             problems.extend(_check_problems(step, checks))
@@ -72,12 +85,17 @@ def validate_plan(
         earlier.add(step.id)
     if not usual:  # ids first: blank, repeated or taken ones
         problems[:0] = _id_problems(steps, known_ids)
-    for cycle in _cycles(steps) if forward else ():
-        problems.append(
+    if forward:  # only a dependency on a later step can close a cycle
+        problems.extend(_cycle_problems(steps))
+    return tuple(problems)
+
+
+def _cycle_problems(steps: Sequence[PlanStep]) -> Iterator[str]:
+    for cycle in _cycles(steps):
+        yield (
             f"steps {' -> '.join(cycle)} depend on each other in a cycle, so none of them "
             "could ever start; remove one of these dependencies"
         )
-    return tuple(problems)
 
 
 def _id_problems(steps: Sequence[PlanStep], known_ids: Collection[str]) -> Iterator[str]:
@@ -118,18 +136,31 @@ def _worker_problems(step: PlanStep, workers: Collection[str]) -> Iterator[str]:
 def _dependency_problems(
     step: PlanStep,
     valid: set[str],
-    targets: str,
+    others: Sequence[str],
     written_as: Mapping[str, str],
     replaced: Collection[str],
+    cut: CutSteps | None,
 ) -> Iterator[str]:
+    # The steps it may depend on, never itself (which the next sentence would refuse).
+    may = (
+        f"{step.id} may depend on: {_listing(others)}"
+        if others
+        else f"remove it from {step.id}'s depends_on: there is no other step to depend on"
+    )
     for dep in step.depends_on:
         if dep == step.id:
             yield f"step {step.id} depends on itself; remove {dep!r} from its depends_on"
+        elif dep not in valid and cut is not None and dep in cut.ids:
+            yield (
+                f"step {step.id} depends on step {dep!r}, which is past the {cut.limit} steps "
+                f"a plan may have (the plan had {cut.written}), so it was cut and never runs; "
+                f"plan at most {cut.limit} steps, each depending only on steps among them"
+            )
         elif dep not in valid and dep in replaced:
             yield (
                 f"step {step.id} depends on step {dep!r} of the plan being replaced, which "
                 f"did not finish and is dropped with it; to build on it, give {dep!r} again "
-                f"as a step of your reply, else a step may depend on: {targets}"
+                f"as a step of your reply, else {may}"
             )
         elif dep not in valid and dep in written_as:
             written = written_as[dep]
@@ -138,13 +169,10 @@ def _dependency_problems(
             yield (
                 f"step {step.id} depends on {shown}, which is no step of the plan (no step "
                 f"is number {number.group() if number else shown}, and none has the id "
-                f"{dep!r}); a step may depend on: {targets}"
+                f"{dep!r}); {may}"
             )
         elif dep not in valid:
-            yield (
-                f"step {step.id} depends on step {dep!r}, which does not exist; "
-                f"a step may depend on: {targets}"
-            )
+            yield (f"step {step.id} depends on step {dep!r}, which does not exist; {may}")
 
 
 def _check_problems(step: PlanStep, checks: Collection[str]) -> Iterator[str]:

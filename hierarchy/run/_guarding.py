@@ -23,7 +23,7 @@ from regiment.errors import GuardrailError, PlanError
 from regiment.hierarchy._critic import Critic
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
-from regiment.hierarchy._planner import Planner
+from regiment.hierarchy._planner import Planner, no_plan_advice
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.events import Event, GuardrailRewrote, GuardrailTripped
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
@@ -299,7 +299,10 @@ def plan_verdict(
     else:
         problem = f"guardrail '{checked.tripped.name}' rejected the plan: {checked.reason}"
     if session.attempts >= attempts:
-        message = f"the planner gave no acceptable plan in {session.attempts} attempts: {problem}"
+        message = (
+            f"the planner gave no acceptable plan in {session.attempts} attempts: {problem}"
+            + no_plan_advice(session.attempts)
+        )
         return PlanError(message, last_reply=session.messages[-1].text, problems=(problem,))
     session.reprompt((problem,), prompts)
     return session.request()

@@ -66,12 +66,14 @@ def compression_skipped(run_id: str, limit: str, size: int) -> None:
 def compressor_left_out(run_id: str, steps: list[str], unread: str | None) -> None:
     """The compressor's reply gave no facts for ``steps`` (``unread``: the reply, when
     it held no facts object at all): they are carried uncompressed (WARNING)."""
-    why = "gave no facts for" if unread is None else f"did not parse ({clipped(unread, 200)!r}); so"
+    why = "gave no facts for" if unread is None else "held no JSON facts object for"
+    shown = "" if unread is None else f" ({clipped(unread, 200)!r})"
     _log.warning(
-        "the compressor's reply %s step(s) %s: they are carried with their own output, "
+        "the compressor's reply %s step(s) %s%s, so they are carried with their own output, "
         'uncompressed (its prompt asks for JSON with a "facts" entry per step id)',
         why,
         ", ".join(steps),
+        shown,
         extra=_where(run_id),
     )
 
@@ -85,6 +87,16 @@ def plan_truncated(run_id: str, purpose: str, steps: int, max_steps: int) -> Non
         steps,
         max_steps,
         steps - max_steps,
+        extra=_where(run_id),
+    )
+
+
+def critique_unread(run_id: str, round: int, warning: str) -> None:
+    """No critic reply of a round parsed: the round is taken as passed, unjudged (WARNING)."""
+    _log.warning(
+        '%s (round %d; the critic must reply with JSON such as {"passed": true})',
+        warning,
+        round,
         extra=_where(run_id),
     )
 

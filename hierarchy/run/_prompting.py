@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TypeAlias, assert_never, final
 
 from regiment.errors import PlanError
-from regiment.hierarchy._planner import PlanningSession
+from regiment.hierarchy._planner import PlanningSession, no_plan_advice
 from regiment.hierarchy._prompts import HookFailed, with_rejected
 from regiment.hierarchy._top_up import afford
 from regiment.hierarchy.plan._plan import Plan
@@ -192,6 +192,7 @@ class Prompting:
                 problems = "; ".join(attempt.problems)
                 message = (
                     f"the planner gave no valid plan in {session.attempts} attempts: {problems}"
+                    + no_plan_advice(session.attempts)
                 )
                 return PlanError(message, last_reply=attempt.reply, problems=attempt.problems)
             session.reprompt(attempt.problems, self._prompts)

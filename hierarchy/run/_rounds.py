@@ -96,11 +96,12 @@ class CritiqueSession:
             why = f"attempt {self.attempts} of {_CRITIC_ATTEMPTS}: the verdict did not parse"
             logs.model_retry(self.run_id, "critique", "critic", why)
             return None
-        return Verdict(
-            round=self.round,
-            passed=True,
-            warning=f"the critic's reply did not parse after {self.attempts} attempts; taken as passed: {reply[:200]!r}",
+        warning = (
+            f"the critic's reply did not parse after {self.attempts} attempts; "
+            f"taken as passed: {reply[:200]!r}"
         )
+        logs.critique_unread(self.run_id, self.round, warning)  # a quality gate left open
+        return Verdict(round=self.round, passed=True, warning=warning)
 
 
 def _carried(versions: PlanVersions, rounds: Rounds) -> str:

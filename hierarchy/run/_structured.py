@@ -35,7 +35,7 @@ from regiment.models import (
 from regiment.tools import ToolDefinition
 
 if TYPE_CHECKING:  # pydantic loads on first use (see tests/test_import_cost.py)
-    from pydantic import BaseModel
+    from pydantic import BaseModel, ValidationError
 
     from regiment.hierarchy.run._reask import Reasks
 
@@ -101,7 +101,7 @@ class AnswerShape:
         try:
             _validated(self, text)
         except ValidationError as exc:
-            return f"{self.kind.__name__}: {exc}"
+            return f"{self.kind.__name__}: {_problems(exc)}"
         return None
 
     def attach(self, result: RunResult) -> RunResult:
@@ -118,7 +118,9 @@ class AnswerShape:
         try:
             return with_output(result, _validated(self, result.answer))
         except ValidationError as exc:
-            logger.warning("run %s: the answer no longer validates: %s", result.run_id, exc)
+            logger.warning(
+                "run %s: the answer no longer validates: %s", result.run_id, _problems(exc)
+            )
             return result
 
 
@@ -173,13 +175,28 @@ async def structured_call(
         try:
             _validated(shape, text)
         except ValidationError as exc:
-            detail = str(exc)
+            detail = _problems(exc)
             logger.info("the structured answer did not validate; asking again: %s", detail)
             request = _reask(request, response, shape, detail)
             continue
         parts = (TextPart(text=text),)
         return msgspec.structs.replace(response, parts=parts, usage=spent), attempt
     raise _invalid(shape, shape.attempts, detail, spent)
+
+
+def _problems(exc: ValidationError) -> str:
+    """What pydantic found wrong, on one line (``temp: Field required``): its own text
+    spans lines with a help link after each error, and it ends up in ``OutputInvalid``,
+    the last line ``regiment run`` prints, logs and the re-ask."""
+    said = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"]) or "the answer"
+        text = f"{where}: {error['msg']}"
+        if error["type"] != "missing":
+            shown = repr(error.get("input"))
+            text += f" (got {shown if len(shown) <= 80 else shown[:77] + '...'})"
+        said.append(text)
+    return "; ".join(said) or str(exc)
 
 
 def _invalid(shape: AnswerShape, attempts: int, detail: str, spent: Usage) -> OutputInvalid:

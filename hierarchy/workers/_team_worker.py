@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, TypeAlias, assert_never, final
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from regiment.errors import ClusterLost, RunCancelled
+from regiment.errors import ClusterLost, ConfigError, RunCancelled
 from regiment.hierarchy._approvals import StepAt
 from regiment.hierarchy._messages import AssignStep, StepAllowance, StepReport
 from regiment.hierarchy._ranges import seconds
@@ -90,6 +90,17 @@ class TeamWorker:
     def __post_init__(self) -> None:
         check_worker_name(self.name)
         seconds(f"worker {self.name!r}", "step_timeout", self.step_timeout)
+        from regiment.hierarchy._team import Team  # loaded: a TeamWorker is made of one
+
+        team: object = self.team  # what the caller gave, whatever its annotation says
+        if not isinstance(team, Team):  # else a run failed on it (an AttributeError)
+            kind, called = type(team).__name__, getattr(team, "name", None)
+            got = f"the {kind} {called!r}" if isinstance(called, str) else f"the {kind}"
+            got = "None" if team is None else got
+            raise ConfigError(
+                f"worker {self.name!r}: team must be a Team(...) for the worker to serve as; "
+                f"got {got}"
+            )
 
     @property
     def capabilities(self) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, TypedDict, final
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, final
 
 from opentelemetry.util.types import AttributeValue
 
@@ -25,7 +25,7 @@ from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._prompts import HookFailed, Prompts
-from regiment.hierarchy._ranges import at_least, model_given, seconds
+from regiment.hierarchy._ranges import InvalidValue, at_least, model_given, seconds
 from regiment.hierarchy.guard._note import SubjectKind
 from regiment.hierarchy.guard._step import StepGuards
 from regiment.hierarchy.guard._types import GuardLike, Guardrail, as_guardrail, as_guardrails
@@ -79,10 +79,30 @@ def _split_tools(
     return servers, [i for i in items if not isinstance(i, MCPServer | Toolset)]
 
 
+def _tool_items(worker: str, given: object) -> tuple[Tool[..., object] | Toolset | MCPServer, ...]:
+    """``Worker.tools`` as a tuple; a lone tool (a function, a ``Tool``, an ``MCPServer``)
+    or a string is refused naming it, not left to a ``TypeError`` (``not iterable``).
+    The items are checked by the tool set they make."""
+    tools: Any = given
+    if isinstance(tools, Iterable) and not isinstance(tools, str | bytes) and not callable(tools):
+        return tuple(tools)
+    name = getattr(tools, "name", None) or getattr(tools, "__name__", None)
+    kind = type(tools).__name__ if isinstance(tools, Tool) or not callable(tools) else "function"
+    item = name if isinstance(name, str) and name.isidentifier() else "..."
+    called = name if item == name else repr(name) if isinstance(name, str) else None
+    shown = f"the {kind} {called}" if called else f"the {kind} {tools!r:.60}"
+    listed = f" (put it in a list: tools=[{item}])" if callable(tools) or name else ""
+    raise ConfigError(
+        f"worker '{worker}': tools must be a list of tools, or a Toolset; got {shown}{listed}"
+    )
+
+
 def check_worker_name(name: str) -> None:
     """Raise ``ConfigError`` unless ``name`` can be used as an assignee in plans."""
     if not name or not all(c.isalnum() or c in "_-" for c in name):
-        raise ConfigError(f"worker name {name!r} must be non-empty letters, digits, '_' or '-'")
+        raise InvalidValue(  # names the field: a team file's error names the key and line
+            "Worker", "name", f"must be non-empty letters, digits, '_' or '-'; got {name!r}"
+        )
 
 
 @final
@@ -173,7 +193,7 @@ class Worker:
                 f"worker '{self.name}': placement must be None (in-process) or Ray(...), "
                 f"not {self.placement!r}"
             )
-        items = () if isinstance(self.tools, Toolset) else tuple(self.tools)
+        items = () if isinstance(self.tools, Toolset) else _tool_items(self.name, self.tools)
         servers, plain = _split_tools(items)
         toolset = self.tools if isinstance(self.tools, Toolset) else Toolset(self.name, plain)
         for inner in (i for i in items if isinstance(i, Toolset)):

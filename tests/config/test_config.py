@@ -199,7 +199,7 @@ BAD = [
     ),
     (
         GOOD.replace('name = "comms"', 'name = "comms team"'),
-        "team.toml: workers[1]: worker name 'comms team' must be",
+        "team.toml: workers[1].name: must be non-empty letters, digits, '_' or '-'; got 'comms team'",
     ),
     (
         GOOD.replace("examples.refund.checks:eligible", "examples.refund.tools:Ledger"),

@@ -15,12 +15,14 @@ from hypothesis import strategies as st
 
 import regiment.config
 import regiment.hierarchy
+from regiment.cli._lines import with_line
 from regiment.config import check_config, load_config, load_team
 from regiment.errors import ConfigError
-from regiment.hierarchy import Budget, Compression, Planner, Worker
+from regiment.hierarchy import Budget, Check, Compression, Planner, Team, Worker
 from regiment.models import ScriptedModel
 
 MODEL = ScriptedModel([])
+WORKER = Worker(name="billing", description="d", model=MODEL)
 
 TEAM = """
 name = "t"
@@ -199,6 +201,10 @@ def test_a_misspelt_key_is_suggested_in_the_syntax_the_file_needs(
         ("yaml", "name: t\nworkers:\n  - billing\n", "workers[0]: expected `object`, got `str`; write the item as a mapping (`- name: ...`)"),
         ("yaml", "name: t\nworkers:\n  - name: a\n    description: d\n  -\n", "workers[1]: expected `object`, got `null`; write the item as a mapping (`- name: ...`)"),
         ("yaml", "name: t\nworkers:\n  - name: a\n    description: d\n    mcp: [python]\n", "workers[0].mcp[0]: expected `object`, got `str`; write the item as a mapping (`- command: ...`)"),
+        # A table of named tables: it said to write a `[checks]` table, which holds no check.
+        ("toml", TEAM + '[[checks]]\ndescription = "d"\n', "checks: expected `object`, got `array`; write one `[checks.<name>]` table per entry"),
+        ("toml", TEAM + "[[prices]]\ninput = 3.0\n", 'prices: expected `object`, got `array`; write one `[prices."<model spec>"]` table per entry'),
+        ("yaml", "name: t\nworkers: [{name: a, description: d}]\nchecks: [{description: d}]\n", "checks: expected `object`, got `array`; write a mapping under `checks:`, one `<name>:` mapping per entry"),
     ],
 )  # fmt: skip
 def test_a_value_of_the_wrong_type_says_what_to_write_instead(
@@ -445,3 +451,99 @@ def test_a_key_or_table_given_twice_says_which_and_what_to_do(
         load_config(path)
     assert str(caught.value).startswith(f"{path}: not valid TOML: Cannot ")
     assert said in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "made"),
+    [
+        ('name = ""', "name", lambda: Team(name="", planner=Planner(model=MODEL), workers=[WORKER])),
+        ("concurrency = 0", "concurrency", lambda: Team(name="t", planner=Planner(model=MODEL), workers=[WORKER], concurrency=0)),
+        ("output_retries = -1", "output_retries", lambda: Team(name="t", planner=Planner(model=MODEL), workers=[WORKER], output_retries=-1)),
+        ('name = "bill ing"', "workers[0].name", lambda: Worker(name="bill ing", description="d", model=MODEL)),
+        ('description = " "', "checks.c.description", lambda: Check(description=" ", predicate=bool)),
+    ],
+)  # fmt: skip
+def test_a_team_level_value_out_of_range_names_its_key_and_line(
+    tmp_path: Path, line: str, key: str, made: Callable[[], object]
+) -> None:
+    # These said `team 't': concurrency must be ...` (or `Team: name ...`, `workers[0]:
+    # worker name ...`) with no key path, so the command could not give the line either.
+    if key == "name":
+        text = TEAM.replace('name = "t"', line)
+    elif key == "workers[0].name":
+        text = TEAM.replace('name = "billing"', line)
+    elif key.startswith("checks."):  # "[checks.c]" has a description, then a predicate
+        text = TEAM + f'\n[checks.c]\n{line}\npredicate = "examples.refund.checks:eligible"\n'
+    else:
+        text = TEAM.replace('name = "t"\n', f'name = "t"\n{line}\n')
+    team = _write(tmp_path / "team.toml", text)
+    from_file = _error(team)
+    with pytest.raises(ConfigError) as caught:
+        made()
+    problem = str(caught.value).split(f"{key.rsplit('.', 1)[-1]} ", 1)[1]
+    assert from_file == f"{team}: {key}: {problem}"
+    number = text.splitlines().index(line) + 1
+    assert with_line(from_file).startswith(f"{team}:{number}: {key}: ")
+
+
+_FUNCTIONS = """
+def no_argument():
+    return "x"
+
+
+def two_arguments(request, extra):
+    return "x"
+
+
+def one_and_defaults(request, extra=1, *more, flag=False):
+    return "x"
+
+
+def only_keywords(*, request):
+    return "x"
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "spec", "shape"),
+    [
+        ('brain = "arity_funcs:no_argument"', "brain", "arity_funcs:no_argument", "no_argument()"),
+        ('brain = "arity_funcs:two_arguments"', "brain", "arity_funcs:two_arguments", "two_arguments(request, extra)"),
+        ('brain = "arity_funcs:only_keywords"', "brain", "arity_funcs:only_keywords", "only_keywords(*, request)"),
+        ('[checks.c]\ndescription = "d"\npredicate = "arity_funcs:no_argument"', "checks.c.predicate", "arity_funcs:no_argument", "no_argument()"),
+        ('[checks.c]\ndescription = "d"\npredicate = "arity_funcs:one_and_defaults"\nexplain = "arity_funcs:two_arguments"', "checks.c.explain", "arity_funcs:two_arguments", "two_arguments(request, extra)"),
+    ],
+)  # fmt: skip
+def test_a_function_that_cannot_take_its_one_argument_is_refused_naming_its_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, key: str, spec: str, shape: str
+) -> None:
+    # A brain of no argument passed `regiment validate`, then every run failed with "the plan
+    # model call failed: ... TypeError: no_argument() takes 0 positional arguments but 1 was
+    # given", naming neither the file nor the key; a check's predicate failed each step's check.
+    (tmp_path / "arity_funcs.py").write_text(_FUNCTIONS, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    head, _, tail = TEAM.partition("[[workers]]")
+    body = (
+        head.replace('brain = "examples.refund.brain:refund_brain"\n', "")
+        if key == "brain"
+        else head
+    )
+    top, table = (text, "") if key == "brain" else ("", text)
+    team = _write(tmp_path / "team.toml", f"{body}{top}\n[[workers]]{tail}{table}\n")
+    what = "a ModelRequest" if key == "brain" else "a StepReport"
+    assert _error(team) == (
+        f"{team}: {key}: {spec!r} is {shape}, which cannot be called with one argument; "
+        f"expected a function of {what}"
+    )
+
+
+def test_a_function_of_one_argument_with_defaults_is_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "arity_funcs.py").write_text(_FUNCTIONS, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    head, _, tail = TEAM.partition("[[workers]]")
+    body = head.replace("examples.refund.brain:refund_brain", "arity_funcs:one_and_defaults")
+    text = f'{body}[[workers]]{tail}[checks.c]\ndescription = "d"\npredicate = "arity_funcs:one_and_defaults"\n'
+    team = load_team(_write(tmp_path / "team.toml", text))
+    assert set(team.checks) == {"c"}

@@ -93,5 +93,6 @@ def test_a_bad_output_type_is_a_config_error_naming_the_key(
 def test_a_negative_retry_count_is_a_config_error(files: Path) -> None:
     path = files / "team.toml"
     path.write_text(TEAM.replace("output_retries = 1", "output_retries = -1"))
-    with pytest.raises(ConfigError, match="output_retries must be 0 or more, got -1"):
+    with pytest.raises(ConfigError) as caught:
         load_team(path)
+    assert str(caught.value) == f"{path}: output_retries: must be 0 or more, got -1"

@@ -180,7 +180,7 @@ async def test_a_step_the_compressor_leaves_out_keeps_all_of_its_output(
     assert result.memory is not None
     assert "reading=20" in result.memory.facts["s2"]
     assert result.answer == "total 42"
-    assert "gave no facts for step(s) s2: they are carried with their own output" in caplog.text
+    assert "gave no facts for step(s) s2, so they are carried with their own output" in caplog.text
 
 
 async def test_facts_given_as_json_data_are_kept(caplog: pytest.LogCaptureFixture) -> None:
@@ -209,8 +209,12 @@ async def test_a_compressor_reply_that_does_not_parse_is_logged(
 
     result = await _team(Chatty(), Compression(threshold_tokens=200)).run(GOAL)
     assert result.answer == "total 42"
-    assert "did not parse ('Sure! The readings are all in order.')" in caplog.text
-    assert "s1, s2, s3: they are carried with their own output" in caplog.text
+    # It said "did not parse (...); so step(s) s1, s2, s3: they are carried ...", also
+    # for a reply that parsed as JSON but held no facts object.
+    assert (
+        "the compressor's reply held no JSON facts object for step(s) s1, s2, s3 "
+        "('Sure! The readings are all in order.'), so they are carried with their own output"
+    ) in caplog.text
 
 
 def test_a_memory_in_prose_that_has_braces_of_its_own_is_read() -> None:

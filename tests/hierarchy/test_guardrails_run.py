@@ -102,8 +102,13 @@ async def test_a_plan_that_keeps_tripping_ends_in_plan_error() -> None:
     model = ScriptedModel(brain)
     team = make_team(model, Planner(model=model, max_plan_attempts=2), guardrails=[refund_first])
     async with team.start() as running:
-        with pytest.raises(PlanError, match="no acceptable plan in 2 attempts: guardrail"):
+        with pytest.raises(PlanError, match="no acceptable plan in 2 attempts: guardrail") as info:
             await running.run("refund order 7")
+    assert str(info.value).endswith(
+        "; each reply went back to the planner's model with what was wrong "
+        "(PlanError.last_reply is its last reply): give the planner a model or prompt that "
+        "plans better, or raise Planner.max_plan_attempts (2; `max_plan_attempts` under `[planner]` in a team file)"
+    )
 
 
 async def test_a_plan_rewrite_is_the_plan_that_runs() -> None:

@@ -35,9 +35,9 @@ async def test_an_answer_rewritten_out_of_its_type_trips_on_the_guard() -> None:
     failed = got[-1]
     assert isinstance(failed, RunFailed)
     assert failed.error_type == GuardrailError.__name__
-    assert failed.message.startswith(
+    assert failed.message == (  # one line: pydantic's own text spans several
         "guardrail 'drop_amount' tripped on the answer: rewrote the answer into one that "
-        "does not validate against Refund: 1 validation error for Refund\namount\n  Field required"
+        "does not validate against Refund: amount: Field required"
     )
     assert len(seen) == 2  # asked once more with the reason, as for any answer trip
     assert "Your answer was rejected: guardrail 'drop_amount'" in seen[1].messages[-1].text

@@ -147,7 +147,9 @@ def test_team_worker_describes_its_team() -> None:
         budget=Budget(model_calls=12),
     )
     assert TeamWorker(name="sub", description="d", team=limited).step_model_calls == 12
-    with pytest.raises(ConfigError, match="worker name 'a b'"):
+    with pytest.raises(
+        ConfigError, match="Worker: name must be non-empty letters, digits, '_' or '-'; got 'a b'"
+    ):
         TeamWorker(name="a b", description="d", team=child)
 
 

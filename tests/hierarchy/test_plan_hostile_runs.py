@@ -77,6 +77,17 @@ async def test_garbage_plans_are_reprompted_with_the_error_then_plan_error(garba
     (problem,) = info.value.problems
     assert problem in _last_user_text(brain.plan_requests[1])  # the re-prompt carried it
     assert info.value.last_reply == garbage
+    # The message ends saying what the user (not the model) can do about it.
+    assert str(info.value).startswith(f"the planner gave no valid plan in 3 attempts: {problem}")
+    assert not problem[0].isupper()  # a clause of that sentence ("...: The reply starts like JSON")
+    assert str(info.value).endswith(_ADVICE)
+
+
+_ADVICE = (
+    "; each reply went back to the planner's model with what was wrong "
+    "(PlanError.last_reply is its last reply): give the planner a model or prompt that "
+    "plans better, or raise Planner.max_plan_attempts (3; `max_plan_attempts` under `[planner]` in a team file)"
+)
 
 
 async def test_a_non_string_description_goes_back_to_the_model_then_runs() -> None:
@@ -103,7 +114,7 @@ async def test_a_numbered_dependency_on_no_step_is_quoted_as_the_model_wrote_it(
     assert result.committed == ("s1", "s2")
     assert (
         f"step s2 depends on {quoted}, which is no step of the plan (no step is number 7, "
-        "and none has the id 's7'); a step may depend on: s1, s2"
+        "and none has the id 's7'); s2 may depend on: s1"
     ) in _last_user_text(brain.plan_requests[1])
 
 
@@ -209,3 +220,29 @@ async def test_stale_report_mid_replan_names_only_announced_versions() -> None:
     assert isinstance(last, RunFailed)
     assert last.error_type == "PlanError"
     assert announced_violations(events) == []
+
+
+async def test_a_dependency_on_a_step_past_max_steps_says_it_was_cut() -> None:
+    # The re-prompt said "step b depends on step 'c', which does not exist", of a step
+    # the model did write: max_steps had cut it, which nothing said.
+    too_long = plan_json(
+        {"id": "a", "description": "A"},
+        {"id": "b", "description": "B", "depends_on": ["c"]},
+        {"id": "c", "description": "C"},
+    )
+    fitting = plan_json({"id": "a", "description": "A"}, {"id": "c", "description": "C"})
+    brain = Brain([too_long, fitting])
+    model = ScriptedModel(brain)
+    team = Team(
+        name="t",
+        planner=Planner(model=model, max_steps=2),
+        workers=[Worker(name="w", description="does things", model=model)],
+    )
+    result = await team.run("goal")
+    assert result.committed == ("a", "c")
+    assert (
+        "step b depends on step 'c', which is past the 2 steps a plan may have (the plan "
+        "had 3), so it was cut and never runs; plan at most 2 steps, each depending only "
+        "on steps among them"
+    ) in _last_user_text(brain.plan_requests[1])
+    assert "does not exist" not in _last_user_text(brain.plan_requests[1])

@@ -128,6 +128,22 @@ def test_explicit_ids_are_kept_trimmed_and_duplicates_made_unique() -> None:
     ]
 
 
+@pytest.mark.parametrize("blank", ['""', '"  "', "null"])
+def test_a_blank_id_is_no_id(blank: str) -> None:
+    # A blank "id" was refused with 'step 1's "id" is a string; use a short string',
+    # which contradicts itself; a step with no id gets the next free sN, so this does too.
+    parsed = _parse(f'[{{"id": {blank}, "task": "a"}}, {{"task": "b", "depends_on": [1]}}]')
+    assert parsed.error is None
+    assert [(s.id, s.depends_on) for s in parsed.steps] == [("s1", ()), ("s2", ("s1",))]
+
+
+@pytest.mark.parametrize(("value", "kind"), [("[1]", "an array"), ("true", "a boolean")])
+def test_an_id_that_is_not_text_is_refused_saying_what_it_is(value: str, kind: str) -> None:
+    parsed = _parse(f'[{{"id": {value}, "task": "a"}}]')
+    assert parsed.steps == ()
+    assert f'step 1\'s "id" is {kind}; use a short string such as "s1"' in (parsed.error or "")
+
+
 def test_generated_id_skips_a_name_the_model_took() -> None:
     steps = _parse('[{"id": "s2", "task": "x"}, {"task": "y"}]').steps
     assert [s.id for s in steps] == ["s2", "s3"]
@@ -299,6 +315,16 @@ def test_no_truncation_at_exactly_max_steps() -> None:
 def test_bad_arguments_are_a_config_error(max_steps: int, start_index: int) -> None:
     with pytest.raises(ConfigError, match="max_steps"):
         parse_plan("a", max_steps=max_steps, start_index=start_index)
+
+
+@pytest.mark.parametrize(("reply", "kind"), [(None, "NoneType"), (5, "int"), (b"[]", "bytes")])
+def test_a_reply_that_is_not_text_is_a_config_error(reply: object, kind: str) -> None:
+    # An AttributeError ('NoneType' object has no attribute 'strip'), or a TypeError.
+    with pytest.raises(ConfigError) as caught:
+        parse_plan(reply)  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        f"parse_plan reads a model's reply as text (a str); got {kind}: {reply!r}"
+    )
 
 
 def test_pathological_brackets_are_handled() -> None:

@@ -4,10 +4,12 @@ builds on what was already paid for; rounds are bounded; a broken critic has a r
 from __future__ import annotations
 
 import json
+import logging
 
 import msgspec
 import pytest
 
+from regiment.cli._view import describe
 from regiment.errors import BudgetExceeded
 from regiment.hierarchy import (
     Budget,
@@ -190,9 +192,26 @@ async def test_a_verdict_nested_thousands_deep_is_asked_again() -> None:
     assert [v.passed for v in result.verdicts] == [True]
 
 
-async def test_unparseable_critic_is_asked_again_then_taken_as_passed_with_warning() -> None:
+async def test_unparseable_critic_is_asked_again_then_taken_as_passed_with_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     brain = CriticBrain([plan_json({"description": "x"})], ["looks fine to me", "yes, really fine"])
-    result = await _team(brain).run("goal")
+    with caplog.at_level(logging.WARNING, logger="regiment.run"):
+        result = await _team(brain).run("goal")
+    # Only verdict.warning said so: no log line, and `regiment run` printed "critique of
+    # round 1: passed", so a broken critic (the run's quality gate) passed every run unseen.
+    (record,) = [r for r in caplog.records if "critic" in r.getMessage()]
+    assert record.levelno == logging.WARNING
+    assert record.getMessage() == (
+        "the critic's reply did not parse after 2 attempts; taken as passed: 'yes, really "
+        'fine\' (round 1; the critic must reply with JSON such as {"passed": true})'
+    )
+    assert getattr(record, "run_id", None) == result.run_id
+    line = describe(next(e for e in result.events if isinstance(e, CritiqueCompleted)))
+    assert line == (
+        "critique of round 1: passed, unjudged (the critic's reply did not parse after 2 "
+        "attempts; taken as passed: 'yes, really fine')"
+    )
     assert len(brain.critic_requests) == 2
     assert "did not parse" in _text(brain.critic_requests[1])
     (verdict,) = result.verdicts

@@ -126,13 +126,16 @@ async def test_a_critic_asked_again_is_logged_at_info(caplog: pytest.LogCaptureF
     team = Team(name="t", planner=Planner(model=model), workers=[worker], critic=Critic())
     with caplog.at_level(logging.INFO, logger="regiment"):
         result = await _run(team)
-    (retry,) = _run_records(caplog)
+    retry, taken = _run_records(caplog)
     assert retry.levelno == logging.INFO
     assert retry.getMessage() == (
         "critic's critique reply could not be used, asking again: "
         "attempt 1 of 2: the verdict did not parse"
     )
     assert _context(retry) == (result.run_id, None, "critic")
+    # the second did not parse either: the round is passed unjudged, which is a WARNING
+    assert taken.levelno == logging.WARNING
+    assert taken.getMessage().startswith("the critic's reply did not parse after 2 attempts")
 
 
 async def test_a_replan_cut_to_max_steps_says_so_in_its_plan_version(

@@ -26,8 +26,14 @@ async def test_a_run_asked_of_a_stopped_team_is_refused_and_says_why() -> None:
     async with _team().start() as running:
         first = await running.run("do it")
     assert first.status == "completed"
-    with pytest.raises(ActorStopped, match=r"'spawning/planner' has stopped: the team is stopping"):
+    with pytest.raises(ActorStopped) as caught:
         await running.run("do it again")
+    # It said only "the team is stopping", of a team whose block had been left: stopped.
+    assert str(caught.value) == (
+        "actor 'spawning/planner' has stopped: the team is stopping or has stopped (its "
+        "`async with team.start()` block was left), so no run can start; run goals inside "
+        "that block, or start the team again"
+    )
     assert running.active_runs == 0  # the refused run left nothing behind
 
 

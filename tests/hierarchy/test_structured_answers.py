@@ -248,3 +248,17 @@ async def test_a_validator_that_raises_fails_the_run_naming_the_output_type() ->
             assert isinstance(caught.value.__cause__, LookupError)
             assert caught.value.failed is not None
     assert len(seen) == 2  # asked once a run: a bug is not asked about again
+
+
+async def test_an_answer_that_never_validates_says_why_on_one_line() -> None:
+    # The message quoted pydantic's own text: several lines, a help link after each
+    # error, and "Make the model easier ..." run on after the link; `regiment run`
+    # prints the last line of a failure as its reason.
+    team = team_answering(iter([MISSING_AMOUNT] * 2), [], output_retries=1)
+    with pytest.raises(OutputInvalid) as caught:
+        await team.run("refund A-1?")
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "errors.pydantic.dev" not in message
+    assert "last error: amount: Field required. Make the model easier to fill" in message
+    assert caught.value.detail == "amount: Field required"

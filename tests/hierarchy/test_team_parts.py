@@ -4,11 +4,12 @@ with a message that names the part and what it takes, not when a run trips on it
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from regiment.errors import ConfigError
-from regiment.hierarchy import Budget, Planner, Team, Worker
+from regiment.hierarchy import Budget, Check, Planner, Team, TeamWorker, Worker
 from regiment.models import ScriptedModel
 
 MODEL = ScriptedModel(["unused"])
@@ -47,3 +48,39 @@ def test_a_part_of_the_wrong_type_is_a_config_error_naming_it(
 def test_the_parts_of_their_types_make_a_team() -> None:
     team = _team(budget=Budget(model_calls=3), concurrency=2)()
     assert team.budget.model_calls == 3
+
+
+def _lookup(city: str) -> str:
+    """The weather in a city."""
+    return city
+
+
+def _accept(report: object) -> bool:
+    return True
+
+
+def _as_given(value: object) -> Any:  # a value of the wrong type, as a caller may give it
+    return value
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        # these were taken, then a run failed: an AttributeError out of run() for the
+        # team worker, and for the checks a failed check (and a replan) on every step
+        (lambda: TeamWorker(name="x", description="d", team=_as_given(None)), "worker 'x': team must be a Team(...) for the worker to serve as; got None"),
+        (lambda: TeamWorker(name="x", description="d", team=_as_given(WORKER)), "worker 'x': team must be a Team(...) for the worker to serve as; got the Worker 'w'"),
+        (lambda: Check(description="c", predicate=_as_given(None)), "Check: predicate must be a function of a StepReport (True when the report is acceptable); got None"),
+        (lambda: Check(description="c", predicate=_as_given("app.checks:ok")), "Check: predicate must be a function of a StepReport (True when the report is acceptable); got the str 'app.checks:ok'"),
+        (lambda: Check(description="c", predicate=_accept, explain=_as_given("why")), "Check: explain must be a function of a StepReport (the reason it was not acceptable), or None; got the str 'why'"),
+        (lambda: Check(description=" ", predicate=_accept), "Check: description must say what the check verifies (the planner reads it); got ' '"),
+        # a TypeError: 'function' object is not iterable
+        (lambda: Worker(name="w", description="d", model=MODEL, tools=_as_given(_lookup)), "worker 'w': tools must be a list of tools, or a Toolset; got the function _lookup (put it in a list: tools=[_lookup])"),
+    ],
+)  # fmt: skip
+def test_a_worker_or_check_part_of_the_wrong_type_is_refused_when_made(
+    make: Callable[[], object], message: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        make()
+    assert str(caught.value) == message
