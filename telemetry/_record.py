@@ -14,13 +14,12 @@ from opentelemetry.util.types import AttributeValue
 
 from regiment.errors import ConfigError, RunCancelled
 from regiment.telemetry import _semconv as sc
-from regiment.telemetry._content import redacted_cut, to_attribute_text
+from regiment.telemetry._content import to_attribute_text
 from regiment.telemetry._genai import GenAIValue, fit_json, text_part
 from regiment.telemetry._scope import mark_error, record_exception
+from regiment.telemetry._verdicts import VerdictRecorder
 
 __all__ = ("SpanRecorder", "UsageLike")
-
-_DETAIL_LIMIT = 512
 
 
 class UsageLike(Protocol):
@@ -40,7 +39,7 @@ class UsageLike(Protocol):
 
 
 @final
-class SpanRecorder:
+class SpanRecorder(VerdictRecorder):
     """Records what happened on regiment's spans: outcomes always, message content
     (prompts, replies, tool arguments and results) only when capture is on,
     redacted and cut to ``limit`` characters. Each call is a no-op when the span
@@ -195,23 +194,6 @@ class SpanRecorder:
         span.set_attribute(sc.REGIMENT_PLAN_NEW_VERSION, new_version)
         if steps is not None:
             span.set_attribute(sc.REGIMENT_PLAN_STEPS, steps)
-
-    def check(self, span: Span, *, passed: bool, detail: str = "") -> None:
-        """Record a check's verdict on its ``verify`` span.
-
-        A failed check is an outcome, not an error: the span status stays unset.
-        The explanation is recorded only when capture is on; otherwise its length.
-        """
-        if not span.is_recording():
-            return
-        span.set_attribute(sc.REGIMENT_CHECK_PASSED, passed)
-        if not detail:
-            return
-        # The explanation quotes the step's output: content, so opt-in only.
-        if self.capture:
-            span.set_attribute(sc.REGIMENT_CHECK_DETAIL, redacted_cut(detail, _DETAIL_LIMIT))
-        else:
-            span.set_attribute(sc.REGIMENT_CHECK_DETAIL_LENGTH, len(detail))
 
     def stale_report(
         self, span: Span, *, step_id: str, report_version: int, current_version: int

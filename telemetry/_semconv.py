@@ -32,6 +32,8 @@ __all__ = (
     "CANCELLED_EVENT",
     "EXCEPTION_EVENT",
     "ERROR_BUDGET_EXHAUSTED",
+    "ERROR_INVALID_PLAN",
+    "ERROR_INVALID_VERDICT",
     "ERROR_ITERATION_LIMIT",
     "ERROR_OTHER",
     "ERROR_TIMEOUT",
@@ -87,6 +89,9 @@ __all__ = (
     "REGIMENT_CHECK_DETAIL",
     "REGIMENT_CHECK_NAME",
     "REGIMENT_CHECK_PASSED",
+    "REGIMENT_CRITIQUE_FEEDBACK",
+    "REGIMENT_CRITIQUE_FEEDBACK_LENGTH",
+    "REGIMENT_CRITIQUE_PASSED",
     "REGIMENT_GOAL_LENGTH",
     "REGIMENT_PLAN_NEW_VERSION",
     "REGIMENT_PLAN_OLD_VERSION",
@@ -177,6 +182,8 @@ ERROR_TIMEOUT: Final = "timeout"
 ERROR_ITERATION_LIMIT: Final = "iteration_limit"
 ERROR_BUDGET_EXHAUSTED: Final = "budget_exhausted"
 ERROR_OTHER: Final = "_OTHER"
+ERROR_INVALID_PLAN: Final = "invalid_plan"  # a planner reply the run refused (asked again)
+ERROR_INVALID_VERDICT: Final = "invalid_verdict"  # a critic reply that is no verdict
 
 PROVIDER_ANTHROPIC: Final = "anthropic"
 TOOL_TYPE_FUNCTION: Final = "function"
@@ -221,6 +228,9 @@ REGIMENT_CHECK_NAME: Final = "regiment.check.name"
 REGIMENT_CHECK_PASSED: Final = "regiment.check.passed"
 REGIMENT_CHECK_DETAIL: Final = "regiment.check.detail"
 REGIMENT_CHECK_DETAIL_LENGTH: Final = "regiment.check.detail_length"
+REGIMENT_CRITIQUE_PASSED: Final = "regiment.critique.passed"
+REGIMENT_CRITIQUE_FEEDBACK: Final = "regiment.critique.feedback"
+REGIMENT_CRITIQUE_FEEDBACK_LENGTH: Final = "regiment.critique.feedback_length"
 REGIMENT_TOOL_OUTCOME: Final = "regiment.tool.outcome"
 REGIMENT_APPROVAL_OUTCOME: Final = "regiment.approval.outcome"
 REGIMENT_APPROVAL_REQUEST_ID: Final = "regiment.approval.request_id"

@@ -182,7 +182,7 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
                 self._record(MemoryAdopted(read_memory(text, self._book), before))
                 self._enter(self._prompting.call(then, self._book))
             case Critiquing(session=session):
-                self._on_critique(session, text)
+                self._on_critique(session, text, reply.span)
             case Synthesizing():
                 self._on_synthesis(text, reply.unpaid)
             case _:

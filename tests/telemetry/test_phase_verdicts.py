@@ -1,0 +1,114 @@
+"""What a planner phase concluded, readable on its span in the exported trace: a plan
+reply the run refused (and asked again for) is not a second identical `plan` span, and
+a `critique` span says whether the round passed, without the critic's words unless
+content capture is on."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from regiment.hierarchy import Critic, Planner, Team, Worker
+from regiment.models import ModelRequest, ModelResponse, ScriptedModel
+from regiment.telemetry import Telemetry, configure_tracing
+
+from ..hierarchy.brains import plan_json
+from .otlp_receiver import OtlpReceiver, ReceivedSpan
+
+pytestmark = pytest.mark.anyio
+
+FEEDBACK = "the tax is missing, ask billing (password: hunter2-secret)"
+
+
+@dataclasses.dataclass
+class _Brain:
+    """Plans: one reply that names a worker the team lacks, then a valid one; a second
+    round's plan. The critic: round 1 fails, then a reply that is no verdict, then passes."""
+
+    plans: list[str]
+    verdicts: list[str]
+
+    async def __call__(self, request: ModelRequest) -> ModelResponse | str:
+        if request.role in ("planner", "replanner"):
+            return self.plans.pop(0)
+        if request.role == "critic":
+            return self.verdicts.pop(0)
+        return "done" if request.role == "worker" else "the answer"
+
+
+def _team(telemetry: Telemetry) -> Team:
+    brain = _Brain(
+        plans=[
+            plan_json({"description": "find the price", "worker": "nobody"}),
+            plan_json({"description": "find the price", "worker": "w"}),
+            plan_json({"description": "find the tax", "worker": "w"}),
+        ],
+        verdicts=[
+            json.dumps({"passed": False, "feedback": FEEDBACK}),
+            "I cannot decide",
+            json.dumps({"passed": True}),
+        ],
+    )
+    model = ScriptedModel(brain)
+    return Team(
+        name="t",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="w", model=model)],
+        critic=Critic(),
+        telemetry=telemetry,
+    )
+
+
+async def _exported(capture: bool) -> tuple[ReceivedSpan, ...]:
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("phases", endpoint=receiver.endpoint, set_global=False)
+        result = await _team(Telemetry(handle.provider, capture_content=capture)).run("price")
+        handle.shutdown()
+        spans = receiver.spans()
+    assert (result.status, result.answer) == ("completed", "the answer")
+    return spans
+
+
+def _named(spans: tuple[ReceivedSpan, ...], name: str) -> list[ReceivedSpan]:
+    return [s for s in spans if s.name == name]  # in the order they ended
+
+
+async def test_a_refused_plan_reply_and_the_critic_verdicts_read_on_their_spans() -> None:
+    spans = await _exported(capture=False)
+    refused, adopted, round_two = _named(spans, "plan planner")
+    assert refused.status_code == 2  # ERROR: this reply gave no plan, the next one did
+    assert refused.attributes["error.type"] == "invalid_plan"
+    assert refused.status_message == "invalid_plan"  # the problems quote the reply: content
+    assert "regiment.plan.steps" not in refused.attributes
+    assert isinstance(refused.attributes["regiment.error.message_length"], int)
+    for good, steps in ((adopted, 1), (round_two, 2)):  # round two keeps round one's step
+        assert good.status_code == 0
+        assert "error.type" not in good.attributes
+        assert good.attributes["regiment.plan.steps"] == steps
+
+    failed, unreadable, passed = _named(spans, "critique")
+    assert failed.attributes["regiment.critique.passed"] is False
+    assert failed.attributes["regiment.critique.feedback_length"] == len(FEEDBACK)
+    assert "regiment.critique.feedback" not in failed.attributes
+    assert failed.status_code == 0  # a round that fails is a verdict, not an error
+    assert unreadable.status_code == 2
+    assert unreadable.attributes["error.type"] == "invalid_verdict"
+    assert "regiment.critique.passed" not in unreadable.attributes
+    assert passed.attributes["regiment.critique.passed"] is True
+    assert passed.status_code == 0
+    assert [s.attributes["regiment.round"] for s in (failed, unreadable, passed)] == [1, 2, 2]
+    assert all("hunter2" not in str(s.attributes) for s in spans)
+
+
+async def test_with_capture_on_the_spans_say_why() -> None:
+    spans = await _exported(capture=True)
+    refused = _named(spans, "plan planner")[0]
+    assert "nobody" in refused.status_message  # the validator's problem, as the planner got it
+    failed = _named(spans, "critique")[0]
+    feedback = failed.attributes["regiment.critique.feedback"]
+    assert isinstance(feedback, str)
+    assert feedback.startswith("the tax is missing, ask billing")
+    assert "hunter2" not in feedback  # redacted as all captured text is
+    assert "regiment.critique.feedback_length" not in failed.attributes
