@@ -16,7 +16,7 @@ from regiment.errors import ConfigError, RunCancelled
 from regiment.telemetry import _semconv as sc
 from regiment.telemetry._content import to_attribute_text
 from regiment.telemetry._genai import GenAIValue, fit_json, text_part
-from regiment.telemetry._scope import mark_error, record_exception
+from regiment.telemetry._scope import exception_event, mark_error, record_exception
 from regiment.telemetry._verdicts import VerdictRecorder
 
 __all__ = ("SpanRecorder", "UsageLike")
@@ -140,7 +140,13 @@ class SpanRecorder(VerdictRecorder):
         span.set_attributes(attributes)
 
     def tool_outcome(
-        self, span: Span, outcome: str, *, error_type: str | None = None, description: str = ""
+        self,
+        span: Span,
+        outcome: str,
+        *,
+        error_type: str | None = None,
+        description: str = "",
+        raised: bool = False,
     ) -> None:
         """Record how a tool call ended on its ``execute_tool`` span.
 
@@ -151,11 +157,15 @@ class SpanRecorder(VerdictRecorder):
                 the span is then marked ERROR. (The run is not: the model sees the
                 error as a tool result and may retry.)
             description: a short reason for a failure (redacted, truncated).
+            raised: the tool's body raised ``error_type`` (``description`` its message):
+                the span also gets an ``exception`` event.
         """
         if not span.is_recording():
             return
         span.set_attribute(sc.REGIMENT_TOOL_OUTCOME, outcome)
         if error_type is not None:
+            if raised:
+                exception_event(span, error_type, description, capture=self.capture)
             mark_error(span, error_type, description, capture=self.capture)
 
     def step_outcome(

@@ -207,10 +207,12 @@ async def test_a_made_up_tool_name_is_other_on_spans_and_metrics(capture: bool) 
     assert {p.attributes["gen_ai.tool.name"] for m in durations for p in m.points} == {"_OTHER"}
     assert str(metrics).count(marker) == 0
     # with capture on, the model's reply and the tool's error result name it, as captured
-    # content does; with it off, nothing does
+    # content does (the call's status, the error the model was told, too); with it off,
+    # nothing does
     captured = {
         ("chat scripted", "attribute gen_ai.output.messages"),
         ("chat scripted", "attribute gen_ai.input.messages"),
         ("execute_tool _OTHER", "attribute gen_ai.tool.call.result"),
+        ("execute_tool _OTHER", "status"),
     }
     assert _where(spans, marker) == (captured if capture else set())
