@@ -186,6 +186,12 @@ ATTRIBUTES = (
         "any span (a step's: also when its planner cancelled it, e.g. by a replan; not the "
         "spans a pause ended: a paused run's, nested ones' included, wait for a decision)",
     ),
+    Entry(
+        sc.REGIMENT_CANCEL_REASON,
+        "who called the step off: `plan vN is being replaced` (a replan), `the run is ending` "
+        "(cancelled, or ended partial), `the run failed`, `the worker is stopping`",
+        "a step's `regiment.cancelled` event",
+    ),
     Entry(sc.REGIMENT_USAGE_INPUT_TOKENS, "uncached input tokens of the whole run", "run"),
     Entry(sc.REGIMENT_USAGE_OUTPUT_TOKENS, "output tokens of the whole run", "run"),
     Entry(sc.REGIMENT_USAGE_CACHE_READ_TOKENS, "cache-read tokens of the whole run", "run"),

@@ -214,11 +214,17 @@ def exception_event(
     span.add_event("exception", attributes)
 
 
-def record_cancellation(span: Span, exc: BaseException | None) -> None:
+def record_cancellation(span: Span, exc: BaseException | None, reason: str = "") -> None:
     """Mark ``span``'s work cancelled: ``regiment.cancelled`` and its event (with the
-    cancellation's ``exception.type`` when there was one); the status stays unset."""
+    cancellation's ``exception.type`` when there was one, and ``regiment.cancel.reason``,
+    who called it off, when known: a fixed text of ours, never content); the status
+    stays unset."""
     if not span.is_recording():
         return
     span.set_attribute(sc.REGIMENT_CANCELLED, True)
-    attributes = None if exc is None else {"exception.type": error_type(exc)}
-    span.add_event(sc.CANCELLED_EVENT, attributes)
+    attributes: dict[str, AttributeValue] = {}
+    if exc is not None:
+        attributes["exception.type"] = error_type(exc)
+    if reason:
+        attributes[sc.REGIMENT_CANCEL_REASON] = reason
+    span.add_event(sc.CANCELLED_EVENT, attributes or None)

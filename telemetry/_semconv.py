@@ -86,6 +86,7 @@ __all__ = (
     "REGIMENT_BUDGET_EXHAUSTED",
     "REGIMENT_BUDGET_LIMIT",
     "REGIMENT_CANCELLED",
+    "REGIMENT_CANCEL_REASON",
     "REGIMENT_CHECK_DETAIL",
     "REGIMENT_CHECK_NAME",
     "REGIMENT_CHECK_PASSED",
@@ -237,6 +238,7 @@ REGIMENT_APPROVAL_REQUEST_ID: Final = "regiment.approval.request_id"
 REGIMENT_APPROVAL_WAIT: Final = "regiment.approval.wait_s"
 REGIMENT_WORKER: Final = "regiment.worker"
 REGIMENT_CANCELLED: Final = "regiment.cancelled"
+REGIMENT_CANCEL_REASON: Final = "regiment.cancel.reason"
 REGIMENT_BUDGET_EXHAUSTED: Final = "regiment.budget.exhausted"
 REGIMENT_REPLAYED: Final = "regiment.replayed"
 REGIMENT_BUDGET_LIMIT: Final = "regiment.budget.limit"
