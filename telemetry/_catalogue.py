@@ -144,6 +144,12 @@ ATTRIBUTES = (
         "`invalid_verdict`)",
         "critique",
     ),
+    Entry(
+        sc.REGIMENT_COMPRESS_BEFORE_TOKENS,
+        "the carried context's tokens before (an estimate, as the threshold counts them)",
+        "compress",
+    ),
+    Entry(sc.REGIMENT_COMPRESS_AFTER_TOKENS, "its tokens after, from the memory", "compress"),
     Entry(sc.REGIMENT_CRITIQUE_FEEDBACK, "capture on: what the critic found missing", "critique"),
     Entry(sc.REGIMENT_CRITIQUE_FEEDBACK_LENGTH, "capture off: the feedback's length", "critique"),
     Entry(

@@ -90,6 +90,8 @@ __all__ = (
     "REGIMENT_CHECK_DETAIL",
     "REGIMENT_CHECK_NAME",
     "REGIMENT_CHECK_PASSED",
+    "REGIMENT_COMPRESS_AFTER_TOKENS",
+    "REGIMENT_COMPRESS_BEFORE_TOKENS",
     "REGIMENT_CRITIQUE_FEEDBACK",
     "REGIMENT_CRITIQUE_FEEDBACK_LENGTH",
     "REGIMENT_CRITIQUE_PASSED",
@@ -230,6 +232,8 @@ REGIMENT_CHECK_PASSED: Final = "regiment.check.passed"
 REGIMENT_CHECK_DETAIL: Final = "regiment.check.detail"
 REGIMENT_CHECK_DETAIL_LENGTH: Final = "regiment.check.detail_length"
 REGIMENT_CRITIQUE_PASSED: Final = "regiment.critique.passed"
+REGIMENT_COMPRESS_BEFORE_TOKENS: Final = "regiment.compress.before_tokens"
+REGIMENT_COMPRESS_AFTER_TOKENS: Final = "regiment.compress.after_tokens"
 REGIMENT_CRITIQUE_FEEDBACK: Final = "regiment.critique.feedback"
 REGIMENT_CRITIQUE_FEEDBACK_LENGTH: Final = "regiment.critique.feedback_length"
 REGIMENT_TOOL_OUTCOME: Final = "regiment.tool.outcome"

@@ -1,4 +1,5 @@
-"""A planner phase's verdict on its span: a check's, the critic's, a refused plan reply.
+"""A planner phase's verdict on its span: a check's, the critic's, a refused plan reply,
+a compression's result.
 
 Mixed into ``SpanRecorder`` (reached as ``telemetry.recorder``).
 """
@@ -63,3 +64,14 @@ class VerdictRecorder:
             span.set_attribute(sc.REGIMENT_CRITIQUE_FEEDBACK, redacted_cut(feedback, _DETAIL_LIMIT))
         else:
             span.set_attribute(sc.REGIMENT_CRITIQUE_FEEDBACK_LENGTH, len(feedback))
+
+    def compressed(self, span: Span, *, before_tokens: int, after_tokens: int) -> None:
+        """Record on a ``compress`` span how many tokens of carried context it shrank
+        to how many (estimated, as the compression threshold counts them)."""
+        if span.is_recording():
+            span.set_attributes(
+                {
+                    sc.REGIMENT_COMPRESS_BEFORE_TOKENS: before_tokens,
+                    sc.REGIMENT_COMPRESS_AFTER_TOKENS: after_tokens,
+                }
+            )

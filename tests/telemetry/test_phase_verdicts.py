@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from regiment.hierarchy import Critic, Planner, Team, Worker
+from regiment.hierarchy import Compression, ContextCompressed, Critic, Planner, Team, Worker
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel
 from regiment.telemetry import Telemetry, configure_tracing
 
@@ -112,3 +112,32 @@ async def test_with_capture_on_the_spans_say_why() -> None:
     assert feedback.startswith("the tax is missing, ask billing")
     assert "hunter2" not in feedback  # redacted as all captured text is
     assert "regiment.critique.feedback_length" not in failed.attributes
+
+
+async def test_a_compress_span_says_how_much_it_shrank_the_context() -> None:
+    # It said nothing but its name: not whether it was worth its model call.
+    async def brain(request: ModelRequest) -> ModelResponse | str:
+        if request.role == "planner":
+            return plan_json(*({"description": f"read meter {n}"} for n in range(3)))
+        if request.role == "compressor":
+            return json.dumps({"facts": {"s1": "1", "s2": "2", "s3": "3"}})
+        return "noise; " * 300 if request.role == "worker" else "the answer"
+
+    model = ScriptedModel(brain)
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("compress", endpoint=receiver.endpoint, set_global=False)
+        team = Team(
+            name="t",
+            planner=Planner(model=model),
+            workers=[Worker(name="w", description="w", model=model)],
+            compression=Compression(threshold_tokens=200),
+            telemetry=Telemetry(handle.provider),
+        )
+        result = await team.run("meters")
+        handle.shutdown()
+        spans = receiver.spans()
+    (event,) = [e for e in result.events if isinstance(e, ContextCompressed)]
+    (compress,) = _named(spans, "compress")
+    assert compress.attributes["regiment.compress.before_tokens"] == event.before_tokens
+    assert compress.attributes["regiment.compress.after_tokens"] == event.after_tokens
+    assert event.after_tokens < event.before_tokens
