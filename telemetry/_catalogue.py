@@ -19,9 +19,9 @@ __all__ = ("ATTRIBUTES", "EVENTS", "METRICS", "SPANS", "VALUES", "Entry", "rende
 ATTRIBUTES = (
     Entry(
         sc.GEN_AI_OPERATION_NAME,
-        "`invoke_agent`, `chat` or `execute_tool` (the conventions' values); `plan`, `replan`, "
-        "`critique`, `compress` or `synthesize` (ours: a planner phase that asks a model, named "
-        "as its span; no value of the conventions names one)",
+        "`invoke_agent`, `chat`, `execute_tool` or `plan` (the conventions' values: `plan` is "
+        "their planning phase, its span `plan {agent}`); `replan`, `critique`, `compress` or "
+        "`synthesize` (ours: a planner phase that asks a model, named as its span)",
         "GenAI spans: run, step, chat, tool, MCP client, phases (not `verify`: a check is a "
         "predicate, not a GenAI operation)",
     ),
@@ -30,7 +30,11 @@ ATTRIBUTES = (
         "who serves the model (`anthropic`, `openai`, `scripted`, ...)",
         "run, step, chat",
     ),
-    Entry(sc.GEN_AI_AGENT_NAME, "the team, worker or role", "run, step, plan, chat, tool"),
+    Entry(
+        sc.GEN_AI_AGENT_NAME,
+        "the team, worker or role (a phase's: the role that answers, as its `chat` span says)",
+        "run, step, phases (not `verify`), chat, tool",
+    ),
     Entry(sc.GEN_AI_AGENT_ID, "the agent's id (its name)", "run, step"),
     Entry(sc.GEN_AI_AGENT_DESCRIPTION, "the worker's description", "step"),
     Entry(sc.GEN_AI_CONVERSATION_ID, "the run's session, when it has one", "run"),

@@ -197,14 +197,6 @@ class SpanRecorder(VerdictRecorder):
         if span.is_recording():
             span.set_attribute(sc.REGIMENT_PLAN_STEPS, steps)
 
-    def replan(self, span: Span, *, new_version: int, steps: int | None = None) -> None:
-        """Record the plan version a ``replan`` produced (and how many steps it has)."""
-        if not span.is_recording():
-            return
-        span.set_attribute(sc.REGIMENT_PLAN_NEW_VERSION, new_version)
-        if steps is not None:
-            span.set_attribute(sc.REGIMENT_PLAN_STEPS, steps)
-
     def stale_report(
         self, span: Span, *, step_id: str, report_version: int, current_version: int
     ) -> None:

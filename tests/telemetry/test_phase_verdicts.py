@@ -10,6 +10,9 @@ import json
 
 import pytest
 
+from examples.refund.brain import refund_brain
+from examples.refund.team import GOAL, build_team
+from examples.refund.tools import Ledger
 from regiment.hierarchy import Compression, ContextCompressed, Critic, Planner, Team, Worker
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel
 from regiment.telemetry import Telemetry, configure_tracing
@@ -138,6 +141,42 @@ async def test_a_compress_span_says_how_much_it_shrank_the_context() -> None:
         spans = receiver.spans()
     (event,) = [e for e in result.events if isinstance(e, ContextCompressed)]
     (compress,) = _named(spans, "compress")
+    assert compress.attributes["gen_ai.agent.name"] == "compressor"  # as its chat span says
     assert compress.attributes["regiment.compress.before_tokens"] == event.before_tokens
     assert compress.attributes["regiment.compress.after_tokens"] == event.after_tokens
     assert event.after_tokens < event.before_tokens
+
+
+PHASES = ("replan", "critique", "compress", "synthesize")
+
+
+def _phase_agents(spans: tuple[ReceivedSpan, ...]) -> dict[str, set[object]]:
+    """Each phase span's gen_ai.agent.name, and its chat span's: the role that answered."""
+    chats = {s.parent_span_id: s for s in spans if s.name.startswith("chat ")}
+    found: dict[str, set[object]] = {}
+    for span in spans:
+        if span.name in PHASES or span.name.startswith("plan "):
+            chat = chats[span.span_id]
+            names = {span.attributes.get("gen_ai.agent.name"), chat.attributes["gen_ai.agent.name"]}
+            found.setdefault(span.name, set()).update(names)
+    return found
+
+
+async def test_every_phase_span_names_its_agent_as_its_model_call_does() -> None:
+    # The plan span named the planner (as the GenAI conventions' plan span does), but a
+    # replan, critique, compress or synthesize span named no agent: a query by agent missed
+    # the planner's replans, and the critic's or compressor's work but for its chat span.
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("agents", endpoint=receiver.endpoint, set_global=False)
+        team = build_team(ScriptedModel(refund_brain), Ledger())
+        team = dataclasses.replace(team, telemetry=Telemetry(handle.provider))
+        await team.run(GOAL)
+        handle.shutdown()
+        refund = receiver.spans()
+    agents = _phase_agents(refund) | _phase_agents(await _exported(capture=False))
+    assert agents == {
+        "plan planner": {"planner"},
+        "replan": {"planner"},
+        "critique": {"critic"},
+        "synthesize": {"synthesizer"},
+    }
