@@ -51,6 +51,8 @@ __all__ = (
     "GEN_AI_REQUEST_MAX_TOKENS",
     "GEN_AI_REQUEST_MODEL",
     "GEN_AI_REQUEST_STOP_SEQUENCES",
+    "GEN_AI_OUTPUT_TYPE",
+    "OUTPUT_TYPE_JSON",
     "GEN_AI_REQUEST_TEMPERATURE",
     "GEN_AI_REQUEST_TOP_P",
     "GEN_AI_RESPONSE_FINISH_REASONS",
@@ -159,6 +161,8 @@ GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
 GEN_AI_REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
 GEN_AI_REQUEST_TOP_P: Final = "gen_ai.request.top_p"
 GEN_AI_REQUEST_STOP_SEQUENCES: Final = "gen_ai.request.stop_sequences"
+GEN_AI_OUTPUT_TYPE: Final = "gen_ai.output.type"
+OUTPUT_TYPE_JSON: Final = "json"  # gen_ai.output.type of a call for a structured answer
 GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
 GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
 GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"

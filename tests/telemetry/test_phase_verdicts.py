@@ -9,6 +9,7 @@ import dataclasses
 import json
 
 import pytest
+from pydantic import BaseModel
 
 from examples.refund.brain import refund_brain
 from examples.refund.team import GOAL, build_team
@@ -180,3 +181,37 @@ async def test_every_phase_span_names_its_agent_as_its_model_call_does() -> None
         "critique": {"critic"},
         "synthesize": {"synthesizer"},
     }
+
+
+class Refund(BaseModel):
+    amount: int
+
+
+async def test_a_call_for_a_structured_answer_says_its_output_type() -> None:
+    # The GenAI conventions require gen_ai.output.type on a chat span whose request asks
+    # for an output format; the synthesizer's call for Team(output_type=...) had none.
+    async def brain(request: ModelRequest) -> ModelResponse | str:
+        if request.role == "planner":
+            return plan_json({"description": "work out the refund"})
+        return '{"amount": 5}' if request.role == "synthesizer" else "five"
+
+    model = ScriptedModel(brain)
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("output", endpoint=receiver.endpoint, set_global=False)
+        team = Team(
+            name="t",
+            planner=Planner(model=model),
+            workers=[Worker(name="w", description="w", model=model)],
+            output_type=Refund,
+            telemetry=Telemetry(handle.provider),
+        )
+        result = await team.run("refund")
+        handle.shutdown()
+        spans = receiver.spans()
+    assert result.output == Refund(amount=5)
+    types = {
+        s.attributes["gen_ai.agent.name"]: s.attributes.get("gen_ai.output.type")
+        for s in spans
+        if s.name.startswith("chat ")
+    }
+    assert types == {"planner": None, "w": None, "synthesizer": "json"}
