@@ -43,7 +43,12 @@ SPANS = (
         "replacing the plan's unfinished tail (one span per reply, as `plan`)",
         "under the run",
     ),
-    Entry(sc.SPAN_VERIFY, "one check of one step's output", "under the run"),
+    Entry(
+        sc.SPAN_VERIFY,
+        "one check of one step's output (`regiment.check.passed`; a check whose predicate "
+        "raised: also ERROR, `error.type` its exception's type, an `exception` event)",
+        "under the run",
+    ),
     Entry(
         sc.SPAN_CRITIQUE,
         "the critic judging the finished plan (`regiment.critique.passed`)",

@@ -5,6 +5,7 @@ content capture is on."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 
@@ -14,7 +15,18 @@ from pydantic import BaseModel
 from examples.refund.brain import refund_brain
 from examples.refund.team import GOAL, build_team
 from examples.refund.tools import Ledger
-from regiment.hierarchy import Compression, ContextCompressed, Critic, Planner, Team, Worker
+from regiment.errors import StepFailed
+from regiment.hierarchy import (
+    Budget,
+    Check,
+    Compression,
+    ContextCompressed,
+    Critic,
+    Planner,
+    StepReport,
+    Team,
+    Worker,
+)
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel
 from regiment.telemetry import Telemetry, configure_tracing
 
@@ -215,3 +227,46 @@ async def test_a_call_for_a_structured_answer_says_its_output_type() -> None:
         if s.name.startswith("chat ")
     }
     assert types == {"planner": None, "w": None, "synthesizer": "json"}
+
+
+class ReadFailed(ValueError):
+    """What the check's predicate raises."""
+
+
+async def test_a_check_that_raised_is_an_error_and_one_that_said_no_is_not() -> None:
+    # A predicate that raised read exactly as one that returned False: passed=false,
+    # no status, no error.type, no exception event, so a bug in the check hid in Jaeger.
+    def reads(report: StepReport) -> bool:
+        if report.step_id == "s1":
+            return False
+        raise ReadFailed(f"cannot read {report.output!r}")
+
+    async def brain(request: ModelRequest) -> ModelResponse | str:
+        if request.role in ("planner", "replanner"):
+            return plan_json({"description": "one", "check": "c"})
+        return "ann@example.com" if request.role == "worker" else "the answer"
+
+    model = ScriptedModel(brain)
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("checks", endpoint=receiver.endpoint, set_global=False)
+        team = Team(
+            name="t",
+            planner=Planner(model=model),
+            workers=[Worker(name="w", description="w", model=model)],
+            checks={"c": Check(description="c", predicate=reads)},
+            budget=Budget(replans=1),
+            telemetry=Telemetry(handle.provider),
+        )
+        with contextlib.suppress(StepFailed):
+            await team.run("go")
+        handle.shutdown()
+        spans = receiver.spans()
+    said_no, raised = _named(spans, "verify")
+    assert said_no.attributes["regiment.check.passed"] is False
+    assert (said_no.status_code, said_no.events) == (0, ())
+    assert raised.attributes["regiment.check.passed"] is False  # a failed check all the same
+    assert raised.status_code == 2
+    assert raised.attributes["error.type"] == f"{__name__}.ReadFailed"
+    (event,) = [attributes for name, attributes in raised.events if name == "exception"]
+    assert event["exception.type"] == f"{__name__}.ReadFailed"
+    assert "ann@" not in str(raised.attributes) + str(raised.events) + raised.status_message
