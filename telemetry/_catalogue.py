@@ -204,7 +204,8 @@ ATTRIBUTES = (
     Entry(
         sc.REGIMENT_CANCEL_REASON,
         "who called the step off: `plan vN is being replaced` (a replan), `the run is ending` "
-        "(cancelled, or ended partial), `the run failed`, `the worker is stopping`",
+        "(cancelled, or ended partial), `the run failed`, `the run is pausing until its "
+        "approvals are decided` (a step that was not itself waiting), `the worker is stopping`",
         "a step's `regiment.cancelled` event",
     ),
     Entry(sc.REGIMENT_USAGE_INPUT_TOKENS, "uncached input tokens of the whole run", "run"),
