@@ -233,6 +233,8 @@ class ModelCaller:
         # The applied settings go in with the span's start attributes (one dict, no
         # second call on the span); content is built only when it will be recorded.
         tuning = _tuning(effective_settings(getattr(model, "settings", None), request))
+        if request.output is not None:  # a structured answer: the conventions' output type
+            tuning[sc.GEN_AI_OUTPUT_TYPE] = sc.OUTPUT_TYPE_JSON
         with telemetry.chat_span(
             model.name,
             model.provider,

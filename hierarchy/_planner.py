@@ -107,6 +107,7 @@ class PlanningSession:
     rejected: Collection[str] = ()
     replaced_ids: Sequence[str] = ()  # the unfinished steps of the version a replan replaces
     attempts: int = 0
+    problems: tuple[str, ...] = ()  # the last reply's (none: it gave a valid plan)
 
     def request(self) -> ModelRequest:
         return ModelRequest(system=self.system, messages=tuple(self.messages))
@@ -137,6 +138,7 @@ class PlanningSession:
         if cut_off:
             problems = (_CUT_OFF, *problems)
         self.messages.append(Message.assistant(reply))
+        self.problems = problems
         return PlanAttempt(parsed=parsed, problems=problems, reply=reply)
 
     def _cut(self, reply: str, parsed: ParsedPlan) -> CutSteps | None:

@@ -9,86 +9,19 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import NamedTuple
 
 from regiment.telemetry import _semconv as sc
+from regiment.telemetry._catalogue_spans import SPANS, Entry
 
 __all__ = ("ATTRIBUTES", "EVENTS", "METRICS", "SPANS", "VALUES", "Entry", "render")
 
 
-class Entry(NamedTuple):
-    """One name, what it means, and where it appears."""
-
-    name: str
-    description: str
-    where: str = ""
-
-
-SPANS = (
-    Entry(
-        "invoke_agent {team}",
-        "a run: the root of the trace (kind INTERNAL); a resumed run's continues the run's "
-        "trace and links to its first root span (`regiment.run.resume` on the span and the link), "
-        "and to the span that resumed it when that one is in another trace "
-        "(`regiment.run.resumed_by` on the link)",
-        "parent: the caller's span (the service: a `traceparent` header on `POST /runs`); "
-        "resumed: the run's first root span",
-    ),
-    Entry(
-        "invoke_agent {worker}",
-        "a worker doing one step",
-        "parent: the run, through the envelope's trace context",
-    ),
-    Entry("plan {planner}", "making the first plan, or a new round's plan", "under the run"),
-    Entry(sc.SPAN_REPLAN, "replacing the plan's unfinished tail", "under the run"),
-    Entry(sc.SPAN_VERIFY, "one check of one step's output", "under the run"),
-    Entry(sc.SPAN_CRITIQUE, "the critic judging the finished plan", "under the run"),
-    Entry(sc.SPAN_COMPRESS, "shrinking the carried context to a working memory", "under the run"),
-    Entry(sc.SPAN_SYNTHESIZE, "writing the final answer", "under the run"),
-    Entry(
-        "chat {model}",
-        "one model call (kind CLIENT); with the Anthropic SDK's tracing on, the SDK's `anthropic.messages.create` span instead",
-        "under a phase or step",
-    ),
-    Entry("execute_tool {tool}", "one tool call (`_OTHER`: not the worker's)", "under the step"),
-    Entry(
-        "tools/call {tool}",
-        "one MCP request (kind CLIENT, named by the MCP conventions with the server's name of "
-        "the tool); the `traceparent` in its `_meta` names it (or, when the application "
-        "installed a global provider, the MCP SDK's own CLIENT span inside it); a tool "
-        "result marked `isError`: ERROR, `error.type=tool_error`; a lost connection: ERROR, "
-        "`error.type` its exception's type; none when tracing is off",
-        "in the MCP tool's `execute_tool` span (on a Ray replica too)",
-    ),
-    Entry(
-        "regiment.mcp.start {server}",
-        "an MCP server's session starting: the handshake and the first `tools/list` (the "
-        "MCP SDK's own spans of them inside, when it traces); `regiment.mcp.tools` the tools "
-        "it gave, `regiment.mcp.restart` the restarts before it; a server that did not "
-        "answer in `start_timeout`: ERROR, `error.type`",
-        "a trace of its own, at team start and at each restart (under the span current "
-        "where the team started, if any)",
-    ),
-    Entry(
-        sc.SPAN_GUARDRAIL,
-        "one guardrail judging one subject (a guard that raised: ERROR, `error.type` its exception's type)",
-        "a model request's or reply's: in the phase or step span the call is made in; "
-        "a tool call's or result's: in its `execute_tool` span; a plan's or the answer's: "
-        "under the run, after the `plan`, `replan` or `synthesize` span that made it",
-    ),
-    Entry(
-        sc.SPAN_APPROVAL,
-        "a tool call waiting for a decision: a human's on the approval desk, or an in-process approver's",
-        "in the tool call's `execute_tool` span",
-    ),
-)
-
 ATTRIBUTES = (
     Entry(
         sc.GEN_AI_OPERATION_NAME,
-        "`invoke_agent`, `chat` or `execute_tool` (the conventions' values); `plan`, `replan`, "
-        "`critique`, `compress` or `synthesize` (ours: a planner phase that asks a model, named "
-        "as its span; no value of the conventions names one)",
+        "`invoke_agent`, `chat`, `execute_tool` or `plan` (the conventions' values: `plan` is "
+        "their planning phase, its span `plan {agent}`); `replan`, `critique`, `compress` or "
+        "`synthesize` (ours: a planner phase that asks a model, named as its span)",
         "GenAI spans: run, step, chat, tool, MCP client, phases (not `verify`: a check is a "
         "predicate, not a GenAI operation)",
     ),
@@ -97,7 +30,11 @@ ATTRIBUTES = (
         "who serves the model (`anthropic`, `openai`, `scripted`, ...)",
         "run, step, chat",
     ),
-    Entry(sc.GEN_AI_AGENT_NAME, "the team, worker or role", "run, step, plan, chat, tool"),
+    Entry(
+        sc.GEN_AI_AGENT_NAME,
+        "the team, worker or role (a phase's: the role that answers, as its `chat` span says)",
+        "run, step, phases (not `verify`), chat, tool",
+    ),
     Entry(sc.GEN_AI_AGENT_ID, "the agent's id (its name)", "run, step"),
     Entry(sc.GEN_AI_AGENT_DESCRIPTION, "the worker's description", "step"),
     Entry(sc.GEN_AI_CONVERSATION_ID, "the run's session, when it has one", "run"),
@@ -106,6 +43,11 @@ ATTRIBUTES = (
     Entry(sc.GEN_AI_REQUEST_TEMPERATURE, "the sampling temperature, when set", "chat"),
     Entry(sc.GEN_AI_REQUEST_TOP_P, "the nucleus-sampling cut-off, when set", "chat"),
     Entry(sc.GEN_AI_REQUEST_STOP_SEQUENCES, "the stop sequences, when set", "chat"),
+    Entry(
+        sc.GEN_AI_OUTPUT_TYPE,
+        "`json` when the call asks for a structured answer (`Team(output_type=...)`)",
+        "chat",
+    ),
     Entry(sc.GEN_AI_RESPONSE_MODEL, "the model that answered", "chat"),
     Entry(sc.GEN_AI_RESPONSE_ID, "the provider's id of the reply", "chat"),
     Entry(sc.GEN_AI_RESPONSE_FINISH_REASONS, "why the model stopped (the provider's word)", "chat"),
@@ -206,6 +148,20 @@ ATTRIBUTES = (
     Entry(sc.REGIMENT_CHECK_DETAIL, "capture on: its explanation", "verify"),
     Entry(sc.REGIMENT_CHECK_DETAIL_LENGTH, "capture off: the explanation's length", "verify"),
     Entry(
+        sc.REGIMENT_CRITIQUE_PASSED,
+        "the critic's verdict on the round (absent: the reply was no verdict, see "
+        "`invalid_verdict`)",
+        "critique",
+    ),
+    Entry(
+        sc.REGIMENT_COMPRESS_BEFORE_TOKENS,
+        "the carried context's tokens before (an estimate, as the threshold counts them)",
+        "compress",
+    ),
+    Entry(sc.REGIMENT_COMPRESS_AFTER_TOKENS, "its tokens after, from the memory", "compress"),
+    Entry(sc.REGIMENT_CRITIQUE_FEEDBACK, "capture on: what the critic found missing", "critique"),
+    Entry(sc.REGIMENT_CRITIQUE_FEEDBACK_LENGTH, "capture off: the feedback's length", "critique"),
+    Entry(
         sc.REGIMENT_TOOL_OUTCOME,
         "`ok` or the failure's code/type; `awaiting_approval` for a call whose run paused "
         "(no `regiment.cancelled`: it was not called off) or was cancelled (with "
@@ -244,6 +200,13 @@ ATTRIBUTES = (
         "the work was cancelled (status stays unset; no `exception` event)",
         "any span (a step's: also when its planner cancelled it, e.g. by a replan; not the "
         "spans a pause ended: a paused run's, nested ones' included, wait for a decision)",
+    ),
+    Entry(
+        sc.REGIMENT_CANCEL_REASON,
+        "who called the step off: `plan vN is being replaced` (a replan), `the run is ending` "
+        "(cancelled, or ended partial), `the run failed`, `the run is pausing until its "
+        "approvals are decided` (a step that was not itself waiting), `the worker is stopping`",
+        "a step's `regiment.cancelled` event",
     ),
     Entry(sc.REGIMENT_USAGE_INPUT_TOKENS, "uncached input tokens of the whole run", "run"),
     Entry(sc.REGIMENT_USAGE_OUTPUT_TOKENS, "output tokens of the whole run", "run"),
@@ -353,10 +316,21 @@ VALUES = (
     Entry(sc.OPERATION_CHAT, "`gen_ai.operation.name` of a model call"),
     Entry(sc.OPERATION_EXECUTE_TOOL, "`gen_ai.operation.name` of a tool call"),
     Entry(sc.PROVIDER_ANTHROPIC, "`gen_ai.provider.name` of Claude"),
+    Entry(sc.OUTPUT_TYPE_JSON, "`gen_ai.output.type` of a call for a structured answer"),
     Entry(sc.TOOL_TYPE_FUNCTION, "`gen_ai.tool.type` of a Python tool"),
     Entry(sc.ERROR_TIMEOUT, "`error.type`: a step or tool call ran out of time"),
     Entry(sc.ERROR_ITERATION_LIMIT, "`error.type`: a step used all its model calls"),
     Entry(sc.ERROR_BUDGET_EXHAUSTED, "`error.type`: a step's budget share ran out"),
+    Entry(
+        sc.ERROR_INVALID_PLAN,
+        "`error.type`: the run refused this planner reply (no valid plan) and asked again, "
+        "or failed once out of attempts; the problems are the status text with capture on",
+    ),
+    Entry(
+        sc.ERROR_INVALID_VERDICT,
+        "`error.type`: the critic's reply was no verdict; it is asked again (the last "
+        "attempt's is taken as passed)",
+    ),
     Entry(sc.ERROR_OTHER, "`error.type`: a failure of no known class"),
 )
 

@@ -34,6 +34,9 @@ _LABELS: tuple[tuple[str, str], ...] = (
     (sc.REGIMENT_STEP_OUTCOME, "outcome"),
     (sc.REGIMENT_CHECK_NAME, "check"),
     (sc.REGIMENT_CHECK_PASSED, "passed"),
+    (sc.REGIMENT_ROUND, "round"),
+    (sc.REGIMENT_CRITIQUE_PASSED, "passed"),
+    (sc.REGIMENT_CANCEL_REASON, "why"),
     (sc.GEN_AI_TOOL_CALL_ID, "call"),
     (sc.REGIMENT_TOOL_OUTCOME, "outcome"),
     (sc.REGIMENT_APPROVAL_OUTCOME, "approval"),
@@ -142,6 +145,9 @@ def _key_values(attributes: Mapping[str, AttributeValue]) -> str:
     new = attributes.get(sc.REGIMENT_PLAN_NEW_VERSION)
     if old is not None:
         parts.insert(0, f"plan v{old}->v{new if new is not None else '?'}")
+    before = attributes.get(sc.REGIMENT_COMPRESS_BEFORE_TOKENS)
+    if before is not None:  # a compression: the carried context's tokens, then and now
+        parts.append(f"context={before}->{attributes.get(sc.REGIMENT_COMPRESS_AFTER_TOKENS)}")
     for input_key, output_key in _TOKEN_PAIRS:
         if input_key in attributes or output_key in attributes:
             parts.append(f"tokens={attributes.get(input_key, 0)}/{attributes.get(output_key, 0)}")

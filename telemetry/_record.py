@@ -14,13 +14,12 @@ from opentelemetry.util.types import AttributeValue
 
 from regiment.errors import ConfigError, RunCancelled
 from regiment.telemetry import _semconv as sc
-from regiment.telemetry._content import redacted_cut, to_attribute_text
+from regiment.telemetry._content import to_attribute_text
 from regiment.telemetry._genai import GenAIValue, fit_json, text_part
-from regiment.telemetry._scope import mark_error, record_exception
+from regiment.telemetry._scope import exception_event, mark_error, record_exception
+from regiment.telemetry._verdicts import VerdictRecorder
 
 __all__ = ("SpanRecorder", "UsageLike")
-
-_DETAIL_LIMIT = 512
 
 
 class UsageLike(Protocol):
@@ -40,7 +39,7 @@ class UsageLike(Protocol):
 
 
 @final
-class SpanRecorder:
+class SpanRecorder(VerdictRecorder):
     """Records what happened on regiment's spans: outcomes always, message content
     (prompts, replies, tool arguments and results) only when capture is on,
     redacted and cut to ``limit`` characters. Each call is a no-op when the span
@@ -141,7 +140,13 @@ class SpanRecorder:
         span.set_attributes(attributes)
 
     def tool_outcome(
-        self, span: Span, outcome: str, *, error_type: str | None = None, description: str = ""
+        self,
+        span: Span,
+        outcome: str,
+        *,
+        error_type: str | None = None,
+        description: str = "",
+        raised: bool = False,
     ) -> None:
         """Record how a tool call ended on its ``execute_tool`` span.
 
@@ -152,11 +157,15 @@ class SpanRecorder:
                 the span is then marked ERROR. (The run is not: the model sees the
                 error as a tool result and may retry.)
             description: a short reason for a failure (redacted, truncated).
+            raised: the tool's body raised ``error_type`` (``description`` its message):
+                the span also gets an ``exception`` event.
         """
         if not span.is_recording():
             return
         span.set_attribute(sc.REGIMENT_TOOL_OUTCOME, outcome)
         if error_type is not None:
+            if raised:
+                exception_event(span, error_type, description, capture=self.capture)
             mark_error(span, error_type, description, capture=self.capture)
 
     def step_outcome(
@@ -187,31 +196,6 @@ class SpanRecorder:
         of them: a replan's kept steps too), as read, before any plan guardrail."""
         if span.is_recording():
             span.set_attribute(sc.REGIMENT_PLAN_STEPS, steps)
-
-    def replan(self, span: Span, *, new_version: int, steps: int | None = None) -> None:
-        """Record the plan version a ``replan`` produced (and how many steps it has)."""
-        if not span.is_recording():
-            return
-        span.set_attribute(sc.REGIMENT_PLAN_NEW_VERSION, new_version)
-        if steps is not None:
-            span.set_attribute(sc.REGIMENT_PLAN_STEPS, steps)
-
-    def check(self, span: Span, *, passed: bool, detail: str = "") -> None:
-        """Record a check's verdict on its ``verify`` span.
-
-        A failed check is an outcome, not an error: the span status stays unset.
-        The explanation is recorded only when capture is on; otherwise its length.
-        """
-        if not span.is_recording():
-            return
-        span.set_attribute(sc.REGIMENT_CHECK_PASSED, passed)
-        if not detail:
-            return
-        # The explanation quotes the step's output: content, so opt-in only.
-        if self.capture:
-            span.set_attribute(sc.REGIMENT_CHECK_DETAIL, redacted_cut(detail, _DETAIL_LIMIT))
-        else:
-            span.set_attribute(sc.REGIMENT_CHECK_DETAIL_LENGTH, len(detail))
 
     def stale_report(
         self, span: Span, *, step_id: str, report_version: int, current_version: int

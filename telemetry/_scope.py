@@ -20,6 +20,7 @@ from regiment.telemetry._content import redacted_cut, redacted_tail
 __all__ = (
     "error_code",
     "error_type",
+    "exception_event",
     "mark_error",
     "open_span",
     "record_cancellation",
@@ -181,26 +182,49 @@ def record_exception(span: Span, exc: BaseException, *, capture: bool) -> None:
     if not span.is_recording():
         return
     message = str(exc)
-    attributes: dict[str, AttributeValue] = {
-        "exception.type": error_type(exc),
-        sc.REGIMENT_ERROR_CODE: error_code(exc),
-        sc.REGIMENT_ERROR_MESSAGE_LENGTH: len(message),
-    }
-    if capture:
-        stack = "".join(traceback.format_exception(exc))
-        attributes["exception.message"] = redacted_cut(message, _ERROR_TEXT_LIMIT)
-        # The innermost frames are the telling ones, so keep the tail.
-        attributes["exception.stacktrace"] = redacted_tail(stack, _STACK_LIMIT)
-    span.add_event("exception", attributes)
+    stack = "".join(traceback.format_exception(exc)) if capture else ""
+    exception_event(
+        span, error_type(exc), message, capture=capture, code=error_code(exc), stack=stack
+    )
     span.set_attribute(sc.REGIMENT_ERROR_CODE, error_code(exc))
     mark_error(span, error_type(exc), message, capture=capture)
 
 
-def record_cancellation(span: Span, exc: BaseException | None) -> None:
+def exception_event(
+    span: Span,
+    kind: str,
+    message: str,
+    *,
+    capture: bool,
+    code: str | None = None,
+    stack: str = "",
+) -> None:
+    """Add an ``exception`` event for an exception of type ``kind`` (``code``: its
+    ``regiment.error.code``, by default ``kind``); the message and stack only when
+    ``capture`` is on, else the message's length."""
+    attributes: dict[str, AttributeValue] = {
+        "exception.type": kind,
+        sc.REGIMENT_ERROR_CODE: kind if code is None else code,
+        sc.REGIMENT_ERROR_MESSAGE_LENGTH: len(message),
+    }
+    if capture:
+        attributes["exception.message"] = redacted_cut(message, _ERROR_TEXT_LIMIT)
+        if stack:  # the innermost frames are the telling ones, so keep the tail
+            attributes["exception.stacktrace"] = redacted_tail(stack, _STACK_LIMIT)
+    span.add_event("exception", attributes)
+
+
+def record_cancellation(span: Span, exc: BaseException | None, reason: str = "") -> None:
     """Mark ``span``'s work cancelled: ``regiment.cancelled`` and its event (with the
-    cancellation's ``exception.type`` when there was one); the status stays unset."""
+    cancellation's ``exception.type`` when there was one, and ``regiment.cancel.reason``,
+    who called it off, when known: a fixed text of ours, never content); the status
+    stays unset."""
     if not span.is_recording():
         return
     span.set_attribute(sc.REGIMENT_CANCELLED, True)
-    attributes = None if exc is None else {"exception.type": error_type(exc)}
-    span.add_event(sc.CANCELLED_EVENT, attributes)
+    attributes: dict[str, AttributeValue] = {}
+    if exc is not None:
+        attributes["exception.type"] = error_type(exc)
+    if reason:
+        attributes[sc.REGIMENT_CANCEL_REASON] = reason
+    span.add_event(sc.CANCELLED_EVENT, attributes or None)

@@ -32,6 +32,8 @@ __all__ = (
     "CANCELLED_EVENT",
     "EXCEPTION_EVENT",
     "ERROR_BUDGET_EXHAUSTED",
+    "ERROR_INVALID_PLAN",
+    "ERROR_INVALID_VERDICT",
     "ERROR_ITERATION_LIMIT",
     "ERROR_OTHER",
     "ERROR_TIMEOUT",
@@ -49,6 +51,8 @@ __all__ = (
     "GEN_AI_REQUEST_MAX_TOKENS",
     "GEN_AI_REQUEST_MODEL",
     "GEN_AI_REQUEST_STOP_SEQUENCES",
+    "GEN_AI_OUTPUT_TYPE",
+    "OUTPUT_TYPE_JSON",
     "GEN_AI_REQUEST_TEMPERATURE",
     "GEN_AI_REQUEST_TOP_P",
     "GEN_AI_RESPONSE_FINISH_REASONS",
@@ -84,9 +88,15 @@ __all__ = (
     "REGIMENT_BUDGET_EXHAUSTED",
     "REGIMENT_BUDGET_LIMIT",
     "REGIMENT_CANCELLED",
+    "REGIMENT_CANCEL_REASON",
     "REGIMENT_CHECK_DETAIL",
     "REGIMENT_CHECK_NAME",
     "REGIMENT_CHECK_PASSED",
+    "REGIMENT_COMPRESS_AFTER_TOKENS",
+    "REGIMENT_COMPRESS_BEFORE_TOKENS",
+    "REGIMENT_CRITIQUE_FEEDBACK",
+    "REGIMENT_CRITIQUE_FEEDBACK_LENGTH",
+    "REGIMENT_CRITIQUE_PASSED",
     "REGIMENT_GOAL_LENGTH",
     "REGIMENT_PLAN_NEW_VERSION",
     "REGIMENT_PLAN_OLD_VERSION",
@@ -151,6 +161,8 @@ GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
 GEN_AI_REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
 GEN_AI_REQUEST_TOP_P: Final = "gen_ai.request.top_p"
 GEN_AI_REQUEST_STOP_SEQUENCES: Final = "gen_ai.request.stop_sequences"
+GEN_AI_OUTPUT_TYPE: Final = "gen_ai.output.type"
+OUTPUT_TYPE_JSON: Final = "json"  # gen_ai.output.type of a call for a structured answer
 GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
 GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
 GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
@@ -177,6 +189,8 @@ ERROR_TIMEOUT: Final = "timeout"
 ERROR_ITERATION_LIMIT: Final = "iteration_limit"
 ERROR_BUDGET_EXHAUSTED: Final = "budget_exhausted"
 ERROR_OTHER: Final = "_OTHER"
+ERROR_INVALID_PLAN: Final = "invalid_plan"  # a planner reply the run refused (asked again)
+ERROR_INVALID_VERDICT: Final = "invalid_verdict"  # a critic reply that is no verdict
 
 PROVIDER_ANTHROPIC: Final = "anthropic"
 TOOL_TYPE_FUNCTION: Final = "function"
@@ -221,12 +235,18 @@ REGIMENT_CHECK_NAME: Final = "regiment.check.name"
 REGIMENT_CHECK_PASSED: Final = "regiment.check.passed"
 REGIMENT_CHECK_DETAIL: Final = "regiment.check.detail"
 REGIMENT_CHECK_DETAIL_LENGTH: Final = "regiment.check.detail_length"
+REGIMENT_CRITIQUE_PASSED: Final = "regiment.critique.passed"
+REGIMENT_COMPRESS_BEFORE_TOKENS: Final = "regiment.compress.before_tokens"
+REGIMENT_COMPRESS_AFTER_TOKENS: Final = "regiment.compress.after_tokens"
+REGIMENT_CRITIQUE_FEEDBACK: Final = "regiment.critique.feedback"
+REGIMENT_CRITIQUE_FEEDBACK_LENGTH: Final = "regiment.critique.feedback_length"
 REGIMENT_TOOL_OUTCOME: Final = "regiment.tool.outcome"
 REGIMENT_APPROVAL_OUTCOME: Final = "regiment.approval.outcome"
 REGIMENT_APPROVAL_REQUEST_ID: Final = "regiment.approval.request_id"
 REGIMENT_APPROVAL_WAIT: Final = "regiment.approval.wait_s"
 REGIMENT_WORKER: Final = "regiment.worker"
 REGIMENT_CANCELLED: Final = "regiment.cancelled"
+REGIMENT_CANCEL_REASON: Final = "regiment.cancel.reason"
 REGIMENT_BUDGET_EXHAUSTED: Final = "regiment.budget.exhausted"
 REGIMENT_REPLAYED: Final = "regiment.replayed"
 REGIMENT_BUDGET_LIMIT: Final = "regiment.budget.limit"

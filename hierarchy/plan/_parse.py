@@ -41,7 +41,7 @@ from regiment.hierarchy.plan._lines import (
     _Reading,
 )
 from regiment.hierarchy.plan._plan import PlanStep
-from regiment.hierarchy.plan._shape import _excerpt, _numeric
+from regiment.hierarchy.plan._shape import _ID_LIKE, _excerpt, _numeric
 from regiment.hierarchy.plan._usual import _kept_as_written, _one_pass
 
 __all__ = ("ParsedPlan", "parse_plan")
@@ -264,7 +264,7 @@ def _assign_ids(raws: list[_RawStep], kept: list[int], prefix: str, start: int) 
     # Explicit ids first, so a generated id never takes a name the model chose.
     for i in kept:
         label = raws[i].label
-        if label and _numeric(label) is None:
+        if label and _numeric(label) is None and _ID_LIKE.fullmatch(label) is not None:
             ids[i] = _unique(label, taken)
     for position, i in enumerate(kept):
         if i not in ids:

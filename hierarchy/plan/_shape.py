@@ -33,6 +33,11 @@ _STEPS_KEYS = ("steps", "plan")
 _NOTHING_FLAGS = ("nothing_to_do", "done", "no_steps")
 _NUMERIC = re.compile(r"^(?:step[\s_-]*)?#?(\d{1,9})$", re.I)
 _NUMBER_START = re.compile(r"step|#|\d", re.I)  # how whatever _NUMERIC matches starts
+# What a model's own id must look like to be the step's id (``s1``, ``check_eligibility``,
+# ``fetch-2``): anything else (a phrase, an address, a number) is only a label its
+# dependencies may name, and the step gets a generated id. The id goes where the
+# model's words may not: span attributes with content capture off, logs, the CLI.
+_ID_LIKE = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,39}")
 # How deep under other objects a ``steps`` list is still looked for.
 _NESTING = 3
 # Problems listed in one error; a reply with more gets the first ones.

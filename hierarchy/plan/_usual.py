@@ -20,7 +20,7 @@ import msgspec
 
 from regiment.hierarchy.plan._lines import _NOTHING_FULL, _looks_like_json, _meaningful
 from regiment.hierarchy.plan._plan import PlanStep
-from regiment.hierarchy.plan._shape import _NUMBER_START, _numeric
+from regiment.hierarchy.plan._shape import _ID_LIKE, _NUMBER_START, _numeric
 
 __all__ = ("_kept_as_written", "_one_pass")
 
@@ -80,7 +80,9 @@ def _kept_as_written(label: str, deps: tuple[str, ...], ids: set[str]) -> tuple[
     # ``_numeric``'s own first test, made here: most ids ("s1") fail it, and then no
     # Python call is made for them (it runs for every step of every plan: issue #22).
     starts = _NUMBER_START.match
-    if not label or label in ids or (starts(label.strip()) and _numeric(label) is not None):
+    if not label or label in ids or _ID_LIKE.fullmatch(label) is None:
+        return None  # (a number is no id: _ID_LIKE starts with a letter) a label, see _ID_LIKE
+    if starts(label.strip()) and _numeric(label) is not None:  # "step3", "step_3"
         return None
     for dep in deps:
         if starts(dep.strip()) is not None and _numeric(dep) is not None:

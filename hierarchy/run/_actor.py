@@ -78,7 +78,7 @@ from regiment.hierarchy.run._phase import (
     replacing_version,
 )
 from regiment.hierarchy.run._prompting import Call, Prompting
-from regiment.hierarchy.run._rounds import read_memory
+from regiment.hierarchy.run._rounds import carried_tokens, read_memory
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._step_events import CLUSTER_LOST, cluster_lost
 from regiment.hierarchy.run._trace import RunTrace
@@ -180,9 +180,13 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
                 await self._on_plan_reply(phase, reply.response, reply.span)
             case Compressing(before_tokens=before, then=then):
                 self._record(MemoryAdopted(read_memory(text, self._book), before))
+                if reply.span is not None and reply.span.is_recording():  # still open
+                    after = carried_tokens(self._book.versions, self._book.rounds)
+                    recorder = self._team.telemetry.recorder
+                    recorder.compressed(reply.span, before_tokens=before, after_tokens=after)
                 self._enter(self._prompting.call(then, self._book))
             case Critiquing(session=session):
-                self._on_critique(session, text)
+                self._on_critique(session, text, reply.span)
             case Synthesizing():
                 self._on_synthesis(text, reply.unpaid)
             case _:

@@ -21,6 +21,7 @@ from typing import assert_never, final
 import anyio
 import msgspec
 from opentelemetry.trace import Span
+from opentelemetry.util.types import AttributeValue
 
 from regiment.actors import ActorContext
 from regiment.errors import ModelError, OutputInvalid, RunError
@@ -223,6 +224,10 @@ class PhaseCalls:
             purpose, planner
         )
 
+    def _agent(self, purpose: Purpose) -> dict[str, AttributeValue]:
+        """``gen_ai.agent.name`` of the role that answers a call for ``purpose``."""
+        return {sc.GEN_AI_AGENT_NAME: self._model_caller(purpose).agent}
+
     def _caller(self, purpose: Purpose) -> Caller:
         match purpose:
             case "plan" | "replan" | "round":
@@ -255,8 +260,10 @@ class PhaseCalls:
                 self._trace.in_run(),
                 self._span(purpose, facts) as span,
             ):
-                if purpose == "replan":
-                    self._trace.telemetry.recorder.replan(span, new_version=facts.version + 1)
+                if purpose == "replan":  # by the planner, as its chat span says
+                    planner = self._team.planner.name
+                    recorder = self._trace.telemetry.recorder
+                    recorder.replan(span, new_version=facts.version + 1, planner=planner)
                 if replayed is not None and span.is_recording():  # journaled: not asked again
                     span.set_attribute(sc.REGIMENT_REPLAYED, True)
                 try:
@@ -324,13 +331,15 @@ class PhaseCalls:
                     attributes={"regiment.round": facts.round},
                     end_on_exit=False,
                 )
-            case "critique":
-                round_ = {"regiment.round": facts.round}
-                return telemetry.phase_span("critique", attributes=round_, end_on_exit=False)
+            case "critique":  # each names the role that answers, as its chat span does
+                attributes = {sc.REGIMENT_ROUND: facts.round, **self._agent(purpose)}
+                return telemetry.phase_span("critique", attributes=attributes, end_on_exit=False)
             case "compress":
-                return telemetry.phase_span("compress", end_on_exit=False)
+                attributes = self._agent(purpose)
+                return telemetry.phase_span("compress", attributes=attributes, end_on_exit=False)
             case "synthesis":
-                return telemetry.phase_span("synthesize", end_on_exit=False)
+                attributes = self._agent(purpose)
+                return telemetry.phase_span("synthesize", attributes=attributes, end_on_exit=False)
             case _:
                 assert_never(purpose)
 

@@ -8,6 +8,8 @@ actor stays a router: the changes still go through its one door, ``_record``.
 
 from __future__ import annotations
 
+from opentelemetry.trace import Span
+
 from regiment.errors import BudgetExceeded
 from regiment.hierarchy._messages import BudgetLimit
 from regiment.hierarchy._top_up import afford
@@ -115,10 +117,16 @@ class JudgesRounds:
         top_ups = book.channel.fence.top_ups
         return afford(ledger, top_ups, model_calls_needed=2, tokens_needed=tokens, usd_needed=usd)
 
-    def _on_critique(self, session: CritiqueSession, text: str) -> None:
+    def _on_critique(self, session: CritiqueSession, text: str, span: Span | None) -> None:
         """The critic answered: ask again if it did not parse, else judge the round."""
         book, budget = self._book, self._team.budget
         verdict = session.evaluate(text, self._team.planner.prompts)
+        if span is not None:  # the call's span, still open
+            recorder = self._team.telemetry.recorder
+            if verdict is None or verdict.warning is not None:  # no verdict in the reply
+                recorder.critique(span, passed=None)
+            if verdict is not None:
+                recorder.critique(span, passed=verdict.passed, feedback=verdict.feedback)
         if verdict is None:
             self._ask("critique", session.request())
             return

@@ -114,8 +114,12 @@ class GuardedActor(Actor[PlannerMessage, None]):
         reading = self._prompting.read_plan(
             planning, reply.text, self._book.versions, cut_off=reply.cut_off
         )
-        if isinstance(reading, PlanAdopted) and span is not None:  # the call's span, still open
-            self._team.telemetry.recorder.plan_steps(span, len(reading.plan.steps))
+        if span is not None:  # the call's span, still open
+            recorder = self._team.telemetry.recorder
+            if isinstance(reading, PlanAdopted):
+                recorder.plan_steps(span, len(reading.plan.steps))
+            else:  # asked again (or out of attempts): this reply gave no plan
+                recorder.plan_refused(span, planning.session.problems)
         if isinstance(reading, PlanAdopted) and self._guards.plan:
             with judging_within(self._purse(), self._guards.log.tape):
                 self._guards.start_plan(self.ctx, reading, tuple(self._book.versions.committed))

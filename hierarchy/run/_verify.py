@@ -79,7 +79,10 @@ class Verifier:
             ) as span,
         ):
             outcome = self._checks[check].run(report)
-            self._trace.telemetry.recorder.check(span, passed=outcome.passed, detail=outcome.reason)
+            recorder = self._trace.telemetry.recorder
+            recorder.check(span, passed=outcome.passed, detail=outcome.reason)
+            if outcome.error is not None:  # a bug in the check, not a verdict: ERROR
+                recorder.failure(span, outcome.error)
         if outcome.error is not None:  # the application's code broke: told once, as a guard's
             check_raised(report.run_id, report, check, outcome)
         return outcome

@@ -240,7 +240,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
                     recorder.step_outcome(span, "awaiting_approval")
                 else:
                     recorder.step_outcome(span, "cancelled")
-                    record_cancellation(span, cut)
+                    record_cancellation(span, cut, _why_cut(job))
             else:
                 failed = report.status != "done"
                 recorder.step_outcome(
@@ -289,6 +289,14 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
     def _watch(self, first_deadline: float) -> None:
         scope = self.ctx.system.new_cancel_scope  # the backend's class, found once
         self.ctx.start_soon(self._timer.watch, first_deadline, scope, name=f"{self._name} timeouts")
+
+
+def _why_cut(job: StepJob) -> str:
+    """Who called a cancelled step off, for its span: the planner's reason (``plan v1
+    is being replaced``, ``the run is ending``, ...), or its worker stopping."""
+    if job.stop == "planner":
+        return job.why or "cancelled by the planner"
+    return "the step ran out of time" if job.stop == "timeout" else "the worker is stopping"
 
 
 async def _stop_queued(queued: deque[StepJob], jobs: dict[_StepKey, StepJob], worker: str) -> None:

@@ -42,8 +42,13 @@ async def traced_call(
         else:
             if replayed():  # it did not run again: say so
                 span.set_attribute(sc.REGIMENT_REPLAYED, True)
-            failure = (result.error_type or sc.ERROR_OTHER) if result.is_error else None
-            telemetry.recorder.tool_outcome(span, failure or "ok", error_type=failure)
+            if result.is_error:  # why, as the model was told (content: its length only)
+                failure = result.error_type or sc.ERROR_OTHER
+                telemetry.recorder.tool_outcome(
+                    span, failure, error_type=failure, description=result.text, raised=result.raised
+                )
+            else:
+                telemetry.recorder.tool_outcome(span, "ok")
             telemetry.recorder.tool_result(span, result.content)
     if held is not None:
         raise held

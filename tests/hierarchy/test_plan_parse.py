@@ -370,3 +370,18 @@ def test_a_reply_reads_as_a_planner_would_without_naming_max_steps() -> None:
     parsed = parse_plan(reply)
     assert [step.id for step in parsed.steps] == [f"s{n}" for n in range(1, 11)]
     assert parsed.truncated_from == 12
+
+
+def test_a_phrase_or_an_address_as_an_id_is_a_label_and_the_step_gets_a_generated_id() -> None:
+    # The id goes on spans and logs, where the model's own words may not.
+    reply = (
+        '{"steps": [{"id": "check ann@example.com", "description": "a"},'
+        ' {"id": "b", "description": "b", "depends_on": ["check ann@example.com"]},'
+        ' {"id": "x' + "y" * 40 + '", "description": "c", "depends_on": ["b"]}]}'
+    )
+    steps = _parse(reply).steps
+    assert [(s.id, s.depends_on) for s in steps] == [
+        ("s1", ()),
+        ("b", ("s1",)),
+        ("s3", ("b",)),  # 41 characters: no short name
+    ]

@@ -183,6 +183,11 @@ def _reads_cancelled(span: ReceivedSpan) -> bool:
     )
 
 
+def _cancel_reason(span: ReceivedSpan) -> object:
+    (event,) = [attributes for name, attributes in span.events if name == "regiment.cancelled"]
+    return event.get("regiment.cancel.reason")
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 async def test_every_span_a_cancelled_run_cut_short_reads_cancelled(case: str) -> None:
     build, open_ones = CASES[case]
@@ -208,6 +213,8 @@ async def test_every_span_a_cancelled_run_cut_short_reads_cancelled(case: str) -
         s for s in spans if s.name == "invoke_agent w" and s.attributes.get("regiment.step.id")
     ):
         assert step.attributes["regiment.step.outcome"] in ("cancelled", "done"), step
+        if step.attributes["regiment.step.outcome"] == "cancelled":
+            assert _cancel_reason(step) == "the run is ending", step
 
 
 async def test_a_step_a_replan_cancelled_reads_cancelled() -> None:
@@ -252,6 +259,8 @@ async def test_a_step_a_replan_cancelled_reads_cancelled() -> None:
     s2 = next(s for s in spans if s.attributes.get("regiment.step.id") == "s2")
     assert s2.attributes["regiment.step.outcome"] == "cancelled"
     assert _reads_cancelled(s2), s2
+    # why, which a reader could not tell from a step the caller's cancel cut short
+    assert _cancel_reason(s2) == "plan v1 is being replaced"
     assert _reads_cancelled(next(s for s in spans if s.name == "execute_tool slow"))
     root = next(s for s in spans if s.name == "invoke_agent t")
     assert "regiment.cancelled" not in root.attributes  # the run itself went on

@@ -116,3 +116,26 @@ def test_a_guardrail_line_says_which_guard_judged_what_and_how(
     assert DURATION.sub("", collector.render()).splitlines()[1:] == [
         "└─ regiment.guardrail  guard=eligibility_first  subject=plan  outcome=pass"
     ]
+
+
+def test_the_console_shows_what_a_phase_concluded_and_why_a_step_was_cut(
+    telemetry: Telemetry, collector: SpanCollector
+) -> None:
+    # The critique line said only `critique`, and a cancelled step not who cancelled it.
+    from regiment.telemetry import record_cancellation
+
+    with telemetry.run_span("t", "run-1", "goal"):
+        with telemetry.phase_span("critique", attributes={"regiment.round": 1}) as critique:
+            telemetry.recorder.critique(critique, passed=False, feedback="the tax is missing")
+        with telemetry.phase_span("compress") as compress:
+            telemetry.recorder.compressed(compress, before_tokens=1200, after_tokens=90)
+        with telemetry.agent_span("w", step_id="s2", plan_version=1) as step:
+            telemetry.recorder.step_outcome(step, "cancelled")
+            record_cancellation(step, None, "plan v1 is being replaced")
+    lines = DURATION.sub("", collector.render()).splitlines()
+    assert lines[1:] == [
+        "├─ critique  round=1  passed=false",
+        "├─ compress  context=1200->90",
+        "└─ invoke_agent w  plan=1  step=s2  outcome=cancelled  CANCELLED",
+        "   └─ * cancelled  why='plan v1 is being replaced'",
+    ]

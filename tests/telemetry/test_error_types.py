@@ -91,12 +91,13 @@ async def _spans(
     step_timeout: float | None = None,
     prompts: Prompts | None = None,
     guardrails: Sequence[Guardrail | Callable[..., object]] = (),
+    capture: bool = False,
 ) -> list[ReceivedSpan]:
     with OtlpReceiver() as receiver:
         handle = configure_tracing("errors", endpoint=receiver.endpoint, set_global=False)
         # How the run ends is not the point here; the spans are.
         with contextlib.suppress(RegimentError):
-            telemetry = Telemetry(handle.provider)
+            telemetry = Telemetry(handle.provider, capture_content=capture)
             team = _team(
                 telemetry, worker_brain, step_timeout, prompts=prompts, guardrails=guardrails
             )
@@ -166,6 +167,29 @@ async def test_a_failed_tool_call_has_the_exception_type() -> None:
     assert call.status_code == 2
     step = next(s for s in spans if s.name == "invoke_agent w")
     assert "error.type" not in step.attributes  # the model took the error and answered
+    # The tool raised: an exception event, as on every span an exception ended (it had
+    # none, nor any trace of the message); the message is content, so only its length.
+    assert call.status_message == "ValueError"
+    message = call.attributes["regiment.error.message_length"]
+    assert isinstance(message, int)
+    assert message >= len("no customer ann")
+    (event,) = [attributes for name, attributes in call.events if name == "exception"]
+    assert event["exception.type"] == "ValueError"
+    assert event["regiment.error.code"] == "ValueError"
+    assert "exception.message" not in event
+    assert "ann" not in str(call.attributes) + str(call.events)
+
+
+async def test_with_capture_on_a_failed_tool_calls_status_says_why() -> None:
+    # Its status said only `ValueError`, though capture was on and the result showed why.
+    spans = await _spans(_tool_fails_then_answers, capture=True)
+    call = next(s for s in spans if s.name == "execute_tool lookup")
+    assert call.status_code == 2
+    assert "no customer ann" in call.status_message
+    (event,) = [attributes for name, attributes in call.events if name == "exception"]
+    message = event["exception.message"]
+    assert isinstance(message, str)
+    assert "no customer ann" in message
 
 
 @pytest.mark.parametrize("brain", [_raises, _loops, _tool_fails_then_answers])

@@ -207,10 +207,48 @@ async def test_a_made_up_tool_name_is_other_on_spans_and_metrics(capture: bool) 
     assert {p.attributes["gen_ai.tool.name"] for m in durations for p in m.points} == {"_OTHER"}
     assert str(metrics).count(marker) == 0
     # with capture on, the model's reply and the tool's error result name it, as captured
-    # content does; with it off, nothing does
+    # content does (the call's status, the error the model was told, too); with it off,
+    # nothing does
     captured = {
         ("chat scripted", "attribute gen_ai.output.messages"),
         ("chat scripted", "attribute gen_ai.input.messages"),
         ("execute_tool _OTHER", "attribute gen_ai.tool.call.result"),
+        ("execute_tool _OTHER", "status"),
     }
     assert _where(spans, marker) == (captured if capture else set())
+
+
+async def test_a_phrase_the_model_wrote_as_a_step_id_stays_out_of_the_trace() -> None:
+    # The step's id was the model's own words (`refund ann.smith@...`), and it went on
+    # the step's span as regiment.step.id with capture off. A phrase is only a label now:
+    # the step gets a generated id, and a dependency that names the label still finds it.
+    phrase = "refund ann.smith@example.com"
+
+    async def brain(request: ModelRequest) -> str:
+        if request.role == "planner":
+            steps = [
+                {"id": phrase, "description": "refund", "worker": "w"},
+                {"id": "tell_her", "description": "tell", "worker": "w", "depends_on": [phrase]},
+            ]
+            return json.dumps({"steps": steps})
+        return "done" if request.role == "worker" else "answer"
+
+    model = ScriptedModel(brain)
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("ids", endpoint=receiver.endpoint, set_global=False)
+        team = Team(
+            name="t",
+            planner=Planner(model=model),
+            workers=[Worker(name="w", description="w", model=model)],
+            telemetry=Telemetry(handle.provider),
+        )
+        result = await team.run("refund and tell")
+        handle.shutdown()
+        spans = receiver.spans()
+    assert [(s.id, s.depends_on) for s in result.plans[0].steps] == [
+        ("s1", ()),
+        ("tell_her", ("s1",)),
+    ]
+    step_ids = {s.attributes.get("regiment.step.id") for s in spans if s.name == "invoke_agent w"}
+    assert step_ids == {"s1", "tell_her"}
+    assert _where(spans, "ann.smith") == set()
