@@ -173,7 +173,10 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         if reply.error is not None or reply.response is None:
             self._failed_call(reply)
             return
-        self._record(ModelCharged(reply.purpose, reply.response.usage, reply.response, reply.calls))
+        response = reply.response
+        self._record(
+            ModelCharged(reply.purpose, response.usage, response, reply.calls, reply.unpaid)
+        )
         text = reply.response.text
         match phase:
             case Planning():

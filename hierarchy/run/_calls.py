@@ -44,6 +44,7 @@ from regiment.hierarchy.run._messages import (
     Purpose,
 )
 from regiment.hierarchy.run._reask import Reasks, Unpaid, held_limit
+from regiment.hierarchy.run._replies import Replayed
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._structured import structured_call
 from regiment.hierarchy.run._trace import RunTrace
@@ -104,7 +105,7 @@ class PhaseCalls:
         team: TeamRuntime,
         trace: RunTrace,
         run_id: str,
-        replayed: Callable[[Purpose], ModelResponse | None] = lambda _: None,
+        replayed: Callable[[Purpose], Replayed | None] = lambda _: None,
         channel: LiveChannel | None = None,
         guard_log: GuardLog | None = None,
         lender: CallLender | None = None,
@@ -241,7 +242,7 @@ class PhaseCalls:
         purpose: Purpose,
         request: ModelRequest,
         facts: SpanFacts,
-        call: tuple[int, anyio.CancelScope, ModelResponse | None, Purse, Deliver],
+        call: tuple[int, anyio.CancelScope, Replayed | None, Purse, Deliver],
     ) -> None:
         token, scope, replayed, purse, deliver = call
         reply: ModelReplied | None = None  # stays None if superseded (the scope caught it)
@@ -261,7 +262,7 @@ class PhaseCalls:
                     span.set_attribute(sc.REGIMENT_REPLAYED, True)
                 try:
                     response, calls, unpaid = (
-                        (replayed, 1, None) if replayed else await self._ask(purpose, request)
+                        replayed if replayed is not None else await self._ask(purpose, request)
                     )
                     reply = ModelReplied(
                         purpose, token, response, calls=calls, span=span, unpaid=unpaid
