@@ -19,7 +19,7 @@ from regiment.hierarchy._fence import StepFence
 from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.run._changes import RunChange, StepSent
-from regiment.hierarchy.run._fan_out import reserve_fan_out
+from regiment.hierarchy.run._fan_out import draw_to_start, reserve_fan_out
 from regiment.hierarchy.run._journaling import UNJOURNALED, RunJournal, Unjournaled
 from regiment.hierarchy.run._messages import PlannerMessage
 from regiment.hierarchy.run._runtime import TeamRuntime
@@ -136,15 +136,30 @@ class Dispatcher:
         ready = self.ready(versions)
         if not ready:
             return [], None
+        team, run_id, pending = self._team, self._run_id, len(self._waiting)  # still to send
         sends, short_of = reserve_fan_out(
-            team=self._team,
+            team=team,
             versions=versions,
             ledger=ledger,
-            run_id=self._run_id,
+            run_id=run_id,
             goal=goal,
             ready=ready,
-            pending=len(self._waiting),  # the steps still to send: waiting, not dispatched
+            pending=pending,
         )
+        if short_of is not None and not sends and not self.inflight:  # else: wait for them
+            top_ups, step = self.fence.top_ups, ready[0]
+            if draw_to_start(  # a nested run draws through its step, as its calls do
+                team=team, versions=versions, ledger=ledger, top_ups=top_ups, goal=goal, step=step
+            ):
+                sends, short_of = reserve_fan_out(
+                    team=team,
+                    versions=versions,
+                    ledger=ledger,
+                    run_id=run_id,
+                    goal=goal,
+                    ready=ready,
+                    pending=pending,
+                )
         return sends, None if short_of is None else (short_of, ready[len(sends)].id)
 
     def sent(self, assign: AssignStep, worker: str) -> None:

@@ -16,6 +16,7 @@ from itertools import repeat
 from regiment.hierarchy._budget import BudgetLedger, BudgetLimit, Share
 from regiment.hierarchy._messages import AssignStep, StepContext
 from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy._top_up import TopUps, afford
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.run._changes import StepSent
 from regiment.hierarchy.run._runtime import TeamRuntime
@@ -24,7 +25,7 @@ from regiment.hierarchy.workers._loop import opening
 from regiment.hierarchy.workers._worker import Worker, WorkerSpec
 from regiment.models import ModelRequest, estimate_tokens
 
-__all__ = ("reserve_fan_out",)
+__all__ = ("draw_to_start", "reserve_fan_out")
 
 _NO_SHARES: Iterable[Share | None] = repeat(None)  # a fan-out under no limit: one each
 
@@ -88,6 +89,32 @@ def reserve_fan_out(
     if ways < len(ready) and len(sends) == ways:
         return sends, "tokens" if ledger.budget.tokens is not None else "input_tokens"
     return sends, ledger.exhausted(model_calls_needed=2) or "model_calls"
+
+
+def draw_to_start(
+    *,
+    team: TeamRuntime,
+    versions: PlanVersions,
+    ledger: BudgetLedger,
+    top_ups: TopUps,
+    goal: str,
+    step: PlanStep,
+) -> bool:
+    """A nested run with nothing in flight that cannot send its next ready ``step`` draws
+    through the step it serves, under the run above's rule, what ``step`` needs to start:
+    a model call (and the one kept for the synthesis), its first call's estimated input,
+    a micro-dollar (its calls draw the rest as they go, as any step's do). Whether it can
+    now start; a run that is not nested draws nothing (it is out of that budget)."""
+    if top_ups.above is None:
+        return False
+    tokens = 0
+    if ledger.counts_tokens:
+        worker = team.workers[step.worker or team.default_worker]
+        context = _context(goal, versions.outline(), versions, step)
+        tokens = first_call_tokens(worker, team.planner.prompts, step, context)
+    usd = 1 if ledger.holds_money else 0
+    limit = afford(ledger, top_ups, model_calls_needed=2, tokens_needed=tokens, usd_needed=usd)
+    return limit is None
 
 
 def _context(goal: str, outline: str, versions: PlanVersions, step: PlanStep) -> StepContext:
