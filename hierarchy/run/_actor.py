@@ -101,7 +101,8 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         dispatcher = Dispatcher(team, run_id, trace.headers, channel.fence)
         self._book = book = RunBook(run_id, goal, team, channel, trace, dispatcher)
         # what its steps draw on when their shares run short
-        channel.fence.top_ups.wire(book.spending.ledger, run_id, dispatcher.unsent, book.emit)
+        top_ups, ledger = channel.fence.top_ups, book.spending.ledger
+        top_ups.wire(ledger, run_id, dispatcher.unsent, book.emit, dispatcher.waiting_on)
         log = GuardLog(tape=run_tape(channel.journal))  # its judges' replies: journaled
         self._guards = RunGuards(*team.outcome_guards, trace, goal, log, run_id, team.output)
         lender = channel.lender or channel.supervisor  # who runs the calls: not the planner

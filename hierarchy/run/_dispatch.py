@@ -9,7 +9,7 @@ who depends on whom); a commit then readies just the steps that waited on it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Hashable, Mapping
 from typing import final
 
 from regiment.actors import ActorContext, ActorRef
@@ -70,6 +70,20 @@ class Dispatcher:
     def unsent(self) -> int:
         """How many steps of the current plan are still to be sent."""
         return len(self._waiting)
+
+    def waiting_on(self, key: Hashable) -> int:
+        """How many of the current plan's steps still to be sent wait, directly or not, on
+        the step in flight under ``key`` (``(version, step id, attempt)``; a top-up's)."""
+        if not isinstance(key, tuple) or key[0] != self._version:
+            return 0
+        found: set[str] = set()
+        todo = [key[1]]
+        while todo:
+            for dependent in self._dependents.get(todo.pop(), ()):
+                if dependent not in found:
+                    found.add(dependent)
+                    todo.append(dependent)
+        return sum(1 for step_id in found if step_id in self._waiting)
 
     def _index(self, versions: PlanVersions) -> None:
         """Index the current version's steps: which are waiting, which of them are ready."""
