@@ -110,6 +110,9 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         self._verifier = Verifier(team.checks, trace, team.artifacts)
         self._prompting = Prompting(team, goal, run_id, channel.history)
         self._phase: Phase = Planning("plan", self._prompting.first_session(), "initial")
+        # A call the budget could not pay for while cancelled steps still held their shares:
+        # asked again as they report (``_ask``).
+        self._unasked: tuple[Phase, Purpose, ModelRequest] | None = None
         self._show_in_flight(channel)  # a nested run's, to the approvals desk
 
     def _record(self, change: RunChange) -> None:
@@ -213,6 +216,10 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         phase = self._phase
         if type(phase) is WindingDown and not self._book.dispatcher.inflight:
             self._end_as(phase.ending)
+        elif self._unasked is not None:  # a call waits for what the cancelled steps held
+            unasked, self._unasked = self._unasked, None
+            if unasked[0] is phase:
+                self._ask(unasked[1], unasked[2])
 
     # -- planning and dispatch -------------------------------------------------
 
@@ -229,7 +236,11 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         reason = phase.reason if isinstance(phase, Planning) else ""
         facts = SpanFacts(version=book.versions.version, round=book.rounds.round, reason=reason)
         limit = calls.start(self.ctx, purpose, request, facts, book.spending.ledger, self.take_turn)
-        if limit is not None:
+        if limit is not None and book.dispatcher.inflight:
+            # Steps cancelled (a replan's old tail, an older version's) still hold their
+            # shares until they report: asked again then, not refused for what they held.
+            self._unasked = (phase, purpose, request)
+        elif limit is not None:
             self._exhausted(limit, f"no budget left for the {purpose} model call")
 
     async def _dispatch_ready(self) -> None:
