@@ -251,7 +251,9 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         versions, dispatcher, ledger = book.versions, book.dispatcher, book.spending.ledger
         sends, held_back = dispatcher.next_sends(versions, ledger, book.goal)
         if held_back is not None and not sends and not dispatcher.inflight:
-            self._exhausted(held_back[0], f"no budget left to dispatch step {held_back[1]}")
+            self._exhausted(
+                held_back[0], dispatcher.unsent_detail(versions, ledger, book.goal, held_back)
+            )
             return
         refs, headers, journal = self._team.worker_refs, book.trace.headers, self._journal
         # After most reports nothing is ready: then no send_all coroutine is made.

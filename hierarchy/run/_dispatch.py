@@ -19,7 +19,7 @@ from regiment.hierarchy._fence import StepFence
 from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.run._changes import RunChange, StepSent
-from regiment.hierarchy.run._fan_out import draw_to_start, reserve_fan_out
+from regiment.hierarchy.run._fan_out import draw_to_start, reserve_fan_out, unsent_detail
 from regiment.hierarchy.run._journaling import UNJOURNALED, RunJournal, Unjournaled
 from regiment.hierarchy.run._messages import PlannerMessage
 from regiment.hierarchy.run._runtime import TeamRuntime
@@ -175,6 +175,16 @@ class Dispatcher:
                     pending=pending,
                 )
         return sends, None if short_of is None else (short_of, ready[len(sends)].id)
+
+    def unsent_detail(
+        self, versions: PlanVersions, ledger: BudgetLedger, goal: str, held: tuple[BudgetLimit, str]
+    ) -> str:
+        """Why the step ``next_sends`` held back could not be sent (the run ends on it)."""
+        limit, step_id = held
+        step = versions.step(step_id)
+        return unsent_detail(
+            team=self._team, versions=versions, ledger=ledger, goal=goal, step=step, limit=limit
+        )
 
     def sent(self, assign: AssignStep, worker: str) -> None:
         """Record a step sent to ``worker``."""

@@ -23,9 +23,9 @@ from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._versions import PlanVersions
 from regiment.hierarchy.workers._loop import opening
 from regiment.hierarchy.workers._worker import Worker, WorkerSpec
-from regiment.models import ModelRequest, Price, estimate_tokens, least_cost
+from regiment.models import ModelRequest, Price, estimate_tokens, least_cost, usd_text
 
-__all__ = ("draw_to_start", "reserve_fan_out")
+__all__ = ("draw_to_start", "reserve_fan_out", "unsent_detail")
 
 _NO_SHARES: Iterable[Share | None] = repeat(None)  # a fan-out under no limit: one each
 
@@ -117,6 +117,31 @@ def draw_to_start(
         usd = max(1, first_call_cost(worker, needed)) if ledger.holds_money else 0
     limit = afford(ledger, top_ups, model_calls_needed=2, tokens_needed=tokens, usd_needed=usd)
     return limit is None
+
+
+def unsent_detail(
+    *,
+    team: TeamRuntime,
+    versions: PlanVersions,
+    ledger: BudgetLedger,
+    goal: str,
+    step: PlanStep,
+    limit: BudgetLimit,
+) -> str:
+    """Why ``step`` could not be sent, ``limit`` being in the way (the run then ends on it):
+    what its first call needs, and what the run has left of that field."""
+    head = f"no budget left to dispatch step {step.id}"
+    if limit not in ("tokens", "input_tokens", "usd"):
+        return head
+    worker = team.workers[step.worker or team.default_worker]
+    context = _context(goal, versions.outline(), versions, step)
+    needed = first_call_tokens(worker, team.planner.prompts, step, context)
+    if limit == "usd":
+        left, cost = ledger.micro_usd_left() or 0, first_call_cost(worker, needed)
+        return f"{head}: its first call costs at least about {usd_text(cost)}, and {usd_text(left)} is left"
+    room = ledger.room(limit)
+    left = 0 if room is None else room[1]
+    return f"{head}: its first call needs about {needed} {limit.replace('_', ' ')}, and {left} are left"
 
 
 def _context(goal: str, outline: str, versions: PlanVersions, step: PlanStep) -> StepContext:

@@ -102,4 +102,5 @@ async def test_a_share_that_cannot_pay_for_the_input_makes_no_call(api: StandIn)
     assert (result.status, result.budget_exhausted) == ("partial", "usd")
     assert result.steps == ()
     (ended,) = [e for e in result.events if isinstance(e, BudgetExhausted)]
-    assert ended.detail == "no budget left to dispatch step s0"
+    assert ended.detail.startswith("no budget left to dispatch step s0: its first call costs")
+    assert ended.detail.endswith(", and $0.000100 is left")  # and says what it needed
