@@ -1,11 +1,13 @@
 """Which ready steps a run dispatches now, and the allowance each one takes.
 
 A fan-out splits what is left *when it begins* (``BudgetLedger.split``), so no
-step's share shrinks because a sibling reserved first. With a token budget it
-also sends no step whose share cannot pay for its first model call (estimated
-offline): it sends fewer steps at once, so each share is larger, and the rest
-wait for what the running ones leave; if not even one fits, the run is out of
-tokens. A step sent with a share that cannot fit would only end at once.
+step's share shrinks because a sibling reserved first. With a token or money
+budget it also sends no step whose share cannot pay for its first model call
+(estimated offline; its least cost at its model's price): it sends fewer steps at
+once, so each share is larger, and the rest wait for what the running ones leave;
+if not even one fits, the run is out of that budget (a nested run first draws what
+the step needs through the step it serves: ``draw_to_start``). A step sent with a
+share that cannot fit would only end at once.
 """
 
 from __future__ import annotations
