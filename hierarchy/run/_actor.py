@@ -241,7 +241,7 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
             # shares until they report: asked again then, not refused for what they held.
             self._unasked = (phase, purpose, request)
         elif limit is not None:
-            self._exhausted(limit, f"no budget left for the {purpose} model call")
+            self._exhausted(limit, f"no budget left for the {purpose} model call{calls.refused}")
 
     async def _dispatch_ready(self) -> None:
         """Send every ready step (within concurrency and budget); then critique or synthesis."""

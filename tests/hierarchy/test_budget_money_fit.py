@@ -10,6 +10,8 @@ some). Nothing spends past the limit either way."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from regiment.hierarchy import Budget, BudgetExhausted, StepDispatched
@@ -34,3 +36,20 @@ async def test_steps_whose_money_share_cannot_pay_their_first_call_wait(tenth: i
     (ended,) = [e for e in result.events if isinstance(e, BudgetExhausted)]
     assert ended.step_id is None
     assert ended.detail.startswith(("no budget left to dispatch step", "no budget left for the"))
+
+
+@pytest.mark.parametrize(
+    ("budget", "said"),
+    [
+        (Budget(usd=0.00001), r"it costs at least about \$0\.\d{6}, and \$0\.000010 is left$"),
+        (Budget(tokens=20), r"it needs about \d+ tokens, and 20 are left$"),
+    ],
+)
+async def test_a_plan_call_the_budget_cannot_pay_says_what_it_needs(
+    budget: Budget, said: str
+) -> None:
+    # It said "no budget left for the plan model call", not how much was missing.
+    result, _ = await _wide(3, budget)
+    (ended,) = [e for e in result.events if isinstance(e, BudgetExhausted)]
+    assert ended.detail.startswith("no budget left for the plan model call: ")
+    assert re.search(said, ended.detail), ended.detail
