@@ -48,6 +48,9 @@ class Replay:
     """A journaled run, indexed for a resume (empty for a new run)."""
 
     responses: dict[str, ModelResponse] = field(default_factory=dict)
+    # A planner-side reply that took more than one call, or that the budget could not ask
+    # again for (a synthesis): its record, so a resume ends as the run would have.
+    asked: dict[str, ModelCallFinished] = field(default_factory=dict)
     intents: dict[ToolKey, ToolCallStarted] = field(default_factory=dict)
     results: dict[ToolKey, ToolCallFinished] = field(default_factory=dict)
     committed: dict[tuple[int, str], StepReport] = field(default_factory=dict)
@@ -77,6 +80,8 @@ class Replay:
         match record:
             case ModelCallFinished(call_key=key, response=response):
                 self.responses[key] = response
+                if record.calls != 1 or record.unpaid is not None:
+                    self.asked[key] = record
             case ToolCallStarted():
                 self.intents[(record.plan_version, record.step_id, record.call_index)] = record
             case ToolCallFinished():

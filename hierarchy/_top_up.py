@@ -12,7 +12,10 @@ draws from that, at once and without waiting, under one fair rule:
   what the steps of the plan still to be sent would get as even shares of what
   is unspent (shared by them and the steps in flight); for tokens the synthesis
   counts as one more step still to come, and one model call per step still to be
-  sent, and one for the synthesis, are kept back;
+  sent, and one for the synthesis, are kept back; of tokens, money and model calls,
+  nothing is kept for the steps that wait on the step asking (they cannot start
+  before it reports, nor at all once it ends the run short of them); tool calls are
+  kept for them too (a step short of tool calls answers from what it has);
 * it gets what its call needs, or an even part (between the steps in flight) of
   what it may draw if that is more, so a long loop does not ask before every call.
 
@@ -61,6 +64,10 @@ def _none_unsent() -> int:
     return 0
 
 
+def _none_after(key: Hashable) -> int:
+    return 0
+
+
 @final
 class TopUps:
     """One run's top-ups for its steps in flight (see the module's docstring).
@@ -68,17 +75,20 @@ class TopUps:
     Attributes:
         ledger: the run's ledger (set by its planner as the run starts).
         unsent: how many steps of the current plan are still to be sent.
+        after: how many of those wait (directly or not) on the step under a key: they
+            cannot start before it reports, nor at all if it runs out of budget.
         told: emits an event of the run (its book's ``emit``).
         above: a nested run's: the run above's top-ups and the key of the step served.
         own: a nested run's: its team's own budget, which a top-up never goes past.
     """
 
-    __slots__ = ("above", "ledger", "own", "run_id", "told", "unsent")
+    __slots__ = ("above", "after", "ledger", "own", "run_id", "told", "unsent")
 
     def __init__(self) -> None:
         self.ledger: BudgetLedger | None = None
         self.run_id = ""
         self.unsent: Callable[[], int] = _none_unsent
+        self.after: Callable[[Hashable], int] = _none_after
         self.told: Callable[[Event], None] | None = None
         self.above: tuple[TopUps, Hashable] | None = None
         self.own: Budget | None = None
@@ -89,17 +99,20 @@ class TopUps:
         run_id: str,
         unsent: Callable[[], int],
         told: Callable[[Event], None],
+        after: Callable[[Hashable], int] = _none_after,
     ) -> None:
         """Set by the run's planner as the run starts: its ledger, id, how many steps of
-        its plan are still to be sent, and how to emit an event of the run."""
+        its plan are still to be sent (``after``: of those, how many wait on a step), and
+        how to emit an event of the run."""
         self.ledger, self.run_id, self.unsent, self.told = ledger, run_id, unsent, told
+        self.after = after
 
     def close(self) -> None:
         """The run has ended: no more top-ups, and let go of its ledger, book and
         dispatcher (held, they would make a cycle with the run's channel that only
         the garbage collector could free)."""
         self.ledger = self.told = self.above = None
-        self.unsent = _none_unsent
+        self.unsent, self.after = _none_unsent, _none_after
 
     def grant(self, key: Hashable, need: Need, who: str = "") -> StepAllowance | None:
         """Top up the step reserved under ``key`` (``(version, step id, attempt)``) by
@@ -110,7 +123,7 @@ class TopUps:
             return None
         extra: dict[str, int] = {}
         for name, (least, wanted) in need.items():
-            got = self._draw(ledger, name, least, wanted)
+            got = self._draw(ledger, key, name, least, wanted)
             if got < least:
                 return None
             extra[name] = got
@@ -119,9 +132,9 @@ class TopUps:
             self._tell(key, extra, allowance, who)
         return allowance
 
-    def _draw(self, ledger: BudgetLedger, name: str, least: int, wanted: int) -> int:
-        """How much of field ``name`` the step gets: 0 if not even ``least``."""
-        drawable = self._drawable(ledger, name)
+    def _draw(self, ledger: BudgetLedger, key: Hashable, name: str, least: int, wanted: int) -> int:
+        """How much of field ``name`` the step under ``key`` gets: 0 if not even ``least``."""
+        drawable = self._drawable(ledger, key, name)
         if drawable < least and self.above is not None:
             drawable += self.draw_above(ledger, name, least - drawable)
         if drawable < least:
@@ -129,12 +142,14 @@ class TopUps:
         running = max(1, len(ledger.reserved))
         return min(drawable, max(wanted, drawable // running))
 
-    def _drawable(self, ledger: BudgetLedger, name: str) -> int:
+    def _drawable(self, ledger: BudgetLedger, key: Hashable, name: str) -> int:
         room = ledger.room(name)
         if room is None:
             return 0
         unspent, free = room
         unsent = self.unsent()
+        if name != "tool_calls":  # a step short of these ends the run: those that wait
+            unsent -= self.after(key)  # on it would never start, so keep nothing for them
         if name == "model_calls":
             return max(0, free - unsent - 1)  # one each to start, one for the synthesis
         later = unsent + (1 if name in _TOKENS else 0)  # the synthesis' part of tokens

@@ -162,11 +162,23 @@ class ToolCallFinished(_Base, frozen=True, kw_only=True, tag="tool_call_finished
     result: ToolResult
 
 
-class ModelCallFinished(_Base, frozen=True, kw_only=True, tag="model_call_finished"):
-    """A model call's response (usage inside), keyed by a ``call_key`` stable across resumes."""
+class ModelCallFinished(
+    _Base, frozen=True, kw_only=True, tag="model_call_finished", omit_defaults=True
+):
+    """A model call's response (usage inside), keyed by a ``call_key`` stable across resumes.
+
+    Attributes:
+        calls: the model calls the response took: a synthesis asked again (an empty or
+            invalid answer) is one response, its asks' usage summed; 1 in older journals.
+        unpaid: a synthesis answer (empty, or not valid) that the run's budget could not
+            pay to ask again for, so the run ended on that limit: the engine's
+            ``{"limit": ..., "why": ...}``; ``None`` otherwise, and in older journals.
+    """
 
     call_key: str
     response: ModelResponse
+    calls: int = 1
+    unpaid: JsonObject | None = None
 
 
 class EventRecorded(_Base, frozen=True, kw_only=True, tag="event"):

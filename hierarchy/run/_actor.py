@@ -101,7 +101,8 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         dispatcher = Dispatcher(team, run_id, trace.headers, channel.fence)
         self._book = book = RunBook(run_id, goal, team, channel, trace, dispatcher)
         # what its steps draw on when their shares run short
-        channel.fence.top_ups.wire(book.spending.ledger, run_id, dispatcher.unsent, book.emit)
+        top_ups, ledger = channel.fence.top_ups, book.spending.ledger
+        top_ups.wire(ledger, run_id, dispatcher.unsent, book.emit, dispatcher.waiting_on)
         log = GuardLog(tape=run_tape(channel.journal))  # its judges' replies: journaled
         self._guards = RunGuards(*team.outcome_guards, trace, goal, log, run_id, team.output)
         lender = channel.lender or channel.supervisor  # who runs the calls: not the planner
@@ -109,6 +110,9 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         self._verifier = Verifier(team.checks, trace, team.artifacts)
         self._prompting = Prompting(team, goal, run_id, channel.history)
         self._phase: Phase = Planning("plan", self._prompting.first_session(), "initial")
+        # A call the budget could not pay for while cancelled steps still held their shares:
+        # asked again as they report (``_ask``).
+        self._unasked: tuple[Phase, Purpose, ModelRequest] | None = None
         self._show_in_flight(channel)  # a nested run's, to the approvals desk
 
     def _record(self, change: RunChange) -> None:
@@ -173,7 +177,10 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         if reply.error is not None or reply.response is None:
             self._failed_call(reply)
             return
-        self._record(ModelCharged(reply.purpose, reply.response.usage, reply.response, reply.calls))
+        response = reply.response
+        self._record(
+            ModelCharged(reply.purpose, response.usage, response, reply.calls, reply.unpaid)
+        )
         text = reply.response.text
         match phase:
             case Planning():
@@ -213,6 +220,10 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         phase = self._phase
         if type(phase) is WindingDown and not self._book.dispatcher.inflight:
             self._end_as(phase.ending)
+        elif self._unasked is not None:  # a call waits for what the cancelled steps held
+            unasked, self._unasked = self._unasked, None
+            if unasked[0] is phase:
+                self._ask(unasked[1], unasked[2])
 
     # -- planning and dispatch -------------------------------------------------
 
@@ -229,8 +240,12 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         reason = phase.reason if isinstance(phase, Planning) else ""
         facts = SpanFacts(version=book.versions.version, round=book.rounds.round, reason=reason)
         limit = calls.start(self.ctx, purpose, request, facts, book.spending.ledger, self.take_turn)
-        if limit is not None:
-            self._exhausted(limit, f"no budget left for the {purpose} model call")
+        if limit is not None and book.dispatcher.inflight:
+            # Steps cancelled (a replan's old tail, an older version's) still hold their
+            # shares until they report: asked again then, not refused for what they held.
+            self._unasked = (phase, purpose, request)
+        elif limit is not None:
+            self._exhausted(limit, f"no budget left for the {purpose} model call{calls.refused}")
 
     async def _dispatch_ready(self) -> None:
         """Send every ready step (within concurrency and budget); then critique or synthesis."""
@@ -240,7 +255,9 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         versions, dispatcher, ledger = book.versions, book.dispatcher, book.spending.ledger
         sends, held_back = dispatcher.next_sends(versions, ledger, book.goal)
         if held_back is not None and not sends and not dispatcher.inflight:
-            self._exhausted(held_back[0], f"no budget left to dispatch step {held_back[1]}")
+            self._exhausted(
+                held_back[0], dispatcher.unsent_detail(versions, ledger, book.goal, held_back)
+            )
             return
         refs, headers, journal = self._team.worker_refs, book.trace.headers, self._journal
         # After most reports nothing is ready: then no send_all coroutine is made.

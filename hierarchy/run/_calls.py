@@ -45,6 +45,7 @@ from regiment.hierarchy.run._messages import (
     Purpose,
 )
 from regiment.hierarchy.run._reask import Reasks, Unpaid, held_limit
+from regiment.hierarchy.run._replies import Replayed
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._structured import structured_call
 from regiment.hierarchy.run._trace import RunTrace
@@ -56,6 +57,7 @@ from regiment.models import (
     estimate_tokens,
     least_cost,
     reply_tokens,
+    usd_text,
 )
 from regiment.telemetry import semconv as sc
 
@@ -105,7 +107,7 @@ class PhaseCalls:
         team: TeamRuntime,
         trace: RunTrace,
         run_id: str,
-        replayed: Callable[[Purpose], ModelResponse | None] = lambda _: None,
+        replayed: Callable[[Purpose], Replayed | None] = lambda _: None,
         channel: LiveChannel | None = None,
         guard_log: GuardLog | None = None,
         lender: CallLender | None = None,
@@ -134,6 +136,7 @@ class PhaseCalls:
         self._runner: CallRunner | None = None  # made by the first call
         self._lender = lender  # run()'s caller, or the supervisor: the calls run in its task
         self._ledger: BudgetLedger | None = None  # the synthesis': set as it starts
+        self.refused = ""  # what the last call ``start`` refused needed, and what was left
 
     def start(
         self,
@@ -160,6 +163,7 @@ class PhaseCalls:
         usd_needed = 0 if rates is None else least_cost(rates, needed)
         limit = afford(ledger, self._top_ups, tokens_needed=needed, usd_needed=usd_needed)
         if limit is not None:
+            self.refused = _refused(ledger, limit, needed, usd_needed)
             return limit
         request = msgspec.structs.replace(request, role=REQUEST_ROLES[purpose])
         if ledger.holds_replies or rates is not None:
@@ -170,6 +174,7 @@ class PhaseCalls:
                 room = paid if room is None else min(room, paid)
             held = self._model_caller(purpose).capped(request, room)
             if held is None:  # it thinks, and a reply that small leaves it no room to
+                self.refused = ""
                 return held_limit(ledger)
             request = held
         self._token += 1
@@ -246,7 +251,7 @@ class PhaseCalls:
         purpose: Purpose,
         request: ModelRequest,
         facts: SpanFacts,
-        call: tuple[int, anyio.CancelScope, ModelResponse | None, Purse, Deliver],
+        call: tuple[int, anyio.CancelScope, Replayed | None, Purse, Deliver],
     ) -> None:
         token, scope, replayed, purse, deliver = call
         reply: ModelReplied | None = None  # stays None if superseded (the scope caught it)
@@ -268,7 +273,7 @@ class PhaseCalls:
                     span.set_attribute(sc.REGIMENT_REPLAYED, True)
                 try:
                     response, calls, unpaid = (
-                        (replayed, 1, None) if replayed else await self._ask(purpose, request)
+                        replayed if replayed is not None else await self._ask(purpose, request)
                     )
                     reply = ModelReplied(
                         purpose, token, response, calls=calls, span=span, unpaid=unpaid
@@ -342,6 +347,19 @@ class PhaseCalls:
                 return telemetry.phase_span("synthesize", attributes=attributes, end_on_exit=False)
             case _:
                 assert_never(purpose)
+
+
+def _refused(ledger: BudgetLedger, limit: BudgetLimit, tokens: int, usd: int) -> str:
+    """What a call refused for ``limit`` needed (``tokens`` estimated input, ``usd`` least
+    cost), and what the run had left of it not held by steps in flight."""
+    if limit == "usd":
+        money = usd_text(ledger.micro_usd_left() or 0)
+        return f": it costs at least about {usd_text(max(1, usd))}, and {money} is left"
+    if limit in ("tokens", "input_tokens"):
+        room = ledger.room(limit)
+        left = 0 if room is None else room[1]
+        return f": it needs about {tokens} {limit.replace('_', ' ')}, and {left} are left"
+    return ""
 
 
 async def _deadline(

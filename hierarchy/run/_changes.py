@@ -11,7 +11,7 @@ which a journal records by type and message).
 
 from __future__ import annotations
 
-from typing import TypeAlias, final
+from typing import TYPE_CHECKING, TypeAlias, final
 
 import msgspec
 
@@ -26,6 +26,9 @@ from regiment.hierarchy.run._messages import Purpose
 from regiment.hierarchy.run._phase import PlanKind
 from regiment.models import ModelResponse, Usage
 from regiment.tools import ApprovalDecision, ApprovalRequest
+
+if TYPE_CHECKING:
+    from regiment.hierarchy.run._reask import Unpaid
 
 __all__ = (
     "ApprovalAnswered",
@@ -155,6 +158,7 @@ class ModelCharged(msgspec.Struct, frozen=True):
     usage: Usage
     response: ModelResponse | None = None  # what a journal replays on resume
     calls: int = 1  # model calls it took (a structured answer may be asked again)
+    unpaid: Unpaid | None = None  # a synthesis the budget could not ask again (journaled)
 
 
 @final

@@ -9,7 +9,7 @@ who depends on whom); a commit then readies just the steps that waited on it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Hashable, Mapping
 from typing import final
 
 from regiment.actors import ActorContext, ActorRef
@@ -19,7 +19,7 @@ from regiment.hierarchy._fence import StepFence
 from regiment.hierarchy._messages import AssignStep, CancelStep, StepReport, WorkerMessage
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.run._changes import RunChange, StepSent
-from regiment.hierarchy.run._fan_out import reserve_fan_out
+from regiment.hierarchy.run._fan_out import draw_to_start, reserve_fan_out, unsent_detail
 from regiment.hierarchy.run._journaling import UNJOURNALED, RunJournal, Unjournaled
 from regiment.hierarchy.run._messages import PlannerMessage
 from regiment.hierarchy.run._runtime import TeamRuntime
@@ -70,6 +70,20 @@ class Dispatcher:
     def unsent(self) -> int:
         """How many steps of the current plan are still to be sent."""
         return len(self._waiting)
+
+    def waiting_on(self, key: Hashable) -> int:
+        """How many of the current plan's steps still to be sent wait, directly or not, on
+        the step in flight under ``key`` (``(version, step id, attempt)``; a top-up's)."""
+        if not isinstance(key, tuple) or key[0] != self._version:
+            return 0
+        found: set[str] = set()
+        todo = [key[1]]
+        while todo:
+            for dependent in self._dependents.get(todo.pop(), ()):
+                if dependent not in found:
+                    found.add(dependent)
+                    todo.append(dependent)
+        return sum(1 for step_id in found if step_id in self._waiting)
 
     def _index(self, versions: PlanVersions) -> None:
         """Index the current version's steps: which are waiting, which of them are ready."""
@@ -136,16 +150,41 @@ class Dispatcher:
         ready = self.ready(versions)
         if not ready:
             return [], None
+        team, run_id, pending = self._team, self._run_id, len(self._waiting)  # still to send
         sends, short_of = reserve_fan_out(
-            team=self._team,
+            team=team,
             versions=versions,
             ledger=ledger,
-            run_id=self._run_id,
+            run_id=run_id,
             goal=goal,
             ready=ready,
-            pending=len(self._waiting),  # the steps still to send: waiting, not dispatched
+            pending=pending,
         )
+        if short_of is not None and not sends and not self.inflight:  # else: wait for them
+            top_ups, step = self.fence.top_ups, ready[0]
+            if draw_to_start(  # a nested run draws through its step, as its calls do
+                team=team, versions=versions, ledger=ledger, top_ups=top_ups, goal=goal, step=step
+            ):
+                sends, short_of = reserve_fan_out(
+                    team=team,
+                    versions=versions,
+                    ledger=ledger,
+                    run_id=run_id,
+                    goal=goal,
+                    ready=ready,
+                    pending=pending,
+                )
         return sends, None if short_of is None else (short_of, ready[len(sends)].id)
+
+    def unsent_detail(
+        self, versions: PlanVersions, ledger: BudgetLedger, goal: str, held: tuple[BudgetLimit, str]
+    ) -> str:
+        """Why the step ``next_sends`` held back could not be sent (the run ends on it)."""
+        limit, step_id = held
+        step = versions.step(step_id)
+        return unsent_detail(
+            team=self._team, versions=versions, ledger=ledger, goal=goal, step=step, limit=limit
+        )
 
     def sent(self, assign: AssignStep, worker: str) -> None:
         """Record a step sent to ``worker``."""

@@ -1,11 +1,13 @@
 """Which ready steps a run dispatches now, and the allowance each one takes.
 
 A fan-out splits what is left *when it begins* (``BudgetLedger.split``), so no
-step's share shrinks because a sibling reserved first. With a token budget it
-also sends no step whose share cannot pay for its first model call (estimated
-offline): it sends fewer steps at once, so each share is larger, and the rest
-wait for what the running ones leave; if not even one fits, the run is out of
-tokens. A step sent with a share that cannot fit would only end at once.
+step's share shrinks because a sibling reserved first. With a token or money
+budget it also sends no step whose share cannot pay for its first model call
+(estimated offline; its least cost at its model's price): it sends fewer steps at
+once, so each share is larger, and the rest wait for what the running ones leave;
+if not even one fits, the run is out of that budget (a nested run first draws what
+the step needs through the step it serves: ``draw_to_start``). A step sent with a
+share that cannot fit would only end at once.
 """
 
 from __future__ import annotations
@@ -16,15 +18,16 @@ from itertools import repeat
 from regiment.hierarchy._budget import BudgetLedger, BudgetLimit, Share
 from regiment.hierarchy._messages import AssignStep, StepContext
 from regiment.hierarchy._prompts import Prompts
+from regiment.hierarchy._top_up import TopUps, afford
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.run._changes import StepSent
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._versions import PlanVersions
 from regiment.hierarchy.workers._loop import opening
 from regiment.hierarchy.workers._worker import Worker, WorkerSpec
-from regiment.models import ModelRequest, estimate_tokens
+from regiment.models import ModelRequest, Price, estimate_tokens, least_cost, usd_text
 
-__all__ = ("reserve_fan_out",)
+__all__ = ("draw_to_start", "reserve_fan_out", "unsent_detail")
 
 _NO_SHARES: Iterable[Share | None] = repeat(None)  # a fan-out under no limit: one each
 
@@ -48,12 +51,13 @@ def reserve_fan_out(
     Returns the steps to send (each reserved under ``(version, step id, attempt)``, the
     key a ``ReportArrived`` releases), and the budget field that stopped the others."""
     version, outline, default = versions.version, versions.outline(), team.default_worker
-    ways = max(len(ready), pending)
+    ways, short_of = max(len(ready), pending), None
     # Each step's context is made as it is sent, up front only to estimate tokens (#22).
     contexts: list[StepContext] | None = None
-    if ledger.counts_tokens:  # estimating costs a pass over prompts and schemas
+    if ledger.counts_tokens or ledger.holds_money:  # estimating costs a pass over prompts
         contexts = [_context(goal, outline, versions, step) for step in ready]
-        ways = _ways_that_fit(ledger, _needs(team, ready, contexts), ways)
+        needs = _needs(team, ready, contexts, money=ledger.holds_money)
+        ways, short_of = _ways_that_fit(ledger, needs, ways)
     caps, free = team.model_call_caps, ledger.free  # free: no limit, nothing to split
     shares = _NO_SHARES if free is not None else ledger.split(ways, len(ready))
     sends: list[StepSent] = []
@@ -85,9 +89,61 @@ def reserve_fan_out(
         sends.append(StepSent(assign, worker))
     if len(sends) == len(ready):
         return sends, None
-    if ways < len(ready) and len(sends) == ways:
-        return sends, "tokens" if ledger.budget.tokens is not None else "input_tokens"
+    if ways < len(ready) and len(sends) == ways and short_of is not None:
+        return sends, short_of
     return sends, ledger.exhausted(model_calls_needed=2) or "model_calls"
+
+
+def draw_to_start(
+    *,
+    team: TeamRuntime,
+    versions: PlanVersions,
+    ledger: BudgetLedger,
+    top_ups: TopUps,
+    goal: str,
+    step: PlanStep,
+) -> bool:
+    """A nested run with nothing in flight that cannot send its next ready ``step`` draws
+    through the step it serves, under the run above's rule, what ``step`` needs to start:
+    a model call (and the one kept for the synthesis), its first call's estimated input
+    and least cost (its calls draw the rest as they go, as any step's do). Whether it can
+    now start; a run that is not nested draws nothing (it is out of that budget)."""
+    if top_ups.above is None:
+        return False
+    tokens = usd = 0
+    if ledger.counts_tokens or ledger.holds_money:
+        worker = team.workers[step.worker or team.default_worker]
+        context = _context(goal, versions.outline(), versions, step)
+        needed = first_call_tokens(worker, team.planner.prompts, step, context)
+        tokens = needed if ledger.counts_tokens else 0
+        usd = max(1, first_call_cost(worker, needed)) if ledger.holds_money else 0
+    limit = afford(ledger, top_ups, model_calls_needed=2, tokens_needed=tokens, usd_needed=usd)
+    return limit is None
+
+
+def unsent_detail(
+    *,
+    team: TeamRuntime,
+    versions: PlanVersions,
+    ledger: BudgetLedger,
+    goal: str,
+    step: PlanStep,
+    limit: BudgetLimit,
+) -> str:
+    """Why ``step`` could not be sent, ``limit`` being in the way (the run then ends on it):
+    what its first call needs, and what the run has left of that field."""
+    head = f"no budget left to dispatch step {step.id}"
+    if limit not in ("tokens", "input_tokens", "usd"):
+        return head
+    worker = team.workers[step.worker or team.default_worker]
+    context = _context(goal, versions.outline(), versions, step)
+    needed = first_call_tokens(worker, team.planner.prompts, step, context)
+    if limit == "usd":
+        left, cost = ledger.micro_usd_left() or 0, first_call_cost(worker, needed)
+        return f"{head}: its first call costs at least about {usd_text(cost)}, and {usd_text(left)} is left"
+    room = ledger.room(limit)
+    left = 0 if room is None else room[1]
+    return f"{head}: its first call needs about {needed} {limit.replace('_', ' ')}, and {left} are left"
 
 
 def _context(goal: str, outline: str, versions: PlanVersions, step: PlanStep) -> StepContext:
@@ -116,28 +172,54 @@ def _others_running(ledger: BudgetLedger, key: tuple[int, str, int]) -> bool:
 
 
 def _needs(
-    team: TeamRuntime, ready: Sequence[PlanStep], contexts: Sequence[StepContext]
-) -> list[int]:
+    team: TeamRuntime, ready: Sequence[PlanStep], contexts: Sequence[StepContext], *, money: bool
+) -> list[tuple[int, int]]:
+    """Each ready step's first call: its estimated input tokens, and what it costs at
+    least (``money``; 0 for a sub-team, whose first call its own run checks)."""
     workers, prompts, default = team.workers, team.planner.prompts, team.default_worker
-    return [
-        first_call_tokens(workers[step.worker or default], prompts, step, context)
-        for step, context in zip(ready, contexts, strict=True)
-    ]
+    needs: list[tuple[int, int]] = []
+    for step, context in zip(ready, contexts, strict=True):
+        worker = workers[step.worker or default]
+        tokens = first_call_tokens(worker, prompts, step, context)
+        needs.append((tokens, first_call_cost(worker, tokens) if money else 0))
+    return needs
 
 
-def _ways_that_fit(ledger: BudgetLedger, needs: Sequence[int], pending: int) -> int:
-    """How many ways to split what is left so that the first steps' token shares
-    each pay for their first call; the first ``min(ways, len(needs))`` are sent."""
+def _ways_that_fit(
+    ledger: BudgetLedger, needs: Sequence[tuple[int, int]], pending: int
+) -> tuple[int, BudgetLimit | None]:
+    """How many ways to split what is left so that the first steps' shares each pay
+    for their first call (its tokens, and its least cost in money); the first
+    ``min(ways, len(needs))`` are sent. With fewer than ``len(needs)``: the field that
+    held the others back."""
+    short_of: BudgetLimit | None = None
     for ways in range(pending, 0, -1):
         shares = ledger.split(ways, len(needs))
-        if all(_pays(s, n) for s, n in zip(shares, needs, strict=False)):
-            return ways
-    return 0
+        missing = [_short_of(s, n) for s, n in zip(shares, needs, strict=False)]
+        if not any(missing):
+            return ways, short_of
+        short_of = short_of or next(m for m in missing if m)
+    return 0, short_of
 
 
-def _pays(share: Share, needed: int) -> bool:
-    """Whether ``share`` pays for a first call of ``needed`` estimated input tokens."""
-    return all(limit is None or limit >= needed for limit in (share.tokens, share.input_tokens))
+def _short_of(share: Share, need: tuple[int, int]) -> BudgetLimit | None:
+    """The field of ``share`` that cannot pay for a first call of ``need`` (estimated
+    input tokens, least cost in micro-dollars); ``None`` if it pays."""
+    tokens, cost = need
+    if share.tokens is not None and share.tokens < tokens:
+        return "tokens"
+    if share.input_tokens is not None and share.input_tokens < tokens:
+        return "input_tokens"
+    if share.micro_usd is not None and share.micro_usd < max(1, cost):
+        return "usd"
+    return None
+
+
+def first_call_cost(worker: WorkerSpec, tokens: int) -> int:
+    """What a step's first call of ``tokens`` estimated input costs at least (its input
+    and one output token at its worker's model's price; 0 unpriced or a sub-team)."""
+    price = getattr(worker.model, "price", None) if isinstance(worker, Worker) else None
+    return least_cost(price.rates(), tokens) if isinstance(price, Price) else 0
 
 
 def first_call_tokens(

@@ -38,13 +38,13 @@ from regiment.hierarchy.run._changes import (
 from regiment.hierarchy.run._config_hash import config_hash
 from regiment.hierarchy.run._hints import resume_advice, taken_over
 from regiment.hierarchy.run._messages import CancelRun, PlannerMessage
+from regiment.hierarchy.run._replies import Replayed, replayed_reply, reply_record
 from regiment.hierarchy.workers._journal_calls import RunCalls
 from regiment.journal import (
     ApprovalDecided,
     ApprovalRequested,
     Journal,
     Lease,
-    ModelCallFinished,
     PlanVersion,
     Record,
     RunCreated,
@@ -60,7 +60,6 @@ if TYPE_CHECKING:
     from regiment.hierarchy._result import RunResult
     from regiment.hierarchy._team import Team
     from regiment.hierarchy.events import Event
-    from regiment.models import ModelResponse
 
 __all__ = ("LEASE_TTL", "UNJOURNALED", "RunJournal", "Unjournaled", "owner_name")
 
@@ -210,13 +209,13 @@ class RunJournal:
         n = self._calls.get(change.purpose, 0) + 1
         self._calls[change.purpose] = n
         key = f"{change.purpose}/{n}"
-        self._add(ModelCallFinished(run_id=self.run_id, call_key=key, response=change.response))
+        self._add(reply_record(self.run_id, key, change))
 
-    def replayed(self, purpose: str) -> ModelResponse | None:
-        """The journaled response of the next ``purpose`` call, if a resume has one."""
+    def replayed(self, purpose: str) -> Replayed | None:
+        """The journaled reply of the next ``purpose`` call, if a resume has one."""
         if self._replay is None:
             return None
-        return self._replay.responses.get(f"{purpose}/{self._calls.get(purpose, 0) + 1}")
+        return replayed_reply(self._replay, f"{purpose}/{self._calls.get(purpose, 0) + 1}")
 
     def committed(self, assign: AssignStep) -> tuple[StepReport, int | None] | None:
         """The journaled report of a step committed before a resume, or dropped as stale
@@ -303,7 +302,7 @@ class Unjournaled:
     def note(self, change: RunChange, result: RunResult | None) -> None:
         """Nothing to buffer."""
 
-    def replayed(self, purpose: str) -> ModelResponse | None:
+    def replayed(self, purpose: str) -> Replayed | None:
         """Nothing to replay."""
         return None
 

@@ -18,6 +18,9 @@ from __future__ import annotations
 
 from typing import NamedTuple, final
 
+import msgspec
+
+from regiment._json import JsonObject
 from regiment.hierarchy._allowance import Rates
 from regiment.hierarchy._budget import BudgetLedger, BudgetLimit
 from regiment.hierarchy._model_call import ModelCaller
@@ -32,6 +35,18 @@ class Unpaid(NamedTuple):
 
     limit: BudgetLimit
     why: str
+
+    def journaled(self) -> JsonObject:
+        """As the journal keeps it with the synthesis' reply (a resume ends on it too)."""
+        return {"limit": self.limit, "why": self.why}
+
+    @classmethod
+    def of(cls, journaled: JsonObject | None) -> Unpaid | None:
+        """What :meth:`journaled` wrote (``None``: the answer was asked again or kept)."""
+        if journaled is None:
+            return None
+        limit = msgspec.convert(journaled.get("limit"), BudgetLimit)
+        return cls(limit, str(journaled.get("why", "")))
 
     def detail(self, answer: str) -> str:
         """Why the run ends here, its synthesizer's last ``answer`` being the one kept."""

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
-from regiment.hierarchy import Budget, Planner, Team, Worker
+from regiment.hierarchy import Budget, BudgetExhausted, Planner, Team, Worker
 from regiment.models import AnthropicModel, ModelSettings, Price, ScriptedModel
 from regiment.telemetry import SpanCollector, Telemetry
 
@@ -93,12 +93,14 @@ async def test_steps_at_width_ask_for_no_more_than_their_money_pays_for(
 
 
 async def test_a_share_that_cannot_pay_for_the_input_makes_no_call(api: StandIn) -> None:
-    # 100 micro-dollars between five steps: 20 each, less than a call's input costs.
+    # 100 micro-dollars between five steps: 20 each, less than a call's input costs; all
+    # of it, less too. No step is sent (each was, and ended at once, out of its share).
     team, model = _team(api, Budget(usd=0.0001), stream=True)
     async with model, team.start() as running:
         result = await running.run("do five parts")
     assert api.requests == []
     assert (result.status, result.budget_exhausted) == ("partial", "usd")
-    errors = [r.error or "" for r in result.steps]
-    assert errors
-    assert all("the step's share of $0.000020 has $0.000020 left" in e for e in errors)
+    assert result.steps == ()
+    (ended,) = [e for e in result.events if isinstance(e, BudgetExhausted)]
+    assert ended.detail.startswith("no budget left to dispatch step s0: its first call costs")
+    assert ended.detail.endswith(", and $0.000100 is left")  # and says what it needed
