@@ -28,7 +28,7 @@ every event reaches the reader; its ratio is what streaming costs per step.
 ``HOLD`` out of reach. A runner yields to the loop once it has run steps for
 ``HOLD`` (1 ms) without waiting: at full speed once per ~30 steps, but under
 callgrind every step outlasts 1 ms, so the default figure pays a whole loop turn
-each step (~24k instructions, the twenty-fifth round) that a step at full speed
+each step (20-24k instructions, the twenty-fifth round) that a step at full speed
 shares with ~30 others. Its difference from ``regiment`` is that turn.
 
 ``--case one-tool`` counts row 3 instead: one step of a lone worker actor
