@@ -11,6 +11,7 @@ and warm-up, so only the runs themselves are left.
     bench/.venv-peers/bin/python bench/instructions.py   # regiment and LangGraph
     .venv/bin/python bench/instructions.py               # regiment only
     .venv/bin/python bench/instructions.py --stream      # and regiment's stream(goal)
+    .venv/bin/python bench/instructions.py --full-speed  # and with no loop turn a step
     .venv/bin/python bench/instructions.py --runs 10     # quicker: fewer runs, same figure
     .venv/bin/python bench/instructions.py --case one-tool   # row 3: a one-tool worker run
     .venv/bin/python bench/instructions.py --run         # a whole 1-step run, start to result
@@ -22,6 +23,13 @@ The two processes of a case run at the same time (one per core).
 ``running.stream(goal)``, so every model call streams its text as
 ``TextDelta`` events (the scripted model's default 32-character pieces) and
 every event reaches the reader; its ratio is what streaming costs per step.
+
+``--full-speed`` adds ``regiment-full-speed``: the same runs with the worker's
+``HOLD`` out of reach. A runner yields to the loop once it has run steps for
+``HOLD`` (1 ms) without waiting: at full speed once per ~30 steps, but under
+callgrind every step outlasts 1 ms, so the default figure pays a whole loop turn
+each step (20-24k instructions, the twenty-fifth round) that a step at full speed
+shares with ~30 others. Its difference from ``regiment`` is that turn.
 
 ``--case one-tool`` counts row 3 instead: one step of a lone worker actor
 (model -> no-op tool -> model, assigned by a driver actor and reported back),
@@ -81,6 +89,14 @@ def _run_regiment(runs: int, *, traced: bool = False) -> None:
                 assert result.status == "completed", result.status
 
     anyio.run(go)
+
+
+def _run_full_speed(runs: int) -> None:
+    """``_run_regiment`` with the runner never yielding for ``HOLD`` (see ``--full-speed``)."""
+    import regiment.hierarchy.workers._step_actor as step_actor
+
+    vars(step_actor)["HOLD"] = 1e9  # as bench/step_census.py does by default
+    _run_regiment(runs)
 
 
 def _run_one_step(runs: int) -> None:
@@ -156,6 +172,7 @@ _CASES: dict[str, Callable[[int], None]] = {
     "regiment": _run_regiment,
     "regiment-stream": _run_regiment_stream,
     "regiment-traced": functools.partial(_run_regiment, traced=True),
+    "regiment-full-speed": _run_full_speed,
     "one-tool": _run_one_tool,
     "sdk-span": _sdk_spans,
     "run": _run_one_step,
@@ -203,6 +220,9 @@ def main() -> None:
         "--stream", action="store_true", help="also measure runs read through stream(goal)"
     )
     parser.add_argument(
+        "--full-speed", action="store_true", help="also measure with no loop turn a step (HOLD)"
+    )
+    parser.add_argument(
         "--tracing", action="store_true", help="row 6 in instructions: traced, untraced, SDK floor"
     )
     parser.add_argument("--run", action="store_true", help="a whole 1-step run, per run")
@@ -242,13 +262,15 @@ def main() -> None:
         return
     runs = args.runs or RUNS
     cases = ["regiment", "regiment-stream"] if args.stream else ["regiment"]
+    if args.full_speed:
+        cases.append("regiment-full-speed")
     if importlib.util.find_spec("langgraph") is not None:
         cases.append("langgraph")
     print(f"row 2 shape ({SEQ_STEPS}-step sequential plan), callgrind, {runs} runs:")
     figures = {case: per_step(case, runs) for case in cases}
     for case, figure in figures.items():
         ratio = figure / figures["regiment"]
-        print(f"  {case:10s} {figure:9.1f} k instructions per step   {ratio:5.2f}x")
+        print(f"  {case:19s} {figure:9.1f} k instructions per step   {ratio:5.2f}x")
 
 
 def _per_run(run: bool, scale: bool, runs: int) -> None:
