@@ -151,29 +151,25 @@ class Dispatcher:
         if not ready:
             return [], None
         team, run_id, pending = self._team, self._run_id, len(self._waiting)  # still to send
-        sends, short_of = reserve_fan_out(
-            team=team,
-            versions=versions,
-            ledger=ledger,
-            run_id=run_id,
-            goal=goal,
-            ready=ready,
-            pending=pending,
-        )
-        if short_of is not None and not sends and not self.inflight:  # else: wait for them
-            top_ups, step = self.fence.top_ups, ready[0]
-            if draw_to_start(  # a nested run draws through its step, as its calls do
+        for again in (False, True):
+            sends, short_of = reserve_fan_out(
+                team=team,
+                versions=versions,
+                ledger=ledger,
+                run_id=run_id,
+                goal=goal,
+                ready=ready,
+                pending=pending,
+            )
+            if again or short_of is None or sends or self.inflight:  # else: wait for them
+                break
+            # Nothing could start and nothing is in flight: a nested run draws what its
+            # first ready step needs through its own step, as its calls do, and tries once more.
+            step, top_ups = ready[0], self.fence.top_ups
+            if not draw_to_start(
                 team=team, versions=versions, ledger=ledger, top_ups=top_ups, goal=goal, step=step
             ):
-                sends, short_of = reserve_fan_out(
-                    team=team,
-                    versions=versions,
-                    ledger=ledger,
-                    run_id=run_id,
-                    goal=goal,
-                    ready=ready,
-                    pending=pending,
-                )
+                break
         return sends, None if short_of is None else (short_of, ready[len(sends)].id)
 
     def unsent_detail(

@@ -18,12 +18,9 @@ from regiment.hierarchy import (
     Critic,
     Planner,
     RunResult,
-    StepCompleted,
     Team,
-    TeamWorker,
     Worker,
 )
-from regiment.hierarchy.events import RunCompleted
 from regiment.hierarchy.guard import AnswerSubject, Outcome, Pass, guardrail, judge
 from regiment.models import (
     Message,
@@ -35,12 +32,12 @@ from regiment.models import (
 )
 
 from .brains import plan_json
+from .nest import run_above, run_releasing
 
 pytestmark = pytest.mark.anyio
 
 DEAR = Price(input=100.0, output=100.0)  # the nested team's planner: 100 micro-dollars a token
 CHEAP = Price(input=1.0, output=1.0)
-SHORT = 7  # the run above's short steps beside the one it gives the nested team
 FINDING = "dug up " * 2000  # what the nested team's worker finds: its synthesis reads it
 
 
@@ -98,34 +95,10 @@ class Nest:
             ],
             critic=Critic(model=cheap) if self.mode == "round" else None,
         )
-        steps = [{"id": "s1", "description": "research", "worker": "research"}]
-        steps += [{"id": f"s{i}", "description": f"note {i}", "worker": "w"} for i in range(2, 9)]
-        plan = plan_json(*steps)
-
-        def above(request: ModelRequest) -> str:
-            return plan if request.role == "planner" else "noted"
-
-        model = ScriptedModel(above, price=CHEAP)
-        return Team(
-            name="outer",
-            planner=Planner(model=model, max_steps=8),
-            workers=[
-                TeamWorker(name="research", description="digs deep", team=child),
-                Worker(name="w", description="notes", model=model),
-            ],
-            budget=budget,
-            concurrency=8,
-        )
+        return run_above(child, budget, CHEAP)
 
     async def run(self, budget: Budget) -> RunResult:
-        completed = 0
-        async with self.team(budget).start() as running, running.stream("goal") as events:
-            async for event in events:
-                completed += isinstance(event, StepCompleted)
-                if completed == SHORT:
-                    self.hold.set()
-        assert isinstance(events.ending, RunCompleted)
-        return events.ending.result
+        return await run_releasing(self.team(budget), self.hold)
 
 
 async def _need(dear: Dear = "synthesis") -> tuple[int, int]:

@@ -25,12 +25,9 @@ from regiment.hierarchy import (
     BudgetToppedUp,
     Planner,
     RunResult,
-    StepCompleted,
     Team,
-    TeamWorker,
     Worker,
 )
-from regiment.hierarchy.events import RunCompleted
 from regiment.models import (
     ModelRequest,
     ModelResponse,
@@ -42,11 +39,12 @@ from regiment.models import (
     estimate_tokens,
 )
 
+from .nest import run_above, run_releasing
+
 pytestmark = pytest.mark.anyio
 
 PLANNER = Price(input=10.0, output=1.0)  # the nested planner's reply: a micro-dollar a token
 CHEAP = Price(input=1.0, output=1.0)
-SHORT = 7  # the run above's short steps beside the one it gives the nested team
 
 Limit: TypeAlias = Literal["usd", "tokens"]
 
@@ -92,30 +90,10 @@ class Nest:
             ),
             workers=[Worker(name="d", description="digs", model=cheap)],
         )
-        steps = [{"id": "s1", "description": "research", "worker": "research"}]
-        steps += [{"id": f"s{i}", "description": f"note {i}", "worker": "w"} for i in range(2, 9)]
-        plan = _plan(*steps)
-        above = ScriptedModel(lambda r: plan if r.role == "planner" else "noted", price=CHEAP)
-        return Team(
-            name="outer",
-            planner=Planner(model=above, max_steps=8),
-            workers=[
-                TeamWorker(name="research", description="digs deep", team=child),
-                Worker(name="w", description="notes", model=above),
-            ],
-            budget=budget,
-            concurrency=8,
-        )
+        return run_above(child, budget, CHEAP)
 
     async def run(self, budget: Budget) -> RunResult:
-        completed = 0
-        async with self.team(budget).start() as running, running.stream("goal") as events:
-            async for event in events:
-                completed += isinstance(event, StepCompleted)
-                if completed == SHORT:
-                    self.hold.set()
-        assert isinstance(events.ending, RunCompleted)
-        return events.ending.result
+        return await run_releasing(self.team(budget), self.hold)
 
 
 def _spent(result: RunResult, limit: Limit) -> int:
