@@ -8,7 +8,6 @@ client that left) stops exactly that run, and the app's shutdown stops them all.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import final
@@ -18,7 +17,7 @@ import msgspec
 from anyio.abc import TaskGroup, TaskStatus
 
 from regiment._json import JsonValue
-from regiment.errors import ConfigError, LeaseHeld, LeaseLost, RegimentError
+from regiment.errors import LeaseHeld, LeaseLost, RegimentError
 from regiment.hierarchy import (
     Event,
     JournaledEvents,
@@ -337,51 +336,6 @@ async def open_runs(
     async with _started(team, journal, lease_ttl) as running, anyio.create_task_group() as tg:
         yield Runs(running, store, tg)
         tg.cancel_scope.cancel()  # shutdown: live runs end cancelled
-
-
-def check_lease_ttl(
-    team: Team | RunningTeam, lease_ttl: float | None, journal: object = None
-) -> None:
-    """Refuse a ``lease_ttl`` the app cannot use, before anything starts, as ``regiment
-    serve --lease-ttl`` does (under 1 s, a lease lapses in an ordinary slow commit).
-
-    Raises:
-        ConfigError: a started team (it keeps the lease it was started with), no
-            ``journal``, or not a finite number of seconds >= 1.
-    """
-    if lease_ttl is None:
-        return
-    if isinstance(team, RunningTeam):
-        raise ConfigError(
-            "lease_ttl is for a Team the app starts; a RunningTeam keeps the one it was "
-            "started with: start it with Team.start(journal=..., lease_ttl=...)"
-        )
-    check_seconds("lease_ttl", lease_ttl)
-    if lease_ttl < 1:
-        raise ConfigError(
-            f"lease_ttl={lease_ttl!r} s is too short: give at least 1 (a shorter lease lapses "
-            "in an ordinary slow commit, and another service would take this one's runs over)"
-        )
-    if journal is None:
-        raise ConfigError(
-            "lease_ttl is how long a journaled run stays this app's; it needs "
-            "create_app(team, journal=...) (an SQLite file or a postgresql:// URL)"
-        )
-
-
-def check_seconds(name: str, seconds: object) -> None:
-    """Refuse ``seconds`` unless it is a finite number > 0 (``name`` says which argument).
-
-    Raises:
-        ConfigError: a bool, not a number, not finite, or not above 0.
-    """
-    if (
-        isinstance(seconds, bool)
-        or not isinstance(seconds, int | float)
-        or not math.isfinite(seconds)
-        or seconds <= 0
-    ):
-        raise ConfigError(f"{name} must be a finite number of seconds > 0; got {seconds!r}")
 
 
 @asynccontextmanager
