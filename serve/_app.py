@@ -17,7 +17,13 @@ from starlette.routing import Route
 
 from regiment.errors import ApprovalError, ConfigError, JournalError, LeaseHeld, UnknownRun
 from regiment.hierarchy import Event, RunningTeam, Team, to_json
-from regiment.journal import Journal, JournalSpec, open_journal
+from regiment.journal import (
+    Journal,
+    JournalSpec,
+    not_resumable_alone,
+    open_journal,
+    top_run_id,
+)
 from regiment.telemetry import joined_trace
 
 from ._checks import check_lease_ttl, check_seconds
@@ -180,6 +186,9 @@ async def _resume(s: Service, request: Request) -> Response:
             "--journal PATH_OR_URL (or create_app(team, journal=...))"
         )
         raise ApiError(409, "cannot resume", detail)
+    if (top := top_run_id(run_id)) is not None:  # the library's words offered running.resume
+        how = f"POST {under(request, f'/runs/{top}/resume')}"
+        raise ApiError(409, "cannot resume", not_resumable_alone(run_id, how=how) or "")
     try:
         with joined_trace(request.headers):  # the resumed root links to the caller's span
             record = await runs.resume(run_id, follow=under(request, f"/runs/{run_id}/events"))
