@@ -51,7 +51,7 @@ class Runs:
         self.store = store
         self._tg = tg
         self._scopes: dict[str, anyio.CancelScope] = {}
-        self._resuming: set[str] = set()  # resumes of this service still starting
+        self._resuming: dict[str, anyio.Event] = {}  # resumes still starting: set as they end
         self._cancel_asked: set[str] = set()  # of those, the ones cancelled as they start
         self._waiters: dict[str, list[anyio.CancelScope]] = {}
         self.stopping = False  # the server stops: no run starts any more
@@ -87,7 +87,8 @@ class Runs:
             raise LeaseHeld(
                 f"run {run_id!r} is running in this service already: follow it with GET {events}"
             )
-        self._resuming.add(run_id)
+        self._resuming[run_id] = starting = anyio.Event()
+        log.info("run resuming", extra={"run_id": run_id})
         try:
             journal = self.running.journal
             history = NEW if journal is None else await JournaledEvents.read(journal, run_id)
@@ -102,9 +103,15 @@ class Runs:
             )
             record: RunRecord = await self._tg.start(self._drive, stream, session, history)
         finally:
-            self._resuming.discard(run_id)
+            del self._resuming[run_id]
             self._cancel_asked.discard(run_id)
+            starting.set()
         return record
+
+    def resuming(self, run_id: str) -> anyio.Event | None:
+        """Set once this service's resume of ``run_id`` has started (its record is in the
+        store) or failed; ``None`` if none is starting."""
+        return self._resuming.get(run_id)
 
     def _ended(self, run_id: str) -> bool:
         """Whether the run gave its last event (it may still be closing)."""

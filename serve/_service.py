@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import final
 
 from starlette.requests import Request
@@ -15,6 +16,8 @@ from ._runs import Runs
 from ._views import run_view
 
 __all__ = ("Service",)
+
+log = logging.getLogger("regiment.serve")
 
 
 @final
@@ -59,9 +62,15 @@ class Service:
 
         A run another process took over from this one is the journal's view of it, but
         ``as_followed``: this process's record, whose events its followers got, ending with
-        the ``RunFailed`` (``LeaseLost``) that says who took it over.
+        the ``RunFailed`` (``LeaseLost``) that says who took it over; and a run whose resume
+        this process is starting, once it has started (or failed to), to follow it live.
         """
         run_id = request.path_params["run_id"]
+        resuming = None if self.runs is None else self.runs.resuming(run_id)
+        if as_followed and resuming is not None:  # else the journal's view, mid-resume:
+            # a stream ended at once, saying the run was stalled, or ran "in another process"
+            log.debug("a follower waits for the run's resume here", extra={"run_id": run_id})
+            await resuming.wait()  # then it follows the resumed run live
         record = self.store.get(run_id)
         if record is not None:
             return record if as_followed else await self.latest(record)
