@@ -265,7 +265,8 @@ async def _events(s: Service, request: Request) -> Response:
             # frame; else every frame of the burst went to the dead socket, and asyncio
             # logged 'socket.send() raised exception.' for each past the fourth.
             await anyio.lowlevel.checkpoint()
-        if not live and (end := unfinished(record, under(request, ""))) is not None:
+        top = s.top_here(record.run_id)
+        if not live and (end := unfinished(record, under(request, ""), top)) is not None:
             yield end  # the run goes on (or waits) where no one here runs it: says so
 
     async def done() -> None:  # also when the client hung up, its generator left open

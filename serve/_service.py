@@ -7,7 +7,7 @@ from typing import final
 
 from starlette.requests import Request
 
-from regiment.journal import Journal
+from regiment.journal import Journal, top_run_id
 
 from ._http import ApiError, ticketed, under
 from ._journaled import journaled_record, journaled_runs
@@ -85,6 +85,14 @@ class Service:
                 )
             raise ApiError(404, "unknown run", detail)
         return record
+
+    def top_here(self, run_id: str) -> str | None:
+        """The top run of ``run_id``, a nested team's run, if this process runs it now."""
+        top = top_run_id(run_id)
+        record = None if top is None else self.store.get(top)
+        if record is None or record.ended.is_set() or record.taken_over is not None:
+            return None
+        return top
 
     async def latest(self, record: RunRecord) -> RunRecord:
         """``record``, or, if another process took its run over from this one, the run as

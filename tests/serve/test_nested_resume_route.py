@@ -1,23 +1,29 @@
-"""``POST /runs/{id}/resume`` of a nested team's run, under a real uvicorn and a real SQLite
-journal: the 409 names the service's own door, ``POST /runs/{top}/resume``.
+"""A nested team's run, asked about by its own id, under a real uvicorn and a real SQLite
+journal: the service's answers name its own doors and say the truth about who runs it.
 
-It said the library's words, "resume 'TOP' (running.resume('TOP') on a team started with
-that journal, or `regiment resume --journal ... TOP`)": code and a command a client of the
-service does not have.
+``POST /runs/{id}/resume`` of a nested team's run said the library's words, "resume 'TOP'
+(running.resume('TOP') on a team started with that journal, or `regiment resume --journal
+... TOP`)": code and a command a client of the service does not have. Now it names
+``POST /runs/{top}/resume``. And ``GET /runs/{id}/events`` of the nested run of a top run
+this service runs ended with a ``StreamEnd`` saying it ran "in another process that shares
+this service's journal"; now it says this service runs its top run, to follow there.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import httpx2 as httpx
 import pytest
 
 from examples.service.serving import serving
 from regiment.journal import nested_run_id
 from regiment.serve import create_app
+from tests.hierarchy.approval_team import Shop, nested_team, plan_json, step
 from tests.journal.durable_team import Ledger, make_office
 from tests.journal.test_nested_resume import NESTED_GOAL
+from tests.serve.sse import run_events
 
 pytestmark = pytest.mark.anyio
 
@@ -48,3 +54,32 @@ async def test_the_top_runs_resume_is_named_under_the_apps_prefix(tmp_path: Path
         answer = await c.post(f"/team/runs/{nested}/resume")
     assert answer.status_code == 409, answer.text
     assert "(POST /team/runs/run-1-00000000/resume)" in answer.json()["detail"]
+
+
+async def test_a_nested_runs_stream_says_this_service_runs_its_top_run(tmp_path: Path) -> None:
+    shop = Shop()  # its ``slow`` step waits for ``shop.release``
+    team = nested_team(
+        shop,
+        plan_json(step("d1", "desk", "ask the shop")),
+        child_first=plan_json(step("c1", "slow", "slow 1")),
+    )
+    app = create_app(team, journal=str(tmp_path / "runs.db"))
+    async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=60) as c:
+        top = (await c.post("/runs", json={"goal": "go"})).json()["run_id"]
+        nested = nested_run_id(top, 1, "d1")
+        for _ in range(1_000):  # until the journal has it (the top run's step starts it)
+            if (await c.get(f"/runs/{nested}")).status_code == 200:
+                break
+            await anyio.sleep(0.02)
+        frames = await run_events(c, nested)
+        shop.release.set()
+        last = (await run_events(c, top))[-1]
+    end = frames[-1]
+    assert end.event == "StreamEnd"
+    assert end.data is not None
+    assert end.data["status"] == "running"
+    detail = str(end.data["detail"])
+    assert f"in run {top}, which this service runs" in detail
+    assert f"GET /runs/{top}/events follows run {top} live" in detail
+    assert "another process" not in detail
+    assert last.event == "RunCompleted"
