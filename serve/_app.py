@@ -239,7 +239,13 @@ async def _get_run(s: Service, request: Request) -> Response:
 async def _cancel(s: Service, request: Request) -> Response:
     record = await s.record(request)
     cancelled = s.live().cancel(record.run_id)
-    return json_response({"run_id": record.run_id, "cancelling": cancelled}, 202)
+    body: dict[str, object] = {"run_id": record.run_id, "cancelling": cancelled}
+    if not cancelled and (top := s.top_here(record.run_id)) is not None:  # else unexplained
+        body["detail"] = (
+            f"run {record.run_id} is the run of a nested team in run {top}, which this service "
+            f"runs: it is cancelled with that run (POST {under(request, f'/runs/{top}/cancel')})"
+        )
+    return json_response(body, 202)
 
 
 async def _events(s: Service, request: Request) -> Response:

@@ -6,7 +6,9 @@ journal: the service's answers name its own doors and say the truth about who ru
 ... TOP`)": code and a command a client of the service does not have. Now it names
 ``POST /runs/{top}/resume``. And ``GET /runs/{id}/events`` of the nested run of a top run
 this service runs ended with a ``StreamEnd`` saying it ran "in another process that shares
-this service's journal"; now it says this service runs its top run, to follow there.
+this service's journal"; now it says this service runs its top run, to follow there. Its
+``POST /runs/{id}/cancel`` answered ``{"cancelling": false}`` alone; now a ``detail`` says
+to cancel the top run.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ async def test_a_nested_runs_stream_says_this_service_runs_its_top_run(tmp_path:
                 break
             await anyio.sleep(0.02)
         frames = await run_events(c, nested)
+        cancel = (await c.post(f"/runs/{nested}/cancel")).json()
         shop.release.set()
         last = (await run_events(c, top))[-1]
     end = frames[-1]
@@ -83,3 +86,6 @@ async def test_a_nested_runs_stream_says_this_service_runs_its_top_run(tmp_path:
     assert f"GET /runs/{top}/events follows run {top} live" in detail
     assert "another process" not in detail
     assert last.event == "RunCompleted"
+    # It answered {"cancelling": false} alone: nothing done, and nothing said why.
+    assert cancel["cancelling"] is False
+    assert f"cancelled with that run (POST /runs/{top}/cancel)" in cancel["detail"]
