@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
-from typing import Any, final, get_args
+from typing import Any, get_args
 
 import anyio
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -17,9 +17,16 @@ from starlette.routing import Route
 
 from regiment.errors import ApprovalError, ConfigError, JournalError, LeaseHeld, UnknownRun
 from regiment.hierarchy import Event, RunningTeam, Team, to_json
-from regiment.journal import Journal, JournalSpec, open_journal
+from regiment.journal import (
+    Journal,
+    JournalSpec,
+    not_resumable_alone,
+    open_journal,
+    top_run_id,
+)
 from regiment.telemetry import joined_trace
 
+from ._checks import check_lease_ttl, check_seconds
 from ._http import (
     ApiError,
     Decision,
@@ -37,103 +44,18 @@ from ._http import (
     ticketed,
     under,
 )
-from ._journaled import journaled_first, journaled_record, journaled_runs, replay, unfinished
+from ._journaled import journaled_first, replay, unfinished
 from ._live import LiveTap, follow_live
 from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
-from ._runs import Runs, check_lease_ttl, check_seconds, open_runs
-from ._views import approval_view, not_decided, run_listed, run_view
+from ._runs import open_runs
+from ._service import Service
+from ._views import approval_view, not_decided, run_listed
 
 __all__ = ("LIST_LIMIT", "create_app")
 
 LIST_LIMIT = 1_000  # GET /runs: the journal's newest runs it lists beside this process's
 
-Handler = Callable[["_Service", Request], Coroutine[Any, Any, Response]]
-
-
-@final
-class _Service:
-    """What the routes share: the runs (while the lifespan is up), the token."""
-
-    def __init__(self, store: RunStore, token: str | None, keepalive: float) -> None:
-        self.store = store
-        self.token = token
-        self.keepalive = keepalive
-        self.runs: Runs | None = None
-        self.journal: Journal | None = None  # open while the lifespan is up, if given
-
-    def stop_runs(self) -> int:
-        """Cancel every live run now, as the app's shutdown would: requests waiting on
-        them answer, followers get their last event (a server waits for its open
-        requests before it runs the app's shutdown). How many there were."""
-        return 0 if self.runs is None else self.runs.cancel_all()
-
-    def starting(self) -> Runs:
-        """The runs, to start one; 503 once the server has begun to stop."""
-        runs = self.live()
-        if runs.stopping:  # else a ?wait=true run started now held the stop until it ended
-            detail = (
-                "the service is stopping and starts no more runs: post it again once it is back"
-            )
-            raise ApiError(503, "stopping", detail)
-        return runs
-
-    def live(self) -> Runs:
-        if self.runs is None:
-            raise ApiError(
-                503,
-                "not started",
-                "the team is not started: run the app's lifespan (when mounting it, "
-                "pass lifespan=app.router.lifespan_context to the outer app)",
-            )
-        return self.runs
-
-    async def record(self, request: Request, *, as_followed: bool = False) -> RunRecord:
-        """The run this process drives or drove, else the journal's; 404 if neither has it.
-
-        A run another process took over from this one is the journal's view of it, but
-        ``as_followed``: this process's record, whose events its followers got, ending with
-        the ``RunFailed`` (``LeaseLost``) that says who took it over.
-        """
-        run_id = request.path_params["run_id"]
-        record = self.store.get(run_id)
-        if record is not None:
-            return record if as_followed else await self.latest(record)
-        if self.journal is not None:
-            record = await journaled_record(self.journal, run_id)
-        if record is None:
-            detail = f"no run {run_id!r}; GET {under(request, '/runs')} lists them"
-            if self.journal is None:  # it may have ended long ago and been forgotten
-                detail += (
-                    " (without a journal the app keeps only its latest ended runs: "
-                    "serve with a journal to answer about every run)"
-                )
-            raise ApiError(404, "unknown run", detail)
-        return record
-
-    async def latest(self, record: RunRecord) -> RunRecord:
-        """``record``, or, if another process took its run over from this one, the run as
-        the journal has it (as its new owner runs it)."""
-        if record.taken_over is None or self.journal is None:
-            return record
-        return await journaled_record(self.journal, record.run_id) or record
-
-    async def view(self, record: RunRecord, root: str) -> dict[str, object]:
-        """``run_view``, with the requests a paused run waits for now."""
-        paused = record.status == "paused" and self.runs is not None
-        pending = await self.live().running.pending_approvals(record.run_id) if paused else ()
-        return ticketed(run_view(record, root, pending), self.token, record.run_id)
-
-    async def records(self, status: str | None, limit: int) -> list[RunRecord]:
-        """At most ``limit`` runs: this process's (the one started or resumed last first),
-        then, with a journal, the journal's others, newest first (one query). A run
-        another process took over from this one is listed as the journal has it."""
-        own = [r for r in self.store.list(status) if r.taken_over is None][:limit]
-        if self.journal is None or len(own) == limit:
-            return own
-        seen = {r.run_id for r in self.store.list() if r.taken_over is None}
-        left = limit - len(own)
-        journaled = await journaled_runs(self.journal, status, left + len(seen))
-        return own + [r for r in journaled if r.run_id not in seen][:left]
+Handler = Callable[["Service", Request], Coroutine[Any, Any, Response]]
 
 
 def create_app(
@@ -171,7 +93,7 @@ def create_app(
     """
     _check(team, token, keepalive)
     check_lease_ttl(team, lease_ttl, journal)
-    service = _Service(store or MemoryRunStore(), token, keepalive)
+    service = Service(store or MemoryRunStore(), token, keepalive)
 
     @asynccontextmanager
     async def lifespan(_app: object) -> AsyncIterator[None]:
@@ -220,7 +142,7 @@ async def _journal(spec: JournalSpec) -> AsyncIterator[Journal | None]:
                 await opened.close()
 
 
-def _routes(s: _Service) -> list[Route]:
+def _routes(s: Service) -> list[Route]:
     def guarded(method: str, path: str, endpoint: Handler, takes: tuple[str, ...]) -> Route:
         said = path.replace("{run_id}", "{id}").replace("{request_id}", "{id}")
 
@@ -239,7 +161,7 @@ async def _health(request: Request) -> Response:
     return json_response({"status": "ok"})
 
 
-async def _post_run(s: _Service, request: Request) -> Response:
+async def _post_run(s: Service, request: Request) -> Response:
     wait = flag(request, "wait")  # a bad ?wait is refused before a run starts
     body = await _new_run(request)
     runs = s.starting()
@@ -254,7 +176,7 @@ async def _post_run(s: _Service, request: Request) -> Response:
     return await _answer(s, request, record, wait)
 
 
-async def _resume(s: _Service, request: Request) -> Response:
+async def _resume(s: Service, request: Request) -> Response:
     """``POST /runs/{run_id}/resume``: finish a journaled run that stopped or paused (in the
     run's trace); 202 with its id, or with ``?wait=true`` its view once it has ended."""
     run_id, runs, wait = request.path_params["run_id"], s.starting(), flag(request, "wait")
@@ -264,6 +186,9 @@ async def _resume(s: _Service, request: Request) -> Response:
             "--journal PATH_OR_URL (or create_app(team, journal=...))"
         )
         raise ApiError(409, "cannot resume", detail)
+    if (top := top_run_id(run_id)) is not None:  # the library's words offered running.resume
+        how = f"POST {under(request, f'/runs/{top}/resume')}"
+        raise ApiError(409, "cannot resume", not_resumable_alone(run_id, how=how) or "")
     try:
         with joined_trace(request.headers):  # the resumed root links to the caller's span
             record = await runs.resume(run_id, follow=under(request, f"/runs/{run_id}/events"))
@@ -275,7 +200,7 @@ async def _resume(s: _Service, request: Request) -> Response:
     return await _answer(s, request, record, wait)
 
 
-async def _answer(s: _Service, request: Request, record: RunRecord, wait: bool) -> Response:
+async def _answer(s: Service, request: Request, record: RunRecord, wait: bool) -> Response:
     """A run started (or resumed): 202 with its id and where it is (``Location``), or
     with ``wait`` the run once it has ended (or as it is, once its client has left)."""
     at = under(request, "")
@@ -296,7 +221,7 @@ async def _new_run(request: Request) -> NewRun:
     return body
 
 
-async def _list_runs(s: _Service, request: Request) -> Response:
+async def _list_runs(s: Service, request: Request) -> Response:
     status = request.query_params.get("status")
     if status == "awaiting_approval":  # what `regiment runs` called a paused run before
         status = "paused"
@@ -307,17 +232,23 @@ async def _list_runs(s: _Service, request: Request) -> Response:
     return json_response({"runs": [run_listed(r) for r in await s.records(status, limit)]})
 
 
-async def _get_run(s: _Service, request: Request) -> Response:
+async def _get_run(s: Service, request: Request) -> Response:
     return json_response(await s.view(await s.record(request), under(request, "")))
 
 
-async def _cancel(s: _Service, request: Request) -> Response:
+async def _cancel(s: Service, request: Request) -> Response:
     record = await s.record(request)
     cancelled = s.live().cancel(record.run_id)
-    return json_response({"run_id": record.run_id, "cancelling": cancelled}, 202)
+    body: dict[str, object] = {"run_id": record.run_id, "cancelling": cancelled}
+    if not cancelled and (top := s.top_here(record.run_id)) is not None:  # else unexplained
+        body["detail"] = (
+            f"run {record.run_id} is the run of a nested team in run {top}, which this service "
+            f"runs: it is cancelled with that run (POST {under(request, f'/runs/{top}/cancel')})"
+        )
+    return json_response(body, 202)
 
 
-async def _events(s: _Service, request: Request) -> Response:
+async def _events(s: Service, request: Request) -> Response:
     record = await s.record(request, as_followed=True)  # a late follower gets the same end
     last = last_event_id(request, len(record.events))  # 422 here, not a stream cut short
     progress = flag(request, "live")  # also the live run's progress, unnumbered
@@ -340,7 +271,8 @@ async def _events(s: _Service, request: Request) -> Response:
             # frame; else every frame of the burst went to the dead socket, and asyncio
             # logged 'socket.send() raised exception.' for each past the fourth.
             await anyio.lowlevel.checkpoint()
-        if not live and (end := unfinished(record, under(request, ""))) is not None:
+        top = s.top_here(record.run_id)
+        if not live and (end := unfinished(record, under(request, ""), top)) is not None:
             yield end  # the run goes on (or waits) where no one here runs it: says so
 
     async def done() -> None:  # also when the client hung up, its generator left open
@@ -349,12 +281,12 @@ async def _events(s: _Service, request: Request) -> Response:
     return EventSourceResponse(frames(), ping=s.keepalive, background=BackgroundTask(done))
 
 
-async def _list_approvals(s: _Service, request: Request) -> Response:
+async def _list_approvals(s: Service, request: Request) -> Response:
     pending = await s.live().running.pending_approvals(request.query_params.get("run_id"))
     return json_response({"approvals": [approval_view(r) for r in pending]})
 
 
-async def _decide(s: _Service, request: Request) -> Response:
+async def _decide(s: Service, request: Request) -> Response:
     """``POST /approvals/{request_id}``: a live run goes on with the decision at once."""
     body = await read_json(request, Decision)
     request_id = request.path_params["request_id"]
@@ -374,7 +306,7 @@ async def _decide(s: _Service, request: Request) -> Response:
     return json_response({**view, "decision": body.kind, "decided_by": body.by})
 
 
-async def _all_decided(s: _Service, run_id: str) -> None:
+async def _all_decided(s: Service, run_id: str) -> None:
     """A paused run of this process's whose last pending request was just decided lists
     as the journal lists it, ``stalled``: it waits for a resume (``GET /runs/{id}`` says
     so), no longer for approvals."""

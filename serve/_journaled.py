@@ -113,10 +113,11 @@ async def replay(record: RunRecord, after: int) -> AsyncIterator[tuple[int, Even
         yield seq, record.events[seq - 1]
 
 
-def unfinished(record: RunRecord, root: str) -> ServerSentEvent | None:
+def unfinished(record: RunRecord, root: str, top: str | None = None) -> ServerSentEvent | None:
     """The ``StreamEnd`` frame (no ``id``) for a run read back from the journal whose events
     stop before its last one (``None`` if they end with it): without it the stream just
-    stopped, and a follower could not tell a run nobody runs from a cut connection."""
+    stopped, and a follower could not tell a run nobody runs from a cut connection.
+    (``top``: the run's top run, if this is a nested team's run and this process runs it.)"""
     if record.events and isinstance(record.events[-1], RunCompleted | RunFailed):
         return None
     seen, run_id = len(record.events), record.run_id
@@ -125,6 +126,12 @@ def unfinished(record: RunRecord, root: str) -> ServerSentEvent | None:
         detail = (
             f"no process runs run {run_id} (it stopped before its end): POST "
             f"{root}/runs/{run_id}/resume finishes it, {again}"
+        )
+    elif record.status == "running" and top is not None:
+        detail = (
+            f"run {run_id} is the run of a nested team in run {top}, which this service runs: "
+            f"the events it has journaled so far were sent; GET {root}/runs/{top}/events "
+            f"follows run {top} live; or wait, {again}"
         )
     elif record.status == "running":
         detail = (

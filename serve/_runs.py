@@ -8,7 +8,6 @@ client that left) stops exactly that run, and the app's shutdown stops them all.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import final
@@ -18,7 +17,7 @@ import msgspec
 from anyio.abc import TaskGroup, TaskStatus
 
 from regiment._json import JsonValue
-from regiment.errors import ConfigError, LeaseHeld, LeaseLost, RegimentError
+from regiment.errors import LeaseHeld, LeaseLost, RegimentError
 from regiment.hierarchy import (
     Event,
     JournaledEvents,
@@ -52,7 +51,7 @@ class Runs:
         self.store = store
         self._tg = tg
         self._scopes: dict[str, anyio.CancelScope] = {}
-        self._resuming: set[str] = set()  # resumes of this service still starting
+        self._resuming: dict[str, anyio.Event] = {}  # resumes still starting: set as they end
         self._cancel_asked: set[str] = set()  # of those, the ones cancelled as they start
         self._waiters: dict[str, list[anyio.CancelScope]] = {}
         self.stopping = False  # the server stops: no run starts any more
@@ -88,7 +87,8 @@ class Runs:
             raise LeaseHeld(
                 f"run {run_id!r} is running in this service already: follow it with GET {events}"
             )
-        self._resuming.add(run_id)
+        self._resuming[run_id] = starting = anyio.Event()
+        log.info("run resuming", extra={"run_id": run_id})
         try:
             journal = self.running.journal
             history = NEW if journal is None else await JournaledEvents.read(journal, run_id)
@@ -103,9 +103,15 @@ class Runs:
             )
             record: RunRecord = await self._tg.start(self._drive, stream, session, history)
         finally:
-            self._resuming.discard(run_id)
+            del self._resuming[run_id]
             self._cancel_asked.discard(run_id)
+            starting.set()
         return record
+
+    def resuming(self, run_id: str) -> anyio.Event | None:
+        """Set once this service's resume of ``run_id`` has started (its record is in the
+        store) or failed; ``None`` if none is starting."""
+        return self._resuming.get(run_id)
 
     def _ended(self, run_id: str) -> bool:
         """Whether the run gave its last event (it may still be closing)."""
@@ -337,51 +343,6 @@ async def open_runs(
     async with _started(team, journal, lease_ttl) as running, anyio.create_task_group() as tg:
         yield Runs(running, store, tg)
         tg.cancel_scope.cancel()  # shutdown: live runs end cancelled
-
-
-def check_lease_ttl(
-    team: Team | RunningTeam, lease_ttl: float | None, journal: object = None
-) -> None:
-    """Refuse a ``lease_ttl`` the app cannot use, before anything starts, as ``regiment
-    serve --lease-ttl`` does (under 1 s, a lease lapses in an ordinary slow commit).
-
-    Raises:
-        ConfigError: a started team (it keeps the lease it was started with), no
-            ``journal``, or not a finite number of seconds >= 1.
-    """
-    if lease_ttl is None:
-        return
-    if isinstance(team, RunningTeam):
-        raise ConfigError(
-            "lease_ttl is for a Team the app starts; a RunningTeam keeps the one it was "
-            "started with: start it with Team.start(journal=..., lease_ttl=...)"
-        )
-    check_seconds("lease_ttl", lease_ttl)
-    if lease_ttl < 1:
-        raise ConfigError(
-            f"lease_ttl={lease_ttl!r} s is too short: give at least 1 (a shorter lease lapses "
-            "in an ordinary slow commit, and another service would take this one's runs over)"
-        )
-    if journal is None:
-        raise ConfigError(
-            "lease_ttl is how long a journaled run stays this app's; it needs "
-            "create_app(team, journal=...) (an SQLite file or a postgresql:// URL)"
-        )
-
-
-def check_seconds(name: str, seconds: object) -> None:
-    """Refuse ``seconds`` unless it is a finite number > 0 (``name`` says which argument).
-
-    Raises:
-        ConfigError: a bool, not a number, not finite, or not above 0.
-    """
-    if (
-        isinstance(seconds, bool)
-        or not isinstance(seconds, int | float)
-        or not math.isfinite(seconds)
-        or seconds <= 0
-    ):
-        raise ConfigError(f"{name} must be a finite number of seconds > 0; got {seconds!r}")
 
 
 @asynccontextmanager

@@ -1,0 +1,120 @@
+"""What the app's routes share: its runs (while the lifespan is up), its journal, its token."""
+
+from __future__ import annotations
+
+import logging
+from typing import final
+
+from starlette.requests import Request
+
+from regiment.journal import Journal, top_run_id
+
+from ._http import ApiError, ticketed, under
+from ._journaled import journaled_record, journaled_runs
+from ._registry import RunRecord, RunStore
+from ._runs import Runs
+from ._views import run_view
+
+__all__ = ("Service",)
+
+log = logging.getLogger("regiment.serve")
+
+
+@final
+class Service:
+    """What the routes share: the runs (while the lifespan is up), the token."""
+
+    def __init__(self, store: RunStore, token: str | None, keepalive: float) -> None:
+        self.store = store
+        self.token = token
+        self.keepalive = keepalive
+        self.runs: Runs | None = None
+        self.journal: Journal | None = None  # open while the lifespan is up, if given
+
+    def stop_runs(self) -> int:
+        """Cancel every live run now, as the app's shutdown would: requests waiting on
+        them answer, followers get their last event (a server waits for its open
+        requests before it runs the app's shutdown). How many there were."""
+        return 0 if self.runs is None else self.runs.cancel_all()
+
+    def starting(self) -> Runs:
+        """The runs, to start one; 503 once the server has begun to stop."""
+        runs = self.live()
+        if runs.stopping:  # else a ?wait=true run started now held the stop until it ended
+            detail = (
+                "the service is stopping and starts no more runs: post it again once it is back"
+            )
+            raise ApiError(503, "stopping", detail)
+        return runs
+
+    def live(self) -> Runs:
+        if self.runs is None:
+            raise ApiError(
+                503,
+                "not started",
+                "the team is not started: run the app's lifespan (when mounting it, "
+                "pass lifespan=app.router.lifespan_context to the outer app)",
+            )
+        return self.runs
+
+    async def record(self, request: Request, *, as_followed: bool = False) -> RunRecord:
+        """The run this process drives or drove, else the journal's; 404 if neither has it.
+
+        A run another process took over from this one is the journal's view of it, but
+        ``as_followed``: this process's record, whose events its followers got, ending with
+        the ``RunFailed`` (``LeaseLost``) that says who took it over; and a run whose resume
+        this process is starting, once it has started (or failed to), to follow it live.
+        """
+        run_id = request.path_params["run_id"]
+        resuming = None if self.runs is None else self.runs.resuming(run_id)
+        if as_followed and resuming is not None:  # else the journal's view, mid-resume:
+            # a stream ended at once, saying the run was stalled, or ran "in another process"
+            log.debug("a follower waits for the run's resume here", extra={"run_id": run_id})
+            await resuming.wait()  # then it follows the resumed run live
+        record = self.store.get(run_id)
+        if record is not None:
+            return record if as_followed else await self.latest(record)
+        if self.journal is not None:
+            record = await journaled_record(self.journal, run_id)
+        if record is None:
+            detail = f"no run {run_id!r}; GET {under(request, '/runs')} lists them"
+            if self.journal is None:  # it may have ended long ago and been forgotten
+                detail += (
+                    " (without a journal the app keeps only its latest ended runs: "
+                    "serve with a journal to answer about every run)"
+                )
+            raise ApiError(404, "unknown run", detail)
+        return record
+
+    def top_here(self, run_id: str) -> str | None:
+        """The top run of ``run_id``, a nested team's run, if this process runs it now."""
+        top = top_run_id(run_id)
+        record = None if top is None else self.store.get(top)
+        if record is None or record.ended.is_set() or record.taken_over is not None:
+            return None
+        return top
+
+    async def latest(self, record: RunRecord) -> RunRecord:
+        """``record``, or, if another process took its run over from this one, the run as
+        the journal has it (as its new owner runs it)."""
+        if record.taken_over is None or self.journal is None:
+            return record
+        return await journaled_record(self.journal, record.run_id) or record
+
+    async def view(self, record: RunRecord, root: str) -> dict[str, object]:
+        """``run_view``, with the requests a paused run waits for now."""
+        paused = record.status == "paused" and self.runs is not None
+        pending = await self.live().running.pending_approvals(record.run_id) if paused else ()
+        return ticketed(run_view(record, root, pending), self.token, record.run_id)
+
+    async def records(self, status: str | None, limit: int) -> list[RunRecord]:
+        """At most ``limit`` runs: this process's (the one started or resumed last first),
+        then, with a journal, the journal's others, newest first (one query). A run
+        another process took over from this one is listed as the journal has it."""
+        own = [r for r in self.store.list(status) if r.taken_over is None][:limit]
+        if self.journal is None or len(own) == limit:
+            return own
+        seen = {r.run_id for r in self.store.list() if r.taken_over is None}
+        left = limit - len(own)
+        journaled = await journaled_runs(self.journal, status, left + len(seen))
+        return own + [r for r in journaled if r.run_id not in seen][:left]

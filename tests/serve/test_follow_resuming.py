@@ -1,0 +1,104 @@
+"""A follower that connects to ``GET /runs/{id}/events`` while this same service is
+resuming the run follows the resumed run live, under a real uvicorn and a real SQLite
+journal whose write lock another connection holds (the resume waits in its lease's write).
+
+It got the journal's view at once: the events so far, then a ``StreamEnd`` saying the run
+was stalled (``POST .../resume`` finishes it, the resume that was under way) or, once the
+lease was taken, ``"status": "running"`` in "another process", though it was this one.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from pathlib import Path
+
+import anyio
+import httpx2 as httpx
+import pytest
+
+from examples.service.serving import serving
+from regiment.serve import create_app
+from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
+from tests.serve.sse import Frame, run_events
+
+pytestmark = pytest.mark.anyio
+
+PLAN = plan_json(step("s1", "billing", "refund 3 10"))
+
+
+class _Said(logging.Handler):
+    """Set as the service logs the messages it is given (all logged in the event loop)."""
+
+    def __init__(self, *messages: str) -> None:
+        super().__init__(logging.DEBUG)
+        self.heard = {m: anyio.Event() for m in messages}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if (heard := self.heard.get(record.getMessage())) is not None:
+            heard.set()
+
+
+async def _paused_and_decided(path: Path, shop: Shop) -> tuple[str, int]:
+    """A run paused for approval and approved, by a service that then stopped (this
+    process keeps no record of it); its id and how many events it had."""
+    async with (
+        serving(create_app(shop_team(shop, PLAN), journal=str(path))) as url,
+        httpx.AsyncClient(base_url=url, timeout=60) as c,
+    ):
+        paused = (await c.post("/runs?wait=true", json={"goal": "refund"})).json()
+        (asked,) = paused["pending_approvals"]
+        await c.post(f"/approvals/{asked['request_id']}", json={"decision": "approve"})
+        return paused["run_id"], len(await run_events(c, paused["run_id"]))
+
+
+async def test_a_follower_during_a_resume_here_follows_the_resumed_run(tmp_path: Path) -> None:
+    shop, path = Shop(), tmp_path / "runs.db"
+    run_id, before = await _paused_and_decided(path, shop)
+    waits = "a follower waits for the run's resume here"
+    said, logger = _Said("run resuming", waits), logging.getLogger("regiment.serve")
+    logger.addHandler(said)
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    followed: list[Frame] = []
+    app = create_app(shop_team(shop, PLAN), journal=str(path))
+    try:
+        async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=60) as c:
+            assert (await c.get("/health")).status_code == 200  # its journal is open
+            lock = sqlite3.connect(path, isolation_level=None)
+            lock.execute("BEGIN IMMEDIATE")  # the resume's first write (its lease) waits for it
+            try:
+                async with anyio.create_task_group() as tg:
+                    resumed: list[httpx.Response] = []
+
+                    async def resume() -> None:
+                        resumed.append(await c.post(f"/runs/{run_id}/resume"))
+
+                    async def follow() -> None:
+                        followed.extend(await run_events(c, run_id))
+
+                    tg.start_soon(resume)
+                    with anyio.fail_after(20):  # a guard against a hang: it asserts below
+                        await said.heard["run resuming"].wait()
+                    tg.start_soon(follow)
+                    # Until the follower waits for the resume. (It read the journal before,
+                    # held there by the lock too: let go after a while, it then ended.)
+                    with anyio.move_on_after(5):
+                        await said.heard[waits].wait()
+                    assert not resumed  # the lock held the resume all along
+                    lock.execute("ROLLBACK")
+            finally:
+                lock.close()
+            (answer,) = resumed
+            assert answer.status_code == 202, answer.text
+    finally:
+        logger.removeHandler(said)
+        logger.setLevel(level)
+    assert [f.event for f in followed if f.event == "StreamEnd"] == []
+    last = followed[-1]
+    assert last.data is not None
+    assert (last.event, last.data["result"]["status"]) == ("RunCompleted", "completed")  # type: ignore[index]
+    ids = [f.id for f in followed]
+    assert ids == list(range(1, len(followed) + 1))  # the journal's numbers, none twice
+    assert len(followed) > before  # past the pause: what the resumed run added
+    assert shop.refunds == [("3", 10)]
