@@ -355,7 +355,7 @@ def test_a_model_that_is_not_a_model_is_refused_when_the_config_is_made(
 def test_what_the_file_got_wrong_is_said_once_and_names_what_fits(tmp_path: Path) -> None:
     # The file once, not twice; an enum's values; [settings] as the file writes it.
     team = _write(tmp_path / "team.toml", TEAM + "[settings]\nmax_token = 5\n")
-    assert _error(team).startswith(f"{team}: settings: unknown setting 'max_token';")
+    assert _error(team).startswith(f"{team}: settings.max_token: unknown setting 'max_token';")
     team = _write(tmp_path / "enum.toml", TEAM + '[budget]\non_exhausted = "explode"\n')
     assert _error(team) == (
         f"{team}: budget.on_exhausted: invalid enum value 'explode' (one of: 'partial', 'raise')"
