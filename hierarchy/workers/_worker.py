@@ -122,7 +122,7 @@ def check_worker_description(name: str, description: object) -> None:
             f"worker {name!r}",
             "description",
             "must say what the worker is good at (the planner picks workers by their "
-            f"descriptions), e.g. 'Looks up orders and issues refunds.'; got {description!r}",
+            f"descriptions); got {description!r}",
         )
 
 

@@ -461,6 +461,7 @@ def test_a_key_or_table_given_twice_says_which_and_what_to_do(
         ("output_retries = -1", "output_retries", lambda: Team(name="t", planner=Planner(model=MODEL), workers=[WORKER], output_retries=-1)),
         ('name = "bill ing"', "workers[0].name", lambda: Worker(name="bill ing", description="d", model=MODEL)),
         ('description = " "', "checks.c.description", lambda: Check(description=" ", predicate=bool)),
+        ('description = ""', "workers[0].description", lambda: Worker(name="billing", description="", model=MODEL)),
     ],
 )  # fmt: skip
 def test_a_team_level_value_out_of_range_names_its_key_and_line(
@@ -472,6 +473,8 @@ def test_a_team_level_value_out_of_range_names_its_key_and_line(
         text = TEAM.replace('name = "t"', line)
     elif key == "workers[0].name":
         text = TEAM.replace('name = "billing"', line)
+    elif key == "workers[0].description":  # the planner picks workers by it
+        text = TEAM.replace('description = "Checks refunds."', line)
     elif key.startswith("checks."):  # "[checks.c]" has a description, then a predicate
         text = TEAM + f'\n[checks.c]\n{line}\npredicate = "examples.refund.checks:eligible"\n'
     else:
