@@ -58,10 +58,12 @@ def _tree(tmp_path: Path, extra: str, *, deeper: bool = False) -> tuple[Path, Pa
 
 
 def _error(top: Path, *, check: bool) -> str:
-    with pytest.raises(ConfigError) as caught:
-        if check:
-            check_config(load_config(top), source=str(top))
-        else:
+    config = load_config(top)
+    if check:
+        with pytest.raises(ConfigError) as caught:
+            check_config(config, source=str(top))
+    else:
+        with pytest.raises(ConfigError) as caught:
             load_team(top)  # the files' own models: a spec is read, not replaced
     return str(caught.value)
 
@@ -108,7 +110,9 @@ def test_team_files_names_what_led_to_a_deeper_file_it_cannot_read(tmp_path: Pat
         team_files(load_config(top), source=str(top))
     message = str(caught.value)
     assert message.startswith(f"{leaf}: workers[0]: unknown key `max_iteration =`"), message
-    assert message.endswith(NAMED_BY.format(top=top)), message
+    assert message.endswith(
+        f"(the team file named by {mid}: workers[1].team = 'leaf.toml') " + NAMED_BY.format(top=top)
+    ), message
 
 
 def test_an_error_about_the_outer_files_own_key_is_not_said_to_be_nested(tmp_path: Path) -> None:

@@ -167,7 +167,11 @@ async def test_a_team_file_sets_the_default_and_each_roles_settings() -> None:
             "temperature = 0.1",
             "shop.toml: planner.settings.temprature: unknown setting 'temprature'",
         ),
-        ("[settings]", "max_tokens = 1000", "shop.toml: settings.temprature: unknown setting 'temprature'"),
+        (
+            "[settings]",
+            "max_tokens = 1000",
+            "shop.toml: settings.temprature: unknown setting 'temprature'",
+        ),
         (
             "[critic.settings]",
             "max_tokens = 50",
