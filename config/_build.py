@@ -145,6 +145,8 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
         _check_models(config, source)
         check_commands(config, source)
     models = RoleModels(config, source, tree.model)
+    # Before the roles' own (which a file writes below it): the first mistake is said first.
+    settings = _settings(config.settings, source, "settings")
     workers = [
         _team_worker(w, i, tree, source, chain)
         if w.team is not None
@@ -156,7 +158,6 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
     critic = _critic(config.critic, models, source) if config.critic is not None else None
     guards = import_guardrails(config.guardrails, where=f"{source}: guardrails")
     output_type = import_output_type(config.output_type, where=f"{source}: output_type")
-    settings = _settings(config.settings, source, "settings")  # its errors name the file
     wanted = config.compression
     compression = (
         _checked(source, "compression", lambda: _compression(wanted, models, source))

@@ -74,3 +74,13 @@ async def test_a_workers_inline_settings_mistake_names_its_line(tmp_path: Path) 
     code, _, err = await run_cli("validate", str(team), "--app-dir", str(ROOT))
     assert code == 2
     assert err.startswith(f"regiment: error: {team}:12: workers[0].settings.top_q: unknown"), err
+
+
+async def test_the_team_wide_settings_mistake_is_said_before_a_workers(tmp_path: Path) -> None:
+    # It said the worker's (line 12) first, though the file has [settings] on top.
+    team = tmp_path / "team.toml"
+    text = TOML.format(line="tempo = 1").replace("top_p = 0.5", "top_q = 0.5")
+    team.write_text(text, encoding="utf-8")
+    code, _, err = await run_cli("validate", str(team), "--app-dir", str(ROOT))
+    assert code == 2
+    assert err.startswith(f"regiment: error: {team}:7: settings.tempo: unknown setting"), err
