@@ -6,6 +6,8 @@ import argparse
 import io
 from typing import TYPE_CHECKING, TextIO
 
+import msgspec
+
 from regiment.cli._codes import config_error
 from regiment.cli._printed import put_out
 from regiment.cli._resume import add_import_root
@@ -13,7 +15,7 @@ from regiment.config import TeamConfig, check_config, load_config
 from regiment.errors import ConfigError
 
 if TYPE_CHECKING:
-    from regiment.hierarchy import TeamWorker, Worker
+    from regiment.hierarchy import Team, TeamWorker, Worker
 
 __all__ = ("validate", "validate_command")
 
@@ -46,7 +48,47 @@ def validate(config: TeamConfig, source: str, stdout: TextIO) -> int:
         print(f"  worker {worker.name}: {uses}; {tools}", file=stdout)
     for name, check in team.checks.items():
         print(f"  check {name}: {check.description}", file=stdout)
+    for line in _run_lines(config, team):
+        print(f"  {line}", file=stdout)
     return 0
+
+
+def _run_lines(config: TeamConfig, team: Team) -> list[str]:
+    """What shapes a run beyond its roles, one line each, for what the file sets: the
+    critic, compression, a budget (its limits), concurrency (past its default)."""
+    from regiment.hierarchy import Budget  # loaded already: the team was built
+
+    lines: list[str] = []
+    planner_model = f"the planner's model ({config.model_specs()['planner.model']})"
+    if config.critic is not None:
+        model = config.critic.model or planner_model
+        lines.append(f"critic: {model}, at most {team.budget.rounds} rounds")
+    if config.compression is not None and team.compression is not None:
+        model = config.compression.model or planner_model
+        after = f"passes {team.compression.threshold:,} estimated tokens"
+        lines.append(f"compression: {model}, when the carried context {after}")
+    if team.budget != Budget():
+        given = [
+            f"{f.name} {_limit(f.name, value)}"
+            for f in msgspec.structs.fields(Budget)
+            if f.name != "on_exhausted" and (value := getattr(team.budget, f.name)) != f.default
+        ]
+        limits = ", ".join(given) or "no limits set"
+        lines.append(f"budget: {limits}; on_exhausted {team.budget.on_exhausted!r}")
+    if team.concurrency != _default(TeamConfig, "concurrency"):
+        lines.append(f"concurrency: at most {team.concurrency} steps of a run at once")
+    return lines
+
+
+def _default(kind: type[msgspec.Struct], name: str) -> object:
+    return next(f.default for f in msgspec.structs.fields(kind) if f.name == name)
+
+
+def _limit(name: str, value: object) -> str:
+    """A budget limit as a summary line shows it (seconds with their unit)."""
+    if name == "wall_clock":
+        return f"{value} s"
+    return f"{value:,}" if isinstance(value, int) else str(value)
 
 
 def _tools_of(worker: Worker | TeamWorker) -> str:

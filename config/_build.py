@@ -16,10 +16,10 @@ from regiment.config._imports import (
     import_guardrails,
     import_output_type,
     import_tool,
-    nested_team_file,
 )
 from regiment.config._mcp import check_commands, mcp_server
 from regiment.config._models import RoleModels, check_prices, parse_model_spec
+from regiment.config._nested import load_nested, root_chain, team_files, within
 from regiment.config._placement import placed
 from regiment.config._schema import (
     CheckConfig,
@@ -108,7 +108,7 @@ def build_team(
         ConfigError: an import path, a model spec or a value is wrong, a
             nested file is missing or wrong, or a file includes itself.
     """
-    return _build(config, _Tree(model, telemetry, checking=False), source, _root_chain(source))
+    return _build(config, _Tree(model, telemetry, checking=False), source, root_chain(source))
 
 
 def check_config(config: TeamConfig, *, source: str = "<config>") -> Team:
@@ -128,44 +128,7 @@ def check_config(config: TeamConfig, *, source: str = "<config>") -> Team:
     # priced, as a Budget.usd wants (check_prices checks the file's own prices)
     free = Price(input=0, output=0)
     tree = _Tree(ScriptedModel([], name="stand-in", price=free), None, checking=True)
-    return _build(config, tree, source, _root_chain(source))
-
-
-def team_files(config: TeamConfig, *, source: str = "<config>") -> list[tuple[str, TeamConfig]]:
-    """This file and every team file it nests, outermost first, as ``(name, config)``.
-
-    A file nested twice appears twice. Nothing is imported and no model is
-    made: this is for looking at a tree (which models it wants, which files
-    have a ``brain``) before building it.
-
-    Raises:
-        ConfigError: a nested file is missing or wrong, or a file includes itself.
-    """
-    found: list[tuple[str, TeamConfig]] = []
-
-    def visit(config: TeamConfig, source: str, chain: IncludeChain) -> None:
-        found.append((source, config))
-        for index, worker in enumerate(config.workers):
-            if worker.team is not None:
-                visit(*_load_nested(worker.team, index, source, chain))
-
-    visit(config, source, _root_chain(source))
-    return found
-
-
-def _load_nested(
-    spec: str, index: int, source: str, chain: IncludeChain
-) -> tuple[TeamConfig, str, IncludeChain]:
-    """The team file ``workers[index].team = spec`` of ``source`` names: its config,
-    its name for messages, and the include chain that leads to it."""
-    where = f"{source}: workers[{index}].team"
-    path = nested_team_file(spec, source=source, where=where, chain=chain)
-    nested_source = str(path)
-    try:
-        nested = load_config(path)
-    except ConfigError as exc:  # say which file and key led here, too
-        raise ConfigError(f"{exc} (the team file named by {where} = {spec!r})") from exc
-    return nested, nested_source, (*chain, (path.resolve(), nested_source))
+    return _build(config, tree, source, root_chain(source))
 
 
 @dataclass(frozen=True)
@@ -177,16 +140,13 @@ class _Tree:
     checking: bool  # check_config: check each file's specs and brain; model is the stand-in
 
 
-def _root_chain(source: str) -> IncludeChain:
-    path = Path(source)
-    return ((path.resolve(), source),) if path.is_file() else ()
-
-
 def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) -> Team:
     if tree.checking:
         _check_models(config, source)
         check_commands(config, source)
     models = RoleModels(config, source, tree.model)
+    # Before the roles' own (which a file writes below it): the first mistake is said first.
+    settings = _settings(config.settings, source, "settings")
     workers = [
         _team_worker(w, i, tree, source, chain)
         if w.team is not None
@@ -198,7 +158,6 @@ def _build(config: TeamConfig, tree: _Tree, source: str, chain: IncludeChain) ->
     critic = _critic(config.critic, models, source) if config.critic is not None else None
     guards = import_guardrails(config.guardrails, where=f"{source}: guardrails")
     output_type = import_output_type(config.output_type, where=f"{source}: output_type")
-    settings = _settings(config.settings, source, "settings")  # its errors name the file
     wanted = config.compression
     compression = (
         _checked(source, "compression", lambda: _compression(wanted, models, source))
@@ -249,8 +208,10 @@ def _team_worker(
     conflict = team_worker_conflict(config)  # a config made in Python skipped parse_config's check
     if conflict is not None:
         raise team_worker_error(source, index, conflict, config.team)
-    nested, nested_source, nested_chain = _load_nested(config.team, index, source, chain)
-    team = _build(nested, tree, nested_source, nested_chain)
+    nested, nested_source, nested_chain = load_nested(config.team, index, source, chain)
+    team = within(
+        config.team, index, source, lambda: _build(nested, tree, nested_source, nested_chain)
+    )
     c, where = config, f"workers[{index}]"
     build = partial(TeamWorker, name=c.name, description=c.description, artifact=c.artifact)
     return _checked(source, where, lambda: build(team=team, step_timeout=c.step_timeout))

@@ -7,7 +7,9 @@ as ``None`` falls through to the layer below. Providers apply the result.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar, cast
 
@@ -89,19 +91,17 @@ class ModelSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         for key in data:
             if key not in cls.KEYS:
                 raise ConfigError(
-                    f"{where}: unknown setting {key!r}; the settings are: "
+                    f"{where}.{_key_text(key)}: unknown setting {str(key)!r}; the settings are: "
                     f"{', '.join(cls.KEYS)} (put provider-specific ones under 'extra')"
                 )
         try:
             return msgspec.convert(dict(data), cls)
-        except ConfigError as exc:
-            raise ConfigError(f"{where}: {exc}") from exc
+        except _BadSetting as exc:  # out of range: the message names the key, as the file does
+            raise ConfigError(f"{where}.{exc.key}: {exc.problem}") from exc
         except msgspec.ValidationError as exc:
             detail, _, path = str(exc).partition(" - at `$.")
             key = path.rstrip("`") or "?"
-            raise ConfigError(
-                f"{where}: setting {key!r}: {detail[:1].lower()}{detail[1:]}"
-            ) from exc
+            raise ConfigError(f"{where}.{key}: {detail[:1].lower()}{detail[1:]}") from exc
 
     def merge(self, over: ModelSettings | None) -> ModelSettings:
         """These settings with every field ``over`` sets put on top (``extra`` merges by key)."""
@@ -137,6 +137,25 @@ def extra_tools(settings: ModelSettings) -> tuple[list[JsonObject], dict[str, ob
     return cast("list[JsonObject]", settings.extra.get("tools", [])), rest or None
 
 
+class _BadSetting(ConfigError):
+    """A setting out of range: ``setting 'top_p' must be ...``; ``key`` and ``problem``
+    let ``from_mapping`` put the key in the path (``team.toml: settings.top_p: must be ...``)."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"setting {key!r} {problem}")
+        self.key = key
+        self.problem = problem
+
+
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _key_text(key: object) -> str:
+    """A key as a file writes it in a key path: bare when it can be, else JSON-quoted."""
+    text = str(key)
+    return text if _BARE.fullmatch(text) else json.dumps(text)
+
+
 def _check(settings: ModelSettings) -> None:
     _at_least("max_tokens", settings.max_tokens, 1)
     _at_least("thinking_budget", settings.thinking_budget, 1024)
@@ -144,34 +163,37 @@ def _check(settings: ModelSettings) -> None:
     _within("top_p", settings.top_p, 0.0, 1.0, low_open=True)
     timeout = settings.timeout
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
-        raise ConfigError(f"setting 'timeout' must be a number of seconds above 0, got {timeout!r}")
+        raise _BadSetting("timeout", f"must be a number of seconds above 0, got {timeout!r}")
     for stop in settings.stop_sequences or ():
         if not stop:
-            raise ConfigError("setting 'stop_sequences' holds an empty string; remove it")
+            raise _BadSetting("stop_sequences", "holds an empty string; remove it")
     built = sorted(set(settings.extra) & set(_BUILT))
     if built:
-        raise ConfigError(
-            f"setting 'extra' may not give {', '.join(repr(b) for b in built)}: every call "
-            "builds them (the model's id, the conversation, whether it streams)"
+        raise _BadSetting(
+            "extra",
+            f"may not give {', '.join(repr(b) for b in built)}: every call "
+            "builds them (the model's id, the conversation, whether it streams)",
         )
     tools = settings.extra.get("tools", [])
     if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
-        raise ConfigError(
-            "setting 'extra': 'tools' must be a list of tool objects (e.g. "
+        raise _BadSetting(
+            "extra.tools",
+            "must be a list of tool objects (e.g. "
             '[{"type": "web_search_20250305", "name": "web_search"}]), sent after the '
-            f"request's own tools; got {tools!r:.80}"
+            f"request's own tools; got {tools!r:.80}",
         )
     clashes = sorted(set(settings.extra) & set(_NAMED))
     if clashes:
-        raise ConfigError(
-            f"setting 'extra' repeats {', '.join(repr(c) for c in clashes)}; set "
-            f"{'it' if len(clashes) == 1 else 'them'} as a named setting instead"
+        raise _BadSetting(
+            "extra",
+            f"repeats {', '.join(repr(c) for c in clashes)}; set "
+            f"{'it' if len(clashes) == 1 else 'them'} as a named setting instead",
         )
 
 
 def _at_least(name: str, value: int | None, low: int) -> None:
     if value is not None and value < low:
-        raise ConfigError(f"setting {name!r} must be at least {low}, got {value}")
+        raise _BadSetting(name, f"must be at least {low}, got {value}")
 
 
 def _within(name: str, value: float | None, low: float, high: float, *, low_open: bool) -> None:
@@ -180,4 +202,4 @@ def _within(name: str, value: float | None, low: float, high: float, *, low_open
     above_low = value > low if low_open else value >= low
     if not (math.isfinite(value) and above_low and value <= high):
         bound = f"above {low:g}" if low_open else f"at least {low:g}"
-        raise ConfigError(f"setting {name!r} must be {bound} and at most {high:g}, got {value!r}")
+        raise _BadSetting(name, f"must be {bound} and at most {high:g}, got {value!r}")

@@ -40,7 +40,7 @@ from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.workers._failed import failed_report
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._step_actor import StepActor
-from regiment.hierarchy.workers._worker import check_worker_name
+from regiment.hierarchy.workers._worker import check_worker_description, check_worker_name
 from regiment.telemetry import Telemetry, semconv
 
 if TYPE_CHECKING:
@@ -89,6 +89,7 @@ class TeamWorker:
 
     def __post_init__(self) -> None:
         check_worker_name(self.name)
+        check_worker_description(self.name, self.description)
         seconds(f"worker {self.name!r}", "step_timeout", self.step_timeout)
         from regiment.hierarchy._team import Team  # loaded: a TeamWorker is made of one
 

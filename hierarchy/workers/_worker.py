@@ -42,7 +42,15 @@ from regiment.tools import OnToolError, Tool, Toolset, WorkerTools
 if TYPE_CHECKING:
     from regiment.tools import MCPServer
 
-__all__ = ("StepLimits", "Worker", "WorkerActor", "WorkerSpec", "check_worker_name", "step_limits")
+__all__ = (
+    "StepLimits",
+    "Worker",
+    "WorkerActor",
+    "WorkerSpec",
+    "check_worker_description",
+    "check_worker_name",
+    "step_limits",
+)
 
 STEP_TIMEOUT = 300.0  # seconds a step may take, by default
 
@@ -102,6 +110,19 @@ def check_worker_name(name: str) -> None:
     if not name or not all(c.isalnum() or c in "_-" for c in name):
         raise InvalidValue(  # names the field: a team file's error names the key and line
             "Worker", "name", f"must be non-empty letters, digits, '_' or '-'; got {name!r}"
+        )
+
+
+def check_worker_description(name: str, description: object) -> None:
+    """Raise ``ConfigError`` unless ``description`` is text the planner can choose by:
+    it picks a step's worker by the descriptions, so a blank one is a worker it cannot
+    tell apart from the others."""
+    if not isinstance(description, str) or not description.strip():
+        raise InvalidValue(  # names the field: a team file's error names the key and line
+            f"worker {name!r}",
+            "description",
+            "must say what the worker is good at (the planner picks workers by their "
+            f"descriptions); got {description!r}",
         )
 
 
@@ -172,6 +193,7 @@ class Worker:
 
     def __post_init__(self) -> None:
         check_worker_name(self.name)
+        check_worker_description(self.name, self.description)
         model_given(f"worker '{self.name}'", "model", self.model)
         if self.on_tool_error not in ("tell_model", "raise"):
             raise ConfigError(

@@ -355,7 +355,7 @@ def test_a_model_that_is_not_a_model_is_refused_when_the_config_is_made(
 def test_what_the_file_got_wrong_is_said_once_and_names_what_fits(tmp_path: Path) -> None:
     # The file once, not twice; an enum's values; [settings] as the file writes it.
     team = _write(tmp_path / "team.toml", TEAM + "[settings]\nmax_token = 5\n")
-    assert _error(team).startswith(f"{team}: settings: unknown setting 'max_token';")
+    assert _error(team).startswith(f"{team}: settings.max_token: unknown setting 'max_token';")
     team = _write(tmp_path / "enum.toml", TEAM + '[budget]\non_exhausted = "explode"\n')
     assert _error(team) == (
         f"{team}: budget.on_exhausted: invalid enum value 'explode' (one of: 'partial', 'raise')"
@@ -461,6 +461,7 @@ def test_a_key_or_table_given_twice_says_which_and_what_to_do(
         ("output_retries = -1", "output_retries", lambda: Team(name="t", planner=Planner(model=MODEL), workers=[WORKER], output_retries=-1)),
         ('name = "bill ing"', "workers[0].name", lambda: Worker(name="bill ing", description="d", model=MODEL)),
         ('description = " "', "checks.c.description", lambda: Check(description=" ", predicate=bool)),
+        ('description = ""', "workers[0].description", lambda: Worker(name="billing", description="", model=MODEL)),
     ],
 )  # fmt: skip
 def test_a_team_level_value_out_of_range_names_its_key_and_line(
@@ -472,6 +473,8 @@ def test_a_team_level_value_out_of_range_names_its_key_and_line(
         text = TEAM.replace('name = "t"', line)
     elif key == "workers[0].name":
         text = TEAM.replace('name = "billing"', line)
+    elif key == "workers[0].description":  # the planner picks workers by it
+        text = TEAM.replace('description = "Checks refunds."', line)
     elif key.startswith("checks."):  # "[checks.c]" has a description, then a predicate
         text = TEAM + f'\n[checks.c]\n{line}\npredicate = "examples.refund.checks:eligible"\n'
     else:

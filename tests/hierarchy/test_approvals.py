@@ -247,14 +247,14 @@ def test_a_worker_cannot_require_approval_for_a_tool_it_lacks() -> None:
     with pytest.raises(ConfigError, match=r"worker 'w': require_approval: .*no tool 'refund'"):
         Worker(
             name="w",
-            description="",
+            description="Looks things up.",
             model=ScriptedModel([]),
             tools=[lookup],
             require_approval=["refund"],
         )
     worker = Worker(
         name="w",
-        description="",
+        description="Looks things up.",
         model=ScriptedModel([]),
         tools=[lookup],
         require_approval=["lookup"],

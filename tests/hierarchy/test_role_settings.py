@@ -165,13 +165,17 @@ async def test_a_team_file_sets_the_default_and_each_roles_settings() -> None:
         (
             "[planner.settings]",
             "temperature = 0.1",
-            "shop.toml: planner.settings: unknown setting 'temprature'",
+            "shop.toml: planner.settings.temprature: unknown setting 'temprature'",
         ),
-        ("[settings]", "max_tokens = 1000", "shop.toml: settings: unknown setting 'temprature'"),
+        (
+            "[settings]",
+            "max_tokens = 1000",
+            "shop.toml: settings.temprature: unknown setting 'temprature'",
+        ),
         (
             "[critic.settings]",
             "max_tokens = 50",
-            "shop.toml: critic.settings: unknown setting 'temprature'",
+            "shop.toml: critic.settings.temprature: unknown setting 'temprature'",
         ),
     ],
 )
@@ -189,10 +193,10 @@ def test_a_workers_unknown_or_out_of_range_setting_names_its_worker() -> None:
     unknown = TEAM_FILE.replace("top_p = 0.5,", "top_q = 0.5,")
     config = parse_config(unknown, format="toml", source="shop.toml")
     with pytest.raises(
-        ConfigError, match=r"shop.toml: workers\[1\].settings: unknown setting 'top_q'"
+        ConfigError, match=r"shop.toml: workers\[1\].settings.top_q: unknown setting 'top_q'"
     ):
         build_team(config, model=ScriptedModel([]), source="shop.toml")
     out_of_range = TEAM_FILE.replace("top_p = 0.5,", "top_p = 1.5,")
     config = parse_config(out_of_range, format="toml", source="shop.toml")
-    with pytest.raises(ConfigError, match=r"shop.toml: workers\[1\].settings: .*'top_p'"):
+    with pytest.raises(ConfigError, match=r"shop.toml: workers\[1\].settings.top_p: must be"):
         build_team(config, model=ScriptedModel([]), source="shop.toml")

@@ -50,7 +50,7 @@ def test_from_mapping_names_an_unknown_key_and_the_known_ones() -> None:
             {"max_tokens": 10, "temprature": 0.5}, where="team.toml: planner.settings"
         )
     text = str(caught.value)
-    assert text.startswith("team.toml: planner.settings: unknown setting 'temprature'")
+    assert text.startswith("team.toml: planner.settings.temprature: unknown setting 'temprature'")
     assert "temperature" in text
     assert "extra" in text
 
@@ -58,14 +58,16 @@ def test_from_mapping_names_an_unknown_key_and_the_known_ones() -> None:
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({"max_tokens": "many"}, r"setting 'max_tokens': expected `int \| null`, got `str`"),
-        ({"top_p": 3}, "'top_p' must be above 0 and at most 1"),
+        ({"max_tokens": "many"}, r"settings.max_tokens: expected `int \| null`, got `str`"),
+        ({"top_p": 3}, "settings.top_p: must be above 0 and at most 1"),
+        ({"extra": {"tools": 3}}, "settings.extra.tools: must be a list of tool objects"),
     ],
 )
 def test_from_mapping_says_where_a_bad_value_is(data: dict[str, object], message: str) -> None:
+    # The key in the path, as a team file's other errors have it (the command finds its line).
     with pytest.raises(ConfigError, match=message) as caught:
         ModelSettings.from_mapping(data, where="team.toml: settings")
-    assert str(caught.value).startswith("team.toml: settings: ")
+    assert str(caught.value).startswith("team.toml: settings.")
 
 
 def test_from_mapping_builds_the_settings() -> None:
