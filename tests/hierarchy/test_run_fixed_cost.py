@@ -69,3 +69,11 @@ async def test_a_run_enters_no_generator_based_context_manager_of_ours() -> None
         ).startswith("regiment.")
 
     assert await _calls_in_one_run(ours) == 0
+
+
+async def test_a_run_makes_one_cancel_scope_per_planner_call_and_one_at_its_end() -> None:
+    # A 1-step run: its plan call and its synthesis call, and the shield its end
+    # closes the run in. The planner actor, stopped dormant inside that shield, makes
+    # no second one around its on_stop (each costs ~250 opcodes made, entered, left).
+    made = type(anyio.CancelScope()).__init__.__code__
+    assert await _calls_in_one_run(lambda f, e, _: e == "call" and f.f_code is made) == 3
