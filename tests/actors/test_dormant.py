@@ -7,6 +7,7 @@ import sys
 from collections.abc import Awaitable, Callable
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from regiment.actors import (
@@ -254,7 +255,7 @@ class SlowStop(Sleepy):
     """An ``on_stop`` that waits (a checkpoint a cancel could land on)."""
 
     async def on_stop(self) -> None:
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         self.log.append("on_stop done")
 
 
