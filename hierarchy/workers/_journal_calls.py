@@ -149,8 +149,7 @@ class StepCalls:
         self._model_calls = 0
         self._tool_calls = 0
         self._tape: JudgeTape | None = None
-        # By call: its guards' rewrites; made by the first (most steps have none).
-        self._notes: dict[int, list[JsonObject]] | None = None
+        self._notes: dict[int, list[JsonObject]] = {}  # by call: its guards' rewrites
 
     def model_call(self, caller: ModelCaller) -> Callable[[ModelRequest], Awaitable[ModelResponse]]:
         """How the step asks ``caller`` with no guards in between: through :meth:`model`,
@@ -223,8 +222,6 @@ class StepCalls:
         """What the guards of tool call number ``index`` did to it: journaled with its
         intent, so a resume that runs the call again unjudged still tells of it."""
         if notes and self._journaled:
-            if self._notes is None:
-                self._notes = {}
             self._notes[index] = [msgspec.to_builtins(n) for n in notes]
 
     def replayed(self, index: int) -> bool:
