@@ -181,9 +181,9 @@ class Cell(Generic[M, R]):
         """A dormant actor needs its task now: start it (in its parent's task group)."""
         wake_dormant(self)
 
-    async def stop_without_task(self) -> None:
-        """Stop a dormant actor: ``on_stop`` in this task, then retire."""
-        await stop_dormant(self)
+    async def stop_without_task(self, shielded: bool = False) -> None:
+        """Stop a dormant actor: ``on_stop`` in this task, then retire (see ``stop``)."""
+        await stop_dormant(self, shielded)
 
     # -- the actor's task -------------------------------------------------
 

@@ -107,8 +107,12 @@ def wake_dormant(cell: Cell[M, R]) -> None:
     sleeper.context.run(tg.start_soon, run, name=f"actor {cell.name}")
 
 
-async def stop_dormant(cell: Cell[M, R]) -> None:
-    """Stop an actor that never had a task: ``on_stop`` here, then retire it."""
+async def stop_dormant(cell: Cell[M, R], shielded: bool = False) -> None:
+    """Stop an actor that never had a task: ``on_stop`` here, then retire it.
+
+    ``on_stop`` runs in a shielded cancel scope; ``shielded``: the caller's already is
+    (a run's end), so a second scope would only cost (~250 opcodes made, entered, left).
+    """
     sleeper = cell.sleeper
     if sleeper is None:
         return
@@ -118,8 +122,11 @@ async def stop_dormant(cell: Cell[M, R]) -> None:
     instance = sleeper.instance
     try:
         if type(instance).on_stop is not Actor.on_stop:
-            with cell.system.new_cancel_scope(shield=True):
+            if shielded:
                 await in_context(sleeper.context, stop_instance(cell, instance))
+            else:
+                with cell.system.new_cancel_scope(shield=True):
+                    await in_context(sleeper.context, stop_instance(cell, instance))
     finally:
         retire(cell, "cancelled")
 

@@ -108,19 +108,22 @@ class ActorRef(Generic[M_contra, R_co]):
         await cell.deliver(cell.system.envelope(message, None, slot))
         return await slot.wait(self.name, message, timeout)
 
-    async def stop(self) -> None:
+    async def stop(self, *, shielded: bool = False) -> None:
         """Stop gracefully: refuse new messages, handle the queued ones, run ``on_stop``.
 
         Returns once the actor has stopped. Called by the actor on itself, it
         only closes the mailbox and returns; the actor stops after the current
-        handler and the queued messages.
+        handler and the queued messages. A dormant actor (spawned with no task yet)
+        runs ``on_stop`` in the caller's task, shielded from cancellation;
+        ``shielded=True`` says the caller already stops it inside a shielded cancel
+        scope, so no second scope is made for it.
         """
         cell = self._cell
         if current_actor.get() is self:
             cell.close_mailbox()
             cell.wake_task()  # a dormant actor ends in its task, after this handler
         elif cell.sleeper is not None:
-            await cell.stop_without_task()  # dormant: on_stop runs here
+            await cell.stop_without_task(shielded)  # dormant: on_stop runs here
         else:
             cell.close_mailbox()
             await cell.stopped.wait()

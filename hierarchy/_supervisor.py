@@ -265,7 +265,7 @@ async def close_run(
     grace: float = _CANCEL_GRACE,
 ) -> None:
     """Cancel the run if it is still going, wait (``grace`` seconds at most) for it to
-    wind down, stop its actor."""
+    wind down, stop its actor. Call it inside a shielded cancel scope (``_end_run``)."""
     if ref.is_alive and not channel.done:
         # No step of the run starts a tool from now on, whether or not its planner is
         # free to take the CancelRun at once (it may be busy with a report, say).
@@ -276,4 +276,4 @@ async def close_run(
             async for _ in events:
                 pass
     if ref.is_alive:
-        await ref.stop()
+        await ref.stop(shielded=True)  # inside RunningTeam._end_run's shield

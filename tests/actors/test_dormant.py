@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextvars
+import sys
 from collections.abc import Awaitable, Callable
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from regiment.actors import (
@@ -247,3 +249,39 @@ async def test_a_factory_or_on_start_that_raises_is_an_actor_failure(
         with pytest.raises(ActorFailed, match="actor 'child' failed to start") as caught:
             await parent.ask(factory)
         assert isinstance(caught.value.__cause__, Boom)
+
+
+class SlowStop(Sleepy):
+    """An ``on_stop`` that waits (a checkpoint a cancel could land on)."""
+
+    async def on_stop(self) -> None:
+        await anyio.lowlevel.checkpoint()
+        self.log.append("on_stop done")
+
+
+@pytest.mark.parametrize("shielded", [False, True])
+async def test_stopped_in_a_cancelled_scope_its_on_stop_still_finishes(shielded: bool) -> None:
+    # stop() shields a dormant actor's on_stop itself; stop(shielded=True) is for a
+    # caller that already stops it inside a shield (a run's end) and makes no scope.
+    log: list[str] = []
+    scope_init = type(anyio.CancelScope()).__init__.__code__
+    made: list[object] = []
+
+    def profile(frame: object, event: str, _: object) -> None:
+        if event == "call" and getattr(frame, "f_code", None) is scope_init:
+            made.append(frame)
+
+    async with open_actor_system() as system:
+        parent = await system.spawn(lambda: Parent([]), name="parent")
+        child = await parent.ask(lambda: SlowStop(log))
+        with anyio.CancelScope() as outer:
+            outer.cancel()
+            with anyio.CancelScope(shield=shielded):
+                sys.setprofile(profile)
+                try:
+                    await child.stop(shielded=shielded)
+                finally:
+                    sys.setprofile(None)
+        assert log == ["on_stop done"]
+        assert not child.is_alive
+        assert len(made) == (0 if shielded else 1)

@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from regiment.hierarchy import Planner, Team, Worker
+from regiment.hierarchy.workers._step_jobs import StepTimer
 from regiment.models import ScriptedModel
 
 from .brains import Brain, plan_json
@@ -69,3 +70,23 @@ async def test_a_run_enters_no_generator_based_context_manager_of_ours() -> None
         ).startswith("regiment.")
 
     assert await _calls_in_one_run(ours) == 0
+
+
+async def test_a_run_makes_one_cancel_scope_per_planner_call_and_one_at_its_end() -> None:
+    # A 1-step run: its plan call and its synthesis call, and the shield its end
+    # closes the run in. The planner actor, stopped dormant inside that shield, makes
+    # no second one around its on_stop (each costs ~250 opcodes made, entered, left).
+    # Not counted: the worker's step-deadline watch, a task started once by the
+    # worker's first step, makes one a wake-up, whenever the backend first runs it.
+    made = type(anyio.CancelScope()).__init__.__code__
+    watch = StepTimer._watch.__code__
+
+    def on_the_runs_path(frame: FrameType, event: str, _: object) -> bool:
+        caller = frame.f_back
+        return (
+            event == "call"
+            and frame.f_code is made
+            and (caller is None or caller.f_code is not watch)
+        )
+
+    assert await _calls_in_one_run(on_the_runs_path) == 3
