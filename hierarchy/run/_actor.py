@@ -110,9 +110,9 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         self._verifier = Verifier(team.checks, trace, team.artifacts)
         self._prompting = Prompting(team, goal, run_id, channel.history)
         self._phase: Phase = Planning("plan", self._prompting.first_session(), "initial")
-        # A call the budget could not pay for while cancelled steps still held their shares:
-        # asked again as they report (``_ask``).
-        self._unasked: tuple[Phase, Purpose, ModelRequest] | None = None
+        # What the budget could not pay for while cancelled steps still held their shares
+        # (a call; ``None``: a step to send, or the critique check): again as they report.
+        self._unasked: tuple[Phase, tuple[Purpose, ModelRequest] | None] | None = None
         self._show_in_flight(channel)  # a nested run's, to the approvals desk
 
     def _record(self, change: RunChange) -> None:
@@ -220,10 +220,23 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         phase = self._phase
         if type(phase) is WindingDown and not self._book.dispatcher.inflight:
             self._end_as(phase.ending)
-        elif self._unasked is not None:  # a call waits for what the cancelled steps held
-            unasked, self._unasked = self._unasked, None
-            if unasked[0] is phase:
-                self._ask(unasked[1], unasked[2])
+        elif self._unasked is not None:  # it waits for what the cancelled steps held
+            (held, call), self._unasked = self._unasked, None
+            if held is not phase:
+                pass
+            elif call is not None:
+                self._ask(*call)
+            else:  # a step to send, or the critique check: dispatch looks again
+                await self._dispatch_ready()
+
+    def _wait_for_cancelled(self, call: tuple[Purpose, ModelRequest] | None = None) -> bool:
+        """Whether steps the run cancelled (a replan's old tail) still hold their shares:
+        then what the budget could not pay for (``call``; ``None``: a step to send, the
+        critique check) is tried again as they report, not refused for what they held."""
+        if not self._book.dispatcher.inflight:
+            return False
+        self._unasked = (self._phase, call)
+        return True
 
     # -- planning and dispatch -------------------------------------------------
 
@@ -240,11 +253,7 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         reason = phase.reason if isinstance(phase, Planning) else ""
         facts = SpanFacts(version=book.versions.version, round=book.rounds.round, reason=reason)
         limit = calls.start(self.ctx, purpose, request, facts, book.spending.ledger, self.take_turn)
-        if limit is not None and book.dispatcher.inflight:
-            # Steps cancelled (a replan's old tail, an older version's) still hold their
-            # shares until they report: asked again then, not refused for what they held.
-            self._unasked = (phase, purpose, request)
-        elif limit is not None:
+        if limit is not None and not self._wait_for_cancelled((purpose, request)):
             self._exhausted(limit, f"no budget left for the {purpose} model call{calls.refused}")
 
     async def _dispatch_ready(self) -> None:
@@ -254,10 +263,10 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         book = self._book
         versions, dispatcher, ledger = book.versions, book.dispatcher, book.spending.ledger
         sends, held_back = dispatcher.next_sends(versions, ledger, book.goal)
-        if held_back is not None and not sends and not dispatcher.inflight:
-            self._exhausted(
-                held_back[0], dispatcher.unsent_detail(versions, ledger, book.goal, held_back)
-            )
+        if held_back is not None and not sends and not dispatcher.running_ids(versions.version):
+            if not self._wait_for_cancelled():  # else sent as the cancelled steps report
+                detail = dispatcher.unsent_detail(versions, ledger, book.goal, held_back)
+                self._exhausted(held_back[0], detail)
             return
         refs, headers, journal = self._team.worker_refs, book.trace.headers, self._journal
         # After most reports nothing is ready: then no send_all coroutine is made.

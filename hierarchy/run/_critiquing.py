@@ -54,6 +54,9 @@ class JudgesRounds:
     def _enter(self, call: Call) -> None:
         raise NotImplementedError  # PlannerActor's
 
+    def _wait_for_cancelled(self, call: tuple[Purpose, ModelRequest] | None = None) -> bool:
+        raise NotImplementedError  # PlannerActor's
+
     def _wind_down(self, ending: Ending, *, drain: bool = False) -> None:
         raise NotImplementedError  # PlannerActor's
 
@@ -89,10 +92,14 @@ class JudgesRounds:
     def _after_plan(self) -> None:
         """A plan's steps are all committed: critique the round, or answer. A critique
         the budget cannot pay for (with an answer after it) leaves the round unjudged, so
-        the run's answer is ``partial`` (or ``BudgetExceeded``), as when rounds run out."""
+        the run's answer is ``partial`` (or ``BudgetExceeded``), as when rounds run out;
+        judged once the steps the run cancelled (a replan's old tail) have given back
+        their shares, not against what they still held."""
         book = self._book
         then = self._prompting.after_plan(book)
         if isinstance(then, AskCritic) and (limit := self._unpaid_critique()):
+            if self._wait_for_cancelled():  # checked again as they report
+                return
             why = f"no budget left to critique round {book.rounds.round} and then answer"
             if self._team.budget.on_exhausted == "raise":
                 self._exhausted(limit, why)
