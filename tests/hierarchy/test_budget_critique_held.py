@@ -15,7 +15,6 @@ import json
 import re
 
 import anyio
-import msgspec
 import pytest
 
 from regiment.hierarchy import (
@@ -39,13 +38,12 @@ from regiment.models import (
     ModelResponse,
     Price,
     ScriptedModel,
-    Usage,
-    effective_settings,
-    estimate_tokens,
     text_response,
     tool_call_response,
 )
 from regiment.tools import tool
+
+from .limits import budget_of, kept_to_max_tokens, spent_of
 
 pytestmark = pytest.mark.anyio
 
@@ -94,12 +92,7 @@ def _reply(request: ModelRequest) -> ModelResponse:
 def _honest(request: ModelRequest) -> ModelResponse:
     """Keeps to ``max_tokens`` as a real model does."""
     response = _reply(request)
-    room = effective_settings(None, request).max_tokens or request.max_tokens
-    wants = estimate_tokens(response)
-    written = wants if room is None else min(room, wants)
-    usage = Usage(input_tokens=estimate_tokens(request), output_tokens=written)
-    stop = response.stop_reason if written == wants else "max_tokens"
-    return msgspec.structs.replace(response, usage=usage, stop_reason=stop)
+    return kept_to_max_tokens(request, response)
 
 
 def _never(report: StepReport) -> bool:
@@ -167,21 +160,13 @@ async def _run(budget: Budget, on: str = "r1 committed") -> RunResult:
     raise AssertionError("no RunCompleted")
 
 
-def _budget(limit: str, amount: int) -> Budget:
-    return Budget(usd=amount / 1_000_000) if limit == "usd" else Budget(tokens=amount)
-
-
-def _spent(result: RunResult, limit: str) -> int:
-    return result.usage.micro_usd if limit == "usd" else result.usage.total_tokens
-
-
 @pytest.mark.parametrize(("limit", "times"), [("tokens", 2.8), ("usd", 2.5)])
 async def test_the_critique_check_waits_for_the_shares_cancelled_steps_held(
     limit: str, times: float
 ) -> None:
-    need = _spent(await _run(Budget()), limit)
+    need = spent_of(await _run(Budget()), limit)
     amount = int(need * times)
-    result = await _run(_budget(limit, amount))
+    result = await _run(budget_of(limit, amount))
     # It ended partial: "no budget left to critique round 1 and then answer".
     assert (result.status, result.budget_exhausted) == ("completed", None)
     assert "critic" in result.usage_by_role
@@ -189,16 +174,16 @@ async def test_the_critique_check_waits_for_the_shares_cancelled_steps_held(
     kinds = [e for e in result.events if isinstance(e, (StepCompleted, StaleReportDropped))]
     assert isinstance(kinds[0], StepCompleted)  # r1 was committed while they held their shares
     assert len(kinds) == 1 + SIBLINGS
-    assert _spent(result, limit) <= amount
+    assert spent_of(result, limit) <= amount
 
 
 @pytest.mark.parametrize(("limit", "times"), [("tokens", 2.2), ("usd", 2.2)])
 async def test_a_step_held_back_for_cancelled_steps_shares_is_sent_as_they_report(
     limit: str, times: float
 ) -> None:
-    need = _spent(await _run(Budget()), limit)
+    need = spent_of(await _run(Budget()), limit)
     amount = int(need * times)
-    result = await _run(_budget(limit, amount), on="plan v2")
+    result = await _run(budget_of(limit, amount), on="plan v2")
     # It never ended: r1 waited for the siblings' shares, and nothing sent it after.
     assert (result.status, result.budget_exhausted, result.committed) == (
         "completed",
@@ -208,4 +193,4 @@ async def test_a_step_held_back_for_cancelled_steps_shares_is_sent_as_they_repor
     kinds = [e for e in result.events if isinstance(e, (StepCompleted, StaleReportDropped))]
     assert isinstance(kinds[-1], StepCompleted)  # sent once the siblings reported
     assert len(kinds) == 1 + SIBLINGS
-    assert _spent(result, limit) <= amount
+    assert spent_of(result, limit) <= amount

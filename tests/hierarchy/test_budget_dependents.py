@@ -14,24 +14,21 @@ steps run at once."""
 from __future__ import annotations
 
 import anyio
-import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from regiment.hierarchy import Budget, BudgetToppedUp, Planner, RunResult, Team, Worker
+from regiment.hierarchy import Budget, BudgetToppedUp, Planner, Team, Worker
 from regiment.models import (
     ModelRequest,
     ModelResponse,
     Price,
     ScriptedModel,
-    Usage,
-    effective_settings,
-    estimate_tokens,
     text_response,
 )
 from regiment.tools import tool
 
+from .limits import budget_of, kept_to_max_tokens, spent_of
 from .test_budget_fan_out import Probe
 
 WHOLE = Price(input=1.0, output=2.0)  # whole micro-dollars a token
@@ -44,12 +41,7 @@ def _honest(probe: Probe) -> ScriptedModel:
     async def reply(request: ModelRequest) -> ModelResponse:
         said = await probe.brain(request)
         response = said if isinstance(said, ModelResponse) else text_response(said)
-        room = effective_settings(None, request).max_tokens or request.max_tokens
-        wants = estimate_tokens(response)
-        written = wants if room is None else min(room, wants)
-        usage = Usage(input_tokens=estimate_tokens(request), output_tokens=written)
-        stop = response.stop_reason if written == wants else "max_tokens"
-        return msgspec.structs.replace(response, usage=usage, stop_reason=stop)
+        return kept_to_max_tokens(request, response)
 
     return ScriptedModel(reply, price=WHOLE)
 
@@ -71,29 +63,21 @@ def _team(probe: Probe, budget: Budget, concurrency: int = 8) -> Team:
     )
 
 
-def _budget(limit: str, amount: int) -> Budget:
-    return Budget(usd=amount / 1_000_000) if limit == "usd" else Budget(tokens=amount)
-
-
-def _spent(result: RunResult, limit: str) -> int:
-    return result.usage.micro_usd if limit == "usd" else result.usage.total_tokens
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("limit", ["tokens", "usd"])
 async def test_the_first_step_of_a_sequence_draws_on_the_parts_of_the_steps_after_it(
     limit: str,
 ) -> None:
     free = Probe(CHAIN)
-    need = _spent(await _team(free, Budget()).run("goal"), limit)
+    need = spent_of(await _team(free, Budget()).run("goal"), limit)
     probe = Probe(CHAIN)
     amount = need * 17 // 10
-    result = await _team(probe, _budget(limit, amount)).run("goal")
+    result = await _team(probe, budget_of(limit, amount)).run("goal")
     # It ended partial, s1 budget_exhausted, nothing committed, most of it unspent.
     assert (result.status, result.budget_exhausted) == ("completed", None)
     assert result.committed == ("s1", "s2", "s3")
     assert probe.bodies == 5
-    assert _spent(result, limit) <= amount
+    assert spent_of(result, limit) <= amount
     assert "s1" in {e.step_id for e in result.events if isinstance(e, BudgetToppedUp)}
 
 
@@ -127,12 +111,12 @@ def test_dependent_fan_outs_never_spend_past_the_limit(
 ) -> None:
     free = Probe(steps)
     unlimited = anyio.run(_team(free, Budget(), concurrency).run, "goal", backend=backend)
-    amount = _spent(unlimited, limit) * fraction // 100
+    amount = spent_of(unlimited, limit) * fraction // 100
     probe = Probe(steps)
     result = anyio.run(
-        _team(probe, _budget(limit, amount), concurrency).run, "goal", backend=backend
+        _team(probe, budget_of(limit, amount), concurrency).run, "goal", backend=backend
     )
-    assert _spent(result, limit) <= amount
+    assert spent_of(result, limit) <= amount
     if result.status == "partial":
         assert result.budget_exhausted in (limit, "model_calls")
     else:

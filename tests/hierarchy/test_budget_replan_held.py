@@ -13,7 +13,6 @@ import json
 import re
 
 import anyio
-import msgspec
 import pytest
 
 from regiment.hierarchy import (
@@ -21,7 +20,6 @@ from regiment.hierarchy import (
     BudgetExhausted,
     Check,
     Planner,
-    RunResult,
     StaleReportDropped,
     StepReport,
     Team,
@@ -32,13 +30,12 @@ from regiment.models import (
     ModelResponse,
     Price,
     ScriptedModel,
-    Usage,
-    effective_settings,
-    estimate_tokens,
     text_response,
     tool_call_response,
 )
 from regiment.tools import tool
+
+from .limits import budget_of, kept_to_max_tokens, spent_of
 
 pytestmark = pytest.mark.anyio
 
@@ -72,12 +69,7 @@ def _reply(request: ModelRequest) -> ModelResponse:
 def _honest(request: ModelRequest) -> ModelResponse:
     """Keeps to ``max_tokens`` as a real model does."""
     response = _reply(request)
-    room = effective_settings(None, request).max_tokens or request.max_tokens
-    wants = estimate_tokens(response)
-    written = wants if room is None else min(room, wants)
-    usage = Usage(input_tokens=estimate_tokens(request), output_tokens=written)
-    stop = response.stop_reason if written == wants else "max_tokens"
-    return msgspec.structs.replace(response, usage=usage, stop_reason=stop)
+    return kept_to_max_tokens(request, response)
 
 
 @tool
@@ -111,36 +103,28 @@ def _team(budget: Budget) -> Team:
     )
 
 
-def _budget(limit: str, amount: int) -> Budget:
-    return Budget(usd=amount / 1_000_000) if limit == "usd" else Budget(tokens=amount)
-
-
-def _spent(result: RunResult, limit: str) -> int:
-    return result.usage.micro_usd if limit == "usd" else result.usage.total_tokens
-
-
 @pytest.mark.parametrize("limit", ["tokens", "usd"])
 async def test_a_replan_waits_for_the_shares_its_cancelled_steps_held(limit: str) -> None:
-    need = _spent(await _team(Budget()).run("goal"), limit)
+    need = spent_of(await _team(Budget()).run("goal"), limit)
     amount = 3 * need
-    result = await _team(_budget(limit, amount)).run("goal")
+    result = await _team(budget_of(limit, amount)).run("goal")
     # It ended partial: "no budget left for the replan model call".
     assert (result.status, result.budget_exhausted) == ("completed", None)
     assert result.committed == ("r1",)
     assert len(result.plans) == 2
     dropped = [e for e in result.events if isinstance(e, StaleReportDropped)]
     assert len(dropped) == SIBLINGS  # the old tail, cancelled: reported before the replan
-    assert _spent(result, limit) <= amount
+    assert spent_of(result, limit) <= amount
 
 
 @pytest.mark.parametrize("limit", ["tokens", "usd"])
 async def test_a_replan_under_a_tight_budget_never_spends_past_it(limit: str) -> None:
-    need = _spent(await _team(Budget()).run("goal"), limit)
+    need = spent_of(await _team(Budget()).run("goal"), limit)
     ends = set()
     for percent in range(40, 110, 10):  # from too little for a step to just enough
         amount = need * percent // 100
-        result = await _team(_budget(limit, amount)).run("goal")
-        assert _spent(result, limit) <= amount
+        result = await _team(budget_of(limit, amount)).run("goal")
+        assert spent_of(result, limit) <= amount
         exhausted = [e for e in result.events if isinstance(e, BudgetExhausted)]
         if result.status == "partial":
             assert result.budget_exhausted == limit

@@ -39,6 +39,7 @@ from regiment.models import (
     estimate_tokens,
 )
 
+from .limits import budget_of, spent_of
 from .nest import run_above, run_releasing
 
 pytestmark = pytest.mark.anyio
@@ -96,42 +97,34 @@ class Nest:
         return await run_releasing(self.team(budget), self.hold)
 
 
-def _spent(result: RunResult, limit: Limit) -> int:
-    return result.usage.micro_usd if limit == "usd" else result.usage.total_tokens
-
-
-def _budget(limit: Limit, amount: int) -> Budget:
-    return Budget(usd=amount / 1_000_000) if limit == "usd" else Budget(tokens=amount)
-
-
 @pytest.mark.parametrize("limit", ["usd", "tokens"])
 async def test_a_nested_run_draws_what_its_first_step_needs_through_its_step(
     limit: Limit,
 ) -> None:
-    need = _spent(await Nest().run(Budget()), limit)
+    need = spent_of(await Nest().run(Budget()), limit)
     amount = 4 * need  # the nested share (an eighth) pays for its planner's call, no more
     nest = Nest()
-    result = await nest.run(_budget(limit, amount))
+    result = await nest.run(budget_of(limit, amount))
     # It ended partial: "no budget left to dispatch step c1" in the nested run.
     assert (result.status, result.budget_exhausted) == ("completed", None)
     assert not [e for e in result.events if isinstance(e, BudgetExhausted)]
     (s1,) = [r for r in result.steps if r.step_id == "s1"]
     assert (s1.status, s1.output) == ("done", "the nested answer")
     assert nest.dug == 2  # both nested steps ran
-    assert _spent(result, limit) <= amount
+    assert spent_of(result, limit) <= amount
     topped = [e for e in result.events if isinstance(e, BudgetToppedUp)]
     assert {e.step_id for e in topped} == {"s1"}  # drawn through the step it serves
 
 
 @pytest.mark.parametrize("limit", ["usd", "tokens"])
 async def test_a_nested_run_never_spends_past_the_run_above(limit: Limit) -> None:
-    need = _spent(await Nest().run(Budget()), limit)
+    need = spent_of(await Nest().run(Budget()), limit)
     ends = set()
     for tenths in (2, 5, 10, 20, 30, 40):  # too little for any nested step, up to plenty
         amount = need * tenths // 10
         nest = Nest()
-        result = await nest.run(_budget(limit, amount))
-        assert _spent(result, limit) <= amount
+        result = await nest.run(budget_of(limit, amount))
+        assert spent_of(result, limit) <= amount
         (s1,) = [r for r in result.steps if r.step_id == "s1"]
         if result.status == "partial":
             assert result.budget_exhausted == limit
