@@ -221,12 +221,10 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         if type(phase) is WindingDown and not self._book.dispatcher.inflight:
             self._end_as(phase.ending)
         elif self._unasked is not None:  # it waits for what the cancelled steps held
-            (held, call), self._unasked = self._unasked, None
-            if held is not phase:
-                pass
-            elif call is not None:
+            (held, call), self._unasked = self._unasked, None  # moot once the phase moved on
+            if held is phase and call is not None:
                 self._ask(*call)
-            else:  # a step to send, or the critique check: dispatch looks again
+            elif held is phase:  # a step to send, or the critique check: dispatch looks again
                 await self._dispatch_ready()
 
     def _wait_for_cancelled(self, call: tuple[Purpose, ModelRequest] | None = None) -> bool:

@@ -1,12 +1,40 @@
 """What the money and token budget tests share: a limit by name, what a run spent of it,
-and a reply kept to ``max_tokens`` as a real model keeps it."""
+a reply kept to ``max_tokens`` as a real model keeps it; and the cancelled-tail plan
+(a step ``s0`` whose check never passes beside ``SIBLINGS`` slow digs, replaced by ``r1``)
+of the tests where a replan's cancelled steps still hold their shares."""
 
 from __future__ import annotations
 
+import json
+
 import msgspec
 
-from regiment.hierarchy import Budget, RunResult
-from regiment.models import ModelRequest, ModelResponse, Usage, effective_settings, estimate_tokens
+from regiment.hierarchy import Budget, RunResult, StepReport
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    Price,
+    Usage,
+    effective_settings,
+    estimate_tokens,
+)
+
+WHOLE = Price(input=1.0, output=2.0)  # whole micro-dollars a token
+SIBLINGS = 7
+PLAN = json.dumps(
+    {
+        "steps": [
+            {"id": "s0", "description": "quick look", "check": "never"},
+            *({"id": f"s{i}", "description": f"slow dig {i}"} for i in range(1, SIBLINGS + 1)),
+        ]
+    }
+)
+REPLAN = json.dumps({"steps": [{"id": "r1", "description": "quick fix"}]})
+
+
+def never(report: StepReport) -> bool:
+    """The check s0 never passes: its failure replans the tail."""
+    return False
 
 
 def budget_of(limit: str, amount: int) -> Budget:

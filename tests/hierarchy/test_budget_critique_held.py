@@ -28,7 +28,6 @@ from regiment.hierarchy import (
     RunResult,
     StaleReportDropped,
     StepCompleted,
-    StepReport,
     Team,
     Worker,
 )
@@ -36,28 +35,16 @@ from regiment.hierarchy.events import Event
 from regiment.models import (
     ModelRequest,
     ModelResponse,
-    Price,
     ScriptedModel,
     text_response,
     tool_call_response,
 )
 from regiment.tools import tool
 
-from .limits import budget_of, kept_to_max_tokens, spent_of
+from .limits import PLAN, REPLAN, SIBLINGS, WHOLE, budget_of, kept_to_max_tokens, never, spent_of
 
 pytestmark = pytest.mark.anyio
 
-WHOLE = Price(input=1.0, output=2.0)
-SIBLINGS = 7
-PLAN = json.dumps(
-    {
-        "steps": [
-            {"id": "s0", "description": "quick look", "check": "never"},
-            *({"id": f"s{i}", "description": f"slow dig {i}"} for i in range(1, SIBLINGS + 1)),
-        ]
-    }
-)
-REPLAN = json.dumps({"steps": [{"id": "r1", "description": "quick fix"}]})
 PASSED = json.dumps({"passed": True, "feedback": ""})
 
 
@@ -95,10 +82,6 @@ def _honest(request: ModelRequest) -> ModelResponse:
     return kept_to_max_tokens(request, response)
 
 
-def _never(report: StepReport) -> bool:
-    return False
-
-
 def _team(budget: Budget, digs: Digs) -> Team:
     @tool
     async def dig(n: int) -> int:
@@ -132,7 +115,7 @@ def _team(budget: Budget, digs: Digs) -> Team:
                 max_concurrent_steps=SIBLINGS + 1,
             )
         ],
-        checks={"never": Check(description="never passes", predicate=_never)},
+        checks={"never": Check(description="never passes", predicate=never)},
         critic=Critic(),
         budget=budget,
         concurrency=SIBLINGS + 1,

@@ -9,7 +9,6 @@ budget stop a call it cannot pay for."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import anyio
@@ -21,35 +20,21 @@ from regiment.hierarchy import (
     Check,
     Planner,
     StaleReportDropped,
-    StepReport,
     Team,
     Worker,
 )
 from regiment.models import (
     ModelRequest,
     ModelResponse,
-    Price,
     ScriptedModel,
     text_response,
     tool_call_response,
 )
 from regiment.tools import tool
 
-from .limits import budget_of, kept_to_max_tokens, spent_of
+from .limits import PLAN, REPLAN, SIBLINGS, WHOLE, budget_of, kept_to_max_tokens, never, spent_of
 
 pytestmark = pytest.mark.anyio
-
-WHOLE = Price(input=1.0, output=2.0)
-SIBLINGS = 7
-PLAN = json.dumps(
-    {
-        "steps": [
-            {"id": "s0", "description": "quick look", "check": "never"},
-            *({"id": f"s{i}", "description": f"slow dig {i}"} for i in range(1, SIBLINGS + 1)),
-        ]
-    }
-)
-REPLAN = json.dumps({"steps": [{"id": "r1", "description": "quick fix"}]})
 
 
 def _reply(request: ModelRequest) -> ModelResponse:
@@ -79,10 +64,6 @@ async def dig(n: int) -> int:
     return n
 
 
-def _never(report: StepReport) -> bool:
-    return False
-
-
 def _team(budget: Budget) -> Team:
     model = ScriptedModel(_honest, price=WHOLE)
     return Team(
@@ -97,7 +78,7 @@ def _team(budget: Budget) -> Team:
                 max_concurrent_steps=SIBLINGS + 1,
             )
         ],
-        checks={"never": Check(description="never passes", predicate=_never)},
+        checks={"never": Check(description="never passes", predicate=never)},
         budget=budget,
         concurrency=SIBLINGS + 1,
     )
