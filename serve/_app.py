@@ -16,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from regiment.errors import ApprovalError, ConfigError, JournalError, LeaseHeld, UnknownRun
-from regiment.hierarchy import Event, RunningTeam, Team, to_json
+from regiment.hierarchy import RunningTeam, Team, to_json
 from regiment.journal import (
     Journal,
     JournalSpec,
@@ -27,6 +27,7 @@ from regiment.journal import (
 from regiment.telemetry import joined_trace
 
 from ._checks import check_lease_ttl, check_seconds
+from ._follow import Following
 from ._http import (
     ApiError,
     Decision,
@@ -44,8 +45,8 @@ from ._http import (
     ticketed,
     under,
 )
-from ._journaled import journaled_first, replay, unfinished
-from ._live import LiveTap, follow_live
+from ._journaled import unfinished
+from ._live import LiveTap
 from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
 from ._runs import open_runs
 from ._service import Service
@@ -186,15 +187,16 @@ async def _resume(s: Service, request: Request) -> Response:
             "--journal PATH_OR_URL (or create_app(team, journal=...))"
         )
         raise ApiError(409, "cannot resume", detail)
-    if (top := top_run_id(run_id)) is not None:  # the library's words offered running.resume
+    if (top := top_run_id(run_id)) is not None and not await s.known(run_id):
+        raise s.unknown(request, run_id)  # not a nested run's 409: there is no such run
+    if top is not None:  # the library's words offered running.resume
         how = f"POST {under(request, f'/runs/{top}/resume')}"
         raise ApiError(409, "cannot resume", not_resumable_alone(run_id, how=how) or "")
     try:
         with joined_trace(request.headers):  # the resumed root links to the caller's span
             record = await runs.resume(run_id, follow=under(request, f"/runs/{run_id}/events"))
     except UnknownRun as exc:
-        detail = f"no run {run_id!r}; GET {under(request, '/runs')} lists them"
-        raise ApiError(404, "unknown run", detail) from exc
+        raise s.unknown(request, run_id) from exc
     except (ConfigError, JournalError) as exc:  # no journal, finished, changed team, leased
         raise ApiError(409, "cannot resume", str(exc)) from exc
     return await _answer(s, request, record, wait)
@@ -251,18 +253,11 @@ async def _cancel(s: Service, request: Request) -> Response:
 async def _events(s: Service, request: Request) -> Response:
     record = await s.record(request, as_followed=True)  # a late follower gets the same end
     last = last_event_id(request, len(record.events))  # 422 here, not a stream cut short
-    progress = flag(request, "live")  # also the live run's progress, unnumbered
-    tap = LiveTap()  # what progress this follower has not read yet, if it asks for it
+    # ?live: also the live run's progress, unnumbered, through a tap of its own
+    following = Following(s, record, LiveTap(), progress=flag(request, "live"))
 
     async def frames() -> AsyncIterator[ServerSentEvent]:
-        live = s.store.get(record.run_id) is record  # else read back from the journal
-        events: AsyncIterator[tuple[int | None, Event]] = replay(record, last)
-        if live:
-            follow = s.store.follow(record.run_id, last)
-            events = follow_live(record, last, tap) if progress else follow
-            if s.journal is not None:  # a Last-Event-ID names an event a kill leaves
-                events = journaled_first(events, s.journal)
-        async for seq, event in events:
+        async for seq, event in following.events(last):
             data, name = to_json(event).decode(), type(event).__name__
             # Progress has no id: a reconnect's Last-Event-ID stays the last numbered event's.
             yield ServerSentEvent(data=data, event=name, id=None if seq is None else str(seq))
@@ -271,18 +266,21 @@ async def _events(s: Service, request: Request) -> Response:
             # frame; else every frame of the burst went to the dead socket, and asyncio
             # logged 'socket.send() raised exception.' for each past the fourth.
             await anyio.lowlevel.checkpoint()
-        top = s.top_here(record.run_id)
-        if not live and (end := unfinished(record, under(request, ""), top)) is not None:
+        ended, top = following.record, s.top_here(following.record.run_id)
+        if not following.live and (end := unfinished(ended, under(request, ""), top)) is not None:
             yield end  # the run goes on (or waits) where no one here runs it: says so
 
     async def done() -> None:  # also when the client hung up, its generator left open
-        record.taps.discard(tap)
+        following.done()
 
     return EventSourceResponse(frames(), ping=s.keepalive, background=BackgroundTask(done))
 
 
 async def _list_approvals(s: Service, request: Request) -> Response:
-    pending = await s.live().running.pending_approvals(request.query_params.get("run_id"))
+    run_id = request.query_params.get("run_id")
+    pending = await s.live().running.pending_approvals(run_id)
+    if run_id is not None and not pending and not await s.known(run_id):
+        raise s.unknown(request, run_id)  # not "none pending": a typo'd id never has any
     return json_response({"approvals": [approval_view(r) for r in pending]})
 
 

@@ -37,9 +37,34 @@ from regiment.journal import Journal, RunCreated, describe_owner
 from ._live import tell_live
 from ._registry import RunRecord, RunStore, cancelled
 
-__all__ = ("Runs", "open_runs")
+__all__ = ("Resuming", "Runs", "open_runs")
 
 log = logging.getLogger("regiment.serve")
+
+
+@final
+class Resuming:
+    """A resume of this service's that is still starting (its lease's write may wait for
+    the journal a long while): ``record`` is the run as its journal had it, ``running``
+    here (``None`` until its history is read); ``started`` is set once the resumed run
+    has registered (its record is in the store) or the resume failed."""
+
+    __slots__ = ("record", "started")
+
+    def __init__(self) -> None:
+        self.record: RunRecord | None = None
+        self.started = anyio.Event()
+
+    def read(self, run_id: str, history: JournaledEvents) -> str | None:
+        """The run's journal is read (``history``): its ``record`` is the run as it has it;
+        the run's session (the one it was started with, in its first record)."""
+        firsts = (e.record for e in history.entries if isinstance(e.record, RunCreated))
+        if (created := next(firsts, None)) is None:
+            return None  # the journal has no such run: the resume says so
+        self.record = RunRecord(run_id, created.goal, created.session)
+        self.record.events.extend(history.events)  # what GET /runs/{id} answers meanwhile
+        log.debug("run resuming: its journal read", extra={"run_id": run_id})
+        return created.session
 
 
 @final
@@ -51,7 +76,7 @@ class Runs:
         self.store = store
         self._tg = tg
         self._scopes: dict[str, anyio.CancelScope] = {}
-        self._resuming: dict[str, anyio.Event] = {}  # resumes still starting: set as they end
+        self._resuming: dict[str, Resuming] = {}  # resumes still starting
         self._cancel_asked: set[str] = set()  # of those, the ones cancelled as they start
         self._waiters: dict[str, list[anyio.CancelScope]] = {}
         self.stopping = False  # the server stops: no run starts any more
@@ -87,7 +112,7 @@ class Runs:
             raise LeaseHeld(
                 f"run {run_id!r} is running in this service already: follow it with GET {events}"
             )
-        self._resuming[run_id] = starting = anyio.Event()
+        self._resuming[run_id] = starting = Resuming()
         log.info("run resuming", extra={"run_id": run_id})
         try:
             journal = self.running.journal
@@ -96,21 +121,16 @@ class Runs:
             def stream() -> AbstractAsyncContextManager[RunEvents]:
                 return self.running.resume_stream(run_id, journaled=history)  # read once, here
 
-            # its session is the one it was started with (the journal's first record)
-            session = next(
-                (e.record.session for e in history.entries if isinstance(e.record, RunCreated)),
-                None,
-            )
+            session = starting.read(run_id, history)
             record: RunRecord = await self._tg.start(self._drive, stream, session, history)
         finally:
             del self._resuming[run_id]
             self._cancel_asked.discard(run_id)
-            starting.set()
+            starting.started.set()
         return record
 
-    def resuming(self, run_id: str) -> anyio.Event | None:
-        """Set once this service's resume of ``run_id`` has started (its record is in the
-        store) or failed; ``None`` if none is starting."""
+    def resuming(self, run_id: str) -> Resuming | None:
+        """This service's resume of ``run_id`` while it is starting; ``None`` if none is."""
         return self._resuming.get(run_id)
 
     def _ended(self, run_id: str) -> bool:

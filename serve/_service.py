@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 from typing import final
 
 from starlette.requests import Request
 
+from regiment.errors import UnknownRun
 from regiment.journal import Journal, top_run_id
 
 from ._http import ApiError, ticketed, under
@@ -16,8 +16,6 @@ from ._runs import Runs
 from ._views import run_view
 
 __all__ = ("Service",)
-
-log = logging.getLogger("regiment.serve")
 
 
 @final
@@ -58,33 +56,55 @@ class Service:
         return self.runs
 
     async def record(self, request: Request, *, as_followed: bool = False) -> RunRecord:
-        """The run this process drives or drove, else the journal's; 404 if neither has it.
+        """The run this process drives or drove, else the journal's; 404 if neither has it
+        (see ``find``)."""
+        run_id = request.path_params["run_id"]
+        record = await self.find(run_id, as_followed=as_followed)
+        if record is None:
+            raise self.unknown(request, run_id)
+        return record
 
+    async def find(self, run_id: str, *, as_followed: bool = False) -> RunRecord | None:
+        """The run this process drives or drove, else the journal's (``None``: neither has it).
+
+        A run whose resume this process is starting is ``running``, with the events its
+        journal had (its lease's write may wait for the journal a long while, and
+        the journal's view meanwhile said ``stalled``, or ``running`` "in another process").
         A run another process took over from this one is the journal's view of it, but
         ``as_followed``: this process's record, whose events its followers got, ending with
-        the ``RunFailed`` (``LeaseLost``) that says who took it over; and a run whose resume
-        this process is starting, once it has started (or failed to), to follow it live.
+        the ``RunFailed`` (``LeaseLost``) that says who took it over.
         """
-        run_id = request.path_params["run_id"]
         resuming = None if self.runs is None else self.runs.resuming(run_id)
-        if as_followed and resuming is not None:  # else the journal's view, mid-resume:
-            # a stream ended at once, saying the run was stalled, or ran "in another process"
-            log.debug("a follower waits for the run's resume here", extra={"run_id": run_id})
-            await resuming.wait()  # then it follows the resumed run live
+        if resuming is not None and resuming.record is not None:
+            return resuming.record
         record = self.store.get(run_id)
         if record is not None:
             return record if as_followed else await self.latest(record)
-        if self.journal is not None:
-            record = await journaled_record(self.journal, run_id)
-        if record is None:
-            detail = f"no run {run_id!r}; GET {under(request, '/runs')} lists them"
-            if self.journal is None:  # it may have ended long ago and been forgotten
-                detail += (
-                    " (without a journal the app keeps only its latest ended runs: "
-                    "serve with a journal to answer about every run)"
-                )
-            raise ApiError(404, "unknown run", detail)
-        return record
+        return None if self.journal is None else await journaled_record(self.journal, run_id)
+
+    async def known(self, run_id: str) -> bool:
+        """Whether this process or the journal has the run (lighter than ``find``)."""
+        if self.store.get(run_id) is not None:
+            return True
+        if self.runs is not None and self.runs.resuming(run_id) is not None:
+            return True
+        if self.journal is None:
+            return False
+        try:
+            await self.journal.get_run(run_id)
+        except UnknownRun:
+            return False
+        return True
+
+    def unknown(self, request: Request, run_id: str) -> ApiError:
+        """The 404 for a run neither this process nor the journal has."""
+        detail = f"no run {run_id!r}; GET {under(request, '/runs')} lists them"
+        if self.journal is None:  # it may have ended long ago and been forgotten
+            detail += (
+                " (without a journal the app keeps only its latest ended runs: "
+                "serve with a journal to answer about every run)"
+            )
+        return ApiError(404, "unknown run", detail)
 
     def top_here(self, run_id: str) -> str | None:
         """The top run of ``run_id``, a nested team's run, if this process runs it now."""

@@ -5,6 +5,10 @@ journal whose write lock another connection holds (the resume waits in its lease
 It got the journal's view at once: the events so far, then a ``StreamEnd`` saying the run
 was stalled (``POST .../resume`` finishes it, the resume that was under way) or, once the
 lease was taken, ``"status": "running"`` in "another process", though it was this one.
+Then it waited, with no frame and no response headers, as long as the resume's start
+(the journal's busy timeout, 30 s), and so did ``GET /runs/{id}``, which then said
+``stalled``. Now both answer at once: the run is ``running`` (here), and the stream sends
+the events the journal has, then goes on with the resumed run's once it has started.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import pytest
 from examples.service.serving import serving
 from regiment.serve import create_app
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
-from tests.serve.sse import Frame, run_events
+from tests.serve.sse import Frame, frames, run_events
 
 pytestmark = pytest.mark.anyio
 
@@ -55,16 +59,17 @@ async def _paused_and_decided(path: Path, shop: Shop) -> tuple[str, int]:
 async def test_a_follower_during_a_resume_here_follows_the_resumed_run(tmp_path: Path) -> None:
     shop, path = Shop(), tmp_path / "runs.db"
     run_id, before = await _paused_and_decided(path, shop)
-    waits = "a follower waits for the run's resume here"
-    said, logger = _Said("run resuming", waits), logging.getLogger("regiment.serve")
+    read, waits = "run resuming: its journal read", "a follower waits for the run's resume here"
+    said, logger = _Said(read, waits), logging.getLogger("regiment.serve")
     logger.addHandler(said)
     level = logger.level
     logger.setLevel(logging.DEBUG)
-    followed: list[Frame] = []
+    early: list[Frame] = []  # what the follower got while the resume was held
+    rest: list[Frame] = []
     app = create_app(shop_team(shop, PLAN), journal=str(path))
     try:
         async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=60) as c:
-            assert (await c.get("/health")).status_code == 200  # its journal is open
+            stalled = (await c.get(f"/runs/{run_id}")).json()  # its journal is open too
             lock = sqlite3.connect(path, isolation_level=None)
             lock.execute("BEGIN IMMEDIATE")  # the resume's first write (its lease) waits for it
             try:
@@ -74,26 +79,33 @@ async def test_a_follower_during_a_resume_here_follows_the_resumed_run(tmp_path:
                     async def resume() -> None:
                         resumed.append(await c.post(f"/runs/{run_id}/resume"))
 
-                    async def follow() -> None:
-                        followed.extend(await run_events(c, run_id))
-
                     tg.start_soon(resume)
-                    with anyio.fail_after(20):  # a guard against a hang: it asserts below
-                        await said.heard["run resuming"].wait()
-                    tg.start_soon(follow)
-                    # Until the follower waits for the resume. (It read the journal before,
-                    # held there by the lock too: let go after a while, it then ended.)
-                    with anyio.move_on_after(5):
-                        await said.heard[waits].wait()
-                    assert not resumed  # the lock held the resume all along
-                    lock.execute("ROLLBACK")
+                    with anyio.fail_after(20):  # guards against a hang: the answers are asserted
+                        await said.heard[read].wait()
+                        # It waited as long as the resume's start, then said "stalled".
+                        starting = (await c.get(f"/runs/{run_id}")).json()
+                        async with c.stream("GET", f"/runs/{run_id}/events") as response:
+                            got = (f async for f in frames(response) if f.comment is None)
+                            early = [await anext(got) for _ in range(before)]
+                            await said.heard[waits].wait()  # then it waits for the resume
+                            assert not resumed  # the lock held the resume all along
+                            lock.execute("ROLLBACK")
+                            rest = [f async for f in got]
             finally:
                 lock.close()
             (answer,) = resumed
             assert answer.status_code == 202, answer.text
+            done = (await c.get(f"/runs/{run_id}")).json()
     finally:
         logger.removeHandler(said)
         logger.setLevel(level)
+    assert (stalled["status"], starting["status"], done["status"]) == (
+        "stalled",
+        "running",  # this service runs it: its resume is under way
+        "completed",
+    )
+    assert starting["events"] == before
+    followed = early + rest
     assert [f.event for f in followed if f.event == "StreamEnd"] == []
     last = followed[-1]
     assert last.data is not None

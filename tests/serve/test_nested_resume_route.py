@@ -51,11 +51,12 @@ async def test_the_top_runs_resume_is_named_under_the_apps_prefix(tmp_path: Path
 
     inner = create_app(make_office(ledger=Ledger(tmp_path)), journal=str(tmp_path / "runs.db"))
     outer = Starlette(routes=[Mount("/team", inner)], lifespan=inner.router.lifespan_context)
-    nested = nested_run_id("run-1-00000000", 1, "t1")
     async with serving(outer) as url, httpx.AsyncClient(base_url=url, timeout=60) as c:
-        answer = await c.post(f"/team/runs/{nested}/resume")
+        done = (await c.post("/team/runs?wait=true", json={"goal": NESTED_GOAL})).json()
+        top = done["run_id"]
+        answer = await c.post(f"/team/runs/{nested_run_id(top, 1, 't1')}/resume")
     assert answer.status_code == 409, answer.text
-    assert "(POST /team/runs/run-1-00000000/resume)" in answer.json()["detail"]
+    assert f"(POST /team/runs/{top}/resume)" in answer.json()["detail"]
 
 
 async def test_a_nested_runs_stream_says_this_service_runs_its_top_run(tmp_path: Path) -> None:
