@@ -150,6 +150,9 @@ def _routes(s: Service) -> list[Route]:
         async def call(request: Request) -> Response:
             check_token(request, s.token, ticket="ticket" in takes)
             check_query(request, said, takes)  # a typo is refused, not ignored
+            for run_id in (request.path_params.get("run_id"), request.query_params.get("run_id")):
+                if run_id is not None and "\x00" in run_id:  # PostgreSQL cannot read it: a 503
+                    raise s.unknown(request, run_id)  # (no run has one: the runs refuse NUL)
             return await endpoint(s, request)
 
         return Route(path, call, methods=[method])

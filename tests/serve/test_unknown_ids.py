@@ -5,7 +5,9 @@ under a real uvicorn and a real SQLite journal, and a finished run with what it 
 the journal does not have answered 409 "it is resumed with that run (POST
 /runs/TOP/resume)", as if the run were there; and ``GET /approvals?run_id=`` of a run
 no one has answered ``{"approvals": []}``, as for a run that waits for nothing, so a
-client with a mistyped id read "no pending requests" forever.
+client with a mistyped id read "no pending requests" forever. An id with a NUL in it
+(``/runs/a%00b``) was a 503 ``journal unavailable`` on PostgreSQL, logged at ERROR (its
+text cannot hold a NUL), and a 409 ``cannot resume`` saying the same.
 """
 
 from __future__ import annotations
@@ -18,21 +20,24 @@ import pytest
 from examples.service.serving import serving
 from regiment.journal import nested_run_id
 from regiment.serve import create_app
+from tests.journal.conftest import postgres_server, postgres_url
 from tests.journal.durable_team import Ledger, make_office
 from tests.journal.test_nested_resume import NESTED_GOAL
 from tests.serve.sse import run_events
 
 pytestmark = pytest.mark.anyio
 
+__all__ = ("postgres_server", "postgres_url")  # the fixtures: one server, a schema per test
+
 
 async def _asked(c: httpx.AsyncClient, run_id: str) -> dict[str, httpx.Response]:
-    """Each route that names a run, asked about ``run_id``."""
+    """Each route that names a run, asked about ``run_id`` (as it goes in a URL)."""
     return {
         "GET /runs/{id}": await c.get(f"/runs/{run_id}"),
         "GET /runs/{id}/events": await c.get(f"/runs/{run_id}/events"),
         "POST /runs/{id}/cancel": await c.post(f"/runs/{run_id}/cancel"),
         "POST /runs/{id}/resume": await c.post(f"/runs/{run_id}/resume"),
-        "GET /approvals?run_id": await c.get("/approvals", params={"run_id": run_id}),
+        "GET /approvals?run_id": await c.get(f"/approvals?run_id={run_id}"),
     }
 
 
@@ -74,3 +79,25 @@ async def test_a_finished_run_and_its_nested_run_are_answered_as_they_are(
     resume_nested = asked[nested]["POST /runs/{id}/resume"]
     assert resume_nested.status_code == 409
     assert f"(POST /runs/{top}/resume)" in resume_nested.json()["detail"]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def journal(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "runs.db")
+    return str(request.getfixturevalue("postgres_url"))
+
+
+async def test_an_id_no_journal_can_hold_is_an_unknown_run(journal: str, tmp_path: Path) -> None:
+    app = create_app(make_office(ledger=Ledger(tmp_path)), journal=journal)
+    async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=60) as c:
+        asked = {
+            run_id: await _asked(c, run_id)
+            for run_id in ("a%00b", "%ED%A0%80")  # a NUL; not UTF-8 (a lone surrogate)
+        }
+        decided = await c.post("/approvals/a%00b", json={"decision": "approve"})
+    for answers in asked.values():
+        for route, answer in answers.items():
+            assert (route, answer.status_code) == (route, 404), answer.text
+            assert answer.json()["error"] == "unknown run"
+    assert decided.status_code == 404, decided.text
