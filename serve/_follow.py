@@ -39,9 +39,10 @@ class Following:
         """The run's events numbered above ``last``, to its end (or the journal's)."""
         s, run_id = self.s, self.record.run_id
         starting = None if s.runs is None else s.runs.resuming(run_id)
-        if starting is not None and starting.record is self.record:  # its resume is starting
-            # What the journal had first (committed: no flush to wait for, which waited
-            # behind the resume's lease write), then the resumed run live, from there.
+        if starting is not None:  # its resume is starting: what the journal had first
+            # (committed: no flush to wait for, which waited behind the resume's lease
+            # write; read by the resume, or, before it had, by this request), then the
+            # resumed run live, from there (else a StreamEnd said it was stalled).
             async for seq, event in replay(self.record, last):
                 last = seq
                 yield seq, event
