@@ -256,6 +256,8 @@ async def _cancel(s: Service, request: Request) -> Response:
 async def _events(s: Service, request: Request) -> Response:
     record = await s.record(request, as_followed=True)  # a late follower gets the same end
     last = last_event_id(request, len(record.events))  # 422 here, not a stream cut short
+    if last == len(record.events) and s.over(record):  # a reconnect after its last event:
+        return Response(status_code=204)  # EventSource stops (an empty stream: it came again)
     # ?live: also the live run's progress, unnumbered, through a tap of its own
     following = Following(s, record, LiveTap(), progress=flag(request, "live"))
 

@@ -17,6 +17,9 @@ from ._views import run_view
 
 __all__ = ("Service",)
 
+_FINAL = frozenset(("completed", "partial", "failed", "cancelled"))
+"""The statuses of a run that has ended for good (a resume refuses it)."""
+
 
 @final
 class Service:
@@ -105,6 +108,16 @@ class Service:
                 "serve with a journal to answer about every run)"
             )
         return ApiError(404, "unknown run", detail)
+
+    def over(self, record: RunRecord) -> bool:
+        """Whether ``record``'s run has ended for good: no event will ever follow its last
+        (not paused or stalled, which a resume goes on with; not taken over, nor resuming)."""
+        return (
+            record.status in _FINAL
+            and record.ended.is_set()
+            and record.taken_over is None
+            and (self.runs is None or self.runs.resuming(record.run_id) is None)
+        )
 
     def top_here(self, run_id: str) -> str | None:
         """The top run of ``run_id``, a nested team's run, if this process runs it now."""

@@ -40,6 +40,9 @@ async def test_a_paused_run_is_decided_and_resumed_after_a_restart(journal: str)
         run_id = done["run_id"]
         assert done["status"] == "paused"
         before = await run_events(c, run_id)
+        # At its pause: nothing more yet (a 200, an empty stream), but a resume goes on
+        # after it, so not the 204 of a run that has ended for good.
+        assert await run_events(c, run_id, last=before[-1].id) == []
     # the service restarts: the run is the journal's
     async with (
         serving(create_app(shop_team(shop, plan), journal=journal)) as url,

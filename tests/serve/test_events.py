@@ -76,7 +76,11 @@ async def test_a_reconnect_with_last_event_id_gets_exactly_the_rest() -> None:
                 "detail": f"Last-Event-ID {shown} is past the run's last event, {total}: send "
                 "the id of the last event the stream gave you (or none, for all of it)",
             }
-        assert await run_events(c, run_id, last=total) == []  # the last one: nothing more
+        # The last one: nothing more, ever. It was a 200 with an empty stream, so a browser's
+        # EventSource (which reconnects whenever a stream ends) came again every few seconds
+        # for as long as its page stayed open; a 204 tells it to stop.
+        done = await c.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": str(total)})
+        assert (done.status_code, done.content) == (204, b"")
 
 
 async def test_an_idle_stream_sends_keep_alive_comments_then_cancel_ends_it() -> None:
