@@ -133,6 +133,10 @@ class Runs:
         """This service's resume of ``run_id`` while it is starting; ``None`` if none is."""
         return self._resuming.get(run_id)
 
+    def resumes(self) -> list[RunRecord]:
+        """The runs whose resume is starting (see ``Resuming``), the latest first."""
+        return [r.record for r in reversed(self._resuming.values()) if r.record is not None]
+
     def _ended(self, run_id: str) -> bool:
         """Whether the run gave its last event (it may still be closing)."""
         record = self.store.get(run_id)

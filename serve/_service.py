@@ -143,11 +143,17 @@ class Service:
     async def records(self, status: str | None, limit: int) -> list[RunRecord]:
         """At most ``limit`` runs: this process's (the one started or resumed last first),
         then, with a journal, the journal's others, newest first (one query). A run
-        another process took over from this one is listed as the journal has it."""
-        own = [r for r in self.store.list(status) if r.taken_over is None][:limit]
+        another process took over from this one is listed as the journal has it; one whose
+        resume is starting here, ``running``, first (see ``find``)."""
+        resumes = [] if self.runs is None else self.runs.resumes()
+        starting = {r.run_id for r in resumes}
+        own = [r for r in resumes if status in (None, r.status)] + [
+            r for r in self.store.list(status) if r.taken_over is None and r.run_id not in starting
+        ]
+        own = own[:limit]
         if self.journal is None or len(own) == limit:
             return own
-        seen = {r.run_id for r in self.store.list() if r.taken_over is None}
+        seen = {r.run_id for r in self.store.list() if r.taken_over is None} | starting
         left = limit - len(own)
         journaled = await journaled_runs(self.journal, status, left + len(seen))
         return own + [r for r in journaled if r.run_id not in seen][:left]

@@ -114,3 +114,49 @@ async def test_a_follower_during_a_resume_here_follows_the_resumed_run(tmp_path:
     assert ids == list(range(1, len(followed) + 1))  # the journal's numbers, none twice
     assert len(followed) > before  # past the pause: what the resumed run added
     assert shop.refunds == [("3", 10)]
+
+
+async def test_a_run_paused_here_reads_running_while_its_resume_starts(tmp_path: Path) -> None:
+    """This process's record of the paused run answered during the resume's start: it
+    said ``stalled`` (its approvals decided), in ``GET /runs/{id}`` and ``GET /runs``."""
+    shop, path = Shop(), tmp_path / "runs.db"
+    read = "run resuming: its journal read"
+    said, logger = _Said(read), logging.getLogger("regiment.serve")
+    logger.addHandler(said)
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    app = create_app(shop_team(shop, PLAN), journal=str(path))
+    try:
+        async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=60) as c:
+            paused = (await c.post("/runs?wait=true", json={"goal": "refund"})).json()
+            run_id, (asked,) = paused["run_id"], paused["pending_approvals"]
+            await c.post(f"/approvals/{asked['request_id']}", json={"decision": "approve"})
+            before = (await c.get(f"/runs/{run_id}")).json()["status"]
+            lock = sqlite3.connect(path, isolation_level=None)
+            lock.execute("BEGIN IMMEDIATE")  # the resume's lease write waits for it
+            try:
+                async with anyio.create_task_group() as tg:
+                    resumed: list[httpx.Response] = []
+
+                    async def resume() -> None:
+                        resumed.append(await c.post(f"/runs/{run_id}/resume?wait=true"))
+
+                    tg.start_soon(resume)
+                    with anyio.fail_after(20):  # guards against a hang: the answers are asserted
+                        await said.heard[read].wait()
+                        shown = (await c.get(f"/runs/{run_id}")).json()
+                        (listed,) = (await c.get("/runs?limit=1")).json()["runs"]
+                    assert not resumed  # the lock held the resume all along
+                    lock.execute("ROLLBACK")
+            finally:
+                lock.close()
+            (answer,) = resumed
+            after = (await c.get(f"/runs/{run_id}")).json()["status"]
+    finally:
+        logger.removeHandler(said)
+        logger.setLevel(level)
+    assert before == "stalled"
+    assert (shown["status"], listed["run_id"], listed["status"]) == ("running", run_id, "running")
+    assert shown["events"] == paused["events"]
+    assert (answer.json()["status"], after) == ("completed", "completed")
+    assert shop.refunds == [("3", 10)]
