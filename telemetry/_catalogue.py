@@ -301,7 +301,12 @@ EVENTS = (
         "(it has no `chat` span: the model was not asked again)",
         "step",
     ),
-    Entry(sc.EXCEPTION_EVENT, "an exception ended the span's work", "any span"),
+    Entry(
+        sc.EXCEPTION_EVENT,
+        "an exception ended the span's work (a step's: also when it was raised in a span "
+        "inside it, a `chat` span's say, which has its own)",
+        "any span",
+    ),
     Entry(sc.APPROVAL_REQUESTED_EVENT, "a tool call waits for approval", "tool"),
     Entry(sc.APPROVAL_DECIDED_EVENT, "the approver decided", "tool"),
 )

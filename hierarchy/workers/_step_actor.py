@@ -248,6 +248,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
                     report.status,
                     error_type=_error_type(report) if failed else None,
                     description=report.error or "",
+                    raised=failed and report.error_type is not None,  # what an exception ended
                 )
         if cut is not None:
             raise cut
