@@ -93,8 +93,11 @@ def agent_attributes(
     attributes: dict[str, AttributeValue] = {
         sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
         sc.GEN_AI_AGENT_NAME: agent_name,
-        sc.GEN_AI_AGENT_ID: agent_id if agent_id is not None else agent_name,
     }
+    # The conventions' gen_ai.agent.id is a hosted agent resource's stable id (not an
+    # in-process agent's, nor its name again): only one the caller was given.
+    if agent_id is not None:
+        attributes[sc.GEN_AI_AGENT_ID] = agent_id
     if run_id is not None:
         attributes[sc.REGIMENT_RUN_ID] = run_id
     if step_id is not None:
@@ -114,7 +117,6 @@ def run_attributes(
         {
             sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
             sc.GEN_AI_AGENT_NAME: team,
-            sc.GEN_AI_AGENT_ID: team,
             sc.GEN_AI_PROVIDER_NAME: provider,
             sc.GEN_AI_CONVERSATION_ID: session_id,
             sc.REGIMENT_RUN_ID: run_id,

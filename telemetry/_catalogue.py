@@ -35,7 +35,13 @@ ATTRIBUTES = (
         "the team, worker or role (a phase's: the role that answers, as its `chat` span says)",
         "run, step, phases (not `verify`), chat, tool",
     ),
-    Entry(sc.GEN_AI_AGENT_ID, "the agent's id (its name)", "run, step"),
+    Entry(
+        sc.GEN_AI_AGENT_ID,
+        "a hosted agent's stable id, only when one is given (`Telemetry.agent_span(agent_id=)`): "
+        "the conventions keep it for an agent resource's provider-assigned id, so a run's or "
+        "step's in-process agent has none (its name is `gen_ai.agent.name`)",
+        "step (given one)",
+    ),
     Entry(sc.GEN_AI_AGENT_DESCRIPTION, "the worker's description", "step"),
     Entry(sc.GEN_AI_CONVERSATION_ID, "the run's session, when it has one", "run"),
     Entry(sc.GEN_AI_REQUEST_MODEL, "the model asked for", "chat"),

@@ -247,7 +247,8 @@ class Telemetry:
         ``parent_headers`` (W3C headers from the step's envelope), when given,
         alone decide the parent, so a worker serving several runs links each
         step to its own run; ``None`` uses the current context. The other
-        arguments become ``regiment.*`` / ``gen_ai.*`` attributes.
+        arguments become ``regiment.*`` / ``gen_ai.*`` attributes; ``agent_id`` (a hosted
+        agent's stable id) is ``gen_ai.agent.id``, absent when ``None``.
         """
         if not self.tracing:
             return _NOT_TRACING
