@@ -126,7 +126,7 @@ def run_attributes(
 
 
 def tool_attributes(
-    tool_name: str, call_id: str, tool_type: str, agent_name: str | None
+    tool_name: str, call_id: str, tool_type: str, agent_name: str | None, description: str | None
 ) -> dict[str, AttributeValue]:
     attributes: dict[str, AttributeValue] = {
         sc.GEN_AI_OPERATION_NAME: sc.OPERATION_EXECUTE_TOOL,
@@ -136,7 +136,14 @@ def tool_attributes(
     }
     if agent_name is not None:
         attributes[sc.GEN_AI_AGENT_NAME] = agent_name
+    # The tool's own description, as the model is told it: the application's text, not a
+    # user's, so it is kept with capture off too (cut: a docstring can be long).
+    if description:
+        attributes[sc.GEN_AI_TOOL_DESCRIPTION] = description[:_DESCRIPTION_LIMIT]
     return attributes
+
+
+_DESCRIPTION_LIMIT = 1024
 
 
 def chat_attributes(

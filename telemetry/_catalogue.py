@@ -74,6 +74,13 @@ ATTRIBUTES = (
         "tool, MCP client, approval; approval events",
     ),
     Entry(sc.GEN_AI_TOOL_CALL_ID, "the model's id for the call", "tool; approval events"),
+    Entry(
+        sc.GEN_AI_TOOL_DESCRIPTION,
+        "the tool's description, as the model is told it (its docstring or `description=`, "
+        "an MCP server's listing), up to 1,024 characters; the application's text, not a "
+        "user's, so also with capture off; none on `_OTHER`",
+        "tool",
+    ),
     Entry(sc.GEN_AI_TOOL_TYPE, "`function`", "tool"),
     Entry(sc.GEN_AI_TOKEN_TYPE, "`input` or `output`", "metric `gen_ai.client.token.usage`"),
     Entry(sc.SERVER_ADDRESS, "the model API's (or MCP server's) host", "chat, tool, MCP client"),

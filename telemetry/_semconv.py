@@ -62,6 +62,7 @@ __all__ = (
     "GEN_AI_TOOL_CALL_ARGUMENTS",
     "GEN_AI_TOOL_CALL_ID",
     "GEN_AI_TOOL_CALL_RESULT",
+    "GEN_AI_TOOL_DESCRIPTION",
     "GEN_AI_TOOL_NAME",
     "GEN_AI_TOKEN_TYPE",
     "GEN_AI_TOOL_TYPE",
@@ -179,6 +180,9 @@ GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
 GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
 GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
+# The tool's own description (its docstring, or an MCP server's), as the model is told it:
+# the application's text, not a user's, so it is recorded with capture off too.
+GEN_AI_TOOL_DESCRIPTION: Final = "gen_ai.tool.description"
 ERROR_TYPE: Final = "error.type"
 SERVER_ADDRESS: Final = "server.address"
 SERVER_PORT: Final = "server.port"

@@ -160,8 +160,7 @@ class Telemetry:
     ) -> SpanScope:
         """The root span of one run: ``invoke_agent {team}``.
 
-        It is parented by the current context (a caller's request span, say).
-        Finish it with ``recorder.run_end``.
+        Its parent is the current context (a caller's span); finish it with ``recorder.run_end``.
 
         ``provider`` is the planner model's; ``session_id`` becomes
         ``gen_ai.conversation.id`` (left out when ``None``); of the goal only its length is kept.
@@ -246,9 +245,8 @@ class Telemetry:
 
         ``parent_headers`` (W3C headers from the step's envelope), when given,
         alone decide the parent, so a worker serving several runs links each
-        step to its own run; ``None`` uses the current context. The other
-        arguments become ``regiment.*`` / ``gen_ai.*`` attributes; ``agent_id`` (a hosted
-        agent's stable id) is ``gen_ai.agent.id``, absent when ``None``.
+        step to its own run; ``None`` uses the current context. The other arguments
+        become ``regiment.*`` / ``gen_ai.*`` attributes (``agent_id``: a hosted agent's).
         """
         if not self.tracing:
             return _NOT_TRACING
@@ -291,11 +289,12 @@ class Telemetry:
         *,
         tool_type: str = sc.TOOL_TYPE_FUNCTION,
         agent_name: str | None = None,
+        description: str | None = None,
     ) -> SpanScope:
         """One tool call: ``execute_tool {tool_name}``; finish with ``recorder.tool_outcome``."""
         if not self.tracing:
             return _NOT_TRACING
-        attributes = _tool_attributes(tool_name, call_id, tool_type, agent_name)
+        attributes = _tool_attributes(tool_name, call_id, tool_type, agent_name, description)
         return _open(self, f"execute_tool {tool_name}", attributes=attributes)
 
     def span(self, name: str, attributes: _Attributes = None) -> SpanScope:

@@ -18,7 +18,7 @@ from .otlp_receiver import OtlpReceiver
 pytestmark = pytest.mark.anyio
 
 
-async def test_agent_spans_carry_provider_and_description_no_id_and_no_run_as_conversation() -> None:
+async def test_agent_spans_carry_provider_and_description_but_no_id_nor_conversation() -> None:
     with OtlpReceiver() as receiver:
         handle = configure_tracing("attrs", endpoint=receiver.endpoint, set_global=False)
         team = build_team(ScriptedModel(refund_brain), Ledger())
@@ -95,3 +95,24 @@ async def test_an_agent_id_is_recorded_only_when_given() -> None:
         spans = {s.name: s for s in receiver.spans()}
     assert spans["invoke_agent hosted"].attributes["gen_ai.agent.id"] == arn
     assert "gen_ai.agent.id" not in spans["invoke_agent local"].attributes
+
+
+async def test_a_tool_call_span_has_the_tools_description_with_capture_off() -> None:
+    # The conventions recommend gen_ai.tool.description on execute_tool spans; it was
+    # missing. It is the tool's docstring (the application's text), not user content.
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("attrs", endpoint=receiver.endpoint, set_global=False)
+        team = build_team(ScriptedModel(refund_brain), Ledger())
+        team = dataclasses.replace(
+            team, telemetry=Telemetry(handle.provider, capture_content=False)
+        )
+        await team.run(GOAL)
+        handle.shutdown()
+        spans = receiver.spans()
+    (check,) = [s for s in spans if s.name == "execute_tool check_eligibility"]
+    assert check.attributes["gen_ai.tool.description"] == (
+        "Check whether an order can still be refunded (30-day window after shipping)."
+    )
+    assert "gen_ai.tool.call.arguments" not in check.attributes  # content stays out
+    tools = [s for s in spans if s.name.startswith("execute_tool ")]
+    assert all(s.attributes["gen_ai.tool.description"] for s in tools)
