@@ -38,13 +38,19 @@ def plan_attributes(planner: str, plan_version: int | None) -> dict[str, Attribu
     )
 
 
-def replan_attributes(old_version: int, reason: str, *, capture: bool) -> dict[str, AttributeValue]:
-    """A replan's. The reason (user data) is kept, redacted, only with capture on, else
-    its length."""
+def replan_attributes(
+    planner: str | None, old_version: int, reason: str, *, capture: bool
+) -> dict[str, AttributeValue]:
+    """A replan's: planning, as the conventions' ``plan`` operation names it (task
+    decomposition of the plan's unfinished tail), marked ``regiment.plan.replan``. The
+    reason (user data) is kept, redacted, only with capture on, else its length."""
     attributes: dict[str, AttributeValue] = {
-        sc.GEN_AI_OPERATION_NAME: sc.SPAN_REPLAN,
+        sc.GEN_AI_OPERATION_NAME: sc.OPERATION_PLAN,
+        sc.REGIMENT_PLAN_REPLAN: True,
         sc.REGIMENT_PLAN_OLD_VERSION: old_version,
     }
+    if planner is not None:
+        attributes[sc.GEN_AI_AGENT_NAME] = planner
     if capture:
         attributes[sc.REGIMENT_REPLAN_REASON] = redacted_cut(reason, _REASON_LIMIT)
     else:
@@ -59,9 +65,9 @@ def phase_attributes(
     name: str, attributes: Mapping[str, AttributeValue] | None
 ) -> dict[str, AttributeValue]:
     """A planner phase's: one that asks a model (``critique``, ``compress``,
-    ``synthesize``) has its name as ``gen_ai.operation.name``, a custom value as ``plan``
-    is (none of the conventions' values names it); ``verify`` has none: it is a predicate,
-    not a GenAI operation."""
+    ``synthesize``) has its name as ``gen_ai.operation.name``, a custom value (none of the
+    conventions' values names it); ``verify`` has none: it is a predicate, not a GenAI
+    operation."""
     base: dict[str, AttributeValue] = {}
     if name != sc.SPAN_VERIFY:
         base[sc.GEN_AI_OPERATION_NAME] = name

@@ -20,8 +20,9 @@ ATTRIBUTES = (
     Entry(
         sc.GEN_AI_OPERATION_NAME,
         "`invoke_agent`, `chat`, `execute_tool` or `plan` (the conventions' values: `plan` is "
-        "their planning phase, its span `plan {agent}`); `replan`, `critique`, `compress` or "
-        "`synthesize` (ours: a planner phase that asks a model, named as its span)",
+        "their planning or task decomposition phase, its span `plan {agent}`: a first plan, a "
+        "new round's and a replan's); `critique`, `compress` or `synthesize` (ours: a planner "
+        "phase that asks a model, named as its span)",
         "GenAI spans: run, step, chat, tool, MCP client, phases (not `verify`: a check is a "
         "predicate, not a GenAI operation)",
     ),
@@ -118,11 +119,17 @@ ATTRIBUTES = (
         sc.REGIMENT_PLAN_STEPS,
         "steps of the plan the call's reply gave (a replan's kept steps too), as read, "
         "before any plan guardrail judges it; absent when the reply gave no valid plan",
-        "plan, replan",
+        "plan (a replan's too)",
     ),
-    Entry(sc.REGIMENT_PLAN_OLD_VERSION, "the version replaced", "replan"),
-    Entry(sc.REGIMENT_PLAN_NEW_VERSION, "the version made", "replan"),
-    Entry(sc.REGIMENT_REPLAN_REASON, "capture on: why the plan was replaced", "replan"),
+    Entry(
+        sc.REGIMENT_PLAN_REPLAN,
+        "`true`: this `plan` span replaced the plan's unfinished tail (a replan); absent on a "
+        "first plan and a new round's",
+        "plan (a replan's)",
+    ),
+    Entry(sc.REGIMENT_PLAN_OLD_VERSION, "the version replaced", "plan (a replan's)"),
+    Entry(sc.REGIMENT_PLAN_NEW_VERSION, "the version made", "plan (a replan's)"),
+    Entry(sc.REGIMENT_REPLAN_REASON, "capture on: why the plan was replaced", "plan (a replan's)"),
     Entry(sc.REGIMENT_GUARDRAIL_NAME, "the guardrail's name", "guardrail"),
     Entry(
         sc.REGIMENT_GUARDRAIL_SUBJECT,
@@ -134,7 +141,9 @@ ATTRIBUTES = (
     Entry(
         sc.REGIMENT_GUARDRAIL_REASON_LENGTH, "capture off: the trip reason's length", "guardrail"
     ),
-    Entry(sc.REGIMENT_REPLAN_REASON_LENGTH, "capture off: the reason's length", "replan"),
+    Entry(
+        sc.REGIMENT_REPLAN_REASON_LENGTH, "capture off: the reason's length", "plan (a replan's)"
+    ),
     Entry(
         sc.REGIMENT_ERROR_CODE,
         "a stable code of the failure (no message text)",
@@ -202,7 +211,7 @@ ATTRIBUTES = (
         sc.REGIMENT_REPLAYED,
         "a resumed run did not redo this: the model reply or tool result is the journaled "
         "one, replayed (no `chat` span inside; the tool did not run again)",
-        "plan, replan, critique, compress, synthesize, tool",
+        "plan, critique, compress, synthesize, tool",
     ),
     Entry(sc.REGIMENT_BUDGET_LIMIT, "the `Budget` limit reached", "budget exhausted event"),
     Entry(sc.REGIMENT_APPROVAL_REQUEST_ID, "the pending request's id", "approval"),
@@ -326,8 +335,7 @@ EVENTS = (
 
 VALUES = (
     Entry(sc.OPERATION_INVOKE_AGENT, "`gen_ai.operation.name` of a run or step"),
-    Entry(sc.OPERATION_PLAN, "`gen_ai.operation.name` of planning"),
-    Entry(sc.SPAN_REPLAN, "`gen_ai.operation.name` of replacing the plan's tail"),
+    Entry(sc.OPERATION_PLAN, "`gen_ai.operation.name` of planning (a replan's too)"),
     Entry(sc.SPAN_CRITIQUE, "`gen_ai.operation.name` of the critic's judgement"),
     Entry(sc.SPAN_COMPRESS, "`gen_ai.operation.name` of compressing the context"),
     Entry(sc.SPAN_SYNTHESIZE, "`gen_ai.operation.name` of writing the answer"),

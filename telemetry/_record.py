@@ -206,7 +206,7 @@ class SpanRecorder(VerdictRecorder):
         record_exception(span, exc, capture=self.capture)
 
     def plan_steps(self, span: Span, steps: int) -> None:
-        """Record how many steps the plan a ``plan`` or ``replan`` call gave has (all
+        """Record how many steps the plan a ``plan`` call (a replan's too) gave has (all
         of them: a replan's kept steps too), as read, before any plan guardrail."""
         if span.is_recording():
             span.set_attribute(sc.REGIMENT_PLAN_STEPS, steps)
