@@ -50,6 +50,13 @@ async def test_replica_spans_join_the_runs_trace(ray_session: ModuleType, tmp_pa
             assert parent.parent_span_id is not None, f"{span.name} has no local ancestor"
             parent = by_id[parent.parent_span_id]
         assert parent.name in ("invoke_agent billing", "invoke_agent comms")
+    # One tree as Jaeger draws it: one root, and every span's parent was exported.
+    assert [s.name for s in spans if s.parent_span_id is None] == ["invoke_agent refunds"]
+    assert all(s.parent_span_id in by_id for s in spans if s.parent_span_id is not None)
+    # A replica's tool span says what the tool does, as the team's process would.
+    for span in remote:
+        if span.name.startswith("execute_tool"):
+            assert span.attributes["gen_ai.tool.description"], span.name
 
     # Every model call is metered once, in the process that made it: the replicas'
     # six were not metered at all. Each export is cumulative: the last one per process.
