@@ -82,12 +82,11 @@ async def test_a_run_cancelled_mid_tool_on_a_replica_is_one_tree(
         tracing = configure_tracing("planner-side", endpoint=receiver.endpoint, set_global=False)
         team = holder_team(name, [plan_text(hold)], num_cpus=0, otlp_endpoint=receiver.endpoint)
         team = dataclasses.replace(team, telemetry=Telemetry(tracing.provider))
-        async with team.start() as running:
-            async with running.stream("hold order 88213") as events:
-                async for event in events:
-                    if isinstance(event, StepDispatched):
-                        await handle.wait_started.remote(1)  # type: ignore[attr-defined]
-                        break  # leaving the block cancels the run mid-tool
+        async with team.start() as running, running.stream("hold order 88213") as events:
+            async for event in events:
+                if isinstance(event, StepDispatched):
+                    await handle.wait_started.remote(1)  # type: ignore[attr-defined]
+                    break  # leaving the block cancels the run mid-tool
         tracing.shutdown()  # leaving the team flushed the replica's spans
         spans = receiver.spans()
     by_id = {s.span_id: s for s in spans}
