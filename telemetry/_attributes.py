@@ -38,13 +38,19 @@ def plan_attributes(planner: str, plan_version: int | None) -> dict[str, Attribu
     )
 
 
-def replan_attributes(old_version: int, reason: str, *, capture: bool) -> dict[str, AttributeValue]:
-    """A replan's. The reason (user data) is kept, redacted, only with capture on, else
-    its length."""
+def replan_attributes(
+    planner: str | None, old_version: int, reason: str, *, capture: bool
+) -> dict[str, AttributeValue]:
+    """A replan's: planning, as the conventions' ``plan`` operation names it (task
+    decomposition of the plan's unfinished tail), marked ``regiment.plan.replan``. The
+    reason (user data) is kept, redacted, only with capture on, else its length."""
     attributes: dict[str, AttributeValue] = {
-        sc.GEN_AI_OPERATION_NAME: sc.SPAN_REPLAN,
+        sc.GEN_AI_OPERATION_NAME: sc.OPERATION_PLAN,
+        sc.REGIMENT_PLAN_REPLAN: True,
         sc.REGIMENT_PLAN_OLD_VERSION: old_version,
     }
+    if planner is not None:
+        attributes[sc.GEN_AI_AGENT_NAME] = planner
     if capture:
         attributes[sc.REGIMENT_REPLAN_REASON] = redacted_cut(reason, _REASON_LIMIT)
     else:
@@ -59,9 +65,9 @@ def phase_attributes(
     name: str, attributes: Mapping[str, AttributeValue] | None
 ) -> dict[str, AttributeValue]:
     """A planner phase's: one that asks a model (``critique``, ``compress``,
-    ``synthesize``) has its name as ``gen_ai.operation.name``, a custom value as ``plan``
-    is (none of the conventions' values names it); ``verify`` has none: it is a predicate,
-    not a GenAI operation."""
+    ``synthesize``) has its name as ``gen_ai.operation.name``, a custom value (none of the
+    conventions' values names it); ``verify`` has none: it is a predicate, not a GenAI
+    operation."""
     base: dict[str, AttributeValue] = {}
     if name != sc.SPAN_VERIFY:
         base[sc.GEN_AI_OPERATION_NAME] = name
@@ -93,8 +99,11 @@ def agent_attributes(
     attributes: dict[str, AttributeValue] = {
         sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
         sc.GEN_AI_AGENT_NAME: agent_name,
-        sc.GEN_AI_AGENT_ID: agent_id if agent_id is not None else agent_name,
     }
+    # The conventions' gen_ai.agent.id is a hosted agent resource's stable id (not an
+    # in-process agent's, nor its name again): only one the caller was given.
+    if agent_id is not None:
+        attributes[sc.GEN_AI_AGENT_ID] = agent_id
     if run_id is not None:
         attributes[sc.REGIMENT_RUN_ID] = run_id
     if step_id is not None:
@@ -114,7 +123,6 @@ def run_attributes(
         {
             sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
             sc.GEN_AI_AGENT_NAME: team,
-            sc.GEN_AI_AGENT_ID: team,
             sc.GEN_AI_PROVIDER_NAME: provider,
             sc.GEN_AI_CONVERSATION_ID: session_id,
             sc.REGIMENT_RUN_ID: run_id,
@@ -124,7 +132,7 @@ def run_attributes(
 
 
 def tool_attributes(
-    tool_name: str, call_id: str, tool_type: str, agent_name: str | None
+    tool_name: str, call_id: str, tool_type: str, agent_name: str | None, description: str | None
 ) -> dict[str, AttributeValue]:
     attributes: dict[str, AttributeValue] = {
         sc.GEN_AI_OPERATION_NAME: sc.OPERATION_EXECUTE_TOOL,
@@ -134,7 +142,14 @@ def tool_attributes(
     }
     if agent_name is not None:
         attributes[sc.GEN_AI_AGENT_NAME] = agent_name
+    # The tool's own description, as the model is told it: the application's text, not a
+    # user's, so it is kept with capture off too (cut: a docstring can be long).
+    if description:
+        attributes[sc.GEN_AI_TOOL_DESCRIPTION] = description[:_DESCRIPTION_LIMIT]
     return attributes
+
+
+_DESCRIPTION_LIMIT = 1024
 
 
 def chat_attributes(

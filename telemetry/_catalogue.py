@@ -20,8 +20,9 @@ ATTRIBUTES = (
     Entry(
         sc.GEN_AI_OPERATION_NAME,
         "`invoke_agent`, `chat`, `execute_tool` or `plan` (the conventions' values: `plan` is "
-        "their planning phase, its span `plan {agent}`); `replan`, `critique`, `compress` or "
-        "`synthesize` (ours: a planner phase that asks a model, named as its span)",
+        "their planning or task decomposition phase, its span `plan {agent}`: a first plan, a "
+        "new round's and a replan's); `critique`, `compress` or `synthesize` (ours: a planner "
+        "phase that asks a model, named as its span)",
         "GenAI spans: run, step, chat, tool, MCP client, phases (not `verify`: a check is a "
         "predicate, not a GenAI operation)",
     ),
@@ -35,7 +36,13 @@ ATTRIBUTES = (
         "the team, worker or role (a phase's: the role that answers, as its `chat` span says)",
         "run, step, phases (not `verify`), chat, tool",
     ),
-    Entry(sc.GEN_AI_AGENT_ID, "the agent's id (its name)", "run, step"),
+    Entry(
+        sc.GEN_AI_AGENT_ID,
+        "a hosted agent's stable id, only when one is given (`Telemetry.agent_span(agent_id=)`): "
+        "the conventions keep it for an agent resource's provider-assigned id, so a run's or "
+        "step's in-process agent has none (its name is `gen_ai.agent.name`)",
+        "step (given one)",
+    ),
     Entry(sc.GEN_AI_AGENT_DESCRIPTION, "the worker's description", "step"),
     Entry(sc.GEN_AI_CONVERSATION_ID, "the run's session, when it has one", "run"),
     Entry(sc.GEN_AI_REQUEST_MODEL, "the model asked for", "chat"),
@@ -68,6 +75,13 @@ ATTRIBUTES = (
         "tool, MCP client, approval; approval events",
     ),
     Entry(sc.GEN_AI_TOOL_CALL_ID, "the model's id for the call", "tool; approval events"),
+    Entry(
+        sc.GEN_AI_TOOL_DESCRIPTION,
+        "the tool's description, as the model is told it (its docstring or `description=`, "
+        "an MCP server's listing), up to 1,024 characters; the application's text, not a "
+        "user's, so also with capture off; none on `_OTHER`",
+        "tool",
+    ),
     Entry(sc.GEN_AI_TOOL_TYPE, "`function`", "tool"),
     Entry(sc.GEN_AI_TOKEN_TYPE, "`input` or `output`", "metric `gen_ai.client.token.usage`"),
     Entry(sc.SERVER_ADDRESS, "the model API's (or MCP server's) host", "chat, tool, MCP client"),
@@ -105,11 +119,17 @@ ATTRIBUTES = (
         sc.REGIMENT_PLAN_STEPS,
         "steps of the plan the call's reply gave (a replan's kept steps too), as read, "
         "before any plan guardrail judges it; absent when the reply gave no valid plan",
-        "plan, replan",
+        "plan (a replan's too)",
     ),
-    Entry(sc.REGIMENT_PLAN_OLD_VERSION, "the version replaced", "replan"),
-    Entry(sc.REGIMENT_PLAN_NEW_VERSION, "the version made", "replan"),
-    Entry(sc.REGIMENT_REPLAN_REASON, "capture on: why the plan was replaced", "replan"),
+    Entry(
+        sc.REGIMENT_PLAN_REPLAN,
+        "`true`: this `plan` span replaced the plan's unfinished tail (a replan); absent on a "
+        "first plan and a new round's",
+        "plan (a replan's)",
+    ),
+    Entry(sc.REGIMENT_PLAN_OLD_VERSION, "the version replaced", "plan (a replan's)"),
+    Entry(sc.REGIMENT_PLAN_NEW_VERSION, "the version made", "plan (a replan's)"),
+    Entry(sc.REGIMENT_REPLAN_REASON, "capture on: why the plan was replaced", "plan (a replan's)"),
     Entry(sc.REGIMENT_GUARDRAIL_NAME, "the guardrail's name", "guardrail"),
     Entry(
         sc.REGIMENT_GUARDRAIL_SUBJECT,
@@ -121,7 +141,9 @@ ATTRIBUTES = (
     Entry(
         sc.REGIMENT_GUARDRAIL_REASON_LENGTH, "capture off: the trip reason's length", "guardrail"
     ),
-    Entry(sc.REGIMENT_REPLAN_REASON_LENGTH, "capture off: the reason's length", "replan"),
+    Entry(
+        sc.REGIMENT_REPLAN_REASON_LENGTH, "capture off: the reason's length", "plan (a replan's)"
+    ),
     Entry(
         sc.REGIMENT_ERROR_CODE,
         "a stable code of the failure (no message text)",
@@ -189,7 +211,7 @@ ATTRIBUTES = (
         sc.REGIMENT_REPLAYED,
         "a resumed run did not redo this: the model reply or tool result is the journaled "
         "one, replayed (no `chat` span inside; the tool did not run again)",
-        "plan, replan, critique, compress, synthesize, tool",
+        "plan, critique, compress, synthesize, tool",
     ),
     Entry(sc.REGIMENT_BUDGET_LIMIT, "the `Budget` limit reached", "budget exhausted event"),
     Entry(sc.REGIMENT_APPROVAL_REQUEST_ID, "the pending request's id", "approval"),
@@ -301,15 +323,19 @@ EVENTS = (
         "(it has no `chat` span: the model was not asked again)",
         "step",
     ),
-    Entry(sc.EXCEPTION_EVENT, "an exception ended the span's work", "any span"),
+    Entry(
+        sc.EXCEPTION_EVENT,
+        "an exception ended the span's work (a step's: also when it was raised in a span "
+        "inside it, a `chat` span's say, which has its own)",
+        "any span",
+    ),
     Entry(sc.APPROVAL_REQUESTED_EVENT, "a tool call waits for approval", "tool"),
     Entry(sc.APPROVAL_DECIDED_EVENT, "the approver decided", "tool"),
 )
 
 VALUES = (
     Entry(sc.OPERATION_INVOKE_AGENT, "`gen_ai.operation.name` of a run or step"),
-    Entry(sc.OPERATION_PLAN, "`gen_ai.operation.name` of planning"),
-    Entry(sc.SPAN_REPLAN, "`gen_ai.operation.name` of replacing the plan's tail"),
+    Entry(sc.OPERATION_PLAN, "`gen_ai.operation.name` of planning (a replan's too)"),
     Entry(sc.SPAN_CRITIQUE, "`gen_ai.operation.name` of the critic's judgement"),
     Entry(sc.SPAN_COMPRESS, "`gen_ai.operation.name` of compressing the context"),
     Entry(sc.SPAN_SYNTHESIZE, "`gen_ai.operation.name` of writing the answer"),

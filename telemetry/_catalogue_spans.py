@@ -34,13 +34,10 @@ SPANS = (
     ),
     Entry(
         "plan {planner}",
-        "making the first plan, or a new round's plan: one span per reply; a reply that gave "
-        "no valid plan (asked again) is ERROR, `error.type=invalid_plan`",
-        "under the run",
-    ),
-    Entry(
-        sc.SPAN_REPLAN,
-        "replacing the plan's unfinished tail (one span per reply, as `plan`)",
+        "making the first plan, a new round's plan, or a replan's (replacing the plan's "
+        "unfinished tail: `regiment.plan.replan`, `regiment.plan.old_version` and "
+        "`new_version`): one span per reply; a reply that gave no valid plan (asked again) is "
+        "ERROR, `error.type=invalid_plan`",
         "under the run",
     ),
     Entry(
@@ -85,7 +82,7 @@ SPANS = (
         "one guardrail judging one subject (a guard that raised: ERROR, `error.type` its exception's type)",
         "a model request's or reply's: in the phase or step span the call is made in; "
         "a tool call's or result's: in its `execute_tool` span; a plan's or the answer's: "
-        "under the run, after the `plan`, `replan` or `synthesize` span that made it",
+        "under the run, after the `plan` (a replan's too) or `synthesize` span that made it",
     ),
     Entry(
         sc.SPAN_APPROVAL,

@@ -54,6 +54,7 @@ _TOKEN_PAIRS = (
     (sc.REGIMENT_USAGE_INPUT_TOKENS, sc.REGIMENT_USAGE_OUTPUT_TOKENS),
 )
 _HIDDEN_WHEN_ZERO = frozenset({sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS})
+_HIDDEN_ON_REPLAN = (sc.REGIMENT_PLAN_VERSION,)
 _VALUE_LIMIT = 60
 
 
@@ -136,12 +137,15 @@ def _duration_ms(span: ReadableSpan) -> str:
 
 
 def _key_values(attributes: Mapping[str, AttributeValue]) -> str:
+    old = attributes.get(sc.REGIMENT_PLAN_OLD_VERSION)
+    hidden = _HIDDEN_ON_REPLAN if old is not None else ()  # v1->v2 says the version
     parts = [
         f"{label}={_show(attributes[key])}"
         for key, label in _LABELS
-        if key in attributes and not (key in _HIDDEN_WHEN_ZERO and attributes[key] == 0)
+        if key in attributes
+        and not (key in _HIDDEN_WHEN_ZERO and attributes[key] == 0)
+        and key not in hidden
     ]
-    old = attributes.get(sc.REGIMENT_PLAN_OLD_VERSION)
     new = attributes.get(sc.REGIMENT_PLAN_NEW_VERSION)
     if old is not None:
         parts.insert(0, f"plan v{old}->v{new if new is not None else '?'}")

@@ -169,7 +169,13 @@ class SpanRecorder(VerdictRecorder):
             mark_error(span, error_type, description, capture=self.capture)
 
     def step_outcome(
-        self, span: Span, outcome: str, *, error_type: str | None = None, description: str = ""
+        self,
+        span: Span,
+        outcome: str,
+        *,
+        error_type: str | None = None,
+        description: str = "",
+        raised: bool = False,
     ) -> None:
         """Record how a worker's step ended on its ``invoke_agent`` span.
 
@@ -178,11 +184,19 @@ class SpanRecorder(VerdictRecorder):
             outcome: ``succeeded``, ``failed``, ``cancelled``, ...
             error_type: when the step failed, its class; the span is then marked ERROR.
             description: a short reason for a failure (redacted, truncated).
+            raised: the step failed because ``error_type`` (an exception's qualified type)
+                was raised in it: the span also gets its ``exception`` event and
+                ``regiment.error.code``, as a span the exception left would, so a reader
+                of the step sees why without finding the child span that raised it.
         """
         if not span.is_recording():
             return
         span.set_attribute(sc.REGIMENT_STEP_OUTCOME, outcome)
         if error_type is not None:
+            if raised:
+                code = error_type.rpartition(".")[2]  # as error_code() names an exception
+                exception_event(span, error_type, description, capture=self.capture, code=code)
+                span.set_attribute(sc.REGIMENT_ERROR_CODE, code)
             mark_error(span, error_type, description, capture=self.capture)
 
     def failure(self, span: Span, exc: BaseException) -> None:
@@ -192,7 +206,7 @@ class SpanRecorder(VerdictRecorder):
         record_exception(span, exc, capture=self.capture)
 
     def plan_steps(self, span: Span, steps: int) -> None:
-        """Record how many steps the plan a ``plan`` or ``replan`` call gave has (all
+        """Record how many steps the plan a ``plan`` call (a replan's too) gave has (all
         of them: a replan's kept steps too), as read, before any plan guardrail."""
         if span.is_recording():
             span.set_attribute(sc.REGIMENT_PLAN_STEPS, steps)

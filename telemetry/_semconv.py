@@ -14,10 +14,11 @@ span                   name                        gen_ai.operation.name
 =====================  ==========================  ======================
 a run (root)           ``invoke_agent {team}``     ``invoke_agent``
 a worker's step        ``invoke_agent {worker}``   ``invoke_agent``
-planning               ``plan {planner}``          ``plan``
+planning, replanning   ``plan {planner}``          ``plan``
 one model call         ``chat {model}``            ``chat``
 one tool call          ``execute_tool {tool}``     ``execute_tool``
-replan, verify, ...    ``replan``, ``verify``, ... (none)
+critique, ...          ``critique``, ...           ``critique``, ... (ours)
+a check                ``verify``                  (none)
 =====================  ==========================  ======================
 """
 
@@ -62,6 +63,7 @@ __all__ = (
     "GEN_AI_TOOL_CALL_ARGUMENTS",
     "GEN_AI_TOOL_CALL_ID",
     "GEN_AI_TOOL_CALL_RESULT",
+    "GEN_AI_TOOL_DESCRIPTION",
     "GEN_AI_TOOL_NAME",
     "GEN_AI_TOKEN_TYPE",
     "GEN_AI_TOOL_TYPE",
@@ -100,6 +102,7 @@ __all__ = (
     "REGIMENT_GOAL_LENGTH",
     "REGIMENT_PLAN_NEW_VERSION",
     "REGIMENT_PLAN_OLD_VERSION",
+    "REGIMENT_PLAN_REPLAN",
     "REGIMENT_PLAN_STEPS",
     "REGIMENT_PLAN_VERSION",
     "REGIMENT_PLAN_VERSIONS",
@@ -139,7 +142,6 @@ __all__ = (
     "SPAN_COMPRESS",
     "SPAN_CRITIQUE",
     "SPAN_GUARDRAIL",
-    "SPAN_REPLAN",
     "SPAN_SYNTHESIZE",
     "SPAN_VERIFY",
     "REPLAYED_EVENT",
@@ -179,6 +181,9 @@ GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
 GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
 GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
+# The tool's own description (its docstring, or an MCP server's), as the model is told it:
+# the application's text, not a user's, so it is recorded with capture off too.
+GEN_AI_TOOL_DESCRIPTION: Final = "gen_ai.tool.description"
 ERROR_TYPE: Final = "error.type"
 SERVER_ADDRESS: Final = "server.address"
 SERVER_PORT: Final = "server.port"
@@ -216,6 +221,9 @@ REGIMENT_PLAN_VERSION: Final = "regiment.plan.version"
 REGIMENT_PLAN_VERSIONS: Final = "regiment.plan.versions"
 REGIMENT_PLAN_STEPS: Final = "regiment.plan.steps"
 REGIMENT_PLAN_OLD_VERSION: Final = "regiment.plan.old_version"
+# On a plan span that replaced the plan's unfinished tail (a replan is planning too: the
+# conventions' `plan` operation and span name), so a search can tell it from a first plan.
+REGIMENT_PLAN_REPLAN: Final = "regiment.plan.replan"
 REGIMENT_PLAN_NEW_VERSION: Final = "regiment.plan.new_version"
 REGIMENT_REPLAN_REASON: Final = "regiment.replan.reason"
 REGIMENT_GUARDRAIL_NAME: Final = "regiment.guardrail.name"
@@ -271,7 +279,6 @@ METRIC_TOOL_DURATION: Final = "regiment.tool.duration"
 METRIC_RUNS_ACTIVE: Final = "regiment.runs.active"
 
 # --- span names without a subject, and event names --------------------------
-SPAN_REPLAN: Final = "replan"
 SPAN_VERIFY: Final = "verify"
 SPAN_CRITIQUE: Final = "critique"
 SPAN_COMPRESS: Final = "compress"

@@ -34,7 +34,7 @@ _Attributes = Mapping[str, AttributeValue] | None
 
 __all__ = ("PhaseName", "SpanScope", "Telemetry")
 
-PhaseName: TypeAlias = Literal["plan", "replan", "verify", "critique", "compress", "synthesize"]
+PhaseName: TypeAlias = Literal["plan", "verify", "critique", "compress", "synthesize"]
 """The planner's phases that get a span of their own."""
 
 SpanScope: TypeAlias = AbstractContextManager[Span]
@@ -160,8 +160,7 @@ class Telemetry:
     ) -> SpanScope:
         """The root span of one run: ``invoke_agent {team}``.
 
-        It is parented by the current context (a caller's request span, say).
-        Finish it with ``recorder.run_end``.
+        Its parent is the current context (a caller's span); finish it with ``recorder.run_end``.
 
         ``provider`` is the planner model's; ``session_id`` becomes
         ``gen_ai.conversation.id`` (left out when ``None``); of the goal only its length is kept.
@@ -202,13 +201,13 @@ class Telemetry:
         base.update(attributes or {})
         return _open(self, f"plan {planner}", attributes=base, end_on_exit=end_on_exit)
 
-    def replan_span(self, *, old_version: int, reason: str, end_on_exit: bool = True) -> SpanScope:
-        """Replacing the plan's tail: ``replan``; add the result with ``recorder.replan``.
-        The reason (user data) is kept, redacted, only with capture on, else its length."""
-        if not self.tracing:
-            return _NOT_TRACING
-        attributes = _replan_attributes(old_version, reason, capture=self.capture_content)
-        return _open(self, sc.SPAN_REPLAN, attributes=attributes, end_on_exit=end_on_exit)
+    def replan_span(
+        self, *, old_version: int, reason: str, planner: str | None = None, end_on_exit: bool = True
+    ) -> SpanScope:
+        """Replacing the plan's tail: ``plan {planner}`` (``regiment.plan.replan``); add the
+        result with ``recorder.replan``. The reason: only with capture on, else its length."""
+        replanning = (planner, old_version, reason)
+        return _replan(self, replanning, end_on_exit) if self.tracing else _NOT_TRACING
 
     def verify_span(
         self, step_id: str, *, check: str | None = None, plan_version: int | None = None
@@ -246,8 +245,8 @@ class Telemetry:
 
         ``parent_headers`` (W3C headers from the step's envelope), when given,
         alone decide the parent, so a worker serving several runs links each
-        step to its own run; ``None`` uses the current context. The other
-        arguments become ``regiment.*`` / ``gen_ai.*`` attributes.
+        step to its own run; ``None`` uses the current context. The other arguments
+        become ``regiment.*`` / ``gen_ai.*`` attributes (``agent_id``: a hosted agent's).
         """
         if not self.tracing:
             return _NOT_TRACING
@@ -290,11 +289,12 @@ class Telemetry:
         *,
         tool_type: str = sc.TOOL_TYPE_FUNCTION,
         agent_name: str | None = None,
+        description: str | None = None,
     ) -> SpanScope:
         """One tool call: ``execute_tool {tool_name}``; finish with ``recorder.tool_outcome``."""
         if not self.tracing:
             return _NOT_TRACING
-        attributes = _tool_attributes(tool_name, call_id, tool_type, agent_name)
+        attributes = _tool_attributes(tool_name, call_id, tool_type, agent_name, description)
         return _open(self, f"execute_tool {tool_name}", attributes=attributes)
 
     def span(self, name: str, attributes: _Attributes = None) -> SpanScope:
@@ -346,6 +346,18 @@ def _continued(
         capture=telemetry.recorder.capture,
         links=links,
     )
+
+
+def _replan(
+    telemetry: Telemetry, replanning: tuple[str | None, int, str], end_on_exit: bool
+) -> SpanScope:
+    """A replan's span: ``plan {planner}`` (``plan`` with no planner named), as the
+    conventions name a planning phase's."""
+    planner, old_version, reason = replanning
+    capture = telemetry.capture_content
+    attributes = _replan_attributes(planner, old_version, reason, capture=capture)
+    name = "plan" if planner is None else f"plan {planner}"
+    return _open(telemetry, name, attributes=attributes, end_on_exit=end_on_exit)
 
 
 def _records_once_installed(installed: object) -> bool:

@@ -79,11 +79,12 @@ class VerdictRecorder:
     def replan(
         self, span: Span, *, new_version: int, steps: int | None = None, planner: str = ""
     ) -> None:
-        """Record the plan version a ``replan`` produced (and how many steps it has), and
+        """Record the plan version a replan's ``plan`` span produced (and how many steps it has), and
         the ``planner`` that makes it (``gen_ai.agent.name``, as its ``chat`` span)."""
         if not span.is_recording():
             return
         span.set_attribute(sc.REGIMENT_PLAN_NEW_VERSION, new_version)
+        span.set_attribute(sc.REGIMENT_PLAN_VERSION, new_version)  # as a first plan's says
         if planner:
             span.set_attribute(sc.GEN_AI_AGENT_NAME, planner)
         if steps is not None:

@@ -265,10 +265,8 @@ class PhaseCalls:
                 self._trace.in_run(),
                 self._span(purpose, facts) as span,
             ):
-                if purpose == "replan":  # by the planner, as its chat span says
-                    planner = self._team.planner.name
-                    recorder = self._trace.telemetry.recorder
-                    recorder.replan(span, new_version=facts.version + 1, planner=planner)
+                if purpose == "replan":  # the version it makes (its span names the planner)
+                    self._trace.telemetry.recorder.replan(span, new_version=facts.version + 1)
                 if replayed is not None and span.is_recording():  # journaled: not asked again
                     span.set_attribute(sc.REGIMENT_REPLAYED, True)
                 try:
@@ -327,7 +325,10 @@ class PhaseCalls:
                 if telemetry.metrics is not None:
                     telemetry.metrics.replan(self._team.name)
                 return telemetry.replan_span(
-                    old_version=facts.version, reason=facts.reason, end_on_exit=False
+                    old_version=facts.version,
+                    reason=facts.reason,
+                    planner=planner,
+                    end_on_exit=False,
                 )
             case "round":
                 return telemetry.plan_span(

@@ -11,7 +11,7 @@ import anyio.lowlevel
 
 from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy.workers._progress import StepProgress
-from regiment.hierarchy.workers._tool_span import shown_tool
+from regiment.hierarchy.workers._tool_span import shown_tool, tool_description
 from regiment.models import ToolCallPart
 from regiment.telemetry import Telemetry
 from regiment.tools import Toolset
@@ -37,7 +37,10 @@ def not_run(
     recorder = telemetry.recorder
     for call in calls:
         name = shown_tool(toolset, call.name)  # not a made-up name: content
-        with telemetry.tool_span(name, call.id, agent_name=toolset.name) as span:
+        description = tool_description(toolset, call.name)
+        with telemetry.tool_span(
+            name, call.id, agent_name=toolset.name, description=description
+        ) as span:
             recorder.tool_arguments(span, call.arguments)
             recorder.tool_outcome(span, error_type, error_type=error_type, description=text)
 

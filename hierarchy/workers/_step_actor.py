@@ -242,12 +242,12 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
                     recorder.step_outcome(span, "cancelled")
                     record_cancellation(span, cut, _why_cut(job))
             else:
-                failed = report.status != "done"
                 recorder.step_outcome(
                     span,
                     report.status,
-                    error_type=_error_type(report) if failed else None,
+                    error_type=_error_type(report) if report.status != "done" else None,
                     description=report.error or "",
+                    raised=report.error_type is not None,  # an exception's: what ended it
                 )
         if cut is not None:
             raise cut

@@ -12,7 +12,7 @@ from regiment.telemetry import RunMetrics, Telemetry
 from regiment.telemetry import semconv as sc
 from regiment.tools import ToolResult, Toolset
 
-__all__ = ("measured", "shown_tool", "traced_call")
+__all__ = ("measured", "shown_tool", "tool_description", "traced_call")
 
 
 async def traced_call(
@@ -31,7 +31,9 @@ async def traced_call(
     toolset, part = call
     held: BaseException | None = None
     name = shown_tool(toolset, part.name)
-    with telemetry.tool_span(name, part.id, agent_name=toolset.name) as span:
+    with telemetry.tool_span(
+        name, part.id, agent_name=toolset.name, description=tool_description(toolset, part.name)
+    ) as span:
         telemetry.recorder.tool_arguments(span, part.arguments)
         try:
             result = await attempt()
@@ -61,6 +63,13 @@ def shown_tool(toolset: Toolset, name: str) -> str:
     text it wrote, which content capture off must keep out (``email ann@example.com``),
     and without bound (a metric's series per name)."""
     return name if name in toolset else sc.ERROR_OTHER
+
+
+def tool_description(toolset: Toolset, name: str) -> str | None:
+    """The description of ``toolset``'s tool ``name`` (its docstring, or what its MCP
+    server lists), for ``gen_ai.tool.description``; ``None`` for a name not the worker's."""
+    tool = toolset.get(name)
+    return None if tool is None else tool.description
 
 
 def measured(metrics: RunMetrics, tool: str, result: ToolResult) -> None:

@@ -70,7 +70,8 @@ async def test_trace_console_prints_the_span_tree() -> None:
     assert code == 0, err
     tree = err[err.index("\ntrace ") :]
     assert "invoke_agent refunds" in tree
-    assert "replan" in tree
+    assert "plan planner  " in tree
+    assert "plan v1->v2" in tree  # the replan: the planner planning again
     assert "execute_tool check_eligibility" in tree
 
 

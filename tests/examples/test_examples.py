@@ -39,7 +39,7 @@ def test_refund_demo_replans_and_ends_with_the_answer_and_the_trace_tree() -> No
     tree = lines[trace + 1 :]
     assert tree[0].startswith("invoke_agent refunds")
     assert "versions=2" in tree[0]
-    assert any("replan" in line and "plan v1->v2" in line for line in tree)
+    assert any("plan planner" in line and "plan v1->v2" in line for line in tree)
     assert tree[-1].strip().startswith("└─ chat scripted")  # synthesis is the last phase
 
 

@@ -82,3 +82,28 @@ async def test_a_json_rpc_error_answer_is_its_code_on_the_client_span(server: MC
     assert isinstance(client.attributes.get("jsonrpc.request.id"), str)
     (tool,) = [s for s in spans if s.name == "execute_tool calc_protocol_error"]
     assert tool.attributes["regiment.tool.outcome"] == "ToolError"  # as before: unchanged
+
+
+async def test_an_mcp_tool_s_span_has_its_server_s_description_and_the_run_is_one_tree(
+    server: MCPServer,
+) -> None:
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        return str(results[0].content) if results else call("calc_add", {"a": 2, "b": 3})
+
+    spans = await _traced_run(server, work)
+    (tool,) = [s for s in spans if s.name == "execute_tool calc_add"]
+    # What the server lists for the tool, as the model is told it (capture is off).
+    assert tool.attributes["gen_ai.tool.description"] == "Add two integers."
+    (client,) = [s for s in spans if s.name == "tools/call add"]
+    assert client.parent_span_id == tool.span_id
+    # The run's spans are one tree: every parent was exported, one root, one trace (the
+    # session's start is a short trace of its own).
+    run = [s for s in spans if not s.name.startswith("regiment.mcp.start")]
+    start = {s.trace_id for s in spans if s.name.startswith("regiment.mcp.start")}
+    ids = {s.span_id for s in run}
+    assert [s.name for s in run if s.parent_span_id is None] == ["invoke_agent t"]
+    assert all(s.parent_span_id in ids for s in run if s.parent_span_id is not None)
+    assert len({s.trace_id for s in run}) == 1
+    assert not start & {s.trace_id for s in run}

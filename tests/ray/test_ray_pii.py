@@ -32,7 +32,8 @@ async def test_capture_off_keeps_user_text_out_of_the_replicas_spans(
     remote = [s for s in spans if s.resource["service.name"] != "planner-side"]
     # the replica ran the step's tool call and model calls, and exported them
     assert {"execute_tool lookup", "chat scripted"} <= {s.name for s in remote}
-    assert {"verify", "replan", "synthesize"} <= {s.name for s in spans}
+    assert {"verify", "plan planner", "synthesize"} <= {s.name for s in spans}
+    assert any(s.attributes.get("regiment.plan.replan") for s in spans)  # it replanned
     texts = [
         json.dumps([s.name, s.status_message, s.attributes, s.events], default=str) for s in spans
     ]

@@ -34,7 +34,10 @@ async def test_capture_off_keeps_user_text_out_of_a_served_runs_export(
         spans, logs = receiver.spans(), receiver.logs()
     assert ran["status"] == "failed"
     assert marker in events.text  # the caller's own run: its events hold its text
-    assert {"execute_tool lookup", "verify", "replan", "synthesize"} <= {s.name for s in spans}
+    assert {"execute_tool lookup", "verify", "plan planner", "synthesize"} <= {
+        s.name for s in spans
+    }
+    assert any(s.attributes.get("regiment.plan.replan") for s in spans)  # it replanned
     assert any(s.name == "invoke_agent pii" for s in spans)
     texts = [
         json.dumps([s.name, s.status_message, s.attributes, s.events], default=str) for s in spans

@@ -18,7 +18,7 @@ from .otlp_receiver import OtlpReceiver
 pytestmark = pytest.mark.anyio
 
 
-async def test_agent_spans_carry_provider_id_and_description_and_no_run_as_conversation() -> None:
+async def test_agent_spans_carry_provider_and_description_but_no_id_nor_conversation() -> None:
     with OtlpReceiver() as receiver:
         handle = configure_tracing("attrs", endpoint=receiver.endpoint, set_global=False)
         team = build_team(ScriptedModel(refund_brain), Ledger())
@@ -28,13 +28,17 @@ async def test_agent_spans_carry_provider_id_and_description_and_no_run_as_conve
         spans = receiver.spans()
     root = next(s for s in spans if s.name == "invoke_agent refunds")
     assert root.attributes["gen_ai.provider.name"] == "scripted"
-    assert root.attributes["gen_ai.agent.id"] == "refunds"
+    # The conventions keep gen_ai.agent.id for a hosted agent resource's stable id and
+    # advise against in-process ones: the team's name is gen_ai.agent.name, not an id.
+    assert "gen_ai.agent.id" not in root.attributes
+    assert root.attributes["gen_ai.agent.name"] == "refunds"
     assert root.attributes["regiment.run.id"] == result.run_id
     billing = [s for s in spans if s.name == "invoke_agent billing"]
     assert billing
     for span in billing:
         assert span.attributes["gen_ai.provider.name"] == "scripted"
-        assert span.attributes["gen_ai.agent.id"] == "billing"
+        assert "gen_ai.agent.id" not in span.attributes
+        assert span.attributes["gen_ai.agent.name"] == "billing"
         assert span.attributes["gen_ai.agent.description"] == (
             "Checks refund eligibility, issues refunds, flags exceptions."
         )
@@ -76,3 +80,39 @@ async def test_chat_spans_name_the_server() -> None:
     (chat,) = [s for s in spans if s.name.startswith("chat ")]
     assert chat.attributes["server.address"] == "models.internal.test"
     assert chat.attributes["server.port"] == 8443
+
+
+async def test_an_agent_id_is_recorded_only_when_given() -> None:
+    arn = "arn:aws:bedrock:us-east-1:123:agent/42"
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("attrs", endpoint=receiver.endpoint, set_global=False)
+        telemetry = Telemetry(handle.provider)
+        with telemetry.agent_span("hosted", agent_id=arn):
+            pass
+        with telemetry.agent_span("local"):
+            pass
+        handle.shutdown()
+        spans = {s.name: s for s in receiver.spans()}
+    assert spans["invoke_agent hosted"].attributes["gen_ai.agent.id"] == arn
+    assert "gen_ai.agent.id" not in spans["invoke_agent local"].attributes
+
+
+async def test_a_tool_call_span_has_the_tools_description_with_capture_off() -> None:
+    # The conventions recommend gen_ai.tool.description on execute_tool spans; it was
+    # missing. It is the tool's docstring (the application's text), not user content.
+    with OtlpReceiver() as receiver:
+        handle = configure_tracing("attrs", endpoint=receiver.endpoint, set_global=False)
+        team = build_team(ScriptedModel(refund_brain), Ledger())
+        team = dataclasses.replace(
+            team, telemetry=Telemetry(handle.provider, capture_content=False)
+        )
+        await team.run(GOAL)
+        handle.shutdown()
+        spans = receiver.spans()
+    (check,) = [s for s in spans if s.name == "execute_tool check_eligibility"]
+    assert check.attributes["gen_ai.tool.description"] == (
+        "Check whether an order can still be refunded (30-day window after shipping)."
+    )
+    assert "gen_ai.tool.call.arguments" not in check.attributes  # content stays out
+    tools = [s for s in spans if s.name.startswith("execute_tool ")]
+    assert all(s.attributes["gen_ai.tool.description"] for s in tools)

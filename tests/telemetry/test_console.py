@@ -40,7 +40,10 @@ def small_run(telemetry: Telemetry) -> None:
             with telemetry.tool_span("refund", "call-1") as tool:
                 telemetry.recorder.tool_outcome(tool, "ok")
             telemetry.recorder.step_outcome(worker, "succeeded")
-        with telemetry.replan_span(old_version=1, reason="amount too high") as replan:
+        replanning = telemetry.replan_span(
+            old_version=1, reason="amount too high", planner="planner"
+        )
+        with replanning as replan:
             telemetry.recorder.replan(replan, new_version=2)
         telemetry.recorder.stale_report(run, step_id="s2", report_version=1, current_version=2)
         with pytest.raises(TimeoutError), telemetry.tool_span("mail", "call-2"):
@@ -61,7 +64,8 @@ def test_render_trace_draws_the_tree_with_key_attributes(
         "│  └─ chat m1  finish=end_turn  cache_read=5  tokens=15/2",
         "├─ invoke_agent billing  plan=1  step=s1  attempt=1  outcome=succeeded",
         "│  └─ execute_tool refund  call=call-1  outcome=ok",
-        "├─ replan  plan v1->v2",  # the reason is content: only with capture on
+        # A replan is the planner planning again; the reason is content: capture on only.
+        "├─ plan planner  plan v1->v2",
         "├─ * report.stale_dropped  plan=2  report_plan=1  step=s2",
         "├─ execute_tool mail  call=call-2  ERROR TimeoutError",
         "└─ synthesize",

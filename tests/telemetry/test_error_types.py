@@ -288,3 +288,38 @@ async def test_a_guard_that_raised_marks_its_span_with_the_exception_type() -> N
             "ValueError: bad card {'customer': 'ann'}"
         )
         assert not any("bad card" in str(v) for v in guard.attributes.values())
+
+
+async def test_a_step_that_raised_says_why_on_its_own_span() -> None:
+    # The exception event was only on the child span that raised (the `chat` span), or on
+    # no span at all (a Prompts hook raised before any call): the step span read ERROR with
+    # no why. Capture off: the type and code, and of the message only its length.
+    spans = await _spans(_raises)
+    step = next(s for s in spans if s.name == "invoke_agent w")
+    (event,) = [attributes for name, attributes in step.events if name == "exception"]
+    assert event["exception.type"] == f"{LookupBroke.__module__}.LookupBroke"
+    assert event["regiment.error.code"] == "LookupBroke"
+    assert step.attributes["regiment.error.code"] == "LookupBroke"
+    message = event["regiment.error.message_length"]
+    assert isinstance(message, int)
+    assert message >= len("the lookup service is down")
+    assert "exception.message" not in event
+    assert "service is down" not in str(step.attributes) + str(step.events)
+
+
+async def test_a_step_a_hook_failed_has_its_exception_event_with_capture_on() -> None:
+    spans = await _spans(_tool_fails_then_answers, prompts=BrokenStepRequest(), capture=True)
+    step = next(s for s in spans if s.name == "invoke_agent w")
+    (event,) = [attributes for name, attributes in step.events if name == "exception"]
+    assert event["exception.type"] == "regiment.errors.HookFailed"
+    assert event["regiment.error.code"] == "HookFailed"
+    message = event["exception.message"]
+    assert isinstance(message, str)
+    assert "tone" in message
+
+
+async def test_a_step_that_failed_without_raising_has_no_exception_event() -> None:
+    spans = await _spans(_loops)
+    step = next(s for s in spans if s.name == "invoke_agent w")
+    assert step.status_code == 2
+    assert not [name for name, _ in step.events if name == "exception"]

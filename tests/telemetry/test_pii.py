@@ -62,7 +62,8 @@ async def test_capture_off_keeps_every_user_text_out_of_the_trace() -> None:
     spans, marker = await _run(capture=False)
     names = {s.name for s in spans}
     # the run did reach every channel the marker travels through
-    assert {"execute_tool lookup", "verify", "replan", "synthesize"} <= names
+    assert {"execute_tool lookup", "verify", "plan planner", "synthesize"} <= names
+    assert any(s.attributes.get("regiment.plan.replan") for s in spans)  # it replanned
     assert _where(spans, marker) == set()
     synth = next(s for s in spans if s.name == "synthesize")
     (event,) = [a for n, a in synth.events if n == "exception"]
@@ -75,7 +76,7 @@ async def test_capture_off_keeps_every_user_text_out_of_the_trace() -> None:
     assert synth.status_code == 2
     assert str(synth.attributes["error.type"]).endswith(".SynthesisBroke")
     assert synth.status_message == synth.attributes["error.type"]
-    replan = next(s for s in spans if s.name == "replan")
+    replan = next(s for s in spans if s.attributes.get("regiment.plan.replan"))
     # the reason quotes the explanation inside a sentence of its own
     reason_length = replan.attributes["regiment.replan.reason_length"]
     assert isinstance(reason_length, int)
@@ -95,7 +96,7 @@ async def test_capture_on_records_each_user_text_where_it_belongs() -> None:
         ("execute_tool lookup", "attribute gen_ai.tool.call.arguments"),
         ("execute_tool lookup", "attribute gen_ai.tool.call.result"),
         ("verify", "attribute regiment.check.detail"),
-        ("replan", "attribute regiment.replan.reason"),
+        ("plan planner", "attribute regiment.replan.reason"),
         ("synthesize", "event exception exception.message"),
         ("synthesize", "event exception exception.stacktrace"),
         ("synthesize", "status"),

@@ -30,6 +30,15 @@ def _all(spans: tuple[ReceivedSpan, ...], name: str) -> list[ReceivedSpan]:
     return [s for s in spans if s.name == name]
 
 
+def _plan_and_replan(spans: tuple[ReceivedSpan, ...]) -> tuple[ReceivedSpan, ReceivedSpan]:
+    """The first plan's span and the replan's: both ``plan planner`` (a replan is
+    planning, the conventions' ``plan`` operation), told apart by ``regiment.plan.replan``."""
+    plans = _all(spans, "plan planner")
+    (first,) = [s for s in plans if "regiment.plan.replan" not in s.attributes]
+    (replan,) = [s for s in plans if s.attributes.get("regiment.plan.replan") is True]
+    return first, replan
+
+
 async def test_refund_run_reads_as_one_trace_over_otlp() -> None:
     with OtlpReceiver() as receiver:
         handle = configure_tracing("refund-app", endpoint=receiver.endpoint, set_global=False)
@@ -50,16 +59,21 @@ async def test_refund_run_reads_as_one_trace_over_otlp() -> None:
     assert root.attributes["regiment.run.status"] == "completed"
 
     by_id = {s.span_id: s for s in spans}
-    plan = _one(spans, "plan planner")
-    replan = _one(spans, "replan")
+    plan, replan = _plan_and_replan(spans)
     synth = _one(spans, "synthesize")
     verify = _one(spans, "verify")
     for phase in (plan, replan, synth, verify):
         assert phase.parent_span_id == root.span_id, phase.name
     # a phase that asks a model names its operation; a check (a predicate) is no GenAI one
     operations = [p.attributes.get("gen_ai.operation.name") for p in (plan, replan, synth, verify)]
-    assert operations == ["plan", "replan", "synthesize", None]
+    # A replan is planning: the conventions' `plan` operation and span name (it was a
+    # `replan` of ours), marked regiment.plan.replan, with the versions it went between.
+    assert operations == ["plan", "plan", "synthesize", None]
+    assert replan.attributes["gen_ai.agent.name"] == "planner"
     assert replan.attributes["regiment.plan.old_version"] == 1
+    assert replan.attributes["regiment.plan.new_version"] == 2
+    assert replan.attributes["regiment.plan.version"] == 2
+    assert plan.attributes["regiment.plan.version"] == 1
     assert "regiment.replan.reason" not in replan.attributes  # content, and capture is off
     reason_length = replan.attributes["regiment.replan.reason_length"]
     assert isinstance(reason_length, int)
@@ -69,7 +83,6 @@ async def test_refund_run_reads_as_one_trace_over_otlp() -> None:
     chats = _all(spans, "chat scripted")
     assert {by_id[c.parent_span_id].name for c in chats if c.parent_span_id} >= {
         "plan planner",
-        "replan",
         "synthesize",
         "invoke_agent billing",
         "invoke_agent comms",
@@ -165,10 +178,11 @@ async def test_plan_and_replan_spans_say_how_many_steps_the_new_plan_has(
 ) -> None:
     # The refund team's planner has a plan guardrail; the steps are those the reply gave.
     result = await build_team(ScriptedModel(refund_brain), Ledger(), telemetry=telemetry).run(GOAL)
-    spans = {s.name: dict(s.attributes or {}) for s in collector.spans()}
+    plans = [dict(s.attributes or {}) for s in collector.spans() if s.name == "plan planner"]
     first, second = result.plans
-    assert spans["plan planner"]["regiment.plan.steps"] == len(first.steps)
-    replan = spans["replan"]
+    (plan,) = [p for p in plans if "regiment.plan.replan" not in p]
+    (replan,) = [p for p in plans if p.get("regiment.plan.replan") is True]
+    assert plan["regiment.plan.steps"] == len(first.steps)
     assert replan["regiment.plan.new_version"] == second.version == 2
     assert replan["regiment.plan.steps"] == len(second.steps) == 3  # s1 kept, s4 and s5 new
 
@@ -191,7 +205,8 @@ async def test_a_replan_span_says_how_many_steps_without_plan_guardrails(
     worker = Worker(name="w", description="w", model=model)
     team = Team(name="t", planner=Planner(model=model), workers=[worker], telemetry=telemetry)
     result = await team.run("go")
-    replan = next(s for s in collector.spans() if s.name == "replan")
+    replan = next(s for s in collector.spans() if (s.attributes or {}).get("regiment.plan.replan"))
+    assert replan.name == "plan planner"
     assert dict(replan.attributes or {})["regiment.plan.steps"] == len(result.plans[-1].steps) == 2
     assert replan.end_time is not None
 

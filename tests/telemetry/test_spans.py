@@ -234,7 +234,7 @@ def test_run_plan_replan_verify_and_phases(telemetry: Telemetry, collector: Span
     assert attrs(root) == {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": "refunds",
-        "gen_ai.agent.id": "refunds",  # no session: no gen_ai.conversation.id
+        # no session: no gen_ai.conversation.id; no hosted agent: no gen_ai.agent.id
         "regiment.run.id": "run-1",
         "regiment.goal.length": len("refund order A-1"),
         "regiment.run.status": "succeeded",
@@ -253,14 +253,19 @@ def test_run_plan_replan_verify_and_phases(telemetry: Telemetry, collector: Span
     verify_span = only(collector, "verify")
     assert attrs(verify_span)["regiment.check.passed"] is False
     assert verify_span.status.status_code is StatusCode.UNSET  # a failed check is an outcome
-    replan_attrs = attrs(only(collector, "replan"))
+    # A replan is planning (the conventions' plan operation); with no planner named, its
+    # span is `plan`, as theirs is when no agent name is at hand.
+    replan_attrs = attrs(only(collector, "plan"))
+    assert replan_attrs["gen_ai.operation.name"] == "plan"
+    assert replan_attrs["regiment.plan.replan"] is True
+    assert "regiment.plan.replan" not in attrs(only(collector, "plan planner"))
     assert replan_attrs["regiment.plan.old_version"] == 1
     assert replan_attrs["regiment.plan.new_version"] == 2
     # the reason quotes user data: with capture off only its length is kept
     assert "regiment.replan.reason" not in replan_attrs
     assert replan_attrs["regiment.replan.reason_length"] == len("check amount_ok failed")
     root_id = root.context.span_id if root.context else None
-    for name in ("plan planner", "verify", "replan", "synthesize"):
+    for name in ("plan planner", "verify", "plan", "synthesize"):
         parent = only(collector, name).parent
         assert parent is not None
         assert parent.span_id == root_id
