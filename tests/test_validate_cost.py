@@ -99,3 +99,52 @@ def test_the_cli_parser_alone_loads_no_approval_engine_or_journal_backend() -> N
     loaded = set(json.loads(done.stdout.splitlines()[-1]))
     assert "regiment.cli._approvals" in loaded
     assert [m for m in NOT_FOR_VALIDATE if m in loaded] == []
+
+
+def test_validate_of_a_team_without_tools_loads_no_pydantic(tmp_path: Path) -> None:
+    # pydantic builds the argument schemas of tools and checks output types: a file
+    # with neither does not load it.
+    team = tmp_path / "team.toml"
+    team.write_text(
+        'name = "t"\nmodel = "scripted"\nbrain = "examples.refund.brain:refund_brain"\n\n'
+        '[[workers]]\nname = "billing"\ndescription = "Checks refunds."\n'
+    )
+    loaded, said = _validated(team)
+    assert "ok, team 't'" in said
+    assert "regiment.config._imports" in loaded
+    assert sorted(m for m in loaded if m.split(".")[0] in ("pydantic", "pydantic_core")) == []
+
+
+def test_validate_still_checks_an_output_type_with_pydantic(tmp_path: Path) -> None:
+    team = tmp_path / "team.toml"
+    team.write_text(
+        'name = "t"\nmodel = "scripted"\nbrain = "examples.refund.brain:refund_brain"\n'
+        'output_type = "pathlib:Path"\n\n'
+        '[[workers]]\nname = "billing"\ndescription = "Checks refunds."\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "regiment", "validate", str(team)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=EXAMPLES.parent,
+    )
+    assert done.returncode == 2, done.stdout
+    assert "expected a pydantic model class" in done.stderr
+
+
+def test_listing_runs_loads_no_pydantic(tmp_path: Path) -> None:
+    program = (
+        "import json, sys\n"
+        "from regiment.cli import main\n"
+        f"code = main(['runs', '--journal', {str(tmp_path / 'none.db')!r}])\n"
+        "print(json.dumps([code, sorted(sys.modules)]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False
+    )
+    code, loaded = json.loads(done.stdout.splitlines()[-1])
+    assert code == 2  # no journal there: it says so (and has read no team file)
+    assert "no journal there" in done.stderr
+    assert [m for m in loaded if m.split(".")[0] in ("pydantic", "pydantic_core")] == []
