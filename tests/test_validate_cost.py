@@ -81,7 +81,9 @@ def test_validate_of_a_nested_team_file_builds_its_team_worker(tmp_path: Path) -
     assert "worker research: team file research.toml" in said
     assert "regiment.hierarchy.workers._team_worker" in loaded
     # Still no run of it: the nested team is built, not started.
-    assert [m for m in ("regiment.hierarchy._running", "regiment.journal._open") if m in loaded] == []
+    assert [
+        m for m in ("regiment.hierarchy._running", "regiment.journal._open") if m in loaded
+    ] == []
 
 
 def test_the_cli_parser_alone_loads_no_approval_engine_or_journal_backend() -> None:
