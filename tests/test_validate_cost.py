@@ -115,6 +115,10 @@ def test_validate_of_a_team_without_tools_loads_no_pydantic(tmp_path: Path) -> N
     assert "ok, team 't'" in said
     assert "regiment.config._imports" in loaded
     assert sorted(m for m in loaded if m.split(".")[0] in ("pydantic", "pydantic_core")) == []
+    # Nor does anything scan the installed packages' entry points (pydantic's plugins,
+    # OpenTelemetry's providers): validate sets no telemetry up.
+    assert "importlib.metadata" not in loaded
+    assert [m for m in loaded if m.startswith("opentelemetry.sdk")] == []
 
 
 def test_validate_still_checks_an_output_type_with_pydantic(tmp_path: Path) -> None:
