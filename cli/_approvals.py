@@ -39,7 +39,6 @@ from regiment.cli._resume import (
     created_record,
     recorded_team_file,
 )
-from regiment.config import build_team, load_config
 from regiment.errors import ApprovalError, ConfigError, JournalError, LeaseHeld, UnknownRun
 from regiment.journal import Journal, RunCreated, TeamFile
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approve, Deny, EditArguments
@@ -244,6 +243,8 @@ def _recorded(created: RunCreated | None, run_id: str) -> TeamFile | None:
 def _team_of(source: TeamFile) -> Team:
     """The team ``source`` describes, built with a stand-in model (no model is called)."""
     add_import_root(source.app_dir)
+    from regiment.config import build_team, load_config  # only to check an --edit
+
     return build_team(load_config(source.path), model="scripted", source=source.path)
 
 

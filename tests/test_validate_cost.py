@@ -4,7 +4,9 @@ Validate reads the file, imports its tools and builds the team with a stand-in
 model. The CLI module it goes through also serves ``approve`` and ``runs``; what
 those need (the engine's approval path, the journal's backends) and what only a
 nested team file needs (the nested-team worker and the run channel it drives) load
-when used. Each check runs in a fresh interpreter, as in ``test_import_cost.py``.
+when used; ``--help`` and ``runs`` read no team file and load neither the config room
+nor a team's classes. Each check runs in a fresh interpreter, as in
+``test_import_cost.py``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,14 @@ NOT_FOR_VALIDATE = (
     "regiment.journal._memory",
     "regiment.journal._buffered",
     "anyio.streams.memory",
+)
+
+# What only a command that reads a team file needs: not `--help`, `runs` or `show`.
+NO_TEAM_FILE = (
+    "regiment.config",
+    "regiment.hierarchy._team",
+    "regiment.hierarchy.workers._worker",
+    "regiment.actors",
 )
 
 
@@ -101,6 +111,7 @@ def test_the_cli_parser_alone_loads_no_approval_engine_or_journal_backend() -> N
     loaded = set(json.loads(done.stdout.splitlines()[-1]))
     assert "regiment.cli._approvals" in loaded
     assert [m for m in NOT_FOR_VALIDATE if m in loaded] == []
+    assert [m for m in NO_TEAM_FILE if m in loaded] == []
 
 
 def test_validate_of_a_team_without_tools_loads_no_pydantic(tmp_path: Path) -> None:
@@ -154,3 +165,4 @@ def test_listing_runs_loads_no_pydantic(tmp_path: Path) -> None:
     assert code == 2  # no journal there: it says so (and has read no team file)
     assert "no journal there" in done.stderr
     assert [m for m in loaded if m.split(".")[0] in ("pydantic", "pydantic_core")] == []
+    assert [m for m in NO_TEAM_FILE if m in loaded] == []
