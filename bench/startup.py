@@ -6,7 +6,7 @@ each) and the medians are compared. ``--instructions`` adds callgrind counts
 of each command above a bare interpreter, which repeat exactly.
 
     git archive <commit> --prefix=regiment/ | tar -x -C /tmp/base
-    .venv/bin/python bench/startup.py --base /tmp/base               # wall, median of 7
+    .venv/bin/python bench/startup.py --base /tmp/base               # wall, median of 15
     .venv/bin/python bench/startup.py --base /tmp/base --instructions
 
 The wall figures end with a team's start and stop in a running program (a
@@ -49,6 +49,13 @@ IMPORTS = {
     ),
 }
 VALIDATE = ("-m", "regiment", "validate", "examples/refund/team.toml")
+# The floors beside them, timed in the same rounds: the interpreter alone, and our chosen
+# dependencies imported (what `regiment validate` cannot get below: it also builds the
+# tools' pydantic models, which cost more than importing pydantic).
+FLOORS = {
+    "python -c pass": ("-c", "pass"),
+    "python -c 'import anyio, pydantic, msgspec'": ("-c", "import anyio, pydantic, msgspec"),
+}
 
 
 def _env(base: Path | None) -> dict[str, str]:
@@ -135,6 +142,12 @@ def _wall(base: Path, repeats: int) -> None:
     _whole_process(VALIDATE, None)
     samples: dict[tuple[str, str], list[float]] = {}
     for _ in range(repeats):
+        for name, args in FLOORS.items():
+            samples.setdefault((name, "floor"), []).append(_whole_process(args, None))
+        deps = "python -c 'import anyio, pydantic, msgspec'"
+        samples.setdefault((deps + ", in process", "floor"), []).append(
+            _in_process(FLOORS[deps][1], None)
+        )
         for name, code in IMPORTS.items():
             for label, where in sides.items():
                 samples.setdefault((name, label), []).append(_in_process(code, where))
@@ -146,6 +159,9 @@ def _wall(base: Path, repeats: int) -> None:
             samples.setdefault(("a team's start and stop, in process", label), []).append(
                 _team_start(where)
             )
+    for name in [*FLOORS, "python -c 'import anyio, pydantic, msgspec', in process"]:
+        print(f"floor, {name}: {median(samples[name, 'floor']) * 1e3:.2f} ms "
+              f"(fastest {min(samples[name, 'floor']) * 1e3:.2f} ms; median of {repeats})")  # fmt: skip
     for name in [
         *IMPORTS,
         "regiment validate (whole process)",
@@ -161,6 +177,9 @@ def _wall(base: Path, repeats: int) -> None:
 
 def _counted(base: Path) -> None:
     bare = _instructions(("-c", "pass"), None)
+    floor = _instructions(FLOORS["python -c 'import anyio, pydantic, msgspec'"], None)
+    print(f"floor, import anyio, pydantic, msgspec: {(floor - bare) / 1e6:,.0f}M instructions "
+          "above a bare interpreter")  # fmt: skip
     commands: dict[str, tuple[str, ...]] = {name: ("-c", code) for name, code in IMPORTS.items()}
     commands["regiment validate (whole process)"] = VALIDATE
     for name, args in commands.items():
@@ -175,7 +194,7 @@ def main() -> None:
     """Print this tree's import and validate figures beside ``--base``'s."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", type=Path, required=True, help="a directory holding regiment/")
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--instructions", action="store_true", help="callgrind counts (valgrind)")
     if sys.argv[1:] == ["--team-start-child"]:
         _team_start_child()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Mapping
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
@@ -39,11 +39,12 @@ from regiment.cli._resume import (
     created_record,
     recorded_team_file,
 )
-from regiment.config import build_team, load_config
 from regiment.errors import ApprovalError, ConfigError, JournalError, LeaseHeld, UnknownRun
-from regiment.hierarchy import Team, decide_in_journal
 from regiment.journal import Journal, RunCreated, TeamFile
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approve, Deny, EditArguments
+
+if TYPE_CHECKING:
+    from regiment.hierarchy import Team
 
 __all__ = ("add_approval_commands", "approval_command")
 
@@ -183,6 +184,10 @@ async def _decide(
                 "gone); pass --team TEAM_FILE"
             )
         team = _team_of(recorded)
+    # The engine's approval path: only when a decision is taken (`validate` and the
+    # other commands build their parsers from this module without it, issue #22).
+    from regiment.hierarchy import decide_in_journal
+
     try:
         request = await decide_in_journal(
             journal, args.request_id, decision, args.by, run_id=args.run_id, team=team
@@ -238,6 +243,8 @@ def _recorded(created: RunCreated | None, run_id: str) -> TeamFile | None:
 def _team_of(source: TeamFile) -> Team:
     """The team ``source`` describes, built with a stand-in model (no model is called)."""
     add_import_root(source.app_dir)
+    from regiment.config import build_team, load_config  # only to check an --edit
+
     return build_team(load_config(source.path), model="scripted", source=source.path)
 
 

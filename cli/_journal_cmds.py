@@ -18,11 +18,7 @@ from typing import TextIO
 from regiment._shown import shown_spec
 from regiment._text import visible
 from regiment.errors import ConfigError, JournalError
-from regiment.journal import (
-    Journal,
-    RunInfo,
-    open_journal,
-)
+from regiment.journal import Journal, RunInfo
 
 __all__ = (
     "add_journal_commands",
@@ -101,6 +97,8 @@ def journal_read(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
 async def open_cli_journal(spec: str, *, read_only: bool = False) -> Journal:
     """Open the journal; a file or database that cannot be used is a usage error naming it.
     A command that only reads opens it ``read_only``: it reads a file it may not write."""
+    from regiment.journal import open_journal  # the backends: only when one is opened
+
     try:
         return await open_journal(spec, read_only=read_only)
     except JournalError as exc:

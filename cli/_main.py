@@ -68,11 +68,6 @@ from regiment.cli._printed import printed
 from regiment.cli._resume import add_import_root as _add_import_root
 from regiment.cli._resume import fill_in_team_file, team_file_of
 from regiment.cli._validate import validate, validate_command
-from regiment.config import (
-    TeamConfig,
-    build_team,
-    load_config,
-)
 from regiment.errors import (
     ApprovalError,
     ConfigError,
@@ -83,6 +78,7 @@ from regiment.tools import require_mcp
 
 if TYPE_CHECKING:
     from regiment.cli._run import RunOptions
+    from regiment.config import TeamConfig
 
 __all__ = ("main", "run_async")
 
@@ -184,6 +180,8 @@ async def _dispatch(
         _add_import_root(getattr(args, "app_dir", None))
         if args.command in ("runs", "show"):
             return await printed(journal_reader(args, environ), args.command, stdout, stderr)
+        from regiment.config import build_team, load_config  # not for runs/show (#22)
+
         config = load_config(args.team_file)
         if args.command == "validate":
             return validate(config, args.team_file, stdout)
@@ -253,6 +251,7 @@ async def _serve_mcp(
     require_mcp()
     from regiment.cli._mcp_serve import serve_team  # the mcp extra, only for this command
     from regiment.cli._serve_trace import serve_tracing  # the tracing SDK: only with --trace
+    from regiment.config import build_team
 
     model = choose_model(config, args.team_file, args.model, environ, stderr)
     try:
@@ -284,6 +283,8 @@ async def _approvals(
     try:
         team = None
         if getattr(args, "team", None):
+            from regiment.config import build_team, load_config
+
             team = build_team(load_config(args.team), model="scripted", source=args.team)
         await approval_command(args, team, stdout, environ, stderr)
     except (ConfigError, ApprovalError, JournalError) as exc:

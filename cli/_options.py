@@ -12,12 +12,12 @@ from regiment.cli._codes import typeable
 from regiment.cli._hints import journal_flag
 from regiment.cli._journal_cmds import journal_spec
 from regiment.cli._resume import team_file_of
-from regiment.config import TeamConfig, place_on_ray, team_files
 from regiment.errors import ConfigError
 
 if TYPE_CHECKING:
     from regiment.cli._ask import TerminalApprover
     from regiment.cli._run import RunOptions
+    from regiment.config import TeamConfig
 
 __all__ = ("choose_model", "flags_agree", "placed", "run_options")
 
@@ -88,7 +88,11 @@ def flags_agree(args: argparse.Namespace) -> argparse.Namespace:
 
 def placed(args: argparse.Namespace, config: TeamConfig) -> TeamConfig:
     """The team file with every worker on Ray when ``--workers ray`` asks for it."""
-    return place_on_ray(config, address=args.ray_address) if args.workers == "ray" else config
+    if args.workers != "ray":
+        return config
+    from regiment.config import place_on_ray  # loaded already: the config was read
+
+    return place_on_ray(config, address=args.ray_address)
 
 
 # The providers that need an API key, and its variable (an openai-compatible server needs none).
@@ -110,6 +114,8 @@ def choose_model(
     """
     if option:
         return option
+    from regiment.config import team_files  # loaded already: the config was read
+
     files = team_files(config, source=source)
     wanted = {spec.partition(":")[0] for _, c in files for spec in c.model_specs().values()}
     missing = [key for name, key in _API_KEYS.items() if name in wanted and not environ.get(key)]

@@ -11,10 +11,10 @@ import msgspec
 from regiment.cli._codes import config_error
 from regiment.cli._printed import put_out
 from regiment.cli._resume import add_import_root
-from regiment.config import TeamConfig, check_config, load_config
 from regiment.errors import ConfigError
 
 if TYPE_CHECKING:
+    from regiment.config import TeamConfig
     from regiment.hierarchy import Team, TeamWorker, Worker
 
 __all__ = ("validate", "validate_command")
@@ -23,6 +23,8 @@ __all__ = ("validate", "validate_command")
 def validate_command(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     """``regiment validate`` outside an event loop (what ``_dispatch`` does for it inside
     one); what it says that cannot be written to stdout fails it (``put_out``)."""
+    from regiment.config import load_config  # here: the CLI's other commands go without it
+
     try:
         add_import_root(args.app_dir)
         said = io.StringIO()
@@ -35,6 +37,8 @@ def validate_command(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -
 def validate(config: TeamConfig, source: str, stdout: TextIO) -> int:
     """Build the team from ``config`` (checking every path and value) and describe it;
     exit code 0 (a ``ConfigError`` says what is wrong)."""
+    from regiment.config import check_config
+
     team = check_config(config, source=source)
     print(f"{source}: ok, team '{team.name}'", file=stdout)
     specs = config.model_specs()
@@ -56,7 +60,8 @@ def validate(config: TeamConfig, source: str, stdout: TextIO) -> int:
 def _run_lines(config: TeamConfig, team: Team) -> list[str]:
     """What shapes a run beyond its roles, one line each, for what the file sets: the
     critic, compression, a budget (its limits), concurrency (past its default)."""
-    from regiment.hierarchy import Budget  # loaded already: the team was built
+    from regiment.config import TeamConfig  # loaded already: the team was built
+    from regiment.hierarchy import Budget
 
     lines: list[str] = []
     planner_model = f"the planner's model ({config.model_specs()['planner.model']})"

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from regiment._json import JsonObject
 from regiment.config._imports import (
@@ -43,11 +43,13 @@ from regiment.hierarchy import (
     Prompts,
     StepReport,
     Team,
-    TeamWorker,
     Worker,
 )
 from regiment.models import Model, ModelSettings, Price, ScriptedModel
 from regiment.telemetry import Telemetry
+
+if TYPE_CHECKING:
+    from regiment.hierarchy import TeamWorker
 
 __all__ = (
     "build_team",
@@ -212,6 +214,10 @@ def _team_worker(
     team = within(
         config.team, index, source, lambda: _build(nested, tree, nested_source, nested_chain)
     )
+    # The nested-team worker (and the run channel it drives): only for a file that nests
+    # one, so `regiment validate` of a flat team does not load it (issue #22).
+    from regiment.hierarchy import TeamWorker
+
     c, where = config, f"workers[{index}]"
     build = partial(TeamWorker, name=c.name, description=c.description, artifact=c.artifact)
     return _checked(source, where, lambda: build(team=team, step_timeout=c.step_timeout))

@@ -9,12 +9,14 @@ import inspect
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING
 
 from regiment.errors import ConfigError
 from regiment.hierarchy.guard import Guardrail, as_guardrail
 from regiment.tools import Tool
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = (
     "IncludeChain",
@@ -122,6 +124,9 @@ def import_output_type(spec: str | None, *, where: str) -> type[BaseModel] | Non
     if spec is None:
         return None
     found = import_object(spec, where=where)
+    # pydantic loads with a file's first output type or tool, not with every team file.
+    from pydantic import BaseModel
+
     if inspect.isclass(found) and issubclass(found, BaseModel):
         return found
     raise ConfigError(
