@@ -28,6 +28,7 @@ from regiment.journal import (
     EventRecorded,
     Journal,
     ModelCallFinished,
+    ModelCallStarted,
     PlanVersion,
     Record,
     StepDispatched,
@@ -63,6 +64,10 @@ class Replay:
     dispatched: set[tuple[int, str, int]] = field(default_factory=set)
     reported: set[tuple[int, str, int, str]] = field(default_factory=set)
     events: Counter[bytes] = field(default_factory=Counter)
+    # Model calls started (a budgeted run's intents) and answered, by key: a start with
+    # no answer after it was in flight when the run stopped (``unanswered``).
+    started: dict[str, list[ModelCallStarted]] = field(default_factory=dict)
+    answered: Counter[str] = field(default_factory=Counter)
 
     @classmethod
     def of(cls, entries: Iterable[Entry]) -> Replay:
@@ -78,8 +83,11 @@ class Replay:
 
     def _add(self, record: Record) -> None:
         match record:
+            case ModelCallStarted(call_key=key):
+                self.started.setdefault(key, []).append(record)
             case ModelCallFinished(call_key=key, response=response):
                 self.responses[key] = response
+                self.answered[key] += 1
                 if record.calls != 1 or record.unpaid is not None:
                     self.asked[key] = record
             case ToolCallStarted():
@@ -108,6 +116,14 @@ class Replay:
                         self.dropped[(stale, step_id)] = current if isinstance(current, int) else 0
             case _:
                 pass
+
+    def unanswered(self) -> list[ModelCallStarted]:
+        """The model calls started with no response journaled after them (in flight
+        when the run's process died): the provider bills them all the same."""
+        lost: list[ModelCallStarted] = []
+        for key, starts in self.started.items():
+            lost += starts[self.answered[key] :]
+        return lost
 
     def plan_before(self, version: int) -> Plan | None:
         """Plan version ``version`` as the run adopted it before a resume, if it did."""

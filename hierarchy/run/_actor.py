@@ -103,6 +103,8 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         # what its steps draw on when their shares run short
         top_ups, ledger = channel.fence.top_ups, book.spending.ledger
         top_ups.wire(ledger, run_id, dispatcher.unsent, book.emit, dispatcher.waiting_on)
+        if channel.journal is not None:  # resumed: calls in flight at the stop were billed
+            channel.journal.charge_unanswered(ledger.spent)
         log = GuardLog(tape=run_tape(channel.journal))  # its judges' replies: journaled
         self._guards = RunGuards(*team.outcome_guards, trace, goal, log, run_id, team.output)
         lender = channel.lender or channel.supervisor  # who runs the calls: not the planner

@@ -17,6 +17,7 @@ import msgspec
 
 from regiment.actors import ActorRef
 from regiment.errors import ActorStopped, ClusterLost, JournalError, LeaseLost, RunCancelled
+from regiment.hierarchy._in_flight import charge_unanswered
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._ranges import COMMIT_WAIT, LEASE_TTL
 from regiment.hierarchy._replay import NO_REPLAY, Replay, event_record
@@ -58,6 +59,7 @@ from regiment.journal import RunFinished as JournalFinished
 
 if TYPE_CHECKING:
     from regiment.hierarchy._result import RunResult
+    from regiment.hierarchy._spent import Spent
     from regiment.hierarchy._team import Team
     from regiment.hierarchy.events import Event
 
@@ -210,6 +212,11 @@ class RunJournal:
         self._calls[change.purpose] = n
         key = f"{change.purpose}/{n}"
         self._add(reply_record(self.run_id, key, change))
+
+    def charge_unanswered(self, spent: Spent) -> None:
+        """Charge a resumed run with its model calls that were in flight (``_in_flight``)."""
+        if self._replay is not None:
+            charge_unanswered(self._replay, spent, self.run_id)
 
     def replayed(self, purpose: str) -> Replayed | None:
         """The journaled reply of the next ``purpose`` call, if a resume has one."""

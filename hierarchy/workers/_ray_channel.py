@@ -41,7 +41,7 @@ from regiment.hierarchy.workers._wire import (
     decode_decision,
     encode,
 )
-from regiment.journal import ModelCallFinished, Record
+from regiment.journal import ModelCallFinished, ModelCallStarted, Record
 from regiment.journal import ToolCallFinished as ToolResultRecord
 from regiment.journal import ToolCallStarted as ToolIntentRecord
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Toolset
@@ -128,7 +128,9 @@ class ReplicaLog:
 
     async def append(self, record: Record, *, durable: bool = False) -> None:
         """Send ``record`` to the caller's journal; ``durable``: wait until it is."""
-        if not isinstance(record, ModelCallFinished | ToolIntentRecord | ToolResultRecord):
+        if not isinstance(
+            record, ModelCallStarted | ModelCallFinished | ToolIntentRecord | ToolResultRecord
+        ):
             raise TypeError(f"a replica's step does not journal {type(record).__name__} records")
         channel = self._channel
         if durable:

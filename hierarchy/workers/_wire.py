@@ -21,7 +21,7 @@ import msgspec
 
 from regiment.hierarchy._messages import AssignStep, StepAllowance, StepReport
 from regiment.hierarchy.events import TextDelta, ToolCallFinished, ToolCallStarted
-from regiment.journal import ModelCallFinished
+from regiment.journal import ModelCallFinished, ModelCallStarted
 from regiment.journal import ToolCallFinished as ToolResultRecord
 from regiment.journal import ToolCallStarted as ToolIntentRecord
 from regiment.models import ModelResponse
@@ -46,8 +46,9 @@ __all__ = (
     "step_key",
 )
 
-CallRecord: TypeAlias = ModelCallFinished | ToolIntentRecord | ToolResultRecord
-"""A journal record a replica's step makes: a model response, a tool intent, a tool result."""
+CallRecord: TypeAlias = ModelCallStarted | ModelCallFinished | ToolIntentRecord | ToolResultRecord
+"""A journal record a replica's step makes: a model call's intent and response, a tool
+intent, a tool result."""
 
 LiveUpdate: TypeAlias = TextDelta | ToolCallStarted | ToolCallFinished
 """A live event of a streamed run, made on the replica."""

@@ -1,0 +1,117 @@
+"""A model call in flight when a run's process is killed is billed, and a resume counts it.
+
+The provider bills a call when it gets it, whether or not its reply comes back, and the
+journal kept a model call only once its reply had (``ModelCallFinished``): a run killed
+with SIGKILL while a worker's call was in flight, resumed, sent that call again and went
+on spending until its ``Budget(usd=...)`` was used up by its own count, that first call
+left out, so the providers billed more than the budget (and more than the run said it
+spent). A run under a spending budget now journals each call's intent, with the most it
+may spend, durably before the call, and a resume charges each started call that has no
+reply at that most.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from regiment.hierarchy import RunResult
+from regiment.hierarchy.run._journaling import LEASE_TTL
+from regiment.journal import ModelCallFinished, ModelCallStarted, open_journal
+
+from .in_flight_team import SLOW_CALL, bill_of, make_team
+
+pytestmark = pytest.mark.anyio
+
+CHILD = Path(__file__).with_name("in_flight_team.py")
+USD = 0.004  # six of the worker's calls: its loop ends on it
+
+
+def _text(log: Path) -> str:
+    return log.read_text()
+
+
+def _where(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    if kind == "sqlite":
+        return str(tmp_path / "runs.db")
+    return str(request.getfixturevalue("postgres_url"))
+
+
+async def _killed_in_flight(where: str, bill: Path, backend: str, log: Path) -> str:
+    """Run the team in a child until its worker's slow call is in flight; SIGKILL it."""
+    with log.open("w") as errors:
+        process = await anyio.open_process(
+            [sys.executable, str(CHILD), where, str(bill), str(USD), backend],
+            stdout=subprocess.PIPE,
+            stderr=errors,
+        )
+    try:
+        assert process.stdout is not None
+        out = BufferedByteReceiveStream(process.stdout)
+        with anyio.fail_after(60, shield=True):
+            first = (await out.receive_until(b"\n", 1000)).decode()
+            assert first.startswith("run "), (first, _text(log))
+            assert (await out.receive_until(b"\n", 1000)).decode() == "in flight"
+        process.kill()  # SIGKILL: no cleanup, no journal close
+        await process.wait()
+        assert process.returncode == -9, _text(log)
+        return first.split()[1]
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        await process.aclose()
+
+
+async def _resumed(where: str, run_id: str, bill: Path) -> tuple[RunResult, list[object]]:
+    journal = await open_journal(where, clock=lambda: time.time() + LEASE_TTL + 1)
+    try:
+        async with make_team(bill, USD).start(journal=journal) as running:
+            result = await running.resume(run_id)
+        return result, [e.record for e in await journal.read(run_id)]
+    finally:
+        await journal.close()
+
+
+@pytest.mark.parametrize(
+    ("anyio_backend", "kind"),
+    [("asyncio", "sqlite"), ("trio", "sqlite"), ("asyncio", "postgres"), ("trio", "postgres")],
+)
+async def test_a_call_in_flight_at_a_crash_is_counted_and_the_budget_holds(
+    anyio_backend: str,
+    kind: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    where, bill = _where(kind, tmp_path, request), tmp_path / "bill.txt"
+    run_id = await _killed_in_flight(where, bill, anyio_backend, tmp_path / "child.log")
+    lines = bill.read_text().splitlines()  # the planner's call and three worker calls
+    assert [line.split()[0] for line in lines] == ["planner"] + ["worker"] * SLOW_CALL
+    lost = int(lines[-1].split()[1])  # what the call in flight was billed
+    with caplog.at_level(logging.WARNING, logger="regiment.run"):
+        resumed, records = await _resumed(where, run_id, bill)
+    billed = bill_of(bill)
+    assert (resumed.status, resumed.budget_exhausted) == ("partial", "usd")
+    # What the providers billed never passes the budget, and the run counts all of it.
+    assert billed <= USD * 1e6, (billed, resumed.usage.micro_usd)
+    assert resumed.usage.micro_usd >= billed, (billed, resumed.usage.micro_usd)
+    # The call in flight is charged at the most it could have spent, as the worker's.
+    starts = [r for r in records if isinstance(r, ModelCallStarted)]
+    key = f"step/1/s1/{SLOW_CALL}"
+    in_flight = [s for s in starts if s.call_key == key]
+    assert len(in_flight) == 2  # before the crash, and again by the resume
+    assert lost <= in_flight[0].most.micro_usd
+    finished = [r for r in records if isinstance(r, ModelCallFinished) and r.call_key == key]
+    assert len(finished) == 1
+    by_role = resumed.usage_by_role
+    assert by_role["w"].micro_usd + by_role["planner"].micro_usd >= billed
+    assert f"run {run_id}: 1 model call(s) were in flight" in caplog.text
+    assert f"{key} by 'w'" in caplog.text
