@@ -10,20 +10,25 @@ providers billed, and it cannot spend past its budget across a crash.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import TYPE_CHECKING
 
 import msgspec
 
+from regiment.journal import ModelCallStarted
 from regiment.models import ModelRequest, Usage, effective_settings, estimate_tokens
 
 if TYPE_CHECKING:
+    from regiment.hierarchy._budget import Budget
     from regiment.hierarchy._messages import StepAllowance
     from regiment.hierarchy._model_call import ModelCaller
     from regiment.hierarchy._replay import Replay
     from regiment.hierarchy._spent import Spent
+    from regiment.hierarchy.run._calls import Started
+    from regiment.hierarchy.workers._journal_calls import CallLog
 
-__all__ = ("charge_unanswered", "limits_spending", "most_spent")
+__all__ = ("charge_unanswered", "limits_spending", "most_spent", "planner_intents")
 
 _log = logging.getLogger("regiment.run")
 _PER_MILLION = 1_000_000
@@ -39,6 +44,19 @@ def limits_spending(allowance: StepAllowance) -> bool:
         and a.input_tokens is None
         and a.output_tokens is None
         and a.micro_usd is None
+    )
+
+
+def _budget_limits_spending(budget: Budget) -> bool:
+    """Whether a run's budget limits what its model calls spend (model calls, tokens or
+    money): then each planner-side call's intent is journaled before it is sent."""
+    b = budget
+    return not (
+        b.model_calls is None
+        and b.tokens is None
+        and b.input_tokens is None
+        and b.output_tokens is None
+        and b.usd is None
     )
 
 
@@ -58,6 +76,30 @@ def most_spent(caller: ModelCaller, request: ModelRequest) -> Usage:
         pico = max(rates[0], rates[2], rates[3]) * inputs + rates[1] * output
         micro = -(-pico // _PER_MILLION)
     return Usage(input_tokens=inputs, output_tokens=output, micro_usd=micro)
+
+
+def planner_intents(log: CallLog, calls: dict[str, int], budget: Budget) -> Started | None:
+    """What journals a planner-side call's intent (``PhaseCalls``), under a ``budget``
+    that limits spending; ``calls``: the run journal's count of replies by purpose."""
+    return (
+        functools.partial(_planner_intent, log, calls) if _budget_limits_spending(budget) else None
+    )
+
+
+async def _planner_intent(
+    log: CallLog,
+    calls: dict[str, int],
+    purpose: str,
+    role: str,
+    caller: ModelCaller,
+    request: ModelRequest,
+) -> None:
+    """Journal a planner-side call's intent durably, keyed as its reply will be."""
+    key = f"{purpose}/{calls.get(purpose, 0) + 1}"
+    intent = ModelCallStarted(
+        run_id=log.run_id, call_key=key, role=role, most=most_spent(caller, request)
+    )
+    await log.append(intent, durable=True)
 
 
 def charge_unanswered(replay: Replay, spent: Spent, run_id: str) -> None:

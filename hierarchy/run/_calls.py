@@ -65,6 +65,8 @@ __all__ = ("ROLES", "PhaseCalls", "SpanFacts", "billed", "model_failure")
 
 Context = ActorContext[PlannerMessage, None]
 Deliver = Callable[[ModelReplied], Awaitable[None]]  # what a call's reply is handed to
+# A call's intent to its journal: its purpose, role, model caller and request.
+Started = Callable[[str, str, ModelCaller, ModelRequest], Awaitable[None]]
 
 # Whose usage a planner-side call is charged to.
 ROLES: dict[Purpose, str] = {
@@ -111,8 +113,10 @@ class PhaseCalls:
         channel: LiveChannel | None = None,
         guard_log: GuardLog | None = None,
         lender: CallLender | None = None,
+        started: Started | None = None,
     ) -> None:
         self._team = team
+        self._started = started  # a journaled run's: a call's intent, before it is sent
         self._trace = trace
         self._run_id = run_id  # the log context of its calls (an SDK's retries name the run)
         self._replayed = replayed  # a resumed run's journaled responses, by call
@@ -272,6 +276,9 @@ class PhaseCalls:
                 if replayed is not None and span.is_recording():  # journaled: not asked again
                     span.set_attribute(sc.REGIMENT_REPLAYED, True)
                 try:
+                    if replayed is None and self._started is not None:  # billed if sent
+                        caller = self._model_caller(purpose)
+                        await self._started(purpose, ROLES[purpose], caller, request)
                     response, calls, unpaid = (
                         replayed if replayed is not None else await self._ask(purpose, request)
                     )

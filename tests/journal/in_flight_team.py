@@ -6,10 +6,11 @@ call arrives, before it answers, as a provider bills a request however it ends. 
 reply's usage is the request's estimated input and up to 40 output tokens (held to its
 ``max_tokens``, as a real model keeps to it). In the child process (``slow``), the
 worker's third call is billed and then never answered: the child says ``in flight``
-and waits there to be killed.
+and waits there to be killed (or, told so, the worker answers at its third call and the
+synthesis is left in flight).
 
-Run as a script (``python in_flight_team.py JOURNAL BILL USD BACKEND``) it is the crash
-test's child: it prints ``run RUN_ID`` when the run starts.
+Run as a script (``python in_flight_team.py JOURNAL BILL USD SLOW BACKEND``) it is the
+crash test's child: it prints ``run RUN_ID`` when the run starts.
 """
 
 from __future__ import annotations
@@ -52,9 +53,12 @@ def bill_of(path: Path) -> int:
     return sum(int(line.split()[1]) for line in path.read_text().splitlines())
 
 
-def brain(bill: Path, *, slow: bool) -> ScriptedModel:
-    """The team's model, billing each call to ``bill`` (``slow``: the worker's
-    ``SLOW_CALL``-th call is never answered)."""
+def brain(bill: Path, *, slow: str, answers: str = "") -> ScriptedModel:
+    """The team's model, billing each call to ``bill``. ``slow`` ``worker``: the worker
+    calls its tool until the budget stops it, and its ``SLOW_CALL``-th call is never
+    answered; ``synthesizer``: the worker answers at its ``SLOW_CALL``-th call and the
+    synthesis is never answered; ``""``: every call is answered (``synthesizer`` there:
+    the worker answers as it would have)."""
     worker_calls = 0
 
     async def reply(request: ModelRequest) -> ModelResponse:
@@ -72,12 +76,18 @@ def brain(bill: Path, *, slow: bool) -> ScriptedModel:
             )
         else:
             worker_calls += 1
-            response = tool_call_response("note", {"text": f"n{worker_calls}"})
+            if "synthesizer" in (slow, answers) and worker_calls == SLOW_CALL:
+                response = ModelResponse(
+                    parts=(TextPart(text="noted all"),), stop_reason="end_turn", model="stand-in"
+                )
+            else:
+                response = tool_call_response("note", {"text": f"n{worker_calls}"})
         usage = Usage(input_tokens=estimate_tokens(request), output_tokens=min(limit, 40))
         cost = priced(usage, WHOLE).micro_usd
         with bill.open("a") as out:  # billed as it arrives
             out.write(f"{request.role} {cost}\n")
-        if slow and request.role == "worker" and worker_calls == SLOW_CALL:
+        in_flight = request.role == "synthesizer" or worker_calls == SLOW_CALL
+        if request.role == slow and in_flight:
             print("in flight", flush=True)
             await anyio.sleep_forever()
         return msgspec.structs.replace(response, usage=usage, model="stand-in")
@@ -85,8 +95,8 @@ def brain(bill: Path, *, slow: bool) -> ScriptedModel:
     return ScriptedModel(reply, price=WHOLE)
 
 
-def make_team(bill: Path, usd: float | None, *, slow: bool = False) -> Team:
-    model = brain(bill, slow=slow)
+def make_team(bill: Path, usd: float | None, *, slow: str = "", answers: str = "") -> Team:
+    model = brain(bill, slow=slow, answers=answers)
     return Team(
         name="notes",
         planner=Planner(model=model),
@@ -97,15 +107,15 @@ def make_team(bill: Path, usd: float | None, *, slow: bool = False) -> Team:
                 model=model,
                 tools=[note],
                 max_iterations=60,
-                settings=ModelSettings(max_tokens=60),
             )
         ],
         budget=Budget(usd=usd),
+        settings=ModelSettings(max_tokens=60),
     )
 
 
-async def child(journal: str, bill: str, usd: str) -> None:
-    team = make_team(Path(bill), float(usd) or None, slow=True)
+async def child(journal: str, bill: str, usd: str, slow: str) -> None:
+    team = make_team(Path(bill), float(usd) or None, slow=slow)
     async with team.start(journal=journal) as running, running.stream(GOAL) as events:
         async for event in events:
             if isinstance(event, RunStarted):
@@ -114,4 +124,4 @@ async def child(journal: str, bill: str, usd: str) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(child, sys.argv[1], sys.argv[2], sys.argv[3], backend=sys.argv[4])
+    anyio.run(child, *sys.argv[1:5], backend=sys.argv[5])

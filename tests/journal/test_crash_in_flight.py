@@ -44,11 +44,11 @@ def _where(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue("postgres_url"))
 
 
-async def _killed_in_flight(where: str, bill: Path, backend: str, log: Path) -> str:
-    """Run the team in a child until its worker's slow call is in flight; SIGKILL it."""
+async def _killed_in_flight(where: str, bill: Path, slow: str, backend: str, log: Path) -> str:
+    """Run the team in a child until the ``slow`` role's call is in flight; SIGKILL it."""
     with log.open("w") as errors:
         process = await anyio.open_process(
-            [sys.executable, str(CHILD), where, str(bill), str(USD), backend],
+            [sys.executable, str(CHILD), where, str(bill), str(USD), slow, backend],
             stdout=subprocess.PIPE,
             stderr=errors,
         )
@@ -70,48 +70,70 @@ async def _killed_in_flight(where: str, bill: Path, backend: str, log: Path) -> 
         await process.aclose()
 
 
-async def _resumed(where: str, run_id: str, bill: Path) -> tuple[RunResult, list[object]]:
+async def _resumed(
+    where: str, run_id: str, bill: Path, slow: str
+) -> tuple[RunResult, list[object]]:
     journal = await open_journal(where, clock=lambda: time.time() + LEASE_TTL + 1)
     try:
-        async with make_team(bill, USD).start(journal=journal) as running:
+        async with make_team(bill, USD, answers=slow).start(journal=journal) as running:
             result = await running.resume(run_id)
         return result, [e.record for e in await journal.read(run_id)]
     finally:
         await journal.close()
 
 
+# The role left in flight, its calls' role in the bill, the call's key and who is charged,
+# and how the resumed run ends.
+CASES = {
+    "worker": (["worker"] * SLOW_CALL, f"step/1/s1/{SLOW_CALL}", "w", ("partial", "usd")),
+    "synthesizer": (
+        ["worker"] * SLOW_CALL + ["synthesizer"],
+        "synthesis/1",
+        "synthesizer",
+        ("completed", None),
+    ),
+}
+
+
 @pytest.mark.parametrize(
-    ("anyio_backend", "kind"),
-    [("asyncio", "sqlite"), ("trio", "sqlite"), ("asyncio", "postgres"), ("trio", "postgres")],
+    ("anyio_backend", "kind", "slow"),
+    [
+        ("asyncio", "sqlite", "worker"),
+        ("trio", "sqlite", "worker"),
+        ("asyncio", "postgres", "worker"),
+        ("trio", "postgres", "worker"),
+        ("asyncio", "sqlite", "synthesizer"),
+        ("trio", "postgres", "synthesizer"),
+    ],
 )
 async def test_a_call_in_flight_at_a_crash_is_counted_and_the_budget_holds(
     anyio_backend: str,
     kind: str,
+    slow: str,
     tmp_path: Path,
     request: pytest.FixtureRequest,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    calls, key, role, end = CASES[slow]
     where, bill = _where(kind, tmp_path, request), tmp_path / "bill.txt"
-    run_id = await _killed_in_flight(where, bill, anyio_backend, tmp_path / "child.log")
-    lines = bill.read_text().splitlines()  # the planner's call and three worker calls
-    assert [line.split()[0] for line in lines] == ["planner"] + ["worker"] * SLOW_CALL
+    run_id = await _killed_in_flight(where, bill, slow, anyio_backend, tmp_path / "child.log")
+    lines = bill.read_text().splitlines()
+    assert [line.split()[0] for line in lines] == ["planner", *calls]
     lost = int(lines[-1].split()[1])  # what the call in flight was billed
     with caplog.at_level(logging.WARNING, logger="regiment.run"):
-        resumed, records = await _resumed(where, run_id, bill)
+        resumed, records = await _resumed(where, run_id, bill, slow)
     billed = bill_of(bill)
-    assert (resumed.status, resumed.budget_exhausted) == ("partial", "usd")
+    assert (resumed.status, resumed.budget_exhausted) == end
     # What the providers billed never passes the budget, and the run counts all of it.
     assert billed <= USD * 1e6, (billed, resumed.usage.micro_usd)
     assert resumed.usage.micro_usd >= billed, (billed, resumed.usage.micro_usd)
-    # The call in flight is charged at the most it could have spent, as the worker's.
-    starts = [r for r in records if isinstance(r, ModelCallStarted)]
-    key = f"step/1/s1/{SLOW_CALL}"
-    in_flight = [s for s in starts if s.call_key == key]
-    assert len(in_flight) == 2  # before the crash, and again by the resume
-    assert lost <= in_flight[0].most.micro_usd
+    # The call in flight is charged at the most it could have spent, to its role; the
+    # resume sent it again (its intent journaled again), and that one was answered.
+    starts = [r for r in records if isinstance(r, ModelCallStarted) and r.call_key == key]
+    assert [s.role for s in starts] == [role, role]
+    assert lost <= starts[0].most.micro_usd
     finished = [r for r in records if isinstance(r, ModelCallFinished) and r.call_key == key]
     assert len(finished) == 1
-    by_role = resumed.usage_by_role
-    assert by_role["w"].micro_usd + by_role["planner"].micro_usd >= billed
+    assert resumed.usage_by_role[role].micro_usd >= starts[0].most.micro_usd
     assert f"run {run_id}: 1 model call(s) were in flight" in caplog.text
-    assert f"{key} by 'w'" in caplog.text
+    assert f"{key} by '{role}'" in caplog.text
