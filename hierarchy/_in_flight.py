@@ -1,6 +1,6 @@
 """Model calls in flight when a run's process died: billed, though no reply came back.
 
-A run under a spending budget (model calls, tokens or money) journals, durably before
+A run whose budget limits tokens or money journals, durably before
 each model call, the most that call may spend (:func:`most_spent`: its estimated input,
 its ``max_tokens`` as output, their cost at its model's price). A resume charges each
 started call with no response journaled after it at that most (:func:`charge_unanswered`),
@@ -35,12 +35,12 @@ _PER_MILLION = 1_000_000
 
 
 def limits_spending(allowance: StepAllowance) -> bool:
-    """Whether a step's share limits what its model calls spend (model calls, tokens or
-    money): then each call's intent is journaled before it is sent."""
+    """Whether a step's share limits what its model calls spend (tokens or money): then
+    each call's intent is journaled before it is sent. (A share always counts model
+    calls: a budget that limits only those holds them without it.)"""
     a = allowance
     return not (
-        a.model_calls is None
-        and a.tokens is None
+        a.tokens is None
         and a.input_tokens is None
         and a.output_tokens is None
         and a.micro_usd is None
@@ -48,12 +48,11 @@ def limits_spending(allowance: StepAllowance) -> bool:
 
 
 def _budget_limits_spending(budget: Budget) -> bool:
-    """Whether a run's budget limits what its model calls spend (model calls, tokens or
-    money): then each planner-side call's intent is journaled before it is sent."""
+    """Whether a run's budget limits what its model calls spend (tokens or money): then
+    each planner-side call's intent is journaled before it is sent."""
     b = budget
     return not (
-        b.model_calls is None
-        and b.tokens is None
+        b.tokens is None
         and b.input_tokens is None
         and b.output_tokens is None
         and b.usd is None

@@ -137,3 +137,25 @@ async def test_a_call_in_flight_at_a_crash_is_counted_and_the_budget_holds(
     assert resumed.usage_by_role[role].micro_usd >= starts[0].most.micro_usd
     assert f"run {run_id}: 1 model call(s) were in flight" in caplog.text
     assert f"{key} by '{role}'" in caplog.text
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("usd", [None, USD])
+async def test_only_a_run_whose_budget_limits_money_or_tokens_journals_intents(
+    usd: float | None, tmp_path: Path
+) -> None:
+    """An intent for every model call sent (each answered: none is charged again), and
+    none at all where nothing limits what the calls spend (no write a call more)."""
+    journal = await open_journal(str(tmp_path / "runs.db"))
+    try:
+        team = make_team(tmp_path / "bill.txt", usd, answers="synthesizer")
+        async with team.start(journal=journal) as running:
+            result = await running.run("take notes")
+        records = [e.record for e in await journal.read(result.run_id)]
+    finally:
+        await journal.close()
+    assert result.status == "completed"
+    starts = [r.call_key for r in records if isinstance(r, ModelCallStarted)]
+    replies = [r.call_key for r in records if isinstance(r, ModelCallFinished)]
+    assert len(replies) == result.model_calls == 5  # the plan, three worker calls, synthesis
+    assert starts == (replies if usd is not None else [])
