@@ -52,10 +52,7 @@ def _budget_limits_spending(budget: Budget) -> bool:
     each planner-side call's intent is journaled before it is sent."""
     b = budget
     return not (
-        b.tokens is None
-        and b.input_tokens is None
-        and b.output_tokens is None
-        and b.usd is None
+        b.tokens is None and b.input_tokens is None and b.output_tokens is None and b.usd is None
     )
 
 
