@@ -25,7 +25,6 @@ from opentelemetry.util.types import AttributeValue
 
 from regiment.actors import ActorContext
 from regiment.errors import ModelError, OutputInvalid, RunError
-from regiment.hierarchy._allowance import Rates
 from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._clock import RunClock
 from regiment.hierarchy._live_events import LiveChannel, live_sink
@@ -163,7 +162,8 @@ class PhaseCalls:
         if purpose == "synthesis":  # the ledger its later asks are held to (``Reasks``)
             self._ledger = ledger
         needed = estimate_tokens(request) if ledger.counts_tokens or money else 0  # a pass
-        rates = self._rates(purpose) if money else None
+        price = self._model_caller(purpose).price if money else None  # its model's
+        rates = None if price is None else price.rates()
         usd_needed = 0 if rates is None else least_cost(rates, needed)
         limit = afford(ledger, self._top_ups, tokens_needed=needed, usd_needed=usd_needed)
         if limit is not None:
@@ -221,11 +221,6 @@ class PhaseCalls:
         self._deadline = ctx.system.new_cancel_scope()
         ctx.start_soon(_deadline, ctx, seconds, self._deadline, clock)
 
-    def _rates(self, purpose: Purpose) -> Rates | None:
-        """The prices of the model a call for ``purpose`` goes to (``None``: none given)."""
-        price = self._model_caller(purpose).price
-        return None if price is None else price.rates()
-
     def _model_caller(self, purpose: Purpose) -> ModelCaller:
         """The role's own model caller (under any guards), whose settings a call takes."""
         planner, synth, critic, compressor = self._team.role_callers
@@ -276,9 +271,6 @@ class PhaseCalls:
                 if replayed is not None and span.is_recording():  # journaled: not asked again
                     span.set_attribute(sc.REGIMENT_REPLAYED, True)
                 try:
-                    if replayed is None and self._started is not None:  # billed if sent
-                        caller = self._model_caller(purpose)
-                        await self._started(purpose, ROLES[purpose], caller, request)
                     response, calls, unpaid = (
                         replayed if replayed is not None else await self._ask(purpose, request)
                     )
@@ -300,6 +292,8 @@ class PhaseCalls:
     ) -> tuple[ModelResponse, int, Unpaid | None]:
         """The reply to one call, how many model calls it took, and (a synthesis) the
         budget that could not pay to ask again for an empty or invalid answer."""
+        if (started := self._started) is not None:  # billed once sent: its intent first
+            await started(purpose, ROLES[purpose], self._model_caller(purpose), request)
         if purpose != "synthesis":
             return await self._caller(purpose).call(request, self._live), 1, None
         shape, live = self._team.output, self._live
