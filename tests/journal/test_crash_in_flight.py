@@ -24,9 +24,10 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from regiment.hierarchy import RunResult
 from regiment.hierarchy.run._journaling import LEASE_TTL
-from regiment.journal import ModelCallFinished, ModelCallStarted, open_journal
+from regiment.journal import ModelCallFinished, ModelCallStarted, SqliteJournal, open_journal
 
 from .in_flight_team import SLOW_CALL, bill_of, make_team
+from .sql_trace import traced, transactions
 
 pytestmark = pytest.mark.anyio
 
@@ -159,3 +160,23 @@ async def test_only_a_run_whose_budget_limits_money_or_tokens_journals_intents(
     replies = [r.call_key for r in records if isinstance(r, ModelCallFinished)]
     assert len(replies) == result.model_calls == 5  # the plan, three worker calls, synthesis
     assert starts == (replies if usd is not None else [])
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_each_intent_reaches_the_disk_before_its_call(tmp_path: Path) -> None:
+    """An intent's commit is fsynced (SQLite's FULL), as a tool call's is: the provider
+    bills the call even if the machine goes down, and the journal must know of it. The
+    calls are made one at a time here: each intent is a commit of its own."""
+    journal = await SqliteJournal.open(tmp_path / "runs.db")
+    statements = traced(journal)
+    try:
+        team = make_team(tmp_path / "bill.txt", USD, answers="synthesizer")
+        async with team.start(journal=journal) as running:
+            result = await running.run("take notes")
+    finally:
+        await journal.close()
+    assert result.status == "completed"
+    committed = transactions(statements, "normal")
+    holding = [t for t in committed if "model_call_started" in t.kinds]
+    assert len(holding) == result.model_calls == 5  # one commit each, before its call
+    assert {t.level for t in holding} == {"full"}
