@@ -79,6 +79,11 @@ class RunCalls:
         """Whether records go anywhere (no journal: a step builds none)."""
         return self.journal is not None
 
+    @property
+    def kept(self) -> bool:
+        """Whether a journal keeps the records (a model call's intent is written only then)."""
+        return self.journal is not None
+
     async def append(self, record: Record, *, durable: bool = False) -> None:
         if self.journal is None or self.lease is None:
             return
@@ -107,6 +112,8 @@ class CallLog(Protocol):
     def replay(self) -> Replay: ...
     @property
     def journaled(self) -> bool: ...
+    @property
+    def kept(self) -> bool: ...
 
     async def append(self, record: Record, *, durable: bool = False) -> None:
         """Journal ``record`` (``durable``: before this returns)."""
@@ -149,7 +156,7 @@ class StepCalls:
             self._journaled = run.journaled
         self._assign = assign
         # Under a spending budget each call's intent is journaled (durably) before it is sent.
-        self._bounded = self._journaled and limits_spending(assign.allowance)
+        self._bounded = run is not None and run.kept and limits_spending(assign.allowance)
         self._worker = worker
         self._live = live  # a streamed run's: text deltas and tool-call events go to it
         self._model_calls = 0

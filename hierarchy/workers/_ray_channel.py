@@ -111,12 +111,13 @@ class ReplicaChannel:
 class ReplicaLog:
     """The step's run as the replica sees it (a :class:`CallLog`)."""
 
-    __slots__ = ("_channel", "deps", "replay", "run_id")
+    __slots__ = ("_channel", "deps", "kept", "replay", "run_id")
     journaled = True  # every record goes to the caller (which charges usage from it)
 
     def __init__(self, channel: ReplicaChannel, remote: RemoteStep) -> None:
         self._channel = channel
         self.run_id = remote.assign.run_id
+        self.kept = remote.journal  # the caller's run has a journal: intents are written
         # The caller's own bytes: the run's deps, pickled with Ray's cloudpickle.
         self.deps: object = None if remote.deps is None else pickle.loads(remote.deps)
         sent = remote.replay

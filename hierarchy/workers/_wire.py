@@ -80,6 +80,7 @@ class RemoteStep(msgspec.Struct, frozen=True, kw_only=True, tag="remote_step"):
         replay: what the caller's journal already holds for this step.
         deps: the run's deps, pickled (``None``: the run has none).
         live: the run is streamed: the replica sends its live events.
+        journal: the run has a journal (a model call's intent is worth a round trip).
     """
 
     assign: AssignStep
@@ -89,6 +90,7 @@ class RemoteStep(msgspec.Struct, frozen=True, kw_only=True, tag="remote_step"):
     replay: StepReplay = StepReplay()
     deps: bytes | None = None
     live: bool = False
+    journal: bool = True
 
 
 class CallRecorded(msgspec.Struct, frozen=True, kw_only=True, tag="recorded"):
