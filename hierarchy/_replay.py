@@ -64,10 +64,10 @@ class Replay:
     dispatched: set[tuple[int, str, int]] = field(default_factory=set)
     reported: set[tuple[int, str, int, str]] = field(default_factory=set)
     events: Counter[bytes] = field(default_factory=Counter)
-    # Model calls started (a budgeted run's intents) and answered, by key: a start with
-    # no answer after it was in flight when the run stopped (``unanswered``).
-    started: dict[str, list[ModelCallStarted]] = field(default_factory=dict)
-    answered: Counter[str] = field(default_factory=Counter)
+    # Model calls started (a budgeted run's intents) and not answered yet, by key, and
+    # those started again before an answer: in flight when the run stopped (``unanswered``).
+    started: dict[str, ModelCallStarted] = field(default_factory=dict)
+    lost: list[ModelCallStarted] = field(default_factory=list)
 
     @classmethod
     def of(cls, entries: Iterable[Entry]) -> Replay:
@@ -84,10 +84,12 @@ class Replay:
     def _add(self, record: Record) -> None:
         match record:
             case ModelCallStarted(call_key=key):
-                self.started.setdefault(key, []).append(record)
+                if (before := self.started.get(key)) is not None:
+                    self.lost.append(before)  # sent again (a resume): that one got no answer
+                self.started[key] = record
             case ModelCallFinished(call_key=key, response=response):
                 self.responses[key] = response
-                self.answered[key] += 1
+                self.started.pop(key, None)
                 if record.calls != 1 or record.unpaid is not None:
                     self.asked[key] = record
             case ToolCallStarted():
@@ -120,10 +122,7 @@ class Replay:
     def unanswered(self) -> list[ModelCallStarted]:
         """The model calls started with no response journaled after them (in flight
         when the run's process died): the provider bills them all the same."""
-        lost: list[ModelCallStarted] = []
-        for key, starts in self.started.items():
-            lost += starts[self.answered[key] :]
-        return lost
+        return [*self.lost, *self.started.values()]
 
     def plan_before(self, version: int) -> Plan | None:
         """Plan version ``version`` as the run adopted it before a resume, if it did."""

@@ -124,4 +124,5 @@ async def child(journal: str, bill: str, usd: str, slow: str) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(child, *sys.argv[1:5], backend=sys.argv[5])
+    journal, bill, usd, slow, backend = sys.argv[1:6]
+    anyio.run(child, journal, bill, usd, slow, backend=backend)

@@ -23,8 +23,10 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from regiment.hierarchy import RunResult
+from regiment.hierarchy._replay import Replay
 from regiment.hierarchy.run._journaling import LEASE_TTL
 from regiment.journal import ModelCallFinished, ModelCallStarted, SqliteJournal, open_journal
+from regiment.models import ModelResponse, TextPart, Usage
 
 from .in_flight_team import SLOW_CALL, bill_of, make_team
 from .sql_trace import traced, transactions
@@ -180,3 +182,31 @@ async def test_each_intent_reaches_the_disk_before_its_call(tmp_path: Path) -> N
     holding = [t for t in committed if "model_call_started" in t.kinds]
     assert len(holding) == result.model_calls == 5  # one commit each, before its call
     assert {t.level for t in holding} == {"full"}
+
+
+def test_a_call_resumed_twice_counts_the_start_that_got_no_answer() -> None:
+    """A call's key comes round again after each resume: a reply answers the latest start
+    before it, and an earlier start of the key that was sent again got none."""
+
+    def start(key: str, micro: int) -> ModelCallStarted:
+        return ModelCallStarted(run_id="r", call_key=key, role="w", most=Usage(micro_usd=micro))
+
+    reply = ModelResponse(parts=(TextPart(text="ok"),), stop_reason="end_turn", model="m")
+    finish = ModelCallFinished(run_id="r", call_key="step/1/s1/3", response=reply)
+    replay = Replay()
+    for record in (
+        start("plan/1", 1),
+        ModelCallFinished(run_id="r", call_key="plan/1", response=reply),
+    ):
+        replay._add(record)
+    for record in (
+        start("step/1/s1/3", 900),
+        start("step/1/s1/3", 500),
+        finish,
+        start("step/1/s1/4", 70),
+    ):
+        replay._add(record)
+    assert [(s.call_key, s.most.micro_usd) for s in replay.unanswered()] == [
+        ("step/1/s1/3", 900),
+        ("step/1/s1/4", 70),
+    ]
