@@ -9,8 +9,9 @@ worker's third call is billed and then never answered: the child says ``in fligh
 and waits there to be killed (or, told so, the worker answers at its third call and the
 synthesis is left in flight).
 
-Run as a script (``python in_flight_team.py JOURNAL BILL USD SLOW BACKEND``) it is the
-crash test's child: it prints ``run RUN_ID`` when the run starts.
+Run as a script (``python in_flight_team.py JOURNAL BILL USD SLOW NESTED BACKEND``;
+``NESTED`` ``nested`` or ``flat``) it is the crash test's child: it prints ``run RUN_ID``
+when the run starts.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from regiment import Budget, Planner, Price, ScriptedModel, Team, Worker, tool
+from regiment import Budget, Planner, Price, ScriptedModel, Team, TeamWorker, Worker, tool
 from regiment.hierarchy import RunStarted
 from regiment.models import (
     ModelRequest,
@@ -95,7 +96,20 @@ def brain(bill: Path, *, slow: str, answers: str = "") -> ScriptedModel:
     return ScriptedModel(reply, price=WHOLE)
 
 
-def make_team(bill: Path, usd: float | None, *, slow: str = "", answers: str = "") -> Team:
+def make_team(
+    bill: Path, usd: float | None, *, slow: str = "", answers: str = "", nested: bool = False
+) -> Team:
+    """The team (``nested``: a team whose one worker is it, as a ``TeamWorker``, under the
+    budget; the inner team has none of its own, its step's share holds it)."""
+    if nested:
+        inner = make_team(bill, None, slow=slow, answers=answers)
+        return Team(
+            name="desk",
+            planner=Planner(model=brain(bill, slow="")),
+            workers=[TeamWorker(name="notes", description="takes notes", team=inner)],
+            budget=Budget(usd=usd),
+            settings=ModelSettings(max_tokens=60),
+        )
     model = brain(bill, slow=slow, answers=answers)
     return Team(
         name="notes",
@@ -114,8 +128,8 @@ def make_team(bill: Path, usd: float | None, *, slow: str = "", answers: str = "
     )
 
 
-async def child(journal: str, bill: str, usd: str, slow: str) -> None:
-    team = make_team(Path(bill), float(usd) or None, slow=slow)
+async def child(journal: str, bill: str, usd: str, slow: str, nested: str) -> None:
+    team = make_team(Path(bill), float(usd) or None, slow=slow, nested=nested == "nested")
     async with team.start(journal=journal) as running, running.stream(GOAL) as events:
         async for event in events:
             if isinstance(event, RunStarted):
@@ -124,5 +138,5 @@ async def child(journal: str, bill: str, usd: str, slow: str) -> None:
 
 
 if __name__ == "__main__":
-    journal, bill, usd, slow, backend = sys.argv[1:6]
-    anyio.run(child, journal, bill, usd, slow, backend=backend)
+    journal, bill, usd, slow, nested, backend = sys.argv[1:7]
+    anyio.run(child, journal, bill, usd, slow, nested, backend=backend)

@@ -25,7 +25,13 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from regiment.hierarchy import RunResult
 from regiment.hierarchy._replay import Replay
 from regiment.hierarchy.run._journaling import LEASE_TTL
-from regiment.journal import ModelCallFinished, ModelCallStarted, SqliteJournal, open_journal
+from regiment.journal import (
+    ModelCallFinished,
+    ModelCallStarted,
+    SqliteJournal,
+    nested_run_id,
+    open_journal,
+)
 from regiment.models import ModelResponse, TextPart, Usage
 
 from .in_flight_team import SLOW_CALL, bill_of, make_team
@@ -47,11 +53,13 @@ def _where(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue("postgres_url"))
 
 
-async def _killed_in_flight(where: str, bill: Path, slow: str, backend: str, log: Path) -> str:
+async def _killed_in_flight(
+    where: str, bill: Path, slow: str, backend: str, log: Path, nested: str = "flat"
+) -> str:
     """Run the team in a child until the ``slow`` role's call is in flight; SIGKILL it."""
     with log.open("w") as errors:
         process = await anyio.open_process(
-            [sys.executable, str(CHILD), where, str(bill), str(USD), slow, backend],
+            [sys.executable, str(CHILD), where, str(bill), str(USD), slow, nested, backend],
             stdout=subprocess.PIPE,
             stderr=errors,
         )
@@ -74,13 +82,17 @@ async def _killed_in_flight(where: str, bill: Path, slow: str, backend: str, log
 
 
 async def _resumed(
-    where: str, run_id: str, bill: Path, slow: str
+    where: str, run_id: str, bill: Path, slow: str, nested: bool = False
 ) -> tuple[RunResult, list[object]]:
+    """The run resumed; its records (``nested``: its step s1's nested run's)."""
     journal = await open_journal(where, clock=lambda: time.time() + LEASE_TTL + 1)
     try:
-        async with make_team(bill, USD, answers=slow).start(journal=journal) as running:
+        async with make_team(bill, USD, answers=slow, nested=nested).start(
+            journal=journal
+        ) as running:
             result = await running.resume(run_id)
-        return result, [e.record for e in await journal.read(run_id)]
+        read = nested_run_id(run_id, 1, "s1") if nested else run_id
+        return result, [e.record for e in await journal.read(read)]
     finally:
         await journal.close()
 
@@ -210,3 +222,35 @@ def test_a_call_resumed_twice_counts_the_start_that_got_no_answer() -> None:
         ("step/1/s1/3", 900),
         ("step/1/s1/4", 70),
     ]
+
+
+@pytest.mark.parametrize(("anyio_backend", "kind"), [("asyncio", "sqlite"), ("trio", "postgres")])
+async def test_a_nested_runs_call_in_flight_is_counted_against_the_run_above(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The budget is the run above's; the nested team (a ``TeamWorker``) has none of its
+    own, and its step's share holds it: its worker's call in flight is journaled in the
+    nested run, charged there as it resumes, and reported up with the step."""
+    where, bill = _where(kind, tmp_path, request), tmp_path / "bill.txt"
+    log = tmp_path / "child.log"
+    run_id = await _killed_in_flight(where, bill, "worker", "asyncio", log, "nested")
+    lines = bill.read_text().splitlines()
+    assert [line.split()[0] for line in lines] == [
+        "planner",
+        "planner",
+        "worker",
+        "worker",
+        "worker",
+    ]
+    lost = int(lines[-1].split()[1])
+    with caplog.at_level(logging.WARNING, logger="regiment.run"):
+        resumed, records = await _resumed(where, run_id, bill, "worker", nested=True)
+    billed = bill_of(bill)
+    assert resumed.budget_exhausted == "usd"
+    assert billed <= USD * 1e6, (billed, resumed.usage.micro_usd)
+    assert resumed.usage.micro_usd >= billed, (billed, resumed.usage.micro_usd)
+    key = f"step/1/s1/{SLOW_CALL}"
+    starts = [r for r in records if isinstance(r, ModelCallStarted) and r.call_key == key]
+    assert lost <= starts[0].most.micro_usd
+    inner = nested_run_id(run_id, 1, "s1")
+    assert f"run {inner}: 1 model call(s) were in flight" in caplog.text
