@@ -28,6 +28,7 @@ from regiment.journal import (
     EventRecorded,
     Journal,
     ModelCallFinished,
+    ModelCallStarted,
     PlanVersion,
     Record,
     StepDispatched,
@@ -63,6 +64,10 @@ class Replay:
     dispatched: set[tuple[int, str, int]] = field(default_factory=set)
     reported: set[tuple[int, str, int, str]] = field(default_factory=set)
     events: Counter[bytes] = field(default_factory=Counter)
+    # Model calls started (a budgeted run's intents) and not answered yet, by key, and
+    # those started again before an answer: in flight when the run stopped (``unanswered``).
+    started: dict[str, ModelCallStarted] = field(default_factory=dict)
+    lost: list[ModelCallStarted] = field(default_factory=list)
 
     @classmethod
     def of(cls, entries: Iterable[Entry]) -> Replay:
@@ -78,8 +83,13 @@ class Replay:
 
     def _add(self, record: Record) -> None:
         match record:
+            case ModelCallStarted(call_key=key):
+                if (before := self.started.get(key)) is not None:
+                    self.lost.append(before)  # sent again (a resume): that one got no answer
+                self.started[key] = record
             case ModelCallFinished(call_key=key, response=response):
                 self.responses[key] = response
+                self.started.pop(key, None)
                 if record.calls != 1 or record.unpaid is not None:
                     self.asked[key] = record
             case ToolCallStarted():
@@ -108,6 +118,11 @@ class Replay:
                         self.dropped[(stale, step_id)] = current if isinstance(current, int) else 0
             case _:
                 pass
+
+    def unanswered(self) -> list[ModelCallStarted]:
+        """The model calls started with no response journaled after them (in flight
+        when the run's process died): the provider bills them all the same."""
+        return [*self.lost, *self.started.values()]
 
     def plan_before(self, version: int) -> Plan | None:
         """Plan version ``version`` as the run adopted it before a resume, if it did."""

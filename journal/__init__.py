@@ -19,7 +19,8 @@ Records
     run over to finish it), :class:`PlanVersion`, :class:`StepDispatched` (intent)
     and :class:`StepReported` (result, with ``committed``), :class:`ToolCallStarted`
     (intent, with the idempotency key) and :class:`ToolCallFinished` (result),
-    :class:`ModelCallFinished` (the response, usage inside), :class:`EventRecorded`
+    :class:`ModelCallStarted` (intent, a budgeted run's: the most the call may spend)
+    and :class:`ModelCallFinished` (the response, usage inside), :class:`EventRecorded`
     (events in order: the sequence number orders them), :class:`ApprovalRequested`
     and :class:`ApprovalDecided`. What the engine owns and may reshape (a plan, a
     step report, an event, the ``RunResult``) travels as a JSON object
@@ -131,6 +132,7 @@ __all__ = (
     "UnknownRun",
     "MemoryJournal",
     "ModelCallFinished",
+    "ModelCallStarted",
     "NESTED_MARK",
     "PlanVersion",
     "PostgresJournal",
@@ -186,6 +188,7 @@ _LAZY_NAMES = LazyNames(
             "EventRecorded",
             "FinalStatus",
             "ModelCallFinished",
+            "ModelCallStarted",
             "PlanVersion",
             "Record",
             "RunCreated",
@@ -230,6 +233,7 @@ if TYPE_CHECKING:
         EventRecorded,
         FinalStatus,
         ModelCallFinished,
+        ModelCallStarted,
         PlanVersion,
         Record,
         RunCreated,

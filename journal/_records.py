@@ -15,7 +15,7 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from regiment._json import JsonObject
-from regiment.models import ModelResponse
+from regiment.models import ModelResponse, Usage
 from regiment.tools import ApprovalDecision, ApprovalRequest, ToolResult
 
 __all__ = (
@@ -24,6 +24,7 @@ __all__ = (
     "EventRecorded",
     "FinalStatus",
     "ModelCallFinished",
+    "ModelCallStarted",
     "PlanVersion",
     "Record",
     "RunCreated",
@@ -162,6 +163,27 @@ class ToolCallFinished(_Base, frozen=True, kw_only=True, tag="tool_call_finished
     result: ToolResult
 
 
+class ModelCallStarted(
+    _Base, frozen=True, kw_only=True, tag="model_call_started", omit_defaults=True
+):
+    """Intent: a model call of a run under a spending budget is about to be sent; appended
+    durably before it is, as the provider bills a call whether or not its reply comes back.
+
+    A started call with no ``ModelCallFinished`` of the same ``call_key`` after it (the
+    process died while it was in flight) is charged, when the run is resumed, at ``most``.
+
+    Attributes:
+        call_key: the key its response is journaled under (``ModelCallFinished.call_key``).
+        role: whose call it is (a worker's name, ``planner``, ...), as in ``usage_by_role``.
+        most: the most the call may spend: its estimated input, its ``max_tokens`` as
+            output, and their cost at its model's price (the input at the dearest rate).
+    """
+
+    call_key: str
+    role: str
+    most: Usage
+
+
 class ModelCallFinished(
     _Base, frozen=True, kw_only=True, tag="model_call_finished", omit_defaults=True
 ):
@@ -230,6 +252,7 @@ Record: TypeAlias = (
     | StepReported
     | ToolCallStarted
     | ToolCallFinished
+    | ModelCallStarted
     | ModelCallFinished
     | EventRecorded
     | ApprovalRequested

@@ -103,10 +103,14 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         # what its steps draw on when their shares run short
         top_ups, ledger = channel.fence.top_ups, book.spending.ledger
         top_ups.wire(ledger, run_id, dispatcher.unsent, book.emit, dispatcher.waiting_on)
+        started = None
+        if channel.journal is not None:  # resumed: calls in flight at the stop were billed
+            started = channel.journal.count_spending(ledger)
         log = GuardLog(tape=run_tape(channel.journal))  # its judges' replies: journaled
         self._guards = RunGuards(*team.outcome_guards, trace, goal, log, run_id, team.output)
         lender = channel.lender or channel.supervisor  # who runs the calls: not the planner
-        self._calls = PhaseCalls(team, trace, run_id, self._journal.replayed, channel, log, lender)
+        replayed = self._journal.replayed
+        self._calls = PhaseCalls(team, trace, run_id, replayed, channel, log, lender, started)
         self._verifier = Verifier(team.checks, trace, team.artifacts)
         self._prompting = Prompting(team, goal, run_id, channel.history)
         self._phase: Phase = Planning("plan", self._prompting.first_session(), "initial")

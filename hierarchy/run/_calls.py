@@ -25,7 +25,6 @@ from opentelemetry.util.types import AttributeValue
 
 from regiment.actors import ActorContext
 from regiment.errors import ModelError, OutputInvalid, RunError
-from regiment.hierarchy._allowance import Rates
 from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._clock import RunClock
 from regiment.hierarchy._live_events import LiveChannel, live_sink
@@ -65,6 +64,8 @@ __all__ = ("ROLES", "PhaseCalls", "SpanFacts", "billed", "model_failure")
 
 Context = ActorContext[PlannerMessage, None]
 Deliver = Callable[[ModelReplied], Awaitable[None]]  # what a call's reply is handed to
+# A call's intent to its journal: its purpose, role, model caller and request.
+Started = Callable[[str, str, ModelCaller, ModelRequest], Awaitable[None]]
 
 # Whose usage a planner-side call is charged to.
 ROLES: dict[Purpose, str] = {
@@ -111,8 +112,10 @@ class PhaseCalls:
         channel: LiveChannel | None = None,
         guard_log: GuardLog | None = None,
         lender: CallLender | None = None,
+        started: Started | None = None,
     ) -> None:
         self._team = team
+        self._started = started  # a journaled run's: a call's intent, before it is sent
         self._trace = trace
         self._run_id = run_id  # the log context of its calls (an SDK's retries name the run)
         self._replayed = replayed  # a resumed run's journaled responses, by call
@@ -159,7 +162,8 @@ class PhaseCalls:
         if purpose == "synthesis":  # the ledger its later asks are held to (``Reasks``)
             self._ledger = ledger
         needed = estimate_tokens(request) if ledger.counts_tokens or money else 0  # a pass
-        rates = self._rates(purpose) if money else None
+        price = self._model_caller(purpose).price if money else None  # its model's
+        rates = None if price is None else price.rates()
         usd_needed = 0 if rates is None else least_cost(rates, needed)
         limit = afford(ledger, self._top_ups, tokens_needed=needed, usd_needed=usd_needed)
         if limit is not None:
@@ -216,11 +220,6 @@ class PhaseCalls:
         """Count the run's wall-clock budget down on ``clock`` (approval waits hold it)."""
         self._deadline = ctx.system.new_cancel_scope()
         ctx.start_soon(_deadline, ctx, seconds, self._deadline, clock)
-
-    def _rates(self, purpose: Purpose) -> Rates | None:
-        """The prices of the model a call for ``purpose`` goes to (``None``: none given)."""
-        price = self._model_caller(purpose).price
-        return None if price is None else price.rates()
 
     def _model_caller(self, purpose: Purpose) -> ModelCaller:
         """The role's own model caller (under any guards), whose settings a call takes."""
@@ -291,6 +290,8 @@ class PhaseCalls:
     ) -> tuple[ModelResponse, int, Unpaid | None]:
         """The reply to one call, how many model calls it took, and (a synthesis) the
         budget that could not pay to ask again for an empty or invalid answer."""
+        if (started := self._started) is not None:  # billed once sent: its intent first
+            await started(purpose, ROLES[purpose], self._model_caller(purpose), request)
         if purpose != "synthesis":
             return await self._caller(purpose).call(request, self._live), 1, None
         shape, live = self._team.output, self._live

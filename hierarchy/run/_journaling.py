@@ -17,6 +17,7 @@ import msgspec
 
 from regiment.actors import ActorRef
 from regiment.errors import ActorStopped, ClusterLost, JournalError, LeaseLost, RunCancelled
+from regiment.hierarchy._in_flight import charge_unanswered, planner_intents
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._ranges import COMMIT_WAIT, LEASE_TTL
 from regiment.hierarchy._replay import NO_REPLAY, Replay, event_record
@@ -57,9 +58,11 @@ from regiment.journal import (
 from regiment.journal import RunFinished as JournalFinished
 
 if TYPE_CHECKING:
+    from regiment.hierarchy._budget import BudgetLedger
     from regiment.hierarchy._result import RunResult
     from regiment.hierarchy._team import Team
     from regiment.hierarchy.events import Event
+    from regiment.hierarchy.run._calls import Started
 
 __all__ = ("LEASE_TTL", "UNJOURNALED", "RunJournal", "Unjournaled", "owner_name")
 
@@ -210,6 +213,13 @@ class RunJournal:
         self._calls[change.purpose] = n
         key = f"{change.purpose}/{n}"
         self._add(reply_record(self.run_id, key, change))
+
+    def count_spending(self, ledger: BudgetLedger) -> Started | None:
+        """Charge a resumed run with its model calls that were in flight; what journals a
+        planner-side call's intent, under a budget that limits spending (``_in_flight``)."""
+        if self._replay is not None:
+            charge_unanswered(self._replay, ledger.spent, self.run_id)
+        return planner_intents(self.calls, self._calls, ledger.budget)
 
     def replayed(self, purpose: str) -> Replayed | None:
         """The journaled reply of the next ``purpose`` call, if a resume has one."""

@@ -2,7 +2,8 @@
 
 Each tool call's intent is appended durably *before* the tool body runs, and
 its result durably after, keyed by (run, plan version, step, call index); each model
-response is appended with its usage under ``step/{version}/{step}/{n}``. On a
+response is appended with its usage under ``step/{version}/{step}/{n}``, and, under a
+spending budget, the call's intent (the most it may spend) durably before it is sent. On a
 resume the same keys come round again: a journaled response is replayed, not
 re-sent; a journaled result is replayed, not re-executed; an intent without a
 result (the call was in flight at the crash) runs again with the intent's
@@ -22,6 +23,7 @@ from opentelemetry import trace
 
 from regiment._json import JsonObject
 from regiment.errors import JournalError
+from regiment.hierarchy._in_flight import limits_spending, most_spent
 from regiment.hierarchy._live_events import LiveSink, observed_tool_call, told_unrun
 from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy._model_call import ModelCaller
@@ -32,6 +34,7 @@ from regiment.journal import (
     Journal,
     Lease,
     ModelCallFinished,
+    ModelCallStarted,
     Record,
     ToolCallFinished,
     ToolCallStarted,
@@ -76,6 +79,11 @@ class RunCalls:
         """Whether records go anywhere (no journal: a step builds none)."""
         return self.journal is not None
 
+    @property
+    def kept(self) -> bool:
+        """Whether a journal keeps the records (a model call's intent is written only then)."""
+        return self.journal is not None
+
     async def append(self, record: Record, *, durable: bool = False) -> None:
         if self.journal is None or self.lease is None:
             return
@@ -104,6 +112,8 @@ class CallLog(Protocol):
     def replay(self) -> Replay: ...
     @property
     def journaled(self) -> bool: ...
+    @property
+    def kept(self) -> bool: ...
 
     async def append(self, record: Record, *, durable: bool = False) -> None:
         """Journal ``record`` (``durable``: before this returns)."""
@@ -120,6 +130,7 @@ class StepCalls:
 
     __slots__ = (
         "_assign",
+        "_bounded",
         "_deps",
         "_journaled",
         "_live",
@@ -144,6 +155,8 @@ class StepCalls:
             self._run_id, self._deps, self._replay = run.run_id, run.deps, run.replay
             self._journaled = run.journaled
         self._assign = assign
+        # Under a spending budget each call's intent is journaled (durably) before it is sent.
+        self._bounded = run is not None and run.kept and limits_spending(assign.allowance)
         self._worker = worker
         self._live = live  # a streamed run's: text deltas and tool-call events go to it
         self._model_calls = 0
@@ -178,6 +191,12 @@ class StepCalls:
             if caller.telemetry.traced:
                 trace.get_current_span().add_event(sc.REPLAYED_EVENT, _CHAT)
             return replayed
+        if self._bounded and self._run is not None:  # billed even if no reply comes back
+            most = most_spent(caller, request)
+            intent = ModelCallStarted(
+                run_id=self._run_id, call_key=key, role=self._worker, most=most
+            )
+            await self._run.append(intent, durable=True)
         response = await caller.call(request, live)
         if self._journaled and self._run is not None:
             record = ModelCallFinished(run_id=self._run_id, call_key=key, response=response)

@@ -41,7 +41,7 @@ from regiment.hierarchy.workers._wire import (
     decode_decision,
     encode,
 )
-from regiment.journal import ModelCallFinished, Record
+from regiment.journal import ModelCallFinished, ModelCallStarted, Record
 from regiment.journal import ToolCallFinished as ToolResultRecord
 from regiment.journal import ToolCallStarted as ToolIntentRecord
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Toolset
@@ -111,12 +111,13 @@ class ReplicaChannel:
 class ReplicaLog:
     """The step's run as the replica sees it (a :class:`CallLog`)."""
 
-    __slots__ = ("_channel", "deps", "replay", "run_id")
+    __slots__ = ("_channel", "deps", "kept", "replay", "run_id")
     journaled = True  # every record goes to the caller (which charges usage from it)
 
     def __init__(self, channel: ReplicaChannel, remote: RemoteStep) -> None:
         self._channel = channel
         self.run_id = remote.assign.run_id
+        self.kept = remote.journal  # the caller's run has a journal: intents are written
         # The caller's own bytes: the run's deps, pickled with Ray's cloudpickle.
         self.deps: object = None if remote.deps is None else pickle.loads(remote.deps)
         sent = remote.replay
@@ -128,7 +129,9 @@ class ReplicaLog:
 
     async def append(self, record: Record, *, durable: bool = False) -> None:
         """Send ``record`` to the caller's journal; ``durable``: wait until it is."""
-        if not isinstance(record, ModelCallFinished | ToolIntentRecord | ToolResultRecord):
+        if not isinstance(
+            record, ModelCallStarted | ModelCallFinished | ToolIntentRecord | ToolResultRecord
+        ):
             raise TypeError(f"a replica's step does not journal {type(record).__name__} records")
         channel = self._channel
         if durable:

@@ -120,6 +120,7 @@ class StepConduit:
             replay=replay,
             deps=self._deps,
             live=self._live is not None,
+            journal=self._run is not None and self._run.journaled,
         )
         return encode(step)
 

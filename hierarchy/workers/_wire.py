@@ -21,7 +21,7 @@ import msgspec
 
 from regiment.hierarchy._messages import AssignStep, StepAllowance, StepReport
 from regiment.hierarchy.events import TextDelta, ToolCallFinished, ToolCallStarted
-from regiment.journal import ModelCallFinished
+from regiment.journal import ModelCallFinished, ModelCallStarted
 from regiment.journal import ToolCallFinished as ToolResultRecord
 from regiment.journal import ToolCallStarted as ToolIntentRecord
 from regiment.models import ModelResponse
@@ -46,8 +46,9 @@ __all__ = (
     "step_key",
 )
 
-CallRecord: TypeAlias = ModelCallFinished | ToolIntentRecord | ToolResultRecord
-"""A journal record a replica's step makes: a model response, a tool intent, a tool result."""
+CallRecord: TypeAlias = ModelCallStarted | ModelCallFinished | ToolIntentRecord | ToolResultRecord
+"""A journal record a replica's step makes: a model call's intent and response, a tool
+intent, a tool result."""
 
 LiveUpdate: TypeAlias = TextDelta | ToolCallStarted | ToolCallFinished
 """A live event of a streamed run, made on the replica."""
@@ -79,6 +80,7 @@ class RemoteStep(msgspec.Struct, frozen=True, kw_only=True, tag="remote_step"):
         replay: what the caller's journal already holds for this step.
         deps: the run's deps, pickled (``None``: the run has none).
         live: the run is streamed: the replica sends its live events.
+        journal: the run has a journal (a model call's intent is worth a round trip).
     """
 
     assign: AssignStep
@@ -88,6 +90,7 @@ class RemoteStep(msgspec.Struct, frozen=True, kw_only=True, tag="remote_step"):
     replay: StepReplay = StepReplay()
     deps: bytes | None = None
     live: bool = False
+    journal: bool = True
 
 
 class CallRecorded(msgspec.Struct, frozen=True, kw_only=True, tag="recorded"):

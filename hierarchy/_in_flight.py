@@ -1,0 +1,123 @@
+"""Model calls in flight when a run's process died: billed, though no reply came back.
+
+A run whose budget limits tokens or money journals, durably before
+each model call, the most that call may spend (:func:`most_spent`: its estimated input,
+its ``max_tokens`` as output, their cost at its model's price). A resume charges each
+started call with no response journaled after it at that most (:func:`charge_unanswered`),
+before anything else is spent, so what the run counts is never less than what its
+providers billed, and it cannot spend past its budget across a crash.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from regiment.journal import ModelCallStarted
+from regiment.models import ModelRequest, Usage, effective_settings, estimate_tokens
+
+if TYPE_CHECKING:
+    from regiment.hierarchy._budget import Budget
+    from regiment.hierarchy._messages import StepAllowance
+    from regiment.hierarchy._model_call import ModelCaller
+    from regiment.hierarchy._replay import Replay
+    from regiment.hierarchy._spent import Spent
+    from regiment.hierarchy.run._calls import Started
+    from regiment.hierarchy.workers._journal_calls import CallLog
+
+__all__ = ("charge_unanswered", "limits_spending", "most_spent", "planner_intents")
+
+_log = logging.getLogger("regiment.run")
+_PER_MILLION = 1_000_000
+
+
+def limits_spending(allowance: StepAllowance) -> bool:
+    """Whether a step's share limits what its model calls spend (tokens or money): then
+    each call's intent is journaled before it is sent. (A share always counts model
+    calls: a budget that limits only those holds them without it.)"""
+    a = allowance
+    return not (
+        a.tokens is None
+        and a.input_tokens is None
+        and a.output_tokens is None
+        and a.micro_usd is None
+    )
+
+
+def _budget_limits_spending(budget: Budget) -> bool:
+    """Whether a run's budget limits what its model calls spend (tokens or money): then
+    each planner-side call's intent is journaled before it is sent."""
+    b = budget
+    return not (
+        b.tokens is None and b.input_tokens is None and b.output_tokens is None and b.usd is None
+    )
+
+
+def most_spent(caller: ModelCaller, request: ModelRequest) -> Usage:
+    """The most ``request`` may spend sent through ``caller``: its estimated input (the
+    budget's own check), its ``max_tokens`` over every layer of settings as output, and
+    what they cost at the caller's price (the input at its dearest rate), rounded up."""
+    own = request.settings if caller.settings is None else caller.settings.merge(request.settings)
+    if own is not request.settings:
+        request = msgspec.structs.replace(request, settings=own)
+    applied = effective_settings(getattr(caller.model, "settings", None), request)
+    output = request.max_tokens if applied.max_tokens is None else applied.max_tokens
+    inputs = estimate_tokens(request)
+    micro = 0
+    if (price := caller.price) is not None:
+        rates = price.rates()
+        pico = max(rates[0], rates[2], rates[3]) * inputs + rates[1] * output
+        micro = -(-pico // _PER_MILLION)
+    return Usage(input_tokens=inputs, output_tokens=output, micro_usd=micro)
+
+
+def planner_intents(log: CallLog, calls: dict[str, int], budget: Budget) -> Started | None:
+    """What journals a planner-side call's intent (``PhaseCalls``), under a ``budget``
+    that limits spending; ``calls``: the run journal's count of replies by purpose."""
+    return (
+        functools.partial(_planner_intent, log, calls) if _budget_limits_spending(budget) else None
+    )
+
+
+async def _planner_intent(
+    log: CallLog,
+    calls: dict[str, int],
+    purpose: str,
+    role: str,
+    caller: ModelCaller,
+    request: ModelRequest,
+) -> None:
+    """Journal a planner-side call's intent durably, keyed as its reply will be."""
+    key = f"{purpose}/{calls.get(purpose, 0) + 1}"
+    intent = ModelCallStarted(
+        run_id=log.run_id, call_key=key, role=role, most=most_spent(caller, request)
+    )
+    await log.append(intent, durable=True)
+
+
+def charge_unanswered(replay: Replay, spent: Spent, run_id: str) -> None:
+    """Charge ``spent`` (a resumed run's, before it spends anything) with each model call
+    its journal shows started and never answered, at the most it may have spent, by role;
+    a WARNING on ``regiment.run`` says what was charged."""
+    lost = replay.unanswered()
+    if not lost:
+        return
+    total = Usage()
+    for started in lost:
+        spent.charge(started.role, started.most, model_calls=1)
+        total = total + started.most
+    _log.warning(
+        "run %s: %d model call(s) were in flight when its process stopped (%s), and "
+        "their providers bill them though no reply was journaled; the resumed run counts "
+        "each at the most it could have spent: %d tokens (%d input, %d output), $%.6f",
+        run_id,
+        len(lost),
+        ", ".join(f"{s.call_key} by {s.role!r}" for s in lost),
+        total.input_tokens + total.output_tokens,
+        total.input_tokens,
+        total.output_tokens,
+        total.micro_usd / _PER_MILLION,
+    )

@@ -1,0 +1,142 @@
+"""A team whose one step loops on a tool until its money runs out, and whose model bills
+each call as it gets it, for kill-and-resume tests of a model call in flight at a crash.
+
+The model (a stand-in provider) appends what each call costs to a bill file when the
+call arrives, before it answers, as a provider bills a request however it ends. Its
+reply's usage is the request's estimated input and up to 40 output tokens (held to its
+``max_tokens``, as a real model keeps to it). In the child process (``slow``), the
+worker's third call is billed and then never answered: the child says ``in flight``
+and waits there to be killed (or, told so, the worker answers at its third call and the
+synthesis is left in flight).
+
+Run as a script (``python in_flight_team.py JOURNAL BILL USD SLOW NESTED BACKEND``;
+``NESTED`` ``nested`` or ``flat``) it is the crash test's child: it prints ``run RUN_ID``
+when the run starts.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+import msgspec
+
+from regiment import Budget, Planner, Price, ScriptedModel, Team, TeamWorker, Worker, tool
+from regiment.hierarchy import RunStarted
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    TextPart,
+    Usage,
+    effective_settings,
+    estimate_tokens,
+    priced,
+    tool_call_response,
+)
+
+GOAL = "take notes"
+WHOLE = Price(input=1.0, output=2.0)  # whole micro-dollars a token: input + 2 x output
+SLOW_CALL = 3  # the worker's call left in flight in the child
+
+
+@tool
+def note(text: str) -> str:
+    """Write a note down."""
+    return "noted"
+
+
+def bill_of(path: Path) -> int:
+    """What the model billed, in micro-dollars: every call it got, answered or not."""
+    if not path.exists():
+        return 0
+    return sum(int(line.split()[1]) for line in path.read_text().splitlines())
+
+
+def brain(bill: Path, *, slow: str, answers: str = "") -> ScriptedModel:
+    """The team's model, billing each call to ``bill``. ``slow`` ``worker``: the worker
+    calls its tool until the budget stops it, and its ``SLOW_CALL``-th call is never
+    answered; ``synthesizer``: the worker answers at its ``SLOW_CALL``-th call and the
+    synthesis is never answered; ``""``: every call is answered (``synthesizer`` there:
+    the worker answers as it would have)."""
+    worker_calls = 0
+
+    async def reply(request: ModelRequest) -> ModelResponse:
+        nonlocal worker_calls
+        limit = effective_settings(None, request).max_tokens or request.max_tokens
+        if request.role == "planner":
+            response: ModelResponse = ModelResponse(
+                parts=(TextPart(text='{"steps": [{"id": "s1", "description": "notes"}]}'),),
+                stop_reason="end_turn",
+                model="stand-in",
+            )
+        elif request.role == "synthesizer":
+            response = ModelResponse(
+                parts=(TextPart(text="the notes"),), stop_reason="end_turn", model="stand-in"
+            )
+        else:
+            worker_calls += 1
+            if "synthesizer" in (slow, answers) and worker_calls == SLOW_CALL:
+                response = ModelResponse(
+                    parts=(TextPart(text="noted all"),), stop_reason="end_turn", model="stand-in"
+                )
+            else:
+                response = tool_call_response("note", {"text": f"n{worker_calls}"})
+        usage = Usage(input_tokens=estimate_tokens(request), output_tokens=min(limit, 40))
+        cost = priced(usage, WHOLE).micro_usd
+        with bill.open("a") as out:  # billed as it arrives
+            out.write(f"{request.role} {cost}\n")
+        in_flight = request.role == "synthesizer" or worker_calls == SLOW_CALL
+        if request.role == slow and in_flight:
+            print("in flight", flush=True)
+            await anyio.sleep_forever()
+        return msgspec.structs.replace(response, usage=usage, model="stand-in")
+
+    return ScriptedModel(reply, price=WHOLE)
+
+
+def make_team(
+    bill: Path, usd: float | None, *, slow: str = "", answers: str = "", nested: bool = False
+) -> Team:
+    """The team (``nested``: a team whose one worker is it, as a ``TeamWorker``, under the
+    budget; the inner team has none of its own, its step's share holds it)."""
+    if nested:
+        inner = make_team(bill, None, slow=slow, answers=answers)
+        return Team(
+            name="desk",
+            planner=Planner(model=brain(bill, slow="")),
+            workers=[TeamWorker(name="notes", description="takes notes", team=inner)],
+            budget=Budget(usd=usd),
+            settings=ModelSettings(max_tokens=60),
+        )
+    model = brain(bill, slow=slow, answers=answers)
+    return Team(
+        name="notes",
+        planner=Planner(model=model),
+        workers=[
+            Worker(
+                name="w",
+                description="notes",
+                model=model,
+                tools=[note],
+                max_iterations=60,
+            )
+        ],
+        budget=Budget(usd=usd),
+        settings=ModelSettings(max_tokens=60),
+    )
+
+
+async def child(journal: str, bill: str, usd: str, slow: str, nested: str) -> None:
+    team = make_team(Path(bill), float(usd) or None, slow=slow, nested=nested == "nested")
+    async with team.start(journal=journal) as running, running.stream(GOAL) as events:
+        async for event in events:
+            if isinstance(event, RunStarted):
+                print("run", event.run_id, flush=True)
+    print("finished", flush=True)  # the slow call never let it
+
+
+if __name__ == "__main__":
+    journal, bill, usd, slow, nested, backend = sys.argv[1:7]
+    anyio.run(child, journal, bill, usd, slow, nested, backend=backend)
