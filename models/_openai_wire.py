@@ -209,14 +209,14 @@ def response_from_completion(completion: ChatCompletion) -> ModelResponse:
     stop_reason = cast("str | None", choice.finish_reason) or ""
     if message.refusal:  # the model declined (structured outputs): its reason, as Claude's
         parts, stop_reason = [TextPart(text=message.refusal), *parts], REFUSAL
-    for call in message.tool_calls or ():
+    for number, call in enumerate(message.tool_calls or ()):
         if call.type == "function":
-            arguments = parse_arguments(call.function.arguments)
-            parts.append(ToolCallPart(id=call.id, name=call.function.name, arguments=arguments))
+            arguments = parse_arguments(call.function.arguments or "")  # null from some
+            call_id = call.id or f"call_{number}"  # servers; as in a stream, call_<n>
+            parts.append(ToolCallPart(id=call_id, name=call.function.name, arguments=arguments))
     return ModelResponse(
         parts=tuple(parts),
-        # Typed as always there, but some compatible servers send null.
-        stop_reason=stop_reason,
+        stop_reason=stop_reason,  # typed as always there, but some servers send null
         usage=usage_from(completion.usage),
         model=completion.model,
         response_id=completion.id,
