@@ -128,6 +128,8 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
             given, or no key was found for OpenAI itself.
     """
 
+    _usage_hint = "; a server that can report usage in streams needs stream_options.include_usage"
+
     def __init__(
         self,
         model: str,
