@@ -17,6 +17,7 @@ from regiment.models._api_errors import (
     broke_off,
     is_permanent,
     long_wait,
+    no_answer,
     request_note,
     retry_note,
     shown_url,
@@ -259,16 +260,11 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
         except openai.APIStatusError as exc:
             raise _api_error(exc, self._where(), self._client.max_retries) from exc
         except openai.APIConnectionError as exc:
-            what = (
-                "did not answer in time"
-                if isinstance(exc, openai.APITimeoutError)
-                else "could not be reached"
-            )
+            what, advice = no_answer(isinstance(exc, openai.APITimeoutError), exc.request)
             retried = retry_note(exc.request, self._client.max_retries)
             raise ModelConnectionError(
                 f"the Chat Completions API at {self._where()} {what}{retried} "
-                f"({exc.__cause__!r}); check the network and base_url, or raise timeout / "
-                "max_retries"
+                f"({exc.__cause__!r}); {advice}"
             ) from exc
         except StreamErrorEvent as exc:
             error = ModelAPIError(
