@@ -1,4 +1,5 @@
-"""Tools made of methods: from the bound method, not with ``@tool`` in the class body."""
+"""Tools made of methods (from the bound method, not with ``@tool`` in the class body),
+and options that are no tool option."""
 
 from __future__ import annotations
 
@@ -65,3 +66,22 @@ def test_an_annotated_self_is_an_ordinary_parameter() -> None:
         return self
 
     assert Tool(greet).definition.input_schema["required"] == ["self"]
+
+
+def test_a_misspelt_option_is_named_with_the_option_meant() -> None:
+    # It was a TypeError, "ToolPolicy.__init__() got an unexpected keyword argument
+    # 'timout'", naming a class the user never wrote.
+    def lookup(city: str) -> str:
+        """Weather."""
+        return city
+
+    with pytest.raises(ConfigError) as caught:
+        tool(timout=5)(lookup)  # type: ignore[call-overload]
+    assert (
+        str(caught.value)
+        == "tool 'lookup': 'timout' is not a tool option (did you mean 'timeout'?)"
+    )
+    with pytest.raises(
+        ConfigError, match=r"'colour' is not a tool option \(the options are: timeout, "
+    ):
+        Tool(lookup, colour="red")  # type: ignore[call-arg]
