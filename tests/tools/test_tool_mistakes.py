@@ -1,7 +1,11 @@
-"""Tools made of methods (from the bound method, not with ``@tool`` in the class body),
-and options that are no tool option."""
+"""Mistakes in making a tool: ``@tool`` on a method in its class body (a tool is made of
+the bound method), an option that is no tool option, a docstring entry for no parameter."""
 
 from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
 
 import pytest
 
@@ -85,3 +89,41 @@ def test_a_misspelt_option_is_named_with_the_option_meant() -> None:
         ConfigError, match=r"'colour' is not a tool option \(the options are: timeout, "
     ):
         Tool(lookup, colour="red")  # type: ignore[call-arg]
+
+
+def test_a_docstring_entry_for_no_parameter_is_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    # A misspelt Args: entry was dropped silently: the model saw `days` undescribed.
+    def forecast(city: str, days: int = 1) -> str:
+        """Forecast for a city.
+
+        Args:
+            city: The city.
+            dayz: How many days.
+        """
+        return city
+
+    with caplog.at_level(logging.WARNING, logger="regiment.tools"):
+        made = Tool(forecast)
+    schema: Any = made.definition.input_schema
+    assert "description" not in schema["properties"]["days"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "tool 'forecast': its docstring describes 'dayz', which is not one of its parameters, "
+        "so the model is not shown that description; did you mean 'days'?"
+    ]
+
+
+def test_a_parameter_a_partial_binds_may_be_described(caplog: pytest.LogCaptureFixture) -> None:
+    def charge(order_id: str, api_key: str) -> str:
+        """Charge an order.
+
+        Args:
+            order_id: The order.
+            api_key: The payment provider's key (bound by the application).
+        """
+        return order_id
+
+    with caplog.at_level(logging.WARNING, logger="regiment.tools"):
+        made = Tool(functools.partial(charge, api_key="k"), name="charge")
+    schema: Any = made.definition.input_schema
+    assert list(schema["properties"]) == ["order_id"]
+    assert caplog.records == []
