@@ -149,6 +149,7 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
         self._model, self._stream, self._settings = model, stream, settings
         self._compatible = compatible
         self._usage_asked = True  # streams ask for their usage (until a server refuses)
+        self._warned_thinking = False  # told once that thinking_budget is not sent
         self._owns_client = client is None
         if client is None:
             client = _build_client(api_key, base_url, timeout, max_retries, compatible)
@@ -172,6 +173,15 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
 
     def _params(self, request: ModelRequest) -> CallParams:
         settings = effective_settings(self._settings, request)
+        if settings.thinking_budget is not None and not self._warned_thinking:
+            self._warned_thinking = True  # once per model: a team's settings reach every role
+            _log.warning(
+                "model %r (Chat Completions at %s) does not send thinking_budget, which is "
+                "Claude's extended thinking; for a reasoning model give "
+                "extra={'reasoning_effort': 'low' | 'medium' | 'high'} in its settings",
+                self._model,
+                self.base_url,
+            )
         return call_params(self._model, request, settings, compatible=self._compatible)
 
     async def _plain(self, params: CallParams) -> ModelResponse:

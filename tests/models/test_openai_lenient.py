@@ -4,12 +4,20 @@ call's id, type or arguments; text content."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import pytest
 
-from regiment.models import Message, ModelRequest, OpenAIModel, ToolCallPart, ToolResultPart
+from regiment.models import (
+    Message,
+    ModelRequest,
+    ModelSettings,
+    OpenAIModel,
+    ToolCallPart,
+    ToolResultPart,
+)
 from regiment.tools import ToolDefinition
 
 from .chat_api import completion, error
@@ -132,3 +140,27 @@ async def test_a_call_with_no_type_and_object_arguments_is_read(api: StandIn) ->
     ) as model:
         response = await model.complete(ModelRequest(messages=(Message.user("ping"),)))
     assert response.tool_calls == (ToolCallPart(id="call_7", name="ping", arguments={"n": 2}),)
+
+
+async def test_thinking_budget_is_not_sent_and_says_so_once(
+    api: StandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Claude's extended thinking, set for every role by a team's settings, was dropped
+    # from an OpenAI model's calls with no word.
+    api.queue(completion("one"), completion("two"))
+    thinking = ModelSettings(thinking_budget=2048)
+    async with OpenAIModel(
+        "local", base_url=f"{api.base_url}/v1", compatible=True, stream=api.streaming
+    ) as model:
+        with caplog.at_level(logging.WARNING, logger="regiment.models"):
+            for _ in range(2):
+                await model.complete(
+                    ModelRequest(messages=(Message.user("hi"),), settings=thinking)
+                )
+    assert all("thinking" not in r.body and "reasoning_effort" not in r.body for r in api.requests)
+    (said,) = [r.getMessage() for r in caplog.records]
+    assert said.startswith("model 'local' (Chat Completions at http://127.0.0.1:")
+    assert said.endswith(
+        "does not send thinking_budget, which is Claude's extended thinking; for a reasoning "
+        "model give extra={'reasoning_effort': 'low' | 'medium' | 'high'} in its settings"
+    )
