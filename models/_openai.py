@@ -48,6 +48,7 @@ from regiment.models._sdk_model import (
     SDKModel,
     check_base_url,
     check_client_options,
+    check_model_id,
     not_an_event_stream,
     password_to_auth,
 )
@@ -146,7 +147,8 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
         price: Price | None = None,
     ) -> None:
         self._price = checked_price(price, "OpenAIModel")
-        self._model, self._stream, self._settings = model, stream, settings
+        self._model = check_model_id(model, "OpenAIModel")
+        self._stream, self._settings = stream, settings
         self._compatible = compatible
         self._usage_asked = True  # streams ask for their usage (until a server refuses)
         self._warned_thinking = False  # told once that thinking_budget is not sent

@@ -33,6 +33,7 @@ __all__ = (
     "SDKModel",
     "check_base_url",
     "check_client_options",
+    "check_model_id",
     "not_an_event_stream",
     "password_to_auth",
 )
@@ -76,6 +77,17 @@ def check_client_options(timeout: float | None, max_retries: int, *, model: str)
         raise ConfigError(
             f"{model}: max_retries must be a whole number >= 0 (0: no retries); got {max_retries!r}"
         )
+
+
+def check_model_id(model: object, owner: str) -> str:
+    """``model``, if it can name a model: a blank id (``""``, from an unset variable, say)
+    or one with spaces around it would fail every call with the API's 400 or 404."""
+    if not isinstance(model, str) or not model.strip() or model != model.strip():
+        raise ConfigError(
+            f"{owner}: the model id {model!r} names no model; give the provider's id for it, "
+            f"e.g. {owner}({'claude-sonnet-4-5' if owner == 'AnthropicModel' else 'gpt-4.1'!r})"
+        )
+    return model
 
 
 def check_base_url(url: httpx2.URL, *, model: str, env: str) -> None:
