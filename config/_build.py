@@ -18,7 +18,7 @@ from regiment.config._imports import (
     import_tool,
 )
 from regiment.config._mcp import check_commands, mcp_server
-from regiment.config._models import RoleModels, check_prices, parse_model_spec
+from regiment.config._models import RoleModels, check_installed, check_prices, parse_model_spec
 from regiment.config._nested import load_nested, root_chain, team_files, within
 from regiment.config._placement import placed
 from regiment.config._schema import (
@@ -192,6 +192,7 @@ def _check_models(config: TeamConfig, source: str) -> None:
     for role_key, spec in config.model_specs().items():
         key = "model" if spec == config.model else role_key  # the key the file writes it at
         kind, _ = parse_model_spec(spec, where=f"{source}: {key}")
+        check_installed(spec, f"{source}: {key}")
         if kind == "scripted" and config.brain is None:
             raise ConfigError(
                 f"{source}: {key}: the model is 'scripted' but the file has no "

@@ -61,6 +61,9 @@ def explain(
     what = match.group("what")
     if isinstance(cause, InvalidValue):
         return f"{_join(spot.path, cause.field)}: {cause.problem}"
+    field, problem = getattr(cause, "field", None), getattr(cause, "problem", None)
+    if isinstance(field, str) and isinstance(problem, str):  # a Price's, as InvalidValue
+        return f"{_join(spot.path, field)}: {problem}"
     if unknown := _UNKNOWN.match(what):
         return _unknown(spot, unknown.group("key"), fmt)
     if missing := _MISSING.match(what):

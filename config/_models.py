@@ -10,6 +10,7 @@ models' options (``timeout``, ``max_retries``, ``stream``; Claude's ``max_contin
 
 from __future__ import annotations
 
+import importlib.util
 from typing import cast
 
 from regiment.config._imports import import_callable
@@ -24,7 +25,7 @@ from regiment.models import (
     parse_model_spec,
 )
 
-__all__ = ("KEEP_REQUESTS", "RoleModels", "check_prices", "parse_model_spec")
+__all__ = ("KEEP_REQUESTS", "RoleModels", "check_installed", "check_prices", "parse_model_spec")
 
 KEEP_REQUESTS = 100  # requests a team file's scripted model keeps (the latest)
 
@@ -90,6 +91,17 @@ class RoleModels:
         # keeps the latest requests only, so memory stays bounded however many runs it answers.
         price = self._config.prices.get(spec)
         return ScriptedModel(cast(ScriptFunction, fn), keep_requests=KEEP_REQUESTS, price=price)
+
+
+def check_installed(spec: str, where: str) -> None:
+    """Refuse a spec whose provider's SDK is an optional extra that is not installed, as
+    making its model would (``regiment validate`` makes none: it needs no key)."""
+    kind, _ = parse_model_spec(spec, where=where)
+    if kind in ("openai", "openai-compatible") and importlib.util.find_spec("openai") is None:
+        raise ConfigError(
+            f"{where}: {spec!r} needs the openai SDK, an optional extra: "
+            "pip install 'regiment[openai]'"
+        )
 
 
 def _unset(spec: str, env: str) -> str:

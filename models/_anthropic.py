@@ -38,6 +38,7 @@ from regiment.models._sdk_model import (
     SDKModel,
     check_base_url,
     check_client_options,
+    check_model_id,
     not_an_event_stream,
     password_to_auth,
 )
@@ -139,7 +140,8 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
         self._price = checked_price(price, "AnthropicModel")
         if max_continuations < 0:
             raise ConfigError(f"max_continuations must be 0 or more; got {max_continuations}")
-        self._model, self._continuations, self._stream = model, max_continuations, stream
+        self._model = check_model_id(model, "AnthropicModel")
+        self._continuations, self._stream = max_continuations, stream
         self._settings, self._prompt_caching = settings, prompt_caching
         self._owns_client = client is None
         if client is None:
@@ -345,7 +347,7 @@ def _build_client(
             f"the Anthropic SDK could not load credentials ({exc}); set ANTHROPIC_API_KEY "
             "or pass AnthropicModel(..., api_key=...)"
         ) from exc
-    if client.api_key is None and client.auth_token is None and client.credentials is None:
+    if not client.api_key and not client.auth_token and client.credentials is None:  # "" too
         raise NoCredentials(
             "no Anthropic credentials found; set the ANTHROPIC_API_KEY environment "
             "variable or pass AnthropicModel(..., api_key=...)",

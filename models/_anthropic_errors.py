@@ -12,6 +12,7 @@ from regiment.models._api_errors import (
 from regiment.models._api_errors import (
     is_permanent,
     long_wait,
+    no_answer,
     request_note,
     retry_note,
     shown_url,
@@ -43,13 +44,12 @@ def connection_error(
     exc: anthropic.APIConnectionError, model: str, client: anthropic.AsyncAnthropic
 ) -> ModelConnectionError:
     """What a call that got no answer (after the SDK's retries) says."""
-    timed_out = isinstance(exc, anthropic.APITimeoutError)
-    what = "did not answer in time" if timed_out else "could not be reached"
+    what, advice = no_answer(isinstance(exc, anthropic.APITimeoutError), exc.request)
     cause = f" ({exc.__cause__!r})" if exc.__cause__ is not None else ""
     retried = retry_note(exc.request, client.max_retries)
     return ModelConnectionError(
         f"the Anthropic API at {shown_url(client.base_url)} {what} for model {model!r}"
-        f"{retried}{cause}; check the network and base_url, or raise timeout / max_retries"
+        f"{retried}{cause}; {advice}"
     )
 
 

@@ -242,15 +242,15 @@ def response_from_message(message: AnthropicMessage) -> ModelResponse:
             parts.append(ThinkingPart(thinking=block.thinking, signature=block.signature))
         elif block.type == "redacted_thinking":
             parts.append(ThinkingPart(redacted=block.data))
-    usage = message.usage
+    usage = message.usage  # typed as always there; a proxy may leave it out (estimated)
     return ModelResponse(
         parts=tuple(parts),
         stop_reason=message.stop_reason or "",
         usage=Usage(
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cache_read_tokens=usage.cache_read_input_tokens or 0,
-            cache_write_tokens=usage.cache_creation_input_tokens or 0,
+            input_tokens=getattr(usage, "input_tokens", None) or 0,
+            output_tokens=getattr(usage, "output_tokens", None) or 0,
+            cache_read_tokens=getattr(usage, "cache_read_input_tokens", None) or 0,
+            cache_write_tokens=getattr(usage, "cache_creation_input_tokens", None) or 0,
         ),
         model=message.model,
         response_id=message.id,

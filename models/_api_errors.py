@@ -137,6 +137,20 @@ def broke_off(cause: BaseException) -> str:
     )
 
 
+def no_answer(timed_out: bool, request: object) -> tuple[str, str]:
+    """What a call that got no answer met (``did not answer in 0.2 s``, ``could not be
+    reached``) and what to do: a timeout to raise is no help when nothing listens."""
+    if not timed_out:
+        return "could not be reached", "check the network and base_url (is the server running?)"
+    timeouts = getattr(request, "extensions", {}).get("timeout", {})
+    limit = timeouts.get("read") if isinstance(timeouts, dict) else None
+    waited = f"in {limit:g} s" if isinstance(limit, int | float) else "in time"
+    return f"did not answer {waited}", (
+        "raise the model's timeout (or the role's ModelSettings.timeout) if it is slow, "
+        "or check the network and base_url"
+    )
+
+
 def failed_mid_stream(error: BaseException) -> bool:
     """Whether ``error`` is a stream that began (the server read the request) and
     failed, its request billed (``not_billed`` says otherwise)."""

@@ -17,6 +17,7 @@ from regiment.models._api_errors import (
     broke_off,
     is_permanent,
     long_wait,
+    no_answer,
     request_note,
     retry_note,
     shown_url,
@@ -47,6 +48,7 @@ from regiment.models._sdk_model import (
     SDKModel,
     check_base_url,
     check_client_options,
+    check_model_id,
     not_an_event_stream,
     password_to_auth,
 )
@@ -128,6 +130,8 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
             given, or no key was found for OpenAI itself.
     """
 
+    _usage_hint = "; a server that can report usage in streams needs stream_options.include_usage"
+
     def __init__(
         self,
         model: str,
@@ -143,9 +147,11 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
         price: Price | None = None,
     ) -> None:
         self._price = checked_price(price, "OpenAIModel")
-        self._model, self._stream, self._settings = model, stream, settings
+        self._model = check_model_id(model, "OpenAIModel")
+        self._stream, self._settings = stream, settings
         self._compatible = compatible
         self._usage_asked = True  # streams ask for their usage (until a server refuses)
+        self._warned_thinking = False  # told once that thinking_budget is not sent
         self._owns_client = client is None
         if client is None:
             client = _build_client(api_key, base_url, timeout, max_retries, compatible)
@@ -169,6 +175,15 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
 
     def _params(self, request: ModelRequest) -> CallParams:
         settings = effective_settings(self._settings, request)
+        if settings.thinking_budget is not None and not self._warned_thinking:
+            self._warned_thinking = True  # once per model: a team's settings reach every role
+            _log.warning(
+                "model %r (Chat Completions at %s) does not send thinking_budget, which is "
+                "Claude's extended thinking; for a reasoning model give "
+                "extra={'reasoning_effort': 'low' | 'medium' | 'high'} in its settings",
+                self._model,
+                self.base_url,
+            )
         return call_params(self._model, request, settings, compatible=self._compatible)
 
     async def _plain(self, params: CallParams) -> ModelResponse:
@@ -257,16 +272,11 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
         except openai.APIStatusError as exc:
             raise _api_error(exc, self._where(), self._client.max_retries) from exc
         except openai.APIConnectionError as exc:
-            what = (
-                "did not answer in time"
-                if isinstance(exc, openai.APITimeoutError)
-                else "could not be reached"
-            )
+            what, advice = no_answer(isinstance(exc, openai.APITimeoutError), exc.request)
             retried = retry_note(exc.request, self._client.max_retries)
             raise ModelConnectionError(
                 f"the Chat Completions API at {self._where()} {what}{retried} "
-                f"({exc.__cause__!r}); check the network and base_url, or raise timeout / "
-                "max_retries"
+                f"({exc.__cause__!r}); {advice}"
             ) from exc
         except StreamErrorEvent as exc:
             error = ModelAPIError(

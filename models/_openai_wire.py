@@ -30,6 +30,7 @@ from regiment.models._messages import (
     ToolResultPart,
     Usage,
 )
+from regiment.models._openai_lenient import ContentPart, arguments_text, content_text
 from regiment.models._settings import ModelSettings, extra_tools
 from regiment.models._stream import PartDelta, TextPartDelta, ToolCallPartDelta, ToolCallPartStart
 from regiment.tools import ToolDefinition
@@ -203,20 +204,19 @@ def response_from_completion(completion: ChatCompletion) -> ModelResponse:
     """A whole Chat Completions reply as our ``ModelResponse`` (the first choice)."""
     choice = completion.choices[0]
     message = choice.message
-    parts: list[TextPart | ToolCallPart] = (
-        [TextPart(text=message.content)] if message.content else []
-    )
+    text = content_text(message.content)  # text, or (some servers) a list of parts
+    parts: list[TextPart | ToolCallPart] = [TextPart(text=text)] if text else []
     stop_reason = cast("str | None", choice.finish_reason) or ""
     if message.refusal:  # the model declined (structured outputs): its reason, as Claude's
         parts, stop_reason = [TextPart(text=message.refusal), *parts], REFUSAL
-    for call in message.tool_calls or ():
-        if call.type == "function":
-            arguments = parse_arguments(call.function.arguments)
-            parts.append(ToolCallPart(id=call.id, name=call.function.name, arguments=arguments))
+    for number, call in enumerate(message.tool_calls or ()):
+        if (function := getattr(call, "function", None)) is not None:  # "type" may be absent
+            arguments = parse_arguments(arguments_text(function.arguments))  # null, an object
+            call_id = call.id or f"call_{number}"  # from some servers; as in a stream, call_<n>
+            parts.append(ToolCallPart(id=call_id, name=function.name, arguments=arguments))
     return ModelResponse(
         parts=tuple(parts),
-        # Typed as always there, but some compatible servers send null.
-        stop_reason=stop_reason,
+        stop_reason=stop_reason,  # typed as always there, but some servers send null
         usage=usage_from(completion.usage),
         model=completion.model,
         response_id=completion.id,
@@ -227,7 +227,7 @@ def response_from_completion(completion: ChatCompletion) -> ModelResponse:
 # fields ignored, most fields optional), as compatible servers differ in the rest.
 class _FunctionDelta(msgspec.Struct, frozen=True):
     name: str | None = None
-    arguments: str | None = None
+    arguments: str | dict[str, object] | None = None
 
 
 class _ToolCallDelta(msgspec.Struct, frozen=True):
@@ -237,7 +237,7 @@ class _ToolCallDelta(msgspec.Struct, frozen=True):
 
 
 class _Delta(msgspec.Struct, frozen=True):
-    content: str | None = None
+    content: str | list[ContentPart] | None = None
     refusal: str | None = None
     tool_calls: list[_ToolCallDelta] | None = None
 
@@ -341,8 +341,8 @@ class ChunkReader:
             self.usage = _usage(usage.prompt_tokens, usage.completion_tokens, cached)
         deltas: list[PartDelta] = []
         for choice in chunk.choices[:1]:
-            if choice.delta.content:
-                deltas.append(self._text(choice.delta.content))
+            if text := content_text(choice.delta.content):
+                deltas.append(self._text(text))
             if choice.delta.refusal:
                 self.refusal += choice.delta.refusal
             for piece in choice.delta.tool_calls or ():
@@ -362,7 +362,7 @@ class ChunkReader:
 
     def _call(self, piece: _ToolCallDelta) -> list[PartDelta]:
         key, function = piece.index, piece.function or _FunctionDelta()
-        name, fragment = function.name or "", function.arguments or ""
+        name, fragment = function.name or "", arguments_text(function.arguments)
         deltas: list[PartDelta] = []
         # A call's first piece carries its id, the rest none. Some servers leave the
         # index out, or give every call index 0: a piece with a new id is a new call.

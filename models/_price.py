@@ -20,6 +20,18 @@ _PER_MILLION = 1_000_000
 _MOST = 1e9  # dollars per million tokens: kept as whole pico-dollars per token, no overflow
 
 
+class _BadPrice(ConfigError, ValueError):
+    """A price out of range: ``Price: input must be ...``. Also a ``ValueError``, so that
+    msgspec, decoding a team file's price, wraps it with the key path, and ``field`` and
+    ``problem`` let the file's error name the key (``t.toml: prices.scripted.input: ...``),
+    as ``regiment.hierarchy.InvalidValue`` does for the other types."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"Price: {field} {problem}")
+        self.field = field
+        self.problem = problem
+
+
 class Price(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A model's price in US dollars per million tokens (a team file's ``price`` table).
 
@@ -45,9 +57,10 @@ class Price(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
                 or not isinstance(value, int | float)
                 or not 0 <= value <= _MOST
             ):
-                raise ConfigError(
-                    f"Price: {name} must be a number of US dollars per million tokens from "
-                    f"0 to 1e9 (Price(input=3.0, output=15.0)); got {value!r}"
+                raise _BadPrice(
+                    name,
+                    "must be a number of US dollars per million tokens from 0 to 1e9 "
+                    f"(Price(input=3.0, output=15.0)); got {value!r}",
                 )
 
     def rates(self) -> tuple[int, int, int, int]:

@@ -70,8 +70,8 @@ class ScriptedModel:
         price: what its tokens cost, for a ``Budget(usd=...)``.
 
     Raises:
-        regiment.errors.ConfigError: ``script`` is a bare string, ``delta_size``
-            is below 1, or ``keep_requests`` is below 0.
+        regiment.errors.ConfigError: ``script`` is a bare string, or a list with an
+            item that is no reply; ``delta_size`` is below 1, or ``keep_requests`` is below 0.
     """
 
     def __init__(
@@ -96,6 +96,13 @@ class ScriptedModel:
                 f"ScriptedModel: keep_requests must be at least 0 (or None), got {keep_requests}"
             )
         self._script = script if callable(script) else tuple(script)
+        for n, reply in enumerate(() if callable(script) else script):
+            if not isinstance(reply, ModelResponse | str):  # its call would fail, unnamed
+                raise ConfigError(
+                    f"ScriptedModel: script[{n}] is the {type(reply).__name__} {reply!r:.60}, "
+                    "not a reply; give a str or a ModelResponse (text_response(...), "
+                    "tool_call_response(...)) for each call"
+                )
         self._name = name
         self._delta_size = delta_size
         self._requests: deque[ModelRequest] = deque(maxlen=keep_requests)

@@ -33,6 +33,7 @@ __all__ = (
     "SDKModel",
     "check_base_url",
     "check_client_options",
+    "check_model_id",
     "not_an_event_stream",
     "password_to_auth",
 )
@@ -76,6 +77,17 @@ def check_client_options(timeout: float | None, max_retries: int, *, model: str)
         raise ConfigError(
             f"{model}: max_retries must be a whole number >= 0 (0: no retries); got {max_retries!r}"
         )
+
+
+def check_model_id(model: object, owner: str) -> str:
+    """``model``, if it can name a model: a blank id (``""``, from an unset variable, say)
+    or one with spaces around it would fail every call with the API's 400 or 404."""
+    if not isinstance(model, str) or not model.strip() or model != model.strip():
+        raise ConfigError(
+            f"{owner}: the model id {model!r} names no model; give the provider's id for it, "
+            f"e.g. {owner}({'claude-sonnet-4-5' if owner == 'AnthropicModel' else 'gpt-4.1'!r})"
+        )
+    return model
 
 
 def check_base_url(url: httpx2.URL, *, model: str, env: str) -> None:
@@ -286,22 +298,30 @@ class SDKModel(Generic[ClientT, ParamsT]):
         )
         return Usage(input_tokens=estimate_tokens(request)), True
 
+    # What the warning about a reply with no usage adds (Chat Completions' stream option).
+    _usage_hint = ""
+
     def _counted(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
         """``response``, with an estimated usage if the server reported none (some
-        compatible servers do not, in a stream or at all), so token budgets still hold."""
-        if response.usage != _NO_USAGE:
+        compatible servers and proxies do not, in a stream or at all), so token budgets
+        still hold. Every request has input, so a usage with none of it (a stream's
+        ``message_start`` without usage, then a ``message_delta`` with output tokens)
+        reported none: its input is estimated, what it did report is kept."""
+        usage = response.usage
+        if usage.input_tokens or usage.cache_read_tokens or usage.cache_write_tokens:
             return response
         if not self._warned_usage:
             self._warned_usage = True
             _log.warning(
                 "the server at %s reported no token usage for model %r; budgets count an "
-                "estimate instead (estimate_tokens); a server that can report usage in "
-                "streams needs stream_options.include_usage",
+                "estimate instead (estimate_tokens)%s",
                 getattr(self, "base_url", "?"),
                 self._model,
+                self._usage_hint,
             )
         usage = Usage(
-            input_tokens=estimate_tokens(request), output_tokens=estimate_tokens(response)
+            input_tokens=estimate_tokens(request),
+            output_tokens=usage.output_tokens or estimate_tokens(response),
         )
         return msgspec.structs.replace(response, usage=usage, usage_estimated=True)
 

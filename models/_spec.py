@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Mapping
 from typing import Literal, TypeAlias, TypedDict
@@ -65,7 +66,26 @@ def parse_model_spec(spec: str, *, where: str = "model") -> tuple[Provider, str]
     for provider in _PREFIXES:
         if colon and prefix == provider and model_id.strip():
             return (provider, model_id.strip())
-    raise ConfigError(f"{where}: expected {_FORMS}, got {spec!r}")
+    raise ConfigError(f"{where}: expected {_FORMS}, got {spec!r}{_meant(spec)}")
+
+
+# The model families whose bare id (``claude-sonnet-4-5``, ``gpt-4.1``) says the provider.
+_FAMILIES = (("claude", "anthropic"), ("gpt", "openai"), ("o1", "openai"), ("o3", "openai"))
+
+
+def _meant(spec: str) -> str:
+    """`` (did you mean 'anthropic:claude-sonnet-4-5'?)`` for a spec that is one slip away
+    from a good one: a bare model id of a known family, a misspelt or capitalised prefix."""
+    prefix, colon, model_id = spec.strip().partition(":")
+    if not colon:
+        bare = spec.strip()
+        family = next((p for f, p in _FAMILIES if bare.lower().startswith(f)), None)
+        return f" (did you mean '{family}:{bare}'?)" if family else ""
+    close = difflib.get_close_matches(prefix.strip().lower(), (*_PREFIXES, "scripted"), n=1)
+    if not close or not model_id.strip():
+        return ""
+    meant = "scripted" if close[0] == "scripted" else f"{close[0]}:{model_id.strip()}"
+    return f" (did you mean {meant!r}?)"
 
 
 def model_from_spec(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import math
 from collections.abc import Awaitable, Callable
@@ -20,6 +21,7 @@ __all__ = (
     "OnToolError",
     "ToolOptions",
     "ToolPolicy",
+    "policy_of",
     "result_limit",
 )
 
@@ -179,3 +181,20 @@ def result_limit(name: str, chars: object) -> int:
             "(a longer tool result is cut there, with a note saying so)"
         )
     return chars
+
+
+def policy_of(tool_name: str, options: ToolOptions) -> ToolPolicy:
+    """The ``ToolPolicy`` that ``@tool(...)`` or ``Tool(...)`` options ask for.
+
+    Raises:
+        ConfigError: an option is not one (``timout=5``), or is out of range.
+    """
+    known = ToolOptions.__annotations__
+    for key in options:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = (
+                f"did you mean {close[0]!r}?" if close else f"the options are: {', '.join(known)}"
+            )
+            raise ConfigError(f"tool {tool_name!r}: {key!r} is not a tool option ({hint})")
+    return ToolPolicy(**options)

@@ -15,9 +15,11 @@ has one kind of number).
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 import json
+import logging
 import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -113,6 +115,8 @@ class ArgumentSpec:
         # value (an API key, say) is neither shown in the schema nor open to change.
         fixed = fn.keywords if isinstance(fn, functools.partial) else {}
         every = tuple(p for p in signature.parameters.values() if p.name not in fixed)
+        _not_a_method(every, tool_name)
+        _described_only(docs, signature, tool_name)
         context = _context_parameter(every, tool_name)
         params = tuple(p for p in every if p is not context)
         fields = {f"p{i}": _field(p, tool_name, docs.get(p.name)) for i, p in enumerate(params)}
@@ -265,6 +269,32 @@ def _whole_numbers(value: object) -> object:
     if isinstance(value, list | tuple):
         return [_whole_numbers(item) for item in value]
     return value
+
+
+def _described_only(docs: Mapping[str, str], signature: inspect.Signature, tool_name: str) -> None:
+    """Warn of a docstring entry for a parameter the function does not have (a typo, or
+    one renamed): its words reach no one, and the parameter meant goes undescribed."""
+    for name in docs.keys() - signature.parameters.keys():
+        close = difflib.get_close_matches(name, signature.parameters, n=1)
+        meant = f"; did you mean {close[0]!r}?" if close else ""
+        logging.getLogger("regiment.tools").warning(
+            "tool %r: its docstring describes %r, which is not one of its parameters, so "
+            "the model is not shown that description%s",
+            tool_name,
+            name,
+            meant,
+        )
+
+
+def _not_a_method(params: tuple[inspect.Parameter, ...], tool_name: str) -> None:
+    """Refuse a function whose first parameter is a bare ``self`` or ``cls``: ``@tool``
+    on a method in its class body, where no instance is bound yet."""
+    if params and params[0].name in ("self", "cls") and params[0].annotation is params[0].empty:
+        raise ConfigError(
+            f"tool {tool_name!r} is a method (its first parameter is {params[0].name!r}): "
+            "@tool in a class body has no instance to call it on; make the tool from the "
+            "bound method instead, Tool(instance.method), or make it a function"
+        )
 
 
 def _field(param: inspect.Parameter, tool_name: str, doc: str | None) -> tuple[object, FieldInfo]:

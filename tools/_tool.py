@@ -29,7 +29,7 @@ from regiment.tools._outcome import (
     not_an_object,
     raw_arguments,
 )
-from regiment.tools._policy import ToolOptions, ToolPolicy
+from regiment.tools._policy import ToolOptions, ToolPolicy, policy_of
 from regiment.tools._result import ToolResult
 from regiment.tools._run import (
     Attempted,
@@ -101,7 +101,7 @@ class Tool(Generic[P, R_co]):
         self._fn, self._is_async = fn, _is_async(fn)
         self._name = name
         self._key_name = name  # stays when the tool is renamed, so keys name the side effect
-        self._policy = ToolPolicy(**options)
+        self._policy = policy_of(name, options)
         self._spec: ArgumentValidator = (
             validator if validator is not None else ArgumentSpec.of(fn, name, docs.params)
         )

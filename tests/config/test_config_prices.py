@@ -90,3 +90,18 @@ def test_a_bad_price_in_a_file_names_it() -> None:
         check_config(
             _config("scripted", "[prices.nonsense]\ninput = 1\noutput = 2\n"), source="t.toml"
         )
+
+
+@pytest.mark.parametrize(
+    ("extra", "where"),
+    [
+        ('[prices."anthropic:claude-sonnet-4-5"]\ninput = -3.0\noutput = 15\n', 'prices."anthropic:claude-sonnet-4-5".input'),
+        ("[providers.anthropic.price]\ninput = 3\noutput = 15\ncache_read = inf\n", "providers.anthropic.price.cache_read"),
+    ],
+)  # fmt: skip
+def test_a_price_out_of_range_names_its_file_and_key(extra: str, where: str) -> None:
+    # It said only "Price: input must be a number of US dollars ...": no file, no key,
+    # where every other value out of range names both (budget.usd, settings.top_p).
+    with pytest.raises(ConfigError) as caught:
+        _config("anthropic:claude-sonnet-4-5", extra)
+    assert str(caught.value).startswith(f"t.toml: {where}: must be a number of US dollars")

@@ -164,3 +164,15 @@ async def test_an_async_script_that_returns_no_reply_says_so() -> None:
     model = ScriptedModel(brain)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="its script returned None"):
         await model.complete(ModelRequest(messages=(Message.user("hi"),), role="worker"))
+
+
+@pytest.mark.parametrize("item", [None, 5, {"text": "hi"}], ids=["none", "int", "dict"])
+def test_a_list_script_item_that_is_no_reply_is_refused(item: object) -> None:
+    # It was taken, and the call that reached it failed with "AttributeError: 'int'
+    # object has no attribute 'model'", naming neither the script nor the item.
+    with pytest.raises(ConfigError) as caught:
+        ScriptedModel(["first", item])  # type: ignore[list-item]
+    assert str(caught.value) == (
+        f"ScriptedModel: script[1] is the {type(item).__name__} {item!r}, not a reply; give a "
+        "str or a ModelResponse (text_response(...), tool_call_response(...)) for each call"
+    )
