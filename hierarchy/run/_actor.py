@@ -100,6 +100,8 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         trace = RunTrace(team.telemetry, run_span)
         dispatcher = Dispatcher(team, run_id, trace.headers, channel.fence)
         self._book = book = RunBook(run_id, goal, team, channel, trace, dispatcher)
+        if self._journal is UNJOURNALED:  # the door is the book's: a frame fewer a change (#22)
+            self._record = book.apply  # type: ignore[method-assign]
         # what its steps draw on when their shares run short
         top_ups, ledger = channel.fence.top_ups, book.spending.ledger
         top_ups.wire(ledger, run_id, dispatcher.unsent, book.emit, dispatcher.waiting_on)
@@ -116,7 +118,10 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         self._show_in_flight(channel)  # a nested run's, to the approvals desk
 
     def _record(self, change: RunChange) -> None:
-        """The one door for state changes: apply ``change``, emit its events, journal it."""
+        """The one door for state changes: apply ``change``, emit its events, journal it.
+
+        A run with no journal has only the first two to do: its ``_record`` is then its
+        book's ``apply`` itself (set in ``__init__``; three changes a step, #22)."""
         self._book.apply(change)
         if self._journal is not UNJOURNALED:  # without a journal: no hook call at all
             self._journal.note(change, self._book.channel.result)
