@@ -127,22 +127,25 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
             self._journal.note(change, self._book.channel.result)
 
     async def _handle(self, message: PlannerMessage) -> None:
-        match message:
-            case StartRun():
-                self._start()
-            case ModelReplied():
-                await self._on_model_reply(message)
-            case StepReport() | ApprovalNoticed() | ApprovalSettled() | NestedStalled():
-                await self._on_step_news(message)
-            case CancelRun(reason=reason):
-                if not isinstance(self._phase, Done):  # a nested run pauses with its parent
-                    self._wind_down(EndPaused() if reason == PAUSING else EndCancelled(reason))
-            case DeadlineReached():
-                self._exhausted("wall_clock", "the run's wall-clock budget ran out")
-            case GuardJudged():
-                await self._on_guard_judged(message)
-            case _:
-                assert_never(message)
+        if type(message) is StepReport:  # most of a run's messages: no arms tried (#22)
+            await self._on_step_news(message)
+        else:
+            match message:
+                case StartRun():
+                    self._start()
+                case ModelReplied():
+                    await self._on_model_reply(message)
+                case StepReport() | ApprovalNoticed() | ApprovalSettled() | NestedStalled():
+                    await self._on_step_news(message)
+                case CancelRun(reason=reason):
+                    if not isinstance(self._phase, Done):  # a nested run pauses with its parent
+                        self._wind_down(EndPaused() if reason == PAUSING else EndCancelled(reason))
+                case DeadlineReached():
+                    self._exhausted("wall_clock", "the run's wall-clock budget ran out")
+                case GuardJudged():
+                    await self._on_guard_judged(message)
+                case _:
+                    assert_never(message)
         if self._journal is not UNJOURNALED:
             try:
                 await self._journal.flush()  # JournalError fails the run
