@@ -306,9 +306,10 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         else:
             change = self._verifier.judge(report, step, artifact=artifact)
         self._record(change)
+        if type(change) is StepCommitted:  # the hot path: no class pattern tried (#22)
+            await self._dispatch_ready()
+            return
         match change:
-            case StepCommitted():  # the first arm: the hot path
-                await self._dispatch_ready()
             case StepEnded(report=StepReport(status="budget_exhausted", exhausted=limit)):
                 self._exhausted(limit or "model_calls", change.detail, drain=True)
             case StepEnded() | CheckRejected():
