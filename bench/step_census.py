@@ -33,7 +33,6 @@ import regiment.hierarchy.workers._step_actor as step_actor
 from regiment.actors import in_context
 from regiment.actors._system import ActorSystem
 from regiment.actors._wakeup import AsyncioWakeup
-from regiment.hierarchy.run._actor import PlannerActor
 from regiment.hierarchy.run._book import RunBook
 
 __all__ = ("census", "main")
@@ -48,7 +47,7 @@ _WATCHED: dict[str, CodeType] = {
     "wake-ups made (AsyncioWakeup.__init__)": AsyncioWakeup.__init__.__code__,
     "envelopes (ActorSystem.envelope)": ActorSystem.envelope.__code__,
     "turns in the planner's context (in_context)": in_context.__code__,
-    "run changes recorded (PlannerActor._record)": PlannerActor._record.__code__,
+    "run changes recorded (RunBook.apply)": RunBook.apply.__code__,
     "events emitted (RunBook.emit)": RunBook.emit.__code__,
 }
 _NAMES = {code: name for name, code in _WATCHED.items()}

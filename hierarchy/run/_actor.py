@@ -100,6 +100,8 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         trace = RunTrace(team.telemetry, run_span)
         dispatcher = Dispatcher(team, run_id, trace.headers, channel.fence)
         self._book = book = RunBook(run_id, goal, team, channel, trace, dispatcher)
+        if self._journal is UNJOURNALED:  # the door is the book's: a frame fewer a change (#22)
+            self._record = book.apply  # type: ignore[method-assign]
         # what its steps draw on when their shares run short
         top_ups, ledger = channel.fence.top_ups, book.spending.ledger
         top_ups.wire(ledger, run_id, dispatcher.unsent, book.emit, dispatcher.waiting_on)
@@ -120,28 +122,34 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         self._show_in_flight(channel)  # a nested run's, to the approvals desk
 
     def _record(self, change: RunChange) -> None:
-        """The one door for state changes: apply ``change``, emit its events, journal it."""
+        """The one door for state changes: apply ``change``, emit its events, journal it.
+
+        A run with no journal has only the first two to do: its ``_record`` is then its
+        book's ``apply`` itself (set in ``__init__``; three changes a step, #22)."""
         self._book.apply(change)
         if self._journal is not UNJOURNALED:  # without a journal: no hook call at all
             self._journal.note(change, self._book.channel.result)
 
     async def _handle(self, message: PlannerMessage) -> None:
-        match message:
-            case StartRun():
-                self._start()
-            case ModelReplied():
-                await self._on_model_reply(message)
-            case StepReport() | ApprovalNoticed() | ApprovalSettled() | NestedStalled():
-                await self._on_step_news(message)
-            case CancelRun(reason=reason):
-                if not isinstance(self._phase, Done):  # a nested run pauses with its parent
-                    self._wind_down(EndPaused() if reason == PAUSING else EndCancelled(reason))
-            case DeadlineReached():
-                self._exhausted("wall_clock", "the run's wall-clock budget ran out")
-            case GuardJudged():
-                await self._on_guard_judged(message)
-            case _:
-                assert_never(message)
+        if type(message) is StepReport:  # most of a run's messages: no arms tried (#22)
+            await self._on_step_news(message)
+        else:
+            match message:
+                case StartRun():
+                    self._start()
+                case ModelReplied():
+                    await self._on_model_reply(message)
+                case StepReport() | ApprovalNoticed() | ApprovalSettled() | NestedStalled():
+                    await self._on_step_news(message)
+                case CancelRun(reason=reason):
+                    if not isinstance(self._phase, Done):  # a nested run pauses with its parent
+                        self._wind_down(EndPaused() if reason == PAUSING else EndCancelled(reason))
+                case DeadlineReached():
+                    self._exhausted("wall_clock", "the run's wall-clock budget ran out")
+                case GuardJudged():
+                    await self._on_guard_judged(message)
+                case _:
+                    assert_never(message)
         if self._journal is not UNJOURNALED:
             try:
                 await self._journal.flush()  # JournalError fails the run
@@ -302,9 +310,10 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         else:
             change = self._verifier.judge(report, step, artifact=artifact)
         self._record(change)
+        if type(change) is StepCommitted:  # the hot path: no class pattern tried (#22)
+            await self._dispatch_ready()
+            return
         match change:
-            case StepCommitted():  # the first arm: the hot path
-                await self._dispatch_ready()
             case StepEnded(report=StepReport(status="budget_exhausted", exhausted=limit)):
                 self._exhausted(limit or "model_calls", change.detail, drain=True)
             case StepEnded() | CheckRejected():

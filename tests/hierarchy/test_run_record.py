@@ -1,5 +1,6 @@
-"""Every state change of a run goes through ``PlannerActor._record``: replaying the
-changes it saw into a fresh book rebuilds the same events and the same result.
+"""Every state change of a run goes through ``PlannerActor._record``, which applies it
+to the run's book (``RunBook.apply``; a run with no journal calls that alone): replaying
+the changes the book saw into a fresh book rebuilds the same events and the same result.
 
 This is the promise the durable-runs journal builds on, so it is checked on a run
 that replans, drops a stale report, and has a check fail.
@@ -21,7 +22,6 @@ from regiment.hierarchy import (
     StepReport,
     Team,
 )
-from regiment.hierarchy.run._actor import PlannerActor
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import (
     PlanAdopted,
@@ -97,13 +97,13 @@ async def test_replaying_the_recorded_changes_rebuilds_the_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     recorded: list[RunChange] = []
-    record = PlannerActor._record
+    apply = RunBook.apply
 
-    def journal(actor: PlannerActor, change: RunChange) -> None:
+    def journal(book: RunBook, change: RunChange) -> None:
         recorded.append(change)  # what a journal would append, before applying
-        record(actor, change)
+        apply(book, change)
 
-    monkeypatch.setattr(PlannerActor, "_record", journal)
+    monkeypatch.setattr(RunBook, "apply", journal)
     replanned, dropped = anyio.Event(), anyio.Event()
     team = _team(replanned, dropped)
     async with team.start() as running, running.stream(GOAL) as stream:
@@ -126,7 +126,7 @@ async def test_replaying_the_recorded_changes_rebuilds_the_run(
 
     book = _fresh_book(team, result.run_id)
     for change in recorded:
-        book.apply(change)
+        apply(book, change)  # not the spy: it would record them again
     replayed = book.channel.result
     assert replayed is not None
     assert msgspec.to_builtins(replayed) == msgspec.to_builtins(result)

@@ -21,6 +21,7 @@ from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._spent import Spent
 from regiment.hierarchy.plan._plan import Plan
 from regiment.hierarchy.run._actor import PlannerActor
+from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._dispatch import Dispatcher
 from regiment.hierarchy.run._fan_out import reserve_fan_out
 from regiment.hierarchy.run._pausing import PausesForApprovals
@@ -124,6 +125,12 @@ async def test_a_report_is_not_offered_to_the_planners_handle_now() -> None:
     # Only the run's StartRun is handled there; a report took and passed a turn and
     # entered the planner's context for nothing, every step.
     assert await _counted(_code_called(PlannerActor._handle_now.__code__)) == 1
+
+
+async def test_a_run_with_no_journal_records_its_changes_with_no_frame_between() -> None:
+    # PlannerActor._record only forwarded to RunBook.apply: three frames a step.
+    assert await _counted(_code_called(PlannerActor._record.__code__)) == 0
+    assert await _counted(_code_called(RunBook.apply.__code__)) >= 3 * _STEPS
 
 
 async def test_a_step_is_taken_by_its_worker_with_no_frame_between() -> None:
