@@ -43,8 +43,8 @@ class TraceContextRecords:
 
     def __call__(self, *args: object, **kwargs: object) -> logging.LogRecord:
         record = self._previous(*args, **kwargs)
-        name = record.name
-        if name == LOGGER_NAME or name.startswith(_CHILDREN):
+        name = record.name  # None from logging.makeLogRecord, which sets it after
+        if name == LOGGER_NAME or (name is not None and name.startswith(_CHILDREN)):
             tag(record)
         return record
 

@@ -69,6 +69,22 @@ class ReplicaChannel:
         """Send ``message``; do not wait."""
         self._send.send_nowait(message)
 
+    def tell_anywhere(self, message: StepMessage) -> None:
+        """Send ``message`` from any thread (a sync tool's, say); dropped once the step
+        has ended (its report was the last message)."""
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if here is self._loop:
+            self._tell_open(message)
+        else:
+            self._loop.call_soon_threadsafe(self._tell_open, message)
+
+    def _tell_open(self, message: StepMessage) -> None:
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self.tell(message)
+
     def batch(self, first: StepMessage) -> bytes:
         """``first`` and every message sent after it so far, as one item for the caller."""
         messages = [first]

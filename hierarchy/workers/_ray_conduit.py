@@ -31,10 +31,12 @@ from regiment.hierarchy._replay import Replay, ToolKey
 from regiment.hierarchy.workers._approval_gate import Approvals
 from regiment.hierarchy.workers._journal_calls import RunCalls
 from regiment.hierarchy.workers._loop import StepProgress
+from regiment.hierarchy.workers._ray_logs import log_again, wanted_level
 from regiment.hierarchy.workers._wire import (
     ApprovalAsked,
     CallRecorded,
     LiveEvent,
+    LogRecorded,
     RemoteStep,
     StepDone,
     StepMessage,
@@ -121,6 +123,7 @@ class StepConduit:
             deps=self._deps,
             live=self._live is not None,
             journal=self._run is not None and self._run.journaled,
+            log_level=wanted_level(),
         )
         return encode(step)
 
@@ -167,6 +170,8 @@ class StepConduit:
                 tg.start_soon(self._decide, message, ack, failures, tg.cancel_scope)
             case TopUpAsked(seq=seq, need=need):
                 await ack(seq, self._top_up(need))
+            case LogRecorded():
+                log_again(message, self._assign, self.worker)
             case _:
                 assert_never(message)
         return None

@@ -38,6 +38,7 @@ from regiment.hierarchy.workers._ray_channel import (
     replica_live,
     replica_top_ups,
 )
+from regiment.hierarchy.workers._ray_logs import ReplicaLogHandler
 from regiment.hierarchy.workers._ray_mcp import MCPStarted, ReplicaMCP
 from regiment.hierarchy.workers._wire import RemoteStep, decode_step
 from regiment.hierarchy.workers._worker import Worker
@@ -264,6 +265,7 @@ class StepHost:
         # The replica's spans (model calls, tool calls) are children of the planner
         # side's invoke_agent span, so the run stays one trace.
         token = otel_context.attach(extract_context(remote.headers))
+        logs = ReplicaLogHandler.step(channel, remote.log_level)  # back to the caller
         try:
             with scope:
                 report = await run_tool_loop(
@@ -290,6 +292,7 @@ class StepHost:
             report = failed_report(progress, assign, worker.name, exc)
         finally:
             otel_context.detach(token)
+            ReplicaLogHandler.done(logs)
             self._running.pop(remote.key, None)
             ended.set()  # its tools' own cleanup is done: nothing of it runs any more
         if report is None:

@@ -29,6 +29,7 @@ from typing import Any
 
 from regiment._signals import at_leave_now
 from regiment.errors import ConfigError
+from regiment.hierarchy.workers._ray_watch import watch_local_ray
 
 __all__ = ("check_remote_deps", "import_ray", "join_ray", "leave_lost", "require_asyncio")
 
@@ -128,6 +129,7 @@ def _keep(ray: Any, address: str | None, done: Future[bool]) -> None:
     if joined:
         atexit.register(_leave, ray)  # before Ray's own exit hook, which does not wait
         at_leave_now(_kill_local_ray)  # a second Ctrl-C: no exit hook runs
+        watch_local_ray([p.pid for p in _local_ray_processes()])  # a SIGKILL: no hook runs
     done.set_result(joined)
     # A head started here shares this thread's life: it ends with the process,
     # or once Ray is shut down (the head is gone then anyway).

@@ -81,6 +81,8 @@ class RemoteStep(msgspec.Struct, frozen=True, kw_only=True, tag="remote_step"):
         deps: the run's deps, pickled (``None``: the run has none).
         live: the run is streamed: the replica sends its live events.
         journal: the run has a journal (a model call's intent is worth a round trip).
+        log_level: the lowest level the caller's ``regiment`` logger logs: the step's
+            records at that level or above are sent back (:class:`LogRecorded`).
     """
 
     assign: AssignStep
@@ -91,6 +93,21 @@ class RemoteStep(msgspec.Struct, frozen=True, kw_only=True, tag="remote_step"):
     deps: bytes | None = None
     live: bool = False
     journal: bool = True
+    log_level: int = 30  # logging.WARNING
+
+
+class LogRecorded(msgspec.Struct, frozen=True, kw_only=True, tag="log"):
+    """A record a ``regiment`` logger made on the replica during the step: the caller
+    logs it again (``process``: the replica's process id; ``fields``: the record's
+    extras, its ``trace_id`` and ``span_id`` among them)."""
+
+    name: str
+    level: int
+    message: str
+    created: float
+    process: int = 0
+    exc_text: str | None = None
+    fields: dict[str, str | int | float | bool] = {}
 
 
 class CallRecorded(msgspec.Struct, frozen=True, kw_only=True, tag="recorded"):
@@ -134,7 +151,9 @@ class StepDone(msgspec.Struct, frozen=True, kw_only=True, tag="done"):
     tools_version: int = 0
 
 
-StepMessage: TypeAlias = CallRecorded | LiveEvent | ApprovalAsked | TopUpAsked | StepDone
+StepMessage: TypeAlias = (
+    CallRecorded | LiveEvent | ApprovalAsked | TopUpAsked | LogRecorded | StepDone
+)
 """What a replica's step sends to the caller."""
 
 

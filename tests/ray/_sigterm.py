@@ -38,10 +38,17 @@ def running(process: int | psutil.Process) -> bool:
 
 
 def sigterm_mid_step(
-    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], ledger: Path
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    ledger: Path,
+    sent: signal.Signals = signal.SIGTERM,
+    settle: float = 0.0,
 ) -> Stopped:
     """Start ``argv``, wait until its step has performed its effect (``ledger`` says
-    "performed"), note its descendant processes, SIGTERM it and wait for its exit."""
+    "performed"), note its descendant processes, send it ``sent`` and wait for its exit;
+    then up to ``settle`` seconds more for the processes it had started to end."""
     child = subprocess.Popen(
         list(argv),
         cwd=cwd,
@@ -55,9 +62,12 @@ def sigterm_mid_step(
             assert child.poll() is None, child.communicate()[1][-3000:]
             time.sleep(0.1)
         ours = {p: p.name() for p in psutil.Process(child.pid).children(recursive=True)}
-        child.send_signal(signal.SIGTERM)
+        child.send_signal(sent)
         _, stderr = child.communicate(timeout=120)
     finally:
         child.kill()
+    deadline = time.monotonic() + settle
+    while any(running(p) for p in ours) and time.monotonic() < deadline:
+        time.sleep(0.1)
     left = [name for p, name in ours.items() if running(p)]
     return Stopped(child.returncode, stderr, frozenset(ours.values()), left)

@@ -29,10 +29,11 @@ if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
 
 from regiment.errors import ModelAPIError  # noqa: E402
-from regiment.hierarchy import Planner, Ray, RunStarted, Team, Worker  # noqa: E402
+from regiment.hierarchy import Budget, Planner, Ray, RunStarted, Team, Worker  # noqa: E402
 from regiment.models import (  # noqa: E402
     ModelRequest,
     ModelResponse,
+    Price,
     ScriptedModel,
     ToolCallPart,
     ToolResultPart,
@@ -51,6 +52,7 @@ __all__ = (
 )
 
 GOAL = "pay and hold order 88213"
+WHOLE = Price(input=1.0, output=2.0)  # whole micro-dollars a token: input + 2 x output
 
 
 def _results(request: ModelRequest) -> list[str]:
@@ -63,7 +65,7 @@ def _results(request: ModelRequest) -> list[str]:
     ]
 
 
-def _planner(worker: str, description: str) -> ScriptedModel:
+def _planner(worker: str, description: str, price: Price | None = None) -> ScriptedModel:
     plan = json.dumps({"steps": [{"id": "s1", "description": description, "worker": worker}]})
 
     def reply(request: ModelRequest) -> ModelResponse:
@@ -71,7 +73,7 @@ def _planner(worker: str, description: str) -> ScriptedModel:
             return text_response(plan)
         return text_response("settled")  # the synthesizer
 
-    return ScriptedModel(reply)
+    return ScriptedModel(reply, price=price)
 
 
 def _payer_brain(request: ModelRequest) -> ModelResponse:
@@ -89,8 +91,10 @@ def _probe(name: str, namespace: str | None) -> Any:
     return ray.get_actor(name, namespace=namespace)
 
 
-def payer(ledger: str, probe: str, namespace: str, *, block: bool = True) -> Worker:
-    """The payer worker (see the module's docstring)."""
+def payer(
+    ledger: str, probe: str, namespace: str, *, block: bool = True, price: Price | None = None
+) -> Worker:
+    """The payer worker (see the module's docstring); ``price``: its model's."""
 
     @tool
     def pay(order_id: str) -> str:
@@ -111,18 +115,31 @@ def payer(ledger: str, probe: str, namespace: str, *, block: bool = True) -> Wor
     return Worker(
         name="payer",
         description="Pays and holds orders.",
-        model=ScriptedModel(_payer_brain),
+        model=ScriptedModel(_payer_brain, price=price),
         tools=[pay, hold],
     )
 
 
 def payer_team(
-    ledger: str, probe: str, namespace: str, *, block: bool = True, **placement: Any
+    ledger: str,
+    probe: str,
+    namespace: str,
+    *,
+    block: bool = True,
+    usd: float | None = None,
+    **placement: Any,
 ) -> Team:
-    """A one-step team whose payer is on Ray (its replicas build it by this recipe)."""
-    build = functools.partial(payer, ledger, probe, namespace, block=block)
+    """A one-step team whose payer is on Ray (its replicas build it by this recipe).
+    ``usd``: the run's money budget, every model priced at :data:`WHOLE`."""
+    price = None if usd is None else WHOLE
+    build = functools.partial(payer, ledger, probe, namespace, block=block, price=price)
     worker = dataclasses.replace(build(), placement=Ray(build=build, **placement))
-    return Team(name="paying", planner=Planner(model=_planner("payer", GOAL)), workers=[worker])
+    return Team(
+        name="paying",
+        planner=Planner(model=_planner("payer", GOAL, price)),
+        workers=[worker],
+        budget=Budget() if usd is None else Budget(usd=usd),
+    )
 
 
 def paid(ledger: str | Path) -> list[dict[str, Any]]:
@@ -258,14 +275,16 @@ def refunder_team(ledger: str, release: anyio.Event, probe: str | None = None) -
     )
 
 
-async def _child(address: str, namespace: str, journal_path: str, ledger: str, probe: str) -> None:
+async def _child(
+    address: str, namespace: str, journal_path: str, ledger: str, probe: str, usd: float | None
+) -> None:
     from regiment.journal import open_journal
 
     # By its package name: the replicas import the worker's recipe, not this __main__.
     from tests.ray._wire_team import payer_team as by_name
 
     journal = await open_journal(journal_path)
-    team = by_name(ledger, probe, namespace, num_cpus=0)
+    team = by_name(ledger, probe, namespace, usd=usd, num_cpus=0)
     async with team.start(journal=journal) as running, running.stream(GOAL) as events:
         async for event in events:
             if isinstance(event, RunStarted):
@@ -282,7 +301,8 @@ def main() -> None:
         log_to_driver=False,
         runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
     )
-    anyio.run(_child, address, namespace, journal_path, ledger, probe, backend="asyncio")
+    usd = float(sys.argv[6]) if len(sys.argv) > 6 else None  # the run's money budget
+    anyio.run(_child, address, namespace, journal_path, ledger, probe, usd, backend="asyncio")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ its exit, or at a SIGTERM.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -128,4 +129,25 @@ def test_a_sigterm_ends_a_program_whose_team_started_ray_and_all_its_ray_process
     stopped = sigterm_mid_step([sys.executable, "-c", _HOLDING], cwd=ROOT, env=env, ledger=ledger)
     assert stopped.returncode == 143, stopped.stderr[-3000:]
     assert {"gcs_server", "raylet", "ray::StepHost"} <= stopped.started
+    assert stopped.left == []
+
+
+@pytest.mark.timeout(180)
+def test_a_sigkilled_program_whose_team_started_ray_leaves_none_of_its_ray_processes(
+    tmp_path: Path,
+) -> None:
+    """Killed outright, the program runs no exit hook: its head died with it, and the
+    replica a moment later, but Ray's agents (``ray::DashboardAgent``,
+    ``ray::RuntimeEnvAgent``) ran on, orphaned, holding their memory till stopped by
+    hand (still there a minute later). The watchdog started with the local Ray ends them."""
+    ledger = tmp_path / "ledger.jsonl"
+    env = dict(os.environ, RAY_ADDRESS="local", REGIMENT_TEST_LEDGER=str(ledger))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    argv = [sys.executable, "-c", _HOLDING]
+    # Bounded, not timed: an orphaned agent ran on for minutes (until killed by hand).
+    stopped = sigterm_mid_step(
+        argv, cwd=ROOT, env=env, ledger=ledger, sent=signal.SIGKILL, settle=30.0
+    )
+    assert stopped.returncode == -signal.SIGKILL
+    assert {"gcs_server", "raylet", "ray::StepHost", "ray::DashboardAgent"} <= stopped.started
     assert stopped.left == []

@@ -68,15 +68,22 @@ async def test_a_retry_on_another_replica_replays_what_the_lost_one_committed(
 
 
 async def _killed_mid_step(
-    address: str, namespace: str, journal: Path, ledger: str, probe: tuple[str, object]
+    address: str,
+    namespace: str,
+    journal: Path,
+    ledger: str,
+    probe: tuple[str, object],
+    usd: float | None = None,
 ) -> str:
-    """Run the payer team in a child process joined to this Ray; SIGKILL it once its
-    replica holds (pay's result journaled, hold's intent too); the run's id."""
+    """Run the payer team in a child process joined to this Ray (``usd``: with that money
+    budget); SIGKILL it once its replica holds (pay's result journaled, hold's intent
+    too); the run's id."""
     name, handle = probe
     log = journal.with_suffix(".log")
+    argv = [sys.executable, str(CHILD), address, namespace, str(journal), ledger, name]
     with log.open("wb") as errors:
         process = await anyio.open_process(
-            [sys.executable, str(CHILD), address, namespace, str(journal), ledger, name],
+            argv if usd is None else [*argv, str(usd)],
             stdout=subprocess.PIPE,
             stderr=errors,
         )

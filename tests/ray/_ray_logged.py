@@ -1,0 +1,64 @@
+"""A worker for the Ray log tests whose tools make ``regiment`` log records on the
+replica: one's result is cut to its limit (the library's warning, on the step's task),
+the other, sync, logs a warning of its own from the replica's worker thread.
+Module-level, so a replica imports it as ``tests.ray._ray_logged``."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from regiment.hierarchy import Budget, Planner, Ray, Team, Worker
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    ToolResultPart,
+    tool_call_response,
+)
+from regiment.tools import tool
+
+from ..hierarchy.brains import Brain, plan_json
+
+__all__ = ("logged_team",)
+
+
+@tool(max_result_chars=100)
+async def wordy(n: int) -> str:
+    """A result of ``n`` characters (over its limit of 100 from 101 on)."""
+    return "x" * n
+
+
+@tool
+def noisy(word: str) -> str:
+    """Logs a warning under ``regiment.tests`` in its worker thread, then echoes."""
+    logging.getLogger("regiment.tests").warning("noisy was told %r", word)
+    return word
+
+
+async def _work(
+    description: str, results: list[ToolResultPart], request: ModelRequest
+) -> ModelResponse | str:
+    if results:
+        return f"done: {len(results[0].content)} characters"
+    if description.startswith("noisy"):
+        return tool_call_response("noisy", {"word": description.split()[-1]})
+    return tool_call_response("wordy", {"n": int(description.split()[-1])})
+
+
+def _worker() -> Worker:
+    model = ScriptedModel(Brain([], work=_work))
+    return Worker(name="w", description="calls", model=model, tools=[wordy, noisy])
+
+
+def logged_team(*descriptions: str) -> Team:
+    """One worker on a Ray replica, given a one-step plan per run, one of ``descriptions``
+    each ("wordy N", "noisy WORD"); the planner and synthesizer run here."""
+    worker = dataclasses.replace(_worker(), placement=Ray(build=_worker, num_cpus=0))
+    plans = [plan_json({"description": text}) for text in descriptions]
+    return Team(
+        name="t",
+        planner=Planner(model=ScriptedModel(Brain(plans))),
+        workers=[worker],
+        budget=Budget(replans=0),
+    )
