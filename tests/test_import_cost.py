@@ -8,12 +8,11 @@ what this test process already imported cannot hide a regression.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.fresh_interpreter import modules_after
 
 # Top-level modules (or dotted prefixes) that `import regiment` must not load.
 HEAVY = (
@@ -52,12 +51,7 @@ _VALIDATE_NEEDS = (
 
 
 def _loaded_after(code: str) -> set[str]:
-    program = f"import json, sys\n{code}\nprint(json.dumps(sorted(sys.modules)))"
-    done = subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    return set(json.loads(done.stdout.splitlines()[-1]))
+    return modules_after(code)[0]
 
 
 def _heavy_in(modules: set[str]) -> list[str]:
