@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import pytest
@@ -21,21 +20,15 @@ from regiment.models import (
 )
 from regiment.tools import ToolDefinition
 
-from .chat_api import completion, error
-from .standin import Reply, StandIn, serve
+from .chat_api import (
+    api_streamed_and_plain,  # noqa: F401 (the api fixture)
+    completion,
+)
+from .standin import Reply, StandIn
 
 pytestmark = pytest.mark.anyio
 
 PING = ToolDefinition(name="ping", description="Ping.", input_schema={"type": "object"})
-
-
-@pytest.fixture(params=["stream", "plain"])
-async def api(request: pytest.FixtureRequest) -> AsyncIterator[StandIn]:
-    async for server in serve(
-        error(500, "server_error", "nothing queued", **{"x-should-retry": "false"})
-    ):
-        server.streaming = request.param == "stream"
-        yield server
 
 
 def _without_ids_or_arguments(api: StandIn) -> None:
