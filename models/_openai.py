@@ -190,11 +190,11 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
         with self._translated():
             completion = await self._client.chat.completions.create(**params)
         request_id = getattr(completion, "_request_id", None)
-        if not completion.choices:  # [] or null: a gateway whose upstream failed, a filter
-            sent = "[]" if completion.choices is not None else "null"
+        # A gateway whose upstream failed; no "choices" at all is "could not be read", below.
+        if getattr(completion, "choices", None) == []:
             error = ModelAPIError(
                 f"the Chat Completions API at {self._where()} sent a reply with no choices "
-                f'("choices": {sent}, {request_note(request_id)}): the server gave no '
+                f'("choices": [], {request_note(request_id)}): the server gave no '
                 "answer; see its logs, or try again",
                 request_id=request_id,
             )

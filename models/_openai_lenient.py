@@ -3,7 +3,7 @@
 The API's message ``content`` is text, and a tool call's ``arguments`` JSON text; some
 servers send ``content`` as a list of parts (Mistral's reasoning models, as
 ``[{"type": "thinking", ...}, {"type": "text", "text": ...}]``) and ``arguments`` as
-a JSON object, and a numeric answer as a JSON number. All are read as the text they stand for, in a whole reply and in a
+a JSON object. Both are read as the text they stand for, in a whole reply and in a
 stream, rather than failing the call or putting a list where the reply's text goes.
 """
 
@@ -25,13 +25,14 @@ class ContentPart(msgspec.Struct, frozen=True):
 
 def content_text(content: object) -> str:
     """A message's (or a chunk's) ``content`` as text: its text parts, joined, if it is
-    a list (thinking and other parts are not the answer); a number as its JSON text."""
+    a list (thinking and other parts are not the answer); ``ValueError`` for anything
+    else (a number, an object): the reply cannot be read, rather than read as empty."""
     if isinstance(content, str):
         return content
-    if isinstance(content, int | float) and not isinstance(content, bool):
-        return json.dumps(content)  # some servers send a numeric answer as a JSON number
-    if not isinstance(content, list):
+    if content is None:
         return ""
+    if not isinstance(content, list):  # as a stream's chunk with such content is refused
+        raise ValueError(f"the message's content is a {type(content).__name__}, not text")
     pieces: list[str] = []
     for part in content:
         kind = part.get("type") if isinstance(part, dict) else getattr(part, "type", None)

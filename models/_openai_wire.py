@@ -237,7 +237,7 @@ class _ToolCallDelta(msgspec.Struct, frozen=True):
 
 
 class _Delta(msgspec.Struct, frozen=True):
-    content: str | int | float | list[ContentPart] | None = None  # a number: some servers
+    content: str | list[ContentPart] | None = None
     refusal: str | None = None
     tool_calls: list[_ToolCallDelta] | None = None
 
