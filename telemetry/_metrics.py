@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.util.types import AttributeValue
 
-__all__ = ("RunMetrics", "global_meter_provider", "meter_provider_records")
+__all__ = ("RunMetrics", "global_meter_provider", "meter_provider_records", "run_metrics")
 
 _METRICS_API = "opentelemetry.metrics"
 _PROVIDER_VARIABLE = "OTEL_PYTHON_METER_PROVIDER"
@@ -41,6 +41,15 @@ def global_meter_provider() -> MeterProvider | None:
 # The advisory boundaries the GenAI conventions give for the two client histograms.
 _TOKEN_BUCKETS: Final = tuple(float(4**n) for n in range(14))  # 1 .. 67108864
 _DURATION_BUCKETS: Final = tuple(0.01 * 2**n for n in range(14))  # 0.01 .. 81.92 s
+
+
+def run_metrics(provider: MeterProvider | None, version: str | None) -> RunMetrics | None:
+    """The instruments of a ``Telemetry`` given ``provider`` (``None``: the global one),
+    or ``None`` while that provider records nothing."""
+    meters = global_meter_provider() if provider is None else provider
+    if meters is None or not meter_provider_records(meters):
+        return None
+    return RunMetrics(meters, version)
 
 
 def meter_provider_records(provider: MeterProvider) -> bool:

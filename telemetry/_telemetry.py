@@ -24,7 +24,7 @@ from regiment.telemetry._attributes import tool_attributes as _tool_attributes
 from regiment.telemetry._attributes import verify_attributes as _verify_attributes
 from regiment.telemetry._content import capture_from_env
 from regiment.telemetry._logs import correlate_logs
-from regiment.telemetry._metrics import RunMetrics, global_meter_provider, meter_provider_records
+from regiment.telemetry._metrics import run_metrics
 from regiment.telemetry._propagation import OTelPropagator, extract_context, headers_for, inject
 from regiment.telemetry._record import SpanRecorder
 from regiment.telemetry._scope import open_span
@@ -106,10 +106,8 @@ class Telemetry:
         )
         self.propagator = OTelPropagator()  # for the actor runtime (``ContextPropagator``)
         correlate_logs()  # records of the `regiment` loggers get trace_id / span_id
-        meters = global_meter_provider() if meter_provider is None else meter_provider
         # None while nothing records metrics: then the hierarchy does no metric work at all.
-        recording = meters is not None and meter_provider_records(meters)
-        self.metrics = RunMetrics(meters, __version__) if meters is not None and recording else None
+        self.metrics = run_metrics(meter_provider, __version__)
         # What ``tracing`` last said, read with no call on a step's path; asking ``tracing``
         # refreshes it, as every run does when it opens its span (a later provider counts).
         self.traced = self.tracing
