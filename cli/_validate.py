@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import io
+import tomllib
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 import msgspec
@@ -52,14 +54,14 @@ def validate(config: TeamConfig, source: str, stdout: TextIO) -> int:
         print(f"  worker {worker.name}: {uses}; {tools}", file=stdout)
     for name, check in team.checks.items():
         print(f"  check {name}: {check.description}", file=stdout)
-    for line in _run_lines(config, team):
+    for line in _run_lines(config, team, source):
         print(f"  {line}", file=stdout)
     return 0
 
 
-def _run_lines(config: TeamConfig, team: Team) -> list[str]:
+def _run_lines(config: TeamConfig, team: Team, source: str) -> list[str]:
     """What shapes a run beyond its roles, one line each, for what the file sets: the
-    critic, compression, a budget (its limits), concurrency (past its default)."""
+    critic, compression, a budget (its limits), concurrency (even at its default)."""
     from regiment.config import TeamConfig  # loaded already: the team was built
     from regiment.hierarchy import Budget
 
@@ -80,9 +82,31 @@ def _run_lines(config: TeamConfig, team: Team) -> list[str]:
         ]
         limits = ", ".join(given) or "no limits set"
         lines.append(f"budget: {limits}; on_exhausted {team.budget.on_exhausted!r}")
-    if team.concurrency != _default(TeamConfig, "concurrency"):
-        lines.append(f"concurrency: at most {team.concurrency} steps of a run at once")
+    default = team.concurrency == _default(TeamConfig, "concurrency")
+    if not default or _top_level_keys(source) >= {"concurrency"}:
+        said = f"concurrency: at most {team.concurrency} steps of a run at once"
+        lines.append(said + (" (the default)" if default else ""))
     return lines
+
+
+def _top_level_keys(source: str) -> set[str]:
+    """The top-level keys the team file at ``source`` writes: the decoded config has
+    every field, set or not, so a value given equal to its default looks unset there.
+    The file parsed a moment ago; one that cannot be read now gives none."""
+    try:
+        text = Path(source).read_text(encoding="utf-8-sig")
+        if Path(source).suffix.lower() == ".toml":
+            raw: object = tomllib.loads(text)
+        else:
+            import yaml  # a YAML file was read with it just now
+
+            try:
+                raw = yaml.safe_load(text)
+            except yaml.YAMLError:  # changed since
+                return set()
+    except (OSError, ValueError):  # changed since, or gone
+        return set()
+    return {str(key) for key in raw} if isinstance(raw, dict) else set()
 
 
 def _default(kind: type[msgspec.Struct], name: str) -> object:

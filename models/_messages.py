@@ -351,7 +351,16 @@ def tool_call_response(
         text: text the model "says" before the call (left out when empty).
         usage: as for ``text_response``.
         model: as for ``text_response``.
+
+    Raises:
+        TypeError: ``arguments`` is not a dict (JSON text, say), which the tool would
+            only refuse later, as invalid arguments.
     """
+    if not isinstance(arguments, dict):
+        raise TypeError(
+            f"tool_call_response({name!r}, ...): arguments must be a dict of the tool's "
+            f"arguments, got a {type(arguments).__name__}; for JSON text, give json.loads(text)"
+        )
     call_id = call_id or f"call_{uuid.uuid4().hex[:16]}"
     call = ToolCallPart(id=call_id, name=name, arguments=arguments)
     parts: tuple[TextPart | ToolCallPart, ...] = (TextPart(text=text), call) if text else (call,)

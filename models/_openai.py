@@ -189,7 +189,17 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
     async def _plain(self, params: CallParams) -> ModelResponse:
         with self._translated():
             completion = await self._client.chat.completions.create(**params)
-        with self._translated(reading=True, request_id=getattr(completion, "_request_id", None)):
+        request_id = getattr(completion, "_request_id", None)
+        # A gateway whose upstream failed; no "choices" at all is "could not be read", below.
+        if getattr(completion, "choices", None) == []:
+            error = ModelAPIError(
+                f"the Chat Completions API at {self._where()} sent a reply with no choices "
+                f'("choices": [], {request_note(request_id)}): the server gave no '
+                "answer; see its logs, or try again",
+                request_id=request_id,
+            )
+            raise stream_failed(error, transient=False)
+        with self._translated(reading=True, request_id=request_id):
             return response_from_completion(completion)
 
     async def _streamed(self, params: CallParams, on_delta: DeltaHandler | None) -> ModelResponse:

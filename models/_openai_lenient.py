@@ -25,11 +25,14 @@ class ContentPart(msgspec.Struct, frozen=True):
 
 def content_text(content: object) -> str:
     """A message's (or a chunk's) ``content`` as text: its text parts, joined, if it is
-    a list; thinking and other parts are not the answer."""
+    a list (thinking and other parts are not the answer); ``ValueError`` for anything
+    else (a number, an object): the reply cannot be read, rather than read as empty."""
     if isinstance(content, str):
         return content
-    if not isinstance(content, list):
+    if content is None:
         return ""
+    if not isinstance(content, list):  # as a stream's chunk with such content is refused
+        raise ValueError(f"the message's content is a {type(content).__name__}, not text")
     pieces: list[str] = []
     for part in content:
         kind = part.get("type") if isinstance(part, dict) else getattr(part, "type", None)

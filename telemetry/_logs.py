@@ -21,12 +21,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, final
 
 from opentelemetry import context as otel_context
-from opentelemetry._logs import Logger, SeverityNumber
 
 from regiment._log_records import LOGGER_NAME, tag
 from regiment.telemetry._content import redact
 
 if TYPE_CHECKING:
+    from opentelemetry._logs import Logger
     from opentelemetry.sdk.resources import Resource
 
     from regiment.telemetry._export_watch import ExportWatch
@@ -122,16 +122,6 @@ class LogExport:
         self.provider.shutdown()
 
 
-# Python levels -> OpenTelemetry severity numbers (the lowest of each range).
-_SEVERITY = (
-    (logging.CRITICAL, SeverityNumber.FATAL),
-    (logging.ERROR, SeverityNumber.ERROR),
-    (logging.WARNING, SeverityNumber.WARN),
-    (logging.INFO, SeverityNumber.INFO),
-    (logging.DEBUG, SeverityNumber.DEBUG),
-)
-
-
 @final
 class _OtlpHandler(logging.Handler):
     """Hands each record to an OpenTelemetry logger, in the context it was logged in
@@ -140,15 +130,27 @@ class _OtlpHandler(logging.Handler):
     or an API key must not reach the collector, whose readers need not hold them."""
 
     def __init__(self, logger: Logger) -> None:
+        # The logs API loads here, with an export, not with every Telemetry.
+        from opentelemetry._logs import SeverityNumber
+
         super().__init__()
         self._logger = logger
+        # Python levels -> OpenTelemetry severity numbers (the lowest of each range).
+        self._severity = (
+            (logging.CRITICAL, SeverityNumber.FATAL),
+            (logging.ERROR, SeverityNumber.ERROR),
+            (logging.WARNING, SeverityNumber.WARN),
+            (logging.INFO, SeverityNumber.INFO),
+            (logging.DEBUG, SeverityNumber.DEBUG),
+        )
+        self._lowest = SeverityNumber.TRACE
 
     def emit(self, record: logging.LogRecord) -> None:
-        severity = next((n for level, n in _SEVERITY if record.levelno >= level), None)
+        severity = next((n for level, n in self._severity if record.levelno >= level), None)
         self._logger.emit(
             timestamp=int(record.created * 1e9),
             context=otel_context.get_current(),
-            severity_number=severity or SeverityNumber.TRACE,
+            severity_number=severity or self._lowest,
             severity_text=record.levelname,
             body=redact(record.getMessage()),
             attributes={

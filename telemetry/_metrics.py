@@ -8,28 +8,57 @@ bucket boundaries follow the GenAI semantic conventions for
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Final, final
-
-from opentelemetry import metrics
-from opentelemetry.metrics import MeterProvider
-
-# The API's placeholder until an application installs a provider; it has no public name.
-from opentelemetry.metrics._internal import _ProxyMeterProvider
-from opentelemetry.util.types import AttributeValue
+from typing import TYPE_CHECKING, Final, final
 
 from regiment.telemetry import _semconv as sc
 
-__all__ = ("RunMetrics", "meter_provider_records")
+if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.util.types import AttributeValue
+
+__all__ = ("RunMetrics", "global_meter_provider", "meter_provider_records", "run_metrics")
+
+_METRICS_API = "opentelemetry.metrics"
+_PROVIDER_VARIABLE = "OTEL_PYTHON_METER_PROVIDER"
+
+
+def global_meter_provider() -> MeterProvider | None:
+    """The global meter provider, or ``None`` when there can be none yet: until the
+    metrics API is imported nothing has installed one, and it makes one itself only
+    from ``OTEL_PYTHON_METER_PROVIDER``. So a run without metrics does not load the
+    API (~5 ms) to learn that it records nothing."""
+    if _METRICS_API not in sys.modules and not os.environ.get(_PROVIDER_VARIABLE):
+        return None
+    from opentelemetry import metrics
+
+    return metrics.get_meter_provider()
+
 
 # The advisory boundaries the GenAI conventions give for the two client histograms.
 _TOKEN_BUCKETS: Final = tuple(float(4**n) for n in range(14))  # 1 .. 67108864
 _DURATION_BUCKETS: Final = tuple(0.01 * 2**n for n in range(14))  # 0.01 .. 81.92 s
 
 
+def run_metrics(provider: MeterProvider | None, version: str | None) -> RunMetrics | None:
+    """The instruments of a ``Telemetry`` given ``provider`` (``None``: the global one),
+    or ``None`` while that provider records nothing."""
+    meters = global_meter_provider() if provider is None else provider
+    if meters is None or not meter_provider_records(meters):
+        return None
+    return RunMetrics(meters, version)
+
+
 def meter_provider_records(provider: MeterProvider) -> bool:
     """Whether ``provider`` is a real one (not the API's no-op or its placeholder)."""
+    from opentelemetry import metrics
+
+    # The API's placeholder until an application installs a provider; it has no public name.
+    from opentelemetry.metrics._internal import _ProxyMeterProvider
+
     return not isinstance(provider, metrics.NoOpMeterProvider | _ProxyMeterProvider)
 
 

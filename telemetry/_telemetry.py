@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Literal, TypeAlias, cast, final
+from typing import TYPE_CHECKING, Literal, TypeAlias, cast, final
 
-from opentelemetry import metrics, trace
+from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Link, Span, SpanKind, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
@@ -25,10 +24,13 @@ from regiment.telemetry._attributes import tool_attributes as _tool_attributes
 from regiment.telemetry._attributes import verify_attributes as _verify_attributes
 from regiment.telemetry._content import capture_from_env
 from regiment.telemetry._logs import correlate_logs
-from regiment.telemetry._metrics import RunMetrics, meter_provider_records
+from regiment.telemetry._metrics import run_metrics
 from regiment.telemetry._propagation import OTelPropagator, extract_context, headers_for, inject
 from regiment.telemetry._record import SpanRecorder
 from regiment.telemetry._scope import open_span
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
 
 _Attributes = Mapping[str, AttributeValue] | None
 
@@ -104,9 +106,8 @@ class Telemetry:
         )
         self.propagator = OTelPropagator()  # for the actor runtime (``ContextPropagator``)
         correlate_logs()  # records of the `regiment` loggers get trace_id / span_id
-        meters = metrics.get_meter_provider() if meter_provider is None else meter_provider
         # None while nothing records metrics: then the hierarchy does no metric work at all.
-        self.metrics = RunMetrics(meters, __version__) if meter_provider_records(meters) else None
+        self.metrics = run_metrics(meter_provider, __version__)
         # What ``tracing`` last said, read with no call on a step's path; asking ``tracing``
         # refreshes it, as every run does when it opens its span (a later provider counts).
         self.traced = self.tracing

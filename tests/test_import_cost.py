@@ -8,12 +8,11 @@ what this test process already imported cannot hide a regression.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.fresh_interpreter import modules_after
 
 # Top-level modules (or dotted prefixes) that `import regiment` must not load.
 HEAVY = (
@@ -52,12 +51,7 @@ _VALIDATE_NEEDS = (
 
 
 def _loaded_after(code: str) -> set[str]:
-    program = f"import json, sys\n{code}\nprint(json.dumps(sorted(sys.modules)))"
-    done = subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    return set(json.loads(done.stdout.splitlines()[-1]))
+    return modules_after(code)[0]
 
 
 def _heavy_in(modules: set[str]) -> list[str]:
@@ -224,3 +218,31 @@ def test_validate_loads_neither_the_tracing_sdk_nor_a_provider_sdk() -> None:
     assert "regiment.config._build" in loaded
     assert sorted(m for m in loaded if m.startswith(("asyncio", "anyio._backends", "ssl"))) == []
     assert [m for m in _heavy_in(loaded) if not m.startswith(_VALIDATE_NEEDS)] == []
+
+
+_METRICS_AND_LOGS_APIS = ("opentelemetry.metrics", "opentelemetry._logs")
+
+
+def test_a_run_loads_neither_the_metrics_nor_the_logs_api() -> None:
+    # Any name of regiment.telemetry loaded OpenTelemetry's metrics and logs APIs (~5 ms),
+    # though a run records metrics only for an installed meter provider and exports
+    # logs only with configure_tracing(logs=True).
+    loaded = _loaded_after(_ONE_RUN)
+    assert "regiment.telemetry._telemetry" in loaded
+    assert sorted(m for m in loaded if m.startswith(_METRICS_AND_LOGS_APIS)) == []
+
+
+@pytest.mark.parametrize(
+    "install",
+    [
+        "from opentelemetry import metrics\n"
+        "from opentelemetry.sdk.metrics import MeterProvider\n"
+        "metrics.set_meter_provider(MeterProvider())\n",
+        # The API makes the global provider from this variable on first use.
+        "import os\nos.environ['OTEL_PYTHON_METER_PROVIDER'] = 'sdk_meter_provider'\n",
+    ],
+    ids=["set_meter_provider", "environment"],
+)
+def test_a_global_meter_provider_is_still_found(install: str) -> None:
+    code = f"{install}from regiment import Telemetry\nassert Telemetry().metrics is not None\n"
+    assert "opentelemetry.metrics" in _loaded_after(code)

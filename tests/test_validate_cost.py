@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.fresh_interpreter import modules_after
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 # Modules of a run, of a journal's backends and of a nested team: not for validating a flat team.
@@ -45,25 +47,11 @@ NO_TEAM_FILE = (
 def _validated(team_file: Path) -> tuple[set[str], str]:
     """The modules loaded by ``regiment validate team_file``, and what it printed."""
     program = (
-        "import contextlib, io, json, sys\n"
         "from regiment.cli import main\n"
-        "said = io.StringIO()\n"
-        "with contextlib.redirect_stdout(said):\n"
-        f"    code = main(['validate', {str(team_file)!r}])\n"
-        "assert code == 0, (code, said.getvalue())\n"
-        "print(json.dumps([sorted(sys.modules), said.getvalue()]))\n"
+        f"code = main(['validate', {str(team_file)!r}])\n"
+        "assert code == 0, code\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", program],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=EXAMPLES.parent,
-    )
-    assert done.returncode == 0, done.stderr
-    modules, said = json.loads(done.stdout.splitlines()[-1])
-    return set(modules), said
+    return modules_after(program, cwd=EXAMPLES.parent)
 
 
 def test_validate_loads_no_run_journal_backend_or_nested_worker() -> None:
@@ -98,17 +86,7 @@ def test_validate_of_a_nested_team_file_builds_its_team_worker(tmp_path: Path) -
 
 def test_the_cli_parser_alone_loads_no_approval_engine_or_journal_backend() -> None:
     """``regiment --help`` (the parser of every command, approvals' too)."""
-    program = (
-        "import json, sys\n"
-        "from regiment.cli import main\n"
-        "assert main(['--help']) == 0\n"
-        "print(json.dumps(sorted(sys.modules)))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    loaded = set(json.loads(done.stdout.splitlines()[-1]))
+    loaded, _ = modules_after("from regiment.cli import main\nassert main(['--help']) == 0\n")
     assert "regiment.cli._approvals" in loaded
     assert [m for m in NOT_FOR_VALIDATE if m in loaded] == []
     assert [m for m in NO_TEAM_FILE if m in loaded] == []

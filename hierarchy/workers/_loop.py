@@ -120,8 +120,10 @@ def _check_failures(
             "call_id": outcome.call_id,
             "error_type": outcome.error_type,
         }
-        # A tool that raised is a bug or an outage to look at; a refused call is the model's.
-        level = logging.WARNING if outcome.raised else logging.INFO
+        # A tool that raised or hung is a bug or an outage to look at; a refused call is
+        # the model's.
+        looked_at = outcome.raised or outcome.error_type == "timeout"
+        level = logging.WARNING if looked_at else logging.INFO
         _log.log(
             level,
             "%s %s: %s failed: %s",

@@ -87,3 +87,23 @@ async def test_a_budget_that_only_changes_what_exhaustion_does_says_so(tmp_path:
     text = BASE.format(top="", tables='[budget]\non_exhausted = "raise"\n')
     lines = await _summary(tmp_path, text)
     assert lines[-1] == "  budget: no limits set; on_exhausted 'raise'"
+
+
+@pytest.mark.parametrize("suffix", ["toml", "yaml"])
+async def test_concurrency_the_file_sets_to_its_default_is_named(
+    tmp_path: Path, suffix: str
+) -> None:
+    # An explicit `concurrency = 8` (the default) was left out, as if the file did not
+    # set it: the summary could not show a value the file gave.
+    if suffix == "toml":
+        text = BASE.format(top="concurrency = 8\n", tables="")
+    else:
+        text = (
+            "name: t\nbrain: examples.refund.brain:refund_brain\nconcurrency: 8\n"
+            "workers:\n  - name: billing\n    description: Issues refunds.\n"
+        )
+    team = tmp_path / f"team.{suffix}"
+    team.write_text(text, encoding="utf-8")
+    code, out, err = await run_cli("validate", str(team), "--app-dir", str(ROOT))
+    assert (code, err) == (0, ""), err
+    assert out.splitlines()[-1] == "  concurrency: at most 8 steps of a run at once (the default)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+import anyio
 import pytest
 
 from regiment.errors import ConfigError, StepFailed
@@ -170,6 +171,24 @@ async def test_a_refused_call_is_not_a_raise(caplog: pytest.LogCaptureFixture) -
     assert any(isinstance(e, StepCompleted) for e in seen)
     levels = [r.levelno for r in caplog.records if r.name == "regiment.worker"]
     assert levels == [logging.INFO]
+
+
+async def test_a_tool_that_timed_out_is_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    # A timed-out call (the tool hung: an outage, as much as a tool that raised) was
+    # logged at INFO, as a call the model got wrong: at the usual WARNING level, unseen.
+    @tool(timeout=0.05)
+    async def divide(a: int, b: int) -> float:
+        """Divide a by b."""
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    brain = Brain([plan_json({"description": "divide"})], work=divide_by_zero)
+    with caplog.at_level(logging.INFO, logger="regiment"):
+        seen = await events_of(team(brain, divide))
+    assert [e.error_type for e in seen if isinstance(e, ToolFailed)] == ["timeout"]
+    logged = [r for r in caplog.records if r.name == "regiment.worker"]
+    assert [r.levelno for r in logged] == [logging.WARNING]
+    assert logged[0].getMessage().startswith("billing s1: divide failed: timed out after 0.05s")
 
 
 def test_bad_settings_are_config_errors() -> None:

@@ -11,20 +11,18 @@ being asked again, and a resume ends on them.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import anyio
 import pytest
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from regiment.hierarchy import RunResult
 from regiment.hierarchy.run._journaling import LEASE_TTL
 from regiment.journal import EventRecorded, Journal, open_journal
 
 from .empty_answer_team import GOAL, make_team
+from .killed_child import killed_child
 
 pytestmark = pytest.mark.anyio
 
@@ -56,27 +54,11 @@ async def _events(journal: Journal, run_id: str) -> list[str]:
     ]
 
 
-def _text(log: Path) -> str:
-    return log.read_text()
-
-
 async def _killed_after_synthesis(where: str, usd: float | None, mode: str, log: Path) -> str:
     """Run the team in a child, wait until its synthesis' reply is committed (the answer
     guard holds the run), SIGKILL it: the run's id."""
-    with log.open("w") as errors:
-        process = await anyio.open_process(
-            [sys.executable, str(CHILD), where, str(usd or 0), mode],
-            stdout=subprocess.PIPE,
-            stderr=errors,
-        )
-    try:
-        assert process.stdout is not None
-        out = BufferedByteReceiveStream(process.stdout)
+    async with killed_child(CHILD, [where, str(usd or 0), mode], log, "ready", 30) as run_id:
         with anyio.fail_after(30, shield=True):
-            first = (await out.receive_until(b"\n", 1000)).decode()
-            assert first.startswith("run "), (first, _text(log))
-            run_id = first.split()[1]
-            assert (await out.receive_until(b"\n", 1000)).decode() == "ready"
             journal = await open_journal(where)
             try:  # the heartbeat commits it within a second: another process's, polled
                 for _ in iter(int, 1):  # no event to wait on
@@ -85,15 +67,7 @@ async def _killed_after_synthesis(where: str, usd: float | None, mode: str, log:
                     await anyio.sleep(0.05)
             finally:
                 await journal.close()
-        process.kill()  # SIGKILL: no cleanup, no journal close
-        await process.wait()
-        assert process.returncode == -9, _text(log)
         return run_id
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        await process.aclose()
 
 
 async def _resumed(

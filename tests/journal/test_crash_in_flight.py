@@ -13,14 +13,10 @@ reply at that most.
 from __future__ import annotations
 
 import logging
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-import anyio
 import pytest
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from regiment.hierarchy import RunResult
 from regiment.hierarchy._replay import Replay
@@ -35,16 +31,13 @@ from regiment.journal import (
 from regiment.models import ModelResponse, TextPart, Usage
 
 from .in_flight_team import SLOW_CALL, bill_of, make_team
+from .killed_child import killed_child
 from .sql_trace import traced, transactions
 
 pytestmark = pytest.mark.anyio
 
 CHILD = Path(__file__).with_name("in_flight_team.py")
 USD = 0.004  # six of the worker's calls: its loop ends on it
-
-
-def _text(log: Path) -> str:
-    return log.read_text()
 
 
 def _where(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
@@ -57,28 +50,9 @@ async def _killed_in_flight(
     where: str, bill: Path, slow: str, backend: str, log: Path, nested: str = "flat"
 ) -> str:
     """Run the team in a child until the ``slow`` role's call is in flight; SIGKILL it."""
-    with log.open("w") as errors:
-        process = await anyio.open_process(
-            [sys.executable, str(CHILD), where, str(bill), str(USD), slow, nested, backend],
-            stdout=subprocess.PIPE,
-            stderr=errors,
-        )
-    try:
-        assert process.stdout is not None
-        out = BufferedByteReceiveStream(process.stdout)
-        with anyio.fail_after(60, shield=True):
-            first = (await out.receive_until(b"\n", 1000)).decode()
-            assert first.startswith("run "), (first, _text(log))
-            assert (await out.receive_until(b"\n", 1000)).decode() == "in flight"
-        process.kill()  # SIGKILL: no cleanup, no journal close
-        await process.wait()
-        assert process.returncode == -9, _text(log)
-        return first.split()[1]
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        await process.aclose()
+    args = [where, str(bill), str(USD), slow, nested, backend]
+    async with killed_child(CHILD, args, log, "in flight", 60) as run_id:
+        return run_id
 
 
 async def _resumed(

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 
-from .standin import Reply, SseEvent
+import pytest
 
-__all__ = ("Call", "chunk_events", "completion", "error")
+from .standin import Reply, SseEvent, StandIn, serve
+
+__all__ = ("Call", "api_streamed_and_plain", "chunk_events", "completion", "error")
 
 Call = tuple[str, str, str]  # (id, name, JSON arguments)
 
@@ -97,3 +100,15 @@ def error(
         "error": {"message": text, "type": error_type, "param": None, "code": code}
     }
     return Reply(status, body, {"x-request-id": f"req_{status}", **headers})
+
+
+@pytest.fixture(params=["stream", "plain"], name="api")
+async def api_streamed_and_plain(request: pytest.FixtureRequest) -> AsyncIterator[StandIn]:
+    """The ``api`` fixture of a module that imports this: a Chat Completions stand-in, and
+    every test using it runs streamed and plain. A call with no reply queued gets a 500
+    that is not retried."""
+    async for server in serve(
+        error(500, "server_error", "nothing queued", **{"x-should-retry": "false"})
+    ):
+        server.streaming = request.param == "stream"
+        yield server

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import msgspec
+import pytest
 
 from regiment.models import (
     Message,
@@ -75,3 +76,16 @@ def test_requests_round_trip_through_json_with_tagged_parts() -> None:
     assert b'"type":"tool_call"' in encoded
     assert b'"type":"tool_result"' in encoded
     assert msgspec.json.decode(encoded, type=ModelRequest) == request
+
+
+@pytest.mark.parametrize("arguments", ['{"k": 1}', ["k", 1], None])
+def test_a_tool_call_response_with_arguments_not_a_dict_is_refused(arguments: object) -> None:
+    # tool_call_response("lookup", '{"k": 1}') made a call whose arguments were a str: the
+    # reply was built, and only the tool side, later, failed it as invalid arguments.
+    with pytest.raises(TypeError) as caught:
+        tool_call_response("lookup", arguments)  # type: ignore[arg-type]
+    kind = type(arguments).__name__
+    assert str(caught.value) == (
+        f"tool_call_response('lookup', ...): arguments must be a dict of the tool's "
+        f"arguments, got a {kind}; for JSON text, give json.loads(text)"
+    )

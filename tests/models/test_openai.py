@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import sys
-from collections.abc import AsyncIterator
 
 import openai
 import pytest
@@ -27,9 +26,13 @@ from regiment.models import (
 from regiment.telemetry import SpanCollector, Telemetry, semconv
 from regiment.tools import ToolDefinition
 
-from .chat_api import completion, error
+from .chat_api import (
+    api_streamed_and_plain,  # noqa: F401 (the api fixture)
+    completion,
+    error,
+)
 from .standin import Collected as Pieces
-from .standin import Reply, StandIn, serve
+from .standin import Reply, StandIn
 
 pytestmark = pytest.mark.anyio
 
@@ -43,16 +46,6 @@ WEATHER = ToolDefinition(
     },
 )
 CALL = ("call_1", "get_weather", '{"city": "Oslo"}')
-
-
-@pytest.fixture(params=["stream", "plain"])
-async def api(request: pytest.FixtureRequest) -> AsyncIterator[StandIn]:
-    """A Chat Completions stand-in; every test using it runs streamed and plain."""
-    async for server in serve(
-        error(500, "server_error", "nothing queued", **{"x-should-retry": "false"})
-    ):
-        server.streaming = request.param == "stream"
-        yield server
 
 
 def model_for(api: StandIn, *, max_retries: int = 2, **options: object) -> OpenAIModel:

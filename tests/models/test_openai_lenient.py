@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import pytest
 
+from regiment.errors import ModelAPIError
 from regiment.models import (
     Message,
     ModelRequest,
@@ -20,21 +20,15 @@ from regiment.models import (
 )
 from regiment.tools import ToolDefinition
 
-from .chat_api import completion, error
-from .standin import Reply, StandIn, serve
+from .chat_api import (
+    api_streamed_and_plain,  # noqa: F401 (the api fixture)
+    completion,
+)
+from .standin import Reply, StandIn
 
 pytestmark = pytest.mark.anyio
 
 PING = ToolDefinition(name="ping", description="Ping.", input_schema={"type": "object"})
-
-
-@pytest.fixture(params=["stream", "plain"])
-async def api(request: pytest.FixtureRequest) -> AsyncIterator[StandIn]:
-    async for server in serve(
-        error(500, "server_error", "nothing queued", **{"x-should-retry": "false"})
-    ):
-        server.streaming = request.param == "stream"
-        yield server
 
 
 def _without_ids_or_arguments(api: StandIn) -> None:
@@ -164,3 +158,18 @@ async def test_thinking_budget_is_not_sent_and_says_so_once(
         "does not send thinking_budget, which is Claude's extended thinking; for a reasoning "
         "model give extra={'reasoning_effort': 'low' | 'medium' | 'high'} in its settings"
     )
+
+
+@pytest.mark.parametrize("content", [42, 2.5, {"text": "42"}], ids=["int", "float", "object"])
+async def test_content_that_is_no_text_is_a_clear_error(api: StandIn, content: object) -> None:
+    # A plain reply whose content was a number ("content": 42, to "how many?") was read as
+    # an empty reply, the answer lost with no word; a stream refused such a chunk.
+    api.queue(_reshaped(completion("x"), "content", content))
+    async with OpenAIModel(
+        "local", base_url=f"{api.base_url}/v1", compatible=True, stream=api.streaming
+    ) as model:
+        with pytest.raises(ModelAPIError, match="sent a reply that could not be read") as caught:
+            await model.complete(ModelRequest(messages=(Message.user("how many?"),)))
+    if not api.streaming:  # a stream's decoder names the field and the type it expected
+        kind = type(content).__name__
+        assert f"(ValueError: the message's content is a {kind}, not text;" in str(caught.value)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.fresh_interpreter import run_fresh
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -18,13 +18,4 @@ def test_importing_regiment_and_building_a_placed_worker_does_not_import_ray() -
         "assert 'ray' not in sys.modules, 'ray was imported'\n"
         "print('ok')\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "ok"
+    assert run_fresh(code, cwd=ROOT).strip() == "ok"

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import psutil
 import pytest
+
+from tests.fresh_interpreter import run_fresh
 
 from ._sigterm import running, sigterm_mid_step
 
@@ -64,17 +65,7 @@ anyio.run(main)
 def _run_child(tmp_path: Path) -> list[str]:
     env = dict(os.environ, RAY_ADDRESS="local", LEDGER=str(tmp_path / "ledger.jsonl"))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-        cwd=ROOT,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout.splitlines()
+    return run_fresh(_CHILD, cwd=ROOT, env=env, timeout=180).splitlines()
 
 
 @pytest.mark.timeout(180)  # the child starts a Ray of its own

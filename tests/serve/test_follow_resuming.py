@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import anyio
@@ -43,6 +45,42 @@ class _Said(logging.Handler):
             heard.set()
 
 
+@contextmanager
+def _hearing(*messages: str) -> Iterator[_Said]:
+    """The service's logger, at DEBUG, tells the ``_Said`` it yields; as before after."""
+    said, logger = _Said(*messages), logging.getLogger("regiment.serve")
+    logger.addHandler(said)
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield said
+    finally:
+        logger.removeHandler(said)
+        logger.setLevel(level)
+
+
+@asynccontextmanager
+async def _resume_held(
+    c: httpx.AsyncClient, path: Path, url: str
+) -> AsyncIterator[tuple[list[httpx.Response], sqlite3.Connection]]:
+    """``POST url`` (a resume) made while another connection holds the journal's write
+    lock, so the resume's first write (its lease) waits until the body rolls ``lock``
+    back; ``resumed`` has the answer once the block has ended."""
+    lock = sqlite3.connect(path, isolation_level=None)
+    lock.execute("BEGIN IMMEDIATE")
+    try:
+        async with anyio.create_task_group() as tg:
+            resumed: list[httpx.Response] = []
+
+            async def resume() -> None:
+                resumed.append(await c.post(url))
+
+            tg.start_soon(resume)
+            yield resumed, lock
+    finally:
+        lock.close()
+
+
 async def _paused_and_decided(path: Path, shop: Shop) -> tuple[str, int]:
     """A run paused for approval and approved, by a service that then stopped (this
     process keeps no record of it); its id and how many events it had."""
@@ -60,45 +98,27 @@ async def test_a_follower_during_a_resume_here_follows_the_resumed_run(tmp_path:
     shop, path = Shop(), tmp_path / "runs.db"
     run_id, before = await _paused_and_decided(path, shop)
     read, waits = "run resuming: its journal read", "a follower waits for the run's resume here"
-    said, logger = _Said(read, waits), logging.getLogger("regiment.serve")
-    logger.addHandler(said)
-    level = logger.level
-    logger.setLevel(logging.DEBUG)
     early: list[Frame] = []  # what the follower got while the resume was held
     rest: list[Frame] = []
     app = create_app(shop_team(shop, PLAN), journal=str(path))
-    try:
+    with _hearing(read, waits) as said:
         async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=60) as c:
             stalled = (await c.get(f"/runs/{run_id}")).json()  # its journal is open too
-            lock = sqlite3.connect(path, isolation_level=None)
-            lock.execute("BEGIN IMMEDIATE")  # the resume's first write (its lease) waits for it
-            try:
-                async with anyio.create_task_group() as tg:
-                    resumed: list[httpx.Response] = []
-
-                    async def resume() -> None:
-                        resumed.append(await c.post(f"/runs/{run_id}/resume"))
-
-                    tg.start_soon(resume)
-                    with anyio.fail_after(20):  # guards against a hang: the answers are asserted
-                        await said.heard[read].wait()
-                        # It waited as long as the resume's start, then said "stalled".
-                        starting = (await c.get(f"/runs/{run_id}")).json()
-                        async with c.stream("GET", f"/runs/{run_id}/events") as response:
-                            got = (f async for f in frames(response) if f.comment is None)
-                            early = [await anext(got) for _ in range(before)]
-                            await said.heard[waits].wait()  # then it waits for the resume
-                            assert not resumed  # the lock held the resume all along
-                            lock.execute("ROLLBACK")
-                            rest = [f async for f in got]
-            finally:
-                lock.close()
+            async with _resume_held(c, path, f"/runs/{run_id}/resume") as (resumed, lock):
+                with anyio.fail_after(20):  # guards against a hang: the answers are asserted
+                    await said.heard[read].wait()
+                    # It waited as long as the resume's start, then said "stalled".
+                    starting = (await c.get(f"/runs/{run_id}")).json()
+                    async with c.stream("GET", f"/runs/{run_id}/events") as response:
+                        got = (f async for f in frames(response) if f.comment is None)
+                        early = [await anext(got) for _ in range(before)]
+                        await said.heard[waits].wait()  # then it waits for the resume
+                        assert not resumed  # the lock held the resume all along
+                        lock.execute("ROLLBACK")
+                        rest = [f async for f in got]
             (answer,) = resumed
             assert answer.status_code == 202, answer.text
             done = (await c.get(f"/runs/{run_id}")).json()
-    finally:
-        logger.removeHandler(said)
-        logger.setLevel(level)
     assert (stalled["status"], starting["status"], done["status"]) == (
         "stalled",
         "running",  # this service runs it: its resume is under way
@@ -121,40 +141,23 @@ async def test_a_run_paused_here_reads_running_while_its_resume_starts(tmp_path:
     said ``stalled`` (its approvals decided), in ``GET /runs/{id}`` and ``GET /runs``."""
     shop, path = Shop(), tmp_path / "runs.db"
     read = "run resuming: its journal read"
-    said, logger = _Said(read), logging.getLogger("regiment.serve")
-    logger.addHandler(said)
-    level = logger.level
-    logger.setLevel(logging.DEBUG)
     app = create_app(shop_team(shop, PLAN), journal=str(path))
-    try:
+    with _hearing(read) as said:
         async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=60) as c:
             paused = (await c.post("/runs?wait=true", json={"goal": "refund"})).json()
             run_id, (asked,) = paused["run_id"], paused["pending_approvals"]
             await c.post(f"/approvals/{asked['request_id']}", json={"decision": "approve"})
             before = (await c.get(f"/runs/{run_id}")).json()["status"]
-            lock = sqlite3.connect(path, isolation_level=None)
-            lock.execute("BEGIN IMMEDIATE")  # the resume's lease write waits for it
-            try:
-                async with anyio.create_task_group() as tg:
-                    resumed: list[httpx.Response] = []
-
-                    async def resume() -> None:
-                        resumed.append(await c.post(f"/runs/{run_id}/resume?wait=true"))
-
-                    tg.start_soon(resume)
-                    with anyio.fail_after(20):  # guards against a hang: the answers are asserted
-                        await said.heard[read].wait()
-                        shown = (await c.get(f"/runs/{run_id}")).json()
-                        (listed,) = (await c.get("/runs?limit=1")).json()["runs"]
-                    assert not resumed  # the lock held the resume all along
-                    lock.execute("ROLLBACK")
-            finally:
-                lock.close()
+            resuming = f"/runs/{run_id}/resume?wait=true"
+            async with _resume_held(c, path, resuming) as (resumed, lock):
+                with anyio.fail_after(20):  # guards against a hang: the answers are asserted
+                    await said.heard[read].wait()
+                    shown = (await c.get(f"/runs/{run_id}")).json()
+                    (listed,) = (await c.get("/runs?limit=1")).json()["runs"]
+                assert not resumed  # the lock held the resume all along
+                lock.execute("ROLLBACK")
             (answer,) = resumed
             after = (await c.get(f"/runs/{run_id}")).json()["status"]
-    finally:
-        logger.removeHandler(said)
-        logger.setLevel(level)
     assert before == "stalled"
     assert (shown["status"], listed["run_id"], listed["status"]) == ("running", run_id, "running")
     assert shown["events"] == paused["events"]

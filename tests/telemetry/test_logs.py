@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
-import sys
 
 import pytest
 
@@ -21,6 +19,7 @@ from regiment.models import (
 )
 from regiment.telemetry import Telemetry, TraceContextHandler, configure_tracing
 from regiment.tools import tool
+from tests.fresh_interpreter import run_fresh
 
 from .otlp_receiver import OtlpReceiver, ReceivedLog, ReceivedSpan
 
@@ -185,8 +184,4 @@ def test_import_regiment_alone_tags_records_of_its_loggers() -> None:
         "assert 'opentelemetry' not in sys.modules  # the API loads with the first record\n"
         "logging.getLogger('regiment.tools').warning('hello')\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "regiment.tools [|] hello\n"
+    assert run_fresh(code) == "regiment.tools [|] hello\n"
