@@ -137,6 +137,12 @@ class Store(Protocol):
     def probe(self) -> None:
         """Before a read that must commit first: ``JournalError`` at once if unreachable."""
 
+    def reader(self) -> Store:
+        """A store for the journal's reads, on a connection of its own (``self`` where the
+        reads are not threaded), so they never wait behind this store's writes; called in
+        the reads' thread, at the first read. ``JournalError`` once this one is closed."""
+        ...
+
     def acquire(
         self, run_id: str, owner: str, now: float, ttl: float, top: Lease | None = None
     ) -> tuple[Lease, int]:
