@@ -58,8 +58,6 @@ class BufferedJournal(JournalLookups):
         self._clock = clock or time.time
         self._threaded = threaded
         self._limiter: anyio.CapacityLimiter | None = None
-        self._reading: anyio.CapacityLimiter | None = None  # the reads' thread, see _read
-        self._reader: Store | None = None  # the reads' own connection, opened at the first
         self._buffer: list[Pending] = []
         self._creations: list[Creation] = []  # new runs, committed with the next batch
         self._renewals: list[tuple[Lease, float]] = []  # leases to extend, to when; likewise
@@ -92,31 +90,6 @@ class BufferedJournal(JournalLookups):
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(1)
         return await anyio.to_thread.run_sync(partial(function, *args), limiter=self._limiter)
-
-    async def _read(self, query: Callable[[Store], _T]) -> _T:
-        """Run ``query`` on the store's reader (``Store.reader``: a connection of its own,
-        in a thread of its own), so a read never queues behind a write that waits (for
-        another process's lock, say): a service's reads answer while a resume's start waits."""
-        if not self._threaded:
-            return query(self._store)
-        if self._reading is None:
-            self._reading = anyio.CapacityLimiter(1)
-        return await anyio.to_thread.run_sync(
-            partial(self._on_reader, query), limiter=self._reading
-        )
-
-    def _on_reader(self, query: Callable[[Store], _T]) -> _T:
-        if self._reader is None:  # (in the reads' thread: one at a time)
-            self._reader = self._store.reader()
-        return query(self._reader)
-
-    def _refusing_reads(self) -> str | None:
-        reader = self._reader
-        return self._store.refusing_reads or (reader.refusing_reads if reader else None)
-
-    def _writing(self) -> bool:
-        """Whether a call of the writer is under way (a commit, or an acquire)."""
-        return self._limiter is not None and self._limiter.borrowed_tokens > 0
 
     # -- ownership -------------------------------------------------------------
 
@@ -321,19 +294,9 @@ class BufferedJournal(JournalLookups):
         try:
             await self.flush()
         finally:
-            try:
-                await self._call(self._store.close)
-            finally:
-                await self._close_reader()
+            await self._close_stores()
         for key in sorted(self._unreported):
             raise self._broken[key]
-
-    async def _close_reader(self) -> None:
-        if self._reading is None:
-            return
-        reader, self._reader = self._reader, None
-        if reader is not None:
-            await anyio.to_thread.run_sync(reader.close, limiter=self._reading)
 
 
 def _take_buffer(journal: BufferedJournal) -> Batch:

@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeVar
 
+import anyio
+
 from regiment._version import __version__
 from regiment.errors import JournalError
 from regiment.journal._codec import NewerRecord, approval_key, model_key, tool_key
@@ -49,6 +51,10 @@ class JournalLookups(ABC):
     _clock: Callable[[], float]
     _appended: int  # records (and lease changes) appended, and committed: see BufferedJournal
     _committed: int
+    _threaded: bool  # the store is called in worker threads (else inline)
+    _limiter: anyio.CapacityLimiter | None  # the writer's thread: one call at a time
+    _reading: anyio.CapacityLimiter | None = None  # the reads' thread, see _read
+    _reader: Store | None = None  # the reads' own store (connection), opened at the first read
 
     @abstractmethod
     async def flush(self) -> None:
@@ -59,20 +65,47 @@ class JournalLookups(ABC):
         """Run a store call where the store wants it (its thread, or inline)."""
 
     @abstractmethod
-    async def _read(self, query: Callable[[Store], _T]) -> _T:
-        """Run a store read on the store's reader (a connection of its own, if threaded)."""
-
-    @abstractmethod
-    def _writing(self) -> bool:
-        """Whether a write of this journal is under way."""
-
-    @abstractmethod
-    def _refusing_reads(self) -> str | None:
-        """Why reads fail at once now (a write, or a run's own read, waits for the server)."""
-
-    @abstractmethod
     def _decode(self, body: bytes) -> Record:
         """One stored record."""
+
+    async def _read(self, query: Callable[[Store], _T]) -> _T:
+        """Run ``query`` on the store's reader (``Store.reader``: a connection of its own,
+        in a thread of its own), so a read never queues behind a write that waits (for
+        another process's lock, say): a service's reads answer while a resume's start waits."""
+        if not self._threaded:
+            return query(self._store)
+        if self._reading is None:
+            self._reading = anyio.CapacityLimiter(1)
+        return await anyio.to_thread.run_sync(
+            partial(self._on_reader, query), limiter=self._reading
+        )
+
+    def _on_reader(self, query: Callable[[Store], _T]) -> _T:
+        if self._reader is None:  # (in the reads' thread: one at a time)
+            self._reader = self._store.reader()
+        return query(self._reader)
+
+    def _refusing_reads(self) -> str | None:
+        reader = self._reader
+        return self._store.refusing_reads or (reader.refusing_reads if reader else None)
+
+    def _writing(self) -> bool:
+        """Whether a call of the writer is under way (a commit, or an acquire)."""
+        return self._limiter is not None and self._limiter.borrowed_tokens > 0
+
+    async def _close_stores(self) -> None:
+        """Close the store, then the reads' one."""
+        try:
+            await self._call(self._store.close)
+        finally:
+            await self._close_reader()
+
+    async def _close_reader(self) -> None:
+        if self._reading is None:
+            return
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            await anyio.to_thread.run_sync(reader.close, limiter=self._reading)
 
     async def _fresh(self) -> None:
         """Before a read: refuse it at once while a write waits for the store (a server
