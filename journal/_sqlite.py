@@ -93,7 +93,7 @@ class _SqliteStore(SqlStore):
         self, path: Path, *, busy_timeout: float, synchronous: Synchronous, read_only: bool
     ) -> None:
         self.where = str(path)
-        self._path = path
+        self._path = path.absolute()  # (the reads open it later: the same file if cwd moved)
         self._busy_timeout = busy_timeout
         self._read_only = read_only
         self._synchronous = self._level = synchronous  # asked for; the connection's now

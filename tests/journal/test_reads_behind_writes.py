@@ -138,3 +138,21 @@ async def test_a_read_after_close_is_refused(tmp_path: Path, postgres_url: str) 
         await journal.close()
         with pytest.raises(JournalError, match="is closed"):
             await journal.list_runs()
+
+
+async def test_a_relative_path_reads_the_same_file_after_the_directory_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The reads' connection opens at the first read: a relative path resolved then would
+    # read another file (or none) once the process had changed directory.
+    (tmp_path / "first").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "first")
+    journal = await SqliteJournal.open("runs.db")
+    try:
+        run_id = await _stalled_run(journal)
+        monkeypatch.chdir(tmp_path / "elsewhere")
+        assert [info.run_id for info in await journal.list_runs()] == [run_id]
+    finally:
+        await journal.close()
+    assert not (tmp_path / "elsewhere" / "runs.db").exists()
