@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TextIO
 
@@ -43,6 +44,8 @@ async def show_command(
     if not journal_exists(spec):
         raise ConfigError(f"no journal at {spec}, so no run {args.run_id!r}")
     journal = await open_cli_journal(spec, read_only=True)
+    newer, log = _Newer(), logging.getLogger("regiment.journal")
+    log.addHandler(newer)
     try:
         info = await journal.get_run(args.run_id)
         records = [entry.record for entry in await journal.read(args.run_id)]
@@ -51,8 +54,11 @@ async def show_command(
     except JournalError as exc:
         raise ConfigError(str(exc)) from exc
     finally:
+        log.removeHandler(newer)
         await journal.close()
     shown = _shown(info, records)
+    if newer.notes:  # records a newer regiment wrote: shown without them, and said so
+        shown["not_shown"] = newer.notes
     if args.json:
         print(json.dumps(shown), file=stdout)
     else:  # what models and tools wrote, control characters as \xNN (JSON escapes them)
@@ -61,6 +67,18 @@ async def show_command(
         stdout.write(visible(text.getvalue()))
         stdout.flush()
     return 0
+
+
+class _Newer(logging.Handler):
+    """The journal's warnings that a read left out records a newer regiment wrote."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.notes: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "newer_kinds", None):
+            self.notes.append(record.getMessage())
 
 
 def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
@@ -205,6 +223,8 @@ def _print_shown(shown: dict[str, object], stdout: TextIO, flag: str) -> None:
             file=stdout,
         )
     print(f"goal: {shown['goal']}", file=stdout)
+    for note in shown.get("not_shown", ()):  # type: ignore[attr-defined]
+        print(f"note: {note}", file=stdout)
     if shown["team_file"] is not None:
         print(f"team file: {shown['team_file']}", file=stdout)
     plans = shown["plans"]

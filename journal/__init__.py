@@ -106,7 +106,11 @@ Schema
     seq)``, a partial index on ``(run_id, key)``). An older schema is migrated by
     code in ``_schema.py``, one version step at a time, in one transaction; a
     newer one is refused with a :class:`JournalError` and left untouched, and so
-    is a file that is not a journal or is damaged.
+    is a file that is not a journal or is damaged. A record of a kind a newer
+    regiment wrote (same schema, a new record type) is left out of ``read``, with a
+    warning naming its kind (``regiment show`` prints it), and refused with
+    :class:`NewerRecord` (a ``JournalError``: "upgrade regiment") by a run's own
+    reads, so a resume never replays a run without it; it stays in the journal.
 """
 
 from typing import TYPE_CHECKING
@@ -134,6 +138,7 @@ __all__ = (
     "ModelCallFinished",
     "ModelCallStarted",
     "NESTED_MARK",
+    "NewerRecord",
     "PlanVersion",
     "PostgresJournal",
     "Record",
@@ -165,6 +170,7 @@ __all__ = (
 _LAZY_NAMES = LazyNames(
     __name__,
     {
+        "regiment.journal._codec": ("NewerRecord",),
         "regiment.journal._postgres": ("PostgresJournal",),
         "regiment.journal._sqlite": ("SqliteJournal",),
         "regiment.journal._heartbeat": ("heartbeat",),
@@ -214,6 +220,7 @@ _LAZY_NAMES = LazyNames(
 )
 
 if TYPE_CHECKING:
+    from regiment.journal._codec import NewerRecord
     from regiment.journal._heartbeat import heartbeat
     from regiment.journal._memory import MemoryJournal
     from regiment.journal._nesting import (

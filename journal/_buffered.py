@@ -294,7 +294,7 @@ class BufferedJournal(JournalLookups):
         try:
             await self.flush()
         finally:
-            await self._call(self._store.close)
+            await self._close_stores()
         for key in sorted(self._unreported):
             raise self._broken[key]
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, get_args
 
 import msgspec
 
+from regiment._version import __version__
 from regiment.errors import JournalError
 from regiment.journal._records import (
     ApprovalDecided,
@@ -20,9 +21,19 @@ from regiment.journal._records import (
 from regiment.journal._store import Pending
 from regiment.journal._views import Lease
 
-__all__ = ("approval_key", "decode", "encode_pending", "kind_of", "model_key", "tool_key")
+__all__ = (
+    "NewerRecord",
+    "approval_key",
+    "decode",
+    "encode_pending",
+    "kind_of",
+    "model_key",
+    "tool_key",
+)
 
 _ENCODER: Final = msgspec.json.Encoder()
+_KINDS: Final = frozenset(str(cls.__struct_config__.tag) for cls in get_args(Record))
+_TAG_FIELD: Final = str(RunFinished.__struct_config__.tag_field)
 _DECODER: Final = msgspec.json.Decoder(Record)
 
 
@@ -91,13 +102,41 @@ def encode_pending(lease: Lease, seq: int, record: Record, now: float) -> Pendin
     )
 
 
+class NewerRecord(JournalError):
+    """A record of a kind this regiment does not know: a newer regiment wrote it."""
+
+    def __init__(self, message: str, *, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 def decode(body: bytes, where: str) -> Record:
     """One stored record.
 
     Raises:
+        NewerRecord: the record is of a kind this version does not know.
         JournalError: the bytes are not a record this version understands.
     """
     try:
         return _DECODER.decode(body)
     except msgspec.DecodeError as exc:
+        kind = _unknown_kind(body)
+        if kind is not None:
+            raise NewerRecord(
+                f"journal {where} holds a record of kind {kind!r}, which this regiment "
+                f"({__version__}) does not know: a newer regiment wrote it. Upgrade regiment "
+                "(to the version that wrote the journal, or later) to resume the run or read "
+                "all of it; the journal was left untouched.",
+                kind=kind,
+            ) from exc
         raise JournalError(f"journal {where} holds a record that cannot be read: {exc}") from exc
+
+
+def _unknown_kind(body: bytes) -> str | None:
+    """The record's tag, if it is a tagged record of a kind this regiment does not know."""
+    try:
+        raw = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return None
+    kind = raw.get(_TAG_FIELD) if isinstance(raw, dict) else None
+    return kind if isinstance(kind, str) and kind not in _KINDS else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import final
+from typing import Self, final
 
 from regiment.errors import JournalError
 from regiment.journal._buffered import BufferedJournal
@@ -55,6 +55,10 @@ class _MemoryStore:
 
     def probe(self) -> None:
         """Always there."""
+
+    def reader(self) -> Self:
+        """Itself: its reads run inline, between the writes."""
+        return self
 
     def __init__(self) -> None:
         self._runs: dict[str, _Run] = {}

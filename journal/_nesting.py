@@ -10,7 +10,16 @@ belongs to.
 
 from __future__ import annotations
 
-__all__ = ("NESTED_MARK", "nested_run_id", "not_resumable_alone", "top_run_id")
+from collections.abc import Iterable
+
+__all__ = (
+    "NESTED_MARK",
+    "nested_run_id",
+    "nested_under",
+    "not_resumable_alone",
+    "top_run_id",
+    "with_tops",
+)
 
 NESTED_MARK = "~"
 """What every nested run's id contains and no top-level run's id does."""
@@ -45,3 +54,16 @@ def not_resumable_alone(
         f"resumed with that run: resume {top!r} ({how}), which finishes this one where "
         "it stopped"
     )
+
+
+def nested_under(run_id: str) -> str:
+    """What the ids of ``run_id``'s nested runs (at any depth) begin with."""
+    return f"{run_id}{NESTED_MARK}"
+
+
+def with_tops(run_ids: Iterable[str]) -> list[str]:
+    """``run_ids`` and the top runs of the nested ones, sorted (the order rows are locked in:
+    a top run's id sorts before its nested runs', so the top's row is locked first)."""
+    ids = set(run_ids)
+    ids.update(top for run_id in list(ids) if (top := top_run_id(run_id)) is not None)
+    return sorted(ids)

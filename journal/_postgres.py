@@ -1,7 +1,9 @@
 """The PostgreSQL journal: several processes share runs through one database.
 
 psycopg 3's synchronous driver runs in a worker thread (so the journal works
-under asyncio and trio alike), one connection, one call at a time. Ownership is
+under asyncio and trio alike), one connection for the writes, one call at a time,
+and one of its own for the reads (opened at the first), in a thread of its own, so
+a read never queues behind a write waiting for a lock. Ownership is
 safe across processes because every lease check and every write runs in one
 transaction that locks the run's row (``SELECT ... FOR UPDATE``); creating or
 migrating the schema holds a transaction-scoped advisory lock.
@@ -78,7 +80,9 @@ def _display(url: str) -> str:
 class _PostgresStore(SqlStore):
     _for_update = " FOR UPDATE"
 
-    def __init__(self, url: str, *, connect_timeout: float, reconnect_timeout: float) -> None:
+    def __init__(
+        self, url: str, *, connect_timeout: float, reconnect_timeout: float, reads: bool = False
+    ) -> None:
         self._psycopg = _import_psycopg()
         self._url = url
         self._connect_timeout = connect_timeout
@@ -92,6 +96,8 @@ class _PostgresStore(SqlStore):
         self._statements: dict[str, str] = {}
         self._conn: psycopg.Connection[Any] | None = None
         self._closed = False
+        if reads:  # the journal's reads' (see reader): connected at its first read, as a
+            return  # connection that went away is; the schema is prepared already
         try:
             self._conn = self._connect()
         except self._psycopg.Error as exc:
@@ -113,6 +119,18 @@ class _PostgresStore(SqlStore):
             except BaseException:
                 self._conn.close()
                 raise
+
+    def reader(self) -> _PostgresStore:
+        """A connection of its own for the journal's reads: a read is not queued behind a
+        write that waits for a row lock (another process's transaction) or for the server."""
+        if self._closed:
+            raise JournalError(f"journal {self.where} is closed")
+        return _PostgresStore(
+            self._url,
+            connect_timeout=self._connect_timeout,
+            reconnect_timeout=self._reconnect_timeout,
+            reads=True,
+        )
 
     def _refuse_foreign_tables(self) -> None:
         """Refuse a database with no journal that has a table of a journal's name (another
@@ -139,9 +157,9 @@ class _PostgresStore(SqlStore):
         return connection
 
     def _connection(self) -> psycopg.Connection[Any]:
-        if self._closed or self._conn is None:
+        if self._closed:
             raise JournalError(f"journal {self.where} is closed")
-        if self._conn.closed:  # the server went away; a new connection may reach it again
+        if self._conn is None or self._conn.closed:  # not yet, or the server went away
             self._conn = self._reconnect()
         return self._conn
 

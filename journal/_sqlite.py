@@ -93,6 +93,7 @@ class _SqliteStore(SqlStore):
         self, path: Path, *, busy_timeout: float, synchronous: Synchronous, read_only: bool
     ) -> None:
         self.where = str(path)
+        self._path = path.absolute()  # (the reads open it later: the same file if cwd moved)
         self._busy_timeout = busy_timeout
         self._read_only = read_only
         self._synchronous = self._level = synchronous  # asked for; the connection's now
@@ -201,6 +202,17 @@ class _SqliteStore(SqlStore):
     def probe(self) -> None:
         """Nothing to reach for a file (see ``Store.probe``)."""
 
+    def reader(self) -> _SqliteStore:
+        """A read-only connection of its own: in WAL mode its reads never wait for a writer
+        (this process's, waiting for another's lock, or another's)."""
+        self._connection()  # ("closed" once this one is)
+        return _SqliteStore(
+            self._path,
+            busy_timeout=self._busy_timeout,
+            synchronous=self._synchronous,
+            read_only=True,
+        )
+
     def _tables(self) -> set[str]:
         rows = self._execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         return {name for (name,) in rows}
@@ -281,8 +293,9 @@ def _level(synchronous: object) -> Synchronous:
 class SqliteJournal(BufferedJournal):
     """A journal in one SQLite file: the default wherever a file is wanted.
 
-    WAL mode, so readers never wait for the writer; one connection used by one
-    worker thread at a time (``anyio.to_thread`` with a capacity limiter of 1);
+    WAL mode, so readers never wait for the writer; one connection for the writes,
+    used by one worker thread at a time (``anyio.to_thread`` with a capacity limiter
+    of 1), and one for the reads, likewise, so a read never queues behind a write;
     group commit, so many appends share one transaction. Several processes may
     share the file: a write waits for another process's transaction up to
     ``busy_timeout`` seconds, then fails with ``JournalError``.

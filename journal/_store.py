@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple, Protocol, cast
 
 from regiment.errors import AlreadyFinished, JournalError, LeaseHeld, LeaseLost
-from regiment.journal._nesting import NESTED_MARK, top_run_id
+from regiment.journal._nesting import nested_under, top_run_id, with_tops
 from regiment.journal._owners import local_owner, owners_gone
 from regiment.journal._views import Lease, RunInfo, RunStatus, unknown_run
 
@@ -136,6 +136,12 @@ class Store(Protocol):
 
     def probe(self) -> None:
         """Before a read that must commit first: ``JournalError`` at once if unreachable."""
+
+    def reader(self) -> Store:
+        """A store for the journal's reads, on a connection of its own (``self`` where the
+        reads are not threaded), so they never wait behind this store's writes; called in
+        the reads' thread, at the first read. ``JournalError`` once this one is closed."""
+        ...
 
     def acquire(
         self, run_id: str, owner: str, now: float, ttl: float, top: Lease | None = None
@@ -338,19 +344,6 @@ def check_top(above: LeaseState | None, run_id: str, top: Lease | None) -> None:
         f"over since (token {above.token}); this process must stop working on it",
         owner=above.owner,
     )
-
-
-def nested_under(run_id: str) -> str:
-    """What the ids of ``run_id``'s nested runs (at any depth) begin with."""
-    return f"{run_id}{NESTED_MARK}"
-
-
-def with_tops(run_ids: Iterable[str]) -> list[str]:
-    """``run_ids`` and the top runs of the nested ones, sorted (the order rows are locked in:
-    a top run's id sorts before its nested runs', so the top's row is locked first)."""
-    ids = set(run_ids)
-    ids.update(top for run_id in list(ids) if (top := top_run_id(run_id)) is not None)
-    return sorted(ids)
 
 
 def check_write(state: LeaseState | None, lease: Lease, first_seq: int, where: str) -> None:

@@ -18,6 +18,15 @@ def traced(journal: SqliteJournal) -> list[str]:
     return statements
 
 
+async def traced_reads(journal: SqliteJournal) -> list[str]:
+    """The statements the journal's reads run from now on (on their own connection,
+    opened here by a read)."""
+    await journal.list_runs(limit=0)
+    statements: list[str] = []
+    journal._reader._connection().set_trace_callback(statements.append)  # type: ignore[union-attr]
+    return statements
+
+
 class Transaction(NamedTuple):
     """One committed write transaction: the synchronous level it ran under (SQLite's: set
     between transactions, never in one) and the kinds of the records it inserted."""

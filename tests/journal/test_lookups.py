@@ -18,7 +18,7 @@ from regiment.models import Usage, text_response
 from regiment.tools import Approve
 
 from .records import approval, created, intent, new_id, reported, result
-from .sql_trace import traced
+from .sql_trace import traced_reads
 
 pytestmark = pytest.mark.anyio
 
@@ -127,7 +127,7 @@ async def test_pending_approvals_of_every_run_are_one_query(tmp_path: Path) -> N
             lease = await journal.create_run(created(run_id, minutes=index), owner="w", ttl=TTL)
             await journal.append(lease, approval(run_id, f"a{index}"))
         await journal.flush()
-        statements = traced(journal)
+        statements = await traced_reads(journal)
         pending = await journal.pending_approvals()
     finally:
         await journal.close()

@@ -104,6 +104,7 @@ async def test_a_connection_the_server_dropped_while_idle_is_replaced(
         run_id = new_id()
         lease = await journal.create_run(created(run_id), owner="w", ttl=TTL)
         await journal.append(lease, event(run_id, 0))
+        assert len(await journal.read(run_id)) == 2  # (the reads' connection, open)
         _drop_connections(postgres_url)
         assert await journal.append(lease, event(run_id, 1), durable=True) == 3
         _drop_connections(postgres_url)
