@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, final
 
 import anyio
 
-from regiment.actors import open_actor_system
 from regiment.errors import ConfigError
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._money import check_money
@@ -157,6 +156,7 @@ class Team:
         seconds("Team.start", "lease_ttl", lease_ttl)
         # The run engine loads when a team first starts, not with Team (issue #22): a
         # program that builds or checks teams (`regiment validate`) never pays for it.
+        from regiment.actors import open_actor_system  # with the run's machinery (issue #22)
         from regiment.hierarchy._running import RunningTeam
         from regiment.tools import MCPHub
 

@@ -19,7 +19,8 @@ from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.workers._approval_gate import ApprovalGate
 from regiment.hierarchy.workers._journal_calls import RunCalls, RunLookup
 from regiment.hierarchy.workers._step_actor import StepActor
-from regiment.hierarchy.workers._worker import Worker, WorkerActor, WorkerSpec
+from regiment.hierarchy.workers._worker import Worker, WorkerSpec
+from regiment.hierarchy.workers._worker_actor import WorkerActor
 from regiment.telemetry import Telemetry
 from regiment.tools import WorkerTools
 

@@ -35,6 +35,22 @@ NOT_FOR_VALIDATE = (
     "anyio.streams.memory",
 )
 
+# A worker's step machinery: it loads as a team starts, not with `Worker` (perf20).
+STEP_MACHINERY = (
+    "regiment.actors",
+    "regiment.hierarchy.workers._worker_actor",
+    "regiment.hierarchy.workers._step_actor",
+    "regiment.hierarchy.workers._loop",
+    "regiment.hierarchy.workers._step_jobs",
+    "regiment.hierarchy.workers._grace",
+    "regiment.hierarchy.workers._journal_calls",
+    "regiment.hierarchy.workers._approval_gate",
+    "regiment.hierarchy.guard._step",
+    "regiment.hierarchy.guard._chain",
+    "regiment.hierarchy._replay",
+    "regiment.hierarchy._model_call",
+)
+
 # What only a command that reads a team file needs: not `--help`, `runs` or `show`.
 NO_TEAM_FILE = (
     "regiment.config",
@@ -60,6 +76,30 @@ def test_validate_loads_no_run_journal_backend_or_nested_worker() -> None:
     # It did build the team (its workers, their tools): the cuts are not a skipped check.
     assert {"regiment.hierarchy._team", "regiment.hierarchy.workers._worker"} <= loaded
     assert [m for m in NOT_FOR_VALIDATE if m in loaded] == []
+    assert [m for m in STEP_MACHINERY if m in loaded] == []
+
+
+def test_importing_team_and_worker_loads_no_step_machinery_until_a_team_starts() -> None:
+    program = (
+        "import json, sys, anyio\n"
+        "from regiment import Planner, Team, Worker, ScriptedModel\n"
+        "before = sorted(sys.modules)\n"
+        'brain = ScriptedModel([\'{"steps": [{"id": "s1", "worker": "w", '
+        "\"instruction\": \"go\"}]}', 'done', 'final'])\n"
+        "team = Team(name='t', planner=Planner(model=brain), workers=[Worker(name='w', "
+        "description='does it', model=brain)])\n"
+        "made = sorted(sys.modules)\n"
+        "result = anyio.run(team.run, 'goal')\n"
+        "print(json.dumps([before, made, sorted(sys.modules), result.status]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    before, made, ran, status = json.loads(done.stdout.splitlines()[-1])
+    assert [m for m in STEP_MACHINERY if m in before or m in made] == []
+    assert status == "completed"  # and a run loads it all, once the team starts
+    assert [m for m in STEP_MACHINERY if m not in ran] == []
 
 
 def test_validate_of_a_nested_team_file_builds_its_team_worker(tmp_path: Path) -> None:

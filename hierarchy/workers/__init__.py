@@ -14,17 +14,16 @@ _LAZY_NAMES = LazyNames(
     {
         "regiment.hierarchy.workers._placement": ("Ray",),
         "regiment.hierarchy.workers._team_worker": ("TeamWorker",),
-        "regiment.hierarchy.workers._worker": (
-            "Worker",
-            "WorkerActor",
-        ),
+        "regiment.hierarchy.workers._worker": ("Worker",),
+        "regiment.hierarchy.workers._worker_actor": ("WorkerActor",),
     },
 )
 
 if TYPE_CHECKING:
     from regiment.hierarchy.workers._placement import Ray
     from regiment.hierarchy.workers._team_worker import TeamWorker
-    from regiment.hierarchy.workers._worker import Worker, WorkerActor
+    from regiment.hierarchy.workers._worker import Worker
+    from regiment.hierarchy.workers._worker_actor import WorkerActor
 
 
 def __getattr__(name: str) -> object:

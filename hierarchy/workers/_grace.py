@@ -25,14 +25,12 @@ from regiment.actors import ActorContext
 from regiment.hierarchy._messages import StepReport, ToolOutcome, WorkerMessage
 from regiment.hierarchy.workers._hand_in import HandsIn
 from regiment.hierarchy.workers._step_jobs import StepJob
+from regiment.hierarchy.workers._worker import CANCEL_GRACE
 
 __all__ = ("ABANDONED", "CANCEL_GRACE", "GivesUp", "abandon_after")
 
 _log = logging.getLogger("regiment.worker")
 _team_log = logging.getLogger("regiment.team")  # what holds the team's stop
-
-CANCEL_GRACE = 5.0
-"""Seconds a cancelled step has to end before it is reported abandoned (the default)."""
 
 ABANDONED = "abandoned"
 """``ToolOutcome.error_type`` of a call still running when its step was given up."""

@@ -1,15 +1,9 @@
-"""Workers: what a worker is (config), and the actor that runs its steps.
+"""Workers: what a worker is (config) and how its steps are limited.
 
-A worker actor serves many runs at once. Each assigned step runs on one of
-the actor's runner tasks (at most the worker's concurrency limit of them),
-inside its own cancel scope whose deadline is the step timeout, so a
-``CancelStep`` stops exactly that step. However a step ends (answer, iteration
-cap, allowance used up, timeout, exception, cancel) it sends exactly one
-``StepReport`` to whoever assigned it.
-
-That bookkeeping lives in :class:`~regiment.hierarchy.workers._step_actor.StepActor`,
-which the sub-team actor (``_team_worker.TeamWorkerActor``) shares; only
-:meth:`StepActor.work` differs.
+The actor that runs a worker's steps is ``_worker_actor.WorkerActor``: it and the
+step machinery under it (the actor system, the tool loop, the step actor, the
+approval gate, the guard chain) load when a team starts, not when a ``Worker``
+is made (``from regiment import Worker``, ``regiment validate``; issue #22).
 """
 
 from __future__ import annotations
@@ -21,23 +15,13 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, final
 from opentelemetry.util.types import AttributeValue
 
 from regiment.errors import ConfigError
-from regiment.hierarchy._live_events import LiveChannel, live_sink
-from regiment.hierarchy._messages import AssignStep, StepReport
-from regiment.hierarchy._model_call import ModelCaller
-from regiment.hierarchy._prompts import HookFailed, Prompts
 from regiment.hierarchy._ranges import InvalidValue, at_least, model_given, seconds
 from regiment.hierarchy.guard._note import SubjectKind
-from regiment.hierarchy.guard._step import StepGuards
-from regiment.hierarchy.guard._types import GuardLike, Guardrail, as_guardrail, as_guardrails
-from regiment.hierarchy.workers._approval_gate import ApprovalGate
-from regiment.hierarchy.workers._grace import CANCEL_GRACE
-from regiment.hierarchy.workers._journal_calls import RunLookup, StepCalls
-from regiment.hierarchy.workers._loop import StepProgress, run_tool_loop
+from regiment.hierarchy.guard._types import GuardLike, as_guardrails
 from regiment.hierarchy.workers._placement import Ray
-from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.models import Model, ModelSettings
-from regiment.telemetry import Telemetry, semconv
-from regiment.tools import OnToolError, Tool, Toolset, WorkerTools
+from regiment.telemetry import semconv
+from regiment.tools import OnToolError, Tool, Toolset
 
 if TYPE_CHECKING:
     from regiment.tools import MCPServer
@@ -45,7 +29,6 @@ if TYPE_CHECKING:
 __all__ = (
     "StepLimits",
     "Worker",
-    "WorkerActor",
     "WorkerSpec",
     "check_worker_description",
     "check_worker_name",
@@ -53,6 +36,10 @@ __all__ = (
 )
 
 STEP_TIMEOUT = 300.0  # seconds a step may take, by default
+
+CANCEL_GRACE = 5.0
+"""Seconds a cancelled step has to end before it is reported abandoned (the default;
+``_grace`` gives up on it; here so that a ``Worker`` loads without the step machinery)."""
 
 
 class WorkerSpec(Protocol):
@@ -280,84 +267,3 @@ def step_limits(worker: Worker, replicas: int = 1) -> StepLimits:
             semconv.GEN_AI_AGENT_DESCRIPTION: worker.description,
         },
     )
-
-
-class WorkerActor(StepActor):
-    """Runs a :class:`Worker`'s steps; one actor per worker per started team."""
-
-    def __init__(
-        self,
-        worker: Worker,
-        prompts: Prompts,
-        telemetry: Telemetry,
-        tools: WorkerTools | None = None,
-        approvals: ApprovalGate | None = None,
-        runs: RunLookup | None = None,
-        channels: Mapping[str, LiveChannel] | None = None,
-        settings: ModelSettings | None = None,
-        team_guardrails: Sequence[Guardrail] = (),
-    ) -> None:
-        super().__init__(worker.name, telemetry, **step_limits(worker))
-        self._worker = worker
-        self._tools = tools if tools is not None else WorkerTools(worker.toolset)
-        # Without MCP servers the tool set never changes: no need to ask for it each step.
-        self._fixed_tools = None if self._tools.connections else self._tools.current()
-        # And so are its definitions (a property of the set: a call a step, #22).
-        self._definitions = None if self._fixed_tools is None else self._fixed_tools.definitions
-        self._prompts = prompts
-        self._approvals = approvals
-        # The team's settings under the worker's own (Team passes them merged).
-        own = worker.settings if settings is None else settings.merge(worker.settings)
-        self._caller = ModelCaller(worker.model, worker.name, telemetry, own)
-        self._runs = runs  # the run a step belongs to: its deps and journal
-        # The team's runs in progress (one dict, filled later): streamed ones get live events.
-        self._channels = {} if channels is None else channels
-        own_guards = tuple(as_guardrail(g) for g in worker.guardrails)
-        per_tool = {
-            t: tuple(as_guardrail(g) for g in gs) for t, gs in worker.tool_guardrails.items()
-        }
-        self._guards = StepGuards.build(
-            worker.name, (*team_guardrails, *own_guards), per_tool, telemetry
-        )
-        # The same for every step: made once, not once a step (run_tool_loop's ``system``).
-        try:
-            self._system = prompts.worker_system(
-                worker=worker.name,
-                description=worker.description,
-                system_prompt=worker.system_prompt,
-            )
-        except HookFailed as exc:  # Team.start() fails saying so (see spawn_worker)
-            raise ConfigError(f"worker {worker.name!r} cannot start: {exc}") from exc.__cause__
-
-    async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
-        """Run the worker's tool loop for the step (the step scope holds its timeout)."""
-        worker = self._worker
-        run_id = assign.run_id
-        channel = self._channels.get(run_id) if self._channels else None
-        if channel is not None:  # the run's fence: its planner moves it as a plan ends
-            progress.fence = channel.fence
-        return await run_tool_loop(
-            worker=worker.name,
-            system=self._system,
-            max_iterations=worker.max_iterations,
-            # MCP tool lists may change between steps
-            toolset=self._tools.current() if self._fixed_tools is None else self._fixed_tools,
-            definitions=self._definitions,
-            caller=self._caller,
-            telemetry=self._telemetry,
-            prompts=self._prompts,
-            assign=assign,
-            progress=progress,
-            on_tool_error=worker.on_tool_error,
-            approvals=self._approvals,
-            journaled=StepCalls(
-                self._runs and self._runs(run_id),
-                assign,
-                worker.name,
-                # a run nobody streams: no sink, and no call to find that out (issue #22)
-                live_sink(channel, run_id, worker.name)
-                if channel is not None and channel.streaming
-                else None,
-            ),
-            guards=self._guards,
-        )
