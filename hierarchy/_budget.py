@@ -209,8 +209,8 @@ class BudgetLedger(_Held):
         if calls_left is not None and calls_left < model_calls_needed:
             return "model_calls"
         needed = max(1, tokens_needed)
-        tokens_left = self._left_tokens()
-        if tokens_left is not None and tokens_left < needed:
+        tokens_left = self._left_tokens()  # the input and one output token
+        if tokens_left is not None and tokens_left < tokens_needed + 1:
             return "tokens"
         inputs_left = self._left_inputs()
         if inputs_left is not None and inputs_left < needed:

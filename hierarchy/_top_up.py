@@ -246,12 +246,15 @@ def afford(
 
 def _needed(name: str, needs: tuple[int, int, int]) -> int:
     """What a call needs left of budget field ``name`` (as ``BudgetLedger.exhausted``
-    checks it) to start: its model calls, estimated input, least cost; one output token."""
+    checks it) to start: its model calls, estimated input (and one output token of
+    ``tokens``), least cost; one output token."""
     model_calls, tokens, micro = needs
     if name == "model_calls":
         return model_calls
     if name == "micro_usd":
         return max(1, micro)
+    if name == "tokens":
+        return tokens + 1  # its input and one output token
     return 1 if name == "output_tokens" else max(1, tokens)
 
 
@@ -291,13 +294,13 @@ def call_need(
     if allowance.tokens is None and allowance.input_tokens is None:
         return need
     needed = estimate_tokens(request)
-    caps = (
-        ("tokens", allowance.tokens, usage.total_tokens),
-        ("input_tokens", allowance.input_tokens, usage.whole_input_tokens),
+    caps = (  # tokens: the input and one output token (as ``over_allowance`` checks)
+        ("tokens", allowance.tokens, usage.total_tokens, 1),
+        ("input_tokens", allowance.input_tokens, usage.whole_input_tokens, 0),
     )
-    for name, cap, spent in caps:
-        if cap is not None and needed > cap - spent:
-            short = needed - (cap - spent)
+    for name, cap, spent, reply in caps:
+        if cap is not None and needed + reply > cap - spent:
+            short = needed + reply - (cap - spent)
             need[name] = (short, short)
     return need
 
