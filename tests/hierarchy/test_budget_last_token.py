@@ -17,7 +17,7 @@ from .limits import budget_of, spent_of
 from .test_budget_dependents import _team
 from .test_budget_fan_out import Probe
 
-ONE = [(2, [])]  # one step calling its tool twice
+ONE: list[tuple[int, list[int]]] = [(2, [])]  # one step calling its tool twice
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
