@@ -44,14 +44,16 @@ def over_allowance(
     if tokens is None and inputs is None:
         return None  # the usual case: no estimate to make
     needed = estimate_tokens(request)
-    caps: tuple[tuple[BudgetLimit, str, int | None, int], ...] = (
-        ("tokens", "token", tokens, usage.total_tokens),
-        ("input_tokens", "input token", inputs, usage.whole_input_tokens),
+    caps: tuple[tuple[BudgetLimit, str, int | None, int, int], ...] = (
+        # tokens: the input and at least one output token (a reply held to no room
+        # would still write one, past the share); input tokens: the input alone
+        ("tokens", "token", tokens, usage.total_tokens, 1),
+        ("input_tokens", "input token", inputs, usage.whole_input_tokens, 0),
     )
-    for limit, name, cap, spent in caps:
-        if cap is not None and needed > cap - spent:
+    for limit, name, cap, spent, reply in caps:
+        if cap is not None and needed + reply > cap - spent:
             return limit, (
                 f"the step's {name} allowance of {cap} has {max(0, cap - spent)} left, "
-                f"{call} needs about {needed}"
+                f"{call} needs about {needed + reply}"
             )
     return None

@@ -10,9 +10,12 @@ rule in :mod:`regiment.hierarchy._top_up`), never past what the budget has left.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Literal, NamedTuple, TypeAlias, final, get_args
+from typing import TYPE_CHECKING, Literal, NamedTuple, TypeAlias, final, get_args
 
 import msgspec
+
+if TYPE_CHECKING:
+    import anyio
 
 from regiment.hierarchy._allowance import over_allowance
 from regiment.hierarchy._messages import BudgetLimit, StepAllowance
@@ -148,6 +151,7 @@ class BudgetLedger(_Held):
         "budget",
         "counts_tokens",
         "free",
+        "given_back",
         "holds_money",
         "holds_replies",
         "judges_warned",
@@ -186,6 +190,7 @@ class BudgetLedger(_Held):
         )
         # No count limit (the default): each step gets its cap's shared allowance, untracked.
         self.free: dict[int, StepAllowance] | None = None if self._limited or self._shared else {}
+        self.given_back: anyio.Event | None = None  # set as a step gives its share back
 
     def _tokens_spent(self) -> int:
         return self.spent.input_tokens + self.spent.output_tokens
@@ -209,8 +214,8 @@ class BudgetLedger(_Held):
         if calls_left is not None and calls_left < model_calls_needed:
             return "model_calls"
         needed = max(1, tokens_needed)
-        tokens_left = self._left_tokens()
-        if tokens_left is not None and tokens_left < needed:
+        tokens_left = self._left_tokens()  # the input and one output token
+        if tokens_left is not None and tokens_left < tokens_needed + 1:
             return "tokens"
         inputs_left = self._left_inputs()
         if inputs_left is not None and inputs_left < needed:
@@ -331,6 +336,14 @@ class BudgetLedger(_Held):
         allowance = self.reserved.pop(key, None)
         if allowance is not None:
             self._hold(allowance, -1)
+            if self.given_back is not None:
+                self.given_back_now()
+
+    def given_back_now(self) -> None:
+        """Wake the steps waiting for a top-up (``TopUps.grant_waiting``): ask again."""
+        given_back, self.given_back = self.given_back, None
+        if given_back is not None:
+            given_back.set()
 
     def room(self, name: str) -> tuple[int, int] | None:
         """What is left of budget field ``name`` (a :class:`StepAllowance` field): not
@@ -353,12 +366,11 @@ class BudgetLedger(_Held):
     def grow(self, key: Hashable, extra: dict[str, int]) -> StepAllowance | None:
         """Add ``extra`` (field -> amount) to the reservation under ``key``, a top-up for
         a step in flight; its new allowance (``None``: no such reservation)."""
-        held = self.reserved.get(key)
-        if held is None:
+        if (held := self.reserved.get(key)) is None:
             return None
         fields = {name: (getattr(held, name) or 0) + n for name, n in extra.items()}
         grown = msgspec.structs.replace(held, **fields)
-        self.release(key)
+        self._hold(held, -1)  # not ``release``: nothing is given back
         self.reserved[key] = grown
         self._hold(grown)
         return grown

@@ -17,7 +17,13 @@ draws from that, at once and without waiting, under one fair rule:
   before it reports, nor at all once it ends the run short of them); tool calls are
   kept for them too (a step short of tool calls answers from what it has);
 * it gets what its call needs, or an even part (between the steps in flight) of
-  what it may draw if that is more, so a long loop does not ask before every call.
+  what it may draw if that is more, so a long loop does not ask before every call;
+* a step short of model calls, tokens or money that cannot be topped up now waits
+  (``grant_waiting``) while a sibling in flight that is not itself waiting holds a
+  share: that sibling will report and give back what it did not spend, and the step
+  asks again each time one does. The last such step never waits (it ends short, and
+  gives back what it holds), so a run never waits on itself; nor does any while a call
+  of the run waits for a decision (a human may take hours).
 
 A nested run (a step given to a ``TeamWorker``) draws from its own budget first,
 then through the step it serves from the run above (whose rule applies there),
@@ -34,8 +40,10 @@ touched synchronously, in the one event loop, so a top-up needs no lock.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Collection, Hashable
 from typing import final
+
+import anyio
 
 from regiment.hierarchy._allowance import Rates
 from regiment.hierarchy._budget import Budget, BudgetLedger, BudgetLimit
@@ -82,7 +90,17 @@ class TopUps:
         own: a nested run's: its team's own budget, which a top-up never goes past.
     """
 
-    __slots__ = ("above", "after", "ledger", "own", "run_id", "told", "unsent")
+    __slots__ = (
+        "above",
+        "after",
+        "deciding",
+        "ledger",
+        "own",
+        "run_id",
+        "told",
+        "unsent",
+        "waiting",
+    )
 
     def __init__(self) -> None:
         self.ledger: BudgetLedger | None = None
@@ -92,6 +110,10 @@ class TopUps:
         self.told: Callable[[Event], None] | None = None
         self.above: tuple[TopUps, Hashable] | None = None
         self.own: Budget | None = None
+        self.waiting = 0  # steps waiting in ``grant_waiting`` for a sibling to give back
+        # The run's calls waiting for a decision (by request id): while one does, no step
+        # waits for a top-up (a human may take hours; the run pauses once only they wait).
+        self.deciding: Collection[str] = ()
 
     def wire(
         self,
@@ -111,8 +133,44 @@ class TopUps:
         """The run has ended: no more top-ups, and let go of its ledger, book and
         dispatcher (held, they would make a cycle with the run's channel that only
         the garbage collector could free)."""
-        self.ledger = self.told = self.above = None
+        self.stop()
+        self.told = self.above = None
+        self.deciding = ()
         self.unsent, self.after = _none_unsent, _none_after
+
+    def wake(self) -> None:
+        """Steps waiting for a top-up (``grant_waiting``) ask again (a call of the run
+        waits for a decision, or got one)."""
+        if (ledger := self.ledger) is not None:
+            ledger.given_back_now()
+
+    def stop(self) -> None:
+        """No more top-ups (the run's budget ran out, or the run ended): a step waiting
+        for one (``grant_waiting``) is woken and told no."""
+        if (ledger := self.ledger) is not None:
+            ledger.given_back_now()
+        self.ledger = None
+
+    async def grant_waiting(self, key: Hashable, need: Need, who: str = "") -> StepAllowance | None:
+        """``grant``; while the run cannot spare it but a sibling in flight that is not
+        waiting itself holds a share, wait for a step to give back and ask again."""
+        while (allowance := self.grant(key, need, who)) is None:
+            ledger = self.ledger
+            if ledger is None or key not in ledger.reserved:
+                return None
+            if len(ledger.reserved) - 1 - self.waiting <= 0 or "tool_calls" in need:
+                return None  # the last that could give back must not wait; (a step short
+                # of tool calls answers from what it has, in-process or on Ray alike)
+            if self.deciding:
+                return None  # a sibling may wait for a human: do not wait on it
+            if (given_back := ledger.given_back) is None:
+                given_back = ledger.given_back = anyio.Event()
+            self.waiting += 1
+            try:
+                await given_back.wait()
+            finally:
+                self.waiting -= 1
+        return allowance
 
     def grant(self, key: Hashable, need: Need, who: str = "") -> StepAllowance | None:
         """Top up the step reserved under ``key`` (``(version, step id, attempt)``) by
@@ -246,12 +304,15 @@ def afford(
 
 def _needed(name: str, needs: tuple[int, int, int]) -> int:
     """What a call needs left of budget field ``name`` (as ``BudgetLedger.exhausted``
-    checks it) to start: its model calls, estimated input, least cost; one output token."""
+    checks it) to start: its model calls, estimated input (and one output token of
+    ``tokens``), least cost; one output token."""
     model_calls, tokens, micro = needs
     if name == "model_calls":
         return model_calls
     if name == "micro_usd":
         return max(1, micro)
+    if name == "tokens":
+        return tokens + 1  # its input and one output token
     return 1 if name == "output_tokens" else max(1, tokens)
 
 
@@ -291,13 +352,13 @@ def call_need(
     if allowance.tokens is None and allowance.input_tokens is None:
         return need
     needed = estimate_tokens(request)
-    caps = (
-        ("tokens", allowance.tokens, usage.total_tokens),
-        ("input_tokens", allowance.input_tokens, usage.whole_input_tokens),
+    caps = (  # tokens: the input and one output token (as ``over_allowance`` checks)
+        ("tokens", allowance.tokens, usage.total_tokens, 1),
+        ("input_tokens", allowance.input_tokens, usage.whole_input_tokens, 0),
     )
-    for name, cap, spent in caps:
-        if cap is not None and needed > cap - spent:
-            short = needed - (cap - spent)
+    for name, cap, spent, reply in caps:
+        if cap is not None and needed + reply > cap - spent:
+            short = needed + reply - (cap - spent)
             need[name] = (short, short)
     return need
 

@@ -105,6 +105,7 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         # what its steps draw on when their shares run short
         top_ups, ledger = channel.fence.top_ups, book.spending.ledger
         top_ups.wire(ledger, run_id, dispatcher.unsent, book.emit, dispatcher.waiting_on)
+        top_ups.deciding = book.approvals.pending  # no step waits for a top-up meanwhile
         started = None
         if channel.journal is not None:  # resumed: calls in flight at the stop were billed
             started = channel.journal.count_spending(ledger)

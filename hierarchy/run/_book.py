@@ -152,6 +152,7 @@ class RunBook:
                 self.emit_all(note_events(run_id, notes))
             case ApprovalAsked() | ApprovalAnswered():
                 self.approvals.apply(change, self.emit)
+                self.channel.fence.top_ups.wake()  # a step waiting for a top-up looks again
             case StepSent():
                 _sent(self, change)
             case ReportArrived():
@@ -163,7 +164,7 @@ class RunBook:
 
     def _ran_out(self, change: BudgetRanOut) -> None:
         self.spending.exhausted = change.limit
-        self.channel.fence.top_ups.ledger = None  # steps left finish in their shares
+        self.channel.fence.top_ups.stop()  # steps left finish in their shares
         logs.budget_exhausted(self.run_id, change.limit, change.detail)
         self.trace.budget_exhausted(change.limit)
         self.emit(BudgetExhausted(run_id=self.run_id, limit=change.limit, detail=change.detail))

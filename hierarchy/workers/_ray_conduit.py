@@ -168,8 +168,8 @@ class StepConduit:
                     self._live.emit(event)
             case ApprovalAsked():
                 tg.start_soon(self._decide, message, ack, failures, tg.cancel_scope)
-            case TopUpAsked(seq=seq, need=need):
-                await ack(seq, self._top_up(need))
+            case TopUpAsked(seq=seq, need=need):  # it may wait for a sibling to give back
+                tg.start_soon(self._top_up, seq, need, ack)
             case LogRecorded():
                 log_again(message, self._assign, self.worker)
             case _:
@@ -201,15 +201,19 @@ class StepConduit:
         if type(record) is ToolResultRecord and record.call_index in self._working:
             await self._stopped_working(record.call_index)
 
-    def _top_up(self, need: dict[str, tuple[int, int]]) -> bytes:
+    async def _top_up(self, seq: int, need: dict[str, tuple[int, int]], ack: Ack) -> None:
         """Top the step's share up from its run, under the run's rule (as
-        ``_share._topped_up`` does in-process): its allowance now, or empty."""
+        ``_share._topped_up`` does in-process, waiting as it does): tell the replica
+        its allowance now, or empty."""
+        await ack(seq, await self._grown(need))
+
+    async def _grown(self, need: dict[str, tuple[int, int]]) -> bytes:
         assign, progress = self._assign, self._progress
         fence = progress.fence
         if fence is None or progress.fenced(assign.plan_version):
             return b""  # no run to ask (it has ended), or the step's plan is over
         key = (assign.plan_version, assign.step.id, assign.attempt)
-        if (grown := fence.top_ups.grant(key, need)) is None:
+        if (grown := await fence.top_ups.grant_waiting(key, need)) is None:
             return b""
         progress.allowance = grown  # a retry on another replica is sent with it
         return encode(grown)

@@ -14,7 +14,7 @@ from regiment.models import ModelRequest
 __all__ = ("tool_call_limit", "tool_calls_across", "within_allowance")
 
 
-def _topped_up(
+async def _topped_up(
     assign: AssignStep,
     progress: StepProgress,
     request: ModelRequest,
@@ -31,7 +31,7 @@ def _topped_up(
         progress.usage,
     )
     need = call_need(held, calls, usage, request, rates)
-    if (grown := progress.fence.top_ups.grant(_key(assign), need)) is None:
+    if (grown := await progress.fence.top_ups.grant_waiting(_key(assign), need)) is None:
         return out
     progress.allowance = grown
     return over_allowance(grown, calls, usage, request, "the next call", rates)
@@ -46,7 +46,7 @@ async def _short(
 ) -> tuple[BudgetLimit, str] | None:
     """``_topped_up``; for a step on a Ray replica, whose run is in the team's process,
     that run is asked across the hop (``progress.ask_more``) instead."""
-    still = _topped_up(assign, progress, request, rates, out)
+    still = await _topped_up(assign, progress, request, rates, out)
     ask = progress.ask_more
     if still is None or ask is None or progress.stopped:
         return still

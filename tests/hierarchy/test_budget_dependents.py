@@ -120,4 +120,5 @@ def test_dependent_fan_outs_never_spend_past_the_limit(
     if result.status == "partial":
         assert result.budget_exhausted in (limit, "model_calls")
     else:
-        assert result.committed == unlimited.committed
+        # (in the order they finished: a step that waited for a top-up finishes later)
+        assert sorted(result.committed) == sorted(unlimited.committed)
