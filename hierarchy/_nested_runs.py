@@ -42,7 +42,10 @@ from regiment.journal import Entry, RunFinished, nested_run_id, patient_reads
 _log = logging.getLogger("regiment.run")
 
 if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectReceiveStream
+
     from regiment.hierarchy._running import RunningTeam
+    from regiment.hierarchy.events import Event
 
 __all__ = ("open_nested",)
 
@@ -204,7 +207,7 @@ async def _resumed(
         return nested
 
 
-def _finished(record: RunFinished) -> Opened:
+def _finished(record: RunFinished) -> tuple[RunChannel, MemoryObjectReceiveStream[Event]]:
     """A channel holding a finished nested run's journaled result (or error), closed."""
     channel, events = RunChannel.open(streaming=False)
     if record.result:

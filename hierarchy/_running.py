@@ -46,7 +46,7 @@ from regiment.hierarchy._team_actors import (
     worker_actor,
 )
 from regiment.hierarchy.events import Event
-from regiment.hierarchy.run._channel import RunChannel, RunEvents
+from regiment.hierarchy.run._channel import RunChannel, RunEnd, RunEvents
 from regiment.hierarchy.run._guarding import enclosing, role_guards
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal
 from regiment.hierarchy.run._lender import Lender, SupervisorLender
@@ -195,6 +195,7 @@ class RunningTeam(DecidesApprovals):
         known = journaled.entries if journaled and journaled.run_id == run_id else None
         opened = reopened(self, run_id, deps=deps, force=force, streaming=True, entries=known)
         async with opened as (channel, events):
+            assert not isinstance(events, RunEnd)  # a streamed run has no lender
             yield RunEvents(events, self._spawner.checkpoint_if_cancelled, channel)
 
     @asynccontextmanager
@@ -217,6 +218,7 @@ class RunningTeam(DecidesApprovals):
         """
         opened = await _let_in(self, goal, allowance, True, concurrency, session, deps)
         async with opened as (channel, events):
+            assert not isinstance(events, RunEnd)  # a streamed run has no lender
             yield RunEvents(events, self._spawner.checkpoint_if_cancelled, channel)
 
     @asynccontextmanager
@@ -291,7 +293,7 @@ class RunningTeam(DecidesApprovals):
         run_id: str,
         ref: RunRef | None,
         channel: RunChannel,
-        events: MemoryObjectReceiveStream[Event],
+        events: MemoryObjectReceiveStream[Event] | RunEnd,
         session: str | None,
     ) -> None:
         """Cancel the run if it still goes, stop its actor, close its events and journal;

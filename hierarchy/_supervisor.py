@@ -23,7 +23,7 @@ from regiment.hierarchy._messages import PAUSING, StepAllowance
 from regiment.hierarchy.events import Event, RunFailed
 from regiment.hierarchy.run._actor import PlannerActor
 from regiment.hierarchy.run._changes import RunAborted
-from regiment.hierarchy.run._channel import RunChannel, not_executing
+from regiment.hierarchy.run._channel import RunChannel, RunEnd, not_executing
 from regiment.hierarchy.run._messages import CancelRun, PlannerMessage
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._turns import planner_crashed
@@ -261,7 +261,7 @@ def cut_nested(ref: ActorRef[PlannerMessage, None], channel: RunChannel, pausing
 async def close_run(
     ref: ActorRef[PlannerMessage, None],
     channel: RunChannel,
-    events: MemoryObjectReceiveStream[Event],
+    events: MemoryObjectReceiveStream[Event] | RunEnd,
     grace: float = _CANCEL_GRACE,
 ) -> None:
     """Cancel the run if it is still going, wait (``grace`` seconds at most) for it to

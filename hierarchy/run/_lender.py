@@ -67,6 +67,11 @@ class Lender:
         """The run has ended (its channel closed)."""
         self._wakeup.wake()
 
+    async def until_end(self, channel: RunChannel) -> None:
+        """Wait until ``channel`` is done, running no calls (the caller stopped lending)."""
+        while not channel.done:
+            await self._wakeup.wait()
+
     async def wait_end(self, channel: RunChannel) -> None:
         """Run the calls handed over until ``channel`` is done."""
         try:

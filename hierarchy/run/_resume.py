@@ -12,7 +12,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from regiment.errors import AlreadyFinished, ConfigError, JournalError, RunCancelled
 from regiment.hierarchy._replay import Replay
 from regiment.hierarchy.events import Event
-from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.run._channel import RunChannel, RunEnd
 from regiment.hierarchy.run._config_hash import config_hash
 from regiment.hierarchy.run._hints import list_advice, nested_refusal, show_advice
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, owner_name
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ("Opened", "finished", "open_channel", "reopen", "reopened")
 
-Opened: TypeAlias = tuple[RunChannel, MemoryObjectReceiveStream[Event]]
+Opened: TypeAlias = tuple[RunChannel, MemoryObjectReceiveStream[Event] | RunEnd]
 """A run in progress: its channel, and the stream its events arrive on."""
 
 
@@ -79,7 +79,12 @@ async def open_channel(
             )
             if session is not None:
                 history = await session_context(journal, running.sessions, team, session, run_id)
-    channel, events = RunChannel.open(streaming=streaming, lender=lender)
+    channel: RunChannel
+    events: MemoryObjectReceiveStream[Event] | RunEnd
+    if lender is None:
+        channel, events = RunChannel.open(streaming=streaming)
+    else:  # run(), resume(): nobody reads the events, so no stream is made
+        channel, events = RunChannel.lent(lender)
     if session is not None:
         if history is None:
             history = await session_context(journal, running.sessions, team, session, run_id)

@@ -36,7 +36,7 @@ from regiment.hierarchy._messages import AssignStep, StepAllowance, StepReport
 from regiment.hierarchy._ranges import seconds
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy.events import Event
-from regiment.hierarchy.run._channel import RunChannel
+from regiment.hierarchy.run._channel import RunChannel, RunEnd
 from regiment.hierarchy.workers._failed import failed_report
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._step_actor import StepActor
@@ -55,7 +55,7 @@ multi-call steps. Set ``Budget(model_calls=...)`` on the child team to change it
 
 OpenChildRun: TypeAlias = Callable[
     [str, StepAllowance, StepAt, int],
-    AbstractAsyncContextManager[tuple[RunChannel, MemoryObjectReceiveStream[Event]]],
+    AbstractAsyncContextManager[tuple[RunChannel, MemoryObjectReceiveStream[Event] | RunEnd]],
 ]
 """Starts (or, for a journaled run above, resumes) the child team's run of one attempt
 of a step under an allowance; yields its channel and events.
