@@ -18,6 +18,7 @@ import pytest
 from regiment.errors import ModelAPIError
 from regiment.hierarchy import (
     Budget,
+    JournaledEvents,
     Planner,
     RunCompleted,
     RunFailed,
@@ -126,3 +127,30 @@ async def test_a_step_done_as_its_caller_left_is_in_the_journaled_result(
     assert result.committed == ("s2",)
     assert result.usage.input_tokens >= FINISHED.input_tokens
     assert _completed(events) == []  # quiet, as the cancelled step is: no reader is there
+
+
+async def test_a_run_whose_caller_left_winds_down_before_run_returns(tmp_path: Path) -> None:
+    """``run()`` makes no events stream (nobody reads it): its caller, cancelled, still
+    waits for the run's wind-down, so the journal holds its cancelled end, with the step
+    that finished meanwhile, as soon as ``run()`` has returned."""
+    late = LateFinish()
+    journal = await SqliteJournal.open(tmp_path / "runs.db")
+    async with journal, _team(late, "hang", "finish").start(journal=journal) as running:
+        async with anyio.create_task_group() as tg:
+
+            async def leave_when_busy() -> None:
+                await late.both_in.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(leave_when_busy)
+            await running.run("goal")
+        (listed,) = await journal.list_runs()
+        assert listed.status == "cancelled"
+        events = (await JournaledEvents.read(journal, listed.run_id)).events
+    ended = events[-1]
+    assert isinstance(ended, RunCompleted)
+    assert sorted((r.step_id, r.status) for r in ended.result.steps) == [
+        ("s1", "cancelled"),
+        ("s2", "done"),
+    ]
+    assert ended.result.committed == ("s2",)
