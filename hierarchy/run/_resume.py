@@ -220,4 +220,4 @@ async def finished(opened: AbstractAsyncContextManager[Opened]) -> RunResult:
     try:
         raise channel.error or RunCancelled("the run ended without a result")
     finally:  # the error's traceback holds this frame: no cycle left for the collector
-        del channel
+        del channel, events  # (a lent run's events, RunEnd, hold its channel too)
