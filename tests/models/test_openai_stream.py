@@ -11,7 +11,7 @@ from regiment.errors import ModelAPIError, ModelConnectionError
 from regiment.models import Message, ModelRequest, OpenAIModel
 
 from .chat_api import completion, error
-from .standin import Collected, Reply, StandIn, half_read_body, serve
+from .standin import Collected, Reply, SseEvent, StandIn, half_read_body, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -96,7 +96,10 @@ async def test_a_stream_without_choices_is_a_clear_error(api: StandIn, with_done
     error, not retried; it was 'ended before its finish_reason', made three times."""
     empty = {"id": "x", "object": "chat.completion.chunk", "model": "m", "choices": []}
     usage = {"prompt_tokens": 3, "completion_tokens": 0, "total_tokens": 3}
-    events = [(None, json.dumps(empty)), (None, json.dumps({**empty, "usage": usage}))]
+    events: list[SseEvent] = [
+        (None, json.dumps(empty)),
+        (None, json.dumps({**empty, "usage": usage})),
+    ]
     events += [(None, "[DONE]")] if with_done else []
     reply = Reply(200, {}, {"x-request-id": "req_empty"}, events=events)
     api.queue(reply, reply, reply)
