@@ -61,11 +61,13 @@ def validate(config: TeamConfig, source: str, stdout: TextIO) -> int:
 
 def _run_lines(config: TeamConfig, team: Team, source: str) -> list[str]:
     """What shapes a run beyond its roles, one line each, for what the file sets: the
-    critic, compression, a budget (its limits), concurrency (even at its default)."""
+    critic, compression, a budget (its limits), concurrency; a value the file writes
+    equal to its default is named too, marked so."""
     from regiment.config import TeamConfig  # loaded already: the team was built
     from regiment.hierarchy import Budget
 
     lines: list[str] = []
+    written = _written(source)
     planner_model = f"the planner's model ({config.model_specs()['planner.model']})"
     if config.critic is not None:
         model = config.critic.model or planner_model
@@ -74,25 +76,37 @@ def _run_lines(config: TeamConfig, team: Team, source: str) -> list[str]:
         model = config.compression.model or planner_model
         after = f"passes {team.compression.threshold:,} estimated tokens"
         lines.append(f"compression: {model}, when the carried context {after}")
-    if team.budget != Budget():
-        given = [
-            f"{f.name} {_limit(f.name, value)}"
-            for f in msgspec.structs.fields(Budget)
-            if f.name != "on_exhausted" and (value := getattr(team.budget, f.name)) != f.default
-        ]
+    table = written.get("budget")
+    in_table = table if isinstance(table, dict) else {}
+    if team.budget != Budget() or in_table:
+        given = []
+        for f in msgspec.structs.fields(Budget):
+            value = getattr(team.budget, f.name)
+            note = _note(value, f.default, f.name in in_table)
+            if f.name != "on_exhausted" and note is not None:
+                given.append(f"{f.name} {_limit(f.name, value)}{note}")
         limits = ", ".join(given) or "no limits set"
         lines.append(f"budget: {limits}; on_exhausted {team.budget.on_exhausted!r}")
-    default = team.concurrency == _default(TeamConfig, "concurrency")
-    if not default or _top_level_keys(source) >= {"concurrency"}:
-        said = f"concurrency: at most {team.concurrency} steps of a run at once"
-        lines.append(said + (" (the default)" if default else ""))
+    default = _default(TeamConfig, "concurrency")
+    if (note := _note(team.concurrency, default, "concurrency" in written)) is not None:
+        lines.append(f"concurrency: at most {team.concurrency} steps of a run at once{note}")
     return lines
 
 
-def _top_level_keys(source: str) -> set[str]:
-    """The top-level keys the team file at ``source`` writes: the decoded config has
-    every field, set or not, so a value given equal to its default looks unset there.
-    The file parsed a moment ago; one that cannot be read now gives none."""
+def _note(value: object, default: object, written: bool) -> str | None:
+    """How the summary names a value: ``None`` (not at all) when it is its default and
+    the file does not write it; after it, ``" (the default)"`` when the file writes it
+    equal to its default, else nothing."""
+    if value != default:
+        return ""
+    return " (the default)" if written else None
+
+
+def _written(source: str) -> dict[str, object]:
+    """The top-level keys and values the team file at ``source`` writes, as written: the
+    decoded config has every field, set or not, so a value given equal to its default
+    looks unset there. The file parsed a moment ago; one that cannot be read now gives
+    none."""
     try:
         text = Path(source).read_text(encoding="utf-8-sig")
         if Path(source).suffix.lower() == ".toml":
@@ -103,10 +117,10 @@ def _top_level_keys(source: str) -> set[str]:
             try:
                 raw = yaml.safe_load(text)
             except yaml.YAMLError:  # changed since
-                return set()
+                return {}
     except (OSError, ValueError):  # changed since, or gone
-        return set()
-    return {str(key) for key in raw} if isinstance(raw, dict) else set()
+        return {}
+    return {str(key): value for key, value in raw.items()} if isinstance(raw, dict) else {}
 
 
 def _default(kind: type[msgspec.Struct], name: str) -> object:
@@ -115,6 +129,8 @@ def _default(kind: type[msgspec.Struct], name: str) -> object:
 
 def _limit(name: str, value: object) -> str:
     """A budget limit as a summary line shows it (seconds with their unit)."""
+    if value is None:  # written as null in a YAML file
+        return "unlimited"
     if name == "wall_clock":
         return f"{value} s"
     return f"{value:,}" if isinstance(value, int) else str(value)

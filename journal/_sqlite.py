@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -131,11 +133,14 @@ class _SqliteStore(SqlStore):
                 f"tables {', '.join(sorted(tables))}); it was left untouched: point the journal "
                 "at another file"
             )
-        if tables:
-            read_version(self._execute, self.where)  # refuses a foreign or a newer one unwritten
+        # refuses a foreign or a newer one unwritten
+        version = read_version(self._execute, self.where) if tables else None
         conn = self._connection()
-        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA journal_mode=WAL")  # a journal's is already: no lock taken
         conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
+        if version == CURRENT_VERSION:  # nothing to write, so no wait for the write lock
+            self._check_writable()  # another process may hold it a long while
+            return
         with self._write_transaction():
             prepare(
                 self._execute,
@@ -147,6 +152,21 @@ class _SqliteStore(SqlStore):
             # without a word (on a read-only mount with its -wal and -shm there, say), and
             # the first run would fail at its first record. It fails here, at the open.
             self._execute("UPDATE journal_meta SET value = value WHERE name = 'format'")
+
+    def _check_writable(self) -> None:
+        """Fail now if this process may not write the journal's files: SQLite opens one
+        it may not write read-only without a word (on a read-only mount with its -wal
+        and -shm there, say), and the first run would fail at its first record. Asked
+        of the file system, with no write (``_open``'s, which showed it, waited for the
+        write lock) and no open: closing a file descriptor of the file drops every lock
+        SQLite holds on it in this process."""
+        effective = os.access in os.supports_effective_ids
+        for name in ("", "-wal", "-shm"):
+            file = self._path.with_name(self._path.name + name)
+            if (name == "" or file.exists()) and not os.access(
+                file, os.W_OK, effective_ids=effective
+            ):
+                raise PermissionError(errno.EACCES, "this process may not write it", str(file))
 
     def _check_readable(self) -> None:
         """A journal opened read-only must be one of this schema: it cannot be migrated."""

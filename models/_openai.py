@@ -75,8 +75,7 @@ _UNREADABLE = (
     ValueError,
     TypeError,
     AttributeError,
-    KeyError,
-    IndexError,
+    LookupError,
     RecursionError,
 )
 
@@ -148,8 +147,7 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
     ) -> None:
         self._price = checked_price(price, "OpenAIModel")
         self._model = check_model_id(model, "OpenAIModel")
-        self._stream, self._settings = stream, settings
-        self._compatible = compatible
+        self._stream, self._settings, self._compatible = stream, settings, compatible
         self._usage_asked = True  # streams ask for their usage (until a server refuses)
         self._warned_thinking = False  # told once that thinking_budget is not sent
         self._owns_client = client is None
@@ -192,13 +190,7 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
         request_id = getattr(completion, "_request_id", None)
         # A gateway whose upstream failed; no "choices" at all is "could not be read", below.
         if getattr(completion, "choices", None) == []:
-            error = ModelAPIError(
-                f"the Chat Completions API at {self._where()} sent a reply with no choices "
-                f'("choices": [], {request_note(request_id)}): the server gave no '
-                "answer; see its logs, or try again",
-                request_id=request_id,
-            )
-            raise stream_failed(error, transient=False)
+            raise self._no_choices('a reply with no choices ("choices": []', request_id)
         with self._translated(reading=True, request_id=request_id):
             return response_from_completion(completion)
 
@@ -233,6 +225,8 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
         finally:
             with anyio.CancelScope(shield=True):  # release the connection even when cancelled
                 await manager.__aexit__(None, None, None)
+        if not reader.chose:  # as _plain's: not "ended before its finish_reason", retried
+            raise self._no_choices('a stream with no choices (all "choices": []', request_id)
         if reader.stop_reason is None:
             raise stream_failed(
                 ModelConnectionError(
@@ -266,6 +260,14 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
             )
         manager = create(**params, stream=True)
         return manager, await manager.__aenter__()
+
+    def _no_choices(self, sent: str, request_id: str | None) -> ModelAPIError:
+        error = ModelAPIError(
+            f"the Chat Completions API at {self._where()} sent {sent}, "
+            f"{request_note(request_id)}): the server gave no answer; see its logs, or try again",
+            request_id=request_id,
+        )
+        return stream_failed(error, transient=False)
 
     def _where(self) -> str:
         return f"{self.base_url} for model {self._model!r}"
@@ -358,12 +360,10 @@ async def _quota_is_final(response: httpx2.Response) -> None:
 
 def _api_error(exc: openai.APIStatusError, where: str, max_retries: int) -> ModelAPIError:
     status, request_id = exc.status_code, exc.request_id
-    text = exc.message
-    body = exc.body
+    text, body = exc.message, exc.body
     if isinstance(body, dict) and isinstance(body.get("message"), str):
         text = body["message"]
-    advice = _ADVICE.get(status)
-    path = exc.request.url.path
+    advice, path = _ADVICE.get(status), exc.request.url.path
     if "/openai/deployments/" in path:  # Azure OpenAI (a ready AsyncAzureOpenAI client)
         advice = _AZURE_ADVICE.get(status, advice)
     elif status == 404 and "/v1/" not in path:  # the usual slip: base_url="http://host:11434"

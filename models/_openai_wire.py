@@ -311,7 +311,7 @@ class ChunkReader:
     model: str = ""
     response_id: str | None = None
     refusal: str = ""  # why the model declined, if it did (not handed out as deltas)
-
+    chose: bool = False  # a chunk had a choice (a stream of "choices": [] is no answer)
     done: bool = False  # the server said [DONE]
 
     def line(self, line: str) -> list[PartDelta]:
@@ -333,13 +333,13 @@ class ChunkReader:
         """Take in one chunk; the deltas it carries, in order."""
         if chunk.error is not None:
             raise StreamErrorEvent(chunk.error.message, chunk.error.type, chunk.error.code)
-        self.model = chunk.model or self.model
-        self.response_id = chunk.id or self.response_id
+        self.model, self.response_id = chunk.model or self.model, chunk.id or self.response_id
         if (usage := chunk.usage) is not None:
             details = usage.prompt_tokens_details
             cached = (details.cached_tokens or 0) if details is not None else 0
             self.usage = _usage(usage.prompt_tokens, usage.completion_tokens, cached)
         deltas: list[PartDelta] = []
+        self.chose = self.chose or bool(chunk.choices)
         for choice in chunk.choices[:1]:
             if text := content_text(choice.delta.content):
                 deltas.append(self._text(text))

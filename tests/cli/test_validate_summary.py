@@ -107,3 +107,33 @@ async def test_concurrency_the_file_sets_to_its_default_is_named(
     code, out, err = await run_cli("validate", str(team), "--app-dir", str(ROOT))
     assert (code, err) == (0, ""), err
     assert out.splitlines()[-1] == "  concurrency: at most 8 steps of a run at once (the default)"
+
+
+@pytest.mark.parametrize("suffix", ["toml", "yaml"])
+async def test_budget_limits_the_file_sets_to_their_default_are_named(
+    tmp_path: Path, suffix: str
+) -> None:
+    # `replans = 3` and `rounds = 3` (their defaults) were left out, and a [budget] of
+    # only such limits gave no budget line at all, as if the file had none.
+    if suffix == "toml":
+        text = BASE.format(top="", tables="[budget]\nreplans = 3\nrounds = 3\ntokens = 1000\n")
+        only = BASE.format(top="", tables="[budget]\nreplans = 3\n")
+    else:
+        head = (
+            "name: t\nbrain: examples.refund.brain:refund_brain\n"
+            "workers:\n  - name: billing\n    description: Issues refunds.\n"
+        )
+        text = head + "budget:\n  replans: 3\n  rounds: 3\n  tokens: 1000\n"
+        only = head + "budget:\n  replans: 3\n"
+    team = tmp_path / f"team.{suffix}"
+    said = []
+    for body in (text, only):
+        team.write_text(body, encoding="utf-8")
+        code, out, err = await run_cli("validate", str(team), "--app-dir", str(ROOT))
+        assert (code, err) == (0, ""), err
+        said.append(out.splitlines()[-1])
+    assert said == [
+        "  budget: tokens 1,000, replans 3 (the default), rounds 3 (the default); "
+        "on_exhausted 'partial'",
+        "  budget: replans 3 (the default); on_exhausted 'partial'",
+    ]

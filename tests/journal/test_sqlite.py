@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sqlite3
 from collections.abc import Sequence
@@ -163,8 +164,10 @@ async def test_a_write_that_cannot_commit_fails_the_run_instead_of_going_on(
 
 
 async def test_a_journal_locked_past_the_busy_timeout_at_open_says_so(tmp_path: Path) -> None:
+    # Only an open that writes waits for the lock: one of an older schema (migrated).
     path = tmp_path / "journal.db"
-    await (await open_journal(path)).close()
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        write_v1(conn.execute, blob="BLOB", mark="?")
     blocker = sqlite3.connect(path, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")
     try:
@@ -174,6 +177,30 @@ async def test_a_journal_locked_past_the_busy_timeout_at_open_says_so(tmp_path: 
         blocker.execute("ROLLBACK")
         blocker.close()
     await (await SqliteJournal.open(path, busy_timeout=0.05)).close()
+
+
+async def test_a_journal_of_this_schema_opens_while_another_holds_its_write_lock(
+    tmp_path: Path,
+) -> None:
+    # Its open wrote (the schema's check, in a write transaction), so it waited the busy
+    # timeout and failed: a service could not start beside a process writing the file.
+    path = tmp_path / "journal.db"
+    await (await open_journal(path)).close()
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        journal = await SqliteJournal.open(path, busy_timeout=0.05)
+        try:
+            assert await journal.list_runs() == ()
+            assert blocker.in_transaction  # held all along
+            blocker.execute("ROLLBACK")
+            lease = await journal.create_run(created(new_id()), owner="me:1", ttl=60)
+            await journal.flush(lease)  # and it writes once the lock is gone
+            assert len(await journal.list_runs()) == 1
+        finally:
+            await journal.close()
+    finally:
+        blocker.close()
 
 
 @pytest.mark.parametrize("where", ["under-a-file", "a-directory"])

@@ -11,7 +11,7 @@ from regiment.errors import ModelAPIError, ModelConnectionError
 from regiment.models import Message, ModelRequest, OpenAIModel
 
 from .chat_api import completion, error
-from .standin import Collected, Reply, StandIn, half_read_body, serve
+from .standin import Collected, Reply, SseEvent, StandIn, half_read_body, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -88,6 +88,31 @@ async def test_a_plain_reply_without_choices_is_a_clear_error(api: StandIn) -> N
         'sent a reply with no choices ("choices": [], no request id): the server gave no ' in said
     )
     assert "IndexError" not in said
+
+
+@pytest.mark.parametrize("with_done", [True, False], ids=["done", "no-done"])
+async def test_a_stream_without_choices_is_a_clear_error(api: StandIn, with_done: bool) -> None:
+    """Every chunk "choices": [] (a gateway whose upstream failed) is the plain reply's
+    error, not retried; it was 'ended before its finish_reason', made three times."""
+    empty = {"id": "x", "object": "chat.completion.chunk", "model": "m", "choices": []}
+    usage = {"prompt_tokens": 3, "completion_tokens": 0, "total_tokens": 3}
+    events: list[SseEvent] = [
+        (None, json.dumps(empty)),
+        (None, json.dumps({**empty, "usage": usage})),
+    ]
+    events += [(None, "[DONE]")] if with_done else []
+    reply = Reply(200, {}, {"x-request-id": "req_empty"}, events=events)
+    api.queue(reply, reply, reply)
+    async with model_for(api) as model:
+        with pytest.raises(ModelAPIError) as caught:
+            await model.complete(ask())
+    said = str(caught.value)
+    assert (
+        'sent a stream with no choices (all "choices": [], request id req_empty): the server '
+        "gave no answer; see its logs, or try again"
+    ) in said
+    assert "finish_reason" not in said
+    assert len(api.requests) == 1
 
 
 async def test_parallel_calls_a_server_gives_one_index_are_kept_apart(api: StandIn) -> None:

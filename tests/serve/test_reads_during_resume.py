@@ -40,7 +40,7 @@ async def test_reads_answer_while_a_resume_waits_for_the_journal_lock(tmp_path: 
     try:
         app = create_app(shop_team(shop, PLAN), journal=str(path))
         async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=60) as c:
-            await c.get("/runs")  # its journal is open (its open writes: it would wait too)
+            await c.get("/runs")  # its journal is open
             lock = sqlite3.connect(path, isolation_level=None)
             lock.execute("BEGIN IMMEDIATE")  # the resume's lease write waits for it
             resumed: list[httpx.Response] = []
