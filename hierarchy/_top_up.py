@@ -19,8 +19,8 @@ draws from that, at once and without waiting, under one fair rule:
 * it gets what its call needs, or an even part (between the steps in flight) of
   what it may draw if that is more, so a long loop does not ask before every call;
 * a step short of model calls, tokens or money that cannot be topped up now waits
-  (``grant_waiting``) while a sibling in flight that is not itself waiting holds a
-  share: that sibling will report and give back what it did not spend, and the step
+  (``grant_waiting``) while a sibling that is not itself waiting, nor queued for a
+  runner its worker's busy runners hold (``queued``), holds a share: that sibling will report and give back what it did not spend, and the step
   asks again each time one does. The last such step never waits (it ends short, and
   gives back what it holds), so a run never waits on itself; nor does any while a call
   of the run waits for a decision (a human may take hours).
@@ -45,25 +45,14 @@ from typing import final
 
 import anyio
 
-from regiment.hierarchy._allowance import Rates
 from regiment.hierarchy._budget import Budget, BudgetLedger, BudgetLimit
+from regiment.hierarchy._call_need import Need, call_need, reply_room
 from regiment.hierarchy._messages import StepAllowance
 from regiment.hierarchy.events import BudgetToppedUp, Event
-from regiment.models import (
-    ModelRequest,
-    Usage,
-    estimate_tokens,
-    least_cost,
-    micro_usd,
-    reply_tokens,
-)
 
 __all__ = ("Need", "TopUps", "afford", "call_need", "reply_room")
 
 _log = logging.getLogger("regiment.run")
-
-Need = dict[str, tuple[int, int]]
-"""What a step asks for: budget field -> (the least that helps, what it wants)."""
 
 _TOKENS = ("tokens", "input_tokens", "output_tokens", "micro_usd")
 
@@ -94,6 +83,7 @@ class TopUps:
         "above",
         "after",
         "deciding",
+        "held_back",
         "ledger",
         "own",
         "run_id",
@@ -110,7 +100,11 @@ class TopUps:
         self.told: Callable[[Event], None] | None = None
         self.above: tuple[TopUps, Hashable] | None = None
         self.own: Budget | None = None
-        self.waiting = 0  # steps waiting in ``grant_waiting`` for a sibling to give back
+        # Steps waiting in ``grant_waiting`` for a sibling to give back (by key).
+        self.waiting: set[Hashable] = set()
+        # Steps queued for a runner of their worker that only a running step's end frees
+        # (``queued``): they give nothing back before then (their runners may be waiters).
+        self.held_back: set[Hashable] = set()
         # The run's calls waiting for a decision (by request id): while one does, no step
         # waits for a top-up (a human may take hours; the run pauses once only they wait).
         self.deciding: Collection[str] = ()
@@ -129,6 +123,26 @@ class TopUps:
         self.ledger, self.run_id, self.unsent, self.told = ledger, run_id, unsent, told
         self.after = after
 
+    def queued(self, key: Hashable, held: bool = True) -> None:
+        """The step reserved under ``key`` waits for a runner of its worker that only a
+        running step's end frees (``held``): steps waiting for a top-up ask again (it
+        no longer counts as a sibling that will give back); or a runner took it."""
+        if not held:
+            self.held_back.discard(key)
+            return
+        self.held_back.add(key)
+        if (ledger := self.ledger) is not None:
+            ledger.given_back_now()
+
+    def _givers(self, ledger: BudgetLedger, key: Hashable) -> bool:
+        """Whether a sibling of the step under ``key`` may give back without waiting on
+        it: one that has not reported (it holds a share), is not waiting itself and is
+        not held back for a runner (it runs, or is on its way to a runner bound to take
+        it). (Keys of steps that reported are let go of here.)"""
+        reserved, waiting, held = ledger.reserved, self.waiting, self.held_back
+        held.intersection_update(reserved)
+        return any(k != key and k not in waiting and k not in held for k in reserved)
+
     def close(self) -> None:
         """The run has ended: no more top-ups, and let go of its ledger, book and
         dispatcher (held, they would make a cycle with the run's channel that only
@@ -136,6 +150,7 @@ class TopUps:
         self.stop()
         self.told = self.above = None
         self.deciding = ()
+        self.held_back.clear()
         self.unsent, self.after = _none_unsent, _none_after
 
     def wake(self) -> None:
@@ -152,24 +167,40 @@ class TopUps:
         self.ledger = None
 
     async def grant_waiting(self, key: Hashable, need: Need, who: str = "") -> StepAllowance | None:
-        """``grant``; while the run cannot spare it but a sibling in flight that is not
-        waiting itself holds a share, wait for a step to give back and ask again."""
+        """``grant``; while the run cannot spare it but a sibling that will give back
+        without waiting on it holds a share (``_givers``), wait for a step to give back
+        and ask again.
+
+        Why no run waits forever (the invariant): a step waits only while some sibling
+        holds a share (has not reported), is not waiting itself and is not held back
+        for a runner (``queued``: its worker's runners are all busy, maybe with
+        waiters). Such a sibling is running, or on its way to a runner bound to take it
+        (or, just sent, still to reach its worker: if it is then queued behind busy
+        runners, ``queued`` wakes the waiters to look again). So it makes progress that
+        depends on no waiter: it reports (its share is released, which wakes every
+        waiter to ask again), or it comes here and may wait only while another such
+        sibling exists, so the last of them never waits; a call of the run waiting for
+        a decision makes none wait (``wake`` makes those that do ask again), and the
+        run's end or its budget's wakes them (``stop``). The check and the wait are one
+        step of the event loop (no ``await`` between), so no wake-up is missed. (A
+        fan-out of nine steps on a worker running eight at once hung on 35% of its
+        need: eight runners waited on the ninth step, queued behind them.)"""
         while (allowance := self.grant(key, need, who)) is None:
             ledger = self.ledger
             if ledger is None or key not in ledger.reserved:
                 return None
-            if len(ledger.reserved) - 1 - self.waiting <= 0 or "tool_calls" in need:
+            if "tool_calls" in need or not self._givers(ledger, key):
                 return None  # the last that could give back must not wait; (a step short
                 # of tool calls answers from what it has, in-process or on Ray alike)
             if self.deciding:
                 return None  # a sibling may wait for a human: do not wait on it
             if (given_back := ledger.given_back) is None:
                 given_back = ledger.given_back = anyio.Event()
-            self.waiting += 1
+            self.waiting.add(key)
             try:
                 await given_back.wait()
             finally:
-                self.waiting -= 1
+                self.waiting.discard(key)
         return allowance
 
     def grant(self, key: Hashable, need: Need, who: str = "") -> StepAllowance | None:
@@ -322,64 +353,3 @@ def _limit(budget: Budget, name: str) -> int | None:
         return None if budget.usd is None else round(budget.usd * 1_000_000)
     limit: int | None = getattr(budget, name)
     return limit
-
-
-def call_need(
-    allowance: StepAllowance,
-    model_calls: int,
-    usage: Usage,
-    request: ModelRequest,
-    rates: Rates | None = None,
-) -> Need:
-    """What a step's share lacks for its next model call (``request``, to a model priced
-    at ``rates``), after ``model_calls`` calls that spent ``usage``: each field that cannot
-    pay, by how much (for money: the call's least cost, and what its reply could cost)."""
-    need: Need = {}
-    if (micro := allowance.micro_usd) is not None:
-        least = 1 if rates is None else least_cost(rates, estimate_tokens(request))
-        short = least - (micro - usage.micro_usd)
-        if short > 0:
-            want = (
-                short if rates is None else short + micro_usd(rates, (0, request.max_tokens, 0, 0))
-            )
-            need["micro_usd"] = (short, want)
-    if allowance.model_calls is not None and model_calls >= allowance.model_calls:
-        need["model_calls"] = (1, 1)
-    outputs = allowance.output_tokens
-    if outputs is not None and usage.output_tokens >= outputs:
-        short = usage.output_tokens - outputs + 1
-        need["output_tokens"] = (short, short)
-    if allowance.tokens is None and allowance.input_tokens is None:
-        return need
-    needed = estimate_tokens(request)
-    caps = (  # tokens: the input and one output token (as ``over_allowance`` checks)
-        ("tokens", allowance.tokens, usage.total_tokens, 1),
-        ("input_tokens", allowance.input_tokens, usage.whole_input_tokens, 0),
-    )
-    for name, cap, spent, reply in caps:
-        if cap is not None and needed + reply > cap - spent:
-            short = needed + reply - (cap - spent)
-            need[name] = (short, short)
-    return need
-
-
-def reply_room(
-    allowance: StepAllowance, usage: Usage, request: ModelRequest, rates: Rates | None = None
-) -> int | None:
-    """The most output tokens a step's next reply (to ``request``) may have once the
-    step spent ``usage``: what its share has left of ``output_tokens``, and of ``tokens``
-    less the call's estimated input, and what its money left pays for at ``rates`` once
-    the input is paid; at least 1 (``over_allowance`` refuses a call with no room
-    first). ``None``: the share limits none of them, so the reply is not held."""
-    outputs, tokens, micro = allowance.output_tokens, allowance.tokens, allowance.micro_usd
-    if outputs is None and tokens is None and micro is None:
-        return None
-    rooms: list[int] = []
-    if micro is not None and rates is not None:
-        left = micro - usage.micro_usd
-        rooms.append(reply_tokens(rates, left, estimate_tokens(request)))
-    if outputs is not None:
-        rooms.append(outputs - usage.output_tokens)
-    if tokens is not None:
-        rooms.append(tokens - usage.total_tokens - estimate_tokens(request))
-    return max(1, min(rooms)) if rooms else None

@@ -348,6 +348,12 @@ class RayWorkerActor(StepActor):
         self._packed: tuple[object, bytes] | None = None  # the last deps pickled, and their bytes
         replicas.acquire()
 
+    def held_back(self, assign: AssignStep, held: bool) -> None:
+        if (channel := self._links.channels.get(assign.run_id)) is not None:
+            channel.fence.top_ups.queued(
+                (assign.plan_version, assign.step.id, assign.attempt), held
+            )
+
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
         """Run the step on a replica, under this step's ``invoke_agent`` span."""
         links, name = self._links, self._worker.name

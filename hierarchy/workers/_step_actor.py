@@ -3,6 +3,14 @@
 A worker (``_worker.WorkerActor``) and a sub-team (``_team_worker.TeamWorkerActor``)
 differ only in how a step is done (:meth:`StepActor.work`); how steps are
 queued, run on reused runner tasks, cancelled, timed out and reported is here.
+
+Steps run on runner tasks the actor owns, at most ``max_concurrent`` of them; a step
+assigned while all are busy waits its turn in order (held back: ``Backlog``). A runner
+that finishes a step takes the next one, or parks until one comes (``IdleRunners``: up
+to ``IDLE_RUNNERS``, newest woken first): a task per step was the largest cost of a
+step. A runner whose step left a context variable changed retires. A step cancelled
+while it waits for a runner never starts and reports at once; ``step_timeout`` counts
+from the moment a runner starts the step.
 """
 
 from __future__ import annotations
@@ -30,7 +38,14 @@ from regiment.hierarchy.workers._failed import failed_report
 from regiment.hierarchy.workers._grace import CANCEL_GRACE, GivesUp
 from regiment.hierarchy.workers._hand_in import send_report
 from regiment.hierarchy.workers._loop import StepProgress
-from regiment.hierarchy.workers._step_jobs import HOLD, IdleRunners, Lane, StepJob, StepTimer
+from regiment.hierarchy.workers._step_jobs import (
+    HOLD,
+    Backlog,
+    IdleRunners,
+    Lane,
+    StepJob,
+    StepTimer,
+)
 from regiment.telemetry import Telemetry, record_cancellation
 from regiment.telemetry import semconv as sc
 
@@ -45,17 +60,8 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
     Steps are keyed by (run, plan version, step, attempt), so a ``CancelStep``
     stops exactly the steps it names. Whatever happens to a step, exactly one
     ``StepReport`` goes back to the sender of the assignment (a sender that has
-    stopped meanwhile is not an error). Subclasses implement :meth:`work`.
-
-    Steps run on runner tasks the actor owns, at most ``max_concurrent`` of them;
-    a step assigned while all are busy waits its turn in order. A runner that
-    finishes a step takes the next one, or parks until one comes (``IdleRunners``:
-    up to ``IDLE_RUNNERS``, newest woken first): a task per step was the largest
-    cost of a step. A runner whose step left a context variable changed retires.
-    A step cancelled while it waits for a runner never starts and reports at once;
-    ``step_timeout`` counts from the moment a runner starts the step.
-
-    A runner's steps share one cancel scope, renewed only after a step in it
+    stopped meanwhile is not an error). Subclasses implement :meth:`work`; its
+    runners are as the module says. A runner's steps share one cancel scope, renewed only after a step in it
     was cancelled or timed out (a scope per step was the largest anyio cost of
     a step); one task per actor keeps the timeouts (``StepTimer``).
     """
@@ -81,6 +87,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
         self._queued: deque[StepJob] = deque()
         self._idle = IdleRunners()  # runners waiting for a step
         self._taker = False  # a runner handing a report in takes the next step queued
+        self._backlog = Backlog(self.held_back)  # queued with no runner bound to take them
         # With no step_timeout it times nothing out; its one task still sees the worker stop
         # (_stopping: a tool that ignores the cancel is named while the stop waits for it).
         seconds = math.inf if step_timeout is None else step_timeout
@@ -134,13 +141,19 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
             self._idle.wake_one()
         elif self._max_runners is None or self._runners < self._max_runners:
             self._add_runner()
+        else:
+            self._backlog.hold(job)  # no runner is bound to take it
+        self._backlog.behind(job)  # nor to take it before those held back ahead of it
+
+    def held_back(self, assign: AssignStep, held: bool) -> None:
+        """A step waits for a runner only a running step's end frees, or no longer."""
 
     def _cancel(self, cancel: CancelStep) -> list[StepJob]:
         """Cut the steps ``cancel`` names; those waiting for a runner leave the queue."""
         for job in _named(self._jobs, cancel):
             job.why = cancel.reason
             self._cut(job, "planner")
-        return _take_cut(self._queued)
+        return self._backlog.cut(_take_cut(self._queued))
 
     def _add_runner(self) -> None:
         self._runners += 1
@@ -190,6 +203,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
                 lane.since = self.ctx.system.loop_time()
                 continue  # (the queue may have changed meanwhile)
             lane.job = job = self._queued.popleft()
+            self._backlog.taken(job)
             job.scope = scope
             report = await (self._run_step if self._telemetry.traced else self._outcome)(job, now)
             lane.job = None

@@ -13,7 +13,7 @@ from regiment.actors import ActorRef, Wakeup
 from regiment.hierarchy._messages import PAUSING, AssignStep, StepReport
 from regiment.hierarchy.workers._loop import StepProgress
 
-__all__ = ("HOLD", "IDLE_RUNNERS", "IdleRunners", "Lane", "StepJob", "StepTimer")
+__all__ = ("HOLD", "IDLE_RUNNERS", "Backlog", "IdleRunners", "Lane", "StepJob", "StepTimer")
 
 # Runners a worker keeps parked between steps; beyond that a runner with no step ends.
 IDLE_RUNNERS = 128
@@ -102,6 +102,37 @@ class StepJob:
             "timed_out",
             error=f"step took longer than the worker's step_timeout of {timeout}s",
         )
+
+
+class Backlog:
+    """A worker's steps queued with no runner bound to take them (its runners are all
+    busy, maybe with steps waiting for a top-up that only those queued would give back):
+    ``tell(assign, held)`` tells the step's run as one is held back, and as a runner
+    takes it (``TopUps.queued``). A step queued behind one held back is held back too."""
+
+    __slots__ = ("held", "tell")
+
+    def __init__(self, tell: Callable[[AssignStep, bool], None]) -> None:
+        self.held: set[object] = set()
+        self.tell = tell
+
+    def hold(self, job: StepJob) -> None:
+        self.held.add(job.key)
+        self.tell(job.assign, True)
+
+    def behind(self, job: StepJob) -> None:
+        if self.held and job.key not in self.held:
+            self.hold(job)
+
+    def taken(self, job: StepJob) -> None:
+        if job.key in self.held:
+            self.held.discard(job.key)
+            self.tell(job.assign, False)
+
+    def cut(self, jobs: list[StepJob]) -> list[StepJob]:
+        """``jobs`` left the queue, cut before a runner took them."""
+        self.held.difference_update(job.key for job in jobs)
+        return jobs
 
 
 class Lane:

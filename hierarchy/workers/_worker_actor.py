@@ -83,6 +83,12 @@ class WorkerActor(StepActor):
         except HookFailed as exc:  # Team.start() fails saying so (see spawn_worker)
             raise ConfigError(f"worker {worker.name!r} cannot start: {exc}") from exc.__cause__
 
+    def held_back(self, assign: AssignStep, held: bool) -> None:
+        if (channel := self._channels.get(assign.run_id) if self._channels else None) is not None:
+            channel.fence.top_ups.queued(
+                (assign.plan_version, assign.step.id, assign.attempt), held
+            )
+
     async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
         """Run the worker's tool loop for the step (the step scope holds its timeout)."""
         worker = self._worker
