@@ -60,10 +60,9 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
     Steps are keyed by (run, plan version, step, attempt), so a ``CancelStep``
     stops exactly the steps it names. Whatever happens to a step, exactly one
     ``StepReport`` goes back to the sender of the assignment (a sender that has
-    stopped meanwhile is not an error). Subclasses implement :meth:`work`; its
-    runners are as the module says. A runner's steps share one cancel scope, renewed only after a step in it
-    was cancelled or timed out (a scope per step was the largest anyio cost of
-    a step); one task per actor keeps the timeouts (``StepTimer``).
+    stopped meanwhile is not an error). Subclasses implement :meth:`work`; its runners
+    are as the module says, sharing one cancel scope until a step in it is cut (a scope
+    a step was anyio's largest cost of a step); one task keeps the timeouts.
     """
 
     def __init__(
@@ -143,7 +142,8 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
             self._add_runner()
         else:
             self._backlog.hold(job)  # no runner is bound to take it
-        self._backlog.behind(job)  # nor to take it before those held back ahead of it
+        if self._backlog.held:  # (a plain step pays no call for it: #22)
+            self._backlog.behind(job)  # nor to take it before those held back ahead of it
 
     def held_back(self, assign: AssignStep, held: bool) -> None:
         """A step waits for a runner only a running step's end frees, or no longer."""
@@ -203,7 +203,8 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
                 lane.since = self.ctx.system.loop_time()
                 continue  # (the queue may have changed meanwhile)
             lane.job = job = self._queued.popleft()
-            self._backlog.taken(job)
+            if self._backlog.held:
+                self._backlog.taken(job)
             job.scope = scope
             report = await (self._run_step if self._telemetry.traced else self._outcome)(job, now)
             lane.job = None
