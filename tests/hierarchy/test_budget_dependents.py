@@ -35,29 +35,42 @@ WHOLE = Price(input=1.0, output=2.0)  # whole micro-dollars a token
 CHAIN = [(5, []), (0, [1]), (0, [2])]  # s1 calls its tool five times; s2 after it; s3 after s2
 
 
-def _honest(probe: Probe) -> ScriptedModel:
-    """The probe's brain, priced, keeping to ``max_tokens`` as a real model does."""
+def _honest(probe: Probe, quick: float = 0.0) -> ScriptedModel:
+    """The probe's brain, priced, keeping to ``max_tokens`` as a real model does; with
+    ``quick``, a step's answer (other than a part wanting 6) takes that many seconds, so
+    it is in flight as a long tool loop runs."""
 
     async def reply(request: ModelRequest) -> ModelResponse:
         said = await probe.brain(request)
+        if quick and isinstance(said, str) and said.startswith("did part") and said[-1] != "6":
+            await anyio.sleep(quick)
         response = said if isinstance(said, ModelResponse) else text_response(said)
         return kept_to_max_tokens(request, response)
 
     return ScriptedModel(reply, price=WHOLE)
 
 
-def _team(probe: Probe, budget: Budget, concurrency: int = 8) -> Team:
+def _team(
+    probe: Probe,
+    budget: Budget,
+    concurrency: int = 8,
+    *,
+    steps: int = 10,
+    iterations: int = 6,
+    quick: float = 0.0,
+) -> Team:
     async def probe_tool(n: int) -> int:
         """Probe."""
         probe.bodies += 1
         return n
 
-    model = _honest(probe)
+    model = _honest(probe, quick)
     tools = [tool(name="probe")(probe_tool)]
+    worker = Worker(name="w", description="w", model=model, tools=tools, max_iterations=iterations)
     return Team(
         name="t",
-        planner=Planner(model=model),
-        workers=[Worker(name="w", description="w", model=model, tools=tools, max_iterations=6)],
+        planner=Planner(model=model, max_steps=steps),
+        workers=[worker],
         budget=budget,
         concurrency=concurrency,
     )

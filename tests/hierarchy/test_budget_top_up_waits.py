@@ -16,46 +16,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from regiment.hierarchy import Budget, BudgetToppedUp, Planner, Team, Worker
-from regiment.models import ModelRequest, ModelResponse, Price, ScriptedModel, text_response
-from regiment.tools import tool
+from regiment.hierarchy import Budget, BudgetToppedUp, Team
 
-from .limits import budget_of, kept_to_max_tokens, spent_of
+from .limits import budget_of, spent_of
+from .test_budget_dependents import _team as dependents_team
 from .test_budget_fan_out import Probe
 
-WHOLE = Price(input=1.0, output=2.0)  # whole micro-dollars a token
 WIDE: list[tuple[int, list[int]]] = [
     (6, []),
     *([(1, [])] * 19),
 ]  # one long tool loop beside nineteen one-tool steps
 
 
-def _honest(probe: Probe) -> ScriptedModel:
-    async def reply(request: ModelRequest) -> ModelResponse:
-        said = await probe.brain(request)
-        if isinstance(said, str) and said.startswith("did part") and not said.endswith("6"):
-            await anyio.sleep(0.05)  # a quick step's answer: in flight as the long loop runs
-        response = said if isinstance(said, ModelResponse) else text_response(said)
-        return kept_to_max_tokens(request, response)
-
-    return ScriptedModel(reply, price=WHOLE)
-
-
 def _team(probe: Probe, budget: Budget, concurrency: int = 20) -> Team:
-    async def probe_tool(n: int) -> int:
-        """Probe."""
-        probe.bodies += 1
-        return n
-
-    model = _honest(probe)
-    tools = [tool(name="probe")(probe_tool)]
-    return Team(
-        name="t",
-        planner=Planner(model=model, max_steps=20),
-        workers=[Worker(name="w", description="w", model=model, tools=tools, max_iterations=8)],
-        budget=budget,
-        concurrency=concurrency,
-    )
+    """Twenty steps at most, quick steps' answers in flight as the long loop runs."""
+    return dependents_team(probe, budget, concurrency, steps=20, iterations=8, quick=0.05)
 
 
 @pytest.mark.anyio
