@@ -23,6 +23,7 @@ from regiment.hierarchy import (
     ContextCompressed,
     Critic,
     Planner,
+    RunResult,
     StepReport,
     Team,
     Worker,
@@ -54,7 +55,7 @@ class _Brain:
         return "done" if request.role == "worker" else "the answer"
 
 
-def _team(telemetry: Telemetry) -> Team:
+def _team() -> Team:
     brain = _Brain(
         plans=[
             plan_json({"description": "find the price", "worker": "nobody"}),
@@ -73,16 +74,23 @@ def _team(telemetry: Telemetry) -> Team:
         planner=Planner(model=model),
         workers=[Worker(name="w", description="w", model=model)],
         critic=Critic(),
-        telemetry=telemetry,
     )
 
 
-async def _exported(capture: bool) -> tuple[ReceivedSpan, ...]:
+async def _traced(
+    team: Team, goal: str, capture: bool = False
+) -> tuple[RunResult, tuple[ReceivedSpan, ...]]:
+    """``team`` run on ``goal``, and its spans as the real OTLP exporter sent them."""
     with OtlpReceiver() as receiver:
         handle = configure_tracing("phases", endpoint=receiver.endpoint, set_global=False)
-        result = await _team(Telemetry(handle.provider, capture_content=capture)).run("price")
+        telemetry = Telemetry(handle.provider, capture_content=capture)
+        result = await dataclasses.replace(team, telemetry=telemetry).run(goal)
         handle.shutdown()
-        spans = receiver.spans()
+        return result, receiver.spans()
+
+
+async def _exported(capture: bool) -> tuple[ReceivedSpan, ...]:
+    result, spans = await _traced(_team(), "price", capture)
     assert (result.status, result.answer) == ("completed", "the answer")
     return spans
 
@@ -140,18 +148,13 @@ async def test_a_compress_span_says_how_much_it_shrank_the_context() -> None:
         return "noise; " * 300 if request.role == "worker" else "the answer"
 
     model = ScriptedModel(brain)
-    with OtlpReceiver() as receiver:
-        handle = configure_tracing("compress", endpoint=receiver.endpoint, set_global=False)
-        team = Team(
-            name="t",
-            planner=Planner(model=model),
-            workers=[Worker(name="w", description="w", model=model)],
-            compression=Compression(threshold_tokens=200),
-            telemetry=Telemetry(handle.provider),
-        )
-        result = await team.run("meters")
-        handle.shutdown()
-        spans = receiver.spans()
+    team = Team(
+        name="t",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="w", model=model)],
+        compression=Compression(threshold_tokens=200),
+    )
+    result, spans = await _traced(team, "meters")
     (event,) = [e for e in result.events if isinstance(e, ContextCompressed)]
     (compress,) = _named(spans, "compress")
     assert compress.attributes["gen_ai.agent.name"] == "compressor"  # as its chat span says
@@ -179,13 +182,7 @@ async def test_every_phase_span_names_its_agent_as_its_model_call_does() -> None
     # The plan span named the planner (as the GenAI conventions' plan span does), but a
     # replan, critique, compress or synthesize span named no agent: a query by agent missed
     # the planner's replans, and the critic's or compressor's work but for its chat span.
-    with OtlpReceiver() as receiver:
-        handle = configure_tracing("agents", endpoint=receiver.endpoint, set_global=False)
-        team = build_team(ScriptedModel(refund_brain), Ledger())
-        team = dataclasses.replace(team, telemetry=Telemetry(handle.provider))
-        await team.run(GOAL)
-        handle.shutdown()
-        refund = receiver.spans()
+    _, refund = await _traced(build_team(ScriptedModel(refund_brain), Ledger()), GOAL)
     agents = _phase_agents(refund) | _phase_agents(await _exported(capture=False))
     assert agents == {
         "plan planner": {"planner"},  # the first plan's and the replan's
@@ -207,18 +204,13 @@ async def test_a_call_for_a_structured_answer_says_its_output_type() -> None:
         return '{"amount": 5}' if request.role == "synthesizer" else "five"
 
     model = ScriptedModel(brain)
-    with OtlpReceiver() as receiver:
-        handle = configure_tracing("output", endpoint=receiver.endpoint, set_global=False)
-        team = Team(
-            name="t",
-            planner=Planner(model=model),
-            workers=[Worker(name="w", description="w", model=model)],
-            output_type=Refund,
-            telemetry=Telemetry(handle.provider),
-        )
-        result = await team.run("refund")
-        handle.shutdown()
-        spans = receiver.spans()
+    team = Team(
+        name="t",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="w", model=model)],
+        output_type=Refund,
+    )
+    result, spans = await _traced(team, "refund")
     assert result.output == Refund(amount=5)
     types = {
         s.attributes["gen_ai.agent.name"]: s.attributes.get("gen_ai.output.type")
