@@ -50,6 +50,7 @@ from ._live import LiveTap
 from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
 from ._runs import open_runs
 from ._service import Service
+from ._shown import shown
 from ._views import approval_view, not_decided, run_listed
 
 __all__ = ("LIST_LIMIT", "create_app")
@@ -232,7 +233,7 @@ async def _list_runs(s: Service, request: Request) -> Response:
         status = "paused"
     if status is not None and status not in get_args(RunState):
         known = ", ".join(get_args(RunState))
-        raise ApiError(422, "invalid ?status", f"?status={status!r}: use one of {known}")
+        raise ApiError(422, "invalid ?status", f"?status={shown(status)}: use one of {known}")
     limit = count(request, "limit", LIST_LIMIT)
     return json_response({"runs": [run_listed(r) for r in await s.records(status, limit)]})
 

@@ -19,6 +19,7 @@ from regiment.errors import JournalError
 from regiment.tools import ApprovalDecision, Approve, Deny, EditArguments
 
 from ._plain import plain_problem
+from ._shown import shown, shown_text
 
 __all__ = (
     "MAX_BODY",
@@ -242,7 +243,7 @@ def flag(request: Request, name: str) -> bool:
         return False
     if value in ("true", "1"):
         return True
-    raise ApiError(422, f"invalid ?{name}", f"?{name}={value!r}: use true or false (or 1, 0)")
+    raise ApiError(422, f"invalid ?{name}", f"?{name}={shown(value)}: use true or false (or 1, 0)")
 
 
 def check_query(request: Request, path: str, takes: tuple[str, ...]) -> None:
@@ -253,10 +254,10 @@ def check_query(request: Request, path: str, takes: tuple[str, ...]) -> None:
         if name not in takes:
             route = f"{request.method} {under(request, path)}"
             known = ", ".join(f"?{t}" for t in takes)
-            detail = f"{route} takes no query parameter {name!r}; " + (
+            detail = f"{route} takes no query parameter {shown(name)}; " + (
                 f"it takes {known}" if takes else "it takes none"
             )
-            raise ApiError(422, f"unknown ?{name}", detail)
+            raise ApiError(422, f"unknown ?{shown_text(name)}", detail)
         if len(params.getlist(name)) > 1:
             detail = f"?{name} is given {len(params.getlist(name))} times; give it once"
             raise ApiError(422, f"invalid ?{name}", detail)
@@ -270,7 +271,7 @@ def count(request: Request, name: str, default: int) -> int:
     number = _whole(value)
     if number is None or number < 1:
         raise ApiError(
-            422, f"invalid ?{name}", f"?{name}={value!r}: use a whole number of 1 or more"
+            422, f"invalid ?{name}", f"?{name}={shown(value)}: use a whole number of 1 or more"
         )
     return number
 
@@ -284,11 +285,11 @@ def last_event_id(request: Request, known: int) -> int:
     value = value or request.query_params.get("lastEventId", "").strip() or "0"
     number = _whole(value)
     if number is None:
-        raise ApiError(422, "invalid Last-Event-ID", f"{value!r} is not an event number")
+        raise ApiError(422, "invalid Last-Event-ID", f"{shown(value)} is not an event number")
     if number > known:
-        shown = value if len(value) <= 30 else f"{value[:30]}…"
+        shown_id = value if len(value) <= 30 else f"{value[:30]}…"
         detail = (
-            f"Last-Event-ID {shown} is past the run's last event, {known}: send the id of "
+            f"Last-Event-ID {shown_id} is past the run's last event, {known}: send the id of "
             "the last event the stream gave you (or none, for all of it)"
         )
         raise ApiError(422, "invalid Last-Event-ID", detail)
@@ -355,7 +356,7 @@ async def on_http_exception(request: Request, exc: Exception) -> Response:
         paths = dict.fromkeys(r.path for r in request.app.router.routes if isinstance(r, Route))
         served = ", ".join(under(request, path) for path in paths)
         return error_response(
-            404, "not found", f"no route {request.url.path}; this app serves {served}"
+            404, "not found", f"no route {shown_text(request.url.path)}; this app serves {served}"
         )
     return error_response(exc.status_code, "http error", str(exc.detail))
 
@@ -368,7 +369,7 @@ def _not_allowed(request: Request) -> Response:
         if isinstance(route, Route) and route.matches(request.scope)[0] is not Match.NONE:
             allowed |= route.methods or set()
     methods = sorted(allowed)
-    detail = f"{request.url.path} takes {', '.join(methods)}, not {request.method}"
+    detail = f"{shown_text(request.url.path)} takes {', '.join(methods)}, not {request.method}"
     response = error_response(405, "method not allowed", detail)
     response.headers["Allow"] = ", ".join(methods)
     return response

@@ -13,6 +13,7 @@ from ._http import ApiError, ticketed, under
 from ._journaled import journaled_record, journaled_runs
 from ._registry import RunRecord, RunStore
 from ._runs import Runs
+from ._shown import shown
 from ._views import run_view
 
 __all__ = ("Service",)
@@ -101,7 +102,7 @@ class Service:
 
     def unknown(self, request: Request, run_id: str) -> ApiError:
         """The 404 for a run neither this process nor the journal has."""
-        detail = f"no run {run_id!r}; GET {under(request, '/runs')} lists them"
+        detail = f"no run {shown(run_id)}; GET {under(request, '/runs')} lists them"
         if self.journal is None:  # it may have ended long ago and been forgotten
             detail += (
                 " (without a journal the app keeps only its latest ended runs: "

@@ -12,6 +12,7 @@ from regiment.tools import ApprovalRequest
 
 from ._http import ApiError
 from ._registry import RunRecord
+from ._shown import shown
 
 __all__ = ("LISTED_GOAL", "approval_view", "not_decided", "run_listed", "run_summary", "run_view")
 
@@ -156,7 +157,7 @@ def not_decided(exc: ApprovalError, request_id: str, kind: str, listed: str) -> 
     (``listed``: where ``GET /approvals`` is, under the app's prefix)."""
     detail = str(exc)
     if exc.kind == "unknown":  # the CLI's hint does not fit here
-        detail = f"no approval request {request_id!r}; GET {listed} lists the pending ones"
+        detail = f"no approval request {shown(request_id)}; GET {listed} lists the pending ones"
     elif exc.kind == "no_journal":  # it said "start the team with journal=...": code
         detail = (  # a service's user does not write
             f"the run of request {request_id!r} has paused, and this service keeps no "

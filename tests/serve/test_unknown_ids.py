@@ -101,3 +101,39 @@ async def test_an_id_no_journal_can_hold_is_an_unknown_run(journal: str, tmp_pat
             assert (route, answer.status_code) == (route, 404), answer.text
             assert answer.json()["error"] == "unknown run"
     assert decided.status_code == 404, decided.text
+
+
+LONG = "run-1-" + "x" * 4994 + "-the-end"  # 5,008 characters
+LONG_SHOWN = f"{LONG[:48] + '…' + LONG[-16:]!r} (5,008 characters)"
+
+
+async def test_a_very_long_id_or_value_is_named_cut_not_repeated_in_full(tmp_path: Path) -> None:
+    """A 404's detail repeated a 5,000-character run id in full (and the 404 of a path, the
+    422 of a query parameter, its name in ``error`` too): now its start, its end and how
+    long it was."""
+    app = create_app(make_office(ledger=Ledger(tmp_path)), journal=str(tmp_path / "runs.db"))
+    async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=60) as c:
+        asked = await _asked(c, LONG)
+        request = await c.post(f"/approvals/{LONG}", json={"decision": "approve"})
+        route = await c.get(f"/nowhere/{LONG}")
+        query = await c.get("/runs", params={LONG: "1"})
+        status = await c.get("/runs", params={"status": LONG})
+        limit = await c.get("/runs", params={"limit": LONG})
+    for answer in asked.values():
+        assert answer.status_code == 404
+        assert answer.json()["detail"] == f"no run {LONG_SHOWN}; GET /runs lists them"
+    assert request.status_code == 404
+    assert request.json()["detail"] == (
+        f"no approval request {LONG_SHOWN}; GET /approvals lists the pending ones"
+    )
+    cut_path = f"/nowhere/{LONG}"
+    assert route.json()["detail"].startswith(
+        f"no route {cut_path[:48]}…{cut_path[-16:]} (5,017 characters); this app serves "
+    )
+    assert query.status_code == 422
+    assert query.json()["error"] == f"unknown ?{LONG[:48]}…{LONG[-16:]} (5,008 characters)"
+    assert f"no query parameter {LONG_SHOWN};" in query.json()["detail"]
+    assert status.json()["detail"].startswith(f"?status={LONG_SHOWN}: use one of ")
+    assert limit.json()["detail"] == f"?limit={LONG_SHOWN}: use a whole number of 1 or more"
+    for answer in (*asked.values(), request, route, query, status, limit):
+        assert len(answer.content) < 600, answer.text
