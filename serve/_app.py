@@ -15,7 +15,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from regiment.errors import ApprovalError, ConfigError, JournalError, LeaseHeld, UnknownRun
+from regiment.errors import (
+    AlreadyFinished,
+    ApprovalError,
+    ConfigError,
+    JournalError,
+    LeaseHeld,
+    LeaseLost,
+    UnknownRun,
+)
 from regiment.hierarchy import RunningTeam, Team, to_json
 from regiment.journal import (
     Journal,
@@ -201,8 +209,13 @@ async def _resume(s: Service, request: Request) -> Response:
             record = await runs.resume(run_id, follow=under(request, f"/runs/{run_id}/events"))
     except UnknownRun as exc:
         raise s.unknown(request, run_id) from exc
-    except (ConfigError, JournalError) as exc:  # no journal, finished, changed team, leased
+    except AlreadyFinished as exc:  # its words named `regiment show --journal <our path>`
+        shows = f"GET {under(request, f'/runs/{run_id}')} shows it"
+        detail = f"run {run_id!r} has already finished ({exc.status}); there is nothing to "
+        raise ApiError(409, "cannot resume", f"{detail}resume: {shows}") from exc
+    except (ConfigError, LeaseHeld, LeaseLost) as exc:  # a changed team, leased elsewhere
         raise ApiError(409, "cannot resume", str(exc)) from exc
+    # any other JournalError (a journal that is down): on_journal_error's 503, logged
     return await _answer(s, request, record, wait)
 
 
