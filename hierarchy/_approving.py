@@ -14,14 +14,23 @@ from datetime import UTC
 from typing import TYPE_CHECKING
 
 import anyio
+import msgspec
 
+from regiment._text import clipped
 from regiment.errors import AlreadyFinished, ApprovalError, LeaseHeld
 from regiment.hierarchy._approvals import ApprovalDesk, decision_name
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, owner_name
 from regiment.hierarchy.workers._team_worker import TeamWorker
 from regiment.journal import ApprovalDecided, ApprovalRequested, Journal, Lease
-from regiment.tools import ApprovalDecision, ApprovalRequest, Deny, EditArguments, Tool
+from regiment.tools import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Approve,
+    Deny,
+    EditArguments,
+    Tool,
+)
 
 if TYPE_CHECKING:
     from regiment.hierarchy._team import Team
@@ -106,7 +115,7 @@ async def decide(
             and there is no journal to hold the decision.
         LeaseHeld: the run is live in another process; decide there.
     """
-    _check_reason(request_id, decision)
+    _check_decision(request_id, decision, by)
     request = desk.get(request_id)
     if request is not None:
         channel = runs(request.run_id)
@@ -171,7 +180,7 @@ async def decide_in_journal(
             ``team``'s tool (it stays pending).
         LeaseHeld: the run is live in another process; decide there.
     """
-    _check_reason(request_id, decision)
+    _check_decision(request_id, decision, by)
     requested, decided = await journaled_request(journal, request_id, run_id)
     if requested is None:
         raise _unknown(request_id, f"journal {journal.where}")
@@ -320,13 +329,33 @@ def _check_edit(team: Team, request: ApprovalRequest, decision: ApprovalDecision
         )
 
 
-def _check_reason(request_id: str, decision: ApprovalDecision) -> None:
-    """A denial without a reason would tell the worker's model only ``denied: ``."""
-    if isinstance(decision, Deny) and not decision.reason.strip():
+def _check_decision(request_id: str, decision: ApprovalDecision, by: str) -> None:
+    """Refuse, before anything is recorded, a decision that is not one of the three (a
+    string ``"approve"``, say), one whose fields have other types than declared (a
+    ``Deny(reason=None)``, ``EditArguments(arguments="...")``), or a ``by`` that is not
+    text: it was journaled as it was, and its run's journal could no longer be read
+    (every resume and every later decision failed with a ``JournalError``)."""
+    stays = f"request {request_id} stays pending, decide again"
+    if not isinstance(decision, Approve | Deny | EditArguments):
+        shown = clipped(repr(decision), 80)
         raise ApprovalError(
+            f"the decision is the {type(decision).__name__} {shown}, not a decision: pass "
+            f"Approve(), Deny(reason=...) or EditArguments(arguments={{...}}); {stays}"
+        )
+    if not isinstance(by, str):
+        raise ApprovalError(f"by= is the {type(by).__name__} {by!r}, not text; {stays}")
+    try:
+        msgspec.json.decode(msgspec.json.encode(decision), type=ApprovalDecision)
+    except (TypeError, ValueError) as exc:  # msgspec's EncodeError and ValidationError too
+        raise ApprovalError(
+            f"{type(decision).__name__} does not hold what it declares "
+            f"({clipped(str(exc), 200)}); {stays}"
+        ) from exc
+    if isinstance(decision, Deny) and not decision.reason.strip():
+        raise ApprovalError(  # the worker's model would be told only `denied: `
             "a denial needs a reason: the worker's model is told `denied: <reason>` "
             "(Deny(reason=...), `regiment approve --deny REASON`, the service's "
-            f'"reason"); request {request_id} stays pending, decide again'
+            f'"reason"); {stays}'
         )
 
 
