@@ -336,14 +336,16 @@ def _check_decision(request_id: str, decision: ApprovalDecision, by: str) -> Non
     text: it was journaled as it was, and its run's journal could no longer be read
     (every resume and every later decision failed with a ``JournalError``)."""
     stays = f"request {request_id} stays pending, decide again"
-    if not isinstance(decision, Approve | Deny | EditArguments):
+    given: object = decision  # what a caller passed, whatever its annotation says
+    if not isinstance(given, Approve | Deny | EditArguments):
         shown = clipped(repr(decision), 80)
         raise ApprovalError(
             f"the decision is the {type(decision).__name__} {shown}, not a decision: pass "
             f"Approve(), Deny(reason=...) or EditArguments(arguments={{...}}); {stays}"
         )
-    if not isinstance(by, str):
-        raise ApprovalError(f"by= is the {type(by).__name__} {by!r}, not text; {stays}")
+    who: object = by
+    if not isinstance(who, str):
+        raise ApprovalError(f"by= is the {type(who).__name__} {who!r}, not text; {stays}")
     try:
         msgspec.json.decode(msgspec.json.encode(decision), type=ApprovalDecision)
     except (TypeError, ValueError) as exc:  # msgspec's EncodeError and ValidationError too

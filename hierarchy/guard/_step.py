@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, final
 
 import msgspec
 
-from regiment._json import JsonObject, JsonValue
+from regiment._json import JsonObject
 from regiment.errors import GuardrailError
 from regiment.hierarchy._budget import over_allowance
 from regiment.hierarchy._messages import BudgetLimit, StepAllowance
@@ -26,6 +26,7 @@ from regiment.hierarchy.guard._judge import (
     unpriced_judge,
 )
 from regiment.hierarchy.guard._note import GuardNote
+from regiment.hierarchy.guard._tool_guard import EditCheck, flagged, judging_edits, refused
 from regiment.hierarchy.guard._types import (
     Guardrail,
     ReplySubject,
@@ -239,7 +240,7 @@ class StepGuards:
             GuardrailError: a ``fail_step`` guard tripped on the call or its result.
         """
         where = Where("worker", self.worker, step_id)
-        before = self.tool_call.get(call.name, self.any_call)
+        guards = before = self.tool_call.get(call.name, self.any_call)
         if passed is not None:
             before, call = (), msgspec.structs.replace(call, arguments=passed[0])
             progress.guard_notes.extend(passed[1])  # they rewrote it then: told again
@@ -251,7 +252,7 @@ class StepGuards:
             if isinstance(checked, ToolResult):
                 return checked
             call = checked
-        result = await run(call)
+        result = await judging_edits(run, call, _edits(self, guards, tool, call, (progress, where)))
         after = self.tool_result.get(call.name, self.any_result)
         if not after:
             return result
@@ -269,11 +270,11 @@ class StepGuards:
             if guard.on_trip == "fail_step":
                 raise tripped(judged, "tool_result")
             text = f"result withheld by guardrail '{guard.name}': {judged.reason}"
-            return _flagged(result, text, is_error=True)
+            return flagged(result, text, is_error=True)
         new = judged.subject
         if new is done:
             return result
-        return _flagged(result, new.content, is_error=new.is_error)
+        return flagged(result, new.content, is_error=new.is_error)
 
     async def _check_call(
         self,
@@ -300,7 +301,7 @@ class StepGuards:
                 if tripped_on is not None:
                     tripped_on.append(judged)
                 raise tripped(checked, "tool_call")
-            return _refused(call, guard, checked.reason, judged)
+            return refused(call, guard, checked.reason, judged)
         if checked.subject is subject:
             return call
         rewritten = dict(checked.subject.arguments)
@@ -316,6 +317,24 @@ class StepGuards:
                 arguments=rewritten,
             )
         return msgspec.structs.replace(call, arguments=rewritten)
+
+
+def _edits(
+    guards: StepGuards,
+    before: tuple[Guardrail, ...],
+    tool: Tool[..., object] | None,
+    call: ToolCallPart,
+    at: tuple[StepProgress, Where],
+) -> EditCheck | None:
+    """What judges the arguments an approval's edit gives ``call`` (``_tool_guard``)."""
+    if tool is None or not before or not tool.requires_approval:
+        return None
+
+    async def judge(edited: ToolCallPart, arguments: JsonObject) -> ToolCallPart | ToolResult:
+        held = (tool, list[GuardNote](), None)
+        return await guards._check_call(before, edited, arguments, held, *at)
+
+    return EditCheck(tool, call, judge)
 
 
 def step_purse(
@@ -369,32 +388,3 @@ def _charge(progress: StepProgress, checked: Checked[Any]) -> None:
     for response in checked.spent:
         progress.model_calls += 1
         progress.usage = progress.usage + response.usage
-
-
-def _flagged(result: ToolResult, content: JsonValue, *, is_error: bool) -> ToolResult:
-    """``result`` as a guard left it, its ``error_type`` agreeing with ``is_error``: an
-    error made a success has none; a success made an error (rewritten, or withheld) is the
-    guard's, ``"guardrail"``, not the tool's (``raised`` is then false: ``on_tool_error``
-    does not act on it); an error that stays one keeps its type (withheld or reworded,
-    the tool's failure is still what happened)."""
-    if not is_error:
-        error_type = None
-    elif result.is_error:
-        error_type = result.error_type
-    else:
-        error_type = "guardrail"
-    return msgspec.structs.replace(
-        result, content=content, is_error=is_error, error_type=error_type
-    )
-
-
-def _refused(call: ToolCallPart, guard: Guardrail, reason: str, judged: JsonObject) -> ToolResult:
-    """The result of ``call`` refused by ``guard``: with the arguments it ``judged``."""
-    return ToolResult(
-        call_id=call.id,
-        tool_name=call.name,
-        content=f"not run: guardrail '{guard.name}' refused this call: {reason}",
-        is_error=True,
-        error_type="guardrail",
-        arguments=judged,
-    )

@@ -14,6 +14,7 @@ from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy.guard._judge import judging_within
 from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._step import StepGuards, step_purse
+from regiment.hierarchy.guard._tool_guard import edits_judged
 from regiment.hierarchy.workers._approval_gate import Approvals
 from regiment.hierarchy.workers._journal_calls import StepCalls
 from regiment.hierarchy.workers._not_run import held_back
@@ -89,6 +90,7 @@ def approver_of(
     approver = gate.approver(toolset, assign, n, call.name, progress)
     if approver is None:
         return None
+    approver = edits_judged(approver)  # an edit meets the call's guards (``_tool_guard``)
     return while_deciding(siblings.held(approver) if siblings else approver, begun, n)
 
 

@@ -28,7 +28,7 @@ _NOT_DECISIONS: list[tuple[object, dict[str, object], str]] = [
     (None, {}, "the decision is the NoneType None, not a decision"),
     (Deny(reason=None), {}, "Deny does not hold what it declares (Expected `str`, got `null`"),  # type: ignore[arg-type]
     (EditArguments(arguments="x"), {}, "EditArguments does not hold what it declares"),  # type: ignore[arg-type]
-    (EditArguments(arguments={"order_id": object()}), {}, "Encoding objects of type object"),
+    (EditArguments(arguments={"order_id": object()}), {}, "Encoding objects of type object"),  # type: ignore[dict-item]
     (Approve(), {"by": 5}, "by= is the int 5, not text"),
 ]
 
