@@ -118,14 +118,20 @@ async def ask_approver(approver: Approver, request: ApprovalRequest) -> Approval
             answer = await answer
     if not isinstance(answer, Approve | Deny | EditArguments):
         raise NotADecision(answer)
+    try:  # as the journal writes it and reads it back (a resumed run journals it)
+        msgspec.json.decode(msgspec.json.encode(answer), type=ApprovalDecision)
+    except (TypeError, ValueError) as exc:  # Deny(reason=None): an unreadable journal
+        raise NotADecision(answer, str(exc)) from None
     return answer
 
 
 class NotADecision(TypeError):
     """An approver answered something that is not a decision."""
 
-    def __init__(self, answer: object) -> None:
+    def __init__(self, answer: object, problem: str | None = None) -> None:
         self.what = f"returned the {type(answer).__name__} {answer!r}, not a decision"
+        if problem is not None:  # a decision whose fields are not what it declares
+            self.what = f"returned {answer!r}, which does not hold what it declares ({problem})"
         super().__init__(
             f"the approver {self.what}; return Approve(), Deny(reason=...) or "
             "EditArguments(arguments=...)"

@@ -11,13 +11,15 @@ call got the string.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
-from regiment.errors import ApprovalError
-from regiment.hierarchy import ApprovalRequested, ApprovalResolved, RunningTeam
-from regiment.tools import Approve, Deny, EditArguments
+from regiment.errors import ApprovalError, StepFailed
+from regiment.hierarchy import ApprovalRequested, ApprovalResolved, RunningTeam, Worker
+from regiment.journal import open_journal
+from regiment.tools import Approve, Deny, EditArguments, Toolset
 
 from .approval_team import Shop, plan_json, shop_team, step
 
@@ -73,3 +75,30 @@ async def test_a_live_runs_waiting_call_gets_only_a_decision() -> None:
                 shop.release.set()
     assert shop.refunds == [("2", 30)]
     assert shop.seen == ["refunded 30 on 2"]
+
+
+async def test_an_approvers_malformed_decision_on_a_resume_leaves_the_journal_readable(
+    tmp_path: Path,
+) -> None:
+    """A resumed run journals its in-process approver's answer: ``Deny(reason=None)``
+    was journaled as it was, and the run's journal could no longer be read."""
+    shop, path = Shop(), str(tmp_path / "runs.db")
+    team = shop_team(shop, plan_json(step("s1", "billing", "refund 1 40")))
+    async with team.start(journal=path) as running:
+        paused = await running.run("refund")
+    billing = team.workers[0]
+    assert isinstance(billing, Worker)
+    policy = Toolset("billing", shop.tools(), approver=lambda r: Deny(reason=None))  # type: ignore[arg-type]
+    asking = dataclasses.replace(
+        team, workers=[dataclasses.replace(billing, tools=policy), *team.workers[1:]]
+    )
+    async with asking.start(journal=path) as running:
+        with pytest.raises(StepFailed, match=r"returned Deny\(reason=None\), which does not hold"):
+            await running.resume(paused.run_id, force=True)
+    journal = await open_journal(path)
+    try:
+        entries = await journal.read(paused.run_id)  # it raised JournalError
+    finally:
+        await journal.close()
+    assert entries
+    assert shop.refunds == []

@@ -300,11 +300,29 @@ async def _says_yes(request: ApprovalRequest) -> ApprovalDecision:
     return True  # type: ignore[return-value]
 
 
+def _denies_with_none(request: ApprovalRequest) -> ApprovalDecision:
+    return Deny(reason=None)  # type: ignore[arg-type]
+
+
+def _edits_to_text(request: ApprovalRequest) -> ApprovalDecision:
+    return EditArguments(arguments="7")  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     ("approver", "said"),
     [
         (_broken, "raised ValueError: approval service is down"),
         (_says_yes, "returned the bool True, not a decision"),
+        (  # it told the model "denied: None", and a resumed run journaled it unreadable
+            _denies_with_none,
+            "returned Deny(reason=None), which does not hold what it declares "
+            "(Expected `str`, got `null` - at `$.reason`)",
+        ),
+        (
+            _edits_to_text,
+            "returned EditArguments(arguments='7', reason=''), which does not hold what it "
+            "declares (Expected `object`, got `str` - at `$.arguments`)",
+        ),
     ],
 )
 async def test_an_approver_that_fails_fails_the_step_naming_it(
