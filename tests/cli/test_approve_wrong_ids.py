@@ -72,3 +72,25 @@ async def test_approvals_limit_lists_n_and_says_how_many_more(
     assert code == 2
     usage = capsys.readouterr().err  # argparse writes its usage errors to sys.stderr
     assert "argument --limit: must be a whole number of at least 1, not '0'" in usage
+
+
+async def test_a_very_long_wrong_id_is_named_cut(tmp_path: Path) -> None:
+    # A 5,000-character id (or --edit value) was written back whole in the error line.
+    journal = str(tmp_path / "runs.db")
+    run_id, request_id = await _paused_run(journal)
+    long = "x" * 5000
+    asked = {
+        "run": await run_cli("approve", long, request_id, "--journal", journal),
+        "request": await run_cli("approve", run_id, long, "--journal", journal),
+        "approvals": await run_cli("approvals", long, "--journal", journal),
+        "edit": await run_cli(
+            "approve", run_id, request_id, "--edit", f"[{'1,' * 2500}1]", "--journal", journal
+        ),
+    }
+    for what, (code, _, err) in asked.items():
+        assert code == 2, what
+        (line,) = err.splitlines()
+        assert len(line) < 500, (what, line[:300])
+        assert "characters in all)" in line, what
+    code, out, _ = await run_cli("approvals", "--journal", journal)  # still pending
+    assert (code, len(out.splitlines())) == (0, 1)
