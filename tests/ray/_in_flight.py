@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -95,11 +96,13 @@ def main() -> None:
     import ray
 
     address, namespace, journal_path, base_url = sys.argv[1:5]
+    paths = (str(ROOT), os.environ.get("PYTHONPATH", ""))
     ray.init(
         address=address,
         namespace=namespace,
         log_to_driver=False,
-        runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
+        # as the test session's Ray has it (its PYTHONPATH may put another regiment first)
+        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, paths))}},
     )
     anyio.run(_child, journal_path, base_url, backend="asyncio")
 

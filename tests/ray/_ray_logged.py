@@ -22,6 +22,9 @@ from ..hierarchy.brains import Brain, plan_json
 
 __all__ = ("logged_team",)
 
+# Made as a replica imports this module (unpickling its worker's build), outside a step.
+logging.getLogger("regiment.tests").warning("tool module imported")
+
 
 @tool(max_result_chars=100)
 async def wordy(n: int) -> str:
@@ -33,6 +36,8 @@ async def wordy(n: int) -> str:
 def noisy(word: str) -> str:
     """Logs a warning under ``regiment.tests`` in its worker thread, then echoes."""
     logging.getLogger("regiment.tests").warning("noisy was told %r", word)
+    logging.getLogger("httpx").warning("an SDK's warning in %r's step", word)
+    logging.getLogger("anthropic").info("an SDK's retry line: not sent")
     return word
 
 
@@ -47,6 +52,9 @@ async def _work(
 
 
 def _worker() -> Worker:
+    logging.getLogger("regiment.tests").warning("building the worker")
+    logging.getLogger("openai").warning("an SDK's warning as the worker is built")
+    logging.getLogger("regiment.tests").info("a build's INFO line")
     model = ScriptedModel(Brain([], work=_work))
     return Worker(name="w", description="calls", model=model, tools=[wordy, noisy])
 

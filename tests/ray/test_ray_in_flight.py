@@ -33,7 +33,12 @@ KEY = "step/1/s1/3"  # the worker's third call: in flight at the kill
 
 
 def _note(n: int) -> Reply:
-    block = {"type": "tool_use", "id": f"toolu_{n}", "name": "note", "input": {"text": f"n{n}"}}
+    block: dict[str, object] = {
+        "type": "tool_use",
+        "id": f"toolu_{n}",
+        "name": "note",
+        "input": {"text": f"n{n}"},
+    }
     return messages_api.message([block], stop_reason="tool_use")
 
 
@@ -57,9 +62,12 @@ async def _killed_in_flight(ray: ModuleType, journal: Path, api: StandIn) -> str
     killed = False
     try:
         assert process.stdout is not None
-        line = (
-            await BufferedByteReceiveStream(process.stdout).receive_until(b"\n", 10_000)
-        ).decode()
+        out = BufferedByteReceiveStream(process.stdout)
+        try:
+            line = (await out.receive_until(b"\n", 10_000)).decode()
+        except (anyio.IncompleteRead, anyio.EndOfStream):
+            await process.wait()
+            raise AssertionError(f"the child ended early: {log.read_text()}") from None
         assert line.startswith("run "), (line, log.read_text())
         with anyio.fail_after(90):
             while len(api.requests) < 3:  # woken by each request the stand-in gets
