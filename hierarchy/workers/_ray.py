@@ -178,6 +178,9 @@ class RayReplicas:
         except Exception as exc:
             replicas.kill()
             raise ConfigError(f"{where}: its Ray replicas did not start: {_why(exc)}") from exc
+        except BaseException:  # cancelled while they start: none of them is left running
+            replicas.kill()
+            raise
         try:
             await replicas.mcp.start()
             await take_logs(handles, _CONTROL, label)  # what building the workers logged
