@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import os
 import time
+from typing import Any
 
 from regiment.hierarchy import Planner, Ray, Team, Worker
 from regiment.models import ScriptedModel
@@ -26,7 +27,8 @@ def _worker() -> Worker:
 def _hanging_build(probe: str, namespace: str) -> Worker:
     import ray
 
-    ray.get(ray.get_actor(probe, namespace=namespace).start.remote(os.getpid()))
+    actor: Any = ray.get_actor(probe, namespace=namespace)
+    ray.get(actor.start.remote(os.getpid()))
     time.sleep(3600)  # never built: the replica is killed first
     return _worker()
 
