@@ -321,6 +321,8 @@ class StepHost:
             report = progress.report(
                 assign, worker.name, "cancelled", error="cancelled by the planner"
             )
+        for kept in self._logs.take():  # made outside a step meanwhile (a tool's own thread)
+            channel.tell(kept)
         channel.finish(report, self._mcp.version)
 
     async def ack(self, key: str, seq: int, payload: bytes) -> bool:

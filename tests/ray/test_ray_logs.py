@@ -107,3 +107,18 @@ async def test_a_replica_sends_no_record_below_the_teams_level_and_sends_it_once
     assert [(r.levelname, r.run_id) for r in records if r.name == "regiment.tools"] == [  # type: ignore[attr-defined]
         ("WARNING", loud.run_id)
     ]
+
+
+async def test_a_record_made_outside_any_step_while_one_runs_comes_with_its_report(
+    ray_session: ModuleType, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A thread a tool started itself carries no step's context: its record is kept on
+    the replica and handed over with the step's report, once, as made outside a step."""
+    caplog.set_level(logging.WARNING)
+    async with logged_team("aside hi").start() as running:
+        caplog.clear()  # what the replica's start logged
+        result = await running.run("aside")
+        (said,) = _from_replica(caplog)  # here already, not only as the team stops
+    assert result.status == "completed"
+    assert said.getMessage() == f"[Ray replica 0 of 'w', pid {said.process}] aside said 'hi'"
+    assert (getattr(said, "step_id", None), said.worker) == (None, "w")  # type: ignore[attr-defined]
