@@ -33,6 +33,7 @@ from regiment.hierarchy.workers._ray_cluster import ClusterProbe
 from regiment.hierarchy.workers._ray_conduit import StepConduit
 from regiment.hierarchy.workers._ray_host import HostedWorker, StepHost
 from regiment.hierarchy.workers._ray_join import import_ray, join_ray, require_asyncio
+from regiment.hierarchy.workers._ray_logs import take_logs, wanted_levels
 from regiment.hierarchy.workers._ray_mcp import PlacedTools, ReplicaServers
 from regiment.hierarchy.workers._ray_recipe import hosted_worker
 from regiment.hierarchy.workers._step_actor import StepActor
@@ -160,10 +161,11 @@ class RayReplicas:
         # Acks have their own group: steps waiting for an ack may hold every slot
         # of the default one, and an ack queued behind them would never run.
         host = ray.remote(concurrency_groups={_CONTROL: 4})(StepHost).options(**options)
-        handles = [
-            host.remote([hosted[w.name] for w in workers], label, placement.otlp_endpoint, content)
-            for _ in range(placement.replicas)
-        ]
+        # Pickled here, unpickled once the replica logs for the caller: what importing
+        # a build's module logs there reaches this process too.
+        packed = ray.cloudpickle.dumps([hosted[w.name] for w in workers])
+        given = (packed, label, placement.otlp_endpoint, content)
+        handles = [host.remote(*given, wanted_levels()) for _ in range(placement.replicas)]
         replicas = cls(ray, label, handles, placement.start_timeout)
         where = f"worker {names}" if len(workers) == 1 else f"Ray pool '{label}' ({names})"
         try:
@@ -176,9 +178,15 @@ class RayReplicas:
         except Exception as exc:
             replicas.kill()
             raise ConfigError(f"{where}: its Ray replicas did not start: {_why(exc)}") from exc
+        except BaseException:  # cancelled while they start: none of them is left running
+            replicas.kill()
+            raise
         try:
             await replicas.mcp.start()
+            await take_logs(handles, _CONTROL, label)  # what building the workers logged
         except BaseException:
+            with anyio.CancelScope(shield=True):
+                await take_logs(handles, _CONTROL, label)  # why a server did not start
             await replicas.mcp.stop(_MCP_STOP_WAIT)
             replicas.kill()
             raise
@@ -292,6 +300,7 @@ class RayReplicas:
             return
         await self.mcp.stop(_MCP_STOP_WAIT)
         with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
+            await take_logs(self._handles, _CONTROL, self.name)  # made since the last step
             for handle in self._handles:
                 with contextlib.suppress(Exception):
                     await handle.flush.remote()

@@ -31,7 +31,7 @@ from regiment.hierarchy._replay import Replay, ToolKey
 from regiment.hierarchy.workers._approval_gate import Approvals
 from regiment.hierarchy.workers._journal_calls import RunCalls
 from regiment.hierarchy.workers._loop import StepProgress
-from regiment.hierarchy.workers._ray_logs import log_again, wanted_level
+from regiment.hierarchy.workers._ray_logs import log_again, wanted_levels
 from regiment.hierarchy.workers._wire import (
     ApprovalAsked,
     CallRecorded,
@@ -123,7 +123,7 @@ class StepConduit:
             deps=self._deps,
             live=self._live is not None,
             journal=self._run is not None and self._run.journaled,
-            log_level=wanted_level(),
+            log_levels=wanted_levels(),
         )
         return encode(step)
 
@@ -171,7 +171,7 @@ class StepConduit:
             case TopUpAsked(seq=seq, need=need):  # it may wait for a sibling to give back
                 tg.start_soon(self._top_up, seq, need, ack)
             case LogRecorded():
-                log_again(message, self._assign, self.worker)
+                log_again(message, self._assign, self.worker, self.replica)
             case _:
                 assert_never(message)
         return None

@@ -14,6 +14,7 @@ import dataclasses
 import importlib
 import logging
 import os
+import pickle
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast, final
@@ -40,7 +41,7 @@ from regiment.hierarchy.workers._ray_channel import (
 )
 from regiment.hierarchy.workers._ray_logs import ReplicaLogHandler
 from regiment.hierarchy.workers._ray_mcp import MCPStarted, ReplicaMCP
-from regiment.hierarchy.workers._wire import RemoteStep, decode_step
+from regiment.hierarchy.workers._wire import RemoteStep, decode_step, encode
 from regiment.hierarchy.workers._worker import Worker
 from regiment.models import ModelSettings, Price
 from regiment.telemetry import (
@@ -141,17 +142,36 @@ def _guard(shipped: Guardrail | str) -> Guardrail:
     return dataclasses.replace(as_guardrail(found, f"{shipped}: "), source=shipped)
 
 
+def _unpickled(data: bytes) -> Sequence[HostedWorker]:
+    """The hosted workers the caller pickled (their builds' modules imported here)."""
+    try:
+        hosted: Sequence[HostedWorker] = pickle.loads(data)
+    except Exception as exc:  # a module of the build, its tools or guards is not here
+        raise ConfigError(
+            f"the workers' Ray(build=...) cannot be loaded on the Ray node "
+            f"({type(exc).__name__}: {exc}); make its modules importable there (installed, "
+            "or on the Ray node's PYTHONPATH)"
+        ) from exc
+    return hosted
+
+
 class StepHost:
     """A Ray async actor's state: its workers (their tools, models and guards), its
     running steps."""
 
     def __init__(
         self,
-        hosted: Sequence[HostedWorker],
+        hosted: Sequence[HostedWorker] | bytes,
         name: str,
         otlp_endpoint: str | None,
         content: tuple[bool, int] | None = None,
+        log_levels: dict[str, int] | None = None,
     ) -> None:
+        # First: what building the workers logs (a tool module's import, say) is kept
+        # for the caller, at the levels it logs (``log_levels``).
+        self._logs = ReplicaLogHandler.install(log_levels or {})
+        if isinstance(hosted, bytes):
+            hosted = _unpickled(hosted)
         self._tracing: TracingHandle | None = None
         endpoint = otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
         if endpoint:
@@ -243,6 +263,8 @@ class StepHost:
             return
         channel = ReplicaChannel()
         self._channels[remote.key] = channel
+        for kept in self._logs.take():  # made outside a step since the caller last took them
+            channel.tell(kept)
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._run_step, remote, channel)
@@ -265,7 +287,7 @@ class StepHost:
         # The replica's spans (model calls, tool calls) are children of the planner
         # side's invoke_agent span, so the run stays one trace.
         token = otel_context.attach(extract_context(remote.headers))
-        logs = ReplicaLogHandler.step(channel, remote.log_level)  # back to the caller
+        logs = ReplicaLogHandler.step(channel, remote.log_levels)  # back to the caller
         try:
             with scope:
                 report = await run_tool_loop(
@@ -299,6 +321,8 @@ class StepHost:
             report = progress.report(
                 assign, worker.name, "cancelled", error="cancelled by the planner"
             )
+        for kept in self._logs.take():  # made outside a step meanwhile (a tool's own thread)
+            channel.tell(kept)
         channel.finish(report, self._mcp.version)
 
     async def ack(self, key: str, seq: int, payload: bytes) -> bool:
@@ -323,6 +347,10 @@ class StepHost:
         scope.cancel()
         await ended.wait()
         return True
+
+    async def logs(self) -> bytes:
+        """The records made outside a step since the last take (``LogRecorded``s), encoded."""
+        return encode(list(self._logs.take()))
 
     async def flush(self) -> None:
         """Export the spans this replica still holds (before the team stops it)."""

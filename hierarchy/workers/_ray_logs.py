@@ -1,33 +1,49 @@
-"""A Ray replica's ``regiment`` log records, logged again in the caller's process.
+"""A Ray replica's log records, logged again in the caller's process.
 
-In a replica, what the ``regiment`` loggers said during a step (a tool's result cut
-to its limit, a sync tool left running, a model SDK's retry warning of ours) went to
-the replica's own log file on its Ray node, where nobody looked: a failure nobody
-sees. Each record a step makes at or above the level the caller's ``regiment``
-logger is enabled for crosses its channel as a :class:`LogRecorded`, and the caller
-logs it again through the same logger, with the step's ``run_id``, ``step_id`` and
-``worker``, the replica's ``process`` id and ``processName`` (``ray::StepHost``),
-and the time it was made, so the caller's handlers (``regiment run -v``'s, a
-service's, your own) show it as an in-process worker's. A record made outside a step
-(a replica building its workers) stays in the replica's log.
+In a replica, what the ``regiment`` loggers and the SDKs' (``anthropic``, ``openai``,
+``mcp``, ``httpx``) said went to the replica's own log file on its Ray node, where
+nobody looked: a failure nobody sees. Each record the replica makes at or above the
+level the caller's logger of that family is enabled for (for an SDK's, WARNING at
+least: their INFO lines are retries the replica's own spans show) crosses to the
+caller as a :class:`LogRecorded`, and the caller logs it again through the same
+logger, with the replica's ``process`` id and ``processName`` (``ray::StepHost``) and
+the time it was made, so the caller's handlers (``regiment run -v``'s, a service's,
+your own) show it as an in-process worker's.
+
+A record made during a step crosses its step's channel and carries the step's
+``run_id``, ``step_id`` and ``worker``. A record made outside a step (the replica
+building its workers, a tool module's import-time warning, an MCP server restarted
+between steps) is kept on the replica (the newest :data:`KEPT`) and crosses with the
+replica's next step, or when the team asks (once its replicas started, and as it
+stops them); it is logged with the worker (or pool) and the replica named.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
+import threading
+from collections.abc import Sequence
 from contextvars import ContextVar
-from typing import final
+from typing import Any, final
+
+import anyio
 
 from regiment._log_records import LOGGER_NAME
 from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy.workers._ray_channel import ReplicaChannel
-from regiment.hierarchy.workers._wire import LogRecorded
+from regiment.hierarchy.workers._wire import LogRecorded, decode_messages
 
-__all__ = ("ReplicaLogHandler", "log_again", "wanted_level")
+__all__ = ("KEPT", "ReplicaLogHandler", "log_again", "take_logs", "wanted_levels")
 
+_log = logging.getLogger("regiment.ray")
+_TAKE_WAIT = 5.0  # seconds a replica has to hand its records over
+
+SDKS = ("anthropic", "openai", "mcp", "httpx")  # their WARNINGs and above cross too
+KEPT = 1000  # records made outside a step a replica keeps until the caller takes them
 # The channel of the step a task (or a thread it started) works for, and the lowest
-# level its caller logs; anyio's tasks and threads start with a copy of the context.
-_STEP: ContextVar[tuple[ReplicaChannel, int] | None] = ContextVar(
+# levels its caller logs; anyio's tasks and threads start with a copy of the context.
+_STEP: ContextVar[tuple[ReplicaChannel, dict[str, int]] | None] = ContextVar(
     "regiment_ray_step_log", default=None
 )
 # Where the record was made is kept (the replica's file, line and function); the
@@ -38,77 +54,147 @@ _PLAIN = (
 ) - _WHERE
 
 
-def wanted_level() -> int:
-    """The lowest level the caller's ``regiment`` logger logs: the replica sends no less."""
-    return logging.getLogger(LOGGER_NAME).getEffectiveLevel()
+def wanted_levels() -> dict[str, int]:
+    """By logger family, the lowest level the caller logs: the replica sends no less."""
+    levels = {LOGGER_NAME: logging.getLogger(LOGGER_NAME).getEffectiveLevel()}
+    for name in SDKS:
+        levels[name] = max(logging.WARNING, logging.getLogger(name).getEffectiveLevel())
+    return levels
+
+
+def _family(name: str) -> str:
+    return name.partition(".")[0]
 
 
 @final
 class ReplicaLogHandler(logging.Handler):
-    """On a replica's ``regiment`` logger: sends a step's records to its caller."""
+    """On a replica's ``regiment`` and SDK loggers: sends a step's records to its caller,
+    and keeps those made outside a step until the caller takes them."""
 
     installed: ReplicaLogHandler | None = None
 
+    def __init__(self, levels: dict[str, int]) -> None:
+        super().__init__()
+        self._levels = dict(levels)  # outside a step: the caller's, as it last said
+        self._kept: collections.deque[LogRecorded] = collections.deque(maxlen=KEPT)
+        self._lock = threading.Lock()
+        self._dropped = 0
+
     @classmethod
-    def step(cls, channel: ReplicaChannel, level: int) -> object:
-        """Send the records the calling task makes from now on (at ``level`` or above)
-        to ``channel``; the token :meth:`done` takes."""
-        logger = logging.getLogger(LOGGER_NAME)
+    def install(cls, levels: dict[str, int]) -> ReplicaLogHandler:
+        """The replica's handler (one per process), on its loggers, for ``levels``."""
         if cls.installed is None:
-            cls.installed = cls()
-            logger.addHandler(cls.installed)
-        if logger.getEffectiveLevel() > level:  # else the records are never made here
-            logger.setLevel(level)
-        return _STEP.set((channel, level))
+            cls.installed = cls(levels)
+            for name in (LOGGER_NAME, *SDKS):
+                logging.getLogger(name).addHandler(cls.installed)
+        cls.installed.follow(levels)
+        return cls.installed
+
+    def follow(self, levels: dict[str, int]) -> None:
+        """Send records at ``levels`` from now on (the caller's, as a step says them)."""
+        self._levels.update(levels)
+        for name, level in levels.items():
+            logger = logging.getLogger(name)
+            if logger.getEffectiveLevel() > level:  # else the records are never made here
+                logger.setLevel(level)
+
+    @classmethod
+    def step(cls, channel: ReplicaChannel, levels: dict[str, int]) -> object:
+        """Send the records the calling task makes from now on (at ``levels`` or above)
+        to ``channel``; the token :meth:`done` takes."""
+        cls.install(levels)
+        return _STEP.set((channel, levels))
 
     @staticmethod
     def done(token: object) -> None:
         _STEP.reset(token)  # type: ignore[arg-type]
 
+    def take(self) -> list[LogRecorded]:
+        """The records made outside a step since the last take (oldest first)."""
+        with self._lock:
+            taken, dropped = list(self._kept), self._dropped
+            self._kept.clear()
+            self._dropped = 0
+        if dropped:
+            said = f"{dropped} earlier log record(s) of this Ray replica were dropped (kept {KEPT})"
+            taken.insert(
+                0,
+                LogRecorded(
+                    name=LOGGER_NAME + ".ray",
+                    level=logging.WARNING,
+                    message=said,
+                    created=taken[0].created if taken else 0.0,
+                ),
+            )
+        return taken
+
     def emit(self, record: logging.LogRecord) -> None:
         step = _STEP.get()
-        if step is None or record.levelno < step[1]:
+        levels = self._levels if step is None else step[1]
+        if record.levelno < levels.get(_family(record.name), logging.WARNING):
             return
-        channel, _ = step
         try:
-            fields = {
-                key: value
-                for key, value in record.__dict__.items()
-                if key not in _PLAIN and isinstance(value, str | int | float | bool)
-            }
-            exc_text = record.exc_text
-            if record.exc_info and not exc_text:
-                exc_text = logging.Formatter().formatException(record.exc_info)
-            channel.tell_anywhere(
-                LogRecorded(
-                    name=record.name,
-                    level=record.levelno,
-                    message=record.getMessage(),
-                    created=record.created,
-                    process=record.process or 0,
-                    exc_text=exc_text,
-                    fields=fields,
-                )
-            )
+            recorded = _recorded(record, outside=step is None)
+            if step is not None:
+                step[0].tell_anywhere(recorded)
+                return
+            with self._lock:
+                if len(self._kept) == KEPT:
+                    self._dropped += 1
+                self._kept.append(recorded)
         except Exception:
             self.handleError(record)
 
 
-def log_again(recorded: LogRecorded, assign: AssignStep, worker: str) -> None:
-    """Log ``recorded`` (made by a replica during ``assign``'s step) in this process."""
+def _recorded(record: logging.LogRecord, *, outside: bool) -> LogRecorded:
+    fields = {
+        key: value
+        for key, value in record.__dict__.items()
+        if key not in _PLAIN and isinstance(value, str | int | float | bool)
+    }
+    exc_text = record.exc_text
+    if record.exc_info and not exc_text:
+        exc_text = logging.Formatter().formatException(record.exc_info)
+    return LogRecorded(
+        name=record.name,
+        level=record.levelno,
+        message=record.getMessage(),
+        created=record.created,
+        process=record.process or 0,
+        exc_text=exc_text,
+        fields=fields,
+        outside=outside,
+    )
+
+
+def log_again(
+    recorded: LogRecorded, assign: AssignStep | None, worker: str, replica: int = -1
+) -> None:
+    """Log ``recorded`` in this process: made by a replica during ``assign``'s step, or
+    (``outside`` it) by replica number ``replica`` of ``worker`` (a worker, or a pool)."""
     logger = logging.getLogger(recorded.name)
     if not logger.isEnabledFor(recorded.level):
         return
-    record = logging.makeLogRecord(
-        {
-            **recorded.fields,
+    context: dict[str, object]
+    message = recorded.message
+    if recorded.outside or assign is None:
+        context = {"worker": worker or recorded.fields.get("worker")}
+        which = f"replica {replica} of " if replica >= 0 else "a replica of "
+        message = f"[Ray {which}'{worker}', pid {recorded.process}] {message}"
+    else:
+        context = {
             "run_id": assign.run_id,
             "step_id": assign.step.id,
             "worker": worker or recorded.fields.get("worker"),
+        }
+    record = logging.makeLogRecord(
+        {
+            **recorded.fields,
+            **context,
             "name": recorded.name,
             "levelno": recorded.level,
             "levelname": logging.getLevelName(recorded.level),
-            "msg": recorded.message,
+            "msg": message,
             "args": None,
             "created": recorded.created,
             "msecs": (recorded.created - int(recorded.created)) * 1000,
@@ -118,3 +204,18 @@ def log_again(recorded: LogRecorded, assign: AssignStep, worker: str) -> None:
         }
     )
     logger.handle(record)
+
+
+async def take_logs(handles: Sequence[Any], group: str, label: str) -> None:
+    """Take the records the replicas (``handles``, of worker or pool ``label``) made
+    outside a step, and log them again here (a replica that does not answer: skipped)."""
+    for index, handle in enumerate(handles):
+        try:
+            with anyio.fail_after(_TAKE_WAIT):
+                data = await handle.logs.options(concurrency_group=group).remote()
+        except Exception as exc:  # gone, or restarting (its records are in its Ray log file)
+            _log.debug("Ray replica %d of '%s' gave no log records: %r", index, label, exc)
+            continue
+        for recorded in decode_messages(data):
+            if isinstance(recorded, LogRecorded):
+                log_again(recorded, None, label, index)

@@ -81,8 +81,9 @@ class RemoteStep(msgspec.Struct, frozen=True, kw_only=True, tag="remote_step"):
         deps: the run's deps, pickled (``None``: the run has none).
         live: the run is streamed: the replica sends its live events.
         journal: the run has a journal (a model call's intent is worth a round trip).
-        log_level: the lowest level the caller's ``regiment`` logger logs: the step's
-            records at that level or above are sent back (:class:`LogRecorded`).
+        log_levels: by logger family (``regiment``, an SDK's), the lowest level the
+            caller logs: the step's records at that level or above are sent back
+            (:class:`LogRecorded`); a family not named: WARNING.
     """
 
     assign: AssignStep
@@ -93,13 +94,14 @@ class RemoteStep(msgspec.Struct, frozen=True, kw_only=True, tag="remote_step"):
     deps: bytes | None = None
     live: bool = False
     journal: bool = True
-    log_level: int = 30  # logging.WARNING
+    log_levels: dict[str, int] = {}
 
 
 class LogRecorded(msgspec.Struct, frozen=True, kw_only=True, tag="log"):
-    """A record a ``regiment`` logger made on the replica during the step: the caller
-    logs it again (``process``: the replica's process id; ``fields``: the record's
-    extras, its ``trace_id`` and ``span_id`` among them)."""
+    """A record a ``regiment`` or SDK logger made on the replica: the caller logs it
+    again (``process``: the replica's process id; ``fields``: the record's extras, its
+    ``trace_id`` and ``span_id`` among them; ``outside``: made outside a step, not the
+    step's whose stream carries it)."""
 
     name: str
     level: int
@@ -108,6 +110,7 @@ class LogRecorded(msgspec.Struct, frozen=True, kw_only=True, tag="log"):
     process: int = 0
     exc_text: str | None = None
     fields: dict[str, str | int | float | bool] = {}
+    outside: bool = False
 
 
 class CallRecorded(msgspec.Struct, frozen=True, kw_only=True, tag="recorded"):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 
 from regiment.hierarchy import Budget, Planner, Ray, Team, Worker
 from regiment.models import (
@@ -22,6 +23,9 @@ from ..hierarchy.brains import Brain, plan_json
 
 __all__ = ("logged_team",)
 
+# Made as a replica imports this module (unpickling its worker's build), outside a step.
+logging.getLogger("regiment.tests").warning("tool module imported")
+
 
 @tool(max_result_chars=100)
 async def wordy(n: int) -> str:
@@ -33,6 +37,19 @@ async def wordy(n: int) -> str:
 def noisy(word: str) -> str:
     """Logs a warning under ``regiment.tests`` in its worker thread, then echoes."""
     logging.getLogger("regiment.tests").warning("noisy was told %r", word)
+    logging.getLogger("httpx").warning("an SDK's warning in %r's step", word)
+    logging.getLogger("anthropic").info("an SDK's retry line: not sent")
+    return word
+
+
+@tool
+def aside(word: str) -> str:
+    """Logs a warning from a thread of its own (no step's context: made outside a step)."""
+    said = threading.Thread(
+        target=logging.getLogger("regiment.tests").warning, args=("aside said %r", word)
+    )
+    said.start()
+    said.join()
     return word
 
 
@@ -41,19 +58,23 @@ async def _work(
 ) -> ModelResponse | str:
     if results:
         return f"done: {len(results[0].content)} characters"
-    if description.startswith("noisy"):
-        return tool_call_response("noisy", {"word": description.split()[-1]})
+    if description.startswith(("noisy", "aside")):
+        name, word = description.split()
+        return tool_call_response(name, {"word": word})
     return tool_call_response("wordy", {"n": int(description.split()[-1])})
 
 
 def _worker() -> Worker:
+    logging.getLogger("regiment.tests").warning("building the worker")
+    logging.getLogger("openai").warning("an SDK's warning as the worker is built")
+    logging.getLogger("regiment.tests").info("a build's INFO line")
     model = ScriptedModel(Brain([], work=_work))
-    return Worker(name="w", description="calls", model=model, tools=[wordy, noisy])
+    return Worker(name="w", description="calls", model=model, tools=[wordy, noisy, aside])
 
 
 def logged_team(*descriptions: str) -> Team:
     """One worker on a Ray replica, given a one-step plan per run, one of ``descriptions``
-    each ("wordy N", "noisy WORD"); the planner and synthesizer run here."""
+    each ("wordy N", "noisy WORD", "aside WORD"); the planner and synthesizer run here."""
     worker = dataclasses.replace(_worker(), placement=Ray(build=_worker, num_cpus=0))
     plans = [plan_json({"description": text}) for text in descriptions]
     return Team(

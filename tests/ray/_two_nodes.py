@@ -61,12 +61,14 @@ def main(ledger: str, endpoint: str) -> None:
         initialize_head=True,
         head_node_args={"num_cpus": 1, "resources": {"node_a": 1.0}, "include_dashboard": False},
     )
+    paths = (str(ROOT), os.environ.get("PYTHONPATH", ""))
     try:
         cluster.add_node(num_cpus=1, resources={"node_b": 1.0})
         ray.init(
             address=cluster.address,
             log_to_driver=False,
-            runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
+            # as the caller has it (its PYTHONPATH may put another regiment first)
+            runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, paths))}},
         )
         nodes = {n["NodeID"]: n["Resources"] for n in ray.nodes() if n["Alive"]}
         told = anyio.run(_story, ledger, endpoint, backend="asyncio")

@@ -295,11 +295,13 @@ def main() -> None:
     import ray
 
     address, namespace, journal_path, ledger, probe = sys.argv[1:6]
+    paths = (str(ROOT), os.environ.get("PYTHONPATH", ""))
     ray.init(
         address=address,
         namespace=namespace,
         log_to_driver=False,
-        runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
+        # as the test session's Ray has it (its PYTHONPATH may put another regiment first)
+        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, paths))}},
     )
     usd = float(sys.argv[6]) if len(sys.argv) > 6 else None  # the run's money budget
     anyio.run(_child, address, namespace, journal_path, ledger, probe, usd, backend="asyncio")
