@@ -30,10 +30,15 @@ async def test_a_url_no_journal_takes_is_refused_and_nothing_is_made(
         "file name (an SQLite file, runs.db) or a postgresql:// URL"
     )
     assert "s3cret" not in err
-    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".py")) == ["team.toml"]
+    assert _made(tmp_path) == ["team.toml"]
 
 
 async def test_open_journal_refuses_such_a_url_too(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"^the journal is a sqlite:// URL, which no journal"):
         await open_journal(f"sqlite:///{tmp_path}/runs.db")
-    assert list(tmp_path.iterdir()) == []
+    assert _made(tmp_path) == []
+
+
+def _made(directory: Path) -> list[str]:
+    """What is in ``directory`` but the brains' modules."""
+    return sorted(p.name for p in directory.iterdir() if not p.name.endswith(".py"))
