@@ -325,7 +325,12 @@ class _Once(argparse._StoreAction):
         super().__call__(parser, namespace, values, option_string)
 
 
-def _add_verbose(parser: argparse.ArgumentParser, default: str = "warnings only") -> None:
+def _add_verbose(
+    parser: argparse.ArgumentParser,
+    # It said "warnings only": regiment's own warnings show only with -v (the progress
+    # lines and the notes after the answer say what went wrong).
+    default: str = "none, but the MCP SDK's warnings",
+) -> None:
     parser.add_argument(
         "-v",
         "--verbose",
