@@ -10,7 +10,7 @@ from regiment._shown import shown_spec
 from regiment.cli._exit import was_closed
 from regiment.hierarchy import events as ev
 
-__all__ = ("AnswerOut", "say_unwritten", "void_of_call")
+__all__ = ("AnswerOut", "empty_answer_note", "say_unwritten", "void_of_call")
 
 
 def void_of_call(text: str, told: dict[str, int], call: str, void: int) -> str:
@@ -139,3 +139,16 @@ def say_unwritten(out: AnswerOut, run_id: str, journal: str | None, stderr: Text
     else:
         where = f"the journal has it: regiment show {run_id} --journal {shown_spec(journal)}"
     print(f"regiment: error: {what} could not be written to stdout ({why}); {where}", file=stderr)
+
+
+def empty_answer_note(answer: str, run_id: str, journal_flag: str | None) -> str | None:
+    """The line saying a finished run's answer is empty, or ``None``: the WARNING saying
+    why shows only with ``-v``, so the command printed a blank answer, exit 0, and nothing
+    said so. ``journal_flag`` is ``None`` without a journal, else what ``regiment show``
+    needs (`` --journal J`` or ``""``)."""
+    if answer.strip():
+        return None
+    note = "regiment: the answer is empty (the synthesizer wrote nothing; -v logs why)"
+    if journal_flag is None:  # --no-journal: nothing to show the run from
+        return f"{note}; the steps' outputs are in its events (--events jsonl)"
+    return f"{note}; the steps' outputs: regiment show{journal_flag} {run_id}"

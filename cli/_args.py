@@ -115,17 +115,39 @@ def _describe(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    """The command line parsed; an option the command does not take is that command's
-    usage error (its usage, then ``regiment: error: ...; see `regiment resume --help```),
-    not the top-level usage."""
+    """The command line parsed; an option the command does not take, or options that do
+    not go together, are that command's usage error (its usage, then ``regiment: error:
+    ...; see `regiment resume --help```), not the top-level usage."""
     top = parser()
     args, extra = top.parse_known_args(argv)
+    commands = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
     if extra:
-        commands = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
         message = f"unrecognized arguments: {' '.join(extra)}"
         hints = [h for (c, o), h in _HINTS.items() if c == args.command and o in extra]
         commands.choices[args.command].error("; ".join([message, *hints]))
+    clash = _clash(args)
+    if clash:
+        commands.choices[args.command].error(clash)
     return args
+
+
+def _clash(args: argparse.Namespace) -> str | None:
+    """Options that do not go together, said as a usage error before the team file is read
+    (it said only ``regiment: error: ...``, after the file's imports, without the usage)."""
+    if args.command == "mcp":
+        http_on_trio = args.http is not None and args.backend != "asyncio"
+        return "--http needs --backend asyncio (uvicorn runs on asyncio)" if http_on_trio else None
+    if args.command not in ("run", "resume"):
+        return None
+    if args.events_file and args.events != "jsonl":
+        return "--events-file needs --events jsonl"
+    if args.events_deltas and args.events != "jsonl":
+        return "--events-deltas needs --events jsonl"
+    if args.ray_address is not None and args.workers != "ray":
+        return "--ray-address needs --workers ray"
+    if args.workers == "ray" and args.backend == "trio":
+        return "--workers ray needs --backend asyncio (the default; Ray has no trio)"
+    return None
 
 
 def _add_run_options(run: argparse.ArgumentParser) -> None:
@@ -303,7 +325,12 @@ class _Once(argparse._StoreAction):
         super().__call__(parser, namespace, values, option_string)
 
 
-def _add_verbose(parser: argparse.ArgumentParser, default: str = "warnings only") -> None:
+def _add_verbose(
+    parser: argparse.ArgumentParser,
+    # It said "warnings only": regiment's own warnings show only with -v (the progress
+    # lines and the notes after the answer say what went wrong).
+    default: str = "none, but the MCP SDK's warnings",
+) -> None:
     parser.add_argument(
         "-v",
         "--verbose",

@@ -111,6 +111,7 @@ def _table(header: str, arrays: dict[str, int], lines: dict[str, int], number: i
         prefix = _join(prefix, segment)
         if prefix in arrays:  # through an array of tables: its latest table
             prefix = f"{prefix}[{arrays[prefix] - 1}]"
+        lines.setdefault(prefix, number)  # [check.c] opens `check` too (an unknown table)
     table = _join(prefix, segments[-1]) if segments else prefix
     if double:
         lines.setdefault(table, number)  # the array itself: its first table

@@ -63,7 +63,7 @@ from regiment.cli._exit import (
 )
 from regiment.cli._hints import journal_reader
 from regiment.cli._journal_cmds import journal_flag_error
-from regiment.cli._options import choose_model, flags_agree, placed, run_options
+from regiment.cli._options import choose_model, placed, run_options
 from regiment.cli._printed import printed
 from regiment.cli._resume import add_import_root as _add_import_root
 from regiment.cli._resume import fill_in_team_file, team_file_of
@@ -200,7 +200,7 @@ async def _dispatch(
                     )
                 except JournalError as exc:  # it could not be opened: nothing was served
                     return config_error(journal_flag_error(args.journal, exc), stderr)
-        config = placed(flags_agree(args), config)
+        config = placed(args, config)
         options = run_options(args, config, stdin, stderr, environ)
     except ConfigError as exc:
         return config_error(exc, stderr)

@@ -4,6 +4,7 @@ together, the model chosen (the offline fallback included), the terminal's appro
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, TextIO
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from regiment.cli._run import RunOptions
     from regiment.config import TeamConfig
 
-__all__ = ("choose_model", "flags_agree", "placed", "run_options")
+__all__ = ("choose_model", "placed", "run_options")
 
 
 def run_options(
@@ -44,7 +45,7 @@ def run_options(
         model=choose_model(config, args.team_file, args.model, environ, stderr),
         trace=args.trace,
         events_jsonl=args.events == "jsonl",
-        events_file=args.events_file,
+        events_file=_events_file(args.events_file, config, args.team_file, journal),
         live=not args.plain and stderr.isatty() and not args.verbose and ask is None,
         journal=journal,
         journal_flag=flag,
@@ -73,17 +74,32 @@ def _asker(
     return TerminalApprover(stdin, stderr)
 
 
-def flags_agree(args: argparse.Namespace) -> argparse.Namespace:
-    """``args`` when the run's flags fit together; else a ``ConfigError`` saying which."""
-    if args.events_file and args.events != "jsonl":
-        raise ConfigError("--events-file needs --events jsonl")
-    if args.events_deltas and args.events != "jsonl":
-        raise ConfigError("--events-deltas needs --events jsonl")
-    if args.ray_address is not None and args.workers != "ray":
-        raise ConfigError("--ray-address needs --workers ray")
-    if args.workers == "ray" and args.backend == "trio":
-        raise ConfigError("--workers ray needs --backend asyncio (the default; Ray has no trio)")
-    return args
+def _events_file(
+    path: str | None, config: TeamConfig, team_file: str, journal: str | None
+) -> str | None:
+    """``--events-file PATH``, refused when it is a file the command reads: writing the
+    events there truncated it (a team file lost, or every run of the journal)."""
+    if path is None:
+        return None
+    from regiment.config import team_files  # loaded already: the config was read
+
+    needed = [(f"the team file {name}", name) for name, _ in team_files(config, source=team_file)]
+    if journal is not None:
+        needed.append((f"the journal {journal}", journal))
+    for what, name in needed:
+        if _same_file(path, name):
+            raise ConfigError(
+                f"--events-file {path}: that is {what}, which writing the events there would "
+                "overwrite; give the events a file of their own (events.jsonl, say)"
+            )
+    return path
+
+
+def _same_file(path: str, other: str) -> bool:
+    try:
+        return os.path.samefile(path, other)
+    except (OSError, ValueError):  # one is not there (yet), or is no path (a URL)
+        return False
 
 
 def placed(args: argparse.Namespace, config: TeamConfig) -> TeamConfig:

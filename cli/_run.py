@@ -13,7 +13,7 @@ import msgspec
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
-from regiment.cli._answer import AnswerOut, say_unwritten
+from regiment.cli._answer import AnswerOut, empty_answer_note, say_unwritten
 from regiment.cli._ask import TerminalApprover, asking
 from regiment.cli._codes import ended_early
 from regiment.cli._events_out import event_sink
@@ -346,6 +346,9 @@ def _report(
         if result.status == "partial":
             note = f"regiment: partial result: the {result.budget_exhausted} budget ran out"
             print(note, file=stderr)
+        flag = None if options.journal is None else options.journal_flag
+        if not paused and (empty := empty_answer_note(result.answer, result.run_id, flag)):
+            print(empty, file=stderr)
         outcome = "paused" if paused else "done"
         if paused:
             n, flag = len(result.pending_approvals), options.journal_flag

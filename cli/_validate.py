@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
+from regiment._text import visible
 from regiment.cli._codes import config_error
 from regiment.cli._printed import put_out
 from regiment.cli._resume import add_import_root
@@ -42,20 +43,22 @@ def validate(config: TeamConfig, source: str, stdout: TextIO) -> int:
     from regiment.config import check_config
 
     team = check_config(config, source=source)
-    print(f"{source}: ok, team '{team.name}'", file=stdout)
     specs = config.model_specs()
-    print(
-        f"  planner: {specs['planner.model']}, at most {team.planner.max_steps} steps", file=stdout
-    )
+    lines = [
+        f"{source}: ok, team '{team.name}'",
+        f"  planner: {specs['planner.model']}, at most {team.planner.max_steps} steps",
+    ]
     for index, (entry, worker) in enumerate(zip(config.workers, team.workers, strict=True)):
         tools = _tools_of(worker)
         # A team worker's models are in its own file (checked above, with this one).
         uses = f"team file {entry.team}" if entry.team else specs[f"workers[{index}].model"]
-        print(f"  worker {worker.name}: {uses}; {tools}", file=stdout)
-    for name, check in team.checks.items():
-        print(f"  check {name}: {check.description}", file=stdout)
-    for line in _run_lines(config, team, source):
-        print(f"  {line}", file=stdout)
+        lines.append(f"  worker {worker.name}: {uses}; {tools}")
+    lines += [f"  check {name}: {check.description}" for name, check in team.checks.items()]
+    lines += [f"  {line}" for line in _run_lines(config, team, source)]
+    for line in lines:
+        # The file's own text (a name, a check's description) cannot drive the terminal,
+        # nor split a line of the summary in two.
+        print(visible(line).replace("\n", "\\n"), file=stdout)
     return 0
 
 

@@ -99,6 +99,11 @@ def import_callable(spec: str, *, where: str, expected: str) -> Callable[..., ob
         expected: what it should be, for the message ("a function of a StepReport").
     """
     found = import_object(spec, where=where)
+    if isinstance(found, Tool):  # callable, so it passed, and failed each call of a run
+        raise ConfigError(
+            f"{where}: {spec!r} is the tool {found.name!r} (made with @tool), which a worker "
+            f"calls; expected {expected}, a plain function"
+        )
     if not callable(found) or inspect.isclass(found):
         raise ConfigError(f"{where}: {spec!r} is {_kind(found)}; expected {expected}")
     # Each is called with one argument: a function that cannot take it would fail every

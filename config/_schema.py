@@ -47,7 +47,7 @@ import msgspec
 from regiment._json import JsonObject
 from regiment.config._errors import explain
 from regiment.config._mcp import MCPConfig, read_environment
-from regiment.config._text import ConfigFormat, decode_bytes, parse_text
+from regiment.config._text import ConfigFormat, decode_bytes, parse_text, read_team_file
 from regiment.errors import ConfigError
 from regiment.hierarchy import Budget
 from regiment.models import Price
@@ -300,10 +300,7 @@ def load_config(path: str | Path) -> TeamConfig:
         fmt = "yaml"
     else:
         raise ConfigError(f"{path}: expected a .toml, .yaml or .yml team file")
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the team file: {exc.strerror or exc}") from exc
+    data = read_team_file(file, str(path))
     return parse_config(decode_bytes(data, str(path)), format=fmt, source=str(path))
 
 

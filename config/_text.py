@@ -11,8 +11,10 @@ from __future__ import annotations
 import functools
 import json
 import re
+import stat
 import tomllib
 from collections.abc import Hashable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from regiment.errors import ConfigError
@@ -20,7 +22,16 @@ from regiment.errors import ConfigError
 if TYPE_CHECKING:
     import yaml
 
-__all__ = ("MAX_DEPTH", "MAX_VALUES", "ConfigFormat", "decode_bytes", "key_text", "parse_text")
+__all__ = (
+    "MAX_BYTES",
+    "MAX_DEPTH",
+    "MAX_VALUES",
+    "ConfigFormat",
+    "decode_bytes",
+    "key_text",
+    "parse_text",
+    "read_team_file",
+)
 
 ConfigFormat: TypeAlias = Literal["toml", "yaml"]
 
@@ -35,6 +46,33 @@ above ``MAX_DEPTH`` (which the parsed data is held to exactly)."""
 MAX_VALUES = 100_000
 """How many values a file may hold once YAML aliases are expanded (an alias is
 a reference, so a few lines can stand for billions of values)."""
+
+MAX_BYTES = 1 << 20
+"""The largest team file read, 1 MiB. A team file is a few KB; a much larger one took
+the parsers minutes and gigabytes (a 50 MB string: over 60 s and 6 GB), and /dev/zero
+was read until memory ran out (a ``MemoryError`` traceback)."""
+
+
+def read_team_file(file: Path, source: str) -> bytes:
+    """The bytes of a team file: a regular file (a FIFO waited for a writer for ever) of
+    at most ``MAX_BYTES``; else a ``ConfigError`` that says what it is."""
+    try:
+        mode = file.stat().st_mode
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):  # opening a directory says so
+            raise ConfigError(
+                f"{source}: cannot read the team file: it is not a regular file (a pipe or a "
+                "device, say); give the path of the .toml or .yaml file itself"
+            )
+        with file.open("rb") as opened:
+            data = opened.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read the team file: {exc.strerror or exc}") from exc
+    if len(data) > MAX_BYTES:
+        raise ConfigError(
+            f"{source}: the team file is larger than {MAX_BYTES:,} bytes; a team file is a "
+            "few KB of TOML or YAML: check that this is the file you meant"
+        )
+    return data
 
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")

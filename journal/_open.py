@@ -49,6 +49,12 @@ async def open_journal(
     if isinstance(spec, str | Path):
         if not str(spec):
             raise ConfigError("the journal path is empty; give a file name or a postgresql:// URL")
+        if "://" in str(spec):  # `sqlite:///x.db`, `mysql://...` made an SQLite file 'sqlite:/x.db'
+            scheme = str(spec).partition("://")[0]  # not the URL: it may hold a password
+            raise ConfigError(
+                f"the journal is a {scheme}:// URL, which no journal takes; give a file name "
+                "(an SQLite file, runs.db) or a postgresql:// URL"
+            )
         from regiment.journal._sqlite import SqliteJournal
 
         return await SqliteJournal.open(spec, clock=clock, read_only=read_only)

@@ -154,6 +154,11 @@ class MCPServer:
 
     def __post_init__(self) -> None:
         ToolPolicy(**self.options)  # the same range checks a Tool makes, at config time
+        if not self.name.strip():  # every message, log line and span names it: "MCP server ''"
+            raise ConfigError(
+                f"MCP server name is blank ({self.name!r}); give it a name, or leave name "
+                "out to name it by its command line or URL"
+            )
         if self.max_restarts < 0:
             raise ConfigError(f"MCP server {self.name!r}: max_restarts must be 0 or more")
         if not (math.isfinite(self.start_timeout) and self.start_timeout > 0):

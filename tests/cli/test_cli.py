@@ -100,12 +100,7 @@ async def test_a_run_that_fails_exits_1_with_the_reason(tmp_path: Path) -> None:
             "regiment: error: --session: the session is blank (' ')",
         ),
         (["run", REFUND, "goal", "--session", "t-\udcff"], "the session is not valid text"),
-        (["run", REFUND, "goal", "--events-file", "x.jsonl"], "--events-file needs --events jsonl"),
-        # it said to start the team with anyio.run(main), which a command line cannot
-        (
-            ["run", REFUND, "goal", "--workers", "ray", "--backend", "trio"],
-            "regiment: error: --workers ray needs --backend asyncio (the default; Ray has no trio)",
-        ),
+        # --events-file without --events jsonl, --workers ray on trio: test_flag_clashes.py
         (["validate", "team.ini"], "expected a .toml, .yaml or .yml team file"),
         (["run", REFUND, "goal", "--app-dir", "no/such/dir"], "--app-dir no/such/dir: no such"),
         (["validate", REFUND, "--app-dir", "no/such/dir"], "--app-dir no/such/dir: no such"),

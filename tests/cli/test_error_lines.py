@@ -77,6 +77,12 @@ MISTAKES = {  # the mistake, and the line the error names
     "cannot import": (("tools:issue_refund", "tools:refund"), 13),
     "unknown table": (('[[workers]]\nname = "comms"', '[[worker]]\nname = "comms"'), 16),
     "missing key": (('description = "Issues refunds."\n', ""), 4),
+    # `[check.c]` opens the unknown table `check` too; it had no line: "team.toml: unknown
+    # table `[check]` (did you mean `[checks.<name>]`?)"
+    "unknown dotted table": (
+        ('tools = [\n    "examples', '[check.c]\ntools = [\n    "examples'),
+        11,
+    ),
     # It had no key path, so no line: "team 't' has two workers named billing".
     "a name twice": (('name = "comms"', 'name = "billing"'), 17),
 }

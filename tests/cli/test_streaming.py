@@ -71,10 +71,10 @@ async def test_events_jsonl_has_tool_calls_but_deltas_only_when_asked(tmp_path: 
     assert every[0]["type"] == "RunStarted"
 
 
-async def test_events_deltas_needs_events_jsonl() -> None:
-    code, _out, err = await _run("run", REFUND, GOAL, "--events-deltas")
-    assert code == 2
-    assert "--events-deltas needs --events jsonl" in err
+async def test_events_deltas_needs_events_jsonl(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _out, _err = await _run("run", REFUND, GOAL, "--events-deltas")
+    assert code == 2  # a usage error: argparse writes it, after the usage, to sys.stderr
+    assert "--events-deltas needs --events jsonl" in capsys.readouterr().err
 
 
 async def test_on_one_terminal_the_streamed_answer_ends_its_line_before_the_last_progress_line() -> (

@@ -123,7 +123,8 @@ def test_workers_ray_under_trio_is_a_usage_error() -> None:
     )
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines()[-1] == (
-        "regiment: error: --workers ray needs --backend asyncio (the default; Ray has no trio)"
+        "regiment: error: --workers ray needs --backend asyncio (the default; Ray has no "
+        "trio); see `regiment run --help`"
     )
 
 

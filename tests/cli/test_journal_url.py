@@ -1,0 +1,44 @@
+"""A journal given as a URL of a database regiment has no journal for (``sqlite:///x.db``,
+``mysql://...``) was taken for a file name: ``regiment run`` made a directory ``sqlite:``
+with an SQLite file ``x.db`` in it, and journaled there without a word."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from regiment.errors import ConfigError
+from regiment.journal import open_journal
+
+from .helpers import run_cli, write_team
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize("url", ["sqlite:///runs.db", "mysql://ana:s3cret@db.example/runs"])
+async def test_a_url_no_journal_takes_is_refused_and_nothing_is_made(
+    tmp_path: Path, url: str
+) -> None:
+    team = write_team(tmp_path, "idle")
+    scheme = url.partition("://")[0]
+    code, out, err = await run_cli("run", str(team), "goal", "--journal", url)
+    assert code == 2
+    assert out == ""
+    assert err.splitlines()[-1] == (
+        f"regiment: error: the journal is a {scheme}:// URL, which no journal takes; give a "
+        "file name (an SQLite file, runs.db) or a postgresql:// URL"
+    )
+    assert "s3cret" not in err
+    assert _made(tmp_path) == ["team.toml"]
+
+
+async def test_open_journal_refuses_such_a_url_too(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^the journal is a sqlite:// URL, which no journal"):
+        await open_journal(f"sqlite:///{tmp_path}/runs.db")
+    assert _made(tmp_path) == []
+
+
+def _made(directory: Path) -> list[str]:
+    """What is in ``directory`` but the brains' modules."""
+    return sorted(p.name for p in directory.iterdir() if not p.name.endswith(".py"))
