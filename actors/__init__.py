@@ -35,7 +35,8 @@ Messages and replies:
   workers use it to hand a step straight to a waiting runner. One that
   defines ``receive_here`` may handle a ``send_here`` in the sender's task
   even if the handler awaits (run with :func:`in_context` in the actor's own
-  context variables): a run's planner takes a step's report so.
+  context variables; :class:`ContextTurns` for many handlers in one context): a
+  run's planner takes a step's report so.
 * ``ctx.spawn_dormant(...)`` starts such an actor in the spawner's task with no
   task of its own: its task starts only when a message has to be queued, it
   starts a helper task or it stops itself; stopped before that, ``on_stop``
@@ -79,7 +80,7 @@ Supervision:
 """
 
 from regiment.actors._actor import Actor, ActorContext
-from regiment.actors._in_context import in_context
+from regiment.actors._in_context import ContextTurns, in_context
 from regiment.actors._messages import ChildFailed, DeadLetter, DeadLetterReason, Envelope
 from regiment.actors._policy import RestartPolicy
 from regiment.actors._propagation import ContextPropagator
@@ -94,6 +95,7 @@ __all__ = (
     "ActorSystem",
     "ChildFailed",
     "ContextPropagator",
+    "ContextTurns",
     "DeadLetter",
     "DeadLetterReason",
     "Envelope",

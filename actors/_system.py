@@ -135,8 +135,9 @@ class ActorSystem:
             message=message,
             sender=current_actor.get(),
             reply_to=reply_to,
-            message_id=f"{self._id_prefix}-{next(self._ids)}",
             headers=carried,
+            _id_prefix=self._id_prefix,
+            _id_number=next(self._ids),
         )
 
     def dead_letter(

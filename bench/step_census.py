@@ -30,7 +30,7 @@ import regiment_cases as rc
 from anyio._backends import _asyncio as anyio_asyncio
 
 import regiment.hierarchy.workers._step_actor as step_actor
-from regiment.actors import in_context
+from regiment.actors import ContextTurns
 from regiment.actors._system import ActorSystem
 from regiment.actors._wakeup import AsyncioWakeup
 from regiment.hierarchy.run._book import RunBook
@@ -46,7 +46,7 @@ _WATCHED: dict[str, CodeType] = {
     "cancel scopes made (anyio CancelScope.__init__)": anyio_asyncio.CancelScope.__init__.__code__,
     "wake-ups made (AsyncioWakeup.__init__)": AsyncioWakeup.__init__.__code__,
     "envelopes (ActorSystem.envelope)": ActorSystem.envelope.__code__,
-    "turns in the planner's context (in_context)": in_context.__code__,
+    "turns in the planner's context (ContextTurns.run)": ContextTurns.run.__code__,
     "run changes recorded (RunBook.apply)": RunBook.apply.__code__,
     "events emitted (RunBook.emit)": RunBook.emit.__code__,
 }

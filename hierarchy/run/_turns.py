@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Awaitable
 from typing import final
 
-from regiment.actors import Actor, Envelope, Wakeup, in_context
+from regiment.actors import Actor, ContextTurns, Envelope, Wakeup
 from regiment.errors import LeaseLost, RunCancelled, RunError
 from regiment.hierarchy._prompts import HookFailed
 from regiment.hierarchy.run import _logs as logs
@@ -54,6 +54,7 @@ class TakesTurns(Actor[PlannerMessage, None]):
     _busy = False  # a handler is running, or the turn was handed to a waiter
     _waiters: deque[_Waiter] | None = None  # made the first time a task has to wait
     _context: contextvars.Context | None = None  # the actor task's, from on_start
+    _here: ContextTurns  # runs turns taken in a sender's task in it, from on_start
     # The message types PlannerActor's ``_handle_now`` may take; any other is not tried
     # there (a step's report: no turn taken and passed, no context entered, issue #22).
     _now_types: tuple[type, ...] = (StartRun, CancelRun)
@@ -94,7 +95,8 @@ class TakesTurns(Actor[PlannerMessage, None]):
         return False
 
     async def on_start(self) -> None:
-        self._context = contextvars.copy_context()
+        self._context = context = contextvars.copy_context()
+        self._here = ContextTurns(context)
 
     async def receive(self, message: PlannerMessage) -> None:
         await self.take_turn(message)
@@ -133,7 +135,7 @@ class TakesTurns(Actor[PlannerMessage, None]):
         context = self._context
         if self._busy or context is None:
             return None
-        return in_context(context, self._turn_here(envelope.message))
+        return self._here.run(self._turn_here(envelope.message))  # no StopIteration (#22)
 
     async def _turn_here(self, message: PlannerMessage) -> None:
         """A turn in the sender's task (inside the actor's context, see ``receive_here``)."""

@@ -7,9 +7,11 @@ from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 
 import anyio
+import msgspec
 import pytest
 
 from regiment.actors import Actor, ActorRef, ContextPropagator, Envelope, open_actor_system
+from regiment.errors import ActorStopped
 
 pytestmark = pytest.mark.anyio
 
@@ -120,3 +122,28 @@ async def test_envelopes_carry_the_sender_and_unique_ids() -> None:
     assert outside.message == "from outside"
     assert outside.headers == {}
     assert outside.message_id != inside.message_id
+
+
+async def test_message_ids_read_as_the_system_prefix_and_a_number() -> None:
+    """The id is text only when read (#22): an envelope holds its parts, and reads,
+    compares and prints as one with a ``message_id`` field did; a dead letter keeps it."""
+    async with open_actor_system() as system:
+        inspector = await system.spawn(Inspector, name="inspector")
+        first = await inspector.ask("one")
+        second = await inspector.ask("two")
+        await inspector.stop()
+        with pytest.raises(ActorStopped):
+            await inspector.send("late")
+    prefix, number = first.message_id.split("-")
+    assert len(prefix) == 8
+    assert int(prefix, 16) >= 0
+    assert second.message_id == f"{prefix}-{int(number) + 1}"
+    (letter,) = system.dead_letters
+    assert letter.message_id == f"{prefix}-{int(number) + 2}"
+    assert "message_id" not in Envelope.__struct_fields__  # no text made a message
+    assert first != second
+    assert first == msgspec.structs.replace(first)
+    assert repr(first) == (
+        f"Envelope(message='one', sender=None, reply_to={first.reply_to!r}, "
+        f"message_id='{first.message_id}', headers={{}})"
+    )

@@ -1,15 +1,19 @@
 """A step's report is handled in the task of the runner that hands it in (a turn of the
 planner's, run as the planner's own): what fails there fails that run, never the worker
-that lent its task, nor the other runs it is working for."""
+that lent its task, nor the other runs it is working for. Such a turn ends with no
+``StopIteration`` (issue #22)."""
 
 from __future__ import annotations
 
 import sqlite3
+import sys
 from pathlib import Path
+from types import FrameType
 
 import anyio
 import pytest
 
+from regiment.actors import _in_context
 from regiment.errors import JournalError
 from regiment.hierarchy import Budget, Planner, Team, Worker
 from regiment.journal import SqliteJournal
@@ -89,3 +93,35 @@ async def test_a_journal_write_failing_in_a_report_turn_fails_that_run_only(
     assert late.levelname == "ERROR"
     assert "handling StepReport" in late.getMessage()
     assert "database is locked" in late.getMessage()
+
+
+async def test_a_report_turn_ends_with_no_stop_iteration() -> None:
+    # in_context ended each turn with a StopIteration (~1.6k CPU instructions a step);
+    # ContextTurns' runner takes the turn's end by await. By the profiler: calls from
+    # the module's frames that ended in an exception, in a 1-step and a 4-step run.
+    raised: list[int] = []
+
+    def profiler(frame: FrameType, event: str, arg: object) -> None:
+        if event == "c_exception" and frame.f_code.co_filename == _in_context.__file__:
+            raised[-1] += 1
+
+    steps = [{"id": f"s{i}", "description": f"part {i}"} for i in range(1, 5)]
+    chained = [step | {"depends_on": [f"s{i}"]} if i else step for i, step in enumerate(steps)]
+    worker = ScriptedModel(Brain([]))
+    for plan in (plan_json(steps[0]), plan_json(*chained)):
+        team = Team(
+            name="turns",
+            planner=Planner(model=ScriptedModel(Brain([plan] * 2))),
+            workers=[Worker(name="w", description="does parts", model=worker)],
+        )
+        async with team.start() as running:
+            assert (await running.run("warm up")).status == "completed"
+            raised.append(0)
+            sys.setprofile(profiler)
+            try:
+                result = await running.run("do the parts")
+            finally:
+                sys.setprofile(None)
+        assert result.status == "completed"
+    assert len(result.steps) == 4
+    assert raised[0] == raised[1]  # none a step: a 4-step run raises as many as a 1-step one
