@@ -135,6 +135,8 @@ async def runs_command(args: argparse.Namespace, spec: str, stdout: TextIO) -> i
     journal = await open_cli_journal(spec, read_only=True)
     try:
         found = await journal.list_runs(status=args.status, limit=args.limit)
+    except JournalError as exc:  # (the server went away, a lock held past lock_timeout)
+        raise ConfigError(str(exc)) from exc
     finally:
         await journal.close()
     for info in found:
