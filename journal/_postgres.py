@@ -120,6 +120,7 @@ class _PostgresStore(LockReporting):
                 if found is None:
                     self._refuse_foreign_tables()
                 prepare(self._execute, has_meta=found is not None, blob="BYTEA", where=self.where)
+            self.read_marks()
         except BaseException:
             self._conn.close()
             raise

@@ -104,12 +104,14 @@ class _SqliteStore(SqlStore):
             if read_only:
                 self._conn = open_read_only(path, busy_timeout)
                 self._check_readable()
+                self.read_marks()
                 return
             path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(
                 path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
             self._open(synchronous)
+            self.read_marks()
         except sqlite3.OperationalError as exc:
             self._close_quietly()
             if "locked" not in str(exc):
