@@ -146,11 +146,15 @@ class Trial:
 
     def _maybe_kill(self, child: Child, kill: bool) -> int:
         """Let the child end, or kill it at a random moment: mostly after a random one of
-        its events (a resume writes the replayed ones too); now and then within its first
-        1.5 s (start-up, the journal's open, the lease, the replay)."""
+        its events (a resume writes the replayed ones too; ``nested``: within 1.5 s of its
+        first); now and then within its first 1.5 s (start-up, the journal's open, the
+        lease, the replay)."""
         if not kill:
             return child.wait()
         if self.rng.random() < 0.1:
+            code = child.kill_after(self.rng.uniform(0, 1.5))
+        elif self.scenario.name == "nested":  # its nested run's events are not in the file
+            child.first_event()
             code = child.kill_after(self.rng.uniform(0, 1.5))
         else:
             child.first_event()
