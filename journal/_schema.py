@@ -144,6 +144,7 @@ class RecordMarks:
                     f"{kind!r} (written by regiment {v})" for kind, v in sorted(newer.items())
                 ),
                 __version__,
+                extra={"newer_kinds": sorted(newer)},  # (``regiment runs`` prints it)
             )
 
     def mark(self, execute: Execute, kinds: set[str]) -> None:

@@ -173,3 +173,19 @@ async def test_opening_a_journal_holding_a_newer_kind_says_so(
     finally:
         await journal.close()
     assert _marks(location)[f"record:{KIND}"] == NEWER  # (kept as it was)
+
+
+async def test_regiment_runs_notes_the_newer_kinds_the_journal_holds(
+    location: str, clock: Clock
+) -> None:
+    # The warning as the journal opened went nowhere a user of the command sees.
+    run_id = await _written_by_a_newer_regiment(location, clock)
+    code, out, err = await run_cli("runs", "--journal", location)
+    assert (code, err) == (0, "")
+    listed, note = out.splitlines()
+    assert listed.startswith(f"{run_id}  stalled  ")
+    assert note.startswith("note: journal ")
+    assert f"holds records of kind(s) {KIND!r} (written by regiment {NEWER})" in note
+    code, out, err = await run_cli("runs", "--json", "--journal", location)
+    assert (code, err) == (0, "")
+    assert [json.loads(line)["run_id"] for line in out.splitlines()] == [run_id]  # runs only
