@@ -104,11 +104,17 @@ def reruns(key: str, pids: list[int], kills: dict[int, float], done: float | Non
     return why
 
 
-def check_ledger(ledger: Ledger, baseline: Ledger, entries: Sequence[Entry]) -> list[Anomaly]:
+def check_ledger(
+    ledger: Ledger,
+    baseline: Ledger,
+    entries: Sequence[Entry],
+    nested: Sequence[Sequence[Entry]] = (),
+) -> list[Anomaly]:
     """Every side effect once per key and the same as the uninterrupted run's; every
     body run under a journaled intent whose result is journaled; a body that ran more
     than once only in another process after a kill of the one before, the call's result
-    not yet journaled then (read from the final journal, the ledger and the kills)."""
+    not yet journaled then (read from the final journal, the ledger and the kills; the
+    calls of the ``nested`` runs' records too)."""
     found: list[Anomaly] = []
     keys = [str(line[0]) for line in ledger.lines("effects.jsonl")]
     repeated = sorted(k for k, n in Counter(keys).items() if n > 1)
@@ -117,6 +123,8 @@ def check_ledger(ledger: Ledger, baseline: Ledger, entries: Sequence[Entry]) -> 
     if ledger.effects() != baseline.effects():
         found.append(("effects differ", f"{ledger.effects()} != {baseline.effects()}"))
     calls, kills = journaled_calls(entries), ledger.kills()
+    for records in nested:
+        calls.update(journaled_calls(records))
     runs = ledger.body_runs()
     if missing := sorted(set(runs) - set(calls)):
         found.append(("body ran with no journaled intent", f"keys {missing}"))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import anyio
 
-from regiment.journal import open_journal
+from regiment.journal import JournalError, nested_run_id, open_journal
 from regiment.journal._records import EventRecorded, ModelCallFinished, RunFinished
 from regiment.journal._views import Entry
 
@@ -22,15 +22,22 @@ __all__ = (
     "Child",
     "Scenario",
     "answer_of",
+    "journal_for",
     "killed",
     "pending",
     "phase",
     "read_run",
     "regiment",
+    "nested_runs",
+    "shown_clean",
 )
 
 HERE = Path(__file__).resolve().parent / "torture"
-TEAMS = {"plain": HERE / "team.toml", "approvals": HERE / "team_approval.toml"}
+TEAMS = {
+    "plain": HERE / "team.toml",
+    "approvals": HERE / "team_approval.toml",
+    "nested": HERE / "team_nested.toml",  # the approvals team as a nested team's worker
+}
 
 
 @dataclass(frozen=True)
@@ -183,3 +190,56 @@ def phase(entries: tuple[Entry, ...]) -> str:
 def answer_of(entries: tuple[Entry, ...]) -> str | None:
     ends = [e.record for e in entries if isinstance(e.record, RunFinished)]
     return ends[-1].answer if ends else None
+
+
+def shown_clean(journal: str, run_id: str) -> list[tuple[str, str]]:
+    """What is wrong with ``regiment show --json RUN_ID`` of the run, as a user reads it
+    (another process): it must exit 0 and show it completed, with every record read (no
+    ``not_shown``) and nothing on stderr. Anomalies, as ``crash_checks``'."""
+    args = ("show", run_id, "--json", "--journal", journal)
+    done = subprocess.run(regiment(*args), capture_output=True, text=True, timeout=120)
+    if done.returncode != 0 or done.stderr:
+        return [("show failed", f"exit {done.returncode}: {done.stderr.strip()[-300:]}")]
+    shown = json.loads(done.stdout)
+    if shown.get("status") != "completed" or shown.get("not_shown"):
+        return [("show not clean", f"{shown.get('status')}, not shown: {shown.get('not_shown')}")]
+    return []
+
+
+async def _nested(journal_url: str, run_id: str) -> dict[str, tuple[Entry, ...]]:
+    journal = await open_journal(journal_url)
+    found: dict[str, tuple[Entry, ...]] = {}
+    try:
+        for entry in await journal.read(run_id):
+            event = getattr(entry.record, "event", {})
+            if getattr(entry.record, "kind", "") != "StepDispatched":
+                continue
+            at = (event["plan_version"], event["step_id"], event.get("attempt", 1))
+            nested = nested_run_id(run_id, *at)
+            try:
+                found[nested] = await journal.read(nested)
+            except JournalError:  # (a step of a worker that is no team: no such run)
+                continue
+        return {nested: entries for nested, entries in found.items() if entries}
+    finally:
+        await journal.close()
+
+
+def nested_runs(journal_url: str, run_id: str) -> dict[str, tuple[Entry, ...]]:
+    """The records of each nested team's run under ``run_id``'s steps, by run id."""
+    return anyio.run(_nested, journal_url, run_id)
+
+
+def journal_for(backend: str, folder: Path, server: object) -> str:
+    """A fresh journal: an SQLite file in ``folder``, or a schema of its own on ``server``."""
+    if backend == "sqlite":
+        return str(folder / "runs.db")
+    import uuid
+
+    import psycopg
+
+    url = str(server.url)  # type: ignore[attr-defined]
+    schema = f"torture_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA "{schema}"'.encode())
+    return f"{url}?options=-csearch_path%3D{schema}"

@@ -12,6 +12,8 @@ after a kill of the one before and before its result was journaled: read from th
 journal, the ledger and ``kills.jsonl``, not at the kill), and that its journal reads in order with no record twice. ``approvals``
 runs ``team_approval.toml``, whose omni charge waits for a decision: the paused run is
 approved by ``regiment approve`` in another process racing a ``regiment resume``.
+``nested``: ``team_nested.toml``, whose one step is that team, nested. Every run (nested ones
+too) must read clean with ``regiment show --json`` in another process.
 It prints the counts: kills, resumes, outcomes, where the kills landed, anomalies by kind.
 """
 
@@ -28,7 +30,19 @@ from pathlib import Path
 from typing import TypeAlias
 
 from crash_checks import Anomaly, Ledger, check_journal, check_ledger
-from crash_children import HERE, TEAMS, Child, Scenario, answer_of, pending, phase, read_run
+from crash_children import (
+    HERE,
+    TEAMS,
+    Child,
+    Scenario,
+    answer_of,
+    journal_for,
+    nested_runs,
+    pending,
+    phase,
+    read_run,
+    shown_clean,
+)
 
 from regiment.journal import Entry, EventRecorded, ToolCallStarted
 
@@ -132,11 +146,15 @@ class Trial:
 
     def _maybe_kill(self, child: Child, kill: bool) -> int:
         """Let the child end, or kill it at a random moment: mostly after a random one of
-        its events (a resume writes the replayed ones too); now and then within its first
-        1.5 s (start-up, the journal's open, the lease, the replay)."""
+        its events (a resume writes the replayed ones too; ``nested``: within 1.5 s of its
+        first); now and then within its first 1.5 s (start-up, the journal's open, the
+        lease, the replay)."""
         if not kill:
             return child.wait()
         if self.rng.random() < 0.1:
+            code = child.kill_after(self.rng.uniform(0, 1.5))
+        elif self.scenario.name == "nested":  # its nested run's events are not in the file
+            child.first_event()
             code = child.kill_after(self.rng.uniform(0, 1.5))
         else:
             child.first_event()
@@ -259,8 +277,13 @@ def checked_run(
         found.append(("never completed", f"{status} after {processes} processes"))
     elif answer_of(entries) != base.answer:
         found.append(("answer differs", f"{answer_of(entries)!r} != {base.answer!r}"))
+    nested = nested_runs(scenario.journal, run_id)
     found += check_journal(entries, base.entries)
-    found += check_ledger(Ledger(scenario.folder), base.ledger, entries)
+    for records in nested.values():  # in order, no record twice (their steps: any attempt)
+        found += check_journal(records, records)
+    found += check_ledger(Ledger(scenario.folder), base.ledger, entries, [*nested.values()])
+    for shown in (run_id, *nested):
+        found += shown_clean(scenario.journal, shown)
     return status, found
 
 
@@ -281,27 +304,13 @@ def torture(
     Trial(scenario, base, tally, random.Random(seed), kills, reach, hold).go()
 
 
-def _journals(backend: str, folder: Path, server: object) -> str:
-    if backend == "sqlite":
-        return str(folder / "runs.db")
-    import uuid
-
-    import psycopg
-
-    url = str(server.url)  # type: ignore[attr-defined]
-    schema = f"torture_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f'CREATE SCHEMA "{schema}"'.encode())
-    return f"{url}?options=-csearch_path%3D{schema}"
-
-
 def _scenario(
     root: Path, backend: str, name: str, server: object, jitter: float, label: str
 ) -> Scenario:
     folder = root / backend / name / label
     folder.mkdir(parents=True)
     loop = "trio" if label[-1:] in "13579" else "asyncio"  # odd trials on trio
-    return Scenario(name, _journals(backend, folder, server), folder, jitter, loop)
+    return Scenario(name, journal_for(backend, folder, server), folder, jitter, loop)
 
 
 def _report(tally: Tally, seconds: float) -> None:
@@ -326,7 +335,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=20, help="trials per scenario and backend")
     parser.add_argument("--kills", type=int, default=4, help="kills per trial, at most")
     parser.add_argument("--backends", default="sqlite,postgres")
-    parser.add_argument("--scenarios", default="plain,approvals")
+    parser.add_argument("--scenarios", default="plain,approvals,nested")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--holds",
@@ -339,7 +348,8 @@ def main() -> None:
     holds = args.holds.split(",") if args.holds else []
 
     def trial(scenario: Scenario, base: Baseline, tally: Tally, seed: int, n: int) -> None:
-        hold = holds[n // 3 % len(holds)] if holds and n % 3 == 0 else ""
+        held = holds and n % 3 == 0 and scenario.name != "nested"  # (nested: its runs show)
+        hold = holds[n // 3 % len(holds)] if held else ""
         torture(scenario, base, tally, seed=seed, kills=args.kills, hold=hold)
 
     run_trials(args, "crash-torture-", trial)

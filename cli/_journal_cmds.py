@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
@@ -132,15 +133,36 @@ async def runs_command(args: argparse.Namespace, spec: str, stdout: TextIO) -> i
                 "path, or run a goal with it first"
             )
         return 0  # the default journal, not made yet: no runs
-    journal = await open_cli_journal(spec, read_only=True)
+    notes = _Notes()  # the journal holds kinds of record a newer regiment wrote: said below
+    logging.getLogger("regiment.journal").addHandler(notes)
+    try:
+        journal = await open_cli_journal(spec, read_only=True)
+    finally:
+        logging.getLogger("regiment.journal").removeHandler(notes)
     try:
         found = await journal.list_runs(status=args.status, limit=args.limit)
+    except JournalError as exc:  # (the server went away, a lock held past lock_timeout)
+        raise ConfigError(str(exc)) from exc
     finally:
         await journal.close()
     for info in found:
         # A goal is anyone's text: its control characters as \xNN (JSON escapes them).
         print(_run_json(info) if args.json else visible(_run_line(info)), file=stdout)
+    for note in [] if args.json else notes.notes:  # (JSON lines are runs only)
+        print(f"note: {visible(note)}", file=stdout)
     return 0
+
+
+class _Notes(logging.Handler):
+    """The journal's warning, as it opens, that it holds records a newer regiment wrote."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.notes: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "newer_kinds", None):
+            self.notes.append(record.getMessage())
 
 
 def _run_line(info: RunInfo) -> str:

@@ -75,7 +75,10 @@ def finished_already(run_id: str, status: str, flag: str) -> ConfigError:
 
 async def created_record(journal: Journal, run_id: str) -> RunCreated | None:
     """The run's first record (``None`` if the journal has no such run)."""
-    entries = await journal.read(run_id)
+    try:
+        entries = await journal.read(run_id)
+    except JournalError as exc:  # (a lock held past lock_timeout, the server gone)
+        raise ConfigError(str(exc)) from exc
     first = entries[0].record if entries else None
     return first if isinstance(first, RunCreated) else None
 

@@ -22,6 +22,7 @@ from regiment.journal._store import Pending
 from regiment.journal._views import Lease
 
 __all__ = (
+    "KNOWN_KINDS",
     "NewerRecord",
     "approval_key",
     "decode",
@@ -32,7 +33,7 @@ __all__ = (
 )
 
 _ENCODER: Final = msgspec.json.Encoder()
-_KINDS: Final = frozenset(str(cls.__struct_config__.tag) for cls in get_args(Record))
+KNOWN_KINDS: Final = frozenset(str(cls.__struct_config__.tag) for cls in get_args(Record))
 _TAG_FIELD: Final = str(RunFinished.__struct_config__.tag_field)
 _DECODER: Final = msgspec.json.Decoder(Record)
 
@@ -139,4 +140,4 @@ def _unknown_kind(body: bytes) -> str | None:
     except msgspec.DecodeError:
         return None
     kind = raw.get(_TAG_FIELD) if isinstance(raw, dict) else None
-    return kind if isinstance(kind, str) and kind not in _KINDS else None
+    return kind if isinstance(kind, str) and kind not in KNOWN_KINDS else None

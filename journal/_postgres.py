@@ -1,12 +1,11 @@
 """The PostgreSQL journal: several processes share runs through one database.
 
-psycopg 3's synchronous driver runs in a worker thread (so the journal works
-under asyncio and trio alike), one connection for the writes, one call at a time,
-and one of its own for the reads (opened at the first), in a thread of its own, so
-a read never queues behind a write waiting for a lock. Ownership is
-safe across processes because every lease check and every write runs in one
-transaction that locks the run's row (``SELECT ... FOR UPDATE``); creating or
-migrating the schema holds a transaction-scoped advisory lock.
+psycopg 3's synchronous driver runs in a worker thread (asyncio and trio alike), one
+connection for the writes, one call at a time, and one for the reads (opened at the
+first) in a thread of its own, so a read never queues behind a write waiting for a lock.
+Every lease check and write runs in one transaction that locks the run's row (``SELECT
+... FOR UPDATE``); creating or migrating the schema holds an advisory lock. A lock
+another session holds is waited for up to ``lock_timeout`` (see ``_pg_session``).
 
 A server that goes away (a restart, a fail-over, an idle timeout, our backend
 terminated) is waited for: a connection it closed is replaced, connecting again with
@@ -36,8 +35,15 @@ from regiment._shown import shown_spec
 from regiment.errors import JournalError
 from regiment.journal._buffered import BufferedJournal
 from regiment.journal._patience import reads_wait
+from regiment.journal._pg_session import (
+    LOCK_TIMEOUT,
+    SCHEMA_LOCK,
+    LockReporting,
+    configure,
+    last_line,
+    one_line,
+)
 from regiment.journal._schema import prepare
-from regiment.journal._sql import SqlStore
 from regiment.journal._store import Batch, Refused
 from regiment.journal._views import Lease
 
@@ -49,15 +55,9 @@ __all__ = ("INSTALL_HINT", "PostgresJournal")
 INSTALL_HINT = "PostgreSQL journals need psycopg: pip install 'regiment[postgres]'"
 _log = logging.getLogger("regiment.journal")
 _T = TypeVar("_T")
-_SCHEMA_LOCK = 0x7265_6769  # "regi": serialises schema creation and migration across processes
 _FIRST_WAIT, _LONGEST_WAIT = 0.1, 2.0  # seconds between attempts to reach a lost server
 _TABLES = ("journal_runs", "journal_records")  # a journal's tables besides journal_meta
 _ATTEMPTS = 3  # transactions a lost connection broke before their COMMIT, run again
-# A session idle inside a transaction this long is ended by the server, its locks freed: a
-# process frozen mid-transaction (SIGSTOP, a paused VM) would otherwise hold its run's row
-# lock, and every other process's take-over, resume or decision waits for it without end.
-# Our transactions send their statements back to back, so none is idle near this long.
-_IDLE_IN_TRANSACTION = "10s"
 
 
 def _import_psycopg() -> Any:
@@ -77,15 +77,22 @@ def _display(url: str) -> str:
         return "postgresql://(unparseable URL)"
 
 
-class _PostgresStore(SqlStore):
+class _PostgresStore(LockReporting):
     _for_update = " FOR UPDATE"
 
     def __init__(
-        self, url: str, *, connect_timeout: float, reconnect_timeout: float, reads: bool = False
+        self,
+        url: str,
+        *,
+        connect_timeout: float,
+        reconnect_timeout: float,
+        lock_timeout: float = LOCK_TIMEOUT,
+        reads: bool = False,
     ) -> None:
         self._psycopg = _import_psycopg()
         self._url = url
         self._connect_timeout = connect_timeout
+        self._lock_timeout = lock_timeout
         self._reconnect_timeout = reconnect_timeout
         self._begun = False  # the last transaction began on a live connection
         self._committing = False  # its body ran: its COMMIT is being sent
@@ -102,23 +109,21 @@ class _PostgresStore(SqlStore):
             self._conn = self._connect()
         except self._psycopg.Error as exc:
             raise JournalError(
-                f"journal {self.where}: connecting failed: {_one_line(exc)}; check that the "
+                f"journal {self.where}: connecting failed: {one_line(exc)}; check that the "
                 "server runs and takes connections at that address and that the URL's user, "
                 "password and database are right, then try again"
             ) from exc
-        with self._guard("connecting"):
-            try:
-                with self._write_transaction():
-                    self._execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
-                    (found,) = self._execute("SELECT to_regclass('journal_meta')")[0]
-                    if found is None:
-                        self._refuse_foreign_tables()
-                    prepare(
-                        self._execute, has_meta=found is not None, blob="BYTEA", where=self.where
-                    )
-            except BaseException:
-                self._conn.close()
-                raise
+        try:
+            with self._guard("opening"), self._write_transaction():
+                self._execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
+                (found,) = self._execute("SELECT to_regclass('journal_meta')")[0]
+                if found is None:
+                    self._refuse_foreign_tables()
+                prepare(self._execute, has_meta=found is not None, blob="BYTEA", where=self.where)
+            self.read_marks()
+        except BaseException:
+            self._conn.close()
+            raise
 
     def reader(self) -> _PostgresStore:
         """A connection of its own for the journal's reads: a read is not queued behind a
@@ -129,6 +134,7 @@ class _PostgresStore(SqlStore):
             self._url,
             connect_timeout=self._connect_timeout,
             reconnect_timeout=self._reconnect_timeout,
+            lock_timeout=self._lock_timeout,
             reads=True,
         )
 
@@ -149,11 +155,7 @@ class _PostgresStore(SqlStore):
         connection: psycopg.Connection[Any] = self._psycopg.connect(
             self._url, autocommit=True, connect_timeout=timeout
         )
-        (idle,) = connection.execute("SHOW idle_in_transaction_session_timeout").fetchone() or ("",)
-        if idle == "0":  # not set by the URL's options, the role or the server: ours
-            connection.execute(
-                f"SET idle_in_transaction_session_timeout = '{_IDLE_IN_TRANSACTION}'"
-            )
+        configure(connection, self._lock_timeout)  # no endless waits for another's locks
         return connection
 
     def _connection(self) -> psycopg.Connection[Any]:
@@ -172,7 +174,7 @@ class _PostgresStore(SqlStore):
             try:
                 connection = self._connect()
             except self._psycopg.OperationalError as exc:
-                raise JournalError(self.unavailable(_last_line(exc))) from exc
+                raise JournalError(self.unavailable(last_line(exc))) from exc
             if self._given_up:
                 _log.warning("journal %s: the server is reachable again", self.where)
             self._given_up = False
@@ -202,13 +204,13 @@ class _PostgresStore(SqlStore):
                 if left <= 0:
                     self._give_up(tries, exc)
                     raise
-                self.refusing_reads = self.unavailable(_last_line(exc))  # reads fail at once
+                self.refusing_reads = self.unavailable(last_line(exc))  # reads fail at once
                 level = logging.WARNING if tries == 1 else logging.DEBUG
                 _log.log(
                     level,
                     "journal %s: the server cannot be reached (%s); trying again for up to %.0f s",
                     self.where,
-                    _last_line(exc),
+                    last_line(exc),
                     left,
                 )
                 time.sleep(min(wait, left))  # (the journal's worker thread, not the event loop)
@@ -226,7 +228,7 @@ class _PostgresStore(SqlStore):
                 "fails, and so do the next ones until it is back",
                 self.where,
                 self._reconnect_timeout,
-                _last_line(exc),
+                last_line(exc),
             )
         self._given_up = True
 
@@ -327,17 +329,6 @@ class _PostgresStore(SqlStore):
                 self._conn.close()
 
 
-def _one_line(exc: Exception) -> str:
-    """The driver's message on one line (libpq's may hold several)."""
-    return " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-
-
-def _last_line(exc: Exception) -> str:
-    """The driver's message, its last line (libpq's hint about the server) only."""
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    return lines[-1] if lines else type(exc).__name__
-
-
 @final
 class PostgresJournal(BufferedJournal):
     """A journal in a PostgreSQL database, for several processes sharing runs.
@@ -357,6 +348,7 @@ class PostgresJournal(BufferedJournal):
         clock: Callable[[], float] | None = None,
         connect_timeout: float = 10.0,
         reconnect_timeout: float = 15.0,
+        lock_timeout: float = LOCK_TIMEOUT,
     ) -> Self:
         """Connect to ``url`` and prepare the schema.
 
@@ -368,14 +360,21 @@ class PostgresJournal(BufferedJournal):
                 fail-over) is waited for, trying again with backoff, before a write or read
                 fails with ``JournalError`` (and the run with it). Opening does not wait:
                 a server that cannot be reached then fails at once.
+            lock_timeout: how long a statement waits for a lock another session holds (a
+                ``LOCK TABLE``, a migration, a long transaction) before it fails with a
+                ``JournalError`` naming that session (unless the URL or role set one).
 
         Raises:
             JournalError: psycopg is missing (with the install line), the server cannot
                 be reached, or the database holds a journal of a newer schema.
         """
         store = await anyio.to_thread.run_sync(
-            lambda: _PostgresStore(
-                url, connect_timeout=connect_timeout, reconnect_timeout=reconnect_timeout
+            partial(
+                _PostgresStore,
+                url,
+                connect_timeout=connect_timeout,
+                reconnect_timeout=reconnect_timeout,
+                lock_timeout=lock_timeout,
             )
         )
         return cls(store, clock=clock)

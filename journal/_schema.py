@@ -8,20 +8,32 @@ of a newer version is refused, never touched.
 Versions:
     1. runs, records, meta.
     2. sessions (``journal_runs.session``) and approvals (``pending_approvals``).
+
+A regiment may add a kind of record without a new schema version (``ModelCallStarted``
+was one). So that a journal says which kinds it holds before any of them is read, the
+first commit of a kind writes a ``record:KIND`` row to ``journal_meta`` (its value: the
+regiment that wrote it); a regiment opening the journal checks those rows against the
+kinds it knows (see ``RecordMarks``). Journals written before the rows were
+written name none of the kinds they hold, all of which every regiment since knows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from regiment._version import __version__
 from regiment.errors import JournalError
+from regiment.journal._codec import KNOWN_KINDS
 
-__all__ = ("CURRENT_VERSION", "FORMAT", "prepare")
+__all__ = ("CURRENT_VERSION", "FORMAT", "RecordMarks", "prepare", "record_marks")
 
 FORMAT = "regiment.journal"
 CURRENT_VERSION = 2
 
+_log = logging.getLogger("regiment.journal")
+_MARK = "record:"  # journal_meta's name of a kind of record the journal holds
 Execute = Callable[[str, Sequence[object]], list[tuple[Any, ...]]]
 
 _CREATE = (
@@ -80,6 +92,22 @@ def prepare(execute: Execute, *, has_meta: bool, blob: str, where: str) -> None:
         )
 
 
+def record_marks(execute: Execute) -> dict[str, str]:
+    """The kinds of record the journal says it holds, each with the regiment that first
+    wrote it there."""
+    rows = execute("SELECT name, value FROM journal_meta WHERE name LIKE ?", (f"{_MARK}%",))
+    return {str(name).removeprefix(_MARK): str(value) for name, value in rows}
+
+
+def mark_records(execute: Execute, kinds: Iterable[str]) -> None:
+    """Say in the journal that it holds records of ``kinds``; inside a write transaction."""
+    for kind in kinds:
+        execute(
+            "INSERT INTO journal_meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+            (f"{_MARK}{kind}", __version__),
+        )
+
+
 def read_version(execute: Execute, where: str) -> int:
     """The schema version a journal declares.
 
@@ -94,3 +122,38 @@ def read_version(execute: Execute, where: str) -> int:
             "was left untouched."
         )
     return int(meta["schema_version"])
+
+
+class RecordMarks:
+    """The kinds of record one store's journal says it holds: read as it opens (warning of
+    those this regiment does not know: a newer one wrote them, and a resume of their runs
+    fails), and marked with the first commit of each kind (``mark``, then ``settle``)."""
+
+    def __init__(self, execute: Execute, where: str) -> None:
+        marks = record_marks(execute)
+        self.marked, self.pending = set(marks), set[str]()
+        newer = {kind: version for kind, version in marks.items() if kind not in KNOWN_KINDS}
+        if newer:
+            _log.warning(
+                "journal %s holds records of kind(s) %s, which this regiment (%s) does not "
+                "know: a newer regiment wrote them. Runs that hold them are listed and shown "
+                "without them (a note says so), and a resume of one is refused (NewerRecord); "
+                "upgrade regiment (to the version named, or later) to resume them.",
+                where,
+                ", ".join(
+                    f"{kind!r} (written by regiment {v})" for kind, v in sorted(newer.items())
+                ),
+                __version__,
+                extra={"newer_kinds": sorted(newer)},  # (``regiment runs`` prints it)
+            )
+
+    def mark(self, execute: Execute, kinds: set[str]) -> None:
+        """Inside a commit's transaction: mark the kinds of its records not marked yet."""
+        if new := kinds - self.marked - self.pending:
+            mark_records(execute, sorted(new))
+            self.pending |= new
+
+    def settle(self) -> None:
+        """The commit that marked ``pending`` is done: they are marked."""
+        self.marked |= self.pending
+        self.pending.clear()

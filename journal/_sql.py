@@ -15,6 +15,7 @@ from typing import Any
 
 from regiment.errors import JournalError
 from regiment.journal._nesting import NESTED_MARK, top_run_id
+from regiment.journal._schema import RecordMarks
 from regiment.journal._store import (
     Batch,
     Creation,
@@ -82,6 +83,23 @@ def _touched(batch: Batch) -> list[str]:
     return with_tops([*runs, *(creation.row.run_id for creation in batch.creations)])
 
 
+def _renewable(
+    renewals: Sequence[tuple[Lease, float]], states: dict[str, LeaseState], where: str
+) -> tuple[list[tuple[float, str]], dict[LeaseKey, JournalError]]:
+    """Of ``renewals``, the leases still their runs' own (``states``: the runs' rows), as
+    (expires at, run id), and the others, with why."""
+    lost: dict[LeaseKey, JournalError] = {}
+    kept: list[tuple[float, str]] = []
+    for lease, expires_at in renewals:
+        try:
+            check_owner(states.get(lease.run_id), lease, where)
+        except JournalError as exc:
+            lost[(lease.run_id, lease.token)] = exc
+        else:
+            kept.append((expires_at, lease.run_id))
+    return kept, lost
+
+
 def _advance(records: Sequence[Pending], now: float) -> tuple[object, ...]:
     final = next((p.final_status for p in records if p.final_status), None)
     delta = sum(p.approvals_delta for p in records)
@@ -94,6 +112,7 @@ class SqlStore(ABC):
     where: str
     refusing_reads: str | None = None
     _for_update = ""
+    _marks: RecordMarks  # the kinds of record the journal says it holds (see read_marks)
 
     @abstractmethod
     def _cursor(self) -> Any:
@@ -159,7 +178,12 @@ class SqlStore(ABC):
             )
         self._execute(_TAKE_NESTED, (now, *held))
 
+    def read_marks(self) -> None:
+        """Learn which kinds of record the journal holds, once open (see ``RecordMarks``)."""
+        self._marks = RecordMarks(self._execute, self.where)
+
     def commit(self, batch: Batch, now: float) -> Refused:
+        self._marks.pending.clear()  # (of a commit that failed)
         with self._guard(f"writing {batch.size()} records"), self._write_transaction():
             # Every row the batch touches, locked at once in run id order (a nested run's
             # top run's before it), so no two writers wait for each other.
@@ -181,6 +205,7 @@ class SqlStore(ABC):
                     self._sql(_RELEASE),
                     [(now, lease.run_id, lease.token, lease.owner) for lease in batch.releases],
                 )
+        self._marks.settle()  # committed: not marked again
         return Refused(refused, taken, lost)
 
     def _renew(
@@ -188,15 +213,7 @@ class SqlStore(ABC):
     ) -> dict[LeaseKey, JournalError]:
         """Extend the leases that are still their runs' own (``states``: the runs' rows);
         the others, and why."""
-        lost: dict[LeaseKey, JournalError] = {}
-        kept: list[tuple[float, str]] = []
-        for lease, expires_at in renewals:
-            try:
-                check_owner(states.get(lease.run_id), lease, self.where)
-            except JournalError as exc:
-                lost[(lease.run_id, lease.token)] = exc
-            else:
-                kept.append((expires_at, lease.run_id))
+        kept, lost = _renewable(renewals, states, self.where)
         if kept:
             self._cursor().executemany(
                 self._sql("UPDATE journal_runs SET lease_expires_at = ? WHERE run_id = ?"), kept
@@ -258,6 +275,7 @@ class SqlStore(ABC):
         return states
 
     def _insert(self, records: Sequence[Pending]) -> None:
+        self._marks.mark(self._execute, {p.kind for p in records})
         self._cursor().executemany(
             self._sql(_INSERT_RECORD),
             [(p.run_id, p.seq, p.kind, p.key, p.recorded_at, p.body) for p in records],

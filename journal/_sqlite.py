@@ -92,7 +92,13 @@ def open_read_only(path: Path, busy_timeout: float) -> sqlite3.Connection:
 
 class _SqliteStore(SqlStore):
     def __init__(
-        self, path: Path, *, busy_timeout: float, synchronous: Synchronous, read_only: bool
+        self,
+        path: Path,
+        *,
+        busy_timeout: float,
+        synchronous: Synchronous,
+        read_only: bool,
+        reader: bool = False,
     ) -> None:
         self.where = str(path)
         self._path = path.absolute()  # (the reads open it later: the same file if cwd moved)
@@ -104,12 +110,15 @@ class _SqliteStore(SqlStore):
             if read_only:
                 self._conn = open_read_only(path, busy_timeout)
                 self._check_readable()
+                if not reader:  # (the journal's own reads' connection: warned already)
+                    self.read_marks()
                 return
             path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(
                 path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
             self._open(synchronous)
+            self.read_marks()
         except sqlite3.OperationalError as exc:
             self._close_quietly()
             if "locked" not in str(exc):
@@ -231,6 +240,7 @@ class _SqliteStore(SqlStore):
             busy_timeout=self._busy_timeout,
             synchronous=self._synchronous,
             read_only=True,
+            reader=True,
         )
 
     def _tables(self) -> set[str]:

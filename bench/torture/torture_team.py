@@ -48,7 +48,7 @@ from regiment.models import (
     text_response,
 )
 
-__all__ = ("audit", "brain", "charge", "charge_approved", "never", "send_mail")
+__all__ = ("audit", "brain", "charge", "charge_approved", "never", "office_brain", "send_mail")
 
 PLAN_V1 = {
     "steps": [
@@ -136,6 +136,19 @@ async def brain(request: ModelRequest) -> ModelResponse | str:
             return text_response("answer: " + " | ".join(lines)[-900:])
         case _:
             raise AssertionError(f"unexpected role {request.role!r}")
+
+
+async def office_brain(request: ModelRequest) -> ModelResponse | str:
+    """The office of ``team_nested.toml``: one step for its desk (a nested team), then the
+    desk's report as its answer."""
+    await _jitter()
+    match request.role:
+        case "planner":
+            return json.dumps({"steps": [{"id": "t1", "description": "settle the accounts"}]})
+        case "synthesizer":
+            return text_response("office: " + request.messages[-1].text[-900:])
+        case _:
+            raise AssertionError(f"unexpected role {request.role!r} in the office")
 
 
 def never(report: StepReport) -> bool:

@@ -7,7 +7,10 @@ as the uninterrupted one did (run here in this process): the same answer and com
 steps, each side effect once per idempotency key, a tool body run twice only if it was
 in flight at the kill, the journal in order with no record twice. The approvals team's
 run pauses for omni's charge (or is killed first); ``regiment approve`` in another
-process races the ``regiment resume`` (PostgreSQL, trio). Each case runs two to four
+process races the ``regiment resume`` (PostgreSQL, trio). The nested team's (the approvals
+team as an office's one worker, SQLite, trio) must too, its nested runs' records read in
+order and their tool calls each journaled; every run, nested ones too, reads clean with
+``regiment show --json`` in another process. Each case runs two to four
 ``regiment`` processes (a process's start is most of its ~1.5 s); the long version
 kills hundreds of times.
 """
@@ -32,7 +35,7 @@ async def _baseline(name: str, folder: Path) -> Baseline:
     try:
         async with load_team(TEAMS[name]).start(journal=journal) as running:
             result = await running.run(GOAL)
-            if name == "approvals":
+            if name in ("approvals", "nested"):
                 assert result.status == "paused"
                 for asked in result.pending_approvals:
                     await running.approve(asked.request_id, Approve())
@@ -45,7 +48,11 @@ async def _baseline(name: str, folder: Path) -> Baseline:
 
 @pytest.mark.parametrize(
     ("name", "backend", "loop"),
-    [("plain", "sqlite", "asyncio"), ("approvals", "postgres", "trio")],
+    [
+        ("plain", "sqlite", "asyncio"),
+        ("approvals", "postgres", "trio"),
+        ("nested", "sqlite", "trio"),
+    ],
 )
 def test_a_run_killed_at_random_resumes_as_if_never_killed(
     name: str,
@@ -67,7 +74,7 @@ def test_a_run_killed_at_random_resumes_as_if_never_killed(
         journal = str(request.getfixturevalue("postgres_url"))
     scenario = Scenario(name, journal, tmp_path / "trial", loop=loop)
     tally = Tally()
-    reach = 0.4 if name == "approvals" else 0.7  # the approvals run pauses 3/5 through
+    reach = 0.4 if name in ("approvals", "nested") else 0.7  # they pause 3/5 through
     torture(scenario, base, tally, seed=len(request.node.name), kills=1, reach=reach)
     assert tally.kills >= 1, tally  # (an approve may be killed too)
     assert tally.trials == 1, tally.details
