@@ -27,6 +27,7 @@ from regiment.actors import ActorContext
 from regiment.errors import ModelError, OutputInvalid, RunError
 from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._clock import RunClock
+from regiment.hierarchy._in_flight import Started
 from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
@@ -64,8 +65,6 @@ __all__ = ("ROLES", "PhaseCalls", "SpanFacts", "billed", "model_failure")
 
 Context = ActorContext[PlannerMessage, None]
 Deliver = Callable[[ModelReplied], Awaitable[None]]  # what a call's reply is handed to
-# A call's intent to its journal: its purpose, role, model caller and request.
-Started = Callable[[str, str, ModelCaller, ModelRequest], Awaitable[None]]
 
 # Whose usage a planner-side call is charged to.
 ROLES: dict[Purpose, str] = {
@@ -299,7 +298,7 @@ class PhaseCalls:
             live = None  # a reader sees only an answer the guards let through (tell_answer)
         reasks = None  # asked again (below): each ask held to what the run has left
         if (ledger := self._ledger) is not None:
-            reasks = Reasks(ledger, self._team.role_callers[1], self._top_ups)
+            reasks = Reasks(ledger, self._team.role_callers[1], self._top_ups, self._started)
         if shape is not None:  # validated, re-asked (bounded)
             response, calls = await structured_call(self._synth, request, shape, reasks)
             # Told once valid: a re-asked invalid answer, or Claude's answer (a forced
