@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from regiment.hierarchy._budget import Budget, BudgetLedger, BudgetLimit
+from regiment.models import usd_text
 
 if TYPE_CHECKING:
     from regiment.hierarchy._top_up import TopUps
 
-__all__ = ("afford", "budget_field")
+__all__ = ("afford", "budget_field", "refused_detail")
 
 
 def afford(
@@ -66,3 +67,16 @@ def budget_field(budget: Budget, name: str) -> int | None:
         return None if budget.usd is None else round(budget.usd * 1_000_000)
     limit: int | None = getattr(budget, name)
     return limit
+
+
+def refused_detail(ledger: BudgetLedger, limit: BudgetLimit, tokens: int, usd: int) -> str:
+    """What a call refused for ``limit`` needed (``tokens`` estimated input, ``usd`` least
+    cost), and what the run had left of it not held by steps in flight."""
+    if limit == "usd":
+        money = usd_text(ledger.micro_usd_left() or 0)
+        return f": it costs at least about {usd_text(max(1, usd))}, and {money} is left"
+    if limit in ("tokens", "input_tokens"):
+        room = ledger.room(limit)
+        left = 0 if room is None else room[1]
+        return f": it needs about {tokens} {limit.replace('_', ' ')}, and {left} are left"
+    return ""

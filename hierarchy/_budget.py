@@ -191,7 +191,7 @@ class BudgetLedger(_Held):
         # No count limit (the default): each step gets its cap's shared allowance, untracked.
         self.free: dict[int, StepAllowance] | None = None if self._limited or self._shared else {}
         self.given_back: anyio.Event | None = None  # set as a step gives its share back
-        self.root: BudgetLedger = self  # whose given_back it sets: its tree's top run's
+        self.root: BudgetLedger | None = None  # a nested run's: its tree's top (no cycle)
 
     def exhausted(
         self, *, model_calls_needed: int = 1, tokens_needed: int = 0, usd_needed: int = 0
@@ -335,13 +335,13 @@ class BudgetLedger(_Held):
         allowance = self.reserved.pop(key, None)
         if allowance is not None:
             self._hold(allowance, -1)
-            if self.root.given_back is not None:
+            if (self.root or self).given_back is not None:
                 self.given_back_now()
 
     def given_back_now(self) -> None:
-        """Wake the steps waiting for a top-up (``TopUps.grant_waiting``) in its tree of
-        runs (``root``: a give-back in a nested run may let one above go on): ask again."""
-        given_back, self.root.given_back = self.root.given_back, None
+        """Wake the steps waiting for a top-up anywhere in its tree of runs: ask again."""
+        root = self.root or self
+        given_back, root.given_back = root.given_back, None
         if given_back is not None:
             given_back.set()
 

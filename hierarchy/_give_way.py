@@ -24,11 +24,13 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING
 
+import anyio
+
 if TYPE_CHECKING:
     from regiment.hierarchy._budget import BudgetLedger
     from regiment.hierarchy._top_up import TopUps
 
-__all__ = ("defers", "givers", "given_up", "waits_at")
+__all__ = ("defers", "given_up", "givers", "wait_marked", "waits_at")
 
 
 def givers(top_ups: TopUps, ledger: BudgetLedger, key: Hashable) -> bool:
@@ -62,6 +64,23 @@ def waits_at(top_ups: TopUps, key: Hashable) -> list[tuple[TopUps, Hashable]] | 
             return marks if len(marks) > 1 and _refuse(at, ledger, key) else None
         at, key = at.above
     return None
+
+
+async def wait_marked(ledger: BudgetLedger, marks: list[tuple[TopUps, Hashable]]) -> None:
+    """Wait for a give-back anywhere in the tree of runs (``ledger.root``'s), counted as
+    waiting where ``marks`` say meanwhile. The caller checked and marks in the same step
+    of the event loop (no ``await`` between), so no wake-up is missed."""
+    root = ledger.root or ledger
+    if (given_back := root.given_back) is None:
+        given_back = root.given_back = anyio.Event()
+    for top_ups, k in marks:
+        top_ups.waiting[k] = top_ups.waiting.get(k, 0) + 1
+    try:
+        await given_back.wait()
+    finally:
+        for top_ups, k in marks:
+            if (n := top_ups.waiting.pop(k, 1) - 1) > 0:
+                top_ups.waiting[k] = n
 
 
 def _refuse(top_ups: TopUps, ledger: BudgetLedger, key: Hashable) -> bool:

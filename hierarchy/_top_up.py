@@ -49,12 +49,10 @@ import logging
 from collections.abc import Callable, Collection, Hashable
 from typing import final
 
-import anyio
-
 from regiment.hierarchy._afford import afford, budget_field
 from regiment.hierarchy._budget import Budget, BudgetLedger
 from regiment.hierarchy._call_need import Need, call_need, reply_room
-from regiment.hierarchy._give_way import defers, given_up, waits_at
+from regiment.hierarchy._give_way import defers, given_up, wait_marked, waits_at
 from regiment.hierarchy._messages import StepAllowance
 from regiment.hierarchy.events import BudgetToppedUp, Event
 
@@ -136,7 +134,7 @@ class TopUps:
         self.ledger, self.run_id, self.unsent, self.told = ledger, run_id, unsent, told
         self.after = after
         if self.above is not None and (up := self.above[0].ledger) is not None:
-            ledger.root = up.root  # its waiters wake at any give-back of the tree, and back
+            ledger.root = up.root or up  # its waiters wake at any give-back of the tree
 
     def queued(self, key: Hashable, held: bool = True) -> None:
         """The step reserved under ``key`` waits for a runner of its worker that only a
@@ -212,17 +210,7 @@ class TopUps:
                 return None  # (a step short of tool calls answers from what it has)
             if (marks := waits_at(self, key)) is None:
                 return None  # the last that could give back must not wait
-            root = ledger.root
-            if (given_back := root.given_back) is None:
-                given_back = root.given_back = anyio.Event()
-            for top_ups, k in marks:
-                top_ups.waiting[k] = top_ups.waiting.get(k, 0) + 1
-            try:
-                await given_back.wait()
-            finally:
-                for top_ups, k in marks:
-                    if (n := top_ups.waiting.pop(k, 1) - 1) > 0:
-                        top_ups.waiting[k] = n
+            await wait_marked(ledger, marks)
         return allowance
 
     def grant(self, key: Hashable, need: Need, who: str = "") -> StepAllowance | None:
