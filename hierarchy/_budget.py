@@ -157,14 +157,14 @@ class BudgetLedger(_Held):
         "judges_warned",
         "replans",
         "reserved",
+        "root",
         "spent",
     )
 
     def __init__(self, budget: Budget) -> None:
         self.budget = b = budget
         self.spent = Spent()  # what was really spent (and by whom): charged there
-        # key (any hashable: the dispatcher uses (version, step, attempt)) -> allowance
-        self.reserved: dict[Hashable, StepAllowance] = {}
+        self.reserved: dict[Hashable, StepAllowance] = {}  # key (version, step, attempt)
         self.replans = 0
         super().__init__()  # the running totals of ``reserved``
         # The money limit in micro-dollars (``None``: none).
@@ -191,9 +191,7 @@ class BudgetLedger(_Held):
         # No count limit (the default): each step gets its cap's shared allowance, untracked.
         self.free: dict[int, StepAllowance] | None = None if self._limited or self._shared else {}
         self.given_back: anyio.Event | None = None  # set as a step gives its share back
-
-    def _tokens_spent(self) -> int:
-        return self.spent.input_tokens + self.spent.output_tokens
+        self.root: BudgetLedger | None = None  # a nested run's: its tree's top (no cycle)
 
     def exhausted(
         self, *, model_calls_needed: int = 1, tokens_needed: int = 0, usd_needed: int = 0
@@ -265,7 +263,8 @@ class BudgetLedger(_Held):
         return _left(self.budget.tool_calls, self.spent.tool_calls + self._tool_calls)
 
     def _left_tokens(self) -> int | None:
-        return _left(self.budget.tokens, self._tokens_spent() + self._tokens)
+        s = self.spent
+        return _left(self.budget.tokens, s.input_tokens + s.output_tokens + self._tokens)
 
     def _left_inputs(self) -> int | None:
         return _left(self.budget.input_tokens, self.spent.input_tokens + self._inputs)
@@ -336,12 +335,13 @@ class BudgetLedger(_Held):
         allowance = self.reserved.pop(key, None)
         if allowance is not None:
             self._hold(allowance, -1)
-            if self.given_back is not None:
+            if (self.root or self).given_back is not None:
                 self.given_back_now()
 
     def given_back_now(self) -> None:
-        """Wake the steps waiting for a top-up (``TopUps.grant_waiting``): ask again."""
-        given_back, self.given_back = self.given_back, None
+        """Wake the steps waiting for a top-up anywhere in its tree of runs: ask again."""
+        root = self.root or self
+        given_back, root.given_back = root.given_back, None
         if given_back is not None:
             given_back.set()
 
@@ -355,7 +355,7 @@ class BudgetLedger(_Held):
         spent, held = {
             "model_calls": (s.model_calls, self._model_calls),
             "tool_calls": (s.tool_calls, self._tool_calls),
-            "tokens": (self._tokens_spent(), self._tokens),
+            "tokens": (s.input_tokens + s.output_tokens, self._tokens),
             "input_tokens": (s.input_tokens, self._inputs),
             "output_tokens": (s.output_tokens, self._outputs),
             "micro_usd": (s.micro_usd, self._micro),

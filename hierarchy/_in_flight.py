@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
@@ -25,12 +26,29 @@ if TYPE_CHECKING:
     from regiment.hierarchy._model_call import ModelCaller
     from regiment.hierarchy._replay import Replay
     from regiment.hierarchy._spent import Spent
-    from regiment.hierarchy.run._calls import Started
     from regiment.hierarchy.workers._journal_calls import CallLog
 
-__all__ = ("charge_unanswered", "limits_spending", "most_spent", "planner_intents")
+__all__ = (
+    "charge_unanswered",
+    "journal_intent",
+    "limits_spending",
+    "most_spent",
+    "planner_intents",
+    "Started",
+)
 
 _log = logging.getLogger("regiment.run")
+
+
+class Started(Protocol):
+    """Journals a planner-side call's intent: its purpose, role, model caller, request,
+    and which ask of the call it is (a synthesis asked again: 2, ...)."""
+
+    def __call__(
+        self, purpose: str, role: str, caller: ModelCaller, request: ModelRequest, ask: int = 1
+    ) -> Awaitable[None]: ...
+
+
 _PER_MILLION = 1_000_000
 
 
@@ -89,9 +107,19 @@ async def _planner_intent(
     role: str,
     caller: ModelCaller,
     request: ModelRequest,
+    ask: int = 1,
 ) -> None:
-    """Journal a planner-side call's intent durably, keyed as its reply will be."""
-    key = f"{purpose}/{calls.get(purpose, 0) + 1}"
+    """Journal a planner-side call's intent durably, keyed as its reply will be (a
+    synthesis asked again: ``#{ask}`` after it, answered by that reply too: ``Replay``)."""
+    key = f"{purpose}/{calls.get(purpose, 0) + 1}" + (f"#{ask}" if ask > 1 else "")
+    await journal_intent(log, key, role, caller, request)
+
+
+async def journal_intent(
+    log: CallLog, key: str, role: str, caller: ModelCaller, request: ModelRequest
+) -> None:
+    """Journal, durably, that the call ``key`` of ``role`` is sent, and the most it may
+    spend: a resume charges it at that most if no reply is journaled after it."""
     intent = ModelCallStarted(
         run_id=log.run_id, call_key=key, role=role, most=most_spent(caller, request)
     )

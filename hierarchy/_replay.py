@@ -92,6 +92,8 @@ class Replay:
                 self.started.pop(key, None)
                 if record.calls != 1 or record.unpaid is not None:
                     self.asked[key] = record
+                    for ask in range(2, record.calls + 1):  # a synthesis' later asks
+                        self.started.pop(f"{key}#{ask}", None)
             case ToolCallStarted():
                 self.intents[(record.plan_version, record.step_id, record.call_index)] = record
             case ToolCallFinished():

@@ -23,14 +23,20 @@ draws from that, at once and without waiting, under one fair rule:
   runner its worker's busy runners hold (``queued``), holds a share: that sibling will report and give back what it did not spend, and the step
   asks again each time one does. The last such step never waits (it ends short, and
   gives back what it holds), so a run never waits on itself; nor does any while a call
-  of the run waits for a decision (a human may take hours).
+  of the run waits for a decision (a human may take hours);
+* a step that ran out ends its run, but its siblings in flight finish and may still
+  draw on what it gave back, nothing kept for steps or a synthesis that will not come
+  (``stop(drain=True)``).
 
 A nested run (a step given to a ``TeamWorker``) draws from its own budget first,
 then through the step it serves from the run above (whose rule applies there),
 and its own limit grows by what it got there, never past its team's own budget.
-So do a nested run's own calls (its planner's, critic's, compressor's and
-synthesizer's, and their guards' judges: ``afford``): a call its run cannot pay
-for draws what it lacks through the step the run serves before the run gives up.
+A nested run's step that cannot be topped up, none of its siblings able to give back,
+waits in the run above as the step that run serves; when none can give back there
+either, the last sent gives way, its whole nested run with it, so that the first sent
+finish (``_give_way``). A nested run's own calls (its planner's, critic's,
+compressor's and synthesizer's, and their guards' judges: ``afford``) draw what they
+lack through the step the run serves before the run gives up.
 
 In-process steps hold their run's ``TopUps`` by reference (through the run's
 channel), as they hold its ``StepFence``: the planner's ledger is only ever
@@ -43,10 +49,10 @@ import logging
 from collections.abc import Callable, Collection, Hashable
 from typing import final
 
-import anyio
-
-from regiment.hierarchy._budget import Budget, BudgetLedger, BudgetLimit
+from regiment.hierarchy._afford import afford, budget_field
+from regiment.hierarchy._budget import Budget, BudgetLedger
 from regiment.hierarchy._call_need import Need, call_need, reply_room
+from regiment.hierarchy._give_way import defers, given_up, wait_marked, waits_at
 from regiment.hierarchy._messages import StepAllowance
 from regiment.hierarchy.events import BudgetToppedUp, Event
 
@@ -83,9 +89,11 @@ class TopUps:
         "above",
         "after",
         "deciding",
+        "ending",
         "held_back",
         "ledger",
         "own",
+        "refused",
         "run_id",
         "told",
         "unsent",
@@ -100,14 +108,17 @@ class TopUps:
         self.told: Callable[[Event], None] | None = None
         self.above: tuple[TopUps, Hashable] | None = None
         self.own: Budget | None = None
-        # Steps waiting in ``grant_waiting`` for a sibling to give back (by key).
-        self.waiting: set[Hashable] = set()
+        # Steps waiting in ``grant_waiting`` for a sibling to give back (key -> how many
+        # wait under it: a nested run's steps wait under the step it serves: ``waits_at``).
+        self.waiting: dict[Hashable, int] = {}
         # Steps queued for a runner of their worker that only a running step's end frees
         # (``queued``): they give nothing back before then (their runners may be waiters).
         self.held_back: set[Hashable] = set()
+        self.refused: set[Hashable] = set()  # steps told to give way (``_give_way``)
         # The run's calls waiting for a decision (by request id): while one does, no step
         # waits for a top-up (a human may take hours; the run pauses once only they wait).
         self.deciding: Collection[str] = ()
+        self.ending = False  # the run drains (``stop``): nothing is kept for later
 
     def wire(
         self,
@@ -122,6 +133,8 @@ class TopUps:
         how to emit an event of the run."""
         self.ledger, self.run_id, self.unsent, self.told = ledger, run_id, unsent, told
         self.after = after
+        if self.above is not None and (up := self.above[0].ledger) is not None:
+            ledger.root = up.root or up  # its waiters wake at any give-back of the tree
 
     def queued(self, key: Hashable, held: bool = True) -> None:
         """The step reserved under ``key`` waits for a runner of its worker that only a
@@ -134,15 +147,6 @@ class TopUps:
         if (ledger := self.ledger) is not None:
             ledger.given_back_now()
 
-    def _givers(self, ledger: BudgetLedger, key: Hashable) -> bool:
-        """Whether a sibling of the step under ``key`` may give back without waiting on
-        it: one that has not reported (it holds a share), is not waiting itself and is
-        not held back for a runner (it runs, or is on its way to a runner bound to take
-        it). (Keys of steps that reported are let go of here.)"""
-        reserved, waiting, held = ledger.reserved, self.waiting, self.held_back
-        held.intersection_update(reserved)
-        return any(k != key and k not in waiting and k not in held for k in reserved)
-
     def close(self) -> None:
         """The run has ended: no more top-ups, and let go of its ledger, book and
         dispatcher (held, they would make a cycle with the run's channel that only
@@ -151,6 +155,7 @@ class TopUps:
         self.told = self.above = None
         self.deciding = ()
         self.held_back.clear()
+        self.refused.clear()
         self.unsent, self.after = _none_unsent, _none_after
 
     def wake(self) -> None:
@@ -159,16 +164,21 @@ class TopUps:
         if (ledger := self.ledger) is not None:
             ledger.given_back_now()
 
-    def stop(self) -> None:
+    def stop(self, drain: bool = False) -> None:
         """No more top-ups (the run's budget ran out, or the run ended): a step waiting
-        for one (``grant_waiting``) is woken and told no."""
+        for one (``grant_waiting``) is woken and told no. ``drain``: a step's share ran
+        out, its siblings in flight finish and may draw all that is free (no step nor
+        synthesis will follow them), as the step that ran out gives back."""
+        if drain:
+            self.unsent, self.after, self.ending = _none_unsent, _none_after, True
         if (ledger := self.ledger) is not None:
             ledger.given_back_now()
-        self.ledger = None
+        if not drain:
+            self.ledger = None
 
     async def grant_waiting(self, key: Hashable, need: Need, who: str = "") -> StepAllowance | None:
         """``grant``; while the run cannot spare it but a sibling that will give back
-        without waiting on it holds a share (``_givers``), wait for a step to give back
+        without waiting on it holds a share (``givers``), wait for a step to give back
         and ask again.
 
         Why no run waits forever (the invariant): a step waits only while some sibling
@@ -184,23 +194,23 @@ class TopUps:
         run's end or its budget's wakes them (``stop``). The check and the wait are one
         step of the event loop (no ``await`` between), so no wake-up is missed. (A
         fan-out of nine steps on a worker running eight at once hung on 35% of its
-        need: eight runners waited on the ninth step, queued behind them.)"""
-        while (allowance := self.grant(key, need, who)) is None:
+        need: eight runners waited on the ninth step, queued behind them.)
+
+        Across runs (``_give_way``): a nested run's step waits in the run above only
+        when none of its own siblings may give back, and counts there as waiting under
+        the step its run serves, so that step is no giver while the nested run waits on
+        the run above. A step told to give way (``refused``) reports without waiting on
+        anyone (its waiters are told no, its nested run's steps end at their next
+        call), so the waiting step the last of them chose may wait for it. Every wake-up
+        is the top run's ledger's (``BudgetLedger.root``): a give-back anywhere in the
+        tree makes every waiter in it ask again."""
+        while (allowance := None if defers(self) else self.grant(key, need, who)) is None:
             ledger = self.ledger
-            if ledger is None or key not in ledger.reserved:
-                return None
-            if "tool_calls" in need or not self._givers(ledger, key):
-                return None  # the last that could give back must not wait; (a step short
-                # of tool calls answers from what it has, in-process or on Ray alike)
-            if self.deciding:
-                return None  # a sibling may wait for a human: do not wait on it
-            if (given_back := ledger.given_back) is None:
-                given_back = ledger.given_back = anyio.Event()
-            self.waiting.add(key)
-            try:
-                await given_back.wait()
-            finally:
-                self.waiting.discard(key)
+            if ledger is None or "tool_calls" in need:
+                return None  # (a step short of tool calls answers from what it has)
+            if (marks := waits_at(self, key)) is None:
+                return None  # the last that could give back must not wait
+            await wait_marked(ledger, marks)
         return allowance
 
     def grant(self, key: Hashable, need: Need, who: str = "") -> StepAllowance | None:
@@ -208,7 +218,7 @@ class TopUps:
         what it ``need`` s; its new allowance, or ``None`` when the run cannot spare
         the least of every field it needs (the step then ends as it would have)."""
         ledger = self.ledger
-        if ledger is None or key not in ledger.reserved:
+        if ledger is None or key not in ledger.reserved or given_up(self, key):
             return None
         extra: dict[str, int] = {}
         for name, (least, wanted) in need.items():
@@ -236,6 +246,8 @@ class TopUps:
         if room is None:
             return 0
         unspent, free = room
+        if self.ending:
+            return free
         unsent = self.unsent()
         if name != "tool_calls":  # a step short of these ends the run: those that wait
             unsent -= self.after(key)  # on it would never start, so keep nothing for them
@@ -253,8 +265,8 @@ class TopUps:
         assert self.above is not None
         above, key = self.above
         limit, ceiling = (
-            _limit(ledger.budget, name),
-            None if self.own is None else _limit(self.own, name),
+            budget_field(ledger.budget, name),
+            None if self.own is None else budget_field(self.own, name),
         )
         if limit is None:
             return 0
@@ -297,59 +309,3 @@ class TopUps:
                     detail=detail,
                 )
             )
-
-
-def afford(
-    ledger: BudgetLedger,
-    top_ups: TopUps | None,
-    *,
-    model_calls_needed: int = 1,
-    tokens_needed: int = 0,
-    usd_needed: int = 0,
-) -> BudgetLimit | None:
-    """``ledger.exhausted(...)`` for a run's own model call (planner, critic, compressor,
-    synthesis, their judges); in a nested run (``top_ups.above``), a limit in the way
-    first draws what the call lacks through the step the run serves, as that run's
-    steps do, and the limit is checked again. The limit that still stops it, if any."""
-    needs = (model_calls_needed, tokens_needed, usd_needed)
-    limit = ledger.exhausted(
-        model_calls_needed=model_calls_needed, tokens_needed=tokens_needed, usd_needed=usd_needed
-    )
-    drawn: set[str] = set()  # each field once: what it got is what the rule allows
-    while limit is not None and top_ups is not None and top_ups.above is not None:
-        name = "micro_usd" if limit == "usd" else limit
-        room = ledger.room(name) if name not in drawn else None
-        if room is None:
-            return limit
-        drawn.add(name)
-        short = _needed(name, needs) - room[1]
-        if short <= 0 or top_ups.draw_above(ledger, name, short) < short:
-            return limit
-        limit = ledger.exhausted(
-            model_calls_needed=model_calls_needed,
-            tokens_needed=tokens_needed,
-            usd_needed=usd_needed,
-        )
-    return limit
-
-
-def _needed(name: str, needs: tuple[int, int, int]) -> int:
-    """What a call needs left of budget field ``name`` (as ``BudgetLedger.exhausted``
-    checks it) to start: its model calls, estimated input (and one output token of
-    ``tokens``), least cost; one output token."""
-    model_calls, tokens, micro = needs
-    if name == "model_calls":
-        return model_calls
-    if name == "micro_usd":
-        return max(1, micro)
-    if name == "tokens":
-        return tokens + 1  # its input and one output token
-    return 1 if name == "output_tokens" else max(1, tokens)
-
-
-def _limit(budget: Budget, name: str) -> int | None:
-    """Budget field ``name`` (``micro_usd``: ``usd`` in micro-dollars)."""
-    if name == "micro_usd":
-        return None if budget.usd is None else round(budget.usd * 1_000_000)
-    limit: int | None = getattr(budget, name)
-    return limit

@@ -63,7 +63,7 @@ async def run_chain(
     where: Where = Where(),
 ) -> Checked[S]:
     """Run ``guards`` over ``subject``; every trip and rewrite is added to ``notes``."""
-    spend = Spend(telemetry)
+    spend = Spend(telemetry, role=where.worker or where.role)
     token = spending().set(spend)
     try:
         checked = await _run(guards, subject, telemetry, notes, where, spend)

@@ -96,17 +96,19 @@ class JudgeTape:
     ask in, and a question never asked before goes to the model.
     """
 
-    __slots__ = ("_prefix", "_responses", "_seen", "_write")
+    __slots__ = ("_begin", "_prefix", "_responses", "_seen", "_write")
 
     def __init__(
         self,
         prefix: str,
         responses: Mapping[str, ModelResponse],
         write: Callable[[str, ModelResponse], Awaitable[None]],
+        begin: Callable[[str, str, ModelCaller, ModelRequest], Awaitable[None]] | None = None,
     ) -> None:
         self._prefix = prefix
         self._responses = responses  # the resumed run's journaled replies (empty: a new run)
         self._write = write
+        self._begin = begin  # journals a call's intent (key, role) before it is sent
         self._seen: dict[str, int] = {}
 
     def key(self, request: ModelRequest) -> str:
@@ -120,6 +122,10 @@ class JudgeTape:
     def replayed(self, key: str) -> ModelResponse | None:
         return self._responses.get(key)
 
+    async def begun(self, key: str, role: str, caller: ModelCaller, request: ModelRequest) -> None:
+        if self._begin is not None:  # billed once sent: a resume charges it if unanswered
+            await self._begin(key, role, caller, request)
+
     async def record(self, key: str, response: ModelResponse) -> None:
         await self._write(key, response)
 
@@ -132,6 +138,7 @@ class Spend:
     telemetry: Telemetry
     responses: list[ModelResponse] = field(default_factory=list)
     guard: str = ""
+    role: str = ""  # whose call the guards judge (a step's: its worker)
 
 
 # Which chain a guard's call belongs to: set by ``run_chain`` around its guards
@@ -275,6 +282,8 @@ async def judge(model: Model, request: ModelRequest) -> ModelResponse:
     price = caller.price
     who = JudgeCall(spend.guard, model.name, None if price is None else price.rates())
     request = _held(caller, request, spend, who)
+    if tape is not None and key is not None:
+        await tape.begun(key, spend.role, caller, request)
     try:
         response = await caller.call(request)
     except ModelError as exc:  # a refused reply, a broken stream: billed all the same

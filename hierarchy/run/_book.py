@@ -164,7 +164,7 @@ class RunBook:
 
     def _ran_out(self, change: BudgetRanOut) -> None:
         self.spending.exhausted = change.limit
-        self.channel.fence.top_ups.stop()  # steps left finish in their shares
+        self.channel.fence.top_ups.stop(drain=change.drain)  # steps left finish
         logs.budget_exhausted(self.run_id, change.limit, change.detail)
         self.trace.budget_exhausted(change.limit)
         self.emit(BudgetExhausted(run_id=self.run_id, limit=change.limit, detail=change.detail))

@@ -5,9 +5,8 @@ Each call runs in the planner's ``CallRunner`` (a task the planner actor owns,
 which runs calls asked for back to back), in a cancel scope and its phase's span,
 so the actor's handler never waits on a model. Its result, a ``ModelReplied``,
 is handed to ``deliver`` in that task (the planner takes a turn to handle it,
-see ``TakesTurns``), not sent through the mailbox. Every span hangs off the run
-span explicitly: the ambient context of a handler is whichever message came in
-last.
+see ``TakesTurns``), not sent through the mailbox. Every span hangs off the run span
+explicitly: the ambient context of a handler is whichever message came in last.
 """
 
 from __future__ import annotations
@@ -24,13 +23,15 @@ from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from regiment.actors import ActorContext
-from regiment.errors import ModelError, OutputInvalid, RunError
+from regiment.hierarchy._afford import refused_detail
 from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._clock import RunClock
+from regiment.hierarchy._in_flight import Started
 from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
-from regiment.hierarchy._model_call import ModelCaller, described
+from regiment.hierarchy._model_call import ModelCaller
+from regiment.hierarchy._nested_afford import Unaffordable, afforded, may_wait
 from regiment.hierarchy._top_up import afford
 from regiment.hierarchy.guard._judge import Purse, judging_within, ledger_purse
 from regiment.hierarchy.guard._roles import Caller, GuardLog, guarded
@@ -52,20 +53,17 @@ from regiment.models import (
     ModelRequest,
     ModelResponse,
     Role,
-    Usage,
     estimate_tokens,
     least_cost,
     reply_tokens,
-    usd_text,
 )
 from regiment.telemetry import semconv as sc
 
-__all__ = ("ROLES", "PhaseCalls", "SpanFacts", "billed", "model_failure")
+__all__ = ("ROLES", "PhaseCalls", "SpanFacts")
 
 Context = ActorContext[PlannerMessage, None]
 Deliver = Callable[[ModelReplied], Awaitable[None]]  # what a call's reply is handed to
-# A call's intent to its journal: its purpose, role, model caller and request.
-Started = Callable[[str, str, ModelCaller, ModelRequest], Awaitable[None]]
+_Asked = tuple[Purpose, ModelRequest, "SpanFacts", BudgetLedger, Deliver]  # a start()'s
 
 # Whose usage a planner-side call is charged to.
 ROLES: dict[Purpose, str] = {
@@ -166,9 +164,10 @@ class PhaseCalls:
         rates = None if price is None else price.rates()
         usd_needed = 0 if rates is None else least_cost(rates, needed)
         limit = afford(ledger, self._top_ups, tokens_needed=needed, usd_needed=usd_needed)
-        if limit is not None:
-            self.refused = _refused(ledger, limit, needed, usd_needed)
-            return limit
+        if limit is not None:  # refused; a nested run's waits for the run above (_when_paid)
+            self.refused = refused_detail(ledger, limit, needed, usd_needed)
+            asked = (purpose, request, facts, ledger, deliver)
+            return _when_paid(self, ctx, asked, (needed, usd_needed), limit)
         request = msgspec.structs.replace(request, role=REQUEST_ROLES[purpose])
         if ledger.holds_replies or rates is not None:
             # its reply is held to what the run has left (of tokens, and of money)
@@ -299,7 +298,7 @@ class PhaseCalls:
             live = None  # a reader sees only an answer the guards let through (tell_answer)
         reasks = None  # asked again (below): each ask held to what the run has left
         if (ledger := self._ledger) is not None:
-            reasks = Reasks(ledger, self._team.role_callers[1], self._top_ups)
+            reasks = Reasks(ledger, self._team.role_callers[1], self._top_ups, self._started)
         if shape is not None:  # validated, re-asked (bounded)
             response, calls = await structured_call(self._synth, request, shape, reasks)
             # Told once valid: a re-asked invalid answer, or Claude's answer (a forced
@@ -351,17 +350,26 @@ class PhaseCalls:
                 assert_never(purpose)
 
 
-def _refused(ledger: BudgetLedger, limit: BudgetLimit, tokens: int, usd: int) -> str:
-    """What a call refused for ``limit`` needed (``tokens`` estimated input, ``usd`` least
-    cost), and what the run had left of it not held by steps in flight."""
-    if limit == "usd":
-        money = usd_text(ledger.micro_usd_left() or 0)
-        return f": it costs at least about {usd_text(max(1, usd))}, and {money} is left"
-    if limit in ("tokens", "input_tokens"):
-        room = ledger.room(limit)
-        left = 0 if room is None else room[1]
-        return f": it needs about {tokens} {limit.replace('_', ' ')}, and {left} are left"
-    return ""
+def _when_paid(
+    calls: PhaseCalls, ctx: Context, call: _Asked, needs: tuple[int, int], limit: BudgetLimit
+) -> BudgetLimit | None:
+    """``limit``; ``None``: a nested run's call waits in a task for the run above to give
+    back (``afforded``), then starts, or is refused, as any (its reply says so)."""
+    if not may_wait(calls._top_ups):
+        return limit
+    purpose, ledger, deliver, token = call[0], call[3], call[4], calls._token
+    calls._scope = scope = ctx.system.new_cancel_scope()  # superseded, stopped: it ends
+
+    async def when_paid() -> None:
+        with scope:
+            await afforded(ledger, calls._top_ups, *needs)  # paid, or no more waiting
+            if (unpaid := calls.start(ctx, *call)) is not None:  # the run ends on it
+                why = f"no budget left for the {purpose} model call{calls.refused}"
+                await deliver(ModelReplied(purpose, token, None, Unaffordable(why, unpaid)))
+
+    calls._runner = calls._runner or CallRunner(ctx, calls._lender)
+    calls._runner.submit(when_paid)
+    return None
 
 
 async def _deadline(
@@ -372,21 +380,3 @@ async def _deadline(
 
     with scope:
         await clock.run(seconds, expired)
-
-
-def billed(error: Exception | None) -> tuple[Usage, int] | None:
-    """What a failed planner-side call spent all the same, and in how many model
-    calls: a refused reply, or structured answers that never validated."""
-    if isinstance(error, ModelError) and error.usage is not None:
-        return error.usage, error.model_calls
-    if isinstance(error, OutputInvalid) and error.usage is not None:
-        return error.usage, error.attempts
-    return None
-
-
-def model_failure(reply: ModelReplied) -> RunError:
-    """The run's error for a failed planner-side call."""
-    why = "no detail" if reply.error is None else described(reply.error)
-    error = RunError(f"the {reply.purpose} model call failed: {why}")
-    error.__cause__ = reply.error
-    return error

@@ -191,10 +191,12 @@ class SynthesisBegun(msgspec.Struct, frozen=True):
 
 @final
 class BudgetRanOut(msgspec.Struct, frozen=True):
-    """A budget limit was reached."""
+    """A budget limit was reached; ``drain``: a step's own share ran out (its siblings in
+    flight finish, and may still draw on what it gave back)."""
 
     limit: BudgetLimit
     detail: str
+    drain: bool = False
 
 
 @final

@@ -72,7 +72,7 @@ class JudgesRounds:
         if isinstance(phase, (Done, WindingDown)):
             return
         if not self._book.spending.exhausted:  # else noted: it answers from what was done
-            self._record(BudgetRanOut(limit, detail))
+            self._record(BudgetRanOut(limit, detail, drain))
         raising = self._team.budget.on_exhausted == "raise"
         error = BudgetExceeded(f"budget exhausted: {detail}", limit=limit)
         self._wind_down(EndFailed(error) if raising else EndPartial(), drain=drain)

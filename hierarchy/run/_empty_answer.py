@@ -58,6 +58,7 @@ async def synthesized(
             )
             return response, 1
         again = held
+        await reasks.asking(again, 2)
     _log.info("the synthesizer's reply was empty; asking again once", extra=where)
     try:
         second = await caller.call(again, live)

@@ -7,18 +7,20 @@ plan and the answer pass through them (``RunGuards``) before they are acted on.
 
 from __future__ import annotations
 
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
 from opentelemetry.trace import Span
 
 from regiment.actors import Actor
-from regiment.errors import PlanError, RunError
-from regiment.hierarchy._messages import StepReport
+from regiment.errors import ModelError, OutputInvalid, PlanError, RunError
+from regiment.hierarchy._messages import BudgetLimit, StepReport
+from regiment.hierarchy._model_call import described
+from regiment.hierarchy._nested_afford import Unaffordable
 from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.guard._judge import Purse, judging_within, ledger_purse
 from regiment.hierarchy.guard._roles import GuardRole
 from regiment.hierarchy.run._book import RunBook
-from regiment.hierarchy.run._calls import PhaseCalls, billed, model_failure
+from regiment.hierarchy.run._calls import PhaseCalls
 from regiment.hierarchy.run._changes import (
     GuardsNoted,
     ModelCharged,
@@ -46,7 +48,7 @@ from regiment.hierarchy.run._phase import (
 )
 from regiment.hierarchy.run._prompting import PlanReading, Prompting
 from regiment.hierarchy.run._runtime import TeamRuntime
-from regiment.models import ModelRequest, ModelResponse
+from regiment.models import ModelRequest, ModelResponse, Usage
 
 __all__ = ("GuardedActor",)
 
@@ -88,6 +90,10 @@ class GuardedActor(Actor[PlannerMessage, None]):
     async def _dispatch_ready(self) -> None:
         raise NotImplementedError
 
+    if TYPE_CHECKING:  # JudgesRounds' (after this class in PlannerActor's bases)
+
+        def _exhausted(self, limit: BudgetLimit, detail: str, *, drain: bool = False) -> None: ...
+
     # -- plans and answers -----------------------------------------------------
 
     def _note_guards(self) -> None:
@@ -106,6 +112,9 @@ class GuardedActor(Actor[PlannerMessage, None]):
         if (spent := billed(reply.error)) is not None:
             self._record(ModelCharged(reply.purpose, spent[0], calls=spent[1]))
         error = reply.error
+        if isinstance(error, Unaffordable):  # a nested run's, after waiting: as one refused
+            self._exhausted(error.unpaid, str(error))
+            return
         self._fail(error if isinstance(error, RunError) else model_failure(reply))
 
     async def _on_plan_reply(
@@ -195,3 +204,21 @@ class GuardedActor(Actor[PlannerMessage, None]):
                     self._ask("synthesis", again)
                 case error:
                     self._fail(error)
+
+
+def billed(error: Exception | None) -> tuple[Usage, int] | None:
+    """What a failed planner-side call spent all the same, and in how many model
+    calls: a refused reply, or structured answers that never validated."""
+    if isinstance(error, ModelError) and error.usage is not None:
+        return error.usage, error.model_calls
+    if isinstance(error, OutputInvalid) and error.usage is not None:
+        return error.usage, error.attempts
+    return None
+
+
+def model_failure(reply: ModelReplied) -> RunError:
+    """The run's error for a failed planner-side call."""
+    why = "no detail" if reply.error is None else described(reply.error)
+    error = RunError(f"the {reply.purpose} model call failed: {why}")
+    error.__cause__ = reply.error
+    return error

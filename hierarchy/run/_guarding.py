@@ -21,8 +21,10 @@ import msgspec
 from regiment.actors import ActorContext
 from regiment.errors import GuardrailError, PlanError
 from regiment.hierarchy._critic import Critic
+from regiment.hierarchy._in_flight import journal_intent
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
+from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._planner import Planner, no_plan_advice
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.events import Event, GuardrailRewrote, GuardrailTripped
@@ -319,7 +321,11 @@ def run_tape(journal: RunJournal | None) -> JudgeTape | None:
         record = ModelCallFinished(run_id=calls.run_id, call_key=key, response=response)
         await calls.append(record, durable=True)
 
-    return JudgeTape("run/", calls.replay.responses, write)
+    async def begin(key: str, role: str, caller: ModelCaller, request: ModelRequest) -> None:
+        if journal.bounded:  # under a spending budget: its intent, as every call's
+            await journal_intent(calls, key, role or "guardrail", caller, request)
+
+    return JudgeTape("run/", calls.replay.responses, write, begin)
 
 
 def _spent_purse(limit: BudgetLimit) -> Purse:

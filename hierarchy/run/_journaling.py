@@ -59,10 +59,10 @@ from regiment.journal import RunFinished as JournalFinished
 
 if TYPE_CHECKING:
     from regiment.hierarchy._budget import BudgetLedger
+    from regiment.hierarchy._in_flight import Started
     from regiment.hierarchy._result import RunResult
     from regiment.hierarchy._team import Team
     from regiment.hierarchy.events import Event
-    from regiment.hierarchy.run._calls import Started
 
 __all__ = ("LEASE_TTL", "UNJOURNALED", "RunJournal", "Unjournaled", "owner_name")
 
@@ -92,6 +92,7 @@ class RunJournal:
         "_pending",
         "_replay",
         "_ttl",
+        "bounded",
         "calls",
         "ended",
         "resume",
@@ -125,6 +126,7 @@ class RunJournal:
         self.calls = RunCalls(run_id, deps, journal, lease, replay)  # the workers' side
         self.resume: tuple[int, str | None] | None = None  # resumed: (number, first traceparent)
         self.ended: str | None = None  # how the run ended, once its end is on its way in
+        self.bounded = False  # its budget limits spending: each call's intent is journaled
 
     @classmethod
     async def create(
@@ -219,7 +221,9 @@ class RunJournal:
         planner-side call's intent, under a budget that limits spending (``_in_flight``)."""
         if self._replay is not None:
             charge_unanswered(self._replay, ledger.spent, self.run_id)
-        return planner_intents(self.calls, self._calls, ledger.budget)
+        started = planner_intents(self.calls, self._calls, ledger.budget)
+        self.bounded = started is not None  # its judges' calls journal intents too
+        return started
 
     def replayed(self, purpose: str) -> Replayed | None:
         """The journaled reply of the next ``purpose`` call, if a resume has one."""

@@ -23,6 +23,7 @@ import msgspec
 from regiment._json import JsonObject
 from regiment.hierarchy._allowance import Rates
 from regiment.hierarchy._budget import BudgetLedger, BudgetLimit
+from regiment.hierarchy._in_flight import Started
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._top_up import TopUps, afford
 from regiment.models import ModelRequest, Usage, estimate_tokens, least_cost, reply_tokens
@@ -62,17 +63,29 @@ class Reasks:
         unpaid: set when an ask was not made for want of budget (the run then ends on it).
     """
 
-    __slots__ = ("_caller", "_ledger", "_rates", "_top_ups", "unpaid")
+    __slots__ = ("_caller", "_ledger", "_rates", "_started", "_top_ups", "unpaid")
 
     def __init__(
-        self, ledger: BudgetLedger, caller: ModelCaller, top_ups: TopUps | None = None
+        self,
+        ledger: BudgetLedger,
+        caller: ModelCaller,
+        top_ups: TopUps | None = None,
+        started: Started | None = None,
     ) -> None:
         self._ledger = ledger
+        self._started = started  # a journaled run's: each ask's intent, before it is sent
         self._top_ups = top_ups  # a nested run's: it draws what an ask lacks from above
         self._caller = caller  # the synthesizer's: its settings, its model's price
         price = caller.price if ledger.holds_money else None
         self._rates: Rates | None = None if price is None else price.rates()
         self.unpaid: Unpaid | None = None
+
+    async def asking(self, request: ModelRequest, ask: int) -> None:
+        """The ``ask``-th ask (2, ...) is about to be sent: a journaled run under a
+        spending budget journals its intent first, as it did the first's (a crash while
+        it is in flight: the resume charges it at its most, as the first)."""
+        if (started := self._started) is not None:
+            await started("synthesis", "synthesizer", self._caller, request, ask)
 
     def held(self, request: ModelRequest, spent: Usage, calls: int) -> ModelRequest | Unpaid:
         """``request`` (the ask after ``calls`` asks that spent ``spent``, not yet

@@ -159,6 +159,7 @@ async def structured_call(
                 logger.info("the structured answer is not asked again: %s", held.why)
                 return msgspec.structs.replace(response, usage=spent), attempt - 1
             request = held
+            await reasks.asking(request, attempt)
         try:
             response = await caller.call(request)
         except ModelError as exc:  # the attempts before it were spent too

@@ -23,7 +23,7 @@ from opentelemetry import trace
 
 from regiment._json import JsonObject
 from regiment.errors import JournalError
-from regiment.hierarchy._in_flight import limits_spending, most_spent
+from regiment.hierarchy._in_flight import journal_intent, limits_spending, most_spent
 from regiment.hierarchy._live_events import LiveSink, observed_tool_call, told_unrun
 from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy._model_call import ModelCaller
@@ -209,8 +209,15 @@ class StepCalls:
         if self._tape is None and (self._replay.responses or self._journaled):
             a = self._assign  # one tape a step: it numbers the step's questions
             prefix = f"step/{a.plan_version}/{a.step.id}/a{a.attempt}/"
-            self._tape = JudgeTape(prefix, self._replay.responses, self._judged)
+            self._tape = JudgeTape(prefix, self._replay.responses, self._judged, self._judging)
         return self._tape
+
+    async def _judging(
+        self, key: str, role: str, caller: ModelCaller, request: ModelRequest
+    ) -> None:
+        """A judge's call is about to be sent: under a spending budget, its intent first."""
+        if self._bounded and self._run is not None:
+            await journal_intent(self._run, key, self._worker, caller, request)
 
     async def _judged(self, key: str, response: ModelResponse) -> None:
         """Journal a judge's reply durably: the call was paid for, whatever comes next."""

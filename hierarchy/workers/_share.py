@@ -5,7 +5,8 @@ each reply held to what the share has left."""
 from __future__ import annotations
 
 from regiment.hierarchy._allowance import Rates, over_allowance
-from regiment.hierarchy._messages import AssignStep, BudgetLimit, StepReport
+from regiment.hierarchy._give_way import given_up
+from regiment.hierarchy._messages import AssignStep, BudgetLimit, StepAllowance, StepReport
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._top_up import call_need, reply_room
 from regiment.hierarchy.workers._progress import StepProgress
@@ -92,6 +93,9 @@ async def within_allowance(
     out = over_allowance(
         held, progress.model_calls, progress.usage, request, "the next call", rates
     )
+    fence = progress.fence  # in a nested run: the step it serves may have given way
+    if out is None and fence is not None and fence.top_ups.above and given_up(fence.top_ups):
+        out = _gave_way(held)
     if out is not None:  # short: its run may top the share up
         out = await _short(assign, progress, request, rates, out)
     if out is None:
@@ -112,6 +116,15 @@ async def within_allowance(
             ),
         )
     return request, exhausted(progress, assign, worker, out)
+
+
+def _gave_way(held: StepAllowance) -> tuple[BudgetLimit, str]:
+    """Why a step of a nested run ends when the step that run serves gave way (its run
+    could not top it up, nor its siblings, which wait for what it gives back)."""
+    limit: BudgetLimit = "usd" if held.micro_usd is not None else "tokens"
+    if held.micro_usd is None and held.tokens is None:
+        limit = "output_tokens" if held.output_tokens is not None else "model_calls"
+    return limit, "the run above ran short and its first steps go first: this team gives way"
 
 
 def _key(assign: AssignStep) -> tuple[int, str, int]:

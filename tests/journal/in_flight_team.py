@@ -7,7 +7,8 @@ reply's usage is the request's estimated input and up to 40 output tokens (held 
 ``max_tokens``, as a real model keeps to it). In the child process (``slow``), the
 worker's third call is billed and then never answered: the child says ``in flight``
 and waits there to be killed (or, told so, the worker answers at its third call and the
-synthesis is left in flight).
+synthesis is left in flight; ``reask``: its first reply is empty and the second ask is
+left in flight; ``judge``: the judge its answer guard asks is left in flight).
 
 Run as a script (``python in_flight_team.py JOURNAL BILL USD SLOW NESTED BACKEND``;
 ``NESTED`` ``nested`` or ``flat``) it is the crash test's child: it prints ``run RUN_ID``
@@ -24,7 +25,9 @@ import msgspec
 
 from regiment import Budget, Planner, Price, ScriptedModel, Team, TeamWorker, Worker, tool
 from regiment.hierarchy import RunStarted
+from regiment.hierarchy.guard import AnswerSubject, Guardrail, Outcome, Pass, guardrail, judge
 from regiment.models import (
+    Message,
     ModelRequest,
     ModelResponse,
     ModelSettings,
@@ -39,6 +42,7 @@ from regiment.models import (
 GOAL = "take notes"
 WHOLE = Price(input=1.0, output=2.0)  # whole micro-dollars a token: input + 2 x output
 SLOW_CALL = 3  # the worker's call left in flight in the child
+ANSWERING = ("synthesizer", "reask", "judge")  # the worker answers at its SLOW_CALL-th
 
 
 @tool
@@ -60,10 +64,11 @@ def brain(bill: Path, *, slow: str, answers: str = "") -> ScriptedModel:
     answered; ``synthesizer``: the worker answers at its ``SLOW_CALL``-th call and the
     synthesis is never answered; ``""``: every call is answered (``synthesizer`` there:
     the worker answers as it would have)."""
-    worker_calls = 0
+    worker_calls = synthesis = 0
 
     async def reply(request: ModelRequest) -> ModelResponse:
-        nonlocal worker_calls
+        nonlocal worker_calls, synthesis
+        role = request.role or "judge"  # a judge asks with no role
         limit = effective_settings(None, request).max_tokens or request.max_tokens
         if request.role == "planner":
             response: ModelResponse = ModelResponse(
@@ -71,13 +76,16 @@ def brain(bill: Path, *, slow: str, answers: str = "") -> ScriptedModel:
                 stop_reason="end_turn",
                 model="stand-in",
             )
-        elif request.role == "synthesizer":
+        elif role in ("synthesizer", "judge"):
+            synthesis += role == "synthesizer"
+            empty = slow == "reask" and synthesis == 1  # asked again, once
+            text = "" if empty else "the notes" if role == "synthesizer" else "fine"
             response = ModelResponse(
-                parts=(TextPart(text="the notes"),), stop_reason="end_turn", model="stand-in"
+                parts=(TextPart(text=text),), stop_reason="end_turn", model="stand-in"
             )
         else:
             worker_calls += 1
-            if "synthesizer" in (slow, answers) and worker_calls == SLOW_CALL:
+            if (slow in ANSWERING or answers in ANSWERING) and worker_calls == SLOW_CALL:
                 response = ModelResponse(
                     parts=(TextPart(text="noted all"),), stop_reason="end_turn", model="stand-in"
                 )
@@ -86,14 +94,34 @@ def brain(bill: Path, *, slow: str, answers: str = "") -> ScriptedModel:
         usage = Usage(input_tokens=estimate_tokens(request), output_tokens=min(limit, 40))
         cost = priced(usage, WHOLE).micro_usd
         with bill.open("a") as out:  # billed as it arrives
-            out.write(f"{request.role} {cost}\n")
-        in_flight = request.role == "synthesizer" or worker_calls == SLOW_CALL
-        if request.role == slow and in_flight:
+            out.write(f"{role} {cost}\n")
+        if _in_flight(slow, role, worker_calls, synthesis):
             print("in flight", flush=True)
             await anyio.sleep_forever()
         return msgspec.structs.replace(response, usage=usage, model="stand-in")
 
     return ScriptedModel(reply, price=WHOLE)
+
+
+def _in_flight(slow: str, role: str, worker_calls: int, synthesis: int) -> bool:
+    """Whether the call is the one ``slow`` leaves in flight."""
+    if slow == "reask":
+        return role == "synthesizer" and synthesis == 2
+    if slow in ("judge", "synthesizer"):
+        return role == slow
+    return role == slow == "worker" and worker_calls == SLOW_CALL
+
+
+def _judged(model: ScriptedModel) -> list[Guardrail]:
+    """An answer guard that asks ``model`` (as a judge) whether the answer is fine."""
+
+    @guardrail("answer", model=model)
+    async def checked(subject: AnswerSubject) -> Outcome:
+        asked = ModelRequest(messages=(Message.user("are the notes fine?"),), max_tokens=40)
+        await judge(model, asked)
+        return Pass()
+
+    return [checked]
 
 
 def make_team(
@@ -111,9 +139,10 @@ def make_team(
             settings=ModelSettings(max_tokens=60),
         )
     model = brain(bill, slow=slow, answers=answers)
+    guards = _judged(model) if "judge" in (slow, answers) else []
     return Team(
         name="notes",
-        planner=Planner(model=model),
+        planner=Planner(model=model, synthesizer_guardrails=guards),
         workers=[
             Worker(
                 name="w",
