@@ -12,7 +12,7 @@ from typing import assert_never
 from opentelemetry.trace import Span
 
 from regiment.actors import Actor
-from regiment.errors import PlanError, RunError
+from regiment.errors import GuardrailError, PlanError, RunError
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.guard._judge import Purse, judging_within, ledger_purse
@@ -126,7 +126,7 @@ class GuardedActor(Actor[PlannerMessage, None]):
             return
         await self._take_plan(planning, reading)
 
-    async def _take_plan(self, planning: Planning, reading: PlanReading) -> None:
+    async def _take_plan(self, planning: Planning, reading: PlanReading | GuardrailError) -> None:
         match reading:
             case PlanAdopted():
                 self._record(reading)
@@ -135,7 +135,7 @@ class GuardedActor(Actor[PlannerMessage, None]):
                 await self._dispatch_ready()
             case ModelRequest():
                 self._ask(planning.kind, reading)  # the problems go back to the planner
-            case PlanError():
+            case PlanError() | GuardrailError():  # a plan guard that failed: its error
                 self._fail(reading)
             case _:
                 assert_never(reading)
