@@ -21,8 +21,11 @@ __all__ = ("CONTEXT", "SDK_LOGGERS", "ContextFormatter", "level_for", "logging_t
 CONTEXT = ("run_id", "step_id", "worker", "trace_id")
 
 # The SDKs log their own retries ("Retrying request to ...") at INFO: shown with -v. The
-# MCP SDK logs a line a stdio server wrote that is not MCP with a traceback.
-SDK_LOGGERS = ("anthropic", "openai", "mcp")
+# MCP SDK logs a line a stdio server wrote that is not MCP with a traceback. httpx (under
+# the SDKs, and what a Ray replica's forwarded warnings may come from) logs every request
+# at INFO: its lines start at WARNING below -vv (see ``_FLOORS``).
+SDK_LOGGERS = ("anthropic", "openai", "mcp", "httpx")
+_FLOORS = {"httpx": logging.WARNING}
 
 
 class ContextFormatter(logging.Formatter):
@@ -74,7 +77,8 @@ def logging_to(
     levels = [logger.level for logger in loggers]
     for logger in loggers:
         logger.addHandler(handler)
-        logger.setLevel(level)
+        floor = _FLOORS.get(logger.name, level) if level > logging.DEBUG else level
+        logger.setLevel(max(level, floor))
     try:
         yield handler
     finally:

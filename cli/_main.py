@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import anyio
 
-from regiment._logging import level_for, logging_to
+from regiment._logging import SDK_LOGGERS, level_for, logging_to
 from regiment.cli._approvals import approval_command
 from regiment.cli._args import parse as parse_command
 from regiment.cli._codes import (
@@ -211,8 +211,8 @@ async def _dispatch(
             tg.start_soon(watch_signals, interrupt, last_words, got)
         with (
             slow_stop_notice(stderr),
-            # Without -v, only the MCP SDK's warnings (one line each, not a traceback).
-            logging_to(stderr, level_for(args.verbose), None if args.verbose else ("mcp",)),
+            # Without -v, only the SDKs' warnings (one line each, not a traceback).
+            logging_to(stderr, level_for(args.verbose), None if args.verbose else SDK_LOGGERS),
         ):
             code = await _guarded(config, options, stdout, stderr, (interrupt, last_words))
         tg.cancel_scope.cancel()  # stop watching signals

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from regiment._json import JsonObject
+from regiment.config._errors import settings_error
 from regiment.config._imports import (
     IncludeChain,
     import_callable,
@@ -225,8 +226,14 @@ def _team_worker(
 
 
 def _settings(table: JsonObject | None, source: str, key: str) -> ModelSettings | None:
-    """A ``settings`` table as ``ModelSettings``; an unknown key is an error naming it."""
-    return None if table is None else ModelSettings.from_mapping(table, where=f"{source}: {key}")
+    """A ``settings`` table as ``ModelSettings``; an unknown key is an error naming it,
+    a value of the wrong type one that says what to write."""
+    if table is None:
+        return None
+    try:
+        return ModelSettings.from_mapping(table, where=f"{source}: {key}")
+    except ConfigError as exc:
+        raise settings_error(exc, table, source, key) from exc.__cause__
 
 
 def _critic(config: CriticConfig, models: RoleModels, source: str) -> Critic:

@@ -19,9 +19,11 @@ from dataclasses import dataclass
 import msgspec
 
 from regiment.config._text import ConfigFormat, key_text
+from regiment.errors import ConfigError
 from regiment.hierarchy import InvalidValue
+from regiment.models import ModelSettings
 
-__all__ = ("explain",)
+__all__ = ("explain", "settings_error")
 
 _AT = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
 _KEY_AT = re.compile(r"^(?P<what>.*?) - at `key` in `\$(?P<path>[^`]*)`$", re.S)
@@ -254,3 +256,19 @@ def _field_types(kind: object) -> dict[str, object]:
 
 def _fields(kind: object) -> list[str]:
     return list(_field_types(_unwrap(kind)))
+
+
+def settings_error(error: ConfigError, table: object, source: str, key: str) -> ConfigError:
+    """``error`` (``ModelSettings.from_mapping``'s, about the ``key`` table of ``source``)
+    with the "write ..." advice every other key's wrong type gets; a value out of range
+    already says what it must be, and is ``error`` as it is."""
+    cause = error.__cause__
+    if not isinstance(cause, msgspec.ValidationError):
+        return error
+    fmt: ConfigFormat = "yaml" if source.lower().endswith((".yaml", ".yml")) else "toml"
+    why = explain(str(cause), table, ModelSettings, fmt, cause=cause.__cause__)
+    if fmt == "toml":  # `[extra]` is no header in this file: an inline table goes anywhere
+        why = why.replace("write a `[extra]` table", "write a table (`extra = {...}`)")
+    told = ConfigError(f"{source}: {key}.{why}")
+    told.__cause__ = cause
+    return told

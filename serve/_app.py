@@ -59,7 +59,7 @@ from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
 from ._runs import open_runs
 from ._service import Service
 from ._shown import shown
-from ._views import approval_view, not_decided, run_listed
+from ._views import approval_view, decided_view, not_decided, run_listed
 
 __all__ = ("LIST_LIMIT", "create_app")
 
@@ -307,8 +307,9 @@ async def _decide(s: Service, request: Request) -> Response:
     """``POST /approvals/{request_id}``: a live run goes on with the decision at once."""
     body = await read_json(request, Decision)
     request_id = request.path_params["request_id"]
+    decision = body.decision()
     try:
-        decided = await s.live().running.approve(request_id, body.decision(), by=body.by)
+        decided = await s.live().running.approve(request_id, decision, by=body.by)
     except ApprovalError as exc:
         listed = under(request, "/approvals")
         raise not_decided(exc, request_id, body.kind, listed) from exc
@@ -319,8 +320,7 @@ async def _decide(s: Service, request: Request) -> Response:
             f"{exc} (a run live in another process takes its decisions there)",
         ) from exc
     await _all_decided(s, decided.run_id)
-    view = approval_view(decided)
-    return json_response({**view, "decision": body.kind, "decided_by": body.by})
+    return json_response(decided_view(decided, decision, body.kind, body.by))
 
 
 async def _all_decided(s: Service, run_id: str) -> None:

@@ -8,7 +8,7 @@ import msgspec
 
 from regiment.errors import ApprovalError
 from regiment.hierarchy import CheckFailed, Event, RunFailed, RunResult, StepCompleted
-from regiment.tools import ApprovalRequest
+from regiment.tools import ApprovalDecision, ApprovalRequest, EditArguments
 
 from ._http import ApiError
 from ._registry import RunRecord
@@ -141,6 +141,21 @@ def approval_view(request: ApprovalRequest) -> dict[str, object]:
         "idempotency_key": request.idempotency_key,
         "expires_at": request.expires_at,
     }
+
+
+def decided_view(
+    request: ApprovalRequest, decision: ApprovalDecision, kind: str, by: str
+) -> dict[str, object]:
+    """What ``POST /approvals/{request_id}`` answers: the request as listed, and what was
+    decided; an edit's ``arguments`` are the edited ones (as ``ApprovalResolved``'s are),
+    the model's ``requested_arguments`` beside them. The call's ``tool_call`` guards
+    still judge an edit before the tool runs (their ``GuardrailRewrote`` or
+    ``GuardrailTripped`` event says if they changed or refused it)."""
+    view = {**approval_view(request), "decision": kind, "decided_by": by}
+    if isinstance(decision, EditArguments):
+        view["requested_arguments"] = request.arguments
+        view["arguments"] = decision.arguments
+    return view
 
 
 _APPROVAL_STATUS = {

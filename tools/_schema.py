@@ -28,26 +28,20 @@ from typing import TYPE_CHECKING, Annotated, cast, get_args, get_origin
 
 import msgspec
 
-from regiment._json import JsonObject, JsonValue
+from regiment._json import JsonObject
 from regiment.errors import ConfigError
 from regiment.tools._closed import closed_json_schema, closed_validator, fields_at
 from regiment.tools._context import is_context_annotation
 from regiment.tools._plain import is_plain_annotation, is_plain_data
+from regiment.tools._schema_parts import clean_schema, schema_error
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
     from pydantic.fields import FieldInfo
     from pydantic_core import SchemaValidator
 
-__all__ = ("ArgumentSpec", "BoundArguments", "clean_schema", "non_finite")
+__all__ = ("ArgumentSpec", "BoundArguments", "non_finite")
 
-# JSON Schema keywords whose value is a map of names to schemas, or one schema,
-# or a list of schemas; everything else (enum, default, const, ...) is data.
-_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
-_SCHEMA_ONE = frozenset(
-    {"items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames"}
-)
-_SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
 _MAX_SHOWN = 80
 _PLAIN = frozenset({str, int, bool, type(None)})  # JSON values _whole_numbers leaves alone
 _UNKNOWN_KEY = frozenset({"extra_forbidden", "unexpected_keyword_argument"})
@@ -130,7 +124,7 @@ class ArgumentSpec:
                 schema = clean_schema(closed_json_schema(model))
             closed = closed_validator(model)
         except pydantic.PydanticUserError as exc:  # includes PydanticSchemaGenerationError
-            raise ConfigError(f"cannot build a JSON schema for tool {tool_name!r}: {exc}") from exc
+            raise schema_error(exc, fields, params, tool_name) from exc
         positional = sum(1 for p in params if p.kind is inspect.Parameter.POSITIONAL_ONLY)
         names = tuple(p.name for p in params)
         plain = all(is_plain_annotation(annotation) for annotation, _ in fields.values())
@@ -342,31 +336,6 @@ def _annotated_text(annotation: object) -> str | None:
     if get_origin(annotation) is not Annotated:
         return None
     return next((m for m in get_args(annotation)[1:] if isinstance(m, str) and m.strip()), None)
-
-
-def clean_schema(schema: JsonValue) -> JsonObject:
-    """Drop pydantic's generated ``title`` keywords; they only repeat the names."""
-    cleaned = _clean(schema)
-    assert isinstance(cleaned, dict)
-    return cleaned
-
-
-def _clean(schema: JsonValue) -> JsonValue:
-    if not isinstance(schema, dict):
-        return schema
-    out: JsonObject = {}
-    for key, value in schema.items():
-        if key == "title":
-            continue
-        if key in _SCHEMA_MAPS and isinstance(value, dict):
-            out[key] = {name: _clean(sub) for name, sub in value.items()}
-        elif key in _SCHEMA_ONE:
-            out[key] = _clean(value)
-        elif key in _SCHEMA_LISTS and isinstance(value, list):
-            out[key] = [_clean(sub) for sub in value]
-        else:
-            out[key] = value
-    return out
 
 
 def _describe(error: Mapping[str, object], schema: JsonObject) -> str:

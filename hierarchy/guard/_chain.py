@@ -4,6 +4,7 @@ exception's type as the reason (cancellation is never caught)."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 from collections.abc import Sequence
@@ -14,6 +15,7 @@ import anyio
 import anyio.to_thread
 
 from regiment._stray import stray, stray_reason
+from regiment._text import clipped
 from regiment.errors import BudgetExceeded
 from regiment.hierarchy.guard._judge import Spend, spending
 from regiment.hierarchy.guard._note import GuardNote
@@ -53,6 +55,9 @@ class Checked(Generic[S]):
     tripped: Guardrail | None = None
     reason: str = ""
     spent: tuple[ModelResponse, ...] = ()  # the guards' own model calls (see ``judge``)
+    # Set when the tripping guard failed rather than judged (it raised, returned no
+    # outcome, or rewrote the subject into a wrong type): what it did. A bug in the guard.
+    fault: str = ""
 
 
 async def run_chain(
@@ -71,7 +76,7 @@ async def run_chain(
         spending().reset(token)
     if not spend.responses:
         return checked
-    return Checked(checked.subject, checked.tripped, checked.reason, tuple(spend.responses))
+    return dataclasses.replace(checked, spent=tuple(spend.responses))
 
 
 async def _run(
@@ -90,7 +95,7 @@ async def _run(
             GUARD_SPAN,
             {sc.REGIMENT_GUARDRAIL_NAME: guard.name, sc.REGIMENT_GUARDRAIL_SUBJECT: kind},
         ) as span:
-            outcome = await _judge(guard, subject, span, telemetry.capture_content)
+            outcome, fault = await _judge(guard, subject, span, telemetry.capture_content)
             match outcome:
                 case Pass():
                     span.set_attribute(sc.REGIMENT_GUARDRAIL_OUTCOME, "pass")
@@ -98,7 +103,7 @@ async def _run(
                     usable = checked_rewrite(subject, new)
                     if isinstance(usable, str):  # a bug in the guard: it fails closed
                         _log.warning("guardrail %s %s", guard.name, usable)
-                        outcome = Trip(usable)
+                        outcome, fault = Trip(usable), usable
                     else:
                         span.set_attribute(sc.REGIMENT_GUARDRAIL_OUTCOME, "rewrite")
                         notes.append(_note(guard, kind, "rewrote", "", where))
@@ -125,13 +130,16 @@ async def _run(
                         "step_id": where.step_id,
                     },
                 )
-                return Checked(subject, guard, outcome.reason)
+                return Checked(subject, guard, outcome.reason, fault=fault)
     return Checked(subject)
 
 
-async def _judge(guard: Guardrail, subject: object, span: Span, capture: bool) -> Outcome:
-    """What ``guard`` says of ``subject``; a guard that raised trips, and its span is then
-    marked ERROR with the exception's type (the guard failed, it did not judge)."""
+async def _judge(
+    guard: Guardrail, subject: object, span: Span, capture: bool
+) -> tuple[Outcome, str]:
+    """What ``guard`` says of ``subject``, and what it did wrong if it failed (else "").
+    A guard that raised trips, and its span is then marked ERROR with the exception's
+    type (the guard failed, it did not judge)."""
     try:
         if guard._in_thread:
             outcome: object = await _in_thread(guard, subject)
@@ -140,19 +148,21 @@ async def _judge(guard: Guardrail, subject: object, span: Span, capture: bool) -
         if inspect.isawaitable(outcome):
             outcome = await outcome
     except BudgetExceeded as exc:  # a judge call the budget refused: say why
-        return Trip(str(exc))
+        return Trip(str(exc)), ""
     except Exception as exc:  # a guard that raises trips: fail closed
         _log.warning("guardrail %s raised %s: %s", guard.name, type(exc).__name__, exc)
         mark_error(span, error_type(exc), f"{type(exc).__name__}: {exc}", capture=capture)
-        return Trip(type(exc).__name__)
+        return Trip(type(exc).__name__), f"raised {type(exc).__name__}: {clipped(str(exc))}"
     except BaseException as exc:  # a cancellation or an interrupt, as a rule
         if not stray(exc):
             raise
         _log.warning("guardrail %s %s", guard.name, stray_reason(exc))
-        return Trip(type(exc).__name__)  # not the worker's end (see regiment._stray)
+        # not the worker's end (see regiment._stray)
+        return Trip(type(exc).__name__), stray_reason(exc)
     if not isinstance(outcome, Pass | Rewrite | Trip):
-        return Trip(f"returned {type(outcome).__name__}, not Pass, Rewrite or Trip")
-    return outcome
+        wrong = f"returned {type(outcome).__name__}, not Pass, Rewrite or Trip"
+        return Trip(wrong), wrong
+    return outcome, ""
 
 
 class _Carried(Exception):

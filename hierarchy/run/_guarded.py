@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, assert_never
 from opentelemetry.trace import Span
 
 from regiment.actors import Actor
-from regiment.errors import ModelError, OutputInvalid, PlanError, RunError
+from regiment.errors import GuardrailError, ModelError, OutputInvalid, PlanError, RunError
 from regiment.hierarchy._messages import BudgetLimit, StepReport
 from regiment.hierarchy._model_call import described
 from regiment.hierarchy._nested_afford import Unaffordable
@@ -135,7 +135,7 @@ class GuardedActor(Actor[PlannerMessage, None]):
             return
         await self._take_plan(planning, reading)
 
-    async def _take_plan(self, planning: Planning, reading: PlanReading) -> None:
+    async def _take_plan(self, planning: Planning, reading: PlanReading | GuardrailError) -> None:
         match reading:
             case PlanAdopted():
                 self._record(reading)
@@ -144,7 +144,7 @@ class GuardedActor(Actor[PlannerMessage, None]):
                 await self._dispatch_ready()
             case ModelRequest():
                 self._ask(planning.kind, reading)  # the problems go back to the planner
-            case PlanError():
+            case PlanError() | GuardrailError():  # a plan guard that failed: its error
                 self._fail(reading)
             case _:
                 assert_never(reading)

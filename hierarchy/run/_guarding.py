@@ -278,10 +278,22 @@ def plan_verdict(
     checked: Checked[Any],
     prompts: Prompts,
     attempts: int,
-) -> PlanAdopted | ModelRequest | PlanError:
+) -> PlanAdopted | ModelRequest | PlanError | GuardrailError:
     """What a judged plan becomes: adopted (as the guards left it), sent back to the
-    planner with the reason, or, with no attempts left, the run's ``PlanError``."""
+    planner with the reason, or, with no attempts left, the run's ``PlanError``; a guard
+    that failed (raised, returned no outcome) ends the run with a ``GuardrailError``: the
+    planner's model cannot plan around a bug in the guard."""
     session = planning.session
+    if checked.tripped is not None and checked.fault:
+        name = checked.tripped.name
+        return GuardrailError(
+            f"guardrail '{name}' failed on the plan: it {checked.fault}; that is a bug in "
+            f"the guard, not a plan the planner's model can mend (the plan was not sent "
+            f"back to it): fix guardrail '{name}'",
+            guardrail=name,
+            subject="plan",
+            reason=checked.reason,
+        )
     if checked.tripped is None:
         subject, plan = checked.subject, adopted.plan
         steps = (*subject.committed, *subject.steps)

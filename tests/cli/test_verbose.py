@@ -99,3 +99,58 @@ tools = ["{module}:divide"]
     assert len(RAISED.findall(err)) == warnings, err
     assert (" DEBUG regiment.tools: tool 'divide' raised" in err) is traceback
     assert ("ZeroDivisionError: division by zero\n" in err and "Traceback" in err) is traceback
+
+
+HTTPX = '''
+import logging
+
+from regiment.models import ModelRequest, ModelResponse, ToolResultPart, text_response, tool_call_response
+from regiment.tools import tool
+
+
+@tool
+def fetch(url: str) -> str:
+    """Fetch url."""
+    logging.getLogger("httpx").info("HTTP Request: GET %s", url)
+    logging.getLogger("httpx").warning("the connection to %s was reset", url)
+    return "fetched"
+
+
+def brain(request: ModelRequest) -> ModelResponse:
+    if request.system.startswith("You are the planner"):
+        return text_response('{"steps": [{"id": "s1", "description": "fetch it"}]}')
+    if request.system.startswith("You are worker"):
+        if any(isinstance(p, ToolResultPart) for p in request.messages[-1].parts):
+            return text_response("fetched")
+        return tool_call_response("fetch", {"url": "http://here"}, call_id="c1")
+    return text_response("fetched it")
+'''
+
+HTTPX_WARNING = re.compile(
+    r"^\S+ \S+ WARNING httpx: the connection to http://here was reset \[run_id=\S+", re.M
+)
+
+
+@pytest.mark.parametrize(("flags", "requests"), [([], 0), (["-v"], 0), (["-vv"], 1)])
+async def test_an_httpx_warning_is_a_line_of_ours_and_its_request_lines_need_vv(
+    tmp_path: Path, flags: list[str], requests: int
+) -> None:
+    """httpx is one of the SDKs' loggers (a Ray replica forwards its warnings): its warning
+    is written by the CLI's handler, with the run's context, not by Python's fallback
+    handler (the bare message); its INFO line for every request shows only with -vv."""
+    module = f"cli_httpx_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(HTTPX, encoding="utf-8")
+    team = tmp_path / "team.toml"
+    team.write_text(
+        f'name = "fetchers"\nmodel = "scripted"\nbrain = "{module}:brain"\n\n'
+        f'[[workers]]\nname = "getter"\ndescription = "Fetches."\ntools = ["{module}:fetch"]\n',
+        encoding="utf-8",
+    )
+    httpx = logging.getLogger("httpx")
+    handlers, level = list(httpx.handlers), httpx.level
+    code, err = await _run("run", str(team), "fetch", "--app-dir", str(tmp_path), *flags)
+    assert code == 0, err
+    assert len(HTTPX_WARNING.findall(err)) == 1, err
+    assert "\nthe connection to" not in "\n" + err  # not the fallback handler's bare line
+    assert err.count("INFO httpx: HTTP Request: GET http://here") == requests, err
+    assert (httpx.handlers, httpx.level) == (handlers, level)

@@ -7,7 +7,6 @@ replica, against a stand-in Messages API that never answers the third call."""
 from __future__ import annotations
 
 import logging
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -16,7 +15,6 @@ from types import ModuleType
 
 import anyio
 import pytest
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from regiment.hierarchy.run._journaling import LEASE_TTL
 from regiment.journal import ModelCallFinished, ModelCallStarted, open_journal
@@ -25,6 +23,7 @@ from regiment.models import Usage, priced
 from ..models import messages_api
 from ..models.standin import Reply, StandIn, serve
 from ._in_flight import CLAUDE, USD, noting_team
+from ._killed import killed_child
 
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
 
@@ -54,34 +53,14 @@ async def _killed_in_flight(ray: ModuleType, journal: Path, api: StandIn) -> str
     third model call reached the stand-in (and is held there): the run's id."""
     context = ray.get_runtime_context()
     argv = [sys.executable, str(CHILD), context.gcs_address, context.namespace, str(journal)]
-    log = journal.with_suffix(".log")
-    with log.open("wb") as errors:
-        process = await anyio.open_process(
-            [*argv, api.base_url], stdout=subprocess.PIPE, stderr=errors
-        )
-    killed = False
-    try:
-        assert process.stdout is not None
-        out = BufferedByteReceiveStream(process.stdout)
-        try:
-            line = (await out.receive_until(b"\n", 10_000)).decode()
-        except (anyio.IncompleteRead, anyio.EndOfStream):
-            await process.wait()
-            raise AssertionError(f"the child ended early: {log.read_text()}") from None
-        assert line.startswith("run "), (line, log.read_text())
+
+    async def third_call_held() -> None:
         with anyio.fail_after(90):
             while len(api.requests) < 3:  # woken by each request the stand-in gets
                 api.received = anyio.Event()
                 await api.received.wait()
-        process.kill()  # SIGKILL: no cleanup, no journal close; its replica dies with it
-        killed = True
-    finally:
-        if not killed and process.returncode is None:
-            process.kill()
-        await process.wait()
-        await process.aclose()
-    assert process.returncode == -9, log.read_text()
-    return line.split()[1]
+
+    return await killed_child([*argv, api.base_url], journal.with_suffix(".log"), third_call_held)
 
 
 async def test_a_replicas_call_in_flight_at_a_crash_is_charged_at_its_most_on_resume(

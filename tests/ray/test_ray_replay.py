@@ -9,7 +9,6 @@ import contextlib
 import logging
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,12 +17,12 @@ from types import ModuleType
 import anyio
 import psutil
 import pytest
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from regiment.hierarchy import StepCompleted
 from regiment.hierarchy.run._journaling import LEASE_TTL
 from regiment.journal import ModelCallFinished, ToolCallFinished, ToolCallStarted, open_journal
 
+from ._killed import killed_child
 from ._wire_team import GOAL, paid, payer_team
 
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
@@ -79,37 +78,13 @@ async def _killed_mid_step(
     budget); SIGKILL it once its replica holds (pay's result journaled, hold's intent
     too); the run's id."""
     name, handle = probe
-    log = journal.with_suffix(".log")
     argv = [sys.executable, str(CHILD), address, namespace, str(journal), ledger, name]
-    with log.open("wb") as errors:
-        process = await anyio.open_process(
-            argv if usd is None else [*argv, str(usd)],
-            stdout=subprocess.PIPE,
-            stderr=errors,
-        )
-    killed = False
-    try:
-        assert process.stdout is not None
-        out = BufferedByteReceiveStream(process.stdout)
-        try:
-            line = (await out.receive_until(b"\n", 10_000)).decode()
-        except (anyio.IncompleteRead, anyio.EndOfStream):
-            await process.wait()
-            raise AssertionError(f"the child ended early: {log.read_text()}") from None
-        assert line.startswith("run "), line
+
+    async def holding() -> None:
         await handle.wait_started.remote(1)  # type: ignore[attr-defined]
-        process.kill()  # SIGKILL: no cleanup; its replicas die with their owner
-        killed = True
-    finally:
-        # Never kill twice: a second kill() of a child that has just died lets its
-        # poll reap it before asyncio's watcher thread does, which then reports 255
-        # ("Unknown child process pid"), a known asyncio race on Python 3.11.
-        if not killed and process.returncode is None:
-            process.kill()
-        await process.wait()
-        await process.aclose()
-    assert process.returncode == -9
-    return line.split()[1]
+
+    usd_argv = argv if usd is None else [*argv, str(usd)]
+    return await killed_child(usd_argv, journal.with_suffix(".log"), holding)
 
 
 async def test_a_run_whose_process_was_killed_mid_step_resumes_without_repeating_effects(

@@ -80,7 +80,12 @@ async def _decide_both(c: httpx.AsyncClient, run_id: str, asked: list[dict[str, 
         json={"decision": "edit", "arguments": {"order_id": "2", "amount": 100}, "by": "ana"},
     )
     assert edited.status_code == 200
-    assert edited.json()["decision"] == "edit"
+    answer = edited.json()
+    assert answer["decision"] == "edit"
+    # what the tool is to run with (it said the model's 500), and what the model asked
+    assert answer["arguments"] == {"order_id": "2", "amount": 100}
+    assert answer["requested_arguments"] == {"order_id": "2", "amount": 500}
+    assert answer["decided_by"] == "ana"
     ok = await c.post(f"/approvals/{small['request_id']}", json={"decision": "approve"})
     assert ok.status_code == 200
     again = await c.post(f"/approvals/{small['request_id']}", json={"decision": "approve"})
