@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from regiment.cli import run_async
+from regiment.telemetry import Telemetry
 
 from .helpers import write_team
 
@@ -38,6 +39,7 @@ async def test_verbosity_sets_the_level_and_the_lines_carry_the_run(
 ) -> None:
     team = write_team(tmp_path, "garbage")  # three invalid plans: two retries, then a failure
     root = logging.getLogger("regiment")
+    Telemetry()  # attaches its log handler once a process, and keeps it: not the CLI's to undo
     handlers, level = list(root.handlers), root.level
     code, err = await _run("run", str(team), "do it", "--app-dir", str(tmp_path), *flags)
     assert code == 1
