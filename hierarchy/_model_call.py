@@ -232,7 +232,7 @@ class ModelCaller:
             return self._checked(await _reply(traced, request, live, self.price), request)
         # The applied settings go in with the span's start attributes (one dict, no
         # second call on the span); content is built only when it will be recorded.
-        tuning = _tuning(effective_settings(getattr(model, "settings", None), request))
+        tuning = _tuning(getattr(model, "settings", None), request)
         if request.output is not None:  # a structured answer: the conventions' output type
             tuning[sc.GEN_AI_OUTPUT_TYPE] = sc.OUTPUT_TYPE_JSON
         with telemetry.chat_span(
@@ -274,17 +274,33 @@ class ModelCaller:
             return response
 
 
-def _tuning(applied: ModelSettings) -> dict[str, AttributeValue]:
-    """The settings a call is made with, as its span's ``gen_ai.request.*`` attributes."""
+def _tuning(model: ModelSettings | None, request: ModelRequest) -> dict[str, AttributeValue]:
+    """The settings a call is made with, as its span's ``gen_ai.request.*`` attributes:
+    ``effective_settings``'s layers (the request's own fields, the model's settings, the
+    role's), each over the one before, read field by field: a traced call builds and
+    checks no settings object for its span (#22)."""
+    max_tokens: int | None = request.max_tokens
+    temperature, top_p, stops = request.temperature, None, request.stop_sequences or None
+    for layer in (model, request.settings):
+        if layer is None:
+            continue
+        if layer.max_tokens is not None:
+            max_tokens = layer.max_tokens
+        if layer.temperature is not None:
+            temperature = layer.temperature
+        if layer.top_p is not None:
+            top_p = layer.top_p
+        if layer.stop_sequences is not None:
+            stops = layer.stop_sequences
     attributes: dict[str, AttributeValue] = {}
-    if applied.max_tokens is not None:
-        attributes[sc.GEN_AI_REQUEST_MAX_TOKENS] = applied.max_tokens
-    if applied.temperature is not None:
-        attributes[sc.GEN_AI_REQUEST_TEMPERATURE] = applied.temperature
-    if applied.top_p is not None:
-        attributes[sc.GEN_AI_REQUEST_TOP_P] = applied.top_p
-    if applied.stop_sequences:
-        attributes[sc.GEN_AI_REQUEST_STOP_SEQUENCES] = list(applied.stop_sequences)
+    if max_tokens is not None:
+        attributes[sc.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
+    if temperature is not None:
+        attributes[sc.GEN_AI_REQUEST_TEMPERATURE] = temperature
+    if top_p is not None:
+        attributes[sc.GEN_AI_REQUEST_TOP_P] = top_p
+    if stops:
+        attributes[sc.GEN_AI_REQUEST_STOP_SEQUENCES] = list(stops)
     return attributes
 
 
