@@ -5,8 +5,8 @@
 
 ``instructions.py --tracing`` gives regiment's own cost as one figure (a traced step
 less an untraced one less the SDK floor). This splits the span code a step runs into
-its parts, each timed alone under callgrind (``callgrind_count``: 1,000 calls against
-6,000, exact), with the inputs a row 2 step gives it, through a provider like row
+its parts, each timed alone under callgrind (``callgrind_count``: 200 calls against
+1,200, exact), with the inputs a row 2 step gives it, through a provider like row
 6's (a ``BatchSpanProcessor`` to a counting sink):
 
 * ``agent span`` / ``chat span``: a worker step's ``invoke_agent`` span and its
@@ -48,7 +48,7 @@ from regiment.telemetry._propagation import extract_context, headers_for
 
 __all__ = ("PARTS", "main")
 
-_SMALL, _LARGE = 1_000, 6_000
+_SMALL, _LARGE = 200, 1_200
 
 
 def _setup() -> dict[str, Any]:
