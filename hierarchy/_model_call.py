@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -307,13 +308,17 @@ def _tuning(model: ModelSettings | None, request: ModelRequest) -> dict[str, Att
 def _server(model: Model) -> tuple[str, int | None] | None:
     """The host and port of a model's API, for models that say (``base_url``)."""
     base_url = getattr(model, "base_url", None)
-    if base_url is None:
-        return None
-    parts = urlsplit(str(base_url))
-    if not parts.hostname:
+    return None if base_url is None else _server_of(str(base_url))
+
+
+@functools.lru_cache(maxsize=64)
+def _server_of(base_url: str) -> tuple[str, int | None] | None:
+    """``base_url``'s host and port, parsed once per address, not on every traced call (#22)."""
+    parts = urlsplit(base_url)
+    if not (host := parts.hostname):
         return None
     default = {"https": 443, "http": 80}.get(parts.scheme)
-    return parts.hostname, parts.port or default
+    return host, parts.port or default
 
 
 def input_messages(messages: tuple[Message, ...]) -> list[genai.GenAIValue]:

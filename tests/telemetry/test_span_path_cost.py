@@ -9,12 +9,22 @@ here (and ``tests/hierarchy/test_role_settings.py`` for the applied settings).""
 from __future__ import annotations
 
 from types import FrameType
+from urllib.parse import urlsplit
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 from regiment.hierarchy import Planner, Team, Worker
-from regiment.models import ModelRequest, ModelSettings, ScriptedModel, ToolResultPart
+from regiment.hierarchy._model_call import ModelCaller
+from regiment.models import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    ScriptedModel,
+    ToolResultPart,
+    text_response,
+)
 from regiment.telemetry import SpanCollector, Telemetry, _scope, _telemetry
 
 from ..hierarchy.brains import Brain, plan_json
@@ -93,3 +103,37 @@ async def test_a_span_ended_without_an_exception_checks_for_none() -> None:
     checks, spans = await _counted(3, _exception_check)
     assert spans >= 3 * 2
     assert checks == 0
+
+
+# What reading a parsed URL's host costs each time (urlsplit itself keeps a cache).
+_HOSTNAME = type(urlsplit("http://a")).hostname.fget.__code__  # type: ignore[attr-defined]
+
+
+class _RemoteModel:
+    """A model that answers at once and says where its API lives, as the SDK models do."""
+
+    name = "remote-x"
+    provider = "openai"
+    base_url = "https://models.cost.test:8443/v1/"
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        return text_response("ok")
+
+
+async def test_a_models_api_address_is_parsed_once_not_per_call() -> None:
+    collector = SpanCollector()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(collector)
+    caller = ModelCaller(_RemoteModel(), "planner", Telemetry(provider))
+    request = ModelRequest(system="s", messages=(Message.user("hi"),))
+    counter = CallCounter(_code_is(_HOSTNAME))
+    with counter:
+        for _ in range(3):
+            await caller.call(request)
+    provider.shutdown()
+    chats = [s for s in collector.spans() if s.name == "chat remote-x"]
+    assert len(chats) == 3
+    for chat in chats:
+        assert (chat.attributes or {})["server.address"] == "models.cost.test"
+        assert (chat.attributes or {})["server.port"] == 8443
+    assert counter.count <= 1  # the first call's (none if another test made it)
