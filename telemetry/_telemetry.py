@@ -249,9 +249,20 @@ class Telemetry:
         step to its own run; ``None`` uses the current context. The other arguments
         become ``regiment.*`` / ``gen_ai.*`` attributes (``agent_id``: a hosted agent's).
         """
-        if not self.tracing:
+        if not (self.traced or self.tracing):  # traced: no property call on a step's path
             return _NOT_TRACING
-        base = _agent_attributes(agent_name, agent_id, run_id, step_id, plan_version, attempt)
+        if agent_id is None and None not in (run_id, step_id, plan_version, attempt):
+            # A step's, as the engine opens it: one dict literal, no helper call (#22).
+            base: dict[str, AttributeValue] = {
+                sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
+                sc.GEN_AI_AGENT_NAME: agent_name,
+                sc.REGIMENT_RUN_ID: run_id,  # none of them None: checked above
+                sc.REGIMENT_STEP_ID: step_id,
+                sc.REGIMENT_PLAN_VERSION: plan_version,
+                sc.REGIMENT_STEP_ATTEMPT: attempt,
+            }
+        else:
+            base = _agent_attributes(agent_name, agent_id, run_id, step_id, plan_version, attempt)
         if attributes:
             base.update(attributes)
         parent = None if parent_headers is None else extract_context(parent_headers)
@@ -278,10 +289,11 @@ class Telemetry:
         ``attributes`` adds more at the start (e.g. the applied ``gen_ai.request.*``
         settings), so they need no second call on the span.
         """
-        if not self.tracing:
+        if not (self.traced or self.tracing):  # as agent_span's
             return _NOT_TRACING
         base = _chat_attributes(model, provider, agent_name, max_tokens, temperature)
-        _server_attributes(base, server)
+        if server is not None:
+            _server_attributes(base, server)
         if attributes:
             base.update(attributes)
         name = f"chat {model}"  # the scope made here, as agent_span's
