@@ -30,7 +30,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from types import CodeType, FrameType
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import regiment_cases as rc
@@ -109,11 +109,21 @@ def _bare(s: dict[str, Any], name: str, attributes: dict[str, Any], later: dict[
     return unit
 
 
+def _tuning() -> Callable[[Any, ModelRequest], dict[str, Any]]:
+    """What ``_traced`` does for the applied settings in the tree measured: read them
+    layer by layer (``_tuning(settings, request)``), or, before, through
+    ``effective_settings``."""
+    if mc._tuning.__code__.co_argcount == 2:
+        return cast("Callable[[Any, ModelRequest], dict[str, Any]]", mc._tuning)
+    return lambda settings, request: mc._tuning(effective_settings(settings, request))  # type: ignore[call-arg]
+
+
 def _chat_span(s: dict[str, Any]) -> Callable[[], None]:
     telemetry, model, request, usage = s["telemetry"], s["model"], s["request"], s["usage"]
+    tuned = _tuning()
 
     def unit() -> None:
-        tuning = mc._tuning(effective_settings(getattr(model, "settings", None), request))
+        tuning = tuned(getattr(model, "settings", None), request)
         with telemetry.chat_span(
             model.name, model.provider, agent_name="w", server=mc._server(model), attributes=tuning
         ) as span:
@@ -126,7 +136,7 @@ def _chat_span(s: dict[str, Any]) -> Callable[[], None]:
 
 def _chat_attrs(s: dict[str, Any]) -> dict[str, Any]:
     model, request = s["model"], s["request"]
-    tuning = mc._tuning(effective_settings(getattr(model, "settings", None), request))
+    tuning = _tuning()(getattr(model, "settings", None), request)
     attributes = chat_attributes(model.name, model.provider, "w", None, None)
     attributes.update(tuning)
     return attributes
