@@ -48,6 +48,9 @@ from regiment.telemetry._propagation import extract_context, headers_for
 
 __all__ = ("PARTS", "main")
 
+# The model call's helpers, as the measured tree has them (they moved to _span_inputs).
+_TUNING: Any = vars(mc)["_tuning"]
+
 _SMALL, _LARGE = 200, 1_200
 
 
@@ -113,9 +116,9 @@ def _tuning() -> Callable[[Any, ModelRequest], dict[str, Any]]:
     """What ``_traced`` does for the applied settings in the tree measured: read them
     layer by layer (``_tuning(settings, request)``), or, before, through
     ``effective_settings``."""
-    if mc._tuning.__code__.co_argcount == 2:
-        return cast("Callable[[Any, ModelRequest], dict[str, Any]]", mc._tuning)
-    return lambda settings, request: mc._tuning(effective_settings(settings, request))  # type: ignore[call-arg]
+    if _TUNING.__code__.co_argcount == 2:
+        return cast("Callable[[Any, ModelRequest], dict[str, Any]]", _TUNING)
+    return lambda settings, request: _TUNING(effective_settings(settings, request))
 
 
 def _chat_span(s: dict[str, Any]) -> Callable[[], None]:
@@ -125,7 +128,11 @@ def _chat_span(s: dict[str, Any]) -> Callable[[], None]:
     def unit() -> None:
         tuning = tuned(getattr(model, "settings", None), request)
         with telemetry.chat_span(
-            model.name, model.provider, agent_name="w", server=mc._server(model), attributes=tuning
+            model.name,
+            model.provider,
+            agent_name="w",
+            server=vars(mc)["_server"](model),
+            attributes=tuning,
         ) as span:
             telemetry.recorder.chat_response(
                 span, finish_reasons=("end_turn",), usage=usage, response_model=model.name

@@ -98,8 +98,7 @@ class Telemetry:
             limit=content_limit,
         )
         self._provider = tracer_provider
-        # A global provider, once installed, is final (OpenTelemetry sets it once),
-        # so "recording" is remembered; until then each check is two lookups.
+        # A global provider, once installed, is final: "recording" is remembered (#22).
         self._provider_records = tracer_provider is not None and _records(tracer_provider)
         self._tracer = trace.get_tracer(
             _INSTRUMENTATION, __version__, tracer_provider=tracer_provider
@@ -251,24 +250,11 @@ class Telemetry:
         """
         if not (self.traced or self.tracing):  # traced: no property call on a step's path
             return _NOT_TRACING
-        if agent_id is None and None not in (run_id, step_id, plan_version, attempt):
-            # A step's, as the engine opens it: one dict literal, no helper call (#22).
-            base: dict[str, AttributeValue] = {
-                sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
-                sc.GEN_AI_AGENT_NAME: agent_name,
-                sc.REGIMENT_RUN_ID: run_id,  # none of them None: checked above
-                sc.REGIMENT_STEP_ID: step_id,
-                sc.REGIMENT_PLAN_VERSION: plan_version,
-                sc.REGIMENT_STEP_ATTEMPT: attempt,
-            }
-        else:
-            base = _agent_attributes(agent_name, agent_id, run_id, step_id, plan_version, attempt)
+        base = _agent_attributes(agent_name, agent_id, run_id, step_id, plan_version, attempt)
         if attributes:
             base.update(attributes)
         parent = None if parent_headers is None else extract_context(parent_headers)
-        # The scope made here, not through _open: once a step, two calls fewer (#22).
-        name = f"invoke_agent {agent_name}"
-        capture = self.recorder.capture
+        name, capture = f"invoke_agent {agent_name}", self.recorder.capture  # no _open hop
         return _SpanScope(self._tracer, name, SpanKind.INTERNAL, base, parent, capture)
 
     def chat_span(
@@ -292,8 +278,7 @@ class Telemetry:
         if not (self.traced or self.tracing):  # as agent_span's
             return _NOT_TRACING
         base = _chat_attributes(model, provider, agent_name, max_tokens, temperature)
-        if server is not None:
-            _server_attributes(base, server)
+        _server_attributes(base, server)
         if attributes:
             base.update(attributes)
         name = f"chat {model}"  # the scope made here, as agent_span's

@@ -25,7 +25,7 @@ from regiment.models import (
     ToolResultPart,
     text_response,
 )
-from regiment.telemetry import SpanCollector, Telemetry, _attributes, _scope, _telemetry
+from regiment.telemetry import SpanCollector, Telemetry, _scope, _telemetry
 
 from ..hierarchy.brains import Brain, plan_json
 from ..hierarchy.profiled import CallCounter, Matches
@@ -141,8 +141,8 @@ async def test_a_models_api_address_is_parsed_once_not_per_call() -> None:
     assert counter.count <= 1  # the first call's (none if another test made it)
 
 
-async def test_a_step_s_spans_build_their_attributes_inline_and_ask_no_property() -> None:
-    per_run = _code_is(_attributes.agent_attributes.__code__, _TRACING)
+async def test_a_step_s_spans_ask_no_tracing_property() -> None:
+    per_run = _code_is(_TRACING)
     one, _ = await _counted(1, per_run)
     three, _ = await _counted(3, per_run)
-    assert three == one  # no helper call, no `tracing` property call per step
+    assert three == one  # no `tracing` property call per step: `traced` says yes
