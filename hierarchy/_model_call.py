@@ -6,13 +6,14 @@ import logging
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, assert_never, final
-from urllib.parse import urlsplit
 
 import msgspec
 from opentelemetry.util.types import AttributeValue
 
 from regiment._stray import stray, stray_reason
 from regiment.errors import ModelError, ModelRefused
+from regiment.hierarchy._span_inputs import server as _server
+from regiment.hierarchy._span_inputs import tuning as _tuning
 from regiment.hierarchy._text import valid_response
 from regiment.models import (
     STOPPED_EARLY,
@@ -232,7 +233,7 @@ class ModelCaller:
             return self._checked(await _reply(traced, request, live, self.price), request)
         # The applied settings go in with the span's start attributes (one dict, no
         # second call on the span); content is built only when it will be recorded.
-        tuning = _tuning(effective_settings(getattr(model, "settings", None), request))
+        tuning = _tuning(getattr(model, "settings", None), request)
         if request.output is not None:  # a structured answer: the conventions' output type
             tuning[sc.GEN_AI_OUTPUT_TYPE] = sc.OUTPUT_TYPE_JSON
         with telemetry.chat_span(
@@ -272,32 +273,6 @@ class ModelCaller:
             if response.stop_reason in STOPPED_EARLY:
                 self._stopped_early(response, request)
             return response
-
-
-def _tuning(applied: ModelSettings) -> dict[str, AttributeValue]:
-    """The settings a call is made with, as its span's ``gen_ai.request.*`` attributes."""
-    attributes: dict[str, AttributeValue] = {}
-    if applied.max_tokens is not None:
-        attributes[sc.GEN_AI_REQUEST_MAX_TOKENS] = applied.max_tokens
-    if applied.temperature is not None:
-        attributes[sc.GEN_AI_REQUEST_TEMPERATURE] = applied.temperature
-    if applied.top_p is not None:
-        attributes[sc.GEN_AI_REQUEST_TOP_P] = applied.top_p
-    if applied.stop_sequences:
-        attributes[sc.GEN_AI_REQUEST_STOP_SEQUENCES] = list(applied.stop_sequences)
-    return attributes
-
-
-def _server(model: Model) -> tuple[str, int | None] | None:
-    """The host and port of a model's API, for models that say (``base_url``)."""
-    base_url = getattr(model, "base_url", None)
-    if base_url is None:
-        return None
-    parts = urlsplit(str(base_url))
-    if not parts.hostname:
-        return None
-    default = {"https": 443, "http": 80}.get(parts.scheme)
-    return parts.hostname, parts.port or default
 
 
 def input_messages(messages: tuple[Message, ...]) -> list[genai.GenAIValue]:

@@ -105,14 +105,18 @@ class _SpanScope(AbstractContextManager[Span]):
         self._context = context
 
     def __enter__(self) -> Span:
+        # Positional, in the order of the API's ``Tracer.start_span``: no keyword matching
+        # on every span (name, context, kind, attributes, links, start_time,
+        # record_exception, set_status_on_exception).
         span = self._tracer.start_span(
             self._name,
-            context=self._context,
-            kind=self._kind,
-            attributes=self._attributes,
-            links=self._links,
-            record_exception=False,
-            set_status_on_exception=False,
+            self._context,
+            self._kind,
+            self._attributes,
+            self._links,
+            None,
+            False,
+            False,
         )
         self._span = span
         self._token = otel_context.attach(trace.set_span_in_context(span))
@@ -124,10 +128,15 @@ class _SpanScope(AbstractContextManager[Span]):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if exc is None:  # the common way out: nothing to record
+            otel_context.detach(self._token)
+            if self._end_on_exit:
+                self._span.end()
+            return
         try:
             if isinstance(exc, Exception):
                 record_exception(self._span, exc, capture=self._capture)
-            elif exc is not None:
+            else:
                 record_cancellation(self._span, exc)
         finally:
             otel_context.detach(self._token)

@@ -27,7 +27,7 @@ from regiment.telemetry._logs import correlate_logs
 from regiment.telemetry._metrics import run_metrics
 from regiment.telemetry._propagation import OTelPropagator, extract_context, headers_for, inject
 from regiment.telemetry._record import SpanRecorder
-from regiment.telemetry._scope import open_span
+from regiment.telemetry._scope import _SpanScope, open_span
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -98,8 +98,7 @@ class Telemetry:
             limit=content_limit,
         )
         self._provider = tracer_provider
-        # A global provider, once installed, is final (OpenTelemetry sets it once),
-        # so "recording" is remembered; until then each check is two lookups.
+        # A global provider, once installed, is final: "recording" is remembered (#22).
         self._provider_records = tracer_provider is not None and _records(tracer_provider)
         self._tracer = trace.get_tracer(
             _INSTRUMENTATION, __version__, tracer_provider=tracer_provider
@@ -249,13 +248,14 @@ class Telemetry:
         step to its own run; ``None`` uses the current context. The other arguments
         become ``regiment.*`` / ``gen_ai.*`` attributes (``agent_id``: a hosted agent's).
         """
-        if not self.tracing:
+        if not (self.traced or self.tracing):  # traced: no property call on a step's path
             return _NOT_TRACING
         base = _agent_attributes(agent_name, agent_id, run_id, step_id, plan_version, attempt)
         if attributes:
             base.update(attributes)
         parent = None if parent_headers is None else extract_context(parent_headers)
-        return _open(self, f"invoke_agent {agent_name}", attributes=base, context=parent)
+        name, capture = f"invoke_agent {agent_name}", self.recorder.capture  # no _open hop
+        return _SpanScope(self._tracer, name, SpanKind.INTERNAL, base, parent, capture)
 
     def chat_span(
         self,
@@ -275,13 +275,14 @@ class Telemetry:
         ``attributes`` adds more at the start (e.g. the applied ``gen_ai.request.*``
         settings), so they need no second call on the span.
         """
-        if not self.tracing:
+        if not (self.traced or self.tracing):  # as agent_span's
             return _NOT_TRACING
         base = _chat_attributes(model, provider, agent_name, max_tokens, temperature)
         _server_attributes(base, server)
         if attributes:
             base.update(attributes)
-        return _open(self, f"chat {model}", kind=SpanKind.CLIENT, attributes=base)
+        name = f"chat {model}"  # the scope made here, as agent_span's
+        return _SpanScope(self._tracer, name, SpanKind.CLIENT, base, None, self.recorder.capture)
 
     def tool_span(
         self,
@@ -377,12 +378,5 @@ def _open(
     context: Context | None = None,
     end_on_exit: bool = True,
 ) -> SpanScope:
-    return open_span(
-        telemetry.tracer,
-        name,
-        kind=kind,
-        attributes=attributes,
-        context=context,
-        capture=telemetry.recorder.capture,
-        end_on_exit=end_on_exit,
-    )
+    capture = telemetry.recorder.capture
+    return _SpanScope(telemetry.tracer, name, kind, attributes, context, capture, None, end_on_exit)
