@@ -49,8 +49,9 @@ from regiment.hierarchy.run._critiquing import JudgesRounds
 from regiment.hierarchy.run._dispatch import Dispatcher, send_all
 from regiment.hierarchy.run._ending import EndsRun, why_cancelled
 from regiment.hierarchy.run._guarded import GuardedActor
-from regiment.hierarchy.run._guarding import RunGuards, run_tape
+from regiment.hierarchy.run._guarding import RunGuards
 from regiment.hierarchy.run._journaling import UNJOURNALED
+from regiment.hierarchy.run._judge_tape import run_tape
 from regiment.hierarchy.run._messages import (
     CancelRun,
     DeadlineReached,

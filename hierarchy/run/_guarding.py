@@ -21,15 +21,13 @@ import msgspec
 from regiment.actors import ActorContext
 from regiment.errors import GuardrailError, PlanError
 from regiment.hierarchy._critic import Critic
-from regiment.hierarchy._in_flight import journal_intent
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
-from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._planner import Planner, no_plan_advice
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.events import Event, GuardrailRewrote, GuardrailTripped
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
-from regiment.hierarchy.guard._judge import JudgeCall, JudgeTape, Purse, judging_within
+from regiment.hierarchy.guard._judge import JudgeCall, Purse, judging_within
 from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._roles import GuardLog, GuardRole, RoleGuards
 from regiment.hierarchy.guard._step import tripped
@@ -47,11 +45,10 @@ from regiment.hierarchy.run._messages import GuardJudged, PlannerMessage
 from regiment.hierarchy.run._phase import Planning
 from regiment.hierarchy.run._structured import AnswerShape
 from regiment.hierarchy.run._trace import RunTrace
-from regiment.journal import ModelCallFinished
 from regiment.models import Message, ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
-    from regiment.hierarchy.run._journaling import RunJournal
+    pass
 
 __all__ = (
     "RunGuards",
@@ -62,7 +59,6 @@ __all__ = (
     "partial_verdict",
     "plan_verdict",
     "role_guards",
-    "run_tape",
 )
 
 Context = ActorContext[PlannerMessage, None]
@@ -320,24 +316,6 @@ def plan_verdict(
         return PlanError(message, last_reply=session.messages[-1].text, problems=(problem,))
     session.reprompt((problem,), prompts)
     return session.request()
-
-
-def run_tape(journal: RunJournal | None) -> JudgeTape | None:
-    """Where the judge calls of a journaled run's planner side (its role, plan and
-    answer guards) are journaled, and replayed from on a resume."""
-    if journal is None:
-        return None
-    calls = journal.calls
-
-    async def write(key: str, response: ModelResponse) -> None:  # durably: it was paid for
-        record = ModelCallFinished(run_id=calls.run_id, call_key=key, response=response)
-        await calls.append(record, durable=True)
-
-    async def begin(key: str, role: str, caller: ModelCaller, request: ModelRequest) -> None:
-        if journal.bounded:  # under a spending budget: its intent, as every call's
-            await journal_intent(calls, key, role or "guardrail", caller, request)
-
-    return JudgeTape("run/", calls.replay.responses, write, begin)
 
 
 def _spent_purse(limit: BudgetLimit) -> Purse:

@@ -1,0 +1,34 @@
+"""Where the judge calls of a run's planner side are journaled, and replayed from."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from regiment.hierarchy._in_flight import journal_intent
+from regiment.hierarchy._model_call import ModelCaller
+from regiment.hierarchy.guard._judge import JudgeTape
+from regiment.journal import ModelCallFinished
+from regiment.models import ModelRequest, ModelResponse
+
+if TYPE_CHECKING:
+    from regiment.hierarchy.run._journaling import RunJournal
+
+__all__ = ("run_tape",)
+
+
+def run_tape(journal: RunJournal | None) -> JudgeTape | None:
+    """Where the judge calls of a journaled run's planner side (its role, plan and
+    answer guards) are journaled, and replayed from on a resume."""
+    if journal is None:
+        return None
+    calls = journal.calls
+
+    async def write(key: str, response: ModelResponse) -> None:  # durably: it was paid for
+        record = ModelCallFinished(run_id=calls.run_id, call_key=key, response=response)
+        await calls.append(record, durable=True)
+
+    async def begin(key: str, role: str, caller: ModelCaller, request: ModelRequest) -> None:
+        if journal.bounded:  # under a spending budget: its intent, as every call's
+            await journal_intent(calls, key, role or "guardrail", caller, request)
+
+    return JudgeTape("run/", calls.replay.responses, write, begin)
