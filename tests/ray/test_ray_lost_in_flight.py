@@ -11,11 +11,14 @@ import os
 import re
 import signal
 from collections.abc import AsyncIterator
+from pathlib import Path
 from types import ModuleType
 
 import anyio
 import pytest
 
+from regiment.hierarchy._replay import Replay
+from regiment.journal import open_journal
 from regiment.models import Usage, priced
 
 from ..models import messages_api
@@ -49,16 +52,27 @@ async def _kill_the_replica_while_it_holds(api: StandIn) -> None:
     os.kill(int(pid), signal.SIGKILL)
 
 
+@pytest.mark.parametrize("journaled", [False, True], ids=["no-journal", "journal"])
 async def test_a_call_in_flight_on_a_lost_replica_is_charged_at_its_most(
-    ray_session: ModuleType, api: StandIn, caplog: pytest.LogCaptureFixture
+    ray_session: ModuleType,
+    api: StandIn,
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+    journaled: bool,
 ) -> None:
     caplog.set_level(logging.WARNING, logger="regiment.run")
-    async with (
-        noting_team(api.base_url, replicas=2).start() as running,
-        anyio.create_task_group() as tg,
-    ):
-        tg.start_soon(_kill_the_replica_while_it_holds, api)
-        result = await running.run(GOAL)
+    journal = await open_journal(str(tmp_path / "runs.db")) if journaled else None
+    try:
+        async with (
+            noting_team(api.base_url, replicas=2).start(journal=journal) as running,
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(_kill_the_replica_while_it_holds, api)
+            result = await running.run(GOAL)
+        entries = [] if journal is None else await journal.read(result.run_id)
+    finally:
+        if journal is not None:
+            await journal.close()
     assert (result.status, result.budget_exhausted) == ("completed", None)
     assert len(api.requests) == 3  # the held call was sent again by the retry, and answered
     answered = priced(Usage(input_tokens=11, output_tokens=7), CLAUDE).micro_usd
@@ -75,3 +89,12 @@ async def test_a_call_in_flight_on_a_lost_replica_is_charged_at_its_most(
     assert "(step/1/s1/2)" in said
     most = int(float(re.findall(r"\$(\d+\.\d+)", said)[0]) * 1_000_000 + 0.5)
     assert spent.micro_usd == 2 * answered + most > 3 * answered
+    if not journaled:
+        return
+    # A later resume counts it once: from the journal (its intent, then the retry's for
+    # the same key, then the retry's reply), not again in the step's committed report.
+    replay = Replay.of(entries)
+    ((version, step_id), report), *_ = replay.committed.items()
+    assert (version, step_id, report.usage.micro_usd) == (1, "s1", 2 * answered)
+    (lost,) = replay.unanswered()
+    assert (lost.call_key, lost.role, lost.most.micro_usd) == ("step/1/s1/2", "w", most)
