@@ -6,9 +6,10 @@ keys as an in-process worker's (``step/{version}/{step}/{n}`` for model calls,
 (version, step, index) for tool calls), and a durable record is acked only
 once it is durable, so a tool body never runs before its intent is journaled.
 Model usage is charged to the step's progress as it arrives, so a step
-cancelled mid-way still reports what its replica spent. Live events go to the
-run's reader; approval asks go to the team's approval gate; a top-up ask goes to
-the run's ``TopUps`` (its fence's), as an in-process step's does.
+cancelled mid-way still reports what its replica spent; a call whose replica
+died before its reply came is charged to the run at its most (``replica_lost``).
+Live events go to the run's reader; approval asks go to the team's approval gate;
+a top-up ask goes to the run's ``TopUps`` (its fence's), as an in-process step's does.
 
 The conduit also remembers what the step journaled, so a retry on another
 replica (after ``WorkerLost``) replays the committed calls instead of running
