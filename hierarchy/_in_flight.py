@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from regiment.hierarchy.workers._journal_calls import CallLog
 
 __all__ = (
+    "charge_lost",
     "charge_unanswered",
     "journal_intent",
     "limits_spending",
@@ -133,10 +134,7 @@ def charge_unanswered(replay: Replay, spent: Spent, run_id: str) -> None:
     lost = replay.unanswered()
     if not lost:
         return
-    total = Usage()
-    for started in lost:
-        spent.charge(started.role, started.most, model_calls=1)
-        total = total + started.most
+    total = _charged(spent, lost)
     _log.warning(
         "run %s: %d model call(s) were in flight when its process stopped (%s), and "
         "their providers bill them though no reply was journaled; the resumed run counts "
@@ -149,3 +147,52 @@ def charge_unanswered(replay: Replay, spent: Spent, run_id: str) -> None:
         total.output_tokens,
         total.micro_usd / _PER_MILLION,
     )
+
+
+def _charged(spent: Spent | None, lost: list[ModelCallStarted]) -> Usage:
+    """Charge ``spent`` with each of ``lost`` at its most, one model call each, by role."""
+    total = Usage()
+    for started in lost:
+        if spent is not None:
+            spent.charge(started.role, started.most, model_calls=1)
+        total = total + started.most
+    return total
+
+
+def charge_lost(
+    spent: Spent | None, lost: list[ModelCallStarted], allowance: StepAllowance, where: str
+) -> StepAllowance:
+    """Charge a live run's ``spent`` with the model calls a step's Ray replica had in
+    flight when it died (``lost``), at their most, as a resume charges those of a dead
+    process (not the step's report: its journal keeps those started calls unanswered,
+    so a resume counts each of them once); ``where``: the worker and step, for the
+    WARNING on ``regiment.run``. The step's ``allowance`` less what they may have
+    spent: what its retry may spend, so the run stays within its budget."""
+    if not lost:
+        return allowance
+    total = _charged(spent, lost)
+    _log.warning(
+        "%s: its Ray replica died with %d model call(s) in flight (%s), which their "
+        "providers bill though no reply came back; the run counts each at the most it "
+        "could have spent: %d tokens (%d input, %d output), $%.6f",
+        where,
+        len(lost),
+        ", ".join(s.call_key for s in lost),
+        total.input_tokens + total.output_tokens,
+        total.input_tokens,
+        total.output_tokens,
+        total.micro_usd / _PER_MILLION,
+    )
+    a, used = allowance, total.input_tokens + total.output_tokens
+    return msgspec.structs.replace(
+        a,
+        model_calls=_less(a.model_calls, len(lost)),
+        tokens=_less(a.tokens, used),
+        input_tokens=_less(a.input_tokens, total.input_tokens),
+        output_tokens=_less(a.output_tokens, total.output_tokens),
+        micro_usd=_less(a.micro_usd, total.micro_usd),
+    )
+
+
+def _less(limit: int | None, used: int) -> int | None:
+    return None if limit is None else max(0, limit - used)

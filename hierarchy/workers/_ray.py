@@ -1,6 +1,6 @@
 """The planner's side of Ray-placed workers: joining Ray, starting the replicas (one
-set per pool, hosting each of the pool's workers), sending them steps, cancelling
-them, and retrying a step whose replica died.
+set per pool, hosting each of the pool's workers), sending them steps, cancelling them,
+and retrying a step whose replica died (its calls in flight charged: ``charge_lost``).
 
 ``ray`` is imported here only inside functions, when a team with a Ray-placed
 worker starts; ``import regiment`` never loads it.
@@ -158,8 +158,7 @@ class RayReplicas:
             # the replica runs), and for cancel and flush calls meanwhile
             "max_concurrency": sum(w.max_concurrent_steps for w in workers) + 3,
         }
-        # Acks have their own group: steps waiting for an ack may hold every slot
-        # of the default one, and an ack queued behind them would never run.
+        # Acks have their own group: steps awaiting acks may fill the default one.
         host = ray.remote(concurrency_groups={_CONTROL: 4})(StepHost).options(**options)
         # Pickled here, unpickled once the replica logs for the caller: what importing
         # a build's module logs there reaches this process too.
@@ -248,11 +247,13 @@ class RayReplicas:
             drain = functools.partial(conduit.drain, stream, functools.partial(_ack, handle, key))
             report = await self.cluster.watched(drain, worker)
         except self._ray.exceptions.RayActorError as exc:
+            conduit.replica_lost()  # its model calls in flight: billed all the same
             raise WorkerLost(
                 f"worker '{worker}': its Ray replica died mid-step "
                 f"({type(exc).__name__}); Ray restarts it up to Ray(max_restarts=...) times"
             ) from exc
         except WorkerLost:  # the cluster answers no more: nothing to cancel there
+            conduit.replica_lost()
             raise
         except BaseException as exc:
             self.cluster.check(worker, exc)  # gone (another pool found out): no one to ask

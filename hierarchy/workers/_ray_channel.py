@@ -133,7 +133,9 @@ class ReplicaLog:
     def __init__(self, channel: ReplicaChannel, remote: RemoteStep) -> None:
         self._channel = channel
         self.run_id = remote.assign.run_id
-        self.kept = remote.journal  # the caller's run has a journal: intents are written
+        # Intents go to the caller even with no journal: a replica that dies with a call in
+        # flight leaves it to charge that call (``StepConduit.replica_lost``).
+        self.kept = True
         # The caller's own bytes: the run's deps, pickled with Ray's cloudpickle.
         self.deps: object = None if remote.deps is None else pickle.loads(remote.deps)
         sent = remote.replay

@@ -6,9 +6,10 @@ keys as an in-process worker's (``step/{version}/{step}/{n}`` for model calls,
 (version, step, index) for tool calls), and a durable record is acked only
 once it is durable, so a tool body never runs before its intent is journaled.
 Model usage is charged to the step's progress as it arrives, so a step
-cancelled mid-way still reports what its replica spent. Live events go to the
-run's reader; approval asks go to the team's approval gate; a top-up ask goes to
-the run's ``TopUps`` (its fence's), as an in-process step's does.
+cancelled mid-way still reports what its replica spent; a call whose replica
+died before its reply came is charged to the run at its most (``replica_lost``).
+Live events go to the run's reader; approval asks go to the team's approval gate;
+a top-up ask goes to the run's ``TopUps`` (its fence's), as an in-process step's does.
 
 The conduit also remembers what the step journaled, so a retry on another
 replica (after ``WorkerLost``) replays the committed calls instead of running
@@ -25,6 +26,7 @@ import anyio.lowlevel
 import msgspec
 from anyio.abc import TaskGroup
 
+from regiment.hierarchy._in_flight import charge_lost
 from regiment.hierarchy._live_events import LiveSink
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._replay import Replay, ToolKey
@@ -45,7 +47,7 @@ from regiment.hierarchy.workers._wire import (
     decode_messages,
     encode,
 )
-from regiment.journal import ModelCallFinished
+from regiment.journal import ModelCallFinished, ModelCallStarted
 from regiment.journal import ToolCallFinished as ToolResultRecord
 from regiment.journal import ToolCallStarted as ToolIntentRecord
 from regiment.models import ModelResponse
@@ -98,6 +100,8 @@ class StepConduit:
         self._responses: dict[str, ModelResponse] = {}
         self._intents: dict[ToolKey, ToolIntentRecord] = {}
         self._results: dict[ToolKey, ToolResultRecord] = {}
+        # Model calls the replica started (under a spending budget) with no reply yet.
+        self._started: dict[str, ModelCallStarted] = {}
         # Calls decided to run whose result has not come back: their bodies work on the
         # replica, so the step is not just waiting (see _progress.StepProgress.calls_working).
         self._working: set[int] = set()
@@ -187,7 +191,10 @@ class StepConduit:
         if self._run is not None:
             await self._run.append(record, durable=recorded.seq > 0)
         match record:
+            case ModelCallStarted(call_key=key):
+                self._started[key] = record
             case ModelCallFinished(call_key=key, response=response):
+                self._started.pop(key, None)
                 self._responses[key] = response
                 progress.usage = progress.usage + response.usage  # charged even if cancelled
                 progress.model_calls += 1
@@ -200,6 +207,21 @@ class StepConduit:
             await ack(recorded.seq, b"")
         if type(record) is ToolResultRecord and record.call_index in self._working:
             await self._stopped_working(record.call_index)
+
+    def replica_lost(self) -> None:
+        """The step's replica died: the model calls it had in flight are charged to the
+        run at their most (``charge_lost``), and a retry may spend that much less."""
+        if not self._started:
+            return
+        lost, self._started = list(self._started.values()), {}
+        progress, fence = self._progress, self._progress.fence
+        ledger = None if fence is None else fence.top_ups.ledger
+        a = self._assign
+        where = f"run {a.run_id}: worker '{self.worker}', step {a.step.id}"
+        allowance = a.allowance if progress.allowance is None else progress.allowance
+        progress.allowance = charge_lost(
+            None if ledger is None else ledger.spent, lost, allowance, where
+        )
 
     async def _top_up(self, seq: int, need: dict[str, tuple[int, int]], ack: Ack) -> None:
         """Top the step's share up from its run, under the run's rule (as

@@ -44,7 +44,7 @@ USD = 0.05  # far more than the run spends: the resumed run completes
 @tool
 def note(text: str) -> str:
     """Write a note down."""
-    return "noted"
+    return f"noted in {os.getpid()}"  # the replica's process: a test kills it
 
 
 def noter(base_url: str) -> Worker:
@@ -67,10 +67,11 @@ def _planner(request: ModelRequest) -> ModelResponse:
     return text_response("the notes")
 
 
-def noting_team(base_url: str) -> Team:
+def noting_team(base_url: str, replicas: int = 1) -> Team:
     """One step, on a Ray replica of ``w``; ``Budget(usd=USD)``, every model priced."""
     build = functools.partial(noter, base_url)
-    worker = dataclasses.replace(build(), placement=Ray(build=build, num_cpus=0))
+    placement = Ray(build=build, num_cpus=0, replicas=replicas)
+    worker = dataclasses.replace(build(), placement=placement)
     return Team(
         name="noting",
         planner=Planner(model=ScriptedModel(_planner, price=Price(input=0.0, output=0.0))),
