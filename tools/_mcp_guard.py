@@ -7,9 +7,12 @@ server is therefore started through a small guard: ``python -I -S -c GUARD OWNER
 COMMAND ARGS...``. The guard forks a watchdog and execs the server in its own place
 (same process id, same process group, the SDK's pipes), so the server is what the SDK
 started. The watchdog, in the server's process group, waits on two process file
-descriptors, the owner's and the server's: when the server ends, it ends; when the
-owner ends first, it sends the group SIGTERM, then SIGKILL 2 s later, as the SDK's
-own stop would have. No polling, and no parent-death signal (``PR_SET_PDEATHSIG``
+descriptors, the owner's and the server's: when the owner ends first, it sends the group
+SIGTERM, then SIGKILL 2 s later, as the SDK's own stop would have. When the server ends
+first (its stdin closed, a crash), whatever it left running in its group (a child it
+started and did not stop) gets the same: the SDK signals the group only for a server
+still running 2 s after its stdin closed, so such a child ran on as long as this process
+did. No polling for the owner, and no parent-death signal (``PR_SET_PDEATHSIG``
 follows the thread that forked, and trio spawns from worker threads that come and go).
 
 Elsewhere (no ``os.pidfd_open``: another system, or a kernel before 5.3) the server is
@@ -39,6 +42,19 @@ except ProcessLookupError:
 if os.getppid() != owner:
     os._exit(1)
 server = os.getpid()
+def others():
+    me, group = os.getpid(), os.getpgrp()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":
+            return True
+    return False
 if os.fork() == 0:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     os.closerange(0, 2)
@@ -51,6 +67,13 @@ if os.fork() == 0:
         os.killpg(0, signal.SIGTERM)
         select.select([mine], [], [], 2.0)
         os.killpg(0, signal.SIGKILL)
+    elif others():
+        os.killpg(0, signal.SIGTERM)
+        end = time.monotonic() + 2.0
+        while others() and time.monotonic() < end:
+            time.sleep(0.05)
+        if others():
+            os.killpg(0, signal.SIGKILL)
     os._exit(0)
 os.close(watched)
 try:

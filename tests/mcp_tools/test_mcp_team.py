@@ -189,6 +189,37 @@ async def test_leaving_team_start_reaps_five_servers_even_ones_that_ignore_sigte
     assert server_children() == []
 
 
+async def test_a_child_the_server_leaves_running_is_stopped_with_it(tmp_path: Path) -> None:
+    # The server starts a child in its process group and exits when its stdin closes,
+    # leaving the child: the SDK signals the group only for a server still running 2 s
+    # later, so the child ran on as long as this process did.
+    pid_file = tmp_path / "child.pid"
+    line = f"sleep 300 & echo $! > {pid_file}; exec {' '.join(SERVER_COMMAND)}"
+
+    async def work(
+        description: str, results: list[ToolResultPart], request: ModelRequest
+    ) -> ModelResponse | str:
+        return "unused"
+
+    team, _ = team_of(work, [MCPServer.stdio(["sh", "-c", line])], plans=[])
+    async with team.start():
+        child = psutil.Process(int(pid_file.read_text()))
+        assert _runs(child)
+    for _ in range(600):  # up to 30 s: the watchdog's grace is 2 s; a loaded machine is slow
+        if not _runs(child):
+            break
+        await anyio.sleep(0.05)
+    assert not _runs(child)
+
+
+def _runs(process: psutil.Process) -> bool:
+    """Whether ``process`` still runs (a zombie no one reaps has ended)."""
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 async def test_a_tool_that_one_step_adds_is_there_for_the_step_after_it(
     server: MCPServer,
 ) -> None:
