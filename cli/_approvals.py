@@ -29,6 +29,7 @@ from regiment.cli._journal_cmds import (
     add_journal_option,
     journal_exists,
     journal_read,
+    journal_source,
     limit_count,
     open_cli_journal,
     resume_hint,
@@ -109,7 +110,8 @@ async def approval_command(
             f"no journal at {location}; `regiment run` journals there (or pass --journal, "
             "or set $REGIMENT_JOURNAL), then list and decide its approvals here"
         )
-    journal = await open_cli_journal(location, read_only=args.command == "approvals")
+    reads, source = args.command == "approvals", journal_source(args, environ)
+    journal = await open_cli_journal(location, read_only=reads, source=source)
     flag = journal_flag(location, environ)
     try:
         if args.run_id is not None:

@@ -15,7 +15,13 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from regiment.cli._hints import journal_flag
-from regiment.cli._journal_cmds import journal_exists, journal_spec, no_run, open_cli_journal
+from regiment.cli._journal_cmds import (
+    journal_exists,
+    journal_source,
+    journal_spec,
+    no_run,
+    open_cli_journal,
+)
 from regiment.errors import ConfigError, JournalError, UnknownRun
 from regiment.journal import Journal, RunCreated, TeamFile, not_resumable_alone
 
@@ -124,7 +130,7 @@ async def fill_in_team_file(args: argparse.Namespace, environ: Mapping[str, str]
         raise ConfigError("regiment resume continues a journaled run: drop --no-journal")
     if not journal_exists(spec):
         raise ConfigError(f"no journal at {spec}, so no run {args.run_id!r}")
-    journal = await open_cli_journal(spec)
+    journal = await open_cli_journal(spec, source=journal_source(args, environ))
     try:
         await resumable(journal, args.run_id, spec, journal_flag(spec, environ))
         created = await created_record(journal, args.run_id)

@@ -61,6 +61,7 @@ class RunOptions:
     ask: TerminalApprover | None = None  # --approve ask: decides approvals on the terminal
     source: TeamFile | None = None  # journaled with a new run, for `regiment resume RUN_ID`
     journal_flag: str = ""  # what a command the output suggests adds: ` --journal J`
+    journal_source: str = "--journal"  # where `journal` came from (`journal_source`)
 
     @property
     def prints_answer(self) -> bool:
@@ -177,7 +178,7 @@ async def _open_journal(options: RunOptions) -> Journal | None:
         return None
     if options.resume is not None and not journal_exists(options.journal):
         raise ConfigError(f"no journal at {options.journal}, so no run {options.resume!r}")
-    journal = await open_cli_journal(options.journal)
+    journal = await open_cli_journal(options.journal, source=options.journal_source)
     if options.resume is not None:
         try:
             await resumable(journal, options.resume, options.journal, options.journal_flag)

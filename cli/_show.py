@@ -37,13 +37,19 @@ __all__ = ("show_command",)
 
 
 async def show_command(
-    args: argparse.Namespace, spec: str, stdout: TextIO, *, flag: str = ""
+    args: argparse.Namespace,
+    spec: str,
+    stdout: TextIO,
+    *,
+    flag: str = "",
+    source: str = "--journal",
 ) -> int:
     """``regiment show RUN_ID``: plan versions, steps with status and output, answer, usage
-    (``flag``: what a command it suggests adds to read ``spec``, `` --journal J``)."""
+    (``flag``: what a command it suggests adds to read ``spec``, `` --journal J``;
+    ``source``: where ``spec`` came from, as ``journal_source`` says)."""
     if not journal_exists(spec):
         raise ConfigError(f"no journal at {spec}, so no run {args.run_id!r}")
-    journal = await open_cli_journal(spec, read_only=True)
+    journal = await open_cli_journal(spec, read_only=True, source=source)
     newer, log = _Newer(), logging.getLogger("regiment.journal")
     log.addHandler(newer)
     try:
