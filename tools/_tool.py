@@ -235,11 +235,9 @@ class Tool(Generic[P, R_co]):
         context: RunContext[object] | None = None,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
     ) -> ToolResult:
-        """``call``, also holding a token of each of ``limiters`` while the body runs.
-
-        ``Toolset`` uses this for its shared limit, and its result limit
-        (``max_result_chars``, for a tool that sets none of its own).
-        """
+        """``call``, also holding a token of each of ``limiters`` while the body runs;
+        ``Toolset`` uses this for its shared limit, and its result limit (``max_result_chars``,
+        for a tool that sets none of its own)."""
         started, waited = time.perf_counter(), 0.0  # waited: for an approval decision
         bound = self._bind(arguments)
         if isinstance(bound, str):
