@@ -30,6 +30,7 @@ from regiment.journal import (
     TeamFile,
     ToolCallFinished,
     ToolCallStarted,
+    read_run,
 )
 from regiment.tools import Deny
 
@@ -53,8 +54,8 @@ async def show_command(
     newer, log = _Newer(), logging.getLogger("regiment.journal")
     log.addHandler(newer)
     try:
-        info = await journal.get_run(args.run_id)
-        records = [entry.record for entry in await journal.read(args.run_id)]
+        info, entries = await read_run(journal, args.run_id)  # one snapshot: status and records
+        records = [entry.record for entry in entries]
     except UnknownRun as exc:
         raise no_run(spec, args.run_id, flag) from exc
     except JournalError as exc:
