@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from regiment._shown import shown_spec
-from regiment._text import visible
+from regiment._text import clipped, visible
 from regiment.errors import ConfigError, JournalError
 from regiment.journal import Journal, RunInfo
 
@@ -38,6 +38,7 @@ __all__ = (
     "open_cli_journal",
     "resume_hint",
     "runs_command",
+    "said",
     "shown_spec",
 )
 
@@ -141,11 +142,19 @@ def journal_flag_error(spec: str, exc: JournalError, source: str = "--journal") 
     return ConfigError(f"{source} {shown_spec(spec)}: {exc}")
 
 
+def said(value: str) -> str:
+    """A value given on the command line (a RUN_ID, a REQUEST_ID), as an error names it,
+    quoted: a 5,000-character one is not written back whole (its start, and how long)."""
+    return clipped(repr(value), 100)
+
+
 def no_run(spec: str, run_id: str, flag: str) -> ConfigError:
     """The usage error for a run the journal ``spec`` does not have (``flag``: what the
     ``regiment runs`` it suggests adds to list that journal's runs, `` --journal J``)."""
     where = shown_spec(spec)
-    return ConfigError(f"journal {where} has no run {run_id!r}; `regiment runs{flag}` lists them")
+    return ConfigError(
+        f"journal {where} has no run {said(run_id)}; `regiment runs{flag}` lists them"
+    )
 
 
 def journal_exists(spec: str) -> bool:

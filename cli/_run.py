@@ -18,7 +18,7 @@ from regiment.cli._ask import TerminalApprover, asking
 from regiment.cli._codes import ended_early
 from regiment.cli._events_out import event_sink
 from regiment.cli._exit import LastWords
-from regiment.cli._journal_cmds import journal_exists, open_cli_journal
+from regiment.cli._journal_cmds import journal_exists, open_cli_journal, said
 from regiment.cli._progress import RunProgress, TokenMeter
 from regiment.cli._resume import resumable
 from regiment.cli._start_error import start_error
@@ -177,7 +177,7 @@ async def _open_journal(options: RunOptions) -> Journal | None:
             raise ConfigError("regiment resume continues a journaled run: drop --no-journal")
         return None
     if options.resume is not None and not journal_exists(options.journal):
-        raise ConfigError(f"no journal at {options.journal}, so no run {options.resume!r}")
+        raise ConfigError(f"no journal at {options.journal}, so no run {said(options.resume)}")
     journal = await open_cli_journal(options.journal, source=options.journal_source)
     if options.resume is not None:
         try:

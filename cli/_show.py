@@ -13,7 +13,13 @@ from typing import TextIO
 import msgspec
 
 from regiment._text import visible
-from regiment.cli._journal_cmds import journal_exists, no_run, open_cli_journal, resume_hint
+from regiment.cli._journal_cmds import (
+    journal_exists,
+    no_run,
+    open_cli_journal,
+    resume_hint,
+    said,
+)
 from regiment.cli._show_marks import judgements, print_unfinished, step_mark
 from regiment.errors import ConfigError, JournalError, UnknownRun
 from regiment.journal import (
@@ -49,7 +55,7 @@ async def show_command(
     (``flag``: what a command it suggests adds to read ``spec``, `` --journal J``;
     ``source``: where ``spec`` came from, as ``journal_source`` says)."""
     if not journal_exists(spec):
-        raise ConfigError(f"no journal at {spec}, so no run {args.run_id!r}")
+        raise ConfigError(f"no journal at {spec}, so no run {said(args.run_id)}")
     journal = await open_cli_journal(spec, read_only=True, source=source)
     newer, log = _Newer(), logging.getLogger("regiment.journal")
     log.addHandler(newer)
