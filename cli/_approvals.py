@@ -23,15 +23,17 @@ from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
-from regiment._text import clipped, visible
+from regiment._text import visible
 from regiment.cli._hints import journal_flag
 from regiment.cli._journal_cmds import (
     add_journal_option,
     journal_exists,
     journal_read,
+    journal_source,
     limit_count,
     open_cli_journal,
     resume_hint,
+    said,
     shown_spec,
 )
 from regiment.cli._resume import (
@@ -109,7 +111,8 @@ async def approval_command(
             f"no journal at {location}; `regiment run` journals there (or pass --journal, "
             "or set $REGIMENT_JOURNAL), then list and decide its approvals here"
         )
-    journal = await open_cli_journal(location, read_only=args.command == "approvals")
+    reads, source = args.command == "approvals", journal_source(args, environ)
+    journal = await open_cli_journal(location, read_only=reads, source=source)
     flag = journal_flag(location, environ)
     try:
         if args.run_id is not None:
@@ -151,15 +154,9 @@ async def _known_run(journal: Journal, run_id: str, location: str, flag: str) ->
         await journal.get_run(run_id)
     except UnknownRun as exc:
         raise UnknownRun(
-            f"RUN_ID is wrong: journal {shown_spec(location)} has no run {_said(run_id)}; "
+            f"RUN_ID is wrong: journal {shown_spec(location)} has no run {said(run_id)}; "
             f"`regiment approvals{flag}` lists each pending request with its run"
         ) from exc
-
-
-def _said(value: str) -> str:
-    """A value given on the command line, as an error names it: a 5,000-character id is
-    not written back whole (its start, and how long it was)."""
-    return clipped(repr(value), 100)
 
 
 def _row(r: ApprovalRequest) -> dict[str, object]:
@@ -232,7 +229,7 @@ async def _wrong_request(
             kind="unknown",
         )
     return ApprovalError(
-        f"REQUEST_ID is wrong: run {run_id} has no approval request {_said(request_id)}; "
+        f"REQUEST_ID is wrong: run {run_id} has no approval request {said(request_id)}; "
         f"`regiment approvals{flag} {run_id}` lists its pending ones",
         kind="unknown",
     )
@@ -264,5 +261,5 @@ def _decision(deny: str | None, edit: str | None) -> ApprovalDecision:
     except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested deep
         raise ConfigError(f"--edit is not JSON ({exc}); give a JSON object") from exc
     if not isinstance(arguments, dict):
-        raise ConfigError(f"--edit needs a JSON object of arguments, not {_said(edit)}")
+        raise ConfigError(f"--edit needs a JSON object of arguments, not {said(edit)}")
     return EditArguments(arguments=arguments)

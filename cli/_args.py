@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 from regiment._version import __version__
 from regiment.cli._approvals import add_approval_commands
-from regiment.cli._journal_cmds import add_journal_commands, add_journal_option
+from regiment.cli._journal_cmds import add_journal_commands, add_journal_option, journal_value
 from regiment.errors import ConfigError
 
 __all__ = ("parse", "parser", "session_of")
@@ -235,6 +235,7 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     mcp.add_argument(
         "--journal",
         metavar="J",
+        type=journal_value,
         help="journal runs here (SQLite file or postgresql:// URL): a run that pauses for "
         "approvals then waits there for `regiment approve`, and the tool resume(run_id) "
         "finishes it",
@@ -262,6 +263,7 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument(
         "--journal",
         metavar="J",
+        type=journal_value,
         help="journal runs here (SQLite file or postgresql:// URL)",
         action=_Once,
     )

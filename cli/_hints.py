@@ -12,6 +12,7 @@ from typing import TextIO
 from regiment.cli._journal_cmds import (
     DEFAULT,
     journal_read,
+    journal_source,
     runs_command,
     shown_spec,
 )
@@ -37,7 +38,8 @@ def journal_reader(
 ) -> Callable[[TextIO], Awaitable[int]]:
     """``regiment runs`` or ``regiment show``, given where to print; what ``show`` suggests
     (``regiment resume ...``) names the journal it read."""
-    spec = journal_read(args, environ)
+    spec, source = journal_read(args, environ), journal_source(args, environ)
     if args.command == "show":
-        return functools.partial(show_command, args, spec, flag=journal_flag(spec, environ))
-    return functools.partial(runs_command, args, spec)
+        flag = journal_flag(spec, environ)
+        return functools.partial(show_command, args, spec, flag=flag, source=source)
+    return functools.partial(runs_command, args, spec, source=source)

@@ -3,7 +3,10 @@
 
 The journal is ``--journal PATH_OR_URL``, else ``$REGIMENT_JOURNAL``, else
 ``.regiment/journal.db`` under the current directory (created on first use by a
-run); ``--no-journal`` turns it off. A file that is not a journal, or is damaged,
+run); ``--no-journal`` turns it off. An empty ``--journal`` is a usage error (a script's
+unset variable, most likely); an empty ``$REGIMENT_JOURNAL`` is the same as none. An
+error names where the journal came from: ``--journal``, ``$REGIMENT_JOURNAL`` or the
+default. A file that is not a journal, or is damaged,
 is a usage error naming the file, and is never written.
 """
 
@@ -17,7 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from regiment._shown import shown_spec
-from regiment._text import visible
+from regiment._text import clipped, visible
 from regiment.errors import ConfigError, JournalError
 from regiment.journal import Journal, RunInfo
 
@@ -27,12 +30,15 @@ __all__ = (
     "journal_exists",
     "journal_flag_error",
     "journal_read",
+    "journal_source",
     "journal_spec",
+    "journal_value",
     "limit_count",
     "no_run",
     "open_cli_journal",
     "resume_hint",
     "runs_command",
+    "said",
     "shown_spec",
 )
 
@@ -46,11 +52,23 @@ def add_journal_option(parser: argparse.ArgumentParser, *, can_turn_off: bool = 
     group.add_argument(
         "--journal",
         metavar="PATH_OR_URL",
+        type=journal_value,
         help="an SQLite file or a postgresql:// URL (default: $REGIMENT_JOURNAL, "
         "else .regiment/journal.db here)",
     )
     if can_turn_off:
         group.add_argument("--no-journal", action="store_true", help="do not journal the run")
+
+
+def journal_value(text: str) -> str:
+    """A ``--journal``: not empty (``--journal "$J"`` with ``J`` unset would otherwise read
+    or write a journal the user did not name)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "it is blank; give an SQLite file or a postgresql:// URL, or leave --journal out "
+            "to use $REGIMENT_JOURNAL, else .regiment/journal.db here"
+        )
+    return text
 
 
 def _status(word: str) -> str:
@@ -95,28 +113,48 @@ def journal_read(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
     return spec or str(Path.cwd() / DEFAULT)
 
 
-async def open_cli_journal(spec: str, *, read_only: bool = False) -> Journal:
-    """Open the journal; a file or database that cannot be used is a usage error naming it.
-    A command that only reads opens it ``read_only``: it reads a file it may not write."""
+def journal_source(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
+    """Where ``journal_read``'s journal came from, as an error names it: ``--journal``,
+    ``$REGIMENT_JOURNAL``, or ``journal`` (the default file)."""
+    if getattr(args, "journal", None):
+        return "--journal"
+    return "$REGIMENT_JOURNAL" if environ.get("REGIMENT_JOURNAL") else "journal"
+
+
+async def open_cli_journal(
+    spec: str, *, read_only: bool = False, source: str = "--journal"
+) -> Journal:
+    """Open the journal; a file or database that cannot be used is a usage error naming it
+    (``source``: where it came from, as ``journal_source`` says). A command that only reads
+    opens it ``read_only``: it reads a file it may not write."""
     from regiment.journal import open_journal  # the backends: only when one is opened
 
     try:
         return await open_journal(spec, read_only=read_only)
     except JournalError as exc:
-        raise journal_flag_error(spec, exc) from exc
+        raise journal_flag_error(spec, exc, source) from exc
 
 
-def journal_flag_error(spec: str, exc: JournalError) -> ConfigError:
-    """``--journal SPEC: why``, with a URL's password left out (it is not the user's to
-    see in a log, a terminal's scroll-back or a CI page)."""
-    return ConfigError(f"--journal {shown_spec(spec)}: {exc}")
+def journal_flag_error(spec: str, exc: JournalError, source: str = "--journal") -> ConfigError:
+    """``--journal SPEC: why`` (``source`` in place of ``--journal``: where SPEC came
+    from), with a URL's password left out (it is not the user's to see in a log, a
+    terminal's scroll-back or a CI page)."""
+    return ConfigError(f"{source} {shown_spec(spec)}: {exc}")
+
+
+def said(value: str) -> str:
+    """A value given on the command line (a RUN_ID, a REQUEST_ID), as an error names it,
+    quoted: a 5,000-character one is not written back whole (its start, and how long)."""
+    return clipped(repr(value), 100)
 
 
 def no_run(spec: str, run_id: str, flag: str) -> ConfigError:
     """The usage error for a run the journal ``spec`` does not have (``flag``: what the
     ``regiment runs`` it suggests adds to list that journal's runs, `` --journal J``)."""
     where = shown_spec(spec)
-    return ConfigError(f"journal {where} has no run {run_id!r}; `regiment runs{flag}` lists them")
+    return ConfigError(
+        f"journal {where} has no run {said(run_id)}; `regiment runs{flag}` lists them"
+    )
 
 
 def journal_exists(spec: str) -> bool:
@@ -124,8 +162,11 @@ def journal_exists(spec: str) -> bool:
     return spec.startswith(("postgresql://", "postgres://")) or Path(spec).exists()
 
 
-async def runs_command(args: argparse.Namespace, spec: str, stdout: TextIO) -> int:
-    """``regiment runs``: one line (or JSON object) per run, newest first."""
+async def runs_command(
+    args: argparse.Namespace, spec: str, stdout: TextIO, *, source: str = "--journal"
+) -> int:
+    """``regiment runs``: one line (or JSON object) per run, newest first (``source``:
+    where ``spec`` came from, as ``journal_source`` says)."""
     if not journal_exists(spec):
         if args.journal is not None:  # asked for by name: a typo, most likely
             raise ConfigError(
@@ -136,7 +177,7 @@ async def runs_command(args: argparse.Namespace, spec: str, stdout: TextIO) -> i
     notes = _Notes()  # the journal holds kinds of record a newer regiment wrote: said below
     logging.getLogger("regiment.journal").addHandler(notes)
     try:
-        journal = await open_cli_journal(spec, read_only=True)
+        journal = await open_cli_journal(spec, read_only=True, source=source)
     finally:
         logging.getLogger("regiment.journal").removeHandler(notes)
     try:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, TextIO
 from regiment.cli._args import session_of
 from regiment.cli._codes import typeable
 from regiment.cli._hints import journal_flag
-from regiment.cli._journal_cmds import journal_spec
+from regiment.cli._journal_cmds import journal_source, journal_spec
 from regiment.cli._resume import team_file_of
 from regiment.errors import ConfigError
 
@@ -49,6 +49,7 @@ def run_options(
         live=not args.plain and stderr.isatty() and not args.verbose and ask is None,
         journal=journal,
         journal_flag=flag,
+        journal_source=journal_source(args, environ),
         session=session,
         resume=resume,
         force=getattr(args, "force", False),

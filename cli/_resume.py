@@ -15,7 +15,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from regiment.cli._hints import journal_flag
-from regiment.cli._journal_cmds import journal_exists, journal_spec, no_run, open_cli_journal
+from regiment.cli._journal_cmds import (
+    journal_exists,
+    journal_source,
+    journal_spec,
+    no_run,
+    open_cli_journal,
+    said,
+)
 from regiment.errors import ConfigError, JournalError, UnknownRun
 from regiment.journal import Journal, RunCreated, TeamFile, not_resumable_alone
 
@@ -51,15 +58,15 @@ async def resumable(journal: Journal, run_id: str, spec: str, flag: str) -> None
     """Raise a ``ConfigError`` (a usage error) unless ``journal`` (``spec``) has ``run_id``,
     unfinished and top-level (a nested team's run is resumed with the run it serves); the
     commands it suggests add ``flag`` (`` --journal J``) to read that journal."""
-    nested = not_resumable_alone(run_id, journal_flag=flag)
-    if nested is not None:
-        raise ConfigError(nested)
-    try:
+    try:  # first: an id the journal does not have is said so (cut if long), nested or not
         info = await journal.get_run(run_id)
     except UnknownRun as exc:
         raise no_run(spec, run_id, flag) from exc
     except JournalError as exc:
         raise ConfigError(str(exc)) from exc
+    nested = not_resumable_alone(run_id, journal_flag=flag)
+    if nested is not None:
+        raise ConfigError(nested)
     if info.status not in RESUMABLE:
         raise finished_already(run_id, info.status, flag)
 
@@ -123,8 +130,8 @@ async def fill_in_team_file(args: argparse.Namespace, environ: Mapping[str, str]
     if spec is None:
         raise ConfigError("regiment resume continues a journaled run: drop --no-journal")
     if not journal_exists(spec):
-        raise ConfigError(f"no journal at {spec}, so no run {args.run_id!r}")
-    journal = await open_cli_journal(spec)
+        raise ConfigError(f"no journal at {spec}, so no run {said(args.run_id)}")
+    journal = await open_cli_journal(spec, source=journal_source(args, environ))
     try:
         await resumable(journal, args.run_id, spec, journal_flag(spec, environ))
         created = await created_record(journal, args.run_id)

@@ -18,7 +18,7 @@ from regiment.cli._ask import TerminalApprover, asking
 from regiment.cli._codes import ended_early
 from regiment.cli._events_out import event_sink
 from regiment.cli._exit import LastWords
-from regiment.cli._journal_cmds import journal_exists, open_cli_journal
+from regiment.cli._journal_cmds import journal_exists, open_cli_journal, said
 from regiment.cli._progress import RunProgress, TokenMeter
 from regiment.cli._resume import resumable
 from regiment.cli._start_error import start_error
@@ -61,6 +61,7 @@ class RunOptions:
     ask: TerminalApprover | None = None  # --approve ask: decides approvals on the terminal
     source: TeamFile | None = None  # journaled with a new run, for `regiment resume RUN_ID`
     journal_flag: str = ""  # what a command the output suggests adds: ` --journal J`
+    journal_source: str = "--journal"  # where `journal` came from (`journal_source`)
 
     @property
     def prints_answer(self) -> bool:
@@ -176,8 +177,8 @@ async def _open_journal(options: RunOptions) -> Journal | None:
             raise ConfigError("regiment resume continues a journaled run: drop --no-journal")
         return None
     if options.resume is not None and not journal_exists(options.journal):
-        raise ConfigError(f"no journal at {options.journal}, so no run {options.resume!r}")
-    journal = await open_cli_journal(options.journal)
+        raise ConfigError(f"no journal at {options.journal}, so no run {said(options.resume)}")
+    journal = await open_cli_journal(options.journal, source=options.journal_source)
     if options.resume is not None:
         try:
             await resumable(journal, options.resume, options.journal, options.journal_flag)

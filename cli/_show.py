@@ -13,7 +13,13 @@ from typing import TextIO
 import msgspec
 
 from regiment._text import visible
-from regiment.cli._journal_cmds import journal_exists, no_run, open_cli_journal, resume_hint
+from regiment.cli._journal_cmds import (
+    journal_exists,
+    no_run,
+    open_cli_journal,
+    resume_hint,
+    said,
+)
 from regiment.cli._show_marks import judgements, print_unfinished, step_mark
 from regiment.errors import ConfigError, JournalError, UnknownRun
 from regiment.journal import (
@@ -30,6 +36,7 @@ from regiment.journal import (
     TeamFile,
     ToolCallFinished,
     ToolCallStarted,
+    read_run,
 )
 from regiment.tools import Deny
 
@@ -37,18 +44,24 @@ __all__ = ("show_command",)
 
 
 async def show_command(
-    args: argparse.Namespace, spec: str, stdout: TextIO, *, flag: str = ""
+    args: argparse.Namespace,
+    spec: str,
+    stdout: TextIO,
+    *,
+    flag: str = "",
+    source: str = "--journal",
 ) -> int:
     """``regiment show RUN_ID``: plan versions, steps with status and output, answer, usage
-    (``flag``: what a command it suggests adds to read ``spec``, `` --journal J``)."""
+    (``flag``: what a command it suggests adds to read ``spec``, `` --journal J``;
+    ``source``: where ``spec`` came from, as ``journal_source`` says)."""
     if not journal_exists(spec):
-        raise ConfigError(f"no journal at {spec}, so no run {args.run_id!r}")
-    journal = await open_cli_journal(spec, read_only=True)
+        raise ConfigError(f"no journal at {spec}, so no run {said(args.run_id)}")
+    journal = await open_cli_journal(spec, read_only=True, source=source)
     newer, log = _Newer(), logging.getLogger("regiment.journal")
     log.addHandler(newer)
     try:
-        info = await journal.get_run(args.run_id)
-        records = [entry.record for entry in await journal.read(args.run_id)]
+        info, entries = await read_run(journal, args.run_id)  # one snapshot: status and records
+        records = [entry.record for entry in entries]
     except UnknownRun as exc:
         raise no_run(spec, args.run_id, flag) from exc
     except JournalError as exc:

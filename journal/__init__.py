@@ -161,6 +161,7 @@ __all__ = (
     "open_journal",
     "patient_reads",
     "process_owner",
+    "read_run",
     "top_run_id",
 )
 
@@ -174,6 +175,7 @@ _LAZY_NAMES = LazyNames(
         "regiment.journal._postgres": ("PostgresJournal",),
         "regiment.journal._sqlite": ("SqliteJournal",),
         "regiment.journal._heartbeat": ("heartbeat",),
+        "regiment.journal._lookups": ("read_run",),
         "regiment.journal._owners": ("describe_owner", "process_owner"),
         "regiment.journal._patience": ("patient_reads",),
         "regiment.journal._memory": ("MemoryJournal",),
@@ -222,6 +224,7 @@ _LAZY_NAMES = LazyNames(
 if TYPE_CHECKING:
     from regiment.journal._codec import NewerRecord
     from regiment.journal._heartbeat import heartbeat
+    from regiment.journal._lookups import read_run
     from regiment.journal._memory import MemoryJournal
     from regiment.journal._nesting import (
         NESTED_MARK,

@@ -15,6 +15,7 @@ from regiment._version import __version__
 from regiment.errors import JournalError
 from regiment.journal._codec import NewerRecord, approval_key, model_key, tool_key
 from regiment.journal._patience import reads_wait
+from regiment.journal._protocol import Journal
 from regiment.journal._records import (
     ApprovalDecided,
     ApprovalRequested,
@@ -38,7 +39,7 @@ from regiment.journal._views import (
 )
 from regiment.models import ModelResponse
 
-__all__ = ("JournalLookups",)
+__all__ = ("JournalLookups", "read_run")
 
 _T = TypeVar("_T")
 _log = logging.getLogger("regiment.journal")
@@ -138,6 +139,9 @@ class JournalLookups(ABC):
         rows = await self._read(lambda store: store.read(run_id, after))
         if not rows and after == 0:
             await self.get_run(run_id)  # raises for an unknown run
+        return self._entries(run_id, rows)
+
+    def _entries(self, run_id: str, rows: list[tuple[int, float, bytes]]) -> tuple[Entry, ...]:
         entries: list[Entry] = []
         newer: dict[str, int] = {}
         for seq, at, body in rows:
@@ -159,6 +163,17 @@ class JournalLookups(ABC):
         if row is None:
             raise unknown_run(self.where, run_id)
         return row.info()
+
+    async def read_run(self, run_id: str) -> tuple[RunInfo, tuple[Entry, ...]]:
+        """``get_run`` and ``read`` in one read of the store (one snapshot): the listing's
+        status is the records' own, never older than them (a "running" run with its final
+        answer recorded). Records a newer regiment wrote are left out as by ``read``."""
+        await self._fresh()
+        now = self._clock()
+        row, rows = await self._read(lambda store: store.run_snapshot(run_id, now))
+        if row is None:
+            raise unknown_run(self.where, run_id)
+        return row.info(), self._entries(run_id, rows)
 
     async def list_runs(
         self, *, status: RunStatus | None = None, limit: int | None = None
@@ -282,3 +297,13 @@ def _session_run(row: RunRow, records: list[Record]) -> SessionRun:
 
 def _utc(timestamp: float) -> datetime:
     return datetime.fromtimestamp(timestamp, UTC)
+
+
+async def read_run(journal: Journal, run_id: str) -> tuple[RunInfo, tuple[Entry, ...]]:
+    """The run's listing and its records, read together: in one snapshot from the journals
+    this package opens (``read_run`` of each), so the status is never older than the
+    records; from a journal of your own (``get_run`` and ``read`` only), in two reads."""
+    if isinstance(journal, JournalLookups):
+        return await journal.read_run(run_id)
+    info = await journal.get_run(run_id)
+    return info, await journal.read(run_id)

@@ -156,6 +156,11 @@ class _MemoryStore:
         run = self._open_runs().get(run_id)
         return lapsed([run.listed(now)])[0] if run else None
 
+    def run_snapshot(
+        self, run_id: str, now: float
+    ) -> tuple[RunRow | None, list[tuple[int, float, bytes]]]:
+        return self.run_row(run_id, now), self.read(run_id, 0)  # (inline: nothing in between)
+
     def list_runs(
         self, status: RunStatus | None, limit: int | None, now: float, session: str | None
     ) -> list[RunRow]:

@@ -56,6 +56,8 @@ class LockReporting(SqlStore):
 
     _conn: Any  # the open connection (psycopg's), if any
     _psycopg: Any  # the driver's module
+    # A read's one snapshot: each statement of a READ COMMITTED transaction reads its own.
+    _SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 
     @contextmanager
     def _guard(self, action: str) -> Iterator[None]:

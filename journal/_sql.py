@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any
 
 from regiment.errors import JournalError
@@ -68,6 +68,10 @@ _LISTED = (
     " ELSE 'stalled' END AS status FROM journal_runs) AS listed"
 )
 _NEWEST = " ORDER BY started_at DESC, run_id DESC"
+_Row = tuple[int, float, bytes]  # a record as read: (seq, recorded_at, body)
+_RECORDS = (
+    "SELECT seq, recorded_at, body FROM journal_records WHERE run_id = ? AND seq > ? ORDER BY seq"
+)
 _NESTED = f"%{NESTED_MARK}%"  # a nested run's id (the mark is no LIKE wildcard)
 
 
@@ -112,6 +116,7 @@ class SqlStore(ABC):
     where: str
     refusing_reads: str | None = None
     _for_update = ""
+    _SNAPSHOT = "BEGIN"  # a read transaction: its statements read one snapshot
     _marks: RecordMarks  # the kinds of record the journal says it holds (see read_marks)
 
     @abstractmethod
@@ -283,11 +288,7 @@ class SqlStore(ABC):
 
     def read(self, run_id: str, after: int) -> list[tuple[int, float, bytes]]:
         with self._guard(f"reading run {run_id!r}"):
-            rows = self._execute(
-                "SELECT seq, recorded_at, body FROM journal_records"
-                " WHERE run_id = ? AND seq > ? ORDER BY seq",
-                (run_id, after),
-            )
+            rows = self._execute(_RECORDS, (run_id, after))
         return [(seq, at, bytes(body)) for seq, at, body in rows]
 
     def read_kinds(self, run_id: str, kinds: tuple[str, ...]) -> list[bytes]:
@@ -324,6 +325,9 @@ class SqlStore(ABC):
             rows = self._execute(_LISTED + " WHERE run_id = ?", (now, run_id))
         return lapsed(rows)[0] if rows else None
 
+    def run_snapshot(self, run_id: str, now: float) -> tuple[RunRow | None, list[_Row]]:
+        return _snapshot(self, run_id, now)
+
     def list_runs(
         self, status: RunStatus | None, limit: int | None, now: float, session: str | None
     ) -> list[RunRow]:
@@ -354,3 +358,17 @@ class SqlStore(ABC):
             rows = [row for row in lapsed(self._execute(statement, args)) if row.status == status]
         rows.sort(key=lambda row: (row.started_at, row.run_id), reverse=True)
         return rows if limit is None else rows[:limit]
+
+
+def _snapshot(store: SqlStore, run_id: str, now: float) -> tuple[RunRow | None, list[_Row]]:
+    """``run_row`` and ``read(run_id, 0)`` in one read transaction (``_SNAPSHOT``), so the
+    status is the records' own: never "running" beside the run's final answer."""
+    with store._guard(f"reading run {run_id!r}"):
+        store._execute(store._SNAPSHOT)
+        try:
+            rows = store._execute(_LISTED + " WHERE run_id = ?", (now, run_id))
+            records = store._execute(_RECORDS, (run_id, 0))
+        finally:
+            with suppress(JournalError, *store._driver_errors()):  # (a read: nothing lost)
+                store._execute("COMMIT")
+    return (lapsed(rows)[0] if rows else None), [(s, at, bytes(b)) for s, at, b in records]

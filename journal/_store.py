@@ -187,6 +187,12 @@ class Store(Protocol):
         """The run's listing, or ``None`` if there is no such run."""
         ...
 
+    def run_snapshot(
+        self, run_id: str, now: float
+    ) -> tuple[RunRow | None, list[tuple[int, float, bytes]]]:
+        """``run_row`` and ``read(run_id, 0)`` in one read transaction: one snapshot."""
+        ...
+
     def list_runs(
         self, status: RunStatus | None, limit: int | None, now: float, session: str | None
     ) -> list[RunRow]:

@@ -30,7 +30,9 @@ class ApprovalRequest(msgspec.Struct, frozen=True, kw_only=True):
         call_id: the model's id for this call.
         arguments: the validated arguments, defaults filled in, as JSON.
         description: the tool's description, for showing to a human.
-        idempotency_key: the call's idempotency key, if the tool declares one.
+        idempotency_key: the key the call runs with: in a run, the one its body gets in
+            ``RunContext.idempotency_key`` (the tool's declared key, else one derived from
+            run, plan version, step and call); outside a run, the declared key or ``None``.
         request_id: a run's stable id for the request (empty outside a run);
             ``RunningTeam.approve`` takes it.
         run_id: the run it belongs to (the top-level run, for nested teams).

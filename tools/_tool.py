@@ -235,11 +235,9 @@ class Tool(Generic[P, R_co]):
         context: RunContext[object] | None = None,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
     ) -> ToolResult:
-        """``call``, also holding a token of each of ``limiters`` while the body runs.
-
-        ``Toolset`` uses this for its shared limit, and its result limit
-        (``max_result_chars``, for a tool that sets none of its own).
-        """
+        """``call``, also holding a token of each of ``limiters`` while the body runs;
+        ``Toolset`` uses this for its shared limit, and its result limit (``max_result_chars``,
+        for a tool that sets none of its own)."""
         started, waited = time.perf_counter(), 0.0  # waited: for an approval decision
         bound = self._bind(arguments)
         if isinstance(bound, str):
@@ -252,7 +250,9 @@ class Tool(Generic[P, R_co]):
             if policy.requires_approval is not False and policy.needs_approval(
                 bound.as_json, self._name
             ):
-                gated, waited = await _timed_gate(self, bound, call_id, approver)
+                asked = time.perf_counter()  # waited: the wait for a decision, not the tool's
+                gated = await _gate(self, bound, call_id, approver, context)
+                waited = time.perf_counter() - asked
             else:
                 gated = bound
             if isinstance(gated, ToolResult):
@@ -339,20 +339,18 @@ async def _invoke(
     return await run_sync_abandonable(functools.partial(fn, *args, **kwargs))
 
 
-async def _timed_gate(
-    tool: Tool[..., object], bound: BoundArguments, call_id: str, approver: Approver | None
-) -> tuple[BoundArguments | ToolResult, float]:
-    """``_gate``, and the seconds it took: the wait for a decision, not the tool's time."""
-    asked = time.perf_counter()
-    gated = await _gate(tool, bound, call_id, approver)
-    return gated, time.perf_counter() - asked
-
-
 async def _gate(
-    tool: Tool[..., object], bound: BoundArguments, call_id: str, approver: Approver | None
+    tool: Tool[..., object],
+    bound: BoundArguments,
+    call_id: str,
+    approver: Approver | None,
+    context: RunContext[object] | None,
 ) -> BoundArguments | ToolResult:
     """Ask ``approver`` about a call that needs approval: the arguments to run it with
-    (edited ones validated again), or the error result the model gets instead."""
+    (edited ones validated again), or the error result the model gets instead. The
+    request names the key the call runs with: ``context``'s, in a run (the declared
+    one, else the one the run derives), so a pending call of a tool that declares none
+    is recognisable by the key its side effect will carry."""
     key = derive_key(tool._policy.idempotency_key, tool._key_name, bound.as_json)
     if approver is None:
         message = f"tool {tool._name!r} needs approval before it runs, but no approver is "
@@ -363,7 +361,7 @@ async def _gate(
         call_id=call_id,
         arguments=bound.as_json,
         description=tool._description,
-        idempotency_key=key,
+        idempotency_key=key if context is None else context.idempotency_key,
     )
     decision = await request_approval(approver, request)
     match decision:
