@@ -3,7 +3,7 @@ safe to show on a terminal."""
 
 from __future__ import annotations
 
-__all__ = ("clipped", "visible")
+__all__ = ("clipped", "shown", "shown_text", "visible")
 
 # Control characters (C0 but tab and newline, DEL, C1) as the escapes Python writes them.
 _CONTROLS = {
@@ -29,3 +29,27 @@ def visible(text: str) -> str:
     model or a tool wrote (an escape sequence, a bell) cannot move its cursor, clear it,
     retitle it or write to its clipboard."""
     return text.translate(_CONTROLS)
+
+
+# A value a client or a command line sent (a run or request id, a path, a query
+# parameter), as an error names it: whole when short, else cut, so a 10,000-character id is
+# not sent back in full (nor logged so) yet stays recognisable by its start and its end.
+_LIMIT = 80
+_HEAD = 48
+_TAIL = 16
+
+
+def shown_text(value: str) -> str:
+    """``value`` if it has at most 80 characters, else its first 48, ``…``, its last 16
+    and how long it was: ``run-1-aaaa…zzzz (5,000 characters)``."""
+    if len(value) <= _LIMIT:
+        return value
+    return f"{value[:_HEAD]}…{value[-_TAIL:]} ({len(value):,} characters)"
+
+
+def shown(value: str) -> str:
+    """``value`` quoted (``repr``) if it has at most 80 characters, else cut as by
+    ``shown_text`` inside the quotes: ``'run-1-aaaa…zzzz' (5,000 characters)``."""
+    if len(value) <= _LIMIT:
+        return repr(value)
+    return f"{value[:_HEAD] + '…' + value[-_TAIL:]!r} ({len(value):,} characters)"

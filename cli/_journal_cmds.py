@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from regiment._shown import shown_spec
-from regiment._text import clipped, visible
+from regiment._text import shown, visible
 from regiment.errors import ConfigError, JournalError
 from regiment.journal import Journal, RunInfo
 
@@ -144,8 +144,9 @@ def journal_flag_error(spec: str, exc: JournalError, source: str = "--journal") 
 
 def said(value: str) -> str:
     """A value given on the command line (a RUN_ID, a REQUEST_ID), as an error names it,
-    quoted: a 5,000-character one is not written back whole (its start, and how long)."""
-    return clipped(repr(value), 100)
+    quoted: a 5,000-character one is not written back whole (its start, its end, how long),
+    as the service names a value a client sent."""
+    return shown(value)
 
 
 def no_run(spec: str, run_id: str, flag: str) -> ConfigError:

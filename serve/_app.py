@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from regiment._text import shown
 from regiment.errors import (
     AlreadyFinished,
     ApprovalError,
@@ -58,7 +59,6 @@ from ._live import LiveTap
 from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
 from ._runs import open_runs
 from ._service import Service
-from ._shown import shown
 from ._views import approval_view, decided_view, not_decided, run_listed
 
 __all__ = ("LIST_LIMIT", "create_app")

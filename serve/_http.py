@@ -15,11 +15,11 @@ from starlette.responses import Response
 from starlette.routing import Match, Route
 
 from regiment._json import JsonValue
+from regiment._text import shown, shown_text
 from regiment.errors import JournalError
 from regiment.tools import ApprovalDecision, Approve, Deny, EditArguments
 
 from ._plain import plain_problem
-from ._shown import shown, shown_text
 
 __all__ = (
     "MAX_BODY",

@@ -23,6 +23,7 @@ from regiment.journal import (
     RunFinished,
     RunInfo,
     RunStatus,
+    read_run,
 )
 
 from ._registry import RunRecord, cancelled
@@ -46,12 +47,12 @@ async def journaled_record(journal: Journal, run_id: str) -> RunRecord | None:
 
     The record's ``ended`` is set: nothing in this process will add to it.
     """
-    try:
-        info = await journal.get_run(run_id)
+    try:  # in one snapshot: the status is never older than the records
+        info, entries = await read_run(journal, run_id)
     except UnknownRun:  # a journal that fails otherwise is an error, not a 404
         return None
     record = _from_info(info)
-    for entry in await journal.read(run_id):
+    for entry in entries:
         match entry.record:
             case RunCreated(session=session):
                 record.session = session

@@ -6,6 +6,7 @@ from typing import final
 
 from starlette.requests import Request
 
+from regiment._text import shown
 from regiment.errors import UnknownRun
 from regiment.journal import Journal, top_run_id
 
@@ -13,7 +14,6 @@ from ._http import ApiError, ticketed, under
 from ._journaled import journaled_record, journaled_runs
 from ._registry import RunRecord, RunStore
 from ._runs import Runs
-from ._shown import shown
 from ._views import run_view
 
 __all__ = ("Service",)

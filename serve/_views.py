@@ -6,13 +6,13 @@ from collections.abc import Sequence
 
 import msgspec
 
+from regiment._text import shown
 from regiment.errors import ApprovalError
 from regiment.hierarchy import CheckFailed, Event, RunFailed, RunResult, StepCompleted
 from regiment.tools import ApprovalDecision, ApprovalRequest, EditArguments
 
 from ._http import ApiError
 from ._registry import RunRecord
-from ._shown import shown
 
 __all__ = ("LISTED_GOAL", "approval_view", "not_decided", "run_listed", "run_summary", "run_view")
 

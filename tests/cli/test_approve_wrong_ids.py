@@ -91,6 +91,6 @@ async def test_a_very_long_wrong_id_is_named_cut(tmp_path: Path) -> None:
         assert code == 2, what
         (line,) = err.splitlines()
         assert len(line) < 500, (what, line[:300])
-        assert "characters in all)" in line, what
+        assert "characters)" in line, what
     code, out, _ = await run_cli("approvals", "--journal", journal)  # still pending
     assert (code, len(out.splitlines())) == (0, 1)
