@@ -26,7 +26,7 @@ from regiment.cli._trace_report import RootTraceId, report_trace
 from regiment.cli._view import PlainView, ProgressView
 from regiment.config import TeamConfig, build_team, trace_replicas
 from regiment.errors import ConfigError, ToolError
-from regiment.hierarchy import RunningTeam, RunResult, Team, Worker
+from regiment.hierarchy import OpenEnds, RunningTeam, RunResult, Team, Worker
 from regiment.hierarchy import events as ev
 from regiment.journal import Journal, TeamFile
 from regiment.models import Model
@@ -115,6 +115,8 @@ class _Ending:
     events: RunEvents | None = None  # the run's events; its ending once they have closed
     # What a stop cancels: the command, then only the events' reading (see _consume).
     cut: anyio.CancelScope | None = None
+    # The tool calls and steps the events started and have not ended (see _end_events).
+    open: OpenEnds = field(default_factory=OpenEnds)
 
 
 async def drive(
@@ -226,10 +228,14 @@ async def _watch(
 def _end_events(ending: _Ending, progress: RunProgress, sink: Callable[[ev.Event], None]) -> None:
     """End an interrupted run's events (once, if they have no end), so an events file
     always has an ending, a forced exit's too. (The run itself never gets to emit one:
-    the stream it writes to is what was cancelled.)"""
+    the stream it writes to is what was cancelled.) Before it, the ends of the tool calls
+    and steps it cut (the run tells a reader that left none), from its step reports."""
     if ending.result is None and ending.failure is None and not ending.events_ended:
         ending.events_ended = True
-        sink(_cancelled(progress, ending.events))
+        closing = _cancelled(progress, ending.events)
+        for end in ending.open.ends(closing):
+            sink(end)
+        sink(closing)
 
 
 def _cancelled(progress: RunProgress, events: RunEvents | None) -> ev.RunFailed:
@@ -306,6 +312,7 @@ async def _read(
         if streamed and isinstance(event, ev.RunCompleted) and event.result.status != "paused":
             ending.answer.finish(event.result.answer)
         view.show(event)
+        ending.open.see(event)
         if isinstance(event, ev.TextDelta):
             ending.answer.delta(event)
             if not options.events_deltas:
