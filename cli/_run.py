@@ -9,14 +9,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TextIO, TypeAlias
 
 import anyio
-import msgspec
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
 from regiment.cli._answer import AnswerOut, empty_answer_note, say_unwritten
 from regiment.cli._ask import TerminalApprover, asking
 from regiment.cli._codes import ended_early
-from regiment.cli._events_out import event_sink
+from regiment.cli._events_out import event_sink, interrupted_ending
 from regiment.cli._exit import LastWords
 from regiment.cli._journal_cmds import journal_exists, open_cli_journal
 from regiment.cli._progress import RunProgress, TokenMeter
@@ -228,29 +227,12 @@ async def _watch(
 def _end_events(ending: _Ending, progress: RunProgress, sink: Callable[[ev.Event], None]) -> None:
     """End an interrupted run's events (once, if they have no end), so an events file
     always has an ending, a forced exit's too. (The run itself never gets to emit one:
-    the stream it writes to is what was cancelled.) Before it, the ends of the tool calls
-    and steps it cut (the run tells a reader that left none), from its step reports."""
+    the stream it writes to is what was cancelled.)"""
     if ending.result is None and ending.failure is None and not ending.events_ended:
         ending.events_ended = True
-        closing = _cancelled(progress, ending.events)
-        for end in ending.open.ends(closing):
-            sink(end)
-        sink(closing)
-
-
-def _cancelled(progress: RunProgress, events: RunEvents | None) -> ev.RunFailed:
-    """The closing event of an interrupted run, with what it got to, as a failed run's:
-    its own ending, unread, is there once leaving its stream waited for its wind-down."""
-    message = f"interrupted; cancelled the run {progress.summary()}"
-    match None if events is None else events.ending:
-        case ev.RunCompleted(result=result):  # its stream was left: it ended cancelled
-            return result.as_failed("RunCancelled", message)
-        case ev.RunFailed(error_type="RunCancelled") as failed:  # the cancel reached it first
-            return msgspec.structs.replace(failed, message=message)
-        case ev.RunFailed() as failed:  # it failed for its own reason as it was stopped
-            return failed
-        case _:  # not wound down (yet, or in time): no tally
-            return ev.RunFailed(run_id=progress.run_id, error_type="RunCancelled", message=message)
+        message = f"interrupted; cancelled the run {progress.summary()}"
+        for event in interrupted_ending(progress.run_id, message, ending.events, ending.open):
+            sink(event)
 
 
 def _view(
