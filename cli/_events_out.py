@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
@@ -12,7 +12,10 @@ from regiment.cli._answer import AnswerOut
 from regiment.errors import ConfigError
 from regiment.hierarchy import events as ev
 
-__all__ = ("event_sink",)
+if TYPE_CHECKING:
+    from regiment.hierarchy import OpenEnds, RunEvents
+
+__all__ = ("event_sink", "interrupted_ending")
 
 
 @contextmanager
@@ -51,3 +54,23 @@ def _jsonl_writer(stream: TextIO, encoder: msgspec.json.Encoder) -> Callable[[ev
         stream.flush()
 
     return write
+
+
+def interrupted_ending(
+    run_id: str, message: str, events: RunEvents | None, opened: OpenEnds
+) -> list[ev.Event]:
+    """The last events of a run the command interrupted (``message``: how far it got):
+    the ends of the tool calls and steps it cut (``opened``: what the run began; it tells
+    a stream that was left no end), then its closing event, as a failed run's, with what
+    it got to: its own ending, unread, is there once leaving its stream waited for its
+    wind-down."""
+    match None if events is None else events.ending:
+        case ev.RunCompleted(result=result):  # its stream was left: it ended cancelled
+            closing = result.as_failed("RunCancelled", message)
+        case ev.RunFailed(error_type="RunCancelled") as failed:  # the cancel reached it first
+            closing = msgspec.structs.replace(failed, message=message)
+        case ev.RunFailed() as failed:  # it failed for its own reason as it was stopped
+            closing = failed
+        case _:  # not wound down (yet, or in time): no tally
+            closing = ev.RunFailed(run_id=run_id, error_type="RunCancelled", message=message)
+    return [*opened.ends(closing), closing]

@@ -9,14 +9,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TextIO, TypeAlias
 
 import anyio
-import msgspec
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
 from regiment.cli._answer import AnswerOut, empty_answer_note, say_unwritten
 from regiment.cli._ask import TerminalApprover, asking
 from regiment.cli._codes import ended_early
-from regiment.cli._events_out import event_sink
+from regiment.cli._events_out import event_sink, interrupted_ending
 from regiment.cli._exit import LastWords
 from regiment.cli._journal_cmds import journal_exists, open_cli_journal, said
 from regiment.cli._progress import RunProgress, TokenMeter
@@ -26,7 +25,7 @@ from regiment.cli._trace_report import RootTraceId, report_trace
 from regiment.cli._view import PlainView, ProgressView
 from regiment.config import TeamConfig, build_team, trace_replicas
 from regiment.errors import ConfigError, ToolError
-from regiment.hierarchy import RunningTeam, RunResult, Team, Worker
+from regiment.hierarchy import OpenEnds, RunningTeam, RunResult, Team, Worker
 from regiment.hierarchy import events as ev
 from regiment.journal import Journal, TeamFile
 from regiment.models import Model
@@ -116,6 +115,8 @@ class _Ending:
     events: RunEvents | None = None  # the run's events; its ending once they have closed
     # What a stop cancels: the command, then only the events' reading (see _consume).
     cut: anyio.CancelScope | None = None
+    # The tool calls and steps the events started and have not ended (see _end_events).
+    open: OpenEnds = field(default_factory=OpenEnds)
 
 
 async def drive(
@@ -230,22 +231,9 @@ def _end_events(ending: _Ending, progress: RunProgress, sink: Callable[[ev.Event
     the stream it writes to is what was cancelled.)"""
     if ending.result is None and ending.failure is None and not ending.events_ended:
         ending.events_ended = True
-        sink(_cancelled(progress, ending.events))
-
-
-def _cancelled(progress: RunProgress, events: RunEvents | None) -> ev.RunFailed:
-    """The closing event of an interrupted run, with what it got to, as a failed run's:
-    its own ending, unread, is there once leaving its stream waited for its wind-down."""
-    message = f"interrupted; cancelled the run {progress.summary()}"
-    match None if events is None else events.ending:
-        case ev.RunCompleted(result=result):  # its stream was left: it ended cancelled
-            return result.as_failed("RunCancelled", message)
-        case ev.RunFailed(error_type="RunCancelled") as failed:  # the cancel reached it first
-            return msgspec.structs.replace(failed, message=message)
-        case ev.RunFailed() as failed:  # it failed for its own reason as it was stopped
-            return failed
-        case _:  # not wound down (yet, or in time): no tally
-            return ev.RunFailed(run_id=progress.run_id, error_type="RunCancelled", message=message)
+        message = f"interrupted; cancelled the run {progress.summary()}"
+        for event in interrupted_ending(progress.run_id, message, ending.events, ending.open):
+            sink(event)
 
 
 def _view(
@@ -307,6 +295,7 @@ async def _read(
         if streamed and isinstance(event, ev.RunCompleted) and event.result.status != "paused":
             ending.answer.finish(event.result.answer)
         view.show(event)
+        ending.open.see(event)
         if isinstance(event, ev.TextDelta):
             ending.answer.delta(event)
             if not options.events_deltas:

@@ -26,6 +26,7 @@ __all__ = (
     "events",
     "AnswerSubject",
     "JournaledEvents",
+    "OpenEnds",
     "Guardrail",
     "Pass",
     "PlanSubject",
@@ -99,6 +100,7 @@ _LAZY = LazyNames(
     {
         "regiment.hierarchy._approving": ("decide_in_journal",),
         "regiment.hierarchy._replay": ("JournaledEvents",),
+        "regiment.hierarchy._open_ends": ("OpenEnds",),
         "regiment.hierarchy._resumable": ("stopped_resumably",),
         "regiment.hierarchy._budget": (
             "Budget",
@@ -192,6 +194,7 @@ if TYPE_CHECKING:
         ToolOutcome,
         WorkerMessage,
     )
+    from regiment.hierarchy._open_ends import OpenEnds
     from regiment.hierarchy._planner import Planner
     from regiment.hierarchy._prompts import Prompts
     from regiment.hierarchy._ranges import InvalidValue

@@ -15,7 +15,7 @@ import msgspec
 from sse_starlette import ServerSentEvent
 
 from regiment.errors import UnknownRun
-from regiment.hierarchy import Event, RunCompleted, RunFailed, RunResult
+from regiment.hierarchy import Event, OpenEnds, RunCompleted, RunFailed, RunResult
 from regiment.journal import (
     EventRecorded,
     Journal,
@@ -78,7 +78,12 @@ def _as_streamed(record: RunRecord) -> None:
     if record.status == "cancelled" and record.events:
         last = record.events[-1]
         if isinstance(last, RunCompleted):
-            record.events[-1] = ending = cancelled(record.run_id, last.result)
+            ending = cancelled(record.run_id, last.result)
+            # Its cut steps' ends, as its live stream had them (event n stays event n).
+            opened = OpenEnds()
+            for event in record.events:
+                opened.see(event)
+            record.events[-1:] = [*opened.ends(ending), ending]
             record.error = f"{ending.error_type}: {ending.message}"
             record.result = None
 

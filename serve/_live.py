@@ -17,11 +17,18 @@ from typing import final
 import anyio
 import msgspec
 
-from regiment.hierarchy import Event, TextDelta
+from regiment.hierarchy import (
+    Event,
+    OpenEnds,
+    RunCompleted,
+    RunFailed,
+    TextDelta,
+    ToolCallFinished,
+)
 
-from ._registry import RunRecord
+from ._registry import RunRecord, RunStore
 
-__all__ = ("LAG", "LiveTap", "follow_live", "tell_live")
+__all__ = ("LAG", "LiveTap", "follow_live", "tell_ends", "tell_live")
 
 LAG = 256
 """Items waiting for a follower before its text deltas are joined per call."""
@@ -86,6 +93,24 @@ def tell_live(record: RunRecord, event: Event) -> None:
         tap.add(at, event)
     record.changed.set()
     record.changed = anyio.Event()
+
+
+def tell_ends(
+    record: RunRecord, store: RunStore, opened: OpenEnds | None, last: Event | None
+) -> None:
+    """The ends of the tool calls and steps a cancel cut (``opened``: what the run began,
+    for a stream that was left: the run told it no end; ``None`` if the stream was not
+    left), from its last event's step reports: a call's to the live followers, a step's
+    numbered (the journal's view of the run has them too, ``_journaled``), before
+    ``last``; nothing once the run has ended."""
+    if opened is None or record.ended.is_set():
+        return
+    closing = last if isinstance(last, RunCompleted | RunFailed) else None
+    for end in opened.ends(closing):
+        if isinstance(end, ToolCallFinished):
+            tell_live(record, end)
+        else:
+            store.append(record.run_id, end)
 
 
 async def follow_live(

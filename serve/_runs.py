@@ -21,6 +21,7 @@ from regiment.errors import LeaseHeld, LeaseLost, RegimentError
 from regiment.hierarchy import (
     Event,
     JournaledEvents,
+    OpenEnds,
     RunCompleted,
     RunEvents,
     RunFailed,
@@ -34,7 +35,7 @@ from regiment.hierarchy import (
 )
 from regiment.journal import Journal, RunCreated, describe_owner
 
-from ._live import tell_live
+from ._live import tell_ends, tell_live
 from ._registry import RunRecord, RunStore, cancelled
 
 __all__ = ("Resuming", "Runs", "open_runs")
@@ -107,7 +108,7 @@ class Runs:
                 also when this service runs or is resuming the run already (its message
                 says to follow it at ``follow``: the events route, as a client reaches it).
         """
-        if run_id in self._resuming or (run_id in self._scopes and not self._ended(run_id)):
+        if run_id in self._resuming or (run_id in self._scopes and not _ended(self.store, run_id)):
             events = follow or f"/runs/{run_id}/events"
             raise LeaseHeld(
                 f"run {run_id!r} is running in this service already: follow it with GET {events}"
@@ -136,11 +137,6 @@ class Runs:
     def resumes(self) -> list[RunRecord]:
         """The runs whose resume is starting (see ``Resuming``), the latest first."""
         return [r.record for r in reversed(self._resuming.values()) if r.record is not None]
-
-    def _ended(self, run_id: str) -> bool:
-        """Whether the run gave its last event (it may still be closing)."""
-        record = self.store.get(run_id)
-        return record is not None and record.ended.is_set()
 
     def cancel(self, run_id: str) -> bool:
         """Cancel a live run, or one whose resume is starting (it is cancelled as it
@@ -191,6 +187,7 @@ class Runs:
         record: RunRecord | None = None  # a resumed run's starts with its journaled events
         last: Event | None = None  # the run's end, told once its journal has it
         reader: RunEvents | None = None  # its ending, once the stream has closed
+        opened = OpenEnds()  # what it began: a stream left (a cancel) is told no end
         try:
             with anyio.CancelScope() as scope:
                 async with stream() as reader:
@@ -198,6 +195,7 @@ class Runs:
                         if record is None:
                             record = self._started(event, session, history, scope)
                             task_status.started(record)
+                        opened.see(event)
                         # Live progress is not journaled: the n-th event must be the same
                         # after a restart. A resumed run's replayed events are there already.
                         if isinstance(event, _LIVE):  # to who follows it live (?live=true)
@@ -215,11 +213,8 @@ class Runs:
             if (owner := _new_owner(exc)) is not None:
                 self._taken_over(record, owner, reader)
             elif last is not None:  # e.g. its journal failed as the run closed
-                log.warning(
-                    "run ended, then failed while closing (its result stands): %s",
-                    exc,
-                    extra={"run_id": record.run_id},
-                )
+                closing = "run ended, then failed while closing (its result stands): %s"
+                log.warning(closing, exc, extra={"run_id": record.run_id})
             else:
                 log.warning("run failed: %s", exc, extra={"run_id": record.run_id})
                 self._fail(record, exc)
@@ -238,7 +233,7 @@ class Runs:
             self._fail(record, exc)
         finally:  # also when the app's shutdown cancels every run
             if record is not None:
-                self._end(record, last or _unread(reader))
+                self._end(record, last or _unread(reader), None if last else opened)
 
     def _started(
         self, event: Event, session: str | None, history: JournaledEvents, scope: anyio.CancelScope
@@ -254,10 +249,11 @@ class Runs:
         log.info("run started", extra={"run_id": record.run_id})
         return record
 
-    def _end(self, record: RunRecord, last: Event | None) -> None:
+    def _end(self, record: RunRecord, last: Event | None, opened: OpenEnds | None) -> None:
         """The run's stream has closed: tell its last event (now who waits is answered,
         and followers told), or, if it had none, that it was cancelled."""
         self._scopes.pop(record.run_id, None)
+        tell_ends(record, self.store, opened, last)  # a stream left: what it cut
         if last is not None and not record.ended.is_set():
             self.store.append(record.run_id, last)
             if stopped_resumably(last, journaled=self.running.journal is not None):
@@ -316,6 +312,12 @@ class Runs:
         """The run is over: end the waits of its requests (see ``wait``)."""
         for waiting in self._waiters.pop(run_id, ()):
             waiting.cancel()
+
+
+def _ended(store: RunStore, run_id: str) -> bool:
+    """Whether the run gave its last event (it may still be closing)."""
+    record = store.get(run_id)
+    return record is not None and record.ended.is_set()
 
 
 def _new_owner(exc: BaseException) -> str | None:

@@ -109,8 +109,10 @@ async def test_interrupt_ends_the_events_file_with_a_cancelled_event(tmp_path: P
         "RunStarted",
         "PlanCreated",
         "StepDispatched",
+        "StepErrored",  # the cut step's end, before the run's
         "RunFailed",
     ]
+    assert (lines[3]["step_id"], lines[3]["status"]) == ("s1", "cancelled")
     last = lines[-1]
     assert last["run_id"] == lines[0]["run_id"]
     assert last["error_type"] == "RunCancelled"

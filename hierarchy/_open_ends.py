@@ -1,0 +1,149 @@
+"""The ends a reader that left a run never got: of the tool calls and steps that had
+started (see ``OpenEnds``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import final
+
+from regiment.hierarchy._messages import StepReport
+from regiment.hierarchy.events import (
+    Event,
+    RunCompleted,
+    RunFailed,
+    StaleReportDropped,
+    StepCompleted,
+    StepDispatched,
+    StepErrored,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+
+__all__ = ("OpenEnds",)
+
+_NO_REPORT = "cancelled with the run; its report did not come before the run ended"
+
+
+@final
+class OpenEnds:
+    """The tool calls and steps a reader saw start but not end, to close them once it
+    left the run (a Ctrl-C, a cancel): a run whose reader left tells it nothing more, so
+    its events held a ``ToolCallStarted`` and a ``StepDispatched`` with no end.
+
+    ``see`` each event read; ``ends(closing)`` gives the missing ends, from what the
+    closing event's step reports say: a cut call's ``ToolCallFinished`` (outcome as its
+    report's ``ToolOutcome.error_type``, ``"cut"``), each step's ``StepErrored`` (status
+    ``cancelled``) or ``StepCompleted``. A call's ``duration`` is as the reader measured
+    it, from its start's arrival to ``ends``; a step or call no report names (the run did
+    not wind down in time) ends ``cancelled`` / ``"cut"``: the reader's leaving cut it.
+    """
+
+    __slots__ = ("_calls", "_clock", "_steps")
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._calls: dict[tuple[str, str, str], tuple[ToolCallStarted, float]] = {}
+        self._steps: dict[tuple[str, int, str], StepDispatched] = {}
+
+    def see(self, event: Event) -> None:
+        """Note ``event``'s start or end, if it is one of a tool call or a step."""
+        match event:
+            case ToolCallStarted(run_id=run, step_id=step, call_id=call):
+                self._calls[run, step, call] = (event, self._clock())
+            case ToolCallFinished(run_id=run, step_id=step, call_id=call):
+                self._calls.pop((run, step, call), None)
+            case StepDispatched(run_id=run, plan_version=version, step_id=step):
+                self._steps[run, version, step] = event
+            case StepCompleted(run_id=run, plan_version=version, step_id=step):
+                self._steps.pop((run, version, step), None)
+            case StepErrored(run_id=run, plan_version=version, step_id=step):
+                self._steps.pop((run, version, step), None)
+            case StaleReportDropped(run_id=run, report_version=version, step_id=step):
+                self._steps.pop((run, version, step), None)
+            case _:
+                pass
+
+    def ends(self, closing: RunCompleted | RunFailed | None) -> list[Event]:
+        """The ends of what started and did not end (calls first, then steps), once each;
+        ``closing``: the run's last event, whose step reports say how each ended."""
+        reports = _reports(closing)
+        now = self._clock()
+        found: list[Event] = []
+        for (_, step, call), (started, at) in self._calls.items():
+            said = next(
+                (
+                    o
+                    for r in reports
+                    if r.step_id == step
+                    for o in r.tool_outcomes
+                    if o.call_id == call
+                ),
+                None,
+            )
+            outcome = (
+                "cut" if said is None else said.error_type or ("error" if said.is_error else "ok")
+            )
+            found.append(_finished(started, max(0.0, now - at), outcome))
+        for (_, version, step), dispatched in self._steps.items():
+            report = next(
+                (r for r in reports if (r.plan_version, r.step_id) == (version, step)), None
+            )
+            found.append(_step_end(dispatched, report))
+        self._calls.clear()
+        self._steps.clear()
+        return found
+
+
+def _reports(closing: RunCompleted | RunFailed | None) -> tuple[StepReport, ...]:
+    match closing:
+        case RunCompleted(result=result):
+            return result.steps
+        case RunFailed(steps=steps):
+            return steps
+        case _:
+            return ()
+
+
+def _finished(started: ToolCallStarted, duration: float, outcome: str) -> ToolCallFinished:
+    return ToolCallFinished(
+        run_id=started.run_id,
+        worker=started.worker,
+        step_id=started.step_id,
+        tool=started.tool,
+        call_id=started.call_id,
+        arguments=started.arguments,
+        duration=duration,
+        outcome=outcome,
+    )
+
+
+def _step_end(dispatched: StepDispatched, report: StepReport | None) -> Event:
+    d = dispatched
+    if report is None:
+        return StepErrored(
+            run_id=d.run_id,
+            plan_version=d.plan_version,
+            step_id=d.step_id,
+            worker=d.worker,
+            status="cancelled",
+            error=_NO_REPORT,
+        )
+    if report.status == "done":  # it finished its work as the run was cancelled
+        return StepCompleted(
+            run_id=d.run_id,
+            plan_version=d.plan_version,
+            step_id=d.step_id,
+            worker=d.worker,
+            output=report.output,
+            usage=report.usage,
+        )
+    return StepErrored(
+        run_id=d.run_id,
+        plan_version=d.plan_version,
+        step_id=d.step_id,
+        worker=d.worker,
+        status=report.status,
+        error=report.error or report.status,
+        usage=report.usage,
+    )
