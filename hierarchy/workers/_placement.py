@@ -64,6 +64,7 @@ class Ray:
             Ray keeps a replica it cannot place (a resource no node has) pending
             without an error; past this the replicas are killed and the start
             fails with a ``ConfigError`` that names what each replica asked for.
+            Also how long a lost step's retry waits for a replica Ray restarts.
             Raise it for a cluster that adds nodes on demand.
     """
 

@@ -13,7 +13,6 @@ import dataclasses
 import functools
 import itertools
 import logging
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, final
 
@@ -36,6 +35,7 @@ from regiment.hierarchy.workers._ray_join import import_ray, join_ray, require_a
 from regiment.hierarchy.workers._ray_logs import take_logs, wanted_levels
 from regiment.hierarchy.workers._ray_mcp import PlacedTools, ReplicaServers
 from regiment.hierarchy.workers._ray_recipe import hosted_worker
+from regiment.hierarchy.workers._ray_replica import replica_back, start_error
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._wire import step_key
 from regiment.hierarchy.workers._worker import Worker, WorkerSpec, step_limits
@@ -46,7 +46,6 @@ __all__ = ("RayReplicas", "RayWorkerActor", "RunLinks", "start_ray_workers")
 
 _log = logging.getLogger("regiment.ray")
 _CONTROL = "control"  # the replicas' concurrency group for acks
-_COLOURS = re.compile(r"\x1b\[[0-9;]*m")  # Ray's error texts' terminal colours
 _CANCEL_WAIT = 10.0  # seconds a cancel waits for a remote step to end (a hung tool: logged)
 _CANCEL_FAILED = (
     "worker '%s': cancelling step %s on its Ray replica failed (%s: %s); "
@@ -128,6 +127,7 @@ class RayReplicas:
         self._ray = ray
         self.name = name  # the pool's, or its one worker's
         self._handles = list(handles)
+        self._start_timeout = start_timeout  # also how long a restarting one is waited for
         self._turn = itertools.count()
         self._users = 0
         # its workers' MCP servers (a restarted replica has start_timeout to come back)
@@ -176,7 +176,9 @@ class RayReplicas:
             raise ConfigError(f"{where}: {not_started(placement)}") from None
         except Exception as exc:
             replicas.kill()
-            raise ConfigError(f"{where}: its Ray replicas did not start: {_why(exc)}") from exc
+            raise ConfigError(
+                f"{where}: its Ray replicas did not start: {start_error(exc)}"
+            ) from exc
         except BaseException:  # cancelled while they start: none of them is left running
             replicas.kill()
             raise
@@ -218,10 +220,14 @@ class RayReplicas:
             if await self.cluster.gone():
                 raise self.cluster.lost(worker, lost) from lost
             extra = {"run_id": assign.run_id, "step_id": assign.step.id, "worker": worker}
-            retry = "%s %s: %s; retrying once on another replica"
-            _log.warning(retry, worker, assign.step.id, lost, extra=extra)
+            first_loss, one = lost, len(self._handles) == 1
+            retry = "%s %s: %s; retrying once on %s"
+            on = "it, once Ray has restarted it" if one else "another replica"
+            _log.warning(retry, worker, assign.step.id, lost, on, extra=extra)
         other = (first + 1) % len(self._handles)
-        try:
+        try:  # the only replica, or both died: wait for the one Ray restarts
+            back = (self._ray, self._handles[other], self._start_timeout, _CONTROL, first_loss)
+            await self.cluster.watched(functools.partial(replica_back, *back), worker)
             return await self._step_on(other, worker, conduit, key, headers)
         except WorkerLost as lost:
             self.mcp.lost(other)
@@ -311,16 +317,6 @@ class RayReplicas:
         for handle in self._handles:
             with contextlib.suppress(Exception):
                 self._ray.kill(handle, no_restart=True)
-
-
-def _why(exc: Exception) -> str:
-    """Why a replica did not start: for an error its build raised, that error's own
-    line (Ray's text is the whole remote traceback, in terminal colours)."""
-    text = _COLOURS.sub("", str(exc))
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not getattr(exc, "actor_init_failed", False) or not lines:
-        return text
-    return lines[-1].removeprefix(f"{ConfigError.__module__}.{ConfigError.__name__}: ")
 
 
 async def _ack(handle: Any, key: str, seq: int, payload: bytes) -> object:

@@ -25,6 +25,7 @@ import anyio
 
 from regiment.errors import ConfigError, WorkerLost
 from regiment.hierarchy.workers._live import worker_tools
+from regiment.hierarchy.workers._ray_replica import when_back
 from regiment.hierarchy.workers._worker import Worker
 from regiment.tools import (
     MCPHub,
@@ -318,18 +319,13 @@ class ReplicaServers:
     async def _serving_now(self, handle: Any) -> bool | None:
         """Whether the replica's servers are up, once Ray has it back (``None``: it is
         gone for good, or did not come back within the replicas' start timeout)."""
-        delay = 0.1
-        with anyio.move_on_after(self._back_within):
-            while True:
-                try:
-                    serving: bool = await handle.mcp_serving.remote()
-                    return serving
-                except self._unavailable:  # restarting: Ray says to try again
-                    await anyio.sleep(delay)
-                    delay = min(delay * 2, 2.0)
-                except Exception:
-                    return None
-        return None
+        try:
+            serving: bool = await when_back(
+                handle.mcp_serving.remote, self._unavailable, self._back_within
+            )
+        except Exception:
+            return None
+        return serving
 
     async def stop(self, wait: float) -> None:
         """Stop the replicas' servers (their processes end) before the replicas end; a
