@@ -154,6 +154,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
             )
         self._client = client
         self._traced: tuple[TracerProvider, AnthropicModel] | None = None
+        self._shown: tuple[object, str] = (None, "")  # base_url's URL, as shown
 
     @property
     def provider(self) -> str:
@@ -164,7 +165,10 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
     def base_url(self) -> str:
         """The API address the client sends to (``server.address`` on ``chat`` spans),
         without a password its user part holds."""
-        return shown_url(self._client.base_url)
+        url = self._client.base_url  # the client's URL object: a new one only if it is set anew
+        if url is not self._shown[0]:  # a traced call reads it every time: parse once (#22)
+            self._shown = (url, shown_url(url))
+        return self._shown[1]
 
     @property
     def sdk_spans(self) -> bool:
