@@ -23,7 +23,6 @@ from regiment.models import (
     ScriptedModel,
     text_response,
 )
-
 from regiment.telemetry import Telemetry
 
 from .messages_api import error, message
