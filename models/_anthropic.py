@@ -27,7 +27,6 @@ from regiment.models._api_errors import (
     long_wait,
     not_billed,
     request_note,
-    shown_url,
     stream_failed,
     unreadable_reply,
 )
@@ -154,7 +153,6 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
             )
         self._client = client
         self._traced: tuple[TracerProvider, AnthropicModel] | None = None
-        self._shown: tuple[object, str] = (None, "")  # base_url's URL, as shown
 
     @property
     def provider(self) -> str:
@@ -165,10 +163,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
     def base_url(self) -> str:
         """The API address the client sends to (``server.address`` on ``chat`` spans),
         without a password its user part holds."""
-        url = self._client.base_url  # the client's URL object: a new one only if it is set anew
-        if url is not self._shown[0]:  # a traced call reads it every time: parse once (#22)
-            self._shown = (url, shown_url(url))
-        return self._shown[1]
+        return self._shown_url(self._client.base_url)
 
     @property
     def sdk_spans(self) -> bool:

@@ -20,7 +20,6 @@ from regiment.models._api_errors import (
     no_answer,
     request_note,
     retry_note,
-    shown_url,
     stream_failed,
     unreadable_reply,
     without_echo,
@@ -159,7 +158,6 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
                 "timeout, max_retries); configure the client itself, or pass only the options"
             )
         self._client = client
-        self._shown: tuple[object, str] = (None, "")  # base_url's URL, as shown
 
     @property
     def provider(self) -> str:
@@ -170,10 +168,7 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
     def base_url(self) -> str:
         """The API address the client sends to (``server.address`` on ``chat`` spans),
         without a password its user part holds."""
-        url = self._client.base_url  # the client's URL object: a new one only if it is set anew
-        if url is not self._shown[0]:  # a traced call reads it every time: parse once (#22)
-            self._shown = (url, shown_url(url))
-        return self._shown[1]
+        return self._shown_url(self._client.base_url)
 
     def _params(self, request: ModelRequest) -> CallParams:
         settings = effective_settings(self._settings, request)
