@@ -18,7 +18,12 @@ from typing import assert_never
 
 import anyio
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
 
 from regiment import (
     ModelRequest,
@@ -217,11 +222,14 @@ class CountingExporter(SpanExporter):
         return self.attributes / max(self.spans, 1)
 
 
-def tracing() -> tuple[Telemetry, CountingExporter, TracerProvider]:
-    """Tracing on: a batch span processor exporting to a counting sink."""
+def tracing(*, exact: bool = False) -> tuple[Telemetry, CountingExporter, TracerProvider]:
+    """Tracing on: a batch span processor exporting to a counting sink; ``exact``: a simple
+    one, exporting each span as it ends, in the thread that ends it. An instruction count
+    wants that: the batch processor's export thread wakes on a timer, so how often it
+    runs within a count (and what it costs there) moves by ~100k a step (tel22)."""
     exporter = CountingExporter()
     provider = TracerProvider()
-    provider.add_span_processor(BatchSpanProcessor(exporter))
+    provider.add_span_processor((SimpleSpanProcessor if exact else BatchSpanProcessor)(exporter))
     return Telemetry(provider), exporter, provider
 
 

@@ -27,7 +27,6 @@ from regiment.models._api_errors import (
     long_wait,
     not_billed,
     request_note,
-    shown_url,
     stream_failed,
     unreadable_reply,
 )
@@ -164,7 +163,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
     def base_url(self) -> str:
         """The API address the client sends to (``server.address`` on ``chat`` spans),
         without a password its user part holds."""
-        return shown_url(self._client.base_url)
+        return self._shown_url(self._client.base_url)
 
     @property
     def sdk_spans(self) -> bool:

@@ -20,7 +20,6 @@ from regiment.models._api_errors import (
     no_answer,
     request_note,
     retry_note,
-    shown_url,
     stream_failed,
     unreadable_reply,
     without_echo,
@@ -169,7 +168,7 @@ class OpenAIModel(SDKModel[AsyncOpenAI, CallParams]):
     def base_url(self) -> str:
         """The API address the client sends to (``server.address`` on ``chat`` spans),
         without a password its user part holds."""
-        return shown_url(self._client.base_url)
+        return self._shown_url(self._client.base_url)
 
     def _params(self, request: ModelRequest) -> CallParams:
         settings = effective_settings(self._settings, request)

@@ -180,6 +180,16 @@ class SDKModel(Generic[ClientT, ParamsT]):
         """The SDK client in use."""
         return self._client
 
+    _shown: tuple[object, str] = (None, "")  # the client's base_url, and it as shown
+
+    def _shown_url(self, url: object) -> str:
+        """``url`` (the client's ``base_url``) as ``shown_url`` shows it, made again only for
+        another URL object (the SDK makes one when ``base_url`` is set anew): a traced call
+        reads ``base_url`` every time (issue #22)."""
+        if url is not self._shown[0]:
+            self._shown = (url, shown_url(url))
+        return self._shown[1]
+
     @property
     def sdk_spans(self) -> bool:
         """Whether the SDK client makes its own ``chat`` span for each call.

@@ -27,7 +27,7 @@ from opentelemetry.util.types import AttributeValue
 
 from regiment.actors import Actor, Envelope
 from regiment.errors import ConfigError
-from regiment.hierarchy._log_context import LOG_MARK, log_context
+from regiment.hierarchy._log_context import LOG_MARK
 from regiment.hierarchy._messages import (
     AssignStep,
     CancelStep,
@@ -229,19 +229,17 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
             return await self._outcome(job, now)
         cut: BaseException | None = None
         # The step's span is parented by the trace context its envelope carried,
-        # so a worker serving many runs links each step to its own run.
-        with (
-            self._telemetry.agent_span(
-                self._name,
-                parent_headers=job.headers,
-                run_id=assign.run_id,
-                step_id=assign.step.id,
-                plan_version=assign.plan_version,
-                attempt=assign.attempt,
-                attributes=self._span_attributes,
-            ) as span,
-            log_context(assign.run_id, assign.step.id, self._name),
-        ):
+        # so a worker serving many runs links each step to its own run. The log mark is
+        # _outcome's to set, as on an untraced step (setting it here too was 3 calls, #22).
+        with self._telemetry.agent_span(
+            self._name,
+            parent_headers=job.headers,
+            run_id=assign.run_id,
+            step_id=assign.step.id,
+            plan_version=assign.plan_version,
+            attempt=assign.attempt,
+            attributes=self._span_attributes,
+        ) as span:
             try:
                 report: StepReport | None = await self._outcome(job, now)
             except anyio.get_cancelled_exc_class() as exc:
@@ -272,7 +270,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
     async def _outcome(self, job: StepJob, now: float) -> StepReport:  # now: as it was taken
         assign = job.assign
         job.progress = progress = StepProgress()
-        # log_context's mark (see _run_step), set and reset with no Python call (issue #22)
+        # log_context's mark, set and reset with no Python call (issue #22)
         mark = LOG_MARK.set((assign.run_id, assign.step.id, self._name))
         try:
             if job.stop is not None:

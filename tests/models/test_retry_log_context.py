@@ -13,6 +13,7 @@ import logging
 from collections.abc import AsyncIterator
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
 
 from regiment.hierarchy import Planner, RunContextFilter, Team, Worker
 from regiment.models import (
@@ -22,6 +23,7 @@ from regiment.models import (
     ScriptedModel,
     text_response,
 )
+from regiment.telemetry import Telemetry
 
 from .messages_api import error, message
 from .standin import Reply, StandIn, serve
@@ -51,8 +53,12 @@ def context_filter(caplog: pytest.LogCaptureFixture) -> RunContextFilter:
     return added
 
 
+@pytest.mark.parametrize("traced", [False, True], ids=["untraced", "traced"])
 async def test_an_sdk_retry_in_a_step_carries_the_run_step_and_worker(
-    api: StandIn, caplog: pytest.LogCaptureFixture, context_filter: RunContextFilter
+    api: StandIn,
+    caplog: pytest.LogCaptureFixture,
+    context_filter: RunContextFilter,
+    traced: bool,
 ) -> None:
     api.queue(
         error(529, "overloaded_error", "Overloaded", **{"retry-after-ms": "1"}),
@@ -63,6 +69,7 @@ async def test_an_sdk_retry_in_a_step_carries_the_run_step_and_worker(
         name="t",
         planner=Planner(model=ScriptedModel(_planner)),
         workers=[Worker(name="greeter", description="Greets.", model=model)],
+        telemetry=Telemetry(TracerProvider(shutdown_on_exit=False)) if traced else None,
     )
     with caplog.at_level(logging.INFO, logger="anthropic"):
         async with model, team.start() as running:

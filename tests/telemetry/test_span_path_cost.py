@@ -15,6 +15,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 from regiment.hierarchy import Planner, Team, Worker
+from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.models import (
     Message,
@@ -88,6 +89,17 @@ async def test_a_step_s_spans_skip_the_generic_opening_path() -> None:
     three, spans_three = await _counted(3, generic)
     assert spans_three - spans_one == 2 * 2  # two more steps: an agent and a chat span each
     assert three == one  # the run's own spans (root, plan, synthesis) only
+
+
+async def test_a_traced_step_enters_no_log_context() -> None:
+    """A step's log mark is set once, by ``_outcome`` (a C call), traced or not: a traced
+    step entered ``log_context`` around it as well (3 Python calls a step). The records
+    still carry the step: tests/models/test_retry_log_context.py, traced."""
+    entered = _code_is(log_context.__enter__.__code__, log_context.__init__.__code__)
+    one, spans_one = await _counted(1, entered)
+    three, spans_three = await _counted(3, entered)
+    assert spans_three - spans_one == 2 * 2
+    assert three == one  # the planner side's (plan and synthesis calls) only
 
 
 async def test_a_traced_model_call_builds_no_settings_for_its_span() -> None:
