@@ -92,6 +92,7 @@ class Baseline:
     answer: str | None
     entries: tuple[Entry, ...]
     ledger: Ledger
+    seconds: float = 1.5  # from its first event to its first end (a pause, or done)
 
     @property
     def events(self) -> int:
@@ -108,7 +109,10 @@ def baseline(scenario: Scenario) -> Baseline:
     """The uninterrupted run (for ``approvals``: paused, approved, resumed once); its"""
     scenario.folder.mkdir(parents=True, exist_ok=True)
     child = Child(scenario, "baseline", "run", str(scenario.team), GOAL, "--app-dir", str(HERE))
+    child.first_event()
+    began = time.monotonic()
     code = child.wait()
+    seconds = time.monotonic() - began
     run_id, entries, _ = read_run(scenario.journal)
     if code == 3:
         for approval in pending(scenario.journal, run_id):
@@ -116,7 +120,7 @@ def baseline(scenario: Scenario) -> Baseline:
         code = Child(scenario, "resume", "resume", run_id).wait()
         run_id, entries, _ = read_run(scenario.journal, run_id)
     assert code == 0, f"the uninterrupted run exited {code}: {child.tail()}"
-    return Baseline(answer_of(entries), entries, Ledger(scenario.folder))
+    return Baseline(answer_of(entries), entries, Ledger(scenario.folder), seconds)
 
 
 def _category(code: int, child: Child) -> str:
@@ -146,8 +150,8 @@ class Trial:
 
     def _maybe_kill(self, child: Child, kill: bool) -> int:
         """Let the child end, or kill it at a random moment: mostly after a random one of
-        its events (a resume writes the replayed ones too; ``nested``: within 1.5 s of its
-        first); now and then within its first 1.5 s (start-up, the journal's open, the
+        its events (a resume writes the replayed ones too; ``nested``: within ``reach`` times the
+        time the uninterrupted run took from its first event to its first end); now and then within its first 1.5 s (start-up, the journal's open, the
         lease, the replay)."""
         if not kill:
             return child.wait()
@@ -155,7 +159,7 @@ class Trial:
             code = child.kill_after(self.rng.uniform(0, 1.5))
         elif self.scenario.name == "nested":  # its nested run's events are not in the file
             child.first_event()
-            code = child.kill_after(self.rng.uniform(0, 1.5))
+            code = child.kill_after(self.rng.uniform(0, self.base.seconds * self.reach))
         else:
             child.first_event()
             nth = self.rng.randint(1, max(1, int(self.base.events * self.reach)))
@@ -239,11 +243,12 @@ class Trial:
 
     def go(self) -> None:
         self.scenario.folder.mkdir(parents=True, exist_ok=True)
+        before = self.tally.kills
         self._run()
         if self.run_id is None:
             self.tally.anomaly([("no run", "every run was killed before it began")], "")
             return
-        kills = self.kills - 1
+        kills = self.kills - (self.tally.kills - before)  # a run that ended first: not one
         for _ in range(self.kills + 8):
             status = read_run(self.scenario.journal, self.run_id)[2]
             if status == "completed":

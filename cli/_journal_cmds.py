@@ -25,6 +25,7 @@ from regiment.errors import ConfigError, JournalError
 from regiment.journal import Journal, RunInfo
 
 __all__ = (
+    "NewerNotes",
     "add_journal_commands",
     "add_journal_option",
     "journal_exists",
@@ -175,7 +176,7 @@ async def runs_command(
                 "path, or run a goal with it first"
             )
         return 0  # the default journal, not made yet: no runs
-    notes = _Notes()  # the journal holds kinds of record a newer regiment wrote: said below
+    notes = NewerNotes()  # the journal holds kinds of record a newer regiment wrote: said below
     logging.getLogger("regiment.journal").addHandler(notes)
     try:
         journal = await open_cli_journal(spec, read_only=True, source=source)
@@ -195,8 +196,9 @@ async def runs_command(
     return 0
 
 
-class _Notes(logging.Handler):
-    """The journal's warning, as it opens, that it holds records a newer regiment wrote."""
+class NewerNotes(logging.Handler):
+    """The journal's warnings (as it opens, or as a read leaves records out) that it holds
+    records a newer regiment wrote: on the ``regiment.journal`` logger while a command reads."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)

@@ -14,6 +14,7 @@ import msgspec
 
 from regiment._text import visible
 from regiment.cli._journal_cmds import (
+    NewerNotes,
     journal_exists,
     no_run,
     open_cli_journal,
@@ -57,7 +58,7 @@ async def show_command(
     if not journal_exists(spec):
         raise ConfigError(f"no journal at {spec}, so no run {said(args.run_id)}")
     journal = await open_cli_journal(spec, read_only=True, source=source)
-    newer, log = _Newer(), logging.getLogger("regiment.journal")
+    newer, log = NewerNotes(), logging.getLogger("regiment.journal")
     log.addHandler(newer)
     try:
         info, entries = await read_run(journal, args.run_id)  # one snapshot: status and records
@@ -80,18 +81,6 @@ async def show_command(
         stdout.write(visible(text.getvalue()))
         stdout.flush()
     return 0
-
-
-class _Newer(logging.Handler):
-    """The journal's warnings that a read left out records a newer regiment wrote."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.notes: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if getattr(record, "newer_kinds", None):
-            self.notes.append(record.getMessage())
 
 
 def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:

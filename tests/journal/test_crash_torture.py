@@ -17,6 +17,7 @@ kills hundreds of times.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import anyio
@@ -34,7 +35,9 @@ async def _baseline(name: str, folder: Path) -> Baseline:
     journal = await open_journal(str(folder / "runs.db"))
     try:
         async with load_team(TEAMS[name]).start(journal=journal) as running:
+            began = time.monotonic()
             result = await running.run(GOAL)
+            seconds = time.monotonic() - began  # to its pause (approvals, nested) or its end
             if name in ("approvals", "nested"):
                 assert result.status == "paused"
                 for asked in result.pending_approvals:
@@ -43,7 +46,7 @@ async def _baseline(name: str, folder: Path) -> Baseline:
         entries = await journal.read(result.run_id)
     finally:
         await journal.close()
-    return Baseline(result.answer, entries, Ledger(folder))
+    return Baseline(result.answer, entries, Ledger(folder), seconds)
 
 
 @pytest.mark.parametrize(

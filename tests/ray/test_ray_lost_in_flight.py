@@ -7,9 +7,7 @@ step's retry on the other replica sends it again."""
 from __future__ import annotations
 
 import logging
-import os
 import re
-import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import ModuleType
@@ -21,8 +19,8 @@ from regiment.hierarchy._replay import Replay
 from regiment.journal import open_journal
 from regiment.models import Usage, priced
 
-from ..models import messages_api
-from ..models.standin import Reply, StandIn, serve
+from ..models.standin import StandIn
+from ._held import holding_api, kill_the_replica_while_it_holds
 from ._in_flight import CLAUDE, GOAL, USD, noting_team
 
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
@@ -30,26 +28,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # R
 
 @pytest.fixture
 async def api() -> AsyncIterator[StandIn]:
-    block: dict[str, object] = {
-        "type": "tool_use",
-        "id": "toolu_1",
-        "name": "note",
-        "input": {"text": "n1"},
-    }
-    async for server in serve(messages_api.message([{"type": "text", "text": "noted all"}])):
-        server.queue(messages_api.message([block], stop_reason="tool_use"))
-        server.queue(Reply(200, {}, hold=True))  # the second call: held until the kill
+    async for server in holding_api():
         yield server
-
-
-async def _kill_the_replica_while_it_holds(api: StandIn) -> None:
-    with anyio.fail_after(90):
-        while len(api.requests) < 2:  # woken by each request the stand-in gets
-            api.received = anyio.Event()
-            await api.received.wait()
-    # The note tool's result, in the held call's request, names the replica's process.
-    (pid,) = set(re.findall(r"noted in (\d+)", str(api.requests[1].body)))
-    os.kill(int(pid), signal.SIGKILL)
 
 
 @pytest.mark.parametrize("journaled", [False, True], ids=["no-journal", "journal"])
@@ -67,7 +47,7 @@ async def test_a_call_in_flight_on_a_lost_replica_is_charged_at_its_most(
             noting_team(api.base_url, replicas=2).start(journal=journal) as running,
             anyio.create_task_group() as tg,
         ):
-            tg.start_soon(_kill_the_replica_while_it_holds, api)
+            tg.start_soon(kill_the_replica_while_it_holds, api)
             result = await running.run(GOAL)
         entries = [] if journal is None else await journal.read(result.run_id)
     finally:

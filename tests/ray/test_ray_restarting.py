@@ -6,9 +6,6 @@ default): the step's retry waits for the restarted replica (up to
 from __future__ import annotations
 
 import logging
-import os
-import re
-import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import ModuleType
@@ -18,9 +15,9 @@ import pytest
 
 from regiment.hierarchy import RunFailed, StepErrored
 
-from ..models import messages_api
-from ..models.standin import Reply, StandIn, serve
+from ..models.standin import StandIn
 from . import _restart_hangs as dying
+from ._held import holding_api, kill_the_replica_while_it_holds
 from ._in_flight import GOAL, noting_team
 from ._restart_hangs import dying_team
 
@@ -29,25 +26,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # R
 
 @pytest.fixture
 async def api() -> AsyncIterator[StandIn]:
-    block: dict[str, object] = {
-        "type": "tool_use",
-        "id": "toolu_1",
-        "name": "note",
-        "input": {"text": "n1"},
-    }
-    async for server in serve(messages_api.message([{"type": "text", "text": "noted all"}])):
-        server.queue(messages_api.message([block], stop_reason="tool_use"))
-        server.queue(Reply(200, {}, hold=True))  # the second call: held until the kill
+    async for server in holding_api():
         yield server
-
-
-async def _kill_the_replica_while_it_holds(api: StandIn) -> None:
-    with anyio.fail_after(90):
-        while len(api.requests) < 2:  # woken by each request the stand-in gets
-            api.received = anyio.Event()
-            await api.received.wait()
-    (pid,) = set(re.findall(r"noted in (\d+)", str(api.requests[1].body)))
-    os.kill(int(pid), signal.SIGKILL)
 
 
 async def test_the_retry_waits_for_the_only_replica_ray_restarts(
@@ -58,7 +38,7 @@ async def test_the_retry_waits_for_the_only_replica_ray_restarts(
         noting_team(api.base_url, replicas=1).start() as running,
         anyio.create_task_group() as tg,
     ):
-        tg.start_soon(_kill_the_replica_while_it_holds, api)
+        tg.start_soon(kill_the_replica_while_it_holds, api)
         result = await running.run(GOAL)
     assert result.status == "completed", result.events
     assert len(result.plans) == 1  # retried, not replanned
