@@ -347,7 +347,7 @@ async def test_an_error_that_quotes_the_prompt_does_not_repeat_it(wire: Wire, ap
         with pytest.raises(ModelAPIError) as caught:
             await model.complete(request)
     said = str(caught.value)
-    assert "4111" not in said
+    assert "4111" not in said.replace(api.base_url, "")  # the server's port may hold 4111
     assert said.count("characters of the request]") == 3  # as JSON, as Python quotes, a part
     assert "more characters)" in said
     assert caught.value.permanent

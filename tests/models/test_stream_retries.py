@@ -189,5 +189,5 @@ async def test_an_error_event_that_quotes_the_prompt_does_not_repeat_it(
     async with wire.make(api, True, 2) as model:
         with pytest.raises(ModelAPIError, match="is not allowed") as caught:
             await model.complete(ModelRequest(messages=(Message.user(secret),)))
-    assert "4111" not in str(caught.value)
+    assert "4111" not in str(caught.value).replace(api.base_url, "")  # the port may hold 4111
     assert f"'[{len(secret)} characters of the request]'" in str(caught.value)
