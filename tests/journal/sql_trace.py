@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 from typing import NamedTuple
 
 from regiment.journal import SqliteJournal
@@ -18,12 +19,17 @@ def traced(journal: SqliteJournal) -> list[str]:
     return statements
 
 
-async def traced_reads(journal: SqliteJournal) -> list[str]:
-    """The statements the journal's reads run from now on (on their own connection,
-    opened here by a read)."""
+async def on_reads(journal: SqliteJournal) -> sqlite3.Connection:
+    """The connection the journal's reads run on (their own, opened here by a read), for
+    SQLite's own hooks (``set_trace_callback``, say)."""
     await journal.list_runs(limit=0)
+    return journal._reader._connection()  # type: ignore[union-attr,no-any-return]
+
+
+async def traced_reads(journal: SqliteJournal) -> list[str]:
+    """The statements the journal's reads run from now on."""
     statements: list[str] = []
-    journal._reader._connection().set_trace_callback(statements.append)  # type: ignore[union-attr]
+    (await on_reads(journal)).set_trace_callback(statements.append)
     return statements
 
 
