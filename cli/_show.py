@@ -21,6 +21,7 @@ from regiment.cli._journal_cmds import (
     resume_hint,
     said,
 )
+from regiment.cli._show_ends import with_ends
 from regiment.cli._show_marks import judgements, print_unfinished, step_mark
 from regiment.errors import ConfigError, JournalError, UnknownRun
 from regiment.journal import (
@@ -126,6 +127,7 @@ def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
             case RunCreated() | _:
                 pass
     steps = _with_unfinished_calls([*steps, *_in_flight(sent, asked.values())], records)
+    steps = with_ends(steps, records, info.run_id, info.status)  # from its closing event
     return {
         "run_id": info.run_id,
         "team": info.team,

@@ -8,14 +8,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TextIO
 
+from regiment.cli._show_ends import CLOSING_REPORT, OVER
 from regiment.journal import EventRecorded, Record
 
 __all__ = ("judgements", "print_unfinished", "step_mark")
 
 _GOING = ("dispatched", "awaiting_approval")  # a step with no report (yet)
-_OVER = ("completed", "partial", "failed", "cancelled")
-"""A run's statuses once it has ended: a step it left without a report goes on no more
-(a Ctrl-C can stop the team under the run before its steps report)."""
+_FROM_CLOSING = "from the run's closing report"
 
 
 def judgements(records: Sequence[Record]) -> dict[tuple[object, object], str]:
@@ -47,10 +46,10 @@ def step_mark(step: Mapping[str, object], shown: Mapping[str, object]) -> str:
         return str(step["judged"])
     if step["status"] == "awaiting_approval":  # `approve` refuses one of a run that ended
         return (
-            "undecided when the run ended"
-            if shown["status"] in _OVER
-            else "waits for a decision on"
+            "undecided when the run ended" if shown["status"] in OVER else "waits for a decision on"
         )
+    if step["ended_by"] == CLOSING_REPORT:  # it had no report: the run's end ended it
+        return f"{step['status']}, {_FROM_CLOSING}"
     if step["status"] != "dispatched":
         return str(step["status"])
     if shown["paused"] and shown["status"] in ("paused", "stalled"):
@@ -68,11 +67,16 @@ def print_unfinished(
     """A tool call of ``step`` started and never finished: its body may have acted before
     the cut (a cut it was when its step ended, or its run did; else it is in flight, or
     was when the run stopped, and a resume runs it again)."""
-    ended = step["status"] not in _GOING or shown["status"] in _OVER
+    ended = step["status"] not in _GOING or shown["status"] in OVER
     arguments = json.dumps(call["arguments"], sort_keys=True)
     how = (
         "cut short: started, never finished; what it did before the cut is not recorded"
         if ended
         else "started, no result yet (in flight when the run stopped, or still running)"
     )
+    outcome = call["outcome"]
+    if call["ended_by"] == CLOSING_REPORT and outcome != "cut":  # (a timeout's, say)
+        how = f"started, its result not journaled; ended {outcome!r}, {_FROM_CLOSING}"
+    elif call["ended_by"] == CLOSING_REPORT:
+        how = f"{how}; ended 'cut', {_FROM_CLOSING}"
     print(f"    call {call['tool']}({arguments}) [{how}]", file=stdout)

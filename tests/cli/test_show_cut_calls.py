@@ -58,7 +58,7 @@ async def test_show_lists_a_call_cut_mid_body_as_started_and_never_finished(
     assert out.splitlines()[3:5] == [
         "  v1 s1 [cancelled] cancelled by the planner: the run is ending",
         '    call charge({"order": "7"}) [cut short: started, never finished; what it did '
-        "before the cut is not recorded]",
+        "before the cut is not recorded; ended 'cut', from the run's closing report]",
     ]
     code, out, err = await run_cli("show", run_id, "--json", "--journal", path)
     assert code == 0, err
@@ -70,5 +70,7 @@ async def test_show_lists_a_call_cut_mid_body_as_started_and_never_finished(
             "call_id": "c1",
             "arguments": {"order": "7"},
             "idempotency_key": f"{run_id}/v1/s1/0",
+            "outcome": "cut",  # as the run's closing event's report of s1 says
+            "ended_by": "closing_report",
         }
     ]
