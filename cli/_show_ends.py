@@ -82,11 +82,13 @@ def _end(
     closing: ev.RunCompleted | ev.RunFailed,
     run_id: str,
 ) -> None:
-    """End ``step`` (if ``going``) and its ``calls`` as ``OpenEnds`` does from ``closing``
-    (one ``OpenEnds`` a step: scripted call ids repeat from one step to the next)."""
+    """End ``step`` (if ``going``) and its ``calls`` as ``OpenEnds`` does from ``closing``:
+    one ``OpenEnds`` a step, told only its plan version's reports (``OpenEnds`` knows a
+    call by its step id and call id, and a scripted model's call ids repeat)."""
     opened = OpenEnds(clock=float)  # (a duration is not shown: the journal has none)
     worker, step_id, version = str(step["worker"]), str(step["step_id"]), step["plan_version"]
     assert isinstance(version, int)
+    closing = _of_version(closing, version)
     if going:
         opened.see(
             ev.StepDispatched(
@@ -123,3 +125,14 @@ def _end(
                 pass
     for call in calls:
         call["outcome"], call["ended_by"] = outcomes.get(str(call["call_id"])), CLOSING_REPORT
+
+
+def _of_version(
+    closing: ev.RunCompleted | ev.RunFailed, version: int
+) -> ev.RunCompleted | ev.RunFailed:
+    """``closing`` with the step reports of plan version ``version`` only."""
+    replace = msgspec.structs.replace
+    if isinstance(closing, ev.RunFailed):
+        return replace(closing, steps=tuple(r for r in closing.steps if r.plan_version == version))
+    steps = tuple(r for r in closing.result.steps if r.plan_version == version)
+    return replace(closing, result=replace(closing.result, steps=steps))

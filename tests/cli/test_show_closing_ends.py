@@ -165,3 +165,52 @@ async def test_a_pause_s_result_is_not_taken_for_the_run_s_closing_event(tmp_pat
     shown = json.loads(out)
     assert shown["status"] == "cancelled"
     assert [(s["status"], s["ended_by"]) for s in shown["steps"]] == [("dispatched", None)] * 2
+
+
+def _report(run_id: str, version: int, outcome: str) -> StepReport:
+    call = ToolOutcome(
+        tool="issue_refund", call_id="call-0", arguments={}, content="", error_type=outcome
+    )
+    return StepReport(
+        run_id=run_id,
+        plan_version=version,
+        step_id="s1",
+        attempt=1,
+        worker="billing",
+        status="cancelled",
+        error=f"v{version}",
+        tool_outcomes=(call,),
+    )
+
+
+async def test_a_step_id_planned_again_ends_from_its_own_version_s_report(tmp_path: Path) -> None:
+    # s1 of v1, cut by a replan, and s1 of v2, cut by the cancel: each call "call-0" (a
+    # scripted model's ids repeat); each ends as its own version's report says.
+    journal, run_id = str(tmp_path / "runs.db"), new_id()
+    records: list[Record] = []
+    for version in (1, 2):
+        records += [
+            PlanVersion(run_id=run_id, version=version, plan={"version": version, "steps": []}),
+            StepDispatched(run_id=run_id, plan_version=version, step_id="s1", worker="billing"),
+            msgspec.structs.replace(intent(run_id), plan_version=version),
+        ]
+    steps = (_report(run_id, 2, "timeout"), _report(run_id, 1, "cut"))
+    failed = RunFailed(run_id=run_id, error_type="RunCancelled", message="stop", steps=steps)
+    records += [
+        EventRecorded(run_id=run_id, kind="RunFailed", event=msgspec.to_builtins(failed)),
+        RunFinished(run_id=run_id, status="cancelled", error="RunCancelled: stop"),
+    ]
+    opened = await open_journal(journal)
+    try:
+        lease = await opened.create_run(created(run_id), owner="gone:1", ttl=0.001)
+        await opened.append_all(lease, records)
+        await opened.release(lease)
+    finally:
+        await opened.close()
+    code, out, err = await run_cli("show", run_id, "--json", "--journal", journal)
+    assert code == 0, err
+    ends = [
+        (s["plan_version"], s["error"], [c["outcome"] for c in s["unfinished_calls"]])
+        for s in json.loads(out)["steps"]
+    ]
+    assert ends == [(1, "v1", ["cut"]), (2, "v2", ["timeout"])]
