@@ -71,9 +71,11 @@ async def show_command(
     finally:
         log.removeHandler(newer)
         await journal.close()
-    shown = _shown(info, records)
-    if newer.notes:  # records a newer regiment wrote: shown without them, and said so
-        shown["not_shown"] = newer.notes
+    notes: list[str] = []  # what is shown without what it could not read, and why
+    shown = _shown(info, records, notes)
+    notes[:0] = newer.notes  # records a newer regiment wrote: shown without them
+    if notes:
+        shown["not_shown"] = notes
     if args.json:
         print(json.dumps(shown), file=stdout)
     else:  # what models and tools wrote, control characters as \xNN (JSON escapes them)
@@ -84,7 +86,7 @@ async def show_command(
     return 0
 
 
-def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
+def _shown(info: RunInfo, records: Sequence[Record], notes: list[str]) -> dict[str, object]:
     plans: list[object] = []
     steps: list[dict[str, object]] = []
     answer, usage, error = None, None, None
@@ -127,7 +129,7 @@ def _shown(info: RunInfo, records: Sequence[Record]) -> dict[str, object]:
             case RunCreated() | _:
                 pass
     steps = _with_unfinished_calls([*steps, *_in_flight(sent, asked.values())], records)
-    steps = with_ends(steps, records, info.run_id, info.status)  # from its closing event
+    steps = with_ends(steps, records, info.run_id, info.status, notes)  # from its closing event
     return {
         "run_id": info.run_id,
         "team": info.team,

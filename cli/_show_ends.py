@@ -6,7 +6,6 @@ resume went on with it): those are open, not cut by a report that does not exist
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 import msgspec
@@ -24,7 +23,6 @@ OVER = ("completed", "partial", "failed", "cancelled")
 """A run's statuses once it has ended: a step it left without a report goes on no more
 (a Ctrl-C can stop the team under the run before its steps report)."""
 
-_log = logging.getLogger("regiment.cli")
 _CLOSINGS: dict[str, type[ev.RunCompleted | ev.RunFailed]] = {
     "RunCompleted": ev.RunCompleted,
     "RunFailed": ev.RunFailed,
@@ -32,13 +30,18 @@ _CLOSINGS: dict[str, type[ev.RunCompleted | ev.RunFailed]] = {
 
 
 def with_ends(
-    steps: list[dict[str, object]], records: Sequence[Record], run_id: str, status: str
+    steps: list[dict[str, object]],
+    records: Sequence[Record],
+    run_id: str,
+    status: str,
+    notes: list[str],
 ) -> list[dict[str, object]]:
     """``steps`` (``show``'s), each with ``ended_by``: ``"report"`` (its report is
     journaled), ``"closing_report"`` (ended as the run's closing event says: its
     ``status`` and ``error`` or ``output`` from there) or ``None`` (open); and each of
-    their ``unfinished_calls`` with its ``outcome`` and ``ended_by`` (``None``: open)."""
-    closing = _closing(records, run_id) if status in OVER else None
+    their ``unfinished_calls`` with its ``outcome`` and ``ended_by`` (``None``: open).
+    A closing event that cannot be read leaves them open, and ``notes`` says so."""
+    closing = _closing(records, notes) if status in OVER else None
     for step in steps:
         going = step["status"] in ("dispatched", "awaiting_approval")
         step["ended_by"] = None if going else "report"
@@ -51,7 +54,7 @@ def with_ends(
     return steps
 
 
-def _closing(records: Sequence[Record], run_id: str) -> ev.RunCompleted | ev.RunFailed | None:
+def _closing(records: Sequence[Record], notes: list[str]) -> ev.RunCompleted | ev.RunFailed | None:
     """The run's last ``RunCompleted`` or ``RunFailed``, as journaled (``None``: none); a
     pause's ``RunCompleted`` is no end (a run cancelled while paused has none after it)."""
     last = None
@@ -65,12 +68,9 @@ def _closing(records: Sequence[Record], run_id: str) -> ev.RunCompleted | ev.Run
     try:
         return msgspec.convert(last.event, _CLOSINGS[last.kind])
     except msgspec.ValidationError as exc:  # shown without the ends, and said so
-        _log.warning(
-            "run %s: its closing event (%s) could not be read, so the steps and tool calls "
-            "it ended are shown with no end: %s",
-            run_id,
-            last.kind,
-            exc,
+        notes.append(
+            f"its closing event ({last.kind}) could not be read ({exc}), so the steps and "
+            "tool calls it ended are shown with no end"
         )
         return None
 

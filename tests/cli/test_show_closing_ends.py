@@ -16,6 +16,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from regiment._json import JsonValue
 from regiment.hierarchy import RunCompleted, RunFailed, RunResult, StepReport, ToolOutcome
 from regiment.journal import (
     EventRecorded,
@@ -214,3 +215,34 @@ async def test_a_step_id_planned_again_ends_from_its_own_version_s_report(tmp_pa
         for s in json.loads(out)["steps"]
     ]
     assert ends == [(1, "v1", ["cut"]), (2, "v2", ["timeout"])]
+
+
+async def test_a_closing_event_that_cannot_be_read_is_said(tmp_path: Path) -> None:
+    # It was left out with a log line nobody saw (show prints no log): the steps read as
+    # ended by nothing, with no word why.
+    journal, run_id = str(tmp_path / "runs.db"), new_id()
+    broken: dict[str, JsonValue] = {"type": "RunFailed", "run_id": run_id, "steps": "no list"}
+    records: list[Record] = [
+        StepDispatched(run_id=run_id, plan_version=1, step_id="s1", worker="billing"),
+        intent(run_id),
+        EventRecorded(run_id=run_id, kind="RunFailed", event=broken),
+        RunFinished(run_id=run_id, status="failed", error="RunCancelled: stop"),
+    ]
+    opened = await open_journal(journal)
+    try:
+        lease = await opened.create_run(created(run_id), owner="gone:1", ttl=0.001)
+        await opened.append_all(lease, records)
+        await opened.release(lease)
+    finally:
+        await opened.close()
+    note = "its closing event (RunFailed) could not be read (Expected `array`, got `str`"
+    code, out, err = await run_cli("show", run_id, "--journal", journal)
+    assert code == 0, err
+    assert f"note: {note}" in out
+    assert "so the steps and tool calls it ended are shown with no end\n" in out
+    code, out, err = await run_cli("show", run_id, "--json", "--journal", journal)
+    assert code == 0, err
+    shown = json.loads(out)
+    (said,) = shown["not_shown"]
+    assert said.startswith(note)
+    assert [s["ended_by"] for s in shown["steps"]] == [None]
