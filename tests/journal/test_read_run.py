@@ -75,13 +75,14 @@ async def _read_across_sqlite_commit(journal: SqliteJournal, where: str, run_id:
 
 
 def _commit_once_waited(holder: psycopg.Connection[object], where: str) -> None:
-    """Commit ``holder``'s transaction once another session waits for one of its locks."""
+    """Commit ``holder``'s transaction once a read of records waits for its lock."""
     deadline = time.monotonic() + _WAIT
     with psycopg.connect(where, autocommit=True) as watcher:
-        while not watcher.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
-            (holder.info.backend_pid,),
-        ).fetchone() == (1,):
+        while watcher.execute(  # (the read's records statement: no autovacuum, say)
+            "SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))"
+            " AND backend_type = 'client backend' AND query LIKE %s",
+            (holder.info.backend_pid, f"%{_RECORDS_READ}%"),
+        ).fetchone() != (1,):
             assert time.monotonic() < deadline, "the read never waited for journal_records"
             time.sleep(0.01)
     holder.commit()
