@@ -1,5 +1,6 @@
 """``regiment show RUN_ID``: a run as its journal records it (plan versions, steps with their
-status, output and unfinished tool calls, answer, usage), as text or one JSON object."""
+status, output and unfinished tool calls, answer, usage), as text or one JSON object; what
+an ended run cut gets its end from the run's closing event (``_show_ends``)."""
 
 from __future__ import annotations
 
