@@ -28,7 +28,12 @@ from regiment.hierarchy.workers._ray_cluster import ClusterProbe
 from regiment.hierarchy.workers._ray_conduit import StepConduit
 from regiment.hierarchy.workers._ray_host import HostedWorker, StepHost
 from regiment.hierarchy.workers._ray_join import import_ray, join_ray, require_asyncio
-from regiment.hierarchy.workers._ray_logs import follow_logs, take_logs, wanted_levels
+from regiment.hierarchy.workers._ray_logs import (
+    LogReader,
+    follow_logs,
+    take_logs,
+    wanted_levels,
+)
 from regiment.hierarchy.workers._ray_mcp import PlacedTools, ReplicaServers
 from regiment.hierarchy.workers._ray_recipe import hosted_worker
 from regiment.hierarchy.workers._ray_replica import replica_back, start_error
@@ -265,6 +270,9 @@ class RayReplicas:
         else:
             self._down.add(index)
 
+    def _gone(self) -> bool:
+        return self.cluster.went is not None
+
     async def follow_logs(self) -> None:
         """Log the records the replicas make between steps here as they make them, until
         cancelled; run by each of the pool's worker actors, done by the first."""
@@ -272,8 +280,8 @@ class RayReplicas:
             return
         self._following = True
         try:
-            where = (_CONTROL, self.name, self._start_timeout)
-            await follow_logs(self._ray, self._handles, where, self._seen)
+            reader = LogReader(_CONTROL, self.name, self._start_timeout, self._seen, self._gone)
+            await follow_logs(self._ray, self._handles, reader)
         finally:
             self._following = False
 

@@ -29,6 +29,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, final
 
 import anyio
@@ -41,6 +42,7 @@ from regiment.hierarchy.workers._wire import LogRecorded, decode_messages
 
 __all__ = (
     "KEPT",
+    "LogReader",
     "ReplicaLogHandler",
     "follow_logs",
     "log_again",
@@ -276,61 +278,76 @@ async def take_from(handle: Any, index: int, group: str, label: str) -> None:
                 log_again(recorded, None, label, index)
 
 
-async def follow_logs(
-    ray: Any,
-    handles: Sequence[Any],
-    where: tuple[str, str, float],
-    seen: Callable[[int, bool], None],
-) -> None:
-    """Log again here, as soon as a replica keeps them, the records it makes outside a
-    step (between steps: an MCP server restarted, a tool's own thread), rather than only
-    with its next step or as the team stops; until cancelled (the team stops).
+@final
+@dataclass(frozen=True, slots=True)
+class LogReader:
+    """How :func:`follow_logs` reads a pool's replicas.
 
-    Args:
-        ray: the ``ray`` module.
-        handles: the pool's replicas.
-        where: the replicas' control concurrency group, the worker or pool they serve,
-            and how long Ray may take to restart one (``Ray(start_timeout=...)``).
+    Attributes:
+        group: the replicas' control concurrency group.
+        label: the worker or pool they serve.
+        within: how long Ray may take to restart one (``Ray(start_timeout=...)``).
         seen: told ``(index, False)`` when a replica's reader found it lost (Ray is
             restarting it), ``(index, True)`` once it answers again.
+        gone: whether the pool's Ray cluster is known to be gone (nothing to read).
     """
+
+    group: str
+    label: str
+    within: float
+    seen: Callable[[int, bool], None]
+    gone: Callable[[], bool]
+
+
+async def follow_logs(ray: Any, handles: Sequence[Any], reader: LogReader) -> None:
+    """Log again here, as soon as a replica keeps them, the records it makes outside a
+    step (between steps: an MCP server restarted, a tool's own thread), rather than only
+    with its next step or as the team stops; until cancelled (the team stops), for each
+    replica of ``handles`` (``ray``: the module)."""
     async with anyio.create_task_group() as tg:
         for index, handle in enumerate(handles):
-            tg.start_soon(_follow, ray, handle, index, where, seen)
+            tg.start_soon(_follow, ray, handle, index, reader)
 
 
-async def _follow(
-    ray: Any,
-    handle: Any,
-    index: int,
-    where: tuple[str, str, float],
-    seen: Callable[[int, bool], None],
-) -> None:
-    group, label, within = where
-    while True:
-        stream = handle.log_news.options(concurrency_group=group).remote()
+async def _follow(ray: Any, handle: Any, index: int, reader: LogReader) -> None:
+    group, label = reader.group, reader.label
+    while not reader.gone():
+        stream = None
         try:
+            stream = handle.log_news.options(concurrency_group=group).remote()
             async for item in stream:  # an item each time the replica keeps records
                 await item  # (an error item: the replica died)
                 await take_from(handle, index, group, label)
             return  # the replica ended the call (not while the team lives)
         except ray.exceptions.RayActorError as exc:  # lost: Ray restarts it, or it is gone
-            seen(index, False)
+            reader.seen(index, False)
             _log.debug("Ray replica %d of '%s' was lost (%r)", index, label, exc)
         except Exception as exc:
-            _log.warning(_UNREAD, index, label, type(exc).__name__, exc)
+            if not reader.gone():  # (a cluster gone: said once, as the step that found it)
+                _log.warning(_UNREAD, index, label, type(exc).__name__, exc)
             return
         finally:
-            with contextlib.suppress(Exception):
-                ray.cancel(stream)  # (the team stops: the replica stops waiting too)
+            if stream is not None:
+                with contextlib.suppress(Exception):
+                    ray.cancel(stream)  # (the team stops: the replica stops waiting too)
+        if await _back(ray, handle, index, reader):
+            reader.seen(index, True)
+
+
+async def _back(ray: Any, handle: Any, index: int, reader: LogReader) -> bool:
+    """Whether the lost replica answers again (Ray restarted it); asked until it does,
+    unless it is gone for good or reading it failed (``False``: said, read no more)."""
+    ready = handle.ready.options(concurrency_group=reader.group).remote
+    while not reader.gone():
         try:
-            ready = handle.ready.options(concurrency_group=group).remote
-            await when_back(ready, ray.exceptions.ActorUnavailableError, within)
+            await when_back(ready, ray.exceptions.ActorUnavailableError, reader.within)
         except TimeoutError:
             continue  # still restarting: asked again
         except ray.exceptions.RayActorError:
-            return  # gone for good (its max_restarts used): nothing more to read
+            return False  # gone for good (its max_restarts used): nothing more to read
         except Exception as exc:
-            _log.warning(_UNREAD, index, label, type(exc).__name__, exc)
-            return
-        seen(index, True)
+            if not reader.gone():
+                _log.warning(_UNREAD, index, reader.label, type(exc).__name__, exc)
+            return False
+        return True
+    return False
