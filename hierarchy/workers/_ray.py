@@ -347,10 +347,12 @@ class RayReplicas:
         self._users -= 1
         if self._users > 0 or self.cluster.went is not None:  # (gone: nothing answers there)
             return
-        await stop_replicas(self._ray, self._handles, self.name, self.mcp, _CONTROL)
+        await stop_replicas(self._ray, self._handles, (self.name, _CONTROL), self.mcp, self._gone)
         self.kill()
 
     def kill(self) -> None:
+        if self.cluster.went is not None:  # left Ray: a Ray call would start a new one
+            return
         for handle in self._handles:
             with contextlib.suppress(Exception):
                 self._ray.kill(handle, no_restart=True)

@@ -278,6 +278,10 @@ async def take_from(handle: Any, index: int, group: str, label: str) -> None:
                 log_again(recorded, None, label, index)
 
 
+class _Gone(Exception):
+    """The pool's cluster is gone: its replicas are asked nothing more."""
+
+
 @final
 @dataclass(frozen=True, slots=True)
 class LogReader:
@@ -317,6 +321,8 @@ async def _follow(ray: Any, handle: Any, index: int, reader: LogReader) -> None:
             stream = handle.log_news.options(concurrency_group=group).remote()
             async for item in stream:  # an item each time the replica keeps records
                 await item  # (an error item: the replica died)
+                if reader.gone():
+                    return
                 await take_from(handle, index, group, label)
             return  # the replica ended the call (not while the team lives)
         except ray.exceptions.RayActorError as exc:  # lost: Ray restarts it, or it is gone
@@ -327,9 +333,11 @@ async def _follow(ray: Any, handle: Any, index: int, reader: LogReader) -> None:
                 _log.warning(_UNREAD, index, label, type(exc).__name__, exc)
             return
         finally:
-            if stream is not None:
+            # (the team stops: the replica stops waiting too). Never once the cluster is
+            # gone: this process has left Ray then, and a Ray call would start a new one.
+            if stream is not None and not reader.gone():
                 with contextlib.suppress(Exception):
-                    ray.cancel(stream)  # (the team stops: the replica stops waiting too)
+                    ray.cancel(stream)
         if await _back(ray, handle, index, reader):
             reader.seen(index, True)
 
@@ -338,13 +346,21 @@ async def _back(ray: Any, handle: Any, index: int, reader: LogReader) -> bool:
     """Whether the lost replica answers again (Ray restarted it); asked until it does,
     unless it is gone for good or reading it failed (``False``: said, read no more)."""
     ready = handle.ready.options(concurrency_group=reader.group).remote
+
+    async def ask() -> object:
+        if reader.gone():  # left Ray (a call would start a new one): asked no more
+            raise _Gone
+        return await ready()
+
     while not reader.gone():
         try:
-            await when_back(ready, ray.exceptions.ActorUnavailableError, reader.within)
+            await when_back(ask, ray.exceptions.ActorUnavailableError, reader.within)
         except TimeoutError:
             continue  # still restarting: asked again
         except ray.exceptions.RayActorError:
             return False  # gone for good (its max_restarts used): nothing more to read
+        except _Gone:
+            return False
         except Exception as exc:
             if not reader.gone():
                 _log.warning(_UNREAD, index, reader.label, type(exc).__name__, exc)

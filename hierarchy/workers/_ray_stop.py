@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
@@ -34,18 +34,28 @@ _KILLED = (
 
 
 async def stop_replicas(
-    ray: Any, handles: Sequence[Any], label: str, mcp: ReplicaServers, group: str
+    ray: Any,
+    handles: Sequence[Any],
+    where: tuple[str, str],
+    mcp: ReplicaServers,
+    gone: Callable[[], bool],
 ) -> None:
-    """Stop the replicas ``handles`` of worker or pool ``label`` (their control
-    concurrency group: ``group``): those that answer stop their MCP servers, hand their
-    log records over and export their spans; the others are killed at once, saying so.
-    Shielded: the team's stop is under way. The caller kills them all afterwards."""
+    """Stop the replicas ``handles`` (``where``: the worker or pool they serve, and their
+    control concurrency group): those that answer stop their MCP servers, hand their
+    log records over and export their spans; the others are killed at once, saying so
+    (unless the cluster is ``gone`` by then: this process has left Ray). Shielded: the
+    team's stop is under way. The caller kills them all afterwards."""
+    label, group = where
     with anyio.CancelScope(shield=True):
         answering: list[int] = []
         async with anyio.create_task_group() as tg:
             for index, handle in enumerate(handles):
-                tg.start_soon(_answers, ray, (index, handle), label, group, answering)
+                tg.start_soon(_answers, ray, (index, handle), where, gone, answering)
+        if gone():
+            return
         await mcp.stop(_MCP_STOP_WAIT, sorted(answering))
+        if gone():
+            return
         with anyio.move_on_after(_HAND_OVER_WAIT):
             async with anyio.create_task_group() as tg:
                 for index in sorted(answering):
@@ -53,10 +63,15 @@ async def stop_replicas(
 
 
 async def _answers(
-    ray: Any, replica: tuple[int, Any], label: str, group: str, answering: list[int]
+    ray: Any,
+    replica: tuple[int, Any],
+    where: tuple[str, str],
+    gone: Callable[[], bool],
+    answering: list[int],
 ) -> None:
     """Add the replica to ``answering`` if it answers within the grace; else kill it."""
     index, handle = replica
+    label, group = where
     try:
         with anyio.fail_after(STOP_GRACE):
             await handle.ready.options(concurrency_group=group).remote()
@@ -71,6 +86,8 @@ async def _answers(
         why = f"{type(exc).__name__}: {exc}"
     else:
         answering.append(index)
+        return
+    if gone():  # (another pool found the cluster gone meanwhile: said there)
         return
     with contextlib.suppress(Exception):
         ray.kill(handle, no_restart=True)
