@@ -9,7 +9,6 @@ worker starts; ``import regiment`` never loads it.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import itertools
 import logging
@@ -19,28 +18,31 @@ from typing import Any, final
 import anyio
 
 from regiment.errors import ConfigError, WorkerLost
-from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.guard._types import Guardrail
-from regiment.hierarchy.workers._approval_gate import Approvals
-from regiment.hierarchy.workers._journal_calls import RunCalls, RunLookup
 from regiment.hierarchy.workers._live import LiveWorker
-from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._placement import Ray, by_pool, not_started
+from regiment.hierarchy.workers._ray_actor import RayWorkerActor, RunLinks
 from regiment.hierarchy.workers._ray_cluster import ClusterProbe
 from regiment.hierarchy.workers._ray_conduit import StepConduit
 from regiment.hierarchy.workers._ray_host import HostedWorker, StepHost
 from regiment.hierarchy.workers._ray_join import import_ray, join_ray, require_asyncio
-from regiment.hierarchy.workers._ray_logs import take_logs, wanted_levels
+from regiment.hierarchy.workers._ray_logs import (
+    LogReader,
+    follow_logs,
+    take_logs,
+    wanted_levels,
+)
 from regiment.hierarchy.workers._ray_mcp import PlacedTools, ReplicaServers
 from regiment.hierarchy.workers._ray_recipe import hosted_worker
 from regiment.hierarchy.workers._ray_replica import replica_back, start_error
+from regiment.hierarchy.workers._ray_stop import stop_replicas
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._wire import step_key
-from regiment.hierarchy.workers._worker import Worker, WorkerSpec, step_limits
+from regiment.hierarchy.workers._worker import Worker, WorkerSpec
 from regiment.models import ModelSettings
-from regiment.telemetry import Telemetry, inject
+from regiment.telemetry import Telemetry
 
 __all__ = ("RayReplicas", "RayWorkerActor", "RunLinks", "start_ray_workers")
 
@@ -130,6 +132,10 @@ class RayReplicas:
         self._start_timeout = start_timeout  # also how long a restarting one is waited for
         self._turn = itertools.count()
         self._users = 0
+        # Replicas lost (a step's, or their log reader's call died) that have not answered
+        # since: a step's first try goes to another, keeping its retry for a later loss.
+        self._down: set[int] = set()
+        self._following = False  # one of the pool's worker actors reads its replicas' logs
         # its workers' MCP servers (a restarted replica has start_timeout to come back)
         unavailable = ray.exceptions.ActorUnavailableError
         self.mcp = ReplicaServers(handles, "on its Ray replica", unavailable, start_timeout)
@@ -159,7 +165,8 @@ class RayReplicas:
             "max_concurrency": sum(w.max_concurrent_steps for w in workers) + 3,
         }
         # Acks have their own group: steps awaiting acks may fill the default one.
-        host = ray.remote(concurrency_groups={_CONTROL: 4})(StepHost).options(**options)
+        # (and the call that tells the caller of records kept between steps: held)
+        host = ray.remote(concurrency_groups={_CONTROL: 5})(StepHost).options(**options)
         # Pickled here, unpickled once the replica logs for the caller: what importing
         # a build's module logs there reaches this process too.
         packed = ray.cloudpickle.dumps([hosted[w.name] for w in workers])
@@ -212,11 +219,12 @@ class RayReplicas:
             ClusterLost: the Ray cluster itself is gone: no retry, nor replan, can help.
         """
         self.cluster.check(worker)  # gone already: no replica to try
-        key, first = step_key(assign), next(self._turn) % len(self._handles)
+        key, first = step_key(assign), self._live_from(next(self._turn))
         try:
             return await self._step_on(first, worker, conduit, key, headers)
         except WorkerLost as lost:
             self.mcp.lost(first)
+            self._down.add(first)
             if await self.cluster.gone():
                 raise self.cluster.lost(worker, lost) from lost
             extra = {"run_id": assign.run_id, "step_id": assign.step.id, "worker": worker}
@@ -224,13 +232,14 @@ class RayReplicas:
             retry = "%s %s: %s; retrying once on %s"
             on = "it, once Ray has restarted it" if one else "another replica"
             _log.warning(retry, worker, assign.step.id, lost, on, extra=extra)
-        other = (first + 1) % len(self._handles)
+        other = self._live_from(first + 1, first)
         try:  # the only replica, or both died: wait for the one Ray restarts
             back = (self._ray, self._handles[other], self._start_timeout, _CONTROL, first_loss)
             await self.cluster.watched(functools.partial(replica_back, *back), worker)
             return await self._step_on(other, worker, conduit, key, headers)
         except WorkerLost as lost:
             self.mcp.lost(other)
+            self._down.add(other)
             if await self.cluster.gone():
                 raise self.cluster.lost(worker, lost) from lost
             raise
@@ -241,8 +250,40 @@ class RayReplicas:
         await self.mcp.revive(index, worker)  # its MCP servers, if Ray restarted it
         conduit.replica = index
         report = await self._call(self._handles[index], conduit, key, headers)
+        self._down.discard(index)  # it answers
         await self.mcp.refresh(index, conduit.tools_version)  # a server changed its tools
         return report
+
+    def _live_from(self, start: int, avoid: int = -1) -> int:
+        """The first replica from ``start`` on, in turn, not known to be down (nor
+        ``avoid``); if there is none, ``start``'s own."""
+        count = len(self._handles)
+        for index in ((start + k) % count for k in range(count)):
+            if index != avoid and index not in self._down:
+                return index
+        return start % count
+
+    def _seen(self, index: int, up: bool) -> None:
+        """The log reader found replica ``index`` lost (``up`` false), or answering again."""
+        if up:
+            self._down.discard(index)
+        else:
+            self._down.add(index)
+
+    def _gone(self) -> bool:
+        return self.cluster.went is not None
+
+    async def follow_logs(self) -> None:
+        """Log the records the replicas make between steps here as they make them, until
+        cancelled; run by each of the pool's worker actors, done by the first."""
+        if self._following or self.cluster.went is not None:
+            return
+        self._following = True
+        try:
+            reader = LogReader(_CONTROL, self.name, self._start_timeout, self._seen, self._gone)
+            await follow_logs(self._ray, self._handles, reader)
+        finally:
+            self._following = False
 
     async def _call(
         self, handle: Any, conduit: StepConduit, key: str, headers: dict[str, str]
@@ -301,19 +342,17 @@ class RayReplicas:
         return data
 
     async def release(self) -> None:
-        """A worker actor stopped; the last one flushes the replicas' spans and ends them."""
+        """A worker actor stopped; the last one stops the replicas' MCP servers, takes
+        their log records, flushes their spans (those that answer) and ends them."""
         self._users -= 1
         if self._users > 0 or self.cluster.went is not None:  # (gone: nothing answers there)
             return
-        await self.mcp.stop(_MCP_STOP_WAIT)
-        with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
-            await take_logs(self._handles, _CONTROL, self.name)  # made since the last step
-            for handle in self._handles:
-                with contextlib.suppress(Exception):
-                    await handle.flush.remote()
+        await stop_replicas(self._ray, self._handles, (self.name, _CONTROL), self.mcp, self._gone)
         self.kill()
 
     def kill(self) -> None:
+        if self.cluster.went is not None:  # left Ray: a Ray call would start a new one
+            return
         for handle in self._handles:
             with contextlib.suppress(Exception):
                 self._ray.kill(handle, no_restart=True)
@@ -321,76 +360,3 @@ class RayReplicas:
 
 async def _ack(handle: Any, key: str, seq: int, payload: bytes) -> object:
     return await handle.ack.options(concurrency_group=_CONTROL).remote(key, seq, payload)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class RunLinks:
-    """The team's ways to a step's run: its calls (journal, deps), its live events, approvals."""
-
-    runs: RunLookup | None = None
-    channels: Mapping[str, LiveChannel] = dataclasses.field(default_factory=dict)
-    approvals: Approvals | None = None
-
-
-class RayWorkerActor(StepActor):
-    """Hands a Ray-placed worker's steps to its replicas; the step bookkeeping
-    (queueing, cancel scopes, timeouts, one report per step) is the shared one."""
-
-    def __init__(
-        self,
-        worker: Worker,
-        telemetry: Telemetry,
-        replicas: RayReplicas,
-        links: RunLinks | None = None,
-        *,
-        tools: PlacedTools | None = None,
-    ) -> None:
-        super().__init__(worker.name, telemetry, **step_limits(worker, replicas.count))
-        self._worker = worker
-        self._replicas = replicas
-        self._links = links or RunLinks()
-        # its tools as the team's process knows them (its replicas' MCP tools too): approvals
-        self._tools = tools
-        self._packed: tuple[object, bytes] | None = None  # the last deps pickled, and their bytes
-        replicas.acquire()
-
-    def held_back(self, assign: AssignStep, held: bool) -> None:
-        if (channel := self._links.channels.get(assign.run_id)) is not None:
-            channel.fence.top_ups.queued(
-                (assign.plan_version, assign.step.id, assign.attempt), held
-            )
-
-    async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
-        """Run the step on a replica, under this step's ``invoke_agent`` span."""
-        links, name = self._links, self._worker.name
-        run = links.runs(assign.run_id) if links.runs is not None else None
-        channel = links.channels.get(assign.run_id)
-        if channel is not None:  # the run's fence: no ack for a tool once a plan is over
-            progress.fence = channel.fence
-        conduit = StepConduit(
-            assign,
-            self._worker.toolset if self._tools is None else self._tools.current(),
-            progress,
-            run,
-            live_sink(channel, assign.run_id, name),
-            links.approvals,
-            self._deps(run),
-            worker=name,
-            catch_up=None if self._tools is None else self._tools.caught_up,
-        )
-        report = await self._replicas.run(name, assign, inject(), conduit)
-        progress.usage, progress.model_calls = report.usage, report.model_calls
-        progress.tool_calls = report.tool_calls
-        return report
-
-    def _deps(self, run: RunCalls | None) -> bytes | None:
-        """The run's deps pickled; a run's steps share one pickling (the last run's is kept)."""
-        if run is None or run.deps is None:
-            return None
-        if self._packed is None or self._packed[0] is not run.deps:
-            self._packed = (run.deps, self._replicas.pack(run.deps))
-        return self._packed[1]
-
-    async def on_stop(self) -> None:
-        await super().on_stop()
-        await self._replicas.release()

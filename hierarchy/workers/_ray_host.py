@@ -352,6 +352,16 @@ class StepHost:
         """The records made outside a step since the last take (``LogRecorded``s), encoded."""
         return encode(list(self._logs.take()))
 
+    async def log_news(self) -> AsyncIterator[bytes]:
+        """A Ray streaming generator the caller holds while its team is started: an
+        empty item each time records made outside a step are kept, which the caller
+        then takes (:meth:`logs`); it runs until cancelled."""
+        fresh = True
+        while True:
+            await self._logs.news(fresh)
+            fresh = False
+            yield b""
+
     async def flush(self) -> None:
         """Export the spans this replica still holds (before the team stops it)."""
         if self._tracing is not None:

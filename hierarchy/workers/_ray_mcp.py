@@ -327,13 +327,15 @@ class ReplicaServers:
             return None
         return serving
 
-    async def stop(self, wait: float) -> None:
-        """Stop the replicas' servers (their processes end) before the replicas end; a
-        replica that does not answer within ``wait`` seconds is left to be killed."""
+    async def stop(self, wait: float, indices: Sequence[int] | None = None) -> None:
+        """Stop the replicas' servers (their processes end) before the replicas end (only
+        those of replicas ``indices``: the others are killed); a replica that does not
+        answer within ``wait`` seconds is left to be killed."""
         self._serving = [None] * len(self._handles)  # a stopped server is not revived
+        handles = self._handles if indices is None else [self._handles[i] for i in indices]
         with anyio.CancelScope(shield=True), anyio.move_on_after(wait):
             async with anyio.create_task_group() as tg:
-                for handle in self._handles:
+                for handle in handles:
                     tg.start_soon(_stop_one, handle)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+from typing import Any
 
 from regiment.hierarchy import Budget, Planner, Ray, Team, Worker
 from regiment.models import (
@@ -53,12 +54,28 @@ def aside(word: str) -> str:
     return word
 
 
+@tool
+def later(word: str) -> str:
+    """Starts a thread of its own that logs a warning once the test's probe actor (named
+    ``word``) is told to (:meth:`Probe.cancel`): after the step, on an idle replica."""
+
+    def wait_then_log() -> None:
+        import ray
+
+        probe: Any = ray.get_actor(word)
+        ray.get(probe.wait_cancelled.remote())
+        logging.getLogger("regiment.tests").warning("later said %r", word)
+
+    threading.Thread(target=wait_then_log, daemon=True).start()
+    return word
+
+
 async def _work(
     description: str, results: list[ToolResultPart], request: ModelRequest
 ) -> ModelResponse | str:
     if results:
         return f"done: {len(results[0].content)} characters"
-    if description.startswith(("noisy", "aside")):
+    if description.startswith(("noisy", "aside", "later")):
         name, word = description.split()
         return tool_call_response(name, {"word": word})
     return tool_call_response("wordy", {"n": int(description.split()[-1])})
@@ -69,12 +86,12 @@ def _worker() -> Worker:
     logging.getLogger("openai").warning("an SDK's warning as the worker is built")
     logging.getLogger("regiment.tests").info("a build's INFO line")
     model = ScriptedModel(Brain([], work=_work))
-    return Worker(name="w", description="calls", model=model, tools=[wordy, noisy, aside])
+    return Worker(name="w", description="calls", model=model, tools=[wordy, noisy, aside, later])
 
 
 def logged_team(*descriptions: str) -> Team:
     """One worker on a Ray replica, given a one-step plan per run, one of ``descriptions``
-    each ("wordy N", "noisy WORD", "aside WORD"); the planner and synthesizer run here."""
+    each ("wordy N", "noisy WORD", "aside WORD", "later PROBE"); the planner and synthesizer run here."""
     worker = dataclasses.replace(_worker(), placement=Ray(build=_worker, num_cpus=0))
     plans = [plan_json({"description": text}) for text in descriptions]
     return Team(

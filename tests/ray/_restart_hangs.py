@@ -1,6 +1,6 @@
 """A worker whose step's tool kills its Ray replicas' processes (the first time
-only); Ray restarts them. With ``hang``, the restarted replica's build hangs (it tells
-the test's probe actor first). Module-level, so a replica imports it as
+only; with ``own``, only its own replica's); Ray restarts them. With ``hang``, the
+restarted replica's build hangs (it tells the test's probe actor first). Module-level, so a replica imports it as
 ``tests.ray._restart_hangs``."""
 
 from __future__ import annotations
@@ -35,13 +35,15 @@ def _brain(request: ModelRequest) -> ModelResponse:
     return call("die", {})
 
 
-def _worker(folder: str, probe: str, namespace: str) -> Worker:
+def _worker(folder: str, probe: str, namespace: str, own: bool = False) -> Worker:
     @tool
     def die() -> str:
         """Do the step's work (the first time: kills every replica's process, this one last)."""
         if os.path.exists(os.path.join(folder, "killed")):
             return "worked"
         Path(folder, "killed").touch()
+        if own:
+            os.kill(os.getpid(), signal.SIGKILL)
         import ray
 
         actor: Any = ray.get_actor(probe, namespace=namespace)
@@ -55,7 +57,7 @@ def _worker(folder: str, probe: str, namespace: str) -> Worker:
     return Worker(name="w", description="works", model=ScriptedModel(_brain), tools=[die])
 
 
-def _build(folder: str, probe: str, namespace: str, hang: bool) -> Worker:
+def _build(folder: str, probe: str, namespace: str, hang: bool, own: bool = False) -> Worker:
     """The worker, its replica's pid told to ``probe``; with ``hang``, a build after the
     kill (a replica Ray restarted) tells ``probe`` it started, then hangs."""
     import ray
@@ -65,16 +67,24 @@ def _build(folder: str, probe: str, namespace: str, hang: bool) -> Worker:
         ray.get(actor.start.remote(os.getpid()))
         time.sleep(3600)  # never built: the team kills the replica first
     ray.get(actor.effect.remote(f"replica {os.getpid()}"))
-    return _worker(folder, probe, namespace)
+    return _worker(folder, probe, namespace, own)
 
 
 def dying_team(
-    folder: Path, probe: str, namespace: str, *, start_timeout: float, replicas: int, hang: bool
+    folder: Path,
+    probe: str,
+    namespace: str,
+    *,
+    start_timeout: float,
+    replicas: int,
+    hang: bool,
+    own: bool = False,
 ) -> Team:
-    """One step on ``w``, whose replicas all die in it, and come back unless ``hang``."""
-    build = functools.partial(_build, str(folder), probe, namespace, hang)
+    """One step on ``w``, whose replicas all die in it (``own``: only the one it runs
+    on), and come back unless ``hang``."""
+    build = functools.partial(_build, str(folder), probe, namespace, hang, own)
     placement = Ray(build=build, num_cpus=0, replicas=replicas, start_timeout=start_timeout)
-    worker = dataclasses.replace(_worker(str(folder), probe, namespace), placement=placement)
+    worker = dataclasses.replace(_worker(str(folder), probe, namespace, own), placement=placement)
     planner = Planner(model=ScriptedModel(_brain))
     # No replan: a failed step ends the run.
     return Team(name="dying", planner=planner, workers=[worker], budget=Budget(replans=0))

@@ -10,6 +10,7 @@ import logging
 import os
 from types import ModuleType
 
+import anyio
 import pytest
 
 from ._ray_logged import logged_team
@@ -122,3 +123,47 @@ async def test_a_record_made_outside_any_step_while_one_runs_comes_with_its_repo
     assert result.status == "completed"
     assert said.getMessage() == f"[Ray replica 0 of 'w', pid {said.process}] aside said 'hi'"
     assert (getattr(said, "step_id", None), said.worker) == (None, "w")  # type: ignore[attr-defined]
+
+
+class _Arrival(logging.Handler):
+    """Sets ``arrived`` once a record whose message holds ``said`` is logged here."""
+
+    def __init__(self, said: str) -> None:
+        super().__init__()
+        self.said, self.arrived = said, anyio.Event()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.said in record.getMessage():
+            self.records.append(record)
+            self.arrived.set()
+
+
+async def test_a_record_made_on_an_idle_replica_reaches_the_team_before_any_next_step(
+    ray_session: ModuleType, probe: tuple[str, object]
+) -> None:
+    """A thread the step's tool left on the replica logs once the step is over: the
+    record reaches the team's logging while the team is idle, not with the next step
+    (there is none) nor only as the team stops."""
+    name, handle = probe
+    arrival = _Arrival("later said")
+    logger = logging.getLogger("regiment.tests")
+    logger.addHandler(arrival)
+    try:
+        async with logged_team(f"later {name}").start() as running:
+            result = await running.run("later")
+            assert result.status == "completed"
+            assert arrival.records == []  # not made yet: the thread waits for the probe
+            await handle.cancel.remote(0)  # type: ignore[attr-defined]  # it logs now
+            with anyio.fail_after(60):  # (before the fix, only the team's stop brought it)
+                await arrival.arrived.wait()
+            (said,) = arrival.records
+            assert said.process != os.getpid()
+            assert (
+                said.getMessage()
+                == f"[Ray replica 0 of 'w', pid {said.process}] later said {name!r}"
+            )
+            assert (getattr(said, "step_id", None), said.worker) == (None, "w")  # type: ignore[attr-defined]
+        assert len(arrival.records) == 1  # once: not again as the team stopped
+    finally:
+        logger.removeHandler(arrival)

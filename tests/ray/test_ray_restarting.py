@@ -21,6 +21,8 @@ from ._held import holding_api, kill_the_replica_while_it_holds
 from ._in_flight import GOAL, noting_team
 from ._restart_hangs import dying_team
 
+STOP_GRACE = 3  # seconds a replica has to answer as its team stops (_ray_stop.STOP_GRACE)
+
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
 
 
@@ -51,8 +53,12 @@ async def test_the_retry_waits_for_the_only_replica_ray_restarts(
 
 
 async def test_a_replica_not_back_within_start_timeout_fails_the_step_saying_so(
-    ray_session: ModuleType, probe: tuple[str, object], tmp_path: Path
+    ray_session: ModuleType,
+    probe: tuple[str, object],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="regiment.ray")
     name, handle = probe
     namespace = ray_session.get_runtime_context().namespace
     # The first start has these seconds too: enough for it on a loaded machine.
@@ -66,6 +72,13 @@ async def test_a_replica_not_back_within_start_timeout_fails_the_step_saying_so(
     assert said.startswith("WorkerLost: worker 'w': its Ray replica died mid-step"), said
     assert "was restarting and did not come back within 15 s (Ray(start_timeout=...))" in said
     assert isinstance(seen[-1], RunFailed)
+    # The team's stop did not wait on it: killed at once, saying what went with it.
+    stopped = [r.getMessage() for r in caplog.records if "as the team stopped" in r.getMessage()]
+    assert len(stopped) == 1, stopped
+    assert stopped[0].startswith(
+        f"Ray replica 0 of 'w' did not answer within {STOP_GRACE:g} s as the team stopped ("
+    ), stopped
+    assert "it was killed at once, and with it went the log records" in stopped[0]
 
 
 async def test_cancelling_a_run_stops_the_wait_for_a_restarting_replica_at_once(
@@ -102,3 +115,29 @@ async def test_with_both_replicas_killed_the_retry_waits_for_one_to_restart(
     assert step.output == "worked"  # the retry, on a replica Ray restarted
     asked = (await handle.state.remote())["asked"]  # type: ignore[attr-defined]
     assert len([k for k in asked if k.startswith("replica ")]) >= 3  # two, and one restarted
+
+
+async def test_a_first_try_goes_to_a_live_replica_not_one_ray_is_still_restarting(
+    ray_session: ModuleType,
+    probe: tuple[str, object],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Replica 0 dies in the first run's step (retried on replica 1) and its restart
+    hangs. The third run's step, whose turn is replica 0's, goes to replica 1 at once:
+    before, it went to replica 0, failed there (Ray's ActorUnavailableError) and spent its
+    one retry on replica 1, so a loss there would have failed the step."""
+    caplog.set_level(logging.WARNING, logger="regiment.ray")
+    name, handle = probe
+    namespace = ray_session.get_runtime_context().namespace
+    team = dying_team(tmp_path, name, namespace, start_timeout=120, replicas=2, hang=True, own=True)
+    async with team.start() as running:
+        results = [await running.run(dying.GOAL) for _ in range(3)]
+        assert await handle.wait_started.remote(1)  # type: ignore[attr-defined]  # restarting
+    assert [r.status for r in results] == ["completed"] * 3, results[-1].events
+    assert [r.steps[0].output for r in results] == ["worked"] * 3
+    assert all(len(r.plans) == 1 for r in results)  # no step failed: nothing replanned
+    retried = [r for r in caplog.records if "retrying once on" in r.getMessage()]
+    assert [r.run_id for r in retried] == [results[0].run_id], [  # type: ignore[attr-defined]
+        r.getMessage() for r in retried
+    ]
