@@ -47,7 +47,9 @@ def look_up(order: str) -> str:
     return f"order {order}: shipped"
 
 
-def _brain(stop: Callable[[], Awaitable[None]], at: str) -> Callable[..., Awaitable[object]]:
+def _brain(
+    stop: Callable[[], Awaitable[None]], at: str
+) -> Callable[[ModelRequest], Awaitable[ModelResponse]]:
     async def reply(request: ModelRequest) -> ModelResponse:
         if request.role == "planner":
             return text_response(json.dumps(PLAN))
@@ -76,7 +78,8 @@ def _team(handle: TracingHandle, stop: Callable[[], Awaitable[None]], at: str) -
     )
 
 
-async def main(where: str, endpoint: str, at: str, *rest: str) -> None:
+async def main(*argv: str) -> None:
+    where, endpoint, at, *rest = argv
     parent = rest[rest.index("--parent") + 1] if "--parent" in rest else None
     resume = rest[:2] if rest and rest[0] != "--parent" else ()
     handle = configure_tracing("crash-child", endpoint=endpoint, set_global=False)
@@ -97,12 +100,14 @@ async def main(where: str, endpoint: str, at: str, *rest: str) -> None:
         status = result.status
     else:
         caller = nullcontext() if parent is None else joined_trace({"traceparent": parent})
-        with caller:
-            async with team.start(journal=where) as running:
-                async with running.stream("look both orders up") as events:
-                    async for event in events:
-                        if isinstance(event, RunStarted):
-                            print("run", event.run_id, flush=True)
+        with caller:  # the run's root span: a child of the caller's
+            async with (
+                team.start(journal=where) as running,
+                running.stream("look both orders up") as events,
+            ):
+                async for event in events:
+                    if isinstance(event, RunStarted):
+                        print("run", event.run_id, flush=True)
             status = "completed"
     handle.shutdown()
     print("finished", status, flush=True)

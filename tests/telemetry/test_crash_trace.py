@@ -8,11 +8,11 @@ exporter to a loopback receiver that decodes what it is sent.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import anyio
 import pytest
 
 from regiment.hierarchy.run._journaling import LEASE_TTL
@@ -32,16 +32,16 @@ def _ns(when: datetime) -> int:
     return (when - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1) * 1000
 
 
-def _finish(where: str, endpoint: str, run_id: str, shift: float) -> str:
-    done = subprocess.run(
-        [sys.executable, str(CHILD), where, endpoint, "none", run_id, str(shift)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+async def _child(*args: str) -> str:
+    """Run the child to its end (no stop point); what it printed."""
+    with anyio.fail_after(120):
+        done = await anyio.run_process([sys.executable, str(CHILD), *args], check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout.decode()
+
+
+async def _finish(where: str, endpoint: str, run_id: str, shift: float) -> str:
+    return await _child(where, endpoint, "none", run_id, str(shift))
 
 
 async def _records(where: str, run_id: str) -> list[Record]:
@@ -73,7 +73,7 @@ async def test_a_run_killed_twice_and_resumed_is_one_trace_with_one_root(tmp_pat
         async with killed_child(CHILD, args, log, "ready", 60) as again:
             assert again == run_id  # killed again, at s2's: s1's spans were exported
         second = receiver.spans()[len(first) :]
-        out = _finish(where, receiver.endpoint, run_id, 2 * ttl)
+        out = await _finish(where, receiver.endpoint, run_id, 2 * ttl)
         spans = receiver.spans()
     assert out.splitlines()[-1] == "finished completed"
     records = await _records(where, run_id)
@@ -121,7 +121,7 @@ async def test_a_killed_run_under_a_caller_keeps_the_callers_span_as_its_roots_p
         args = [where, receiver.endpoint, "s2", "--parent", CALLER]
         async with killed_child(CHILD, args, log, "ready", 60) as run_id:
             pass
-        _finish(where, receiver.endpoint, run_id, LEASE_TTL + 1)
+        await _finish(where, receiver.endpoint, run_id, LEASE_TTL + 1)
         spans = receiver.spans()
     created = (await _records(where, run_id))[0]
     assert isinstance(created, RunCreated)
@@ -139,15 +139,9 @@ async def test_a_killed_run_under_a_caller_keeps_the_callers_span_as_its_roots_p
 async def test_a_run_nobody_killed_has_the_trace_it_always_had(tmp_path: Path) -> None:
     where = str(tmp_path / "runs.db")
     with OtlpReceiver() as receiver:
-        done = subprocess.run(
-            [sys.executable, str(CHILD), where, receiver.endpoint, "none"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        out = await _child(where, receiver.endpoint, "none")
         spans = receiver.spans()
-    assert done.returncode == 0, done.stderr
+    assert out.splitlines()[-1] == "finished completed"
     (root,) = [s for s in spans if s.parent_span_id is None]
     assert root.name == ROOT
     _parents_present(spans)
