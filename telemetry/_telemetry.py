@@ -160,19 +160,15 @@ class Telemetry:
         resume: tuple[int, str | None] | None = None,
         reopen: OpenRoot | None = None,
     ) -> SpanScope:
-        """The root span of one run: ``invoke_agent {team}``.
+        """The root span of one run: ``invoke_agent {team}``; its parent is the current
+        context (a caller's span); finish it with ``recorder.run_end``.
 
-        Its parent is the current context (a caller's span); finish it with ``recorder.run_end``.
-
-        ``provider`` is the planner model's; ``session_id`` becomes
-        ``gen_ai.conversation.id`` (left out when ``None``); of the goal only its length is kept.
-        With metrics on, the run counts in ``regiment.runs.active`` while the span is open.
-        A resumed run passes ``resume``: which resume it is (from 1) and its first root span's
-        ``traceparent``; the span continues that trace, under and linked to the first root
-        (and linked to a current span of another trace: whoever resumed it). With
-        ``reopen``, the root span its process died in (never ended, so never exported): it is
-        started again with its ids, parent and start, so the trace keeps one root.
-        """
+        ``provider`` is the planner model's; ``session_id`` becomes ``gen_ai.conversation.id``
+        (left out when ``None``); of the goal only its length is kept. With metrics on, the
+        run counts in ``regiment.runs.active`` while the span is open. A resumed run passes
+        ``resume``: which resume it is (from 1) and its first root's ``traceparent``: the
+        span continues that trace, under and linked to the first root (and to a current span
+        of another trace: whoever resumed it); ``reopen``: a killed process's root, reopened."""
         scope = _NOT_TRACING
         if self.tracing:
             attributes = _run_attributes(team, run_id, goal, provider, session_id)
