@@ -94,6 +94,8 @@ def _reopening_tracer(
 
 
 def _nanoseconds(when: datetime) -> int:
+    if when.tzinfo is None:  # (the journal writes UTC times; a hand-made record may not)
+        when = when.replace(tzinfo=UTC)
     return (when - _EPOCH) // timedelta(microseconds=1) * 1000
 
 

@@ -171,3 +171,15 @@ def test_a_provider_that_cannot_give_an_id_says_so_and_makes_a_new_root(
     assert said.levelno == logging.INFO
     assert "cannot give a span the id it had" in said.getMessage()
     provider.shutdown()
+
+
+def test_a_journal_time_without_a_zone_is_read_as_utc() -> None:
+    collector = SpanCollector()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(collector)
+    naive = AT.replace(tzinfo=None)
+    _root(Telemetry(provider), OpenRoot(traceparent=FIRST, parent=None, started=naive), 1)
+    (root,) = collector.spans()
+    assert root.start_time == 1767323045678901000
+    assert root.parent is None
+    provider.shutdown()
