@@ -53,7 +53,7 @@ from regiment.hierarchy.run._lender import Lender, SupervisorLender
 from regiment.hierarchy.run._messages import StartRun
 from regiment.hierarchy.run._resume import Opened, finished, open_channel, reopened
 from regiment.hierarchy.run._session import SessionMemory
-from regiment.hierarchy.run._trace import PausedRoot, record_run_end
+from regiment.hierarchy.run._trace import PausedRoot, record_run_end, root_trace, run_root
 from regiment.hierarchy.workers._approval_gate import ApprovalGate
 from regiment.hierarchy.workers._live import LiveWorker, worker_tools
 from regiment.hierarchy.workers._step_actor import StepActor
@@ -245,15 +245,11 @@ class RunningTeam(DecidesApprovals):
             limit = run_concurrency(concurrency, self.team.concurrency)  # checked: no raise
             run_id = resumed.run_id if resumed else _new_run_id(self._ids)
             budget, tel = capped(self.team.budget, allowance), self._telemetry
-            provider = self.team.planner.model.provider
-            resume = resumed.resume if resumed is not None else None
-            root = tel.run_span(
-                self.team.name, run_id, goal, provider=provider, session_id=session, resume=resume
-            )
+            root = run_root(tel, self.team, (run_id, goal, session), resumed)
             with PausedRoot(root) as (span, hold):  # a nested run's may end paused
                 # JournalError: the run is refused, nothing started. The journal keeps the
                 # root span's trace context, so a resume continues the run's trace.
-                trace = tel.headers_for(span).get("traceparent") if tel.tracing else None
+                trace = root_trace(span) if tel.tracing else (None, None)
                 # run() and resume() wait for the end and lend their task meanwhile
                 lender = None if streaming or parent else Lender(self._spawner.new_wakeup())
                 channel, events = await open_channel(

@@ -68,6 +68,8 @@ class RunCreated(_Base, frozen=True, kw_only=True, tag="run_created"):
         created_at: when the run was accepted (timezone-aware).
         trace: the W3C ``traceparent`` of the run's root span, when the run was
             traced (a resume continues that trace); ``None`` in older journals.
+        trace_parent: the ``traceparent`` of that span's parent (a caller's span), if it
+            had one: a resume after a crash ends the root span there.
         team_file: the team file the run was started from (``regiment run``
             records it); ``None`` for a team built in code, and in older journals.
         parent: for the run of a nested team (a ``TeamWorker``'s step), the run whose
@@ -80,6 +82,7 @@ class RunCreated(_Base, frozen=True, kw_only=True, tag="run_created"):
     session: str | None = None
     created_at: datetime
     trace: str | None = None
+    trace_parent: str | None = None
     team_file: TeamFile | None = None
     parent: str | None = None
 
@@ -89,12 +92,15 @@ class RunResumed(_Base, frozen=True, kw_only=True, tag="run_resumed"):
 
     Attributes:
         number: which resume this is (1 for the first).
-        trace: the W3C ``traceparent`` of the resumed root span, when traced.
+        trace: the W3C ``traceparent`` of the resumed root span, when traced (the
+            crashed process's own, when the resume ends that span: see ``Telemetry.run_span``).
+        trace_parent: the ``traceparent`` of that span's parent, if it has one.
         resumed_at: when the resume began (timezone-aware).
     """
 
     number: int
     trace: str | None = None
+    trace_parent: str | None = None
     resumed_at: datetime
 
 

@@ -15,6 +15,7 @@ from regiment.telemetry import _semconv as semconv
 from regiment.telemetry._content import redact
 from regiment.telemetry._logs import LogExport, TraceContextHandler
 from regiment.telemetry._metrics import RunMetrics
+from regiment.telemetry._open_root import OpenRoot, parent_traceparent
 from regiment.telemetry._propagation import (
     OTelPropagator,
     activated,
@@ -32,6 +33,7 @@ __all__ = (
     "ConsoleTraceProcessor",
     "LogExport",
     "OTelPropagator",
+    "OpenRoot",
     "OtlpJsonFileExporter",
     "RunMetrics",
     "PhaseName",
@@ -50,6 +52,7 @@ __all__ = (
     "inject",
     "joined_trace",
     "mark_error",
+    "parent_traceparent",
     "record_cancellation",
     "redact",
     "render_trace",

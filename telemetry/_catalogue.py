@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from regiment.telemetry import _semconv as sc
-from regiment.telemetry._catalogue_spans import SPANS, Entry
+from regiment.telemetry._catalogue_spans import EVENTS, SPANS, Entry
 
 __all__ = ("ATTRIBUTES", "EVENTS", "METRICS", "SPANS", "VALUES", "Entry", "render")
 
@@ -308,30 +308,6 @@ METRICS = (
     ),
 )
 
-EVENTS = (
-    Entry(sc.STALE_REPORT_EVENT, "a report of an old plan version was dropped", "run"),
-    Entry(sc.CANCELLED_EVENT, "the span's work was cancelled", "any span"),
-    Entry(
-        sc.BUDGET_EXHAUSTED_EVENT,
-        "a budget limit was reached: the run's (it ends), or a step's share of it "
-        "(`regiment.step.id`: a tool call was refused and the run goes on)",
-        "run",
-    ),
-    Entry(
-        sc.REPLAYED_EVENT,
-        "a resumed run replayed one of the step's model replies from the journal "
-        "(it has no `chat` span: the model was not asked again)",
-        "step",
-    ),
-    Entry(
-        sc.EXCEPTION_EVENT,
-        "an exception ended the span's work (a step's: also when it was raised in a span "
-        "inside it, a `chat` span's say, which has its own)",
-        "any span",
-    ),
-    Entry(sc.APPROVAL_REQUESTED_EVENT, "a tool call waits for approval", "tool"),
-    Entry(sc.APPROVAL_DECIDED_EVENT, "the approver decided", "tool"),
-)
 
 VALUES = (
     Entry(sc.OPERATION_INVOKE_AGENT, "`gen_ai.operation.name` of a run or step"),

@@ -1,4 +1,4 @@
-"""The spans of the catalogue (``_catalogue``): each span regiment opens, described once."""
+"""The spans and events of the catalogue (``_catalogue``): each described once."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 from regiment.telemetry import _semconv as sc
 
-__all__ = ("SPANS", "Entry")
+__all__ = ("EVENTS", "SPANS", "Entry")
 
 
 class Entry(NamedTuple):
@@ -23,9 +23,10 @@ SPANS = (
         "a run: the root of the trace (kind INTERNAL); a resumed run's continues the run's "
         "trace and links to its first root span (`regiment.run.resume` on the span and the link), "
         "and to the span that resumed it when that one is in another trace "
-        "(`regiment.run.resumed_by` on the link)",
+        "(`regiment.run.resumed_by` on the link); a root span whose process died is ended by "
+        "the resume that finishes the run, with its ids and start (`regiment.run.resumed` events)",
         "parent: the caller's span (the service: a `traceparent` header on `POST /runs`); "
-        "resumed: the run's first root span",
+        "resumed: the run's first root span (after a crash: the lost root's own parent)",
     ),
     Entry(
         "invoke_agent {worker}",
@@ -88,5 +89,38 @@ SPANS = (
         sc.SPAN_APPROVAL,
         "a tool call waiting for a decision: a human's on the approval desk, or an in-process approver's",
         "in the tool call's `execute_tool` span",
+    ),
+)
+
+
+EVENTS = (
+    Entry(sc.STALE_REPORT_EVENT, "a report of an old plan version was dropped", "run"),
+    Entry(sc.CANCELLED_EVENT, "the span's work was cancelled", "any span"),
+    Entry(
+        sc.BUDGET_EXHAUSTED_EVENT,
+        "a budget limit was reached: the run's (it ends), or a step's share of it "
+        "(`regiment.step.id`: a tool call was refused and the run goes on)",
+        "run",
+    ),
+    Entry(
+        sc.REPLAYED_EVENT,
+        "a resumed run replayed one of the step's model replies from the journal "
+        "(it has no `chat` span: the model was not asked again)",
+        "step",
+    ),
+    Entry(
+        sc.EXCEPTION_EVENT,
+        "an exception ended the span's work (a step's: also when it was raised in a span "
+        "inside it, a `chat` span's say, which has its own)",
+        "any span",
+    ),
+    Entry(sc.APPROVAL_REQUESTED_EVENT, "a tool call waits for approval", "tool"),
+    Entry(sc.APPROVAL_DECIDED_EVENT, "the approver decided", "tool"),
+    Entry(
+        sc.RUN_RESUMED_EVENT,
+        "a resume took the run over while this root span was open: its process had died "
+        "(`regiment.run.resume`: which resume; the event's time: when it began); the "
+        "resume that finishes the run ends the span, with its first process's ids and start",
+        "run",
     ),
 )

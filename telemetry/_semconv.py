@@ -145,6 +145,7 @@ __all__ = (
     "SPAN_SYNTHESIZE",
     "SPAN_VERIFY",
     "REPLAYED_EVENT",
+    "RUN_RESUMED_EVENT",
     "STALE_REPORT_EVENT",
     "TOOL_TYPE_FUNCTION",
 )
@@ -293,3 +294,5 @@ EXCEPTION_EVENT: Final = "exception"
 CANCELLED_EVENT: Final = "regiment.cancelled"
 BUDGET_EXHAUSTED_EVENT: Final = "regiment.budget.exhausted"
 REPLAYED_EVENT: Final = "regiment.replayed"
+# On a root span its process never ended (it died), reopened by the resume: one per resume.
+RUN_RESUMED_EVENT: Final = "regiment.run.resumed"

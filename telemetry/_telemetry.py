@@ -25,6 +25,7 @@ from regiment.telemetry._attributes import verify_attributes as _verify_attribut
 from regiment.telemetry._content import capture_from_env
 from regiment.telemetry._logs import correlate_logs
 from regiment.telemetry._metrics import run_metrics
+from regiment.telemetry._open_root import OpenRoot, resumer_links
 from regiment.telemetry._propagation import OTelPropagator, extract_context, headers_for, inject
 from regiment.telemetry._record import SpanRecorder
 from regiment.telemetry._scope import _SpanScope, open_span
@@ -157,25 +158,24 @@ class Telemetry:
         provider: str | None = None,
         session_id: str | None = None,
         resume: tuple[int, str | None] | None = None,
+        reopen: OpenRoot | None = None,
     ) -> SpanScope:
-        """The root span of one run: ``invoke_agent {team}``.
+        """The root span of one run: ``invoke_agent {team}``; its parent is the current
+        context (a caller's span); finish it with ``recorder.run_end``.
 
-        Its parent is the current context (a caller's span); finish it with ``recorder.run_end``.
-
-        ``provider`` is the planner model's; ``session_id`` becomes
-        ``gen_ai.conversation.id`` (left out when ``None``); of the goal only its length is kept.
-        With metrics on, the run counts in ``regiment.runs.active`` while the span is open.
-        A resumed run passes ``resume``: which resume it is (from 1) and its first root span's
-        ``traceparent``; the span continues that trace, under and linked to the first root
-        (and linked to a current span of another trace: whoever resumed it).
-        """
+        ``provider`` is the planner model's; ``session_id`` becomes ``gen_ai.conversation.id``
+        (left out when ``None``); of the goal only its length is kept. With metrics on, the
+        run counts in ``regiment.runs.active`` while the span is open. A resumed run passes
+        ``resume``: which resume it is (from 1) and its first root's ``traceparent``: the
+        span continues that trace, under and linked to the first root (and to a current span
+        of another trace: whoever resumed it); ``reopen``: a killed process's root, reopened."""
         scope = _NOT_TRACING
         if self.tracing:
             attributes = _run_attributes(team, run_id, goal, provider, session_id)
             if resume is None:
                 scope = _open(self, f"invoke_agent {team}", attributes=attributes)
             else:
-                scope = _continued(self, f"invoke_agent {team}", attributes, resume)
+                scope = _resumed(self, f"invoke_agent {team}", attributes, resume, reopen)
         return scope if self.metrics is None else _counted(scope, self.metrics.active_run(team))
 
     def plan_span(
@@ -318,6 +318,24 @@ def _counted(scope: SpanScope, active: AbstractContextManager[None]) -> Iterator
         yield span
 
 
+def _resumed(
+    telemetry: Telemetry,
+    name: str,
+    attributes: dict[str, AttributeValue],
+    resume: tuple[int, str | None],
+    reopen: OpenRoot | None,
+) -> SpanScope:
+    if reopen is not None:
+        from regiment.telemetry._reopen import reopened_root  # the SDK: loaded on a resume
+
+        span = (name, attributes, telemetry.recorder.capture)
+        provider = telemetry.tracer_provider
+        scope = reopened_root(provider, (_INSTRUMENTATION, __version__), span, resume, reopen)
+        if scope is not None:
+            return scope
+    return _continued(telemetry, name, attributes, resume)
+
+
 def _continued(
     telemetry: Telemetry,
     name: str,
@@ -334,12 +352,7 @@ def _continued(
     first = None if context is None else trace.get_current_span(context).get_span_context()
     if first is None or not first.is_valid:
         return _open(telemetry, name, attributes=attributes)  # the run was not traced before
-    links = [Link(first, {sc.REGIMENT_RUN_RESUME: number})]
-    # Whoever resumed it (an HTTP request's span, a span of the caller's): the parent is
-    # the first root, so the resumer is reached through a link of its own.
-    resumer = trace.get_current_span().get_span_context()
-    if resumer.is_valid and resumer.trace_id != first.trace_id:
-        links.append(Link(resumer, {sc.REGIMENT_RUN_RESUMED_BY: True}))
+    links = [Link(first, {sc.REGIMENT_RUN_RESUME: number}), *resumer_links(first.trace_id)]
     return open_span(
         telemetry.tracer,
         name,

@@ -1,9 +1,8 @@
 """One run's side of the journal: the run's changes and events, as journal records.
 
-``PlannerActor._record`` hands every change here after applying it, the run channel every
-event; both are synchronous and only buffer a record (cheap per step). The actor awaits
-``RunJournal.flush`` after each message it handles; the end of the run is flushed as durable.
-A failed write raises ``JournalError`` from ``flush``: the run fails, never goes on unjournaled.
+``PlannerActor._record`` hands every change here once applied, the run channel every event;
+both only buffer a record (cheap per step). The actor awaits ``RunJournal.flush`` after each
+message (the run's end durably); a failed write raises ``JournalError``: the run fails.
 """
 
 from __future__ import annotations
@@ -63,6 +62,7 @@ if TYPE_CHECKING:
     from regiment.hierarchy._result import RunResult
     from regiment.hierarchy._team import Team
     from regiment.hierarchy.events import Event
+    from regiment.telemetry import OpenRoot
 
 __all__ = ("LEASE_TTL", "UNJOURNALED", "RunJournal", "Unjournaled", "owner_name")
 
@@ -95,6 +95,7 @@ class RunJournal:
         "bounded",
         "calls",
         "ended",
+        "open_root",
         "resume",
         "run_id",
         "top",
@@ -112,8 +113,7 @@ class RunJournal:
         top: Lease | None = None,
     ) -> None:
         self._ttl = ttl
-        # This process's lease of the top run this run belongs to (its own, if it is one).
-        self.top = lease if top is None else top
+        self.top = lease if top is None else top  # this process's lease of its top run
         self._journal = journal
         self._lease = lease
         self.run_id = run_id
@@ -125,6 +125,7 @@ class RunJournal:
         self._replay = None if replay.empty else replay
         self.calls = RunCalls(run_id, deps, journal, lease, replay)  # the workers' side
         self.resume: tuple[int, str | None] | None = None  # resumed: (number, first traceparent)
+        self.open_root: OpenRoot | None = None  # resumed: the root span a crash left open
         self.ended: str | None = None  # how the run ended, once its end is on its way in
         self.bounded = False  # its budget limits spending: each call's intent is journaled
 
@@ -140,14 +141,14 @@ class RunJournal:
         deps: object = None,
         *,
         ttl: float = LEASE_TTL,
-        trace: str | None = None,
+        trace: tuple[str | None, str | None] = (None, None),
         team_file: TeamFile | None = None,
         parent: str | None = None,
         top: Lease | None = None,
     ) -> RunJournal:
-        """Record a new run (durably) and own it (``trace``: its root span's ``traceparent``;
-        ``parent``: the run whose step a nested run serves; ``top``: a nested run's owner's
-        lease of its top run, refused by the journal if stale)."""
+        """Record a new run (durably) and own it (``trace``: its root span's ``traceparent``
+        and its parent's; ``parent``: the run whose step a nested run serves; ``top``: a
+        nested run's owner's lease of its top run, refused by the journal if stale)."""
         created = RunCreated(
             run_id=run_id,
             team=team.name,
@@ -155,7 +156,8 @@ class RunJournal:
             goal=goal,
             session=session,
             created_at=datetime.now(UTC),
-            trace=trace,
+            trace=trace[0],
+            trace_parent=trace[1],
             team_file=team_file,
             parent=parent,
         )
@@ -265,9 +267,8 @@ class RunJournal:
         if self._error is not None or not self._pending:
             return
         records, self._pending = self._pending, []
-        # The end, a pending approval (the process may exit while it waits), and a
-        # resume (a resume killed before its next durable write still counts, so the
-        # next one numbers itself after it and its trace links to it).
+        # The end, a pending approval (the process may exit while it waits), a resume (one
+        # killed before its next durable write counts: the next numbers itself after it).
         durable = any(isinstance(r, _DURABLE) for r in records)
         try:
             await self._journal.append_all(self._lease, records, durable=durable)
@@ -289,9 +290,8 @@ class RunJournal:
                     await self.flush()
             if self._error is None:
                 await self._journal.release(self._lease)
-            elif isinstance(self._error, LeaseLost):  # the journal answers, and the run is
-                # another's: it forgets the lease and what refused its writes (said below,
-                # not again by its close); the release of a stale lease writes nothing
+            elif isinstance(self._error, LeaseLost):  # the journal answers, the run is another's:
+                # it forgets the lease and what refused its writes (said below, not by its close)
                 with contextlib.suppress(JournalError):
                     await self._journal.release(self._lease)
         finally:

@@ -18,6 +18,7 @@ from regiment.hierarchy.run._hints import list_advice, nested_refusal, show_advi
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, owner_name
 from regiment.hierarchy.run._lender import Lender
 from regiment.hierarchy.run._session import session_context
+from regiment.hierarchy.run._trace import open_root
 from regiment.hierarchy.workers._journal_calls import RunCalls
 from regiment.journal import (
     Entry,
@@ -46,18 +47,22 @@ async def open_channel(
     deps: object,
     resumed: RunJournal | None,
     streaming: bool,
-    trace: str | None = None,
+    trace: tuple[str | None, str | None] = (None, None),
     lender: Lender | None = None,
 ) -> Opened:
     """A run's channel (``run``: id, goal, session), journaled when the team has a journal
     (a new run is recorded durably, leased for the team's ``lease_ttl``; ``trace``: the
-    ``traceparent`` of its root span, recorded so a resume continues the trace)."""
+    ``traceparent`` of its root span and of that span's parent, recorded so a resume
+    continues the trace)."""
     run_id, goal, session = run
     journal, team, ttl = running.journal, running.team, running.lease_ttl
     run_journal, history = resumed, None
     if resumed is not None and resumed.resume is not None:  # (else a new nested run's)
         number, now = resumed.resume[0], datetime.now(UTC)
-        resumed.buffer(RunResumed(run_id=run_id, number=number, trace=trace, resumed_at=now))
+        own, parent = trace
+        resumed.buffer(
+            RunResumed(run_id=run_id, number=number, trace=own, trace_parent=parent, resumed_at=now)
+        )
         await resumed.flush()  # durably, now: a resume killed at once still counts
     elif journal is not None:
         # A new run's record, once queued, is written with some group commit even if its
@@ -183,6 +188,8 @@ async def reopen(
     run_journal = RunJournal(journal, lease, run_id, replay=replay, deps=deps, ttl=ttl, top=above)
     resumes = sum(isinstance(entry.record, RunResumed) for entry in entries)
     run_journal.resume = (resumes + 1, created.trace)
+    if above is None:  # (a nested run's root is a new span under the step it serves)
+        run_journal.open_root = open_root(entries)
     return run_journal, created
 
 

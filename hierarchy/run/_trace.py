@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import final
+from typing import TYPE_CHECKING, final
 
 import anyio
 from opentelemetry.trace import Span
@@ -13,10 +15,73 @@ from opentelemetry.trace import Span
 from regiment.errors import RunCancelled, RunError
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy.run._channel import RunChannel
-from regiment.telemetry import Telemetry, headers_for
+from regiment.journal import Entry, EventRecorded, RunCreated, RunResumed
+from regiment.telemetry import OpenRoot, SpanScope, Telemetry, headers_for, parent_traceparent
 from regiment.telemetry import semconv as sc
 
-__all__ = ("PausedCut", "RunTrace", "PausedRoot", "record_run_end")
+if TYPE_CHECKING:
+    from regiment.hierarchy._team import Team
+    from regiment.hierarchy.run._journaling import RunJournal
+
+__all__ = (
+    "PausedCut",
+    "RunTrace",
+    "PausedRoot",
+    "open_root",
+    "record_run_end",
+    "root_trace",
+    "run_root",
+)
+
+# The events a run's journal ends a process's holding of the run with; its root span ends
+# right after (a pause ends it too: a resume opens a new one, under the first).
+_ENDS = frozenset({"RunCompleted", "RunFailed"})
+
+
+def run_root(
+    telemetry: Telemetry, team: Team, run: tuple[str, str, str | None], resumed: RunJournal | None
+) -> SpanScope:
+    """The root span of run ``run`` (id, goal, session) of ``team``; ``resumed``: the run's
+    journal when it is resumed (its number and first root, and the root span its crash left
+    open, ended by this run)."""
+    run_id, goal, session = run
+    resume, reopen = (resumed.resume, resumed.open_root) if resumed else (None, None)
+    provider = team.planner.model.provider
+    return telemetry.run_span(
+        team.name, run_id, goal, provider=provider, session_id=session, resume=resume,
+        reopen=reopen,
+    )  # fmt: skip
+
+
+def open_root(entries: Iterable[Entry]) -> OpenRoot | None:
+    """The root span of the run these are the records of, if the last process that traced
+    it started that span and never ended it: it died before the run's last event was
+    journaled. ``None`` when that span ended (the run paused, or stopped unfinished), or
+    the run was not traced."""
+    root: OpenRoot | None = None
+    traced = False  # whether the process that took the run over last traced it
+    for entry in entries:
+        match entry.record:
+            case RunCreated(trace=str(own), trace_parent=parent, created_at=at):
+                root, traced = OpenRoot(traceparent=own, parent=parent, started=at), True
+            case RunResumed(trace=str(own), trace_parent=parent, number=number, resumed_at=at):
+                traced = True
+                if root is not None and own == root.traceparent:  # it took that span over
+                    root = dataclasses.replace(root, resumes=(*root.resumes, (number, at)))
+                else:
+                    root = OpenRoot(traceparent=own, parent=parent, started=at)
+            case RunCreated() | RunResumed():  # not traced: it neither opened nor ended one
+                traced = False
+            case EventRecorded(kind=kind) if traced and kind in _ENDS:
+                root = None
+    return root
+
+
+def root_trace(span: Span) -> tuple[str | None, str | None]:
+    """The W3C ``traceparent`` of a run's root span and of its parent (if it has one), as
+    the journal keeps them: a resume continues the trace, and after a crash ends the span
+    where it began."""
+    return headers_for(span).get("traceparent"), parent_traceparent(span)
 
 
 @final

@@ -3,8 +3,8 @@ span, with a link to it that says which resume it is.
 
 Over real processes and the real OTLP exporter: ``regiment run`` pauses (exporting
 to a loopback receiver), ``regiment approve`` decides, ``regiment resume``
-finishes; every span of both runs is one trace. And a plain crash-resume (a child
-``SIGKILL``ed mid-step, resumed here) is linked the same way.
+finishes; every span of both runs is one trace. A plain crash-resume (a child
+``SIGKILL``ed mid-step, resumed here) ends the root span the child never ended.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import dataclasses
 import json
 import subprocess
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -118,7 +119,7 @@ async def test_pause_approve_resume_in_three_processes_is_one_trace(tmp_path: Pa
     assert resume.trace.startswith(f"00-{root.trace_id}-{again.span_id}-")
 
 
-async def test_a_crash_resume_continues_the_trace_with_a_link(
+async def test_a_crash_resume_ends_the_crashed_root_span(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     where = str(tmp_path / "runs.db")
@@ -146,15 +147,20 @@ async def test_a_crash_resume_continues_the_trace_with_a_link(
     spans = collector.spans()
     (root,) = [s for s in spans if s.name == "invoke_agent billing-desk"]
     assert {format(s.context.trace_id, "032x") for s in spans} == {first_trace}
-    assert root.parent is not None
-    assert format(root.parent.span_id, "016x") == first_span
+    # The killed child never ended its root span: the resume ends that span (its id, its
+    # start, no parent), not a new one under it, so the trace has its root.
+    assert root.parent is None
+    assert format(root.context.span_id, "016x") == first_span
+    since = created.created_at - datetime(1970, 1, 1, tzinfo=UTC)
+    assert root.start_time == since // timedelta(microseconds=1) * 1000  # its first start
     assert root.attributes is not None
     assert root.attributes["regiment.run.resume"] == 1
-    (link,) = root.links
-    assert format(link.context.span_id, "016x") == first_span
-    assert link.attributes is not None
-    assert link.attributes["regiment.run.resume"] == 1
-    assert [r.number for r in records if isinstance(r, RunResumed)] == [1]
+    assert not root.links  # (it would link to itself)
+    (event,) = [e for e in root.events if e.name == "regiment.run.resumed"]
+    assert event.attributes == {"regiment.run.resume": 1}
+    (resumed,) = [r for r in records if isinstance(r, RunResumed)]
+    assert resumed.number == 1
+    assert resumed.trace == created.trace  # the same span, journaled as such
 
 
 async def test_what_a_resume_replayed_says_so_on_its_spans(tmp_path: Path) -> None:

@@ -81,6 +81,9 @@ class ReceivedSpan:
     resource: Mapping[str, AttrValue]
     scope: str
     links: tuple[ReceivedLink, ...] = ()
+    start: int = 0  # start and end, nanoseconds since the epoch
+    end: int = 0
+    event_times: tuple[int, ...] = ()  # each event's time, in the order of ``events``
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -214,6 +217,9 @@ def decode(request: ExportTraceServiceRequest) -> list[ReceivedSpan]:
                         ),
                         resource=resource,
                         scope=scope_spans.scope.name,
+                        start=span.start_time_unix_nano,
+                        end=span.end_time_unix_nano,
+                        event_times=tuple(event.time_unix_nano for event in span.events),
                         links=tuple(
                             ReceivedLink(
                                 trace_id=link.trace_id.hex(),

@@ -1,0 +1,63 @@
+"""What the journal keeps of a run's root span that no process ended (its process died)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from opentelemetry import trace
+from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext
+
+from regiment.telemetry import _semconv as sc
+from regiment.telemetry._propagation import extract_context, headers_for
+
+__all__ = ("OpenRoot", "parent_traceparent", "resumer_links", "span_context_of")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenRoot:
+    """A run's root span that was started and never ended: its process died, so it was
+    never exported, while the spans under it that had ended were. The resume that
+    finishes the run ends it (``Telemetry.run_span(reopen=...)``), with these ids.
+
+    Attributes:
+        traceparent: the span's own W3C ``traceparent`` (journaled as it started).
+        parent: its parent's ``traceparent`` (a caller's span, or the first root of a
+            run that paused before); ``None``: it was the root of the trace.
+        started: when it started (the run's creation, or the resume that opened it).
+        resumes: the earlier resumes that took it over and died too: ``(number, when)``.
+    """
+
+    traceparent: str
+    parent: str | None
+    started: datetime
+    resumes: tuple[tuple[int, datetime], ...] = ()
+
+
+def span_context_of(traceparent: str | None) -> SpanContext | None:
+    """The span a W3C ``traceparent`` names, or ``None`` if it names none."""
+    if traceparent is None:
+        return None
+    found = trace.get_current_span(extract_context({"traceparent": traceparent}))
+    context = found.get_span_context()
+    return context if context.is_valid else None
+
+
+def resumer_links(trace_id: int) -> list[Link]:
+    """A link to whoever resumed the run (an HTTP request's span, a span of the caller's)
+    when that span is in another trace than the run's, ``trace_id``: the resumed root's
+    parent is of the run's trace, so the resumer is reached through a link of its own."""
+    resumer = trace.get_current_span().get_span_context()
+    if resumer.is_valid and resumer.trace_id != trace_id:
+        return [Link(resumer, {sc.REGIMENT_RUN_RESUMED_BY: True})]
+    return []
+
+
+def parent_traceparent(span: Span) -> str | None:
+    """The W3C ``traceparent`` of ``span``'s parent (a caller's span), journaled with a
+    run's root span so that a resume can end that span where it began; ``None`` when it
+    has none (the root of its trace), or the span does not say (not the SDK's)."""
+    parent = getattr(span, "parent", None)
+    if not isinstance(parent, SpanContext) or not parent.is_valid:
+        return None
+    return headers_for(NonRecordingSpan(parent)).get("traceparent")

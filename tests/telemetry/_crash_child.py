@@ -1,0 +1,117 @@
+"""A traced, journaled run in a process of its own, for tests/telemetry/test_crash_trace.py.
+
+``python _crash_child.py JOURNAL ENDPOINT STOP [RUN_ID SHIFT] [--parent TRACEPARENT]``:
+without ``RUN_ID`` it starts the run (under the remote span ``TRACEPARENT`` names, if
+given), else it resumes run ``RUN_ID`` with the journal's clock ``SHIFT`` seconds ahead
+(so the lease of a killed process has run out). It prints ``run <id>``; at the first model
+call of step ``STOP`` (``s1``, ``s2``; ``none``: never) it exports every span it has ended
+to ``ENDPOINT`` (the real OTLP exporter), prints ``ready`` and waits to be killed; else it
+prints ``finished <status>`` and exports the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
+
+import anyio
+
+from regiment.hierarchy import Planner, Team, Worker
+from regiment.hierarchy.events import RunStarted
+from regiment.journal import open_journal
+from regiment.models import (
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    ToolResultPart,
+    text_response,
+    tool_call_response,
+)
+from regiment.telemetry import Telemetry, TracingHandle, configure_tracing, joined_trace
+from regiment.tools import tool
+
+PLAN = {
+    "steps": [
+        {"id": "s1", "description": "look order 1 up"},
+        {"id": "s2", "description": "look order 2 up", "depends_on": ["s1"]},
+    ]
+}
+
+
+@tool
+def look_up(order: str) -> str:
+    """Look an order up."""
+    return f"order {order}: shipped"
+
+
+def _brain(
+    stop: Callable[[], Awaitable[None]], at: str
+) -> Callable[[ModelRequest], Awaitable[ModelResponse]]:
+    async def reply(request: ModelRequest) -> ModelResponse:
+        if request.role == "planner":
+            return text_response(json.dumps(PLAN))
+        if request.role == "synthesizer":
+            return text_response("both orders shipped")
+        first = request.messages[0].text
+        step = "s1" if "(s1)" in first else "s2"
+        results = [p for p in request.messages[-1].parts if isinstance(p, ToolResultPart)]
+        if not results:
+            if step == at:
+                await stop()
+            return tool_call_response("look_up", {"order": step[1]})
+        return text_response(f"{step}: {results[0].content}")
+
+    return reply
+
+
+def _team(handle: TracingHandle, stop: Callable[[], Awaitable[None]], at: str) -> Team:
+    model = ScriptedModel(_brain(stop, at))
+    worker = Worker(name="clerk", description="looks orders up", model=model, tools=[look_up])
+    return Team(
+        name="crashers",
+        planner=Planner(model=model),
+        workers=[worker],
+        telemetry=Telemetry(handle.provider),
+    )
+
+
+async def main(*argv: str) -> None:
+    where, endpoint, at, *rest = argv
+    parent = rest[rest.index("--parent") + 1] if "--parent" in rest else None
+    resume = rest[:2] if rest and rest[0] != "--parent" else ()
+    handle = configure_tracing("crash-child", endpoint=endpoint, set_global=False)
+
+    async def stop() -> None:
+        handle.force_flush()  # what this process has ended is at the receiver
+        print("ready", flush=True)
+        await anyio.sleep_forever()
+
+    team = _team(handle, stop, at)
+    if resume:
+        run_id, shift = resume[0], float(resume[1])
+        journal = await open_journal(where, clock=lambda: time.time() + shift)
+        print("run", run_id, flush=True)
+        async with team.start(journal=journal) as running:
+            result = await running.resume(run_id)
+        await journal.close()
+        status = result.status
+    else:
+        caller = nullcontext() if parent is None else joined_trace({"traceparent": parent})
+        with caller:  # the run's root span: a child of the caller's
+            async with (
+                team.start(journal=where) as running,
+                running.stream("look both orders up") as events,
+            ):
+                async for event in events:
+                    if isinstance(event, RunStarted):
+                        print("run", event.run_id, flush=True)
+            status = "completed"
+    handle.shutdown()
+    print("finished", status, flush=True)
+
+
+if __name__ == "__main__":
+    anyio.run(main, *sys.argv[1:])
