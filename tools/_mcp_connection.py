@@ -231,16 +231,8 @@ class MCPConnection:
         ended = anyio.Event()
         with changed_send, changed, self._logs:  # the logs: what was dropped is said
             seen: dict[str, AttributeValue] = {}  # mcp.session.id, over HTTP
-            opened = open_session(
-                self.server,
-                on_message,
-                ended,
-                tools_changed,
-                self._refusals,
-                seen,
-                self._listings,
-                self._logs,
-            )
+            hooks = (self._refusals, seen, self._listings, self._logs)
+            opened = open_session(self.server, on_message, ended, tools_changed, *hooks)
             async with opened as session:
                 start = starting(self._tracer, self.server, self._restarts.used)
                 with start as span, anyio.fail_after(self.server.start_timeout):
