@@ -8,27 +8,33 @@ its read timeout, five minutes for the SDK's own client). Here a stop cancels th
 calls in flight (each ends with its error result, on its own POST response) and
 ends every open GET stream cleanly, so uvicorn finds nothing left to wait for and
 the client sees its stream end (and its reconnect refused).
+
+A POST whose client goes away before its response is done (the client crashed, its
+connection broke) cancels the call it brought: its answer could never be read (there
+is no event store to resume the stream from), and the run went on for nobody, making
+model calls to the end (see ``_mcp_calls``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 import anyio
 from mcp.server.mcpserver import MCPServer as SDKServer
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from regiment.cli._mcp_calls import Calls, Posted
 from regiment.errors import ConfigError
-
-if TYPE_CHECKING:
-    from regiment.cli._mcp_serve import Calls
 
 __all__ = ("serve_http",)
 
 _STOPPING = b'{"error": "the server is stopping"}'
+
+logger = logging.getLogger("regiment.mcp")
 
 
 async def serve_http(
@@ -97,6 +103,9 @@ class EndableStreams:
             scope.cancel()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            await self._post(scope, receive, send)
+            return
         if scope["type"] != "http" or scope["method"] != "GET":
             await self._app(scope, receive, send)
             return
@@ -113,24 +122,49 @@ class EndableStreams:
             with anyio.CancelScope(shield=True), contextlib.suppress(OSError):  # one short write
                 await response.finish()
 
+    async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A POST, whose tool call (if it brings one) is cancelled when its client goes
+        away before the response is done: no one could read the answer (see
+        :class:`Posted`)."""
+        response = _Progress(send)
+
+        async def watched() -> Message:
+            message = await receive()
+            if message["type"] == "http.disconnect" and not response.done:
+                posted.left()
+            return message
+
+        with Posted() as posted:
+            try:
+                await self._app(scope, watched, response.send)
+            except Exception:
+                if not response.done:
+                    raise
+                # Its answer was sent (a notification's 202): the SDK failed to hand the
+                # message on, as for a session the client ended (DELETE) meanwhile. Nothing
+                # is left to tell the client; uvicorn would log a traceback.
+                logger.debug("a POST failed after its response was sent", exc_info=True)
+        if not response.done:  # cut short (its stream broke): as good as gone
+            posted.left()
+
 
 class _Progress:
     """How far a response got, so that one cut short can be finished properly."""
 
     def __init__(self, send: Send) -> None:
         self._send = send
-        self._started = self._done = False
+        self._started = self.done = False
 
     async def send(self, message: Message) -> None:
         if message["type"] == "http.response.start":
             self._started = True
         elif message["type"] == "http.response.body" and not message.get("more_body", False):
-            self._done = True
+            self.done = True
         await self._send(message)
 
     async def finish(self) -> None:
         """Finish the response: its body's end, or a 503 if nothing was sent yet."""
-        if self._done:
+        if self.done:
             return
         if not self._started:
             headers = [(b"content-type", b"application/json"), (b"connection", b"close")]

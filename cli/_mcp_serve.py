@@ -21,15 +21,12 @@ This module imports the ``mcp`` SDK at the top; the CLI imports it only for
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import logging
 import signal
 import sys
-from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager
 from functools import partial
-from typing import Any, TextIO, final
+from typing import Any, TextIO
 
 import anyio
 from mcp.server.mcpserver import Context
@@ -40,6 +37,7 @@ from mcp.types import CallToolResult, InputRequiredResult
 from regiment._logging import logging_to
 from regiment._shown import shown_spec
 from regiment._signals import EXIT_INTERRUPTED, watch_signals
+from regiment.cli._mcp_calls import Calls
 from regiment.errors import ConfigError, LeaseLost, RegimentError
 from regiment.hierarchy import (
     CheckFailed,
@@ -154,70 +152,6 @@ def _w3c(ctx: Context) -> dict[str, str]:
     MCP conventions carry it): a traced run joins the client's trace."""
     meta = ctx.request_context.meta or {}
     return {k: v for k in ("traceparent", "tracestate") if isinstance(v := meta.get(k), str)}
-
-
-@final
-class Calls:
-    """The tool calls in flight, so that a stop of the server cancels them: their runs
-    end ``cancelled`` (journaled so), and each call ends with an error that says so."""
-
-    def __init__(self) -> None:
-        self._scopes: set[anyio.CancelScope] = set()
-        self._owed: set[str] = set()  # ids of calls cut short whose answer is not written
-        self._changed = anyio.Event()
-        self._stopping = False
-
-    @contextlib.contextmanager
-    def cut_short(self, request_id: str | None = None) -> Iterator[None]:
-        """Inside, the call is cancelled when the server stops (an ``SDKToolError``);
-        with its JSON-RPC ``request_id``, the stop waits until its answer is written."""
-        with anyio.CancelScope() as scope:
-            if self._stopping:
-                scope.cancel()
-            self._scopes.add(scope)
-            try:
-                yield
-            finally:
-                self._scopes.discard(scope)
-                self._changed.set()
-        if scope.cancelled_caught:
-            if request_id is not None:
-                self._owed.add(request_id)
-            raise SDKToolError(
-                "the server is stopping: the run was cancelled (a cancelled run is over; "
-                "call run again once the server is back)"
-            )
-
-    def cancel(self) -> None:
-        """Cancel every call in flight, and any that comes later."""
-        self._stopping = True
-        for scope in list(self._scopes):
-            scope.cancel()
-
-    def written(self, message: str) -> None:
-        """The transport wrote ``message``, a JSON-RPC line: the answer to a call cut
-        short, perhaps."""
-        if not self._owed:
-            return
-        with contextlib.suppress(ValueError, AttributeError):
-            self._owed.discard(str(json.loads(message).get("id")))
-            self._changed.set()
-
-    def unheard(self, request_id: str | None = None) -> None:
-        """The client cancelled the call ``request_id`` (``None``: the client is gone):
-        no answer is owed to it any more."""
-        if request_id is None:
-            self._owed.clear()
-        else:
-            self._owed.discard(request_id)
-        self._changed.set()
-
-    async def answered_all(self) -> None:
-        """Once every call in flight has ended and the answers of those the stop cut
-        short are written."""
-        while self._scopes or self._owed:
-            await self._changed.wait()
-            self._changed = anyio.Event()
 
 
 async def _answer(
@@ -354,7 +288,7 @@ async def serve_team(
             stop = anyio.Event()
             tg.start_soon(watch_signals, stop, partial(_cut_short, stderr), got)
         try:  # it prints no progress: regiment's warnings show, one line each
-            with logging_to(stderr, logging.WARNING, ("regiment",)):
+            with logging_to(stderr, logging.WARNING, ("regiment", "mcp")):
                 async with team.start(journal=journal, team_file=team_file) as running:
                     calls = Calls()
                     server = team_server(running, journal=journal, calls=calls)

@@ -21,28 +21,27 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
-from anyio.abc import TaskGroup, TaskStatus
+from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.context import Context
 from opentelemetry.util.types import AttributeValue
 
 from regiment._json import JsonObject
 from regiment.errors import ConfigError, ToolError
 from regiment.telemetry import activated
+from regiment.tools._mcp_calls import Call, MCPServerLost, dispatch, refuse, unreadable
 from regiment.tools._mcp_http_answers import Refusals
 from regiment.tools._mcp_listing import Listings, list_again
+from regiment.tools._mcp_logs import ServerLogs
 from regiment.tools._mcp_restarts import Restarts, not_started
 from regiment.tools._mcp_server import MCPServer
-from regiment.tools._mcp_stray import StrayOutput, unreadable_text
+from regiment.tools._mcp_stray import StrayOutput
 from regiment.tools._mcp_tools import check_include, list_all, mcp_tools, unlisted
 from regiment.tools._mcp_transport import (
     failure_text,
@@ -69,23 +68,6 @@ IDEMPOTENCY_META_KEY = "regiment/idempotency_key"
 """The ``_meta`` key of a ``tools/call`` that carries the call's idempotency key."""
 
 
-class MCPServerLost(ToolError):
-    """The connection to an MCP server broke during a call, or the server is gone."""
-
-
-@dataclass(eq=False)
-class _Call:
-    name: str
-    arguments: JsonObject
-    key: str | None
-    reply: MemoryObjectSendStream[CallToolResult | ToolError]
-    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
-    # The caller's OpenTelemetry context (its execute_tool span current): the owner task
-    # sends the call in it, so the SDK's own client span and the _meta trace context
-    # belong to the run's trace, not to whatever the owner task started in.
-    context: Context = field(default_factory=otel_context.get_current)
-
-
 class MCPConnection:
     """The live connection to one :class:`MCPServer` in a running team.
 
@@ -101,20 +83,21 @@ class MCPConnection:
         self._attributes: dict[str, AttributeValue] = {}  # the calls' mcp.*/network.*
         # Unbounded on purpose: a caller must never block on the owner, whose only
         # work per request is to start one task.
-        self._send, self._requests = anyio.create_memory_object_stream[_Call](math.inf)
+        self._send, self._requests = anyio.create_memory_object_stream[Call](math.inf)
         self._tools: tuple[Tool[..., object], ...] = ()
         self._version = 0
         self._restarts = Restarts(server)
         self._noticed = 0  # tools/list_changed notifications seen, counted in wire order
         self._covered = 0  # how many of them the current list reflects
         self._gone: str | None = None
-        self._held: list[_Call] = []  # taken from the stream after the session broke
-        self._in_flight: set[_Call] = set()  # sent to the server, not answered yet
+        self._held: list[Call] = []  # taken from the stream after the session broke
+        self._in_flight: set[Call] = set()  # sent to the server, not answered yet
         self._listed = anyio.Event()
         self._refusals = Refusals()  # the server's error statuses
         self._listings = Listings(server)  # tools the SDK could not read, left out
         self._names: frozenset[str] = frozenset()  # the server-side names last listed
         self._stray = StrayOutput(server)  # stdout lines that are no MCP message
+        self._logs = ServerLogs(server.name, self._in_flight)  # its log messages, logged
 
     @property
     def tools(self) -> tuple[Tool[..., object], ...]:
@@ -163,7 +146,7 @@ class MCPConnection:
         reply: MemoryObjectSendStream[CallToolResult | ToolError]
         answer: MemoryObjectReceiveStream[CallToolResult | ToolError]
         reply, answer = anyio.create_memory_object_stream(1)
-        request = _Call(name, arguments, key, reply)  # in the caller's context (see _Call)
+        request = Call(name, arguments, key, reply)  # in the caller's context (see Call)
         with answer:
             try:
                 self._send.send_nowait(request)
@@ -226,7 +209,7 @@ class MCPConnection:
                 if isinstance(wait, str):
                     self._gone = wait
                     self._listed.set()  # calls waiting for a refreshed list stop waiting
-                    await _refuse(self._held, self._requests, wait)
+                    await refuse(self._held, self._requests, wait)
                     return
                 await anyio.sleep(wait)
 
@@ -243,14 +226,13 @@ class MCPConnection:
             if isinstance(message, Exception):
                 logger.debug("MCP server %r transport: %r", self.server.name, message)
                 if not self._stray.ignored(message):  # a print() can be no call's answer
-                    _unreadable(self.server.name, self._in_flight, message)
+                    unreadable(self.server.name, self._in_flight, message)
 
         ended = anyio.Event()
-        with changed_send, changed:
+        with changed_send, changed, self._logs:  # the logs: what was dropped is said
             seen: dict[str, AttributeValue] = {}  # mcp.session.id, over HTTP
-            opened = open_session(
-                self.server, on_message, ended, tools_changed, self._refusals, seen, self._listings
-            )
+            hooks = (self._refusals, seen, self._listings, self._logs)
+            opened = open_session(self.server, on_message, ended, tools_changed, *hooks)
             async with opened as session:
                 start = starting(self._tracer, self.server, self._restarts.used)
                 with start as span, anyio.fail_after(self.server.start_timeout):
@@ -289,14 +271,14 @@ class MCPConnection:
             tg.start_soon(relist)
             held, self._held = self._held, []
             for request in held:
-                _dispatch(tg, self._handle, session, request, broken)
+                dispatch(tg, self._handle, session, request, broken)
             async for request in self._requests:
                 if broken.is_set():  # keep it for the next session: it was never sent
                     self._held.append(request)
                     return
-                _dispatch(tg, self._handle, session, request, broken)
+                dispatch(tg, self._handle, session, request, broken)
 
-    async def _handle(self, session: ClientSession, request: _Call, broken: anyio.Event) -> None:
+    async def _handle(self, session: ClientSession, request: Call, broken: anyio.Event) -> None:
         with request.reply:
             outcome: CallToolResult | ToolError
             self._in_flight.add(request)
@@ -316,6 +298,7 @@ class MCPConnection:
                 with suppress(anyio.BrokenResourceError, anyio.WouldBlock):
                     request.reply.send_nowait(outcome)
             self._in_flight.discard(request)
+            self._logs.ended(request)
 
     def _old_list_stands(self) -> None:
         """A new list could not be had: calls waiting for it go on with the one listed."""
@@ -350,46 +333,6 @@ def _failed(server: MCPServer, refusals: Refusals, refused: int, exc: Exception)
         failed.__cause__ = exc  # its code: the CLIENT span's error.type
         return failed
     return ToolError(f"MCP server {server.name!r}: {failure_text(exc)}")
-
-
-def _dispatch(
-    tg: TaskGroup,
-    handle: Callable[[ClientSession, _Call, anyio.Event], Coroutine[object, object, None]],
-    session: ClientSession,
-    request: _Call,
-    broken: anyio.Event,
-) -> None:
-    if request.scope.cancel_called:  # its caller gave up while it waited
-        request.reply.close()
-    else:
-        tg.start_soon(handle, session, request, broken)
-
-
-async def _refuse(held: list[_Call], requests: MemoryObjectReceiveStream[_Call], why: str) -> None:
-    """Every call held or still coming fails: the server is gone for good."""
-    for request in held:
-        _lost(request, why)
-    async for request in requests:
-        _lost(request, why)
-
-
-def _lost(request: _Call, why: str) -> None:
-    with request.reply:
-        request.reply.send_nowait(MCPServerLost(why))
-
-
-def _unreadable(server: str, in_flight: set[_Call], exc: Exception) -> None:
-    """The server sent a message the SDK could not read (JSON nested too deep for its
-    parser, say). It may be the answer of any call in flight, and that call would
-    wait for it for ever (a tool has no timeout by default): each fails instead."""
-    if not in_flight:
-        return
-    message = unreadable_text(server, exc)
-    for request in in_flight:
-        with suppress(anyio.BrokenResourceError, anyio.WouldBlock, anyio.ClosedResourceError):
-            request.reply.send_nowait(ToolError(message))
-        request.scope.cancel()
-    in_flight.clear()
 
 
 async def _then_cancel(event: anyio.Event, scope: anyio.CancelScope) -> None:

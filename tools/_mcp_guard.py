@@ -27,8 +27,14 @@ import os
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, TextIO
 
-__all__ = ("find_command", "guarded")
+if TYPE_CHECKING:
+    from mcp.client import Transport
+
+    from regiment.tools._mcp_server import StdioTransport
+
+__all__ = ("find_command", "guarded", "stdio_transport")
 
 # Runs with -I -S (no site, no user paths): a few milliseconds, whatever the
 # environment. argv: OWNER_PID EXECUTABLE ARGV0 ARGS...
@@ -127,3 +133,25 @@ def find_command(command: str, env: Mapping[str, str], cwd: str | None) -> str:
     if found is None:  # the words say where it was looked for
         raise FileNotFoundError(errno.ENOENT, "No such command on PATH", command)
     return found
+
+
+def stdio_transport(transport: StdioTransport) -> Transport:
+    """The SDK's stdio transport, the server guarded against outliving this process."""
+    from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
+
+    env = None if transport.env is None else dict(transport.env)
+    command, args = guarded(
+        transport.command, transport.args, get_default_environment() | (env or {}), transport.cwd
+    )
+    params = StdioServerParameters(command=command, args=args, env=env, cwd=transport.cwd)
+    return stdio_client(params, errlog=_errlog())
+
+
+def _errlog() -> TextIO:
+    """Where a stdio server's stderr goes: ours, or the process's own when ours is no file
+    (a notebook's, or a test's capture): a child process can only write to a file."""
+    try:
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return sys.__stderr__ or sys.stderr
+    return sys.stderr

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from types import TracebackType
-from typing import TYPE_CHECKING, TextIO, cast
+from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
 import anyio
@@ -21,14 +21,14 @@ from opentelemetry.context import Context
 from opentelemetry.util.types import AttributeValue
 
 from regiment.telemetry import context_headers, error_type, record_cancellation
-from regiment.tools._mcp_guard import guarded
+from regiment.tools._mcp_guard import stdio_transport
 from regiment.tools._mcp_http_answers import Refusals
 from regiment.tools._mcp_listing import Listings
+from regiment.tools._mcp_logs import Noted, ServerLogs, WireContexts
 from regiment.tools._mcp_server import HttpTransport, MCPServer, StdioTransport
 
 if TYPE_CHECKING:
     import httpx2
-    from mcp.client import Transport
     from mcp.client._transport import TransportStreams
     from mcp.client.session import ClientSession, MessageHandlerFnT
     from mcp.shared._stream_protocols import ReadStream, WriteStream
@@ -51,6 +51,7 @@ __all__ = (
 _CONNECT_TIMEOUT = 30.0
 _READ_TIMEOUT = 300.0
 _TOOLS_CHANGED = "notifications/tools/list_changed"
+_LOGGED = "notifications/message"
 
 # The CLIENT span of the tools/call a task sends, if traced: the session's write stream
 # notes the JSON-RPC id the SDK gives the request on it (the SDK chooses the id as it
@@ -76,6 +77,7 @@ async def open_session(
     refusals: Refusals,
     seen: dict[str, AttributeValue] | None = None,
     listings: Listings | None = None,
+    logs: ServerLogs | None = None,
 ) -> AsyncIterator[ClientSession]:
     """A client session to ``server``, not yet initialized; closing it stops the server
     (stdio: close stdin, wait 2 s, SIGTERM the process group, SIGKILL 2 s later).
@@ -87,7 +89,8 @@ async def open_session(
     their own, which may run after the answer that followed them on the wire).
     ``refusals`` counts the HTTP 401 and 403 answers the session gets; ``seen`` gets the
     ``mcp.session.id`` an HTTP server gives the session. ``listings`` takes out of each
-    ``tools/list`` answer the tools the SDK would refuse (see :class:`Listings`).
+    ``tools/list`` answer the tools the SDK would refuse (see :class:`Listings`);
+    ``logs`` gets the server's log messages (see :class:`ServerLogs`).
     """
     await _load_sdk(server)
     from mcp.client.session import ClientSession
@@ -96,7 +99,7 @@ async def open_session(
     async with AsyncExitStack() as stack:
         transport = server.transport
         if isinstance(transport, StdioTransport):
-            read, write = await stack.enter_async_context(_stdio(transport))
+            read, write = await stack.enter_async_context(stdio_transport(transport))
         else:
             streams = _http_streams(transport, refusals, {} if seen is None else seen)
             read, write = await stack.enter_async_context(streams)
@@ -104,12 +107,18 @@ async def open_session(
         write = _NotedWrites(write, listings)
         pump = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(pump.cancel_scope.cancel)  # runs first on exit: the pump never ends alone
-        forward: MemoryObjectSendStream[SessionMessage | Exception]
-        received: MemoryObjectReceiveStream[SessionMessage | Exception]
+        forward: MemoryObjectSendStream[Noted]
+        received: MemoryObjectReceiveStream[Noted]
         forward, received = anyio.create_memory_object_stream(0)
-        pump.start_soon(_forward, read, forward, ended, tools_changed, listings)
+        pump.start_soon(_forward, read, forward, ended, tools_changed, listings, logs)
         info = Implementation(name="regiment", version="0.1.0")
-        session = ClientSession(received, write, message_handler=on_message, client_info=info)
+        session = ClientSession(
+            WireContexts(received),
+            write,
+            logging_callback=None if logs is None else logs.received,
+            message_handler=on_message,
+            client_info=info,
+        )
         yield await stack.enter_async_context(session)
 
 
@@ -126,21 +135,26 @@ async def _load_sdk(server: MCPServer) -> None:
 
 async def _forward(
     read: ReadStream[SessionMessage | Exception],
-    forward: MemoryObjectSendStream[SessionMessage | Exception],
+    forward: MemoryObjectSendStream[Noted],
     ended: anyio.Event,
     tools_changed: Callable[[], None],
     listings: Listings,
+    logs: ServerLogs | None,
 ) -> None:
-    """Pass the server's messages on to the session, and note list changes and the end."""
+    """Pass the server's messages on to the session, and note list changes, the calls in
+    flight as a log message comes, and the end."""
     from mcp.types.jsonrpc import JSONRPCNotification
 
     with forward:
         async for item in read:
             message = getattr(item, "message", None)
+            context = None
             if isinstance(message, JSONRPCNotification) and message.method == _TOOLS_CHANGED:
                 tools_changed()
+            elif isinstance(message, JSONRPCNotification) and message.method == _LOGGED and logs:
+                context = logs.wire_context()
             listings.received(item)
-            await forward.send(item)
+            await forward.send((context, item))
     ended.set()
 
 
@@ -178,28 +192,6 @@ class _NotedWrites:
         exc_tb: TracebackType | None,
     ) -> bool | None:
         return await self._write.__aexit__(exc_type, exc_val, exc_tb)
-
-
-def _stdio(transport: StdioTransport) -> Transport:
-    """The SDK's stdio transport, the server guarded against outliving this process."""
-    from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
-
-    env = None if transport.env is None else dict(transport.env)
-    command, args = guarded(
-        transport.command, transport.args, get_default_environment() | (env or {}), transport.cwd
-    )
-    params = StdioServerParameters(command=command, args=args, env=env, cwd=transport.cwd)
-    return stdio_client(params, errlog=_errlog())
-
-
-def _errlog() -> TextIO:
-    """Where a stdio server's stderr goes: ours, or the process's own when ours is no file
-    (a notebook's, or a test's capture): a child process can only write to a file."""
-    try:
-        sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):
-        return sys.__stderr__ or sys.stderr
-    return sys.stderr
 
 
 @asynccontextmanager

@@ -19,6 +19,7 @@ import socket
 import sys
 import threading
 import time
+import warnings
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -140,6 +141,27 @@ def build(name: str) -> MCPServer:
         app.add_tool(grown, name=name)
         changed = ToolListChangedNotification()
         await ctx.session.send_notification(changed, related_request_id=ctx.request_id)
+        return "ok"
+
+    @app.tool()
+    async def chatty(
+        ctx: Context, text: str, level: str = "info", count: int = 1, logger: str = ""
+    ) -> str:
+        """Log ``text`` to the client ``count`` times at ``level`` (numbered after the
+        first), as ``logger`` if given; then answer."""
+        with warnings.catch_warnings():  # the SDK calls logging deprecated as of 2026-07-28
+            warnings.simplefilter("ignore")
+            for number in range(count):
+                said = text if number == 0 else f"{text} {number}"
+                await ctx.log(level, said, logger_name=logger or None)  # type: ignore[arg-type]
+        return f"logged {count}"
+
+    @app.tool()
+    async def log_object(ctx: Context) -> str:
+        """Log a JSON object (not a string) at warning."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            await ctx.log("warning", {"disk": "full", "free": 0})
         return "ok"
 
     @app.tool()
