@@ -22,7 +22,13 @@ from regiment.hierarchy._approvals import ApprovalDesk, decision_name
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, owner_name
 from regiment.hierarchy.workers._team_worker import TeamWorker
-from regiment.journal import ApprovalDecided, ApprovalRequested, Journal, Lease
+from regiment.journal import (
+    ApprovalDecided,
+    ApprovalRequested,
+    Journal,
+    Lease,
+    find_approval,
+)
 from regiment.tools import (
     ApprovalDecision,
     ApprovalRequest,
@@ -225,18 +231,11 @@ async def journaled_request(
     journal: Journal, request_id: str, run_id: str | None
 ) -> tuple[ApprovalRequested | None, ApprovalDecided | None]:
     """The journaled request ``request_id`` and its decision, if any (``None``s if unknown)."""
-    if run_id is None:
-        for waiting in await journal.pending_approvals():
-            if waiting.approval_id == request_id:
-                return waiting, None
-        runs = [info.run_id for info in await journal.list_runs(limit=100)]
+    if run_id is None:  # in whichever run holds it, an old one's too
+        found = await find_approval(journal, request_id)
     else:
-        runs = [run_id]
-    for one in runs:  # a look-up by key per run, not a read of each run
-        found = await journal.approval(one, request_id)
-        if found is not None:
-            return found.request, found.decision
-    return None, None
+        found = await journal.approval(run_id, request_id)
+    return (None, None) if found is None else (found.request, found.decision)
 
 
 async def record_decision(
