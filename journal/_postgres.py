@@ -43,7 +43,6 @@ from regiment.journal._pg_session import (
     last_line,
     one_line,
 )
-from regiment.journal._requests import INDEX, add_index
 from regiment.journal._schema import prepare
 from regiment.journal._store import Batch, Refused
 from regiment.journal._views import Lease
@@ -121,8 +120,6 @@ class _PostgresStore(LockReporting):
                 if found is None:
                     self._refuse_foreign_tables()
                 prepare(self._execute, has_meta=found is not None, blob="BYTEA", where=self.where)
-                if self._execute("SELECT to_regclass(?)", (INDEX,))[0][0] is None:
-                    add_index(self._execute)  # (a journal made before it was: once)
             self.read_marks()
         except BaseException:
             self._conn.close()

@@ -12,12 +12,16 @@ date), and a journal without it (opened read-only, say) is searched all the same
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from regiment.errors import JournalError
 from regiment.journal._codec import approval_key
 from regiment.journal._lookups import JournalLookups
 from regiment.journal._protocol import Journal
-from regiment.journal._schema import Execute
 from regiment.journal._views import JournaledApproval
+
+if TYPE_CHECKING:
+    from regiment.journal._schema import Execute
 
 __all__ = ("INDEX", "add_index", "find_approval")
 
@@ -27,12 +31,20 @@ INDEX = "journal_records_approval"
 _CREATE = (
     f"CREATE INDEX IF NOT EXISTS {INDEX} ON journal_records (key) WHERE kind = 'approval_requested'"
 )
+_PRESENT = {  # whether the journal has the index
+    "BLOB": "SELECT name FROM sqlite_master WHERE type = 'index' AND name = ?",
+    "BYTEA": "SELECT to_regclass(?)",
+}
 _FIND = "SELECT run_id FROM journal_records WHERE kind = 'approval_requested' AND key = ? LIMIT 1"
 
 
-def add_index(execute: Execute) -> None:
-    """Index the requests' keys; inside the write transaction that opens the journal."""
-    execute(_CREATE, ())
+def add_index(execute: Execute, blob: str) -> None:
+    """Index the requests' keys, unless the journal has the index; inside the write
+    transaction that opens the journal (``blob``: the dialect's type of a record's body,
+    ``prepare``'s, which names the dialect)."""
+    found = execute(_PRESENT[blob], (INDEX,))
+    if not found or found[0][0] is None:
+        execute(_CREATE, ())
 
 
 async def find_approval(journal: Journal, approval_id: str) -> JournaledApproval | None:

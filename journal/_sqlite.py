@@ -14,7 +14,7 @@ import anyio
 
 from regiment.errors import ConfigError, JournalError
 from regiment.journal._buffered import BufferedJournal
-from regiment.journal._requests import INDEX, add_index
+from regiment.journal._requests import INDEX
 from regiment.journal._schema import CURRENT_VERSION, prepare, read_version
 from regiment.journal._sql import SqlStore
 from regiment.journal._store import Batch, Refused
@@ -159,7 +159,6 @@ class _SqliteStore(SqlStore):
                 blob="BLOB",
                 where=self.where,
             )
-            add_index(self._execute)  # (a journal made before it was: once)
             # A write that changes nothing: SQLite opens a file it may not write read-only
             # without a word (on a read-only mount with its -wal and -shm there, say), and
             # the first run would fail at its first record. It fails here, at the open.
