@@ -54,6 +54,8 @@ async def find_approval(journal: Journal, approval_id: str) -> JournaledApproval
     Raises:
         JournalError: the journal could not be read.
     """
+    if not _storable(approval_id):  # no journal holds it (PostgreSQL cannot be asked it)
+        return None
     if isinstance(journal, JournalLookups):
         await journal.flush()  # (this process's own writes first)
         run_id = await journal._read(lambda store: _run_holding(store, approval_id))
@@ -67,6 +69,15 @@ async def find_approval(journal: Journal, approval_id: str) -> JournaledApproval
         if found is not None:
             return found
     return None
+
+
+def _storable(text: str) -> bool:
+    """Whether every journal can store ``text``: no NUL, and UTF-8 (no lone surrogate)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return "\x00" not in text
 
 
 def _run_holding(store: object, approval_id: str) -> str | None:

@@ -147,3 +147,9 @@ async def test_a_journal_made_before_the_index_gets_it_and_finds_requests(
             ("approval/a-decided",),
         ).fetchall()
     assert "journal_records_approval" in str(plan), plan
+
+
+async def test_an_id_no_journal_can_hold_is_found_in_none(journal: Journal) -> None:
+    await _old_requests(journal)
+    for unstorable in ("a\x00-decided", "a-\ud800"):  # PostgreSQL cannot even be asked them
+        assert await find_approval(journal, unstorable) is None
