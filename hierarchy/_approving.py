@@ -19,6 +19,7 @@ import msgspec
 from regiment._text import clipped
 from regiment.errors import AlreadyFinished, ApprovalError, LeaseHeld
 from regiment.hierarchy._approvals import ApprovalDesk, decision_name
+from regiment.hierarchy._cancelling import cancel_paused
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, owner_name
 from regiment.hierarchy.workers._team_worker import TeamWorker
@@ -40,6 +41,7 @@ from regiment.tools import (
 
 if TYPE_CHECKING:
     from regiment.hierarchy._team import Team
+    from regiment.hierarchy.events import RunFailed
 
 __all__ = (
     "DecidesApprovals",
@@ -95,6 +97,28 @@ class DecidesApprovals:
     def _live(self, run_id: str) -> RunChannel | None:
         """The channel of run ``run_id``, if it is in progress here."""
         return self._channels.get(run_id)
+
+    async def cancel_paused(self, run_id: str, *, reason: str = "") -> RunFailed | None:
+        """Cancel a run that paused for approvals: it ends ``cancelled`` (journaled so: it
+        is not resumed), and its pending requests are withdrawn (a decision on one is
+        refused: its run was cancelled). A live run is cancelled by cancelling its caller
+        (``run``, ``stream``) or, in a service, ``POST /runs/{id}/cancel``.
+
+        Args:
+            run_id: the paused run.
+            reason: why, for the record (its ``RunFailed`` message ends with it).
+
+        Returns:
+            The run's last event (``RunFailed``, ``error_type`` ``"RunCancelled"``, with
+            what it got to by its pause); ``None`` if it is not paused (live here or in
+            another process, or ended), when nothing changed.
+
+        Raises:
+            UnknownRun: the team's journal has no such run.
+        """
+        if self._live(run_id) is not None:
+            return None
+        return await cancel_paused(self._desk, self.journal, run_id, reason)
 
     async def pending_approvals(self, run_id: str | None = None) -> tuple[ApprovalRequest, ...]:
         """Undecided requests, of one run or of all: the live ones here, then the journal's."""
