@@ -20,6 +20,7 @@ import msgspec
 import pytest
 
 from regiment._json import JsonObject
+from regiment.cli._view import describe
 from regiment.hierarchy import (
     ApprovalRequested,
     ApprovalResolved,
@@ -186,3 +187,28 @@ async def _journaled(where: str, run_id: str) -> list[ApprovalResolved]:
         for e in entries
         if isinstance(e.record, EventRecorded) and e.record.kind == "ApprovalResolved"
     ]
+
+
+def test_the_commands_line_says_what_the_guards_made_of_an_edit() -> None:
+    base = ApprovalResolved(
+        run_id="r1",
+        request_id="apr-1",
+        tool="issue_refund",
+        worker="shop/billing",
+        step_id="s1",
+        decision="edit",
+        decided_by="ana",
+        arguments={"order_id": "9", "amount": 60},
+    )
+    rewritten = msgspec.structs.replace(
+        base, guarded="rewritten", ran_arguments={"order_id": "1", "amount": 60}
+    )
+    refused = msgspec.structs.replace(base, guarded="refused", guard_reason="over 100")
+    assert describe(base) == "  ok issue_refund [apr-1]: edit by ana"
+    assert describe(rewritten) == (
+        '  ok issue_refund [apr-1]: edit by ana, rewritten by its guards: ran with {"amount": 60,'
+        ' "order_id": "1"}'
+    )
+    assert describe(refused) == (
+        "  no issue_refund [apr-1]: edit by ana, refused by its guards: over 100"
+    )
